@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""measure.py -- measure a vramcalc model's peak memory with torch 1.13 on CPU.
+
+    /usr/bin/python3 bench/accuracy/measure.py MODEL.json --batch N \
+        --optim sgd|momentum|adam|adamw|none --mode train|infer \
+        --precision fp32|bf16 [--json] [--per-op] [--per-op-file F]
+
+SPEC.md section 4 (the protocol) and bench/accuracy/README.md (how, and what is
+compensated).  In short: LD_PRELOAD=libmemtrack.so keeps the running total of
+c10's CPU allocations (each rounded up to 512 bytes); libopobserver.so reads it
+after every aten operator (forward, backward, optimizer); the result is the
+highest reading over steps 2 and 3 (train) or the second forward (infer), minus
+the total before the model was built.
+"""
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MEMTRACK = os.path.join(HERE, "libmemtrack.so")
+OBSERVER = os.path.join(HERE, "libopobserver.so")
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model", help="vramcalc model JSON (SPEC.md section 1)")
+    ap.add_argument("-b", "--batch", type=int, default=1)
+    ap.add_argument("-o", "--optim", default="adam", choices=["sgd", "momentum", "adam", "adamw", "none"])
+    ap.add_argument("-m", "--mode", default="train", choices=["train", "infer"])
+    ap.add_argument("-p", "--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--input", help="override the (single) input's per-sample shape, e.g. 3,224,224")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--per-op", action="store_true",
+                    help="print the running total after each op (steps in --per-op-steps)")
+    ap.add_argument("--per-op-file", help="write the per-op timeline to this file instead")
+    ap.add_argument("--per-op-steps", default="2",
+                    help="comma list of steps to log (default 2; infer: forward pass numbers)")
+    ap.add_argument("--compat", default="2x", choices=["2x", "stock"],
+                    help="2x: replicate PyTorch 2.x where 1.13 differs (default); stock: 1.13 as is")
+    ap.add_argument("--hook", default="record", choices=["record", "dispatch"],
+                    help="record: RecordFunction observer (default); dispatch: TorchDispatchMode "
+                         "(perturbs 1.13's composite ops, see README)")
+    ap.add_argument("--steps", type=int, default=3, help="training steps (peak over steps >= 2)")
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args(argv)
+
+
+def ensure_built():
+    if not (os.path.exists(MEMTRACK) and os.path.exists(OBSERVER)) or any(
+            os.path.getmtime(os.path.join(HERE, s)) > os.path.getmtime(o)
+            for s, o in (("memtrack.c", MEMTRACK), ("opobserver.cpp", OBSERVER))):
+        subprocess.run(["make", "-s", "-C", HERE], check=True, stdout=sys.stderr)
+
+
+def reexec_with_preload():
+    pre = os.environ.get("LD_PRELOAD", "")
+    if MEMTRACK in pre.split(":") or MEMTRACK in pre.split():
+        return
+    ensure_built()
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = MEMTRACK + ((":" + pre) if pre else "")
+    env["VRAMCALC_MEASURE_CHILD"] = "1"
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+class Tracker:
+    """ctypes front of memtrack (allocator totals) and opobserver (between-op readings)."""
+
+    def __init__(self):
+        self.M = ctypes.CDLL(None)  # libmemtrack.so is preloaded: global symbols
+        for n in ("memtrack_current", "memtrack_peak", "memtrack_blocks", "memtrack_raw_current",
+                  "memtrack_total_allocs"):
+            getattr(self.M, n).restype = ctypes.c_longlong
+        self.O = ctypes.CDLL(OBSERVER)
+        for n in ("opobs_peak", "opobs_current", "opobs_reads"):
+            getattr(self.O, n).restype = ctypes.c_longlong
+        self.O.opobs_peak_where.restype = ctypes.c_char_p
+        self.base_total = 0
+
+    # allocator level
+    def current(self):
+        return self.M.memtrack_current()
+
+    def peak(self):
+        return self.M.memtrack_peak()
+
+    def reset_peak(self):
+        self.M.memtrack_reset_peak()
+
+    # between-op level
+    def start(self, install):
+        if not self.M.memtrack_active():
+            raise SystemExit("measure.py: memtrack does not see libc10.so (is it preloaded?)")
+        if install and not self.O.opobs_install():
+            raise SystemExit("measure.py: opobserver cannot reach memtrack_current")
+        self.base_total = self.current()
+        self.O.opobs_start()
+
+    def tag(self, s):
+        self.O.opobs_tag(s.encode())
+
+    def read(self, what):
+        self.O.opobs_read(what.encode())
+
+    @contextlib.contextmanager
+    def fused(self, name):
+        self.O.opobs_suppress_push()
+        try:
+            yield
+        finally:
+            self.O.opobs_suppress_pop(name.encode())
+
+
+def rounded(t):
+    n = t.numel() * t.element_size()
+    return 0 if n == 0 else max(512, (n + 511) // 512 * 512)
+
+
+def main(argv):
+    args = parse_args(argv)
+    reexec_with_preload()
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, HERE)
+    import torch
+    import torch.nn.functional as F
+    import vctorch
+    import optim2x
+
+    torch.manual_seed(args.seed)
+    tr = Tracker()
+    with open(args.model) as f:
+        spec = json.load(f)
+
+    log_steps = set(int(s) for s in args.per_op_steps.split(",") if s.strip())
+    log_path = args.per_op_file
+    tmp_log = None
+    if args.per_op and not log_path:
+        import tempfile
+        fd, tmp_log = tempfile.mkstemp(suffix=".tsv")
+        os.close(fd)
+        log_path = tmp_log
+    logging = bool(log_path)
+
+    phase = ["build"]
+    if logging:
+        vctorch.HOOKS.layer = lambda path: tr.tag("%s %s" % (phase[0], path))
+    vctorch.HOOKS.fused = tr.fused
+
+    dispatch_mode = None
+    if args.hook == "dispatch":
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, a=(), kw=None):
+                r = func(*a, **(kw or {}))
+                tr.read(str(func.overloadpacket.__name__))
+                return r
+        dispatch_mode = _Mode
+
+    def set_phase(p):
+        phase[0] = p
+        tr.tag(p)
+
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    tr.start(install=(args.hook == "record"))
+    ctx = dispatch_mode() if dispatch_mode else contextlib.nullcontext()
+    notes = []
+    with ctx:
+        module, make_inputs = vctorch.build(spec, compat=args.compat)
+        if args.precision == "bf16":
+            module.to(torch.bfloat16)
+        shapes = None
+        if args.input:
+            if len(module.input_names) != 1:
+                raise SystemExit("measure.py: --input needs a single-input model")
+            shapes = {module.input_names[0]: [int(s) for s in args.input.replace("x", ",").split(",")]}
+        inputs = make_inputs(args.batch, dtype=dtype, shapes=shapes)
+        params = list(module.parameters())
+        n_params = sum(p.numel() for p in params)
+        n_train = sum(p.numel() for p in params if p.requires_grad)
+        weights_bytes = sum(rounded(p) for p in params) + sum(rounded(b) for b in module.buffers())
+        inputs_bytes = sum(rounded(x) for x in inputs)
+        after_build = tr.O.opobs_current()
+
+        targets = []
+
+        def loss_of(out):
+            if module.loss_kind == "cross_entropy":
+                logits = out.float()
+                if not targets:
+                    targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]),
+                                                 dtype=torch.int64))
+                return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
+            return out.float().mean()
+
+        opt = None
+        steady = None
+        if args.mode == "train":
+            module.train()
+            opt = optim2x.make(module.parameters(), args.optim)
+            for step in range(1, args.steps + 1):
+                if logging and step == min(log_steps | {10 ** 9}):
+                    tr.O.opobs_log_open(log_path.encode())
+                    tr.O.opobs_log_line(("model %s batch %d optim %s mode %s precision %s compat %s; "
+                                         "bytes since before the model was built" % (
+                                             module.name, args.batch, args.optim, args.mode,
+                                             args.precision, args.compat)).encode())
+                if step == 2:
+                    tr.O.opobs_reset_peak()
+                    tr.reset_peak()
+                    alloc_base = tr.current()
+                set_phase("s%d.fwd" % step)
+                loss = loss_of(module(*inputs))
+                set_phase("s%d.bwd" % step)
+                loss.backward()
+                del loss
+                tr.read("backward-end")
+                set_phase("s%d.opt" % step)
+                if opt is not None:
+                    opt.step()
+                    tr.read("step-end")
+                set_phase("s%d.zero" % step)
+                if opt is not None:
+                    opt.zero_grad(set_to_none=True)
+                else:
+                    for p in params:
+                        p.grad = None
+                tr.read("zero_grad-end")
+                if logging and step == max(log_steps or {0}):
+                    tr.O.opobs_log_close()
+            steady = tr.O.opobs_current()
+        else:
+            module.eval()
+            with torch.no_grad():
+                for step in (1, 2):
+                    if logging and step == min(log_steps | {10 ** 9}):
+                        tr.O.opobs_log_open(log_path.encode())
+                    if step == 2:
+                        tr.O.opobs_reset_peak()
+                        tr.reset_peak()
+                        alloc_base = tr.current()
+                    set_phase("f%d.fwd" % step)
+                    out = module(*inputs)
+                    del out
+                    tr.read("forward-end")
+                    if logging and step == max(log_steps or {0}):
+                        tr.O.opobs_log_close()
+            steady = tr.O.opobs_current()
+    tr.O.opobs_log_close()
+
+    peak = tr.O.opobs_peak()
+    peak_alloc = tr.peak() - tr.base_total
+    where = tr.O.opobs_peak_where().decode(errors="replace")
+    if args.compat == "2x":
+        notes.append("optimizer: PyTorch 2.x foreach step replicated with torch._foreach_* "
+                     "(bench/accuracy/optim2x.py); state['step'] kept as a Python number "
+                     "(a CPU tensor in 2.x, no device memory)")
+        notes.append("dropout: 2.x CUDA native_dropout replica (bool mask) instead of 1.13 CPU's "
+                     "float noise")
+        notes.append("MultiheadAttention/Transformer*Layer: 2.x forward ported; SDPA = 2.x math "
+                     "backend (compare with vramcalc --attention math)")
+    else:
+        notes.append("compat stock: torch 1.13 modules as they are (float dropout noise, 1.13 MHA)")
+    notes.append("between-op readings via %s; each block rounded up to 512 B; "
+                 "kernel-internal temporaries not counted" % (
+                     "RecordFunction observer" if args.hook == "record" else "TorchDispatchMode"))
+    if args.hook == "dispatch":
+        notes.append("TorchDispatchMode makes 1.13 take composite-compliant (out-of-place) paths")
+    result = {
+        "model": module.name,
+        "batch": args.batch,
+        "optim": args.optim if args.mode == "train" else "none",
+        "mode": args.mode,
+        "precision": args.precision,
+        "peak_allocated": int(peak),
+        "peak_where": where,
+        "peak_allocator": int(peak_alloc),
+        "params": int(n_params),
+        "trainable_params": int(n_train),
+        "weights_bytes": int(weights_bytes),
+        "inputs_bytes": int(inputs_bytes),
+        "after_build_bytes": int(after_build),
+        "steady_bytes": int(steady) if steady is not None else None,
+        "optimizer_state_bytes": int(sum(rounded(v) for st in opt.state.values() for v in st.values()
+                                         if torch.is_tensor(v))) if opt else 0,
+        "reads": int(tr.O.opobs_reads()),
+        "compat": args.compat,
+        "torch": torch.__version__,
+        "notes": notes,
+    }
+    _ = alloc_base
+    if args.per_op and tmp_log:
+        with open(tmp_log) as f:
+            sys.stdout.write(f.read())
+        os.unlink(tmp_log)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(peak)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

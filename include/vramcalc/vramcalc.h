@@ -1,0 +1,196 @@
+/*
+ * vramcalc — GPU memory estimates for PyTorch models.
+ *
+ * Public API. The library never prints and never exits: every function
+ * reports problems through a vc_status and, where given, a vc_error.
+ *
+ * Typical use:
+ *     vc_error err;
+ *     vc_model *m = NULL;
+ *     if (vc_model_load_file("model.json", &m, &err) != VC_OK) { report err; }
+ *     vc_options o;  vc_options_init(&o);  o.batch = 32;
+ *     vc_result r;
+ *     if (vc_estimate(m, &o, &r, &err) == VC_OK) { use r.memory.peak_allocated; }
+ *     vc_result_free(&r);
+ *     vc_model_free(m);
+ */
+#ifndef VRAMCALC_H
+#define VRAMCALC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VC_VERSION "0.1.0"
+
+/* Status codes: X(name, message). */
+#define VC_STATUS_MAP(X)                                              \
+    X(OK, "success")                                                  \
+    X(ERR_USAGE, "invalid argument")                                  \
+    X(ERR_IO, "cannot read file")                                     \
+    X(ERR_PARSE, "invalid JSON")                                      \
+    X(ERR_MODEL, "invalid model")                                     \
+    X(ERR_OVERFLOW, "size overflows 64-bit arithmetic")               \
+    X(ERR_NOMEM, "out of memory")                                     \
+    X(ERR_LIMIT, "a documented limit was exceeded")
+
+typedef enum {
+#define VC_STATUS_ENUM(name, msg) VC_##name,
+    VC_STATUS_MAP(VC_STATUS_ENUM)
+#undef VC_STATUS_ENUM
+} vc_status;
+
+/* A static description of a status code. */
+const char *vc_strerror(vc_status s);
+
+/* Everything known about the first error: where and what. */
+typedef struct {
+    vc_status code;
+    char file[256];   /* model file name ("-" for stdin), "" when not file-related */
+    int line, col;    /* 1-based position in the file, 0 when unknown */
+    char path[256];   /* JSON path, e.g. "layers[3].kernel_size"; "" when none */
+    char msg[512];    /* what is wrong, one line, no trailing newline */
+} vc_error;
+
+/* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
+void vc_error_format(const vc_error *err, char *buf, size_t n);
+
+/* ---- limits (documented in README) ---- */
+#define VC_MAX_FILE_BYTES   (64u << 20) /* model files up to 64 MiB */
+#define VC_MAX_LAYERS       1000000     /* expanded layer instances */
+#define VC_MAX_DEPTH        64          /* Sequential nesting */
+#define VC_MAX_DIMS         8           /* per-sample dimensions */
+#define VC_MAX_DIM_SIZE     (INT64_C(1) << 40)
+
+/* ---- model ---- */
+typedef struct vc_model vc_model;
+
+/* Loads and validates a model file ("-" reads standard input). On success
+ * *out is a model the caller frees with vc_model_free. */
+vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err);
+
+/* Same from memory; `name` is used in error messages as the file name. */
+vc_status vc_model_load_string(const char *json, size_t len, const char *name,
+                               vc_model **out, vc_error *err);
+
+void vc_model_free(vc_model *m);
+
+/* Replaces the per-sample shape of the model's single input (CLI --input),
+ * then re-checks every layer. */
+vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
+                                   vc_error *err);
+
+const char *vc_model_name(const vc_model *m);
+int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
+int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
+size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
+
+/* ---- options ---- */
+typedef enum { VC_OPTIM_SGD, VC_OPTIM_MOMENTUM, VC_OPTIM_ADAM, VC_OPTIM_ADAMW, VC_OPTIM_NONE } vc_optim;
+typedef enum { VC_IMPL_FOREACH, VC_IMPL_FUSED, VC_IMPL_FORLOOP } vc_optim_impl;
+typedef enum {
+    VC_PREC_FP32, VC_PREC_FP16, VC_PREC_BF16, VC_PREC_AMP_FP16, VC_PREC_AMP_BF16,
+    VC_PREC_MIXED_FP16, VC_PREC_MIXED_BF16
+} vc_precision;
+typedef enum { VC_MODE_TRAIN, VC_MODE_INFER } vc_mode;
+typedef enum { VC_ATTN_AUTO, VC_ATTN_FLASH, VC_ATTN_EFFICIENT, VC_ATTN_MATH } vc_attention;
+
+typedef struct {
+    int64_t batch;          /* samples per step, >= 1 */
+    vc_optim optim;
+    vc_optim_impl optim_impl;
+    int64_t accumulate;     /* micro-batches per optimizer step, >= 1 */
+    vc_precision precision;
+    vc_mode mode;
+    vc_attention attention;
+    int64_t workspace;      /* bytes of cuBLAS/cuDNN workspace; -1: modelled */
+    int64_t context;        /* bytes of CUDA context; -1: modelled */
+    int hopper;             /* 1: sm90+ (cuBLAS 32 MiB workspace), 0: other GPUs */
+} vc_options;
+
+/* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
+ * attention, modelled workspace and context, non-Hopper. */
+void vc_options_init(vc_options *o);
+
+/* Name <-> enum helpers ("adam", "amp-bf16", ...). Return -1 when unknown. */
+int vc_optim_from_name(const char *s);
+int vc_optim_impl_from_name(const char *s);
+int vc_precision_from_name(const char *s);
+int vc_mode_from_name(const char *s);
+int vc_attention_from_name(const char *s);
+const char *vc_optim_name(vc_optim o);
+const char *vc_optim_impl_name(vc_optim_impl i);
+const char *vc_precision_name(vc_precision p);
+const char *vc_mode_name(vc_mode m);
+const char *vc_attention_name(vc_attention a);
+
+/* ---- results ---- */
+typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE } vc_phase;
+const char *vc_phase_name(vc_phase p);
+
+typedef struct {
+    int64_t weights;          /* parameters + buffers as stored (+ fp32 master copy) */
+    int64_t gradients;        /* every trainable parameter's gradient */
+    int64_t optimizer_states; /* persistent optimizer state */
+    int64_t activations;      /* train: held at end of forward; infer: largest live set */
+    int64_t workspace;        /* cuBLAS/cuDNN workspace taken from the allocator */
+    int64_t peak_allocated;   /* max_memory_allocated() */
+    int64_t reserved;         /* max_memory_reserved() */
+    int64_t cuda_context;     /* context + library handles outside the allocator */
+    int64_t total;            /* reserved + cuda_context */
+} vc_memory;
+
+typedef struct {
+    vc_phase phase;
+    char layer[128];          /* layer path, e.g. "layers[12]" ("" for optimizer) */
+    char kind[32];            /* layer kind */
+    /* What is live at the peak; the parts sum to peak_allocated. */
+    int64_t weights, gradients, optimizer_states, activations, temporaries, workspace;
+} vc_peak;
+
+typedef struct {
+    char name[128];
+    char kind[32];
+    int ndim;
+    int64_t output_shape[VC_MAX_DIMS];
+    int64_t parameters;
+    int64_t activations;      /* bytes this layer's ops hold for backward at end of forward */
+} vc_layer_info;
+
+typedef struct {
+    int64_t parameters, trainable_parameters;
+    vc_memory memory;
+    vc_peak peak;
+    size_t nlayers;           /* per-layer rows (top-level instances) */
+    vc_layer_info *layers;    /* owned; freed by vc_result_free */
+} vc_result;
+
+/* Simulates one steady-state training step (or an inference forward pass).
+ * On success the caller frees r with vc_result_free. */
+vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
+
+/* Seed 003's calculator without a model: params weights + grads (+ optimizer
+ * state per o->optim) + activation elements per sample x batch. */
+vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
+                             const vc_options *o, vc_result *r, vc_error *err);
+
+void vc_result_free(vc_result *r);
+
+/* The simulated timeline, one line per allocation or free (phase, alloc or
+ * free, category, bytes, running total, layer, aten op), for debugging and
+ * for diffing against a measured per-op log. */
+vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text), void *ctx,
+                   vc_error *err);
+
+/* ---- layer kinds ---- */
+size_t vc_kind_count(void);
+const char *vc_kind_name(size_t i);
+const char *vc_kind_summary(size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VRAMCALC_H */

@@ -1,0 +1,197 @@
+/*
+ * layer.h — what a layer kind is, and the three things it must do.
+ *
+ * A kind is one `const vc_kind` descriptor: it parses its JSON fields into
+ * a config struct, works out its output shape and parameters from its input
+ * shapes ("setup"), and describes its forward pass as autograd ops ("emit").
+ * The engine derives everything else — what stays alive for backward, what
+ * backward allocates, gradients, optimizer state — from those ops.
+ *
+ * Adding a layer kind
+ * -------------------
+ *  1. Pick its family file in layers/ (conv.c, norm.c, ...) or add a new one
+ *     (and list it in CMakeLists.txt's VC_LAYER_SOURCES).
+ *  2. Write a config struct, and static parse/setup/emit functions:
+ *       parse: read every constructor argument with vc_arg_*; PyTorch's
+ *              default when absent; unknown keys are rejected by the loader.
+ *       setup: check the input shapes (vc_fail on mismatch, naming both
+ *              numbers), set s->out, declare each parameter with vc_param
+ *              and each buffer with vc_buffer, in named_parameters() order.
+ *       emit:  call the op helpers (ops.h) the way the PyTorch module's
+ *              forward calls aten ops; vc_set_output() the result.
+ *  3. End the family file with `const vc_kind vc_kind_Foo = {...}`.
+ *  4. Add one line to layers/registry.c.
+ *  5. Add fixture cases to tests/fixtures/gen_layer_fixtures.py, regenerate
+ *     tests/data/layers/, and add op-level memory tests where the kind
+ *     saves something unusual.
+ */
+#ifndef VC_LAYER_H
+#define VC_LAYER_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vramcalc/vramcalc.h"
+
+/* ---- shapes and dtypes ---- */
+typedef struct {
+    int nd;
+    int64_t d[VC_MAX_DIMS];
+} vc_shape;
+
+/* Element types. VC_DT_FLOAT is "the model's float type" at load time; the
+ * engine resolves it per precision. */
+typedef enum { VC_DT_FLOAT, VC_DT_F32, VC_DT_F16, VC_DT_BF16, VC_DT_I64, VC_DT_BOOL, VC_DT_U8 } vc_dtype;
+
+int vc_dtype_size(vc_dtype dt);
+
+/* Product of dims; -1 on overflow. */
+int64_t vc_shape_numel(const vc_shape *s);
+vc_shape vc_shape_make(int nd, const int64_t *d);
+bool vc_shape_eq(const vc_shape *a, const vc_shape *b);
+/* "[16, 32, 32]" */
+void vc_shape_str(const vc_shape *s, char *buf, size_t n);
+/* Normalises a PyTorch dim (which counts the batch dim as 0, negatives from
+ * the end) for a per-sample shape of nd dims: returns the per-sample index
+ * 0..nd-1, or -1 when out of range, -2 when it names the batch dim. */
+int vc_dim_index(int64_t dim, int nd);
+
+/* ---- parsing fields ---- */
+typedef struct vc_args vc_args;
+
+#define VC_REQUIRED INT64_MIN /* as `def`: the key must be present */
+
+/* Each returns 0, or -1 after recording an error naming the key. */
+int vc_arg_int(vc_args *a, const char *key, int64_t def, int64_t min, int64_t *out);
+/* An int or a list of exactly n ints (kernel_size=3 or [3, 5]). */
+int vc_arg_ints(vc_args *a, const char *key, int n, int64_t def, int64_t min, int64_t *out);
+/* A list of 1..VC_MAX_DIMS ints, each >= min. *n receives the length. */
+int vc_arg_list(vc_args *a, const char *key, bool required, int64_t min, int64_t *out, int *n);
+int vc_arg_bool(vc_args *a, const char *key, bool def, bool *out);
+int vc_arg_float(vc_args *a, const char *key, double def, double min, double max, double *out);
+/* One of a NULL-terminated list of strings; *out = its index. def: index or VC_REQUIRED. */
+int vc_arg_enum(vc_args *a, const char *key, const char *const *choices, int def, int *out);
+/* The JSON type of a key: 0 absent, 1 number, 2 string, 3 array, 4 bool, 5 null, 6 other. */
+int vc_arg_type(vc_args *a, const char *key);
+/* Marks a key as known without reading it (for keys read by the loader). */
+void vc_arg_known(vc_args *a, const char *key);
+/* Records an error at `key` (NULL: the layer itself). Returns -1. */
+int vc_arg_fail(vc_args *a, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- setup: shapes and parameters ---- */
+typedef struct vc_setup {
+    int nin;
+    const vc_shape *in;      /* per-sample input shapes */
+    const vc_dtype *in_dt;   /* VC_DT_FLOAT or VC_DT_I64 */
+    vc_shape out;            /* set by setup */
+    vc_dtype out_dt;         /* default VC_DT_FLOAT */
+    struct vc_setup_priv *priv;
+} vc_setup;
+
+/* Declares a parameter / buffer tensor of `numel` elements. Returns -1 on overflow. */
+int vc_param(vc_setup *s, const char *name, int64_t numel);
+int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt);
+/* Records a shape error at `key` (NULL: the layer). Returns -1. */
+int vc_fail(vc_setup *s, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Checked arithmetic for shape formulas: return -1 (after vc_fail) on overflow. */
+int vc_mul(vc_setup *s, int64_t a, int64_t b, int64_t *out);
+int vc_add(vc_setup *s, int64_t a, int64_t b, int64_t *out);
+
+/* ---- emit: the forward pass as autograd ops ---- */
+typedef struct vc_build vc_build;
+typedef int vc_t; /* a tensor in the op graph; -1 = none */
+
+/* Element count of an op-graph tensor: ps per sample plus fx fixed. */
+typedef struct {
+    int64_t ps, fx;
+} vc_numel;
+
+vc_numel vc_n_sample(int64_t per_sample); /* {per_sample, 0} */
+vc_numel vc_n_fixed(int64_t n);           /* {0, n} */
+vc_numel vc_n_scale(vc_numel n, int64_t k);
+
+const vc_options *vc_opts(const vc_build *b);
+int64_t vc_batch(const vc_build *b);
+/* The activation dtype of the run (fp32, or fp16/bf16 for pure/mixed precision). */
+vc_dtype vc_act_dt(const vc_build *b);
+/* The dtype parameters are stored in. */
+vc_dtype vc_param_dt(const vc_build *b);
+/* Low-precision dtype of autocast (F16/BF16), or VC_DT_F32 when not under amp. */
+vc_dtype vc_autocast_dt(const vc_build *b);
+bool vc_training(const vc_build *b);
+
+vc_t vc_input(vc_build *b, int i);
+const vc_shape *vc_input_shape(const vc_build *b, int i);
+const vc_shape *vc_output_shape(const vc_build *b);
+vc_t vc_weight(vc_build *b, int i); /* the layer's i-th parameter */
+vc_t vc_buf(vc_build *b, int i);    /* the layer's i-th buffer */
+bool vc_has_weight(const vc_build *b, int i);
+void vc_set_output(vc_build *b, vc_t t);
+
+vc_numel vc_numel_of(const vc_build *b, vc_t t);
+vc_dtype vc_dt_of(const vc_build *b, vc_t t);
+bool vc_requires_grad(const vc_build *b, vc_t t);
+bool vc_contiguous(const vc_build *b, vc_t t);
+
+/* Keeps t alive until vc_release (a Python variable that outlives its last use). */
+void vc_hold(vc_build *b, vc_t t);
+void vc_release(vc_build *b, vc_t t);
+
+/* A generic autograd op. Build with vc_op_begin, describe, close with vc_op_end. */
+typedef struct vc_op vc_op;
+
+enum {
+    VC_GRAD_NEW = 0,   /* backward allocates a fresh tensor of the input's size */
+    VC_GRAD_PASS = 1,  /* backward passes (a view of) the incoming grad */
+    VC_GRAD_NONE = 2,  /* no gradient for this input */
+};
+
+vc_op *vc_op_begin(vc_build *b, const char *name);
+/* A differentiable input; returns its index. */
+int vc_op_in(vc_op *o, vc_t t);
+/* A non-differentiable input (indices, targets); returns its index. */
+int vc_op_in_nodiff(vc_op *o, vc_t t);
+void vc_op_grad(vc_op *o, int in, int how);
+/* Backward allocates a grad of `n` elements (instead of the input's size) for input `in`. */
+void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt);
+/* A new output tensor. */
+vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt);
+/* An output that shares input `in`'s storage (a view, or an in-place result). */
+vc_t vc_op_out_view(vc_op *o, int in, vc_numel n, bool contiguous);
+/* A tensor allocated in forward and kept only for this op's backward (indices, masks, stats). */
+void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt);
+/* Saved for backward: always / only when input `in`'s gradient is needed. */
+void vc_op_save(vc_op *o, vc_t t);
+void vc_op_save_if(vc_op *o, vc_t t, int in);
+/* Transient allocations inside the forward / backward call. */
+void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
+void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
+/* The op is a GEMM (cuBLAS workspace is allocated on first use). */
+void vc_op_gemm(vc_op *o);
+void vc_op_end(vc_op *o);
+
+/* ---- the kind descriptor ---- */
+enum {
+    VC_KIND_NO_INPUT = 1 << 0, /* takes no input (Parameter) */
+    VC_KIND_TIEABLE = 1 << 1,  /* accepts `tie: NAME` (its parameter 0 is the tied weight) */
+    VC_KIND_INT_INPUT = 1 << 2 /* takes int64 ids (Embedding) */
+};
+
+typedef struct vc_kind {
+    const char *name;      /* "Conv2d": the JSON "type" */
+    const char *summary;   /* one line for --list-layers */
+    int min_inputs, max_inputs;
+    unsigned flags;
+    size_t cfg_size;       /* bytes of the config struct parse fills */
+    int (*parse)(vc_args *a, void *cfg);
+    int (*setup)(vc_setup *s, void *cfg);
+    void (*emit)(vc_build *b, const void *cfg);
+} vc_kind;
+
+const vc_kind *vc_kind_find(const char *name);
+/* The registered kind name closest to `name` (for "did you mean"), or NULL. */
+const char *vc_kind_suggest(const char *name);
+
+#endif /* VC_LAYER_H */

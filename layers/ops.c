@@ -1,0 +1,224 @@
+/*
+ * ops.c — aten ops as autograd nodes (see ops.h).
+ */
+#include "ops.h"
+
+/* engine.c internals for the autocast weight cache */
+int32_t *vc__amp_cache(vc_build *b, vc_t w);
+
+static bool same_numel(vc_numel a, vc_numel b) { return a.ps == b.ps && a.fx == b.fx; }
+
+vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int i = vc_op_in(o, x);
+    vc_t y = inplace ? vc_op_out_view(o, i, vc_numel_of(b, x), vc_contiguous(b, x))
+                     : vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    if (save == VC_SAVE_IN) vc_op_save(o, x);
+    if (save == VC_SAVE_OUT) vc_op_save(o, y);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+{
+    vc_op *o = vc_op_begin(b, "view");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, n, contiguous);
+    vc_op_grad(o, i, VC_GRAD_PASS);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_contiguous(vc_build *b, vc_t x)
+{
+    if (vc_contiguous(b, x)) return x;
+    vc_op *o = vc_op_begin(b, "clone");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_grad(o, i, VC_GRAD_PASS);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+{
+    /* select_backward / slice_backward: zeros(input sizes) + copy of grad */
+    vc_op *o = vc_op_begin(b, "select");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, n, contiguous);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_cast(vc_build *b, vc_t x, vc_dtype dt)
+{
+    if (x < 0 || vc_dt_of(b, x) == dt) return x;
+    vc_op *o = vc_op_begin(b, "_to_copy");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), dt);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_autocast(vc_build *b, vc_t x)
+{
+    vc_dtype lp = vc_autocast_dt(b);
+    if (lp == VC_DT_F32 || x < 0 || vc_dt_of(b, x) != VC_DT_F32) return x;
+    return op_cast(b, x, lp);
+}
+
+vc_t op_autocast_f32(vc_build *b, vc_t x)
+{
+    if (vc_autocast_dt(b) == VC_DT_F32 || x < 0) return x;
+    vc_dtype dt = vc_dt_of(b, x);
+    return (dt == VC_DT_F16 || dt == VC_DT_BF16) ? op_cast(b, x, VC_DT_F32) : x;
+}
+
+vc_t op_autocast_weight(vc_build *b, vc_t w)
+{
+    vc_dtype lp = vc_autocast_dt(b);
+    if (lp == VC_DT_F32 || w < 0 || vc_dt_of(b, w) != VC_DT_F32) return w;
+    /* cached_cast: trainable fp32 leaves are cast once per autocast region */
+    int32_t *slot = vc_requires_grad(b, w) ? vc__amp_cache(b, w) : NULL;
+    if (slot && *slot >= 0) return *slot;
+    vc_t c = op_cast(b, w, lp);
+    if (slot) {
+        *slot = c;
+        vc_hold(b, c);
+    }
+    return c;
+}
+
+vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out)
+{
+    x = op_autocast(b, x);
+    w = op_autocast_weight(b, w);
+    bias = op_autocast_weight(b, bias);
+    vc_numel xn = vc_numel_of(b, x);
+    vc_numel yn = vc_n_scale(vc_n_sample(rows), out);
+    bool fold_copy = !vc_contiguous(b, x);
+    if (fold_copy) x = op_contiguous(b, x); /* matmul: t1.reshape() copies, mm saves the copy */
+    (void)xn;
+    (void)in;
+    vc_op *o = vc_op_begin(b, bias >= 0 && !fold_copy ? "addmm" : "mm");
+    int ix = vc_op_in(o, x);
+    int iw = vc_op_in(o, w);
+    int ib = -1;
+    if (bias >= 0 && !fold_copy) ib = vc_op_in(o, bias);
+    vc_t y = vc_op_out(o, yn, vc_dt_of(b, x));
+    vc_op_save_if(o, x, iw);
+    vc_op_save_if(o, w, ix);
+    vc_op_gemm(o);
+    (void)ib;
+    vc_op_end(o);
+    if (bias >= 0 && fold_copy) { /* output.add_(bias): grad of bias via sum_to */
+        o = vc_op_begin(b, "add_");
+        int iy = vc_op_in(o, y);
+        vc_op_in(o, bias);
+        y = vc_op_out_view(o, iy, yn, true);
+        vc_op_grad(o, iy, VC_GRAD_PASS);
+        vc_op_end(o);
+    }
+    return y;
+}
+
+vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out)
+{
+    a = op_autocast(b, a);
+    c = op_autocast(b, c);
+    vc_op *o = vc_op_begin(b, "bmm");
+    int ia = vc_op_in(o, a);
+    int ic = vc_op_in(o, c);
+    vc_t y = vc_op_out(o, out, vc_dt_of(b, a));
+    vc_op_save_if(o, a, ic);
+    vc_op_save_if(o, c, ia);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out)
+{
+    x = op_autocast(b, x);
+    w = op_autocast_weight(b, w);
+    bias = op_autocast_weight(b, bias);
+    vc_op *o = vc_op_begin(b, "convolution");
+    vc_op_in(o, x);
+    vc_op_in(o, w);
+    if (bias >= 0) vc_op_in(o, bias);
+    if (!vc_contiguous(b, x)) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_t y = vc_op_out(o, out, vc_dt_of(b, x));
+    vc_op_save(o, x);
+    vc_op_save(o, w);
+    vc_op_end(o);
+    return y;
+}
+
+static vc_t binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out, bool inplace, bool mul)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = inplace ? vc_op_out_view(o, ix, out, vc_contiguous(b, x)) : vc_op_out(o, out, vc_dt_of(b, x));
+    if (mul) {
+        /* mul: grad_self = grad * other (saved if self needs grad), and vice versa */
+        vc_op_save_if(o, y, ix);
+        vc_op_save_if(o, x, iy);
+    } else {
+        /* add: the gradient passes through; broadcast inputs get sum_to */
+        if (same_numel(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_PASS);
+        if (same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_PASS);
+    }
+    vc_op_end(o);
+    return r;
+}
+
+vc_t op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
+{
+    return binary(b, inplace ? "add_" : "add", x, y, out, inplace, false);
+}
+
+vc_t op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
+{
+    return binary(b, inplace ? "mul_" : "mul", x, y, out, inplace, true);
+}
+
+vc_t op_dropout(vc_build *b, vc_t x, double p)
+{
+    if (!vc_training(b) || p <= 0.0) return x; /* _dropout_impl returns the input itself */
+    if (p >= 1.0) {                             /* input * zeros({}) */
+        vc_t z = op_new(b, "zeros", vc_n_fixed(1), vc_dt_of(b, x));
+        return op_mul(b, x, z, vc_numel_of(b, x), false);
+    }
+    vc_op *o = vc_op_begin(b, "native_dropout");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_extra(o, vc_numel_of(b, x), VC_DT_BOOL); /* result1: the mask */
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_softmax(vc_build *b, vc_t x, bool log)
+{
+    x = op_autocast_f32(b, x);
+    x = op_contiguous(b, x);
+    return op_unary(b, log ? "_log_softmax" : "_softmax", x, VC_SAVE_OUT, false);
+}
+
+vc_t op_mean(vc_build *b, vc_t x, vc_numel out)
+{
+    vc_op *o = vc_op_begin(b, "mean");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, out, vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_t y = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return y;
+}

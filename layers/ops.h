@@ -1,0 +1,57 @@
+/*
+ * ops.h — aten ops as autograd nodes, shared by the layer families.
+ *
+ * Each helper records what PyTorch 2.x (CUDA, eager) allocates, saves for
+ * backward and allocates in backward for that op; the comments name the
+ * derivatives.yaml entry or module source it follows.
+ */
+#ifndef VC_OPS_H
+#define VC_OPS_H
+
+#include "layer.h"
+
+enum { VC_SAVE_NONE, VC_SAVE_IN, VC_SAVE_OUT };
+
+/* y = f(x), same size and dtype. save: VC_SAVE_IN (self) or VC_SAVE_OUT
+ * (result). inplace: y shares x's storage (relu_, ...). */
+vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace);
+/* A view of x (reshape/permute/transpose/select/...): no allocation; the
+ * backward passes a view of the gradient. */
+vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+/* x.contiguous(): a copy when x is not contiguous, else x. */
+vc_t op_contiguous(vc_build *b, vc_t x);
+/* A view whose backward builds a zero tensor of the input's size
+ * (select/slice backward). */
+vc_t op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+/* _to_copy to dt (no-op when already dt). */
+vc_t op_cast(vc_build *b, vc_t x, vc_dtype dt);
+/* Under autocast: cast a float activation to the low-precision dtype, or
+ * (to_f32) an fp16/bf16 one to fp32 for ops on autocast's fp32 list. */
+vc_t op_autocast(vc_build *b, vc_t x);
+vc_t op_autocast_f32(vc_build *b, vc_t x);
+/* Under autocast: a parameter's low-precision copy, cast once per forward. */
+vc_t op_autocast_weight(vc_build *b, vc_t w);
+
+/* Linear on x whose per-sample numel is rows*in (rows per sample; rows may
+ * be 1). bias may be -1. Follows Linear.cpp: addmm / _flatten_nd_linear for
+ * contiguous input with bias, matmul folding (a saved copy of a
+ * non-contiguous input) otherwise. */
+vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out);
+/* bmm/matmul of a [.., n, m] and c [.., m, p] into out elements. */
+vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out);
+/* convolution (any dims, transposed or not): saves input and weight. */
+vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out);
+/* x + y (or x * y) broadcast to `out` elements; inplace writes into x. */
+vc_t op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
+vc_t op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
+/* Dropout(p) in training: native_dropout (bool mask saved); identity when
+ * p == 0 or not training. */
+vc_t op_dropout(vc_build *b, vc_t x, double p);
+/* softmax / log_softmax along a dim: saves the result (fp32 under autocast). */
+vc_t op_softmax(vc_build *b, vc_t x, bool log);
+/* Reduction to out elements (mean/sum): saves nothing; backward expands. */
+vc_t op_mean(vc_build *b, vc_t x, vc_numel out);
+/* A fresh tensor no gradient flows into (zeros for hx, masks). */
+vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
+
+#endif

@@ -1,0 +1,1081 @@
+/*
+ * engine.c — records the layers' autograd ops, executes them symbolically
+ * with storage reference counts, and replays the resulting alloc/free events.
+ *
+ * Semantics follow PyTorch's eager autograd (see AUTOGRAD.md in the design
+ * notes and README "How the estimate works"):
+ *  - forward: each op allocates its outputs; a tensor's Python reference is
+ *    dropped after its last use; ops keep their saved tensors until their
+ *    backward has run;
+ *  - backward: ops run in reverse creation order; gradients of inputs are
+ *    allocated by the consumer and accumulated at forks; AccumulateGrad
+ *    steals a fresh parameter gradient (set_to_none=True);
+ *  - checkpoint regions save nothing in forward, keep their inputs, and are
+ *    recomputed (up to their last saving op) before their backward;
+ *  - the optimizer step allocates its foreach temporaries, then zero_grad
+ *    frees every gradient.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "util.h"
+
+enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP };
+enum { EV_ALLOC, EV_FREE, EV_FWD_END };
+
+typedef struct {
+    uint8_t type, dt, how, diff;
+    int16_t in;    /* IT_SAVE: condition input (-1 always); IT_IN: grad size set */
+    int32_t t;     /* tensor (IT_IN, IT_OUT, IT_SAVE) */
+    vc_numel n;    /* IT_EXTRA/TEMP sizes; IT_IN: grad size when `in` is 1 */
+} item_t;
+
+typedef struct {
+    vc_numel n;
+    uint8_t dt;
+    bool rg, contig, persistent, held;
+    int32_t op;      /* producer op, -1 for leaves */
+    int32_t base;    /* tensor whose storage this view shares, -1 none */
+    int32_t param;   /* parameter index, -1 */
+    int32_t release; /* explicit release point (vc_release), -1 */
+    int32_t last;    /* liveness: op after which the reference is dropped */
+    int32_t stor, grad;
+} tens_t;
+
+typedef struct {
+    const char *name;
+    int32_t inst, region;
+    int32_t it0, nit;
+    bool rg, gemm;
+    int32_t sv0, nsv; /* saved storages (execution) */
+} op_t;
+
+typedef struct {
+    vc_numel n;
+    uint8_t dt, cat;
+    int32_t inst;
+    int32_t refs;
+    int32_t ev; /* alloc event index */
+} stor_t;
+
+typedef struct {
+    int32_t stor;
+    uint8_t kind, phase;
+    int32_t inst;
+    int32_t op; /* op being executed, -1 */
+} ev_t;
+
+typedef struct {
+    int32_t first, last, last_save;
+    int32_t h0, nh;  /* external input tensors held (in rel pool) */
+    bool recomputed;
+} region_t;
+
+struct vc_build {
+    const vc_model *m;
+    vc_options o;
+    int64_t batch;
+    vc_dtype act_dt, param_dt, amp_dt, state_dt;
+    bool train;
+    vc_status st;
+    bool batch_dep;
+
+    tens_t *t;   size_t nt, ct;
+    op_t *op;    size_t nop, cop;
+    item_t *it;  size_t nit, cit;
+    int32_t *val_t;     /* model value -> tensor */
+    int32_t *par_t;     /* parameter -> tensor */
+    int32_t *buf_t;     /* buffer -> tensor */
+    int32_t *amp_cache; /* parameter -> autocast copy tensor, -1 */
+    int cur_inst, cur_region;
+    int32_t out_t;
+    vc_op *open;
+
+    /* execution */
+    stor_t *s;   size_t ns, cs;
+    ev_t *ev;    size_t nev, cev;
+    int32_t *sv; size_t nsv, csv;     /* saved storages pool */
+    int32_t *rel_off, *rel;           /* per-op release lists (forward) */
+    int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
+    region_t *reg; int nreg;
+    int32_t *hold; size_t nhold;
+    int32_t *pgrad;                   /* parameter -> grad storage */
+    int32_t *fwd_live; size_t nfwd_live; /* ACT storages live at end of forward */
+    int32_t loss_t;
+    uint8_t phase;
+    int32_t cur_op;
+};
+
+struct vc_op {
+    vc_build *b;
+    int32_t idx;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+#define GROW(arr, n, cap, b)                                                       \
+    do {                                                                           \
+        if ((n) == (cap)) {                                                        \
+            size_t nc_ = (cap) ? (cap) * 2 : 64;                                   \
+            void *np_ = realloc((arr), nc_ * sizeof *(arr));                       \
+            if (!np_) { (b)->st = VC_ERR_NOMEM; break; }                           \
+            (arr) = np_;                                                           \
+            (cap) = nc_;                                                           \
+        }                                                                          \
+    } while (0)
+
+int vc_dtype_size(vc_dtype dt)
+{
+    switch (dt) {
+    case VC_DT_FLOAT: case VC_DT_F32: return 4;
+    case VC_DT_F16: case VC_DT_BF16: return 2;
+    case VC_DT_I64: return 8;
+    case VC_DT_BOOL: case VC_DT_U8: return 1;
+    }
+    return 4;
+}
+
+vc_numel vc_n_sample(int64_t per_sample) { return (vc_numel){per_sample, 0}; }
+vc_numel vc_n_fixed(int64_t n) { return (vc_numel){0, n}; }
+vc_numel vc_n_scale(vc_numel n, int64_t k)
+{
+    vc_numel r;
+    if (__builtin_mul_overflow(n.ps, k, &r.ps) || __builtin_mul_overflow(n.fx, k, &r.fx))
+        return (vc_numel){INT64_MAX, 0};
+    return r;
+}
+
+int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch)
+{
+    int64_t e, b;
+    if (__builtin_mul_overflow(n.ps, batch, &e) || __builtin_add_overflow(e, n.fx, &e) ||
+        __builtin_mul_overflow(e, (int64_t)vc_dtype_size(dt), &b) || b > INT64_MAX - 511)
+        return -1;
+    if (b == 0) return 0; /* zero-element tensors take no block */
+    return (b + 511) / 512 * 512;
+}
+
+static vc_dtype resolve(const vc_build *b, vc_dtype dt)
+{
+    return dt == VC_DT_FLOAT ? b->act_dt : dt;
+}
+
+/* ------------------------------------------------------------ builder API */
+
+const vc_options *vc_opts(const vc_build *b) { return &b->o; }
+int64_t vc_batch(const vc_build *b) { return b->batch; }
+vc_dtype vc_act_dt(const vc_build *b) { return b->act_dt; }
+vc_dtype vc_param_dt(const vc_build *b) { return b->param_dt; }
+vc_dtype vc_autocast_dt(const vc_build *b) { return b->amp_dt; }
+bool vc_training(const vc_build *b) { return b->train; }
+
+static int32_t new_tensor(vc_build *b, vc_numel n, vc_dtype dt)
+{
+    GROW(b->t, b->nt, b->ct, b);
+    if (b->st) return -1;
+    tens_t *t = &b->t[b->nt];
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->dt = (uint8_t)resolve(b, dt);
+    t->contig = true;
+    t->op = t->base = t->param = t->release = t->last = -1;
+    t->stor = t->grad = -1;
+    return (int32_t)b->nt++;
+}
+
+static const vc_inst *cur(const vc_build *b) { return &b->m->inst[b->cur_inst]; }
+
+vc_t vc_input(vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    return (i >= 0 && i < in->nin) ? b->val_t[in->in[i]] : -1;
+}
+const vc_shape *vc_input_shape(const vc_build *b, int i) { return &b->m->val[cur(b)->in[i]].shape; }
+const vc_shape *vc_output_shape(const vc_build *b) { return &b->m->val[cur(b)->out].shape; }
+bool vc_has_weight(const vc_build *b, int i) { return i >= 0 && i < cur(b)->np; }
+vc_t vc_weight(vc_build *b, int i) { return vc_has_weight(b, i) ? b->par_t[cur(b)->params[i]] : -1; }
+vc_t vc_buf(vc_build *b, int i) { return (i >= 0 && i < cur(b)->nb) ? b->buf_t[cur(b)->bufs[i]] : -1; }
+void vc_set_output(vc_build *b, vc_t t) { b->out_t = t; }
+
+vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0}; }
+vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }
+bool vc_requires_grad(const vc_build *b, vc_t t) { return t >= 0 && b->t[t].rg; }
+bool vc_contiguous(const vc_build *b, vc_t t) { return t < 0 || b->t[t].contig; }
+
+void vc_hold(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].held = true;
+}
+void vc_release(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].release = (int32_t)b->nop - 1;
+}
+
+static item_t *add_item(vc_op *o, int type)
+{
+    vc_build *b = o->b;
+    GROW(b->it, b->nit, b->cit, b);
+    if (b->st) return NULL;
+    item_t *it = &b->it[b->nit++];
+    memset(it, 0, sizeof *it);
+    it->type = (uint8_t)type;
+    it->in = -1;
+    it->t = -1;
+    b->op[o->idx].nit++;
+    return it;
+}
+
+static item_t *op_items(vc_build *b, int32_t k) { return &b->it[b->op[k].it0]; }
+
+vc_op *vc_op_begin(vc_build *b, const char *name)
+{
+    static vc_op dead; /* returned after an allocation failure: all calls no-op */
+    if (b->st) { dead.b = b; dead.idx = -1; return &dead; }
+    GROW(b->op, b->nop, b->cop, b);
+    if (b->st) { dead.b = b; dead.idx = -1; return &dead; }
+    op_t *op = &b->op[b->nop];
+    memset(op, 0, sizeof *op);
+    op->name = name;
+    op->inst = b->cur_inst;
+    op->region = b->cur_region;
+    op->it0 = (int32_t)b->nit;
+    vc_op *o = malloc(sizeof *o);
+    if (!o) { b->st = VC_ERR_NOMEM; dead.b = b; dead.idx = -1; return &dead; }
+    o->b = b;
+    o->idx = (int32_t)b->nop++;
+    return o;
+}
+
+static bool live_op(vc_op *o) { return o->idx >= 0 && !o->b->st; }
+
+static int op_input(vc_op *o, vc_t t, bool diff)
+{
+    if (!live_op(o) || t < 0) return -1;
+    int idx = 0;
+    for (int32_t i = 0; i < o->b->op[o->idx].nit; i++)
+        if (op_items(o->b, o->idx)[i].type == IT_IN) idx++;
+    item_t *it = add_item(o, IT_IN);
+    if (!it) return -1;
+    it->t = t;
+    it->diff = diff;
+    it->how = VC_GRAD_NEW;
+    if (diff && o->b->t[t].rg && o->b->train) o->b->op[o->idx].rg = true;
+    return idx;
+}
+
+int vc_op_in(vc_op *o, vc_t t) { return op_input(o, t, true); }
+int vc_op_in_nodiff(vc_op *o, vc_t t) { return op_input(o, t, false); }
+
+static item_t *find_in(vc_op *o, int in)
+{
+    if (!live_op(o)) return NULL;
+    item_t *its = op_items(o->b, o->idx);
+    int idx = 0;
+    for (int32_t i = 0; i < o->b->op[o->idx].nit; i++)
+        if (its[i].type == IT_IN && idx++ == in) return &its[i];
+    return NULL;
+}
+
+void vc_op_grad(vc_op *o, int in, int how)
+{
+    item_t *it = find_in(o, in);
+    if (it) it->how = (uint8_t)how;
+}
+
+void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt)
+{
+    item_t *it = find_in(o, in);
+    if (!it) return;
+    it->in = 1;
+    it->n = n;
+    it->dt = (uint8_t)resolve(o->b, dt);
+}
+
+vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return -1;
+    vc_build *b = o->b;
+    int32_t t = new_tensor(b, n, dt);
+    item_t *it = add_item(o, IT_OUT);
+    if (t < 0 || !it) return -1;
+    it->t = t;
+    b->t[t].op = o->idx;
+    b->t[t].rg = b->op[o->idx].rg;
+    return t;
+}
+
+vc_t vc_op_out_view(vc_op *o, int in, vc_numel n, bool contiguous)
+{
+    item_t *src = find_in(o, in);
+    if (!src) return -1;
+    int32_t base = src->t;
+    vc_t t = vc_op_out(o, n, (vc_dtype)o->b->t[base].dt);
+    if (t < 0) return -1;
+    o->b->t[t].base = base;
+    o->b->t[t].contig = contiguous;
+    return t;
+}
+
+static void sized_item(vc_op *o, int type, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return;
+    item_t *it = add_item(o, type);
+    if (!it) return;
+    it->n = n;
+    it->dt = (uint8_t)resolve(o->b, dt);
+}
+
+void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n, dt); }
+void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
+void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
+
+void vc_op_save_if(vc_op *o, vc_t t, int in)
+{
+    if (!live_op(o) || t < 0) return;
+    item_t *it = add_item(o, IT_SAVE);
+    if (!it) return;
+    it->t = t;
+    it->in = (int16_t)in;
+}
+void vc_op_save(vc_op *o, vc_t t) { vc_op_save_if(o, t, -1); }
+
+void vc_op_gemm(vc_op *o)
+{
+    if (live_op(o)) o->b->op[o->idx].gemm = true;
+}
+
+void vc_op_end(vc_op *o)
+{
+    if (o->idx >= 0) free(o);
+}
+
+/* ------------------------------------------------------------- execution */
+
+static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t inst)
+{
+    GROW(b->s, b->ns, b->cs, b);
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return -1;
+    stor_t *s = &b->s[b->ns];
+    s->n = n;
+    s->dt = dt;
+    s->cat = cat;
+    s->inst = inst;
+    s->refs = 1;
+    s->ev = (int32_t)b->nev;
+    b->ev[b->nev++] = (ev_t){(int32_t)b->ns, EV_ALLOC, b->phase, inst, b->cur_op};
+    return (int32_t)b->ns++;
+}
+
+static void s_ref(vc_build *b, int32_t s)
+{
+    if (s >= 0) b->s[s].refs++;
+}
+
+static void s_unref(vc_build *b, int32_t s, int32_t inst)
+{
+    if (s < 0 || --b->s[s].refs > 0) return;
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return;
+    b->ev[b->nev++] = (ev_t){s, EV_FREE, b->phase, inst, b->cur_op};
+}
+
+static void push_saved(vc_build *b, int32_t s)
+{
+    GROW(b->sv, b->nsv, b->csv, b);
+    if (!b->st) b->sv[b->nsv++] = s;
+}
+
+static bool in_rg(vc_build *b, int32_t k, int in)
+{
+    item_t *its = op_items(b, k);
+    int idx = 0;
+    for (int32_t i = 0; i < b->op[k].nit; i++)
+        if (its[i].type == IT_IN && idx++ == in) return its[i].diff && b->t[its[i].t].rg;
+    return false;
+}
+
+/* Runs op k's forward: outputs, extras, temporaries, saves. */
+static void fwd_op(vc_build *b, int32_t k, bool save)
+{
+    b->cur_op = k;
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    int32_t inst = op->inst;
+    bool keep = op->rg && save;
+    op->sv0 = (int32_t)b->nsv;
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type == IT_OUT) {
+            tens_t *t = &b->t[it->t];
+            if (t->base >= 0) {
+                t->stor = b->t[t->base].stor;
+                s_ref(b, t->stor);
+            } else {
+                t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, inst);
+            }
+        } else if (it->type == IT_EXTRA) {
+            int32_t s = s_alloc(b, it->n, it->dt, CAT_ACT, inst);
+            if (keep) {
+                push_saved(b, s);
+                op->nsv++;
+            } else {
+                s_unref(b, s, inst);
+            }
+        }
+    }
+    for (int32_t i = 0; i < op->nit; i++) {
+        if (its[i].type != IT_FTEMP) continue;
+        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
+        s_unref(b, s, inst);
+    }
+    if (!keep) return;
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        int32_t s = b->t[it->t].stor;
+        s_ref(b, s);
+        push_saved(b, s);
+        op->nsv++;
+    }
+}
+
+static void drop_ref(vc_build *b, int32_t t, int32_t inst)
+{
+    if (b->t[t].persistent || b->t[t].stor < 0) return;
+    s_unref(b, b->t[t].stor, inst);
+}
+
+/* Liveness: per-op release lists for the forward (rel) and the checkpoint
+ * recompute (rrel: region-local last uses). */
+static int build_liveness(vc_build *b)
+{
+    size_t nop = b->nop, nt = b->nt;
+    int32_t *last = malloc(nt * sizeof *last);
+    int32_t *rlast = malloc(nt * sizeof *rlast);
+    b->rel_off = calloc(nop + 2, sizeof *b->rel_off);
+    b->rrel_off = calloc(nop + 2, sizeof *b->rrel_off);
+    if (!last || !rlast || !b->rel_off || !b->rrel_off) {
+        free(last);
+        free(rlast);
+        return b->st = VC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        last[i] = b->t[i].op;
+        rlast[i] = b->t[i].op;
+    }
+    for (size_t k = 0; k < nop; k++) {
+        item_t *its = op_items(b, (int32_t)k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            if (its[i].type != IT_IN) continue;
+            int32_t t = its[i].t;
+            if ((int32_t)k > last[t]) last[t] = (int32_t)k;
+            int32_t pr = b->t[t].op;
+            if (pr >= 0 && b->op[k].region >= 0 && b->op[pr].region == b->op[k].region &&
+                (int32_t)k > rlast[t])
+                rlast[t] = (int32_t)k;
+        }
+    }
+    int32_t end = (int32_t)nop - 1;
+    for (size_t i = 0; i < nt; i++) {
+        tens_t *t = &b->t[i];
+        if (t->persistent) { last[i] = rlast[i] = -1; continue; }
+        if (t->release > last[i]) last[i] = t->release;
+        if (t->held && t->release < 0) last[i] = end;
+        t->last = last[i];
+        if (t->op < 0 || b->op[t->op].region < 0) rlast[i] = -1;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (last[i] >= 0) b->rel_off[last[i] + 1]++;
+        if (rlast[i] >= 0) b->rrel_off[rlast[i] + 1]++;
+    }
+    for (size_t k = 0; k < nop; k++) {
+        b->rel_off[k + 1] += b->rel_off[k];
+        b->rrel_off[k + 1] += b->rrel_off[k];
+    }
+    b->rel = malloc((b->rel_off[nop] + 1) * sizeof *b->rel);
+    b->rrel = malloc((b->rrel_off[nop] + 1) * sizeof *b->rrel);
+    int32_t *fill = calloc(nop + 1, sizeof *fill), *rfill = calloc(nop + 1, sizeof *rfill);
+    if (!b->rel || !b->rrel || !fill || !rfill) {
+        free(last); free(rlast); free(fill); free(rfill);
+        return b->st = VC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (last[i] >= 0) b->rel[b->rel_off[last[i]] + fill[last[i]]++] = (int32_t)i;
+        if (rlast[i] >= 0) b->rrel[b->rrel_off[rlast[i]] + rfill[rlast[i]]++] = (int32_t)i;
+    }
+    free(last); free(rlast); free(fill); free(rfill);
+
+    /* checkpoint regions */
+    b->nreg = b->m->nregions;
+    if (b->nreg > 0) {
+        b->reg = calloc((size_t)b->nreg, sizeof *b->reg);
+        if (!b->reg) return b->st = VC_ERR_NOMEM;
+        for (int r = 0; r < b->nreg; r++) b->reg[r].first = b->reg[r].last = b->reg[r].last_save = -1;
+        for (size_t k = 0; k < nop; k++) {
+            int r = b->op[k].region;
+            if (r < 0) continue;
+            region_t *R = &b->reg[r];
+            if (R->first < 0) R->first = (int32_t)k;
+            R->last = (int32_t)k;
+            item_t *its = op_items(b, (int32_t)k);
+            for (int32_t i = 0; i < b->op[k].nit; i++)
+                if (its[i].type == IT_SAVE || its[i].type == IT_EXTRA) R->last_save = (int32_t)k;
+        }
+    }
+    return 0;
+}
+
+/* Region inputs: tensors read inside region r but produced outside it. */
+static void hold_region_inputs(vc_build *b, int r)
+{
+    region_t *R = &b->reg[r];
+    R->h0 = (int32_t)b->nhold;
+    R->nh = 0;
+    for (int32_t k = R->first; k <= R->last; k++) {
+        item_t *its = op_items(b, k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            if (its[i].type != IT_IN) continue;
+            tens_t *t = &b->t[its[i].t];
+            if (t->persistent || (t->op >= 0 && b->op[t->op].region == r)) continue;
+            bool dup = false;
+            for (int32_t j = 0; j < R->nh; j++) dup |= b->hold[R->h0 + j] == t->stor;
+            if (dup) continue;
+            int32_t *nh = realloc(b->hold, (b->nhold + 1) * sizeof *nh);
+            if (!nh) { b->st = VC_ERR_NOMEM; return; }
+            b->hold = nh;
+            b->hold[b->nhold++] = t->stor;
+            s_ref(b, t->stor);
+            R->nh++;
+        }
+    }
+}
+
+static void release_list(vc_build *b, const int32_t *off, const int32_t *list, int32_t k)
+{
+    for (int32_t j = off[k]; j < off[k + 1]; j++) drop_ref(b, list[j], b->op[k].inst);
+}
+
+static void forward(vc_build *b)
+{
+    b->phase = VC_PHASE_FORWARD;
+    for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
+    for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
+        int r = b->op[k].region;
+        if (r >= 0 && b->reg[r].first == k && b->train) hold_region_inputs(b, r);
+        fwd_op(b, k, r < 0);
+        release_list(b, b->rel_off, b->rel, k);
+    }
+}
+
+static void recompute(vc_build *b, int r)
+{
+    region_t *R = &b->reg[r];
+    R->recomputed = true;
+    for (int32_t k = R->first; k <= R->last_save && !b->st; k++) {
+        fwd_op(b, k, true);
+        release_list(b, b->rrel_off, b->rrel, k);
+    }
+}
+
+static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
+{
+    tens_t *t = &b->t[ti];
+    if (t->param >= 0) {
+        int32_t *pg = &b->pgrad[t->param];
+        if (*pg >= 0) {              /* param.grad += new (in place) */
+            s_unref(b, g, inst);
+        } else if (b->s[g].cat == CAT_GRAD && b->s[g].refs == 1) {
+            *pg = g;                 /* AccumulateGrad steals it */
+        } else {                     /* shared or foreign layout: cloned */
+            *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+            s_unref(b, g, inst);
+        }
+        return;
+    }
+    if (t->grad < 0) {
+        t->grad = g;
+        return;
+    }
+    int32_t old = t->grad;
+    if (b->s[old].refs == 1) {
+        s_unref(b, g, inst);
+    } else if (b->s[g].refs == 1) {
+        s_unref(b, old, inst);
+        t->grad = g;
+    } else {
+        t->grad = s_alloc(b, t->n, t->dt, CAT_TEMP, inst);
+        s_unref(b, old, inst);
+        s_unref(b, g, inst);
+    }
+}
+
+static void backward(vc_build *b)
+{
+    b->cur_op = -1;
+    b->phase = VC_PHASE_BACKWARD;
+    tens_t *L = &b->t[b->loss_t];
+    if (!L->rg) return;
+    L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+    int32_t newg[VC_MAX_INPUTS * 4];
+    int32_t newt[VC_MAX_INPUTS * 4];
+    for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
+        op_t *op = &b->op[k];
+        if (!op->rg) continue;
+        b->cur_op = k;
+        item_t *its = op_items(b, k);
+        int32_t gin = -1;
+        for (int32_t i = 0; i < op->nit; i++)
+            if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
+        if (gin < 0) continue;
+        if (op->region >= 0 && !b->reg[op->region].recomputed) {
+            recompute(b, op->region);
+            b->cur_op = k;
+            op = &b->op[k];
+            its = op_items(b, k);
+        }
+        int ng = 0;
+        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+            item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || !b->t[it->t].rg) continue;
+            tens_t *t = &b->t[it->t];
+            int32_t g;
+            if (it->how == VC_GRAD_PASS) {
+                g = gin;
+                s_ref(b, g);
+            } else {
+                vc_numel n = it->in == 1 ? it->n : t->n;
+                uint8_t dt = it->in == 1 ? it->dt : t->dt;
+                g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+            }
+            newg[ng] = g;
+            newt[ng++] = it->t;
+        }
+        for (int32_t i = 0; i < op->nit; i++) {
+            if (its[i].type != IT_BTEMP) continue;
+            int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
+            s_unref(b, s, op->inst);
+        }
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+        op->nsv = 0;
+        for (int32_t i = 0; i < op->nit; i++) {
+            if (its[i].type != IT_OUT) continue;
+            tens_t *t = &b->t[its[i].t];
+            if (t->grad >= 0) s_unref(b, t->grad, op->inst);
+            t->grad = -1;
+        }
+        for (int j = 0; j < ng; j++) deliver(b, newt[j], newg[j], op->inst);
+        int r = op->region;
+        if (r >= 0 && b->reg[r].first == k) {
+            for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
+            b->reg[r].nh = 0;
+        }
+    }
+    /* Nodes that never ran (no gradient reached them) free their saved
+     * tensors when the graph is destroyed. */
+    for (size_t k = 0; k < b->nop; k++) {
+        for (int32_t j = 0; j < b->op[k].nsv; j++) s_unref(b, b->sv[b->op[k].sv0 + j], -1);
+        b->op[k].nsv = 0;
+    }
+    for (int r = 0; r < b->nreg; r++) {
+        for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
+        b->reg[r].nh = 0;
+    }
+    for (size_t i = 0; i < b->nt; i++)
+        if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
+}
+
+/* Persistent state in steady state: parameters, buffers, master copies,
+ * optimizer states, the input batch, and the cuBLAS workspace. */
+static void persistent(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_options *o = &b->o;
+    bool mixed = o->precision == VC_PREC_MIXED_FP16 || o->precision == VC_PREC_MIXED_BF16;
+    bool opt = b->train && o->optim != VC_OPTIM_NONE;
+    int nstates = !opt ? 0 : (o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW) ? 2
+                  : o->optim == VC_OPTIM_MOMENTUM ? 1 : 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        tens_t *t = &b->t[b->par_t[p]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
+        if (!m->par[p].trainable) continue;
+        if (mixed && b->train) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        for (int k = 0; k < nstates; k++) s_alloc(b, t->n, (uint8_t)b->state_dt, CAT_OPT, m->par[p].owner);
+        if (opt && o->optim_impl == VC_IMPL_FUSED && nstates == 2)
+            s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, m->par[p].owner); /* device step */
+    }
+    if (b->train && o->precision == VC_PREC_AMP_FP16) { /* GradScaler _scale, _growth_tracker */
+        s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
+        s_alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
+    }
+    for (size_t i = 0; i < m->nbuf; i++) {
+        tens_t *t = &b->t[b->buf_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
+    }
+    for (int i = 0; i < m->ninputs; i++) {
+        tens_t *t = &b->t[b->val_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
+    }
+    bool gemm = false;
+    for (size_t k = 0; k < b->nop; k++) gemm |= b->op[k].gemm;
+    int64_t ws = o->workspace >= 0 ? o->workspace
+                 : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
+    if (ws > 0) s_alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+}
+
+static void optimizer_step(vc_build *b)
+{
+    b->cur_op = -1;
+    const vc_options *o = &b->o;
+    b->phase = VC_PHASE_OPTIMIZER;
+    const vc_model *m = b->m;
+    if (o->precision == VC_PREC_AMP_FP16) { /* unscale_: found_inf */
+        int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+        s_unref(b, s, -1);
+    }
+    bool adam = o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW;
+    if (adam && o->optim_impl != VC_IMPL_FUSED) {
+        /* foreach: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one tensor
+         * per parameter, all alive together; forloop: one at a time. */
+        size_t first = b->ns;
+        for (size_t p = 0; p < m->npar; p++) {
+            if (!m->par[p].trainable) continue;
+            int32_t s = s_alloc(b, m->par[p].numel ? vc_n_fixed(m->par[p].numel) : vc_n_fixed(0),
+                                (uint8_t)b->state_dt, CAT_TEMP, -1);
+            if (o->optim_impl == VC_IMPL_FORLOOP) s_unref(b, s, -1);
+        }
+        if (o->optim_impl == VC_IMPL_FOREACH)
+            for (size_t s = first; s < b->ns; s++) s_unref(b, (int32_t)s, -1);
+    }
+    b->phase = VC_PHASE_IDLE;
+    for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
+        if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+        b->pgrad[p] = -1;
+    }
+}
+
+static void reset_run(vc_build *b)
+{
+    for (size_t i = 0; i < b->nt; i++) {
+        if (!b->t[i].persistent) b->t[i].stor = -1;
+        b->t[i].grad = -1;
+    }
+}
+
+static void mark_fwd_end(vc_build *b)
+{
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return;
+    b->ev[b->nev++] = (ev_t){-1, EV_FWD_END, VC_PHASE_FORWARD, -1, -1};
+    /* storages alive now that forward produced, for per-layer activations */
+    b->nfwd_live = 0;
+    free(b->fwd_live);
+    b->fwd_live = malloc((b->ns + 1) * sizeof *b->fwd_live);
+    if (!b->fwd_live) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t s = 0; s < b->ns; s++)
+        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) b->fwd_live[b->nfwd_live++] = (int32_t)s;
+}
+
+static void execute(vc_build *b)
+{
+    b->cur_op = -1;
+    b->pgrad = malloc((b->m->npar + 1) * sizeof *b->pgrad);
+    if (!b->pgrad) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < b->m->npar; p++) b->pgrad[p] = -1;
+    if (build_liveness(b)) return;
+    persistent(b);
+    int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
+    for (int pass = 0; pass < passes && !b->st; pass++) {
+        if (pass) reset_run(b);
+        forward(b);
+        if (pass == 0) mark_fwd_end(b);
+        if (b->train) backward(b);
+    }
+    if (b->train && b->o.optim != VC_OPTIM_NONE) optimizer_step(b);
+    else if (b->train) {
+        b->phase = VC_PHASE_IDLE;
+        for (size_t p = 0; p < b->m->npar; p++)
+            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+    }
+}
+
+/* -------------------------------------------------------------- the loss */
+
+static void emit_loss(vc_build *b)
+{
+    int32_t y = b->val_t[b->m->output];
+    const vc_value *ov = &b->m->val[b->m->output];
+    b->cur_inst = -1;
+    b->cur_region = -1;
+    vc_numel n = b->t[y].n;
+    if (b->t[y].dt != VC_DT_F32) { /* output.float(): _to_copy, saves nothing */
+        vc_op *o = vc_op_begin(b, "_to_copy");
+        vc_op_in(o, y);
+        y = vc_op_out(o, n, VC_DT_F32);
+        vc_op_end(o);
+    }
+    vc_op *o;
+    if (b->m->loss == VC_LOSS_CROSS_ENTROPY && ov->shape.nd >= 1) {
+        /* log_softmax over the class dim (saves result), then nll_loss
+         * (saves target); backward: nll grad zeros + log_softmax grad. */
+        int64_t classes = ov->shape.d[ov->shape.nd - 1];
+        vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
+        o = vc_op_begin(b, "log_softmax");
+        vc_op_in(o, y);
+        vc_t lp = vc_op_out(o, n, VC_DT_F32);
+        vc_op_save(o, lp);
+        vc_op_end(o);
+        o = vc_op_begin(b, "target");
+        vc_t tgt = vc_op_out(o, rows, VC_DT_I64);
+        vc_op_end(o);
+        vc_hold(b, tgt);
+        o = vc_op_begin(b, "nll_loss");
+        vc_op_in(o, lp);
+        vc_op_in_nodiff(o, tgt);
+        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
+        vc_op_save(o, tgt);
+        vc_op_end(o);
+        b->loss_t = l;
+    } else {
+        o = vc_op_begin(b, "mean");
+        vc_op_in(o, y);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+    if (b->o.precision == VC_PREC_AMP_FP16 && b->train) { /* scaler.scale(loss) */
+        o = vc_op_begin(b, "mul");
+        vc_op_in(o, b->loss_t);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+}
+
+/* ----------------------------------------------------------------- build */
+
+static bool is_mixed(vc_precision p) { return p == VC_PREC_MIXED_FP16 || p == VC_PREC_MIXED_BF16; }
+
+vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err)
+{
+    vc_build *b = calloc(1, sizeof *b);
+    if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    b->m = m;
+    b->o = *o;
+    b->batch = o->batch;
+    b->train = o->mode == VC_MODE_TRAIN;
+    b->loss_t = -1;
+    switch (o->precision) {
+    case VC_PREC_FP16: case VC_PREC_MIXED_FP16: b->act_dt = b->param_dt = VC_DT_F16; break;
+    case VC_PREC_BF16: case VC_PREC_MIXED_BF16: b->act_dt = b->param_dt = VC_DT_BF16; break;
+    default: b->act_dt = b->param_dt = VC_DT_F32; break;
+    }
+    b->amp_dt = o->precision == VC_PREC_AMP_FP16 ? VC_DT_F16
+                : o->precision == VC_PREC_AMP_BF16 ? VC_DT_BF16 : VC_DT_F32;
+    b->state_dt = is_mixed(o->precision) ? VC_DT_F32 : b->param_dt;
+
+    b->val_t = malloc((m->nval + 1) * sizeof *b->val_t);
+    b->par_t = malloc((m->npar + 1) * sizeof *b->par_t);
+    b->buf_t = malloc((m->nbuf + 1) * sizeof *b->buf_t);
+    b->amp_cache = malloc((m->npar + 1) * sizeof *b->amp_cache);
+    if (!b->val_t || !b->par_t || !b->buf_t || !b->amp_cache) {
+        vc_plan_free((vc_plan *)b);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    for (size_t p = 0; p < m->npar; p++) {
+        int32_t t = new_tensor(b, vc_n_fixed(m->par[p].numel), b->param_dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->t[t].param = (int32_t)p;
+        b->t[t].rg = m->par[p].trainable && b->train;
+        b->par_t[p] = t;
+        b->amp_cache[p] = -1;
+    }
+    for (size_t i = 0; i < m->nbuf; i++) {
+        vc_dtype dt = m->buf[i].dt == VC_DT_FLOAT ? b->param_dt : m->buf[i].dt;
+        int32_t t = new_tensor(b, vc_n_fixed(m->buf[i].numel), dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->buf_t[i] = t;
+    }
+    for (int i = 0; i < m->ninputs; i++) {
+        int64_t n = vc_shape_numel(&m->val[i].shape);
+        int32_t t = new_tensor(b, vc_n_sample(n), m->val[i].dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->val_t[i] = t;
+    }
+    for (size_t i = 0; i < m->ninst && !b->st; i++) {
+        const vc_inst *in = &m->inst[i];
+        b->cur_inst = (int)i;
+        b->cur_region = in->ckpt;
+        b->out_t = -1;
+        in->kind->emit(b, in->cfg);
+        if (b->out_t < 0 && !b->st) {
+            vc_plan_free((vc_plan *)b);
+            return vc_set_error(err, VC_ERR_MODEL, in->path, "internal error: %s produced no output",
+                                in->kind->name);
+        }
+        b->val_t[in->out] = b->out_t;
+    }
+    /* autocast's weight cache is cleared when the forward's autocast region exits */
+    for (size_t p = 0; p < m->npar && !b->st; p++)
+        if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
+    if (!b->st) emit_loss(b);
+    if (!b->st) execute(b);
+    if (b->st) {
+        vc_status st = b->st;
+        vc_plan_free((vc_plan *)b);
+        return vc_set_error(err, st, NULL, "%s", vc_strerror(st));
+    }
+    *out = (vc_plan *)b;
+    return VC_OK;
+}
+
+/* The autocast weight cache (ops.c): one cast copy per parameter per forward. */
+int32_t *vc__amp_cache(vc_build *b, vc_t w)
+{
+    return (w >= 0 && b->t[w].param >= 0) ? &b->amp_cache[b->t[w].param] : NULL;
+}
+
+void vc__batch_dependent(vc_build *b) { b->batch_dep = true; }
+
+bool vc_plan_batch_dependent(const vc_plan *p) { return ((const vc_build *)p)->batch_dep; }
+
+void vc_plan_free(vc_plan *p)
+{
+    vc_build *b = (vc_build *)p;
+    if (!b) return;
+    free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
+    free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
+    free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
+    free(b);
+}
+
+/* ------------------------------------------------------------- simulate */
+
+vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
+{
+    const vc_build *b = (const vc_build *)p;
+    memset(sim, 0, sizeof *sim);
+    sim->peak_inst = -1;
+    int64_t *sz = malloc((b->ns + 1) * sizeof *sz);
+    vc_alloc_event *aev = malloc((b->nev + 1) * sizeof *aev);
+    if (!sz || !aev) {
+        free(sz);
+        free(aev);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    for (size_t s = 0; s < b->ns; s++) {
+        sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch);
+        if (sz[s] < 0) {
+            free(sz);
+            free(aev);
+            return vc_set_error(err, VC_ERR_OVERFLOW, NULL,
+                                "batch %lld makes a tensor larger than 2^63 bytes", (long long)batch);
+        }
+    }
+    int64_t cur[CAT__N] = {0}, total = 0, act_peak = 0;
+    size_t naev = 0;
+    bool overflow = false;
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END) {
+            if (b->train) sim->activations = cur[CAT_ACT];
+            continue;
+        }
+        const stor_t *s = &b->s[e->stor];
+        int64_t v = sz[e->stor];
+        if (e->kind == EV_ALLOC) {
+            if (__builtin_add_overflow(total, v, &total)) overflow = true;
+            cur[s->cat] += v;
+            if (total > sim->peak) {
+                sim->peak = total;
+                memcpy(sim->at_peak, cur, sizeof cur);
+                sim->phase = (vc_phase)e->phase;
+                sim->peak_inst = e->inst;
+            }
+            if (s->cat == CAT_ACT && cur[CAT_ACT] > act_peak) act_peak = cur[CAT_ACT];
+            if (v > 0) aev[naev++] = (vc_alloc_event){v, -1};
+        } else {
+            total -= v;
+            cur[s->cat] -= v;
+            if (v > 0) {
+                /* the matching malloc: find its index among recorded events */
+                aev[naev++] = (vc_alloc_event){v, e->stor};
+            }
+        }
+    }
+    if (overflow) {
+        free(sz);
+        free(aev);
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    }
+    if (!b->train) sim->activations = act_peak;
+    /* persistent sizes */
+    for (size_t s = 0; s < b->ns; s++) {
+        uint8_t c = b->s[s].cat;
+        if (c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) sim->persistent[c] += sz[s];
+    }
+    /* gradients: one per trainable parameter, as AccumulateGrad keeps it */
+    for (size_t q = 0; q < b->m->npar; q++)
+        if (b->m->par[q].trainable && b->train) {
+            const tens_t *t = &b->t[b->par_t[q]];
+            sim->persistent[CAT_GRAD] += vc_bytes(t->n, (vc_dtype)t->dt, batch);
+        }
+    if (inst_act) {
+        memset(inst_act, 0, b->m->ninst * sizeof *inst_act);
+        for (size_t j = 0; j < b->nfwd_live; j++) {
+            const stor_t *s = &b->s[b->fwd_live[j]];
+            if (s->inst >= 0) inst_act[s->inst] += sz[b->fwd_live[j]];
+        }
+    }
+    /* map frees to their malloc event index for the allocator model */
+    int32_t *evidx = malloc((b->ns + 1) * sizeof *evidx);
+    if (!evidx) {
+        free(sz);
+        free(aev);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END || sz[e->stor] == 0) continue;
+        if (e->kind == EV_ALLOC) evidx[e->stor] = (int32_t)j;
+        else aev[j].block = evidx[e->stor];
+        j++;
+    }
+    sim->reserved = vc_alloc_replay(aev, naev);
+    free(evidx);
+    free(sz);
+    free(aev);
+    return VC_OK;
+}
+
+static const char *const cat_names[CAT__N] = {"weight", "grad", "state", "act", "temp", "workspace"};
+
+vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx)
+{
+    const vc_build *b = (const vc_build *)p;
+    int64_t total = 0;
+    char buf[256];
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END) {
+            line(ctx, "-- end of forward");
+            continue;
+        }
+        const stor_t *s = &b->s[e->stor];
+        int64_t v = vc_bytes(s->n, (vc_dtype)s->dt, batch);
+        if (v < 0) return VC_ERR_OVERFLOW;
+        total += e->kind == EV_ALLOC ? v : -v;
+        const char *where = e->inst >= 0 ? b->m->inst[e->inst].path : "-";
+        snprintf(buf, sizeof buf, "%-9s %-5s %-9s %12lld %14lld  %s %s", vc_phase_name((vc_phase)e->phase),
+                 e->kind == EV_ALLOC ? "alloc" : "free", cat_names[s->cat], (long long)v, (long long)total, where,
+                 e->op >= 0 ? b->op[e->op].name : "");
+        line(ctx, buf);
+    }
+    return VC_OK;
+}

@@ -1,0 +1,58 @@
+/*
+ * engine.h — the training-step timeline.
+ *
+ * A plan is built once per (model, options): the layers emit autograd ops,
+ * the engine executes them symbolically (forward, backward, checkpoint
+ * recompute, optimizer step) with storage reference counts, and records a
+ * batch-independent list of alloc/free events. vc_plan_simulate replays the
+ * events for one batch size.
+ */
+#ifndef VC_ENGINE_H
+#define VC_ENGINE_H
+
+#include "layer.h"
+#include "model.h"
+
+/* What a storage is, for the breakdown. */
+typedef enum { CAT_WEIGHT, CAT_GRAD, CAT_OPT, CAT_ACT, CAT_TEMP, CAT_WS, CAT__N } vc_cat;
+
+typedef struct vc_plan vc_plan;
+
+vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err);
+void vc_plan_free(vc_plan *p);
+
+/* True when the plan's event list depends on the batch size (it must be
+ * rebuilt for another batch). */
+bool vc_plan_batch_dependent(const vc_plan *p);
+
+typedef struct {
+    int64_t peak;                 /* peak_allocated */
+    int64_t at_peak[CAT__N];      /* what is live at the peak, by category */
+    int64_t persistent[CAT__N];   /* weights, grads, states, workspace: full sizes */
+    int64_t activations;          /* train: ACT live at end of forward; infer: ACT peak */
+    int64_t reserved;             /* caching-allocator model */
+    vc_phase phase;
+    int peak_inst;                /* instance index at the peak, -1 none */
+} vc_sim;
+
+/* Replays the plan for `batch` samples. Per-instance saved bytes go to
+ * inst_act (may be NULL; m->ninst entries). */
+vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *s, int64_t *inst_act, vc_error *err);
+
+/* Writes one line per alloc/free event (phase, kind, category, bytes,
+ * running total, layer, op) through `line`. */
+vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx);
+
+/* Bytes of n elements of dt for `batch`, rounded up to 512; -1 on overflow. */
+int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);
+
+/* The caching allocator model (alloc.c): replays sizes (positive = malloc,
+ * negative = free of the block allocated by event index -size-1) and
+ * returns the peak of reserved bytes. */
+typedef struct {
+    int64_t size;  /* rounded request, > 0 for malloc */
+    int32_t block; /* for a free: the index of the malloc event; -1 for malloc */
+} vc_alloc_event;
+int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * model.h — a loaded model: expanded layer instances over a value graph.
+ *
+ * Loading flattens Sequential blocks and `repeat` copies into a list of
+ * instances in execution order. Values are the model inputs and every
+ * instance's output; parameters and buffers live in model-wide tables so
+ * that tied weights are one entry.
+ */
+#ifndef VC_MODEL_H
+#define VC_MODEL_H
+
+#include "layer.h"
+
+#define VC_MAX_INPUTS 8
+#define VC_MAX_PARAMS 64 /* per instance (an LSTM has up to 5 per layer and direction) */
+
+typedef struct {
+    vc_shape shape;
+    vc_dtype dt;    /* VC_DT_FLOAT or VC_DT_I64 */
+    int producer;   /* instance index, -1 for a model input */
+} vc_value;
+
+typedef struct {
+    int64_t numel;
+    bool trainable;
+    int owner;      /* instance that declared it */
+} vc_param_entry;
+
+typedef struct {
+    int64_t numel;
+    vc_dtype dt;
+} vc_buffer_entry;
+
+typedef struct {
+    const vc_kind *kind;
+    void *cfg;          /* parsed config (shared by repeat copies) */
+    char *path;         /* "layers[3]", "layers[2][1].layers[0]" */
+    int nin;
+    int in[VC_MAX_INPUTS];
+    int out;            /* value index */
+    int np, nb;
+    int *params;        /* indices into the param table */
+    int *bufs;          /* indices into the buffer table */
+    int64_t nparams;    /* numel of own (non-tied) parameters */
+    int ckpt;           /* checkpoint region, -1 none */
+    bool frozen;
+} vc_inst;
+
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY } vc_loss;
+
+struct vc_model {
+    char *name;
+    char *file;         /* for error messages */
+    char *text;         /* the JSON source, kept for vc_model_set_input_shape */
+    size_t text_len;
+    vc_inst *inst;
+    size_t ninst, cap_inst;
+    vc_value *val;
+    size_t nval, cap_val;
+    vc_param_entry *par;
+    size_t npar, cap_par;
+    vc_buffer_entry *buf;
+    size_t nbuf, cap_buf;
+    int ninputs;        /* values 0..ninputs-1 are the model inputs */
+    char **input_names;
+    int output;         /* value index of the model output */
+    int nregions;       /* checkpoint regions */
+    vc_loss loss;
+    int64_t nparams, ntrainable;
+    struct vc_arena *arena;
+};
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * util.h — errors, checked arithmetic, a string arena, edit distance.
+ */
+#ifndef VC_UTIL_H
+#define VC_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vramcalc/vramcalc.h"
+
+/* Fills err (if not NULL and not already set) and returns code. `path` may be NULL. */
+vc_status vc_set_error(vc_error *err, vc_status code, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const char *fmt, va_list ap);
+void vc_error_clear(vc_error *err);
+
+/* Levenshtein distance, capped at 64-byte strings. */
+int vc_edit_distance(const char *a, const char *b);
+
+/* Bump allocator for strings and configs freed together with the model. */
+typedef struct vc_arena vc_arena;
+vc_arena *vc_arena_new(void);
+void *vc_arena_alloc(vc_arena *a, size_t n); /* zeroed */
+char *vc_arena_strdup(vc_arena *a, const char *s);
+char *vc_arena_printf(vc_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vc_arena_free(vc_arena *a);
+
+#endif

@@ -1,0 +1,1004 @@
+"""vctorch -- build a torch.nn.Module from a vramcalc model file (SPEC.md section 1).
+
+    import json, vctorch
+    module, make_inputs = vctorch.build(json.load(open("model.json")))
+    x = make_inputs(32)               # tuple of tensors, batch 32
+    loss = module(*x).float().mean()
+
+The module behaves like hand-written PyTorch code: layers run in order, each
+intermediate is released after its last use (last-use indices are computed
+when the graph is built; nothing is kept in a dict for the whole forward).
+
+compat="2x" (default) makes the few places where torch 1.13 differs from
+PyTorch 2.x on CUDA behave like 2.x, in plain torch code:
+  * Dropout (training, 0<p<1, not in place) is a replica of CUDA's fused
+    native_dropout: it keeps a bool mask (1 byte/element) instead of 1.13 CPU's
+    float noise tensor (4 bytes/element).  Same in MultiheadAttention,
+    Transformer*Layer and ScaledDotProductAttention.
+  * MultiheadAttention is a port of 2.x F.multi_head_attention_forward
+    (packed [3, L, N, E] in-projection copy, need_weights=False -> SDPA).
+  * ScaledDotProductAttention (absent in 1.13) is a port of 2.x
+    _scaled_dot_product_attention_math (vramcalc --attention math).
+  * TransformerEncoderLayer/TransformerDecoderLayer run 2.x's training forward
+    (also with bias=False, which 1.13 lacks).
+  * RMSNorm (absent in 1.13) replicates 2.x's _fused_rms_norm: one operator
+    that keeps input, weight and rstd.
+compat="stock" uses torch 1.13's own modules wherever they exist.
+
+Replicas of a single 2.x operator written as several 1.13 operators run inside
+HOOKS.fused(name): a measuring harness may treat the region as one operator.
+HOOKS.layer(path) is called before each layer runs (for per-op logs).
+"""
+
+import contextlib
+import inspect
+import math
+import re
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint as _checkpoint
+
+__all__ = ["build", "HOOKS", "ModelError"]
+
+
+class ModelError(ValueError):
+    """A model file that does not follow SPEC.md section 1."""
+
+
+class _Hooks:
+    def __init__(self):
+        self.fused = lambda name: contextlib.nullcontext()
+        self.layer = None
+
+
+HOOKS = _Hooks()
+
+# --------------------------------------------------------------------------
+# PyTorch 2.x operator replicas
+# --------------------------------------------------------------------------
+
+
+class _NativeDropout(torch.autograd.Function):
+    """2.x CUDA native_dropout: y and a bool mask; saves the mask only;
+    backward native_dropout_backward(grad, mask, scale): one tensor."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        scale = 1.0 / (1.0 - p)
+        with HOOKS.fused("native_dropout"):
+            mask = torch.empty_like(x, dtype=torch.bool).bernoulli_(1.0 - p)
+            y = x.mul(mask)
+            y.mul_(scale)
+        ctx.save_for_backward(mask)
+        ctx.scale = scale
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        with HOOKS.fused("native_dropout_backward"):
+            g = grad.mul(mask)
+            g.mul_(ctx.scale)
+        return g, None
+
+
+def dropout2x(x, p, training=True, inplace=False):
+    """F.dropout as PyTorch 2.x runs it on CUDA."""
+    if inplace or not training or p == 0.0 or p == 1.0 or x.numel() == 0:
+        # p == 0 / eval: returns the input itself (1.13 and 2.x alike);
+        # in place and p == 1 take the non-fused path in 2.x too.
+        return F.dropout(x, p, training, inplace)
+    return _NativeDropout.apply(x, p)
+
+
+def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                  scale=None, dropout=dropout2x):
+    """Port of ATen _scaled_dot_product_attention_math (PyTorch 2.x,
+    aten/src/ATen/native/transformers/attention.cpp).  _safe_softmax is
+    softmax here: with no fully masked row both keep one [B,H,L,S] result and
+    the same backward; its other temporaries live inside the operator."""
+    origin = query_.dtype
+    low = origin in (torch.float16, torch.bfloat16)
+    query_acc = query_.to(torch.float32) if low else query_
+    key_acc = key.to(torch.float32) if key.dtype in (torch.float16, torch.bfloat16) else key
+    value_acc = value.to(torch.float32) if value.dtype in (torch.float16, torch.bfloat16) else value
+    s = scale if scale is not None else 1.0 / math.sqrt(query_acc.size(-1))
+    scaling_factor = math.sqrt(abs(s))
+    query = query_acc * (-scaling_factor if s < 0 else scaling_factor)
+    if is_causal:
+        if attn_mask is not None:
+            raise ModelError("ScaledDotProductAttention: attn_mask with is_causal")
+        L, S = query.size(-2), key_acc.size(-2)
+        m = torch.ones(L, S, dtype=torch.bool).tril()
+        # convert_boolean_attn_mask: where(!mask, -inf, 0)
+        attn_mask = torch.where(m.logical_not(), torch.tensor(float("-inf"), dtype=query.dtype),
+                                torch.tensor(0.0, dtype=query.dtype))
+        del m
+    attn = torch.matmul(query, key_acc.transpose(-2, -1) * scaling_factor)
+    if attn_mask is not None:
+        attn.add_(attn_mask)
+    attn = torch.softmax(attn, -1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    out = torch.matmul(attn, value_acc).to(origin)
+    second = attn.to(origin)  # the discarded second output (a copy for 16-bit)
+    del second
+    return out
+
+
+def _sdpa_stock(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    return _sdpa_math_2x(q, k, v, attn_mask, dropout_p, is_causal, scale,
+                         dropout=lambda x, p, t: F.dropout(x, p, t))
+
+
+def _in_projection_packed_2x(q, k, v, w, b=None):
+    E = q.size(-1)
+    if k is v:
+        if q is k:
+            proj = F.linear(q, w, b)
+            proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+            return proj[0], proj[1], proj[2]
+        w_q, w_kv = w.split([E, E * 2])
+        if b is None:
+            b_q = b_kv = None
+        else:
+            b_q, b_kv = b.split([E, E * 2])
+        q_proj = F.linear(q, w_q, b_q)
+        kv_proj = F.linear(k, w_kv, b_kv)
+        kv_proj = kv_proj.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return q_proj, kv_proj[0], kv_proj[1]
+    w_q, w_k, w_v = w.chunk(3)
+    if b is None:
+        b_q = b_k = b_v = None
+    else:
+        b_q, b_k, b_v = b.chunk(3)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
+                    add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True,
+                    need_weights=True, use_separate_proj_weight=False, q_proj_weight=None,
+                    k_proj_weight=None, v_proj_weight=None, average_attn_weights=True,
+                    dropout=dropout2x):
+    """Port of PyTorch 2.x F.multi_head_attention_forward for batched input
+    without masks (torch/nn/functional.py)."""
+    tgt_len, bsz, embed_dim = query.shape
+    head_dim = embed_dim // num_heads
+    if not use_separate_proj_weight:
+        q, k, v = _in_projection_packed_2x(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        if in_proj_bias is None:
+            b_q = b_k = b_v = None
+        else:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = (F.linear(query, q_proj_weight, b_q), F.linear(key, k_proj_weight, b_k),
+                   F.linear(value, v_proj_weight, b_v))
+    if bias_k is not None and bias_v is not None:
+        k = torch.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = torch.cat([v, bias_v.repeat(1, bsz, 1)])
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        zero_attn_shape = (bsz * num_heads, 1, head_dim)
+        k = torch.cat([k, torch.zeros(zero_attn_shape, dtype=k.dtype, device=k.device)], dim=1)
+        v = torch.cat([v, torch.zeros(zero_attn_shape, dtype=v.dtype, device=v.device)], dim=1)
+    src_len = k.size(1)
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        _B, _Nt, E = q.shape
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        attn_output_weights = torch.bmm(q_scaled, k.transpose(-2, -1))
+        del q_scaled, k
+        attn_output_weights = torch.softmax(attn_output_weights, dim=-1)
+        if dropout_p > 0.0:
+            attn_output_weights = dropout(attn_output_weights, dropout_p, True)
+        attn_output = torch.bmm(attn_output_weights, v)
+        del v
+        attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+        attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+        attn_output_weights = attn_output_weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            attn_output_weights = attn_output_weights.mean(dim=1)
+        return attn_output, attn_output_weights
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    attn_output = _sdpa_math_2x(q, k, v, None, dropout_p, False, dropout=dropout)
+    del q, k, v
+    attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
+    return attn_output, None
+
+
+class _MHA2x(nn.MultiheadAttention):
+    """nn.MultiheadAttention (same parameters) running 2.x's training forward,
+    batch_first; returns the attention output only."""
+
+    need_weights = True
+    average_attn_weights = True
+
+    def forward(self, query, key=None, value=None, need_weights=None):
+        if key is None:
+            key = value = query
+        if need_weights is None:
+            need_weights = self.need_weights
+        if key is value:
+            if query is key:
+                query = key = value = query.transpose(1, 0)
+            else:
+                query, key = (x.transpose(1, 0) for x in (query, key))
+                value = key
+        else:
+            query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        common = dict(training=self.training, need_weights=need_weights,
+                      average_attn_weights=self.average_attn_weights)
+        if not self._qkv_same_embed_dim:
+            out, w = _mha_forward_2x(
+                query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias, use_separate_proj_weight=True,
+                q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+                v_proj_weight=self.v_proj_weight, **common)
+        else:
+            out, w = _mha_forward_2x(
+                query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias, **common)
+        del w
+        return out.transpose(1, 0)
+
+
+class _MHAStock(nn.MultiheadAttention):
+    need_weights = True
+    average_attn_weights = True
+
+    def forward(self, query, key=None, value=None, need_weights=None):
+        if key is None:
+            key = value = query
+        if need_weights is None:
+            need_weights = self.need_weights
+        return super().forward(query, key, value, need_weights=need_weights,
+                               average_attn_weights=self.average_attn_weights)[0]
+
+
+def _act(name):
+    if callable(name):
+        return name
+    if name == "relu":
+        return F.relu
+    if name == "gelu":
+        return F.gelu
+    raise ModelError("activation must be 'relu' or 'gelu', not %r" % (name,))
+
+
+def _drop_biases(mods):
+    for m in mods:
+        if getattr(m, "bias", None) is not None:
+            m.bias = None
+
+
+class _EncoderLayer2x(nn.TransformerEncoderLayer):
+    """2.x TransformerEncoderLayer training forward (torch/nn/modules/transformer.py)."""
+
+    def _setup(self, d_model, nhead, dropout, bias):
+        self.self_attn = _MHA2x(d_model, nhead, dropout=dropout, bias=bias, batch_first=True)
+        if not bias:
+            _drop_biases([self.linear1, self.linear2, self.norm1, self.norm2])
+        self._act = _act(self._act_name)
+
+    def forward(self, src):
+        x = src
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x))
+            x = x + self._ff(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa(x))
+            x = self.norm2(x + self._ff(x))
+        return x
+
+    def _sa(self, x):
+        x = self.self_attn(x, x, x, need_weights=False)
+        return dropout2x(x, self.dropout1.p, self.training)
+
+    def _ff(self, x):
+        x = self.linear2(dropout2x(self._act(self.linear1(x)), self.dropout.p, self.training))
+        return dropout2x(x, self.dropout2.p, self.training)
+
+
+class _DecoderLayer2x(nn.TransformerDecoderLayer):
+    """2.x TransformerDecoderLayer training forward; inputs [tgt, memory]."""
+
+    def _setup(self, d_model, nhead, dropout, bias):
+        self.self_attn = _MHA2x(d_model, nhead, dropout=dropout, bias=bias, batch_first=True)
+        self.multihead_attn = _MHA2x(d_model, nhead, dropout=dropout, bias=bias, batch_first=True)
+        if not bias:
+            _drop_biases([self.linear1, self.linear2, self.norm1, self.norm2, self.norm3])
+        self._act = _act(self._act_name)
+
+    def forward(self, tgt, memory):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x))
+            x = x + self._mha(self.norm2(x), memory)
+            x = x + self._ff(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa(x))
+            x = self.norm2(x + self._mha(x, memory))
+            x = self.norm3(x + self._ff(x))
+        return x
+
+    def _sa(self, x):
+        x = self.self_attn(x, x, x, need_weights=False)
+        return dropout2x(x, self.dropout1.p, self.training)
+
+    def _mha(self, x, mem):
+        x = self.multihead_attn(x, mem, mem, need_weights=False)
+        return dropout2x(x, self.dropout2.p, self.training)
+
+    def _ff(self, x):
+        x = self.linear2(dropout2x(self._act(self.linear1(x)), self.dropout.p, self.training))
+        return dropout2x(x, self.dropout3.p, self.training)
+
+
+class _EncoderLayerStock(nn.TransformerEncoderLayer):
+    def forward(self, src):
+        return super().forward(src)
+
+
+class _DecoderLayerStock(nn.TransformerDecoderLayer):
+    def forward(self, tgt, memory):
+        return super().forward(tgt, memory)
+
+
+class _FusedRMSNorm(torch.autograd.Function):
+    """2.x _fused_rms_norm / _fused_rms_norm_backward: keeps input, weight and
+    rstd (stat-shaped, fp32 for 16-bit input); temporaries are inside the op."""
+
+    @staticmethod
+    def forward(ctx, x, weight, ndim, eps):
+        dims = tuple(range(-ndim, 0))
+        with HOOKS.fused("_fused_rms_norm"):
+            xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+            sq = xf.pow(2)
+            ms = sq.mean(dims, keepdim=True)
+            del sq
+            rstd = torch.rsqrt(ms.add_(eps))
+            del ms
+            y = xf * rstd
+            if weight is not None:
+                y.mul_(weight)
+            y = y.to(x.dtype)
+            del xf
+        ctx.save_for_backward(x, weight, rstd) if weight is not None else ctx.save_for_backward(x, rstd)
+        ctx.has_w = weight is not None
+        ctx.dims = dims
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.has_w:
+            x, weight, rstd = ctx.saved_tensors
+        else:
+            (x, rstd), weight = ctx.saved_tensors, None
+        dims = ctx.dims
+        gw = None
+        with HOOKS.fused("_fused_rms_norm_backward"):
+            xf = x.float() if x.dtype != torch.float32 else x
+            gf = grad.float() if grad.dtype != torch.float32 else grad
+            xhat = xf * rstd
+            if weight is not None and ctx.needs_input_grad[1]:
+                lead = tuple(range(x.dim() - len(dims)))
+                gw = (gf * xhat).sum(lead).to(weight.dtype)
+            gxh = gf * weight if weight is not None else gf
+            dot = (gxh * xhat).mean(dims, keepdim=True)
+            gx = (gxh - xhat * dot).mul_(rstd).to(x.dtype)
+            del xf, gf, xhat, gxh, dot
+        return gx, gw, None, None
+
+
+class RMSNorm(nn.Module):
+    """nn.RMSNorm (PyTorch >= 2.4) for torch 1.13."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.ones(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.fused = True
+
+    def forward(self, x):
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        if self.fused and (self.weight is None or self.weight.dtype == x.dtype):
+            return _FusedRMSNorm.apply(x, self.weight, len(self.normalized_shape), eps)
+        # rms_norm_composite (2.x layer_norm.cpp)
+        dims = tuple(range(-len(self.normalized_shape), 0))
+        up = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+        rstd = torch.rsqrt(up.pow(2).mean(dims, keepdim=True).add_(eps))
+        r = up.mul(rstd)
+        if self.weight is not None:
+            r = r.mul(self.weight)
+        return r.contiguous().type_as(x)
+
+
+# --------------------------------------------------------------------------
+# Small modules for the graph's tensor ops
+# --------------------------------------------------------------------------
+
+
+class _Dropout2x(nn.Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x):
+        return dropout2x(x, self.p, self.training, self.inplace)
+
+
+class _First(nn.Module):
+    """Multi-output module -> its first output (RNN/LSTM/GRU, return_indices)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        y = self.inner(x)
+        return y[0] if isinstance(y, (tuple, list)) else y
+
+
+class _Add(nn.Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, a, *rest):
+        if self.inplace:
+            for b in rest:
+                a += b
+            return a
+        for b in rest:
+            a = a + b
+        return a
+
+
+class _Mul(nn.Module):
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, a, *rest):
+        if self.inplace:
+            for b in rest:
+                a *= b
+            return a
+        for b in rest:
+            a = a * b
+        return a
+
+
+class _Cat(nn.Module):
+    def __init__(self, dim=1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, *xs):
+        return torch.cat(xs, self.dim)
+
+
+class _Reshape(nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], *self.shape)
+
+
+class _Permute(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = tuple(dims)
+
+    def forward(self, x):
+        return x.permute(*self.dims)
+
+
+class _Transpose(nn.Module):
+    def __init__(self, dim0, dim1):
+        super().__init__()
+        self.dim0, self.dim1 = dim0, dim1
+
+    def forward(self, x):
+        return x.transpose(self.dim0, self.dim1)
+
+
+class _Select(nn.Module):
+    def __init__(self, dim, index):
+        super().__init__()
+        self.dim, self.index = dim, index
+
+    def forward(self, x):
+        return x.select(self.dim, self.index)
+
+
+class _Slice(nn.Module):
+    def __init__(self, dim, start=None, end=None, step=1):
+        super().__init__()
+        self.dim, self.start, self.end, self.step = dim, start, end, step
+
+    def forward(self, x):
+        d = self.dim % x.dim()
+        idx = (slice(None),) * d + (slice(self.start, self.end, self.step),)
+        return x[idx]
+
+
+class _Mean(nn.Module):
+    def __init__(self, dim=None, keepdim=False):
+        super().__init__()
+        self.dim, self.keepdim = dim, keepdim
+
+    def forward(self, x):
+        dim = self.dim
+        if dim is None:
+            dim = list(range(1, x.dim()))
+        return x.mean(dim=dim, keepdim=self.keepdim)
+
+
+class _Matmul(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+class _SDPA(nn.Module):
+    def __init__(self, dropout_p=0.0, is_causal=False, scale=None, stock=False):
+        super().__init__()
+        self.dropout_p, self.is_causal, self.scale, self.stock = dropout_p, is_causal, scale, stock
+
+    def forward(self, q, k, v):
+        p = self.dropout_p if self.training else 0.0
+        f = _sdpa_stock if self.stock else _sdpa_math_2x
+        return f(q, k, v, None, p, self.is_causal, self.scale)
+
+
+class _Param(nn.Module):
+    """A learned per-sample tensor broadcast over the batch (class token, positional embedding)."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+        self.weight = nn.Parameter(torch.zeros(1, *self.shape).normal_(std=0.02))
+
+    def forward(self):
+        return self.weight.expand(_RUN.batch, *self.shape)
+
+
+class _Run:
+    batch = 1
+
+
+_RUN = _Run()
+
+# --------------------------------------------------------------------------
+# Kind table
+# --------------------------------------------------------------------------
+
+_TUPLE_KEYS = {"kernel_size", "stride", "padding", "dilation", "output_padding", "output_size",
+               "normalized_shape", "size", "scale_factor"}
+
+# kind -> (factory(kwargs, compat) -> module, number of inputs (None: variadic), extra keys)
+_KINDS = {}
+
+
+def _kind(names, nin=1, extra=()):
+    def deco(f):
+        for n in names.split():
+            _KINDS[n] = (f, nin, set(extra))
+        return f
+    return deco
+
+
+def _ctor(cls):
+    return lambda kw, compat: cls(**kw)
+
+
+for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Identity "
+           "Flatten Embedding BatchNorm1d BatchNorm2d BatchNorm3d GroupNorm InstanceNorm1d "
+           "InstanceNorm2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d "
+           "AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d ReLU ReLU6 LeakyReLU ELU GELU SiLU "
+           "Mish Hardswish Hardsigmoid Sigmoid Tanh Softmax LogSoftmax Dropout2d Upsample "
+           "PixelShuffle").split():
+    _KINDS[_n] = (_ctor(getattr(nn, _n)), 1, set())
+for _n in ("AdaptiveMaxPool1d", "AdaptiveMaxPool2d"):
+    _KINDS[_n] = ((lambda cls: lambda kw, c: _First(cls(**kw)))(getattr(nn, _n)), 1, set())
+
+
+@_kind("LayerNorm")
+def _mk_layernorm(kw, compat):
+    bias = kw.pop("bias", True)
+    m = nn.LayerNorm(**kw)
+    if not bias and m.bias is not None:
+        m.bias = None
+    return m
+
+
+@_kind("RMSNorm")
+def _mk_rmsnorm(kw, compat):
+    m = RMSNorm(**kw)
+    m.fused = compat == "2x"
+    return m
+
+
+@_kind("Dropout")
+def _mk_dropout(kw, compat):
+    return _Dropout2x(**kw) if compat == "2x" else nn.Dropout(**kw)
+
+
+@_kind("StochasticDepth")
+def _mk_sd(kw, compat):
+    from torchvision.ops import StochasticDepth
+    return StochasticDepth(**kw)
+
+
+def _rnn_factory(cls):
+    def f(kw, compat):
+        if "batch_first" in kw:
+            raise ModelError("batch_first is implied (sequence modules are always batch_first)")
+        return _First(cls(batch_first=True, **kw))
+    return f
+
+
+for _n in ("RNN", "LSTM", "GRU"):
+    _KINDS[_n] = (_rnn_factory(getattr(nn, _n)), 1, set())
+
+
+def _mk_mha(kw, compat):
+    if "batch_first" in kw:
+        raise ModelError("batch_first is implied (sequence modules are always batch_first)")
+    need = kw.pop("need_weights", True)
+    avg = kw.pop("average_attn_weights", True)
+    cls = _MHA2x if compat == "2x" else _MHAStock
+    m = cls(batch_first=True, **kw)
+    m.need_weights, m.average_attn_weights = bool(need), bool(avg)
+    return m
+
+
+_KINDS["MultiheadAttention"] = (_mk_mha, None, {"need_weights", "average_attn_weights"})
+
+
+def _transformer_factory(cls2x, clsstock):
+    def f(kw, compat):
+        if "batch_first" in kw:
+            raise ModelError("batch_first is implied (sequence modules are always batch_first)")
+        bias = kw.pop("bias", True)
+        act = kw.get("activation", "relu")
+        if compat == "2x":
+            m = cls2x(batch_first=True, **kw)
+            m._act_name = act
+            m._setup(kw["d_model"], kw["nhead"], kw.get("dropout", 0.1), bias)
+        else:
+            if not bias:
+                raise ModelError("bias=False needs PyTorch >= 2.1 (use compat 2x)")
+            m = clsstock(batch_first=True, **kw)
+        return m
+    return f
+
+
+_KINDS["TransformerEncoderLayer"] = (_transformer_factory(_EncoderLayer2x, _EncoderLayerStock), 1, set())
+_KINDS["TransformerDecoderLayer"] = (_transformer_factory(_DecoderLayer2x, _DecoderLayerStock), 2, set())
+_KINDS["Add"] = (lambda kw, c: _Add(**kw), None, set())
+_KINDS["Mul"] = (lambda kw, c: _Mul(**kw), None, set())
+_KINDS["Cat"] = (lambda kw, c: _Cat(**kw), None, set())
+_KINDS["Reshape"] = (lambda kw, c: _Reshape(**kw), 1, set())
+_KINDS["Permute"] = (lambda kw, c: _Permute(**kw), 1, set())
+_KINDS["Transpose"] = (lambda kw, c: _Transpose(**kw), 1, set())
+_KINDS["Select"] = (lambda kw, c: _Select(**kw), 1, set())
+_KINDS["Slice"] = (lambda kw, c: _Slice(**kw), 1, set())
+_KINDS["Mean"] = (lambda kw, c: _Mean(**kw), 1, set())
+_KINDS["Matmul"] = (lambda kw, c: _Matmul(**kw), 2, set())
+_KINDS["ScaledDotProductAttention"] = (lambda kw, c: _SDPA(stock=(c != "2x"), **kw), 3, set())
+_KINDS["Parameter"] = (lambda kw, c: _Param(**kw), 0, set())
+
+_GRAPH_KEYS = {"type", "name", "inputs", "repeat", "frozen", "checkpoint"}
+
+
+def _check_dims(kind, kw, path):
+    """No op may move or resize dim 0 (SPEC section 1)."""
+    def bad(what):
+        raise ModelError("%s (%s): %s must not touch the batch dimension 0" % (path, kind, what))
+    if kind in ("Transpose",):
+        if kw.get("dim0") == 0 or kw.get("dim1") == 0:
+            bad("dim0/dim1")
+    if kind in ("Select", "Slice", "Cat", "Softmax", "LogSoftmax") and kw.get("dim") == 0:
+        bad("dim")
+    if kind == "Mean":
+        d = kw.get("dim")
+        if d == 0 or (isinstance(d, (list, tuple)) and 0 in d):
+            bad("dim")
+    if kind == "Permute":
+        dims = kw.get("dims")
+        if not dims or dims[0] != 0:
+            bad("dims[0]")
+    if kind == "Flatten" and kw.get("start_dim", 1) == 0:
+        bad("start_dim")
+
+
+# --------------------------------------------------------------------------
+# Graph
+# --------------------------------------------------------------------------
+
+
+class _Block(nn.Module):
+    """One layer entry: `repeat` copies in sequence, optional checkpointing."""
+
+    def __init__(self, copies, ckpt, path):
+        super().__init__()
+        self.copies = nn.ModuleList(copies)
+        self.ckpt = ckpt
+        self.path = path
+
+    def forward(self, *args):
+        if HOOKS.layer is not None:
+            HOOKS.layer(self.path)
+        y = None
+        for m in self.copies:
+            if self.ckpt and torch.is_grad_enabled() and args:
+                # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
+                # CUDA too (no device memory), so it is not taken here.
+                y = _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
+            else:
+                y = m(*args)
+            if len(self.copies) > 1:
+                args = (y,) + tuple(args[1:])
+        return y
+
+
+_REF_RE = re.compile(r"^layers\[(\d+)\]$")
+
+
+class _Scope(nn.Module):
+    """A list of layers (the model, or a Sequential): runs them in order and drops
+    each output after its last use."""
+
+    def __init__(self, cfgs, path, input_names, compat, registry):
+        super().__init__()
+        if not isinstance(cfgs, list) or not cfgs:
+            raise ModelError("%s: layers must be a non-empty list" % path)
+        self.items = nn.ModuleList()
+        self.refs = []
+        names = {}
+        nin = len(input_names)
+        for i, cfg in enumerate(cfgs):
+            lpath = "%s[%d]" % (path, i)
+            if not isinstance(cfg, dict) or "type" not in cfg:
+                raise ModelError("%s: a layer is an object with a \"type\"" % lpath)
+            block, arity = _build_layer(cfg, lpath, compat, registry)
+            refs = []
+            if "inputs" in cfg:
+                spec = cfg["inputs"]
+                if not isinstance(spec, list):
+                    raise ModelError("%s.inputs: must be a list" % lpath)
+                for r in spec:
+                    refs.append(self._resolve(r, i, names, input_names, lpath))
+            elif arity != 0:
+                refs.append(("in", 0) if i == 0 else ("out", i - 1))
+            if arity is not None and len(refs) != arity and not (
+                    cfg["type"] == "MultiheadAttention" and len(refs) in (1, 3)):
+                raise ModelError("%s (%s): takes %d input(s), got %d" % (lpath, cfg["type"], arity, len(refs)))
+            if cfg["type"] == "MultiheadAttention" and len(refs) not in (1, 3):
+                raise ModelError("%s (MultiheadAttention): inputs are [q] or [q, k, v]" % lpath)
+            if cfg["type"] in ("Add", "Mul", "Cat") and len(refs) < (1 if cfg["type"] == "Cat" else 2):
+                raise ModelError("%s (%s): needs more inputs" % (lpath, cfg["type"]))
+            if "name" in cfg:
+                nm = cfg["name"]
+                if nm in names or nm == "input" or nm in input_names:
+                    raise ModelError("%s.name: %r is not unique in its scope" % (lpath, nm))
+                names[nm] = i
+                registry.setdefault("names", {}).setdefault(nm, block)
+            self.items.append(block)
+            self.refs.append(refs)
+        n = len(self.refs)
+        last = {}
+        for i, refs in enumerate(self.refs):
+            for r in refs:
+                last[r] = i
+        # values to drop after item i ran
+        self.free_after = [[] for _ in range(n)]
+        for r, i in last.items():
+            if r == ("out", n - 1):
+                continue
+            self.free_after[i].append(r)
+        for j in range(n - 1):
+            if ("out", j) not in last:
+                self.free_after[j].append(("out", j))
+        self.n_inputs = nin
+
+    @staticmethod
+    def _resolve(r, i, names, input_names, lpath):
+        if not isinstance(r, str):
+            raise ModelError("%s.inputs: references are strings" % lpath)
+        if r == "input":
+            return ("in", 0)
+        if r in input_names:
+            return ("in", input_names.index(r))
+        m = _REF_RE.match(r)
+        if m:
+            j = int(m.group(1))
+            if j >= i:
+                raise ModelError("%s.inputs: %s is not an earlier layer" % (lpath, r))
+            return ("out", j)
+        if r in names:
+            return ("out", names[r])
+        raise ModelError("%s.inputs: unknown reference %r" % (lpath, r))
+
+    def forward(self, *inputs):
+        n = len(self.items)
+        outs = [None] * n
+        ins = list(inputs)
+        for i in range(n):
+            args = [ins[k] if kind == "in" else outs[k] for kind, k in self.refs[i]]
+            outs[i] = self.items[i](*args)
+            del args
+            for kind, k in self.free_after[i]:
+                if kind == "in":
+                    ins[k] = None
+                else:
+                    outs[k] = None
+        return outs[n - 1]
+
+
+def _build_layer(cfg, path, compat, registry):
+    kind = cfg["type"]
+    repeat = cfg.get("repeat", 1)
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ModelError("%s.repeat: must be a positive integer" % path)
+    frozen = bool(cfg.get("frozen", False))
+    ckpt = bool(cfg.get("checkpoint", False))
+    copies = []
+    if kind == "Sequential":
+        extra = set(cfg) - _GRAPH_KEYS - {"layers"}
+        if extra:
+            raise ModelError("%s (Sequential): unknown key(s) %s" % (path, ", ".join(sorted(extra))))
+        for _ in range(repeat):
+            copies.append(_Scope(cfg.get("layers"), path + ".layers", ["input"], compat, registry))
+        arity = None if "inputs" in cfg else 1
+    else:
+        if kind not in _KINDS:
+            raise ModelError("%s: unknown layer type %r" % (path, kind))
+        factory, arity, extra_keys = _KINDS[kind]
+        kw = {k: v for k, v in cfg.items() if k not in _GRAPH_KEYS and k != "tie"}
+        if "tie" in cfg and kind not in ("Linear", "Embedding"):
+            raise ModelError("%s.tie: only Linear and Embedding can tie weights" % path)
+        for k in list(kw):
+            if isinstance(kw[k], list) and k in _TUPLE_KEYS:
+                kw[k] = tuple(kw[k])
+        _check_dims(kind, kw, path)
+        for _ in range(repeat):
+            try:
+                m = factory(dict(kw), compat)
+            except ModelError as e:
+                raise ModelError("%s (%s): %s" % (path, kind, e)) from None
+            except TypeError as e:
+                raise ModelError("%s (%s): %s" % (path, kind, e)) from None
+            copies.append(m)
+            if "tie" in cfg:
+                registry.setdefault("ties", []).append((m, cfg["tie"], path))
+            if kind == "Embedding":
+                registry.setdefault("embeddings", []).append(m)
+    if frozen:
+        for m in copies:
+            for p in m.parameters():
+                p.requires_grad_(False)
+    return _Block(copies, ckpt, path), arity
+
+
+class Model(nn.Module):
+    """The built model: forward(*inputs) in the order of `input_names`."""
+
+    def __init__(self, spec, compat="2x"):
+        super().__init__()
+        if not isinstance(spec, dict):
+            raise ModelError("model: must be a JSON object")
+        if ("input" in spec) == ("inputs" in spec):
+            raise ModelError("model: give exactly one of \"input\" and \"inputs\"")
+        if "input" in spec:
+            self.input_specs = [("input", _input_spec(spec["input"], "input"))]
+        else:
+            if not isinstance(spec["inputs"], dict) or not spec["inputs"]:
+                raise ModelError("inputs: must be a non-empty object")
+            self.input_specs = [(k, _input_spec(v, "inputs." + k)) for k, v in spec["inputs"].items()]
+        self.input_names = [n for n, _ in self.input_specs]
+        self.name = spec.get("name", "model")
+        self.loss_kind = spec.get("loss", "mean")
+        if self.loss_kind not in ("mean", "cross_entropy"):
+            raise ModelError("loss: must be \"mean\" or \"cross_entropy\"")
+        reg = {}
+        self.body = _Scope(spec.get("layers"), "layers", self.input_names, compat, reg)
+        names = reg.get("names", {})
+        for m, target, path in reg.get("ties", []):
+            blk = names.get(target)
+            if blk is None:
+                raise ModelError("%s.tie: no layer named %r" % (path, target))
+            src = blk.copies[0]
+            if not hasattr(src, "weight") or not isinstance(src, (nn.Linear, nn.Embedding)):
+                raise ModelError("%s.tie: %r is not a Linear or Embedding" % (path, target))
+            if src.weight.shape != m.weight.shape:
+                raise ModelError("%s.tie: weight shapes differ (%s vs %s)" % (
+                    path, tuple(src.weight.shape), tuple(m.weight.shape)))
+            m.weight = src.weight
+        embs = reg.get("embeddings", [])
+        self.vocab = embs[0].num_embeddings if embs else 2
+
+    def forward(self, *inputs):
+        _RUN.batch = inputs[0].shape[0] if inputs else 1
+        return self.body(*inputs)
+
+    def make_inputs(self, batch, dtype=torch.float32, shapes=None):
+        """Random inputs: floats in `dtype`, int64 ids below the first Embedding's
+        num_embeddings.  `shapes` overrides per-sample shapes by input name."""
+        out = []
+        for name, (shape, dt) in self.input_specs:
+            if shapes and name in shapes:
+                shape = list(shapes[name])
+            if dt == torch.int64:
+                out.append(torch.randint(0, self.vocab, (batch, *shape), dtype=torch.int64))
+            elif dt == torch.bool:
+                out.append(torch.zeros((batch, *shape), dtype=torch.bool))
+            else:
+                out.append(torch.randn((batch, *shape), dtype=dtype if dt is None else dt))
+        return tuple(out)
+
+
+_DTYPES = {"float32": None, "float": None, "int64": torch.int64, "long": torch.int64, "bool": torch.bool}
+
+
+def _input_spec(v, path):
+    if isinstance(v, list):
+        shape, dt = v, None
+    elif isinstance(v, dict):
+        if set(v) - {"shape", "dtype"}:
+            raise ModelError("%s: unknown key(s) %s" % (path, ", ".join(sorted(set(v) - {"shape", "dtype"}))))
+        shape = v.get("shape")
+        dname = v.get("dtype", "float32")
+        if dname not in _DTYPES:
+            raise ModelError("%s.dtype: unsupported %r" % (path, dname))
+        dt = _DTYPES[dname]
+    else:
+        raise ModelError("%s: a shape list or {\"shape\", \"dtype\"}" % path)
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d > 0 for d in shape):
+        raise ModelError("%s: shape must be a list of positive integers" % path)
+    return shape, dt
+
+
+def build(model_json, compat="2x"):
+    """model_json (dict, SPEC section 1) -> (module, make_inputs(batch) -> tuple of tensors).
+
+    The module is a vctorch.Model (an nn.Module).  make_inputs(batch, dtype=float32)
+    makes one random batch.  module.loss_kind is "mean" or "cross_entropy";
+    module.input_names lists the model inputs in forward order."""
+    if compat not in ("2x", "stock"):
+        raise ValueError("compat must be '2x' or 'stock'")
+    m = Model(model_json, compat)
+    return m, m.make_inputs
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    mod, mk = build(json.load(open(sys.argv[1])))
+    b = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    xs = mk(b)
+    y = mod(*xs)
+    print(mod)
+    print("params", sum(p.numel() for p in mod.parameters()), "output", tuple(y.shape))
