@@ -70,7 +70,7 @@ int vc_arg_ints(vc_args *a, const char *key, int n, int64_t def, int64_t min, in
 int vc_arg_list(vc_args *a, const char *key, bool required, int64_t min, int64_t *out, int *n);
 int vc_arg_bool(vc_args *a, const char *key, bool def, bool *out);
 int vc_arg_float(vc_args *a, const char *key, double def, double min, double max, double *out);
-/* One of a NULL-terminated list of strings; *out = its index. def: index or VC_REQUIRED. */
+/* One of a NULL-terminated list of strings; *out = its index. def: an index, or -1 when required. */
 int vc_arg_enum(vc_args *a, const char *key, const char *const *choices, int def, int *out);
 /* The JSON type of a key: 0 absent, 1 number, 2 string, 3 array, 4 bool, 5 null, 6 other. */
 int vc_arg_type(vc_args *a, const char *key);

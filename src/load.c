@@ -216,7 +216,7 @@ int vc_arg_enum(vc_args *a, const char *key, const char *const *choices, int def
 {
     const cJSON *v = get(a, key);
     if (!v) {
-        if (def == (int)VC_REQUIRED || def < 0) return vc_arg_fail(a, key, "missing (required for %s)", a->kind);
+        if (def < 0) return vc_arg_fail(a, key, "missing (required for %s)", a->kind);
         *out = def;
         return 0;
     }
