@@ -410,8 +410,8 @@ static int resolve(loader *L, const scope *S, const char *ref, int item, const c
     if (e) return e->val;
     if (!strcmp(ref, "input")) return S->input;
     long long k;
-    char tail;
-    if (sscanf(ref, "layers[%lld]%c", &k, &tail) == 2 && tail == ']') {
+    char close, extra;
+    if (sscanf(ref, "layers[%lld%c%c", &k, &close, &extra) == 2 && close == ']') {
         if (k < 0 || k >= item) {
             fail(L, VC_ERR_MODEL, path, "\"%s\" is not an earlier layer of this scope (this is layers[%d])", ref, item);
             return -1;

@@ -11,7 +11,7 @@
 
 #include "layer.h"
 
-#define VC_MAX_INPUTS 8
+
 #define VC_MAX_PARAMS 64 /* per instance (an LSTM has up to 5 per layer and direction) */
 
 typedef struct {

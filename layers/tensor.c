@@ -1,0 +1,369 @@
+/*
+ * tensor.c — the tensor ops between modules: Reshape, Permute, Transpose,
+ * Select, Slice, Mean, Matmul, Parameter.
+ *
+ * View ops allocate nothing; they make a tensor non-contiguous where
+ * PyTorch would, and the next op that needs contiguous memory copies
+ * (ops.h: op_contiguous). Select/Slice backward builds a zero tensor of
+ * the input's full size (select_backward/slice_backward).
+ */
+#include <string.h>
+
+#include "ops.h"
+
+typedef struct {
+    int64_t shape[VC_MAX_DIMS];
+    int nd;
+    int64_t dims[VC_MAX_DIMS + 1];
+    int ndims;
+    int64_t dim0, dim1, dim, index, start, end, step;
+    bool has_end, keepdim, contiguous;
+    int sel; /* per-sample dim index, set by setup */
+    bool reduce[VC_MAX_DIMS];
+} tensor_cfg;
+
+static vc_numel out_numel(vc_build *b) { return vc_n_sample(vc_shape_numel(vc_output_shape(b))); }
+
+static int bad_dim(vc_setup *s, const char *key, int64_t dim, int nd)
+{
+    if (vc_dim_index(dim, nd) == -2) return vc_fail(s, key, "dim 0 is the batch dimension, which this op may not change");
+    return vc_fail(s, key, "dim %lld is out of range for a %d-dimensional input (with the batch)", (long long)dim, nd + 1);
+}
+
+/* ---- Reshape: per-sample shape, one -1 allowed */
+
+static int reshape_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    return vc_arg_list(a, "shape", true, -1, c->shape, &c->nd);
+}
+
+static int reshape_setup(vc_setup *s, void *p)
+{
+    const tensor_cfg *c = p;
+    int64_t n = vc_shape_numel(&s->in[0]), known = 1;
+    int infer = -1;
+    for (int i = 0; i < c->nd; i++) {
+        if (c->shape[i] == -1) {
+            if (infer >= 0) return vc_fail(s, "shape", "only one dimension may be -1");
+            infer = i;
+        } else if (c->shape[i] == 0) {
+            return vc_fail(s, "shape", "dimension %d is 0", i);
+        } else if (vc_mul(s, known, c->shape[i], &known)) {
+            return -1;
+        }
+    }
+    s->out = vc_shape_make(c->nd, c->shape);
+    if (infer >= 0) {
+        if (n % known) return vc_fail(s, "shape", "cannot reshape %lld elements per sample into a multiple of %lld", (long long)n, (long long)known);
+        s->out.d[infer] = n / known;
+    } else if (known != n) {
+        return vc_fail(s, "shape", "the shape has %lld elements but the input has %lld per sample", (long long)known, (long long)n);
+    }
+    return 0;
+}
+
+static void reshape_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_t x = op_contiguous(b, vc_input(b, 0)); /* reshape copies what it cannot view */
+    vc_set_output(b, op_view(b, x, vc_numel_of(b, x), true));
+}
+
+const vc_kind vc_kind_Reshape = {
+    .name = "Reshape", .summary = "reshape to a per-sample shape (a view; copies non-contiguous input)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = reshape_parse, .setup = reshape_setup, .emit = reshape_emit,
+};
+
+/* ---- Permute: dims include the batch dim, which must stay first */
+
+static int permute_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    int n;
+    if (vc_arg_list(a, "dims", true, INT64_MIN + 1, c->dims, &n)) return -1;
+    c->ndims = n;
+    return 0;
+}
+
+static int permute_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    int nd = s->in[0].nd;
+    if (c->ndims != nd + 1)
+        return vc_fail(s, "dims", "expected %d dims (the input has %d dimensions with the batch), got %d", nd + 1, nd + 1, c->ndims);
+    bool seen[VC_MAX_DIMS + 1] = {false};
+    c->contiguous = true;
+    for (int i = 0; i < c->ndims; i++) {
+        int64_t d = c->dims[i] < 0 ? c->dims[i] + nd + 1 : c->dims[i];
+        if (d < 0 || d > nd) return vc_fail(s, "dims", "dim %lld is out of range", (long long)c->dims[i]);
+        if (seen[d]) return vc_fail(s, "dims", "dim %lld appears twice", (long long)d);
+        seen[d] = true;
+        if (i == 0 && d != 0) return vc_fail(s, "dims", "the batch dimension must stay first (dims[0] must be 0)");
+        if (i > 0) s->out.d[i - 1] = s->in[0].d[d - 1];
+        if (d != i && s->in[0].d[d - 1] != 1) c->contiguous = false;
+    }
+    s->out.nd = nd;
+    return 0;
+}
+
+static void view_emit(vc_build *b, const void *p)
+{
+    const tensor_cfg *c = p;
+    vc_t x = vc_input(b, 0);
+    vc_set_output(b, op_view(b, x, vc_numel_of(b, x), c->contiguous && vc_contiguous(b, x)));
+}
+
+const vc_kind vc_kind_Permute = {
+    .name = "Permute", .summary = "reorders dims (a view; dims[0] must be 0)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = permute_parse, .setup = permute_setup, .emit = view_emit,
+};
+
+/* ---- Transpose */
+
+static int transpose_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    return vc_arg_int(a, "dim0", VC_REQUIRED, INT64_MIN + 1, &c->dim0) || vc_arg_int(a, "dim1", VC_REQUIRED, INT64_MIN + 1, &c->dim1);
+}
+
+static int transpose_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    int nd = s->in[0].nd;
+    int a = vc_dim_index(c->dim0, nd), b = vc_dim_index(c->dim1, nd);
+    if (a < 0) return bad_dim(s, "dim0", c->dim0, nd);
+    if (b < 0) return bad_dim(s, "dim1", c->dim1, nd);
+    s->out = s->in[0];
+    s->out.d[a] = s->in[0].d[b];
+    s->out.d[b] = s->in[0].d[a];
+    c->contiguous = a == b || s->in[0].d[a] == 1 || s->in[0].d[b] == 1;
+    return 0;
+}
+
+const vc_kind vc_kind_Transpose = {
+    .name = "Transpose", .summary = "swaps two dims (a view)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = transpose_parse, .setup = transpose_setup, .emit = view_emit,
+};
+
+/* ---- Select / Slice */
+
+static int select_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    return vc_arg_int(a, "dim", VC_REQUIRED, INT64_MIN + 1, &c->dim) || vc_arg_int(a, "index", VC_REQUIRED, INT64_MIN + 1, &c->index);
+}
+
+static int select_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    int d = vc_dim_index(c->dim, x->nd);
+    if (d < 0) return bad_dim(s, "dim", c->dim, x->nd);
+    if (c->index < -x->d[d] || c->index >= x->d[d])
+        return vc_fail(s, "index", "index %lld is out of range for dimension %lld of size %lld", (long long)c->index, (long long)c->dim, (long long)x->d[d]);
+    if (x->nd == 1) return vc_fail(s, "dim", "selecting from a 1-dimensional sample would leave only the batch dimension");
+    c->sel = d;
+    c->contiguous = x->d[d] == 1;
+    s->out.nd = 0;
+    for (int i = 0; i < x->nd; i++)
+        if (i != d) s->out.d[s->out.nd++] = x->d[i];
+    return 0;
+}
+
+static void select_emit(vc_build *b, const void *p)
+{
+    const tensor_cfg *c = p;
+    vc_t x = vc_input(b, 0);
+    vc_set_output(b, op_select(b, x, out_numel(b), c->contiguous && vc_contiguous(b, x)));
+}
+
+const vc_kind vc_kind_Select = {
+    .name = "Select", .summary = "x.select(dim, index) (a view; backward builds a full-size grad)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = select_parse, .setup = select_setup, .emit = select_emit,
+};
+
+static int slice_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    c->has_end = vc_arg_type(a, "end") != 0 && vc_arg_type(a, "end") != 5;
+    return vc_arg_int(a, "dim", VC_REQUIRED, INT64_MIN + 1, &c->dim) || vc_arg_int(a, "start", 0, INT64_MIN + 1, &c->start) ||
+           (c->has_end && vc_arg_int(a, "end", 0, INT64_MIN + 1, &c->end)) || vc_arg_int(a, "step", 1, 1, &c->step);
+}
+
+static int slice_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    int d = vc_dim_index(c->dim, x->nd);
+    if (d < 0) return bad_dim(s, "dim", c->dim, x->nd);
+    int64_t n = x->d[d];
+    int64_t st = c->start < 0 ? c->start + n : c->start, en = c->has_end ? (c->end < 0 ? c->end + n : c->end) : n;
+    st = st < 0 ? 0 : st > n ? n : st; /* Python slice clamping */
+    en = en < st ? st : en > n ? n : en;
+    int64_t len = (en - st + c->step - 1) / c->step;
+    if (len == 0) return vc_fail(s, "start", "the slice [%lld:%lld:%lld] of a dimension of size %lld is empty",
+                                 (long long)c->start, (long long)(c->has_end ? c->end : n), (long long)c->step, (long long)n);
+    s->out = *x;
+    s->out.d[d] = len;
+    c->contiguous = len == n;
+    return 0;
+}
+
+const vc_kind vc_kind_Slice = {
+    .name = "Slice", .summary = "x[..., start:end:step] along dim (a view; backward builds a full-size grad)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = slice_parse, .setup = slice_setup, .emit = select_emit,
+};
+
+/* ---- Mean over dims (never the batch) */
+
+static int mean_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    int t = vc_arg_type(a, "dim");
+    if (t == 1) {
+        c->ndims = 1;
+        if (vc_arg_int(a, "dim", 0, INT64_MIN + 1, &c->dims[0])) return -1;
+    } else if (t == 0) {
+        return vc_arg_fail(a, "dim", "missing: Mean needs dim (an int or a list; dim 0 is the batch and cannot be reduced)");
+    } else if (vc_arg_list(a, "dim", true, INT64_MIN + 1, c->dims, &c->ndims)) {
+        return -1;
+    }
+    return vc_arg_bool(a, "keepdim", false, &c->keepdim);
+}
+
+static int mean_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    memset(c->reduce, 0, sizeof c->reduce);
+    for (int i = 0; i < c->ndims; i++) {
+        int d = vc_dim_index(c->dims[i], x->nd);
+        if (d < 0) return bad_dim(s, "dim", c->dims[i], x->nd);
+        if (c->reduce[d]) return vc_fail(s, "dim", "dim %lld appears twice", (long long)c->dims[i]);
+        c->reduce[d] = true;
+    }
+    s->out.nd = 0;
+    for (int i = 0; i < x->nd; i++) {
+        if (!c->reduce[i]) s->out.d[s->out.nd++] = x->d[i];
+        else if (c->keepdim) s->out.d[s->out.nd++] = 1;
+    }
+    if (s->out.nd == 0) { /* every per-sample dim reduced: [N] */
+        s->out.nd = 1;
+        s->out.d[0] = 1;
+        return vc_fail(s, "dim", "reducing every per-sample dim without keepdim leaves only the batch dimension; use keepdim or Flatten after");
+    }
+    return 0;
+}
+
+static void mean_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_set_output(b, op_mean(b, vc_input(b, 0), out_numel(b)));
+}
+
+const vc_kind vc_kind_Mean = {
+    .name = "Mean", .summary = "mean over dim(s); saves nothing",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = mean_parse, .setup = mean_setup, .emit = mean_emit,
+};
+
+/* ---- Matmul: torch.matmul of two per-sample [..., n, m] x [..., m, p] */
+
+static int matmul_parse(vc_args *a, void *p)
+{
+    (void)a;
+    (void)p;
+    return 0;
+}
+
+static int matmul_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    const vc_shape *a = &s->in[0], *b = &s->in[1];
+    char sa[96], sb[96];
+    vc_shape_str(a, sa, sizeof sa);
+    vc_shape_str(b, sb, sizeof sb);
+    if (a->nd < 2 || b->nd < 2) return vc_fail(s, "inputs", "Matmul needs at least 2 dims per sample, got %s and %s", sa, sb);
+    if (a->nd != b->nd) return vc_fail(s, "inputs", "Matmul needs inputs of the same rank per sample, got %s and %s", sa, sb);
+    int nd = a->nd;
+    if (a->d[nd - 1] != b->d[nd - 2])
+        return vc_fail(s, "inputs", "cannot multiply %s by %s: %lld columns vs %lld rows", sa, sb, (long long)a->d[nd - 1], (long long)b->d[nd - 2]);
+    s->out = *a;
+    for (int i = 0; i < nd - 2; i++) {
+        if (a->d[i] != b->d[i] && a->d[i] != 1 && b->d[i] != 1)
+            return vc_fail(s, "inputs", "batch dims of %s and %s do not broadcast", sa, sb);
+        s->out.d[i] = a->d[i] > b->d[i] ? a->d[i] : b->d[i];
+    }
+    s->out.d[nd - 1] = b->d[nd - 1];
+    return 0;
+}
+
+/* matmul expands a broadcast operand and reshapes it for bmm: a copy. */
+static vc_t expand_for_bmm(vc_build *b, vc_t x, const vc_shape *xs, const vc_shape *out)
+{
+    int64_t n = 1;
+    for (int i = 0; i < xs->nd - 2; i++) n *= out->d[i];
+    n *= xs->d[xs->nd - 2] * xs->d[xs->nd - 1];
+    if (n == vc_shape_numel(xs)) return x;
+    vc_op *o = vc_op_begin(b, "expand_reshape");
+    vc_op_in(o, x); /* backward: sum_to the operand's shape (a new tensor) */
+    vc_t y = vc_op_out(o, vc_n_sample(n), vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+static void matmul_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    const vc_shape *out = vc_output_shape(b);
+    vc_t a = expand_for_bmm(b, vc_input(b, 0), vc_input_shape(b, 0), out);
+    vc_t c = expand_for_bmm(b, vc_input(b, 1), vc_input_shape(b, 1), out);
+    vc_set_output(b, op_bmm(b, a, c, out_numel(b)));
+}
+
+const vc_kind vc_kind_Matmul = {
+    .name = "Matmul", .summary = "torch.matmul of two inputs (bmm; saves both)",
+    .min_inputs = 2, .max_inputs = 2, .cfg_size = 0,
+    .parse = matmul_parse, .setup = matmul_setup, .emit = matmul_emit,
+};
+
+/* ---- Parameter: a learned tensor of per-sample shape, expanded over the batch */
+
+static int parameter_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    return vc_arg_list(a, "shape", true, 1, c->shape, &c->nd);
+}
+
+static int parameter_setup(vc_setup *s, void *p)
+{
+    const tensor_cfg *c = p;
+    s->out = vc_shape_make(c->nd, c->shape);
+    int64_t n = vc_shape_numel(&s->out);
+    if (n < 0) return vc_fail(s, "shape", "the shape overflows 64-bit arithmetic");
+    return vc_param(s, "weight", n);
+}
+
+static void parameter_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    /* p.expand(N, ...): a view; its backward is sum_to (a parameter-sized grad) */
+    vc_t w = op_autocast_weight(b, vc_weight(b, 0));
+    vc_op *o = vc_op_begin(b, "expand");
+    int i = vc_op_in(o, w);
+    vc_t y = vc_op_out_view(o, i, out_numel(b), false);
+    vc_op_end(o);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_Parameter = {
+    .name = "Parameter", .summary = "a learned tensor of per-sample shape (class token, positional embedding)",
+    .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(tensor_cfg),
+    .parse = parameter_parse, .setup = parameter_setup, .emit = parameter_emit,
+};
