@@ -617,8 +617,8 @@ static void backward(vc_build *b)
 {
     b->cur_op = -1;
     b->phase = VC_PHASE_BACKWARD;
+    if (b->loss_t < 0 || !b->t[b->loss_t].rg) return;
     tens_t *L = &b->t[b->loss_t];
-    if (!L->rg) return;
     L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
     int32_t newg[VC_MAX_INPUTS * 4];
     int32_t newt[VC_MAX_INPUTS * 4];
@@ -923,7 +923,7 @@ vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, v
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
-    if (!b->st) emit_loss(b);
+    if (!b->st && b->train) emit_loss(b); /* infer: model(x) only */
     if (!b->st) execute(b);
     if (b->st) {
         vc_status st = b->st;

@@ -1,0 +1,176 @@
+/*
+ * test_engine.c — the timeline engine on small models whose every
+ * allocation can be followed by hand (rules: README "How the estimate
+ * works" and AUTOGRAD.md). The MLP is Linear(1024, 4096), ReLU,
+ * Linear(4096, 1024) at batch 64, fp32, workspace 0:
+ *   parameters W = 16,777,216 + 16,384 + 16,777,216 + 4,096 = 33,574,912 B
+ *   input x = 64*1024*4 = 262,144; y1 = relu = 64*4096*4 = 1,048,576;
+ *   y2 = 262,144.
+ * (The harness in bench/accuracy measures the same MLP with PyTorch.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+
+#define W INT64_C(33574912)
+#define X INT64_C(262144)
+#define H INT64_C(1048576)
+
+static const char *mlp(bool ckpt_relu)
+{
+    return ckpt_relu ? "{\"input\":[1024],\"layers\":[{\"type\":\"Linear\",\"in_features\":1024,\"out_features\":4096},"
+                       "{\"type\":\"ReLU\",\"checkpoint\":true},{\"type\":\"Linear\",\"in_features\":4096,\"out_features\":1024}]}"
+                     : "{\"input\":[1024],\"layers\":[{\"type\":\"Linear\",\"in_features\":1024,\"out_features\":4096},"
+                       "{\"type\":\"ReLU\"},{\"type\":\"Linear\",\"in_features\":4096,\"out_features\":1024}]}";
+}
+
+static vc_result run(const char *json, vc_optim optim, vc_mode mode, int64_t accumulate)
+{
+    vc_model *m;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(json, strlen(json), "mlp", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = 64;
+    o.workspace = 0;
+    o.optim = optim;
+    o.mode = mode;
+    o.accumulate = accumulate;
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    vc_model_free(m);
+    return r;
+}
+
+/* Adam: the peak is the foreach step: weights + grads + 2 states + the
+ * exp_avg_sq_sqrt list (1x params) = 5W, plus the resident input. */
+static void test_adam_peak_in_step(void **state)
+{
+    (void)state;
+    vc_result r = run(mlp(false), VC_OPTIM_ADAM, VC_MODE_TRAIN, 1);
+    assert_int_equal(r.memory.weights, W);
+    assert_int_equal(r.memory.gradients, W);
+    assert_int_equal(r.memory.optimizer_states, 2 * W);
+    assert_int_equal(r.memory.peak_allocated, 5 * W + X);
+    assert_int_equal(r.peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(r.peak.temporaries, W);
+    /* at the end of forward: x, and the ReLU output (saved by ReLU and by
+     * Linear 2); y1 was freed (ReLU keeps its output, not its input) */
+    assert_int_equal(r.memory.activations, X + H);
+    vc_result_free(&r);
+}
+
+/* SGD: no state, no temporaries; the peak is Linear 1's backward: weights,
+ * Linear 2's grads (16,781,312), grad of y1 (H), and Linear 1's new weight
+ * and bias grads (16,793,600): 2W + X + H. */
+static void test_sgd_peak_in_backward(void **state)
+{
+    (void)state;
+    vc_result r = run(mlp(false), VC_OPTIM_SGD, VC_MODE_TRAIN, 1);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    assert_int_equal(r.memory.peak_allocated, 2 * W + X + H);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_string_equal(r.peak.layer, "layers[0]");
+    assert_int_equal(r.peak.weights + r.peak.gradients + r.peak.optimizer_states + r.peak.activations +
+                         r.peak.temporaries + r.peak.workspace,
+                     r.memory.peak_allocated);
+    vc_result_free(&r);
+}
+
+/* Inference: nothing saved; the largest live set is x + y1 + relu output
+ * while ReLU runs (y1 is freed after it). */
+static void test_infer(void **state)
+{
+    (void)state;
+    vc_result r = run(mlp(false), VC_OPTIM_ADAM, VC_MODE_INFER, 1);
+    assert_int_equal(r.memory.gradients, 0);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    assert_int_equal(r.memory.activations, X + 2 * H);
+    assert_int_equal(r.memory.peak_allocated, W + X + 2 * H);
+    vc_result_free(&r);
+}
+
+/* Checkpointing only the ReLU keeps its input (y1) alive for the
+ * recompute, while Linear 2 still saves the ReLU output: one more H at the
+ * end of forward than without checkpointing. */
+static void test_checkpoint_cheap_op_costs_memory(void **state)
+{
+    (void)state;
+    vc_result r = run(mlp(true), VC_OPTIM_SGD, VC_MODE_TRAIN, 1);
+    assert_int_equal(r.memory.activations, X + 2 * H);
+    vc_result_free(&r);
+}
+
+/* Gradient accumulation: from the second micro-batch on, the gradients
+ * stay allocated and each new gradient is added in place (then freed), so
+ * Linear 2's backward holds weights and all grads (2W), x and grad of y2
+ * (2X), the ReLU output and its grad (2H), and its new weight and bias
+ * grads (16,781,312). */
+static void test_accumulate(void **state)
+{
+    (void)state;
+    vc_result r = run(mlp(false), VC_OPTIM_SGD, VC_MODE_TRAIN, 2);
+    assert_int_equal(r.memory.peak_allocated, 2 * W + 2 * X + 2 * H + 16781312);
+    vc_result_free(&r);
+}
+
+/* peak_allocated never decreases as the batch grows: every tensor's size
+ * is non-decreasing in the batch and the event order does not depend on
+ * it. (The caching-allocator model's `reserved` can dip by a segment when
+ * a tensor moves from the small to the large pool, as PyTorch's does; see
+ * README "Limitations".) */
+static void test_monotonic_in_batch(void **state)
+{
+    (void)state;
+    vc_model *m;
+    vc_error err;
+    const char *json = mlp(false);
+    assert_int_equal(vc_model_load_string(json, strlen(json), "mlp", &m, &err), VC_OK);
+    int64_t last = 0;
+    for (int64_t b = 1; b <= 300; b += 7) {
+        vc_options o;
+        vc_options_init(&o);
+        o.batch = b;
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        assert_true(r.memory.peak_allocated >= last);
+        assert_true(r.memory.reserved >= r.memory.peak_allocated);
+        last = r.memory.peak_allocated;
+        vc_result_free(&r);
+    }
+    vc_model_free(m);
+}
+
+/* An absurd batch overflows 64-bit byte counts: an error, never a wrapped number. */
+static void test_overflow(void **state)
+{
+    (void)state;
+    vc_model *m;
+    vc_error err;
+    const char *json = mlp(false);
+    assert_int_equal(vc_model_load_string(json, strlen(json), "mlp", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = INT64_C(4611686018427387904);
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_OVERFLOW);
+    vc_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_adam_peak_in_step), cmocka_unit_test(test_sgd_peak_in_backward),
+        cmocka_unit_test(test_infer),             cmocka_unit_test(test_checkpoint_cheap_op_costs_memory),
+        cmocka_unit_test(test_accumulate),        cmocka_unit_test(test_monotonic_in_batch),
+        cmocka_unit_test(test_overflow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
