@@ -1,0 +1,197 @@
+/*
+ * test_mem_pooling.c — exact byte figures for the pooling family
+ * (layers/pooling.c) and the resample family (layers/resample.c: Upsample,
+ * PixelShuffle).
+ *
+ * Each test builds a small model, runs vc_estimate with SGD (no optimizer
+ * state or step temporaries), fp32 unless said, and workspace 0, and checks
+ * values derived by hand from AUTOGRAD.md §3.11 (pooling), §3.15 (upsample,
+ * pixel_shuffle), §1 (lifetimes), §6 (loss = mean), §9 (autocast). Every
+ * tensor is rounded up to 512 bytes. The loss scalar (512) is freed at the
+ * end of forward; backward starts with its 512-byte grad.
+ *
+ * Most models start with a trainable Conv2d(4->4, k1, no bias) on [4, 8, 8]
+ * at batch 2 so that the op under test has an input that requires grad:
+ *   x 2*4*8*8*4 = 2048 (kept by the conv), c (conv output) 2048, weight 64 B -> 512.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vramcalc/vramcalc.h"
+
+static vc_result run(const char *json, int64_t batch, vc_mode mode, vc_precision prec)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) {
+        char msg[1200];
+        vc_error_format(&err, msg, sizeof msg);
+        fail_msg("load failed: %s", msg);
+    }
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = batch;
+    o.mode = mode;
+    o.precision = prec;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* The conv stem followed by `layer` (a JSON object). */
+static vc_result run_after_conv(const char *layer, vc_mode mode, vc_precision prec)
+{
+    char j[1024];
+    snprintf(j, sizeof j,
+             "{\"input\": [4, 8, 8], \"layers\": [{\"type\": \"Conv2d\", \"in_channels\": 4, \"out_channels\": 4,"
+             " \"kernel_size\": 1, \"bias\": false}, %s]}",
+             layer);
+    return run(j, 2, mode, prec);
+}
+
+#define TRAIN VC_MODE_TRAIN
+#define INFER VC_MODE_INFER
+#define FP32 VC_PREC_FP32
+
+/* MaxPool2d(2) after the stem: y [4, 4, 4] = 2*4*4*4*4 = 512; int64 indices 2*64*8 = 1024.
+ * train: max_pool2d_with_indices keeps c and the indices:
+ *   activations = x + c + indices = 2048 + 2048 + 1024 = 5120.
+ *   peak in its backward: weight 512 + x 2048 + c 2048 + indices 1024 + grad y 512
+ *   + grad c 2048 = 8192.
+ * infer: the indices are still allocated with y and dropped when the op returns:
+ *   peak = weight 512 + x 2048 + c 2048 + y 512 + indices 1024 = 6144. */
+static void test_maxpool2d(void **state)
+{
+    (void)state;
+    const char *l = "{\"type\": \"MaxPool2d\", \"kernel_size\": 2}";
+    vc_result r = run_after_conv(l, TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 5120);
+    assert_int_equal(r.memory.peak_allocated, 8192);
+    vc_result_free(&r);
+    r = run_after_conv(l, INFER, FP32);
+    assert_int_equal(r.memory.peak_allocated, 6144);
+    vc_result_free(&r);
+}
+
+/* MaxPool1d(2) on the model input [4, 64] at batch 2 (no grad anywhere):
+ *   x 2*4*64*4 = 2048; y [4, 32] 1024; indices 2*4*32*8 = 2048.
+ * infer (and train, where nothing is saved): peak = x + y + indices = 5120. */
+static void test_maxpool1d_transient_indices(void **state)
+{
+    (void)state;
+    const char *j = "{\"input\": [4, 64], \"layers\": [{\"type\": \"MaxPool1d\", \"kernel_size\": 2}]}";
+    vc_result r = run(j, 2, INFER, FP32);
+    assert_int_equal(r.memory.peak_allocated, 5120);
+    vc_result_free(&r);
+    r = run(j, 2, TRAIN, FP32);
+    assert_int_equal(r.memory.peak_allocated, 5120);
+    assert_int_equal(r.memory.activations, 2048);
+    vc_result_free(&r);
+}
+
+/* AdaptiveAvgPool2d(1) is c.mean((-1, -2), keepdim=True): nothing saved, c is freed after it:
+ *   activations = x = 2048; y 2*4*4 = 32 -> 512.
+ *   peak when y is made: weight 512 + x 2048 + c 2048 + y 512 = 5120 (c is gone before the
+ *   loss; in backward: weight + x + grad y 512 + grad c 2048 = 5120 again).
+ * AdaptiveAvgPool2d([2, 2]) is _adaptive_avg_pool2d, which keeps c: activations = 4096. */
+static void test_adaptive_avgpool(void **state)
+{
+    (void)state;
+    vc_result r = run_after_conv("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 1}", TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 2048);
+    assert_int_equal(r.memory.peak_allocated, 5120);
+    vc_result_free(&r);
+    r = run_after_conv("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": [2, null]}", TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 4096);
+    vc_result_free(&r);
+}
+
+/* AvgPool2d(2): keeps c, no indices: activations = 4096;
+ * infer peak = weight 512 + x 2048 + c 2048 + y 512 = 5120.
+ * AdaptiveMaxPool2d(4) keeps c and int64 indices [4, 4, 4]: activations = 2048 + 2048 + 1024 = 5120. */
+static void test_avgpool_and_adaptive_max(void **state)
+{
+    (void)state;
+    const char *l = "{\"type\": \"AvgPool2d\", \"kernel_size\": 2}";
+    vc_result r = run_after_conv(l, TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 4096);
+    vc_result_free(&r);
+    r = run_after_conv(l, INFER, FP32);
+    assert_int_equal(r.memory.peak_allocated, 5120);
+    vc_result_free(&r);
+    r = run_after_conv("{\"type\": \"AdaptiveMaxPool2d\", \"output_size\": 4}", TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 5120);
+    vc_result_free(&r);
+}
+
+/* ---- resample.c */
+
+/* Upsample(scale_factor=2) (nearest): saves nothing; y [4, 16, 16] = 2*4*256*4 = 8192.
+ * train: activations = x = 2048 (c freed after the upsample);
+ *   peak when y is made: weight 512 + x 2048 + c 2048 + y 8192 = 12800 (again in backward
+ *   when grad c is made: 512 + 2048 + grad y 8192 + grad c 2048).
+ * infer: peak = 12800. */
+static void test_upsample_nearest(void **state)
+{
+    (void)state;
+    const char *l = "{\"type\": \"Upsample\", \"scale_factor\": 2}";
+    vc_result r = run_after_conv(l, TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 2048);
+    assert_int_equal(r.memory.peak_allocated, 12800);
+    vc_result_free(&r);
+    r = run_after_conv(l, INFER, FP32);
+    assert_int_equal(r.memory.peak_allocated, 12800);
+    vc_result_free(&r);
+}
+
+/* amp-bf16, Upsample bilinear x2: the conv runs in bf16 (x bf16 1024 and weight bf16 512 saved,
+ * output c 1024 bf16); upsample_bilinear2d is on autocast's fp32 list, so c is cast to fp32
+ * (2048) and y is fp32 (8192). Nothing of the upsample or the cast is saved:
+ *   activations = x 2048 + x bf16 1024 + weight bf16 512 = 3584.
+ *   peak when y is made: weight 512 + 3584 + c fp32 2048 + y 8192 = 14336. */
+static void test_upsample_amp_fp32(void **state)
+{
+    (void)state;
+    vc_result r = run_after_conv("{\"type\": \"Upsample\", \"scale_factor\": 2, \"mode\": \"bilinear\"}", TRAIN,
+                                 VC_PREC_AMP_BF16);
+    assert_int_equal(r.memory.activations, 3584);
+    assert_int_equal(r.memory.peak_allocated, 14336);
+    vc_result_free(&r);
+}
+
+/* PixelShuffle(2): one output-sized copy [1, 16, 16] = 2048, nothing saved.
+ * train: activations = x = 2048; infer peak = weight 512 + x + c + y = 512 + 3*2048 = 6656. */
+static void test_pixel_shuffle(void **state)
+{
+    (void)state;
+    const char *l = "{\"type\": \"PixelShuffle\", \"upscale_factor\": 2}";
+    vc_result r = run_after_conv(l, TRAIN, FP32);
+    assert_int_equal(r.memory.activations, 2048);
+    vc_result_free(&r);
+    r = run_after_conv(l, INFER, FP32);
+    assert_int_equal(r.memory.peak_allocated, 6656);
+    vc_result_free(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_maxpool2d),
+        cmocka_unit_test(test_maxpool1d_transient_indices),
+        cmocka_unit_test(test_adaptive_avgpool),
+        cmocka_unit_test(test_avgpool_and_adaptive_max),
+        cmocka_unit_test(test_upsample_nearest),
+        cmocka_unit_test(test_upsample_amp_fp32),
+        cmocka_unit_test(test_pixel_shuffle),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
