@@ -418,13 +418,8 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, inst);
             }
         } else if (it->type == IT_EXTRA) {
-            int32_t s = s_alloc(b, it->n, it->dt, CAT_ACT, inst);
-            if (keep) {
-                push_saved(b, s);
-                op->nsv++;
-            } else {
-                s_unref(b, s, inst);
-            }
+            push_saved(b, s_alloc(b, it->n, it->dt, CAT_ACT, inst));
+            op->nsv++;
         }
     }
     for (int32_t i = 0; i < op->nit; i++) {
@@ -432,7 +427,12 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
         int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
         s_unref(b, s, inst);
     }
-    if (!keep) return;
+    if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
+        b->nsv -= (size_t)op->nsv;
+        op->nsv = 0;
+        return;
+    }
     for (int32_t i = 0; i < op->nit; i++) {
         item_t *it = &its[i];
         if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
@@ -463,6 +463,23 @@ static int build_liveness(vc_build *b)
         free(rlast);
         return b->st = VC_ERR_NOMEM;
     }
+    /* checkpoint regions */
+    b->nreg = b->m->nregions;
+    if (b->nreg > 0) {
+        b->reg = calloc((size_t)b->nreg, sizeof *b->reg);
+        if (!b->reg) { free(last); free(rlast); return b->st = VC_ERR_NOMEM; }
+        for (int r = 0; r < b->nreg; r++) b->reg[r].first = b->reg[r].last = b->reg[r].last_save = -1;
+        for (size_t k = 0; k < nop; k++) {
+            int r = b->op[k].region;
+            if (r < 0) continue;
+            region_t *R = &b->reg[r];
+            if (R->first < 0) R->first = (int32_t)k;
+            R->last = (int32_t)k;
+            item_t *its = op_items(b, (int32_t)k);
+            for (int32_t i = 0; i < b->op[k].nit; i++)
+                if (its[i].type == IT_SAVE || its[i].type == IT_EXTRA) R->last_save = (int32_t)k;
+        }
+    }
     for (size_t i = 0; i < nt; i++) {
         last[i] = b->t[i].op;
         rlast[i] = b->t[i].op;
@@ -486,7 +503,11 @@ static int build_liveness(vc_build *b)
         if (t->release > last[i]) last[i] = t->release;
         if (t->held && t->release < 0) last[i] = end;
         t->last = last[i];
-        if (t->op < 0 || b->op[t->op].region < 0) rlast[i] = -1;
+        /* recompute replays a region up to its last saving op: tensors made
+         * later are never recomputed, earlier ones are dropped by then */
+        int r = t->op >= 0 ? b->op[t->op].region : -1;
+        if (r < 0 || t->op > b->reg[r].last_save) rlast[i] = -1;
+        else if (rlast[i] > b->reg[r].last_save) rlast[i] = b->reg[r].last_save;
     }
     for (size_t i = 0; i < nt; i++) {
         if (last[i] >= 0) b->rel_off[last[i] + 1]++;
@@ -509,23 +530,6 @@ static int build_liveness(vc_build *b)
     }
     free(last); free(rlast); free(fill); free(rfill);
 
-    /* checkpoint regions */
-    b->nreg = b->m->nregions;
-    if (b->nreg > 0) {
-        b->reg = calloc((size_t)b->nreg, sizeof *b->reg);
-        if (!b->reg) return b->st = VC_ERR_NOMEM;
-        for (int r = 0; r < b->nreg; r++) b->reg[r].first = b->reg[r].last = b->reg[r].last_save = -1;
-        for (size_t k = 0; k < nop; k++) {
-            int r = b->op[k].region;
-            if (r < 0) continue;
-            region_t *R = &b->reg[r];
-            if (R->first < 0) R->first = (int32_t)k;
-            R->last = (int32_t)k;
-            item_t *its = op_items(b, (int32_t)k);
-            for (int32_t i = 0; i < b->op[k].nit; i++)
-                if (its[i].type == IT_SAVE || its[i].type == IT_EXTRA) R->last_save = (int32_t)k;
-        }
-    }
     return 0;
 }
 

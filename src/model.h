@@ -12,7 +12,7 @@
 #include "layer.h"
 
 
-#define VC_MAX_PARAMS 64 /* per instance (an LSTM has up to 5 per layer and direction) */
+#define VC_MAX_PARAMS 256 /* per instance (an LSTM has up to 5 per layer and direction) */
 
 typedef struct {
     vc_shape shape;
