@@ -19,12 +19,39 @@ const char *vc_strerror(vc_status s)
     return status_msg[s];
 }
 
+/* Copies s into buf (size n), escaping control bytes (\n, \t, \xNN) so that
+ * an error built from user text stays one printable line. */
+void vc_escape(char *buf, size_t n, const char *s)
+{
+    size_t o = 0;
+    if (n == 0) return;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char e[5];
+        if (c == '\n') snprintf(e, sizeof e, "\\n");
+        else if (c == '\r') snprintf(e, sizeof e, "\\r");
+        else if (c == '\t') snprintf(e, sizeof e, "\\t");
+        else if (c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", c);
+        else {
+            e[0] = (char)c;
+            e[1] = '\0';
+        }
+        size_t l = strlen(e);
+        if (o + l >= n) break;
+        memcpy(buf + o, e, l);
+        o += l;
+    }
+    buf[o] = '\0';
+}
+
 vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const char *fmt, va_list ap)
 {
     if (!err || err->code != VC_OK) return code;
+    char tmp[sizeof err->msg];
     err->code = code;
-    snprintf(err->path, sizeof err->path, "%s", path ? path : "");
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vc_escape(err->path, sizeof err->path, path ? path : "");
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    vc_escape(err->msg, sizeof err->msg, tmp);
     return code;
 }
 
@@ -52,36 +79,42 @@ void vc_error_format(const vc_error *err, char *buf, size_t n)
         int w_ = snprintf(buf + used, n - used, __VA_ARGS__);               \
         if (w_ > 0) used += (size_t)w_ < n - used ? (size_t)w_ : n - used - 1; \
     } while (0)
+    char esc[sizeof err->msg];
     if (err->file[0]) {
-        APPEND("%s", err->file);
+        vc_escape(esc, sizeof esc, err->file);
+        APPEND("%s", esc);
         if (err->line > 0) APPEND(":%d:%d", err->line, err->col);
         APPEND(": ");
     }
-    if (err->path[0]) APPEND("%s: ", err->path);
-    APPEND("%s", err->msg[0] ? err->msg : vc_strerror(err->code));
+    if (err->path[0]) {
+        vc_escape(esc, sizeof esc, err->path);
+        APPEND("%s: ", esc);
+    }
+    vc_escape(esc, sizeof esc, err->msg[0] ? err->msg : vc_strerror(err->code));
+    APPEND("%s", esc);
 #undef APPEND
 }
 
+/* Optimal-string-alignment distance: insertions, deletions, substitutions
+ * and swaps of adjacent characters ("bais" -> "bias" is 1) each cost 1. */
 int vc_edit_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64) return 99;
-    int row[65];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int prev = row[0];
-        row[0] = (int)i;
+    int d[65][65];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
         for (size_t j = 1; j <= lb; j++) {
-            int tmp = row[j];
             int cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            int best = prev + cost;
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            prev = tmp;
+            int best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
         }
-    }
-    return row[lb];
+    return d[la][lb];
 }
 
 struct vc_arena {

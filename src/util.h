@@ -16,8 +16,11 @@ vc_status vc_set_error(vc_error *err, vc_status code, const char *path, const ch
     __attribute__((format(printf, 4, 5)));
 vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const char *fmt, va_list ap);
 void vc_error_clear(vc_error *err);
+/* Copies s into buf (size n) with control bytes escaped (\n, \xNN): user text
+ * quoted in an error stays on one line. Truncates to fit. */
+void vc_escape(char *buf, size_t n, const char *s);
 
-/* Levenshtein distance, capped at 64-byte strings. */
+/* Edit distance (Levenshtein plus adjacent swaps); 99 for strings over 64 bytes. */
 int vc_edit_distance(const char *a, const char *b);
 
 /* Bump allocator for strings and configs freed together with the model. */

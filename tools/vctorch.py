@@ -93,6 +93,56 @@ def dropout2x(x, p, training=True, inplace=False):
     return _NativeDropout.apply(x, p)
 
 
+def _should_fold_2x(t1, t2):
+    """2.x should_fold (LinearAlgebra.cpp) for t1 N-D (N >= 3) x t2 2-D: fold the batch
+    into rows (a copy when t1's leading dims are not viewable) when t2 requires grad,
+    or when folding copies nothing; else bmm against an expanded t2.  torch 1.13
+    always folds."""
+    if t2.requires_grad:
+        return True
+    if t1.numel() == 0:
+        return True
+    for i in range(t1.dim() - 2):
+        if t1.stride(i) != t1.stride(i + 1) * t1.size(i + 1):
+            return False
+    return True
+
+
+def matmul2x(t1, t2):
+    """torch.matmul as 2.x runs it (differs from 1.13 only for N-D x 2-D without fold)."""
+    if t1.dim() >= 3 and t2.dim() == 2 and not _should_fold_2x(t1, t2):
+        batch = tuple(t1.shape[:-2])
+        n, m = t1.shape[-2], t1.shape[-1]
+        p = t2.shape[-1]
+        nb = 1
+        for d in batch:
+            nb *= d
+        a = t1.reshape(nb, n, m)
+        b = t2.expand(nb, m, p)
+        return torch.bmm(a, b).view(*batch, n, p)
+    return torch.matmul(t1, t2)
+
+
+def linear2x(x, weight, bias=None):
+    """at::linear as 2.x runs it (Linear.cpp): addmm for 2-D input with bias;
+    _flatten_nd_linear for contiguous N-D input with a 1-D bias; else matmul and an
+    in-place bias add."""
+    if x.dim() == 2 and bias is not None:
+        return torch.addmm(bias, x, weight.t())
+    if bias is not None and x.dim() >= 3 and x.is_contiguous() and bias.dim() == 1:
+        out = torch.addmm(bias, x.reshape(-1, x.shape[-1]), weight.t())
+        return out.view(*x.shape[:-1], out.shape[-1])
+    out = matmul2x(x, weight.t())
+    if bias is not None:
+        out.add_(bias)
+    return out
+
+
+class _Linear2x(nn.Linear):
+    def forward(self, x):
+        return linear2x(x, self.weight, self.bias)
+
+
 def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                   scale=None, dropout=dropout2x):
     """Port of ATen _scaled_dot_product_attention_math (PyTorch 2.x,
@@ -137,7 +187,7 @@ def _in_projection_packed_2x(q, k, v, w, b=None):
     E = q.size(-1)
     if k is v:
         if q is k:
-            proj = F.linear(q, w, b)
+            proj = linear2x(q, w, b)
             proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
             return proj[0], proj[1], proj[2]
         w_q, w_kv = w.split([E, E * 2])
@@ -145,8 +195,8 @@ def _in_projection_packed_2x(q, k, v, w, b=None):
             b_q = b_kv = None
         else:
             b_q, b_kv = b.split([E, E * 2])
-        q_proj = F.linear(q, w_q, b_q)
-        kv_proj = F.linear(k, w_kv, b_kv)
+        q_proj = linear2x(q, w_q, b_q)
+        kv_proj = linear2x(k, w_kv, b_kv)
         kv_proj = kv_proj.unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
         return q_proj, kv_proj[0], kv_proj[1]
     w_q, w_k, w_v = w.chunk(3)
@@ -154,7 +204,7 @@ def _in_projection_packed_2x(q, k, v, w, b=None):
         b_q = b_k = b_v = None
     else:
         b_q, b_k, b_v = b.chunk(3)
-    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+    return linear2x(q, w_q, b_q), linear2x(k, w_k, b_k), linear2x(v, w_v, b_v)
 
 
 def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
@@ -173,8 +223,8 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
             b_q = b_k = b_v = None
         else:
             b_q, b_k, b_v = in_proj_bias.chunk(3)
-        q, k, v = (F.linear(query, q_proj_weight, b_q), F.linear(key, k_proj_weight, b_k),
-                   F.linear(value, v_proj_weight, b_v))
+        q, k, v = (linear2x(query, q_proj_weight, b_q), linear2x(key, k_proj_weight, b_k),
+                   linear2x(value, v_proj_weight, b_v))
     if bias_k is not None and bias_v is not None:
         k = torch.cat([k, bias_k.repeat(1, bsz, 1)])
         v = torch.cat([v, bias_v.repeat(1, bsz, 1)])
@@ -199,7 +249,7 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
         attn_output = torch.bmm(attn_output_weights, v)
         del v
         attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+        attn_output = linear2x(attn_output, out_proj_weight, out_proj_bias)
         attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
         attn_output_weights = attn_output_weights.view(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
@@ -211,7 +261,7 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
     attn_output = _sdpa_math_2x(q, k, v, None, dropout_p, False, dropout=dropout)
     del q, k, v
     attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = linear2x(attn_output, out_proj_weight, out_proj_bias)
     attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
     return attn_output, None
 
@@ -557,8 +607,12 @@ class _Mean(nn.Module):
 
 
 class _Matmul(nn.Module):
+    def __init__(self, stock=False):
+        super().__init__()
+        self.stock = stock
+
     def forward(self, a, b):
-        return torch.matmul(a, b)
+        return torch.matmul(a, b) if self.stock else matmul2x(a, b)
 
 
 class _SDPA(nn.Module):
@@ -613,13 +667,36 @@ def _ctor(cls):
     return lambda kw, compat: cls(**kw)
 
 
-for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Linear Identity "
+for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Identity "
            "Flatten Embedding BatchNorm1d BatchNorm2d BatchNorm3d GroupNorm InstanceNorm1d "
            "InstanceNorm2d MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d "
            "AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d ReLU ReLU6 LeakyReLU ELU GELU SiLU "
            "Mish Hardswish Hardsigmoid Sigmoid Tanh Softmax LogSoftmax Dropout2d Upsample "
            "PixelShuffle").split():
     _KINDS[_n] = (_ctor(getattr(nn, _n)), 1, set())
+_KINDS["Linear"] = (lambda kw, c: _Linear2x(**kw) if c == "2x" else nn.Linear(**kw), 1, set())
+
+
+class _MaxPoolIdx(nn.Module):
+    """MaxPool as CUDA runs it: always max_pool*d_with_indices (the CPU kernel of
+    1.13 skips the int64 indices for MaxPool1d when the input needs no grad)."""
+
+    def __init__(self, dims, **kw):
+        super().__init__()
+        self.pool = getattr(nn, "MaxPool%dd" % dims)(**kw)
+        self.fn = getattr(F, "max_pool%dd" % dims)
+
+    def forward(self, x):
+        p = self.pool
+        if p.return_indices:
+            return p(x)[0]
+        return self.fn(x, p.kernel_size, p.stride, p.padding, p.dilation,
+                       ceil_mode=p.ceil_mode, return_indices=True)[0]
+
+
+for _n in ("MaxPool1d", "MaxPool2d", "MaxPool3d"):
+    _KINDS[_n] = ((lambda d: lambda kw, c: _MaxPoolIdx(d, **kw) if c == "2x"
+                   else _First(getattr(nn, "MaxPool%dd" % d)(**kw)))(int(_n[-2])), 1, set())
 for _n in ("AdaptiveMaxPool1d", "AdaptiveMaxPool2d"):
     _KINDS[_n] = ((lambda cls: lambda kw, c: _First(cls(**kw)))(getattr(nn, _n)), 1, set())
 
@@ -706,7 +783,7 @@ _KINDS["Transpose"] = (lambda kw, c: _Transpose(**kw), 1, set())
 _KINDS["Select"] = (lambda kw, c: _Select(**kw), 1, set())
 _KINDS["Slice"] = (lambda kw, c: _Slice(**kw), 1, set())
 _KINDS["Mean"] = (lambda kw, c: _Mean(**kw), 1, set())
-_KINDS["Matmul"] = (lambda kw, c: _Matmul(**kw), 2, set())
+_KINDS["Matmul"] = (lambda kw, c: _Matmul(stock=(c != "2x"), **kw), 2, set())
 _KINDS["ScaledDotProductAttention"] = (lambda kw, c: _SDPA(stock=(c != "2x"), **kw), 3, set())
 _KINDS["Parameter"] = (lambda kw, c: _Param(**kw), 0, set())
 

@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ next to tools/vctorch.py
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 MEMTRACK = os.path.join(HERE, "libmemtrack.so")
@@ -79,7 +81,8 @@ class Tracker:
                   "memtrack_total_allocs"):
             getattr(self.M, n).restype = ctypes.c_longlong
         self.O = ctypes.CDLL(OBSERVER)
-        for n in ("opobs_peak", "opobs_current", "opobs_reads"):
+        for n in ("opobs_peak", "opobs_current", "opobs_reads", "opobs_forgotten",
+                  "opobs_accum_inplace", "opobs_accum_copy"):
             getattr(self.O, n).restype = ctypes.c_longlong
         self.O.opobs_peak_where.restype = ctypes.c_char_p
         self.base_total = 0
@@ -169,7 +172,10 @@ def main(argv):
         tr.tag(p)
 
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    import gc
+    gc.collect()
     tr.start(install=(args.hook == "record"))
+    tr.O.opobs_set_compat_2x(1 if args.compat == "2x" else 0)
     ctx = dispatch_mode() if dispatch_mode else contextlib.nullcontext()
     notes = []
     with ctx:
@@ -209,17 +215,19 @@ def main(argv):
                 if logging and step == min(log_steps | {10 ** 9}):
                     tr.O.opobs_log_open(log_path.encode())
                     tr.O.opobs_log_line(("model %s batch %d optim %s mode %s precision %s compat %s; "
-                                         "bytes since before the model was built" % (
+                                         "columns: seq, phase [layer], op, bytes since before the "
+                                         "model was built, delta" % (
                                              module.name, args.batch, args.optim, args.mode,
                                              args.precision, args.compat)).encode())
                 if step == 2:
                     tr.O.opobs_reset_peak()
                     tr.reset_peak()
-                    alloc_base = tr.current()
                 set_phase("s%d.fwd" % step)
                 loss = loss_of(module(*inputs))
                 set_phase("s%d.bwd" % step)
+                tr.O.opobs_set_backward(1)
                 loss.backward()
+                tr.O.opobs_set_backward(0)
                 del loss
                 tr.read("backward-end")
                 set_phase("s%d.opt" % step)
@@ -242,10 +250,14 @@ def main(argv):
                 for step in (1, 2):
                     if logging and step == min(log_steps | {10 ** 9}):
                         tr.O.opobs_log_open(log_path.encode())
+                        tr.O.opobs_log_line(("model %s batch %d mode infer precision %s compat %s; "
+                                             "columns: seq, phase [layer], op, bytes since before "
+                                             "the model was built, delta" % (
+                                                 module.name, args.batch, args.precision,
+                                                 args.compat)).encode())
                     if step == 2:
                         tr.O.opobs_reset_peak()
                         tr.reset_peak()
-                        alloc_base = tr.current()
                     set_phase("f%d.fwd" % step)
                     out = module(*inputs)
                     del out
@@ -269,8 +281,13 @@ def main(argv):
     else:
         notes.append("compat stock: torch 1.13 modules as they are (float dropout noise, 1.13 MHA)")
     notes.append("between-op readings via %s; each block rounded up to 512 B; "
-                 "kernel-internal temporaries not counted" % (
+                 "kernel-internal temporaries not counted; wrapped Python/C++ scalars (CPU "
+                 "tensors on CUDA too) not counted" % (
                      "RecordFunction observer" if args.hook == "record" else "TorchDispatchMode"))
+    if args.compat == "2x" and args.hook == "record":
+        notes.append("autograd InputBuffer: 2.x accumulates a second gradient in place when the "
+                     "buffer holds the only reference (1.13 always allocates old+new); the "
+                     "reading after such an add is skipped")
     if args.hook == "dispatch":
         notes.append("TorchDispatchMode makes 1.13 take composite-compliant (out-of-place) paths")
     result = {
@@ -291,11 +308,13 @@ def main(argv):
         "optimizer_state_bytes": int(sum(rounded(v) for st in opt.state.values() for v in st.values()
                                          if torch.is_tensor(v))) if opt else 0,
         "reads": int(tr.O.opobs_reads()),
+        "wrapped_scalar_bytes_ignored": int(tr.O.opobs_forgotten()),
+        "grad_accumulations": {"in_place_as_2x": int(tr.O.opobs_accum_inplace()),
+                               "new_tensor": int(tr.O.opobs_accum_copy())},
         "compat": args.compat,
         "torch": torch.__version__,
         "notes": notes,
     }
-    _ = alloc_base
     if args.per_op and tmp_log:
         with open(tmp_log) as f:
             sys.stdout.write(f.read())

@@ -22,6 +22,8 @@
  *   long long memtrack_raw_current(void)  bytes live now, unrounded
  *   long long memtrack_total_allocs(void) tracked allocations so far
  *   int       memtrack_active(void)       1 once libc10.so has been located
+ *   long long memtrack_forget(void *p)    stop counting block p (still live);
+ *                                         returns its rounded size, 0 if unknown
  *
  * Build: cc -O2 -fPIC -shared -o libmemtrack.so memtrack.c -ldl -lpthread
  */
@@ -288,6 +290,19 @@ API void memtrack_reset_peak(void) { pthread_mutex_lock(&mu); peak = cur; pthrea
 API long long memtrack_blocks(void) { pthread_mutex_lock(&mu); long long v = (long long)live; pthread_mutex_unlock(&mu); return v; }
 API long long memtrack_raw_current(void) { pthread_mutex_lock(&mu); long long v = raw_cur; pthread_mutex_unlock(&mu); return v; }
 API long long memtrack_total_allocs(void) { pthread_mutex_lock(&mu); long long v = nallocs; pthread_mutex_unlock(&mu); return v; }
+API long long memtrack_forget(void *p)
+{
+	uint64_t s = 0, r = 0;
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&mu);
+	if (cap && map_take((uintptr_t)p, &s, &r)) {
+		cur -= (long long)s;
+		raw_cur -= (long long)r;
+	}
+	pthread_mutex_unlock(&mu);
+	return (long long)s;
+}
 API int memtrack_active(void)
 {
 	if (!c10_hi)

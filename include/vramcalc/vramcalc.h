@@ -190,6 +190,76 @@ size_t vc_kind_count(void);
 const char *vc_kind_name(size_t i);
 const char *vc_kind_summary(size_t i);
 
+/* ==== GPUs, sizes, batch sweeps and the largest batch (issue 4) ====
+ *
+ * A GPU is a preset (vc_gpu_find("h100-80gb")) or a size; vc_gpu_parse()
+ * reads what the CLI's --gpu takes. An estimator builds the step's plan once
+ * for (model, options) and replays it per batch size, which is what sweeps
+ * and the max-batch search need: `vc_estimator_run(e, b, ...)` gives exactly
+ * what vc_estimate() gives with o->batch = b. */
+
+typedef struct {
+    const char *name;     /* CLI name, lower case: "h100-80gb", "rtx4090" */
+    const char *label;    /* product name: "NVIDIA H100 80GB HBM3 (SXM5)" */
+    const char *vendor;   /* "NVIDIA" or "AMD" */
+    int64_t capacity;     /* bytes: the total nvidia-smi / rocm-smi reports */
+    int hopper;           /* 1: Hopper or Blackwell (sm90+): set vc_options.hopper */
+    const char *source;   /* where the capacity comes from */
+} vc_gpu;
+
+size_t vc_gpu_count(void);
+const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
+/* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
+const vc_gpu *vc_gpu_find(const char *name);
+/* The preset name nearest to an unknown name, for "did you mean"; NULL when none is close. */
+const char *vc_gpu_suggest(const char *name);
+
+/* A byte size: plain bytes ("25769803776") or a number with a unit: B, KB,
+ * MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024), e.g.
+ * "24GiB", "24GB", "24000MiB", "1.5TB". Units are case-sensitive except that
+ * k/m/g/t with "iB" are accepted in either case. */
+vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
+
+typedef struct {
+    char name[80];          /* the preset name, with ":P%" when given; or the size as given */
+    const vc_gpu *preset;   /* NULL for a plain size */
+    int64_t total;          /* the card's memory in bytes */
+    int64_t capacity;       /* what the fit check uses: total, or P% of it (rounded down) */
+    double percent;         /* 100 unless ":P%" was given */
+} vc_gpu_spec;
+
+/* Reads "h100-80gb", "h100-80gb:90%", "24GiB", "24GiB:90%". Unknown names
+ * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
+vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
+
+typedef struct vc_estimator vc_estimator;
+
+#define VC_EST_NO_LAYERS 1u   /* results carry no per-layer rows (faster sweeps) */
+
+/* Builds the plan for (m, o) once. o->batch is only the first batch tried;
+ * m must outlive the estimator. */
+vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
+                           vc_error *err);
+/* Seed 003's counts-only calculator behind the same interface (vc_estimate_counts). */
+vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
+                                  vc_estimator **out, vc_error *err);
+/* The estimate for `batch` samples; the caller frees r with vc_result_free. */
+vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err);
+/* memory.total for `batch`; VC_ERR_OVERFLOW when it exceeds 2^63 bytes. */
+vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
+void vc_estimator_free(vc_estimator *e);
+
+/* The largest batch searched for (2^40): where memory does not grow with the
+ * batch (a counts-only estimate without activations), max batch stops here. */
+#define VC_MAX_BATCH_LIMIT (INT64_C(1) << 40)
+
+/* The largest batch N <= VC_MAX_BATCH_LIMIT whose memory.total is at most
+ * `capacity` while N + 1's is not (or N + 1 overflows); 0 when batch 1 does
+ * not fit. Exponential search then bisection: about 2 log2(N) estimates.
+ * *estimates (may be NULL) receives how many were made. */
+vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
+                                 vc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

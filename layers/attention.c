@@ -1,0 +1,1086 @@
+/*
+ * attention.c — MultiheadAttention, ScaledDotProductAttention,
+ * TransformerEncoderLayer, TransformerDecoderLayer.
+ *
+ * What each keeps follows AUTOGRAD.md §4 (PyTorch 2.x, CUDA, eager):
+ *  - MultiheadAttention runs F.multi_head_attention_forward (§4.1): the
+ *    module is always batch_first, so the in-projection linear sees a
+ *    transposed, non-contiguous input and matmul's folding saves an L·N·E
+ *    copy of it; the packed [L, N, 3E] projection is then copied into
+ *    [3, L, N, E] (q, k, v are views of that copy). need_weights=True (the
+ *    module default) takes the explicit L×S path (§4.2); need_weights=False
+ *    calls scaled_dot_product_attention (§4.3).
+ *  - scaled_dot_product_attention picks a backend (§4.4, option
+ *    vc_opts(b)->attention): flash (§4.5), memory-efficient (§4.6) or math
+ *    (§4.8, explicit [B, H, L, S] matrices, fp32 for fp16/bf16 inputs).
+ *  - Transformer*Layer (§4.9): self-attention (+ cross-attention), the
+ *    feed-forward block, dropouts, LayerNorms and residual adds, post-norm
+ *    or norm_first.
+ * Python locals that outlive their last use in PyTorch's code (q, k, v and
+ * q_scaled in F.multi_head_attention_forward, query_acc/query in the math
+ * kernel, a module's arguments during its forward) are kept alive to the
+ * point where PyTorch drops them.
+ *
+ * Inference (eval + no_grad) is modelled as the same forward with nothing
+ * saved. PyTorch 2.x takes a "fast path" there when its conditions hold
+ * (torch._native_multi_head_attention for self-attention MHA,
+ * torch._transformer_encoder_layer_fwd for TransformerEncoderLayer); its
+ * fused kernels are not modelled (see the report in the file's history).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+/* engine.c: the plan depends on the batch size (rebuilt per batch) */
+void vc__batch_dependent(vc_build *b);
+
+/* _safe_softmax (PyTorch >= 2.5 math backend) allocates its softmax
+ * output, a bool (x == -inf) mask and a row mask before the `where` that
+ * makes the result; set to 0 to model 2.0-2.4's plain softmax. */
+#ifndef VC_SAFE_SOFTMAX
+#define VC_SAFE_SOFTMAX 1
+#endif
+
+/* SMs of the GPU the flash split-KV heuristic sees (H100 SXM, A100). */
+#define VC_SMS_HOPPER 132
+#define VC_SMS_OTHER 108
+
+static bool is_half(vc_dtype dt) { return dt == VC_DT_F16 || dt == VC_DT_BF16; }
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+static int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+#define BIG (INT64_C(1) << 60)
+
+static int64_t sat_add(int64_t a, int64_t b) { return a > BIG - b ? BIG : a + b; }
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > BIG) ? BIG : r;
+}
+
+/* Bytes the caching allocator hands out for n elements of dt at the current
+ * batch (rounded up to 512). Used to merge several tensors that live
+ * together inside one kernel call into one transient of their summed
+ * rounded sizes. */
+static int64_t rbytes(vc_build *b, vc_numel n, vc_dtype dt)
+{
+    vc__batch_dependent(b);
+    int64_t e = sat_add(sat_mul(n.ps, vc_batch(b)), n.fx);
+    int64_t by = sat_mul(e, vc_dtype_size(dt == VC_DT_FLOAT ? vc_act_dt(b) : dt));
+    return by == 0 ? 0 : sat_mul(ceil_div(by, 512), 512);
+}
+
+/* ------------------------------------------------------------ layouts */
+
+/* The logical dims of an attention tensor [B, H, L, D] and the physical
+ * orders (outermost first) the tensors of this file come in. */
+enum { DB, DH, DL, DD };
+enum { LAY_BHLD, LAY_BLHD, LAY_LBHD };
+static const int lay_order[3][4] = {{DB, DH, DL, DD}, {DB, DL, DH, DD}, {DL, DB, DH, DD}};
+
+/* The physical order of `lay` without its size-1 dims. */
+static int lay_strip(int lay, const int64_t sz[4], int out[4])
+{
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (sz[lay_order[lay][i]] != 1) out[n++] = lay_order[lay][i];
+    return n;
+}
+
+/* Is a dense tensor stored in `lay` contiguous when viewed in the logical
+ * order `want` (size-1 dims do not count, as in is_contiguous())? */
+static bool lay_contig(int lay, const int64_t sz[4], const int want[4])
+{
+    int a[4], w[4], n = lay_strip(lay, sz, a), m = 0;
+    for (int i = 0; i < 4; i++)
+        if (sz[want[i]] != 1) w[m++] = want[i];
+    if (n != m) return false;
+    for (int i = 0; i < n; i++)
+        if (a[i] != w[i]) return false;
+    return true;
+}
+
+static const int ORD_BHLD[4] = {DB, DH, DL, DD};
+static const int ORD_BLHD[4] = {DB, DL, DH, DD};
+static const int ORD_LBHD[4] = {DL, DB, DH, DD};
+
+/* Can dims outer and inner (adjacent in the logical shape) be merged by a
+ * view (stride[outer] == size[inner] * stride[inner])? */
+static bool lay_merge(int lay, const int64_t sz[4], int outer, int inner)
+{
+    if (sz[outer] == 1 || sz[inner] == 1) return true;
+    int a[4], n = lay_strip(lay, sz, a);
+    for (int i = 0; i + 1 < n; i++)
+        if (a[i] == outer) return a[i + 1] == inner;
+    return false;
+}
+
+/* ------------------------------------------------------------ op helpers */
+
+/* A view of x. Its backward passes a view of the gradient, or (grad_copy)
+ * reshapes a gradient whose strides do not allow a view: a copy of x's size. */
+static vc_t view_op(vc_build *b, const char *name, vc_t x, vc_numel n, bool contig, bool grad_copy)
+{
+    vc_op *o = vc_op_begin(b, name);
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, n, contig);
+    vc_op_grad(o, i, grad_copy ? VC_GRAD_NEW : VC_GRAD_PASS);
+    vc_op_end(o);
+    return y;
+}
+
+/* reshape() of a non-viewable tensor: clone + _unsafe_view (grad passes). */
+static vc_t copy_op(vc_build *b, vc_t x)
+{
+    vc_op *o = vc_op_begin(b, "clone");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_grad(o, i, VC_GRAD_PASS);
+    vc_op_end(o);
+    return y;
+}
+
+/* x * python_scalar (mul.Scalar): a new tensor, nothing saved; backward
+ * grad * scalar (a new tensor of x's size). */
+static vc_t mul_scalar(vc_build *b, vc_t x)
+{
+    vc_op *o = vc_op_begin(b, "mul");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+/* bmm without autocast casts: inside scaled_dot_product_attention the
+ * autocast key is excluded (the SDPA op itself was autocast). */
+static vc_t bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
+{
+    vc_op *o = vc_op_begin(b, "bmm");
+    int ia = vc_op_in(o, a);
+    int ic = vc_op_in(o, c);
+    vc_t y = vc_op_out(o, out, vc_dt_of(b, a));
+    vc_op_save_if(o, a, ic);
+    vc_op_save_if(o, c, ia);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+/* A new tensor computed from x without a gradient (masks). */
+static vc_t nodiff(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    if (x >= 0) vc_op_in_nodiff(o, x);
+    vc_t y = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return y;
+}
+
+/* torch.cat([x, y]) into `out` elements, with type promotion (an fp32 bias
+ * joined to an fp16 projection under autocast makes the result fp32).
+ * Backward: narrow views of the gradient, cast for an input of another dtype. */
+static vc_t cat2(vc_build *b, vc_t x, vc_t y, vc_numel out)
+{
+    vc_dtype dx = vc_dt_of(b, x), dy = vc_dt_of(b, y);
+    vc_dtype dt = (dx == VC_DT_F32 || dy == VC_DT_F32) ? VC_DT_F32 : dx;
+    vc_op *o = vc_op_begin(b, "cat");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dt);
+    vc_op_grad(o, ix, dx == dt ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_grad(o, iy, dy == dt ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_end(o);
+    return r;
+}
+
+/* x + y of equal sizes (the residual adds), with type promotion: under
+ * autocast an fp16 block output added to an fp32 stream gives fp32, and the
+ * engine casts the gradient back for the fp16 input. */
+static vc_t add_res(vc_build *b, vc_t x, vc_t y)
+{
+    vc_dtype dx = vc_dt_of(b, x), dy = vc_dt_of(b, y);
+    vc_dtype dt = (dx == VC_DT_F32 || dy == VC_DT_F32) ? VC_DT_F32 : dx;
+    vc_op *o = vc_op_begin(b, "add");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, vc_numel_of(b, x), dt);
+    vc_op_grad(o, ix, dx == dt ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_grad(o, iy, dy == dt ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_end(o);
+    return r;
+}
+
+/* w.split(...) / w.chunk(...) of a parameter: views; SplitBackward
+ * assembles one gradient of the whole parameter from the pieces' grads. */
+static void split_param(vc_build *b, vc_t w, int n, const int64_t *numel, vc_t *out)
+{
+    vc_op *o = vc_op_begin(b, "split");
+    int i = vc_op_in(o, w);
+    for (int k = 0; k < n; k++) out[k] = vc_op_out_view(o, i, vc_n_fixed(numel[k]), true);
+    vc_op_end(o);
+}
+
+/* F.layer_norm over the last dim (AUTOGRAD.md §3.8): native_layer_norm
+ * keeps its input (the fp32 copy under autocast: layer_norm is an fp32
+ * op), weight, bias and mean/rstd [rows] in fp32. */
+static vc_t layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows)
+{
+    x = op_autocast_f32(b, x);
+    bool contig = vc_contiguous(b, x);
+    vc_op *o = vc_op_begin(b, "native_layer_norm");
+    vc_op_in(o, x);
+    if (w >= 0) vc_op_in(o, w);
+    if (bias >= 0) vc_op_in(o, bias);
+    if (!contig) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* X = input.expect_contiguous() */
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_extra(o, vc_n_sample(rows), VC_DT_F32); /* mean */
+    vc_op_extra(o, vc_n_sample(rows), VC_DT_F32); /* rstd */
+    vc_op_save(o, x);
+    if (w >= 0) vc_op_save(o, w);
+    if (bias >= 0) vc_op_save(o, bias);
+    if (!contig) vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+/* Under autocast, an fp32 activation fed to an op on the lower-precision
+ * list is cast with _to_copy, which keeps a non-contiguous layout. */
+static vc_t amp_cast_keep(vc_build *b, vc_t x)
+{
+    vc_t y = op_autocast(b, x);
+    if (y != x && !vc_contiguous(b, x)) y = op_view(b, y, vc_numel_of(b, y), false);
+    return y;
+}
+
+/* ------------------------------------------------------------ SDPA */
+
+enum { BK_MATH, BK_FLASH, BK_EFFICIENT };
+
+typedef struct {
+    int64_t N, H, L, S, D, Dv; /* batch, heads (product of leading dims), lengths, head dims */
+    bool fused;                 /* 4-D tensors: flash / efficient may run */
+    int lq, lk, lv;             /* physical layouts of q, k, v */
+    int lgrad;                  /* layout the output gradient arrives in; -1: the output's */
+    bool fold_q, fold_k, fold_v;/* math: matmul's reshape to 3-D copies */
+    double p;                   /* dropout (0 when not training) */
+    bool causal;
+    int backend;
+    int lout;                   /* set by the backend: the output's physical layout */
+} sdpa_t;
+
+/* §4.4: flash for fp16/bf16 with equal head dims <= 256, memory-efficient
+ * for fp32/fp16/bf16 with aligned head dims, math otherwise; a requested
+ * backend that cannot run falls back in that order. cuDNN attention (first
+ * on some 2.5+ builds for sm90) is not modelled. */
+static int sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
+{
+    bool half = is_half(dt);
+    bool flash = g->fused && half && g->D == g->Dv && g->D <= 256;
+    int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
+    bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
+    switch (vc_opts(b)->attention) {
+    case VC_ATTN_MATH: return BK_MATH;
+    case VC_ATTN_EFFICIENT: return eff ? BK_EFFICIENT : BK_MATH;
+    default: return flash ? BK_FLASH : eff ? BK_EFFICIENT : BK_MATH;
+    }
+}
+
+/* _safe_softmax(attn, -1): keeps its result; the softmax output, the bool
+ * (x == -inf) mask and the all() row mask are alive when `where` allocates
+ * the result. */
+static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
+{
+    vc_op *o = vc_op_begin(b, VC_SAFE_SOFTMAX ? "_safe_softmax" : "_softmax");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    if (VC_SAFE_SOFTMAX)
+        vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) +
+                                  rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
+                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL)),
+                    VC_DT_U8);
+    vc_op_save(o, y);
+    vc_op_end(o);
+    return y;
+}
+
+/* _scaled_dot_product_attention_math (§4.8). */
+static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t H = g->H, L = g->L, S = g->S, Dv = g->Dv;
+    const vc_dtype odt = vc_dt_of(b, q);
+    /* query_acc/key_acc/value_acc: fp32 copies of fp16/bf16 inputs */
+    vc_t qa = is_half(odt) ? op_cast(b, q, VC_DT_F32) : q;
+    vc_t ka = is_half(vc_dt_of(b, k)) ? op_cast(b, k, VC_DT_F32) : k;
+    vc_t va = is_half(vc_dt_of(b, v)) ? op_cast(b, v, VC_DT_F32) : v;
+    vc_t qs = mul_scalar(b, qa); /* query = query_acc * sqrt(scale) */
+    vc_t mask = -1;
+    if (g->causal) { /* ones({L, S}, bool).tril() -> where(!mask, -inf, 0) */
+        vc_t ones = nodiff(b, "ones", -1, vc_n_fixed(L * S), VC_DT_BOOL);
+        vc_t tril = nodiff(b, "tril", ones, vc_n_fixed(L * S), VC_DT_BOOL);
+        vc_t notm = nodiff(b, "logical_not", tril, vc_n_fixed(L * S), VC_DT_BOOL);
+        mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
+        vc_release(b, tril); /* replaced by the converted mask after `where` */
+    }
+    vc_t ks = mul_scalar(b, ka); /* key.transpose(-2, -1) * sqrt(scale) */
+    /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
+     * the leading dims cannot merge */
+    vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
+    vc_t km = g->fold_k ? copy_op(b, ks) : ks;
+    vc_t attn = bmm_raw(b, qm, km, vc_n_sample(H * L * S));
+    vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
+    if (mask >= 0) { /* attn.add_(attn_mask) */
+        vc_op *o = vc_op_begin(b, "add_");
+        int ia = vc_op_in(o, attn);
+        vc_op_in_nodiff(o, mask);
+        attn = vc_op_out_view(o, ia, vc_numel_of(b, attn), true);
+        vc_op_grad(o, ia, VC_GRAD_PASS);
+        vc_op_end(o);
+    }
+    attn = safe_softmax(b, attn, H * L);
+    attn = op_dropout(b, attn, g->p);
+    /* make_tuple(matmul(attn, v).to(dt), attn.to(dt)): GCC evaluates the
+     * arguments right to left, so the discarded second output (a copy for
+     * fp16/bf16) exists while the first is computed */
+    vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
+    vc_t vm = g->fold_v ? copy_op(b, va) : va;
+    vc_t o = bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
+    o = op_cast(b, o, odt);
+    /* C++ locals live until the function returns */
+    vc_release(b, second);
+    vc_release(b, qa);
+    vc_release(b, ka);
+    vc_release(b, va);
+    vc_release(b, qs);
+    vc_release(b, mask);
+    g->lout = LAY_BHLD;
+    return o;
+}
+
+/* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
+static vc_t pad_op(vc_build *b, vc_t x, vc_numel n)
+{
+    vc_op *o = vc_op_begin(b, "constant_pad_nd");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, n, vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+/* flash's num_splits_heuristic (flash_api.cpp), used when p_dropout == 0. */
+static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_t S, int64_t D)
+{
+    int64_t sms = 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER);
+    int64_t block_n = D <= 64 ? 256 : D <= 128 ? 128 : 64;
+    int64_t nblocks = ceil_div(S, block_n), mblocks = ceil_div(L, 64);
+    int64_t bhm = sat_mul(sat_mul(N, H), mblocks);
+    if ((double)bhm >= 0.8 * (double)sms) return 1;
+    int64_t max_splits = min64(min64(128, sms), nblocks);
+    double eff[129], best = 0;
+    for (int64_t s = 1; s <= max_splits; s++) {
+        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
+        eff[s] = 0;
+        if (!ok) continue;
+        int64_t blocks = bhm * s; /* bhm < 0.8 * sms: no overflow */
+        double waves = (double)blocks / (double)sms;
+        eff[s] = waves / (double)ceil_div(blocks, sms);
+        if (eff[s] > best) best = eff[s];
+    }
+    for (int64_t s = 1; s <= max_splits; s++) {
+        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
+        if (ok && eff[s] >= 0.85 * best) return s;
+    }
+    return 1;
+}
+
+/* _scaled_dot_product_flash_attention (§4.5). */
+static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D;
+    const vc_dtype dt = vc_dt_of(b, q);
+    const int64_t D8 = round_up(D, 8);
+    int lq = g->lq;
+    if (D8 != D) { /* pad_last_dim(x, 8): padded contiguous copies are the inputs */
+        q = pad_op(b, q, vc_n_sample(H * L * D8));
+        k = pad_op(b, k, vc_n_sample(H * S * D8));
+        v = pad_op(b, v, vc_n_sample(H * S * D8));
+        lq = LAY_BHLD;
+    }
+    int64_t sz[4] = {N, H, L, D8};
+    int lgrad = g->lgrad >= 0 ? g->lgrad : lq;
+    vc_op *o = vc_op_begin(b, "_scaled_dot_product_flash_attention");
+    vc_op_in(o, q);
+    vc_op_in(o, k);
+    vc_op_in(o, v);
+    vc_t out = vc_op_out(o, vc_n_sample(H * L * D8), dt); /* empty_like(q): q's layout */
+    vc_op_extra(o, vc_n_sample(H * L), VC_DT_F32);        /* softmax_lse [B, H, L] */
+    vc_op_extra(o, vc_n_fixed(2), VC_DT_I64);             /* rng_state uint64 [2] */
+    vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);             /* _unused uint64 [] */
+    if (g->p == 0.0) { /* split-KV accumulators */
+        int64_t s = flash_splits(b, N, H, L, S, D8);
+        if (s > 1) {
+            int64_t dr = round_up(D8, D8 <= 128 ? 32 : 64);
+            vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_n_sample(s * H * L), VC_DT_F32) +
+                                      rbytes(b, vc_n_sample(s * H * L * dr), VC_DT_F32)),
+                        VC_DT_U8);
+        }
+    }
+    vc_op_save(o, q);
+    vc_op_save(o, k);
+    vc_op_save(o, v);
+    vc_op_save(o, out);
+    /* backward (mha_bwd): grad_out.contiguous() and out.contiguous() in
+     * [B, L, H, D] order, softmax_d [B, H, round128(L)], dq_accum
+     * [B, round128(L), H, round(D)] fp32, alive together with dq, dk, dv */
+    int64_t t = rbytes(b, vc_n_sample(H * round_up(L, 128)), VC_DT_F32) +
+                rbytes(b, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32);
+    if (!lay_contig(lgrad, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    if (!lay_contig(lq, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    vc_op_btemp(o, vc_n_fixed(t), VC_DT_U8);
+    vc_op_end(o);
+    g->lout = lq;
+    if (D8 != D) return op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
+    if (!lay_contig(lq, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    return out;
+}
+
+/* The memory-efficient backward's fp32 accumulation workspace
+ * (kernel_backward.h workspace_size(), 64x64 blocks assumed): a dQ tile
+ * buffer per query block, plus dK/dV staging for fp16/bf16 head dims
+ * above 64. An estimate: the kernel's block sizes vary by dtype and GPU. */
+static int64_t eff_workspace(vc_build *b, const sdpa_t *g, bool half)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv;
+    int64_t gq = sat_mul(sat_mul(ceil_div(L, 64), ceil_div(D, 64)), 4 + 64 * 64);
+    int64_t gk = 0, gv = 0;
+    if (half && max64(D, Dv) > 64) {
+        int64_t splits = ceil_div(S, 64);
+        int64_t bh = sat_mul(N, H);
+        if (bh >= 256 && S <= 128) splits = 1;
+        splits = min64(splits, bh > 200 ? 0 : 200 / bh);
+        if (splits < 1) splits = 1;
+        gk = sat_mul(splits * 64, round_up(D, 64));
+        gv = sat_mul(splits * 64, round_up(Dv, 64));
+    }
+    int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
+    return rbytes(b, vc_n_fixed(sat_mul(sat_mul(sat_mul(N, H), per_bh), 4)), VC_DT_U8);
+}
+
+/* _scaled_dot_product_efficient_attention (§4.6). */
+static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, Dv = g->Dv;
+    const vc_dtype dt = vc_dt_of(b, q);
+    const bool half = is_half(dt);
+    int64_t sz[4] = {N, H, L, Dv};
+    /* compute_logsumexp: inputs require grad and grad mode is on */
+    bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
+    vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
+    vc_op_in(o, q);
+    vc_op_in(o, k);
+    vc_op_in(o, v);
+    vc_t out = vc_op_out(o, vc_n_sample(H * L * Dv), dt); /* res [B, L, H, Dv] */
+    if (lse) vc_op_extra(o, vc_n_sample(H * round_up(L, 32)), VC_DT_F32);
+    /* output_accum [B, L, H, Dv] fp32 when a 16-bit output needs more than
+     * one value iteration (head dim above 128: estimate) */
+    if (half && Dv > 128) vc_op_ftemp(o, vc_n_sample(L * H * Dv), VC_DT_F32);
+    vc_op_save(o, q);
+    vc_op_save(o, k);
+    vc_op_save(o, v);
+    vc_op_save(o, out);
+    /* backward: grad_out.contiguous() ([B, L, H, Dv] order); delta [B, H, L]
+     * fp32 (fp32 kernels compute it as (grad_out * out).sum(-1): an fp32
+     * [B, L, H, Dv] product and a [B, L, H] sum); the workspace */
+    int lgrad = g->lgrad >= 0 ? g->lgrad : LAY_BLHD;
+    int64_t go = lay_contig(lgrad, sz, ORD_BLHD) ? 0 : rbytes(b, vc_n_sample(H * L * Dv), dt);
+    int64_t delta = rbytes(b, vc_n_sample(H * L), VC_DT_F32);
+    int64_t pre = delta;
+    if (!half) {
+        int64_t prod = rbytes(b, vc_n_sample(L * H * Dv), VC_DT_F32);
+        int64_t sum = rbytes(b, vc_n_sample(L * H), VC_DT_F32);
+        pre = max64(prod + sum, sum + delta);
+    }
+    vc_op_btemp(o, vc_n_fixed(sat_add(go, max64(pre, sat_add(delta, eff_workspace(b, g, half))))), VC_DT_U8);
+    vc_op_end(o);
+    g->lout = LAY_BLHD;
+    /* returned as res.transpose(1, 2) */
+    if (!lay_contig(LAY_BLHD, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    return out;
+}
+
+static vc_t sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    switch (g->backend) {
+    case BK_FLASH: return sdpa_flash(b, q, k, v, g);
+    case BK_EFFICIENT: return sdpa_efficient(b, q, k, v, g);
+    default: return sdpa_math(b, q, k, v, g);
+    }
+}
+
+/* ------------------------------------------------------------ MultiheadAttention */
+
+typedef struct {
+    int64_t E, H, kdim, vdim;
+    double dropout;
+    bool bias, add_bias_kv, add_zero_attn, need_weights, avg_weights;
+} mha_cfg;
+
+static bool mha_same(const mha_cfg *c) { return c->kdim == c->E && c->vdim == c->E; }
+
+/* The parameter tensors of one attention block, -1 when absent. */
+typedef struct {
+    vc_t in_w, q_w, k_w, v_w, in_b, bias_k, bias_v, out_w, out_b;
+} mha_w;
+
+static int mha_declare(vc_setup *s, const mha_cfg *c, const char *prefix)
+{
+    char n[128];
+    int64_t ee, e3, ek, ev;
+    if (vc_mul(s, c->E, c->E, &ee) || vc_mul(s, ee, 3, &e3) || vc_mul(s, c->E, c->kdim, &ek) ||
+        vc_mul(s, c->E, c->vdim, &ev))
+        return -1;
+#define P(name, numel) (snprintf(n, sizeof n, "%s%s", prefix, name), vc_param(s, n, numel))
+    if (mha_same(c)) {
+        if (P("in_proj_weight", e3)) return -1;
+    } else if (P("q_proj_weight", ee) || P("k_proj_weight", ek) || P("v_proj_weight", ev)) {
+        return -1;
+    }
+    if (c->bias && P("in_proj_bias", 3 * c->E)) return -1;
+    if (c->add_bias_kv && (P("bias_k", c->E) || P("bias_v", c->E))) return -1;
+    if (P("out_proj.weight", ee) || (c->bias && P("out_proj.bias", c->E))) return -1;
+#undef P
+    return 0;
+}
+
+/* Reads the block's parameters from index *i on (mha_declare's order). */
+static void mha_weights(vc_build *b, const mha_cfg *c, int *i, mha_w *w)
+{
+    w->in_w = w->q_w = w->k_w = w->v_w = w->in_b = w->bias_k = w->bias_v = w->out_b = -1;
+    if (mha_same(c)) {
+        w->in_w = vc_weight(b, (*i)++);
+    } else {
+        w->q_w = vc_weight(b, (*i)++);
+        w->k_w = vc_weight(b, (*i)++);
+        w->v_w = vc_weight(b, (*i)++);
+    }
+    if (c->bias) w->in_b = vc_weight(b, (*i)++);
+    if (c->add_bias_kv) {
+        w->bias_k = vc_weight(b, (*i)++);
+        w->bias_v = vc_weight(b, (*i)++);
+    }
+    w->out_w = vc_weight(b, (*i)++);
+    if (c->bias) w->out_b = vc_weight(b, (*i)++);
+}
+
+/* Is [N, len, E].transpose(1, 0) contiguous? (only when N or len is 1) */
+static bool tr_contig(vc_build *b, int64_t len)
+{
+    vc__batch_dependent(b);
+    return vc_batch(b) == 1 || len == 1;
+}
+
+/* F.linear on a batch_first module input: the module's transpose(1, 0)
+ * makes [len, N, in] (non-contiguous), so Linear.cpp's matmul folding
+ * copies it; under autocast the input is cast first (_to_copy keeps the
+ * transposed layout). */
+static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t in, int64_t out)
+{
+    x = op_autocast(b, x);
+    vc_t t = op_view(b, x, vc_numel_of(b, x), tr_contig(b, len));
+    return op_linear(b, t, w, bias, len, in, out);
+}
+
+/* proj [len, N, k*E].unflatten(-1, (k, E)).unsqueeze(0).transpose(0, -2)
+ * .squeeze(-2).contiguous() -> [k, len, N, E]. Backward: the unflatten's
+ * view backward reshapes the permuted gradient (a copy of proj's size). */
+static vc_t packed(vc_build *b, vc_t proj, int64_t len)
+{
+    vc__batch_dependent(b);
+    bool triv = vc_batch(b) * len == 1;
+    vc_t t = view_op(b, "unflatten+transpose", proj, vc_numel_of(b, proj), triv, !triv);
+    return op_contiguous(b, t);
+}
+
+/* bias_k.repeat(1, N, 1) joined to k ([len, N, E]) along dim 0. */
+static vc_t cat_bias_kv(vc_build *b, vc_t x, vc_t bias, int64_t len, int64_t E)
+{
+    vc_op *o = vc_op_begin(b, "repeat"); /* backward: sum over the repeats */
+    vc_op_in(o, bias);
+    vc_t r = vc_op_out(o, vc_n_sample(E), vc_dt_of(b, bias));
+    vc_op_end(o);
+    return cat2(b, x, r, vc_n_sample((len + 1) * E));
+}
+
+/* F.multi_head_attention_forward (PyTorch 2.x), batch_first, no masks.
+ * xq/xk/xv: the module's inputs ([N, len, dim]); identical tensors select
+ * the packed self-attention and the shared-k/v paths, as `is` does. */
+static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, vc_t xk, vc_t xv, int64_t L,
+                        int64_t S, bool need_weights)
+{
+    const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
+    const double p = vc_training(b) ? c->dropout : 0.0;
+    vc__batch_dependent(b);
+    vc_t q, k, v;
+    if (mha_same(c) && xq == xk && xk == xv) { /* self-attention: one packed projection */
+        vc_t pk = packed(b, proj_in(b, xq, w->in_w, w->in_b, L, E, 3 * E), L);
+        q = op_select(b, pk, vc_n_sample(L * E), true);
+        k = op_select(b, pk, vc_n_sample(L * E), true);
+        v = op_select(b, pk, vc_n_sample(L * E), true);
+    } else if (mha_same(c) && xk == xv) { /* encoder-decoder: w.split([E, 2E]) */
+        vc_t wp[2], bp[2] = {-1, -1};
+        split_param(b, w->in_w, 2, (const int64_t[]){E * E, 2 * E * E}, wp);
+        if (w->in_b >= 0) split_param(b, w->in_b, 2, (const int64_t[]){E, 2 * E}, bp);
+        q = proj_in(b, xq, wp[0], bp[0], L, E, E);
+        vc_t pk = packed(b, proj_in(b, xk, wp[1], bp[1], S, E, 2 * E), S);
+        k = op_select(b, pk, vc_n_sample(S * E), true);
+        v = op_select(b, pk, vc_n_sample(S * E), true);
+    } else { /* w.chunk(3), or q/k/v_proj_weight; in_proj_bias.chunk(3) */
+        vc_t wp[3], bp[3] = {-1, -1, -1};
+        if (mha_same(c)) {
+            split_param(b, w->in_w, 3, (const int64_t[]){E * E, E * E, E * E}, wp);
+        } else {
+            wp[0] = w->q_w;
+            wp[1] = w->k_w;
+            wp[2] = w->v_w;
+        }
+        if (w->in_b >= 0) split_param(b, w->in_b, 3, (const int64_t[]){E, E, E}, bp);
+        q = proj_in(b, xq, wp[0], bp[0], L, E, E);
+        k = proj_in(b, xk, wp[1], bp[1], S, c->kdim, E);
+        v = proj_in(b, xv, wp[2], bp[2], S, c->vdim, E);
+    }
+    int64_t S2 = S;
+    if (c->add_bias_kv) {
+        k = cat_bias_kv(b, k, w->bias_k, S, E);
+        v = cat_bias_kv(b, v, w->bias_v, S, E);
+        S2++;
+    }
+    int64_t szq[4] = {N, H, L, hd}, szk[4] = {N, H, S2, hd};
+    int64_t szk2[4] = {N, H, S2 + (c->add_zero_attn ? 1 : 0), hd};
+
+    /* the backend decides how the gradients of the views below arrive */
+    sdpa_t g = {N, H, L, szk2[DL], hd, hd, true, LAY_LBHD, c->add_zero_attn ? LAY_BHLD : LAY_LBHD,
+                c->add_zero_attn ? LAY_BHLD : LAY_LBHD, LAY_LBHD, false, false, false, p, false, BK_MATH,
+                LAY_BHLD};
+    if (!need_weights) g.backend = sdpa_pick(b, &g, vc_autocast_dt(b) != VC_DT_F32 ? vc_autocast_dt(b) : vc_dt_of(b, q));
+    /* x.view(len, N*H, hd).transpose(0, 1): the backward reshapes the
+     * gradient to [len, N, E]; it is a copy when the gradient arrives
+     * [N*H, len, hd]-contiguous (bmm / mul outputs) for q and v, and after
+     * the efficient kernel's [B, L, H, D] grads were made [N*H, len, hd] */
+    bool eff = !need_weights && g.backend == BK_EFFICIENT, flash = !need_weights && g.backend == BK_FLASH;
+    bool q2 = eff && !lay_merge(LAY_BLHD, szq, DB, DH), k2 = eff && !lay_merge(LAY_BLHD, szk2, DB, DH),
+         v2 = eff && !lay_merge(LAY_BLHD, szk2, DB, DH);
+    bool q1 = !flash && (eff ? q2 : true) && !lay_merge(LAY_BHLD, szq, DH, DD);
+    bool k1 = eff && k2 && !lay_merge(LAY_BHLD, szk, DH, DD);
+    bool v1 = !flash && (eff ? v2 : true) && !lay_merge(LAY_BHLD, szk, DH, DD);
+    static const int ord_nh[4] = {DB, DH, DL, DD};
+    vc_t qh = view_op(b, "view+transpose", q, vc_n_sample(L * E), lay_contig(LAY_LBHD, szq, ord_nh), q1);
+    vc_t kh = view_op(b, "view+transpose", k, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ord_nh), k1);
+    vc_t vh = view_op(b, "view+transpose", v, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ord_nh), v1);
+    if (c->add_zero_attn) { /* cat([k, zeros(N*H, 1, hd)], dim=1) */
+        kh = cat2(b, kh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, kh)), vc_n_sample((S2 + 1) * E));
+        vh = cat2(b, vh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, vh)), vc_n_sample((S2 + 1) * E));
+        S2++;
+    }
+
+    vc_t o, weights = -1, qsc = -1;
+    if (need_weights) { /* §4.2 */
+        qsc = mul_scalar(b, qh);
+        vc_t attn = op_bmm(b, qsc, kh, vc_n_sample(H * L * S2));
+        attn = op_softmax(b, attn, false);
+        attn = op_dropout(b, attn, p);
+        o = op_bmm(b, attn, vh, vc_n_sample(L * E));
+        weights = attn;
+        g.lout = LAY_BHLD;
+    } else { /* §4.3: q.view(N, H, L, hd) etc. */
+        static const int ord[4] = {DB, DH, DL, DD};
+        vc_t q4 = view_op(b, "view", qh, vc_n_sample(L * E), lay_contig(g.lq, szq, ord), q2);
+        vc_t k4 = view_op(b, "view", kh, vc_n_sample(S2 * E), lay_contig(g.lk, szk2, ord), k2);
+        vc_t v4 = view_op(b, "view", vh, vc_n_sample(S2 * E), lay_contig(g.lv, szk2, ord), v2);
+        /* scaled_dot_product_attention is on autocast's lower-precision list */
+        q4 = amp_cast_keep(b, q4);
+        k4 = amp_cast_keep(b, k4);
+        v4 = amp_cast_keep(b, v4);
+        o = sdpa_run(b, q4, k4, v4, &g);
+        qh = q4;
+        kh = k4;
+        vh = v4;
+    }
+    /* attn_output.transpose(0, 1) / .permute(2, 0, 1, 3), .contiguous().view(L*N, E) */
+    o = op_view(b, o, vc_numel_of(b, o), lay_contig(g.lout, szq, ORD_LBHD));
+    o = op_contiguous(b, o);
+    vc_t y = op_linear(b, o, w->out_w, w->out_b, L, E, E);
+    /* attn_output_weights.view(N, H, L, S).mean(dim=1): returned, dropped */
+    if (weights >= 0 && c->avg_weights) op_mean(b, weights, vc_n_sample(L * S2));
+    /* q, k, v (views of the projections) and q_scaled are locals of
+     * F.multi_head_attention_forward: alive until it returns */
+    vc_release(b, qh);
+    vc_release(b, kh);
+    vc_release(b, vh);
+    vc_release(b, qsc);
+    vc_release(b, weights);
+    /* .view(L, N, E), then the module's transpose(1, 0) back to [N, L, E] */
+    return op_view(b, y, vc_numel_of(b, y), tr_contig(b, L));
+}
+
+static int arg_batch_first(vc_args *a)
+{
+    bool bf;
+    if (vc_arg_bool(a, "batch_first", true, &bf)) return -1;
+    if (!bf) return vc_arg_fail(a, "batch_first", "must be true: sequence modules are always batch_first ([L, E] per sample)");
+    return 0;
+}
+
+/* kdim/vdim: an int, or null/absent (= embed_dim). */
+static int arg_dim_or_null(vc_args *a, const char *key, int64_t def, int64_t *out)
+{
+    if (vc_arg_type(a, key) == 5) {
+        *out = def;
+        return 0;
+    }
+    return vc_arg_int(a, key, def, 1, out);
+}
+
+static int mha_parse(vc_args *a, void *p)
+{
+    mha_cfg *c = p;
+    if (vc_arg_int(a, "embed_dim", VC_REQUIRED, 1, &c->E) || vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->H) ||
+        vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) || vc_arg_bool(a, "bias", true, &c->bias) ||
+        vc_arg_bool(a, "add_bias_kv", false, &c->add_bias_kv) ||
+        vc_arg_bool(a, "add_zero_attn", false, &c->add_zero_attn) ||
+        arg_dim_or_null(a, "kdim", c->E, &c->kdim) || arg_dim_or_null(a, "vdim", c->E, &c->vdim) ||
+        arg_batch_first(a) || vc_arg_bool(a, "need_weights", true, &c->need_weights) ||
+        vc_arg_bool(a, "average_attn_weights", true, &c->avg_weights))
+        return -1;
+    if (c->E % c->H)
+        return vc_arg_fail(a, "num_heads", "embed_dim (%lld) must be divisible by num_heads (%lld)", (long long)c->E,
+                           (long long)c->H);
+    return 0;
+}
+
+/* Checks that a product of sizes stays well inside 64-bit arithmetic (the
+ * attention matrices are H*L*S per sample). */
+static int check_size(vc_setup *s, int64_t a, int64_t b2, int64_t c)
+{
+    int64_t t;
+    if (vc_mul(s, a, b2, &t) || vc_mul(s, t, c, &t)) return -1;
+    if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "an attention matrix has more than 2^56 elements per sample");
+    return 0;
+}
+
+static int seq_shape(vc_setup *s, int i, const char *what, const char *key, int64_t dim)
+{
+    const vc_shape *x = &s->in[i];
+    char buf[96];
+    vc_shape_str(x, buf, sizeof buf);
+    if (x->nd != 2) return vc_fail(s, NULL, "the %s must be [length, features] per sample (batch_first), got %s", what, buf);
+    if (x->d[1] != dim)
+        return vc_fail(s, key, "%s is %lld but the %s has %lld features", key, (long long)dim, what, (long long)x->d[1]);
+    return 0;
+}
+
+static int mha_setup(vc_setup *s, void *p)
+{
+    const mha_cfg *c = p;
+    if (s->nin == 2) return vc_fail(s, "inputs", "MultiheadAttention takes inputs [q] or [q, k, v], got 2");
+    if (s->nin == 1 && !mha_same(c))
+        return vc_fail(s, c->kdim != c->E ? "kdim" : "vdim",
+                       "kdim/vdim differ from embed_dim: give the key and value as inputs [q, k, v]");
+    if (seq_shape(s, 0, "query", "embed_dim", c->E)) return -1;
+    int ki = s->nin == 3 ? 1 : 0, vi = s->nin == 3 ? 2 : 0;
+    if (seq_shape(s, ki, "key", mha_same(c) ? "embed_dim" : "kdim", c->kdim) ||
+        seq_shape(s, vi, "value", mha_same(c) ? "embed_dim" : "vdim", c->vdim))
+        return -1;
+    if (s->in[ki].d[0] != s->in[vi].d[0])
+        return vc_fail(s, "inputs", "the key has %lld positions but the value has %lld", (long long)s->in[ki].d[0],
+                       (long long)s->in[vi].d[0]);
+    int64_t L = s->in[0].d[0], S = s->in[ki].d[0];
+    if (check_size(s, c->H, L, S + 2) || check_size(s, 3, L + 2, c->E) || check_size(s, 3, S + 2, c->E)) return -1;
+    s->out = s->in[0];
+    return mha_declare(s, c, "");
+}
+
+static void mha_emit(vc_build *b, const void *p)
+{
+    const mha_cfg *c = p;
+    int i = 0;
+    mha_w w;
+    mha_weights(b, c, &i, &w);
+    vc_t q = vc_input(b, 0);
+    vc_t k = vc_input(b, 1) >= 0 ? vc_input(b, 1) : q;
+    vc_t v = vc_input(b, 2) >= 0 ? vc_input(b, 2) : q;
+    int64_t L = vc_input_shape(b, 0)->d[0];
+    int64_t S = vc_input_shape(b, vc_input(b, 1) >= 0 ? 1 : 0)->d[0];
+    vc_t y = mha_forward(b, c, &w, q, k, v, L, S, c->need_weights);
+    /* the module's arguments are alive until forward returns */
+    vc_release(b, q);
+    vc_release(b, k);
+    vc_release(b, v);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_MultiheadAttention = {
+    .name = "MultiheadAttention",
+    .summary = "multi-head attention (batch_first; need_weights: explicit LxS path, else SDPA)",
+    .min_inputs = 1, .max_inputs = 3, .cfg_size = sizeof(mha_cfg),
+    .parse = mha_parse, .setup = mha_setup, .emit = mha_emit,
+};
+
+/* ------------------------------------------------------------ ScaledDotProductAttention */
+
+typedef struct {
+    bool causal;
+    double p, scale;
+} sdpa_cfg;
+
+static int sdpa_parse(vc_args *a, void *p)
+{
+    sdpa_cfg *c = p;
+    if (vc_arg_bool(a, "is_causal", false, &c->causal) || vc_arg_float(a, "dropout_p", 0.0, 0.0, 1.0, &c->p))
+        return -1;
+    c->scale = 0.0;
+    if (vc_arg_type(a, "scale") == 5) return 0; /* None: 1/sqrt(D) */
+    return vc_arg_float(a, "scale", 0.0, -1e308, 1e308, &c->scale);
+}
+
+static int sdpa_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    const vc_shape *q = &s->in[0], *k = &s->in[1], *v = &s->in[2];
+    char bq[96], bk[96], bv[96];
+    vc_shape_str(q, bq, sizeof bq);
+    vc_shape_str(k, bk, sizeof bk);
+    vc_shape_str(v, bv, sizeof bv);
+    if (q->nd < 2) return vc_fail(s, "inputs", "the query must be [..., L, E] per sample, got %s", bq);
+    if (k->nd != q->nd || v->nd != q->nd)
+        return vc_fail(s, "inputs", "query %s, key %s and value %s must have the same number of dimensions", bq, bk, bv);
+    for (int i = 0; i < q->nd - 2; i++)
+        if (k->d[i] != q->d[i] || v->d[i] != q->d[i])
+            return vc_fail(s, "inputs", "the leading dims of query %s, key %s and value %s differ (broadcasting is not supported)",
+                           bq, bk, bv);
+    int n = q->nd;
+    if (k->d[n - 1] != q->d[n - 1])
+        return vc_fail(s, "inputs", "the query has head dim %lld but the key has %lld", (long long)q->d[n - 1],
+                       (long long)k->d[n - 1]);
+    if (v->d[n - 2] != k->d[n - 2])
+        return vc_fail(s, "inputs", "the key has %lld positions but the value has %lld", (long long)k->d[n - 2],
+                       (long long)v->d[n - 2]);
+    int64_t lead = 1;
+    for (int i = 0; i < n - 2; i++) lead *= q->d[i]; /* a factor of q's numel */
+    if (check_size(s, lead, q->d[n - 2], k->d[n - 2]) || check_size(s, lead, q->d[n - 2], v->d[n - 1] + 64) ||
+        check_size(s, lead, k->d[n - 2] + 128, q->d[n - 1] + 64))
+        return -1;
+    s->out = *q;
+    s->out.d[n - 1] = v->d[n - 1];
+    return 0;
+}
+
+static void sdpa_emit(vc_build *b, const void *p)
+{
+    const sdpa_cfg *c = p;
+    const vc_shape *qs = vc_input_shape(b, 0), *ks = vc_input_shape(b, 1), *vs = vc_input_shape(b, 2);
+    int n = qs->nd;
+    int64_t H = 1;
+    for (int i = 0; i < n - 2; i++) H *= qs->d[i];
+    vc_t in[3], x[3];
+    for (int i = 0; i < 3; i++) {
+        in[i] = vc_input(b, i);
+        x[i] = amp_cast_keep(b, in[i]); /* scaled_dot_product_attention: lower-precision list */
+    }
+    vc__batch_dependent(b);
+    sdpa_t g = {vc_batch(b), H, qs->d[n - 2], ks->d[n - 2], qs->d[n - 1], vs->d[n - 1], n == 3, LAY_BHLD, LAY_BHLD,
+                LAY_BHLD, -1, false, false, false, vc_training(b) ? c->p : 0.0, c->causal, BK_MATH, LAY_BHLD};
+    /* A non-contiguous input is assumed to be the usual [B, L, H, D] storage
+     * seen through transpose(1, 2) (x.view(B, L, H, D).transpose(1, 2)). */
+    int *lay[3] = {&g.lq, &g.lk, &g.lv};
+    bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
+    for (int i = 0; i < 3; i++) {
+        bool contig = vc_contiguous(b, x[i]);
+        *lay[i] = contig ? LAY_BHLD : LAY_BLHD;
+        int64_t sz[4] = {g.N, H, i == 0 ? g.L : g.S, i == 2 ? g.Dv : g.D};
+        if (n == 3) *fold[i] = !lay_merge(*lay[i], sz, DB, DH);
+        else if (n > 3) *fold[i] = !contig;
+    }
+    g.backend = sdpa_pick(b, &g, vc_dt_of(b, x[0]));
+    vc_t y = sdpa_run(b, x[0], x[1], x[2], &g);
+    for (int i = 0; i < 3; i++) vc_release(b, in[i]); /* the caller holds them during the call */
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_ScaledDotProductAttention = {
+    .name = "ScaledDotProductAttention",
+    .summary = "F.scaled_dot_product_attention(q, k, v): flash / efficient / math per --attention",
+    .min_inputs = 3, .max_inputs = 3, .cfg_size = sizeof(sdpa_cfg),
+    .parse = sdpa_parse, .setup = sdpa_setup, .emit = sdpa_emit,
+};
+
+/* ------------------------------------------------------------ Transformer layers */
+
+typedef struct {
+    int64_t d, nhead, ff;
+    double dropout, eps;
+    int act; /* 0 relu, 1 gelu */
+    bool norm_first, bias;
+    bool decoder;
+} tf_cfg;
+
+static int tf_parse(vc_args *a, tf_cfg *c)
+{
+    static const char *const acts[] = {"relu", "gelu", NULL};
+    if (vc_arg_int(a, "d_model", VC_REQUIRED, 1, &c->d) || vc_arg_int(a, "nhead", VC_REQUIRED, 1, &c->nhead) ||
+        vc_arg_int(a, "dim_feedforward", 2048, 1, &c->ff) || vc_arg_float(a, "dropout", 0.1, 0.0, 1.0, &c->dropout) ||
+        vc_arg_enum(a, "activation", acts, 0, &c->act) ||
+        vc_arg_float(a, "layer_norm_eps", 1e-5, -1e308, 1e308, &c->eps) || arg_batch_first(a) ||
+        vc_arg_bool(a, "norm_first", false, &c->norm_first) || vc_arg_bool(a, "bias", true, &c->bias))
+        return -1;
+    if (c->d % c->nhead)
+        return vc_arg_fail(a, "nhead", "d_model (%lld) must be divisible by nhead (%lld)", (long long)c->d,
+                           (long long)c->nhead);
+    return 0;
+}
+
+static int enc_parse(vc_args *a, void *p)
+{
+    tf_cfg *c = p;
+    c->decoder = false;
+    return tf_parse(a, c);
+}
+
+static int dec_parse(vc_args *a, void *p)
+{
+    tf_cfg *c = p;
+    c->decoder = true;
+    return tf_parse(a, c);
+}
+
+static mha_cfg tf_mha(const tf_cfg *c)
+{
+    mha_cfg m = {c->d, c->nhead, c->d, c->d, c->dropout, c->bias, false, false, false, true};
+    return m;
+}
+
+static int tf_setup(vc_setup *s, void *p)
+{
+    const tf_cfg *c = p;
+    if (seq_shape(s, 0, c->decoder ? "target" : "input", "d_model", c->d)) return -1;
+    int64_t L = s->in[0].d[0], S = L;
+    if (c->decoder) {
+        if (seq_shape(s, 1, "memory", "d_model", c->d)) return -1;
+        S = s->in[1].d[0];
+    }
+    if (check_size(s, c->nhead, L, L + 2) || check_size(s, c->nhead, L, S + 2) || check_size(s, 3, L + 2, c->d) ||
+        check_size(s, 3, S + 2, c->d) || check_size(s, L, c->ff, 1))
+        return -1;
+    mha_cfg m = tf_mha(c);
+    int64_t w1;
+    if (mha_declare(s, &m, "self_attn.") || (c->decoder && mha_declare(s, &m, "multihead_attn.")) ||
+        vc_mul(s, c->d, c->ff, &w1) || vc_param(s, "linear1.weight", w1) || (c->bias && vc_param(s, "linear1.bias", c->ff)) ||
+        vc_param(s, "linear2.weight", w1) || (c->bias && vc_param(s, "linear2.bias", c->d)))
+        return -1;
+    for (int i = 1; i <= (c->decoder ? 3 : 2); i++) {
+        char n[32];
+        snprintf(n, sizeof n, "norm%d.weight", i);
+        if (vc_param(s, n, c->d)) return -1;
+        snprintf(n, sizeof n, "norm%d.bias", i);
+        if (c->bias && vc_param(s, n, c->d)) return -1;
+    }
+    s->out = s->in[0];
+    return 0;
+}
+
+typedef struct {
+    mha_w sa, ca;
+    vc_t w1, b1, w2, b2, nw[3], nb[3];
+} tf_w;
+
+static void tf_weights(vc_build *b, const tf_cfg *c, const mha_cfg *m, tf_w *w)
+{
+    int i = 0;
+    mha_weights(b, m, &i, &w->sa);
+    if (c->decoder) mha_weights(b, m, &i, &w->ca);
+    w->w1 = vc_weight(b, i++);
+    w->b1 = c->bias ? vc_weight(b, i++) : -1;
+    w->w2 = vc_weight(b, i++);
+    w->b2 = c->bias ? vc_weight(b, i++) : -1;
+    for (int k = 0; k < 3; k++) {
+        w->nw[k] = w->nb[k] = -1;
+        if (k == 2 && !c->decoder) continue;
+        w->nw[k] = vc_weight(b, i++);
+        if (c->bias) w->nb[k] = vc_weight(b, i++);
+    }
+}
+
+/* _sa_block / _mha_block: self_attn(x, x, x, need_weights=False)[0] (or
+ * multihead_attn(x, mem, mem)), then dropout1 (dropout2). The block's
+ * argument x is alive until the attention returns. */
+static vc_t tf_attn(vc_build *b, const tf_cfg *c, const mha_w *w, vc_t x, vc_t mem, int64_t L, int64_t S)
+{
+    mha_cfg m = tf_mha(c);
+    vc_t kv = mem >= 0 ? mem : x;
+    vc_t y = mha_forward(b, &m, w, x, kv, kv, L, S, false);
+    vc_release(b, x);
+    return op_dropout(b, y, c->dropout);
+}
+
+/* _ff_block: linear2(dropout(activation(linear1(x)))), then dropout2
+ * (decoder: dropout3). x is alive until linear2 returns. */
+static vc_t tf_ff(vc_build *b, const tf_cfg *c, const tf_w *w, vc_t x, int64_t L)
+{
+    vc_t h = op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
+    h = c->act == 0 ? op_unary(b, "relu", h, VC_SAVE_OUT, false) : op_unary(b, "gelu", h, VC_SAVE_IN, false);
+    h = op_dropout(b, h, c->dropout);
+    h = op_linear(b, h, w->w2, w->b2, L, c->ff, c->d);
+    vc_release(b, x);
+    return op_dropout(b, h, c->dropout);
+}
+
+static void tf_emit(vc_build *b, const void *p)
+{
+    const tf_cfg *c = p;
+    mha_cfg m = tf_mha(c);
+    tf_w w;
+    tf_weights(b, c, &m, &w);
+    vc_t src = vc_input(b, 0);
+    vc_t mem = c->decoder ? vc_input(b, 1) : -1;
+    int64_t L = vc_input_shape(b, 0)->d[0], S = c->decoder ? vc_input_shape(b, 1)->d[0] : L;
+    vc_t x = src;
+    int nn = c->decoder ? 3 : 2;
+    if (c->norm_first) {
+        /* x = x + block(norm(x)): the old x is alive until the add returns */
+        x = add_res(b, x, tf_attn(b, c, &w.sa, layer_norm(b, x, w.nw[0], w.nb[0], L), -1, L, L));
+        if (c->decoder) x = add_res(b, x, tf_attn(b, c, &w.ca, layer_norm(b, x, w.nw[1], w.nb[1], L), mem, L, S));
+        x = add_res(b, x, tf_ff(b, c, &w, layer_norm(b, x, w.nw[nn - 1], w.nb[nn - 1], L), L));
+    } else {
+        /* x = norm(x + block(x)): the old x is alive until norm returns */
+        vc_t prev = x;
+        x = layer_norm(b, add_res(b, x, tf_attn(b, c, &w.sa, x, -1, L, L)), w.nw[0], w.nb[0], L);
+        if (c->decoder) {
+            prev = x;
+            x = layer_norm(b, add_res(b, x, tf_attn(b, c, &w.ca, x, mem, L, S)), w.nw[1], w.nb[1], L);
+            vc_release(b, prev);
+        }
+        prev = x;
+        x = layer_norm(b, add_res(b, x, tf_ff(b, c, &w, x, L)), w.nw[nn - 1], w.nb[nn - 1], L);
+        vc_release(b, prev);
+    }
+    /* forward's arguments (src/tgt, memory) are alive until it returns */
+    vc_release(b, src);
+    vc_release(b, mem);
+    vc_set_output(b, x);
+}
+
+const vc_kind vc_kind_TransformerEncoderLayer = {
+    .name = "TransformerEncoderLayer",
+    .summary = "self-attention + feed-forward block with LayerNorms (post-norm or norm_first)",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tf_cfg),
+    .parse = enc_parse, .setup = tf_setup, .emit = tf_emit,
+};
+
+const vc_kind vc_kind_TransformerDecoderLayer = {
+    .name = "TransformerDecoderLayer",
+    .summary = "self-attention + cross-attention on memory + feed-forward (inputs [tgt, memory])",
+    .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(tf_cfg),
+    .parse = dec_parse, .setup = tf_setup, .emit = tf_emit,
+};

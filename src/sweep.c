@@ -1,0 +1,262 @@
+/*
+ * sweep.c — many batch sizes from one plan (issue 4): the estimator behind
+ * --sweep and --max-batch.
+ *
+ * vc_estimate() builds the step's plan (loader output -> autograd ops ->
+ * alloc/free events) and replays it once. Almost all of that is independent
+ * of the batch: the estimator builds the plan once and only replays it
+ * (vc_plan_simulate) per batch size. A plan that declares itself batch
+ * dependent (vc_plan_batch_dependent) is rebuilt for each new batch, which
+ * is what vc_estimate() would do anyway. Results are identical to
+ * vc_estimate() with o->batch set to the batch asked for.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "util.h"
+
+struct vc_estimator {
+    const vc_model *m;    /* NULL: counts-only */
+    vc_options o;
+    unsigned flags;
+    vc_plan *plan;        /* for plan_batch (any batch when !batch_dep) */
+    int64_t plan_batch;
+    bool batch_dep;
+    int64_t context;      /* cuda_context, batch-independent */
+    int64_t params, acts; /* counts-only */
+    int64_t *act;         /* per-instance scratch */
+};
+
+void vc_estimator_free(vc_estimator *e)
+{
+    if (!e) return;
+    vc_plan_free(e->plan);
+    free(e->act);
+    free(e);
+}
+
+static vc_status nomem(vc_error *err) { return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory"); }
+
+static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *err)
+{
+    *out = NULL;
+    if (!o) return vc_set_error(err, VC_ERR_USAGE, NULL, "no options");
+    /* vc_estimate_counts validates the options the way vc_estimate does and
+     * fills cuda_context the same way (the library's one default). */
+    vc_result r;
+    vc_status st = vc_estimate_counts(0, 0, o, &r, err);
+    if (st) return st;
+    vc_estimator *e = calloc(1, sizeof *e);
+    if (!e) return nomem(err);
+    e->o = *o;
+    e->context = r.memory.cuda_context;
+    vc_result_free(&r);
+    *out = e;
+    return VC_OK;
+}
+
+vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
+                           vc_error *err)
+{
+    if (!m) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model");
+    vc_estimator *e;
+    vc_status st = new_common(o, &e, err);
+    if (st) return st;
+    e->m = m;
+    e->flags = flags;
+    e->act = calloc(m->ninst + 1, sizeof *e->act);
+    if (!e->act) {
+        vc_estimator_free(e);
+        return nomem(err);
+    }
+    st = vc_plan_build(m, &e->o, &e->plan, err);
+    if (st) {
+        vc_estimator_free(e);
+        return st;
+    }
+    e->plan_batch = e->o.batch;
+    e->batch_dep = vc_plan_batch_dependent(e->plan);
+    *out = e;
+    return VC_OK;
+}
+
+vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
+                                  vc_estimator **out, vc_error *err)
+{
+    vc_estimator *e;
+    vc_result r;
+    /* validate the counts once, with the first batch */
+    vc_status st = vc_estimate_counts(params, activations_per_sample, o, &r, err);
+    if (st) return st;
+    vc_result_free(&r);
+    if ((st = new_common(o, &e, err))) return st;
+    e->params = params;
+    e->acts = activations_per_sample;
+    *out = e;
+    return VC_OK;
+}
+
+/* The plan for `batch`: the one built, unless it depends on the batch. */
+static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
+{
+    if (!e->batch_dep || e->plan_batch == batch) return VC_OK;
+    vc_options o = e->o;
+    o.batch = batch;
+    vc_plan *p = NULL;
+    vc_status st = vc_plan_build(e->m, &o, &p, err);
+    if (st) return st;
+    vc_plan_free(e->plan);
+    e->plan = p;
+    e->plan_batch = batch;
+    return VC_OK;
+}
+
+static vc_status check_batch(int64_t batch, vc_error *err)
+{
+    if (batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
+    return VC_OK;
+}
+
+static vc_status sim_total(const vc_estimator *e, const vc_sim *s, int64_t *total, vc_error *err)
+{
+    if (__builtin_add_overflow(s->reserved, e->context, total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    return VC_OK;
+}
+
+vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err)
+{
+    memset(r, 0, sizeof *r);
+    vc_status st = check_batch(batch, err);
+    if (st) return st;
+    if (!e->m) {
+        vc_options o = e->o;
+        o.batch = batch;
+        return vc_estimate_counts(e->params, e->acts, &o, r, err);
+    }
+    if ((st = plan_for(e, batch, err))) return st;
+    const vc_model *m = e->m;
+    bool layers = !(e->flags & VC_EST_NO_LAYERS);
+    vc_sim s;
+    if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
+    /* as estimate.c turns a simulation into a result */
+    r->parameters = m->nparams;
+    r->trainable_parameters = m->ntrainable;
+    vc_memory *mm = &r->memory;
+    mm->weights = s.persistent[CAT_WEIGHT];
+    mm->gradients = s.persistent[CAT_GRAD];
+    mm->optimizer_states = s.persistent[CAT_OPT];
+    mm->workspace = s.persistent[CAT_WS];
+    mm->activations = s.activations;
+    mm->peak_allocated = s.peak;
+    mm->reserved = s.reserved;
+    mm->cuda_context = e->context;
+    if ((st = sim_total(e, &s, &mm->total, err))) return st;
+    vc_peak *pk = &r->peak;
+    pk->phase = s.phase;
+    pk->weights = s.at_peak[CAT_WEIGHT];
+    pk->gradients = s.at_peak[CAT_GRAD];
+    pk->optimizer_states = s.at_peak[CAT_OPT];
+    pk->activations = s.at_peak[CAT_ACT];
+    pk->temporaries = s.at_peak[CAT_TEMP];
+    pk->workspace = s.at_peak[CAT_WS];
+    if (s.peak_inst >= 0) {
+        snprintf(pk->layer, sizeof pk->layer, "%s", m->inst[s.peak_inst].path);
+        snprintf(pk->kind, sizeof pk->kind, "%s", m->inst[s.peak_inst].kind->name);
+    } else if (s.phase == VC_PHASE_OPTIMIZER) {
+        snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(e->o.optim));
+    } else if (s.phase != VC_PHASE_IDLE) {
+        snprintf(pk->kind, sizeof pk->kind, "loss");
+    }
+    if (!layers) return VC_OK;
+    r->layers = calloc(m->ninst + 1, sizeof *r->layers);
+    if (!r->layers) return nomem(err);
+    r->nlayers = m->ninst;
+    for (size_t i = 0; i < m->ninst; i++) {
+        vc_layer_info *li = &r->layers[i];
+        const vc_inst *in = &m->inst[i];
+        snprintf(li->name, sizeof li->name, "%s", in->path);
+        snprintf(li->kind, sizeof li->kind, "%s", in->kind->name);
+        const vc_shape *sh = &m->val[in->out].shape;
+        li->ndim = sh->nd;
+        memcpy(li->output_shape, sh->d, sizeof sh->d);
+        li->parameters = in->nparams;
+        li->activations = e->act[i];
+    }
+    return VC_OK;
+}
+
+vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err)
+{
+    vc_status st = check_batch(batch, err);
+    if (st) return st;
+    if (!e->m) {
+        vc_result r;
+        if ((st = vc_estimator_run(e, batch, &r, err))) return st;
+        *total = r.memory.total;
+        vc_result_free(&r);
+        return VC_OK;
+    }
+    if ((st = plan_for(e, batch, err))) return st;
+    vc_sim s;
+    if ((st = vc_plan_simulate(e->plan, batch, &s, NULL, err))) return st;
+    return sim_total(e, &s, total, err);
+}
+
+/* 1: fits, 0: does not (or overflows), -1: another error. */
+static int fits(vc_estimator *e, int64_t batch, int64_t capacity, int *count, vc_status *stp, vc_error *err)
+{
+    vc_error tmp;
+    memset(&tmp, 0, sizeof tmp);
+    int64_t t;
+    ++*count;
+    vc_status st = vc_estimator_total(e, batch, &t, &tmp);
+    if (st == VC_ERR_OVERFLOW) return 0;
+    if (st) {
+        if (err && err->code == VC_OK) *err = tmp;
+        *stp = st;
+        return -1;
+    }
+    return t <= capacity;
+}
+
+vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
+                                 vc_error *err)
+{
+    int n = 0, f;
+    vc_status st = VC_OK;
+    *max_batch = 0;
+    if (estimates) *estimates = 0;
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+    if ((f = fits(e, 1, capacity, &n, &st, err)) <= 0) {
+        if (estimates) *estimates = n;
+        return f < 0 ? st : VC_OK;
+    }
+    /* exponential search: lo fits, hi does not (or is past the limit) */
+    int64_t lo = 1, hi = 2;
+    while (hi <= VC_MAX_BATCH_LIMIT) {
+        if ((f = fits(e, hi, capacity, &n, &st, err)) < 0) goto fail;
+        if (!f) break;
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi > VC_MAX_BATCH_LIMIT) {
+        *max_batch = lo; /* == VC_MAX_BATCH_LIMIT: memory does not grow with the batch */
+        if (estimates) *estimates = n;
+        return VC_OK;
+    }
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if ((f = fits(e, mid, capacity, &n, &st, err)) < 0) goto fail;
+        if (f) lo = mid;
+        else hi = mid;
+    }
+    *max_batch = lo;
+    if (estimates) *estimates = n;
+    return VC_OK;
+fail:
+    if (estimates) *estimates = n;
+    return st;
+}

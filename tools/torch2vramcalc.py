@@ -1,0 +1,1623 @@
+#!/usr/bin/python3
+"""torch2vramcalc -- export a torch.nn.Module to a vramcalc model file (SPEC.md section 1).
+
+    /usr/bin/python3 tools/torch2vramcalc.py torchvision.models.resnet50 --input 3,224,224 > resnet50.json
+    /usr/bin/python3 tools/torch2vramcalc.py mypkg.nets:build_net --kwargs '{"width": 64}' --input 3,64,64
+    /usr/bin/python3 tools/torch2vramcalc.py ./my_model.py:Net --input ids=128:int64
+
+TARGET is a dotted path to a callable that returns an nn.Module (a class, a factory
+such as torchvision.models.resnet50) or to a module instance; `pkg.mod:attr` and
+`path/file.py:attr` name it explicitly.  --kwargs (JSON) are passed to the callable.
+
+How it works: torch.fx symbolically traces the module (leaf modules are the layer kinds
+vramcalc knows), runs the traced graph once on a small batch to learn every tensor's
+shape, then maps
+  * leaf modules to kinds, with their constructor arguments read from the module's
+    attributes (arguments equal to PyTorch's default are left out);
+  * functional ops and tensor methods that allocate or alias memory to kinds: add/iadd,
+    mul, cat, flatten, relu & co. (F.*, torch.*, methods, in-place forms), view/reshape/
+    squeeze/unsqueeze, permute/transpose, mean, matmul/bmm, softmax, dropout, pooling,
+    interpolate, getitem slicing, chunk/split;
+  * parameters read directly (class tokens, positional embeddings) to Parameter;
+  * shape arithmetic (x.size(), x.shape, torch._assert) and .contiguous() to nothing
+    (vramcalc counts the copy where the next op needs contiguous memory).
+Anything else stops the export with a list of the unmapped ops (exit status 2).
+
+The graph is written flat: layers in execution order, unnamed when each takes the
+previous layer's output, `name`/`inputs` where the data flow branches (residuals,
+concatenations).  The model's parameter count is checked against the exported one;
+a difference (modules never called in forward) is reported on stderr.
+
+Python use:
+    import torch2vramcalc as t2v
+    doc = t2v.export(module, {"input": ([3, 224, 224], torch.float32)})
+    text = t2v.dumps(doc)
+"""
+
+import argparse
+import dis
+import importlib
+import importlib.util
+import inspect
+import json
+import math
+import operator
+import os
+import re
+import sys
+from collections import OrderedDict
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["export", "dumps", "Unmapped", "load_target", "parse_input"]
+
+
+class Unmapped(Exception):
+    """The module uses ops the model format cannot express.  .items: list of
+    (node name, op description, reason, location)."""
+
+    def __init__(self, items, what="model"):
+        self.items = items
+        self.what = what
+        super().__init__(self.report())
+
+    def report(self):
+        lines = ["cannot export %s: %d op(s) have no vramcalc kind:" % (self.what, len(self.items))]
+        seen = OrderedDict()
+        for node, desc, reason, loc in self.items:
+            key = (desc, reason)
+            seen.setdefault(key, []).append((node, loc))
+        for (desc, reason), where in seen.items():
+            nodes = ", ".join(n for n, _ in where[:4]) + (" ..." if len(where) > 4 else "")
+            loc = where[0][1]
+            lines.append("  %s%s  x%d  [%s]%s" % (desc, (": " + reason) if reason else "", len(where),
+                                                  nodes, ("  at " + loc) if loc else ""))
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------
+# torch 1.13's Proxy.__iter__ assumes pre-3.11 bytecode offsets (`a, b = proxy`
+# fails with IndexError on Python 3.11); this version finds the instruction by offset.
+# --------------------------------------------------------------------------
+
+def _proxy_iter(self):
+    frame = inspect.currentframe().f_back
+    for inst in dis.get_instructions(frame.f_code):
+        if inst.offset == frame.f_lasti:
+            if inst.opname == "UNPACK_SEQUENCE":
+                return (self[i] for i in range(inst.argval))
+            break
+    return self.tracer.iter(self)
+
+
+# --------------------------------------------------------------------------
+# Values flowing through the graph during export
+# --------------------------------------------------------------------------
+
+class _Ref:
+    """A tensor the model file can name: a model input or a layer's output."""
+    __slots__ = ("kind", "key")
+
+    def __init__(self, kind, key):
+        self.kind, self.key = kind, key  # ("in", name) or ("L", layer index)
+
+    def __eq__(self, o):
+        return isinstance(o, _Ref) and (self.kind, self.key) == (o.kind, o.key)
+
+    def __hash__(self):
+        return hash((self.kind, self.key))
+
+
+class _Bad:
+    """A value that cannot be expressed.  reported: already in the unmapped list (a
+    root cause; its users fail silently); otherwise an error only if something uses it."""
+
+    def __init__(self, desc, reason, reported=False):
+        self.desc, self.reason, self.reported = desc, reason, reported
+
+
+class _Cascade(Exception):
+    """An argument failed to export earlier (already reported)."""
+
+
+class _Param:
+    """An nn.Parameter read by the forward (get_attr); becomes a Parameter layer when used."""
+
+    def __init__(self, qualname, tensor):
+        self.qualname, self.tensor = qualname, tensor
+
+
+class _Split:
+    """Result of chunk/split: pieces of `base` along `dim` (per-model dim), [start, end)."""
+
+    def __init__(self, base, dim, bounds):
+        self.base, self.dim, self.bounds = base, dim, bounds
+
+
+class _Tuple:
+    """A multi-output module's result: element 0 is a tensor, the rest unusable."""
+
+    def __init__(self, items):
+        self.items = items
+
+
+# --------------------------------------------------------------------------
+# Module -> kind tables
+# --------------------------------------------------------------------------
+
+def _one(v):
+    """(3, 3) -> 3; (1, 7) -> [1, 7]; strings and ints as they are."""
+    if isinstance(v, (tuple, list)):
+        v = list(v)
+        if len(v) and all(x == v[0] for x in v):
+            return v[0]
+        return v
+    return v
+
+
+def _fields(pairs):
+    """[(key, value, default)] -> dict without the defaults (default REQ: always kept)."""
+    out = OrderedDict()
+    for k, v, d in pairs:
+        if d is _REQ or v != d:
+            out[k] = v
+    return out
+
+
+_REQ = object()
+
+
+def _conv(m, kind):
+    nd = int(kind[-2])
+    pad = m.padding if isinstance(m.padding, str) else _one(m.padding)
+    pairs = [("in_channels", m.in_channels, _REQ), ("out_channels", m.out_channels, _REQ),
+             ("kernel_size", _one(m.kernel_size), _REQ), ("stride", _one(m.stride), 1),
+             ("padding", pad, 0)]
+    if kind.startswith("ConvTranspose"):
+        pairs.append(("output_padding", _one(m.output_padding), 0))
+    pairs += [("groups", m.groups, 1), ("bias", m.bias is not None, True),
+              ("dilation", _one(m.dilation), 1), ("padding_mode", m.padding_mode, "zeros")]
+    del nd
+    return _fields(pairs)
+
+
+def _bn(m, kind):
+    return _fields([("num_features", m.num_features, _REQ), ("eps", m.eps, 1e-5),
+                    ("momentum", m.momentum, 0.1), ("affine", m.affine, True),
+                    ("track_running_stats", m.track_running_stats, True)])
+
+
+def _instnorm(m, kind):
+    return _fields([("num_features", m.num_features, _REQ), ("eps", m.eps, 1e-5),
+                    ("momentum", m.momentum, 0.1), ("affine", m.affine, False),
+                    ("track_running_stats", m.track_running_stats, False)])
+
+
+def _layernorm(m, kind):
+    ns = list(m.normalized_shape)
+    d = _fields([("normalized_shape", ns[0] if len(ns) == 1 else ns, _REQ), ("eps", m.eps, 1e-5),
+                 ("elementwise_affine", m.elementwise_affine, True)])
+    if m.elementwise_affine and getattr(m, "bias", None) is None:
+        d["bias"] = False
+    return d
+
+
+def _groupnorm(m, kind):
+    return _fields([("num_groups", m.num_groups, _REQ), ("num_channels", m.num_channels, _REQ),
+                    ("eps", m.eps, 1e-5), ("affine", m.affine, True)])
+
+
+def _rmsnorm(m, kind):
+    ns = list(m.normalized_shape)
+    return _fields([("normalized_shape", ns[0] if len(ns) == 1 else ns, _REQ), ("eps", m.eps, None),
+                    ("elementwise_affine", m.elementwise_affine, True)])
+
+
+def _linear(m, kind):
+    return _fields([("in_features", m.in_features, _REQ), ("out_features", m.out_features, _REQ),
+                    ("bias", m.bias is not None, True)])
+
+
+def _embedding(m, kind):
+    return _fields([("num_embeddings", m.num_embeddings, _REQ), ("embedding_dim", m.embedding_dim, _REQ),
+                    ("padding_idx", m.padding_idx, None), ("max_norm", m.max_norm, None),
+                    ("norm_type", m.norm_type, 2.0), ("scale_grad_by_freq", m.scale_grad_by_freq, False),
+                    ("sparse", m.sparse, False)])
+
+
+def _maxpool(m, kind):
+    ks = _one(m.kernel_size)
+    st = _one(m.stride) if m.stride is not None else ks
+    return _fields([("kernel_size", ks, _REQ), ("stride", st, ks), ("padding", _one(m.padding), 0),
+                    ("dilation", _one(m.dilation), 1), ("ceil_mode", m.ceil_mode, False),
+                    ("return_indices", m.return_indices, False)])
+
+
+def _avgpool(m, kind):
+    ks = _one(m.kernel_size)
+    st = _one(m.stride) if m.stride is not None else ks
+    pairs = [("kernel_size", ks, _REQ), ("stride", st, ks), ("padding", _one(m.padding), 0),
+             ("ceil_mode", m.ceil_mode, False), ("count_include_pad", m.count_include_pad, True)]
+    if kind != "AvgPool1d":
+        pairs.append(("divisor_override", m.divisor_override, None))
+    return _fields(pairs)
+
+
+def _adaptive(m, kind):
+    d = _fields([("output_size", _one(m.output_size), _REQ)])
+    if hasattr(m, "return_indices") and m.return_indices:
+        d["return_indices"] = True
+    return d
+
+
+def _inplace(m, kind):
+    return _fields([("inplace", getattr(m, "inplace", False), False)])
+
+
+def _leaky(m, kind):
+    return _fields([("negative_slope", m.negative_slope, 0.01), ("inplace", m.inplace, False)])
+
+
+def _elu(m, kind):
+    return _fields([("alpha", m.alpha, 1.0), ("inplace", m.inplace, False)])
+
+
+def _gelu(m, kind):
+    return _fields([("approximate", getattr(m, "approximate", "none"), "none")])
+
+
+def _none(m, kind):
+    return OrderedDict()
+
+
+def _softmax(m, kind):
+    if m.dim is None:
+        raise _Reject("dim=None (implicit dim) cannot be exported; give dim")
+    return OrderedDict(dim=m.dim)
+
+
+def _dropout(m, kind):
+    return _fields([("p", m.p, 0.5), ("inplace", m.inplace, False)])
+
+
+def _flatten(m, kind):
+    return _fields([("start_dim", m.start_dim, 1), ("end_dim", m.end_dim, -1)])
+
+
+def _upsample(m, kind):
+    sf = m.scale_factor
+    if isinstance(sf, tuple):
+        sf = _one(sf)
+    return _fields([("size", _one(m.size) if m.size is not None else None, None),
+                    ("scale_factor", sf, None), ("mode", m.mode, "nearest"),
+                    ("align_corners", m.align_corners, None),
+                    ("recompute_scale_factor", getattr(m, "recompute_scale_factor", None), None)])
+
+
+def _pixelshuffle(m, kind):
+    return OrderedDict(upscale_factor=m.upscale_factor)
+
+
+def _stochastic_depth(m, kind):
+    return OrderedDict(p=m.p, mode=m.mode)
+
+
+def _rnn(m, kind):
+    if not m.batch_first:
+        raise _Reject("batch_first=False: vramcalc's sequence modules are batch_first "
+                      "(rebuild the module with batch_first=True)")
+    pairs = [("input_size", m.input_size, _REQ), ("hidden_size", m.hidden_size, _REQ),
+             ("num_layers", m.num_layers, 1)]
+    if kind == "RNN":
+        pairs.append(("nonlinearity", m.nonlinearity, "tanh"))
+    pairs += [("bias", m.bias, True), ("dropout", float(m.dropout), 0.0),
+              ("bidirectional", m.bidirectional, False)]
+    if kind == "LSTM":
+        pairs.append(("proj_size", m.proj_size, 0))
+    return _fields(pairs)
+
+
+def _mha_fields(m):
+    if not m.batch_first:
+        raise _Reject("batch_first=False: vramcalc's sequence modules are batch_first "
+                      "(rebuild the module with batch_first=True)")
+    return _fields([("embed_dim", m.embed_dim, _REQ), ("num_heads", m.num_heads, _REQ),
+                    ("dropout", float(m.dropout), 0.0), ("bias", m.in_proj_bias is not None, True),
+                    ("add_bias_kv", m.bias_k is not None, False),
+                    ("add_zero_attn", m.add_zero_attn, False),
+                    ("kdim", m.kdim, m.embed_dim), ("vdim", m.vdim, m.embed_dim)])
+
+
+def _act_name(a):
+    if a is F.relu or isinstance(a, nn.ReLU):
+        return "relu"
+    if a is F.gelu or (isinstance(a, nn.GELU) and a.approximate == "none"):
+        return "gelu"
+    raise _Reject("activation %r: only relu and gelu can be exported" % (a,))
+
+
+def _tlayer(m, kind):
+    if not m.self_attn.batch_first:
+        raise _Reject("batch_first=False: vramcalc's sequence modules are batch_first "
+                      "(rebuild the module with batch_first=True)")
+    d = _fields([("d_model", m.self_attn.embed_dim, _REQ), ("nhead", m.self_attn.num_heads, _REQ),
+                 ("dim_feedforward", m.linear1.out_features, 2048),
+                 ("dropout", float(m.dropout.p), 0.1), ("activation", _act_name(m.activation), "relu"),
+                 ("layer_norm_eps", m.norm1.eps, 1e-5), ("norm_first", m.norm_first, False)])
+    if m.linear1.bias is None:
+        d["bias"] = False
+    return d
+
+
+class _Reject(Exception):
+    pass
+
+
+# kind name -> (torch class, fields function); subclasses map through their MRO.
+def _module_table():
+    t = OrderedDict()
+    for n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"):
+        t[getattr(nn, n)] = (n, _conv)
+    for n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"):
+        t[getattr(nn, n)] = (n, _bn)
+    for n in ("InstanceNorm1d", "InstanceNorm2d"):
+        t[getattr(nn, n)] = (n, _instnorm)
+    t[nn.LayerNorm] = ("LayerNorm", _layernorm)
+    t[nn.GroupNorm] = ("GroupNorm", _groupnorm)
+    if hasattr(nn, "RMSNorm"):
+        t[nn.RMSNorm] = ("RMSNorm", _rmsnorm)
+    t[nn.Linear] = ("Linear", _linear)
+    t[nn.Embedding] = ("Embedding", _embedding)
+    for n in ("MaxPool1d", "MaxPool2d", "MaxPool3d"):
+        t[getattr(nn, n)] = (n, _maxpool)
+    for n in ("AvgPool1d", "AvgPool2d", "AvgPool3d"):
+        t[getattr(nn, n)] = (n, _avgpool)
+    for n in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+              "AdaptiveMaxPool2d"):
+        t[getattr(nn, n)] = (n, _adaptive)
+    for n in ("ReLU", "ReLU6", "SiLU", "Mish", "Hardswish", "Hardsigmoid"):
+        t[getattr(nn, n)] = (n, _inplace)
+    t[nn.LeakyReLU] = ("LeakyReLU", _leaky)
+    t[nn.ELU] = ("ELU", _elu)
+    t[nn.GELU] = ("GELU", _gelu)
+    t[nn.Sigmoid] = ("Sigmoid", _none)
+    t[nn.Tanh] = ("Tanh", _none)
+    t[nn.Softmax] = ("Softmax", _softmax)
+    t[nn.LogSoftmax] = ("LogSoftmax", _softmax)
+    t[nn.Dropout] = ("Dropout", _dropout)
+    t[nn.Dropout2d] = ("Dropout2d", _dropout)
+    t[nn.Identity] = ("Identity", _none)
+    t[nn.Flatten] = ("Flatten", _flatten)
+    t[nn.Upsample] = ("Upsample", _upsample)
+    t[nn.PixelShuffle] = ("PixelShuffle", _pixelshuffle)
+    t[nn.RNN] = ("RNN", _rnn)
+    t[nn.LSTM] = ("LSTM", _rnn)
+    t[nn.GRU] = ("GRU", _rnn)
+    t[nn.MultiheadAttention] = ("MultiheadAttention", None)
+    t[nn.TransformerEncoderLayer] = ("TransformerEncoderLayer", _tlayer)
+    t[nn.TransformerDecoderLayer] = ("TransformerDecoderLayer", _tlayer)
+    t[nn.TransformerEncoder] = ("TransformerEncoder", None)
+    t[nn.TransformerDecoder] = ("TransformerDecoder", None)
+    t[nn.Unflatten] = ("Unflatten", None)
+    try:
+        from torchvision.ops import StochasticDepth
+        t[StochasticDepth] = ("StochasticDepth", _stochastic_depth)
+    except Exception:  # torchvision absent
+        pass
+    return t
+
+
+_MODULES = _module_table()
+
+
+def _lookup(m):
+    for cls in type(m).__mro__:
+        if cls in _MODULES:
+            return _MODULES[cls]
+    return None
+
+
+_CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
+
+
+class _Tracer(fx.Tracer):
+    def __init__(self):
+        super().__init__()
+        self.record_stack_traces = True
+
+    def is_leaf_module(self, m, qualname):
+        if _lookup(m) is not None:
+            return True
+        if isinstance(m, _CONTAINERS):
+            return False
+        # any other torch.nn module is a leaf, reported as unmapped if it is called
+        return m.__module__.startswith("torch.nn")
+
+
+# --------------------------------------------------------------------------
+# Function / method names
+# --------------------------------------------------------------------------
+
+def _fn_table():
+    t = {}
+
+    def add(name, *fns):
+        for f in fns:
+            if f is not None:
+                t[f] = name
+    add("add", operator.add, torch.add)
+    add("iadd", operator.iadd)
+    add("mul", operator.mul, torch.mul)
+    add("imul", operator.imul)
+    add("cat", torch.cat, getattr(torch, "concat", None), getattr(torch, "concatenate", None))
+    add("flatten", torch.flatten)
+    add("relu", F.relu, torch.relu)
+    add("relu_", torch.relu_, F.relu_)
+    add("relu6", F.relu6)
+    add("leaky_relu", F.leaky_relu)
+    add("elu", F.elu)
+    add("gelu", F.gelu)
+    add("silu", F.silu)
+    add("mish", F.mish)
+    add("hardswish", F.hardswish)
+    add("hardsigmoid", F.hardsigmoid)
+    add("sigmoid", torch.sigmoid, F.sigmoid)
+    add("tanh", torch.tanh, F.tanh)
+    add("softmax", F.softmax, torch.softmax)
+    add("log_softmax", F.log_softmax, torch.log_softmax)
+    add("dropout", F.dropout)
+    add("dropout2d", F.dropout2d)
+    add("adaptive_avg_pool1d", F.adaptive_avg_pool1d, torch.adaptive_avg_pool1d)
+    add("adaptive_avg_pool2d", F.adaptive_avg_pool2d)
+    add("adaptive_avg_pool3d", F.adaptive_avg_pool3d)
+    add("adaptive_max_pool1d", F.adaptive_max_pool1d)
+    add("adaptive_max_pool2d", F.adaptive_max_pool2d)
+    add("max_pool1d", F.max_pool1d)
+    add("max_pool2d", F.max_pool2d)
+    add("max_pool3d", F.max_pool3d)
+    add("avg_pool1d", F.avg_pool1d)
+    add("avg_pool2d", F.avg_pool2d)
+    add("avg_pool3d", F.avg_pool3d)
+    add("interpolate", F.interpolate)
+    add("pixel_shuffle", F.pixel_shuffle)
+    add("reshape", torch.reshape)
+    add("squeeze", torch.squeeze)
+    add("unsqueeze", torch.unsqueeze)
+    add("permute", torch.permute)
+    add("transpose", torch.transpose, torch.swapaxes)
+    add("mean", torch.mean)
+    add("matmul", torch.matmul, operator.matmul, torch.bmm)
+    add("getitem", operator.getitem)
+    add("getattr", getattr)
+    add("chunk", torch.chunk)
+    add("split", torch.split)
+    add("assert", torch._assert)
+    return t
+
+
+_FNS = _fn_table()
+
+_METHODS = {
+    "add": "add", "add_": "iadd", "__iadd__": "iadd", "mul": "mul", "mul_": "imul",
+    "relu": "relu", "relu_": "relu_", "sigmoid": "sigmoid", "tanh": "tanh", "softmax": "softmax",
+    "log_softmax": "log_softmax", "view": "reshape", "reshape": "reshape", "flatten": "flatten",
+    "squeeze": "squeeze", "unsqueeze": "unsqueeze", "unflatten": "reshape", "view_as": "reshape",
+    "reshape_as": "reshape", "permute": "permute", "transpose": "transpose", "swapaxes": "transpose",
+    "contiguous": "contiguous", "mean": "mean", "matmul": "matmul", "bmm": "matmul",
+    "chunk": "chunk", "split": "split", "size": "size", "dim": "size", "numel": "size",
+    "expand": "expand", "expand_as": "expand", "to": "to", "float": "to", "type_as": "to",
+    "__getitem__": "getitem",
+}
+
+
+def _fn_desc(node):
+    if node.op == "call_method":
+        return "Tensor.%s" % node.target
+    t = node.target
+    mod = getattr(t, "__module__", None) or ""
+    name = getattr(t, "__name__", repr(t))
+    if mod.startswith("torch.nn.functional") or t in vars(F).values():
+        return "F.%s" % name
+    if mod == "_operator" or mod == "operator":
+        return "operator.%s" % name
+    if mod == "torch" or mod.startswith("torch._") or getattr(torch, name, None) is t:
+        return "torch.%s" % name
+    return "%s.%s" % (mod, name) if mod else name
+
+
+def _loc(node):
+    """file:line of the user code that made the node (innermost frame outside torch's own
+    module-calling machinery)."""
+    st = getattr(node, "stack_trace", None)
+    if not st:
+        return ""
+    for line in st.splitlines():
+        m = re.match(r'\s*File "([^"]+)", line (\d+)', line)
+        if not m:
+            continue
+        path = m.group(1)
+        if "/torch/fx/" in path or path.endswith("torch/nn/modules/module.py") or \
+                path.endswith("torch/nn/modules/container.py"):
+            continue
+        for marker in ("site-packages/", "dist-packages/"):
+            if marker in path:
+                path = path.split(marker, 1)[1]
+        return "%s:%s" % (path, m.group(2))
+    return ""
+
+
+# --------------------------------------------------------------------------
+# Shape propagation (records what every node produced, on a small batch)
+# --------------------------------------------------------------------------
+
+class _Meta:
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, t):
+        self.shape, self.dtype = tuple(t.shape), t.dtype
+
+
+def _summarise(v):
+    if isinstance(v, torch.Tensor):
+        return _Meta(v)
+    if isinstance(v, (tuple, list)):
+        s = [_summarise(x) for x in v]
+        return tuple(s) if isinstance(v, tuple) else s
+    return v
+
+
+class _Recorder(fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.meta = {}
+
+    def run_node(self, n):
+        r = super().run_node(n)
+        self.meta[n] = _summarise(r)
+        return r
+
+
+def _sample_inputs(module, named, batch, device):
+    args = []
+    g = torch.Generator().manual_seed(0)
+    for nm, shape, dt in named:
+        if dt == torch.int64:
+            vocab = min([m.num_embeddings for m in module.modules() if isinstance(m, nn.Embedding)] or [2])
+            t = torch.randint(0, vocab, (batch, *shape), generator=g)
+        else:
+            t = torch.randn((batch, *shape), generator=g, dtype=dt)
+        args.append(t.to(device))
+    return args
+
+
+def _shapes(module, graph, named, batch):
+    """Runs the traced graph once (eval mode, no grad) and records every node's result:
+    on the meta device when every op supports it (no compute, no memory), else on CPU."""
+    import copy
+    was_training = module.training
+    try:
+        try:
+            mcopy = copy.deepcopy(module).to("meta").eval()
+            rec = _Recorder(fx.GraphModule(mcopy, graph))
+            with torch.no_grad():
+                rec.run(*_sample_inputs(module, named, batch, "meta"))
+            return rec.meta
+        except Exception:  # an op without a meta kernel, or data-dependent Python
+            pass
+        rec = _Recorder(fx.GraphModule(module, graph))
+        module.eval()
+        with torch.no_grad():
+            rec.run(*_sample_inputs(module, named, batch, "cpu"))
+        return rec.meta
+    finally:
+        module.train(was_training)
+
+
+# --------------------------------------------------------------------------
+# The exporter
+# --------------------------------------------------------------------------
+
+_NONTENSOR_OPS = {"size", "getattr", "assert"}
+
+
+class _Exporter:
+    def __init__(self, gm, meta, inputs, batch, root):
+        self.gm, self.meta, self.inputs, self.B = gm, meta, inputs, batch
+        self.root = root
+        self.mods = dict(gm.named_modules())
+        self.layers = []          # dicts with "_in": [refs]
+        self.val = {}             # node -> value (_Ref, _Param, _Split, _Tuple, _Bad, python value)
+        self.unmapped = []
+        self.users = {n: list(n.users) for n in gm.graph.nodes}
+        self.module_layer = {}    # id(module) -> layer index of its first call
+        self.param_owner = {}     # id(param) -> layer index
+        self.param_layers = {}    # qualname -> layer index (Parameter kind)
+        self.exported_params = {}  # id(param) -> numel
+        self.names = {}           # layer index -> node name
+
+    # ---- helpers ----
+    def fail(self, node, reason="", desc=None):
+        self.unmapped.append((node.name, desc or self.describe(node), reason, _loc(node)))
+        return _Bad(desc or self.describe(node), reason, reported=True)
+
+    def describe(self, node):
+        if node.op == "call_module":
+            m = self.mods[node.target]
+            return "%s (%s.%s)" % (node.target, type(m).__module__.replace("torch.nn.modules.", "nn.")
+                                   .split(".")[0] if type(m).__module__.startswith("torch.nn") else
+                                   type(m).__module__, type(m).__name__)
+        if node.op == "get_attr":
+            return "get_attr %s" % node.target
+        return _fn_desc(node)
+
+    def emit(self, node, kind, fields, ins):
+        d = OrderedDict(type=kind)
+        d.update(fields)
+        d["_in"] = list(ins)
+        d["_node"] = node.name
+        self.layers.append(d)
+        return _Ref("L", len(self.layers) - 1)
+
+    def tensor_meta(self, node):
+        m = self.meta.get(node)
+        return m if isinstance(m, _Meta) else None
+
+    def shape(self, node):
+        """Per-sample shape of a node's tensor output."""
+        m = self.tensor_meta(node)
+        return list(m.shape[1:])
+
+    def rank(self, node):
+        return len(self.tensor_meta(node).shape)
+
+    def get(self, a, node):
+        """The export value of an argument (a node or a constant)."""
+        if isinstance(a, fx.Node):
+            v = self.val.get(a)
+            return v
+        return a
+
+    def concrete(self, a):
+        """A python value: node arguments resolved to what they were in the sample run."""
+        if isinstance(a, fx.Node):
+            v = self.meta.get(a)
+            if isinstance(v, _Meta):
+                raise _Reject("a tensor is used where a constant is expected")
+            return v
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.concrete(x) for x in a)
+        if isinstance(a, slice):
+            return slice(self.concrete(a.start), self.concrete(a.stop), self.concrete(a.step))
+        return a
+
+    def tref(self, a, node, rank=None):
+        """Argument a as a tensor reference (materialising Parameters); raises _Reject."""
+        if not isinstance(a, fx.Node):
+            raise _Reject("a constant (%r) is used where vramcalc needs a tensor" % (a,))
+        v = self.val.get(a)
+        if isinstance(v, _Ref):
+            return v
+        if isinstance(v, _Param):
+            return self.param_layer(v, a, rank)
+        if isinstance(v, _Bad):
+            if v.reported:
+                raise _Cascade()
+            raise _Reject("uses %s (%s)" % (v.desc, v.reason))
+        raise _Reject("argument %s is not a tensor the model file can name" % a.name)
+
+    def param_layer(self, p, node, rank):
+        if p.qualname in self.param_layers:
+            return _Ref("L", self.param_layers[p.qualname])
+        shape = list(p.tensor.shape)
+        if rank is not None and len(shape) < rank:
+            per = [1] * (rank - 1 - len(shape)) + shape
+        elif len(shape) >= 2 and shape[0] == 1:
+            per = shape[1:]
+        elif rank is not None and len(shape) == rank:
+            raise _Reject("parameter %s of shape %s has a leading dim that is not 1 "
+                          "(it is not broadcast over the batch)" % (p.qualname, shape))
+        else:
+            per = shape
+        if not per:
+            raise _Reject("scalar parameter %s" % p.qualname)
+        ref = self.emit(node, "Parameter", OrderedDict(shape=per), [])
+        self.layers[-1]["_node"] = re.sub(r"\W", "_", p.qualname)
+        self.param_layers[p.qualname] = ref.key
+        self.exported_params[id(p.tensor)] = p.tensor.numel()
+        return ref
+
+    def dim_norm(self, d, rank, what="dim"):
+        if not isinstance(d, int):
+            raise _Reject("%s %r is not a constant int" % (what, d))
+        dd = d + rank if d < 0 else d
+        if dd < 0 or dd >= rank:
+            raise _Reject("%s %d out of range" % (what, d))
+        if dd == 0:
+            raise _Reject("%s=0 is the batch dimension (vramcalc keeps dim 0 as the batch)" % what)
+        return dd
+
+    def arg(self, node, i, name, default=None):
+        if len(node.args) > i:
+            return node.args[i]
+        return node.kwargs.get(name, default)
+
+    @staticmethod
+    def has_tensor(v):
+        if isinstance(v, _Meta):
+            return True
+        if isinstance(v, (list, tuple)):
+            return any(_Exporter.has_tensor(x) for x in v)
+        return False
+
+    def used(self, node):
+        return bool(self.users[node])
+
+    # ---- main loop ----
+    def run(self):
+        for node in self.gm.graph.nodes:
+            try:
+                self.val[node] = self.visit(node)
+            except _Cascade:
+                self.val[node] = _Bad(node.name, "", reported=True)
+            except _Reject as e:
+                self.val[node] = self.fail(node, str(e))
+        if self.unmapped:
+            return None
+        return self.layers
+
+    def visit(self, node):
+        if node.op == "placeholder":
+            name = node.target
+            idx = [n for n in self.gm.graph.nodes if n.op == "placeholder"].index(node)
+            if idx >= len(self.inputs):
+                if node.args:  # has a default
+                    return node.args[0]
+                raise _Reject("forward argument %r has no --input" % name)
+            return _Ref("in", self.inputs[idx][0])
+        if node.op == "get_attr":
+            obj = self.gm
+            for part in node.target.split("."):
+                obj = getattr(obj, part)
+            if isinstance(obj, nn.Parameter):
+                return _Param(node.target, obj)
+            if isinstance(obj, torch.Tensor):
+                return _Bad("buffer %s" % node.target, "a buffer used directly in forward "
+                            "(the model format has no buffer tensor)")
+            return obj
+        if node.op == "output":
+            return self.visit_output(node)
+        if node.op == "call_module":
+            return self.visit_module(node)
+        return self.visit_call(node)
+
+    def visit_output(self, node):
+        out = node.args[0]
+        while isinstance(out, (tuple, list)) and out:
+            print("torch2vramcalc: the model returns %d values; exporting the first" % len(out),
+                  file=sys.stderr)
+            out = out[0]
+        if isinstance(out, dict):
+            raise _Reject("the model returns a dict")
+        ref = self.tref(out, node)
+        if not (ref.kind == "L" and ref.key == len(self.layers) - 1):
+            self.emit(node, "Identity", OrderedDict(), [ref])
+        return None
+
+    # ---- modules ----
+    def visit_module(self, node):
+        m = self.mods[node.target]
+        entry = _lookup(m)
+        if entry is None:
+            raise _Reject("no vramcalc kind for this module")
+        kind, fields_fn = entry
+        if kind == "MultiheadAttention":
+            return self.mha(node, m)
+        if kind in ("TransformerEncoder", "TransformerDecoder"):
+            return self.tstack(node, m, kind)
+        if kind == "Unflatten":
+            x = self.tref(node.args[0], node)
+            return self.emit(node, "Reshape", OrderedDict(shape=self.shape(node)), [x])
+        fields = fields_fn(m, kind)
+        nin = 2 if kind == "TransformerDecoderLayer" else 1
+        pos = list(node.args)
+        kw = dict(node.kwargs)
+        while len(pos) < nin and kw:
+            pos.append(kw.pop(next(iter(kw))))
+        ins = [self.tref(a, node) for a in pos[:nin]]
+        extra = [a for a in pos[nin:] + list(kw.values()) if a is not None and a is not False]
+        if extra:
+            raise _Reject("called with extra arguments (masks, initial states) the model format cannot express")
+        if kind == "Embedding":
+            src = node.args[0]
+            if self.tensor_meta(src).dtype not in (torch.int64, torch.int32):
+                raise _Reject("Embedding input is not integer token ids")
+        ref = self.module_call(node, m, kind, fields, ins)
+        if kind in ("RNN", "LSTM", "GRU") or (kind.startswith("Adaptive") and fields.get("return_indices")) or \
+                (kind.startswith("MaxPool") and fields.get("return_indices")):
+            return _Tuple([ref, _Bad("%s's second output" % kind, "only the first output of a "
+                                     "multi-output module can be used")])
+        return ref
+
+    def module_call(self, node, m, kind, fields, ins):
+        has_params = any(True for _ in m.parameters(recurse=True))
+        if id(m) in self.module_layer and has_params:
+            first = self.module_layer[id(m)]
+            if kind not in ("Linear", "Embedding"):
+                raise _Reject("module %s is called more than once; shared weights can only be "
+                              "expressed for Linear and Embedding (tie)" % node.target)
+            fields = OrderedDict(fields)
+            fields["tie"] = self.name_of(first)
+            return self.emit(node, kind, fields, ins)
+        w = getattr(m, "weight", None)
+        if isinstance(w, nn.Parameter) and id(w) in self.param_owner:
+            owner = self.param_owner[id(w)]
+            if kind not in ("Linear", "Embedding") or self.layers[owner]["type"] not in ("Linear", "Embedding"):
+                raise _Reject("its weight is shared with layer %s; only Linear/Embedding can tie" %
+                              self.layers[owner]["_node"])
+            fields = OrderedDict(fields)
+            fields["tie"] = self.name_of(owner)
+            ref = self.emit(node, kind, fields, ins)
+            for p in m.parameters():
+                if p is not w:
+                    self.exported_params[id(p)] = p.numel()
+            self.module_layer[id(m)] = ref.key
+            return ref
+        ref = self.emit(node, kind, fields, ins)
+        self.module_layer.setdefault(id(m), ref.key)
+        for p in m.parameters():
+            self.exported_params[id(p)] = p.numel()
+            self.param_owner.setdefault(id(p), ref.key)
+        return ref
+
+    def name_of(self, idx):
+        self.layers[idx]["_named"] = True
+        return self.layers[idx]["_node"]
+
+    def mha(self, node, m):
+        fields = _mha_fields(m)
+        q = self.arg(node, 0, "query")
+        k = self.arg(node, 1, "key")
+        v = self.arg(node, 2, "value")
+        for key, pos in (("key_padding_mask", 3), ("attn_mask", 5)):
+            if self.arg(node, pos, key) is not None:
+                raise _Reject("%s is not expressible in the model format" % key)
+        need = self.concrete(self.arg(node, 4, "need_weights", True))
+        avg = self.concrete(self.arg(node, 6, "average_attn_weights", True))
+        if q is k and k is v:
+            ins = [self.tref(q, node)]
+        else:
+            ins = [self.tref(q, node), self.tref(k, node), self.tref(v, node)]
+        if not need:
+            fields["need_weights"] = False
+        if not avg:
+            fields["average_attn_weights"] = False
+        ref = self.module_call(node, m, "MultiheadAttention", fields, ins)
+        return _Tuple([ref, _Bad("MultiheadAttention's attention weights",
+                                 "only the attention output can be used")])
+
+    def tstack(self, node, m, kind):
+        layer_kind = kind + "Layer"
+        extra = [a for a in list(node.args[1 if kind == "TransformerEncoder" else 2:]) + list(node.kwargs.values())
+                 if a is not None and a is not False]
+        if extra:
+            raise _Reject("called with masks the model format cannot express")
+        x = self.tref(node.args[0], node)
+        mem = self.tref(node.args[1], node) if kind == "TransformerDecoder" else None
+        cfgs = [_tlayer(l, layer_kind) for l in m.layers]
+        ref = x
+        i = 0
+        while i < len(cfgs):
+            j = i
+            while j + 1 < len(cfgs) and cfgs[j + 1] == cfgs[i]:
+                j += 1
+            f = OrderedDict(cfgs[i])
+            n = j - i + 1
+            if n > 1 and mem is None:
+                f["repeat"] = n
+                ref = self.emit(node, layer_kind, f, [ref])
+                i = j + 1
+            else:
+                ref = self.emit(node, layer_kind, f, [ref] if mem is None else [ref, mem])
+                i += 1
+        for p in m.layers.parameters():
+            self.exported_params[id(p)] = p.numel()
+        if m.norm is not None:
+            entry = _lookup(m.norm)
+            if entry is None or entry[1] is None:
+                raise _Reject("final norm %s" % type(m.norm).__name__)
+            ref = self.emit(node, entry[0], entry[1](m.norm, entry[0]), [ref])
+            for p in m.norm.parameters():
+                self.exported_params[id(p)] = p.numel()
+        return ref
+
+    # ---- functions and methods ----
+    def visit_call(self, node):
+        if node.op == "call_method":
+            op = _METHODS.get(node.target)
+        else:
+            op = _FNS.get(node.target)
+        if op is None:
+            if not self.has_tensor(self.meta.get(node)):
+                return self.meta.get(node)  # python arithmetic on sizes and constants
+            raise _Reject("")
+        a0 = node.args[0] if node.args else None
+        if op in _NONTENSOR_OPS:
+            return self.meta.get(node)
+        if op == "getitem":
+            return self.getitem(node)
+        tm = self.tensor_meta(node)
+        if tm is None and op not in ("chunk", "split"):
+            # a python-level computation on constants
+            if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
+                raise _Reject("result is not a tensor")
+            return self.meta.get(node)
+        if tm is not None and tm.shape[:1] != (self.B,):
+            raise _Reject("output shape %s has no batch dimension %d in front (does it move the "
+                          "batch dim, or is it a batch_first=False module?)" % (list(tm.shape), self.B))
+        h = getattr(self, "op_" + op)
+        return h(node, op)
+
+    def _binary(self, node, op, kind):
+        a, b = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
+        if node.kwargs.get("alpha", 1) != 1:
+            raise _Reject("alpha != 1")
+        r = self.rank(node)
+        an = isinstance(a, fx.Node) and self.tensor_meta(a) is not None or isinstance(self.val.get(a), _Param)
+        bn = isinstance(b, fx.Node) and self.tensor_meta(b) is not None or isinstance(self.val.get(b), _Param)
+        if not (an and bn):
+            raise _Reject("%s with a scalar has no vramcalc kind" % ("add" if kind == "Add" else "mul"))
+        ra, rb = self.tref(a, node, r), self.tref(b, node, r)
+        f = OrderedDict()
+        if op in ("iadd", "imul"):
+            if isinstance(self.val.get(a), _Param):
+                raise _Reject("in-place op on a parameter")
+            f["inplace"] = True
+        return self.emit(node, kind, f, [ra, rb])
+
+    def op_add(self, node, op):
+        return self._binary(node, op, "Add")
+
+    op_iadd = op_add
+
+    def op_mul(self, node, op):
+        return self._binary(node, op, "Mul")
+
+    op_imul = op_mul
+
+    def op_cat(self, node, op):
+        ts = self.arg(node, 0, "tensors")
+        dim = self.concrete(self.arg(node, 1, "dim", 0))
+        r = self.rank(node)
+        dim = self.dim_norm(dim, r)
+        refs = [self.tref(t, node, r) for t in ts]
+        return self.emit(node, "Cat", OrderedDict(dim=dim), refs)
+
+    def op_flatten(self, node, op):
+        x = self.tref(node.args[0], node)
+        r = self.rank(node.args[0])
+        s = self.concrete(self.arg(node, 1, "start_dim", 0))
+        e = self.concrete(self.arg(node, 2, "end_dim", -1))
+        s = s + r if s < 0 else s
+        e = e + r if e < 0 else e
+        if s == 0:
+            raise _Reject("flatten from dim 0 merges the batch dimension")
+        if s >= e:
+            return x
+        return self.emit(node, "Flatten", _fields([("start_dim", s, 1), ("end_dim", e if e != r - 1 else -1, -1)]),
+                         [x])
+
+    def _act(self, node, kind, inplace_pos=None, extra=()):
+        x = self.tref(node.args[0] if node.args else node.kwargs.get("input"), node)
+        f = OrderedDict()
+        for key, pos, default in extra:
+            v = self.concrete(self.arg(node, pos, key, default))
+            if v != default:
+                f[key] = v
+        if inplace_pos is not None:
+            ip = self.concrete(self.arg(node, inplace_pos, "inplace", False))
+            if ip:
+                f["inplace"] = True
+        return self.emit(node, kind, f, [x])
+
+    def op_relu(self, node, op):
+        if node.op == "call_function" and node.target is F.relu:
+            return self._act(node, "ReLU", 1)
+        return self._act(node, "ReLU")
+
+    def op_relu_(self, node, op):
+        x = self.tref(node.args[0], node)
+        return self.emit(node, "ReLU", OrderedDict(inplace=True), [x])
+
+    def op_relu6(self, node, op):
+        return self._act(node, "ReLU6", 1)
+
+    def op_leaky_relu(self, node, op):
+        return self._act(node, "LeakyReLU", 2, [("negative_slope", 1, 0.01)])
+
+    def op_elu(self, node, op):
+        return self._act(node, "ELU", 2, [("alpha", 1, 1.0)])
+
+    def op_gelu(self, node, op):
+        return self._act(node, "GELU", None, [("approximate", 1, "none")])
+
+    def op_silu(self, node, op):
+        return self._act(node, "SiLU", 1)
+
+    def op_mish(self, node, op):
+        return self._act(node, "Mish", 1)
+
+    def op_hardswish(self, node, op):
+        return self._act(node, "Hardswish", 1)
+
+    def op_hardsigmoid(self, node, op):
+        return self._act(node, "Hardsigmoid", 1)
+
+    def op_sigmoid(self, node, op):
+        return self._act(node, "Sigmoid")
+
+    def op_tanh(self, node, op):
+        return self._act(node, "Tanh")
+
+    def _softmax(self, node, kind):
+        x = self.tref(node.args[0], node)
+        dim = self.concrete(self.arg(node, 1, "dim", None))
+        if dim is None:
+            raise _Reject("softmax without dim")
+        dt = node.kwargs.get("dtype", node.args[3] if len(node.args) > 3 else None)
+        if dt is not None:
+            raise _Reject("softmax with dtype")
+        return self.emit(node, kind, OrderedDict(dim=self.dim_norm(dim, self.rank(node))), [x])
+
+    def op_softmax(self, node, op):
+        return self._softmax(node, "Softmax")
+
+    def op_log_softmax(self, node, op):
+        return self._softmax(node, "LogSoftmax")
+
+    def _dropout(self, node, kind):
+        x = self.tref(node.args[0], node)
+        p = self.concrete(self.arg(node, 1, "p", 0.5))
+        training = self.concrete(self.arg(node, 2, "training", True))
+        inplace = self.concrete(self.arg(node, 3, "inplace", False))
+        if not training:
+            return x
+        return self.emit(node, kind, _fields([("p", p, 0.5), ("inplace", inplace, False)]), [x])
+
+    def op_dropout(self, node, op):
+        return self._dropout(node, "Dropout")
+
+    def op_dropout2d(self, node, op):
+        return self._dropout(node, "Dropout2d")
+
+    def _adaptive(self, node, kind):
+        x = self.tref(node.args[0], node)
+        os_ = self.concrete(self.arg(node, 1, "output_size"))
+        if self.concrete(self.arg(node, 2, "return_indices", False)):
+            raise _Reject("return_indices")
+        return self.emit(node, kind, OrderedDict(output_size=_one(os_)), [x])
+
+    def op_adaptive_avg_pool1d(self, node, op):
+        return self._adaptive(node, "AdaptiveAvgPool1d")
+
+    def op_adaptive_avg_pool2d(self, node, op):
+        return self._adaptive(node, "AdaptiveAvgPool2d")
+
+    def op_adaptive_avg_pool3d(self, node, op):
+        return self._adaptive(node, "AdaptiveAvgPool3d")
+
+    def op_adaptive_max_pool1d(self, node, op):
+        return self._adaptive(node, "AdaptiveMaxPool1d")
+
+    def op_adaptive_max_pool2d(self, node, op):
+        return self._adaptive(node, "AdaptiveMaxPool2d")
+
+    def _maxpool(self, node, kind):
+        x = self.tref(node.args[0], node)
+        ks = _one(self.concrete(self.arg(node, 1, "kernel_size")))
+        st = self.concrete(self.arg(node, 2, "stride", None))
+        st = ks if st is None or st == [] or st == () else _one(st)
+        if self.concrete(self.arg(node, 6, "return_indices", False)):
+            raise _Reject("return_indices")
+        f = _fields([("kernel_size", ks, _REQ), ("stride", st, ks),
+                     ("padding", _one(self.concrete(self.arg(node, 3, "padding", 0))), 0),
+                     ("dilation", _one(self.concrete(self.arg(node, 4, "dilation", 1))), 1),
+                     ("ceil_mode", self.concrete(self.arg(node, 5, "ceil_mode", False)), False)])
+        return self.emit(node, kind, f, [x])
+
+    def op_max_pool1d(self, node, op):
+        return self._maxpool(node, "MaxPool1d")
+
+    def op_max_pool2d(self, node, op):
+        return self._maxpool(node, "MaxPool2d")
+
+    def op_max_pool3d(self, node, op):
+        return self._maxpool(node, "MaxPool3d")
+
+    def _avgpool(self, node, kind):
+        x = self.tref(node.args[0], node)
+        ks = _one(self.concrete(self.arg(node, 1, "kernel_size")))
+        st = self.concrete(self.arg(node, 2, "stride", None))
+        st = ks if st is None or st == [] or st == () else _one(st)
+        pairs = [("kernel_size", ks, _REQ), ("stride", st, ks),
+                 ("padding", _one(self.concrete(self.arg(node, 3, "padding", 0))), 0),
+                 ("ceil_mode", self.concrete(self.arg(node, 4, "ceil_mode", False)), False),
+                 ("count_include_pad", self.concrete(self.arg(node, 5, "count_include_pad", True)), True)]
+        if kind != "AvgPool1d":
+            pairs.append(("divisor_override", self.concrete(self.arg(node, 6, "divisor_override", None)), None))
+        return self.emit(node, kind, _fields(pairs), [x])
+
+    def op_avg_pool1d(self, node, op):
+        return self._avgpool(node, "AvgPool1d")
+
+    def op_avg_pool2d(self, node, op):
+        return self._avgpool(node, "AvgPool2d")
+
+    def op_avg_pool3d(self, node, op):
+        return self._avgpool(node, "AvgPool3d")
+
+    def op_interpolate(self, node, op):
+        x = self.tref(node.args[0], node)
+        size = self.concrete(self.arg(node, 1, "size", None))
+        sf = self.concrete(self.arg(node, 2, "scale_factor", None))
+        mode = self.concrete(self.arg(node, 3, "mode", "nearest"))
+        ac = self.concrete(self.arg(node, 4, "align_corners", None))
+        rsf = self.concrete(self.arg(node, 5, "recompute_scale_factor", None))
+        if self.concrete(self.arg(node, 6, "antialias", False)):
+            raise _Reject("antialias")
+        f = _fields([("size", _one(size) if size is not None else None, None),
+                     ("scale_factor", _one(sf) if sf is not None else None, None),
+                     ("mode", mode, "nearest"), ("align_corners", ac, None),
+                     ("recompute_scale_factor", rsf, None)])
+        return self.emit(node, "Upsample", f, [x])
+
+    def op_pixel_shuffle(self, node, op):
+        x = self.tref(node.args[0], node)
+        return self.emit(node, "PixelShuffle",
+                         OrderedDict(upscale_factor=self.concrete(self.arg(node, 1, "upscale_factor"))), [x])
+
+    def _reshape_to(self, node, src):
+        x = self.tref(src, node)
+        if self.tensor_meta(src) is not None and list(self.tensor_meta(src).shape) == list(self.tensor_meta(node).shape):
+            return x
+        return self.emit(node, "Reshape", OrderedDict(shape=self.shape(node)), [x])
+
+    def op_reshape(self, node, op):
+        return self._reshape_to(node, node.args[0])
+
+    op_squeeze = op_reshape
+    op_unsqueeze = op_reshape
+
+    def op_permute(self, node, op):
+        x = self.tref(node.args[0], node)
+        if node.op == "call_method":
+            dims = list(node.args[1:]) if len(node.args) > 2 or not isinstance(node.args[1], (list, tuple)) \
+                else list(node.args[1])
+            if not dims:
+                dims = list(node.kwargs.get("dims", []))
+        else:
+            dims = list(self.arg(node, 1, "dims"))
+        dims = [self.concrete(d) for d in dims]
+        r = self.rank(node)
+        dims = [d + r if d < 0 else d for d in dims]
+        if dims[0] != 0:
+            raise _Reject("permute moves the batch dimension")
+        if dims == list(range(r)):
+            return x
+        return self.emit(node, "Permute", OrderedDict(dims=dims), [x])
+
+    def op_transpose(self, node, op):
+        x = self.tref(node.args[0], node)
+        r = self.rank(node)
+        d0 = self.dim_norm(self.concrete(self.arg(node, 1, "dim0")), r, "dim0")
+        d1 = self.dim_norm(self.concrete(self.arg(node, 2, "dim1")), r, "dim1")
+        if d0 == d1:
+            return x
+        return self.emit(node, "Transpose", OrderedDict(dim0=min(d0, d1), dim1=max(d0, d1)), [x])
+
+    def op_contiguous(self, node, op):
+        return self.tref(node.args[0], node)
+
+    def op_to(self, node, op):
+        src = node.args[0]
+        sm = self.tensor_meta(src)
+        if sm is not None and sm.dtype == self.tensor_meta(node).dtype:
+            return self.tref(src, node)
+        raise _Reject("dtype conversion has no vramcalc kind")
+
+    def op_expand(self, node, op):
+        src = node.args[0]
+        v = self.val.get(src)
+        if isinstance(v, _Param):
+            return self.tref(src, node, self.rank(node))
+        sm = self.tensor_meta(src)
+        if sm is not None and sm.shape == self.tensor_meta(node).shape:
+            return self.tref(src, node)
+        raise _Reject("expand of a batched tensor has no vramcalc kind")
+
+    def op_mean(self, node, op):
+        x = self.tref(node.args[0], node)
+        dim = self.concrete(self.arg(node, 1, "dim", None))
+        keep = self.concrete(self.arg(node, 2, "keepdim", False))
+        if node.kwargs.get("dtype") is not None:
+            raise _Reject("mean with dtype")
+        if dim is None:
+            raise _Reject("mean over all dims (the batch included)")
+        r = self.rank(node.args[0])
+        if isinstance(dim, (list, tuple)):
+            dims = [self.dim_norm(d, r) for d in dim]
+            dv = dims[0] if len(dims) == 1 else dims
+        else:
+            dv = self.dim_norm(dim, r)
+        return self.emit(node, "Mean", _fields([("dim", dv, _REQ), ("keepdim", bool(keep), False)]), [x])
+
+    def op_matmul(self, node, op):
+        a = self.tref(node.args[0], node)
+        b = self.tref(node.args[1], node)
+        return self.emit(node, "Matmul", OrderedDict(), [a, b])
+
+    def op_chunk(self, node, op):
+        base = self.tref(node.args[0], node)
+        parts = self.meta.get(node)
+        dim = self.concrete(self.arg(node, 2, "dim", 0))
+        r = self.rank(node.args[0])
+        dim = self.dim_norm(dim, r)
+        bounds, s = [], 0
+        for p in parts:
+            bounds.append((s, s + p.shape[dim]))
+            s += p.shape[dim]
+        return _Split(base, dim, bounds)
+
+    op_split = op_chunk
+
+    def getitem(self, node):
+        src, idx = node.args[0], node.args[1]
+        v = self.val.get(src) if isinstance(src, fx.Node) else src
+        if isinstance(v, _Tuple):
+            i = self.concrete(idx)
+            return v.items[i]
+        if isinstance(v, _Split):
+            i = self.concrete(idx)
+            if not isinstance(i, int):
+                raise _Reject("slicing the result of chunk/split")
+            s, e = v.bounds[i]
+            full = self.tensor_meta(src.args[0]).shape[v.dim] if isinstance(src.args[0], fx.Node) else None
+            if s == 0 and e == full:
+                return v.base
+            return self.emit(node, "Slice", OrderedDict(dim=v.dim, start=s, end=e), [v.base])
+        if isinstance(v, _Bad):
+            if v.reported:
+                raise _Cascade()
+            raise _Reject("uses %s (%s)" % (v.desc, v.reason))
+        if isinstance(v, (_Ref, _Param)):
+            return self.tensor_index(node, src, self.concrete(idx))
+        # python containers (torch.Size, lists, tuples of constants)
+        return self.meta.get(node)
+
+    def tensor_index(self, node, src, idx):
+        x = self.tref(src, node)
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if any(isinstance(i, (torch.Tensor, list)) or isinstance(i, _Meta) for i in idx):
+            raise _Reject("advanced (tensor) indexing")
+        r = self.rank(src)
+        n_real = sum(1 for i in idx if i is not None and i is not Ellipsis)
+        if Ellipsis in idx:
+            k = idx.index(Ellipsis)
+            idx = idx[:k] + (slice(None),) * (r - n_real) + idx[k + 1:]
+        ops = []
+        d = 0  # current dim in the (changing) tensor
+        for i in idx:
+            if i is None:
+                ops.append(("unsqueeze",))
+                d += 1
+                continue
+            if isinstance(i, bool):
+                raise _Reject("boolean index")
+            if isinstance(i, int):
+                if d == 0:
+                    raise _Reject("indexing the batch dimension")
+                ops.append(("select", d, i))
+                continue
+            if isinstance(i, slice):
+                if i.start in (None, 0) and i.stop is None and i.step in (None, 1):
+                    d += 1
+                    continue
+                if d == 0:
+                    raise _Reject("slicing the batch dimension")
+                ops.append(("slice", d, i))
+                d += 1
+                continue
+            raise _Reject("index %r" % (i,))
+        if any(o[0] == "unsqueeze" for o in ops):
+            return self.emit(node, "Reshape", OrderedDict(shape=self.shape(node)), [x])
+        ref = x
+        for o in ops:
+            if o[0] == "select":
+                ref = self.emit(node, "Select", OrderedDict(dim=o[1], index=o[2]), [ref])
+            else:
+                s = o[2]
+                f = OrderedDict(dim=o[1])
+                if s.start is not None:
+                    f["start"] = s.start
+                if s.stop is not None:
+                    f["end"] = s.stop
+                if s.step not in (None, 1):
+                    f["step"] = s.step
+                ref = self.emit(node, "Slice", f, [ref])
+        return ref
+
+
+# --------------------------------------------------------------------------
+# Naming, inputs, JSON
+# --------------------------------------------------------------------------
+
+def _finalise(layers, inputs):
+    in_names = [t[0] for t in inputs]
+    single = len(inputs) == 1
+    # which layers need a name
+    need = set(i for i, l in enumerate(layers) if l.get("_named"))
+    for j, l in enumerate(layers):
+        ins = l["_in"]
+        default = [_Ref("L", j - 1)] if j > 0 else [_Ref("in", in_names[0])]
+        if l["type"] == "Parameter" or ins != default:
+            for r in ins:
+                if r.kind == "L":
+                    need.add(r.key)
+    taken = set(in_names) | {"input"}
+    names = {}
+    for i in sorted(need):
+        base = re.sub(r"\W", "_", layers[i]["_node"]) or "t"
+        if base in taken or base[0].isdigit():
+            base = "t_" + base
+        n, k = base, 1
+        while n in taken:
+            k += 1
+            n = "%s_%d" % (base, k)
+        taken.add(n)
+        names[i] = n
+    # rename ties to the final names
+    node_to_name = {layers[i]["_node"]: names[i] for i in names}
+    out = []
+    for j, l in enumerate(layers):
+        d = OrderedDict(type=l["type"])
+        if j in names:
+            d["name"] = names[j]
+        ins = l["_in"]
+        default = [_Ref("L", j - 1)] if j > 0 else [_Ref("in", in_names[0])]
+        if l["type"] != "Parameter" and ins != default:
+            d["inputs"] = [("input" if single else r.key) if r.kind == "in" else names[r.key] for r in ins]
+        for k, v in l.items():
+            if k.startswith("_") or k == "type":
+                continue
+            if k == "tie":
+                v = node_to_name.get(v, v)
+            if k == "repeat":
+                continue
+            d[k] = v
+        if "repeat" in l:
+            d["repeat"] = l["repeat"]
+        out.append(d)
+    return out
+
+
+def _json_value(v):
+    if isinstance(v, float):
+        if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
+            return v  # keep 1.0 as a float (json writes 1.0)
+    return v
+
+
+def dumps(doc, indent=2):
+    """A model document as JSON text: top-level keys one per line, one layer per line
+    (nested Sequential layers indented)."""
+    def layer_lines(layers, depth):
+        pad = " " * (indent * depth)
+        lines = []
+        for i, l in enumerate(layers):
+            comma = "," if i + 1 < len(layers) else ""
+            if "layers" in l:
+                head = OrderedDict((k, v) for k, v in l.items() if k != "layers")
+                h = json.dumps(head)
+                lines.append(pad + h[:-1] + ', "layers": [')
+                lines.extend(layer_lines(l["layers"], depth + 1))
+                lines.append(pad + "]}" + comma)
+            else:
+                lines.append(pad + json.dumps(l) + comma)
+        return lines
+
+    out = ["{"]
+    keys = list(doc.keys())
+    for i, k in enumerate(keys):
+        comma = "," if i + 1 < len(keys) else ""
+        if k == "layers":
+            out.append(" " * indent + '"layers": [')
+            out.extend(layer_lines(doc[k], 2))
+            out.append(" " * indent + "]" + comma)
+        else:
+            out.append(" " * indent + json.dumps(k) + ": " + json.dumps(doc[k]) + comma)
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------
+
+_DT = {"float32": torch.float32, "float": torch.float32, "int64": torch.int64, "long": torch.int64}
+
+
+def parse_input(text, index=0):
+    """'3,224,224' | 'ids=128:int64' | '3,32,32:float32' -> (name, shape, dtype)."""
+    name = None
+    if "=" in text:
+        name, text = text.split("=", 1)
+    dt = "float32"
+    if ":" in text:
+        text, dt = text.split(":", 1)
+    if dt not in _DT:
+        raise ValueError("dtype %r: use float32 or int64" % dt)
+    try:
+        shape = [int(x) for x in text.replace("x", ",").split(",") if x.strip()]
+    except ValueError:
+        raise ValueError("bad shape %r (want e.g. 3,224,224)" % text) from None
+    if not shape or any(d <= 0 for d in shape):
+        raise ValueError("bad shape %r" % text)
+    return name, shape, _DT[dt]
+
+
+def export(module, inputs, name=None, batch=2, source=None, description=None, loss=None,
+           concrete_args=None, what=None):
+    """module: an nn.Module; inputs: list of (name, shape, dtype) per forward argument
+    (name None: the forward argument's own name).  Returns the model document (a dict).
+    Raises Unmapped when some op has no kind."""
+    old_iter = fx.Proxy.__iter__
+    fx.Proxy.__iter__ = _proxy_iter
+    try:
+        tracer = _Tracer()
+        graph = tracer.trace(module, concrete_args=concrete_args)
+    finally:
+        fx.Proxy.__iter__ = old_iter
+    gm = fx.GraphModule(tracer.root, graph, type(module).__name__)
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(inputs) > len(placeholders):
+        raise ValueError("%d inputs given, forward takes %d" % (len(inputs), len(placeholders)))
+    named = []
+    for (nm, shape, dt), ph in zip(inputs, placeholders):
+        nm = nm or (ph.target if len(inputs) > 1 else "input")
+        named.append((nm, shape, dt))
+    meta = _shapes(module, graph, named, batch)
+    ex = _Exporter(gm, meta, [(n, s) for n, s, _ in named], batch, module)
+    layers = ex.run()
+    if layers is None:
+        raise Unmapped(ex.unmapped, what or type(module).__name__)
+    doc = OrderedDict()
+    doc["name"] = name or type(module).__name__
+    if source:
+        doc["source"] = source
+    if description:
+        doc["description"] = description
+    specs = OrderedDict()
+    for nm, shape, dt in named:
+        specs[nm] = list(shape) if dt != torch.int64 else OrderedDict(shape=list(shape), dtype="int64")
+    if len(named) == 1:
+        doc["input"] = next(iter(specs.values()))
+    else:
+        doc["inputs"] = specs
+    if loss:
+        doc["loss"] = loss
+    doc["layers"] = _finalise(layers, named)
+    # parameter check
+    total = {id(p): p.numel() for p in module.parameters()}
+    missing = {k: v for k, v in total.items() if k not in ex.exported_params}
+    if missing:
+        names = [n for n, p in module.named_parameters() if id(p) in missing]
+        print("torch2vramcalc: warning: %d parameters (%d tensors: %s%s) are not used by forward "
+              "and are not in the model file" % (sum(missing.values()), len(names), ", ".join(names[:5]),
+                                                  " ..." if len(names) > 5 else ""), file=sys.stderr)
+    doc_params = sum(ex.exported_params.values())
+    return doc, {"torch_parameters": sum(total.values()), "exported_parameters": doc_params}
+
+
+def load_target(target, kwargs=None):
+    """'pkg.mod.fn' | 'pkg.mod:attr' | 'file.py:attr' -> an nn.Module."""
+    kwargs = kwargs or {}
+    obj = None
+    if ":" in target:
+        modname, attr = target.rsplit(":", 1)
+        if modname.endswith(".py") or os.sep in modname:
+            spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(modname))[0], modname)
+            mod = importlib.util.module_from_spec(spec)
+            sys.path.insert(0, os.path.dirname(os.path.abspath(modname)))
+            spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(modname)
+        obj = mod
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    else:
+        parts = target.split(".")
+        err = None
+        for i in range(len(parts) - 1, 0, -1):
+            try:
+                mod = importlib.import_module(".".join(parts[:i]))
+            except ImportError as e:
+                err = e
+                continue
+            obj = mod
+            try:
+                for part in parts[i:]:
+                    obj = getattr(obj, part)
+            except AttributeError as e:
+                raise ValueError("%s: %s" % (target, e)) from None
+            break
+        if obj is None:
+            raise ValueError("%s: cannot import (%s)" % (target, err))
+    if isinstance(obj, nn.Module):
+        if kwargs:
+            raise ValueError("--kwargs given but %s is already a module instance" % target)
+        return obj
+    if not callable(obj):
+        raise ValueError("%s is neither a module nor a callable" % target)
+    m = obj(**kwargs)
+    if not isinstance(m, nn.Module):
+        raise ValueError("%s(...) returned %s, not an nn.Module" % (target, type(m).__name__))
+    return m
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        prog="torch2vramcalc",
+        description="Export a torch.nn.Module to a vramcalc model file (JSON on stdout).",
+        epilog="Exit status: 0 exported; 2 bad usage, or ops without a vramcalc kind (listed on stderr).")
+    ap.add_argument("target", help="dotted path to a callable returning a module (torchvision.models.resnet50), "
+                    "or pkg.mod:attr, or path/file.py:attr")
+    ap.add_argument("-i", "--input", action="append", required=True,
+                    help="per-sample input shape, e.g. 3,224,224; [NAME=]SHAPE[:int64] for token ids; "
+                         "repeat for several forward arguments, in order")
+    ap.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for the callable")
+    ap.add_argument("--name", help="model name (default: the target's last component)")
+    ap.add_argument("--source", help="the model's \"source\" string (default: the target)")
+    ap.add_argument("--description", help="a \"description\" string")
+    ap.add_argument("--loss", choices=["mean", "cross_entropy"], help="model-level loss (default: not written)")
+    ap.add_argument("--eval", action="store_true", help="trace in eval mode (default: train mode)")
+    ap.add_argument("--batch", type=int, default=2, help="batch size of the shape-finding run (default 2)")
+    ap.add_argument("-o", "--output", help="write here instead of standard output")
+    a = ap.parse_args(argv)
+    try:
+        kwargs = json.loads(a.kwargs)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+        inputs = [parse_input(t) for t in a.input]
+        torch.manual_seed(0)
+        module = load_target(a.target, kwargs)
+    except (ValueError, ImportError, TypeError) as e:
+        print("torch2vramcalc: %s" % e, file=sys.stderr)
+        return 2
+    module.train(not a.eval)
+    name = a.name or re.split(r"[.:]", a.target)[-1]
+    try:
+        doc, info = export(module, inputs, name=name, batch=a.batch, source=a.source or a.target,
+                           description=a.description, loss=a.loss, what=a.target)
+    except Unmapped as e:
+        print("torch2vramcalc: " + e.report(), file=sys.stderr)
+        return 2
+    except (ValueError, RuntimeError, TypeError) as e:
+        print("torch2vramcalc: %s: %s" % (a.target, str(e).splitlines()[0] if str(e) else type(e).__name__),
+              file=sys.stderr)
+        return 2
+    text = dumps(doc)
+    if a.output:
+        with open(a.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    print("torch2vramcalc: %s: %d layers, %d parameters (torch: %d)" % (
+        name, len(doc["layers"]), info["exported_parameters"], info["torch_parameters"]), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
