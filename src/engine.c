@@ -415,7 +415,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = b->t[t->base].stor;
                 s_ref(b, t->stor);
             } else {
-                t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, inst);
+                t->stor = s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
             }
         } else if (it->type == IT_EXTRA) {
             push_saved(b, s_alloc(b, it->n, it->dt, CAT_ACT, inst));
@@ -499,7 +499,8 @@ static int build_liveness(vc_build *b)
     int32_t end = (int32_t)nop - 1;
     for (size_t i = 0; i < nt; i++) {
         tens_t *t = &b->t[i];
-        if (t->persistent) { last[i] = rlast[i] = -1; continue; }
+        /* `loss` is a Python variable alive until loss.backward() returns */
+        if (t->persistent || (int32_t)i == b->loss_t) { last[i] = rlast[i] = -1; continue; }
         if (t->release > last[i]) last[i] = t->release;
         if (t->held && t->release < 0) last[i] = end;
         t->last = last[i];
@@ -621,9 +622,16 @@ static void backward(vc_build *b)
 {
     b->cur_op = -1;
     b->phase = VC_PHASE_BACKWARD;
-    if (b->loss_t < 0 || !b->t[b->loss_t].rg) return;
+    if (b->loss_t < 0) return;
     tens_t *L = &b->t[b->loss_t];
-    L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+    int32_t loss_stor = L->stor;
+    if (!L->rg) { /* nothing to differentiate (everything frozen) */
+        s_unref(b, loss_stor, -1);
+        return;
+    }
+    /* the root gradient (ones_like(loss)) is held by the graph task throughout */
+    int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+    s_ref(b, root);
     int32_t newg[VC_MAX_INPUTS * 4];
     int32_t newt[VC_MAX_INPUTS * 4];
     for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
@@ -690,6 +698,8 @@ static void backward(vc_build *b)
     }
     for (size_t i = 0; i < b->nt; i++)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
+    s_unref(b, root, -1);
+    s_unref(b, loss_stor, -1);
 }
 
 /* Persistent state in steady state: parameters, buffers, master copies,

@@ -61,7 +61,7 @@ static void test_conv2d_reflect(void **state)
                     " \"kernel_size\": 3, \"padding\": 1, \"padding_mode\": \"reflect\", \"bias\": false}]}";
     vc_result r = run(j, 4, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 5632);
-    assert_int_equal(r.memory.peak_allocated, 10752);
+    assert_int_equal(r.memory.peak_allocated, 10752 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
     r = run(j, 4, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 10240);
@@ -119,7 +119,7 @@ static void test_conv2d_same_even_kernel(void **state)
                     " \"kernel_size\": 4, \"padding\": \"same\", \"bias\": false}]}";
     vc_result r = run(j, 4, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 4096);
-    assert_int_equal(r.memory.peak_allocated, 7168);
+    assert_int_equal(r.memory.peak_allocated, 7168 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
     r = run(j, 4, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 6656);
@@ -160,7 +160,7 @@ static void test_conv2d_amp_bf16(void **state)
                     " \"kernel_size\": 1, \"bias\": false}]}";
     vc_result r = run(j, 8, TRAIN, VC_PREC_AMP_BF16);
     assert_int_equal(r.memory.activations, 12800);
-    assert_int_equal(r.memory.peak_allocated, 25600);
+    assert_int_equal(r.memory.peak_allocated, 25600 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
 }
 

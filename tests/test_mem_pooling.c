@@ -75,7 +75,7 @@ static void test_maxpool2d(void **state)
     const char *l = "{\"type\": \"MaxPool2d\", \"kernel_size\": 2}";
     vc_result r = run_after_conv(l, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 5120);
-    assert_int_equal(r.memory.peak_allocated, 8192);
+    assert_int_equal(r.memory.peak_allocated, 8192 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
     r = run_after_conv(l, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 6144);
@@ -108,7 +108,7 @@ static void test_adaptive_avgpool(void **state)
     (void)state;
     vc_result r = run_after_conv("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": 1}", TRAIN, FP32);
     assert_int_equal(r.memory.activations, 2048);
-    assert_int_equal(r.memory.peak_allocated, 5120);
+    assert_int_equal(r.memory.peak_allocated, 5120 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
     r = run_after_conv("{\"type\": \"AdaptiveAvgPool2d\", \"output_size\": [2, null]}", TRAIN, FP32);
     assert_int_equal(r.memory.activations, 4096);
@@ -146,7 +146,7 @@ static void test_upsample_nearest(void **state)
     const char *l = "{\"type\": \"Upsample\", \"scale_factor\": 2}";
     vc_result r = run_after_conv(l, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 2048);
-    assert_int_equal(r.memory.peak_allocated, 12800);
+    assert_int_equal(r.memory.peak_allocated, 12800 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
     r = run_after_conv(l, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 12800);
@@ -164,7 +164,7 @@ static void test_upsample_amp_fp32(void **state)
     vc_result r = run_after_conv("{\"type\": \"Upsample\", \"scale_factor\": 2, \"mode\": \"bilinear\"}", TRAIN,
                                  VC_PREC_AMP_BF16);
     assert_int_equal(r.memory.activations, 3584);
-    assert_int_equal(r.memory.peak_allocated, 14336);
+    assert_int_equal(r.memory.peak_allocated, 14336 + 1024 /* loss + root grad, alive through backward */);
     vc_result_free(&r);
 }
 
