@@ -870,6 +870,12 @@ static void emit_loss(vc_build *b)
 
 /* ----------------------------------------------------------------- build */
 
+/* Keeps t's Python reference until the last op recorded so far. */
+static void extend_life(vc_build *b, vc_t t)
+{
+    if (t >= 0 && b->nop > 0 && b->t[t].release < (int32_t)b->nop - 1) b->t[t].release = (int32_t)b->nop - 1;
+}
+
 static bool is_mixed(vc_precision p) { return p == VC_PREC_MIXED_FP16 || p == VC_PREC_MIXED_BF16; }
 
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err)
@@ -933,6 +939,10 @@ vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, v
                                 in->kind->name);
         }
         b->val_t[in->out] = b->out_t;
+        /* the caller holds a module's inputs until it returns */
+        for (int k = 0; k < in->nin; k++) extend_life(b, b->val_t[in->in[k]]);
+        for (size_t k = 0; k < m->nblk; k++)
+            if (m->blk_last[k] == (int)i) extend_life(b, b->val_t[m->blk_val[k]]);
     }
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)

@@ -1448,10 +1448,8 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     } else if (nin != 1) {
         return fail(L, VC_ERR_MODEL, p, "Sequential takes 1 input, got %d", nin);
     }
-    if (repeat > 1 && nin != 1) {
-        join(p, sizeof p, jpath, "repeat");
-        return fail(L, VC_ERR_MODEL, p, "repeat needs a layer with one input (each copy's output feeds the next), this one has %d", nin);
-    }
+    /* With repeat, each copy's output replaces input 0 of the next copy;
+     * further inputs (a decoder's memory) are shared by every copy. */
 
     const vc_inst *tie_to = NULL;
     const cJSON *tv = cJSON_GetObjectItemCaseSensitive(item, "tie");
@@ -1526,6 +1524,13 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
             }
             cur[0] = out;
         }
+    }
+    if ((seq || repeat > 1) && (int)m->ninst > first_inst) { /* hold the block input until its end */
+        if (GROWV(m->blk_val, m->nblk, m->cap_blk)) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        m->blk_last = realloc_or_free(m->blk_last, m->cap_blk * sizeof *m->blk_last);
+        if (!m->blk_last) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        m->blk_val[m->nblk] = ins[0];
+        m->blk_last[m->nblk++] = (int)m->ninst - 1;
     }
     S->pos[i] = out;
     if (name) return add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
@@ -1701,6 +1706,10 @@ static void reset_model(vc_model *m)
     free(m->val);
     free(m->par);
     free(m->buf);
+    free(m->blk_val);
+    free(m->blk_last);
+    m->blk_val = m->blk_last = NULL;
+    m->nblk = m->cap_blk = 0;
     m->inst = NULL;
     m->val = NULL;
     m->par = NULL;

@@ -65,6 +65,10 @@ struct vc_model {
     char **input_names;
     int output;         /* value index of the model output */
     int nregions;       /* checkpoint regions */
+    /* A block's input stays referenced by the caller until the block returns
+     * (nn.Sequential's `input`): value blk_val[i] lives through instance blk_last[i]. */
+    int *blk_val, *blk_last;
+    size_t nblk, cap_blk;
     vc_loss loss;
     int64_t nparams, ntrainable;
     struct vc_arena *arena;

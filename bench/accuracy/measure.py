@@ -179,7 +179,11 @@ def main(argv):
     ctx = dispatch_mode() if dispatch_mode else contextlib.nullcontext()
     notes = []
     with ctx:
-        module, make_inputs = vctorch.build(spec, compat=args.compat)
+        try:
+            module, make_inputs = vctorch.build(spec, compat=args.compat)
+        except vctorch.ModelError as e:
+            print("measure.py: %s: %s" % (args.model, e), file=sys.stderr)
+            return 2
         if args.precision == "bf16":
             module.to(torch.bfloat16)
         shapes = None
