@@ -24,8 +24,8 @@
  * Inference (eval + no_grad) is modelled as the same forward with nothing
  * saved. PyTorch 2.x takes a "fast path" there when its conditions hold
  * (torch._native_multi_head_attention for self-attention MHA,
- * torch._transformer_encoder_layer_fwd for TransformerEncoderLayer); its
- * fused kernels are not modelled (see the report in the file's history).
+ * torch._transformer_encoder_layer_fwd for TransformerEncoderLayer); those
+ * fused kernels are not modelled.
  */
 #include <stdio.h>
 #include <string.h>
@@ -342,9 +342,10 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     }
     attn = safe_softmax(b, attn, H * L);
     attn = op_dropout(b, attn, g->p);
-    /* make_tuple(matmul(attn, v).to(dt), attn.to(dt)): GCC evaluates the
-     * arguments right to left, so the discarded second output (a copy for
-     * fp16/bf16) exists while the first is computed */
+    /* return make_tuple(matmul(attn, v).to(dt), attn.to(dt)): the
+     * temporaries of the return statement live until it ends, so the fp32
+     * matmul result, its cast and the discarded second output (a copy for
+     * fp16/bf16) are alive together whatever the evaluation order */
     vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
     vc_t vm = g->fold_v ? copy_op(b, va) : va;
     vc_t o = bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
@@ -410,7 +411,9 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         lq = LAY_BHLD;
     }
     int64_t sz[4] = {N, H, L, D8};
-    int lgrad = g->lgrad >= 0 ? g->lgrad : lq;
+    /* the output gradient: padded by the slice's backward (contiguous), or
+     * as the caller says, or in the output's layout */
+    int lgrad = D8 != D ? LAY_BHLD : g->lgrad >= 0 ? g->lgrad : lq;
     vc_op *o = vc_op_begin(b, "_scaled_dot_product_flash_attention");
     vc_op_in(o, q);
     vc_op_in(o, k);
@@ -448,22 +451,37 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 }
 
 /* The memory-efficient backward's fp32 accumulation workspace
- * (kernel_backward.h workspace_size(), 64x64 blocks assumed): a dQ tile
- * buffer per query block, plus dK/dV staging for fp16/bf16 head dims
- * above 64. An estimate: the kernel's block sizes vary by dtype and GPU. */
+ * (kernel_backward.h, workspace_size()): per (batch, head) a dQ tile buffer
+ * (GradQTempStorage: a kBlockSizeI x kBlockSizeJ fp32 tile + 16 bytes) per
+ * query block and head-dim block, plus dK/dV staging when the kernel cannot
+ * keep them in registers. Block sizes follow cutlassB.h's sm80 dispatch
+ * (first kernel whose kMaxK fits: fp32 64x64 up to D 64, 128x64 up to 128;
+ * fp16/bf16 64x64 up to 64, 128x128 up to 128, 64x128 above): an estimate,
+ * the choice also depends on shared memory and the GPU. */
 static int64_t eff_workspace(vc_build *b, const sdpa_t *g, bool half)
 {
-    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv;
-    int64_t gq = sat_mul(sat_mul(ceil_div(L, 64), ceil_div(D, 64)), 4 + 64 * 64);
+    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv, K = max64(D, Dv);
+    int64_t bi, bj;
+    bool in_rf;
+    if (!half) {
+        bi = K <= 64 ? 64 : 128, bj = 64, in_rf = false;
+    } else if (K <= 64) {
+        bi = 64, bj = 64, in_rf = true;
+    } else if (K <= 128) {
+        bi = 128, bj = 128, in_rf = true;
+    } else {
+        bi = 64, bj = 128, in_rf = false;
+    }
+    int64_t gq = sat_mul(sat_mul(ceil_div(L, bi), ceil_div(D, bj)), 4 + bi * bj);
     int64_t gk = 0, gv = 0;
-    if (half && max64(D, Dv) > 64) {
-        int64_t splits = ceil_div(S, 64);
+    if (half && !in_rf) { /* kNeedsAccumGradK/V; num_splits_key heuristic */
         int64_t bh = sat_mul(N, H);
-        if (bh >= 256 && S <= 128) splits = 1;
+        int64_t splits = ceil_div(S, bj);
+        if (bh >= 256 && S <= 2 * bj) splits = 1;
         splits = min64(splits, bh > 200 ? 0 : 200 / bh);
         if (splits < 1) splits = 1;
-        gk = sat_mul(splits * 64, round_up(D, 64));
-        gv = sat_mul(splits * 64, round_up(Dv, 64));
+        gk = sat_mul(splits * bj, round_up(D, bi));
+        gv = sat_mul(splits * bj, round_up(Dv, bi));
     }
     int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
     return rbytes(b, vc_n_fixed(sat_mul(sat_mul(sat_mul(N, H), per_bh), 4)), VC_DT_U8);
@@ -585,11 +603,14 @@ static bool tr_contig(vc_build *b, int64_t len)
 /* F.linear on a batch_first module input: the module's transpose(1, 0)
  * makes [len, N, in] (non-contiguous), so Linear.cpp's matmul folding
  * copies it; under autocast the input is cast first (_to_copy keeps the
- * transposed layout). */
+ * layout). A non-contiguous input is taken to be [len, N, in] storage seen
+ * through a transpose (another MultiheadAttention's output): transposing
+ * it back gives a contiguous tensor, which linear uses without a copy. */
 static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t in, int64_t out)
 {
+    bool contig = vc_contiguous(b, x) ? tr_contig(b, len) : true;
     x = op_autocast(b, x);
-    vc_t t = op_view(b, x, vc_numel_of(b, x), tr_contig(b, len));
+    vc_t t = op_view(b, x, vc_numel_of(b, x), contig);
     return op_linear(b, t, w, bias, len, in, out);
 }
 
@@ -665,20 +686,30 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
                 c->add_zero_attn ? LAY_BHLD : LAY_LBHD, LAY_LBHD, false, false, false, p, false, BK_MATH,
                 LAY_BHLD};
     if (!need_weights) g.backend = sdpa_pick(b, &g, vc_autocast_dt(b) != VC_DT_F32 ? vc_autocast_dt(b) : vc_dt_of(b, q));
-    /* x.view(len, N*H, hd).transpose(0, 1): the backward reshapes the
-     * gradient to [len, N, E]; it is a copy when the gradient arrives
-     * [N*H, len, hd]-contiguous (bmm / mul outputs) for q and v, and after
-     * the efficient kernel's [B, L, H, D] grads were made [N*H, len, hd] */
-    bool eff = !need_weights && g.backend == BK_EFFICIENT, flash = !need_weights && g.backend == BK_FLASH;
-    bool q2 = eff && !lay_merge(LAY_BLHD, szq, DB, DH), k2 = eff && !lay_merge(LAY_BLHD, szk2, DB, DH),
-         v2 = eff && !lay_merge(LAY_BLHD, szk2, DB, DH);
-    bool q1 = !flash && (eff ? q2 : true) && !lay_merge(LAY_BHLD, szq, DH, DD);
-    bool k1 = eff && k2 && !lay_merge(LAY_BHLD, szk, DH, DD);
-    bool v1 = !flash && (eff ? v2 : true) && !lay_merge(LAY_BHLD, szk, DH, DD);
-    static const int ord_nh[4] = {DB, DH, DL, DD};
-    vc_t qh = view_op(b, "view+transpose", q, vc_n_sample(L * E), lay_contig(LAY_LBHD, szq, ord_nh), q1);
-    vc_t kh = view_op(b, "view+transpose", k, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ord_nh), k1);
-    vc_t vh = view_op(b, "view+transpose", v, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ord_nh), v1);
+    /* q/k/v.view(len, N*H, hd).transpose(0, 1) (view 1) and, for SDPA,
+     * .view(N, H, len, hd) (view 2). Their backward reshapes the gradient
+     * back; that is a copy when the gradient's strides do not allow a view:
+     *  - explicit path and math: q's and v's gradients arrive
+     *    [N*H, len, hd]-contiguous (bmm / mul outputs): view 1 copies unless
+     *    H or len is 1; k's arrives transposed ([.., hd, S] contiguous) and
+     *    reshapes as a view;
+     *  - flash: dq/dk/dv are empty_like(q/k/v): views (padded head dims: the
+     *    pad's backward makes them contiguous, so view 1 copies);
+     *  - efficient: grad_q/k/v are [N, len, H, hd]-contiguous: view 2 copies
+     *    (unless len, N or H is 1), then view 1 as for math. */
+    bool mq = !lay_merge(LAY_BHLD, szq, DH, DD), mk = !lay_merge(LAY_BHLD, szk, DH, DD);
+    bool q1 = mq, k1 = false, v1 = mk, q2 = false, k2 = false, v2 = false;
+    if (!need_weights && g.backend == BK_FLASH) {
+        bool pad = hd % 8 != 0;
+        q1 = pad && mq, k1 = pad && mk, v1 = pad && mk;
+    } else if (!need_weights && g.backend == BK_EFFICIENT) {
+        q2 = !lay_merge(LAY_BLHD, szq, DB, DH);
+        k2 = v2 = !lay_merge(LAY_BLHD, szk2, DB, DH);
+        q1 = q2 && mq, k1 = k2 && mk, v1 = v2 && mk;
+    }
+    vc_t qh = view_op(b, "view+transpose", q, vc_n_sample(L * E), lay_contig(LAY_LBHD, szq, ORD_BHLD), q1);
+    vc_t kh = view_op(b, "view+transpose", k, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ORD_BHLD), k1);
+    vc_t vh = view_op(b, "view+transpose", v, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ORD_BHLD), v1);
     if (c->add_zero_attn) { /* cat([k, zeros(N*H, 1, hd)], dim=1) */
         kh = cat2(b, kh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, kh)), vc_n_sample((S2 + 1) * E));
         vh = cat2(b, vh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, vh)), vc_n_sample((S2 + 1) * E));
@@ -695,10 +726,9 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
         weights = attn;
         g.lout = LAY_BHLD;
     } else { /* §4.3: q.view(N, H, L, hd) etc. */
-        static const int ord[4] = {DB, DH, DL, DD};
-        vc_t q4 = view_op(b, "view", qh, vc_n_sample(L * E), lay_contig(g.lq, szq, ord), q2);
-        vc_t k4 = view_op(b, "view", kh, vc_n_sample(S2 * E), lay_contig(g.lk, szk2, ord), k2);
-        vc_t v4 = view_op(b, "view", vh, vc_n_sample(S2 * E), lay_contig(g.lv, szk2, ord), v2);
+        vc_t q4 = view_op(b, "view", qh, vc_n_sample(L * E), lay_contig(g.lq, szq, ORD_BHLD), q2);
+        vc_t k4 = view_op(b, "view", kh, vc_n_sample(S2 * E), lay_contig(g.lk, szk2, ORD_BHLD), k2);
+        vc_t v4 = view_op(b, "view", vh, vc_n_sample(S2 * E), lay_contig(g.lv, szk2, ORD_BHLD), v2);
         /* scaled_dot_product_attention is on autocast's lower-precision list */
         q4 = amp_cast_keep(b, q4);
         k4 = amp_cast_keep(b, k4);
