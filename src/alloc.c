@@ -25,15 +25,93 @@ typedef struct {
     int64_t size;
     int32_t prev, next; /* neighbours in the segment, -1 */
     bool free, small;
+    /* free blocks: position in the free list, and a treap node ordered by
+     * (small, size, position) so that best fit is a lower-bound search */
+    int32_t pos;
+    int32_t l, r;
+    uint32_t pri;
 } block;
 
 typedef struct {
     block *b;
     size_t n, cap;
-    int32_t *freelist; /* indices of free blocks (unordered) */
+    int32_t *freelist; /* indices of free blocks (unordered; order breaks ties) */
     size_t nfree, capfree;
+    int32_t root;      /* treap of free blocks */
+    uint32_t seed;
     int64_t reserved;
 } heap;
+
+static int key_cmp(const block *a, const block *b)
+{
+    if (a->small != b->small) return a->small < b->small ? -1 : 1;
+    if (a->size != b->size) return a->size < b->size ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* split t into keys < k and keys >= k */
+static void t_split(heap *h, int32_t t, const block *k, int32_t *a, int32_t *c)
+{
+    if (t < 0) {
+        *a = *c = -1;
+        return;
+    }
+    if (key_cmp(&h->b[t], k) < 0) {
+        t_split(h, h->b[t].r, k, &h->b[t].r, c);
+        *a = t;
+    } else {
+        t_split(h, h->b[t].l, k, a, &h->b[t].l);
+        *c = t;
+    }
+}
+
+static int32_t t_merge(heap *h, int32_t a, int32_t c)
+{
+    if (a < 0) return c;
+    if (c < 0) return a;
+    if (h->b[a].pri > h->b[c].pri) {
+        h->b[a].r = t_merge(h, h->b[a].r, c);
+        return a;
+    }
+    h->b[c].l = t_merge(h, a, h->b[c].l);
+    return c;
+}
+
+static void t_insert(heap *h, int32_t i)
+{
+    h->seed = h->seed * 1664525u + 1013904223u;
+    h->b[i].pri = h->seed;
+    h->b[i].l = h->b[i].r = -1;
+    int32_t a, c;
+    t_split(h, h->root, &h->b[i], &a, &c);
+    h->root = t_merge(h, t_merge(h, a, i), c);
+}
+
+static void t_erase(heap *h, int32_t i)
+{
+    int32_t *link = &h->root;
+    while (*link >= 0 && *link != i) {
+        int c = key_cmp(&h->b[i], &h->b[*link]);
+        link = c < 0 ? &h->b[*link].l : &h->b[*link].r;
+    }
+    if (*link == i) *link = t_merge(h, h->b[i].l, h->b[i].r);
+}
+
+/* the first free block of the pool with size >= size, lowest list position among equals */
+static int32_t t_lower_bound(const heap *h, bool small, int64_t size)
+{
+    block k = {size, -1, -1, true, small, -1, -1, -1, 0};
+    int32_t t = h->root, best = -1;
+    while (t >= 0) {
+        if (key_cmp(&h->b[t], &k) >= 0) {
+            best = t;
+            t = h->b[t].l;
+        } else {
+            t = h->b[t].r;
+        }
+    }
+    return best >= 0 && h->b[best].small == small ? best : -1;
+}
 
 static int32_t new_block(heap *h, int64_t size, bool small)
 {
@@ -44,7 +122,7 @@ static int32_t new_block(heap *h, int64_t size, bool small)
         h->b = nb;
         h->cap = nc;
     }
-    h->b[h->n] = (block){size, -1, -1, false, small};
+    h->b[h->n] = (block){size, -1, -1, false, small, -1, -1, -1, 0};
     return (int32_t)h->n++;
 }
 
@@ -57,30 +135,32 @@ static int push_free(heap *h, int32_t i)
         h->freelist = nf;
         h->capfree = nc;
     }
+    h->b[i].pos = (int32_t)h->nfree;
     h->freelist[h->nfree++] = i;
     h->b[i].free = true;
+    t_insert(h, i);
     return 0;
 }
 
 static void drop_free(heap *h, int32_t i)
 {
-    for (size_t k = 0; k < h->nfree; k++)
-        if (h->freelist[k] == i) {
-            h->freelist[k] = h->freelist[--h->nfree];
-            break;
-        }
+    size_t k = (size_t)h->b[i].pos;
+    t_erase(h, i);
+    int32_t last = h->freelist[--h->nfree];
+    if (last != i) { /* the last entry moves into the hole, as before */
+        t_erase(h, last);
+        h->freelist[k] = last;
+        h->b[last].pos = (int32_t)k;
+        t_insert(h, last);
+    }
     h->b[i].free = false;
+    h->b[i].pos = -1;
 }
 
 static int32_t h_malloc(heap *h, int64_t size)
 {
     bool small = size <= SMALL_SIZE;
-    int32_t best = -1;
-    for (size_t k = 0; k < h->nfree; k++) {
-        int32_t i = h->freelist[k];
-        if (h->b[i].small != small || h->b[i].size < size) continue;
-        if (best < 0 || h->b[i].size < h->b[best].size) best = i;
-    }
+    int32_t best = t_lower_bound(h, small, size);
     if (best >= 0) {
         drop_free(h, best);
     } else {
@@ -116,9 +196,11 @@ static void h_free(heap *h, int32_t i)
         if (B->next >= 0) h->b[B->next].prev = i;
     }
     if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
+        t_erase(h, p);
         h->b[p].size += B->size;
         h->b[p].next = B->next;
         if (B->next >= 0) h->b[B->next].prev = p;
+        t_insert(h, p);
         return;
     }
     push_free(h, i);
@@ -127,6 +209,8 @@ static void h_free(heap *h, int32_t i)
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n)
 {
     heap h = {0};
+    h.root = -1;
+    h.seed = 12345u;
     int32_t *blk = malloc((n + 1) * sizeof *blk);
     int64_t peak = -1;
     if (!blk) return -1;

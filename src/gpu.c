@@ -227,8 +227,8 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
         const char *u;
         int64_t m;
     } units[] = {
-        {"", 1}, {"b", 1}, {"kb", 1000}, {"mb", 1000000}, {"gb", 1000000000}, {"tb", INT64_C(1000000000000)},
-        {"kib", INT64_C(1) << 10}, {"mib", INT64_C(1) << 20}, {"gib", INT64_C(1) << 30}, {"tib", INT64_C(1) << 40},
+        {"", 1}, {"B", 1}, {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}, {"TB", INT64_C(1000000000000)},
+        {"KiB", INT64_C(1) << 10}, {"MiB", INT64_C(1) << 20}, {"GiB", INT64_C(1) << 30}, {"TiB", INT64_C(1) << 40},
     };
     if (!s) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a size such as 24GiB");
     int64_t mant;
@@ -236,12 +236,13 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
     const char *end = decimal(s, &mant, &scale);
     if (!end) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a size such as 24GiB, 80GB or 24000MiB, got '%s'", s);
     if (*end == ' ') end++;
-    char unit[8];
-    size_t n = strlen(end);
-    if (n >= sizeof unit) goto bad_unit;
-    for (size_t i = 0; i <= n; i++) unit[i] = (char)tolower((unsigned char)end[i]);
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
-        if (strcmp(unit, units[i].u)) continue;
+        /* as written (GiB) or all lower case (gib); not "Gb" (gigabits) */
+        char lower[8];
+        size_t k = 0;
+        for (; units[i].u[k]; k++) lower[k] = (char)tolower((unsigned char)units[i].u[k]);
+        lower[k] = '\0';
+        if (strcmp(end, units[i].u) && strcmp(end, lower)) continue;
         /* exact: mant * unit / 10^scale, rounded to the nearest byte */
         i128 v = (i128)mant * units[i].m;
         i128 p = pow10i(scale);
@@ -250,7 +251,6 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
         *bytes = (int64_t)v;
         return VC_OK;
     }
-bad_unit:
     return vc_set_error(err, VC_ERR_USAGE, NULL,
                         "unknown unit in '%s' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", s);
 }
@@ -295,6 +295,18 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
         if (out->total <= 0) return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': a GPU needs a positive size", spec);
         snprintf(out->name, sizeof out->name, "%s", spec);
     } else {
+        /* "a100": every preset it begins, else the nearest name */
+        char want[80], have[80], list[200] = "";
+        norm(base, want, sizeof want);
+        int np = 0;
+        for (size_t i = 0; i < vc_gpu_count() && want[0]; i++) {
+            norm(gpus[i].name, have, sizeof have);
+            if (strncmp(have, want, strlen(want))) continue;
+            size_t u = strlen(list);
+            snprintf(list + u, sizeof list - u, "%s'%s'", np ? " or " : "", gpus[i].name);
+            if (++np == 3) break;
+        }
+        if (np) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean %s? see --list-gpus)", base, list);
         const char *s = vc_gpu_suggest(base);
         if (s) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean '%s'? see --list-gpus)", base, s);
         return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (see --list-gpus, or give a size such as 24GiB)", base);

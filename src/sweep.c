@@ -205,58 +205,115 @@ vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_
     return sim_total(e, &s, total, err);
 }
 
-/* 1: fits, 0: does not (or overflows), -1: another error. */
-static int fits(vc_estimator *e, int64_t batch, int64_t capacity, int *count, vc_status *stp, vc_error *err)
+/* The max-batch search. total(batch) is non-decreasing (SPEC §3) and close
+ * to linear, so the boundary is predicted from the points already known and
+ * both sides of the prediction are tried; a bisection step follows any
+ * prediction that did not halve the bracket, and while no batch is known
+ * not to fit each new probe at least doubles the last fitting one. So the
+ * count stays O(log N) (exponential search, then bisection) while a
+ * near-linear model needs about 4 or 5 estimates. */
+typedef struct {
+    vc_estimator *e;
+    int64_t cap;
+    int n;
+    vc_status st;
+    vc_error *err;
+    int64_t lo, tlo;   /* largest batch known to fit, its total */
+    int64_t hi, thi;   /* smallest batch known not to fit (0: none yet); total, INT64_MAX on overflow */
+    int64_t pb, pt;    /* another fitting point, for the slope (pb < lo), 0 none */
+} search;
+
+/* 1: fits, 0: does not (or overflows), -1: another error. Updates the bracket. */
+static int probe(search *S, int64_t b)
 {
     vc_error tmp;
     memset(&tmp, 0, sizeof tmp);
     int64_t t;
-    ++*count;
-    vc_status st = vc_estimator_total(e, batch, &t, &tmp);
-    if (st == VC_ERR_OVERFLOW) return 0;
-    if (st) {
-        if (err && err->code == VC_OK) *err = tmp;
-        *stp = st;
+    S->n++;
+    vc_status st = vc_estimator_total(S->e, b, &t, &tmp);
+    if (st == VC_ERR_OVERFLOW) t = INT64_MAX;
+    else if (st) {
+        if (S->err && S->err->code == VC_OK) *S->err = tmp;
+        S->st = st;
         return -1;
     }
-    return t <= capacity;
+    if (t <= S->cap) {
+        if (b > S->lo) {
+            S->pb = S->lo;
+            S->pt = S->tlo;
+            S->lo = b;
+            S->tlo = t;
+        }
+        return 1;
+    }
+    if (!S->hi || b < S->hi) {
+        S->hi = b;
+        S->thi = t;
+    }
+    return 0;
 }
+
+__extension__ typedef __int128 i128;
+
+/* floor(a * b / c) for non-negative a, b and positive c, saturating */
+static int64_t muldiv(int64_t a, int64_t b, int64_t c)
+{
+    i128 v = (i128)a * b / c;
+    return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+/* The allocator model's coarsest step: totals wobble around a straight line
+ * by about one 20 MiB segment (kLargeBuffer). */
+#define NOISE (INT64_C(20) << 20)
 
 vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
                                  vc_error *err)
 {
-    int n = 0, f;
-    vc_status st = VC_OK;
+    search S = {e, capacity, 0, VC_OK, err, 0, 0, 0, 0, 0, 0};
     *max_batch = 0;
     if (estimates) *estimates = 0;
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
-    if ((f = fits(e, 1, capacity, &n, &st, err)) <= 0) {
-        if (estimates) *estimates = n;
-        return f < 0 ? st : VC_OK;
+    int f = probe(&S, 1);
+    if (f <= 0) goto out;
+    const int64_t t1 = S.tlo;
+    /* phase 1, no batch known not to fit: aim a segment's worth past the
+     * boundary that the slope from batch 1 predicts; while the total has not
+     * grown yet, or when the last aim fell short, multiply instead
+     * (exponential search) */
+    bool short_last = false;
+    while (!S.hi && S.lo < VC_MAX_BATCH_LIMIT) {
+        int64_t dt = S.tlo - t1, g = dt > 0 ? 2 * S.lo : 8 * S.lo;
+        if (S.lo > 1 && dt > 0) {
+            int64_t pred = S.lo + muldiv(S.cap - S.tlo, S.lo - 1, dt);
+            int64_t aim = pred + muldiv(NOISE, S.lo - 1, dt) + 1;
+            if (!short_last || aim > g) g = aim;
+        }
+        if (g > VC_MAX_BATCH_LIMIT) g = VC_MAX_BATCH_LIMIT;
+        if ((f = probe(&S, g)) < 0) goto out;
+        short_last = f;
     }
-    /* exponential search: lo fits, hi does not (or is past the limit) */
-    int64_t lo = 1, hi = 2;
-    while (hi <= VC_MAX_BATCH_LIMIT) {
-        if ((f = fits(e, hi, capacity, &n, &st, err)) < 0) goto fail;
-        if (!f) break;
-        lo = hi;
-        hi *= 2;
+    /* phase 2, lo fits and hi does not: interpolate, and probe the other
+     * side of the guess by the expected wobble so that both ends move;
+     * bisect after a round that did not halve the bracket */
+    bool halved = true;
+    while (S.hi && S.hi - S.lo > 1) {
+        int64_t width = S.hi - S.lo, g;
+        if (halved && S.thi != INT64_MAX) {
+            g = S.lo + muldiv(S.cap - S.tlo, width, S.thi - S.tlo);
+            if (g <= S.lo) g = S.lo + 1;
+            if (g >= S.hi) g = S.hi - 1;
+            int64_t d = muldiv(NOISE, width, S.thi - S.tlo) / 2 + 1;
+            if ((f = probe(&S, g)) < 0) goto out;
+            int64_t other = f ? g + d : g - d;
+            if (other > S.lo && other < S.hi && probe(&S, other) < 0) goto out;
+        } else {
+            g = S.lo + width / 2;
+            if (probe(&S, g) < 0) goto out;
+        }
+        halved = S.hi - S.lo <= width / 2;
     }
-    if (hi > VC_MAX_BATCH_LIMIT) {
-        *max_batch = lo; /* == VC_MAX_BATCH_LIMIT: memory does not grow with the batch */
-        if (estimates) *estimates = n;
-        return VC_OK;
-    }
-    while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if ((f = fits(e, mid, capacity, &n, &st, err)) < 0) goto fail;
-        if (f) lo = mid;
-        else hi = mid;
-    }
-    *max_batch = lo;
-    if (estimates) *estimates = n;
-    return VC_OK;
-fail:
-    if (estimates) *estimates = n;
-    return st;
+    *max_batch = S.lo;
+out:
+    if (estimates) *estimates = S.n;
+    return S.st;
 }

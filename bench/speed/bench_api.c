@@ -30,7 +30,7 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#define REPS 21
+#define REPS 5
 #define TIME(label, per, stmt)                                                      \
     do {                                                                            \
         double t_[REPS];                                                            \

@@ -216,8 +216,8 @@ const char *vc_gpu_suggest(const char *name);
 
 /* A byte size: plain bytes ("25769803776") or a number with a unit: B, KB,
  * MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024), e.g.
- * "24GiB", "24GB", "24000MiB", "1.5TB". Units are case-sensitive except that
- * k/m/g/t with "iB" are accepted in either case. */
+ * "24GiB", "24GB", "24000MiB", "1.5TB". A unit is written as here or in
+ * lower case ("24gib"); "Gb" (gigabits) is not a unit. */
 vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
 
 typedef struct {

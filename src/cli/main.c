@@ -1,7 +1,8 @@
 /*
  * main.c — the vramcalc command line (SPEC §2). Parses options, calls the
  * library, prints a report. Exit status: 0 estimated (and fits), 1 does not
- * fit --gpu, 2 bad usage or a bad model file.
+ * fit --gpu, 2 bad usage or a bad model file. A sweep exits 0 unless an
+ * error: each row carries its own fit.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -10,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report.h"
 #include "vramcalc/vramcalc.h"
 
 #define EXIT_NOFIT 1
 #define EXIT_USAGE 2
+#define MAX_SWEEP 100000 /* batch sizes in one --sweep */
 
 static const char usage[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
@@ -31,17 +34,27 @@ static const char usage[] =
     "      --attention A      auto (default), flash, efficient, math\n"
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
     "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
+    "  -g, --gpu G            check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus),\n"
+    "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P%% for headroom\n"
+    "                         (h100-80gb:90%%); exit status 1 when it does not fit\n"
+    "      --max-batch        with --gpu: the largest batch size that fits\n"
+    "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
+    "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
     "  -f, --format F         table (default), json, csv\n"
     "      --per-layer        a row per layer: output shape, parameters, saved activations\n"
+    "      --no-color         plain ASCII table, no colours (also: NO_COLOR=1)\n"
     "      --params N         counts-only estimate without a model (seed 003's calculator)\n"
     "      --activations N    with --params: activation elements per sample\n"
+    "      --list-gpus        the GPU presets, their memory and its source (with -f json/csv too)\n"
     "      --list-layers      the supported layer kinds\n"
     "      --trace            print the simulated timeline (one line per allocation or free)\n"
     "  -h, --help             this help\n"
     "      --version          print the version\n"
     "\n"
-    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB.\n"
-    "Exit status: 0 estimated, 1 does not fit --gpu, 2 bad usage or bad model file.\n";
+    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB are powers of\n"
+    "1000, KiB/MiB/GiB/TiB powers of 1024).\n"
+    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad model file;\n"
+    "with --sweep, 0 unless an error (each row says whether it fits).\n";
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int die(const char *fmt, ...)
@@ -53,6 +66,13 @@ static int die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return EXIT_USAGE;
+}
+
+static int die_err(const vc_error *err)
+{
+    char msg[1200];
+    vc_error_format(err, msg, sizeof msg);
+    return die("%s", msg);
 }
 
 /* A whole positive (or non-negative) decimal integer; no signs, exponents or junk. */
@@ -70,25 +90,13 @@ bad:
     return die("%s: expected a %s integer, got '%s'", opt, min > 0 ? "positive" : "non-negative", s ? s : "");
 }
 
-/* Bytes with an optional unit (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB). */
+/* Bytes with an optional unit (the library's vc_parse_size). */
 static int parse_size(const char *opt, const char *s, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (!s || !((*s >= '0' && *s <= '9') || *s == '.')) return die("%s: expected a size such as 24GiB, got '%s'", opt, s ? s : "");
-    double v = strtod(s, &end);
-    static const struct { const char *u; double m; } units[] = {
-        {"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
-        {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    };
-    for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
-        if (strcmp(end, units[i].u)) continue;
-        double b = v * units[i].m;
-        if (errno || b < 0 || b > 9.2e18) return die("%s: '%s' is out of range", opt, s);
-        *out = (int64_t)(b + 0.5);
-        return 0;
-    }
-    return die("%s: unknown unit in '%s' (use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB)", opt, s);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc_parse_size(s, out, &err)) return die("%s: %s", opt, err.msg);
+    return 0;
 }
 
 static int parse_shape(const char *s, int64_t *dims, int *nd)
@@ -110,6 +118,86 @@ static int parse_shape(const char *s, int64_t *dims, int *nd)
     return *nd ? 0 : die("--input: expected dimensions such as 3,224,224");
 }
 
+/* A positive integer inside a --sweep item: digits only, at most 2^53. */
+static const char *sweep_int(const char *p, int64_t *v)
+{
+    int64_t x = 0;
+    const char *q = p;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        x = x * 10 + (*q - '0');
+        if (x > (INT64_C(1) << 53)) return NULL;
+    }
+    if (q == p || x < 1) return NULL;
+    *v = x;
+    return q;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "1,8,32", "1:64", "1:64:8", "1:4096:x2", and lists of them: sorted, without repeats. */
+static int parse_sweep(const char *s, int64_t **out, size_t *n)
+{
+    size_t cap = 64, k = 0;
+    int64_t *v = malloc(cap * sizeof *v);
+    if (!v) return die("out of memory");
+    const char *p = s;
+    int rc = 0;
+    for (;;) {
+        int64_t a, b, step = 1;
+        bool geo = false;
+        const char *q = sweep_int(p, &a);
+        if (!q) goto bad;
+        b = a;
+        if (*q == ':') {
+            if (!(q = sweep_int(q + 1, &b)) || b < a) goto bad;
+            if (*q == ':') {
+                q++;
+                if (*q == 'x' || *q == '*') {
+                    geo = true;
+                    q++;
+                }
+                if (!(q = sweep_int(q, &step)) || (geo && step < 2)) goto bad;
+            }
+        }
+        for (int64_t x = a; x <= b;) {
+            if (k == MAX_SWEEP) {
+                rc = die("--sweep: more than %d batch sizes in '%s'", MAX_SWEEP, s);
+                goto fail;
+            }
+            if (k == cap) {
+                int64_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+                if (!nv) {
+                    rc = die("out of memory");
+                    goto fail;
+                }
+                v = nv;
+            }
+            v[k++] = x;
+            if (geo ? x > b / step : x > b - step) break;
+            x = geo ? x * step : x + step;
+        }
+        if (!*q) break;
+        if (*q != ',') goto bad;
+        p = q + 1;
+    }
+    qsort(v, k, sizeof *v, cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || v[u - 1] != v[i]) v[u++] = v[i];
+    *out = v;
+    *n = u;
+    return 0;
+bad:
+    rc = die("--sweep: expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", s);
+fail:
+    free(v);
+    return rc;
+}
+
 static int choose(const char *opt, const char *s, int v, const char *choices)
 {
     if (v < 0) return die("%s: unknown value '%s' (choose %s)", opt, s, choices);
@@ -118,10 +206,184 @@ static int choose(const char *opt, const char *s, int v, const char *choices)
 
 static void print_line(void *ctx, const char *text) { fprintf(ctx, "%s\n", text); }
 
+static bool mentions_utf8(const char *s)
+{
+    char low[128];
+    size_t i = 0;
+    for (; s[i] && i + 1 < sizeof low; i++) low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    low[i] = '\0';
+    return strstr(low, "utf-8") || strstr(low, "utf8");
+}
+
+/* Unicode blocks on a UTF-8 terminal; colour on a terminal unless --no-color,
+ * NO_COLOR (https://no-color.org) or TERM=dumb; --no-color also means ASCII. */
+static vc_term detect_term(bool no_color)
+{
+    vc_term t = {false, false};
+    if (no_color || !isatty(STDOUT_FILENO)) return t;
+    const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            t.utf8 = mentions_utf8(v);
+            break;
+        }
+    }
+    const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
+    t.color = !(nc && *nc) && !(term && !strcmp(term, "dumb"));
+    return t;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int list_gpus(const char *format)
+{
+    char b[32];
+    if (!strcmp(format, "json")) {
+        printf("{\n  \"schema_version\": 1,\n  \"gpus\": [");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            printf("%s\n    {\"name\": ", i ? "," : "");
+            json_str(stdout, g->name);
+            printf(", \"product\": ");
+            json_str(stdout, g->label);
+            printf(", \"vendor\": ");
+            json_str(stdout, g->vendor);
+            printf(", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
+            json_str(stdout, g->source);
+            printf("}");
+        }
+        printf("\n  ]\n}\n");
+    } else if (!strcmp(format, "csv")) {
+        printf("name,product,vendor,capacity,hopper,source\n");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            printf("%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
+                   g->hopper ? "true" : "false", g->source);
+        }
+    } else {
+        printf("%-11s %10s %14s  %-6s %-5s  %s\n", "name", "memory", "bytes", "vendor", "sm90+", "product; source of the figure");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            format_bytes(g->capacity, b, sizeof b);
+            printf("%-11s %10s %14" PRId64 "  %-6s %-5s  %s\n%52s%s\n", g->name, b, g->capacity, g->vendor,
+                   g->hopper ? "yes" : "", g->label, "", g->source);
+        }
+        printf("\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device; sm90+: the\n"
+               "preset sets the Hopper/Blackwell cuBLAS workspace (32 MiB). Keep headroom with NAME:90%%.\n");
+    }
+    return fflush(stdout) ? EXIT_USAGE : 0;
+}
+
 enum {
     OPT_INPUT = 256, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
-    OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE,
+    OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
 };
+
+typedef struct {
+    const char *format, *plot, *file;
+    bool per_layer, counts, max_batch;
+    vc_gpu_spec gpu;
+    bool have_gpu;
+    vc_term term;
+    int64_t *sweep;
+    size_t nsweep;
+} cli;
+
+static void print_one(const cli *c, const vc_report *rep)
+{
+    if (!strcmp(c->format, "json")) report_json(stdout, rep);
+    else if (!strcmp(c->format, "csv")) {
+        report_csv_header(stdout, rep);
+        report_csv_row(stdout, rep);
+    } else report_table(stdout, rep);
+}
+
+static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *o)
+{
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    int rc = 0;
+    vc_result *rows = calloc(c->nsweep, sizeof *rows);
+    vc_plot_point *pts = calloc(c->nsweep, sizeof *pts);
+    if (!rows || !pts) {
+        rc = die("out of memory");
+        goto out;
+    }
+    int64_t plot_max = -1;
+    if (c->have_gpu && (c->max_batch || c->plot)) {
+        if (vc_estimator_max_batch(e, c->gpu.capacity, &plot_max, NULL, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
+    }
+    rep->max_batch = c->max_batch ? plot_max : -1;
+    /* every row first, so that an error leaves stdout empty */
+    for (size_t i = 0; i < c->nsweep; i++) {
+        if (vc_estimator_run(e, c->sweep[i], &rows[i], &err)) {
+            char msg[1200];
+            vc_error_format(&err, msg, sizeof msg);
+            rc = die("batch %" PRId64 ": %s", c->sweep[i], msg);
+            goto out;
+        }
+        const vc_memory *m = &rows[i].memory;
+        pts[i] = (vc_plot_point){c->sweep[i], m->weights, m->gradients, m->optimizer_states, m->activations,
+                                 m->peak_allocated, m->total, !c->have_gpu || m->total <= c->gpu.capacity};
+    }
+    if (c->plot) {
+        char sub[256];
+        snprintf(sub, sizeof sub, "%s, %s%s%s%s%s", vc_mode_name(o->mode), vc_precision_name(o->precision),
+                 o->mode == VC_MODE_TRAIN ? ", " : "", o->mode == VC_MODE_TRAIN ? vc_optim_name(o->optim) : "",
+                 c->have_gpu ? ", on " : "", c->have_gpu ? c->gpu.name : "");
+        vc_plot p = {rep->model[0] ? rep->model : rep->file ? rep->file : "counts-only estimate", sub, pts, c->nsweep,
+                     c->have_gpu ? c->gpu.name : NULL, c->gpu.capacity, plot_max};
+        if (svg_write(c->plot, &p)) {
+            rc = die("--plot: cannot write '%s': %s", c->plot, strerror(errno));
+            goto out;
+        }
+    }
+    bool json = !strcmp(c->format, "json"), csv = !strcmp(c->format, "csv");
+    if (json) report_json_sweep_begin(stdout);
+    for (size_t i = 0; i < c->nsweep; i++) {
+        o->batch = c->sweep[i];
+        rep->r = &rows[i];
+        if (json) report_json_sweep_row(stdout, rep, i == 0);
+        else if (csv) {
+            if (!i) report_csv_header(stdout, rep);
+            report_csv_row(stdout, rep);
+        } else {
+            if (!i) report_sweep_table_begin(stdout, rep);
+            report_sweep_table_row(stdout, rep);
+        }
+        /* --per-layer in a table sweep: the rows follow their summary line */
+        if (!json && !csv && rep->per_layer && rows[i].nlayers) {
+            for (size_t l = 0; l < rows[i].nlayers; l++) {
+                const vc_layer_info *li = &rows[i].layers[l];
+                char sb[32];
+                format_bytes(li->activations, sb, sizeof sb);
+                printf("  %10s   %-32s %-20s %14" PRId64 " params %12s saved\n", "", li->name, li->kind,
+                       li->parameters, sb);
+            }
+        }
+    }
+    if (json) report_json_sweep_end(stdout, rep);
+    else if (!csv) report_sweep_table_end(stdout, rep);
+    if (fflush(stdout)) rc = EXIT_USAGE;
+out:
+    if (rows)
+        for (size_t i = 0; i < c->nsweep; i++) vc_result_free(&rows[i]);
+    free(rows);
+    free(pts);
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -134,18 +396,25 @@ int main(int argc, char **argv)
         {"format", required_argument, 0, 'f'},      {"per-layer", no_argument, 0, OPT_PER_LAYER},
         {"params", required_argument, 0, OPT_PARAMS}, {"activations", required_argument, 0, OPT_ACTS},
         {"list-layers", no_argument, 0, OPT_LIST_LAYERS}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, OPT_VERSION},  {"trace", no_argument, 0, OPT_TRACE},   {0, 0, 0, 0},
+        {"version", no_argument, 0, OPT_VERSION},  {"trace", no_argument, 0, OPT_TRACE},
+        {"gpu", required_argument, 0, 'g'},         {"max-batch", no_argument, 0, OPT_MAX_BATCH},
+        {"sweep", required_argument, 0, OPT_SWEEP}, {"plot", required_argument, 0, OPT_PLOT},
+        {"no-color", no_argument, 0, OPT_NO_COLOR}, {"no-colour", no_argument, 0, OPT_NO_COLOR},
+        {"list-gpus", no_argument, 0, OPT_LIST_GPUS}, {0, 0, 0, 0},
     };
     vc_options o;
     vc_options_init(&o);
-    const char *input = NULL, *format = "table";
-    bool per_layer = false, counts = false, have_acts = false, trace = false;
+    cli c;
+    memset(&c, 0, sizeof c);
+    c.format = "table";
+    const char *input = NULL, *gpu = NULL, *sweep = NULL;
+    bool have_acts = false, trace = false, batch_given = false, no_color = false, gpus = false;
     int64_t params = 0, acts = 0;
-    int c, rc;
+    int ch, rc;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:o:p:m:f:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'b': if ((rc = parse_count("--batch", optarg, 1, &o.batch))) return rc; break;
+    while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'b': batch_given = true; if ((rc = parse_count("--batch", optarg, 1, &o.batch))) return rc; break;
         case OPT_INPUT: input = optarg; break;
         case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
@@ -156,13 +425,19 @@ int main(int argc, char **argv)
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
         case OPT_CTX: if ((rc = parse_size("--context", optarg, &o.context))) return rc; break;
         case 'f':
-            format = optarg;
-            if (strcmp(format, "table") && strcmp(format, "json") && strcmp(format, "csv"))
+            c.format = optarg;
+            if (strcmp(c.format, "table") && strcmp(c.format, "json") && strcmp(c.format, "csv"))
                 return die("--format: unknown value '%s' (choose table, json or csv)", optarg);
             break;
-        case OPT_PER_LAYER: per_layer = true; break;
+        case 'g': gpu = optarg; break;
+        case OPT_MAX_BATCH: c.max_batch = true; break;
+        case OPT_SWEEP: sweep = optarg; break;
+        case OPT_PLOT: c.plot = optarg; break;
+        case OPT_NO_COLOR: no_color = true; break;
+        case OPT_LIST_GPUS: gpus = true; break;
+        case OPT_PER_LAYER: c.per_layer = true; break;
         case OPT_TRACE: trace = true; break;
-        case OPT_PARAMS: counts = true; if ((rc = parse_count("--params", optarg, 0, &params))) return rc; break;
+        case OPT_PARAMS: c.counts = true; if ((rc = parse_count("--params", optarg, 0, &params))) return rc; break;
         case OPT_ACTS: have_acts = true; if ((rc = parse_count("--activations", optarg, 0, &acts))) return rc; break;
         case OPT_LIST_LAYERS:
             for (size_t i = 0; i < vc_kind_count(); i++) printf("%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
@@ -176,64 +451,93 @@ int main(int argc, char **argv)
             return die("unknown option '%s' (see vramcalc --help)", argv[optind - 1]);
         }
     }
-    if (have_acts && !counts) return die("--activations goes with --params");
+    if (gpus) return list_gpus(c.format);
+    if (have_acts && !c.counts) return die("--activations goes with --params");
+    if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
+    if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
+    if (sweep && batch_given) return die("give either --batch or --sweep, not both");
+    if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;
     memset(&err, 0, sizeof err);
+    if (gpu) {
+        if (vc_gpu_parse(gpu, &c.gpu, &err)) return die("--gpu: %s", err.msg);
+        c.have_gpu = true;
+        if (c.gpu.preset && c.gpu.preset->hopper) o.hopper = 1;
+    }
+    if (sweep && (rc = parse_sweep(sweep, &c.sweep, &c.nsweep))) return rc;
+    c.term = detect_term(no_color);
+
     vc_result r;
-    vc_report rep = {"", NULL, &o, &r, per_layer, counts};
+    memset(&r, 0, sizeof r);
+    vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term};
     vc_model *m = NULL;
-    if (counts) {
-        if (optind < argc) return die("give either a model file or --params, not both");
-        if (vc_estimate_counts(params, acts, &o, &r, &err)) {
-            char msg[1200];
-            vc_error_format(&err, msg, sizeof msg);
-            return die("%s", msg);
+    vc_estimator *e = NULL;
+    rc = 0;
+    if (c.counts) {
+        if (optind < argc) {
+            rc = die("give either a model file or --params, not both");
+            goto out;
         }
     } else {
-        if (optind >= argc) return die("no model file (see vramcalc --help)");
-        if (optind + 1 < argc) return die("unexpected argument '%s' (one model file at a time)", argv[optind + 1]);
-        const char *path = argv[optind];
-        rep.file = path;
-        char msg[1200];
-        if (vc_model_load_file(path, &m, &err)) {
-            vc_error_format(&err, msg, sizeof msg);
-            return die("%s", msg);
+        if (optind >= argc) {
+            rc = die("no model file (see vramcalc --help)");
+            goto out;
+        }
+        if (optind + 1 < argc) {
+            rc = die("unexpected argument '%s' (one model file at a time)", argv[optind + 1]);
+            goto out;
+        }
+        rep.file = argv[optind];
+        if (vc_model_load_file(rep.file, &m, &err)) {
+            rc = die_err(&err);
+            goto out;
         }
         if (input) {
             int64_t dims[VC_MAX_DIMS];
             int nd;
-            if ((rc = parse_shape(input, dims, &nd))) {
-                vc_model_free(m);
-                return rc;
-            }
+            if ((rc = parse_shape(input, dims, &nd))) goto out;
             if (vc_model_set_input_shape(m, dims, nd, &err)) {
-                vc_error_format(&err, msg, sizeof msg);
-                vc_model_free(m);
-                return die("%s", msg);
+                rc = die_err(&err);
+                goto out;
             }
         }
         rep.model = vc_model_name(m);
         if (trace) {
-            rc = vc_trace(m, &o, print_line, stdout, &err) ? EXIT_USAGE : 0;
-            if (rc) {
-                vc_error_format(&err, msg, sizeof msg);
-                die("%s", msg);
-            }
-            vc_model_free(m);
-            return rc;
-        }
-        if (vc_estimate(m, &o, &r, &err)) {
-            vc_error_format(&err, msg, sizeof msg);
-            vc_model_free(m);
-            return die("%s", msg);
+            if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
+            goto out;
         }
     }
-    if (!strcmp(format, "json")) report_json(stdout, &rep);
-    else if (!strcmp(format, "csv")) {
-        report_csv_header(stdout);
-        report_csv_row(stdout, &rep);
-    } else report_table(stdout, &rep);
+    if (sweep || c.max_batch) {
+        /* one plan for every batch size (the first one tried is o.batch) */
+        vc_status st = c.counts ? vc_estimator_new_counts(params, acts, &o, &e, &err)
+                                : vc_estimator_new(m, &o, c.per_layer && sweep ? 0 : VC_EST_NO_LAYERS, &e, &err);
+        if (st) {
+            rc = die_err(&err);
+            goto out;
+        }
+    }
+    if (sweep) {
+        rc = run_sweep(&c, e, &rep, &o);
+        goto out;
+    }
+    if (c.max_batch) {
+        if (vc_estimator_max_batch(e, c.gpu.capacity, &rep.max_batch, NULL, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
+        /* the report is for --batch if given, else for the max batch (or 1) */
+        if (!batch_given) o.batch = rep.max_batch > 0 ? rep.max_batch : 1;
+    }
+    if (c.counts ? vc_estimate_counts(params, acts, &o, &r, &err) : vc_estimate(m, &o, &r, &err)) {
+        rc = die_err(&err);
+        goto out;
+    }
+    print_one(&c, &rep);
+    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 ? EXIT_NOFIT : 0;
+out:
     vc_result_free(&r);
+    vc_estimator_free(e);
     vc_model_free(m);
-    return fflush(stdout) ? EXIT_USAGE : 0;
+    free(c.sweep);
+    return rc;
 }

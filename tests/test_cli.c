@@ -1,0 +1,627 @@
+/*
+ * test_cli.c — the command line against SPEC §2/§3 and issue 4: exit codes,
+ * JSON and CSV shapes, --gpu fit checks, --max-batch's exact boundary,
+ * --sweep output, --list-gpus, and the table's ASCII bar on a pipe.
+ *
+ * Runs the built CLI (VC_CLI) on small models written to a temporary
+ * directory (Linear, activations, Identity, Flatten: the kinds every build
+ * has).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+static char tmpdir[256];
+static char mlp[300], flat[300], wide[300];
+
+typedef struct {
+    int status;
+    char *out, *err;
+    size_t out_len, err_len;
+} run_result;
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    if (f) {
+        size_t k;
+        while ((k = fread(b + n, 1, cap - n - 1, f)) > 0) {
+            n += k;
+            if (cap - n < 2) {
+                b = realloc(b, cap *= 2);
+                assert_non_null(b);
+            }
+        }
+        fclose(f);
+    }
+    b[n] = '\0';
+    *len = n;
+    return b;
+}
+
+static void run_free(run_result *r)
+{
+    free(r->out);
+    free(r->err);
+    memset(r, 0, sizeof *r);
+}
+
+/* Runs VC_CLI with the NULL-terminated arguments; stdout and stderr captured. */
+static void run_argv(const char *const *args, run_result *r)
+{
+    char outp[320], errp[320];
+    snprintf(outp, sizeof outp, "%s/stdout", tmpdir);
+    snprintf(errp, sizeof errp, "%s/stderr", tmpdir);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = VC_CLI;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fi = open("/dev/null", O_RDONLY);
+        int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fi < 0 || fo < 0 || fe < 0) _exit(127);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(VC_CLI, (char *const *)argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->out = slurp(outp, &r->out_len);
+    r->err = slurp(errp, &r->err_len);
+}
+
+#define RUN(r, ...)                                                   \
+    do {                                                              \
+        const char *a_[] = {__VA_ARGS__, NULL};                       \
+        run_argv(a_, (r));                                            \
+    } while (0)
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/vc_test_cli.XXXXXX");
+    if (!mkdtemp(tmpdir)) return -1;
+    snprintf(mlp, sizeof mlp, "%s/mlp.json", tmpdir);
+    snprintf(flat, sizeof flat, "%s/flat.json", tmpdir);
+    snprintf(wide, sizeof wide, "%s/wide.json", tmpdir);
+    write_file(mlp, "{\"name\": \"tiny-mlp\", \"input\": [64], \"layers\": [\n"
+                    "  {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 256},\n"
+                    "  {\"type\": \"ReLU\"},\n"
+                    "  {\"type\": \"Linear\", \"in_features\": 256, \"out_features\": 10}]}\n");
+    write_file(flat, "{\"name\": \"flat\", \"input\": [3, 8, 8], \"layers\": [\n"
+                     "  {\"type\": \"Flatten\"},\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 192, \"out_features\": 96, \"bias\": false},\n"
+                     "  {\"type\": \"GELU\"}, {\"type\": \"Identity\"},\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 96, \"out_features\": 4}]}\n");
+    write_file(wide, "{\"name\": \"wide\", \"input\": [1024], \"layers\": [\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 4096},\n"
+                     "  {\"type\": \"SiLU\"},\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 4096, \"out_features\": 4096},\n"
+                     "  {\"type\": \"Tanh\"},\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 4096, \"out_features\": 1024}]}\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- helpers on JSON ---- */
+
+static cJSON *parse(const run_result *r)
+{
+    cJSON *j = cJSON_Parse(r->out);
+    if (!j) fail_msg("not JSON (exit %d): %.300s / %.300s", r->status, r->out, r->err);
+    return j;
+}
+
+static int64_t num(const cJSON *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *c = o;
+    for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, ".")) {
+        c = cJSON_GetObjectItemCaseSensitive(c, tok);
+        if (!c) fail_msg("missing key %s", path);
+    }
+    if (cJSON_IsBool(c)) return cJSON_IsTrue(c);
+    if (!cJSON_IsNumber(c)) fail_msg("%s is not a number", path);
+    return (int64_t)c->valuedouble;
+}
+
+static bool has(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key) != NULL; }
+
+/* SPEC §3: the keys of one estimate, and the identities between them. */
+static void check_estimate(const cJSON *j, bool gpu)
+{
+    static const char *const top[] = {"schema_version", "model", "mode", "batch", "precision", "optimizer",
+                                      "parameters", "trainable_parameters", "memory", "peak"};
+    for (size_t i = 0; i < sizeof top / sizeof *top; i++)
+        if (!has(j, top[i])) fail_msg("missing key %s", top[i]);
+    assert_int_equal(num(j, "schema_version"), 1);
+    static const char *const mem[] = {"weights", "gradients", "optimizer_states", "activations", "workspace",
+                                      "peak_allocated", "reserved", "cuda_context", "total"};
+    const cJSON *m = cJSON_GetObjectItem(j, "memory");
+    for (size_t i = 0; i < sizeof mem / sizeof *mem; i++)
+        if (!cJSON_IsNumber(cJSON_GetObjectItem(m, mem[i]))) fail_msg("memory.%s missing", mem[i]);
+    const cJSON *p = cJSON_GetObjectItem(j, "peak");
+    static const char *const pk[] = {"phase", "layer", "kind"};
+    for (size_t i = 0; i < 3; i++)
+        if (!cJSON_IsString(cJSON_GetObjectItem(p, pk[i]))) fail_msg("peak.%s missing", pk[i]);
+    int64_t sum = num(j, "peak.weights") + num(j, "peak.gradients") + num(j, "peak.optimizer_states") +
+                  num(j, "peak.activations") + num(j, "peak.temporaries") + num(j, "peak.workspace");
+    assert_int_equal(sum, num(j, "memory.peak_allocated"));
+    assert_int_equal(num(j, "memory.total"), num(j, "memory.reserved") + num(j, "memory.cuda_context"));
+    assert_true(has(j, "gpu") == gpu);
+    if (gpu) {
+        const cJSON *g = cJSON_GetObjectItem(j, "gpu");
+        assert_true(cJSON_IsString(cJSON_GetObjectItem(g, "name")));
+        assert_true(cJSON_IsBool(cJSON_GetObjectItem(g, "fits")));
+        assert_int_equal(num(j, "gpu.free"), num(j, "gpu.capacity") - num(j, "memory.total"));
+        assert_int_equal(num(j, "gpu.fits"), num(j, "memory.total") <= num(j, "gpu.capacity"));
+    }
+}
+
+/* The rule for bad usage: exit 2, nothing on stdout, one line on stderr. */
+static void check_usage_error(const run_result *r, const char *expected)
+{
+    if (r->status != 2 || r->out_len != 0 || strncmp(r->err, "vramcalc: ", 10) ||
+        !memchr(r->err, '\n', r->err_len) || (size_t)((char *)memchr(r->err, '\n', r->err_len) - r->err) + 1 != r->err_len ||
+        (expected && !strstr(r->err, expected)))
+        fail_msg("expected exit 2, no stdout, one stderr line with '%s'; got exit %d, stdout %zu bytes, stderr: %s",
+                 expected ? expected : "", r->status, r->out_len, r->err);
+}
+
+/* ---- tests ---- */
+
+static void test_exit_codes(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, mlp, "-b", "4");
+    assert_int_equal(r.status, 0);
+    assert_true(r.out_len > 0);
+    run_free(&r);
+    RUN(&r, mlp, "--batch", "0");
+    check_usage_error(&r, "--batch");
+    run_free(&r);
+    RUN(&r, mlp, "--batch", "-1");
+    check_usage_error(&r, "--batch");
+    run_free(&r);
+    RUN(&r, mlp, "--batch", "1e99");
+    check_usage_error(&r, "--batch");
+    run_free(&r);
+    RUN(&r, mlp, "--batch", "99999999999999999999999");
+    check_usage_error(&r, "--batch");
+    run_free(&r);
+    RUN(&r, mlp, "--optim", "adamm");
+    check_usage_error(&r, "adamm");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "h100-80gbb");
+    check_usage_error(&r, "did you mean 'h100-80gb'");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "a100");
+    check_usage_error(&r, "did you mean 'a100-40gb' or 'a100-80gb'");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "24Gb");
+    check_usage_error(&r, "unknown unit");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "h100-80gb:0%");
+    check_usage_error(&r, "percentage");
+    run_free(&r);
+    RUN(&r, mlp, "--max-batch");
+    check_usage_error(&r, "--max-batch needs --gpu");
+    run_free(&r);
+    RUN(&r, mlp, "--plot", "x.svg");
+    check_usage_error(&r, "--plot needs --sweep");
+    run_free(&r);
+    static const char *const bad_sweeps[] = {"0", "1:0", "4:2", "1:8:x1", "1:8:0", "1,,2", "1:", "a", "1:2:3:4", "-1"};
+    for (size_t i = 0; i < sizeof bad_sweeps / sizeof *bad_sweeps; i++) {
+        RUN(&r, mlp, "--sweep", bad_sweeps[i]);
+        check_usage_error(&r, "--sweep");
+        run_free(&r);
+    }
+    RUN(&r, mlp, "--sweep", "1:1000000000");
+    check_usage_error(&r, "more than");
+    run_free(&r);
+    RUN(&r, mlp, "--sweep", "1:4", "-b", "2");
+    check_usage_error(&r, "--batch or --sweep");
+    run_free(&r);
+    /* does not fit: exit 1, the report still printed */
+    RUN(&r, mlp, "--gpu", "1MiB");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "DOES NOT FIT"));
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "1MiB", "-f", "json");
+    assert_int_equal(r.status, 1);
+    cJSON *j = parse(&r);
+    check_estimate(j, true);
+    assert_int_equal(num(j, "gpu.fits"), 0);
+    assert_true(num(j, "gpu.free") < 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "h100-80gb", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    check_estimate(j, true);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "gpu"), "name")->valuestring, "h100-80gb");
+    assert_int_equal(num(j, "gpu.capacity"), INT64_C(81559) * 1048576);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* a sweep exits 0 although some rows do not fit */
+    RUN(&r, wide, "--sweep", "1,1000000", "--gpu", "24GiB", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    cJSON *rows = cJSON_GetObjectItem(j, "sweep");
+    assert_int_equal(cJSON_GetArraySize(rows), 2);
+    assert_int_equal(num(cJSON_GetArrayItem(rows, 0), "gpu.fits"), 1);
+    assert_int_equal(num(cJSON_GetArrayItem(rows, 1), "gpu.fits"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* existing modes still work */
+    RUN(&r, "--params", "1000000", "--activations", "5000", "-b", "8", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    check_estimate(j, false);
+    assert_int_equal(num(j, "memory.weights"), 4000000);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "--trace");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "end of forward"));
+    run_free(&r);
+    RUN(&r, mlp, "--per-layer", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "layers")), 3);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+static void test_json_and_csv(void **state)
+{
+    (void)state;
+    const char *const models[] = {mlp, flat, wide};
+    const char *const precs[] = {"fp32", "fp16", "bf16", "amp-fp16", "amp-bf16", "mixed-fp16", "mixed-bf16"};
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++)
+            for (int mode = 0; mode < 2; mode++) {
+                run_result r;
+                RUN(&r, models[mi], "-b", "3", "-p", precs[pi], "-m", mode ? "infer" : "train", "-f", "json");
+                assert_int_equal(r.status, 0);
+                cJSON *j = parse(&r);
+                check_estimate(j, false);
+                assert_int_equal(num(j, "batch"), 3);
+                cJSON_Delete(j);
+                run_free(&r);
+            }
+    run_result r;
+    RUN(&r, flat, "-b", "5", "-f", "csv", "--gpu", "rtx4090");
+    assert_int_equal(r.status, 0);
+    char *nl = strchr(r.out, '\n');
+    assert_non_null(nl);
+    *nl = '\0';
+    char *row = nl + 1;
+    char *end = strchr(row, '\n');
+    assert_non_null(end);
+    assert_string_equal(end + 1, ""); /* exactly one row */
+    *end = '\0';
+    assert_non_null(strstr(r.out, "memory.peak_allocated"));
+    assert_non_null(strstr(r.out, "gpu.fits"));
+    int hc = 1, rc = 1;
+    for (char *p = r.out; *p; p++) hc += *p == ',';
+    for (char *p = row; *p; p++) rc += *p == ',';
+    assert_int_equal(hc, rc);
+    run_free(&r);
+}
+
+/* --max-batch N: N fits and N + 1 does not, checked with --batch N / N + 1. */
+static void check_boundary(const char *const *extra, const char *gpu)
+{
+    const char *args[32];
+    int n = 0;
+    for (int i = 0; extra[i]; i++) args[n++] = extra[i];
+    args[n++] = "--gpu";
+    args[n++] = gpu;
+    args[n++] = "-f";
+    args[n++] = "json";
+    int base = n;
+    args[n++] = "--max-batch";
+    args[n] = NULL;
+    run_result r;
+    run_argv(args, &r);
+    cJSON *j = parse(&r);
+    int64_t N = num(j, "max_batch");
+    check_estimate(j, true);
+    assert_int_equal(r.status, N > 0 ? 0 : 1);
+    if (N > 0) assert_int_equal(num(j, "batch"), N);
+    cJSON_Delete(j);
+    run_free(&r);
+    char b[32];
+    for (int64_t k = N > 0 ? N : 1; k <= N + 1; k++) {
+        snprintf(b, sizeof b, "%" PRId64, k);
+        args[base] = "--batch";
+        args[base + 1] = b;
+        args[base + 2] = NULL;
+        run_argv(args, &r);
+        j = parse(&r);
+        bool fits = num(j, "gpu.fits");
+        if (fits != (k <= N)) fail_msg("%s on %s: max batch %" PRId64 " but batch %" PRId64 " %s", extra[0], gpu, N, k,
+                                       fits ? "fits" : "does not fit");
+        assert_int_equal(r.status, fits ? 0 : 1);
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+}
+
+static void test_max_batch(void **state)
+{
+    (void)state;
+    const char *const gpus[] = {"600MiB", "1GiB", "3GB", "rtx3060", "t4:90%", "h100-80gb"};
+    const char *m_train[] = {wide, NULL};
+    const char *m_infer[] = {wide, "-m", "infer", "-p", "fp16", NULL};
+    const char *m_amp[] = {flat, "-p", "amp-bf16", "-o", "sgd", NULL};
+    const char *m_mixed[] = {mlp, "-p", "mixed-bf16", "-o", "adamw", NULL};
+    const char *m_counts[] = {"--params", "100000000", "--activations", "2000000", NULL};
+    const char *const *cases[] = {m_train, m_infer, m_amp, m_mixed, m_counts};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t g = 0; g < sizeof gpus / sizeof *gpus; g++) check_boundary(cases[c], gpus[g]);
+    /* batch 1 does not fit: 0, exit 1 */
+    run_result r;
+    RUN(&r, wide, "--gpu", "100MiB", "--max-batch", "-f", "json");
+    assert_int_equal(r.status, 1);
+    cJSON *j = parse(&r);
+    assert_int_equal(num(j, "max_batch"), 0);
+    assert_int_equal(num(j, "gpu.fits"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* memory that does not grow with the batch: the documented search limit */
+    RUN(&r, "--params", "1000", "--gpu", "1GiB", "--max-batch", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "max_batch"), INT64_C(1) << 40);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
+static void test_sweep(void **state)
+{
+    (void)state;
+    run_result r;
+    /* list forms */
+    struct {
+        const char *spec;
+        int n;
+        int64_t first, last;
+    } forms[] = {{"1,8,32", 3, 1, 32}, {"1:64", 64, 1, 64}, {"1:4096:x2", 13, 1, 4096}, {"1:64:8", 8, 1, 57},
+                 {"32,1,8,8", 3, 1, 32}, {"3:100:x3", 4, 3, 81}, {"1:4,16:20", 9, 1, 20}};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        RUN(&r, mlp, "--sweep", forms[i].spec, "-f", "json");
+        assert_int_equal(r.status, 0);
+        cJSON *j = parse(&r);
+        assert_int_equal(num(j, "schema_version"), 1);
+        cJSON *rows = cJSON_GetObjectItem(j, "sweep");
+        if (cJSON_GetArraySize(rows) != forms[i].n) fail_msg("%s: %d rows", forms[i].spec, cJSON_GetArraySize(rows));
+        assert_int_equal(num(cJSON_GetArrayItem(rows, 0), "batch"), forms[i].first);
+        assert_int_equal(num(cJSON_GetArrayItem(rows, forms[i].n - 1), "batch"), forms[i].last);
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    /* rows equal single estimates */
+    const char *const models[] = {mlp, flat, wide};
+    for (size_t mi = 0; mi < 3; mi++)
+        for (int mode = 0; mode < 2; mode++) {
+            RUN(&r, models[mi], "--sweep", "1:256:51", "-m", mode ? "infer" : "train", "-f", "json", "--gpu", "rtx4090");
+            assert_int_equal(r.status, 0);
+            cJSON *j = parse(&r);
+            cJSON *rows = cJSON_GetObjectItem(j, "sweep");
+            assert_int_equal(cJSON_GetArraySize(rows), 6);
+            for (int i = 0; i < 6; i++) {
+                cJSON *row = cJSON_GetArrayItem(rows, i);
+                check_estimate(row, true);
+                char bs[16];
+                snprintf(bs, sizeof bs, "%d", 1 + 51 * i);
+                run_result s;
+                RUN(&s, models[mi], "-b", bs, "-m", mode ? "infer" : "train", "-f", "json", "--gpu", "rtx4090");
+                cJSON *one = parse(&s);
+                char *x = cJSON_PrintUnformatted(one), *y = cJSON_PrintUnformatted(row);
+                assert_string_equal(x, y);
+                free(x);
+                free(y);
+                cJSON_Delete(one);
+                run_free(&s);
+            }
+            cJSON_Delete(j);
+            run_free(&r);
+        }
+    /* CSV: one header, one row per batch, same columns */
+    RUN(&r, wide, "--sweep", "1:4096:x2", "-f", "csv", "--gpu", "h100-80gb", "--max-batch");
+    assert_int_equal(r.status, 0);
+    int lines = 0, cols = -1;
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+        int c = 1;
+        for (char *p = line; *p; p++) c += *p == ',';
+        if (cols < 0) {
+            cols = c;
+            assert_non_null(strstr(line, "memory.total"));
+            assert_non_null(strstr(line, "max_batch"));
+        } else assert_int_equal(c, cols);
+        lines++;
+    }
+    assert_int_equal(lines, 1 + 13);
+    run_free(&r);
+    /* JSON sweep with --max-batch carries it once, at the top */
+    RUN(&r, wide, "--sweep", "1,2", "-f", "json", "--gpu", "8GiB", "--max-batch");
+    cJSON *j = parse(&r);
+    assert_true(num(j, "max_batch") > 2);
+    assert_false(has(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "sweep"), 0), "max_batch"));
+    cJSON_Delete(j);
+    run_free(&r);
+    /* the table marks rows that do not fit */
+    RUN(&r, wide, "--sweep", "1,1000000", "--gpu", "24GiB");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "   NO"));
+    assert_non_null(strstr(r.out, "yes"));
+    run_free(&r);
+}
+
+/* SPEC §3: total never decreases as the batch grows (what makes --max-batch
+ * the one boundary). A separate CTest entry (cli_monotonic). */
+static void test_monotonic(void **state)
+{
+    (void)state;
+    run_result r;
+    const char *const models[] = {mlp, flat, wide};
+    int bad = 0;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (int mode = 0; mode < 2; mode++) {
+            RUN(&r, models[mi], "--sweep", "1:512", "-m", mode ? "infer" : "train", "-f", "csv");
+            assert_int_equal(r.status, 0);
+            int col = -1, c = 0, line = 0;
+            int64_t prev = 0, prev_b = 0;
+            for (char *l = strtok(r.out, "\n"); l; l = strtok(NULL, "\n"), line++) {
+                char *save = NULL;
+                c = 0;
+                int64_t b = 0, t = 0;
+                for (char *f = strtok_r(l, ",", &save); f; f = strtok_r(NULL, ",", &save), c++) {
+                    if (!line && !strcmp(f, "memory.total")) col = c;
+                    if (line && c == 2) b = strtoll(f, NULL, 10);
+                    if (line && c == col) t = strtoll(f, NULL, 10);
+                }
+                if (line && t < prev && bad++ < 10)
+                    print_error("%s %s: total decreases from batch %" PRId64 " to %" PRId64 " (%" PRId64 " -> %" PRId64 ")\n",
+                                models[mi], mode ? "infer" : "train", prev_b, b, prev, t);
+                if (line) {
+                    prev = t;
+                    prev_b = b;
+                }
+            }
+            assert_true(col > 0);
+            run_free(&r);
+        }
+    if (bad) fail_msg("%d decreases of memory.total over batch sweeps (SPEC 3 says it never decreases)", bad);
+}
+
+static void test_gpus_and_sizes(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, "--list-gpus", "-f", "json");
+    assert_int_equal(r.status, 0);
+    cJSON *j = parse(&r);
+    cJSON *g = cJSON_GetObjectItem(j, "gpus");
+    assert_true(cJSON_GetArraySize(g) >= 25);
+    int amd = 0, nv = 0, hopper = 0;
+    cJSON *it;
+    cJSON_ArrayForEach(it, g) {
+        assert_true(num(it, "capacity") > (INT64_C(8) << 30) - 1);
+        assert_true(strlen(cJSON_GetObjectItem(it, "source")->valuestring) > 10);
+        amd += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "AMD");
+        nv += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "NVIDIA");
+        hopper += num(it, "hopper") != 0;
+    }
+    assert_true(amd >= 2 && nv >= 20 && hopper >= 4);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, "--list-gpus");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "h100-80gb"));
+    assert_non_null(strstr(r.out, "mi300x"));
+    run_free(&r);
+    struct {
+        const char *spec;
+        int64_t cap;
+    } sizes[] = {{"24GiB", INT64_C(25769803776)}, {"24GB", INT64_C(24000000000)}, {"24000MiB", INT64_C(25165824000)},
+                 {"25769803776", INT64_C(25769803776)}, {"1.5TB", INT64_C(1500000000000)},
+                 {"h100-80gb:90%", INT64_C(85520809984) * 9 / 10}, {"24GiB:50%", INT64_C(12884901888)},
+                 {"H100", INT64_C(85520809984)}, {"rtx 4090", INT64_C(24564) * 1048576}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        RUN(&r, mlp, "--gpu", sizes[i].spec, "-f", "json");
+        j = parse(&r);
+        if (num(j, "gpu.capacity") != sizes[i].cap)
+            fail_msg("%s: capacity %" PRId64 ", expected %" PRId64, sizes[i].spec, num(j, "gpu.capacity"), sizes[i].cap);
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    /* Hopper presets take cuBLAS's 32 MiB workspace */
+    RUN(&r, wide, "--gpu", "h100-80gb", "-f", "json");
+    j = parse(&r);
+    int64_t ws_h = num(j, "memory.workspace");
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, wide, "--gpu", "a100-80gb", "-f", "json");
+    j = parse(&r);
+    int64_t ws_a = num(j, "memory.workspace");
+    cJSON_Delete(j);
+    run_free(&r);
+    assert_true(ws_h > ws_a);
+}
+
+/* On a pipe the table's bar is plain ASCII, without escape codes. */
+static void test_table_ascii(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, wide, "-b", "64", "--gpu", "rtx3060");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "rtx3060: capacity"));
+    assert_non_null(strstr(r.out, "\n  ["));
+    assert_non_null(strstr(r.out, "W weights"));
+    for (size_t i = 0; i < r.out_len; i++)
+        if ((unsigned char)r.out[i] >= 0x80 || r.out[i] == 0x1b) fail_msg("non-ASCII byte at %zu", i);
+    run_free(&r);
+    RUN(&r, wide, "-b", "64", "--gpu", "900MiB", "--no-color");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "DOES NOT FIT"));
+    assert_non_null(strchr(r.out, '|')); /* the capacity mark inside the bar */
+    run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_codes),   cmocka_unit_test(test_json_and_csv), cmocka_unit_test(test_max_batch),
+        cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
+        cmocka_unit_test(test_table_ascii),
+    };
+    const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
+    if (argc > 1 && !strcmp(argv[1], "monotonic")) return cmocka_run_group_tests(mono, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
