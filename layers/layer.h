@@ -103,7 +103,7 @@ int vc_add(vc_setup *s, int64_t a, int64_t b, int64_t *out);
 typedef struct vc_build vc_build;
 typedef int vc_t; /* a tensor in the op graph; -1 = none */
 
-#define VC_MAX_INPUTS 8 /* graph inputs of one layer */
+#define VC_MAX_INPUTS 128 /* graph inputs of one layer (DenseNet-264 concatenates 65) */
 
 /* Element count of an op-graph tensor: ps per sample plus fx fixed. */
 typedef struct {

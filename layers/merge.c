@@ -120,6 +120,6 @@ static void cat_emit(vc_build *b, const void *p)
 
 const vc_kind vc_kind_Cat = {
     .name = "Cat", .summary = "concatenation along dim (required); saves nothing",
-    .min_inputs = 2, .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
+    .min_inputs = 1, /* torch.cat([x], 1) is a copy (DenseNet's first dense layer) */ .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
     .parse = cat_parse, .setup = cat_setup, .emit = cat_emit,
 };
