@@ -36,6 +36,10 @@
 #define JSON_MAX_DEPTH (2 * VC_MAX_DEPTH + 16)
 /* cJSON 1.7 reads at most 63 characters of a number (parse_number). */
 #define JSON_MAX_NUMBER 63
+/* JSON values in a file: cJSON takes ~100 bytes per value, so this bounds
+ * the tree at ~400 MiB (a 64 MiB file of "0,0,0,..." would need ~3 GiB).
+ * A flat list of a million ReLU layers is 2 million values. */
+#define JSON_MAX_VALUES 4000000
 /* Parameters / buffers of one model: byte counts of 2^56 elements still fit
  * 64-bit arithmetic with room for every copy (gradients, states, masters). */
 #define MAX_TENSOR_ELEMS (INT64_C(1) << 56)
@@ -68,6 +72,7 @@ typedef struct {
     const char *at;        /* error position */
     char msg[300];
     int depth;
+    long values;
 } jv;
 
 static int jv_fail(jv *v, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -310,6 +315,8 @@ eof: {
 static int jv_value(jv *v)
 {
     if (v->p >= v->e) return jv_unexpected(v, v->p, "a value");
+    if (++v->values > JSON_MAX_VALUES)
+        return jv_fail(v, v->p, "more than %d JSON values in the file: the limit (a model needs far fewer)", JSON_MAX_VALUES);
     switch (*v->p) {
     case '{': case '[': return jv_container(v);
     case '"': return jv_string(v);
@@ -332,7 +339,7 @@ static int jv_value(jv *v)
 /* 0 when text[0..len) is one valid JSON value; else -1 with *at and msg. */
 static int json_validate(const char *text, size_t len, const char **at, char *msg, size_t n)
 {
-    jv v = {text, text, text + len, NULL, "", 0};
+    jv v = {text, text, text + len, NULL, "", 0, 0};
     jv_ws(&v);
     int rc = jv_value(&v);
     if (!rc) {
@@ -730,8 +737,8 @@ int vc_arg_list(vc_args *a, const char *key, bool required, int64_t min, int64_t
     }
     int len = cJSON_GetArraySize(v);
     if (len < 1 || len > VC_MAX_DIMS)
-        return vc_arg_fail(a, key, "expected a list of 1 to %d integers, got %s%d", VC_MAX_DIMS,
-                           len ? "a list of " : "", len);
+        return len ? vc_arg_fail(a, key, "expected a list of 1 to %d integers, got a list of %d", VC_MAX_DIMS, len)
+                   : vc_arg_fail(a, key, "expected a list of 1 to %d integers, got an empty list", VC_MAX_DIMS);
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
         char k[64];
@@ -1179,6 +1186,18 @@ static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, 
     return VC_OK;
 }
 
+/* Value `val` stays alive through the last instance loaded so far. */
+static vc_status hold_block_input(loader *L, int val, const char *path)
+{
+    vc_model *m = L->m;
+    if (GROWV(m->blk_val, m->nblk, m->cap_blk)) return fail(L, VC_ERR_NOMEM, path, "out of memory");
+    m->blk_last = realloc_or_free(m->blk_last, m->cap_blk * sizeof *m->blk_last);
+    if (!m->blk_last) return fail(L, VC_ERR_NOMEM, path, "out of memory");
+    m->blk_val[m->nblk] = val;
+    m->blk_last[m->nblk++] = (int)m->ninst - 1;
+    return VC_OK;
+}
+
 static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, const char *iprefix,
                             const scope *parent, int input, int depth, bool frozen, int region, int *out);
 
@@ -1411,6 +1430,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     fz = fz || frozen;
 
     int ins[VC_MAX_INPUTS], nin = 0;
+    for (int j = 0; j < VC_MAX_INPUTS; j++) ins[j] = -1;
     const cJSON *iv = cJSON_GetObjectItemCaseSensitive(item, "inputs");
     join(p, sizeof p, jpath, "inputs");
     if (iv) {
@@ -1450,6 +1470,10 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     /* With repeat, each copy's output replaces input 0 of the next copy;
      * further inputs (a decoder's memory) are shared by every copy. */
+    if (repeat > 1 && nin < 1) {
+        join(p, sizeof p, jpath, "repeat");
+        return fail(L, VC_ERR_MODEL, p, "repeat needs a layer with an input (each copy's output feeds the next); %s has none", kname);
+    }
 
     const vc_inst *tie_to = NULL;
     const cJSON *tv = cJSON_GetObjectItemCaseSensitive(item, "tie");
@@ -1483,7 +1507,15 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
             if (repeat > 1) snprintf(ip, sizeof ip, "%s[%lld]", ipath, (long long)c);
             else snprintf(ip, sizeof ip, "%s", ipath);
             int r = region >= 0 ? region : ck ? m->nregions++ : -1;
+            size_t copy_first = m->ninst;
             if (load_scope(L, layers, jpath, ip, S, cur, depth + 1, fz, r, &out)) return L->err->code;
+            /* x = block(x): x lives until this copy returns */
+            if (repeat > 1 && m->ninst > copy_first && hold_block_input(L, cur, jpath)) return L->err->code;
+            /* refuse a repeat that will exceed the layer limit now, not after a million copies */
+            int64_t per = (int64_t)m->ninst - first_inst, rest;
+            if (c == 0 && repeat > 1 &&
+                (__builtin_mul_overflow(per, repeat - 1, &rest) || rest > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst))
+                return fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
             if (repeat > 1 && !vc_shape_eq(&m->val[out].shape, &m->val[cur].shape)) {
                 char a[96], b2[96];
                 vc_shape_str(&m->val[cur].shape, a, sizeof a);
@@ -1506,6 +1538,8 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         char what[64];
         snprintf(what, sizeof what, "for %s", kname);
         if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
+        if (repeat > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst)
+            return fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
         int cur[VC_MAX_INPUTS];
         memcpy(cur, ins, sizeof ins);
         for (int64_t c = 0; c < repeat; c++) {
@@ -1525,13 +1559,8 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
             cur[0] = out;
         }
     }
-    if ((seq || repeat > 1) && (int)m->ninst > first_inst) { /* hold the block input until its end */
-        if (GROWV(m->blk_val, m->nblk, m->cap_blk)) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        m->blk_last = realloc_or_free(m->blk_last, m->cap_blk * sizeof *m->blk_last);
-        if (!m->blk_last) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        m->blk_val[m->nblk] = ins[0];
-        m->blk_last[m->nblk++] = (int)m->ninst - 1;
-    }
+    /* the caller holds the block's input until the whole block returns */
+    if ((seq || repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath)) return L->err->code;
     S->pos[i] = out;
     if (name) return add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
     return VC_OK;

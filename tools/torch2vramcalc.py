@@ -23,15 +23,18 @@ shape, then maps
     (vramcalc counts the copy where the next op needs contiguous memory).
 Anything else stops the export with a list of the unmapped ops (exit status 2).
 
-The graph is written flat: layers in execution order, unnamed when each takes the
-previous layer's output, `name`/`inputs` where the data flow branches (residuals,
-concatenations).  The model's parameter count is checked against the exported one;
-a difference (modules never called in forward) is reported on stderr.
+Layers are written in execution order, unnamed when each takes the previous layer's
+output, with `name`/`inputs` where the data flow branches (residuals, concatenations).
+A submodule call that takes one tensor and returns one becomes a Sequential scope named
+after the submodule, since PyTorch keeps a submodule's input alive until it returns
+(--flat: one flat list).  The model's parameter count is checked against the exported
+one; a difference (modules never called in forward) is reported on stderr.
 
 Python use:
     import torch2vramcalc as t2v
-    doc = t2v.export(module, {"input": ([3, 224, 224], torch.float32)})
+    doc, info = t2v.export(module, [t2v.parse_input("3,224,224")], name="net")
     text = t2v.dumps(doc)
+See docs/models.md.
 """
 
 import argparse
@@ -40,7 +43,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import math
 import operator
 import os
 import re
@@ -75,6 +77,7 @@ class Unmapped(Exception):
             loc = where[0][1]
             lines.append("  %s%s  x%d  [%s]%s" % (desc, (": " + reason) if reason else "", len(where),
                                                   nodes, ("  at " + loc) if loc else ""))
+        lines.append("(write these parts by hand, or rewrite them with supported ops: docs/models.md)")
         return "\n".join(lines)
 
 
@@ -91,6 +94,42 @@ def _proxy_iter(self):
                 return (self[i] for i in range(inst.argval))
             break
     return self.tracer.iter(self)
+
+
+def _inplace_magic(op):
+    target = getattr(operator, op)
+
+    def impl(self, other):
+        return self.tracer.create_proxy("call_function", target, (self, other), {})
+    impl.__name__ = "__%s__" % op
+    return impl
+
+
+# Tensor factories called with sizes taken from x.shape (torch.arange(x.shape[1])) fail
+# under symbolic tracing in torch 1.13; during tracing they record a call instead.
+_FACTORIES = ("arange", "ones", "zeros", "full", "empty", "tril", "triu")
+
+
+def _proxy_aware(fn):
+    def wrapper(*args, **kwargs):
+        found = []
+        fx.node.map_aggregate((args, kwargs), lambda a: found.append(a) if isinstance(a, fx.Proxy) else None)
+        if found:
+            return found[0].tracer.create_proxy("call_function", fn, args, kwargs)
+        return fn(*args, **kwargs)
+    wrapper.__name__ = getattr(fn, "__name__", "factory")
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+class _RootWrapper(nn.Module):
+    def __init__(self, m, n):
+        super().__init__()
+        self.m = m
+        self.n = n
+
+    def forward(self, x0, x1=None, x2=None, x3=None):
+        return self.m(*[x0, x1, x2, x3][:self.n])
 
 
 # --------------------------------------------------------------------------
@@ -137,6 +176,13 @@ class _Split:
         self.base, self.dim, self.bounds = base, dim, bounds
 
 
+class _Arange:
+    """torch.arange(n) (positions), possibly unsqueezed/expanded: feeds a positional Embedding."""
+
+    def __init__(self, n):
+        self.n = n
+
+
 class _Tuple:
     """A multi-output module's result: element 0 is a tensor, the rest unusable."""
 
@@ -171,7 +217,6 @@ _REQ = object()
 
 
 def _conv(m, kind):
-    nd = int(kind[-2])
     pad = m.padding if isinstance(m.padding, str) else _one(m.padding)
     pairs = [("in_channels", m.in_channels, _REQ), ("out_channels", m.out_channels, _REQ),
              ("kernel_size", _one(m.kernel_size), _REQ), ("stride", _one(m.stride), 1),
@@ -180,7 +225,6 @@ def _conv(m, kind):
         pairs.append(("output_padding", _one(m.output_padding), 0))
     pairs += [("groups", m.groups, 1), ("bias", m.bias is not None, True),
               ("dilation", _one(m.dilation), 1), ("padding_mode", m.padding_mode, "zeros")]
-    del nd
     return _fields(pairs)
 
 
@@ -414,9 +458,14 @@ _MODULES = _module_table()
 
 
 def _lookup(m):
+    """The kind of a module: its class or a base class in the table, provided no class in
+    between overrides forward (torchvision's LayerNorm2d is a LayerNorm that permutes:
+    it is traced through instead)."""
     for cls in type(m).__mro__:
         if cls in _MODULES:
             return _MODULES[cls]
+        if "forward" in vars(cls):
+            return None
     return None
 
 
@@ -427,6 +476,28 @@ class _Tracer(fx.Tracer):
     def __init__(self):
         super().__init__()
         self.record_stack_traces = True
+
+    def trace(self, root, concrete_args=None):
+        self.frames = []
+        self.ncalls = 0
+        return super().trace(root, concrete_args)
+
+    def call_module(self, m, forward, args, kwargs):
+        """Records, on every node, the stack of (non-leaf) module calls it was made in."""
+        qual = self.path_of_module(m)
+        if self.is_leaf_module(m, qual):
+            return super().call_module(m, forward, args, kwargs)
+        self.ncalls += 1
+        self.frames.append((qual, self.ncalls))
+        try:
+            return super().call_module(m, forward, args, kwargs)
+        finally:
+            self.frames.pop()
+
+    def create_node(self, *args, **kwargs):
+        n = super().create_node(*args, **kwargs)
+        n.meta["vc_frames"] = tuple(getattr(self, "frames", ()))
+        return n
 
     def is_leaf_module(self, m, qualname):
         if _lookup(m) is not None:
@@ -491,10 +562,14 @@ def _fn_table():
     add("mean", torch.mean)
     add("matmul", torch.matmul, operator.matmul, torch.bmm)
     add("getitem", operator.getitem)
+    add("layer_norm", F.layer_norm)
+    add("linear", F.linear)
     add("getattr", getattr)
     add("chunk", torch.chunk)
     add("split", torch.split)
     add("assert", torch._assert)
+    add("arange", torch.arange)
+    add("sdpa", getattr(F, "scaled_dot_product_attention", None))
     return t
 
 
@@ -540,7 +615,7 @@ def _loc(node):
             continue
         path = m.group(1)
         if "/torch/fx/" in path or path.endswith("torch/nn/modules/module.py") or \
-                path.endswith("torch/nn/modules/container.py"):
+                path.endswith("torch/nn/modules/container.py") or path == os.path.abspath(__file__):
             continue
         for marker in ("site-packages/", "dist-packages/"):
             if marker in path:
@@ -658,6 +733,7 @@ class _Exporter:
         d.update(fields)
         d["_in"] = list(ins)
         d["_node"] = node.name
+        d["_frames"] = node.meta.get("vc_frames", ())
         self.layers.append(d)
         return _Ref("L", len(self.layers) - 1)
 
@@ -744,6 +820,12 @@ class _Exporter:
             return node.args[i]
         return node.kwargs.get(name, default)
 
+    def batched_args(self, node):
+        """Does any argument of node carry model data (an input, a layer output, a parameter)?"""
+        found = []
+        fx.node.map_aggregate((node.args, node.kwargs), lambda a: found.append(a) if isinstance(a, fx.Node) else None)
+        return any(isinstance(self.val.get(a), (_Ref, _Param, _Split, _Tuple)) for a in found)
+
     @staticmethod
     def has_tensor(v):
         if isinstance(v, _Meta):
@@ -801,7 +883,14 @@ class _Exporter:
             out = out[0]
         if isinstance(out, dict):
             raise _Reject("the model returns a dict")
-        ref = self.tref(out, node)
+        if isinstance(out, fx.Node) and isinstance(self.val.get(out), _Tuple):
+            print("torch2vramcalc: the model returns several values; exporting the first", file=sys.stderr)
+            v = self.val.get(out).items[0]
+            if not isinstance(v, _Ref):
+                raise _Reject("the model's first output is not a tensor the model file can name")
+            ref = v
+        else:
+            ref = self.tref(out, node)
         if not (ref.kind == "L" and ref.key == len(self.layers) - 1):
             self.emit(node, "Identity", OrderedDict(), [ref])
         return None
@@ -826,6 +915,8 @@ class _Exporter:
         kw = dict(node.kwargs)
         while len(pos) < nin and kw:
             pos.append(kw.pop(next(iter(kw))))
+        if kind == "Embedding" and pos and isinstance(pos[0], fx.Node) and isinstance(self.val.get(pos[0]), _Arange):
+            return self.positional(node, m, self.val.get(pos[0]).n)
         ins = [self.tref(a, node) for a in pos[:nin]]
         extra = [a for a in pos[nin:] + list(kw.values()) if a is not None and a is not False]
         if extra:
@@ -839,6 +930,22 @@ class _Exporter:
                 (kind.startswith("MaxPool") and fields.get("return_indices")):
             return _Tuple([ref, _Bad("%s's second output" % kind, "only the first output of a "
                                      "multi-output module can be used")])
+        return ref
+
+    def positional(self, node, m, n):
+        """Embedding(torch.arange(n)): a learned positional table read in order -- the
+        format's Parameter [n, embedding_dim], exact when n is the whole table."""
+        if n != m.num_embeddings:
+            raise _Reject("positional Embedding(%d, ...) read over %d positions: a Parameter "
+                          "[%d, %d] would count %d rows; export at the full length %d or write "
+                          "it by hand" % (m.num_embeddings, n, n, m.embedding_dim, n, m.num_embeddings))
+        if id(m) in self.module_layer:
+            return _Ref("L", self.module_layer[id(m)])
+        ref = self.emit(node, "Parameter", OrderedDict(shape=[n, m.embedding_dim]), [])
+        self.module_layer[id(m)] = ref.key
+        for p in m.parameters():
+            self.exported_params[id(p)] = p.numel()
+            self.param_owner.setdefault(id(p), ref.key)
         return ref
 
     def module_call(self, node, m, kind, fields, ins):
@@ -942,18 +1049,32 @@ class _Exporter:
         if op is None:
             if not self.has_tensor(self.meta.get(node)):
                 return self.meta.get(node)  # python arithmetic on sizes and constants
+            if not self.batched_args(node):
+                return _Bad(_fn_desc(node), "a tensor computed from constants has no kind")
             raise _Reject("")
         a0 = node.args[0] if node.args else None
         if op in _NONTENSOR_OPS:
             return self.meta.get(node)
         if op == "getitem":
             return self.getitem(node)
+        if op == "arange":
+            tm = self.tensor_meta(node)
+            args = [self.concrete(a) for a in node.args]
+            if len(tm.shape) == 1 and (len(args) == 1 or (len(args) >= 2 and args[0] == 0)) and \
+                    node.kwargs.get("step", 1) == 1 and (len(args) < 3 or args[2] == 1):
+                return _Arange(tm.shape[0])
+            return _Bad("torch.arange", "a tensor computed from constants has no kind")
+        if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _Arange) and \
+                op in ("unsqueeze", "expand", "reshape", "to", "contiguous"):
+            return self.val.get(a0)
         tm = self.tensor_meta(node)
         if tm is None and op not in ("chunk", "split"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
                 raise _Reject("result is not a tensor")
             return self.meta.get(node)
+        if tm is not None and tm.shape[:1] != (self.B,) and not self.batched_args(node):
+            return _Bad(_fn_desc(node), "a tensor computed from constants (no batch dimension) has no kind")
         if tm is not None and tm.shape[:1] != (self.B,):
             raise _Reject("output shape %s has no batch dimension %d in front (does it move the "
                           "batch dim, or is it a batch_first=False module?)" % (list(tm.shape), self.B))
@@ -1253,10 +1374,53 @@ class _Exporter:
             dv = self.dim_norm(dim, r)
         return self.emit(node, "Mean", _fields([("dim", dv, _REQ), ("keepdim", bool(keep), False)]), [x])
 
+    def _own_param(self, a, node):
+        """A weight argument of a functional call: a parameter read by get_attr (or None)."""
+        if a is None:
+            return None
+        v = self.val.get(a) if isinstance(a, fx.Node) else None
+        if not isinstance(v, _Param):
+            raise _Reject("weight argument is not a parameter of the model")
+        if v.qualname in self.param_layers:
+            raise _Reject("parameter %s is used twice" % v.qualname)
+        self.exported_params[id(v.tensor)] = v.tensor.numel()
+        return v.tensor
+
+    def op_layer_norm(self, node, op):
+        x = self.tref(node.args[0], node)
+        ns = list(self.concrete(self.arg(node, 1, "normalized_shape")))
+        w = self._own_param(self.arg(node, 2, "weight"), node)
+        b = self._own_param(self.arg(node, 3, "bias"), node)
+        eps = self.concrete(self.arg(node, 4, "eps", 1e-5))
+        if (w is None) != (b is None) and b is not None:
+            raise _Reject("bias without weight")
+        f = _fields([("normalized_shape", ns[0] if len(ns) == 1 else ns, _REQ), ("eps", eps, 1e-5),
+                     ("elementwise_affine", w is not None, True)])
+        if w is not None and b is None:
+            f["bias"] = False
+        return self.emit(node, "LayerNorm", f, [x])
+
+    def op_linear(self, node, op):
+        x = self.tref(node.args[0], node)
+        w = self._own_param(self.arg(node, 1, "weight"), node)
+        b = self._own_param(self.arg(node, 2, "bias"), node)
+        f = _fields([("in_features", w.shape[1], _REQ), ("out_features", w.shape[0], _REQ),
+                     ("bias", b is not None, True)])
+        return self.emit(node, "Linear", f, [x])
+
     def op_matmul(self, node, op):
         a = self.tref(node.args[0], node)
         b = self.tref(node.args[1], node)
         return self.emit(node, "Matmul", OrderedDict(), [a, b])
+
+    def op_sdpa(self, node, op):
+        q, k, v = (self.tref(self.arg(node, i, n), node) for i, n in enumerate(("query", "key", "value")))
+        if self.arg(node, 3, "attn_mask") is not None:
+            raise _Reject("attn_mask is not expressible in the model format")
+        f = _fields([("dropout_p", float(self.concrete(self.arg(node, 4, "dropout_p", 0.0))), 0.0),
+                     ("is_causal", bool(self.concrete(self.arg(node, 5, "is_causal", False))), False),
+                     ("scale", self.concrete(node.kwargs.get("scale")), None)])
+        return self.emit(node, "ScaledDotProductAttention", f, [q, k, v])
 
     def op_chunk(self, node, op):
         base = self.tref(node.args[0], node)
@@ -1290,7 +1454,7 @@ class _Exporter:
         if isinstance(v, _Bad):
             if v.reported:
                 raise _Cascade()
-            raise _Reject("uses %s (%s)" % (v.desc, v.reason))
+            return v  # still lazy: an error only if something uses it
         if isinstance(v, (_Ref, _Param)):
             return self.tensor_index(node, src, self.concrete(idx))
         # python containers (torch.Size, lists, tuples of constants)
@@ -1354,60 +1518,149 @@ class _Exporter:
 # Naming, inputs, JSON
 # --------------------------------------------------------------------------
 
-def _finalise(layers, inputs):
+def _group(layers, flat):
+    """The scope tree: module calls that take one tensor and give one back become
+    Sequential scopes (as a Python caller holds a submodule's input until it returns).
+    Returns a list of items: layer index (int) or ("S", frame, items, external ref)."""
+    n = len(layers)
+    frames = [list(l.get("_frames", ())) for l in layers]
+    users = {}  # layer index -> set of user layer indices
+    for j, l in enumerate(layers):
+        for r in l["_in"]:
+            if r.kind == "L":
+                users.setdefault(r.key, set()).add(j)
+    tie_names = set(l["tie"] for l in layers if "tie" in l)
+    tied = set(i for i, l in enumerate(layers) if "tie" in l or l["_node"] in tie_names)
+
+    def groupable(group):
+        if len(group) < 2:
+            return None
+        gs = set(group)
+        ext = []
+        for j in group:
+            for r in layers[j]["_in"]:
+                if (r.kind == "in" or r.key not in gs) and r not in ext:
+                    ext.append(r)
+        if len(ext) != 1:
+            return None
+        for j in group[:-1]:
+            if any(u not in gs for u in users.get(j, ())) or j == n - 1:
+                return None
+        if gs & tied:
+            return None
+        return ext[0]
+
+    def build(idxs, depth):
+        items = []
+        i = 0
+        while i < len(idxs):
+            idx = idxs[i]
+            if flat or len(frames[idx]) <= depth:
+                items.append(idx)
+                i += 1
+                continue
+            f = frames[idx][depth]
+            j = i
+            while j < len(idxs) and len(frames[idxs[j]]) > depth and frames[idxs[j]][depth] == f:
+                j += 1
+            group = idxs[i:j]
+            ext = groupable(group)
+            if ext is None:  # not a one-tensor scope: its layers join this scope
+                for g in group:
+                    del frames[g][depth]
+                continue
+            items.append(("S", f, build(group, depth + 1), ext))
+            i = j
+        return items
+
+    return build(list(range(n)), 0)
+
+
+def _last(item):
+    return item if isinstance(item, int) else _last(item[2][-1])
+
+
+def _finalise(layers, inputs, flat=False):
     in_names = [t[0] for t in inputs]
     single = len(inputs) == 1
-    # which layers need a name
-    need = set(i for i, l in enumerate(layers) if l.get("_named"))
-    for j, l in enumerate(layers):
-        ins = l["_in"]
-        default = [_Ref("L", j - 1)] if j > 0 else [_Ref("in", in_names[0])]
-        if l["type"] == "Parameter" or ins != default:
-            for r in ins:
-                if r.kind == "L":
-                    need.add(r.key)
+    tree = _group(layers, flat)
     taken = set(in_names) | {"input"}
-    names = {}
-    for i in sorted(need):
-        base = re.sub(r"\W", "_", layers[i]["_node"]) or "t"
+
+    def fresh(base):
+        base = re.sub(r"\W", "_", base) or "t"
         if base in taken or base[0].isdigit():
             base = "t_" + base
-        n, k = base, 1
-        while n in taken:
+        nm, k = base, 1
+        while nm in taken:
             k += 1
-            n = "%s_%d" % (base, k)
-        taken.add(n)
-        names[i] = n
-    # rename ties to the final names
-    node_to_name = {layers[i]["_node"]: names[i] for i in names}
-    out = []
-    for j, l in enumerate(layers):
-        d = OrderedDict(type=l["type"])
-        if j in names:
-            d["name"] = names[j]
-        ins = l["_in"]
-        default = [_Ref("L", j - 1)] if j > 0 else [_Ref("in", in_names[0])]
-        if l["type"] != "Parameter" and ins != default:
-            d["inputs"] = [("input" if single else r.key) if r.kind == "in" else names[r.key] for r in ins]
-        for k, v in l.items():
-            if k.startswith("_") or k == "type":
-                continue
-            if k == "tie":
-                v = node_to_name.get(v, v)
-            if k == "repeat":
-                continue
-            d[k] = v
-        if "repeat" in l:
-            d["repeat"] = l["repeat"]
-        out.append(d)
-    return out
+            nm = "%s_%d" % (base, k)
+        taken.add(nm)
+        return nm
 
+    def refs_of(item):
+        if isinstance(item, int):
+            return layers[item]["_in"]
+        return [item[3]]
 
-def _json_value(v):
-    if isinstance(v, float):
-        if math.isfinite(v) and v == int(v) and abs(v) < 1e15:
-            return v  # keep 1.0 as a float (json writes 1.0)
-    return v
+    def scope(items, ext):
+        # which item produces each layer output visible here
+        out_of = {_last(it): k for k, it in enumerate(items)}
+        in_scope_default = ext if ext is not None else _Ref("in", in_names[0])
+
+        def resolve(r):
+            if ext is not None and r == ext:
+                return "input"
+            if r.kind == "in":
+                return "input" if single else r.key
+            return names[out_of[r.key]]
+
+        names = {}
+        need = set()
+        for k, it in enumerate(items):
+            if isinstance(it, int) and layers[it].get("_named"):
+                need.add(k)
+            default = [_Ref("L", _last(items[k - 1]))] if k > 0 else [in_scope_default]
+            rs = refs_of(it)
+            if (isinstance(it, int) and layers[it]["type"] == "Parameter") or rs != default:
+                for r in rs:
+                    if r.kind == "L" and not (ext is not None and r == ext):
+                        need.add(out_of[r.key])
+        for k, it in enumerate(items):
+            if not isinstance(it, int):
+                need.add(k)  # scopes carry their module's name, for the reader
+        for k in sorted(need):
+            it = items[k]
+            names[k] = fresh(layers[it]["_node"] if isinstance(it, int) else it[1][0])
+        node_to_name = {layers[items[k]]["_node"]: names[k] for k in names if isinstance(items[k], int)}
+        out = []
+        for k, it in enumerate(items):
+            default = [_Ref("L", _last(items[k - 1]))] if k > 0 else [in_scope_default]
+            if isinstance(it, int):
+                l = layers[it]
+                d = OrderedDict(type=l["type"])
+                if k in names:
+                    d["name"] = names[k]
+                if l["type"] != "Parameter" and l["_in"] != default:
+                    d["inputs"] = [resolve(r) for r in l["_in"]]
+                for key, v in l.items():
+                    if key.startswith("_") or key in ("type", "repeat"):
+                        continue
+                    if key == "tie":
+                        v = node_to_name.get(v, v)
+                    d[key] = v
+                if "repeat" in l:
+                    d["repeat"] = l["repeat"]
+            else:
+                d = OrderedDict(type="Sequential")
+                if k in names:
+                    d["name"] = names[k]
+                if [it[3]] != default:
+                    d["inputs"] = [resolve(it[3])]
+                d["layers"] = scope(it[2], it[3])
+            out.append(d)
+        return out
+
+    return scope(tree, None)
 
 
 def dumps(doc, indent=2):
@@ -1469,17 +1722,37 @@ def parse_input(text, index=0):
 
 
 def export(module, inputs, name=None, batch=2, source=None, description=None, loss=None,
-           concrete_args=None, what=None):
+           concrete_args=None, what=None, flat=False):
     """module: an nn.Module; inputs: list of (name, shape, dtype) per forward argument
     (name None: the forward argument's own name).  Returns the model document (a dict).
     Raises Unmapped when some op has no kind."""
-    old_iter = fx.Proxy.__iter__
-    fx.Proxy.__iter__ = _proxy_iter
+    patches = {"__iter__": _proxy_iter}
+    for op in ("iadd", "imul", "isub", "itruediv"):
+        # torch 1.13's Proxy has no in-place magic methods: `out += identity` would be
+        # recorded as an out-of-place add.  Record operator.iadd (as later versions do).
+        if "__%s__" % op not in vars(fx.Proxy):
+            patches["__%s__" % op] = _inplace_magic(op)
+    saved = {k: vars(fx.Proxy).get(k) for k in patches}
+    for k, v in patches.items():
+        setattr(fx.Proxy, k, v)
+    saved_fns = {n: getattr(torch, n) for n in _FACTORIES if hasattr(torch, n)}
+    for n, f in saved_fns.items():
+        setattr(torch, n, _proxy_aware(f))
+    if _lookup(module) is not None:
+        # the root itself is a leaf kind (an nn.LSTM, nn.TransformerEncoder...): call it
+        # from a wrapper so that it is traced as one module call
+        module = _RootWrapper(module, len(inputs))
     try:
         tracer = _Tracer()
         graph = tracer.trace(module, concrete_args=concrete_args)
     finally:
-        fx.Proxy.__iter__ = old_iter
+        for k, v in saved.items():
+            if v is None:
+                delattr(fx.Proxy, k)
+            else:
+                setattr(fx.Proxy, k, v)
+        for n, f in saved_fns.items():
+            setattr(torch, n, f)
     gm = fx.GraphModule(tracer.root, graph, type(module).__name__)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(inputs) > len(placeholders):
@@ -1508,7 +1781,7 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
         doc["inputs"] = specs
     if loss:
         doc["loss"] = loss
-    doc["layers"] = _finalise(layers, named)
+    doc["layers"] = _finalise(layers, named, flat)
     # parameter check
     total = {id(p): p.numel() for p in module.parameters()}
     missing = {k: v for k, v in total.items() if k not in ex.exported_params}
@@ -1518,7 +1791,8 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
               "and are not in the model file" % (sum(missing.values()), len(names), ", ".join(names[:5]),
                                                   " ..." if len(names) > 5 else ""), file=sys.stderr)
     doc_params = sum(ex.exported_params.values())
-    return doc, {"torch_parameters": sum(total.values()), "exported_parameters": doc_params}
+    return doc, {"torch_parameters": sum(total.values()), "exported_parameters": doc_params,
+                 "layers": len(layers)}
 
 
 def load_target(target, kwargs=None):
@@ -1584,6 +1858,9 @@ def main(argv=None):
     ap.add_argument("--loss", choices=["mean", "cross_entropy"], help="model-level loss (default: not written)")
     ap.add_argument("--eval", action="store_true", help="trace in eval mode (default: train mode)")
     ap.add_argument("--batch", type=int, default=2, help="batch size of the shape-finding run (default 2)")
+    ap.add_argument("--flat", action="store_true",
+                    help="one flat list of layers (default: module calls that take and return one "
+                         "tensor become Sequential scopes, as PyTorch keeps their input alive)")
     ap.add_argument("-o", "--output", help="write here instead of standard output")
     a = ap.parse_args(argv)
     try:
@@ -1600,7 +1877,7 @@ def main(argv=None):
     name = a.name or re.split(r"[.:]", a.target)[-1]
     try:
         doc, info = export(module, inputs, name=name, batch=a.batch, source=a.source or a.target,
-                           description=a.description, loss=a.loss, what=a.target)
+                           description=a.description, loss=a.loss, what=a.target, flat=a.flat)
     except Unmapped as e:
         print("torch2vramcalc: " + e.report(), file=sys.stderr)
         return 2
@@ -1615,7 +1892,7 @@ def main(argv=None):
     else:
         sys.stdout.write(text)
     print("torch2vramcalc: %s: %d layers, %d parameters (torch: %d)" % (
-        name, len(doc["layers"]), info["exported_parameters"], info["torch_parameters"]), file=sys.stderr)
+        name, info["layers"], info["exported_parameters"], info["torch_parameters"]), file=sys.stderr)
     return 0
 
 

@@ -19,6 +19,7 @@ Exit status: 0 all passed, 1 a check failed, 77 torch or torchvision missing (CT
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -149,8 +150,8 @@ def main():
                                 "--batch", str(a.batch), "--optim", a.optim, "--json"],
                                capture_output=True, text=True)
             if r.returncode == 0 and res is not None:
-                meas = json.loads(r.stdout.strip().splitlines()[-1])
-                mpk = meas.get("peak_allocated") or meas.get("peak")
+                meas = json.loads(r.stdout)
+                mpk = meas["peak_allocated"]
                 est = res["memory"]["peak_allocated"]
                 detail += "; batch %d %s: estimate %.1f MiB, measured %.1f MiB (%+.1f%%)" % (
                     a.batch, a.optim, est / 2**20, mpk / 2**20, 100.0 * (est - mpk) / mpk)
@@ -161,7 +162,11 @@ def main():
         rows.append((name, n_torch, n_vc, status, detail))
         print("%-20s torch %11d  vramcalc %11s  %-4s %s  (%.1fs)" % (
             name, n_torch, n_vc if n_vc is not None else "-", status, detail, time.time() - t0), flush=True)
-    print("roundtrip: %d of %d models passed (files in %s)" % (len(rows) - failures, len(rows), out))
+    if failures or a.out:
+        print("roundtrip: %d of %d models passed (files in %s)" % (len(rows) - failures, len(rows), out))
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+        print("roundtrip: %d of %d models passed" % (len(rows), len(rows)))
     return 1 if failures else 0
 
 

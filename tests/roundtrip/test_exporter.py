@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""Unit tests of tools/torch2vramcalc.py on small modules (one mapping rule each).
+
+    /usr/bin/python3 tests/roundtrip/test_exporter.py [--cli build/vramcalc]
+
+Each case exports a module and checks the layers written; where a vramcalc binary is
+given (or found in build/), vramcalc must load the file and report torch's parameter
+count, and where tools/vctorch.py exists, rebuilding the file must give the module's
+output shape.  Exit status 77 (CTest skip) without torch.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("test_exporter: torch not importable; skipping")
+    sys.exit(77)
+
+import torch2vramcalc as t2v  # noqa: E402
+
+try:
+    import vctorch
+except ImportError:
+    vctorch = None
+
+CLI = None
+
+
+def _find_cli():
+    if "--cli" in sys.argv:
+        i = sys.argv.index("--cli")
+        path = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+        return path
+    for d in ("build", "build-zoo"):
+        p = os.path.join(ROOT, d, "vramcalc")
+        if os.access(p, os.X_OK):
+            return p
+    return None
+
+
+# ---- modules under test ----
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += x
+        return self.relu(out)
+
+
+class Net(nn.Module):
+    """Submodule calls: a stem, two residual blocks (nn.Sequential), a two-input helper."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.Sequential(Residual(), Residual())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(x))
+        return self.head(x.mean([2, 3]))
+
+
+class Functional(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = F.relu(self.conv(x), inplace=True)
+        a, b = y.chunk(2, dim=1)
+        z = torch.cat([a * torch.sigmoid(b), b], 1)
+        z = F.adaptive_avg_pool2d(F.max_pool2d(z, 2), 2)
+        z = torch.flatten(z, 2).permute(0, 2, 1)          # [N, 4, 16]
+        z = z.reshape(z.shape[0], 4, 2, 8).mean([2])      # [N, 4, 8]
+        return self.fc(F.dropout(z, 0.1, self.training)).softmax(dim=-1)
+
+
+class Tokens(nn.Module):
+    """ViT-style class token and positional Parameter, getitem select."""
+
+    def __init__(self):
+        super().__init__()
+        self.cls = nn.Parameter(torch.zeros(1, 1, 32))
+        self.pos = nn.Parameter(torch.zeros(1, 17, 32))
+        self.proj = nn.Linear(32, 32)
+
+    def forward(self, x):
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        return self.proj(x)[:, 0]
+
+
+class PosLM(nn.Module):
+    """arange positions, MultiheadAttention returning a tuple, tied head."""
+
+    def __init__(self, V=500, L=16, E=32):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(V, E), nn.Embedding(L, E)
+        self.attn = nn.MultiheadAttention(E, 4, batch_first=True)
+        self.head = nn.Linear(E, V, bias=False)
+        self.head.weight = self.tok.weight
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device).unsqueeze(0))
+        a, _ = self.attn(x, x, x, need_weights=False)
+        return self.head(x + a)
+
+
+class Recurrent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(16, 24, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(48, 3)
+
+    def forward(self, x):
+        out, h = self.gru(x)
+        return self.fc(out[:, -1])
+
+
+class TwoInputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(10, 20), nn.Linear(6, 20)
+
+    def forward(self, x, y):
+        return self.a(x) * self.b(y)
+
+
+class Unmappable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.roll(self.fc(x), 1, 1) * 0.5
+
+
+def layers(doc):
+    return [l["type"] for l in doc["layers"]]
+
+
+class ExporterTest(unittest.TestCase):
+    def export(self, module, *inputs, **kw):
+        torch.manual_seed(0)
+        doc, info = t2v.export(module, [t2v.parse_input(i) for i in inputs], name=type(module).__name__, **kw)
+        n = sum(p.numel() for p in module.parameters())
+        self.assertEqual(info["exported_parameters"], n)
+        text = t2v.dumps(doc)
+        self.assertEqual(json.loads(text), json.loads(json.dumps(doc)))
+        if CLI:
+            r = subprocess.run([CLI, "-", "--format", "json"], input=text, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["parameters"], n)
+        if vctorch is not None:
+            mod, mk = vctorch.build(json.loads(text))
+            self.assertEqual(sum(p.numel() for p in mod.parameters()), n)
+            xs = mk(2)
+            module.eval()
+            mod.eval()
+            with torch.no_grad():
+                self.assertEqual(tuple(module(*xs).shape), tuple(mod(*xs).shape))
+        return doc
+
+    def test_residual_inplace_add(self):
+        doc = self.export(Residual(), "8,12,12")
+        self.assertEqual(layers(doc), ["Conv2d", "BatchNorm2d", "ReLU", "Conv2d", "BatchNorm2d", "Add", "ReLU"])
+        add = doc["layers"][5]
+        self.assertEqual(add["inputs"], [doc["layers"][4]["name"], "input"])
+        self.assertTrue(add["inplace"])             # `out += x` stays in place
+        self.assertNotIn("inputs", doc["layers"][6])  # a linear chain stays unnamed
+
+    def test_module_scopes(self):
+        doc = self.export(Net(), "3,12,12")
+        self.assertEqual(layers(doc), ["Conv2d", "Sequential", "Mean", "Linear"])
+        blocks = doc["layers"][1]
+        self.assertEqual(blocks["name"], "blocks")
+        self.assertEqual([b["type"] for b in blocks["layers"]], ["Sequential", "Sequential"])
+        self.assertEqual(blocks["layers"][1]["name"], "blocks_1")
+        inner = blocks["layers"][0]["layers"]
+        self.assertEqual(inner[5]["inputs"], [inner[4]["name"], "input"])  # the block's own input
+        flat = t2v.export(Net(), [t2v.parse_input("3,12,12")], flat=True)[0]
+        self.assertEqual(len(flat["layers"]), 1 + 14 + 2)
+        if CLI:  # same estimates either way in training; scopes keep inputs longer in inference
+            est = []
+            for d in (doc, flat):
+                r = subprocess.run([CLI, "-", "--format", "json", "--batch", "4"], input=t2v.dumps(d),
+                                   capture_output=True, text=True)
+                est.append(json.loads(r.stdout)["memory"]["peak_allocated"])
+            self.assertEqual(est[0], est[1])
+
+    def test_functional_ops(self):
+        doc = self.export(Functional(), "3,16,16")
+        self.assertEqual(layers(doc), ["Conv2d", "ReLU", "Slice", "Slice", "Sigmoid", "Mul", "Cat", "MaxPool2d",
+                                       "AdaptiveAvgPool2d", "Flatten", "Permute", "Reshape", "Mean", "Dropout",
+                                       "Linear", "Softmax"])
+        self.assertTrue(doc["layers"][1]["inplace"])
+        self.assertEqual(doc["layers"][3], {"type": "Slice", "name": doc["layers"][3]["name"], "inputs": [doc["layers"][1]["name"]],
+                                            "dim": 1, "start": 8, "end": 16})
+        self.assertEqual(doc["layers"][11]["shape"], [4, 2, 8])
+        self.assertEqual(doc["layers"][15]["dim"], 2)
+
+    def test_tokens_parameters(self):
+        doc = self.export(Tokens(), "16,32")
+        self.assertEqual(layers(doc), ["Parameter", "Cat", "Parameter", "Add", "Linear", "Select"])
+        self.assertEqual(doc["layers"][0]["shape"], [1, 32])
+        self.assertEqual(doc["layers"][2]["shape"], [17, 32])
+        self.assertEqual(doc["layers"][5], {"type": "Select", "dim": 1, "index": 0})
+
+    def test_positions_and_tie(self):
+        doc = self.export(PosLM(), "16:int64", loss="cross_entropy")
+        self.assertEqual(doc["input"], {"shape": [16], "dtype": "int64"})
+        self.assertEqual(doc["loss"], "cross_entropy")
+        self.assertEqual(layers(doc), ["Embedding", "Parameter", "Add", "MultiheadAttention", "Add", "Linear"])
+        self.assertEqual(doc["layers"][1]["shape"], [16, 32])
+        self.assertFalse(doc["layers"][3]["need_weights"])
+        self.assertEqual(doc["layers"][5]["tie"], doc["layers"][0]["name"])
+
+    def test_positions_shorter_than_table(self):
+        with self.assertRaises(t2v.Unmapped) as e:
+            t2v.export(PosLM(L=32), [t2v.parse_input("16:int64")])
+        self.assertIn("full length 32", e.exception.report())
+
+    def test_recurrent_first_output(self):
+        doc = self.export(Recurrent(), "12,16")
+        self.assertEqual(layers(doc), ["GRU", "Select", "Linear"])
+        self.assertTrue(doc["layers"][0]["bidirectional"])
+
+    def test_two_inputs(self):
+        doc = self.export(TwoInputs(), "x=10", "y=6")
+        self.assertEqual(list(doc["inputs"]), ["x", "y"])
+        self.assertEqual(doc["layers"][1]["inputs"], ["y"])
+        self.assertEqual(doc["layers"][2]["inputs"], [doc["layers"][0]["name"], doc["layers"][1]["name"]])
+
+    def test_root_is_a_leaf(self):
+        doc = self.export(nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 3,
+                                                enable_nested_tensor=False), "10,32")
+        self.assertEqual(doc["layers"], [{"type": "TransformerEncoderLayer", "d_model": 32, "nhead": 4,
+                                          "dim_feedforward": 64, "repeat": 3}])
+
+    def test_batch_first_required(self):
+        with self.assertRaises(t2v.Unmapped) as e:
+            t2v.export(nn.LSTM(8, 8), [t2v.parse_input("5,8")])
+        self.assertIn("batch_first", e.exception.report())
+
+    def test_unmapped_list(self):
+        with self.assertRaises(t2v.Unmapped) as e:
+            t2v.export(Unmappable(), [t2v.parse_input("4,8")])
+        rep = e.exception.report()
+        self.assertIn("torch.roll", rep)
+        self.assertIn("mul with a scalar", rep)
+        self.assertEqual(len(e.exception.items), 2)
+
+    def test_cli_exit_status(self):
+        tool = os.path.join(ROOT, "tools", "torch2vramcalc.py")
+        r = subprocess.run([sys.executable, tool, "torchvision.models.swin_t", "--input", "3,224,224"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("shifted_window_attention", r.stderr)
+        r = subprocess.run([sys.executable, tool, "torchvision.models.squeezenet1_1", "--input", "3,64,64"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["input"], [3, 64, 64])
+        r = subprocess.run([sys.executable, tool, "no.such.module", "--input", "3"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+
+
+if __name__ == "__main__":
+    CLI = _find_cli()
+    unittest.main()
