@@ -15,13 +15,37 @@
 
 #include "vramcalc/vramcalc.h"
 
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "fuzz_load: invariant failed at %s:%d: %s\n", __FILE__,     \
-                    __LINE__, #cond);                                                   \
-            abort();                                                                    \
-        }                                                                               \
+/* The input being run, for reports in keep-going mode. */
+static const uint8_t *cur_data;
+static size_t cur_size;
+
+/* A broken invariant aborts (a libFuzzer crash with the input saved), or
+ * with VC_FUZZ_KEEP_GOING set (fuzz/run.sh, KEEP_GOING=1) is reported once
+ * per line, the input written to $VC_FUZZ_ARTIFACTS/invariant-LINE.json. */
+static void invariant_failed(int line, const char *cond)
+{
+    static unsigned char seen[4096];
+    const char *keep = getenv("VC_FUZZ_KEEP_GOING");
+    if (keep && *keep && line >= 0 && line < (int)sizeof seen) {
+        if (seen[line]) return;
+        seen[line] = 1;
+    }
+    fprintf(stderr, "fuzz_load: invariant failed at %s:%d: %s\n", __FILE__, line, cond);
+    if (!keep || !*keep) abort();
+    const char *dir = getenv("VC_FUZZ_ARTIFACTS");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/invariant-%d.json", dir && *dir ? dir : ".", line);
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(cur_data, 1, cur_size, f);
+        fclose(f);
+        fprintf(stderr, "fuzz_load: input written to %s\n", path);
+    }
+}
+
+#define CHECK(cond)                                                  \
+    do {                                                             \
+        if (!(cond)) invariant_failed(__LINE__, #cond);              \
     } while (0)
 
 static void check_error(vc_status st, const vc_error *err)
@@ -88,14 +112,100 @@ static void run(const vc_model *m, const vc_options *o, int trace)
     }
 }
 
+/* SPEC §3: the estimator gives what vc_estimate gives; total never
+ * decreases with the batch; max batch N fits and N + 1 does not. */
+static void check_estimator(const vc_model *m, size_t size)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = size % 2 ? VC_MODE_INFER : VC_MODE_TRAIN;
+    o.precision = (vc_precision)(size % 7);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    vc_estimator *e = NULL;
+    vc_status st = vc_estimator_new(m, &o, VC_EST_NO_LAYERS, &e, &err);
+    if (st != VC_OK) {
+        check_error(st, &err);
+        return;
+    }
+    int64_t prev = -1;
+    static const int64_t batches[] = {1, 2, 3, 64, 65, 1000, 1001};
+    for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+        int64_t t = 0;
+        memset(&err, 0, sizeof err);
+        st = vc_estimator_total(e, batches[i], &t, &err);
+        if (st != VC_OK) {
+            check_error(st, &err);
+            break;
+        }
+        CHECK(t >= prev); /* never decreases as the batch grows */
+        prev = t;
+        if (batches[i] == 3) {
+            vc_result a, b;
+            vc_options ob = o;
+            ob.batch = 3;
+            memset(&err, 0, sizeof err);
+            if (vc_estimator_run(e, 3, &a, &err) == VC_OK) {
+                check_result(m, &a);
+                if (vc_estimate(m, &ob, &b, &err) == VC_OK) {
+                    CHECK(a.memory.peak_allocated == b.memory.peak_allocated);
+                    CHECK(a.memory.total == b.memory.total);
+                    vc_result_free(&b);
+                }
+                vc_result_free(&a);
+            }
+        }
+    }
+    int64_t cap = INT64_C(1) << (20 + size % 20), mb = -1;
+    int n = 0;
+    memset(&err, 0, sizeof err);
+    st = vc_estimator_max_batch(e, cap, &mb, &n, &err);
+    if (st == VC_OK) {
+        CHECK(mb >= 0 && mb <= VC_MAX_BATCH_LIMIT);
+        CHECK(n >= 0 && n < 400);
+        int64_t t;
+        if (mb > 0 && vc_estimator_total(e, mb, &t, &err) == VC_OK) CHECK(t <= cap);
+        memset(&err, 0, sizeof err);
+        if (mb < VC_MAX_BATCH_LIMIT && vc_estimator_total(e, mb + 1, &t, &err) == VC_OK) CHECK(t > cap);
+    } else {
+        check_error(st, &err);
+    }
+    vc_estimator_free(e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    cur_data = data;
+    cur_size = size;
+    /* short inputs double as --gpu / size strings (src/gpu.c) */
+    if (size < 48) {
+        char spec[48];
+        memcpy(spec, data, size);
+        spec[size] = '\0';
+        vc_gpu_spec g;
+        vc_error ge;
+        memset(&ge, 0, sizeof ge);
+        vc_status gs = vc_gpu_parse(spec, &g, &ge);
+        if (gs == VC_OK) CHECK(g.capacity >= 0 && g.capacity <= g.total);
+        else check_error(gs, &ge);
+        int64_t bytes;
+        memset(&ge, 0, sizeof ge);
+        gs = vc_parse_size(spec, &bytes, &ge);
+        if (gs == VC_OK) CHECK(bytes >= 0);
+        else check_error(gs, &ge);
+    }
     vc_model *m = NULL;
     vc_error err;
     vc_status st = vc_model_load_string((const char *)data, size, "fuzz.json", &m, &err);
     if (st != VC_OK) {
         check_error(st, &err);
         CHECK(m == NULL);
+        /* inputs here are small: "out of memory" would mean the loader's JSON
+         * validator accepted text that cJSON then refused */
+        CHECK(st != VC_ERR_NOMEM);
+        /* every error about a place in the file has a position */
+        if (st == VC_ERR_PARSE && size > 0) CHECK(err.line > 0 || !strncmp(err.msg, "the file", 8));
+        if (st == VC_ERR_MODEL) CHECK(err.line > 0);
         return 0;
     }
     CHECK(vc_model_parameters(m) >= 0 && vc_model_trainable_parameters(m) >= 0);
@@ -136,11 +246,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.hopper = 1;
         run(m, &o, 0);
 
-        /* a batch that overflows 64-bit byte counts for anything but tiny models */
+        /* a batch that overflows 64-bit byte counts (per tensor, or only in the
+         * sums of many), or that an int would truncate */
+        static const int64_t huge[] = {INT64_C(1) << 62, INT64_C(1) << 40, (INT64_C(1) << 33) + 5, (INT64_C(1) << 31) + 7};
         vc_options_init(&o);
-        o.batch = INT64_C(1) << 62;
+        o.batch = huge[size % 4];
         o.optim = VC_OPTIM_MOMENTUM;
         run(m, &o, 1);
+
+        /* the estimator behind --sweep and --max-batch (src/sweep.c) */
+        if (vc_model_layer_count(m) <= 100 && size % 4 == 0) check_estimator(m, size);
 
         /* --input override, then estimate again */
         int64_t dims[3] = {4, 8, (int64_t)(size % 13) + 1};

@@ -4,9 +4,12 @@
  * What each saves follows derivatives.yaml: relu/sigmoid/tanh keep their
  * result; hardtanh (ReLU6), leaky_relu, elu, gelu, silu, mish, hardswish,
  * hardsigmoid keep their input. In-place variants whose formula reads the
- * result (relu_, leaky_relu_, elu_, hardtanh_) keep the shared buffer; the
- * others (silu_, mish_, hardswish_, hardsigmoid_) need the original input,
- * which autograd keeps as a copy.
+ * result (relu_, leaky_relu_, elu_) keep the shared buffer; the others
+ * (hardtanh_ = ReLU6(inplace=True), silu_, mish_, hardswish_, hardsigmoid_)
+ * have no in-place entry of their own in derivatives.yaml, use the
+ * out-of-place formula that reads `self`, and so autograd keeps a copy of the
+ * original input (HardtanhBackward0 saves `self`, a clone: measured, torch
+ * 1.13; 2.x's derivatives.yaml has only the `hardtanh` entry).
  */
 #include <string.h>
 
@@ -92,7 +95,7 @@ static int gelu_parse(vc_args *a, void *p)
 }
 
 SIMPLE_ACT(ReLU, "relu", SAVES_RESULT, true, act_parse_inplace, "max(x, 0); keeps its output")
-SIMPLE_ACT(ReLU6, "hardtanh", SAVES_INPUT, true, act_parse_inplace, "min(max(x, 0), 6); keeps its input")
+SIMPLE_ACT(ReLU6, "hardtanh", SAVES_INPUT, false, act_parse_inplace, "min(max(x, 0), 6); keeps its input")
 SIMPLE_ACT(LeakyReLU, "leaky_relu", SAVES_INPUT, true, leaky_parse, "leaky ReLU; keeps its input")
 SIMPLE_ACT(ELU, "elu", SAVES_INPUT, true, elu_parse, "ELU; keeps its input")
 SIMPLE_ACT(GELU, "gelu", SAVES_INPUT, false, gelu_parse, "GELU (approximate none/tanh); keeps its input")

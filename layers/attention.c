@@ -289,8 +289,10 @@ static int sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
     }
 }
 
-/* _safe_softmax(attn, -1): keeps its result; the softmax output, the bool
- * (x == -inf) mask and the all() row mask are alive when `where` allocates
+/* _safe_softmax(attn, -1) (attention.cpp, PyTorch >= 2.5): keeps its result;
+ * the softmax output, the bool (x == -inf) mask, the all() row mask and the
+ * two 0-d device tensors it compares and fills with (scalar_tensor(-inf),
+ * scalar_tensor(0.0): 512 B blocks each) are alive when `where` allocates
  * the result. */
 static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
 {
@@ -300,7 +302,7 @@ static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
     if (VC_SAFE_SOFTMAX)
         vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) +
                                   rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
-                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL)),
+                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL) + 2 * 512),
                     VC_DT_U8);
     vc_op_save(o, y);
     vc_op_end(o);
@@ -620,7 +622,7 @@ static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t
 static vc_t packed(vc_build *b, vc_t proj, int64_t len)
 {
     vc__batch_dependent(b);
-    bool triv = vc_batch(b) * len == 1;
+    bool triv = vc_batch(b) == 1 && len == 1;
     vc_t t = view_op(b, "unflatten+transpose", proj, vc_numel_of(b, proj), triv, !triv);
     return op_contiguous(b, t);
 }

@@ -73,8 +73,8 @@ static int64_t r512(int64_t bytes) { return bytes <= 0 ? 0 : (bytes + 511) / 512
  * the simulation anyway). */
 static int64_t smul(int64_t a, int64_t b)
 {
-    int64_t r;
-    return __builtin_mul_overflow(a, b, &r) ? INT64_MAX / 4 : r;
+    int64_t r; /* capped at 2^57 so the sums below cannot overflow */
+    return __builtin_mul_overflow(a, b, &r) || r > (INT64_C(1) << 57) ? (INT64_C(1) << 57) : r;
 }
 
 static void emb_emit(vc_build *b, const void *p)

@@ -148,6 +148,10 @@ enum {
     VC_GRAD_NEW = 0,   /* backward allocates a fresh tensor of the input's size */
     VC_GRAD_PASS = 1,  /* backward passes (a view of) the incoming grad */
     VC_GRAD_NONE = 2,  /* no gradient for this input */
+    VC_GRAD_REDUCE = 3 /* the node passes the incoming gradient on and the autograd engine
+                        * reduces it to this (broadcast) input's shape (validate_outputs:
+                        * sum_to): a new tensor of the input's size, allocated after the
+                        * node's own backward returned (a bias of addmm, a broadcast add) */
 };
 
 vc_op *vc_op_begin(vc_build *b, const char *name);

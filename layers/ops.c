@@ -109,15 +109,18 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     vc_t y = vc_op_out(o, yn, vc_dt_of(b, x));
     vc_op_save_if(o, x, iw);
     vc_op_save_if(o, w, ix);
+    /* AddmmBackward0 returns the incoming gradient for the 1-D bias
+     * (maybe_multiply(grad, beta)); the engine sum_to's it to [out] */
+    if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ib, VC_GRAD_REDUCE);
     vc_op_gemm(o);
-    (void)ib;
     vc_op_end(o);
     if (bias >= 0 && fold_copy) { /* output.add_(bias): grad of bias via sum_to */
         o = vc_op_begin(b, "add_");
         int iy = vc_op_in(o, y);
-        vc_op_in(o, bias);
+        int ibb = vc_op_in(o, bias);
         y = vc_op_out_view(o, iy, yn, true);
         vc_op_grad(o, iy, VC_GRAD_PASS);
+        if (!same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ibb, VC_GRAD_REDUCE);
         vc_op_end(o);
     }
     return y;
@@ -147,7 +150,13 @@ vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out)
     vc_op_in(o, x);
     vc_op_in(o, w);
     if (bias >= 0) vc_op_in(o, bias);
-    if (!vc_contiguous(b, x)) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    /* at::_convolution hands cuDNN input.contiguous(backend_memory_format), and
+     * convolution_backward does the same with the saved (non-contiguous)
+     * input: an input-sized copy alive with the output / the gradients */
+    if (!vc_contiguous(b, x)) {
+        vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
+        vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    }
     vc_t y = vc_op_out(o, out, vc_dt_of(b, x));
     vc_op_save(o, x);
     vc_op_save(o, w);
@@ -166,9 +175,10 @@ static vc_t binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out, 
         vc_op_save_if(o, y, ix);
         vc_op_save_if(o, x, iy);
     } else {
-        /* add: the gradient passes through; broadcast inputs get sum_to */
-        if (same_numel(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_PASS);
-        if (same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_PASS);
+        /* add: the gradient passes through; the engine sum_to's it for a
+         * broadcast input (validate_outputs) */
+        vc_op_grad(o, ix, same_numel(vc_numel_of(b, x), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+        vc_op_grad(o, iy, same_numel(vc_numel_of(b, y), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
     }
     vc_op_end(o);
     return r;

@@ -215,6 +215,7 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n)
     int64_t peak = -1;
     if (!blk) return -1;
     for (size_t i = 0; i < n; i++) {
+        if (ev[i].size > (INT64_C(1) << 61)) goto out; /* beyond any device: the caller reports overflow */
         if (ev[i].block < 0) {
             blk[i] = h_malloc(&h, ev[i].size);
             if (blk[i] < 0) goto out;

@@ -73,6 +73,15 @@ typedef struct {
     bool recomputed;
 } region_t;
 
+/* reserved at the batches where the allocator model's choices change (see
+ * reserved_monotone): computed on first use, kept with the plan. */
+typedef struct {
+    bool built;
+    size_t n;
+    int64_t *batch;    /* ascending */
+    int64_t *reserved; /* -1: not computed yet */
+} res_memo;
+
 struct vc_build {
     const vc_model *m;
     vc_options o;
@@ -104,14 +113,17 @@ struct vc_build {
     int32_t *pgrad;                   /* parameter -> grad storage */
     int32_t *fwd_live; size_t nfwd_live; /* ACT storages live at end of forward */
     int32_t loss_t;
+    int32_t target_t; /* cross-entropy targets: resident like the input batch, -1 */
     uint8_t phase;
     int32_t cur_op;
+    res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
 };
 
 struct vc_op {
     vc_build *b;
     int32_t idx;
 };
+
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -397,6 +409,25 @@ static bool in_rg(vc_build *b, int32_t k, int in)
     return false;
 }
 
+/* What op k saves for backward when it runs with grad: 0 nothing, 1 only
+ * its inputs (autograd packs those before the kernel runs), 2 something it
+ * produces (an output or an extra: packed after the kernel ran). */
+static int op_packs(vc_build *b, int32_t k)
+{
+    op_t *op = &b->op[k];
+    if (!op->rg) return 0;
+    item_t *its = op_items(b, k);
+    int r = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        const item_t *it = &its[i];
+        if (it->type == IT_EXTRA) return 2;
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        if (b->t[it->t].op == k) return 2;
+        r = 1;
+    }
+    return r;
+}
+
 /* Runs op k's forward: outputs, extras, temporaries, saves. */
 static void fwd_op(vc_build *b, int32_t k, bool save)
 {
@@ -475,9 +506,7 @@ static int build_liveness(vc_build *b)
             region_t *R = &b->reg[r];
             if (R->first < 0) R->first = (int32_t)k;
             R->last = (int32_t)k;
-            item_t *its = op_items(b, (int32_t)k);
-            for (int32_t i = 0; i < b->op[k].nit; i++)
-                if (its[i].type == IT_SAVE || its[i].type == IT_EXTRA) R->last_save = (int32_t)k;
+            if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
         }
     }
     for (size_t i = 0; i < nt; i++) {
@@ -576,12 +605,38 @@ static void forward(vc_build *b)
     }
 }
 
+/* Op k saves (references) its saved inputs but never runs: its outputs are
+ * not computed. */
+static void save_inputs_only(vc_build *b, int32_t k)
+{
+    b->cur_op = k;
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    op->sv0 = (int32_t)b->nsv;
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type == IT_OUT) b->t[it->t].stor = -1;
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        int32_t st = b->t[it->t].stor;
+        s_ref(b, st);
+        push_saved(b, st);
+        op->nsv++;
+    }
+}
+
+/* torch.utils.checkpoint (2.x, non-reentrant, early_stop=True): the block
+ * is run again until the last tensor its forward saved has been saved again,
+ * then stopped (_StopRecomputationError from the pack hook). Autograd packs an
+ * op's saved inputs before its kernel runs and its saved outputs after, so
+ * when the last saving op saves only inputs, it is stopped before it runs. */
 static void recompute(vc_build *b, int r)
 {
     region_t *R = &b->reg[r];
     R->recomputed = true;
     for (int32_t k = R->first; k <= R->last_save && !b->st; k++) {
-        fwd_op(b, k, true);
+        if (k == R->last_save && op_packs(b, k) == 1) save_inputs_only(b, k);
+        else fwd_op(b, k, true);
         release_list(b, b->rrel_off, b->rrel, k);
     }
 }
@@ -649,10 +704,13 @@ static void backward(vc_build *b)
             op = &b->op[k];
             its = op_items(b, k);
         }
+        /* The node's backward (apply): new gradients and its transients. */
         int ng = 0;
         for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
             item_t *it = &its[i];
-            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || !b->t[it->t].rg) continue;
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
+                !b->t[it->t].rg)
+                continue;
             tens_t *t = &b->t[it->t];
             int32_t g;
             if (it->how == VC_GRAD_PASS) {
@@ -670,6 +728,25 @@ static void backward(vc_build *b)
             if (its[i].type != IT_BTEMP) continue;
             int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
             s_unref(b, s, op->inst);
+        }
+        /* A checkpointed node's saved tensors are recomputed ones that only
+         * its backward holds (2.x checkpoint drops the handle on unpack):
+         * they go when apply returns. Other nodes release theirs after the
+         * engine's validate_outputs (Engine::evaluate_function). */
+        bool early_release = op->region >= 0;
+        if (early_release) {
+            for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+            op->nsv = 0;
+        }
+        /* validate_outputs: sum_to of gradients for broadcast inputs */
+        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+            item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || it->how != VC_GRAD_REDUCE || !b->t[it->t].rg) continue;
+            tens_t *t = &b->t[it->t];
+            vc_numel n = it->in == 1 ? it->n : t->n;
+            uint8_t dt = it->in == 1 ? it->dt : t->dt;
+            newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+            newt[ng++] = it->t;
         }
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
         op->nsv = 0;
@@ -731,6 +808,10 @@ static void persistent(vc_build *b)
     }
     for (int i = 0; i < m->ninputs; i++) {
         tens_t *t = &b->t[b->val_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
+    }
+    if (b->target_t >= 0) { /* the targets, made once like the input batch (SPEC §4) */
+        tens_t *t = &b->t[b->target_t];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
     bool gemm = false;
@@ -818,6 +899,8 @@ static void execute(vc_build *b)
 
 /* -------------------------------------------------------------- the loss */
 
+static void extend_life(vc_build *b, vc_t t);
+
 static void emit_loss(vc_build *b)
 {
     int32_t y = b->val_t[b->m->output];
@@ -833,19 +916,23 @@ static void emit_loss(vc_build *b)
     }
     vc_op *o;
     if (b->m->loss == VC_LOSS_CROSS_ENTROPY && ov->shape.nd >= 1) {
-        /* log_softmax over the class dim (saves result), then nll_loss
-         * (saves target); backward: nll grad zeros + log_softmax grad. */
+        /* F.cross_entropy(logits, targets): log_softmax over the class dim
+         * (saves result), then nll_loss (saves target and total_weight);
+         * backward: nll grad zeros + log_softmax grad. The logits are an
+         * argument of cross_entropy: alive until nll_loss has returned. The
+         * int64 targets are made once, before the steps, and stay resident
+         * like the input batch (SPEC §4). */
         int64_t classes = ov->shape.d[ov->shape.nd - 1];
         vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
+        vc_t tgt = new_tensor(b, rows, VC_DT_I64);
+        if (tgt < 0) return;
+        b->t[tgt].persistent = true;
+        b->target_t = tgt;
         o = vc_op_begin(b, "log_softmax");
         vc_op_in(o, y);
         vc_t lp = vc_op_out(o, n, VC_DT_F32);
         vc_op_save(o, lp);
         vc_op_end(o);
-        o = vc_op_begin(b, "target");
-        vc_t tgt = vc_op_out(o, rows, VC_DT_I64);
-        vc_op_end(o);
-        vc_hold(b, tgt);
         o = vc_op_begin(b, "nll_loss");
         vc_op_in(o, lp);
         vc_op_in_nodiff(o, tgt);
@@ -853,6 +940,7 @@ static void emit_loss(vc_build *b)
         vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
         vc_op_save(o, tgt);
         vc_op_end(o);
+        extend_life(b, y);
         b->loss_t = l;
     } else {
         o = vc_op_begin(b, "mean");
@@ -885,8 +973,14 @@ vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, v
     b->m = m;
     b->o = *o;
     b->batch = o->batch;
+    b->memo = calloc(1, sizeof *b->memo);
+    if (!b->memo) {
+        free(b);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
     b->train = o->mode == VC_MODE_TRAIN;
     b->loss_t = -1;
+    b->target_t = -1;
     switch (o->precision) {
     case VC_PREC_FP16: case VC_PREC_MIXED_FP16: b->act_dt = b->param_dt = VC_DT_F16; break;
     case VC_PREC_BF16: case VC_PREC_MIXED_BF16: b->act_dt = b->param_dt = VC_DT_BF16; break;
@@ -975,10 +1069,107 @@ void vc_plan_free(vc_plan *p)
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
+    if (b->memo) {
+        free(b->memo->batch);
+        free(b->memo->reserved);
+        free(b->memo);
+    }
     free(b);
 }
 
 /* ------------------------------------------------------------- simulate */
+
+/* The caching allocator model's reserved bytes for a replay at `batch`
+ * (-1 when out of memory). sz: scratch of ns entries. */
+static int64_t replay_reserved(const vc_build *b, int64_t batch)
+{
+    int64_t *sz = malloc((b->ns + 1) * sizeof *sz);
+    vc_alloc_event *aev = malloc((b->nev + 1) * sizeof *aev);
+    int32_t *evidx = malloc((b->ns + 1) * sizeof *evidx);
+    int64_t r = -1;
+    if (!sz || !aev || !evidx) goto out;
+    for (size_t s = 0; s < b->ns; s++)
+        if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) goto out;
+    size_t j = 0;
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END || sz[e->stor] == 0) continue;
+        if (e->kind == EV_ALLOC) {
+            evidx[e->stor] = (int32_t)j;
+            aev[j++] = (vc_alloc_event){sz[e->stor], -1};
+        } else {
+            aev[j++] = (vc_alloc_event){sz[e->stor], evidx[e->stor]};
+        }
+    }
+    r = vc_alloc_replay(aev, j);
+out:
+    free(sz);
+    free(aev);
+    free(evidx);
+    return r;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, c = *(const int64_t *)y;
+    return (a > c) - (a < c);
+}
+
+/* The batches at which a request last stays on one side of a threshold of
+ * the allocator model (alloc.c): <= 1 MiB (small pool, 2 MiB segments) and
+ * < 10 MiB (a 20 MiB large segment rather than one of its own size). Past
+ * such a batch the model can reserve less than before. */
+static int build_memo(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    static const int64_t limit[2] = {INT64_C(1) << 20, (INT64_C(10) << 20) - 512};
+    int64_t *c = malloc((2 * b->ns + 1) * sizeof *c);
+    if (!c) return -1;
+    size_t n = 0;
+    for (size_t s = 0; s < b->ns; s++) {
+        vc_numel e = b->s[s].n;
+        int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
+        if (e.ps <= 0) continue;
+        for (int k = 0; k < 2; k++) {
+            int64_t lim = limit[k] / d; /* elements; the limits are multiples of 512 */
+            if (e.fx > lim) continue;
+            int64_t bc = (lim - e.fx) / e.ps; /* last batch at or under the limit */
+            if (bc >= 1) c[n++] = bc;
+        }
+    }
+    qsort(c, n, sizeof *c, cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || c[u - 1] != c[i]) c[u++] = c[i];
+    M->batch = c;
+    M->n = u;
+    M->reserved = malloc((u + 1) * sizeof *M->reserved);
+    if (!M->reserved) return -1;
+    for (size_t i = 0; i < u; i++) M->reserved[i] = -1;
+    M->built = true;
+    return 0;
+}
+
+/* SPEC §3: memory.total never decreases as the batch grows. PyTorch's
+ * allocator (and its model) can reserve less at a larger batch: a request
+ * that grows past 1 MiB leaves the small pool (a 2 MiB segment may no longer
+ * be needed) and one that reaches 10 MiB gets a segment of its own size
+ * instead of 20 MiB. `reserved` is therefore defined as the most the model
+ * reserves for a step at any batch up to `batch`, evaluated at `batch` and
+ * at every smaller batch where some request is about to cross one of those
+ * thresholds (build_memo); those values are computed once per plan. */
+static int64_t reserved_monotone(const vc_build *b, int64_t batch, int64_t at_batch)
+{
+    res_memo *M = b->memo;
+    if (!M || at_batch < 0) return at_batch;
+    if (!M->built && build_memo(b)) return -1;
+    int64_t r = at_batch;
+    for (size_t i = 0; i < M->n && M->batch[i] < batch; i++) {
+        if (M->reserved[i] < 0 && (M->reserved[i] = replay_reserved(b, M->batch[i])) < 0) return -1;
+        if (M->reserved[i] > r) r = M->reserved[i];
+    }
+    return r;
+}
 
 vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
@@ -1013,7 +1204,10 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         const stor_t *s = &b->s[e->stor];
         int64_t v = sz[e->stor];
         if (e->kind == EV_ALLOC) {
-            if (__builtin_add_overflow(total, v, &total)) overflow = true;
+            if (__builtin_add_overflow(total, v, &total)) {
+                overflow = true; /* cur[] <= total: stop before anything else can wrap */
+                break;
+            }
             cur[s->cat] += v;
             if (total > sim->peak) {
                 sim->peak = total;
@@ -1041,14 +1235,22 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
     /* persistent sizes */
     for (size_t s = 0; s < b->ns; s++) {
         uint8_t c = b->s[s].cat;
-        if (c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) sim->persistent[c] += sz[s];
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))
+            overflow = true;
     }
     /* gradients: one per trainable parameter, as AccumulateGrad keeps it */
     for (size_t q = 0; q < b->m->npar; q++)
         if (b->m->par[q].trainable && b->train) {
             const tens_t *t = &b->t[b->par_t[q]];
-            sim->persistent[CAT_GRAD] += vc_bytes(t->n, (vc_dtype)t->dt, batch);
+            if (__builtin_add_overflow(sim->persistent[CAT_GRAD], vc_bytes(t->n, (vc_dtype)t->dt, batch), &sim->persistent[CAT_GRAD]))
+                overflow = true;
         }
+    for (size_t s = 0; s < b->ns && !overflow; s++) overflow = sz[s] > (INT64_C(1) << 61);
+    if (overflow) {
+        free(sz);
+        free(aev);
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld needs more than 2^61 bytes", (long long)batch);
+    }
     if (inst_act) {
         memset(inst_act, 0, b->m->ninst * sizeof *inst_act);
         for (size_t j = 0; j < b->nfwd_live; j++) {
@@ -1071,10 +1273,11 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         else aev[j].block = evidx[e->stor];
         j++;
     }
-    sim->reserved = vc_alloc_replay(aev, naev);
+    sim->reserved = reserved_monotone(b, batch, vc_alloc_replay(aev, naev));
     free(evidx);
     free(sz);
     free(aev);
+    if (sim->reserved < 0) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     return VC_OK;
 }
 
@@ -1094,7 +1297,7 @@ vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, co
         const stor_t *s = &b->s[e->stor];
         int64_t v = vc_bytes(s->n, (vc_dtype)s->dt, batch);
         if (v < 0) return VC_ERR_OVERFLOW;
-        total += e->kind == EV_ALLOC ? v : -v;
+        if (__builtin_add_overflow(total, e->kind == EV_ALLOC ? v : -v, &total)) return VC_ERR_OVERFLOW;
         const char *where = e->inst >= 0 ? b->m->inst[e->inst].path : "-";
         snprintf(buf, sizeof buf, "%-9s %-5s %-9s %12lld %14lld  %s %s", vc_phase_name((vc_phase)e->phase),
                  e->kind == EV_ALLOC ? "alloc" : "free", cat_names[s->cat], (long long)v, (long long)total, where,

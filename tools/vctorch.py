@@ -27,13 +27,15 @@ compat="stock" uses torch 1.13's own modules wherever they exist.
 
 Replicas of a single 2.x operator written as several 1.13 operators run inside
 HOOKS.fused(name): a measuring harness may treat the region as one operator.
-HOOKS.layer(path) is called before each layer runs (for per-op logs).
+HOOKS.layer(path) is called before each layer runs (for per-op logs); HOOKS.read(what)
+asks the harness for a reading where no operator ends (checkpoint's early stop).
 """
 
 import contextlib
 import inspect
 import math
 import re
+import weakref
 
 import torch
 import torch.nn as nn
@@ -51,6 +53,7 @@ class _Hooks:
     def __init__(self):
         self.fused = lambda name: contextlib.nullcontext()
         self.layer = None
+        self.read = lambda what: None  # a measuring harness: take a reading now
 
 
 HOOKS = _Hooks()
@@ -143,12 +146,42 @@ class _Linear2x(nn.Linear):
         return linear2x(x, self.weight, self.bias)
 
 
+class _SafeSoftmax(torch.autograd.Function):
+    """PyTorch >= 2.5 at::_safe_softmax (attention.cpp), the math SDPA backend's softmax:
+        out = softmax(self, dim); neg_inf = scalar_tensor(-inf) (a device tensor);
+        masked = self.eq(neg_inf); masked_rows = all(masked, dim, keepdim=True);
+        zero = scalar_tensor(0.0); return where(masked_rows, zero, out)
+    It is CompositeExplicitAutograd: derivatives.yaml saves `result` only and its
+    backward is _softmax_backward_data(grad, result, dim).  The ops run one by one
+    here, so the harness reads the total after each, as CUDA's allocator counts
+    them (out, the bool mask, the row mask and both scalars are alive when `where`
+    allocates the result)."""
+
+    @staticmethod
+    def forward(ctx, x, dim):
+        out = torch.softmax(x, dim)
+        neg_inf = torch.full((), float("-inf"), dtype=out.dtype)
+        masked = x.eq(neg_inf)
+        masked_rows = masked.all(dim, keepdim=True)
+        zero = torch.full((), 0.0, dtype=out.dtype)
+        res = torch.where(masked_rows, zero, out)
+        del out, neg_inf, masked, masked_rows, zero
+        ctx.save_for_backward(res)
+        ctx.dim = dim
+        return res
+
+    @staticmethod
+    def backward(ctx, grad):
+        (res,) = ctx.saved_tensors
+        return torch._softmax_backward_data(grad, res, ctx.dim, res.dtype), None
+
+
 def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                   scale=None, dropout=dropout2x):
     """Port of ATen _scaled_dot_product_attention_math (PyTorch 2.x,
-    aten/src/ATen/native/transformers/attention.cpp).  _safe_softmax is
-    softmax here: with no fully masked row both keep one [B,H,L,S] result and
-    the same backward; its other temporaries live inside the operator."""
+    aten/src/ATen/native/transformers/attention.cpp), with 2.5+'s
+    at::_safe_softmax (_SafeSoftmax: its temporaries are read one op at a time,
+    as CUDA's max_memory_allocated sees them)."""
     origin = query_.dtype
     low = origin in (torch.float16, torch.bfloat16)
     query_acc = query_.to(torch.float32) if low else query_
@@ -169,7 +202,7 @@ def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
     attn = torch.matmul(query, key_acc.transpose(-2, -1) * scaling_factor)
     if attn_mask is not None:
         attn.add_(attn_mask)
-    attn = torch.softmax(attn, -1)
+    attn = _SafeSoftmax.apply(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     out = torch.matmul(attn, value_acc).to(origin)
@@ -213,7 +246,9 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
                     k_proj_weight=None, v_proj_weight=None, average_attn_weights=True,
                     dropout=dropout2x):
     """Port of PyTorch 2.x F.multi_head_attention_forward for batched input
-    without masks (torch/nn/functional.py)."""
+    without masks (torch/nn/functional.py).  Like the original it deletes no
+    local: q, k, v (views of the packed projection) and q_scaled stay referenced
+    until the function returns, which matters under no_grad (inference)."""
     tgt_len, bsz, embed_dim = query.shape
     head_dim = embed_dim // num_heads
     if not use_separate_proj_weight:
@@ -242,12 +277,10 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
         _B, _Nt, E = q.shape
         q_scaled = q * math.sqrt(1.0 / float(E))
         attn_output_weights = torch.bmm(q_scaled, k.transpose(-2, -1))
-        del q_scaled, k
         attn_output_weights = torch.softmax(attn_output_weights, dim=-1)
         if dropout_p > 0.0:
             attn_output_weights = dropout(attn_output_weights, dropout_p, True)
         attn_output = torch.bmm(attn_output_weights, v)
-        del v
         attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         attn_output = linear2x(attn_output, out_proj_weight, out_proj_bias)
         attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
@@ -259,7 +292,6 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
     k = k.view(bsz, num_heads, src_len, head_dim)
     v = v.view(bsz, num_heads, src_len, head_dim)
     attn_output = _sdpa_math_2x(q, k, v, None, dropout_p, False, dropout=dropout)
-    del q, k, v
     attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     attn_output = linear2x(attn_output, out_proj_weight, out_proj_bias)
     attn_output = attn_output.view(tgt_len, bsz, attn_output.size(1))
@@ -317,6 +349,42 @@ class _MHAStock(nn.MultiheadAttention):
                                average_attn_weights=self.average_attn_weights)[0]
 
 
+class _LayerNorm16(torch.autograd.Function):
+    """native_layer_norm on fp16/bf16 input as 2.x CUDA runs it: mean and rstd are
+    kept in fp32 (the accumulate type; torch 1.13's CPU kernel keeps them in the
+    input dtype).  One operator each way (fused regions); the backward hands 1.13's
+    kernel the statistics in the dtype it expects, inside the region."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, shape, eps):
+        with HOOKS.fused("native_layer_norm"):
+            y, mean, rstd = torch.native_layer_norm(x, shape, weight, bias, eps)
+            mean32, rstd32 = mean.float(), rstd.float()
+            del mean, rstd
+        ctx.save_for_backward(x, weight, bias, mean32, rstd32)
+        ctx.shape = shape
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias, mean32, rstd32 = ctx.saved_tensors
+        mask = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[1],
+                bias is not None and ctx.needs_input_grad[2]]
+        with HOOKS.fused("native_layer_norm_backward"):
+            gx, gw, gb = torch.ops.aten.native_layer_norm_backward(
+                grad, x, list(ctx.shape), mean32.to(x.dtype), rstd32.to(x.dtype), weight, bias, mask)
+        return gx, gw, gb, None, None
+
+
+class _LayerNorm2x(nn.LayerNorm):
+    """nn.LayerNorm; 16-bit input keeps fp32 statistics as on CUDA (_LayerNorm16)."""
+
+    def forward(self, x):
+        if x.dtype in (torch.float16, torch.bfloat16):
+            return _LayerNorm16.apply(x, self.weight, self.bias, tuple(self.normalized_shape), self.eps)
+        return super().forward(x)
+
+
 def _act(name):
     if callable(name):
         return name
@@ -340,6 +408,8 @@ class _EncoderLayer2x(nn.TransformerEncoderLayer):
         self.self_attn = _MHA2x(d_model, nhead, dropout=dropout, bias=bias, batch_first=True)
         if not bias:
             _drop_biases([self.linear1, self.linear2, self.norm1, self.norm2])
+        for n in (self.norm1, self.norm2):
+            n.__class__ = _LayerNorm2x
         self._act = _act(self._act_name)
 
     def forward(self, src):
@@ -369,6 +439,8 @@ class _DecoderLayer2x(nn.TransformerDecoderLayer):
         self.multihead_attn = _MHA2x(d_model, nhead, dropout=dropout, bias=bias, batch_first=True)
         if not bias:
             _drop_biases([self.linear1, self.linear2, self.norm1, self.norm2, self.norm3])
+        for n in (self.norm1, self.norm2, self.norm3):
+            n.__class__ = _LayerNorm2x
         self._act = _act(self._act_name)
 
     def forward(self, tgt, memory):
@@ -594,16 +666,72 @@ class _Slice(nn.Module):
         return x[idx]
 
 
+class _Mean2x(torch.autograd.Function):
+    """mean.dim as PyTorch 2.x's autograd records it.  2.x derivatives.yaml:
+    `self: mean_backward(grad, self.sym_sizes(), dim, self.sym_numel(), keepdim)`,
+    so MeanBackward1 keeps sizes and numel only; torch 1.13's MeanBackward1 keeps
+    `self`, the whole input (it can hold an activation nobody else saves, e.g. the
+    map AdaptiveAvgPool2d(1) reduces).  Backward as 2.x's mean_backward:
+    sum_backward (unsqueeze + expand, views) then one division (a new tensor)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim):
+        dims = sorted(d % x.dim() for d in dim)
+        ctx.shape, ctx.dims, ctx.keepdim = x.shape, dims, keepdim
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        ctx.n = n
+        return x.mean(dim=dims, keepdim=keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        if not ctx.keepdim:
+            for d in ctx.dims:
+                g = g.unsqueeze(d)
+        return g.expand(ctx.shape) / ctx.n, None, None
+
+
+def mean2x(x, dim, keepdim=False):
+    """x.mean(dim, keepdim) with 2.x's saved tensors (none)."""
+    if isinstance(dim, int):
+        dim = [dim]
+    return _Mean2x.apply(x, list(dim), keepdim)
+
+
 class _Mean(nn.Module):
-    def __init__(self, dim=None, keepdim=False):
+    def __init__(self, dim=None, keepdim=False, stock=False):
         super().__init__()
-        self.dim, self.keepdim = dim, keepdim
+        self.dim, self.keepdim, self.stock = dim, keepdim, stock
 
     def forward(self, x):
         dim = self.dim
         if dim is None:
             dim = list(range(1, x.dim()))
-        return x.mean(dim=dim, keepdim=self.keepdim)
+        if self.stock:
+            return x.mean(dim=dim, keepdim=self.keepdim)
+        return mean2x(x, dim, self.keepdim)
+
+
+class _AdaptiveAvgPool2x(nn.Module):
+    """AdaptiveAvgPool{1,2,3}d: an output of all ones is input.mean(spatial dims,
+    keepdim=True) in 1.13 and 2.x alike (AdaptiveAveragePooling*.cpp; the 1-d pool is
+    the 2-d one on x.unsqueeze(-2)); mean2x keeps what 2.x's MeanBackward1 keeps.
+    Other output sizes run the module itself."""
+
+    def __init__(self, dims, output_size):
+        super().__init__()
+        self.pool = getattr(nn, "AdaptiveAvgPool%dd" % dims)(output_size)
+        self.dims = dims
+        osz = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * dims
+        self.global_ = all(o == 1 for o in osz)
+
+    def forward(self, x):
+        if not self.global_:
+            return self.pool(x)
+        if self.dims == 1:
+            return mean2x(x.unsqueeze(-2), [-1, -2], True).squeeze(-2)
+        return mean2x(x, list(range(-self.dims, 0)), True)
 
 
 class _Matmul(nn.Module):
@@ -677,6 +805,47 @@ for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
 _KINDS["Linear"] = (lambda kw, c: _Linear2x(**kw) if c == "2x" else nn.Linear(**kw), 1, set())
 
 
+def _conv_contig_probe(run, x):
+    """A convolution on a non-contiguous input (a transposed embedding, ...).  2.x on
+    CUDA: at::_convolution passes input.contiguous(backend_memory_format) to cuDNN and
+    convolution_backward does the same, so an input-sized copy lives inside each
+    operator, where max_memory_allocated counts it; this harness reads between
+    operators and would miss it (1.13's CPU kernel copies internally too).  An empty
+    tensor of the input's size stands in for the copy: allocated just before the
+    operator and freed just after it, in forward and (tensor hook / node post-hook)
+    in backward."""
+    if x.is_contiguous():
+        return run()
+    tmp = torch.empty(x.shape, dtype=x.dtype)
+    y = run()
+    del tmp
+    if y.requires_grad and y.grad_fn is not None:
+        box = []
+        shape, dtype = tuple(x.shape), x.dtype
+
+        def pre(g):
+            box.append(torch.empty(shape, dtype=dtype))
+
+        def post(grad_inputs, grad_outputs):
+            box.clear()
+        y.register_hook(pre)
+        y.grad_fn.register_hook(post)
+    return y
+
+
+def _conv2x_class(base):
+    class _Conv2x(base):
+        def forward(self, x, *args):
+            return _conv_contig_probe(lambda: base.forward(self, x, *args), x)
+    _Conv2x.__name__ = base.__name__
+    return _Conv2x
+
+
+for _n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"):
+    _KINDS[_n] = ((lambda base, cls2x: lambda kw, c: cls2x(**kw) if c == "2x" else base(**kw))(
+        getattr(nn, _n), _conv2x_class(getattr(nn, _n))), 1, set())
+
+
 class _MaxPoolIdx(nn.Module):
     """MaxPool as CUDA runs it: always max_pool*d_with_indices (the CPU kernel of
     1.13 skips the int64 indices for MaxPool1d when the input needs no grad)."""
@@ -704,7 +873,7 @@ for _n in ("AdaptiveMaxPool1d", "AdaptiveMaxPool2d"):
 @_kind("LayerNorm")
 def _mk_layernorm(kw, compat):
     bias = kw.pop("bias", True)
-    m = nn.LayerNorm(**kw)
+    m = _LayerNorm2x(**kw) if compat == "2x" else nn.LayerNorm(**kw)
     if not bias and m.bias is not None:
         m.bias = None
     return m
@@ -782,7 +951,10 @@ _KINDS["Permute"] = (lambda kw, c: _Permute(**kw), 1, set())
 _KINDS["Transpose"] = (lambda kw, c: _Transpose(**kw), 1, set())
 _KINDS["Select"] = (lambda kw, c: _Select(**kw), 1, set())
 _KINDS["Slice"] = (lambda kw, c: _Slice(**kw), 1, set())
-_KINDS["Mean"] = (lambda kw, c: _Mean(**kw), 1, set())
+_KINDS["Mean"] = (lambda kw, c: _Mean(stock=(c != "2x"), **kw), 1, set())
+for _n in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"):
+    _KINDS[_n] = ((lambda d: lambda kw, c: _AdaptiveAvgPool2x(d, **kw) if c == "2x"
+                   else getattr(nn, "AdaptiveAvgPool%dd" % d)(**kw))(int(_n[-2])), 1, set())
 _KINDS["Matmul"] = (lambda kw, c: _Matmul(stock=(c != "2x"), **kw), 2, set())
 _KINDS["ScaledDotProductAttention"] = (lambda kw, c: _SDPA(stock=(c != "2x"), **kw), 3, set())
 _KINDS["Parameter"] = (lambda kw, c: _Param(**kw), 0, set())
@@ -816,14 +988,91 @@ def _check_dims(kind, kw, path):
 # --------------------------------------------------------------------------
 
 
+class _StopRecomputation(Exception):
+    pass
+
+
+class _Handle:
+    """Key of a recomputed tensor (2.x torch/utils/checkpoint.py _Handle)."""
+
+
+class _Holder:
+    """What a checkpointed forward saves instead of a tensor (2.x _Holder)."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self):
+        self.handle = None
+
+
+def _checkpoint2x(fn, *args):
+    """torch.utils.checkpoint(fn, *args, use_reentrant=False) as PyTorch 2.x runs it
+    (torch/utils/checkpoint.py, _checkpoint_without_reentrant_generator with
+    early_stop=True, preserve_rng_state=False, one graph task).  Forward: every
+    tensor autograd would save becomes a _Holder.  The first unpack in backward
+    re-runs fn under recomputation hooks that store each recomputed saved tensor
+    (detached) under a _Handle in a WeakKeyDictionary, and raise
+    _StopRecomputation as soon as the last one is stored: the ops after the block's
+    last saving op are not recomputed (torch 1.13's checkpoint re-runs the whole
+    block).  Unpacking drops the holder's handle, so the recomputed tensor lives
+    until the node that needed it has run.  The block's inputs stay referenced by
+    this frame, as 2.x's _NoopSaveInputs keeps them."""
+    holders = []
+    recomputed = weakref.WeakKeyDictionary()
+    done = [False]
+
+    def pack(x):
+        h = _Holder()
+        holders.append(weakref.ref(h))
+        return h
+
+    def recompute():
+        count = [0]
+
+        def rpack(x):
+            h = holders[count[0]]()
+            count[0] += 1
+            if h is not None:
+                h.handle = _Handle()
+                recomputed[h.handle] = x.detach()
+            if count[0] == len(holders):
+                # the op that saved this tensor has allocated its outputs; raising
+                # frees them before its operator ends, so read the total first (CUDA's
+                # max_memory_allocated sees them)
+                HOOKS.read("checkpoint-early-stop")
+                raise _StopRecomputation()
+            return x.detach()
+
+        try:
+            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(rpack, lambda x: x):
+                fn(*args)
+        except RuntimeError as e:  # 1.13 re-raises a hook's exception as RuntimeError
+            if "_StopRecomputation" not in str(e):
+                raise
+        except _StopRecomputation:
+            pass
+        done[0] = True
+
+    def unpack(h):
+        if not done[0]:
+            recompute()
+        ret = recomputed[h.handle]
+        h.handle = None
+        return ret
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return fn(*args)
+
+
 class _Block(nn.Module):
     """One layer entry: `repeat` copies in sequence, optional checkpointing."""
 
-    def __init__(self, copies, ckpt, path):
+    def __init__(self, copies, ckpt, path, compat="2x"):
         super().__init__()
         self.copies = nn.ModuleList(copies)
         self.ckpt = ckpt
         self.path = path
+        self.compat = compat
 
     def forward(self, *args):
         if HOOKS.layer is not None:
@@ -833,7 +1082,10 @@ class _Block(nn.Module):
             if self.ckpt and torch.is_grad_enabled() and args:
                 # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
                 # CUDA too (no device memory), so it is not taken here.
-                y = _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
+                if self.compat == "2x":
+                    y = _checkpoint2x(m, *args)
+                else:
+                    y = _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
             else:
                 y = m(*args)
             if len(self.copies) > 1:
@@ -977,7 +1229,7 @@ def _build_layer(cfg, path, compat, registry):
         for m in copies:
             for p in m.parameters():
                 p.requires_grad_(False)
-    return _Block(copies, ckpt, path), arity
+    return _Block(copies, ckpt, path, compat), arity
 
 
 class Model(nn.Module):

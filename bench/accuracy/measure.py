@@ -155,6 +155,7 @@ def main(argv):
     if logging:
         vctorch.HOOKS.layer = lambda path: tr.tag("%s %s" % (phase[0], path))
     vctorch.HOOKS.fused = tr.fused
+    vctorch.HOOKS.read = tr.read
 
     dispatch_mode = None
     if args.hook == "dispatch":
@@ -201,14 +202,22 @@ def main(argv):
 
         targets = []
 
-        def loss_of(out):
+        def loss_step():
+            # SPEC.md section 4's loop, written as one expression so that the model's
+            # output is a temporary: `model(x).float().mean()` drops a 16-bit output
+            # once .float() returned; cross_entropy keeps its argument (the fp32
+            # logits) until it returns.  The int64 targets are made at step 1 (from
+            # the output's shape) and stay resident, like the input batch.
             if module.loss_kind == "cross_entropy":
-                logits = out.float()
                 if not targets:
+                    logits = module(*inputs).float()
                     targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]),
                                                  dtype=torch.int64))
-                return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
-            return out.float().mean()
+                    targets.append(logits.shape[-1])
+                    return F.cross_entropy(logits.reshape(-1, targets[1]), targets[0].reshape(-1))
+                return F.cross_entropy(module(*inputs).float().reshape(-1, targets[1]),
+                                       targets[0].reshape(-1))
+            return module(*inputs).float().mean()
 
         opt = None
         steady = None
@@ -227,7 +236,7 @@ def main(argv):
                     tr.O.opobs_reset_peak()
                     tr.reset_peak()
                 set_phase("s%d.fwd" % step)
-                loss = loss_of(module(*inputs))
+                loss = loss_step()
                 set_phase("s%d.bwd" % step)
                 tr.O.opobs_set_backward(1)
                 loss.backward()
