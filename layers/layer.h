@@ -148,10 +148,13 @@ enum {
     VC_GRAD_NEW = 0,   /* backward allocates a fresh tensor of the input's size */
     VC_GRAD_PASS = 1,  /* backward passes (a view of) the incoming grad */
     VC_GRAD_NONE = 2,  /* no gradient for this input */
-    VC_GRAD_REDUCE = 3 /* the node passes the incoming gradient on and the autograd engine
+    VC_GRAD_REDUCE = 3, /* the node passes the incoming gradient on and the autograd engine
                         * reduces it to this (broadcast) input's shape (validate_outputs:
                         * sum_to): a new tensor of the input's size, allocated after the
                         * node's own backward returned (a bias of addmm, a broadcast add) */
+    VC_GRAD_NEW_REDUCE = 4 /* the node computes an output-sized gradient for this broadcast
+                            * input (mul: grad * other), which the engine then reduces to
+                            * the input's shape: both alive together, the full one freed after */
 };
 
 vc_op *vc_op_begin(vc_build *b, const char *name);
@@ -162,6 +165,11 @@ int vc_op_in_nodiff(vc_op *o, vc_t t);
 void vc_op_grad(vc_op *o, int in, int how);
 /* Backward allocates a grad of `n` elements (instead of the input's size) for input `in`. */
 void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt);
+/* The gradient for input `in` arrives as a view that keeps its base (Linear's weight
+ * gradient is mm(...).t().t()): autograd's InputBuffer cannot add a second gradient
+ * into it in place (can_accumulate_inplace: its storage is shared), so a tied
+ * parameter's two gradients are summed into a new tensor. */
+void vc_op_grad_view(vc_op *o, int in);
 /* A new output tensor. */
 vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt);
 /* An output that shares input `in`'s storage (a view, or an in-place result). */

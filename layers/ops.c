@@ -109,6 +109,9 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     vc_t y = vc_op_out(o, yn, vc_dt_of(b, x));
     vc_op_save_if(o, x, iw);
     vc_op_save_if(o, w, ix);
+    /* weight.t() is column-major, so mm_mat2_backward returns
+     * grad.t().mm(x).t() and TBackward0 .t() again: a view of the mm result */
+    vc_op_grad_view(o, iw);
     /* AddmmBackward0 returns the incoming gradient for the 1-D bias
      * (maybe_multiply(grad, beta)); the engine sum_to's it to [out] */
     if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ib, VC_GRAD_REDUCE);
@@ -171,9 +174,13 @@ static vc_t binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out, 
     int iy = vc_op_in(o, y);
     vc_t r = inplace ? vc_op_out_view(o, ix, out, vc_contiguous(b, x)) : vc_op_out(o, out, vc_dt_of(b, x));
     if (mul) {
-        /* mul: grad_self = grad * other (saved if self needs grad), and vice versa */
+        /* mul: grad_self = grad * other (saved if self needs grad), and vice
+         * versa; for a broadcast input that product is output-sized and the
+         * engine reduces it (sum_to) */
         vc_op_save_if(o, y, ix);
         vc_op_save_if(o, x, iy);
+        if (!same_numel(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
+        if (!same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
     } else {
         /* add: the gradient passes through; the engine sum_to's it for a
          * broadcast input (validate_outputs) */

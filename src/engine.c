@@ -26,7 +26,7 @@ enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP };
 enum { EV_ALLOC, EV_FREE, EV_FWD_END };
 
 typedef struct {
-    uint8_t type, dt, how, diff;
+    uint8_t type, dt, how, diff, gview;
     int16_t in;    /* IT_SAVE: condition input (-1 always); IT_IN: grad size set */
     int32_t t;     /* tensor (IT_IN, IT_OUT, IT_SAVE) */
     vc_numel n;    /* IT_EXTRA/TEMP sizes; IT_IN: grad size when `in` is 1 */
@@ -55,6 +55,7 @@ typedef struct {
 typedef struct {
     vc_numel n;
     uint8_t dt, cat;
+    bool gview; /* a gradient that is a view keeping its base (vc_op_grad_view) */
     int32_t inst;
     int32_t refs;
     int32_t ev; /* alloc event index */
@@ -80,6 +81,8 @@ typedef struct {
     size_t n;
     int64_t *batch;    /* ascending */
     int64_t *reserved; /* -1: not computed yet */
+    int64_t *pre;      /* pre[i]: the model's max reserved over batches 1..i+1 */
+    size_t npre, cpre;
 } res_memo;
 
 struct vc_build {
@@ -110,7 +113,10 @@ struct vc_build {
     int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
     region_t *reg; int nreg;
     int32_t *hold; size_t nhold;
-    int32_t *pgrad;                   /* parameter -> grad storage */
+    int32_t *pgrad;                   /* parameter -> grad storage (.grad) */
+    int32_t *pedges;                  /* parameter -> gradient edges into its AccumulateGrad */
+    int32_t *parrived;                /* parameter -> gradients arrived in this backward */
+    int32_t *ppending;                /* parameter -> its InputBuffer's gradient, -1 */
     int32_t *fwd_live; size_t nfwd_live; /* ACT storages live at end of forward */
     int32_t loss_t;
     int32_t target_t; /* cross-entropy targets: resident like the input batch, -1 */
@@ -305,6 +311,12 @@ void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt)
     it->dt = (uint8_t)resolve(o->b, dt);
 }
 
+void vc_op_grad_view(vc_op *o, int in)
+{
+    item_t *it = find_in(o, in);
+    if (it) it->gview = 1;
+}
+
 vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt)
 {
     if (!live_op(o)) return -1;
@@ -374,6 +386,7 @@ static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t
     s->n = n;
     s->dt = dt;
     s->cat = cat;
+    s->gview = false;
     s->inst = inst;
     s->refs = 1;
     s->ev = (int32_t)b->nev;
@@ -641,19 +654,48 @@ static void recompute(vc_build *b, int r)
     }
 }
 
+/* AccumulateGrad for parameter p runs once its InputBuffer has every
+ * gradient: into an existing .grad (gradient accumulation) it adds in place;
+ * otherwise it steals the gradient, or clones one it cannot steal. */
+static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
+{
+    int32_t g = b->ppending[p];
+    b->ppending[p] = -1;
+    if (g < 0) return;
+    const tens_t *t = &b->t[b->par_t[p]];
+    int32_t *pg = &b->pgrad[p];
+    if (*pg >= 0) {                  /* .grad += new (in place) */
+        s_unref(b, g, inst);
+    } else if (b->s[g].cat == CAT_GRAD && b->s[g].refs == 1) {
+        *pg = g;                     /* stolen */
+    } else {                         /* shared or foreign layout: cloned */
+        *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+        s_unref(b, g, inst);
+    }
+}
+
 static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
 {
     tens_t *t = &b->t[ti];
     if (t->param >= 0) {
-        int32_t *pg = &b->pgrad[t->param];
-        if (*pg >= 0) {              /* param.grad += new (in place) */
+        /* the parameter's AccumulateGrad node buffers its incoming gradients
+         * (a tied weight gets two); a second one is added in place when the
+         * buffer holds the only reference to a plain tensor, else into a new
+         * tensor (input_buffer.cpp can_accumulate_inplace: Linear's weight
+         * gradient is a view, mm(...).t().t(), that shares its storage) */
+        size_t p = (size_t)t->param;
+        int32_t *pend = &b->ppending[p];
+        if (*pend < 0) {
+            *pend = g;
+        } else if (b->s[*pend].refs == 1 && !b->s[*pend].gview) {
             s_unref(b, g, inst);
-        } else if (b->s[g].cat == CAT_GRAD && b->s[g].refs == 1) {
-            *pg = g;                 /* AccumulateGrad steals it */
-        } else {                     /* shared or foreign layout: cloned */
-            *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+        } else {
+            int32_t sum = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+            s_unref(b, *pend, inst);
             s_unref(b, g, inst);
+            *pend = sum;
         }
+        if (++b->parrived[p] >= b->pedges[p]) accumulate_grad(b, p, inst);
         return;
     }
     if (t->grad < 0) {
@@ -661,7 +703,7 @@ static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
         return;
     }
     int32_t old = t->grad;
-    if (b->s[old].refs == 1) {
+    if (b->s[old].refs == 1 && !b->s[old].gview) {
         s_unref(b, g, inst);
     } else if (b->s[g].refs == 1) {
         s_unref(b, old, inst);
@@ -684,6 +726,10 @@ static void backward(vc_build *b)
         s_unref(b, loss_stor, -1);
         return;
     }
+    for (size_t p = 0; p < b->m->npar; p++) {
+        b->parrived[p] = 0;
+        b->ppending[p] = -1;
+    }
     /* the root gradient (ones_like(loss)) is held by the graph task throughout */
     int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
     s_ref(b, root);
@@ -705,7 +751,11 @@ static void backward(vc_build *b)
             its = op_items(b, k);
         }
         /* The node's backward (apply): new gradients and its transients. */
-        int ng = 0;
+        int ng = 0, nfull = 0;
+        int32_t full[VC_MAX_INPUTS * 4];
+        const tens_t *out0 = NULL; /* the op's (first) output: size of a NEW_REDUCE gradient */
+        for (int32_t i = 0; i < op->nit && !out0; i++)
+            if (its[i].type == IT_OUT) out0 = &b->t[its[i].t];
         for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
             item_t *it = &its[i];
             if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
@@ -713,6 +763,11 @@ static void backward(vc_build *b)
                 continue;
             tens_t *t = &b->t[it->t];
             int32_t g;
+            if (it->how == VC_GRAD_NEW_REDUCE) {
+                if (out0 && nfull < (int)(sizeof full / sizeof *full))
+                    full[nfull++] = s_alloc(b, out0->n, out0->dt, CAT_TEMP, op->inst);
+                continue;
+            }
             if (it->how == VC_GRAD_PASS) {
                 g = gin;
                 s_ref(b, g);
@@ -720,6 +775,7 @@ static void backward(vc_build *b)
                 vc_numel n = it->in == 1 ? it->n : t->n;
                 uint8_t dt = it->in == 1 ? it->dt : t->dt;
                 g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+                if (g >= 0) b->s[g].gview = it->gview;
             }
             newg[ng] = g;
             newt[ng++] = it->t;
@@ -741,13 +797,16 @@ static void backward(vc_build *b)
         /* validate_outputs: sum_to of gradients for broadcast inputs */
         for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
             item_t *it = &its[i];
-            if (it->type != IT_IN || !it->diff || it->how != VC_GRAD_REDUCE || !b->t[it->t].rg) continue;
+            if (it->type != IT_IN || !it->diff || (it->how != VC_GRAD_REDUCE && it->how != VC_GRAD_NEW_REDUCE) ||
+                !b->t[it->t].rg)
+                continue;
             tens_t *t = &b->t[it->t];
             vc_numel n = it->in == 1 ? it->n : t->n;
             uint8_t dt = it->in == 1 ? it->dt : t->dt;
             newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
             newt[ng++] = it->t;
         }
+        for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
         op->nsv = 0;
         for (int32_t i = 0; i < op->nit; i++) {
@@ -763,6 +822,9 @@ static void backward(vc_build *b)
             b->reg[r].nh = 0;
         }
     }
+    /* AccumulateGrad nodes some of whose gradients never came (their
+     * producers got no gradient) run with what they have. */
+    for (size_t p = 0; p < b->m->npar; p++) accumulate_grad(b, p, -1);
     /* Nodes that never ran (no gradient reached them) free their saved
      * tensors when the graph is destroyed. */
     for (size_t k = 0; k < b->nop; k++) {
@@ -877,9 +939,24 @@ static void mark_fwd_end(vc_build *b)
 static void execute(vc_build *b)
 {
     b->cur_op = -1;
-    b->pgrad = malloc((b->m->npar + 1) * sizeof *b->pgrad);
-    if (!b->pgrad) { b->st = VC_ERR_NOMEM; return; }
-    for (size_t p = 0; p < b->m->npar; p++) b->pgrad[p] = -1;
+    size_t np = b->m->npar + 1;
+    b->pgrad = malloc(np * sizeof *b->pgrad);
+    b->pedges = calloc(np, sizeof *b->pedges);
+    b->parrived = calloc(np, sizeof *b->parrived);
+    b->ppending = malloc(np * sizeof *b->ppending);
+    if (!b->pgrad || !b->pedges || !b->parrived || !b->ppending) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < b->m->npar; p++) b->pgrad[p] = b->ppending[p] = -1;
+    /* gradient edges into each parameter's AccumulateGrad */
+    for (size_t k = 0; k < b->nop; k++) {
+        if (!b->op[k].rg) continue;
+        const item_t *its = op_items(b, (int32_t)k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            const item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE) continue;
+            const tens_t *t = &b->t[it->t];
+            if (t->param >= 0 && t->rg) b->pedges[t->param]++;
+        }
+    }
     if (build_liveness(b)) return;
     persistent(b);
     int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
@@ -1069,9 +1146,11 @@ void vc_plan_free(vc_plan *p)
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
+    free(b->pedges); free(b->parrived); free(b->ppending);
     if (b->memo) {
         free(b->memo->batch);
         free(b->memo->reserved);
+        free(b->memo->pre);
         free(b->memo);
     }
     free(b);
@@ -1150,23 +1229,50 @@ static int build_memo(const vc_build *b)
     return 0;
 }
 
-/* SPEC §3: memory.total never decreases as the batch grows. PyTorch's
- * allocator (and its model) can reserve less at a larger batch: a request
- * that grows past 1 MiB leaves the small pool (a 2 MiB segment may no longer
- * be needed) and one that reaches 10 MiB gets a segment of its own size
- * instead of 20 MiB. `reserved` is therefore defined as the most the model
- * reserves for a step at any batch up to `batch`, evaluated at `batch` and
- * at every smaller batch where some request is about to cross one of those
- * thresholds (build_memo); those values are computed once per plan. */
+
+/* `total` must never decrease as the batch grows (SPEC §3), but the
+ * caching allocator's reserve can: a tensor moving from the small to the
+ * large pool, or best-fit packing that is worse at one batch than at the
+ * next. `reserved` is therefore the allocator model's maximum over every
+ * batch up to this one: exact up to VC_RESERVED_EXACT (memoized in the plan,
+ * so a sweep or a max-batch search replays each batch once); above it, the
+ * batches where a tensor crosses a pool or segment threshold and the last
+ * VC_RESERVED_WINDOW batches. */
+#define VC_RESERVED_EXACT 4096
+#define VC_RESERVED_WINDOW 64
+
 static int64_t reserved_monotone(const vc_build *b, int64_t batch, int64_t at_batch)
 {
     res_memo *M = b->memo;
     if (!M || at_batch < 0) return at_batch;
     if (!M->built && build_memo(b)) return -1;
     int64_t r = at_batch;
-    for (size_t i = 0; i < M->n && M->batch[i] < batch; i++) {
+    int64_t exact = batch - 1 < VC_RESERVED_EXACT ? batch - 1 : VC_RESERVED_EXACT;
+    if ((size_t)exact > M->cpre) {
+        int64_t *np = realloc(M->pre, (size_t)VC_RESERVED_EXACT * sizeof *np);
+        if (!np) return -1;
+        M->pre = np;
+        M->cpre = VC_RESERVED_EXACT;
+    }
+    while ((int64_t)M->npre < exact) {
+        int64_t v = replay_reserved(b, (int64_t)M->npre + 1);
+        if (v < 0) return -1;
+        if (M->npre && M->pre[M->npre - 1] > v) v = M->pre[M->npre - 1];
+        M->pre[M->npre++] = v;
+    }
+    if (exact > 0 && M->pre[exact - 1] > r) r = M->pre[exact - 1];
+    if (batch - 1 <= VC_RESERVED_EXACT) return r;
+    size_t hi = 0;
+    while (hi < M->n && M->batch[hi] < batch) hi++;
+    for (size_t i = 0; i < hi; i++) {
+        if (M->batch[i] <= VC_RESERVED_EXACT) continue;
         if (M->reserved[i] < 0 && (M->reserved[i] = replay_reserved(b, M->batch[i])) < 0) return -1;
         if (M->reserved[i] > r) r = M->reserved[i];
+    }
+    for (int64_t w = 1; w <= VC_RESERVED_WINDOW && batch - w > VC_RESERVED_EXACT; w++) {
+        int64_t v = replay_reserved(b, batch - w);
+        if (v < 0) return -1;
+        if (v > r) r = v;
     }
     return r;
 }

@@ -14,7 +14,8 @@
  * One cmocka test per case: the library estimate with --workspace 0 and
  * --attention math (the harness measures no cuBLAS/cuDNN workspace and ports
  * 2.x's math SDPA, torch 1.13 having none) must
- *  - report exactly the measured parameter and trainable-parameter counts, and
+ *  - report exactly the measured parameter and trainable-parameter counts, the
+ *    bytes of parameters and buffers and of the optimizer's state, and
  *  - have a signed relative error (estimate - measured) / measured within the
  *    case's bound (±8%, SPEC.md §4).
  * A last test checks the median |error| over the fp32 cases that the CPU
@@ -55,6 +56,7 @@ typedef struct {
     bool held_out, faithful;
     double bound;
     int64_t measured, params, trainable;
+    int64_t weights, opt_states; /* -1: not in the fixture */
     /* filled by the case's test */
     bool ran;
     double err;
@@ -150,6 +152,9 @@ static int load_cases(const char *path)
         a->measured = (int64_t)peak;
         a->params = (int64_t)params;
         a->trainable = (int64_t)trainable;
+        double wb, ob;
+        a->weights = jnum(meas, "weights_bytes", &wb) ? (int64_t)wb : -1;
+        a->opt_states = jnum(meas, "optimizer_state_bytes", &ob) ? (int64_t)ob : -1;
         i++;
     }
     cJSON_Delete(doc);
@@ -182,6 +187,7 @@ static void test_case(void **state)
         fail_msg("%s: estimate failed: %s", a->id, err.msg);
     }
     int64_t est = r.memory.peak_allocated, params = r.parameters, trainable = r.trainable_parameters;
+    int64_t weights = r.memory.weights, opt_states = r.memory.optimizer_states;
     vc_result_free(&r);
     vc_model_free(m);
     a->err = ((double)est - (double)a->measured) / (double)a->measured;
@@ -191,6 +197,9 @@ static void test_case(void **state)
     /* parameter counts are exact everywhere */
     assert_int_equal(params, a->params);
     assert_int_equal(trainable, a->trainable);
+    /* parameters + buffers, and the optimizer's state, as stored (512-byte blocks) */
+    if (a->weights >= 0) assert_int_equal(weights, a->weights);
+    if (a->opt_states >= 0 && a->mode == VC_MODE_TRAIN) assert_int_equal(opt_states, a->opt_states);
     if (fabs(a->err) > a->bound)
         fail_msg("%s: error %+.3f%% is outside ±%.1f%% (measured %lld, estimate %lld)", a->id, 100.0 * a->err,
                  100.0 * a->bound, (long long)a->measured, (long long)est);

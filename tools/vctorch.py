@@ -160,10 +160,10 @@ class _SafeSoftmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, dim):
         out = torch.softmax(x, dim)
-        neg_inf = torch.full((), float("-inf"), dtype=out.dtype)
+        neg_inf = torch.full((), float("-inf"), dtype=out.dtype, device=out.device)
         masked = x.eq(neg_inf)
         masked_rows = masked.all(dim, keepdim=True)
-        zero = torch.full((), 0.0, dtype=out.dtype)
+        zero = torch.full((), 0.0, dtype=out.dtype, device=out.device)
         res = torch.where(masked_rows, zero, out)
         del out, neg_inf, masked, masked_rows, zero
         ctx.save_for_backward(res)
@@ -380,9 +380,11 @@ class _LayerNorm2x(nn.LayerNorm):
     """nn.LayerNorm; 16-bit input keeps fp32 statistics as on CUDA (_LayerNorm16)."""
 
     def forward(self, x):
+        # native_layer_norm: X = input.expect_contiguous() in forward and in backward
         if x.dtype in (torch.float16, torch.bfloat16):
-            return _LayerNorm16.apply(x, self.weight, self.bias, tuple(self.normalized_shape), self.eps)
-        return super().forward(x)
+            return _conv_contig_probe(lambda: _LayerNorm16.apply(
+                x, self.weight, self.bias, tuple(self.normalized_shape), self.eps), x)
+        return _conv_contig_probe(lambda: super(_LayerNorm2x, self).forward(x), x)
 
 
 def _act(name):
@@ -728,7 +730,7 @@ class _AdaptiveAvgPool2x(nn.Module):
 
     def forward(self, x):
         if not self.global_:
-            return self.pool(x)
+            return _conv_contig_probe(lambda: self.pool(x), x, backward=False)
         if self.dims == 1:
             return mean2x(x.unsqueeze(-2), [-1, -2], True).squeeze(-2)
         return mean2x(x, list(range(-self.dims, 0)), True)
@@ -805,7 +807,7 @@ for _n in ("Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d
 _KINDS["Linear"] = (lambda kw, c: _Linear2x(**kw) if c == "2x" else nn.Linear(**kw), 1, set())
 
 
-def _conv_contig_probe(run, x):
+def _conv_contig_probe(run, x, backward=True):
     """A convolution on a non-contiguous input (a transposed embedding, ...).  2.x on
     CUDA: at::_convolution passes input.contiguous(backend_memory_format) to cuDNN and
     convolution_backward does the same, so an input-sized copy lives inside each
@@ -816,15 +818,15 @@ def _conv_contig_probe(run, x):
     in backward."""
     if x.is_contiguous():
         return run()
-    tmp = torch.empty(x.shape, dtype=x.dtype)
+    tmp = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     y = run()
     del tmp
-    if y.requires_grad and y.grad_fn is not None:
+    if backward and y.requires_grad and y.grad_fn is not None:
         box = []
-        shape, dtype = tuple(x.shape), x.dtype
+        shape, dtype, device = tuple(x.shape), x.dtype, x.device
 
         def pre(g):
-            box.append(torch.empty(shape, dtype=dtype))
+            box.append(torch.empty(shape, dtype=dtype, device=device))
 
         def post(grad_inputs, grad_outputs):
             box.clear()
@@ -846,6 +848,47 @@ for _n in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "
         getattr(nn, _n), _conv2x_class(getattr(nn, _n))), 1, set())
 
 
+def _contig2x_class(base):
+    """Ops whose CUDA kernel copies a non-contiguous input inside the operator
+    (softmax/log_softmax: host_softmax's input.contiguous(); pooling and upsampling:
+    input.contiguous()): the copy is counted as for a convolution (forward only)."""
+    class _Contig2x(base):
+        def forward(self, x, *args):
+            return _conv_contig_probe(lambda: base.forward(self, x, *args), x, backward=False)
+    _Contig2x.__name__ = base.__name__
+    return _Contig2x
+
+
+def _bn2x_class(base):
+    """BatchNorm as 2.x CUDA runs it on a non-contiguous input: _batch_norm_impl_index
+    hands cuDNN input.contiguous(suggest_memory_format) (a copy, saved for backward in
+    training) when the cuDNN path applies (input of 3+ dims, affine, not bf16, fp16
+    only with fp32 weights); the native kernel copies inside the operator instead."""
+    class _BN2x(base):
+        def forward(self, x):
+            w = self.weight
+            cudnn = (x.dim() >= 3 and w is not None and self.bias is not None and
+                     x.dtype != torch.bfloat16 and w.dtype != torch.bfloat16 and
+                     (x.dtype != torch.float16 or w.dtype == torch.float32) and
+                     (self.track_running_stats or self.training))
+            if x.is_contiguous():
+                return base.forward(self, x)
+            if cudnn:
+                return base.forward(self, x.contiguous())
+            return _conv_contig_probe(lambda: base.forward(self, x), x, backward=False)
+    _BN2x.__name__ = base.__name__
+    return _BN2x
+
+
+for _n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"):
+    _KINDS[_n] = ((lambda base, cls2x: lambda kw, c: cls2x(**kw) if c == "2x" else base(**kw))(
+        getattr(nn, _n), _bn2x_class(getattr(nn, _n))), 1, set())
+
+for _n in ("Softmax", "LogSoftmax", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Upsample"):
+    _KINDS[_n] = ((lambda base, cls2x: lambda kw, c: cls2x(**kw) if c == "2x" else base(**kw))(
+        getattr(nn, _n), _contig2x_class(getattr(nn, _n))), 1, set())
+
+
 class _MaxPoolIdx(nn.Module):
     """MaxPool as CUDA runs it: always max_pool*d_with_indices (the CPU kernel of
     1.13 skips the int64 indices for MaxPool1d when the input needs no grad)."""
@@ -858,9 +901,10 @@ class _MaxPoolIdx(nn.Module):
     def forward(self, x):
         p = self.pool
         if p.return_indices:
-            return p(x)[0]
-        return self.fn(x, p.kernel_size, p.stride, p.padding, p.dilation,
-                       ceil_mode=p.ceil_mode, return_indices=True)[0]
+            return _conv_contig_probe(lambda: p(x)[0], x, backward=False)
+        return _conv_contig_probe(lambda: self.fn(x, p.kernel_size, p.stride, p.padding, p.dilation,
+                                                  ceil_mode=p.ceil_mode, return_indices=True)[0],
+                                  x, backward=False)
 
 
 for _n in ("MaxPool1d", "MaxPool2d", "MaxPool3d"):

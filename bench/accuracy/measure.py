@@ -290,7 +290,12 @@ def main(argv):
         notes.append("dropout: 2.x CUDA native_dropout replica (bool mask) instead of 1.13 CPU's "
                      "float noise")
         notes.append("MultiheadAttention/Transformer*Layer: 2.x forward ported; SDPA = 2.x math "
-                     "backend (compare with vramcalc --attention math)")
+                     "backend with 2.5+'s _safe_softmax (compare with vramcalc --attention math)")
+        notes.append("mean.dim / global AdaptiveAvgPool: 2.x's MeanBackward1 (sizes only; 1.13 keeps "
+                     "the input); 16-bit LayerNorm keeps fp32 mean/rstd as on CUDA; a convolution's "
+                     "contiguous copy of a non-contiguous input is counted as CUDA counts it")
+        notes.append("checkpoint: 2.x non-reentrant checkpoint with early stop ported (1.13 "
+                     "recomputes the whole block)")
     else:
         notes.append("compat stock: torch 1.13 modules as they are (float dropout noise, 1.13 MHA)")
     notes.append("between-op readings via %s; each block rounded up to 512 B; "

@@ -18,6 +18,7 @@ ARCH = {
     "unet": ("U-Net (ConvTranspose2d, Cat skips)", ""),
     "densenet": ("DenseNet-BC (concatenation)", ""),
     "mobilenet": ("MobileNetV2 (depthwise, inverted residual)", ""),
+    "efficientnet": ("EfficientNet (MBConv, squeeze-excitation)", ""),
     "m5_audio": ("M5 Conv1d audio", ""),
     "mlp": ("MLP (GELU, LayerNorm, Dropout)", ""),
     "emb_mean": ("Embedding classifier (fastText-style mean)", ""),
@@ -44,6 +45,10 @@ GROUPS = [
                   (4, "momentum", "train", "fp32")]),
     ("mobilenet", [(32, "adamw", "train", "fp32"), (8, "sgd", "train", "fp32"), (64, "momentum", "train", "fp32"),
                    (16, "none", "infer", "fp32")]),
+    # added after the SE-block fix (a broadcast Mul's output-sized gradient, VC_GRAD_NEW_REDUCE),
+    # found with a probe model outside the suite; its cases were measured afterwards
+    ("efficientnet", [(16, "adamw", "train", "fp32"), (32, "none", "infer", "fp32"), (8, "sgd", "train", "fp32"),
+                      (4, "momentum", "train", "fp32")]),
     ("m5_audio", [(16, "adam", "train", "fp32"), (64, "sgd", "train", "fp32"), (4, "none", "infer", "fp32"),
                   (32, "adamw", "train", "bf16")]),
     ("mlp", [(64, "adamw", "train", "fp32"), (1, "sgd", "train", "fp32"), (32, "adam", "train", "bf16"),
@@ -54,7 +59,12 @@ GROUPS = [
                           (2, "adam", "train", "fp32")]),
     ("gpt_prenorm", [(4, "adamw", "train", "fp32"), (8, "momentum", "train", "bf16"), (4, "none", "infer", "bf16"),
                      (16, "adam", "train", "fp32")]),
-    ("gpt_prenorm_ckpt", [(8, "adamw", "train", "fp32"), (2, "momentum", "train", "fp32")]),
+    # (2, momentum) was this group's held-out case until it revealed the tied-weight
+    # gradient accumulation gap (-4.36% when first evaluated, after tuning; see
+    # docs/accuracy.md).  The engine was fixed using it, so it became a tuning case
+    # and (4, adam, bf16) was appended, by the same rule, as the new held-out case.
+    ("gpt_prenorm_ckpt", [(8, "adamw", "train", "fp32"), (2, "momentum", "train", "fp32"),
+                          (4, "adam", "train", "bf16")]),
     ("mha_self", [(8, "adam", "train", "fp32"), (16, "none", "infer", "fp32"), (2, "sgd", "train", "fp32")]),
     ("mha_cross", [(8, "adamw", "train", "fp32"), (16, "none", "infer", "fp32"), (4, "momentum", "train", "bf16")]),
     ("vit", [(16, "adamw", "train", "fp32"), (8, "none", "infer", "fp32"), (4, "sgd", "train", "fp32")]),
@@ -64,6 +74,17 @@ GROUPS = [
 ]
 
 BOUND = 0.08  # SPEC.md section 4: every case within +-8%
+
+# What happened to the held-out set (reported in docs/accuracy.md).
+HELD_OUT_HISTORY = (
+    "First evaluation of the 17 held-out cases, after tuning on the others had ended: 16 exact, "
+    "gpt_prenorm_ckpt_b2_momentum_fp32 at -4.36% (measured 14,741,504 B, estimated 14,098,432 B). "
+    "Its peak is the tied embedding/LM-head weight's second gradient: PyTorch adds the two gradients "
+    "out of place in AccumulateGrad's InputBuffer because the LM head's weight gradient is a view "
+    "(mm(...).t().t()) sharing its storage, which vramcalc added in place. The engine was fixed with "
+    "this case (src/engine.c deliver, layers/ops.c vc_op_grad_view), so it became a tuning case and "
+    "gpt_prenorm_ckpt_b4_adam_bf16, appended to its group, is held out in its place (chosen before its "
+    "estimate was computed).")
 
 
 def case_id(model, batch, optim, mode, precision):

@@ -128,11 +128,9 @@ def densenet():
         feats = ["input"]
         c = cin
         for i in range(nlayers):
-            # torchvision cats even a single map (a copy); a model file's Cat takes >= 2
-            # inputs, so the first layer of a block reads the block input directly
-            if len(feats) > 1:
-                inner.append({"type": "Cat", "inputs": list(feats), "dim": 1})
-            inner += [dict(bn(c), **({"inputs": ["input"]} if len(feats) == 1 else {})), relu(), conv(c, bn_size * growth, 1), bn(bn_size * growth), relu(),
+            # torchvision's _DenseLayer cats its list of inputs, a single map included (a copy)
+            inner.append({"type": "Cat", "inputs": list(feats), "dim": 1})
+            inner += [bn(c), relu(), conv(c, bn_size * growth, 1), bn(bn_size * growth), relu(),
                       conv(bn_size * growth, growth, 3, padding=1, name="f%d" % (i + 1))]
             feats.append("f%d" % (i + 1))
             c += growth
@@ -146,7 +144,7 @@ def densenet():
                {"type": "Linear", "in_features": cin, "out_features": 10}]
     return {"name": "densenet-bc-small",
             "source": "torchvision 0.14 models/densenet.py _DenseLayer/_DenseBlock/_Transition (memory_efficient=False), DenseNet-BC growth 12, 3 blocks of 4 layers",
-            "description": "DenseNet-BC: each dense layer after the first concatenates all earlier maps of its block (a new tensor each time; torchvision also copies the single map of the first layer) then BN-ReLU-1x1 conv-BN-ReLU-3x3 conv; transitions halve channels and pool; 32x32 RGB",
+            "description": "DenseNet-BC: each dense layer concatenates all earlier maps of its block (a new tensor each time, the single map of the first layer included) then BN-ReLU-1x1 conv-BN-ReLU-3x3 conv; transitions halve channels and pool; 32x32 RGB",
             "input": [3, 32, 32], "layers": layers}
 
 
@@ -176,6 +174,48 @@ def mobilenet():
     return {"name": "mobilenetv2-small",
             "source": "torchvision 0.14 models/mobilenetv2.py InvertedResidual, width 0.5, CIFAR strides",
             "description": "MobileNetV2: inverted residuals (1x1 expand x6, 3x3 depthwise conv with groups=channels, 1x1 linear projection), ReLU6 in place, residual adds, Dropout(0.2) + Linear head, 32x32 RGB",
+            "input": [3, 32, 32], "layers": layers}
+
+
+def efficientnet():
+    """torchvision efficientnet.py MBConv (EfficientNet-B0 stage layout, width x0.5, fewer
+    blocks): 1x1 expand (BN, SiLU), depthwise kxk (BN, SiLU), SqueezeExcitation (avgpool,
+    1x1 fc1, SiLU, 1x1 fc2, Sigmoid, scale * input: a broadcast Mul), 1x1 project (BN);
+    StochasticDepth(p, "row") and `result += input` where stride 1 and channels match."""
+    cfg = [(1, 3, 1, 16, 8, 1), (6, 3, 2, 8, 12, 2), (6, 5, 2, 12, 20, 2), (6, 3, 2, 20, 40, 2),
+           (6, 5, 1, 40, 56, 1), (6, 5, 2, 56, 96, 1), (6, 3, 1, 96, 160, 1)]
+    total = sum(c[5] for c in cfg)
+    layers = [conv(3, 16, 3, 1, 1), bn(16), {"type": "SiLU", "inplace": True}]
+    bid = 0
+    for t, k, s0, cin, cout, n in cfg:
+        for i in range(n):
+            ci = cin if i == 0 else cout
+            st = s0 if i == 0 else 1
+            exp = ci * t
+            sq = max(1, ci // 4)
+            blk = []
+            if t != 1:
+                blk.append({"type": "Sequential", "layers": [conv(ci, exp, 1), bn(exp), {"type": "SiLU", "inplace": True}]})
+            blk.append({"type": "Sequential", "name": "dw", "layers": [conv(exp, exp, k, st, (k - 1) // 2, groups=exp), bn(exp),
+                                                                       {"type": "SiLU", "inplace": True}]})
+            blk.append({"type": "Sequential", "name": "se", "layers": [
+                {"type": "AdaptiveAvgPool2d", "output_size": 1},
+                conv(exp, sq, 1, bias=True), {"type": "SiLU", "inplace": True},
+                conv(sq, exp, 1, bias=True), {"type": "Sigmoid", "name": "scale"},
+                {"type": "Mul", "inputs": ["scale", "input"]}]})
+            blk += [conv(exp, cout, 1), bn(cout, name="proj")]
+            if st == 1 and ci == cout:
+                p = round(0.2 * bid / total, 4)
+                blk += [{"type": "StochasticDepth", "p": p, "mode": "row"},
+                        {"type": "Add", "inputs": ["layers[%d]" % len(blk), "input"], "inplace": True}]
+            layers.append({"type": "Sequential", "layers": blk})
+            bid += 1
+    layers += [conv(160, 640, 1), bn(640), {"type": "SiLU", "inplace": True},
+               {"type": "AdaptiveAvgPool2d", "output_size": 1}, {"type": "Flatten"},
+               {"type": "Dropout", "p": 0.2, "inplace": True}, {"type": "Linear", "in_features": 640, "out_features": 10}]
+    return {"name": "efficientnet-small",
+            "source": "torchvision 0.14 models/efficientnet.py MBConv + SqueezeExcitation + StochasticDepth (EfficientNet-B0 stages, width 0.5, 10 blocks, CIFAR stem)",
+            "description": "EfficientNet-style MBConv blocks: 1x1 expand, depthwise kxk, squeeze-excitation (global pool, 1x1 convs, SiLU, Sigmoid, broadcast multiply), 1x1 projection, stochastic depth and in-place residual add; SiLU head, Dropout(0.2, in place), Linear; 32x32 RGB",
             "input": [3, 32, 32], "layers": layers}
 
 
@@ -391,7 +431,7 @@ def ckpt_resmlp():
 
 
 MODELS = {
-    "resnet": resnet, "vgg_bn": vgg_bn, "unet": unet, "densenet": densenet, "mobilenet": mobilenet,
+    "resnet": resnet, "vgg_bn": vgg_bn, "unet": unet, "densenet": densenet, "mobilenet": mobilenet, "efficientnet": efficientnet,
     "m5_audio": m5, "mlp": mlp, "emb_mean": emb_bag, "textcnn": textcnn,
     "encoder_postnorm": encoder_postnorm, "gpt_prenorm": gpt_prenorm,
     "gpt_prenorm_ckpt": lambda: gpt_prenorm(ckpt=True),

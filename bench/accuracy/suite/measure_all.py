@@ -102,7 +102,8 @@ def main(argv):
         if c["id"] in results:
             r = results[c["id"]]
             measured = {k: r[k] for k in ("peak_allocated", "peak_where", "params", "trainable_params",
-                                          "weights_bytes", "inputs_bytes", "steady_bytes", "compat", "torch",
+                                          "weights_bytes", "optimizer_state_bytes", "inputs_bytes", "steady_bytes",
+                                          "compat", "torch",
                                           "notes")}
             measured["measured_on"] = datetime.date.today().isoformat()
         elif c["id"] in old:
@@ -130,6 +131,7 @@ def main(argv):
         "torch": torch_version,
         "held_out_rule": "within each model's group of cases (bench/accuracy/suite/cases.py order), the last case "
                          "is held out; fixed before any estimate of these cases was looked at",
+        "held_out_history": suite.HELD_OUT_HISTORY,
         "estimate_options": {"workspace": 0, "attention": "math", "optim_impl": "foreach"},
         "bound": suite.BOUND,
         "median_bound": 0.02,
