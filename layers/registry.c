@@ -7,81 +7,33 @@
 
 #include "layer.h"
 
-/* defined in layers/<family>.c; VC_HAVE_* lets families land one at a time (TEMPORARY) */
-#ifdef VC_HAVE_CONV
+/* defined in layers/<family>.c */
 extern const vc_kind vc_kind_Conv1d, vc_kind_Conv2d, vc_kind_Conv3d, vc_kind_ConvTranspose1d, vc_kind_ConvTranspose2d, vc_kind_ConvTranspose3d; /* conv.c */
-#endif
-#ifdef VC_HAVE_LINEAR
 extern const vc_kind vc_kind_Linear, vc_kind_Identity, vc_kind_Flatten; /* linear.c */
-#endif
-#ifdef VC_HAVE_RNN
 extern const vc_kind vc_kind_RNN, vc_kind_LSTM, vc_kind_GRU; /* rnn.c */
-#endif
-#ifdef VC_HAVE_ATTENTION
 extern const vc_kind vc_kind_MultiheadAttention, vc_kind_ScaledDotProductAttention, vc_kind_TransformerEncoderLayer, vc_kind_TransformerDecoderLayer; /* attention.c */
-#endif
-#ifdef VC_HAVE_NORM
 extern const vc_kind vc_kind_BatchNorm1d, vc_kind_BatchNorm2d, vc_kind_BatchNorm3d, vc_kind_LayerNorm, vc_kind_GroupNorm, vc_kind_InstanceNorm1d, vc_kind_InstanceNorm2d, vc_kind_RMSNorm; /* norm.c */
-#endif
-#ifdef VC_HAVE_EMBEDDING
 extern const vc_kind vc_kind_Embedding; /* embedding.c */
-#endif
-#ifdef VC_HAVE_POOLING
 extern const vc_kind vc_kind_MaxPool1d, vc_kind_MaxPool2d, vc_kind_MaxPool3d, vc_kind_AvgPool1d, vc_kind_AvgPool2d, vc_kind_AvgPool3d, vc_kind_AdaptiveAvgPool1d, vc_kind_AdaptiveAvgPool2d, vc_kind_AdaptiveAvgPool3d, vc_kind_AdaptiveMaxPool1d, vc_kind_AdaptiveMaxPool2d; /* pooling.c */
-#endif
-#ifdef VC_HAVE_ACTIVATION
 extern const vc_kind vc_kind_ReLU, vc_kind_ReLU6, vc_kind_LeakyReLU, vc_kind_ELU, vc_kind_GELU, vc_kind_SiLU, vc_kind_Mish, vc_kind_Hardswish, vc_kind_Hardsigmoid, vc_kind_Sigmoid, vc_kind_Tanh, vc_kind_Softmax, vc_kind_LogSoftmax; /* activation.c */
-#endif
-#ifdef VC_HAVE_DROPOUT
 extern const vc_kind vc_kind_Dropout, vc_kind_Dropout2d, vc_kind_StochasticDepth; /* dropout.c */
-#endif
-#ifdef VC_HAVE_RESAMPLE
 extern const vc_kind vc_kind_Upsample, vc_kind_PixelShuffle; /* resample.c */
-#endif
-#ifdef VC_HAVE_MERGE
 extern const vc_kind vc_kind_Add, vc_kind_Mul, vc_kind_Cat; /* merge.c */
-#endif
-#ifdef VC_HAVE_TENSOR
 extern const vc_kind vc_kind_Reshape, vc_kind_Permute, vc_kind_Transpose, vc_kind_Select, vc_kind_Slice, vc_kind_Mean, vc_kind_Matmul, vc_kind_Parameter; /* tensor.c */
-#endif
 
 static const vc_kind *const kinds[] = {
-#ifdef VC_HAVE_CONV
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
-#endif
-#ifdef VC_HAVE_LINEAR
     &vc_kind_Linear, &vc_kind_Identity, &vc_kind_Flatten,
-#endif
-#ifdef VC_HAVE_RNN
     &vc_kind_RNN, &vc_kind_LSTM, &vc_kind_GRU,
-#endif
-#ifdef VC_HAVE_ATTENTION
     &vc_kind_MultiheadAttention, &vc_kind_ScaledDotProductAttention, &vc_kind_TransformerEncoderLayer, &vc_kind_TransformerDecoderLayer,
-#endif
-#ifdef VC_HAVE_NORM
     &vc_kind_BatchNorm1d, &vc_kind_BatchNorm2d, &vc_kind_BatchNorm3d, &vc_kind_LayerNorm, &vc_kind_GroupNorm, &vc_kind_InstanceNorm1d, &vc_kind_InstanceNorm2d, &vc_kind_RMSNorm,
-#endif
-#ifdef VC_HAVE_EMBEDDING
     &vc_kind_Embedding,
-#endif
-#ifdef VC_HAVE_POOLING
     &vc_kind_MaxPool1d, &vc_kind_MaxPool2d, &vc_kind_MaxPool3d, &vc_kind_AvgPool1d, &vc_kind_AvgPool2d, &vc_kind_AvgPool3d, &vc_kind_AdaptiveAvgPool1d, &vc_kind_AdaptiveAvgPool2d, &vc_kind_AdaptiveAvgPool3d, &vc_kind_AdaptiveMaxPool1d, &vc_kind_AdaptiveMaxPool2d,
-#endif
-#ifdef VC_HAVE_ACTIVATION
     &vc_kind_ReLU, &vc_kind_ReLU6, &vc_kind_LeakyReLU, &vc_kind_ELU, &vc_kind_GELU, &vc_kind_SiLU, &vc_kind_Mish, &vc_kind_Hardswish, &vc_kind_Hardsigmoid, &vc_kind_Sigmoid, &vc_kind_Tanh, &vc_kind_Softmax, &vc_kind_LogSoftmax,
-#endif
-#ifdef VC_HAVE_DROPOUT
     &vc_kind_Dropout, &vc_kind_Dropout2d, &vc_kind_StochasticDepth,
-#endif
-#ifdef VC_HAVE_RESAMPLE
     &vc_kind_Upsample, &vc_kind_PixelShuffle,
-#endif
-#ifdef VC_HAVE_MERGE
     &vc_kind_Add, &vc_kind_Mul, &vc_kind_Cat,
-#endif
-#ifdef VC_HAVE_TENSOR
     &vc_kind_Reshape, &vc_kind_Permute, &vc_kind_Transpose, &vc_kind_Select, &vc_kind_Slice, &vc_kind_Mean, &vc_kind_Matmul, &vc_kind_Parameter,
-#endif
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)
