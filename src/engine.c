@@ -1238,8 +1238,8 @@ static int build_memo(const vc_build *b)
  * so a sweep or a max-batch search replays each batch once); above it, the
  * batches where a tensor crosses a pool or segment threshold and the last
  * VC_RESERVED_WINDOW batches. */
-#define VC_RESERVED_EXACT 4096
-#define VC_RESERVED_WINDOW 64
+#define VC_RESERVED_EXACT 256
+#define VC_RESERVED_WINDOW 32
 
 static int64_t reserved_monotone(const vc_build *b, int64_t batch, int64_t at_batch)
 {
