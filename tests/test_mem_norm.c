@@ -19,28 +19,11 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "vramcalc/vramcalc.h"
+#include "mem_test.h"
 
 static vc_result run(const char *json, int64_t batch, vc_mode mode, vc_precision prec)
 {
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) {
-        char msg[1200];
-        vc_error_format(&err, msg, sizeof msg);
-        fail_msg("load failed: %s", msg);
-    }
-    vc_options o;
-    vc_options_init(&o);
-    o.batch = batch;
-    o.mode = mode;
-    o.precision = prec;
-    o.optim = VC_OPTIM_SGD;
-    o.workspace = 0;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
-    vc_model_free(m);
-    return r;
+    return mem_run(json, batch, mode, prec, VC_ATTN_AUTO);
 }
 
 #define TRAIN VC_MODE_TRAIN
