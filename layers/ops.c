@@ -95,11 +95,9 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     x = op_autocast(b, x);
     w = op_autocast_weight(b, w);
     bias = op_autocast_weight(b, bias);
-    vc_numel xn = vc_numel_of(b, x);
     vc_numel yn = vc_n_scale(vc_n_sample(rows), out);
     bool fold_copy = !vc_contiguous(b, x);
     if (fold_copy) x = op_contiguous(b, x); /* matmul: t1.reshape() copies, mm saves the copy */
-    (void)xn;
     (void)in;
     vc_op *o = vc_op_begin(b, bias >= 0 && !fold_copy ? "addmm" : "mm");
     int ix = vc_op_in(o, x);

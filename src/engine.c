@@ -103,7 +103,6 @@ struct vc_build {
     int32_t *amp_cache; /* parameter -> autocast copy tensor, -1 */
     int cur_inst, cur_region;
     int32_t out_t;
-    vc_op *open;
 
     /* execution */
     stor_t *s;   size_t ns, cs;

@@ -95,7 +95,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
         return st;
     }
     r->parameters = m->nparams;
-    r->trainable_parameters = o->mode == VC_MODE_TRAIN ? m->ntrainable : m->ntrainable;
+    r->trainable_parameters = m->ntrainable;
     vc_memory *mm = &r->memory;
     mm->weights = s.persistent[CAT_WEIGHT];
     mm->gradients = s.persistent[CAT_GRAD];
