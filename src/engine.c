@@ -74,15 +74,22 @@ typedef struct {
     bool recomputed;
 } region_t;
 
-/* reserved at the batches where the allocator model's choices change (see
- * reserved_monotone): computed on first use, kept with the plan. */
+/* What a replay at one batch needs, in compact arrays built on first use
+ * (kept with the plan, which is otherwise read-only), and the allocator
+ * model's results at the grid batches (see reserved_envelope). */
 typedef struct {
-    bool built;
-    size_t n;
-    int64_t *batch;    /* ascending */
-    int64_t *reserved; /* -1: not computed yet */
-    int64_t *pre;      /* pre[i]: the model's max reserved over batches 1..i+1 */
-    size_t npre, cpre;
+    bool ready;
+    int64_t *a, *c;   /* per storage: bytes = round512(a + c * batch) */
+    uint8_t *cat;     /* per storage */
+    int64_t amax, cmax;
+    int32_t *code;    /* per event: storage (alloc), ~storage (free) */
+    int32_t *orig;    /* per event: index in the plan's events */
+    size_t ncode, fwd_end; /* events before the end-of-forward marker */
+    int64_t *sz;      /* scratch: per storage */
+    vc_alloc_event *aev;
+    int32_t *evidx;   /* scratch: per storage, its malloc's event index */
+    size_t n, cap;
+    int64_t *cum;     /* cum[k]: the model's most reserved over grid batches 0..k */
 } res_memo;
 
 struct vc_build {
@@ -1147,199 +1154,218 @@ void vc_plan_free(vc_plan *p)
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending);
     if (b->memo) {
-        free(b->memo->batch);
-        free(b->memo->reserved);
-        free(b->memo->pre);
-        free(b->memo);
+        res_memo *M = b->memo;
+        free(M->a); free(M->c); free(M->cat); free(M->code); free(M->orig);
+        free(M->sz); free(M->aev); free(M->evidx); free(M->cum);
+        free(M);
     }
     free(b);
 }
 
 /* ------------------------------------------------------------- simulate */
 
-/* The caching allocator model's reserved bytes for a replay at `batch`
- * (-1 when out of memory). sz: scratch of ns entries. */
-static int64_t replay_reserved(const vc_build *b, int64_t batch)
-{
-    int64_t *sz = malloc((b->ns + 1) * sizeof *sz);
-    vc_alloc_event *aev = malloc((b->nev + 1) * sizeof *aev);
-    int32_t *evidx = malloc((b->ns + 1) * sizeof *evidx);
-    int64_t r = -1;
-    if (!sz || !aev || !evidx) goto out;
-    for (size_t s = 0; s < b->ns; s++)
-        if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) goto out;
-    size_t j = 0;
-    for (size_t i = 0; i < b->nev; i++) {
-        const ev_t *e = &b->ev[i];
-        if (e->kind == EV_FWD_END || sz[e->stor] == 0) continue;
-        if (e->kind == EV_ALLOC) {
-            evidx[e->stor] = (int32_t)j;
-            aev[j++] = (vc_alloc_event){sz[e->stor], -1};
-        } else {
-            aev[j++] = (vc_alloc_event){sz[e->stor], evidx[e->stor]};
-        }
-    }
-    r = vc_alloc_replay(aev, j);
-out:
-    free(sz);
-    free(aev);
-    free(evidx);
-    return r;
-}
+#define VC_MAX_BLOCK (INT64_C(1) << 61)
 
-static int cmp_i64(const void *x, const void *y)
-{
-    int64_t a = *(const int64_t *)x, c = *(const int64_t *)y;
-    return (a > c) - (a < c);
-}
-
-/* The batches at which a request last stays on one side of a threshold of
- * the allocator model (alloc.c): <= 1 MiB (small pool, 2 MiB segments) and
- * < 10 MiB (a 20 MiB large segment rather than one of its own size). Past
- * such a batch the model can reserve less than before. */
-static int build_memo(const vc_build *b)
+static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
-    static const int64_t limit[2] = {INT64_C(1) << 20, (INT64_C(10) << 20) - 512};
-    int64_t *c = malloc((2 * b->ns + 1) * sizeof *c);
-    if (!c) return -1;
-    size_t n = 0;
+    if (M->ready) return 0;
+    M->a = malloc((b->ns + 1) * sizeof *M->a);
+    M->c = malloc((b->ns + 1) * sizeof *M->c);
+    M->cat = malloc(b->ns + 1);
+    M->sz = malloc((b->ns + 1) * sizeof *M->sz);
+    M->evidx = malloc((b->ns + 1) * sizeof *M->evidx);
+    M->code = malloc((b->nev + 1) * sizeof *M->code);
+    M->orig = malloc((b->nev + 1) * sizeof *M->orig);
+    M->aev = malloc((b->nev + 1) * sizeof *M->aev);
+    if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig || !M->aev) return -1;
     for (size_t s = 0; s < b->ns; s++) {
-        vc_numel e = b->s[s].n;
         int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
-        if (e.ps <= 0) continue;
-        for (int k = 0; k < 2; k++) {
-            int64_t lim = limit[k] / d; /* elements; the limits are multiples of 512 */
-            if (e.fx > lim) continue;
-            int64_t bc = (lim - e.fx) / e.ps; /* last batch at or under the limit */
-            if (bc >= 1) c[n++] = bc;
-        }
+        /* the loader keeps element counts under 2^56: no overflow */
+        M->a[s] = b->s[s].n.fx * d;
+        M->c[s] = b->s[s].n.ps * d;
+        M->cat[s] = b->s[s].cat;
+        if (M->a[s] > M->amax) M->amax = M->a[s];
+        if (M->c[s] > M->cmax) M->cmax = M->c[s];
     }
-    qsort(c, n, sizeof *c, cmp_i64);
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!u || c[u - 1] != c[i]) c[u++] = c[i];
-    M->batch = c;
-    M->n = u;
-    M->reserved = malloc((u + 1) * sizeof *M->reserved);
-    if (!M->reserved) return -1;
-    for (size_t i = 0; i < u; i++) M->reserved[i] = -1;
-    M->built = true;
+    size_t n = 0;
+    M->fwd_end = (size_t)-1;
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END) {
+            M->fwd_end = n;
+            continue;
+        }
+        M->orig[n] = (int32_t)i;
+        M->code[n++] = e->kind == EV_ALLOC ? e->stor : ~e->stor;
+    }
+    M->ncode = n;
+    M->ready = true;
     return 0;
 }
 
-
-/* `total` must never decrease as the batch grows (SPEC §3), but the
- * caching allocator's reserve can: a tensor moving from the small to the
- * large pool, or best-fit packing that is worse at one batch than at the
- * next. `reserved` is therefore the allocator model's maximum over every
- * batch up to this one: exact up to VC_RESERVED_EXACT (memoized in the plan,
- * so a sweep or a max-batch search replays each batch once); above it, the
- * batches where a tensor crosses a pool or segment threshold and the last
- * VC_RESERVED_WINDOW batches. */
-#define VC_RESERVED_EXACT 256
-#define VC_RESERVED_WINDOW 32
-
-static int64_t reserved_monotone(const vc_build *b, int64_t batch, int64_t at_batch)
+/* Every storage's bytes at `batch` into M->sz: -3 when one passes 2^63
+ * (the rest unset), -2 when one passes 2^61. */
+static int sizes_at(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
-    if (!M || at_batch < 0) return at_batch;
-    if (!M->built && build_memo(b)) return -1;
-    int64_t r = at_batch;
-    int64_t exact = batch - 1 < VC_RESERVED_EXACT ? batch - 1 : VC_RESERVED_EXACT;
-    if ((size_t)exact > M->cpre) {
-        int64_t *np = realloc(M->pre, (size_t)VC_RESERVED_EXACT * sizeof *np);
-        if (!np) return -1;
-        M->pre = np;
-        M->cpre = VC_RESERVED_EXACT;
+    int64_t *sz = M->sz;
+    if (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax) {
+        int r = 0;
+        for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
+            if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) return -3;
+            if (sz[s] > VC_MAX_BLOCK) r = -2;
+        }
+        return r;
     }
-    while ((int64_t)M->npre < exact) {
-        int64_t v = replay_reserved(b, (int64_t)M->npre + 1);
-        if (v < 0) return -1;
-        if (M->npre && M->pre[M->npre - 1] > v) v = M->pre[M->npre - 1];
-        M->pre[M->npre++] = v;
+    for (size_t s = 0; s < b->ns; s++) {
+        int64_t v = M->a[s] + M->c[s] * batch;
+        sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
     }
-    if (exact > 0 && M->pre[exact - 1] > r) r = M->pre[exact - 1];
-    if (batch - 1 <= VC_RESERVED_EXACT) return r;
-    size_t hi = 0;
-    while (hi < M->n && M->batch[hi] < batch) hi++;
-    for (size_t i = 0; i < hi; i++) {
-        if (M->batch[i] <= VC_RESERVED_EXACT) continue;
-        if (M->reserved[i] < 0 && (M->reserved[i] = replay_reserved(b, M->batch[i])) < 0) return -1;
-        if (M->reserved[i] > r) r = M->reserved[i];
+    return 0;
+}
+
+/* The caching allocator model's reserved bytes for a replay at `batch`:
+ * -1 out of memory, -2 a tensor beyond 2^61 bytes. */
+static int64_t replay_reserved(const vc_build *b, int64_t batch)
+{
+    res_memo *M = b->memo;
+    if (prepare(b)) return -1;
+    if (sizes_at(b, batch)) return -2;
+    size_t j = 0;
+    for (size_t i = 0; i < M->ncode; i++) {
+        int32_t s = M->code[i];
+        if (s >= 0) {
+            if (!M->sz[s]) continue; /* zero-element tensors take no block */
+            M->evidx[s] = (int32_t)j;
+            M->aev[j++] = (vc_alloc_event){M->sz[s], -1};
+        } else if (M->sz[~s]) {
+            M->aev[j++] = (vc_alloc_event){M->sz[~s], M->evidx[~s]};
+        }
     }
-    for (int64_t w = 1; w <= VC_RESERVED_WINDOW && batch - w > VC_RESERVED_EXACT; w++) {
-        int64_t v = replay_reserved(b, batch - w);
-        if (v < 0) return -1;
-        if (v > r) r = v;
+    return vc_alloc_replay(M->aev, j);
+}
+
+/* `total` must never decrease as the batch grows (SPEC §3), but the caching
+ * allocator's reserve can, as PyTorch's does: a request moving from the small
+ * to the large pool, or best-fit packing that happens to be worse at one
+ * batch than at the next (a 2,000-layer MLP's replay falls by 1 GB, 5%,
+ * from batch 768 to 800). A monotone `reserved` that is cheap for any batch:
+ *
+ *  - the allocator model is replayed at the grid batches 1, 2, ..., 8, then
+ *    VC_GRID_STEPS points per octave (12, 16, 24, 32, 48, ...);
+ *  - at a grid batch, reserved is the model's maximum over the grid batches
+ *    up to it (so it never falls from one grid batch to the next);
+ *  - between two grid batches it is interpolated linearly and rounded up to
+ *    the 2 MiB granularity of segments;
+ *  - and never less than the peak of allocated blocks at the batch itself.
+ *
+ * Every piece is non-decreasing in the batch, so is the result. A sweep or a
+ * max-batch search replays each grid batch once (memoized in the plan). */
+#define VC_GRID_EXACT 8
+#define VC_GRID_STEPS 2
+
+static int64_t grid_batch(size_t k)
+{
+    if (k < VC_GRID_EXACT) return (int64_t)k + 1;
+    size_t j = k - VC_GRID_EXACT, oct = j / VC_GRID_STEPS;
+    if (oct > 52) return INT64_MAX;
+    int64_t q = (int64_t)VC_GRID_EXACT << oct;
+    return q + q * (int64_t)(j % VC_GRID_STEPS + 1) / VC_GRID_STEPS;
+}
+
+/* cum[k], replaying grid batches up to k as needed: -1 out of memory, -2 too large */
+static int64_t grid_cum(const vc_build *b, size_t k)
+{
+    res_memo *M = b->memo;
+    if (k >= M->cap) {
+        size_t nc = k + 16;
+        int64_t *nv = realloc(M->cum, nc * sizeof *nv);
+        if (!nv) return -1;
+        M->cum = nv;
+        M->cap = nc;
     }
-    return r;
+    while (M->n <= k) {
+        int64_t g = grid_batch(M->n);
+        int64_t v = g == INT64_MAX ? -2 : replay_reserved(b, g);
+        if (v < 0) return v;
+        if (M->n && M->cum[M->n - 1] > v) v = M->cum[M->n - 1];
+        M->cum[M->n++] = v;
+    }
+    return M->cum[k];
+}
+
+static int64_t reserved_envelope(const vc_build *b, int64_t batch, int64_t peak)
+{
+    size_t k = 0;
+    while (grid_batch(k + 1) <= batch) k++;
+    int64_t lo = grid_cum(b, k), r = lo;
+    if (lo < 0) return lo;
+    int64_t g0 = grid_batch(k);
+    if (g0 < batch) {
+        int64_t hi = grid_cum(b, k + 1), g1 = grid_batch(k + 1);
+        if (hi < 0) return hi;
+        __extension__ __int128 d = (__int128)(hi - lo) * (batch - g0);
+        int64_t seg = 2 * 1024 * 1024;
+        r = lo + (int64_t)((d + (g1 - g0) - 1) / (g1 - g0));
+        r = (r + seg - 1) / seg * seg;
+        if (r > hi) r = hi;
+    }
+    return r > peak ? r : peak;
 }
 
 vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
     const vc_build *b = (const vc_build *)p;
+    res_memo *M = b->memo;
     memset(sim, 0, sizeof *sim);
     sim->peak_inst = -1;
-    int64_t *sz = malloc((b->ns + 1) * sizeof *sz);
-    vc_alloc_event *aev = malloc((b->nev + 1) * sizeof *aev);
-    if (!sz || !aev) {
-        free(sz);
-        free(aev);
-        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    }
-    for (size_t s = 0; s < b->ns; s++) {
-        sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch);
-        if (sz[s] < 0) {
-            free(sz);
-            free(aev);
-            return vc_set_error(err, VC_ERR_OVERFLOW, NULL,
-                                "batch %lld makes a tensor larger than 2^63 bytes", (long long)batch);
-        }
-    }
-    int64_t cur[CAT__N] = {0}, total = 0, act_peak = 0;
-    size_t naev = 0;
+    if (prepare(b)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    int big = sizes_at(b, batch);
+    if (big == -3)
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
+                            (long long)batch);
+    const int64_t *sz = M->sz;
+    /* one pass for the peak and the activations, a second up to the peak
+     * for its breakdown by category */
+    int64_t total = 0, act = 0, act_peak = 0, peak = 0;
+    size_t pk = (size_t)-1;
     bool overflow = false;
-    for (size_t i = 0; i < b->nev; i++) {
-        const ev_t *e = &b->ev[i];
-        if (e->kind == EV_FWD_END) {
-            if (b->train) sim->activations = cur[CAT_ACT];
-            continue;
-        }
-        const stor_t *s = &b->s[e->stor];
-        int64_t v = sz[e->stor];
-        if (e->kind == EV_ALLOC) {
+    for (size_t i = 0; i < M->ncode; i++) {
+        if (i == M->fwd_end && b->train) sim->activations = act;
+        int32_t s = M->code[i];
+        if (s >= 0) {
+            int64_t v = sz[s];
             if (__builtin_add_overflow(total, v, &total)) {
-                overflow = true; /* cur[] <= total: stop before anything else can wrap */
+                overflow = true;
                 break;
             }
-            cur[s->cat] += v;
-            if (total > sim->peak) {
-                sim->peak = total;
-                memcpy(sim->at_peak, cur, sizeof cur);
-                sim->phase = (vc_phase)e->phase;
-                sim->peak_inst = e->inst;
+            if (total > peak) {
+                peak = total;
+                pk = i;
             }
-            if (s->cat == CAT_ACT && cur[CAT_ACT] > act_peak) act_peak = cur[CAT_ACT];
-            if (v > 0) aev[naev++] = (vc_alloc_event){v, -1};
+            if (M->cat[s] == CAT_ACT && (act += v) > act_peak) act_peak = act;
         } else {
-            total -= v;
-            cur[s->cat] -= v;
-            if (v > 0) {
-                /* the matching malloc: find its index among recorded events */
-                aev[naev++] = (vc_alloc_event){v, e->stor};
-            }
+            total -= sz[~s];
+            if (M->cat[~s] == CAT_ACT) act -= sz[~s];
         }
     }
-    if (overflow) {
-        free(sz);
-        free(aev);
-        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    if (M->fwd_end == M->ncode && b->train) sim->activations = act;
+    sim->peak = peak;
+    for (size_t i = 0; pk != (size_t)-1 && i <= pk && !overflow; i++) {
+        int32_t s = M->code[i];
+        if (s >= 0) sim->at_peak[M->cat[s]] += sz[s];
+        else sim->at_peak[M->cat[~s]] -= sz[~s];
+    }
+    if (pk != (size_t)-1) {
+        const ev_t *e = &b->ev[M->orig[pk]];
+        sim->phase = (vc_phase)e->phase;
+        sim->peak_inst = e->inst;
     }
     if (!b->train) sim->activations = act_peak;
     /* persistent sizes */
     for (size_t s = 0; s < b->ns; s++) {
-        uint8_t c = b->s[s].cat;
+        uint8_t c = M->cat[s];
         if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))
             overflow = true;
     }
@@ -1350,38 +1376,20 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
             if (__builtin_add_overflow(sim->persistent[CAT_GRAD], vc_bytes(t->n, (vc_dtype)t->dt, batch), &sim->persistent[CAT_GRAD]))
                 overflow = true;
         }
-    for (size_t s = 0; s < b->ns && !overflow; s++) overflow = sz[s] > (INT64_C(1) << 61);
-    if (overflow) {
-        free(sz);
-        free(aev);
-        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld needs more than 2^61 bytes", (long long)batch);
-    }
+    if (overflow) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    if (big) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld needs more than 2^61 bytes", (long long)batch);
     if (inst_act) {
         memset(inst_act, 0, b->m->ninst * sizeof *inst_act);
         for (size_t j = 0; j < b->nfwd_live; j++) {
-            const stor_t *s = &b->s[b->fwd_live[j]];
-            if (s->inst >= 0) inst_act[s->inst] += sz[b->fwd_live[j]];
+            int32_t s = b->fwd_live[j];
+            if (b->s[s].inst >= 0) inst_act[b->s[s].inst] += sz[s];
         }
     }
-    /* map frees to their malloc event index for the allocator model */
-    int32_t *evidx = malloc((b->ns + 1) * sizeof *evidx);
-    if (!evidx) {
-        free(sz);
-        free(aev);
-        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    }
-    size_t j = 0;
-    for (size_t i = 0; i < b->nev; i++) {
-        const ev_t *e = &b->ev[i];
-        if (e->kind == EV_FWD_END || sz[e->stor] == 0) continue;
-        if (e->kind == EV_ALLOC) evidx[e->stor] = (int32_t)j;
-        else aev[j].block = evidx[e->stor];
-        j++;
-    }
-    sim->reserved = reserved_monotone(b, batch, vc_alloc_replay(aev, naev));
-    free(evidx);
-    free(sz);
-    free(aev);
+    /* the envelope may replay the allocator model (into M->sz): sz is done with */
+    sim->reserved = reserved_envelope(b, batch, sim->peak);
+    if (sim->reserved == -2)
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld is beyond the allocator model (2^61 bytes)",
+                            (long long)batch);
     if (sim->reserved < 0) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     return VC_OK;
 }

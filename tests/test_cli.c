@@ -512,7 +512,7 @@ static void test_monotonic(void **state)
     int bad = 0;
     for (size_t mi = 0; mi < 3; mi++)
         for (int mode = 0; mode < 2; mode++) {
-            RUN(&r, models[mi], "--sweep", "1:512", "-m", mode ? "infer" : "train", "-f", "csv");
+            RUN(&r, models[mi], "--sweep", "1:1100", "-m", mode ? "infer" : "train", "-f", "csv");
             assert_int_equal(r.status, 0);
             int col = -1, c = 0, line = 0;
             int64_t prev = 0, prev_b = 0;
