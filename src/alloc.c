@@ -7,7 +7,10 @@
  * request rounded up to 2 MiB); best fit among cached free blocks of the
  * pool; a block is split when the remainder is >= 512 B (small pool) or
  * > 1 MiB (large pool); freed blocks merge with free neighbours; segments
- * are never returned (no empty_cache, no OOM retry). One stream.
+ * are never returned (no empty_cache, no OOM retry). One stream. Free
+ * blocks are ordered as BlockComparatorSize orders them: by size, then by
+ * address; a segment's address is the bytes reserved before it (cudaMalloc's
+ * real addresses are not known), a block's its segment's plus its offset.
  */
 #include <stdlib.h>
 
@@ -22,12 +25,11 @@
 #define ROUND_LARGE (2 * MB)
 
 typedef struct {
-    int64_t size;
+    int64_t size, addr;
     int32_t prev, next; /* neighbours in the segment, -1 */
     bool free, small;
-    /* free blocks: position in the free list, and a treap node ordered by
-     * (small, size, position) so that best fit is a lower-bound search */
-    int32_t pos;
+    /* free blocks: a treap node ordered by (small, size, addr), so that best
+     * fit is a lower-bound search */
     int32_t l, r;
     uint32_t pri;
 } block;
@@ -35,8 +37,6 @@ typedef struct {
 typedef struct {
     block *b;
     size_t n, cap;
-    int32_t *freelist; /* indices of free blocks (unordered; order breaks ties) */
-    size_t nfree, capfree;
     int32_t root;      /* treap of free blocks */
     uint32_t seed;
     int64_t reserved;
@@ -46,7 +46,7 @@ static int key_cmp(const block *a, const block *b)
 {
     if (a->small != b->small) return a->small < b->small ? -1 : 1;
     if (a->size != b->size) return a->size < b->size ? -1 : 1;
-    return a->pos < b->pos ? -1 : a->pos > b->pos;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
 }
 
 /* split t into keys < k and keys >= k */
@@ -97,10 +97,10 @@ static void t_erase(heap *h, int32_t i)
     if (*link == i) *link = t_merge(h, h->b[i].l, h->b[i].r);
 }
 
-/* the first free block of the pool with size >= size, lowest list position among equals */
+/* the first free block of the pool with size >= size, lowest address among equals */
 static int32_t t_lower_bound(const heap *h, bool small, int64_t size)
 {
-    block k = {size, -1, -1, true, small, -1, -1, -1, 0};
+    block k = {size, -1, -1, -1, true, small, -1, -1, 0};
     int32_t t = h->root, best = -1;
     while (t >= 0) {
         if (key_cmp(&h->b[t], &k) >= 0) {
@@ -113,7 +113,7 @@ static int32_t t_lower_bound(const heap *h, bool small, int64_t size)
     return best >= 0 && h->b[best].small == small ? best : -1;
 }
 
-static int32_t new_block(heap *h, int64_t size, bool small)
+static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
 {
     if (h->n == h->cap) {
         size_t nc = h->cap ? h->cap * 2 : 256;
@@ -122,39 +122,20 @@ static int32_t new_block(heap *h, int64_t size, bool small)
         h->b = nb;
         h->cap = nc;
     }
-    h->b[h->n] = (block){size, -1, -1, false, small, -1, -1, -1, 0};
+    h->b[h->n] = (block){size, addr, -1, -1, false, small, -1, -1, 0};
     return (int32_t)h->n++;
 }
 
-static int push_free(heap *h, int32_t i)
+static void push_free(heap *h, int32_t i)
 {
-    if (h->nfree == h->capfree) {
-        size_t nc = h->capfree ? h->capfree * 2 : 256;
-        int32_t *nf = realloc(h->freelist, nc * sizeof *nf);
-        if (!nf) return -1;
-        h->freelist = nf;
-        h->capfree = nc;
-    }
-    h->b[i].pos = (int32_t)h->nfree;
-    h->freelist[h->nfree++] = i;
     h->b[i].free = true;
     t_insert(h, i);
-    return 0;
 }
 
 static void drop_free(heap *h, int32_t i)
 {
-    size_t k = (size_t)h->b[i].pos;
     t_erase(h, i);
-    int32_t last = h->freelist[--h->nfree];
-    if (last != i) { /* the last entry moves into the hole, as before */
-        t_erase(h, last);
-        h->freelist[k] = last;
-        h->b[last].pos = (int32_t)k;
-        t_insert(h, last);
-    }
     h->b[i].free = false;
-    h->b[i].pos = -1;
 }
 
 static int32_t h_malloc(heap *h, int64_t size)
@@ -166,13 +147,13 @@ static int32_t h_malloc(heap *h, int64_t size)
     } else {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
                                                                     : (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
-        best = new_block(h, seg, small);
+        best = new_block(h, seg, h->reserved, small);
         if (best < 0) return -1;
         h->reserved += seg;
     }
     int64_t rem = h->b[best].size - size;
     if (small ? rem >= 512 : rem > SMALL_SIZE) {
-        int32_t r = new_block(h, rem, small);
+        int32_t r = new_block(h, rem, h->b[best].addr + size, small);
         if (r < 0) return -1;
         block *B = &h->b[best];
         B->size = size;
@@ -180,7 +161,7 @@ static int32_t h_malloc(heap *h, int64_t size)
         h->b[r].next = B->next;
         if (B->next >= 0) h->b[B->next].prev = r;
         B->next = r;
-        if (push_free(h, r)) return -1;
+        push_free(h, r);
     }
     return best;
 }
@@ -227,6 +208,5 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n)
 out:
     free(blk);
     free(h.b);
-    free(h.freelist);
     return peak;
 }

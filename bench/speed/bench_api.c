@@ -6,8 +6,9 @@
  *
  * Times, as medians of repeated runs: loading the model, one vc_estimate,
  * building an estimator (the plan), one replay per batch (vc_estimator_total),
- * a full result per batch (vc_estimator_run without layers), and a max-batch
- * search on an 80 GiB card.
+ * a full result per batch (vc_estimator_run without layers), a sweep and a
+ * max-batch search from a fresh estimator (the allocator replays at the grid
+ * batches included), and a max-batch search on an 80 GiB card.
  */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
@@ -85,6 +86,20 @@ int main(int argc, char **argv)
             vc_estimator_run(e, b, &r, &err);
             vc_result_free(&r);
         }
+    });
+    TIME("a sweep: new estimator + totals 1..1024", 1, {
+        vc_estimator *e2 = NULL;
+        vc_estimator_new(m, &o, VC_EST_NO_LAYERS, &e2, &err);
+        for (int b = 1; b <= 1024; b++) vc_estimator_total(e2, b, &t, &err);
+        vc_estimator_free(e2);
+    });
+    TIME("a max-batch search: new estimator + search", 1, {
+        vc_estimator *e2 = NULL;
+        int64_t mb2;
+        int n2;
+        vc_estimator_new(m, &o, VC_EST_NO_LAYERS, &e2, &err);
+        vc_estimator_max_batch(e2, INT64_C(80) << 30, &mb2, &n2, &err);
+        vc_estimator_free(e2);
     });
     int64_t mb = 0;
     int n = 0;
