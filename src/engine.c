@@ -82,6 +82,9 @@ typedef struct {
     int64_t *a, *c;   /* per storage: bytes = round512(a + c * batch) */
     uint8_t *cat;     /* per storage */
     int64_t amax, cmax;
+    int32_t *dep;     /* the storages whose size depends on the batch */
+    size_t ndep;
+    int64_t fixed_persistent[CAT__N]; /* batch-independent part of vc_sim.persistent, -1 overflow */
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */
     size_t ncode, fwd_end; /* events before the end-of-forward marker */
@@ -1155,7 +1158,7 @@ void vc_plan_free(vc_plan *p)
     free(b->pedges); free(b->parrived); free(b->ppending);
     if (b->memo) {
         res_memo *M = b->memo;
-        free(M->a); free(M->c); free(M->cat); free(M->code); free(M->orig);
+        free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig);
         free(M->sz); free(M->aev); free(M->evidx); free(M->cum);
         free(M);
     }
@@ -1188,6 +1191,27 @@ static int prepare(const vc_build *b)
         if (M->a[s] > M->amax) M->amax = M->a[s];
         if (M->c[s] > M->cmax) M->cmax = M->c[s];
     }
+    M->dep = malloc((b->ns + 1) * sizeof *M->dep);
+    if (!M->dep) return -1;
+    for (size_t s = 0; s < b->ns; s++) {
+        uint8_t c = M->cat[s];
+        if (M->c[s] > 0) {
+            M->dep[M->ndep++] = (int32_t)s;
+            continue;
+        }
+        int64_t v = M->sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, 1);
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && M->fixed_persistent[c] >= 0 &&
+            (v < 0 || __builtin_add_overflow(M->fixed_persistent[c], v, &M->fixed_persistent[c])))
+            M->fixed_persistent[c] = -1;
+    }
+    /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch) */
+    for (size_t q = 0; q < b->m->npar && b->train; q++)
+        if (b->m->par[q].trainable && M->fixed_persistent[CAT_GRAD] >= 0) {
+            const tens_t *t = &b->t[b->par_t[q]];
+            int64_t v = vc_bytes(t->n, (vc_dtype)t->dt, 1);
+            if (v < 0 || __builtin_add_overflow(M->fixed_persistent[CAT_GRAD], v, &M->fixed_persistent[CAT_GRAD]))
+                M->fixed_persistent[CAT_GRAD] = -1;
+        }
     size_t n = 0;
     M->fwd_end = (size_t)-1;
     for (size_t i = 0; i < b->nev; i++) {
@@ -1210,7 +1234,7 @@ static int sizes_at(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     int64_t *sz = M->sz;
-    if (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax) {
+    if (M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax)) {
         int r = 0;
         for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
             if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) return -3;
@@ -1218,7 +1242,8 @@ static int sizes_at(const vc_build *b, int64_t batch)
         }
         return r;
     }
-    for (size_t s = 0; s < b->ns; s++) {
+    for (size_t i = 0; i < M->ndep; i++) { /* the others were sized once, in prepare() */
+        int32_t s = M->dep[i];
         int64_t v = M->a[s] + M->c[s] * batch;
         sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
     }
@@ -1363,19 +1388,17 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         sim->peak_inst = e->inst;
     }
     if (!b->train) sim->activations = act_peak;
-    /* persistent sizes */
-    for (size_t s = 0; s < b->ns; s++) {
+    /* persistent sizes: weights, optimizer state, workspaces and gradients */
+    for (int c = 0; c < CAT__N; c++) {
+        if (M->fixed_persistent[c] < 0) overflow = true;
+        else sim->persistent[c] = M->fixed_persistent[c];
+    }
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
         uint8_t c = M->cat[s];
         if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))
             overflow = true;
     }
-    /* gradients: one per trainable parameter, as AccumulateGrad keeps it */
-    for (size_t q = 0; q < b->m->npar; q++)
-        if (b->m->par[q].trainable && b->train) {
-            const tens_t *t = &b->t[b->par_t[q]];
-            if (__builtin_add_overflow(sim->persistent[CAT_GRAD], vc_bytes(t->n, (vc_dtype)t->dt, batch), &sim->persistent[CAT_GRAD]))
-                overflow = true;
-        }
     if (overflow) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     if (big) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld needs more than 2^61 bytes", (long long)batch);
     if (inst_act) {
