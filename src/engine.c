@@ -74,6 +74,15 @@ typedef struct {
     bool recomputed;
 } region_t;
 
+/* One event whose size depends on the batch, with the batch-independent
+ * events before it folded into sums (vc_plan_simulate's first pass). */
+typedef struct {
+    int32_t code;            /* storage (alloc), ~storage (free); INT32_MIN: none (the tail) */
+    int32_t pos, fmax_pos;   /* index in code[] of this event, of the folded events' highest point */
+    int64_t fdelta, fmax;    /* folded events: net bytes; highest running sum after an alloc (INT64_MIN none) */
+    int64_t adelta, amax;    /* the same for activations */
+} fold_t;
+
 /* What a replay at one batch needs, in compact arrays built on first use
  * (kept with the plan, which is otherwise read-only), and the allocator
  * model's results at the grid batches (see reserved_envelope). */
@@ -88,6 +97,10 @@ typedef struct {
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */
     size_t ncode, fwd_end; /* events before the end-of-forward marker */
+    fold_t *fold;
+    size_t nfold, fwd_fold; /* the fold item whose folded events hold the marker */
+    int64_t fwd_aoff;       /* activation bytes of those folded events before the marker */
+    bool fold_overflow;
     int64_t *sz;      /* scratch: per storage */
     vc_alloc_event *aev;
     int32_t *evidx;   /* scratch: per storage, its malloc's event index */
@@ -1158,7 +1171,7 @@ void vc_plan_free(vc_plan *p)
     free(b->pedges); free(b->parrived); free(b->ppending);
     if (b->memo) {
         res_memo *M = b->memo;
-        free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig);
+        free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
         free(M->sz); free(M->aev); free(M->evidx); free(M->cum);
         free(M);
     }
@@ -1224,6 +1237,40 @@ static int prepare(const vc_build *b)
         M->code[n++] = e->kind == EV_ALLOC ? e->stor : ~e->stor;
     }
     M->ncode = n;
+    /* the fold: batch-dependent events, each with the fixed-size ones before it */
+    M->fold = malloc((n + 1) * sizeof *M->fold);
+    if (!M->fold) return -1;
+    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+    M->fwd_fold = (size_t)-1;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == M->fwd_end) {
+            M->fwd_fold = M->nfold;
+            M->fwd_aoff = f.adelta;
+        }
+        int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
+        if (c == INT32_MIN || M->c[st] > 0) {
+            f.code = c;
+            f.pos = (int32_t)i;
+            M->fold[M->nfold++] = f;
+            f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+            continue;
+        }
+        int64_t v = M->sz[st];
+        bool act = M->cat[st] == CAT_ACT;
+        if (c < 0) {
+            f.fdelta -= v;
+            if (act) f.adelta -= v;
+            continue;
+        }
+        /* a running sum past 2^63 here is one past 2^63 in the replay (sums before are >= 0) */
+        if (__builtin_add_overflow(f.fdelta, v, &f.fdelta) || (act && __builtin_add_overflow(f.adelta, v, &f.adelta)))
+            M->fold_overflow = true;
+        if (f.fdelta > f.fmax) {
+            f.fmax = f.fdelta;
+            f.fmax_pos = (int32_t)i;
+        }
+        if (act && f.adelta > f.amax) f.amax = f.adelta;
+    }
     M->ready = true;
     return 0;
 }
@@ -1351,14 +1398,31 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
                             (long long)batch);
     const int64_t *sz = M->sz;
-    /* one pass for the peak and the activations, a second up to the peak
-     * for its breakdown by category */
+    /* one pass over the batch-dependent events (the others folded in) for
+     * the peak and the activations, a second up to the peak for its
+     * breakdown by category */
     int64_t total = 0, act = 0, act_peak = 0, peak = 0;
     size_t pk = (size_t)-1;
-    bool overflow = false;
-    for (size_t i = 0; i < M->ncode; i++) {
-        if (i == M->fwd_end && b->train) sim->activations = act;
-        int32_t s = M->code[i];
+    bool overflow = M->fold_overflow;
+    for (size_t k = 0; k < M->nfold && !overflow; k++) {
+        const fold_t *f = &M->fold[k];
+        if (k == M->fwd_fold && b->train) sim->activations = act + M->fwd_aoff;
+        if (f->fmax != INT64_MIN) {
+            int64_t t;
+            if (__builtin_add_overflow(total, f->fmax, &t)) {
+                overflow = true;
+                break;
+            }
+            if (t > peak) {
+                peak = t;
+                pk = (size_t)f->fmax_pos;
+            }
+        }
+        if (f->amax != INT64_MIN && act + f->amax > act_peak) act_peak = act + f->amax;
+        total += f->fdelta; /* at most the highest point, checked above */
+        act += f->adelta;
+        int32_t s = f->code;
+        if (s == INT32_MIN) continue;
         if (s >= 0) {
             int64_t v = sz[s];
             if (__builtin_add_overflow(total, v, &total)) {
@@ -1367,7 +1431,7 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
             }
             if (total > peak) {
                 peak = total;
-                pk = i;
+                pk = (size_t)f->pos;
             }
             if (M->cat[s] == CAT_ACT && (act += v) > act_peak) act_peak = act;
         } else {
@@ -1375,7 +1439,6 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
             if (M->cat[~s] == CAT_ACT) act -= sz[~s];
         }
     }
-    if (M->fwd_end == M->ncode && b->train) sim->activations = act;
     sim->peak = peak;
     for (size_t i = 0; pk != (size_t)-1 && i <= pk && !overflow; i++) {
         int32_t s = M->code[i];
