@@ -1201,16 +1201,24 @@ static vc_status hold_block_input(loader *L, int val, const char *path)
 static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, const char *iprefix,
                             const scope *parent, int input, int depth, bool frozen, int region, int *out);
 
+/* The error's path ("...name") is built only on an error: a model may name
+ * every layer, and formatting it each time cost more than the name table. */
 static vc_status add_name(loader *L, scope *S, const char *name, int val, int inst, bool seq, const char *path)
 {
     char p[300];
-    join(p, sizeof p, path, "name");
-    if (scope_find(S, name)) return fail(L, VC_ERR_MODEL, p, "duplicate name \"%.60s\": an earlier layer of this list has it", name);
-    if (!strcmp(name, "input") || !strncmp(name, "layers[", 7))
+    if (scope_find(S, name)) {
+        join(p, sizeof p, path, "name");
+        return fail(L, VC_ERR_MODEL, p, "duplicate name \"%.60s\": an earlier layer of this list has it", name);
+    }
+    if (!strcmp(name, "input") || !strncmp(name, "layers[", 7)) {
+        join(p, sizeof p, path, "name");
         return fail(L, VC_ERR_MODEL, p, "\"%.60s\" is reserved; choose another name", name);
+    }
     for (int i = 0; i < L->m->ninputs; i++)
-        if (L->m->input_names[i] && !strcmp(L->m->input_names[i], name))
+        if (L->m->input_names[i] && !strcmp(L->m->input_names[i], name)) {
+            join(p, sizeof p, path, "name");
             return fail(L, VC_ERR_MODEL, p, "\"%.60s\" is already the name of a model input", name);
+        }
     if (scope_insert(S, (name_entry){name, val, inst, seq})) return fail(L, VC_ERR_NOMEM, path, "out of memory");
     return VC_OK;
 }
@@ -1407,13 +1415,13 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     /* common keys */
     const char *name = NULL;
     const cJSON *nv = cJSON_GetObjectItemCaseSensitive(item, "name");
-    if (nv) {
+    if (nv && (!cJSON_IsString(nv) || !nv->valuestring[0])) {
         join(p, sizeof p, jpath, "name");
+        if (cJSON_IsString(nv)) return fail(L, VC_ERR_MODEL, p, "a name may not be empty");
         describe(nv, got, sizeof got);
-        if (!cJSON_IsString(nv)) return fail(L, VC_ERR_MODEL, p, "expected a name (a non-empty string), got %s", got);
-        if (!nv->valuestring[0]) return fail(L, VC_ERR_MODEL, p, "a name may not be empty");
-        name = nv->valuestring;
+        return fail(L, VC_ERR_MODEL, p, "expected a name (a non-empty string), got %s", got);
     }
+    if (nv) name = nv->valuestring;
     int64_t repeat = 1;
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(item, "repeat");
     if (rv) {
