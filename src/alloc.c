@@ -115,13 +115,7 @@ static int32_t t_lower_bound(const heap *h, bool small, int64_t size)
 
 static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 256;
-        block *nb = realloc(h->b, nc * sizeof *nb);
-        if (!nb) return -1;
-        h->b = nb;
-        h->cap = nc;
-    }
+    if (h->n == h->cap) return -1; /* cannot happen: vc_alloc_replay sizes the array */
     h->b[h->n] = (block){size, addr, -1, -1, false, small, -1, -1, 0};
     return (int32_t)h->n++;
 }
@@ -187,26 +181,40 @@ static void h_free(heap *h, int32_t i)
     push_free(h, i);
 }
 
-int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n)
+int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc)
 {
-    heap h = {0};
-    h.root = -1;
-    h.seed = 12345u;
-    int32_t *blk = malloc((n + 1) * sizeof *blk);
-    int64_t peak = -1;
-    if (!blk) return -1;
+    /* each malloc makes at most two blocks (a segment and a remainder): size
+     * the arrays once, and keep them in sc for the next replay */
+    size_t nm = 0;
+    for (size_t i = 0; i < n; i++) nm += ev[i].block < 0;
+    if (sc->cap < 2 * nm + 1) {
+        block *nb = realloc(sc->blocks, (2 * nm + 1) * sizeof *nb);
+        if (!nb) return -1;
+        sc->blocks = nb;
+        sc->cap = 2 * nm + 1;
+    }
+    if (sc->nblk < n + 1) {
+        int32_t *nk = realloc(sc->blk, (n + 1) * sizeof *nk);
+        if (!nk) return -1;
+        sc->blk = nk;
+        sc->nblk = n + 1;
+    }
+    heap h = {sc->blocks, 0, sc->cap, -1, 12345u, 0};
+    int32_t *blk = sc->blk;
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].size > (INT64_C(1) << 61)) goto out; /* beyond any device: the caller reports overflow */
+        if (ev[i].size > (INT64_C(1) << 61)) return -1; /* beyond any device: the caller reports overflow */
         if (ev[i].block < 0) {
-            blk[i] = h_malloc(&h, ev[i].size);
-            if (blk[i] < 0) goto out;
+            if ((blk[i] = h_malloc(&h, ev[i].size)) < 0) return -1;
         } else {
             h_free(&h, blk[ev[i].block]);
         }
     }
-    peak = h.reserved;
-out:
-    free(blk);
-    free(h.b);
-    return peak;
+    return h.reserved;
+}
+
+void vc_alloc_scratch_free(vc_alloc_scratch *sc)
+{
+    free(sc->blocks);
+    free(sc->blk);
+    *sc = (vc_alloc_scratch){0};
 }

@@ -103,6 +103,7 @@ typedef struct {
     bool fold_overflow;
     int64_t *sz;      /* scratch: per storage */
     vc_alloc_event *aev;
+    vc_alloc_scratch scratch;
     int32_t *evidx;   /* scratch: per storage, its malloc's event index */
     size_t n, cap;
     int64_t *cum;     /* cum[k]: the model's most reserved over grid batches 0..k */
@@ -1172,6 +1173,7 @@ void vc_plan_free(vc_plan *p)
     if (b->memo) {
         res_memo *M = b->memo;
         free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
+        vc_alloc_scratch_free(&M->scratch);
         free(M->sz); free(M->aev); free(M->evidx); free(M->cum);
         free(M);
     }
@@ -1315,7 +1317,7 @@ static int64_t replay_reserved(const vc_build *b, int64_t batch)
             M->aev[j++] = (vc_alloc_event){M->sz[~s], M->evidx[~s]};
         }
     }
-    return vc_alloc_replay(M->aev, j);
+    return vc_alloc_replay(M->aev, j, &M->scratch);
 }
 
 /* `total` must never decrease as the batch grows (SPEC §3), but the caching

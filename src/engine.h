@@ -46,13 +46,21 @@ vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, co
 /* Bytes of n elements of dt for `batch`, rounded up to 512; -1 on overflow. */
 int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);
 
-/* The caching allocator model (alloc.c): replays sizes (positive = malloc,
- * negative = free of the block allocated by event index -size-1) and
- * returns the peak of reserved bytes. */
+/* The caching allocator model (alloc.c): replays mallocs and frees and
+ * returns the bytes reserved at the end (segments are never released, so
+ * that is the most it reserved); -1 out of memory or a request past 2^61. */
 typedef struct {
     int64_t size;  /* rounded request, > 0 for malloc */
     int32_t block; /* for a free: the index of the malloc event; -1 for malloc */
 } vc_alloc_event;
-int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n);
+/* Arrays kept from one replay to the next; zero-initialise, free with vc_alloc_scratch_free. */
+typedef struct {
+    void *blocks;
+    size_t cap;
+    int32_t *blk;
+    size_t nblk;
+} vc_alloc_scratch;
+int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc);
+void vc_alloc_scratch_free(vc_alloc_scratch *sc);
 
 #endif

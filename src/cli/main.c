@@ -528,7 +528,15 @@ int main(int argc, char **argv)
         /* the report is for --batch if given, else for the max batch (or 1) */
         if (!batch_given) o.batch = rep.max_batch > 0 ? rep.max_batch : 1;
     }
-    if (c.counts ? vc_estimate_counts(params, acts, &o, &r, &err) : vc_estimate(m, &o, &r, &err)) {
+    vc_status st;
+    if (e && !c.per_layer) { /* the search's plan and allocator replays serve the report too */
+        st = vc_estimator_run(e, o.batch, &r, &err);
+    } else {
+        vc_estimator_free(e); /* one plan in memory at a time */
+        e = NULL;
+        st = c.counts ? vc_estimate_counts(params, acts, &o, &r, &err) : vc_estimate(m, &o, &r, &err);
+    }
+    if (st) {
         rc = die_err(&err);
         goto out;
     }
