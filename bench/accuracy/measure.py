@@ -1,9 +1,14 @@
 #!/usr/bin/python3
-"""measure.py -- measure a vramcalc model's peak memory with torch 1.13 on CPU.
+"""measure.py -- measure a vramcalc model's peak memory with torch 1.13 on CPU (or on a CUDA GPU).
 
     /usr/bin/python3 bench/accuracy/measure.py MODEL.json --batch N \
         --optim sgd|momentum|adam|adamw|none --mode train|infer \
         --precision fp32|bf16 [--json] [--per-op] [--per-op-file F]
+    python3 bench/accuracy/measure.py MODEL.json --device cuda ... --json   # cudameasure.py
+
+--device cpu (the default) is the CPU harness described below; --device cuda runs
+the same configuration with PyTorch's own numbers on a GPU (cudameasure.py);
+--device auto picks cuda when torch.cuda.is_available().
 
 SPEC.md section 4 (the protocol) and bench/accuracy/README.md (how, and what is
 compensated).  In short: LD_PRELOAD=libmemtrack.so keeps the running total of
@@ -36,7 +41,18 @@ def parse_args(argv):
     ap.add_argument("-b", "--batch", type=int, default=1)
     ap.add_argument("-o", "--optim", default="adam", choices=["sgd", "momentum", "adam", "adamw", "none"])
     ap.add_argument("-m", "--mode", default="train", choices=["train", "infer"])
-    ap.add_argument("-p", "--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("-p", "--precision", default="fp32",
+                    choices=["fp32", "bf16", "fp16", "amp-bf16", "amp-fp16"],
+                    help="fp32 or bf16; fp16, amp-bf16, amp-fp16 with --device cuda only")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda", "auto"],
+                    help="cpu: torch 1.13 CPU harness (default); cuda: torch.cuda's allocator "
+                         "statistics and nvidia-smi (cudameasure.py); auto: cuda when available")
+    ap.add_argument("--attention", choices=["auto", "math", "flash", "efficient"],
+                    help="cuda: scaled_dot_product_attention backend (default auto, PyTorch's choice); "
+                         "the CPU path always runs the math path")
+    ap.add_argument("--mha-fastpath", choices=["on", "off"],
+                    help="cuda: PyTorch 2.x's fused MultiheadAttention/TransformerEncoderLayer inference "
+                         "path (default off: the ordinary path, as vramcalc models it)")
     ap.add_argument("--input", help="override the (single) input's per-sample shape, e.g. 3,224,224")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--per-op", action="store_true",
@@ -44,7 +60,7 @@ def parse_args(argv):
     ap.add_argument("--per-op-file", help="write the per-op timeline to this file instead")
     ap.add_argument("--per-op-steps", default="2",
                     help="comma list of steps to log (default 2; infer: forward pass numbers)")
-    ap.add_argument("--compat", default="2x", choices=["2x", "stock"],
+    ap.add_argument("--compat", choices=["2x", "stock"],
                     help="2x: replicate PyTorch 2.x where 1.13 differs (default); stock: 1.13 as is")
     ap.add_argument("--hook", default="record", choices=["record", "dispatch"],
                     help="record: RecordFunction observer (default); dispatch: TorchDispatchMode "
@@ -126,8 +142,65 @@ def rounded(t):
     return 0 if n == 0 else max(512, (n + 511) // 512 * 512)
 
 
+def cuda_main(args):
+    """--device cuda: cudameasure.py.  Exit 2 with one line when there is no CUDA."""
+    bad = [o for o, v in (("--per-op", args.per_op), ("--per-op-file", args.per_op_file),
+                          ("--compat", args.compat), ("--hook", args.hook != "record")) if v]
+    if bad:
+        print("measure.py: --device cuda: %s applies to the CPU harness only" % ", ".join(bad), file=sys.stderr)
+        return 2
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, HERE)
+    import cudameasure
+    if args.attention is None:
+        args.attention = "auto"
+    if args.mha_fastpath is None:
+        args.mha_fastpath = "off"
+    try:
+        rc, result = cudameasure.measure(args, args.model)
+    except cudameasure.Unavailable as e:
+        print(str(e), file=sys.stderr)
+        return 2
+    if result is None:
+        return rc
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(result["peak_allocated"])
+    return rc
+
+
+def resolve_device(args):
+    """'cpu' or 'cuda', or a one-line message (exit 2)."""
+    if args.device == "cpu":
+        return "cpu"
+    try:
+        import torch
+    except ImportError as e:
+        return "measure.py: --device %s: cannot import torch (%s)" % (args.device, e)
+    if args.device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda"
+
+
 def main(argv):
     args = parse_args(argv)
+    device = resolve_device(args)
+    if device not in ("cpu", "cuda"):
+        print(device, file=sys.stderr)
+        return 2
+    if device == "cuda":
+        return cuda_main(args)
+    if args.precision not in ("fp32", "bf16"):
+        print("measure.py: --precision %s needs --device cuda (torch 1.13's CPU autocast and fp16 kernels are "
+              "not CUDA's; SPEC.md section 4)" % args.precision, file=sys.stderr)
+        return 2
+    if args.attention not in (None, "math") or args.mha_fastpath not in (None, "off"):
+        print("measure.py: the CPU harness runs the math attention path and no inference fast path; "
+              "--attention/--mha-fastpath other than math/off need --device cuda", file=sys.stderr)
+        return 2
+    if args.compat is None:
+        args.compat = "2x"
     reexec_with_preload()
     sys.path.insert(0, os.path.join(ROOT, "tools"))
     sys.path.insert(0, HERE)

@@ -67,11 +67,26 @@ FIXES = [
 ]
 
 
-def estimate(cli, c):
+def estimate_command(cli, c, workspace="0", attention="math", gpu=None):
+    """The vramcalc command for case c (a row of cases.json: c["model"] is "models/NAME.json").
+    The CPU comparison uses --workspace 0 --attention math; workspace=None leaves the
+    workspace to vramcalc's model, gpu adds --gpu PRESET (bench/accuracy/gpu_compare.py)."""
     cmd = [cli, os.path.join(FIX, c["model"]), "--batch", str(c["batch"]), "--optim", c["optim"],
-           "--mode", c["mode"], "--precision", c["precision"], "--workspace", "0", "--attention", "math",
-           "--format", "json"]
-    return json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True).stdout)
+           "--mode", c["mode"], "--precision", c["precision"]]
+    if workspace is not None:
+        cmd += ["--workspace", str(workspace)]
+    cmd += ["--attention", attention]
+    if gpu:
+        cmd += ["--gpu", gpu]
+    return cmd + ["--format", "json"]
+
+
+def estimate(cli, c, workspace="0", attention="math", gpu=None):
+    cmd = estimate_command(cli, c, workspace, attention, gpu)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if p.returncode != 0 and not (gpu and p.returncode == 1):  # 1: does not fit --gpu (still a report)
+        raise subprocess.CalledProcessError(p.returncode, cmd, p.stdout)
+    return json.loads(p.stdout)
 
 
 def mib(n):
