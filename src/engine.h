@@ -38,6 +38,9 @@ typedef struct {
 /* Replays the plan for `batch` samples. Per-instance saved bytes go to
  * inst_act (may be NULL; m->ninst entries). */
 vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *s, int64_t *inst_act, vc_error *err);
+/* estimate.c: a simulation as a result, all but cuda_context and total; layers when inst_act != NULL */
+vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s, const int64_t *inst_act,
+                             vc_result *r, vc_error *err);
 
 /* Writes one line per alloc/free event (phase, kind, category, bytes,
  * running total, layer, op) through `line`. */

@@ -74,6 +74,56 @@ static vc_status finish(vc_result *r, const vc_options *o, vc_error *err)
     return VC_OK;
 }
 
+/* A simulation's figures as a result (everything but cuda_context and
+ * total); the per-layer table too when inst_act is given. Shared by
+ * vc_estimate and the estimator (sweep.c). */
+vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s, const int64_t *inst_act,
+                             vc_result *r, vc_error *err)
+{
+    r->parameters = m->nparams;
+    r->trainable_parameters = m->ntrainable;
+    vc_memory *mm = &r->memory;
+    mm->weights = s->persistent[CAT_WEIGHT];
+    mm->gradients = s->persistent[CAT_GRAD];
+    mm->optimizer_states = s->persistent[CAT_OPT];
+    mm->workspace = s->persistent[CAT_WS];
+    mm->activations = s->activations;
+    mm->peak_allocated = s->peak;
+    mm->reserved = s->reserved;
+    vc_peak *pk = &r->peak;
+    pk->phase = s->phase;
+    pk->weights = s->at_peak[CAT_WEIGHT];
+    pk->gradients = s->at_peak[CAT_GRAD];
+    pk->optimizer_states = s->at_peak[CAT_OPT];
+    pk->activations = s->at_peak[CAT_ACT];
+    pk->temporaries = s->at_peak[CAT_TEMP];
+    pk->workspace = s->at_peak[CAT_WS];
+    if (s->peak_inst >= 0) {
+        snprintf(pk->layer, sizeof pk->layer, "%s", m->inst[s->peak_inst].path);
+        snprintf(pk->kind, sizeof pk->kind, "%s", m->inst[s->peak_inst].kind->name);
+    } else if (s->phase == VC_PHASE_OPTIMIZER) {
+        snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(optim));
+    } else if (s->phase != VC_PHASE_IDLE) {
+        snprintf(pk->kind, sizeof pk->kind, "loss");
+    }
+    if (!inst_act) return VC_OK;
+    r->layers = calloc(m->ninst + 1, sizeof *r->layers);
+    if (!r->layers) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    r->nlayers = m->ninst;
+    for (size_t i = 0; i < m->ninst; i++) {
+        vc_layer_info *li = &r->layers[i];
+        const vc_inst *in = &m->inst[i];
+        snprintf(li->name, sizeof li->name, "%s", in->path);
+        snprintf(li->kind, sizeof li->kind, "%s", in->kind->name);
+        const vc_shape *sh = &m->val[in->out].shape;
+        li->ndim = sh->nd;
+        memcpy(li->output_shape, sh->d, sizeof sh->d);
+        li->parameters = in->nparams;
+        li->activations = inst_act[i];
+    }
+    return VC_OK;
+}
+
 vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -94,50 +144,9 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
         free(act);
         return st;
     }
-    r->parameters = m->nparams;
-    r->trainable_parameters = m->ntrainable;
-    vc_memory *mm = &r->memory;
-    mm->weights = s.persistent[CAT_WEIGHT];
-    mm->gradients = s.persistent[CAT_GRAD];
-    mm->optimizer_states = s.persistent[CAT_OPT];
-    mm->workspace = s.persistent[CAT_WS];
-    mm->activations = s.activations;
-    mm->peak_allocated = s.peak;
-    mm->reserved = s.reserved;
-    vc_peak *pk = &r->peak;
-    pk->phase = s.phase;
-    pk->weights = s.at_peak[CAT_WEIGHT];
-    pk->gradients = s.at_peak[CAT_GRAD];
-    pk->optimizer_states = s.at_peak[CAT_OPT];
-    pk->activations = s.at_peak[CAT_ACT];
-    pk->temporaries = s.at_peak[CAT_TEMP];
-    pk->workspace = s.at_peak[CAT_WS];
-    if (s.peak_inst >= 0) {
-        snprintf(pk->layer, sizeof pk->layer, "%s", m->inst[s.peak_inst].path);
-        snprintf(pk->kind, sizeof pk->kind, "%s", m->inst[s.peak_inst].kind->name);
-    } else if (s.phase == VC_PHASE_OPTIMIZER) {
-        snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(o->optim));
-    } else if (s.phase != VC_PHASE_IDLE) {
-        snprintf(pk->kind, sizeof pk->kind, "loss");
-    }
-    r->layers = calloc(m->ninst + 1, sizeof *r->layers);
-    if (!r->layers) {
-        free(act);
-        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    }
-    r->nlayers = m->ninst;
-    for (size_t i = 0; i < m->ninst; i++) {
-        vc_layer_info *li = &r->layers[i];
-        const vc_inst *in = &m->inst[i];
-        snprintf(li->name, sizeof li->name, "%s", in->path);
-        snprintf(li->kind, sizeof li->kind, "%s", in->kind->name);
-        const vc_shape *sh = &m->val[in->out].shape;
-        li->ndim = sh->nd;
-        memcpy(li->output_shape, sh->d, sizeof sh->d);
-        li->parameters = in->nparams;
-        li->activations = act[i];
-    }
+    st = vc_result_from_sim(m, o->optim, &s, act, r, err);
     free(act);
+    if (st) return st;
     return finish(r, o, err);
 }
 

@@ -137,55 +137,12 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
         return vc_estimate_counts(e->params, e->acts, &o, r, err);
     }
     if ((st = plan_for(e, batch, err))) return st;
-    const vc_model *m = e->m;
     bool layers = !(e->flags & VC_EST_NO_LAYERS);
     vc_sim s;
     if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
-    /* as estimate.c turns a simulation into a result */
-    r->parameters = m->nparams;
-    r->trainable_parameters = m->ntrainable;
-    vc_memory *mm = &r->memory;
-    mm->weights = s.persistent[CAT_WEIGHT];
-    mm->gradients = s.persistent[CAT_GRAD];
-    mm->optimizer_states = s.persistent[CAT_OPT];
-    mm->workspace = s.persistent[CAT_WS];
-    mm->activations = s.activations;
-    mm->peak_allocated = s.peak;
-    mm->reserved = s.reserved;
-    mm->cuda_context = e->context;
-    if ((st = sim_total(e, &s, &mm->total, err))) return st;
-    vc_peak *pk = &r->peak;
-    pk->phase = s.phase;
-    pk->weights = s.at_peak[CAT_WEIGHT];
-    pk->gradients = s.at_peak[CAT_GRAD];
-    pk->optimizer_states = s.at_peak[CAT_OPT];
-    pk->activations = s.at_peak[CAT_ACT];
-    pk->temporaries = s.at_peak[CAT_TEMP];
-    pk->workspace = s.at_peak[CAT_WS];
-    if (s.peak_inst >= 0) {
-        snprintf(pk->layer, sizeof pk->layer, "%s", m->inst[s.peak_inst].path);
-        snprintf(pk->kind, sizeof pk->kind, "%s", m->inst[s.peak_inst].kind->name);
-    } else if (s.phase == VC_PHASE_OPTIMIZER) {
-        snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(e->o.optim));
-    } else if (s.phase != VC_PHASE_IDLE) {
-        snprintf(pk->kind, sizeof pk->kind, "loss");
-    }
-    if (!layers) return VC_OK;
-    r->layers = calloc(m->ninst + 1, sizeof *r->layers);
-    if (!r->layers) return nomem(err);
-    r->nlayers = m->ninst;
-    for (size_t i = 0; i < m->ninst; i++) {
-        vc_layer_info *li = &r->layers[i];
-        const vc_inst *in = &m->inst[i];
-        snprintf(li->name, sizeof li->name, "%s", in->path);
-        snprintf(li->kind, sizeof li->kind, "%s", in->kind->name);
-        const vc_shape *sh = &m->val[in->out].shape;
-        li->ndim = sh->nd;
-        memcpy(li->output_shape, sh->d, sizeof sh->d);
-        li->parameters = in->nparams;
-        li->activations = e->act[i];
-    }
-    return VC_OK;
+    r->memory.cuda_context = e->context;
+    if ((st = sim_total(e, &s, &r->memory.total, err))) return st;
+    return vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err);
 }
 
 vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err)
