@@ -1188,6 +1188,7 @@ static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
     if (M->ready) return 0;
+    if (M->a) return -1; /* an earlier call ran out of memory: do not allocate (and leak) again */
     M->a = malloc((b->ns + 1) * sizeof *M->a);
     M->c = malloc((b->ns + 1) * sizeof *M->c);
     M->cat = malloc(b->ns + 1);
