@@ -45,7 +45,7 @@ const char *vc_kind_summary(size_t i) { return i < NKINDS ? kinds[i]->summary : 
 const vc_kind *vc_kind_find(const char *name)
 {
     for (size_t i = 0; i < NKINDS; i++)
-        if (!strcmp(kinds[i]->name, name)) return kinds[i];
+        if (kinds[i]->name[0] == name[0] && !strcmp(kinds[i]->name, name)) return kinds[i];
     return NULL;
 }
 

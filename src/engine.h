@@ -56,12 +56,9 @@ typedef struct {
     int64_t size;  /* rounded request, > 0 for malloc */
     int32_t block; /* for a free: the index of the malloc event; -1 for malloc */
 } vc_alloc_event;
-/* Arrays kept from one replay to the next; zero-initialise, free with vc_alloc_scratch_free. */
+/* What a replay keeps for the next one (alloc.c); zero-initialise, free with vc_alloc_scratch_free. */
 typedef struct {
-    void *blocks;
-    size_t cap;
-    int32_t *blk;
-    size_t nblk;
+    struct vc_alloc_state *st;
 } vc_alloc_scratch;
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc);
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);

@@ -99,8 +99,8 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     pk->temporaries = s->at_peak[CAT_TEMP];
     pk->workspace = s->at_peak[CAT_WS];
     if (s->peak_inst >= 0) {
-        snprintf(pk->layer, sizeof pk->layer, "%s", m->inst[s->peak_inst].path);
-        snprintf(pk->kind, sizeof pk->kind, "%s", m->inst[s->peak_inst].kind->name);
+        vc_cat3(pk->layer, sizeof pk->layer, m->inst[s->peak_inst].path, "", "");
+        vc_cat3(pk->kind, sizeof pk->kind, m->inst[s->peak_inst].kind->name, "", "");
     } else if (s->phase == VC_PHASE_OPTIMIZER) {
         snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(optim));
     } else if (s->phase != VC_PHASE_IDLE) {
@@ -113,8 +113,8 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     for (size_t i = 0; i < m->ninst; i++) {
         vc_layer_info *li = &r->layers[i];
         const vc_inst *in = &m->inst[i];
-        snprintf(li->name, sizeof li->name, "%s", in->path);
-        snprintf(li->kind, sizeof li->kind, "%s", in->kind->name);
+        vc_cat3(li->name, sizeof li->name, in->path, "", "");
+        vc_cat3(li->kind, sizeof li->kind, in->kind->name, "", "");
         const vc_shape *sh = &m->val[in->out].shape;
         li->ndim = sh->nd;
         memcpy(li->output_shape, sh->d, sizeof sh->d);

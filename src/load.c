@@ -1000,7 +1000,7 @@ static const name_entry *lookup(const scope *S, const char *name)
 
 static void join(char *buf, size_t n, const char *path, const char *key)
 {
-    snprintf(buf, n, "%s%s%s", path, path[0] ? "." : "", key);
+    vc_cat3(buf, n, path, path[0] ? "." : "", key);
 }
 
 /* Duplicate keys: the one whose second occurrence comes first. O(n log n). */
@@ -1276,14 +1276,15 @@ static vc_status instantiate(loader *L, const vc_kind *k, void *cfg, const char 
     in->cfg = cfg;
     in->path = vc_arena_strdup(m->arena, ipath);
     in->nin = nin;
-    memcpy(in->in, ins, (size_t)nin * sizeof *ins);
+    in->in = vc_arena_alloc(m->arena, (size_t)(nin + 1) * sizeof *ins);
+    if (in->in) memcpy(in->in, ins, (size_t)nin * sizeof *ins);
     in->ckpt = region;
     in->frozen = frozen;
     in->np = priv.np;
     in->nb = priv.nb;
     in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
     in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
-    if (!in->path || !in->params || !in->bufs) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    if (!in->path || !in->in || !in->params || !in->bufs) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     for (int i = 0; i < priv.np; i++) {
         if (i == 0 && tie_to) {
             int tp = tie_to->params[0];
@@ -1342,7 +1343,7 @@ static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *
     a->err = err;
     a->path = jpath;
     a->kind = kname;
-    for (int j = 0; common_keys[j]; j++) known(a, common_keys[j]);
+    for (int j = 0; common_keys[j]; j++) a->known[a->nknown++] = common_keys[j]; /* distinct: no need for known() */
 }
 
 /* A kind's parse failed on a key the layer lacks ("missing"): when another
@@ -1512,8 +1513,8 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         int cur = ins[0];
         for (int64_t c = 0; c < repeat; c++) {
             char ip[300];
-            if (repeat > 1) snprintf(ip, sizeof ip, "%s[%lld]", ipath, (long long)c);
-            else snprintf(ip, sizeof ip, "%s", ipath);
+            if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c);
+            else vc_cat3(ip, sizeof ip, ipath, "", "");
             int r = region >= 0 ? region : ck ? m->nregions++ : -1;
             size_t copy_first = m->ninst;
             if (load_scope(L, layers, jpath, ip, S, cur, depth + 1, fz, r, &out)) return L->err->code;
@@ -1544,7 +1545,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
             return L->err->code;
         }
         char what[64];
-        snprintf(what, sizeof what, "for %s", kname);
+        vc_cat3(what, sizeof what, "for ", kname, "");
         if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
         if (repeat > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst)
             return fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
@@ -1552,8 +1553,8 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         memcpy(cur, ins, sizeof ins);
         for (int64_t c = 0; c < repeat; c++) {
             char ip[300];
-            if (repeat > 1) snprintf(ip, sizeof ip, "%s[%lld]", ipath, (long long)c);
-            else snprintf(ip, sizeof ip, "%s", ipath);
+            if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c);
+            else vc_cat3(ip, sizeof ip, ipath, "", "");
             int r = region >= 0 ? region : ck ? m->nregions++ : -1;
             if (instantiate(L, k, cfg, jpath, ip, cur, nin, fz, r, tie_to, &out))
                 return L->err->code;
@@ -1599,8 +1600,8 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     int i = 0;
     for (const cJSON *item = arr->child; item && !st; item = item->next, i++) {
         char jp[300], ip[300];
-        snprintf(jp, sizeof jp, "%s[%d]", path, i);
-        snprintf(ip, sizeof ip, "%s%slayers[%d]", iprefix, iprefix[0] ? "." : "", i);
+        vc_cat_index(jp, sizeof jp, path, "", i);
+        vc_cat_index(ip, sizeof ip, iprefix, iprefix[0] ? ".layers" : "layers", i);
         st = load_item(L, &S, item, i, jp, ip, depth, frozen, region);
     }
     if (!st) *out = S.pos[n - 1];

@@ -36,7 +36,7 @@ typedef struct {
     void *cfg;          /* parsed config (shared by repeat copies) */
     char *path;         /* "layers[3]", "layers[2][1].layers[0]" */
     int nin;
-    int in[VC_MAX_INPUTS];
+    int *in;            /* nin value indices (in the arena) */
     int out;            /* value index */
     int np, nb;
     int *params;        /* indices into the param table */

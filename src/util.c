@@ -146,6 +146,41 @@ void *vc_arena_alloc(vc_arena *a, size_t n)
     return p;
 }
 
+static size_t put_str(char *buf, size_t n, size_t at, const char *s)
+{
+    size_t len = strlen(s);
+    if (at + 1 >= n) return at;
+    if (len > n - 1 - at) len = n - 1 - at;
+    memcpy(buf + at, s, len);
+    return at + len;
+}
+
+void vc_cat3(char *buf, size_t n, const char *a, const char *b, const char *c)
+{
+    if (!n) return;
+    size_t at = put_str(buf, n, 0, a);
+    at = put_str(buf, n, at, b);
+    at = put_str(buf, n, at, c);
+    buf[at] = 0;
+}
+
+void vc_cat_index(char *buf, size_t n, const char *a, const char *b, long long i)
+{
+    char num[32], *d = num + sizeof num;
+    unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
+    *--d = 0;
+    *--d = ']';
+    do *--d = (char)('0' + u % 10);
+    while (u /= 10);
+    if (i < 0) *--d = '-';
+    *--d = '[';
+    if (!n) return;
+    size_t at = put_str(buf, n, 0, a);
+    at = put_str(buf, n, at, b);
+    at = put_str(buf, n, at, d);
+    buf[at] = 0;
+}
+
 char *vc_arena_strdup(vc_arena *a, const char *s)
 {
     size_t n = strlen(s) + 1;

@@ -20,6 +20,12 @@ void vc_error_clear(vc_error *err);
  * quoted in an error stays on one line. Truncates to fit. */
 void vc_escape(char *buf, size_t n, const char *s);
 
+/* buf = a + b + c, truncated to n - 1 bytes like snprintf (for hot paths:
+ * a layer's JSON path is built several times per layer while loading). */
+void vc_cat3(char *buf, size_t n, const char *a, const char *b, const char *c);
+/* buf = a + b + "[" + i + "]", truncated likewise. */
+void vc_cat_index(char *buf, size_t n, const char *a, const char *b, long long i);
+
 /* Edit distance (Levenshtein plus adjacent swaps); 99 for strings over 64 bytes. */
 int vc_edit_distance(const char *a, const char *b);
 

@@ -481,6 +481,38 @@ static void test_format(void **state)
     assert_string_equal(small, "a long ");
 }
 
+/* vc_cat3 and vc_cat_index build layer paths while loading; they must agree
+ * with snprintf("%s%s%s") and snprintf("%s%s[%lld]"), truncation included
+ * (the expected strings are snprintf's output). */
+static void test_path_concat(void **state)
+{
+    (void)state;
+    char buf[300], ref[300], small[10];
+    vc_cat3(buf, sizeof buf, "layers[3]", ".", "kernel_size");
+    assert_string_equal(buf, "layers[3].kernel_size");
+    vc_cat3(buf, sizeof buf, "", "", "");
+    assert_string_equal(buf, "");
+    vc_cat_index(buf, sizeof buf, "layers[2]", ".layers", 17);
+    assert_string_equal(buf, "layers[2].layers[17]");
+    vc_cat_index(buf, sizeof buf, "x", "", 0);
+    assert_string_equal(buf, "x[0]");
+    vc_cat_index(buf, sizeof buf, "", "layers", -12);
+    assert_string_equal(buf, "layers[-12]");
+    vc_cat_index(buf, sizeof buf, "r", "", INT64_MAX);
+    snprintf(ref, sizeof ref, "r[%lld]", (long long)INT64_MAX);
+    assert_string_equal(buf, ref);
+    vc_cat_index(buf, sizeof buf, "r", "", INT64_MIN);
+    snprintf(ref, sizeof ref, "r[%lld]", (long long)INT64_MIN);
+    assert_string_equal(buf, ref);
+    /* truncation: n - 1 bytes and a terminating NUL, as snprintf */
+    vc_cat3(small, sizeof small, "abcdef", "ghij", "kl");
+    assert_string_equal(small, "abcdefghi");
+    vc_cat_index(small, sizeof small, "layers", "", 12345);
+    assert_string_equal(small, "layers[12");
+    vc_cat_index(small, 1, "layers", "", 1);
+    assert_string_equal(small, "");
+}
+
 static void test_edit_distance(void **state)
 {
     (void)state;
@@ -557,7 +589,7 @@ static int run_api_tests(void)
 {
     const struct CMUnitTest t[] = {
         cmocka_unit_test(test_positions), cmocka_unit_test(test_one_line),
-        cmocka_unit_test(test_format),    cmocka_unit_test(test_edit_distance),
+        cmocka_unit_test(test_format),    cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_path_concat),
         cmocka_unit_test(test_limits),    cmocka_unit_test(test_input_override_recovers),
     };
     return cmocka_run_group_tests_name("library", t, NULL, NULL);

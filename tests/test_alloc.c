@@ -1,0 +1,162 @@
+/*
+ * test_alloc.c — the caching allocator model (src/alloc.c) on hand-made
+ * request streams. Expected values follow the rules of PyTorch's
+ * c10/cuda/CUDACachingAllocator.cpp (default settings), worked out by hand
+ * in the comments: requests <= 1 MiB use the small pool (2 MiB segments,
+ * split when >= 512 B remain); larger ones the large pool (a 20 MiB segment
+ * below 10 MiB, else the request rounded up to 2 MiB; split when > 1 MiB
+ * remains); best fit by size; freed blocks merge with free neighbours;
+ * segments are kept.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "engine.h"
+
+#define MiB (INT64_C(1) << 20)
+
+typedef struct {
+    vc_alloc_event ev[8192];
+    size_t n;
+} stream;
+
+/* a malloc; returns its event index, for the free */
+static int32_t M(stream *s, int64_t size)
+{
+    s->ev[s->n] = (vc_alloc_event){size, -1};
+    return (int32_t)s->n++;
+}
+
+static void F(stream *s, int32_t m) { s->ev[s->n++] = (vc_alloc_event){s->ev[m].size, m}; }
+
+static int64_t replay(const stream *s)
+{
+    vc_alloc_scratch sc = {0};
+    int64_t r = vc_alloc_replay(s->ev, s->n, &sc);
+    vc_alloc_scratch_free(&sc);
+    return r;
+}
+
+static void test_small_pool(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    M(&s, 512); /* one 2 MiB small segment */
+    assert_int_equal(replay(&s), 2 * MiB);
+    /* 4096 blocks of 512 B fill it exactly (the last takes the whole remainder) */
+    for (int i = 1; i < 4096; i++) M(&s, 512);
+    assert_int_equal(replay(&s), 2 * MiB);
+    M(&s, 512); /* the 4097th needs a second segment */
+    assert_int_equal(replay(&s), 4 * MiB);
+}
+
+static void test_large_pool(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    /* 2 MiB requests (large pool, under 10 MiB): 20 MiB segments, split while more than 1 MiB remains: ten per segment */
+    for (int i = 0; i < 10; i++) M(&s, 2 * MiB);
+    assert_int_equal(replay(&s), 20 * MiB);
+    M(&s, 2 * MiB);
+    assert_int_equal(replay(&s), 40 * MiB);
+    /* 11 MiB: its own segment, rounded up to 12 MiB; the 1 MiB left is not split off */
+    s.n = 0;
+    int32_t a = M(&s, 11 * MiB);
+    assert_int_equal(replay(&s), 12 * MiB);
+    /* 1 MiB is a small-pool request: the freed 12 MiB large block does not serve it, a new 2 MiB segment does */
+    F(&s, a);
+    M(&s, 1 * MiB);
+    assert_int_equal(replay(&s), 14 * MiB);
+}
+
+static void test_best_fit(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    int32_t a = M(&s, 12 * MiB); /* segment 12 MiB */
+    int32_t b = M(&s, 16 * MiB); /* segment 16 MiB: 28 reserved */
+    F(&s, b);
+    F(&s, a);
+    /* 11.5 MiB (rounded to 512 B): the 12 MiB block is the best fit, not the 16 MiB one */
+    M(&s, 11 * MiB + MiB / 2);
+    M(&s, 15 * MiB); /* takes the 16 MiB block */
+    assert_int_equal(replay(&s), 28 * MiB);
+    M(&s, 11 * MiB); /* nothing free: a new 12 MiB segment */
+    assert_int_equal(replay(&s), 40 * MiB);
+    /* (first fit would have given the 16 MiB block to the first request and a new segment to the second) */
+}
+
+static void test_merge_and_pools(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    int32_t x = M(&s, 1 * MiB), y = M(&s, 1 * MiB); /* both small: one 2 MiB segment */
+    assert_int_equal(replay(&s), 2 * MiB);
+    F(&s, x);
+    F(&s, y); /* merged back into one free 2 MiB small block */
+    M(&s, 2 * MiB); /* 2 MiB is a large-pool request: small blocks never serve it -> a 20 MiB segment */
+    assert_int_equal(replay(&s), 22 * MiB);
+    M(&s, 1 * MiB);
+    M(&s, 1 * MiB); /* both fit the merged small block */
+    assert_int_equal(replay(&s), 22 * MiB);
+    /* large pool: free two neighbours in either order, they merge and serve a request of their sum */
+    s.n = 0;
+    int32_t p = M(&s, 4 * MiB), q = M(&s, 4 * MiB), r = M(&s, 4 * MiB); /* one 20 MiB segment, 8 MiB left */
+    (void)r;
+    F(&s, q);
+    F(&s, p);
+    M(&s, 8 * MiB); /* p+q merged (8 MiB, lower address) or the 8 MiB tail: either way no new segment */
+    M(&s, 8 * MiB);
+    assert_int_equal(replay(&s), 20 * MiB);
+    M(&s, 4 * MiB);
+    assert_int_equal(replay(&s), 40 * MiB);
+}
+
+/* a replay reuses its scratch: the same stream gives the same answer after a different one */
+static void test_scratch_reuse(void **state)
+{
+    (void)state;
+    static stream s1, s2;
+    s1.n = s2.n = 0;
+    for (int i = 0; i < 300; i++) {
+        int32_t a = M(&s1, (i % 7 + 1) * 512 * 97);
+        if (i % 3) F(&s1, a);
+    }
+    for (int i = 0; i < 50; i++) M(&s2, (i % 5 + 1) * 3 * MiB);
+    vc_alloc_scratch sc = {0};
+    int64_t r1 = vc_alloc_replay(s1.ev, s1.n, &sc);
+    int64_t r2 = vc_alloc_replay(s2.ev, s2.n, &sc);
+    assert_int_equal(vc_alloc_replay(s1.ev, s1.n, &sc), r1);
+    assert_int_equal(vc_alloc_replay(s2.ev, s2.n, &sc), r2);
+    vc_alloc_scratch_free(&sc);
+    assert_int_equal(replay(&s1), r1);
+    assert_int_equal(replay(&s2), r2);
+    assert_true(r1 > 0 && r2 > r1);
+}
+
+static void test_too_large(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    M(&s, (INT64_C(1) << 61) + 512);
+    assert_int_equal(replay(&s), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_pool),      cmocka_unit_test(test_large_pool),    cmocka_unit_test(test_best_fit),
+        cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_too_large),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
