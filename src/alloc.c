@@ -66,6 +66,18 @@ struct vc_alloc_state {
     int32_t *spare;
     int32_t nspare;
     int64_t reserved;
+    /* the state after the first `prefix` events of a replay, for the next
+     * replay that starts with the same events (0: none kept) */
+    struct {
+        size_t prefix, nb;
+        block *b;
+        int32_t *blk;
+        int64_t reserved;
+        class_key *key; /* both pools' keys, large then small */
+        int32_t nkey[2];
+        heap_ent *ent;  /* the classes' heaps, in key order */
+        int32_t *nent;  /* per key */
+    } snap;
 };
 
 typedef struct vc_alloc_state heap;
@@ -115,11 +127,12 @@ static int32_t key_lower_bound(const heap *h, int pool, int64_t size)
 {
     const class_key *k = h->key[pool];
     int32_t lo = 0, hi = h->nkey[pool];
-    while (lo < hi) {
-        int32_t mid = (lo + hi) / 2;
+    while (hi - lo > 8) { /* a binary search down to a few keys, then a scan (most models have a handful) */
+        int32_t mid = lo + (hi - lo) / 2;
         if (k[mid].size < size) lo = mid + 1;
         else hi = mid;
     }
+    while (lo < hi && k[lo].size < size) lo++;
     return lo;
 }
 
@@ -145,7 +158,7 @@ static bool push_free(heap *h, int32_t i)
             h->cls[c] = (size_class){NULL, 0, 0};
         }
         class_key *k = h->key[pool];
-        memmove(&k[at + 1], &k[at], (size_t)(h->nkey[pool] - at) * sizeof *k);
+        for (int32_t j = h->nkey[pool]; j > at; j--) k[j] = k[j - 1];
         k[at] = (class_key){B->size, c};
         h->nkey[pool]++;
     }
@@ -171,8 +184,8 @@ static void drop_free(heap *h, int32_t i)
     if (c->n) return;
     /* the class is empty: its key goes, the class is kept for reuse */
     int pool = B->small;
-    int32_t k = key_lower_bound(h, pool, B->size);
-    memmove(&h->key[pool][k], &h->key[pool][k + 1], (size_t)(h->nkey[pool] - k - 1) * sizeof(class_key));
+    class_key *k = h->key[pool];
+    for (int32_t j = key_lower_bound(h, pool, B->size) + 1; j < h->nkey[pool]; j++) k[j - 1] = k[j];
     h->nkey[pool]--;
     h->spare[h->nspare++] = B->cls;
 }
@@ -233,7 +246,93 @@ static bool h_free(heap *h, int32_t i)
     return push_free(h, i);
 }
 
-int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc)
+static void reset(heap *h)
+{
+    h->nb = 0;
+    h->nkey[0] = h->nkey[1] = 0;
+    for (int32_t c = 0; c < h->ncls; c++) {
+        h->cls[c].n = 0;
+        h->spare[c] = h->ncls - 1 - c;
+    }
+    h->nspare = h->ncls;
+    h->reserved = 0;
+}
+
+static void drop_snapshot(heap *h)
+{
+    free(h->snap.b);
+    free(h->snap.blk);
+    free(h->snap.key);
+    free(h->snap.ent);
+    free(h->snap.nent);
+    memset(&h->snap, 0, sizeof h->snap);
+}
+
+/* keeps the state after `prefix` events; on failure keeps none (replays are then only slower) */
+static void save_snapshot(heap *h, size_t prefix)
+{
+    drop_snapshot(h);
+    int32_t nk = h->nkey[0] + h->nkey[1], ne = 0;
+    for (int p = 0; p < 2; p++)
+        for (int32_t k = 0; k < h->nkey[p]; k++) ne += h->cls[h->key[p][k].cls].n;
+    h->snap.b = malloc((h->nb + 1) * sizeof *h->snap.b);
+    h->snap.blk = malloc((prefix + 1) * sizeof *h->snap.blk);
+    h->snap.key = malloc(((size_t)nk + 1) * sizeof *h->snap.key);
+    h->snap.ent = malloc(((size_t)ne + 1) * sizeof *h->snap.ent);
+    h->snap.nent = malloc(((size_t)nk + 1) * sizeof *h->snap.nent);
+    if (!h->snap.b || !h->snap.blk || !h->snap.key || !h->snap.ent || !h->snap.nent) {
+        drop_snapshot(h);
+        return;
+    }
+    memcpy(h->snap.b, h->b, h->nb * sizeof *h->b);
+    memcpy(h->snap.blk, h->blk, prefix * sizeof *h->blk);
+    int32_t i = 0;
+    heap_ent *e = h->snap.ent;
+    for (int p = 0; p < 2; p++)
+        for (int32_t k = 0; k < h->nkey[p]; k++, i++) {
+            const size_class *c = &h->cls[h->key[p][k].cls];
+            h->snap.key[i] = h->key[p][k];
+            h->snap.nent[i] = c->n;
+            memcpy(e, c->h, (size_t)c->n * sizeof *e);
+            e += c->n;
+        }
+    h->snap.nkey[0] = h->nkey[0];
+    h->snap.nkey[1] = h->nkey[1];
+    h->snap.nb = h->nb;
+    h->snap.reserved = h->reserved;
+    h->snap.prefix = prefix;
+}
+
+/* the state saved by save_snapshot; false when out of memory */
+static bool restore_snapshot(heap *h)
+{
+    reset(h);
+    memcpy(h->b, h->snap.b, h->snap.nb * sizeof *h->b);
+    memcpy(h->blk, h->snap.blk, h->snap.prefix * sizeof *h->blk);
+    h->nb = h->snap.nb;
+    h->reserved = h->snap.reserved;
+    /* the classes keep their numbers (blocks name them): those in the snapshot are not spare */
+    const heap_ent *e = h->snap.ent;
+    int32_t i = 0;
+    h->nspare = 0;
+    for (int p = 0; p < 2; p++) {
+        for (int32_t k = 0; k < h->snap.nkey[p]; k++, i++) {
+            size_class *c = &h->cls[h->snap.key[i].cls];
+            while (c->cap < h->snap.nent[i])
+                if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+            memcpy(c->h, e, (size_t)h->snap.nent[i] * sizeof *e);
+            c->n = h->snap.nent[i];
+            e += c->n;
+            h->key[p][k] = h->snap.key[i];
+        }
+        h->nkey[p] = h->snap.nkey[p];
+    }
+    for (int32_t c = h->ncls - 1; c >= 0; c--)
+        if (!h->cls[c].n) h->spare[h->nspare++] = c;
+    return true;
+}
+
+int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
 {
     if (!sc->st && !(sc->st = calloc(1, sizeof *sc->st))) return -1;
     heap *h = sc->st;
@@ -253,17 +352,17 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc
         h->blk = nk;
         h->capblk = n + 1;
     }
-    /* start empty: every class is spare */
-    h->nb = 0;
-    h->nkey[0] = h->nkey[1] = 0;
-    for (int32_t c = 0; c < h->ncls; c++) {
-        h->cls[c].n = 0;
-        h->spare[c] = h->ncls - 1 - c;
+    if (prefix > n) prefix = n;
+    size_t start = 0;
+    if (prefix && h->snap.prefix == prefix) {
+        if (!restore_snapshot(h)) return -1;
+        start = prefix;
+    } else {
+        reset(h);
     }
-    h->nspare = h->ncls;
-    h->reserved = 0;
     int32_t *blk = h->blk;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = start; i < n; i++) {
+        if (i == prefix && prefix && h->snap.prefix != prefix) save_snapshot(h, prefix);
         if (ev[i].size > (INT64_C(1) << 61)) return -1; /* beyond any device: the caller reports overflow */
         if (ev[i].block < 0) {
             if ((blk[i] = h_malloc(h, ev[i].size)) < 0) return -1;
@@ -278,6 +377,7 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
 {
     heap *h = sc->st;
     if (!h) return;
+    drop_snapshot(h);
     for (int32_t c = 0; c < h->ncls; c++) free(h->cls[c].h);
     free(h->cls);
     free(h->spare);

@@ -97,6 +97,7 @@ typedef struct {
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */
     size_t ncode, fwd_end; /* events before the end-of-forward marker */
+    size_t first_dep;      /* the first event whose size depends on the batch */
     fold_t *fold;
     size_t nfold, fwd_fold; /* the fold item whose folded events hold the marker */
     int64_t fwd_aoff;       /* activation bytes of those folded events before the marker */
@@ -107,6 +108,14 @@ typedef struct {
     int32_t *evidx;   /* scratch: per storage, its malloc's event index */
     size_t n, cap;
     int64_t *cum;     /* cum[k]: the model's most reserved over grid batches 0..k */
+    /* what is live at one peak event, for the breakdown of the next batch
+     * that peaks there: the fixed-size part by category, and the live
+     * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..
+     * pk_off[c + 1])) */
+    size_t pk;        /* (size_t)-1: none yet */
+    int64_t pk_fixed[CAT__N];
+    int32_t *pk_dep;
+    int32_t pk_off[CAT__N + 1];
 } res_memo;
 
 struct vc_build {
@@ -1174,7 +1183,7 @@ void vc_plan_free(vc_plan *p)
         res_memo *M = b->memo;
         free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
         vc_alloc_scratch_free(&M->scratch);
-        free(M->sz); free(M->aev); free(M->evidx); free(M->cum);
+        free(M->sz); free(M->aev); free(M->evidx); free(M->cum); free(M->pk_dep);
         free(M);
     }
     free(b);
@@ -1192,6 +1201,7 @@ static int prepare(const vc_build *b)
     M->a = malloc((b->ns + 1) * sizeof *M->a);
     M->c = malloc((b->ns + 1) * sizeof *M->c);
     M->cat = malloc(b->ns + 1);
+    M->pk = (size_t)-1;
     M->sz = malloc((b->ns + 1) * sizeof *M->sz);
     M->evidx = malloc((b->ns + 1) * sizeof *M->evidx);
     M->code = malloc((b->nev + 1) * sizeof *M->code);
@@ -1240,6 +1250,10 @@ static int prepare(const vc_build *b)
         M->code[n++] = e->kind == EV_ALLOC ? e->stor : ~e->stor;
     }
     M->ncode = n;
+    for (M->first_dep = 0; M->first_dep < n; M->first_dep++) {
+        int32_t c = M->code[M->first_dep];
+        if (M->c[c >= 0 ? c : ~c] > 0) break;
+    }
     /* the fold: batch-dependent events, each with the fixed-size ones before it */
     M->fold = malloc((n + 1) * sizeof *M->fold);
     if (!M->fold) return -1;
@@ -1300,6 +1314,33 @@ static int sizes_at(const vc_build *b, int64_t batch)
     return 0;
 }
 
+/* What is live after event pk, into M->pk_*: the fixed-size storages'
+ * bytes by category, and the batch-dependent storages by category (their
+ * bytes change with the batch; the set does not). -1 out of memory. */
+static int peak_breakdown(const vc_build *b, size_t pk)
+{
+    res_memo *M = b->memo;
+    if (!M->pk_dep && !(M->pk_dep = malloc((M->ndep + 1) * sizeof *M->pk_dep))) return -1;
+    int32_t *live = M->evidx; /* scratch, as in replay_reserved: 1 when a dependent storage is live */
+    for (size_t i = 0; i < M->ndep; i++) live[M->dep[i]] = 0;
+    int64_t fixed[CAT__N] = {0};
+    for (size_t i = 0; i <= pk; i++) {
+        int32_t c = M->code[i], s = c >= 0 ? c : ~c;
+        if (M->c[s] > 0) live[s] = c >= 0;
+        else fixed[M->cat[s]] += c >= 0 ? M->sz[s] : -M->sz[s];
+    }
+    int32_t n[CAT__N + 1] = {0};
+    for (size_t i = 0; i < M->ndep; i++)
+        if (live[M->dep[i]]) n[M->cat[M->dep[i]] + 1]++;
+    for (int c = 0; c < CAT__N; c++) n[c + 1] += n[c];
+    memcpy(M->pk_off, n, sizeof n);
+    for (size_t i = 0; i < M->ndep; i++)
+        if (live[M->dep[i]]) M->pk_dep[n[M->cat[M->dep[i]]]++] = M->dep[i];
+    memcpy(M->pk_fixed, fixed, sizeof fixed);
+    M->pk = pk;
+    return 0;
+}
+
 /* The caching allocator model's reserved bytes for a replay at `batch`:
  * -1 out of memory, -2 a tensor beyond 2^61 bytes. */
 static int64_t replay_reserved(const vc_build *b, int64_t batch)
@@ -1307,9 +1348,10 @@ static int64_t replay_reserved(const vc_build *b, int64_t batch)
     res_memo *M = b->memo;
     if (prepare(b)) return -1;
     if (sizes_at(b, batch)) return -2;
-    size_t j = 0;
+    size_t j = 0, prefix = 0;
     for (size_t i = 0; i < M->ncode; i++) {
         int32_t s = M->code[i];
+        if (i == M->first_dep) prefix = j;
         if (s >= 0) {
             if (!M->sz[s]) continue; /* zero-element tensors take no block */
             M->evidx[s] = (int32_t)j;
@@ -1318,7 +1360,8 @@ static int64_t replay_reserved(const vc_build *b, int64_t batch)
             M->aev[j++] = (vc_alloc_event){M->sz[~s], M->evidx[~s]};
         }
     }
-    return vc_alloc_replay(M->aev, j, &M->scratch);
+    /* the events before the first batch-dependent one are the same at every batch */
+    return vc_alloc_replay(M->aev, j, prefix, &M->scratch);
 }
 
 /* `total` must never decrease as the batch grows (SPEC §3), but the caching
@@ -1389,7 +1432,7 @@ static int64_t reserved_envelope(const vc_build *b, int64_t batch, int64_t peak)
     return r > peak ? r : peak;
 }
 
-vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
+static vc_status simulate(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
     const vc_build *b = (const vc_build *)p;
     res_memo *M = b->memo;
@@ -1443,10 +1486,13 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         }
     }
     sim->peak = peak;
-    for (size_t i = 0; pk != (size_t)-1 && i <= pk && !overflow; i++) {
-        int32_t s = M->code[i];
-        if (s >= 0) sim->at_peak[M->cat[s]] += sz[s];
-        else sim->at_peak[M->cat[~s]] -= sz[~s];
+    if (pk != (size_t)-1 && !overflow) {
+        if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        for (int c = 0; c < CAT__N; c++) {
+            int64_t v = M->pk_fixed[c]; /* the parts are live together at the peak: no overflow */
+            for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
+            sim->at_peak[c] = v;
+        }
     }
     if (pk != (size_t)-1) {
         const ev_t *e = &b->ev[M->orig[pk]];
@@ -1475,12 +1521,22 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t
         }
     }
     /* the envelope may replay the allocator model (into M->sz): sz is done with */
-    sim->reserved = reserved_envelope(b, batch, sim->peak);
+    sim->reserved = sim->peak > limit ? sim->peak : reserved_envelope(b, batch, sim->peak);
     if (sim->reserved == -2)
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld is beyond the allocator model (2^61 bytes)",
                             (long long)batch);
     if (sim->reserved < 0) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     return VC_OK;
+}
+
+vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
+{
+    return simulate(p, batch, INT64_MAX, sim, inst_act, err);
+}
+
+vc_status vc_plan_simulate_limit(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *sim, vc_error *err)
+{
+    return simulate(p, batch, limit, sim, NULL, err);
 }
 
 static const char *const cat_names[CAT__N] = {"weight", "grad", "state", "act", "temp", "workspace"};

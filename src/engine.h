@@ -38,6 +38,10 @@ typedef struct {
 /* Replays the plan for `batch` samples. Per-instance saved bytes go to
  * inst_act (may be NULL; m->ninst entries). */
 vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *s, int64_t *inst_act, vc_error *err);
+/* The same, but when the allocated peak alone is above `limit`, reserved is
+ * not modelled: it is set to the peak, a lower bound (for the max-batch
+ * search, where such a batch does not fit whatever reserved is). */
+vc_status vc_plan_simulate_limit(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *s, vc_error *err);
 /* estimate.c: a simulation as a result, all but cuda_context and total; layers when inst_act != NULL */
 vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s, const int64_t *inst_act,
                              vc_result *r, vc_error *err);
@@ -51,7 +55,10 @@ int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);
 
 /* The caching allocator model (alloc.c): replays mallocs and frees and
  * returns the bytes reserved at the end (segments are never released, so
- * that is the most it reserved); -1 out of memory or a request past 2^61. */
+ * that is the most it reserved); -1 out of memory or a request past 2^61.
+ * `prefix` (0: none) promises that ev[0..prefix) are the same events at
+ * every call with this scratch that passes the same prefix: the state after
+ * them is kept and the next such replay starts there. */
 typedef struct {
     int64_t size;  /* rounded request, > 0 for malloc */
     int32_t block; /* for a free: the index of the malloc event; -1 for malloc */
@@ -60,7 +67,7 @@ typedef struct {
 typedef struct {
     struct vc_alloc_state *st;
 } vc_alloc_scratch;
-int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, vc_alloc_scratch *sc);
+int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
 
 #endif

@@ -145,7 +145,9 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     return vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err);
 }
 
-vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err)
+/* total at `batch`; when the allocated peak plus the context is already
+ * above `limit`, a lower bound (the allocator model is not replayed) */
+static vc_status estimator_total(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err)
 {
     vc_status st = check_batch(batch, err);
     if (st) return st;
@@ -158,8 +160,14 @@ vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_
     }
     if ((st = plan_for(e, batch, err))) return st;
     vc_sim s;
-    if ((st = vc_plan_simulate(e->plan, batch, &s, NULL, err))) return st;
+    int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit - e->context; /* both >= 0 */
+    if ((st = vc_plan_simulate_limit(e->plan, batch, peak_limit, &s, err))) return st;
     return sim_total(e, &s, total, err);
+}
+
+vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err)
+{
+    return estimator_total(e, batch, INT64_MAX, total, err);
 }
 
 /* The max-batch search. total(batch) is non-decreasing (SPEC §3) and close
@@ -187,7 +195,7 @@ static int probe(search *S, int64_t b)
     memset(&tmp, 0, sizeof tmp);
     int64_t t;
     S->n++;
-    vc_status st = vc_estimator_total(S->e, b, &t, &tmp);
+    vc_status st = estimator_total(S->e, b, S->cap, &t, &tmp); /* t > cap is all that matters when it does not fit */
     if (st == VC_ERR_OVERFLOW) t = INT64_MAX;
     else if (st) {
         if (S->err && S->err->code == VC_OK) *S->err = tmp;

@@ -37,7 +37,7 @@ static void F(stream *s, int32_t m) { s->ev[s->n++] = (vc_alloc_event){s->ev[m].
 static int64_t replay(const stream *s)
 {
     vc_alloc_scratch sc = {0};
-    int64_t r = vc_alloc_replay(s->ev, s->n, &sc);
+    int64_t r = vc_alloc_replay(s->ev, s->n, 0, &sc);
     vc_alloc_scratch_free(&sc);
     return r;
 }
@@ -133,14 +133,48 @@ static void test_scratch_reuse(void **state)
     }
     for (int i = 0; i < 50; i++) M(&s2, (i % 5 + 1) * 3 * MiB);
     vc_alloc_scratch sc = {0};
-    int64_t r1 = vc_alloc_replay(s1.ev, s1.n, &sc);
-    int64_t r2 = vc_alloc_replay(s2.ev, s2.n, &sc);
-    assert_int_equal(vc_alloc_replay(s1.ev, s1.n, &sc), r1);
-    assert_int_equal(vc_alloc_replay(s2.ev, s2.n, &sc), r2);
+    int64_t r1 = vc_alloc_replay(s1.ev, s1.n, 0, &sc);
+    int64_t r2 = vc_alloc_replay(s2.ev, s2.n, 0, &sc);
+    assert_int_equal(vc_alloc_replay(s1.ev, s1.n, 0, &sc), r1);
+    assert_int_equal(vc_alloc_replay(s2.ev, s2.n, 0, &sc), r2);
     vc_alloc_scratch_free(&sc);
     assert_int_equal(replay(&s1), r1);
     assert_int_equal(replay(&s2), r2);
     assert_true(r1 > 0 && r2 > r1);
+}
+
+/* Replays that share their first events start from the state kept after
+ * them: every answer must equal a replay from scratch. The tails free blocks
+ * malloc'ed in the prefix, so the kept block numbers are used. */
+static void test_prefix_snapshot(void **state)
+{
+    (void)state;
+    static stream pre, s;
+    pre.n = 0;
+    int32_t keep[40];
+    for (int i = 0; i < 40; i++) keep[i] = M(&pre, (i % 4 == 0 ? 3 * MiB : 4096 * (i % 3 + 1)));
+    F(&pre, keep[5]);
+    F(&pre, keep[8]); /* free blocks of both pools in the kept state */
+    vc_alloc_scratch sc = {0};
+    for (int round = 0; round < 2; round++)
+        for (int b = 1; b <= 64; b *= 2) {
+            s = pre;
+            for (int i = 0; i < 40; i++)
+                if (i != 5 && i != 8 && i % 3 == 0) F(&s, keep[i]);
+            int32_t a[20];
+            for (int i = 0; i < 20; i++) a[i] = M(&s, (int64_t)b * 512 * (i + 1));
+            for (int i = 0; i < 20; i += 2) F(&s, a[i]);
+            for (int i = 0; i < 10; i++) M(&s, (int64_t)b * 1024 * (i + 3));
+            int64_t fresh = replay(&s);
+            assert_true(fresh > 0);
+            assert_int_equal(vc_alloc_replay(s.ev, s.n, pre.n, &sc), fresh);
+        }
+    /* another prefix length replaces the kept state */
+    assert_int_equal(vc_alloc_replay(s.ev, s.n, 3, &sc), replay(&s));
+    assert_int_equal(vc_alloc_replay(s.ev, s.n, 3, &sc), replay(&s));
+    /* a prefix longer than the stream is the whole stream */
+    assert_int_equal(vc_alloc_replay(pre.ev, pre.n, pre.n + 100, &sc), replay(&pre));
+    vc_alloc_scratch_free(&sc);
 }
 
 static void test_too_large(void **state)
@@ -156,7 +190,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_pool),      cmocka_unit_test(test_large_pool),    cmocka_unit_test(test_best_fit),
-        cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_prefix_snapshot),
+        cmocka_unit_test(test_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
