@@ -190,6 +190,49 @@ static void test_reserved_envelope(void **state)
     vc_model_free(m);
 }
 
+/* An estimator keeps state between batches (the allocator model's grid
+ * replays, the replay's batch-independent prefix, what is live at the last
+ * peak event): whatever order the batches come in, every result must equal
+ * a fresh vc_estimate at that batch. The MLP with Adam peaks in the
+ * optimizer step at small batches and in backward at large ones, so the
+ * peak event changes back and forth in this order. */
+static void test_estimator_matches_fresh(void **state)
+{
+    (void)state;
+    static const int64_t order[] = {700, 1, 64, 2, 1024, 3, 256, 257, 5, 4096, 1, 48, 700, 9, 300};
+    vc_model *m;
+    vc_error err;
+    const char *json = mlp(false);
+    assert_int_equal(vc_model_load_string(json, strlen(json), "mlp", &m, &err), VC_OK);
+    for (int mode = 0; mode < 2; mode++) {
+        vc_options o;
+        vc_options_init(&o);
+        o.optim = VC_OPTIM_ADAM;
+        o.mode = mode ? VC_MODE_INFER : VC_MODE_TRAIN;
+        vc_estimator *e;
+        assert_int_equal(vc_estimator_new(m, &o, 0, &e, &err), VC_OK);
+        int phases = 0;
+        for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+            o.batch = order[i];
+            vc_result a, f;
+            assert_int_equal(vc_estimator_run(e, order[i], &a, &err), VC_OK);
+            assert_int_equal(vc_estimate(m, &o, &f, &err), VC_OK);
+            assert_memory_equal(&a.memory, &f.memory, sizeof a.memory);
+            assert_memory_equal(&a.peak, &f.peak, sizeof a.peak);
+            assert_int_equal(a.peak.weights + a.peak.gradients + a.peak.optimizer_states + a.peak.activations +
+                                 a.peak.temporaries + a.peak.workspace,
+                             a.memory.peak_allocated);
+            phases |= 1 << a.peak.phase;
+            vc_result_free(&a);
+            vc_result_free(&f);
+        }
+        /* training: the peak moved between phases (so the cached peak event was replaced) */
+        if (!mode) assert_true(phases != (phases & -phases));
+        vc_estimator_free(e);
+    }
+    vc_model_free(m);
+}
+
 /* An absurd batch overflows 64-bit byte counts: an error, never a wrapped number. */
 static void test_overflow(void **state)
 {
@@ -212,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_adam_peak_in_step), cmocka_unit_test(test_sgd_peak_in_backward),
         cmocka_unit_test(test_infer),             cmocka_unit_test(test_checkpoint_cheap_op_costs_memory),
         cmocka_unit_test(test_accumulate),        cmocka_unit_test(test_monotonic_in_batch), cmocka_unit_test(test_reserved_envelope),
+        cmocka_unit_test(test_estimator_matches_fresh),
         cmocka_unit_test(test_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
