@@ -12,11 +12,14 @@
  * address; a segment's address is the bytes reserved before it (cudaMalloc's
  * real addresses are not known), a block's its segment's plus its offset.
  *
- * The free blocks of a pool are kept by size class: a sorted array of the
- * distinct sizes that have a free block (a model has few: a 2,000-layer MLP
- * at most 5, ResNet-50 and BERT 20-30), each with a binary min-heap of its
- * blocks by address. Best fit is a binary search for the first size >= the
- * request and the top of its heap.
+ * The free blocks are kept by size class, each class a binary min-heap of
+ * its blocks by address, so best fit is "the first class with a free block
+ * of at least the size, the top of its heap":
+ *  - small pool: sizes are multiples of 512 up to 2 MiB, so there are 4,096
+ *    classes at fixed places, found through a two-level bitmap;
+ *  - large pool: a sorted array of the sizes that have a free block (a model
+ *    has a handful: at most 5 for a 2,000-layer MLP, 20-30 for ResNet-50 or
+ *    BERT, small and large pools together), searched, each with its class.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@
 #define LARGE_BUFFER (20 * MB) /* kLargeBuffer */
 #define MIN_LARGE_ALLOC (10 * MB)
 #define ROUND_LARGE (2 * MB)
+#define NSMALL (int32_t)(SMALL_BUFFER / 512) /* small-pool classes: 512 B, 1 KiB, ..., 2 MiB */
 
 typedef struct {
     int64_t size, addr;
@@ -59,10 +63,13 @@ struct vc_alloc_state {
     size_t nb, capb;
     int32_t *blk; /* per event: the block its malloc returned */
     size_t capblk;
-    class_key *key[2]; /* per pool (0 large, 1 small): the classes with a free block, by size */
-    int32_t nkey[2], capkey[2];
-    size_class *cls; /* classes in use or spare; spare ones keep their heap arrays */
+    /* classes 0..NSMALL-1: the small pool's, class i for blocks of (i + 1) * 512 bytes;
+     * the others the large pool's, in use or spare (spare ones keep their heap arrays) */
+    size_class *cls;
     int32_t ncls, capcls;
+    uint64_t bits[NSMALL / 64], summary; /* small classes with a free block; words of bits that are not 0 */
+    class_key *key; /* the large pool's classes with a free block, by size */
+    int32_t nkey, capkey;
     int32_t *spare;
     int32_t nspare;
     int64_t reserved;
@@ -73,10 +80,12 @@ struct vc_alloc_state {
         block *b;
         int32_t *blk;
         int64_t reserved;
-        class_key *key; /* both pools' keys, large then small */
-        int32_t nkey[2];
-        heap_ent *ent;  /* the classes' heaps, in key order */
-        int32_t *nent;  /* per key */
+        class_key *key;
+        int32_t nkey;
+        int32_t *cls;  /* the classes with a free block */
+        int32_t ncls;
+        int32_t *nent; /* per such class: its heap's entries, stored in turn in ent */
+        heap_ent *ent;
     } snap;
 };
 
@@ -122,12 +131,37 @@ static void sift_down(heap *h, size_class *c, int32_t i, heap_ent e)
     put(h, c, i, e);
 }
 
-/* the position of the first class of the pool with size >= size */
-static int32_t key_lower_bound(const heap *h, int pool, int64_t size)
+static int32_t small_class(int64_t size) { return (int32_t)(size / 512) - 1; }
+
+static void set_bit(heap *h, int32_t c)
 {
-    const class_key *k = h->key[pool];
-    int32_t lo = 0, hi = h->nkey[pool];
-    while (hi - lo > 8) { /* a binary search down to a few keys, then a scan (most models have a handful) */
+    h->bits[c >> 6] |= UINT64_C(1) << (c & 63);
+    h->summary |= UINT64_C(1) << (c >> 6);
+}
+
+static void clear_bit(heap *h, int32_t c)
+{
+    if (!(h->bits[c >> 6] &= ~(UINT64_C(1) << (c & 63)))) h->summary &= ~(UINT64_C(1) << (c >> 6));
+}
+
+/* the first small class >= c with a free block, -1 none */
+static int32_t small_next(const heap *h, int32_t c)
+{
+    int32_t w = c >> 6;
+    uint64_t m = h->bits[w] & (~UINT64_C(0) << (c & 63));
+    if (m) return (w << 6) + __builtin_ctzll(m);
+    uint64_t s = w == 63 ? 0 : h->summary & (~UINT64_C(0) << (w + 1));
+    if (!s) return -1;
+    w = __builtin_ctzll(s);
+    return (w << 6) + __builtin_ctzll(h->bits[w]);
+}
+
+/* the position of the first large class with size >= size */
+static int32_t key_lower_bound(const heap *h, int64_t size)
+{
+    const class_key *k = h->key;
+    int32_t lo = 0, hi = h->nkey;
+    while (hi - lo > 8) { /* a binary search down to a few keys, then a scan */
         int32_t mid = lo + (hi - lo) / 2;
         if (k[mid].size < size) lo = mid + 1;
         else hi = mid;
@@ -136,36 +170,41 @@ static int32_t key_lower_bound(const heap *h, int pool, int64_t size)
     return lo;
 }
 
+/* the class for a new free block of the large pool of this size: found, or made */
+static int32_t large_class(heap *h, int64_t size)
+{
+    int32_t at = key_lower_bound(h, size);
+    if (at < h->nkey && h->key[at].size == size) return h->key[at].cls;
+    if (h->nkey == h->capkey && !grow((void **)&h->key, &h->capkey, sizeof(class_key))) return -1;
+    int32_t c;
+    if (h->nspare) {
+        c = h->spare[--h->nspare];
+    } else {
+        if (h->ncls == h->capcls) {
+            if (!grow((void **)&h->cls, &h->capcls, sizeof(size_class))) return -1;
+            int32_t *ns = realloc(h->spare, (size_t)h->capcls * sizeof *ns);
+            if (!ns) return -1;
+            h->spare = ns;
+        }
+        c = h->ncls++;
+        h->cls[c] = (size_class){NULL, 0, 0};
+    }
+    for (int32_t j = h->nkey; j > at; j--) h->key[j] = h->key[j - 1];
+    h->key[at] = (class_key){size, c};
+    h->nkey++;
+    return c;
+}
+
 static bool push_free(heap *h, int32_t i)
 {
     block *B = &h->b[i];
-    int pool = B->small;
-    int32_t at = key_lower_bound(h, pool, B->size);
-    if (at == h->nkey[pool] || h->key[pool][at].size != B->size) { /* a new class */
-        if (h->nkey[pool] == h->capkey[pool] && !grow((void **)&h->key[pool], &h->capkey[pool], sizeof(class_key)))
-            return false;
-        int32_t c;
-        if (h->nspare) {
-            c = h->spare[--h->nspare];
-        } else {
-            if (h->ncls == h->capcls) {
-                if (!grow((void **)&h->cls, &h->capcls, sizeof(size_class))) return false;
-                int32_t *ns = realloc(h->spare, (size_t)h->capcls * sizeof *ns);
-                if (!ns) return false;
-                h->spare = ns;
-            }
-            c = h->ncls++;
-            h->cls[c] = (size_class){NULL, 0, 0};
-        }
-        class_key *k = h->key[pool];
-        for (int32_t j = h->nkey[pool]; j > at; j--) k[j] = k[j - 1];
-        k[at] = (class_key){B->size, c};
-        h->nkey[pool]++;
-    }
-    size_class *c = &h->cls[h->key[pool][at].cls];
+    int32_t ci = B->small ? small_class(B->size) : large_class(h, B->size);
+    if (ci < 0) return false;
+    size_class *c = &h->cls[ci];
     if (c->n == c->cap && !grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+    if (B->small && !c->n) set_bit(h, ci);
     B->free = true;
-    B->cls = h->key[pool][at].cls;
+    B->cls = ci;
     sift_up(h, c, c->n++, (heap_ent){B->addr, i});
     return true;
 }
@@ -182,11 +221,13 @@ static void drop_free(heap *h, int32_t i)
         else sift_down(h, c, at, last);
     }
     if (c->n) return;
-    /* the class is empty: its key goes, the class is kept for reuse */
-    int pool = B->small;
-    class_key *k = h->key[pool];
-    for (int32_t j = key_lower_bound(h, pool, B->size) + 1; j < h->nkey[pool]; j++) k[j - 1] = k[j];
-    h->nkey[pool]--;
+    if (B->small) { /* the class is empty */
+        clear_bit(h, B->cls);
+        return;
+    }
+    /* a large class's key goes, the class is kept for reuse */
+    for (int32_t j = key_lower_bound(h, B->size) + 1; j < h->nkey; j++) h->key[j - 1] = h->key[j];
+    h->nkey--;
     h->spare[h->nspare++] = B->cls;
 }
 
@@ -200,9 +241,15 @@ static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
 static int32_t h_malloc(heap *h, int64_t size)
 {
     bool small = size <= SMALL_SIZE;
-    int32_t best = -1, at = key_lower_bound(h, small, size);
-    if (at < h->nkey[small]) {
-        best = h->cls[h->key[small][at].cls].h[0].blk;
+    int32_t best = -1, c = -1;
+    if (small) {
+        c = small_next(h, small_class(size));
+    } else {
+        int32_t at = key_lower_bound(h, size);
+        if (at < h->nkey) c = h->key[at].cls;
+    }
+    if (c >= 0) {
+        best = h->cls[c].h[0].blk;
         drop_free(h, best);
     } else {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
@@ -246,16 +293,24 @@ static bool h_free(heap *h, int32_t i)
     return push_free(h, i);
 }
 
-static void reset(heap *h)
+/* empty; false when out of memory (the first time: the small classes) */
+static bool reset(heap *h)
 {
-    h->nb = 0;
-    h->nkey[0] = h->nkey[1] = 0;
-    for (int32_t c = 0; c < h->ncls; c++) {
-        h->cls[c].n = 0;
-        h->spare[c] = h->ncls - 1 - c;
+    if (!h->cls) {
+        if (!(h->cls = calloc((size_t)NSMALL + 16, sizeof *h->cls)) || !(h->spare = malloc(((size_t)NSMALL + 16) * sizeof *h->spare)))
+            return false;
+        h->ncls = NSMALL;
+        h->capcls = NSMALL + 16;
     }
-    h->nspare = h->ncls;
+    h->nb = 0;
+    h->nkey = 0;
+    memset(h->bits, 0, sizeof h->bits);
+    h->summary = 0;
+    h->nspare = 0;
+    for (int32_t c = 0; c < h->ncls; c++) h->cls[c].n = 0;
+    for (int32_t c = h->ncls - 1; c >= NSMALL; c--) h->spare[h->nspare++] = c;
     h->reserved = 0;
+    return true;
 }
 
 static void drop_snapshot(heap *h)
@@ -263,8 +318,9 @@ static void drop_snapshot(heap *h)
     free(h->snap.b);
     free(h->snap.blk);
     free(h->snap.key);
-    free(h->snap.ent);
+    free(h->snap.cls);
     free(h->snap.nent);
+    free(h->snap.ent);
     memset(&h->snap, 0, sizeof h->snap);
 }
 
@@ -272,62 +328,60 @@ static void drop_snapshot(heap *h)
 static void save_snapshot(heap *h, size_t prefix)
 {
     drop_snapshot(h);
-    int32_t nk = h->nkey[0] + h->nkey[1], ne = 0;
-    for (int p = 0; p < 2; p++)
-        for (int32_t k = 0; k < h->nkey[p]; k++) ne += h->cls[h->key[p][k].cls].n;
+    int32_t nc = 0, ne = 0;
+    for (int32_t c = 0; c < h->ncls; c++)
+        if (h->cls[c].n) nc++, ne += h->cls[c].n;
     h->snap.b = malloc((h->nb + 1) * sizeof *h->snap.b);
     h->snap.blk = malloc((prefix + 1) * sizeof *h->snap.blk);
-    h->snap.key = malloc(((size_t)nk + 1) * sizeof *h->snap.key);
+    h->snap.key = malloc(((size_t)h->nkey + 1) * sizeof *h->snap.key);
+    h->snap.cls = malloc(((size_t)nc + 1) * sizeof *h->snap.cls);
+    h->snap.nent = malloc(((size_t)nc + 1) * sizeof *h->snap.nent);
     h->snap.ent = malloc(((size_t)ne + 1) * sizeof *h->snap.ent);
-    h->snap.nent = malloc(((size_t)nk + 1) * sizeof *h->snap.nent);
-    if (!h->snap.b || !h->snap.blk || !h->snap.key || !h->snap.ent || !h->snap.nent) {
+    if (!h->snap.b || !h->snap.blk || !h->snap.key || !h->snap.cls || !h->snap.nent || !h->snap.ent) {
         drop_snapshot(h);
         return;
     }
     memcpy(h->snap.b, h->b, h->nb * sizeof *h->b);
     memcpy(h->snap.blk, h->blk, prefix * sizeof *h->blk);
-    int32_t i = 0;
+    if (h->nkey) memcpy(h->snap.key, h->key, (size_t)h->nkey * sizeof *h->key);
     heap_ent *e = h->snap.ent;
-    for (int p = 0; p < 2; p++)
-        for (int32_t k = 0; k < h->nkey[p]; k++, i++) {
-            const size_class *c = &h->cls[h->key[p][k].cls];
-            h->snap.key[i] = h->key[p][k];
-            h->snap.nent[i] = c->n;
-            memcpy(e, c->h, (size_t)c->n * sizeof *e);
-            e += c->n;
-        }
-    h->snap.nkey[0] = h->nkey[0];
-    h->snap.nkey[1] = h->nkey[1];
+    for (int32_t c = 0; c < h->ncls; c++) {
+        if (!h->cls[c].n) continue;
+        h->snap.cls[h->snap.ncls] = c;
+        h->snap.nent[h->snap.ncls++] = h->cls[c].n;
+        memcpy(e, h->cls[c].h, (size_t)h->cls[c].n * sizeof *e);
+        e += h->cls[c].n;
+    }
+    h->snap.nkey = h->nkey;
     h->snap.nb = h->nb;
     h->snap.reserved = h->reserved;
     h->snap.prefix = prefix;
 }
 
-/* the state saved by save_snapshot; false when out of memory */
+/* the state saved by save_snapshot (into the same, possibly larger, state); false when out of memory */
 static bool restore_snapshot(heap *h)
 {
-    reset(h);
+    if (!reset(h)) return false;
     memcpy(h->b, h->snap.b, h->snap.nb * sizeof *h->b);
     memcpy(h->blk, h->snap.blk, h->snap.prefix * sizeof *h->blk);
+    if (h->snap.nkey) memcpy(h->key, h->snap.key, (size_t)h->snap.nkey * sizeof *h->key);
+    h->nkey = h->snap.nkey;
     h->nb = h->snap.nb;
     h->reserved = h->snap.reserved;
-    /* the classes keep their numbers (blocks name them): those in the snapshot are not spare */
+    /* classes keep their numbers (blocks name them) */
     const heap_ent *e = h->snap.ent;
-    int32_t i = 0;
-    h->nspare = 0;
-    for (int p = 0; p < 2; p++) {
-        for (int32_t k = 0; k < h->snap.nkey[p]; k++, i++) {
-            size_class *c = &h->cls[h->snap.key[i].cls];
-            while (c->cap < h->snap.nent[i])
-                if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
-            memcpy(c->h, e, (size_t)h->snap.nent[i] * sizeof *e);
-            c->n = h->snap.nent[i];
-            e += c->n;
-            h->key[p][k] = h->snap.key[i];
-        }
-        h->nkey[p] = h->snap.nkey[p];
+    for (int32_t i = 0; i < h->snap.ncls; i++) {
+        int32_t ci = h->snap.cls[i];
+        size_class *c = &h->cls[ci];
+        while (c->cap < h->snap.nent[i])
+            if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+        memcpy(c->h, e, (size_t)h->snap.nent[i] * sizeof *e);
+        c->n = h->snap.nent[i];
+        e += c->n;
+        if (ci < NSMALL) set_bit(h, ci);
     }
-    for (int32_t c = h->ncls - 1; c >= 0; c--)
+    h->nspare = 0;
+    for (int32_t c = h->ncls - 1; c >= NSMALL; c--)
         if (!h->cls[c].n) h->spare[h->nspare++] = c;
     return true;
 }
@@ -337,14 +391,13 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     if (!sc->st && !(sc->st = calloc(1, sizeof *sc->st))) return -1;
     heap *h = sc->st;
     /* each malloc makes at most two blocks (a segment and a remainder): size
-     * the arrays once, and keep them for the next replay */
-    size_t nm = 0;
-    for (size_t i = 0; i < n; i++) nm += ev[i].block < 0;
-    if (h->capb < 2 * nm + 1) {
-        block *nb = realloc(h->b, (2 * nm + 1) * sizeof *nb);
+     * the arrays once (pages not used are not touched), and keep them for
+     * the next replay */
+    if (h->capb < 2 * n + 1) {
+        block *nb = realloc(h->b, (2 * n + 1) * sizeof *nb);
         if (!nb) return -1;
         h->b = nb;
-        h->capb = 2 * nm + 1;
+        h->capb = 2 * n + 1;
     }
     if (h->capblk < n + 1) {
         int32_t *nk = realloc(h->blk, (n + 1) * sizeof *nk);
@@ -357,14 +410,15 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     if (prefix && h->snap.prefix == prefix) {
         if (!restore_snapshot(h)) return -1;
         start = prefix;
-    } else {
-        reset(h);
+    } else if (!reset(h)) {
+        return -1;
     }
     int32_t *blk = h->blk;
     for (size_t i = start; i < n; i++) {
         if (i == prefix && prefix && h->snap.prefix != prefix) save_snapshot(h, prefix);
-        if (ev[i].size > (INT64_C(1) << 61)) return -1; /* beyond any device: the caller reports overflow */
         if (ev[i].block < 0) {
+            /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
+            if (ev[i].size <= 0 || ev[i].size % 512 || ev[i].size > (INT64_C(1) << 61)) return -1;
             if ((blk[i] = h_malloc(h, ev[i].size)) < 0) return -1;
         } else if (!h_free(h, blk[ev[i].block])) {
             return -1;
@@ -381,8 +435,7 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
     for (int32_t c = 0; c < h->ncls; c++) free(h->cls[c].h);
     free(h->cls);
     free(h->spare);
-    free(h->key[0]);
-    free(h->key[1]);
+    free(h->key);
     free(h->b);
     free(h->blk);
     free(h);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "report.h"
 #include "vramcalc/vramcalc.h"
 
@@ -385,6 +387,45 @@ out:
     return rc;
 }
 
+/* The model file's JSON tree is built and freed inside vc_model_load_file,
+ * one malloc per value (thousands for a large model); the CLI owns the
+ * process, so it lends cJSON a bump allocator for that call and drops it
+ * whole afterwards (the library keeps no cJSON value). */
+typedef struct json_chunk {
+    struct json_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} json_chunk;
+static json_chunk *json_chunks;
+
+static void *json_alloc(size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    json_chunk *c = json_chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > (size_t)60 << 10 ? n : (size_t)60 << 10; /* under the mmap threshold: freed chunks are reused */
+        if (!(c = malloc(sizeof *c + cap))) return NULL;
+        c->next = json_chunks;
+        c->used = 0;
+        c->cap = cap;
+        json_chunks = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+static void json_free(void *p) { (void)p; }
+
+static void json_arena_release(void)
+{
+    while (json_chunks) {
+        json_chunk *c = json_chunks;
+        json_chunks = c->next;
+        free(c);
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -488,7 +529,12 @@ int main(int argc, char **argv)
             goto out;
         }
         rep.file = argv[optind];
-        if (vc_model_load_file(rep.file, &m, &err)) {
+        cJSON_Hooks hooks = {json_alloc, json_free};
+        cJSON_InitHooks(&hooks);
+        vc_status lst = vc_model_load_file(rep.file, &m, &err);
+        cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
+        json_arena_release();
+        if (lst) {
             rc = die_err(&err);
             goto out;
         }
@@ -507,8 +553,9 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    if (sweep || c.max_batch) {
-        /* one plan for every batch size (the first one tried is o.batch) */
+    if (sweep || c.max_batch || !c.per_layer) {
+        /* one plan for every batch size (the first one tried is o.batch); without
+         * --per-layer, even for one batch: no per-layer rows to fill */
         vc_status st = c.counts ? vc_estimator_new_counts(params, acts, &o, &e, &err)
                                 : vc_estimator_new(m, &o, c.per_layer && sweep ? 0 : VC_EST_NO_LAYERS, &e, &err);
         if (st) {
