@@ -177,6 +177,31 @@ static void test_prefix_snapshot(void **state)
     vc_alloc_scratch_free(&sc);
 }
 
+/* The small pool's classes are found through a bitmap of 64-bit words: a
+ * request must find a free block in a later word (a whole free 2 MiB
+ * segment is the last class of the last word), and sizes that are not
+ * multiples of 512 (the engine rounds every size) are refused. */
+static void test_small_class_edges(void **state)
+{
+    (void)state;
+    static stream s;
+    s.n = 0;
+    int32_t a = M(&s, 1 * MiB), b = M(&s, 1 * MiB); /* fill one 2 MiB segment */
+    F(&s, a);
+    F(&s, b);                       /* one free 2 MiB block: class 4095, word 63 */
+    M(&s, 512);                     /* class 0, word 0: found in word 63, split */
+    M(&s, 1 * MiB);                 /* the rest (2 MiB - 512) still serves 1 MiB */
+    assert_int_equal(replay(&s), 2 * MiB);
+    M(&s, 1 * MiB);                 /* 1 MiB - 512 is left: too small */
+    assert_int_equal(replay(&s), 4 * MiB);
+    s.n = 0;
+    M(&s, 1000);
+    assert_int_equal(replay(&s), -1);
+    s.n = 0;
+    M(&s, 0);
+    assert_int_equal(replay(&s), -1);
+}
+
 static void test_too_large(void **state)
 {
     (void)state;
@@ -190,7 +215,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_pool),      cmocka_unit_test(test_large_pool),    cmocka_unit_test(test_best_fit),
-        cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_prefix_snapshot),
+        cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_prefix_snapshot), cmocka_unit_test(test_small_class_edges),
         cmocka_unit_test(test_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
