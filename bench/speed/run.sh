@@ -66,4 +66,6 @@ PY
 if cc -O2 -I"$HERE/../../include" "$HERE/bench_api.c" "$BUILD/libvramcalc.a" -lcjson -lm -o "$OUT/bench_api" 2>/dev/null; then
     "$OUT/bench_api" "$OUT/m2000.json"
 fi
+# the ratios again, interleaved (each round runs every command once: steadier on a shared machine)
+/usr/bin/python3 "$HERE/ratios.py" "$BUILD" "$OUT/m2000.json" "${ROUNDS:-30}"
 echo "results in $OUT"
