@@ -32,9 +32,6 @@
 
 #include "ops.h"
 
-/* engine.c: the plan depends on the batch size (rebuilt per batch) */
-void vc__batch_dependent(vc_build *b);
-
 /* _safe_softmax (PyTorch >= 2.5 math backend) allocates its softmax
  * output, a bool (x == -inf) mask and a row mask before the `where` that
  * makes the result; set to 0 to model 2.0-2.4's plain softmax. */
@@ -68,7 +65,7 @@ static int64_t sat_mul(int64_t a, int64_t b)
  * rounded sizes. */
 static int64_t rbytes(vc_build *b, vc_numel n, vc_dtype dt)
 {
-    vc__batch_dependent(b);
+    vc_batch_dependent(b);
     int64_t e = sat_add(sat_mul(n.ps, vc_batch(b)), n.fx);
     int64_t by = sat_mul(e, vc_dtype_size(dt == VC_DT_FLOAT ? vc_act_dt(b) : dt));
     return by == 0 ? 0 : sat_mul(ceil_div(by, 512), 512);
@@ -598,7 +595,7 @@ static void mha_weights(vc_build *b, const mha_cfg *c, int *i, mha_w *w)
 /* Is [N, len, E].transpose(1, 0) contiguous? (only when N or len is 1) */
 static bool tr_contig(vc_build *b, int64_t len)
 {
-    vc__batch_dependent(b);
+    vc_batch_dependent(b);
     return vc_batch(b) == 1 || len == 1;
 }
 
@@ -621,7 +618,7 @@ static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t
  * view backward reshapes the permuted gradient (a copy of proj's size). */
 static vc_t packed(vc_build *b, vc_t proj, int64_t len)
 {
-    vc__batch_dependent(b);
+    vc_batch_dependent(b);
     bool triv = vc_batch(b) == 1 && len == 1;
     vc_t t = view_op(b, "unflatten+transpose", proj, vc_numel_of(b, proj), triv, !triv);
     return op_contiguous(b, t);
@@ -645,7 +642,7 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
 {
     const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
     const double p = vc_training(b) ? c->dropout : 0.0;
-    vc__batch_dependent(b);
+    vc_batch_dependent(b);
     vc_t q, k, v;
     if (mha_same(c) && xq == xk && xk == xv) { /* self-attention: one packed projection */
         vc_t pk = packed(b, proj_in(b, xq, w->in_w, w->in_b, L, E, 3 * E), L);
@@ -921,7 +918,7 @@ static void sdpa_emit(vc_build *b, const void *p)
         in[i] = vc_input(b, i);
         x[i] = amp_cast_keep(b, in[i]); /* scaled_dot_product_attention: lower-precision list */
     }
-    vc__batch_dependent(b);
+    vc_batch_dependent(b);
     sdpa_t g = {vc_batch(b), H, qs->d[n - 2], ks->d[n - 2], qs->d[n - 1], vs->d[n - 1], n == 3, LAY_BHLD, LAY_BHLD,
                 LAY_BHLD, -1, false, false, false, vc_training(b) ? c->p : 0.0, c->causal, BK_MATH, LAY_BHLD};
     /* A non-contiguous input is assumed to be the usual [B, L, H, D] storage

@@ -15,9 +15,6 @@
  */
 #include "ops.h"
 
-/* engine.c: the plan depends on the batch size (rebuilt per batch) */
-void vc__batch_dependent(vc_build *b);
-
 typedef struct {
     int64_t num, dim, padding_idx;
     bool has_padding, has_max_norm, scale_grad, sparse;
@@ -100,7 +97,7 @@ static void emb_emit(vc_build *b, const void *p)
     vc_op_save_if(o, idx, iw);
     if (vc_training(b) && vc_requires_grad(b, w)) {
         /* which backward path runs depends on num_indices = batch * per */
-        vc__batch_dependent(b);
+        vc_batch_dependent(b);
         int64_t n = smul(vc_batch(b), per);
         if (n > 3072 || c->scale_grad) {
             int64_t i8 = r512(smul(n, 8));

@@ -116,6 +116,11 @@ vc_numel vc_n_scale(vc_numel n, int64_t k);
 
 const vc_options *vc_opts(const vc_build *b);
 int64_t vc_batch(const vc_build *b);
+/* A layer whose ops depend on vc_batch() beyond sizes proportional to it (a
+ * kernel chosen by the batch, sizes merged after rounding) calls this before
+ * reading vc_batch(): sweeps and the max-batch search then rebuild the plan
+ * for each batch instead of scaling one plan's sizes. */
+void vc_batch_dependent(vc_build *b);
 /* The activation dtype of the run (fp32, or fp16/bf16 for pure/mixed precision). */
 vc_dtype vc_act_dt(const vc_build *b);
 /* The dtype parameters are stored in. */

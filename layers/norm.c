@@ -21,9 +21,6 @@
 
 #include "ops.h"
 
-/* engine.c: the plan depends on the batch size (rebuilt per batch) */
-void vc__batch_dependent(vc_build *b);
-
 /* ------------------------------------------------------------ helpers */
 
 /* eps-like floats: PyTorch accepts any number. */
@@ -129,7 +126,7 @@ static vc_t batch_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_t rm, vc_t rv,
         /* The batch limits of the cuDNN path (N <= 880801, numel < 2^31-1)
          * only change memory where they decide whether the input is copied
          * and saved (cuDNN) or read in place (native). */
-        vc__batch_dependent(b);
+        vc_batch_dependent(b);
         int64_t n = vc_batch(b), e;
         vc_numel xn = vc_numel_of(b, x);
         if (n > 880801 || __builtin_mul_overflow(xn.ps, n, &e) || __builtin_add_overflow(e, xn.fx, &e) ||

@@ -1167,7 +1167,7 @@ int32_t *vc__amp_cache(vc_build *b, vc_t w)
     return (w >= 0 && b->t[w].param >= 0) ? &b->amp_cache[b->t[w].param] : NULL;
 }
 
-void vc__batch_dependent(vc_build *b) { b->batch_dep = true; }
+void vc_batch_dependent(vc_build *b) { b->batch_dep = true; }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return ((const vc_build *)p)->batch_dep; }
 
