@@ -28,7 +28,7 @@
 
 #define KB INT64_C(1024)
 #define MB (KB * KB)
-#define SMALL_SIZE MB          /* kSmallSize */
+#define SMALL_SIZE VC_ALLOC_SMALL_SIZE /* kSmallSize, 1 MiB */
 #define SMALL_BUFFER (2 * MB)  /* kSmallBuffer */
 #define LARGE_BUFFER (20 * MB) /* kLargeBuffer */
 #define MIN_LARGE_ALLOC (10 * MB)
@@ -256,7 +256,7 @@ static int32_t h_malloc(heap *h, int64_t size)
                                                                     : (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
         best = new_block(h, seg, h->reserved, small);
         if (best < 0) return -1;
-        h->reserved += seg;
+        if (__builtin_add_overflow(h->reserved, seg, &h->reserved)) return -2;
     }
     int64_t rem = h->b[best].size - size;
     if (small ? rem >= 512 : rem > SMALL_SIZE) {
@@ -418,8 +418,9 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
         if (i == prefix && prefix && h->snap.prefix != prefix) save_snapshot(h, prefix);
         if (ev[i].block < 0) {
             /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
-            if (ev[i].size <= 0 || ev[i].size % 512 || ev[i].size > (INT64_C(1) << 61)) return -1;
-            if ((blk[i] = h_malloc(h, ev[i].size)) < 0) return -1;
+            if (ev[i].size <= 0 || ev[i].size % 512) return -1;
+            if (ev[i].size > (INT64_C(1) << 61)) return -2;
+            if ((blk[i] = h_malloc(h, ev[i].size)) < 0) return blk[i];
         } else if (!h_free(h, blk[ev[i].block])) {
             return -1;
         }

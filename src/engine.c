@@ -103,9 +103,17 @@ typedef struct {
     int64_t fwd_aoff;       /* activation bytes of those folded events before the marker */
     bool fold_overflow;
     int64_t *sz;      /* scratch: per storage */
-    vc_alloc_event *aev;
-    vc_alloc_scratch scratch;
-    int32_t *evidx;   /* scratch: per storage, its malloc's event index */
+    /* the allocator model per pool (0 large, 1 small: independent, see
+     * replay_reserved): this replay's and the last replay's requests */
+    struct {
+        vc_alloc_event *ev[2];
+        size_t n[2];
+        int cur;      /* the stream this replay writes; the other is the last one's */
+        size_t pre;   /* requests before the first batch-dependent event: written once in both streams */
+        int64_t last; /* the last replay's reserve, -1 none */
+        vc_alloc_scratch scratch;
+    } pool[2];
+    int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
     size_t n, cap;
     int64_t *cum;     /* cum[k]: the model's most reserved over grid batches 0..k */
     /* what is live at one peak event, for the breakdown of the next batch
@@ -1182,8 +1190,11 @@ void vc_plan_free(vc_plan *p)
     if (b->memo) {
         res_memo *M = b->memo;
         free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
-        vc_alloc_scratch_free(&M->scratch);
-        free(M->sz); free(M->aev); free(M->evidx); free(M->cum); free(M->pk_dep);
+        for (int q = 0; q < 2; q++) {
+            vc_alloc_scratch_free(&M->pool[q].scratch);
+            free(M->pool[q].ev[0]); free(M->pool[q].ev[1]);
+        }
+        free(M->sz); free(M->evidx); free(M->cum); free(M->pk_dep);
         free(M);
     }
     free(b);
@@ -1206,8 +1217,8 @@ static int prepare(const vc_build *b)
     M->evidx = malloc((b->ns + 1) * sizeof *M->evidx);
     M->code = malloc((b->nev + 1) * sizeof *M->code);
     M->orig = malloc((b->nev + 1) * sizeof *M->orig);
-    M->aev = malloc((b->nev + 1) * sizeof *M->aev);
-    if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig || !M->aev) return -1;
+    M->pool[0].last = M->pool[1].last = -1;
+    if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig) return -1;
     for (size_t s = 0; s < b->ns; s++) {
         int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
         /* the loader keeps element counts under 2^56: no overflow */
@@ -1341,27 +1352,78 @@ static int peak_breakdown(const vc_build *b, size_t pk)
     return 0;
 }
 
+static bool same_stream(const vc_alloc_event *a, const vc_alloc_event *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].size != c[i].size || a[i].block != c[i].block) return false;
+    return true;
+}
+
 /* The caching allocator model's reserved bytes for a replay at `batch`:
- * -1 out of memory, -2 a tensor beyond 2^61 bytes. */
+ * -1 out of memory, -2 a tensor beyond 2^61 bytes or a reserve beyond 2^63.
+ *
+ * The two pools never share a block (a request's size picks its pool, and a
+ * freed block merges only within its segment), so each is replayed on its
+ * own requests, and a pool whose requests are the same as at the last
+ * replay is not replayed again: below a model's first activation of 1 MiB
+ * the large pool sees only the weights, gradients and optimizer state, and
+ * above it the small pool sees only the biases and the like (a 2,000-layer
+ * MLP: the large pool is replayed once for the grid batches 1-256). */
+/* the requests of events [from, to) into the pools' streams ev[], from j[] on */
+static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *const ev[2], size_t j[2])
+{
+    for (size_t i = from; i < to; i++) {
+        int32_t s = M->code[i];
+        int64_t v = M->sz[s >= 0 ? s : ~s];
+        if (!v) continue; /* zero-element tensors take no block */
+        int p = vc_alloc_small(v);
+        if (s >= 0) {
+            M->evidx[s] = (int32_t)j[p];
+            ev[p][j[p]++] = (vc_alloc_event){v, -1};
+        } else {
+            ev[p][j[p]++] = (vc_alloc_event){v, M->evidx[~s]};
+        }
+    }
+}
+
 static int64_t replay_reserved(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     if (prepare(b)) return -1;
     if (sizes_at(b, batch)) return -2;
-    size_t j = 0, prefix = 0;
-    for (size_t i = 0; i < M->ncode; i++) {
-        int32_t s = M->code[i];
-        if (i == M->first_dep) prefix = j;
-        if (s >= 0) {
-            if (!M->sz[s]) continue; /* zero-element tensors take no block */
-            M->evidx[s] = (int32_t)j;
-            M->aev[j++] = (vc_alloc_event){M->sz[s], -1};
-        } else if (M->sz[~s]) {
-            M->aev[j++] = (vc_alloc_event){M->sz[~s], M->evidx[~s]};
+    if (!M->pool[0].ev[0]) {
+        /* the events before the first batch-dependent one are the same at
+         * every batch: their requests go into both streams of each pool once
+         * (their evidx entries stay: peak_breakdown writes only dependent
+         * storages' entries) */
+        for (int p = 0; p < 2; p++)
+            for (int c = 0; c < 2; c++)
+                if (!(M->pool[p].ev[c] = malloc((M->ncode + 1) * sizeof *M->pool[p].ev[c]))) return -1;
+        for (int c = 0; c < 2; c++) {
+            size_t j[2] = {0, 0};
+            vc_alloc_event *ev[2] = {M->pool[0].ev[c], M->pool[1].ev[c]};
+            write_requests(M, 0, M->first_dep, ev, j);
+            M->pool[0].pre = j[0];
+            M->pool[1].pre = j[1];
         }
     }
-    /* the events before the first batch-dependent one are the same at every batch */
-    return vc_alloc_replay(M->aev, j, prefix, &M->scratch);
+    vc_alloc_event *ev[2] = {M->pool[0].ev[M->pool[0].cur], M->pool[1].ev[M->pool[1].cur]};
+    size_t j[2] = {M->pool[0].pre, M->pool[1].pre};
+    write_requests(M, M->first_dep, M->ncode, ev, j);
+    int64_t total = 0;
+    for (int p = 0; p < 2; p++) {
+        int c = M->pool[p].cur, o = 1 - c;
+        size_t pre = M->pool[p].pre;
+        int64_t r = M->pool[p].last;
+        M->pool[p].n[c] = j[p];
+        if (r < 0 || M->pool[p].n[o] != j[p] || !same_stream(M->pool[p].ev[o] + pre, ev[p] + pre, j[p] - pre)) {
+            if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
+            M->pool[p].last = r;
+            M->pool[p].cur = o; /* this stream is now the last one */
+        }
+        if (__builtin_add_overflow(total, r, &total)) return -2;
+    }
+    return total;
 }
 
 /* `total` must never decrease as the batch grows (SPEC §3), but the caching

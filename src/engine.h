@@ -55,10 +55,12 @@ int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);
 
 /* The caching allocator model (alloc.c): replays mallocs and frees and
  * returns the bytes reserved at the end (segments are never released, so
- * that is the most it reserved); -1 out of memory or a request past 2^61.
- * `prefix` (0: none) promises that ev[0..prefix) are the same events at
- * every call with this scratch that passes the same prefix: the state after
- * them is kept and the next such replay starts there. */
+ * that is the most it reserved); -1 out of memory (or a size that is not a
+ * positive multiple of 512), -2 a request past 2^61 bytes or a reserve past
+ * 2^63. `prefix` (0:
+ * none) promises that ev[0..prefix) are the same events at every call with
+ * this scratch that passes the same prefix: the state after them is kept and
+ * the next such replay starts there. */
 typedef struct {
     int64_t size;  /* rounded request, > 0 for malloc */
     int32_t block; /* for a free: the index of the malloc event; -1 for malloc */
@@ -68,6 +70,10 @@ typedef struct {
     struct vc_alloc_state *st;
 } vc_alloc_scratch;
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
+/* Requests of at most this many bytes come from the small pool (kSmallSize). */
+#define VC_ALLOC_SMALL_SIZE (INT64_C(1) << 20)
+/* 1 when a request of `size` bytes comes from the small pool, 0 the large one */
+static inline int vc_alloc_small(int64_t size) { return size <= VC_ALLOC_SMALL_SIZE; }
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
 
 #endif

@@ -177,6 +177,39 @@ static void test_prefix_snapshot(void **state)
     vc_alloc_scratch_free(&sc);
 }
 
+/* The two pools never share a block, so the engine replays each on its own
+ * requests (engine.c, replay_reserved): on a mixed stream, the reserve of
+ * the whole equals the sum of each pool's replay. */
+static void test_pools_independent(void **state)
+{
+    (void)state;
+    static stream all, pool[2];
+    all.n = pool[0].n = pool[1].n = 0;
+    int32_t live[64], map[8192];
+    int nlive = 0;
+    uint32_t x = 12345;
+    for (int i = 0; i < 3000; i++) {
+        x = x * 1664525u + 1013904223u;
+        if (nlive && (x >> 28) < 6) { /* free a random live block */
+            int k = (int)((x >> 8) % (uint32_t)nlive);
+            int32_t m = live[k];
+            live[k] = live[--nlive];
+            stream *p = &pool[vc_alloc_small(all.ev[m].size)];
+            p->ev[p->n++] = (vc_alloc_event){all.ev[m].size, map[m]};
+            F(&all, m);
+        } else if (nlive < 64) { /* 512 B .. 3 MiB, both pools */
+            int64_t size = (int64_t)((x >> 4) % 6144 + 1) * 512;
+            stream *p = &pool[vc_alloc_small(size)];
+            map[all.n] = (int32_t)p->n;
+            p->ev[p->n++] = (vc_alloc_event){size, -1};
+            live[nlive++] = M(&all, size);
+        }
+    }
+    int64_t r = replay(&all);
+    assert_true(r > 0 && pool[0].n > 100 && pool[1].n > 100);
+    assert_int_equal(r, replay(&pool[0]) + replay(&pool[1]));
+}
+
 /* The small pool's classes are found through a bitmap of 64-bit words: a
  * request must find a free block in a later word (a whole free 2 MiB
  * segment is the last class of the last word), and sizes that are not
@@ -207,8 +240,15 @@ static void test_too_large(void **state)
     (void)state;
     static stream s;
     s.n = 0;
-    M(&s, (INT64_C(1) << 61) + 512);
-    assert_int_equal(replay(&s), -1);
+    M(&s, (INT64_C(1) << 61) + 512); /* past any device */
+    assert_int_equal(replay(&s), -2);
+    /* each request is allowed, but their segments add up past 2^63 */
+    s.n = 0;
+    for (int i = 0; i < 5; i++) M(&s, INT64_C(1) << 61);
+    assert_int_equal(replay(&s), -2);
+    s.n = 0;
+    for (int i = 0; i < 3; i++) M(&s, INT64_C(1) << 61);
+    assert_int_equal(replay(&s), 3 * (INT64_C(1) << 61)); /* 2^61 is a multiple of 2 MiB: segments of exactly that */
 }
 
 int main(void)
@@ -216,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_pool),      cmocka_unit_test(test_large_pool),    cmocka_unit_test(test_best_fit),
         cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_prefix_snapshot), cmocka_unit_test(test_small_class_edges),
+        cmocka_unit_test(test_pools_independent),
         cmocka_unit_test(test_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
