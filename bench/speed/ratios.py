@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/speed/ratios.py BUILD_DIR MODEL.json [ROUNDS] — issue 4's speed ratios,
+"""bench/speed/ratios.py BUILD_DIR MODEL.json [ROUNDS [NAMED.json]] — issue 4's speed ratios,
 measured interleaved.
 
 hyperfine runs all the runs of one command, then the next; on a shared
@@ -35,12 +35,16 @@ def main():
     v = sys.argv[1].rstrip("/") + "/vramcalc"
     model = sys.argv[2]
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+    named = sys.argv[4] if len(sys.argv) > 4 else None
     cmds = {
         "jq": ["jq", "-c", ".", model],
         "estimate": [v, model],
         "sweep": [v, model, "--sweep", "1:1024", "-f", "csv"],
         "max-batch": [v, model, "--gpu", "h100-80gb", "--max-batch"],
     }
+    if named:  # the same model with every layer named (gen_model.py --names), against jq on that file
+        cmds["jq-named"] = ["jq", "-c", ".", named]
+        cmds["named"] = [v, named]
     for c in cmds.values():  # warm-up (page cache, first exec)
         wall(c)
         wall(c)
@@ -57,6 +61,8 @@ def main():
               f"  cpu min {min(cpu[k]) * 1e3:7.2f} median {statistics.median(cpu[k]) * 1e3:7.2f} ms")
     ratios = [("estimate / jq", "estimate", "jq", 0.25), ("sweep / estimate", "sweep", "estimate", 10),
               ("max-batch / estimate", "max-batch", "estimate", 3)]
+    if named:
+        ratios.append(("named / jq (named)", "named", "jq-named", 0.25))
     for name, a, b, target in ratios:
         rw = statistics.median([x / y for x, y in zip(t[a], t[b])])
         rc = statistics.median([x / y for x, y in zip(cpu[a], cpu[b]) if y > 0])

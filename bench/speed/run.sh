@@ -67,5 +67,5 @@ if cc -O2 -I"$HERE/../../include" "$HERE/bench_api.c" "$BUILD/libvramcalc.a" -lc
     "$OUT/bench_api" "$OUT/m2000.json"
 fi
 # the ratios again, interleaved (each round runs every command once: steadier on a shared machine)
-/usr/bin/python3 "$HERE/ratios.py" "$BUILD" "$OUT/m2000.json" "${ROUNDS:-30}"
+/usr/bin/python3 "$HERE/ratios.py" "$BUILD" "$OUT/m2000.json" "${ROUNDS:-30}" "$OUT/m2000-names.json"
 echo "results in $OUT"
