@@ -113,6 +113,7 @@ typedef struct {
         int64_t last; /* the last replay's reserve, -1 none */
         vc_alloc_scratch scratch;
     } pool[2];
+    bool streams_ready; /* pool[].ev allocated, the prefix written */
     int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
     size_t n, cap;
     int64_t *cum;     /* cum[k]: the model's most reserved over grid batches 0..k */
@@ -1359,16 +1360,6 @@ static bool same_stream(const vc_alloc_event *a, const vc_alloc_event *c, size_t
     return true;
 }
 
-/* The caching allocator model's reserved bytes for a replay at `batch`:
- * -1 out of memory, -2 a tensor beyond 2^61 bytes or a reserve beyond 2^63.
- *
- * The two pools never share a block (a request's size picks its pool, and a
- * freed block merges only within its segment), so each is replayed on its
- * own requests, and a pool whose requests are the same as at the last
- * replay is not replayed again: below a model's first activation of 1 MiB
- * the large pool sees only the weights, gradients and optimizer state, and
- * above it the small pool sees only the biases and the like (a 2,000-layer
- * MLP: the large pool is replayed once for the grid batches 1-256). */
 /* the requests of events [from, to) into the pools' streams ev[], from j[] on */
 static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *const ev[2], size_t j[2])
 {
@@ -1386,19 +1377,30 @@ static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *
     }
 }
 
+/* The caching allocator model's reserved bytes for a replay at `batch`:
+ * -1 out of memory, -2 a tensor beyond 2^61 bytes or a reserve beyond 2^63.
+ *
+ * The two pools never share a block (a request's size picks its pool, and a
+ * freed block merges only within its segment), so each is replayed on its
+ * own requests, and a pool whose requests are the same as at the last
+ * replay is not replayed again: below a model's first activation of 1 MiB
+ * the large pool sees only the weights, gradients and optimizer state, and
+ * above it the small pool sees only the biases and the like (a 2,000-layer
+ * MLP: the large pool is replayed once for the grid batches 1-256). */
 static int64_t replay_reserved(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     if (prepare(b)) return -1;
     if (sizes_at(b, batch)) return -2;
-    if (!M->pool[0].ev[0]) {
+    if (!M->streams_ready) {
         /* the events before the first batch-dependent one are the same at
          * every batch: their requests go into both streams of each pool once
          * (their evidx entries stay: peak_breakdown writes only dependent
          * storages' entries) */
         for (int p = 0; p < 2; p++)
             for (int c = 0; c < 2; c++)
-                if (!(M->pool[p].ev[c] = malloc((M->ncode + 1) * sizeof *M->pool[p].ev[c]))) return -1;
+                if (!M->pool[p].ev[c] && !(M->pool[p].ev[c] = malloc((M->ncode + 1) * sizeof *M->pool[p].ev[c])))
+                    return -1;
         for (int c = 0; c < 2; c++) {
             size_t j[2] = {0, 0};
             vc_alloc_event *ev[2] = {M->pool[0].ev[c], M->pool[1].ev[c]};
@@ -1406,6 +1408,7 @@ static int64_t replay_reserved(const vc_build *b, int64_t batch)
             M->pool[0].pre = j[0];
             M->pool[1].pre = j[1];
         }
+        M->streams_ready = true;
     }
     vc_alloc_event *ev[2] = {M->pool[0].ev[M->pool[0].cur], M->pool[1].ev[M->pool[1].cur]};
     size_t j[2] = {M->pool[0].pre, M->pool[1].pre};

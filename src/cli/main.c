@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
