@@ -8,6 +8,7 @@
  * has).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -391,6 +392,28 @@ static void check_boundary(const char *const *extra, const char *gpu)
     }
 }
 
+/* Issue 4's acceptance check: for every example model, `--gpu rtx4090
+ * --max-batch` prints N, `--batch N` fits and `--batch N + 1` does not (a
+ * separate CTest entry, cli_examples). */
+static void test_max_batch_examples(void **state)
+{
+    (void)state;
+    DIR *d = opendir(VC_EXAMPLES);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".json") || !strcmp(de->d_name, "reference_counts.json")) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", VC_EXAMPLES, de->d_name);
+        const char *extra[] = {path, NULL};
+        check_boundary(extra, "rtx4090");
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 15); /* the examples directory holds 18 models */
+}
+
 static void test_max_batch(void **state)
 {
     (void)state;
@@ -622,6 +645,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_ascii),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
+    const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};
     if (argc > 1 && !strcmp(argv[1], "monotonic")) return cmocka_run_group_tests(mono, setup, teardown);
+    if (argc > 1 && !strcmp(argv[1], "examples")) return cmocka_run_group_tests(examples, setup, teardown);
     return cmocka_run_group_tests(tests, setup, teardown);
 }
