@@ -25,6 +25,16 @@ void vc_plan_free(vc_plan *p);
  * rebuilt for another batch). */
 bool vc_plan_batch_dependent(const vc_plan *p);
 
+/* The allocator model's values at the grid batches (see reserved_envelope
+ * in engine.c). A batch-dependent plan takes each from the plan built for
+ * that grid batch, so the values do not depend on which plan asks: an
+ * estimator that rebuilds its plan per batch shares one vc_grid between
+ * them (vc_plan_use_grid; the grid must outlive the plans using it). */
+typedef struct vc_grid vc_grid;
+vc_grid *vc_grid_new(void);
+void vc_grid_free(vc_grid *g);
+void vc_plan_use_grid(vc_plan *p, vc_grid *g);
+
 typedef struct {
     int64_t peak;                 /* peak_allocated */
     int64_t at_peak[CAT__N];      /* what is live at the peak, by category */

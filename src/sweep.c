@@ -7,8 +7,10 @@
  * of the batch: the estimator builds the plan once and only replays it
  * (vc_plan_simulate) per batch size. A plan that declares itself batch
  * dependent (vc_plan_batch_dependent) is rebuilt for each new batch, which
- * is what vc_estimate() would do anyway. Results are identical to
- * vc_estimate() with o->batch set to the batch asked for.
+ * is what vc_estimate() would do anyway; the allocator model's grid values
+ * do not depend on which plan asks (engine.c, grid_replay), so those plans
+ * share them. Results are identical to vc_estimate() with o->batch set to
+ * the batch asked for.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ struct vc_estimator {
     vc_plan *plan;        /* for plan_batch (any batch when !batch_dep) */
     int64_t plan_batch;
     bool batch_dep;
+    vc_grid *grid;        /* batch_dep: the allocator model's grid values, shared by the plans */
     int64_t context;      /* cuda_context, batch-independent */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
@@ -33,6 +36,7 @@ void vc_estimator_free(vc_estimator *e)
 {
     if (!e) return;
     vc_plan_free(e->plan);
+    vc_grid_free(e->grid);
     free(e->act);
     free(e);
 }
@@ -78,6 +82,13 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
     }
     e->plan_batch = e->o.batch;
     e->batch_dep = vc_plan_batch_dependent(e->plan);
+    if (e->batch_dep) {
+        if (!(e->grid = vc_grid_new())) {
+            vc_estimator_free(e);
+            return nomem(err);
+        }
+        vc_plan_use_grid(e->plan, e->grid);
+    }
     *out = e;
     return VC_OK;
 }
@@ -107,6 +118,7 @@ static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
     vc_plan *p = NULL;
     vc_status st = vc_plan_build(e->m, &o, &p, err);
     if (st) return st;
+    vc_plan_use_grid(p, e->grid);
     vc_plan_free(e->plan);
     e->plan = p;
     e->plan_batch = batch;

@@ -526,16 +526,25 @@ static void test_sweep(void **state)
 }
 
 /* SPEC §3: total never decreases as the batch grows (what makes --max-batch
- * the one boundary). A separate CTest entry (cli_monotonic). */
+ * the one boundary). A separate CTest entry (cli_monotonic). The last two
+ * models have plans that depend on the batch (attention): with the math
+ * attention their totals fell at some batches (vit_b_16 from batch 24 to
+ * 25, whisper_base_encoder from 22 to 23, by up to 6.5% further on) until
+ * the allocator model's grid values came from the plan of each grid batch
+ * (engine.c, grid_replay). */
 static void test_monotonic(void **state)
 {
     (void)state;
     run_result r;
-    const char *const models[] = {mlp, flat, wide};
+    char vit[600], whisper[600];
+    snprintf(vit, sizeof vit, "%s/vit_b_16.json", VC_EXAMPLES);
+    snprintf(whisper, sizeof whisper, "%s/whisper_base_encoder.json", VC_EXAMPLES);
+    const char *const models[] = {mlp, flat, wide, vit, whisper};
+    const char *const sweeps[] = {"1:1100", "1:1100", "1:1100", "1:400", "1:400"};
     int bad = 0;
-    for (size_t mi = 0; mi < 3; mi++)
+    for (size_t mi = 0; mi < sizeof models / sizeof *models; mi++)
         for (int mode = 0; mode < 2; mode++) {
-            RUN(&r, models[mi], "--sweep", "1:1100", "-m", mode ? "infer" : "train", "-f", "csv");
+            RUN(&r, models[mi], "--sweep", sweeps[mi], "-m", mode ? "infer" : "train", "-f", "csv", "--attention", "math");
             assert_int_equal(r.status, 0);
             int col = -1, c = 0, line = 0;
             int64_t prev = 0, prev_b = 0;
