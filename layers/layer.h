@@ -74,6 +74,11 @@ int vc_arg_float(vc_args *a, const char *key, double def, double min, double max
 int vc_arg_enum(vc_args *a, const char *key, const char *const *choices, int def, int *out);
 /* The JSON type of a key: 0 absent, 1 number, 2 string, 3 array, 4 bool, 5 null, 6 other. */
 int vc_arg_type(vc_args *a, const char *key);
+/* For a key holding a list (a field with its own rules, such as output_size
+ * with null entries): its length, 0 when it is not a list; element i's type
+ * numbered as vc_arg_type does (0 past the end), a number's value in *num. */
+int vc_arg_len(vc_args *a, const char *key);
+int vc_arg_elem(vc_args *a, const char *key, int i, double *num);
 /* Marks a key as known without reading it (for keys read by the loader). */
 void vc_arg_known(vc_args *a, const char *key);
 /* Records an error at `key` (NULL: the layer itself). Returns -1. */

@@ -14,20 +14,7 @@
  */
 #include <stdio.h>
 
-#include <cjson/cJSON.h>
-
 #include "ops.h"
-
-/* The raw JSON value of `key` (NULL when absent), marked as known.
- * layer.h has no reader for a list with null entries (output_size=[None, 7]);
- * this relies on vc_args (load.c) having the layer's cJSON object as its
- * first member. */
-static const cJSON *arg_raw(vc_args *a, const char *key)
-{
-    vc_arg_known(a, key);
-    const cJSON *obj = *(const cJSON *const *)(const void *)a;
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
 
 enum { P_MAX, P_AVG, P_AMAX, P_AAVG };
 
@@ -92,23 +79,22 @@ static int adaptive_parse(vc_args *a, pool_cfg *c, int nd, bool max)
     c->nd = nd;
     c->type = max ? P_AMAX : P_AAVG;
     if (max && vc_arg_bool(a, "return_indices", false, &c->ret_idx)) return -1;
-    const cJSON *v = arg_raw(a, "output_size");
-    if (!cJSON_IsArray(v)) return vc_arg_ints(a, "output_size", nd, VC_REQUIRED, 0, c->osize);
-    if (cJSON_GetArraySize(v) != nd)
-        return vc_arg_fail(a, "output_size", "expected an integer or a list of %d, got a list of %d", nd, cJSON_GetArraySize(v));
-    int i = 0;
-    for (const cJSON *e = v->child; e; e = e->next, i++) {
+    if (vc_arg_type(a, "output_size") != 3) return vc_arg_ints(a, "output_size", nd, VC_REQUIRED, 0, c->osize);
+    int n = vc_arg_len(a, "output_size");
+    if (n != nd) return vc_arg_fail(a, "output_size", "expected an integer or a list of %d, got a list of %d", nd, n);
+    for (int i = 0; i < n; i++) {
         char key[32];
         snprintf(key, sizeof key, "output_size[%d]", i);
-        if (cJSON_IsNull(e) && nd > 1) {
+        double x = 0;
+        int t = vc_arg_elem(a, "output_size", i, &x);
+        if (t == 5 && nd > 1) {
             c->osize[i] = -1;
             continue;
         }
-        if (!cJSON_IsNumber(e) || !(e->valuedouble >= 0 && e->valuedouble <= (double)VC_MAX_DIM_SIZE) ||
-            e->valuedouble != (double)(int64_t)e->valuedouble)
+        if (t != 1 || !(x >= 0 && x <= (double)VC_MAX_DIM_SIZE) || x != (double)(int64_t)x)
             return vc_arg_fail(a, key, nd > 1 ? "expected a non-negative integer or null (null keeps the input size)"
                                               : "expected a non-negative integer (null entries are for 2d/3d adaptive pooling)");
-        c->osize[i] = (int64_t)e->valuedouble;
+        c->osize[i] = (int64_t)x;
     }
     return 0;
 }

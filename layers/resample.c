@@ -16,20 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include <cjson/cJSON.h>
-
 #include "ops.h"
-
-/* The raw JSON value of `key` (NULL when absent), marked as known.
- * layer.h has no reader for a list of floats (scale_factor=[2.0, 0.5]);
- * this relies on vc_args (load.c) having the layer's cJSON object as its
- * first member. */
-static const cJSON *arg_raw(vc_args *a, const char *key)
-{
-    vc_arg_known(a, key);
-    const cJSON *obj = *(const cJSON *const *)(const void *)a;
-    return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
 
 /* ---- Upsample */
 
@@ -84,26 +71,27 @@ static int upsample_parse(vc_args *a, void *p)
         int64_t dummy;
         return vc_arg_int(a, "size", 0, 1, &dummy); /* reports the wrong type */
     }
-    const cJSON *v = arg_raw(a, "scale_factor");
+    int vt = vc_arg_type(a, "scale_factor");
     c->nscale = 0;
-    if (cJSON_IsNumber(v)) {
+    if (vt == 1) {
         if (vc_arg_float(a, "scale_factor", 1.0, 0.0, 1e12, &c->scale[0])) return -1;
         if (c->scale[0] <= 0) return vc_arg_fail(a, "scale_factor", "expected a positive number, got %g", c->scale[0]);
         c->nscale = 1;
         c->scale_list = false;
-    } else if (cJSON_IsArray(v)) {
-        int n = cJSON_GetArraySize(v), i = 0;
+    } else if (vt == 3) {
+        int n = vc_arg_len(a, "scale_factor");
         if (n < 1 || n > 3) return vc_arg_fail(a, "scale_factor", "expected 1 to 3 scale factors (one per spatial dim), got %d", n);
-        for (const cJSON *e = v->child; e; e = e->next, i++) {
+        for (int i = 0; i < n; i++) {
             char key[32];
             snprintf(key, sizeof key, "scale_factor[%d]", i);
-            if (!cJSON_IsNumber(e) || !(e->valuedouble > 0 && e->valuedouble <= 1e12))
+            double x = 0;
+            if (vc_arg_elem(a, "scale_factor", i, &x) != 1 || !(x > 0 && x <= 1e12))
                 return vc_arg_fail(a, key, "expected a positive number");
-            c->scale[i] = e->valuedouble;
+            c->scale[i] = x;
         }
         c->nscale = n;
         c->scale_list = true;
-    } else if (v && !cJSON_IsNull(v)) {
+    } else if (vt != 0 && vt != 5) {
         return vc_arg_fail(a, "scale_factor", "expected a number or a list of numbers");
     }
     if (c->nsize && c->nscale) return vc_arg_fail(a, NULL, "only one of size or scale_factor should be defined");

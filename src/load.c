@@ -640,9 +640,8 @@ static const cJSON *get(vc_args *a, const char *key)
     return cJSON_GetObjectItemCaseSensitive(a->obj, key);
 }
 
-int vc_arg_type(vc_args *a, const char *key)
+static int json_type(const cJSON *v)
 {
-    const cJSON *v = get(a, key);
     if (!v) return 0;
     if (cJSON_IsNumber(v)) return 1;
     if (cJSON_IsString(v)) return 2;
@@ -650,6 +649,22 @@ int vc_arg_type(vc_args *a, const char *key)
     if (cJSON_IsBool(v)) return 4;
     if (cJSON_IsNull(v)) return 5;
     return 6;
+}
+
+int vc_arg_type(vc_args *a, const char *key) { return json_type(get(a, key)); }
+
+int vc_arg_len(vc_args *a, const char *key)
+{
+    const cJSON *v = get(a, key);
+    return cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 0;
+}
+
+int vc_arg_elem(vc_args *a, const char *key, int i, double *num)
+{
+    const cJSON *v = get(a, key);
+    const cJSON *e = cJSON_IsArray(v) && i >= 0 ? cJSON_GetArrayItem(v, i) : NULL;
+    if (cJSON_IsNumber(e)) *num = e->valuedouble;
+    return json_type(e);
 }
 
 static int one_int(vc_args *a, const char *key, const cJSON *v, int64_t min, int64_t *out)
