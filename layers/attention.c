@@ -143,29 +143,7 @@ static vc_t copy_op(vc_build *b, vc_t x)
 
 /* x * python_scalar (mul.Scalar): a new tensor, nothing saved; backward
  * grad * scalar (a new tensor of x's size). */
-static vc_t mul_scalar(vc_build *b, vc_t x)
-{
-    vc_op *o = vc_op_begin(b, "mul");
-    vc_op_in(o, x);
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_end(o);
-    return y;
-}
-
-/* bmm without autocast casts: inside scaled_dot_product_attention the
- * autocast key is excluded (the SDPA op itself was autocast). */
-static vc_t bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
-{
-    vc_op *o = vc_op_begin(b, "bmm");
-    int ia = vc_op_in(o, a);
-    int ic = vc_op_in(o, c);
-    vc_t y = vc_op_out(o, out, vc_dt_of(b, a));
-    vc_op_save_if(o, a, ic);
-    vc_op_save_if(o, c, ia);
-    vc_op_gemm(o);
-    vc_op_end(o);
-    return y;
-}
+static vc_t mul_scalar(vc_build *b, vc_t x) { return op_fresh(b, "mul", x, vc_numel_of(b, x)); }
 
 /* A new tensor computed from x without a gradient (masks). */
 static vc_t nodiff(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
@@ -329,7 +307,8 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * the leading dims cannot merge */
     vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
     vc_t km = g->fold_k ? copy_op(b, ks) : ks;
-    vc_t attn = bmm_raw(b, qm, km, vc_n_sample(H * L * S));
+    /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
+    vc_t attn = op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
     if (mask >= 0) { /* attn.add_(attn_mask) */
         vc_op *o = vc_op_begin(b, "add_");
@@ -347,7 +326,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * fp16/bf16) are alive together whatever the evaluation order */
     vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
     vc_t vm = g->fold_v ? copy_op(b, va) : va;
-    vc_t o = bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
+    vc_t o = op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
     o = op_cast(b, o, odt);
     /* C++ locals live until the function returns */
     vc_release(b, second);
@@ -361,14 +340,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 }
 
 /* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
-static vc_t pad_op(vc_build *b, vc_t x, vc_numel n)
-{
-    vc_op *o = vc_op_begin(b, "constant_pad_nd");
-    vc_op_in(o, x);
-    vc_t y = vc_op_out(o, n, vc_dt_of(b, x));
-    vc_op_end(o);
-    return y;
-}
+static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return op_fresh(b, "constant_pad_nd", x, n); }
 
 /* flash's num_splits_heuristic (flash_api.cpp), used when p_dropout == 0. */
 static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_t S, int64_t D)
@@ -627,10 +599,7 @@ static vc_t packed(vc_build *b, vc_t proj, int64_t len)
 /* bias_k.repeat(1, N, 1) joined to k ([len, N, E]) along dim 0. */
 static vc_t cat_bias_kv(vc_build *b, vc_t x, vc_t bias, int64_t len, int64_t E)
 {
-    vc_op *o = vc_op_begin(b, "repeat"); /* backward: sum over the repeats */
-    vc_op_in(o, bias);
-    vc_t r = vc_op_out(o, vc_n_sample(E), vc_dt_of(b, bias));
-    vc_op_end(o);
+    vc_t r = op_fresh(b, "repeat", bias, vc_n_sample(E)); /* backward: sum over the repeats */
     return cat2(b, x, r, vc_n_sample((len + 1) * E));
 }
 

@@ -102,14 +102,7 @@ static vc_t mul_bcast(vc_build *b, vc_t a, vc_t c, vc_numel out, vc_dtype dt)
 
 /* t.repeat(N) for a [C] tensor: a new [N*C] tensor. Backward
  * (repeat_backward) sums the gradient back to [C]. */
-static vc_t op_repeat(vc_build *b, vc_t t, vc_numel n)
-{
-    vc_op *o = vc_op_begin(b, "repeat");
-    vc_op_in(o, t);
-    vc_t y = vc_op_out(o, n, vc_dt_of(b, t));
-    vc_op_end(o);
-    return y;
-}
+static vc_t op_repeat(vc_build *b, vc_t t, vc_numel n) { return op_fresh(b, "repeat", t, n); }
 
 /* at::batch_norm (_batch_norm_impl_index) on x of `ndim` dims (batch
  * included), with stats of `stats` elements. training: use batch

@@ -129,8 +129,11 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
 
 vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out)
 {
-    a = op_autocast(b, a);
-    c = op_autocast(b, c);
+    return op_bmm_raw(b, op_autocast(b, a), op_autocast(b, c), out);
+}
+
+vc_t op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
+{
     vc_op *o = vc_op_begin(b, "bmm");
     int ia = vc_op_in(o, a);
     int ic = vc_op_in(o, c);
@@ -221,11 +224,13 @@ vc_t op_softmax(vc_build *b, vc_t x, bool log)
     return op_unary(b, log ? "_log_softmax" : "_softmax", x, VC_SAVE_OUT, false);
 }
 
-vc_t op_mean(vc_build *b, vc_t x, vc_numel out)
+vc_t op_mean(vc_build *b, vc_t x, vc_numel out) { return op_fresh(b, "mean", x, out); }
+
+vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n)
 {
-    vc_op *o = vc_op_begin(b, "mean");
+    vc_op *o = vc_op_begin(b, name);
     vc_op_in(o, x);
-    vc_t y = vc_op_out(o, out, vc_dt_of(b, x));
+    vc_t y = vc_op_out(o, n, vc_dt_of(b, x));
     vc_op_end(o);
     return y;
 }

@@ -39,6 +39,8 @@ vc_t op_autocast_weight(vc_build *b, vc_t w);
 vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out);
 /* bmm/matmul of a [.., n, m] and c [.., m, p] into out elements. */
 vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out);
+/* The same without autocast casts (inside an op that was autocast itself). */
+vc_t op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out);
 /* convolution (any dims, transposed or not): saves input and weight. */
 vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out);
 /* x + y (or x * y) broadcast to `out` elements; inplace writes into x. */
@@ -51,6 +53,9 @@ vc_t op_dropout(vc_build *b, vc_t x, double p);
 vc_t op_softmax(vc_build *b, vc_t x, bool log);
 /* Reduction to out elements (mean/sum): saves nothing; backward expands. */
 vc_t op_mean(vc_build *b, vc_t x, vc_numel out);
+/* A new tensor of n elements (x's dtype) computed from x, saving nothing;
+ * backward makes x's gradient anew (mul by a scalar, pad, repeat, expand). */
+vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
 /* A fresh tensor no gradient flows into (zeros for hx, masks). */
 vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
 

@@ -311,11 +311,7 @@ static vc_t expand_for_bmm(vc_build *b, vc_t x, const vc_shape *xs, const vc_sha
     for (int i = 0; i < xs->nd - 2; i++) n *= out->d[i];
     n *= xs->d[xs->nd - 2] * xs->d[xs->nd - 1];
     if (n == vc_shape_numel(xs)) return x;
-    vc_op *o = vc_op_begin(b, "expand_reshape");
-    vc_op_in(o, x); /* backward: sum_to the operand's shape (a new tensor) */
-    vc_t y = vc_op_out(o, vc_n_sample(n), vc_dt_of(b, x));
-    vc_op_end(o);
-    return y;
+    return op_fresh(b, "expand_reshape", x, vc_n_sample(n)); /* backward: sum_to the operand's shape (a new tensor) */
 }
 
 static void matmul_emit(vc_build *b, const void *p)
