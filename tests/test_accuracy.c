@@ -40,6 +40,7 @@
 #include <cjson/cJSON.h>
 
 #include "vramcalc/vramcalc.h"
+#include "read_file.h"
 
 #ifndef VC_TEST_DATA
 #define VC_TEST_DATA "tests/data"
@@ -66,23 +67,6 @@ static acc_case *g_cases;
 static size_t g_ncases;
 static double g_median_bound = 0.02;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static const char *jstr(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -100,7 +84,7 @@ static bool jnum(const cJSON *o, const char *k, double *out)
 /* Reads cases.json; returns the number of cases, -1 on a malformed file. */
 static int load_cases(const char *path)
 {
-    char *txt = slurp(path);
+    char *txt = read_file(path);
     if (!txt) {
         fprintf(stderr, "test_accuracy: cannot read %s\n", path);
         return -1;

@@ -22,23 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "model.h"
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
+#include "read_file.h"
 
 static void run_case(void **state)
 {
@@ -119,7 +103,7 @@ int main(int argc, char **argv)
     }
     char path[512];
     snprintf(path, sizeof path, "%s/layers/%s.json", VC_TEST_DATA, argv[1]);
-    char *text = read_all(path);
+    char *text = read_file(path);
     if (!text) {
         fprintf(stderr, "cannot read %s\n", path);
         return 2;

@@ -39,6 +39,7 @@
 #include <cjson/cJSON.h>
 
 #include "vramcalc/vramcalc.h"
+#include "read_file.h"
 
 typedef struct {
     const char *file;
@@ -70,23 +71,6 @@ static const zoo_ref ZOO[] = {
     {"transformer_encoder.json", 12609536},
 };
 #define NZOO (sizeof ZOO / sizeof ZOO[0])
-
-static char *read_all(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static void path_of(char *buf, size_t n, const char *file)
 {
@@ -138,7 +122,7 @@ static void test_reference_table(void **state)
     (void)state;
     char path[1024];
     path_of(path, sizeof path, "reference_counts.json");
-    char *text = read_all(path);
+    char *text = read_file(path);
     assert_non_null(text);
     cJSON *doc = cJSON_Parse(text);
     free(text);
@@ -184,11 +168,11 @@ static void test_sources_and_readme(void **state)
     (void)state;
     char path[1024];
     path_of(path, sizeof path, "README.md");
-    char *readme = read_all(path);
+    char *readme = read_file(path);
     assert_non_null(readme);
     for (size_t i = 0; i < NZOO; i++) {
         path_of(path, sizeof path, ZOO[i].file);
-        char *text = read_all(path);
+        char *text = read_file(path);
         assert_non_null(text);
         cJSON *doc = cJSON_Parse(text);
         free(text);
