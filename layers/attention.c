@@ -199,27 +199,10 @@ static void split_param(vc_build *b, vc_t w, int n, const int64_t *numel, vc_t *
     vc_op_end(o);
 }
 
-/* F.layer_norm over the last dim (AUTOGRAD.md §3.8): native_layer_norm
- * keeps its input (the fp32 copy under autocast: layer_norm is an fp32
- * op), weight, bias and mean/rstd [rows] in fp32. */
+/* F.layer_norm over the last dim: mean/rstd per row. */
 static vc_t layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows)
 {
-    x = op_autocast_f32(b, x);
-    bool contig = vc_contiguous(b, x);
-    vc_op *o = vc_op_begin(b, "native_layer_norm");
-    vc_op_in(o, x);
-    if (w >= 0) vc_op_in(o, w);
-    if (bias >= 0) vc_op_in(o, bias);
-    if (!contig) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* X = input.expect_contiguous() */
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_extra(o, vc_n_sample(rows), VC_DT_F32); /* mean */
-    vc_op_extra(o, vc_n_sample(rows), VC_DT_F32); /* rstd */
-    vc_op_save(o, x);
-    if (w >= 0) vc_op_save(o, w);
-    if (bias >= 0) vc_op_save(o, bias);
-    if (!contig) vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_end(o);
-    return y;
+    return op_layer_norm(b, x, w, bias, vc_n_sample(rows));
 }
 
 /* Under autocast, an fp32 activation fed to an op on the lower-precision

@@ -300,26 +300,10 @@ static int64_t rows_per_sample(const vc_shape *x, int nns)
 static void ln_emit(vc_build *b, const void *p)
 {
     const ln_cfg *c = p;
-    /* layer_norm is on autocast's fp32 list: an fp16/bf16 input is cast */
-    vc_t x = op_autocast_f32(b, vc_input(b, 0));
     vc_t w = c->affine ? vc_weight(b, 0) : -1;
     vc_t bias = c->affine && c->bias ? vc_weight(b, 1) : -1;
     vc_numel stats = vc_n_sample(rows_per_sample(vc_input_shape(b, 0), c->nns));
-    bool contig = vc_contiguous(b, x);
-    vc_op *o = vc_op_begin(b, "native_layer_norm");
-    vc_op_in(o, x);
-    if (w >= 0) vc_op_in(o, w);
-    if (bias >= 0) vc_op_in(o, bias);
-    if (!contig) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* X = input.expect_contiguous() */
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_extra(o, stats, VC_DT_F32); /* mean (acc dtype) */
-    vc_op_extra(o, stats, VC_DT_F32); /* rstd */
-    vc_op_save(o, x);                 /* the argument itself (alias) */
-    if (w >= 0) vc_op_save(o, w);
-    if (bias >= 0) vc_op_save(o, bias);
-    if (!contig) vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* backward's expect_contiguous */
-    vc_op_end(o);
-    vc_set_output(b, y);
+    vc_set_output(b, op_layer_norm(b, vc_input(b, 0), w, bias, stats));
 }
 
 /* ------------------------------------------------------------ GroupNorm */

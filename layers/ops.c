@@ -226,6 +226,26 @@ vc_t op_softmax(vc_build *b, vc_t x, bool log)
 
 vc_t op_mean(vc_build *b, vc_t x, vc_numel out) { return op_fresh(b, "mean", x, out); }
 
+vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
+{
+    x = op_autocast_f32(b, x);
+    bool contig = vc_contiguous(b, x);
+    vc_op *o = vc_op_begin(b, "native_layer_norm");
+    vc_op_in(o, x);
+    if (w >= 0) vc_op_in(o, w);
+    if (bias >= 0) vc_op_in(o, bias);
+    if (!contig) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* X = input.expect_contiguous() */
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_extra(o, stats, VC_DT_F32); /* mean (acc dtype) */
+    vc_op_extra(o, stats, VC_DT_F32); /* rstd */
+    vc_op_save(o, x);                 /* the argument itself (alias) */
+    if (w >= 0) vc_op_save(o, w);
+    if (bias >= 0) vc_op_save(o, bias);
+    if (!contig) vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* backward's expect_contiguous */
+    vc_op_end(o);
+    return y;
+}
+
 vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n)
 {
     vc_op *o = vc_op_begin(b, name);

@@ -53,6 +53,11 @@ vc_t op_dropout(vc_build *b, vc_t x, double p);
 vc_t op_softmax(vc_build *b, vc_t x, bool log);
 /* Reduction to out elements (mean/sum): saves nothing; backward expands. */
 vc_t op_mean(vc_build *b, vc_t x, vc_numel out);
+/* native_layer_norm (AUTOGRAD.md §3.8; layer_norm is on autocast's fp32
+ * list: a 16-bit input is cast first): keeps its input, weight and bias
+ * (either may be -1) and mean/rstd of `stats` elements in fp32; a
+ * non-contiguous input is copied in forward and again in backward. */
+vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
 /* A new tensor of n elements (x's dtype) computed from x, saving nothing;
  * backward makes x's gradient anew (mul by a scalar, pad, repeat, expand). */
 vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
