@@ -514,15 +514,23 @@ static int mha_declare(vc_setup *s, const mha_cfg *c, const char *prefix)
     if (vc_mul(s, c->E, c->E, &ee) || vc_mul(s, ee, 3, &e3) || vc_mul(s, c->E, c->kdim, &ek) ||
         vc_mul(s, c->E, c->vdim, &ev))
         return -1;
+    /* shapes as MultiheadAttention._reset_parameters creates them: in_proj_weight
+     * [3E, E], q/k/v_proj_weight [E, E|kdim|vdim], bias_k/v [1, 1, E] */
+    int64_t bkv[3] = {1, 1, c->E};
 #define P(name, numel) (snprintf(n, sizeof n, "%s%s", prefix, name), vc_param(s, n, numel))
+#define P2(name, rows, cols) (snprintf(n, sizeof n, "%s%s", prefix, name), vc_param2(s, n, rows, cols))
+#define P3(name) (snprintf(n, sizeof n, "%s%s", prefix, name), vc_param_shape(s, n, 3, bkv, 0))
+    (void)ee; (void)e3; (void)ek; (void)ev; /* computed above for their overflow checks */
     if (mha_same(c)) {
-        if (P("in_proj_weight", e3)) return -1;
-    } else if (P("q_proj_weight", ee) || P("k_proj_weight", ek) || P("v_proj_weight", ev)) {
+        if (P2("in_proj_weight", 3 * c->E, c->E)) return -1;
+    } else if (P2("q_proj_weight", c->E, c->E) || P2("k_proj_weight", c->E, c->kdim) || P2("v_proj_weight", c->E, c->vdim)) {
         return -1;
     }
     if (c->bias && P("in_proj_bias", 3 * c->E)) return -1;
-    if (c->add_bias_kv && (P("bias_k", c->E) || P("bias_v", c->E))) return -1;
-    if (P("out_proj.weight", ee) || (c->bias && P("out_proj.bias", c->E))) return -1;
+    if (c->add_bias_kv && (P3("bias_k") || P3("bias_v"))) return -1;
+    if (P2("out_proj.weight", c->E, c->E) || (c->bias && P("out_proj.bias", c->E))) return -1;
+#undef P3
+#undef P2
 #undef P
     return 0;
 }
@@ -957,8 +965,8 @@ static int tf_setup(vc_setup *s, void *p)
     mha_cfg m = tf_mha(c);
     int64_t w1;
     if (mha_declare(s, &m, "self_attn.") || (c->decoder && mha_declare(s, &m, "multihead_attn.")) ||
-        vc_mul(s, c->d, c->ff, &w1) || vc_param(s, "linear1.weight", w1) || (c->bias && vc_param(s, "linear1.bias", c->ff)) ||
-        vc_param(s, "linear2.weight", w1) || (c->bias && vc_param(s, "linear2.bias", c->d)))
+        vc_mul(s, c->d, c->ff, &w1) || vc_param2(s, "linear1.weight", c->ff, c->d) || (c->bias && vc_param(s, "linear1.bias", c->ff)) ||
+        vc_param2(s, "linear2.weight", c->d, c->ff) || (c->bias && vc_param(s, "linear2.bias", c->d)))
         return -1;
     for (int i = 1; i <= (c->decoder ? 3 : 2); i++) {
         char n[32];

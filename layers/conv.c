@@ -166,7 +166,9 @@ static int conv_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->transposed ? c->in : c->out, c->transposed ? c->out / c->groups : c->in / c->groups, &w)) return -1;
     for (int i = 0; i < c->nd; i++)
         if (vc_mul(s, w, c->k[i], &w)) return -1;
-    return vc_param(s, "weight", w) || (c->bias && vc_param(s, "bias", c->out));
+    int64_t dims[VC_MAX_DIMS] = {c->transposed ? c->in : c->out, c->transposed ? c->out / c->groups : c->in / c->groups};
+    for (int i = 0; i < c->nd; i++) dims[2 + i] = c->k[i];
+    return vc_param_shape(s, "weight", 2 + c->nd, dims, 0) || (c->bias && vc_param(s, "bias", c->out));
 }
 
 /* F.pad / constant_pad_nd: a padded copy of x. reflection_pad and

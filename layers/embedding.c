@@ -61,7 +61,7 @@ static int emb_setup(vc_setup *s, void *p)
     s->out.d[s->out.nd++] = c->dim;
     s->out_dt = VC_DT_FLOAT;
     int64_t w;
-    return vc_mul(s, c->num, c->dim, &w) || vc_param(s, "weight", w);
+    return vc_mul(s, c->num, c->dim, &w) || vc_param2(s, "weight", c->num, c->dim);
 }
 
 static int64_t r512(int64_t bytes) { return bytes <= 0 ? 0 : (bytes + 511) / 512 * 512; }

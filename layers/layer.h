@@ -95,8 +95,20 @@ typedef struct vc_setup {
     struct vc_setup_priv *priv;
 } vc_setup;
 
-/* Declares a parameter / buffer tensor of `numel` elements. Returns -1 on overflow. */
+/* Parameter flags. */
+enum {
+    VC_PARAM_FROZEN = 1u << 0 /* requires_grad=False whatever the layer's `frozen` (a LoRA base weight) */
+};
+/* Declares a parameter: its name in named_parameters() below the module
+ * ("weight", "in_proj_weight"), its shape as the module creates it (per-
+ * parameter policies read them: factored optimizer states, quantization,
+ * sharding), VC_PARAM_* flags. Returns -1 on overflow. */
+int vc_param_shape(vc_setup *s, const char *name, int nd, const int64_t *dims, unsigned flags);
+/* A 1-D parameter of `numel` elements (a bias, a norm's weight). */
 int vc_param(vc_setup *s, const char *name, int64_t numel);
+/* A 2-D parameter [rows, cols] (a Linear's weight is [out_features, in_features]). */
+int vc_param2(vc_setup *s, const char *name, int64_t rows, int64_t cols);
+/* Declares a buffer tensor of `numel` elements. Returns -1 on overflow. */
 int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt);
 /* Records a shape error at `key` (NULL: the layer). Returns -1. */
 int vc_fail(vc_setup *s, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

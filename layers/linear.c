@@ -28,7 +28,7 @@ static int linear_setup(vc_setup *s, void *p)
     s->out = *x;
     s->out.d[x->nd - 1] = c->out;
     int64_t w;
-    return vc_mul(s, c->in, c->out, &w) || vc_param(s, "weight", w) || (c->bias && vc_param(s, "bias", c->out));
+    return vc_mul(s, c->in, c->out, &w) || vc_param2(s, "weight", c->out, c->in) || (c->bias && vc_param(s, "bias", c->out));
 }
 
 static void linear_emit(vc_build *b, const void *p)

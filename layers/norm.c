@@ -287,7 +287,8 @@ static int ln_setup(vc_setup *s, void *p)
     if (check_normalized(s, c->ns, c->nns, &norm)) return -1;
     s->out = s->in[0];
     if (!c->affine) return 0;
-    return vc_param(s, "weight", norm) || (c->bias && vc_param(s, "bias", norm));
+    (void)norm; /* the weight and bias have normalized_shape */
+    return vc_param_shape(s, "weight", c->nns, c->ns, 0) || (c->bias && vc_param_shape(s, "bias", c->nns, c->ns, 0));
 }
 
 static int64_t rows_per_sample(const vc_shape *x, int nns)
@@ -388,7 +389,7 @@ static int rms_setup(vc_setup *s, void *p)
     int64_t norm;
     if (check_normalized(s, c->ns, c->nns, &norm)) return -1;
     s->out = s->in[0];
-    return c->affine ? vc_param(s, "weight", norm) : 0;
+    return c->affine ? vc_param_shape(s, "weight", c->nns, c->ns, 0) : 0;
 }
 
 /*

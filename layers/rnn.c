@@ -210,9 +210,9 @@ static int rnn_setup(vc_setup *s, void *p)
             const char *sfx = d ? "_reverse" : "";
             char name[64];
             snprintf(name, sizeof name, "weight_ih_l%lld%s", (long long)k, sfx);
-            if (vc_param(s, name, w_ih)) return -1;
+            if (vc_param2(s, name, gh, in_k)) return -1;
             snprintf(name, sizeof name, "weight_hh_l%lld%s", (long long)k, sfx);
-            if (vc_param(s, name, gh_ho)) return -1;
+            if (vc_param2(s, name, gh, c->Ho)) return -1;
             if (c->bias) {
                 snprintf(name, sizeof name, "bias_ih_l%lld%s", (long long)k, sfx);
                 if (vc_param(s, name, gh)) return -1;
@@ -221,7 +221,7 @@ static int rnn_setup(vc_setup *s, void *p)
             }
             if (c->proj > 0) {
                 snprintf(name, sizeof name, "weight_hr_l%lld%s", (long long)k, sfx);
-                if (vc_param(s, name, hr)) return -1;
+                if (vc_param2(s, name, c->proj, c->hid)) return -1;
             }
             c->nparams += 2 + (c->bias ? 2 : 0) + (c->proj > 0 ? 1 : 0);
             /* the flat buffer always has both bias vectors (cuDNN double bias) */

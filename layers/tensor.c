@@ -343,7 +343,7 @@ static int parameter_setup(vc_setup *s, void *p)
     s->out = vc_shape_make(c->nd, c->shape);
     int64_t n = vc_shape_numel(&s->out);
     if (n < 0) return vc_fail(s, "shape", "the shape overflows 64-bit arithmetic");
-    return vc_param(s, "weight", n);
+    return vc_param_shape(s, "weight", c->nd, c->shape, 0);
 }
 
 static void parameter_emit(vc_build *b, const void *p)

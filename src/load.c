@@ -835,6 +835,10 @@ struct vc_setup_priv {
     const char *path;
     int np, nb;
     int64_t pn[VC_MAX_PARAMS];
+    char pname[VC_MAX_PARAMS][64];
+    int8_t pnd[VC_MAX_PARAMS];
+    unsigned pflags[VC_MAX_PARAMS];
+    int64_t pdims[VC_MAX_PARAMS][VC_MAX_DIMS];
     int64_t bn[VC_MAX_PARAMS];
     vc_dtype bdt[VC_MAX_PARAMS];
 };
@@ -886,12 +890,30 @@ static int check_tensor(vc_setup *s, const char *what, const char *name, int64_t
     return 0;
 }
 
-int vc_param(vc_setup *s, const char *name, int64_t numel)
+int vc_param_shape(vc_setup *s, const char *name, int nd, const int64_t *dims, unsigned flags)
 {
+    struct vc_setup_priv *P = s->priv;
+    int64_t numel = 1;
+    if (nd < 0 || nd > VC_MAX_DIMS) return vc_fail(s, NULL, "parameter %s has %d dimensions (0 to %d allowed)", name, nd, VC_MAX_DIMS);
+    for (int i = 0; i < nd; i++)
+        if (dims[i] < 0 || __builtin_mul_overflow(numel, dims[i], &numel)) numel = -1;
     if (check_tensor(s, "parameter", name, numel)) return -1;
-    if (s->priv->np >= VC_MAX_PARAMS) return vc_fail(s, NULL, "more than %d parameter tensors", VC_MAX_PARAMS);
-    s->priv->pn[s->priv->np++] = numel;
+    if (P->np >= VC_MAX_PARAMS) return vc_fail(s, NULL, "more than %d parameter tensors", VC_MAX_PARAMS);
+    int i = P->np++;
+    P->pn[i] = numel;
+    P->pnd[i] = (int8_t)nd;
+    P->pflags[i] = flags;
+    memcpy(P->pdims[i], dims, (size_t)nd * sizeof *dims);
+    vc_cat3(P->pname[i], sizeof P->pname[i], name, "", "");
     return 0;
+}
+
+int vc_param(vc_setup *s, const char *name, int64_t numel) { return vc_param_shape(s, name, 1, &numel, 0); }
+
+int vc_param2(vc_setup *s, const char *name, int64_t rows, int64_t cols)
+{
+    int64_t d[2] = {rows, cols};
+    return vc_param_shape(s, name, 2, d, 0);
 }
 
 int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
@@ -1303,22 +1325,31 @@ static vc_status instantiate(loader *L, const vc_kind *k, void *cfg, const char 
     for (int i = 0; i < priv.np; i++) {
         if (i == 0 && tie_to) {
             int tp = tie_to->params[0];
-            if (m->par[tp].numel != priv.pn[0]) {
-                char p[300];
+            const vc_param_entry *T = &m->par[tp];
+            if (T->nd != priv.pnd[0] || memcmp(T->dims, priv.pdims[0], (size_t)T->nd * sizeof *T->dims)) {
+                char p[300], a[200], c[200];
+                vc_shape sa = vc_shape_make(priv.pnd[0], priv.pdims[0]), sc = vc_shape_make(T->nd, T->dims);
+                vc_shape_str(&sa, a, sizeof a);
+                vc_shape_str(&sc, c, sizeof c);
                 join(p, sizeof p, jpath, "tie");
-                return fail(L, VC_ERR_MODEL, p, "the weights differ in size: this layer's has %lld elements, %s's has %lld",
-                            (long long)priv.pn[0], tie_to->path, (long long)m->par[tp].numel);
+                return fail(L, VC_ERR_MODEL, p, "the weights differ in shape: this layer's is %s, %s's is %s",
+                            a, tie_to->path, c);
             }
             in->params[0] = tp;
             continue;
         }
         if (GROWV(m->par, m->npar, m->cap_par)) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        m->par[m->npar] = (vc_param_entry){priv.pn[i], !frozen, idx};
+        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(priv.pnd[i] + 1) * sizeof *dims);
+        const char *pname = vc_arena_strdup(m->arena, priv.pname[i]);
+        if (!dims || !pname) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        memcpy(dims, priv.pdims[i], (size_t)priv.pnd[i] * sizeof *dims);
+        bool trainable = !frozen && !(priv.pflags[i] & VC_PARAM_FROZEN);
+        m->par[m->npar] = (vc_param_entry){priv.pn[i], trainable, priv.pnd[i], idx, pname, dims};
         in->params[i] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, priv.pn[i], &in->nparams) ||
             __builtin_add_overflow(m->nparams, priv.pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
             return fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
-        if (!frozen) m->ntrainable += priv.pn[i];
+        if (trainable) m->ntrainable += priv.pn[i];
     }
     for (int i = 0; i < priv.nb; i++) {
         if (GROWV(m->buf, m->nbuf, m->cap_buf)) return fail(L, VC_ERR_NOMEM, jpath, "out of memory");

@@ -23,7 +23,10 @@ typedef struct {
 typedef struct {
     int64_t numel;
     bool trainable;
-    int owner;      /* instance that declared it */
+    int8_t nd;          /* shape as the module creates it */
+    int owner;          /* instance that declared it */
+    const char *name;   /* below the module: "weight" (the full name is owner's path + "." + name) */
+    const int64_t *dims;
 } vc_param_entry;
 
 typedef struct {
