@@ -1,0 +1,608 @@
+/*
+ * autograd.c — executes the recorded op graph symbolically with storage
+ * reference counts: persistent state, forward (with checkpoint regions),
+ * backward as the autograd engine runs it, the optimizer step and
+ * zero_grad. The result is the plan's batch-independent list of alloc/free
+ * events (sizes are per-sample plus fixed element counts).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t inst)
+{
+    GROW(b->s, b->ns, b->cs, b);
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return -1;
+    stor_t *s = &b->s[b->ns];
+    s->n = n;
+    s->dt = dt;
+    s->cat = cat;
+    s->gview = false;
+    s->inst = inst;
+    s->refs = 1;
+    s->ev = (int32_t)b->nev;
+    b->ev[b->nev++] = (ev_t){(int32_t)b->ns, EV_ALLOC, b->phase, inst, b->cur_op};
+    return (int32_t)b->ns++;
+}
+
+static void s_ref(vc_build *b, int32_t s)
+{
+    if (s >= 0) b->s[s].refs++;
+}
+
+static void s_unref(vc_build *b, int32_t s, int32_t inst)
+{
+    if (s < 0 || --b->s[s].refs > 0) return;
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return;
+    b->ev[b->nev++] = (ev_t){s, EV_FREE, b->phase, inst, b->cur_op};
+}
+
+static void push_saved(vc_build *b, int32_t s)
+{
+    GROW(b->sv, b->nsv, b->csv, b);
+    if (!b->st) b->sv[b->nsv++] = s;
+}
+
+static bool in_rg(vc_build *b, int32_t k, int in)
+{
+    item_t *its = op_items(b, k);
+    int idx = 0;
+    for (int32_t i = 0; i < b->op[k].nit; i++)
+        if (its[i].type == IT_IN && idx++ == in) return its[i].diff && b->t[its[i].t].rg;
+    return false;
+}
+
+/* What op k saves for backward when it runs with grad: 0 nothing, 1 only
+ * its inputs (autograd packs those before the kernel runs), 2 something it
+ * produces (an output or an extra: packed after the kernel ran). */
+static int op_packs(vc_build *b, int32_t k)
+{
+    op_t *op = &b->op[k];
+    if (!op->rg) return 0;
+    item_t *its = op_items(b, k);
+    int r = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        const item_t *it = &its[i];
+        if (it->type == IT_EXTRA) return 2;
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        if (b->t[it->t].op == k) return 2;
+        r = 1;
+    }
+    return r;
+}
+
+/* Runs op k's forward: outputs, extras, temporaries, saves. */
+static void fwd_op(vc_build *b, int32_t k, bool save)
+{
+    b->cur_op = k;
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    int32_t inst = op->inst;
+    bool keep = op->rg && save;
+    op->sv0 = (int32_t)b->nsv;
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type == IT_OUT) {
+            tens_t *t = &b->t[it->t];
+            if (t->base >= 0) {
+                t->stor = b->t[t->base].stor;
+                s_ref(b, t->stor);
+            } else {
+                t->stor = s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+            }
+        } else if (it->type == IT_EXTRA) {
+            push_saved(b, s_alloc(b, it->n, it->dt, CAT_ACT, inst));
+            op->nsv++;
+        }
+    }
+    for (int32_t i = 0; i < op->nit; i++) {
+        if (its[i].type != IT_FTEMP) continue;
+        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
+        s_unref(b, s, inst);
+    }
+    if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
+        b->nsv -= (size_t)op->nsv;
+        op->nsv = 0;
+        return;
+    }
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        int32_t s = b->t[it->t].stor;
+        s_ref(b, s);
+        push_saved(b, s);
+        op->nsv++;
+    }
+}
+
+static void drop_ref(vc_build *b, int32_t t, int32_t inst)
+{
+    if (b->t[t].persistent || b->t[t].stor < 0) return;
+    s_unref(b, b->t[t].stor, inst);
+}
+
+/* Liveness: per-op release lists for the forward (rel) and the checkpoint
+ * recompute (rrel: region-local last uses). */
+static int build_liveness(vc_build *b)
+{
+    size_t nop = b->nop, nt = b->nt;
+    int32_t *last = malloc(nt * sizeof *last);
+    int32_t *rlast = malloc(nt * sizeof *rlast);
+    b->rel_off = calloc(nop + 2, sizeof *b->rel_off);
+    b->rrel_off = calloc(nop + 2, sizeof *b->rrel_off);
+    if (!last || !rlast || !b->rel_off || !b->rrel_off) {
+        free(last);
+        free(rlast);
+        return b->st = VC_ERR_NOMEM;
+    }
+    /* checkpoint regions */
+    b->nreg = b->m->nregions;
+    if (b->nreg > 0) {
+        b->reg = calloc((size_t)b->nreg, sizeof *b->reg);
+        if (!b->reg) { free(last); free(rlast); return b->st = VC_ERR_NOMEM; }
+        for (int r = 0; r < b->nreg; r++) b->reg[r].first = b->reg[r].last = b->reg[r].last_save = -1;
+        for (size_t k = 0; k < nop; k++) {
+            int r = b->op[k].region;
+            if (r < 0) continue;
+            region_t *R = &b->reg[r];
+            if (R->first < 0) R->first = (int32_t)k;
+            R->last = (int32_t)k;
+            if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
+        }
+    }
+    for (size_t i = 0; i < nt; i++) {
+        last[i] = b->t[i].op;
+        rlast[i] = b->t[i].op;
+    }
+    for (size_t k = 0; k < nop; k++) {
+        item_t *its = op_items(b, (int32_t)k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            if (its[i].type != IT_IN) continue;
+            int32_t t = its[i].t;
+            if ((int32_t)k > last[t]) last[t] = (int32_t)k;
+            int32_t pr = b->t[t].op;
+            if (pr >= 0 && b->op[k].region >= 0 && b->op[pr].region == b->op[k].region &&
+                (int32_t)k > rlast[t])
+                rlast[t] = (int32_t)k;
+        }
+    }
+    int32_t end = (int32_t)nop - 1;
+    for (size_t i = 0; i < nt; i++) {
+        tens_t *t = &b->t[i];
+        /* `loss` is a Python variable alive until loss.backward() returns */
+        if (t->persistent || (int32_t)i == b->loss_t) { last[i] = rlast[i] = -1; continue; }
+        if (t->release > last[i]) last[i] = t->release;
+        if (t->held && t->release < 0) last[i] = end;
+        t->last = last[i];
+        /* recompute replays a region up to its last saving op: tensors made
+         * later are never recomputed, earlier ones are dropped by then */
+        int r = t->op >= 0 ? b->op[t->op].region : -1;
+        if (r < 0 || t->op > b->reg[r].last_save) rlast[i] = -1;
+        else if (rlast[i] > b->reg[r].last_save) rlast[i] = b->reg[r].last_save;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (last[i] >= 0) b->rel_off[last[i] + 1]++;
+        if (rlast[i] >= 0) b->rrel_off[rlast[i] + 1]++;
+    }
+    for (size_t k = 0; k < nop; k++) {
+        b->rel_off[k + 1] += b->rel_off[k];
+        b->rrel_off[k + 1] += b->rrel_off[k];
+    }
+    b->rel = malloc((b->rel_off[nop] + 1) * sizeof *b->rel);
+    b->rrel = malloc((b->rrel_off[nop] + 1) * sizeof *b->rrel);
+    int32_t *fill = calloc(nop + 1, sizeof *fill), *rfill = calloc(nop + 1, sizeof *rfill);
+    if (!b->rel || !b->rrel || !fill || !rfill) {
+        free(last); free(rlast); free(fill); free(rfill);
+        return b->st = VC_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < nt; i++) {
+        if (last[i] >= 0) b->rel[b->rel_off[last[i]] + fill[last[i]]++] = (int32_t)i;
+        if (rlast[i] >= 0) b->rrel[b->rrel_off[rlast[i]] + rfill[rlast[i]]++] = (int32_t)i;
+    }
+    free(last); free(rlast); free(fill); free(rfill);
+
+    return 0;
+}
+
+/* Region inputs: tensors read inside region r but produced outside it. */
+static void hold_region_inputs(vc_build *b, int r)
+{
+    region_t *R = &b->reg[r];
+    R->h0 = (int32_t)b->nhold;
+    R->nh = 0;
+    for (int32_t k = R->first; k <= R->last; k++) {
+        item_t *its = op_items(b, k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            if (its[i].type != IT_IN) continue;
+            tens_t *t = &b->t[its[i].t];
+            if (t->persistent || (t->op >= 0 && b->op[t->op].region == r)) continue;
+            bool dup = false;
+            for (int32_t j = 0; j < R->nh; j++) dup |= b->hold[R->h0 + j] == t->stor;
+            if (dup) continue;
+            int32_t *nh = realloc(b->hold, (b->nhold + 1) * sizeof *nh);
+            if (!nh) { b->st = VC_ERR_NOMEM; return; }
+            b->hold = nh;
+            b->hold[b->nhold++] = t->stor;
+            s_ref(b, t->stor);
+            R->nh++;
+        }
+    }
+}
+
+static void release_list(vc_build *b, const int32_t *off, const int32_t *list, int32_t k)
+{
+    for (int32_t j = off[k]; j < off[k + 1]; j++) drop_ref(b, list[j], b->op[k].inst);
+}
+
+static void forward(vc_build *b)
+{
+    b->phase = VC_PHASE_FORWARD;
+    for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
+    for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
+        int r = b->op[k].region;
+        if (r >= 0 && b->reg[r].first == k && b->train) hold_region_inputs(b, r);
+        fwd_op(b, k, r < 0);
+        release_list(b, b->rel_off, b->rel, k);
+    }
+}
+
+/* Op k saves (references) its saved inputs but never runs: its outputs are
+ * not computed. */
+static void save_inputs_only(vc_build *b, int32_t k)
+{
+    b->cur_op = k;
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    op->sv0 = (int32_t)b->nsv;
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        item_t *it = &its[i];
+        if (it->type == IT_OUT) b->t[it->t].stor = -1;
+        if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
+        int32_t st = b->t[it->t].stor;
+        s_ref(b, st);
+        push_saved(b, st);
+        op->nsv++;
+    }
+}
+
+/* torch.utils.checkpoint (2.x, non-reentrant, early_stop=True): the block
+ * is run again until the last tensor its forward saved has been saved again,
+ * then stopped (_StopRecomputationError from the pack hook). Autograd packs an
+ * op's saved inputs before its kernel runs and its saved outputs after, so
+ * when the last saving op saves only inputs, it is stopped before it runs. */
+static void recompute(vc_build *b, int r)
+{
+    region_t *R = &b->reg[r];
+    R->recomputed = true;
+    for (int32_t k = R->first; k <= R->last_save && !b->st; k++) {
+        if (k == R->last_save && op_packs(b, k) == 1) save_inputs_only(b, k);
+        else fwd_op(b, k, true);
+        release_list(b, b->rrel_off, b->rrel, k);
+    }
+}
+
+/* AccumulateGrad for parameter p runs once its InputBuffer has every
+ * gradient: into an existing .grad (gradient accumulation) it adds in place;
+ * otherwise it steals the gradient, or clones one it cannot steal. */
+static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
+{
+    int32_t g = b->ppending[p];
+    b->ppending[p] = -1;
+    if (g < 0) return;
+    const tens_t *t = &b->t[b->par_t[p]];
+    int32_t *pg = &b->pgrad[p];
+    if (*pg >= 0) {                  /* .grad += new (in place) */
+        s_unref(b, g, inst);
+    } else if (b->s[g].cat == CAT_GRAD && b->s[g].refs == 1) {
+        *pg = g;                     /* stolen */
+    } else {                         /* shared or foreign layout: cloned */
+        *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+        s_unref(b, g, inst);
+    }
+}
+
+static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
+{
+    tens_t *t = &b->t[ti];
+    if (t->param >= 0) {
+        /* the parameter's AccumulateGrad node buffers its incoming gradients
+         * (a tied weight gets two); a second one is added in place when the
+         * buffer holds the only reference to a plain tensor, else into a new
+         * tensor (input_buffer.cpp can_accumulate_inplace: Linear's weight
+         * gradient is a view, mm(...).t().t(), that shares its storage) */
+        size_t p = (size_t)t->param;
+        int32_t *pend = &b->ppending[p];
+        if (*pend < 0) {
+            *pend = g;
+        } else if (b->s[*pend].refs == 1 && !b->s[*pend].gview) {
+            s_unref(b, g, inst);
+        } else {
+            int32_t sum = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
+            s_unref(b, *pend, inst);
+            s_unref(b, g, inst);
+            *pend = sum;
+        }
+        if (++b->parrived[p] >= b->pedges[p]) accumulate_grad(b, p, inst);
+        return;
+    }
+    if (t->grad < 0) {
+        t->grad = g;
+        return;
+    }
+    int32_t old = t->grad;
+    if (b->s[old].refs == 1 && !b->s[old].gview) {
+        s_unref(b, g, inst);
+    } else if (b->s[g].refs == 1) {
+        s_unref(b, old, inst);
+        t->grad = g;
+    } else {
+        t->grad = s_alloc(b, t->n, t->dt, CAT_TEMP, inst);
+        s_unref(b, old, inst);
+        s_unref(b, g, inst);
+    }
+}
+
+static void backward(vc_build *b)
+{
+    b->cur_op = -1;
+    b->phase = VC_PHASE_BACKWARD;
+    if (b->loss_t < 0) return;
+    tens_t *L = &b->t[b->loss_t];
+    int32_t loss_stor = L->stor;
+    if (!L->rg) { /* nothing to differentiate (everything frozen) */
+        s_unref(b, loss_stor, -1);
+        return;
+    }
+    for (size_t p = 0; p < b->m->npar; p++) {
+        b->parrived[p] = 0;
+        b->ppending[p] = -1;
+    }
+    /* the root gradient (ones_like(loss)) is held by the graph task throughout */
+    int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+    s_ref(b, root);
+    int32_t newg[VC_MAX_INPUTS * 4];
+    int32_t newt[VC_MAX_INPUTS * 4];
+    for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
+        op_t *op = &b->op[k];
+        if (!op->rg) continue;
+        b->cur_op = k;
+        item_t *its = op_items(b, k);
+        int32_t gin = -1;
+        for (int32_t i = 0; i < op->nit; i++)
+            if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
+        if (gin < 0) continue;
+        if (op->region >= 0 && !b->reg[op->region].recomputed) {
+            recompute(b, op->region);
+            b->cur_op = k;
+            op = &b->op[k];
+            its = op_items(b, k);
+        }
+        /* The node's backward (apply): new gradients and its transients. */
+        int ng = 0, nfull = 0;
+        int32_t full[VC_MAX_INPUTS * 4];
+        const tens_t *out0 = NULL; /* the op's (first) output: size of a NEW_REDUCE gradient */
+        for (int32_t i = 0; i < op->nit && !out0; i++)
+            if (its[i].type == IT_OUT) out0 = &b->t[its[i].t];
+        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+            item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
+                !b->t[it->t].rg)
+                continue;
+            tens_t *t = &b->t[it->t];
+            int32_t g;
+            if (it->how == VC_GRAD_NEW_REDUCE) {
+                if (out0 && nfull < (int)(sizeof full / sizeof *full))
+                    full[nfull++] = s_alloc(b, out0->n, out0->dt, CAT_TEMP, op->inst);
+                continue;
+            }
+            if (it->how == VC_GRAD_PASS) {
+                g = gin;
+                s_ref(b, g);
+            } else {
+                vc_numel n = it->in == 1 ? it->n : t->n;
+                uint8_t dt = it->in == 1 ? it->dt : t->dt;
+                g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+                if (g >= 0) b->s[g].gview = it->gview;
+            }
+            newg[ng] = g;
+            newt[ng++] = it->t;
+        }
+        for (int32_t i = 0; i < op->nit; i++) {
+            if (its[i].type != IT_BTEMP) continue;
+            int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
+            s_unref(b, s, op->inst);
+        }
+        /* A checkpointed node's saved tensors are recomputed ones that only
+         * its backward holds (2.x checkpoint drops the handle on unpack):
+         * they go when apply returns. Other nodes release theirs after the
+         * engine's validate_outputs (Engine::evaluate_function). */
+        bool early_release = op->region >= 0;
+        if (early_release) {
+            for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+            op->nsv = 0;
+        }
+        /* validate_outputs: sum_to of gradients for broadcast inputs */
+        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+            item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || (it->how != VC_GRAD_REDUCE && it->how != VC_GRAD_NEW_REDUCE) ||
+                !b->t[it->t].rg)
+                continue;
+            tens_t *t = &b->t[it->t];
+            vc_numel n = it->in == 1 ? it->n : t->n;
+            uint8_t dt = it->in == 1 ? it->dt : t->dt;
+            newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+            newt[ng++] = it->t;
+        }
+        for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+        op->nsv = 0;
+        for (int32_t i = 0; i < op->nit; i++) {
+            if (its[i].type != IT_OUT) continue;
+            tens_t *t = &b->t[its[i].t];
+            if (t->grad >= 0) s_unref(b, t->grad, op->inst);
+            t->grad = -1;
+        }
+        for (int j = 0; j < ng; j++) deliver(b, newt[j], newg[j], op->inst);
+        int r = op->region;
+        if (r >= 0 && b->reg[r].first == k) {
+            for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
+            b->reg[r].nh = 0;
+        }
+    }
+    /* AccumulateGrad nodes some of whose gradients never came (their
+     * producers got no gradient) run with what they have. */
+    for (size_t p = 0; p < b->m->npar; p++) accumulate_grad(b, p, -1);
+    /* Nodes that never ran (no gradient reached them) free their saved
+     * tensors when the graph is destroyed. */
+    for (size_t k = 0; k < b->nop; k++) {
+        for (int32_t j = 0; j < b->op[k].nsv; j++) s_unref(b, b->sv[b->op[k].sv0 + j], -1);
+        b->op[k].nsv = 0;
+    }
+    for (int r = 0; r < b->nreg; r++) {
+        for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
+        b->reg[r].nh = 0;
+    }
+    for (size_t i = 0; i < b->nt; i++)
+        if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
+    s_unref(b, root, -1);
+    s_unref(b, loss_stor, -1);
+}
+
+/* Persistent state in steady state: parameters, buffers, master copies,
+ * optimizer states, the input batch, and the cuBLAS workspace. */
+static void persistent(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_options *o = &b->o;
+    bool mixed = o->precision == VC_PREC_MIXED_FP16 || o->precision == VC_PREC_MIXED_BF16;
+    bool opt = b->train && o->optim != VC_OPTIM_NONE;
+    int nstates = !opt ? 0 : (o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW) ? 2
+                  : o->optim == VC_OPTIM_MOMENTUM ? 1 : 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        tens_t *t = &b->t[b->par_t[p]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
+        if (!m->par[p].trainable) continue;
+        if (mixed && b->train) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        for (int k = 0; k < nstates; k++) s_alloc(b, t->n, (uint8_t)b->state_dt, CAT_OPT, m->par[p].owner);
+        if (opt && o->optim_impl == VC_IMPL_FUSED && nstates == 2)
+            s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, m->par[p].owner); /* device step */
+    }
+    if (b->train && o->precision == VC_PREC_AMP_FP16) { /* GradScaler _scale, _growth_tracker */
+        s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
+        s_alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
+    }
+    for (size_t i = 0; i < m->nbuf; i++) {
+        tens_t *t = &b->t[b->buf_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
+    }
+    for (int i = 0; i < m->ninputs; i++) {
+        tens_t *t = &b->t[b->val_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
+    }
+    if (b->target_t >= 0) { /* the targets, made once like the input batch (SPEC §4) */
+        tens_t *t = &b->t[b->target_t];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
+    }
+    bool gemm = false;
+    for (size_t k = 0; k < b->nop; k++) gemm |= b->op[k].gemm;
+    int64_t ws = o->workspace >= 0 ? o->workspace
+                 : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
+    if (ws > 0) s_alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+}
+
+static void optimizer_step(vc_build *b)
+{
+    b->cur_op = -1;
+    const vc_options *o = &b->o;
+    b->phase = VC_PHASE_OPTIMIZER;
+    const vc_model *m = b->m;
+    if (o->precision == VC_PREC_AMP_FP16) { /* unscale_: found_inf */
+        int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+        s_unref(b, s, -1);
+    }
+    bool adam = o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW;
+    if (adam && o->optim_impl != VC_IMPL_FUSED) {
+        /* foreach: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one tensor
+         * per parameter, all alive together; forloop: one at a time. */
+        size_t first = b->ns;
+        for (size_t p = 0; p < m->npar; p++) {
+            if (!m->par[p].trainable) continue;
+            int32_t s = s_alloc(b, m->par[p].numel ? vc_n_fixed(m->par[p].numel) : vc_n_fixed(0),
+                                (uint8_t)b->state_dt, CAT_TEMP, -1);
+            if (o->optim_impl == VC_IMPL_FORLOOP) s_unref(b, s, -1);
+        }
+        if (o->optim_impl == VC_IMPL_FOREACH)
+            for (size_t s = first; s < b->ns; s++) s_unref(b, (int32_t)s, -1);
+    }
+    b->phase = VC_PHASE_IDLE;
+    for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
+        if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+        b->pgrad[p] = -1;
+    }
+}
+
+static void reset_run(vc_build *b)
+{
+    for (size_t i = 0; i < b->nt; i++) {
+        if (!b->t[i].persistent) b->t[i].stor = -1;
+        b->t[i].grad = -1;
+    }
+}
+
+static void mark_fwd_end(vc_build *b)
+{
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return;
+    b->ev[b->nev++] = (ev_t){-1, EV_FWD_END, VC_PHASE_FORWARD, -1, -1};
+    /* storages alive now that forward produced, for per-layer activations */
+    b->nfwd_live = 0;
+    free(b->fwd_live);
+    b->fwd_live = malloc((b->ns + 1) * sizeof *b->fwd_live);
+    if (!b->fwd_live) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t s = 0; s < b->ns; s++)
+        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) b->fwd_live[b->nfwd_live++] = (int32_t)s;
+}
+
+void vc__execute(vc_build *b)
+{
+    b->cur_op = -1;
+    size_t np = b->m->npar + 1;
+    b->pgrad = malloc(np * sizeof *b->pgrad);
+    b->pedges = calloc(np, sizeof *b->pedges);
+    b->parrived = calloc(np, sizeof *b->parrived);
+    b->ppending = malloc(np * sizeof *b->ppending);
+    if (!b->pgrad || !b->pedges || !b->parrived || !b->ppending) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < b->m->npar; p++) b->pgrad[p] = b->ppending[p] = -1;
+    /* gradient edges into each parameter's AccumulateGrad */
+    for (size_t k = 0; k < b->nop; k++) {
+        if (!b->op[k].rg) continue;
+        const item_t *its = op_items(b, (int32_t)k);
+        for (int32_t i = 0; i < b->op[k].nit; i++) {
+            const item_t *it = &its[i];
+            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE) continue;
+            const tens_t *t = &b->t[it->t];
+            if (t->param >= 0 && t->rg) b->pedges[t->param]++;
+        }
+    }
+    if (build_liveness(b)) return;
+    persistent(b);
+    int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
+    for (int pass = 0; pass < passes && !b->st; pass++) {
+        if (pass) reset_run(b);
+        forward(b);
+        if (pass == 0) mark_fwd_end(b);
+        if (b->train) backward(b);
+    }
+    if (b->train && b->o.optim != VC_OPTIM_NONE) optimizer_step(b);
+    else if (b->train) {
+        b->phase = VC_PHASE_IDLE;
+        for (size_t p = 0; p < b->m->npar; p++)
+            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+    }
+}

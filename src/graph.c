@@ -1,0 +1,310 @@
+/*
+ * graph.c — the builder API of layers/layer.h: the layers' forward passes
+ * recorded as autograd ops (tensors, inputs, outputs, saved tensors,
+ * temporaries), and the loss after the model's output.
+ */
+#include <string.h>
+
+#include "plan.h"
+
+int vc_dtype_size(vc_dtype dt)
+{
+    switch (dt) {
+    case VC_DT_FLOAT: case VC_DT_F32: return 4;
+    case VC_DT_F16: case VC_DT_BF16: return 2;
+    case VC_DT_I64: return 8;
+    case VC_DT_BOOL: case VC_DT_U8: return 1;
+    }
+    return 4;
+}
+
+vc_numel vc_n_sample(int64_t per_sample) { return (vc_numel){per_sample, 0}; }
+vc_numel vc_n_fixed(int64_t n) { return (vc_numel){0, n}; }
+vc_numel vc_n_scale(vc_numel n, int64_t k)
+{
+    vc_numel r;
+    if (__builtin_mul_overflow(n.ps, k, &r.ps) || __builtin_mul_overflow(n.fx, k, &r.fx))
+        return (vc_numel){INT64_MAX, 0};
+    return r;
+}
+
+int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch)
+{
+    int64_t e, b;
+    if (__builtin_mul_overflow(n.ps, batch, &e) || __builtin_add_overflow(e, n.fx, &e) ||
+        __builtin_mul_overflow(e, (int64_t)vc_dtype_size(dt), &b) || b > INT64_MAX - 511)
+        return -1;
+    if (b == 0) return 0; /* zero-element tensors take no block */
+    return (b + 511) / 512 * 512;
+}
+
+static vc_dtype resolve(const vc_build *b, vc_dtype dt)
+{
+    return dt == VC_DT_FLOAT ? b->act_dt : dt;
+}
+
+/* ------------------------------------------------------------ builder API */
+
+const vc_options *vc_opts(const vc_build *b) { return &b->o; }
+int64_t vc_batch(const vc_build *b) { return b->batch; }
+vc_dtype vc_act_dt(const vc_build *b) { return b->act_dt; }
+vc_dtype vc_param_dt(const vc_build *b) { return b->param_dt; }
+vc_dtype vc_autocast_dt(const vc_build *b) { return b->amp_dt; }
+bool vc_training(const vc_build *b) { return b->train; }
+
+int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt)
+{
+    GROW(b->t, b->nt, b->ct, b);
+    if (b->st) return -1;
+    tens_t *t = &b->t[b->nt];
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->dt = (uint8_t)resolve(b, dt);
+    t->contig = true;
+    t->op = t->base = t->param = t->release = t->last = -1;
+    t->stor = t->grad = -1;
+    return (int32_t)b->nt++;
+}
+
+static const vc_inst *cur(const vc_build *b) { return &b->m->inst[b->cur_inst]; }
+
+vc_t vc_input(vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    return (i >= 0 && i < in->nin) ? b->val_t[in->in[i]] : -1;
+}
+const vc_shape *vc_input_shape(const vc_build *b, int i) { return &b->m->val[cur(b)->in[i]].shape; }
+const vc_shape *vc_output_shape(const vc_build *b) { return &b->m->val[cur(b)->out].shape; }
+bool vc_has_weight(const vc_build *b, int i) { return i >= 0 && i < cur(b)->np; }
+vc_t vc_weight(vc_build *b, int i) { return vc_has_weight(b, i) ? b->par_t[cur(b)->params[i]] : -1; }
+vc_t vc_buf(vc_build *b, int i) { return (i >= 0 && i < cur(b)->nb) ? b->buf_t[cur(b)->bufs[i]] : -1; }
+void vc_set_output(vc_build *b, vc_t t) { b->out_t = t; }
+
+vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0}; }
+vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }
+bool vc_requires_grad(const vc_build *b, vc_t t) { return t >= 0 && b->t[t].rg; }
+bool vc_contiguous(const vc_build *b, vc_t t) { return t < 0 || b->t[t].contig; }
+
+void vc_hold(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].held = true;
+}
+void vc_release(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].release = (int32_t)b->nop - 1;
+}
+
+static item_t *add_item(vc_op *o, int type)
+{
+    vc_build *b = o->b;
+    GROW(b->it, b->nit, b->cit, b);
+    if (b->st) return NULL;
+    item_t *it = &b->it[b->nit++];
+    memset(it, 0, sizeof *it);
+    it->type = (uint8_t)type;
+    it->in = -1;
+    it->t = -1;
+    b->op[o->idx].nit++;
+    return it;
+}
+
+vc_op *vc_op_begin(vc_build *b, const char *name)
+{
+    static vc_op dead; /* returned after an allocation failure: all calls no-op */
+    if (b->st) { dead.b = b; dead.idx = -1; return &dead; }
+    GROW(b->op, b->nop, b->cop, b);
+    if (b->st) { dead.b = b; dead.idx = -1; return &dead; }
+    op_t *op = &b->op[b->nop];
+    memset(op, 0, sizeof *op);
+    op->name = name;
+    op->inst = b->cur_inst;
+    op->region = b->cur_region;
+    op->it0 = (int32_t)b->nit;
+    vc_op *o = malloc(sizeof *o);
+    if (!o) { b->st = VC_ERR_NOMEM; dead.b = b; dead.idx = -1; return &dead; }
+    o->b = b;
+    o->idx = (int32_t)b->nop++;
+    return o;
+}
+
+static bool live_op(vc_op *o) { return o->idx >= 0 && !o->b->st; }
+
+static int op_input(vc_op *o, vc_t t, bool diff)
+{
+    if (!live_op(o) || t < 0) return -1;
+    int idx = 0;
+    for (int32_t i = 0; i < o->b->op[o->idx].nit; i++)
+        if (op_items(o->b, o->idx)[i].type == IT_IN) idx++;
+    item_t *it = add_item(o, IT_IN);
+    if (!it) return -1;
+    it->t = t;
+    it->diff = diff;
+    it->how = VC_GRAD_NEW;
+    if (diff && o->b->t[t].rg && o->b->train) o->b->op[o->idx].rg = true;
+    return idx;
+}
+
+int vc_op_in(vc_op *o, vc_t t) { return op_input(o, t, true); }
+int vc_op_in_nodiff(vc_op *o, vc_t t) { return op_input(o, t, false); }
+
+static item_t *find_in(vc_op *o, int in)
+{
+    if (!live_op(o)) return NULL;
+    item_t *its = op_items(o->b, o->idx);
+    int idx = 0;
+    for (int32_t i = 0; i < o->b->op[o->idx].nit; i++)
+        if (its[i].type == IT_IN && idx++ == in) return &its[i];
+    return NULL;
+}
+
+void vc_op_grad(vc_op *o, int in, int how)
+{
+    item_t *it = find_in(o, in);
+    if (it) it->how = (uint8_t)how;
+}
+
+void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt)
+{
+    item_t *it = find_in(o, in);
+    if (!it) return;
+    it->in = 1;
+    it->n = n;
+    it->dt = (uint8_t)resolve(o->b, dt);
+}
+
+void vc_op_grad_view(vc_op *o, int in)
+{
+    item_t *it = find_in(o, in);
+    if (it) it->gview = 1;
+}
+
+vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return -1;
+    vc_build *b = o->b;
+    int32_t t = vc__new_tensor(b, n, dt);
+    item_t *it = add_item(o, IT_OUT);
+    if (t < 0 || !it) return -1;
+    it->t = t;
+    b->t[t].op = o->idx;
+    b->t[t].rg = b->op[o->idx].rg;
+    return t;
+}
+
+vc_t vc_op_out_view(vc_op *o, int in, vc_numel n, bool contiguous)
+{
+    item_t *src = find_in(o, in);
+    if (!src) return -1;
+    int32_t base = src->t;
+    vc_t t = vc_op_out(o, n, (vc_dtype)o->b->t[base].dt);
+    if (t < 0) return -1;
+    o->b->t[t].base = base;
+    o->b->t[t].contig = contiguous;
+    return t;
+}
+
+static void sized_item(vc_op *o, int type, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return;
+    item_t *it = add_item(o, type);
+    if (!it) return;
+    it->n = n;
+    it->dt = (uint8_t)resolve(o->b, dt);
+}
+
+void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n, dt); }
+void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
+void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
+
+void vc_op_save_if(vc_op *o, vc_t t, int in)
+{
+    if (!live_op(o) || t < 0) return;
+    item_t *it = add_item(o, IT_SAVE);
+    if (!it) return;
+    it->t = t;
+    it->in = (int16_t)in;
+}
+void vc_op_save(vc_op *o, vc_t t) { vc_op_save_if(o, t, -1); }
+
+void vc_op_gemm(vc_op *o)
+{
+    if (live_op(o)) o->b->op[o->idx].gemm = true;
+}
+
+void vc_op_end(vc_op *o)
+{
+    if (o->idx >= 0) free(o);
+}
+
+/* The autocast weight cache (ops.c): one cast copy per parameter per forward. */
+int32_t *vc__amp_cache(vc_build *b, vc_t w)
+{
+    return (w >= 0 && b->t[w].param >= 0) ? &b->amp_cache[b->t[w].param] : NULL;
+}
+
+void vc_batch_dependent(vc_build *b) { b->batch_dep = true; }
+
+/* ------------------------------------------------------------ the graph */
+
+/* Keeps t's Python reference until the last op recorded so far. */
+void vc__extend_life(vc_build *b, vc_t t)
+{
+    if (t >= 0 && b->nop > 0 && b->t[t].release < (int32_t)b->nop - 1) b->t[t].release = (int32_t)b->nop - 1;
+}
+
+/* -------------------------------------------------------------- the loss */
+
+void vc__emit_loss(vc_build *b)
+{
+    int32_t y = b->val_t[b->m->output];
+    const vc_value *ov = &b->m->val[b->m->output];
+    b->cur_inst = -1;
+    b->cur_region = -1;
+    vc_numel n = b->t[y].n;
+    if (b->t[y].dt != VC_DT_F32) { /* output.float(): _to_copy, saves nothing */
+        vc_op *o = vc_op_begin(b, "_to_copy");
+        vc_op_in(o, y);
+        y = vc_op_out(o, n, VC_DT_F32);
+        vc_op_end(o);
+    }
+    vc_op *o;
+    if (b->m->loss == VC_LOSS_CROSS_ENTROPY && ov->shape.nd >= 1) {
+        /* F.cross_entropy(logits, targets): log_softmax over the class dim
+         * (saves result), then nll_loss (saves target and total_weight);
+         * backward: nll grad zeros + log_softmax grad. The logits are an
+         * argument of cross_entropy: alive until nll_loss has returned. The
+         * int64 targets are made once, before the steps, and stay resident
+         * like the input batch (SPEC §4). */
+        int64_t classes = ov->shape.d[ov->shape.nd - 1];
+        vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
+        vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);
+        if (tgt < 0) return;
+        b->t[tgt].persistent = true;
+        b->target_t = tgt;
+        o = vc_op_begin(b, "log_softmax");
+        vc_op_in(o, y);
+        vc_t lp = vc_op_out(o, n, VC_DT_F32);
+        vc_op_save(o, lp);
+        vc_op_end(o);
+        o = vc_op_begin(b, "nll_loss");
+        vc_op_in(o, lp);
+        vc_op_in_nodiff(o, tgt);
+        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
+        vc_op_save(o, tgt);
+        vc_op_end(o);
+        vc__extend_life(b, y);
+        b->loss_t = l;
+    } else {
+        o = vc_op_begin(b, "mean");
+        vc_op_in(o, y);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+    if (b->o.precision == VC_PREC_AMP_FP16 && b->train) { /* scaler.scale(loss) */
+        o = vc_op_begin(b, "mul");
+        vc_op_in(o, b->loss_t);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+}

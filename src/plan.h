@@ -1,0 +1,210 @@
+/*
+ * plan.h — the engine's private data: the op graph the layers record
+ * (graph.c), the storages and alloc/free events its symbolic execution
+ * makes (autograd.c), and what replays keep between batches (replay.c,
+ * simulate.c). A plan is a vc_build once built (plan.c).
+ *
+ * Semantics follow PyTorch's eager autograd (docs/autograd.md):
+ *  - forward: each op allocates its outputs; a tensor's Python reference is
+ *    dropped after its last use; ops keep their saved tensors until their
+ *    backward has run;
+ *  - backward: ops run in reverse creation order; gradients of inputs are
+ *    allocated by the consumer and accumulated at forks; AccumulateGrad
+ *    steals a fresh parameter gradient (set_to_none=True);
+ *  - checkpoint regions save nothing in forward, keep their inputs, and are
+ *    recomputed (up to their last saving op) before their backward;
+ *  - the optimizer step allocates its temporaries, then zero_grad frees
+ *    every gradient.
+ */
+#ifndef VC_PLAN_H
+#define VC_PLAN_H
+
+#include <stdlib.h>
+
+#include "engine.h"
+
+enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP };
+enum { EV_ALLOC, EV_FREE, EV_FWD_END };
+
+typedef struct {
+    uint8_t type, dt, how, diff, gview;
+    int16_t in;    /* IT_SAVE: condition input (-1 always); IT_IN: grad size set */
+    int32_t t;     /* tensor (IT_IN, IT_OUT, IT_SAVE) */
+    vc_numel n;    /* IT_EXTRA/TEMP sizes; IT_IN: grad size when `in` is 1 */
+} item_t;
+
+typedef struct {
+    vc_numel n;
+    uint8_t dt;
+    bool rg, contig, persistent, held;
+    int32_t op;      /* producer op, -1 for leaves */
+    int32_t base;    /* tensor whose storage this view shares, -1 none */
+    int32_t param;   /* parameter index, -1 */
+    int32_t release; /* explicit release point (vc_release), -1 */
+    int32_t last;    /* liveness: op after which the reference is dropped */
+    int32_t stor, grad;
+} tens_t;
+
+typedef struct {
+    const char *name;
+    int32_t inst, region;
+    int32_t it0, nit;
+    bool rg, gemm;
+    int32_t sv0, nsv; /* saved storages (execution) */
+} op_t;
+
+typedef struct {
+    vc_numel n;
+    uint8_t dt, cat;
+    bool gview; /* a gradient that is a view keeping its base (vc_op_grad_view) */
+    int32_t inst;
+    int32_t refs;
+    int32_t ev; /* alloc event index */
+} stor_t;
+
+typedef struct {
+    int32_t stor;
+    uint8_t kind, phase;
+    int32_t inst;
+    int32_t op; /* op being executed, -1 */
+} ev_t;
+
+typedef struct {
+    int32_t first, last, last_save;
+    int32_t h0, nh;  /* external input tensors held (in rel pool) */
+    bool recomputed;
+} region_t;
+
+/* One event whose size depends on the batch, with the batch-independent
+ * events before it folded into sums (vc_plan_simulate's first pass). */
+typedef struct {
+    int32_t code;            /* storage (alloc), ~storage (free); INT32_MIN: none (the tail) */
+    int32_t pos, fmax_pos;   /* index in code[] of this event, of the folded events' highest point */
+    int64_t fdelta, fmax;    /* folded events: net bytes; highest running sum after an alloc (INT64_MIN none) */
+    int64_t adelta, amax;    /* the same for activations */
+} fold_t;
+
+struct vc_grid {
+    int64_t *cum; /* cum[k]: the model's most reserved over grid batches 0..k */
+    size_t n, cap;
+};
+
+/* What a replay at one batch needs, in compact arrays built on first use
+ * (kept with the plan, which is otherwise read-only), and the allocator
+ * model's results at the grid batches (see reserved_envelope). */
+typedef struct {
+    bool ready;
+    int64_t *a, *c;   /* per storage: bytes = round512(a + c * batch) */
+    uint8_t *cat;     /* per storage */
+    int64_t amax, cmax;
+    int32_t *dep;     /* the storages whose size depends on the batch */
+    size_t ndep;
+    int64_t fixed_persistent[CAT__N]; /* batch-independent part of vc_sim.persistent, -1 overflow */
+    int32_t *code;    /* per event: storage (alloc), ~storage (free) */
+    int32_t *orig;    /* per event: index in the plan's events */
+    size_t ncode, fwd_end; /* events before the end-of-forward marker */
+    size_t first_dep;      /* the first event whose size depends on the batch */
+    fold_t *fold;
+    size_t nfold, fwd_fold; /* the fold item whose folded events hold the marker */
+    int64_t fwd_aoff;       /* activation bytes of those folded events before the marker */
+    bool fold_overflow;
+    int64_t *sz;      /* scratch: per storage */
+    /* the allocator model per pool (0 large, 1 small: independent, see
+     * replay_reserved): this replay's and the last replay's requests */
+    struct {
+        vc_alloc_event *ev[2];
+        size_t n[2];
+        int cur;      /* the stream this replay writes; the other is the last one's */
+        size_t pre;   /* requests before the first batch-dependent event: written once in both streams */
+        int64_t last; /* the last replay's reserve, -1 none */
+        vc_alloc_scratch scratch;
+    } pool[2];
+    bool streams_ready; /* pool[].ev allocated, the prefix written */
+    int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
+    vc_grid own, *grid; /* the grid values: this plan's own, or an estimator's shared one */
+    /* what is live at one peak event, for the breakdown of the next batch
+     * that peaks there: the fixed-size part by category, and the live
+     * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..
+     * pk_off[c + 1])) */
+    size_t pk;        /* (size_t)-1: none yet */
+    int64_t pk_fixed[CAT__N];
+    int32_t *pk_dep;
+    int32_t pk_off[CAT__N + 1];
+} res_memo;
+
+struct vc_build {
+    const vc_model *m;
+    vc_options o;
+    int64_t batch;
+    vc_dtype act_dt, param_dt, amp_dt, state_dt;
+    bool train;
+    vc_status st;
+    bool batch_dep;
+
+    tens_t *t;   size_t nt, ct;
+    op_t *op;    size_t nop, cop;
+    item_t *it;  size_t nit, cit;
+    int32_t *val_t;     /* model value -> tensor */
+    int32_t *par_t;     /* parameter -> tensor */
+    int32_t *buf_t;     /* buffer -> tensor */
+    int32_t *amp_cache; /* parameter -> autocast copy tensor, -1 */
+    int cur_inst, cur_region;
+    int32_t out_t;
+
+    /* execution */
+    stor_t *s;   size_t ns, cs;
+    ev_t *ev;    size_t nev, cev;
+    int32_t *sv; size_t nsv, csv;     /* saved storages pool */
+    int32_t *rel_off, *rel;           /* per-op release lists (forward) */
+    int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
+    region_t *reg; int nreg;
+    int32_t *hold; size_t nhold;
+    int32_t *pgrad;                   /* parameter -> grad storage (.grad) */
+    int32_t *pedges;                  /* parameter -> gradient edges into its AccumulateGrad */
+    int32_t *parrived;                /* parameter -> gradients arrived in this backward */
+    int32_t *ppending;                /* parameter -> its InputBuffer's gradient, -1 */
+    int32_t *fwd_live; size_t nfwd_live; /* ACT storages live at end of forward */
+    int32_t loss_t;
+    int32_t target_t; /* cross-entropy targets: resident like the input batch, -1 */
+    uint8_t phase;
+    int32_t cur_op;
+    res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
+};
+
+struct vc_op {
+    vc_build *b;
+    int32_t idx;
+};
+
+
+#define GROW(arr, n, cap, b)                                                       \
+    do {                                                                           \
+        if ((n) == (cap)) {                                                        \
+            size_t nc_ = (cap) ? (cap) * 2 : 64;                                   \
+            void *np_ = realloc((arr), nc_ * sizeof *(arr));                       \
+            if (!np_) { (b)->st = VC_ERR_NOMEM; break; }                           \
+            (arr) = np_;                                                           \
+            (cap) = nc_;                                                           \
+        }                                                                          \
+    } while (0)
+
+static inline item_t *op_items(vc_build *b, int32_t k) { return &b->it[b->op[k].it0]; }
+
+/* graph.c */
+int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt);
+/* Keeps t's Python reference until the last op recorded so far. */
+void vc__extend_life(vc_build *b, vc_t t);
+/* The loss after the model's output (train): mean or cross-entropy. */
+void vc__emit_loss(vc_build *b);
+
+/* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
+void vc__execute(vc_build *b);
+
+/* replay.c */
+void vc__memo_free(res_memo *M);
+/* The allocated-memory pass of one batch: everything in *sim but reserved. */
+vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err);
+/* The caching allocator model's reserve at `batch`: -1 out of memory, -2 too large. */
+int64_t vc__replay_reserved(const vc_build *b, int64_t batch);
+
+#endif

@@ -1,0 +1,368 @@
+/*
+ * replay.c — a plan's events replayed for one batch size: every storage's
+ * bytes at that batch, the allocated peak and its breakdown (one pass over
+ * the batch-dependent events, the others folded in), the per-layer saved
+ * bytes, the caching allocator model's reserve (alloc.c) per pool, and the
+ * --trace listing.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+#include "util.h"
+
+void vc__memo_free(res_memo *M)
+{
+    if (!M) return;
+    free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
+    for (int q = 0; q < 2; q++) {
+        vc_alloc_scratch_free(&M->pool[q].scratch);
+        free(M->pool[q].ev[0]); free(M->pool[q].ev[1]);
+    }
+    free(M->sz); free(M->evidx); free(M->own.cum); free(M->pk_dep);
+    free(M);
+}
+
+#define VC_MAX_BLOCK (INT64_C(1) << 61)
+
+static int prepare(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    if (M->ready) return 0;
+    if (M->a) return -1; /* an earlier call ran out of memory: do not allocate (and leak) again */
+    M->a = malloc((b->ns + 1) * sizeof *M->a);
+    M->c = malloc((b->ns + 1) * sizeof *M->c);
+    M->cat = malloc(b->ns + 1);
+    M->pk = (size_t)-1;
+    M->sz = malloc((b->ns + 1) * sizeof *M->sz);
+    M->evidx = malloc((b->ns + 1) * sizeof *M->evidx);
+    M->code = malloc((b->nev + 1) * sizeof *M->code);
+    M->orig = malloc((b->nev + 1) * sizeof *M->orig);
+    M->pool[0].last = M->pool[1].last = -1;
+    if (!M->a || !M->c || !M->cat || !M->sz || !M->evidx || !M->code || !M->orig) return -1;
+    for (size_t s = 0; s < b->ns; s++) {
+        int64_t d = vc_dtype_size((vc_dtype)b->s[s].dt);
+        /* the loader keeps element counts under 2^56: no overflow */
+        M->a[s] = b->s[s].n.fx * d;
+        M->c[s] = b->s[s].n.ps * d;
+        M->cat[s] = b->s[s].cat;
+        if (M->a[s] > M->amax) M->amax = M->a[s];
+        if (M->c[s] > M->cmax) M->cmax = M->c[s];
+    }
+    M->dep = malloc((b->ns + 1) * sizeof *M->dep);
+    if (!M->dep) return -1;
+    for (size_t s = 0; s < b->ns; s++) {
+        uint8_t c = M->cat[s];
+        if (M->c[s] > 0) {
+            M->dep[M->ndep++] = (int32_t)s;
+            continue;
+        }
+        int64_t v = M->sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, 1);
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && M->fixed_persistent[c] >= 0 &&
+            (v < 0 || __builtin_add_overflow(M->fixed_persistent[c], v, &M->fixed_persistent[c])))
+            M->fixed_persistent[c] = -1;
+    }
+    /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch) */
+    for (size_t q = 0; q < b->m->npar && b->train; q++)
+        if (b->m->par[q].trainable && M->fixed_persistent[CAT_GRAD] >= 0) {
+            const tens_t *t = &b->t[b->par_t[q]];
+            int64_t v = vc_bytes(t->n, (vc_dtype)t->dt, 1);
+            if (v < 0 || __builtin_add_overflow(M->fixed_persistent[CAT_GRAD], v, &M->fixed_persistent[CAT_GRAD]))
+                M->fixed_persistent[CAT_GRAD] = -1;
+        }
+    size_t n = 0;
+    M->fwd_end = (size_t)-1;
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END) {
+            M->fwd_end = n;
+            continue;
+        }
+        M->orig[n] = (int32_t)i;
+        M->code[n++] = e->kind == EV_ALLOC ? e->stor : ~e->stor;
+    }
+    M->ncode = n;
+    for (M->first_dep = 0; M->first_dep < n; M->first_dep++) {
+        int32_t c = M->code[M->first_dep];
+        if (M->c[c >= 0 ? c : ~c] > 0) break;
+    }
+    /* the fold: batch-dependent events, each with the fixed-size ones before it */
+    M->fold = malloc((n + 1) * sizeof *M->fold);
+    if (!M->fold) return -1;
+    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+    M->fwd_fold = (size_t)-1;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == M->fwd_end) {
+            M->fwd_fold = M->nfold;
+            M->fwd_aoff = f.adelta;
+        }
+        int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
+        if (c == INT32_MIN || M->c[st] > 0) {
+            f.code = c;
+            f.pos = (int32_t)i;
+            M->fold[M->nfold++] = f;
+            f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+            continue;
+        }
+        int64_t v = M->sz[st];
+        bool act = M->cat[st] == CAT_ACT;
+        if (c < 0) {
+            f.fdelta -= v;
+            if (act) f.adelta -= v;
+            continue;
+        }
+        /* a running sum past 2^63 here is one past 2^63 in the replay (sums before are >= 0) */
+        if (__builtin_add_overflow(f.fdelta, v, &f.fdelta) || (act && __builtin_add_overflow(f.adelta, v, &f.adelta)))
+            M->fold_overflow = true;
+        if (f.fdelta > f.fmax) {
+            f.fmax = f.fdelta;
+            f.fmax_pos = (int32_t)i;
+        }
+        if (act && f.adelta > f.amax) f.amax = f.adelta;
+    }
+    M->ready = true;
+    return 0;
+}
+
+/* Every storage's bytes at `batch` into M->sz: -3 when one passes 2^63
+ * (the rest unset), -2 when one passes 2^61. */
+static int sizes_at(const vc_build *b, int64_t batch)
+{
+    res_memo *M = b->memo;
+    int64_t *sz = M->sz;
+    if (M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax)) {
+        int r = 0;
+        for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
+            if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) return -3;
+            if (sz[s] > VC_MAX_BLOCK) r = -2;
+        }
+        return r;
+    }
+    for (size_t i = 0; i < M->ndep; i++) { /* the others were sized once, in prepare() */
+        int32_t s = M->dep[i];
+        int64_t v = M->a[s] + M->c[s] * batch;
+        sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
+    }
+    return 0;
+}
+
+/* What is live after event pk, into M->pk_*: the fixed-size storages'
+ * bytes by category, and the batch-dependent storages by category (their
+ * bytes change with the batch; the set does not). -1 out of memory. */
+static int peak_breakdown(const vc_build *b, size_t pk)
+{
+    res_memo *M = b->memo;
+    if (!M->pk_dep && !(M->pk_dep = malloc((M->ndep + 1) * sizeof *M->pk_dep))) return -1;
+    int32_t *live = M->evidx; /* scratch, as in replay_reserved: 1 when a dependent storage is live */
+    for (size_t i = 0; i < M->ndep; i++) live[M->dep[i]] = 0;
+    int64_t fixed[CAT__N] = {0};
+    for (size_t i = 0; i <= pk; i++) {
+        int32_t c = M->code[i], s = c >= 0 ? c : ~c;
+        if (M->c[s] > 0) live[s] = c >= 0;
+        else fixed[M->cat[s]] += c >= 0 ? M->sz[s] : -M->sz[s];
+    }
+    int32_t n[CAT__N + 1] = {0};
+    for (size_t i = 0; i < M->ndep; i++)
+        if (live[M->dep[i]]) n[M->cat[M->dep[i]] + 1]++;
+    for (int c = 0; c < CAT__N; c++) n[c + 1] += n[c];
+    memcpy(M->pk_off, n, sizeof n);
+    for (size_t i = 0; i < M->ndep; i++)
+        if (live[M->dep[i]]) M->pk_dep[n[M->cat[M->dep[i]]]++] = M->dep[i];
+    memcpy(M->pk_fixed, fixed, sizeof fixed);
+    M->pk = pk;
+    return 0;
+}
+
+static bool same_stream(const vc_alloc_event *a, const vc_alloc_event *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (a[i].size != c[i].size || a[i].block != c[i].block) return false;
+    return true;
+}
+
+/* the requests of events [from, to) into the pools' streams ev[], from j[] on */
+static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *const ev[2], size_t j[2])
+{
+    for (size_t i = from; i < to; i++) {
+        int32_t s = M->code[i];
+        int64_t v = M->sz[s >= 0 ? s : ~s];
+        if (!v) continue; /* zero-element tensors take no block */
+        int p = vc_alloc_small(v);
+        if (s >= 0) {
+            M->evidx[s] = (int32_t)j[p];
+            ev[p][j[p]++] = (vc_alloc_event){v, -1};
+        } else {
+            ev[p][j[p]++] = (vc_alloc_event){v, M->evidx[~s]};
+        }
+    }
+}
+
+/* The caching allocator model's reserved bytes for a replay at `batch`:
+ * -1 out of memory, -2 a tensor beyond 2^61 bytes or a reserve beyond 2^63.
+ *
+ * The two pools never share a block (a request's size picks its pool, and a
+ * freed block merges only within its segment), so each is replayed on its
+ * own requests, and a pool whose requests are the same as at the last
+ * replay is not replayed again: below a model's first activation of 1 MiB
+ * the large pool sees only the weights, gradients and optimizer state, and
+ * above it the small pool sees only the biases and the like (a 2,000-layer
+ * MLP: the large pool is replayed once for the grid batches 1-256). */
+int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
+{
+    res_memo *M = b->memo;
+    if (prepare(b)) return -1;
+    if (sizes_at(b, batch)) return -2;
+    if (!M->streams_ready) {
+        /* the events before the first batch-dependent one are the same at
+         * every batch: their requests go into both streams of each pool once
+         * (their evidx entries stay: peak_breakdown writes only dependent
+         * storages' entries) */
+        for (int p = 0; p < 2; p++)
+            for (int c = 0; c < 2; c++)
+                if (!M->pool[p].ev[c] && !(M->pool[p].ev[c] = malloc((M->ncode + 1) * sizeof *M->pool[p].ev[c])))
+                    return -1;
+        for (int c = 0; c < 2; c++) {
+            size_t j[2] = {0, 0};
+            vc_alloc_event *ev[2] = {M->pool[0].ev[c], M->pool[1].ev[c]};
+            write_requests(M, 0, M->first_dep, ev, j);
+            M->pool[0].pre = j[0];
+            M->pool[1].pre = j[1];
+        }
+        M->streams_ready = true;
+    }
+    vc_alloc_event *ev[2] = {M->pool[0].ev[M->pool[0].cur], M->pool[1].ev[M->pool[1].cur]};
+    size_t j[2] = {M->pool[0].pre, M->pool[1].pre};
+    write_requests(M, M->first_dep, M->ncode, ev, j);
+    int64_t total = 0;
+    for (int p = 0; p < 2; p++) {
+        int c = M->pool[p].cur, o = 1 - c;
+        size_t pre = M->pool[p].pre;
+        int64_t r = M->pool[p].last;
+        M->pool[p].n[c] = j[p];
+        if (r < 0 || M->pool[p].n[o] != j[p] || !same_stream(M->pool[p].ev[o] + pre, ev[p] + pre, j[p] - pre)) {
+            if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
+            M->pool[p].last = r;
+            M->pool[p].cur = o; /* this stream is now the last one */
+        }
+        if (__builtin_add_overflow(total, r, &total)) return -2;
+    }
+    return total;
+}
+
+
+vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
+{
+    res_memo *M = b->memo;
+    memset(sim, 0, sizeof *sim);
+    sim->peak_inst = -1;
+    if (prepare(b)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    int big = sizes_at(b, batch);
+    if (big == -3)
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
+                            (long long)batch);
+    const int64_t *sz = M->sz;
+    /* one pass over the batch-dependent events (the others folded in) for
+     * the peak and the activations, a second up to the peak for its
+     * breakdown by category */
+    int64_t total = 0, act = 0, act_peak = 0, peak = 0;
+    size_t pk = (size_t)-1;
+    bool overflow = M->fold_overflow;
+    for (size_t k = 0; k < M->nfold && !overflow; k++) {
+        const fold_t *f = &M->fold[k];
+        if (k == M->fwd_fold && b->train) sim->activations = act + M->fwd_aoff;
+        if (f->fmax != INT64_MIN) {
+            int64_t t;
+            if (__builtin_add_overflow(total, f->fmax, &t)) {
+                overflow = true;
+                break;
+            }
+            if (t > peak) {
+                peak = t;
+                pk = (size_t)f->fmax_pos;
+            }
+        }
+        if (f->amax != INT64_MIN && act + f->amax > act_peak) act_peak = act + f->amax;
+        total += f->fdelta; /* at most the highest point, checked above */
+        act += f->adelta;
+        int32_t s = f->code;
+        if (s == INT32_MIN) continue;
+        if (s >= 0) {
+            int64_t v = sz[s];
+            if (__builtin_add_overflow(total, v, &total)) {
+                overflow = true;
+                break;
+            }
+            if (total > peak) {
+                peak = total;
+                pk = (size_t)f->pos;
+            }
+            if (M->cat[s] == CAT_ACT && (act += v) > act_peak) act_peak = act;
+        } else {
+            total -= sz[~s];
+            if (M->cat[~s] == CAT_ACT) act -= sz[~s];
+        }
+    }
+    sim->peak = peak;
+    if (pk != (size_t)-1 && !overflow) {
+        if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        for (int c = 0; c < CAT__N; c++) {
+            int64_t v = M->pk_fixed[c]; /* the parts are live together at the peak: no overflow */
+            for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
+            sim->at_peak[c] = v;
+        }
+    }
+    if (pk != (size_t)-1) {
+        const ev_t *e = &b->ev[M->orig[pk]];
+        sim->phase = (vc_phase)e->phase;
+        sim->peak_inst = e->inst;
+    }
+    if (!b->train) sim->activations = act_peak;
+    /* persistent sizes: weights, optimizer state, workspaces and gradients */
+    for (int c = 0; c < CAT__N; c++) {
+        if (M->fixed_persistent[c] < 0) overflow = true;
+        else sim->persistent[c] = M->fixed_persistent[c];
+    }
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
+        uint8_t c = M->cat[s];
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))
+            overflow = true;
+    }
+    if (overflow) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    if (big) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld needs more than 2^61 bytes", (long long)batch);
+    if (inst_act) {
+        memset(inst_act, 0, b->m->ninst * sizeof *inst_act);
+        for (size_t j = 0; j < b->nfwd_live; j++) {
+            int32_t s = b->fwd_live[j];
+            if (b->s[s].inst >= 0) inst_act[b->s[s].inst] += sz[s];
+        }
+    }
+    return VC_OK;
+}
+
+static const char *const cat_names[CAT__N] = {"weight", "grad", "state", "act", "temp", "workspace"};
+
+vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx)
+{
+    const vc_build *b = (const vc_build *)p;
+    int64_t total = 0;
+    char buf[256];
+    for (size_t i = 0; i < b->nev; i++) {
+        const ev_t *e = &b->ev[i];
+        if (e->kind == EV_FWD_END) {
+            line(ctx, "-- end of forward");
+            continue;
+        }
+        const stor_t *s = &b->s[e->stor];
+        int64_t v = vc_bytes(s->n, (vc_dtype)s->dt, batch);
+        if (v < 0) return VC_ERR_OVERFLOW;
+        if (__builtin_add_overflow(total, e->kind == EV_ALLOC ? v : -v, &total)) return VC_ERR_OVERFLOW;
+        const char *where = e->inst >= 0 ? b->m->inst[e->inst].path : "-";
+        snprintf(buf, sizeof buf, "%-9s %-5s %-9s %12lld %14lld  %s %s", vc_phase_name((vc_phase)e->phase),
+                 e->kind == EV_ALLOC ? "alloc" : "free", cat_names[s->cat], (long long)v, (long long)total, where,
+                 e->op >= 0 ? b->op[e->op].name : "");
+        line(ctx, buf);
+    }
+    return VC_OK;
+}
+
