@@ -239,16 +239,37 @@ static void release_list(vc_build *b, const int32_t *off, const int32_t *list, i
     for (int32_t j = off[k]; j < off[k + 1]; j++) drop_ref(b, list[j], b->op[k].inst);
 }
 
+int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst)
+{
+    return s_alloc(b, n, (uint8_t)dt, (uint8_t)cat, inst);
+}
+void vc__free(vc_build *b, int32_t s, int32_t inst) { s_unref(b, s, inst); }
+
+/* The layout's module hooks as the running instance changes to `inst`
+ * (-1: outside every layer, as at the loss and after the last layer). */
+static void module_boundary(vc_build *b, int32_t inst)
+{
+    if (!b->layout->module || inst == b->hook_inst) return;
+    int32_t prev = b->hook_inst;
+    b->hook_inst = inst;
+    b->cur_op = -1;
+    if (prev >= 0) b->layout->module(b, prev, (vc_phase)b->phase, false);
+    if (inst >= 0) b->layout->module(b, inst, (vc_phase)b->phase, true);
+}
+
 static void forward(vc_build *b)
 {
     b->phase = VC_PHASE_FORWARD;
+    b->hook_inst = -1;
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
     for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
+        module_boundary(b, b->op[k].inst);
         if (r >= 0 && b->reg[r].first == k && b->train) hold_region_inputs(b, r);
         fwd_op(b, k, r < 0);
         release_list(b, b->rel_off, b->rel, k);
     }
+    module_boundary(b, -1);
 }
 
 /* Op k saves (references) its saved inputs but never runs: its outputs are
@@ -377,6 +398,8 @@ static void backward(vc_build *b)
         for (int32_t i = 0; i < op->nit; i++)
             if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
         if (gin < 0) continue;
+        module_boundary(b, op->inst);
+        b->cur_op = k;
         if (op->region >= 0 && !b->reg[op->region].recomputed) {
             recompute(b, op->region);
             b->cur_op = k;
@@ -455,6 +478,7 @@ static void backward(vc_build *b)
             b->reg[r].nh = 0;
         }
     }
+    module_boundary(b, -1);
     /* AccumulateGrad nodes some of whose gradients never came (their
      * producers got no gradient) run with what they have. */
     for (size_t p = 0; p < b->m->npar; p++) accumulate_grad(b, p, -1);
@@ -475,25 +499,24 @@ static void backward(vc_build *b)
 }
 
 /* Persistent state in steady state: parameters, buffers, master copies,
- * optimizer states, the input batch, and the cuBLAS workspace. */
+ * optimizer states (the optimizer's row), the input batch, and the cuBLAS
+ * workspace. */
 static void persistent(vc_build *b)
 {
     const vc_model *m = b->m;
     const vc_options *o = &b->o;
-    bool mixed = o->precision == VC_PREC_MIXED_FP16 || o->precision == VC_PREC_MIXED_BF16;
-    bool opt = b->train && o->optim != VC_OPTIM_NONE;
-    int nstates = !opt ? 0 : (o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW) ? 2
-                  : o->optim == VC_OPTIM_MOMENTUM ? 1 : 0;
+    const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
+    vc_optim_ctx ctx = {o->optim_impl, b->state_dt};
     for (size_t p = 0; p < m->npar; p++) {
         tens_t *t = &b->t[b->par_t[p]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
         if (!m->par[p].trainable) continue;
-        if (mixed && b->train) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
-        for (int k = 0; k < nstates; k++) s_alloc(b, t->n, (uint8_t)b->state_dt, CAT_OPT, m->par[p].owner);
-        if (opt && o->optim_impl == VC_IMPL_FUSED && nstates == 2)
-            s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, m->par[p].owner); /* device step */
+        if (b->prec->master && b->train) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        vc_tspec st[VC_OPTIM_MAX];
+        int n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
+        for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
     }
-    if (b->train && o->precision == VC_PREC_AMP_FP16) { /* GradScaler _scale, _growth_tracker */
+    if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
         s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
         s_alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
     }
@@ -505,7 +528,7 @@ static void persistent(vc_build *b)
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
-    if (b->target_t >= 0) { /* the targets, made once like the input batch (SPEC §4) */
+    if (b->target_t >= 0) { /* the targets, made once like the input batch (docs/contract.md) */
         tens_t *t = &b->t[b->target_t];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
@@ -516,30 +539,61 @@ static void persistent(vc_build *b)
     if (ws > 0) s_alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
 }
 
+/* One op of a parameter's step program; slot[] holds its ALLOCs' storages. */
+static void step_op(vc_build *b, const vc_step_op *op, int32_t *slot)
+{
+    if (op->op == VC_STEP_ALLOC) slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1);
+    else s_unref(b, slot[op->slot], -1);
+}
+
+/* The optimizer's row: each trainable parameter's step program, run op by
+ * op over all parameters for foreach (a _foreach_* call takes the whole
+ * list), one parameter after another otherwise. */
+static void run_step_programs(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_optim_row *r = b->optim;
+    vc_optim_ctx ctx = {b->o.optim_impl, b->state_dt};
+    vc_step_op prog[VC_OPTIM_MAX];
+    if (!r->step) return;
+    if (ctx.impl != VC_IMPL_FOREACH) {
+        for (size_t p = 0; p < m->npar; p++) {
+            if (!m->par[p].trainable) continue;
+            int32_t slot[VC_OPTIM_MAX];
+            int n = r->step(&m->par[p], &ctx, prog);
+            for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
+        }
+        return;
+    }
+    int nslots = 1, nops = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        if (!m->par[p].trainable) continue;
+        int n = r->step(&m->par[p], &ctx, prog);
+        if (n > nops) nops = n;
+        for (int j = 0; j < n; j++)
+            if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
+    }
+    int32_t *slot = malloc((m->npar + 1) * (size_t)nslots * sizeof *slot);
+    if (!slot) { b->st = VC_ERR_NOMEM; return; }
+    for (int j = 0; j < nops; j++)
+        for (size_t p = 0; p < m->npar; p++) {
+            if (!m->par[p].trainable) continue;
+            int n = r->step(&m->par[p], &ctx, prog);
+            if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
+        }
+    free(slot);
+}
+
 static void optimizer_step(vc_build *b)
 {
     b->cur_op = -1;
-    const vc_options *o = &b->o;
     b->phase = VC_PHASE_OPTIMIZER;
     const vc_model *m = b->m;
-    if (o->precision == VC_PREC_AMP_FP16) { /* unscale_: found_inf */
+    if (b->prec->scaler) { /* unscale_: found_inf */
         int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
         s_unref(b, s, -1);
     }
-    bool adam = o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW;
-    if (adam && o->optim_impl != VC_IMPL_FUSED) {
-        /* foreach: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one tensor
-         * per parameter, all alive together; forloop: one at a time. */
-        size_t first = b->ns;
-        for (size_t p = 0; p < m->npar; p++) {
-            if (!m->par[p].trainable) continue;
-            int32_t s = s_alloc(b, m->par[p].numel ? vc_n_fixed(m->par[p].numel) : vc_n_fixed(0),
-                                (uint8_t)b->state_dt, CAT_TEMP, -1);
-            if (o->optim_impl == VC_IMPL_FORLOOP) s_unref(b, s, -1);
-        }
-        if (o->optim_impl == VC_IMPL_FOREACH)
-            for (size_t s = first; s < b->ns; s++) s_unref(b, (int32_t)s, -1);
-    }
+    run_step_programs(b);
     b->phase = VC_PHASE_IDLE;
     for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
         if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
@@ -599,7 +653,7 @@ void vc__execute(vc_build *b)
         if (pass == 0) mark_fwd_end(b);
         if (b->train) backward(b);
     }
-    if (b->train && b->o.optim != VC_OPTIM_NONE) optimizer_step(b);
+    if (b->train && b->optim->steps) optimizer_step(b);
     else if (b->train) {
         b->phase = VC_PHASE_IDLE;
         for (size_t p = 0; p < b->m->npar; p++)

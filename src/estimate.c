@@ -1,69 +1,21 @@
 /*
- * estimate.c — options, names, and turning a simulated plan into a result.
+ * estimate.c — one estimate (vc_estimate), seed 003's counts-only
+ * calculator (vc_estimate_counts), a simulated plan as a result, and the
+ * --trace listing.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "policy.h"
 #include "util.h"
-
-static const char *const optim_names[] = {"sgd", "momentum", "adam", "adamw", "none", NULL};
-static const char *const impl_names[] = {"foreach", "fused", "forloop", NULL};
-static const char *const prec_names[] = {"fp32", "fp16", "bf16", "amp-fp16", "amp-bf16", "mixed-fp16", "mixed-bf16", NULL};
-static const char *const mode_names[] = {"train", "infer", NULL};
-static const char *const attn_names[] = {"auto", "flash", "efficient", "math", NULL};
-static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle"};
-
-static int lookup(const char *const *names, const char *s)
-{
-    for (int i = 0; s && names[i]; i++)
-        if (!strcmp(names[i], s)) return i;
-    return -1;
-}
-
-int vc_optim_from_name(const char *s) { return lookup(optim_names, s); }
-int vc_optim_impl_from_name(const char *s) { return lookup(impl_names, s); }
-int vc_precision_from_name(const char *s) { return lookup(prec_names, s); }
-int vc_mode_from_name(const char *s) { return lookup(mode_names, s); }
-int vc_attention_from_name(const char *s) { return lookup(attn_names, s); }
-const char *vc_optim_name(vc_optim o) { return (unsigned)o < 5 ? optim_names[o] : "?"; }
-const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < 3 ? impl_names[i] : "?"; }
-const char *vc_precision_name(vc_precision p) { return (unsigned)p < 7 ? prec_names[p] : "?"; }
-const char *vc_mode_name(vc_mode m) { return (unsigned)m < 2 ? mode_names[m] : "?"; }
-const char *vc_attention_name(vc_attention a) { return (unsigned)a < 4 ? attn_names[a] : "?"; }
-const char *vc_phase_name(vc_phase p) { return (unsigned)p < 4 ? phase_names[p] : "?"; }
 
 /* A typical CUDA 12 context with cuBLAS/cuDNN loaded lazily, as nvidia-smi
  * shows it for a PyTorch 2.x process on Ampere/Hopper. Not measured by this
  * project (no GPU was available): an estimate within seed 000's 300-800 MB
  * and seed 004's 0.5-2 GB ranges. Override with --context. */
 #define VC_DEFAULT_CONTEXT (INT64_C(500) << 20)
-
-void vc_options_init(vc_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->batch = 1;
-    o->optim = VC_OPTIM_ADAM;
-    o->optim_impl = VC_IMPL_FOREACH;
-    o->accumulate = 1;
-    o->precision = VC_PREC_FP32;
-    o->mode = VC_MODE_TRAIN;
-    o->attention = VC_ATTN_AUTO;
-    o->workspace = -1;
-    o->context = -1;
-}
-
-static vc_status check_options(const vc_options *o, vc_error *err)
-{
-    if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
-    if (o->accumulate < 1) return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "must be a positive integer");
-    if ((unsigned)o->optim > VC_OPTIM_NONE || (unsigned)o->optim_impl > VC_IMPL_FORLOOP ||
-        (unsigned)o->precision > VC_PREC_MIXED_BF16 || (unsigned)o->mode > VC_MODE_INFER ||
-        (unsigned)o->attention > VC_ATTN_MATH)
-        return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
-    return VC_OK;
-}
 
 static vc_status finish(vc_result *r, const vc_options *o, vc_error *err)
 {
@@ -127,7 +79,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
 vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
-    vc_status st = check_options(o, err);
+    vc_status st = vc__check_options(o, err);
     if (st) return st;
     vc_plan *p = NULL;
     st = vc_plan_build(m, o, &p, err);
@@ -161,26 +113,35 @@ static vc_status counts_term(int64_t a, int64_t b, int64_t *acc, vc_error *err)
 vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, vc_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
-    vc_status st = check_options(o, err);
+    vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (params < 0) return vc_set_error(err, VC_ERR_USAGE, "--params", "must be a non-negative integer");
     if (acts < 0) return vc_set_error(err, VC_ERR_USAGE, "--activations", "must be a non-negative integer");
     bool train = o->mode == VC_MODE_TRAIN;
-    int wsz, gsz, ssz, asz, master = 0;
-    switch (o->precision) {
-    case VC_PREC_FP16: case VC_PREC_BF16: wsz = gsz = ssz = asz = 2; break;
-    case VC_PREC_MIXED_FP16: case VC_PREC_MIXED_BF16: wsz = gsz = asz = 2; ssz = 4; master = 4; break;
-    case VC_PREC_AMP_FP16: case VC_PREC_AMP_BF16: wsz = gsz = ssz = 4; asz = 2; break;
-    default: wsz = gsz = ssz = asz = 4; break;
+    /* bytes per parameter from the precision's row: weights (+ the fp32
+     * master copy in training), gradients, each optimizer state; and per
+     * activation element (the autocast dtype where there is one) */
+    const vc_precision_row *pr = vc_precision_row_get(o->precision);
+    int wsz = vc_dtype_size(pr->param_dt), gsz = wsz;
+    int asz = vc_dtype_size(pr->amp_dt != VC_DT_F32 ? pr->amp_dt : pr->act_dt), master = pr->master ? 4 : 0;
+    /* the optimizer's state elements per parameter element, from its row
+     * on a 1-D parameter (seed 003 counts whole tensors, no implementation) */
+    int64_t sbytes = 0;
+    const vc_optim_row *opt = vc_optim_row_get(o->optim);
+    if (train && opt->steps && opt->state) {
+        static const int64_t dim1 = 1;
+        vc_param_entry one = {1, true, 1, -1, "p", &dim1};
+        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->state_dt};
+        vc_tspec ts[VC_OPTIM_MAX];
+        int n = opt->state(&one, &ctx, ts);
+        for (int k = 0; k < n; k++) sbytes += ts[k].n.fx * vc_dtype_size((vc_dtype)ts[k].dt);
     }
-    int nstates = !train ? 0 : o->optim == VC_OPTIM_ADAM || o->optim == VC_OPTIM_ADAMW ? 2
-                  : o->optim == VC_OPTIM_MOMENTUM ? 1 : 0;
     vc_memory *mm = &r->memory;
     r->parameters = r->trainable_parameters = params;
     /* Seed 003: plain element counts times bytes, no per-tensor rounding. */
     if (counts_term(params, wsz + (train ? master : 0), &mm->weights, err) ||
         (train && counts_term(params, gsz, &mm->gradients, err)) ||
-        counts_term(params, (int64_t)ssz * nstates, &mm->optimizer_states, err))
+        counts_term(params, sbytes, &mm->optimizer_states, err))
         return err ? err->code : VC_ERR_OVERFLOW;
     int64_t per;
     if (__builtin_mul_overflow(acts, o->batch, &per) || counts_term(per, asz, &mm->activations, err))
@@ -210,7 +171,7 @@ void vc_result_free(vc_result *r)
 
 vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, const char *), void *ctx, vc_error *err)
 {
-    vc_status st = check_options(o, err);
+    vc_status st = vc__check_options(o, err);
     if (st) return st;
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;

@@ -301,7 +301,7 @@ void vc__emit_loss(vc_build *b)
         b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
         vc_op_end(o);
     }
-    if (b->o.precision == VC_PREC_AMP_FP16 && b->train) { /* scaler.scale(loss) */
+    if (b->prec->scaler && b->train) { /* scaler.scale(loss) */
         o = vc_op_begin(b, "mul");
         vc_op_in(o, b->loss_t);
         b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);

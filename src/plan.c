@@ -8,9 +8,13 @@
 #include "plan.h"
 #include "util.h"
 
-static bool is_mixed(vc_precision p) { return p == VC_PREC_MIXED_FP16 || p == VC_PREC_MIXED_BF16; }
-
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err)
+{
+    return vc__plan_build_layout(m, o, vc_layout_row_get(o), out, err);
+}
+
+vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc_layout_row *layout, vc_plan **out,
+                                vc_error *err)
 {
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
@@ -26,14 +30,18 @@ vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, v
     b->train = o->mode == VC_MODE_TRAIN;
     b->loss_t = -1;
     b->target_t = -1;
-    switch (o->precision) {
-    case VC_PREC_FP16: case VC_PREC_MIXED_FP16: b->act_dt = b->param_dt = VC_DT_F16; break;
-    case VC_PREC_BF16: case VC_PREC_MIXED_BF16: b->act_dt = b->param_dt = VC_DT_BF16; break;
-    default: b->act_dt = b->param_dt = VC_DT_F32; break;
+    b->prec = vc_precision_row_get(o->precision);
+    b->optim = vc_optim_row_get(o->optim);
+    b->layout = layout;
+    b->hook_inst = -1;
+    if (!b->prec || !b->optim || !b->layout) {
+        vc_plan_free((vc_plan *)b);
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     }
-    b->amp_dt = o->precision == VC_PREC_AMP_FP16 ? VC_DT_F16
-                : o->precision == VC_PREC_AMP_BF16 ? VC_DT_BF16 : VC_DT_F32;
-    b->state_dt = is_mixed(o->precision) ? VC_DT_F32 : b->param_dt;
+    b->act_dt = b->prec->act_dt;
+    b->param_dt = b->prec->param_dt;
+    b->amp_dt = b->prec->amp_dt;
+    b->state_dt = b->prec->state_dt;
 
     b->val_t = malloc((m->nval + 1) * sizeof *b->val_t);
     b->par_t = malloc((m->npar + 1) * sizeof *b->par_t);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 
 #include "engine.h"
+#include "policy.h"
 
 enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP };
 enum { EV_ALLOC, EV_FREE, EV_FWD_END };
@@ -137,6 +138,10 @@ struct vc_build {
     vc_options o;
     int64_t batch;
     vc_dtype act_dt, param_dt, amp_dt, state_dt;
+    const vc_precision_row *prec; /* o.precision's row */
+    const vc_optim_row *optim;    /* o.optim's row */
+    const vc_layout_row *layout;  /* the parallel layout's row */
+    int32_t hook_inst;            /* the instance whose module hook last began, -1 */
     bool train;
     vc_status st;
     bool batch_dep;
@@ -196,6 +201,16 @@ int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt);
 void vc__extend_life(vc_build *b, vc_t t);
 /* The loss after the model's output (train): mean or cross-entropy. */
 void vc__emit_loss(vc_build *b);
+
+/* plan.c: a plan under a given parallel layout (vc_plan_build: the options' layout). */
+vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc_layout_row *layout, vc_plan **out,
+                                vc_error *err);
+
+/* autograd.c: a storage of n elements of dt in category cat (a vc_cat),
+ * attributed to instance inst (-1 none), and dropping a reference to one;
+ * for layout hooks. */
+int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst);
+void vc__free(vc_build *b, int32_t s, int32_t inst);
 
 /* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
 void vc__execute(vc_build *b);

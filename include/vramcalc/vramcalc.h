@@ -88,15 +88,36 @@ int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
 int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
 size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
 
-/* ---- options ---- */
-typedef enum { VC_OPTIM_SGD, VC_OPTIM_MOMENTUM, VC_OPTIM_ADAM, VC_OPTIM_ADAMW, VC_OPTIM_NONE } vc_optim;
-typedef enum { VC_IMPL_FOREACH, VC_IMPL_FUSED, VC_IMPL_FORLOOP } vc_optim_impl;
-typedef enum {
-    VC_PREC_FP32, VC_PREC_FP16, VC_PREC_BF16, VC_PREC_AMP_FP16, VC_PREC_AMP_BF16,
-    VC_PREC_MIXED_FP16, VC_PREC_MIXED_BF16
-} vc_precision;
-typedef enum { VC_MODE_TRAIN, VC_MODE_INFER } vc_mode;
-typedef enum { VC_ATTN_AUTO, VC_ATTN_FLASH, VC_ATTN_EFFICIENT, VC_ATTN_MATH } vc_attention;
+/* ---- options ----
+ * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
+ * and the lookups below come from it. What an optimizer or a precision does
+ * is one row of its table (src/optim.c, src/precision.c): adding one is a
+ * line here, a row there, and its tests (docs/contributing.md). */
+#define VC_OPTIM_MAP(X)            \
+    X(SGD, "sgd")                  \
+    X(MOMENTUM, "momentum")        \
+    X(ADAM, "adam")                \
+    X(ADAMW, "adamw")              \
+    X(NONE, "none")                \
+    X(LION, "lion")
+#define VC_OPTIM_IMPL_MAP(X) X(FOREACH, "foreach") X(FUSED, "fused") X(FORLOOP, "forloop")
+#define VC_PRECISION_MAP(X)                                                          \
+    X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
+    X(AMP_BF16, "amp-bf16") X(MIXED_FP16, "mixed-fp16") X(MIXED_BF16, "mixed-bf16")
+#define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer")
+#define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
+
+#define VC__ENUM(prefix) VC__ENUM_##prefix
+#define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,
+#define VC__ENUM_IMPL(e, n) VC_IMPL_##e,
+#define VC__ENUM_PREC(e, n) VC_PREC_##e,
+#define VC__ENUM_MODE(e, n) VC_MODE_##e,
+#define VC__ENUM_ATTN(e, n) VC_ATTN_##e,
+typedef enum { VC_OPTIM_MAP(VC__ENUM_OPTIM) VC_OPTIM__N } vc_optim;
+typedef enum { VC_OPTIM_IMPL_MAP(VC__ENUM_IMPL) VC_IMPL__N } vc_optim_impl;
+typedef enum { VC_PRECISION_MAP(VC__ENUM_PREC) VC_PREC__N } vc_precision;
+typedef enum { VC_MODE_MAP(VC__ENUM_MODE) VC_MODE__N } vc_mode;
+typedef enum { VC_ATTENTION_MAP(VC__ENUM_ATTN) VC_ATTN__N } vc_attention;
 
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
@@ -115,7 +136,9 @@ typedef struct {
  * attention, modelled workspace and context, non-Hopper. */
 void vc_options_init(vc_options *o);
 
-/* Name <-> enum helpers ("adam", "amp-bf16", ...). Return -1 when unknown. */
+/* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
+ * return -1 when unknown; the name functions "?" for a value out of range
+ * (so a loop up to VC_OPTIM__N lists every optimizer). */
 int vc_optim_from_name(const char *s);
 int vc_optim_impl_from_name(const char *s);
 int vc_precision_from_name(const char *s);
@@ -126,6 +149,8 @@ const char *vc_optim_impl_name(vc_optim_impl i);
 const char *vc_precision_name(vc_precision p);
 const char *vc_mode_name(vc_mode m);
 const char *vc_attention_name(vc_attention a);
+/* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
+const char *vc_optim_summary(vc_optim o);
 
 /* ---- results ---- */
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE } vc_phase;

@@ -1,0 +1,122 @@
+/*
+ * load.h — the loader's private parts, shared by its files:
+ *   json_check.c   1. a strict validator over the raw text (errors with positions);
+ *   json_locate.c  an error's JSON path -> line:col in the (valid) text;
+ *   args.c         vc_args: a layer kind's fields (layer.h vc_arg_*) and JSON value helpers;
+ *   setup.c        vc_setup: a kind's shapes, parameters and buffers (layer.h vc_param ...);
+ *   load.c         3. the semantic walk: model keys, scopes and names, Sequential, repeat, ...;
+ *   model.c        the public model API (vramcalc.h): file/string -> validate, parse, walk.
+ */
+#ifndef VC_LOAD_H
+#define VC_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "model.h"
+
+/* JSON nesting: every Sequential level is two (its object and its list), the
+ * top level three (root, layers, layer), and values inside a layer
+ * (inputs: {"x": {"shape": [..]}}) a few more. */
+#define JSON_MAX_DEPTH (2 * VC_MAX_DEPTH + 16)
+/* cJSON 1.7 reads at most 63 characters of a number (parse_number). */
+#define JSON_MAX_NUMBER 63
+/* JSON values in a file: cJSON takes ~100 bytes per value, so this bounds
+ * the tree at ~400 MiB (a 64 MiB file of "0,0,0,..." would need ~3 GiB).
+ * A flat list of a million ReLU layers is 2 million values. */
+#define JSON_MAX_VALUES 4000000
+/* Parameters / buffers of one model: byte counts of 2^56 elements still fit
+ * 64-bit arithmetic with room for every copy (gradients, states, masters). */
+#define MAX_TENSOR_ELEMS (INT64_C(1) << 56)
+
+/* json_check.c */
+/* 1-based line and column (in characters: UTF-8 continuation bytes do not count) of `at` in text. */
+void vc__line_col(const char *text, size_t len, const char *at, int *line, int *col);
+/* 0 when text[0..len) is one valid JSON value; else -1 with *at and msg. */
+int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n);
+/* The value of the four hex digits at p (a \uXXXX escape), -1 when one is not a hex digit. */
+long vc__hex4(const char *p);
+
+/* json_locate.c: sets err->line/col from err->path: the value's position, or its key's
+ * with at_key (unknown and duplicate keys); the deepest part of the path
+ * that exists when the rest does not (a missing key: its object). */
+void vc__locate_error(const char *text, size_t len, vc_error *err, bool at_key, int nth);
+
+/* args.c: JSON value helpers */
+/* Everything within +-2^40 (VC_MAX_DIM_SIZE) is exact in a double. */
+#define MAX_INT VC_MAX_DIM_SIZE
+/* The shortest text that reads back as d ("0.1", not 0.10000000000000001). */
+void vc__fmt_double(double d, char *buf, size_t n);
+/* What a JSON value is, for messages: "3", "the string \"x\"", "a list", ... */
+void vc__describe(const cJSON *v, char *buf, size_t n);
+/* An exact integer within +-2^40: 0 ok, -1 not a number / not integral /
+ * not finite, -2 an integer beyond +-2^40. */
+int vc__json_int(const cJSON *v, int64_t *out);
+/* "a positive integer", "an integer of at least 3", ... */
+const char *vc__int_expect(int64_t min, char *buf, size_t n);
+/* The candidate nearest to word ("did you mean"), or NULL when none is close. */
+const char *vc__nearest(const char *word, const char *const *cands, int n);
+/* A stand-in value for a missing key while probing a kind's keys. */
+int64_t vc__placeholder(int64_t min);
+
+#define MAX_KNOWN 96
+
+struct vc_args {
+    const cJSON *obj;   /* must stay the first member: layers/pooling.c and resample.c read it */
+    vc_error *err;
+    const char *path;   /* the layer's JSON path */
+    const char *kind;
+    const char *known[MAX_KNOWN];
+    int nknown;
+    bool probe;         /* collecting the kind's keys: missing keys get placeholders */
+    char failed[64];    /* the key of the first error */
+};
+
+struct vc_setup_priv {
+    vc_error *err;
+    const char *path;
+    int np, nb;
+    int64_t pn[VC_MAX_PARAMS];
+    char pname[VC_MAX_PARAMS][64];
+    int8_t pnd[VC_MAX_PARAMS];
+    unsigned pflags[VC_MAX_PARAMS];
+    int64_t pdims[VC_MAX_PARAMS][VC_MAX_DIMS];
+    int64_t bn[VC_MAX_PARAMS];
+    vc_dtype bdt[VC_MAX_PARAMS];
+};
+
+/* load.c: the walk's state */
+typedef struct {
+    vc_model *m;
+    vc_error *err;
+    const vc_shape *override;
+    bool at_key;        /* the error is about a key (unknown, duplicate), not its value */
+    int nth;            /* ... and its nth occurrence */
+    int64_t nbuffer;    /* buffer elements so far */
+} loader;
+
+/* Records the first error (code, JSON path, message) in L->err; returns code. */
+vc_status vc__fail(loader *L, vc_status code, const char *path, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void *vc__realloc_or_free(void *p, size_t n);
+/* Grows arr (n used of cap) for one more element: 0, or -1 out of memory (arr freed). */
+#define GROWV(arr, n, cap)                                                  \
+    ((n) < (cap) ? 0                                                        \
+     : ((cap) = (cap) ? (cap) * 2 : 16,                                     \
+        ((arr) = vc__realloc_or_free((arr), (cap) * sizeof *(arr))) ? 0 : -1))
+/* A new value (a layer output or a model input) in the model's table; -1 out of memory. */
+int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer);
+/* buf = path + "." + key */
+void vc__join(char *buf, size_t n, const char *path, const char *key);
+
+/* setup.c: one instance of kind k (a layer or a repeat copy): its setup on the
+ * input values ins, the output shape's checks, its parameters (or the tied
+ * one) and buffers into the model's tables; *out its output value. */
+vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
+                          const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out);
+
+/* load.c: the semantic walk over m->text (parsed), into m */
+vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err);
+
+#endif

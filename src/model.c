@@ -1,0 +1,164 @@
+/*
+ * model.c — the model API of vramcalc.h: a file or a string through the
+ * three loading steps (load.h), --input, and the model's accessors.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "load.h"
+#include "util.h"
+
+static void reset_model(vc_model *m)
+{
+    free(m->inst);
+    free(m->val);
+    free(m->par);
+    free(m->buf);
+    free(m->blk_val);
+    free(m->blk_last);
+    m->blk_val = m->blk_last = NULL;
+    m->nblk = m->cap_blk = 0;
+    m->inst = NULL;
+    m->val = NULL;
+    m->par = NULL;
+    m->buf = NULL;
+    m->ninst = m->nval = m->npar = m->nbuf = 0;
+    m->cap_inst = m->cap_val = m->cap_par = m->cap_buf = 0;
+    m->ninputs = 0;
+    m->input_names = NULL;
+    m->output = 0;
+    m->nregions = 0;
+    m->nparams = m->ntrainable = 0;
+    m->loss = VC_LOSS_MEAN;
+}
+
+vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    *out = NULL;
+    snprintf(err->file, sizeof err->file, "%s", name ? name : "");
+    if (len > VC_MAX_FILE_BYTES)
+        return vc_set_error(err, VC_ERR_LIMIT, NULL, "the file is larger than the limit of %u MiB", VC_MAX_FILE_BYTES >> 20);
+    if (!json && len) return vc_set_error(err, VC_ERR_USAGE, NULL, "no text");
+    /* A UTF-8 byte-order mark (Windows editors) is not part of the JSON; line:col count from after it. */
+    if (len >= 3 && !memcmp(json, "\xEF\xBB\xBF", 3)) {
+        json += 3;
+        len -= 3;
+    }
+    vc_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->arena = vc_arena_new())) {
+        free(m);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    m->text = malloc(len + 1);
+    if (!m->text) {
+        vc_model_free(m);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    if (len) memcpy(m->text, json, len);
+    m->text[len] = '\0';
+    m->text_len = len;
+    m->file = vc_arena_strdup(m->arena, name ? name : "");
+    if (!m->file) {
+        vc_model_free(m);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    vc_status st = vc__load(m, NULL, err);
+    if (st) {
+        vc_model_free(m);
+        return st;
+    }
+    *out = m;
+    return VC_OK;
+}
+
+vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    *out = NULL;
+    snprintf(err->file, sizeof err->file, "%s", path);
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) return vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(errno));
+    /* Read at most VC_MAX_FILE_BYTES + 1 bytes: one more than the limit is enough to refuse it. */
+    size_t cap = 65536, len = 0, limit = (size_t)VC_MAX_FILE_BYTES + 1;
+    char *buf = malloc(cap);
+    int rerr = 0;
+    while (buf) {
+        if (len == cap) {
+            if (cap >= limit) break;
+            size_t nc = cap * 2 < limit ? cap * 2 : limit;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) rerr = errno ? errno : EIO;
+            break;
+        }
+    }
+    if (f != stdin) fclose(f);
+    if (!buf) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    if (rerr) {
+        free(buf);
+        return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(rerr));
+    }
+    vc_status st = vc_model_load_string(buf, len, path, out, err);
+    free(buf);
+    return st;
+}
+
+vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (ndim < 1 || ndim > VC_MAX_DIMS)
+        return vc_set_error(err, VC_ERR_USAGE, "--input", "expected 1 to %d dimensions, got %d", VC_MAX_DIMS, ndim);
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] < 1 || dims[i] > VC_MAX_DIM_SIZE)
+            return vc_set_error(err, VC_ERR_USAGE, "--input", "dimension %d is %lld: expected 1 to 2^40", i + 1, (long long)dims[i]);
+    vc_shape s = vc_shape_make(ndim, dims);
+    if (vc_shape_numel(&s) < 0 || vc_shape_numel(&s) > (INT64_C(1) << 56))
+        return vc_set_error(err, VC_ERR_OVERFLOW, "--input", "the shape has more than 2^56 elements");
+    /* Reload from the source with the new shape; the arena keeps old configs. */
+    reset_model(m);
+    vc_status st = vc__load(m, &s, err);
+    if (st != VC_OK) {
+        /* Leave a usable model behind: the file's own input shape (loaded before, so it loads again). */
+        vc_error again;
+        vc_error_clear(&again);
+        reset_model(m);
+        if (vc__load(m, NULL, &again) != VC_OK) reset_model(m);
+    }
+    return st;
+}
+
+void vc_model_free(vc_model *m)
+{
+    if (!m) return;
+    reset_model(m);
+    free(m->text);
+    vc_arena_free(m->arena);
+    free(m);
+}
+
+const char *vc_model_name(const vc_model *m) { return m->name ? m->name : ""; }
+int64_t vc_model_parameters(const vc_model *m) { return m->nparams; }
+int64_t vc_model_trainable_parameters(const vc_model *m) { return m->ntrainable; }
+size_t vc_model_layer_count(const vc_model *m) { return m->ninst; }

@@ -1,0 +1,90 @@
+/*
+ * optim.c — the optimizer table: one row per --optim (the names come from
+ * VC_OPTIM_MAP in vramcalc.h). A row says what state each trainable
+ * parameter keeps on the GPU and what the step allocates, as functions of
+ * the parameter (its shape and size) and of the implementation. The engine
+ * (autograd.c: persistent, optimizer_step) only reads rows.
+ */
+#include "policy.h"
+
+static vc_tspec like(const vc_param_entry *p, vc_dtype dt) { return (vc_tspec){vc_n_fixed(p->numel), (uint8_t)dt}; }
+
+/* ---- sgd: torch.optim.SGD(momentum=0): no state, no step temporaries */
+
+/* ---- momentum: torch.optim.SGD(momentum=0.9): state["momentum_buffer"]
+ * (torch/optim/sgd.py _single_tensor_sgd / _multi_tensor_sgd: a clone of
+ * the gradient at the first step, then updated in place) */
+static int momentum_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    out[0] = like(p, c->state_dt);
+    return 1;
+}
+
+/* ---- adam / adamw: torch.optim.Adam, AdamW (torch/optim/adam.py, 2.x).
+ * State: exp_avg, exp_avg_sq (zeros_like(p, memory_format=preserve)); the
+ * step count is a CPU tensor except for fused (and capturable), where it
+ * is a float32 scalar on the device (_init_group). */
+static int adam_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    out[0] = like(p, c->state_dt);
+    out[1] = like(p, c->state_dt);
+    if (c->impl != VC_IMPL_FUSED) return 2;
+    out[2] = (vc_tspec){vc_n_fixed(1), VC_DT_F32};
+    return 3;
+}
+
+/* _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs),
+ * one tensor per parameter, then updated in place and dropped at the end
+ * of the group; _single_tensor_adam: denom = exp_avg_sq.sqrt()... one
+ * parameter at a time. The fused kernel (_fused_adam_) allocates nothing. */
+static int adam_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX])
+{
+    if (c->impl == VC_IMPL_FUSED) return 0;
+    out[0] = (vc_step_op){VC_STEP_ALLOC, 0, like(p, c->state_dt)};
+    out[1] = (vc_step_op){VC_STEP_FREE, 0, {{0, 0}, 0}};
+    return 2;
+}
+
+/* ---- lion: lucidrains/lion-pytorch (the Lion people install; torch has
+ * none). State: exp_avg = zeros_like(p). The step, forloop
+ * (lion_pytorch.py update_fn): `update = exp_avg.clone().mul_(beta1)
+ * .add(grad, alpha=1-beta1).sign_()` makes the clone, then add's result
+ * while the clone is alive; the clone goes when add returns, the update
+ * when update_fn returns. foreach (foreach.py Lion.step): `updates =
+ * [t.clone() for t in exp_avgs]`, then only in-place _foreach_ ops. */
+static int lion_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    out[0] = like(p, c->state_dt);
+    return 1;
+}
+
+static int lion_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX])
+{
+    vc_tspec t = like(p, c->state_dt);
+    out[0] = (vc_step_op){VC_STEP_ALLOC, 0, t};
+    if (c->impl == VC_IMPL_FOREACH) {
+        out[1] = (vc_step_op){VC_STEP_FREE, 0, t};
+        return 2;
+    }
+    out[1] = (vc_step_op){VC_STEP_ALLOC, 1, t};
+    out[2] = (vc_step_op){VC_STEP_FREE, 0, t};
+    out[3] = (vc_step_op){VC_STEP_FREE, 1, t};
+    return 4;
+}
+
+#define ALL_IMPLS ((1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FUSED) | (1u << VC_IMPL_FORLOOP))
+
+static const vc_optim_row rows[VC_OPTIM__N] = {
+    [VC_OPTIM_SGD] = {"torch.optim.SGD(momentum=0): no state", ALL_IMPLS, true, NULL, NULL},
+    [VC_OPTIM_MOMENTUM] = {"torch.optim.SGD(momentum=0.9): a momentum buffer per parameter", ALL_IMPLS, true,
+                           momentum_state, NULL},
+    [VC_OPTIM_ADAM] = {"torch.optim.Adam: exp_avg, exp_avg_sq; foreach/forloop steps make sqrt(exp_avg_sq)",
+                       ALL_IMPLS, true, adam_state, adam_step},
+    [VC_OPTIM_ADAMW] = {"torch.optim.AdamW: as Adam (decoupled weight decay is in place)", ALL_IMPLS, true,
+                        adam_state, adam_step},
+    [VC_OPTIM_NONE] = {"no optimizer step: forward, backward, gradients freed", ALL_IMPLS, false, NULL, NULL},
+    [VC_OPTIM_LION] = {"lion-pytorch Lion: exp_avg; the step clones it (foreach, forloop)",
+                       (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, lion_state, lion_step},
+};
+
+const vc_optim_row *vc_optim_row_get(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? &rows[o] : NULL; }

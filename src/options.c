@@ -1,0 +1,74 @@
+/*
+ * options.c — vc_options: defaults, the checks every estimate makes, and
+ * the names of each choice (from the X-macro lists in vramcalc.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "policy.h"
+#include "util.h"
+
+#define VC__NAME(e, n) n,
+static const char *const optim_names[] = {VC_OPTIM_MAP(VC__NAME) NULL};
+static const char *const impl_names[] = {VC_OPTIM_IMPL_MAP(VC__NAME) NULL};
+static const char *const prec_names[] = {VC_PRECISION_MAP(VC__NAME) NULL};
+static const char *const mode_names[] = {VC_MODE_MAP(VC__NAME) NULL};
+static const char *const attn_names[] = {VC_ATTENTION_MAP(VC__NAME) NULL};
+#undef VC__NAME
+static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle"};
+
+static int lookup(const char *const *names, const char *s)
+{
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+int vc_optim_from_name(const char *s) { return lookup(optim_names, s); }
+int vc_optim_impl_from_name(const char *s) { return lookup(impl_names, s); }
+int vc_precision_from_name(const char *s) { return lookup(prec_names, s); }
+int vc_mode_from_name(const char *s) { return lookup(mode_names, s); }
+int vc_attention_from_name(const char *s) { return lookup(attn_names, s); }
+const char *vc_optim_name(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? optim_names[o] : "?"; }
+const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < VC_IMPL__N ? impl_names[i] : "?"; }
+const char *vc_precision_name(vc_precision p) { return (unsigned)p < VC_PREC__N ? prec_names[p] : "?"; }
+const char *vc_mode_name(vc_mode m) { return (unsigned)m < VC_MODE__N ? mode_names[m] : "?"; }
+const char *vc_attention_name(vc_attention a) { return (unsigned)a < VC_ATTN__N ? attn_names[a] : "?"; }
+const char *vc_phase_name(vc_phase p) { return (unsigned)p < 4 ? phase_names[p] : "?"; }
+const char *vc_optim_summary(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? vc_optim_row_get(o)->summary : "?"; }
+
+void vc_options_init(vc_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->batch = 1;
+    o->optim = VC_OPTIM_ADAM;
+    o->optim_impl = VC_IMPL_FOREACH;
+    o->accumulate = 1;
+    o->precision = VC_PREC_FP32;
+    o->mode = VC_MODE_TRAIN;
+    o->attention = VC_ATTN_AUTO;
+    o->workspace = -1;
+    o->context = -1;
+}
+
+vc_status vc__check_options(const vc_options *o, vc_error *err)
+{
+    if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
+    if (o->accumulate < 1) return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "must be a positive integer");
+    if ((unsigned)o->optim >= VC_OPTIM__N || (unsigned)o->optim_impl >= VC_IMPL__N ||
+        (unsigned)o->precision >= VC_PREC__N || (unsigned)o->mode >= VC_MODE__N ||
+        (unsigned)o->attention >= VC_ATTN__N)
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
+    const vc_optim_row *r = vc_optim_row_get(o->optim);
+    if (!(r->impls & (1u << o->optim_impl))) {
+        char have[64] = "";
+        for (int i = 0; i < VC_IMPL__N; i++)
+            if (r->impls & (1u << i)) {
+                size_t l = strlen(have);
+                snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", impl_names[i]);
+            }
+        return vc_set_error(err, VC_ERR_USAGE, "--optim-impl", "%s has no %s implementation (it has %s)",
+                            optim_names[o->optim], impl_names[o->optim_impl], have);
+    }
+    return VC_OK;
+}

@@ -1,0 +1,82 @@
+/*
+ * policy.h — the tables that say what an optimizer, a precision and a
+ * parallel layout do to a training step. The engine (autograd.c, plan.c)
+ * reads rows; it has no if-ladder over names. Adding an optimizer: a line
+ * in VC_OPTIM_MAP (vramcalc.h), a row in optim.c, tests
+ * (docs/contributing.md, "Adding an optimizer").
+ */
+#ifndef VC_POLICY_H
+#define VC_POLICY_H
+
+#include "model.h"
+
+/* A tensor by element count and dtype (VC_DT_* values). */
+typedef struct {
+    vc_numel n;
+    uint8_t dt;
+} vc_tspec;
+
+#define VC_OPTIM_MAX 8 /* tensors or step ops per parameter */
+
+/* One allocation or free of the optimizer step, for one parameter: slot k
+ * names the tensor an ALLOC made, so a later FREE of slot k frees it. */
+enum { VC_STEP_ALLOC, VC_STEP_FREE };
+typedef struct {
+    uint8_t op, slot;
+    vc_tspec t; /* VC_STEP_ALLOC */
+} vc_step_op;
+
+/* What a row's functions are told besides the parameter. */
+typedef struct {
+    vc_optim_impl impl;
+    vc_dtype state_dt; /* the precision's optimizer-state dtype */
+} vc_optim_ctx;
+
+typedef struct {
+    const char *summary;   /* one line: the class followed, what it keeps */
+    unsigned impls;        /* 1u << vc_optim_impl: the implementations it has */
+    bool steps;            /* false: no optimizer.step() (gradients are only freed) */
+    /* The persistent state optimizer.state[p] holds on the GPU for one
+     * trainable parameter, in the order it is created. Returns the count. */
+    int (*state)(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX]);
+    /* The step's allocations and frees for one parameter, in program order.
+     * foreach runs each op over every parameter before the next op (a
+     * _foreach_* call takes the whole list); forloop and fused run one
+     * parameter's whole program before the next. NULL: none. */
+    int (*step)(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX]);
+} vc_optim_row;
+
+const vc_optim_row *vc_optim_row_get(vc_optim o);
+
+/* A --precision preset: the dtype of each thing a step holds. */
+typedef struct {
+    vc_dtype param_dt;   /* parameters (and buffers of the model's float type) as stored */
+    vc_dtype act_dt;     /* activations outside autocast */
+    vc_dtype amp_dt;     /* autocast's low-precision dtype; VC_DT_F32 when not under autocast */
+    vc_dtype state_dt;   /* optimizer state and step temporaries */
+    bool master;         /* an fp32 master copy of each trainable parameter */
+    bool scaler;         /* torch.cuda.amp.GradScaler (scale, growth tracker, found_inf) */
+} vc_precision_row;
+
+const vc_precision_row *vc_precision_row_get(vc_precision p);
+
+/* A parallel layout: how one rank's step differs from a single GPU's (the
+ * rows are filled by the multi-GPU work: DDP buckets, ZeRO and FSDP
+ * shards, pipeline stages). The engine calls `module` as a layer instance
+ * starts and ends its forward and its backward (instances are the model's
+ * expanded layers; the loss, instance -1, is outside any): where FSDP
+ * gathers a unit's parameters and frees them, where a pipeline stage hands
+ * its activations on. A hook allocates and frees with vc__alloc/vc__free. */
+typedef struct vc_layout_row {
+    const char *name;
+    int world;                /* ranks */
+    void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
+} vc_layout_row;
+
+/* The layout of an estimate with these options: one GPU (no hooks) for now. */
+const vc_layout_row *vc_layout_row_get(const vc_options *o);
+
+/* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
+vc_status vc__check_options(const vc_options *o, vc_error *err);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * setup.c — vc_setup: what a kind's setup declares (layer.h): shape errors,
+ * checked arithmetic, parameters with their names and shapes, buffers.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "load.h"
+#include "util.h"
+
+/* --------------------------------------------------------------- vc_setup */
+
+
+int vc_fail(vc_setup *s, const char *key, const char *fmt, ...)
+{
+    char path[256], msg[400];
+    if (key) snprintf(path, sizeof path, "%s.%s", s->priv->path, key);
+    else snprintf(path, sizeof path, "%s", s->priv->path);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    vc_set_error(s->priv->err, VC_ERR_MODEL, path, "%s", msg);
+    return -1;
+}
+
+int vc_mul(vc_setup *s, int64_t a, int64_t b, int64_t *out)
+{
+    if (__builtin_mul_overflow(a, b, out)) {
+        vc_set_error(s->priv->err, VC_ERR_OVERFLOW, s->priv->path, "the size %lld * %lld overflows 64-bit arithmetic",
+                     (long long)a, (long long)b);
+        return -1;
+    }
+    return 0;
+}
+
+int vc_add(vc_setup *s, int64_t a, int64_t b, int64_t *out)
+{
+    if (__builtin_add_overflow(a, b, out)) {
+        vc_set_error(s->priv->err, VC_ERR_OVERFLOW, s->priv->path, "the size %lld + %lld overflows 64-bit arithmetic",
+                     (long long)a, (long long)b);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_tensor(vc_setup *s, const char *what, const char *name, int64_t numel)
+{
+    if (numel < 0)
+        return vc_set_error(s->priv->err, VC_ERR_OVERFLOW, s->priv->path,
+                            "%s %s: its size computation overflowed (got %lld elements)", what, name ? name : "", (long long)numel),
+               -1;
+    if (numel > MAX_TENSOR_ELEMS)
+        return vc_set_error(s->priv->err, VC_ERR_OVERFLOW, s->priv->path,
+                            "%s %s has %lld elements, more than the limit of 2^56 (its bytes would overflow 64-bit arithmetic)",
+                            what, name ? name : "", (long long)numel),
+               -1;
+    return 0;
+}
+
+int vc_param_shape(vc_setup *s, const char *name, int nd, const int64_t *dims, unsigned flags)
+{
+    struct vc_setup_priv *P = s->priv;
+    int64_t numel = 1;
+    if (nd < 0 || nd > VC_MAX_DIMS) return vc_fail(s, NULL, "parameter %s has %d dimensions (0 to %d allowed)", name, nd, VC_MAX_DIMS);
+    for (int i = 0; i < nd; i++)
+        if (dims[i] < 0 || __builtin_mul_overflow(numel, dims[i], &numel)) numel = -1;
+    if (check_tensor(s, "parameter", name, numel)) return -1;
+    if (P->np >= VC_MAX_PARAMS) return vc_fail(s, NULL, "more than %d parameter tensors", VC_MAX_PARAMS);
+    int i = P->np++;
+    P->pn[i] = numel;
+    P->pnd[i] = (int8_t)nd;
+    P->pflags[i] = flags;
+    memcpy(P->pdims[i], dims, (size_t)nd * sizeof *dims);
+    vc_cat3(P->pname[i], sizeof P->pname[i], name, "", "");
+    return 0;
+}
+
+int vc_param(vc_setup *s, const char *name, int64_t numel) { return vc_param_shape(s, name, 1, &numel, 0); }
+
+int vc_param2(vc_setup *s, const char *name, int64_t rows, int64_t cols)
+{
+    int64_t d[2] = {rows, cols};
+    return vc_param_shape(s, name, 2, d, 0);
+}
+
+int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
+{
+    if (check_tensor(s, "buffer", name, numel)) return -1;
+    if (s->priv->nb >= VC_MAX_PARAMS) return vc_fail(s, NULL, "more than %d buffers", VC_MAX_PARAMS);
+    s->priv->bn[s->priv->nb] = numel;
+    s->priv->bdt[s->priv->nb++] = dt;
+    return 0;
+}
+
+vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
+                             const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out)
+{
+    vc_model *m = L->m;
+    if (m->ninst >= VC_MAX_LAYERS)
+        return vc__fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
+    vc_shape shapes[VC_MAX_INPUTS];
+    vc_dtype dts[VC_MAX_INPUTS];
+    for (int i = 0; i < nin; i++) {
+        shapes[i] = m->val[ins[i]].shape;
+        dts[i] = m->val[ins[i]].dt;
+        bool want_int = k->flags & VC_KIND_INT_INPUT;
+        if (i == 0 && want_int && dts[i] != VC_DT_I64)
+            return vc__fail(L, VC_ERR_MODEL, jpath, "%s takes int64 token ids; declare the input as {\"shape\": [...], \"dtype\": \"int64\"}", k->name);
+        if (!want_int && dts[i] == VC_DT_I64)
+            return vc__fail(L, VC_ERR_MODEL, jpath, "%s takes a float tensor, but input %d holds int64 token ids (add an Embedding first)", k->name, i);
+    }
+    struct vc_setup_priv priv;
+    memset(&priv, 0, sizeof priv);
+    priv.err = L->err;
+    priv.path = jpath;
+    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, &priv};
+    if (k->setup(&s, cfg)) {
+        if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
+        return L->err->code;
+    }
+    if (s.out.nd < 1 || s.out.nd > VC_MAX_DIMS)
+        return vc__fail(L, VC_ERR_MODEL, jpath, "the output would have %d dimensions per sample (1 to %d allowed)", s.out.nd, VC_MAX_DIMS);
+    for (int i = 0; i < s.out.nd; i++)
+        if (s.out.d[i] < 1) {
+            char sh[200];
+            vc_shape_str(&s.out, sh, sizeof sh);
+            return vc__fail(L, VC_ERR_MODEL, jpath, "the output shape %s is empty (a dimension below 1)", sh);
+        } else if (s.out.d[i] > VC_MAX_DIM_SIZE) {
+            char sh[200];
+            vc_shape_str(&s.out, sh, sizeof sh);
+            return vc__fail(L, VC_ERR_LIMIT, jpath, "the output shape %s has a dimension larger than the limit of 2^40", sh);
+        }
+    int64_t numel = vc_shape_numel(&s.out);
+    if (numel < 0 || numel > (INT64_C(1) << 56)) {
+        char sh[200];
+        vc_shape_str(&s.out, sh, sizeof sh);
+        return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the output %s has more than 2^56 elements per sample", sh);
+    }
+    if (GROWV(m->inst, m->ninst, m->cap_inst)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    int idx = (int)m->ninst++;
+    vc_inst *in = &m->inst[idx];
+    memset(in, 0, sizeof *in);
+    in->kind = k;
+    in->cfg = cfg;
+    in->path = vc_arena_strdup(m->arena, ipath);
+    in->nin = nin;
+    in->in = vc_arena_alloc(m->arena, (size_t)(nin + 1) * sizeof *ins);
+    if (in->in) memcpy(in->in, ins, (size_t)nin * sizeof *ins);
+    in->ckpt = region;
+    in->frozen = frozen;
+    in->np = priv.np;
+    in->nb = priv.nb;
+    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
+    in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
+    if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    for (int i = 0; i < priv.np; i++) {
+        if (i == 0 && tie_to) {
+            int tp = tie_to->params[0];
+            const vc_param_entry *T = &m->par[tp];
+            if (T->nd != priv.pnd[0] || memcmp(T->dims, priv.pdims[0], (size_t)T->nd * sizeof *T->dims)) {
+                char p[300], a[200], c[200];
+                vc_shape sa = vc_shape_make(priv.pnd[0], priv.pdims[0]), sc = vc_shape_make(T->nd, T->dims);
+                vc_shape_str(&sa, a, sizeof a);
+                vc_shape_str(&sc, c, sizeof c);
+                vc__join(p, sizeof p, jpath, "tie");
+                return vc__fail(L, VC_ERR_MODEL, p, "the weights differ in shape: this layer's is %s, %s's is %s",
+                            a, tie_to->path, c);
+            }
+            in->params[0] = tp;
+            continue;
+        }
+        if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(priv.pnd[i] + 1) * sizeof *dims);
+        const char *pname = vc_arena_strdup(m->arena, priv.pname[i]);
+        if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        memcpy(dims, priv.pdims[i], (size_t)priv.pnd[i] * sizeof *dims);
+        bool trainable = !frozen && !(priv.pflags[i] & VC_PARAM_FROZEN);
+        m->par[m->npar] = (vc_param_entry){priv.pn[i], trainable, priv.pnd[i], idx, pname, dims};
+        in->params[i] = (int)m->npar++;
+        if (__builtin_add_overflow(in->nparams, priv.pn[i], &in->nparams) ||
+            __builtin_add_overflow(m->nparams, priv.pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
+            return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
+        if (trainable) m->ntrainable += priv.pn[i];
+    }
+    for (int i = 0; i < priv.nb; i++) {
+        if (GROWV(m->buf, m->nbuf, m->cap_buf)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        m->buf[m->nbuf] = (vc_buffer_entry){priv.bn[i], priv.bdt[i]};
+        in->bufs[i] = (int)m->nbuf++;
+        if (__builtin_add_overflow(L->nbuffer, priv.bn[i], &L->nbuffer) || L->nbuffer > MAX_TENSOR_ELEMS)
+            return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 buffer elements (the limit: byte counts would overflow 64-bit arithmetic)");
+    }
+    int v = vc__new_value(L, &s.out, s.out_dt, idx);
+    if (v < 0) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    m->inst[idx].out = v;
+    *out = v;
+    return VC_OK;
+}

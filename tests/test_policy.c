@@ -1,0 +1,205 @@
+/*
+ * test_policy.c — the optimizer, precision and parallel-layout tables
+ * (src/policy.h): each row as the engine runs it, on models small enough to
+ * derive every byte by hand.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "plan.h"
+
+#define MIB (INT64_C(1) << 20)
+
+/* One bias-free Linear(1024 -> 1024): a 4 MiB weight, a 4 KiB input. */
+static const char *const square =
+    "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024, \"bias\": false}]}";
+
+static vc_status run_optim(const char *json, vc_optim optim, vc_optim_impl impl, vc_result *r, vc_error *err)
+{
+    vc_model *m = NULL;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, err)) fail_msg("load failed: %s", err->msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = optim;
+    o.optim_impl = impl;
+    o.workspace = 0;
+    vc_status st = vc_estimate(m, &o, r, err);
+    vc_model_free(m);
+    return st;
+}
+
+/* Every optimizer has a name that reads back, and a summary. */
+static void test_optim_names(void **state)
+{
+    (void)state;
+    for (int i = 0; i < VC_OPTIM__N; i++) {
+        assert_int_equal(vc_optim_from_name(vc_optim_name((vc_optim)i)), i);
+        assert_string_not_equal(vc_optim_summary((vc_optim)i), "?");
+    }
+    assert_int_equal(vc_optim_from_name("lion"), VC_OPTIM_LION);
+    assert_int_equal(vc_optim_from_name("Lion"), -1);
+    assert_string_equal(vc_optim_name(VC_OPTIM__N), "?");
+}
+
+/* Lion, forloop (lion_pytorch.py update_fn): at the step the weight W, its
+ * gradient G and exp_avg S are live (4 MiB each), and the update makes
+ * exp_avg.clone() (4 MiB) and, while it is alive, .add(grad) (4 MiB): the
+ * peak is 5 x 4 MiB plus the 4 KiB input batch; the state is one 4 MiB
+ * tensor. Backward holds only W, S, G and small tensors. */
+static void test_lion_forloop(void **state)
+{
+    (void)state;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(run_optim(square, VC_OPTIM_LION, VC_IMPL_FORLOOP, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 4 * MIB);
+    assert_int_equal(r.memory.peak_allocated, 5 * 4 * MIB + 4096);
+    assert_int_equal(r.peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(r.peak.temporaries, 2 * 4 * MIB);
+    vc_result_free(&r);
+}
+
+/* Lion, foreach (foreach.py Lion.step): `updates = [t.clone() ...]`, then
+ * in-place _foreach_ ops: one 4 MiB temporary, the peak 4 x 4 MiB + 4 KiB. */
+static void test_lion_foreach(void **state)
+{
+    (void)state;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(run_optim(square, VC_OPTIM_LION, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 4 * 4 * MIB + 4096);
+    assert_int_equal(r.peak.temporaries, 4 * MIB);
+    vc_result_free(&r);
+}
+
+/* lion-pytorch has no fused kernel: the option is refused, naming it. */
+static void test_lion_fused_refused(void **state)
+{
+    (void)state;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(run_optim(square, VC_OPTIM_LION, VC_IMPL_FUSED, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--optim-impl");
+    assert_string_equal(err.msg, "lion has no fused implementation (it has foreach, forloop)");
+}
+
+/* Adam's row: exp_avg and exp_avg_sq per parameter (2 x 4 MiB here); fused
+ * adds the device step, a float32 scalar per parameter (one 512-byte
+ * block). foreach's sqrt(exp_avg_sq) temporary (4 MiB) makes the peak
+ * W + G + 2 states + 1 = 5 x 4 MiB + the input. Fused allocates nothing at
+ * the step, so its peak is in backward, as mm makes the weight's gradient:
+ * W, 2 states, G (4 x 4 MiB), the input and the output's gradient (4 KiB
+ * each), the step, the loss and its root gradient (512 B each). */
+static void test_adam_row(void **state)
+{
+    (void)state;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(run_optim(square, VC_OPTIM_ADAM, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * 4 * MIB);
+    assert_int_equal(r.memory.peak_allocated, 5 * 4 * MIB + 4096);
+    vc_result_free(&r);
+    assert_int_equal(run_optim(square, VC_OPTIM_ADAMW, VC_IMPL_FUSED, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * 4 * MIB + 512);
+    assert_int_equal(r.memory.peak_allocated, 4 * 4 * MIB + 2 * 4096 + 3 * 512);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+}
+
+/* Seed 003's counts-only calculator takes its optimizer bytes from the same
+ * rows: Adam 2 x 4 bytes per parameter, Lion and momentum 4, SGD none; in
+ * mixed-bf16 the states are fp32 and the weights 2 bytes + a 4-byte master. */
+static void test_counts_from_rows(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    vc_result r;
+    vc_error err;
+    const struct { vc_optim optim; int64_t states; } cases[] = {
+        {VC_OPTIM_ADAM, 8000}, {VC_OPTIM_LION, 4000}, {VC_OPTIM_MOMENTUM, 4000}, {VC_OPTIM_SGD, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        o.optim = cases[i].optim;
+        assert_int_equal(vc_estimate_counts(1000, 0, &o, &r, &err), VC_OK);
+        assert_int_equal(r.memory.optimizer_states, cases[i].states);
+        vc_result_free(&r);
+    }
+    o.optim = VC_OPTIM_ADAM;
+    o.precision = VC_PREC_MIXED_BF16;
+    assert_int_equal(vc_estimate_counts(1000, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 8000);
+    assert_int_equal(r.memory.weights, 6000);
+    assert_int_equal(r.memory.gradients, 2000);
+    vc_result_free(&r);
+}
+
+/* ---- the parallel layout's module hooks */
+
+static char hook_log[256];
+static int32_t gathered = -1;
+
+/* A layout that holds a 1 MiB buffer while a layer runs (as FSDP holds a
+ * unit's gathered parameters), and logs the calls: F/B for the phase,
+ * +/- for begin/end, the instance. */
+static void gather_hook(vc_build *b, int inst, vc_phase phase, bool begin)
+{
+    size_t l = strlen(hook_log);
+    snprintf(hook_log + l, sizeof hook_log - l, "%c%c%d ", phase == VC_PHASE_FORWARD ? 'F' : 'B', begin ? '+' : '-', inst);
+    if (begin) gathered = vc__alloc(b, vc_n_fixed(MIB), VC_DT_U8, CAT_TEMP, inst);
+    else vc__free(b, gathered, inst);
+}
+
+static int64_t layout_peak(const vc_layout_row *layout, vc_mode mode)
+{
+    static const char *const three =
+        "{\"input\": [256], \"layers\": [{\"type\": \"Linear\", \"in_features\": 256, \"out_features\": 256, \"bias\": false,"
+        " \"repeat\": 3}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(three, strlen(three), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.mode = mode;
+    o.workspace = 0;
+    vc_plan *p = NULL;
+    hook_log[0] = 0;
+    assert_int_equal(vc__plan_build_layout(m, &o, layout, &p, &err), VC_OK);
+    vc_sim s;
+    assert_int_equal(vc_plan_simulate(p, 1, &s, NULL, &err), VC_OK);
+    vc_plan_free(p);
+    vc_model_free(m);
+    return s.peak;
+}
+
+/* The hooks run as each layer starts and ends, forward in order, backward in
+ * reverse; inference has no backward. The peak of inference is inside a
+ * layer, so the held buffer adds exactly 1 MiB to it. */
+static void test_layout_hooks(void **state)
+{
+    (void)state;
+    const vc_layout_row hooked = {"test-gather", 1, gather_hook};
+    int64_t base = layout_peak(vc_layout_row_get(NULL), VC_MODE_INFER);
+    assert_string_equal(hook_log, "");
+    int64_t with = layout_peak(&hooked, VC_MODE_INFER);
+    assert_string_equal(hook_log, "F+0 F-0 F+1 F-1 F+2 F-2 ");
+    assert_int_equal(with - base, MIB);
+    layout_peak(&hooked, VC_MODE_TRAIN);
+    assert_string_equal(hook_log, "F+0 F-0 F+1 F-1 F+2 F-2 B+2 B-2 B+1 B-1 B+0 B-0 ");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_optim_names),     cmocka_unit_test(test_lion_forloop),
+        cmocka_unit_test(test_lion_foreach),    cmocka_unit_test(test_lion_fused_refused),
+        cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
+        cmocka_unit_test(test_layout_hooks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
