@@ -16,7 +16,8 @@
 /* What a storage is, for the breakdown. */
 typedef enum { CAT_WEIGHT, CAT_GRAD, CAT_OPT, CAT_ACT, CAT_TEMP, CAT_WS, CAT__N } vc_cat;
 
-typedef struct vc_plan vc_plan;
+/* A plan is the builder once the graph is recorded and executed (plan.h). */
+typedef struct vc_build vc_plan;
 
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err);
 void vc_plan_free(vc_plan *p);

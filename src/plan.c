@@ -35,7 +35,7 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     b->layout = layout;
     b->hook_inst = -1;
     if (!b->prec || !b->optim || !b->layout) {
-        vc_plan_free((vc_plan *)b);
+        vc_plan_free(b);
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     }
     b->act_dt = b->prec->act_dt;
@@ -48,7 +48,7 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     b->buf_t = malloc((m->nbuf + 1) * sizeof *b->buf_t);
     b->amp_cache = malloc((m->npar + 1) * sizeof *b->amp_cache);
     if (!b->val_t || !b->par_t || !b->buf_t || !b->amp_cache) {
-        vc_plan_free((vc_plan *)b);
+        vc_plan_free(b);
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
     for (size_t p = 0; p < m->npar; p++) {
@@ -81,7 +81,7 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         b->out_t = -1;
         in->kind->emit(b, in->cfg);
         if (b->out_t < 0 && !b->st) {
-            vc_plan_free((vc_plan *)b);
+            vc_plan_free(b);
             return vc_set_error(err, VC_ERR_MODEL, in->path, "internal error: %s produced no output",
                                 in->kind->name);
         }
@@ -98,14 +98,14 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;
-        vc_plan_free((vc_plan *)b);
+        vc_plan_free(b);
         return vc_set_error(err, st, NULL, "%s", vc_strerror(st));
     }
-    *out = (vc_plan *)b;
+    *out = b;
     return VC_OK;
 }
 
-bool vc_plan_batch_dependent(const vc_plan *p) { return ((const vc_build *)p)->batch_dep; }
+bool vc_plan_batch_dependent(const vc_plan *p) { return (p)->batch_dep; }
 
 vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }
 
@@ -116,11 +116,11 @@ void vc_grid_free(vc_grid *g)
     free(g);
 }
 
-void vc_plan_use_grid(vc_plan *p, vc_grid *g) { ((vc_build *)p)->memo->grid = g ? g : &((vc_build *)p)->memo->own; }
+void vc_plan_use_grid(vc_plan *p, vc_grid *g) { (p)->memo->grid = g ? g : &(p)->memo->own; }
 
 void vc_plan_free(vc_plan *p)
 {
-    vc_build *b = (vc_build *)p;
+    vc_build *b = p;
     if (!b) return;
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);

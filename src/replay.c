@@ -344,7 +344,7 @@ static const char *const cat_names[CAT__N] = {"weight", "grad", "state", "act", 
 
 vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx)
 {
-    const vc_build *b = (const vc_build *)p;
+    const vc_build *b = p;
     int64_t total = 0;
     char buf[256];
     for (size_t i = 0; i < b->nev; i++) {

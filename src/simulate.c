@@ -54,7 +54,7 @@ static int64_t grid_replay(const vc_build *b, int64_t g)
     memset(&err, 0, sizeof err);
     vc_status st = vc_plan_build(b->m, &o, &p, &err);
     if (st) return st == VC_ERR_NOMEM ? -1 : -2;
-    int64_t v = vc__replay_reserved((const vc_build *)p, g);
+    int64_t v = vc__replay_reserved(p, g);
     vc_plan_free(p);
     return v;
 }
@@ -101,7 +101,7 @@ static int64_t reserved_envelope(const vc_build *b, int64_t batch, int64_t peak)
 
 static vc_status simulate(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
-    const vc_build *b = (const vc_build *)p;
+    const vc_build *b = p;
     vc_status st = vc__replay_allocated(b, batch, sim, inst_act, err);
     if (st) return st;
     /* the envelope may replay the allocator model (into the memo's sizes): the pass is done with them */
