@@ -6,7 +6,7 @@ Sources read (transformers, stored commits named in README.md):
   L  = models/llama/modeling_llama.py   @5dd4a63  (also used by qwen2: the same code with
        q/k/v bias, Qwen2Attention; and by mixtral's attention, models/mixtral/modeling_mixtral.py @5dd4a63)
   G  = models/gemma2/modeling_gemma2.py @5dd4a63
-  N  = models/gpt_neox/modeling_gpt_neox.py @006bd23
+  N  = models/gpt_neox/modeling_gpt_neox.py @006bd23 (an older revision: see the GPT-NeoX section)
   M  = models/mixtral/modeling_mixtral.py @5dd4a63
   S  = integrations/sdpa_attention.py @00c238b (sdpa_attention_forward, use_gqa_in_sdpa)
   LU = loss/loss_utils.py @0114da0 (ForCausalLMLoss, fixed_cross_entropy)
@@ -466,108 +466,60 @@ def causal_mask_4d(sequence_length, target_length, dtype, cache_position, batch_
 
 
 # --------------------------------------------------------------------------
-# GPT-NeoX (N @006bd23: GPTNeoXAttention / GPTNeoXSdpaAttention, GPTNeoXLayer)
+# GPT-NeoX: transformers' current GPTNeoXAttention / apply_rotary_pos_emb (v4.48+,
+# the attention-interface rewrite).  The stored file read is an older revision (N @006bd23:
+# GPTNeoXAttention._attn with a (1, 1, max_pos, max_pos) bool `bias` buffer per layer and
+# cos/sin cache buffers); the current structure -- qkv .view(..., -1, 3*head_size)
+# .transpose(1, 2).chunk(3, -1), partial rotary inside apply_rotary_pos_emb
+# (q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:] ... torch.cat), the shared
+# GPTNeoXRotaryEmbedding and eager/sdpa attention functions -- was confirmed from a
+# torch.compile trace of modeling_gpt_neox.py (lines 149, 214-215, 280) in the code index.
 # --------------------------------------------------------------------------
 
-class NeoXRotaryEmbedding(nn.Module):
-    """N: GPTNeoXRotaryEmbedding: cos/sin caches (max_position_embeddings x rotary_ndims,
-    buffers in the default dtype, so .to(bfloat16) converts them) sliced to seq_len."""
-
-    def __init__(self, dim, max_position_embeddings, base):
-        super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
-        t = torch.arange(max_position_embeddings, dtype=torch.int64).type_as(inv_freq)
-        freqs = torch.outer(t, inv_freq)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        self.register_buffer("cos_cached", emb.cos(), persistent=False)
-        self.register_buffer("sin_cached", emb.sin(), persistent=False)
-
-    def forward(self, x, seq_len):
-        return self.cos_cached[:seq_len], self.sin_cached[:seq_len]
+def neox_apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = (q_rot * cos) + (rotate_half(q_rot) * sin)
+    k_embed = (k_rot * cos) + (rotate_half(k_rot) * sin)
+    q_embed = torch.cat([q_embed, q_pass], dim=-1)
+    k_embed = torch.cat([k_embed, k_pass], dim=-1)
+    return q_embed, k_embed
 
 
 class NeoXAttention(nn.Module):
+    """GPTNeoXAttention: fused query_key_value (bias = attention_bias, default True), dense;
+    scaling head_size**-0.5; no GQA (num_key_value_groups absent: sdpa_attention_forward
+    repeats nothing)."""
+
     def __init__(self, cfg, attn_impl):
         super().__init__()
         self.attn_impl = attn_impl
-        self.num_attention_heads = cfg.num_attention_heads
-        self.hidden_size = cfg.hidden_size
-        self.head_size = self.hidden_size // self.num_attention_heads
-        self.rotary_ndims = int(self.head_size * cfg.rotary_pct)
-        mp = cfg.max_position_embeddings
-        # GPTNeoXAttention._init_bias: a bool buffer (1, 1, max_pos, max_pos)
-        self.register_buffer("bias", torch.tril(torch.ones((mp, mp), dtype=torch.bool)).view(1, 1, mp, mp),
-                             persistent=False)
-        self.register_buffer("masked_bias", torch.tensor(-1e9), persistent=False)
-        self.rotary_emb = NeoXRotaryEmbedding(self.rotary_ndims, mp, cfg.rotary_emb_base)
-        self.norm_factor = self.head_size ** -0.5
+        self.head_size = cfg.hidden_size // cfg.num_attention_heads
+        self.scaling = self.head_size ** -0.5
+        self.attention_dropout = cfg.attention_dropout
+        self.num_key_value_groups = 1
         b = cfg.d.get("attention_bias", True)
         self.query_key_value = Linear(cfg.hidden_size, 3 * cfg.hidden_size, bias=b)
         self.dense = Linear(cfg.hidden_size, cfg.hidden_size, bias=b)
-        self.attention_dropout_p = cfg.attention_dropout
-        self.num_key_value_groups = 1
 
-    def _projections_and_rope(self, hidden_states, position_ids):
-        qkv = self.query_key_value(hidden_states)
-        qkv = qkv.view(*qkv.size()[:-1], self.num_attention_heads, 3 * self.head_size)
-        query = qkv[..., : self.head_size].permute(0, 2, 1, 3)
-        key = qkv[..., self.head_size: 2 * self.head_size].permute(0, 2, 1, 3)
-        value = qkv[..., 2 * self.head_size:].permute(0, 2, 1, 3)
-        query_rot = query[..., : self.rotary_ndims]
-        query_pass = query[..., self.rotary_ndims:]
-        key_rot = key[..., : self.rotary_ndims]
-        key_pass = key[..., self.rotary_ndims:]
-        seq_len = key.shape[-2]
-        cos, sin = self.rotary_emb(value, seq_len=seq_len)
-        # N: apply_rotary_pos_emb(q, k, cos, sin, position_ids): cos[position_ids].unsqueeze(1)
-        cos = cos[position_ids].unsqueeze(1)
-        sin = sin[position_ids].unsqueeze(1)
-        q_embed = (query_rot * cos) + (rotate_half(query_rot) * sin)
-        k_embed = (key_rot * cos) + (rotate_half(key_rot) * sin)
-        query = torch.cat((q_embed, query_pass), dim=-1)
-        key = torch.cat((k_embed, key_pass), dim=-1)
-        return query, key, value
-
-    def _attn(self, query, key, value):
-        """N: GPTNeoXAttention._attn (eager)."""
-        batch_size, num_attention_heads, query_length, attn_head_size = query.size()
-        key_length = key.size(-2)
-        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
-        query = query.view(batch_size * num_attention_heads, query_length, attn_head_size)
-        key = key.view(batch_size * num_attention_heads, key_length, attn_head_size)
-        attn_scores = torch.zeros(batch_size * num_attention_heads, query_length, key_length,
-                                  dtype=query.dtype, device=key.device)
-        attn_scores = torch.baddbmm(attn_scores, query, key.transpose(1, 2), beta=1.0, alpha=self.norm_factor)
-        attn_scores = attn_scores.view(batch_size, num_attention_heads, query_length, key_length)
-        mask_value = torch.finfo(attn_scores.dtype).min
-        mask_value = torch.tensor(mask_value, dtype=attn_scores.dtype).to(attn_scores.device)
-        attn_scores = torch.where(causal_mask, attn_scores, mask_value)
-        attn_weights = F.softmax(attn_scores, dim=-1)
-        attn_weights = attn_weights.to(value.dtype)
-        attn_weights = vctorch.dropout2x(attn_weights, self.attention_dropout_p, self.training)
-        return torch.matmul(attn_weights, value)
-
-    def forward(self, hidden_states, position_ids):
-        bsz, q_len, _ = hidden_states.size()
-        query, key, value = self._projections_and_rope(hidden_states, position_ids)
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, 3 * self.head_size)
+        qkv = self.query_key_value(hidden_states).view(hidden_shape).transpose(1, 2)
+        query_states, key_states, value_states = qkv.chunk(3, dim=-1)
+        cos, sin = position_embeddings
+        query_states, key_states = neox_apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        dropout = 0.0 if not self.training else self.attention_dropout
         if self.attn_impl == "eager":
-            attn_output = self._attn(query, key, value)
-            # _merge_heads: permute + contiguous + view
-            attn_output = attn_output.permute(0, 2, 1, 3).contiguous()
-            attn_output = attn_output.view(attn_output.size(0), attn_output.size(1), self.hidden_size)
+            attn_output, _ = eager_attention_forward(self, query_states, key_states, value_states,
+                                                     attention_mask, self.scaling, dropout)
         else:
-            # N: GPTNeoXSdpaAttention.forward: SDPA with is_causal (no mask in training)
-            target_dtype = value.dtype
-            if query.dtype != target_dtype:
-                query = query.to(target_dtype)
-            if key.dtype != target_dtype:
-                key = key.to(target_dtype)
-            attn_output = vctorch._sdpa_math_2x(query, key, value, attn_mask=None,
-                                                dropout_p=self.attention_dropout_p if self.training else 0.0,
-                                                is_causal=q_len > 1)
-            attn_output = attn_output.transpose(1, 2).contiguous()
-            attn_output = attn_output.view(bsz, q_len, self.hidden_size)
+            attn_output, _ = sdpa_attention_forward(self, query_states, key_states, value_states,
+                                                    attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
         return self.dense(attn_output)
 
 
@@ -597,8 +549,8 @@ class NeoXLayer(nn.Module):
         self.attention = NeoXAttention(cfg, attn_impl)
         self.mlp = NeoXMLP(cfg)
 
-    def forward(self, hidden_states, position_ids):
-        attn_output = self.attention(self.input_layernorm(hidden_states), position_ids)
+    def forward(self, hidden_states, attention_mask, position_embeddings):
+        attn_output = self.attention(self.input_layernorm(hidden_states), attention_mask, position_embeddings)
         attn_output = vctorch.dropout2x(attn_output, self.hidden_dropout, self.training)
         if self.use_parallel_residual:
             mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
@@ -654,6 +606,10 @@ class CausalLM(nn.Module):
             self.layers = nn.ModuleList([NeoXLayer(cfg, self.attn_impl) for _ in range(cfg.num_hidden_layers)])
             self.final_layer_norm = vctorch._LayerNorm2x(H, eps=cfg.layer_norm_eps)
             self.embed_out = Linear(H, V, bias=False)
+            # GPTNeoXRotaryEmbedding: the default rope with partial_rotary_factor = rotary_pct,
+            # base = rotary_emb_base (GPTNeoXConfig)
+            rc = Config(dict(cfg.d, rope_theta=cfg.rotary_emb_base, partial_rotary_factor=cfg.rotary_pct))
+            self.rotary_emb = RotaryEmbedding(rc, H // cfg.num_attention_heads)
             return
         self.embed_tokens = nn.Embedding(V, H, cfg.pad_token_id)
         self.layers = nn.ModuleList([DecoderLayer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
@@ -726,13 +682,20 @@ class CausalLM(nn.Module):
         return loss, logits
 
     def _neox_forward(self, input_ids, labels, logits_to_keep):
-        # N: GPTNeoXModel.forward (position_ids = arange(seq).unsqueeze(0); emb_dropout; layers;
-        # final_layer_norm) and GPTNeoXForCausalLM (embed_out, loss_function)
-        S = input_ids.shape[1]
-        position_ids = torch.arange(0, S, dtype=torch.long).unsqueeze(0)
-        hidden_states = vctorch.dropout2x(self.embed_in(input_ids), self.emb_dropout_p, self.training)
+        # GPTNeoXModel.forward (cache_position/position_ids as Llama; emb_dropout; the causal
+        # mask as LlamaModel._update_causal_mask; rotary_emb shared; layers; final_layer_norm)
+        # and GPTNeoXForCausalLM (embed_out, loss_function)
+        inputs_embeds = self.embed_in(input_ids)
+        S = inputs_embeds.shape[1]
+        cache_position = torch.arange(0, S)
+        position_ids = cache_position.unsqueeze(0)
+        causal_mask = None
+        if self.attn_impl == "eager":
+            causal_mask = causal_mask_4d(S, S + 1, inputs_embeds.dtype, cache_position, inputs_embeds.shape[0])
+        hidden_states = vctorch.dropout2x(inputs_embeds, self.emb_dropout_p, self.training)
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for layer in self.layers:
-            hidden_states = self._layer(layer, hidden_states, position_ids)
+            hidden_states = self._layer(layer, hidden_states, causal_mask, position_embeddings)
         hidden_states = self.final_layer_norm(hidden_states)
         return self._head(hidden_states, labels, logits_to_keep, self.embed_out)
 

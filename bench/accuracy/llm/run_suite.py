@@ -54,6 +54,8 @@ def cases():
         ("llama", 2, 32, 24, "bf16", False),
         ("qwen2", 2, 48, 16, "bf16", True),
         ("mixtral", 1, 40, 12, "fp32", False),
+        ("llama", 1, 16, 64, "fp32", False),    # decode-dominated: the cache grows to 80 tokens
+        ("mixtral", 2, 8, 48, "bf16", True),
     ]
     for fam, b, p, m, prec, ho in gen:
         out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
@@ -79,11 +81,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only")
     ap.add_argument("--out", default=os.path.join(HERE, "measured.json"))
+    ap.add_argument("--resume", action="store_true", help="keep the cases already in --out")
     args = ap.parse_args()
     results = []
+    done = {}
+    if args.resume and os.path.exists(args.out):
+        done = {r["id"]: r for r in json.load(open(args.out))["cases"]}
     t0 = time.time()
+
+    def write():
+        doc = {"about": "Peak allocated bytes of reference HF causal LMs (reference.py) measured with "
+                        "bench/accuracy's allocator counter on torch 1.13 CPU; see README.md",
+               "cases": results}
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(args.out + ".tmp", args.out)
+
     for i, c in enumerate(cases()):
         if args.only and args.only not in json.dumps(c):
+            continue
+        if "llm%02d" % i in done:
+            results.append(done["llm%02d" % i])
             continue
         cmd = ["/usr/bin/python3", os.path.join(HERE, "measure_llm.py")] + argv_of(c)
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -101,12 +120,8 @@ def main():
             r["id"], r["model_type"], r["mode"], r["batch"], r.get("seq", r.get("prompt")),
             r["precision"], r.get("gradient_checkpointing"), bool(r.get("lora")), r["peak_allocated"],
             r["peak_where"] if "peak_where" in r else r["prefill_peak_where"]), flush=True)
-    doc = {"about": "Peak allocated bytes of reference HF causal LMs (reference.py) measured with "
-                    "bench/accuracy's allocator counter on torch 1.13 CPU; see README.md",
-           "elapsed_s": round(time.time() - t0, 1), "cases": results}
-    with open(args.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+        write()
+    write()
     return 0
 
 
