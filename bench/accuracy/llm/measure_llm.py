@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""measure_llm.py -- peak memory of a reference HF causal LM (reference.py) with torch 1.13 on CPU.
+
+    /usr/bin/python3 bench/accuracy/llm/measure_llm.py CONFIG.json --batch 2 --seq 64 \
+        --optim adamw --precision bf16 [--ckpt] [--lora 8 --lora-targets q_proj,v_proj \
+        --lora-dropout 0.05] [--attn eager|sdpa] --json
+    /usr/bin/python3 bench/accuracy/llm/measure_llm.py CONFIG.json --mode generate \
+        --batch 1 --prompt 64 --new-tokens 16 --precision bf16 --json
+
+The protocol is bench/accuracy/measure.py's (SPEC.md section 4), with the same two
+libraries: LD_PRELOAD=libmemtrack.so counts c10's CPU allocations (each rounded up to
+512 B); libopobserver.so reads the total after every aten operator; compat 2x (2.x
+InputBuffer accumulation, wrapped scalars not counted).  Baseline = the total before the
+model is built; then the model (and .to(bfloat16) for bf16), LoRA, the int64 input_ids and
+labels (resident).  train: model.train(); 3 steps of
+    loss = compute_loss(model, input_ids, labels)    # as transformers' Trainer.compute_loss:
+                                                      # the outputs (logits) die on return
+    loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
+peak = the highest reading during steps 2 and 3.  Optimizers: bench/accuracy/optim2x.py
+(2.x foreach Adam / AdamW / SGD), over the trainable parameters only.
+generate: model.eval(), torch.no_grad(); greedy generation as transformers'
+GenerationMixin._sample runs it with a DynamicCache (reference.DynamicCache):
+prefill over the prompt with logits_to_keep=1, then one token per step; run twice, the
+second measured; prefill and decode peaks reported separately.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+ACC = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(ACC))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, ACC)
+sys.path.insert(0, HERE)
+
+import measure  # noqa: E402  bench/accuracy/measure.py: Tracker, ensure_built, reexec_with_preload
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--mode", default="train", choices=["train", "generate"])
+    ap.add_argument("-b", "--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("-o", "--optim", default="adamw", choices=["sgd", "momentum", "adam", "adamw"])
+    ap.add_argument("-p", "--precision", default="fp32", choices=["fp32", "bf16"])
+    ap.add_argument("--ckpt", action="store_true", help="gradient checkpointing per decoder layer")
+    ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
+    ap.add_argument("--lora-alpha", type=float, default=16)
+    ap.add_argument("--lora-dropout", type=float, default=0.0)
+    ap.add_argument("--lora-targets", help="default: PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING "
+                    "(q_proj,v_proj; gpt_neox: query_key_value)")
+    ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
+    ap.add_argument("--prompt", type=int, default=32)
+    ap.add_argument("--new-tokens", type=int, default=8)
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true")
+    return ap.parse_args(argv)
+
+
+def rounded(t):
+    return measure.rounded(t)
+
+
+def main(argv):
+    args = parse_args(argv)
+    measure.reexec_with_preload()
+    import gc
+    import torch
+    import vctorch
+    import optim2x
+    import reference as R
+
+    torch.manual_seed(args.seed)
+    tr = measure.Tracker()
+    vctorch.HOOKS.fused = tr.fused
+    vctorch.HOOKS.read = tr.read
+    cfg = R.Config.load(args.config)
+    if args.lora_targets is None:  # peft utils/constants.py
+        args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
+    dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    gc.collect()
+    tr.start(install=True)
+    tr.O.opobs_set_compat_2x(1)
+
+    model = R.CausalLM(cfg, args.attn)
+    if args.precision == "bf16":
+        model.to(torch.bfloat16)
+    if args.ckpt:
+        model.gradient_checkpointing = True
+    if args.lora:
+        R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
+                     targets=tuple(args.lora_targets.split(",")))
+    params = list(model.parameters())
+    n_params = sum(p.numel() for p in params)
+    trainable = [p for p in params if p.requires_grad]
+    n_train = sum(p.numel() for p in trainable)
+    weights_bytes = sum(rounded(p) for p in params) + sum(rounded(b) for b in model.buffers())
+    V = cfg.vocab_size
+    result = {"config": os.path.relpath(args.config, ROOT), "model_type": cfg.model_type,
+              "mode": args.mode, "batch": args.batch, "precision": args.precision,
+              "attn_implementation": model.attn_impl, "params": n_params,
+              "trainable_params": n_train, "weights_bytes": weights_bytes,
+              "torch": torch.__version__}
+
+    if args.mode == "train":
+        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+        after_build = tr.O.opobs_current()
+
+        def compute_loss():
+            # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
+            loss, logits = model(input_ids, labels=labels)
+            del logits
+            return loss
+
+        model.train()
+        opt = optim2x.make(trainable, args.optim)
+        for step in range(1, args.steps + 1):
+            if step == 2:
+                tr.O.opobs_reset_peak()
+                tr.reset_peak()
+            tr.tag("s%d.fwd" % step)
+            loss = compute_loss()
+            tr.tag("s%d.bwd" % step)
+            tr.O.opobs_set_backward(1)
+            loss.backward()
+            tr.O.opobs_set_backward(0)
+            del loss
+            tr.read("backward-end")
+            tr.tag("s%d.opt" % step)
+            opt.step()
+            tr.read("step-end")
+            tr.tag("s%d.zero" % step)
+            opt.zero_grad(set_to_none=True)
+            tr.read("zero_grad-end")
+        steady = tr.O.opobs_current()
+        result.update({
+            "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt),
+            "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
+                      "targets": args.lora_targets.split(","),
+                      "adapter_dtype": "float32",
+                      "input_require_grads": bool(args.ckpt)} if args.lora else None),
+            "peak_allocated": int(tr.O.opobs_peak()),
+            "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
+            "after_build_bytes": int(after_build), "steady_bytes": int(steady),
+            "optimizer_state_bytes": int(sum(rounded(v) for st in opt.state.values()
+                                             for v in st.values() if torch.is_tensor(v))),
+        })
+    else:
+        B, P, M = args.batch, args.prompt, args.new_tokens
+        prompt_ids = torch.randint(0, V, (B, P), dtype=torch.int64)
+        after_build = tr.O.opobs_current()
+        model.eval()
+        phases = {}
+
+        def generate(record):
+            # GenerationMixin.generate -> _sample (greedy), DynamicCache, logits_to_keep=1
+            with torch.no_grad():
+                input_ids = prompt_ids
+                attention_mask = torch.ones((B, P), dtype=torch.int64)
+                cache = R.DynamicCache()
+                cache_position = torch.arange(P, dtype=torch.int64)
+                cur = input_ids
+                for step in range(M):
+                    if record:
+                        tr.O.opobs_reset_peak()
+                        tr.tag("prefill" if step == 0 else "decode%d" % step)
+                    _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
+                                      attention_mask=attention_mask, logits_to_keep=1)
+                    next_token_logits = logits[:, -1, :].clone().float()
+                    del logits
+                    next_tokens = torch.argmax(next_token_logits, dim=-1)
+                    del next_token_logits
+                    input_ids = torch.cat([input_ids, next_tokens[:, None]], dim=-1)
+                    attention_mask = torch.cat([attention_mask, attention_mask.new_ones((B, 1))], dim=-1)
+                    cache_position = cache_position[-1:] + 1
+                    cur = next_tokens[:, None]
+                    if record:
+                        tr.read("step-end")
+                        phases[step] = (int(tr.O.opobs_peak()),
+                                        tr.O.opobs_peak_where().decode(errors="replace"))
+                del cache
+            return input_ids
+
+        out = generate(False)
+        del out
+        tr.O.opobs_reset_peak()
+        out = generate(True)
+        del out
+        decode = {s: v for s, v in phases.items() if s > 0}
+        dstep = max(decode, key=lambda s: decode[s][0]) if decode else None
+        kv_per_token = 0
+        if cfg.model_type != "gpt_neox":
+            hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
+            kv_per_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
+        result.update({
+            "prompt": P, "new_tokens": M, "cache": "DynamicCache",
+            "prefill_peak": phases[0][0], "prefill_peak_where": phases[0][1],
+            "decode_peak": decode[dstep][0] if decode else None,
+            "decode_peak_step": dstep,
+            "decode_peak_where": decode[dstep][1] if decode else None,
+            "peak_allocated": max(v[0] for v in phases.values()),
+            "after_build_bytes": int(after_build),
+            "kv_cache_bytes_per_token_per_sequence": kv_per_token,
+        })
+    result["reads"] = int(tr.O.opobs_reads())
+    result["wrapped_scalar_bytes_ignored"] = int(tr.O.opobs_forgotten())
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(result["peak_allocated"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

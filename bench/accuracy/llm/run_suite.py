@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""run_suite.py -- run every case of the LLM truth set through measure_llm.py (one process
+per case, so each starts from a fresh allocator baseline) and write measured.json.
+
+    /usr/bin/python3 bench/accuracy/llm/run_suite.py [--only SUBSTR] [--out measured.json]
+
+held_out: every third training case (by position in CASES) and one generation case are
+marked held_out=true: they are for checking an estimator after it has been tuned on the
+others, never for tuning it.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAM = ["llama", "qwen2", "gemma2", "gpt_neox", "mixtral"]
+
+
+def cases():
+    out = []
+    # the grid: every family x {full, LoRA r=8} x {no ckpt, ckpt} x {fp32, bf16}, batch 2, seq 64, AdamW
+    for fam in FAM:
+        for lora in (0, 8):
+            for ckpt in (False, True):
+                for prec in ("fp32", "bf16"):
+                    out.append(dict(config="configs/%s_small.json" % fam, batch=2, seq=64, optim="adamw",
+                                    precision=prec, ckpt=ckpt, lora=lora))
+    # other (batch, seq) pairs and optimizers
+    extra = [
+        ("llama", 1, 128, "adam", "fp32", False, 0, 0.0),
+        ("llama", 4, 32, "sgd", "bf16", True, 0, 0.0),
+        ("llama", 2, 96, "adamw", "bf16", False, 8, 0.05),
+        ("qwen2", 4, 48, "adam", "bf16", False, 0, 0.0),
+        ("qwen2", 1, 160, "sgd", "fp32", True, 8, 0.05),
+        ("gemma2", 1, 48, "adamw", "fp32", False, 0, 0.0),
+        ("gemma2", 2, 40, "adam", "bf16", True, 8, 0.05),
+        ("gpt_neox", 4, 96, "adam", "fp32", False, 0, 0.0),
+        ("gpt_neox", 1, 128, "sgd", "bf16", True, 8, 0.05),
+        ("mixtral", 3, 40, "adam", "fp32", False, 0, 0.0),
+        ("mixtral", 1, 128, "sgd", "bf16", True, 8, 0.05),
+        ("llama", 2, 64, "adamw", "fp32", False, 8, 0.05),
+    ]
+    for fam, b, s, o, p, c, l, d in extra:
+        out.append(dict(config="configs/%s_small.json" % fam, batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=d))
+    for i, c in enumerate(out):
+        c["mode"] = "train"
+        c["held_out"] = (i % 3 == 2)
+    gen = [
+        ("llama", 1, 64, 16, "fp32", False),
+        ("llama", 2, 32, 24, "bf16", False),
+        ("qwen2", 2, 48, 16, "bf16", True),
+        ("mixtral", 1, 40, 12, "fp32", False),
+        ("llama", 1, 16, 64, "fp32", False),    # decode-dominated: the cache grows to 80 tokens
+        ("mixtral", 2, 8, 48, "bf16", True),
+    ]
+    for fam, b, p, m, prec, ho in gen:
+        out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
+                        new_tokens=m, precision=prec, held_out=ho))
+    return out
+
+
+def argv_of(c):
+    a = [os.path.join(HERE, c["config"]), "--mode", c["mode"], "--batch", str(c["batch"]),
+         "--precision", c["precision"], "--json"]
+    if c["mode"] == "train":
+        a += ["--seq", str(c["seq"]), "--optim", c["optim"]]
+        if c["ckpt"]:
+            a.append("--ckpt")
+        if c["lora"]:
+            a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
+    else:
+        a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
+    return a
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only")
+    ap.add_argument("--out", default=os.path.join(HERE, "measured.json"))
+    ap.add_argument("--resume", action="store_true", help="keep the cases already in --out")
+    args = ap.parse_args()
+    results = []
+    done = {}
+    if args.resume and os.path.exists(args.out):
+        done = {r["id"]: r for r in json.load(open(args.out))["cases"]}
+    t0 = time.time()
+
+    def write():
+        doc = {"about": "Peak allocated bytes of reference HF causal LMs (reference.py) measured with "
+                        "bench/accuracy's allocator counter on torch 1.13 CPU; see README.md",
+               "cases": results}
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(args.out + ".tmp", args.out)
+
+    for i, c in enumerate(cases()):
+        if args.only and args.only not in json.dumps(c):
+            continue
+        if "llm%02d" % i in done:
+            results.append(done["llm%02d" % i])
+            continue
+        cmd = ["/usr/bin/python3", os.path.join(HERE, "measure_llm.py")] + argv_of(c)
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            print("case %d failed: %s\n%s" % (i, " ".join(cmd), p.stderr[-2000:]), file=sys.stderr)
+            return 1
+        r = json.loads(p.stdout)
+        r["id"] = "llm%02d" % i
+        r["held_out"] = c["held_out"]
+        r["command"] = "/usr/bin/python3 bench/accuracy/llm/measure_llm.py " + " ".join(
+            os.path.relpath(x, os.path.dirname(os.path.dirname(os.path.dirname(HERE)))) if x.endswith(".json") else x
+            for x in argv_of(c))
+        results.append(r)
+        print("%s %-9s %-8s b%d %s %s ckpt=%s lora=%s -> %d (%s)" % (
+            r["id"], r["model_type"], r["mode"], r["batch"], r.get("seq", r.get("prompt")),
+            r["precision"], r.get("gradient_checkpointing"), bool(r.get("lora")), r["peak_allocated"],
+            r["peak_where"] if "peak_where" in r else r["prefill_peak_where"]), flush=True)
+        write()
+    write()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
