@@ -1,7 +1,7 @@
 /*
  * test_engine.c — the timeline engine on small models whose every
  * allocation can be followed by hand (rules: README "How the estimate
- * works" and AUTOGRAD.md). The MLP is Linear(1024, 4096), ReLU,
+ * works" and docs/autograd.md). The MLP is Linear(1024, 4096), ReLU,
  * Linear(4096, 1024) at batch 64, fp32, workspace 0:
  *   parameters W = 16,777,216 + 16,384 + 16,777,216 + 4,096 = 33,574,912 B
  *   input x = 64*1024*4 = 262,144; y1 = relu = 64*4096*4 = 1,048,576;
@@ -150,7 +150,7 @@ static void test_monotonic_in_batch(void **state)
     vc_model_free(m);
 }
 
-/* `reserved` never falls as the batch grows (SPEC §3), though the allocator
+/* `reserved` never falls as the batch grows (docs/contract.md, "Guarantees"), though the allocator
  * model alone does. In this MLP the [N, 1024] fp32 activations are 4 KiB per
  * sample: 1 MiB at batch 256, so at 257 they move from the small pool (2 MiB
  * segments) to the large one, where they fit in space already reserved: the

@@ -7,8 +7,9 @@
  * source, as each case's "source" says). For each case it checks the
  * parameter count (sum(p.numel())), every parameter tensor and buffer in
  * named_parameters()/named_buffers() order, and the per-sample output
- * shape; then it runs a train and an infer estimate to make sure the kind's
- * ops execute.
+ * shape; then it runs train and infer estimates (fp32 and amp-bf16): they
+ * must succeed, with weights, gradients and Adam states equal to what that
+ * tensor list implies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,7 +79,23 @@ static void run_case(void **state)
     snprintf(want + u, sizeof want - u, "]");
     if (strcmp(got, want)) fail_msg("%s: output %s, PyTorch %s", id, got, want);
 
-    /* the kind's ops execute in every mode */
+    /* The persistent bytes follow from PyTorch's own tensor list: every
+     * parameter and buffer is stored as its own block rounded up to 512 B
+     * (fp32 parameters and float buffers 4 bytes an element, int64 buffers
+     * 8); no fixture freezes or ties a parameter, so in training each one
+     * gets an fp32 gradient of its size (amp-bf16 keeps fp32 parameters and
+     * gradients) and Adam, the default optimizer, two fp32 states of its
+     * size. Inference keeps neither. */
+    int64_t want_w = 0, want_g = 0;
+    for (const cJSON *e = pt->child; e; e = e->next)
+        want_g += (((int64_t)cJSON_GetObjectItem(e, "numel")->valuedouble * 4 + 511) / 512) * 512;
+    want_w = want_g;
+    for (const cJSON *e = bt->child; e; e = e->next) {
+        int64_t esz = strcmp(cJSON_GetObjectItem(e, "dtype")->valuestring, "int64") ? 4 : 8;
+        want_w += (((int64_t)cJSON_GetObjectItem(e, "numel")->valuedouble * esz + 511) / 512) * 512;
+    }
+
+    /* the kind's ops execute in every mode, with those persistent bytes */
     static const vc_precision precs[] = {VC_PREC_FP32, VC_PREC_AMP_BF16};
     for (int mode = 0; mode < 2; mode++)
         for (int p = 0; p < 2; p++) {
@@ -89,7 +106,17 @@ static void run_case(void **state)
             o.precision = precs[p];
             vc_result r;
             if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: estimate failed: %s", id, err.msg);
-            assert_true(r.memory.peak_allocated >= r.memory.weights);
+            int64_t g = mode ? 0 : want_g;
+            if (r.memory.weights != want_w || r.memory.gradients != g || r.memory.optimizer_states != 2 * g)
+                fail_msg("%s (%s, %s): weights/gradients/states %lld/%lld/%lld, expected %lld/%lld/%lld", id,
+                         vc_mode_name(o.mode), vc_precision_name(o.precision), (long long)r.memory.weights,
+                         (long long)r.memory.gradients, (long long)r.memory.optimizer_states, (long long)want_w,
+                         (long long)g, (long long)(2 * g));
+            /* parameters and buffers are live throughout, so at the peak too; its parts sum to it */
+            assert_int_equal(r.peak.weights, want_w);
+            assert_int_equal(r.peak.weights + r.peak.gradients + r.peak.optimizer_states + r.peak.activations +
+                                 r.peak.temporaries + r.peak.workspace,
+                             r.memory.peak_allocated);
             vc_result_free(&r);
         }
     vc_model_free(m);

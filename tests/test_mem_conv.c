@@ -3,11 +3,17 @@
  *
  * Each test builds a small model, runs vc_estimate with SGD (no optimizer
  * state or step temporaries), fp32 unless said, and workspace 0, and checks
- * values derived by hand from AUTOGRAD.md: §3.1 (convolution saves its input
- * and weight; a non-"zeros" padding_mode or padding="same" with an even
- * kernel saves a padded copy instead), §1 (lifetimes), §6 (loss = mean), §9
- * (autocast). Every tensor is rounded up to 512 bytes. The loss scalar (512)
- * is freed at the end of forward; backward starts with its 512-byte grad.
+ * values derived by hand from docs/autograd.md: convolution saves its input
+ * and weight (a non-"zeros" padding_mode or padding="same" with an even
+ * kernel saves a padded copy instead), node lifetimes, the loss
+ * (`model(x).float().mean()`) and autocast. Every tensor is rounded up to
+ * 512 bytes. The loss (a 0-d fp32 tensor, 512) is a Python variable alive
+ * until loss.backward() returns, and so is the root gradient
+ * (ones_like(loss), 512) the engine starts backward with: both are live at
+ * every backward peak below. mean's backward then allocates dY, a grad of
+ * the output's size, and the output itself is freed when forward ends (mean
+ * saves nothing). Each derivation was checked line by line against
+ * `vramcalc --trace -o sgd --workspace 0`.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,7 +41,9 @@ static vc_result run(const char *json, int64_t batch, vc_mode mode, vc_precision
  *   weight  4*2*3*3*4   = 288  -> 512
  * train: the input needs no grad, so reflection_pad keeps nothing; the
  *   convolution keeps the padded copy: activations = x + padded = 5632.
- *   peak at the loss: weight + x + padded + y + loss = 512+2048+3584+4096+512 = 10752.
+ *   forward ends at weight + x + padded + y + loss = 10752, then y goes (6656).
+ *   peak in convolution_backward: weight 512 + x 2048 + padded 3584 + loss 512
+ *   + root grad 512 + dY 4096 + grad_weight 512 = 11776.
  * infer: the padded copy dies after the convolution: peak = 512+2048+3584+4096 = 10240. */
 static void test_conv2d_reflect(void **state)
 {
@@ -44,7 +52,8 @@ static void test_conv2d_reflect(void **state)
                     " \"kernel_size\": 3, \"padding\": 1, \"padding_mode\": \"reflect\", \"bias\": false}]}";
     vc_result r = run(j, 4, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 5632);
-    assert_int_equal(r.memory.peak_allocated, 10752 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 11776);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
     vc_result_free(&r);
     r = run(j, 4, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 10240);
@@ -93,7 +102,8 @@ static void test_conv1d_circular(void **state)
  * padding 1 to the convolution.
  *   x 4*2*7*7*4 = 1568 -> 2048; padded [2, 8, 8]: 4*2*8*8*4 = 2048; y [2, 7, 7]: 2048;
  *   weight 2*2*4*4*4 = 256 -> 512.
- * train: activations = x + padded = 4096; peak at the loss = 512 + 2048*3 + 512 = 7168.
+ * train: activations = x + padded = 4096; peak in convolution_backward: weight 512
+ *   + x 2048 + padded 2048 + loss 512 + root grad 512 + dY 2048 + grad_weight 512 = 8192.
  * infer: peak = weight + x + padded + y = 512 + 2048*3 = 6656.
  * With k3 (total padding 2, symmetric) no copy is made: activations = x = 2048. */
 static void test_conv2d_same_even_kernel(void **state)
@@ -103,7 +113,7 @@ static void test_conv2d_same_even_kernel(void **state)
                     " \"kernel_size\": 4, \"padding\": \"same\", \"bias\": false}]}";
     vc_result r = run(j, 4, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 4096);
-    assert_int_equal(r.memory.peak_allocated, 7168 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 8192);
     vc_result_free(&r);
     r = run(j, 4, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 6656);
@@ -136,7 +146,9 @@ static void test_conv_transpose2d(void **state)
  *   x fp32 8*4*8*8*4 = 8192; x bf16 4096; weight 64 B -> 512; weight bf16 -> 512;
  *   y bf16 4096; loss: y.float() 8192, then mean 512.
  * activations at the end of forward = x + x bf16 + weight bf16 = 8192 + 4096 + 512 = 12800.
- * peak when y.float() is made: weight 512 + 12800 + y 4096 + 8192 = 25600. */
+ * forward peaks when y.float() is made: weight 512 + 12800 + y 4096 + 8192 = 25600.
+ * the step peaks in _to_copy's backward (y.float()'s): weight 512 + 12800 + loss 512
+ *   + root grad 512 + mean's fp32 grad 8192 + its bf16 copy 4096 = 26624. */
 static void test_conv2d_amp_bf16(void **state)
 {
     (void)state;
@@ -144,7 +156,8 @@ static void test_conv2d_amp_bf16(void **state)
                     " \"kernel_size\": 1, \"bias\": false}]}";
     vc_result r = run(j, 8, TRAIN, VC_PREC_AMP_BF16);
     assert_int_equal(r.memory.activations, 12800);
-    assert_int_equal(r.memory.peak_allocated, 25600 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 26624);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
     vc_result_free(&r);
 }
 

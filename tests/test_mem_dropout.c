@@ -5,11 +5,14 @@
  * Each model is Conv2d(8->8, kernel 1, no bias) on [8, 8, 8] followed by
  * the layer under test, batch 2, so that the dropout input needs grad.
  * vc_estimate runs with SGD (no optimizer state or step temporaries), fp32,
- * workspace 0. Values are derived by hand from AUTOGRAD.md §3.1 (the conv
- * keeps its input, the model input, and its weight), §3.6 (dropout) and §6
- * (loss = mean: a 512-byte scalar freed at the end of forward; backward
- * starts with its 512-byte grad, then mean's backward allocates a grad of
- * the output's size). Every tensor is rounded up to 512 bytes:
+ * workspace 0. Values are derived by hand from docs/autograd.md (the conv
+ * keeps its input, the model input, and its weight; dropout; the loss
+ * `output.float().mean()`: a 0-d fp32 tensor, 512 B, that stays alive until
+ * loss.backward() returns, as does the 512-byte root gradient backward
+ * starts from; mean's backward then allocates dY, a grad of the output's
+ * size, and the output itself goes when forward ends). Each derivation was
+ * checked line by line against `vramcalc --trace -o sgd --workspace 0`.
+ * Every tensor is rounded up to 512 bytes:
  *   conv weight 8*8*4 = 256 -> 512; x (input) = c (conv output) = 2*8*8*8*4 = 4096.
  */
 #include <setjmp.h>
@@ -39,15 +42,16 @@ static vc_result run_layer(const char *layer, int64_t batch, vc_mode mode)
 /* Dropout(0.1): native_dropout allocates y (4096) and a bool mask
  * (2*512 = 1024), keeps only the mask; c dies after it.
  * train: activations = x + mask = 5120.
- *   peak in native_dropout's backward (= in its forward): weight 512 + x
- *   4096 + mask 1024 + incoming grad 4096 + grad_input 4096 = 13824.
+ *   peak in native_dropout's backward: weight 512 + x 4096 + mask 1024
+ *   + loss 512 + root grad 512 + dY 4096 + grad_input 4096 = 14848.
  * infer: identity: peak = 512 + x + c = 8704. */
 static void test_dropout_native(void **state)
 {
     (void)state;
     vc_result r = run_layer("{\"type\": \"Dropout\", \"p\": 0.1}", 2, TRAIN);
     assert_int_equal(r.memory.activations, 5120);
-    assert_int_equal(r.memory.peak_allocated, 13824 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 14848);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
     vc_result_free(&r);
     r = run_layer("{\"type\": \"Dropout\", \"p\": 0.1}", 2, INFER);
     assert_int_equal(r.memory.peak_allocated, 8704);
@@ -58,26 +62,26 @@ static void test_dropout_native(void **state)
  * empty_like(c) in fp32 (4096), c.mul_(noise) keeps the noise.
  * train: activations = x + noise = 8192 (c, which is also the output,
  *   dies at the loss).
- *   peak in mul_'s backward: weight 512 + x 4096 + noise 4096 + incoming
- *   grad 4096 + grad 4096 = 16896. */
+ *   peak in mul_'s backward: weight 512 + x 4096 + noise 4096 + loss 512
+ *   + root grad 512 + dY 4096 + grad 4096 = 17920. */
 static void test_dropout_inplace_keeps_float_noise(void **state)
 {
     (void)state;
     vc_result r = run_layer("{\"type\": \"Dropout\", \"p\": 0.1, \"inplace\": true}", 2, TRAIN);
     assert_int_equal(r.memory.activations, 8192);
-    assert_int_equal(r.memory.peak_allocated, 16896 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 17920);
     vc_result_free(&r);
 }
 
 /* Dropout2d(0.1): noise [N, C, 1, 1] = 2*8 floats (64 -> 512), y = c * noise.
  * train: activations = x + noise = 4608; peak in mul's backward:
- *   512 + x 4096 + noise 512 + incoming grad 4096 + grad 4096 = 13312. */
+ *   512 + x 4096 + noise 512 + loss 512 + root grad 512 + dY 4096 + grad 4096 = 14336. */
 static void test_dropout2d_feature_noise(void **state)
 {
     (void)state;
     vc_result r = run_layer("{\"type\": \"Dropout2d\", \"p\": 0.1}", 2, TRAIN);
     assert_int_equal(r.memory.activations, 4608);
-    assert_int_equal(r.memory.peak_allocated, 13312 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 14336);
     vc_result_free(&r);
 }
 
@@ -96,15 +100,16 @@ static void test_stochastic_depth_modes(void **state)
 }
 
 /* p == 0 (and eval) is the identity: no node. Dropout(p=0):
- * train: activations = x = 4096; peak at the conv's backward: 512 + x +
- *   incoming grad 4096 + grad_weight 512 = 9216 (equal to the loss-time
- *   figure 512 + x + c + loss 512 = 9216). */
+ * train: activations = x = 4096; peak at the conv's backward: 512 + x
+ *   + loss 512 + root grad 512 + dY 4096 + grad_weight 512 = 10240 (above
+ *   the end of forward, 512 + x + c + loss 512 = 9216). */
 static void test_dropout_p_zero_identity(void **state)
 {
     (void)state;
     vc_result r = run_layer("{\"type\": \"Dropout\", \"p\": 0.0}", 2, TRAIN);
     assert_int_equal(r.memory.activations, 4096);
-    assert_int_equal(r.memory.peak_allocated, 9216 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 10240);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
     vc_result_free(&r);
 }
 

@@ -3,10 +3,13 @@
  *
  * Each test builds a small model, runs vc_estimate with SGD (no optimizer
  * state or step temporaries), fp32 unless said, workspace 0, and checks values derived
- * by hand from AUTOGRAD.md §3.7-3.10 (what each norm keeps), §1 (lifetimes)
- * and §6 (loss = mean: a 512-byte scalar, freed at the end of forward;
- * backward starts with its 512-byte grad, then mean's backward allocates a
+ * by hand from docs/autograd.md (what each norm keeps, node lifetimes, the
+ * loss `output.float().mean()`: a 0-d fp32 tensor, 512 B, alive until
+ * loss.backward() returns, as is the 512-byte root gradient backward starts
+ * from, "loss + root 1024" below; mean's backward then allocates dY, a
  * full-size grad of the output). Every tensor is rounded up to 512 bytes.
+ * Each derivation was checked line by line against
+ * `vramcalc --trace -o sgd --workspace 0`.
  * The norm layer is the first layer, so its input (the model input) needs
  * no grad: no grad_input is computed, but the node still exists (its
  * parameters need grads) and keeps what it saves.
@@ -34,8 +37,8 @@ static vc_result run(const char *json, int64_t batch, vc_mode mode, vc_precision
  *            num_batches_tracked (8 B): 5 x 512 = 2560
  *   x = y = 4*16*8*8*4 = 16384; save_mean, save_var [16] fp32 -> 512 each
  * train: activations = x (saved) + 2 stats = 17408.
- *   peak in BN's backward: weights 2560 + x 16384 + stats 1024 + incoming
- *   grad 16384 + grad_weight 512 + grad_bias 512 = 37376.
+ *   peak in BN's backward: weights 2560 + x 16384 + stats 1024 + loss + root
+ *   1024 + dY 16384 + grad_weight 512 + grad_bias 512 = 38400.
  * infer (eval, running stats): y only: activations = x + y = 32768,
  *   peak = 2560 + 32768 = 35328. */
 static void test_batchnorm2d(void **state)
@@ -45,7 +48,9 @@ static void test_batchnorm2d(void **state)
     vc_result r = run(j, 4, TRAIN, VC_PREC_FP32);
     assert_int_equal(r.memory.weights, 2560);
     assert_int_equal(r.memory.activations, 17408);
-    assert_int_equal(r.memory.peak_allocated, 37376 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 38400);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.gradients, 1024);
     vc_result_free(&r);
     r = run(j, 4, INFER, VC_PREC_FP32);
     assert_int_equal(r.memory.activations, 32768);
@@ -77,8 +82,8 @@ static void test_batchnorm_eval_without_running_stats(void **state)
  * train: BN keeps x (alias), the repeated weight and running stats (3 x
  *   512) and its 2 stats; the repeated bias dies after BN:
  *   activations = 16384 + 1536 + 1024 = 18944.
- *   peak in BN's backward: 2560 + 16384 + 1536 + 1024 + incoming grad 16384
- *   + grads of the repeated weight and bias 2 x 512 = 38912.
+ *   peak in BN's backward: 2560 + 16384 + 1536 + 1024 + loss + root 1024
+ *   + dY 16384 + grads of the repeated weight and bias 2 x 512 = 39936.
  * infer: the four repeats, then y: peak = 2560 + 16384 + 4 x 512 + 16384 = 37376. */
 static void test_instancenorm2d_repeats(void **state)
 {
@@ -87,7 +92,7 @@ static void test_instancenorm2d_repeats(void **state)
                     " \"affine\": true, \"track_running_stats\": true}]}";
     vc_result r = run(j, 4, TRAIN, VC_PREC_FP32);
     assert_int_equal(r.memory.activations, 18944);
-    assert_int_equal(r.memory.peak_allocated, 38912 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 39936);
     vc_result_free(&r);
     r = run(j, 4, INFER, VC_PREC_FP32);
     assert_int_equal(r.memory.peak_allocated, 37376);
@@ -98,15 +103,15 @@ static void test_instancenorm2d_repeats(void **state)
  *   weights: weight, bias 256 B -> 512 each = 1024; x = y = 2*256*64*4 = 131072
  *   mean, rstd [512] fp32 = 2048 each
  * train: activations = x + mean + rstd = 135168.
- *   peak in LN's backward: 1024 + x 131072 + 4096 + incoming grad 131072
- *   + grad_weight 512 + grad_bias 512 = 268288. */
+ *   peak in LN's backward: 1024 + x 131072 + 4096 + loss + root 1024
+ *   + dY 131072 + grad_weight 512 + grad_bias 512 = 269312. */
 static void test_layernorm(void **state)
 {
     (void)state;
     const char *j = "{\"input\": [256, 64], \"layers\": [{\"type\": \"LayerNorm\", \"normalized_shape\": 64}]}";
     vc_result r = run(j, 2, TRAIN, VC_PREC_FP32);
     assert_int_equal(r.memory.activations, 135168);
-    assert_int_equal(r.memory.peak_allocated, 268288 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 269312);
     vc_result_free(&r);
 }
 
@@ -114,9 +119,9 @@ static void test_layernorm(void **state)
  * so rms_norm runs _fused_rms_norm (keeps input, weight, rstd [M]).
  *   weight 256 -> 512; x = y = 131072; rstd [512] fp32 = 2048.
  * train: activations = x + rstd = 133120.
- *   peak = 512 + x + rstd + incoming grad 131072 + loss grad 512 (at mean's
- *   backward) = 265216, equal to the fused backward's 512 + x + rstd +
- *   incoming grad + grad_weight 512.
+ *   peak in the fused backward: 512 + x + rstd + loss + root 1024 + dY 131072
+ *   + grad_weight 512 = 266240 (512 less at mean's backward, before
+ *   grad_weight exists).
  * infer: rstd is still allocated: peak = 512 + x + y + 2048 = 264704. */
 static void test_rmsnorm_fused(void **state)
 {
@@ -124,7 +129,7 @@ static void test_rmsnorm_fused(void **state)
     const char *j = "{\"input\": [256, 64], \"layers\": [{\"type\": \"RMSNorm\", \"normalized_shape\": 64}]}";
     vc_result r = run(j, 2, TRAIN, VC_PREC_FP32);
     assert_int_equal(r.memory.activations, 133120);
-    assert_int_equal(r.memory.peak_allocated, 265216 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 266240);
     vc_result_free(&r);
     r = run(j, 2, INFER, VC_PREC_FP32);
     assert_int_equal(r.memory.peak_allocated, 264704);
@@ -133,7 +138,7 @@ static void test_rmsnorm_fused(void **state)
 
 /* Linear(64, 64, bias=False) -> RMSNorm(64) on [256, 64], batch 2, amp-bf16:
  * the RMSNorm input is the bf16 mm output and the weight is fp32, so
- * rms_norm runs the composite (AUTOGRAD.md §3.10):
+ * rms_norm runs the composite (docs/autograd.md, RMSNorm):
  *   weights: W 16384 + rms weight 512 = 16896; x (fp32 input) 131072.
  *   Linear: x cast to bf16 (65536, kept by mm: W needs grad), W cast to
  *   bf16 (8192, autocast cache, dropped at the end of forward), h bf16 65536.
@@ -143,10 +148,10 @@ static void test_rmsnorm_fused(void **state)
  *   Kept: xu (pow, mul), r (mul), y1 (the weight's mul).
  * train: activations = x 131072 + x_bf16 65536 + xu 131072 + r 2048
  *   + y1 131072 = 460800.
- *   peak in pow's backward: weights 16896 + x + x_bf16 + xu + xu's grad
- *   from the mul 131072 + incoming grad 131072 + new grad 131072 +
- *   pow_backward's two temporaries 262144 + the rms weight's grad 512
- *   = 1000448. */
+ *   peak in pow's backward: weights 16896 + x + x_bf16 + xu + loss + root
+ *   1024 + xu's grad from the mul 131072 + incoming grad 131072 + new grad
+ *   131072 + pow_backward's two temporaries 262144 + the rms weight's grad
+ *   512 = 1001472. */
 static void test_rmsnorm_composite_under_amp(void **state)
 {
     (void)state;
@@ -154,7 +159,7 @@ static void test_rmsnorm_composite_under_amp(void **state)
                     " \"out_features\": 64, \"bias\": false}, {\"type\": \"RMSNorm\", \"normalized_shape\": 64}]}";
     vc_result r = run(j, 2, TRAIN, VC_PREC_AMP_BF16);
     assert_int_equal(r.memory.activations, 460800);
-    assert_int_equal(r.memory.peak_allocated, 1000448 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 1001472);
     vc_result_free(&r);
 }
 
@@ -162,8 +167,9 @@ static void test_rmsnorm_composite_under_amp(void **state)
  *   weights 2 x 512 = 1024; x = y = 2*32*16*4 = 4096; mean, rstd [N, G] = 8
  *   floats -> 512 each.
  * train: activations = x + mean + rstd = 5120.
- *   peak in GN's backward: 1024 + 4096 + 1024 + incoming grad 4096 + grads
- *   2 x 512 + the ds/db [N, C] fp32 temporaries (2*2*32*4 = 512) = 11776. */
+ *   peak in GN's backward: 1024 + 4096 + 1024 + loss + root 1024 + dY 4096
+ *   + grads 2 x 512 + the ds/db [N, C] fp32 temporaries (2*2*32*4 = 512)
+ *   = 12800. */
 static void test_groupnorm(void **state)
 {
     (void)state;
@@ -171,7 +177,7 @@ static void test_groupnorm(void **state)
                     " \"num_channels\": 32}]}";
     vc_result r = run(j, 2, TRAIN, VC_PREC_FP32);
     assert_int_equal(r.memory.activations, 5120);
-    assert_int_equal(r.memory.peak_allocated, 11776 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 12800);
     vc_result_free(&r);
 }
 

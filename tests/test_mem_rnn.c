@@ -3,12 +3,15 @@
  *
  * RNN memory measured on CPU is not the truth (torch 1.13's CPU RNNs are not
  * cuDNN's), so these tests pin down the cuDNN model that layers/rnn.c
- * implements (AUTOGRAD.md §5), derived by hand. Each test builds a small
- * model and runs vc_estimate with SGD (no optimizer state or step
- * temporaries), workspace 0, fp32 unless said. Every tensor is rounded up to
- * 512 bytes. The loss scalar (512) is freed at the end of forward; backward
- * starts with its 512-byte grad, which mean's backward frees once it has
- * made grad_output (dY, the output's size).
+ * implements (docs/autograd.md, the cuDNN RNN section), derived by hand.
+ * Each test builds a small model and runs vc_estimate with SGD (no optimizer
+ * state or step temporaries), workspace 0, fp32 unless said. Every tensor is
+ * rounded up to 512 bytes. The loss (`output.float().mean()`, a 0-d fp32
+ * tensor, 512) is a Python variable alive until loss.backward() returns, and
+ * so is the root gradient (ones_like(loss), 512) backward starts from: both
+ * are live at every backward peak below ("loss + root 1024"). mean's
+ * backward makes grad_output (dY, the output's size). Each derivation was
+ * checked line by line against `vramcalc --trace -o sgd --workspace 0`.
  *
  * Notation (per layer): T steps, E input features, H hidden, H_out, D
  * directions, G gates (LSTM 4, GRU 3, RNN 1), L layers, N batch.
@@ -64,9 +67,10 @@ static const char *lstm_json = "{\"input\": [4, 8], \"layers\": [{\"type\": \"LS
  *   reserve 1*1*4*2*(64 + 16)*4 = 2560; x copy 512.
  * train, end of forward: input + h0 + c0 + y + reserve = 512*4 + 2560 = 4608.
  * train peak, weight part of backward: weights 7168 + input 512 + saves (h0, c0, y, reserve 4096)
- *   + dY 512 + grads 7168 + temporary (grad_hy 32 + grad_cy 32 + dhx 32 + dcx 32 + x copy 64 + dx 64
- *   = 256 elements = 1024 bytes; the input needs no grad, so dx is a temporary) = 20480.
- *   (the input part: 7168 + 512 + 4096 + 512 + (256 + dy copy 64)*4 = 1280 -> 1536 = 13824.)
+ *   + loss + root 1024 + dY 512 + grads 7168 + temporary (grad_hy 32 + grad_cy 32 + dhx 32 + dcx 32
+ *   + x copy 64 + dx 64 = 256 elements = 1024 bytes; the input needs no grad, so dx is a temporary)
+ *   = 21504.
+ *   (the input part: 7168 + 512 + 4096 + 1024 + 512 + (256 + dy copy 64)*4 = 1280 -> 1536 = 14848.)
  * infer peak, inside _cudnn_rnn: weights 7168 + input + h0 + c0 + y + hy + cy + x copy (512 each) = 10752;
  *   activations (largest live set of activations; the x copy is a temporary) = 6*512 = 3072. */
 static void test_lstm_basic(void **state)
@@ -75,7 +79,9 @@ static void test_lstm_basic(void **state)
     vc_result r = run(lstm_json, 2, TRAIN, FP32);
     assert_int_equal(r.memory.weights, 7168);
     assert_int_equal(r.memory.activations, 4608);
-    assert_int_equal(r.memory.peak_allocated, 20480 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 21504);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.gradients, 7168);
     vc_result_free(&r);
     r = run(lstm_json, 2, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 10752);
@@ -90,9 +96,9 @@ static void test_lstm_basic(void **state)
  *   input 4*5*8*4 = 640 -> 1024; h0, hy 2*2*4*8*4 = 512; y 5*4*16*4 = 1280 -> 1536;
  *   reserve 2*2*5*4*(24 + 8)*4 = 10240; cuDNN dropout state ESTIMATE 2 MiB = 2097152.
  * train, end of forward: input 1024 + h0 512 + y 1536 + reserve 10240 + dropout state 2097152 = 2110464.
- * train peak, weight part of backward: 13312 + 1024 + (512 + 1536 + 10240 + 2097152) + dY 1536
- *   + grads 13312 + temporary (grad_hy 32 + dhx 32 + x copy 40 + dx 40 = 144 elements per sample
- *   * 4 * 4 = 2304 -> 2560) = 2141184.
+ * train peak, weight part of backward: 13312 + 1024 + (512 + 1536 + 10240 + 2097152) + loss + root
+ *   1024 + dY 1536 + grads 13312 + temporary (grad_hy 32 + dhx 32 + x copy 40 + dx 40 = 144 elements
+ *   per sample * 4 * 4 = 2304 -> 2560) = 2142208.
  * infer: no reserve, no dropout state: weights 13312 + input 1024 + h0 512 + y 1536 + hy 512
  *   + x copy 1024 = 17920. */
 static void test_gru_bidirectional_dropout(void **state)
@@ -103,7 +109,7 @@ static void test_gru_bidirectional_dropout(void **state)
     vc_result r = run(j, 4, TRAIN, FP32);
     assert_int_equal(r.memory.weights, 13312);
     assert_int_equal(r.memory.activations, 2110464);
-    assert_int_equal(r.memory.peak_allocated, 2141184 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 2142208);
     vc_result_free(&r);
     r = run(j, 4, INFER, FP32);
     assert_int_equal(r.memory.peak_allocated, 17920);
@@ -119,8 +125,8 @@ static void test_gru_bidirectional_dropout(void **state)
  * backward, second layer: input part dx 512 + temporary (grad_hy 16 + dhx 16 + dy copy 64 = 96
  *   elements * 8 = 768 -> 1024), weight part grads 3072 + temporary (32 elements = 256 -> 512).
  * peak, first layer's weight part: weights 6144 + input 512 + its saves 2048 + second layer's grads 3072
- *   + dY (= second layer's dx) 512 + grads 3072 + temporary (grad_hy 16 + dhx 16 + x copy 64 + dx 64
- *   = 160 elements * 8 = 1280 -> 1536) = 16896. */
+ *   + loss + root 1024 + dY (= second layer's dx) 512 + grads 3072 + temporary (grad_hy 16 + dhx 16
+ *   + x copy 64 + dx 64 = 160 elements * 8 = 1280 -> 1536) = 17920. */
 static void test_stacked_rnn_no_copy(void **state)
 {
     (void)state;
@@ -129,7 +135,8 @@ static void test_stacked_rnn_no_copy(void **state)
                     "{\"type\": \"RNN\", \"input_size\": 16, \"hidden_size\": 16, \"nonlinearity\": \"relu\"}]}";
     vc_result r = run(j, 2, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 4608);
-    assert_int_equal(r.memory.peak_allocated, 16896 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 17920);
+    assert_int_equal(r.peak.gradients, 6144);
     vc_result_free(&r);
 }
 
@@ -137,14 +144,14 @@ static void test_stacked_rnn_no_copy(void **state)
  *   fp32 weights 7168; flat fp16 copy of the weights: (512 + 1024 + 64 + 64)*2 = 3328 -> 3584;
  *   fp16 copies of input, h0, c0: 128 B -> 512 each; y, hy, cy fp16 512 each; reserve 640*2 = 1280 -> 1536.
  * end of forward: input 512 + saves (x16, h0_16, c0_16, y 512 each; reserve 1536; flat copy 3584) = 7680.
- * peak, the flat copy's backward: weights 7168 + input 512 + dw (fp16 flat grad) 3584
- *   + fp32 weight grads 7168 + one more flat fp16 tensor (CopySlices, ESTIMATE) 3584 = 22016. */
+ * peak, the flat copy's backward: weights 7168 + input 512 + loss + root 1024 + dw (fp16 flat grad)
+ *   3584 + fp32 weight grads 7168 + one more flat fp16 tensor (CopySlices, ESTIMATE) 3584 = 23040. */
 static void test_lstm_amp(void **state)
 {
     (void)state;
     vc_result r = run(lstm_json, 2, TRAIN, VC_PREC_AMP_BF16);
     assert_int_equal(r.memory.activations, 7680);
-    assert_int_equal(r.memory.peak_allocated, 22016 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 23040);
     vc_result_free(&r);
 }
 
@@ -188,9 +195,9 @@ static void test_lstm_proj_infer(void **state)
  *   input, kept by checkpoint) = 1024; the LSTM keeps nothing.
  * backward: the first unpack recomputes the LSTM (h0, c0, y 512 each, reserve 2560 kept again), then
  *   the input part allocates dx 512 (the Linear output needs a grad).
- * peak, the weight part: weights 8192 + input 512 + Linear output 512 + recomputed saves 4096 + dY 512
- *   + dx 512 + LSTM grads 7168 + temporary (grad_hy, grad_cy, dhx, dcx 32 elements each + x copy 64
- *   = 192 elements * 4 = 768 -> 1024; dx is a real grad here) = 22528. */
+ * peak, the weight part: weights 8192 + input 512 + Linear output 512 + recomputed saves 4096
+ *   + loss + root 1024 + dY 512 + dx 512 + LSTM grads 7168 + temporary (grad_hy, grad_cy, dhx, dcx
+ *   32 elements each + x copy 64 = 192 elements * 4 = 768 -> 1024; dx is a real grad here) = 23552. */
 static void test_lstm_checkpoint(void **state)
 {
     (void)state;
@@ -198,11 +205,11 @@ static void test_lstm_checkpoint(void **state)
                     "{\"type\": \"LSTM\", \"input_size\": 8, \"hidden_size\": 16, \"checkpoint\": true}]}";
     vc_result r = run(j, 2, TRAIN, FP32);
     assert_int_equal(r.memory.activations, 1024);
-    assert_int_equal(r.memory.peak_allocated, 22528 + 1024 /* loss + root grad, alive through backward */);
+    assert_int_equal(r.memory.peak_allocated, 23552);
     vc_result_free(&r);
 }
 
-/* What PyTorch rejects, and the batch_first rule of SPEC §1. */
+/* What PyTorch rejects, and the batch_first rule of docs/contract.md (sequence modules). */
 static void test_rnn_errors(void **state)
 {
     (void)state;
