@@ -92,12 +92,15 @@ typedef struct vc_setup {
     const vc_dtype *in_dt;   /* VC_DT_FLOAT or VC_DT_I64 */
     vc_shape out;            /* set by setup */
     vc_dtype out_dt;         /* default VC_DT_FLOAT */
+    const vc_lora *lora;     /* LoRA adapters for this layer (a kind with VC_KIND_LORA), NULL none */
     struct vc_setup_priv *priv;
 } vc_setup;
 
 /* Parameter flags. */
 enum {
-    VC_PARAM_FROZEN = 1u << 0 /* requires_grad=False whatever the layer's `frozen` (a LoRA base weight) */
+    VC_PARAM_FROZEN = 1u << 0,  /* requires_grad=False whatever the layer's `frozen` */
+    VC_PARAM_ADAPTER = 1u << 1, /* a LoRA adapter: trainable while the model it adapts is frozen */
+    VC_PARAM_F32 = 1u << 2      /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
 };
 /* Declares a parameter: its name in named_parameters() below the module
  * ("weight", "in_proj_weight"), its shape as the module creates it (per-
@@ -145,6 +148,8 @@ vc_dtype vc_param_dt(const vc_build *b);
 /* Low-precision dtype of autocast (F16/BF16), or VC_DT_F32 when not under amp. */
 vc_dtype vc_autocast_dt(const vc_build *b);
 bool vc_training(const vc_build *b);
+/* The model's LoRA settings (r 0: none). */
+const vc_lora *vc_lora_of(const vc_build *b);
 
 vc_t vc_input(vc_build *b, int i);
 const vc_shape *vc_input_shape(const vc_build *b, int i);
@@ -212,7 +217,8 @@ void vc_op_end(vc_op *o);
 enum {
     VC_KIND_NO_INPUT = 1 << 0, /* takes no input (Parameter) */
     VC_KIND_TIEABLE = 1 << 1,  /* accepts `tie: NAME` (its parameter 0 is the tied weight) */
-    VC_KIND_INT_INPUT = 1 << 2 /* takes int64 ids (Embedding) */
+    VC_KIND_INT_INPUT = 1 << 2, /* takes int64 ids (Embedding) */
+    VC_KIND_LORA = 1 << 3       /* can take LoRA adapters (vc_setup.lora): Linear */
 };
 
 typedef struct vc_kind {

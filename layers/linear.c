@@ -28,19 +28,60 @@ static int linear_setup(vc_setup *s, void *p)
     s->out = *x;
     s->out.d[x->nd - 1] = c->out;
     int64_t w;
-    return vc_mul(s, c->in, c->out, &w) || vc_param2(s, "weight", c->out, c->in) || (c->bias && vc_param(s, "bias", c->out));
+    if (vc_mul(s, c->in, c->out, &w) || vc_param2(s, "weight", c->out, c->in) || (c->bias && vc_param(s, "bias", c->out)))
+        return -1;
+    if (!s->lora) return 0;
+    /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,
+     * bias=False), lora_B = nn.Linear(r, out, bias=False), in float32 for a
+     * 16-bit model (autocast_adapter_dtype) */
+    int64_t ar[2] = {s->lora->r, c->in}, br[2] = {c->out, s->lora->r};
+    unsigned fl = VC_PARAM_ADAPTER | VC_PARAM_F32;
+    return vc_param_shape(s, "lora_A.default.weight", 2, ar, fl) || vc_param_shape(s, "lora_B.default.weight", 2, br, fl);
+}
+
+/* result + delta where the two may differ in dtype (a 16-bit model's output
+ * and an fp32 adapter's): add's output takes the promoted dtype; AddBackward0
+ * hands its gradient to both, and the engine casts it to an input of
+ * another dtype (validate_outputs: a new tensor). */
+static vc_t add_promoted(vc_build *b, vc_t y, vc_t d)
+{
+    vc_dtype dy = vc_dt_of(b, y), dd = vc_dt_of(b, d);
+    if (dy == dd) return op_add(b, y, d, vc_numel_of(b, y), false);
+    vc_op *o = vc_op_begin(b, "add");
+    int iy = vc_op_in(o, y), id = vc_op_in(o, d);
+    vc_t out = vc_op_out(o, vc_numel_of(b, y), VC_DT_F32);
+    vc_op_grad(o, iy, dy == VC_DT_F32 ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_grad(o, id, dd == VC_DT_F32 ? VC_GRAD_PASS : VC_GRAD_NEW);
+    vc_op_end(o);
+    return out;
 }
 
 static void linear_emit(vc_build *b, const void *p)
 {
     const linear_cfg *c = p;
     int64_t rows = vc_shape_numel(vc_input_shape(b, 0)) / c->in;
-    vc_set_output(b, op_linear(b, vc_input(b, 0), vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out));
+    vc_t x = vc_input(b, 0);
+    vc_t y = op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out);
+    int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
+    if (!vc_has_weight(b, ia)) {
+        vc_set_output(b, y);
+        return;
+    }
+    /* peft/tuners/lora/layer.py Linear.forward: result = self.base_layer(x);
+     * x = self._cast_input_dtype(x, lora_A.weight.dtype); result = result +
+     * lora_B(lora_A(dropout(x))) * scaling; result = result.to(torch_result_dtype) */
+    const vc_lora *l = vc_lora_of(b);
+    vc_t wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1);
+    vc_t xa = op_dropout(b, op_cast(b, x, vc_dt_of(b, wa)), l->dropout);
+    vc_t a = op_linear(b, xa, wa, -1, rows, c->in, l->r);
+    vc_t d = op_linear(b, a, wb, -1, rows, l->r, c->out);
+    d = op_fresh(b, "mul", d, vc_numel_of(b, d)); /* * scaling: a new tensor, nothing saved */
+    vc_set_output(b, op_cast(b, add_promoted(b, y, d), vc_dt_of(b, y)));
 }
 
 const vc_kind vc_kind_Linear = {
     .name = "Linear", .summary = "y = x W^T + b over the last dimension",
-    .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_TIEABLE, .cfg_size = sizeof(linear_cfg),
+    .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_TIEABLE | VC_KIND_LORA, .cfg_size = sizeof(linear_cfg),
     .parse = linear_parse, .setup = linear_setup, .emit = linear_emit,
 };
 

@@ -498,6 +498,14 @@ static void backward(vc_build *b)
     s_unref(b, loss_stor, -1);
 }
 
+/* The dtype of parameter p's optimizer state: its own (zeros_like(p)), or
+ * fp32 where the optimizer works on fp32 master weights. */
+static vc_dtype state_dt(const vc_build *b, size_t p)
+{
+    vc_dtype dt = (vc_dtype)b->t[b->par_t[p]].dt;
+    return b->prec->master ? VC_DT_F32 : dt;
+}
+
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
  * workspace. */
@@ -506,12 +514,13 @@ static void persistent(vc_build *b)
     const vc_model *m = b->m;
     const vc_options *o = &b->o;
     const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
-    vc_optim_ctx ctx = {o->optim_impl, b->state_dt};
     for (size_t p = 0; p < m->npar; p++) {
         tens_t *t = &b->t[b->par_t[p]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
         if (!m->par[p].trainable) continue;
-        if (b->prec->master && b->train) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        /* mixed precision: an fp32 master copy of a 16-bit parameter */
+        if (b->prec->master && b->train && t->dt != VC_DT_F32) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        vc_optim_ctx ctx = {o->optim_impl, state_dt(b, p)};
         vc_tspec st[VC_OPTIM_MAX];
         int n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
         for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
@@ -553,13 +562,14 @@ static void run_step_programs(vc_build *b)
 {
     const vc_model *m = b->m;
     const vc_optim_row *r = b->optim;
-    vc_optim_ctx ctx = {b->o.optim_impl, b->state_dt};
+    vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32};
     vc_step_op prog[VC_OPTIM_MAX];
     if (!r->step) return;
     if (ctx.impl != VC_IMPL_FOREACH) {
         for (size_t p = 0; p < m->npar; p++) {
             if (!m->par[p].trainable) continue;
             int32_t slot[VC_OPTIM_MAX];
+            ctx.state_dt = state_dt(b, p);
             int n = r->step(&m->par[p], &ctx, prog);
             for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
         }
@@ -568,6 +578,7 @@ static void run_step_programs(vc_build *b)
     int nslots = 1, nops = 0;
     for (size_t p = 0; p < m->npar; p++) {
         if (!m->par[p].trainable) continue;
+        ctx.state_dt = state_dt(b, p);
         int n = r->step(&m->par[p], &ctx, prog);
         if (n > nops) nops = n;
         for (int j = 0; j < n; j++)
@@ -578,6 +589,7 @@ static void run_step_programs(vc_build *b)
     for (int j = 0; j < nops; j++)
         for (size_t p = 0; p < m->npar; p++) {
             if (!m->par[p].trainable) continue;
+            ctx.state_dt = state_dt(b, p);
             int n = r->step(&m->par[p], &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
         }

@@ -130,8 +130,8 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     const vc_optim_row *opt = vc_optim_row_get(o->optim);
     if (train && opt->steps && opt->state) {
         static const int64_t dim1 = 1;
-        vc_param_entry one = {1, true, 1, -1, "p", &dim1};
-        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->state_dt};
+        vc_param_entry one = {1, true, 1, 0, -1, "p", &dim1};
+        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->master ? VC_DT_F32 : pr->param_dt};
         vc_tspec ts[VC_OPTIM_MAX];
         int n = opt->state(&one, &ctx, ts);
         for (int k = 0; k < n; k++) sbytes += ts[k].n.fx * vc_dtype_size((vc_dtype)ts[k].dt);

@@ -679,6 +679,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
 
     int out = -1, first_inst = (int)m->ninst;
     copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to};
+    L->name = name;
     if ((seq ? load_block(L, item, &cp, &out) : load_layer(L, k, item, &cp, &out))) return L->err->code;
     /* the caller holds the block's input until the whole block returns */
     if ((seq || repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath)) return L->err->code;

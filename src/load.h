@@ -95,6 +95,7 @@ typedef struct {
     bool at_key;        /* the error is about a key (unknown, duplicate), not its value */
     int nth;            /* ... and its nth occurrence */
     int64_t nbuffer;    /* buffer elements so far */
+    const char *name;   /* the `name` of the layer being instantiated (LoRA targets), NULL none */
 } loader;
 
 /* Records the first error (code, JSON path, message) in L->err; returns code. */

@@ -33,6 +33,7 @@ static void reset_model(vc_model *m)
     m->output = 0;
     m->nregions = 0;
     m->nparams = m->ntrainable = 0;
+    m->nlora = 0;
     m->loss = VC_LOSS_MEAN;
 }
 
@@ -122,6 +123,25 @@ vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
     return st;
 }
 
+/* Loads m again from its text with its current settings (input shape,
+ * LoRA). On failure the previous settings are put back and loaded, so the
+ * model stays usable, and the failure is returned. */
+static vc_status reload(vc_model *m, bool had_override, const vc_shape *old_shape, const vc_lora *old_lora, vc_error *err)
+{
+    reset_model(m);
+    vc_status st = vc__load(m, m->has_override ? &m->override : NULL, err);
+    if (st != VC_OK) {
+        vc_error again;
+        vc_error_clear(&again);
+        m->has_override = had_override;
+        m->override = *old_shape;
+        m->lora = *old_lora;
+        reset_model(m);
+        if (vc__load(m, had_override ? old_shape : NULL, &again) != VC_OK) reset_model(m);
+    }
+    return st;
+}
+
 vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, vc_error *err)
 {
     vc_error local;
@@ -136,15 +156,46 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     vc_shape s = vc_shape_make(ndim, dims);
     if (vc_shape_numel(&s) < 0 || vc_shape_numel(&s) > (INT64_C(1) << 56))
         return vc_set_error(err, VC_ERR_OVERFLOW, "--input", "the shape has more than 2^56 elements");
-    /* Reload from the source with the new shape; the arena keeps old configs. */
-    reset_model(m);
-    vc_status st = vc__load(m, &s, err);
-    if (st != VC_OK) {
-        /* Leave a usable model behind: the file's own input shape (loaded before, so it loads again). */
-        vc_error again;
-        vc_error_clear(&again);
-        reset_model(m);
-        if (vc__load(m, NULL, &again) != VC_OK) reset_model(m);
+    bool had = m->has_override;
+    vc_shape old = m->override;
+    m->has_override = true;
+    m->override = s;
+    return reload(m, had, &old, &m->lora, err);
+}
+
+void vc_lora_init(vc_lora *l)
+{
+    memset(l, 0, sizeof *l);
+    l->alpha = 8; /* LoraConfig: r=8, lora_alpha=8, lora_dropout=0.0 */
+    l->dropout = 0;
+}
+
+vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (l->r < 0 || l->r > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--lora", "the rank is %lld: expected 1 to 2^40 (0: no adapters)", (long long)l->r);
+    if (l->r > 0) {
+        if (!(l->alpha > 0) || l->alpha > 1e12)
+            return vc_set_error(err, VC_ERR_USAGE, "--lora-alpha", "expected a positive number");
+        if (!(l->dropout >= 0 && l->dropout < 1))
+            return vc_set_error(err, VC_ERR_USAGE, "--lora-dropout", "expected a probability in [0, 1)");
+        if (!l->targets[0] || !memchr(l->targets, 0, sizeof l->targets))
+            return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the Linear layers to adapt, e.g. q_proj,v_proj");
+    }
+    vc_lora old = m->lora;
+    m->lora = *l;
+    vc_status st = reload(m, m->has_override, &m->override, &old, err);
+    if (st == VC_OK && l->r > 0 && m->nlora == 0) {
+        m->lora = old;
+        reload(m, m->has_override, &m->override, &old, err);
+        vc_error_clear(err);
+        snprintf(err->file, sizeof err->file, "%s", m->file);
+        return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "no Linear layer is named %.200s (LoRA adapts Linear layers by their \"name\")",
+                            l->targets);
     }
     return st;
 }

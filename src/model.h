@@ -24,6 +24,7 @@ typedef struct {
     int64_t numel;
     bool trainable;
     int8_t nd;          /* shape as the module creates it */
+    uint8_t flags;      /* VC_PARAM_* */
     int owner;          /* instance that declared it */
     const char *name;   /* below the module: "weight" (the full name is owner's path + "." + name) */
     const int64_t *dims;
@@ -74,6 +75,11 @@ struct vc_model {
     size_t nblk, cap_blk;
     vc_loss loss;
     int64_t nparams, ntrainable;
+    /* what loading applies on top of the file (vc_model_set_input_shape, vc_model_set_lora) */
+    bool has_override;
+    vc_shape override;
+    vc_lora lora;
+    int nlora;          /* layers that got adapters */
     struct vc_arena *arena;
 };
 

@@ -41,7 +41,6 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     b->act_dt = b->prec->act_dt;
     b->param_dt = b->prec->param_dt;
     b->amp_dt = b->prec->amp_dt;
-    b->state_dt = b->prec->state_dt;
 
     b->val_t = malloc((m->nval + 1) * sizeof *b->val_t);
     b->par_t = malloc((m->npar + 1) * sizeof *b->par_t);
@@ -52,7 +51,8 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
     for (size_t p = 0; p < m->npar; p++) {
-        int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), b->param_dt);
+        vc_dtype dt = (m->par[p].flags & VC_PARAM_F32) ? VC_DT_F32 : b->param_dt;
+        int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), dt);
         if (t < 0) break;
         b->t[t].persistent = true;
         b->t[t].param = (int32_t)p;

@@ -137,7 +137,7 @@ struct vc_build {
     const vc_model *m;
     vc_options o;
     int64_t batch;
-    vc_dtype act_dt, param_dt, amp_dt, state_dt;
+    vc_dtype act_dt, param_dt, amp_dt;
     const vc_precision_row *prec; /* o.precision's row */
     const vc_optim_row *optim;    /* o.optim's row */
     const vc_layout_row *layout;  /* the parallel layout's row */

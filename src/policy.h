@@ -29,7 +29,7 @@ typedef struct {
 /* What a row's functions are told besides the parameter. */
 typedef struct {
     vc_optim_impl impl;
-    vc_dtype state_dt; /* the precision's optimizer-state dtype */
+    vc_dtype state_dt; /* the parameter's dtype (zeros_like(p)), or fp32 under master weights */
 } vc_optim_ctx;
 
 typedef struct {
@@ -53,8 +53,8 @@ typedef struct {
     vc_dtype param_dt;   /* parameters (and buffers of the model's float type) as stored */
     vc_dtype act_dt;     /* activations outside autocast */
     vc_dtype amp_dt;     /* autocast's low-precision dtype; VC_DT_F32 when not under autocast */
-    vc_dtype state_dt;   /* optimizer state and step temporaries */
-    bool master;         /* an fp32 master copy of each trainable parameter */
+    bool master;         /* an fp32 master copy of each trainable 16-bit parameter; the optimizer
+                          * (its state, its step temporaries) works on the masters */
     bool scaler;         /* torch.cuda.amp.GradScaler (scale, growth tracker, found_inf) */
 } vc_precision_row;
 

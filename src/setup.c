@@ -97,6 +97,21 @@ int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
     return 0;
 }
 
+/* PEFT's check_target_module_exists for a list of target_modules: the
+ * module's name is a target, or ends with "." and a target. */
+static bool lora_target(const char *name, const char *targets)
+{
+    if (!name) return false;
+    size_t n = strlen(name);
+    for (const char *t = targets; *t;) {
+        const char *e = strchr(t, ',');
+        size_t len = e ? (size_t)(e - t) : strlen(t);
+        if (len && (n == len || (n > len && name[n - len - 1] == '.')) && !strncmp(name + n - len, t, len)) return true;
+        t += len + (e ? 1 : 0);
+    }
+    return false;
+}
+
 vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
                              const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out)
 {
@@ -118,7 +133,9 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     memset(&priv, 0, sizeof priv);
     priv.err = L->err;
     priv.path = jpath;
-    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, &priv};
+    const vc_lora *lora = m->lora.r > 0 && (k->flags & VC_KIND_LORA) && lora_target(L->name, m->lora.targets) ? &m->lora : NULL;
+    if (lora) m->nlora++;
+    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv};
     if (k->setup(&s, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
         return L->err->code;
@@ -179,8 +196,10 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
         const char *pname = vc_arena_strdup(m->arena, priv.pname[i]);
         if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, priv.pdims[i], (size_t)priv.pnd[i] * sizeof *dims);
-        bool trainable = !frozen && !(priv.pflags[i] & VC_PARAM_FROZEN);
-        m->par[m->npar] = (vc_param_entry){priv.pn[i], trainable, priv.pnd[i], idx, pname, dims};
+        unsigned fl = priv.pflags[i];
+        /* with LoRA, only the adapters train (peft mark_only_lora_as_trainable) */
+        bool trainable = m->lora.r > 0 ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
+        m->par[m->npar] = (vc_param_entry){priv.pn[i], trainable, priv.pnd[i], (uint8_t)fl, idx, pname, dims};
         in->params[i] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, priv.pn[i], &in->nparams) ||
             __builtin_add_overflow(m->nparams, priv.pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)

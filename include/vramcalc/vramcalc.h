@@ -83,6 +83,26 @@ void vc_model_free(vc_model *m);
 vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
                                    vc_error *err);
 
+/* LoRA adapters as PEFT's get_peft_model(model, LoraConfig(...)) adds them
+ * (peft/tuners/lora): each Linear whose name is one of `targets` (or ends
+ * with "." and one, as PEFT matches target_modules) gets lora_A [r, in] and
+ * lora_B [out, r]; every other parameter is frozen (mark_only_lora_as_trainable,
+ * bias="none"). Adapters of a 16-bit model are kept in float32, as PEFT's
+ * autocast_adapter_dtype=True does. */
+typedef struct {
+    int64_t r;           /* rank; 0: no adapters */
+    double alpha;        /* lora_alpha: the update is scaled by alpha / r */
+    double dropout;      /* lora_dropout: p > 0 keeps a dropped-out copy of each adapter's input */
+    char targets[512];   /* target_modules, comma-separated ("q_proj,v_proj") */
+} vc_lora;
+
+/* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
+void vc_lora_init(vc_lora *l);
+
+/* Adds (or with l->r == 0 removes) adapters and re-checks the model. Fails
+ * with VC_ERR_USAGE when no Linear layer matches the targets. */
+vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
+
 const char *vc_model_name(const vc_model *m);
 int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
 int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */

@@ -1,0 +1,168 @@
+/*
+ * test_lora.c — LoRA adapters (vc_model_set_lora): which layers get them,
+ * their parameters and dtypes, what is frozen, and the errors. Expected
+ * values are worked out from PEFT's LoraLayer.update_layer (lora_A [r, in],
+ * lora_B [out, r], bias-free, fp32 on a 16-bit model) and
+ * mark_only_lora_as_trainable (everything else frozen).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+
+/* q (1024 -> 1024, no bias), a ReLU, v (1024 -> 512, bias), a LayerNorm. */
+static const char *const model =
+    "{\"input\": [16, 1024], \"layers\": ["
+    "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024, \"bias\": false, \"name\": \"q_proj\"},"
+    "{\"type\": \"ReLU\"},"
+    "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 512, \"name\": \"attn.v_proj\"},"
+    "{\"type\": \"LayerNorm\", \"normalized_shape\": [512]}]}";
+
+static vc_model *load(void)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(model, strlen(model), "lora.json", &m, &err)) fail_msg("load: %s", err.msg);
+    return m;
+}
+
+static vc_status set_lora(vc_model *m, int64_t r, const char *targets, double dropout, vc_error *err)
+{
+    vc_lora l;
+    vc_lora_init(&l);
+    l.r = r;
+    l.dropout = dropout;
+    snprintf(l.targets, sizeof l.targets, "%s", targets);
+    return vc_model_set_lora(m, &l, err);
+}
+
+static vc_result estimate(const vc_model *m, vc_precision prec)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_ADAMW;
+    o.precision = prec;
+    o.workspace = 0;
+    vc_result r;
+    vc_error err;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    return r;
+}
+
+/* PEFT's defaults. */
+static void test_defaults(void **state)
+{
+    (void)state;
+    vc_lora l;
+    vc_lora_init(&l);
+    assert_int_equal(l.r, 0);
+    assert_true(l.alpha == 8.0 && l.dropout == 0.0);
+    assert_string_equal(l.targets, "");
+}
+
+/* r = 8 on both: q gets 8x1024 + 1024x8, v 8x1024 + 512x8 = 16,384 + 12,288
+ * trainable; the model's own 1,572,864 + 512 + 1,024 stay and are frozen. */
+static void test_counts(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    int64_t base = vc_model_parameters(m);
+    assert_int_equal(base, 1048576 + 524288 + 512 + 1024);
+    vc_error err;
+    assert_int_equal(set_lora(m, 8, "q_proj,v_proj", 0, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), base + 16384 + 12288);
+    assert_int_equal(vc_model_trainable_parameters(m), 16384 + 12288);
+    /* fp32, AdamW: gradients and the two states only for the adapters, each
+     * tensor in 512-byte blocks (all four are multiples of 512 here) */
+    vc_result r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.gradients, (16384 + 12288) * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * (16384 + 12288) * 4);
+    vc_result_free(&r);
+    /* back to no adapters: everything trains again */
+    assert_int_equal(set_lora(m, 0, "", 0, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), base);
+    vc_model_free(m);
+}
+
+/* bf16: the base weights are 2 bytes, the adapters 4 (autocast_adapter_dtype);
+ * their gradients and AdamW states are fp32 too (zeros_like(p)). */
+static void test_bf16_adapters_fp32(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_lora(m, 8, "q_proj", 0, &err), VC_OK);
+    vc_result r = estimate(m, VC_PREC_BF16);
+    /* q 2 MiB, v 1 MiB + its bias (1 KiB -> 1,024), LayerNorm 2 x 1 KiB (each 1,024): bf16; adapters 64 KiB fp32 */
+    assert_int_equal(r.memory.weights, 2097152 + 1048576 + 1024 + 2 * 1024 + 16384 * 4);
+    assert_int_equal(r.memory.gradients, 16384 * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * 16384 * 4);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* PEFT matches a target by the whole name or a "."-separated suffix:
+ * "v_proj" adapts "attn.v_proj"; "proj" and "q" adapt nothing. */
+static void test_matching(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_lora(m, 4, "v_proj", 0, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 4 * 1024 + 512 * 4);
+    assert_int_equal(set_lora(m, 4, "proj,q", 0, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora-targets");
+    assert_string_equal(err.msg, "no Linear layer is named proj,q (LoRA adapts Linear layers by their \"name\")");
+    /* the failed call left the previous adapters in place */
+    assert_int_equal(vc_model_trainable_parameters(m), 4 * 1024 + 512 * 4);
+    vc_model_free(m);
+}
+
+/* Bad settings name the option. */
+static void test_errors(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_lora(m, -1, "q_proj", 0, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora");
+    assert_int_equal(set_lora(m, 8, "", 0, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora-targets");
+    assert_int_equal(set_lora(m, 8, "q_proj", 1.0, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora-dropout");
+    vc_model_free(m);
+}
+
+/* lora_dropout > 0 keeps the dropped-out copy of each adapter's input
+ * (lora_A's mm saves it, 16 x 1024 floats); native_dropout's bool mask
+ * (16 x 1024 bytes) only where the input requires grad: not for q_proj,
+ * whose input is the batch (no autograd node, the mask is freed at once),
+ * but for v_proj, whose input comes from q_proj's adapters. */
+static void test_dropout_saves(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_lora(m, 8, "q_proj,v_proj", 0, &err), VC_OK);
+    vc_result r0 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(set_lora(m, 8, "q_proj,v_proj", 0.1, &err), VC_OK);
+    vc_result r1 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r1.memory.activations - r0.memory.activations, 16 * 1024 * 4 + (16 * 1024 * 4 + 16 * 1024));
+    vc_result_free(&r0);
+    vc_result_free(&r1);
+    vc_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
+        cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
