@@ -514,6 +514,7 @@ static void persistent(vc_build *b)
     const vc_model *m = b->m;
     const vc_options *o = &b->o;
     const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
+    bool shared = false; /* the optimizer's shared state is made */
     for (size_t p = 0; p < m->npar; p++) {
         tens_t *t = &b->t[b->par_t[p]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
@@ -522,7 +523,10 @@ static void persistent(vc_build *b)
         if (b->prec->master && b->train && t->dt != VC_DT_F32) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
         vc_optim_ctx ctx = {o->optim_impl, state_dt(b, p)};
         vc_tspec st[VC_OPTIM_MAX];
-        int n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
+        int n = opt && opt->shared && !shared ? opt->shared(&m->par[p], &ctx, st) : 0;
+        for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
+        shared |= n > 0;
+        n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
         for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
     }
     if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */

@@ -124,24 +124,25 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     int wsz = vc_dtype_size(pr->param_dt), gsz = wsz;
     int asz = vc_dtype_size(pr->amp_dt != VC_DT_F32 ? pr->amp_dt : pr->act_dt), master = pr->master ? 4 : 0;
-    /* the optimizer's state elements per parameter element, from its row
-     * on a 1-D parameter (seed 003 counts whole tensors, no implementation) */
-    int64_t sbytes = 0;
-    const vc_optim_row *opt = vc_optim_row_get(o->optim);
-    if (train && opt->steps && opt->state) {
-        static const int64_t dim1 = 1;
-        vc_param_entry one = {1, true, 1, 0, -1, "p", &dim1};
-        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->master ? VC_DT_F32 : pr->param_dt};
-        vc_tspec ts[VC_OPTIM_MAX];
-        int n = opt->state(&one, &ctx, ts);
-        for (int k = 0; k < n; k++) sbytes += ts[k].n.fx * vc_dtype_size((vc_dtype)ts[k].dt);
-    }
     vc_memory *mm = &r->memory;
+    /* the optimizer's state for the whole model as one 1-D parameter of
+     * `params` elements, from its row (seed 003 counts whole tensors, no
+     * implementation, no 512-byte blocks) */
+    const vc_optim_row *opt = vc_optim_row_get(o->optim);
+    if (train && opt->steps && opt->state && params > 0) {
+        vc_param_entry all = {params, true, 1, 0, -1, "p", &params};
+        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->master ? VC_DT_F32 : pr->param_dt};
+        vc_tspec ts[2 * VC_OPTIM_MAX];
+        int n = opt->state(&all, &ctx, ts);
+        if (opt->shared) n += opt->shared(&all, &ctx, ts + n);
+        for (int k = 0; k < n; k++)
+            if (counts_term(ts[k].n.fx, vc_dtype_size((vc_dtype)ts[k].dt), &mm->optimizer_states, err))
+                return err ? err->code : VC_ERR_OVERFLOW;
+    }
     r->parameters = r->trainable_parameters = params;
     /* Seed 003: plain element counts times bytes, no per-tensor rounding. */
     if (counts_term(params, wsz + (train ? master : 0), &mm->weights, err) ||
-        (train && counts_term(params, gsz, &mm->gradients, err)) ||
-        counts_term(params, sbytes, &mm->optimizer_states, err))
+        (train && counts_term(params, gsz, &mm->gradients, err)))
         return err ? err->code : VC_ERR_OVERFLOW;
     int64_t per;
     if (__builtin_mul_overflow(acts, o->batch, &per) || counts_term(per, asz, &mm->activations, err))

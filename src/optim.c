@@ -72,6 +72,38 @@ static int lion_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op 
     return 4;
 }
 
+/* ---- adam8bit / adamw8bit: bitsandbytes' Adam8bit / AdamW8bit
+ * (bitsandbytes/optim/optimizer.py Optimizer2State.init_state, at
+ * 06029dd6edcc719e5831443179bcb206c6355093: optim_bits=8, block_wise=True,
+ * min_8bit_size=4096). A parameter of at least 4,096 elements keeps state1
+ * and state2 as uint8 tensors of its size and absmax1, absmax2 as float32
+ * [ceil(n / 2048)]; a smaller one keeps two float32 states of its size
+ * (whatever the parameter's dtype). The quantization maps (name2qmap
+ * "dynamic", "udynamic": 256 floats each) are shared by every parameter.
+ * The step is one in-place CUDA kernel per parameter (update_step ->
+ * optimizer_update_8bit_blockwise): no temporaries, --optim-impl does not
+ * apply. */
+static int adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    (void)c;
+    if (p->numel < 4096) {
+        out[0] = out[1] = like(p, VC_DT_F32);
+        return 2;
+    }
+    vc_tspec blocks = {vc_n_fixed((p->numel + 2047) / 2048), VC_DT_F32};
+    out[0] = out[1] = like(p, VC_DT_U8);
+    out[2] = out[3] = blocks;
+    return 4;
+}
+
+static int adam8bit_shared(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    (void)c;
+    if (p->numel < 4096) return 0;
+    out[0] = out[1] = (vc_tspec){vc_n_fixed(256), VC_DT_F32}; /* qmap1, qmap2 */
+    return 2;
+}
+
 #define ALL_IMPLS ((1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FUSED) | (1u << VC_IMPL_FORLOOP))
 
 static const vc_optim_row rows[VC_OPTIM__N] = {
@@ -85,6 +117,11 @@ static const vc_optim_row rows[VC_OPTIM__N] = {
     [VC_OPTIM_NONE] = {"no optimizer step: forward, backward, gradients freed", ALL_IMPLS, false, NULL, NULL},
     [VC_OPTIM_LION] = {"lion-pytorch Lion: exp_avg; the step clones it (foreach, forloop)",
                        (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, lion_state, lion_step},
+    [VC_OPTIM_ADAM8BIT] = {"bitsandbytes Adam8bit: uint8 states + per-2048 absmax (fp32 under 4,096 elements); "
+                           "in-place kernel, --optim-impl does not apply",
+                           ALL_IMPLS, true, adam8bit_state, NULL, adam8bit_shared},
+    [VC_OPTIM_ADAMW8BIT] = {"bitsandbytes AdamW8bit: as adam8bit", ALL_IMPLS, true, adam8bit_state, NULL,
+                            adam8bit_shared},
 };
 
 const vc_optim_row *vc_optim_row_get(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? &rows[o] : NULL; }

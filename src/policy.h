@@ -44,6 +44,10 @@ typedef struct {
      * _foreach_* call takes the whole list); forloop and fused run one
      * parameter's whole program before the next. NULL: none. */
     int (*step)(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX]);
+    /* State the optimizer keeps once for all parameters (bitsandbytes'
+     * quantization maps), created with the first parameter that asks for
+     * it: the tensors parameter p would need; NULL: none. */
+    int (*shared)(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX]);
 } vc_optim_row;
 
 const vc_optim_row *vc_optim_row_get(vc_optim o);

@@ -138,6 +138,36 @@ static void test_counts_from_rows(void **state)
     vc_result_free(&r);
 }
 
+/* bitsandbytes AdamW8bit (Optimizer2State.init_state at 06029dd): the
+ * 1024 x 1024 weight keeps two uint8 states (1 MiB each) and two float32
+ * absmax of 1,048,576 / 2048 = 512 blocks (2 KiB each); the bias, under
+ * 4,096 elements, two float32 states (4 KiB each); the two 256-float
+ * quantization maps (1 KiB each) once. No step temporaries: the peak is in
+ * backward. */
+static void test_adamw8bit_row(void **state)
+{
+    (void)state;
+    static const char *const biased =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024}]}";
+    vc_result r;
+    vc_error err;
+    assert_int_equal(run_optim(biased, VC_OPTIM_ADAMW8BIT, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * MIB + 2 * 2048 + 2 * 4096 + 2 * 1024);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.temporaries, 4096 + 1024); /* the output's gradient, the loss and its root gradient */
+    vc_result_free(&r);
+    /* seed 003's calculator: the model as one tensor; 1,000 elements stay fp32 */
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_ADAMW8BIT;
+    assert_int_equal(vc_estimate_counts(1000, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 8000);
+    vc_result_free(&r);
+    assert_int_equal(vc_estimate_counts(1048576, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * 1048576 + 2 * 512 * 4 + 2 * 256 * 4);
+    vc_result_free(&r);
+}
+
 /* ---- the parallel layout's module hooks */
 
 static char hook_log[256];
@@ -199,7 +229,7 @@ int main(void)
         cmocka_unit_test(test_optim_names),     cmocka_unit_test(test_lion_forloop),
         cmocka_unit_test(test_lion_foreach),    cmocka_unit_test(test_lion_fused_refused),
         cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
-        cmocka_unit_test(test_layout_hooks),
+        cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -119,7 +119,9 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
     X(ADAM, "adam")                \
     X(ADAMW, "adamw")              \
     X(NONE, "none")                \
-    X(LION, "lion")
+    X(LION, "lion")                \
+    X(ADAM8BIT, "adam8bit")        \
+    X(ADAMW8BIT, "adamw8bit")
 #define VC_OPTIM_IMPL_MAP(X) X(FOREACH, "foreach") X(FUSED, "fused") X(FORLOOP, "forloop")
 #define VC_PRECISION_MAP(X)                                                          \
     X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
