@@ -27,6 +27,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hf.h"
 #include "model.h"
 #include "util.h"
 
@@ -1733,6 +1734,21 @@ static vc_status load(vc_model *m, const vc_shape *override, vc_error *err)
         goto done;
     }
     if ((st = check_duplicates(&L, root, "")) != VC_OK) goto done;
+    if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf.c): load the model it describes */
+        cJSON *gen = NULL;
+        if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
+        cJSON_Delete(root);
+        root = gen;
+        if (!m->gen_json) {
+            char *t = cJSON_Print(root); /* through the caller's cJSON hooks: copied to malloc'd memory */
+            m->gen_json = t ? strdup(t) : NULL;
+            cJSON_free(t);
+            if (!m->gen_json) {
+                st = fail(&L, VC_ERR_NOMEM, NULL, "out of memory");
+                goto done;
+            }
+        }
+    }
     static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss"};
     if ((st = unknown_keys(&L, root, "", ok, 7, 0, "at the top level")) != VC_OK) goto done;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
@@ -1756,14 +1772,15 @@ static vc_status load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
     if (loss) {
-        static const char *const losses[] = {"mean", "cross_entropy"};
+        static const char *const losses[] = {"mean", "cross_entropy", "causal_lm"};
         if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "mean")) m->loss = VC_LOSS_MEAN;
         else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "cross_entropy")) m->loss = VC_LOSS_CROSS_ENTROPY;
+        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "causal_lm")) m->loss = VC_LOSS_CAUSAL_LM;
         else {
             describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? nearest(loss->valuestring, losses, 2) : NULL;
-            st = s ? fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\" or \"cross_entropy\", got %s (did you mean \"%s\"?)", got, s)
-                   : fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\" or \"cross_entropy\", got %s", got);
+            const char *s = cJSON_IsString(loss) ? nearest(loss->valuestring, losses, 3) : NULL;
+            st = s ? fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s (did you mean \"%s\"?)", got, s)
+                   : fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s", got);
             goto done;
         }
     }
@@ -1776,8 +1793,9 @@ static vc_status load(vc_model *m, const vc_shape *override, vc_error *err)
     scope top;
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
-    if (m->loss == VC_LOSS_CROSS_ENTROPY && m->val[m->output].shape.nd < 1)
-        st = fail(&L, VC_ERR_MODEL, "loss", "cross_entropy needs an output with a class dimension");
+    if ((m->loss == VC_LOSS_CROSS_ENTROPY || m->loss == VC_LOSS_CAUSAL_LM) && m->val[m->output].shape.nd < 1)
+        st = fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension",
+                  m->loss == VC_LOSS_CAUSAL_LM ? "causal_lm" : "cross_entropy");
 done:
     cJSON_Delete(root);
     if (st != VC_OK) locate_error(m->text, m->text_len, err, L.at_key, L.nth);
@@ -1810,6 +1828,14 @@ static void reset_model(vc_model *m)
 
 vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)
 {
+    return vc_model_load_string_hf(json, len, name, NULL, out, err);
+}
+
+const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
+
+vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                                  vc_model **out, vc_error *err)
+{
     vc_error local;
     if (!err) err = &local;
     vc_error_clear(err);
@@ -1836,6 +1862,8 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
     if (len) memcpy(m->text, json, len);
     m->text[len] = '\0';
     m->text_len = len;
+    if (hf) m->hf = *hf;
+    else vc_hf_options_init(&m->hf);
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
         vc_model_free(m);
@@ -1851,6 +1879,11 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 }
 
 vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
+{
+    return vc_model_load_file_hf(path, NULL, out, err);
+}
+
+vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -1889,7 +1922,7 @@ vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
         free(buf);
         return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(rerr));
     }
-    vc_status st = vc_model_load_string(buf, len, path, out, err);
+    vc_status st = vc_model_load_string_hf(buf, len, path, hf, out, err);
     free(buf);
     return st;
 }
@@ -1925,6 +1958,7 @@ void vc_model_free(vc_model *m)
 {
     if (!m) return;
     reset_model(m);
+    free(m->gen_json);
     free(m->text);
     vc_arena_free(m->arena);
     free(m);

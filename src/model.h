@@ -49,7 +49,7 @@ typedef struct {
     bool frozen;
 } vc_inst;
 
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY } vc_loss;
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM } vc_loss;
 
 struct vc_model {
     char *name;
@@ -74,6 +74,8 @@ struct vc_model {
     size_t nblk, cap_blk;
     vc_loss loss;
     int64_t nparams, ntrainable;
+    vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf.c) */
+    char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     struct vc_arena *arena;
 };
 
