@@ -347,17 +347,20 @@ static int read_family(rd *r, arch *a)
 /* Products that become tensor sizes, checked here so the error names a key. */
 static int check_sizes(rd *r, const arch *a)
 {
-    const int64_t lim = INT64_C(1) << 52;
+    const int64_t lim = INT64_C(1) << 48; /* elements in one weight: 2^48 is 512 TiB in bf16 */
     int64_t t;
     if (__builtin_mul_overflow(a->V, a->H, &t) || t > lim)
-        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^52 elements", (long long)a->V, (long long)a->H);
+        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)a->H);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
-        return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^52 elements", (long long)w, (long long)a->H);
+        return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
     int64_t qk = (a->NH + 2 * a->KV);
     if (__builtin_mul_overflow(qk, a->D, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
-        return bad(r, "num_attention_heads", "the attention projections are more than 2^52 elements");
-    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, "num_hidden_layers", "the model has more than 2^52 parameters");
+        return bad(r, "num_attention_heads", "the attention projections are more than 2^48 elements");
+    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, "num_hidden_layers", "the model has more than 2^48 parameters");
+    if (a->R % 2)
+        return bad(r, a->D == a->H / a->NH ? "num_attention_heads" : "head_dim",
+                   "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
     if (a->N > 100000) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 100000", (long long)a->N);
     if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->E * 3 + 4 > 256)
         return bad(r, a->fam == F_MIXTRAL ? "num_local_experts" : "num_experts", "%lld experts: more than the 84 SparseMoE holds",
