@@ -361,7 +361,7 @@ static int check_sizes(rd *r, const arch *a)
     if (a->R % 2)
         return bad(r, a->D == a->H / a->NH ? "num_attention_heads" : "head_dim",
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
-    if (a->N > 100000) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 100000", (long long)a->N);
+    if (a->N > 10000) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 10000", (long long)a->N);
     if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->E * 3 + 4 > 256)
         return bad(r, a->fam == F_MIXTRAL ? "num_local_experts" : "num_experts", "%lld experts: more than the 84 SparseMoE holds",
                    (long long)a->E);
