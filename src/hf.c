@@ -809,6 +809,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     const cJSON *a0 = cJSON_IsArray(arch_list) ? cJSON_GetArrayItem(arch_list, 0) : NULL;
     char an[80] = "";
     if (cJSON_IsString(a0)) vc_escape(an, sizeof an, a0->valuestring);
+    if (a.fam == F_BERT || a.fam == F_ROBERTA) /* the task head built, whatever the checkpoint's class */
+        snprintf(an, sizeof an, "%s", a.fam == F_BERT ? "BertForSequenceClassification" : "RobertaForSequenceClassification");
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s)", r.fam, r.fam);
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
