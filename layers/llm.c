@@ -652,8 +652,12 @@ static void moe_emit(vc_build *b, const void *p)
     const moe_cfg *c = p;
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
     vc_batch_dependent(b);
-    /* tokens in the step; capped at 2^40 so fixed sizes stay in 64 bits (far past any GPU) */
-    int64_t T = vc_batch(b) > (INT64_C(1) << 40) / L ? (INT64_C(1) << 40) : vc_batch(b) * L;
+    /* tokens in the step, capped so that T x width x 8 bytes stays below 2^56
+     * (far past any GPU: only the largest-batch search goes there) */
+    int64_t wmax = c->inter > H ? c->inter : H;
+    if (c->shared > wmax) wmax = c->shared;
+    int64_t tcap = (INT64_C(1) << 53) / wmax;
+    int64_t T = vc_batch(b) > tcap / L ? tcap : vc_batch(b) * L;
     vc_t x = vc_input(b, 0); /* hidden_states.view(-1, hidden_dim) */
     vc_dtype dt = vc_dt_of(b, x);
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), vc_n_sample(L), c->E); /* router_logits = self.gate(x) */

@@ -211,6 +211,85 @@ static int read_decoder(rd *r, arch *a)
     return 0;
 }
 
+/* LlamaConfig and the configs derived from it (Mistral, Qwen2, Qwen3, Phi3,
+ * Mixtral, Qwen2Moe): their defaults as the configuration_*.py files set them. */
+static int read_llama_like(rd *r, arch *a)
+{
+    double p;
+    if (read_decoder(r, a) || read_act(r, "hidden_act", "silu", true, &a->act) ||
+        get_bool(r, "tie_word_embeddings", false, &a->tie) || get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn))
+        return -1;
+    if (a->fam == F_LLAMA || a->fam == F_QWEN3) {
+        if (get_bool(r, "attention_bias", false, &a->qkv_bias)) return -1;
+        a->o_bias = a->qkv_bias;
+        if (a->fam == F_LLAMA && get_bool(r, "mlp_bias", false, &a->mlp_bias)) return -1;
+    }
+    if (a->fam == F_QWEN2 || a->fam == F_QWEN2_MOE) a->qkv_bias = true; /* Qwen2Attention: bias=True on q/k/v */
+    a->qk_norm = a->fam == F_QWEN3;
+    if (a->fam == F_MISTRAL || a->fam == F_MIXTRAL) {
+        if (get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
+    }
+    if (a->fam == F_QWEN2 || a->fam == F_QWEN3 || a->fam == F_QWEN2_MOE) {
+        bool use;
+        if (get_bool(r, "use_sliding_window", false, &use)) return -1;
+        if (use && get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
+    }
+    if (a->fam == F_PHI3) {
+        if (get_num(r, "partial_rotary_factor", 1.0, 0, 1, &p) || get_num(r, "resid_pdrop", 0, 0, 1, &a->p_resid) ||
+            get_num(r, "embd_pdrop", 0, 0, 1, &a->p_embd) || get_int(r, "sliding_window", 0, 1, &a->window))
+            return -1;
+        a->R = (int64_t)((double)a->D * p) / 2 * 2;
+    }
+    if (a->fam == F_MIXTRAL) {
+        a->moe_I = a->I;
+        if (get_int(r, "num_local_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 2, 1, &a->K)) return -1;
+        a->norm_topk = true;
+    }
+    if (a->fam == F_QWEN2_MOE) {
+        if (get_int(r, "num_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 4, 1, &a->K) ||
+            get_int(r, "moe_intermediate_size", -1, 1, &a->moe_I) ||
+            get_int(r, "shared_expert_intermediate_size", 0, 0, &a->shared_I) ||
+            get_int(r, "decoder_sparse_step", 1, 1, &a->sparse_step) || get_bool(r, "norm_topk_prob", false, &a->norm_topk))
+            return -1;
+        a->mlp_only = key_of(r, "mlp_only_layers");
+        if (a->mlp_only && !cJSON_IsArray(a->mlp_only)) return bad(r, "mlp_only_layers", "expected a list of layer indices");
+    }
+    if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->K > a->E)
+        return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+    return 0;
+}
+
+/* BertConfig / RobertaConfig. */
+static int read_encoder(rd *r, arch *a)
+{
+    if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
+        get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
+        get_int(r, "intermediate_size", -1, 1, &a->I) || get_int(r, "max_position_embeddings", -1, 1, &a->maxpos) ||
+        get_int(r, "type_vocab_size", 2, 1, &a->types) || get_num(r, "layer_norm_eps", 1e-12, 0, 1, &a->eps) ||
+        read_act(r, "hidden_act", "gelu", false, &a->act) || get_num(r, "hidden_dropout_prob", 0.1, 0, 1, &a->p_resid) ||
+        get_num(r, "attention_probs_dropout_prob", 0.1, 0, 1, &a->p_attn))
+        return -1;
+    if (a->H % a->NH)
+        return bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
+                   (long long)a->H, (long long)a->NH);
+    a->KV = a->NH;
+    a->D = a->H / a->NH;
+    a->R = 0;
+    /* num_labels: len(id2label) (PretrainedConfig), else 2 */
+    const cJSON *ids = key_of(r, "id2label");
+    a->labels = 2;
+    if (ids) {
+        if (!cJSON_IsObject(ids) || !ids->child) return bad(r, "id2label", "expected an object of labels");
+        a->labels = cJSON_GetArraySize(ids);
+    }
+    if (get_num(r, "classifier_dropout", a->p_resid, 0, 1, &a->p_embd)) return -1;
+    /* RoBERTa's positions start after padding_idx (pad_token_id, 1) */
+    int64_t pad = 0;
+    if (a->fam == F_ROBERTA && get_int(r, "pad_token_id", 1, 0, &pad)) return -1;
+    a->window = a->fam == F_ROBERTA ? pad + 1 : 0; /* reused: the position offset */
+    return 0;
+}
+
 static int read_family(rd *r, arch *a)
 {
     double p;
@@ -221,49 +300,8 @@ static int read_family(rd *r, arch *a)
     case F_QWEN3:
     case F_MIXTRAL:
     case F_QWEN2_MOE:
-    case F_PHI3: {
-        if (read_decoder(r, a) || read_act(r, "hidden_act", "silu", true, &a->act) ||
-            get_bool(r, "tie_word_embeddings", false, &a->tie) || get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn))
-            return -1;
-        if (a->fam == F_LLAMA || a->fam == F_QWEN3) {
-            if (get_bool(r, "attention_bias", false, &a->qkv_bias)) return -1;
-            a->o_bias = a->qkv_bias;
-            if (a->fam == F_LLAMA && get_bool(r, "mlp_bias", false, &a->mlp_bias)) return -1;
-        }
-        if (a->fam == F_QWEN2 || a->fam == F_QWEN2_MOE) a->qkv_bias = true; /* Qwen2Attention: bias=True on q/k/v */
-        a->qk_norm = a->fam == F_QWEN3;
-        if (a->fam == F_MISTRAL || a->fam == F_MIXTRAL) {
-            if (get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
-        }
-        if (a->fam == F_QWEN2 || a->fam == F_QWEN3 || a->fam == F_QWEN2_MOE) {
-            bool use;
-            if (get_bool(r, "use_sliding_window", false, &use)) return -1;
-            if (use && get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
-        }
-        if (a->fam == F_PHI3) {
-            if (get_num(r, "partial_rotary_factor", 1.0, 0, 1, &p) || get_num(r, "resid_pdrop", 0, 0, 1, &a->p_resid) ||
-                get_num(r, "embd_pdrop", 0, 0, 1, &a->p_embd) || get_int(r, "sliding_window", 0, 1, &a->window))
-                return -1;
-            a->R = (int64_t)((double)a->D * p) / 2 * 2;
-        }
-        if (a->fam == F_MIXTRAL) {
-            a->moe_I = a->I;
-            if (get_int(r, "num_local_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 2, 1, &a->K)) return -1;
-            a->norm_topk = true;
-        }
-        if (a->fam == F_QWEN2_MOE) {
-            if (get_int(r, "num_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 4, 1, &a->K) ||
-                get_int(r, "moe_intermediate_size", -1, 1, &a->moe_I) ||
-                get_int(r, "shared_expert_intermediate_size", 0, 0, &a->shared_I) ||
-                get_int(r, "decoder_sparse_step", 1, 1, &a->sparse_step) || get_bool(r, "norm_topk_prob", false, &a->norm_topk))
-                return -1;
-            a->mlp_only = key_of(r, "mlp_only_layers");
-            if (a->mlp_only && !cJSON_IsArray(a->mlp_only)) return bad(r, "mlp_only_layers", "expected a list of layer indices");
-        }
-        if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->K > a->E)
-            return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
-        return 0;
-    }
+    case F_PHI3:
+        return read_llama_like(r, a);
     case F_GEMMA:
     case F_GEMMA2: {
         const char *act = NULL;
@@ -312,34 +350,8 @@ static int read_family(rd *r, arch *a)
         a->o_bias = a->mlp_bias = a->qkv_bias;
         return 0;
     case F_BERT:
-    case F_ROBERTA: {
-        if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
-            get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
-            get_int(r, "intermediate_size", -1, 1, &a->I) || get_int(r, "max_position_embeddings", -1, 1, &a->maxpos) ||
-            get_int(r, "type_vocab_size", 2, 1, &a->types) || get_num(r, "layer_norm_eps", 1e-12, 0, 1, &a->eps) ||
-            read_act(r, "hidden_act", "gelu", false, &a->act) || get_num(r, "hidden_dropout_prob", 0.1, 0, 1, &a->p_resid) ||
-            get_num(r, "attention_probs_dropout_prob", 0.1, 0, 1, &a->p_attn))
-            return -1;
-        if (a->H % a->NH)
-            return bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
-                       (long long)a->H, (long long)a->NH);
-        a->KV = a->NH;
-        a->D = a->H / a->NH;
-        a->R = 0;
-        /* num_labels: len(id2label) (PretrainedConfig), else 2 */
-        const cJSON *ids = key_of(r, "id2label");
-        a->labels = 2;
-        if (ids) {
-            if (!cJSON_IsObject(ids) || !ids->child) return bad(r, "id2label", "expected an object of labels");
-            a->labels = cJSON_GetArraySize(ids);
-        }
-        if (get_num(r, "classifier_dropout", a->p_resid, 0, 1, &a->p_embd)) return -1;
-        /* RoBERTa's positions start after padding_idx (pad_token_id, 1) */
-        int64_t pad = 0;
-        if (a->fam == F_ROBERTA && get_int(r, "pad_token_id", 1, 0, &pad)) return -1;
-        a->window = a->fam == F_ROBERTA ? pad + 1 : 0; /* reused: the position offset */
-        return 0;
-    }
+    case F_ROBERTA:
+        return read_encoder(r, a);
     }
     return 0;
 }
@@ -361,7 +373,7 @@ static int check_sizes(rd *r, const arch *a)
     if (a->R % 2)
         return bad(r, a->D == a->H / a->NH ? "num_attention_heads" : "head_dim",
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
-    if (a->N > 10000) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 10000", (long long)a->N);
+    if (a->N > 1024) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
     if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->E * 3 + 4 > 256)
         return bad(r, a->fam == F_MIXTRAL ? "num_local_experts" : "num_experts", "%lld experts: more than the 84 SparseMoE holds",
                    (long long)a->E);
@@ -469,6 +481,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
                       const char *rope, bool causal, int64_t window)
 {
     cJSON *o = add_layer(w, "RotaryAttention", name);
+    if (a->R == 0) rope = NULL; /* rotary_pct / partial_rotary_factor 0: no rotary embedding */
     if (fused) ins(w, o, q, rope, NULL, NULL);
     else ins(w, o, q, k, v, rope);
     num(w, o, "num_heads", (double)a->NH);
@@ -692,10 +705,12 @@ static void build_layers(wr *w, const arch *a)
         o = add_layer(w, "Embedding", "gpt_neox.embed_in");
         num(w, o, "num_embeddings", (double)a->V);
         num(w, o, "embedding_dim", (double)a->H);
-        o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
-        ins(w, o, "input", NULL, NULL, NULL);
-        num(w, o, "head_dim", (double)a->D);
-        num(w, o, "rotary_dim", (double)a->R);
+        if (a->R > 0) {
+            o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
+            ins(w, o, "input", NULL, NULL, NULL);
+            num(w, o, "head_dim", (double)a->D);
+            num(w, o, "rotary_dim", (double)a->R);
+        }
         layer_stack(w, a, "gpt_neox.layers", "gpt_neox.embed_in");
         layernorm(w, a, "gpt_neox.final_layer_norm", NULL);
         lm_head(w, a, "gpt_neox.embed_in", "embed_out");
@@ -760,10 +775,12 @@ static void build_layers(wr *w, const arch *a)
     }
     dropout(w, "model.embed_dropout", a->p_embd); /* Phi3Model.embed_dropout */
     if (a->p_embd > 0) first = "model.embed_dropout";
-    o = add_layer(w, "RotaryEmbedding", "model.rotary_emb");
-    ins(w, o, "input", NULL, NULL, NULL);
-    num(w, o, "head_dim", (double)a->D);
-    num(w, o, "rotary_dim", (double)a->R);
+    if (a->R > 0) {
+        o = add_layer(w, "RotaryEmbedding", "model.rotary_emb");
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "head_dim", (double)a->D);
+        num(w, o, "rotary_dim", (double)a->R);
+    }
     layer_stack(w, a, "model.layers", first);
     rmsnorm(w, a, "model.norm", NULL);
     lm_head(w, a, "model.embed_tokens", "lm_head");
