@@ -683,6 +683,56 @@ static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
     }
 }
 
+/* BertForSequenceClassification / RobertaForSequenceClassification:
+ * BertEmbeddings (word + token type, += positions, LayerNorm, dropout), the
+ * encoder, then the head. */
+static void build_encoder(wr *w, const arch *a)
+{
+    cJSON *o;
+    const char *pre = a->fam == F_BERT ? "bert" : "roberta";
+    char we[64], pe[64], te[64], ln[64], enc[64];
+    snprintf(we, sizeof we, "%s.embeddings.word_embeddings", pre);
+    snprintf(pe, sizeof pe, "%s.embeddings.position_embeddings", pre);
+    snprintf(te, sizeof te, "%s.embeddings.token_type_embeddings", pre);
+    snprintf(ln, sizeof ln, "%s.embeddings.LayerNorm", pre);
+    snprintf(enc, sizeof enc, "%s.encoder.layer", pre);
+    o = add_layer(w, "Embedding", we);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    o = add_layer(w, "PositionEmbedding", te); /* buffered_token_type_ids.expand(B, L) */
+    ins(w, o, "input", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->types);
+    num(w, o, "embedding_dim", (double)a->H);
+    flag(w, o, "per_sample", true);
+    o = add_layer(w, "PositionEmbedding", pe);
+    ins(w, o, "input", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->maxpos);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (a->fam == F_ROBERTA) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
+    ins(w, add_layer(w, "Add", "embeddings.sum"), we, te, NULL, NULL); /* inputs_embeds + token_type_embeddings */
+    o = add_layer(w, "Add", "embeddings.add_positions");                 /* embeddings += position_embeddings */
+    ins(w, o, "embeddings.sum", pe, NULL, NULL);
+    flag(w, o, "inplace", true);
+    layernorm(w, a, ln, NULL);
+    dropout(w, "embeddings.dropout", a->p_resid);
+    layer_stack(w, a, enc, w->last);
+    o = add_layer(w, "Select", "first_token"); /* hidden_states[:, 0] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", 0);
+    if (a->fam == F_BERT) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
+        linear(w, "bert.pooler.dense", NULL, a->H, a->H, true);
+        add_layer(w, "Tanh", "bert.pooler.activation");
+        dropout(w, "dropout", a->p_embd);
+        linear(w, "classifier", NULL, a->H, a->labels, true);
+    } else { /* RobertaClassificationHead (no pooler) */
+        dropout(w, "classifier.dropout1", a->p_embd);
+        linear(w, "classifier.dense", NULL, a->H, a->H, true);
+        add_layer(w, "Tanh", "classifier.tanh");
+        dropout(w, "classifier.dropout2", a->p_embd);
+        linear(w, "classifier.out_proj", NULL, a->H, a->labels, true);
+    }
+}
+
 static void build_layers(wr *w, const arch *a)
 {
     cJSON *o;
@@ -716,51 +766,9 @@ static void build_layers(wr *w, const arch *a)
         lm_head(w, a, "gpt_neox.embed_in", "embed_out");
         return;
     case F_BERT:
-    case F_ROBERTA: {
-        const char *pre = a->fam == F_BERT ? "bert" : "roberta";
-        char we[64], pe[64], te[64], ln[64], enc[64];
-        snprintf(we, sizeof we, "%s.embeddings.word_embeddings", pre);
-        snprintf(pe, sizeof pe, "%s.embeddings.position_embeddings", pre);
-        snprintf(te, sizeof te, "%s.embeddings.token_type_embeddings", pre);
-        snprintf(ln, sizeof ln, "%s.embeddings.LayerNorm", pre);
-        snprintf(enc, sizeof enc, "%s.encoder.layer", pre);
-        o = add_layer(w, "Embedding", we);
-        num(w, o, "num_embeddings", (double)a->V);
-        num(w, o, "embedding_dim", (double)a->H);
-        o = add_layer(w, "PositionEmbedding", te); /* buffered_token_type_ids.expand(B, L) */
-        ins(w, o, "input", NULL, NULL, NULL);
-        num(w, o, "num_embeddings", (double)a->types);
-        num(w, o, "embedding_dim", (double)a->H);
-        flag(w, o, "per_sample", true);
-        o = add_layer(w, "PositionEmbedding", pe);
-        ins(w, o, "input", NULL, NULL, NULL);
-        num(w, o, "num_embeddings", (double)a->maxpos);
-        num(w, o, "embedding_dim", (double)a->H);
-        if (a->fam == F_ROBERTA) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
-        ins(w, add_layer(w, "Add", "embeddings.sum"), we, te, NULL, NULL); /* inputs_embeds + token_type_embeddings */
-        o = add_layer(w, "Add", "embeddings.add_positions");                 /* embeddings += position_embeddings */
-        ins(w, o, "embeddings.sum", pe, NULL, NULL);
-        flag(w, o, "inplace", true);
-        layernorm(w, a, ln, NULL);
-        dropout(w, "embeddings.dropout", a->p_resid);
-        layer_stack(w, a, enc, w->last);
-        o = add_layer(w, "Select", "first_token"); /* hidden_states[:, 0] */
-        num(w, o, "dim", 1);
-        num(w, o, "index", 0);
-        if (a->fam == F_BERT) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
-            linear(w, "bert.pooler.dense", NULL, a->H, a->H, true);
-            add_layer(w, "Tanh", "bert.pooler.activation");
-            dropout(w, "dropout", a->p_embd);
-            linear(w, "classifier", NULL, a->H, a->labels, true);
-        } else { /* RobertaClassificationHead (no pooler) */
-            dropout(w, "classifier.dropout1", a->p_embd);
-            linear(w, "classifier.dense", NULL, a->H, a->H, true);
-            add_layer(w, "Tanh", "classifier.tanh");
-            dropout(w, "classifier.dropout2", a->p_embd);
-            linear(w, "classifier.out_proj", NULL, a->H, a->labels, true);
-        }
+    case F_ROBERTA:
+        build_encoder(w, a);
         return;
-    }
     default:
         break;
     }
