@@ -228,6 +228,7 @@ typedef struct {
     bool causal;
     int backend;
     int lout;                   /* set by the backend: the output's physical layout */
+    int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
 } sdpa_t;
 
 /* §4.4: flash for fp16/bf16 with equal head dims <= 256, memory-efficient
@@ -396,6 +397,9 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
                 rbytes(b, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32);
     if (!lay_contig(lgrad, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
     if (!lay_contig(lq, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    /* GQA (flash_api.cpp mha_bwd): dk_expanded and dv_expanded [B, S, H, D]
+     * with all H heads, summed into dk / dv afterwards */
+    if (g->Hkv > 0 && g->Hkv != H) t += 2 * rbytes(b, vc_n_sample(H * S * D8), dt);
     vc_op_btemp(o, vc_n_fixed(t), VC_DT_U8);
     vc_op_end(o);
     g->lout = lq;
@@ -490,6 +494,34 @@ static vc_t sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     case BK_EFFICIENT: return sdpa_efficient(b, q, k, v, g);
     default: return sdpa_math(b, q, k, v, g);
     }
+}
+
+/* ---- op_sdpa_gqa (ops.h): the backends for layers/llm.c (issue 12) ---- */
+
+vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
+{
+    vc_batch_dependent(b);
+    sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
+                a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
+                vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD};
+    g.backend = sdpa_pick(b, &g, vc_dt_of(b, q));
+    g.Hkv = a->Hkv;
+    if (a->Hkv != a->H && g.backend != BK_FLASH) {
+        /* enable_gqa: flash reads the kv heads in place; the other backends
+         * run on key/value.repeat_interleave(H / Hkv, -3) (attention.cpp,
+         * the math path's GQA preprocessing): new [B, H, S, D] tensors */
+        k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
+        v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
+        g.lk = g.lv = LAY_BHLD;
+        g.backend = sdpa_pick(b, &g, vc_dt_of(b, q));
+    }
+    vc_t x[3] = {q, k, v};
+    int *lay[3] = {&g.lq, &g.lk, &g.lv};
+    bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
+    for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
+    vc_t y = sdpa_run(b, q, k, v, &g);
+    *out_blhd = g.lout == LAY_BLHD;
+    return y;
 }
 
 /* ------------------------------------------------------------ MultiheadAttention */

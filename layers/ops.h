@@ -64,4 +64,16 @@ vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
 /* A fresh tensor no gradient flows into (zeros for hx, masks). */
 vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
 
+/* F.scaled_dot_product_attention(q, k, v, enable_gqa=True) on [B, H, L, D]
+ * tensors (layers/attention.c, through the backend --attention picks): q
+ * has H heads, k and v Hkv (dividing H). *_blhd: the tensor's storage is
+ * [B, L, H, D] seen through transpose(1, 2). *out_blhd receives the same
+ * for the result. */
+typedef struct {
+    int64_t H, Hkv, L, S, D;
+    bool q_blhd, k_blhd, v_blhd, causal;
+    double p;
+} vc_sdpa_args;
+vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
+
 #endif

@@ -269,7 +269,7 @@ void vc__emit_loss(vc_build *b)
         vc_op_end(o);
     }
     vc_op *o;
-    if (b->m->loss == VC_LOSS_CROSS_ENTROPY && ov->shape.nd >= 1) {
+    if ((b->m->loss == VC_LOSS_CROSS_ENTROPY || b->m->loss == VC_LOSS_CAUSAL_LM) && ov->shape.nd >= 1) {
         /* F.cross_entropy(logits, targets): log_softmax over the class dim
          * (saves result), then nll_loss (saves target and total_weight);
          * backward: nll grad zeros + log_softmax grad. The logits are an
@@ -282,6 +282,21 @@ void vc__emit_loss(vc_build *b)
         if (tgt < 0) return;
         b->t[tgt].persistent = true;
         b->target_t = tgt;
+        vc_t lab = tgt, padded = -1;
+        if (b->m->loss == VC_LOSS_CAUSAL_LM) { /* issue 12 (src/hf.c) */
+            /* ForCausalLMLoss (transformers loss/loss_utils.py), after
+             * logits.float(): labels = pad(labels, (0, 1), value=-100) and
+             * shift_labels = labels[..., 1:].contiguous(): int64 [B, L+1]
+             * and [B, L], locals until the loss returns */
+            o = vc_op_begin(b, "constant_pad_nd");
+            vc_op_in_nodiff(o, tgt);
+            padded = vc_op_out(o, vc_n_sample(rows.ps + 1), VC_DT_I64);
+            vc_op_end(o);
+            o = vc_op_begin(b, "clone");
+            vc_op_in_nodiff(o, padded);
+            lab = vc_op_out(o, rows, VC_DT_I64);
+            vc_op_end(o);
+        }
         o = vc_op_begin(b, "log_softmax");
         vc_op_in(o, y);
         vc_t lp = vc_op_out(o, n, VC_DT_F32);
@@ -289,12 +304,13 @@ void vc__emit_loss(vc_build *b)
         vc_op_end(o);
         o = vc_op_begin(b, "nll_loss");
         vc_op_in(o, lp);
-        vc_op_in_nodiff(o, tgt);
+        vc_op_in_nodiff(o, lab);
         vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
         vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-        vc_op_save(o, tgt);
+        vc_op_save(o, lab);
         vc_op_end(o);
         vc__extend_life(b, y);
+        vc__extend_life(b, padded);
         b->loss_t = l;
     } else {
         o = vc_op_begin(b, "mean");

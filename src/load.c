@@ -26,6 +26,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hf.h"
 #include "load.h"
 #include "util.h"
 
@@ -800,6 +801,21 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         goto done;
     }
     if ((st = check_duplicates(&L, root, "")) != VC_OK) goto done;
+    if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf.c): load the model it describes */
+        cJSON *gen = NULL;
+        if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
+        cJSON_Delete(root);
+        root = gen;
+        if (!m->gen_json) {
+            char *t = cJSON_Print(root); /* through the caller's cJSON hooks: copied to malloc'd memory */
+            m->gen_json = t ? strdup(t) : NULL;
+            cJSON_free(t);
+            if (!m->gen_json) {
+                st = vc__fail(&L, VC_ERR_NOMEM, NULL, "out of memory");
+                goto done;
+            }
+        }
+    }
     static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss"};
     if ((st = unknown_keys(&L, root, "", ok, 7, 0, "at the top level")) != VC_OK) goto done;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
@@ -823,14 +839,15 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
     if (loss) {
-        static const char *const losses[] = {"mean", "cross_entropy"};
+        static const char *const losses[] = {"mean", "cross_entropy", "causal_lm"};
         if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "mean")) m->loss = VC_LOSS_MEAN;
         else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "cross_entropy")) m->loss = VC_LOSS_CROSS_ENTROPY;
+        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "causal_lm")) m->loss = VC_LOSS_CAUSAL_LM;
         else {
             vc__describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, 2) : NULL;
-            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\" or \"cross_entropy\", got %s (did you mean \"%s\"?)", got, s)
-                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\" or \"cross_entropy\", got %s", got);
+            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, 3) : NULL;
+            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s (did you mean \"%s\"?)", got, s)
+                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s", got);
             goto done;
         }
     }
@@ -843,8 +860,9 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     scope top;
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
-    if (m->loss == VC_LOSS_CROSS_ENTROPY && m->val[m->output].shape.nd < 1)
-        st = vc__fail(&L, VC_ERR_MODEL, "loss", "cross_entropy needs an output with a class dimension");
+    if ((m->loss == VC_LOSS_CROSS_ENTROPY || m->loss == VC_LOSS_CAUSAL_LM) && m->val[m->output].shape.nd < 1)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension",
+                      m->loss == VC_LOSS_CAUSAL_LM ? "causal_lm" : "cross_entropy");
 done:
     cJSON_Delete(root);
     if (st != VC_OK) vc__locate_error(m->text, m->text_len, err, L.at_key, L.nth);

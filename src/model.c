@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hf.h"
 #include "load.h"
 #include "util.h"
 
@@ -39,6 +40,14 @@ static void reset_model(vc_model *m)
 
 vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)
 {
+    return vc_model_load_string_hf(json, len, name, NULL, out, err);
+}
+
+const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
+
+vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                                  vc_model **out, vc_error *err)
+{
     vc_error local;
     if (!err) err = &local;
     vc_error_clear(err);
@@ -65,6 +74,8 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
     if (len) memcpy(m->text, json, len);
     m->text[len] = '\0';
     m->text_len = len;
+    if (hf) m->hf = *hf;
+    else vc_hf_options_init(&m->hf);
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
         vc_model_free(m);
@@ -80,6 +91,11 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 }
 
 vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
+{
+    return vc_model_load_file_hf(path, NULL, out, err);
+}
+
+vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -118,7 +134,7 @@ vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
         free(buf);
         return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(rerr));
     }
-    vc_status st = vc_model_load_string(buf, len, path, out, err);
+    vc_status st = vc_model_load_string_hf(buf, len, path, hf, out, err);
     free(buf);
     return st;
 }
@@ -204,6 +220,7 @@ void vc_model_free(vc_model *m)
 {
     if (!m) return;
     reset_model(m);
+    free(m->gen_json);
     free(m->text);
     vc_arena_free(m->arena);
     free(m);

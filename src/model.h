@@ -50,7 +50,7 @@ typedef struct {
     bool frozen;
 } vc_inst;
 
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY } vc_loss;
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM } vc_loss;
 
 struct vc_model {
     char *name;
@@ -80,6 +80,8 @@ struct vc_model {
     vc_shape override;
     vc_lora lora;
     int nlora;          /* layers that got adapters */
+    vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf.c) */
+    char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     struct vc_arena *arena;
 };
 

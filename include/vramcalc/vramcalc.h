@@ -108,6 +108,24 @@ int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
 int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
 size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
 
+/* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
+ * A JSON object with "model_type" and no "layers" is a Hugging Face
+ * config.json: the loader turns it into the equivalent model (the same
+ * layer format, vc_model_generated_json) and loads that. */
+#define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
+typedef struct {
+    int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
+    double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
+} vc_hf_options;
+void vc_hf_options_init(vc_hf_options *o);
+/* vc_model_load_file / vc_model_load_string with options for a config.json
+ * (hf may be NULL: the defaults; the options do nothing to other files). */
+vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
+vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                                  vc_model **out, vc_error *err);
+/* The vramcalc model JSON a config.json was turned into; NULL for a model file. */
+const char *vc_model_generated_json(const vc_model *m);
+
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
  * and the lookups below come from it. What an optimizer or a precision does

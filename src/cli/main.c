@@ -29,6 +29,9 @@ static const char usage[] =
     "\n"
     "  -b, --batch N          samples per step (default 1)\n"
     "      --input SHAPE      override the per-sample input shape, e.g. 3,224,224\n"
+    "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
+    "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
+    "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
     "  -o, --optim NAME       sgd, momentum, adam, adamw, none (default adam)\n"
     "      --optim-impl I     foreach (default), fused, forloop\n"
     "      --accumulate N     gradient accumulation over N micro-batches\n"
@@ -289,6 +292,7 @@ static int list_gpus(const char *format)
 enum {
     OPT_INPUT = 256, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
     OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
+    OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
 };
 
 typedef struct {
@@ -442,7 +446,9 @@ int main(int argc, char **argv)
         {"gpu", required_argument, 0, 'g'},         {"max-batch", no_argument, 0, OPT_MAX_BATCH},
         {"sweep", required_argument, 0, OPT_SWEEP}, {"plot", required_argument, 0, OPT_PLOT},
         {"no-color", no_argument, 0, OPT_NO_COLOR}, {"no-colour", no_argument, 0, OPT_NO_COLOR},
-        {"list-gpus", no_argument, 0, OPT_LIST_GPUS}, {0, 0, 0, 0},
+        {"list-gpus", no_argument, 0, OPT_LIST_GPUS},
+        {"seq", required_argument, 0, OPT_SEQ},     {"moe-imbalance", required_argument, 0, OPT_MOE},
+        {"emit-model", no_argument, 0, OPT_EMIT},   {0, 0, 0, 0},
     };
     vc_options o;
     vc_options_init(&o);
@@ -452,12 +458,26 @@ int main(int argc, char **argv)
     const char *input = NULL, *gpu = NULL, *sweep = NULL;
     bool have_acts = false, trace = false, batch_given = false, no_color = false, gpus = false;
     int64_t params = 0, acts = 0;
+    vc_hf_options hf; /* --seq, --moe-imbalance, --emit-model */
+    vc_hf_options_init(&hf);
+    bool hf_given = false, emit = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'b': batch_given = true; if ((rc = parse_count("--batch", optarg, 1, &o.batch))) return rc; break;
         case OPT_INPUT: input = optarg; break;
+        case OPT_SEQ: hf_given = true; if ((rc = parse_count("--seq", optarg, 1, &hf.seq))) return rc; break;
+        case OPT_MOE: {
+            char *end;
+            errno = 0;
+            hf.moe_imbalance = strtod(optarg, &end);
+            hf_given = true;
+            if (errno || end == optarg || *end || !(hf.moe_imbalance >= 1.0 && hf.moe_imbalance <= 1e6))
+                return die("--moe-imbalance: expected a number from 1 to 1000000 (1: tokens spread evenly over the experts)");
+            break;
+        }
+        case OPT_EMIT: emit = true; break;
         case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
@@ -532,11 +552,20 @@ int main(int argc, char **argv)
         rep.file = argv[optind];
         cJSON_Hooks hooks = {json_alloc, json_free};
         cJSON_InitHooks(&hooks);
-        vc_status lst = vc_model_load_file(rep.file, &m, &err);
+        vc_status lst = vc_model_load_file_hf(rep.file, &hf, &m, &err);
         cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
         json_arena_release();
         if (lst) {
             rc = die_err(&err);
+            goto out;
+        }
+        if ((hf_given || emit) && !vc_model_generated_json(m)) {
+            rc = die("%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
+                     emit ? "--emit-model" : hf.seq ? "--seq" : "--moe-imbalance", hf.seq ? " (use --input)" : "");
+            goto out;
+        }
+        if (emit) {
+            rc = puts(vc_model_generated_json(m)) < 0 || fflush(stdout) ? EXIT_USAGE : 0;
             goto out;
         }
         if (input) {

@@ -1,0 +1,739 @@
+/*
+ * llm.c — the layer kinds Hugging Face decoder/encoder LLMs need (issue 12):
+ * RotaryEmbedding, RotaryAttention, HFRMSNorm, GatedActivation, Scale,
+ * PositionEmbedding, SparseMoE.
+ *
+ * Each op sequence follows the Hugging Face modeling source, read at
+ * huggingface/transformers commit 5dd4a63548857797727ae73eeb6a6e886ea02a3e
+ * (modeling_llama.py and siblings) and 00c238bd242b4c6ddfb2c17d4573174ec2daaec8
+ * (integrations/sdpa_attention.py); the function each part replicates is
+ * named where it is modelled. HF's default attention implementation,
+ * "sdpa", is the one modelled (eager is not); --attention picks the SDPA
+ * backend as for ScaledDotProductAttention.
+ *
+ * These kinds are usable in hand-written model files too; src/hf.c writes
+ * them (with Linear layers named as HF names its modules, so that per-layer
+ * policies such as LoRA targets can select the projections by name).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ================================================== RotaryEmbedding */
+
+typedef struct {
+    int64_t head_dim, rotary_dim;
+} rope_cfg;
+
+static int rope_parse(vc_args *a, void *p)
+{
+    rope_cfg *c = p;
+    if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
+        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim))
+        return -1;
+    if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
+    if (c->rotary_dim > c->head_dim)
+        return vc_arg_fail(a, "rotary_dim", "%lld is more than head_dim %lld", (long long)c->rotary_dim, (long long)c->head_dim);
+    return 0;
+}
+
+/* Input: the int64 token ids [L]. Output: cos and sin, [2, L, rotary_dim],
+ * shared by the batch (position_ids is [1, L]). */
+static int rope_setup(vc_setup *s, void *p)
+{
+    const rope_cfg *c = p;
+    if (s->in[0].nd != 1) return vc_fail(s, "inputs", "RotaryEmbedding takes the token ids [L]");
+    int64_t n;
+    if (vc_mul(s, s->in[0].d[0], c->rotary_dim, &n)) return -1;
+    int64_t d[3] = {2, s->in[0].d[0], c->rotary_dim};
+    s->out = vc_shape_make(3, d);
+    /* inv_freq: a non-persistent buffer of rotary_dim / 2 fp32 (_compute_default_rope_parameters) */
+    return vc_buffer(s, "inv_freq", c->rotary_dim / 2, VC_DT_F32);
+}
+
+/* LlamaRotaryEmbedding.forward (@torch.no_grad, autocast off), called once
+ * per forward by LlamaModel.forward with position_ids = cache_position
+ * .unsqueeze(0) (arange(L), int64): inv_freq_expanded @ position_ids
+ * .float() -> freqs [1, R/2, L] fp32, cat((freqs, freqs)) [1, L, R], cos(),
+ * sin(), * attention_scaling (new tensors even for 1.0), .to(x.dtype). The
+ * cos/sin pair is returned to every decoder layer and saved by their
+ * q * cos / k * cos products: alive until backward is done with them. */
+static void rope_emit(vc_build *b, const void *p)
+{
+    const rope_cfg *c = p;
+    int64_t L = vc_input_shape(b, 0)->d[0], R = c->rotary_dim;
+    vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
+    vc_t pos = op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
+    vc_t posf = op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
+    vc_t freqs = op_new(b, "matmul", vc_n_fixed(L * R / 2), VC_DT_F32);
+    vc_t emb = op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
+    vc_release(b, freqs);
+    vc_t cs = op_new(b, "cos+sin", vc_n_fixed(2 * L * R), VC_DT_F32);
+    vc_release(b, emb);
+    vc_t sc = op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
+    vc_release(b, cs);
+    vc_t out = sc;
+    if (dt != VC_DT_F32) {
+        out = op_new(b, "_to_copy", vc_n_fixed(2 * L * R), dt);
+        vc_release(b, sc);
+    }
+    vc_release(b, pos);
+    vc_release(b, posf);
+    vc_set_output(b, out);
+}
+
+const vc_kind vc_kind_RotaryEmbedding = {
+    .name = "RotaryEmbedding", .summary = "HF rotary cos/sin [2, L, rotary_dim] from the token ids (one per model)",
+    .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_INT_INPUT, .cfg_size = sizeof(rope_cfg),
+    .parse = rope_parse, .setup = rope_setup, .emit = rope_emit,
+};
+
+/* ================================================== HF RMSNorm */
+
+typedef struct {
+    int64_t hidden;
+    double eps;
+    int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x) */
+} hfrms_cfg;
+
+static const char *const rms_variants[] = {"llama", "gemma", NULL};
+
+static int hfrms_parse(vc_args *a, void *p)
+{
+    hfrms_cfg *c = p;
+    return vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) ||
+           vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) || vc_arg_enum(a, "variant", rms_variants, 0, &c->variant);
+}
+
+static int hfrms_setup(vc_setup *s, void *p)
+{
+    const hfrms_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    if (x->d[x->nd - 1] != c->hidden)
+        return vc_fail(s, "hidden_size", "hidden_size is %lld but the input has %lld features (last dimension)",
+                       (long long)c->hidden, (long long)x->d[x->nd - 1]);
+    s->out = *x;
+    return vc_param(s, "weight", c->hidden);
+}
+
+/* mul of a full tensor by a per-row or per-feature one: saves each operand
+ * when the other needs its gradient (the engine reduces a broadcast grad). */
+static vc_t mul_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "mul");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dt);
+    vc_op_save_if(o, y, ix);
+    vc_op_save_if(o, x, iy);
+    vc_numel nx = vc_numel_of(b, x), ny = vc_numel_of(b, y);
+    if (nx.ps != out.ps || nx.fx != out.fx) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
+    if (ny.ps != out.ps || ny.fx != out.fx) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
+    vc_op_end(o);
+    return r;
+}
+
+static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 == VC_DT_F32 ? VC_DT_F32 : a; }
+
+/* LlamaRMSNorm.forward / Qwen3RMSNorm (the same code), GemmaRMSNorm.forward:
+ *   h = x.to(float32); variance = h.pow(2).mean(-1, keepdim=True)
+ *   h = h * torch.rsqrt(variance + eps); return weight * h.to(input_dtype)
+ * gemma: out = h * (1.0 + weight.float()); return out.type_as(x).
+ * rows: rows per sample (the mean's size), or fixed rows when fixed. */
+static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
+{
+    vc_dtype in_dt = vc_dt_of(b, x);
+    vc_numel full = vc_numel_of(b, x);
+    vc_t h = op_cast(b, x, VC_DT_F32); /* .to(float32): x itself when fp32 */
+    vc_op *o = vc_op_begin(b, "pow");  /* pow_backward: grad * 2 * self: saves self */
+    int i = vc_op_in(o, h);
+    vc_t sq = vc_op_out(o, full, VC_DT_F32);
+    vc_op_save_if(o, h, i);
+    vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
+    vc_op_end(o);
+    vc_t var = op_mean(b, sq, rows);
+    vc_t ve = op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
+    vc_t r = op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
+    vc_t hn = mul_b(b, h, r, full, VC_DT_F32);
+    if (w < 0) return op_cast(b, hn, in_dt);
+    if (variant == 1) {
+        vc_t wf = op_cast(b, w, VC_DT_F32);                       /* weight.float() */
+        vc_t w1 = op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
+        vc_t y = mul_b(b, hn, w1, full, VC_DT_F32);
+        return op_cast(b, y, in_dt); /* type_as(x) */
+    }
+    vc_t hc = op_cast(b, hn, in_dt); /* h.to(input_dtype) */
+    return mul_b(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
+}
+
+static int64_t rows_of(const vc_shape *x)
+{
+    int64_t m = 1;
+    for (int i = 0; i < x->nd - 1; i++) m *= x->d[i];
+    return m;
+}
+
+static void hfrms_emit(vc_build *b, const void *p)
+{
+    const hfrms_cfg *c = p;
+    vc_set_output(b, hf_rmsnorm(b, vc_input(b, 0), vc_weight(b, 0), vc_n_sample(rows_of(vc_input_shape(b, 0))), c->variant));
+}
+
+const vc_kind vc_kind_HFRMSNorm = {
+    .name = "HFRMSNorm", .summary = "HF's RMSNorm (llama/gemma variant): fp32 upcast, pow, mean, rsqrt, mul",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(hfrms_cfg),
+    .parse = hfrms_parse, .setup = hfrms_setup, .emit = hfrms_emit,
+};
+
+/* ================================================== RotaryAttention */
+
+typedef struct {
+    int64_t H, KV, D, R;      /* heads, kv heads, head_dim, rotary_dim (0: none) */
+    bool fused, causal, qk_norm;
+    int64_t window;           /* sliding_window, 0 none */
+    double dropout, norm_eps;
+} ra_cfg;
+
+static int ra_parse(vc_args *a, void *p)
+{
+    ra_cfg *c = p;
+    if (vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->H) || vc_arg_int(a, "num_kv_heads", c->H, 1, &c->KV) ||
+        vc_arg_int(a, "head_dim", VC_REQUIRED, 1, &c->D) || vc_arg_int(a, "rotary_dim", c->D, 0, &c->R) ||
+        vc_arg_bool(a, "fused_qkv", false, &c->fused) || vc_arg_bool(a, "causal", true, &c->causal) ||
+        vc_arg_bool(a, "qk_norm", false, &c->qk_norm) || vc_arg_float(a, "qk_norm_eps", 1e-6, 0.0, 1.0, &c->norm_eps) ||
+        vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout))
+        return -1;
+    if (c->H % c->KV)
+        return vc_arg_fail(a, "num_kv_heads", "num_heads (%lld) must be divisible by num_kv_heads (%lld)", (long long)c->H,
+                           (long long)c->KV);
+    if (c->R % 2 || c->R > c->D)
+        return vc_arg_fail(a, "rotary_dim", "must be even and at most head_dim (%lld), got %lld", (long long)c->D, (long long)c->R);
+    return 0;
+}
+
+static int ra_in_check(vc_setup *s, int i, const char *what, int64_t L, int64_t feat)
+{
+    const vc_shape *x = &s->in[i];
+    if (x->nd != 2 || x->d[0] != L || x->d[1] != feat)
+        return vc_fail(s, "inputs", "the %s must be [%lld, %lld] per sample", what, (long long)L, (long long)feat);
+    return 0;
+}
+
+static int ra_setup(vc_setup *s, void *p)
+{
+    const ra_cfg *c = p;
+    int nqkv = c->fused ? 1 : 3, want = nqkv + (c->R > 0 ? 1 : 0);
+    if (s->nin != want)
+        return vc_fail(s, "inputs", "RotaryAttention takes %s%s: %d inputs, got %d", c->fused ? "[qkv" : "[q, k, v",
+                       c->R > 0 ? ", rope]" : "]", want, s->nin);
+    if (s->in[0].nd != 2) return vc_fail(s, "inputs", "the query must be [L, features] per sample");
+    int64_t L = s->in[0].d[0], hd, kd, t;
+    if (vc_mul(s, c->H, c->D, &hd) || vc_mul(s, c->KV, c->D, &kd) || vc_mul(s, c->H, L, &t) || vc_mul(s, t, L, &t))
+        return -1;
+    if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "an attention matrix has more than 2^56 elements per sample");
+    if (c->fused) {
+        if (ra_in_check(s, 0, "fused qkv projection", L, hd + 2 * kd)) return -1;
+    } else if (ra_in_check(s, 0, "query", L, hd) || ra_in_check(s, 1, "key", L, kd) || ra_in_check(s, 2, "value", L, kd)) {
+        return -1;
+    }
+    if (c->R > 0) {
+        const vc_shape *r = &s->in[nqkv];
+        if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != c->R)
+            return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)c->R);
+    }
+    int64_t d[2] = {L, hd};
+    s->out = vc_shape_make(2, d);
+    if (c->qk_norm && (vc_param(s, "q_norm.weight", c->D) || vc_param(s, "k_norm.weight", c->D))) return -1;
+    return 0;
+}
+
+/* apply_rotary_pos_emb (modeling_llama.py) on x [B, heads, L, D] (a view):
+ *   q_embed = (q * cos) + (rotate_half(q) * sin)
+ *   rotate_half: cat((-x[..., D/2:], x[..., :D/2]), dim=-1)
+ * The products save cos / sin (x needs grad; cos and sin do not), so no
+ * x-sized tensor is kept; -x2, the cat and the products are temporaries.
+ * Partial rotary (modeling_gpt_neox.py / modeling_phi3.py
+ * apply_rotary_pos_emb): q_rot = q[..., :R], q_pass = q[..., R:], the above
+ * on q_rot, then cat((q_embed, q_pass), dim=-1). */
+static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
+{
+    vc_numel rot = vc_n_sample(heads * L * R), half = vc_n_sample(heads * L * R / 2);
+    vc_t xr = R < D ? op_select(b, x, rot, false) : x;
+    vc_t a = mul_b(b, xr, cs, rot, vc_dt_of(b, x));
+    vc_t x2 = op_select(b, xr, half, false);
+    vc_t x1 = op_select(b, xr, half, false);
+    vc_t nx2 = op_unary(b, "neg", x2, VC_SAVE_NONE, false);
+    vc_op *o = vc_op_begin(b, "cat");
+    vc_op_grad(o, vc_op_in(o, nx2), VC_GRAD_PASS);
+    vc_op_grad(o, vc_op_in(o, x1), VC_GRAD_PASS);
+    vc_t rh = vc_op_out(o, rot, vc_dt_of(b, x));
+    vc_op_end(o);
+    vc_t c = mul_b(b, rh, cs, rot, vc_dt_of(b, x));
+    vc_t e = op_add(b, a, c, rot, false);
+    if (R == D) return e;
+    vc_t pass = op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
+    o = vc_op_begin(b, "cat");
+    vc_op_grad(o, vc_op_in(o, e), VC_GRAD_PASS);
+    vc_op_grad(o, vc_op_in(o, pass), VC_GRAD_PASS);
+    vc_t y = vc_op_out(o, vc_n_sample(heads * L * D), vc_dt_of(b, x));
+    vc_op_end(o);
+    return y;
+}
+
+/* LlamaAttention.forward between the projections and o_proj (Qwen3: q_norm /
+ * k_norm on the [B, L, heads, D] view before the transpose; Phi3 and
+ * GPT-NeoX: slices of one fused projection), then sdpa_attention_forward
+ * (enable_gqa when no mask, torch >= 2.5) and
+ * attn_output.transpose(1, 2).contiguous().reshape(B, L, -1). */
+static void ra_emit(vc_build *b, const void *p)
+{
+    const ra_cfg *c = p;
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, KV = c->KV, D = c->D;
+    vc_t q, k, v, cs = c->R > 0 ? vc_input(b, c->fused ? 1 : 3) : -1;
+    if (c->fused) { /* qkv[..., :q_pos] etc. (Phi3Attention.forward): strided views */
+        vc_t qkv = vc_input(b, 0);
+        q = op_view(b, qkv, vc_n_sample(L * H * D), false);
+        k = op_view(b, qkv, vc_n_sample(L * KV * D), false);
+        v = op_view(b, qkv, vc_n_sample(L * KV * D), false);
+    } else {
+        q = vc_input(b, 0);
+        k = vc_input(b, 1);
+        v = vc_input(b, 2);
+    }
+    if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)) */
+        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(L * H), 0);
+        k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(L * KV), 0);
+    }
+    /* .view(hidden_shape).transpose(1, 2): [B, heads, L, D] over [B, L, heads, D] storage */
+    q = op_view(b, q, vc_numel_of(b, q), false);
+    k = op_view(b, k, vc_numel_of(b, k), false);
+    v = op_view(b, v, vc_numel_of(b, v), false);
+    if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
+        q = rope_apply(b, q, cs, H, L, D, c->R);
+        k = rope_apply(b, k, cs, KV, L, D, c->R);
+    }
+    /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
+     * where HF's sdpa path also runs is_causal without a mask. Longer
+     * sequences get an explicit mask in HF; that path is not modelled (the
+     * estimate is the causal one). */
+    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout};
+    bool blhd;
+    vc_t o = op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
+    o = op_view(b, o, vc_numel_of(b, o), blhd);
+    o = op_contiguous(b, o);
+    vc_set_output(b, op_view(b, o, vc_numel_of(b, o), true));
+}
+
+const vc_kind vc_kind_RotaryAttention = {
+    .name = "RotaryAttention",
+    .summary = "HF attention core: q/k/v (or fused qkv) + rope -> GQA SDPA -> [L, H*D] (q/k norm, partial rotary)",
+    .min_inputs = 1, .max_inputs = 4, .cfg_size = sizeof(ra_cfg),
+    .parse = ra_parse, .setup = ra_setup, .emit = ra_emit,
+};
+
+/* ================================================== GatedActivation */
+
+enum { ACT_SILU, ACT_GELU, ACT_GELU_TANH, ACT_RELU };
+static const char *const act_names[] = {"silu", "gelu", "gelu_tanh", "relu", NULL};
+
+typedef struct {
+    int act;
+    bool fused;
+} gate_cfg;
+
+static int gate_parse(vc_args *a, void *p)
+{
+    gate_cfg *c = p;
+    return vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_bool(a, "fused", false, &c->fused);
+}
+
+static int gate_setup(vc_setup *s, void *p)
+{
+    const gate_cfg *c = p;
+    const vc_shape *g = &s->in[0];
+    if (c->fused) {
+        if (s->nin != 1) return vc_fail(s, "inputs", "a fused GatedActivation takes one input [.., 2 * I]");
+        if (g->d[g->nd - 1] % 2) return vc_fail(s, "inputs", "the fused gate_up input's last dimension must be even");
+        s->out = *g;
+        s->out.d[g->nd - 1] /= 2;
+        return 0;
+    }
+    if (s->nin != 2 || !vc_shape_eq(g, &s->in[1])) return vc_fail(s, "inputs", "GatedActivation takes [gate, up] of equal shapes");
+    s->out = *g;
+    return 0;
+}
+
+static vc_t act_op(vc_build *b, int act, vc_t x)
+{
+    switch (act) {
+    case ACT_RELU: return op_unary(b, "relu", x, VC_SAVE_OUT, false);
+    case ACT_GELU: case ACT_GELU_TANH: return op_unary(b, "gelu", x, VC_SAVE_IN, false);
+    default: return op_unary(b, "silu", x, VC_SAVE_IN, false);
+    }
+}
+
+/* LlamaMLP.forward: down_proj(act_fn(gate_proj(x)) * up_proj(x)); Phi3MLP:
+ * gate, up = gate_up_proj(x).chunk(2, dim=-1); up * act_fn(gate). The
+ * activation keeps its input (silu/gelu), the product keeps both factors. */
+static void gate_emit(vc_build *b, const void *p)
+{
+    const gate_cfg *c = p;
+    vc_numel out = vc_n_sample(vc_shape_numel(vc_output_shape(b)));
+    vc_t g, u;
+    if (c->fused) {
+        vc_t gu = vc_input(b, 0);
+        g = op_view(b, gu, out, false);
+        u = op_view(b, gu, out, false);
+    } else {
+        g = vc_input(b, 0);
+        u = vc_input(b, 1);
+    }
+    vc_t a = act_op(b, c->act, g);
+    vc_set_output(b, c->fused ? op_mul(b, u, a, out, false) : op_mul(b, a, u, out, false));
+}
+
+const vc_kind vc_kind_GatedActivation = {
+    .name = "GatedActivation", .summary = "act(gate) * up (SwiGLU/GeGLU); inputs [gate, up] or one fused [.., 2I]",
+    .min_inputs = 1, .max_inputs = 2, .cfg_size = sizeof(gate_cfg),
+    .parse = gate_parse, .setup = gate_setup, .emit = gate_emit,
+};
+
+/* ================================================== Scale */
+
+typedef struct {
+    double factor;
+} scale_cfg;
+
+static int scale_parse(vc_args *a, void *p)
+{
+    if (vc_arg_type(a, "factor") == 0) return vc_arg_fail(a, "factor", "missing (the number to multiply by)");
+    return vc_arg_float(a, "factor", 1.0, -1e308, 1e308, &((scale_cfg *)p)->factor);
+}
+
+static int scale_setup(vc_setup *s, void *p)
+{
+    (void)p;
+    s->out = s->in[0];
+    return 0;
+}
+
+/* x * scalar (GemmaModel.forward: hidden_states * normalizer, a 0-d tensor;
+ * Gemma2ForCausalLM: logits / softcap ... * softcap): a new tensor, nothing
+ * of x's size saved; backward grad * scalar. */
+static void scale_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_t x = vc_input(b, 0);
+    vc_set_output(b, op_fresh(b, "mul", x, vc_numel_of(b, x)));
+}
+
+const vc_kind vc_kind_Scale = {
+    .name = "Scale", .summary = "x * factor (gemma's embedding normalizer, softcapping): saves nothing",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(scale_cfg),
+    .parse = scale_parse, .setup = scale_setup, .emit = scale_emit,
+};
+
+/* ================================================== PositionEmbedding */
+
+typedef struct {
+    int64_t num, dim;
+    bool per_sample;
+} pos_cfg;
+
+static int pos_parse(vc_args *a, void *p)
+{
+    pos_cfg *c = p;
+    return vc_arg_int(a, "num_embeddings", VC_REQUIRED, 1, &c->num) ||
+           vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_bool(a, "per_sample", false, &c->per_sample);
+}
+
+static int pos_setup(vc_setup *s, void *p)
+{
+    const pos_cfg *c = p;
+    if (s->in[0].nd != 1) return vc_fail(s, "inputs", "PositionEmbedding takes the token ids [L]");
+    int64_t L = s->in[0].d[0];
+    if (!c->per_sample && L > c->num)
+        return vc_fail(s, "num_embeddings", "the sequence (%lld) is longer than the %lld learned positions", (long long)L,
+                       (long long)c->num);
+    int64_t d[2] = {L, c->dim}, w;
+    s->out = vc_shape_make(2, d);
+    return vc_mul(s, c->num, c->dim, &w) || vc_param2(s, "weight", c->num, c->dim);
+}
+
+/* An nn.Embedding looked up with position ids: GPT2Model's wpe and BERT's
+ * position_embeddings take position_ids [1, L] (a result shared by the
+ * batch); BERT's token_type_embeddings (buffered_token_type_ids.expand(B, L))
+ * and RoBERTa's positions (create_position_ids_from_input_ids, [B, L]) are
+ * per sample. The ids themselves are int64 and small. */
+static void pos_emit(vc_build *b, const void *p)
+{
+    const pos_cfg *c = p;
+    int64_t L = vc_input_shape(b, 0)->d[0];
+    vc_numel ids = c->per_sample ? vc_n_sample(L) : vc_n_fixed(L);
+    vc_t idx = op_new(b, "position_ids", ids, VC_DT_I64);
+    vc_t w = vc_weight(b, 0);
+    vc_op *o = vc_op_begin(b, "embedding");
+    int iw = vc_op_in(o, w);
+    vc_op_in_nodiff(o, idx);
+    vc_t y = vc_op_out(o, vc_n_scale(ids, c->dim), vc_dt_of(b, w));
+    vc_op_save_if(o, idx, iw);
+    vc_op_end(o);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_PositionEmbedding = {
+    .name = "PositionEmbedding", .summary = "learned positions (or token types) looked up for [L] ids: [L, dim]",
+    .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_INT_INPUT, .cfg_size = sizeof(pos_cfg),
+    .parse = pos_parse, .setup = pos_setup, .emit = pos_emit,
+};
+
+/* ================================================== NewGELU */
+
+typedef struct {
+    int variant; /* 0 new, 1 fast */
+} ngelu_cfg;
+
+static const char *const ngelu_variants[] = {"new", "fast", NULL};
+
+static int ngelu_parse(vc_args *a, void *p) { return vc_arg_enum(a, "variant", ngelu_variants, 0, &((ngelu_cfg *)p)->variant); }
+
+/* x op python-scalar (mul/add): a new tensor, nothing saved */
+static vc_t scalar_op(vc_build *b, const char *name, vc_t x) { return op_fresh(b, name, x, vc_numel_of(b, x)); }
+
+/* transformers activations.py, written in Python ops (not F.gelu):
+ * NewGELUActivation (gpt2's "gelu_new"):
+ *   0.5 * x * (1.0 + tanh(sqrt(2/pi) * (x + 0.044715 * pow(x, 3.0))))
+ * FastGELUActivation ("gelu_fast"):
+ *   0.5 * x * (1.0 + tanh(x * 0.7978845608 * (1.0 + 0.044715 * x * x)))
+ * evaluated left to right; each tensor * tensor keeps both factors, pow
+ * keeps its input, tanh its result. */
+static void ngelu_emit(vc_build *b, const void *p)
+{
+    const ngelu_cfg *c = p;
+    vc_t x = vc_input(b, 0);
+    vc_numel n = vc_numel_of(b, x);
+    vc_t inner;
+    if (c->variant == 0) {
+        vc_op *o = vc_op_begin(b, "pow");
+        int i = vc_op_in(o, x);
+        vc_t p3 = vc_op_out(o, n, vc_dt_of(b, x));
+        vc_op_save_if(o, x, i);
+        vc_op_end(o);
+        vc_t t = scalar_op(b, "mul", p3);    /* 0.044715 * x^3 */
+        t = op_add(b, x, t, n, false);       /* x + ... */
+        inner = scalar_op(b, "mul", t);      /* sqrt(2/pi) * (...) */
+    } else {
+        vc_t t = scalar_op(b, "mul", x);     /* 0.044715 * x */
+        t = op_mul(b, t, x, n, false);       /* ... * x */
+        t = scalar_op(b, "add", t);          /* 1.0 + ... */
+        vc_t u = scalar_op(b, "mul", x);     /* x * 0.7978845608 */
+        inner = op_mul(b, u, t, n, false);
+    }
+    vc_t th = op_unary(b, "tanh", inner, VC_SAVE_OUT, false);
+    vc_t one = scalar_op(b, "add", th);      /* 1.0 + tanh */
+    vc_t half = scalar_op(b, "mul", x);      /* 0.5 * x */
+    vc_set_output(b, op_mul(b, half, one, n, false));
+}
+
+const vc_kind vc_kind_NewGELU = {
+    .name = "NewGELU", .summary = "HF's gelu_new / gelu_fast written in Python ops (GPT-2, GPT-NeoX): keeps several tensors",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ngelu_cfg),
+    .parse = ngelu_parse, .setup = scale_setup, .emit = ngelu_emit,
+};
+
+/* ================================================== SparseMoE */
+
+enum { MOE_MIXTRAL, MOE_QWEN2 };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", NULL};
+
+typedef struct {
+    int64_t hidden, inter, E, k, shared;
+    int act, style;
+    bool norm_topk;
+    double imbalance;
+} moe_cfg;
+
+static int moe_parse(vc_args *a, void *p)
+{
+    moe_cfg *c = p;
+    if (vc_arg_int(a, "hidden_size", VC_REQUIRED, 1, &c->hidden) ||
+        vc_arg_int(a, "intermediate_size", VC_REQUIRED, 1, &c->inter) ||
+        vc_arg_int(a, "num_experts", VC_REQUIRED, 1, &c->E) || vc_arg_int(a, "top_k", 2, 1, &c->k) ||
+        vc_arg_int(a, "shared_expert_intermediate_size", 0, 0, &c->shared) ||
+        vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_enum(a, "style", moe_styles, 0, &c->style) ||
+        vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
+        vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance))
+        return -1;
+    if (c->k > c->E)
+        return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
+    if (c->E * 3 + 4 > 256)
+        return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 this kind holds (256 parameter tensors)", (long long)c->E);
+    return 0;
+}
+
+static int moe_setup(vc_setup *s, void *p)
+{
+    const moe_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    if (x->nd != 2 || x->d[1] != c->hidden)
+        return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
+    s->out = *x;
+    int64_t t;
+    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
+        vc_param2(s, "gate.weight", c->E, c->hidden))
+        return -1;
+    static const char *const mx[3] = {"w1", "w3", "w2"}, *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
+    const char *const *nm = c->style == MOE_MIXTRAL ? mx : qw;
+    char n[64];
+    for (int64_t e = 0; e < c->E; e++)
+        for (int j = 0; j < 3; j++) {
+            snprintf(n, sizeof n, "experts.%lld.%s.weight", (long long)e, nm[j]);
+            if (j < 2 ? vc_param2(s, n, c->inter, c->hidden) : vc_param2(s, n, c->hidden, c->inter)) return -1;
+        }
+    if (c->shared)
+        return vc_param2(s, "shared_expert.gate_proj.weight", c->shared, c->hidden) ||
+               vc_param2(s, "shared_expert.up_proj.weight", c->shared, c->hidden) ||
+               vc_param2(s, "shared_expert.down_proj.weight", c->hidden, c->shared) ||
+               vc_param2(s, "shared_expert_gate.weight", 1, c->hidden);
+    return 0;
+}
+
+/* nn.Linear without bias on `rows` rows (a fixed count: the tokens routed to
+ * one expert): mm saving x and the weight, as op_linear does. */
+static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
+{
+    x = op_autocast(b, x);
+    w = op_autocast_weight(b, w);
+    vc_op *o = vc_op_begin(b, "mm");
+    int ix = vc_op_in(o, x);
+    int iw = vc_op_in(o, w);
+    vc_t y = vc_op_out(o, vc_n_scale(rows, out), vc_dt_of(b, x));
+    vc_op_save_if(o, x, iw);
+    vc_op_save_if(o, w, ix);
+    vc_op_grad_view(o, iw);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+/* A gated MLP (MixtralBlockSparseTop2MLP / Qwen2MoeMLP) on rows x hidden. */
+static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int64_t inter, vc_t wg, vc_t wu, vc_t wd)
+{
+    vc_t g = lin_rows(b, x, wg, rows, inter);
+    vc_t a = act_op(b, c->act, g);
+    vc_t u = lin_rows(b, x, wu, rows, inter);
+    vc_t h = op_mul(b, a, u, vc_numel_of(b, a), false);
+    return lin_rows(b, h, wd, rows, c->hidden);
+}
+
+/* The tokens each expert gets, T*k assignments in all: evenly spread
+ * (T*k/E each, the remainder one more for the first experts) unless
+ * moe_imbalance F > 1, which gives expert 0 (the busiest) min(T, ceil(F*T*k/E))
+ * and spreads the rest evenly over the others. */
+static int64_t moe_tokens(const moe_cfg *c, int64_t T, int64_t e)
+{
+    int64_t total = T * c->k, even = total / c->E;
+    if (c->imbalance <= 1.0 || c->E == 1) return even + (e < total % c->E ? 1 : 0);
+    double want = c->imbalance * (double)total / (double)c->E;
+    int64_t busy = want >= (double)T ? T : (int64_t)want + ((double)(int64_t)want < want ? 1 : 0);
+    busy = min64(busy, total);
+    if (e == 0) return busy;
+    int64_t rest = total - busy, n = c->E - 1;
+    return rest / n + (e - 1 < rest % n ? 1 : 0);
+}
+
+/* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
+static void moe_emit(vc_build *b, const void *p)
+{
+    const moe_cfg *c = p;
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
+    vc_batch_dependent(b);
+    /* tokens in the step, capped so that T x width x 8 bytes stays below 2^56
+     * (far past any GPU: only the largest-batch search goes there) */
+    int64_t wmax = c->inter > H ? c->inter : H;
+    if (c->shared > wmax) wmax = c->shared;
+    int64_t tcap = (INT64_C(1) << 53) / wmax;
+    int64_t T = vc_batch(b) > tcap / L ? tcap : vc_batch(b) * L;
+    vc_t x = vc_input(b, 0); /* hidden_states.view(-1, hidden_dim) */
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), vc_n_sample(L), c->E); /* router_logits = self.gate(x) */
+    /* routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float) */
+    vc_t sm = op_unary(b, "_softmax", op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
+    /* torch.topk(routing_weights, top_k): values + int64 indices (kept for backward) */
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, sm);
+    vc_t rw = vc_op_out(o, vc_n_sample(L * c->k), VC_DT_F32);
+    vc_op_extra(o, vc_n_sample(L * c->k), VC_DT_I64);
+    vc_op_end(o);
+    if (c->style == MOE_MIXTRAL || c->norm_topk) { /* routing_weights /= routing_weights.sum(-1, keepdim=True) */
+        vc_t sum = op_mean(b, rw, vc_n_sample(L));
+        o = vc_op_begin(b, "div_");
+        int ir = vc_op_in(o, rw);
+        int is = vc_op_in(o, sum);
+        vc_t r2 = vc_op_out_view(o, ir, vc_numel_of(b, rw), true);
+        vc_op_save(o, r2);  /* div_ backward needs the result and the divisor */
+        vc_op_save(o, sum);
+        vc_op_grad(o, is, VC_GRAD_NEW_REDUCE);
+        vc_op_end(o);
+        rw = r2;
+    }
+    rw = op_cast(b, rw, dt); /* .to(hidden_states.dtype) */
+    /* final_hidden_states = zeros((T, H)); expert_mask = one_hot(selected_experts, E).permute(2, 1, 0): int64 [E, k, T] */
+    vc_t fin = op_new(b, "zeros", vc_n_sample(L * H), dt);
+    vc_t mask = op_new(b, "one_hot", vc_n_sample(L * c->k * c->E), VC_DT_I64);
+    for (int64_t e = 0; e < c->E; e++) {
+        int64_t ne = moe_tokens(c, T, e);
+        vc_numel rows = vc_n_fixed(ne);
+        /* idx, top_x = torch.where(expert_mask[expert_idx]): nonzero -> [n_e, 2] int64 */
+        vc_t nz = op_new(b, "nonzero", vc_n_fixed(2 * ne), VC_DT_I64);
+        /* current_state = hidden_states[None, top_x].reshape(-1, H): index saves the indices;
+         * its backward scatters into zeros of hidden_states' size */
+        o = vc_op_begin(b, "index");
+        vc_op_in(o, x);
+        vc_op_in_nodiff(o, nz);
+        vc_t cur = vc_op_out(o, vc_n_scale(rows, H), dt);
+        vc_op_save(o, nz);
+        vc_op_end(o);
+        vc_t y = expert_mlp(b, c, cur, rows, c->inter, vc_weight(b, 1 + 3 * (int)e), vc_weight(b, 2 + 3 * (int)e),
+                            vc_weight(b, 3 + 3 * (int)e));
+        /* * routing_weights[top_x, idx, None]: an [n_e, 1] gather */
+        o = vc_op_begin(b, "index");
+        vc_op_in(o, rw);
+        vc_op_in_nodiff(o, nz);
+        vc_t wsel = vc_op_out(o, rows, dt);
+        vc_op_save(o, nz);
+        vc_op_end(o);
+        y = mul_b(b, y, wsel, vc_numel_of(b, y), vc_dt_of(b, y));
+        /* final_hidden_states.index_add_(0, top_x, current_hidden_states.to(dtype)) */
+        y = op_cast(b, y, dt);
+        o = vc_op_begin(b, "index_add_");
+        int ifn = vc_op_in(o, fin);
+        vc_op_in(o, y);
+        vc_op_in_nodiff(o, nz);
+        fin = vc_op_out_view(o, ifn, vc_n_sample(L * H), true);
+        vc_op_grad(o, ifn, VC_GRAD_PASS);
+        vc_op_save(o, nz);
+        vc_op_end(o);
+    }
+    vc_release(b, mask);
+    if (c->shared) { /* Qwen2Moe: + sigmoid(shared_expert_gate(x)) * shared_expert(x) */
+        int i = 1 + 3 * (int)c->E;
+        vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2));
+        vc_t sg = lin_rows(b, x, vc_weight(b, i + 3), vc_n_sample(L), 1);
+        sg = op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
+        se = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
+        fin = op_add(b, fin, se, vc_n_sample(L * H), false);
+    }
+    vc_set_output(b, fin);
+}
+
+const vc_kind vc_kind_SparseMoE = {
+    .name = "SparseMoE",
+    .summary = "router + top-k experts (Mixtral / Qwen2-MoE with shared expert); tokens spread per moe_imbalance",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(moe_cfg),
+    .parse = moe_parse, .setup = moe_setup, .emit = moe_emit,
+};

@@ -1,0 +1,21 @@
+/*
+ * hf.h — Hugging Face config.json input (src/hf.c), for the loader.
+ */
+#ifndef VC_HF_H
+#define VC_HF_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "vramcalc/vramcalc.h"
+
+/* A config.json: an object with "model_type" and no "layers". */
+bool vc_hf_is_config(const cJSON *root);
+/* The equivalent vramcalc model tree (the caller deletes it), or an error
+ * naming the config key. */
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err);
+/* "llama, mistral, ..." */
+const char *vc_hf_families(void);
+
+#endif
