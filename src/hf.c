@@ -32,6 +32,25 @@ static const char *const fam_names[F_COUNT] = {"llama", "mistral", "qwen2",    "
 
 const char *vc_hf_families(void) { return FAMILIES; }
 
+/* PEFT's default target_modules per model_type (peft/utils/constants.py
+ * TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), as the layers here
+ * are named. */
+static const char *const lora_targets[F_COUNT] = {
+    [F_LLAMA] = "q_proj,v_proj",     [F_MISTRAL] = "q_proj,v_proj",   [F_QWEN2] = "q_proj,v_proj",
+    [F_QWEN3] = "q_proj,v_proj",     [F_GEMMA] = "q_proj,v_proj",     [F_GEMMA2] = "q_proj,v_proj",
+    [F_PHI3] = "qkv_proj,o_proj,gate_up_proj,down_proj",              [F_MIXTRAL] = "q_proj,v_proj",
+    [F_QWEN2_MOE] = "q_proj,v_proj", [F_GPT2] = "c_attn",             [F_GPT_NEOX] = "query_key_value",
+    [F_BERT] = "query,value",        [F_ROBERTA] = "query,value",
+};
+
+const char *vc_hf_lora_targets(const cJSON *cfg)
+{
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    for (int i = 0; i < F_COUNT && cJSON_IsString(mt); i++)
+        if (!strcmp(mt->valuestring, fam_names[i])) return lora_targets[i];
+    return "";
+}
+
 bool vc_hf_is_config(const cJSON *root)
 {
     return cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "model_type") &&
@@ -42,6 +61,7 @@ void vc_hf_options_init(vc_hf_options *o)
 {
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
+    o->checkpoint = 0;
 }
 
 /* ------------------------------------------------------------ reading keys */
@@ -145,6 +165,7 @@ typedef struct {
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
     double imbalance;
+    bool ckpt;          /* gradient checkpointing per decoder layer */
 } arch;
 
 static int read_act(rd *r, const char *key, const char *def, bool gated, int *out)
@@ -649,6 +670,10 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
         if (j - i > 1) num(w, seq, "repeat", (double)(j - i));
+        /* model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=
+         * {"use_reentrant": False}): each decoder layer's __call__ through
+         * torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer) */
+        if (a->ckpt) flag(w, seq, "checkpoint", true);
         cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
         if (!arr) {
             w->r->oom = true;
@@ -813,6 +838,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     r.fam = fam_names[a.fam];
     a.imbalance = o ? o->moe_imbalance : 1.0;
+    a.ckpt = o && o->checkpoint;
     if (read_family(&r, &a) || check_sizes(&r, &a)) return err->code;
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.fam == F_GPT2 ? a.maxpos : a.fam == F_BERT ? a.maxpos : a.fam == F_ROBERTA ? a.maxpos - a.window : 0;

@@ -17,5 +17,7 @@ bool vc_hf_is_config(const cJSON *root);
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err);
 /* "llama, mistral, ..." */
 const char *vc_hf_families(void);
+/* PEFT's default LoRA target_modules for the config's model_type ("" when none). */
+const char *vc_hf_lora_targets(const cJSON *cfg);
 
 #endif

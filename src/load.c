@@ -804,6 +804,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf.c): load the model it describes */
         cJSON *gen = NULL;
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
+        m->lora_targets = vc_hf_lora_targets(root);
         cJSON_Delete(root);
         root = gen;
         if (!m->gen_json) {

@@ -44,6 +44,7 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 }
 
 const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
+const char *vc_model_lora_targets(const vc_model *m) { return m->lora_targets ? m->lora_targets : ""; }
 
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)

@@ -99,6 +99,10 @@ typedef struct {
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
 void vc_lora_init(vc_lora *l);
 
+/* PEFT's default target_modules for a model read from a Hugging Face
+ * config.json ("q_proj,v_proj" for llama); "" for a model file. */
+const char *vc_model_lora_targets(const vc_model *m);
+
 /* Adds (or with l->r == 0 removes) adapters and re-checks the model. Fails
  * with VC_ERR_USAGE when no Linear layer matches the targets. */
 vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
@@ -116,6 +120,7 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
+    int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json

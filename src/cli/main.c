@@ -37,6 +37,11 @@ static const char usage[] =
     "      --accumulate N     gradient accumulation over N micro-batches\n"
     "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
     "  -m, --mode M           train (default) or infer\n"
+    "      --lora R           LoRA adapters of rank R (PEFT); every other parameter frozen\n"
+    "      --lora-targets L   the Linear layers to adapt, by name: q_proj,v_proj (default for a\n"
+    "                         config.json: PEFT's for its model_type)\n"
+    "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
+    "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
     "      --attention A      auto (default), flash, efficient, math\n"
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
     "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
@@ -102,6 +107,18 @@ static int parse_size(const char *opt, const char *s, int64_t *out)
     vc_error err;
     memset(&err, 0, sizeof err);
     if (vc_parse_size(s, out, &err)) return die("%s: %s", opt, err.msg);
+    return 0;
+}
+
+/* A decimal number in [lo, hi]. */
+static int parse_real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return die("%s: expected a number from %g to %g, got '%s'", opt, lo, hi, s);
+    *out = v;
     return 0;
 }
 
@@ -293,6 +310,7 @@ enum {
     OPT_INPUT = 256, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
     OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
+    OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
 };
 
 typedef struct {
@@ -448,7 +466,10 @@ int main(int argc, char **argv)
         {"no-color", no_argument, 0, OPT_NO_COLOR}, {"no-colour", no_argument, 0, OPT_NO_COLOR},
         {"list-gpus", no_argument, 0, OPT_LIST_GPUS},
         {"seq", required_argument, 0, OPT_SEQ},     {"moe-imbalance", required_argument, 0, OPT_MOE},
-        {"emit-model", no_argument, 0, OPT_EMIT},   {0, 0, 0, 0},
+        {"emit-model", no_argument, 0, OPT_EMIT},   {"lora", required_argument, 0, OPT_LORA},
+        {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
+        {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
+        {0, 0, 0, 0},
     };
     vc_options o;
     vc_options_init(&o);
@@ -458,8 +479,10 @@ int main(int argc, char **argv)
     const char *input = NULL, *gpu = NULL, *sweep = NULL;
     bool have_acts = false, trace = false, batch_given = false, no_color = false, gpus = false;
     int64_t params = 0, acts = 0;
-    vc_hf_options hf; /* --seq, --moe-imbalance, --emit-model */
+    vc_hf_options hf; /* --seq, --moe-imbalance, --emit-model, --grad-ckpt */
     vc_hf_options_init(&hf);
+    vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
+    vc_lora_init(&lora);
     bool hf_given = false, emit = false;
     int ch, rc;
     opterr = 0;
@@ -478,6 +501,14 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_EMIT: emit = true; break;
+        case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
+        case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
+        case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
+        case OPT_LORA_DROPOUT: if ((rc = parse_real("--lora-dropout", optarg, 0, 0.999999, &lora.dropout))) return rc; break;
+        case OPT_LORA_TARGETS:
+            if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
+            memcpy(lora.targets, optarg, strlen(optarg) + 1);
+            break;
         case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
@@ -561,12 +592,24 @@ int main(int argc, char **argv)
         }
         if ((hf_given || emit) && !vc_model_generated_json(m)) {
             rc = die("%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
-                     emit ? "--emit-model" : hf.seq ? "--seq" : "--moe-imbalance", hf.seq ? " (use --input)" : "");
+                     emit ? "--emit-model" : hf.seq ? "--seq" : hf.checkpoint ? "--grad-ckpt" : "--moe-imbalance",
+                     hf.seq ? " (use --input)" : hf.checkpoint ? " (add \"checkpoint\": true to its layers)" : "");
             goto out;
         }
         if (emit) {
             rc = puts(vc_model_generated_json(m)) < 0 || fflush(stdout) ? EXIT_USAGE : 0;
             goto out;
+        }
+        if (lora.r > 0) {
+            if (!lora.targets[0]) memcpy(lora.targets, vc_model_lora_targets(m), strlen(vc_model_lora_targets(m)) + 1);
+            if (!lora.targets[0]) {
+                rc = die("--lora needs --lora-targets (the names of the Linear layers to adapt) for a vramcalc model file");
+                goto out;
+            }
+            if (vc_model_set_lora(m, &lora, &err)) {
+                rc = die_err(&err);
+                goto out;
+            }
         }
         if (input) {
             int64_t dims[VC_MAX_DIMS];

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""compare.py -- vramcalc against the measured LLM cases (measured.json).
+
+    /usr/bin/python3 bench/accuracy/llm/compare.py --cli build/vramcalc [--json] [--bound 5]
+
+For each training case of measured.json (written by run_suite.py: reference
+modules from the transformers source, measured with bench/accuracy's
+allocator counter on torch 1.13, CPU) it runs vramcalc on the same
+config.json and settings -- --seq, --batch, --optim, --precision (fp32 or
+bf16: the model .to(bfloat16), vramcalc's bf16), --grad-ckpt, --lora with
+its targets, alpha and dropout -- with --attention math (the CPU's SDPA) and
+--workspace 0 (no cuBLAS on a CPU), and prints the error of peak_allocated.
+Generation cases are listed as not estimated (vramcalc has no generate mode
+yet). Exit status 1 when a case is outside --bound percent.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def args_for(case):
+    a = [case["config"], "--seq", str(case["seq"]), "-b", str(case["batch"]), "-o", case["optim"],
+         "-p", case["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
+    if case.get("gradient_checkpointing"):
+        a.append("--grad-ckpt")
+    lora = case.get("lora")
+    if lora:
+        a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
+              "--lora-targets", ",".join(lora["targets"])]
+    return a
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
+    ap.add_argument("--cases", default=os.path.join(HERE, "measured.json"))
+    ap.add_argument("--bound", type=float, default=5.0, help="largest |error| in percent that passes")
+    ap.add_argument("--json", action="store_true")
+    opt = ap.parse_args()
+    cases = json.load(open(opt.cases))["cases"]
+    rows, bad = [], 0
+    for c in cases:
+        if c["mode"] != "train":
+            rows.append({"id": c["id"], "what": "generate", "measured": c.get("peak_allocated"), "estimate": None})
+            continue
+        p = subprocess.run([opt.cli] + args_for(c), cwd=ROOT, capture_output=True, text=True)
+        if p.returncode != 0:
+            rows.append({"id": c["id"], "error": p.stderr.strip()})
+            bad += 1
+            continue
+        est = json.loads(p.stdout)["memory"]["peak_allocated"]
+        err = 100.0 * (est - c["peak_allocated"]) / c["peak_allocated"]
+        bad += abs(err) > opt.bound
+        rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
+                     "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora")),
+                     "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
+                     "error_pct": round(err, 2)})
+    if opt.json:
+        json.dump(rows, sys.stdout, indent=1)
+    else:
+        for r in rows:
+            if "error" in r:
+                print(f"{r['id']}: vramcalc failed: {r['error']}")
+            elif r.get("estimate") is None:
+                print(f"{r['id']}: generate (not estimated)")
+            else:
+                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])}"
+                      f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
+                      f" {r['error_pct']:+7.2f}%")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
