@@ -8,8 +8,8 @@
  * padding goes through aten's _convolution_mode: symmetric padding is passed
  * to the convolution, an odd total padding (even effective kernel) first
  * makes a constant_pad_nd copy one element larger on the right of that dim
- * (AUTOGRAD.md §3.1, unverified there). The convolution itself is op_conv
- * (saves input and weight; AUTOGRAD.md §3.1).
+ * (docs/autograd.md §3.1, unverified there). The convolution itself is op_conv
+ * (saves input and weight; docs/autograd.md §3.1).
  */
 #include <stdio.h>
 

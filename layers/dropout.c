@@ -1,5 +1,5 @@
 /*
- * dropout.c — Dropout, Dropout2d, StochasticDepth (AUTOGRAD.md §3.6).
+ * dropout.c — Dropout, Dropout2d, StochasticDepth (docs/autograd.md §3.6).
  *
  * All are the identity in eval mode and for p == 0 (the output is the
  * input tensor: no node, no allocation).

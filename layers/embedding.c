@@ -4,7 +4,7 @@
  * Forward: embedding(weight, indices) -> [*, D] in the weight's dtype
  * (autocast leaves it alone). The node keeps only the indices (the int64
  * model input: an alias). Backward (embedding_dense_backward_cuda,
- * AUTOGRAD.md §3.12) depends on num_indices = batch x ids per sample:
+ * docs/autograd.md §3.12) depends on num_indices = batch x ids per sample:
  *  - num_indices <= 3072 and not scale_grad_by_freq: one weight-sized
  *    zeros() gradient;
  *  - otherwise a radix sort of the indices and the segment reduction of

@@ -1,7 +1,7 @@
 /*
  * norm.c — BatchNorm1d/2d/3d, InstanceNorm1d/2d, LayerNorm, GroupNorm, RMSNorm.
  *
- * What each keeps follows AUTOGRAD.md §3.7-3.10:
+ * What each keeps follows docs/autograd.md §3.7-3.10:
  *  - BatchNorm: cudnn_batch_norm or native_batch_norm (backend choice of
  *    _select_batch_norm_backend); both keep the input (alias) and two [C]
  *    statistics (save_mean/save_var or save_mean/save_invstd). The cuDNN
@@ -140,7 +140,7 @@ static vc_t batch_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_t rm, vc_t rv,
         vc_dtype sdt = cudnn ? wdt : VC_DT_F32;
         vc_op_extra(o, stats, sdt);
         vc_op_extra(o, stats, sdt);
-        /* cuDNN's reserve space for plain BN is 0 bytes (AUTOGRAD.md §10) */
+        /* cuDNN's reserve space for plain BN is 0 bytes (docs/autograd.md §10) */
     }
     vc_op_save(o, x);
     if (w >= 0) vc_op_save(o, w);
@@ -396,11 +396,11 @@ static int rms_setup(vc_setup *s, void *p)
  * rms_norm (layer_norm.cpp, rms_norm_symint). Recent 2.x on CUDA calls
  * _fused_rms_norm unless the input is channels-last or complex or the
  * weight's dtype differs from the input's; it keeps input, weight and rstd
- * [M] (acc dtype), like native_layer_norm without the mean (AUTOGRAD.md
+ * [M] (acc dtype), like native_layer_norm without the mean (docs/autograd.md
  * §3.10; tools/vctorch.py's _FusedRMSNorm replicates the same op for the
  * accuracy harness). With a dtype mismatch (autocast: an fp16/bf16
  * activation and an fp32 weight — rms_norm is on none of autocast's lists
- * in AUTOGRAD.md §9) it runs rms_norm_composite:
+ * in docs/autograd.md §9) it runs rms_norm_composite:
  *   upcasted = input.to(opmath)            fp32 copy for fp16/bf16 input
  *   rstd = rsqrt(pow(upcasted, 2).mean(dims, keepdim).add_(eps))
  *   out = upcasted.mul(rstd).mul(weight).contiguous().type_as(input)

@@ -2,7 +2,7 @@
  * pooling.c — MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d,
  * AdaptiveMaxPool1d/2d.
  *
- * aten ops on CUDA (AUTOGRAD.md §3.11): max_pool{2,3}d_with_indices (1d via
+ * aten ops on CUDA (docs/autograd.md §3.11): max_pool{2,3}d_with_indices (1d via
  * the 2d op on an unsqueezed view) save their input and keep int64 indices
  * shaped like the output; in inference the indices are still allocated and
  * dropped when the op returns. avg_pool{2,3}d (1d via 2d) and

@@ -5,13 +5,13 @@
  * _upsample_nearest_exact{1,2,3}d, upsample_linear1d, upsample_bilinear2d,
  * upsample_bicubic2d, upsample_trilinear3d save nothing (sizes only); the
  * backward allocates a gradient of the input's size; all are on autocast's
- * fp32 list (AUTOGRAD.md §3.15, §9). mode="area" is adaptive_avg_pool{1,2,3}d
+ * fp32 list (docs/autograd.md §3.15, §9). mode="area" is adaptive_avg_pool{1,2,3}d
  * (saves its input; a mean when the output is all ones). The output size is
  * size, or floor(in * scale_factor).
  *
  * PixelShuffle is pixel_shuffle: its CUDA forward is the composite
  * reshape/permute/reshape, one output-sized copy; nothing saved; backward
- * pixel_unshuffle(grad), an input-sized tensor (AUTOGRAD.md §3.15).
+ * pixel_unshuffle(grad), an input-sized tensor (docs/autograd.md §3.15).
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
  * rnn.c — RNN, LSTM, GRU (torch/nn/modules/rnn.py; the cuDNN path of
- * aten/src/ATen/native/cudnn/RNN.cpp; AUTOGRAD.md §5).
+ * aten/src/ATen/native/cudnn/RNN.cpp; docs/autograd.md §5).
  *
- * Sequence modules are always batch_first (SPEC §1): the per-sample input is
+ * Sequence modules are always batch_first (docs/contract.md §2): the per-sample input is
  * [L, input_size], the output [L, D*H_out] (D = 2 if bidirectional, H_out =
  * proj_size if > 0 else hidden_size). Only the first output (the sequence)
  * is the layer's output; h_n (and c_n) are dropped by the caller.
@@ -45,7 +45,7 @@
  *
  * Deviations and estimates (all marked ESTIMATE / DEVIATION below):
  *  - reserve size: cuDNN's cudnnGetRNNTempSpaceSizes, not derivable from
- *    PyTorch's source; AUTOGRAD.md §5's unverified estimate
+ *    PyTorch's source; docs/autograd.md §5's unverified estimate
  *    num_layers*D*T*N*(G*H + H)*isz is used.
  *  - cuDNN workspaces (forward and both backward calls) are left out: their
  *    size is chosen inside cuDNN.
@@ -128,7 +128,7 @@ static int rnn_parse_common(vc_args *a, rnn_cfg *c)
         vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) || vc_arg_bool(a, "bidirectional", false, &c->bidir))
         return -1;
     /* PyTorch's default is batch_first=False; vramcalc's sequence modules
-     * are always batch_first (SPEC §1), so only true (or absent) is accepted. */
+     * are always batch_first (docs/contract.md §2), so only true (or absent) is accepted. */
     bool bf = true;
     if (vc_arg_bool(a, "batch_first", true, &bf)) return -1;
     if (!bf)
@@ -327,7 +327,7 @@ static void rnn_emit(vc_build *b, const void *p)
      * needed they die after the call, as in PyTorch). */
     vc_t reserve = -1, dstate = -1;
     if (train) {
-        /* ESTIMATE num_layers*D*T*N*(G*H + H)*isz (AUTOGRAD.md §5, unverified) */
+        /* ESTIMATE num_layers*D*T*N*(G*H + H)*isz (docs/autograd.md §5, unverified) */
         reserve = vc_op_out(o, vc_n_sample(c->res_ps), dt);
         /* ESTIMATE 2 MiB, see the header */
         if (c->dropout > 0.0) dstate = vc_op_out(o, vc_n_fixed(RNN_DROPOUT_STATE_BYTES), VC_DT_U8);

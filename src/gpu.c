@@ -5,7 +5,7 @@
  * device: nvidia-smi's "MiB" total (the Memory-Usage column, or
  * `--query-gpu=memory.total`, or `-q` "FB Memory Usage / Total"), times
  * 1048576; for AMD, rocm-smi's "VRAM Total Memory (B)". That is what a
- * process can see, and what `total` (reserved + CUDA context, SPEC §3) is
+ * process can see, and what `total` (reserved + CUDA context, docs/contract.md §4) is
  * compared with. It is less than the marketed size: the driver keeps some
  * memory for itself, and ECC (on by default on data-centre cards) takes
  * more. Reported totals change a little with the driver version (a V100 16GB

@@ -275,7 +275,7 @@ void vc__emit_loss(vc_build *b)
          * backward: nll grad zeros + log_softmax grad. The logits are an
          * argument of cross_entropy: alive until nll_loss has returned. The
          * int64 targets are made once, before the steps, and stay resident
-         * like the input batch (SPEC §4). */
+         * like the input batch (docs/contract.md §6). */
         int64_t classes = ov->shape.d[ov->shape.nd - 1];
         vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
         vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);

@@ -9,7 +9,7 @@
 #include "plan.h"
 #include "util.h"
 
-/* `total` must never decrease as the batch grows (SPEC §3), but the caching
+/* `total` must never decrease as the batch grows (docs/contract.md §5), but the caching
  * allocator's reserve can, as PyTorch's does: a request moving from the small
  * to the large pool, or best-fit packing that happens to be worse at one
  * batch than at the next (a 2,000-layer MLP's replay falls by 1 GB, 5%,

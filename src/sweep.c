@@ -182,7 +182,7 @@ vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_
     return estimator_total(e, batch, INT64_MAX, total, err);
 }
 
-/* The max-batch search. total(batch) is non-decreasing (SPEC §3) and close
+/* The max-batch search. total(batch) is non-decreasing (docs/contract.md §5) and close
  * to linear, so the boundary is predicted from the points already known and
  * both sides of the prediction are tried; a bisection step follows any
  * prediction that did not halve the bracket, and while no batch is known
