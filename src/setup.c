@@ -129,10 +129,12 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
         if (!want_int && dts[i] == VC_DT_I64)
             return vc__fail(L, VC_ERR_MODEL, jpath, "%s takes a float tensor, but input %d holds int64 token ids (add an Embedding first)", k->name, i);
     }
+    /* the per-tensor arrays (40 KiB) are written before they are read, up
+     * to np / nb: clearing them all cost 80 MB of memset on 2,000 layers */
     struct vc_setup_priv priv;
-    memset(&priv, 0, sizeof priv);
     priv.err = L->err;
     priv.path = jpath;
+    priv.np = priv.nb = 0;
     const vc_lora *lora = m->lora.r > 0 && (k->flags & VC_KIND_LORA) && lora_target(L->name, m->lora.targets) ? &m->lora : NULL;
     if (lora) m->nlora++;
     vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv};
