@@ -32,13 +32,6 @@
 
 #include "ops.h"
 
-/* _safe_softmax (PyTorch >= 2.5 math backend) allocates its softmax
- * output, a bool (x == -inf) mask and a row mask before the `where` that
- * makes the result; set to 0 to model 2.0-2.4's plain softmax. */
-#ifndef VC_SAFE_SOFTMAX
-#define VC_SAFE_SOFTMAX 1
-#endif
-
 /* SMs of the GPU the flash split-KV heuristic sees (H100 SXM, A100). */
 #define VC_SMS_HOPPER 132
 #define VC_SMS_OTHER 108
@@ -247,18 +240,26 @@ static int sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
     }
 }
 
-/* _safe_softmax(attn, -1) (attention.cpp, PyTorch >= 2.5): keeps its result;
- * the softmax output, the bool (x == -inf) mask, the all() row mask and the
- * two 0-d device tensors it compares and fills with (scalar_tensor(-inf),
- * scalar_tensor(0.0): 512 B blocks each) are alive when `where` allocates
- * the result. */
+/* The math backend's softmax (attention.cpp, _scaled_dot_product_attention_math),
+ * by release (--torch):
+ *  - before 2.5: at::softmax(attn, -1): the result only;
+ *  - 2.5: at::_safe_softmax: out = softmax(self), masked = self.eq(-inf)
+ *    (bool [B, H, L, S]), masked_rows = all(masked, -1, keepdim) and two 0-d
+ *    device tensors (scalar_tensor(-inf), scalar_tensor(0.0): 512 B blocks),
+ *    then at::where(masked_rows, zero, out): a new result, allocated while
+ *    out and the masks are alive;
+ *  - 2.6 and later (PyTorch PR #139613): at::where_out(out, masked_rows,
+ *    zero, out) writes into the softmax output: no separate result.
+ * Keeps its result. */
 static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
 {
-    vc_op *o = vc_op_begin(b, VC_SAFE_SOFTMAX ? "_safe_softmax" : "_softmax");
+    const int tv = op_torch(b);
+    const bool safe = tv >= 205, where_new = tv == 205;
+    vc_op *o = vc_op_begin(b, safe ? "_safe_softmax" : "_softmax");
     vc_op_in(o, x);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    if (VC_SAFE_SOFTMAX)
-        vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) +
+    if (safe)
+        vc_op_ftemp(o, vc_n_fixed((where_new ? rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) : 0) +
                                   rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
                                   rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL) + 2 * 512),
                     VC_DT_U8);
@@ -706,6 +707,116 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     return op_view(b, y, vc_numel_of(b, y), tr_contig(b, L));
 }
 
+/* ------------------------------------------------------------ inference fast paths */
+
+/* Why MultiheadAttention.forward (torch/nn/modules/activation.py) does not
+ * call torch._native_multi_head_attention, in the order it checks; NULL
+ * when it does. Not reachable in a model file: fast path disabled, unbatched
+ * or nested input, batch_first=False, torch functions, make_fx, devices.
+ * Inference runs in eval under no_grad, so "grad is enabled and ... requires
+ * grad" never holds there; training fails on `self.training`. The native op
+ * is called only with an in_proj_bias (bias=False falls through to the
+ * ordinary path). */
+static const char *mha_why_not(vc_build *b, const mha_cfg *c, bool self_attn)
+{
+    if (!self_attn) return "non-self attention was used";
+    if (vc_act_dt(b) != vc_param_dt(b)) return "dtypes of query and in_proj_weight don't match";
+    if (vc_training(b)) return "training is enabled";
+    if (c->H % 2) return "self.num_heads is not even";
+    if (c->add_bias_kv) return "self.bias_k was not None";
+    if (c->add_zero_attn) return "add_zero_attn was enabled";
+    if (!mha_same(c)) return "_qkv_same_embed_dim was not True";
+    if (vc_autocast_dt(b) != VC_DT_F32) return "autocast is enabled";
+    if (!c->bias) return "in_proj_bias is None (bias=False)";
+    return NULL;
+}
+
+static void note_ordinary(vc_build *b, const char *why, bool need_weights)
+{
+    char n[160];
+    snprintf(n, sizeof n, "F.multi_head_attention_forward (%s), not the fast path: %s",
+             need_weights ? "explicit bmm, need_weights" : "SDPA", why);
+    vc_note(b, n);
+}
+
+/* Softmax written into its input (attention.cpp masked_softmax without a
+ * mask: at::_softmax_out(attn_scores, attn_scores, dim)). */
+static vc_t softmax_inplace(vc_build *b, vc_t x)
+{
+    vc_op *o = vc_op_begin(b, "_softmax.out");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, vc_numel_of(b, x), true);
+    vc_op_end(o);
+    return y;
+}
+
+/* torch._native_multi_head_attention on CUDA (native_multi_head_attention_cuda,
+ * aten/src/ATen/native/transformers/cuda/attention.cu), self-attention,
+ * no mask, inference; x is the module's [N, L, E] input (contiguous: the
+ * fast path does not transpose it).
+ *  - SDPA-backed, when dim_per_head % 8 == 0, !need_weights and
+ *    select_sdp_backend picks flash or efficient: x = at::linear(query,
+ *    qkv_weight, qkv_bias) [N, L, 3E]; q, k, v = views of x.chunk(3, -1);
+ *    at::scaled_dot_product_attention(q, k, v); .transpose(1, 2).reshape(N,
+ *    L, E) (a view of the [N, L, H, hd] output); at::linear(out_proj);
+ *    the locals x and y live until the function returns.
+ *  - otherwise: qkv = qkv_projection (gemm_nt: no bias) [N, L, 3E];
+ *    q_k_v = _transform_bias_rescale_qkv (at::empty({3, N, H, L, hd}), q
+ *    scaled), then qkv = Tensor(); qkt = bmm_nt(q, k) [N, H, L, L];
+ *    masked_softmax in place; attn_ctx = bmm_nn(q, qkt, v) into q's
+ *    storage; qkt dropped when !need_weights; transform0213_gemm_nt_bias:
+ *    transform_0213 ([N, L, E] copy) then linear (addmm); with
+ *    need_weights and average_attn_weights qkt.sum(1) [N, L, L] then
+ *    `/= num_head` in place. q_k_v (a tuple local) lives until return. */
+static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, int64_t L, bool need_weights)
+{
+    const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
+    vc_batch_dependent(b);
+    if (hd % 8 == 0 && !need_weights) {
+        sdpa_t g = {N, H, L, L, hd, hd, true, LAY_BLHD, LAY_BLHD, LAY_BLHD, -1, false, false, false, 0.0, false,
+                    BK_MATH, LAY_BHLD};
+        g.backend = sdpa_pick(b, &g, vc_act_dt(b));
+        if (g.backend != BK_MATH) {
+            vc_note(b, g.backend == BK_FLASH ? "native MHA fast path, SDPA-backed (flash)"
+                                             : "native MHA fast path, SDPA-backed (memory-efficient)");
+            vc_t qkv = op_linear(b, x, w->in_w, w->in_b, L, E, 3 * E);
+            vc_t q = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t k = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t v = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t y = sdpa_run(b, q, k, v, &g);
+            vc_t r = op_linear(b, op_view(b, y, vc_numel_of(b, y), true), w->out_w, w->out_b, L, E, E);
+            vc_release(b, qkv); /* x, chunks and y are C++ locals: alive until return */
+            vc_release(b, y);
+            return r;
+        }
+    }
+    vc_note(b, need_weights ? "native MHA fast path, explicit (bmm, softmax in place, need_weights)"
+                            : "native MHA fast path, explicit (bmm, softmax in place; math SDPA not used)");
+    vc_t qkv = op_linear(b, x, w->in_w, -1, L, E, 3 * E);
+    vc_t qkv5 = op_fresh(b, "_transform_bias_rescale_qkv", qkv, vc_n_sample(3 * L * E));
+    vc_t q = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t k = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t v = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t qkt = softmax_inplace(b, op_bmm_raw(b, q, k, vc_n_sample(H * L * L)));
+    vc_op *o = vc_op_begin(b, "bmm.out"); /* bmm_nn(q, qkt, v): into q */
+    int iq = vc_op_in(o, q);
+    vc_op_in(o, qkt);
+    vc_op_in(o, v);
+    vc_t ctx = vc_op_out_view(o, iq, vc_n_sample(L * E), true);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    vc_t a = op_fresh(b, "transform_0213", ctx, vc_n_sample(L * E));
+    vc_t y = op_linear(b, a, w->out_w, w->out_b, L, E, E);
+    if (need_weights && c->avg_weights) { /* qkt = qkt.sum(1); qkt /= num_head */
+        vc_t s = op_mean(b, qkt, vc_n_sample(L * L));
+        vc_release(b, s); /* returned, dropped by the caller */
+    } else if (need_weights) {
+        vc_release(b, qkt);
+    }
+    vc_release(b, qkv5);
+    return y;
+}
+
 static int arg_batch_first(vc_args *a)
 {
     bool bf;
@@ -794,7 +905,14 @@ static void mha_emit(vc_build *b, const void *p)
     vc_t v = vc_input(b, 2) >= 0 ? vc_input(b, 2) : q;
     int64_t L = vc_input_shape(b, 0)->d[0];
     int64_t S = vc_input_shape(b, vc_input(b, 1) >= 0 ? 1 : 0)->d[0];
-    vc_t y = mha_forward(b, c, &w, q, k, v, L, S, c->need_weights);
+    const char *why = mha_why_not(b, c, q == k && k == v);
+    vc_t y;
+    if (why) {
+        note_ordinary(b, why, c->need_weights);
+        y = mha_forward(b, c, &w, q, k, v, L, S, c->need_weights);
+    } else {
+        y = mha_native(b, c, &w, q, L, c->need_weights);
+    }
     /* the module's arguments are alive until forward returns */
     vc_release(b, q);
     vc_release(b, k);
@@ -993,6 +1111,54 @@ static void tf_weights(vc_build *b, const tf_cfg *c, const mha_cfg *m, tf_w *w)
     }
 }
 
+/* Why TransformerEncoderLayer.forward (torch/nn/modules/transformer.py)
+ * does not call torch._transformer_encoder_layer_fwd, in its order; NULL
+ * when it does. Not reachable in a model file: fast path disabled, input not
+ * 3-D, batch_first=False, different kdim/vdim, another activation, unequal
+ * norm eps, nested tensors with masks, hooks, torch functions, devices. */
+static const char *tf_why_not(vc_build *b, const tf_cfg *c)
+{
+    if (vc_training(b)) return "training is enabled";
+    if (!c->bias) return "self_attn was passed bias=False";
+    if (c->nhead % 2) return "num_head is odd";
+    if (vc_autocast_dt(b) != VC_DT_F32) return "autocast is enabled";
+    return NULL;
+}
+
+/* x.add_(y): in place, nothing allocated. */
+static vc_t add_inplace(vc_build *b, vc_t x, vc_t y)
+{
+    vc_op *o = vc_op_begin(b, "add_");
+    int i = vc_op_in(o, x);
+    vc_op_in(o, y);
+    vc_t r = vc_op_out_view(o, i, vc_numel_of(b, x), vc_contiguous(b, x));
+    vc_op_end(o);
+    return r;
+}
+
+/* transformer_encoder_layer_forward (aten/src/ATen/native/transformers/
+ * transformer.cpp): [norm_first: x = norm1(src)]; x = _native_multi_head_attention(
+ * x, x, x, need_weights=false)[0]; x.add_(src); [post-norm: x = norm1(x)];
+ * pre_ffn_res = x; [norm_first: x = norm2(x)]; x = ffn(x): _addmm_activation
+ * (bias, x, w1.t(), use_gelu) [N*L, ff] then addmm [N*L, E]; x.add_(pre_ffn_res);
+ * [post-norm: x = norm2(x)]. pre_ffn_res lives until return. */
+static vc_t tf_native(vc_build *b, const tf_cfg *c, const tf_w *w, vc_t src, int64_t L)
+{
+    mha_cfg m = tf_mha(c);
+    vc_note(b, "TransformerEncoderLayer fast path (_transformer_encoder_layer_fwd)");
+    vc_t x = c->norm_first ? layer_norm(b, src, w->nw[0], w->nb[0], L) : src;
+    x = add_inplace(b, mha_native(b, &m, &w->sa, x, L, false), src);
+    if (!c->norm_first) x = layer_norm(b, x, w->nw[0], w->nb[0], L);
+    vc_t pre = x;
+    if (c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
+    vc_t h = op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
+    h = op_unary(b, c->act == 0 ? "relu" : "gelu", h, VC_SAVE_NONE, true); /* fused into _addmm_activation */
+    x = add_inplace(b, op_linear(b, h, w->w2, w->b2, L, c->ff, c->d), pre);
+    if (!c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
+    vc_release(b, pre);
+    return x;
+}
+
 /* _sa_block / _mha_block: self_attn(x, x, x, need_weights=False)[0] (or
  * multihead_attn(x, mem, mem)), then dropout1 (dropout2). The block's
  * argument x is alive until the attention returns. */
@@ -1000,7 +1166,14 @@ static vc_t tf_attn(vc_build *b, const tf_cfg *c, const mha_w *w, vc_t x, vc_t m
 {
     mha_cfg m = tf_mha(c);
     vc_t kv = mem >= 0 ? mem : x;
-    vc_t y = mha_forward(b, &m, w, x, kv, kv, L, S, false);
+    const char *why = mha_why_not(b, &m, mem < 0);
+    vc_t y;
+    if (why) {
+        note_ordinary(b, why, false);
+        y = mha_forward(b, &m, w, x, kv, kv, L, S, false);
+    } else { /* a decoder's self-attention in inference */
+        y = mha_native(b, &m, w, x, L, false);
+    }
     vc_release(b, x);
     return op_dropout(b, y, c->dropout);
 }
@@ -1028,7 +1201,15 @@ static void tf_emit(vc_build *b, const void *p)
     int64_t L = vc_input_shape(b, 0)->d[0], S = c->decoder ? vc_input_shape(b, 1)->d[0] : L;
     vc_t x = src;
     int nn = c->decoder ? 3 : 2;
-    if (c->norm_first) {
+    const char *why = c->decoder ? "TransformerDecoderLayer has no fast path" : tf_why_not(b, c);
+    if (why && !c->decoder) {
+        char n[160];
+        snprintf(n, sizeof n, "TransformerEncoderLayer, not the fast path: %s", why);
+        vc_note(b, n);
+    }
+    if (!why) {
+        x = tf_native(b, c, &w, src, L);
+    } else if (c->norm_first) {
         /* x = x + block(norm(x)): the old x is alive until the add returns */
         x = add_res(b, x, tf_attn(b, c, &w.sa, layer_norm(b, x, w.nw[0], w.nb[0], L), -1, L, L));
         if (c->decoder) x = add_res(b, x, tf_attn(b, c, &w.ca, layer_norm(b, x, w.nw[1], w.nb[1], L), mem, L, S));

@@ -64,4 +64,10 @@ vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
 /* A fresh tensor no gradient flows into (zeros for hx, masks). */
 vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
 
+/* The PyTorch release followed (100*major + minor; --torch). */
+int op_torch(const vc_build *b);
+/* Records the first attention layer's kernel choice and why (engine.c):
+ * the result's `attention` line, prefixed with the layer's path. */
+void vc_note(vc_build *b, const char *s);
+
 #endif

@@ -168,6 +168,7 @@ struct vc_build {
     uint8_t phase;
     int32_t cur_op;
     res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
+    char note[192]; /* vc_note: the first attention layer's kernel choice */
 };
 
 struct vc_op {
@@ -1184,6 +1185,11 @@ int32_t *vc__amp_cache(vc_build *b, vc_t w)
 void vc_batch_dependent(vc_build *b) { b->batch_dep = true; }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return ((const vc_build *)p)->batch_dep; }
+const char *vc_plan_note(const vc_plan *p) { return ((const vc_build *)p)->note; }
+void vc_note(vc_build *b, const char *s)
+{
+    if (!b->note[0]) snprintf(b->note, sizeof b->note, "%s: %s", cur(b)->path, s);
+}
 
 vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }
 

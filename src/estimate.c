@@ -34,6 +34,27 @@ const char *vc_mode_name(vc_mode m) { return (unsigned)m < 2 ? mode_names[m] : "
 const char *vc_attention_name(vc_attention a) { return (unsigned)a < 4 ? attn_names[a] : "?"; }
 const char *vc_phase_name(vc_phase p) { return (unsigned)p < 4 ? phase_names[p] : "?"; }
 
+/* "2.Y" with Y from VC_TORCH_OLDEST to VC_TORCH_DEFAULT's minor, digits only. */
+int vc_torch_from_name(const char *s)
+{
+    if (!s || s[0] != '2' || s[1] != '.' || !s[2] || strlen(s) > 4) return -1;
+    int minor = 0;
+    for (const char *c = s + 2; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        minor = minor * 10 + (*c - '0');
+    }
+    if (s[2] == '0' && s[3]) return -1; /* "2.05" */
+    int v = 200 + minor;
+    return v >= VC_TORCH_OLDEST && v <= VC_TORCH_DEFAULT ? v : -1;
+}
+
+const char *vc_torch_name(int version, char *buf, size_t n)
+{
+    if (version == 0) version = VC_TORCH_DEFAULT;
+    snprintf(buf, n, "%d.%d", version / 100, version % 100);
+    return buf;
+}
+
 /* A typical CUDA 12 context with cuBLAS/cuDNN loaded lazily, as nvidia-smi
  * shows it for a PyTorch 2.x process on Ampere/Hopper. Not measured by this
  * project (no GPU was available): an estimate within seed 000's 300-800 MB
@@ -52,6 +73,7 @@ void vc_options_init(vc_options *o)
     o->attention = VC_ATTN_AUTO;
     o->workspace = -1;
     o->context = -1;
+    o->torch_version = VC_TORCH_DEFAULT;
 }
 
 static vc_status check_options(const vc_options *o, vc_error *err)
@@ -62,6 +84,8 @@ static vc_status check_options(const vc_options *o, vc_error *err)
         (unsigned)o->precision > VC_PREC_MIXED_BF16 || (unsigned)o->mode > VC_MODE_INFER ||
         (unsigned)o->attention > VC_ATTN_MATH)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
+    if (o->torch_version && (o->torch_version < VC_TORCH_OLDEST || o->torch_version > VC_TORCH_DEFAULT))
+        return vc_set_error(err, VC_ERR_USAGE, "--torch", "unsupported PyTorch release");
     return VC_OK;
 }
 
@@ -138,7 +162,9 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
     vc_sim s;
+    char note[sizeof r->attention];
     st = vc_plan_simulate(p, o->batch, &s, act, err);
+    vc_cat3(note, sizeof note, vc_plan_note(p), "", ""); /* the attention kernel chosen, and why */
     vc_plan_free(p);
     if (st) {
         free(act);
@@ -147,6 +173,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     st = vc_result_from_sim(m, o->optim, &s, act, r, err);
     free(act);
     if (st) return st;
+    memcpy(r->attention, note, sizeof note);
     return finish(r, o, err);
 }
 
