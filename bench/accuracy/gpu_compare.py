@@ -11,7 +11,7 @@ model files, batch, optimizer, mode and precision as the CPU suite,
 tests/data/accuracy/models/) it runs
 
     measure.py MODEL --batch B --optim O --mode M --precision P --json
-               --device cuda --attention A --mha-fastpath off      (suite/measure_all.py's command)
+               --device cuda --attention A --mha-fastpath on       (suite/measure_all.py's command)
     vramcalc MODEL --batch B --optim O --mode M --precision P
                --attention A [--gpu PRESET] --format json          (suite/report.py's command,
                                                                     workspace modelled)
@@ -63,9 +63,9 @@ def parse_args(argv):
                                         "(fp32, bf16, fp16, amp-bf16, amp-fp16)")
     ap.add_argument("--attention", default="auto", choices=["auto", "math", "flash", "efficient"],
                     help="SDPA backend, the same for PyTorch and vramcalc (default auto)")
-    ap.add_argument("--mha-fastpath", default="off", choices=["on", "off"],
-                    help="PyTorch's fused MHA/TransformerEncoderLayer inference path (default off: "
-                         "vramcalc models the ordinary path)")
+    ap.add_argument("--mha-fastpath", default="on", choices=["on", "off"],
+                    help="PyTorch's native MHA/TransformerEncoderLayer inference path (default on, as "
+                         "PyTorch runs it and vramcalc models it; off for diagnosis only)")
     ap.add_argument("--gpu", help="vramcalc --gpu preset (default: matched from the GPU's name)")
     ap.add_argument("--workspace", help="vramcalc --workspace SIZE (default: vramcalc's model)")
     ap.add_argument("--python", default=sys.executable,
