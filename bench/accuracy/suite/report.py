@@ -315,6 +315,23 @@ def main(argv):
         for cid, old, new in dep:
             w("| `%s` | %s | %s | %s |" % (cid, format(old, ","), format(new, ","), format(old - new, ",")))
     w("")
+    w("The two inference cases of issue 17, tensor by tensor at the peak (estimate = harness, both written "
+      "from the 2.x source; `vramcalc --trace`, `measure.py --per-op`):")
+    w("")
+    w("- `mha_native_b32_infer_fp32` (MultiheadAttention(256, 8), T = 128, need_weights=True, the native "
+      "explicit branch), peak at the out-projection's addmm, 42,995,712 B: parameters 1,052,672 "
+      "(in_proj_weight 786,432, in_proj_bias 3,072, out_proj.weight 262,144, out_proj.bias 1,024); input "
+      "`[32, 128, 256]` 4,194,304; `q_k_v` `[3, 32, 8, 128, 32]` 12,582,912 (its q slice holds the context); "
+      "scores `[32, 8, 128, 128]` softmaxed in place 16,777,216; `transform_0213` copy `[32, 128, 256]` "
+      "4,194,304; addmm output 4,194,304. The ordinary path vramcalc modelled before (`F.multi_head_attention_forward`) gave "
+      "55,578,624 (+29.3%).")
+    w("- `vit3_block_b32_infer_fp32` (ViT-Ti block, 3 heads: no fast path, math SDPA), peak inside "
+      "`_safe_softmax`, 64,381,440 B: parameters 1,781,248; input `[32, 197, 192]` 4,841,472; norm1 output "
+      "4,841,472; packed `[3, 197, 32, 192]` 14,524,416; `q * sqrt(scale)` 4,841,472; scores `[32, 3, 197, "
+      "197]` 14,902,784; softmax output 14,902,784; temporaries 3,745,792 (bool `== -inf` mask 3,725,824, row "
+      "mask `[32, 3, 197]` 18,944, two 0-d tensors 1,024). `--torch 2.5` adds `where`'s result, 14,902,784: "
+      "79,284,224.")
+    w("")
     w("## Fidelity fixes the suite led to")
     w("")
     w("Each was found by comparing the per-op timelines (`measure.py --per-op`, `vramcalc --trace`) of a "
