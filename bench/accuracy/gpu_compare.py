@@ -199,7 +199,7 @@ def render(args, raw, cs):
             continue
         m = rec["result"]
         e = report.estimate(args.cli, dict(c, model="models/%s.json" % c["model"]), workspace=args.workspace,
-                            attention=args.attention, gpu=preset)
+                            attention=args.attention, gpu=preset, torch=release_of(m.get("torch")))
         em = e["memory"]
         if e["parameters"] != m["params"] or e["trainable_parameters"] != m["trainable_params"]:
             remarks.setdefault("parameter counts differ (vramcalc %d/%d, PyTorch %d/%d)" % (
@@ -286,6 +286,14 @@ def render(args, raw, cs):
     with open(args.out, "w") as f:
         f.write("\n".join(L).rstrip("\n") + "\n")
     print("wrote %s (%d cases, %d not measured)" % (args.out, len(rows), len(failures)), file=sys.stderr)
+
+
+def release_of(version):
+    """'2.6.0+cu124' -> '2.6' for vramcalc --torch (None outside 2.0 .. 2.15: vramcalc's default)."""
+    parts = (version or "").split("+")[0].split(".")
+    if len(parts) >= 2 and parts[0] == "2" and parts[1].isdigit() and int(parts[1]) <= 15:
+        return "2.%d" % int(parts[1])
+    return None
 
 
 def main(argv):

@@ -99,7 +99,7 @@ def version_dependent(cli, cases):
     return out
 
 
-def estimate_command(cli, c, workspace="0", attention="math", gpu=None):
+def estimate_command(cli, c, workspace="0", attention="math", gpu=None, torch=None):
     """The vramcalc command for case c (a row of cases.json: c["model"] is "models/NAME.json").
     The CPU comparison uses --workspace 0 --attention math; workspace=None leaves the
     workspace to vramcalc's model, gpu adds --gpu PRESET (bench/accuracy/gpu_compare.py)."""
@@ -110,11 +110,13 @@ def estimate_command(cli, c, workspace="0", attention="math", gpu=None):
     cmd += ["--attention", attention]
     if gpu:
         cmd += ["--gpu", gpu]
+    if torch:
+        cmd += ["--torch", torch]  # the release PyTorch ran (gpu_compare.py); default: vramcalc's
     return cmd + ["--format", "json"]
 
 
-def estimate(cli, c, workspace="0", attention="math", gpu=None):
-    cmd = estimate_command(cli, c, workspace, attention, gpu)
+def estimate(cli, c, workspace="0", attention="math", gpu=None, torch=None):
+    cmd = estimate_command(cli, c, workspace, attention, gpu, torch)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0 and not (gpu and p.returncode == 1):  # 1: does not fit --gpu (still a report)
         raise subprocess.CalledProcessError(p.returncode, cmd, p.stdout)
