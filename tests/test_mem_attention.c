@@ -125,6 +125,15 @@ static void test_mha_infer(void **state)
     r = run(MHA_NW, 2, INFER, FP32, VC_ATTN_MATH);
     assert_int_equal(r.memory.peak_allocated, 46080);
     vc_result_free(&r);
+    /* bf16: flash. Weights 6144 + 192 -> 512 + 2048 + 64 -> 512 = 9216, input
+     * 2048; at::linear [N, L, 3E] 6144; flash's output 2048 with softmax_lse
+     * [N, H, L] fp32 512, rng_state 512 and _unused 512 (one split: a single
+     * key block), freed when it returns (nothing saved); the out-projection
+     * 2048 while the locals live: 9216 + 2048 + 6144 + 2048 + 2048 = 21504. */
+    r = run(MHA_NW, 2, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 21504);
+    assert_non_null(strstr(r.attention, "SDPA-backed (flash)"));
+    vc_result_free(&r);
 }
 
 /* The ordinary path in inference where a "why not fast path" check fails:
