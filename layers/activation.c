@@ -9,7 +9,9 @@
  * have no in-place entry of their own in derivatives.yaml, use the
  * out-of-place formula that reads `self`, and so autograd keeps a copy of the
  * original input (HardtanhBackward0 saves `self`, a clone: measured, torch
- * 1.13; 2.x's derivatives.yaml has only the `hardtanh` entry).
+ * 1.13; 2.x's derivatives.yaml has only the `hardtanh` entry). The clone is
+ * made only when autograd records the op (grad mode on and the input
+ * requires grad): none in inference or after a frozen prefix.
  */
 #include <string.h>
 
@@ -50,10 +52,14 @@ static void act_emit(vc_build *b, const act_info *info, const act_cfg *c)
         vc_set_output(b, op_unary(b, info->op, x, VC_SAVE_OUT, true));
         return;
     }
-    vc_op *o = vc_op_begin(b, info->op); /* saves original_self = self.clone() */
+    /* saves original_self = self.clone(), made only when the node is built:
+     * the generated VariableType kernel clones inside `if (grad_fn)`, i.e.
+     * when grad mode is on and self requires grad (not under no_grad, not
+     * after a frozen prefix) */
+    vc_op *o = vc_op_begin(b, info->op);
     int i = vc_op_in(o, x);
     vc_t y = vc_op_out_view(o, i, vc_numel_of(b, x), vc_contiguous(b, x));
-    vc_op_extra(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    if (vc_requires_grad(b, x)) vc_op_extra(o, vc_numel_of(b, x), vc_dt_of(b, x));
     vc_op_end(o);
     vc_set_output(b, y);
 }

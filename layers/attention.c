@@ -21,100 +21,17 @@
  * kernel, a module's arguments during its forward) are kept alive to the
  * point where PyTorch drops them.
  *
- * Inference (eval + no_grad) is modelled as the same forward with nothing
- * saved. PyTorch 2.x takes a "fast path" there when its conditions hold
- * (torch._native_multi_head_attention for self-attention MHA,
- * torch._transformer_encoder_layer_fwd for TransformerEncoderLayer); those
- * fused kernels are not modelled.
+ * Inference (eval + no_grad): where PyTorch's "why not fast path" checks
+ * pass, MultiheadAttention runs torch._native_multi_head_attention and
+ * TransformerEncoderLayer torch._transformer_encoder_layer_fwd, modelled op
+ * for op from the CUDA source (mha_native, tf_native); elsewhere the same
+ * forward as in training with nothing saved. The SDPA backends are in
+ * sdpa.c.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
-
-/* _safe_softmax (PyTorch >= 2.5 math backend) allocates its softmax
- * output, a bool (x == -inf) mask and a row mask before the `where` that
- * makes the result; set to 0 to model 2.0-2.4's plain softmax. */
-#ifndef VC_SAFE_SOFTMAX
-#define VC_SAFE_SOFTMAX 1
-#endif
-
-/* SMs of the GPU the flash split-KV heuristic sees (H100 SXM, A100). */
-#define VC_SMS_HOPPER 132
-#define VC_SMS_OTHER 108
-
-static bool is_half(vc_dtype dt) { return dt == VC_DT_F16 || dt == VC_DT_BF16; }
-
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-static int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
-static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-#define BIG (INT64_C(1) << 60)
-
-static int64_t sat_add(int64_t a, int64_t b) { return a > BIG - b ? BIG : a + b; }
-static int64_t sat_mul(int64_t a, int64_t b)
-{
-    int64_t r;
-    return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > BIG) ? BIG : r;
-}
-
-/* Bytes the caching allocator hands out for n elements of dt at the current
- * batch (rounded up to 512). Used to merge several tensors that live
- * together inside one kernel call into one transient of their summed
- * rounded sizes. */
-static int64_t rbytes(vc_build *b, vc_numel n, vc_dtype dt)
-{
-    vc_batch_dependent(b);
-    int64_t e = sat_add(sat_mul(n.ps, vc_batch(b)), n.fx);
-    int64_t by = sat_mul(e, vc_dtype_size(dt == VC_DT_FLOAT ? vc_act_dt(b) : dt));
-    return by == 0 ? 0 : sat_mul(ceil_div(by, 512), 512);
-}
-
-/* ------------------------------------------------------------ layouts */
-
-/* The logical dims of an attention tensor [B, H, L, D] and the physical
- * orders (outermost first) the tensors of this file come in. */
-enum { DB, DH, DL, DD };
-enum { LAY_BHLD, LAY_BLHD, LAY_LBHD };
-static const int lay_order[3][4] = {{DB, DH, DL, DD}, {DB, DL, DH, DD}, {DL, DB, DH, DD}};
-
-/* The physical order of `lay` without its size-1 dims. */
-static int lay_strip(int lay, const int64_t sz[4], int out[4])
-{
-    int n = 0;
-    for (int i = 0; i < 4; i++)
-        if (sz[lay_order[lay][i]] != 1) out[n++] = lay_order[lay][i];
-    return n;
-}
-
-/* Is a dense tensor stored in `lay` contiguous when viewed in the logical
- * order `want` (size-1 dims do not count, as in is_contiguous())? */
-static bool lay_contig(int lay, const int64_t sz[4], const int want[4])
-{
-    int a[4], w[4], n = lay_strip(lay, sz, a), m = 0;
-    for (int i = 0; i < 4; i++)
-        if (sz[want[i]] != 1) w[m++] = want[i];
-    if (n != m) return false;
-    for (int i = 0; i < n; i++)
-        if (a[i] != w[i]) return false;
-    return true;
-}
-
-static const int ORD_BHLD[4] = {DB, DH, DL, DD};
-static const int ORD_BLHD[4] = {DB, DL, DH, DD};
-static const int ORD_LBHD[4] = {DL, DB, DH, DD};
-
-/* Can dims outer and inner (adjacent in the logical shape) be merged by a
- * view (stride[outer] == size[inner] * stride[inner])? */
-static bool lay_merge(int lay, const int64_t sz[4], int outer, int inner)
-{
-    if (sz[outer] == 1 || sz[inner] == 1) return true;
-    int a[4], n = lay_strip(lay, sz, a);
-    for (int i = 0; i + 1 < n; i++)
-        if (a[i] == outer) return a[i + 1] == inner;
-    return false;
-}
+#include "attention_int.h"
 
 /* ------------------------------------------------------------ op helpers */
 
@@ -126,31 +43,6 @@ static vc_t view_op(vc_build *b, const char *name, vc_t x, vc_numel n, bool cont
     int i = vc_op_in(o, x);
     vc_t y = vc_op_out_view(o, i, n, contig);
     vc_op_grad(o, i, grad_copy ? VC_GRAD_NEW : VC_GRAD_PASS);
-    vc_op_end(o);
-    return y;
-}
-
-/* reshape() of a non-viewable tensor: clone + _unsafe_view (grad passes). */
-static vc_t copy_op(vc_build *b, vc_t x)
-{
-    vc_op *o = vc_op_begin(b, "clone");
-    int i = vc_op_in(o, x);
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_grad(o, i, VC_GRAD_PASS);
-    vc_op_end(o);
-    return y;
-}
-
-/* x * python_scalar (mul.Scalar): a new tensor, nothing saved; backward
- * grad * scalar (a new tensor of x's size). */
-static vc_t mul_scalar(vc_build *b, vc_t x) { return op_fresh(b, "mul", x, vc_numel_of(b, x)); }
-
-/* A new tensor computed from x without a gradient (masks). */
-static vc_t nodiff(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, name);
-    if (x >= 0) vc_op_in_nodiff(o, x);
-    vc_t y = vc_op_out(o, n, dt);
     vc_op_end(o);
     return y;
 }
@@ -211,316 +103,6 @@ static vc_t amp_cast_keep(vc_build *b, vc_t x)
 {
     vc_t y = op_autocast(b, x);
     if (y != x && !vc_contiguous(b, x)) y = op_view(b, y, vc_numel_of(b, y), false);
-    return y;
-}
-
-/* ------------------------------------------------------------ SDPA */
-
-enum { BK_MATH, BK_FLASH, BK_EFFICIENT };
-
-typedef struct {
-    int64_t N, H, L, S, D, Dv; /* batch, heads (product of leading dims), lengths, head dims */
-    bool fused;                 /* 4-D tensors: flash / efficient may run */
-    int lq, lk, lv;             /* physical layouts of q, k, v */
-    int lgrad;                  /* layout the output gradient arrives in; -1: the output's */
-    bool fold_q, fold_k, fold_v;/* math: matmul's reshape to 3-D copies */
-    double p;                   /* dropout (0 when not training) */
-    bool causal;
-    int backend;
-    int lout;                   /* set by the backend: the output's physical layout */
-    int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
-} sdpa_t;
-
-/* §4.4: flash for fp16/bf16 with equal head dims <= 256, memory-efficient
- * for fp32/fp16/bf16 with aligned head dims, math otherwise; a requested
- * backend that cannot run falls back in that order. cuDNN attention (first
- * on some 2.5+ builds for sm90) is not modelled. */
-static int sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
-{
-    bool half = is_half(dt);
-    bool flash = g->fused && half && g->D == g->Dv && g->D <= 256;
-    int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
-    bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
-    switch (vc_opts(b)->attention) {
-    case VC_ATTN_MATH: return BK_MATH;
-    case VC_ATTN_EFFICIENT: return eff ? BK_EFFICIENT : BK_MATH;
-    default: return flash ? BK_FLASH : eff ? BK_EFFICIENT : BK_MATH;
-    }
-}
-
-/* _safe_softmax(attn, -1) (attention.cpp, PyTorch >= 2.5): keeps its result;
- * the softmax output, the bool (x == -inf) mask, the all() row mask and the
- * two 0-d device tensors it compares and fills with (scalar_tensor(-inf),
- * scalar_tensor(0.0): 512 B blocks each) are alive when `where` allocates
- * the result. */
-static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
-{
-    vc_op *o = vc_op_begin(b, VC_SAFE_SOFTMAX ? "_safe_softmax" : "_softmax");
-    vc_op_in(o, x);
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    if (VC_SAFE_SOFTMAX)
-        vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) +
-                                  rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
-                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL) + 2 * 512),
-                    VC_DT_U8);
-    vc_op_save(o, y);
-    vc_op_end(o);
-    return y;
-}
-
-/* _scaled_dot_product_attention_math (§4.8). */
-static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
-{
-    const int64_t H = g->H, L = g->L, S = g->S, Dv = g->Dv;
-    const vc_dtype odt = vc_dt_of(b, q);
-    /* query_acc/key_acc/value_acc: fp32 copies of fp16/bf16 inputs */
-    vc_t qa = is_half(odt) ? op_cast(b, q, VC_DT_F32) : q;
-    vc_t ka = is_half(vc_dt_of(b, k)) ? op_cast(b, k, VC_DT_F32) : k;
-    vc_t va = is_half(vc_dt_of(b, v)) ? op_cast(b, v, VC_DT_F32) : v;
-    vc_t qs = mul_scalar(b, qa); /* query = query_acc * sqrt(scale) */
-    vc_t mask = -1;
-    if (g->causal) { /* ones({L, S}, bool).tril() -> where(!mask, -inf, 0) */
-        vc_t ones = nodiff(b, "ones", -1, vc_n_fixed(L * S), VC_DT_BOOL);
-        vc_t tril = nodiff(b, "tril", ones, vc_n_fixed(L * S), VC_DT_BOOL);
-        vc_t notm = nodiff(b, "logical_not", tril, vc_n_fixed(L * S), VC_DT_BOOL);
-        mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
-        vc_release(b, tril); /* replaced by the converted mask after `where` */
-    }
-    vc_t ks = mul_scalar(b, ka); /* key.transpose(-2, -1) * sqrt(scale) */
-    /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
-     * the leading dims cannot merge */
-    vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
-    vc_t km = g->fold_k ? copy_op(b, ks) : ks;
-    /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
-    vc_t attn = op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
-    vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
-    if (mask >= 0) { /* attn.add_(attn_mask) */
-        vc_op *o = vc_op_begin(b, "add_");
-        int ia = vc_op_in(o, attn);
-        vc_op_in_nodiff(o, mask);
-        attn = vc_op_out_view(o, ia, vc_numel_of(b, attn), true);
-        vc_op_grad(o, ia, VC_GRAD_PASS);
-        vc_op_end(o);
-    }
-    attn = safe_softmax(b, attn, H * L);
-    attn = op_dropout(b, attn, g->p);
-    /* return make_tuple(matmul(attn, v).to(dt), attn.to(dt)): the
-     * temporaries of the return statement live until it ends, so the fp32
-     * matmul result, its cast and the discarded second output (a copy for
-     * fp16/bf16) are alive together whatever the evaluation order */
-    vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
-    vc_t vm = g->fold_v ? copy_op(b, va) : va;
-    vc_t o = op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
-    o = op_cast(b, o, odt);
-    /* C++ locals live until the function returns */
-    vc_release(b, second);
-    vc_release(b, qa);
-    vc_release(b, ka);
-    vc_release(b, va);
-    vc_release(b, qs);
-    vc_release(b, mask);
-    g->lout = LAY_BHLD;
-    return o;
-}
-
-/* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
-static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return op_fresh(b, "constant_pad_nd", x, n); }
-
-/* flash's num_splits_heuristic (flash_api.cpp), used when p_dropout == 0. */
-static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_t S, int64_t D)
-{
-    int64_t sms = 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER);
-    int64_t block_n = D <= 64 ? 256 : D <= 128 ? 128 : 64;
-    int64_t nblocks = ceil_div(S, block_n), mblocks = ceil_div(L, 64);
-    int64_t bhm = sat_mul(sat_mul(N, H), mblocks);
-    if ((double)bhm >= 0.8 * (double)sms) return 1;
-    int64_t max_splits = min64(min64(128, sms), nblocks);
-    double eff[129], best = 0;
-    for (int64_t s = 1; s <= max_splits; s++) {
-        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
-        eff[s] = 0;
-        if (!ok) continue;
-        int64_t blocks = bhm * s; /* bhm < 0.8 * sms: no overflow */
-        double waves = (double)blocks / (double)sms;
-        eff[s] = waves / (double)ceil_div(blocks, sms);
-        if (eff[s] > best) best = eff[s];
-    }
-    for (int64_t s = 1; s <= max_splits; s++) {
-        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
-        if (ok && eff[s] >= 0.85 * best) return s;
-    }
-    return 1;
-}
-
-/* _scaled_dot_product_flash_attention (§4.5). */
-static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
-{
-    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D;
-    const vc_dtype dt = vc_dt_of(b, q);
-    const int64_t D8 = round_up(D, 8);
-    int lq = g->lq;
-    if (D8 != D) { /* pad_last_dim(x, 8): padded contiguous copies are the inputs */
-        q = pad_op(b, q, vc_n_sample(H * L * D8));
-        k = pad_op(b, k, vc_n_sample(H * S * D8));
-        v = pad_op(b, v, vc_n_sample(H * S * D8));
-        lq = LAY_BHLD;
-    }
-    int64_t sz[4] = {N, H, L, D8};
-    /* the output gradient: padded by the slice's backward (contiguous), or
-     * as the caller says, or in the output's layout */
-    int lgrad = D8 != D ? LAY_BHLD : g->lgrad >= 0 ? g->lgrad : lq;
-    vc_op *o = vc_op_begin(b, "_scaled_dot_product_flash_attention");
-    vc_op_in(o, q);
-    vc_op_in(o, k);
-    vc_op_in(o, v);
-    vc_t out = vc_op_out(o, vc_n_sample(H * L * D8), dt); /* empty_like(q): q's layout */
-    vc_op_extra(o, vc_n_sample(H * L), VC_DT_F32);        /* softmax_lse [B, H, L] */
-    vc_op_extra(o, vc_n_fixed(2), VC_DT_I64);             /* rng_state uint64 [2] */
-    vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);             /* _unused uint64 [] */
-    if (g->p == 0.0) { /* split-KV accumulators */
-        int64_t s = flash_splits(b, N, H, L, S, D8);
-        if (s > 1) {
-            int64_t dr = round_up(D8, D8 <= 128 ? 32 : 64);
-            vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_n_sample(s * H * L), VC_DT_F32) +
-                                      rbytes(b, vc_n_sample(s * H * L * dr), VC_DT_F32)),
-                        VC_DT_U8);
-        }
-    }
-    vc_op_save(o, q);
-    vc_op_save(o, k);
-    vc_op_save(o, v);
-    vc_op_save(o, out);
-    /* backward (mha_bwd): grad_out.contiguous() and out.contiguous() in
-     * [B, L, H, D] order, softmax_d [B, H, round128(L)], dq_accum
-     * [B, round128(L), H, round(D)] fp32, alive together with dq, dk, dv */
-    int64_t t = rbytes(b, vc_n_sample(H * round_up(L, 128)), VC_DT_F32) +
-                rbytes(b, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32);
-    if (!lay_contig(lgrad, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
-    if (!lay_contig(lq, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
-    /* GQA (flash_api.cpp mha_bwd): dk_expanded and dv_expanded [B, S, H, D]
-     * with all H heads, summed into dk / dv afterwards */
-    if (g->Hkv > 0 && g->Hkv != H) t += 2 * rbytes(b, vc_n_sample(H * S * D8), dt);
-    vc_op_btemp(o, vc_n_fixed(t), VC_DT_U8);
-    vc_op_end(o);
-    g->lout = lq;
-    if (D8 != D) return op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
-    if (!lay_contig(lq, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
-    return out;
-}
-
-/* The memory-efficient backward's fp32 accumulation workspace
- * (kernel_backward.h, workspace_size()): per (batch, head) a dQ tile buffer
- * (GradQTempStorage: a kBlockSizeI x kBlockSizeJ fp32 tile + 16 bytes) per
- * query block and head-dim block, plus dK/dV staging when the kernel cannot
- * keep them in registers. Block sizes follow cutlassB.h's sm80 dispatch
- * (first kernel whose kMaxK fits: fp32 64x64 up to D 64, 128x64 up to 128;
- * fp16/bf16 64x64 up to 64, 128x128 up to 128, 64x128 above): an estimate,
- * the choice also depends on shared memory and the GPU. */
-static int64_t eff_workspace(vc_build *b, const sdpa_t *g, bool half)
-{
-    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv, K = max64(D, Dv);
-    int64_t bi, bj;
-    bool in_rf;
-    if (!half) {
-        bi = K <= 64 ? 64 : 128, bj = 64, in_rf = false;
-    } else if (K <= 64) {
-        bi = 64, bj = 64, in_rf = true;
-    } else if (K <= 128) {
-        bi = 128, bj = 128, in_rf = true;
-    } else {
-        bi = 64, bj = 128, in_rf = false;
-    }
-    int64_t gq = sat_mul(sat_mul(ceil_div(L, bi), ceil_div(D, bj)), 4 + bi * bj);
-    int64_t gk = 0, gv = 0;
-    if (half && !in_rf) { /* kNeedsAccumGradK/V; num_splits_key heuristic */
-        int64_t bh = sat_mul(N, H);
-        int64_t splits = ceil_div(S, bj);
-        if (bh >= 256 && S <= 2 * bj) splits = 1;
-        splits = min64(splits, bh > 200 ? 0 : 200 / bh);
-        if (splits < 1) splits = 1;
-        gk = sat_mul(splits * bj, round_up(D, bi));
-        gv = sat_mul(splits * bj, round_up(Dv, bi));
-    }
-    int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
-    return rbytes(b, vc_n_fixed(sat_mul(sat_mul(sat_mul(N, H), per_bh), 4)), VC_DT_U8);
-}
-
-/* _scaled_dot_product_efficient_attention (§4.6). */
-static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
-{
-    const int64_t N = g->N, H = g->H, L = g->L, Dv = g->Dv;
-    const vc_dtype dt = vc_dt_of(b, q);
-    const bool half = is_half(dt);
-    int64_t sz[4] = {N, H, L, Dv};
-    /* compute_logsumexp: inputs require grad and grad mode is on */
-    bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
-    vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
-    vc_op_in(o, q);
-    vc_op_in(o, k);
-    vc_op_in(o, v);
-    vc_t out = vc_op_out(o, vc_n_sample(H * L * Dv), dt); /* res [B, L, H, Dv] */
-    if (lse) vc_op_extra(o, vc_n_sample(H * round_up(L, 32)), VC_DT_F32);
-    /* output_accum [B, L, H, Dv] fp32 when a 16-bit output needs more than
-     * one value iteration (head dim above 128: estimate) */
-    if (half && Dv > 128) vc_op_ftemp(o, vc_n_sample(L * H * Dv), VC_DT_F32);
-    vc_op_save(o, q);
-    vc_op_save(o, k);
-    vc_op_save(o, v);
-    vc_op_save(o, out);
-    /* backward: grad_out.contiguous() ([B, L, H, Dv] order); delta [B, H, L]
-     * fp32 (fp32 kernels compute it as (grad_out * out).sum(-1): an fp32
-     * [B, L, H, Dv] product and a [B, L, H] sum); the workspace */
-    int lgrad = g->lgrad >= 0 ? g->lgrad : LAY_BLHD;
-    int64_t go = lay_contig(lgrad, sz, ORD_BLHD) ? 0 : rbytes(b, vc_n_sample(H * L * Dv), dt);
-    int64_t delta = rbytes(b, vc_n_sample(H * L), VC_DT_F32);
-    int64_t pre = delta;
-    if (!half) {
-        int64_t prod = rbytes(b, vc_n_sample(L * H * Dv), VC_DT_F32);
-        int64_t sum = rbytes(b, vc_n_sample(L * H), VC_DT_F32);
-        pre = max64(prod + sum, sum + delta);
-    }
-    vc_op_btemp(o, vc_n_fixed(sat_add(go, max64(pre, sat_add(delta, eff_workspace(b, g, half))))), VC_DT_U8);
-    vc_op_end(o);
-    g->lout = LAY_BLHD;
-    /* returned as res.transpose(1, 2) */
-    if (!lay_contig(LAY_BLHD, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
-    return out;
-}
-
-static vc_t sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
-{
-    switch (g->backend) {
-    case BK_FLASH: return sdpa_flash(b, q, k, v, g);
-    case BK_EFFICIENT: return sdpa_efficient(b, q, k, v, g);
-    default: return sdpa_math(b, q, k, v, g);
-    }
-}
-
-/* ---- op_sdpa_gqa (ops.h): the backends for layers/llm.c (issue 12) ---- */
-
-vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
-{
-    vc_batch_dependent(b);
-    sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
-                a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
-                vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD};
-    g.backend = sdpa_pick(b, &g, vc_dt_of(b, q));
-    g.Hkv = a->Hkv;
-    if (a->Hkv != a->H && g.backend != BK_FLASH) {
-        /* enable_gqa: flash reads the kv heads in place; the other backends
-         * run on key/value.repeat_interleave(H / Hkv, -3) (attention.cpp,
-         * the math path's GQA preprocessing): new [B, H, S, D] tensors */
-        k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
-        v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
-        g.lk = g.lv = LAY_BHLD;
-        g.backend = sdpa_pick(b, &g, vc_dt_of(b, q));
-    }
-    vc_t x[3] = {q, k, v};
-    int *lay[3] = {&g.lq, &g.lk, &g.lv};
-    bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
-    for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
-    vc_t y = sdpa_run(b, q, k, v, &g);
-    *out_blhd = g.lout == LAY_BLHD;
     return y;
 }
 
@@ -676,7 +258,7 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     sdpa_t g = {N, H, L, szk2[DL], hd, hd, true, LAY_LBHD, c->add_zero_attn ? LAY_BHLD : LAY_LBHD,
                 c->add_zero_attn ? LAY_BHLD : LAY_LBHD, LAY_LBHD, false, false, false, p, false, BK_MATH,
                 LAY_BHLD};
-    if (!need_weights) g.backend = sdpa_pick(b, &g, vc_autocast_dt(b) != VC_DT_F32 ? vc_autocast_dt(b) : vc_dt_of(b, q));
+    if (!need_weights) g.backend = vc_sdpa_pick(b, &g, vc_autocast_dt(b) != VC_DT_F32 ? vc_autocast_dt(b) : vc_dt_of(b, q));
     /* q/k/v.view(len, N*H, hd).transpose(0, 1) (view 1) and, for SDPA,
      * .view(N, H, len, hd) (view 2). Their backward reshapes the gradient
      * back; that is a copy when the gradient's strides do not allow a view:
@@ -724,7 +306,7 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
         q4 = amp_cast_keep(b, q4);
         k4 = amp_cast_keep(b, k4);
         v4 = amp_cast_keep(b, v4);
-        o = sdpa_run(b, q4, k4, v4, &g);
+        o = vc_sdpa_run(b, q4, k4, v4, &g);
         qh = q4;
         kh = k4;
         vh = v4;
@@ -744,6 +326,116 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     vc_release(b, weights);
     /* .view(L, N, E), then the module's transpose(1, 0) back to [N, L, E] */
     return op_view(b, y, vc_numel_of(b, y), tr_contig(b, L));
+}
+
+/* ------------------------------------------------------------ inference fast paths */
+
+/* Why MultiheadAttention.forward (torch/nn/modules/activation.py) does not
+ * call torch._native_multi_head_attention, in the order it checks; NULL
+ * when it does. Not reachable in a model file: fast path disabled, unbatched
+ * or nested input, batch_first=False, torch functions, make_fx, devices.
+ * Inference runs in eval under no_grad, so "grad is enabled and ... requires
+ * grad" never holds there; training fails on `self.training`. The native op
+ * is called only with an in_proj_bias (bias=False falls through to the
+ * ordinary path). */
+static const char *mha_why_not(vc_build *b, const mha_cfg *c, bool self_attn)
+{
+    if (!self_attn) return "non-self attention was used";
+    if (vc_act_dt(b) != vc_param_dt(b)) return "dtypes of query and in_proj_weight don't match";
+    if (vc_training(b)) return "training is enabled";
+    if (c->H % 2) return "self.num_heads is not even";
+    if (c->add_bias_kv) return "self.bias_k was not None";
+    if (c->add_zero_attn) return "add_zero_attn was enabled";
+    if (!mha_same(c)) return "_qkv_same_embed_dim was not True";
+    if (vc_autocast_dt(b) != VC_DT_F32) return "autocast is enabled";
+    if (!c->bias) return "in_proj_bias is None (bias=False)";
+    return NULL;
+}
+
+static void note_ordinary(vc_build *b, const char *why, bool need_weights)
+{
+    char n[160];
+    snprintf(n, sizeof n, "F.multi_head_attention_forward (%s), not the fast path: %s",
+             need_weights ? "explicit bmm, need_weights" : "SDPA", why);
+    vc_note(b, n);
+}
+
+/* Softmax written into its input (attention.cpp masked_softmax without a
+ * mask: at::_softmax_out(attn_scores, attn_scores, dim)). */
+static vc_t softmax_inplace(vc_build *b, vc_t x)
+{
+    vc_op *o = vc_op_begin(b, "_softmax.out");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, vc_numel_of(b, x), true);
+    vc_op_end(o);
+    return y;
+}
+
+/* torch._native_multi_head_attention on CUDA (native_multi_head_attention_cuda,
+ * aten/src/ATen/native/transformers/cuda/attention.cu), self-attention,
+ * no mask, inference; x is the module's [N, L, E] input (contiguous: the
+ * fast path does not transpose it).
+ *  - SDPA-backed, when dim_per_head % 8 == 0, !need_weights and
+ *    select_sdp_backend picks flash or efficient: x = at::linear(query,
+ *    qkv_weight, qkv_bias) [N, L, 3E]; q, k, v = views of x.chunk(3, -1);
+ *    at::scaled_dot_product_attention(q, k, v); .transpose(1, 2).reshape(N,
+ *    L, E) (a view of the [N, L, H, hd] output); at::linear(out_proj);
+ *    the locals x and y live until the function returns.
+ *  - otherwise: qkv = qkv_projection (gemm_nt: no bias) [N, L, 3E];
+ *    q_k_v = _transform_bias_rescale_qkv (at::empty({3, N, H, L, hd}), q
+ *    scaled), then qkv = Tensor(); qkt = bmm_nt(q, k) [N, H, L, L];
+ *    masked_softmax in place; attn_ctx = bmm_nn(q, qkt, v) into q's
+ *    storage; qkt dropped when !need_weights; transform0213_gemm_nt_bias:
+ *    transform_0213 ([N, L, E] copy) then linear (addmm); with
+ *    need_weights and average_attn_weights qkt.sum(1) [N, L, L] then
+ *    `/= num_head` in place. q_k_v (a tuple local) lives until return. */
+static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, int64_t L, bool need_weights)
+{
+    const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
+    vc_batch_dependent(b);
+    if (hd % 8 == 0 && !need_weights) {
+        sdpa_t g = {N, H, L, L, hd, hd, true, LAY_BLHD, LAY_BLHD, LAY_BLHD, -1, false, false, false, 0.0, false,
+                    BK_MATH, LAY_BHLD};
+        g.backend = vc_sdpa_pick(b, &g, vc_act_dt(b));
+        if (g.backend != BK_MATH) {
+            vc_note(b, g.backend == BK_FLASH ? "native MHA fast path, SDPA-backed (flash)"
+                                             : "native MHA fast path, SDPA-backed (memory-efficient)");
+            vc_t qkv = op_linear(b, x, w->in_w, w->in_b, L, E, 3 * E);
+            vc_t q = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t k = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t v = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t y = vc_sdpa_run(b, q, k, v, &g);
+            vc_t r = op_linear(b, op_view(b, y, vc_numel_of(b, y), true), w->out_w, w->out_b, L, E, E);
+            vc_release(b, qkv); /* x, chunks and y are C++ locals: alive until return */
+            vc_release(b, y);
+            return r;
+        }
+    }
+    vc_note(b, need_weights ? "native MHA fast path, explicit (bmm, softmax in place, need_weights)"
+                            : "native MHA fast path, explicit (bmm, softmax in place; math SDPA not used)");
+    vc_t qkv = op_linear(b, x, w->in_w, -1, L, E, 3 * E);
+    vc_t qkv5 = op_fresh(b, "_transform_bias_rescale_qkv", qkv, vc_n_sample(3 * L * E));
+    vc_t q = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t k = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t v = op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t qkt = softmax_inplace(b, op_bmm_raw(b, q, k, vc_n_sample(H * L * L)));
+    vc_op *o = vc_op_begin(b, "bmm.out"); /* bmm_nn(q, qkt, v): into q */
+    int iq = vc_op_in(o, q);
+    vc_op_in(o, qkt);
+    vc_op_in(o, v);
+    vc_t ctx = vc_op_out_view(o, iq, vc_n_sample(L * E), true);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    vc_t a = op_fresh(b, "transform_0213", ctx, vc_n_sample(L * E));
+    vc_t y = op_linear(b, a, w->out_w, w->out_b, L, E, E);
+    if (need_weights && c->avg_weights) { /* qkt = qkt.sum(1); qkt /= num_head */
+        vc_t s = op_mean(b, qkt, vc_n_sample(L * L));
+        vc_release(b, s); /* returned, dropped by the caller */
+    } else if (need_weights) {
+        vc_release(b, qkt);
+    }
+    vc_release(b, qkv5);
+    return y;
 }
 
 static int arg_batch_first(vc_args *a)
@@ -834,7 +526,14 @@ static void mha_emit(vc_build *b, const void *p)
     vc_t v = vc_input(b, 2) >= 0 ? vc_input(b, 2) : q;
     int64_t L = vc_input_shape(b, 0)->d[0];
     int64_t S = vc_input_shape(b, vc_input(b, 1) >= 0 ? 1 : 0)->d[0];
-    vc_t y = mha_forward(b, c, &w, q, k, v, L, S, c->need_weights);
+    const char *why = mha_why_not(b, c, q == k && k == v);
+    vc_t y;
+    if (why) {
+        note_ordinary(b, why, c->need_weights);
+        y = mha_forward(b, c, &w, q, k, v, L, S, c->need_weights);
+    } else {
+        y = mha_native(b, c, &w, q, L, c->need_weights);
+    }
     /* the module's arguments are alive until forward returns */
     vc_release(b, q);
     vc_release(b, k);
@@ -924,8 +623,8 @@ static void sdpa_emit(vc_build *b, const void *p)
         if (n == 3) *fold[i] = !lay_merge(*lay[i], sz, DB, DH);
         else if (n > 3) *fold[i] = !contig;
     }
-    g.backend = sdpa_pick(b, &g, vc_dt_of(b, x[0]));
-    vc_t y = sdpa_run(b, x[0], x[1], x[2], &g);
+    g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, x[0]));
+    vc_t y = vc_sdpa_run(b, x[0], x[1], x[2], &g);
     for (int i = 0; i < 3; i++) vc_release(b, in[i]); /* the caller holds them during the call */
     vc_set_output(b, y);
 }
@@ -1033,6 +732,54 @@ static void tf_weights(vc_build *b, const tf_cfg *c, const mha_cfg *m, tf_w *w)
     }
 }
 
+/* Why TransformerEncoderLayer.forward (torch/nn/modules/transformer.py)
+ * does not call torch._transformer_encoder_layer_fwd, in its order; NULL
+ * when it does. Not reachable in a model file: fast path disabled, input not
+ * 3-D, batch_first=False, different kdim/vdim, another activation, unequal
+ * norm eps, nested tensors with masks, hooks, torch functions, devices. */
+static const char *tf_why_not(vc_build *b, const tf_cfg *c)
+{
+    if (vc_training(b)) return "training is enabled";
+    if (!c->bias) return "self_attn was passed bias=False";
+    if (c->nhead % 2) return "num_head is odd";
+    if (vc_autocast_dt(b) != VC_DT_F32) return "autocast is enabled";
+    return NULL;
+}
+
+/* x.add_(y): in place, nothing allocated. */
+static vc_t add_inplace(vc_build *b, vc_t x, vc_t y)
+{
+    vc_op *o = vc_op_begin(b, "add_");
+    int i = vc_op_in(o, x);
+    vc_op_in(o, y);
+    vc_t r = vc_op_out_view(o, i, vc_numel_of(b, x), vc_contiguous(b, x));
+    vc_op_end(o);
+    return r;
+}
+
+/* transformer_encoder_layer_forward (aten/src/ATen/native/transformers/
+ * transformer.cpp): [norm_first: x = norm1(src)]; x = _native_multi_head_attention(
+ * x, x, x, need_weights=false)[0]; x.add_(src); [post-norm: x = norm1(x)];
+ * pre_ffn_res = x; [norm_first: x = norm2(x)]; x = ffn(x): _addmm_activation
+ * (bias, x, w1.t(), use_gelu) [N*L, ff] then addmm [N*L, E]; x.add_(pre_ffn_res);
+ * [post-norm: x = norm2(x)]. pre_ffn_res lives until return. */
+static vc_t tf_native(vc_build *b, const tf_cfg *c, const tf_w *w, vc_t src, int64_t L)
+{
+    mha_cfg m = tf_mha(c);
+    vc_note(b, "TransformerEncoderLayer fast path (_transformer_encoder_layer_fwd)");
+    vc_t x = c->norm_first ? layer_norm(b, src, w->nw[0], w->nb[0], L) : src;
+    x = add_inplace(b, mha_native(b, &m, &w->sa, x, L, false), src);
+    if (!c->norm_first) x = layer_norm(b, x, w->nw[0], w->nb[0], L);
+    vc_t pre = x;
+    if (c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
+    vc_t h = op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
+    h = op_unary(b, c->act == 0 ? "relu" : "gelu", h, VC_SAVE_NONE, true); /* fused into _addmm_activation */
+    x = add_inplace(b, op_linear(b, h, w->w2, w->b2, L, c->ff, c->d), pre);
+    if (!c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
+    vc_release(b, pre);
+    return x;
+}
+
 /* _sa_block / _mha_block: self_attn(x, x, x, need_weights=False)[0] (or
  * multihead_attn(x, mem, mem)), then dropout1 (dropout2). The block's
  * argument x is alive until the attention returns. */
@@ -1040,7 +787,14 @@ static vc_t tf_attn(vc_build *b, const tf_cfg *c, const mha_w *w, vc_t x, vc_t m
 {
     mha_cfg m = tf_mha(c);
     vc_t kv = mem >= 0 ? mem : x;
-    vc_t y = mha_forward(b, &m, w, x, kv, kv, L, S, false);
+    const char *why = mha_why_not(b, &m, mem < 0);
+    vc_t y;
+    if (why) {
+        note_ordinary(b, why, false);
+        y = mha_forward(b, &m, w, x, kv, kv, L, S, false);
+    } else { /* a decoder's self-attention in inference */
+        y = mha_native(b, &m, w, x, L, false);
+    }
     vc_release(b, x);
     return op_dropout(b, y, c->dropout);
 }
@@ -1068,7 +822,15 @@ static void tf_emit(vc_build *b, const void *p)
     int64_t L = vc_input_shape(b, 0)->d[0], S = c->decoder ? vc_input_shape(b, 1)->d[0] : L;
     vc_t x = src;
     int nn = c->decoder ? 3 : 2;
-    if (c->norm_first) {
+    const char *why = c->decoder ? "TransformerDecoderLayer has no fast path" : tf_why_not(b, c);
+    if (why && !c->decoder) {
+        char n[160];
+        snprintf(n, sizeof n, "TransformerEncoderLayer, not the fast path: %s", why);
+        vc_note(b, n);
+    }
+    if (!why) {
+        x = tf_native(b, c, &w, src, L);
+    } else if (c->norm_first) {
         /* x = x + block(norm(x)): the old x is alive until the add returns */
         x = add_res(b, x, tf_attn(b, c, &w.sa, layer_norm(b, x, w.nw[0], w.nb[0], L), -1, L, L));
         if (c->decoder) x = add_res(b, x, tf_attn(b, c, &w.ca, layer_norm(b, x, w.nw[1], w.nb[1], L), mem, L, S));

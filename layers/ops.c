@@ -262,3 +262,9 @@ vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
     vc_op_end(o);
     return y;
 }
+
+int op_torch(const vc_build *b)
+{
+    int v = vc_opts(b)->torch_version;
+    return v ? v : VC_TORCH_DEFAULT;
+}

@@ -75,5 +75,10 @@ typedef struct {
     double p;
 } vc_sdpa_args;
 vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
+/* The PyTorch release followed (100*major + minor; --torch). */
+int op_torch(const vc_build *b);
+/* Records the first attention layer's kernel choice and why (engine.c):
+ * the result's `attention` line, prefixed with the layer's path. */
+void vc_note(vc_build *b, const char *s);
 
 #endif

@@ -90,7 +90,9 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
     vc_sim s;
+    char note[sizeof r->attention];
     st = vc_plan_simulate(p, o->batch, &s, act, err);
+    vc_cat3(note, sizeof note, vc_plan_note(p), "", ""); /* the attention kernel chosen, and why */
     vc_plan_free(p);
     if (st) {
         free(act);
@@ -99,6 +101,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     st = vc_result_from_sim(m, o->optim, &s, act, r, err);
     free(act);
     if (st) return st;
+    memcpy(r->attention, note, sizeof note);
     return finish(r, o, err);
 }
 

@@ -3,6 +3,7 @@
  * recorded as autograd ops (tensors, inputs, outputs, saved tensors,
  * temporaries), and the loss after the model's output.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plan.h"
@@ -244,6 +245,11 @@ int32_t *vc__amp_cache(vc_build *b, vc_t w)
 }
 
 void vc_batch_dependent(vc_build *b) { b->batch_dep = true; }
+
+void vc_note(vc_build *b, const char *s)
+{
+    if (!b->note[0]) snprintf(b->note, sizeof b->note, "%s: %s", cur(b)->path, s);
+}
 
 /* ------------------------------------------------------------ the graph */
 

@@ -49,6 +49,28 @@ void vc_options_init(vc_options *o)
     o->attention = VC_ATTN_AUTO;
     o->workspace = -1;
     o->context = -1;
+    o->torch_version = VC_TORCH_DEFAULT;
+}
+
+/* "2.Y" with Y from VC_TORCH_OLDEST to VC_TORCH_DEFAULT's minor, digits only. */
+int vc_torch_from_name(const char *s)
+{
+    if (!s || s[0] != '2' || s[1] != '.' || !s[2] || strlen(s) > 4) return -1;
+    int minor = 0;
+    for (const char *c = s + 2; *c; c++) {
+        if (*c < '0' || *c > '9') return -1;
+        minor = minor * 10 + (*c - '0');
+    }
+    if (s[2] == '0' && s[3]) return -1; /* "2.05" */
+    int v = 200 + minor;
+    return v >= VC_TORCH_OLDEST && v <= VC_TORCH_DEFAULT ? v : -1;
+}
+
+const char *vc_torch_name(int version, char *buf, size_t n)
+{
+    if (version == 0) version = VC_TORCH_DEFAULT;
+    snprintf(buf, n, "%d.%d", version / 100, version % 100);
+    return buf;
 }
 
 vc_status vc__check_options(const vc_options *o, vc_error *err)
@@ -59,6 +81,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         (unsigned)o->precision >= VC_PREC__N || (unsigned)o->mode >= VC_MODE__N ||
         (unsigned)o->attention >= VC_ATTN__N)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
+    if (o->torch_version && (o->torch_version < VC_TORCH_OLDEST || o->torch_version > VC_TORCH_DEFAULT))
+        return vc_set_error(err, VC_ERR_USAGE, "--torch", "unsupported PyTorch release");
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -105,7 +105,8 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     return VC_OK;
 }
 
-bool vc_plan_batch_dependent(const vc_plan *p) { return (p)->batch_dep; }
+bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }
+const char *vc_plan_note(const vc_plan *p) { return p->note; }
 
 vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }
 
@@ -116,7 +117,7 @@ void vc_grid_free(vc_grid *g)
     free(g);
 }
 
-void vc_plan_use_grid(vc_plan *p, vc_grid *g) { (p)->memo->grid = g ? g : &(p)->memo->own; }
+void vc_plan_use_grid(vc_plan *p, vc_grid *g) { p->memo->grid = g ? g : &p->memo->own; }
 
 void vc_plan_free(vc_plan *p)
 {

@@ -174,6 +174,7 @@ struct vc_build {
     uint8_t phase;
     int32_t cur_op;
     res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
+    char note[192]; /* vc_note: the first attention layer's kernel choice */
 };
 
 struct vc_op {

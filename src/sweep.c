@@ -154,7 +154,9 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
     r->memory.cuda_context = e->context;
     if ((st = sim_total(e, &s, &r->memory.total, err))) return st;
-    return vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err);
+    if ((st = vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err))) return st;
+    vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */
+    return VC_OK;
 }
 
 /* total at `batch`; when the allocated peak plus the context is already

@@ -93,24 +93,66 @@ static void test_mha_sdpa_train(void **state)
     vc_result_free(&r);
 }
 
-/* Inference (nothing saved), base = weights 17408 + input 4096 = 21504.
- * need_weights=True: fold copy (freed after mm), mm output 12288, packed
- *   copy 12288 (mm output freed), then q_scaled 4096 and the packed copy
- *   stay alive to the end of F.multi_head_attention_forward (Python locals):
- *   scores 8192 -> softmax P 8192 (scores freed) = 21504+12288+4096+8192+8192
- *   = 54272; later bmm #2 + its reshape copy (4096 each, then the first is
- *   freed) and out_proj's output reach the same 54272. Peak 54272.
- * need_weights=False, efficient: the largest moment is the packed copy being
- *   made while mm's output is alive: 21504 + 12288 + 12288 = 46080
- *   (efficient output 4096 + its contiguous copy 4096 stay below). */
+/* Inference (eval + no_grad, nothing saved): self-attention, even heads,
+ * bias, fp32: MultiheadAttention.forward's fast path (activation.py) calls
+ * torch._native_multi_head_attention, on CUDA native_multi_head_attention_cuda
+ * (transformers/cuda/attention.cu). Base = weights 17408 + input 4096 = 21504.
+ * need_weights=True, the explicit native path: qkv_projection [N, L, 3E]
+ *   12288, _transform_bias_rescale_qkv's [3, N, H, L, hd] 12288 (46080), qkv
+ *   freed; qkt [N, H, L, L] 8192 (41984), softmax written into it, bmm_nn
+ *   into q's storage; transform_0213 [N, L, E] 4096 (46080) and addmm's
+ *   output 4096: 50176 (the peak); the copy freed, qkt.sum(1) [N, L, L] 2048
+ *   (48128).
+ * need_weights=False, hd 8 % 8 == 0, auto picks memory-efficient: the
+ *   SDPA-backed native path: at::linear [N, L, 3E] 12288 (33792), the
+ *   efficient output [N, L, H, hd] 4096 (no logsumexp without grad), the
+ *   out-projection 4096, the locals alive until return: 41984.
+ * need_weights=False with --attention math: select_sdp_backend gives math,
+ *   so the explicit native path, qkt dropped after the second bmm: the
+ *   projection + q_k_v moment 21504 + 24576 = 46080 is the peak (later
+ *   21504 + 12288 + 8192 = 41984, then 21504 + 12288 + 4096 + 4096 = 41984). */
 static void test_mha_infer(void **state)
 {
     (void)state;
     vc_result r = run(MHA_W, 2, INFER, FP32, VC_ATTN_AUTO);
-    assert_int_equal(r.memory.peak_allocated, 54272);
+    assert_int_equal(r.memory.peak_allocated, 50176);
+    assert_non_null(strstr(r.attention, "native MHA fast path, explicit"));
     vc_result_free(&r);
     r = run(MHA_NW, 2, INFER, FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 41984);
+    assert_non_null(strstr(r.attention, "SDPA-backed (memory-efficient)"));
+    vc_result_free(&r);
+    r = run(MHA_NW, 2, INFER, FP32, VC_ATTN_MATH);
     assert_int_equal(r.memory.peak_allocated, 46080);
+    vc_result_free(&r);
+    /* bf16: flash. Weights 6144 + 192 -> 512 + 2048 + 64 -> 512 = 9216, input
+     * 2048; at::linear [N, L, 3E] 6144; flash's output 2048 with softmax_lse
+     * [N, H, L] fp32 512, rng_state 512 and _unused 512 (one split: a single
+     * key block), freed when it returns (nothing saved); the out-projection
+     * 2048 while the locals live: 9216 + 2048 + 6144 + 2048 + 2048 = 21504. */
+    r = run(MHA_NW, 2, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 21504);
+    assert_non_null(strstr(r.attention, "SDPA-backed (flash)"));
+    vc_result_free(&r);
+}
+
+/* The ordinary path in inference where a "why not fast path" check fails:
+ * num_heads 5 (odd; E = 40, hd = 8), activation.py's `self.num_heads is not
+ * even`. Weights: in_proj 4800*4 = 19200 -> 19456, bias 480 -> 512,
+ * out_proj 6400 -> 6656 + 512: 27136; input [N, L, E] 2*16*40*4 = 5120.
+ * need_weights=True, F.multi_head_attention_forward: linear folds the
+ * transposed input (copy 5120, freed after mm), mm output [L, N, 3E] 15360,
+ * the packed copy 15360 (mm output freed); q_scaled 5120; scores [N*H, L, S]
+ * 10240, softmax P 10240 (scores freed when it returns): 27136 + 5120 +
+ * 15360 + 5120 + 10240 + 10240 = 73216. */
+static void test_mha_infer_odd_heads(void **state)
+{
+    (void)state;
+    vc_result r = run("{\"input\": [16, 40], \"layers\": [{\"type\": \"MultiheadAttention\", \"embed_dim\": 40,"
+                      " \"num_heads\": 5}]}",
+                      2, INFER, FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 73216);
+    assert_non_null(strstr(r.attention, "self.num_heads is not even"));
     vc_result_free(&r);
 }
 
@@ -154,12 +196,13 @@ static void test_sdpa_bf16_train_backends(void **state)
  * 16384 = 24064; q, k, v 3*16384 -> 73216.
  *   math: q/k/v fp32 copies 3*32768 (C++ locals, alive to the end) + q*s
  *     32768 + k^T*s 32768 + scores 65536 (k^T*s freed after the matmul), then
- *     _safe_softmax: its result 65536 plus, alive together inside it, the
- *     softmax output 65536, the (x == -inf) bool mask 16384, the bool row
- *     mask [N, H, L] 256 -> 512 and the two 0-d device tensors it compares
- *     and fills with (scalar_tensor(-inf), scalar_tensor(0.0): 512 each,
- *     attention.cpp; measured with the CPU harness): 73216 + 98304 + 32768 +
- *     65536 + 65536 + 82432 + 1024 = 418816.
+ *     _safe_softmax as in PyTorch 2.5: its result 65536 plus, alive together
+ *     inside it, the softmax output 65536, the (x == -inf) bool mask 16384,
+ *     the bool row mask [N, H, L] 256 -> 512 and the two 0-d device tensors
+ *     it compares and fills with (scalar_tensor(-inf), scalar_tensor(0.0):
+ *     512 each, attention.cpp; measured with the CPU harness): 73216 + 98304
+ *     + 32768 + 65536 + 65536 + 82432 + 1024 = 418816. From 2.6 on (the
+ *     default, 2.15) where_out writes into the softmax output: 65536 less.
  *   efficient: the output 16384 (no logsumexp without grad): 89600.
  *   flash: output 16384 + softmax_lse 1024 + rng_state 512 + _unused 512
  *     (no split-KV: one key block of 256) = 91648. */
@@ -167,7 +210,7 @@ static void test_sdpa_bf16_infer_backends(void **state)
 {
     (void)state;
     vc_result r = run(SDPA3, 2, INFER, BF16, VC_ATTN_MATH);
-    assert_int_equal(r.memory.peak_allocated, 418816);
+    assert_int_equal(r.memory.peak_allocated, 418816 - 65536);
     vc_result_free(&r);
     r = run(SDPA3, 2, INFER, BF16, VC_ATTN_EFFICIENT);
     assert_int_equal(r.memory.peak_allocated, 89600);
@@ -210,25 +253,95 @@ static void test_encoder_post_norm_train(void **state)
 }
 
 /* Inference, base = weights 36864 + input 4096 = 40960 (dropout is the
- * identity, nothing is saved).
- * auto (efficient): the packed copy made while mm's [L, N, 3E] output is
- *   alive: 40960 + 12288 + 12288 = 65536; the feed-forward block stays below
- *   (norm1 output 4096 + linear1 8192 + relu 8192 = 61440).
- * math: after the projections (packed 12288 alive): q*s 4096, k^T*s 4096,
- *   scores 8192 (k^T*s freed after the matmul); _safe_softmax: result 8192 +
- *   softmax output 8192 + bool mask 2048 + row mask 128 -> 512 + the -inf
- *   and 0.0 scalar tensors 2 * 512 alive together: 40960 + 12288 + 4096 +
- *   8192 + 8192 + 10752 + 1024 = 85504 (the scalars: attention.cpp
- *   _safe_softmax's at::scalar_tensor(..., out.device()), measured). */
+ * identity, nothing is saved). TransformerEncoderLayer.forward's fast path
+ * (transformer.py: eval, no grad, bias, even heads, no autocast) runs
+ * transformer_encoder_layer_forward (transformers/transformer.cpp):
+ * auto: the SDPA-backed native attention (efficient): linear [N, L, 3E]
+ *   12288, output 4096, out-projection 4096 with the locals alive: 61440
+ *   (the peak); then x.add_(src) in place, norm1 (4096 + mean/rstd 2 * 512),
+ *   _addmm_activation [N, L, F] 8192 + addmm 4096 on norm1's output:
+ *   40960 + 4096 + 8192 + 4096 = 57344; norm2 54272.
+ * math: the explicit native attention: qkv 12288 + q_k_v 12288: 65536. */
 static void test_encoder_post_norm_infer(void **state)
 {
     (void)state;
     vc_result r = run(ENC, 2, INFER, FP32, VC_ATTN_AUTO);
-    assert_int_equal(r.memory.peak_allocated, 65536);
+    assert_int_equal(r.memory.peak_allocated, 61440);
+    assert_non_null(strstr(r.attention, "TransformerEncoderLayer fast path"));
     vc_result_free(&r);
     r = run(ENC, 2, INFER, FP32, VC_ATTN_MATH);
-    assert_int_equal(r.memory.peak_allocated, 85504);
+    assert_int_equal(r.memory.peak_allocated, 65536);
     vc_result_free(&r);
+}
+
+/* The same layer with bias=False: transformer.py's "self_attn was passed
+ * bias=False", so the ordinary path (as before this release choice) with
+ * math SDPA. Weights without biases: in_proj 12288 + out_proj 4096 +
+ * linear1/2 2 * 8192 + norm weights 2 * 512 = 33792; + input 4096 = 37888.
+ * After the projections (packed 12288 alive; the transposed input's fold
+ * copy is freed by then): q*s 4096, k^T*s 4096, scores 8192 (k^T*s freed);
+ * _safe_softmax (2.6+): softmax output 8192 + bool mask 2048 + row mask 512
+ * + the two scalars 1024: 37888 + 12288 + 4096 + 8192 + 8192 + 3584 =
+ * 74240. --torch 2.5 adds where's separate result, one [N, H, L, S] fp32
+ * tensor: 8192 more. --torch 2.4 (plain softmax): 74240 - 3584 = 70656. */
+static const char *const ENC_NB =
+    "{\"input\": [16, 32], \"layers\": [{\"type\": \"TransformerEncoderLayer\", \"d_model\": 32, \"nhead\": 4,"
+    " \"dim_feedforward\": 64, \"bias\": false}]}";
+
+static vc_result run_torch(const char *json, int torch, vc_mode mode, vc_attention attn)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = 2;
+    o.mode = mode;
+    o.attention = attn;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.torch_version = torch;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+static void test_encoder_no_bias_infer_versions(void **state)
+{
+    (void)state;
+    vc_result r = run_torch(ENC_NB, VC_TORCH_DEFAULT, INFER, VC_ATTN_MATH);
+    assert_int_equal(r.memory.peak_allocated, 74240);
+    assert_non_null(strstr(r.attention, "bias=False"));
+    vc_result_free(&r);
+    r = run_torch(ENC_NB, 205, INFER, VC_ATTN_MATH);
+    assert_int_equal(r.memory.peak_allocated, 74240 + 8192);
+    vc_result_free(&r);
+    r = run_torch(ENC_NB, 204, INFER, VC_ATTN_MATH);
+    assert_int_equal(r.memory.peak_allocated, 70656);
+    vc_result_free(&r);
+}
+
+/* A masked (causal) math SDPA: --torch 2.5 and the default differ by the
+ * safe-softmax tensor exactly, [N, H, L, S] = 2*2*64*64*4 = 65536 bytes in
+ * fp32 (SDPA3 with is_causal, fp32: the peak is inside _safe_softmax). */
+static void test_sdpa_causal_versions(void **state)
+{
+    (void)state;
+    static const char *const CAUSAL =
+        "{\"input\": [2, 64, 32], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 32, \"out_features\": 32, \"name\": \"q\"},"
+        "{\"type\": \"Linear\", \"in_features\": 32, \"out_features\": 32, \"inputs\": [\"input\"], \"name\": \"k\"},"
+        "{\"type\": \"Linear\", \"in_features\": 32, \"out_features\": 32, \"inputs\": [\"input\"], \"name\": \"v\"},"
+        "{\"type\": \"ScaledDotProductAttention\", \"inputs\": [\"q\", \"k\", \"v\"], \"is_causal\": true}]}";
+    vc_result a = run_torch(CAUSAL, 205, INFER, VC_ATTN_MATH), d = run_torch(CAUSAL, 0, INFER, VC_ATTN_MATH);
+    assert_int_equal(a.memory.peak_allocated - d.memory.peak_allocated, 65536);
+    vc_result_free(&a);
+    vc_result_free(&d);
+    a = run_torch(CAUSAL, 205, TRAIN, VC_ATTN_MATH), d = run_torch(CAUSAL, 0, TRAIN, VC_ATTN_MATH);
+    assert_int_equal(a.memory.peak_allocated - d.memory.peak_allocated, 65536);
+    vc_result_free(&a);
+    vc_result_free(&d);
 }
 
 int main(void)
@@ -237,7 +350,8 @@ int main(void)
         cmocka_unit_test(test_mha_need_weights_train),  cmocka_unit_test(test_mha_sdpa_train),
         cmocka_unit_test(test_mha_infer),               cmocka_unit_test(test_sdpa_bf16_train_backends),
         cmocka_unit_test(test_sdpa_bf16_infer_backends), cmocka_unit_test(test_encoder_post_norm_train),
-        cmocka_unit_test(test_encoder_post_norm_infer),
+        cmocka_unit_test(test_encoder_post_norm_infer), cmocka_unit_test(test_mha_infer_odd_heads),
+        cmocka_unit_test(test_encoder_no_bias_infer_versions), cmocka_unit_test(test_sdpa_causal_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,12 @@ PyTorch 2.x on CUDA behave like 2.x, in plain torch code:
     _scaled_dot_product_attention_math (vramcalc --attention math).
   * TransformerEncoderLayer/TransformerDecoderLayer run 2.x's training forward
     (also with bias=False, which 1.13 lacks).
+  * Inference fast paths: where 2.x's "why not fast path" checks pass (eval, no
+    grad, self-attention, even heads, biases, no autocast), MultiheadAttention
+    runs CUDA's _native_multi_head_attention and TransformerEncoderLayer
+    transformer_encoder_layer_forward, op for op from the CUDA source.
+  * The math SDPA's _safe_softmax follows TORCH_RELEASE (2.5: a separate
+    `where` result; 2.6+: where_out into the softmax output).
   * RMSNorm (absent in 1.13) replicates 2.x's _fused_rms_norm: one operator
     that keeps input, weight and rstd.
 compat="stock" uses torch 1.13's own modules wherever they exist.
@@ -42,7 +48,23 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
-__all__ = ["build", "HOOKS", "ModelError"]
+__all__ = ["build", "HOOKS", "ModelError", "TORCH_RELEASE", "set_torch_release"]
+
+# The PyTorch 2.x release whose behaviour compat="2x" replicates where releases
+# differ (vramcalc --torch): (major, minor).  2.15 is the current stable one.
+TORCH_RELEASE = (2, 15)
+# torch.backends.mha.get_fastpath_enabled(): True unless a harness turns it off
+# for diagnosis (measure.py --mha-fastpath off).
+FASTPATH = True
+
+
+def set_torch_release(text):
+    """'2.5' -> TORCH_RELEASE = (2, 5); ValueError outside 2.0 .. 2.15."""
+    global TORCH_RELEASE
+    m = re.fullmatch(r"2\.(0|[1-9][0-9]?)", text or "")
+    if not m or int(m.group(1)) > 15:
+        raise ValueError("unsupported PyTorch release %r (2.0 to 2.15)" % (text,))
+    TORCH_RELEASE = (2, int(m.group(1)))
 
 
 class ModelError(ValueError):
@@ -147,25 +169,35 @@ class _Linear2x(nn.Linear):
 
 
 class _SafeSoftmax(torch.autograd.Function):
-    """PyTorch >= 2.5 at::_safe_softmax (attention.cpp), the math SDPA backend's softmax:
-        out = softmax(self, dim); neg_inf = scalar_tensor(-inf) (a device tensor);
-        masked = self.eq(neg_inf); masked_rows = all(masked, dim, keepdim=True);
-        zero = scalar_tensor(0.0); return where(masked_rows, zero, out)
-    It is CompositeExplicitAutograd: derivatives.yaml saves `result` only and its
-    backward is _softmax_backward_data(grad, result, dim).  The ops run one by one
-    here, so the harness reads the total after each, as CUDA's allocator counts
-    them (out, the bool mask, the row mask and both scalars are alive when `where`
-    allocates the result)."""
+    """The math SDPA backend's softmax (attention.cpp), by TORCH_RELEASE:
+      2.5: at::_safe_softmax: out = softmax(self, dim); neg_inf = scalar_tensor(-inf)
+        (a device tensor); masked = self.eq(neg_inf); masked_rows = all(masked, dim,
+        keepdim=True); zero = scalar_tensor(0.0); return at::where(masked_rows, zero, out)
+        -- a new result while out and the masks are alive;
+      2.6 and later: the same, but `return at::where_out(out, masked_rows, zero, out)`
+        (PyTorch PR #139613): the rows are zeroed inside out, no new tensor.  Replicated
+        with out.masked_fill_(masked_rows, 0), which allocates nothing either;
+      before 2.5: at::softmax only.
+    CompositeExplicitAutograd: derivatives.yaml saves `result` only and its backward
+    is _softmax_backward_data(grad, result, dim).  The ops run one by one here, so the
+    harness reads the total after each, as CUDA's allocator counts them."""
 
     @staticmethod
     def forward(ctx, x, dim):
         out = torch.softmax(x, dim)
-        neg_inf = torch.full((), float("-inf"), dtype=out.dtype, device=out.device)
-        masked = x.eq(neg_inf)
-        masked_rows = masked.all(dim, keepdim=True)
-        zero = torch.full((), 0.0, dtype=out.dtype, device=out.device)
-        res = torch.where(masked_rows, zero, out)
-        del out, neg_inf, masked, masked_rows, zero
+        if TORCH_RELEASE >= (2, 5):
+            neg_inf = torch.full((), float("-inf"), dtype=out.dtype, device=out.device)
+            masked = x.eq(neg_inf)
+            masked_rows = masked.all(dim, keepdim=True)
+            zero = torch.full((), 0.0, dtype=out.dtype, device=out.device)
+            if TORCH_RELEASE == (2, 5):
+                res = torch.where(masked_rows, zero, out)
+            else:
+                res = out.masked_fill_(masked_rows, 0.0)
+            del neg_inf, masked, masked_rows, zero
+        else:
+            res = out
+        del out
         ctx.save_for_backward(res)
         ctx.dim = dim
         return res
@@ -298,6 +330,87 @@ def _mha_forward_2x(query, key, value, num_heads, in_proj_weight, in_proj_bias, 
     return attn_output, None
 
 
+def _mha_why_not_fast_path(m, query, key, value):
+    """torch/nn/modules/activation.py MultiheadAttention.forward (2.x): the checks that
+    send it to F.multi_head_attention_forward instead of torch._native_multi_head_attention,
+    in their order; "" when the fast path runs.  (Fast path disabled, unbatched or
+    nested input, torch functions, make_fx and devices cannot occur here; batch_first
+    is always True.)  The native op is called only when in_proj_bias is not None."""
+    if not FASTPATH:
+        return "torch.backends.mha.get_fastpath_enabled() was not True"
+    if query is not key or key is not value:
+        return "non-self attention was used (query, key, and value are not the same Tensor)"
+    if m.in_proj_bias is not None and query.dtype != m.in_proj_bias.dtype:
+        return "dtypes of query and self.in_proj_bias don't match"
+    if m.in_proj_weight is None:
+        return "in_proj_weight was None"
+    if query.dtype != m.in_proj_weight.dtype:
+        return "dtypes of query and self.in_proj_weight don't match"
+    if m.training:
+        return "training is enabled"
+    if m.num_heads % 2 != 0:
+        return "self.num_heads is not even"
+    if m.bias_k is not None or m.bias_v is not None:
+        return "self.bias_k was not None"
+    if m.add_zero_attn:
+        return "add_zero_attn was enabled"
+    if not m._qkv_same_embed_dim:
+        return "_qkv_same_embed_dim was not True"
+    if torch.is_autocast_enabled():
+        return "autocast is enabled"
+    args = (query, m.in_proj_weight, m.in_proj_bias, m.out_proj.weight, m.out_proj.bias)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args):
+        return "grad is enabled and at least one of query or the input/output projection weights or biases requires_grad"
+    if m.in_proj_bias is None:
+        return "in_proj_bias is None (the native op is not called)"
+    return ""
+
+
+def _native_mha_cuda_2x(query, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+                        need_weights, average_attn_weights):
+    """torch._native_multi_head_attention as CUDA runs it, self-attention without a
+    mask (native_multi_head_attention_cuda, aten/src/ATen/native/transformers/cuda/
+    attention.cu; helpers in transformers/attention.cpp), written from the source:
+    1.13 has the op, but on the CPU it is one aten call whose internals the per-op
+    reading cannot see, and its CPU kernel is not CUDA's.  The SDPA-backed branch
+    (`dim_per_head % 8 == 0 && !need_weights` and select_sdp_backend giving flash or
+    efficient) needs a fused CUDA kernel: the CPU harness measures the math setting
+    (vramcalc --attention math), where select_sdp_backend gives math and the explicit
+    branch below runs."""
+    B, T, D = query.shape
+    dh = D // num_heads
+    # qkv_projection: gemm_nt(query, qkv_weight) = at::native::matmul(query, w.t()), no bias
+    qkv = torch.matmul(query, qkv_weight.t())
+    # _transform_bias_rescale_qkv -> transform_bias_rescale_qkv_cuda:
+    # q_k_v = at::empty({3, B, num_head, T, dim_per_head}), filled by one kernel
+    # (q = (q + bq) / sqrt(dh), k + bk, v + bv); one operator
+    with HOOKS.fused("_transform_bias_rescale_qkv"):
+        q_k_v = torch.empty((3, B, num_heads, T, dh), dtype=qkv.dtype, device=qkv.device)
+        q_k_v.copy_((qkv + qkv_bias).view(B, T, 3, num_heads, dh).permute(2, 0, 3, 1, 4))
+        q_k_v[0].mul_(1.0 / math.sqrt(dh))
+    del qkv  # `qkv = Tensor(); // Not used any more, allow free`
+    q, k, v = (q_k_v[i].view(B * num_heads, T, dh) for i in range(3))
+    # qkt = bmm_nt(q, k): [B, num_head, T, T]
+    qkt = torch.bmm(q, k.transpose(1, 2))
+    # masked_softmax without a mask: at::_softmax_out(attn_scores, attn_scores, dim)
+    torch.ops.aten._softmax.out(qkt, -1, False, out=qkt)
+    # attn_ctx = bmm_nn(q, qkt, v): at::bmm_out(q, qkt, v), "reuse storage for q"
+    torch.bmm(qkt, v, out=q)
+    if not need_weights:
+        del qkt  # `qkt = Tensor();`
+        qkt = None
+    # transform0213_gemm_nt_bias: transform_0213 (at::empty({B, T, H, dh}) + kernel),
+    # then at::native::linear on the [B*T, D] view (addmm)
+    a = q.view(B, num_heads, T, dh).permute(0, 2, 1, 3).contiguous()
+    proj = torch.addmm(proj_bias, a.view(B * T, D), proj_weight.t()).view(B, T, D)
+    del a
+    if need_weights and average_attn_weights:
+        qkt = qkt.view(B, num_heads, T, T).sum(1)  # qkt = qkt.sum(1)
+        qkt /= num_heads
+    del q, k, v, q_k_v  # std::tuple locals: alive until the function returns
+    return proj, qkt
+
+
 class _MHA2x(nn.MultiheadAttention):
     """nn.MultiheadAttention (same parameters) running 2.x's training forward,
     batch_first; returns the attention output only."""
@@ -310,6 +423,13 @@ class _MHA2x(nn.MultiheadAttention):
             key = value = query
         if need_weights is None:
             need_weights = self.need_weights
+        self.why_not_fast_path = _mha_why_not_fast_path(self, query, key, value)
+        if not self.why_not_fast_path:
+            out, w = _native_mha_cuda_2x(query, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                                         self.out_proj.weight, self.out_proj.bias, need_weights,
+                                         self.average_attn_weights)
+            del w  # returned as the second output and dropped by the caller
+            return out
         if key is value:
             if query is key:
                 query = key = value = query.transpose(1, 0)
@@ -414,7 +534,56 @@ class _EncoderLayer2x(nn.TransformerEncoderLayer):
             n.__class__ = _LayerNorm2x
         self._act = _act(self._act_name)
 
+    def _why_not_fast_path(self, src):
+        """torch/nn/modules/transformer.py TransformerEncoderLayer.forward (2.x): the
+        checks before torch._transformer_encoder_layer_fwd, in order ("" = fast path).
+        batch_first, same kdim/vdim, relu/gelu and equal norm eps always hold here."""
+        sa = self.self_attn
+        if not FASTPATH:
+            return "torch.backends.mha.get_fastpath_enabled() was not True"
+        if self.training:
+            return "training is enabled"
+        if sa.in_proj_bias is None:
+            return "self_attn was passed bias=False"
+        if sa.num_heads % 2 == 1:
+            return "num_head is odd"
+        if torch.is_autocast_enabled():
+            return "autocast is enabled"
+        args = [src] + [p for p in self.parameters()]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in args):
+            return ("grad is enabled and at least one of query or the input/output projection "
+                    "weights or biases requires_grad")
+        return ""
+
+    def _fast_path(self, src):
+        """transformer_encoder_layer_forward (aten/src/ATen/native/transformers/
+        transformer.cpp) with CUDA's _native_multi_head_attention (need_weights=false)."""
+        sa = self.self_attn
+        x = self.norm1(src) if self.norm_first else src
+        x, _ = _native_mha_cuda_2x(x, sa.num_heads, sa.in_proj_weight, sa.in_proj_bias,
+                                   sa.out_proj.weight, sa.out_proj.bias, False, True)
+        x.add_(src)
+        if not self.norm_first:
+            x = self.norm1(x)
+        pre_ffn_res = x
+        if self.norm_first:
+            x = self.norm2(x)
+        # ffn: linear_for_ffn = at::_addmm_activation(b1, x_2d, w1.t(), use_gelu), then at::addmm
+        B, T, D = x.shape
+        h = torch._addmm_activation(self.linear1.bias, x.reshape(B * T, D), self.linear1.weight.t(),
+                                    use_gelu=self._act is F.gelu)
+        x = torch.addmm(self.linear2.bias, h, self.linear2.weight.t()).view(B, T, D)
+        del h
+        x.add_(pre_ffn_res)
+        if not self.norm_first:
+            x = self.norm2(x)
+        del pre_ffn_res  # a C++ local: alive until the function returns
+        return x
+
     def forward(self, src):
+        self.why_not_fast_path = self._why_not_fast_path(src)
+        if not self.why_not_fast_path:
+            return self._fast_path(src)
         x = src
         if self.norm_first:
             x = x + self._sa(self.norm1(x))

@@ -283,8 +283,10 @@ def attention_context(torch, backend, notes):
 
 def set_mha_fastpath(torch, on, notes):
     """PyTorch 2.x runs MultiheadAttention / TransformerEncoderLayer in eval under
-    no_grad through fused kernels (_native_multi_head_attention,
-    _transformer_encoder_layer_fwd); vramcalc models the ordinary path."""
+    no_grad through its native kernels (_native_multi_head_attention,
+    _transformer_encoder_layer_fwd) where their conditions hold; vramcalc models
+    them (issue 17). On by default: the measurement is PyTorch as it runs;
+    `off` exists for diagnosis only and is never what an estimate is compared with."""
     mha = getattr(torch.backends, "mha", None)
     if mha is not None and hasattr(mha, "set_fastpath_enabled"):
         mha.set_fastpath_enabled(bool(on))

@@ -11,7 +11,7 @@ model files, batch, optimizer, mode and precision as the CPU suite,
 tests/data/accuracy/models/) it runs
 
     measure.py MODEL --batch B --optim O --mode M --precision P --json
-               --device cuda --attention A --mha-fastpath off      (suite/measure_all.py's command)
+               --device cuda --attention A --mha-fastpath on       (suite/measure_all.py's command)
     vramcalc MODEL --batch B --optim O --mode M --precision P
                --attention A [--gpu PRESET] --format json          (suite/report.py's command,
                                                                     workspace modelled)
@@ -63,9 +63,9 @@ def parse_args(argv):
                                         "(fp32, bf16, fp16, amp-bf16, amp-fp16)")
     ap.add_argument("--attention", default="auto", choices=["auto", "math", "flash", "efficient"],
                     help="SDPA backend, the same for PyTorch and vramcalc (default auto)")
-    ap.add_argument("--mha-fastpath", default="off", choices=["on", "off"],
-                    help="PyTorch's fused MHA/TransformerEncoderLayer inference path (default off: "
-                         "vramcalc models the ordinary path)")
+    ap.add_argument("--mha-fastpath", default="on", choices=["on", "off"],
+                    help="PyTorch's native MHA/TransformerEncoderLayer inference path (default on, as "
+                         "PyTorch runs it and vramcalc models it; off for diagnosis only)")
     ap.add_argument("--gpu", help="vramcalc --gpu preset (default: matched from the GPU's name)")
     ap.add_argument("--workspace", help="vramcalc --workspace SIZE (default: vramcalc's model)")
     ap.add_argument("--python", default=sys.executable,
@@ -199,7 +199,7 @@ def render(args, raw, cs):
             continue
         m = rec["result"]
         e = report.estimate(args.cli, dict(c, model="models/%s.json" % c["model"]), workspace=args.workspace,
-                            attention=args.attention, gpu=preset)
+                            attention=args.attention, gpu=preset, torch=release_of(m.get("torch")))
         em = e["memory"]
         if e["parameters"] != m["params"] or e["trainable_parameters"] != m["trainable_params"]:
             remarks.setdefault("parameter counts differ (vramcalc %d/%d, PyTorch %d/%d)" % (
@@ -286,6 +286,14 @@ def render(args, raw, cs):
     with open(args.out, "w") as f:
         f.write("\n".join(L).rstrip("\n") + "\n")
     print("wrote %s (%d cases, %d not measured)" % (args.out, len(rows), len(failures)), file=sys.stderr)
+
+
+def release_of(version):
+    """'2.6.0+cu124' -> '2.6' for vramcalc --torch (None outside 2.0 .. 2.15: vramcalc's default)."""
+    parts = (version or "").split("+")[0].split(".")
+    if len(parts) >= 2 and parts[0] == "2" and parts[1].isdigit() and int(parts[1]) <= 15:
+        return "2.%d" % int(parts[1])
+    return None
 
 
 def main(argv):

@@ -51,8 +51,12 @@ def parse_args(argv):
                     help="cuda: scaled_dot_product_attention backend (default auto, PyTorch's choice); "
                          "the CPU path always runs the math path")
     ap.add_argument("--mha-fastpath", choices=["on", "off"],
-                    help="cuda: PyTorch 2.x's fused MultiheadAttention/TransformerEncoderLayer inference "
-                         "path (default off: the ordinary path, as vramcalc models it)")
+                    help="PyTorch 2.x's MultiheadAttention/TransformerEncoderLayer inference fast path "
+                         "where its conditions hold (default on, as PyTorch runs it; off = "
+                         "torch.backends.mha.set_fastpath_enabled(False), for diagnosis only)")
+    ap.add_argument("--torch", dest="torch_release", default="2.15",
+                    help="CPU harness: the PyTorch 2.x release replicated where releases differ "
+                         "(vramcalc --torch; default 2.15)")
     ap.add_argument("--input", help="override the (single) input's per-sample shape, e.g. 3,224,224")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--per-op", action="store_true",
@@ -155,7 +159,7 @@ def cuda_main(args):
     if args.attention is None:
         args.attention = "auto"
     if args.mha_fastpath is None:
-        args.mha_fastpath = "off"
+        args.mha_fastpath = "on"
     try:
         rc, result = cudameasure.measure(args, args.model)
     except cudameasure.Unavailable as e:
@@ -195,9 +199,9 @@ def main(argv):
         print("measure.py: --precision %s needs --device cuda (torch 1.13's CPU autocast and fp16 kernels are "
               "not CUDA's; SPEC.md section 4)" % args.precision, file=sys.stderr)
         return 2
-    if args.attention not in (None, "math") or args.mha_fastpath not in (None, "off"):
-        print("measure.py: the CPU harness runs the math attention path and no inference fast path; "
-              "--attention/--mha-fastpath other than math/off need --device cuda", file=sys.stderr)
+    if args.attention not in (None, "math"):
+        print("measure.py: the CPU harness runs the math attention path; "
+              "--attention other than math needs --device cuda", file=sys.stderr)
         return 2
     if args.compat is None:
         args.compat = "2x"
@@ -209,6 +213,12 @@ def main(argv):
     import vctorch
     import optim2x
 
+    try:
+        vctorch.set_torch_release(args.torch_release)
+    except ValueError as e:
+        print("measure.py: --torch: %s" % e, file=sys.stderr)
+        return 2
+    vctorch.FASTPATH = args.mha_fastpath != "off"
     torch.manual_seed(args.seed)
     tr = Tracker()
     with open(args.model) as f:
@@ -363,7 +373,12 @@ def main(argv):
         notes.append("dropout: 2.x CUDA native_dropout replica (bool mask) instead of 1.13 CPU's "
                      "float noise")
         notes.append("MultiheadAttention/Transformer*Layer: 2.x forward ported; SDPA = 2.x math "
-                     "backend with 2.5+'s _safe_softmax (compare with vramcalc --attention math)")
+                     "backend with %s's softmax (compare with vramcalc --attention math --torch %s)"
+                     % (args.torch_release, args.torch_release))
+        notes.append("inference fast paths (%s): CUDA's _native_multi_head_attention / "
+                     "transformer_encoder_layer_forward written op for op from the 2.x source where "
+                     "activation.py/transformer.py's conditions hold" %
+                     ("on" if vctorch.FASTPATH else "OFF: set_fastpath_enabled(False), diagnosis only"))
         notes.append("mean.dim / global AdaptiveAvgPool: 2.x's MeanBackward1 (sizes only; 1.13 keeps "
                      "the input); 16-bit LayerNorm keeps fp32 mean/rstd as on CUDA; a convolution's "
                      "contiguous copy of a non-contiguous input is counted as CUDA counts it")
@@ -404,6 +419,8 @@ def main(argv):
                                "new_tensor": int(tr.O.opobs_accum_copy())},
         "compat": args.compat,
         "torch": torch.__version__,
+        "torch_release": args.torch_release,
+        "mha_fastpath": args.mha_fastpath,
         "notes": notes,
     }
     if args.per_op and tmp_log:

@@ -175,10 +175,16 @@ typedef struct {
     int64_t workspace;      /* bytes of cuBLAS/cuDNN workspace; -1: modelled */
     int64_t context;        /* bytes of CUDA context; -1: modelled */
     int hopper;             /* 1: sm90+ (cuBLAS 32 MiB workspace), 0: other GPUs */
+    int torch_version;      /* PyTorch release followed, 100*major + minor (VC_TORCH_DEFAULT) */
 } vc_options;
 
+/* The PyTorch release the estimate follows by default (the current stable
+ * one), and the oldest one --torch accepts. */
+#define VC_TORCH_DEFAULT 215
+#define VC_TORCH_OLDEST 200
+
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
- * attention, modelled workspace and context, non-Hopper. */
+ * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
 void vc_options_init(vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
@@ -196,6 +202,10 @@ const char *vc_mode_name(vc_mode m);
 const char *vc_attention_name(vc_attention a);
 /* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
 const char *vc_optim_summary(vc_optim o);
+/* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
+ * ("2.15"; buf of at least 16 bytes). */
+int vc_torch_from_name(const char *s);
+const char *vc_torch_name(int version, char *buf, size_t n);
 
 /* ---- results ---- */
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE } vc_phase;
@@ -234,6 +244,7 @@ typedef struct {
     int64_t parameters, trainable_parameters;
     vc_memory memory;
     vc_peak peak;
+    char attention[192];      /* the first attention layer's kernel and why ("" when none) */
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */
 } vc_result;

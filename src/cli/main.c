@@ -43,6 +43,7 @@ static const char usage[] =
     "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
     "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
     "      --attention A      auto (default), flash, efficient, math\n"
+    "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
     "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
     "  -g, --gpu G            check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus),\n"
@@ -307,7 +308,7 @@ static int list_gpus(const char *format)
 }
 
 enum {
-    OPT_INPUT = 256, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
+    OPT_INPUT = 256, OPT_TORCH, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
     OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
@@ -456,6 +457,7 @@ int main(int argc, char **argv)
         {"optim", required_argument, 0, 'o'},       {"optim-impl", required_argument, 0, OPT_IMPL},
         {"accumulate", required_argument, 0, OPT_ACCUM}, {"precision", required_argument, 0, 'p'},
         {"mode", required_argument, 0, 'm'},        {"attention", required_argument, 0, OPT_ATTN},
+        {"torch", required_argument, 0, OPT_TORCH},
         {"workspace", required_argument, 0, OPT_WS}, {"context", required_argument, 0, OPT_CTX},
         {"format", required_argument, 0, 'f'},      {"per-layer", no_argument, 0, OPT_PER_LAYER},
         {"params", required_argument, 0, OPT_PARAMS}, {"activations", required_argument, 0, OPT_ACTS},
@@ -515,6 +517,7 @@ int main(int argc, char **argv)
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
         case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train or infer"))) return rc; break;
         case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
+        case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
         case OPT_CTX: if ((rc = parse_size("--context", optarg, &o.context))) return rc; break;
         case 'f':

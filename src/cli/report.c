@@ -213,6 +213,7 @@ void report_table(FILE *f, const vc_report *rep)
             fprintf(f, " %s %s;", names[i], b);
         }
         fputc('\n', f);
+        if (r->attention[0]) fprintf(f, "  attention kernel: %s\n", r->attention);
     }
     bar(f, rep);
     if (rep->max_batch >= 0) {
@@ -245,8 +246,12 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_str(f, rep->model);
     fprintf(f, ", \"mode\": \"%s\", \"batch\": %" PRId64 ", \"precision\": \"%s\",\n", vc_mode_name(o->mode), o->batch,
             vc_precision_name(o->precision));
+    char tv[16];
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
+    fprintf(f, "%s\"torch_version\": \"%s\", \"attention_kernel\": ", ind, vc_torch_name(o->torch_version, tv, sizeof tv));
+    json_str(f, r->attention);
+    fprintf(f, ",\n");
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64

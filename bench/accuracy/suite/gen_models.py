@@ -430,6 +430,62 @@ def ckpt_resmlp():
                        {"type": "Linear", "in_features": d, "out_features": 10}]}
 
 
+# ---------------------------------------------------------------- issue 17: inference fast paths, in-place activations
+
+def mha_native():
+    """The 256-wide, 8-head MultiheadAttention block of issue 17 (T = 128): self-attention,
+    even heads, biases: in eval under no_grad PyTorch 2.x runs _native_multi_head_attention."""
+    return {"name": "mha-native-256x8",
+            "source": "torch.nn.MultiheadAttention(256, 8, batch_first=True) called as attn(x, x, x) (need_weights=True default)",
+            "description": "Input [128, 256]; MultiheadAttention(256, 8 heads, need_weights=True)",
+            "input": [128, 256],
+            "layers": [{"type": "MultiheadAttention", "embed_dim": 256, "num_heads": 8}]}
+
+
+def encoder_native():
+    """A post-norm TransformerEncoderLayer whose inference takes 2.x's fast path
+    (_transformer_encoder_layer_fwd): even heads, biases, relu."""
+    return {"name": "encoder-native-256x8",
+            "source": "torch.nn.TransformerEncoderLayer(256, 8, dim_feedforward=1024, batch_first=True) x2",
+            "description": "Input [128, 256]; 2 post-norm TransformerEncoderLayers (8 heads, ff 1024, dropout 0.1, relu)",
+            "input": [128, 256],
+            "layers": [{"type": "TransformerEncoderLayer", "d_model": 256, "nhead": 8, "dim_feedforward": 1024,
+                        "dropout": 0.1, "repeat": 2}]}
+
+
+def vit3_block():
+    """A ViT-Ti/16 encoder block (3 heads, width 192, 197 tokens, MLP 768, pre-norm GELU):
+    odd heads, so no fast path; the math SDPA's _safe_softmax depends on the release."""
+    return {"name": "vit-ti-block",
+            "source": "ViT-Ti/16 (DeiT-Tiny) encoder block as torch.nn.TransformerEncoderLayer(192, 3, 768, gelu, norm_first=True)",
+            "description": "Input [197, 192]; one pre-norm GELU TransformerEncoderLayer (3 heads, ff 768, dropout 0)",
+            "input": [197, 192],
+            "layers": [{"type": "TransformerEncoderLayer", "d_model": 192, "nhead": 3, "dim_feedforward": 768,
+                        "dropout": 0.0, "activation": "gelu", "norm_first": True}]}
+
+
+def hswish_wide():
+    """Linear(256 -> 65536) + Hardswish(inplace=True) (issue 17): no clone of the input without grad."""
+    return {"name": "hardswish-wide",
+            "source": "torch.nn.Sequential(torch.nn.Linear(256, 65536), torch.nn.Hardswish(inplace=True))",
+            "description": "Input [256]; Linear(256, 65536), in-place Hardswish",
+            "input": [256],
+            "layers": [{"type": "Linear", "in_features": 256, "out_features": 65536},
+                       {"type": "Hardswish", "inplace": True}]}
+
+
+def hswish_frozen():
+    """A frozen Linear, an in-place Hardswish, a trained head: the activation's input does not
+    require grad, so autograd records no node and makes no copy."""
+    return {"name": "hardswish-frozen-prefix",
+            "source": "frozen torch.nn.Linear(256, 4096) (requires_grad_(False)), Hardswish(inplace=True), Linear(4096, 10)",
+            "description": "Input [256]; frozen Linear(256, 4096), in-place Hardswish, Linear(4096, 10)",
+            "input": [256],
+            "layers": [{"type": "Linear", "in_features": 256, "out_features": 4096, "frozen": True},
+                       {"type": "Hardswish", "inplace": True},
+                       {"type": "Linear", "in_features": 4096, "out_features": 10}]}
+
+
 MODELS = {
     "resnet": resnet, "vgg_bn": vgg_bn, "unet": unet, "densenet": densenet, "mobilenet": mobilenet, "efficientnet": efficientnet,
     "m5_audio": m5, "mlp": mlp, "emb_mean": emb_bag, "textcnn": textcnn,
@@ -437,6 +493,8 @@ MODELS = {
     "gpt_prenorm_ckpt": lambda: gpt_prenorm(ckpt=True),
     "mha_self": mha_selfattn, "mha_cross": mha_cross, "vit": vit,
     "frozen_finetune": frozen_finetune, "ckpt_resmlp": ckpt_resmlp,
+    "mha_native": mha_native, "encoder_native": encoder_native, "vit3_block": vit3_block,
+    "hswish_wide": hswish_wide, "hswish_frozen": hswish_frozen,
 }
 
 

@@ -66,10 +66,40 @@ FIXES = [
      "1,024 batches take 98 s); for a model whose plan depends on the batch (attention), each grid batch's "
      "value comes from the plan built for that batch (replaying one plan at every grid batch let `total` "
      "fall by up to 6.5% with the math attention)", "no effect on `peak_allocated`"),
+    ("engine + harness (issue 17)", "inference fast paths: where `activation.py`/`transformer.py`'s \"why not fast "
+     "path\" checks pass (eval, no grad, self-attention, even heads, biases, no autocast), MultiheadAttention runs "
+     "`_native_multi_head_attention` (CUDA: packed `[3, B, H, T, hd]` q/k/v with q pre-scaled, softmax written "
+     "into the scores, the second bmm into q's storage, `transform_0213` + addmm; or the SDPA-backed branch for "
+     "flash/efficient) and TransformerEncoderLayer `_transformer_encoder_layer_fwd`. The harness used to run the "
+     "ordinary path in inference (and the GPU harness turned the fast path off); it now writes CUDA's op "
+     "sequence from the source", "256-wide 8-head MHA, batch 32 infer: estimate 55,578,624 → 42,995,712 B "
+     "(the native path, measured 42,995,712)"),
+    ("engine + harness (issue 17)", "`--torch X.Y` (default 2.15): `_safe_softmax` makes a separate `where` "
+     "result only in 2.5; 2.6+ zeroes masked rows inside the softmax output (`at::where_out`, PR #139613)",
+     "3-head ViT-Ti block, batch 32 infer: 79,284,224 → 64,381,440 B (one `[B, H, T, T]` fp32 tensor less)"),
+    ("engine: `layers/activation.c` (issue 17)", "in-place Hardswish/SiLU/ReLU6/Mish/Hardsigmoid copy their input "
+     "only when autograd records the op (grad mode on and the input requires grad): no copy in inference or "
+     "after a frozen prefix", "Linear(256→65536) + Hardswish(inplace) batch 32 infer: 84,180,992 → 75,792,384 B "
+     "(measured 75,792,384)"),
 ]
 
 
-def estimate_command(cli, c, workspace="0", attention="math", gpu=None):
+def version_dependent(cli, cases):
+    """Cases whose estimate differs between --torch 2.5 and the default release."""
+    out = []
+    for c in cases:
+        base = estimate(cli, c)["memory"]["peak_allocated"]
+        cmd = estimate_command(cli, c)
+        cmd.insert(-2, "--torch")
+        cmd.insert(-2, "2.5")
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
+        old = json.loads(p.stdout)["memory"]["peak_allocated"]
+        if old != base:
+            out.append((c["id"], old, base))
+    return out
+
+
+def estimate_command(cli, c, workspace="0", attention="math", gpu=None, torch=None):
     """The vramcalc command for case c (a row of cases.json: c["model"] is "models/NAME.json").
     The CPU comparison uses --workspace 0 --attention math; workspace=None leaves the
     workspace to vramcalc's model, gpu adds --gpu PRESET (bench/accuracy/gpu_compare.py)."""
@@ -80,11 +110,13 @@ def estimate_command(cli, c, workspace="0", attention="math", gpu=None):
     cmd += ["--attention", attention]
     if gpu:
         cmd += ["--gpu", gpu]
+    if torch:
+        cmd += ["--torch", torch]  # the release PyTorch ran (gpu_compare.py); default: vramcalc's
     return cmd + ["--format", "json"]
 
 
-def estimate(cli, c, workspace="0", attention="math", gpu=None):
-    cmd = estimate_command(cli, c, workspace, attention, gpu)
+def estimate(cli, c, workspace="0", attention="math", gpu=None, torch=None):
+    cmd = estimate_command(cli, c, workspace, attention, gpu, torch)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if p.returncode != 0 and not (gpu and p.returncode == 1):  # 1: does not fit --gpu (still a report)
         raise subprocess.CalledProcessError(p.returncode, cmd, p.stdout)
@@ -262,6 +294,46 @@ def main(argv):
     w("| `cuda_context` | 500 MiB default (`--context` to override) | estimate; depends on driver, GPU and loaded libraries |")
     w("| `total` | `reserved + cuda_context` | estimate |")
     w("")
+    w("## The PyTorch release followed")
+    w("")
+    w("vramcalc follows PyTorch 2.15 (the current stable release; JSON `torch_version`) and the harness "
+      "replicates the same release (`measure.py --torch`, default 2.15). `--torch X.Y` (2.0 to 2.15) selects "
+      "behaviours that moved memory between releases. Modelled now: the math SDPA's softmax (`attention.cpp`: "
+      "plain `softmax` before 2.5; 2.5's `_safe_softmax` returns a new `where(masked_rows, zero, out)`; from "
+      "2.6 on `at::where_out(out, masked_rows, zero, out)` writes into the softmax output, PyTorch PR "
+      "#139613). Not yet selectable: the locals `multi_head_attention_forward` frees early in later "
+      "releases, SDPA backend priority per release (cuDNN first on sm90 in some), optimizer foreach/fused "
+      "defaults.")
+    w("")
+    dep = version_dependent(args.cli, doc["cases"])
+    w("Cases whose estimate depends on the release (`--torch 2.5` against the default; every other case is "
+      "the same under both):")
+    w("")
+    if not dep:
+        w("None.")
+    else:
+        w("| case | `--torch 2.5` (B) | default 2.15 (B) | difference (B) |")
+        w("|---|---:|---:|---:|")
+        for cid, old, new in dep:
+            w("| `%s` | %s | %s | %s |" % (cid, format(old, ","), format(new, ","), format(old - new, ",")))
+    w("")
+    w("The two inference cases of issue 17, tensor by tensor at the peak (estimate = harness, both written "
+      "from the 2.x source; `vramcalc --trace`, `measure.py --per-op`):")
+    w("")
+    w("- `mha_native_b32_infer_fp32` (MultiheadAttention(256, 8), T = 128, need_weights=True, the native "
+      "explicit branch), peak at the out-projection's addmm, 42,995,712 B: parameters 1,052,672 "
+      "(in_proj_weight 786,432, in_proj_bias 3,072, out_proj.weight 262,144, out_proj.bias 1,024); input "
+      "`[32, 128, 256]` 4,194,304; `q_k_v` `[3, 32, 8, 128, 32]` 12,582,912 (its q slice holds the context); "
+      "scores `[32, 8, 128, 128]` softmaxed in place 16,777,216; `transform_0213` copy `[32, 128, 256]` "
+      "4,194,304; addmm output 4,194,304. The ordinary path vramcalc modelled before (`F.multi_head_attention_forward`) gave "
+      "55,578,624 (+29.3%).")
+    w("- `vit3_block_b32_infer_fp32` (ViT-Ti block, 3 heads: no fast path, math SDPA), peak inside "
+      "`_safe_softmax`, 64,381,440 B: parameters 1,781,248; input `[32, 197, 192]` 4,841,472; norm1 output "
+      "4,841,472; packed `[3, 197, 32, 192]` 14,524,416; `q * sqrt(scale)` 4,841,472; scores `[32, 3, 197, "
+      "197]` 14,902,784; softmax output 14,902,784; temporaries 3,745,792 (bool `== -inf` mask 3,725,824, row "
+      "mask `[32, 3, 197]` 18,944, two 0-d tensors 1,024). `--torch 2.5` adds `where`'s result, 14,902,784: "
+      "79,284,224.")
+    w("")
     w("## Fidelity fixes the suite led to")
     w("")
     w("Each was found by comparing the per-op timelines (`measure.py --per-op`, `vramcalc --trace`) of a "
@@ -286,9 +358,10 @@ def main(argv):
     w("- **Autocast (`amp-fp16`, `amp-bf16`) and pure `fp16`**: torch 1.13's CPU autocast casts a different "
       "op set than CUDA's and many CPU kernels lack fp16; not measured. `mixed-*` has no stock PyTorch loop "
       "(formula-checked in `tests/test_seeds.c`).")
-    w("- **Fused inference fast paths** (`_transformer_encoder_layer_fwd`, `_native_multi_head_attention`, "
-      "taken by 2.x in eval under `no_grad`): not modelled and not measured; the attention inference cases "
-      "compare the ordinary path.")
+    w("- **The SDPA-backed branch of `_native_multi_head_attention`** (`need_weights=False`, head dim a "
+      "multiple of 8, flash or memory-efficient selected): needs CUDA's fused kernels; the CPU suite runs "
+      "the math setting, where the native op takes its explicit branch (measured: `mha_native_*`, "
+      "`encoder_native_*`, `encoder_postnorm_b8_infer_fp32`, `mha_self_b16_infer_fp32`).")
     w("- **cuDNN convolution workspaces, `reserved`, the CUDA context**: need a GPU (see the table above).")
     w("- **Kernel-internal scratch** (cuBLAS/cuDNN workspaces, CUDA reduction and sort buffers, LayerNorm/"
       "BatchNorm backward scratch): CUDA's `max_memory_allocated` counts them, the CPU readings between "

@@ -1,0 +1,313 @@
+/*
+ * sdpa.c — scaled_dot_product_attention's backends (AUTOGRAD.md §4.4–4.8):
+ * the choice (vc_sdpa_pick), the math kernel with its release-dependent
+ * softmax (--torch), flash and memory-efficient attention, each as the ops
+ * it allocates and saves. Used by attention.c (MultiheadAttention's SDPA
+ * path, the native fast path's SDPA-backed branch, the SDPA layer kind).
+ */
+#include "attention_int.h"
+
+/* SMs of the GPU the flash split-KV heuristic sees (H100 SXM, A100). */
+#define VC_SMS_HOPPER 132
+#define VC_SMS_OTHER 108
+
+/* §4.4: flash for fp16/bf16 with equal head dims <= 256, memory-efficient
+ * for fp32/fp16/bf16 with aligned head dims, math otherwise; a requested
+ * backend that cannot run falls back in that order. cuDNN attention (first
+ * on some 2.5+ builds for sm90) is not modelled. */
+int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
+{
+    bool half = is_half(dt);
+    bool flash = g->fused && half && g->D == g->Dv && g->D <= 256;
+    int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
+    bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
+    switch (vc_opts(b)->attention) {
+    case VC_ATTN_MATH: return BK_MATH;
+    case VC_ATTN_EFFICIENT: return eff ? BK_EFFICIENT : BK_MATH;
+    default: return flash ? BK_FLASH : eff ? BK_EFFICIENT : BK_MATH;
+    }
+}
+
+/* The math backend's softmax (attention.cpp, _scaled_dot_product_attention_math),
+ * by release (--torch):
+ *  - before 2.5: at::softmax(attn, -1): the result only;
+ *  - 2.5: at::_safe_softmax: out = softmax(self), masked = self.eq(-inf)
+ *    (bool [B, H, L, S]), masked_rows = all(masked, -1, keepdim) and two 0-d
+ *    device tensors (scalar_tensor(-inf), scalar_tensor(0.0): 512 B blocks),
+ *    then at::where(masked_rows, zero, out): a new result, allocated while
+ *    out and the masks are alive;
+ *  - 2.6 and later (PyTorch PR #139613): at::where_out(out, masked_rows,
+ *    zero, out) writes into the softmax output: no separate result.
+ * Keeps its result. */
+static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
+{
+    const int tv = op_torch(b);
+    const bool safe = tv >= 205, where_new = tv == 205;
+    vc_op *o = vc_op_begin(b, safe ? "_safe_softmax" : "_softmax");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    if (safe)
+        vc_op_ftemp(o, vc_n_fixed((where_new ? rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) : 0) +
+                                  rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
+                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL) + 2 * 512),
+                    VC_DT_U8);
+    vc_op_save(o, y);
+    vc_op_end(o);
+    return y;
+}
+
+/* _scaled_dot_product_attention_math (§4.8). */
+static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t H = g->H, L = g->L, S = g->S, Dv = g->Dv;
+    const vc_dtype odt = vc_dt_of(b, q);
+    /* query_acc/key_acc/value_acc: fp32 copies of fp16/bf16 inputs */
+    vc_t qa = is_half(odt) ? op_cast(b, q, VC_DT_F32) : q;
+    vc_t ka = is_half(vc_dt_of(b, k)) ? op_cast(b, k, VC_DT_F32) : k;
+    vc_t va = is_half(vc_dt_of(b, v)) ? op_cast(b, v, VC_DT_F32) : v;
+    vc_t qs = mul_scalar(b, qa); /* query = query_acc * sqrt(scale) */
+    vc_t mask = -1;
+    if (g->causal) { /* ones({L, S}, bool).tril() -> where(!mask, -inf, 0) */
+        vc_t ones = nodiff(b, "ones", -1, vc_n_fixed(L * S), VC_DT_BOOL);
+        vc_t tril = nodiff(b, "tril", ones, vc_n_fixed(L * S), VC_DT_BOOL);
+        vc_t notm = nodiff(b, "logical_not", tril, vc_n_fixed(L * S), VC_DT_BOOL);
+        mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
+        vc_release(b, tril); /* replaced by the converted mask after `where` */
+    }
+    vc_t ks = mul_scalar(b, ka); /* key.transpose(-2, -1) * sqrt(scale) */
+    /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
+     * the leading dims cannot merge */
+    vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
+    vc_t km = g->fold_k ? copy_op(b, ks) : ks;
+    /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
+    vc_t attn = op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
+    vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
+    if (mask >= 0) { /* attn.add_(attn_mask) */
+        vc_op *o = vc_op_begin(b, "add_");
+        int ia = vc_op_in(o, attn);
+        vc_op_in_nodiff(o, mask);
+        attn = vc_op_out_view(o, ia, vc_numel_of(b, attn), true);
+        vc_op_grad(o, ia, VC_GRAD_PASS);
+        vc_op_end(o);
+    }
+    attn = safe_softmax(b, attn, H * L);
+    attn = op_dropout(b, attn, g->p);
+    /* return make_tuple(matmul(attn, v).to(dt), attn.to(dt)): the
+     * temporaries of the return statement live until it ends, so the fp32
+     * matmul result, its cast and the discarded second output (a copy for
+     * fp16/bf16) are alive together whatever the evaluation order */
+    vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
+    vc_t vm = g->fold_v ? copy_op(b, va) : va;
+    vc_t o = op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
+    o = op_cast(b, o, odt);
+    /* C++ locals live until the function returns */
+    vc_release(b, second);
+    vc_release(b, qa);
+    vc_release(b, ka);
+    vc_release(b, va);
+    vc_release(b, qs);
+    vc_release(b, mask);
+    g->lout = LAY_BHLD;
+    return o;
+}
+
+/* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
+static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return op_fresh(b, "constant_pad_nd", x, n); }
+
+/* flash's num_splits_heuristic (flash_api.cpp), used when p_dropout == 0. */
+static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_t S, int64_t D)
+{
+    int64_t sms = 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER);
+    int64_t block_n = D <= 64 ? 256 : D <= 128 ? 128 : 64;
+    int64_t nblocks = ceil_div(S, block_n), mblocks = ceil_div(L, 64);
+    int64_t bhm = sat_mul(sat_mul(N, H), mblocks);
+    if ((double)bhm >= 0.8 * (double)sms) return 1;
+    int64_t max_splits = min64(min64(128, sms), nblocks);
+    double eff[129], best = 0;
+    for (int64_t s = 1; s <= max_splits; s++) {
+        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
+        eff[s] = 0;
+        if (!ok) continue;
+        int64_t blocks = bhm * s; /* bhm < 0.8 * sms: no overflow */
+        double waves = (double)blocks / (double)sms;
+        eff[s] = waves / (double)ceil_div(blocks, sms);
+        if (eff[s] > best) best = eff[s];
+    }
+    for (int64_t s = 1; s <= max_splits; s++) {
+        bool ok = s == 1 || ceil_div(nblocks, s) != ceil_div(nblocks, s - 1);
+        if (ok && eff[s] >= 0.85 * best) return s;
+    }
+    return 1;
+}
+
+/* _scaled_dot_product_flash_attention (§4.5). */
+static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D;
+    const vc_dtype dt = vc_dt_of(b, q);
+    const int64_t D8 = round_up(D, 8);
+    int lq = g->lq;
+    if (D8 != D) { /* pad_last_dim(x, 8): padded contiguous copies are the inputs */
+        q = pad_op(b, q, vc_n_sample(H * L * D8));
+        k = pad_op(b, k, vc_n_sample(H * S * D8));
+        v = pad_op(b, v, vc_n_sample(H * S * D8));
+        lq = LAY_BHLD;
+    }
+    int64_t sz[4] = {N, H, L, D8};
+    /* the output gradient: padded by the slice's backward (contiguous), or
+     * as the caller says, or in the output's layout */
+    int lgrad = D8 != D ? LAY_BHLD : g->lgrad >= 0 ? g->lgrad : lq;
+    vc_op *o = vc_op_begin(b, "_scaled_dot_product_flash_attention");
+    vc_op_in(o, q);
+    vc_op_in(o, k);
+    vc_op_in(o, v);
+    vc_t out = vc_op_out(o, vc_n_sample(H * L * D8), dt); /* empty_like(q): q's layout */
+    vc_op_extra(o, vc_n_sample(H * L), VC_DT_F32);        /* softmax_lse [B, H, L] */
+    vc_op_extra(o, vc_n_fixed(2), VC_DT_I64);             /* rng_state uint64 [2] */
+    vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);             /* _unused uint64 [] */
+    if (g->p == 0.0) { /* split-KV accumulators */
+        int64_t s = flash_splits(b, N, H, L, S, D8);
+        if (s > 1) {
+            int64_t dr = round_up(D8, D8 <= 128 ? 32 : 64);
+            vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_n_sample(s * H * L), VC_DT_F32) +
+                                      rbytes(b, vc_n_sample(s * H * L * dr), VC_DT_F32)),
+                        VC_DT_U8);
+        }
+    }
+    vc_op_save(o, q);
+    vc_op_save(o, k);
+    vc_op_save(o, v);
+    vc_op_save(o, out);
+    /* backward (mha_bwd): grad_out.contiguous() and out.contiguous() in
+     * [B, L, H, D] order, softmax_d [B, H, round128(L)], dq_accum
+     * [B, round128(L), H, round(D)] fp32, alive together with dq, dk, dv */
+    int64_t t = rbytes(b, vc_n_sample(H * round_up(L, 128)), VC_DT_F32) +
+                rbytes(b, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32);
+    if (!lay_contig(lgrad, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    if (!lay_contig(lq, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    /* GQA (flash_api.cpp mha_bwd): dk_expanded and dv_expanded [B, S, H, D]
+     * with all H heads, summed into dk / dv afterwards */
+    if (g->Hkv > 0 && g->Hkv != H) t += 2 * rbytes(b, vc_n_sample(H * S * D8), dt);
+    vc_op_btemp(o, vc_n_fixed(t), VC_DT_U8);
+    vc_op_end(o);
+    g->lout = lq;
+    if (D8 != D) return op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
+    if (!lay_contig(lq, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    return out;
+}
+
+/* The memory-efficient backward's fp32 accumulation workspace
+ * (kernel_backward.h, workspace_size()): per (batch, head) a dQ tile buffer
+ * (GradQTempStorage: a kBlockSizeI x kBlockSizeJ fp32 tile + 16 bytes) per
+ * query block and head-dim block, plus dK/dV staging when the kernel cannot
+ * keep them in registers. Block sizes follow cutlassB.h's sm80 dispatch
+ * (first kernel whose kMaxK fits: fp32 64x64 up to D 64, 128x64 up to 128;
+ * fp16/bf16 64x64 up to 64, 128x128 up to 128, 64x128 above): an estimate,
+ * the choice also depends on shared memory and the GPU. */
+static int64_t eff_workspace(vc_build *b, const sdpa_t *g, bool half)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv, K = max64(D, Dv);
+    int64_t bi, bj;
+    bool in_rf;
+    if (!half) {
+        bi = K <= 64 ? 64 : 128, bj = 64, in_rf = false;
+    } else if (K <= 64) {
+        bi = 64, bj = 64, in_rf = true;
+    } else if (K <= 128) {
+        bi = 128, bj = 128, in_rf = true;
+    } else {
+        bi = 64, bj = 128, in_rf = false;
+    }
+    int64_t gq = sat_mul(sat_mul(ceil_div(L, bi), ceil_div(D, bj)), 4 + bi * bj);
+    int64_t gk = 0, gv = 0;
+    if (half && !in_rf) { /* kNeedsAccumGradK/V; num_splits_key heuristic */
+        int64_t bh = sat_mul(N, H);
+        int64_t splits = ceil_div(S, bj);
+        if (bh >= 256 && S <= 2 * bj) splits = 1;
+        splits = min64(splits, bh > 200 ? 0 : 200 / bh);
+        if (splits < 1) splits = 1;
+        gk = sat_mul(splits * bj, round_up(D, bi));
+        gv = sat_mul(splits * bj, round_up(Dv, bi));
+    }
+    int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
+    return rbytes(b, vc_n_fixed(sat_mul(sat_mul(sat_mul(N, H), per_bh), 4)), VC_DT_U8);
+}
+
+/* _scaled_dot_product_efficient_attention (§4.6). */
+static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    const int64_t N = g->N, H = g->H, L = g->L, Dv = g->Dv;
+    const vc_dtype dt = vc_dt_of(b, q);
+    const bool half = is_half(dt);
+    int64_t sz[4] = {N, H, L, Dv};
+    /* compute_logsumexp: inputs require grad and grad mode is on */
+    bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
+    vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
+    vc_op_in(o, q);
+    vc_op_in(o, k);
+    vc_op_in(o, v);
+    vc_t out = vc_op_out(o, vc_n_sample(H * L * Dv), dt); /* res [B, L, H, Dv] */
+    if (lse) vc_op_extra(o, vc_n_sample(H * round_up(L, 32)), VC_DT_F32);
+    /* output_accum [B, L, H, Dv] fp32 when a 16-bit output needs more than
+     * one value iteration (head dim above 128: estimate) */
+    if (half && Dv > 128) vc_op_ftemp(o, vc_n_sample(L * H * Dv), VC_DT_F32);
+    vc_op_save(o, q);
+    vc_op_save(o, k);
+    vc_op_save(o, v);
+    vc_op_save(o, out);
+    /* backward: grad_out.contiguous() ([B, L, H, Dv] order); delta [B, H, L]
+     * fp32 (fp32 kernels compute it as (grad_out * out).sum(-1): an fp32
+     * [B, L, H, Dv] product and a [B, L, H] sum); the workspace */
+    int lgrad = g->lgrad >= 0 ? g->lgrad : LAY_BLHD;
+    int64_t go = lay_contig(lgrad, sz, ORD_BLHD) ? 0 : rbytes(b, vc_n_sample(H * L * Dv), dt);
+    int64_t delta = rbytes(b, vc_n_sample(H * L), VC_DT_F32);
+    int64_t pre = delta;
+    if (!half) {
+        int64_t prod = rbytes(b, vc_n_sample(L * H * Dv), VC_DT_F32);
+        int64_t sum = rbytes(b, vc_n_sample(L * H), VC_DT_F32);
+        pre = max64(prod + sum, sum + delta);
+    }
+    vc_op_btemp(o, vc_n_fixed(sat_add(go, max64(pre, sat_add(delta, eff_workspace(b, g, half))))), VC_DT_U8);
+    vc_op_end(o);
+    g->lout = LAY_BLHD;
+    /* returned as res.transpose(1, 2) */
+    if (!lay_contig(LAY_BLHD, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    return out;
+}
+
+vc_t vc_sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
+{
+    switch (g->backend) {
+    case BK_FLASH: return sdpa_flash(b, q, k, v, g);
+    case BK_EFFICIENT: return sdpa_efficient(b, q, k, v, g);
+    default: return sdpa_math(b, q, k, v, g);
+    }
+}
+
+/* ---- op_sdpa_gqa (ops.h): the backends for layers/llm.c (issue 12) ---- */
+
+vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
+{
+    vc_batch_dependent(b);
+    sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
+                a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
+                vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};
+    g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
+    g.Hkv = a->Hkv;
+    if (a->Hkv != a->H && g.backend != BK_FLASH) {
+        /* enable_gqa: flash reads the kv heads in place; the other backends
+         * run on key/value.repeat_interleave(H / Hkv, -3) (attention.cpp,
+         * the math path's GQA preprocessing): new [B, H, S, D] tensors */
+        k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
+        v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
+        g.lk = g.lv = LAY_BHLD;
+        g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
+    }
+    vc_t x[3] = {q, k, v};
+    int *lay[3] = {&g.lq, &g.lk, &g.lv};
+    bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
+    for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
+    vc_t y = vc_sdpa_run(b, q, k, v, &g);
+    *out_blhd = g.lout == LAY_BLHD;
+    return y;
+}
