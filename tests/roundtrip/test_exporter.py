@@ -9,6 +9,7 @@ count, and where tools/vctorch.py exists, rebuilding the file must give the modu
 output shape.  Exit status 77 (CTest skip) without torch.
 """
 
+import inspect
 import json
 import os
 import subprocess
@@ -268,9 +269,18 @@ class ExporterTest(unittest.TestCase):
         with self.assertRaises(t2v.Unmapped) as e:
             t2v.export(Unmappable(), [t2v.parse_input("4,8")])
         rep = e.exception.report()
+        # the op, the user's source line (the `return` of Unmappable.forward), what to do;
+        # `* 0.5` after it is exported (a stand-in), so roll is the only item
         self.assertIn("torch.roll", rep)
-        self.assertIn("mul with a scalar", rep)
-        self.assertEqual(len(e.exception.items), 2)
+        self.assertIn("test_exporter.py:%d" % (inspect.getsourcelines(Unmappable.forward)[1] + 1), rep)
+        self.assertIn("--allow-unknown", rep)
+        self.assertEqual(len(e.exception.items), 1)
+        # --allow-unknown: the rest exported, roll as a new [8] tensor, the file says approximate
+        doc, info = t2v.export(Unmappable(), [t2v.parse_input("4,8")], allow_unknown=True)
+        self.assertIn("approximate", doc["name"])
+        self.assertIn("torch.roll", doc["description"])
+        self.assertEqual([a[1] for a in info["approximate"]], ["torch.roll"])
+        self.assertEqual(info["exported_parameters"], 72)  # Linear(8, 8): 64 + 8
 
     def test_cli_exit_status(self):
         tool = os.path.join(ROOT, "tools", "torch2vramcalc.py")

@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Exporter coverage: torchvision 0.14's list_models() (classification, segmentation,
+video) and detection backbones, and the hand-written modules of user_models.py.
+
+    coverage.py --cli build/vramcalc [--exporter tools/torch2vramcalc.py] [--set all|tv|user]
+                [--only NAME,...] [--json out.json]
+
+For each model: build it (weights never downloaded: builders get weights=None and
+weights_backbone=None, and any download raises), export it with the exporter given
+(default: this checkout's), load the file with the CLI (--per-layer -f json), and check
+the parameter count against sum(p.numel()) and the last layer's output shape against
+the module's own output (a CPU forward, batch 1, eval, no grad; the primary output of a
+dict/tuple).  Prints one line per model and a summary; --json keeps the rows
+(docs/models.md's table comes from them).  Exit 0 (a coverage measure, not a gate).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+T0 = time.time()
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+import torchvision.models as tvm  # noqa: E402
+T_IMPORT = time.time() - T0
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+
+def no_download(*a, **k):
+    raise RuntimeError("coverage.py: a builder tried to download weights")
+
+
+torch.hub.load_state_dict_from_url = no_download
+torch.hub.download_url_to_file = no_download
+socket.setdefaulttimeout(5)
+
+VIDEO_224 = {"mvit_v1_b", "mvit_v2_s", "s3d"}
+
+
+def tv_models():
+    rows = []
+    for n in tvm.list_models(module=tvm):
+        rows.append(("tv:" + n, "torchvision.models." + n, {}, "3,299,299" if n == "inception_v3" else "3,224,224"))
+    for n in tvm.list_models(module=tvm.segmentation):
+        rows.append(("seg:" + n, "torchvision.models.segmentation." + n, {}, "3,224,224"))
+    for n in tvm.list_models(module=tvm.video):
+        rows.append(("video:" + n, "torchvision.models.video." + n, {},
+                     "3,16,224,224" if n in VIDEO_224 else "3,16,112,112"))
+    for n in tvm.list_models(module=tvm.detection):
+        rows.append(("det-backbone:" + n, "torchvision.models.detection." + n,
+                     {"weights": None, "weights_backbone": None, ".backbone": True}, "3,224,224"))
+    return rows
+
+
+def user_models():
+    import user_models as um
+    return [("user:" + n, "user_models:" + n, {"factory": f}, spec) for n, f, spec in um.MODELS]
+
+
+def primary(y):
+    if isinstance(y, dict):
+        return primary(y["out"] if "out" in y else next(iter(y.values())))
+    if isinstance(y, (tuple, list)):
+        return primary(y[0])
+    return y
+
+
+def load_exporter(path):
+    spec = importlib.util.spec_from_file_location("t2v_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_one(t2v, cli, key, target, kw, spec):
+    row = {"model": key, "input": spec}
+    t = time.time()
+    kw = dict(kw)
+    try:
+        torch.manual_seed(0)
+        if "factory" in kw:
+            m = kw.pop("factory")()
+        elif kw.pop(".backbone", False):
+            m = t2v.load_target(target, kw).backbone
+        else:
+            m = t2v.load_target(target, kw)
+    except Exception as e:  # noqa: BLE001  (a coverage measure: every failure is a row)
+        row.update(status="build", error=("%s: %s" % (type(e).__name__, e)).splitlines()[0][:200])
+        return row
+    row["build_s"] = round(time.time() - t, 3)
+    inputs = [t2v.parse_input(spec)]
+    nm, shape, dt = inputs[0]
+    try:
+        m.eval()
+        with torch.no_grad():
+            x = torch.randint(0, 2, (1, *shape)) if dt == torch.int64 else torch.randn(1, *shape)
+            row["torch_output"] = list(primary(m(x)).shape[1:])
+    except Exception as e:  # noqa: BLE001
+        row["torch_output"] = "forward failed: %s" % str(e).splitlines()[0][:100]
+    m.train()
+    row["torch_params"] = sum(p.numel() for p in m.parameters())
+    t = time.time()
+    try:
+        doc, info = t2v.export(m, inputs, name=key.split(":")[1])
+    except Exception as e:  # noqa: BLE001
+        row["export_s"] = round(time.time() - t, 3)
+        msg = str(e).strip().splitlines() or [type(e).__name__]
+        row.update(status="export", error=" | ".join(msg[:3])[:300], error_type=type(e).__name__)
+        if type(e).__name__ != "Unmapped" or "allow_unknown" not in t2v.export.__code__.co_varnames:
+            return row
+        try:  # what --allow-unknown gives
+            doc, info = t2v.export(m, inputs, name=key.split(":")[1], allow_unknown=True)
+        except Exception as e2:  # noqa: BLE001
+            row["allow_unknown"] = "fails: %s" % (str(e2).strip().splitlines() or [type(e2).__name__])[0][:200]
+            return row
+        row["allow_unknown"] = "exported"
+    row["export_s"] = round(time.time() - t, 3)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+        fh.write(t2v.dumps(doc))
+    try:
+        p = subprocess.run([cli, fh.name, "--per-layer", "-f", "json", "-b", "2"], capture_output=True, text=True)
+    finally:
+        os.unlink(fh.name)
+    if p.returncode not in (0, 1):
+        row.update(status="load", error=p.stderr.strip()[:300])
+        return row
+    r = json.loads(p.stdout)
+    row["file_params"] = r["parameters"]
+    row["file_output"] = r["layers"][-1]["output_shape"] if r.get("layers") else None
+    row["approximate"] = [a for a in (doc.get("description") or "").split("; ") if a.startswith("approximate")]
+    ok_p = r["parameters"] == row["torch_params"]
+    ok_o = row["file_output"] == row["torch_output"]
+    if row.get("status") == "export":
+        row["allow_unknown"] = "exported, checks %s" % ("pass" if ok_p and ok_o else "fail")
+        return row
+    row["status"] = "ok" if ok_p and ok_o else "mismatch"
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--exporter", default=os.path.join(ROOT, "tools", "torch2vramcalc.py"))
+    ap.add_argument("--set", default="all", choices=["all", "tv", "user"])
+    ap.add_argument("--only", default="")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    t = time.time()
+    t2v = load_exporter(a.exporter)
+    t_exporter = time.time() - t
+    models = (tv_models() if a.set in ("all", "tv") else []) + (user_models() if a.set in ("all", "user") else [])
+    if a.only:
+        keep = set(a.only.split(","))
+        models = [m for m in models if m[0] in keep or m[0].split(":")[1] in keep]
+    rows = []
+    for key, target, kw, spec in models:
+        row = run_one(t2v, a.cli, key, target, kw, spec)
+        rows.append(row)
+        print("%-40s %-8s %6.2fs  %s%s" % (key, row["status"], row.get("export_s", 0),
+                                           ("[--allow-unknown: %s] " % row["allow_unknown"]) if "allow_unknown" in row else "",
+                                         row.get("error", "") or ("params %s/%s out %s/%s" % (
+                                             row.get("file_params"), row.get("torch_params"),
+                                             row.get("file_output"), row.get("torch_output")))), flush=True)
+    n_ok = sum(1 for r in rows if r["status"] == "ok")
+    print("exported and checked: %d of %d (torch+torchvision import %.2fs, exporter import %.2fs)"
+          % (n_ok, len(rows), T_IMPORT, t_exporter))
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"import_s": round(T_IMPORT, 3), "exporter_import_s": round(t_exporter, 3),
+                       "torch": torch.__version__, "torchvision": torchvision.__version__, "rows": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
