@@ -488,6 +488,60 @@ def _module_table():
 
 _MODULES = _module_table()
 
+# Every kind of `vramcalc --list-layers` and how this exporter writes it: the modules
+# mapped to it (from _module_table), the functional ops / tensor methods (names of the
+# _Exporter.op_* handlers) and any other way.  tests/roundtrip/check_kinds.py checks it
+# against the CLI (a kind added in C and not here fails), against the kinds the code
+# emits, and vctorch's _KINDS against the CLI.
+_OP_KINDS = OrderedDict([
+    ("Identity", (["output"], "the model's output when it is not the last layer")),
+    ("Flatten", (["flatten"], "")),
+    ("ScaledDotProductAttention", (["sdpa"], "")),
+    ("LayerNorm", (["layer_norm"], "")),
+    ("Linear", (["linear"], "")),
+    ("MaxPool1d", (["max_pool1d"], "")), ("MaxPool2d", (["max_pool2d"], "")), ("MaxPool3d", (["max_pool3d"], "")),
+    ("AvgPool1d", (["avg_pool1d"], "")), ("AvgPool2d", (["avg_pool2d"], "")), ("AvgPool3d", (["avg_pool3d"], "")),
+    ("AdaptiveAvgPool1d", (["adaptive_avg_pool1d"], "")), ("AdaptiveAvgPool2d", (["adaptive_avg_pool2d"], "")),
+    ("AdaptiveAvgPool3d", (["adaptive_avg_pool3d"], "")), ("AdaptiveMaxPool1d", (["adaptive_max_pool1d"], "")),
+    ("AdaptiveMaxPool2d", (["adaptive_max_pool2d"], "")),
+    ("ReLU", (["relu", "relu_"], "")), ("ReLU6", (["relu6"], "")), ("LeakyReLU", (["leaky_relu", "saves_input", "pow"], "")),
+    ("ELU", (["elu"], "")), ("GELU", (["gelu"], "")), ("SiLU", (["silu"], "")), ("Mish", (["mish"], "")),
+    ("Hardswish", (["hardswish"], "")), ("Hardsigmoid", (["hardsigmoid"], "")),
+    ("Sigmoid", (["sigmoid", "saves_output"], "")), ("Tanh", (["tanh"], "")),
+    ("Softmax", (["softmax"], "")), ("LogSoftmax", (["log_softmax"], "")),
+    ("Dropout", (["dropout"], "")), ("Dropout2d", (["dropout2d"], "")),
+    ("Upsample", (["interpolate"], "")), ("PixelShuffle", (["pixel_shuffle"], "")),
+    ("Add", (["add", "iadd", "sub", "isub", "where"], "")),
+    ("Mul", (["mul", "imul", "div", "idiv"], "")),
+    ("Cat", (["cat", "stack", "pad", "nothing_saved", "masked_fill", "neg", "repeat", "repeat_interleave",
+              "expand", "to", "gather"], "and every stand-in for a new tensor that saves nothing")),
+    ("Reshape", (["reshape", "squeeze", "unsqueeze", "stack", "einsum"], "also nn.Unflatten")),
+    ("Permute", (["permute", "einsum"], "")), ("Transpose", (["transpose"], "")),
+    ("Select", (["getitem", "unbind"], "")), ("Slice", (["getitem", "chunk", "split", "pad"], "")),
+    ("Mean", (["mean", "sum", "std"], "")), ("Matmul", (["matmul", "einsum"], "")),
+    ("RMSNorm", ([], "nn.RMSNorm where torch has it (2.4+; a hand-written RMSNorm is traced through)")),
+    ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
+                       "Embedding(torch.arange(n))")),
+    ("Sequential", ([], "a submodule call that takes one tensor and returns one (a scope)")),
+])
+
+
+def _kind_table():
+    t = OrderedDict()
+    for cls, (kind, _fn) in _MODULES.items():
+        t.setdefault(kind, {"modules": [], "ops": [], "other": ""})["modules"].append(
+            "%s.%s" % (cls.__module__, cls.__name__))
+    for kind, (ops, other) in _OP_KINDS.items():
+        e = t.setdefault(kind, {"modules": [], "ops": [], "other": ""})
+        e["ops"] += ops
+        e["other"] = other
+    for k in ("TransformerEncoder", "TransformerDecoder", "Unflatten"):
+        t.pop(k, None)  # modules written as other kinds (TransformerEncoderLayer x n, Reshape)
+    return t
+
+
+KINDS = _kind_table()
+
 
 def _lookup(m):
     """The kind of a module: its class or a base class in the table, provided no class in
@@ -738,20 +792,32 @@ def _sample_inputs(module, named, batch, device):
     return args
 
 
-def _shapes(module, graph, named, batch):
-    """Runs the traced graph once (eval mode, no grad) and records every node's result:
-    on the meta device when every op supports it (no compute, no memory), else on CPU."""
+def _meta_copy(module):
+    """module's copy on the meta device, made without copying a weight: the deepcopy's memo
+    maps every parameter and buffer to an empty meta tensor of its shape."""
     import copy
+    memo = {}
+    for t in list(module.parameters()) + list(module.buffers()):
+        e = torch.empty_like(t, device="meta")
+        memo[id(t)] = nn.Parameter(e, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else e
+    return copy.deepcopy(module, memo).eval()
+
+
+def _shapes(module, graph, named, batch, meta_module=None, meta_only=False):
+    """Runs the traced graph once (eval mode, no grad) and records every node's result:
+    on the meta device when every op supports it (no compute, no memory), else on CPU
+    (meta_only: None instead)."""
     was_training = module.training
     try:
         try:
-            mcopy = copy.deepcopy(module).to("meta").eval()
+            mcopy = meta_module if meta_module is not None else _meta_copy(module)
             rec = _Recorder(fx.GraphModule(mcopy, graph))
             with torch.no_grad():
                 rec.run(*_sample_inputs(module, named, batch, "meta"))
             return rec.meta
         except Exception:  # an op without a meta kernel, or data-dependent Python
-            pass
+            if meta_only:
+                return None
         rec = _Recorder(fx.GraphModule(module, graph))
         module.eval()
         with torch.no_grad():
@@ -759,6 +825,49 @@ def _shapes(module, graph, named, batch):
         return rec.meta
     finally:
         module.train(was_training)
+
+
+def _other_inputs(named):
+    """Input sizes to re-export at, to find the sizes computed from the input: every
+    dimension after the first doubled (images, video), else the first (sequences)."""
+    out = []
+    if any(len(s) > 1 for _, s, _ in named):
+        out.append([(n, [s[0]] + [2 * d for d in s[1:]] if len(s) > 1 else s, dt) for n, s, dt in named])
+    out.append([(n, [2 * s[0]] + list(s[1:]), dt) for n, s, dt in named])
+    return out
+
+
+def _rederive(layers, other, why=""):
+    """Compares the layers exported at the input with those exported at another input size
+    (other: None when that export failed).  Sizes that follow the input are rewritten so
+    that vramcalc --input re-derives them: one changing Reshape dimension becomes -1, an
+    Upsample size proportional to its input becomes scale_factor.  Returns the list of
+    sizes that cannot (fixed at the exported input)."""
+    if other is None:
+        return [why or "the model cannot be traced at another input size"]
+    if [l["type"] for l in layers] != [l["type"] for l in other]:
+        return ["the layers themselves change with the input size"]
+    fixed = []
+    for l, o in zip(layers, other):
+        keys = [k for k in l if not k.startswith("_") and l.get(k) != o.get(k)]
+        if not keys:
+            continue
+        if l["type"] == "Reshape" and keys == ["shape"] and len(l["shape"]) == len(o["shape"]):
+            diff = [i for i, (a, b) in enumerate(zip(l["shape"], o["shape"])) if a != b]
+            if len(diff) == 1 and -1 not in l["shape"]:
+                l["shape"] = [(-1 if i == diff[0] else d) for i, d in enumerate(l["shape"])]
+                continue
+        if l["type"] == "Upsample" and keys == ["size"] and "_src" in l and "_src" in o:
+            sz = l["size"] if isinstance(l["size"], list) else [l["size"]] * len(l["_src"])
+            so = o["size"] if isinstance(o["size"], list) else [o["size"]] * len(o["_src"])
+            r1 = [a / b for a, b in zip(sz, l["_src"])]
+            r2 = [a / b for a, b in zip(so, o["_src"])]
+            if r1 == r2 and all(float(r).is_integer() for r in r1):
+                del l["size"]
+                l["scale_factor"] = _one([int(r) for r in r1])
+                continue
+        fixed.append("%s %s of %s" % (l["type"], "/".join(keys), l["_node"]))
+    return fixed
 
 
 # --------------------------------------------------------------------------
@@ -1015,6 +1124,8 @@ class _Exporter:
         if rest:
             self.outputs_note = "the model returns more than one value; the loss is taken on output%s " \
                 "(the primary one), the others (%s) are computed but not used" % (self.primary, ", ".join(rest))
+        elif self.primary:
+            self.outputs_note = "the model returns a container; the loss is taken on output%s" % self.primary
         ref = out if isinstance(out, _Ref) else self.tref(out, node)
         if not (ref.kind == "L" and ref.key == len(self.layers) - 1):
             self.emit(node, "Identity", OrderedDict(), [ref])
@@ -1053,6 +1164,8 @@ class _Exporter:
             if self.tensor_meta(src).dtype not in (torch.int64, torch.int32):
                 raise _Reject("Embedding input is not integer token ids")
         ref = self.module_call(node, m, kind, fields, ins)
+        if kind == "Upsample":
+            self.layers[-1]["_src"] = list(self.tensor_meta(pos[0]).shape[2:])
         if kind in ("RNN", "LSTM", "GRU") or (kind.startswith("Adaptive") and fields.get("return_indices")) or \
                 (kind.startswith("MaxPool") and fields.get("return_indices")):
             return _Tuple([ref, _Bad("%s's second output" % kind, "only the first output of a "
@@ -1737,7 +1850,9 @@ class _Exporter:
                      ("scale_factor", _one(sf) if sf is not None else None, None),
                      ("mode", mode, "nearest"), ("align_corners", ac, None),
                      ("recompute_scale_factor", rsf, None)])
-        return self.emit(node, "Upsample", f, [x])
+        ref = self.emit(node, "Upsample", f, [x])
+        self.layers[-1]["_src"] = list(self.tensor_meta(node.args[0]).shape[2:])
+        return ref
 
     def op_pixel_shuffle(self, node, op):
         x = self.tref(node.args[0], node)
@@ -2256,10 +2371,34 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     for (nm, shape, dt), ph in zip(inputs, placeholders):
         nm = nm or (ph.target if len(inputs) > 1 else "input")
         named.append((nm, shape, dt))
-    meta = _shapes(module, graph, named, batch)
+    meta_module = _meta_copy(module)
+    meta = _shapes(module, graph, named, batch, meta_module)
     ex = _Exporter(gm, meta, [(n, s) for n, s, _ in named], batch, module)
     ex.allow_unknown = allow_unknown
     layers = ex.run()
+    fixed = []
+    if layers is not None:  # sizes computed from the input: re-derivable by vramcalc --input?
+        other, why = None, "the model cannot be traced at another input size"
+        for cand in _other_inputs(named):
+            meta2 = _shapes(module, graph, cand, batch, meta_module, meta_only=True)
+            if meta2 is None:
+                continue
+            ex2 = _Exporter(gm, meta2, [(n, s) for n, s, _ in cand], batch, module)
+            ex2.allow_unknown = allow_unknown
+            with open(os.devnull, "w") as quiet:
+                saved_err, sys.stderr = sys.stderr, quiet
+                try:
+                    other = ex2.run()
+                except Exception:  # noqa: BLE001  (a shape the model does not take)
+                    other = None
+                finally:
+                    sys.stderr = saved_err
+            if other is not None:
+                break
+            if ex2.unmapped:
+                why = "at input %s: %s: %s" % (",".join(str(d) for d in cand[0][1]), ex2.unmapped[0][1],
+                                               ex2.unmapped[0][2])
+        fixed = _rederive(layers, other, why)
     if layers is None:
         raise Unmapped(ex.unmapped, what or type(module).__name__)
     doc = OrderedDict()
@@ -2279,6 +2418,9 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
         for what_, op, where in ex.approx:
             counts[what_] = counts.get(what_, 0) + 1
         notes.append("approximate: " + ", ".join("%s x%d" % kv for kv in counts.items()))
+    if fixed:
+        notes.append("fixed at the exported input (vramcalc --input does not re-derive them: re-export "
+                     "at the new input size): " + ", ".join(fixed[:8]) + (" ..." if len(fixed) > 8 else ""))
     if notes:
         doc["description"] = "; ".join(notes)
     specs = OrderedDict()
