@@ -901,6 +901,17 @@ class _Exporter:
         self.unmapped.append((node.name, desc or self.describe(node), reason, self.where(node)))
         return _Bad(desc or self.describe(node), reason, reported=True)
 
+    def qualname(self, node):
+        """The name a report should give node's layer: the module's qualified name from the
+        source (layer4.2.relu) for a module call; for an op, the module whose forward made it
+        and the op (layer4.2:add)."""
+        if node.op == "call_module":
+            return node.target
+        frames = node.meta.get("vc_frames", ())
+        op = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.name)
+        op = op.strip("_") or node.name
+        return "%s:%s" % (frames[-1][0], op) if frames else op
+
     def where(self, node):
         """'in module layer4.2 (Bottleneck) at file.py:123' -- the module path from the trace's
         call stack and the user's source line from fx's stack trace."""
@@ -931,6 +942,7 @@ class _Exporter:
         d["_in"] = list(ins)
         d["_node"] = node.name
         d["_frames"] = node.meta.get("vc_frames", ())
+        d["_module"] = self.qualname(node)
         self.layers.append(d)
         return _Ref("L", len(self.layers) - 1)
 
@@ -998,6 +1010,7 @@ class _Exporter:
             raise _Reject("scalar parameter %s" % p.qualname)
         ref = self.emit(node, "Parameter", OrderedDict(shape=per), [])
         self.layers[-1]["_node"] = re.sub(r"\W", "_", p.qualname)
+        self.layers[-1]["_module"] = p.qualname
         self.param_layers[p.qualname] = ref.key
         self.exported_params[id(p.tensor)] = p.tensor.numel()
         return ref
@@ -2178,7 +2191,7 @@ def _finalise(layers, inputs, flat=False):
             return layers[item]["_in"]
         return [item[3]]
 
-    def scope(items, ext):
+    def scope(items, ext, prefix=""):
         # which item produces each layer output visible here
         out_of = {_last(it): k for k, it in enumerate(items)}
         in_scope_default = ext if ext is not None else _Ref("in", in_names[0])
@@ -2226,17 +2239,24 @@ def _finalise(layers, inputs, flat=False):
                     d[key] = v
                 if "repeat" in l:
                     d["repeat"] = l["repeat"]
+                here = "%s%slayers[%d]" % (prefix, "." if prefix else "", k)
+                for c in range(l.get("repeat", 1)):
+                    pth = here + ("[%d]" % c if l.get("repeat", 1) > 1 else "")
+                    paths[pth] = l.get("_module", "") + (".%d" % c if l.get("repeat", 1) > 1 else "")
             else:
                 d = OrderedDict(type="Sequential")
                 if k in names:
                     d["name"] = names[k]
                 if [it[3]] != default:
                     d["inputs"] = [resolve(it[3])]
-                d["layers"] = scope(it[2], it[3])
+                d["layers"] = scope(it[2], it[3], "%s%slayers[%d]" % (prefix, "." if prefix else "", k))
             out.append(d)
         return out
 
-    return scope(tree, None)
+    paths = OrderedDict()  # the loader's instance path of each layer -> its module's qualified name
+    doc_layers = scope(tree, None)
+    _finalise.paths = paths
+    return doc_layers
 
 
 def dumps(doc, indent=2):
@@ -2433,6 +2453,7 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     if loss:
         doc["loss"] = loss
     doc["layers"] = _finalise(layers, named, flat)
+    module_names = _finalise.paths
     # parameter check
     total = {id(p): p.numel() for p in module.parameters()}
     missing = {k: v for k, v in total.items() if k not in ex.exported_params}
@@ -2443,7 +2464,8 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
                                                   " ..." if len(names) > 5 else ""), file=sys.stderr)
     doc_params = sum(ex.exported_params.values())
     return doc, {"torch_parameters": sum(total.values()), "exported_parameters": doc_params,
-                 "layers": len(layers), "approximate": list(ex.approx), "stand_ins": dict(ex.notes)}
+                 "layers": len(layers), "approximate": list(ex.approx), "stand_ins": dict(ex.notes),
+                 "module_names": module_names}
 
 
 class _no_downloads:

@@ -170,6 +170,12 @@ def test_torch(vc):
         check(r.to_json() == out, "%s: API on the module != CLI on the exported file" % type(m).__name__)
         check(r.parameters == sum(p.numel() for p in m.parameters()),
               "%s: parameters %d, torch %d" % (type(m).__name__, r.parameters, sum(p.numel() for p in m.parameters())))
+    # reports name layers by the module's qualified name: resnet18's last ReLU is layer4.1.relu
+    r = vc.estimate(torchvision.models.resnet18(), input_size=(3, 64, 64), batch=2, per_layer=True)
+    relus = [r.module_of(l["name"]) for l in r.layers if l["kind"] == "ReLU"]
+    check(relus[-1] == "layer4.1.relu" and relus[0] == "relu", "qualified names: %s" % relus[-3:])
+    check(r.module_of(r.layers[-1]["name"]) == "fc", "last layer: %s" % r.module_of(r.layers[-1]["name"]))
+    check(r.peak_module in str(r), "the table names the peak by module")
     print("torch: %d modules exported on the fly, equal to the CLI on the exported files" % len(cases))
 
 

@@ -190,24 +190,26 @@ def _is_hf_config(d):
 
 
 def _model_of(model, input_size, export_options):
-    """(vc model, whether input_size was used)."""
+    """(vc model, whether input_size was used, {instance path: module name} or None)."""
     if isinstance(model, (str, bytes, os.PathLike)):
-        return _load_path(model), False
+        return _load_path(model), False, None
     if isinstance(model, dict):
         if _is_hf_config(model):
             raise VramcalcError("an HF config dict (model_type %r) needs a converter to a vramcalc model "
                                 "document, which this version does not have; export the model "
                                 "(transformers' AutoModel.from_config) and pass the module"
                                 % model.get("model_type"))
-        return _load_text(json.dumps(model), "<dict>"), False
+        return _load_text(json.dumps(model), "<dict>"), False, None
     mod = type(model).__module__
     if any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__):
         if input_size is None:
             raise VramcalcError("input_size: needed to export an nn.Module, e.g. input_size=(3, 224, 224)")
         t2v = _torch_exporter()
         name = export_options.pop("name", None) or type(model).__name__
-        doc, _info = t2v.export(model, _input_specs(t2v, input_size), name=name, **export_options)
-        return _load_text(t2v.dumps(doc), name), True
+        doc, info = t2v.export(model, _input_specs(t2v, input_size), name=name, **export_options)
+        m = _load_text(t2v.dumps(doc), name)
+        m.description = doc.get("description", "")
+        return m, True, info.get("module_names")
     raise VramcalcError("model: an nn.Module, a model file path or a model document, not %s.%s"
                         % (mod, type(model).__name__))
 
@@ -304,6 +306,19 @@ class Result:
                 self.layers.append({"name": _s(li.name), "kind": _s(li.kind),
                                     "output_shape": [li.output_shape[d] for d in range(li.ndim)],
                                     "parameters": li.parameters, "activations": li.activations})
+
+    module_names = {}
+    description = ""
+
+    def module_of(self, path):
+        """The qualified module name (layer4.2.relu) of a layer path (layers[7].layers[2].layers[9])
+        for a model passed as an nn.Module; the path itself otherwise."""
+        return self.module_names.get(path) or path
+
+    @property
+    def peak_module(self):
+        """The layer at the peak by its module's qualified name (see module_of)."""
+        return self.module_of(self.peak.layer) if self.peak.layer else ""
 
     @property
     def fits(self):
@@ -420,7 +435,7 @@ class Result:
         row("activations", m.activations, "(held at end of forward)" if self.mode == "train" else "(largest live set)")
         row("workspace", m.workspace, "(cuBLAS)")
         if p.layer:
-            note = "(%s, %s %s)" % (p.phase, p.layer, p.kind)
+            note = "(%s, %s %s)" % (p.phase, self.module_of(p.layer), p.kind)
         else:
             note = "(%s%s%s)" % (p.phase, ", " if p.kind else "", p.kind)
         row("peak allocated", m.peak_allocated, note)
@@ -440,7 +455,8 @@ class Result:
             lines.append("  %-32s %-26s %-22s %14s %12s" % ("layer", "kind", "output", "parameters", "saved"))
             for l in self.layers:
                 shape = "[" + ", ".join(str(d) for d in l["output_shape"]) + "]"
-                lines.append("  %-32s %-26s %-22s %14d %12s" % (l["name"], l["kind"], shape, l["parameters"],
+                lines.append("  %-32s %-26s %-22s %14d %12s" % (self.module_of(l["name"]), l["kind"], shape,
+                                                                l["parameters"],
                                                                 format_bytes(l["activations"])))
         return "\n".join(lines) + "\n"
 
@@ -504,7 +520,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
             opts.hopper = 1
     if max_batch and spec is None:
         raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
-    m, used = _model_of(model, input_size, dict(export_options))
+    m, used, names = _model_of(model, input_size, dict(export_options))
     if input_size is not None and not used:
         _set_input(m, input_size)
     mb = None
@@ -523,4 +539,6 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     finally:
         L.vc_result_free(ctypes.byref(res))
     r._report_max_batch = bool(max_batch)
+    r.module_names = names or {}
+    r.description = getattr(m, "description", "")
     return r
