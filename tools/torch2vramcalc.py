@@ -744,6 +744,8 @@ def _loc(node):
         for marker in ("site-packages/", "dist-packages/"):
             if marker in path:
                 path = path.split(marker, 1)[1]
+        if path.startswith(os.getcwd() + os.sep):
+            path = os.path.relpath(path)
         return "%s:%s" % (path, m.group(2))
     return ""
 
@@ -919,7 +921,9 @@ class _Exporter:
         mod = node.target if node.op == "call_module" else (frames[-1][0] if frames else "")
         parts = []
         if mod:
-            m = self.mods.get(mod)
+            if not hasattr(self, "root_mods"):
+                self.root_mods = dict(self.root.named_modules())
+            m = self.root_mods.get(mod, self.mods.get(mod))
             parts.append("in module %s%s" % (mod, " (%s)" % type(m).__name__ if m is not None else ""))
         loc = _loc(node)
         if loc:
@@ -1066,8 +1070,25 @@ class _Exporter:
         argument (materialise), marked approximate; None when that cannot be done."""
         args = []
         fx.node.map_aggregate((node.args, node.kwargs), lambda a: args.append(a) if isinstance(a, fx.Node) else None)
-        src = next((a for a in args if self.is_batched(a) and self.tensor_meta(a) is not None), None)
+        # parameters handed to the unknown op (a weight passed to a function) keep their count:
+        # each becomes a Parameter layer that nothing reads
+        for a in args:
+            v = self.val.get(a)
+            if isinstance(v, _Param) and v.qualname not in self.param_layers:
+                try:
+                    self.param_layer(v, a, None)
+                except _Reject:
+                    pass
+        src = next((a for a in args if self.is_batched(a) and not isinstance(self.val.get(a), _Param)
+                    and self.tensor_meta(a) is not None), None)
         if src is None:
+            meta = self.meta.get(node)
+            if isinstance(meta, _Meta) and all(self.is_const(a) or isinstance(self.val.get(a), _Param) for a in args):
+                # computed from parameters and constants only (a relative position bias): a
+                # constant here; its memory is not per sample
+                self.approx.append(("%s (unknown op on parameters; treated as a constant)" % self.describe(node),
+                                    self.describe(node), self.where(node)))
+                return _Bad(self.describe(node), "unknown op on parameters")
             return None
         meta = self.meta.get(node)
         metas = [meta] if isinstance(meta, _Meta) else list(meta) if isinstance(meta, (tuple, list)) else []
@@ -1307,6 +1328,10 @@ class _Exporter:
         if op is None:
             if not self.has_tensor(self.meta.get(node)):
                 return self.meta.get(node)  # python arithmetic on sizes and constants
+            args = []
+            fx.node.map_aggregate((node.args, node.kwargs), lambda a: args.append(a) if isinstance(a, fx.Node) else None)
+            if any(isinstance(self.val.get(a), _Bad) and self.val.get(a).reported for a in args):
+                raise _Cascade()
             if not self.batched_args(node):
                 return _Bad(_fn_desc(node), "a tensor computed from constants has no kind")
             raise _Reject("")
@@ -2333,6 +2358,8 @@ def _user_frame(tb):
         for marker in ("site-packages/", "dist-packages/"):
             if marker in f:
                 f = f.split(marker, 1)[1]
+        if f.startswith(os.getcwd() + os.sep):
+            f = os.path.relpath(f)
         best = "%s:%s: %s" % (f, fr.lineno, (fr.line or "").strip())
     return best
 

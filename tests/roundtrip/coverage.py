@@ -3,7 +3,8 @@
 video) and detection backbones, and the hand-written modules of user_models.py.
 
     coverage.py --cli build/vramcalc [--exporter tools/torch2vramcalc.py] [--set all|tv|user]
-                [--only NAME,...] [--json out.json]
+                [--only NAME,...] [--json out.json] [--gate]
+    coverage.py --table before.json after.json      # docs/models.md's tables
 
 For each model: build it (weights never downloaded: builders get weights=None and
 weights_backbone=None, and any download raises), export it with the exporter given
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import OrderedDict
 
 T0 = time.time()
 try:
@@ -196,7 +198,52 @@ def check_one(t2v, cli, row, key, m, spec):
     return row
 
 
+def table(before_path, after_path):
+    """docs/models.md's coverage table from two --json runs (before and after a change)."""
+    with open(before_path) as fh:
+        before = json.load(fh)
+    with open(after_path) as fh:
+        after = json.load(fh)
+    b = {r["model"]: r for r in before["rows"]}
+    groups = OrderedDict()
+    for r in after["rows"]:
+        g = r["model"].split(":")[0]
+        groups.setdefault(g, []).append(r)
+    print("| set | models | exported and checked, before | after | after, with --allow-unknown |")
+    print("|---|---|---|---|---|")
+    tot = [0, 0, 0, 0]
+    for g, rows in groups.items():
+        nb = sum(1 for r in rows if b.get(r["model"], {}).get("status") == "ok")
+        na = sum(1 for r in rows if r["status"] == "ok")
+        nu = na + sum(1 for r in rows if str(r.get("allow_unknown", "")).endswith("checks pass"))
+        print("| %s | %d | %d | %d | %d |" % (g, len(rows), nb, na, nu))
+        for i, v in enumerate((len(rows), nb, na, nu)):
+            tot[i] += v
+    print("| **all** | **%d** | **%d** | **%d** | **%d** |" % tuple(tot))
+    print()
+    print("| model | input | before | after | export s (before / after) | parameters | notes |")
+    print("|---|---|---|---|---|---|---|")
+    for r in after["rows"]:
+        o = b.get(r["model"], {})
+        note = r.get("error", "") if r["status"] != "ok" else ""
+        if r.get("allow_unknown"):
+            note = "--allow-unknown: %s; %s" % (r["allow_unknown"], note)
+        if r["status"] == "mismatch":
+            note = "params %s vs %s, output %s vs %s" % (r.get("file_params"), r.get("torch_params"),
+                                                          r.get("file_output"), r.get("torch_output"))
+        note = note.replace("|", "/")[:160]
+        print("| %s | %s | %s | %s | %s / %s | %s | %s |" % (
+            r["model"], r["input"], o.get("status", "-"), r["status"], o.get("export_s", "-"),
+            r.get("export_s", "-"), r.get("torch_params", "-"), note))
+    print()
+    print("torch + torchvision import: %.2f s (before run), %.2f s (after run); exporter import %.2f s / %.2f s"
+          % (before["import_s"], after["import_s"], before["exporter_import_s"], after["exporter_import_s"]))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--table":
+        table(sys.argv[2], sys.argv[3])
+        return 0
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--exporter", default=os.path.join(ROOT, "tools", "torch2vramcalc.py"))
