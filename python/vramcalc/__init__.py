@@ -13,6 +13,7 @@ a vramcalc model file path, or a model document (a dict, as json.load gives).  T
 come from the C library (libvramcalc.so, through ctypes): nothing is re-computed here.
 """
 
+import ctypes
 import json
 import os
 
@@ -40,8 +41,8 @@ def _s(b):
 
 
 def _raise(err, what=None):
-    buf = __import__("ctypes").create_string_buffer(1400)
-    _capi.lib().vc_error_format(__import__("ctypes").byref(err), buf, len(buf))
+    buf = ctypes.create_string_buffer(1400)
+    _capi.lib().vc_error_format(ctypes.byref(err), buf, len(buf))
     msg = _s(buf.value)
     raise VramcalcError(("%s: %s" % (what, msg)) if what else msg, err.code)
 
@@ -61,7 +62,6 @@ def _size(value, what):
         if value < 0:
             raise VramcalcError("%s: negative size %d" % (what, value))
         return value
-    import ctypes
     out = ctypes.c_int64()
     err = vc_error()
     if _capi.lib().vc_parse_size(_b(str(value)), ctypes.byref(out), ctypes.byref(err)):
@@ -108,7 +108,6 @@ class _Model:
 
 
 def _load_text(text, name):
-    import ctypes
     L = _capi.lib()
     ptr = ctypes.c_void_p()
     err = vc_error()
@@ -119,7 +118,6 @@ def _load_text(text, name):
 
 
 def _load_path(path):
-    import ctypes
     L = _capi.lib()
     ptr = ctypes.c_void_p()
     err = vc_error()
@@ -139,7 +137,6 @@ def _shape_list(input_size):
 
 
 def _set_input(model, input_size):
-    import ctypes
     dims = _shape_list(input_size)
     if not dims or len(dims) > _capi.VC_MAX_DIMS:
         raise VramcalcError("input_size: %d dimensions (1 to %d)" % (len(dims), _capi.VC_MAX_DIMS))
@@ -328,7 +325,6 @@ class Result:
     def max_batch(self, gpu=None):
         """The largest batch whose total fits `gpu` (default: the estimate's gpu); 0 when
         batch 1 does not fit.  The library's search (vramcalc --max-batch)."""
-        import ctypes
         spec = self._gpu_spec if gpu is None else _gpu(gpu)
         if spec is None:
             raise VramcalcError("max_batch: no GPU (estimate(..., gpu=...) or max_batch(gpu=...))")
@@ -471,7 +467,6 @@ class Result:
 
 
 def _gpu(spec):
-    import ctypes
     out = vc_gpu_spec()
     err = vc_error()
     if _capi.lib().vc_gpu_parse(_b(str(spec)), ctypes.byref(out), ctypes.byref(err)):
@@ -494,7 +489,6 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
-    import ctypes
     L = _capi.lib()
     opts = vc_options()
     L.vc_options_init(ctypes.byref(opts))
