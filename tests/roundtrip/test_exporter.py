@@ -24,6 +24,7 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import torchvision
 except ImportError:
     print("test_exporter: torch not importable; skipping")
     sys.exit(77)
@@ -158,6 +159,12 @@ class Unmappable(nn.Module):
         return torch.roll(self.fc(x), 1, 1) * 0.5
 
 
+def downloading_builder(weights=None):
+    """A builder that downloads whatever it is given (test_no_download)."""
+    torch.hub.load_state_dict_from_url("http://example.invalid/w.pth")
+    return nn.Linear(2, 2)
+
+
 def layers(doc):
     return [l["type"] for l in doc["layers"]]
 
@@ -281,6 +288,45 @@ class ExporterTest(unittest.TestCase):
         self.assertIn("torch.roll", doc["description"])
         self.assertEqual([a[1] for a in info["approximate"]], ["torch.roll"])
         self.assertEqual(info["exported_parameters"], 72)  # Linear(8, 8): 64 + 8
+
+    def test_no_download(self):
+        # fcn_resnet50's builder downloads ResNet-50 weights by default (weights_backbone);
+        # load_target turns that off, and a builder that downloads anyway is refused
+        m = t2v.load_target("torchvision.models.segmentation.fcn_resnet50")
+        ref = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None)
+        self.assertEqual(sum(p.numel() for p in m.parameters()), sum(p.numel() for p in ref.parameters()))
+        with self.assertRaises(ValueError) as e:
+            t2v.load_target("test_exporter:downloading_builder")
+        self.assertIn("tried to download weights (http://example.invalid/w.pth)", str(e.exception))
+
+    def test_input_rederived(self):
+        # fcn_resnet50 interpolates to the input's size: exported at 64, the file's Upsample is a
+        # scale factor, so --input 3,96,96 gives the output PyTorch gives at 96 (the module run
+        # on the meta device)
+        m = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None)
+        doc, info = t2v.export(m, [t2v.parse_input("3,64,64")])
+        up = [l for l in doc["layers"] if l["type"] == "Upsample"]
+        self.assertEqual([("size" in l, l.get("scale_factor")) for l in up], [(False, 8)])
+        self.assertIn("output['out']", doc["description"])
+        with torch.no_grad():
+            want = list(t2v._meta_copy(m)(torch.empty(1, 3, 96, 96, device="meta"))["out"].shape[1:])
+        if CLI:
+            r = subprocess.run([CLI, "-", "--input", "3,96,96", "--per-layer", "-f", "json"], input=t2v.dumps(doc),
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["layers"][-1]["output_shape"], want)
+        # nanoGPT's sizes cannot follow the input (its positional table is 64 long): said in the file
+        sys.path.insert(0, HERE)
+        import user_models
+        doc, info = t2v.export(user_models.NanoGPT(), [t2v.parse_input("64:int64")])
+        self.assertIn("fixed at the exported input", doc["description"])
+
+    def test_namedtuple_output(self):
+        # GoogLeNet in training returns GoogLeNetOutputs(logits, aux2, aux1): the loss is on
+        # the logits, the aux heads are exported (their parameters count), the description says so
+        m = torchvision.models.googlenet(aux_logits=True, init_weights=False)
+        doc = self.export(m, "3,96,96")
+        self.assertIn("loss is taken on output[0]", doc["description"])
 
     def test_cli_exit_status(self):
         tool = os.path.join(ROOT, "tools", "torch2vramcalc.py")
