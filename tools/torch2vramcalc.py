@@ -839,6 +839,29 @@ def _other_inputs(named):
     return out
 
 
+def _freeze_unused(layers):
+    """Layers whose output never reaches the model's output (the last layer): auxiliary
+    heads of a model that returns several values, the loss being taken on the primary one.
+    PyTorch gives their parameters no gradient (and Adam no state), which is what
+    `frozen` says.  Returns how many layers were frozen."""
+    live = set()
+    todo = [len(layers) - 1]
+    while todo:
+        i = todo.pop()
+        if i in live:
+            continue
+        live.add(i)
+        todo += [r.key for r in layers[i]["_in"] if r.kind == "L"]
+    tie_names = set(l["tie"] for l in layers if "tie" in l)
+    n = 0
+    for i, l in enumerate(layers):
+        if i in live or l["type"] == "Parameter" or "tie" in l or l["_node"] in tie_names:
+            continue
+        l["frozen"] = True
+        n += 1
+    return n
+
+
 def _rederive(layers, other, why=""):
     """Compares the layers exported at the input with those exported at another input size
     (other: None when that export failed).  Sizes that follow the input are rewritten so
@@ -2423,6 +2446,7 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     ex = _Exporter(gm, meta, [(n, s) for n, s, _ in named], batch, module)
     ex.allow_unknown = allow_unknown
     layers = ex.run()
+    dead = _freeze_unused(layers) if layers is not None else 0
     fixed = []
     if layers is not None:  # sizes computed from the input: re-derivable by vramcalc --input?
         other, why = None, "the model cannot be traced at another input size"
@@ -2457,6 +2481,9 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     notes = [description] if description else []
     if ex.outputs_note:
         notes.append(ex.outputs_note)
+    if dead:
+        notes.append("%d layer(s) whose outputs do not reach the primary output are frozen (as in PyTorch, "
+                     "no gradient reaches their parameters: no gradients, no optimizer states)" % dead)
     if ex.notes:
         notes.append("stand-in kinds (same memory, other kind): " +
                      ", ".join("%s x%d" % kv for kv in ex.notes.items()))
