@@ -1095,11 +1095,13 @@ class _Exporter:
         fx.node.map_aggregate((node.args, node.kwargs), lambda a: args.append(a) if isinstance(a, fx.Node) else None)
         # parameters handed to the unknown op (a weight passed to a function) keep their count:
         # each becomes a Parameter layer that nothing reads
-        for a in args:
-            v = self.val.get(a)
-            if isinstance(v, _Param) and v.qualname not in self.param_layers:
+        params = [self.val.get(a) for a in args if isinstance(self.val.get(a), _Param)]
+        if node.op == "call_module":  # an unknown module, or a known one on a constant input
+            params += [_Param("%s.%s" % (node.target, n), p) for n, p in self.mods[node.target].named_parameters()]
+        for v in params:
+            if v.qualname not in self.param_layers and id(v.tensor) not in self.exported_params:
                 try:
-                    self.param_layer(v, a, None)
+                    self.param_layer(v, node, None)
                 except _Reject:
                     pass
         src = next((a for a in args if self.is_batched(a) and not isinstance(self.val.get(a), _Param)
@@ -1122,9 +1124,6 @@ class _Exporter:
             self.describe(node), (": " + reason) if reason else "")
         outs = [self.materialise(node, ref, list(self.tensor_meta(src).shape[1:]), what, list(m.shape[1:]))
                 for m in metas]
-        if node.op == "call_module":
-            for p in self.mods[node.target].parameters():
-                self.exported_params.setdefault(id(p), 0)
         return outs[0] if isinstance(meta, _Meta) else _Tuple(outs)
 
     def visit(self, node):
