@@ -64,7 +64,8 @@ def tv_models():
                      "3,16,224,224" if n in VIDEO_224 else "3,16,112,112"))
     for n in tvm.list_models(module=tvm.detection):
         rows.append(("det-backbone:" + n, "torchvision.models.detection." + n,
-                     {"weights": None, "weights_backbone": None, ".backbone": True}, "3,224,224"))
+                     {"weights": None, "weights_backbone": None, ".backbone": True},
+                     "3,300,300" if n == "ssd300_vgg16" else "3,320,320" if n.startswith("ssdlite320") else "3,224,224"))
     return rows
 
 
