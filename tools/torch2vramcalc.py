@@ -580,6 +580,10 @@ class _Tracer(fx.Tracer):
         self.frames.append((qual, self.ncalls))
         try:
             return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            if not getattr(self, "failed_in", None):
+                self.failed_in = qual  # the innermost module, for the error message
+            raise
         finally:
             self.frames.pop()
 
@@ -2416,8 +2420,8 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
         graph = tracer.trace(module, concrete_args=concrete_args)
     except Exception as e:  # noqa: BLE001  (anything user code raises under tracing)
         where = _user_frame(e.__traceback__)
-        mod = tracer.frames[-1][0] if getattr(tracer, "frames", None) else ""
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        mod = getattr(tracer, "failed_in", "")
+        msg = str(e).strip().splitlines()[0].split(". ")[0] if str(e).strip() else type(e).__name__
         raise TraceError("torch.fx cannot trace %s: %s%s%s (Python control flow on tensor values, "
                          "iterating a tensor or data-dependent shapes cannot be traced: rewrite that "
                          "line, pass the value as a constant with --kwargs, or export the submodule "

@@ -159,6 +159,24 @@ class Unmappable(nn.Module):
         return torch.roll(self.fc(x), 1, 1) * 0.5
 
 
+class _Iterating(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.stack([self.fc(t) for t in x])
+
+
+class IteratesTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Iterating()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
 def downloading_builder(weights=None):
     """A builder that downloads whatever it is given (test_no_download)."""
     torch.hub.load_state_dict_from_url("http://example.invalid/w.pth")
@@ -288,6 +306,14 @@ class ExporterTest(unittest.TestCase):
         self.assertIn("torch.roll", doc["description"])
         self.assertEqual([a[1] for a in info["approximate"]], ["torch.roll"])
         self.assertEqual(info["exported_parameters"], 72)  # Linear(8, 8): 64 + 8
+
+    def test_trace_error_location(self):
+        # torch.fx cannot iterate a tensor: the error names the module and the user's line
+        with self.assertRaises(t2v.TraceError) as e:
+            t2v.export(IteratesTensor(), [t2v.parse_input("4,8")])
+        line = inspect.getsourcelines(_Iterating.forward)[1] + 1
+        self.assertIn("in module inner at %s:%d:" % (os.path.relpath(__file__), line), str(e.exception))
+        self.assertIn("for t in x", str(e.exception))
 
     def test_no_download(self):
         # fcn_resnet50's builder downloads ResNet-50 weights by default (weights_backbone);
