@@ -76,8 +76,10 @@ class Unmapped(Exception):
             nodes = ", ".join(n for n, _ in where[:4]) + (" ..." if len(where) > 4 else "")
             loc = where[0][1]
             lines.append("  %s%s  x%d  [%s]%s" % (desc, (": " + reason) if reason else "", len(where),
-                                                  nodes, ("  at " + loc) if loc else ""))
-        lines.append("(write these parts by hand, or rewrite them with supported ops: docs/models.md)")
+                                                  nodes, ("  " + loc) if loc else ""))
+        lines.append("(--allow-unknown exports the rest, each of these as a new tensor of its output's shape, "
+                     "marked approximate; or rewrite them with supported ops, or write the model by hand: "
+                     "docs/models.md)")
         return "\n".join(lines)
 
 
@@ -86,7 +88,23 @@ class Unmapped(Exception):
 # fails with IndexError on Python 3.11); this version finds the instruction by offset.
 # --------------------------------------------------------------------------
 
+def _pieces(node):
+    """How many tensors a chunk/split/unbind node gives, when its arguments say so."""
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    args = list(node.args[1:])
+    if name == "chunk":
+        n = args[0] if args else node.kwargs.get("chunks")
+        return n if isinstance(n, int) else None
+    if name == "split":
+        s = args[0] if args else node.kwargs.get("split_size_or_sections", node.kwargs.get("split_size"))
+        return len(s) if isinstance(s, (list, tuple)) else None
+    return None
+
+
 def _proxy_iter(self):
+    n = _pieces(self.node) if self.node.op in ("call_method", "call_function") else None
+    if n is not None:  # `for t in x.chunk(3)`, `[f(t) for t in qkv]`
+        return (self[i] for i in range(n))
     frame = inspect.currentframe().f_back
     for inst in dis.get_instructions(frame.f_code):
         if inst.offset == frame.f_lasti:
@@ -188,6 +206,20 @@ class _Tuple:
 
     def __init__(self, items):
         self.items = items
+
+
+class _Unbind:
+    """Result of unbind: element i is base.select(dim, i)."""
+
+    def __init__(self, base, dim):
+        self.base, self.dim = base, dim
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
 
 
 # --------------------------------------------------------------------------
@@ -456,6 +488,60 @@ def _module_table():
 
 _MODULES = _module_table()
 
+# Every kind of `vramcalc --list-layers` and how this exporter writes it: the modules
+# mapped to it (from _module_table), the functional ops / tensor methods (names of the
+# _Exporter.op_* handlers) and any other way.  tests/roundtrip/check_kinds.py checks it
+# against the CLI (a kind added in C and not here fails), against the kinds the code
+# emits, and vctorch's _KINDS against the CLI.
+_OP_KINDS = OrderedDict([
+    ("Identity", (["output"], "the model's output when it is not the last layer")),
+    ("Flatten", (["flatten"], "")),
+    ("ScaledDotProductAttention", (["sdpa"], "")),
+    ("LayerNorm", (["layer_norm"], "")),
+    ("Linear", (["linear"], "")),
+    ("MaxPool1d", (["max_pool1d"], "")), ("MaxPool2d", (["max_pool2d"], "")), ("MaxPool3d", (["max_pool3d"], "")),
+    ("AvgPool1d", (["avg_pool1d"], "")), ("AvgPool2d", (["avg_pool2d"], "")), ("AvgPool3d", (["avg_pool3d"], "")),
+    ("AdaptiveAvgPool1d", (["adaptive_avg_pool1d"], "")), ("AdaptiveAvgPool2d", (["adaptive_avg_pool2d"], "")),
+    ("AdaptiveAvgPool3d", (["adaptive_avg_pool3d"], "")), ("AdaptiveMaxPool1d", (["adaptive_max_pool1d"], "")),
+    ("AdaptiveMaxPool2d", (["adaptive_max_pool2d"], "")),
+    ("ReLU", (["relu", "relu_"], "")), ("ReLU6", (["relu6"], "")), ("LeakyReLU", (["leaky_relu", "saves_input", "pow"], "")),
+    ("ELU", (["elu"], "")), ("GELU", (["gelu"], "")), ("SiLU", (["silu"], "")), ("Mish", (["mish"], "")),
+    ("Hardswish", (["hardswish"], "")), ("Hardsigmoid", (["hardsigmoid"], "")),
+    ("Sigmoid", (["sigmoid", "saves_output"], "")), ("Tanh", (["tanh"], "")),
+    ("Softmax", (["softmax"], "")), ("LogSoftmax", (["log_softmax"], "")),
+    ("Dropout", (["dropout"], "")), ("Dropout2d", (["dropout2d"], "")),
+    ("Upsample", (["interpolate"], "")), ("PixelShuffle", (["pixel_shuffle"], "")),
+    ("Add", (["add", "iadd", "sub", "isub", "where"], "")),
+    ("Mul", (["mul", "imul", "div", "idiv"], "")),
+    ("Cat", (["cat", "stack", "pad", "nothing_saved", "masked_fill", "neg", "repeat", "repeat_interleave",
+              "expand", "to", "gather"], "and every stand-in for a new tensor that saves nothing")),
+    ("Reshape", (["reshape", "squeeze", "unsqueeze", "stack", "einsum"], "also nn.Unflatten")),
+    ("Permute", (["permute", "einsum"], "")), ("Transpose", (["transpose"], "")),
+    ("Select", (["getitem", "unbind"], "")), ("Slice", (["getitem", "chunk", "split", "pad"], "")),
+    ("Mean", (["mean", "sum", "std"], "")), ("Matmul", (["matmul", "einsum"], "")),
+    ("RMSNorm", ([], "nn.RMSNorm where torch has it (2.4+; a hand-written RMSNorm is traced through)")),
+    ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
+                       "Embedding(torch.arange(n))")),
+    ("Sequential", ([], "a submodule call that takes one tensor and returns one (a scope)")),
+])
+
+
+def _kind_table():
+    t = OrderedDict()
+    for cls, (kind, _fn) in _MODULES.items():
+        t.setdefault(kind, {"modules": [], "ops": [], "other": ""})["modules"].append(
+            "%s.%s" % (cls.__module__, cls.__name__))
+    for kind, (ops, other) in _OP_KINDS.items():
+        e = t.setdefault(kind, {"modules": [], "ops": [], "other": ""})
+        e["ops"] += ops
+        e["other"] = other
+    for k in ("TransformerEncoder", "TransformerDecoder", "Unflatten"):
+        t.pop(k, None)  # modules written as other kinds (TransformerEncoderLayer x n, Reshape)
+    return t
+
+
+KINDS = _kind_table()
+
 
 def _lookup(m):
     """The kind of a module: its class or a base class in the table, provided no class in
@@ -476,6 +562,9 @@ class _Tracer(fx.Tracer):
     def __init__(self):
         super().__init__()
         self.record_stack_traces = True
+        # buffers read in forward (causal masks, rotary tables) become get_attr nodes, so that
+        # slicing them with sizes taken from x.shape can be traced; they are constants here
+        self.proxy_buffer_attributes = True
 
     def trace(self, root, concrete_args=None):
         self.frames = []
@@ -491,6 +580,10 @@ class _Tracer(fx.Tracer):
         self.frames.append((qual, self.ncalls))
         try:
             return super().call_module(m, forward, args, kwargs)
+        except Exception:
+            if not getattr(self, "failed_in", None):
+                self.failed_in = qual  # the innermost module, for the error message
+            raise
         finally:
             self.frames.pop()
 
@@ -570,6 +663,30 @@ def _fn_table():
     add("assert", torch._assert)
     add("arange", torch.arange)
     add("sdpa", getattr(F, "scaled_dot_product_attention", None))
+    # arithmetic with Python numbers and constant tensors, and the small ops user code calls
+    add("sub", operator.sub, torch.sub, torch.subtract)
+    add("isub", operator.isub)
+    add("div", operator.truediv, torch.div, torch.true_divide, torch.divide)
+    add("idiv", operator.itruediv)
+    add("neg", operator.neg, torch.neg)
+    add("pow", operator.pow, torch.pow)
+    add("saves_output", torch.rsqrt, torch.sqrt, torch.exp)
+    add("saves_input", torch.abs, torch.log, torch.clamp, torch.clip, torch.sin, torch.cos, torch.square)
+    add("nothing_saved", torch.cumsum, torch.triu, torch.tril)
+    add("masked_fill", torch.masked_fill)
+    add("where", torch.where)
+    add("stack", torch.stack)
+    add("pad", F.pad)
+    add("einsum", torch.einsum)
+    add("unbind", torch.unbind)
+    add("gather", torch.gather)
+    add("repeat_interleave", torch.repeat_interleave)
+    add("sum", torch.sum)
+    add("std", torch.std, torch.var)
+    add("compare", operator.gt, operator.lt, operator.ge, operator.le, operator.eq, operator.ne,
+        torch.gt, torch.lt, torch.ge, torch.le, torch.eq, torch.ne, torch.isnan, torch.isinf)
+    add("like", torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like,
+        torch.randn_like)
     return t
 
 
@@ -585,6 +702,17 @@ _METHODS = {
     "chunk": "chunk", "split": "split", "size": "size", "dim": "size", "numel": "size",
     "expand": "expand", "expand_as": "expand", "to": "to", "float": "to", "type_as": "to",
     "__getitem__": "getitem",
+    "sub": "sub", "sub_": "isub", "div": "div", "div_": "idiv", "neg": "neg", "pow": "pow",
+    "rsqrt": "saves_output", "sqrt": "saves_output", "exp": "saves_output",
+    "abs": "saves_input", "log": "saves_input", "clamp": "saves_input", "clip": "saves_input",
+    "sin": "saves_input", "cos": "saves_input", "square": "saves_input",
+    "cumsum": "nothing_saved", "triu": "nothing_saved", "tril": "nothing_saved",
+    "masked_fill": "masked_fill", "masked_fill_": "masked_fill_", "clamp_": "inplace",
+    "unbind": "unbind", "gather": "gather", "repeat_interleave": "repeat_interleave", "repeat": "repeat",
+    "sum": "sum", "std": "std", "var": "std", "half": "to", "bfloat16": "to", "double": "to",
+    "new_zeros": "like", "new_ones": "like", "new_full": "like", "new_empty": "like",
+    "zero_": "inplace", "fill_": "inplace", "gt": "compare", "lt": "compare", "ge": "compare",
+    "le": "compare", "eq": "compare", "ne": "compare", "bool": "compare",
 }
 
 
@@ -620,6 +748,8 @@ def _loc(node):
         for marker in ("site-packages/", "dist-packages/"):
             if marker in path:
                 path = path.split(marker, 1)[1]
+        if path.startswith(os.getcwd() + os.sep):
+            path = os.path.relpath(path)
         return "%s:%s" % (path, m.group(2))
     return ""
 
@@ -668,20 +798,32 @@ def _sample_inputs(module, named, batch, device):
     return args
 
 
-def _shapes(module, graph, named, batch):
-    """Runs the traced graph once (eval mode, no grad) and records every node's result:
-    on the meta device when every op supports it (no compute, no memory), else on CPU."""
+def _meta_copy(module):
+    """module's copy on the meta device, made without copying a weight: the deepcopy's memo
+    maps every parameter and buffer to an empty meta tensor of its shape."""
     import copy
+    memo = {}
+    for t in list(module.parameters()) + list(module.buffers()):
+        e = torch.empty_like(t, device="meta")
+        memo[id(t)] = nn.Parameter(e, requires_grad=t.requires_grad) if isinstance(t, nn.Parameter) else e
+    return copy.deepcopy(module, memo).eval()
+
+
+def _shapes(module, graph, named, batch, meta_module=None, meta_only=False):
+    """Runs the traced graph once (eval mode, no grad) and records every node's result:
+    on the meta device when every op supports it (no compute, no memory), else on CPU
+    (meta_only: None instead)."""
     was_training = module.training
     try:
         try:
-            mcopy = copy.deepcopy(module).to("meta").eval()
+            mcopy = meta_module if meta_module is not None else _meta_copy(module)
             rec = _Recorder(fx.GraphModule(mcopy, graph))
             with torch.no_grad():
                 rec.run(*_sample_inputs(module, named, batch, "meta"))
             return rec.meta
         except Exception:  # an op without a meta kernel, or data-dependent Python
-            pass
+            if meta_only:
+                return None
         rec = _Recorder(fx.GraphModule(module, graph))
         module.eval()
         with torch.no_grad():
@@ -689,6 +831,72 @@ def _shapes(module, graph, named, batch):
         return rec.meta
     finally:
         module.train(was_training)
+
+
+def _other_inputs(named):
+    """Input sizes to re-export at, to find the sizes computed from the input: every
+    dimension after the first doubled (images, video), else the first (sequences)."""
+    out = []
+    if any(len(s) > 1 for _, s, _ in named):
+        out.append([(n, [s[0]] + [2 * d for d in s[1:]] if len(s) > 1 else s, dt) for n, s, dt in named])
+    out.append([(n, [2 * s[0]] + list(s[1:]), dt) for n, s, dt in named])
+    return out
+
+
+def _freeze_unused(layers):
+    """Layers whose output never reaches the model's output (the last layer): auxiliary
+    heads of a model that returns several values, the loss being taken on the primary one.
+    PyTorch gives their parameters no gradient (and Adam no state), which is what
+    `frozen` says.  Returns how many layers were frozen."""
+    live = set()
+    todo = [len(layers) - 1]
+    while todo:
+        i = todo.pop()
+        if i in live:
+            continue
+        live.add(i)
+        todo += [r.key for r in layers[i]["_in"] if r.kind == "L"]
+    tie_names = set(l["tie"] for l in layers if "tie" in l)
+    n = 0
+    for i, l in enumerate(layers):
+        if i in live or l["type"] == "Parameter" or "tie" in l or l["_node"] in tie_names:
+            continue
+        l["frozen"] = True
+        n += 1
+    return n
+
+
+def _rederive(layers, other, why=""):
+    """Compares the layers exported at the input with those exported at another input size
+    (other: None when that export failed).  Sizes that follow the input are rewritten so
+    that vramcalc --input re-derives them: one changing Reshape dimension becomes -1, an
+    Upsample size proportional to its input becomes scale_factor.  Returns the list of
+    sizes that cannot (fixed at the exported input)."""
+    if other is None:
+        return [why or "the model cannot be traced at another input size"]
+    if [l["type"] for l in layers] != [l["type"] for l in other]:
+        return ["the layers themselves change with the input size"]
+    fixed = []
+    for l, o in zip(layers, other):
+        keys = [k for k in l if not k.startswith("_") and l.get(k) != o.get(k)]
+        if not keys:
+            continue
+        if l["type"] == "Reshape" and keys == ["shape"] and len(l["shape"]) == len(o["shape"]):
+            diff = [i for i, (a, b) in enumerate(zip(l["shape"], o["shape"])) if a != b]
+            if len(diff) == 1 and -1 not in l["shape"]:
+                l["shape"] = [(-1 if i == diff[0] else d) for i, d in enumerate(l["shape"])]
+                continue
+        if l["type"] == "Upsample" and keys == ["size"] and "_src" in l and "_src" in o:
+            sz = l["size"] if isinstance(l["size"], list) else [l["size"]] * len(l["_src"])
+            so = o["size"] if isinstance(o["size"], list) else [o["size"]] * len(o["_src"])
+            r1 = [a / b for a, b in zip(sz, l["_src"])]
+            r2 = [a / b for a, b in zip(so, o["_src"])]
+            if r1 == r2 and all(float(r).is_integer() for r in r1):
+                del l["size"]
+                l["scale_factor"] = _one([int(r) for r in r1])
+                continue
+        fixed.append("%s %s of %s" % (l["type"], "/".join(keys), l["_node"]))
+    return fixed
 
 
 # --------------------------------------------------------------------------
@@ -712,11 +920,42 @@ class _Exporter:
         self.param_layers = {}    # qualname -> layer index (Parameter kind)
         self.exported_params = {}  # id(param) -> numel
         self.names = {}           # layer index -> node name
+        self.notes = OrderedDict()  # stand-in kinds used: what -> count (the description says)
+        self.approx = []          # (what, op, where): approximations (--allow-unknown and a few ops)
+        self.allow_unknown = False
+        self.outputs_note = None  # what the model returns besides its primary output
 
     # ---- helpers ----
     def fail(self, node, reason="", desc=None):
-        self.unmapped.append((node.name, desc or self.describe(node), reason, _loc(node)))
+        self.unmapped.append((node.name, desc or self.describe(node), reason, self.where(node)))
         return _Bad(desc or self.describe(node), reason, reported=True)
+
+    def qualname(self, node):
+        """The name a report should give node's layer: the module's qualified name from the
+        source (layer4.2.relu) for a module call; for an op, the module whose forward made it
+        and the op (layer4.2:add)."""
+        if node.op == "call_module":
+            return node.target
+        frames = node.meta.get("vc_frames", ())
+        op = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.name)
+        op = op.strip("_") or node.name
+        return "%s:%s" % (frames[-1][0], op) if frames else op
+
+    def where(self, node):
+        """'in module layer4.2 (Bottleneck) at file.py:123' -- the module path from the trace's
+        call stack and the user's source line from fx's stack trace."""
+        frames = node.meta.get("vc_frames", ())
+        mod = node.target if node.op == "call_module" else (frames[-1][0] if frames else "")
+        parts = []
+        if mod:
+            if not hasattr(self, "root_mods"):
+                self.root_mods = dict(self.root.named_modules())
+            m = self.root_mods.get(mod, self.mods.get(mod))
+            parts.append("in module %s%s" % (mod, " (%s)" % type(m).__name__ if m is not None else ""))
+        loc = _loc(node)
+        if loc:
+            parts.append("at " + loc)
+        return " ".join(parts)
 
     def describe(self, node):
         if node.op == "call_module":
@@ -734,6 +973,7 @@ class _Exporter:
         d["_in"] = list(ins)
         d["_node"] = node.name
         d["_frames"] = node.meta.get("vc_frames", ())
+        d["_module"] = self.qualname(node)
         self.layers.append(d)
         return _Ref("L", len(self.layers) - 1)
 
@@ -801,6 +1041,7 @@ class _Exporter:
             raise _Reject("scalar parameter %s" % p.qualname)
         ref = self.emit(node, "Parameter", OrderedDict(shape=per), [])
         self.layers[-1]["_node"] = re.sub(r"\W", "_", p.qualname)
+        self.layers[-1]["_module"] = p.qualname
         self.param_layers[p.qualname] = ref.key
         self.exported_params[id(p.tensor)] = p.tensor.numel()
         return ref
@@ -845,10 +1086,49 @@ class _Exporter:
             except _Cascade:
                 self.val[node] = _Bad(node.name, "", reported=True)
             except _Reject as e:
-                self.val[node] = self.fail(node, str(e))
+                v = self.unknown(node, str(e)) if self.allow_unknown else None
+                self.val[node] = v if v is not None else self.fail(node, str(e))
         if self.unmapped:
             return None
         return self.layers
+
+    def unknown(self, node, reason):
+        """--allow-unknown: node's tensor result(s) as a new tensor made from its first batched
+        argument (materialise), marked approximate; None when that cannot be done."""
+        args = []
+        fx.node.map_aggregate((node.args, node.kwargs), lambda a: args.append(a) if isinstance(a, fx.Node) else None)
+        # parameters handed to the unknown op (a weight passed to a function) keep their count:
+        # each becomes a Parameter layer that nothing reads
+        params = [self.val.get(a) for a in args if isinstance(self.val.get(a), _Param)]
+        if node.op == "call_module":  # an unknown module, or a known one on a constant input
+            params += [_Param("%s.%s" % (node.target, n), p) for n, p in self.mods[node.target].named_parameters()]
+        for v in params:
+            if v.qualname not in self.param_layers and id(v.tensor) not in self.exported_params:
+                try:
+                    self.param_layer(v, node, None)
+                except _Reject:
+                    pass
+        src = next((a for a in args if self.is_batched(a) and not isinstance(self.val.get(a), _Param)
+                    and self.tensor_meta(a) is not None), None)
+        if src is None:
+            meta = self.meta.get(node)
+            if isinstance(meta, _Meta) and all(self.is_const(a) or isinstance(self.val.get(a), _Param) for a in args):
+                # computed from parameters and constants only (a relative position bias): a
+                # constant here; its memory is not per sample
+                self.approx.append(("%s (unknown op on parameters; treated as a constant)" % self.describe(node),
+                                    self.describe(node), self.where(node)))
+                return _Bad(self.describe(node), "unknown op on parameters")
+            return None
+        meta = self.meta.get(node)
+        metas = [meta] if isinstance(meta, _Meta) else list(meta) if isinstance(meta, (tuple, list)) else []
+        if not metas or not all(isinstance(m, _Meta) and m.shape[:1] == (self.B,) for m in metas):
+            return None
+        ref = self.tref(src, node)
+        what = "%s%s (unknown op; a new tensor of its output's shape, nothing saved)" % (
+            self.describe(node), (": " + reason) if reason else "")
+        outs = [self.materialise(node, ref, list(self.tensor_meta(src).shape[1:]), what, list(m.shape[1:]))
+                for m in metas]
+        return outs[0] if isinstance(meta, _Meta) else _Tuple(outs)
 
     def visit(self, node):
         if node.op == "placeholder":
@@ -876,24 +1156,42 @@ class _Exporter:
         return self.visit_call(node)
 
     def visit_output(self, node):
+        """The primary output: a dict's "out" (torchvision segmentation) or "logits" or first
+        value, a tuple's (or namedtuple's) first element; the rest is said in the description."""
         out = node.args[0]
-        while isinstance(out, (tuple, list)) and out:
-            print("torch2vramcalc: the model returns %d values; exporting the first" % len(out),
-                  file=sys.stderr)
-            out = out[0]
-        if isinstance(out, dict):
-            raise _Reject("the model returns a dict")
-        if isinstance(out, fx.Node) and isinstance(self.val.get(out), _Tuple):
-            print("torch2vramcalc: the model returns several values; exporting the first", file=sys.stderr)
-            v = self.val.get(out).items[0]
-            if not isinstance(v, _Ref):
-                raise _Reject("the model's first output is not a tensor the model file can name")
-            ref = v
-        else:
-            ref = self.tref(out, node)
+        rest = []
+        while True:
+            if isinstance(out, dict) and out:
+                key = "out" if "out" in out else "logits" if "logits" in out else next(iter(out))
+                rest += ["%r" % k for k in out if k != key]
+                self.primary = (self.primary or "") + "[%r]" % key
+                out = out[key]
+            elif isinstance(out, (tuple, list)) and out:
+                rest += ["element %d" % i for i in range(1, len(out))]
+                self.primary = (self.primary or "") + "[0]"
+                out = out[0]
+            elif isinstance(out, fx.Node) and isinstance(self.val.get(out), _Tuple):
+                items = self.val.get(out).items
+                rest += ["element %d" % i for i in range(1, len(items))]
+                self.primary = (self.primary or "") + "[0]"
+                v = items[0]
+                if not isinstance(v, _Ref):
+                    raise _Reject("the model's first output is not a tensor the model file can name")
+                out = v
+                break
+            else:
+                break
+        if rest:
+            self.outputs_note = "the model returns more than one value; the loss is taken on output%s " \
+                "(the primary one), the others (%s) are computed but not used" % (self.primary, ", ".join(rest))
+        elif self.primary:
+            self.outputs_note = "the model returns a container; the loss is taken on output%s" % self.primary
+        ref = out if isinstance(out, _Ref) else self.tref(out, node)
         if not (ref.kind == "L" and ref.key == len(self.layers) - 1):
             self.emit(node, "Identity", OrderedDict(), [ref])
         return None
+
+    primary = None
 
     # ---- modules ----
     def visit_module(self, node):
@@ -926,6 +1224,8 @@ class _Exporter:
             if self.tensor_meta(src).dtype not in (torch.int64, torch.int32):
                 raise _Reject("Embedding input is not integer token ids")
         ref = self.module_call(node, m, kind, fields, ins)
+        if kind == "Upsample":
+            self.layers[-1]["_src"] = list(self.tensor_meta(pos[0]).shape[2:])
         if kind in ("RNN", "LSTM", "GRU") or (kind.startswith("Adaptive") and fields.get("return_indices")) or \
                 (kind.startswith("MaxPool") and fields.get("return_indices")):
             return _Tuple([ref, _Bad("%s's second output" % kind, "only the first output of a "
@@ -1046,13 +1346,28 @@ class _Exporter:
             op = _METHODS.get(node.target)
         else:
             op = _FNS.get(node.target)
+        if op is None and node.op == "call_function" and isinstance(node.target, type) and \
+                issubclass(node.target, tuple):
+            # a namedtuple built in forward (GoogLeNetOutputs, InceptionOutputs)
+            return _Tuple([self.val.get(a) if isinstance(a, fx.Node) else a
+                           for a in list(node.args) + list(node.kwargs.values())])
         if op is None:
             if not self.has_tensor(self.meta.get(node)):
                 return self.meta.get(node)  # python arithmetic on sizes and constants
+            args = []
+            fx.node.map_aggregate((node.args, node.kwargs), lambda a: args.append(a) if isinstance(a, fx.Node) else None)
+            if any(isinstance(self.val.get(a), _Bad) and self.val.get(a).reported for a in args):
+                raise _Cascade()
             if not self.batched_args(node):
                 return _Bad(_fn_desc(node), "a tensor computed from constants has no kind")
             raise _Reject("")
         a0 = node.args[0] if node.args else None
+        if op == "getattr" and isinstance(a0, fx.Node):
+            v = self.val.get(a0)
+            if isinstance(v, _Bad) and v.reported:
+                raise _Cascade()
+            if isinstance(v, _Tuple) and node.args[1] in ("values", "indices"):  # torch.return_types
+                return v.items[("values", "indices").index(node.args[1])]
         if op in _NONTENSOR_OPS:
             return self.meta.get(node)
         if op == "getitem":
@@ -1068,7 +1383,7 @@ class _Exporter:
                 op in ("unsqueeze", "expand", "reshape", "to", "contiguous"):
             return self.val.get(a0)
         tm = self.tensor_meta(node)
-        if tm is None and op not in ("chunk", "split"):
+        if tm is None and op not in ("chunk", "split", "unbind"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
                 raise _Reject("result is not a tensor")
@@ -1081,32 +1396,339 @@ class _Exporter:
         h = getattr(self, "op_" + op)
         return h(node, op)
 
+    # ---- arithmetic and pointwise ops ----
+    # The model format has no pointwise kind with a free choice of what is saved; these ops
+    # are written as the kind whose memory is the same: a new tensor of the output's shape
+    # that saves nothing (Cat of one input), saves its input (LeakyReLU) or saves its output
+    # (Sigmoid).  Each stand-in is counted in the file's description.
+
+    def is_batched(self, a):
+        return isinstance(a, fx.Node) and isinstance(self.val.get(a), (_Ref, _Param, _Split))
+
+    def is_const(self, a):
+        """A Python number or a tensor that does not depend on the model's input (a buffer,
+        torch.ones(...), x.new_zeros(...), a comparison of buffers): no layer, no memory per sample."""
+        if not isinstance(a, fx.Node):
+            return True
+        v = self.val.get(a)
+        if isinstance(v, (_Bad, _Arange)):
+            return not (isinstance(v, _Bad) and (v.reported or getattr(v, "batched", False)))
+        return not isinstance(v, (_Ref, _Param, _Split, _Tuple, _Unbind))
+
+    def note(self, what):
+        self.notes[what] = self.notes.get(what, 0) + 1
+
+    _STANDIN = {"none": ("Cat", "a new tensor, nothing saved"), "input": ("LeakyReLU", "saves its input"),
+                "output": ("Sigmoid", "saves its output")}
+
+    def pointwise(self, node, x, saves, what):
+        """node's result as a pointwise op of batched argument x (see above)."""
+        ref = self.tref(x, node)
+        xs, os_ = self.tensor_meta(x).shape, self.tensor_meta(node).shape
+        if xs != os_:
+            return self.materialise(node, ref, list(xs[1:]), "%s (broadcast to a larger shape)" % what)
+        kind, how = self._STANDIN[saves]
+        self.note("%s as %s (%s)" % (what, kind, how))
+        return self.emit(node, kind, OrderedDict(dim=1) if kind == "Cat" else OrderedDict(), [ref])
+
+    def materialise(self, node, ref, in_shape, what, shape=None):
+        """A new tensor of node's output shape made from ref (per-sample shape in_shape):
+        flatten (a view), slice or repeat to the output's element count, one copy (Cat),
+        reshape (a view).  Memory: the output, nothing saved -- an approximation."""
+        out = list(shape if shape is not None else self.shape(node))
+        n_in, n_out = _prod(in_shape), _prod(out)
+        self.approx.append((what, self.describe(node), self.where(node)))
+        cur = ref
+        if len(in_shape) > 1:
+            cur = self.emit(node, "Flatten", OrderedDict(), [cur])
+        if n_out <= n_in:
+            if n_out < n_in:
+                cur = self.emit(node, "Slice", OrderedDict(dim=1, start=0, end=n_out), [cur])
+            cur = self.emit(node, "Cat", OrderedDict(dim=1), [cur])
+        else:
+            k = -(-n_out // n_in)
+            cur = self.emit(node, "Cat", OrderedDict(dim=1), [cur] * k)
+            if k * n_in != n_out:
+                cur = self.emit(node, "Slice", OrderedDict(dim=1, start=0, end=n_out), [cur])
+        if out != [n_out]:
+            cur = self.emit(node, "Reshape", OrderedDict(shape=out), [cur])
+        return cur
+
     def _binary(self, node, op, kind):
-        a, b = node.args[0], node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
-        if node.kwargs.get("alpha", 1) != 1:
-            raise _Reject("alpha != 1")
+        a = node.args[0] if node.args else node.kwargs.get("input")
+        b = node.args[1] if len(node.args) > 1 else node.kwargs.get("other")
+        alpha = node.kwargs.get("alpha", 1)
         r = self.rank(node)
-        an = isinstance(a, fx.Node) and self.tensor_meta(a) is not None or isinstance(self.val.get(a), _Param)
-        bn = isinstance(b, fx.Node) and self.tensor_meta(b) is not None or isinstance(self.val.get(b), _Param)
-        if not (an and bn):
-            raise _Reject("%s with a scalar has no vramcalc kind" % ("add" if kind == "Add" else "mul"))
-        ra, rb = self.tref(a, node, r), self.tref(b, node, r)
-        f = OrderedDict()
-        if op in ("iadd", "imul"):
-            if isinstance(self.val.get(a), _Param):
-                raise _Reject("in-place op on a parameter")
-            f["inplace"] = True
-        return self.emit(node, kind, f, [ra, rb])
+        ab, bb = self.is_batched(a), self.is_batched(b)
+        if ab and bb:
+            if alpha != 1:
+                raise _Reject("alpha != 1")
+            if op in ("sub", "isub", "div", "idiv"):
+                self.note("%s of two tensors as %s" % (op.lstrip("i"), kind))
+            ra, rb = self.tref(a, node, r), self.tref(b, node, r)
+            f = OrderedDict()
+            if op in ("iadd", "imul", "isub", "idiv"):
+                if isinstance(self.val.get(a), _Param):
+                    raise _Reject("in-place op on a parameter")
+                f["inplace"] = True
+            return self.emit(node, kind, f, [ra, rb])
+        if not (ab or bb):
+            for t in (a, b):
+                v = self.val.get(t) if isinstance(t, fx.Node) else None
+                if isinstance(v, _Bad) and v.reported:
+                    raise _Cascade()
+            raise _Reject("no argument carries model data")
+        x, other = (a, b) if ab else (b, a)
+        if not self.is_const(other):
+            v = self.val.get(other)
+            if isinstance(v, _Bad) and v.reported:
+                raise _Cascade()
+            raise _Reject("the other operand is not a tensor the model file can name")
+        if op in ("iadd", "imul", "isub", "idiv") and x is a and \
+                self.tensor_meta(a).shape == self.tensor_meta(node).shape:
+            return self.tref(a, node)  # in place with a constant: no new memory
+        name = {"add": "add", "iadd": "add", "sub": "sub", "isub": "sub", "mul": "mul", "imul": "mul",
+                "div": "div", "idiv": "div"}[op]
+        what = "%s with a constant" % name
+        if name == "div" and x is b:
+            return self.pointwise(node, x, "output", "a constant divided by a tensor")
+        return self.pointwise(node, x, "none", what)
 
     def op_add(self, node, op):
         return self._binary(node, op, "Add")
 
     op_iadd = op_add
+    op_sub = op_add
+    op_isub = op_add
 
     def op_mul(self, node, op):
         return self._binary(node, op, "Mul")
 
     op_imul = op_mul
+    op_div = op_mul
+    op_idiv = op_mul
+
+    def op_neg(self, node, op):
+        return self.pointwise(node, node.args[0], "none", "neg")
+
+    def op_pow(self, node, op):
+        a, b = node.args[0], node.args[1]
+        if self.is_batched(a) and self.is_const(b):
+            return self.pointwise(node, a, "input", "pow")
+        if self.is_batched(b) and self.is_const(a):
+            return self.pointwise(node, b, "output", "constant ** tensor")
+        raise _Reject("pow of two tensors")
+
+    def _first_batched(self, node):
+        for a in list(node.args) + list(node.kwargs.values()):
+            if self.is_batched(a):
+                return a
+        for a in list(node.args) + list(node.kwargs.values()):
+            v = self.val.get(a) if isinstance(a, fx.Node) else None
+            if isinstance(v, _Bad) and v.reported:
+                raise _Cascade()
+        raise _Reject("no argument carries model data")
+
+    def op_saves_output(self, node, op):
+        return self.pointwise(node, self._first_batched(node), "output", _fn_desc(node))
+
+    def op_saves_input(self, node, op):
+        return self.pointwise(node, self._first_batched(node), "input", _fn_desc(node))
+
+    def op_nothing_saved(self, node, op):
+        return self.pointwise(node, self._first_batched(node), "none", _fn_desc(node))
+
+    def op_inplace(self, node, op):
+        return self.tref(node.args[0], node)
+
+    def op_like(self, node, op):
+        return _Bad(_fn_desc(node), "a new tensor that does not depend on the input's values")
+
+    def op_compare(self, node, op):
+        """A bool tensor computed from the input: usable as the mask of masked_fill / where
+        (not counted: 1 byte per element), nothing else."""
+        b = _Bad(_fn_desc(node), "a bool mask computed from the input can only be a masked_fill/where condition")
+        b.batched = True
+        return b
+
+    def op_masked_fill(self, node, op):
+        x, mask = node.args[0], self.arg(node, 1, "mask")
+        if not self.is_batched(x):
+            raise _Reject("masked_fill of a constant by a computed mask")
+        if not self.is_const(mask):
+            self.note("masked_fill with a mask computed from the input (its bool mask not counted)")
+        return self.pointwise(node, x, "none", "masked_fill")
+
+    def op_masked_fill_(self, node, op):
+        return self.tref(node.args[0], node)
+
+    def op_where(self, node, op):
+        c, a, b = (self.arg(node, i, n) for i, n in enumerate(("condition", "input", "other")))
+        ts = [t for t in (a, b) if self.is_batched(t)]
+        if not ts:
+            raise _Reject("where() of constants with a computed condition")
+        if not self.is_const(c):
+            self.note("where with a condition computed from the input (its bool mask not counted)")
+        if len(ts) == 2:
+            r = self.rank(node)
+            self.note("where of two tensors as Add")
+            return self.emit(node, "Add", OrderedDict(), [self.tref(a, node, r), self.tref(b, node, r)])
+        return self.pointwise(node, ts[0], "none", "where")
+
+    def op_stack(self, node, op):
+        ts = self.arg(node, 0, "tensors")
+        r = self.rank(node)
+        dim = self.dim_norm(self.concrete(self.arg(node, 1, "dim", 0)), r)
+        refs = []
+        for t in ts:
+            sh = list(self.tensor_meta(t).shape[1:])
+            sh.insert(dim - 1, 1)
+            refs.append(self.emit(node, "Reshape", OrderedDict(shape=sh), [self.tref(t, node)]))
+        return self.emit(node, "Cat", OrderedDict(dim=dim), refs)
+
+    def op_unbind(self, node, op):
+        x = node.args[0]
+        self.tref(x, node)
+        dim = self.dim_norm(self.concrete(self.arg(node, 1, "dim", 0)), self.rank(x))
+        return _Unbind(self.tref(x, node), dim)
+
+    def op_pad(self, node, op):
+        """F.pad: a new tensor of the padded shape that saves nothing; written as Cat of the
+        input and Slices of it (views) of the pad widths, one Cat per padded dimension."""
+        x = node.args[0]
+        pad = list(self.concrete(self.arg(node, 1, "pad")))
+        ref = self.tref(x, node)
+        shape = list(self.tensor_meta(x).shape)
+        r = len(shape)
+        for i in range(0, len(pad), 2):
+            d = r - 1 - i // 2
+            lo, hi = pad[i], pad[i + 1] if i + 1 < len(pad) else 0
+            if lo == 0 and hi == 0:
+                continue
+            if d == 0:
+                raise _Reject("padding the batch dimension")
+            if lo < 0 or hi < 0:
+                ref = self.emit(node, "Slice", OrderedDict(dim=d, start=max(-lo, 0),
+                                                           end=shape[d] - max(-hi, 0)), [ref])
+                shape[d] -= max(-lo, 0) + max(-hi, 0)
+                lo, hi = max(lo, 0), max(hi, 0)
+                if lo == 0 and hi == 0:
+                    continue
+            if lo > shape[d] or hi > shape[d]:
+                return self.materialise(node, self.tref(x, node), list(self.tensor_meta(x).shape[1:]),
+                                        "pad wider than the tensor")
+            parts = []
+            if lo:
+                parts.append(self.emit(node, "Slice", OrderedDict(dim=d, start=0, end=lo), [ref]))
+            parts.append(ref)
+            if hi:
+                parts.append(self.emit(node, "Slice", OrderedDict(dim=d, start=0, end=hi), [ref]))
+            ref = self.emit(node, "Cat", OrderedDict(dim=d), parts)
+            shape[d] += lo + hi
+        self.note("F.pad as Cat of the input and slices of it (backward: one extra input-size gradient per side)")
+        return ref
+
+    def op_einsum(self, node, op):
+        """Two-operand einsum as torch.einsum computes it: permute and reshape each operand
+        to [batch, rows, contracted] and [batch, contracted, cols], bmm, reshape, permute."""
+        eq = self.concrete(node.args[0]).replace(" ", "")
+        ops_ = list(node.args[1:])
+        if len(ops_) == 1 and isinstance(ops_[0], (list, tuple)):
+            ops_ = list(ops_[0])
+        if "->" not in eq or "." in eq or len(ops_) != 2:
+            raise _Reject("einsum %r: only two operands with an explicit '->' output" % eq)
+        ins, out = eq.split("->")
+        sa, sb = ins.split(",")
+        a, b = ops_
+        if not (sa[0] == sb[0] == out[0]):
+            raise _Reject("einsum %r: the first index must be the batch in every operand" % eq)
+        size = {}
+        for sub, t in ((sa, a), (sb, b)):
+            for c, n in zip(sub, self.tensor_meta(t).shape):
+                size[c] = n
+        batch = [c for c in out if c in sa and c in sb]
+        left = [c for c in out if c in sa and c not in sb]
+        right = [c for c in out if c in sb and c not in sa]
+        contr = [c for c in sa if c in sb and c not in out]
+        if any(c not in out and c not in sb for c in sa) or any(c not in out and c not in sa for c in sb):
+            raise _Reject("einsum %r sums an index of one operand" % eq)
+
+        def arrange(t, sub, order, groups):
+            ref = self.tref(t, node)
+            perm = [sub.index(c) for c in order]
+            if perm != list(range(len(perm))):
+                ref = self.emit(node, "Permute", OrderedDict(dims=perm), [ref])
+            shape = [_prod(size[c] for c in g) for g in groups]
+            if [size[c] for c in order[1:]] != shape:
+                ref = self.emit(node, "Reshape", OrderedDict(shape=shape), [ref])
+            return ref
+        ra = arrange(a, sa, batch + left + contr, [batch[1:], left, contr])
+        rb = arrange(b, sb, batch + contr + right, [batch[1:], contr, right])
+        ref = self.emit(node, "Matmul", OrderedDict(), [ra, rb])
+        order = batch + left + right
+        shape = [size[c] for c in order[1:]]
+        if shape != [_prod(size[c] for c in batch[1:]), _prod(size[c] for c in left), _prod(size[c] for c in right)]:
+            ref = self.emit(node, "Reshape", OrderedDict(shape=shape), [ref])
+        perm = [order.index(c) for c in out]
+        if perm != list(range(len(perm))):
+            ref = self.emit(node, "Permute", OrderedDict(dims=perm), [ref])
+        return ref
+
+    def _repeat_along(self, node, ref, dim, n):
+        return self.emit(node, "Cat", OrderedDict(dim=dim), [ref] * n)
+
+    def op_repeat_interleave(self, node, op):
+        x = node.args[0]
+        reps = self.concrete(self.arg(node, 1, "repeats"))
+        dim = self.arg(node, 2, "dim")
+        if not isinstance(reps, int) or dim is None:
+            raise _Reject("repeat_interleave with tensor repeats or without dim")
+        dim = self.dim_norm(self.concrete(dim), self.rank(x))
+        self.note("repeat_interleave as Cat of copies (same memory, other order)")
+        return self._repeat_along(node, self.tref(x, node), dim, reps)
+
+    def op_repeat(self, node, op):
+        x = node.args[0]
+        reps = [self.concrete(v) for v in (node.args[1:] if len(node.args) > 2 or not
+                                           isinstance(node.args[1], (list, tuple)) else node.args[1])]
+        r = self.rank(node)
+        reps = [1] * (r - len(reps)) + list(reps)
+        if len(reps) != self.rank(x) or reps[0] != 1:
+            raise _Reject("repeat over the batch or adding dimensions")
+        ref = self.tref(x, node)
+        for d, n in enumerate(reps):
+            if n > 1:
+                ref = self._repeat_along(node, ref, d, n)
+        return ref
+
+    def op_sum(self, node, op):
+        x = self.tref(node.args[0], node)
+        dim = self.concrete(self.arg(node, 1, "dim", None))
+        keep = self.concrete(self.arg(node, 2, "keepdim", False))
+        if dim is None:
+            raise _Reject("sum over all dims (the batch included)")
+        r = self.rank(node.args[0])
+        dims = [self.dim_norm(d, r) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        self.note("sum as Mean (same memory)")
+        return self.emit(node, "Mean", _fields([("dim", dims[0] if len(dims) == 1 else dims, _REQ),
+                                                ("keepdim", bool(keep), False)]), [x])
+
+    def op_std(self, node, op):
+        x = node.args[0]
+        dim = self.concrete(self.arg(node, 1, "dim", None))
+        if dim is None or isinstance(dim, bool):
+            raise _Reject("std/var over all dims")
+        keep = self.concrete(node.kwargs.get("keepdim", node.args[3] if len(node.args) > 3 else False))
+        r = self.rank(x)
+        dims = [self.dim_norm(d, r) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        self.approx.append(("std/var as Mean (its saved input not counted)", self.describe(node), self.where(node)))
+        return self.emit(node, "Mean", _fields([("dim", dims[0] if len(dims) == 1 else dims, _REQ),
+                                                ("keepdim", bool(keep), False)]), [self.tref(x, node)])
+
+    def op_gather(self, node, op):
+        x = node.args[0]
+        return self.materialise(node, self.tref(x, node), list(self.tensor_meta(x).shape[1:]),
+                                "gather (its int64 index not counted)")
 
     def op_cat(self, node, op):
         ts = self.arg(node, 0, "tensors")
@@ -1292,7 +1914,9 @@ class _Exporter:
                      ("scale_factor", _one(sf) if sf is not None else None, None),
                      ("mode", mode, "nearest"), ("align_corners", ac, None),
                      ("recompute_scale_factor", rsf, None)])
-        return self.emit(node, "Upsample", f, [x])
+        ref = self.emit(node, "Upsample", f, [x])
+        self.layers[-1]["_src"] = list(self.tensor_meta(node.args[0]).shape[2:])
+        return ref
 
     def op_pixel_shuffle(self, node, op):
         x = self.tref(node.args[0], node)
@@ -1346,7 +1970,9 @@ class _Exporter:
         sm = self.tensor_meta(src)
         if sm is not None and sm.dtype == self.tensor_meta(node).dtype:
             return self.tref(src, node)
-        raise _Reject("dtype conversion has no vramcalc kind")
+        self.approx.append(("dtype conversion %s -> %s as a same-size copy" % (sm.dtype, self.tensor_meta(node).dtype),
+                            self.describe(node), self.where(node)))
+        return self.emit(node, "Cat", OrderedDict(dim=1), [self.tref(src, node)])
 
     def op_expand(self, node, op):
         src = node.args[0]
@@ -1356,7 +1982,16 @@ class _Exporter:
         sm = self.tensor_meta(src)
         if sm is not None and sm.shape == self.tensor_meta(node).shape:
             return self.tref(src, node)
-        raise _Reject("expand of a batched tensor has no vramcalc kind")
+        out = self.tensor_meta(node).shape
+        if sm is None or len(sm.shape) != len(out) or sm.shape[0] != out[0]:
+            raise _Reject("expand that adds dimensions")
+        self.approx.append(("expand of a batched tensor as a copy (PyTorch makes a view; the next "
+                            "reshape or contiguous copies it)", self.describe(node), self.where(node)))
+        ref = self.tref(src, node)
+        for d, (a, b) in enumerate(zip(sm.shape, out)):
+            if a == 1 and b > 1:
+                ref = self._repeat_along(node, ref, d, b)
+        return ref
 
     def op_mean(self, node, op):
         x = self.tref(node.args[0], node)
@@ -1442,6 +2077,11 @@ class _Exporter:
         if isinstance(v, _Tuple):
             i = self.concrete(idx)
             return v.items[i]
+        if isinstance(v, _Unbind):
+            i = self.concrete(idx)
+            if not isinstance(i, int):
+                raise _Reject("slicing the result of unbind")
+            return self.emit(node, "Select", OrderedDict(dim=v.dim, index=i), [v.base])
         if isinstance(v, _Split):
             i = self.concrete(idx)
             if not isinstance(i, int):
@@ -1602,7 +2242,7 @@ def _finalise(layers, inputs, flat=False):
             return layers[item]["_in"]
         return [item[3]]
 
-    def scope(items, ext):
+    def scope(items, ext, prefix=""):
         # which item produces each layer output visible here
         out_of = {_last(it): k for k, it in enumerate(items)}
         in_scope_default = ext if ext is not None else _Ref("in", in_names[0])
@@ -1650,17 +2290,24 @@ def _finalise(layers, inputs, flat=False):
                     d[key] = v
                 if "repeat" in l:
                     d["repeat"] = l["repeat"]
+                here = "%s%slayers[%d]" % (prefix, "." if prefix else "", k)
+                for c in range(l.get("repeat", 1)):
+                    pth = here + ("[%d]" % c if l.get("repeat", 1) > 1 else "")
+                    paths[pth] = l.get("_module", "") + (".%d" % c if l.get("repeat", 1) > 1 else "")
             else:
                 d = OrderedDict(type="Sequential")
                 if k in names:
                     d["name"] = names[k]
                 if [it[3]] != default:
                     d["inputs"] = [resolve(it[3])]
-                d["layers"] = scope(it[2], it[3])
+                d["layers"] = scope(it[2], it[3], "%s%slayers[%d]" % (prefix, "." if prefix else "", k))
             out.append(d)
         return out
 
-    return scope(tree, None)
+    paths = OrderedDict()  # the loader's instance path of each layer -> its module's qualified name
+    doc_layers = scope(tree, None)
+    _finalise.paths = paths
+    return doc_layers
 
 
 def dumps(doc, indent=2):
@@ -1721,11 +2368,35 @@ def parse_input(text, index=0):
     return name, shape, _DT[dt]
 
 
+class TraceError(Exception):
+    """torch.fx could not trace the module (data-dependent Python, iterating a tensor...)."""
+
+
+def _user_frame(tb):
+    """'file.py:LINE: code' of the innermost traceback frame outside torch and this file."""
+    import traceback
+    best = ""
+    for fr in traceback.extract_tb(tb):
+        f = fr.filename
+        if "/torch/" in f or f == os.path.abspath(__file__) or f.endswith("torch2vramcalc.py") or \
+                f.endswith("/_t2v.py"):
+            continue
+        for marker in ("site-packages/", "dist-packages/"):
+            if marker in f:
+                f = f.split(marker, 1)[1]
+        if f.startswith(os.getcwd() + os.sep):
+            f = os.path.relpath(f)
+        best = "%s:%s: %s" % (f, fr.lineno, (fr.line or "").strip())
+    return best
+
+
 def export(module, inputs, name=None, batch=2, source=None, description=None, loss=None,
-           concrete_args=None, what=None, flat=False):
+           concrete_args=None, what=None, flat=False, allow_unknown=False, info_out=None):
     """module: an nn.Module; inputs: list of (name, shape, dtype) per forward argument
     (name None: the forward argument's own name).  Returns the model document (a dict).
-    Raises Unmapped when some op has no kind."""
+    Raises Unmapped when some op has no kind (allow_unknown: exports them as new tensors
+    of their output's shape, listed in info["approximate"] and the description), and
+    TraceError when torch.fx cannot trace the module."""
     patches = {"__iter__": _proxy_iter}
     for op in ("iadd", "imul", "isub", "itruediv"):
         # torch 1.13's Proxy has no in-place magic methods: `out += identity` would be
@@ -1735,24 +2406,36 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     saved = {k: vars(fx.Proxy).get(k) for k in patches}
     for k, v in patches.items():
         setattr(fx.Proxy, k, v)
-    saved_fns = {n: getattr(torch, n) for n in _FACTORIES if hasattr(torch, n)}
-    for n, f in saved_fns.items():
-        setattr(torch, n, _proxy_aware(f))
+    # builtins that fx does not see when their sizes come from x.shape: record a call instead
+    saved_fns = {(torch, n): getattr(torch, n) for n in _FACTORIES if hasattr(torch, n)}
+    saved_fns[(F, "pad")] = F.pad
+    for (mod, n), f in saved_fns.items():
+        setattr(mod, n, _proxy_aware(f))
     if _lookup(module) is not None:
         # the root itself is a leaf kind (an nn.LSTM, nn.TransformerEncoder...): call it
         # from a wrapper so that it is traced as one module call
         module = _RootWrapper(module, len(inputs))
+    tracer = _Tracer()
     try:
-        tracer = _Tracer()
         graph = tracer.trace(module, concrete_args=concrete_args)
+    except Exception as e:  # noqa: BLE001  (anything user code raises under tracing)
+        where = _user_frame(e.__traceback__)
+        mod = getattr(tracer, "failed_in", "")
+        msg = str(e).strip().splitlines()[0].split(". ")[0] if str(e).strip() else type(e).__name__
+        raise TraceError("torch.fx cannot trace %s: %s%s%s (Python control flow on tensor values, "
+                         "iterating a tensor or data-dependent shapes cannot be traced: rewrite that "
+                         "line, pass the value as a constant with --kwargs, or export the submodule "
+                         "that can be traced)" % (what or type(module).__name__, msg,
+                                                  (" in module " + mod) if mod else "",
+                                                  (" at " + where) if where else "")) from None
     finally:
         for k, v in saved.items():
             if v is None:
                 delattr(fx.Proxy, k)
             else:
                 setattr(fx.Proxy, k, v)
-        for n, f in saved_fns.items():
-            setattr(torch, n, f)
+        for (mod, n), f in saved_fns.items():
+            setattr(mod, n, f)
     gm = fx.GraphModule(tracer.root, graph, type(module).__name__)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(inputs) > len(placeholders):
@@ -1761,17 +2444,62 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     for (nm, shape, dt), ph in zip(inputs, placeholders):
         nm = nm or (ph.target if len(inputs) > 1 else "input")
         named.append((nm, shape, dt))
-    meta = _shapes(module, graph, named, batch)
+    meta_module = _meta_copy(module)
+    meta = _shapes(module, graph, named, batch, meta_module)
     ex = _Exporter(gm, meta, [(n, s) for n, s, _ in named], batch, module)
+    ex.allow_unknown = allow_unknown
     layers = ex.run()
+    dead = _freeze_unused(layers) if layers is not None else 0
+    fixed = []
+    if layers is not None:  # sizes computed from the input: re-derivable by vramcalc --input?
+        other, why = None, "the model cannot be traced at another input size"
+        for cand in _other_inputs(named):
+            meta2 = _shapes(module, graph, cand, batch, meta_module, meta_only=True)
+            if meta2 is None:
+                continue
+            ex2 = _Exporter(gm, meta2, [(n, s) for n, s, _ in cand], batch, module)
+            ex2.allow_unknown = allow_unknown
+            with open(os.devnull, "w") as quiet:
+                saved_err, sys.stderr = sys.stderr, quiet
+                try:
+                    other = ex2.run()
+                except Exception:  # noqa: BLE001  (a shape the model does not take)
+                    other = None
+                finally:
+                    sys.stderr = saved_err
+            if other is not None:
+                break
+            if ex2.unmapped:
+                why = "at input %s: %s: %s" % (",".join(str(d) for d in cand[0][1]), ex2.unmapped[0][1],
+                                               ex2.unmapped[0][2])
+        fixed = _rederive(layers, other, why)
     if layers is None:
         raise Unmapped(ex.unmapped, what or type(module).__name__)
     doc = OrderedDict()
     doc["name"] = name or type(module).__name__
+    if ex.approx:  # the report's header and JSON "model" show it
+        doc["name"] += " (approximate: %d op%s)" % (len(ex.approx), "s" if len(ex.approx) > 1 else "")
     if source:
         doc["source"] = source
-    if description:
-        doc["description"] = description
+    notes = [description] if description else []
+    if ex.outputs_note:
+        notes.append(ex.outputs_note)
+    if dead:
+        notes.append("%d layer(s) whose outputs do not reach the primary output are frozen (as in PyTorch, "
+                     "no gradient reaches their parameters: no gradients, no optimizer states)" % dead)
+    if ex.notes:
+        notes.append("stand-in kinds (same memory, other kind): " +
+                     ", ".join("%s x%d" % kv for kv in ex.notes.items()))
+    if ex.approx:
+        counts = OrderedDict()
+        for what_, op, where in ex.approx:
+            counts[what_] = counts.get(what_, 0) + 1
+        notes.append("approximate: " + ", ".join("%s x%d" % kv for kv in counts.items()))
+    if fixed:
+        notes.append("fixed at the exported input (vramcalc --input does not re-derive them: re-export "
+                     "at the new input size): " + ", ".join(fixed[:8]) + (" ..." if len(fixed) > 8 else ""))
+    if notes:
+        doc["description"] = "; ".join(notes)
     specs = OrderedDict()
     for nm, shape, dt in named:
         specs[nm] = list(shape) if dt != torch.int64 else OrderedDict(shape=list(shape), dtype="int64")
@@ -1782,6 +2510,7 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     if loss:
         doc["loss"] = loss
     doc["layers"] = _finalise(layers, named, flat)
+    module_names = _finalise.paths
     # parameter check
     total = {id(p): p.numel() for p in module.parameters()}
     missing = {k: v for k, v in total.items() if k not in ex.exported_params}
@@ -1792,7 +2521,38 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
                                                   " ..." if len(names) > 5 else ""), file=sys.stderr)
     doc_params = sum(ex.exported_params.values())
     return doc, {"torch_parameters": sum(total.values()), "exported_parameters": doc_params,
-                 "layers": len(layers)}
+                 "layers": len(layers), "approximate": list(ex.approx), "stand_ins": dict(ex.notes),
+                 "module_names": module_names}
+
+
+class _no_downloads:
+    """Makes torch.hub / torchvision weight downloads raise a ValueError naming the target
+    (a builder that downloads even with weights=None: its backbone's, an auxiliary net's)."""
+
+    def __init__(self, target):
+        self.target = target
+        self.saved = []
+
+    def __enter__(self):
+        def refuse(url, *a, **k):
+            raise ValueError("%s tried to download weights (%s); an export never does: pass "
+                             "--kwargs to turn the download off (e.g. {\"weights_backbone\": null})"
+                             % (self.target, url))
+        mods = [torch.hub]
+        for name in ("torchvision._internally_replaced_utils", "torchvision.models._api", "torch.utils.model_zoo"):
+            if name in sys.modules:
+                mods.append(sys.modules[name])
+        for mod in mods:
+            for attr in ("load_state_dict_from_url", "download_url_to_file", "load_url"):
+                if hasattr(mod, attr):
+                    self.saved.append((mod, attr, getattr(mod, attr)))
+                    setattr(mod, attr, refuse)
+        return self
+
+    def __exit__(self, *exc):
+        for mod, attr, v in reversed(self.saved):
+            setattr(mod, attr, v)
+        return False
 
 
 def load_target(target, kwargs=None):
@@ -1835,7 +2595,18 @@ def load_target(target, kwargs=None):
         return obj
     if not callable(obj):
         raise ValueError("%s is neither a module nor a callable" % target)
-    m = obj(**kwargs)
+    kwargs = dict(kwargs)
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        sig = None
+    if sig is not None:  # never download weights: the file needs shapes, not values
+        for k, v in (("weights", None), ("weights_backbone", None), ("pretrained", False),
+                     ("pretrained_backbone", False)):
+            if k in sig.parameters and k not in kwargs:
+                kwargs[k] = v
+    with _no_downloads(target):
+        m = obj(**kwargs)
     if not isinstance(m, nn.Module):
         raise ValueError("%s(...) returned %s, not an nn.Module" % (target, type(m).__name__))
     return m
@@ -1861,6 +2632,9 @@ def main(argv=None):
     ap.add_argument("--flat", action="store_true",
                     help="one flat list of layers (default: module calls that take and return one "
                          "tensor become Sequential scopes, as PyTorch keeps their input alive)")
+    ap.add_argument("--allow-unknown", action="store_true",
+                    help="export ops without a vramcalc kind as new tensors of their output's shape "
+                         "(nothing saved), listed on stderr and in the file's description as approximate")
     ap.add_argument("-o", "--output", help="write here instead of standard output")
     a = ap.parse_args(argv)
     try:
@@ -1877,14 +2651,21 @@ def main(argv=None):
     name = a.name or re.split(r"[.:]", a.target)[-1]
     try:
         doc, info = export(module, inputs, name=name, batch=a.batch, source=a.source or a.target,
-                           description=a.description, loss=a.loss, what=a.target, flat=a.flat)
+                           description=a.description, loss=a.loss, what=a.target, flat=a.flat,
+                           allow_unknown=a.allow_unknown)
     except Unmapped as e:
         print("torch2vramcalc: " + e.report(), file=sys.stderr)
+        return 2
+    except TraceError as e:
+        print("torch2vramcalc: %s" % e, file=sys.stderr)
         return 2
     except (ValueError, RuntimeError, TypeError) as e:
         print("torch2vramcalc: %s: %s" % (a.target, str(e).splitlines()[0] if str(e) else type(e).__name__),
               file=sys.stderr)
         return 2
+    for what_, op, where in info["approximate"]:
+        print("torch2vramcalc: approximate: %s  [%s]%s" % (what_, op, ("  " + where) if where else ""),
+              file=sys.stderr)
     text = dumps(doc)
     if a.output:
         with open(a.output, "w") as f:

@@ -69,7 +69,14 @@ def main(argv):
                 tr.O.opobs_reset_peak()
                 tr.reset_peak()
             out = module(x)
-            loss = out.float().mean()
+            # the loss on the primary output, as the exporter writes it (a dict's "out" or
+            # "logits" or first value, a tuple's first); the other outputs live until `del out`
+            p = out
+            while isinstance(p, (dict, tuple, list)):
+                p = (p["out"] if "out" in p else p["logits"] if "logits" in p else next(iter(p.values()))) \
+                    if isinstance(p, dict) else p[0]
+            loss = p.float().mean()
+            del p
             del out
             tr.O.opobs_set_backward(1)
             loss.backward()

@@ -9,6 +9,7 @@ count, and where tools/vctorch.py exists, rebuilding the file must give the modu
 output shape.  Exit status 77 (CTest skip) without torch.
 """
 
+import inspect
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import torchvision
 except ImportError:
     print("test_exporter: torch not importable; skipping")
     sys.exit(77)
@@ -157,6 +159,30 @@ class Unmappable(nn.Module):
         return torch.roll(self.fc(x), 1, 1) * 0.5
 
 
+class _Iterating(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.stack([self.fc(t) for t in x])
+
+
+class IteratesTensor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = _Iterating()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def downloading_builder(weights=None):
+    """A builder that downloads whatever it is given (test_no_download)."""
+    torch.hub.load_state_dict_from_url("http://example.invalid/w.pth")
+    return nn.Linear(2, 2)
+
+
 def layers(doc):
     return [l["type"] for l in doc["layers"]]
 
@@ -268,9 +294,65 @@ class ExporterTest(unittest.TestCase):
         with self.assertRaises(t2v.Unmapped) as e:
             t2v.export(Unmappable(), [t2v.parse_input("4,8")])
         rep = e.exception.report()
+        # the op, the user's source line (the `return` of Unmappable.forward), what to do;
+        # `* 0.5` after it is exported (a stand-in), so roll is the only item
         self.assertIn("torch.roll", rep)
-        self.assertIn("mul with a scalar", rep)
-        self.assertEqual(len(e.exception.items), 2)
+        self.assertIn("test_exporter.py:%d" % (inspect.getsourcelines(Unmappable.forward)[1] + 1), rep)
+        self.assertIn("--allow-unknown", rep)
+        self.assertEqual(len(e.exception.items), 1)
+        # --allow-unknown: the rest exported, roll as a new [8] tensor, the file says approximate
+        doc, info = t2v.export(Unmappable(), [t2v.parse_input("4,8")], allow_unknown=True)
+        self.assertIn("approximate", doc["name"])
+        self.assertIn("torch.roll", doc["description"])
+        self.assertEqual([a[1] for a in info["approximate"]], ["torch.roll"])
+        self.assertEqual(info["exported_parameters"], 72)  # Linear(8, 8): 64 + 8
+
+    def test_trace_error_location(self):
+        # torch.fx cannot iterate a tensor: the error names the module and the user's line
+        with self.assertRaises(t2v.TraceError) as e:
+            t2v.export(IteratesTensor(), [t2v.parse_input("4,8")])
+        line = inspect.getsourcelines(_Iterating.forward)[1] + 1
+        self.assertRegex(str(e.exception), r"in module inner at \S*test_exporter\.py:%d: " % line)
+        self.assertIn("for t in x", str(e.exception))
+
+    def test_no_download(self):
+        # fcn_resnet50's builder downloads ResNet-50 weights by default (weights_backbone);
+        # load_target turns that off, and a builder that downloads anyway is refused
+        m = t2v.load_target("torchvision.models.segmentation.fcn_resnet50")
+        ref = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None)
+        self.assertEqual(sum(p.numel() for p in m.parameters()), sum(p.numel() for p in ref.parameters()))
+        with self.assertRaises(ValueError) as e:
+            t2v.load_target("test_exporter:downloading_builder")
+        self.assertIn("tried to download weights (http://example.invalid/w.pth)", str(e.exception))
+
+    def test_input_rederived(self):
+        # fcn_resnet50 interpolates to the input's size: exported at 64, the file's Upsample is a
+        # scale factor, so --input 3,96,96 gives the output PyTorch gives at 96 (the module run
+        # on the meta device)
+        m = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None)
+        doc, info = t2v.export(m, [t2v.parse_input("3,64,64")])
+        up = [l for l in doc["layers"] if l["type"] == "Upsample"]
+        self.assertEqual([("size" in l, l.get("scale_factor")) for l in up], [(False, 8)])
+        self.assertIn("output['out']", doc["description"])
+        with torch.no_grad():
+            want = list(t2v._meta_copy(m)(torch.empty(1, 3, 96, 96, device="meta"))["out"].shape[1:])
+        if CLI:
+            r = subprocess.run([CLI, "-", "--input", "3,96,96", "--per-layer", "-f", "json"], input=t2v.dumps(doc),
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(json.loads(r.stdout)["layers"][-1]["output_shape"], want)
+        # nanoGPT's sizes cannot follow the input (its positional table is 64 long): said in the file
+        sys.path.insert(0, HERE)
+        import user_models
+        doc, info = t2v.export(user_models.NanoGPT(), [t2v.parse_input("64:int64")])
+        self.assertIn("fixed at the exported input", doc["description"])
+
+    def test_namedtuple_output(self):
+        # GoogLeNet in training returns GoogLeNetOutputs(logits, aux2, aux1): the loss is on
+        # the logits, the aux heads are exported (their parameters count), the description says so
+        m = torchvision.models.googlenet(aux_logits=True, init_weights=False)
+        doc = self.export(m, "3,96,96")
+        self.assertIn("loss is taken on output[0]", doc["description"])
 
     def test_cli_exit_status(self):
         tool = os.path.join(ROOT, "tools", "torch2vramcalc.py")
@@ -278,7 +360,10 @@ class ExporterTest(unittest.TestCase):
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
         self.assertEqual(r.stdout, "")
-        self.assertIn("shifted_window_attention", r.stderr)
+        # the first op without a kind (its users are not listed again), its module and line
+        self.assertIn("_get_relative_position_bias", r.stderr)
+        self.assertIn("in module features.1.0.attn (ShiftedWindowAttention) at torchvision/models/swin_transformer.py:",
+                      r.stderr)
         r = subprocess.run([sys.executable, tool, "torchvision.models.squeezenet1_1", "--input", "3,64,64"],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -1,0 +1,44 @@
+/*
+ * abi_layout.c — prints the size of every struct the Python API mirrors
+ * (python/vramcalc/_capi.py) and the offset of each field, as the C compiler
+ * lays them out from include/vramcalc/vramcalc.h: "vc_options 64" and
+ * "vc_options.batch 0" lines. python/tests/test_api.py compares them with ctypes.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "vramcalc/vramcalc.h"
+
+#define SIZE(T) printf(#T " %zu\n", sizeof(T))
+#define OFF(T, f) printf(#T "." #f " %zu\n", offsetof(T, f))
+
+int main(void)
+{
+    SIZE(vc_error);
+    OFF(vc_error, code); OFF(vc_error, file); OFF(vc_error, line); OFF(vc_error, col);
+    OFF(vc_error, path); OFF(vc_error, msg);
+    SIZE(vc_options);
+    OFF(vc_options, batch); OFF(vc_options, optim); OFF(vc_options, optim_impl); OFF(vc_options, accumulate);
+    OFF(vc_options, precision); OFF(vc_options, mode); OFF(vc_options, attention); OFF(vc_options, workspace);
+    OFF(vc_options, context); OFF(vc_options, hopper);
+    SIZE(vc_memory);
+    OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
+    OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);
+    OFF(vc_memory, reserved); OFF(vc_memory, cuda_context); OFF(vc_memory, total);
+    SIZE(vc_peak);
+    OFF(vc_peak, phase); OFF(vc_peak, layer); OFF(vc_peak, kind); OFF(vc_peak, weights); OFF(vc_peak, gradients);
+    OFF(vc_peak, optimizer_states); OFF(vc_peak, activations); OFF(vc_peak, temporaries); OFF(vc_peak, workspace);
+    SIZE(vc_layer_info);
+    OFF(vc_layer_info, name); OFF(vc_layer_info, kind); OFF(vc_layer_info, ndim); OFF(vc_layer_info, output_shape);
+    OFF(vc_layer_info, parameters); OFF(vc_layer_info, activations);
+    SIZE(vc_result);
+    OFF(vc_result, parameters); OFF(vc_result, trainable_parameters); OFF(vc_result, memory); OFF(vc_result, peak);
+    OFF(vc_result, nlayers); OFF(vc_result, layers);
+    SIZE(vc_gpu);
+    OFF(vc_gpu, name); OFF(vc_gpu, label); OFF(vc_gpu, vendor); OFF(vc_gpu, capacity); OFF(vc_gpu, hopper);
+    OFF(vc_gpu, source);
+    SIZE(vc_gpu_spec);
+    OFF(vc_gpu_spec, name); OFF(vc_gpu_spec, preset); OFF(vc_gpu_spec, total); OFF(vc_gpu_spec, capacity);
+    OFF(vc_gpu_spec, percent);
+    return 0;
+}

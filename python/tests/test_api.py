@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""Tests of the Python API (python/vramcalc) against the C compiler and the CLI.
+
+    test_api.py --lib build/libvramcalc.so --cli build/vramcalc --abi build/tests/abi_layout \
+                [--torch] [--install]
+
+* layout: every struct the API mirrors with ctypes has the size and field offsets the
+  C compiler gives it (abi_layout prints them from include/vramcalc/vramcalc.h);
+* the API's JSON equals `vramcalc -f json`, byte for byte, over a matrix of zoo models
+  and options, and its table equals the CLI's table up to the bar;
+* errors are VramcalcError with the CLI's message;
+* --torch: an nn.Module exported on the fly gives what the CLI gives on the file the
+  exporter writes (exit 77 when torch is absent);
+* --install: `pip install --target` of python/ (with VRAMCALC_LIB set to the built
+  library) gives a package that imports and estimates outside the checkout.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+EXAMPLES = os.path.join(ROOT, "examples")
+FAILS = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("FAIL: " + what)
+
+
+def cli(args, env=None):
+    e = dict(os.environ, NO_COLOR="1")
+    p = subprocess.run([A.cli] + args, capture_output=True, text=True, env=e)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_layout(vc):
+    from vramcalc import _capi
+    out = subprocess.run([A.abi], capture_output=True, text=True, check=True).stdout
+    c = {}
+    for line in out.splitlines():
+        k, v = line.split()
+        c[k] = int(v)
+    py = {}
+    for name, st in _capi.STRUCTS.items():
+        py[name] = __import__("ctypes").sizeof(st)
+        for f in st._fields_:
+            py["%s.%s" % (name, f[0])] = getattr(st, f[0]).offset
+    for k in sorted(set(c) | set(py)):
+        check(c.get(k) == py.get(k), "layout %s: C %s, ctypes %s" % (k, c.get(k), py.get(k)))
+    print("layout: %d sizes and offsets compared" % len(c))
+
+
+# (model file, CLI options, API keyword arguments): the same estimate both ways
+MATRIX = [
+    ("mlp.json", [], {}),
+    ("resnet18.json", ["-b", "32"], dict(batch=32)),
+    ("resnet18.json", ["-b", "8", "-o", "sgd", "-p", "amp-fp16"], dict(batch=8, optim="sgd", precision="amp-fp16")),
+    ("resnet50.json", ["-b", "16", "-o", "adamw", "-p", "amp-bf16", "-g", "rtx4090"],
+     dict(batch=16, optim="adamw", precision="amp-bf16", gpu="rtx4090")),
+    ("resnet50.json", ["-g", "h100-80gb:90%", "--max-batch"], dict(gpu="h100-80gb:90%", max_batch=True)),
+    ("resnet18.json", ["-b", "4", "-g", "24GiB", "--max-batch"], dict(batch=4, gpu="24GiB", max_batch=True)),
+    ("gpt2_small.json", ["-b", "4", "-p", "mixed-bf16", "--optim-impl", "fused", "--attention", "math"],
+     dict(batch=4, precision="mixed-bf16", optim_impl="fused", attention="math")),
+    ("gpt2_small.json", ["-b", "2", "-m", "infer", "-p", "fp16"], dict(batch=2, mode="infer", precision="fp16")),
+    ("bert_base.json", ["-b", "8", "--accumulate", "4", "-o", "momentum", "--optim-impl", "forloop"],
+     dict(batch=8, accumulate=4, optim="momentum", optim_impl="forloop")),
+    ("lstm_lm.json", ["-b", "16", "--workspace", "0", "--context", "300MiB"],
+     dict(batch=16, workspace=0, context="300MiB")),
+    ("tiny_resnet.json", ["-b", "3", "--per-layer"], dict(batch=3, per_layer=True)),
+    ("tiny_resnet.json", ["-b", "5", "--input", "3,64,64", "--per-layer", "-o", "none"],
+     dict(batch=5, input_size=(3, 64, 64), per_layer=True, optim="none")),
+    ("vit_b_16.json", ["-b", "2", "-p", "bf16", "-g", "a100-40gb"], dict(batch=2, precision="bf16", gpu="a100-40gb")),
+    ("unet.json", ["-b", "2", "--input", "3,128,128"], dict(batch=2, input_size="3,128,128")),
+]
+
+
+def test_matrix(vc):
+    n = 0
+    for f, args, kw in MATRIX:
+        path = os.path.join(EXAMPLES, f)
+        rc, out, err = cli([path, "-f", "json"] + args)
+        check(rc in (0, 1), "%s %s: CLI exit %d: %s" % (f, args, rc, err.strip()))
+        r = vc.estimate(path, **kw)
+        api = r.to_json()
+        check(api == out, "%s %s: API JSON differs from the CLI's:\n%s\n---\n%s" % (f, args, api, out))
+        check(json.loads(out) == r.to_dict(), "%s %s: to_dict() != the CLI's JSON" % (f, args))
+        # the table: equal to the CLI's up to the bar (which the API leaves out)
+        rc, tab, _ = cli([path] + args)
+        api_tab = str(r)
+        head = lambda t: t[:t.index("\n  at the peak:")] + t[t.index("\n  at the peak:"):].split("\n", 2)[1]
+        check(head(api_tab) == head(tab), "%s %s: table differs:\n%s\n---\n%s" % (f, args, api_tab, tab))
+        if kw.get("max_batch"):
+            check(("max batch on %s: %d" % (r.gpu.name, r.max_batch())) in tab,
+                  "%s: max batch %d not in the CLI's table" % (f, r.max_batch()))
+        if kw.get("per_layer"):
+            for l in r.layers:
+                check(("  %-32s %-26s" % (l["name"], l["kind"])) in tab, "%s: layer %s not in the table" % (f, l["name"]))
+        n += 1
+    # a model document (dict) gives what its file gives
+    path = os.path.join(EXAMPLES, "resnet18.json")
+    with open(path) as fh:
+        doc = json.load(fh)
+    check(vc.estimate(doc, batch=7).to_json() == vc.estimate(path, batch=7).to_json(),
+          "a dict and its file give different estimates")
+    # max_batch() against --max-batch on a GPU not given to estimate()
+    r = vc.estimate(path, batch=2)
+    rc, out, _ = cli([path, "-f", "json", "-g", "rtx3090", "--max-batch"])
+    check(r.max_batch("rtx3090") == json.loads(out)["max_batch"], "max_batch('rtx3090') != --max-batch")
+    print("matrix: %d option sets, JSON byte-identical to the CLI's" % n)
+
+
+def test_errors(vc):
+    bad = os.path.join(ROOT, "tests", "bad")
+    files = sorted(f for f in os.listdir(bad) if f.endswith(".json"))[:12]
+    for f in files:
+        p = os.path.join(bad, f)
+        rc, out, err = cli([p])
+        try:
+            vc.estimate(p)
+            check(rc == 0, "%s: the CLI refuses it (%s), the API does not" % (f, err.strip()))
+        except vc.VramcalcError as e:
+            check(rc == 2 and err.strip() == "vramcalc: " + str(e),
+                  "%s: API error %r, CLI %r" % (f, str(e), err.strip()))
+    for kw, what in ((dict(optim="adamx"), "optim"), (dict(precision="fp8"), "precision"),
+                     (dict(batch=0), "batch"), (dict(gpu="rtx9999"), "gpu"), (dict(workspace="12 parsecs"), "workspace"),
+                     (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size")):
+        try:
+            vc.estimate(os.path.join(EXAMPLES, "resnet18.json"), **kw)
+            check(False, "%r accepted" % (kw,))
+        except vc.VramcalcError as e:
+            check(what in str(e), "%r: message %r does not name %s" % (kw, str(e), what))
+    rc, out, _ = cli(["--list-layers"])
+    check([k for k, _ in vc.kinds()] == [l.split()[0] for l in out.splitlines() if l.strip()],
+          "kinds() != vramcalc --list-layers")
+    print("errors: %d bad files and 7 bad options" % len(files))
+
+
+def test_torch(vc):
+    try:
+        import torch
+        import torchvision
+    except ImportError:
+        print("torch/torchvision absent: skipped")
+        sys.exit(77)
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import torch2vramcalc as t2v
+    torch.manual_seed(0)
+    cases = [(torchvision.models.resnet18(), (3, 96, 96), dict(batch=4, optim="adamw", precision="amp-bf16",
+                                                               gpu="rtx4090"),
+              ["-b", "4", "-o", "adamw", "-p", "amp-bf16", "-g", "rtx4090"]),
+             (torchvision.models.mobilenet_v3_small(), "3,64,64", dict(batch=2, per_layer=True),
+              ["-b", "2", "--per-layer"])]
+    for m, size, kw, args in cases:
+        r = vc.estimate(m, input_size=size, **kw)
+        doc, info = t2v.export(m, [t2v.parse_input(size if isinstance(size, str) else ",".join(map(str, size)))],
+                               name=type(m).__name__)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
+            fh.write(t2v.dumps(doc))
+        try:
+            rc, out, err = cli([fh.name, "-f", "json"] + args)
+        finally:
+            os.unlink(fh.name)
+        check(r.to_json() == out, "%s: API on the module != CLI on the exported file" % type(m).__name__)
+        check(r.parameters == sum(p.numel() for p in m.parameters()),
+              "%s: parameters %d, torch %d" % (type(m).__name__, r.parameters, sum(p.numel() for p in m.parameters())))
+    # reports name layers by the module's qualified name: resnet18's last ReLU is layer4.1.relu
+    r = vc.estimate(torchvision.models.resnet18(), input_size=(3, 64, 64), batch=2, per_layer=True)
+    relus = [r.module_of(l["name"]) for l in r.layers if l["kind"] == "ReLU"]
+    check(relus[-1] == "layer4.1.relu" and relus[0] == "relu", "qualified names: %s" % relus[-3:])
+    check(r.module_of(r.layers[-1]["name"]) == "fc", "last layer: %s" % r.module_of(r.layers[-1]["name"]))
+    check(r.peak_module in str(r), "the table names the peak by module")
+    print("torch: %d modules exported on the fly, equal to the CLI on the exported files" % len(cases))
+
+
+def test_install():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, VRAMCALC_LIB=os.path.abspath(A.lib))
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target", tmp,
+                            os.path.join(ROOT, "python")], capture_output=True, text=True, env=env, cwd=tmp)
+        check(p.returncode == 0, "pip install failed: %s" % p.stderr[-2000:])
+        if p.returncode:
+            return
+        env = {k: v for k, v in os.environ.items() if k != "VRAMCALC_LIB"}
+        env["PYTHONPATH"] = tmp
+        code = ("import vramcalc, sys; r = vramcalc.estimate(sys.argv[1], batch=3); "
+                "sys.stdout.write(vramcalc.__file__ + '\\n' + r.to_json())")
+        q = subprocess.run([sys.executable, "-c", code, os.path.join(EXAMPLES, "resnet18.json")],
+                           capture_output=True, text=True, env=env, cwd=tmp)
+        first, _, rest = q.stdout.partition("\n")
+        check(q.returncode == 0 and first.startswith(tmp), "installed package: %s %s" % (q.stdout[:200], q.stderr[-500:]))
+        rc, out, _ = cli([os.path.join(EXAMPLES, "resnet18.json"), "-f", "json", "-b", "3"])
+        check(rest == out, "the installed package's JSON differs from the CLI's")
+        for f in ("libvramcalc.so", "_t2v.py"):
+            check(os.path.exists(os.path.join(tmp, "vramcalc", f)), "the installed package has no %s" % f)
+    print("install: pip install --target gives a working package")
+
+
+def main():
+    global A
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--abi")
+    ap.add_argument("--torch", action="store_true")
+    ap.add_argument("--install", action="store_true")
+    A = ap.parse_args()
+    os.environ["VRAMCALC_LIB"] = os.path.abspath(A.lib)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import vramcalc as vc
+    if A.torch:
+        test_torch(vc)
+    elif A.install:
+        test_install()
+    else:
+        test_layout(vc)
+        test_matrix(vc)
+        test_errors(vc)
+    if FAILS:
+        print("%d failure(s)" % len(FAILS))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

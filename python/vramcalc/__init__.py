@@ -1,0 +1,538 @@
+"""vramcalc -- GPU memory estimates for PyTorch models, from Python.
+
+    import vramcalc
+    r = vramcalc.estimate(model, input_size=(3, 224, 224), batch=32, optim="adamw",
+                          precision="amp-bf16", gpu="rtx4090")
+    print(r)                 # the CLI's table (without the bar)
+    r.memory.total           # bytes; every field of `vramcalc -f json` is here (r.to_dict())
+    r.max_batch()            # the largest batch that fits the GPU
+    r.to_json()              # byte for byte what `vramcalc MODEL -f json` prints
+
+`model` is an nn.Module (exported with tools/torch2vramcalc.py's exporter; needs torch),
+a vramcalc model file path, or a model document (a dict, as json.load gives).  The numbers
+come from the C library (libvramcalc.so, through ctypes): nothing is re-computed here.
+"""
+
+import ctypes
+import json
+import os
+
+from . import _capi
+from ._capi import vc_error, vc_gpu_spec, vc_options, vc_result
+
+__all__ = ["estimate", "Result", "VramcalcError", "kinds", "gpus", "export"]
+__version__ = "0.1.0"
+
+
+class VramcalcError(ValueError):
+    """A bad model, option or value; str() is the CLI's one-line message."""
+
+    def __init__(self, msg, code=None):
+        super().__init__(msg)
+        self.code = code
+
+
+def _b(s):
+    return s.encode("utf-8") if isinstance(s, str) else s
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b is not None else ""
+
+
+def _raise(err, what=None):
+    buf = ctypes.create_string_buffer(1400)
+    _capi.lib().vc_error_format(ctypes.byref(err), buf, len(buf))
+    msg = _s(buf.value)
+    raise VramcalcError(("%s: %s" % (what, msg)) if what else msg, err.code)
+
+
+def _enum(kind, value):
+    L = _capi.lib()
+    v = getattr(L, "vc_%s_from_name" % kind)(_b(str(value)))
+    if v < 0:
+        raise VramcalcError("%s: unknown value %r" % (kind.replace("_", "-"), value))
+    return v
+
+
+def _size(value, what):
+    if value is None:
+        return -1
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise VramcalcError("%s: negative size %d" % (what, value))
+        return value
+    out = ctypes.c_int64()
+    err = vc_error()
+    if _capi.lib().vc_parse_size(_b(str(value)), ctypes.byref(out), ctypes.byref(err)):
+        _raise(err, what)
+    return out.value
+
+
+def kinds():
+    """[(kind, summary)] of every layer kind the library knows (vramcalc --list-layers)."""
+    L = _capi.lib()
+    out = [(_s(L.vc_kind_name(i)), _s(L.vc_kind_summary(i))) for i in range(L.vc_kind_count())]
+    # the loader's scope kind, which the layer registry does not hold (as src/cli/main.c lists it)
+    return out + [("Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint")]
+
+
+def gpus():
+    """{name: capacity in bytes} of the GPU presets (vramcalc --list-gpus)."""
+    L = _capi.lib()
+    out = {}
+    for i in range(L.vc_gpu_count()):
+        g = L.vc_gpu_get(i).contents
+        out[_s(g.name)] = g.capacity
+    return out
+
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+
+class _Model:
+    """An owned vc_model*."""
+
+    def __init__(self, ptr, origin):
+        self.ptr, self.origin = ptr, origin
+
+    def __del__(self):
+        if getattr(self, "ptr", None):
+            _capi.lib().vc_model_free(self.ptr)
+            self.ptr = None
+
+    @property
+    def name(self):
+        return _s(_capi.lib().vc_model_name(self.ptr))
+
+
+def _load_text(text, name):
+    L = _capi.lib()
+    ptr = ctypes.c_void_p()
+    err = vc_error()
+    data = _b(text)
+    if L.vc_model_load_string(data, len(data), _b(name), ctypes.byref(ptr), ctypes.byref(err)):
+        _raise(err)
+    return _Model(ptr, None)
+
+
+def _load_path(path):
+    L = _capi.lib()
+    ptr = ctypes.c_void_p()
+    err = vc_error()
+    if L.vc_model_load_file(_b(os.fspath(path)), ctypes.byref(ptr), ctypes.byref(err)):
+        _raise(err)
+    return _Model(ptr, os.fspath(path))
+
+
+def _shape_list(input_size):
+    if isinstance(input_size, str):
+        parts = [p for p in input_size.replace("x", ",").split(",") if p.strip()]
+        try:
+            return [int(p) for p in parts]
+        except ValueError:
+            raise VramcalcError("input_size: bad shape %r (want e.g. 3,224,224)" % input_size) from None
+    return [int(d) for d in input_size]
+
+
+def _set_input(model, input_size):
+    dims = _shape_list(input_size)
+    if not dims or len(dims) > _capi.VC_MAX_DIMS:
+        raise VramcalcError("input_size: %d dimensions (1 to %d)" % (len(dims), _capi.VC_MAX_DIMS))
+    arr = (ctypes.c_int64 * len(dims))(*dims)
+    err = vc_error()
+    if _capi.lib().vc_model_set_input_shape(model.ptr, arr, len(dims), ctypes.byref(err)):
+        _raise(err, "input_size")
+
+
+def _torch_exporter():
+    """tools/torch2vramcalc.py: the package's copy (pip install) or the checkout's."""
+    try:
+        from . import _t2v  # copied in by setup.py
+        return _t2v
+    except ImportError:
+        pass
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(os.path.dirname(os.path.dirname(here)), "tools", "torch2vramcalc.py")
+    if not os.path.exists(path):
+        raise ImportError("vramcalc: the torch exporter (torch2vramcalc) is not installed")
+    spec = importlib.util.spec_from_file_location("torch2vramcalc", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _input_specs(t2v, input_size):
+    """(3, 224, 224) | "3,224,224" | "ids=128:int64" | [spec, spec, ...] -> exporter inputs."""
+    if isinstance(input_size, str):
+        return [t2v.parse_input(input_size)]
+    if isinstance(input_size, (tuple, list)) and input_size and all(isinstance(d, int) for d in input_size):
+        return [t2v.parse_input(",".join(str(d) for d in input_size))]
+    if isinstance(input_size, (tuple, list)) and input_size:
+        return [_input_specs(t2v, s)[0] for s in input_size]
+    raise VramcalcError("input_size: give the per-sample shape, e.g. (3, 224, 224)")
+
+
+def export(module, input_size, **kw):
+    """The model document (a dict) for an nn.Module, as tools/torch2vramcalc.py writes it."""
+    t2v = _torch_exporter()
+    doc, _info = t2v.export(module, _input_specs(t2v, input_size), **kw)
+    return doc
+
+
+def _is_hf_config(d):
+    return "layers" not in d and ("model_type" in d or "architectures" in d)
+
+
+def _model_of(model, input_size, export_options):
+    """(vc model, whether input_size was used, {instance path: module name} or None)."""
+    if isinstance(model, (str, bytes, os.PathLike)):
+        return _load_path(model), False, None
+    if isinstance(model, dict):
+        if _is_hf_config(model):
+            raise VramcalcError("an HF config dict (model_type %r) needs a converter to a vramcalc model "
+                                "document, which this version does not have; export the model "
+                                "(transformers' AutoModel.from_config) and pass the module"
+                                % model.get("model_type"))
+        return _load_text(json.dumps(model), "<dict>"), False, None
+    mod = type(model).__module__
+    if any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__):
+        if input_size is None:
+            raise VramcalcError("input_size: needed to export an nn.Module, e.g. input_size=(3, 224, 224)")
+        t2v = _torch_exporter()
+        name = export_options.pop("name", None) or type(model).__name__
+        doc, info = t2v.export(model, _input_specs(t2v, input_size), name=name, **export_options)
+        m = _load_text(t2v.dumps(doc), name)
+        m.description = doc.get("description", "")
+        return m, True, info.get("module_names")
+    raise VramcalcError("model: an nn.Module, a model file path or a model document, not %s.%s"
+                        % (mod, type(model).__name__))
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+class Fields:
+    """A group of named numbers (memory, peak, gpu): attributes, and a dict in order."""
+
+    def __init__(self, pairs):
+        self._d = dict(pairs)
+
+    def __getattr__(self, k):
+        try:
+            return self.__dict__["_d"][k]
+        except KeyError:
+            raise AttributeError(k) from None
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def to_dict(self):
+        return dict(self._d)
+
+    def __repr__(self):
+        return "Fields(%s)" % ", ".join("%s=%r" % kv for kv in self._d.items())
+
+
+_MEMORY = ("weights", "gradients", "optimizer_states", "activations", "workspace", "peak_allocated",
+           "reserved", "cuda_context", "total")
+_PEAK = ("weights", "gradients", "optimizer_states", "activations", "temporaries", "workspace")
+
+
+def _json_str(s):
+    """report.c's json_str: quote and backslash escaped, control bytes as \\u00XX, the rest raw."""
+    out = ['"']
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20:
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def format_bytes(n):
+    """report.c's format_bytes: "1.5 GiB", "512 B"."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+    v, u = float(n), 0
+    while (v >= 1024.0 or v <= -1024.0) and u < 6:
+        v /= 1024.0
+        u += 1
+    return "%d B" % n if u == 0 else "%.1f %s" % (v, units[u])
+
+
+class Result:
+    """One estimate: the fields of `vramcalc -f json` as attributes (model, mode, batch,
+    precision, optimizer, optimizer_impl, accumulate, attention, parameters,
+    trainable_parameters, memory, peak, gpu, layers)."""
+
+    def __init__(self, model, opts, res, gpu, per_layer, file, max_batch=None):
+        L = _capi.lib()
+        self._model, self._opts, self._gpu_spec = model, opts, gpu
+        self.file = file
+        self.model = model.name if model is not None else ""
+        self.mode = _s(L.vc_mode_name(opts.mode))
+        self.batch = opts.batch
+        self.precision = _s(L.vc_precision_name(opts.precision))
+        self.optimizer = _s(L.vc_optim_name(opts.optim))
+        self.optimizer_impl = _s(L.vc_optim_impl_name(opts.optim_impl))
+        self.accumulate = opts.accumulate
+        self.attention = _s(L.vc_attention_name(opts.attention))
+        self.parameters = res.parameters
+        self.trainable_parameters = res.trainable_parameters
+        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
+        pk = res.peak
+        self.peak = Fields([("phase", _s(L.vc_phase_name(pk.phase))), ("layer", _s(pk.layer)),
+                            ("kind", _s(pk.kind))] + [(k, getattr(pk, k)) for k in _PEAK])
+        self.gpu = None
+        if gpu is not None:
+            self.gpu = Fields([("name", _s(gpu.name)), ("capacity", gpu.capacity),
+                               ("free", gpu.capacity - res.memory.total),
+                               ("fits", res.memory.total <= gpu.capacity)])
+        self._max_batch = max_batch
+        self.layers = None
+        if per_layer:
+            self.layers = []
+            for i in range(res.nlayers):
+                li = res.layers[i]
+                self.layers.append({"name": _s(li.name), "kind": _s(li.kind),
+                                    "output_shape": [li.output_shape[d] for d in range(li.ndim)],
+                                    "parameters": li.parameters, "activations": li.activations})
+
+    module_names = {}
+    description = ""
+
+    def module_of(self, path):
+        """The qualified module name (layer4.2.relu) of a layer path (layers[7].layers[2].layers[9])
+        for a model passed as an nn.Module; the path itself otherwise."""
+        return self.module_names.get(path) or path
+
+    @property
+    def peak_module(self):
+        """The layer at the peak by its module's qualified name (see module_of)."""
+        return self.module_of(self.peak.layer) if self.peak.layer else ""
+
+    @property
+    def fits(self):
+        """Whether the estimate fits the GPU given (True without one)."""
+        return self.gpu is None or self.gpu.fits
+
+    def max_batch(self, gpu=None):
+        """The largest batch whose total fits `gpu` (default: the estimate's gpu); 0 when
+        batch 1 does not fit.  The library's search (vramcalc --max-batch)."""
+        spec = self._gpu_spec if gpu is None else _gpu(gpu)
+        if spec is None:
+            raise VramcalcError("max_batch: no GPU (estimate(..., gpu=...) or max_batch(gpu=...))")
+        if gpu is None and self._max_batch is not None:
+            return self._max_batch
+        if self._model is None:
+            raise VramcalcError("max_batch: this result has no model")
+        L = _capi.lib()
+        opts = vc_options.from_buffer_copy(self._opts)
+        if gpu is not None and spec.preset and spec.preset.contents.hopper:
+            opts.hopper = 1
+        e = ctypes.c_void_p()
+        err = vc_error()
+        if L.vc_estimator_new(self._model.ptr, ctypes.byref(opts), _capi.VC_EST_NO_LAYERS, ctypes.byref(e),
+                              ctypes.byref(err)):
+            _raise(err)
+        try:
+            mb = ctypes.c_int64()
+            if L.vc_estimator_max_batch(e, spec.capacity, ctypes.byref(mb), None, ctypes.byref(err)):
+                _raise(err)
+        finally:
+            L.vc_estimator_free(e)
+        if gpu is None:
+            self._max_batch = mb.value
+        return mb.value
+
+    def to_dict(self):
+        """The JSON output as a dict (keys in the CLI's order)."""
+        d = {"schema_version": 1, "model": self.model, "mode": self.mode, "batch": self.batch,
+             "precision": self.precision, "optimizer": self.optimizer, "optimizer_impl": self.optimizer_impl,
+             "accumulate": self.accumulate, "attention": self.attention, "parameters": self.parameters,
+             "trainable_parameters": self.trainable_parameters, "memory": self.memory.to_dict(),
+             "peak": self.peak.to_dict()}
+        if self.gpu is not None:
+            d["gpu"] = self.gpu.to_dict()
+        if self._max_batch is not None and self._report_max_batch:
+            d["max_batch"] = self._max_batch
+        if self.layers is not None:
+            d["layers"] = [dict(l) for l in self.layers]
+        return d
+
+    _report_max_batch = False
+
+    def to_json(self):
+        """What `vramcalc MODEL -f json` prints for the same options (report.c's json_body)."""
+        ind = "  "
+        m, p = self.memory, self.peak
+        out = ["{\n"]
+        out.append('%s"schema_version": 1,\n%s"model": %s, "mode": "%s", "batch": %d, "precision": "%s",\n'
+                   % (ind, ind, _json_str(self.model), self.mode, self.batch, self.precision))
+        out.append('%s"optimizer": "%s", "optimizer_impl": "%s", "accumulate": %d, "attention": "%s",\n'
+                   % (ind, self.optimizer, self.optimizer_impl, self.accumulate, self.attention))
+        out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
+                   % (ind, self.parameters, self.trainable_parameters))
+        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, m[k]) for k in _MEMORY)))
+        out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
+                   % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
+                      ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
+        if self.gpu is not None:
+            g = self.gpu
+            out.append(',\n%s"gpu": {"name": %s, "capacity": %d, "free": %d, "fits": %s}'
+                       % (ind, _json_str(g.name), g.capacity, g.free, "true" if g.fits else "false"))
+        if self._max_batch is not None and self._report_max_batch:
+            out.append(',\n%s"max_batch": %d' % (ind, self._max_batch))
+        if self.layers is not None:
+            out.append(',\n%s"layers": [' % ind)
+            for i, l in enumerate(self.layers):
+                out.append('%s\n%s  {"name": %s, "kind": %s, "output_shape": [%s], "parameters": %d, '
+                           '"activations": %d}' % ("," if i else "", ind, _json_str(l["name"]),
+                                                   _json_str(l["kind"]),
+                                                   ", ".join(str(d) for d in l["output_shape"]),
+                                                   l["parameters"], l["activations"]))
+            out.append("\n%s]" % ind)
+        out.append("\n}\n")
+        return "".join(out)
+
+    def table(self):
+        """The CLI's table (report.c's report_table) up to the memory bar, which is left out."""
+        m, p = self.memory, self.peak
+        o = self._opts
+        lines = []
+        if self.file:
+            lines.append("%s (%s)" % (self.model, self.file) if self.model else self.file)
+        else:
+            lines.append(self.model)
+        h = "%s, batch %d, %s" % (self.mode, self.batch, self.precision)
+        if self.mode == "train":
+            h += ", %s" % self.optimizer
+            if self.optimizer != "none":
+                h += " (%s)" % self.optimizer_impl
+            if self.accumulate > 1:
+                h += ", accumulate %d" % self.accumulate
+        h += ", attention %s" % self.attention
+        lines.append(h)
+        lines.append("parameters %d (trainable %d)" % (self.parameters, self.trainable_parameters))
+        lines.append("")
+        lines.append("  %-18s %12s  %18s" % ("component", "size", "bytes"))
+
+        def row(label, v, note=None):
+            lines.append("  %-18s %12s  %18d%s%s" % (label, format_bytes(v), v, "  " if note else "", note or ""))
+        row("weights", m.weights)
+        row("gradients", m.gradients)
+        row("optimizer states", m.optimizer_states)
+        row("activations", m.activations, "(held at end of forward)" if self.mode == "train" else "(largest live set)")
+        row("workspace", m.workspace, "(cuBLAS)")
+        if p.layer:
+            note = "(%s, %s %s)" % (p.phase, self.module_of(p.layer), p.kind)
+        else:
+            note = "(%s%s%s)" % (p.phase, ", " if p.kind else "", p.kind)
+        row("peak allocated", m.peak_allocated, note)
+        row("reserved", m.reserved, "(caching allocator model)")
+        row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
+        row("total", m.total, "(reserved + context)")
+        parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
+                 ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
+        lines.append("")
+        lines.append("  at the peak:" + "".join(" %s %s;" % (n, format_bytes(v)) for n, v in parts if v))
+        if self._max_batch is not None:
+            lines.append("")
+            lines.append("  max batch on %s: %d%s" % (self.gpu.name, self._max_batch,
+                                                      " (batch 1 does not fit)" if self._max_batch == 0 else ""))
+        if self.layers:
+            lines.append("")
+            lines.append("  %-32s %-26s %-22s %14s %12s" % ("layer", "kind", "output", "parameters", "saved"))
+            for l in self.layers:
+                shape = "[" + ", ".join(str(d) for d in l["output_shape"]) + "]"
+                lines.append("  %-32s %-26s %-22s %14d %12s" % (self.module_of(l["name"]), l["kind"], shape,
+                                                                l["parameters"],
+                                                                format_bytes(l["activations"])))
+        return "\n".join(lines) + "\n"
+
+    def __str__(self):
+        return self.table()
+
+    def __repr__(self):
+        return "<vramcalc.Result %s: total %s, peak %s%s>" % (
+            self.model or "?", format_bytes(self.memory.total), format_bytes(self.memory.peak_allocated),
+            (", fits %s" % self.gpu.name) if self.gpu is not None and self.gpu.fits else
+            (", does not fit %s" % self.gpu.name) if self.gpu is not None else "")
+
+
+def _gpu(spec):
+    out = vc_gpu_spec()
+    err = vc_error()
+    if _capi.lib().vc_gpu_parse(_b(str(spec)), ctypes.byref(out), ctypes.byref(err)):
+        raise VramcalcError("gpu: %s" % _s(err.msg))
+    return out
+
+
+def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
+             optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
+             per_layer=False, max_batch=False, **export_options):
+    """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
+
+    model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
+    "ids=128:int64", or a list of those for several forward arguments), a model file path,
+    or a model document (dict).  For a file or dict, input_size replaces the single
+    input's shape (the CLI's --input).  Other arguments are the CLI's options:
+    optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
+    amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
+    and context (bytes or "512MiB"), gpu (a preset such as "rtx4090", or "24GiB", with
+    an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
+    largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
+    export_options go to the exporter (name, flat, allow_unknown, ...)."""
+    L = _capi.lib()
+    opts = vc_options()
+    L.vc_options_init(ctypes.byref(opts))
+    batch_given = batch is not None
+    batch = 1 if batch is None else batch
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
+    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+        raise VramcalcError("accumulate: %r is not a positive integer" % (accumulate,))
+    opts.batch = batch
+    opts.accumulate = accumulate
+    opts.optim = _enum("optim", optim)
+    opts.optim_impl = _enum("optim_impl", optim_impl)
+    opts.precision = _enum("precision", precision)
+    opts.mode = _enum("mode", mode)
+    opts.attention = _enum("attention", attention)
+    opts.workspace = _size(workspace, "workspace")
+    opts.context = _size(context, "context")
+    spec = None
+    if gpu is not None:
+        spec = _gpu(gpu)
+        if spec.preset and spec.preset.contents.hopper:
+            opts.hopper = 1
+    if max_batch and spec is None:
+        raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
+    m, used, names = _model_of(model, input_size, dict(export_options))
+    if input_size is not None and not used:
+        _set_input(m, input_size)
+    mb = None
+    if max_batch:
+        probe = Result.__new__(Result)
+        probe._model, probe._opts, probe._gpu_spec, probe._max_batch = m, opts, spec, None
+        mb = Result.max_batch(probe)
+        if not batch_given:
+            opts.batch = mb if mb > 0 else 1
+    res = vc_result()
+    err = vc_error()
+    if L.vc_estimate(m.ptr, ctypes.byref(opts), ctypes.byref(res), ctypes.byref(err)):
+        _raise(err)
+    try:
+        r = Result(m, opts, res, spec, per_layer, m.origin, mb)
+    finally:
+        L.vc_result_free(ctypes.byref(res))
+    r._report_max_batch = bool(max_batch)
+    r.module_names = names or {}
+    r.description = getattr(m, "description", "")
+    return r
