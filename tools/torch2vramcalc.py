@@ -523,7 +523,10 @@ _OP_KINDS = OrderedDict([
     ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
                        "Embedding(torch.arange(n))")),
     ("Sequential", ([], "a submodule call that takes one tensor and returns one (a scope)")),
-])
+] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf.c) for the "
+              "transformers modules it models; a traced model exports their ops"))
+     for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
+               "PositionEmbedding", "SparseMoE", "NewGELU")])
 
 
 def _kind_table():

@@ -1136,6 +1136,22 @@ def _mk_mha(kw, compat):
 _KINDS["MultiheadAttention"] = (_mk_mha, None, {"need_weights", "average_attn_weights"})
 
 
+def _llm_kind(name):
+    """The kinds of vramcalc's Hugging Face config reader (src/hf.c, layers/llm.c) are
+    not rebuilt here from their own semantics: a replica of the engine's reading would
+    share its assumptions. Their truth is bench/accuracy/llm/reference.py, written from
+    the transformers source, measured by bench/accuracy/llm/measure_llm.py."""
+    def f(kw, compat):
+        raise ModelError("%s is measured with bench/accuracy/llm's reference modules (written from the "
+                         "transformers source), not rebuilt by vctorch" % name)
+    return f
+
+
+for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale", "PositionEmbedding",
+           "SparseMoE", "NewGELU"):
+    _KINDS[_n] = (_llm_kind(_n), None, set())
+
+
 def _transformer_factory(cls2x, clsstock):
     def f(kw, compat):
         if "batch_first" in kw:

@@ -9,7 +9,8 @@
 # model and each configuration below it runs `BIN MODEL -f json --per-layer`
 # (errors too: the stderr line and exit status are compared), then a sweep and
 # --trace for the examples. Exit 0 when every output is identical; otherwise
-# the first differences are shown and the exit status is 1.
+# every differing command is listed (the first five with their diff) and the
+# exit status is 1.
 set -u
 old=$1 new=$2
 cd "$(dirname "$0")/../.."
@@ -38,7 +39,8 @@ check() {
   run b "$new" "$@"
   if ! diff "$tmp/a" "$tmp/b" >"$tmp/diff"; then
     bad=$((bad + 1))
-    if [ $bad -le 5 ]; then echo "DIFF: vramcalc $*"; head -20 "$tmp/diff"; fi
+    echo "DIFF: vramcalc $*"
+    if [ $bad -le 5 ]; then head -20 "$tmp/diff"; fi
   fi
 }
 for m in "${models[@]}"; do

@@ -109,6 +109,16 @@ def test_matrix(vc):
         doc = json.load(fh)
     check(vc.estimate(doc, batch=7).to_json() == vc.estimate(path, batch=7).to_json(),
           "a dict and its file give different estimates")
+    # a Hugging Face config.json as a dict gives what the CLI gives on the file
+    hf = os.path.join(ROOT, "tests", "data", "hf", "gpt2.json")
+    with open(hf) as fh:
+        cfg = json.load(fh)
+    rc, out, err = cli([hf, "-f", "json", "-b", "2"])
+    check(rc == 0, "gpt2.json: CLI exit %d: %s" % (rc, err.strip()))
+    got = json.loads(vc.estimate(cfg, batch=2).to_json())
+    want = json.loads(out)
+    check(got["memory"] == want["memory"] and got["parameters"] == want["parameters"],
+          "an HF config dict and its file give different estimates")
     # max_batch() against --max-batch on a GPU not given to estimate()
     r = vc.estimate(path, batch=2)
     rc, out, _ = cli([path, "-f", "json", "-g", "rtx3090", "--max-batch"])

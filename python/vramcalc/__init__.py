@@ -182,20 +182,13 @@ def export(module, input_size, **kw):
     return doc
 
 
-def _is_hf_config(d):
-    return "layers" not in d and ("model_type" in d or "architectures" in d)
-
-
 def _model_of(model, input_size, export_options):
     """(vc model, whether input_size was used, {instance path: module name} or None)."""
     if isinstance(model, (str, bytes, os.PathLike)):
         return _load_path(model), False, None
     if isinstance(model, dict):
-        if _is_hf_config(model):
-            raise VramcalcError("an HF config dict (model_type %r) needs a converter to a vramcalc model "
-                                "document, which this version does not have; export the model "
-                                "(transformers' AutoModel.from_config) and pass the module"
-                                % model.get("model_type"))
+        # a model document, or a Hugging Face config.json as a dict: the library
+        # recognises the latter (model_type, no layers) and builds the model
         return _load_text(json.dumps(model), "<dict>"), False, None
     mod = type(model).__module__
     if any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__):
@@ -268,7 +261,7 @@ def format_bytes(n):
 
 class Result:
     """One estimate: the fields of `vramcalc -f json` as attributes (model, mode, batch,
-    precision, optimizer, optimizer_impl, accumulate, attention, parameters,
+    precision, optimizer, optimizer_impl, accumulate, attention, torch_version, attention_kernel, parameters,
     trainable_parameters, memory, peak, gpu, layers)."""
 
     def __init__(self, model, opts, res, gpu, per_layer, file, max_batch=None):
@@ -283,6 +276,9 @@ class Result:
         self.optimizer_impl = _s(L.vc_optim_impl_name(opts.optim_impl))
         self.accumulate = opts.accumulate
         self.attention = _s(L.vc_attention_name(opts.attention))
+        buf = ctypes.create_string_buffer(16)
+        self.torch_version = _s(L.vc_torch_name(opts.torch_version, buf, 16))
+        self.attention_kernel = _s(res.attention)
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
         self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
@@ -355,7 +351,8 @@ class Result:
         """The JSON output as a dict (keys in the CLI's order)."""
         d = {"schema_version": 1, "model": self.model, "mode": self.mode, "batch": self.batch,
              "precision": self.precision, "optimizer": self.optimizer, "optimizer_impl": self.optimizer_impl,
-             "accumulate": self.accumulate, "attention": self.attention, "parameters": self.parameters,
+             "accumulate": self.accumulate, "attention": self.attention, "torch_version": self.torch_version,
+             "attention_kernel": self.attention_kernel, "parameters": self.parameters,
              "trainable_parameters": self.trainable_parameters, "memory": self.memory.to_dict(),
              "peak": self.peak.to_dict()}
         if self.gpu is not None:
@@ -377,6 +374,8 @@ class Result:
                    % (ind, ind, _json_str(self.model), self.mode, self.batch, self.precision))
         out.append('%s"optimizer": "%s", "optimizer_impl": "%s", "accumulate": %d, "attention": "%s",\n'
                    % (ind, self.optimizer, self.optimizer_impl, self.accumulate, self.attention))
+        out.append('%s"torch_version": "%s", "attention_kernel": %s,\n'
+                   % (ind, self.torch_version, _json_str(self.attention_kernel)))
         out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
                    % (ind, self.parameters, self.trainable_parameters))
         out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, m[k]) for k in _MEMORY)))
@@ -476,7 +475,7 @@ def _gpu(spec):
 
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
-             per_layer=False, max_batch=False, **export_options):
+             torch=None, per_layer=False, max_batch=False, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -485,7 +484,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     input's shape (the CLI's --input).  Other arguments are the CLI's options:
     optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
-    and context (bytes or "512MiB"), gpu (a preset such as "rtx4090", or "24GiB", with
+    and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
@@ -507,6 +506,11 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.attention = _enum("attention", attention)
     opts.workspace = _size(workspace, "workspace")
     opts.context = _size(context, "context")
+    if torch is not None:
+        v = L.vc_torch_from_name(str(torch).encode())
+        if v < 0:
+            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
+        opts.torch_version = v
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

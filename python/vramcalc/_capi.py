@@ -24,7 +24,7 @@ class vc_error(ctypes.Structure):
 class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
-                ("context", c_int64), ("hopper", c_int)]
+                ("context", c_int64), ("hopper", c_int), ("torch_version", c_int)]
 
 
 class vc_memory(ctypes.Structure):
@@ -45,7 +45,8 @@ class vc_layer_info(ctypes.Structure):
 
 class vc_result(ctypes.Structure):
     _fields_ = [("parameters", c_int64), ("trainable_parameters", c_int64), ("memory", vc_memory),
-                ("peak", vc_peak), ("nlayers", c_size_t), ("layers", ctypes.POINTER(vc_layer_info))]
+                ("peak", vc_peak), ("attention", ctypes.c_char * 192), ("nlayers", c_size_t),
+                ("layers", ctypes.POINTER(vc_layer_info))]
 
 
 class vc_gpu(ctypes.Structure):
@@ -87,6 +88,8 @@ _PROTOS = {
     "vc_precision_name": (c_char_p, [c_int]),
     "vc_mode_name": (c_char_p, [c_int]),
     "vc_attention_name": (c_char_p, [c_int]),
+    "vc_torch_from_name": (c_int, [c_char_p]),
+    "vc_torch_name": (c_char_p, [c_int, c_char_p, c_size_t]),
     "vc_phase_name": (c_char_p, [c_int]),
     "vc_estimate": (c_int, [_vp, P(vc_options), P(vc_result), P(vc_error)]),
     "vc_estimate_counts": (c_int, [c_int64, c_int64, P(vc_options), P(vc_result), P(vc_error)]),
