@@ -369,6 +369,97 @@ static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
     }
 }
 
+/* Node k's backward, as Engine::evaluate_function runs it: the checkpoint
+ * recompute it triggers, its gradients and transients (apply), the saved
+ * tensors released, broadcast gradients reduced (validate_outputs), the
+ * gradients delivered to their consumers. gin: its incoming gradient. */
+static void run_node(vc_build *b, int32_t k, int32_t gin)
+{
+    op_t *op = &b->op[k];
+    item_t *its = op_items(b, k);
+    int32_t newg[VC_MAX_INPUTS * 4];
+    int32_t newt[VC_MAX_INPUTS * 4];
+    module_boundary(b, op->inst);
+    b->cur_op = k;
+    if (op->region >= 0 && !b->reg[op->region].recomputed) {
+        recompute(b, op->region);
+        b->cur_op = k;
+        op = &b->op[k];
+        its = op_items(b, k);
+    }
+    /* The node's backward (apply): new gradients and its transients. */
+    int ng = 0, nfull = 0;
+    int32_t full[VC_MAX_INPUTS * 4];
+    const tens_t *out0 = NULL; /* the op's (first) output: size of a NEW_REDUCE gradient */
+    for (int32_t i = 0; i < op->nit && !out0; i++)
+        if (its[i].type == IT_OUT) out0 = &b->t[its[i].t];
+    for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+        item_t *it = &its[i];
+        if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
+            !b->t[it->t].rg)
+            continue;
+        tens_t *t = &b->t[it->t];
+        int32_t g;
+        if (it->how == VC_GRAD_NEW_REDUCE) {
+            if (out0 && nfull < (int)(sizeof full / sizeof *full))
+                full[nfull++] = s_alloc(b, out0->n, out0->dt, CAT_TEMP, op->inst);
+            continue;
+        }
+        if (it->how == VC_GRAD_PASS) {
+            g = gin;
+            s_ref(b, g);
+        } else {
+            vc_numel n = it->in == 1 ? it->n : t->n;
+            uint8_t dt = it->in == 1 ? it->dt : t->dt;
+            g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+            if (g >= 0) b->s[g].gview = it->gview;
+        }
+        newg[ng] = g;
+        newt[ng++] = it->t;
+    }
+    for (int32_t i = 0; i < op->nit; i++) {
+        if (its[i].type != IT_BTEMP) continue;
+        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
+        s_unref(b, s, op->inst);
+    }
+    /* A checkpointed node's saved tensors are recomputed ones that only
+     * its backward holds (2.x checkpoint drops the handle on unpack):
+     * they go when apply returns. Other nodes release theirs after the
+     * engine's validate_outputs (Engine::evaluate_function). */
+    bool early_release = op->region >= 0;
+    if (early_release) {
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+        op->nsv = 0;
+    }
+    /* validate_outputs: sum_to of gradients for broadcast inputs */
+    for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
+        item_t *it = &its[i];
+        if (it->type != IT_IN || !it->diff || (it->how != VC_GRAD_REDUCE && it->how != VC_GRAD_NEW_REDUCE) ||
+            !b->t[it->t].rg)
+            continue;
+        tens_t *t = &b->t[it->t];
+        vc_numel n = it->in == 1 ? it->n : t->n;
+        uint8_t dt = it->in == 1 ? it->dt : t->dt;
+        newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
+        newt[ng++] = it->t;
+    }
+    for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
+    for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
+    op->nsv = 0;
+    for (int32_t i = 0; i < op->nit; i++) {
+        if (its[i].type != IT_OUT) continue;
+        tens_t *t = &b->t[its[i].t];
+        if (t->grad >= 0) s_unref(b, t->grad, op->inst);
+        t->grad = -1;
+    }
+    for (int j = 0; j < ng; j++) deliver(b, newt[j], newg[j], op->inst);
+    int r = op->region;
+    if (r >= 0 && b->reg[r].first == k) {
+        for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
+        b->reg[r].nh = 0;
+    }
+}
+
 static void backward(vc_build *b)
 {
     b->cur_op = -1;
@@ -387,8 +478,6 @@ static void backward(vc_build *b)
     /* the root gradient (ones_like(loss)) is held by the graph task throughout */
     int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
     s_ref(b, root);
-    int32_t newg[VC_MAX_INPUTS * 4];
-    int32_t newt[VC_MAX_INPUTS * 4];
     for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
         op_t *op = &b->op[k];
         if (!op->rg) continue;
@@ -397,86 +486,7 @@ static void backward(vc_build *b)
         int32_t gin = -1;
         for (int32_t i = 0; i < op->nit; i++)
             if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
-        if (gin < 0) continue;
-        module_boundary(b, op->inst);
-        b->cur_op = k;
-        if (op->region >= 0 && !b->reg[op->region].recomputed) {
-            recompute(b, op->region);
-            b->cur_op = k;
-            op = &b->op[k];
-            its = op_items(b, k);
-        }
-        /* The node's backward (apply): new gradients and its transients. */
-        int ng = 0, nfull = 0;
-        int32_t full[VC_MAX_INPUTS * 4];
-        const tens_t *out0 = NULL; /* the op's (first) output: size of a NEW_REDUCE gradient */
-        for (int32_t i = 0; i < op->nit && !out0; i++)
-            if (its[i].type == IT_OUT) out0 = &b->t[its[i].t];
-        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
-            item_t *it = &its[i];
-            if (it->type != IT_IN || !it->diff || it->how == VC_GRAD_NONE || it->how == VC_GRAD_REDUCE ||
-                !b->t[it->t].rg)
-                continue;
-            tens_t *t = &b->t[it->t];
-            int32_t g;
-            if (it->how == VC_GRAD_NEW_REDUCE) {
-                if (out0 && nfull < (int)(sizeof full / sizeof *full))
-                    full[nfull++] = s_alloc(b, out0->n, out0->dt, CAT_TEMP, op->inst);
-                continue;
-            }
-            if (it->how == VC_GRAD_PASS) {
-                g = gin;
-                s_ref(b, g);
-            } else {
-                vc_numel n = it->in == 1 ? it->n : t->n;
-                uint8_t dt = it->in == 1 ? it->dt : t->dt;
-                g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
-                if (g >= 0) b->s[g].gview = it->gview;
-            }
-            newg[ng] = g;
-            newt[ng++] = it->t;
-        }
-        for (int32_t i = 0; i < op->nit; i++) {
-            if (its[i].type != IT_BTEMP) continue;
-            int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
-            s_unref(b, s, op->inst);
-        }
-        /* A checkpointed node's saved tensors are recomputed ones that only
-         * its backward holds (2.x checkpoint drops the handle on unpack):
-         * they go when apply returns. Other nodes release theirs after the
-         * engine's validate_outputs (Engine::evaluate_function). */
-        bool early_release = op->region >= 0;
-        if (early_release) {
-            for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
-            op->nsv = 0;
-        }
-        /* validate_outputs: sum_to of gradients for broadcast inputs */
-        for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
-            item_t *it = &its[i];
-            if (it->type != IT_IN || !it->diff || (it->how != VC_GRAD_REDUCE && it->how != VC_GRAD_NEW_REDUCE) ||
-                !b->t[it->t].rg)
-                continue;
-            tens_t *t = &b->t[it->t];
-            vc_numel n = it->in == 1 ? it->n : t->n;
-            uint8_t dt = it->in == 1 ? it->dt : t->dt;
-            newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
-            newt[ng++] = it->t;
-        }
-        for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
-        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
-        op->nsv = 0;
-        for (int32_t i = 0; i < op->nit; i++) {
-            if (its[i].type != IT_OUT) continue;
-            tens_t *t = &b->t[its[i].t];
-            if (t->grad >= 0) s_unref(b, t->grad, op->inst);
-            t->grad = -1;
-        }
-        for (int j = 0; j < ng; j++) deliver(b, newt[j], newg[j], op->inst);
-        int r = op->region;
-        if (r >= 0 && b->reg[r].first == k) {
-            for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
-            b->reg[r].nh = 0;
-        }
+        if (gin >= 0) run_node(b, k, gin);
     }
     module_boundary(b, -1);
     /* AccumulateGrad nodes some of whose gradients never came (their

@@ -112,6 +112,48 @@ static bool lora_target(const char *name, const char *targets)
     return false;
 }
 
+/* Instance idx's parameters from its setup into the model's table (or the
+ * tied weight for parameter 0), with their names, shapes and flags, and the
+ * counts; whether each trains. */
+static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, bool frozen, const vc_inst *tie_to,
+                            const char *jpath)
+{
+    vc_model *m = L->m;
+    vc_inst *in = &m->inst[idx];
+    for (int i = 0; i < P->np; i++) {
+        if (i == 0 && tie_to) {
+            int tp = tie_to->params[0];
+            const vc_param_entry *T = &m->par[tp];
+            if (T->nd != P->pnd[0] || memcmp(T->dims, P->pdims[0], (size_t)T->nd * sizeof *T->dims)) {
+                char p[300], a[200], c[200];
+                vc_shape sa = vc_shape_make(P->pnd[0], P->pdims[0]), sc = vc_shape_make(T->nd, T->dims);
+                vc_shape_str(&sa, a, sizeof a);
+                vc_shape_str(&sc, c, sizeof c);
+                vc__join(p, sizeof p, jpath, "tie");
+                return vc__fail(L, VC_ERR_MODEL, p, "the weights differ in shape: this layer's is %s, %s's is %s",
+                            a, tie_to->path, c);
+            }
+            in->params[0] = tp;
+            continue;
+        }
+        if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(P->pnd[i] + 1) * sizeof *dims);
+        const char *pname = vc_arena_strdup(m->arena, P->pname[i]);
+        if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
+        unsigned fl = P->pflags[i];
+        /* with LoRA, only the adapters train (peft mark_only_lora_as_trainable) */
+        bool trainable = m->lora.r > 0 ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
+        m->par[m->npar] = (vc_param_entry){P->pn[i], trainable, P->pnd[i], (uint8_t)fl, idx, pname, dims};
+        in->params[i] = (int)m->npar++;
+        if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
+            __builtin_add_overflow(m->nparams, P->pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
+            return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
+        if (trainable) m->ntrainable += P->pn[i];
+    }
+    return VC_OK;
+}
+
 vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
                              const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out)
 {
@@ -177,37 +219,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
     in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
     if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-    for (int i = 0; i < priv.np; i++) {
-        if (i == 0 && tie_to) {
-            int tp = tie_to->params[0];
-            const vc_param_entry *T = &m->par[tp];
-            if (T->nd != priv.pnd[0] || memcmp(T->dims, priv.pdims[0], (size_t)T->nd * sizeof *T->dims)) {
-                char p[300], a[200], c[200];
-                vc_shape sa = vc_shape_make(priv.pnd[0], priv.pdims[0]), sc = vc_shape_make(T->nd, T->dims);
-                vc_shape_str(&sa, a, sizeof a);
-                vc_shape_str(&sc, c, sizeof c);
-                vc__join(p, sizeof p, jpath, "tie");
-                return vc__fail(L, VC_ERR_MODEL, p, "the weights differ in shape: this layer's is %s, %s's is %s",
-                            a, tie_to->path, c);
-            }
-            in->params[0] = tp;
-            continue;
-        }
-        if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(priv.pnd[i] + 1) * sizeof *dims);
-        const char *pname = vc_arena_strdup(m->arena, priv.pname[i]);
-        if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        memcpy(dims, priv.pdims[i], (size_t)priv.pnd[i] * sizeof *dims);
-        unsigned fl = priv.pflags[i];
-        /* with LoRA, only the adapters train (peft mark_only_lora_as_trainable) */
-        bool trainable = m->lora.r > 0 ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
-        m->par[m->npar] = (vc_param_entry){priv.pn[i], trainable, priv.pnd[i], (uint8_t)fl, idx, pname, dims};
-        in->params[i] = (int)m->npar++;
-        if (__builtin_add_overflow(in->nparams, priv.pn[i], &in->nparams) ||
-            __builtin_add_overflow(m->nparams, priv.pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
-            return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
-        if (trainable) m->ntrainable += priv.pn[i];
-    }
+    if (add_params(L, &priv, idx, frozen, tie_to, jpath)) return L->err->code;
     for (int i = 0; i < priv.nb; i++) {
         if (GROWV(m->buf, m->nbuf, m->cap_buf)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         m->buf[m->nbuf] = (vc_buffer_entry){priv.bn[i], priv.bdt[i]};
