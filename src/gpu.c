@@ -214,9 +214,13 @@ static const char *decimal(const char *s, int64_t *mant, int *scale)
     return s;
 }
 
-static int64_t pow10i(int n)
+/* 10^n for the scale of a decimal (digits after the point, leading zeros
+ * included: "0.00123456789012345678" has 20). Callers keep n <= MAX_SCALE,
+ * where 10^n still fits 128 bits (10^38 < 2^127). */
+#define MAX_SCALE 36
+static i128 pow10i(int n)
 {
-    int64_t p = 1;
+    i128 p = 1;
     while (n-- > 0) p *= 10;
     return p;
 }
@@ -243,10 +247,15 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
         for (; units[i].u[k]; k++) lower[k] = (char)tolower((unsigned char)units[i].u[k]);
         lower[k] = '\0';
         if (strcmp(end, units[i].u) && strcmp(end, lower)) continue;
-        /* exact: mant * unit / 10^scale, rounded to the nearest byte */
+        /* exact: mant * unit / 10^scale, rounded to the nearest byte; past
+         * MAX_SCALE the value is below 10^18 * 2^40 / 10^36 < 1/2: 0 bytes */
         i128 v = (i128)mant * units[i].m;
-        i128 p = pow10i(scale);
-        v = (v + p / 2) / p;
+        if (scale > MAX_SCALE) {
+            v = 0;
+        } else {
+            i128 p = pow10i(scale);
+            v = (v + p / 2) / p;
+        }
         if (v > INT64_MAX) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "'%s' is larger than 2^63 bytes", s);
         *bytes = (int64_t)v;
         return VC_OK;
@@ -271,10 +280,11 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
         *colon = '\0';
         const char *pct = colon + 1;
         const char *e = decimal(pct, &pm, &ps);
-        if (!e || strcmp(e, "%"))
-            return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': expected a percentage after ':', such as %s:90%%", spec, base);
-        /* 0 < pm / 10^ps <= 100 */
-        if (pm == 0 || (i128)pm > (i128)100 * pow10i(ps))
+        if (!e || strcmp(e, "%") || strchr(base, ':'))
+            return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': expected a percentage after ':', such as %s:90%%", spec,
+                                strchr(base, ':') ? "rtx4090" : base);
+        /* 0 < pm / 10^ps <= 100 (a percentage below 10^-34 counts as 0) */
+        if (pm == 0 || ps > MAX_SCALE || (i128)pm > (i128)100 * pow10i(ps))
             return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': the percentage must be above 0 and at most 100", spec);
         out->percent = (double)pm / (double)pow10i(ps);
     }
@@ -293,6 +303,9 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
             return e2.code;
         }
         if (out->total <= 0) return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': a GPU needs a positive size", spec);
+        /* the capacity the fit check uses must not round down to nothing */
+        if ((i128)out->total * pm / ((i128)100 * pow10i(ps)) <= 0)
+            return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s': that percentage of the size is less than a byte", spec);
         snprintf(out->name, sizeof out->name, "%s", spec);
     } else {
         /* "a100": every preset it begins, else the nearest name */
@@ -311,6 +324,6 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
         if (s) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean '%s'? see --list-gpus)", base, s);
         return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (see --list-gpus, or give a size such as 24GiB)", base);
     }
-    out->capacity = (int64_t)((i128)out->total * pm / ((i128)100 * pow10i(ps)));
+    out->capacity = (int64_t)((i128)out->total * pm / (100 * pow10i(ps)));
     return VC_OK;
 }

@@ -825,7 +825,12 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         st = vc__fail(&L, VC_ERR_MODEL, "name", "expected a string, got %s", got);
         goto done;
     }
-    m->name = vc_arena_strdup(m->arena, nm ? nm->valuestring : "");
+    /* the name is shown in every report: kept as safe text (control bytes and
+     * invalid UTF-8 escaped, vc_escape_text), at most 4 KiB of it */
+    size_t nlen = nm ? strlen(nm->valuestring) : 0;
+    char *name = vc_arena_alloc(m->arena, (nlen < 1024 ? nlen : 1024) * 4 + 1);
+    if (name) vc_escape(name, (nlen < 1024 ? nlen : 1024) * 4 + 1, nm ? nm->valuestring : "");
+    m->name = name;
     if (!m->name) {
         st = vc__fail(&L, VC_ERR_NOMEM, NULL, "out of memory");
         goto done;

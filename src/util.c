@@ -21,28 +21,47 @@ const char *vc_strerror(vc_status s)
 
 /* Copies s into buf (size n), escaping control bytes (\n, \t, \xNN) so that
  * an error built from user text stays one printable line. */
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong forms, no surrogates, at most U+10FFFF), 0 when it is not one. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    int n = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (n == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F))) return 0;
+    if (n == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))) return 0;
+    return n;
+}
+
 void vc_escape(char *buf, size_t n, const char *s)
 {
     size_t o = 0;
     if (n == 0) return;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        char e[5];
+    while (*s) {
+        const unsigned char *u = (const unsigned char *)s;
+        unsigned char c = u[0];
+        char e[8];
+        int len = utf8_len(u);
         if (c == '\n') snprintf(e, sizeof e, "\\n");
         else if (c == '\r') snprintf(e, sizeof e, "\\r");
         else if (c == '\t') snprintf(e, sizeof e, "\\t");
-        else if (c < 0x20 || c == 0x7f) snprintf(e, sizeof e, "\\x%02x", c);
+        else if (c < 0x20 || c == 0x7f || len == 0) snprintf(e, sizeof e, "\\x%02x", c);
+        else if (len == 2 && c == 0xC2 && u[1] < 0xA0) snprintf(e, sizeof e, "\\u%04x", u[1]); /* C1 controls */
         else {
-            e[0] = (char)c;
-            e[1] = '\0';
+            memcpy(e, s, (size_t)len);
+            e[len] = '\0';
         }
         size_t l = strlen(e);
         if (o + l >= n) break;
         memcpy(buf + o, e, l);
         o += l;
+        s += len ? len : 1;
     }
     buf[o] = '\0';
 }
+
+void vc_escape_text(char *buf, size_t n, const char *s) { vc_escape(buf, n, s ? s : ""); }
 
 vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const char *fmt, va_list ap)
 {

@@ -646,12 +646,116 @@ static void test_table_ascii(void **state)
     run_free(&r);
 }
 
+/* Issue 16's front-end defects, each a regression test. */
+
+/* No raw control byte and no invalid UTF-8 in any report: a model name with
+ * an OSC title sequence, BEL, ESC [2J, a C1 control and invalid UTF-8 comes
+ * out escaped (\x1b, \u0085, \xff), and the JSON stays parseable. */
+static void test_terminal_safety(void **state)
+{
+    (void)state;
+    char evil[320];
+    snprintf(evil, sizeof evil, "%s/evil.json", tmpdir);
+    write_file(evil, "{\"name\": \"\\u001b]0;pwned\\u0007\\u001b[2J\\u0085z\xff\", \"input\": [4], \"layers\": "
+                     "[{\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 2}]}");
+    const char *const fmts[] = {"table", "csv", "json"};
+    for (int i = 0; i < 3; i++) {
+        run_result r;
+        RUN(&r, evil, "-f", fmts[i]);
+        assert_int_equal(r.status, 0);
+        for (size_t k = 0; k < r.out_len; k++) {
+            unsigned char c = (unsigned char)r.out[k];
+            if ((c < 0x20 && c != '\n') || c == 0x7f || c >= 0x80) fail_msg("%s: byte 0x%02x at %zu", fmts[i], c, k);
+        }
+        if (i < 2) assert_non_null(strstr(r.out, "\\x1b]0;pwned\\x07\\x1b[2J\\u0085z\\xff"));
+        if (i == 2) {
+            cJSON *j = parse(&r);
+            assert_string_equal(cJSON_GetObjectItem(j, "model")->valuestring, "\\x1b]0;pwned\\x07\\x1b[2J\\u0085z\\xff");
+            cJSON_Delete(j);
+        }
+        run_free(&r);
+    }
+    /* an option value with a newline: one stderr line, the value escaped */
+    run_result r;
+    RUN(&r, evil, "-b", "x\ny");
+    check_usage_error(&r, "--batch: expected a positive integer, got 'x\\ny'");
+    run_free(&r);
+}
+
+/* Sizes with 19+ digits after the point (pow10i overflowed int64): 0.00123456789012345678
+ * TiB is 0.00123456789012345678 x 2^40 = 1,357,421,750.4 bytes -> 1,357,421,750. */
+static void test_long_decimals(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, mlp, "-f", "json", "--context", "0.00123456789012345678TiB");
+    assert_int_equal(r.status, 0);
+    cJSON *j = parse(&r);
+    assert_int_equal(num(j, "memory.cuda_context"), 1357421750);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "-f", "json", "--gpu", "0.0123456789012345678TiB");
+    j = parse(&r);
+    assert_int_equal(num(j, "gpu.capacity"), 13574217505); /* x 2^40 = 13,574,217,504.9 */
+    cJSON_Delete(j);
+    run_free(&r);
+    /* a doubled colon, and a percentage of a size below one byte, are refused */
+    RUN(&r, mlp, "--gpu", "rtx4090::90%");
+    check_usage_error(&r, "expected a percentage after ':'");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "1B:50%");
+    check_usage_error(&r, "less than a byte");
+    run_free(&r);
+}
+
+/* Combinations that were silently ignored are refused with the reason. */
+static void test_refused_combinations(void **state)
+{
+    (void)state;
+    const struct { const char *args[8]; const char *msg; } cases[] = {
+        {{mlp, "--input", "784,", NULL}, "--input: expected dimensions such as 3,224,224, got '784,'"},
+        {{mlp, "--sweep", "1:4", "--plot", "-", NULL}, "--plot writes an SVG file: give a file name, not '-'"},
+        {{"--params", "100", "--trace", NULL}, "--trace needs a model file"},
+        {{"--params", "100", "--per-layer", NULL}, "--per-layer needs a model file"},
+        {{mlp, "--trace", "-f", "json", NULL}, "does not go with --format"},
+        {{mlp, "--trace", "--max-batch", "-g", "rtx4090", NULL}, "does not go with --max-batch"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r;
+        run_argv(cases[i].args, &r);
+        check_usage_error(&r, cases[i].msg);
+        run_free(&r);
+    }
+}
+
+/* Writes are checked: into /dev/full, --help, --version, --list-layers and a
+ * report exit 2 with one stderr line (they used to exit 0, or 2 silently). */
+static void test_write_errors(void **state)
+{
+    (void)state;
+    const char *const cmds[] = {"--help", "--version", "--list-layers", "-f json"};
+    for (int i = 0; i < 4; i++) {
+        char cmd[1024], errp[320];
+        snprintf(errp, sizeof errp, "%s/full.err", tmpdir);
+        snprintf(cmd, sizeof cmd, "'%s' %s %s >/dev/full 2>'%s'", VC_CLI, i == 3 ? mlp : "", cmds[i], errp);
+        int st = system(cmd);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 2);
+        size_t n;
+        char *err = slurp(errp, &n);
+        assert_non_null(strstr(err, "vramcalc: cannot write the output: No space left on device\n"));
+        assert_ptr_equal(strchr(err, '\n'), err + n - 1);
+        free(err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_codes),   cmocka_unit_test(test_json_and_csv), cmocka_unit_test(test_max_batch),
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
-        cmocka_unit_test(test_table_ascii),
+        cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
+        cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

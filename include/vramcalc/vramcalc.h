@@ -55,6 +55,12 @@ typedef struct {
     char msg[512];    /* what is wrong, one line, no trailing newline */
 } vc_error;
 
+/* Copies s into buf (n bytes, always terminated) so that it is safe to show
+ * on a terminal and valid UTF-8: control bytes (C0, DEL, C1) and bytes that
+ * are not well-formed UTF-8 become \n, \t, \xNN or \uNNNN escapes; text
+ * that does not fit is cut at a character boundary. */
+void vc_escape_text(char *buf, size_t n, const char *s);
+
 /* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
 void vc_error_format(const vc_error *err, char *buf, size_t n);
 

@@ -47,15 +47,16 @@ static const char usage[] =
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
     "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
     "  -g, --gpu G            check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus),\n"
-    "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P%% for headroom\n"
-    "                         (h100-80gb:90%%); exit status 1 when it does not fit\n"
+    "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P% for headroom\n"
+    "                         (h100-80gb:90%); exit status 1 when it does not fit\n"
     "      --max-batch        with --gpu: the largest batch size that fits\n"
     "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
     "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
     "  -f, --format F         table (default), json, csv\n"
     "      --per-layer        a row per layer: output shape, parameters, saved activations\n"
     "      --no-color         plain ASCII table, no colours (also: NO_COLOR=1)\n"
-    "      --params N         counts-only estimate without a model (seed 003's calculator)\n"
+    "      --params N         counts-only estimate without a model: bytes per parameter and per\n"
+    "                         activation element, no per-tensor model\n"
     "      --activations N    with --params: activation elements per sample\n"
     "      --list-gpus        the GPU presets, their memory and its source (with -f json/csv too)\n"
     "      --list-layers      the supported layer kinds\n"
@@ -69,14 +70,17 @@ static const char usage[] =
     "with --sweep, 0 unless an error (each row says whether it fits).\n";
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* One line on stderr; whatever the user gave (option values, file names)
+ * is shown escaped (vc_escape_text): no raw control byte, valid UTF-8. */
 static int die(const char *fmt, ...)
 {
+    char raw[2048], safe[4 * sizeof raw];
     va_list ap;
     va_start(ap, fmt);
-    fputs("vramcalc: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    vc_escape_text(safe, sizeof safe, raw);
+    fprintf(stderr, "vramcalc: %s\n", safe);
     return EXIT_USAGE;
 }
 
@@ -100,6 +104,16 @@ static int parse_count(const char *opt, const char *s, int64_t min, int64_t *out
     return 0;
 bad:
     return die("%s: expected a %s integer, got '%s'", opt, min > 0 ? "positive" : "non-negative", s ? s : "");
+}
+
+/* Every write to stdout is checked: a report that could not be written
+ * (a full disk, a closed pipe with SIGPIPE ignored) is an error, one line
+ * on stderr and exit 2, never a silent success. */
+static int flush_out(int rc)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    int e = errno ? errno : EIO;
+    return die("cannot write the output: %s", strerror(e));
 }
 
 /* Bytes with an optional unit (the library's vc_parse_size). */
@@ -136,7 +150,7 @@ static int parse_shape(const char *s, int64_t *dims, int *nd)
         if (errno || v < 1) return die("--input: expected positive dimensions, got '%s'", s);
         dims[(*nd)++] = v;
         p = end;
-        if (*p == ',' || *p == 'x') p++;
+        if ((*p == ',' || *p == 'x') && p[1]) p++; /* a separator needs a dimension after it: not "784," */
         else if (*p) return die("--input: expected dimensions such as 3,224,224, got '%s'", s);
     }
     return *nd ? 0 : die("--input: expected dimensions such as 3,224,224");
@@ -538,19 +552,25 @@ int main(int argc, char **argv)
         case OPT_LIST_LAYERS:
             for (size_t i = 0; i < vc_kind_count(); i++) printf("%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
             printf("%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
-            return 0;
-        case 'h': fputs(usage, stdout); return 0;
-        case OPT_VERSION: printf("vramcalc %s\n", VC_VERSION); return 0;
+            return flush_out(0);
+        case 'h': fputs(usage, stdout); return flush_out(0);
+        case OPT_VERSION: printf("vramcalc %s\n", VC_VERSION); return flush_out(0);
         case ':': return die("%s needs a value (see vramcalc --help)", argv[optind - 1]);
         default:
             if (optopt) return die("unknown option '-%c' (see vramcalc --help)", optopt);
             return die("unknown option '%s' (see vramcalc --help)", argv[optind - 1]);
         }
     }
-    if (gpus) return list_gpus(c.format);
+    if (gpus) return flush_out(list_gpus(c.format));
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
+    if (c.plot && !strcmp(c.plot, "-")) return die("--plot writes an SVG file: give a file name, not '-'");
+    if (c.counts && (trace || input || c.per_layer))
+        return die("%s needs a model file: --params makes a counts-only estimate",
+                   trace ? "--trace" : input ? "--input" : "--per-layer");
+    if (trace && (c.max_batch || strcmp(c.format, "table")))
+        return die("--trace prints one batch's timeline: it does not go with %s", c.max_batch ? "--max-batch" : "--format");
     if (sweep && batch_given) return die("give either --batch or --sweep, not both");
     if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;
@@ -566,6 +586,7 @@ int main(int argc, char **argv)
     vc_result r;
     memset(&r, 0, sizeof r);
     vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term};
+    static char shown_file[4 * 4096 + 1];
     vc_model *m = NULL;
     vc_estimator *e = NULL;
     rc = 0;
@@ -583,10 +604,11 @@ int main(int argc, char **argv)
             rc = die("unexpected argument '%s' (one model file at a time)", argv[optind + 1]);
             goto out;
         }
-        rep.file = argv[optind];
+        vc_escape_text(shown_file, sizeof shown_file, argv[optind]); /* the reports show it */
+        rep.file = shown_file;
         cJSON_Hooks hooks = {json_alloc, json_free};
         cJSON_InitHooks(&hooks);
-        vc_status lst = vc_model_load_file_hf(rep.file, &hf, &m, &err);
+        vc_status lst = vc_model_load_file_hf(argv[optind], &hf, &m, &err);
         cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
         json_arena_release();
         if (lst) {
@@ -670,5 +692,5 @@ out:
     vc_estimator_free(e);
     vc_model_free(m);
     free(c.sweep);
-    return rc;
+    return flush_out(rc);
 }

@@ -179,7 +179,7 @@ void report_table(FILE *f, const vc_report *rep)
     char b[64];
     if (rep->file) fprintf(f, "%s%s%s%s\n", rep->model[0] ? rep->model : rep->file, rep->model[0] ? " (" : "",
                            rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
-    else fprintf(f, "counts-only estimate (seed 003 formula)\n");
+    else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
     fprintf(f, "%s, batch %" PRId64 ", %s", vc_mode_name(o->mode), o->batch, vc_precision_name(o->precision));
     if (o->mode == VC_MODE_TRAIN) {
         fprintf(f, ", %s", vc_optim_name(o->optim));
@@ -219,7 +219,7 @@ void report_table(FILE *f, const vc_report *rep)
     if (rep->max_batch >= 0) {
         fprintf(f, "\n  max batch on %s: %" PRId64 "%s\n", rep->gpu->name, rep->max_batch,
                 rep->max_batch == 0 ? " (batch 1 does not fit)"
-                : rep->max_batch >= VC_MAX_BATCH_LIMIT ? " (the search limit: memory does not grow with the batch)"
+                : rep->max_batch >= VC_MAX_BATCH_LIMIT ? " (the search's limit, 2^40: larger batches were not tried)"
                                                        : "");
     }
     if (rep->per_layer && r->nlayers) {
@@ -371,7 +371,7 @@ static void header_lines(FILE *f, const vc_report *rep, bool with_batch)
     const vc_options *o = rep->opts;
     if (rep->file) fprintf(f, "%s%s%s%s\n", rep->model[0] ? rep->model : rep->file, rep->model[0] ? " (" : "",
                            rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
-    else fprintf(f, "counts-only estimate (seed 003 formula)\n");
+    else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
     fprintf(f, "%s", vc_mode_name(o->mode));
     if (with_batch) fprintf(f, ", batch %" PRId64, o->batch);
     fprintf(f, ", %s", vc_precision_name(o->precision));
