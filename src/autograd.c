@@ -20,6 +20,7 @@ static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t
     s->dt = dt;
     s->cat = cat;
     s->gview = false;
+    s->resident = false;
     s->inst = inst;
     s->refs = 1;
     s->ev = (int32_t)b->nev;
@@ -546,6 +547,11 @@ static void persistent(vc_build *b)
     for (size_t i = 0; i < m->nbuf; i++) {
         tens_t *t = &b->t[b->buf_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
+    }
+    if (b->layout->resident) { /* the parallel layout's own state (DDP's buckets) */
+        size_t first = b->ns;
+        b->layout->resident(b);
+        for (size_t s = first; s < b->ns; s++) b->s[s].resident = true;
     }
     for (int i = 0; i < m->ninputs; i++) {
         tens_t *t = &b->t[b->val_t[i]];

@@ -14,6 +14,7 @@ static const char *const impl_names[] = {VC_OPTIM_IMPL_MAP(VC__NAME) NULL};
 static const char *const prec_names[] = {VC_PRECISION_MAP(VC__NAME) NULL};
 static const char *const mode_names[] = {VC_MODE_MAP(VC__NAME) NULL};
 static const char *const attn_names[] = {VC_ATTENTION_MAP(VC__NAME) NULL};
+static const char *const par_names[] = {VC_PARALLEL_MAP(VC__NAME) NULL};
 #undef VC__NAME
 static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle"};
 
@@ -29,6 +30,8 @@ int vc_optim_impl_from_name(const char *s) { return lookup(impl_names, s); }
 int vc_precision_from_name(const char *s) { return lookup(prec_names, s); }
 int vc_mode_from_name(const char *s) { return lookup(mode_names, s); }
 int vc_attention_from_name(const char *s) { return lookup(attn_names, s); }
+int vc_parallel_from_name(const char *s) { return lookup(par_names, s); }
+const char *vc_parallel_name(vc_parallel p) { return (unsigned)p < VC_PARALLEL__N ? par_names[p] : "?"; }
 const char *vc_optim_name(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? optim_names[o] : "?"; }
 const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < VC_IMPL__N ? impl_names[i] : "?"; }
 const char *vc_precision_name(vc_precision p) { return (unsigned)p < VC_PREC__N ? prec_names[p] : "?"; }
@@ -50,6 +53,8 @@ void vc_options_init(vc_options *o)
     o->workspace = -1;
     o->context = -1;
     o->torch_version = VC_TORCH_DEFAULT;
+    o->parallel = VC_PARALLEL_NONE;
+    o->gpus = 1;
 }
 
 /* "2.Y" with Y from VC_TORCH_OLDEST to VC_TORCH_DEFAULT's minor, digits only. */
@@ -83,6 +88,11 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     if (o->torch_version && (o->torch_version < VC_TORCH_OLDEST || o->torch_version > VC_TORCH_DEFAULT))
         return vc_set_error(err, VC_ERR_USAGE, "--torch", "unsupported PyTorch release");
+    if ((unsigned)o->parallel >= VC_PARALLEL__N) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "invalid layout");
+    if (o->gpus < 1 || o->gpus > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
+    if (o->gpus > 1 && o->parallel == VC_PARALLEL_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs need a --parallel layout (ddp)", (long long)o->gpus);
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -58,6 +58,7 @@ typedef struct {
     vc_numel n;
     uint8_t dt, cat;
     bool gview; /* a gradient that is a view keeping its base (vc_op_grad_view) */
+    bool resident; /* allocated with the persistent state, kept for the whole run */
     int32_t inst;
     int32_t refs;
     int32_t ev; /* alloc event index */

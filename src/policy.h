@@ -73,11 +73,13 @@ const vc_precision_row *vc_precision_row_get(vc_precision p);
  * its activations on. A hook allocates and frees with vc__alloc/vc__free. */
 typedef struct vc_layout_row {
     const char *name;
-    int world;                /* ranks */
     void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
+    /* What the layout keeps on every rank for the whole run, allocated after
+     * the model's own persistent state (DDP's gradient buckets). NULL: nothing. */
+    void (*resident)(struct vc_build *b);
 } vc_layout_row;
 
-/* The layout of an estimate with these options: one GPU (no hooks) for now. */
+/* The layout of an estimate with these options (o->parallel). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */

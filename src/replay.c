@@ -58,7 +58,9 @@ static int prepare(const vc_build *b)
             continue;
         }
         int64_t v = M->sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, 1);
-        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && M->fixed_persistent[c] >= 0 &&
+        /* resident gradients: a parallel layout's buffers (DDP's buckets) */
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS || (c == CAT_GRAD && b->s[s].resident)) &&
+            M->fixed_persistent[c] >= 0 &&
             (v < 0 || __builtin_add_overflow(M->fixed_persistent[c], v, &M->fixed_persistent[c])))
             M->fixed_persistent[c] = -1;
     }

@@ -168,6 +168,65 @@ static void test_adamw8bit_row(void **state)
     vc_result_free(&r);
 }
 
+/* ---- the parallel layouts */
+
+static vc_result run_layout(const char *json, vc_parallel par, int64_t gpus, vc_optim optim)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = optim;
+    o.workspace = 0;
+    o.parallel = par;
+    o.gpus = gpus;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* DDP's gradient buckets (layout.c, reducer.cpp): the trainable parameters
+ * in reverse order, the first bucket closed once it holds 1 MiB, the others
+ * at 25 MiB, one flat tensor each in 512-byte blocks. Here, in reverse:
+ * Linear(1000, 50) 200,000 B, then Linear(300, 1000) 1,200,000 B close the
+ * first bucket at 1,400,000 B (1,400,320 in blocks); Linear(10, 300),
+ * 12,000 B, is the second (12,288). Together 1,412,608; one bucket would
+ * have been 1,412,096. The buckets are resident: gradients and the peak grow
+ * by that much, whatever the world size (measured the same at world sizes
+ * 1, 2 and 4: bench/accuracy/dist/results.json). */
+static void test_ddp_buckets(void **state)
+{
+    (void)state;
+    static const char *const three =
+        "{\"input\": [10], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 10, \"out_features\": 300, \"bias\": false},"
+        "{\"type\": \"Linear\", \"in_features\": 300, \"out_features\": 1000, \"bias\": false},"
+        "{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 50, \"bias\": false}]}";
+    vc_result one = run_layout(three, VC_PARALLEL_NONE, 1, VC_OPTIM_SGD);
+    const int64_t buckets = 1400320 + 12288;
+    for (int64_t w = 1; w <= 4; w *= 2) {
+        vc_result ddp = run_layout(three, VC_PARALLEL_DDP, w, VC_OPTIM_SGD);
+        assert_int_equal(ddp.memory.gradients - one.memory.gradients, buckets);
+        assert_int_equal(ddp.memory.peak_allocated - one.memory.peak_allocated, buckets);
+        assert_int_equal(ddp.memory.weights, one.memory.weights);
+        vc_result_free(&ddp);
+    }
+    vc_result_free(&one);
+    /* --gpus without a layout is refused */
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(three, strlen(three), "t.json", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.gpus = 2;
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--gpus");
+    vc_model_free(m);
+}
+
 /* ---- the parallel layout's module hooks */
 
 static char hook_log[256];
@@ -213,7 +272,7 @@ static int64_t layout_peak(const vc_layout_row *layout, vc_mode mode)
 static void test_layout_hooks(void **state)
 {
     (void)state;
-    const vc_layout_row hooked = {"test-gather", 1, gather_hook};
+    const vc_layout_row hooked = {"test-gather", gather_hook, NULL};
     int64_t base = layout_peak(vc_layout_row_get(NULL), VC_MODE_INFER);
     assert_string_equal(hook_log, "");
     int64_t with = layout_peak(&hooked, VC_MODE_INFER);
@@ -230,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_lion_foreach),    cmocka_unit_test(test_lion_fused_refused),
         cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
+        cmocka_unit_test(test_ddp_buckets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,6 +157,8 @@ const char *vc_model_generated_json(const vc_model *m);
     X(AMP_BF16, "amp-bf16") X(MIXED_FP16, "mixed-fp16") X(MIXED_BF16, "mixed-bf16")
 #define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
+/* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
+#define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
 #define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,
@@ -164,11 +166,13 @@ const char *vc_model_generated_json(const vc_model *m);
 #define VC__ENUM_PREC(e, n) VC_PREC_##e,
 #define VC__ENUM_MODE(e, n) VC_MODE_##e,
 #define VC__ENUM_ATTN(e, n) VC_ATTN_##e,
+#define VC__ENUM_PAR(e, n) VC_PARALLEL_##e,
 typedef enum { VC_OPTIM_MAP(VC__ENUM_OPTIM) VC_OPTIM__N } vc_optim;
 typedef enum { VC_OPTIM_IMPL_MAP(VC__ENUM_IMPL) VC_IMPL__N } vc_optim_impl;
 typedef enum { VC_PRECISION_MAP(VC__ENUM_PREC) VC_PREC__N } vc_precision;
 typedef enum { VC_MODE_MAP(VC__ENUM_MODE) VC_MODE__N } vc_mode;
 typedef enum { VC_ATTENTION_MAP(VC__ENUM_ATTN) VC_ATTN__N } vc_attention;
+typedef enum { VC_PARALLEL_MAP(VC__ENUM_PAR) VC_PARALLEL__N } vc_parallel;
 
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
@@ -182,6 +186,8 @@ typedef struct {
     int64_t context;        /* bytes of CUDA context; -1: modelled */
     int hopper;             /* 1: sm90+ (cuBLAS 32 MiB workspace), 0: other GPUs */
     int torch_version;      /* PyTorch release followed, 100*major + minor (VC_TORCH_DEFAULT) */
+    vc_parallel parallel;   /* the parallel layout (none: one GPU) */
+    int64_t gpus;           /* ranks (data-parallel world size), >= 1 */
 } vc_options;
 
 /* The PyTorch release the estimate follows by default (the current stable
@@ -201,6 +207,8 @@ int vc_optim_impl_from_name(const char *s);
 int vc_precision_from_name(const char *s);
 int vc_mode_from_name(const char *s);
 int vc_attention_from_name(const char *s);
+int vc_parallel_from_name(const char *s);
+const char *vc_parallel_name(vc_parallel p);
 const char *vc_optim_name(vc_optim o);
 const char *vc_optim_impl_name(vc_optim_impl i);
 const char *vc_precision_name(vc_precision p);

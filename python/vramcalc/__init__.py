@@ -279,6 +279,9 @@ class Result:
         buf = ctypes.create_string_buffer(16)
         self.torch_version = _s(L.vc_torch_name(opts.torch_version, buf, 16))
         self.attention_kernel = _s(res.attention)
+        self.parallel = None
+        if opts.parallel:
+            self.parallel = Fields([("layout", _s(L.vc_parallel_name(opts.parallel))), ("gpus", opts.gpus)])
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
         self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
@@ -352,9 +355,11 @@ class Result:
         d = {"schema_version": 1, "model": self.model, "mode": self.mode, "batch": self.batch,
              "precision": self.precision, "optimizer": self.optimizer, "optimizer_impl": self.optimizer_impl,
              "accumulate": self.accumulate, "attention": self.attention, "torch_version": self.torch_version,
-             "attention_kernel": self.attention_kernel, "parameters": self.parameters,
-             "trainable_parameters": self.trainable_parameters, "memory": self.memory.to_dict(),
-             "peak": self.peak.to_dict()}
+             "attention_kernel": self.attention_kernel}
+        if self.parallel is not None:
+            d["parallel"] = self.parallel.to_dict()
+        d.update({"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
+                  "memory": self.memory.to_dict(), "peak": self.peak.to_dict()})
         if self.gpu is not None:
             d["gpu"] = self.gpu.to_dict()
         if self._max_batch is not None and self._report_max_batch:
@@ -376,6 +381,8 @@ class Result:
                    % (ind, self.optimizer, self.optimizer_impl, self.accumulate, self.attention))
         out.append('%s"torch_version": "%s", "attention_kernel": %s,\n'
                    % (ind, self.torch_version, _json_str(self.attention_kernel)))
+        if self.parallel is not None:
+            out.append('%s"parallel": {"layout": "%s", "gpus": %d},\n' % (ind, self.parallel.layout, self.parallel.gpus))
         out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
                    % (ind, self.parameters, self.trainable_parameters))
         out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, m[k]) for k in _MEMORY)))
@@ -475,7 +482,7 @@ def _gpu(spec):
 
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
-             torch=None, per_layer=False, max_batch=False, **export_options):
+             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -484,7 +491,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     input's shape (the CLI's --input).  Other arguments are the CLI's options:
     optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
-    and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), gpu (a preset such as "rtx4090", or "24GiB", with
+    and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
+    ("ddp") and gpus (the ranks; the estimate is per GPU), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
@@ -511,6 +519,11 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         if v < 0:
             raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
         opts.torch_version = v
+    if parallel is not None:
+        opts.parallel = _enum("parallel", parallel)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise VramcalcError("gpus: %r is not a positive integer" % (gpus,))
+    opts.gpus = gpus
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

@@ -24,7 +24,8 @@ class vc_error(ctypes.Structure):
 class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
-                ("context", c_int64), ("hopper", c_int), ("torch_version", c_int)]
+                ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
+                ("gpus", c_int64)]
 
 
 class vc_memory(ctypes.Structure):
@@ -89,6 +90,8 @@ _PROTOS = {
     "vc_mode_name": (c_char_p, [c_int]),
     "vc_attention_name": (c_char_p, [c_int]),
     "vc_torch_from_name": (c_int, [c_char_p]),
+    "vc_parallel_from_name": (c_int, [c_char_p]),
+    "vc_parallel_name": (c_char_p, [c_int]),
     "vc_torch_name": (c_char_p, [c_int, c_char_p, c_size_t]),
     "vc_phase_name": (c_char_p, [c_int]),
     "vc_estimate": (c_int, [_vp, P(vc_options), P(vc_result), P(vc_error)]),

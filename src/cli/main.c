@@ -42,6 +42,7 @@ static const char usage[] =
     "                         config.json: PEFT's for its model_type)\n"
     "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
     "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
+    "      --gpus N           data-parallel ranks, with --parallel: ddp (each rank's memory; docs/parallel.md)\n"
     "      --attention A      auto (default), flash, efficient, math\n"
     "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
@@ -326,6 +327,7 @@ enum {
     OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
+    OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
 };
 
 typedef struct {
@@ -485,6 +487,7 @@ int main(int argc, char **argv)
         {"emit-model", no_argument, 0, OPT_EMIT},   {"lora", required_argument, 0, OPT_LORA},
         {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
         {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
+        {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -517,6 +520,8 @@ int main(int argc, char **argv)
             break;
         }
         case OPT_EMIT: emit = true; break;
+        case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
+        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none or ddp"))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;

@@ -181,6 +181,7 @@ void report_table(FILE *f, const vc_report *rep)
                            rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
     else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
     fprintf(f, "%s, batch %" PRId64 ", %s", vc_mode_name(o->mode), o->batch, vc_precision_name(o->precision));
+    if (o->parallel != VC_PARALLEL_NONE) fprintf(f, ", %s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus, o->gpus == 1 ? "" : "s");
     if (o->mode == VC_MODE_TRAIN) {
         fprintf(f, ", %s", vc_optim_name(o->optim));
         if (o->optim != VC_OPTIM_NONE && !rep->counts_only) fprintf(f, " (%s)", vc_optim_impl_name(o->optim_impl));
@@ -252,6 +253,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"torch_version\": \"%s\", \"attention_kernel\": ", ind, vc_torch_name(o->torch_version, tv, sizeof tv));
     json_str(f, r->attention);
     fprintf(f, ",\n");
+    if (o->parallel != VC_PARALLEL_NONE)
+        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "},\n", ind, vc_parallel_name(o->parallel), o->gpus);
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
