@@ -517,6 +517,9 @@ static vc_dtype state_dt(const vc_build *b, size_t p)
     return b->prec->master ? VC_DT_F32 : dt;
 }
 
+/* Whether parameter p's optimizer state and step are on this rank. */
+static bool steps_here(const vc_build *b, size_t p) { return b->m->par[p].trainable && (!b->owned || b->owned[p]); }
+
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
  * workspace. */
@@ -532,6 +535,7 @@ static void persistent(vc_build *b)
         if (!m->par[p].trainable) continue;
         /* mixed precision: an fp32 master copy of a 16-bit parameter */
         if (b->prec->master && b->train && t->dt != VC_DT_F32) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
+        if (!steps_here(b, p)) continue;
         vc_optim_ctx ctx = {o->optim_impl, state_dt(b, p)};
         vc_tspec st[VC_OPTIM_MAX];
         int n = opt && opt->shared && !shared ? opt->shared(&m->par[p], &ctx, st) : 0;
@@ -587,7 +591,7 @@ static void run_step_programs(vc_build *b)
     if (!r->step) return;
     if (ctx.impl != VC_IMPL_FOREACH) {
         for (size_t p = 0; p < m->npar; p++) {
-            if (!m->par[p].trainable) continue;
+            if (!steps_here(b, p)) continue;
             int32_t slot[VC_OPTIM_MAX];
             ctx.state_dt = state_dt(b, p);
             int n = r->step(&m->par[p], &ctx, prog);
@@ -597,7 +601,7 @@ static void run_step_programs(vc_build *b)
     }
     int nslots = 1, nops = 0;
     for (size_t p = 0; p < m->npar; p++) {
-        if (!m->par[p].trainable) continue;
+        if (!steps_here(b, p)) continue;
         ctx.state_dt = state_dt(b, p);
         int n = r->step(&m->par[p], &ctx, prog);
         if (n > nops) nops = n;
@@ -608,7 +612,7 @@ static void run_step_programs(vc_build *b)
     if (!slot) { b->st = VC_ERR_NOMEM; return; }
     for (int j = 0; j < nops; j++)
         for (size_t p = 0; p < m->npar; p++) {
-            if (!m->par[p].trainable) continue;
+            if (!steps_here(b, p)) continue;
             ctx.state_dt = state_dt(b, p);
             int n = r->step(&m->par[p], &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
@@ -677,6 +681,11 @@ void vc__execute(vc_build *b)
         }
     }
     if (build_liveness(b)) return;
+    if (b->layout->owns) {
+        b->owned = calloc(np, sizeof *b->owned);
+        if (!b->owned) { b->st = VC_ERR_NOMEM; return; }
+        b->layout->owns(b, b->owned);
+    }
     persistent(b);
     int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {

@@ -50,9 +50,51 @@ static void ddp_buckets(vc_build *b)
     if (numel) vc__alloc(b, vc_n_fixed(numel), (vc_dtype)dt, CAT_GRAD, -1);
 }
 
+/* ---- zero1-torch: torch.distributed.optim.ZeroRedundancyOptimizer over a
+ * DDP model (its usual setting, and the one measured). Each rank keeps the
+ * optimizer state of, and steps, its share of the parameters only; the
+ * share is greedy by size (zero_redundancy_optimizer.py
+ * _partition_parameters: the parameters sorted by numel, largest first,
+ * a stable sort, each to the rank with the fewest elements so far, the
+ * lowest such rank on a tie). The updated parameters are broadcast in
+ * place. The estimate is the busiest rank's: the most elements. */
+static void zero1_owns(const vc_build *b, bool *owned)
+{
+    const vc_model *m = b->m;
+    int64_t world = b->o.gpus, *sizes = calloc((size_t)world, sizeof *sizes);
+    size_t *order = malloc((m->npar + 1) * sizeof *order);
+    int *rank = malloc((m->npar + 1) * sizeof *rank);
+    if (!sizes || !order || !rank) {
+        for (size_t p = 0; p < m->npar; p++) owned[p] = true; /* out of memory: the unsharded estimate, an upper bound */
+        free(sizes); free(order); free(rank);
+        return;
+    }
+    size_t n = 0;
+    for (size_t p = 0; p < m->npar; p++)
+        if (m->par[p].trainable) order[n++] = p;
+    for (size_t i = 1; i < n; i++) { /* insertion sort: stable, by numel descending */
+        size_t v = order[i], j = i;
+        for (; j > 0 && m->par[order[j - 1]].numel < m->par[v].numel; j--) order[j] = order[j - 1];
+        order[j] = v;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t r = 0;
+        for (int64_t k = 1; k < world; k++)
+            if (sizes[k] < sizes[r]) r = k;
+        rank[order[i]] = (int)r;
+        sizes[r] += m->par[order[i]].numel;
+    }
+    int64_t busiest = 0;
+    for (int64_t k = 1; k < world; k++)
+        if (sizes[k] > sizes[busiest]) busiest = k;
+    for (size_t i = 0; i < n; i++) owned[order[i]] = rank[order[i]] == busiest;
+    free(sizes); free(order); free(rank);
+}
+
 static const vc_layout_row rows[VC_PARALLEL__N] = {
-    [VC_PARALLEL_NONE] = {"single", NULL, NULL},
-    [VC_PARALLEL_DDP] = {"ddp", NULL, ddp_buckets},
+    [VC_PARALLEL_NONE] = {"single", NULL, NULL, NULL},
+    [VC_PARALLEL_DDP] = {"ddp", NULL, ddp_buckets, NULL},
+    [VC_PARALLEL_ZERO1_TORCH] = {"zero1-torch", NULL, ddp_buckets, zero1_owns},
 };
 
 const vc_layout_row *vc_layout_row_get(const vc_options *o)

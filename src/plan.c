@@ -126,7 +126,7 @@ void vc_plan_free(vc_plan *p)
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
-    free(b->pedges); free(b->parrived); free(b->ppending);
+    free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     vc__memo_free(b->memo);
     free(b);
 }

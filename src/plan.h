@@ -142,6 +142,7 @@ struct vc_build {
     const vc_precision_row *prec; /* o.precision's row */
     const vc_optim_row *optim;    /* o.optim's row */
     const vc_layout_row *layout;  /* the parallel layout's row */
+    bool *owned;                  /* layout->owns: parameters whose optimizer state is here; NULL all */
     int32_t hook_inst;            /* the instance whose module hook last began, -1 */
     bool train;
     vc_status st;

@@ -77,6 +77,10 @@ typedef struct vc_layout_row {
     /* What the layout keeps on every rank for the whole run, allocated after
      * the model's own persistent state (DDP's gradient buckets). NULL: nothing. */
     void (*resident)(struct vc_build *b);
+    /* The parameters whose optimizer state and step this rank holds (the
+     * busiest rank of a sharded optimizer): owned[p] for each of the model's
+     * parameters. NULL: every trainable parameter. */
+    void (*owns)(const struct vc_build *b, bool *owned);
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */

@@ -213,6 +213,20 @@ static void test_ddp_buckets(void **state)
         assert_int_equal(ddp.memory.weights, one.memory.weights);
         vc_result_free(&ddp);
     }
+    /* ZeroRedundancyOptimizer (layout.c): greedy by size, largest first, to the
+     * rank with the fewest elements: 300,000 to rank 0, then 50,000 and 3,000
+     * to rank 1. The busiest rank, 0, keeps Adam's two states of the 300 x 1000
+     * weight only (1,200,000 B, 1,200,128 in blocks, each); one GPU keeps
+     * them for all three weights (12,288 + 1,200,128 + 200,192, twice). */
+    vc_result adam = run_layout(three, VC_PARALLEL_NONE, 1, VC_OPTIM_ADAM);
+    assert_int_equal(adam.memory.optimizer_states, 2 * (12288 + 1200128 + 200192));
+    vc_result_free(&adam);
+    for (int64_t w = 2; w <= 4; w *= 2) {
+        vc_result z = run_layout(three, VC_PARALLEL_ZERO1_TORCH, w, VC_OPTIM_ADAM);
+        assert_int_equal(z.memory.optimizer_states, 2 * 1200128);
+        assert_int_equal(z.memory.gradients - one.memory.gradients, buckets); /* over DDP's buckets */
+        vc_result_free(&z);
+    }
     vc_result_free(&one);
     /* --gpus without a layout is refused */
     vc_model *m = NULL;
@@ -272,7 +286,7 @@ static int64_t layout_peak(const vc_layout_row *layout, vc_mode mode)
 static void test_layout_hooks(void **state)
 {
     (void)state;
-    const vc_layout_row hooked = {"test-gather", gather_hook, NULL};
+    const vc_layout_row hooked = {"test-gather", gather_hook, NULL, NULL};
     int64_t base = layout_peak(vc_layout_row_get(NULL), VC_MODE_INFER);
     assert_string_equal(hook_log, "");
     int64_t with = layout_peak(&hooked, VC_MODE_INFER);
