@@ -85,15 +85,7 @@ static inline bool lay_merge(int lay, const int64_t sz[4], int outer, int inner)
 }
 
 /* reshape() of a non-viewable tensor: clone + _unsafe_view (grad passes). */
-static inline vc_t copy_op(vc_build *b, vc_t x)
-{
-    vc_op *o = vc_op_begin(b, "clone");
-    int i = vc_op_in(o, x);
-    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    vc_op_grad(o, i, VC_GRAD_PASS);
-    vc_op_end(o);
-    return y;
-}
+static inline vc_t copy_op(vc_build *b, vc_t x) { return op_clone(b, x); }
 
 /* x * python_scalar (mul.Scalar): a new tensor, nothing saved; backward
  * grad * scalar (a new tensor of x's size). */

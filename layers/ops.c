@@ -30,9 +30,10 @@ vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
     return y;
 }
 
-vc_t op_contiguous(vc_build *b, vc_t x)
+vc_t op_contiguous(vc_build *b, vc_t x) { return vc_contiguous(b, x) ? x : op_clone(b, x); }
+
+vc_t op_clone(vc_build *b, vc_t x)
 {
-    if (vc_contiguous(b, x)) return x;
     vc_op *o = vc_op_begin(b, "clone");
     int i = vc_op_in(o, x);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));

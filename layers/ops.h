@@ -18,6 +18,8 @@ vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace);
 /* A view of x (reshape/permute/transpose/select/...): no allocation; the
  * backward passes a view of the gradient. */
 vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+/* x.clone() (and reshape() of a tensor it cannot view): a copy; the gradient passes. */
+vc_t op_clone(vc_build *b, vc_t x);
 /* x.contiguous(): a copy when x is not contiguous, else x. */
 vc_t op_contiguous(vc_build *b, vc_t x);
 /* A view whose backward builds a zero tensor of the input's size
