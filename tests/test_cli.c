@@ -719,6 +719,8 @@ static void test_refused_combinations(void **state)
         {{"--params", "100", "--per-layer", NULL}, "--per-layer needs a model file"},
         {{mlp, "--trace", "-f", "json", NULL}, "does not go with --format"},
         {{mlp, "--trace", "--max-batch", "-g", "rtx4090", NULL}, "does not go with --max-batch"},
+        /* a sweep's error names the file, then the batch */
+        {{mlp, "--sweep", "1,4503599627370496", NULL}, "mlp.json: batch 4503599627370496: "},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;

@@ -85,10 +85,16 @@ static int die(const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+/* The model file being estimated, for errors that arise after loading
+ * (a sweep's or a search's batch): they name it too. */
+static const char *model_file;
+
 static int die_err(const vc_error *err)
 {
     char msg[1200];
-    vc_error_format(err, msg, sizeof msg);
+    vc_error e = *err;
+    if (!e.file[0] && model_file) snprintf(e.file, sizeof e.file, "%s", model_file);
+    vc_error_format(&e, msg, sizeof msg);
     return die("%s", msg);
 }
 
@@ -370,10 +376,10 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
     rep->max_batch = c->max_batch ? plot_max : -1;
     /* every row first, so that an error leaves stdout empty */
     for (size_t i = 0; i < c->nsweep; i++) {
-        if (vc_estimator_run(e, c->sweep[i], &rows[i], &err)) {
+        if (vc_estimator_run(e, c->sweep[i], &rows[i], &err)) { /* the file, then the batch */
             char msg[1200];
             vc_error_format(&err, msg, sizeof msg);
-            rc = die("batch %" PRId64 ": %s", c->sweep[i], msg);
+            rc = die("%s%sbatch %" PRId64 ": %s", model_file ? model_file : "", model_file ? ": " : "", c->sweep[i], msg);
             goto out;
         }
         const vc_memory *m = &rows[i].memory;
@@ -610,6 +616,7 @@ int main(int argc, char **argv)
             goto out;
         }
         vc_escape_text(shown_file, sizeof shown_file, argv[optind]); /* the reports show it */
+        model_file = argv[optind];
         rep.file = shown_file;
         cJSON_Hooks hooks = {json_alloc, json_free};
         cJSON_InitHooks(&hooks);
