@@ -58,6 +58,7 @@ def parse_args(argv):
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--per-op-file", help="train: step 2's per-op timeline (the harness's log) into this file")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     return ap.parse_args(argv)
@@ -125,6 +126,10 @@ def main(argv):
             if step == 2:
                 tr.O.opobs_reset_peak()
                 tr.reset_peak()
+                if args.per_op_file:
+                    tr.O.opobs_log_open(args.per_op_file.encode())
+            if step == 3 and args.per_op_file:
+                tr.O.opobs_log_close()
             tr.tag("s%d.fwd" % step)
             loss = compute_loss()
             tr.tag("s%d.bwd" % step)
