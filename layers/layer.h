@@ -168,6 +168,14 @@ bool vc_contiguous(const vc_build *b, vc_t t);
 void vc_hold(vc_build *b, vc_t t);
 void vc_release(vc_build *b, vc_t t);
 
+/* --mode generate (src/generate.c): an attention layer's KV cache update
+ * (transformers' DynamicLayer / DynamicSlidingWindowLayer / StaticLayer
+ * .update) on its new keys and values [B, Hkv, L, D]: *k and *v become the
+ * states the attention reads (contiguous [B, Hkv, S, D]), *S their length.
+ * `window`: the layer's sliding_window (0 none). false, nothing changed,
+ * outside generation. */
+bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+
 /* A generic autograd op. Build with vc_op_begin, describe, close with vc_op_end. */
 typedef struct vc_op vc_op;
 

@@ -320,6 +320,12 @@ static void ra_emit(vc_build *b, const void *p)
      * sequences get an explicit mask in HF; that path is not modelled (the
      * estimate is the causal one). */
     vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout};
+    /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
+     * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
+    if (vc_kv_update(b, c->window, &k, &v, &a.S)) {
+        a.k_blhd = a.v_blhd = false;
+        a.causal = c->causal && L > 1;
+    }
     bool blhd;
     vc_t o = op_sdpa_gqa(b, q, k, v, &a, &blhd);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */

@@ -258,13 +258,31 @@ static void module_boundary(vc_build *b, int32_t inst)
     if (inst >= 0) b->layout->module(b, inst, (vc_phase)b->phase, true);
 }
 
+static void mark_fwd_end(vc_build *b)
+{
+    GROW(b->ev, b->nev, b->cev, b);
+    if (b->st) return;
+    b->ev[b->nev++] = (ev_t){-1, EV_FWD_END, VC_PHASE_FORWARD, -1, -1};
+    /* storages alive now that forward produced, for per-layer activations */
+    b->nfwd_live = 0;
+    free(b->fwd_live);
+    b->fwd_live = malloc((b->ns + 1) * sizeof *b->fwd_live);
+    if (!b->fwd_live) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t s = 0; s < b->ns; s++)
+        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) b->fwd_live[b->nfwd_live++] = (int32_t)s;
+}
+
 static void forward(vc_build *b)
 {
-    b->phase = VC_PHASE_FORWARD;
+    b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
     for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
+        if (k == b->gen.split_op) { /* generate: the prefill ends, the decoding step begins */
+            mark_fwd_end(b);
+            b->phase = VC_PHASE_DECODE;
+        }
         module_boundary(b, b->op[k].inst);
         if (r >= 0 && b->reg[r].first == k && b->train) hold_region_inputs(b, r);
         fwd_op(b, k, r < 0);
@@ -645,20 +663,6 @@ static void reset_run(vc_build *b)
     }
 }
 
-static void mark_fwd_end(vc_build *b)
-{
-    GROW(b->ev, b->nev, b->cev, b);
-    if (b->st) return;
-    b->ev[b->nev++] = (ev_t){-1, EV_FWD_END, VC_PHASE_FORWARD, -1, -1};
-    /* storages alive now that forward produced, for per-layer activations */
-    b->nfwd_live = 0;
-    free(b->fwd_live);
-    b->fwd_live = malloc((b->ns + 1) * sizeof *b->fwd_live);
-    if (!b->fwd_live) { b->st = VC_ERR_NOMEM; return; }
-    for (size_t s = 0; s < b->ns; s++)
-        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) b->fwd_live[b->nfwd_live++] = (int32_t)s;
-}
-
 void vc__execute(vc_build *b)
 {
     b->cur_op = -1;
@@ -691,7 +695,7 @@ void vc__execute(vc_build *b)
     for (int pass = 0; pass < passes && !b->st; pass++) {
         if (pass) reset_run(b);
         forward(b);
-        if (pass == 0) mark_fwd_end(b);
+        if (pass == 0 && b->gen.split_op < 0) mark_fwd_end(b);
         if (b->train) backward(b);
     }
     if (b->train && b->optim->steps) optimizer_step(b);

@@ -42,6 +42,13 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     mm->activations = s->activations;
     mm->peak_allocated = s->peak;
     mm->reserved = s->reserved;
+    if (s->kv_tokens > 0) {
+        r->generate.prefill_peak = s->peak_pre;
+        r->generate.decode_peak = s->decode_step ? s->peak_post : 0;
+        r->generate.decode_step = s->decode_step;
+        r->generate.kv_cache = s->kv_cache;
+        r->generate.kv_tokens = s->kv_tokens;
+    }
     vc_peak *pk = &r->peak;
     pk->phase = s->phase;
     pk->weights = s->at_peak[CAT_WEIGHT];

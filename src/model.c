@@ -91,6 +91,32 @@ vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name
     return VC_OK;
 }
 
+vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
+{
+    *out = NULL;
+    vc_model *t = calloc(1, sizeof *t);
+    if (!t || !(t->arena = vc_arena_new()) || !(t->text = malloc(m->text_len + 1))) {
+        vc_model_free(t);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    memcpy(t->text, m->text, m->text_len + 1);
+    t->text_len = m->text_len;
+    t->hf = m->hf;
+    t->lora = m->lora;
+    t->file = vc_arena_strdup(t->arena, m->file);
+    t->has_override = true;
+    t->override = vc_shape_make(1, &seq);
+    vc_status st = t->file ? vc__load(t, &t->override, err) : vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    if (st == VC_OK && (t->npar != m->npar || t->nbuf != m->nbuf || t->ninst != m->ninst || t->nval != m->nval))
+        st = vc_set_error(err, VC_ERR_MODEL, NULL, "the model changes its structure with the sequence length");
+    if (st != VC_OK) {
+        vc_model_free(t);
+        return st;
+    }
+    *out = t;
+    return VC_OK;
+}
+
 vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
 {
     return vc_model_load_file_hf(path, NULL, out, err);

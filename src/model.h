@@ -86,4 +86,9 @@ struct vc_model {
     struct vc_arena *arena;
 };
 
+/* model.c: m loaded again with its input [seq] (its text, Hugging Face
+ * options and LoRA kept): the passes of --mode generate (src/generate.c).
+ * The caller frees *out with vc_model_free. */
+vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+
 #endif

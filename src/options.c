@@ -15,8 +15,9 @@ static const char *const prec_names[] = {VC_PRECISION_MAP(VC__NAME) NULL};
 static const char *const mode_names[] = {VC_MODE_MAP(VC__NAME) NULL};
 static const char *const attn_names[] = {VC_ATTENTION_MAP(VC__NAME) NULL};
 static const char *const par_names[] = {VC_PARALLEL_MAP(VC__NAME) NULL};
+static const char *const cache_names[] = {VC_CACHE_MAP(VC__NAME) NULL};
 #undef VC__NAME
-static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle"};
+static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode"};
 
 static int lookup(const char *const *names, const char *s)
 {
@@ -37,7 +38,9 @@ const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < VC_IMPL__
 const char *vc_precision_name(vc_precision p) { return (unsigned)p < VC_PREC__N ? prec_names[p] : "?"; }
 const char *vc_mode_name(vc_mode m) { return (unsigned)m < VC_MODE__N ? mode_names[m] : "?"; }
 const char *vc_attention_name(vc_attention a) { return (unsigned)a < VC_ATTN__N ? attn_names[a] : "?"; }
-const char *vc_phase_name(vc_phase p) { return (unsigned)p < 4 ? phase_names[p] : "?"; }
+const char *vc_phase_name(vc_phase p) { return (unsigned)p < 6 ? phase_names[p] : "?"; }
+int vc_cache_from_name(const char *s) { return lookup(cache_names, s); }
+const char *vc_cache_name(vc_cache c) { return (unsigned)c < VC_CACHE__N ? cache_names[c] : "?"; }
 const char *vc_optim_summary(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? vc_optim_row_get(o)->summary : "?"; }
 
 void vc_options_init(vc_options *o)
@@ -55,6 +58,9 @@ void vc_options_init(vc_options *o)
     o->torch_version = VC_TORCH_DEFAULT;
     o->parallel = VC_PARALLEL_NONE;
     o->gpus = 1;
+    o->prompt = VC_GEN_DEFAULT_PROMPT;
+    o->new_tokens = VC_GEN_DEFAULT_NEW_TOKENS;
+    o->cache = VC_CACHE_DYNAMIC;
 }
 
 /* "2.Y" with Y from VC_TORCH_OLDEST to VC_TORCH_DEFAULT's minor, digits only. */
@@ -93,6 +99,11 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
     if (o->gpus > 1 && o->parallel == VC_PARALLEL_NONE)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs need a --parallel layout (ddp)", (long long)o->gpus);
+    if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, "--cache", "invalid cache");
+    if (o->prompt < 1 || o->prompt > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
+    if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -38,6 +38,14 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         vc_plan_free(b);
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     }
+    b->gen.split_op = b->gen.mask = -1;
+    if (o->mode == VC_MODE_GENERATE) {
+        vc_status st = vc__gen_begin(b, err);
+        if (st) {
+            vc_plan_free(b);
+            return st;
+        }
+    }
     b->act_dt = b->prec->act_dt;
     b->param_dt = b->prec->param_dt;
     b->amp_dt = b->prec->amp_dt;
@@ -67,30 +75,17 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         b->t[t].persistent = true;
         b->buf_t[i] = t;
     }
+    const vc_model *im = vc__gen_input_model(b);
     for (int i = 0; i < m->ninputs; i++) {
-        int64_t n = vc_shape_numel(&m->val[i].shape);
+        int64_t n = vc_shape_numel(&im->val[i].shape);
         int32_t t = vc__new_tensor(b, vc_n_sample(n), m->val[i].dt);
         if (t < 0) break;
         b->t[t].persistent = true;
         b->val_t[i] = t;
     }
-    for (size_t i = 0; i < m->ninst && !b->st; i++) {
-        const vc_inst *in = &m->inst[i];
-        b->cur_inst = (int)i;
-        b->cur_region = in->ckpt;
-        b->out_t = -1;
-        in->kind->emit(b, in->cfg);
-        if (b->out_t < 0 && !b->st) {
-            vc_plan_free(b);
-            return vc_set_error(err, VC_ERR_MODEL, in->path, "internal error: %s produced no output",
-                                in->kind->name);
-        }
-        b->val_t[in->out] = b->out_t;
-        /* the caller holds a module's inputs until it returns */
-        for (int k = 0; k < in->nin; k++) vc__extend_life(b, b->val_t[in->in[k]]);
-        for (size_t k = 0; k < m->nblk; k++)
-            if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
-    }
+    if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
+    else vc__emit_instances(b, 0, m->ninst);
+    vc__gen_end(b);
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
@@ -103,6 +98,27 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     }
     *out = b;
     return VC_OK;
+}
+
+void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
+{
+    const vc_model *m = b->m;
+    for (size_t i = i0; i < i1 && !b->st; i++) {
+        const vc_inst *in = &m->inst[i];
+        b->cur_inst = (int)i;
+        b->cur_region = in->ckpt;
+        b->out_t = -1;
+        in->kind->emit(b, in->cfg);
+        if (b->out_t < 0) {
+            if (!b->st) b->st = VC_ERR_MODEL; /* internal: every kind sets its output */
+            return;
+        }
+        b->val_t[in->out] = b->out_t;
+        /* the caller holds a module's inputs until it returns */
+        for (int k = 0; k < in->nin; k++) vc__extend_life(b, b->val_t[in->in[k]]);
+        for (size_t k = 0; k < m->nblk; k++)
+            if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
+    }
 }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }
@@ -128,5 +144,7 @@ void vc_plan_free(vc_plan *p)
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     vc__memo_free(b->memo);
+    vc__gen_end(b);
+    free(b->gen.slot);
     free(b);
 }

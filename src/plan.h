@@ -134,6 +134,27 @@ typedef struct {
     int32_t pk_off[CAT__N + 1];
 } res_memo;
 
+/* --mode generate (generate.c): the passes, each attention layer's KV cache
+ * (its tensors carried from one pass to the next) and the decoding loop's
+ * own tensors. */
+typedef struct {
+    int32_t k, v;     /* the cache tensors (storage length `len` tokens) */
+    int64_t window;   /* sliding_window (DynamicSlidingWindowLayer), 0 none */
+    int64_t len;      /* tokens in the storage (a sliding layer keeps a view of its last w - 1) */
+} vc_kv_slot;
+
+typedef struct {
+    bool on;
+    int pass;                 /* 0 the prefill, 1 the last decoding step */
+    int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
+    int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
+    int nslot, cslot, cur;    /* cache slots (attention layers), capacity, the next this pass */
+    vc_kv_slot *slot;
+    int32_t split_op;         /* the first op of the decoding pass: the phase marker; -1 none */
+    int32_t mask;             /* StaticCache: this pass's 4-D attention mask, -1 */
+    const vc_model *twin[2];  /* the model at the prompt's length and at one token (owned) */
+} vc_gen;
+
 struct vc_build {
     const vc_model *m;
     vc_options o;
@@ -177,6 +198,7 @@ struct vc_build {
     int32_t cur_op;
     res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
     char note[192]; /* vc_note: the first attention layer's kernel choice */
+    vc_gen gen;     /* --mode generate */
 };
 
 struct vc_op {
@@ -204,6 +226,19 @@ int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt);
 void vc__extend_life(vc_build *b, vc_t t);
 /* The loss after the model's output (train): mean or cross-entropy. */
 void vc__emit_loss(vc_build *b);
+
+/* plan.c: records instances i0 .. i1 - 1 of b->m (their emit functions), as a forward runs them. */
+void vc__emit_instances(vc_build *b, size_t i0, size_t i1);
+
+/* generate.c: --mode generate. vc__gen_begin loads the two models a generation
+ * runs (the prompt's length, one token) before the plan's tensors are made;
+ * vc__gen_emit records the prefill, the decoding loop's own ops and the last
+ * decoding step; vc__gen_end frees what begin made. */
+vc_status vc__gen_begin(vc_build *b, vc_error *err);
+void vc__gen_emit(vc_build *b);
+void vc__gen_end(vc_build *b);
+/* The model whose input shapes the plan's input tensors take. */
+const vc_model *vc__gen_input_model(const vc_build *b);
 
 /* plan.c: a plan under a given parallel layout (vc_plan_build: the options' layout). */
 vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc_layout_row *layout, vc_plan **out,

@@ -94,9 +94,14 @@ static int prepare(const vc_build *b)
     fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
     M->fwd_fold = (size_t)-1;
     for (size_t i = 0; i <= n; i++) {
-        if (i == M->fwd_end) {
+        if (i == M->fwd_end) { /* the marker ends a fold: the peaks before and after it stay apart */
+            if (f.fmax != INT64_MIN || f.fdelta || f.adelta) {
+                f.pos = (int32_t)i;
+                M->fold[M->nfold++] = f;
+                f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+            }
             M->fwd_fold = M->nfold;
-            M->fwd_aoff = f.adelta;
+            M->fwd_aoff = 0;
         }
         int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
         if (c == INT32_MIN || M->c[st] > 0) {
@@ -266,12 +271,17 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     /* one pass over the batch-dependent events (the others folded in) for
      * the peak and the activations, a second up to the peak for its
      * breakdown by category */
-    int64_t total = 0, act = 0, act_peak = 0, peak = 0;
+    int64_t total = 0, act = 0, act_peak = 0, peak = 0, post = -1;
     size_t pk = (size_t)-1;
     bool overflow = M->fold_overflow;
+    sim->peak_pre = -1;
     for (size_t k = 0; k < M->nfold && !overflow; k++) {
         const fold_t *f = &M->fold[k];
-        if (k == M->fwd_fold && b->train) sim->activations = act + M->fwd_aoff;
+        if (k == M->fwd_fold) {
+            if (b->train) sim->activations = act + M->fwd_aoff;
+            sim->peak_pre = peak;
+            post = total;
+        }
         if (f->fmax != INT64_MIN) {
             int64_t t;
             if (__builtin_add_overflow(total, f->fmax, &t)) {
@@ -282,6 +292,7 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
                 peak = t;
                 pk = (size_t)f->fmax_pos;
             }
+            if (post >= 0 && t > post) post = t;
         }
         if (f->amax != INT64_MIN && act + f->amax > act_peak) act_peak = act + f->amax;
         total += f->fdelta; /* at most the highest point, checked above */
@@ -298,6 +309,7 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
                 peak = total;
                 pk = (size_t)f->pos;
             }
+            if (post >= 0 && total > post) post = total;
             if (M->cat[s] == CAT_ACT && (act += v) > act_peak) act_peak = act;
         } else {
             total -= sz[~s];
@@ -305,6 +317,23 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         }
     }
     sim->peak = peak;
+    if (sim->peak_pre < 0) sim->peak_pre = peak;
+    sim->peak_post = post;
+    if (b->gen.on) { /* layers x 2 x kv heads x head_dim x tokens x dtype x batch */
+        const vc_gen *g = &b->gen;
+        sim->decode_step = g->split_op >= 0 ? g->steps - 1 : 0;
+        for (int i = 0; i < g->nslot && !overflow; i++) {
+            const vc_kv_slot *sl = &g->slot[i];
+            for (int j = 0; j < 2; j++) {
+                const tens_t *t = &b->t[j ? sl->v : sl->k];
+                int64_t v;
+                if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
+                    __builtin_add_overflow(sim->kv_cache, v, &sim->kv_cache))
+                    overflow = true;
+            }
+            if (sl->len > sim->kv_tokens) sim->kv_tokens = sl->len;
+        }
+    }
     if (pk != (size_t)-1 && !overflow) {
         if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
         for (int c = 0; c < CAT__N; c++) {

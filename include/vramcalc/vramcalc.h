@@ -155,7 +155,10 @@ const char *vc_model_generated_json(const vc_model *m);
 #define VC_PRECISION_MAP(X)                                                          \
     X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
     X(AMP_BF16, "amp-bf16") X(MIXED_FP16, "mixed-fp16") X(MIXED_BF16, "mixed-bf16")
-#define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer")
+#define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer") X(GENERATE, "generate")
+/* The KV cache of --mode generate (docs/inference.md): transformers' DynamicCache
+ * (grown by torch.cat each step) or StaticCache (preallocated to prompt + new tokens). */
+#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch")
@@ -167,12 +170,14 @@ const char *vc_model_generated_json(const vc_model *m);
 #define VC__ENUM_MODE(e, n) VC_MODE_##e,
 #define VC__ENUM_ATTN(e, n) VC_ATTN_##e,
 #define VC__ENUM_PAR(e, n) VC_PARALLEL_##e,
+#define VC__ENUM_CACHE(e, n) VC_CACHE_##e,
 typedef enum { VC_OPTIM_MAP(VC__ENUM_OPTIM) VC_OPTIM__N } vc_optim;
 typedef enum { VC_OPTIM_IMPL_MAP(VC__ENUM_IMPL) VC_IMPL__N } vc_optim_impl;
 typedef enum { VC_PRECISION_MAP(VC__ENUM_PREC) VC_PREC__N } vc_precision;
 typedef enum { VC_MODE_MAP(VC__ENUM_MODE) VC_MODE__N } vc_mode;
 typedef enum { VC_ATTENTION_MAP(VC__ENUM_ATTN) VC_ATTN__N } vc_attention;
 typedef enum { VC_PARALLEL_MAP(VC__ENUM_PAR) VC_PARALLEL__N } vc_parallel;
+typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
@@ -188,7 +193,14 @@ typedef struct {
     int torch_version;      /* PyTorch release followed, 100*major + minor (VC_TORCH_DEFAULT) */
     vc_parallel parallel;   /* the parallel layout (none: one GPU) */
     int64_t gpus;           /* ranks (data-parallel world size), >= 1 */
+    /* --mode generate (docs/inference.md): greedy generate() of new_tokens
+     * tokens after a prompt of `prompt` tokens, per sequence of the batch */
+    int64_t prompt;         /* >= 1 (VC_GEN_DEFAULT_PROMPT) */
+    int64_t new_tokens;     /* >= 1 (VC_GEN_DEFAULT_NEW_TOKENS) */
+    vc_cache cache;
 } vc_options;
+#define VC_GEN_DEFAULT_PROMPT 1024
+#define VC_GEN_DEFAULT_NEW_TOKENS 256
 
 /* The PyTorch release the estimate follows by default (the current stable
  * one), and the oldest one --torch accepts. */
@@ -208,6 +220,8 @@ int vc_precision_from_name(const char *s);
 int vc_mode_from_name(const char *s);
 int vc_attention_from_name(const char *s);
 int vc_parallel_from_name(const char *s);
+int vc_cache_from_name(const char *s);
+const char *vc_cache_name(vc_cache c);
 const char *vc_parallel_name(vc_parallel p);
 const char *vc_optim_name(vc_optim o);
 const char *vc_optim_impl_name(vc_optim_impl i);
@@ -222,7 +236,7 @@ int vc_torch_from_name(const char *s);
 const char *vc_torch_name(int version, char *buf, size_t n);
 
 /* ---- results ---- */
-typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE } vc_phase;
+typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
 const char *vc_phase_name(vc_phase p);
 
 typedef struct {
@@ -259,6 +273,16 @@ typedef struct {
     vc_memory memory;
     vc_peak peak;
     char attention[192];      /* the first attention layer's kernel and why ("" when none) */
+    /* --mode generate: max_memory_allocated() during the prefill (the first
+     * forward and its token selection) and during the decoding steps (the
+     * last step, whose cache is the longest: steps only grow), and the KV
+     * cache the last step leaves (all layers, the whole batch) */
+    struct {
+        int64_t prefill_peak, decode_peak;
+        int64_t decode_step;  /* the step of decode_peak (1 .. new_tokens - 1), 0 none */
+        int64_t kv_cache;     /* bytes */
+        int64_t kv_tokens;    /* tokens it holds per sequence (prompt + new_tokens - 1) */
+    } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */
 } vc_result;

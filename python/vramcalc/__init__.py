@@ -282,6 +282,13 @@ class Result:
         self.parallel = None
         if opts.parallel:
             self.parallel = Fields([("layout", _s(L.vc_parallel_name(opts.parallel))), ("gpus", opts.gpus)])
+        self.generate = None
+        if opts.mode == L.vc_mode_from_name(b"generate"):
+            g = res.generate
+            self.generate = Fields([("prompt", opts.prompt), ("new_tokens", opts.new_tokens),
+                                    ("cache", _s(L.vc_cache_name(opts.cache)))] +
+                                   [(k, getattr(g, k)) for k in ("prefill_peak", "decode_peak", "decode_step",
+                                                                 "kv_cache", "kv_tokens")])
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
         self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
@@ -360,6 +367,8 @@ class Result:
             d["parallel"] = self.parallel.to_dict()
         d.update({"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
                   "memory": self.memory.to_dict(), "peak": self.peak.to_dict()})
+        if self.generate is not None:
+            d["generate"] = self.generate.to_dict()
         if self.gpu is not None:
             d["gpu"] = self.gpu.to_dict()
         if self._max_batch is not None and self._report_max_batch:
@@ -389,6 +398,12 @@ class Result:
         out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
                    % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
                       ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
+        if self.generate is not None:
+            g = self.generate
+            out.append(',\n%s"generate": {"prompt": %d, "new_tokens": %d, "cache": "%s", %s}'
+                       % (ind, g.prompt, g.new_tokens, g.cache,
+                          ", ".join('"%s": %d' % (k, g[k]) for k in ("prefill_peak", "decode_peak", "decode_step",
+                                                                     "kv_cache", "kv_tokens"))))
         if self.gpu is not None:
             g = self.gpu
             out.append(',\n%s"gpu": {"name": %s, "capacity": %d, "free": %d, "fits": %s}'
@@ -482,7 +497,8 @@ def _gpu(spec):
 
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
-             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, **export_options):
+             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, prompt=None, new_tokens=None,
+             cache=None, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -492,7 +508,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
-    ("ddp") and gpus (the ranks; the estimate is per GPU), gpu (a preset such as "rtx4090", or "24GiB", with
+    ("ddp") and gpus (the ranks; the estimate is per GPU), prompt, new_tokens and cache ("dynamic",
+    "static") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
@@ -524,6 +541,13 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise VramcalcError("gpus: %r is not a positive integer" % (gpus,))
     opts.gpus = gpus
+    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
+            setattr(opts, name, v)
+    if cache is not None:
+        opts.cache = _enum("cache", cache)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

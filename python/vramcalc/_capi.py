@@ -25,7 +25,7 @@ class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
                 ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
-                ("gpus", c_int64)]
+                ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int)]
 
 
 class vc_memory(ctypes.Structure):
@@ -44,9 +44,14 @@ class vc_layer_info(ctypes.Structure):
                 ("output_shape", c_int64 * VC_MAX_DIMS), ("parameters", c_int64), ("activations", c_int64)]
 
 
+class vc_generate(ctypes.Structure):
+    _fields_ = [(n, c_int64) for n in ("prefill_peak", "decode_peak", "decode_step", "kv_cache", "kv_tokens")]
+
+
 class vc_result(ctypes.Structure):
     _fields_ = [("parameters", c_int64), ("trainable_parameters", c_int64), ("memory", vc_memory),
-                ("peak", vc_peak), ("attention", ctypes.c_char * 192), ("nlayers", c_size_t),
+                ("peak", vc_peak), ("attention", ctypes.c_char * 192), ("generate", vc_generate),
+                ("nlayers", c_size_t),
                 ("layers", ctypes.POINTER(vc_layer_info))]
 
 
@@ -91,6 +96,8 @@ _PROTOS = {
     "vc_attention_name": (c_char_p, [c_int]),
     "vc_torch_from_name": (c_int, [c_char_p]),
     "vc_parallel_from_name": (c_int, [c_char_p]),
+    "vc_cache_from_name": (c_int, [c_char_p]),
+    "vc_cache_name": (c_char_p, [c_int]),
     "vc_parallel_name": (c_char_p, [c_int]),
     "vc_torch_name": (c_char_p, [c_int, c_char_p, c_size_t]),
     "vc_phase_name": (c_char_p, [c_int]),

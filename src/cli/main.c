@@ -334,6 +334,7 @@ enum {
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
+    OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, /* generation (issue 13) */
 };
 
 typedef struct {
@@ -494,6 +495,8 @@ int main(int argc, char **argv)
         {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
         {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
+        {"prompt", required_argument, 0, OPT_PROMPT}, {"new-tokens", required_argument, 0, OPT_NEW_TOKENS},
+        {"cache", required_argument, 0, OPT_CACHE},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -508,7 +511,7 @@ int main(int argc, char **argv)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, emit = false;
+    bool hf_given = false, emit = false, gen_given = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
@@ -529,6 +532,9 @@ int main(int argc, char **argv)
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp or zero1-torch"))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
+        case OPT_PROMPT: gen_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
+        case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;
+        case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), "dynamic or static"))) return rc; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
         case OPT_LORA_DROPOUT: if ((rc = parse_real("--lora-dropout", optarg, 0, 0.999999, &lora.dropout))) return rc; break;
@@ -540,7 +546,7 @@ int main(int argc, char **argv)
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
-        case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train or infer"))) return rc; break;
+        case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train, infer or generate"))) return rc; break;
         case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
@@ -582,6 +588,9 @@ int main(int argc, char **argv)
                    trace ? "--trace" : input ? "--input" : "--per-layer");
     if (trace && (c.max_batch || strcmp(c.format, "table")))
         return die("--trace prints one batch's timeline: it does not go with %s", c.max_batch ? "--max-batch" : "--format");
+    if (gen_given && o.mode != VC_MODE_GENERATE)
+        return die("--prompt, --new-tokens and --cache go with --mode generate");
+    if (c.counts && o.mode == VC_MODE_GENERATE) return die("--mode generate needs a model file, not --params");
     if (sweep && batch_given) return die("give either --batch or --sweep, not both");
     if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;

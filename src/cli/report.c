@@ -187,6 +187,8 @@ void report_table(FILE *f, const vc_report *rep)
         if (o->optim != VC_OPTIM_NONE && !rep->counts_only) fprintf(f, " (%s)", vc_optim_impl_name(o->optim_impl));
         if (o->accumulate > 1) fprintf(f, ", accumulate %" PRId64, o->accumulate);
     }
+    if (o->mode == VC_MODE_GENERATE)
+        fprintf(f, ", prompt %" PRId64 " + %" PRId64 " new tokens, %s cache", o->prompt, o->new_tokens, vc_cache_name(o->cache));
     if (!rep->counts_only) fprintf(f, ", attention %s", vc_attention_name(o->attention));
     fprintf(f, "\nparameters %" PRId64 " (trainable %" PRId64 ")\n\n", r->parameters, r->trainable_parameters);
     fprintf(f, "  %-18s %12s  %18s\n", "component", "size", "bytes");
@@ -200,6 +202,16 @@ void report_table(FILE *f, const vc_report *rep)
     else if (r->peak.layer[0]) snprintf(note, sizeof note, "(%s, %s %s)", vc_phase_name(r->peak.phase), r->peak.layer, r->peak.kind);
     else snprintf(note, sizeof note, "(%s%s%s)", vc_phase_name(r->peak.phase), r->peak.kind[0] ? ", " : "", r->peak.kind);
     row(f, "peak allocated", m->peak_allocated, note);
+    if (o->mode == VC_MODE_GENERATE && r->generate.kv_tokens) { /* issue 13: the phases apart */
+        row(f, "  prefill peak", r->generate.prefill_peak, "(the prompt's forward, logits of its last token)");
+        if (r->generate.decode_step) {
+            snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": the cache is longest)", r->generate.decode_step,
+                     o->new_tokens - 1);
+            row(f, "  decode peak", r->generate.decode_peak, note);
+        }
+        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers)", r->generate.kv_tokens);
+        row(f, "  KV cache", r->generate.kv_cache, note);
+    }
     row(f, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     row(f, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
     row(f, "total", m->total, "(reserved + context)");
@@ -269,6 +281,11 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                ", \"activations\": %" PRId64 ", \"temporaries\": %" PRId64 ", \"workspace\": %" PRId64 "}",
             r->peak.weights, r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries,
             r->peak.workspace);
+    if (o->mode == VC_MODE_GENERATE)
+        fprintf(f, ",\n%s\"generate\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"cache\": \"%s\", \"prefill_peak\": %" PRId64
+                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64 "}",
+                ind, o->prompt, o->new_tokens, vc_cache_name(o->cache), r->generate.prefill_peak, r->generate.decode_peak,
+                r->generate.decode_step, r->generate.kv_cache, r->generate.kv_tokens);
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

@@ -10,8 +10,9 @@ config.json and settings -- --seq, --batch, --optim, --precision (fp32 or
 bf16: the model .to(bfloat16), vramcalc's bf16), --grad-ckpt, --lora with
 its targets, alpha and dropout -- with --attention math (the CPU's SDPA) and
 --workspace 0 (no cuBLAS on a CPU), and prints the error of peak_allocated.
-Generation cases are listed as not estimated (vramcalc has no generate mode
-yet). Exit status 1 when a case is outside --bound percent.
+Generation cases (--mode generate with the case's --prompt and --new-tokens)
+compare the prefill peak and the decoding peak separately, each against its
+measured value. Exit status 1 when a case is outside --bound percent.
 """
 import argparse
 import json
@@ -45,8 +46,23 @@ def main():
     cases = json.load(open(opt.cases))["cases"]
     rows, bad = [], 0
     for c in cases:
-        if c["mode"] != "train":
-            rows.append({"id": c["id"], "what": "generate", "measured": c.get("peak_allocated"), "estimate": None})
+        if c["mode"] == "generate":
+            a = [c["config"], "--mode", "generate", "--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"]),
+                 "-b", str(c["batch"]), "-p", c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
+            p = subprocess.run([opt.cli] + a, cwd=ROOT, capture_output=True, text=True)
+            if p.returncode != 0:
+                rows.append({"id": c["id"], "error": p.stderr.strip()})
+                bad += 1
+                continue
+            g = json.loads(p.stdout)["generate"]
+            for what, mk, ek in (("prefill", "prefill_peak", "prefill_peak"), ("decode", "decode_peak", "decode_peak")):
+                if c.get(mk) is None:
+                    continue
+                err = 100.0 * (g[ek] - c[mk]) / c[mk]
+                bad += abs(err) > opt.bound
+                rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
+                             "what": what, "held_out": c.get("held_out", False), "measured": c[mk],
+                             "estimate": g[ek], "error_pct": round(err, 2)})
             continue
         p = subprocess.run([opt.cli] + args_for(c), cwd=ROOT, capture_output=True, text=True)
         if p.returncode != 0:
@@ -66,8 +82,10 @@ def main():
         for r in rows:
             if "error" in r:
                 print(f"{r['id']}: vramcalc failed: {r['error']}")
-            elif r.get("estimate") is None:
-                print(f"{r['id']}: generate (not estimated)")
+            elif "what" in r:
+                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} {r['what']:<14}"
+                      f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
+                      f" {r['error_pct']:+7.2f}%")
             else:
                 print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])}"
                       f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"

@@ -19,7 +19,8 @@ labels (resident).  train: model.train(); 3 steps of
 peak = the highest reading during steps 2 and 3.  Optimizers: bench/accuracy/optim2x.py
 (2.x foreach Adam / AdamW / SGD), over the trainable parameters only.
 generate: model.eval(), torch.no_grad(); greedy generation as transformers'
-GenerationMixin._sample runs it with a DynamicCache (reference.DynamicCache):
+GenerationMixin._sample runs it (generation/utils.py @000034a) with a DynamicCache
+(reference.DynamicCache, cache_utils.py @004999d: every update a torch.cat):
 prefill over the prompt with logits_to_keep=1, then one token per step; run twice, the
 second measured; prefill and decode peaks reported separately.
 """
@@ -164,28 +165,47 @@ def main(argv):
         model.eval()
         phases = {}
 
+        def layer_types():
+            # C: DynamicCache(config=...) reads layer_types, or makes every layer sliding when the
+            # config has a sliding_window (Qwen2Config: sliding_window only with use_sliding_window,
+            # sliding from max_window_layers on)
+            n = cfg.num_hidden_layers
+            if cfg.model_type == "qwen2":
+                sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
+                mwl = cfg.d.get("max_window_layers", n)
+                return ["sliding_attention" if sw and i >= mwl else "full_attention" for i in range(n)], sw
+            sw = cfg.sliding_window
+            return ["sliding_attention" if sw else "full_attention"] * n, sw
+
         def generate(record):
-            # GenerationMixin.generate -> _sample (greedy), DynamicCache, logits_to_keep=1
+            # GU: GenerationMixin._sample, greedy (do_sample=False), DynamicCache(config=...),
+            # logits_to_keep=1; has_eos_stopping_criteria (the configs have eos_token_id)
             with torch.no_grad():
                 input_ids = prompt_ids
                 attention_mask = torch.ones((B, P), dtype=torch.int64)
-                cache = R.DynamicCache()
+                lt, sw = layer_types()
+                cache = R.DynamicCache(lt, sw)
                 cache_position = torch.arange(P, dtype=torch.int64)
-                cur = input_ids
+                unfinished = torch.ones(B, dtype=torch.long)
+                pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)
                 for step in range(M):
                     if record:
                         tr.O.opobs_reset_peak()
                         tr.tag("prefill" if step == 0 else "decode%d" % step)
+                    # prepare_inputs_for_generation: input_ids[:, -cache_position.shape[0]:] (a view)
+                    cur = input_ids[:, -cache_position.shape[0]:]
                     _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
                                       attention_mask=attention_mask, logits_to_keep=1)
-                    next_token_logits = logits[:, -1, :].clone().float()
-                    del logits
-                    next_tokens = torch.argmax(next_token_logits, dim=-1)
-                    del next_token_logits
-                    input_ids = torch.cat([input_ids, next_tokens[:, None]], dim=-1)
+                    # _update_model_kwargs_for_generation: attention_mask grows, cache_position advances
                     attention_mask = torch.cat([attention_mask, attention_mask.new_ones((B, 1))], dim=-1)
                     cache_position = cache_position[-1:] + 1
-                    cur = next_tokens[:, None]
+                    next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
+                    next_tokens = torch.argmax(next_token_logits, dim=-1)
+                    next_tokens = next_tokens * unfinished + pad * (1 - unfinished)
+                    input_ids = torch.cat([input_ids, next_tokens[:, None]], dim=-1)
+                    # `del outputs`; next_token_logits and next_tokens are _sample's locals: they
+                    # stay alive through the next step's forward, until rebound after it
+                    del logits
                     if record:
                         tr.read("step-end")
                         phases[step] = (int(tr.O.opobs_peak()),

@@ -13,7 +13,8 @@ Sources read (transformers, stored commits named in README.md):
   R  = modeling_rope_utils.py (_compute_default_rope_parameters, _compute_llama3_parameters)
   A  = activations.py (ACT2FN: silu -> nn.SiLU, gelu -> GELUActivation = F.gelu,
        gelu_pytorch_tanh -> F.gelu(approximate="tanh"))
-  C  = cache_utils.py DynamicCache.update (torch.cat per layer per step)
+  C  = cache_utils.py @004999d DynamicCache / DynamicLayer / DynamicSlidingWindowLayer
+  GU = generation/utils.py @000034a GenerationMixin._sample (the decoding loop)
 PEFT (github:huggingface/peft @5d602fd): tuners/lora/layer.py Linear.forward and
 LoraLayer.update_layer; tuners_utils.py _cast_input_dtype / cast_adapter_dtype;
 peft_model.py PeftModel.__init__ (autocast_adapter_dtype, prepare_model_for_gradient_checkpointing).
@@ -253,26 +254,49 @@ def sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.
 
 
 class DynamicCache:
-    """C: DynamicCache.update: the first call appends, later calls torch.cat along the
-    sequence (a new tensor per layer per step, the old one freed when rebound)."""
+    """C: DynamicCache(config=...) (cache_utils.py @004999d, DynamicCache.__init__): one
+    layer per decoder layer, DynamicSlidingWindowLayer for "sliding_attention" layers
+    (layer_types, or every layer when the config has a sliding_window and no layer_types),
+    DynamicLayer otherwise.  DynamicLayer.lazy_initialization makes empty tensors and
+    DynamicLayer.update is `self.keys = torch.cat([self.keys, key_states], dim=-2)` from
+    the first call on: the prefill's keys/values are copied into new tensors too, and every
+    decode step allocates the grown tensor before the old one is freed (rebinding).
+    DynamicSlidingWindowLayer.update: full = cat([keys, new]); keys = full[:, :, -w + 1:, :]
+    (a view: the full tensor's storage stays); returns the full states."""
 
-    def __init__(self):
-        self.key_cache = []
-        self.value_cache = []
+    def __init__(self, layer_types=None, sliding_window=None):
+        self.layer_types = layer_types
+        self.sliding_window = sliding_window
+        self.keys = []
+        self.values = []
+        self.cumulative = []
+
+    def _sliding(self, layer_idx):
+        return (self.layer_types is not None and self.sliding_window is not None
+                and self.layer_types[layer_idx] == "sliding_attention")
 
     def update(self, key_states, value_states, layer_idx):
-        if len(self.key_cache) <= layer_idx:
-            self.key_cache.append(key_states)
-            self.value_cache.append(value_states)
-        else:
-            self.key_cache[layer_idx] = torch.cat([self.key_cache[layer_idx], key_states], dim=-2)
-            self.value_cache[layer_idx] = torch.cat([self.value_cache[layer_idx], value_states], dim=-2)
-        return self.key_cache[layer_idx], self.value_cache[layer_idx]
+        while len(self.keys) <= layer_idx:
+            # lazy_initialization: torch.tensor([], dtype, device): no bytes
+            self.keys.append(torch.tensor([], dtype=key_states.dtype))
+            self.values.append(torch.tensor([], dtype=key_states.dtype))
+            self.cumulative.append(0)
+        self.cumulative[layer_idx] += key_states.shape[-2]
+        full_k = torch.cat([self.keys[layer_idx], key_states], dim=-2)
+        if not self._sliding(layer_idx):
+            self.keys[layer_idx] = full_k
+            self.values[layer_idx] = torch.cat([self.values[layer_idx], value_states], dim=-2)
+            return self.keys[layer_idx], self.values[layer_idx]
+        full_v = torch.cat([self.values[layer_idx], value_states], dim=-2)
+        w = self.sliding_window
+        self.keys[layer_idx] = full_k[:, :, -w + 1:, :]
+        self.values[layer_idx] = full_v[:, :, -w + 1:, :]
+        return full_k, full_v
 
     def get_seq_length(self, layer_idx=0):
-        if len(self.key_cache) <= layer_idx:
+        if len(self.keys) <= layer_idx:
             return 0
-        return self.key_cache[layer_idx].shape[-2]
+        return self.cumulative[layer_idx]
 
 
 class Attention(nn.Module):

@@ -4,7 +4,7 @@ per case, so each starts from a fresh allocator baseline) and write measured.jso
 
     /usr/bin/python3 bench/accuracy/llm/run_suite.py [--only SUBSTR] [--out measured.json]
 
-held_out: every third training case (by position in CASES) and one generation case are
+held_out: every third training case (by position in CASES) and two generation cases are
 marked held_out=true: they are for checking an estimator after it has been tuned on the
 others, never for tuning it.
 """
@@ -56,6 +56,8 @@ def cases():
         ("mixtral", 1, 40, 12, "fp32", False),
         ("llama", 1, 16, 64, "fp32", False),    # decode-dominated: the cache grows to 80 tokens
         ("mixtral", 2, 8, 48, "bf16", True),
+        ("qwen2", 1, 96, 8, "fp32", False),
+        ("llama", 4, 24, 6, "bf16", True),
     ]
     for fam, b, p, m, prec, ho in gen:
         out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,

@@ -1,0 +1,271 @@
+/*
+ * generate.c — --mode generate (issue 13; docs/inference.md): transformers'
+ * GenerationMixin.generate() with greedy decoding as a plan.
+ *
+ * What it follows (transformers, read at the commits docs/inference.md names):
+ *  - generation/utils.py GenerationMixin._sample: per step
+ *      model_inputs = prepare_inputs_for_generation(input_ids, ...)  # input_ids[:, -cache_position.shape[0]:]
+ *      outputs = model(**model_inputs)                                # logits_to_keep=1
+ *      _update_model_kwargs_for_generation: attention_mask = cat([mask, mask.new_ones((B, 1))]),
+ *                                           cache_position = cache_position[-1:] + 1
+ *      next_token_logits = outputs.logits[:, -1, :].to(copy=True, dtype=torch.float32)
+ *      next_tokens = argmax(next_token_logits, -1)
+ *      next_tokens = next_tokens * unfinished_sequences + pad_token_id * (1 - unfinished_sequences)
+ *      input_ids = cat([input_ids, next_tokens[:, None]], dim=-1)
+ *      del outputs
+ *    next_token_logits and next_tokens are locals: alive through the next
+ *    step's forward until rebound after it.
+ *  - cache_utils.py DynamicLayer.update: keys = cat([keys, key_states], -2)
+ *    from an empty tensor (the prefill copies too; each step allocates the
+ *    grown tensor before the old is freed); DynamicSlidingWindowLayer keeps a
+ *    view of the last window - 1 tokens of the full tensor it returns (the
+ *    storage stays); StaticLayer allocates zeros of max_cache_len at the
+ *    first update and writes in place (index_copy_).
+ *
+ * The plan runs two forward passes: the prefill over the prompt (the LM head
+ * on the last position only), and the last decoding step, whose live set is
+ * the largest of all decoding steps (every step holds what the step before
+ * held, one token longer); between them the caches and the loop's tensors
+ * grow to the last step's lengths. Each pass uses the model loaded at its
+ * input length (vc__model_twin); the marker event between the passes splits
+ * the peaks (vc_sim.peak_pre / peak_post).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ops.h"
+#include "plan.h"
+#include "util.h"
+
+const vc_model *vc__gen_input_model(const vc_build *b) { return b->gen.on ? b->gen.twin[0] : b->m; }
+
+vc_status vc__gen_begin(vc_build *b, vc_error *err)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    if (m->loss != VC_LOSS_CAUSAL_LM || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
+        return vc_set_error(err, VC_ERR_USAGE, "--mode",
+                            "generate needs a causal language model: a Hugging Face config.json, or a model file "
+                            "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
+    int64_t total;
+    if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");
+    g->on = true;
+    g->prompt = b->o.prompt;
+    g->steps = b->o.new_tokens;
+    vc_model *t0 = NULL, *t1 = NULL;
+    vc_status st = vc__model_twin(m, g->prompt, &t0, err);
+    if (st == VC_OK) st = vc__model_twin(m, 1, &t1, err);
+    g->twin[0] = t0;
+    g->twin[1] = t1;
+    if (st != VC_OK) {
+        if (!err->path[0]) snprintf(err->path, sizeof err->path, "--prompt");
+        return st;
+    }
+    return VC_OK;
+}
+
+void vc__gen_end(vc_build *b)
+{
+    for (int i = 0; i < 2; i++) {
+        vc_model_free((vc_model *)b->gen.twin[i]);
+        b->gen.twin[i] = NULL;
+    }
+}
+
+/* An op of the decoding loop: no gradient, inputs x and y (-1 none). */
+static vc_t loop_op(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    if (x >= 0) vc_op_in_nodiff(o, x);
+    if (y >= 0) vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
+/* cache.index_copy_(2, cache_position, x): in place, x read */
+static void index_copy(vc_build *b, vc_t cache, vc_t x)
+{
+    vc_op *o = vc_op_begin(b, "index_copy_");
+    int i = vc_op_in_nodiff(o, cache);
+    vc_op_in_nodiff(o, x);
+    vc_op_out_view(o, i, vc_numel_of(b, cache), true);
+    vc_op_end(o);
+}
+
+/* ---- the cache (layer.h vc_kv_update) ---- */
+
+static int64_t min64(int64_t a, int64_t c) { return a < c ? a : c; }
+
+/* Tokens a sliding layer's cache holds as a view after `cum` tokens: the last window - 1. */
+static int64_t kept(const vc_kv_slot *s, int64_t cum) { return s->window > 0 ? min64(cum, s->window - 1) : cum; }
+
+bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
+{
+    vc_gen *g = &b->gen;
+    if (!g->on || b->st) return false;
+    const int64_t L = g->seq;
+    vc_dtype dt = vc_dt_of(b, *k);
+    int64_t kpt = vc_numel_of(b, *k).ps / L, vpt = vc_numel_of(b, *v).ps / L; /* per token and sample */
+    if (g->pass == 0) {
+        GROW(g->slot, g->nslot, g->cslot, b);
+        if (b->st) return false;
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, window, 0};
+    }
+    if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
+        b->st = VC_ERR_MODEL;
+        return false;
+    }
+    vc_kv_slot *s = &g->slot[g->cur++];
+    if (b->o.cache == VC_CACHE_STATIC) {
+        /* StaticLayer: zeros(B, Hkv, max_cache_len, D) at the first update, index_copy_ after;
+         * the attention reads all max_cache_len positions under the 4-D mask */
+        int64_t max_len = g->prompt + g->steps;
+        if (s->k < 0) {
+            s->k = op_new(b, "zeros", vc_n_sample(kpt * max_len), dt);
+            s->v = op_new(b, "zeros", vc_n_sample(vpt * max_len), dt);
+            s->len = max_len;
+        }
+        if (g->mask < 0) /* create_causal_mask: one bool [B, 1, L, max_cache_len] per forward */
+            g->mask = op_new(b, "causal_mask", vc_n_sample(L * max_len), VC_DT_BOOL);
+        index_copy(b, s->k, *k);
+        index_copy(b, s->v, *v);
+        *k = s->k;
+        *v = s->v;
+        *S = max_len;
+        return true;
+    }
+    int64_t in = kept(s, g->past); /* cached tokens the update concatenates to */
+    vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
+    vc_t nk_t = loop_op(b, "cat", s->k, *k, nk, dt);
+    vc_t nv_t = loop_op(b, "cat", s->v, *v, nv, dt);
+    s->k = *k = nk_t;
+    s->v = *v = nv_t;
+    s->len = in + L;
+    *S = in + L;
+    return true;
+}
+
+/* Between the prefill and the last step: each cache grown to the length the
+ * last step finds (the steps in between each allocate the grown tensor
+ * before freeing the old one). */
+static void grow_caches(vc_build *b, int64_t past)
+{
+    vc_gen *g = &b->gen;
+    for (int i = 0; i < g->nslot && !b->st; i++) {
+        vc_kv_slot *s = &g->slot[i];
+        if (b->o.cache == VC_CACHE_STATIC || s->k < 0) continue;
+        /* the storage after the step before the last: (what it kept) + 1 token */
+        int64_t len = kept(s, past - 1) + 1;
+        if (len == s->len) continue;
+        int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
+        s->k = loop_op(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
+        s->v = loop_op(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
+        s->len = len;
+    }
+}
+
+/* ---- the loop ---- */
+
+typedef struct {
+    vc_t ids, mask, pos, unfinished, pad, logits32, next;
+    int64_t len; /* tokens in ids and mask */
+} loop_state;
+
+/* _sample after model(**model_inputs): the logits' copy, the next tokens, the grown ids and mask. */
+static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
+{
+    b->cur_inst = b->cur_region = -1; /* outside the model */
+    vc_t ones = loop_op(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+    ls->mask = loop_op(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
+    vc_t last = op_select(b, ls->pos, vc_n_fixed(1), true);
+    ls->pos = loop_op(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
+    vc_t prev_logits = ls->logits32, prev_next = ls->next;
+    ls->logits32 = loop_op(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    if (prev_logits >= 0) vc__extend_life(b, prev_logits); /* rebound now: freed after this op */
+    vc_t nt = loop_op(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t a = loop_op(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
+    vc_t r = loop_op(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t p = loop_op(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
+    ls->next = loop_op(b, "add", a, p, vc_n_sample(1), VC_DT_I64);
+    if (prev_next >= 0) vc__extend_life(b, prev_next);
+    vc_t col = op_view(b, ls->next, vc_n_sample(1), true);
+    ls->ids = loop_op(b, "cat", ls->ids, col, vc_n_sample(ls->len + 1), VC_DT_I64);
+    ls->len++;
+    vc__extend_life(b, logits); /* del outputs: the logits live until the step's end */
+}
+
+/* The model's forward over b->m with the token ids `input`; the head (the
+ * last Linear and what follows it) from `head` on runs on the last position
+ * only (logits_to_keep=1), from the one-token model. */
+static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t head)
+{
+    const vc_model *m = b->m, *one = b->gen.twin[1];
+    b->gen.cur = 0;
+    b->gen.mask = -1;
+    b->m = at;
+    b->val_t[0] = input;
+    vc__emit_instances(b, 0, head);
+    if (!b->st && at != one) { /* hidden_states[:, -logits_to_keep:, :]: a view */
+        int hv = m->inst[head].in[0];
+        int64_t row = vc_shape_numel(&one->val[hv].shape);
+        b->val_t[hv] = op_select(b, b->val_t[hv], vc_n_sample(row), false);
+    }
+    b->m = one;
+    vc__emit_instances(b, head, m->ninst);
+    if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
+    b->m = m;
+}
+
+void vc__gen_emit(vc_build *b)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    size_t head = m->ninst;
+    for (size_t i = m->ninst; i-- > 0;)
+        if (!strcmp(m->inst[i].kind->name, "Linear")) {
+            head = i;
+            break;
+        }
+    if (head == m->ninst) head = m->ninst - 1;
+    const int64_t P = g->prompt, M = g->steps;
+    const vc_t prompt = b->val_t[0];
+    int64_t vocab = vc_shape_numel(&g->twin[1]->val[m->output].shape);
+    loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P};
+    b->cur_inst = b->cur_region = -1;
+    /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */
+    ls.mask = op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+    ls.pos = op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
+    ls.unfinished = op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
+    ls.pad = op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
+    g->pass = 0;
+    g->past = 0;
+    g->seq = P;
+    forward_pass(b, g->twin[0], prompt, head);
+    step_end(b, &ls, b->val_t[m->output], vocab);
+    if (M >= 2 && !b->st) {
+        g->split_op = (int32_t)b->nop;
+        g->pass = 1;
+        g->past = P + M - 2;
+        g->seq = 1;
+        b->cur_inst = b->cur_region = -1;
+        if (M >= 3) { /* the steps before the last: caches, ids and mask grown */
+            grow_caches(b, g->past);
+            ls.mask = loop_op(b, "cat", ls.mask, -1, vc_n_sample(P + M - 1), VC_DT_I64);
+            ls.ids = loop_op(b, "cat", ls.ids, -1, vc_n_sample(P + M - 1), VC_DT_I64);
+            ls.len = P + M - 1;
+        }
+        vc_t cur = op_select(b, ls.ids, vc_n_sample(1), false); /* input_ids[:, -1:] */
+        forward_pass(b, g->twin[1], cur, head);
+        step_end(b, &ls, b->val_t[m->output], vocab);
+    }
+    /* what generate() still holds when it returns */
+    vc_t held[] = {ls.ids, ls.mask, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next};
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
+    for (int i = 0; i < g->nslot; i++) {
+        vc__extend_life(b, g->slot[i].k);
+        vc__extend_life(b, g->slot[i].v);
+    }
+    b->val_t[0] = prompt;
+}
