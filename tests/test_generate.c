@@ -1,0 +1,177 @@
+/*
+ * test_generate.c — --mode generate (issue 13, src/generate.c): the KV
+ * cache's bytes, the passes' peaks against PyTorch measurements, sliding
+ * windows, and the refusals.
+ *
+ * KV cache: layers x 2 x kv heads x head_dim x tokens x dtype x batch, the
+ * tokens being prompt + new_tokens - 1 after the last step (the last token
+ * is chosen, never fed back). Measured peaks: bench/accuracy/llm/measured.json
+ * (measure_llm.py --mode generate: reference modules from the transformers
+ * source, greedy _sample with a DynamicCache, torch 1.13 CPU allocator
+ * counter), cases llm52 and llm56.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static vc_model *load_file(const char *name)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
+    return m;
+}
+
+static vc_result gen(const vc_model *m, int64_t batch, vc_precision p, int64_t prompt, int64_t new_tokens)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.batch = batch;
+    o.precision = p;
+    o.prompt = prompt;
+    o.new_tokens = new_tokens;
+    o.workspace = 0;              /* the harness runs on a CPU: no cuBLAS */
+    o.attention = VC_ATTN_MATH;   /* the CPU's SDPA */
+    vc_result r;
+    vc_error err;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    return r;
+}
+
+static void within(int64_t est, int64_t measured, double pct)
+{
+    double e = 100.0 * (double)(est - measured) / (double)measured;
+    if (e > pct || e < -pct) fail_msg("estimate %lld vs measured %lld: %+.2f%%", (long long)est, (long long)measured, e);
+}
+
+/* llama_small: 2 layers, 2 kv heads, head_dim 16 (64 / 4 heads). fp32: 2 x 2 x 2 x 16 x 4 = 512 B per token
+ * (measured.json's kv_cache_bytes_per_token_per_sequence: 512); 64 + 16 - 1 = 79 tokens. */
+static void kv_cache_bytes(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-small-measured.json");
+    vc_result r = gen(m, 1, VC_PREC_FP32, 64, 16);
+    assert_int_equal(r.generate.kv_tokens, 79);
+    assert_int_equal(r.generate.kv_cache, 79 * 512);
+    assert_int_equal(r.generate.decode_step, 15);
+    vc_result_free(&r);
+    r = gen(m, 3, VC_PREC_BF16, 100, 1); /* bf16: 256 B per token; one new token: the prefill only */
+    assert_int_equal(r.generate.kv_tokens, 100);
+    assert_int_equal(r.generate.kv_cache, 3 * 100 * 256);
+    assert_int_equal(r.generate.decode_step, 0);
+    assert_int_equal(r.generate.decode_peak, 0);
+    assert_int_equal(r.generate.prefill_peak, r.memory.peak_allocated);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* Llama-3.1-70B (80 layers, 8 kv heads, head_dim 128), bf16: 80 x 2 x 8 x 128 x 2 = 327,680 B per token
+ * (the published 320 KiB/token of grouped-query attention); 131,072 tokens: 40 GiB. */
+static void kv_cache_70b(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-70b.json");
+    vc_result r = gen(m, 1, VC_PREC_BF16, 131071, 2);
+    assert_int_equal(r.generate.kv_tokens, 131072);
+    assert_int_equal(r.generate.kv_cache, INT64_C(327680) * 131072);
+    /* the weights (141.1 GB in bf16) and the cache are both live at either peak */
+    assert_true(r.generate.decode_peak > r.memory.weights + r.generate.kv_cache);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* measured.json llm52 (batch 1, fp32, prompt 64, 16 new tokens): prefill 891,904, decode 681,984;
+ * llm56 (prompt 16, 64 new tokens): prefill 631,296, decode 681,984. Bound: 3%. */
+static void measured_peaks(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-small-measured.json");
+    vc_result r = gen(m, 1, VC_PREC_FP32, 64, 16);
+    within(r.generate.prefill_peak, 891904, 3.0);
+    within(r.generate.decode_peak, 681984, 3.0);
+    assert_int_equal(r.peak.phase, VC_PHASE_PREFILL);
+    vc_result_free(&r);
+    r = gen(m, 1, VC_PREC_FP32, 16, 64);
+    within(r.generate.prefill_peak, 631296, 3.0);
+    within(r.generate.decode_peak, 681984, 3.0);
+    assert_int_equal(r.peak.phase, VC_PHASE_DECODE);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* A decoder layer with sliding_window 8 (DynamicSlidingWindowLayer keeps a view of the last
+ * window - 1 = 7 tokens of the full states, whose storage stays): after 4 + 10 tokens the last
+ * step's states are 7 cached + 1 new = 8 tokens, not 13. 1 layer x 2 x 2 kv heads x 8 x 4 B = 128 B per token. */
+static const char *const sliding =
+    "{\"input\": {\"shape\": [16], \"dtype\": \"int64\"}, \"loss\": \"causal_lm\", \"layers\": ["
+    "{\"type\": \"Embedding\", \"name\": \"emb\", \"num_embeddings\": 100, \"embedding_dim\": 32},"
+    "{\"type\": \"RotaryEmbedding\", \"name\": \"rope\", \"inputs\": [\"input\"], \"head_dim\": 8, \"rotary_dim\": 8},"
+    "{\"type\": \"Linear\", \"name\": \"q\", \"inputs\": [\"emb\"], \"in_features\": 32, \"out_features\": 32, \"bias\": false},"
+    "{\"type\": \"Linear\", \"name\": \"k\", \"inputs\": [\"emb\"], \"in_features\": 32, \"out_features\": 16, \"bias\": false},"
+    "{\"type\": \"Linear\", \"name\": \"v\", \"inputs\": [\"emb\"], \"in_features\": 32, \"out_features\": 16, \"bias\": false},"
+    "{\"type\": \"RotaryAttention\", \"name\": \"attn\", \"inputs\": [\"q\", \"k\", \"v\", \"rope\"], \"num_heads\": 4,"
+    " \"num_kv_heads\": 2, \"head_dim\": 8, \"sliding_window\": 8},"
+    "{\"type\": \"Linear\", \"name\": \"lm_head\", \"in_features\": 32, \"out_features\": 100, \"bias\": false}]}";
+
+static void sliding_window(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(sliding, strlen(sliding), "sliding.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_result r = gen(m, 2, VC_PREC_FP32, 4, 10);
+    assert_int_equal(r.generate.kv_tokens, 8);
+    assert_int_equal(r.generate.kv_cache, 2 * 8 * 128);
+    vc_result_free(&r);
+    r = gen(m, 2, VC_PREC_FP32, 3, 3); /* 3 + 2 tokens: under the window, all kept */
+    assert_int_equal(r.generate.kv_tokens, 5);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* A model that is not a causal LM, and a prompt + new tokens past 2^40, are refused. */
+static void refusals(void **state)
+{
+    (void)state;
+    static const char *const mlp = "{\"input\": [8], \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 4}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(mlp, strlen(mlp), "mlp.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--mode");
+    vc_model_free(m);
+    m = load_file(HF "llama-small-measured.json");
+    o.prompt = VC_MAX_DIM_SIZE;
+    o.new_tokens = 2;
+    memset(&err, 0, sizeof err); /* the first error recorded in err stays */
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--new-tokens");
+    o.prompt = 0;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--prompt");
+    vc_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
+        cmocka_unit_test(sliding_window), cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
