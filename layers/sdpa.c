@@ -74,7 +74,12 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
         vc_release(b, tril); /* replaced by the converted mask after `where` */
     }
-    vc_t ks = mul_scalar(b, ka); /* key.transpose(-2, -1) * sqrt(scale) */
+    vc_t ke = ka, ve = va;
+    if (g->gqa_inside) { /* pre_process_group_query_attention_input: key_acc.repeat_interleave(H / Hkv, -3) */
+        ke = op_fresh(b, "repeat_interleave", ka, vc_n_sample(H * S * g->D));
+        ve = op_fresh(b, "repeat_interleave", va, vc_n_sample(H * S * Dv));
+    }
+    vc_t ks = mul_scalar(b, ke); /* key_expanded.transpose(-2, -1) * sqrt(scale) */
     /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
      * the leading dims cannot merge */
     vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
@@ -97,7 +102,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * matmul result, its cast and the discarded second output (a copy for
      * fp16/bf16) are alive together whatever the evaluation order */
     vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
-    vc_t vm = g->fold_v ? copy_op(b, va) : va;
+    vc_t vm = g->fold_v ? copy_op(b, ve) : ve;
     vc_t o = op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
     o = op_cast(b, o, odt);
     /* C++ locals live until the function returns */
@@ -105,6 +110,10 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_release(b, qa);
     vc_release(b, ka);
     vc_release(b, va);
+    if (g->gqa_inside) {
+        vc_release(b, ke);
+        vc_release(b, ve);
+    }
     vc_release(b, qs);
     vc_release(b, mask);
     g->lout = LAY_BHLD;
@@ -296,17 +305,29 @@ vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, boo
     g.Hkv = a->Hkv;
     if (a->Hkv != a->H && g.backend != BK_FLASH) {
         /* enable_gqa: flash reads the kv heads in place; the other backends
-         * run on key/value.repeat_interleave(H / Hkv, -3) (attention.cpp,
-         * the math path's GQA preprocessing): new [B, H, S, D] tensors */
-        k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
-        v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
-        g.lk = g.lv = LAY_BHLD;
-        g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
+         * run on key/value.repeat_interleave(H / Hkv, -3): new [B, H, S, D]
+         * tensors. The math backend makes them itself, after its fp32 copies
+         * of 16-bit inputs (attention.cpp _scaled_dot_product_attention_math:
+         * query_acc/key_acc/value_acc, the causal mask, then
+         * pre_process_group_query_attention_input on key_acc/value_acc) */
+        sdpa_t h = g;
+        h.lk = h.lv = LAY_BHLD;
+        int bk = vc_sdpa_pick(b, &h, vc_dt_of(b, q));
+        if (bk == BK_MATH) {
+            g.backend = BK_MATH;
+            g.gqa_inside = true;
+        } else {
+            k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
+            v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
+            g.lk = g.lv = LAY_BHLD;
+            g.backend = bk;
+        }
     }
     vc_t x[3] = {q, k, v};
     int *lay[3] = {&g.lq, &g.lk, &g.lv};
     bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
     for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
+    if (g.gqa_inside) g.fold_k = g.fold_v = false; /* the repeats are new [B, H, S, D] tensors */
     vc_t y = vc_sdpa_run(b, q, k, v, &g);
     *out_blhd = g.lout == LAY_BLHD;
     return y;

@@ -209,11 +209,14 @@ class _SafeSoftmax(torch.autograd.Function):
 
 
 def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                  scale=None, dropout=dropout2x):
+                  scale=None, dropout=dropout2x, enable_gqa=False):
     """Port of ATen _scaled_dot_product_attention_math (PyTorch 2.x,
     aten/src/ATen/native/transformers/attention.cpp), with 2.5+'s
     at::_safe_softmax (_SafeSoftmax: its temporaries are read one op at a time,
-    as CUDA's max_memory_allocated sees them)."""
+    as CUDA's max_memory_allocated sees them) and enable_gqa (2.5+): after the
+    fp32 copies and the causal mask, pre_process_group_query_attention_input
+    repeats key_acc / value_acc to the query's heads (repeat_interleave on dim -3);
+    the repeats are C++ locals, alive until the function returns."""
     origin = query_.dtype
     low = origin in (torch.float16, torch.bfloat16)
     query_acc = query_.to(torch.float32) if low else query_
@@ -231,13 +234,17 @@ def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
         attn_mask = torch.where(m.logical_not(), torch.tensor(float("-inf"), dtype=query.dtype),
                                 torch.tensor(0.0, dtype=query.dtype))
         del m
-    attn = torch.matmul(query, key_acc.transpose(-2, -1) * scaling_factor)
+    key_expanded, value_expanded = key_acc, value_acc
+    if enable_gqa and key_acc.size(-3) != query.size(-3):
+        key_expanded = key_acc.repeat_interleave(query.size(-3) // key_acc.size(-3), -3)
+        value_expanded = value_acc.repeat_interleave(query.size(-3) // value_acc.size(-3), -3)
+    attn = torch.matmul(query, key_expanded.transpose(-2, -1) * scaling_factor)
     if attn_mask is not None:
         attn.add_(attn_mask)
     attn = _SafeSoftmax.apply(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
-    out = torch.matmul(attn, value_acc).to(origin)
+    out = torch.matmul(attn, value_expanded).to(origin)
     second = attn.to(origin)  # the discarded second output (a copy for 16-bit)
     del second
     return out

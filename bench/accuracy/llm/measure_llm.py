@@ -59,7 +59,8 @@ def parse_args(argv):
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--per-op-file", help="train: step 2's per-op timeline (the harness's log) into this file")
+    ap.add_argument("--per-op-file", help="train: step 2's per-op timeline (the harness's log) into this file; "
+                    "generate: the whole measured generation's")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     return ap.parse_args(argv)
@@ -191,6 +192,8 @@ def main(argv):
                 for step in range(M):
                     if record:
                         tr.O.opobs_reset_peak()
+                        if args.per_op_file and step == 0:
+                            tr.O.opobs_log_open(args.per_op_file.encode())
                         tr.tag("prefill" if step == 0 else "decode%d" % step)
                     # prepare_inputs_for_generation: input_ids[:, -cache_position.shape[0]:] (a view)
                     cur = input_ids[:, -cache_position.shape[0]:]
@@ -218,6 +221,8 @@ def main(argv):
         tr.O.opobs_reset_peak()
         out = generate(True)
         del out
+        if args.per_op_file:
+            tr.O.opobs_log_close()
         decode = {s: v for s, v in phases.items() if s > 0}
         dstep = max(decode, key=lambda s: decode[s][0]) if decode else None
         kv_per_token = 0

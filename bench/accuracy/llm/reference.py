@@ -239,16 +239,19 @@ def sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.
     SDPA itself: the harness's port of _scaled_dot_product_attention_math (the only backend
     a CPU can show; flash/efficient keep no L x S matrix)."""
     n_rep = module.num_key_value_groups
+    enable_gqa = False
     if n_rep > 1:
         if attention_mask is None:
-            key = key.repeat_interleave(n_rep, -3)
-            value = value.repeat_interleave(n_rep, -3)
+            # use_gqa_in_sdpa: torch >= 2.5 and no mask -> sdpa_kwargs = {"enable_gqa": True}; the
+            # math backend repeats key/value itself after its fp32 copies (vctorch._sdpa_math_2x)
+            enable_gqa = True
         else:
             key = repeat_kv(key, n_rep)
             value = repeat_kv(value, n_rep)
     is_causal = query.shape[2] > 1 and attention_mask is None
     attn_output = vctorch._sdpa_math_2x(query, key, value, attn_mask=attention_mask,
-                                        dropout_p=dropout, is_causal=is_causal, scale=scaling)
+                                        dropout_p=dropout, is_causal=is_causal, scale=scaling,
+                                        enable_gqa=enable_gqa)
     attn_output = attn_output.transpose(1, 2).contiguous()
     return attn_output, None
 
