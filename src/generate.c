@@ -269,3 +269,62 @@ void vc__gen_emit(vc_build *b)
     }
     b->val_t[0] = prompt;
 }
+
+/* ---- the longest prompt that fits (vramcalc.h vc_max_prompt) ---- */
+
+/* 1: fits, 0: does not (or the prompt is out of range), -1: an error in err */
+static int prompt_fits(const vc_model *m, const vc_options *o, int64_t prompt, int64_t capacity, vc_error *err)
+{
+    vc_options t = *o;
+    t.prompt = prompt;
+    vc_result r;
+    vc_error e;
+    memset(&e, 0, sizeof e);
+    vc_status st = vc_estimate(m, &t, &r, &e);
+    /* a prompt too long to size (2^63 bytes, an attention matrix past 2^56
+     * elements) does not fit; an error at one token is the model's */
+    if (st && st != VC_ERR_NOMEM && prompt > 1) return 0;
+    if (st) {
+        *err = e;
+        return -1;
+    }
+    int fits = r.memory.total <= capacity;
+    vc_result_free(&r);
+    return fits;
+}
+
+vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt, int *estimates,
+                        vc_error *err)
+{
+    *max_prompt = 0;
+    if (estimates) *estimates = 0;
+    if (o->mode != VC_MODE_GENERATE)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-context", "needs --mode generate");
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+    const int64_t limit = VC_MAX_DIM_SIZE - o->new_tokens; /* prompt + new tokens stay within 2^40 */
+    int n = 0, f;
+    if (limit < 1) return VC_OK;
+    /* lo fits, hi does not: doubling from 1, then bisection (the total grows with the prompt) */
+    int64_t lo = 0, hi = -1, g = 1;
+    while (hi < 0) {
+        n++;
+        if ((f = prompt_fits(m, o, g, capacity, err)) < 0) return err->code;
+        if (!f) {
+            hi = g;
+            break;
+        }
+        lo = g;
+        if (g == limit) break;
+        g = g > limit / 2 ? limit : 2 * g;
+    }
+    while (hi > 0 && hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        n++;
+        if ((f = prompt_fits(m, o, mid, capacity, err)) < 0) return err->code;
+        if (f) lo = mid;
+        else hi = mid;
+    }
+    *max_prompt = lo;
+    if (estimates) *estimates = n;
+    return VC_OK;
+}

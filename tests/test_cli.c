@@ -721,6 +721,13 @@ static void test_refused_combinations(void **state)
         {{mlp, "--trace", "--max-batch", "-g", "rtx4090", NULL}, "does not go with --max-batch"},
         /* a sweep's error names the file, then the batch */
         {{mlp, "--sweep", "1,4503599627370496", NULL}, "mlp.json: batch 4503599627370496: "},
+        /* generation (issue 13) */
+        {{mlp, "--prompt", "64", NULL}, "--prompt, --new-tokens and --cache go with --mode generate"},
+        {{mlp, "--mode", "generate", "--max-context", NULL}, "--max-context needs --mode generate and --gpu"},
+        {{mlp, "--mode", "generate", "--max-context", "-g", "rtx4090", "--max-batch", NULL}, "does not go with --max-batch"},
+        {{mlp, "--mode", "generate", NULL}, "--mode: generate needs a causal language model"},
+        {{mlp, "--mode", "generate", "--cache", "paged", NULL}, "--cache"},
+        {{"--params", "100", "--mode", "generate", NULL}, "--mode generate needs a model file"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;

@@ -167,11 +167,52 @@ static void refusals(void **state)
     vc_model_free(m);
 }
 
+/* --max-context: the prompt found fits and one more token does not (the boundary is checked with
+ * two more estimates, not taken from the search); a capacity below one token's total gives 0. */
+static int64_t total_at(const vc_model *m, vc_options o, int64_t prompt)
+{
+    o.prompt = prompt;
+    vc_result r;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    int64_t t = r.memory.total;
+    vc_result_free(&r);
+    return t;
+}
+
+static void max_context(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-small-measured.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.batch = 2;
+    o.new_tokens = 32;
+    o.context = 0;
+    const int64_t cap = INT64_C(64) << 20; /* 64 MiB */
+    int64_t n = -1;
+    int tries = 0;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc_max_prompt(m, &o, cap, &n, &tries, &err)) fail_msg("max_prompt: %s", err.msg);
+    assert_true(n > 1);
+    assert_true(total_at(m, o, n) <= cap);
+    assert_true(total_at(m, o, n + 1) > cap);
+    assert_true(tries > 2);
+    if (vc_max_prompt(m, &o, total_at(m, o, 1) - 1, &n, NULL, &err)) fail_msg("max_prompt: %s", err.msg);
+    assert_int_equal(n, 0);
+    o.mode = VC_MODE_INFER;
+    assert_int_equal(vc_max_prompt(m, &o, cap, &n, NULL, &err), VC_ERR_USAGE);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
-        cmocka_unit_test(sliding_window), cmocka_unit_test(refusals),
+        cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -304,6 +304,14 @@ void vc_result_free(vc_result *r);
 vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text), void *ctx,
                    vc_error *err);
 
+/* --mode generate (--max-context): the longest prompt that fits `capacity`
+ * bytes (the total: reserved + context) with o's other settings, o->new_tokens
+ * among them. *max_prompt = N: prompt N fits, N + 1 does not (0: a
+ * one-token prompt does not fit). Each try is one estimate (their count in
+ * *estimates, which may be NULL): the search doubles from 1, then bisects. */
+vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt, int *estimates,
+                        vc_error *err);
+
 /* ---- layer kinds ---- */
 size_t vc_kind_count(void);
 const char *vc_kind_name(size_t i);

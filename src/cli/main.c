@@ -334,7 +334,7 @@ enum {
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
-    OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, /* generation (issue 13) */
+    OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
 };
 
 typedef struct {
@@ -496,7 +496,7 @@ int main(int argc, char **argv)
         {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
         {"prompt", required_argument, 0, OPT_PROMPT}, {"new-tokens", required_argument, 0, OPT_NEW_TOKENS},
-        {"cache", required_argument, 0, OPT_CACHE},
+        {"cache", required_argument, 0, OPT_CACHE}, {"max-context", no_argument, 0, OPT_MAX_CONTEXT},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -511,7 +511,7 @@ int main(int argc, char **argv)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, emit = false, gen_given = false;
+    bool hf_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
@@ -532,8 +532,9 @@ int main(int argc, char **argv)
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp or zero1-torch"))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
-        case OPT_PROMPT: gen_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
+        case OPT_PROMPT: gen_given = prompt_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
         case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;
+        case OPT_MAX_CONTEXT: max_context = true; break;
         case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), "dynamic or static"))) return rc; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
@@ -591,6 +592,11 @@ int main(int argc, char **argv)
     if (gen_given && o.mode != VC_MODE_GENERATE)
         return die("--prompt, --new-tokens and --cache go with --mode generate");
     if (c.counts && o.mode == VC_MODE_GENERATE) return die("--mode generate needs a model file, not --params");
+    if (max_context && (o.mode != VC_MODE_GENERATE || !gpu))
+        return die("--max-context needs --mode generate and --gpu (the longest prompt that fits the GPU)");
+    if (max_context && (c.max_batch || sweep || trace))
+        return die("--max-context searches the prompt length at one batch: it does not go with %s",
+                   c.max_batch ? "--max-batch" : sweep ? "--sweep" : "--trace");
     if (sweep && batch_given) return die("give either --batch or --sweep, not both");
     if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;
@@ -605,7 +611,7 @@ int main(int argc, char **argv)
 
     vc_result r;
     memset(&r, 0, sizeof r);
-    vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term};
+    vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term, -1};
     static char shown_file[4 * 4096 + 1];
     vc_model *m = NULL;
     vc_estimator *e = NULL;
@@ -694,6 +700,17 @@ int main(int argc, char **argv)
         /* the report is for --batch if given, else for the max batch (or 1) */
         if (!batch_given) o.batch = rep.max_batch > 0 ? rep.max_batch : 1;
     }
+    if (max_context) {
+        if (vc_max_prompt(m, &o, c.gpu.capacity, &rep.max_prompt, NULL, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
+        if (!prompt_given) { /* the report is for --prompt if given, else for the longest prompt (or 1) */
+            o.prompt = rep.max_prompt > 0 ? rep.max_prompt : 1;
+            vc_estimator_free(e); /* its plan is for the other prompt */
+            e = NULL;
+        }
+    }
     vc_status st;
     if (e && !c.per_layer) { /* the search's plan and allocator replays serve the report too */
         st = vc_estimator_run(e, o.batch, &r, &err);
@@ -707,7 +724,7 @@ int main(int argc, char **argv)
         goto out;
     }
     print_one(&c, &rep);
-    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 ? EXIT_NOFIT : 0;
+    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);
     vc_estimator_free(e);

@@ -235,6 +235,9 @@ void report_table(FILE *f, const vc_report *rep)
                 : rep->max_batch >= VC_MAX_BATCH_LIMIT ? " (the search's limit, 2^40: larger batches were not tried)"
                                                        : "");
     }
+    if (rep->max_prompt >= 0)
+        fprintf(f, "\n  max context on %s: prompt %" PRId64 " + %" PRId64 " new tokens%s\n", rep->gpu->name, rep->max_prompt,
+                o->new_tokens, rep->max_prompt == 0 ? " (a one-token prompt does not fit)" : "");
     if (rep->per_layer && r->nlayers) {
         fprintf(f, "\n  %-32s %-26s %-22s %14s %12s\n", "layer", "kind", "output", "parameters", "saved");
         for (size_t i = 0; i < r->nlayers; i++) {
@@ -293,6 +296,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 rep->gpu->capacity - m->total, report_fits(rep) ? "true" : "false");
     }
     if (rep->max_batch >= 0) fprintf(f, ",\n%s\"max_batch\": %" PRId64, ind, rep->max_batch);
+    if (rep->max_prompt >= 0) fprintf(f, ",\n%s\"max_context\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 "}", ind,
+                                      rep->max_prompt, o->new_tokens);
     if (rep->per_layer) {
         fprintf(f, ",\n%s\"layers\": [", ind);
         for (size_t i = 0; i < r->nlayers; i++) {

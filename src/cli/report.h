@@ -27,6 +27,7 @@ typedef struct {
     const vc_gpu_spec *gpu;   /* --gpu, or NULL */
     int64_t max_batch;        /* --max-batch result; -1 when not asked */
     vc_term term;
+    int64_t max_prompt;       /* --max-context result: the longest prompt; -1 when not asked */
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */
