@@ -44,18 +44,21 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
     if (m->loss != VC_LOSS_CAUSAL_LM || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
-        return vc_set_error(err, VC_ERR_USAGE, "--mode",
+        return vc_set_error(err, VC_ERR_USAGE, g->profile ? "--serve" : "--mode",
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");
     g->on = true;
-    g->prompt = b->o.prompt;
-    g->steps = b->o.new_tokens;
+    if (!g->profile) {
+        g->prompt = b->o.prompt;
+        g->steps = b->o.new_tokens;
+        g->head_rows = 1;
+    }
     vc_model *t0 = NULL, *t1 = NULL;
     vc_status st = vc__model_twin(m, g->prompt, &t0, err);
-    if (st == VC_OK) st = vc__model_twin(m, 1, &t1, err);
+    if (st == VC_OK) st = vc__model_twin(m, g->head_rows, &t1, err);
     g->twin[0] = t0;
     g->twin[1] = t1;
     if (st != VC_OK) {
@@ -106,6 +109,11 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     vc_gen *g = &b->gen;
     if (!g->on || b->st) return false;
     const int64_t L = g->seq;
+    if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
+        GROW(g->slot, g->nslot, g->cslot, b);
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L};
+        return false;
+    }
     vc_dtype dt = vc_dt_of(b, *k);
     int64_t kpt = vc_numel_of(b, *k).ps / L, vpt = vc_numel_of(b, *v).ps / L; /* per token and sample */
     if (g->pass == 0) {
@@ -231,7 +239,22 @@ void vc__gen_emit(vc_build *b)
     if (head == m->ninst) head = m->ninst - 1;
     const int64_t P = g->prompt, M = g->steps;
     const vc_t prompt = b->val_t[0];
-    int64_t vocab = vc_shape_numel(&g->twin[1]->val[m->output].shape);
+    int64_t vocab = vc_shape_numel(&g->twin[1]->val[m->output].shape) / g->head_rows;
+    if (g->profile) {
+        /* vLLM profile_run: _dummy_run(max_num_tokens) (the model over the flat token batch), then
+         * _dummy_sampler_run on the last token of each dummy request: compute_logits, and the
+         * sampler's fp32 copy of them (Sampler: logits.to(torch.float32)) */
+        g->pass = 0;
+        g->seq = P;
+        forward_pass(b, g->twin[0], prompt, head);
+        b->cur_inst = b->cur_region = -1;
+        vc_t logits = b->val_t[m->output];
+        vc_t l32 = loop_op(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
+        vc__extend_life(b, logits);
+        vc__extend_life(b, l32);
+        b->val_t[0] = prompt;
+        return;
+    }
     loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P};
     b->cur_inst = b->cur_region = -1;
     /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */

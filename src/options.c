@@ -16,6 +16,7 @@ static const char *const mode_names[] = {VC_MODE_MAP(VC__NAME) NULL};
 static const char *const attn_names[] = {VC_ATTENTION_MAP(VC__NAME) NULL};
 static const char *const par_names[] = {VC_PARALLEL_MAP(VC__NAME) NULL};
 static const char *const cache_names[] = {VC_CACHE_MAP(VC__NAME) NULL};
+static const char *const kv_names[] = {VC_KV_DTYPE_MAP(VC__NAME) NULL};
 #undef VC__NAME
 static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode"};
 
@@ -40,6 +41,8 @@ const char *vc_mode_name(vc_mode m) { return (unsigned)m < VC_MODE__N ? mode_nam
 const char *vc_attention_name(vc_attention a) { return (unsigned)a < VC_ATTN__N ? attn_names[a] : "?"; }
 const char *vc_phase_name(vc_phase p) { return (unsigned)p < 6 ? phase_names[p] : "?"; }
 int vc_cache_from_name(const char *s) { return lookup(cache_names, s); }
+int vc_kv_dtype_from_name(const char *s) { return lookup(kv_names, s); }
+const char *vc_kv_dtype_name(vc_kv_dtype k) { return (unsigned)k < VC_KV__N ? kv_names[k] : "?"; }
 const char *vc_cache_name(vc_cache c) { return (unsigned)c < VC_CACHE__N ? cache_names[c] : "?"; }
 const char *vc_optim_summary(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? vc_optim_row_get(o)->summary : "?"; }
 

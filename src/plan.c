@@ -8,13 +8,36 @@
 #include "plan.h"
 #include "util.h"
 
+static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
+                       vc_plan **out, vc_error *err);
+
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err)
 {
-    return vc__plan_build_layout(m, o, vc_layout_row_get(o), out, err);
+    return build(m, o, vc_layout_row_get(o), NULL, out, err);
 }
 
 vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc_layout_row *layout, vc_plan **out,
                                 vc_error *err)
+{
+    return build(m, o, layout, NULL, out, err);
+}
+
+vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t tokens, int64_t rows, vc_plan **out,
+                                 vc_error *err)
+{
+    vc_gen g = {0};
+    g.profile = true;
+    g.prompt = tokens;
+    g.steps = 1;
+    g.head_rows = rows;
+    vc_options t = *o;
+    t.mode = VC_MODE_INFER;
+    return build(m, &t, vc_layout_row_get(&t), &g, out, err);
+}
+
+/* A plan; profile: vLLM's profiling run (serve.c) instead of o's mode. */
+static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
+                       vc_plan **out, vc_error *err)
 {
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
@@ -38,8 +61,9 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         vc_plan_free(b);
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     }
+    if (profile) b->gen = *profile;
     b->gen.split_op = b->gen.mask = -1;
-    if (o->mode == VC_MODE_GENERATE) {
+    if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);
         if (st) {
             vc_plan_free(b);

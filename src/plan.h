@@ -145,6 +145,7 @@ typedef struct {
 
 typedef struct {
     bool on;
+    bool profile;             /* --serve: vLLM's profiling run (one forward, no cache, the sampler's logits) */
     int pass;                 /* 0 the prefill, 1 the last decoding step */
     int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
     int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
@@ -152,7 +153,8 @@ typedef struct {
     vc_kv_slot *slot;
     int32_t split_op;         /* the first op of the decoding pass: the phase marker; -1 none */
     int32_t mask;             /* StaticCache: this pass's 4-D attention mask, -1 */
-    const vc_model *twin[2];  /* the model at the prompt's length and at one token (owned) */
+    const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
+    int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
 } vc_gen;
 
 struct vc_build {
@@ -235,6 +237,10 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1);
  * vc__gen_emit records the prefill, the decoding loop's own ops and the last
  * decoding step; vc__gen_end frees what begin made. */
 vc_status vc__gen_begin(vc_build *b, vc_error *err);
+/* --serve (serve.c): a plan of vLLM's profiling run over `tokens` tokens with
+ * `rows` sampled rows, built like a generation's prefill. */
+vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t tokens, int64_t rows, vc_plan **out,
+                                 vc_error *err);
 void vc__gen_emit(vc_build *b);
 void vc__gen_end(vc_build *b);
 /* The model whose input shapes the plan's input tensors take. */

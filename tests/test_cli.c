@@ -728,6 +728,10 @@ static void test_refused_combinations(void **state)
         {{mlp, "--mode", "generate", NULL}, "--mode: generate needs a causal language model"},
         {{mlp, "--mode", "generate", "--cache", "paged", NULL}, "--cache"},
         {{"--params", "100", "--mode", "generate", NULL}, "--mode generate needs a model file"},
+        {{mlp, "--serve", NULL}, "--serve sizes vLLM's KV cache on one --gpu for a model file: it does not go with no --gpu"},
+        {{mlp, "--gpu-memory-utilization", "0.8", NULL}, "go with --serve"},
+        {{mlp, "--serve", "-g", "rtx4090", "--gpu-memory-utilization", "1.5", NULL}, "--gpu-memory-utilization"},
+        {{mlp, "--serve", "-g", "rtx4090", NULL}, "--serve: generate needs a causal language model"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;

@@ -208,11 +208,60 @@ static void max_context(void **state)
     vc_model_free(m);
 }
 
+/* --serve (src/serve.c, vLLM's sizing). Llama-3.1-8B bf16: a block is 16 tokens x 32 layers x 2 (K, V)
+ * x 8 kv heads x 128 x 2 B = 2 MiB (kv_cache_interface.py page_size_bytes x layers); fp8 halves it.
+ * The H100's defaults are the API server's for >= 70 GiB cards (8192 tokens, 1024 sequences), the
+ * A100-40GB's the others (2048, 256) (arg_utils.py get_batch_defaults). */
+static void serve(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 1024;
+    o.new_tokens = 1024;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec h100, a100, small;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("a100-40gb", &a100, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("16GiB", &small, &err), VC_OK);
+    vc_serve_result r;
+    if (vc_serve(m, &o, &so, &h100, &r, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(r.max_num_batched_tokens, 8192);
+    assert_int_equal(r.max_num_seqs, 1024);
+    assert_int_equal(r.page_bytes, INT64_C(2) << 20);
+    assert_int_equal(r.requested, (int64_t)(0.9 * (double)h100.total));
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak);
+    assert_int_equal(r.blocks, r.kv_cache / r.page_bytes);
+    assert_int_equal(r.tokens, r.blocks * 16);
+    assert_int_equal(r.concurrency, r.blocks / 128); /* 2048 tokens: 128 blocks each */
+    /* the profiling run holds the weights (16,060,522,496 B in bf16: 8,030,261,248 parameters) and more */
+    assert_true(r.weights >= INT64_C(16060522496) && r.profile_peak > r.weights);
+    int64_t blocks16 = r.blocks;
+    so.kv_cache_dtype = VC_KV_FP8;
+    if (vc_serve(m, &o, &so, &h100, &r, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(r.page_bytes, INT64_C(1) << 20);
+    assert_true(r.blocks >= 2 * blocks16 && r.blocks <= 2 * blocks16 + 1);
+    so.kv_cache_dtype = VC_KV_AUTO;
+    if (vc_serve(m, &o, &so, &a100, &r, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(r.max_num_batched_tokens, 2048);
+    assert_int_equal(r.max_num_seqs, 256);
+    /* 16 GiB x 0.9 < the bf16 weights: refused, naming --serve */
+    assert_int_equal(vc_serve(m, &o, &so, &small, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--serve");
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
+        cmocka_unit_test(serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

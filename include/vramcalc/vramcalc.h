@@ -359,6 +359,45 @@ typedef struct {
  * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
 vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
 
+/* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
+ * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
+ * it, less the weights and a profiling run over max_num_batched_tokens
+ * tokens, is cut into blocks of block_size tokens (all layers). src/serve.c
+ * names the vLLM functions followed. */
+#define VC_KV_DTYPE_MAP(X) X(AUTO, "auto") X(FP16, "fp16") X(BF16, "bf16") X(FP8, "fp8")
+#define VC__ENUM_KV(e, n) VC_KV_##e,
+typedef enum { VC_KV_DTYPE_MAP(VC__ENUM_KV) VC_KV__N } vc_kv_dtype;
+int vc_kv_dtype_from_name(const char *s);
+const char *vc_kv_dtype_name(vc_kv_dtype k);
+
+typedef struct {
+    double gpu_memory_utilization;  /* the share of the card vLLM may use (0.9) */
+    int64_t max_num_batched_tokens; /* the profiling run's tokens; 0: vLLM's default for the card */
+    int64_t max_num_seqs;           /* its sampled requests (at most the tokens); 0: the default */
+    int64_t block_size;             /* tokens per KV block (16) */
+    vc_kv_dtype kv_cache_dtype;     /* auto: the model's dtype; fp8: one byte */
+} vc_serve_options;
+void vc_serve_options_init(vc_serve_options *s);
+
+typedef struct {
+    int64_t max_num_batched_tokens, max_num_seqs; /* as used (the defaults filled in) */
+    int64_t weights;          /* parameters and buffers */
+    int64_t profile_peak;     /* the profiling run's max_memory_allocated, weights included */
+    int64_t requested;        /* gpu_memory_utilization x the card's memory */
+    int64_t kv_cache;         /* requested - profile_peak: the KV cache pool */
+    int64_t page_bytes;       /* one block: block_size tokens of every layer's keys and values */
+    int64_t blocks, tokens;   /* blocks in the pool; tokens = blocks x block_size */
+    int64_t request_tokens;   /* prompt + new tokens (o->prompt + o->new_tokens) */
+    int64_t concurrency;      /* such requests at once: blocks / ceil(request_tokens / block_size) */
+} vc_serve_result;
+
+/* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision
+ * and attention; o->prompt + o->new_tokens is one request's length. Fails
+ * with VC_ERR_USAGE when nothing is left for the cache or one request does
+ * not fit in it (vLLM refuses to start). */
+vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
+                   vc_serve_result *r, vc_error *err);
+
 typedef struct vc_estimator vc_estimator;
 
 #define VC_EST_NO_LAYERS 1u   /* results carry no per-layer rows (faster sweeps) */

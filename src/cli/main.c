@@ -335,6 +335,7 @@ enum {
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
     OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
+    OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
 };
 
 typedef struct {
@@ -346,6 +347,43 @@ typedef struct {
     int64_t *sweep;
     size_t nsweep;
 } cli;
+
+/* --serve: vLLM's KV cache pool and what it holds. */
+static void print_serve(const cli *c, const vc_report *rep, const vc_serve_options *so, const vc_serve_result *r)
+{
+    const vc_options *o = rep->opts;
+    if (!strcmp(c->format, "json")) {
+        printf("{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
+        json_str(stdout, c->gpu.name);
+        printf(", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
+               ", \"max_num_seqs\": %" PRId64 ", \"block_size\": %" PRId64 ", \"kv_cache_dtype\": \"%s\", \"precision\": \"%s\",\n"
+               "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
+               ", \"page_bytes\": %" PRId64 ", \"blocks\": %" PRId64 ", \"tokens\": %" PRId64 ", \"request_tokens\": %" PRId64
+               ", \"concurrency\": %" PRId64 "}\n}\n",
+               c->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, so->block_size,
+               vc_kv_dtype_name(so->kv_cache_dtype), vc_precision_name(o->precision), r->weights, r->profile_peak,
+               r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens, r->concurrency);
+        return;
+    }
+    char a[32], b[32], d[32];
+    printf("%s (%s)\nvLLM on %s, %s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
+           ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, c->gpu.name, vc_precision_name(o->precision),
+           so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, vc_kv_dtype_name(so->kv_cache_dtype));
+    format_bytes(r->requested, a, sizeof a);
+    printf("  %-22s %12s\n", "usable (utilization)", a);
+    format_bytes(r->weights, a, sizeof a);
+    printf("  %-22s %12s\n", "weights", a);
+    format_bytes(r->profile_peak, a, sizeof a);
+    printf("  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
+    format_bytes(r->kv_cache, a, sizeof a);
+    printf("  %-22s %12s\n", "KV cache pool", a);
+    format_bytes(r->page_bytes, b, sizeof b);
+    printf("  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, so->block_size, b);
+    printf("  %-22s %12" PRId64 "\n", "tokens", r->tokens);
+    snprintf(d, sizeof d, "%" PRId64 "+%" PRId64, o->prompt, o->new_tokens);
+    printf("  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,
+           r->request_tokens);
+}
 
 static void print_one(const cli *c, const vc_report *rep)
 {
@@ -497,6 +535,9 @@ int main(int argc, char **argv)
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
         {"prompt", required_argument, 0, OPT_PROMPT}, {"new-tokens", required_argument, 0, OPT_NEW_TOKENS},
         {"cache", required_argument, 0, OPT_CACHE}, {"max-context", no_argument, 0, OPT_MAX_CONTEXT},
+        {"serve", no_argument, 0, OPT_SERVE},       {"gpu-memory-utilization", required_argument, 0, OPT_GPU_UTIL},
+        {"max-num-batched-tokens", required_argument, 0, OPT_MAX_TOKENS}, {"max-num-seqs", required_argument, 0, OPT_MAX_SEQS},
+        {"block-size", required_argument, 0, OPT_BLOCK}, {"kv-cache-dtype", required_argument, 0, OPT_KV_DTYPE},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -512,6 +553,9 @@ int main(int argc, char **argv)
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
     bool hf_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false;
+    bool serve = false, serve_given = false, mode_given = false;
+    vc_serve_options so; /* --serve and its vLLM settings */
+    vc_serve_options_init(&so);
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
@@ -535,6 +579,12 @@ int main(int argc, char **argv)
         case OPT_PROMPT: gen_given = prompt_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
         case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;
         case OPT_MAX_CONTEXT: max_context = true; break;
+        case OPT_SERVE: serve = true; break;
+        case OPT_GPU_UTIL: serve_given = true; if ((rc = parse_real("--gpu-memory-utilization", optarg, 1e-6, 1.0, &so.gpu_memory_utilization))) return rc; break;
+        case OPT_MAX_TOKENS: serve_given = true; if ((rc = parse_count("--max-num-batched-tokens", optarg, 1, &so.max_num_batched_tokens))) return rc; break;
+        case OPT_MAX_SEQS: serve_given = true; if ((rc = parse_count("--max-num-seqs", optarg, 1, &so.max_num_seqs))) return rc; break;
+        case OPT_BLOCK: serve_given = true; if ((rc = parse_count("--block-size", optarg, 1, &so.block_size))) return rc; break;
+        case OPT_KV_DTYPE: serve_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), "auto, fp16, bf16 or fp8"))) return rc; break;
         case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), "dynamic or static"))) return rc; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
@@ -547,7 +597,7 @@ int main(int argc, char **argv)
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
-        case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train, infer or generate"))) return rc; break;
+        case 'm': mode_given = true; if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train, infer or generate"))) return rc; break;
         case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
@@ -589,8 +639,14 @@ int main(int argc, char **argv)
                    trace ? "--trace" : input ? "--input" : "--per-layer");
     if (trace && (c.max_batch || strcmp(c.format, "table")))
         return die("--trace prints one batch's timeline: it does not go with %s", c.max_batch ? "--max-batch" : "--format");
-    if (gen_given && o.mode != VC_MODE_GENERATE)
-        return die("--prompt, --new-tokens and --cache go with --mode generate");
+    if (gen_given && o.mode != VC_MODE_GENERATE && !serve)
+        return die("--prompt, --new-tokens and --cache go with --mode generate (or --serve)");
+    if (serve_given && !serve)
+        return die("--gpu-memory-utilization, --max-num-batched-tokens, --max-num-seqs, --block-size and --kv-cache-dtype go with --serve");
+    if (serve && (!gpu || c.counts || c.max_batch || sweep || trace || max_context || (o.mode == VC_MODE_TRAIN && mode_given)))
+        return die("--serve sizes vLLM's KV cache on one --gpu for a model file: it does not go with %s",
+                   !gpu ? "no --gpu" : c.counts ? "--params" : c.max_batch ? "--max-batch" : sweep ? "--sweep" : trace ? "--trace"
+                   : max_context ? "--max-context" : "--mode train");
     if (c.counts && o.mode == VC_MODE_GENERATE) return die("--mode generate needs a model file, not --params");
     if (max_context && (o.mode != VC_MODE_GENERATE || !gpu))
         return die("--max-context needs --mode generate and --gpu (the longest prompt that fits the GPU)");
@@ -699,6 +755,16 @@ int main(int argc, char **argv)
         }
         /* the report is for --batch if given, else for the max batch (or 1) */
         if (!batch_given) o.batch = rep.max_batch > 0 ? rep.max_batch : 1;
+    }
+    if (serve) {
+        vc_serve_result sr;
+        if (vc_serve(m, &o, &so, &c.gpu, &sr, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
+        print_serve(&c, &rep, &so, &sr);
+        rc = fflush(stdout) ? EXIT_USAGE : 0;
+        goto out;
     }
     if (max_context) {
         if (vc_max_prompt(m, &o, c.gpu.capacity, &rep.max_prompt, NULL, &err)) {

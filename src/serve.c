@@ -1,0 +1,111 @@
+/*
+ * serve.c — --serve (issue 13; docs/inference.md): how vLLM sizes its KV
+ * cache on one GPU, and what that pool holds.
+ *
+ * vLLM (github:vllm-project/vllm, the files docs/inference.md names):
+ *  - vllm/v1/worker/gpu_worker.py Worker.determine_available_memory: a
+ *    profiling run (gpu_model_runner.py profile_run: _dummy_run over
+ *    max_num_batched_tokens tokens, then _dummy_sampler_run on the last token
+ *    of each of min(max_num_seqs, max_num_batched_tokens) dummy requests);
+ *    available = total_gpu_memory x gpu_memory_utilization - (weights + the
+ *    run's peak increase + non-torch increase);
+ *  - vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes:
+ *    2 x block_size x num_kv_heads x head_size x dtype size, per layer;
+ *  - vllm/v1/core/kv_cache_utils.py get_num_blocks: available // page_size
+ *    // num_layers; get_max_concurrency_for_kv_cache_config: num_blocks /
+ *    cdiv(tokens per request, block_size);
+ *  - vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (the API
+ *    server's): max_num_batched_tokens 8192 and max_num_seqs 1024 on cards of
+ *    70 GiB or more that are not A100s, 2048 and 256 otherwise.
+ * The profiling run is estimated as the model's forward over the tokens
+ * (generate.c's prefill without a cache) with the LM head on the sampled
+ * rows and their fp32 copy (the sampler skips top-k/top-p while profiling).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+#include "util.h"
+
+void vc_serve_options_init(vc_serve_options *s)
+{
+    memset(s, 0, sizeof *s);
+    s->gpu_memory_utilization = 0.9;
+    s->block_size = 16;
+    s->kv_cache_dtype = VC_KV_AUTO;
+}
+
+static int kv_size(vc_kv_dtype k, vc_dtype act)
+{
+    switch (k) {
+    case VC_KV_FP16: case VC_KV_BF16: return 2;
+    case VC_KV_FP8: return 1;
+    default: return vc_dtype_size(act);
+    }
+}
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
+
+vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
+                   vc_serve_result *r, vc_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "needs --gpu (the card vLLM runs on)");
+    if (!(so->gpu_memory_utilization > 0 && so->gpu_memory_utilization <= 1))
+        return vc_set_error(err, VC_ERR_USAGE, "--gpu-memory-utilization", "expected a fraction in (0, 1]");
+    if (so->block_size < 1 || so->block_size > 1024)
+        return vc_set_error(err, VC_ERR_USAGE, "--block-size", "expected 1 to 1024 tokens");
+    if ((unsigned)so->kv_cache_dtype >= VC_KV__N) return vc_set_error(err, VC_ERR_USAGE, "--kv-cache-dtype", "invalid dtype");
+    if (so->max_num_batched_tokens < 0 || so->max_num_batched_tokens > VC_MAX_DIM_SIZE || so->max_num_seqs < 0 ||
+        so->max_num_seqs > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens", "expected 1 to 2^40");
+    vc_status st = vc__check_options(o, err);
+    if (st) return st;
+    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults */
+    bool big = gpu->total >= (INT64_C(70) << 30) && !(gpu->preset && strstr(gpu->preset->name, "a100"));
+    r->max_num_batched_tokens = so->max_num_batched_tokens ? so->max_num_batched_tokens : big ? 8192 : 2048;
+    r->max_num_seqs = so->max_num_seqs ? so->max_num_seqs : big ? 1024 : 256;
+    int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
+    vc_plan *p = NULL;
+    if ((st = vc__plan_build_profile(m, o, r->max_num_batched_tokens, rows, &p, err))) return st;
+    vc_sim sim;
+    st = vc_plan_simulate(p, 1, &sim, NULL, err);
+    int64_t per_token = 0; /* K and V elements of one token, all layers */
+    for (int i = 0; i < p->gen.nslot; i++) {
+        const vc_kv_slot *s = &p->gen.slot[i];
+        per_token += (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
+    }
+    int nlayers = p->gen.nslot;
+    vc_dtype act = p->act_dt;
+    vc_plan_free(p);
+    if (st) return st;
+    if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has no attention layer: no KV cache to size");
+    r->weights = sim.persistent[CAT_WEIGHT];
+    r->profile_peak = sim.peak;
+    r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
+    r->kv_cache = r->requested - r->profile_peak;
+    char a[32], b[32];
+    if (r->kv_cache <= 0) {
+        gib(r->profile_peak, a, sizeof a);
+        gib(r->requested, b, sizeof b);
+        return vc_set_error(err, VC_ERR_USAGE, "--serve",
+                            "the weights and vLLM's profiling run take %s, more than --gpu-memory-utilization %.2f of %s "
+                            "(%s): no memory is left for the KV cache", a, so->gpu_memory_utilization, gpu->name, b);
+    }
+    if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, "--serve", "a KV block passes 2^63 bytes");
+    r->blocks = r->kv_cache / r->page_bytes; /* get_num_blocks: available // page_size // num_layers */
+    r->tokens = r->blocks * so->block_size;
+    if (__builtin_add_overflow(o->prompt, o->new_tokens, &r->request_tokens))
+        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^63");
+    r->concurrency = r->blocks / cdiv(r->request_tokens, so->block_size);
+    if (r->concurrency == 0)
+        return vc_set_error(err, VC_ERR_USAGE, "--serve",
+                            "one request of %lld tokens (--prompt + --new-tokens) needs more KV cache than the %lld tokens "
+                            "left on %s (vLLM refuses to start: max_model_len larger than the KV cache)",
+                            (long long)r->request_tokens, (long long)r->tokens, gpu->name);
+    return VC_OK;
+}
