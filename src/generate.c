@@ -50,6 +50,12 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");
+    /* the model is fed prompt + new tokens - 1 tokens (the last one chosen is not fed back) */
+    if (!g->profile && m->max_positions > 0 && total - 1 > m->max_positions)
+        return vc_set_error(err, VC_ERR_USAGE, "--prompt",
+                            "prompt + new tokens - 1 (%lld tokens fed to the model) pass its %lld positions "
+                            "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
+                            (long long)m->max_positions);
     g->on = true;
     if (!g->profile) {
         g->prompt = b->o.prompt;
@@ -324,7 +330,8 @@ vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity
     if (o->mode != VC_MODE_GENERATE)
         return vc_set_error(err, VC_ERR_USAGE, "--max-context", "needs --mode generate");
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
-    const int64_t limit = VC_MAX_DIM_SIZE - o->new_tokens; /* prompt + new tokens stay within 2^40 */
+    /* prompt + new tokens stay within 2^40 and the model's positions */
+    const int64_t limit = m->max_positions > 0 ? m->max_positions - o->new_tokens + 1 : VC_MAX_DIM_SIZE - o->new_tokens;
     int n = 0, f;
     if (limit < 1) return VC_OK;
     /* lo fits, hi does not: doubling from 1, then bisection (the total grows with the prompt) */

@@ -211,7 +211,7 @@ static int read_decoder(rd *r, arch *a)
     if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
         get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
         get_int(r, "num_key_value_heads", a->NH, 1, &a->KV) || get_num(r, "rms_norm_eps", 1e-6, 0, 1, &a->eps) ||
-        read_rope_scaling(r))
+        get_int(r, "max_position_embeddings", 0, 1, &a->maxpos) || read_rope_scaling(r))
         return -1;
     if (a->fam != F_MIXTRAL && a->fam != F_QWEN2_MOE && get_int(r, "intermediate_size", -1, 1, &a->I)) return -1;
     if (a->fam == F_QWEN2_MOE && get_int(r, "intermediate_size", 1, 1, &a->I)) return -1;
@@ -875,6 +875,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
          cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy" : "causal_lm");
+    /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
+     * sliding window bounds what attention sees (generate.c refuses longer prompts) */
+    if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)
+        ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);
         cJSON_Delete(m);

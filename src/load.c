@@ -817,8 +817,14 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
             }
         }
     }
-    static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss"};
-    if ((st = unknown_keys(&L, root, "", ok, 7, 0, "at the top level")) != VC_OK) goto done;
+    static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss", "max_positions"};
+    if ((st = unknown_keys(&L, root, "", ok, 8, 0, "at the top level")) != VC_OK) goto done;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
+    if (mp && (vc__json_int(mp, &m->max_positions) || m->max_positions < 1)) {
+        vc__describe(mp, got, sizeof got);
+        st = vc__fail(&L, VC_ERR_MODEL, "max_positions", "expected a positive integer (the longest sequence generation may reach), got %s", got);
+        goto done;
+    }
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (nm && !cJSON_IsString(nm)) {
         vc__describe(nm, got, sizeof got);

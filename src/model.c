@@ -36,6 +36,7 @@ static void reset_model(vc_model *m)
     m->nparams = m->ntrainable = 0;
     m->nlora = 0;
     m->loss = VC_LOSS_MEAN;
+    m->max_positions = 0;
 }
 
 vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)

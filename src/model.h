@@ -74,6 +74,7 @@ struct vc_model {
     int *blk_val, *blk_last;
     size_t nblk, cap_blk;
     vc_loss loss;
+    int64_t max_positions; /* "max_positions": the longest sequence generation may reach; 0 none */
     int64_t nparams, ntrainable;
     /* what loading applies on top of the file (vc_model_set_input_shape, vc_model_set_lora) */
     bool has_override;

@@ -139,7 +139,8 @@ static void sliding_window(void **state)
     vc_model_free(m);
 }
 
-/* A model that is not a causal LM, and a prompt + new tokens past 2^40, are refused. */
+/* A model that is not a causal LM, a prompt + new tokens past 2^40, and one past the model's
+ * positions (Llama-3.1-8B: max_position_embeddings 131072; 131072 + 2 - 1 tokens fed) are refused. */
 static void refusals(void **state)
 {
     (void)state;
@@ -160,6 +161,12 @@ static void refusals(void **state)
     memset(&err, 0, sizeof err); /* the first error recorded in err stays */
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--new-tokens");
+    vc_model_free(m);
+    m = load_file(HF "llama-3.1-8b.json");
+    o.prompt = 131072;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--prompt");
     o.prompt = 0;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
@@ -191,7 +198,7 @@ static void max_context(void **state)
     o.batch = 2;
     o.new_tokens = 32;
     o.context = 0;
-    const int64_t cap = INT64_C(64) << 20; /* 64 MiB */
+    const int64_t cap = INT64_C(30) << 20; /* 30 MiB: between prompts 1000 and 2000 (23-34 MiB) */
     int64_t n = -1;
     int tries = 0;
     vc_error err;
@@ -203,6 +210,9 @@ static void max_context(void **state)
     assert_true(tries > 2);
     if (vc_max_prompt(m, &o, total_at(m, o, 1) - 1, &n, NULL, &err)) fail_msg("max_prompt: %s", err.msg);
     assert_int_equal(n, 0);
+    /* a capacity that is never reached: the model's 2048 positions bound it (2017 + 32 - 1 = 2048) */
+    if (vc_max_prompt(m, &o, INT64_C(1) << 50, &n, NULL, &err)) fail_msg("max_prompt: %s", err.msg);
+    assert_int_equal(n, 2017);
     o.mode = VC_MODE_INFER;
     assert_int_equal(vc_max_prompt(m, &o, cap, &n, NULL, &err), VC_ERR_USAGE);
     vc_model_free(m);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """compare.py -- vramcalc against the measured LLM cases (measured.json).
 
-    /usr/bin/python3 bench/accuracy/llm/compare.py --cli build/vramcalc [--json] [--bound 5]
+    /usr/bin/python3 bench/accuracy/llm/compare.py --cli build/vramcalc [--json] [--bound 5] [--mode generate]
 
 For each training case of measured.json (written by run_suite.py: reference
 modules from the transformers source, measured with bench/accuracy's
@@ -42,10 +42,13 @@ def main():
     ap.add_argument("--cases", default=os.path.join(HERE, "measured.json"))
     ap.add_argument("--bound", type=float, default=5.0, help="largest |error| in percent that passes")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--mode", choices=["train", "generate"], help="only the cases of this mode")
     opt = ap.parse_args()
     cases = json.load(open(opt.cases))["cases"]
     rows, bad = [], 0
     for c in cases:
+        if opt.mode and c["mode"] != opt.mode:
+            continue
         if c["mode"] == "generate":
             a = [c["config"], "--mode", "generate", "--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"]),
                  "-b", str(c["batch"]), "-p", c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
