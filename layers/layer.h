@@ -168,6 +168,11 @@ bool vc_contiguous(const vc_build *b, vc_t t);
 void vc_hold(vc_build *b, vc_t t);
 void vc_release(vc_build *b, vc_t t);
 
+/* A tensor the model's forward makes once and keeps until it returns (HF's
+ * 4-D causal mask, made by the first layer that needs it): -1 none yet. */
+vc_t vc_forward_local(const vc_build *b);
+void vc_set_forward_local(vc_build *b, vc_t t);
+
 /* --mode generate (src/generate.c): an attention layer's KV cache update
  * (transformers' DynamicLayer / DynamicSlidingWindowLayer / StaticLayer
  * .update) on its new keys and values [B, Hkv, L, D]: *k and *v become the

@@ -193,8 +193,10 @@ const vc_kind vc_kind_HFRMSNorm = {
 typedef struct {
     int64_t H, KV, D, R;      /* heads, kv heads, head_dim, rotary_dim (0: none) */
     bool fused, causal, qk_norm;
+    bool eager;               /* attn_implementation="eager" (Gemma2's default): explicit weights */
     int64_t window;           /* sliding_window, 0 none */
     double dropout, norm_eps;
+    double softcap;           /* attn_logit_softcapping (eager), 0 none */
 } ra_cfg;
 
 static int ra_parse(vc_args *a, void *p)
@@ -204,8 +206,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "head_dim", VC_REQUIRED, 1, &c->D) || vc_arg_int(a, "rotary_dim", c->D, 0, &c->R) ||
         vc_arg_bool(a, "fused_qkv", false, &c->fused) || vc_arg_bool(a, "causal", true, &c->causal) ||
         vc_arg_bool(a, "qk_norm", false, &c->qk_norm) || vc_arg_float(a, "qk_norm_eps", 1e-6, 0.0, 1.0, &c->norm_eps) ||
-        vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout))
+        vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
+        vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap))
         return -1;
+    if (c->softcap > 0 && !c->eager)
+        return vc_arg_fail(a, "softcap", "needs \"eager\": true (HF applies attn_logit_softcapping in eager attention only)");
     if (c->H % c->KV)
         return vc_arg_fail(a, "num_kv_heads", "num_heads (%lld) must be divisible by num_kv_heads (%lld)", (long long)c->H,
                            (long long)c->KV);
@@ -283,6 +288,85 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     return y;
 }
 
+/* A nodiff op of one input (masks). */
+static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    if (x >= 0) vc_op_in_nodiff(o, x);
+    vc_t y = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return y;
+}
+
+/* The model's 4-D causal mask, made once per forward (the model keeps it
+ * until it returns): _prepare_4d_causal_attention_mask_with_cache_position,
+ * full((L, S), min) -> triu(1) -> *= arange(S) > cache_position -> expand
+ * [B, 1, L, S] (a view). */
+static vc_t causal_mask(vc_build *b, int64_t L, int64_t S)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    vc_dtype dt = vc_act_dt(b);
+    vc_t full = mask_op(b, "full", -1, vc_n_fixed(L * S), dt);
+    vc_t tri = mask_op(b, "triu", full, vc_n_fixed(L * S), dt);
+    vc_t ar = mask_op(b, "arange", -1, vc_n_fixed(S), VC_DT_I64);
+    vc_t gt = mask_op(b, "gt", ar, vc_n_fixed(L * S), VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "mul_"); /* in place */
+    int i = vc_op_in_nodiff(o, tri);
+    vc_op_in_nodiff(o, gt);
+    m = vc_op_out_view(o, i, vc_n_fixed(L * S), true);
+    vc_op_end(o);
+    vc_set_forward_local(b, m);
+    return m;
+}
+
+/* eager_attention_forward (modeling_gemma2.py / modeling_llama.py) on q [B,
+ * H, L, D] (a view of [B, L, H, D] storage) and k, v (kv heads; kv_blhd:
+ * views of [B, S, KV, D] storage, else contiguous):
+ *   repeat_kv (expand + reshape: a copy when KV < H), matmul(q, k^T) * scaling,
+ *   softcapping (/ cap, tanh, * cap), + the mask, softmax(dtype=float32).to(q.dtype),
+ *   dropout, matmul(weights, v). A sliding layer's mask first
+ *   (Gemma2DecoderLayer.forward): where(tril(ones_like(mask), -window), min, mask).
+ * matmul folds [B, H, ., .] into 3-D: a view only for contiguous [B, H] leading
+ * dims, else a copy (saved in its place). Returns [B, H, L, D], contiguous. */
+static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v, int64_t L, int64_t S, bool kv_blhd)
+{
+    const int64_t H = c->H, KV = c->KV, D = c->D;
+    vc_dtype dt = vc_dt_of(b, q);
+    vc_t mask = c->causal ? causal_mask(b, L, S) : -1;
+    if (mask >= 0 && c->window > 0) {
+        vc_t ones = mask_op(b, "ones_like", mask, vc_n_sample(L * S), VC_DT_BOOL);
+        vc_t tril = mask_op(b, "tril", ones, vc_n_sample(L * S), VC_DT_BOOL);
+        vc_op *o = vc_op_begin(b, "where");
+        vc_op_in_nodiff(o, tril);
+        vc_op_in_nodiff(o, mask);
+        mask = vc_op_out(o, vc_n_sample(L * S), vc_act_dt(b));
+        vc_op_end(o);
+    }
+    vc_t kr = k, vr = v;
+    if (KV != H) {
+        kr = op_fresh(b, "repeat_kv", k, vc_n_sample(H * S * D));
+        vr = op_fresh(b, "repeat_kv", v, vc_n_sample(H * S * D));
+    } else if (kv_blhd && S > 1) {
+        kr = op_clone(b, k);
+        vr = op_clone(b, v);
+    }
+    vc_t qm = L > 1 ? op_clone(b, q) : q;
+    vc_t w = op_bmm_raw(b, qm, kr, vc_n_sample(H * L * S));
+    w = op_fresh(b, "mul", w, vc_numel_of(b, w)); /* * scaling */
+    if (c->softcap > 0) {
+        w = op_fresh(b, "div", w, vc_numel_of(b, w));
+        w = op_unary(b, "tanh", w, VC_SAVE_OUT, false);
+        w = op_fresh(b, "mul", w, vc_numel_of(b, w));
+    }
+    if (mask >= 0) w = op_add(b, w, mask, vc_numel_of(b, w), false);
+    if (dt != VC_DT_F32) w = op_cast(b, w, VC_DT_F32);
+    w = op_softmax(b, w, false);
+    if (dt != VC_DT_F32) w = op_cast(b, w, dt);
+    w = op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
+    return op_bmm_raw(b, w, vr, vc_n_sample(H * L * D));
+}
+
 /* LlamaAttention.forward between the projections and o_proj (Qwen3: q_norm /
  * k_norm on the [B, L, heads, D] view before the transpose; Phi3 and
  * GPT-NeoX: slices of one fused projection), then sdpa_attention_forward
@@ -326,8 +410,8 @@ static void ra_emit(vc_build *b, const void *p)
         a.k_blhd = a.v_blhd = false;
         a.causal = c->causal && L > 1;
     }
-    bool blhd;
-    vc_t o = op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    bool blhd = false;
+    vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : op_sdpa_gqa(b, q, k, v, &a, &blhd);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = op_view(b, o, vc_numel_of(b, o), blhd);
     o = op_contiguous(b, o);

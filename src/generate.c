@@ -228,6 +228,7 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     }
     b->m = one;
     vc__emit_instances(b, head, m->ninst);
+    vc__end_forward(b);
     if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
     b->m = m;
 }

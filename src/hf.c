@@ -156,11 +156,12 @@ static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new
 typedef struct {
     int fam;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
-    double eps, p_embd, p_attn, p_resid, final_cap;
+    double eps, p_embd, p_attn, p_resid, final_cap, attn_cap;
     bool tie, qkv_bias, o_bias, mlp_bias, qk_norm, parallel;
     int act;
     int64_t window;
     bool window_alt;                   /* gemma2: every other layer */
+    bool eager;                        /* attn_implementation "eager" (gemma2's default) */
     int64_t E, K, moe_I, shared_I, sparse_step;
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
@@ -333,9 +334,13 @@ static int read_family(rd *r, arch *a)
             return -1;
         a->o_bias = a->qkv_bias;
         if (a->fam == F_GEMMA2) {
-            if (get_int(r, "sliding_window", 0, 1, &a->window) || get_num(r, "final_logit_softcapping", 0, 0, 1e9, &a->final_cap))
+            if (get_int(r, "sliding_window", 0, 1, &a->window) || get_num(r, "final_logit_softcapping", 0, 0, 1e9, &a->final_cap) ||
+                get_num(r, "attn_logit_softcapping", 0, 0, 1e9, &a->attn_cap))
                 return -1;
             a->window_alt = true;
+            /* Gemma2PreTrainedModel._check_and_enable_sdpa swaps the default sdpa for eager
+             * (softcapping): explicit attention weights */
+            a->eager = true;
         }
         return 0;
     }
@@ -516,6 +521,8 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         num(w, o, "qk_norm_eps", a->eps);
     }
     if (window > 0) num(w, o, "sliding_window", (double)window);
+    if (a->eager) flag(w, o, "eager", true);
+    if (a->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
 

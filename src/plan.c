@@ -63,6 +63,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     }
     if (profile) b->gen = *profile;
     b->gen.split_op = b->gen.mask = -1;
+    b->fwd_local = -1;
     if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);
         if (st) {
@@ -108,7 +109,10 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         b->val_t[i] = t;
     }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
-    else vc__emit_instances(b, 0, m->ninst);
+    else {
+        vc__emit_instances(b, 0, m->ninst);
+        vc__end_forward(b);
+    }
     vc__gen_end(b);
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)
@@ -143,6 +147,12 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
     }
+}
+
+void vc__end_forward(vc_build *b)
+{
+    if (b->fwd_local >= 0) vc__extend_life(b, b->fwd_local);
+    b->fwd_local = -1;
 }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }

@@ -201,6 +201,7 @@ struct vc_build {
     res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
     char note[192]; /* vc_note: the first attention layer's kernel choice */
     vc_gen gen;     /* --mode generate */
+    int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
 };
 
 struct vc_op {
@@ -231,6 +232,8 @@ void vc__emit_loss(vc_build *b);
 
 /* plan.c: records instances i0 .. i1 - 1 of b->m (their emit functions), as a forward runs them. */
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1);
+/* plan.c: the model's forward returns: its vc_forward_local tensor is let go. */
+void vc__end_forward(vc_build *b);
 
 /* generate.c: --mode generate. vc__gen_begin loads the two models a generation
  * runs (the prompt's length, one token) before the plan's tensors are made;
