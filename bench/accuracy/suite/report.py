@@ -345,6 +345,18 @@ def main(argv):
     for row in FIXES:
         w("| %s | %s | %s |" % row)
     w("")
+    w("## LLM cases and published measurements")
+    w("")
+    w("The Hugging Face families have their own measured set (`bench/accuracy/llm/measured.json`: reference "
+      "modules written from the transformers source, training and generation): its generation cases, both "
+      "peaks within 3%, are tabulated in [inference.md](inference.md) and checked by `ctest -R "
+      "generate_measured`; its training cases by `bench/accuracy/llm/compare.py` ([llm.md](llm.md)).")
+    w("")
+    w("Published GPU measurements: none is compared yet. A comparison needs a page that states the whole "
+      "configuration (card, dtype, batch, prompt and new tokens or sequence, the library's version and "
+      "defaults) next to a `max_memory_allocated` or a vLLM start-up log; none found so far does, and "
+      "without that an error would measure the guess, not the estimator.")
+    w("")
     w("## What the CPU cannot measure")
     w("")
     w("These options are estimated from PyTorch 2.x's source (AUTOGRAD.md) but have no measured case here; "
