@@ -110,7 +110,8 @@ class LlamaRMSNorm(nn.Module):
     def forward(self, hidden_states):
         input_dtype = hidden_states.dtype
         hidden_states = hidden_states.to(torch.float32)
-        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        # .mean(-1, keepdim=True) with 2.x's MeanBackward1 (sizes only; 1.13's keeps its input)
+        variance = vctorch.mean2x(hidden_states.pow(2), -1, keepdim=True)
         hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
         return self.weight * hidden_states.to(input_dtype)
 
@@ -124,7 +125,7 @@ class Gemma2RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.zeros(dim))
 
     def _norm(self, x):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return x * torch.rsqrt(vctorch.mean2x(x.pow(2), -1, keepdim=True) + self.eps)
 
     def forward(self, x):
         output = self._norm(x.float())
