@@ -127,7 +127,7 @@ static void path_key(const char *path, long *top, long *copy)
  * ceil(U / world) elements on every rank. */
 static int64_t shard_numel(int64_t u, int64_t world) { return u / world + (u % world != 0); }
 
-static void fsdp_flat(vc_build *b)
+static void fsdp_units(vc_build *b, int64_t group)
 {
     const vc_model *m = b->m;
     bool repeated = false;
@@ -148,7 +148,7 @@ static void fsdp_flat(vc_build *b)
         b->unit_of[i] = unit;
     }
     b->nflat = (size_t)unit + 1;
-    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, -1, -1};
+    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         vc_flat_param *f = &b->flat[e->owner >= 0 ? b->unit_of[e->owner] : 0];
@@ -156,8 +156,25 @@ static void fsdp_flat(vc_build *b)
         f->numel += e->numel;
         f->e.trainable |= e->trainable;
     }
-    for (size_t u = 0; u < b->nflat; u++) b->flat[u].e.numel = shard_numel(b->flat[u].numel, b->o.gpus);
+    for (size_t u = 0; u < b->nflat; u++) {
+        vc_flat_param *f = &b->flat[u];
+        f->e.numel = shard_numel(f->numel, group);
+        f->padded = f->e.numel * group; /* at most numel + group - 1: the loader keeps counts under 2^56 */
+    }
 }
+
+/* FULL_SHARD and SHARD_GRAD_OP shard over every rank. */
+static void fsdp_flat(vc_build *b) { fsdp_units(b, b->o.gpus); }
+
+/* ---- hybrid: HYBRID_SHARD, FULL_SHARD inside each node and replicated
+ * across nodes: the shard group is the node's devices
+ * (_init_utils.py _init_process_group_state_for_hybrid_shard ->
+ * _init_intra_and_inter_node_groups(default group, device_count())), 8
+ * here (an 8-GPU node; options.c asks --gpus to be at most 8 or a multiple
+ * of 8). The sharded gradient is then all-reduced over the inter-node
+ * group in place (_post_backward_hook: default_hooks.allreduce_hook on
+ * new_sharded_grad): nothing more is allocated. */
+static void hybrid_flat(vc_build *b) { fsdp_units(b, b->o.gpus < 8 ? b->o.gpus : 8); }
 
 /* FlatParamHandle.unshard (_flat_param.py): _alloc_padded_unsharded_flat_param
  * allocates the padded unsharded storage (world x shard elements), then the
@@ -166,9 +183,7 @@ static void fsdp_unshard(vc_build *b, int32_t u, int32_t at)
 {
     vc_flat_param *f = &b->flat[u];
     if (u < 0 || (size_t)u >= b->nflat || f->full >= 0 || f->numel == 0) return;
-    int64_t n;
-    if (__builtin_mul_overflow(f->e.numel, b->o.gpus, &n)) n = INT64_MAX / 16;
-    f->full = vc__alloc(b, vc_n_fixed(n), (vc_dtype)f->dt, CAT_WEIGHT, at);
+    f->full = vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_WEIGHT, at);
     if (f->full >= 0) b->s[f->full].transient = true;
 }
 
@@ -213,8 +228,7 @@ static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
     }
     fsdp_reshard(b, u, at);
     if (g < 0) return;
-    int64_t padded = f->e.numel * b->o.gpus; /* fsdp_unshard allocated as much: no overflow here */
-    int32_t pad = padded > f->numel ? vc__alloc(b, vc_n_fixed(padded), (vc_dtype)f->dt, CAT_GRAD, at) : -1;
+    int32_t pad = f->padded > f->numel ? vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_GRAD, at) : -1;
     int32_t shard = vc__alloc(b, vc_n_fixed(f->e.numel), (vc_dtype)f->dt, CAT_GRAD, at);
     if (f->grad >= 0) vc__free(b, shard, at); /* _saved_grad_shard += new_sharded_grad */
     else f->grad = shard;
@@ -274,6 +288,7 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_ZERO1_TORCH] = {"zero1-torch", NULL, ddp_buckets, zero1_owns, NULL},
     [VC_PARALLEL_FSDP] = {"fsdp", fsdp_full_shard, NULL, NULL, fsdp_flat},
     [VC_PARALLEL_FSDP_GRAD_OP] = {"shard-grad-op", fsdp_shard_grad_op, NULL, NULL, fsdp_flat},
+    [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat},
 };
 
 const vc_layout_row *vc_layout_row_get(const vc_options *o)

@@ -93,6 +93,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
     if (o->gpus > 1 && o->parallel == VC_PARALLEL_NONE)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs need a --parallel layout (ddp)", (long long)o->gpus);
+    if (o->parallel == VC_PARALLEL_FSDP_HYBRID && o->gpus > 8 && o->gpus % 8)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

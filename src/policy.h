@@ -70,6 +70,7 @@ typedef struct {
     vc_param_entry e; /* the rank's shard as the optimizer sees it: numel, trainable; owner -1 */
     uint8_t dt;       /* its dtype (the unit's parameters') */
     int64_t numel;    /* the unit's parameters, unpadded */
+    int64_t padded;   /* the gathered flat parameter: shard group size x shard */
     int32_t full;     /* storage of the gathered (unsharded, padded) flat parameter, -1 none */
     int32_t grad;     /* storage of the sharded gradient (.grad until zero_grad), -1 none */
 } vc_flat_param;

@@ -2,7 +2,8 @@
  * test_parallel.c — the FSDP rows of the parallel-layout table (src/layout.c:
  * fsdp = FULL_SHARD, shard-grad-op = SHARD_GRAD_OP) on a model small enough to
  * derive every byte by hand from FSDP's source (torch/distributed/fsdp/
- * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 2.4).
+ * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 1.6), and
+ * hybrid = HYBRID_SHARD.
  *
  * The model: Linear(1000 -> 999) then Linear(999 -> 1000), both with bias,
  * fp32, batch 1. No repeated entry, so each Linear is a unit and the root
@@ -188,6 +189,35 @@ static void test_fsdp_padding(void **state)
     assert_int_equal(w2.gathers[1], 3);
 }
 
+/* HYBRID_SHARD: FULL_SHARD within an 8-GPU node, replicated across nodes
+ * (the shard group is the node's device_count(); the inter-node all-reduce
+ * of the sharded gradient is in place). At 16 GPUs each rank holds what
+ * FULL_SHARD at 8 holds; at 4 GPUs (one node) what FULL_SHARD at 4 holds.
+ * 12 GPUs are not whole nodes: refused on --gpus. */
+static void test_fsdp_hybrid(void **state)
+{
+    (void)state;
+    vc_result h16 = estimate(VC_PARALLEL_FSDP_HYBRID, 16, VC_OPTIM_ADAM);
+    vc_result f8 = estimate(VC_PARALLEL_FSDP, 8, VC_OPTIM_ADAM);
+    /* ceil(999,999 / 8) = 125,000 and 1,000,000 / 8 = 125,000 elements: 500,224 B each in blocks */
+    assert_int_equal(h16.memory.weights, 2 * 500224);
+    assert_int_equal(h16.memory.peak_allocated, f8.memory.peak_allocated);
+    vc_result_free(&h16);
+    vc_result_free(&f8);
+    vc_result h4 = estimate(VC_PARALLEL_FSDP_HYBRID, 4, VC_OPTIM_ADAM);
+    vc_result f4 = estimate(VC_PARALLEL_FSDP, 4, VC_OPTIM_ADAM);
+    assert_int_equal(h4.memory.peak_allocated, f4.memory.peak_allocated);
+    vc_result_free(&h4);
+    vc_result_free(&f4);
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_FSDP_HYBRID, 12, VC_OPTIM_ADAM);
+    vc_error err = {0}; /* vc_set_error keeps the first error: start clean */
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--gpus");
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_fsdp_full_shard_timeline),
         cmocka_unit_test(test_fsdp_shard_grad_op),
         cmocka_unit_test(test_fsdp_padding),
+        cmocka_unit_test(test_fsdp_hybrid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

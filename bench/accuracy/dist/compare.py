@@ -11,7 +11,8 @@ Exit status: 0 when every case that vramcalc accepts is within the bound, 1 othe
 
 LAYOUT maps the engines to vramcalc's options as issue 14 names them. Those options do not
 exist yet: until they do, vramcalc exits 2 on them and the case is listed as "no layout
-option yet". The FSDP rows (`fsdp`, `sgo` = SHARD_GRAD_OP) are read from fsdp_replica.json. `ddp-view` and `zero1-view` have no option in the issue. The guesses below are
+option yet". The FSDP rows (`fsdp`, `sgo` = SHARD_GRAD_OP, `hsdp` = HYBRID_SHARD) are read from
+fsdp_replica.json. `ddp-view` and `zero1-view` have no option in the issue. The guesses below are
 marked and are for the lead to settle.
 """
 
@@ -32,6 +33,7 @@ LAYOUT = {
     "zero1-view": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch", "--bucket-view"],  # guess
     "fsdp": lambda w: ["--gpus", str(w), "--parallel", "fsdp"],
     "sgo": lambda w: ["--gpus", str(w), "--parallel", "shard-grad-op"],
+    "hsdp": lambda w: ["--gpus", str(w), "--parallel", "hybrid"],
 }
 
 # FSDP's rows come from fsdp_replica.py (FSDP1 2.x replicated in torch 1.13, one rank measured:
@@ -43,7 +45,7 @@ def fsdp_records(path):
         recs = json.load(f)["records"]
     for r in recs:
         c = r["config"]
-        c["engine"] = "fsdp" if c["strategy"] == "full_shard" else "sgo"
+        c["engine"] = {"full_shard": "fsdp", "shard_grad_op": "sgo", "hybrid_shard": "hsdp"}[c["strategy"]]
     return recs
 
 

@@ -3,7 +3,7 @@
 torch 1.13 CPU and measured with the accuracy harness's counter.
 
     LD_PRELOAD=bench/accuracy/libmemtrack.so /usr/bin/python3 bench/accuracy/dist/fsdp_replica.py \
-        --model M --batch B --optim adam --world N --strategy full_shard|shard_grad_op
+        --model M --batch B --optim adam --world N --strategy full_shard|shard_grad_op|hybrid_shard
     /usr/bin/python3 bench/accuracy/dist/fsdp_replica.py --all      # the cases not yet in fsdp_replica.json
     /usr/bin/python3 bench/accuracy/dist/fsdp_replica.py --all --redo   # every case
 
@@ -61,11 +61,16 @@ CASES = [
     (GPTSTACK, "gptstack", 4, "adam", 4, "shard_grad_op", False),
     (GPT, "gpt", 4, "adam", 4, "full_shard", False),
     (GPT, "gpt", 4, "adam", 2, "shard_grad_op", True),
+    (MLP, "mlp", 64, "adam", 16, "hybrid_shard", False),  # shards within 8-GPU nodes
+    (GPTSTACK, "gptstack", 4, "adam", 16, "hybrid_shard", True),
 ]
 
 
+ENGINE = {"full_shard": "fsdp", "shard_grad_op": "sgo", "hybrid_shard": "hsdp"}
+
+
 def case_id(short, batch, optim, world, strategy):
-    return "%s-b%d-%s-%s-w%d" % (short, batch, optim, "fsdp" if strategy == "full_shard" else "sgo", world)
+    return "%s-b%d-%s-%s-w%d" % (short, batch, optim, ENGINE[strategy], world)
 
 
 class Unit:
@@ -288,8 +293,12 @@ def run_case(model, batch, optim, world, strategy):
     inputs = make_inputs(batch, dtype=torch.float32)
     phase_end(p)
     p = phase_begin("wrap")
-    units, root = wrap(torch, module, world)
-    rep = Replica(torch, module, units, root, strategy == "full_shard")
+    # HYBRID_SHARD shards within a node (_init_process_group_state_for_hybrid_shard: the intra-node
+    # group is device_count() ranks, 8 here) and all-reduces the sharded gradient across nodes in
+    # place (default_hooks.allreduce_hook on new_sharded_grad): per rank, FULL_SHARD over 8
+    shard_world = min(world, 8) if strategy == "hybrid_shard" else world
+    units, root = wrap(torch, module, shard_world)
+    rep = Replica(torch, module, units, root, strategy != "shard_grad_op")
     gc.collect()
     phase_end(p)
     p = phase_begin("optim")
@@ -339,7 +348,7 @@ def main(argv):
     ap.add_argument("--batch", type=int)
     ap.add_argument("--optim", default="adam")
     ap.add_argument("--world", type=int, default=2)
-    ap.add_argument("--strategy", default="full_shard", choices=["full_shard", "shard_grad_op"])
+    ap.add_argument("--strategy", default="full_shard", choices=["full_shard", "shard_grad_op", "hybrid_shard"])
     a = ap.parse_args(argv)
     if not a.all:
         print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.strategy)))
