@@ -5,6 +5,7 @@
  * and pipeline parallelism; docs/parallel.md says what each allocates) are
  * rows to come, each with its module hooks and its share of the state.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,10 +152,23 @@ static void fsdp_units(vc_build *b, int64_t group)
     for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
-        vc_flat_param *f = &b->flat[e->owner >= 0 ? b->unit_of[e->owner] : 0];
-        if (f->numel == 0) f->dt = b->t[b->par_t[p]].dt; /* one dtype per FlatParameter (its first parameter's) */
+        int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
+        vc_flat_param *f = &b->flat[u];
+        uint8_t dt = b->t[b->par_t[p]].dt;
+        /* FlatParamHandle._validate_tensors_to_flatten: one dtype, and (use_orig_params=False)
+         * one requires_grad per FlatParameter, else ValueError("Must flatten tensors with
+         * uniform ...") */
+        if (f->numel > 0 && (dt != f->dt || e->trainable != f->e.trainable)) {
+            b->st = VC_ERR_USAGE;
+            b->why_opt = "--parallel";
+            snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes %s parameters (%s): FSDP1 refuses that (use_orig_params=False)",
+                     u == 0 ? "the root" : m->inst[e->owner].path, dt != f->dt ? "dtypes of" : "frozen and trainable",
+                     e->name ? e->name : "?");
+            return;
+        }
+        f->dt = dt;
         f->numel += e->numel;
-        f->e.trainable |= e->trainable;
+        f->e.trainable = e->trainable;
     }
     for (size_t u = 0; u < b->nflat; u++) {
         vc_flat_param *f = &b->flat[u];

@@ -3,6 +3,7 @@
  * (graph.c), the loss follows, and the graph is executed once (autograd.c);
  * and frees it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plan.h"
@@ -98,8 +99,11 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;
+        char why[sizeof b->why];
+        const char *opt = b->why_opt;
+        snprintf(why, sizeof why, "%s", b->why[0] ? b->why : vc_strerror(st));
         vc_plan_free(b);
-        return vc_set_error(err, st, NULL, "%s", vc_strerror(st));
+        return vc_set_error(err, st, opt, "%s", why);
     }
     *out = b;
     return VC_OK;

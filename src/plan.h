@@ -150,6 +150,8 @@ struct vc_build {
     vc_flat_param *flat; size_t nflat;
     int32_t *unit_of;             /* instance -> its unit in flat[] (0: the root) */
     int32_t lay_cur;              /* the unit whose forward or backward runs (the module hooks'), -1 */
+    const char *why_opt;          /* a layout's refusal (b->st = VC_ERR_USAGE): the option, and why */
+    char why[200];
     bool train;
     vc_status st;
     bool batch_dep;

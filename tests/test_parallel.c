@@ -218,6 +218,33 @@ static void test_fsdp_hybrid(void **state)
     vc_model_free(m);
 }
 
+/* A unit of frozen and trainable parameters: FSDP1 with use_orig_params=False
+ * raises ValueError("Must flatten tensors with uniform `requires_grad`")
+ * (_flat_param.py _validate_tensors_to_flatten); so does vramcalc, on
+ * --parallel, naming the layer. Here each repeat copy (a unit) holds a
+ * frozen Linear and a trainable one. */
+static void test_fsdp_mixed_unit(void **state)
+{
+    (void)state;
+    static const char *const mixed =
+        "{\"input\": [8], \"layers\": [{\"type\": \"Sequential\", \"repeat\": 2, \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8, \"frozen\": true},"
+        "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8}]}]}";
+    vc_model *m = NULL;
+    vc_error err = {0}; /* vc_set_error keeps the first error: start clean */
+    assert_int_equal(vc_model_load_string(mixed, strlen(mixed), "mixed.json", &m, &err), VC_OK);
+    vc_options o = opts(VC_PARALLEL_FSDP, 2, VC_OPTIM_ADAM);
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--parallel");
+    assert_non_null(strstr(err.msg, "layers[0][0].layers[1] mixes frozen and trainable"));
+    /* DDP has no such rule */
+    o.parallel = VC_PARALLEL_DDP;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_fsdp_shard_grad_op),
         cmocka_unit_test(test_fsdp_padding),
         cmocka_unit_test(test_fsdp_hybrid),
+        cmocka_unit_test(test_fsdp_mixed_unit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
