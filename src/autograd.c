@@ -337,6 +337,7 @@ static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
         *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
         s_unref(b, g, inst);
     }
+    if (b->layout->grad && *pg == g) b->layout->grad(b, p, inst); /* its post-accumulate hook (ZeRO-2) */
 }
 
 static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
@@ -661,7 +662,9 @@ static void optimizer_step(vc_build *b)
         int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
         s_unref(b, s, -1);
     }
+    model_hook(b, true);
     run_step_programs(b);
+    model_hook(b, false);
     b->phase = VC_PHASE_IDLE;
     for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
         if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);

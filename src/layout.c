@@ -149,7 +149,7 @@ static void fsdp_units(vc_build *b, int64_t group)
         b->unit_of[i] = unit;
     }
     b->nflat = (size_t)unit + 1;
-    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1};
+    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
@@ -174,6 +174,7 @@ static void fsdp_units(vc_build *b, int64_t group)
         vc_flat_param *f = &b->flat[u];
         f->e.numel = shard_numel(f->numel, group);
         f->padded = f->e.numel * group; /* at most numel + group - 1: the loader keeps counts under 2^56 */
+        f->held = (vc_tspec){vc_n_fixed(f->e.numel), f->dt};
     }
 }
 
@@ -296,13 +297,168 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
 static void fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
 static void fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
 
+/* ---- zero2: DeepSpeed ZeRO stage 2 (deepspeed/runtime/zero/stage_1_and_2.py,
+ * DeepSpeedZeroOptimizer with partition_grads=True; deepspeedai/DeepSpeed@
+ * edaa7221), its defaults: contiguous_gradients, overlap_comm off (stage 2),
+ * reduce_scatter, reduce_bucket_size 5e8 elements (config.py
+ * DeepSpeedZeroConfig), one parameter group, no offload. Modelled from the
+ * source only (DeepSpeed does not run here; docs/parallel.md 2.3). */
+#define ZERO_BUCKET INT64_C(500000000)
+enum { Z_IPG, Z_GIP, Z_G32 };          /* lay_s: the IPG buffer, grads_in_partition, the step's fp32 gradient */
+enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN }; /* lay_n: bucket elements, extra-large parameter + 1, bucket holds a
+                                         * parameter of this rank's partition, grads_in_partition elements */
+
+/* The trainable parameters flattened into one buffer of the model's dtype,
+ * padded to a multiple of 2 x world (__init__: flatten_dense_tensors_aligned
+ * with alignment nccl_start_alignment_factor x world); the parameters are
+ * views into it. */
+static int64_t zero2_flat_numel(const vc_build *b, uint8_t *dt)
+{
+    int64_t n = 0, a = 2 * b->o.gpus;
+    *dt = VC_DT_F32;
+    for (size_t p = b->m->npar; p-- > 0;)
+        if (b->m->par[p].trainable) n += b->m->par[p].numel, *dt = b->t[b->par_t[p]].dt;
+    return (n + a - 1) / a * a;
+}
+
+/* The optimizer sees one parameter, this rank's fp32 partition of the flat
+ * buffer: flat / world elements (single_partition_of_fp32_groups, a
+ * clone().float() even of fp32, given to the wrapped optimizer as its group's
+ * params). A rank's gradient partition (copy_grads_in_partition:
+ * grads_in_partition = torch.empty(total_size)) holds the whole of every
+ * parameter that touches its partition (get_partition_info): ranks differ by
+ * that, so the estimate is the rank with the most. */
+static void zero2_flat(vc_build *b)
+{
+    const vc_model *m = b->m;
+    uint8_t dt;
+    int64_t world = b->o.gpus, flat = zero2_flat_numel(b, &dt), part = flat / world, off = 0, busiest = 0;
+    int64_t *tot = calloc((size_t)world + 1, sizeof *tot);
+    b->lay_mask = calloc(m->npar + 1, sizeof *b->lay_mask);
+    if (!tot || !b->lay_mask) { free(tot); b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < m->npar && part > 0; p++) { /* tot: a difference array over the ranks */
+        if (!m->par[p].trainable || m->par[p].numel == 0) continue;
+        tot[off / part] += m->par[p].numel;
+        tot[(off + m->par[p].numel - 1) / part + 1] -= m->par[p].numel;
+        off += m->par[p].numel;
+    }
+    for (int64_t r = 1; r <= world; r++) tot[r] += tot[r - 1];
+    for (int64_t r = 1; r < world; r++)
+        if (tot[r] > tot[busiest]) busiest = r;
+    off = 0;
+    for (size_t p = 0; p < m->npar && part > 0; p++) {
+        if (!m->par[p].trainable || m->par[p].numel == 0) continue;
+        b->lay_mask[p] = off / part <= busiest && (off + m->par[p].numel - 1) / part >= busiest;
+        off += m->par[p].numel;
+    }
+    b->nflat = 1; /* inference builds no ZeRO optimizer: no partition */
+    b->flat[0] = (vc_flat_param){{b->train ? part : 0, b->train && part > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, flat, flat,
+                                 -1, -1, {vc_n_fixed(tot[busiest]), dt}};
+    b->lay_n[Z_GIPN] = tot[busiest];
+    free(tot);
+}
+
+/* Resident besides the fp32 partition and its optimizer state: the flat
+ * buffer of the model's dtype, and the frozen parameters as they are. */
+static void zero2_resident(vc_build *b)
+{
+    uint8_t dt;
+    int64_t flat = zero2_flat_numel(b, &dt);
+    if (flat > 0) vc__alloc(b, vc_n_fixed(flat), (vc_dtype)dt, CAT_WEIGHT, -1);
+    for (size_t p = 0; p < b->m->npar; p++)
+        if (!b->m->par[p].trainable) vc__alloc(b, b->t[b->par_t[p]].n, (vc_dtype)b->t[b->par_t[p]].dt, CAT_WEIGHT, b->m->par[p].owner);
+    for (int k = 0; k < 3; k++) b->lay_s[k] = -1;
+    b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
+}
+
+/* reduce_ipg_grads: average_tensor -> allreduce_and_scatter ->
+ * allreduce_bucket, which starts with tensor = self.flatten(bucket), a copy
+ * of the bucket's contents freed on return; then the bucket's parameters of
+ * this rank's partition are copied into grads_in_partition (allocated at the
+ * first), the others' .grad cleared (clear_grad_attribute). An extra-large
+ * parameter (more than the bucket) is reduced from its own gradient, which
+ * goes then. */
+static void zero2_reduce(vc_build *b, int32_t inst)
+{
+    uint8_t dt;
+    zero2_flat_numel(b, &dt);
+    if (b->lay_n[Z_ELEMS] == 0) return;
+    int32_t c = vc__alloc(b, vc_n_fixed(b->lay_n[Z_ELEMS]), (vc_dtype)dt, CAT_TEMP, inst);
+    vc__free(b, c, inst);
+    if (b->lay_n[Z_PART] && b->lay_s[Z_GIP] < 0)
+        b->lay_s[Z_GIP] = vc__alloc(b, vc_n_fixed(b->lay_n[Z_GIPN]), (vc_dtype)dt, CAT_GRAD, inst);
+    if (b->lay_n[Z_XL]) {
+        size_t x = (size_t)b->lay_n[Z_XL] - 1;
+        if (b->pgrad[x] >= 0) vc__free(b, b->pgrad[x], inst);
+        b->pgrad[x] = -1;
+    }
+    b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
+}
+
+/* The gradient hook (process_gradients -> reduce_independent_p_g_buckets_
+ * and_remove_grads): the first of a backward makes the IPG buffer
+ * (setup_buckets: torch.empty(reduce_bucket_size) of the model's dtype,
+ * whatever the model's size); a parameter that would overflow the bucket
+ * reduces it first; then the gradient is copied into the bucket and .grad
+ * re-pointed at the copy (autograd's gradient goes), or, larger than the
+ * bucket, kept to be reduced directly. */
+static void zero2_grad(vc_build *b, size_t p, int32_t inst)
+{
+    if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
+    uint8_t dt;
+    zero2_flat_numel(b, &dt);
+    int64_t n = b->m->par[p].numel;
+    if (b->lay_s[Z_IPG] < 0) b->lay_s[Z_IPG] = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, inst);
+    if (b->lay_n[Z_ELEMS] + n > ZERO_BUCKET) zero2_reduce(b, inst);
+    if (n > ZERO_BUCKET) {
+        b->lay_n[Z_XL] = (int64_t)p + 1;
+    } else {
+        vc__free(b, b->pgrad[p], inst);
+        b->pgrad[p] = -1;
+    }
+    b->lay_n[Z_ELEMS] += n;
+    b->lay_n[Z_PART] |= b->lay_mask[p];
+}
+
+/* End of backward: independent_gradient_partition_epilogue reduces what
+ * the bucket holds and frees the IPG buffer (_release_ipg_buffers). The
+ * step: flat_grad_partition = flatten(averaged_gradients) (the partition,
+ * model dtype), .to(fp32) (a copy unless fp32 already; the flat one is
+ * deleted), the 16-bit gradients freed (free_grad_in_param_list) before
+ * _optimizer_step, the fp32 gradient dropped after it. */
+static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+{
+    if (inst >= 0) return;
+    if (ph == VC_PHASE_BACKWARD && !begin) {
+        zero2_reduce(b, -1);
+        if (b->lay_s[Z_IPG] >= 0) vc__free(b, b->lay_s[Z_IPG], -1);
+        b->lay_s[Z_IPG] = -1;
+    } else if (ph == VC_PHASE_OPTIMIZER && begin && b->lay_s[Z_GIP] >= 0) {
+        uint8_t dt;
+        zero2_flat_numel(b, &dt);
+        int32_t g = vc__alloc(b, vc_n_fixed(b->flat[0].e.numel), (vc_dtype)dt, CAT_GRAD, -1);
+        if (dt != VC_DT_F32) {
+            int32_t g32 = vc__alloc(b, vc_n_fixed(b->flat[0].e.numel), VC_DT_F32, CAT_GRAD, -1);
+            vc__free(b, g, -1);
+            g = g32;
+        }
+        vc__free(b, b->lay_s[Z_GIP], -1);
+        b->lay_s[Z_GIP] = -1;
+        b->lay_s[Z_G32] = g;
+    } else if (ph == VC_PHASE_OPTIMIZER && !begin && b->lay_s[Z_G32] >= 0) {
+        vc__free(b, b->lay_s[Z_G32], -1);
+        b->lay_s[Z_G32] = -1;
+    }
+}
+
 static const vc_layout_row rows[VC_PARALLEL__N] = {
-    [VC_PARALLEL_NONE] = {"single", NULL, NULL, NULL, NULL},
-    [VC_PARALLEL_DDP] = {"ddp", NULL, ddp_buckets, NULL, NULL},
-    [VC_PARALLEL_ZERO1_TORCH] = {"zero1-torch", NULL, ddp_buckets, zero1_owns, NULL},
-    [VC_PARALLEL_FSDP] = {"fsdp", fsdp_full_shard, NULL, NULL, fsdp_flat},
-    [VC_PARALLEL_FSDP_GRAD_OP] = {"shard-grad-op", fsdp_shard_grad_op, NULL, NULL, fsdp_flat},
-    [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat},
+    [VC_PARALLEL_NONE] = {"single", NULL, NULL, NULL, NULL, NULL},
+    [VC_PARALLEL_DDP] = {"ddp", NULL, ddp_buckets, NULL, NULL, NULL},
+    [VC_PARALLEL_ZERO1_TORCH] = {"zero1-torch", NULL, ddp_buckets, zero1_owns, NULL, NULL},
+    [VC_PARALLEL_FSDP] = {"fsdp", fsdp_full_shard, NULL, NULL, fsdp_flat, NULL},
+    [VC_PARALLEL_FSDP_GRAD_OP] = {"shard-grad-op", fsdp_shard_grad_op, NULL, NULL, fsdp_flat, NULL},
+    [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat, NULL},
+    [VC_PARALLEL_ZERO2] = {"zero2", zero2_hook, zero2_resident, NULL, zero2_flat, zero2_grad},
 };
 
 const vc_layout_row *vc_layout_row_get(const vc_options *o)

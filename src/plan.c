@@ -131,7 +131,7 @@ void vc_plan_free(vc_plan *p)
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
-    free(b->flat); free(b->unit_of);
+    free(b->flat); free(b->unit_of); free(b->lay_mask);
     vc__memo_free(b->memo);
     free(b);
 }

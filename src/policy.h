@@ -73,6 +73,7 @@ typedef struct {
     int64_t padded;   /* the gathered flat parameter: shard group size x shard */
     int32_t full;     /* storage of the gathered (unsharded, padded) flat parameter, -1 none */
     int32_t grad;     /* storage of the sharded gradient (.grad until zero_grad), -1 none */
+    vc_tspec held;    /* the gradient it stands for between backward and step (the persistent figure) */
 } vc_flat_param;
 
 /* A parallel layout: how one rank's step differs from a single GPU's (the
@@ -83,7 +84,7 @@ typedef struct {
  * gathers a unit's parameters and frees them, where a pipeline stage hands
  * its activations on. A hook allocates and frees with vc__alloc/vc__free.
  * It is also called with inst -1 (the whole model, FSDP's root) as the
- * forward and the backward begin and end. */
+ * forward, the backward and the optimizer step begin and end. */
 typedef struct vc_layout_row {
     const char *name;
     void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
@@ -101,6 +102,9 @@ typedef struct vc_layout_row {
      * module hooks gather them), and the weights, master copies, optimizer
      * state and step are the entries'. NULL: the model's parameters. */
     void (*flat)(struct vc_build *b);
+    /* Called as AccumulateGrad sets parameter p's .grad (b->pgrad[p]): a
+     * post-accumulate-grad hook (ZeRO-2 copies it into its bucket). NULL: none. */
+    void (*grad)(struct vc_build *b, size_t p, int32_t inst);
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */

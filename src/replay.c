@@ -67,7 +67,7 @@ static int prepare(const vc_build *b)
     /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch) */
     for (size_t q = 0; q < b->nflat && b->train; q++) /* ... or the layout's sharded ones (FSDP) */
         if (b->flat[q].e.trainable && M->fixed_persistent[CAT_GRAD] >= 0) {
-            int64_t v = vc_bytes(vc_n_fixed(b->flat[q].e.numel), (vc_dtype)b->flat[q].dt, 1);
+            int64_t v = vc_bytes(b->flat[q].held.n, (vc_dtype)b->flat[q].held.dt, 1);
             if (v < 0 || __builtin_add_overflow(M->fixed_persistent[CAT_GRAD], v, &M->fixed_persistent[CAT_GRAD]))
                 M->fixed_persistent[CAT_GRAD] = -1;
         }

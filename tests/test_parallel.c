@@ -3,7 +3,8 @@
  * fsdp = FULL_SHARD, shard-grad-op = SHARD_GRAD_OP) on a model small enough to
  * derive every byte by hand from FSDP's source (torch/distributed/fsdp/
  * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 1.6), and
- * hybrid = HYBRID_SHARD.
+ * hybrid = HYBRID_SHARD; and DeepSpeed's ZeRO-2 (zero2, from
+ * deepspeed/runtime/zero/stage_1_and_2.py).
  *
  * The model: Linear(1000 -> 999) then Linear(999 -> 1000), both with bias,
  * fp32, batch 1. No repeated entry, so each Linear is a unit and the root
@@ -245,6 +246,76 @@ static void test_fsdp_mixed_unit(void **state)
     vc_model_free(m);
 }
 
+/* ---- zero2: DeepSpeed ZeRO stage 2 (stage_1_and_2.py), derived from its source.
+ * The same two Linears, 1,999,999 trainable elements, flattened and padded
+ * to a multiple of 2 x 4 = 8: 2,000,000; each rank's partition 500,000. In
+ * flat order W1 [0, 999,000), b1 [999,000, 999,999), W2 [999,999,
+ * 1,998,999), b2 [1,998,999, 1,999,999): rank 1's partition [500,000,
+ * 1,000,000) touches W1, b1 and W2, so its grads_in_partition holds
+ * 999,000 + 999 + 999,000 = 1,998,999 elements, the most (ranks 0, 2, 3:
+ * 999,000, 999,000, 1,000,000). */
+static vc_result zero2(vc_precision prec, vc_error *err)
+{
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4, VC_OPTIM_ADAM);
+    o.precision = prec;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, err)) fail_msg("estimate failed: %s", err->msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* fp32: the flat buffer 8,000,000 B; the fp32 partition (a clone even of
+ * fp32) 2,000,000 B -> 2,000,384 in blocks; Adam's two states on it; the
+ * gradient partition 7,995,996 B -> 7,996,416. The peak is at the end of
+ * backward, in allreduce_bucket's flatten of the bucket (1,999,999 elements,
+ * 8,000,000 B) while the IPG buffer (5e8 fp32 elements: 2,000,000,000 B)
+ * is alive: resident 8,000,000 + 3 x 2,000,384 = 14,001,152, the input
+ * 4,096, the loss and its root gradient 512 + 512. */
+static void test_zero2_fp32(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_result r = zero2(VC_PREC_FP32, &err);
+    assert_int_equal(r.memory.weights, 8000000 + 2000384);
+    assert_int_equal(r.memory.optimizer_states, 2 * 2000384);
+    assert_int_equal(r.memory.gradients, 7996416);
+    assert_int_equal(r.memory.peak_allocated, 14001152 + 4096 + 512 + 512 + INT64_C(2000000000) + 8000000);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+}
+
+/* bf16 parameters: the flat buffer 4,000,000 B (4,000,256 in blocks), the
+ * fp32 partition and Adam's states as above (the optimizer works on the fp32
+ * partition), the gradient partition in bf16 3,997,998 B -> 3,998,208, the
+ * IPG buffer 5e8 x 2 = 1,000,000,000 B. At the step, the bf16 flat gradient
+ * of the partition (1,000,448) and its fp32 copy (2,000,384) are alive
+ * together: its trace shows both. */
+static void test_zero2_bf16(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_result r = zero2(VC_PREC_BF16, &err);
+    assert_int_equal(r.memory.weights, 4000256 + 2000384);
+    assert_int_equal(r.memory.optimizer_states, 2 * 2000384);
+    assert_int_equal(r.memory.gradients, 3998208);
+    /* the peak: the flatten copy (1,999,999 bf16 elements, 4,000,256 B) with
+     * the IPG buffer; resident 6,000,640 + 4,000,768, the input (1,000 bf16:
+     * 2,048) and the loss and its root gradient 512 + 512 */
+    assert_int_equal(r.memory.peak_allocated, 6000640 + 4000768 + 2048 + 512 + 512 + INT64_C(1000000000) + 4000256);
+    vc_result_free(&r);
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4, VC_OPTIM_ADAM);
+    o.precision = VC_PREC_BF16;
+    trace_t t = {"grad", 1000448, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_line, &t, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(t.gathers[2], 1); /* flat_grad_partition in the optimizer phase */
+    trace_t t32 = {"grad", 2000384, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_line, &t32, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(t32.gathers[2], 1); /* single_grad_partition, its fp32 copy */
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +325,8 @@ int main(void)
         cmocka_unit_test(test_fsdp_padding),
         cmocka_unit_test(test_fsdp_hybrid),
         cmocka_unit_test(test_fsdp_mixed_unit),
+        cmocka_unit_test(test_zero2_fp32),
+        cmocka_unit_test(test_zero2_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
