@@ -21,6 +21,7 @@ static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t
     s->cat = cat;
     s->gview = false;
     s->resident = false;
+    s->transient = false;
     s->inst = inst;
     s->refs = 1;
     s->ev = (int32_t)b->nev;
@@ -272,10 +273,18 @@ static void mark_fwd_end(vc_build *b)
         if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) b->fwd_live[b->nfwd_live++] = (int32_t)s;
 }
 
+/* The layout's hook for the whole model (inst -1) as a pass begins or ends. */
+static void model_hook(vc_build *b, bool begin)
+{
+    b->cur_op = -1;
+    if (b->layout->module) b->layout->module(b, -1, (vc_phase)b->phase, begin);
+}
+
 static void forward(vc_build *b)
 {
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
+    model_hook(b, true);
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
     for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
@@ -289,6 +298,7 @@ static void forward(vc_build *b)
         release_list(b, b->rel_off, b->rel, k);
     }
     module_boundary(b, -1);
+    model_hook(b, false);
 }
 
 /* Op k saves (references) its saved inputs but never runs: its outputs are
@@ -345,6 +355,7 @@ static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
         *pg = s_alloc(b, t->n, t->dt, CAT_GRAD, inst);
         s_unref(b, g, inst);
     }
+    if (b->layout->grad && *pg == g) b->layout->grad(b, p, inst); /* its post-accumulate hook (ZeRO-2) */
 }
 
 static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
@@ -497,6 +508,7 @@ static void backward(vc_build *b)
     /* the root gradient (ones_like(loss)) is held by the graph task throughout */
     int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
     s_ref(b, root);
+    model_hook(b, true);
     for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
         op_t *op = &b->op[k];
         if (!op->rg) continue;
@@ -511,6 +523,7 @@ static void backward(vc_build *b)
     /* AccumulateGrad nodes some of whose gradients never came (their
      * producers got no gradient) run with what they have. */
     for (size_t p = 0; p < b->m->npar; p++) accumulate_grad(b, p, -1);
+    model_hook(b, false);
     /* Nodes that never ran (no gradient reached them) free their saved
      * tensors when the graph is destroyed. */
     for (size_t k = 0; k < b->nop; k++) {
@@ -527,16 +540,42 @@ static void backward(vc_build *b)
     s_unref(b, loss_stor, -1);
 }
 
-/* The dtype of parameter p's optimizer state: its own (zeros_like(p)), or
- * fp32 where the optimizer works on fp32 master weights. */
-static vc_dtype state_dt(const vc_build *b, size_t p)
+/* The parameters the optimizer holds: the model's, or the layout's flat
+ * ones (FSDP's shards) in their place. nopt: how many; opt_par: the i-th. */
+static size_t nopt(const vc_build *b) { return b->flat ? b->nflat : b->m->npar; }
+static const vc_param_entry *opt_par(const vc_build *b, size_t i) { return b->flat ? &b->flat[i].e : &b->m->par[i]; }
+static vc_dtype opt_dt(const vc_build *b, size_t i)
 {
-    vc_dtype dt = (vc_dtype)b->t[b->par_t[p]].dt;
-    return b->prec->master ? VC_DT_F32 : dt;
+    return (vc_dtype)(b->flat ? b->flat[i].dt : b->t[b->par_t[i]].dt);
 }
 
-/* Whether parameter p's optimizer state and step are on this rank. */
-static bool steps_here(const vc_build *b, size_t p) { return b->m->par[p].trainable && (!b->owned || b->owned[p]); }
+/* The dtype of parameter i's optimizer state: its own (zeros_like(p)), or
+ * fp32 where the optimizer works on fp32 master weights. */
+static vc_dtype state_dt(const vc_build *b, size_t i) { return b->prec->master ? VC_DT_F32 : opt_dt(b, i); }
+
+/* Whether parameter i's optimizer state and step are on this rank. */
+static bool steps_here(const vc_build *b, size_t i)
+{
+    return opt_par(b, i)->trainable && opt_par(b, i)->numel > 0 && (!b->owned || b->owned[i]);
+}
+
+/* Parameter i's master copy and optimizer state (its row's). */
+static void param_state(vc_build *b, size_t i, bool *shared)
+{
+    const vc_param_entry *p = opt_par(b, i);
+    const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
+    if (!p->trainable) return;
+    /* mixed precision: an fp32 master copy of a 16-bit parameter */
+    if (b->prec->master && b->train && opt_dt(b, i) != VC_DT_F32) s_alloc(b, vc_n_fixed(p->numel), VC_DT_F32, CAT_WEIGHT, p->owner);
+    if (!steps_here(b, i)) return;
+    vc_optim_ctx ctx = {b->o.optim_impl, state_dt(b, i)};
+    vc_tspec st[VC_OPTIM_MAX];
+    int n = opt && opt->shared && !*shared ? opt->shared(p, &ctx, st) : 0;
+    for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
+    *shared |= n > 0;
+    n = opt && opt->state ? opt->state(p, &ctx, st) : 0;
+    for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
+}
 
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
@@ -545,23 +584,17 @@ static void persistent(vc_build *b)
 {
     const vc_model *m = b->m;
     const vc_options *o = &b->o;
-    const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
     bool shared = false; /* the optimizer's shared state is made */
-    for (size_t p = 0; p < m->npar; p++) {
-        tens_t *t = &b->t[b->par_t[p]];
-        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[p].owner);
-        if (!m->par[p].trainable) continue;
-        /* mixed precision: an fp32 master copy of a 16-bit parameter */
-        if (b->prec->master && b->train && t->dt != VC_DT_F32) s_alloc(b, t->n, VC_DT_F32, CAT_WEIGHT, m->par[p].owner);
-        if (!steps_here(b, p)) continue;
-        vc_optim_ctx ctx = {o->optim_impl, state_dt(b, p)};
-        vc_tspec st[VC_OPTIM_MAX];
-        int n = opt && opt->shared && !shared ? opt->shared(&m->par[p], &ctx, st) : 0;
-        for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
-        shared |= n > 0;
-        n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
-        for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
+    for (size_t i = 0; i < nopt(b); i++) {
+        if (b->flat) { /* a layout's flat parameter: the rank's shard (the model's own are gathered by its hooks) */
+            if (b->flat[i].e.numel > 0) s_alloc(b, vc_n_fixed(b->flat[i].e.numel), (vc_dtype)b->flat[i].dt, CAT_WEIGHT, -1);
+        } else {
+            tens_t *t = &b->t[b->par_t[i]];
+            t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[i].owner);
+        }
+        param_state(b, i, &shared);
     }
+    for (size_t p = 0; b->flat && p < m->npar; p++) b->t[b->par_t[p]].stor = -1;
     if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
         s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
         s_alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
@@ -602,37 +635,37 @@ static void step_op(vc_build *b, const vc_step_op *op, int32_t *slot)
  * list), one parameter after another otherwise. */
 static void run_step_programs(vc_build *b)
 {
-    const vc_model *m = b->m;
     const vc_optim_row *r = b->optim;
     vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32};
     vc_step_op prog[VC_OPTIM_MAX];
+    size_t np = nopt(b);
     if (!r->step) return;
     if (ctx.impl != VC_IMPL_FOREACH) {
-        for (size_t p = 0; p < m->npar; p++) {
+        for (size_t p = 0; p < np; p++) {
             if (!steps_here(b, p)) continue;
             int32_t slot[VC_OPTIM_MAX];
             ctx.state_dt = state_dt(b, p);
-            int n = r->step(&m->par[p], &ctx, prog);
+            int n = r->step(opt_par(b, p), &ctx, prog);
             for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
         }
         return;
     }
     int nslots = 1, nops = 0;
-    for (size_t p = 0; p < m->npar; p++) {
+    for (size_t p = 0; p < np; p++) {
         if (!steps_here(b, p)) continue;
         ctx.state_dt = state_dt(b, p);
-        int n = r->step(&m->par[p], &ctx, prog);
+        int n = r->step(opt_par(b, p), &ctx, prog);
         if (n > nops) nops = n;
         for (int j = 0; j < n; j++)
             if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
     }
-    int32_t *slot = malloc((m->npar + 1) * (size_t)nslots * sizeof *slot);
+    int32_t *slot = malloc((np + 1) * (size_t)nslots * sizeof *slot);
     if (!slot) { b->st = VC_ERR_NOMEM; return; }
     for (int j = 0; j < nops; j++)
-        for (size_t p = 0; p < m->npar; p++) {
+        for (size_t p = 0; p < np; p++) {
             if (!steps_here(b, p)) continue;
             ctx.state_dt = state_dt(b, p);
-            int n = r->step(&m->par[p], &ctx, prog);
+            int n = r->step(opt_par(b, p), &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
         }
     free(slot);
@@ -647,11 +680,17 @@ static void optimizer_step(vc_build *b)
         int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
         s_unref(b, s, -1);
     }
+    model_hook(b, true);
     run_step_programs(b);
+    model_hook(b, false);
     b->phase = VC_PHASE_IDLE;
     for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
         if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
         b->pgrad[p] = -1;
+    }
+    for (size_t i = 0; i < b->nflat; i++) { /* ... and the layout's sharded gradients */
+        if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
+        b->flat[i].grad = -1;
     }
 }
 
@@ -690,6 +729,14 @@ void vc__execute(vc_build *b)
         if (!b->owned) { b->st = VC_ERR_NOMEM; return; }
         b->layout->owns(b, b->owned);
     }
+    b->lay_cur = -1;
+    if (b->layout->flat) {
+        b->flat = calloc(b->m->ninst + 1, sizeof *b->flat);
+        b->unit_of = calloc(b->m->ninst + 1, sizeof *b->unit_of);
+        if (!b->flat || !b->unit_of) { b->st = VC_ERR_NOMEM; return; }
+        b->layout->flat(b);
+        if (b->st) return;
+    }
     persistent(b);
     int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {
@@ -703,5 +750,7 @@ void vc__execute(vc_build *b)
         b->phase = VC_PHASE_IDLE;
         for (size_t p = 0; p < b->m->npar; p++)
             if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+        for (size_t i = 0; i < b->nflat; i++)
+            if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
     }
 }

@@ -107,6 +107,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
+    if (o->parallel == VC_PARALLEL_FSDP_HYBRID && o->gpus > 8 && o->gpus % 8)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -3,6 +3,7 @@
  * (graph.c), the loss follows, and the graph is executed once (autograd.c);
  * and frees it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plan.h"
@@ -121,8 +122,11 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;
+        char why[sizeof b->why];
+        const char *opt = b->why_opt;
+        snprintf(why, sizeof why, "%s", b->why[0] ? b->why : vc_strerror(st));
         vc_plan_free(b);
-        return vc_set_error(err, st, NULL, "%s", vc_strerror(st));
+        return vc_set_error(err, st, opt, "%s", why);
     }
     *out = b;
     return VC_OK;
@@ -177,6 +181,7 @@ void vc_plan_free(vc_plan *p)
     free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
+    free(b->flat); free(b->unit_of); free(b->lay_mask);
     vc__memo_free(b->memo);
     vc__gen_end(b);
     free(b->gen.slot);

@@ -59,6 +59,7 @@ typedef struct {
     uint8_t dt, cat;
     bool gview; /* a gradient that is a view keeping its base (vc_op_grad_view) */
     bool resident; /* allocated with the persistent state, kept for the whole run */
+    bool transient; /* a layout's passing copy of weights (FSDP's gathered flat parameters): not persistent */
     int32_t inst;
     int32_t refs;
     int32_t ev; /* alloc event index */
@@ -167,6 +168,16 @@ struct vc_build {
     const vc_layout_row *layout;  /* the parallel layout's row */
     bool *owned;                  /* layout->owns: parameters whose optimizer state is here; NULL all */
     int32_t hook_inst;            /* the instance whose module hook last began, -1 */
+    /* layout->flat: the flat parameters this rank holds in place of the
+     * model's (FSDP's shards), one per wrapped unit, [0] the root's */
+    vc_flat_param *flat; size_t nflat;
+    int32_t *unit_of;             /* instance -> its unit in flat[] (0: the root) */
+    int32_t lay_cur;              /* the unit whose forward or backward runs (the module hooks'), -1 */
+    int64_t lay_n[4];             /* the layout hooks' counters (ZeRO-2: bucket elements, ...) */
+    int32_t lay_s[4];             /* ... and storages, -1 none */
+    bool *lay_mask;               /* ... and a per-parameter flag (ZeRO-2: in this rank's partition) */
+    const char *why_opt;          /* a layout's refusal (b->st = VC_ERR_USAGE): the option, and why */
+    char why[200];
     bool train;
     vc_status st;
     bool batch_dep;

@@ -64,13 +64,27 @@ typedef struct {
 
 const vc_precision_row *vc_precision_row_get(vc_precision p);
 
+/* A flat parameter of a parallel layout (FSDP's FlatParameter): the shard a
+ * rank keeps, and the storages the module hooks make for it. */
+typedef struct {
+    vc_param_entry e; /* the rank's shard as the optimizer sees it: numel, trainable; owner -1 */
+    uint8_t dt;       /* its dtype (the unit's parameters') */
+    int64_t numel;    /* the unit's parameters, unpadded */
+    int64_t padded;   /* the gathered flat parameter: shard group size x shard */
+    int32_t full;     /* storage of the gathered (unsharded, padded) flat parameter, -1 none */
+    int32_t grad;     /* storage of the sharded gradient (.grad until zero_grad), -1 none */
+    vc_tspec held;    /* the gradient it stands for between backward and step (the persistent figure) */
+} vc_flat_param;
+
 /* A parallel layout: how one rank's step differs from a single GPU's (the
  * rows are filled by the multi-GPU work: DDP buckets, ZeRO and FSDP
  * shards, pipeline stages). The engine calls `module` as a layer instance
  * starts and ends its forward and its backward (instances are the model's
  * expanded layers; the loss, instance -1, is outside any): where FSDP
  * gathers a unit's parameters and frees them, where a pipeline stage hands
- * its activations on. A hook allocates and frees with vc__alloc/vc__free. */
+ * its activations on. A hook allocates and frees with vc__alloc/vc__free.
+ * It is also called with inst -1 (the whole model, FSDP's root) as the
+ * forward, the backward and the optimizer step begin and end. */
 typedef struct vc_layout_row {
     const char *name;
     void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
@@ -81,6 +95,16 @@ typedef struct vc_layout_row {
      * busiest rank of a sharded optimizer): owned[p] for each of the model's
      * parameters. NULL: every trainable parameter. */
     void (*owns)(const struct vc_build *b, bool *owned);
+    /* The flat parameters the rank holds instead of the model's own (FSDP's
+     * FlatParameter shards, one per wrapped unit): fills b->flat (room for
+     * ninst + 1 entries, [0] the root's), b->nflat and b->unit_of (per
+     * instance). The model's parameters then have no resident storage (the
+     * module hooks gather them), and the weights, master copies, optimizer
+     * state and step are the entries'. NULL: the model's parameters. */
+    void (*flat)(struct vc_build *b);
+    /* Called as AccumulateGrad sets parameter p's .grad (b->pgrad[p]): a
+     * post-accumulate-grad hook (ZeRO-2 copies it into its bucket). NULL: none. */
+    void (*grad)(struct vc_build *b, size_t p, int32_t inst);
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */

@@ -247,12 +247,15 @@ static char hook_log[256];
 static int32_t gathered = -1;
 
 /* A layout that holds a 1 MiB buffer while a layer runs (as FSDP holds a
- * unit's gathered parameters), and logs the calls: F/B for the phase,
- * +/- for begin/end, the instance. */
+ * unit's gathered parameters), and logs the calls: F/B/O for the phase,
+ * +/- for begin/end, the instance (-1: the whole model, as a pass begins
+ * and ends; it holds nothing then). */
 static void gather_hook(vc_build *b, int inst, vc_phase phase, bool begin)
 {
     size_t l = strlen(hook_log);
-    snprintf(hook_log + l, sizeof hook_log - l, "%c%c%d ", phase == VC_PHASE_FORWARD ? 'F' : 'B', begin ? '+' : '-', inst);
+    snprintf(hook_log + l, sizeof hook_log - l, "%c%c%d ", phase == VC_PHASE_FORWARD ? 'F' : phase == VC_PHASE_BACKWARD ? 'B' : 'O',
+             begin ? '+' : '-', inst);
+    if (inst < 0) return;
     if (begin) gathered = vc__alloc(b, vc_n_fixed(MIB), VC_DT_U8, CAT_TEMP, inst);
     else vc__free(b, gathered, inst);
 }
@@ -286,14 +289,14 @@ static int64_t layout_peak(const vc_layout_row *layout, vc_mode mode)
 static void test_layout_hooks(void **state)
 {
     (void)state;
-    const vc_layout_row hooked = {"test-gather", gather_hook, NULL, NULL};
+    const vc_layout_row hooked = {"test-gather", gather_hook, NULL, NULL, NULL, NULL};
     int64_t base = layout_peak(vc_layout_row_get(NULL), VC_MODE_INFER);
     assert_string_equal(hook_log, "");
     int64_t with = layout_peak(&hooked, VC_MODE_INFER);
-    assert_string_equal(hook_log, "F+0 F-0 F+1 F-1 F+2 F-2 ");
+    assert_string_equal(hook_log, "F+-1 F+0 F-0 F+1 F-1 F+2 F-2 F--1 ");
     assert_int_equal(with - base, MIB);
     layout_peak(&hooked, VC_MODE_TRAIN);
-    assert_string_equal(hook_log, "F+0 F-0 F+1 F-1 F+2 F-2 B+2 B-2 B+1 B-1 B+0 B-0 ");
+    assert_string_equal(hook_log, "F+-1 F+0 F-0 F+1 F-1 F+2 F-2 F--1 B+-1 B+2 B-2 B+1 B-1 B+0 B-0 B--1 O+-1 O--1 ");
 }
 
 int main(void)

@@ -161,7 +161,9 @@ const char *vc_model_generated_json(const vc_model *m);
 #define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
-#define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch")
+#define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
+    X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
+    X(ZERO2, "zero2")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
 #define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,

@@ -42,7 +42,8 @@ static const char usage[] =
     "                         config.json: PEFT's for its model_type)\n"
     "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
     "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
-    "      --gpus N           data-parallel ranks, with --parallel: ddp, zero1-torch (the busiest rank)\n"
+    "      --gpus N           data-parallel ranks, with --parallel: ddp, zero1-torch, fsdp,\n"
+    "                         shard-grad-op, hybrid, zero2 (the busiest rank)\n"
     "      --attention A      auto (default), flash, efficient, math\n"
     "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
     "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
@@ -574,7 +575,7 @@ int main(int argc, char **argv)
         }
         case OPT_EMIT: emit = true; break;
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
-        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp or zero1-torch"))) return rc; break;
+        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp, zero1-torch, fsdp, shard-grad-op, hybrid or zero2"))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_PROMPT: gen_given = prompt_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
         case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;

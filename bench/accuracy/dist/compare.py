@@ -11,7 +11,8 @@ Exit status: 0 when every case that vramcalc accepts is within the bound, 1 othe
 
 LAYOUT maps the engines to vramcalc's options as issue 14 names them. Those options do not
 exist yet: until they do, vramcalc exits 2 on them and the case is listed as "no layout
-option yet". `ddp-view` and `zero1-view` have no option in the issue. The guesses below are
+option yet". The FSDP rows (`fsdp`, `sgo` = SHARD_GRAD_OP, `hsdp` = HYBRID_SHARD) are read from
+fsdp_replica.json. `ddp-view` and `zero1-view` have no option in the issue. The guesses below are
 marked and are for the lead to settle.
 """
 
@@ -30,7 +31,22 @@ LAYOUT = {
     "ddp-view": lambda w: ["--gpus", str(w), "--parallel", "ddp", "--bucket-view"],          # guess
     "zero1": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch"],
     "zero1-view": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch", "--bucket-view"],  # guess
+    "fsdp": lambda w: ["--gpus", str(w), "--parallel", "fsdp"],
+    "sgo": lambda w: ["--gpus", str(w), "--parallel", "shard-grad-op"],
+    "hsdp": lambda w: ["--gpus", str(w), "--parallel", "hybrid"],
 }
+
+# FSDP's rows come from fsdp_replica.py (FSDP1 2.x replicated in torch 1.13, one rank measured:
+# torch 1.13's FSDP does not run on CPU), stored as one record per case.
+def fsdp_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        recs = json.load(f)["records"]
+    for r in recs:
+        c = r["config"]
+        c["engine"] = {"full_shard": "fsdp", "shard_grad_op": "sgo", "hybrid_shard": "hsdp"}[c["strategy"]]
+    return recs
 
 
 def main(argv):
@@ -38,10 +54,12 @@ def main(argv):
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
     ap.add_argument("--results", default=os.path.join(HERE, "results.json"))
     ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
+    ap.add_argument("--fsdp", default=os.path.join(HERE, "fsdp_replica.json"))
     ap.add_argument("--only")
     a = ap.parse_args(argv)
     with open(a.results) as f:
         recs = json.load(f)["records"]
+    recs += fsdp_records(a.fsdp)
     cases = {}
     for r in recs:
         cases.setdefault(r["case"], []).append(r)
