@@ -86,4 +86,8 @@ struct vc_model {
     struct vc_arena *arena;
 };
 
+/* model.c: a new model from m's text with its config.json options but
+ * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
+vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+
 #endif

@@ -136,6 +136,10 @@ vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name
                                   vc_model **out, vc_error *err);
 /* The vramcalc model JSON a config.json was turned into; NULL for a model file. */
 const char *vc_model_generated_json(const vc_model *m);
+/* Reloads a config.json model at `seq` tokens per sample (as --seq would
+ * have loaded it), keeping its other options and its LoRA adapters; on
+ * failure the model is left as it was. VC_ERR_USAGE for a model file. */
+vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -354,6 +358,20 @@ void vc_estimator_free(vc_estimator *e);
  * *estimates (may be NULL) receives how many were made. */
 vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
                                  vc_error *err);
+
+/* ---- the longest sequence that fits (issue 12, --max-seq) ----
+ * For a model read from a config.json (the sequence length is a load
+ * option, vc_hf_options.seq): the largest N whose memory.total with
+ * o->batch samples of N tokens is at most `capacity` while N + 1's is not
+ * (or N + 1 is refused by the model: *limited = 1 then, e.g. GPT-2's 1,024
+ * learned positions, or the 2^40 limit); 0 when one token does not fit.
+ * Each length tried is the config loaded at that length (with m's LoRA
+ * adapters) and one estimate: an exponential search from m's length, then
+ * bisection, about 2 log2 of the range's estimates (*estimates). m itself
+ * is not changed (vc_model_set_seq loads it at the answer). VC_ERR_USAGE
+ * for a vramcalc model file, or one whose input --input replaced. */
+vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
+                           int *limited, int *estimates, vc_error *err);
 
 #ifdef __cplusplus
 }

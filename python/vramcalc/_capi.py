@@ -108,6 +108,8 @@ _PROTOS = {
     "vc_estimator_new_counts": (c_int, [c_int64, c_int64, P(vc_options), P(_vp), P(vc_error)]),
     "vc_estimator_max_batch": (c_int, [_vp, c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_estimator_free": (None, [_vp]),
+    "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
+    "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
 }
 
 VC_EST_NO_LAYERS = 1

@@ -51,6 +51,7 @@ static const char usage[] =
     "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P% for headroom\n"
     "                         (h100-80gb:90%); exit status 1 when it does not fit\n"
     "      --max-batch        with --gpu: the largest batch size that fits\n"
+    "      --max-seq          with --gpu, a config.json: the longest sequence (tokens) that fits at --batch\n"
     "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
     "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
     "  -f, --format F         table (default), json, csv\n"
@@ -334,11 +335,12 @@ enum {
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
+    OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
 };
 
 typedef struct {
     const char *format, *plot, *file;
-    bool per_layer, counts, max_batch;
+    bool per_layer, counts, max_batch, max_seq;
     vc_gpu_spec gpu;
     bool have_gpu;
     vc_term term;
@@ -433,6 +435,34 @@ out:
     return rc;
 }
 
+/* --max-seq: what it goes with (a model, --gpu, --batch) and what it does not. */
+static int max_seq_usage(const cli *c, const char *gpu, const char *sweep, const char *input, int64_t seq, bool trace,
+                         bool emit)
+{
+    const char *other = c->counts ? "--params" : c->max_batch ? "--max-batch" : sweep ? "--sweep" : input ? "--input"
+                      : seq ? "--seq" : trace ? "--trace" : emit ? "--emit-model" : NULL;
+    if (other)
+        return die("--max-seq searches the sequence length of a config.json at one --batch: it does not go with %s", other);
+    if (!gpu) return die("--max-seq needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
+    return 0;
+}
+
+/* --max-seq: the search, then the model reloaded at the answer (at 1 token
+ * when none fits) so that the report is the estimate there. */
+static int find_max_seq(const cli *c, vc_model *m, const vc_options *o, vc_report *rep)
+{
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (!vc_model_generated_json(m))
+        return die("%s: --max-seq applies to a Hugging Face config.json (the sequence length is its load option, "
+                   "--seq); this is a vramcalc model file: use --max-batch, or --input for another length", model_file);
+    int limited = 0;
+    if (vc_model_max_seq(m, o, c->gpu.capacity, &rep->max_seq, &limited, NULL, &err)) return die_err(&err);
+    rep->max_seq_limited = limited;
+    if (vc_model_set_seq(m, rep->max_seq > 0 ? rep->max_seq : 1, &err)) return die_err(&err);
+    return 0;
+}
+
 /* The model file's JSON tree is built and freed inside vc_model_load_file,
  * one malloc per value (thousands for a large model); the CLI owns the
  * process, so it lends cJSON a bump allocator for that call and drops it
@@ -494,6 +524,7 @@ int main(int argc, char **argv)
         {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
         {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
+        {"max-seq", no_argument, 0, OPT_MAX_SEQ},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -552,6 +583,7 @@ int main(int argc, char **argv)
             break;
         case 'g': gpu = optarg; break;
         case OPT_MAX_BATCH: c.max_batch = true; break;
+        case OPT_MAX_SEQ: c.max_seq = true; break;
         case OPT_SWEEP: sweep = optarg; break;
         case OPT_PLOT: c.plot = optarg; break;
         case OPT_NO_COLOR: no_color = true; break;
@@ -583,6 +615,7 @@ int main(int argc, char **argv)
     if (trace && (c.max_batch || strcmp(c.format, "table")))
         return die("--trace prints one batch's timeline: it does not go with %s", c.max_batch ? "--max-batch" : "--format");
     if (sweep && batch_given) return die("give either --batch or --sweep, not both");
+    if (c.max_seq && (rc = max_seq_usage(&c, gpu, sweep, input, hf.seq, trace, emit))) return rc;
     if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;
     memset(&err, 0, sizeof err);
@@ -597,6 +630,7 @@ int main(int argc, char **argv)
     vc_result r;
     memset(&r, 0, sizeof r);
     vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term};
+    rep.max_seq = -1;
     static char shown_file[4 * 4096 + 1];
     vc_model *m = NULL;
     vc_estimator *e = NULL;
@@ -657,6 +691,7 @@ int main(int argc, char **argv)
                 goto out;
             }
         }
+        if (c.max_seq && (rc = find_max_seq(&c, m, &o, &rep))) goto out;
         rep.model = vc_model_name(m);
         if (trace) {
             if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
@@ -698,7 +733,7 @@ int main(int argc, char **argv)
         goto out;
     }
     print_one(&c, &rep);
-    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 ? EXIT_NOFIT : 0;
+    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_seq == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);
     vc_estimator_free(e);

@@ -223,6 +223,11 @@ void report_table(FILE *f, const vc_report *rep)
                 : rep->max_batch >= VC_MAX_BATCH_LIMIT ? " (the search's limit, 2^40: larger batches were not tried)"
                                                        : "");
     }
+    if (rep->max_seq >= 0)
+        fprintf(f, "\n  max seq on %s, batch %" PRId64 ": %" PRId64 " tokens%s\n", rep->gpu->name, o->batch, rep->max_seq,
+                rep->max_seq == 0 ? " (1 token does not fit)"
+                : rep->max_seq_limited ? " (the longest the model takes: one more is refused, not for memory)"
+                                       : "");
     if (rep->per_layer && r->nlayers) {
         fprintf(f, "\n  %-32s %-26s %-22s %14s %12s\n", "layer", "kind", "output", "parameters", "saved");
         for (size_t i = 0; i < r->nlayers; i++) {
@@ -276,6 +281,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 rep->gpu->capacity - m->total, report_fits(rep) ? "true" : "false");
     }
     if (rep->max_batch >= 0) fprintf(f, ",\n%s\"max_batch\": %" PRId64, ind, rep->max_batch);
+    if (rep->max_seq >= 0)
+        fprintf(f, ",\n%s\"max_seq\": %" PRId64 ", \"max_seq_limited\": %s", ind, rep->max_seq,
+                rep->max_seq_limited ? "true" : "false");
     if (rep->per_layer) {
         fprintf(f, ",\n%s\"layers\": [", ind);
         for (size_t i = 0; i < r->nlayers; i++) {
@@ -311,6 +319,7 @@ void report_csv_header(FILE *f, const vc_report *rep)
     fputs(csv_cols, f);
     if (rep->gpu) fputs(",gpu.name,gpu.capacity,gpu.free,gpu.fits", f);
     if (rep->max_batch >= 0) fputs(",max_batch", f);
+    if (rep->max_seq >= 0) fputs(",max_seq,max_seq_limited", f);
     fputc('\n', f);
 }
 
@@ -339,6 +348,7 @@ void report_csv_row(FILE *f, const vc_report *rep)
                 report_fits(rep) ? "true" : "false");
     }
     if (rep->max_batch >= 0) fprintf(f, ",%" PRId64, rep->max_batch);
+    if (rep->max_seq >= 0) fprintf(f, ",%" PRId64 ",%s", rep->max_seq, rep->max_seq_limited ? "true" : "false");
     fputc('\n', f);
 }
 
