@@ -154,7 +154,8 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
     X(NONE, "none")                \
     X(LION, "lion")                \
     X(ADAM8BIT, "adam8bit")        \
-    X(ADAMW8BIT, "adamw8bit")
+    X(ADAMW8BIT, "adamw8bit")      \
+    X(ADAFACTOR, "adafactor")
 #define VC_OPTIM_IMPL_MAP(X) X(FOREACH, "foreach") X(FUSED, "fused") X(FORLOOP, "forloop")
 #define VC_PRECISION_MAP(X)                                                          \
     X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
@@ -220,6 +221,10 @@ const char *vc_mode_name(vc_mode m);
 const char *vc_attention_name(vc_attention a);
 /* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
 const char *vc_optim_summary(vc_optim o);
+/* The implementation the optimizer's class runs when not told: foreach, but
+ * forloop for adafactor (torch.optim.Adafactor's foreach=None). vc_options_init
+ * sets foreach; the CLI's --optim-impl defaults to this. */
+vc_optim_impl vc_optim_default_impl(vc_optim o);
 /* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
  * ("2.15"; buf of at least 16 bytes). */
 int vc_torch_from_name(const char *s);

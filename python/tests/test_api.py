@@ -78,6 +78,9 @@ MATRIX = [
      dict(batch=5, input_size=(3, 64, 64), per_layer=True, optim="none")),
     ("vit_b_16.json", ["-b", "2", "-p", "bf16", "-g", "a100-40gb"], dict(batch=2, precision="bf16", gpu="a100-40gb")),
     ("unet.json", ["-b", "2", "--input", "3,128,128"], dict(batch=2, input_size="3,128,128")),
+    ("gpt2_small.json", ["-b", "2", "-o", "adafactor"], dict(batch=2, optim="adafactor")),
+    ("resnet18.json", ["-b", "4", "-o", "adafactor", "--optim-impl", "foreach"],
+     dict(batch=4, optim="adafactor", optim_impl="foreach")),
 ]
 
 

@@ -526,7 +526,7 @@ def _set_seq(model, seq):
 
 
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
-             optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
+             optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
              **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
@@ -535,7 +535,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     "ids=128:int64", or a list of those for several forward arguments), a model file path,
     or a model document (dict).  For a file or dict, input_size replaces the single
     input's shape (the CLI's --input).  Other arguments are the CLI's options:
-    optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
+    optim (sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor), optim_impl
+    (default: the class's own, foreach; forloop for adafactor), precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), gpu (a preset such as "rtx4090", or "24GiB", with
@@ -556,7 +557,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.batch = batch
     opts.accumulate = accumulate
     opts.optim = _enum("optim", optim)
-    opts.optim_impl = _enum("optim_impl", optim_impl)
+    # None: what the class runs when not told (foreach; forloop for adafactor), as --optim-impl
+    opts.optim_impl = L.vc_optim_default_impl(opts.optim) if optim_impl is None else _enum("optim_impl", optim_impl)
     opts.precision = _enum("precision", precision)
     opts.mode = _enum("mode", mode)
     opts.attention = _enum("attention", attention)

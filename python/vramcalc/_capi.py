@@ -85,6 +85,7 @@ _PROTOS = {
     "vc_mode_from_name": (c_int, [c_char_p]),
     "vc_attention_from_name": (c_int, [c_char_p]),
     "vc_optim_name": (c_char_p, [c_int]),
+    "vc_optim_default_impl": (c_int, [c_int]),
     "vc_optim_impl_name": (c_char_p, [c_int]),
     "vc_precision_name": (c_char_p, [c_int]),
     "vc_mode_name": (c_char_p, [c_int]),

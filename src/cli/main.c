@@ -32,8 +32,9 @@ static const char usage[] =
     "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
     "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
     "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
-    "  -o, --optim NAME       sgd, momentum, adam, adamw, none (default adam)\n"
-    "      --optim-impl I     foreach (default), fused, forloop\n"
+    "  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor\n"
+    "                         (default adam)\n"
+    "      --optim-impl I     foreach (default; forloop for adafactor, as torch's), fused, forloop\n"
     "      --accumulate N     gradient accumulation over N micro-batches\n"
     "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
     "  -m, --mode M           train (default) or infer\n"
@@ -539,7 +540,7 @@ int main(int argc, char **argv)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, emit = false;
+    bool hf_given = false, emit = false, impl_given = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
@@ -567,8 +568,8 @@ int main(int argc, char **argv)
             if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
             memcpy(lora.targets, optarg, strlen(optarg) + 1);
             break;
-        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
-        case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
+        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit or adafactor"))) return rc; break;
+        case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
         case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train or infer"))) return rc; break;
@@ -605,6 +606,7 @@ int main(int argc, char **argv)
         }
     }
     if (gpus) return flush_out(list_gpus(c.format));
+    if (!impl_given) o.optim_impl = vc_optim_default_impl(o.optim); /* forloop for adafactor */
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
