@@ -542,7 +542,13 @@ static void persistent(vc_build *b)
         for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
         shared |= n > 0;
         n = opt && opt->state ? opt->state(&m->par[p], &ctx, st) : 0;
-        for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
+        for (int k = 0; k < n; k++) {
+            int64_t bytes;
+            if (!st[k].outside) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, m->par[p].owner);
+            else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
+                     __builtin_add_overflow(b->outside, bytes, &b->outside))
+                b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
+        }
     }
     if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
         s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);

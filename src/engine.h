@@ -46,6 +46,7 @@ typedef struct {
     int64_t reserved;             /* caching-allocator model */
     vc_phase phase;
     int peak_inst;                /* instance index at the peak, -1 none */
+    int64_t outside;              /* optimizer state outside the caching allocator (paged), bytes */
 } vc_sim;
 
 /* Replays the plan for `batch` samples. Per-instance saved bytes go to

@@ -96,6 +96,25 @@ static int adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tsp
     return 4;
 }
 
+/* ---- paged_adam8bit / paged_adamw8bit: bitsandbytes' PagedAdam8bit /
+ * PagedAdamW8bit (bitsandbytes/optim/adam.py, adamw.py at 06029dd6:
+ * Optimizer2State(..., optim_bits=8, ..., is_paged=True)): the state of
+ * adam8bit, but state1 and state2 come from Optimizer8bit.get_state_buffer,
+ * which for is_paged and p.numel() >= 1e5 returns F.get_paged(...)
+ * (bitsandbytes/functional.py: lib.cget_managed_ptr, csrc/pythonInterface.cpp:
+ * cudaMallocManaged(&ptr, bytes, cudaMemAttachHost)): unified memory, outside
+ * PyTorch's caching allocator, registered with the GlobalPageManager. Smaller
+ * ones, absmax1/absmax2 (torch.zeros on the device) and the qmaps (.to(device))
+ * are ordinary allocator memory. step() prefetches a parameter's paged state
+ * to the GPU (prefetch_state -> cudaMemPrefetchAsync) before its update; the
+ * driver evicts it to the host under memory pressure. */
+static int paged_adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    int n = adam8bit_state(p, c, out);
+    if (n == 4 && p->numel >= 100000) out[0].outside = out[1].outside = 1; /* get_state_buffer: numel < 1e5 stays */
+    return n;
+}
+
 static int adam8bit_shared(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
 {
     (void)c;
@@ -218,6 +237,11 @@ static const vc_optim_row rows[VC_OPTIM__N] = {
                            ALL_IMPLS, true, adam8bit_state, NULL, adam8bit_shared},
     [VC_OPTIM_ADAMW8BIT] = {"bitsandbytes AdamW8bit: as adam8bit", ALL_IMPLS, true, adam8bit_state, NULL,
                             adam8bit_shared},
+    [VC_OPTIM_PAGED_ADAM8BIT] = {"bitsandbytes PagedAdam8bit: as adam8bit, but the uint8 states of parameters from "
+                                 "100,000 elements are paged (cudaMallocManaged, outside PyTorch's allocator)",
+                                 ALL_IMPLS, true, paged_adam8bit_state, NULL, adam8bit_shared},
+    [VC_OPTIM_PAGED_ADAMW8BIT] = {"bitsandbytes PagedAdamW8bit: as paged_adam8bit", ALL_IMPLS, true,
+                                  paged_adam8bit_state, NULL, adam8bit_shared},
     [VC_OPTIM_ADAFACTOR] = {"torch.optim.Adafactor: row_var, col_var (factored; variance for 1-D); forloop by default",
                             (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, adafactor_state, adafactor_step,
                             NULL, VC_IMPL_FORLOOP},

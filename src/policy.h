@@ -14,6 +14,10 @@
 typedef struct {
     vc_numel n;
     uint8_t dt;
+    /* 1: optimizer state allocated outside PyTorch's caching allocator
+     * (bitsandbytes' paged state, cudaMallocManaged): in none of the
+     * allocator's figures, reported as memory.optimizer_states_paged */
+    uint8_t outside;
 } vc_tspec;
 
 #define VC_OPTIM_MAX 24 /* tensors or step ops per parameter */

@@ -222,6 +222,55 @@ static void test_adafactor_row(void **state)
     vc_result_free(&r);
 }
 
+/* bitsandbytes PagedAdamW8bit (Optimizer8bit.get_state_buffer at 06029dd:
+ * is_paged and p.numel() >= 1e5 -> F.get_paged, cudaMallocManaged) on
+ * Linear(1024, 1024) + Linear(1024, 64, bias=False):
+ *   W1 [1024, 1024], 1,048,576 elements: state1, state2 uint8 paged,
+ *      2 x 1,048,576 B outside the allocator; absmax1, absmax2 512 floats,
+ *      2 x 2,048 B on the device; the two 256-float qmaps 2 x 1,024 B;
+ *   b1 [1024], under 4,096 elements: two float32 states, 2 x 4,096 B;
+ *   W2 [64, 1024], 65,536 elements (under 1e5: get_state_buffer's
+ *      zeros_like): state1, state2 2 x 65,536 B, absmax 32 floats (128 B,
+ *      one 512-byte block each).
+ * In the allocator 4,096 + 2,048 + 8,192 + 131,072 + 1,024 = 146,432 B;
+ * paged 2,097,152 B, in no allocator figure: AdamW8bit's peak less those
+ * 2 MiB (the step makes no temporaries either way). */
+static void test_paged_adamw8bit_row(void **state)
+{
+    (void)state;
+    static const char *const three =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024},"
+        " {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 64, \"bias\": false}]}";
+    vc_result r, plain;
+    vc_error err;
+    assert_int_equal(run_optim(three, VC_OPTIM_PAGED_ADAMW8BIT, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(run_optim(three, VC_OPTIM_ADAMW8BIT, VC_IMPL_FOREACH, &plain, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 146432);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    assert_int_equal(plain.memory.optimizer_states, 146432 + 2 * 1048576);
+    assert_int_equal(plain.memory.optimizer_states_paged, 0);
+    assert_int_equal(r.memory.peak_allocated, plain.memory.peak_allocated - 2 * 1048576);
+    assert_int_equal(r.peak.optimizer_states, 146432);
+    vc_result_free(&r);
+    vc_result_free(&plain);
+    /* PagedAdam8bit is the same class with Adam's update (adam.py) */
+    assert_int_equal(run_optim(three, VC_OPTIM_PAGED_ADAM8BIT, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    vc_result_free(&r);
+    /* seed 003's calculator: one tensor of 1,048,576 elements is paged; 1,000 stay fp32 on the device */
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_PAGED_ADAMW8BIT;
+    assert_int_equal(vc_estimate_counts(1048576, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * 512 * 4 + 2 * 256 * 4);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    vc_result_free(&r);
+    assert_int_equal(vc_estimate_counts(1000, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 8000);
+    assert_int_equal(r.memory.optimizer_states_paged, 0);
+    vc_result_free(&r);
+}
+
 /* ---- the parallel layouts */
 
 static vc_result run_layout(const char *json, vc_parallel par, int64_t gpus, vc_optim optim)
@@ -358,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
         cmocka_unit_test(test_ddp_buckets),     cmocka_unit_test(test_adafactor_row),
+        cmocka_unit_test(test_paged_adamw8bit_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -155,7 +155,9 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
     X(LION, "lion")                \
     X(ADAM8BIT, "adam8bit")        \
     X(ADAMW8BIT, "adamw8bit")      \
-    X(ADAFACTOR, "adafactor")
+    X(ADAFACTOR, "adafactor")      \
+    X(PAGED_ADAM8BIT, "paged_adam8bit") \
+    X(PAGED_ADAMW8BIT, "paged_adamw8bit")
 #define VC_OPTIM_IMPL_MAP(X) X(FOREACH, "foreach") X(FUSED, "fused") X(FORLOOP, "forloop")
 #define VC_PRECISION_MAP(X)                                                          \
     X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
@@ -244,6 +246,11 @@ typedef struct {
     int64_t reserved;         /* max_memory_reserved() */
     int64_t cuda_context;     /* context + library handles outside the allocator */
     int64_t total;            /* reserved + cuda_context */
+    /* optimizer state outside PyTorch's caching allocator: bitsandbytes'
+     * paged optimizers (cudaMallocManaged); in none of the figures above
+     * (torch.cuda.memory_allocated() does not see it; nvidia-smi does while
+     * it is resident on the GPU) */
+    int64_t optimizer_states_paged;
 } vc_memory;
 
 typedef struct {

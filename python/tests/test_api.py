@@ -81,6 +81,8 @@ MATRIX = [
     ("gpt2_small.json", ["-b", "2", "-o", "adafactor"], dict(batch=2, optim="adafactor")),
     ("resnet18.json", ["-b", "4", "-o", "adafactor", "--optim-impl", "foreach"],
      dict(batch=4, optim="adafactor", optim_impl="foreach")),
+    ("resnet50.json", ["-b", "2", "-o", "paged_adamw8bit", "-p", "bf16"],
+     dict(batch=2, optim="paged_adamw8bit", precision="bf16")),
 ]
 
 

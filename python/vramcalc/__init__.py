@@ -285,7 +285,9 @@ class Result:
             self.parallel = Fields([("layout", _s(L.vc_parallel_name(opts.parallel))), ("gpus", opts.gpus)])
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
-        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
+        # "optimizer_states_paged" only when there is any (bitsandbytes' paged optimizers), as the CLI prints it
+        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY + ("optimizer_states_paged",)
+                             if k in _MEMORY or getattr(res.memory, k))
         pk = res.peak
         self.peak = Fields([("phase", _s(L.vc_phase_name(pk.phase))), ("layer", _s(pk.layer)),
                             ("kind", _s(pk.kind))] + [(k, getattr(pk, k)) for k in _PEAK])
@@ -402,7 +404,7 @@ class Result:
             out.append('%s"parallel": {"layout": "%s", "gpus": %d},\n' % (ind, self.parallel.layout, self.parallel.gpus))
         out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
                    % (ind, self.parameters, self.trainable_parameters))
-        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, m[k]) for k in _MEMORY)))
+        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, v) for k, v in m.to_dict().items())))
         out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
                    % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
                       ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
@@ -464,6 +466,8 @@ class Result:
         row("reserved", m.reserved, "(caching allocator model)")
         row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
         row("total", m.total, "(reserved + context)")
+        if "optimizer_states_paged" in m.to_dict():
+            row("paged states", m.optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)")
         parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
                  ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
         lines.append("")

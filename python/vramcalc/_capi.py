@@ -30,7 +30,8 @@ class vc_options(ctypes.Structure):
 
 class vc_memory(ctypes.Structure):
     _fields_ = [(n, c_int64) for n in ("weights", "gradients", "optimizer_states", "activations", "workspace",
-                                       "peak_allocated", "reserved", "cuda_context", "total")]
+                                       "peak_allocated", "reserved", "cuda_context", "total",
+                                       "optimizer_states_paged")]
 
 
 class vc_peak(ctypes.Structure):

@@ -32,8 +32,8 @@ static const char usage[] =
     "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
     "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
     "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
-    "  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor\n"
-    "                         (default adam)\n"
+    "  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit,\n"
+    "                         paged_adamw8bit, adafactor (default adam)\n"
     "      --optim-impl I     foreach (default; forloop for adafactor, as torch's), fused, forloop\n"
     "      --accumulate N     gradient accumulation over N micro-batches\n"
     "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
@@ -568,7 +568,7 @@ int main(int argc, char **argv)
             if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
             memcpy(lora.targets, optarg, strlen(optarg) + 1);
             break;
-        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit or adafactor"))) return rc; break;
+        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit, paged_adamw8bit or adafactor"))) return rc; break;
         case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;

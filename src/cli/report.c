@@ -203,6 +203,8 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     row(f, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
     row(f, "total", m->total, "(reserved + context)");
+    if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
+        row(f, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     if (!rep->counts_only) {
         fprintf(f, "\n  at the peak:");
         const int64_t parts[] = {r->peak.weights, r->peak.gradients, r->peak.optimizer_states,
@@ -263,9 +265,11 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
-               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64 "},\n",
+               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64,
             ind, m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated,
             m->reserved, m->cuda_context, m->total);
+    if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
+    fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);
     fprintf(f, ", \"kind\": ");
