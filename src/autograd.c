@@ -574,7 +574,13 @@ static void param_state(vc_build *b, size_t i, bool *shared)
     for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
     *shared |= n > 0;
     n = opt && opt->state ? opt->state(p, &ctx, st) : 0;
-    for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
+    for (int k = 0; k < n; k++) {
+        int64_t bytes;
+        if (!st[k].outside) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
+        else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
+                 __builtin_add_overflow(b->outside, bytes, &b->outside))
+            b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
+    }
 }
 
 /* Persistent state in steady state: parameters, buffers, master copies,
@@ -623,11 +629,25 @@ static void persistent(vc_build *b)
     if (ws > 0) s_alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
 }
 
-/* One op of a parameter's step program; slot[] holds its ALLOCs' storages. */
+/* One op of a parameter's step program (policy.h); slot[] holds the
+ * storages the program's locals refer to, -1 none. */
 static void step_op(vc_build *b, const vc_step_op *op, int32_t *slot)
 {
-    if (op->op == VC_STEP_ALLOC) slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1);
-    else s_unref(b, slot[op->slot], -1);
+    int32_t old = slot[op->slot];
+    switch (op->op) {
+    case VC_STEP_ALLOC: slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); break;
+    case VC_STEP_FREE: slot[op->slot] = -1; s_unref(b, old, -1); break;
+    case VC_STEP_BIND: slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); s_unref(b, old, -1); break;
+    case VC_STEP_ALIAS: s_ref(b, slot[op->src]); slot[op->slot] = slot[op->src]; s_unref(b, old, -1); break;
+    case VC_STEP_TEMP: s_unref(b, s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1), -1); break;
+    default: break; /* VC_STEP_NOP */
+    }
+}
+
+/* The step function returns: its locals' storages are dropped. */
+static void drop_slots(vc_build *b, int32_t *slot, size_t n)
+{
+    for (size_t i = 0; i < n; i++) s_unref(b, slot[i], -1);
 }
 
 /* The optimizer's row: each trainable parameter's step program, run op by
@@ -641,13 +661,15 @@ static void run_step_programs(vc_build *b)
     size_t np = nopt(b);
     if (!r->step) return;
     if (ctx.impl != VC_IMPL_FOREACH) {
+        int32_t slot[VC_OPTIM_MAX];
+        for (int k = 0; k < VC_OPTIM_MAX; k++) slot[k] = -1;
         for (size_t p = 0; p < np; p++) {
             if (!steps_here(b, p)) continue;
-            int32_t slot[VC_OPTIM_MAX];
             ctx.state_dt = state_dt(b, p);
             int n = r->step(opt_par(b, p), &ctx, prog);
             for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
         }
+        drop_slots(b, slot, VC_OPTIM_MAX);
         return;
     }
     int nslots = 1, nops = 0;
@@ -656,11 +678,14 @@ static void run_step_programs(vc_build *b)
         ctx.state_dt = state_dt(b, p);
         int n = r->step(opt_par(b, p), &ctx, prog);
         if (n > nops) nops = n;
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n; j++) {
             if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
+            if (prog[j].op == VC_STEP_ALIAS && prog[j].src + 1 > nslots) nslots = prog[j].src + 1;
+        }
     }
     int32_t *slot = malloc((np + 1) * (size_t)nslots * sizeof *slot);
     if (!slot) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t k = 0; k < (np + 1) * (size_t)nslots; k++) slot[k] = -1;
     for (int j = 0; j < nops; j++)
         for (size_t p = 0; p < np; p++) {
             if (!steps_here(b, p)) continue;
@@ -668,6 +693,7 @@ static void run_step_programs(vc_build *b)
             int n = r->step(opt_par(b, p), &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
         }
+    drop_slots(b, slot, np * (size_t)nslots);
     free(slot);
 }
 

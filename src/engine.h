@@ -49,6 +49,7 @@ typedef struct {
     int64_t kv_cache, kv_tokens;  /* generate: the KV cache's bytes after the last step, its tokens per sequence */
     int64_t decode_step;          /* generate: the step peak_post is in (0: no decoding step) */
     int peak_inst;                /* instance index at the peak, -1 none */
+    int64_t outside;              /* optimizer state outside the caching allocator (paged), bytes */
 } vc_sim;
 
 /* Replays the plan for `batch` samples. Per-instance saved bytes go to

@@ -38,6 +38,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     mm->weights = s->persistent[CAT_WEIGHT];
     mm->gradients = s->persistent[CAT_GRAD];
     mm->optimizer_states = s->persistent[CAT_OPT];
+    mm->optimizer_states_paged = s->outside;
     mm->workspace = s->persistent[CAT_WS];
     mm->activations = s->activations;
     mm->peak_allocated = s->peak;
@@ -146,7 +147,8 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
         int n = opt->state(&all, &ctx, ts);
         if (opt->shared) n += opt->shared(&all, &ctx, ts + n);
         for (int k = 0; k < n; k++)
-            if (counts_term(ts[k].n.fx, vc_dtype_size((vc_dtype)ts[k].dt), &mm->optimizer_states, err))
+            if (counts_term(ts[k].n.fx, vc_dtype_size((vc_dtype)ts[k].dt),
+                            ts[k].outside ? &mm->optimizer_states_paged : &mm->optimizer_states, err))
                 return err ? err->code : VC_ERR_OVERFLOW;
     }
     r->parameters = r->trainable_parameters = params;

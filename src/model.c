@@ -47,8 +47,26 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
 const char *vc_model_lora_targets(const vc_model *m) { return m->lora_targets ? m->lora_targets : ""; }
 
+/* A model from text: hf its config.json options (NULL: the defaults), lora
+ * the adapters to load it with (NULL: none). */
+static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                           const vc_lora *lora, vc_model **out, vc_error *err);
+
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)
+{
+    return load_text(json, len, name, hf, NULL, out, err);
+}
+
+vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
+{
+    vc_hf_options hf = m->hf;
+    hf.seq = seq;
+    return load_text(m->text, m->text_len, m->file, &hf, m->lora.r > 0 ? &m->lora : NULL, out, err);
+}
+
+static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                           const vc_lora *lora, vc_model **out, vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -78,6 +96,7 @@ vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name
     m->text_len = len;
     if (hf) m->hf = *hf;
     else vc_hf_options_init(&m->hf);
+    if (lora) m->lora = *lora;
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
         vc_model_free(m);
@@ -205,6 +224,30 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     m->has_override = true;
     m->override = s;
     return reload(m, had, &old, &m->lora, err);
+}
+
+vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (!m->gen_json)
+        return vc_set_error(err, VC_ERR_USAGE, "--seq", "the sequence length applies to a Hugging Face config.json; this is a vramcalc model file (use --input)");
+    if (seq < 1) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: expected a positive integer", (long long)seq);
+    int64_t old = m->hf.seq;
+    m->hf.seq = seq;
+    free(m->gen_json); /* the model JSON of the new length */
+    m->gen_json = NULL;
+    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
+    if (st != VC_OK) {
+        m->hf.seq = old;
+        vc_error again;
+        free(m->gen_json);
+        m->gen_json = NULL;
+        reload(m, m->has_override, &m->override, &m->lora, &again);
+    }
+    return st;
 }
 
 void vc_lora_init(vc_lora *l)

@@ -92,4 +92,8 @@ struct vc_model {
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
+/* model.c: a new model from m's text with its config.json options but
+ * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
+vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+
 #endif

@@ -96,12 +96,127 @@ static int adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tsp
     return 4;
 }
 
+/* ---- paged_adam8bit / paged_adamw8bit: bitsandbytes' PagedAdam8bit /
+ * PagedAdamW8bit (bitsandbytes/optim/adam.py, adamw.py at 06029dd6:
+ * Optimizer2State(..., optim_bits=8, ..., is_paged=True)): the state of
+ * adam8bit, but state1 and state2 come from Optimizer8bit.get_state_buffer,
+ * which for is_paged and p.numel() >= 1e5 returns F.get_paged(...)
+ * (bitsandbytes/functional.py: lib.cget_managed_ptr, csrc/pythonInterface.cpp:
+ * cudaMallocManaged(&ptr, bytes, cudaMemAttachHost)): unified memory, outside
+ * PyTorch's caching allocator, registered with the GlobalPageManager. Smaller
+ * ones, absmax1/absmax2 (torch.zeros on the device) and the qmaps (.to(device))
+ * are ordinary allocator memory. step() prefetches a parameter's paged state
+ * to the GPU (prefetch_state -> cudaMemPrefetchAsync) before its update; the
+ * driver evicts it to the host under memory pressure. */
+static int paged_adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    int n = adam8bit_state(p, c, out);
+    if (n == 4 && p->numel >= 100000) out[0].outside = out[1].outside = 1; /* get_state_buffer: numel < 1e5 stays */
+    return n;
+}
+
 static int adam8bit_shared(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
 {
     (void)c;
     if (p->numel < 4096) return 0;
     out[0] = out[1] = (vc_tspec){vc_n_fixed(256), VC_DT_F32}; /* qmap1, qmap2 */
     return 2;
+}
+
+/* ---- adafactor: torch.optim.Adafactor (PyTorch >= 2.5), as
+ * torch/optim/_adafactor.py has it at pytorch/pytorch commit
+ * 051d6a09bb159a48ac11006c454c0c979511d0f3.
+ * State (Adafactor._init_group): "step" = torch.tensor(0.0) on the CPU
+ * (no device memory); a parameter whose grad has dim() > 1 keeps
+ * "row_var" = grad.new_zeros(shape with shape[-1] = 1) and "col_var" =
+ * grad.new_zeros(shape with shape[-2] = 1): the factored second moment,
+ * numel / shape[-1] and numel / shape[-2] elements; any other keeps
+ * "variance" = zeros_like(grad). All in the gradient's dtype (the
+ * parameter's; fp32 for master weights). */
+static int adafactor_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX])
+{
+    if (p->nd < 2) {
+        out[0] = like(p, c->state_dt); /* variance */
+        return 1;
+    }
+    int64_t rows = 1, cols = p->dims[p->nd - 1];
+    for (int d = 0; d < p->nd - 1; d++) rows *= p->dims[d]; /* products of a parameter's dims: at most numel */
+    for (int d = 0; d < p->nd - 2; d++) cols *= p->dims[d];
+    out[0] = (vc_tspec){vc_n_fixed(rows), (uint8_t)c->state_dt}; /* row_var */
+    out[1] = (vc_tspec){vc_n_fixed(cols), (uint8_t)c->state_dt}; /* col_var */
+    return 2;
+}
+
+/* The step's tensors for one parameter (slots: the step function's locals). */
+enum { AF_ROW_MEAN, AF_COL_MEAN, AF_VAR_EST, AF_UPDATE, AF_GRAD_SQ, AF_ROW_VAR_MEAN };
+#define AF_OP(o, s, n) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0})
+#define AF_NOPS 11 /* foreach: the ops of a >= 2-D parameter's group; the 1-D group's start after them */
+
+/* _single_tensor_adafactor (the default: foreach=None runs it), per
+ * parameter, the device allocations in program order; `grad` aliases
+ * p.grad, in-place ops (square_, div_, lerp_, clamp_, rsqrt_, mul_, add_)
+ * allocate nothing, step_t is on the CPU:
+ *   alpha = max(eps2, param.norm(2).item() / ...)   a 0-d temporary
+ * grad.dim() > 1:
+ *   row_mean = torch.linalg.vector_norm(grad, dim=-1, keepdim=True)...  [..., m, 1]
+ *   col_mean = torch.linalg.vector_norm(grad, dim=-2, keepdim=True)...  [..., 1, n]
+ *   var_estimate = row_var @ col_var                                    [..., m, n]
+ *   var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(...))   a [..., 1, 1] temporary
+ * else:
+ *   grad_squared = grad * grad;  var_estimate = variance.clone()
+ * then update = var_estimate.clamp_(...).rsqrt_() (the same tensor), and
+ * update.norm(2).item() (a 0-d temporary). These are locals of the loop
+ * over parameters: each lives until the next parameter's program rebinds
+ * its name (a >= 2-D parameter's row_mean until the next >= 2-D one's), so
+ * var_estimate/update of parameter i is alive while parameter i + 1's
+ * var_estimate is made.
+ * _multi_tensor_adafactor (foreach=True): per (device, dtype, dim() > 1)
+ * group (_group_tensors_by_device_dtype_and_is_multidim), each list made for
+ * every parameter of the group before the next op: row_means, then `del`;
+ * col_means, `del`; var_estimates; row_var_means, `del`; updates =
+ * var_estimates; the norms one at a time. 1-D groups: grads_squared =
+ * _foreach_mul(grads, grads), `del`; var_estimates = [v.clone() ...]. The
+ * group of >= 2-D parameters is taken to run first (the first parameter is
+ * a weight; its ops are the first AF_NOPS positions, the 1-D group's come
+ * after). Its updates (= var_estimates) stay alive until the 1-D group
+ * rebinds `updates`: the >= 2-D programs drop them at that position. */
+static int adafactor_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX])
+{
+    int n = 0;
+    bool each = c->impl == VC_IMPL_FOREACH;
+    if (p->nd >= 2) {
+        int64_t lead = 1, m = p->dims[p->nd - 2], cols = p->dims[p->nd - 1];
+        for (int d = 0; d < p->nd - 2; d++) lead *= p->dims[d];
+        out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                        /* param.norm(2) */
+        out[n++] = AF_OP(VC_STEP_BIND, AF_ROW_MEAN, lead * m);       /* row_mean(s) */
+        if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_ROW_MEAN, 0);    /* del row_means */
+        out[n++] = AF_OP(VC_STEP_BIND, AF_COL_MEAN, lead * cols);    /* col_mean(s) */
+        if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_COL_MEAN, 0);    /* del col_means */
+        out[n++] = AF_OP(VC_STEP_BIND, AF_VAR_EST, p->numel);        /* row_var @ col_var */
+        if (!each) {
+            out[n++] = AF_OP(VC_STEP_TEMP, 0, lead);                 /* row_var.mean(dim=-2, keepdim=True) */
+        } else {
+            out[n++] = AF_OP(VC_STEP_ALLOC, AF_ROW_VAR_MEAN, lead);  /* row_var_means */
+            out[n++] = AF_OP(VC_STEP_FREE, AF_ROW_VAR_MEAN, 0);      /* del row_var_means */
+            out[n] = AF_OP(VC_STEP_ALIAS, AF_UPDATE, 0);             /* updates = var_estimates */
+            out[n++].src = AF_VAR_EST;
+            out[n++] = AF_OP(VC_STEP_FREE, AF_VAR_EST, 0);           /* (the same tensors: `updates` keeps them) */
+            out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                    /* update.norm(2) */
+            while (n < AF_NOPS + 4) out[n++] = AF_OP(VC_STEP_NOP, 0, 0);
+            out[n++] = AF_OP(VC_STEP_FREE, AF_UPDATE, 0);            /* the 1-D group's `updates = ...` */
+            return n;
+        }
+    } else {
+        for (; each && n < AF_NOPS; n++) out[n] = AF_OP(VC_STEP_NOP, 0, 0);
+        out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                        /* param.norm(2) */
+        out[n++] = AF_OP(VC_STEP_BIND, AF_GRAD_SQ, p->numel);        /* grad * grad */
+        if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_GRAD_SQ, 0);     /* del grads_squared */
+        out[n++] = AF_OP(VC_STEP_BIND, AF_VAR_EST, p->numel);        /* variance.clone() */
+    }
+    out[n] = AF_OP(VC_STEP_ALIAS, AF_UPDATE, 0);                     /* update = var_estimate */
+    out[n++].src = AF_VAR_EST;
+    out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                            /* update.norm(2) */
+    return n;
 }
 
 #define ALL_IMPLS ((1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FUSED) | (1u << VC_IMPL_FORLOOP))
@@ -122,6 +237,19 @@ static const vc_optim_row rows[VC_OPTIM__N] = {
                            ALL_IMPLS, true, adam8bit_state, NULL, adam8bit_shared},
     [VC_OPTIM_ADAMW8BIT] = {"bitsandbytes AdamW8bit: as adam8bit", ALL_IMPLS, true, adam8bit_state, NULL,
                             adam8bit_shared},
+    [VC_OPTIM_PAGED_ADAM8BIT] = {"bitsandbytes PagedAdam8bit: as adam8bit, but the uint8 states of parameters from "
+                                 "100,000 elements are paged (cudaMallocManaged, outside PyTorch's allocator)",
+                                 ALL_IMPLS, true, paged_adam8bit_state, NULL, adam8bit_shared},
+    [VC_OPTIM_PAGED_ADAMW8BIT] = {"bitsandbytes PagedAdamW8bit: as paged_adam8bit", ALL_IMPLS, true,
+                                  paged_adam8bit_state, NULL, adam8bit_shared},
+    [VC_OPTIM_ADAFACTOR] = {"torch.optim.Adafactor: row_var, col_var (factored; variance for 1-D); forloop by default",
+                            (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, adafactor_state, adafactor_step,
+                            NULL, VC_IMPL_FORLOOP},
 };
 
 const vc_optim_row *vc_optim_row_get(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? &rows[o] : NULL; }
+
+vc_optim_impl vc_optim_default_impl(vc_optim o)
+{
+    return (unsigned)o < VC_OPTIM__N ? rows[o].default_impl : VC_IMPL_FOREACH;
+}

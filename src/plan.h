@@ -181,6 +181,7 @@ struct vc_build {
     bool train;
     vc_status st;
     bool batch_dep;
+    int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;

@@ -14,16 +14,35 @@
 typedef struct {
     vc_numel n;
     uint8_t dt;
+    /* 1: optimizer state allocated outside PyTorch's caching allocator
+     * (bitsandbytes' paged state, cudaMallocManaged): in none of the
+     * allocator's figures, reported as memory.optimizer_states_paged */
+    uint8_t outside;
 } vc_tspec;
 
-#define VC_OPTIM_MAX 8 /* tensors or step ops per parameter */
+#define VC_OPTIM_MAX 24 /* tensors or step ops per parameter */
 
 /* One allocation or free of the optimizer step, for one parameter: slot k
- * names the tensor an ALLOC made, so a later FREE of slot k frees it. */
-enum { VC_STEP_ALLOC, VC_STEP_FREE };
+ * names the tensor an ALLOC made, so a later FREE of slot k frees it. The
+ * slots are the step function's Python locals: forloop and fused keep one
+ * set for the whole step (a local bound for one parameter lives until the
+ * next parameter's program rebinds it), foreach one set per parameter (the
+ * elements of a list). Whatever a slot still holds when the step ends is
+ * dropped then (the function returns).
+ *   ALLOC  a tensor into slot k
+ *   FREE   drop slot k's tensor (`del x`, the end of a temporary)
+ *   BIND   `x = f(...)`: a new tensor into slot k, then the one k held before
+ *          (this parameter's or an earlier one's) is dropped
+ *   ALIAS  `y = x` (or an in-place op's result): slot k takes a reference to
+ *          slot src's tensor, the one k held before is dropped
+ *   TEMP   a tensor made and dropped within one statement (`p.norm().item()`)
+ *   NOP    nothing: foreach programs keep op positions with it, so that one
+ *          group's ops all run before another group's */
+enum { VC_STEP_ALLOC, VC_STEP_FREE, VC_STEP_BIND, VC_STEP_ALIAS, VC_STEP_TEMP, VC_STEP_NOP };
 typedef struct {
     uint8_t op, slot;
-    vc_tspec t; /* VC_STEP_ALLOC */
+    vc_tspec t;  /* ALLOC, BIND, TEMP */
+    uint8_t src; /* ALIAS */
 } vc_step_op;
 
 /* What a row's functions are told besides the parameter. */
@@ -48,6 +67,10 @@ typedef struct {
      * quantization maps), created with the first parameter that asks for
      * it: the tensors parameter p would need; NULL: none. */
     int (*shared)(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec out[VC_OPTIM_MAX]);
+    /* The implementation the class runs when not told (vc_optim_default_impl,
+     * what --optim-impl defaults to): foreach (0) for torch's 2.x optimizers on
+     * CUDA; Adafactor's foreach=None means forloop. */
+    vc_optim_impl default_impl;
 } vc_optim_row;
 
 const vc_optim_row *vc_optim_row_get(vc_optim o);

@@ -104,6 +104,7 @@ static vc_status simulate(const vc_plan *p, int64_t batch, int64_t limit, vc_sim
     const vc_build *b = p;
     vc_status st = vc__replay_allocated(b, batch, sim, inst_act, err);
     if (st) return st;
+    sim->outside = b->outside;
     /* the envelope may replay the allocator model (into the memo's sizes): the pass is done with them */
     sim->reserved = sim->peak > limit ? sim->peak : reserved_envelope(b, batch, sim->peak);
     if (sim->reserved == -2)

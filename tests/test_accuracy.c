@@ -160,6 +160,7 @@ static void test_case(void **state)
     vc_options_init(&o);
     o.batch = a->batch;
     o.optim = a->optim;
+    o.optim_impl = vc_optim_default_impl(a->optim); /* what the CLI runs: forloop for adafactor */
     o.mode = a->mode;
     o.precision = a->precision;
     o.workspace = 0;

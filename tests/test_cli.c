@@ -1,6 +1,6 @@
 /*
  * test_cli.c — the command line against SPEC §2/§3 and issue 4: exit codes,
- * JSON and CSV shapes, --gpu fit checks, --max-batch's exact boundary,
+ * JSON and CSV shapes, --gpu fit checks, --max-batch's and --max-seq's exact boundaries,
  * --sweep output, --list-gpus, and the table's ASCII bar on a pipe.
  *
  * Runs the built CLI (VC_CLI) on small models written to a temporary
@@ -414,6 +414,83 @@ static void test_max_batch_examples(void **state)
     assert_true(n >= 15); /* the examples directory holds 18 models */
 }
 
+/* --max-seq N on a Hugging Face config.json: N fits and N + 1 does not,
+ * each checked with --seq N / N + 1 (the exit status and gpu.fits); the
+ * report is the estimate at N. */
+static void check_seq_boundary(const char *const *extra, const char *gpu, int64_t *out)
+{
+    const char *args[32];
+    int n = 0;
+    for (int i = 0; extra[i]; i++) args[n++] = extra[i];
+    args[n++] = "--gpu";
+    args[n++] = gpu;
+    args[n++] = "-f";
+    args[n++] = "json";
+    int base = n;
+    args[n++] = "--max-seq";
+    args[n] = NULL;
+    run_result r;
+    run_argv(args, &r);
+    cJSON *j = parse(&r);
+    int64_t N = num(j, "max_seq"), total = num(j, "memory.total");
+    check_estimate(j, true);
+    assert_int_equal(r.status, N > 0 ? 0 : 1);
+    char name[64];
+    snprintf(name, sizeof name, "seq %" PRId64 ")", N > 0 ? N : 1);
+    assert_non_null(strstr(cJSON_GetObjectItem(j, "model")->valuestring, name));
+    cJSON_Delete(j);
+    run_free(&r);
+    char b[32];
+    for (int64_t k = N > 0 ? N : 1; k <= N + 1; k++) {
+        snprintf(b, sizeof b, "%" PRId64, k);
+        args[base] = "--seq";
+        args[base + 1] = b;
+        args[base + 2] = NULL;
+        run_argv(args, &r);
+        j = parse(&r);
+        bool fits = num(j, "gpu.fits");
+        if (fits != (k <= N)) fail_msg("%s on %s: max seq %" PRId64 " but seq %" PRId64 " %s", extra[0], gpu, N, k,
+                                       fits ? "fits" : "does not fit");
+        assert_int_equal(r.status, fits ? 0 : 1);
+        if (k == N) assert_int_equal(num(j, "memory.total"), total);
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    *out = N;
+}
+
+static void test_max_seq(void **state)
+{
+    (void)state;
+    const char *llama[] = {VC_TEST_DATA "/hf/llama-3.1-8b.json", "-p", "bf16", "--lora", "16", NULL};
+    const char *llama_b2[] = {VC_TEST_DATA "/hf/llama-3.1-8b.json", "-p", "bf16", "--lora", "16", "-b", "2",
+                              "--grad-ckpt", NULL};
+    const char *gemma[] = {VC_TEST_DATA "/hf/gemma-2-9b.json", "-p", "amp-bf16", "-o", "adamw", "--lora", "8", NULL};
+    const char *neox[] = {VC_TEST_DATA "/hf/pythia-1.4b.json", "-p", "mixed-bf16", "-o", "adamw", NULL};
+    const char *const *cases[] = {llama, llama_b2, gemma, neox};
+    const char *const gpus[] = {"rtx4090", "a100-80gb:90%", "40GiB"};
+    int64_t n;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++)
+        for (size_t g = 0; g < sizeof gpus / sizeof *gpus; g++) check_seq_boundary(cases[c], gpus[g], &n);
+    /* nothing fits: 0, the report at 1 token, exit 1 */
+    const char *big[] = {VC_TEST_DATA "/hf/llama-3.1-70b.json", "-p", "bf16", NULL};
+    check_seq_boundary(big, "h100-80gb", &n);
+    assert_int_equal(n, 0);
+    /* GPT-2's 1,024 learned positions (n_positions) end the search, not memory */
+    run_result r;
+    RUN(&r, VC_TEST_DATA "/hf/gpt2.json", "-g", "h100-80gb", "--max-seq", "-f", "json");
+    assert_int_equal(r.status, 0);
+    cJSON *j = parse(&r);
+    assert_int_equal(num(j, "max_seq"), 1024);
+    assert_int_equal(num(j, "max_seq_limited"), 1);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, VC_TEST_DATA "/hf/gpt2.json", "-g", "h100-80gb", "--max-seq");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "max seq on h100-80gb, batch 1: 1024 tokens (the longest the model takes"));
+    run_free(&r);
+}
+
 static void test_max_batch(void **state)
 {
     (void)state;
@@ -719,6 +796,15 @@ static void test_refused_combinations(void **state)
         {{"--params", "100", "--per-layer", NULL}, "--per-layer needs a model file"},
         {{mlp, "--trace", "-f", "json", NULL}, "does not go with --format"},
         {{mlp, "--trace", "--max-batch", "-g", "rtx4090", NULL}, "does not go with --max-batch"},
+        /* --max-seq: a config.json's length at one batch, on a GPU */
+        {{mlp, "--max-seq", "-g", "rtx4090", NULL}, "mlp.json: --max-seq applies to a Hugging Face config.json"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", NULL}, "--max-seq needs --gpu"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", "-g", "rtx4090", "--seq", "64", NULL}, "does not go with --seq"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", "-g", "rtx4090", "--max-batch", NULL}, "does not go with --max-batch"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", "-g", "rtx4090", "--sweep", "1:4", NULL}, "does not go with --sweep"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", "-g", "rtx4090", "--input", "64", NULL}, "does not go with --input"},
+        {{VC_TEST_DATA "/hf/gpt2.json", "--max-seq", "-g", "rtx4090", "--trace", NULL}, "does not go with --trace"},
+        {{"--params", "100", "--max-seq", "-g", "rtx4090", NULL}, "does not go with --params"},
         /* a sweep's error names the file, then the batch */
         {{mlp, "--sweep", "1,4503599627370496", NULL}, "mlp.json: batch 4503599627370496: "},
         /* generation (issue 13) */
@@ -769,6 +855,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
+        cmocka_unit_test(test_max_seq),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

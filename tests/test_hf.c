@@ -44,6 +44,8 @@
  *    the MoE estimate; the largest batch on an HF config is an exact
  *    boundary.
  * 4. HFRMSNorm keeps what LlamaRMSNorm.forward keeps, derived by hand.
+ * 5. --max-seq (vc_model_max_seq): the longest sequence that fits is an
+ *    exact boundary; the model's own limits and the refusals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -219,6 +221,137 @@ static void test_max_batch_boundary(void **state)
     vc_model_free(m);
 }
 
+/* memory.total of `file` loaded afresh at `seq` tokens (LoRA rank `lora`
+ * on the family's default targets when > 0), by vc_estimate: independent
+ * of the search's own loads and estimators. */
+static int64_t total_at_seq(const char *file, int64_t seq, int64_t lora, const vc_options *o)
+{
+    vc_hf_options h;
+    vc_hf_options_init(&h);
+    h.seq = seq;
+    vc_model *m = load(file, &h);
+    vc_error err;
+    if (lora) {
+        vc_lora l;
+        vc_lora_init(&l);
+        l.r = lora;
+        snprintf(l.targets, sizeof l.targets, "%s", vc_model_lora_targets(m));
+        assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    }
+    vc_result r;
+    assert_int_equal(vc_estimate(m, o, &r, &err), VC_OK);
+    int64_t t = r.memory.total;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return t;
+}
+
+/* --max-seq (vc_model_max_seq): the longest sequence that fits is an exact
+ * boundary, N fits and N + 1 does not, each checked with the config loaded
+ * afresh at that length (what `--seq N` estimates); the search leaves the
+ * model as it was and makes O(log N) estimates. */
+static void test_max_seq_boundary(void **state)
+{
+    (void)state;
+    const struct {
+        const char *file;
+        int64_t lora, batch, cap;
+        vc_precision p;
+        vc_optim opt;
+    } cases[] = {
+        /* issue 12's question: Llama-3.1-8B, LoRA, bf16, on a 24 GB card (rtx4090: 24564 MiB) */
+        {"llama-3.1-8b.json", 16, 1, INT64_C(24564) << 20, VC_PREC_BF16, VC_OPTIM_ADAMW},
+        {"phi-3-mini-4k-instruct.json", 0, 4, INT64_C(80) << 30, VC_PREC_BF16, VC_OPTIM_ADAMW},
+        {"qwen2-7b.json", 8, 2, INT64_C(48) << 30, VC_PREC_AMP_BF16, VC_OPTIM_ADAM},
+        {"mixtral-8x7b-v0.1.json", 16, 1, INT64_C(141) << 30, VC_PREC_BF16, VC_OPTIM_ADAMW},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = load(cases[i].file, NULL);
+        vc_error err;
+        if (cases[i].lora) {
+            vc_lora l;
+            vc_lora_init(&l);
+            l.r = cases[i].lora;
+            snprintf(l.targets, sizeof l.targets, "%s", vc_model_lora_targets(m));
+            assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+        }
+        int64_t params = vc_model_parameters(m);
+        vc_options o;
+        vc_options_init(&o);
+        o.precision = cases[i].p;
+        o.optim = cases[i].opt;
+        o.batch = cases[i].batch;
+        int64_t n = -1;
+        int limited = -1, count = 0;
+        assert_int_equal(vc_model_max_seq(m, &o, cases[i].cap, &n, &limited, &count, &err), VC_OK);
+        int64_t t1 = total_at_seq(cases[i].file, n, cases[i].lora, &o);
+        int64_t t2 = total_at_seq(cases[i].file, n + 1, cases[i].lora, &o);
+        printf("%s batch %lld: max seq %lld in %d estimates (%lld <= %lld < %lld)\n", cases[i].file,
+               (long long)cases[i].batch, (long long)n, count, (long long)t1, (long long)cases[i].cap, (long long)t2);
+        assert_true(n > 1);
+        assert_int_equal(limited, 0);
+        assert_true(t1 <= cases[i].cap);
+        assert_true(t2 > cases[i].cap);
+        /* from the default 2048: at most 2 log2 of the range (n < 2^20 here) plus the start */
+        assert_true(count <= 41);
+        /* the model is unchanged (still 2048 tokens, its adapters kept); set_seq moves it to n */
+        assert_int_equal(vc_model_parameters(m), params);
+        assert_non_null(strstr(vc_model_name(m), "seq 2048)"));
+        assert_int_equal(vc_model_set_seq(m, n, &err), VC_OK);
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        assert_int_equal(r.memory.total, t1);
+        assert_int_equal(vc_model_parameters(m), params);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+}
+
+/* --max-seq's other answers: a model limit (GPT-2's 1,024 learned
+ * positions, n_positions in tests/data/hf/gpt2.json), nothing fits, and
+ * the refusals (a model file, an --input override; vc_model_set_seq past
+ * the positions leaves the model as it was). */
+static void test_max_seq_limits(void **state)
+{
+    (void)state;
+    vc_model *m = load("gpt2.json", NULL);
+    vc_options o;
+    vc_options_init(&o);
+    vc_error err;
+    int64_t n = -1;
+    int limited = -1;
+    /* 124M parameters in fp32 with Adam on 80 GiB: every length up to 1,024 fits */
+    assert_int_equal(vc_model_max_seq(m, &o, INT64_C(80) << 30, &n, &limited, NULL, &err), VC_OK);
+    assert_int_equal(n, 1024);
+    assert_int_equal(limited, 1);
+    /* 1 GiB: 124,439,808 parameters x 16 B (weights, gradients, exp_avg, exp_avg_sq) alone are 1.85 GiB */
+    assert_int_equal(vc_model_max_seq(m, &o, INT64_C(1) << 30, &n, &limited, NULL, &err), VC_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(limited, 0);
+    /* past the learned positions: refused, and the model still estimates at 1,024 */
+    vc_result a, b;
+    assert_int_equal(vc_estimate(m, &o, &a, &err), VC_OK);
+    assert_int_equal(vc_model_set_seq(m, 1025, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--seq");
+    assert_int_equal(vc_estimate(m, &o, &b, &err), VC_OK);
+    assert_int_equal(a.memory.total, b.memory.total);
+    assert_non_null(strstr(vc_model_name(m), "seq 1024)"));
+    vc_result_free(&a);
+    vc_result_free(&b);
+    /* an --input override replaces the length the search would change */
+    int64_t dims[1] = {64};
+    assert_int_equal(vc_model_set_input_shape(m, dims, 1, &err), VC_OK);
+    assert_int_equal(vc_model_max_seq(m, &o, INT64_C(80) << 30, &n, &limited, NULL, &err), VC_ERR_USAGE);
+    vc_model_free(m);
+    /* a vramcalc model file has no sequence option */
+    static const char js[] = "{\"input\": [16], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 4}]}";
+    assert_int_equal(vc_model_load_string(js, sizeof js - 1, "lin", &m, &err), VC_OK);
+    assert_int_equal(vc_model_max_seq(m, &o, INT64_C(80) << 30, &n, &limited, NULL, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--max-seq");
+    assert_int_equal(vc_model_set_seq(m, 100, &err), VC_ERR_USAGE);
+    vc_model_free(m);
+}
+
 /* HFRMSNorm (LlamaRMSNorm.forward) in pure bf16 on [64, 256] per sample,
  * batch 1: what its ops keep for backward, by hand:
  *   h = x.to(float32)          fp32 64*256*4 = 65536 B (kept by pow and mul)
@@ -254,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_published_counts), cmocka_unit_test(test_emit_roundtrip),
         cmocka_unit_test(test_seq),              cmocka_unit_test(test_moe_imbalance),
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
+        cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,6 +168,109 @@ static void test_adamw8bit_row(void **state)
     vc_result_free(&r);
 }
 
+/* torch.optim.Adafactor (torch/optim/_adafactor.py, src/optim.c) on
+ * Linear(1024, 1024) + Linear(1024, 512, bias=False), fp32, batch 1:
+ * W1 [1024, 1024] 4 MiB, b1 [1024] 4 KiB, W2 [512, 1024] 2 MiB.
+ * State (_init_group): W1 row_var [1024, 1] and col_var [1, 1024], 4 KiB
+ * each; b1 variance [1024] 4 KiB; W2 row_var [512, 1] 2 KiB, col_var
+ * [1, 1024] 4 KiB: 18,432 B. Weights and gradients 6,295,552 B each, the
+ * input batch 4 KiB: 12,613,632 B live through the step.
+ * forloop (_single_tensor_adafactor, the default): W1 makes row_mean 4 KiB,
+ * col_mean 4 KiB, var_estimate 4 MiB (= update); b1, while those are still
+ * bound, grad_squared 4 KiB and var_estimate 4 KiB, before `update` is
+ * rebound and W1's 4 MiB dropped: the peak is 4 MiB + 16 KiB of
+ * temporaries, 16,824,320 B. (The 0-d norms, 512 B, come and go when fewer
+ * are live.)
+ * foreach (_multi_tensor_adafactor): the >= 2-D group's var_estimates for
+ * W1 and W2 (6 MiB) are made together and stay bound as `updates` while the
+ * 1-D group clones b1's variance (4 KiB): 6 MiB + 4 KiB of temporaries,
+ * 18,909,184 B. The bench/accuracy harness's replica (optim2x.Adafactor2x)
+ * of both implementations measures these models' optimizer peaks exactly
+ * (docs/optimizers.md). */
+static void test_adafactor_row(void **state)
+{
+    (void)state;
+    static const char *const two =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024},"
+        " {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 512, \"bias\": false}]}";
+    vc_result r;
+    vc_error err;
+    assert_int_equal(vc_optim_default_impl(VC_OPTIM_ADAFACTOR), VC_IMPL_FORLOOP); /* foreach=None */
+    assert_int_equal(vc_optim_default_impl(VC_OPTIM_ADAM), VC_IMPL_FOREACH);
+    assert_int_equal(run_optim(two, VC_OPTIM_ADAFACTOR, VC_IMPL_FORLOOP, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 18432);
+    assert_int_equal(r.peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(r.peak.temporaries, 4 * MIB + 16384);
+    assert_int_equal(r.memory.peak_allocated, 12613632 + 4 * MIB + 16384);
+    vc_result_free(&r);
+    assert_int_equal(run_optim(two, VC_OPTIM_ADAFACTOR, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 18432);
+    assert_int_equal(r.peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(r.peak.temporaries, 6 * MIB + 4096);
+    assert_int_equal(r.memory.peak_allocated, 12613632 + 6 * MIB + 4096);
+    vc_result_free(&r);
+    assert_int_equal(run_optim(two, VC_OPTIM_ADAFACTOR, VC_IMPL_FUSED, &r, &err), VC_ERR_USAGE); /* no fused */
+    /* a 4-D weight factors over its last two dimensions: Conv2d(16, 32,
+     * kernel_size=[3, 5]) weight [32, 16, 3, 5]: row_var [32, 16, 3, 1] 1,536
+     * floats (6,144 B), col_var [32, 16, 1, 5] 2,560 floats (10,240 B); the
+     * bias [32] variance 128 B, one 512-byte block: 16,896 B */
+    static const char *const conv =
+        "{\"input\": [16, 8, 8], \"layers\": [{\"type\": \"Conv2d\", \"in_channels\": 16, \"out_channels\": 32,"
+        " \"kernel_size\": [3, 5]}]}";
+    assert_int_equal(run_optim(conv, VC_OPTIM_ADAFACTOR, VC_IMPL_FORLOOP, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 6144 + 10240 + 512);
+    vc_result_free(&r);
+}
+
+/* bitsandbytes PagedAdamW8bit (Optimizer8bit.get_state_buffer at 06029dd:
+ * is_paged and p.numel() >= 1e5 -> F.get_paged, cudaMallocManaged) on
+ * Linear(1024, 1024) + Linear(1024, 64, bias=False):
+ *   W1 [1024, 1024], 1,048,576 elements: state1, state2 uint8 paged,
+ *      2 x 1,048,576 B outside the allocator; absmax1, absmax2 512 floats,
+ *      2 x 2,048 B on the device; the two 256-float qmaps 2 x 1,024 B;
+ *   b1 [1024], under 4,096 elements: two float32 states, 2 x 4,096 B;
+ *   W2 [64, 1024], 65,536 elements (under 1e5: get_state_buffer's
+ *      zeros_like): state1, state2 2 x 65,536 B, absmax 32 floats (128 B,
+ *      one 512-byte block each).
+ * In the allocator 4,096 + 2,048 + 8,192 + 131,072 + 1,024 = 146,432 B;
+ * paged 2,097,152 B, in no allocator figure: AdamW8bit's peak less those
+ * 2 MiB (the step makes no temporaries either way). */
+static void test_paged_adamw8bit_row(void **state)
+{
+    (void)state;
+    static const char *const three =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024},"
+        " {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 64, \"bias\": false}]}";
+    vc_result r, plain;
+    vc_error err;
+    assert_int_equal(run_optim(three, VC_OPTIM_PAGED_ADAMW8BIT, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(run_optim(three, VC_OPTIM_ADAMW8BIT, VC_IMPL_FOREACH, &plain, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 146432);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    assert_int_equal(plain.memory.optimizer_states, 146432 + 2 * 1048576);
+    assert_int_equal(plain.memory.optimizer_states_paged, 0);
+    assert_int_equal(r.memory.peak_allocated, plain.memory.peak_allocated - 2 * 1048576);
+    assert_int_equal(r.peak.optimizer_states, 146432);
+    vc_result_free(&r);
+    vc_result_free(&plain);
+    /* PagedAdam8bit is the same class with Adam's update (adam.py) */
+    assert_int_equal(run_optim(three, VC_OPTIM_PAGED_ADAM8BIT, VC_IMPL_FOREACH, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    vc_result_free(&r);
+    /* seed 003's calculator: one tensor of 1,048,576 elements is paged; 1,000 stay fp32 on the device */
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_PAGED_ADAMW8BIT;
+    assert_int_equal(vc_estimate_counts(1048576, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 2 * 512 * 4 + 2 * 256 * 4);
+    assert_int_equal(r.memory.optimizer_states_paged, 2 * 1048576);
+    vc_result_free(&r);
+    assert_int_equal(vc_estimate_counts(1000, 0, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.optimizer_states, 8000);
+    assert_int_equal(r.memory.optimizer_states_paged, 0);
+    vc_result_free(&r);
+}
+
 /* ---- the parallel layouts */
 
 static vc_result run_layout(const char *json, vc_parallel par, int64_t gpus, vc_optim optim)
@@ -306,7 +409,8 @@ int main(void)
         cmocka_unit_test(test_lion_foreach),    cmocka_unit_test(test_lion_fused_refused),
         cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
-        cmocka_unit_test(test_ddp_buckets),
+        cmocka_unit_test(test_ddp_buckets),     cmocka_unit_test(test_adafactor_row),
+        cmocka_unit_test(test_paged_adamw8bit_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,9 @@ def parse_args(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help="vramcalc model JSON (SPEC.md section 1)")
     ap.add_argument("-b", "--batch", type=int, default=1)
-    ap.add_argument("-o", "--optim", default="adam", choices=["sgd", "momentum", "adam", "adamw", "none"])
+    ap.add_argument("-o", "--optim", default="adam", choices=["sgd", "momentum", "adam", "adamw", "none", "adafactor", "adafactor-foreach"],
+                    help="adafactor: torch.optim.Adafactor's default forloop step; adafactor-foreach: "
+                         "foreach=True (optim2x.Adafactor2x)")
     ap.add_argument("-m", "--mode", default="train", choices=["train", "infer"])
     ap.add_argument("-p", "--precision", default="fp32",
                     choices=["fp32", "bf16", "fp16", "amp-bf16", "amp-fp16"],

@@ -1,4 +1,5 @@
-"""PyTorch 2.x foreach optimizers, replicated on torch 1.13 (AUTOGRAD.md section 8).
+"""PyTorch 2.x foreach optimizers, replicated on torch 1.13 (AUTOGRAD.md section 8);
+torch.optim.Adafactor (2.5+) in both implementations (Adafactor2x, below).
 
 torch 1.13's optimizers are not 2.x's defaults (foreach on CUDA).  These classes
 run the same tensor-list operations in the same order as 2.x's
@@ -160,10 +161,189 @@ class Foreach2x:
         return n
 
 
+def _lerp_(selves, ends, weights):
+    """torch._foreach_lerp_ (2.x) with a list of weights; in a function so that no loop
+    variable keeps the last element alive after the caller's `del` (PyTorch's single
+    call has none)."""
+    for s, e, w in zip(selves, ends, weights):
+        s.lerp_(e, w)
+
+
+def _clamp_min_(ts, v):
+    """torch._foreach_clamp_min_ (2.x), in place."""
+    for t in ts:
+        t.clamp_(min=v)
+
+
+def _rsqrt_(ts):
+    """torch._foreach_rsqrt_ (2.x), in place."""
+    for t in ts:
+        t.rsqrt_()
+
+
+class Adafactor2x:
+    """torch.optim.Adafactor (PyTorch >= 2.5) with its defaults (lr 1e-2, beta2_decay
+    -0.8, eps (None, 1e-3), d 1.0, weight_decay 0.0, maximize False), written from
+    torch/optim/_adafactor.py at pytorch/pytorch commit
+    051d6a09bb159a48ac11006c454c0c979511d0f3: Adafactor._init_group,
+    _single_tensor_adafactor (foreach=None, the default) and _multi_tensor_adafactor
+    (foreach=True), statement for statement, the loop variables kept as they are
+    (a local of the loop over parameters lives until the next parameter rebinds it).
+
+    Differences, none with device memory in 2.x:
+      * state["step"] is a Python number (2.x: a 0-d CPU tensor, never on the GPU);
+      * 1.13 has no _foreach_lerp_, _foreach_clamp_min_, _foreach_rsqrt_: the per-tensor
+        in-place ops (lerp_, clamp_, rsqrt_), which allocate nothing either way."""
+
+    def __init__(self, params, foreach=False):
+        seen = set()
+        self.params = []
+        for p in params:
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                self.params.append(p)
+        self.foreach = foreach
+        self.lr, self.beta2_decay, self.eps1, self.eps2, self.d, self.weight_decay = 1e-2, -0.8, None, 1e-3, 1.0, 0.0
+        self.state = {}
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.params:
+            p.grad = None
+
+    def _init_group(self):
+        params, grads, row_vars, col_vars, variances, steps = [], [], [], [], [], []
+        for p in self.params:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            state = self.state.get(p)
+            if state is None:
+                state = self.state[p] = {"step": 0.0}
+                if p.grad.dim() > 1:
+                    row_shape = list(p.grad.shape)
+                    row_shape[-1] = 1
+                    state["row_var"] = p.grad.new_zeros(row_shape)
+                    col_shape = list(p.grad.shape)
+                    col_shape[-2] = 1
+                    state["col_var"] = p.grad.new_zeros(col_shape)
+                else:
+                    state["variance"] = torch.zeros_like(p.grad, memory_format=torch.preserve_format)
+            row_vars.append(state.get("row_var", None))
+            col_vars.append(state.get("col_var", None))
+            variances.append(state.get("variance", None))
+            steps.append(state)
+        return params, grads, row_vars, col_vars, variances, steps
+
+    @torch.no_grad()
+    def step(self):
+        lists = self._init_group()
+        if self.foreach:
+            self._multi(*lists)
+        else:
+            self._single(*lists)
+
+    def _single(self, params, grads, row_vars, col_vars, variances, state_steps):
+        lr, eps1, eps2, d, beta2_decay = self.lr, self.eps1, self.eps2, self.d, self.beta2_decay
+        for i, param in enumerate(params):
+            grad = grads[i]
+            step_t = state_steps[i]
+            row_var = row_vars[i]
+            col_var = col_vars[i]
+            variance = variances[i]
+            if eps1 is None:
+                eps1 = torch.finfo(param.dtype).eps
+            step_t["step"] += 1
+            step_float = step_t["step"]
+            one_minus_beta2_t = step_float ** beta2_decay
+            rho_t = min(lr, 1 / (step_float ** 0.5))
+            alpha = max(eps2, param.norm(2).item() / (param.numel() ** 0.5)) * rho_t
+            if self.weight_decay != 0:
+                param.mul_(1 - lr * self.weight_decay)
+            if grad.dim() > 1:
+                row_mean = torch.linalg.vector_norm(grad, dim=-1, keepdim=True).square_().div_(grad.size(-1))
+                row_var.lerp_(row_mean, one_minus_beta2_t)
+                col_mean = torch.linalg.vector_norm(grad, dim=-2, keepdim=True).square_().div_(grad.size(-2))
+                col_var.lerp_(col_mean, one_minus_beta2_t)
+                var_estimate = row_var @ col_var
+                var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
+            else:
+                grad_squared = grad * grad
+                variance.lerp_(grad_squared, one_minus_beta2_t)
+                var_estimate = variance.clone()
+            update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
+            update.mul_(grad)
+            denom = max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d))
+            param.add_(update, alpha=-alpha / denom)
+
+    def _multi(self, params, grads, row_vars, col_vars, variances, state_steps):
+        if len(params) == 0:
+            return
+        lr, eps1, eps2, d, beta2_decay = self.lr, self.eps1, self.eps2, self.d, self.beta2_decay
+        # _group_tensors_by_device_dtype_and_is_multidim: (device, dtype) groups in
+        # parameter order, each split into dim() > 1 and the rest, in order of first sight
+        grouped = OrderedDict()
+        for j, g in enumerate(grads):
+            key = (g.device, g.dtype, g.dim() > 1)
+            grouped.setdefault(key, [[] for _ in range(6)])
+            for k, lst in enumerate((params, grads, row_vars, col_vars, variances, state_steps)):
+                grouped[key][k].append(lst[j])
+        for (_, dtype, is_multidim), (device_params, device_grads, device_row_vars, device_col_vars,
+                                      device_variances, device_state_steps) in grouped.items():
+            if eps1 is None:
+                eps1 = torch.finfo(dtype).eps
+            for s in device_state_steps:  # torch._foreach_add_(device_state_steps, 1.0)
+                s["step"] += 1
+            one_minus_beta2_ts = [s["step"] ** beta2_decay for s in device_state_steps]
+            rho_ts = [min(lr, 1 / (s["step"] ** 0.5)) for s in device_state_steps]
+            alphas = [max(eps2, p.norm(2).item() / (p.numel() ** 0.5)) * r for p, r in zip(device_params, rho_ts)]
+            if self.weight_decay != 0:
+                torch._foreach_mul_(device_params, 1 - lr * self.weight_decay)
+            if is_multidim:
+                row_means = [torch.linalg.vector_norm(grad, dim=-1, keepdim=True) for grad in device_grads]
+                torch._foreach_mul_(row_means, row_means)
+                torch._foreach_div_(row_means, [grad.size(-1) for grad in device_grads])
+                _lerp_(device_row_vars, row_means, one_minus_beta2_ts)
+                del row_means
+                col_means = [torch.linalg.vector_norm(grad, dim=-2, keepdim=True) for grad in device_grads]
+                torch._foreach_mul_(col_means, col_means)
+                torch._foreach_div_(col_means, [grad.size(-2) for grad in device_grads])
+                _lerp_(device_col_vars, col_means, one_minus_beta2_ts)
+                del col_means
+                var_estimates = [row_var @ col_var for row_var, col_var in zip(device_row_vars, device_col_vars)]
+                row_var_means = [row_var.mean(dim=-2, keepdim=True) for row_var in device_row_vars]
+                _clamp_min_(row_var_means, eps1)
+                torch._foreach_div_(var_estimates, row_var_means)
+                del row_var_means
+            else:
+                grads_squared = torch._foreach_mul(device_grads, device_grads)
+                _lerp_(device_variances, grads_squared, one_minus_beta2_ts)
+                del grads_squared
+                var_estimates = [v.clone() for v in device_variances]
+            _clamp_min_(var_estimates, eps1 * eps1)
+            _rsqrt_(var_estimates)
+            torch._foreach_mul_(var_estimates, device_grads)
+            updates = var_estimates
+            alphas = [-a / (max(1.0, update.norm(2).item() / ((update.numel() ** 0.5) * d)))
+                      for a, update in zip(alphas, updates)]
+            torch._foreach_mul_(updates, alphas)
+            torch._foreach_add_(device_params, updates)
+
+    def state_bytes(self):
+        n = 0
+        for st in self.state.values():
+            for v in st.values():
+                if torch.is_tensor(v):
+                    n += v.numel() * v.element_size()
+        return n
+
+
 def make(params, kind):
     if kind == "none":
         return None
+    if kind in ("adafactor", "adafactor-foreach"):
+        return Adafactor2x(params, foreach=kind == "adafactor-foreach")
     return Foreach2x(params, kind)
 
 
-__all__ = ["Foreach2x", "make"]
+__all__ = ["Foreach2x", "Adafactor2x", "make"]

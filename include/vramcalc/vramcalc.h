@@ -136,6 +136,10 @@ vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name
                                   vc_model **out, vc_error *err);
 /* The vramcalc model JSON a config.json was turned into; NULL for a model file. */
 const char *vc_model_generated_json(const vc_model *m);
+/* Reloads a config.json model at `seq` tokens per sample (as --seq would
+ * have loaded it), keeping its other options and its LoRA adapters; on
+ * failure the model is left as it was. VC_ERR_USAGE for a model file. */
+vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -150,7 +154,10 @@ const char *vc_model_generated_json(const vc_model *m);
     X(NONE, "none")                \
     X(LION, "lion")                \
     X(ADAM8BIT, "adam8bit")        \
-    X(ADAMW8BIT, "adamw8bit")
+    X(ADAMW8BIT, "adamw8bit")      \
+    X(ADAFACTOR, "adafactor")      \
+    X(PAGED_ADAM8BIT, "paged_adam8bit") \
+    X(PAGED_ADAMW8BIT, "paged_adamw8bit")
 #define VC_OPTIM_IMPL_MAP(X) X(FOREACH, "foreach") X(FUSED, "fused") X(FORLOOP, "forloop")
 #define VC_PRECISION_MAP(X)                                                          \
     X(FP32, "fp32") X(FP16, "fp16") X(BF16, "bf16") X(AMP_FP16, "amp-fp16")           \
@@ -232,6 +239,10 @@ const char *vc_mode_name(vc_mode m);
 const char *vc_attention_name(vc_attention a);
 /* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
 const char *vc_optim_summary(vc_optim o);
+/* The implementation the optimizer's class runs when not told: foreach, but
+ * forloop for adafactor (torch.optim.Adafactor's foreach=None). vc_options_init
+ * sets foreach; the CLI's --optim-impl defaults to this. */
+vc_optim_impl vc_optim_default_impl(vc_optim o);
 /* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
  * ("2.15"; buf of at least 16 bytes). */
 int vc_torch_from_name(const char *s);
@@ -251,6 +262,11 @@ typedef struct {
     int64_t reserved;         /* max_memory_reserved() */
     int64_t cuda_context;     /* context + library handles outside the allocator */
     int64_t total;            /* reserved + cuda_context */
+    /* optimizer state outside PyTorch's caching allocator: bitsandbytes'
+     * paged optimizers (cudaMallocManaged); in none of the figures above
+     * (torch.cuda.memory_allocated() does not see it; nvidia-smi does while
+     * it is resident on the GPU) */
+    int64_t optimizer_states_paged;
 } vc_memory;
 
 typedef struct {
@@ -427,6 +443,20 @@ void vc_estimator_free(vc_estimator *e);
  * *estimates (may be NULL) receives how many were made. */
 vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
                                  vc_error *err);
+
+/* ---- the longest sequence that fits (issue 12, --max-seq) ----
+ * For a model read from a config.json (the sequence length is a load
+ * option, vc_hf_options.seq): the largest N whose memory.total with
+ * o->batch samples of N tokens is at most `capacity` while N + 1's is not
+ * (or N + 1 is refused by the model: *limited = 1 then, e.g. GPT-2's 1,024
+ * learned positions, or the 2^40 limit); 0 when one token does not fit.
+ * Each length tried is the config loaded at that length (with m's LoRA
+ * adapters) and one estimate: an exponential search from m's length, then
+ * bisection, about 2 log2 of the range's estimates (*estimates). m itself
+ * is not changed (vc_model_set_seq loads it at the answer). VC_ERR_USAGE
+ * for a vramcalc model file, or one whose input --input replaced. */
+vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
+                           int *limited, int *estimates, vc_error *err);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,7 @@ int main(void)
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);
-    OFF(vc_memory, reserved); OFF(vc_memory, cuda_context); OFF(vc_memory, total);
+    OFF(vc_memory, reserved); OFF(vc_memory, cuda_context); OFF(vc_memory, total); OFF(vc_memory, optimizer_states_paged);
     SIZE(vc_peak);
     OFF(vc_peak, phase); OFF(vc_peak, layer); OFF(vc_peak, kind); OFF(vc_peak, weights); OFF(vc_peak, gradients);
     OFF(vc_peak, optimizer_states); OFF(vc_peak, activations); OFF(vc_peak, temporaries); OFF(vc_peak, workspace);

@@ -78,6 +78,11 @@ MATRIX = [
      dict(batch=5, input_size=(3, 64, 64), per_layer=True, optim="none")),
     ("vit_b_16.json", ["-b", "2", "-p", "bf16", "-g", "a100-40gb"], dict(batch=2, precision="bf16", gpu="a100-40gb")),
     ("unet.json", ["-b", "2", "--input", "3,128,128"], dict(batch=2, input_size="3,128,128")),
+    ("gpt2_small.json", ["-b", "2", "-o", "adafactor"], dict(batch=2, optim="adafactor")),
+    ("resnet18.json", ["-b", "4", "-o", "adafactor", "--optim-impl", "foreach"],
+     dict(batch=4, optim="adafactor", optim_impl="foreach")),
+    ("resnet50.json", ["-b", "2", "-o", "paged_adamw8bit", "-p", "bf16"],
+     dict(batch=2, optim="paged_adamw8bit", precision="bf16")),
 ]
 
 
@@ -119,6 +124,26 @@ def test_matrix(vc):
     want = json.loads(out)
     check(got["memory"] == want["memory"] and got["parameters"] == want["parameters"],
           "an HF config dict and its file give different estimates")
+    # --seq and --max-seq on a config.json: the API's JSON and table are the CLI's
+    llama = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
+    for args, kw in ((["-p", "bf16", "--seq", "4096", "-b", "2"], dict(precision="bf16", seq=4096, batch=2)),
+                     (["-p", "bf16", "-g", "rtx4090", "--max-seq"], dict(precision="bf16", gpu="rtx4090", max_seq=True)),
+                     (["-b", "2", "-g", "h100-80gb:90%", "--max-seq", "-o", "adamw"],
+                      dict(batch=2, gpu="h100-80gb:90%", max_seq=True, optim="adamw"))):
+        rc, out, err = cli([llama, "-f", "json"] + args)
+        check(rc in (0, 1), "llama-3.1-8b.json %s: CLI exit %d: %s" % (args, rc, err.strip()))
+        r = vc.estimate(llama, **kw)
+        check(r.to_json() == out, "llama-3.1-8b.json %s: API JSON differs from the CLI's:\n%s\n---\n%s"
+              % (args, r.to_json(), out))
+        rc, tab, _ = cli([llama] + args)
+        if kw.get("max_seq"):
+            line = "max seq on %s, batch %d: %d tokens" % (r.gpu.name, r.batch, r.max_seq())
+            check(line in tab and line in str(r), "llama-3.1-8b.json %s: %r not in both tables" % (args, line))
+    # max_seq() on a GPU not given to estimate(), from a dict
+    with open(llama) as fh:
+        cfg = json.load(fh)
+    rc, out, _ = cli([llama, "-f", "json", "-g", "a100-40gb", "--max-seq"])
+    check(vc.estimate(cfg).max_seq("a100-40gb") == json.loads(out)["max_seq"], "max_seq('a100-40gb') != --max-seq")
     # max_batch() against --max-batch on a GPU not given to estimate()
     r = vc.estimate(path, batch=2)
     rc, out, _ = cli([path, "-f", "json", "-g", "rtx3090", "--max-batch"])
@@ -140,7 +165,9 @@ def test_errors(vc):
                   "%s: API error %r, CLI %r" % (f, str(e), err.strip()))
     for kw, what in ((dict(optim="adamx"), "optim"), (dict(precision="fp8"), "precision"),
                      (dict(batch=0), "batch"), (dict(gpu="rtx9999"), "gpu"), (dict(workspace="12 parsecs"), "workspace"),
-                     (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size")):
+                     (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size"),
+                     (dict(max_seq=True), "max_seq"), (dict(max_seq=True, gpu="rtx4090"), "config.json"),
+                     (dict(seq=128), "config.json")):
         try:
             vc.estimate(os.path.join(EXAMPLES, "resnet18.json"), **kw)
             check(False, "%r accepted" % (kw,))
@@ -149,7 +176,7 @@ def test_errors(vc):
     rc, out, _ = cli(["--list-layers"])
     check([k for k, _ in vc.kinds()] == [l.split()[0] for l in out.splitlines() if l.strip()],
           "kinds() != vramcalc --list-layers")
-    print("errors: %d bad files and 7 bad options" % len(files))
+    print("errors: %d bad files and 10 bad options" % len(files))
 
 
 def test_torch(vc):

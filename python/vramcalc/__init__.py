@@ -6,6 +6,7 @@
     print(r)                 # the CLI's table (without the bar)
     r.memory.total           # bytes; every field of `vramcalc -f json` is here (r.to_dict())
     r.max_batch()            # the largest batch that fits the GPU
+    r.max_seq()              # a Hugging Face config.json: the longest sequence that fits
     r.to_json()              # byte for byte what `vramcalc MODEL -f json` prints
 
 `model` is an nn.Module (exported with tools/torch2vramcalc.py's exporter; needs torch),
@@ -291,7 +292,9 @@ class Result:
                                                                  "kv_cache", "kv_tokens")])
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
-        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY)
+        # "optimizer_states_paged" only when there is any (bitsandbytes' paged optimizers), as the CLI prints it
+        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY + ("optimizer_states_paged",)
+                             if k in _MEMORY or getattr(res.memory, k))
         pk = res.peak
         self.peak = Fields([("phase", _s(L.vc_phase_name(pk.phase))), ("layer", _s(pk.layer)),
                             ("kind", _s(pk.kind))] + [(k, getattr(pk, k)) for k in _PEAK])
@@ -301,6 +304,7 @@ class Result:
                                ("free", gpu.capacity - res.memory.total),
                                ("fits", res.memory.total <= gpu.capacity)])
         self._max_batch = max_batch
+        self._max_seq = None  # (tokens, limited) when estimate(max_seq=True)
         self.layers = None
         if per_layer:
             self.layers = []
@@ -357,6 +361,19 @@ class Result:
             self._max_batch = mb.value
         return mb.value
 
+    def max_seq(self, gpu=None):
+        """A model read from a Hugging Face config.json: the longest sequence (tokens per
+        sample, at this result's batch) whose total fits `gpu` (default: the estimate's gpu);
+        0 when one token does not fit.  The library's search (vramcalc --max-seq)."""
+        spec = self._gpu_spec if gpu is None else _gpu(gpu)
+        if spec is None:
+            raise VramcalcError("max_seq: no GPU (estimate(..., gpu=...) or max_seq(gpu=...))")
+        if gpu is None and self._max_seq is not None:
+            return self._max_seq[0]
+        if self._model is None:
+            raise VramcalcError("max_seq: this result has no model")
+        return _max_seq(self._model, self._opts, spec, gpu is not None)[0]
+
     def to_dict(self):
         """The JSON output as a dict (keys in the CLI's order)."""
         d = {"schema_version": 1, "model": self.model, "mode": self.mode, "batch": self.batch,
@@ -373,6 +390,8 @@ class Result:
             d["gpu"] = self.gpu.to_dict()
         if self._max_batch is not None and self._report_max_batch:
             d["max_batch"] = self._max_batch
+        if self._max_seq is not None:
+            d["max_seq"], d["max_seq_limited"] = self._max_seq
         if self.layers is not None:
             d["layers"] = [dict(l) for l in self.layers]
         return d
@@ -394,7 +413,7 @@ class Result:
             out.append('%s"parallel": {"layout": "%s", "gpus": %d},\n' % (ind, self.parallel.layout, self.parallel.gpus))
         out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
                    % (ind, self.parameters, self.trainable_parameters))
-        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, m[k]) for k in _MEMORY)))
+        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, v) for k, v in m.to_dict().items())))
         out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
                    % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
                       ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
@@ -410,6 +429,9 @@ class Result:
                        % (ind, _json_str(g.name), g.capacity, g.free, "true" if g.fits else "false"))
         if self._max_batch is not None and self._report_max_batch:
             out.append(',\n%s"max_batch": %d' % (ind, self._max_batch))
+        if self._max_seq is not None:
+            out.append(',\n%s"max_seq": %d, "max_seq_limited": %s'
+                       % (ind, self._max_seq[0], "true" if self._max_seq[1] else "false"))
         if self.layers is not None:
             out.append(',\n%s"layers": [' % ind)
             for i, l in enumerate(self.layers):
@@ -459,6 +481,8 @@ class Result:
         row("reserved", m.reserved, "(caching allocator model)")
         row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
         row("total", m.total, "(reserved + context)")
+        if "optimizer_states_paged" in m.to_dict():
+            row("paged states", m.optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)")
         parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
                  ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
         lines.append("")
@@ -467,6 +491,12 @@ class Result:
             lines.append("")
             lines.append("  max batch on %s: %d%s" % (self.gpu.name, self._max_batch,
                                                       " (batch 1 does not fit)" if self._max_batch == 0 else ""))
+        if self._max_seq is not None:
+            n, limited = self._max_seq
+            lines.append("")
+            lines.append("  max seq on %s, batch %d: %d tokens%s" % (
+                self.gpu.name, self.batch, n, " (1 token does not fit)" if n == 0 else
+                " (the longest the model takes: one more is refused, not for memory)" if limited else ""))
         if self.layers:
             lines.append("")
             lines.append("  %-32s %-26s %-22s %14s %12s" % ("layer", "kind", "output", "parameters", "saved"))
@@ -495,23 +525,45 @@ def _gpu(spec):
     return out
 
 
+def _max_seq(model, opts, spec, hopper):
+    """(tokens, limited): vc_model_max_seq for model (a config.json) on spec."""
+    L = _capi.lib()
+    opts = vc_options.from_buffer_copy(opts)
+    if hopper and spec.preset and spec.preset.contents.hopper:
+        opts.hopper = 1
+    n, limited, err = ctypes.c_int64(), ctypes.c_int(), vc_error()
+    if L.vc_model_max_seq(model.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), ctypes.byref(limited),
+                          None, ctypes.byref(err)):
+        _raise(err)
+    return n.value, bool(limited.value)
+
+
+def _set_seq(model, seq):
+    err = vc_error()
+    if _capi.lib().vc_model_set_seq(model.ptr, seq, ctypes.byref(err)):
+        _raise(err)
+
+
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
-             optim_impl="foreach", accumulate=1, attention="auto", workspace=None, context=None,
-             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, prompt=None, new_tokens=None,
-             cache=None, **export_options):
+             optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
+             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
+             prompt=None, new_tokens=None, cache=None, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
     "ids=128:int64", or a list of those for several forward arguments), a model file path,
     or a model document (dict).  For a file or dict, input_size replaces the single
     input's shape (the CLI's --input).  Other arguments are the CLI's options:
-    optim (sgd, momentum, adam, adamw, none), optim_impl, precision (fp32, fp16, bf16,
+    optim (sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor), optim_impl
+    (default: the class's own, foreach; forloop for adafactor), precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), prompt, new_tokens and cache ("dynamic",
     "static") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
+    For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
+    max_seq (with gpu: estimate at the longest sequence that fits at `batch`, as --max-seq does).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -525,7 +577,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.batch = batch
     opts.accumulate = accumulate
     opts.optim = _enum("optim", optim)
-    opts.optim_impl = _enum("optim_impl", optim_impl)
+    # None: what the class runs when not told (foreach; forloop for adafactor), as --optim-impl
+    opts.optim_impl = L.vc_optim_default_impl(opts.optim) if optim_impl is None else _enum("optim_impl", optim_impl)
     opts.precision = _enum("precision", precision)
     opts.mode = _enum("mode", mode)
     opts.attention = _enum("attention", attention)
@@ -555,9 +608,25 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
             opts.hopper = 1
     if max_batch and spec is None:
         raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
+    if max_seq:
+        other = ("max_batch" if max_batch else "seq" if seq is not None else
+                 "input_size" if input_size is not None else None)
+        if other:
+            raise VramcalcError("max_seq searches the sequence length of a config.json at one batch: "
+                                "it does not go with %s" % other)
+        if spec is None:
+            raise VramcalcError("max_seq needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+        raise VramcalcError("seq: %r is not a positive integer" % (seq,))
     m, used, names = _model_of(model, input_size, dict(export_options))
     if input_size is not None and not used:
         _set_input(m, input_size)
+    if seq is not None:
+        _set_seq(m, seq)
+    ms = None
+    if max_seq:
+        ms = _max_seq(m, opts, spec, False)
+        _set_seq(m, ms[0] if ms[0] > 0 else 1)
     mb = None
     if max_batch:
         probe = Result.__new__(Result)
@@ -574,6 +643,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     finally:
         L.vc_result_free(ctypes.byref(res))
     r._report_max_batch = bool(max_batch)
+    r._max_seq = ms
     r.module_names = names or {}
     r.description = getattr(m, "description", "")
     return r

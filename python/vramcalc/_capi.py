@@ -30,7 +30,8 @@ class vc_options(ctypes.Structure):
 
 class vc_memory(ctypes.Structure):
     _fields_ = [(n, c_int64) for n in ("weights", "gradients", "optimizer_states", "activations", "workspace",
-                                       "peak_allocated", "reserved", "cuda_context", "total")]
+                                       "peak_allocated", "reserved", "cuda_context", "total",
+                                       "optimizer_states_paged")]
 
 
 class vc_peak(ctypes.Structure):
@@ -90,6 +91,7 @@ _PROTOS = {
     "vc_mode_from_name": (c_int, [c_char_p]),
     "vc_attention_from_name": (c_int, [c_char_p]),
     "vc_optim_name": (c_char_p, [c_int]),
+    "vc_optim_default_impl": (c_int, [c_int]),
     "vc_optim_impl_name": (c_char_p, [c_int]),
     "vc_precision_name": (c_char_p, [c_int]),
     "vc_mode_name": (c_char_p, [c_int]),
@@ -115,6 +117,8 @@ _PROTOS = {
     "vc_estimator_new_counts": (c_int, [c_int64, c_int64, P(vc_options), P(_vp), P(vc_error)]),
     "vc_estimator_max_batch": (c_int, [_vp, c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_estimator_free": (None, [_vp]),
+    "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
+    "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
 }
 
 VC_EST_NO_LAYERS = 1

@@ -32,8 +32,9 @@ static const char usage[] =
     "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
     "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
     "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
-    "  -o, --optim NAME       sgd, momentum, adam, adamw, none (default adam)\n"
-    "      --optim-impl I     foreach (default), fused, forloop\n"
+    "  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit,\n"
+    "                         paged_adamw8bit, adafactor (default adam)\n"
+    "      --optim-impl I     foreach (default; forloop for adafactor, as torch's), fused, forloop\n"
     "      --accumulate N     gradient accumulation over N micro-batches\n"
     "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
     "  -m, --mode M           train (default) or infer\n"
@@ -52,6 +53,7 @@ static const char usage[] =
     "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P% for headroom\n"
     "                         (h100-80gb:90%); exit status 1 when it does not fit\n"
     "      --max-batch        with --gpu: the largest batch size that fits\n"
+    "      --max-seq          with --gpu, a config.json: the longest sequence (tokens) that fits at --batch\n"
     "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
     "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
     "  -f, --format F         table (default), json, csv\n"
@@ -337,11 +339,12 @@ enum {
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
     OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
     OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
+    OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
 };
 
 typedef struct {
     const char *format, *plot, *file;
-    bool per_layer, counts, max_batch;
+    bool per_layer, counts, max_batch, max_seq;
     vc_gpu_spec gpu;
     bool have_gpu;
     vc_term term;
@@ -473,6 +476,34 @@ out:
     return rc;
 }
 
+/* --max-seq: what it goes with (a model, --gpu, --batch) and what it does not. */
+static int max_seq_usage(const cli *c, const char *gpu, const char *sweep, const char *input, int64_t seq, bool trace,
+                         bool emit)
+{
+    const char *other = c->counts ? "--params" : c->max_batch ? "--max-batch" : sweep ? "--sweep" : input ? "--input"
+                      : seq ? "--seq" : trace ? "--trace" : emit ? "--emit-model" : NULL;
+    if (other)
+        return die("--max-seq searches the sequence length of a config.json at one --batch: it does not go with %s", other);
+    if (!gpu) return die("--max-seq needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
+    return 0;
+}
+
+/* --max-seq: the search, then the model reloaded at the answer (at 1 token
+ * when none fits) so that the report is the estimate there. */
+static int find_max_seq(const cli *c, vc_model *m, const vc_options *o, vc_report *rep)
+{
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (!vc_model_generated_json(m))
+        return die("%s: --max-seq applies to a Hugging Face config.json (the sequence length is its load option, "
+                   "--seq); this is a vramcalc model file: use --max-batch, or --input for another length", model_file);
+    int limited = 0;
+    if (vc_model_max_seq(m, o, c->gpu.capacity, &rep->max_seq, &limited, NULL, &err)) return die_err(&err);
+    rep->max_seq_limited = limited;
+    if (vc_model_set_seq(m, rep->max_seq > 0 ? rep->max_seq : 1, &err)) return die_err(&err);
+    return 0;
+}
+
 /* The model file's JSON tree is built and freed inside vc_model_load_file,
  * one malloc per value (thousands for a large model); the CLI owns the
  * process, so it lends cJSON a bump allocator for that call and drops it
@@ -539,6 +570,7 @@ int main(int argc, char **argv)
         {"serve", no_argument, 0, OPT_SERVE},       {"gpu-memory-utilization", required_argument, 0, OPT_GPU_UTIL},
         {"max-num-batched-tokens", required_argument, 0, OPT_MAX_TOKENS}, {"max-num-seqs", required_argument, 0, OPT_MAX_SEQS},
         {"block-size", required_argument, 0, OPT_BLOCK}, {"kv-cache-dtype", required_argument, 0, OPT_KV_DTYPE},
+        {"max-seq", no_argument, 0, OPT_MAX_SEQ},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -553,7 +585,7 @@ int main(int argc, char **argv)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false;
+    bool hf_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false, impl_given = false;
     bool serve = false, serve_given = false, mode_given = false;
     vc_serve_options so; /* --serve and its vLLM settings */
     vc_serve_options_init(&so);
@@ -594,8 +626,8 @@ int main(int argc, char **argv)
             if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
             memcpy(lora.targets, optarg, strlen(optarg) + 1);
             break;
-        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
-        case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
+        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit, paged_adamw8bit or adafactor"))) return rc; break;
+        case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
         case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
         case 'm': mode_given = true; if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train, infer or generate"))) return rc; break;
@@ -610,6 +642,7 @@ int main(int argc, char **argv)
             break;
         case 'g': gpu = optarg; break;
         case OPT_MAX_BATCH: c.max_batch = true; break;
+        case OPT_MAX_SEQ: c.max_seq = true; break;
         case OPT_SWEEP: sweep = optarg; break;
         case OPT_PLOT: c.plot = optarg; break;
         case OPT_NO_COLOR: no_color = true; break;
@@ -631,6 +664,7 @@ int main(int argc, char **argv)
         }
     }
     if (gpus) return flush_out(list_gpus(c.format));
+    if (!impl_given) o.optim_impl = vc_optim_default_impl(o.optim); /* forloop for adafactor */
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
@@ -655,6 +689,7 @@ int main(int argc, char **argv)
         return die("--max-context searches the prompt length at one batch: it does not go with %s",
                    c.max_batch ? "--max-batch" : sweep ? "--sweep" : "--trace");
     if (sweep && batch_given) return die("give either --batch or --sweep, not both");
+    if (c.max_seq && (rc = max_seq_usage(&c, gpu, sweep, input, hf.seq, trace, emit))) return rc;
     if (sweep && trace) return die("--trace shows one batch: use --batch, not --sweep");
     vc_error err;
     memset(&err, 0, sizeof err);
@@ -669,6 +704,7 @@ int main(int argc, char **argv)
     vc_result r;
     memset(&r, 0, sizeof r);
     vc_report rep = {"", NULL, &o, &r, c.per_layer, c.counts, c.have_gpu ? &c.gpu : NULL, -1, c.term, -1};
+    rep.max_seq = -1;
     static char shown_file[4 * 4096 + 1];
     vc_model *m = NULL;
     vc_estimator *e = NULL;
@@ -729,6 +765,7 @@ int main(int argc, char **argv)
                 goto out;
             }
         }
+        if (c.max_seq && (rc = find_max_seq(&c, m, &o, &rep))) goto out;
         rep.model = vc_model_name(m);
         if (trace) {
             if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
@@ -791,7 +828,7 @@ int main(int argc, char **argv)
         goto out;
     }
     print_one(&c, &rep);
-    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 ? EXIT_NOFIT : 0;
+    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 || rep.max_seq == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);
     vc_estimator_free(e);

@@ -215,6 +215,8 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     row(f, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
     row(f, "total", m->total, "(reserved + context)");
+    if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
+        row(f, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     if (!rep->counts_only) {
         fprintf(f, "\n  at the peak:");
         const int64_t parts[] = {r->peak.weights, r->peak.gradients, r->peak.optimizer_states,
@@ -238,6 +240,11 @@ void report_table(FILE *f, const vc_report *rep)
     if (rep->max_prompt >= 0)
         fprintf(f, "\n  max context on %s: prompt %" PRId64 " + %" PRId64 " new tokens%s\n", rep->gpu->name, rep->max_prompt,
                 o->new_tokens, rep->max_prompt == 0 ? " (a one-token prompt does not fit)" : "");
+    if (rep->max_seq >= 0)
+        fprintf(f, "\n  max seq on %s, batch %" PRId64 ": %" PRId64 " tokens%s\n", rep->gpu->name, o->batch, rep->max_seq,
+                rep->max_seq == 0 ? " (1 token does not fit)"
+                : rep->max_seq_limited ? " (the longest the model takes: one more is refused, not for memory)"
+                                       : "");
     if (rep->per_layer && r->nlayers) {
         fprintf(f, "\n  %-32s %-26s %-22s %14s %12s\n", "layer", "kind", "output", "parameters", "saved");
         for (size_t i = 0; i < r->nlayers; i++) {
@@ -273,9 +280,11 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
-               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64 "},\n",
+               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64,
             ind, m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated,
             m->reserved, m->cuda_context, m->total);
+    if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
+    fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);
     fprintf(f, ", \"kind\": ");
@@ -298,6 +307,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     if (rep->max_batch >= 0) fprintf(f, ",\n%s\"max_batch\": %" PRId64, ind, rep->max_batch);
     if (rep->max_prompt >= 0) fprintf(f, ",\n%s\"max_context\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 "}", ind,
                                       rep->max_prompt, o->new_tokens);
+    if (rep->max_seq >= 0)
+        fprintf(f, ",\n%s\"max_seq\": %" PRId64 ", \"max_seq_limited\": %s", ind, rep->max_seq,
+                rep->max_seq_limited ? "true" : "false");
     if (rep->per_layer) {
         fprintf(f, ",\n%s\"layers\": [", ind);
         for (size_t i = 0; i < r->nlayers; i++) {
@@ -333,6 +345,7 @@ void report_csv_header(FILE *f, const vc_report *rep)
     fputs(csv_cols, f);
     if (rep->gpu) fputs(",gpu.name,gpu.capacity,gpu.free,gpu.fits", f);
     if (rep->max_batch >= 0) fputs(",max_batch", f);
+    if (rep->max_seq >= 0) fputs(",max_seq,max_seq_limited", f);
     fputc('\n', f);
 }
 
@@ -361,6 +374,7 @@ void report_csv_row(FILE *f, const vc_report *rep)
                 report_fits(rep) ? "true" : "false");
     }
     if (rep->max_batch >= 0) fprintf(f, ",%" PRId64, rep->max_batch);
+    if (rep->max_seq >= 0) fprintf(f, ",%" PRId64 ",%s", rep->max_seq, rep->max_seq_limited ? "true" : "false");
     fputc('\n', f);
 }
 

@@ -1,0 +1,117 @@
+/*
+ * maxseq.c — the longest sequence that fits a GPU (issue 12, --max-seq).
+ *
+ * A model read from a Hugging Face config.json is built for one sequence
+ * length (vc_hf_options.seq, the CLI's --seq: hf.c writes it into the input
+ * shape and every layer's shapes follow). So each length tried is the
+ * config loaded again at that length (vc__model_load_seq: m's options and
+ * LoRA adapters, as the CLI's --seq would load it) and one estimate at
+ * o->batch (an estimator, as --max-batch uses). The search keeps a bracket
+ * lo (fits) < hi (does not fit, or refused by the model) and ends when
+ * hi = lo + 1: that is the boundary whatever the shape of total(seq), so
+ * "N fits and N + 1 does not" holds by construction. An exponential search
+ * from m's own length finds the bracket, bisection closes it: about
+ * 2 log2(range) estimates.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "model.h"
+#include "util.h"
+
+/* The longest length hf.c accepts (its --seq check, "more than 2^40"). */
+#define SEQ_LIMIT (INT64_C(1) << 40)
+
+typedef struct {
+    const vc_model *m;
+    const vc_options *o;
+    int64_t cap;
+    int64_t s0;       /* the length m was loaded at */
+    int n;            /* estimates made */
+    vc_status st;     /* an error other than "does not fit" */
+    vc_error *err;
+    int64_t lo, hi;   /* longest known to fit (0: none), shortest known not to (0: none) */
+    bool hi_refused;  /* hi was refused by the model (learned positions, the limit), not by memory */
+} search;
+
+/* memory.total of the model at seq tokens; *refused when the model does
+ * not take that length: the loader's --seq error (learned positions, the
+ * 2^40 limit), or, longer than the length m was loaded at, a size past the
+ * documented limits (an attention matrix over 2^56 elements, an overflow) */
+static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused, vc_error *err)
+{
+    *refused = false;
+    vc_model *c = NULL;
+    vc_status st = vc__model_load_seq(S->m, seq, &c, err);
+    if ((st == VC_ERR_USAGE && !strcmp(err->path, "--seq")) ||
+        (seq > S->s0 && (st == VC_ERR_MODEL || st == VC_ERR_OVERFLOW || st == VC_ERR_LIMIT))) {
+        *refused = true;
+        return VC_OK;
+    }
+    if (st) return st;
+    vc_estimator *e = NULL;
+    if (!(st = vc_estimator_new(c, S->o, VC_EST_NO_LAYERS, &e, err))) st = vc_estimator_total(e, S->o->batch, total, err);
+    vc_estimator_free(e);
+    vc_model_free(c);
+    return st;
+}
+
+/* 1: fits, 0: does not (too large, an overflow, or refused), -1: another
+ * error (kept in S). Moves the bracket. */
+static int probe(search *S, int64_t seq)
+{
+    vc_error tmp;
+    vc_error_clear(&tmp);
+    int64_t t = 0;
+    bool refused;
+    S->n++;
+    vc_status st = total_at(S, seq, &t, &refused, &tmp);
+    if (st == VC_ERR_OVERFLOW) t = INT64_MAX; /* past 2^63 bytes: it does not fit */
+    else if (st) {
+        if (S->err) *S->err = tmp;
+        S->st = st;
+        return -1;
+    }
+    if (!refused && t <= S->cap) {
+        if (seq > S->lo) S->lo = seq;
+        return 1;
+    }
+    if (!S->hi || seq < S->hi) {
+        S->hi = seq;
+        S->hi_refused = refused;
+    }
+    return 0;
+}
+
+vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
+                           int *limited, int *estimates, vc_error *err)
+{
+    *max_seq = 0;
+    if (limited) *limited = 0;
+    if (estimates) *estimates = 0;
+    if (err) vc_error_clear(err);
+    if (!m || !o) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model or no options");
+    if (err) snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (!m->gen_json)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-seq",
+                            "the sequence length is a Hugging Face config.json's option; this is a vramcalc model file");
+    if (m->has_override)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-seq", "--input replaced the model's input: the length is what --max-seq searches");
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+    /* start from the model's own length (its input: [seq] token ids) */
+    int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
+    search S = {m, o, capacity, s0, 0, VC_OK, err, 0, 0, false};
+    int f = probe(&S, s0);
+    /* exponential search for the bracket: doubling up from a length that
+     * fits (the model refuses past SEQ_LIMIT), halving down from one that
+     * does not */
+    while (f == 1 && !S.hi) f = probe(&S, S.lo < SEQ_LIMIT ? 2 * S.lo : SEQ_LIMIT + 1);
+    while (f == 0 && !S.lo && S.hi > 1) f = probe(&S, S.hi / 2);
+    /* bisection: lo fits, hi does not */
+    while (f >= 0 && S.lo && S.hi - S.lo > 1) f = probe(&S, S.lo + (S.hi - S.lo) / 2);
+    if (estimates) *estimates = S.n;
+    if (f < 0) return S.st;
+    *max_seq = S.lo;
+    if (limited) *limited = S.lo && S.hi_refused;
+    return VC_OK;
+}
