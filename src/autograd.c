@@ -184,6 +184,8 @@ static int build_liveness(vc_build *b)
         /* recompute replays a region up to its last saving op: tensors made
          * later are never recomputed, earlier ones are dropped by then */
         int r = t->op >= 0 ? b->op[t->op].region : -1;
+        /* an explicit release (a C++ local, a Python variable) holds in the recompute too */
+        if (r >= 0 && t->release > rlast[i] && b->op[t->release].region == r) rlast[i] = t->release;
         if (r < 0 || t->op > b->reg[r].last_save) rlast[i] = -1;
         else if (rlast[i] > b->reg[r].last_save) rlast[i] = b->reg[r].last_save;
     }
