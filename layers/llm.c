@@ -802,11 +802,14 @@ static void moe_emit(vc_build *b, const void *p)
         y = op_cast(b, y, dt);
         o = vc_op_begin(b, "index_add_");
         int ifn = vc_op_in(o, fin);
-        vc_op_in(o, y);
+        int iy = vc_op_in(o, y);
         vc_op_in_nodiff(o, nz);
         fin = vc_op_out_view(o, ifn, vc_n_sample(L * H), true);
         vc_op_grad(o, ifn, VC_GRAD_PASS);
         vc_op_save(o, nz);
+        /* derivatives.yaml index_add: source's gradient is
+         * grad.index_select(dim, index).expand_as(source): source is saved */
+        vc_op_save_if(o, y, iy);
         vc_op_end(o);
     }
     vc_release(b, mask);
