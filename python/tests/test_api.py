@@ -173,6 +173,20 @@ def test_errors(vc):
             check(False, "%r accepted" % (kw,))
         except vc.VramcalcError as e:
             check(what in str(e), "%r: message %r does not name %s" % (kw, str(e), what))
+    # generation (issue 13): the API's answers are the CLI's
+    hf = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
+    rc, out, _ = cli([hf, "--serve", "--gpu", "h100-80gb", "-p", "bf16", "--prompt", "7168", "--new-tokens", "1024",
+                      "-f", "json"])
+    s = vc.serve(hf, "h100-80gb", prompt=7168, new_tokens=1024)
+    check(rc == 0 and json.loads(out)["serve"]["blocks"] == s.blocks and s.concurrency == s.blocks // 512,
+          "serve() != vramcalc --serve")
+    rc, out, _ = cli([hf, "--mode", "generate", "--new-tokens", "1024", "-p", "bf16", "--gpu", "rtx4090",
+                      "--max-context", "-f", "json"])
+    n = vc.max_context(hf, "rtx4090", new_tokens=1024, precision="bf16")
+    check(json.loads(out)["max_context"]["prompt"] == n, "max_context() != vramcalc --max-context")
+    r = vc.estimate(hf, mode="generate", prompt=1024, new_tokens=64, precision="bf16")
+    rc, out, _ = cli([hf, "--mode", "generate", "--prompt", "1024", "--new-tokens", "64", "-p", "bf16", "-f", "json"])
+    check(json.loads(out)["generate"] == r.to_dict()["generate"], "estimate(mode='generate') != the CLI's")
     rc, out, _ = cli(["--list-layers"])
     check([k for k, _ in vc.kinds()] == [l.split()[0] for l in out.splitlines() if l.strip()],
           "kinds() != vramcalc --list-layers")

@@ -19,9 +19,9 @@ import json
 import os
 
 from . import _capi
-from ._capi import vc_error, vc_gpu_spec, vc_options, vc_result
+from ._capi import vc_error, vc_gpu_spec, vc_options, vc_result, vc_serve_options, vc_serve_result
 
-__all__ = ["estimate", "Result", "VramcalcError", "kinds", "gpus", "export"]
+__all__ = ["estimate", "serve", "max_context", "Result", "VramcalcError", "kinds", "gpus", "export"]
 __version__ = "0.1.0"
 
 
@@ -647,3 +647,68 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     r.module_names = names or {}
     r.description = getattr(m, "description", "")
     return r
+
+
+def _gen_options(precision, prompt, new_tokens, attention="auto", torch=None):
+    L = _capi.lib()
+    opts = vc_options()
+    L.vc_options_init(ctypes.byref(opts))
+    opts.precision = _enum("precision", precision)
+    opts.attention = _enum("attention", attention)
+    opts.mode = L.vc_mode_from_name(b"generate")
+    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
+            setattr(opts, name, v)
+    if torch is not None:
+        v = L.vc_torch_from_name(str(torch).encode())
+        if v < 0:
+            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
+        opts.torch_version = v
+    return opts
+
+
+def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=None, **kw):
+    """The longest prompt whose generation (new_tokens, batch) fits gpu, as
+    `vramcalc MODEL --mode generate --max-context --gpu GPU` finds it (N fits, N + 1
+    does not; 0 when a one-token prompt does not fit)."""
+    L = _capi.lib()
+    opts = _gen_options(precision, None, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
+    opts.batch = batch
+    if cache is not None:
+        opts.cache = _enum("cache", cache)
+    spec = _gpu(gpu)
+    if spec.preset and spec.preset.contents.hopper:
+        opts.hopper = 1
+    m, _, _ = _model_of(model, None, dict(kw))
+    n, err = ctypes.c_int64(), vc_error()
+    if L.vc_max_prompt(m.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), None, ctypes.byref(err)):
+        _raise(err)
+    return n.value
+
+
+def serve(model, gpu, precision="bf16", prompt=None, new_tokens=None, gpu_memory_utilization=0.9,
+          max_num_batched_tokens=None, max_num_seqs=None, block_size=16, kv_cache_dtype="auto", **kw):
+    """vLLM's KV cache on gpu (`vramcalc MODEL --serve --gpu GPU`): a Fields of
+    max_num_batched_tokens, max_num_seqs, weights, profile_peak, requested, kv_cache,
+    page_bytes, blocks, tokens, request_tokens (prompt + new_tokens) and concurrency."""
+    L = _capi.lib()
+    opts = _gen_options(precision, prompt, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
+    so = vc_serve_options()
+    L.vc_serve_options_init(ctypes.byref(so))
+    so.gpu_memory_utilization = float(gpu_memory_utilization)
+    so.max_num_batched_tokens = max_num_batched_tokens or 0
+    so.max_num_seqs = max_num_seqs or 0
+    so.block_size = block_size
+    so.kv_cache_dtype = _enum("kv_dtype", kv_cache_dtype)
+    spec = _gpu(gpu)
+    if spec.preset and spec.preset.contents.hopper:
+        opts.hopper = 1
+    m, _, _ = _model_of(model, None, dict(kw))
+    r, err = vc_serve_result(), vc_error()
+    if L.vc_serve(m.ptr, ctypes.byref(opts), ctypes.byref(so), ctypes.byref(spec), ctypes.byref(r), ctypes.byref(err)):
+        _raise(err)
+    return Fields((k, getattr(r, k)) for k, _ in vc_serve_result._fields_)

@@ -49,6 +49,17 @@ class vc_generate(ctypes.Structure):
     _fields_ = [(n, c_int64) for n in ("prefill_peak", "decode_peak", "decode_step", "kv_cache", "kv_tokens")]
 
 
+class vc_serve_options(ctypes.Structure):
+    _fields_ = [("gpu_memory_utilization", ctypes.c_double), ("max_num_batched_tokens", c_int64),
+                ("max_num_seqs", c_int64), ("block_size", c_int64), ("kv_cache_dtype", c_int)]
+
+
+class vc_serve_result(ctypes.Structure):
+    _fields_ = [(n, c_int64) for n in ("max_num_batched_tokens", "max_num_seqs", "weights", "profile_peak",
+                                       "requested", "kv_cache", "page_bytes", "blocks", "tokens",
+                                       "request_tokens", "concurrency")]
+
+
 class vc_result(ctypes.Structure):
     _fields_ = [("parameters", c_int64), ("trainable_parameters", c_int64), ("memory", vc_memory),
                 ("peak", vc_peak), ("attention", ctypes.c_char * 192), ("generate", vc_generate),
@@ -119,6 +130,10 @@ _PROTOS = {
     "vc_estimator_free": (None, [_vp]),
     "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
     "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
+    "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),
+    "vc_serve_options_init": (None, [P(vc_serve_options)]),
+    "vc_serve": (c_int, [_vp, P(vc_options), P(vc_serve_options), P(vc_gpu_spec), P(vc_serve_result), P(vc_error)]),
+    "vc_kv_dtype_from_name": (c_int, [c_char_p]),
 }
 
 VC_EST_NO_LAYERS = 1
