@@ -16,12 +16,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "report.h"
 #include "vramcalc/vramcalc.h"
 
 #define EXIT_NOFIT 1
 #define EXIT_USAGE 2
 #define MAX_SWEEP 100000 /* batch sizes in one --sweep */
+
+/* Where reports and the error line go: vc_cli_main's out and err (stdout
+ * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
+static FILE *cli_out, *cli_err;
 
 static const char usage[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
@@ -81,7 +86,7 @@ static int die(const char *fmt, ...)
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     vc_escape_text(safe, sizeof safe, raw);
-    fprintf(stderr, "vramcalc: %s\n", safe);
+    fprintf(cli_err, "vramcalc: %s\n", safe);
     return EXIT_USAGE;
 }
 
@@ -118,7 +123,7 @@ bad:
  * on stderr and exit 2, never a silent success. */
 static int flush_out(int rc)
 {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (fflush(cli_out) == 0 && !ferror(cli_out)) return rc;
     int e = errno ? errno : EIO;
     return die("cannot write the output: %s", strerror(e));
 }
@@ -265,7 +270,7 @@ static bool mentions_utf8(const char *s)
 static vc_term detect_term(bool no_color)
 {
     vc_term t = {false, false};
-    if (no_color || !isatty(STDOUT_FILENO)) return t;
+    if (no_color || !isatty(fileno(cli_out))) return t;
     const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
     for (int i = 0; i < 3; i++) {
         const char *v = getenv(vars[i]);
@@ -293,39 +298,39 @@ static int list_gpus(const char *format)
 {
     char b[32];
     if (!strcmp(format, "json")) {
-        printf("{\n  \"schema_version\": 1,\n  \"gpus\": [");
+        fprintf(cli_out, "{\n  \"schema_version\": 1,\n  \"gpus\": [");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
-            printf("%s\n    {\"name\": ", i ? "," : "");
-            json_str(stdout, g->name);
-            printf(", \"product\": ");
-            json_str(stdout, g->label);
-            printf(", \"vendor\": ");
-            json_str(stdout, g->vendor);
-            printf(", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
-            json_str(stdout, g->source);
-            printf("}");
+            fprintf(cli_out, "%s\n    {\"name\": ", i ? "," : "");
+            json_str(cli_out, g->name);
+            fprintf(cli_out, ", \"product\": ");
+            json_str(cli_out, g->label);
+            fprintf(cli_out, ", \"vendor\": ");
+            json_str(cli_out, g->vendor);
+            fprintf(cli_out, ", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
+            json_str(cli_out, g->source);
+            fprintf(cli_out, "}");
         }
-        printf("\n  ]\n}\n");
+        fprintf(cli_out, "\n  ]\n}\n");
     } else if (!strcmp(format, "csv")) {
-        printf("name,product,vendor,capacity,hopper,source\n");
+        fprintf(cli_out, "name,product,vendor,capacity,hopper,source\n");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
-            printf("%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
+            fprintf(cli_out, "%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
                    g->hopper ? "true" : "false", g->source);
         }
     } else {
-        printf("%-11s %10s %14s  %-6s %-5s  %s\n", "name", "memory", "bytes", "vendor", "sm90+", "product; source of the figure");
+        fprintf(cli_out, "%-11s %10s %14s  %-6s %-5s  %s\n", "name", "memory", "bytes", "vendor", "sm90+", "product; source of the figure");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
             format_bytes(g->capacity, b, sizeof b);
-            printf("%-11s %10s %14" PRId64 "  %-6s %-5s  %s\n%52s%s\n", g->name, b, g->capacity, g->vendor,
+            fprintf(cli_out, "%-11s %10s %14" PRId64 "  %-6s %-5s  %s\n%52s%s\n", g->name, b, g->capacity, g->vendor,
                    g->hopper ? "yes" : "", g->label, "", g->source);
         }
-        printf("\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device; sm90+: the\n"
+        fprintf(cli_out, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device; sm90+: the\n"
                "preset sets the Hopper/Blackwell cuBLAS workspace (32 MiB). Keep headroom with NAME:90%%.\n");
     }
-    return fflush(stdout) ? EXIT_USAGE : 0;
+    return fflush(cli_out) ? EXIT_USAGE : 0;
 }
 
 enum {
@@ -348,11 +353,11 @@ typedef struct {
 
 static void print_one(const cli *c, const vc_report *rep)
 {
-    if (!strcmp(c->format, "json")) report_json(stdout, rep);
+    if (!strcmp(c->format, "json")) report_json(cli_out, rep);
     else if (!strcmp(c->format, "csv")) {
-        report_csv_header(stdout, rep);
-        report_csv_row(stdout, rep);
-    } else report_table(stdout, rep);
+        report_csv_header(cli_out, rep);
+        report_csv_row(cli_out, rep);
+    } else report_table(cli_out, rep);
 }
 
 static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *o)
@@ -399,17 +404,17 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
         }
     }
     bool json = !strcmp(c->format, "json"), csv = !strcmp(c->format, "csv");
-    if (json) report_json_sweep_begin(stdout);
+    if (json) report_json_sweep_begin(cli_out);
     for (size_t i = 0; i < c->nsweep; i++) {
         o->batch = c->sweep[i];
         rep->r = &rows[i];
-        if (json) report_json_sweep_row(stdout, rep, i == 0);
+        if (json) report_json_sweep_row(cli_out, rep, i == 0);
         else if (csv) {
-            if (!i) report_csv_header(stdout, rep);
-            report_csv_row(stdout, rep);
+            if (!i) report_csv_header(cli_out, rep);
+            report_csv_row(cli_out, rep);
         } else {
-            if (!i) report_sweep_table_begin(stdout, rep);
-            report_sweep_table_row(stdout, rep);
+            if (!i) report_sweep_table_begin(cli_out, rep);
+            report_sweep_table_row(cli_out, rep);
         }
         /* --per-layer in a table sweep: the rows follow their summary line */
         if (!json && !csv && rep->per_layer && rows[i].nlayers) {
@@ -417,14 +422,14 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
                 const vc_layer_info *li = &rows[i].layers[l];
                 char sb[32];
                 format_bytes(li->activations, sb, sizeof sb);
-                printf("  %10s   %-32s %-20s %14" PRId64 " params %12s saved\n", "", li->name, li->kind,
+                fprintf(cli_out, "  %10s   %-32s %-20s %14" PRId64 " params %12s saved\n", "", li->name, li->kind,
                        li->parameters, sb);
             }
         }
     }
-    if (json) report_json_sweep_end(stdout, rep);
-    else if (!csv) report_sweep_table_end(stdout, rep);
-    if (fflush(stdout)) rc = EXIT_USAGE;
+    if (json) report_json_sweep_end(cli_out, rep);
+    else if (!csv) report_sweep_table_end(cli_out, rep);
+    if (fflush(cli_out)) rc = EXIT_USAGE;
 out:
     if (rows)
         for (size_t i = 0; i < c->nsweep; i++) vc_result_free(&rows[i]);
@@ -472,7 +477,7 @@ static void json_arena_release(void)
     }
 }
 
-int main(int argc, char **argv)
+int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
     static const struct option longopts[] = {
         {"batch", required_argument, 0, 'b'},       {"input", required_argument, 0, OPT_INPUT},
@@ -496,6 +501,10 @@ int main(int argc, char **argv)
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
         {0, 0, 0, 0},
     };
+    cli_out = out;
+    cli_err = errf;
+    model_file = NULL;
+    optind = 0; /* glibc: start afresh (vc_cli_main may run more than once in a process) */
     vc_options o;
     vc_options_init(&o);
     cli c;
@@ -561,11 +570,11 @@ int main(int argc, char **argv)
         case OPT_PARAMS: c.counts = true; if ((rc = parse_count("--params", optarg, 0, &params))) return rc; break;
         case OPT_ACTS: have_acts = true; if ((rc = parse_count("--activations", optarg, 0, &acts))) return rc; break;
         case OPT_LIST_LAYERS:
-            for (size_t i = 0; i < vc_kind_count(); i++) printf("%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
-            printf("%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
+            for (size_t i = 0; i < vc_kind_count(); i++) fprintf(cli_out, "%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
+            fprintf(cli_out, "%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
             return flush_out(0);
-        case 'h': fputs(usage, stdout); return flush_out(0);
-        case OPT_VERSION: printf("vramcalc %s\n", VC_VERSION); return flush_out(0);
+        case 'h': fputs(usage, cli_out); return flush_out(0);
+        case OPT_VERSION: fprintf(cli_out, "vramcalc %s\n", VC_VERSION); return flush_out(0);
         case ':': return die("%s needs a value (see vramcalc --help)", argv[optind - 1]);
         default:
             if (optopt) return die("unknown option '-%c' (see vramcalc --help)", optopt);
@@ -634,7 +643,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (emit) {
-            rc = puts(vc_model_generated_json(m)) < 0 || fflush(stdout) ? EXIT_USAGE : 0;
+            rc = fprintf(cli_out, "%s\n", vc_model_generated_json(m)) < 0 || fflush(cli_out) ? EXIT_USAGE : 0;
             goto out;
         }
         if (lora.r > 0) {
@@ -659,7 +668,7 @@ int main(int argc, char **argv)
         }
         rep.model = vc_model_name(m);
         if (trace) {
-            if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
+            if (vc_trace(m, &o, print_line, cli_out, &err)) rc = die_err(&err);
             goto out;
         }
     }
@@ -698,7 +707,7 @@ int main(int argc, char **argv)
         goto out;
     }
     print_one(&c, &rep);
-    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 ? EXIT_NOFIT : 0;
+    rc = fflush(cli_out) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);
     vc_estimator_free(e);
@@ -706,3 +715,7 @@ out:
     free(c.sweep);
     return flush_out(rc);
 }
+
+#ifndef VC_CLI_NO_MAIN
+int main(int argc, char **argv) { return vc_cli_main(argc, argv, stdout, stderr); }
+#endif
