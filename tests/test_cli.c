@@ -751,6 +751,37 @@ static void test_write_errors(void **state)
     }
 }
 
+/* --help comes from the options table (src/cli/main.c): every line within 80
+ * columns (help.c wraps at 79), each option on a line of its own (--lora-dropout
+ * used to share --lora-alpha's), a hidden alias (--no-colour) left out, and
+ * the choices listed from the library's X-macro maps (include/vramcalc/vramcalc.h:
+ * VC_OPTIM_MAP ends with lion, adam8bit, adamw8bit, which the old help and the
+ * --optim error did not list). */
+static void test_help_table(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, "--help");
+    assert_int_equal(r.status, 0);
+    for (const char *p = r.out; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (nl - p > 79) fail_msg("help line of %d columns: %.*s", (int)(nl - p), (int)(nl - p), p);
+        p = nl + 1;
+    }
+    assert_non_null(strstr(r.out, "\n      --lora-dropout P   lora_dropout (default 0)\n"));
+    assert_non_null(strstr(r.out, "\n  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit,\n"));
+    assert_null(strstr(r.out, "no-colour"));
+    assert_null(strstr(r.out, "%%"));
+    run_free(&r);
+    RUN(&r, mlp, "-o", "sgdd");
+    check_usage_error(&r, "--optim: unknown value 'sgdd' (choose sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit)");
+    run_free(&r);
+    RUN(&r, mlp, "--no-colour"); /* the alias still works */
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -758,6 +789,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
+        cmocka_unit_test(test_help_table),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

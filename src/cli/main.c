@@ -28,52 +28,18 @@
  * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
 static FILE *cli_out, *cli_err;
 
-static const char usage[] =
+/* --help: this, the options table (vc_cli_main's options[]), usage_tail. */
+static const char usage_head[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
     "       vramcalc --params N [--activations N] [options]\n"
     "\n"
-    "  -b, --batch N          samples per step (default 1)\n"
-    "      --input SHAPE      override the per-sample input shape, e.g. 3,224,224\n"
-    "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
-    "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
-    "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
-    "  -o, --optim NAME       sgd, momentum, adam, adamw, none (default adam)\n"
-    "      --optim-impl I     foreach (default), fused, forloop\n"
-    "      --accumulate N     gradient accumulation over N micro-batches\n"
-    "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
-    "  -m, --mode M           train (default) or infer\n"
-    "      --lora R           LoRA adapters of rank R (PEFT); every other parameter frozen\n"
-    "      --lora-targets L   the Linear layers to adapt, by name: q_proj,v_proj (default for a\n"
-    "                         config.json: PEFT's for its model_type)\n"
-    "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
-    "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
-    "      --gpus N           data-parallel ranks, with --parallel: ddp, zero1-torch (the busiest rank)\n"
-    "      --attention A      auto (default), flash, efficient, math\n"
-    "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
-    "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
-    "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
-    "  -g, --gpu G            check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus),\n"
-    "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P% for headroom\n"
-    "                         (h100-80gb:90%); exit status 1 when it does not fit\n"
-    "      --max-batch        with --gpu: the largest batch size that fits\n"
-    "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
-    "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
-    "  -f, --format F         table (default), json, csv\n"
-    "      --per-layer        a row per layer: output shape, parameters, saved activations\n"
-    "      --no-color         plain ASCII table, no colours (also: NO_COLOR=1)\n"
-    "      --params N         counts-only estimate without a model: bytes per parameter and per\n"
-    "                         activation element, no per-tensor model\n"
-    "      --activations N    with --params: activation elements per sample\n"
-    "      --list-gpus        the GPU presets, their memory and its source (with -f json/csv too)\n"
-    "      --list-layers      the supported layer kinds\n"
-    "      --trace            print the simulated timeline (one line per allocation or free)\n"
-    "  -h, --help             this help\n"
-    "      --version          print the version\n"
+    "options:\n";
+static const char usage_tail[] =
     "\n"
-    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB are powers of\n"
-    "1000, KiB/MiB/GiB/TiB powers of 1024).\n"
-    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad model file;\n"
-    "with --sweep, 0 unless an error (each row says whether it fits).\n";
+    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB\n"
+    "are powers of 1000, KiB/MiB/GiB/TiB powers of 1024).\n"
+    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad\n"
+    "model file; with --sweep, 0 unless an error (each row says whether it fits).\n";
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr; whatever the user gave (option values, file names)
@@ -248,9 +214,12 @@ fail:
     return rc;
 }
 
+/* choices: the options table's VC_CHOICES list ("a, b, c, "), or prose. */
 static int choose(const char *opt, const char *s, int v, const char *choices)
 {
-    if (v < 0) return die("%s: unknown value '%s' (choose %s)", opt, s, choices);
+    size_t n = strlen(choices);
+    while (n && (choices[n - 1] == ' ' || choices[n - 1] == ',')) n--;
+    if (v < 0) return die("%s: unknown value '%s' (choose %.*s)", opt, s, (int)n, choices);
     return 0;
 }
 
@@ -479,28 +448,63 @@ static void json_arena_release(void)
 
 int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-    static const struct option longopts[] = {
-        {"batch", required_argument, 0, 'b'},       {"input", required_argument, 0, OPT_INPUT},
-        {"optim", required_argument, 0, 'o'},       {"optim-impl", required_argument, 0, OPT_IMPL},
-        {"accumulate", required_argument, 0, OPT_ACCUM}, {"precision", required_argument, 0, 'p'},
-        {"mode", required_argument, 0, 'm'},        {"attention", required_argument, 0, OPT_ATTN},
-        {"torch", required_argument, 0, OPT_TORCH},
-        {"workspace", required_argument, 0, OPT_WS}, {"context", required_argument, 0, OPT_CTX},
-        {"format", required_argument, 0, 'f'},      {"per-layer", no_argument, 0, OPT_PER_LAYER},
-        {"params", required_argument, 0, OPT_PARAMS}, {"activations", required_argument, 0, OPT_ACTS},
-        {"list-layers", no_argument, 0, OPT_LIST_LAYERS}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, OPT_VERSION},  {"trace", no_argument, 0, OPT_TRACE},
-        {"gpu", required_argument, 0, 'g'},         {"max-batch", no_argument, 0, OPT_MAX_BATCH},
-        {"sweep", required_argument, 0, OPT_SWEEP}, {"plot", required_argument, 0, OPT_PLOT},
-        {"no-color", no_argument, 0, OPT_NO_COLOR}, {"no-colour", no_argument, 0, OPT_NO_COLOR},
-        {"list-gpus", no_argument, 0, OPT_LIST_GPUS},
-        {"seq", required_argument, 0, OPT_SEQ},     {"moe-imbalance", required_argument, 0, OPT_MOE},
-        {"emit-model", no_argument, 0, OPT_EMIT},   {"lora", required_argument, 0, OPT_LORA},
-        {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
-        {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
-        {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
-        {0, 0, 0, 0},
+    /* Every option, in --help's order: adding one is a row here and its case below. */
+    static const cli_option options[] = {
+        {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
+        {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
+        {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
+        {"moe-imbalance", 0, "F", OPT_MOE, NULL,
+         "config.json MoE: the busiest expert gets F x the even share (default 1)"},
+        {"emit-model", 0, NULL, OPT_EMIT, NULL, "config.json: print the equivalent vramcalc model JSON and exit"},
+        {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
+         "{} (default adam; what each keeps: docs/optimizers.md)"},
+        {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
+         "{} (default foreach; refused where the optimizer has no such implementation)"},
+        {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
+        {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
+         "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
+         "weights and optimizer states)"},
+        {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP), "{} (default train; --optim does not apply to infer)"},
+        {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
+        {"lora-targets", 0, "L", OPT_LORA_TARGETS, NULL,
+         "the Linear layers to adapt, by name: q_proj,v_proj (default for a config.json: PEFT's for its "
+         "model_type)"},
+        {"lora-alpha", 0, "A", OPT_LORA_ALPHA, NULL, "lora_alpha (default 8)"},
+        {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
+        {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
+         "config.json: gradient checkpointing per decoder layer, non-reentrant"},
+        {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
+        {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
+         "the parallel layout: {} (docs/parallel.md)"},
+        {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
+         "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
+        {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
+        {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
+        {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
+        {"gpu", 'g', "G", 'g', NULL,
+         "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
+         "either with :P% for headroom (h100-80gb:90%); exit status 1 when it does not fit"},
+        {"max-batch", 0, NULL, OPT_MAX_BATCH, NULL, "with --gpu: the largest batch size that fits (exact: it fits, one more does not)"},
+        {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
+        {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
+        {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
+        {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
+        {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
+        {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},
+        {"params", 0, "N", OPT_PARAMS, NULL,
+         "counts-only estimate without a model: bytes per parameter and per activation element, no "
+         "per-tensor model"},
+        {"activations", 0, "N", OPT_ACTS, NULL, "with --params: activation elements per sample"},
+        {"list-gpus", 0, NULL, OPT_LIST_GPUS, NULL, "the GPU presets, their memory and its source (with -f json/csv too)"},
+        {"list-layers", 0, NULL, OPT_LIST_LAYERS, NULL, "the supported layer kinds"},
+        {"trace", 0, NULL, OPT_TRACE, NULL, "print the simulated timeline (one line per allocation or free)"},
+        {"help", 'h', NULL, 'h', NULL, "this help"},
+        {"version", 0, NULL, OPT_VERSION, NULL, "print the version"},
     };
+    enum { NOPT = sizeof options / sizeof *options };
+    static struct option longopts[NOPT + 1];
+    static char shortopts[3 * NOPT + 2];
+    cli_getopt_tables(options, NOPT, longopts, shortopts);
     cli_out = out;
     cli_err = errf;
     model_file = NULL;
@@ -520,7 +524,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     bool hf_given = false, emit = false;
     int ch, rc;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (ch) {
         case 'b': batch_given = true; if ((rc = parse_count("--batch", optarg, 1, &o.batch))) return rc; break;
         case OPT_INPUT: input = optarg; break;
@@ -536,7 +540,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
         case OPT_EMIT: emit = true; break;
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
-        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp or zero1-torch"))) return rc; break;
+        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
@@ -545,12 +549,12 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
             memcpy(lora.targets, optarg, strlen(optarg) + 1);
             break;
-        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
-        case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
+        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), VC_CHOICES(VC_OPTIM_MAP)))) return rc; break;
+        case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), VC_CHOICES(VC_OPTIM_IMPL_MAP)))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
-        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
-        case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train or infer"))) return rc; break;
-        case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
+        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), VC_CHOICES(VC_PRECISION_MAP)))) return rc; break;
+        case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), VC_CHOICES(VC_MODE_MAP)))) return rc; break;
+        case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), VC_CHOICES(VC_ATTENTION_MAP)))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
         case OPT_CTX: if ((rc = parse_size("--context", optarg, &o.context))) return rc; break;
@@ -573,7 +577,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             for (size_t i = 0; i < vc_kind_count(); i++) fprintf(cli_out, "%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
             fprintf(cli_out, "%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
             return flush_out(0);
-        case 'h': fputs(usage, cli_out); return flush_out(0);
+        case 'h': cli_help(cli_out, usage_head, options, NOPT, usage_tail); return flush_out(0);
         case OPT_VERSION: fprintf(cli_out, "vramcalc %s\n", VC_VERSION); return flush_out(0);
         case ':': return die("%s needs a value (see vramcalc --help)", argv[optind - 1]);
         default:
