@@ -782,6 +782,71 @@ static void test_help_table(void **state)
     run_free(&r);
 }
 
+/* Every line of r's stdout within 80 columns (a column per code point). */
+static void check_width(const run_result *r, const char *what)
+{
+    int col = 0, line = 1;
+    for (size_t i = 0; i < r->out_len; i++) {
+        unsigned char c = (unsigned char)r->out[i];
+        if (c == '\n') {
+            col = 0;
+            line++;
+        } else if ((c & 0xc0) != 0x80 && ++col > 80)
+            fail_msg("%s: line %d passes 80 columns:\n%.300s", what, line, r->out + i - 80);
+    }
+}
+
+/* Output within 80 columns (issue 16: the table was 131 columns, --per-layer 131,
+ * --sweep 124, --list-gpus 133): five nested Sequentials name their Linear
+ * layers[0].layers[0].layers[0].layers[0].layers[0].layers[0] (59 columns), the
+ * peak note then passes the row, and a 2^40 batch gives 13-digit and PiB figures. */
+static void test_width(void **state)
+{
+    (void)state;
+    char deep[320];
+    snprintf(deep, sizeof deep, "%s/deep.json", tmpdir);
+    write_file(deep, "{\"name\": \"deep\", \"input\": [16, 64], \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}]},"
+                     "{\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"batch_first\": true,"
+                     " \"dim_feedforward\": 64}]}");
+    const struct { const char *args[10]; } cmds[] = {
+        {{deep, "-b", "2", NULL}},
+        {{deep, "--per-layer", "--gpu", "rtx4090:90%", "--max-batch", NULL}},
+        {{deep, "--sweep", "1:4096:x8", "--gpu", "1GiB", NULL}},
+        {{deep, "--sweep", "1,7", "--per-layer", NULL}},
+        {{mlp, "--gpu", "8388607TiB", "--max-batch", NULL}},
+        {{mlp, "--sweep", "1,1099511627776", "--gpu", "8388607TiB", "--max-batch", NULL}},
+        {{mlp, "--gpus", "4", "--parallel", "zero1-torch", "--accumulate", "16", "--optim-impl", "forloop", NULL}},
+        {{"--list-gpus", NULL}},
+        {{"--help", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r;
+        run_argv(cmds[i].args, &r);
+        if (r.status > 1) fail_msg("%s %s: exit %d: %s", cmds[i].args[0], cmds[i].args[1], r.status, r.err);
+        check_width(&r, cmds[i].args[1]);
+        run_free(&r);
+    }
+    /* the long name is cut in its middle, keeping its start and its leaf; JSON keeps it whole */
+    run_result r;
+    RUN(&r, deep, "--per-layer");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\n  layers[...rs[0].layers[0] Linear "));
+    /* the peak's note does not fit after its row: it has a line of its own */
+    assert_non_null(strstr(r.out, "\n  peak allocated "));
+    assert_null(strstr(r.out, "bytes  (backward"));
+    run_free(&r);
+    RUN(&r, deep, "--per-layer", "-f", "json");
+    assert_non_null(strstr(r.out, "\"layers[0].layers[0].layers[0].layers[0].layers[0].layers[0]\""));
+    run_free(&r);
+    /* the search's cap is said, on its own line when it does not fit the first */
+    RUN(&r, mlp, "--gpu", "8388607TiB", "--max-batch");
+    assert_non_null(strstr(r.out, "max batch on 8388607TiB: 1099511627776\n    (the search's limit, 2^40"));
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -789,7 +854,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
-        cmocka_unit_test(test_help_table),
+        cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

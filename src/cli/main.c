@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -238,8 +239,14 @@ static bool mentions_utf8(const char *s)
  * NO_COLOR (https://no-color.org) or TERM=dumb; --no-color also means ASCII. */
 static vc_term detect_term(bool no_color)
 {
-    vc_term t = {false, false};
-    if (no_color || !isatty(fileno(cli_out))) return t;
+    vc_term t = {false, false, VC_TEXT_WIDTH};
+    if (!isatty(fileno(cli_out))) return t;
+    /* wider on a wider terminal (its size, else $COLUMNS); never narrower than 80 */
+    struct winsize ws;
+    const char *cols = getenv("COLUMNS");
+    long w = ioctl(fileno(cli_out), TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : cols ? strtol(cols, NULL, 10) : 0;
+    if (w > VC_TEXT_WIDTH) t.width = w < 1000 ? (int)w : 1000;
+    if (no_color) return t;
     const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
     for (int i = 0; i < 3; i++) {
         const char *v = getenv(vars[i]);
@@ -289,15 +296,29 @@ static int list_gpus(const char *format)
                    g->hopper ? "true" : "false", g->source);
         }
     } else {
-        fprintf(cli_out, "%-11s %10s %14s  %-6s %-5s  %s\n", "name", "memory", "bytes", "vendor", "sm90+", "product; source of the figure");
+        /* within the width: the source of the figure on its own lines (bytes: -f csv or json) */
+        int width = detect_term(true).width;
+        fprintf(cli_out, "%-11s %10s  %-6s %-5s  %s\n", "name", "memory", "vendor", "sm90+", "product");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
             format_bytes(g->capacity, b, sizeof b);
-            fprintf(cli_out, "%-11s %10s %14" PRId64 "  %-6s %-5s  %s\n%52s%s\n", g->name, b, g->capacity, g->vendor,
-                   g->hopper ? "yes" : "", g->label, "", g->source);
+            char head[96], word[256];
+            snprintf(head, sizeof head, "%-11s %10s  %-6s %-5s ", g->name, b, g->vendor, g->hopper ? "yes" : "");
+            for (int k = 0; k < 2; k++) { /* the product, then the source, wrapped between words */
+                text_line l;
+                line_begin(&l, cli_out, width, k ? 14 : 38, k ? "            source:" : head);
+                for (const char *p = k ? g->source : g->label; *p;) {
+                    size_t n = strcspn(p, " ");
+                    snprintf(word, sizeof word, "%.*s", (int)n, p);
+                    if (n) line_item(&l, " ", word);
+                    p += n + (p[n] == ' ');
+                }
+                line_end(&l);
+            }
         }
-        fprintf(cli_out, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device; sm90+: the\n"
-               "preset sets the Hopper/Blackwell cuBLAS workspace (32 MiB). Keep headroom with NAME:90%%.\n");
+        fprintf(cli_out, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device\n"
+                         "(bytes: -f csv or -f json); sm90+: the preset sets the Hopper/Blackwell cuBLAS\n"
+                         "workspace (32 MiB). Keep headroom with NAME:90%%.\n");
     }
     return fflush(cli_out) ? EXIT_USAGE : 0;
 }
@@ -386,15 +407,7 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
             report_sweep_table_row(cli_out, rep);
         }
         /* --per-layer in a table sweep: the rows follow their summary line */
-        if (!json && !csv && rep->per_layer && rows[i].nlayers) {
-            for (size_t l = 0; l < rows[i].nlayers; l++) {
-                const vc_layer_info *li = &rows[i].layers[l];
-                char sb[32];
-                format_bytes(li->activations, sb, sizeof sb);
-                fprintf(cli_out, "  %10s   %-32s %-20s %14" PRId64 " params %12s saved\n", "", li->name, li->kind,
-                       li->parameters, sb);
-            }
-        }
+        if (!json && !csv && rep->per_layer && rows[i].nlayers) report_sweep_layers(cli_out, rep);
     }
     if (json) report_json_sweep_end(cli_out, rep);
     else if (!csv) report_sweep_table_end(cli_out, rep);
@@ -446,62 +459,64 @@ static void json_arena_release(void)
     }
 }
 
+/* Every option, in --help's order: adding one is a row here and its case in
+ * vc_cli_main's switch (docs/contributing.md). */
+static const cli_option options[] = {
+    {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
+    {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
+    {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
+    {"moe-imbalance", 0, "F", OPT_MOE, NULL,
+     "config.json MoE: the busiest expert gets F x the even share (default 1)"},
+    {"emit-model", 0, NULL, OPT_EMIT, NULL, "config.json: print the equivalent vramcalc model JSON and exit"},
+    {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
+     "{} (default adam; what each keeps: docs/optimizers.md)"},
+    {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
+     "{} (default foreach; refused where the optimizer has no such implementation)"},
+    {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
+    {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
+     "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
+     "weights and optimizer states)"},
+    {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP), "{} (default train; --optim does not apply to infer)"},
+    {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
+    {"lora-targets", 0, "L", OPT_LORA_TARGETS, NULL,
+     "the Linear layers to adapt, by name: q_proj,v_proj (default for a config.json: PEFT's for its "
+     "model_type)"},
+    {"lora-alpha", 0, "A", OPT_LORA_ALPHA, NULL, "lora_alpha (default 8)"},
+    {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
+    {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
+     "config.json: gradient checkpointing per decoder layer, non-reentrant"},
+    {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
+    {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
+     "the parallel layout: {} (docs/parallel.md)"},
+    {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
+     "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
+    {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
+    {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
+    {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
+    {"gpu", 'g', "G", 'g', NULL,
+     "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
+     "either with :P% for headroom (h100-80gb:90%); exit status 1 when it does not fit"},
+    {"max-batch", 0, NULL, OPT_MAX_BATCH, NULL, "with --gpu: the largest batch size that fits (exact: it fits, one more does not)"},
+    {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
+    {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
+    {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
+    {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
+    {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
+    {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},
+    {"params", 0, "N", OPT_PARAMS, NULL,
+     "counts-only estimate without a model: bytes per parameter and per activation element, no "
+     "per-tensor model"},
+    {"activations", 0, "N", OPT_ACTS, NULL, "with --params: activation elements per sample"},
+    {"list-gpus", 0, NULL, OPT_LIST_GPUS, NULL, "the GPU presets, their memory and its source (with -f json/csv too)"},
+    {"list-layers", 0, NULL, OPT_LIST_LAYERS, NULL, "the supported layer kinds"},
+    {"trace", 0, NULL, OPT_TRACE, NULL, "print the simulated timeline (one line per allocation or free)"},
+    {"help", 'h', NULL, 'h', NULL, "this help"},
+    {"version", 0, NULL, OPT_VERSION, NULL, "print the version"},
+};
+enum { NOPT = sizeof options / sizeof *options };
+
 int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-    /* Every option, in --help's order: adding one is a row here and its case below. */
-    static const cli_option options[] = {
-        {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
-        {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
-        {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
-        {"moe-imbalance", 0, "F", OPT_MOE, NULL,
-         "config.json MoE: the busiest expert gets F x the even share (default 1)"},
-        {"emit-model", 0, NULL, OPT_EMIT, NULL, "config.json: print the equivalent vramcalc model JSON and exit"},
-        {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
-         "{} (default adam; what each keeps: docs/optimizers.md)"},
-        {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
-         "{} (default foreach; refused where the optimizer has no such implementation)"},
-        {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
-        {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
-         "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
-         "weights and optimizer states)"},
-        {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP), "{} (default train; --optim does not apply to infer)"},
-        {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
-        {"lora-targets", 0, "L", OPT_LORA_TARGETS, NULL,
-         "the Linear layers to adapt, by name: q_proj,v_proj (default for a config.json: PEFT's for its "
-         "model_type)"},
-        {"lora-alpha", 0, "A", OPT_LORA_ALPHA, NULL, "lora_alpha (default 8)"},
-        {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
-        {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
-         "config.json: gradient checkpointing per decoder layer, non-reentrant"},
-        {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
-        {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
-         "the parallel layout: {} (docs/parallel.md)"},
-        {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
-         "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
-        {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
-        {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
-        {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
-        {"gpu", 'g', "G", 'g', NULL,
-         "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
-         "either with :P% for headroom (h100-80gb:90%); exit status 1 when it does not fit"},
-        {"max-batch", 0, NULL, OPT_MAX_BATCH, NULL, "with --gpu: the largest batch size that fits (exact: it fits, one more does not)"},
-        {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
-        {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
-        {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
-        {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
-        {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
-        {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},
-        {"params", 0, "N", OPT_PARAMS, NULL,
-         "counts-only estimate without a model: bytes per parameter and per activation element, no "
-         "per-tensor model"},
-        {"activations", 0, "N", OPT_ACTS, NULL, "with --params: activation elements per sample"},
-        {"list-gpus", 0, NULL, OPT_LIST_GPUS, NULL, "the GPU presets, their memory and its source (with -f json/csv too)"},
-        {"list-layers", 0, NULL, OPT_LIST_LAYERS, NULL, "the supported layer kinds"},
-        {"trace", 0, NULL, OPT_TRACE, NULL, "print the simulated timeline (one line per allocation or free)"},
-        {"help", 'h', NULL, 'h', NULL, "this help"},
-        {"version", 0, NULL, OPT_VERSION, NULL, "print the version"},
-    };
-    enum { NOPT = sizeof options / sizeof *options };
     static struct option longopts[NOPT + 1];
     static char shortopts[3 * NOPT + 2];
     cli_getopt_tables(options, NOPT, longopts, shortopts);
