@@ -14,9 +14,10 @@
  *     newline or tab, DEL, C1) or invalid UTF-8;
  *   - an output that starts with '{' is one valid JSON document;
  *   - a failed write (stdout on /dev/full, chosen by the first byte) is
- *     exit 2 with its one line.
+ *     exit 2 with its one line;
+ *   - a file the run wrote (--plot's SVG) is clean text too.
  *
- * The run happens in a private working directory holding the model files
+ * Each run happens in a private working directory holding the model files
  * the arguments may name (m.json, t.json, c.json, hf.json, bad.json; '-'
  * reads m.json on standard input). An argument with a '/' is skipped (not
  * run): --plot may only write inside that directory, which is restored
@@ -24,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +70,7 @@ static const model_file files[] = {
 #define NFILES (sizeof files / sizeof *files)
 
 static char workdir[256];
+static int home_fd = -1; /* libFuzzer's working directory: corpora and artifacts may be relative to it */
 
 static void fail(const char *what, int rc, const char *out, const char *err)
 {
@@ -87,7 +90,24 @@ static void write_files(void)
     }
 }
 
-/* Back to the model files alone: whatever a run wrote (--plot) goes. */
+static const char *bad_text(const unsigned char *s, size_t n);
+
+/* A file a run wrote (--plot's SVG) must be text as clean as the streams. */
+static void check_written(const char *name)
+{
+    static unsigned char buf[1 << 20];
+    FILE *f = fopen(name, "rb");
+    if (!f) return; /* a directory */
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    const char *why = bad_text(buf, n);
+    if (why) {
+        fprintf(stderr, "fuzz_cli: %s in the file '%s' the run wrote\n", why, name);
+        abort();
+    }
+}
+
+/* Back to the model files alone: whatever a run wrote (--plot) is checked and goes. */
 static void restore_dir(void)
 {
     DIR *d = opendir(".");
@@ -97,7 +117,9 @@ static void restore_dir(void)
         if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
         bool model = false;
         for (size_t i = 0; i < NFILES; i++) model |= !strcmp(e->d_name, files[i].name);
-        if (!model && unlink(e->d_name)) rmdir(e->d_name);
+        if (model) continue;
+        check_written(e->d_name);
+        if (unlink(e->d_name)) rmdir(e->d_name);
     }
     closedir(d);
     write_files(); /* --plot m.json may have replaced one */
@@ -106,8 +128,9 @@ static void restore_dir(void)
 /* At exit the work directory goes. */
 static void remove_dir(void)
 {
+    if (chdir(workdir)) return;
     for (size_t i = 0; i < NFILES; i++) unlink(files[i].name);
-    if (chdir("/") == 0) rmdir(workdir);
+    if (fchdir(home_fd) == 0) rmdir(workdir);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -115,11 +138,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     snprintf(workdir, sizeof workdir, "/tmp/vc_fuzz_cli.XXXXXX");
-    if (!mkdtemp(workdir) || chdir(workdir)) {
+    if (!mkdtemp(workdir) || (home_fd = open(".", O_RDONLY | O_DIRECTORY)) < 0 || chdir(workdir)) {
         perror("fuzz_cli: work directory");
         abort();
     }
     write_files();
+    if (fchdir(home_fd)) abort();
     atexit(remove_dir);
     setenv("NO_COLOR", "1", 1);
     return 0;
@@ -182,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (i <= size) return -1; /* more arguments than MAX_ARGS */
     argv[argc] = NULL;
 
+    if (chdir(workdir)) abort();
     if (!freopen("m.json", "r", stdin)) abort(); /* '-' reads a model */
     char *out = NULL, *err = NULL;
     size_t out_len = 0, err_len = 0;
@@ -211,5 +236,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(out);
     free(err);
     restore_dir();
+    if (fchdir(home_fd)) abort();
     return 0;
 }
