@@ -80,6 +80,12 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
         b->cur_region = in->ckpt;
         b->out_t = -1;
         in->kind->emit(b, in->cfg);
+        if (b->nop > VC_MAX_PLAN_OPS && !b->st) {
+            vc_plan_free(b);
+            return vc_set_error(err, VC_ERR_LIMIT, in->path,
+                                "the model records more than %d autograd ops in one step by this layer: the limit "
+                                "(docs/limits.md)", VC_MAX_PLAN_OPS);
+        }
         if (b->out_t < 0 && !b->st) {
             vc_plan_free(b);
             return vc_set_error(err, VC_ERR_MODEL, in->path, "internal error: %s produced no output",
@@ -99,6 +105,9 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
     if (b->st) {
         vc_status st = b->st;
         vc_plan_free(b);
+        if (st == VC_ERR_LIMIT) /* s_alloc/s_unref (autograd.c) */
+            return vc_set_error(err, st, NULL, "the simulated step makes more than %d allocations and frees: the "
+                                "limit (docs/limits.md)", VC_MAX_PLAN_EVENTS);
         return vc_set_error(err, st, NULL, "%s", vc_strerror(st));
     }
     *out = b;
@@ -106,6 +115,7 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
 }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }
+size_t vc_plan_events(const vc_plan *p) { return p->nev; }
 const char *vc_plan_note(const vc_plan *p) { return p->note; }
 
 vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }

@@ -847,6 +847,49 @@ static void test_width(void **state)
     run_free(&r);
 }
 
+/* Cost bounds for every kind (issue 16, docs/limits.md). A 169-byte file of
+ * TransformerDecoderLayer(d_model 8) x 100,000 took 24.6 s and 4.9 GB (the
+ * issue: 16 s, 4.8 GB; ~48 GB at the 10^6-layer limit): a decoder layer records
+ * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
+ * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
+ * refused there, naming the layer. And a plan that depends on the batch is
+ * rebuilt per batch size: TransformerEncoderLayer(d_model 8) x 10,000 makes
+ * 1,640,007 events at batch 1 and 1,800,007 at batch 2 and more (counted in
+ * vc_plan_build), and a plan is refused when the events built so far plus the
+ * last plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000: before batch N
+ * of --sweep 1:100, 1,640,007 + (N - 2) x 1,800,007 were built, and
+ * 1,640,007 + (N - 1) x 1,800,007 > 10^8 first for N = 56. */
+static void test_cost_limits(void **state)
+{
+    (void)state;
+    char dec[320], enc[320];
+    snprintf(dec, sizeof dec, "%s/dec.json", tmpdir);
+    snprintf(enc, sizeof enc, "%s/enc.json", tmpdir);
+    write_file(dec, "{\"inputs\":{\"tgt\":[4,8],\"memory\":[4,8]},\"layers\":[{\"type\":\"TransformerDecoderLayer\","
+                    "\"inputs\":[\"tgt\",\"memory\"],\"d_model\":8,\"nhead\":2,\"batch_first\":true,\"repeat\":100000}]}");
+    write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,"
+                    "\"dim_feedforward\":8,\"batch_first\":true,\"repeat\":10000}]}");
+    run_result r;
+    RUN(&r, dec);
+    check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
+                          "by this layer: the limit (docs/limits.md)");
+    run_free(&r);
+    RUN(&r, enc, "--sweep", "1:100");
+    check_usage_error(&r, "enc.json: batch 56: this model's plan depends on the batch size");
+    assert_non_null(strstr(r.err, "more than 100000000 events rebuilt in all, the limit (docs/limits.md); "
+                                  "ask for fewer batch sizes\n"));
+    run_free(&r);
+    /* --per-layer in a sweep keeps nsweep x layers rows (vc_layer_info, ~250 bytes each: 1:50 over
+     * 100,000 layers took 1.56 GB); 100,000 x 41 = 4,100,000 passes MAX_SWEEP_LAYER_ROWS (4,000,000) */
+    char relu[320];
+    snprintf(relu, sizeof relu, "%s/relu.json", tmpdir);
+    write_file(relu, "{\"input\":[8],\"layers\":[{\"type\":\"ReLU\",\"repeat\":100000}]}");
+    RUN(&r, relu, "--sweep", "1:41", "--per-layer");
+    check_usage_error(&r, "--per-layer with --sweep keeps a row per layer and batch size: 100000 layers x 41 batch "
+                          "sizes is more than the limit of 4000000 rows (docs/limits.md)");
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -858,7 +901,9 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};
+    const struct CMUnitTest limits[] = {cmocka_unit_test(test_cost_limits)};
     if (argc > 1 && !strcmp(argv[1], "monotonic")) return cmocka_run_group_tests(mono, setup, teardown);
     if (argc > 1 && !strcmp(argv[1], "examples")) return cmocka_run_group_tests(examples, setup, teardown);
+    if (argc > 1 && !strcmp(argv[1], "limits")) return cmocka_run_group_tests(limits, setup, teardown);
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -24,6 +24,7 @@
 #define EXIT_NOFIT 1
 #define EXIT_USAGE 2
 #define MAX_SWEEP 100000 /* batch sizes in one --sweep */
+#define MAX_SWEEP_LAYER_ROWS 4000000 /* --per-layer rows a --sweep keeps (~250 bytes each) */
 
 /* Where reports and the error line go: vc_cli_main's out and err (stdout
  * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
@@ -702,6 +703,13 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
     }
     if (sweep) {
+        /* a sweep keeps every row until all are known; with --per-layer each holds a row per layer */
+        if (c.per_layer && m && vc_model_layer_count(m) > MAX_SWEEP_LAYER_ROWS / c.nsweep) {
+            rc = die("--per-layer with --sweep keeps a row per layer and batch size: %zu layers x %zu batch sizes is "
+                     "more than the limit of %d rows (docs/limits.md); use fewer batch sizes",
+                     vc_model_layer_count(m), c.nsweep, MAX_SWEEP_LAYER_ROWS);
+            goto out;
+        }
         rc = run_sweep(&c, e, &rep, &o);
         goto out;
     }
