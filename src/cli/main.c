@@ -271,6 +271,21 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* head, then the words of text wrapped to width, further lines indented. */
+static void print_wrapped(const char *head, const char *text, int width, int indent)
+{
+    text_line l;
+    char word[256];
+    line_begin(&l, cli_out, width, indent, head);
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, " ");
+        snprintf(word, sizeof word, "%.*s", (int)n, p);
+        if (n) line_item(&l, " ", word);
+        p += n + (p[n] == ' ');
+    }
+    line_end(&l);
+}
+
 static int list_gpus(const char *format)
 {
     char b[32];
@@ -303,19 +318,10 @@ static int list_gpus(const char *format)
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
             format_bytes(g->capacity, b, sizeof b);
-            char head[96], word[256];
+            char head[96];
             snprintf(head, sizeof head, "%-11s %10s  %-6s %-5s ", g->name, b, g->vendor, g->hopper ? "yes" : "");
-            for (int k = 0; k < 2; k++) { /* the product, then the source, wrapped between words */
-                text_line l;
-                line_begin(&l, cli_out, width, k ? 14 : 38, k ? "            source:" : head);
-                for (const char *p = k ? g->source : g->label; *p;) {
-                    size_t n = strcspn(p, " ");
-                    snprintf(word, sizeof word, "%.*s", (int)n, p);
-                    if (n) line_item(&l, " ", word);
-                    p += n + (p[n] == ' ');
-                }
-                line_end(&l);
-            }
+            print_wrapped(head, g->label, width, 38);
+            print_wrapped("            source:", g->source, width, 14);
         }
         fprintf(cli_out, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device\n"
                          "(bytes: -f csv or -f json); sm90+: the preset sets the Hopper/Blackwell cuBLAS\n"
@@ -590,8 +596,14 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_PARAMS: c.counts = true; if ((rc = parse_count("--params", optarg, 0, &params))) return rc; break;
         case OPT_ACTS: have_acts = true; if ((rc = parse_count("--activations", optarg, 0, &acts))) return rc; break;
         case OPT_LIST_LAYERS:
-            for (size_t i = 0; i < vc_kind_count(); i++) fprintf(cli_out, "%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
-            fprintf(cli_out, "%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
+            /* a line per kind (scripts read the first word); on a terminal, summaries wrapped to its width */
+            for (size_t i = 0; i <= vc_kind_count(); i++) {
+                char head[64];
+                snprintf(head, sizeof head, "%-28s", i < vc_kind_count() ? vc_kind_name(i) : "Sequential");
+                print_wrapped(head, i < vc_kind_count() ? vc_kind_summary(i)
+                                                        : "a block of layers (a scope), with repeat/frozen/checkpoint",
+                              isatty(fileno(cli_out)) ? detect_term(true).width : INT32_MAX, 29);
+            }
             return flush_out(0);
         case 'h': cli_help(cli_out, usage_head, options, NOPT, usage_tail); return flush_out(0);
         case OPT_VERSION: fprintf(cli_out, "vramcalc %s\n", VC_VERSION); return flush_out(0);
