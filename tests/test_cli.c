@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -847,6 +849,84 @@ static void test_width(void **state)
     run_free(&r);
 }
 
+/* Runs VC_CLI with stdout and stderr on a pseudo-terminal of `cols` columns
+ * (NO_COLOR, LANG=C: plain ASCII); the output with the terminal's \r removed. */
+static void run_tty(const char *const *args, int cols, run_result *r)
+{
+    const char *argv[64];
+    int n = 0, master;
+    argv[n++] = VC_CLI;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    struct winsize ws = {24, (unsigned short)cols, 0, 0};
+    fflush(NULL);
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("NO_COLOR", "1", 1);
+        setenv("LANG", "C", 1);
+        unsetenv("LC_ALL");
+        unsetenv("LC_CTYPE");
+        unsetenv("COLUMNS");
+        execv(VC_CLI, (char *const *)argv);
+        _exit(127);
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap), buf[4096];
+    assert_non_null(out);
+    for (;;) { /* until the terminal closes (EIO once the child has exited) */
+        ssize_t k = read(master, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        for (ssize_t i = 0; i < k; i++) {
+            if (buf[i] == '\r') continue;
+            if (len + 2 > cap) {
+                out = realloc(out, cap *= 2);
+                assert_non_null(out);
+            }
+            out[len++] = buf[i];
+        }
+    }
+    out[len] = '\0';
+    close(master);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->out = out;
+    r->out_len = len;
+    r->err = calloc(1, 1);
+    r->err_len = 0;
+}
+
+/* Wider on a wider terminal: at 200 columns the deep model's 59-column name
+ * is shown whole and the --gpu sweep has its weights and reserved columns
+ * (125 wide); at 80, on a terminal as on a pipe, the name is cut. */
+static void test_width_terminal(void **state)
+{
+    (void)state;
+    char deep[320];
+    snprintf(deep, sizeof deep, "%s/deep2.json", tmpdir);
+    write_file(deep, "{\"name\": \"deep\", \"input\": [16, 64], \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}]}]}");
+    const char *pl[] = {deep, "--per-layer", NULL};
+    run_result r;
+    run_tty(pl, 200, &r);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\n  layers[0].layers[0].layers[0].layers[0].layers[0].layers[0] Linear "));
+    run_free(&r);
+    run_tty(pl, 80, &r);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "layers[0].layers[0].layers[0].layers[0].layers[0].layers[0]"));
+    check_width(&r, "tty 80");
+    run_free(&r);
+    const char *sw[] = {deep, "--sweep", "1,2", "--gpu", "rtx4090", NULL};
+    run_tty(sw, 200, &r);
+    assert_non_null(strstr(r.out, "     batch      weights  activations   peak alloc     reserved        total"));
+    run_free(&r);
+}
+
 /* Cost bounds for every kind (issue 16, docs/limits.md). A 169-byte file of
  * TransformerDecoderLayer(d_model 8) x 100,000 took 24.6 s and 4.9 GB (the
  * issue: 16 s, 4.8 GB; ~48 GB at the 10^6-layer limit): a decoder layer records
@@ -897,7 +977,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
-        cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width),
+        cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};
