@@ -217,12 +217,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fclose(fo);
     fclose(fe);
 
-    if (rc < 0 || rc > 2) fail("exit status outside 0, 1, 2", rc, out, err);
-    if (rc == 2) {
+    if (rc < VC_EXIT_OK || rc > VC_EXIT_USAGE) fail("exit status outside 0, 1, 2", rc, out, err);
+    if (rc == VC_EXIT_USAGE) {
         if (err_len < 11 || strncmp(err, "vramcalc: ", 10)) fail("exit 2 without a 'vramcalc: ' line", rc, out, err);
         if (memchr(err, '\n', err_len) != err + err_len - 1) fail("the error is not one line", rc, out, err);
     } else if (err_len) fail("stderr written on success", rc, out, err);
-    if (full && rc != 2) fail("a failed write not reported", rc, out, err);
+    if (full && rc != VC_EXIT_USAGE) fail("a failed write not reported", rc, out, err);
     const char *why = bad_text((const unsigned char *)err, err_len);
     if (why) fail(why, rc, out, err);
     if (out) {
