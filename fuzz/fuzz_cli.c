@@ -18,7 +18,7 @@
  *   - a file the run wrote (--plot's SVG) is clean text too.
  *
  * Each run happens in a private working directory holding the model files
- * the arguments may name (m.json, t.json, c.json, hf.json, bad.json; '-'
+ * the arguments may name (m.json, t.json, c.json, hf.json, bad.json, d.json; '-'
  * reads m.json on standard input). An argument with a '/' is skipped (not
  * run): --plot may only write inside that directory, which is restored
  * after every run.
@@ -66,6 +66,11 @@ static const model_file files[] = {
                 " \"num_hidden_layers\": 2, \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-05,\n"
                 " \"max_position_embeddings\": 256, \"tie_word_embeddings\": false, \"vocab_size\": 1000}\n"},
     {"bad.json", "{\"name\": \"bad\", \"input\": [4], \"layers\": [{\"type\": \"Linear\", \"in_features\": 5}]}\n"},
+    /* layer names longer than a --per-layer column: cut with an ellipsis */
+    {"d.json", "{\"name\": \"deep \u2026 \u4e2d\u6587\", \"input\": [16, 64], \"layers\": [{\"type\": \"Sequential\", \"layers\": "
+               "[{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", "
+               "\"layers\": [{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}, "
+               "{\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"batch_first\": true}]}\n"},
 };
 #define NFILES (sizeof files / sizeof *files)
 
