@@ -275,12 +275,10 @@ static void json_str(FILE *f, const char *s)
 static void print_wrapped(const char *head, const char *text, int width, int indent)
 {
     text_line l;
-    char word[256];
     line_begin(&l, cli_out, width, indent, head);
     for (const char *p = text; *p;) {
         size_t n = strcspn(p, " ");
-        snprintf(word, sizeof word, "%.*s", (int)n, p);
-        if (n) line_item(&l, " ", word);
+        if (n) line_itemn(&l, " ", p, n);
         p += n + (p[n] == ' ');
     }
     line_end(&l);

@@ -52,13 +52,11 @@ static void wrap_words(FILE *f, const char *first, const char *text, int width, 
 {
     text_line l;
     line_begin(&l, f, width, indent, first);
-    char word[512];
     bool lead = true;
     for (const char *p = text; *p;) {
         size_t n = strcspn(p, " ");
         if (n) {
-            snprintf(word, sizeof word, "%.*s", (int)(n < sizeof word ? n : sizeof word - 1), p);
-            line_item(&l, lead && !first[0] ? "" : " ", word);
+            line_itemn(&l, lead && !first[0] ? "" : " ", p, n);
             lead = false;
         }
         p += n;

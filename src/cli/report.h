@@ -36,6 +36,7 @@ typedef struct {
 } text_line;
 void line_begin(text_line *l, FILE *f, int width, int indent, const char *first);
 void line_item(text_line *l, const char *sep, const char *item);
+void line_itemn(text_line *l, const char *sep, const char *item, size_t n); /* the first n bytes of item */
 void line_end(text_line *l);
 
 typedef struct {

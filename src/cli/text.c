@@ -75,19 +75,25 @@ void line_begin(text_line *l, FILE *f, int width, int indent, const char *first)
     l->col = text_cols(first);
 }
 
-void line_item(text_line *l, const char *sep, const char *item)
+void line_itemn(text_line *l, const char *sep, const char *item, size_t n)
 {
-    int need = text_cols(sep) + text_cols(item);
+    int cols = 0;
+    for (size_t i = 0; i < n; i++) cols += ((unsigned char)item[i] & 0xc0) != 0x80;
+    int need = text_cols(sep) + cols;
     if (l->col + need > l->width && l->col > l->indent) { /* the item on a new line, its separator's spaces dropped */
         size_t k = strlen(sep);
         while (k && sep[k - 1] == ' ') k--;
         fwrite(sep, 1, k, l->f);
-        fprintf(l->f, "\n%*s%s", l->indent, "", item);
-        l->col = l->indent + text_cols(item);
+        fprintf(l->f, "\n%*s", l->indent, "");
+        fwrite(item, 1, n, l->f);
+        l->col = l->indent + cols;
         return;
     }
-    fprintf(l->f, "%s%s", sep, item);
+    fputs(sep, l->f);
+    fwrite(item, 1, n, l->f);
     l->col += need;
 }
+
+void line_item(text_line *l, const char *sep, const char *item) { line_itemn(l, sep, item, strlen(item)); }
 
 void line_end(text_line *l) { fputc('\n', l->f); }
