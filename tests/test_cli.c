@@ -22,6 +22,7 @@
 #include <string.h>
 #include <pty.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -843,6 +844,26 @@ static void test_width(void **state)
     RUN(&r, deep, "--per-layer", "-f", "json");
     assert_non_null(strstr(r.out, "\"layers[0].layers[0].layers[0].layers[0].layers[0].layers[0]\""));
     run_free(&r);
+    /* a path longer than a line is not cut: the title wraps before it (words are written whole) */
+    char longdir[1024], longfile[1100];
+    int k = snprintf(longdir, sizeof longdir, "%s/", tmpdir);
+    for (int d = 0; d < 3; d++) {
+        memset(longdir + k, 'a' + d, 200);
+        k += 200;
+        longdir[k] = '\0';
+        assert_int_equal(mkdir(longdir, 0700), 0);
+        longdir[k++] = '/';
+        longdir[k] = '\0';
+    }
+    snprintf(longfile, sizeof longfile, "%sm.json", longdir);
+    rename(deep, longfile);
+    RUN(&r, longfile);
+    assert_int_equal(r.status, 0);
+    char want[1200];
+    snprintf(want, sizeof want, "deep\n  (%s)\n", longfile);
+    assert_non_null(strstr(r.out, want));
+    run_free(&r);
+    rename(longfile, deep);
     /* the search's cap is said, on its own line when it does not fit the first */
     RUN(&r, mlp, "--gpu", "8388607TiB", "--max-batch");
     assert_non_null(strstr(r.out, "max batch on 8388607TiB: 1099511627776\n    (the search's limit, 2^40"));
