@@ -30,7 +30,7 @@
  * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
 static FILE *cli_out, *cli_err;
 
-/* --help: this, the options table (vc_cli_main's options[]), usage_tail. */
+/* --help: this, the options table (options[] below), usage_tail. */
 static const char usage_head[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
     "       vramcalc --params N [--activations N] [options]\n"
