@@ -1,7 +1,11 @@
 #!/bin/sh
-# fuzz/run.sh [SECONDS] — builds the libFuzzer harness (clang, ASan+UBSan) and
-# fuzzes load + estimate for SECONDS (default 60) from the committed seed
-# corpus (fuzz/corpus) and the bad-model corpus (tests/bad).
+# fuzz/run.sh [SECONDS] [load|cli] — builds a libFuzzer harness (clang, ASan+UBSan)
+# and fuzzes for SECONDS (default 60):
+#   load (default)  fuzz_load: load + estimate, from the committed seed corpus
+#                   (fuzz/corpus) and the bad-model corpus (tests/bad);
+#   cli             fuzz_cli: the command line (argument vectors through
+#                   vc_cli_main, in process), from fuzz/corpus_cli with
+#                   fuzz/cli.dict; see fuzz/fuzz_cli.c for what it checks.
 #
 # Environment:
 #   BUILD_DIR   build directory (default: build-fuzz in the source tree)
@@ -15,13 +19,16 @@
 #               Builds with -DVRAMCALC_FUZZ_RECOVER=ON. For long unattended runs.
 # Exit status: 0 no finding; non-zero: a crash, leak, timeout or invariant failure
 # (the reproducer is in $BUILD_DIR/artifacts/; replay it with
-#  $BUILD_DIR/fuzz_load ARTIFACT).
+#  $BUILD_DIR/fuzz_load ARTIFACT, or fuzz_cli ARTIFACT).
 set -eu
 SECONDS_TO_RUN=${1:-60}
+TARGET=${2:-load}
+case "$TARGET" in load|cli) ;; *) echo "fuzz/run.sh: unknown harness '$TARGET' (load or cli)" >&2; exit 2 ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$SRC/build-fuzz}
 JOBS=${JOBS:-1}
 CORPUS=${CORPUS:-$BUILD_DIR/corpus}
+[ "$TARGET" = cli ] && CORPUS=${CORPUS_CLI:-$BUILD_DIR/corpus_cli}
 CC_FUZZ=${CC_FUZZ:-clang}
 
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz/run.sh: $CC_FUZZ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
@@ -29,7 +36,7 @@ RECOVER=OFF
 [ "${KEEP_GOING:-0}" = 1 ] && RECOVER=ON
 cmake -S "$SRC" -B "$BUILD_DIR" -DCMAKE_C_COMPILER="$CC_FUZZ" -DVRAMCALC_FUZZ=ON -DVRAMCALC_FUZZ_RECOVER=$RECOVER \
       -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$BUILD_DIR" --target fuzz_load -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+cmake --build "$BUILD_DIR" --target "fuzz_$TARGET" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
 
 mkdir -p "$CORPUS" "$BUILD_DIR/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
@@ -39,14 +46,22 @@ if [ "${KEEP_GOING:-0}" = 1 ]; then
 else
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
-SEEDS="$SRC/fuzz/corpus"
-[ -d "$SRC/tests/bad" ] && SEEDS="$SEEDS $SRC/tests/bad"
-[ -d "$SRC/examples" ] && SEEDS="$SEEDS $SRC/examples"
+if [ "$TARGET" = cli ]; then
+  SEEDS="$SRC/fuzz/corpus_cli"
+  DICT="$SRC/fuzz/cli.dict"
+  MAX_LEN=4096
+else
+  SEEDS="$SRC/fuzz/corpus"
+  [ -d "$SRC/tests/bad" ] && SEEDS="$SEEDS $SRC/tests/bad"
+  [ -d "$SRC/examples" ] && SEEDS="$SEEDS $SRC/examples"
+  DICT="$SRC/fuzz/vramcalc.dict"
+  MAX_LEN=40000
+fi
 
-set -- -max_total_time="$SECONDS_TO_RUN" -timeout=30 -rss_limit_mb=2048 -max_len=40000 \
-       -dict="$SRC/fuzz/vramcalc.dict" -artifact_prefix="$BUILD_DIR/artifacts/" -print_final_stats=1
+set -- -max_total_time="$SECONDS_TO_RUN" -timeout=30 -rss_limit_mb=2048 -max_len="$MAX_LEN" \
+       -dict="$DICT" -artifact_prefix="$BUILD_DIR/artifacts/" -print_final_stats=1
 if [ "$JOBS" -gt 1 ]; then
   set -- "$@" -fork="$JOBS"
 fi
 # shellcheck disable=SC2086
-exec "$BUILD_DIR/fuzz_load" "$@" ${FUZZ_ARGS:-} "$CORPUS" $SEEDS
+exec "$BUILD_DIR/fuzz_$TARGET" "$@" ${FUZZ_ARGS:-} "$CORPUS" $SEEDS

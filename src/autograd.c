@@ -10,8 +10,17 @@
 
 #include "plan.h"
 
+/* The event list's bound (VC_MAX_PLAN_EVENTS): past it the build stops. */
+static bool events_full(vc_build *b)
+{
+    if (b->nev < VC_MAX_PLAN_EVENTS) return false;
+    if (!b->st) b->st = VC_ERR_LIMIT;
+    return true;
+}
+
 static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t inst)
 {
+    if (events_full(b)) return -1;
     GROW(b->s, b->ns, b->cs, b);
     GROW(b->ev, b->nev, b->cev, b);
     if (b->st) return -1;
@@ -37,6 +46,7 @@ static void s_ref(vc_build *b, int32_t s)
 static void s_unref(vc_build *b, int32_t s, int32_t inst)
 {
     if (s < 0 || --b->s[s].refs > 0) return;
+    if (events_full(b)) return;
     GROW(b->ev, b->nev, b->cev, b);
     if (b->st) return;
     b->ev[b->nev++] = (ev_t){s, EV_FREE, b->phase, inst, b->cur_op};

@@ -25,6 +25,8 @@ void vc_plan_free(vc_plan *p);
 /* True when the plan's event list depends on the batch size (it must be
  * rebuilt for another batch). */
 bool vc_plan_batch_dependent(const vc_plan *p);
+/* The plan's alloc/free events (at most VC_MAX_PLAN_EVENTS): what building it cost. */
+size_t vc_plan_events(const vc_plan *p);
 /* The first kernel note a layer recorded (vc_note, ops.h), "" when none. */
 const char *vc_plan_note(const vc_plan *p);
 

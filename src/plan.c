@@ -122,6 +122,9 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;
+        if (st == VC_ERR_LIMIT && !b->why[0]) /* s_alloc/s_unref (autograd.c) */
+            snprintf(b->why, sizeof b->why, "the simulated step makes more than %d allocations and frees: the "
+                     "limit (docs/limits.md)", VC_MAX_PLAN_EVENTS);
         char why[sizeof b->why];
         const char *opt = b->why_opt;
         snprintf(why, sizeof why, "%s", b->why[0] ? b->why : vc_strerror(st));
@@ -141,7 +144,12 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
         b->cur_region = in->ckpt;
         b->out_t = -1;
         in->kind->emit(b, in->cfg);
-        if (b->out_t < 0) {
+        if (b->nop > VC_MAX_PLAN_OPS && !b->st) {
+            b->st = VC_ERR_LIMIT;
+            snprintf(b->why, sizeof b->why, "%.120s: the model records more than %d autograd ops in one step by this "
+                     "layer: the limit (docs/limits.md)", in->path, VC_MAX_PLAN_OPS);
+        }
+        if (b->out_t < 0 || b->st) {
             if (!b->st) b->st = VC_ERR_MODEL; /* internal: every kind sets its output */
             return;
         }
@@ -160,6 +168,7 @@ void vc__end_forward(vc_build *b)
 }
 
 bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }
+size_t vc_plan_events(const vc_plan *p) { return p->nev; }
 const char *vc_plan_note(const vc_plan *p) { return p->note; }
 
 vc_grid *vc_grid_new(void) { return calloc(1, sizeof(vc_grid)); }

@@ -30,6 +30,7 @@ struct vc_estimator {
     int64_t context;      /* cuda_context, batch-independent */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
+    size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
 };
 
 void vc_estimator_free(vc_estimator *e)
@@ -81,6 +82,7 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
         return st;
     }
     e->plan_batch = e->o.batch;
+    e->rebuilt = vc_plan_events(e->plan);
     e->batch_dep = vc_plan_batch_dependent(e->plan);
     if (e->batch_dep) {
         if (!(e->grid = vc_grid_new())) {
@@ -113,6 +115,13 @@ vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample
 static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
 {
     if (!e->batch_dep || e->plan_batch == batch) return VC_OK;
+    /* the next plan costs about what this one did: refused before it is built when
+     * that would pass the budget (a sweep of many rows over a large such model) */
+    if (e->rebuilt + vc_plan_events(e->plan) > VC_MAX_REBUILT_EVENTS)
+        return vc_set_error(err, VC_ERR_LIMIT, NULL,
+                            "this model's plan depends on the batch size (an attention kernel or a layer that "
+                            "chooses by it) and is rebuilt for each one: more than %d events rebuilt in all, the "
+                            "limit (docs/limits.md); ask for fewer batch sizes", VC_MAX_REBUILT_EVENTS);
     vc_options o = e->o;
     o.batch = batch;
     vc_plan *p = NULL;
@@ -121,6 +130,7 @@ static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
     vc_plan_use_grid(p, e->grid);
     vc_plan_free(e->plan);
     e->plan = p;
+    e->rebuilt += vc_plan_events(p);
     e->plan_batch = batch;
     return VC_OK;
 }

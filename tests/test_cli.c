@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -848,6 +851,243 @@ static void test_write_errors(void **state)
     }
 }
 
+/* --help comes from the options table (src/cli/main.c): every line within 80
+ * columns (help.c wraps at 79), each option on a line of its own (--lora-dropout
+ * used to share --lora-alpha's), a hidden alias (--no-colour) left out, and
+ * the choices listed from the library's X-macro maps (include/vramcalc/vramcalc.h:
+ * VC_OPTIM_MAP ends with lion, adam8bit, adamw8bit, which the old help and the
+ * --optim error did not list). */
+static void test_help_table(void **state)
+{
+    (void)state;
+    run_result r;
+    RUN(&r, "--help");
+    assert_int_equal(r.status, 0);
+    for (const char *p = r.out; *p;) {
+        const char *nl = strchr(p, '\n');
+        assert_non_null(nl);
+        if (nl - p > 79) fail_msg("help line of %d columns: %.*s", (int)(nl - p), (int)(nl - p), p);
+        p = nl + 1;
+    }
+    assert_non_null(strstr(r.out, "\n      --lora-dropout P   lora_dropout (default 0)\n"));
+    assert_non_null(strstr(r.out, "\n  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit,\n"));
+    assert_null(strstr(r.out, "no-colour"));
+    assert_null(strstr(r.out, "%%"));
+    run_free(&r);
+    RUN(&r, mlp, "-o", "sgdd");
+    check_usage_error(&r, "--optim: unknown value 'sgdd' (choose sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor, paged_adam8bit, paged_adamw8bit)");
+    run_free(&r);
+    RUN(&r, mlp, "--no-colour"); /* the alias still works */
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+}
+
+/* Every line of r's stdout within 80 columns (a column per code point). */
+static void check_width(const run_result *r, const char *what)
+{
+    int col = 0, line = 1;
+    for (size_t i = 0; i < r->out_len; i++) {
+        unsigned char c = (unsigned char)r->out[i];
+        if (c == '\n') {
+            col = 0;
+            line++;
+        } else if ((c & 0xc0) != 0x80 && ++col > 80)
+            fail_msg("%s: line %d passes 80 columns:\n%.300s", what, line, r->out + i - 80);
+    }
+}
+
+/* Output within 80 columns (issue 16: the table was 131 columns, --per-layer 131,
+ * --sweep 124, --list-gpus 133): five nested Sequentials name their Linear
+ * layers[0].layers[0].layers[0].layers[0].layers[0].layers[0] (59 columns), the
+ * peak note then passes the row, and a 2^40 batch gives 13-digit and PiB figures. */
+static void test_width(void **state)
+{
+    (void)state;
+    char deep[320];
+    snprintf(deep, sizeof deep, "%s/deep.json", tmpdir);
+    write_file(deep, "{\"name\": \"deep\", \"input\": [16, 64], \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}]},"
+                     "{\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"batch_first\": true,"
+                     " \"dim_feedforward\": 64}]}");
+    const struct { const char *args[10]; } cmds[] = {
+        {{deep, "-b", "2", NULL}},
+        {{deep, "--per-layer", "--gpu", "rtx4090:90%", "--max-batch", NULL}},
+        {{deep, "--sweep", "1:4096:x8", "--gpu", "1GiB", NULL}},
+        {{deep, "--sweep", "1,7", "--per-layer", NULL}},
+        {{mlp, "--gpu", "8388607TiB", "--max-batch", NULL}},
+        {{mlp, "--sweep", "1,1099511627776", "--gpu", "8388607TiB", "--max-batch", NULL}},
+        {{mlp, "--gpus", "4", "--parallel", "zero1-torch", "--accumulate", "16", "--optim-impl", "forloop", NULL}},
+        {{"--list-gpus", NULL}},
+        {{"--help", NULL}},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        run_result r;
+        run_argv(cmds[i].args, &r);
+        if (r.status > 1) fail_msg("%s %s: exit %d: %s", cmds[i].args[0], cmds[i].args[1], r.status, r.err);
+        check_width(&r, cmds[i].args[1]);
+        run_free(&r);
+    }
+    /* the long name is cut in its middle, keeping its start and its leaf; JSON keeps it whole */
+    run_result r;
+    RUN(&r, deep, "--per-layer");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\n  layers[...rs[0].layers[0] Linear "));
+    /* the peak's note does not fit after its row: it has a line of its own */
+    assert_non_null(strstr(r.out, "\n  peak allocated "));
+    assert_null(strstr(r.out, "bytes  (backward"));
+    run_free(&r);
+    RUN(&r, deep, "--per-layer", "-f", "json");
+    assert_non_null(strstr(r.out, "\"layers[0].layers[0].layers[0].layers[0].layers[0].layers[0]\""));
+    run_free(&r);
+    /* a path longer than a line is not cut: the title wraps before it (words are written whole) */
+    char longdir[1024], longfile[1100];
+    int k = snprintf(longdir, sizeof longdir, "%s/", tmpdir);
+    for (int d = 0; d < 3; d++) {
+        memset(longdir + k, 'a' + d, 200);
+        k += 200;
+        longdir[k] = '\0';
+        assert_int_equal(mkdir(longdir, 0700), 0);
+        longdir[k++] = '/';
+        longdir[k] = '\0';
+    }
+    snprintf(longfile, sizeof longfile, "%sm.json", longdir);
+    rename(deep, longfile);
+    RUN(&r, longfile);
+    assert_int_equal(r.status, 0);
+    char want[1200];
+    snprintf(want, sizeof want, "deep\n  (%s)\n", longfile);
+    assert_non_null(strstr(r.out, want));
+    run_free(&r);
+    rename(longfile, deep);
+    /* the search's cap is said, on its own line when it does not fit the first */
+    RUN(&r, mlp, "--gpu", "8388607TiB", "--max-batch");
+    assert_non_null(strstr(r.out, "max batch on 8388607TiB: 1099511627776\n    (the search's limit, 2^40"));
+    run_free(&r);
+}
+
+/* Runs VC_CLI with stdout and stderr on a pseudo-terminal of `cols` columns
+ * (NO_COLOR, LANG=C: plain ASCII); the output with the terminal's \r removed. */
+static void run_tty(const char *const *args, int cols, run_result *r)
+{
+    const char *argv[64];
+    int n = 0, master;
+    argv[n++] = VC_CLI;
+    for (int i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    struct winsize ws = {24, (unsigned short)cols, 0, 0};
+    fflush(NULL);
+    pid_t pid = forkpty(&master, NULL, NULL, &ws);
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("NO_COLOR", "1", 1);
+        setenv("LANG", "C", 1);
+        unsetenv("LC_ALL");
+        unsetenv("LC_CTYPE");
+        unsetenv("COLUMNS");
+        execv(VC_CLI, (char *const *)argv);
+        _exit(127);
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *out = malloc(cap), buf[4096];
+    assert_non_null(out);
+    for (;;) { /* until the terminal closes (EIO once the child has exited) */
+        ssize_t k = read(master, buf, sizeof buf);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        for (ssize_t i = 0; i < k; i++) {
+            if (buf[i] == '\r') continue;
+            if (len + 2 > cap) {
+                out = realloc(out, cap *= 2);
+                assert_non_null(out);
+            }
+            out[len++] = buf[i];
+        }
+    }
+    out[len] = '\0';
+    close(master);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    r->out = out;
+    r->out_len = len;
+    r->err = calloc(1, 1);
+    r->err_len = 0;
+}
+
+/* Wider on a wider terminal: at 200 columns the deep model's 59-column name
+ * is shown whole and the --gpu sweep has its weights and reserved columns
+ * (125 wide); at 80, on a terminal as on a pipe, the name is cut. */
+static void test_width_terminal(void **state)
+{
+    (void)state;
+    char deep[320];
+    snprintf(deep, sizeof deep, "%s/deep2.json", tmpdir);
+    write_file(deep, "{\"name\": \"deep\", \"input\": [16, 64], \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": ["
+                     "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}]}]}");
+    const char *pl[] = {deep, "--per-layer", NULL};
+    run_result r;
+    run_tty(pl, 200, &r);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\n  layers[0].layers[0].layers[0].layers[0].layers[0].layers[0] Linear "));
+    run_free(&r);
+    run_tty(pl, 80, &r);
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "layers[0].layers[0].layers[0].layers[0].layers[0].layers[0]"));
+    check_width(&r, "tty 80");
+    run_free(&r);
+    const char *sw[] = {deep, "--sweep", "1,2", "--gpu", "rtx4090", NULL};
+    run_tty(sw, 200, &r);
+    assert_non_null(strstr(r.out, "     batch      weights  activations   peak alloc     reserved        total"));
+    run_free(&r);
+}
+
+/* Cost bounds for every kind (issue 16, docs/limits.md). A 169-byte file of
+ * TransformerDecoderLayer(d_model 8) x 100,000 took 24.6 s and 4.9 GB (the
+ * issue: 16 s, 4.8 GB; ~48 GB at the 10^6-layer limit): a decoder layer records
+ * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
+ * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
+ * refused there, naming the layer. And a plan that depends on the batch is
+ * rebuilt per batch size: TransformerEncoderLayer(d_model 8) x 10,000 makes
+ * 1,640,007 events at batch 1 and 1,800,007 at batch 2 and more (counted in
+ * vc_plan_build), and a plan is refused when the events built so far plus the
+ * last plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000: before batch N
+ * of --sweep 1:100, 1,640,007 + (N - 2) x 1,800,007 were built, and
+ * 1,640,007 + (N - 1) x 1,800,007 > 10^8 first for N = 56. */
+static void test_cost_limits(void **state)
+{
+    (void)state;
+    char dec[320], enc[320];
+    snprintf(dec, sizeof dec, "%s/dec.json", tmpdir);
+    snprintf(enc, sizeof enc, "%s/enc.json", tmpdir);
+    write_file(dec, "{\"inputs\":{\"tgt\":[4,8],\"memory\":[4,8]},\"layers\":[{\"type\":\"TransformerDecoderLayer\","
+                    "\"inputs\":[\"tgt\",\"memory\"],\"d_model\":8,\"nhead\":2,\"batch_first\":true,\"repeat\":100000}]}");
+    write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,"
+                    "\"dim_feedforward\":8,\"batch_first\":true,\"repeat\":10000}]}");
+    run_result r;
+    RUN(&r, dec);
+    check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
+                          "by this layer: the limit (docs/limits.md)");
+    run_free(&r);
+    RUN(&r, enc, "--sweep", "1:100");
+    check_usage_error(&r, "enc.json: batch 56: this model's plan depends on the batch size");
+    assert_non_null(strstr(r.err, "more than 100000000 events rebuilt in all, the limit (docs/limits.md); "
+                                  "ask for fewer batch sizes\n"));
+    run_free(&r);
+    /* --per-layer in a sweep keeps nsweep x layers rows (vc_layer_info, ~250 bytes each: 1:50 over
+     * 100,000 layers took 1.56 GB); 100,000 x 41 = 4,100,000 passes MAX_SWEEP_LAYER_ROWS (4,000,000) */
+    char relu[320];
+    snprintf(relu, sizeof relu, "%s/relu.json", tmpdir);
+    write_file(relu, "{\"input\":[8],\"layers\":[{\"type\":\"ReLU\",\"repeat\":100000}]}");
+    RUN(&r, relu, "--sweep", "1:41", "--per-layer");
+    check_usage_error(&r, "--per-layer with --sweep keeps a row per layer and batch size: 100000 layers x 41 batch "
+                          "sizes is more than the limit of 4000000 rows (docs/limits.md)");
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -856,10 +1096,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
         cmocka_unit_test(test_max_seq),
+        cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};
+    const struct CMUnitTest limits[] = {cmocka_unit_test(test_cost_limits)};
     if (argc > 1 && !strcmp(argv[1], "monotonic")) return cmocka_run_group_tests(mono, setup, teardown);
     if (argc > 1 && !strcmp(argv[1], "examples")) return cmocka_run_group_tests(examples, setup, teardown);
+    if (argc > 1 && !strcmp(argv[1], "limits")) return cmocka_run_group_tests(limits, setup, teardown);
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -70,6 +70,15 @@ void vc_error_format(const vc_error *err, char *buf, size_t n);
 #define VC_MAX_DEPTH        64          /* Sequential nesting */
 #define VC_MAX_DIMS         8           /* per-sample dimensions */
 #define VC_MAX_DIM_SIZE     (INT64_C(1) << 40)
+/* The cost of one simulated step, whatever the kinds (docs/limits.md): the
+ * autograd ops the layers record and the allocations and frees the step
+ * makes (a million Linear layers trained with Adam: 1,000,001 ops and
+ * 18,000,007 events); and, for a plan that depends on the batch (rebuilt
+ * per batch size by --sweep and --max-batch), the events of all the plans
+ * one estimator builds. */
+#define VC_MAX_PLAN_OPS          4000000
+#define VC_MAX_PLAN_EVENTS       20000000
+#define VC_MAX_REBUILT_EVENTS    100000000
 
 /* ---- model ---- */
 typedef struct vc_model vc_model;

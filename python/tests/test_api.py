@@ -96,17 +96,22 @@ def test_matrix(vc):
         api = r.to_json()
         check(api == out, "%s %s: API JSON differs from the CLI's:\n%s\n---\n%s" % (f, args, api, out))
         check(json.loads(out) == r.to_dict(), "%s %s: to_dict() != the CLI's JSON" % (f, args))
-        # the table: equal to the CLI's up to the bar (which the API leaves out)
+        # the table: equal to the CLI's up to the bar (which the API leaves out): through the
+        # at-the-peak lines and the attention kernel, wrapped alike at 80 columns
         rc, tab, _ = cli([path] + args)
         api_tab = str(r)
-        head = lambda t: t[:t.index("\n  at the peak:")] + t[t.index("\n  at the peak:"):].split("\n", 2)[1]
+        head = lambda t: (t.rstrip("\n") + "\n\n")[:(t.rstrip("\n") + "\n\n").index(
+            "\n\n", t.index("\n  at the peak:") + 1)]
         check(head(api_tab) == head(tab), "%s %s: table differs:\n%s\n---\n%s" % (f, args, api_tab, tab))
         if kw.get("max_batch"):
             check(("max batch on %s: %d" % (r.gpu.name, r.max_batch())) in tab,
                   "%s: max batch %d not in the CLI's table" % (f, r.max_batch()))
         if kw.get("per_layer"):
+            per_layer = lambda t: t[t.index("\n  layer "):]
+            check(per_layer(api_tab) == per_layer(tab), "%s: per-layer rows differ:\n%s\n---\n%s"
+                  % (f, per_layer(api_tab), per_layer(tab)))
             for l in r.layers:
-                check(("  %-32s %-26s" % (l["name"], l["kind"])) in tab, "%s: layer %s not in the table" % (f, l["name"]))
+                check(("\n  " + l["name"][:12]) in tab, "%s: layer %s not in the table" % (f, l["name"]))
         n += 1
     # a model document (dict) gives what its file gives
     path = os.path.join(EXAMPLES, "resnet18.json")

@@ -260,6 +260,66 @@ def format_bytes(n):
     return "%d B" % n if u == 0 else "%.1f %s" % (v, units[u])
 
 
+# report.c's layout at the CLI's width on a pipe (src/cli/text.c, VC_TEXT_WIDTH)
+_WIDTH = 80
+_MAX_BATCH_LIMIT = 1 << 40  # vramcalc.h VC_MAX_BATCH_LIMIT
+
+
+class _Line:
+    """text.c's text_line: items that wrap between them, further lines indented."""
+
+    def __init__(self, indent, first, width=_WIDTH):
+        self.width, self.indent, self.out, self.col = width, indent, [first], len(first)
+
+    def item(self, sep, item):
+        need = len(sep) + len(item)
+        if self.col + need > self.width and self.col > self.indent:
+            self.out.append(sep.rstrip(" ") + "\n" + " " * self.indent + item)
+            self.col = self.indent + len(item)
+        else:
+            self.out.append(sep + item)
+            self.col += need
+
+    def text(self):
+        return "".join(self.out)
+
+
+def _wrap_words(first, text, indent):
+    line = _Line(indent, first)
+    for i, w in enumerate(text.split()):
+        line.item("" if i == 0 and not first else " ", w)
+    return line.text()
+
+
+def _fit(s, w, right=False, middle=False, pad=True):
+    """text.c's text_fit on a pipe (an ASCII ellipsis)."""
+    if len(s) <= w:
+        return s.rjust(w) if right else s.ljust(w) if pad else s
+    if w <= 3:
+        return s[:w]
+    keep = w - 3
+    if middle:
+        head = keep // 3
+        return s[:head] + "..." + s[len(s) - (keep - head):]
+    return s[:keep] + "..."
+
+
+def _layer_widths(rows, indent):
+    """report.c's layer_widths: natural widths; then name gives way to 24, output and kind to 12, name to 16."""
+    c = [5, 4, 6, 10, 5]
+    for r in rows:
+        for k in range(5):
+            c[k] = max(c[k], len(r[k]))
+    over = indent + sum(c) + 4 - _WIDTH
+    for k, least in ((0, 24), (2, 12), (1, 12), (0, 16)):
+        if over <= 0:
+            break
+        d = min(max(c[k] - least, 0), over)
+        c[k] -= d
+        over -= d
+    return c
+
+
 class Result:
     """One estimate: the fields of `vramcalc -f json` as attributes (model, mode, batch,
     precision, optimizer, optimizer_impl, accumulate, attention, torch_version, attention_kernel, parameters,
@@ -445,29 +505,40 @@ class Result:
         return "".join(out)
 
     def table(self):
-        """The CLI's table (report.c's report_table) up to the memory bar, which is left out."""
+        """The CLI's table (report.c's report_table) on a pipe (80 columns) up to the memory bar, which
+        is left out; the max batch line, which the CLI prints after the bar, follows the attention kernel."""
         m, p = self.memory, self.peak
         o = self._opts
         lines = []
         if self.file:
-            lines.append("%s (%s)" % (self.model, self.file) if self.model else self.file)
+            lines.append(_wrap_words("", "%s (%s)" % (self.model, self.file) if self.model else self.file, 2))
         else:
-            lines.append(self.model)
-        h = "%s, batch %d, %s" % (self.mode, self.batch, self.precision)
+            lines.append(_wrap_words("", self.model, 2))
+        h = _Line(2, self.mode)
+        h.item(", ", "batch %d" % self.batch)
+        h.item(", ", self.precision)
+        if self.parallel is not None:
+            h.item(", ", "%s on %d GPU%s (per GPU)" % (self.parallel.layout, self.parallel.gpus,
+                                                      "" if self.parallel.gpus == 1 else "s"))
         if self.mode == "train":
-            h += ", %s" % self.optimizer
-            if self.optimizer != "none":
-                h += " (%s)" % self.optimizer_impl
+            h.item(", ", "%s (%s)" % (self.optimizer, self.optimizer_impl) if self.optimizer != "none"
+                   else self.optimizer)
             if self.accumulate > 1:
-                h += ", accumulate %d" % self.accumulate
-        h += ", attention %s" % self.attention
-        lines.append(h)
+                h.item(", ", "accumulate %d" % self.accumulate)
+        h.item(", ", "attention %s" % self.attention)
+        lines.append(h.text())
         lines.append("parameters %d (trainable %d)" % (self.parameters, self.trainable_parameters))
         lines.append("")
         lines.append("  %-18s %12s  %18s" % ("component", "size", "bytes"))
 
         def row(label, v, note=None):
-            lines.append("  %-18s %12s  %18d%s%s" % (label, format_bytes(v), v, "  " if note else "", note or ""))
+            head = "  %-18s %12s  %18d" % (label, format_bytes(v), v)
+            if note and 53 + 2 + len(note) <= _WIDTH:
+                lines.append(head + "  " + note)
+            elif note:
+                lines.append(head + "\n    " + _fit(note, _WIDTH - 4, middle=True, pad=False))
+            else:
+                lines.append(head)
         row("weights", m.weights)
         row("gradients", m.gradients)
         row("optimizer states", m.optimizer_states)
@@ -486,11 +557,21 @@ class Result:
         parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
                  ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
         lines.append("")
-        lines.append("  at the peak:" + "".join(" %s %s;" % (n, format_bytes(v)) for n, v in parts if v))
+        peak = _Line(15, "  at the peak:")
+        for n, v in parts:
+            if v:
+                peak.item(" ", "%s %s;" % (n, format_bytes(v)))
+        lines.append(peak.text())
+        if self.attention_kernel:
+            lines.append(_wrap_words("  attention kernel:", self.attention_kernel, 4))
         if self._max_batch is not None:
             lines.append("")
-            lines.append("  max batch on %s: %d%s" % (self.gpu.name, self._max_batch,
-                                                      " (batch 1 does not fit)" if self._max_batch == 0 else ""))
+            mb = _Line(4, "  max batch on %s: %d" % (self.gpu.name, self._max_batch))
+            if self._max_batch == 0:
+                mb.item(" ", "(batch 1 does not fit)")
+            elif self._max_batch >= _MAX_BATCH_LIMIT:
+                mb.item(" ", "(the search's limit, 2^40: larger batches were not tried)")
+            lines.append(mb.text())
         if self._max_seq is not None:
             n, limited = self._max_seq
             lines.append("")
@@ -499,12 +580,12 @@ class Result:
                 " (the longest the model takes: one more is refused, not for memory)" if limited else ""))
         if self.layers:
             lines.append("")
-            lines.append("  %-32s %-26s %-22s %14s %12s" % ("layer", "kind", "output", "parameters", "saved"))
-            for l in self.layers:
-                shape = "[" + ", ".join(str(d) for d in l["output_shape"]) + "]"
-                lines.append("  %-32s %-26s %-22s %14d %12s" % (self.module_of(l["name"]), l["kind"], shape,
-                                                                l["parameters"],
-                                                                format_bytes(l["activations"])))
+            rows = [(self.module_of(l["name"]), l["kind"], "[" + ", ".join(str(d) for d in l["output_shape"]) + "]",
+                     "%d" % l["parameters"], format_bytes(l["activations"])) for l in self.layers]
+            c = _layer_widths(rows, 2)
+            for r in [("layer", "kind", "output", "parameters", "saved")] + rows:
+                lines.append("  " + " ".join((_fit(r[0], c[0], middle=True), _fit(r[1], c[1]), _fit(r[2], c[2]),
+                                              _fit(r[3], c[3], right=True), _fit(r[4], c[4], right=True))))
         return "\n".join(lines) + "\n"
 
     def __str__(self):

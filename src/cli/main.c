@@ -12,66 +12,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "cli.h"
 #include "report.h"
 #include "vramcalc/vramcalc.h"
 
 #define EXIT_NOFIT 1
 #define EXIT_USAGE 2
 #define MAX_SWEEP 100000 /* batch sizes in one --sweep */
+#define MAX_SWEEP_LAYER_ROWS 4000000 /* --per-layer rows a --sweep keeps (~250 bytes each) */
 
-static const char usage[] =
+/* Where reports and the error line go: vc_cli_main's out and err (stdout
+ * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
+static FILE *cli_out, *cli_err;
+
+/* --help: this, the options table (options[] below), usage_tail. */
+static const char usage_head[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
     "       vramcalc --params N [--activations N] [options]\n"
     "\n"
-    "  -b, --batch N          samples per step (default 1)\n"
-    "      --input SHAPE      override the per-sample input shape, e.g. 3,224,224\n"
-    "      --seq N            Hugging Face config.json: tokens per sample (default 2048)\n"
-    "      --moe-imbalance F  config.json MoE: the busiest expert gets F x the even share (default 1)\n"
-    "      --emit-model       config.json: print the equivalent vramcalc model JSON and exit\n"
-    "  -o, --optim NAME       sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit,\n"
-    "                         paged_adamw8bit, adafactor (default adam)\n"
-    "      --optim-impl I     foreach (default; forloop for adafactor, as torch's), fused, forloop\n"
-    "      --accumulate N     gradient accumulation over N micro-batches\n"
-    "  -p, --precision P      fp32 (default), fp16, bf16, amp-fp16, amp-bf16, mixed-fp16, mixed-bf16\n"
-    "  -m, --mode M           train (default) or infer\n"
-    "      --lora R           LoRA adapters of rank R (PEFT); every other parameter frozen\n"
-    "      --lora-targets L   the Linear layers to adapt, by name: q_proj,v_proj (default for a\n"
-    "                         config.json: PEFT's for its model_type)\n"
-    "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
-    "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
-    "      --gpus N           data-parallel ranks, with --parallel: ddp, zero1-torch, fsdp,\n"
-    "                         shard-grad-op, hybrid, zero2 (the busiest rank)\n"
-    "      --attention A      auto (default), flash, efficient, math\n"
-    "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
-    "      --workspace SIZE   cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)\n"
-    "      --context SIZE     CUDA context bytes (default: a 500 MiB estimate)\n"
-    "  -g, --gpu G            check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus),\n"
-    "                         a SIZE (24GiB, 80GB, 24000MiB, bytes), either with :P% for headroom\n"
-    "                         (h100-80gb:90%); exit status 1 when it does not fit\n"
-    "      --max-batch        with --gpu: the largest batch size that fits\n"
-    "      --max-seq          with --gpu, a config.json: the longest sequence (tokens) that fits at --batch\n"
-    "      --sweep LIST       one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2\n"
-    "      --plot FILE.svg    with --sweep: draw the components against batch size as an SVG chart\n"
-    "  -f, --format F         table (default), json, csv\n"
-    "      --per-layer        a row per layer: output shape, parameters, saved activations\n"
-    "      --no-color         plain ASCII table, no colours (also: NO_COLOR=1)\n"
-    "      --params N         counts-only estimate without a model: bytes per parameter and per\n"
-    "                         activation element, no per-tensor model\n"
-    "      --activations N    with --params: activation elements per sample\n"
-    "      --list-gpus        the GPU presets, their memory and its source (with -f json/csv too)\n"
-    "      --list-layers      the supported layer kinds\n"
-    "      --trace            print the simulated timeline (one line per allocation or free)\n"
-    "  -h, --help             this help\n"
-    "      --version          print the version\n"
+    "options:\n";
+static const char usage_tail[] =
     "\n"
-    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB are powers of\n"
-    "1000, KiB/MiB/GiB/TiB powers of 1024).\n"
-    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad model file;\n"
-    "with --sweep, 0 unless an error (each row says whether it fits).\n";
+    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB\n"
+    "are powers of 1000, KiB/MiB/GiB/TiB powers of 1024).\n"
+    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad\n"
+    "model file; with --sweep, 0 unless an error (each row says whether it fits).\n";
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* One line on stderr; whatever the user gave (option values, file names)
@@ -84,7 +54,7 @@ static int die(const char *fmt, ...)
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     vc_escape_text(safe, sizeof safe, raw);
-    fprintf(stderr, "vramcalc: %s\n", safe);
+    fprintf(cli_err, "vramcalc: %s\n", safe);
     return EXIT_USAGE;
 }
 
@@ -121,7 +91,7 @@ bad:
  * on stderr and exit 2, never a silent success. */
 static int flush_out(int rc)
 {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    if (fflush(cli_out) == 0 && !ferror(cli_out)) return rc;
     int e = errno ? errno : EIO;
     return die("cannot write the output: %s", strerror(e));
 }
@@ -246,9 +216,12 @@ fail:
     return rc;
 }
 
+/* choices: the options table's VC_CHOICES list ("a, b, c, "), or prose. */
 static int choose(const char *opt, const char *s, int v, const char *choices)
 {
-    if (v < 0) return die("%s: unknown value '%s' (choose %s)", opt, s, choices);
+    size_t n = strlen(choices);
+    while (n && (choices[n - 1] == ' ' || choices[n - 1] == ',')) n--;
+    if (v < 0) return die("%s: unknown value '%s' (choose %.*s)", opt, s, (int)n, choices);
     return 0;
 }
 
@@ -267,8 +240,14 @@ static bool mentions_utf8(const char *s)
  * NO_COLOR (https://no-color.org) or TERM=dumb; --no-color also means ASCII. */
 static vc_term detect_term(bool no_color)
 {
-    vc_term t = {false, false};
-    if (no_color || !isatty(STDOUT_FILENO)) return t;
+    vc_term t = {false, false, VC_TEXT_WIDTH};
+    if (!isatty(fileno(cli_out))) return t;
+    /* wider on a wider terminal (its size, else $COLUMNS); never narrower than 80 */
+    struct winsize ws;
+    const char *cols = getenv("COLUMNS");
+    long w = ioctl(fileno(cli_out), TIOCGWINSZ, &ws) == 0 && ws.ws_col ? ws.ws_col : cols ? strtol(cols, NULL, 10) : 0;
+    if (w > VC_TEXT_WIDTH) t.width = w < 1000 ? (int)w : 1000;
+    if (no_color) return t;
     const char *vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
     for (int i = 0; i < 3; i++) {
         const char *v = getenv(vars[i]);
@@ -292,43 +271,61 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* head, then the words of text wrapped to width, further lines indented. */
+static void print_wrapped(const char *head, const char *text, int width, int indent)
+{
+    text_line l;
+    line_begin(&l, cli_out, width, indent, head);
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) line_itemn(&l, " ", p, n);
+        p += n + (p[n] == ' ');
+    }
+    line_end(&l);
+}
+
 static int list_gpus(const char *format)
 {
     char b[32];
     if (!strcmp(format, "json")) {
-        printf("{\n  \"schema_version\": 1,\n  \"gpus\": [");
+        fprintf(cli_out, "{\n  \"schema_version\": 1,\n  \"gpus\": [");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
-            printf("%s\n    {\"name\": ", i ? "," : "");
-            json_str(stdout, g->name);
-            printf(", \"product\": ");
-            json_str(stdout, g->label);
-            printf(", \"vendor\": ");
-            json_str(stdout, g->vendor);
-            printf(", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
-            json_str(stdout, g->source);
-            printf("}");
+            fprintf(cli_out, "%s\n    {\"name\": ", i ? "," : "");
+            json_str(cli_out, g->name);
+            fprintf(cli_out, ", \"product\": ");
+            json_str(cli_out, g->label);
+            fprintf(cli_out, ", \"vendor\": ");
+            json_str(cli_out, g->vendor);
+            fprintf(cli_out, ", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
+            json_str(cli_out, g->source);
+            fprintf(cli_out, "}");
         }
-        printf("\n  ]\n}\n");
+        fprintf(cli_out, "\n  ]\n}\n");
     } else if (!strcmp(format, "csv")) {
-        printf("name,product,vendor,capacity,hopper,source\n");
+        fprintf(cli_out, "name,product,vendor,capacity,hopper,source\n");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
-            printf("%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
+            fprintf(cli_out, "%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
                    g->hopper ? "true" : "false", g->source);
         }
     } else {
-        printf("%-11s %10s %14s  %-6s %-5s  %s\n", "name", "memory", "bytes", "vendor", "sm90+", "product; source of the figure");
+        /* within the width: the source of the figure on its own lines (bytes: -f csv or json) */
+        int width = detect_term(true).width;
+        fprintf(cli_out, "%-11s %10s  %-6s %-5s  %s\n", "name", "memory", "vendor", "sm90+", "product");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
             format_bytes(g->capacity, b, sizeof b);
-            printf("%-11s %10s %14" PRId64 "  %-6s %-5s  %s\n%52s%s\n", g->name, b, g->capacity, g->vendor,
-                   g->hopper ? "yes" : "", g->label, "", g->source);
+            char head[96];
+            snprintf(head, sizeof head, "%-11s %10s  %-6s %-5s ", g->name, b, g->vendor, g->hopper ? "yes" : "");
+            print_wrapped(head, g->label, width, 38);
+            print_wrapped("            source:", g->source, width, 14);
         }
-        printf("\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device; sm90+: the\n"
-               "preset sets the Hopper/Blackwell cuBLAS workspace (32 MiB). Keep headroom with NAME:90%%.\n");
+        fprintf(cli_out, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device\n"
+                         "(bytes: -f csv or -f json); sm90+: the preset sets the Hopper/Blackwell cuBLAS\n"
+                         "workspace (32 MiB). Keep headroom with NAME:90%%.\n");
     }
-    return fflush(stdout) ? EXIT_USAGE : 0;
+    return fflush(cli_out) ? EXIT_USAGE : 0;
 }
 
 enum {
@@ -391,11 +388,11 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
 
 static void print_one(const cli *c, const vc_report *rep)
 {
-    if (!strcmp(c->format, "json")) report_json(stdout, rep);
+    if (!strcmp(c->format, "json")) report_json(cli_out, rep);
     else if (!strcmp(c->format, "csv")) {
-        report_csv_header(stdout, rep);
-        report_csv_row(stdout, rep);
-    } else report_table(stdout, rep);
+        report_csv_header(cli_out, rep);
+        report_csv_row(cli_out, rep);
+    } else report_table(cli_out, rep);
 }
 
 static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *o)
@@ -442,32 +439,24 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
         }
     }
     bool json = !strcmp(c->format, "json"), csv = !strcmp(c->format, "csv");
-    if (json) report_json_sweep_begin(stdout);
+    if (json) report_json_sweep_begin(cli_out);
     for (size_t i = 0; i < c->nsweep; i++) {
         o->batch = c->sweep[i];
         rep->r = &rows[i];
-        if (json) report_json_sweep_row(stdout, rep, i == 0);
+        if (json) report_json_sweep_row(cli_out, rep, i == 0);
         else if (csv) {
-            if (!i) report_csv_header(stdout, rep);
-            report_csv_row(stdout, rep);
+            if (!i) report_csv_header(cli_out, rep);
+            report_csv_row(cli_out, rep);
         } else {
-            if (!i) report_sweep_table_begin(stdout, rep);
-            report_sweep_table_row(stdout, rep);
+            if (!i) report_sweep_table_begin(cli_out, rep);
+            report_sweep_table_row(cli_out, rep);
         }
         /* --per-layer in a table sweep: the rows follow their summary line */
-        if (!json && !csv && rep->per_layer && rows[i].nlayers) {
-            for (size_t l = 0; l < rows[i].nlayers; l++) {
-                const vc_layer_info *li = &rows[i].layers[l];
-                char sb[32];
-                format_bytes(li->activations, sb, sizeof sb);
-                printf("  %10s   %-32s %-20s %14" PRId64 " params %12s saved\n", "", li->name, li->kind,
-                       li->parameters, sb);
-            }
-        }
+        if (!json && !csv && rep->per_layer && rows[i].nlayers) report_sweep_layers(cli_out, rep);
     }
-    if (json) report_json_sweep_end(stdout, rep);
-    else if (!csv) report_sweep_table_end(stdout, rep);
-    if (fflush(stdout)) rc = EXIT_USAGE;
+    if (json) report_json_sweep_end(cli_out, rep);
+    else if (!csv) report_sweep_table_end(cli_out, rep);
+    if (fflush(cli_out)) rc = EXIT_USAGE;
 out:
     if (rows)
         for (size_t i = 0; i < c->nsweep; i++) vc_result_free(&rows[i]);
@@ -543,36 +532,88 @@ static void json_arena_release(void)
     }
 }
 
-int main(int argc, char **argv)
+/* Every option, in --help's order: adding one is a row here and its case in
+ * vc_cli_main's switch (docs/contributing.md). */
+static const cli_option options[] = {
+    {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
+    {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
+    {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
+    {"moe-imbalance", 0, "F", OPT_MOE, NULL,
+     "config.json MoE: the busiest expert gets F x the even share (default 1)"},
+    {"emit-model", 0, NULL, OPT_EMIT, NULL, "config.json: print the equivalent vramcalc model JSON and exit"},
+    {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
+     "{} (default adam; what each keeps: docs/optimizers.md)"},
+    {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
+     "{} (default foreach; refused where the optimizer has no such implementation)"},
+    {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
+    {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
+     "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
+     "weights and optimizer states)"},
+    {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP),
+     "{} (default train; --optim does not apply to infer and generate; generate: docs/inference.md)"},
+    {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
+    {"lora-targets", 0, "L", OPT_LORA_TARGETS, NULL,
+     "the Linear layers to adapt, by name: q_proj,v_proj (default for a config.json: PEFT's for its "
+     "model_type)"},
+    {"lora-alpha", 0, "A", OPT_LORA_ALPHA, NULL, "lora_alpha (default 8)"},
+    {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
+    {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
+     "config.json: gradient checkpointing per decoder layer, non-reentrant"},
+    {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
+    {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
+     "the parallel layout: {} (docs/parallel.md)"},
+    {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
+     "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
+    {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
+    {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
+    {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
+    {"gpu", 'g', "G", 'g', NULL,
+     "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
+     "either with :P% for headroom (h100-80gb:90%); exit status 1 when it does not fit"},
+    {"max-batch", 0, NULL, OPT_MAX_BATCH, NULL, "with --gpu: the largest batch size that fits (exact: it fits, one more does not)"},
+    {"max-seq", 0, NULL, OPT_MAX_SEQ, NULL,
+     "with --gpu, a config.json: the longest sequence (tokens) that fits at --batch (exact)"},
+    {"prompt", 0, "N", OPT_PROMPT, NULL, "--mode generate: prompt tokens per sequence (default 1024)"},
+    {"new-tokens", 0, "M", OPT_NEW_TOKENS, NULL, "--mode generate: tokens generated per sequence (default 256)"},
+    {"cache", 0, "C", OPT_CACHE, VC_CHOICES(VC_CACHE_MAP),
+     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated)"},
+    {"max-context", 0, NULL, OPT_MAX_CONTEXT, NULL,
+     "--mode generate with --gpu: the longest prompt that fits for --new-tokens (exact; docs/inference.md)"},
+    {"serve", 0, NULL, OPT_SERVE, NULL,
+     "with --gpu: vLLM's KV cache pool, blocks, tokens and concurrent --prompt + --new-tokens requests"},
+    {"gpu-memory-utilization", 0, "U", OPT_GPU_UTIL, NULL, "--serve: the share of the card vLLM may use (default 0.9)"},
+    {"max-num-batched-tokens", 0, "T", OPT_MAX_TOKENS, NULL,
+     "--serve: the profiling run's tokens (default vLLM's: 8192 on >= 70 GiB cards but A100s, else 2048)"},
+    {"max-num-seqs", 0, "S", OPT_MAX_SEQS, NULL, "--serve: the sampled requests (default 1024 or 256, as the tokens)"},
+    {"block-size", 0, "N", OPT_BLOCK, NULL, "--serve: tokens per KV block (default 16)"},
+    {"kv-cache-dtype", 0, "D", OPT_KV_DTYPE, VC_CHOICES(VC_KV_DTYPE_MAP), "--serve: {} (default auto: the model's dtype)"},
+    {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
+    {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
+    {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
+    {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
+    {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
+    {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},
+    {"params", 0, "N", OPT_PARAMS, NULL,
+     "counts-only estimate without a model: bytes per parameter and per activation element, no "
+     "per-tensor model"},
+    {"activations", 0, "N", OPT_ACTS, NULL, "with --params: activation elements per sample"},
+    {"list-gpus", 0, NULL, OPT_LIST_GPUS, NULL, "the GPU presets, their memory and its source (with -f json/csv too)"},
+    {"list-layers", 0, NULL, OPT_LIST_LAYERS, NULL, "the supported layer kinds"},
+    {"trace", 0, NULL, OPT_TRACE, NULL, "print the simulated timeline (one line per allocation or free)"},
+    {"help", 'h', NULL, 'h', NULL, "this help"},
+    {"version", 0, NULL, OPT_VERSION, NULL, "print the version"},
+};
+enum { NOPT = sizeof options / sizeof *options };
+
+int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-    static const struct option longopts[] = {
-        {"batch", required_argument, 0, 'b'},       {"input", required_argument, 0, OPT_INPUT},
-        {"optim", required_argument, 0, 'o'},       {"optim-impl", required_argument, 0, OPT_IMPL},
-        {"accumulate", required_argument, 0, OPT_ACCUM}, {"precision", required_argument, 0, 'p'},
-        {"mode", required_argument, 0, 'm'},        {"attention", required_argument, 0, OPT_ATTN},
-        {"torch", required_argument, 0, OPT_TORCH},
-        {"workspace", required_argument, 0, OPT_WS}, {"context", required_argument, 0, OPT_CTX},
-        {"format", required_argument, 0, 'f'},      {"per-layer", no_argument, 0, OPT_PER_LAYER},
-        {"params", required_argument, 0, OPT_PARAMS}, {"activations", required_argument, 0, OPT_ACTS},
-        {"list-layers", no_argument, 0, OPT_LIST_LAYERS}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, OPT_VERSION},  {"trace", no_argument, 0, OPT_TRACE},
-        {"gpu", required_argument, 0, 'g'},         {"max-batch", no_argument, 0, OPT_MAX_BATCH},
-        {"sweep", required_argument, 0, OPT_SWEEP}, {"plot", required_argument, 0, OPT_PLOT},
-        {"no-color", no_argument, 0, OPT_NO_COLOR}, {"no-colour", no_argument, 0, OPT_NO_COLOR},
-        {"list-gpus", no_argument, 0, OPT_LIST_GPUS},
-        {"seq", required_argument, 0, OPT_SEQ},     {"moe-imbalance", required_argument, 0, OPT_MOE},
-        {"emit-model", no_argument, 0, OPT_EMIT},   {"lora", required_argument, 0, OPT_LORA},
-        {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
-        {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
-        {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
-        {"prompt", required_argument, 0, OPT_PROMPT}, {"new-tokens", required_argument, 0, OPT_NEW_TOKENS},
-        {"cache", required_argument, 0, OPT_CACHE}, {"max-context", no_argument, 0, OPT_MAX_CONTEXT},
-        {"serve", no_argument, 0, OPT_SERVE},       {"gpu-memory-utilization", required_argument, 0, OPT_GPU_UTIL},
-        {"max-num-batched-tokens", required_argument, 0, OPT_MAX_TOKENS}, {"max-num-seqs", required_argument, 0, OPT_MAX_SEQS},
-        {"block-size", required_argument, 0, OPT_BLOCK}, {"kv-cache-dtype", required_argument, 0, OPT_KV_DTYPE},
-        {"max-seq", no_argument, 0, OPT_MAX_SEQ},
-        {0, 0, 0, 0},
-    };
+    static struct option longopts[NOPT + 1];
+    static char shortopts[3 * NOPT + 2];
+    cli_getopt_tables(options, NOPT, longopts, shortopts);
+    cli_out = out;
+    cli_err = errf;
+    model_file = NULL;
+    optind = 0; /* glibc: start afresh (vc_cli_main may run more than once in a process) */
     vc_options o;
     vc_options_init(&o);
     cli c;
@@ -591,7 +632,7 @@ int main(int argc, char **argv)
     vc_serve_options_init(&so);
     int ch, rc;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (ch) {
         case 'b': batch_given = true; if ((rc = parse_count("--batch", optarg, 1, &o.batch))) return rc; break;
         case OPT_INPUT: input = optarg; break;
@@ -607,7 +648,7 @@ int main(int argc, char **argv)
         }
         case OPT_EMIT: emit = true; break;
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
-        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp, zero1-torch, fsdp, shard-grad-op, hybrid or zero2"))) return rc; break;
+        case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_PROMPT: gen_given = prompt_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
         case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;
@@ -617,8 +658,8 @@ int main(int argc, char **argv)
         case OPT_MAX_TOKENS: serve_given = true; if ((rc = parse_count("--max-num-batched-tokens", optarg, 1, &so.max_num_batched_tokens))) return rc; break;
         case OPT_MAX_SEQS: serve_given = true; if ((rc = parse_count("--max-num-seqs", optarg, 1, &so.max_num_seqs))) return rc; break;
         case OPT_BLOCK: serve_given = true; if ((rc = parse_count("--block-size", optarg, 1, &so.block_size))) return rc; break;
-        case OPT_KV_DTYPE: serve_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), "auto, fp16, bf16 or fp8"))) return rc; break;
-        case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), "dynamic or static"))) return rc; break;
+        case OPT_KV_DTYPE: serve_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), VC_CHOICES(VC_KV_DTYPE_MAP)))) return rc; break;
+        case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), VC_CHOICES(VC_CACHE_MAP)))) return rc; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
         case OPT_LORA_DROPOUT: if ((rc = parse_real("--lora-dropout", optarg, 0, 0.999999, &lora.dropout))) return rc; break;
@@ -626,12 +667,12 @@ int main(int argc, char **argv)
             if (strlen(optarg) >= sizeof lora.targets) return die("--lora-targets: longer than %zu characters", sizeof lora.targets - 1);
             memcpy(lora.targets, optarg, strlen(optarg) + 1);
             break;
-        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, paged_adam8bit, paged_adamw8bit or adafactor"))) return rc; break;
-        case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
+        case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), VC_CHOICES(VC_OPTIM_MAP)))) return rc; break;
+        case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), VC_CHOICES(VC_OPTIM_IMPL_MAP)))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
-        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
-        case 'm': mode_given = true; if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train, infer or generate"))) return rc; break;
-        case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
+        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), VC_CHOICES(VC_PRECISION_MAP)))) return rc; break;
+        case 'm': mode_given = true; if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), VC_CHOICES(VC_MODE_MAP)))) return rc; break;
+        case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), VC_CHOICES(VC_ATTENTION_MAP)))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
         case OPT_WS: if ((rc = parse_size("--workspace", optarg, &o.workspace))) return rc; break;
         case OPT_CTX: if ((rc = parse_size("--context", optarg, &o.context))) return rc; break;
@@ -652,11 +693,17 @@ int main(int argc, char **argv)
         case OPT_PARAMS: c.counts = true; if ((rc = parse_count("--params", optarg, 0, &params))) return rc; break;
         case OPT_ACTS: have_acts = true; if ((rc = parse_count("--activations", optarg, 0, &acts))) return rc; break;
         case OPT_LIST_LAYERS:
-            for (size_t i = 0; i < vc_kind_count(); i++) printf("%-28s %s\n", vc_kind_name(i), vc_kind_summary(i));
-            printf("%-28s %s\n", "Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint");
+            /* a line per kind (scripts read the first word); on a terminal, summaries wrapped to its width */
+            for (size_t i = 0; i <= vc_kind_count(); i++) {
+                char head[64];
+                snprintf(head, sizeof head, "%-28s", i < vc_kind_count() ? vc_kind_name(i) : "Sequential");
+                print_wrapped(head, i < vc_kind_count() ? vc_kind_summary(i)
+                                                        : "a block of layers (a scope), with repeat/frozen/checkpoint",
+                              isatty(fileno(cli_out)) ? detect_term(true).width : INT32_MAX, 29);
+            }
             return flush_out(0);
-        case 'h': fputs(usage, stdout); return flush_out(0);
-        case OPT_VERSION: printf("vramcalc %s\n", VC_VERSION); return flush_out(0);
+        case 'h': cli_help(cli_out, usage_head, options, NOPT, usage_tail); return flush_out(0);
+        case OPT_VERSION: fprintf(cli_out, "vramcalc %s\n", VC_VERSION); return flush_out(0);
         case ':': return die("%s needs a value (see vramcalc --help)", argv[optind - 1]);
         default:
             if (optopt) return die("unknown option '-%c' (see vramcalc --help)", optopt);
@@ -742,7 +789,7 @@ int main(int argc, char **argv)
             goto out;
         }
         if (emit) {
-            rc = puts(vc_model_generated_json(m)) < 0 || fflush(stdout) ? EXIT_USAGE : 0;
+            rc = fprintf(cli_out, "%s\n", vc_model_generated_json(m)) < 0 || fflush(cli_out) ? EXIT_USAGE : 0;
             goto out;
         }
         if (lora.r > 0) {
@@ -768,7 +815,7 @@ int main(int argc, char **argv)
         if (c.max_seq && (rc = find_max_seq(&c, m, &o, &rep))) goto out;
         rep.model = vc_model_name(m);
         if (trace) {
-            if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
+            if (vc_trace(m, &o, print_line, cli_out, &err)) rc = die_err(&err);
             goto out;
         }
     }
@@ -783,6 +830,13 @@ int main(int argc, char **argv)
         }
     }
     if (sweep) {
+        /* a sweep keeps every row until all are known; with --per-layer each holds a row per layer */
+        if (c.per_layer && m && vc_model_layer_count(m) > MAX_SWEEP_LAYER_ROWS / c.nsweep) {
+            rc = die("--per-layer with --sweep keeps a row per layer and batch size: %zu layers x %zu batch sizes is "
+                     "more than the limit of %d rows (docs/limits.md); use fewer batch sizes",
+                     vc_model_layer_count(m), c.nsweep, MAX_SWEEP_LAYER_ROWS);
+            goto out;
+        }
         rc = run_sweep(&c, e, &rep, &o);
         goto out;
     }
@@ -828,7 +882,7 @@ int main(int argc, char **argv)
         goto out;
     }
     print_one(&c, &rep);
-    rc = fflush(stdout) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 || rep.max_seq == 0 ? EXIT_NOFIT : 0;
+    rc = fflush(cli_out) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 || rep.max_seq == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);
     vc_estimator_free(e);
@@ -836,3 +890,7 @@ out:
     free(c.sweep);
     return flush_out(rc);
 }
+
+#ifndef VC_CLI_NO_MAIN
+int main(int argc, char **argv) { return vc_cli_main(argc, argv, stdout, stderr); }
+#endif

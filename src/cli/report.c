@@ -45,11 +45,40 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void row(FILE *f, const char *label, int64_t v, const char *note)
+static int term_width(const vc_term *t) { return t->width > 0 ? t->width : VC_TEXT_WIDTH; }
+
+/* Words of text wrapped to the width, further lines indented. */
+static void wrap_words(FILE *f, const char *first, const char *text, int width, int indent)
+{
+    text_line l;
+    line_begin(&l, f, width, indent, first);
+    bool lead = true;
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) {
+            line_itemn(&l, lead && !first[0] ? "" : " ", p, n);
+            lead = false;
+        }
+        p += n;
+        while (*p == ' ') p++;
+    }
+    line_end(&l);
+}
+
+/* A component row; a note that does not fit after it goes on the next line,
+ * indented, cut in its middle if it is still too long. */
+static void row(FILE *f, const vc_term *t, const char *label, int64_t v, const char *note)
 {
     char b[32];
     format_bytes(v, b, sizeof b);
-    fprintf(f, "  %-18s %12s  %18" PRId64 "%s%s\n", label, b, v, note ? "  " : "", note ? note : "");
+    fprintf(f, "  %-18s %12s  %18" PRId64, label, b, v);
+    int width = term_width(t);
+    if (note && 53 + 2 + text_cols(note) <= width) fprintf(f, "  %s", note);
+    else if (note) {
+        fputs("\n    ", f);
+        text_fit(f, note, width - 4, FIT_MIDDLE | FIT_NOPAD, t->utf8);
+    }
+    fputc('\n', f);
 }
 
 bool report_fits(const vc_report *rep) { return !rep->gpu || rep->r->memory.total <= rep->gpu->capacity; }
@@ -134,21 +163,28 @@ static void bar(FILE *f, const vc_report *rep)
     char b[32], c[32];
     fputc('\n', f);
     if (rep->gpu) {
+        char first[256], it[96];
         format_bytes(cap, c, sizeof c);
         format_bytes(total, b, sizeof b);
-        fprintf(f, "  %s: capacity %s", rep->gpu->name, c);
-        if (rep->gpu->percent < 100) {
+        int k = snprintf(first, sizeof first, "  %s: capacity %s", rep->gpu->name, c);
+        if (rep->gpu->percent < 100 && k > 0 && (size_t)k < sizeof first) {
             char tb[32];
             format_bytes(rep->gpu->total, tb, sizeof tb);
-            fprintf(f, " (%g%% of %s)", rep->gpu->percent, tb);
+            snprintf(first + k, sizeof first - (size_t)k, " (%g%% of %s)", rep->gpu->percent, tb);
         }
+        text_line l;
+        line_begin(&l, f, term_width(t), 4, first);
         int64_t free_b = cap - total;
         format_bytes(free_b < 0 ? -free_b : free_b, c, sizeof c);
+        snprintf(it, sizeof it, "total %s %s", b,
+                 free_b >= 0 ? (t->color ? "\033[1;32mfits\033[0m" : "fits")
+                             : (t->color ? "\033[1;31mDOES NOT FIT\033[0m" : "DOES NOT FIT"));
+        line_item(&l, "; ", it);
         if (free_b >= 0)
-            fprintf(f, "; total %s %s, %s free (%.1f%% used)\n", b, t->color ? "\033[1;32mfits\033[0m" : "fits", c,
-                    cap ? 100.0 * (double)total / (double)cap : 0.0);
-        else
-            fprintf(f, "; total %s %s, %s over\n", b, t->color ? "\033[1;31mDOES NOT FIT\033[0m" : "DOES NOT FIT", c);
+            snprintf(it, sizeof it, "%s free (%.1f%% used)", c, cap ? 100.0 * (double)total / (double)cap : 0.0);
+        else snprintf(it, sizeof it, "%s over", c);
+        line_item(&l, ", ", it);
+        line_end(&l);
     } else {
         format_bytes(total, b, sizeof b);
         fprintf(f, "  total %s (no --gpu: the bar is the total)\n", b);
@@ -171,71 +207,206 @@ static void bar(FILE *f, const vc_report *rep)
     if (shown % 2) fputc('\n', f);
 }
 
+/* "model (file)", wrapped at spaces. */
+static void title_line(FILE *f, const vc_report *rep)
+{
+    char t[4 * 4096 + 512];
+    if (rep->file)
+        snprintf(t, sizeof t, "%s%s%s%s", rep->model[0] ? rep->model : rep->file, rep->model[0] ? " (" : "",
+                 rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
+    else snprintf(t, sizeof t, "counts-only estimate (bytes per parameter and per activation element)");
+    wrap_words(f, "", t, term_width(&rep->term), 2);
+}
+
+/* "train, batch 8, fp32, adam (foreach), attention auto", wrapped between items. */
+static void options_line(FILE *f, const vc_report *rep, bool with_batch)
+{
+    const vc_options *o = rep->opts;
+    char it[96];
+    text_line l;
+    line_begin(&l, f, term_width(&rep->term), 2, vc_mode_name(o->mode));
+    if (with_batch) {
+        snprintf(it, sizeof it, "batch %" PRId64, o->batch);
+        line_item(&l, ", ", it);
+    }
+    line_item(&l, ", ", vc_precision_name(o->precision));
+    if (o->parallel != VC_PARALLEL_NONE) {
+        snprintf(it, sizeof it, "%s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus,
+                 o->gpus == 1 ? "" : "s");
+        line_item(&l, ", ", it);
+    }
+    if (o->mode == VC_MODE_TRAIN) {
+        if (o->optim != VC_OPTIM_NONE && !rep->counts_only)
+            snprintf(it, sizeof it, "%s (%s)", vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl));
+        else snprintf(it, sizeof it, "%s", vc_optim_name(o->optim));
+        line_item(&l, ", ", it);
+        if (o->accumulate > 1) {
+            snprintf(it, sizeof it, "accumulate %" PRId64, o->accumulate);
+            line_item(&l, ", ", it);
+        }
+    }
+    if (o->mode == VC_MODE_GENERATE) {
+        snprintf(it, sizeof it, "prompt %" PRId64 " + %" PRId64 " new tokens", o->prompt, o->new_tokens);
+        line_item(&l, ", ", it);
+        snprintf(it, sizeof it, "%s cache", vc_cache_name(o->cache));
+        line_item(&l, ", ", it);
+    }
+    if (!rep->counts_only) {
+        snprintf(it, sizeof it, "attention %s", vc_attention_name(o->attention));
+        line_item(&l, ", ", it);
+    }
+    line_end(&l);
+}
+
+static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
+{
+    char first[160];
+    snprintf(first, sizeof first, "  max batch on %s: %" PRId64, rep->gpu->name, rep->max_batch);
+    text_line l;
+    line_begin(&l, f, term_width(&rep->term), 4, first);
+    if (rep->max_batch == 0) line_item(&l, " ", "(batch 1 does not fit)");
+    else if (limit_note && rep->max_batch >= VC_MAX_BATCH_LIMIT)
+        line_item(&l, " ", "(the search's limit, 2^40: larger batches were not tried)");
+    line_end(&l);
+}
+
+/* ---- --per-layer: columns sized to their contents, within the width ---- */
+typedef struct {
+    int name, kind, shape, params, saved;
+} layer_cols;
+
+static void shape_text(const vc_layer_info *l, char *shape, size_t n)
+{
+    size_t u = 1;
+    shape[0] = '[';
+    shape[1] = '\0';
+    for (int d = 0; d < l->ndim && u < n; d++)
+        u += (size_t)snprintf(shape + u, n - u, "%s%" PRId64, d ? ", " : "", l->output_shape[d]);
+    if (u < n) snprintf(shape + u, n - u, "]");
+}
+
+/* The natural widths; when the line would pass `width` the name column gives
+ * way down to 24 columns, then the output and kind columns down to 12, then
+ * the name down to 16 (cells then cut with an ellipsis: a name in its middle,
+ * keeping its start and its leaf). */
+static layer_cols layer_widths(const vc_result *r, int width, int indent)
+{
+    layer_cols c = {5, 4, 6, 10, 5};
+    char b[128];
+    for (size_t i = 0; i < r->nlayers; i++) {
+        const vc_layer_info *l = &r->layers[i];
+        int n;
+        if ((n = text_cols(l->name)) > c.name) c.name = n;
+        if ((n = text_cols(l->kind)) > c.kind) c.kind = n;
+        shape_text(l, b, sizeof b);
+        if ((n = (int)strlen(b)) > c.shape) c.shape = n;
+        if ((n = snprintf(b, sizeof b, "%" PRId64, l->parameters)) > c.params) c.params = n;
+        format_bytes(l->activations, b, sizeof b);
+        if ((n = (int)strlen(b)) > c.saved) c.saved = n;
+    }
+    int over = indent + c.name + c.kind + c.shape + c.params + c.saved + 4 - width;
+    int *give[4] = {&c.name, &c.shape, &c.kind, &c.name};
+    const int least[4] = {24, 12, 12, 16};
+    for (int k = 0; k < 4 && over > 0; k++) {
+        int can = *give[k] - least[k];
+        if (can <= 0) continue;
+        int d = can < over ? can : over;
+        *give[k] -= d;
+        over -= d;
+    }
+    return c;
+}
+
+static void layer_row(FILE *f, const vc_term *t, const layer_cols *c, int indent, const char *name, const char *kind,
+                      const char *shape, const char *params, const char *saved)
+{
+    fprintf(f, "%*s", indent, "");
+    text_fit(f, name, c->name, FIT_MIDDLE, t->utf8);
+    fputc(' ', f);
+    text_fit(f, kind, c->kind, FIT_LEFT, t->utf8);
+    fputc(' ', f);
+    text_fit(f, shape, c->shape, FIT_LEFT, t->utf8);
+    fputc(' ', f);
+    text_fit(f, params, c->params, FIT_RIGHT, t->utf8);
+    fputc(' ', f);
+    text_fit(f, saved, c->saved, FIT_RIGHT, t->utf8);
+    fputc('\n', f);
+}
+
+/* The per-layer rows of r (with their header line when header), indented. */
+static void layer_table(FILE *f, const vc_report *rep, const vc_result *r, int indent, bool header)
+{
+    layer_cols c = layer_widths(r, term_width(&rep->term), indent);
+    if (header) layer_row(f, &rep->term, &c, indent, "layer", "kind", "output", "parameters", "saved");
+    for (size_t i = 0; i < r->nlayers; i++) {
+        const vc_layer_info *l = &r->layers[i];
+        char shape[128], params[24], saved[32];
+        shape_text(l, shape, sizeof shape);
+        snprintf(params, sizeof params, "%" PRId64, l->parameters);
+        format_bytes(l->activations, saved, sizeof saved);
+        layer_row(f, &rep->term, &c, indent, l->name, l->kind, shape, params, saved);
+    }
+}
+
+void report_sweep_layers(FILE *f, const vc_report *rep) { layer_table(f, rep, rep->r, 6, false); }
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
     const vc_result *r = rep->r;
     const vc_memory *m = &r->memory;
+    const vc_term *t = &rep->term;
     char b[64];
-    if (rep->file) fprintf(f, "%s%s%s%s\n", rep->model[0] ? rep->model : rep->file, rep->model[0] ? " (" : "",
-                           rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
-    else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
-    fprintf(f, "%s, batch %" PRId64 ", %s", vc_mode_name(o->mode), o->batch, vc_precision_name(o->precision));
-    if (o->parallel != VC_PARALLEL_NONE) fprintf(f, ", %s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus, o->gpus == 1 ? "" : "s");
-    if (o->mode == VC_MODE_TRAIN) {
-        fprintf(f, ", %s", vc_optim_name(o->optim));
-        if (o->optim != VC_OPTIM_NONE && !rep->counts_only) fprintf(f, " (%s)", vc_optim_impl_name(o->optim_impl));
-        if (o->accumulate > 1) fprintf(f, ", accumulate %" PRId64, o->accumulate);
-    }
-    if (o->mode == VC_MODE_GENERATE)
-        fprintf(f, ", prompt %" PRId64 " + %" PRId64 " new tokens, %s cache", o->prompt, o->new_tokens, vc_cache_name(o->cache));
-    if (!rep->counts_only) fprintf(f, ", attention %s", vc_attention_name(o->attention));
-    fprintf(f, "\nparameters %" PRId64 " (trainable %" PRId64 ")\n\n", r->parameters, r->trainable_parameters);
+    title_line(f, rep);
+    options_line(f, rep, true);
+    fprintf(f, "parameters %" PRId64 " (trainable %" PRId64 ")\n\n", r->parameters, r->trainable_parameters);
     fprintf(f, "  %-18s %12s  %18s\n", "component", "size", "bytes");
-    row(f, "weights", m->weights, NULL);
-    row(f, "gradients", m->gradients, NULL);
-    row(f, "optimizer states", m->optimizer_states, NULL);
-    row(f, "activations", m->activations, o->mode == VC_MODE_TRAIN ? "(held at end of forward)" : "(largest live set)");
-    if (!rep->counts_only) row(f, "workspace", m->workspace, "(cuBLAS)");
+    row(f, t, "weights", m->weights, NULL);
+    row(f, t, "gradients", m->gradients, NULL);
+    row(f, t, "optimizer states", m->optimizer_states, NULL);
+    row(f, t, "activations", m->activations, o->mode == VC_MODE_TRAIN ? "(held at end of forward)" : "(largest live set)");
+    if (!rep->counts_only) row(f, t, "workspace", m->workspace, "(cuBLAS)");
     char note[200];
     if (rep->counts_only) snprintf(note, sizeof note, "(sum of the above)");
     else if (r->peak.layer[0]) snprintf(note, sizeof note, "(%s, %s %s)", vc_phase_name(r->peak.phase), r->peak.layer, r->peak.kind);
     else snprintf(note, sizeof note, "(%s%s%s)", vc_phase_name(r->peak.phase), r->peak.kind[0] ? ", " : "", r->peak.kind);
-    row(f, "peak allocated", m->peak_allocated, note);
+    row(f, t, "peak allocated", m->peak_allocated, note);
     if (o->mode == VC_MODE_GENERATE && r->generate.kv_tokens) { /* issue 13: the phases apart */
-        row(f, "  prefill peak", r->generate.prefill_peak, "(the prompt's forward, logits of its last token)");
+        row(f, t, "  prefill peak", r->generate.prefill_peak, "(the prompt's forward, logits of its last token)");
         if (r->generate.decode_step) {
             snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": the cache is longest)", r->generate.decode_step,
                      o->new_tokens - 1);
-            row(f, "  decode peak", r->generate.decode_peak, note);
+            row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
         snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers)", r->generate.kv_tokens);
-        row(f, "  KV cache", r->generate.kv_cache, note);
+        row(f, t, "  KV cache", r->generate.kv_cache, note);
     }
-    row(f, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
-    row(f, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
-    row(f, "total", m->total, "(reserved + context)");
+    row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
+    row(f, t, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
+    row(f, t, "total", m->total, "(reserved + context)");
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
-        row(f, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
+        row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     if (!rep->counts_only) {
-        fprintf(f, "\n  at the peak:");
+        fputc('\n', f);
+        text_line l;
+        line_begin(&l, f, term_width(t), 15, "  at the peak:");
         const int64_t parts[] = {r->peak.weights, r->peak.gradients, r->peak.optimizer_states,
                                  r->peak.activations, r->peak.temporaries, r->peak.workspace};
         const char *const names[] = {"weights", "gradients", "states", "activations", "temporaries", "workspace"};
         for (int i = 0; i < 6; i++) {
             if (!parts[i]) continue;
+            char item[64];
             format_bytes(parts[i], b, sizeof b);
-            fprintf(f, " %s %s;", names[i], b);
+            snprintf(item, sizeof item, "%s %s;", names[i], b);
+            line_item(&l, " ", item);
         }
-        fputc('\n', f);
-        if (r->attention[0]) fprintf(f, "  attention kernel: %s\n", r->attention);
+        line_end(&l);
+        if (r->attention[0]) wrap_words(f, "  attention kernel:", r->attention, term_width(t), 4);
     }
     bar(f, rep);
     if (rep->max_batch >= 0) {
-        fprintf(f, "\n  max batch on %s: %" PRId64 "%s\n", rep->gpu->name, rep->max_batch,
-                rep->max_batch == 0 ? " (batch 1 does not fit)"
-                : rep->max_batch >= VC_MAX_BATCH_LIMIT ? " (the search's limit, 2^40: larger batches were not tried)"
-                                                       : "");
+        fputc('\n', f);
+        max_batch_line(f, rep, true);
     }
     if (rep->max_prompt >= 0)
         fprintf(f, "\n  max context on %s: prompt %" PRId64 " + %" PRId64 " new tokens%s\n", rep->gpu->name, rep->max_prompt,
@@ -246,17 +417,8 @@ void report_table(FILE *f, const vc_report *rep)
                 : rep->max_seq_limited ? " (the longest the model takes: one more is refused, not for memory)"
                                        : "");
     if (rep->per_layer && r->nlayers) {
-        fprintf(f, "\n  %-32s %-26s %-22s %14s %12s\n", "layer", "kind", "output", "parameters", "saved");
-        for (size_t i = 0; i < r->nlayers; i++) {
-            const vc_layer_info *l = &r->layers[i];
-            char shape[128] = "[";
-            size_t u = 1;
-            for (int d = 0; d < l->ndim && u < sizeof shape; d++)
-                u += (size_t)snprintf(shape + u, sizeof shape - u, "%s%" PRId64, d ? ", " : "", l->output_shape[d]);
-            if (u < sizeof shape) snprintf(shape + u, sizeof shape - u, "]");
-            format_bytes(l->activations, b, sizeof b);
-            fprintf(f, "  %-32s %-26s %-22s %14" PRId64 " %12s\n", l->name, l->kind, shape, l->parameters, b);
-        }
+        fputc('\n', f);
+        layer_table(f, rep, r, 2, true);
     }
 }
 
@@ -403,34 +565,39 @@ void report_json_sweep_end(FILE *f, const vc_report *rep)
     fputs("\n}\n", f);
 }
 
-enum { SWEEP_BAR_W = 24 };
+enum { SWEEP_BAR_W = 24, SWEEP_WIDE = 125 };
 
-static void header_lines(FILE *f, const vc_report *rep, bool with_batch)
+/* With --gpu a sweep row is 125 columns wide; in fewer the weights (the same
+ * for every batch) go to the header, reserved goes, and the bar shrinks (to 9
+ * cells in 80 columns). */
+static bool sweep_narrow(const vc_report *rep) { return rep->gpu && term_width(&rep->term) < SWEEP_WIDE; }
+
+static int sweep_bar_cells(const vc_report *rep)
 {
-    const vc_options *o = rep->opts;
-    if (rep->file) fprintf(f, "%s%s%s%s\n", rep->model[0] ? rep->model : rep->file, rep->model[0] ? " (" : "",
-                           rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
-    else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
-    fprintf(f, "%s", vc_mode_name(o->mode));
-    if (with_batch) fprintf(f, ", batch %" PRId64, o->batch);
-    fprintf(f, ", %s", vc_precision_name(o->precision));
-    if (o->mode == VC_MODE_TRAIN) {
-        fprintf(f, ", %s", vc_optim_name(o->optim));
-        if (o->optim != VC_OPTIM_NONE && !rep->counts_only) fprintf(f, " (%s)", vc_optim_impl_name(o->optim_impl));
-        if (o->accumulate > 1) fprintf(f, ", accumulate %" PRId64, o->accumulate);
-    }
-    if (!rep->counts_only) fprintf(f, ", attention %s", vc_attention_name(o->attention));
-    fputc('\n', f);
+    int w = term_width(&rep->term) - 68 - 3; /* '[', ']', and the capacity mark draw_bar may add */
+    return w > SWEEP_BAR_W ? SWEEP_BAR_W : w < 8 ? 8 : w;
 }
 
 void report_sweep_table_begin(FILE *f, const vc_report *rep)
 {
-    header_lines(f, rep, false);
-    fprintf(f, "parameters %" PRId64 " (trainable %" PRId64 ")\n", rep->r->parameters, rep->r->trainable_parameters);
+    title_line(f, rep);
+    options_line(f, rep, false);
+    fprintf(f, "parameters %" PRId64 " (trainable %" PRId64 ")", rep->r->parameters, rep->r->trainable_parameters);
+    if (sweep_narrow(rep)) {
+        char w[32];
+        format_bytes(rep->r->memory.weights, w, sizeof w);
+        fprintf(f, ", weights %s", w);
+    }
+    fputc('\n', f);
     if (rep->gpu) {
         char c[32];
         format_bytes(rep->gpu->capacity, c, sizeof c);
         fprintf(f, "gpu %s: capacity %s (%" PRId64 " bytes)\n", rep->gpu->name, c, rep->gpu->capacity);
+    }
+    if (sweep_narrow(rep)) {
+        fprintf(f, "\n  %13s %11s %10s %10s %11s %4s  %s\n", "batch", "activations", "peak alloc", "total", "free", "fits",
+                "of capacity");
+        return;
     }
     fprintf(f, "\n  %10s %12s %12s %12s %12s %12s", "batch", "weights", "activations", "peak alloc", "reserved",
             "total");
@@ -447,22 +614,26 @@ void report_sweep_table_row(FILE *f, const vc_report *rep)
     format_bytes(m->peak_allocated, p, sizeof p);
     format_bytes(m->reserved, rs, sizeof rs);
     format_bytes(m->total, t, sizeof t);
-    fprintf(f, "  %10" PRId64 " %12s %12s %12s %12s %12s", rep->opts->batch, w, a, p, rs, t);
+    bool narrow = sweep_narrow(rep);
+    if (narrow) fprintf(f, "  %13" PRId64 " %11s %10s %10s", rep->opts->batch, a, p, t); /* up to 2^40 */
+    else fprintf(f, "  %10" PRId64 " %12s %12s %12s %12s %12s", rep->opts->batch, w, a, p, rs, t);
     if (rep->gpu) {
         int64_t free_b = rep->gpu->capacity - m->total;
         char fb[32];
         format_bytes(free_b < 0 ? -free_b : free_b, fb, sizeof fb);
+        const char *no = rep->term.color ? (narrow ? "\033[1;31m  no\033[0m" : "\033[1;31m   no\033[0m")
+                                         : (narrow ? "  NO" : "   NO");
         if (free_b < 0) {
             char neg[34];
             snprintf(neg, sizeof neg, "-%s", fb);
-            fprintf(f, " %12s %s  ", neg, rep->term.color ? "\033[1;31m   no\033[0m" : "   NO");
+            fprintf(f, narrow ? " %11s %s  " : " %12s %s  ", neg, no);
         } else {
-            fprintf(f, " %12s %5s  ", fb, "yes");
+            fprintf(f, narrow ? " %11s %4s  " : " %12s %5s  ", fb, "yes");
         }
         int64_t seg[SEG_N];
         segments(rep->r, seg);
         int64_t scale = m->total > rep->gpu->capacity ? m->total : rep->gpu->capacity;
-        draw_bar(f, &rep->term, seg, m->total, scale, rep->gpu->capacity, SWEEP_BAR_W);
+        draw_bar(f, &rep->term, seg, m->total, scale, rep->gpu->capacity, narrow ? sweep_bar_cells(rep) : SWEEP_BAR_W);
     }
     fputc('\n', f);
 }
@@ -482,7 +653,8 @@ void report_sweep_table_end(FILE *f, const vc_report *rep)
         }
         fprintf(f, "\n       %s capacity\n", rep->term.utf8 ? "\u2502 or ]" : "| or ]");
     }
-    if (rep->max_batch >= 0 && rep->gpu)
-        fprintf(f, "\n  max batch on %s: %" PRId64 "%s\n", rep->gpu->name, rep->max_batch,
-                rep->max_batch == 0 ? " (batch 1 does not fit)" : "");
+    if (rep->max_batch >= 0 && rep->gpu) {
+        fputc('\n', f);
+        max_batch_line(f, rep, false);
+    }
 }

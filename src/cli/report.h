@@ -12,10 +12,32 @@
 #include "vramcalc/vramcalc.h"
 
 /* How the table may draw: Unicode block characters (a UTF-8 terminal) and
- * ANSI colours (a terminal, no --no-color, no NO_COLOR). Both off for pipes. */
+ * ANSI colours (a terminal, no --no-color, no NO_COLOR). Both off for pipes.
+ * width: the columns a line may use, 80 unless a wider terminal (0: 80). */
 typedef struct {
     bool utf8, color;
+    int width;
 } vc_term;
+
+#define VC_TEXT_WIDTH 80
+
+/* text.c: fitting text to columns (one per code point). */
+int text_cols(const char *s);
+enum { FIT_LEFT = 0, FIT_RIGHT = 1, FIT_MIDDLE = 2, FIT_NOPAD = 4 };
+/* s in exactly w columns (FIT_NOPAD: at most w), padded on the right (FIT_LEFT) or
+ * left (FIT_RIGHT), or cut with an ellipsis ("\u2026" on a UTF-8 terminal, "..."
+ * otherwise) at its end or, FIT_MIDDLE, in its middle. */
+void text_fit(FILE *f, const char *s, int w, int flags, bool utf8);
+/* A line of items that wraps between them: a new line, indented, when the next
+ * item would pass width (the separator's trailing spaces dropped there). */
+typedef struct {
+    FILE *f;
+    int width, indent, col;
+} text_line;
+void line_begin(text_line *l, FILE *f, int width, int indent, const char *first);
+void line_item(text_line *l, const char *sep, const char *item);
+void line_itemn(text_line *l, const char *sep, const char *item, size_t n); /* the first n bytes of item */
+void line_end(text_line *l);
 
 typedef struct {
     const char *model;        /* model name ("" when none) */
@@ -50,6 +72,8 @@ void report_json_sweep_end(FILE *f, const vc_report *rep);
 void report_sweep_table_begin(FILE *f, const vc_report *rep);
 void report_sweep_table_row(FILE *f, const vc_report *rep);
 void report_sweep_table_end(FILE *f, const vc_report *rep);
+/* --per-layer in a table sweep: rep->r's layer rows, under their batch's line. */
+void report_sweep_layers(FILE *f, const vc_report *rep);
 
 /* "1.5 GiB", "512 B" */
 void format_bytes(int64_t bytes, char *buf, size_t n);
