@@ -712,6 +712,13 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     }
     if (gpus) return flush_out(list_gpus(c.format));
     if (!impl_given) o.optim_impl = vc_optim_default_impl(o.optim); /* forloop for adafactor */
+    if (o.mode == VC_MODE_GENERATE) {
+        if (c.per_layer || o.parallel != VC_PARALLEL_NONE)
+            return die("--mode generate estimates one GPU's generate(): it does not go with %s",
+                       c.per_layer ? "--per-layer" : "--parallel");
+        if (hf.seq > 0) return die("--seq does not go with --mode generate: --prompt is the sequence's length");
+        hf.seq = o.prompt; /* a config.json's report names the prompt's length */
+    }
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
