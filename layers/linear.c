@@ -28,7 +28,8 @@ static int linear_setup(vc_setup *s, void *p)
     s->out = *x;
     s->out.d[x->nd - 1] = c->out;
     int64_t w;
-    if (vc_mul(s, c->in, c->out, &w) || vc_param2(s, "weight", c->out, c->in) || (c->bias && vc_param(s, "bias", c->out)))
+    int64_t wd[2] = {c->out, c->in};
+    if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
         return -1;
     if (!s->lora) return 0;
     /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,

@@ -42,6 +42,11 @@ static const char usage[] =
     "                         config.json: PEFT's for its model_type)\n"
     "      --lora-alpha A     lora_alpha (default 8); --lora-dropout P: lora_dropout (default 0)\n"
     "      --grad-ckpt        (config.json) gradient checkpointing per decoder layer, non-reentrant\n"
+    "      --weights W        Linear weights stored as nf4, fp4, int8 (bitsandbytes), gptq4, gptq8,\n"
+    "                         gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block or dense (default: a\n"
+    "                         config.json's quantization_config, else dense); the LM head stays 16-bit\n"
+    "      --qlora            QLoRA: --weights nf4 (double quant) under --lora R (default 8), bf16\n"
+
     "      --gpus N           data-parallel ranks, with --parallel: ddp, zero1-torch (the busiest rank)\n"
     "      --attention A      auto (default), flash, efficient, math\n"
     "      --torch X.Y        PyTorch release to follow, 2.0 to 2.15 (default 2.15)\n"
@@ -334,6 +339,7 @@ enum {
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
     OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
+    OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
 };
 
 typedef struct {
@@ -494,6 +500,7 @@ int main(int argc, char **argv)
         {"lora-alpha", required_argument, 0, OPT_LORA_ALPHA}, {"lora-dropout", required_argument, 0, OPT_LORA_DROPOUT},
         {"lora-targets", required_argument, 0, OPT_LORA_TARGETS}, {"grad-ckpt", no_argument, 0, OPT_GRAD_CKPT},
         {"gpus", required_argument, 0, OPT_GPUS},   {"parallel", required_argument, 0, OPT_PARALLEL},
+        {"weights", required_argument, 0, OPT_WEIGHTS}, {"qlora", no_argument, 0, OPT_QLORA},
         {0, 0, 0, 0},
     };
     vc_options o;
@@ -509,6 +516,9 @@ int main(int argc, char **argv)
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
     bool hf_given = false, emit = false;
+    vc_quant quant; /* --weights, --qlora */
+    const char *weights = NULL;
+    bool qlora = false, prec_given = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":b:o:p:m:f:g:h", longopts, NULL)) != -1) {
@@ -529,6 +539,12 @@ int main(int argc, char **argv)
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), "none, ddp or zero1-torch"))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
+        case OPT_WEIGHTS:
+            weights = optarg;
+            if (vc_quant_from_name(optarg, &quant))
+                return die("--weights: unknown value '%s' (choose nf4, fp4, int8, gptq4, gptq8, gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block or dense)", optarg);
+            break;
+        case OPT_QLORA: qlora = true; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
         case OPT_LORA_DROPOUT: if ((rc = parse_real("--lora-dropout", optarg, 0, 0.999999, &lora.dropout))) return rc; break;
@@ -539,7 +555,7 @@ int main(int argc, char **argv)
         case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), "sgd, momentum, adam, adamw or none"))) return rc; break;
         case OPT_IMPL: if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), "foreach, fused or forloop"))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
-        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
+        case 'p': prec_given = true; if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), "fp32, fp16, bf16, amp-fp16, amp-bf16, mixed-fp16 or mixed-bf16"))) return rc; break;
         case 'm': if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), "train or infer"))) return rc; break;
         case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), "auto, flash, efficient or math"))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
@@ -573,6 +589,16 @@ int main(int argc, char **argv)
         }
     }
     if (gpus) return flush_out(list_gpus(c.format));
+    if (qlora) { /* BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute bf16) + LoraConfig */
+        if (weights && strcmp(weights, "nf4")) return die("--qlora stores the base as nf4: it does not go with --weights %s", weights);
+        if (prec_given && o.precision != VC_PREC_BF16 && o.precision != VC_PREC_FP16)
+            return die("--qlora computes in 16-bit (bnb_4bit_compute_dtype): use --precision bf16 or fp16, not %s", vc_precision_name(o.precision));
+        if (!prec_given) o.precision = VC_PREC_BF16;
+        if (lora.r == 0) lora.r = 8; /* LoraConfig's r */
+        vc_quant_from_name("nf4", &quant);
+        weights = "nf4";
+    }
+    if (c.counts && weights) return die("--%s needs a model file: --params makes a counts-only estimate", qlora ? "qlora" : "weights");
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
@@ -648,6 +674,10 @@ int main(int argc, char **argv)
                 goto out;
             }
         }
+        if (weights && vc_model_set_weights(m, &quant, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
         if (input) {
             int64_t dims[VC_MAX_DIMS];
             int nd;
@@ -658,6 +688,12 @@ int main(int argc, char **argv)
             }
         }
         rep.model = vc_model_name(m);
+        static char wdesc[96];
+        vc_quant mq;
+        if (vc_model_weights(m, &mq) != VC_WEIGHTS_DENSE) {
+            vc_quant_describe(&mq, wdesc, sizeof wdesc);
+            rep.weights = wdesc;
+        }
         if (trace) {
             if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
             goto out;

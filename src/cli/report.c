@@ -181,6 +181,7 @@ void report_table(FILE *f, const vc_report *rep)
                            rep->model[0] ? rep->file : "", rep->model[0] ? ")" : "");
     else fprintf(f, "counts-only estimate (bytes per parameter and per activation element)\n");
     fprintf(f, "%s, batch %" PRId64 ", %s", vc_mode_name(o->mode), o->batch, vc_precision_name(o->precision));
+    if (rep->weights) fprintf(f, ", weights %s", rep->weights);
     if (o->parallel != VC_PARALLEL_NONE) fprintf(f, ", %s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus, o->gpus == 1 ? "" : "s");
     if (o->mode == VC_MODE_TRAIN) {
         fprintf(f, ", %s", vc_optim_name(o->optim));
@@ -250,6 +251,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     char tv[16];
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
+    if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
     fprintf(f, "%s\"torch_version\": \"%s\", \"attention_kernel\": ", ind, vc_torch_name(o->torch_version, tv, sizeof tv));
     json_str(f, r->attention);
     fprintf(f, ",\n");
@@ -378,6 +380,7 @@ static void header_lines(FILE *f, const vc_report *rep, bool with_batch)
     fprintf(f, "%s", vc_mode_name(o->mode));
     if (with_batch) fprintf(f, ", batch %" PRId64, o->batch);
     fprintf(f, ", %s", vc_precision_name(o->precision));
+    if (rep->weights) fprintf(f, ", weights %s", rep->weights);
     if (o->mode == VC_MODE_TRAIN) {
         fprintf(f, ", %s", vc_optim_name(o->optim));
         if (o->optim != VC_OPTIM_NONE && !rep->counts_only) fprintf(f, " (%s)", vc_optim_impl_name(o->optim_impl));

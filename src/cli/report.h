@@ -27,6 +27,7 @@ typedef struct {
     const vc_gpu_spec *gpu;   /* --gpu, or NULL */
     int64_t max_batch;        /* --max-batch result; -1 when not asked */
     vc_term term;
+    const char *weights;      /* quantized Linear weights' format (--weights, quantization_config), NULL dense */
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */
