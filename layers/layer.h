@@ -213,8 +213,9 @@ void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
 /* The temporaries weight w's storage format makes in a linear over `rows`
  * rows per sample (bitsandbytes' dequantized copy, forward and backward; an
- * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight. */
-void vc_op_weight_temps(vc_op *o, vc_t w, int64_t rows);
+ * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.
+ * rows: the rows of the input (per sample, or a fixed count). */
+void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 void vc_op_end(vc_op *o);

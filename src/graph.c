@@ -219,7 +219,7 @@ void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n,
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
 
-void vc_op_weight_temps(vc_op *o, vc_t w, int64_t rows)
+void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
 {
     if (!live_op(o) || w < 0 || o->b->t[w].param < 0) return;
     vc_build *b = o->b;

@@ -103,8 +103,9 @@ typedef struct {
     /* Kept once for every weight in the format (a cached code book); NULL none. */
     int (*shared)(const vc_quant *q, vc_tspec out[VC_QUANT_MAX]);
     /* Temporaries of a linear over `rows` rows per sample, in the compute
-     * dtype: forward, and backward for the input's gradient; NULL none. */
-    void (*temps)(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, int64_t rows,
+     * dtype (rows per sample, or a fixed count: an expert's tokens): forward,
+     * and backward for the input's gradient; NULL none. */
+    void (*temps)(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, vc_numel rows,
                   vc_qtemp fwd[VC_QUANT_MAX], int *nf, vc_qtemp bwd[VC_QUANT_MAX], int *nb);
     /* NULL when weight p's shape suits the format, else why not (buf). */
     const char *(*misfit)(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n);

@@ -94,7 +94,7 @@ static int bnb4_shared(const vc_quant *q, vc_tspec out[VC_QUANT_MAX])
  * F.dequantize_4bit(B, state).to(grad_output.dtype)): dequantize_4bit makes
  * the fp32 absmax (dequantize_blockwise, then += offset) and frees it on
  * return, after the 16-bit weight is made. */
-static void bnb4_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, int64_t rows,
+static void bnb4_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, vc_numel rows,
                        vc_qtemp fwd[VC_QUANT_MAX], int *nf, vc_qtemp bwd[VC_QUANT_MAX], int *nb)
 {
     (void)rows;
@@ -217,13 +217,13 @@ static int fp8_channel_tensors(const vc_param_entry *p, const vc_quant *q, vc_dt
  * columns), w8a8_block_fp8_matmul_triton writes the output, then
  * torch.nan_to_num(output) makes the returned copy: the kernel's output is
  * the held temporary here. */
-static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, int64_t rows,
+static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, vc_numel rows,
                       vc_qtemp fwd[VC_QUANT_MAX], int *nf, vc_qtemp bwd[VC_QUANT_MAX], int *nb)
 {
     (void)bwd;
     int64_t bo, bi;
     fp8_block(p, q, &bo, &bi);
-    vc_numel r = vc_n_sample(rows);
+    vc_numel r = rows;
     fwd[0] = (vc_qtemp){{vc_n_scale(r, in_of(p)), VC_DT_F8}, true};
     fwd[1] = (vc_qtemp){{vc_n_scale(r, cdiv(in_of(p), bi)), VC_DT_F32}, true};
     fwd[2] = (vc_qtemp){{vc_n_scale(r, out_of(p)), (uint8_t)compute}, true};
@@ -315,7 +315,12 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
     for (size_t i = 0; i < m->npar; i++) {
         vc_param_entry *p = &m->par[i];
         const vc_inst *in = &m->inst[p->owner];
-        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || skipped(in->name, q->skip)) continue;
+        /* the module's name: the layer's, and for a kind holding several
+         * Linear modules (SparseMoE: gate, experts.0.w1) the parameter's prefix */
+        char full[300];
+        size_t pl = strlen(p->name) > 7 ? strlen(p->name) - 7 : 0; /* without ".weight" */
+        snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
+        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || skipped(full, q->skip)) continue;
         char why[300];
         if (r->misfit && r->misfit(p, q, why, sizeof why))
             return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config", "%s (layer %s): %s",
