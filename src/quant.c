@@ -341,15 +341,16 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
     if (w == VC_WEIGHTS_DENSE) return VC_OK;
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr && (pr->param_dt == VC_DT_F32 || pr->master || pr->amp_dt != VC_DT_F32))
-        return vc_set_error(err, VC_ERR_USAGE, "--weights",
-                            "%s weights keep the other parameters and the compute in 16-bit (torch_dtype, bnb_4bit_compute_dtype): "
-                            "use --precision bf16 or fp16, not %s", vc_weights_name(w), vc_precision_name(o->precision));
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--precision",
+                            "%s weights%s keep the other parameters and the compute in 16-bit (torch_dtype, bnb_4bit_compute_dtype): "
+                            "use --precision bf16 or fp16, not %s", vc_weights_name(w),
+                            m->has_quant ? "" : " (the config's quantization_config)", vc_precision_name(o->precision));
     if (o->mode == VC_MODE_TRAIN && m->lora.r <= 0)
-        return vc_set_error(err, VC_ERR_USAGE, "--weights",
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
                             "%s weights are frozen: training them needs --lora (transformers refuses to fine-tune a purely "
                             "quantized model), or use --mode infer", vc_weights_name(w));
     if (o->mode == VC_MODE_TRAIN && !rows[w].trains)
-        return vc_set_error(err, VC_ERR_USAGE, "--weights",
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
                             "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on nf4, fp4 and int8",
                             vc_weights_name(w));
     return VC_OK;

@@ -693,6 +693,8 @@ int main(int argc, char **argv)
         if (vc_model_weights(m, &mq) != VC_WEIGHTS_DENSE) {
             vc_quant_describe(&mq, wdesc, sizeof wdesc);
             rep.weights = wdesc;
+            /* quantized weights compute in 16-bit: fp16 for GPTQ/AWQ (their kernels' dtype), else bf16 */
+            if (!prec_given) o.precision = mq.format == VC_WEIGHTS_GPTQ || mq.format == VC_WEIGHTS_AWQ ? VC_PREC_FP16 : VC_PREC_BF16;
         }
         if (trace) {
             if (vc_trace(m, &o, print_line, stdout, &err)) rc = die_err(&err);
