@@ -216,6 +216,11 @@ void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
  * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.
  * rows: the rows of the input (per sample, or a fixed count). */
 void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
+/* The PEFT LoRA layer class over weight w: lora.Linear (a dense weight),
+ * lora.bnb.Linear4bit, lora.bnb.Linear8bitLt (peft/tuners/lora/bnb.py, chosen
+ * by dispatch_bnb_4bit / dispatch_bnb_8bit from the base layer's class). */
+enum { VC_LORA_LINEAR, VC_LORA_BNB4, VC_LORA_BNB8 };
+int vc_weight_lora_style(const vc_build *b, vc_t w);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 void vc_op_end(vc_op *o);

@@ -241,6 +241,12 @@ void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
         }
 }
 
+int vc_weight_lora_style(const vc_build *b, vc_t w)
+{
+    if (w < 0 || b->t[w].param < 0) return VC_LORA_LINEAR;
+    return vc_weight_row_get((vc_weights)b->m->par[b->t[w].param].fmt)->lora;
+}
+
 void vc_op_save_if(vc_op *o, vc_t t, int in)
 {
     if (!live_op(o) || t < 0) return;

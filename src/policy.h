@@ -97,6 +97,7 @@ typedef struct {
 typedef struct {
     const char *name, *summary; /* the class followed and its source */
     bool trains;  /* a linear over it has a backward for its input (LoRA on top) */
+    uint8_t lora; /* PEFT's LoRA layer over it (VC_LORA_*, layers/layer.h) */
     /* What the GPU keeps for weight p, data first (dense: one tensor of the
      * precision's dtype). Returns the count. */
     int (*tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);

@@ -232,20 +232,20 @@ static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compu
 }
 
 static const vc_weight_row rows[VC_WEIGHTS__N] = {
-    [VC_WEIGHTS_DENSE] = {"dense", "torch.nn.Linear: the weight in the precision's dtype", true, dense_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_INT8] = {"int8", "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)", true,
+    [VC_WEIGHTS_DENSE] = {"dense", "torch.nn.Linear: the weight in the precision's dtype", true, VC_LORA_LINEAR, dense_tensors, NULL, NULL, NULL},
+    [VC_WEIGHTS_INT8] = {"int8", "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)", true, VC_LORA_BNB8,
                          int8_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_NF4] = {"nf4", "bitsandbytes Linear4bit / Params4bit, quant_type nf4: packed 4-bit data and its QuantState", true,
+    [VC_WEIGHTS_NF4] = {"nf4", "bitsandbytes Linear4bit / Params4bit, quant_type nf4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
                         bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
-    [VC_WEIGHTS_FP4] = {"fp4", "bitsandbytes Linear4bit / Params4bit, quant_type fp4: packed 4-bit data and its QuantState", true,
+    [VC_WEIGHTS_FP4] = {"fp4", "bitsandbytes Linear4bit / Params4bit, quant_type fp4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
                         bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
-    [VC_WEIGHTS_GPTQ] = {"gptq", "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx", false, gptq_tensors, NULL, NULL, gptq_misfit},
-    [VC_WEIGHTS_AWQ] = {"awq", "AutoAWQ WQLinear_GEMM: qweight, qzeros, scales", false, awq_tensors, NULL, NULL, awq_misfit},
-    [VC_WEIGHTS_FP8] = {"fp8", "transformers FP8Linear, one scale per tensor (weight_scale_inv)", false, fp8_tensors, NULL, fp8_temps, NULL},
-    [VC_WEIGHTS_FP8_CHANNEL] = {"fp8-channel", "transformers FbgemmFp8Linear: weight_scale per output row, input_scale_ub", false,
+    [VC_WEIGHTS_GPTQ] = {"gptq", "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx", false, VC_LORA_LINEAR, gptq_tensors, NULL, NULL, gptq_misfit},
+    [VC_WEIGHTS_AWQ] = {"awq", "AutoAWQ WQLinear_GEMM: qweight, qzeros, scales", false, VC_LORA_LINEAR, awq_tensors, NULL, NULL, awq_misfit},
+    [VC_WEIGHTS_FP8] = {"fp8", "transformers FP8Linear, one scale per tensor (weight_scale_inv)", false, VC_LORA_LINEAR, fp8_tensors, NULL, fp8_temps, NULL},
+    [VC_WEIGHTS_FP8_CHANNEL] = {"fp8-channel", "transformers FbgemmFp8Linear: weight_scale per output row, input_scale_ub", false, VC_LORA_LINEAR,
                                 fp8_channel_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_FP8_BLOCK] = {"fp8-block", "transformers FP8Linear, weight_block_size blocks (weight_scale_inv)", false, fp8_tensors,
-                              NULL, fp8_temps, NULL},
+    [VC_WEIGHTS_FP8_BLOCK] = {"fp8-block", "transformers FP8Linear, weight_block_size blocks (weight_scale_inv)", false, VC_LORA_LINEAR,
+                              fp8_tensors, NULL, fp8_temps, NULL},
 };
 
 const vc_weight_row *vc_weight_row_get(vc_weights w) { return (unsigned)w < VC_WEIGHTS__N ? &rows[w] : NULL; }

@@ -12,7 +12,8 @@ allocation tracker (bench/accuracy/memtrack.c: c10's CPU allocations, each round
 (the values are whatever torch.empty holds): only what is allocated, when, and for how long.
 
 Cases (each is a vramcalc model: `proj` [F, F] quantized, `lm_head` [64, F] left in bf16,
-input [R, F] bf16, inference):
+input [R, F] bf16, inference; peaks are the accuracy harness's highest between-op reading,
+libopobserver.so, as measure.py reports them):
   nf4-storage  Params4bit._quantize -> quantize_4bit(compress_statistics=True, blocksize 64):
                the bytes kept after loading (vramcalc: memory.weights)
   nf4-forward  + Linear4bit.forward -> matmul_4bit -> gemm_4bit -> _dequant_linear_fallback
@@ -20,6 +21,10 @@ input [R, F] bf16, inference):
                (vramcalc: memory.peak_allocated)
   nf4-single   the same without double quantization (compress_statistics=False)
   int8-storage Int8Params._quantize -> int8_vectorwise_quant: the bytes kept
+  qlora-train  q (nf4 + LoRA r 8 as peft's lora.bnb.Linear4bit.forward), proj2 (nf4, through
+               MatMul4Bit: its backward dequantizes), lm_head bf16; output.float().mean();
+               SGD (foreach), zero_grad(set_to_none); steps 2-3
+               (vramcalc --qlora --lora-targets q -o sgd)
 With --cli, each case is compared with `vramcalc MODEL -m infer -p bf16 --weights W
 --workspace 0 -f json` and the exit status is 1 when one differs.
 """
@@ -108,6 +113,81 @@ def int8_vectorwise_quant(torch, A):
     return out_row, row_stats, None
 
 
+def dequantize_4bit(torch, B, qs):
+    """functional.dequantize_4bit with a nested state: absmax = dequantize_blockwise(absmax, state2)
+    (kernel: out = torch.empty_like(A, dtype=float32)); absmax += offset; out = the
+    dequantize_4bit kernel's torch.empty(shape, dtype); absmax goes on return."""
+    absmax = torch.empty_like(qs["absmax"], dtype=torch.float32)
+    absmax += qs["offset"]
+    return torch.empty(qs["shape"], dtype=qs["dtype"])
+
+
+def matmul4bit_class(torch):
+    class MatMul4Bit(torch.autograd.Function):
+        """autograd/_functions.py MatMul4Bit (0.50.1): forward through gemm_4bit; ctx.tensors =
+        (None, B) when an input needs grad; backward: grad_A = matmul(grad_output,
+        dequantize_4bit(B, state).to(grad_output.dtype))."""
+
+        @staticmethod
+        def forward(ctx, A, B, qs):
+            output = gemm_4bit(torch, A, B, qs)
+            ctx.state = qs
+            ctx.tensors = (None, B)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            _, B = ctx.tensors
+            grad_A = torch.matmul(grad_output, dequantize_4bit(torch, B, ctx.state).to(grad_output.dtype))
+            return grad_A, None, None
+    return MatMul4Bit
+
+
+def linear4bit(torch, MM, x, data, qs):
+    """Linear4bit.forward -> matmul_4bit: MatMul4Bit.apply when grad is enabled and A requires
+    grad, else gemm_4bit directly."""
+    if torch.is_grad_enabled() and x.requires_grad:
+        return MM.apply(x, data, qs)
+    return gemm_4bit(torch, x, data, qs)
+
+
+def run_train(torch, tr):
+    """QLoRA: q (nf4 + LoRA r 8, fp32 adapters, as PEFT's lora.bnb.Linear4bit.forward runs it),
+    proj2 (nf4), lm_head (bf16); loss output.float().mean(); SGD (foreach), zero_grad(set_to_none)."""
+    name2qmap.clear()
+    MM = matmul4bit_class(torch)
+    base = tr.current()
+    q_w, q_qs = quantize_4bit(torch, torch.empty((F, F), dtype=torch.bfloat16))
+    lora_A = torch.nn.Linear(F, 8, bias=False)   # LoraLayer.update_layer: fp32 (autocast_adapter_dtype)
+    lora_B = torch.nn.Linear(8, F, bias=False)
+    p_w, p_qs = quantize_4bit(torch, torch.empty((F, F), dtype=torch.bfloat16))
+    head = torch.nn.Linear(F, HEAD, bias=False).to(torch.bfloat16).requires_grad_(False)
+    opt = torch.optim.SGD(list(lora_A.parameters()) + list(lora_B.parameters()), lr=0.1, foreach=True)
+    x = torch.empty((R, F), dtype=torch.bfloat16)
+    base_obs = tr.O.opobs_current() - (tr.current() - base)  # the observer's reading before the model was built
+    for step in range(3):
+        if step == 1:  # the protocol: the highest between-op reading over steps 2 and 3
+            tr.O.opobs_reset_peak()
+        result = linear4bit(torch, MM, x, q_w, q_qs)
+        result = result.clone()                      # lora.bnb.Linear4bit.forward
+        xa = x.to(lora_A.weight.dtype)               # _cast_input_dtype
+        output = lora_B(lora_A(xa)) * 1.0            # lora_dropout 0: nn.Identity; * scaling
+        output = output.to(result.dtype)
+        result = result + output
+        del xa, output
+        h = linear4bit(torch, MM, result, p_w, p_qs)
+        del result
+        out = torch.nn.functional.linear(h, head.weight)
+        del h
+        loss = out.float().mean()
+        del out
+        loss.backward()
+        del loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return {"weights": None, "peak": tr.O.opobs_peak() - base_obs}
+
+
 # ---- the cases
 
 
@@ -129,12 +209,13 @@ def run_case(torch, tr, case):
         return out
     with torch.no_grad():
         x = torch.empty((R, F), dtype=torch.bfloat16)
-        for _ in range(2):  # the harness's protocol: the second forward's peak
-            tr.reset_peak()
+        base_obs = tr.O.opobs_current() - (tr.current() - base)
+        for _ in range(2):  # the harness's protocol: the second forward's highest between-op reading
+            tr.O.opobs_reset_peak()
             y = gemm_4bit(torch, x, data, qs)
             z = torch.nn.functional.linear(y, head, None)
             del y, z
-        out["peak"] = tr.peak() - base
+        out["peak"] = tr.O.opobs_peak() - base_obs
     return out
 
 
@@ -156,6 +237,19 @@ def vramcalc(cli, weights):
     return json.loads(out)["memory"]
 
 
+def vramcalc_train(cli):
+    layers = [{"type": "Linear", "name": "q", "in_features": F, "out_features": F, "bias": False},
+              {**MODEL["layers"][0], "name": "proj2"}, MODEL["layers"][1]]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({**MODEL, "layers": layers}, f)
+    try:
+        out = subprocess.run([cli, f.name, "-p", "bf16", "--qlora", "--lora-targets", "q", "-o", "sgd", "--workspace", "0",
+                              "-f", "json"], check=True, capture_output=True, text=True).stdout
+    finally:
+        os.unlink(f.name)
+    return json.loads(out)["memory"]
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--cli", help="a vramcalc binary to compare with")
@@ -166,8 +260,7 @@ def main(argv):
     measure.reexec_with_preload()
     import torch
     tr = measure.Tracker()
-    if not tr.M.memtrack_active():
-        raise SystemExit("measure_quant.py: memtrack does not see libc10.so")
+    tr.start(True)  # memtrack active, the between-op observer installed (measure.py's protocol)
     torch.set_num_threads(1)
     rows, bad = [], 0
     for case, fmt in CASES.items():
@@ -180,6 +273,13 @@ def main(argv):
                 if m[k] != row["vramcalc"][k]:
                     bad += 1
         rows.append(row)
+    m = run_train(torch, tr)
+    row = {"case": "qlora-train", "measured": {"peak": m["peak"]}}
+    if args.cli:
+        v = vramcalc_train(args.cli)
+        row["vramcalc"] = {"peak": v["peak_allocated"]}
+        bad += v["peak_allocated"] != m["peak"]
+    rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
