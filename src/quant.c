@@ -109,7 +109,10 @@ static void bnb4_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype comp
     bwd[(*nb)++] = (vc_qtemp){T(n, compute), true};
 }
 
-/* ---- bitsandbytes int8 (LLM.int8): Int8Params._quantize:
+/* ---- bitsandbytes int8 (LLM.int8). Inference only here: in training
+ * MatMul8bitLt.forward keeps (CAt, subA, A) for backward, subA being the
+ * input's outlier columns (|x| >= threshold, data-dependent), which no
+ * shape-only model can size. Int8Params._quantize:
  * CB, SCB, _ = int8_vectorwise_quant(B.to(float16)); kernel
  * int8_vectorwise_quant: out_row int8 [out, in], row_stats fp32 [out]. */
 static int int8_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
@@ -233,7 +236,7 @@ static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compu
 
 static const vc_weight_row rows[VC_WEIGHTS__N] = {
     [VC_WEIGHTS_DENSE] = {"dense", "torch.nn.Linear: the weight in the precision's dtype", true, VC_LORA_LINEAR, dense_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_INT8] = {"int8", "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)", true, VC_LORA_BNB8,
+    [VC_WEIGHTS_INT8] = {"int8", "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)", false, VC_LORA_BNB8,
                          int8_tensors, NULL, NULL, NULL},
     [VC_WEIGHTS_NF4] = {"nf4", "bitsandbytes Linear4bit / Params4bit, quant_type nf4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
                         bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
@@ -351,7 +354,7 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
                             "quantized model), or use --mode infer", vc_weights_name(w));
     if (o->mode == VC_MODE_TRAIN && !rows[w].trains)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
-                            "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on nf4, fp4 and int8",
+                            "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on nf4 and fp4",
                             vc_weights_name(w));
     return VC_OK;
 }

@@ -303,6 +303,20 @@ static void test_errors(void **state)
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--weights");
     vc_model_free(m);
+    /* int8 under LoRA: MatMul8bitLt keeps the input's outlier columns (data-dependent): inference only */
+    m = load(model);
+    vc_lora l;
+    vc_lora_init(&l);
+    l.r = 8;
+    snprintf(l.targets, sizeof l.targets, "proj");
+    vc_quant q8;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_quant_from_name("int8", &q8), 0);
+    assert_int_equal(vc_model_set_weights(m, &q8, &err), VC_OK);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--weights");
+    vc_model_free(m);
     /* AWQ: 100 input features is no multiple of the group of 128 (WQLinear_GEMM's assert) */
     static const char *const odd = "{\"input\": [100], \"layers\": ["
                                    "{\"type\": \"Linear\", \"name\": \"a\", \"in_features\": 100, \"out_features\": 128},"
