@@ -491,6 +491,7 @@ vc_status vc__quant_from_config(const cJSON *cfg, vc_quant *q, vc_error *err)
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(qc, "quant_method");
     const char *name = cJSON_IsString(m) ? m->valuestring : NULL;
     if (!name && (qc_bool(qc, "load_in_4bit") || qc_bool(qc, "load_in_8bit"))) name = "bitsandbytes";
+    if (m && !name) return qc_fail(err, "quant_method", "expected a string such as \"bitsandbytes\"%s%s", "", "");
     if (!name) return qc_fail(err, "quant_method", "missing: the quantization method%s%s", "", "");
     if (!strcmp(name, "bitsandbytes")) return qc_bnb(qc, q, err);
     if (!strcmp(name, "gptq") || !strcmp(name, "awq")) return qc_gptq_awq(qc, name[0] == 'a', q, err);
