@@ -348,6 +348,43 @@ static void test_skip(void **state)
     vc_model_free(m);
 }
 
+/* A Mixtral config (2 layers, hidden 64, intermediate 96, 4 experts, 4
+ * heads, 1 KV head of 16): the router and experts are nn.Linear and
+ * quantized. nf4 (double quant) bytes by the formula of test_nf4_bytes, each
+ * tensor at least 512: an expert weight 96x64 (6,144 el.) 3,072 + 512 + 512
+ * + 512 + 512 + 1,024 = 6,144 (bf16: 12,288); q, o 64x64: 5,120 (bf16
+ * 8,192); k, v 16x64: 3,584 (bf16 2,048); the router 4x64: 3,584 (bf16 512).
+ * Per layer dense - nf4 = 12 x 6,144 + 2 x 3,072 - 2 x 1,536 - 3,072 =
+ * 73,728; two layers 147,456, less the shared 1,024: 146,432. Leaving the
+ * router out (modules_to_not_convert ["gate"]) saves 2 x 3,072 more. */
+static int64_t moe_weights(const char *qc)
+{
+    char json[1024];
+    snprintf(json, sizeof json,
+             "{\"model_type\": \"mixtral\", \"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 96,"
+             " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"num_local_experts\": 4,"
+             " \"num_experts_per_tok\": 2%s}", qc);
+    vc_model *m = load(json);
+    vc_result r = infer(m);
+    int64_t w = r.memory.weights;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return w;
+}
+
+static void test_moe(void **state)
+{
+    (void)state;
+    int64_t dense = moe_weights("");
+    int64_t q = moe_weights(", \"quantization_config\": {\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,"
+                            " \"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true}");
+    int64_t skip = moe_weights(", \"quantization_config\": {\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,"
+                               " \"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true,"
+                               " \"llm_int8_skip_modules\": [\"gate\"]}");
+    assert_int_equal(dense - q, 146432);
+    assert_int_equal(q - skip, 2 * 3072);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -360,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_config_keys),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_skip),
+        cmocka_unit_test(test_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
