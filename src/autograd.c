@@ -545,10 +545,10 @@ static void persistent(vc_build *b)
          * tensor itself, or packed data with its scales and code books */
         const vc_weight_row *w = vc_weight_row_get((vc_weights)m->par[p].fmt);
         vc_tspec ws[VC_QUANT_MAX];
-        int nw = w->shared && !wshared[m->par[p].fmt] ? w->shared(m->has_quant ? &m->quant : &m->cfg_quant, ws) : 0;
+        int nw = w->shared && !wshared[m->par[p].fmt] ? w->shared(vc__model_quant(m), ws) : 0;
         for (int k = 0; k < nw; k++) s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, -1);
         wshared[m->par[p].fmt] = true;
-        nw = w->tensors(&m->par[p], m->has_quant ? &m->quant : &m->cfg_quant, (vc_dtype)t->dt, ws);
+        nw = w->tensors(&m->par[p], vc__model_quant(m), (vc_dtype)t->dt, ws);
         for (int k = 0; k < nw; k++) {
             int32_t s = s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, m->par[p].owner);
             if (k == 0) t->stor = s;

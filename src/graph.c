@@ -229,7 +229,7 @@ void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
     vc_qtemp f[VC_QUANT_MAX], k[VC_QUANT_MAX];
     int nf = 0, nk = 0;
     if (!r->temps) return;
-    r->temps(p, m->has_quant ? &m->quant : &m->cfg_quant, (vc_dtype)b->t[w].dt, rows, f, &nf, k, &nk);
+    r->temps(p, vc__model_quant(m), (vc_dtype)b->t[w].dt, rows, f, &nf, k, &nk);
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < (pass ? nk : nf); i++) {
             const vc_qtemp *q = pass ? &k[i] : &f[i];

@@ -113,6 +113,8 @@ typedef struct {
 } vc_weight_row;
 
 const vc_weight_row *vc_weight_row_get(vc_weights w);
+/* The model's storage format and its settings: --weights (vc_model_set_weights), else its config's quantization_config. */
+const vc_quant *vc__model_quant(const vc_model *m);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);

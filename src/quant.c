@@ -306,7 +306,7 @@ static bool skipped(const char *name, const char *keys)
 
 vc_status vc__quant_assign(vc_model *m, vc_error *err)
 {
-    const vc_quant *q = m->has_quant ? &m->quant : &m->cfg_quant;
+    const vc_quant *q = vc__model_quant(m);
     const vc_weight_row *r = vc_weight_row_get(q->format);
     if (!r || q->format == VC_WEIGHTS_DENSE) return VC_OK;
     /* get_keys_to_not_convert: the module of the model's last parameter
@@ -359,9 +359,11 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
     return VC_OK;
 }
 
+const vc_quant *vc__model_quant(const vc_model *m) { return m->has_quant ? &m->quant : &m->cfg_quant; }
+
 vc_weights vc_model_weights(const vc_model *m, vc_quant *q)
 {
-    const vc_quant *e = m->has_quant ? &m->quant : &m->cfg_quant;
+    const vc_quant *e = vc__model_quant(m);
     if (q) *q = *e;
     return e->format;
 }
