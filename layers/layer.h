@@ -42,7 +42,8 @@ typedef struct {
 
 /* Element types. VC_DT_FLOAT is "the model's float type" at load time; the
  * engine resolves it per precision. */
-typedef enum { VC_DT_FLOAT, VC_DT_F32, VC_DT_F16, VC_DT_BF16, VC_DT_I64, VC_DT_BOOL, VC_DT_U8 } vc_dtype;
+typedef enum { VC_DT_FLOAT, VC_DT_F32, VC_DT_F16, VC_DT_BF16, VC_DT_I64, VC_DT_BOOL, VC_DT_U8,
+               VC_DT_I8, VC_DT_I32, VC_DT_F8 /* quantized storage (src/quant.c): int8, int32, float8_e4m3fn */ } vc_dtype;
 
 int vc_dtype_size(vc_dtype dt);
 
@@ -100,7 +101,8 @@ typedef struct vc_setup {
 enum {
     VC_PARAM_FROZEN = 1u << 0,  /* requires_grad=False whatever the layer's `frozen` */
     VC_PARAM_ADAPTER = 1u << 1, /* a LoRA adapter: trainable while the model it adapts is frozen */
-    VC_PARAM_F32 = 1u << 2      /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
+    VC_PARAM_F32 = 1u << 2,     /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
+    VC_PARAM_LINEAR = 1u << 3   /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/quant.c) */
 };
 /* Declares a parameter: its name in named_parameters() below the module
  * ("weight", "in_proj_weight"), its shape as the module creates it (per-
@@ -222,6 +224,16 @@ void vc_op_save_if(vc_op *o, vc_t t, int in);
 /* Transient allocations inside the forward / backward call. */
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
+/* The temporaries weight w's storage format makes in a linear over `rows`
+ * rows per sample (bitsandbytes' dequantized copy, forward and backward; an
+ * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.
+ * rows: the rows of the input (per sample, or a fixed count). */
+void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
+/* The PEFT LoRA layer class over weight w: lora.Linear (a dense weight),
+ * lora.bnb.Linear4bit, lora.bnb.Linear8bitLt (peft/tuners/lora/bnb.py, chosen
+ * by dispatch_bnb_4bit / dispatch_bnb_8bit from the base layer's class). */
+enum { VC_LORA_LINEAR, VC_LORA_BNB4, VC_LORA_BNB8 };
+int vc_weight_lora_style(const vc_build *b, vc_t w);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 void vc_op_end(vc_op *o);

@@ -28,7 +28,8 @@ static int linear_setup(vc_setup *s, void *p)
     s->out = *x;
     s->out.d[x->nd - 1] = c->out;
     int64_t w;
-    if (vc_mul(s, c->in, c->out, &w) || vc_param2(s, "weight", c->out, c->in) || (c->bias && vc_param(s, "bias", c->out)))
+    int64_t wd[2] = {c->out, c->in};
+    if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
         return -1;
     if (!s->lora) return 0;
     /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,
@@ -71,11 +72,22 @@ static void linear_emit(vc_build *b, const void *p)
      * x = self._cast_input_dtype(x, lora_A.weight.dtype); result = result +
      * lora_B(lora_A(dropout(x))) * scaling; result = result.to(torch_result_dtype) */
     const vc_lora *l = vc_lora_of(b);
+    int style = vc_weight_lora_style(b, vc_weight(b, 0)); /* the PEFT class over this base layer */
+    /* peft/tuners/lora/bnb.py Linear4bit.forward: result = result.clone() ("as per
+     * Tim Dettmers, for 4bit, we need to defensively clone here") */
+    if (style == VC_LORA_BNB4) y = op_clone(b, y);
     vc_t wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1);
     vc_t xa = op_dropout(b, op_cast(b, x, vc_dt_of(b, wa)), l->dropout);
     vc_t a = op_linear(b, xa, wa, -1, rows, c->in, l->r);
     vc_t d = op_linear(b, a, wb, -1, rows, l->r, c->out);
     d = op_fresh(b, "mul", d, vc_numel_of(b, d)); /* * scaling: a new tensor, nothing saved */
+    if (style != VC_LORA_LINEAR) {
+        /* bnb.py Linear4bit / Linear8bitLt.forward: output = output.to(expected_dtype);
+         * result = result + output (both in the base layer's dtype) */
+        d = op_cast(b, d, vc_dt_of(b, y));
+        vc_set_output(b, op_add(b, y, d, vc_numel_of(b, y), false));
+        return;
+    }
     vc_set_output(b, op_cast(b, add_promoted(b, y, d), vc_dt_of(b, y)));
 }
 

@@ -674,21 +674,24 @@ static int moe_setup(vc_setup *s, void *p)
     s->out = *x;
     int64_t t;
     if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
-        vc_param2(s, "gate.weight", c->E, c->hidden))
+        vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR))
         return -1;
+    /* the router and the experts are nn.Linear modules (modeling_mixtral.py,
+     * modeling_qwen2_moe.py): a quantized format replaces them (src/quant.c) */
     static const char *const mx[3] = {"w1", "w3", "w2"}, *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
     const char *const *nm = c->style == MOE_MIXTRAL ? mx : qw;
     char n[64];
     for (int64_t e = 0; e < c->E; e++)
         for (int j = 0; j < 3; j++) {
             snprintf(n, sizeof n, "experts.%lld.%s.weight", (long long)e, nm[j]);
-            if (j < 2 ? vc_param2(s, n, c->inter, c->hidden) : vc_param2(s, n, c->hidden, c->inter)) return -1;
+            int64_t d[2] = {j < 2 ? c->inter : c->hidden, j < 2 ? c->hidden : c->inter};
+            if (vc_param_shape(s, n, 2, d, VC_PARAM_LINEAR)) return -1;
         }
     if (c->shared)
-        return vc_param2(s, "shared_expert.gate_proj.weight", c->shared, c->hidden) ||
-               vc_param2(s, "shared_expert.up_proj.weight", c->shared, c->hidden) ||
-               vc_param2(s, "shared_expert.down_proj.weight", c->hidden, c->shared) ||
-               vc_param2(s, "shared_expert_gate.weight", 1, c->hidden);
+        return vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+               vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+               vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR) ||
+               vc_param_shape(s, "shared_expert_gate.weight", 2, (int64_t[2]){1, c->hidden}, VC_PARAM_LINEAR);
     return 0;
 }
 
@@ -696,11 +699,13 @@ static int moe_setup(vc_setup *s, void *p)
  * one expert): mm saving x and the weight, as op_linear does. */
 static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
 {
+    vc_t w0 = w; /* the parameter: its storage format's temporaries */
     x = op_autocast(b, x);
     w = op_autocast_weight(b, w);
     vc_op *o = vc_op_begin(b, "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
+    vc_op_weight_temps(o, w0, rows);
     vc_t y = vc_op_out(o, vc_n_scale(rows, out), vc_dt_of(b, x));
     vc_op_save_if(o, x, iw);
     vc_op_save_if(o, w, ix);

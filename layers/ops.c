@@ -93,6 +93,7 @@ vc_t op_autocast_weight(vc_build *b, vc_t w)
 
 vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out)
 {
+    vc_t w0 = w; /* the parameter: its storage format's temporaries (vc_op_weight_temps) */
     x = op_autocast(b, x);
     w = op_autocast_weight(b, w);
     bias = op_autocast_weight(b, bias);
@@ -103,6 +104,7 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     vc_op *o = vc_op_begin(b, bias >= 0 && !fold_copy ? "addmm" : "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
+    vc_op_weight_temps(o, w0, vc_n_sample(rows));
     int ib = -1;
     if (bias >= 0 && !fold_copy) ib = vc_op_in(o, bias);
     vc_t y = vc_op_out(o, yn, vc_dt_of(b, x));

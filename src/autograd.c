@@ -52,6 +52,23 @@ static void s_unref(vc_build *b, int32_t s, int32_t inst)
     b->ev[b->nev++] = (ev_t){s, EV_FREE, b->phase, inst, b->cur_op};
 }
 
+/* An op's transient allocations of one type (IT_FTEMP, IT_BTEMP), in
+ * order: each is freed as soon as it is made, except the held ones (item
+ * `in` 1: a quantized weight's dequantized copy, vc_op_weight_temps), which
+ * stay until the op's last temporary is made. */
+static void run_temps(vc_build *b, const item_t *its, int32_t nit, int type, int32_t inst)
+{
+    int32_t held[VC_QUANT_MAX];
+    int nh = 0;
+    for (int32_t i = 0; i < nit; i++) {
+        if (its[i].type != type) continue;
+        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
+        if (its[i].in == 1 && nh < VC_QUANT_MAX) held[nh++] = s;
+        else s_unref(b, s, inst);
+    }
+    for (int j = 0; j < nh; j++) s_unref(b, held[j], inst);
+}
+
 static void push_saved(vc_build *b, int32_t s)
 {
     GROW(b->sv, b->nsv, b->csv, b);
@@ -111,11 +128,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
             op->nsv++;
         }
     }
-    for (int32_t i = 0; i < op->nit; i++) {
-        if (its[i].type != IT_FTEMP) continue;
-        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
-        s_unref(b, s, inst);
-    }
+    run_temps(b, its, op->nit, IT_FTEMP, inst);
     if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
         b->nsv -= (size_t)op->nsv;
@@ -459,11 +472,7 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         newg[ng] = g;
         newt[ng++] = it->t;
     }
-    for (int32_t i = 0; i < op->nit; i++) {
-        if (its[i].type != IT_BTEMP) continue;
-        int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, op->inst);
-        s_unref(b, s, op->inst);
-    }
+    run_temps(b, its, op->nit, IT_BTEMP, op->inst);
     /* A checkpointed node's saved tensors are recomputed ones that only
      * its backward holds (2.x checkpoint drops the handle on unpack):
      * they go when apply returns. Other nodes release theirs after the
@@ -603,12 +612,24 @@ static void persistent(vc_build *b)
     const vc_model *m = b->m;
     const vc_options *o = &b->o;
     bool shared = false; /* the optimizer's shared state is made */
+    bool wshared[VC_WEIGHTS__N] = {false}; /* each storage format's state made once */
     for (size_t i = 0; i < nopt(b); i++) {
         if (b->flat) { /* a layout's flat parameter: the rank's shard (the model's own are gathered by its hooks) */
             if (b->flat[i].e.numel > 0) s_alloc(b, vc_n_fixed(b->flat[i].e.numel), (vc_dtype)b->flat[i].dt, CAT_WEIGHT, -1);
         } else {
+            /* the parameter as its storage format keeps it (src/quant.c): the
+             * tensor itself, or packed data with its scales and code books */
             tens_t *t = &b->t[b->par_t[i]];
-            t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, m->par[i].owner);
+            const vc_weight_row *w = vc_weight_row_get((vc_weights)m->par[i].fmt);
+            vc_tspec ws[VC_QUANT_MAX];
+            int nw = w->shared && !wshared[m->par[i].fmt] ? w->shared(vc__model_quant(m), ws) : 0;
+            for (int k = 0; k < nw; k++) s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, -1);
+            wshared[m->par[i].fmt] = true;
+            nw = w->tensors(&m->par[i], vc__model_quant(m), (vc_dtype)t->dt, ws);
+            for (int k = 0; k < nw; k++) {
+                int32_t s = s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, m->par[i].owner);
+                if (k == 0) t->stor = s;
+            }
         }
         param_state(b, i, &shared);
     }

@@ -14,7 +14,8 @@ int vc_dtype_size(vc_dtype dt)
     case VC_DT_FLOAT: case VC_DT_F32: return 4;
     case VC_DT_F16: case VC_DT_BF16: return 2;
     case VC_DT_I64: return 8;
-    case VC_DT_BOOL: case VC_DT_U8: return 1;
+    case VC_DT_BOOL: case VC_DT_U8: case VC_DT_I8: case VC_DT_F8: return 1;
+    case VC_DT_I32: return 4;
     }
     return 4;
 }
@@ -219,6 +220,34 @@ static void sized_item(vc_op *o, int type, vc_numel n, vc_dtype dt)
 void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n, dt); }
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
+
+void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
+{
+    if (!live_op(o) || w < 0 || o->b->t[w].param < 0) return;
+    vc_build *b = o->b;
+    const vc_model *m = b->m;
+    const vc_param_entry *p = &m->par[b->t[w].param];
+    const vc_weight_row *r = vc_weight_row_get((vc_weights)p->fmt);
+    vc_qtemp f[VC_QUANT_MAX], k[VC_QUANT_MAX];
+    int nf = 0, nk = 0;
+    if (!r->temps) return;
+    r->temps(p, vc__model_quant(m), (vc_dtype)b->t[w].dt, rows, f, &nf, k, &nk);
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < (pass ? nk : nf); i++) {
+            const vc_qtemp *q = pass ? &k[i] : &f[i];
+            item_t *it = add_item(o, pass ? IT_BTEMP : IT_FTEMP);
+            if (!it) return;
+            it->n = q->t.n;
+            it->dt = q->t.dt;
+            it->in = q->held ? 1 : -1; /* held: freed with the op's other temporaries (run_temps) */
+        }
+}
+
+int vc_weight_lora_style(const vc_build *b, vc_t w)
+{
+    if (w < 0 || b->t[w].param < 0) return VC_LORA_LINEAR;
+    return vc_weight_row_get((vc_weights)b->m->par[b->t[w].param].fmt)->lora;
+}
 
 void vc_op_save_if(vc_op *o, vc_t t, int in)
 {

@@ -803,6 +803,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     if ((st = check_duplicates(&L, root, "")) != VC_OK) goto done;
     if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf.c): load the model it describes */
         cJSON *gen = NULL;
+        if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         cJSON_Delete(root);
@@ -872,6 +873,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     scope top;
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
+    if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/quant.c) */
     if ((m->loss == VC_LOSS_CROSS_ENTROPY || m->loss == VC_LOSS_CAUSAL_LM) && m->val[m->output].shape.nd < 1)
         st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension",
                       m->loss == VC_LOSS_CAUSAL_LM ? "causal_lm" : "cross_entropy");

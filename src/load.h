@@ -117,6 +117,13 @@ void vc__join(char *buf, size_t n, const char *path, const char *key);
 vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
                           const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out);
 
+/* quant.c: a config.json's quantization_config into q (format DENSE when
+ * absent), errors naming its key; and, after loading, the storage format of
+ * each Linear weight the format replaces (frozen, as Params4bit and
+ * Int8Params are). */
+vc_status vc__quant_from_config(const cJSON *cfg, vc_quant *q, vc_error *err);
+vc_status vc__quant_assign(vc_model *m, vc_error *err);
+
 /* load.c: the semantic walk over m->text (parsed), into m */
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err);
 

@@ -28,6 +28,7 @@ typedef struct {
     int owner;          /* instance that declared it */
     const char *name;   /* below the module: "weight" (the full name is owner's path + "." + name) */
     const int64_t *dims;
+    uint8_t fmt;        /* storage format (vc_weights; src/quant.c): VC_WEIGHTS_DENSE unless quantized */
 } vc_param_entry;
 
 typedef struct {
@@ -48,6 +49,7 @@ typedef struct {
     int64_t nparams;    /* numel of own (non-tied) parameters */
     int ckpt;           /* checkpoint region, -1 none */
     bool frozen;
+    const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;
 
 typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM } vc_loss;
@@ -80,6 +82,9 @@ struct vc_model {
     bool has_override;
     vc_shape override;
     vc_lora lora;
+    vc_quant quant;     /* --weights (vc_model_set_weights), used when has_quant */
+    bool has_quant;
+    vc_quant cfg_quant; /* a config.json's quantization_config (src/quant.c), format DENSE when none */
     int nlora;          /* layers that got adapters */
     vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf.c) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */

@@ -40,6 +40,8 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
 static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
                        vc_plan **out, vc_error *err)
 {
+    vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/quant.c) */
+    if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     b->m = m;

@@ -133,6 +133,39 @@ typedef struct vc_layout_row {
 /* The layout of an estimate with these options (o->parallel). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
 
+/* A storage format of Linear weights (vc_weights; src/quant.c). Per-weight
+ * tensors and temporaries are functions of the weight's shape p->dims =
+ * [out, in] and the format's settings (bits, group, blocks). */
+#define VC_QUANT_MAX 8
+typedef struct {
+    vc_tspec t;
+    bool held; /* stays allocated until the op's other held temporaries are made, then all are freed */
+} vc_qtemp;
+typedef struct {
+    const char *name, *summary; /* the class followed and its source */
+    bool trains;  /* a linear over it has a backward for its input (LoRA on top) */
+    uint8_t lora; /* PEFT's LoRA layer over it (VC_LORA_*, layers/layer.h) */
+    /* What the GPU keeps for weight p, data first (dense: one tensor of the
+     * precision's dtype). Returns the count. */
+    int (*tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
+    /* Kept once for every weight in the format (a cached code book); NULL none. */
+    int (*shared)(const vc_quant *q, vc_tspec out[VC_QUANT_MAX]);
+    /* Temporaries of a linear over `rows` rows per sample, in the compute
+     * dtype (rows per sample, or a fixed count: an expert's tokens): forward,
+     * and backward for the input's gradient; NULL none. */
+    void (*temps)(const vc_param_entry *p, const vc_quant *q, vc_dtype compute, vc_numel rows,
+                  vc_qtemp fwd[VC_QUANT_MAX], int *nf, vc_qtemp bwd[VC_QUANT_MAX], int *nb);
+    /* NULL when weight p's shape suits the format, else why not (buf). */
+    const char *(*misfit)(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n);
+} vc_weight_row;
+
+const vc_weight_row *vc_weight_row_get(vc_weights w);
+/* The model's storage format and its settings: --weights (vc_model_set_weights), else its config's quantization_config. */
+const vc_quant *vc__model_quant(const vc_model *m);
+/* quant.c: the checks of an estimate of a model with quantized weights
+ * (VC_ERR_USAGE naming --weights). */
+vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);
+
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);
 

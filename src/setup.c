@@ -214,6 +214,8 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     if (in->in) memcpy(in->in, ins, (size_t)nin * sizeof *ins);
     in->ckpt = region;
     in->frozen = frozen;
+    in->name = L->name ? vc_arena_strdup(m->arena, L->name) : NULL;
+    if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     in->np = priv.np;
     in->nb = priv.nb;
     in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));

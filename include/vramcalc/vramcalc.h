@@ -122,6 +122,44 @@ const char *vc_model_lora_targets(const vc_model *m);
  * with VC_ERR_USAGE when no Linear layer matches the targets. */
 vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
 
+/* ---- quantized weights (docs/quantization.md) ----
+ * The storage format of the model's nn.Linear weights, one row each in
+ * src/quant.c: the tensors a library keeps per weight (packed data, block
+ * scales, zeros, code books) and the temporaries its linear makes. The
+ * format replaces every Linear weight but the ones the method leaves in
+ * 16-bit (the output layer: transformers' get_keys_to_not_convert) and
+ * those named in `skip`. */
+#define VC_WEIGHTS_MAP(X)                                                   \
+    X(DENSE, "dense") X(INT8, "int8") X(NF4, "nf4") X(FP4, "fp4")           \
+    X(GPTQ, "gptq") X(AWQ, "awq") X(FP8, "fp8") X(FP8_CHANNEL, "fp8-channel") \
+    X(FP8_BLOCK, "fp8-block")
+#define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
+typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
+typedef struct {
+    vc_weights format;
+    int64_t bits;        /* gptq, awq: bits per weight (gptq 2, 3, 4, 8; awq 4) */
+    int64_t group;       /* gptq, awq: group_size (-1: one group per input row); nf4/fp4: blocksize */
+    int double_quant;    /* nf4/fp4: bnb_4bit_use_double_quant (compress_statistics) */
+    int64_t block[2];    /* fp8-block: weight_block_size [out, in] */
+    char skip[512];      /* modules_to_not_convert, comma-separated, besides the output layer */
+} vc_quant;
+/* A format by name with its defaults: "nf4" (blocksize 64, double quant, as
+ * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
+ * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "dense".
+ * -1 when unknown. */
+int vc_quant_from_name(const char *name, vc_quant *q);
+const char *vc_weights_name(vc_weights w);
+/* Stores the model's Linear weights in q's format (format DENSE: as the
+ * precision says, the default) and re-checks the model; this overrides a
+ * config.json's quantization_config. VC_ERR_USAGE naming --weights when a
+ * layer's shape does not fit the format (AWQ's group must divide in_features). */
+vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err);
+/* The format the model's weights have now (a config.json's or --weights),
+ * and its settings into q (may be NULL). */
+vc_weights vc_model_weights(const vc_model *m, vc_quant *q);
+/* "nf4 (block 64, double quant)", "gptq4 (group 128)", "fp8-block (128x128)". */
+void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
+
 const char *vc_model_name(const vc_model *m);
 int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
 int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */

@@ -337,6 +337,7 @@ enum {
     OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
     OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
     OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
+    OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
 };
 
 typedef struct {
@@ -354,9 +355,9 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
 {
     const vc_options *o = rep->opts;
     if (!strcmp(c->format, "json")) {
-        printf("{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
-        json_str(stdout, c->gpu.name);
-        printf(", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
+        fprintf(cli_out, "{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
+        json_str(cli_out, c->gpu.name);
+        fprintf(cli_out, ", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
                ", \"max_num_seqs\": %" PRId64 ", \"block_size\": %" PRId64 ", \"kv_cache_dtype\": \"%s\", \"precision\": \"%s\",\n"
                "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
                ", \"page_bytes\": %" PRId64 ", \"blocks\": %" PRId64 ", \"tokens\": %" PRId64 ", \"request_tokens\": %" PRId64
@@ -367,22 +368,22 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
         return;
     }
     char a[32], b[32], d[32];
-    printf("%s (%s)\nvLLM on %s, %s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
+    fprintf(cli_out, "%s (%s)\nvLLM on %s, %s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
            ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, c->gpu.name, vc_precision_name(o->precision),
            so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, vc_kv_dtype_name(so->kv_cache_dtype));
     format_bytes(r->requested, a, sizeof a);
-    printf("  %-22s %12s\n", "usable (utilization)", a);
+    fprintf(cli_out, "  %-22s %12s\n", "usable (utilization)", a);
     format_bytes(r->weights, a, sizeof a);
-    printf("  %-22s %12s\n", "weights", a);
+    fprintf(cli_out, "  %-22s %12s\n", "weights", a);
     format_bytes(r->profile_peak, a, sizeof a);
-    printf("  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
+    fprintf(cli_out, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
     format_bytes(r->kv_cache, a, sizeof a);
-    printf("  %-22s %12s\n", "KV cache pool", a);
+    fprintf(cli_out, "  %-22s %12s\n", "KV cache pool", a);
     format_bytes(r->page_bytes, b, sizeof b);
-    printf("  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, so->block_size, b);
-    printf("  %-22s %12" PRId64 "\n", "tokens", r->tokens);
+    fprintf(cli_out, "  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, so->block_size, b);
+    fprintf(cli_out, "  %-22s %12" PRId64 "\n", "tokens", r->tokens);
     snprintf(d, sizeof d, "%" PRId64 "+%" PRId64, o->prompt, o->new_tokens);
-    printf("  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,
+    fprintf(cli_out, "  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,
            r->request_tokens);
 }
 
@@ -559,6 +560,11 @@ static const cli_option options[] = {
     {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
     {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
      "config.json: gradient checkpointing per decoder layer, non-reentrant"},
+    {"weights", 0, "W", OPT_WEIGHTS, NULL,
+     "Linear weights stored as nf4, fp4, int8 (bitsandbytes), gptq4, gptq8, gptq3, gptq2, awq4, fp8, "
+     "fp8-channel, fp8-block or dense (default: a config.json's quantization_config, else dense); the LM head "
+     "stays 16-bit (docs/quantization.md)"},
+    {"qlora", 0, NULL, OPT_QLORA, NULL, "QLoRA: --weights nf4 (double quant) under --lora R (default 8), bf16"},
     {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
      "the parallel layout: {} (docs/parallel.md)"},
@@ -630,6 +636,9 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     bool serve = false, serve_given = false, mode_given = false;
     vc_serve_options so; /* --serve and its vLLM settings */
     vc_serve_options_init(&so);
+    vc_quant quant; /* --weights, --qlora */
+    const char *weights = NULL;
+    bool qlora = false, prec_given = false;
     int ch, rc;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
@@ -660,6 +669,12 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_BLOCK: serve_given = true; if ((rc = parse_count("--block-size", optarg, 1, &so.block_size))) return rc; break;
         case OPT_KV_DTYPE: serve_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), VC_CHOICES(VC_KV_DTYPE_MAP)))) return rc; break;
         case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), VC_CHOICES(VC_CACHE_MAP)))) return rc; break;
+        case OPT_WEIGHTS:
+            weights = optarg;
+            if (vc_quant_from_name(optarg, &quant))
+                return die("--weights: unknown value '%s' (choose nf4, fp4, int8, gptq4, gptq8, gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block or dense)", optarg);
+            break;
+        case OPT_QLORA: qlora = true; break;
         case OPT_LORA: if ((rc = parse_count("--lora", optarg, 1, &lora.r))) return rc; break;
         case OPT_LORA_ALPHA: if ((rc = parse_real("--lora-alpha", optarg, 1e-9, 1e12, &lora.alpha))) return rc; break;
         case OPT_LORA_DROPOUT: if ((rc = parse_real("--lora-dropout", optarg, 0, 0.999999, &lora.dropout))) return rc; break;
@@ -670,7 +685,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case 'o': if ((rc = choose("--optim", optarg, o.optim = vc_optim_from_name(optarg), VC_CHOICES(VC_OPTIM_MAP)))) return rc; break;
         case OPT_IMPL: impl_given = true; if ((rc = choose("--optim-impl", optarg, o.optim_impl = vc_optim_impl_from_name(optarg), VC_CHOICES(VC_OPTIM_IMPL_MAP)))) return rc; break;
         case OPT_ACCUM: if ((rc = parse_count("--accumulate", optarg, 1, &o.accumulate))) return rc; break;
-        case 'p': if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), VC_CHOICES(VC_PRECISION_MAP)))) return rc; break;
+        case 'p': prec_given = true; if ((rc = choose("--precision", optarg, o.precision = vc_precision_from_name(optarg), VC_CHOICES(VC_PRECISION_MAP)))) return rc; break;
         case 'm': mode_given = true; if ((rc = choose("--mode", optarg, o.mode = vc_mode_from_name(optarg), VC_CHOICES(VC_MODE_MAP)))) return rc; break;
         case OPT_ATTN: if ((rc = choose("--attention", optarg, o.attention = vc_attention_from_name(optarg), VC_CHOICES(VC_ATTENTION_MAP)))) return rc; break;
         case OPT_TORCH: if ((rc = choose("--torch", optarg, o.torch_version = vc_torch_from_name(optarg), "a release from 2.0 to 2.15, e.g. 2.5"))) return rc; break;
@@ -719,6 +734,16 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         if (hf.seq > 0) return die("--seq does not go with --mode generate: --prompt is the sequence's length");
         hf.seq = o.prompt; /* a config.json's report names the prompt's length */
     }
+    if (qlora) { /* BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute bf16) + LoraConfig */
+        if (weights && strcmp(weights, "nf4")) return die("--qlora stores the base as nf4: it does not go with --weights %s", weights);
+        if (prec_given && o.precision != VC_PREC_BF16 && o.precision != VC_PREC_FP16)
+            return die("--qlora computes in 16-bit (bnb_4bit_compute_dtype): use --precision bf16 or fp16, not %s", vc_precision_name(o.precision));
+        if (!prec_given) o.precision = VC_PREC_BF16;
+        if (lora.r == 0) lora.r = 8; /* LoraConfig's r */
+        vc_quant_from_name("nf4", &quant);
+        weights = "nf4";
+    }
+    if (c.counts && weights) return die("--%s needs a model file: --params makes a counts-only estimate", qlora ? "qlora" : "weights");
     if (have_acts && !c.counts) return die("--activations goes with --params");
     if (c.max_batch && !gpu) return die("--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)");
     if (c.plot && !sweep) return die("--plot needs --sweep (the batch sizes to draw)");
@@ -810,6 +835,10 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
                 goto out;
             }
         }
+        if (weights && vc_model_set_weights(m, &quant, &err)) {
+            rc = die_err(&err);
+            goto out;
+        }
         if (input) {
             int64_t dims[VC_MAX_DIMS];
             int nd;
@@ -821,6 +850,14 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
         if (c.max_seq && (rc = find_max_seq(&c, m, &o, &rep))) goto out;
         rep.model = vc_model_name(m);
+        static char wdesc[96];
+        vc_quant mq;
+        if (vc_model_weights(m, &mq) != VC_WEIGHTS_DENSE) {
+            vc_quant_describe(&mq, wdesc, sizeof wdesc);
+            rep.weights = wdesc;
+            /* quantized weights compute in 16-bit: fp16 for GPTQ/AWQ (their kernels' dtype), else bf16 */
+            if (!prec_given) o.precision = mq.format == VC_WEIGHTS_GPTQ || mq.format == VC_WEIGHTS_AWQ ? VC_PREC_FP16 : VC_PREC_BF16;
+        }
         if (trace) {
             if (vc_trace(m, &o, print_line, cli_out, &err)) rc = die_err(&err);
             goto out;

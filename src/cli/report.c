@@ -230,6 +230,10 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
     }
     line_item(&l, ", ", vc_precision_name(o->precision));
+    if (rep->weights) {
+        snprintf(it, sizeof it, "weights %s", rep->weights);
+        line_item(&l, ", ", it);
+    }
     if (o->parallel != VC_PARALLEL_NONE) {
         snprintf(it, sizeof it, "%s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus,
                  o->gpus == 1 ? "" : "s");
@@ -434,6 +438,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     char tv[16];
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
+    if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
     fprintf(f, "%s\"torch_version\": \"%s\", \"attention_kernel\": ", ind, vc_torch_name(o->torch_version, tv, sizeof tv));
     json_str(f, r->attention);
     fprintf(f, ",\n");

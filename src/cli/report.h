@@ -52,6 +52,7 @@ typedef struct {
     int64_t max_prompt;       /* --max-context result: the longest prompt; -1 when not asked */
     int64_t max_seq;          /* --max-seq result (config.json); -1 when not asked */
     bool max_seq_limited;     /* ... and max_seq + 1 is refused by the model, not by memory */
+    const char *weights;      /* quantized Linear weights' format (--weights, quantization_config), NULL dense */
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */
