@@ -368,8 +368,9 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
         return;
     }
     char a[32], b[32], d[32];
-    fprintf(cli_out, "%s (%s)\nvLLM on %s, %s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
+    fprintf(cli_out, "%s (%s)\nvLLM on %s, %s%s%s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
            ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, c->gpu.name, vc_precision_name(o->precision),
+           rep->weights ? ", weights " : "", rep->weights ? rep->weights : "",
            so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, vc_kv_dtype_name(so->kv_cache_dtype));
     format_bytes(r->requested, a, sizeof a);
     fprintf(cli_out, "  %-22s %12s\n", "usable (utilization)", a);
@@ -757,6 +758,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         return die("--prompt, --new-tokens and --cache go with --mode generate (or --serve)");
     if (serve_given && !serve)
         return die("--gpu-memory-utilization, --max-num-batched-tokens, --max-num-seqs, --block-size and --kv-cache-dtype go with --serve");
+    if (serve && !mode_given) o.mode = VC_MODE_INFER; /* vLLM serves: no training state */
     if (serve && (!gpu || c.counts || c.max_batch || sweep || trace || max_context || (o.mode == VC_MODE_TRAIN && mode_given)))
         return die("--serve sizes vLLM's KV cache on one --gpu for a model file: it does not go with %s",
                    !gpu ? "no --gpu" : c.counts ? "--params" : c.max_batch ? "--max-batch" : sweep ? "--sweep" : trace ? "--trace"
