@@ -778,6 +778,19 @@ static vc_status load_inputs(loader *L, const cJSON *root)
     return VC_OK;
 }
 
+/* "max_positions": the longest sequence generation may reach (optional). */
+static vc_status load_max_positions(loader *L, const cJSON *root)
+{
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
+    if (mp && (vc__json_int(mp, &L->m->max_positions) || L->m->max_positions < 1)) {
+        char got[80];
+        vc__describe(mp, got, sizeof got);
+        return vc__fail(L, VC_ERR_MODEL, "max_positions",
+                        "expected a positive integer (the longest sequence generation may reach), got %s", got);
+    }
+    return VC_OK;
+}
+
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
@@ -820,12 +833,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss", "max_positions"};
     if ((st = unknown_keys(&L, root, "", ok, 8, 0, "at the top level")) != VC_OK) goto done;
-    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
-    if (mp && (vc__json_int(mp, &m->max_positions) || m->max_positions < 1)) {
-        vc__describe(mp, got, sizeof got);
-        st = vc__fail(&L, VC_ERR_MODEL, "max_positions", "expected a positive integer (the longest sequence generation may reach), got %s", got);
-        goto done;
-    }
+    if ((st = load_max_positions(&L, root)) != VC_OK) goto done;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (nm && !cJSON_IsString(nm)) {
         vc__describe(nm, got, sizeof got);

@@ -25,6 +25,53 @@ void vc__memo_free(res_memo *M)
 
 #define VC_MAX_BLOCK (INT64_C(1) << 61)
 
+/* The fold (prepare): the batch-dependent events, each with the fixed-size
+ * ones before it summed; the end-of-forward marker ends a fold. -1 out of memory. */
+static int build_folds(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    const size_t n = M->ncode;
+    M->fold = malloc((n + 1) * sizeof *M->fold);
+    if (!M->fold) return -1;
+    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+    M->fwd_fold = (size_t)-1;
+    for (size_t i = 0; i <= n; i++) {
+        if (i == M->fwd_end) { /* the marker ends a fold: the peaks before and after it stay apart */
+            if (f.fmax != INT64_MIN || f.fdelta || f.adelta) {
+                f.pos = (int32_t)i;
+                M->fold[M->nfold++] = f;
+                f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+            }
+            M->fwd_fold = M->nfold;
+            M->fwd_aoff = 0;
+        }
+        int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
+        if (c == INT32_MIN || M->c[st] > 0) {
+            f.code = c;
+            f.pos = (int32_t)i;
+            M->fold[M->nfold++] = f;
+            f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+            continue;
+        }
+        int64_t v = M->sz[st];
+        bool act = M->cat[st] == CAT_ACT;
+        if (c < 0) {
+            f.fdelta -= v;
+            if (act) f.adelta -= v;
+            continue;
+        }
+        /* a running sum past 2^63 here is one past 2^63 in the replay (sums before are >= 0) */
+        if (__builtin_add_overflow(f.fdelta, v, &f.fdelta) || (act && __builtin_add_overflow(f.adelta, v, &f.adelta)))
+            M->fold_overflow = true;
+        if (f.fdelta > f.fmax) {
+            f.fmax = f.fdelta;
+            f.fmax_pos = (int32_t)i;
+        }
+        if (act && f.adelta > f.amax) f.amax = f.adelta;
+    }
+    return 0;
+}
+
 static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
@@ -94,45 +141,7 @@ static int prepare(const vc_build *b)
         int32_t c = M->code[M->first_dep];
         if (M->c[c >= 0 ? c : ~c] > 0) break;
     }
-    /* the fold: batch-dependent events, each with the fixed-size ones before it */
-    M->fold = malloc((n + 1) * sizeof *M->fold);
-    if (!M->fold) return -1;
-    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
-    M->fwd_fold = (size_t)-1;
-    for (size_t i = 0; i <= n; i++) {
-        if (i == M->fwd_end) { /* the marker ends a fold: the peaks before and after it stay apart */
-            if (f.fmax != INT64_MIN || f.fdelta || f.adelta) {
-                f.pos = (int32_t)i;
-                M->fold[M->nfold++] = f;
-                f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
-            }
-            M->fwd_fold = M->nfold;
-            M->fwd_aoff = 0;
-        }
-        int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
-        if (c == INT32_MIN || M->c[st] > 0) {
-            f.code = c;
-            f.pos = (int32_t)i;
-            M->fold[M->nfold++] = f;
-            f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
-            continue;
-        }
-        int64_t v = M->sz[st];
-        bool act = M->cat[st] == CAT_ACT;
-        if (c < 0) {
-            f.fdelta -= v;
-            if (act) f.adelta -= v;
-            continue;
-        }
-        /* a running sum past 2^63 here is one past 2^63 in the replay (sums before are >= 0) */
-        if (__builtin_add_overflow(f.fdelta, v, &f.fdelta) || (act && __builtin_add_overflow(f.adelta, v, &f.adelta)))
-            M->fold_overflow = true;
-        if (f.fdelta > f.fmax) {
-            f.fmax = f.fdelta;
-            f.fmax_pos = (int32_t)i;
-        }
-        if (act && f.adelta > f.amax) f.amax = f.adelta;
-    }
+    if (build_folds(b)) return -1;
     M->ready = true;
     return 0;
 }
@@ -263,6 +272,27 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
 }
 
 
+/* --mode generate: the KV cache after the last step (layers x 2 x kv heads x
+ * head_dim x tokens x dtype x batch), its tokens, the decoding peak's step.
+ * -1 on overflow. */
+static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
+{
+    const vc_gen *g = &b->gen;
+    sim->decode_step = g->split_op >= 0 ? g->steps - 1 : 0;
+    for (int i = 0; i < g->nslot; i++) {
+        const vc_kv_slot *sl = &g->slot[i];
+        for (int j = 0; j < 2; j++) {
+            const tens_t *t = &b->t[j ? sl->v : sl->k];
+            int64_t v;
+            if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
+                __builtin_add_overflow(sim->kv_cache, v, &sim->kv_cache))
+                return -1;
+        }
+        if (sl->len > sim->kv_tokens) sim->kv_tokens = sl->len;
+    }
+    return 0;
+}
+
 vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, int64_t *inst_act, vc_error *err)
 {
     res_memo *M = b->memo;
@@ -325,21 +355,8 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     sim->peak = peak;
     if (sim->peak_pre < 0) sim->peak_pre = peak;
     sim->peak_post = post;
-    if (b->gen.on) { /* layers x 2 x kv heads x head_dim x tokens x dtype x batch */
-        const vc_gen *g = &b->gen;
-        sim->decode_step = g->split_op >= 0 ? g->steps - 1 : 0;
-        for (int i = 0; i < g->nslot && !overflow; i++) {
-            const vc_kv_slot *sl = &g->slot[i];
-            for (int j = 0; j < 2; j++) {
-                const tens_t *t = &b->t[j ? sl->v : sl->k];
-                int64_t v;
-                if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
-                    __builtin_add_overflow(sim->kv_cache, v, &sim->kv_cache))
-                    overflow = true;
-            }
-            if (sl->len > sim->kv_tokens) sim->kv_tokens = sl->len;
-        }
-    }
+    if (b->gen.on && gen_kv(b, batch, sim)) overflow = true;
+
     if (pk != (size_t)-1 && !overflow) {
         if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
         for (int c = 0; c < CAT__N; c++) {
