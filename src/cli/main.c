@@ -612,6 +612,11 @@ static const cli_option options[] = {
 };
 enum { NOPT = sizeof options / sizeof *options };
 
+/* The CLI's one flow, top to bottom: the options, the combinations refused,
+ * the model (and its LoRA, weights, input), then one of the reports. It is
+ * longer than the project's ~100 lines on purpose: the parsed options are
+ * its ~30 locals, and split into steps they would be passed around as a
+ * struct that every step reads whole. */
 int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
     static struct option longopts[NOPT + 1];
