@@ -42,6 +42,24 @@ typedef struct {
  * starts at column 25 and every line ends by column 80. */
 void cli_help(FILE *f, const char *head, const cli_option *t, size_t n, const char *tail);
 
+/* What getopt_long returns for the options without a letter. */
+enum cli_option_id {
+    OPT_INPUT = 256, OPT_TORCH, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
+    OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
+    OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
+    OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
+    OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
+    OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
+    OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
+    OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
+    OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
+};
+
+/* The options (options.c), in --help's order. */
+#define CLI_MAX_OPTIONS 128
+extern const cli_option cli_options[];
+extern const size_t cli_noptions;
+
 /* getopt_long's tables from t[0..n): lo needs n + 1 entries, shorts 3n + 2 chars. */
 void cli_getopt_tables(const cli_option *t, size_t n, struct option *lo, char *shorts);
 

@@ -30,7 +30,7 @@
  * and stderr for the program; memory streams for fuzz/fuzz_cli.c). */
 static FILE *cli_out, *cli_err;
 
-/* --help: this, the options table (options[] below), usage_tail. */
+/* --help: this, the options table (cli_options[], options.c), usage_tail. */
 static const char usage_head[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
     "       vramcalc --params N [--activations N] [options]\n"
@@ -328,17 +328,6 @@ static int list_gpus(const char *format)
     return fflush(cli_out) ? EXIT_USAGE : 0;
 }
 
-enum {
-    OPT_INPUT = 256, OPT_TORCH, OPT_IMPL, OPT_ACCUM, OPT_ATTN, OPT_WS, OPT_CTX, OPT_PER_LAYER, OPT_PARAMS, OPT_ACTS,
-    OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
-    OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
-    OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
-    OPT_GPUS, OPT_PARALLEL, /* more than one GPU (issue 14) */
-    OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
-    OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
-    OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
-    OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
-};
 
 typedef struct {
     const char *format, *plot, *file;
@@ -534,83 +523,6 @@ static void json_arena_release(void)
     }
 }
 
-/* Every option, in --help's order: adding one is a row here and its case in
- * vc_cli_main's switch (docs/contributing.md). */
-static const cli_option options[] = {
-    {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
-    {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
-    {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
-    {"moe-imbalance", 0, "F", OPT_MOE, NULL,
-     "config.json MoE: the busiest expert gets F x the even share (default 1)"},
-    {"emit-model", 0, NULL, OPT_EMIT, NULL, "config.json: print the equivalent vramcalc model JSON and exit"},
-    {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
-     "{} (default adam; what each keeps: docs/optimizers.md)"},
-    {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
-     "{} (default foreach; refused where the optimizer has no such implementation)"},
-    {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
-    {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
-     "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
-     "weights and optimizer states)"},
-    {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP),
-     "{} (default train; --optim does not apply to infer and generate; generate: docs/inference.md)"},
-    {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
-    {"lora-targets", 0, "L", OPT_LORA_TARGETS, NULL,
-     "the Linear layers to adapt, by name: q_proj,v_proj (default for a config.json: PEFT's for its "
-     "model_type)"},
-    {"lora-alpha", 0, "A", OPT_LORA_ALPHA, NULL, "lora_alpha (default 8)"},
-    {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
-    {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
-     "config.json: gradient checkpointing per decoder layer, non-reentrant"},
-    {"weights", 0, "W", OPT_WEIGHTS, NULL,
-     "Linear weights stored as nf4, fp4, int8 (bitsandbytes), gptq4, gptq8, gptq3, gptq2, awq4, fp8, "
-     "fp8-channel, fp8-block or dense (default: a config.json's quantization_config, else dense); the LM head "
-     "stays 16-bit (docs/quantization.md)"},
-    {"qlora", 0, NULL, OPT_QLORA, NULL, "QLoRA: --weights nf4 (double quant) under --lora R (default 8), bf16"},
-    {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
-    {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
-     "the parallel layout: {} (docs/parallel.md)"},
-    {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
-     "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
-    {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
-    {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
-    {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
-    {"gpu", 'g', "G", 'g', NULL,
-     "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
-     "either with :P% for headroom (h100-80gb:90%); exit status 1 when it does not fit"},
-    {"max-batch", 0, NULL, OPT_MAX_BATCH, NULL, "with --gpu: the largest batch size that fits (exact: it fits, one more does not)"},
-    {"max-seq", 0, NULL, OPT_MAX_SEQ, NULL,
-     "with --gpu, a config.json: the longest sequence (tokens) that fits at --batch (exact)"},
-    {"prompt", 0, "N", OPT_PROMPT, NULL, "--mode generate: prompt tokens per sequence (default 1024)"},
-    {"new-tokens", 0, "M", OPT_NEW_TOKENS, NULL, "--mode generate: tokens generated per sequence (default 256)"},
-    {"cache", 0, "C", OPT_CACHE, VC_CHOICES(VC_CACHE_MAP),
-     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated)"},
-    {"max-context", 0, NULL, OPT_MAX_CONTEXT, NULL,
-     "--mode generate with --gpu: the longest prompt that fits for --new-tokens (exact; docs/inference.md)"},
-    {"serve", 0, NULL, OPT_SERVE, NULL,
-     "with --gpu: vLLM's KV cache pool, blocks, tokens and concurrent --prompt + --new-tokens requests"},
-    {"gpu-memory-utilization", 0, "U", OPT_GPU_UTIL, NULL, "--serve: the share of the card vLLM may use (default 0.9)"},
-    {"max-num-batched-tokens", 0, "T", OPT_MAX_TOKENS, NULL,
-     "--serve: the profiling run's tokens (default vLLM's: 8192 on >= 70 GiB cards but A100s, else 2048)"},
-    {"max-num-seqs", 0, "S", OPT_MAX_SEQS, NULL, "--serve: the sampled requests (default 1024 or 256, as the tokens)"},
-    {"block-size", 0, "N", OPT_BLOCK, NULL, "--serve: tokens per KV block (default 16)"},
-    {"kv-cache-dtype", 0, "D", OPT_KV_DTYPE, VC_CHOICES(VC_KV_DTYPE_MAP), "--serve: {} (default auto: the model's dtype)"},
-    {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
-    {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
-    {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
-    {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
-    {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
-    {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},
-    {"params", 0, "N", OPT_PARAMS, NULL,
-     "counts-only estimate without a model: bytes per parameter and per activation element, no "
-     "per-tensor model"},
-    {"activations", 0, "N", OPT_ACTS, NULL, "with --params: activation elements per sample"},
-    {"list-gpus", 0, NULL, OPT_LIST_GPUS, NULL, "the GPU presets, their memory and its source (with -f json/csv too)"},
-    {"list-layers", 0, NULL, OPT_LIST_LAYERS, NULL, "the supported layer kinds"},
-    {"trace", 0, NULL, OPT_TRACE, NULL, "print the simulated timeline (one line per allocation or free)"},
-    {"help", 'h', NULL, 'h', NULL, "this help"},
-    {"version", 0, NULL, OPT_VERSION, NULL, "print the version"},
-};
-enum { NOPT = sizeof options / sizeof *options };
 
 /* The CLI's one flow, top to bottom: the options, the combinations refused,
  * the model (and its LoRA, weights, input), then one of the reports. It is
@@ -619,9 +531,9 @@ enum { NOPT = sizeof options / sizeof *options };
  * struct that every step reads whole. */
 int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
-    static struct option longopts[NOPT + 1];
-    static char shortopts[3 * NOPT + 2];
-    cli_getopt_tables(options, NOPT, longopts, shortopts);
+    static struct option longopts[CLI_MAX_OPTIONS + 1];
+    static char shortopts[3 * CLI_MAX_OPTIONS + 2];
+    cli_getopt_tables(cli_options, cli_noptions, longopts, shortopts);
     cli_out = out;
     cli_err = errf;
     model_file = NULL;
@@ -723,7 +635,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
                               isatty(fileno(cli_out)) ? detect_term(true).width : INT32_MAX, 29);
             }
             return flush_out(0);
-        case 'h': cli_help(cli_out, usage_head, options, NOPT, usage_tail); return flush_out(0);
+        case 'h': cli_help(cli_out, usage_head, cli_options, cli_noptions, usage_tail); return flush_out(0);
         case OPT_VERSION: fprintf(cli_out, "vramcalc %s\n", VC_VERSION); return flush_out(0);
         case ':': return die("%s needs a value (see vramcalc --help)", argv[optind - 1]);
         default:
