@@ -226,12 +226,20 @@ MODEL = {"name": "quant", "input": [R, F], "layers": [
 CASES = {"nf4-storage": "nf4", "nf4-forward": "nf4", "nf4-single": None, "int8-storage": "int8"}
 
 
+def _cli_env():
+    """The environment for the CLI: without this process's LD_PRELOAD (the allocator
+    counter), which a sanitized vramcalc refuses (ASan must come first)."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
 def vramcalc(cli, weights):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(MODEL, f)
     try:
         out = subprocess.run([cli, f.name, "-m", "infer", "-p", "bf16", "--weights", weights, "--workspace", "0",
-                              "-f", "json"], check=True, capture_output=True, text=True).stdout
+                              "-f", "json"], check=True, capture_output=True, text=True, env=_cli_env()).stdout
     finally:
         os.unlink(f.name)
     return json.loads(out)["memory"]
@@ -244,7 +252,7 @@ def vramcalc_train(cli):
         json.dump({**MODEL, "layers": layers}, f)
     try:
         out = subprocess.run([cli, f.name, "-p", "bf16", "--qlora", "--lora-targets", "q", "-o", "sgd", "--workspace", "0",
-                              "-f", "json"], check=True, capture_output=True, text=True).stdout
+                              "-f", "json"], check=True, capture_output=True, text=True, env=_cli_env()).stdout
     finally:
         os.unlink(f.name)
     return json.loads(out)["memory"]
