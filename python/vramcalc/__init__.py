@@ -284,6 +284,11 @@ class _Line:
         return "".join(self.out)
 
 
+# report.c VC_REPORT_LEGEND
+_LEGEND = ("peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "
+           "(the caching allocator's segments); total adds the CUDA context: what nvidia-smi shows")
+
+
 def _wrap_words(first, text, indent):
     line = _Line(indent, first)
     for i, w in enumerate(text.split()):
@@ -549,6 +554,12 @@ class Result:
         else:
             note = "(%s%s%s)" % (p.phase, ", " if p.kind else "", p.kind)
         row("peak allocated", m.peak_allocated, note)
+        if self.generate is not None and self.generate.kv_tokens:
+            g = self.generate
+            row("  prefill peak", g.prefill_peak, "(the prompt's forward, logits of its last token)")
+            if g.decode_step:
+                row("  decode peak", g.decode_peak, "(step %d of %d: the cache is longest)" % (g.decode_step, g.new_tokens - 1))
+            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers)" % g.kv_tokens)
         row("reserved", m.reserved, "(caching allocator model)")
         row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
         row("total", m.total, "(reserved + context)")
@@ -564,6 +575,7 @@ class Result:
         lines.append(peak.text())
         if self.attention_kernel:
             lines.append(_wrap_words("  attention kernel:", self.attention_kernel, 4))
+        lines.append(_wrap_words("  legend:", _LEGEND, 4))
         if self._max_batch is not None:
             lines.append("")
             mb = _Line(4, "  max batch on %s: %d" % (self.gpu.name, self._max_batch))
@@ -571,6 +583,13 @@ class Result:
                 mb.item(" ", "(batch 1 does not fit)")
             elif self._max_batch >= _MAX_BATCH_LIMIT:
                 mb.item(" ", "(the search's limit, 2^40: larger batches were not tried)")
+            elif self.batch == self._max_batch:
+                spec = self._gpu_spec
+                if self.gpu.free < self.gpu.capacity // 20:
+                    mb.item(" ", "(leaves %s of the card free: keep headroom with --gpu %s:90%%)" % (
+                        format_bytes(self.gpu.free), _s(spec.preset.contents.name)[:60] if spec.preset else "SIZE"))
+                else:
+                    mb.item(" ", "(leaves %s of the card free)" % format_bytes(self.gpu.free))
             lines.append(mb.text())
         if self._max_seq is not None:
             n, limited = self._max_seq

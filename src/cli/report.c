@@ -262,6 +262,11 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     line_end(&l);
 }
 
+/* One line on what the three totals are (issue 16). */
+#define VC_REPORT_LEGEND                                                                                    \
+    "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
+    "(the caching allocator's segments); total adds the CUDA context: what nvidia-smi shows"
+
 static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
 {
     char first[160];
@@ -271,6 +276,16 @@ static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
     if (rep->max_batch == 0) line_item(&l, " ", "(batch 1 does not fit)");
     else if (limit_note && rep->max_batch >= VC_MAX_BATCH_LIMIT)
         line_item(&l, " ", "(the search's limit, 2^40: larger batches were not tried)");
+    else if (limit_note && rep->opts->batch == rep->max_batch) { /* the headroom it leaves */
+        char b[32], it[160];
+        int64_t free_b = rep->gpu->capacity - rep->r->memory.total;
+        format_bytes(free_b, b, sizeof b);
+        if (free_b < rep->gpu->capacity / 20) /* under 5%: fragmentation or another process can tip it over */
+            snprintf(it, sizeof it, "(leaves %s of the card free: keep headroom with --gpu %.60s:90%%)", b,
+                     rep->gpu->preset ? rep->gpu->preset->name : "SIZE");
+        else snprintf(it, sizeof it, "(leaves %s of the card free)", b);
+        line_item(&l, " ", it);
+    }
     line_end(&l);
 }
 
@@ -406,6 +421,7 @@ void report_table(FILE *f, const vc_report *rep)
         }
         line_end(&l);
         if (r->attention[0]) wrap_words(f, "  attention kernel:", r->attention, term_width(t), 4);
+        wrap_words(f, "  legend:", VC_REPORT_LEGEND, term_width(t), 4);
     }
     bar(f, rep);
     if (rep->max_batch >= 0) {
