@@ -50,23 +50,24 @@ const char *vc_model_lora_targets(const vc_model *m) { return m->lora_targets ? 
 /* A model from text: hf its config.json options (NULL: the defaults), lora
  * the adapters to load it with (NULL: none). */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_lora *lora, vc_model **out, vc_error *err);
+                           const vc_lora *lora, const vc_model *weights_of, vc_model **out, vc_error *err);
 
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)
 {
-    return load_text(json, len, name, hf, NULL, out, err);
+    return load_text(json, len, name, hf, NULL, NULL, out, err);
 }
 
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
     vc_hf_options hf = m->hf;
     hf.seq = seq;
-    return load_text(m->text, m->text_len, m->file, &hf, m->lora.r > 0 ? &m->lora : NULL, out, err);
+    return load_text(m->text, m->text_len, m->file, &hf, m->lora.r > 0 ? &m->lora : NULL, m, out, err);
 }
 
+/* weights_of: a model whose --weights (vc_model_set_weights) the new one takes, or NULL. */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_lora *lora, vc_model **out, vc_error *err)
+                           const vc_lora *lora, const vc_model *weights_of, vc_model **out, vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -97,6 +98,10 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     if (hf) m->hf = *hf;
     else vc_hf_options_init(&m->hf);
     if (lora) m->lora = *lora;
+    if (weights_of) {
+        m->quant = weights_of->quant;
+        m->has_quant = weights_of->has_quant;
+    }
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
         vc_model_free(m);
@@ -123,6 +128,8 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->text_len = m->text_len;
     t->hf = m->hf;
     t->lora = m->lora;
+    t->quant = m->quant; /* --weights */
+    t->has_quant = m->has_quant;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);

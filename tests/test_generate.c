@@ -266,12 +266,54 @@ static void serve(void **state)
     vc_model_free(m);
 }
 
+/* The models a search or a generation loads again (another sequence length, the passes'
+ * lengths) keep --weights: Llama-3.1-8B with LoRA r 8 in bf16 on 24 GiB, nf4 base: the longest
+ * sequence is longer than with the bf16 base (the search used to drop the weights and answer
+ * the bf16 figure), and a generation's decoding peak holds the nf4 dequantized copies
+ * (bitsandbytes' forward), so it lies above the nf4 weights. */
+static void reloads_keep_weights(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    vc_lora l;
+    vc_lora_init(&l);
+    l.r = 8;
+    snprintf(l.targets, sizeof l.targets, "%s", vc_model_lora_targets(m));
+    if (vc_model_set_lora(m, &l, &err)) fail_msg("lora: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    int64_t dense = 0, nf4 = 0;
+    int limited = 0;
+    const int64_t cap = INT64_C(24) << 30;
+    if (vc_model_max_seq(m, &o, cap, &dense, &limited, NULL, &err)) fail_msg("max_seq: %s", err.msg);
+    vc_quant q;
+    assert_int_equal(vc_quant_from_name("nf4", &q), 0);
+    if (vc_model_set_weights(m, &q, &err)) fail_msg("weights: %s", err.msg);
+    if (vc_model_max_seq(m, &o, cap, &nf4, &limited, NULL, &err)) fail_msg("max_seq: %s", err.msg);
+    assert_true(dense > 0 && nf4 > dense);
+    vc_model_free(m);
+    m = load_file(HF "llama-3.1-8b.json");
+    if (vc_model_set_weights(m, &q, &err)) fail_msg("weights: %s", err.msg);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 512;
+    o.new_tokens = 8;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    /* a 4096 x 14336 MLP weight dequantized to bf16 is 117,440,512 B: the decode peak holds one */
+    assert_true(r.generate.decode_peak > r.memory.weights + r.generate.kv_cache + INT64_C(117440512));
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
-        cmocka_unit_test(serve),
+        cmocka_unit_test(serve),              cmocka_unit_test(reloads_keep_weights),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
