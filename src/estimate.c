@@ -59,7 +59,8 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     pk->temporaries = s->at_peak[CAT_TEMP];
     pk->workspace = s->at_peak[CAT_WS];
     if (s->peak_inst >= 0) {
-        vc_cat3(pk->layer, sizeof pk->layer, m->inst[s->peak_inst].path, "", "");
+        const vc_inst *pi = &m->inst[s->peak_inst]; /* the source's module name where the file gives one */
+        vc_cat3(pk->layer, sizeof pk->layer, pi->module ? pi->module : pi->path, "", "");
         vc_cat3(pk->kind, sizeof pk->kind, m->inst[s->peak_inst].kind->name, "", "");
     } else if (s->phase == VC_PHASE_OPTIMIZER) {
         snprintf(pk->kind, sizeof pk->kind, "%s", vc_optim_name(optim));
@@ -73,7 +74,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     for (size_t i = 0; i < m->ninst; i++) {
         vc_layer_info *li = &r->layers[i];
         const vc_inst *in = &m->inst[i];
-        vc_cat3(li->name, sizeof li->name, in->path, "", "");
+        vc_cat3(li->name, sizeof li->name, in->module ? in->module : in->path, "", "");
         vc_cat3(li->kind, sizeof li->kind, in->kind->name, "", "");
         const vc_shape *sh = &m->val[in->out].shape;
         li->ndim = sh->nd;

@@ -368,8 +368,8 @@ static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, con
     return VC_OK;
 }
 
-static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", NULL};
-#define NCOMMON 7
+static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module", NULL};
+#define NCOMMON 8
 
 static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
 {
@@ -651,6 +651,14 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         return vc__fail(L, VC_ERR_MODEL, p, "expected a name (a non-empty string), got %s", got);
     }
     if (nv) name = nv->valuestring;
+    const char *module = NULL; /* the module's qualified name in the source (the exporter writes it) */
+    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(item, "module");
+    if (mv && (!cJSON_IsString(mv) || !mv->valuestring[0] || strlen(mv->valuestring) > 200)) {
+        vc__join(p, sizeof p, jpath, "module");
+        vc__describe(mv, got, sizeof got);
+        return vc__fail(L, VC_ERR_MODEL, p, "expected the module's qualified name (a string of 1 to 200 bytes), got %s", got);
+    }
+    if (mv) module = mv->valuestring;
     int64_t repeat = 1;
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(item, "repeat");
     if (rv) {
@@ -682,6 +690,13 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to};
     L->name = name;
     if ((seq ? load_block(L, item, &cp, &out) : load_layer(L, k, item, &cp, &out))) return L->err->code;
+    for (size_t t = (size_t)first_inst; module && !seq && t < m->ninst; t++) { /* a repeat copy: module.N */
+        char qn[224], shown[224 * 4 + 1];
+        if (repeat > 1) snprintf(qn, sizeof qn, "%s.%zu", module, t - (size_t)first_inst);
+        else snprintf(qn, sizeof qn, "%s", module);
+        vc_escape(shown, sizeof shown, qn); /* reports print it: control bytes and invalid UTF-8 escaped */
+        if (!(m->inst[t].module = vc_arena_strdup(m->arena, shown))) return vc__fail(L, VC_ERR_NOMEM, NULL, "out of memory");
+    }
     /* the caller holds the block's input until the whole block returns */
     if ((seq || repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath)) return L->err->code;
     S->pos[i] = out;

@@ -40,6 +40,7 @@ typedef struct {
     const vc_kind *kind;
     void *cfg;          /* parsed config (shared by repeat copies) */
     char *path;         /* "layers[3]", "layers[2][1].layers[0]" */
+    char *module;       /* "module": the source's qualified name (layer4.2.relu, from the exporter); NULL none */
     int nin;
     int *in;            /* nin value indices (in the arena) */
     int out;            /* value index */

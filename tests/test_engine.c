@@ -292,9 +292,33 @@ static void test_overflow(void **state)
     vc_model_free(m);
 }
 
+/* "module" (issue 15): the source's qualified name, which the exporter writes, names the layer in
+ * the result's rows and at the peak; repeat copies get .0, .1; a layer without one keeps its path. */
+static void test_module_names(void **state)
+{
+    (void)state;
+    static const char *const txt =
+        "{\"input\": [16], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 16,"
+        " \"module\": \"encoder.fc\", \"repeat\": 2}, {\"type\": \"ReLU\"}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(txt, strlen(txt), "named.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    assert_int_equal(r.nlayers, 3);
+    assert_string_equal(r.layers[0].name, "encoder.fc.0");
+    assert_string_equal(r.layers[1].name, "encoder.fc.1");
+    assert_string_equal(r.layers[2].name, "layers[1]");
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_module_names),
         cmocka_unit_test(test_adam_peak_in_step), cmocka_unit_test(test_sgd_peak_in_backward),
         cmocka_unit_test(test_infer),             cmocka_unit_test(test_checkpoint_cheap_op_costs_memory),
         cmocka_unit_test(test_accumulate),        cmocka_unit_test(test_monotonic_in_batch), cmocka_unit_test(test_reserved_envelope),

@@ -938,6 +938,8 @@ class _Exporter:
         source (layer4.2.relu) for a module call; for an op, the module whose forward made it
         and the op (layer4.2:add)."""
         if node.op == "call_module":
+            if isinstance(self.root, _RootWrapper):  # the user's root is the wrapper's m: its name is ""
+                return node.target[2:] if node.target.startswith("m.") else ""
             return node.target
         frames = node.meta.get("vc_frames", ())
         op = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", node.name)
@@ -2283,6 +2285,8 @@ def _finalise(layers, inputs, flat=False):
                 d = OrderedDict(type=l["type"])
                 if k in names:
                     d["name"] = names[k]
+                if l.get("_module"):  # the reports name the layer by its module (issue 15)
+                    d["module"] = l["_module"]
                 if l["type"] != "Parameter" and l["_in"] != default:
                     d["inputs"] = [resolve(r) for r in l["_in"]]
                 for key, v in l.items():

@@ -243,7 +243,8 @@ class ExporterTest(unittest.TestCase):
                                        "Linear", "Softmax"])
         self.assertTrue(doc["layers"][1]["inplace"])
         self.assertEqual(doc["layers"][3], {"type": "Slice", "name": doc["layers"][3]["name"], "inputs": [doc["layers"][1]["name"]],
-                                            "dim": 1, "start": 8, "end": 16})
+                                            "module": doc["layers"][3]["module"], "dim": 1, "start": 8, "end": 16})
+        self.assertEqual(doc["layers"][0]["module"], "conv")  # the source's qualified name, for the reports
         self.assertEqual(doc["layers"][11]["shape"], [4, 2, 8])
         self.assertEqual(doc["layers"][15]["dim"], 2)
 
@@ -252,7 +253,7 @@ class ExporterTest(unittest.TestCase):
         self.assertEqual(layers(doc), ["Parameter", "Cat", "Parameter", "Add", "Linear", "Select"])
         self.assertEqual(doc["layers"][0]["shape"], [1, 32])
         self.assertEqual(doc["layers"][2]["shape"], [17, 32])
-        self.assertEqual(doc["layers"][5], {"type": "Select", "dim": 1, "index": 0})
+        self.assertEqual(doc["layers"][5], {"type": "Select", "module": doc["layers"][5]["module"], "dim": 1, "index": 0})
 
     def test_positions_and_tie(self):
         doc = self.export(PosLM(), "16:int64", loss="cross_entropy")
