@@ -794,6 +794,25 @@ static vc_status load_inputs(loader *L, const cJSON *root)
 }
 
 /* "max_positions": the longest sequence generation may reach (optional). */
+/* "input_fixed": why the file's sizes do not follow --input (the exporter's
+ * note; vc_model_set_input_shape refuses then). Optional. */
+static vc_status load_input_fixed(loader *L, const cJSON *root)
+{
+    const cJSON *fx = cJSON_GetObjectItemCaseSensitive(root, "input_fixed");
+    if (!fx) return VC_OK;
+    if (!cJSON_IsString(fx) || !fx->valuestring[0] || strlen(fx->valuestring) > 1000) {
+        char got[80];
+        vc__describe(fx, got, sizeof got);
+        return vc__fail(L, VC_ERR_MODEL, "input_fixed",
+                        "expected why the sizes do not follow the input (a string of 1 to 1000 bytes), got %s", got);
+    }
+    char *t = vc_arena_alloc(L->m->arena, strlen(fx->valuestring) * 4 + 1);
+    if (!t) return vc__fail(L, VC_ERR_NOMEM, NULL, "out of memory");
+    vc_escape(t, strlen(fx->valuestring) * 4 + 1, fx->valuestring);
+    L->m->input_fixed = t;
+    return VC_OK;
+}
+
 static vc_status load_max_positions(loader *L, const cJSON *root)
 {
     const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
@@ -846,9 +865,10 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
             }
         }
     }
-    static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss", "max_positions"};
-    if ((st = unknown_keys(&L, root, "", ok, 8, 0, "at the top level")) != VC_OK) goto done;
-    if ((st = load_max_positions(&L, root)) != VC_OK) goto done;
+    static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss", "max_positions",
+                                     "input_fixed"};
+    if ((st = unknown_keys(&L, root, "", ok, 9, 0, "at the top level")) != VC_OK) goto done;
+    if ((st = load_max_positions(&L, root)) != VC_OK || (st = load_input_fixed(&L, root)) != VC_OK) goto done;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (nm && !cJSON_IsString(nm)) {
         vc__describe(nm, got, sizeof got);

@@ -37,6 +37,7 @@ static void reset_model(vc_model *m)
     m->nlora = 0;
     m->loss = VC_LOSS_MEAN;
     m->max_positions = 0;
+    m->input_fixed = NULL;
 }
 
 vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)
@@ -220,6 +221,10 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (ndim < 1 || ndim > VC_MAX_DIMS)
         return vc_set_error(err, VC_ERR_USAGE, "--input", "expected 1 to %d dimensions, got %d", VC_MAX_DIMS, ndim);
+    if (m->input_fixed)
+        return vc_set_error(err, VC_ERR_USAGE, "--input",
+                            "this file's sizes were exported for its input and do not follow another one (%.600s): "
+                            "export the model again at the new input size", m->input_fixed);
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 1 || dims[i] > VC_MAX_DIM_SIZE)
             return vc_set_error(err, VC_ERR_USAGE, "--input", "dimension %d is %lld: expected 1 to 2^40", i + 1, (long long)dims[i]);

@@ -78,6 +78,7 @@ struct vc_model {
     size_t nblk, cap_blk;
     vc_loss loss;
     int64_t max_positions; /* "max_positions": the longest sequence generation may reach; 0 none */
+    const char *input_fixed; /* "input_fixed": why the sizes do not follow --input (arena), NULL */
     int64_t nparams, ntrainable;
     /* what loading applies on top of the file (vc_model_set_input_shape, vc_model_set_lora) */
     bool has_override;

@@ -30,7 +30,7 @@
 #include <cjson/cJSON.h>
 
 static char tmpdir[256];
-static char mlp[300], flat[300], wide[300];
+static char mlp[300], flat[300], wide[300], fixed_in[300];
 
 typedef struct {
     int status;
@@ -121,6 +121,9 @@ static int setup(void **state)
     snprintf(mlp, sizeof mlp, "%s/mlp.json", tmpdir);
     snprintf(flat, sizeof flat, "%s/flat.json", tmpdir);
     snprintf(wide, sizeof wide, "%s/wide.json", tmpdir);
+    snprintf(fixed_in, sizeof fixed_in, "%s/fixed_in.json", tmpdir);
+    write_file(fixed_in, "{\"input\": [3, 64, 64], \"input_fixed\": \"Upsample size of interpolate\",\n"
+                         "  \"layers\": [{\"type\": \"Upsample\", \"size\": [128, 128]}]}\n");
     write_file(mlp, "{\"name\": \"tiny-mlp\", \"input\": [64], \"layers\": [\n"
                     "  {\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 256},\n"
                     "  {\"type\": \"ReLU\"},\n"
@@ -820,6 +823,8 @@ static void test_refused_combinations(void **state)
         {{mlp, "--mode", "generate", "--per-layer", NULL}, "it does not go with --per-layer"},
         {{mlp, "--mode", "generate", "--parallel", "ddp", "--gpus", "2", NULL}, "it does not go with --parallel"},
         {{mlp, "--mode", "generate", "--seq", "64", NULL}, "--seq does not go with --mode generate"},
+        /* an exported file whose sizes were fixed at its input refuses another (issue 15) */
+        {{fixed_in, "--input", "3,32,32", NULL}, "--input: this file's sizes were exported for its input"},
         {{mlp, "--serve", NULL}, "--serve sizes vLLM's KV cache on one --gpu for a model file: it does not go with no --gpu"},
         {{mlp, "--gpu-memory-utilization", "0.8", NULL}, "go with --serve"},
         {{mlp, "--serve", "-g", "rtx4090", "--gpu-memory-utilization", "1.5", NULL}, "--gpu-memory-utilization"},

@@ -2505,6 +2505,8 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
     if fixed:
         notes.append("fixed at the exported input (vramcalc --input does not re-derive them: re-export "
                      "at the new input size): " + ", ".join(fixed[:8]) + (" ..." if len(fixed) > 8 else ""))
+        # vramcalc refuses --input on this file, with this reason (issue 15)
+        doc["input_fixed"] = ", ".join(fixed[:8]) + (" ..." if len(fixed) > 8 else "")
     if notes:
         doc["description"] = "; ".join(notes)
     specs = OrderedDict()
