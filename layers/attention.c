@@ -208,29 +208,24 @@ static vc_t cat_bias_kv(vc_build *b, vc_t x, vc_t bias, int64_t len, int64_t E)
     return cat2(b, x, r, vc_n_sample((len + 1) * E));
 }
 
-/* F.multi_head_attention_forward (PyTorch 2.x), batch_first, no masks.
- * xq/xk/xv: the module's inputs ([N, len, dim]); identical tensors select
- * the packed self-attention and the shared-k/v paths, as `is` does. */
-static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, vc_t xk, vc_t xv, int64_t L,
-                        int64_t S, bool need_weights)
+/* F.multi_head_attention_forward's in-projections: q, k and v ([N, len, E]). */
+static void mha_project(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, vc_t xk, vc_t xv, int64_t L,
+                        int64_t S, vc_t *q, vc_t *k, vc_t *v)
 {
-    const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
-    const double p = vc_training(b) ? c->dropout : 0.0;
-    vc_batch_dependent(b);
-    vc_t q, k, v;
+    const int64_t E = c->E;
     if (mha_same(c) && xq == xk && xk == xv) { /* self-attention: one packed projection */
         vc_t pk = packed(b, proj_in(b, xq, w->in_w, w->in_b, L, E, 3 * E), L);
-        q = op_select(b, pk, vc_n_sample(L * E), true);
-        k = op_select(b, pk, vc_n_sample(L * E), true);
-        v = op_select(b, pk, vc_n_sample(L * E), true);
+        *q = op_select(b, pk, vc_n_sample(L * E), true);
+        *k = op_select(b, pk, vc_n_sample(L * E), true);
+        *v = op_select(b, pk, vc_n_sample(L * E), true);
     } else if (mha_same(c) && xk == xv) { /* encoder-decoder: w.split([E, 2E]) */
         vc_t wp[2], bp[2] = {-1, -1};
         split_param(b, w->in_w, 2, (const int64_t[]){E * E, 2 * E * E}, wp);
         if (w->in_b >= 0) split_param(b, w->in_b, 2, (const int64_t[]){E, 2 * E}, bp);
-        q = proj_in(b, xq, wp[0], bp[0], L, E, E);
+        *q = proj_in(b, xq, wp[0], bp[0], L, E, E);
         vc_t pk = packed(b, proj_in(b, xk, wp[1], bp[1], S, E, 2 * E), S);
-        k = op_select(b, pk, vc_n_sample(S * E), true);
-        v = op_select(b, pk, vc_n_sample(S * E), true);
+        *k = op_select(b, pk, vc_n_sample(S * E), true);
+        *v = op_select(b, pk, vc_n_sample(S * E), true);
     } else { /* w.chunk(3), or q/k/v_proj_weight; in_proj_bias.chunk(3) */
         vc_t wp[3], bp[3] = {-1, -1, -1};
         if (mha_same(c)) {
@@ -241,10 +236,23 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
             wp[2] = w->v_w;
         }
         if (w->in_b >= 0) split_param(b, w->in_b, 3, (const int64_t[]){E, E, E}, bp);
-        q = proj_in(b, xq, wp[0], bp[0], L, E, E);
-        k = proj_in(b, xk, wp[1], bp[1], S, c->kdim, E);
-        v = proj_in(b, xv, wp[2], bp[2], S, c->vdim, E);
+        *q = proj_in(b, xq, wp[0], bp[0], L, E, E);
+        *k = proj_in(b, xk, wp[1], bp[1], S, c->kdim, E);
+        *v = proj_in(b, xv, wp[2], bp[2], S, c->vdim, E);
     }
+}
+
+/* F.multi_head_attention_forward (PyTorch 2.x), batch_first, no masks.
+ * xq/xk/xv: the module's inputs ([N, len, dim]); identical tensors select
+ * the packed self-attention and the shared-k/v paths, as `is` does. */
+static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, vc_t xk, vc_t xv, int64_t L,
+                        int64_t S, bool need_weights)
+{
+    const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
+    const double p = vc_training(b) ? c->dropout : 0.0;
+    vc_batch_dependent(b);
+    vc_t q, k, v;
+    mha_project(b, c, w, xq, xk, xv, L, S, &q, &k, &v);
     int64_t S2 = S;
     if (c->add_bias_kv) {
         k = cat_bias_kv(b, k, w->bias_k, S, E);
