@@ -254,6 +254,12 @@ typedef struct {
     int64_t prompt;         /* >= 1 (VC_GEN_DEFAULT_PROMPT) */
     int64_t new_tokens;     /* >= 1 (VC_GEN_DEFAULT_NEW_TOKENS) */
     vc_cache cache;
+    /* Model parallelism (docs/parallel.md): --gpus is the whole world, its
+     * data-parallel part gpus / (tp * pp) (vc_dp_world). */
+    int64_t tp;             /* tensor-parallel ranks (Megatron), >= 1 */
+    int64_t pp;             /* pipeline stages, >= 1 */
+    int64_t micro_batches;  /* pipeline micro-batches per step, >= 1 (0: pp) */
+    int sp;                 /* 1: sequence parallelism with tp (Megatron --sequence-parallel) */
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
@@ -266,6 +272,10 @@ typedef struct {
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
  * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
 void vc_options_init(vc_options *o);
+
+/* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
+ * divide (vc__check_options refuses such options). */
+int64_t vc_dp_world(const vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
  * return -1 when unknown; the name functions "?" for a value out of range
