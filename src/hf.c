@@ -581,11 +581,13 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "activation", act_json[a->act]);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, false);
     } else {
+        /* down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
+         * gate_proj, act_fn (the gate is a temporary: freed here under
+         * no_grad), up_proj, the product. */
         linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act_fn");
         linear(w, "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
-        cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
-        ins(w, o, "mlp.gate_proj", "mlp.up_proj", NULL, NULL);
-        str(w, o, "activation", act_json[a->act]);
+        ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
     if (g2) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
