@@ -212,7 +212,7 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 #define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer") X(GENERATE, "generate")
 /* The KV cache of --mode generate (docs/inference.md): transformers' DynamicCache
  * (grown by torch.cat each step) or StaticCache (preallocated to prompt + new tokens). */
-#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static")
+#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static") X(OFFLOADED, "offloaded")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \

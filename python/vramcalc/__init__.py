@@ -559,7 +559,8 @@ class Result:
             row("  prefill peak", g.prefill_peak, "(the prompt's forward, logits of its last token)")
             if g.decode_step:
                 row("  decode peak", g.decode_peak, "(step %d of %d: the cache is longest)" % (g.decode_step, g.new_tokens - 1))
-            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers)" % g.kv_tokens)
+            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers%s)"
+                % (g.kv_tokens, ", in host memory" if g.cache == "offloaded" else ""))
         row("reserved", m.reserved, "(caching allocator model)")
         row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
         row("total", m.total, "(reserved + context)")
@@ -659,7 +660,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), prompt, new_tokens and cache ("dynamic",
-    "static") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
+    "static", "offloaded") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and

@@ -59,7 +59,8 @@ const cli_option cli_options[] = {
     {"prompt", 0, "N", OPT_PROMPT, NULL, "--mode generate: prompt tokens per sequence (default 1024)"},
     {"new-tokens", 0, "M", OPT_NEW_TOKENS, NULL, "--mode generate: tokens generated per sequence (default 256)"},
     {"cache", 0, "C", OPT_CACHE, VC_CHOICES(VC_CACHE_MAP),
-     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated)"},
+     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated; offloaded: "
+     "in host memory, a layer at a time on the GPU)"},
     {"max-context", 0, NULL, OPT_MAX_CONTEXT, NULL,
      "--mode generate with --gpu: the longest prompt that fits for --new-tokens (exact; docs/inference.md)"},
     {"serve", 0, NULL, OPT_SERVE, NULL,

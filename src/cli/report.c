@@ -397,7 +397,8 @@ void report_table(FILE *f, const vc_report *rep)
                      o->new_tokens - 1);
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
-        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers)", r->generate.kv_tokens);
+        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s)", r->generate.kv_tokens,
+                 o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "");
         row(f, t, "  KV cache", r->generate.kv_cache, note);
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
