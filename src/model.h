@@ -94,6 +94,9 @@ struct vc_model {
     struct vc_arena *arena;
 };
 
+/* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
+vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
+
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/generate.c).
  * The caller frees *out with vc_model_free. */
