@@ -240,7 +240,7 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
     }
     if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
-        snprintf(it, sizeof it, "tp %" PRId64 "%s (per GPU)", o->tp, o->sp ? " + sp" : "");
+        snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE ? " (per GPU)" : "");
         line_item(&l, ", ", it);
     }
     if (o->mode == VC_MODE_TRAIN) {
