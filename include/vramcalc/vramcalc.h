@@ -189,6 +189,11 @@ const char *vc_model_generated_json(const vc_model *m);
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+/* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
+ * sequence parallelism), what vc_hf_options.tp/.sp give at load time
+ * (docs/parallel.md): the options of an estimate must then carry the same
+ * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
+vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
