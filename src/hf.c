@@ -878,7 +878,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         if (!ok) cJSON_Delete(len);
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
-         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy" : "causal_lm");
+         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy"
+                                                     : o && o->tp > 1 ? "vocab_parallel" /* hf_tp.c */ : "causal_lm");
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)

@@ -53,7 +53,11 @@ typedef struct {
     const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;
 
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM } vc_loss;
+/* The model's "loss" (src/graph.c vc__emit_loss); vc__loss_names (load.c) in this order.
+ * VOCAB_PARALLEL: Megatron's vocab-parallel cross-entropy of a tensor-parallel rank's
+ * logits (src/hf.c writes it for --tp). */
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS__N } vc_loss;
+extern const char *const vc__loss_names[VC_LOSS__N];
 
 struct vc_model {
     char *name;

@@ -18,6 +18,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -416,6 +417,56 @@ static void test_tp_korthikanti(void **state)
         }
 }
 
+/* Megatron's vocab-parallel cross-entropy (src/graph.c, MEG cross_entropy.py)
+ * on gpt2-medium-k at TP 8, s 1024, bf16: the vocabulary 50,257 padded to a
+ * multiple of 128 x 8 (vocab_utils.py) = 51,200, 6,400 per rank. logits.float()
+ * is fp32 [1024, 6400] = 26,214,400 B, which becomes the saved softmax; the
+ * bf16 logits (13,107,200 B) live until the loss returns; the int64 labels,
+ * masked target (8,192 B) and bool mask (1,024 B) are [s] each. Backward:
+ * the fp32 gradient (a new tensor here, Megatron's in-place update of the
+ * softmax), then the .float()'s backward makes the bf16 gradient. */
+typedef struct {
+    int fwd_fp32, bwd_fp32, bwd_bf16, saved_small;
+} ce_trace;
+
+static void on_ce(void *ctx, const char *text)
+{
+    ce_trace *c = ctx;
+    char phase[32], op[16], cat[16], layer[64], name[64] = "";
+    long long bytes, total;
+    if (sscanf(text, "%31s %15s %15s %lld %lld %63s %63s", phase, op, cat, &bytes, &total, layer, name) < 6 || strcmp(op, "alloc"))
+        return;
+    bool f = !strcmp(phase, "forward"), bw = !strcmp(phase, "backward");
+    if (f && bytes == 26214400 && !strcmp(name, "_to_copy")) c->fwd_fp32++;
+    if (bw && bytes == 26214400 && !strcmp(name, "vocab_parallel_cross_entropy")) c->bwd_fp32++;
+    if (bw && bytes == 13107200 && !strcmp(name, "_to_copy")) c->bwd_bf16++;
+    if (f && !strcmp(cat, "act") && !strcmp(name, "vocab_parallel_cross_entropy") && (bytes == 1024 || bytes == 8192)) c->saved_small++;
+}
+
+static void test_tp_vocab_parallel_loss(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(TP_DATA "parallel/gpt2-medium-k.json", 1024, 8, 0, &st, &err);
+    assert_non_null(m);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.attention = VC_ATTN_FLASH;
+    o.tp = 8;
+    o.gpus = 8;
+    ce_trace c = {0, 0, 0, 0};
+    assert_int_equal(vc_trace(m, &o, on_ce, &c, &err), VC_OK);
+    assert_int_equal(c.fwd_fp32, 1);
+    assert_int_equal(c.bwd_fp32, 1);
+    assert_int_equal(c.bwd_bf16, 1);
+    assert_int_equal(c.saved_small, 2); /* target_mask (1,024 B), masked_target_1d (8,192 B) */
+    vc_model_free(m);
+}
+
 /* Impossible layouts name --tp / --sp (src/hf_tp.c; MEG divide() asserts). */
 static void test_tp_errors(void **state)
 {
@@ -466,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_zero2_bf16),
         cmocka_unit_test(test_tp_params_llama70b),
         cmocka_unit_test(test_tp_korthikanti),
+        cmocka_unit_test(test_tp_vocab_parallel_loss),
         cmocka_unit_test(test_tp_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
