@@ -502,6 +502,50 @@ static void test_tp_errors(void **state)
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--tp");
     vc_model_free(m);
+    /* generation's decoding step has one token: no sequence to split */
+    m = load_tp(l70, 512, 8, 1, &st, &err);
+    assert_non_null(m);
+    o.tp = 8;
+    o.gpus = 8;
+    o.sp = 1;
+    o.mode = VC_MODE_GENERATE;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--sp");
+    vc_model_free(m);
+}
+
+/* --max-seq with --sp searches lengths the TP degree divides (src/maxseq.c;
+ * hf_tp.c refuses the others), and the answer is a length that loads and
+ * fits while the next multiple of t does not. */
+static void test_tp_max_seq(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(VC_TEST_DATA "/hf/llama-3.1-8b.json", 0, 8, 1, &st, &err);
+    assert_non_null(m);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.tp = 8;
+    o.sp = 1;
+    o.gpus = 8;
+    int64_t cap = INT64_C(80) << 30, n = 0;
+    int limited = 0;
+    assert_int_equal(vc_model_max_seq(m, &o, cap, &n, &limited, NULL, &err), VC_OK);
+    assert_true(n > 0);
+    assert_int_equal(n % 8, 0);
+    for (int64_t k = 0; k < 2; k++) {
+        vc_model *c = load_tp(VC_TEST_DATA "/hf/llama-3.1-8b.json", n + 8 * k, 8, 1, &st, &err);
+        assert_non_null(c);
+        vc_result r;
+        assert_int_equal(vc_estimate(c, &o, &r, &err), VC_OK);
+        if (k == 0) assert_true(r.memory.total <= cap);
+        else assert_true(r.memory.total > cap);
+        vc_result_free(&r);
+        vc_model_free(c);
+    }
+    vc_model_free(m);
 }
 
 int main(void)
@@ -519,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_tp_korthikanti),
         cmocka_unit_test(test_tp_vocab_parallel_loss),
         cmocka_unit_test(test_tp_errors),
+        cmocka_unit_test(test_tp_max_seq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
