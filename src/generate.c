@@ -43,10 +43,12 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
-    if (m->loss != VC_LOSS_CAUSAL_LM || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
+    if ((m->loss != VC_LOSS_CAUSAL_LM && m->loss != VC_LOSS_VOCAB_PARALLEL) || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? "--serve" : "--mode",
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
+    if (m->gen_json && m->hf.sp) /* a decoding step's one token does not split over the ranks */
+        return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for training and --mode infer, not for generation");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");

@@ -22,10 +22,9 @@
 #include <cjson/cJSON.h>
 
 #include "hf.h"
+#include "hf_arch.h"
 #include "util.h"
 
-enum { F_LLAMA, F_MISTRAL, F_QWEN2, F_QWEN3, F_GEMMA, F_GEMMA2, F_PHI3, F_MIXTRAL, F_QWEN2_MOE, F_GPT2, F_GPT_NEOX,
-       F_BERT, F_ROBERTA, F_COUNT };
 static const char *const fam_names[F_COUNT] = {"llama", "mistral", "qwen2",    "qwen3", "gemma",    "gemma2", "phi3",
                                                "mixtral", "qwen2_moe", "gpt2", "gpt_neox", "bert", "roberta"};
 #define FAMILIES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta"
@@ -62,6 +61,8 @@ void vc_hf_options_init(vc_hf_options *o)
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
+    o->tp = 1;
+    o->sp = 0;
 }
 
 /* ------------------------------------------------------------ reading keys */
@@ -71,6 +72,7 @@ typedef struct {
     vc_error *err;
     const char *fam;
     bool oom;
+    int64_t sp; /* arch.sp: Linears and embeddings get their sequence-parallel keys */
 } rd;
 
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -150,24 +152,7 @@ static int get_str(rd *r, const char *key, const char *def, const char **out)
 
 /* ------------------------------------------------------------ the architecture */
 
-enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST };
 static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast"};
-
-typedef struct {
-    int fam;
-    int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
-    double eps, p_embd, p_attn, p_resid, final_cap, attn_cap;
-    bool tie, qkv_bias, o_bias, mlp_bias, qk_norm, parallel;
-    int act;
-    int64_t window;
-    bool window_alt;                   /* gemma2: every other layer */
-    bool eager;                        /* attn_implementation "eager" (gemma2's default) */
-    int64_t E, K, moe_I, shared_I, sparse_step;
-    bool norm_topk;
-    const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
-    double imbalance;
-    bool ckpt;          /* gradient checkpointing per decoder layer */
-} arch;
 
 static int read_act(rd *r, const char *key, const char *def, bool gated, int *out)
 {
@@ -460,6 +445,8 @@ static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64
     num(w, o, "in_features", (double)nin);
     num(w, o, "out_features", (double)nout);
     flag(w, o, "bias", bias);
+    const char *role = w->r->sp > 1 ? vc__hf_sp_role(name) : NULL; /* hf_tp.c */
+    if (role) num(w, o, role, (double)w->r->sp);
     return o;
 }
 
@@ -478,6 +465,16 @@ static void layernorm(wr *w, const arch *a, const char *name, const char *in)
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "normalized_shape", (double)a->H);
     num(w, o, "eps", a->eps);
+}
+
+/* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
+ * to the rank's part of the sequence (layers/embedding.c). */
+static void embedding(wr *w, const arch *a, const char *name)
+{
+    cJSON *o = add_layer(w, "Embedding", name);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
 }
 
 static void dropout(wr *w, const char *name, double p)
@@ -604,9 +601,10 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
 static void gpt2_block(wr *w, const arch *a)
 {
     layernorm(w, a, "ln_1", NULL);
-    linear(w, "attn.c_attn", NULL, a->H, 3 * a->H, true);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attn.c_attn", NULL, a->H, 3 * q, true);
     attn_core(w, a, "attn.attention", true, "attn.c_attn", NULL, NULL, NULL, true, 0);
-    linear(w, "attn.c_proj", NULL, a->H, a->H, true);
+    linear(w, "attn.c_proj", NULL, q, a->H, true);
     dropout(w, "attn.resid_dropout", a->p_resid);
     const char *prev = w->last;
     ins(w, add_layer(w, "Add", "attn_residual"), prev, "input", NULL, NULL);
@@ -626,9 +624,10 @@ static void gpt2_block(wr *w, const arch *a)
 static void neox_layer(wr *w, const arch *a)
 {
     layernorm(w, a, "input_layernorm", NULL);
-    linear(w, "attention.query_key_value", NULL, a->H, 3 * a->H, a->qkv_bias);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.query_key_value", NULL, a->H, 3 * q, a->qkv_bias);
     attn_core(w, a, "attention.attention", true, "attention.query_key_value", NULL, NULL, "gpt_neox.rotary_emb", true, 0);
-    linear(w, "attention.dense", NULL, a->H, a->H, a->o_bias);
+    linear(w, "attention.dense", NULL, q, a->H, a->o_bias);
     dropout(w, "post_attention_dropout", a->p_resid);
     const char *attn = w->last;
     if (!a->parallel) ins(w, add_layer(w, "Add", "attn_residual"), attn, "input", NULL, NULL);
@@ -648,12 +647,13 @@ static void neox_layer(wr *w, const arch *a)
  * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
 static void bert_layer(wr *w, const arch *a)
 {
-    linear(w, "attention.self.query", NULL, a->H, a->H, true);
-    linear(w, "attention.self.key", "input", a->H, a->H, true);
-    linear(w, "attention.self.value", "input", a->H, a->H, true);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.self.query", NULL, a->H, q, true);
+    linear(w, "attention.self.key", "input", a->H, q, true);
+    linear(w, "attention.self.value", "input", a->H, q, true);
     attn_core(w, a, "attention.self.attention", false, "attention.self.query", "attention.self.key", "attention.self.value",
               NULL, false, 0);
-    linear(w, "attention.output.dense", NULL, a->H, a->H, true);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
     dropout(w, "attention.output.dropout", a->p_resid);
     const char *prev = w->last;
     ins(w, add_layer(w, "Add", "attention.output.residual"), prev, "input", NULL, NULL);
@@ -772,13 +772,12 @@ static void build_layers(wr *w, const arch *a)
     cJSON *o;
     switch (a->fam) {
     case F_GPT2:
-        o = add_layer(w, "Embedding", "transformer.wte");
-        num(w, o, "num_embeddings", (double)a->V);
-        num(w, o, "embedding_dim", (double)a->H);
+        embedding(w, a, "transformer.wte");
         o = add_layer(w, "PositionEmbedding", "transformer.wpe");
         ins(w, o, "input", NULL, NULL, NULL);
         num(w, o, "num_embeddings", (double)a->maxpos);
         num(w, o, "embedding_dim", (double)a->H);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
         ins(w, add_layer(w, "Add", "embeds"), "transformer.wte", "transformer.wpe", NULL, NULL);
         dropout(w, "transformer.drop", a->p_embd);
         layer_stack(w, a, "transformer.h", w->last);
@@ -786,9 +785,7 @@ static void build_layers(wr *w, const arch *a)
         lm_head(w, a, "transformer.wte", "lm_head");
         return;
     case F_GPT_NEOX:
-        o = add_layer(w, "Embedding", "gpt_neox.embed_in");
-        num(w, o, "num_embeddings", (double)a->V);
-        num(w, o, "embedding_dim", (double)a->H);
+        embedding(w, a, "gpt_neox.embed_in");
         if (a->R > 0) {
             o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
             ins(w, o, "input", NULL, NULL, NULL);
@@ -806,9 +803,7 @@ static void build_layers(wr *w, const arch *a)
     default:
         break;
     }
-    o = add_layer(w, "Embedding", "model.embed_tokens");
-    num(w, o, "num_embeddings", (double)a->V);
-    num(w, o, "embedding_dim", (double)a->H);
+    embedding(w, a, "model.embed_tokens");
     const char *first = "model.embed_tokens";
     if (a->fam == F_GEMMA || a->fam == F_GEMMA2) { /* hidden_states * normalizer (sqrt(hidden_size)) */
         o = add_layer(w, "Scale", "model.embed_scale");
@@ -831,7 +826,7 @@ static void build_layers(wr *w, const arch *a)
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
 {
     *model = NULL;
-    rd r = {cfg, err, "", false};
+    rd r = {cfg, err, "", false, 1};
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     if (!cJSON_IsString(mt))
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "expected a string naming the architecture (supported: " FAMILIES ")");
@@ -857,6 +852,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.fam == F_GPT2 ? "n_positions" : "max_position_embeddings");
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    r.sp = a.sp;
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -883,7 +880,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         if (!ok) cJSON_Delete(len);
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
-         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy" : "causal_lm");
+         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy"
+                                                     : o && o->tp > 1 ? "vocab_parallel" /* hf_tp.c */ : "causal_lm");
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)

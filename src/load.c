@@ -368,6 +368,7 @@ static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, con
     return VC_OK;
 }
 
+const char *const vc__loss_names[VC_LOSS__N] = {"mean", "cross_entropy", "causal_lm", "vocab_parallel"};
 static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module", NULL};
 #define NCOMMON 8
 
@@ -895,15 +896,15 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
     if (loss) {
-        static const char *const losses[] = {"mean", "cross_entropy", "causal_lm"};
-        if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "mean")) m->loss = VC_LOSS_MEAN;
-        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "cross_entropy")) m->loss = VC_LOSS_CROSS_ENTROPY;
-        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "causal_lm")) m->loss = VC_LOSS_CAUSAL_LM;
+        int k = -1;
+        for (int i = 0; i < VC_LOSS__N && cJSON_IsString(loss); i++)
+            if (!strcmp(loss->valuestring, vc__loss_names[i])) k = i;
+        if (k >= 0) m->loss = (vc_loss)k;
         else {
             vc__describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, 3) : NULL;
-            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s (did you mean \"%s\"?)", got, s)
-                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s", got);
+            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, vc__loss_names, VC_LOSS__N) : NULL;
+#define LOSSES "expected \"mean\", \"cross_entropy\", \"causal_lm\" or \"vocab_parallel\", got %s"
+            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", LOSSES " (did you mean \"%s\"?)", got, s) : vc__fail(&L, VC_ERR_MODEL, "loss", LOSSES, got);
             goto done;
         }
     }
@@ -917,9 +918,8 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
     if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/quant.c) */
-    if ((m->loss == VC_LOSS_CROSS_ENTROPY || m->loss == VC_LOSS_CAUSAL_LM) && m->val[m->output].shape.nd < 1)
-        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension",
-                      m->loss == VC_LOSS_CAUSAL_LM ? "causal_lm" : "cross_entropy");
+    if (m->loss != VC_LOSS_MEAN && m->val[m->output].shape.nd < 1)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension", vc__loss_names[m->loss]);
 done:
     cJSON_Delete(root);
     if (st != VC_OK) vc__locate_error(m->text, m->text_len, err, L.at_key, L.nth);

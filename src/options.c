@@ -119,7 +119,6 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more");
     if (o->micro_batches && o->pp < 2)
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
-    if (o->tp > 1) return vc_set_error(err, VC_ERR_USAGE, "--tp", "tensor parallelism is not modelled yet");
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is not modelled yet");
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",

@@ -174,6 +174,8 @@ typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
+    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
+    int sp;               /* 1: with sequence parallelism (tp >= 2) */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
@@ -187,6 +189,11 @@ const char *vc_model_generated_json(const vc_model *m);
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+/* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
+ * sequence parallelism), what vc_hf_options.tp/.sp give at load time
+ * (docs/parallel.md): the options of an estimate must then carry the same
+ * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
+vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names

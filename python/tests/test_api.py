@@ -144,6 +144,18 @@ def test_matrix(vc):
         if kw.get("max_seq"):
             line = "max seq on %s, batch %d: %d tokens" % (r.gpu.name, r.batch, r.max_seq())
             check(line in tab and line in str(r), "llama-3.1-8b.json %s: %r not in both tables" % (args, line))
+    # tensor and sequence parallelism (--tp, --sp): the API's JSON and table are the CLI's
+    for args, kw in ((["-p", "bf16", "--seq", "1024", "--tp", "8", "--gpus", "8"], dict(precision="bf16", seq=1024, tp=8, gpus=8)),
+                     (["-p", "bf16", "--seq", "1024", "--tp", "4", "--sp", "--gpus", "16", "--parallel", "zero2"],
+                      dict(precision="bf16", seq=1024, tp=4, sp=True, gpus=16, parallel="zero2"))):
+        rc, out, err = cli([llama, "-f", "json"] + args)
+        check(rc == 0, "llama-3.1-8b.json %s: CLI exit %d: %s" % (args, rc, err.strip()))
+        r = vc.estimate(llama, **kw)
+        check(r.to_json() == out, "llama-3.1-8b.json %s: API JSON differs from the CLI's:\n%s\n---\n%s"
+              % (args, r.to_json(), out))
+        rc, tab, _ = cli([llama] + args)
+        check(str(r).splitlines()[2] == tab.splitlines()[2], "%s: header differs: %r vs %r"
+              % (args, str(r).splitlines()[2], tab.splitlines()[2]))
     # max_seq() on a GPU not given to estimate(), from a dict
     with open(llama) as fh:
         cfg = json.load(fh)
@@ -172,7 +184,7 @@ def test_errors(vc):
                      (dict(batch=0), "batch"), (dict(gpu="rtx9999"), "gpu"), (dict(workspace="12 parsecs"), "workspace"),
                      (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size"),
                      (dict(max_seq=True), "max_seq"), (dict(max_seq=True, gpu="rtx4090"), "config.json"),
-                     (dict(seq=128), "config.json")):
+                     (dict(seq=128), "config.json"), (dict(tp=2, gpus=2), "--tp"), (dict(tp=0), "tp")):
         try:
             vc.estimate(os.path.join(EXAMPLES, "resnet18.json"), **kw)
             check(False, "%r accepted" % (kw,))
@@ -195,7 +207,7 @@ def test_errors(vc):
     rc, out, _ = cli(["--list-layers"])
     check([k for k, _ in vc.kinds()] == [l.split()[0] for l in out.splitlines() if l.strip()],
           "kinds() != vramcalc --list-layers")
-    print("errors: %d bad files and 10 bad options" % len(files))
+    print("errors: %d bad files and 12 bad options" % len(files))
 
 
 def test_torch(vc):

@@ -130,6 +130,7 @@ _PROTOS = {
     "vc_estimator_max_batch": (c_int, [_vp, c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_estimator_free": (None, [_vp]),
     "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
+    "vc_model_set_tp": (c_int, [_vp, c_int64, c_int, P(vc_error)]),
     "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
     "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_serve_options_init": (None, [P(vc_serve_options)]),

@@ -730,6 +730,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         rep.file = shown_file;
         cJSON_Hooks hooks = {json_alloc, json_free};
         cJSON_InitHooks(&hooks);
+        hf.tp = o.tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf_tp.c) */
+        hf.sp = o.sp;
         vc_status lst = vc_model_load_file_hf(argv[optind], &hf, &m, &err);
         cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
         json_arena_release();
