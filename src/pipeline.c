@@ -19,7 +19,7 @@
  *    backward. So stage r has min(pp - r, M) micro-batches forwarded and not
  *    backwarded at the start of a steady-state backward.
  *  - the same file, deallocate_output_tensor (config.deallocate_pipeline_outputs,
- *    set True by megatron/training/arguments.py core_transformer_config_from_args):
+ *    set True by megatron/training/argument_utils.py core_transformer_config_from_args):
  *    a stage's output is sent, then its storage replaced by a one-element tensor;
  *    only its grad_fn stays. So the output is not kept for the backward.
  *  - megatron/core/pipeline_parallel/p2p_communication.py, _communicate: each
