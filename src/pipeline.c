@@ -280,6 +280,37 @@ struct vc_pipeline {
     size_t *i0;           /* each stage's first instance in m */
 };
 
+/* Whether stages a and b run the same layers: the same kinds with the same
+ * configuration (the copies of a repeated block share theirs), parameters
+ * and inputs (each copy of a repeated block parses its own configuration:
+ * compared byte for byte). Such a stage with fewer micro-batches in flight holds a
+ * subset of what the other holds at every point of its step (the held
+ * micro-batches are the only difference), so it is never the busier one and
+ * is not estimated: its per-layer rows are the other's scaled to its
+ * micro-batches (each row is in_flight copies of one micro-batch's). */
+static bool same_stage(const vc_model *a, const vc_model *b)
+{
+    if (a->ninst != b->ninst || a->ninputs != b->ninputs || a->npar != b->npar || a->nbuf != b->nbuf) return false;
+    for (int v = 0; v < a->ninputs; v++)
+        if (!vc_shape_eq(&a->val[v].shape, &b->val[v].shape) || a->val[v].dt != b->val[v].dt ||
+            a->stage.input_rg[v] != b->stage.input_rg[v])
+            return false;
+    for (size_t i = 0; i < a->ninst; i++) {
+        const vc_inst *x = &a->inst[i], *y = &b->inst[i];
+        if (x->kind != y->kind || x->np != y->np || x->nin != y->nin || x->nb != y->nb ||
+            (x->ckpt >= 0) != (y->ckpt >= 0) || x->frozen != y->frozen ||
+            (x->cfg != y->cfg && (!x->cfg || !y->cfg || memcmp(x->cfg, y->cfg, x->kind->cfg_size))))
+            return false; /* a configuration compared byte for byte: a difference only costs the estimate */
+        for (int k = 0; k < x->nin; k++)
+            if (x->in[k] != y->in[k]) return false;
+    }
+    for (size_t q = 0; q < a->npar; q++)
+        if (a->par[q].numel != b->par[q].numel || a->par[q].trainable != b->par[q].trainable ||
+            a->par[q].fmt != b->par[q].fmt || a->par[q].flags != b->par[q].flags)
+            return false;
+    return true;
+}
+
 void vc__pp_free(vc_pipeline *p)
 {
     if (!p) return;
@@ -324,6 +355,10 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
         s->stage.blocks = count[r];
         s->stage.micro_batches = p->micro;
         s->stage.in_flight = schedules[0].in_flight(r, p->pp, p->micro);
+        if (r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1])) {
+            u += (size_t)count[r]; /* dominated by stage 1: not estimated (same_stage) */
+            continue;
+        }
         st = vc_estimator_new(s, &so, flags, &p->se[r], err);
         u += (size_t)count[r];
     }
@@ -369,6 +404,7 @@ vc_status vc__pp_total(vc_pipeline *p, int64_t batch, int64_t *total, vc_error *
     *total = 0;
     for (int64_t r = 0; r < p->pp; r++) {
         int64_t t;
+        if (!p->se[r]) continue;
         vc_status st = vc_estimator_total(p->se[r], batch, &t, err);
         if (st) return st;
         if (t > *total) *total = t;
@@ -397,7 +433,7 @@ static void fill_ranks(const vc_pipeline *p, const vc_result *sr, vc_result *r)
         if (hi[k] < lo[k]) continue;
         int64_t best = lo[k];
         for (int64_t s = lo[k]; s <= hi[k]; s++)
-            if (busier(&sr[s], &sr[best])) best = s;
+            if (p->se[s] && busier(&sr[s], &sr[best])) best = s;
         vc_rank_info *ri = &r->ranks[r->nranks++];
         snprintf(ri->kind, sizeof ri->kind, "%s", kinds[k]);
         ri->stage_first = lo[k];
@@ -420,8 +456,17 @@ static vc_status merge_layers(const vc_pipeline *p, vc_result *sr, vc_result *r,
     r->layers = calloc(p->m->ninst + 1, sizeof *r->layers);
     if (!r->layers) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     r->nlayers = p->m->ninst;
-    for (int64_t s = 0; s < p->pp; s++)
-        for (size_t i = 0; i < sr[s].nlayers; i++) r->layers[p->i0[s] + i] = sr[s].layers[i];
+    for (int64_t s = 0; s < p->pp; s++) {
+        const vc_result *from = p->se[s] ? &sr[s] : &sr[1]; /* a stage not estimated: stage 1's rows, scaled */
+        int64_t kf = p->sm[from == &sr[s] ? s : 1]->stage.in_flight, ks = p->sm[s]->stage.in_flight;
+        for (size_t i = 0; i < from->nlayers; i++) {
+            vc_layer_info *li = &r->layers[p->i0[s] + i];
+            const vc_inst *in = &p->m->inst[p->i0[s] + i];
+            *li = from->layers[i];
+            li->activations = from->layers[i].activations / kf * ks;
+            vc_cat3(li->name, sizeof li->name, in->module ? in->module : in->path, "", ""); /* its own name */
+        }
+    }
     return VC_OK;
 }
 
@@ -437,6 +482,7 @@ vc_status vc__pp_run(vc_pipeline *p, int64_t batch, vc_result *r, vc_error *err)
     vc_status st = VC_OK;
     int64_t busiest = 0;
     for (int64_t s = 0; s < p->pp && !st; s++) {
+        if (!p->se[s]) continue;
         st = vc_estimator_run(p->se[s], batch, &sr[s], err);
         if (!st && busier(&sr[s], &sr[busiest])) busiest = s;
     }
