@@ -762,6 +762,16 @@ static void optimizer_step(vc_build *b)
     }
 }
 
+/* A pipeline stage other than the last sends its output, then
+ * deallocate_output_tensor (Megatron schedules.py) replaces its storage by
+ * torch.empty((1,)): output_tensors keeps that one-element tensor (and the
+ * grad_fn) until the micro-batch's backward. -1 for other plans. */
+static int32_t sent_output(vc_build *b)
+{
+    if (!b->m->stage.on || b->m->stage.last) return -1;
+    return s_alloc(b, vc_n_fixed(1), b->t[b->val_t[b->m->output]].dt, CAT_ACT, -1);
+}
+
 static void reset_run(vc_build *b)
 {
     for (size_t i = 0; i < b->nt; i++) {
@@ -818,14 +828,17 @@ void vc__execute(vc_build *b)
         if (pass == 0 && inflight > 1) {
             size_t s0 = b->ns;
             forward(b);
+            sent_output(b);
             vc__pp_hold(b, s0);
             reset_run(b);
         }
         forward(b);
+        int32_t sent = sent_output(b);
         if (pass == 0 && b->gen.split_op < 0) mark_fwd_end(b);
         if (b->train) backward(b);
         for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
             s_unref(b, b->t[b->val_t[i]].stor, -1);
+        s_unref(b, sent, -1);
     }
     if (b->npp) vc__pp_release(b, false);
     if (b->train && b->optim->steps) optimizer_step(b);

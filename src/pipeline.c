@@ -62,8 +62,8 @@ static int64_t in_flight_1f1b(int64_t r, int64_t pp, int64_t m) { return pp - r 
 static const vc_schedule_row schedules[] = {{"1f1b", in_flight_1f1b}};
 
 /* ---- the split. A model's layers for the split are its blocks: each copy
- * of a repeated top-level Sequential and each other top-level Sequential
- * (a config.json's decoder layers); what comes before the first block joins
+ * of a repeated top-level entry and each other top-level Sequential (a
+ * config.json's decoder layers); what comes before the first block joins
  * the first stage (the embedding), what comes after a block joins that
  * block's stage (the final norm and the head join the last). A model with no
  * top-level Sequential splits over its top-level layers. */
@@ -76,6 +76,7 @@ static void path_key(const char *path, long *top, long *copy, bool *block)
     if (!s) return;
     *top = strtol(s + 1, &e, 10);
     if (e[0] == ']' && e[1] == '[') *copy = strtol(e + 2, &e, 10);
+    *block |= *copy >= 0; /* a copy of a repeated layer */
 }
 
 /* The instance where each unit starts (start[0] = 0: the prefix joins the

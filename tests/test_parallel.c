@@ -345,18 +345,21 @@ static vc_result pp_estimate(const char *json, int64_t pp, int64_t micro, int64_
 
 /* Stage 0 (first): weights 2 x 4,000,256 = 8,000,512, the input batch 4,096
  * resident. Each micro-batch leaves h1 (saved by the second Linear) alive
- * until its backward; its output h2 is sent and freed (deallocate_output_tensor).
+ * until its backward; its output h2 is sent and its storage replaced by a
+ * one-element tensor, 512 B, kept until the backward (deallocate_output_tensor).
  * In flight: min(pp - 0, M) (schedules.py: num_warmup_microbatches =
  * min(pp - rank - 1, M), one more forward in each 1F1B pair).
  *  M = 1: one micro-batch, no accumulation. The peak is the first Linear's
  *    backward: weights 8,000,512 + input 4,096 + the received output gradient
- *    4,096 + dW2 4,000,256 + dh1 4,096 + dW1 4,000,256 = 16,013,312.
+ *    4,096 + dW2 4,000,256 + dh1 4,096 + dW1 4,000,256 + the sent output's
+ *    512 = 16,013,824.
  *  M = 2: two in flight, then a cooldown backward into existing gradients
  *    (one held micro-batch fewer): the second Linear's backward, weights
  *    8,000,512 + gradients 8,000,512 + input, h1, received gradient, dh1
- *    4 x 4,096 + the new dW2 4,000,256 (added in place, then freed) = 20,017,664.
- *  M = 4: a 1F1B pair follows, the other micro-batch's h1 still held:
- *    20,017,664 + 4,096 = 20,021,760.
+ *    4 x 4,096 + the new dW2 4,000,256 (added in place, then freed) + 512 =
+ *    20,018,176.
+ *  M = 4: a 1F1B pair follows, the other micro-batch's h1 and sent output
+ *    still held: 20,018,176 + 4,096 + 512 = 20,022,784.
  * Stage 1 (last, one in flight): the received input h2 (requires_grad, saved
  * by the third Linear), h3, the loss 512 and the root gradient 512.
  *  M = 1: the third Linear's backward: weights 8,000,512 + h2 4,096 + dW4
@@ -368,8 +371,8 @@ static vc_result pp_estimate(const char *json, int64_t pp, int64_t micro, int64_
 static void test_pp_stage_timeline(void **state)
 {
     (void)state;
-    const int64_t first[3] = {16013312, 20017664, 20021760}, last[3] = {16014336, 20018688, 20018688};
-    const int64_t micro[3] = {1, 2, 4}, flight[3] = {1, 2, 2}, held[3] = {8192, 12288, 12288};
+    const int64_t first[3] = {16013824, 20018176, 20022784}, last[3] = {16014336, 20018688, 20018688};
+    const int64_t micro[3] = {1, 2, 4}, flight[3] = {1, 2, 2}, held[3] = {8704, 13312, 13312};
     for (int i = 0; i < 3; i++) {
         vc_result r = pp_estimate(four, 2, micro[i], 2, VC_PARALLEL_NONE);
         assert_int_equal(r.nranks, 2);
@@ -380,8 +383,8 @@ static void test_pp_stage_timeline(void **state)
         assert_int_equal(r.ranks[0].memory.weights, 8000512);
         assert_int_equal(r.ranks[1].memory.weights, 8000512);
         assert_int_equal(r.ranks[0].parameters, 2000000);
-        /* held at the end of forward: the input batch, h1 of each micro-batch in flight; the last
-         * stage: h2 and h3 */
+        /* held at the end of forward: the input batch, h1 and the sent output's 512 B of each
+         * micro-batch in flight; the last stage: h2 and h3 */
         assert_int_equal(r.ranks[0].memory.activations, held[i]);
         assert_int_equal(r.ranks[1].memory.activations, 8192);
         assert_int_equal(r.ranks[0].memory.peak_allocated, first[i]);
