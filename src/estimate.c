@@ -135,6 +135,7 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "needs a model: the counts-only estimate has no layers to split into stages");
     if (params < 0) return vc_set_error(err, VC_ERR_USAGE, "--params", "must be a non-negative integer");
     if (acts < 0) return vc_set_error(err, VC_ERR_USAGE, "--activations", "must be a non-negative integer");
     bool train = o->mode == VC_MODE_TRAIN;

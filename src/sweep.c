@@ -18,6 +18,7 @@
 
 #include "engine.h"
 #include "pipeline.h"
+#include "policy.h"
 #include "util.h"
 
 struct vc_estimator {
@@ -54,8 +55,12 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     /* vc_estimate_counts validates the options the way vc_estimate does and
      * fills cuda_context the same way (the library's one default). */
     vc_result r;
-    vc_status st = vc_estimate_counts(0, 0, o, &r, err);
-    if (st) return st;
+    vc_options c = *o; /* --pp is refused by the counts-only calculator, not by an estimator over a model */
+    vc_status st = vc__check_options(o, err);
+    c.gpus = o->gpus / o->pp; /* the same data-parallel world (vc__check_options: pp divides it) */
+    c.pp = 1;
+    c.micro_batches = 0;
+    if (st || (st = vc_estimate_counts(0, 0, &c, &r, err))) return st;
     vc_estimator *e = calloc(1, sizeof *e);
     if (!e) return nomem(err);
     e->o = *o;

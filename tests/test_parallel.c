@@ -506,6 +506,13 @@ static void test_pp_refused(void **state)
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
         assert_string_equal(err.path, cases[i].opt);
     }
+    /* the counts-only calculator has no layers to split */
+    vc_options o = opts(VC_PARALLEL_NONE, 2, VC_OPTIM_SGD);
+    o.pp = 2;
+    vc_result r;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_estimate_counts(1000, 10, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--pp");
     vc_model_free(m);
 }
 
