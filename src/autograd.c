@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline.h"
 #include "plan.h"
 
 /* The event list's bound (VC_MAX_PLAN_EVENTS): past it the build stops. */
@@ -310,6 +311,10 @@ static void forward(vc_build *b)
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
     model_hook(b, true);
+    for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) { /* a pipeline stage's received inputs (pipeline.c) */
+        tens_t *t = &b->t[b->val_t[i]];
+        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
+    }
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
     for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
@@ -515,9 +520,12 @@ static void backward(vc_build *b)
 {
     b->cur_op = -1;
     b->phase = VC_PHASE_BACKWARD;
-    if (b->loss_t < 0) return;
-    tens_t *L = &b->t[b->loss_t];
-    int32_t loss_stor = L->stor;
+    /* the loss; a pipeline stage without one: its output, whose gradient the
+     * next stage sends (pipeline.c) */
+    int32_t root_t = b->loss_t >= 0 ? b->loss_t : b->m->stage.on ? b->val_t[b->m->output] : -1;
+    if (root_t < 0) return;
+    tens_t *L = &b->t[root_t];
+    int32_t loss_stor = b->loss_t >= 0 ? L->stor : -1;
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
         s_unref(b, loss_stor, -1);
         return;
@@ -527,7 +535,8 @@ static void backward(vc_build *b)
         b->ppending[p] = -1;
     }
     /* the root gradient (ones_like(loss)) is held by the graph task throughout */
-    int32_t root = L->grad = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
+    int32_t root = L->grad = b->loss_t >= 0 ? s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1)
+                                            : s_alloc(b, L->n, L->dt, CAT_TEMP, -1);
     s_ref(b, root);
     model_hook(b, true);
     for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
@@ -665,7 +674,7 @@ static void persistent(vc_build *b)
         b->layout->resident(b);
         for (size_t s = first; s < b->ns; s++) b->s[s].resident = true;
     }
-    for (int i = 0; i < m->ninputs; i++) {
+    for (int i = 0; i < m->ninputs && !m->stage.recv; i++) {
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
@@ -771,6 +780,16 @@ static void optimizer_step(vc_build *b)
     }
 }
 
+/* A pipeline stage other than the last sends its output, then
+ * deallocate_output_tensor (Megatron schedules.py) replaces its storage by
+ * torch.empty((1,)): output_tensors keeps that one-element tensor (and the
+ * grad_fn) until the micro-batch's backward. -1 for other plans. */
+static int32_t sent_output(vc_build *b)
+{
+    if (!b->m->stage.on || b->m->stage.last) return -1;
+    return s_alloc(b, vc_n_fixed(1), b->t[b->val_t[b->m->output]].dt, CAT_ACT, -1);
+}
+
 static void reset_run(vc_build *b)
 {
     for (size_t i = 0; i < b->nt; i++) {
@@ -815,13 +834,31 @@ void vc__execute(vc_build *b)
         if (b->st) return;
     }
     persistent(b);
-    int passes = b->train ? (b->o.accumulate > 1 ? 2 : 1) : 1;
+    const int64_t inflight = b->m->stage.in_flight, micro = b->m->stage.micro_batches;
+    int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {
         if (pass) reset_run(b);
+        /* a pipeline stage (pipeline.c): the second backward of a step, into
+         * existing gradients, follows a forward when the schedule has another
+         * 1F1B pair (micro > inflight), else it is a cooldown backward: one
+         * held micro-batch fewer */
+        if (pass && inflight > 1 && micro <= inflight) vc__pp_release(b, true);
+        if (pass == 0 && inflight > 1) {
+            size_t s0 = b->ns;
+            forward(b);
+            sent_output(b);
+            vc__pp_hold(b, s0);
+            reset_run(b);
+        }
         forward(b);
+        int32_t sent = sent_output(b);
         if (pass == 0 && b->gen.split_op < 0) mark_fwd_end(b);
         if (b->train) backward(b);
+        for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
+            s_unref(b, b->t[b->val_t[i]].stor, -1);
+        s_unref(b, sent, -1);
     }
+    if (b->npp) vc__pp_release(b, false);
     if (b->train && b->optim->steps) optimizer_step(b);
     else if (b->train) {
         b->phase = VC_PHASE_IDLE;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "pipeline.h"
 #include "policy.h"
 #include "util.h"
 
@@ -90,6 +91,13 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if (o->pp > 1) { /* each pipeline stage, the busiest rank's figures (pipeline.c) */
+        vc_pipeline *pl = NULL;
+        if ((st = vc__pp_new(m, o, 0, &pl, err))) return st;
+        st = vc__pp_run(pl, o->batch, r, err);
+        vc__pp_free(pl);
+        return st;
+    }
     vc_plan *p = NULL;
     st = vc_plan_build(m, o, &p, err);
     if (st) return st;
@@ -127,6 +135,7 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "needs a model: the counts-only estimate has no layers to split into stages");
     if (params < 0) return vc_set_error(err, VC_ERR_USAGE, "--params", "must be a non-negative integer");
     if (acts < 0) return vc_set_error(err, VC_ERR_USAGE, "--activations", "must be a non-negative integer");
     bool train = o->mode == VC_MODE_TRAIN;
@@ -181,12 +190,16 @@ void vc_result_free(vc_result *r)
     free(r->layers);
     r->layers = NULL;
     r->nlayers = 0;
+    free(r->ranks);
+    r->ranks = NULL;
+    r->nranks = 0;
 }
 
 vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, const char *), void *ctx, vc_error *err)
 {
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--trace", "not available with --pp: trace one stage as its own model");
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;
     st = vc_plan_trace(p, o->batch, line, ctx);

@@ -96,6 +96,19 @@ struct vc_model {
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     struct vc_arena *arena;
+    /* A pipeline stage of a larger model (src/pipeline.c, --pp): the
+     * instances it runs, as a model of their own, and what its step does
+     * that a whole model's does not. */
+    struct {
+        bool on;
+        bool last;            /* it computes the loss; otherwise its backward starts from a received gradient */
+        bool recv;            /* its inputs are received from the stage before, one per micro-batch */
+        bool *input_rg;       /* per input: received with requires_grad (a float activation that needs one) */
+        int64_t index;        /* the stage */
+        int64_t blocks;       /* the layers (split units) it holds */
+        int64_t in_flight;    /* micro-batches forwarded and not yet backwarded at its peak */
+        int64_t micro_batches;
+    } stage;
 };
 
 /* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */

@@ -119,7 +119,14 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more");
     if (o->micro_batches && o->pp < 2)
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
-    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is not modelled yet");
+    if (o->pp > 1 && o->mode != VC_MODE_TRAIN)
+        return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is modelled for training (--mode train)");
+    if (o->pp > 1 && o->accumulate > 1)
+        return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "under --pp the micro-batches are the accumulation: give --micro-batches");
+    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
+     * incompatible with pipeline parallelism"); FSDP's units under a 1F1B schedule are not modelled */
+    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH)
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp and zero1-torch are)", par_names[o->parallel]);
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);

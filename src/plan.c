@@ -110,6 +110,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         int32_t t = vc__new_tensor(b, vc_n_sample(n), m->val[i].dt);
         if (t < 0) break;
         b->t[t].persistent = true;
+        b->t[t].rg = m->stage.input_rg && m->stage.input_rg[i] && b->train; /* a stage's received activation */
         b->val_t[i] = t;
     }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
@@ -121,7 +122,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
-    if (!b->st && b->train) vc__emit_loss(b); /* infer: model(x) only */
+    if (!b->st && b->train && (!m->stage.on || m->stage.last)) vc__emit_loss(b); /* infer: model(x) only; a pipeline stage: the last */
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;
@@ -194,6 +195,7 @@ void vc_plan_free(vc_plan *p)
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);
+    free(b->pp_held); free(b->pp_refs);
     vc__memo_free(b->memo);
     vc__gen_end(b);
     free(b->gen.slot);

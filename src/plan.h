@@ -220,6 +220,11 @@ struct vc_build {
     char note[192]; /* vc_note: the first attention layer's kernel choice */
     vc_gen gen;     /* --mode generate */
     int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
+    /* a pipeline stage (m->stage, src/pipeline.c): the storages the other
+     * micro-batches in flight keep, with the references each holds; the
+     * first npp_first are the first micro-batch's */
+    int32_t *pp_held, *pp_refs;
+    size_t npp, npp_first;
 };
 
 struct vc_op {

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "pipeline.h"
+#include "policy.h"
 #include "util.h"
 
 struct vc_estimator {
@@ -31,12 +33,14 @@ struct vc_estimator {
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
     size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
+    vc_pipeline *pipe;    /* --pp: an estimator per stage (pipeline.c), used instead of plan */
 };
 
 void vc_estimator_free(vc_estimator *e)
 {
     if (!e) return;
     vc_plan_free(e->plan);
+    vc__pp_free(e->pipe);
     vc_grid_free(e->grid);
     free(e->act);
     free(e);
@@ -51,8 +55,12 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     /* vc_estimate_counts validates the options the way vc_estimate does and
      * fills cuda_context the same way (the library's one default). */
     vc_result r;
-    vc_status st = vc_estimate_counts(0, 0, o, &r, err);
-    if (st) return st;
+    vc_options c = *o; /* --pp is refused by the counts-only calculator, not by an estimator over a model */
+    vc_status st = vc__check_options(o, err);
+    c.gpus = o->gpus / o->pp; /* the same data-parallel world (vc__check_options: pp divides it) */
+    c.pp = 1;
+    c.micro_batches = 0;
+    if (st || (st = vc_estimate_counts(0, 0, &c, &r, err))) return st;
     vc_estimator *e = calloc(1, sizeof *e);
     if (!e) return nomem(err);
     e->o = *o;
@@ -75,6 +83,14 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
     if (!e->act) {
         vc_estimator_free(e);
         return nomem(err);
+    }
+    if (o->pp > 1) {
+        if ((st = vc__pp_new(m, o, flags, &e->pipe, err))) {
+            vc_estimator_free(e);
+            return st;
+        }
+        *out = e;
+        return VC_OK;
     }
     st = vc_plan_build(m, &e->o, &e->plan, err);
     if (st) {
@@ -158,6 +174,7 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
         o.batch = batch;
         return vc_estimate_counts(e->params, e->acts, &o, r, err);
     }
+    if (e->pipe) return vc__pp_run(e->pipe, batch, r, err);
     if ((st = plan_for(e, batch, err))) return st;
     bool layers = !(e->flags & VC_EST_NO_LAYERS);
     vc_sim s;
@@ -182,6 +199,7 @@ static vc_status estimator_total(vc_estimator *e, int64_t batch, int64_t limit, 
         vc_result_free(&r);
         return VC_OK;
     }
+    if (e->pipe) return vc__pp_total(e->pipe, batch, total, err);
     if ((st = plan_for(e, batch, err))) return st;
     vc_sim s;
     int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit - e->context; /* both >= 0 */

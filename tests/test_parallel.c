@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "pipeline.h"
 
 static const char *const two =
     "{\"input\": [1000], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 999},"
@@ -548,6 +549,233 @@ static void test_tp_max_seq(void **state)
     vc_model_free(m);
 }
 
+/* ---- pipeline parallelism (--pp; src/pipeline.c, docs/parallel.md 2.6) ----
+ * The model: four Linear(1000 -> 1000, bias=False), fp32, batch 1, SGD,
+ * workspace 0. --pp 2 puts two on each stage. Sizes in 512-byte blocks: a
+ * weight or its gradient 4,000,000 B -> 4,000,256; an activation [1, 1000]
+ * 4,000 B -> 4,096; the loss and the root gradient 4 B -> 512. */
+static const char *const four =
+    "{\"input\": [1000], \"layers\": ["
+    "{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 1000, \"bias\": false},"
+    "{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 1000, \"bias\": false},"
+    "{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 1000, \"bias\": false},"
+    "{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 1000, \"bias\": false}]}";
+
+static vc_result pp_estimate(const char *json, int64_t pp, int64_t micro, int64_t gpus, vc_parallel par)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "pp.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o = opts(par, gpus, VC_OPTIM_SGD);
+    o.pp = pp;
+    o.micro_batches = micro;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* Stage 0 (first): weights 2 x 4,000,256 = 8,000,512, the input batch 4,096
+ * resident. Each micro-batch leaves h1 (saved by the second Linear) alive
+ * until its backward; its output h2 is sent and its storage replaced by a
+ * one-element tensor, 512 B, kept until the backward (deallocate_output_tensor).
+ * In flight: min(pp - 0, M) (schedules.py: num_warmup_microbatches =
+ * min(pp - rank - 1, M), one more forward in each 1F1B pair).
+ *  M = 1: one micro-batch, no accumulation. The peak is the first Linear's
+ *    backward: weights 8,000,512 + input 4,096 + the received output gradient
+ *    4,096 + dW2 4,000,256 + dh1 4,096 + dW1 4,000,256 + the sent output's
+ *    512 = 16,013,824.
+ *  M = 2: two in flight, then a cooldown backward into existing gradients
+ *    (one held micro-batch fewer): the second Linear's backward, weights
+ *    8,000,512 + gradients 8,000,512 + input, h1, received gradient, dh1
+ *    4 x 4,096 + the new dW2 4,000,256 (added in place, then freed) + 512 =
+ *    20,018,176.
+ *  M = 4: a 1F1B pair follows, the other micro-batch's h1 and sent output
+ *    still held: 20,018,176 + 4,096 + 512 = 20,022,784.
+ * Stage 1 (last, one in flight): the received input h2 (requires_grad, saved
+ * by the third Linear), h3, the loss 512 and the root gradient 512.
+ *  M = 1: the third Linear's backward: weights 8,000,512 + h2 4,096 + dW4
+ *    4,000,256 + dh3 4,096 + dW3 4,000,256 + dh2 4,096 (the gradient sent
+ *    back) + loss and root 1,024 = 16,014,336.
+ *  M >= 2: the fourth Linear's backward into existing gradients: 16,001,024
+ *    + h2, h3, dh4, dh3 4 x 4,096 + loss and root 1,024 + the new dW4
+ *    4,000,256 = 20,018,688. */
+static void test_pp_stage_timeline(void **state)
+{
+    (void)state;
+    const int64_t first[3] = {16013824, 20018176, 20022784}, last[3] = {16014336, 20018688, 20018688};
+    const int64_t micro[3] = {1, 2, 4}, flight[3] = {1, 2, 2}, held[3] = {8704, 13312, 13312};
+    for (int i = 0; i < 3; i++) {
+        vc_result r = pp_estimate(four, 2, micro[i], 2, VC_PARALLEL_NONE);
+        assert_int_equal(r.nranks, 2);
+        assert_string_equal(r.ranks[0].kind, "first");
+        assert_string_equal(r.ranks[1].kind, "last");
+        assert_int_equal(r.ranks[0].in_flight, flight[i]);
+        assert_int_equal(r.ranks[1].in_flight, 1);
+        assert_int_equal(r.ranks[0].memory.weights, 8000512);
+        assert_int_equal(r.ranks[1].memory.weights, 8000512);
+        assert_int_equal(r.ranks[0].parameters, 2000000);
+        /* held at the end of forward: the input batch, h1 and the sent output's 512 B of each
+         * micro-batch in flight; the last stage: h2 and h3 */
+        assert_int_equal(r.ranks[0].memory.activations, held[i]);
+        assert_int_equal(r.ranks[1].memory.activations, 8192);
+        assert_int_equal(r.ranks[0].memory.peak_allocated, first[i]);
+        assert_int_equal(r.ranks[1].memory.peak_allocated, last[i]);
+        /* the figures reported are the busiest rank's (the larger total, then the larger peak) */
+        const vc_rank_info *b = &r.ranks[r.ranks[1].memory.total > r.ranks[0].memory.total ||
+                                         (r.ranks[1].memory.total == r.ranks[0].memory.total &&
+                                          r.ranks[1].memory.peak_allocated > r.ranks[0].memory.peak_allocated)];
+        assert_int_equal(r.memory.peak_allocated, b->memory.peak_allocated);
+        assert_int_equal(r.parameters, 4000000); /* the whole model's count */
+        vc_result_free(&r);
+    }
+}
+
+/* The ranks of each kind, Megatron's order (pp outermost): with 8 GPUs and
+ * pp 4 each stage has 2 data-parallel ranks; stage s is ranks 2s, 2s + 1.
+ * In flight: 4, 3 (the busiest middle stage, 1), 1. */
+static void test_pp_ranks(void **state)
+{
+    (void)state;
+    char json[4096];
+    snprintf(json, sizeof json, "{\"input\": [64], \"layers\": [{\"type\": \"Sequential\", \"repeat\": 8, \"layers\": "
+             "[{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}");
+    vc_result r = pp_estimate(json, 4, 0, 8, VC_PARALLEL_DDP);
+    assert_int_equal(r.nranks, 3);
+    const char *kinds[3] = {"first", "middle", "last"};
+    const int64_t s0[3] = {0, 1, 3}, s1[3] = {0, 2, 3}, r0[3] = {0, 2, 6}, r1[3] = {1, 5, 7}, fl[3] = {4, 3, 1};
+    for (int k = 0; k < 3; k++) {
+        assert_string_equal(r.ranks[k].kind, kinds[k]);
+        assert_int_equal(r.ranks[k].stage_first, s0[k]);
+        assert_int_equal(r.ranks[k].stage_last, s1[k]);
+        assert_int_equal(r.ranks[k].rank_first, r0[k]);
+        assert_int_equal(r.ranks[k].rank_last, r1[k]);
+        assert_int_equal(r.ranks[k].in_flight, fl[k]);
+        assert_int_equal(r.ranks[k].layers, 2);
+        assert_int_equal(r.ranks[k].parameters, 2 * (64 * 64 + 64));
+    }
+    assert_int_equal(r.ranks[1].stage, 1);
+    vc_result_free(&r);
+}
+
+/* The split (get_num_layers_to_build): even when pp divides the layers
+ * (80 / 8 = 10); otherwise ceil(L / pp) on each middle stage and the rest
+ * halved over the first and last, Megatron's num_layers_in_first/last_
+ * pipeline_stage: 126 over 16 is 7 + 14 x 8 + 7 (Llama 3 405B's layout in
+ * the Llama 3 paper, one layer fewer on the first and last stage); 10 over
+ * 4 is 2 + 3 + 3 + 2. */
+static void test_pp_split(void **state)
+{
+    (void)state;
+    int64_t c[16];
+    vc_error err;
+    assert_int_equal(vc__pp_split(80, 8, c, &err), VC_OK);
+    for (int r = 0; r < 8; r++) assert_int_equal(c[r], 10);
+    assert_int_equal(vc__pp_split(126, 16, c, &err), VC_OK);
+    assert_int_equal(c[0], 7);
+    assert_int_equal(c[15], 7);
+    for (int r = 1; r < 15; r++) assert_int_equal(c[r], 8);
+    assert_int_equal(vc__pp_split(10, 4, c, &err), VC_OK);
+    assert_int_equal(c[0], 2);
+    assert_int_equal(c[1], 3);
+    assert_int_equal(c[2], 3);
+    assert_int_equal(c[3], 2);
+    assert_int_equal(vc__pp_split(3, 4, c, &err), VC_ERR_USAGE); /* more stages than layers */
+    assert_string_equal(err.path, "--pp");
+    assert_int_equal(vc__pp_split(5, 4, c, &err), VC_ERR_USAGE); /* 2 on each middle stage leaves 1 for both ends */
+}
+
+/* GPT-2 small with tied embeddings (examples/gpt2_small.json; counts from
+ * its config: wte 50,257 x 768 = 38,597,376, wpe 786,432, a block 7,087,872,
+ * ln_f 1,536): --pp 4 puts 3 blocks on each stage, the embeddings on the
+ * first, ln_f and the head on the last, which keeps its own copy of the tied
+ * word embedding (LanguageModule.setup_embeddings_and_output_layer). */
+static void test_pp_tied(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(VC_EXAMPLES "/gpt2_small.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_options o = opts(VC_PARALLEL_NONE, 4, VC_OPTIM_ADAM);
+    o.pp = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    assert_int_equal(r.nranks, 3);
+    assert_int_equal(r.ranks[0].parameters, 38597376 + 786432 + 3 * 7087872);
+    assert_int_equal(r.ranks[1].parameters, 3 * 7087872);
+    assert_int_equal(r.ranks[2].parameters, 3 * 7087872 + 1536 + 38597376);
+    assert_int_equal(r.parameters, 124439808);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* Impossible layouts: exit 2 naming the option (the CLI's message is err.msg). */
+static void test_pp_refused(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(four, strlen(four), "four.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    struct {
+        int64_t pp, micro, gpus;
+        vc_parallel par;
+        vc_mode mode;
+        const char *opt;
+    } cases[] = {
+        {1, 4, 1, VC_PARALLEL_NONE, VC_MODE_TRAIN, "--micro-batches"}, /* micro-batches without a pipeline */
+        {2, 0, 3, VC_PARALLEL_NONE, VC_MODE_TRAIN, "--gpus"},          /* 3 GPUs, 2 stages */
+        {8, 0, 8, VC_PARALLEL_NONE, VC_MODE_TRAIN, "--pp"},            /* 8 stages, 4 layers */
+        {2, 0, 2, VC_PARALLEL_NONE, VC_MODE_INFER, "--pp"},            /* training only */
+        {2, 0, 4, VC_PARALLEL_ZERO2, VC_MODE_TRAIN, "--parallel"},     /* DeepSpeed's pipeline refuses ZeRO-2 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_options o = opts(cases[i].par, cases[i].gpus, VC_OPTIM_SGD);
+        o.pp = cases[i].pp;
+        o.micro_batches = cases[i].micro;
+        o.mode = cases[i].mode;
+        vc_result r;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, cases[i].opt);
+    }
+    /* the counts-only calculator has no layers to split */
+    vc_options o = opts(VC_PARALLEL_NONE, 2, VC_OPTIM_SGD);
+    o.pp = 2;
+    vc_result r;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_estimate_counts(1000, 10, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--pp");
+    vc_model_free(m);
+}
+
+/* --max-batch answers per GPU: the largest micro-batch at which every stage
+ * fits, so the busiest stage's total at it fits and one more does not. */
+static void test_pp_max_batch(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(VC_EXAMPLES "/gpt2_small.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_options o = opts(VC_PARALLEL_NONE, 4, VC_OPTIM_ADAM);
+    o.pp = 4;
+    vc_estimator *e = NULL;
+    assert_int_equal(vc_estimator_new(m, &o, VC_EST_NO_LAYERS, &e, &err), VC_OK);
+    const int64_t cap = INT64_C(8) << 30;
+    int64_t n = 0, t0 = 0, t1 = 0;
+    assert_int_equal(vc_estimator_max_batch(e, cap, &n, NULL, &err), VC_OK);
+    assert_true(n > 0);
+    assert_int_equal(vc_estimator_total(e, n, &t0, &err), VC_OK);
+    assert_int_equal(vc_estimator_total(e, n + 1, &t1, &err), VC_OK);
+    assert_true(t0 <= cap && t1 > cap);
+    vc_result r;
+    o.batch = n + 1;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.total, t1); /* the estimator's total is the busiest stage's */
+    vc_result_free(&r);
+    vc_estimator_free(e);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -564,6 +792,12 @@ int main(void)
         cmocka_unit_test(test_tp_vocab_parallel_loss),
         cmocka_unit_test(test_tp_errors),
         cmocka_unit_test(test_tp_max_seq),
+        cmocka_unit_test(test_pp_stage_timeline),
+        cmocka_unit_test(test_pp_ranks),
+        cmocka_unit_test(test_pp_split),
+        cmocka_unit_test(test_pp_tied),
+        cmocka_unit_test(test_pp_refused),
+        cmocka_unit_test(test_pp_max_batch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -367,7 +367,27 @@ typedef struct {
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */
+    /* --pp (docs/parallel.md 2.6): one entry per kind of rank, first stage,
+     * middle stages (the figures of the busiest of them), last stage; the
+     * figures above are the busiest rank's. 0 entries without --pp. */
+    size_t nranks;
+    struct vc_rank_info *ranks; /* owned; freed by vc_result_free */
 } vc_result;
+
+/* One kind of pipeline rank: its stages and global ranks (the pipeline rank
+ * outermost, as Megatron numbers them), and the figures of one of its
+ * stages, the busiest. */
+typedef struct vc_rank_info {
+    char kind[16];            /* "first", "middle", "last" */
+    int64_t stage_first, stage_last; /* the stages of this kind */
+    int64_t rank_first, rank_last;   /* their ranks: stage s has s x gpus/pp .. (s + 1) x gpus/pp - 1 */
+    int64_t stage;            /* the stage whose figures follow */
+    int64_t layers;           /* the layers it holds (decoder layers of a config.json; docs/parallel.md 2.6) */
+    int64_t in_flight;        /* micro-batches whose activations it holds at its peak (1F1B) */
+    int64_t parameters;       /* parameters on the stage (a tied weight on both ends counts on each) */
+    vc_memory memory;
+    vc_peak peak;
+} vc_rank_info;
 
 /* Simulates one steady-state training step (or an inference forward pass).
  * On success the caller frees r with vc_result_free. */

@@ -36,6 +36,11 @@ int main(void)
     SIZE(vc_result);
     OFF(vc_result, parameters); OFF(vc_result, trainable_parameters); OFF(vc_result, memory); OFF(vc_result, peak);
     OFF(vc_result, attention); OFF(vc_result, generate); OFF(vc_result, nlayers); OFF(vc_result, layers);
+    OFF(vc_result, nranks); OFF(vc_result, ranks);
+    SIZE(vc_rank_info);
+    OFF(vc_rank_info, kind); OFF(vc_rank_info, stage_first); OFF(vc_rank_info, stage_last); OFF(vc_rank_info, rank_first);
+    OFF(vc_rank_info, rank_last); OFF(vc_rank_info, stage); OFF(vc_rank_info, layers); OFF(vc_rank_info, in_flight);
+    OFF(vc_rank_info, parameters); OFF(vc_rank_info, memory); OFF(vc_rank_info, peak);
     SIZE(vc_gpu);
     OFF(vc_gpu, name); OFF(vc_gpu, label); OFF(vc_gpu, vendor); OFF(vc_gpu, capacity); OFF(vc_gpu, hopper);
     OFF(vc_gpu, source);

@@ -83,6 +83,11 @@ MATRIX = [
      dict(batch=4, optim="adafactor", optim_impl="foreach")),
     ("resnet50.json", ["-b", "2", "-o", "paged_adamw8bit", "-p", "bf16"],
      dict(batch=2, optim="paged_adamw8bit", precision="bf16")),
+    # --pp (docs/parallel.md 2.6): the ranks list and the per-rank lines
+    ("gpt2_small.json", ["-b", "2", "--pp", "4", "--gpus", "8", "--parallel", "ddp", "--per-layer"],
+     dict(batch=2, pp=4, gpus=8, parallel="ddp", per_layer=True)),
+    ("resnet18.json", ["-b", "4", "--pp", "2", "--gpus", "2", "--micro-batches", "6", "-g", "24GiB", "--max-batch"],
+     dict(batch=4, pp=2, gpus=2, micro_batches=6, gpu="24GiB", max_batch=True)),
 ]
 
 

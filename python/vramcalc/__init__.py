@@ -358,6 +358,23 @@ class Result:
                                     ("cache", _s(L.vc_cache_name(opts.cache)))] +
                                    [(k, getattr(g, k)) for k in ("prefill_peak", "decode_peak", "decode_step",
                                                                  "kv_cache", "kv_tokens")])
+        self.pipeline = None
+        self.ranks = None
+        if opts.pp > 1:  # --pp: one entry per kind of rank (report.c's json_ranks)
+            self.pipeline = Fields([("stages", opts.pp), ("micro_batches", opts.micro_batches or opts.pp),
+                                    ("schedule", "1f1b")])
+            self.ranks = []
+            for i in range(res.nranks):
+                k = res.ranks[i]
+                self.ranks.append({"kind": _s(k.kind), "stages": [k.stage_first, k.stage_last],
+                                   "ranks": [k.rank_first, k.rank_last], "stage": k.stage, "layers": k.layers,
+                                   "in_flight": k.in_flight, "parameters": k.parameters,
+                                   "memory": Fields((n, getattr(k.memory, n)) for n in _MEMORY +
+                                                    ("optimizer_states_paged",)
+                                                    if n in _MEMORY or getattr(k.memory, n)),
+                                   "peak": Fields([("phase", _s(L.vc_phase_name(k.peak.phase))),
+                                                   ("layer", _s(k.peak.layer)), ("kind", _s(k.peak.kind))] +
+                                                  [(n, getattr(k.peak, n)) for n in _PEAK])})
         self.parameters = res.parameters
         self.trainable_parameters = res.trainable_parameters
         # "optimizer_states_paged" only when there is any (bitsandbytes' paged optimizers), as the CLI prints it
@@ -454,6 +471,9 @@ class Result:
             d["tensor_parallel"] = self.tensor_parallel.to_dict()
         d.update({"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
                   "memory": self.memory.to_dict(), "peak": self.peak.to_dict()})
+        if self.pipeline is not None:
+            d["pipeline"] = self.pipeline.to_dict()
+            d["ranks"] = [dict(r, memory=r["memory"].to_dict(), peak=r["peak"].to_dict()) for r in self.ranks]
         if self.generate is not None:
             d["generate"] = self.generate.to_dict()
         if self.gpu is not None:
@@ -490,6 +510,21 @@ class Result:
         out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
                    % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
                       ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
+        if self.pipeline is not None:
+            q = self.pipeline
+            out.append(',\n%s"pipeline": {"stages": %d, "micro_batches": %d, "schedule": "%s"},\n%s"ranks": ['
+                       % (ind, q.stages, q.micro_batches, q.schedule, ind))
+            for i, r in enumerate(self.ranks):
+                rp = r["peak"]
+                out.append('%s\n%s  {"kind": "%s", "stages": [%d, %d], "ranks": [%d, %d], "stage": %d, "layers": %d, '
+                           '"in_flight": %d, "parameters": %d,\n%s   "memory": {%s},\n%s   "peak": {"phase": "%s", '
+                           '"layer": %s, "kind": %s, %s}}'
+                           % ("," if i else "", ind, r["kind"], r["stages"][0], r["stages"][1], r["ranks"][0],
+                              r["ranks"][1], r["stage"], r["layers"], r["in_flight"], r["parameters"], ind,
+                              ", ".join('"%s": %d' % (k, v) for k, v in r["memory"].to_dict().items()), ind,
+                              rp.phase, _json_str(rp.layer), _json_str(rp.kind),
+                              ", ".join('"%s": %d' % (k, rp[k]) for k in _PEAK)))
+            out.append("\n%s]" % ind)
         if self.generate is not None:
             g = self.generate
             out.append(',\n%s"generate": {"prompt": %d, "new_tokens": %d, "cache": "%s", %s}'
@@ -535,7 +570,10 @@ class Result:
                                                       "" if self.parallel.gpus == 1 else "s"))
         if self.tensor_parallel is not None:
             h.item(", ", "tp %d%s%s" % (self.tensor_parallel.tp, " + sp" if self.tensor_parallel.sp else "",
-                                       "" if self.parallel is not None else " (per GPU)"))
+                                       "" if self.parallel is not None or self.pipeline is not None else " (per GPU)"))
+        if self.pipeline is not None:
+            h.item(", ", "pipeline %d stages x %d micro-batches (1F1B; per GPU)" % (self.pipeline.stages,
+                                                                                  self.pipeline.micro_batches))
         if self.mode == "train":
             h.item(", ", "%s (%s)" % (self.optimizer, self.optimizer_impl) if self.optimizer != "none"
                    else self.optimizer)
@@ -577,6 +615,18 @@ class Result:
         row("total", m.total, "(reserved + context)")
         if "optimizer_states_paged" in m.to_dict():
             row("paged states", m.optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)")
+        if self.ranks:  # report.c's ranks_table
+            lines.append("")
+            lines.append("  per rank      stages  ranks          layers  in flight  peak allocated       total")
+            marked = False
+            for r in self.ranks:
+                rm = r["memory"]
+                busiest = not marked and rm.total == m.total and rm.peak_allocated == m.peak_allocated
+                marked = marked or busiest
+                rng = ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in (r["stages"], r["ranks"])]
+                lines.append("  %-12s %7s  %-13s %7d  %9d  %14s  %10s%s" % (
+                    r["kind"], rng[0], rng[1], r["layers"], r["in_flight"], format_bytes(rm.peak_allocated),
+                    format_bytes(rm.total), "  (busiest)" if busiest else ""))
         parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
                  ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
         lines.append("")
@@ -659,7 +709,7 @@ def _set_seq(model, seq):
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
-             prompt=None, new_tokens=None, cache=None, tp=1, sp=False, **export_options):
+             prompt=None, new_tokens=None, cache=None, tp=1, sp=False, pp=1, micro_batches=None, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -670,7 +720,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     (default: the class's own, foreach; forloop for adafactor), precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
-    ("ddp") and gpus (the ranks; the estimate is per GPU), prompt, new_tokens and cache ("dynamic",
+    ("ddp") and gpus (the ranks; the estimate is per GPU), tp and sp (Megatron tensor and sequence parallelism), pp (pipeline stages, Megatron's 1F1B; batch is
+    then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), prompt, new_tokens and cache ("dynamic",
     "static", "offloaded") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
@@ -712,6 +763,13 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         raise VramcalcError("tp: %r is not a positive integer" % (tp,))
     opts.tp = tp
     opts.sp = 1 if sp else 0
+    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
+        raise VramcalcError("pp: %r is not a positive integer" % (pp,))
+    opts.pp = pp
+    if micro_batches is not None:
+        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
+            raise VramcalcError("micro_batches: %r is not a positive integer" % (micro_batches,))
+        opts.micro_batches = micro_batches
     for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

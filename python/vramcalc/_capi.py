@@ -61,11 +61,20 @@ class vc_serve_result(ctypes.Structure):
                                        "request_tokens", "concurrency")]
 
 
+class vc_rank_info(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_char * 16)] + \
+               [(n, c_int64) for n in ("stage_first", "stage_last", "rank_first", "rank_last", "stage", "layers",
+                                       "in_flight", "parameters")] + \
+               [("memory", vc_memory), ("peak", vc_peak)]
+
+
 class vc_result(ctypes.Structure):
     _fields_ = [("parameters", c_int64), ("trainable_parameters", c_int64), ("memory", vc_memory),
                 ("peak", vc_peak), ("attention", ctypes.c_char * 192), ("generate", vc_generate),
                 ("nlayers", c_size_t),
-                ("layers", ctypes.POINTER(vc_layer_info))]
+                ("layers", ctypes.POINTER(vc_layer_info)),
+                ("nranks", c_size_t),
+                ("ranks", ctypes.POINTER(vc_rank_info))]
 
 
 class vc_gpu(ctypes.Structure):
@@ -80,7 +89,7 @@ class vc_gpu_spec(ctypes.Structure):
 
 # name -> ctypes struct, for the layout check
 STRUCTS = {"vc_error": vc_error, "vc_options": vc_options, "vc_memory": vc_memory, "vc_peak": vc_peak,
-           "vc_layer_info": vc_layer_info, "vc_result": vc_result, "vc_gpu": vc_gpu,
+           "vc_layer_info": vc_layer_info, "vc_rank_info": vc_rank_info, "vc_result": vc_result, "vc_gpu": vc_gpu,
            "vc_gpu_spec": vc_gpu_spec}
 
 P = ctypes.POINTER

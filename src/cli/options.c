@@ -8,7 +8,7 @@
 /* Every option, in --help's order: adding one is a row here and its case in
  * vc_cli_main's switch (main.c; docs/contributing.md). */
 const cli_option cli_options[] = {
-    {"batch", 'b', "N", 'b', NULL, "samples per step (default 1)"},
+    {"batch", 'b', "N", 'b', NULL, "samples per step (default 1); with --pp, per micro-batch"},
     {"input", 0, "SHAPE", OPT_INPUT, NULL, "override the per-sample input shape, e.g. 3,224,224"},
     {"seq", 0, "N", OPT_SEQ, NULL, "Hugging Face config.json: tokens per sample (default 2048)"},
     {"moe-imbalance", 0, "F", OPT_MOE, NULL,
@@ -41,7 +41,7 @@ const cli_option cli_options[] = {
      "GPUs in all; gpus / (tp x pp) of them data-parallel, with --parallel (the busiest rank's memory)"},
     {"tp", 0, "N", OPT_TP, NULL, "tensor-parallel ranks (Megatron; default 1)"},
     {"sp", 0, NULL, OPT_SP, NULL, "sequence parallelism with --tp (Megatron --sequence-parallel)"},
-    {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B; default 1)"},
+    {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B, non-interleaved; default 1): --gpus is tp x pp x data-parallel ranks; the report is per GPU, with a line per kind of rank"},
     {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
      "the parallel layout: {} (docs/parallel.md)"},

@@ -240,7 +240,12 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
     }
     if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
-        snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE ? " (per GPU)" : "");
+        snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE && o->pp < 2 ? " (per GPU)" : "");
+        line_item(&l, ", ", it);
+    }
+    if (o->pp > 1) {
+        snprintf(it, sizeof it, "pipeline %" PRId64 " stages x %" PRId64 " micro-batches (1F1B; per GPU)", o->pp,
+                 o->micro_batches ? o->micro_batches : o->pp);
         line_item(&l, ", ", it);
     }
     if (o->mode == VC_MODE_TRAIN) {
@@ -373,6 +378,33 @@ static void layer_table(FILE *f, const vc_report *rep, const vc_result *r, int i
 
 void report_sweep_layers(FILE *f, const vc_report *rep) { layer_table(f, rep, rep->r, 6, false); }
 
+/* "a-b" or "a" */
+static void range_text(char *buf, size_t n, int64_t a, int64_t b)
+{
+    if (a == b) snprintf(buf, n, "%" PRId64, a);
+    else snprintf(buf, n, "%" PRId64 "-%" PRId64, a, b);
+}
+
+/* --pp: a line per kind of rank (the figures of its busiest stage). */
+static void ranks_table(FILE *f, const vc_result *r)
+{
+    if (!r->nranks) return;
+    fprintf(f, "\n  per rank      stages  ranks          layers  in flight  peak allocated       total\n");
+    bool marked = false;
+    for (size_t i = 0; i < r->nranks; i++) {
+        const vc_rank_info *k = &r->ranks[i];
+        bool busiest = !marked && k->memory.total == r->memory.total && k->memory.peak_allocated == r->memory.peak_allocated;
+        marked |= busiest;
+        char st[48], rk[48], pa[32], tt[32];
+        range_text(st, sizeof st, k->stage_first, k->stage_last);
+        range_text(rk, sizeof rk, k->rank_first, k->rank_last);
+        format_bytes(k->memory.peak_allocated, pa, sizeof pa);
+        format_bytes(k->memory.total, tt, sizeof tt);
+        fprintf(f, "  %-12s %7s  %-13s %7" PRId64 "  %9" PRId64 "  %14s  %10s%s\n", k->kind, st, rk, k->layers, k->in_flight,
+                pa, tt, busiest ? "  (busiest)" : "");
+    }
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -410,6 +442,7 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, t, "total", m->total, "(reserved + context)");
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
+    ranks_table(f, r);
     if (!rep->counts_only) {
         fputc('\n', f);
         text_line l;
@@ -445,6 +478,49 @@ void report_table(FILE *f, const vc_report *rep)
         fputc('\n', f);
         layer_table(f, rep, r, 2, true);
     }
+}
+
+static void json_memory(FILE *f, const vc_memory *m)
+{
+    fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
+               ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
+               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64,
+            m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated,
+            m->reserved, m->cuda_context, m->total);
+    if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
+    fputc('}', f);
+}
+
+static void json_peak(FILE *f, const vc_peak *p)
+{
+    fprintf(f, "{\"phase\": \"%s\", \"layer\": ", vc_phase_name(p->phase));
+    json_str(f, p->layer);
+    fprintf(f, ", \"kind\": ");
+    json_str(f, p->kind);
+    fprintf(f, ", \"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
+               ", \"activations\": %" PRId64 ", \"temporaries\": %" PRId64 ", \"workspace\": %" PRId64 "}",
+            p->weights, p->gradients, p->optimizer_states, p->activations, p->temporaries, p->workspace);
+}
+
+/* --pp: "pipeline" and the "ranks" list (one object per kind of rank). */
+static void json_ranks(FILE *f, const vc_options *o, const vc_result *r, const char *ind)
+{
+    if (!r->nranks) return;
+    fprintf(f, ",\n%s\"pipeline\": {\"stages\": %" PRId64 ", \"micro_batches\": %" PRId64 ", \"schedule\": \"1f1b\"},\n%s\"ranks\": [",
+            ind, o->pp, o->micro_batches ? o->micro_batches : o->pp, ind);
+    for (size_t i = 0; i < r->nranks; i++) {
+        const vc_rank_info *k = &r->ranks[i];
+        fprintf(f, "%s\n%s  {\"kind\": \"%s\", \"stages\": [%" PRId64 ", %" PRId64 "], \"ranks\": [%" PRId64 ", %" PRId64
+                   "], \"stage\": %" PRId64 ", \"layers\": %" PRId64 ", \"in_flight\": %" PRId64 ", \"parameters\": %" PRId64
+                   ",\n%s   \"memory\": ",
+                i ? "," : "", ind, k->kind, k->stage_first, k->stage_last, k->rank_first, k->rank_last, k->stage, k->layers,
+                k->in_flight, k->parameters, ind);
+        json_memory(f, &k->memory);
+        fprintf(f, ",\n%s   \"peak\": ", ind);
+        json_peak(f, &k->peak);
+        fputc('}', f);
+    }
+    fprintf(f, "\n%s]", ind);
 }
 
 static void json_body(FILE *f, const vc_report *rep, const char *ind)
@@ -483,6 +559,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                ", \"activations\": %" PRId64 ", \"temporaries\": %" PRId64 ", \"workspace\": %" PRId64 "}",
             r->peak.weights, r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries,
             r->peak.workspace);
+    json_ranks(f, o, r, ind);
     if (o->mode == VC_MODE_GENERATE)
         fprintf(f, ",\n%s\"generate\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"cache\": \"%s\", \"prefill_peak\": %" PRId64
                    ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64 "}",

@@ -1,0 +1,326 @@
+#!/usr/bin/python3
+"""pp_replica.py -- one pipeline stage under Megatron-LM's 1F1B schedule, replicated in torch 1.13 CPU and
+measured with the accuracy harness's counter.
+
+    LD_PRELOAD=bench/accuracy/libmemtrack.so /usr/bin/python3 bench/accuracy/dist/pp_replica.py \
+        --model M --batch B --optim adam --pp P --micro M --stage R
+    /usr/bin/python3 bench/accuracy/dist/pp_replica.py --all [--redo]   # every case into pp_replica.json
+    /usr/bin/python3 bench/accuracy/dist/pp_replica.py --compare --cli build/vramcalc
+
+Megatron cannot run here (no GPU). A stage's allocations are its own: its layers, its optimizer,
+and what the schedule makes and keeps. So each stage runs alone in one process, measured as
+measure.py measures one process, with the schedule transcribed from Megatron's source
+(NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553), not from vramcalc:
+
+- megatron/core/pipeline_parallel/schedules.py forward_backward_pipelining_without_interleaving:
+  num_warmup_microbatches = min(pp - rank - 1, num_microbatches) forwards, then the 1F1B pairs
+  (forward, send_forward_recv_backward, backward of input_tensors.pop(0) / output_tensors.pop(0),
+  send_backward_recv_forward), then the cooldown backwards; deallocate_output_tensor after each
+  send (out.data = torch.empty((1,)), deallocate_pipeline_outputs = True as
+  megatron/training/argument_utils.py core_transformer_config_from_args sets it); backward_step
+  (input_tensor.retain_grad(), custom_backward(output_tensor, output_tensor_grad): the C++ engine
+  directly, since the output's data is a 1-element tensor; the last stage runs
+  torch.autograd.backward(loss)).
+- megatron/core/pipeline_parallel/p2p_communication.py _communicate: a receive is a new
+  torch.empty of the tensor's shape (requires_grad=True for a forward receive); a send allocates
+  nothing through PyTorch (NCCL reads the tensor). So sends are no-ops here and receives are
+  torch.empty.
+- The split (transformer_block.py get_num_layers_to_build): the repeated layers evenly over the
+  stages; the layers before them on the first stage (the embedding), the ones after on the last
+  (final norm, head, loss).
+
+The first stage's micro-batch of token ids is made once before the steps and reused (the
+harness's convention, docs/contract.md; Megatron's get_batch copies each micro-batch's ids, a few
+KiB). The loss is the mean or cross-entropy of measure.py, divided by the number of micro-batches
+as forward_step does. The optimizer is optim2x's PyTorch 2.x foreach step over the stage's
+parameters; zero_grad(set_to_none=True) after it. Peak = the highest reading in steps 2-3.
+"""
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+ACC = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(ACC))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, ACC)
+OUT = os.path.join(HERE, "pp_replica.json")
+
+GPTSTACK = "bench/accuracy/dist/models/gptstack.json"  # embedding, 4 pre-norm layers, final norm, head
+TSTACK = "bench/accuracy/dist/models/tstack.json"      # 4 post-norm layers (a repeated Sequential)
+CASES = [
+    # model, short, batch, optim, pp, micro-batches, held_out
+    (GPTSTACK, "gptstack", 4, "adam", 2, 1, False),
+    (GPTSTACK, "gptstack", 4, "adam", 2, 2, False),
+    (GPTSTACK, "gptstack", 4, "adam", 2, 4, False),
+    (GPTSTACK, "gptstack", 8, "sgd", 2, 3, True),
+    (GPTSTACK, "gptstack", 4, "adam", 4, 4, False),
+    (GPTSTACK, "gptstack", 4, "momentum", 4, 8, True),
+    (TSTACK, "tstack", 4, "adam", 2, 4, False),
+    (TSTACK, "tstack", 2, "sgd", 4, 2, True),
+]
+
+
+def case_id(short, batch, optim, pp, micro):
+    return "%s-b%d-%s-pp%d-m%d" % (short, batch, optim, pp, micro)
+
+
+def stage_layers(module, pp, stage):
+    """The stage's callables in order, from vctorch's tree (module.body.items[i].copies): the
+    repeated entry's copies split evenly, what precedes it to the first stage, what follows to
+    the last."""
+    items = list(module.body.items)
+    rep = [i for i, b in enumerate(items) if len(b.copies) > 1]
+    assert len(rep) == 1, "one repeated entry"
+    r = rep[0]
+    copies = list(items[r].copies)
+    assert len(copies) % pp == 0, "pp divides the repeated layers"
+    per = len(copies) // pp
+    out = copies[stage * per:(stage + 1) * per]
+    if stage == 0:
+        out = list(items[:r]) + out
+    if stage == pp - 1:
+        out = out + list(items[r + 1:])
+    return out
+
+
+def run_case(model, batch, optim, pp, micro, stage):
+    import torch
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+    import measure
+    import optim2x
+    import vctorch
+
+    torch.set_num_threads(1)
+    tr = measure.Tracker()
+    vctorch.HOOKS.fused = tr.fused
+    vctorch.HOOKS.read = tr.read
+    with open(os.path.join(ROOT, model)) as f:
+        spec = json.load(f)
+    torch.manual_seed(0)
+    gc.collect()
+    tr.start(install=True)
+    tr.O.opobs_set_compat_2x(1)
+    phases = []
+
+    def phase_begin(name):
+        tr.tag(name)
+        tr.O.opobs_reset_peak()
+        tr.reset_peak()
+        return name
+
+    def phase_end(name):
+        tr.read(name + "-end")
+        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+
+    p = phase_begin("build")
+    module, make_inputs = vctorch.build(spec, compat="2x")
+    inputs = make_inputs(batch, dtype=torch.float32)
+    layers = stage_layers(module, pp, stage)
+    first, last = stage == 0, stage == pp - 1
+    # the activation a stage receives: the output of the layers before it, [batch, ...] fp32
+    with torch.no_grad():
+        x = inputs[0]
+        for s in range(stage + 1):
+            if s == stage:
+                shapes = list(x.shape)
+            for lay in stage_layers(module, pp, s):
+                x = lay(x)
+        out_shape = list(x.shape)
+        del x
+    keep = set(id(prm) for lay in layers for prm in lay.parameters())
+    params = [prm for prm in module.parameters() if id(prm) in keep]
+    # the other stages' layers are not on this rank
+    for prm in module.parameters():
+        if id(prm) not in keep:
+            prm.data = torch.empty(0)
+    data = inputs[0] if first else None
+    del inputs
+    gc.collect()
+    phase_end(p)
+    p = phase_begin("optim")
+    opt = optim2x.make(params, optim)
+    phase_end(p)
+    targets = []
+
+    def recv_forward():  # p2p _communicate: tensor_recv_prev = torch.empty(..., requires_grad=True)
+        return None if first else torch.empty(shapes, dtype=torch.float32, requires_grad=True)
+
+    def recv_backward():  # tensor_recv_next = torch.empty(...)
+        return None if last else torch.empty(out_shape, dtype=torch.float32)
+
+    def forward_step(input_tensor):
+        x = data if first else input_tensor
+        for lay in layers:
+            x = lay(x)
+        if not last:
+            return x
+        if module.loss_kind == "cross_entropy":
+            logits = x.float()
+            del x
+            if not targets:
+                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
+        else:
+            loss = x.float().mean()
+        return loss / micro  # forward_step: output_tensor /= num_microbatches
+
+    def deallocate(out):  # deallocate_output_tensor
+        if not last:
+            out.data = torch.empty((1,), dtype=out.dtype)
+
+    def backward_step(input_tensor, output_tensor, output_tensor_grad):
+        if input_tensor is not None:
+            input_tensor.retain_grad()
+        if output_tensor_grad is None:
+            torch.autograd.backward(output_tensor)
+        else:  # custom_backward
+            Variable._execution_engine.run_backward(
+                tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
+                create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
+        return None if input_tensor is None else input_tensor.grad
+
+    def schedule():
+        warmup = min(pp - stage - 1, micro)
+        remaining = micro - warmup
+        input_tensors, output_tensors = [], []
+        for _ in range(warmup):
+            input_tensor = recv_forward()
+            output_tensor = forward_step(input_tensor)
+            input_tensors.append(input_tensor)
+            output_tensors.append(output_tensor)
+            deallocate(output_tensor)
+        input_tensor = recv_forward() if remaining > 0 else None
+        for i in range(remaining):
+            last_iteration = i == remaining - 1
+            output_tensor = forward_step(input_tensor)
+            output_tensor_grad = recv_backward()
+            input_tensors.append(input_tensor)
+            output_tensors.append(output_tensor)
+            deallocate(output_tensor)
+            input_tensor = input_tensors.pop(0)
+            output_tensor = output_tensors.pop(0)
+            tr.O.opobs_set_backward(1)
+            input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
+            tr.O.opobs_set_backward(0)
+            del output_tensor, output_tensor_grad
+            if last_iteration:
+                input_tensor = None
+                del input_tensor_grad  # send_backward
+            else:
+                input_tensor = recv_forward()  # send_backward_recv_forward: the grad goes with its tensor
+                del input_tensor_grad
+        for _ in range(warmup):
+            input_tensor = input_tensors.pop(0)
+            output_tensor = output_tensors.pop(0)
+            output_tensor_grad = recv_backward()
+            tr.O.opobs_set_backward(1)
+            input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
+            tr.O.opobs_set_backward(0)
+            del input_tensor, output_tensor, output_tensor_grad, input_tensor_grad
+
+    module.train()
+    for step in range(1, 4):
+        p = phase_begin("s%d.sched" % step)
+        schedule()
+        phase_end(p)
+        p = phase_begin("s%d.opt" % step)
+        opt.step()
+        phase_end(p)
+        p = phase_begin("s%d.zero" % step)
+        opt.zero_grad(set_to_none=True)
+        phase_end(p)
+    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
+    top = max(measured, key=lambda ph: ph["peak"])
+    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
+            "stage_parameters": sum(prm.numel() for prm in params), "torch": torch.__version__}
+
+
+def vramcalc_ranks(cli, model, batch, optim, pp, micro):
+    out = subprocess.run([cli, os.path.join(ROOT, model), "-f", "json", "-b", str(batch), "-o", optim,
+                          "--workspace", "0", "--attention", "math", "--pp", str(pp), "--gpus", str(pp),
+                          "--micro-batches", str(micro)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["ranks"]
+
+
+def compare(cli, bound):
+    """vramcalc's ranks against the measured stages; 1 when one is off by more than `bound` percent
+    (the suite's 8%) or a case lacks a stage (the CTest pp_measured)."""
+    with open(OUT) as f:
+        recs = json.load(f)["records"]
+    print("| case | stage | held out | measured (B) | vramcalc (B) | diff |")
+    print("|---|---|---|---|---|---|")
+    worst, bad = 0.0, 0
+    for model, short, batch, optim, pp, micro, held in CASES:
+        cid = case_id(short, batch, optim, pp, micro)
+        stages = {r["config"]["stage"]: r for r in recs if r["case"] == cid}
+        if len(stages) != pp:
+            print("| %s | missing stages | | | | |" % cid)
+            bad += 1
+            continue
+        for rk in vramcalc_ranks(cli, model, batch, optim, pp, micro):
+            # a kind's figures are its busiest stage's: compare with the highest measured of them
+            lo, hi = rk["stages"]
+            meas = max(stages[s]["peak_allocated"] for s in range(lo, hi + 1))
+            est = rk["memory"]["peak_allocated"]
+            d = (est - meas) / meas * 100
+            worst = max(worst, abs(d))
+            bad += abs(d) > bound
+            print("| %s | %s %s | %s | %s | %s | %+.2f%% |" % (cid, rk["kind"], "%d" % lo if lo == hi else "%d-%d" % (lo, hi),
+                                                         "yes" if held else "", format(meas, ","), format(est, ","), d))
+    print("worst |diff| %.2f%%" % worst)
+    return 1 if bad else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--redo", action="store_true")
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
+    ap.add_argument("--bound", type=float, default=8.0)
+    ap.add_argument("--model")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--optim", default="adam")
+    ap.add_argument("--pp", type=int, default=2)
+    ap.add_argument("--micro", type=int, default=2)
+    ap.add_argument("--stage", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.compare:
+        return compare(a.cli, a.bound)
+    if not a.all:
+        print(json.dumps(run_case(a.model, a.batch, a.optim, a.pp, a.micro, a.stage)))
+        return 0
+    recs = []
+    if os.path.exists(OUT) and not a.redo:
+        with open(OUT) as f:
+            recs = json.load(f)["records"]
+    have = {(r["case"], r["config"]["stage"]) for r in recs}
+    for model, short, batch, optim, pp, micro, held in CASES:
+        cid = case_id(short, batch, optim, pp, micro)
+        for stage in range(pp):
+            if (cid, stage) in have:
+                continue
+            env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
+            cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim",
+                   optim, "--pp", str(pp), "--micro", str(micro), "--stage", str(stage)]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            r.update({"case": cid, "held_out": held,
+                      "config": {"model": model, "batch": batch, "optim": optim, "pp": pp, "micro_batches": micro,
+                                 "stage": stage}})
+            recs.append(r)
+            print("%s stage %d %s %d" % (cid, stage, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
+            with open(OUT, "w") as f:
+                json.dump({"records": recs}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
