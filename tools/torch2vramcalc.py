@@ -297,6 +297,15 @@ def _linear(m, kind):
                     ("bias", m.bias is not None, True)])
 
 
+def _swin_attention(m, kind):
+    """torchvision's ShiftedWindowAttention(V2) (torchvision/models/swin_transformer.py): the
+    constructor's arguments from the module's attributes."""
+    return _fields([("dim", m.qkv.in_features, _REQ), ("window_size", _one(m.window_size), _REQ),
+                    ("shift_size", _one(m.shift_size), _REQ), ("num_heads", m.num_heads, _REQ),
+                    ("qkv_bias", m.qkv.bias is not None, True), ("proj_bias", m.proj.bias is not None, True),
+                    ("attention_dropout", float(m.attention_dropout), 0.0), ("dropout", float(m.dropout), 0.0)])
+
+
 def _embedding(m, kind):
     return _fields([("num_embeddings", m.num_embeddings, _REQ), ("embedding_dim", m.embedding_dim, _REQ),
                     ("padding_idx", m.padding_idx, None), ("max_norm", m.max_norm, None),
@@ -482,6 +491,12 @@ def _module_table():
         from torchvision.ops import StochasticDepth
         t[StochasticDepth] = ("StochasticDepth", _stochastic_depth)
     except Exception:  # torchvision absent
+        pass
+    try:  # the window attention runs shifted_window_attention, which torch.fx.wrap hides
+        from torchvision.models import swin_transformer as swin
+        t[swin.ShiftedWindowAttention] = ("ShiftedWindowAttention", _swin_attention)
+        t[swin.ShiftedWindowAttentionV2] = ("ShiftedWindowAttentionV2", _swin_attention)
+    except Exception:  # torchvision absent or older than 0.14
         pass
     return t
 
@@ -690,6 +705,11 @@ def _fn_table():
         torch.gt, torch.lt, torch.ge, torch.le, torch.eq, torch.ne, torch.isnan, torch.isinf)
     add("like", torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like,
         torch.randn_like)
+    try:  # registered with torch.fx.wrap: fx records one call
+        from torchvision.models import swin_transformer as swin
+        add("patch_merging_pad", getattr(swin, "_patch_merging_pad", None))
+    except Exception:
+        pass
     return t
 
 
@@ -1598,13 +1618,18 @@ class _Exporter:
         return _Unbind(self.tref(x, node), dim)
 
     def op_pad(self, node, op):
+        return self._pad(node, node.args[0], list(self.concrete(self.arg(node, 1, "pad"))))
+
+    def _pad(self, node, x, pad):
         """F.pad: a new tensor of the padded shape that saves nothing; written as Cat of the
-        input and Slices of it (views) of the pad widths, one Cat per padded dimension."""
-        x = node.args[0]
-        pad = list(self.concrete(self.arg(node, 1, "pad")))
+        input and Slices of it (views) of the pad widths, one Cat per padded dimension.  With
+        no positive width, constant_pad_nd returns a clone of the (narrowed) input
+        (aten/src/ATen/native/PadNd.cpp constant_pad_nd: all_pads_non_positive): a Cat of one
+        input, the same memory."""
         ref = self.tref(x, node)
         shape = list(self.tensor_meta(x).shape)
         r = len(shape)
+        grown = False
         for i in range(0, len(pad), 2):
             d = r - 1 - i // 2
             lo, hi = pad[i], pad[i + 1] if i + 1 < len(pad) else 0
@@ -1630,8 +1655,31 @@ class _Exporter:
                 parts.append(self.emit(node, "Slice", OrderedDict(dim=d, start=0, end=hi), [ref]))
             ref = self.emit(node, "Cat", OrderedDict(dim=d), parts)
             shape[d] += lo + hi
+            grown = True
+        if not grown:
+            self.note("F.pad without positive widths as Cat of one input (constant_pad_nd clones)")
+            return self.emit(node, "Cat", OrderedDict(dim=1), [ref])
         self.note("F.pad as Cat of the input and slices of it (backward: one extra input-size gradient per side)")
         return ref
+
+    def op_patch_merging_pad(self, node, op):
+        """torchvision's _patch_merging_pad (torchvision/models/swin_transformer.py, registered
+        with torch.fx.wrap), as it runs: F.pad(x, (0, 0, 0, W % 2, 0, H % 2)); x[..., 0::2, 0::2, :],
+        x[..., 1::2, 0::2, :], x[..., 0::2, 1::2, :], x[..., 1::2, 1::2, :] (two strided slices
+        each, views); torch.cat(.., -1)."""
+        x = node.args[0]
+        shape = list(self.tensor_meta(x).shape)
+        r = len(shape)
+        if r < 4:
+            raise _Reject("_patch_merging_pad of a tensor without [H, W, C] per sample")
+        H, W = shape[-3], shape[-2]
+        ref = self._pad(node, x, [0, 0, 0, W % 2, 0, H % 2])
+        Hp, Wp = H + H % 2, W + W % 2
+        parts = []
+        for a, b in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            s = self.emit(node, "Slice", OrderedDict(dim=r - 3, start=a, step=2), [ref])
+            parts.append(self.emit(node, "Slice", OrderedDict(dim=r - 2, start=b, step=2), [s]))
+        return self.emit(node, "Cat", OrderedDict(dim=r - 1), parts)
 
     def op_einsum(self, node, op):
         """Two-operand einsum as torch.einsum computes it: permute and reshape each operand

@@ -1117,6 +1117,22 @@ def _mk_sd(kw, compat):
     return StochasticDepth(**kw)
 
 
+def _swin_factory(cls_name):
+    """torchvision's own module (torchvision/models/swin_transformer.py); its forward calls
+    shifted_window_attention, which the kind replicates op by op."""
+    def f(kw, compat):
+        from torchvision.models import swin_transformer as swin
+        for k in ("window_size", "shift_size"):
+            v = kw[k]
+            kw[k] = list(v) if isinstance(v, (list, tuple)) else [v, v]
+        return getattr(swin, cls_name)(**kw)
+    return f
+
+
+for _n in ("ShiftedWindowAttention", "ShiftedWindowAttentionV2"):
+    _KINDS[_n] = (_swin_factory(_n), 1, set())
+
+
 def _rnn_factory(cls):
     def f(kw, compat):
         if "batch_first" in kw:
