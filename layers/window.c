@@ -101,7 +101,7 @@ static int win_params(vc_setup *s, const win_cfg *c)
             vc_param_shape(s, "cpb_mlp.2.weight", 2, w2, VC_PARAM_LINEAR))
             return -1;
         int64_t coords = 0;
-        if (vc_mul(s, c->table, 2, &coords) || vc_buffer(s, "relative_coords_table", coords, VC_DT_F32)) return -1;
+        if (vc_mul(s, c->table, 2, &coords) || vc_buffer(s, "relative_coords_table", coords, VC_DT_FLOAT)) return -1;
     }
     return vc_buffer(s, "relative_position_index", nn, VC_DT_I64);
 }
@@ -167,7 +167,7 @@ static vc_t rel_bias(vc_build *b, const win_cfg *c, vc_t table, vc_t index)
     vc_t g = vc_op_out(o, n, vc_dt_of(b, table));
     vc_op_save(o, index); /* IndexBackward0: indices (the buffer itself) */
     vc_op_end(o);
-    return op_contiguous(b, op_view(b, g, n, false));
+    return op_contiguous(b, op_view(b, g, n, c->heads == 1)); /* [h, N, N] of [N, N, h]: contiguous only for h == 1 */
 }
 
 /* ShiftedWindowAttentionV2.get_relative_position_bias: cpb_mlp on the
@@ -186,17 +186,19 @@ static vc_t rel_bias_v2(vc_build *b, const win_cfg *c, int wi)
 static vc_t strided(vc_build *b, vc_t x) { return op_view(b, x, vc_numel_of(b, x), false); }
 
 /* An operand of a batched matmul: autocast's _to_copy keeps the layout, then
- * matmul's reshape to 3-D copies a non-contiguous tensor (bmm keeps the copy). */
-static vc_t mm_operand(vc_build *b, vc_t x)
+ * matmul's reshape to 3-D copies a non-contiguous tensor (bmm keeps the copy).
+ * With one head every operand here ([B*nW, 1, N, d] views of qkv, their
+ * transposes) folds into 3-D as a view: bmm takes the strided view. */
+static vc_t mm_operand(vc_build *b, const win_cfg *c, vc_t x)
 {
     vc_t y = op_autocast(b, x);
     if (y != x && !vc_contiguous(b, x)) y = strided(b, y);
-    return op_contiguous(b, y);
+    return c->heads == 1 ? y : op_contiguous(b, y);
 }
 
-static vc_t matmul(vc_build *b, vc_t x, vc_t y, int64_t out)
+static vc_t matmul(vc_build *b, const win_cfg *c, vc_t x, vc_t y, int64_t out)
 {
-    return op_bmm_raw(b, mm_operand(b, x), mm_operand(b, y), vc_n_sample(out));
+    return op_bmm_raw(b, mm_operand(b, c, x), mm_operand(b, c, y), vc_n_sample(out));
 }
 
 /* view(..).permute(..).reshape(..) of a window partition or its reverse. */
@@ -234,8 +236,9 @@ static vc_t scores(vc_build *b, const win_cfg *c, vc_t q, vc_t k, vc_t *q_local)
 {
     const int64_t rows = c->nwin * c->heads * c->tokens, att = rows * c->tokens;
     if (!c->v2) {
-        *q_local = strided(b, op_fresh(b, "mul", q, vc_numel_of(b, q)));
-        return matmul(b, *q_local, k, att);
+        *q_local = op_fresh(b, "mul", q, vc_numel_of(b, q));
+        if (c->heads > 1) *q_local = strided(b, *q_local);
+        return matmul(b, c, *q_local, k, att);
     }
     vc_t qk[2] = {q, k};
     for (int i = 0; i < 2; i++) { /* F.normalize: x / x.norm(2, -1, keepdim).clamp_min(eps).expand_as(x) */
@@ -248,9 +251,13 @@ static vc_t scores(vc_build *b, const win_cfg *c, vc_t q, vc_t k, vc_t *q_local)
         vc_t den = op_unary(b, "clamp_min", nrm, VC_SAVE_IN, false);
         /* div keeps both operands and makes an output-sized gradient for the
          * broadcast denominator: the memory of op_mul */
-        qk[i] = strided(b, op_mul(b, qk[i], den, vc_numel_of(b, qk[i]), false));
+        qk[i] = op_mul(b, qk[i], den, vc_numel_of(b, qk[i]), false);
+        if (c->heads > 1) qk[i] = strided(b, qk[i]);
     }
-    return matmul(b, qk[0], qk[1], att);
+    vc_t a = matmul(b, c, qk[0], qk[1], att);
+    vc_release(b, qk[0]); /* the normalized q and k are temporaries of the expression: */
+    vc_release(b, qk[1]); /* alive until the matmul returns */
+    return a;
 }
 
 static void win_emit(vc_build *b, const void *p)
@@ -282,14 +289,20 @@ static void win_emit(vc_build *b, const void *p)
         a = op_add(b, a, mask, vc_n_sample(att), false);
     }
     a = op_dropout(b, op_softmax(b, a, false), c->attn_p);
-    vc_t ctx = op_contiguous(b, strided(b, matmul(b, a, v, L * C))); /* .transpose(1, 2).reshape */
+    vc_t ctx = matmul(b, c, a, v, L * C); /* .transpose(1, 2).reshape: a copy unless one head */
+    if (c->heads > 1) ctx = op_contiguous(b, strided(b, ctx));
     vc_release(b, xw);                                                 /* x is rebound here */
     vc_t y = op_dropout(b, op_linear(b, ctx, pw, pb, L, C, C), c->p);
     y = windows(b, c, y);
     if (c->shifted) y = op_fresh(b, "roll", y, full);
-    /* x[:, :H, :W, :]: a slice per cropped dim (a full slice returns the tensor itself) */
+    /* x[:, :H, :W, :]: applySlice (aten/src/ATen/TensorIndexing.h) returns the tensor itself
+     * only for start 0, stop == size, step 1; `:` unpacks to stop PY_SSIZE_T_MAX, so dims 0 and
+     * 3 are always sliced (views whose backward, slice_backward, is a new full-size tensor),
+     * :H and :W only when padded */
+    y = op_select(b, y, full, vc_contiguous(b, y));
     if (c->Hp != c->H) y = op_select(b, y, vc_n_sample(c->H * c->Wp * C), false);
     if (c->Wp != c->W) y = op_select(b, y, vc_n_sample(c->H * c->W * C), false);
+    y = op_select(b, y, vc_numel_of(b, y), vc_contiguous(b, y));
     if (c->padded) y = op_contiguous(b, y);
     vc_release(b, in);
     vc_release(b, qkv);
