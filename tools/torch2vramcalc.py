@@ -183,8 +183,9 @@ class _Cascade(Exception):
 class _Param:
     """An nn.Parameter read by the forward (get_attr); becomes a Parameter layer when used."""
 
-    def __init__(self, qualname, tensor):
+    def __init__(self, qualname, tensor, shape=None):
         self.qualname, self.tensor = qualname, tensor
+        self.shape = list(tensor.shape) if shape is None else list(shape)  # a view of it (weight.view(1, -1, 1, 1))
 
 
 class _Split:
@@ -695,6 +696,7 @@ def _fn_table():
     add("where", torch.where)
     add("stack", torch.stack)
     add("pad", F.pad)
+    add("normalize", F.normalize)
     add("einsum", torch.einsum)
     add("unbind", torch.unbind)
     add("gather", torch.gather)
@@ -1052,7 +1054,7 @@ class _Exporter:
     def param_layer(self, p, node, rank):
         if p.qualname in self.param_layers:
             return _Ref("L", self.param_layers[p.qualname])
-        shape = list(p.tensor.shape)
+        shape = list(p.shape)
         if rank is not None and len(shape) < rank:
             per = [1] * (rank - 1 - len(shape)) + shape
         elif len(shape) >= 2 and shape[0] == 1:
@@ -1408,6 +1410,13 @@ class _Exporter:
                 op in ("unsqueeze", "expand", "reshape", "to", "contiguous"):
             return self.val.get(a0)
         tm = self.tensor_meta(node)
+        if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _Param) and tm is not None and \
+                op in ("reshape", "unsqueeze", "squeeze") and tm.shape[:1] == (1,) and \
+                _prod(tm.shape) == self.val.get(a0).tensor.numel():
+            # a view of a parameter with a leading 1 (SSD's L2Norm: scale_weight.view(1, -1, 1, 1)):
+            # the parameter, broadcast over the batch
+            v = self.val.get(a0)
+            return _Param(v.qualname, v.tensor, tm.shape)
         if tm is None and op not in ("chunk", "split", "unbind"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
@@ -1661,6 +1670,20 @@ class _Exporter:
             return self.emit(node, "Cat", OrderedDict(dim=1), [ref])
         self.note("F.pad as Cat of the input and slices of it (backward: one extra input-size gradient per side)")
         return ref
+
+    def op_normalize(self, node, op):
+        """F.normalize(x, p, dim) (torch/nn/functional.py normalize): denom = x.norm(p, dim,
+        keepdim=True).clamp_min(eps).expand_as(x); x / denom.  Written as Mean over dim with
+        keepdim (the norm: a new reduced tensor; what it saves, x and its result, the ops after
+        it keep too), LeakyReLU (clamp_min keeps its input), Mul (the division keeps both)."""
+        x = node.args[0]
+        ref = self.tref(x, node)
+        dim = self.dim_norm(self.concrete(self.arg(node, 2, "dim", 1)), self.rank(x))
+        n = self.emit(node, "Mean", OrderedDict(dim=dim, keepdim=True), [ref])
+        self.note("the norm of F.normalize as Mean (a new reduced tensor)")
+        c = self.emit(node, "LeakyReLU", OrderedDict(), [n])
+        self.note("clamp_min of F.normalize as LeakyReLU (saves its input)")
+        return self.emit(node, "Mul", OrderedDict(), [ref, c])
 
     def op_patch_merging_pad(self, node, op):
         """torchvision's _patch_merging_pad (torchvision/models/swin_transformer.py, registered

@@ -367,6 +367,25 @@ class ExporterTest(unittest.TestCase):
             self.assertEqual(kinds.count(kind), 12)
             self.assertIn("constant_pad_nd clones", doc["description"])
 
+    def test_parameter_view_and_normalize(self):
+        # SSD's L2Norm (torchvision detection/ssd.py SSDFeatureExtractorVGG.forward):
+        # scale_weight.view(1, -1, 1, 1) * F.normalize(x): the view is the parameter broadcast
+        # over the batch ([C, 1, 1] per sample, C parameters); F.normalize is the norm (Mean),
+        # clamp_min (LeakyReLU: saves its input) and the division (Mul: saves both)
+        class L2Scale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.scale_weight = nn.Parameter(torch.ones(8) * 20)
+
+            def forward(self, x):
+                x = F.relu(self.conv(x))
+                return self.scale_weight.view(1, -1, 1, 1) * F.normalize(x)
+        doc = self.export(L2Scale(), "3,10,10")
+        self.assertEqual(layers(doc), ["Conv2d", "ReLU", "Mean", "LeakyReLU", "Mul", "Parameter", "Mul"])
+        self.assertEqual(doc["layers"][2]["dim"], 1)
+        self.assertEqual(doc["layers"][5]["shape"], [8, 1, 1])
+
     def test_namedtuple_output(self):
         # GoogLeNet in training returns GoogLeNetOutputs(logits, aux2, aux1): the loss is on
         # the logits, the aux heads are exported (their parameters count), the description says so
