@@ -1,6 +1,6 @@
 /*
  * window.c — Swin Transformer's window attention: ShiftedWindowAttention and
- * ShiftedWindowAttentionV2 (torchvision/models/swin_transformer.py, read in
+ * ShiftedWindowAttentionV2; MaxViT's RelativePositionBias (torchvision/models/swin_transformer.py, read in
  * torchvision 0.14.1 as Debian ships it, /usr/lib/python3/dist-packages/
  * torchvision; the function is unchanged through torchvision 0.20).
  *
@@ -46,6 +46,9 @@
  *    F.linear (proj), F.dropout(p=dropout); the reverse window view/permute/
  *    reshape (a copy unless nw == 1 or wh == 1), the reverse roll, and
  *    x[:, :H, :W, :].contiguous() (a copy only when the input was padded).
+ *
+ * RelativePositionBias is the bias alone (MaxViT's get_relative_positional_bias,
+ * torchvision/models/maxvit.py): the v1 gather above, as a layer without input.
  *
  * Python locals live until the function returns: the input, qkv (q, k, v are
  * its views), the scaled q, the softmax output, the mask, the bias and the
@@ -106,6 +109,14 @@ static int win_params(vc_setup *s, const win_cfg *c)
     return vc_buffer(s, "relative_position_index", nn, VC_DT_I64);
 }
 
+/* N = wh*ww tokens per window; the bias table has (2wh-1)(2ww-1) rows. */
+static int win_sizes(vc_setup *s, win_cfg *c)
+{
+    int64_t a = 0, b = 0;
+    return vc_mul(s, c->win[0], c->win[1], &c->tokens) || vc_mul(s, 2, c->win[0], &a) || vc_mul(s, 2, c->win[1], &b) ||
+           vc_mul(s, a - 1, b - 1, &c->table);
+}
+
 static int win_setup(vc_setup *s, void *p)
 {
     win_cfg *c = p;
@@ -127,9 +138,9 @@ static int win_setup(vc_setup *s, void *p)
     c->shifted = sh0 + sh1 > 0;
     int64_t nh = c->Hp / c->win[0], nw = c->Wp / c->win[1], t0 = 0, t1 = 0, att = 0;
     c->part_view = nw == 1 || c->win[0] == 1;
-    if (vc_mul(s, nh, nw, &c->nwin) || vc_mul(s, c->win[0], c->win[1], &c->tokens) || vc_mul(s, 2 * c->win[0] - 1, 2 * c->win[1] - 1, &c->table) ||
-        vc_mul(s, c->Hp, c->Wp, &t0) || vc_mul(s, t0, 3 * c->dim, &t1) || vc_mul(s, c->nwin, c->heads, &att) ||
-        vc_mul(s, att, c->tokens, &att) || vc_mul(s, att, c->tokens, &att))
+    if (vc_mul(s, nh, nw, &c->nwin) || win_sizes(s, c) || vc_mul(s, c->Hp, c->Wp, &t0) || vc_mul(s, t0, 3, &t1) ||
+        vc_mul(s, t1, c->dim, &t1) || vc_mul(s, c->nwin, c->heads, &att) || vc_mul(s, att, c->tokens, &att) ||
+        vc_mul(s, att, c->tokens, &att))
         return -1;
     s->out = s->in[0];
     return win_params(s, c);
@@ -327,4 +338,39 @@ const vc_kind vc_kind_ShiftedWindowAttentionV2 = {
     .summary = "torchvision Swin V2 window attention: cosine attention, logit scale, cpb_mlp position bias",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(win_cfg),
     .parse = win_parse_v2, .setup = win_setup, .emit = win_emit,
+};
+
+/* ---- RelativePositionBias: get_relative_positional_bias of torchvision's MaxViT
+ * (torchvision/models/maxvit.py RelativePositionalMultiHeadAttention; the same ops as Swin's
+ * _get_relative_position_bias above): table[index].view(N, N, -1).permute(2, 0, 1)
+ * .contiguous().unsqueeze(0), a [1, h, N, N] tensor without batch (its sizes are fixed: the
+ * add that uses it broadcasts it, and reduces its gradient to that size). No input. */
+
+static int rpb_parse(vc_args *a, void *p)
+{
+    win_cfg *c = p;
+    if (vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->heads) || vc_arg_int(a, "window_size", VC_REQUIRED, 1, &c->win[0]))
+        return -1;
+    c->win[1] = c->win[0]; /* MaxViT's windows are square: size = sqrt(max_seq_len) */
+    return 0;
+}
+
+static int rpb_setup(vc_setup *s, void *p)
+{
+    win_cfg *c = p;
+    int64_t nn = 0, hnn = 0;
+    if (win_sizes(s, c) || vc_mul(s, c->tokens, c->tokens, &nn) || vc_mul(s, nn, c->heads, &hnn)) return -1;
+    const int64_t out[4] = {1, c->heads, c->tokens, c->tokens}, table[2] = {c->table, c->heads};
+    s->out = vc_shape_make(4, out);
+    if (vc_param_shape(s, "relative_position_bias_table", 2, table, 0)) return -1;
+    return vc_buffer(s, "relative_position_index", nn, VC_DT_I64);
+}
+
+static void rpb_emit(vc_build *b, const void *p) { vc_set_output(b, rel_bias(b, p, vc_weight(b, 0), vc_buf(b, 0))); }
+
+const vc_kind vc_kind_RelativePositionBias = {
+    .name = "RelativePositionBias",
+    .summary = "a [(2w-1)^2, heads] table gathered to [1, heads, N, N] (MaxViT's relative position bias); no batch",
+    .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(win_cfg),
+    .parse = rpb_parse, .setup = rpb_setup, .emit = rpb_emit,
 };

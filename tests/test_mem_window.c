@@ -1,7 +1,8 @@
 /*
- * test_mem_window.c — exact byte figures for ShiftedWindowAttention and
- * ShiftedWindowAttentionV2 (layers/window.c), the ops of torchvision's
- * shifted_window_attention (torchvision/models/swin_transformer.py).
+ * test_mem_window.c — exact byte figures for ShiftedWindowAttention,
+ * ShiftedWindowAttentionV2 and RelativePositionBias (layers/window.c), the
+ * ops of torchvision's shifted_window_attention (models/swin_transformer.py)
+ * and MaxViT's relative position bias (models/maxvit.py).
  *
  * Each model is Linear(8->8, no bias) on [4, 4, 8] (so that the attention's
  * input needs grad) followed by the layer under test: dim 8, window 2 (nW = 4
@@ -97,12 +98,43 @@ static void test_window_v2_train_saved(void **state)
     vc_result_free(&r);
 }
 
+/* RelativePositionBias (MaxViT's get_relative_positional_bias) added to
+ * Linear(4->4, no bias) on [1, 2, 4, 4], batch 2: heads 2, window 2 (N = 4,
+ * a 9-row table: 72 B -> 512; the index buffer 16 int64 -> 512; the linear's
+ * weight -> 512: weights 1536). x = the linear's output = 256 -> 512. The
+ * bias has no batch: table[index] [16, 2] (128 -> 512), its permuted copy
+ * [1, 2, 4, 4] (512), the gather freed after the copy; the add keeps nothing.
+ * train: activations = x 512; gradients: the linear's weight and the table,
+ *   512 each. Peak at the gather's backward: weights 1536 + x 512 + loss 512
+ *   + root grad 512 + dY 512 + the add's gradient for the bias, reduced to
+ *   its [1, 2, 4, 4] (512) + the table's gradient (index_put_ into zeros of
+ *   the table, 512) = 4608.
+ * infer: x, the linear's output, the gather and its copy alive at the copy:
+ *   2048 + weights 1536 = 3584. */
+static void test_relative_position_bias(void **state)
+{
+    (void)state;
+    const char *json = "{\"input\": [1, 2, 4, 4], \"layers\": [{\"type\": \"Linear\", \"in_features\": 4, "
+                       "\"out_features\": 4, \"bias\": false}, {\"type\": \"RelativePositionBias\", \"num_heads\": 2, "
+                       "\"window_size\": 2}, {\"type\": \"Add\", \"inputs\": [\"layers[0]\", \"layers[1]\"]}]}";
+    vc_result r = mem_run(json, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.weights, 1536);
+    assert_int_equal(r.memory.activations, 512);
+    assert_int_equal(r.memory.gradients, 1024);
+    assert_int_equal(r.memory.peak_allocated, 4608);
+    vc_result_free(&r);
+    r = mem_run(json, 2, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 3584);
+    vc_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_window_train_saved),
         cmocka_unit_test(test_window_infer_peak),
         cmocka_unit_test(test_window_v2_train_saved),
+        cmocka_unit_test(test_relative_position_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

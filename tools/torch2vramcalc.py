@@ -216,6 +216,19 @@ class _Unbind:
         self.base, self.dim = base, dim
 
 
+_NO_INPUT = ("Parameter", "RelativePositionBias")  # kinds without input (VC_KIND_NO_INPUT)
+
+
+class _PosBias:
+    """A parameter table gathered by a constant index and reshaped (MaxViT's relative position
+    bias, torchvision/models/maxvit.py get_relative_positional_bias):
+    table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0).  `ops` is the chain
+    seen so far; it becomes a RelativePositionBias layer where a batched op uses it."""
+
+    def __init__(self, param, ops):
+        self.param, self.ops = param, list(ops)
+
+
 def _prod(xs):
     n = 1
     for x in xs:
@@ -539,6 +552,9 @@ _OP_KINDS = OrderedDict([
     ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
                        "Embedding(torch.arange(n))")),
     ("Sequential", ([], "a submodule call that takes one tensor and returns one (a scope)")),
+    ("RelativePositionBias", (["getitem"], "a parameter table indexed by a constant index buffer, "
+                                          "view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) "
+                                          "(MaxViT's relative position bias)")),
 ] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf.c) for the "
               "transformers modules it models; a traced model exports their ops"))
      for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
@@ -884,7 +900,7 @@ def _freeze_unused(layers):
     tie_names = set(l["tie"] for l in layers if "tie" in l)
     n = 0
     for i, l in enumerate(layers):
-        if i in live or l["type"] == "Parameter" or "tie" in l or l["_node"] in tie_names:
+        if i in live or l["type"] in _NO_INPUT or "tie" in l or l["_node"] in tie_names:
             continue
         l["frozen"] = True
         n += 1
@@ -1045,6 +1061,8 @@ class _Exporter:
             return v
         if isinstance(v, _Param):
             return self.param_layer(v, a, rank)
+        if isinstance(v, _PosBias):
+            return self.pos_bias_layer(v, a)
         if isinstance(v, _Bad):
             if v.reported:
                 raise _Cascade()
@@ -1073,6 +1091,31 @@ class _Exporter:
         self.exported_params[id(p.tensor)] = p.tensor.numel()
         return ref
 
+    def pos_bias_layer(self, v, node):
+        """A _PosBias as the RelativePositionBias kind, when its chain is the one that kind runs:
+        table [(2w-1)^2, h] gathered by N*N indices, view(N, N, h), permute(2, 0, 1),
+        contiguous(), unsqueeze(0) -> [1, h, N, N]."""
+        t = v.param.tensor
+        chain = [o[0] for o in v.ops]
+        if t.dim() != 2 or chain != ["index", "reshape", "permute", "contiguous", "unsqueeze"]:
+            raise _Reject("a parameter indexed by a constant tensor, then %s (RelativePositionBias is "
+                          "table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0))" % chain[1:])
+        rows, h = t.shape
+        nn_ = _prod(v.ops[0][1])
+        n = int(round(nn_ ** 0.5))
+        w = int(round(n ** 0.5))
+        if n * n != nn_ or w * w != n or (2 * w - 1) ** 2 != rows or list(v.ops[2][2]) != [2, 0, 1] or \
+                v.ops[4][1] != (1, h, n, n):
+            raise _Reject("a parameter gathered by an index that is not a square window's relative positions")
+        if v.param.qualname in self.param_layers:
+            return _Ref("L", self.param_layers[v.param.qualname])
+        ref = self.emit(node, "RelativePositionBias", OrderedDict(num_heads=h, window_size=w), [])
+        self.layers[-1]["_node"] = re.sub(r"\W", "_", v.param.qualname)
+        self.layers[-1]["_module"] = v.param.qualname
+        self.param_layers[v.param.qualname] = ref.key
+        self.exported_params[id(t)] = t.numel()
+        return ref
+
     def dim_norm(self, d, rank, what="dim"):
         if not isinstance(d, int):
             raise _Reject("%s %r is not a constant int" % (what, d))
@@ -1092,7 +1135,7 @@ class _Exporter:
         """Does any argument of node carry model data (an input, a layer output, a parameter)?"""
         found = []
         fx.node.map_aggregate((node.args, node.kwargs), lambda a: found.append(a) if isinstance(a, fx.Node) else None)
-        return any(isinstance(self.val.get(a), (_Ref, _Param, _Split, _Tuple)) for a in found)
+        return any(isinstance(self.val.get(a), (_Ref, _Param, _Split, _Tuple, _PosBias)) for a in found)
 
     @staticmethod
     def has_tensor(v):
@@ -1410,6 +1453,13 @@ class _Exporter:
                 op in ("unsqueeze", "expand", "reshape", "to", "contiguous"):
             return self.val.get(a0)
         tm = self.tensor_meta(node)
+        if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _PosBias) and tm is not None and \
+                op in ("reshape", "unsqueeze", "permute", "contiguous"):
+            v = self.val.get(a0)
+            dims = [self.concrete(d) for d in node.args[1:]] if op == "permute" else []
+            if op == "permute" and len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+                dims = list(dims[0])
+            return _PosBias(v.param, v.ops + [(op, tuple(tm.shape), tuple(dims))])
         if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _Param) and tm is not None and \
                 op in ("reshape", "unsqueeze", "squeeze") and tm.shape[:1] == (1,) and \
                 _prod(tm.shape) == self.val.get(a0).tensor.numel():
@@ -1437,7 +1487,7 @@ class _Exporter:
     # (Sigmoid).  Each stand-in is counted in the file's description.
 
     def is_batched(self, a):
-        return isinstance(a, fx.Node) and isinstance(self.val.get(a), (_Ref, _Param, _Split))
+        return isinstance(a, fx.Node) and isinstance(self.val.get(a), (_Ref, _Param, _Split, _PosBias))
 
     def is_const(self, a):
         """A Python number or a tensor that does not depend on the model's input (a buffer,
@@ -1447,7 +1497,7 @@ class _Exporter:
         v = self.val.get(a)
         if isinstance(v, (_Bad, _Arange)):
             return not (isinstance(v, _Bad) and (v.reported or getattr(v, "batched", False)))
-        return not isinstance(v, (_Ref, _Param, _Split, _Tuple, _Unbind))
+        return not isinstance(v, (_Ref, _Param, _Split, _Tuple, _Unbind, _PosBias))
 
     def note(self, what):
         self.notes[what] = self.notes.get(what, 0) + 1
@@ -2171,6 +2221,9 @@ class _Exporter:
             if v.reported:
                 raise _Cascade()
             return v  # still lazy: an error only if something uses it
+        if isinstance(v, _Param) and isinstance(idx, fx.Node) and self.is_const(idx) and \
+                isinstance(self.meta.get(idx), _Meta) and self.meta.get(idx).dtype == torch.int64:
+            return _PosBias(v, [("index", tuple(self.meta.get(idx).shape))])
         if isinstance(v, (_Ref, _Param)):
             return self.tensor_index(node, src, self.concrete(idx))
         # python containers (torch.Size, lists, tuples of constants)
@@ -2337,7 +2390,7 @@ def _finalise(layers, inputs, flat=False):
                 need.add(k)
             default = [_Ref("L", _last(items[k - 1]))] if k > 0 else [in_scope_default]
             rs = refs_of(it)
-            if (isinstance(it, int) and layers[it]["type"] == "Parameter") or rs != default:
+            if (isinstance(it, int) and layers[it]["type"] in _NO_INPUT) or rs != default:
                 for r in rs:
                     if r.kind == "L" and not (ext is not None and r == ext):
                         need.add(out_of[r.key])
@@ -2358,7 +2411,7 @@ def _finalise(layers, inputs, flat=False):
                     d["name"] = names[k]
                 if l.get("_module"):  # the reports name the layer by its module (issue 15)
                     d["module"] = l["_module"]
-                if l["type"] != "Parameter" and l["_in"] != default:
+                if l["type"] not in _NO_INPUT and l["_in"] != default:
                     d["inputs"] = [resolve(r) for r in l["_in"]]
                 for key, v in l.items():
                     if key.startswith("_") or key in ("type", "repeat"):

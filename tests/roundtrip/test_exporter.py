@@ -367,6 +367,17 @@ class ExporterTest(unittest.TestCase):
             self.assertEqual(kinds.count(kind), 12)
             self.assertIn("constant_pad_nd clones", doc["description"])
 
+    def test_relative_position_bias(self):
+        # MaxViT's attention (torchvision/models/maxvit.py RelativePositionalMultiHeadAttention):
+        # table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) added to the
+        # scores: the RelativePositionBias kind (the table's parameters exact, no batch)
+        from torchvision.models import maxvit
+        doc = self.export(maxvit.RelativePositionalMultiHeadAttention(16, 8, 16), "3,16,16")
+        rpb = [l for l in doc["layers"] if l["type"] == "RelativePositionBias"]
+        self.assertEqual(len(rpb), 1)
+        self.assertEqual((rpb[0]["num_heads"], rpb[0]["window_size"]), (2, 4))
+        self.assertNotIn("approximate", doc["name"])
+
     def test_parameter_view_and_normalize(self):
         # SSD's L2Norm (torchvision detection/ssd.py SSDFeatureExtractorVGG.forward):
         # scale_weight.view(1, -1, 1, 1) * F.normalize(x): the view is the parameter broadcast
