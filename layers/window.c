@@ -242,6 +242,21 @@ static vc_t shift_mask(vc_build *b, const win_cfg *c, vc_dtype dt)
     return m2;
 }
 
+/* F.dropout(x, p) as shifted_window_attention calls it, without `training`
+ * (default True): it drops in eval mode too. Without grad, native_dropout
+ * (aten/src/ATen/native/Dropout.cpp; the fused CUDA kernel) still makes the
+ * output and its bool mask, which nothing keeps. */
+static vc_t dropout_always(vc_build *b, vc_t x, double p)
+{
+    if (vc_training(b) || p <= 0.0) return op_dropout(b, x, p);
+    vc_op *o = vc_op_begin(b, "native_dropout");
+    vc_op_in(o, x);
+    vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
+    vc_op_ftemp(o, vc_numel_of(b, x), VC_DT_BOOL);
+    vc_op_end(o);
+    return y;
+}
+
 /* q @ k^T: v1 scales q first (q stays a local); v2 normalizes both. */
 static vc_t scores(vc_build *b, const win_cfg *c, vc_t q, vc_t k, vc_t *q_local)
 {
@@ -299,11 +314,11 @@ static void win_emit(vc_build *b, const void *p)
         mask = shift_mask(b, c, vc_dt_of(b, xw));
         a = op_add(b, a, mask, vc_n_sample(att), false);
     }
-    a = op_dropout(b, op_softmax(b, a, false), c->attn_p);
+    a = dropout_always(b, op_softmax(b, a, false), c->attn_p);
     vc_t ctx = matmul(b, c, a, v, L * C); /* .transpose(1, 2).reshape: a copy unless one head */
     if (c->heads > 1) ctx = op_contiguous(b, strided(b, ctx));
     vc_release(b, xw);                                                 /* x is rebound here */
-    vc_t y = op_dropout(b, op_linear(b, ctx, pw, pb, L, C, C), c->p);
+    vc_t y = dropout_always(b, op_linear(b, ctx, pw, pb, L, C, C), c->p);
     y = windows(b, c, y);
     if (c->shifted) y = op_fresh(b, "roll", y, full);
     /* x[:, :H, :W, :]: applySlice (aten/src/ATen/TensorIndexing.h) returns the tensor itself

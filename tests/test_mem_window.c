@@ -98,6 +98,28 @@ static void test_window_v2_train_saved(void **state)
     vc_result_free(&r);
 }
 
+/* attention_dropout 0.1, shifted. torchvision calls F.dropout(attn, p) without
+ * `training`, so it drops in eval mode too.
+ * train: native_dropout keeps its bool mask (2*4*2*4*4 = 256 -> 512) and the
+ *   second bmm keeps the dropout output (1024) where it kept the softmax
+ *   output, which softmax itself still keeps: 7168 + 512 + 1024 = 8704.
+ * infer: the dropout output (1024) and its mask (512, kept by nothing) are
+ *   made next to the softmax output, which is freed after it: 9216 + 1536 =
+ *   10752 activations, below the 11264 at attn @ v: the peak stays 15360. */
+static void test_window_attention_dropout(void **state)
+{
+    (void)state;
+    const char *json = "{\"input\": [4, 4, 8], \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, "
+                       "\"out_features\": 8, \"bias\": false}, {\"type\": \"ShiftedWindowAttention\", \"dim\": 8, "
+                       "\"window_size\": 2, \"shift_size\": 1, \"num_heads\": 2, \"attention_dropout\": 0.1}]}";
+    vc_result r = mem_run(json, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.activations, 8704);
+    vc_result_free(&r);
+    r = mem_run(json, 2, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 15360);
+    vc_result_free(&r);
+}
+
 /* RelativePositionBias (MaxViT's get_relative_positional_bias) added to
  * Linear(4->4, no bias) on [1, 2, 4, 4], batch 2: heads 2, window 2 (N = 4,
  * a 9-row table: 72 B -> 512; the index buffer 16 int64 -> 512; the linear's
@@ -134,6 +156,7 @@ int main(void)
         cmocka_unit_test(test_window_train_saved),
         cmocka_unit_test(test_window_infer_peak),
         cmocka_unit_test(test_window_v2_train_saved),
+        cmocka_unit_test(test_window_attention_dropout),
         cmocka_unit_test(test_relative_position_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
