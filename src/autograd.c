@@ -516,6 +516,37 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     }
 }
 
+/* The model's outputs the loss does not use are dropped with its return value
+ * before backward starts (the contract's loop is one expression: a dict's other
+ * levels, unused branches): the nodes from which no gradient can reach the loss
+ * are destroyed with the last reference to them, and their saved tensors freed
+ * then (a Node's SavedVariables go with the Node, torch/csrc/autograd/
+ * function.h), not when backward's graph is. */
+static void free_unreached(vc_build *b, int32_t loss_t)
+{
+    bool *need = calloc(b->nt ? b->nt : 1, sizeof *need);
+    if (!need) {
+        b->st = VC_ERR_NOMEM;
+        return;
+    }
+    need[loss_t] = true;
+    for (int32_t k = (int32_t)b->nop - 1; k >= 0; k--) {
+        op_t *op = &b->op[k];
+        item_t *its = op_items(b, k);
+        bool used = false;
+        for (int32_t i = 0; i < op->nit && !used; i++)
+            used = its[i].type == IT_OUT && need[its[i].t];
+        if (used) {
+            for (int32_t i = 0; i < op->nit; i++)
+                if (its[i].type == IT_IN) need[its[i].t] = true;
+            continue;
+        }
+        for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], -1);
+        op->nsv = 0;
+    }
+    free(need);
+}
+
 static void backward(vc_build *b)
 {
     b->cur_op = -1;
@@ -530,6 +561,7 @@ static void backward(vc_build *b)
         s_unref(b, loss_stor, -1);
         return;
     }
+    free_unreached(b, root_t);
     for (size_t p = 0; p < b->m->npar; p++) {
         b->parrived[p] = 0;
         b->ppending[p] = -1;

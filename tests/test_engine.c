@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "mem_test.h"
 
 #define W INT64_C(33574912)
 #define X INT64_C(262144)
@@ -277,6 +278,29 @@ static void test_estimator_matches_fresh_batch_dependent(void **state)
 }
 
 /* An absurd batch overflows 64-bit byte counts: an error, never a wrapped number. */
+/* A branch the loss does not use: Linear "a" (64 -> 64), Linear b on a, ReLU
+ * on b (keeps its output r), and the last Linear c on a again; batch 2, SGD,
+ * workspace 0. Every activation is 2*64*4 = 512 B; each Linear's weight
+ * 16384 + bias 256 -> 512: weights 50688. At the end of forward x, a, r and
+ * the loss are alive (52736). The nodes of b and the ReLU cannot reach the
+ * loss: they go with the model's return value before backward, and r with
+ * them (PyTorch frees a Node's saved tensors with the Node). The peak is A's
+ * backward: weights + x + loss + root grad + c's gradient for a (512) + c's
+ * and a's weight and bias gradients (2 * 16896) = 86528 (r still alive
+ * would make it 87040). */
+static void test_unreached_branch_freed_before_backward(void **state)
+{
+    (void)state;
+    const char *json = "{\"input\": [64], \"layers\": ["
+                       "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64, \"name\": \"a\"},"
+                       "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}, {\"type\": \"ReLU\"},"
+                       "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64, \"inputs\": [\"a\"]}]}";
+    vc_result r = mem_run(json, 2, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.weights, 50688);
+    assert_int_equal(r.memory.peak_allocated, 86528);
+    vc_result_free(&r);
+}
+
 static void test_overflow(void **state)
 {
     (void)state;
@@ -325,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_estimator_matches_fresh),
         cmocka_unit_test(test_estimator_matches_fresh_batch_dependent),
         cmocka_unit_test(test_overflow),
+        cmocka_unit_test(test_unreached_branch_freed_before_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,8 +183,9 @@ class _Cascade(Exception):
 class _Param:
     """An nn.Parameter read by the forward (get_attr); becomes a Parameter layer when used."""
 
-    def __init__(self, qualname, tensor):
+    def __init__(self, qualname, tensor, shape=None):
         self.qualname, self.tensor = qualname, tensor
+        self.shape = list(tensor.shape) if shape is None else list(shape)  # a view of it (weight.view(1, -1, 1, 1))
 
 
 class _Split:
@@ -213,6 +214,19 @@ class _Unbind:
 
     def __init__(self, base, dim):
         self.base, self.dim = base, dim
+
+
+_NO_INPUT = ("Parameter", "RelativePositionBias")  # kinds without input (VC_KIND_NO_INPUT)
+
+
+class _PosBias:
+    """A parameter table gathered by a constant index and reshaped (MaxViT's relative position
+    bias, torchvision/models/maxvit.py get_relative_positional_bias):
+    table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0).  `ops` is the chain
+    seen so far; it becomes a RelativePositionBias layer where a batched op uses it."""
+
+    def __init__(self, param, ops):
+        self.param, self.ops = param, list(ops)
 
 
 def _prod(xs):
@@ -295,6 +309,15 @@ def _rmsnorm(m, kind):
 def _linear(m, kind):
     return _fields([("in_features", m.in_features, _REQ), ("out_features", m.out_features, _REQ),
                     ("bias", m.bias is not None, True)])
+
+
+def _swin_attention(m, kind):
+    """torchvision's ShiftedWindowAttention(V2) (torchvision/models/swin_transformer.py): the
+    constructor's arguments from the module's attributes."""
+    return _fields([("dim", m.qkv.in_features, _REQ), ("window_size", _one(m.window_size), _REQ),
+                    ("shift_size", _one(m.shift_size), _REQ), ("num_heads", m.num_heads, _REQ),
+                    ("qkv_bias", m.qkv.bias is not None, True), ("proj_bias", m.proj.bias is not None, True),
+                    ("attention_dropout", float(m.attention_dropout), 0.0), ("dropout", float(m.dropout), 0.0)])
 
 
 def _embedding(m, kind):
@@ -483,6 +506,12 @@ def _module_table():
         t[StochasticDepth] = ("StochasticDepth", _stochastic_depth)
     except Exception:  # torchvision absent
         pass
+    try:  # the window attention runs shifted_window_attention, which torch.fx.wrap hides
+        from torchvision.models import swin_transformer as swin
+        t[swin.ShiftedWindowAttention] = ("ShiftedWindowAttention", _swin_attention)
+        t[swin.ShiftedWindowAttentionV2] = ("ShiftedWindowAttentionV2", _swin_attention)
+    except Exception:  # torchvision absent or older than 0.14
+        pass
     return t
 
 
@@ -523,6 +552,9 @@ _OP_KINDS = OrderedDict([
     ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
                        "Embedding(torch.arange(n))")),
     ("Sequential", ([], "a submodule call that takes one tensor and returns one (a scope)")),
+    ("RelativePositionBias", (["getitem"], "a parameter table indexed by a constant index buffer, "
+                                          "view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) "
+                                          "(MaxViT's relative position bias)")),
 ] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf.c) for the "
               "transformers modules it models; a traced model exports their ops"))
      for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
@@ -680,6 +712,7 @@ def _fn_table():
     add("where", torch.where)
     add("stack", torch.stack)
     add("pad", F.pad)
+    add("normalize", F.normalize)
     add("einsum", torch.einsum)
     add("unbind", torch.unbind)
     add("gather", torch.gather)
@@ -690,6 +723,11 @@ def _fn_table():
         torch.gt, torch.lt, torch.ge, torch.le, torch.eq, torch.ne, torch.isnan, torch.isinf)
     add("like", torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.rand_like,
         torch.randn_like)
+    try:  # registered with torch.fx.wrap: fx records one call
+        from torchvision.models import swin_transformer as swin
+        add("patch_merging_pad", getattr(swin, "_patch_merging_pad", None))
+    except Exception:
+        pass
     return t
 
 
@@ -862,7 +900,7 @@ def _freeze_unused(layers):
     tie_names = set(l["tie"] for l in layers if "tie" in l)
     n = 0
     for i, l in enumerate(layers):
-        if i in live or l["type"] == "Parameter" or "tie" in l or l["_node"] in tie_names:
+        if i in live or l["type"] in _NO_INPUT or "tie" in l or l["_node"] in tie_names:
             continue
         l["frozen"] = True
         n += 1
@@ -1023,6 +1061,8 @@ class _Exporter:
             return v
         if isinstance(v, _Param):
             return self.param_layer(v, a, rank)
+        if isinstance(v, _PosBias):
+            return self.pos_bias_layer(v, a)
         if isinstance(v, _Bad):
             if v.reported:
                 raise _Cascade()
@@ -1032,7 +1072,7 @@ class _Exporter:
     def param_layer(self, p, node, rank):
         if p.qualname in self.param_layers:
             return _Ref("L", self.param_layers[p.qualname])
-        shape = list(p.tensor.shape)
+        shape = list(p.shape)
         if rank is not None and len(shape) < rank:
             per = [1] * (rank - 1 - len(shape)) + shape
         elif len(shape) >= 2 and shape[0] == 1:
@@ -1049,6 +1089,31 @@ class _Exporter:
         self.layers[-1]["_module"] = p.qualname
         self.param_layers[p.qualname] = ref.key
         self.exported_params[id(p.tensor)] = p.tensor.numel()
+        return ref
+
+    def pos_bias_layer(self, v, node):
+        """A _PosBias as the RelativePositionBias kind, when its chain is the one that kind runs:
+        table [(2w-1)^2, h] gathered by N*N indices, view(N, N, h), permute(2, 0, 1),
+        contiguous(), unsqueeze(0) -> [1, h, N, N]."""
+        t = v.param.tensor
+        chain = [o[0] for o in v.ops]
+        if t.dim() != 2 or chain != ["index", "reshape", "permute", "contiguous", "unsqueeze"]:
+            raise _Reject("a parameter indexed by a constant tensor, then %s (RelativePositionBias is "
+                          "table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0))" % chain[1:])
+        rows, h = t.shape
+        nn_ = _prod(v.ops[0][1])
+        n = int(round(nn_ ** 0.5))
+        w = int(round(n ** 0.5))
+        if n * n != nn_ or w * w != n or (2 * w - 1) ** 2 != rows or list(v.ops[2][2]) != [2, 0, 1] or \
+                v.ops[4][1] != (1, h, n, n):
+            raise _Reject("a parameter gathered by an index that is not a square window's relative positions")
+        if v.param.qualname in self.param_layers:
+            return _Ref("L", self.param_layers[v.param.qualname])
+        ref = self.emit(node, "RelativePositionBias", OrderedDict(num_heads=h, window_size=w), [])
+        self.layers[-1]["_node"] = re.sub(r"\W", "_", v.param.qualname)
+        self.layers[-1]["_module"] = v.param.qualname
+        self.param_layers[v.param.qualname] = ref.key
+        self.exported_params[id(t)] = t.numel()
         return ref
 
     def dim_norm(self, d, rank, what="dim"):
@@ -1070,7 +1135,7 @@ class _Exporter:
         """Does any argument of node carry model data (an input, a layer output, a parameter)?"""
         found = []
         fx.node.map_aggregate((node.args, node.kwargs), lambda a: found.append(a) if isinstance(a, fx.Node) else None)
-        return any(isinstance(self.val.get(a), (_Ref, _Param, _Split, _Tuple)) for a in found)
+        return any(isinstance(self.val.get(a), (_Ref, _Param, _Split, _Tuple, _PosBias)) for a in found)
 
     @staticmethod
     def has_tensor(v):
@@ -1388,6 +1453,20 @@ class _Exporter:
                 op in ("unsqueeze", "expand", "reshape", "to", "contiguous"):
             return self.val.get(a0)
         tm = self.tensor_meta(node)
+        if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _PosBias) and tm is not None and \
+                op in ("reshape", "unsqueeze", "permute", "contiguous"):
+            v = self.val.get(a0)
+            dims = [self.concrete(d) for d in node.args[1:]] if op == "permute" else []
+            if op == "permute" and len(dims) == 1 and isinstance(dims[0], (list, tuple)):
+                dims = list(dims[0])
+            return _PosBias(v.param, v.ops + [(op, tuple(tm.shape), tuple(dims))])
+        if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), _Param) and tm is not None and \
+                op in ("reshape", "unsqueeze", "squeeze") and tm.shape[:1] == (1,) and \
+                _prod(tm.shape) == self.val.get(a0).tensor.numel():
+            # a view of a parameter with a leading 1 (SSD's L2Norm: scale_weight.view(1, -1, 1, 1)):
+            # the parameter, broadcast over the batch
+            v = self.val.get(a0)
+            return _Param(v.qualname, v.tensor, tm.shape)
         if tm is None and op not in ("chunk", "split", "unbind"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
@@ -1408,7 +1487,7 @@ class _Exporter:
     # (Sigmoid).  Each stand-in is counted in the file's description.
 
     def is_batched(self, a):
-        return isinstance(a, fx.Node) and isinstance(self.val.get(a), (_Ref, _Param, _Split))
+        return isinstance(a, fx.Node) and isinstance(self.val.get(a), (_Ref, _Param, _Split, _PosBias))
 
     def is_const(self, a):
         """A Python number or a tensor that does not depend on the model's input (a buffer,
@@ -1418,7 +1497,7 @@ class _Exporter:
         v = self.val.get(a)
         if isinstance(v, (_Bad, _Arange)):
             return not (isinstance(v, _Bad) and (v.reported or getattr(v, "batched", False)))
-        return not isinstance(v, (_Ref, _Param, _Split, _Tuple, _Unbind))
+        return not isinstance(v, (_Ref, _Param, _Split, _Tuple, _Unbind, _PosBias))
 
     def note(self, what):
         self.notes[what] = self.notes.get(what, 0) + 1
@@ -1598,13 +1677,18 @@ class _Exporter:
         return _Unbind(self.tref(x, node), dim)
 
     def op_pad(self, node, op):
+        return self._pad(node, node.args[0], list(self.concrete(self.arg(node, 1, "pad"))))
+
+    def _pad(self, node, x, pad):
         """F.pad: a new tensor of the padded shape that saves nothing; written as Cat of the
-        input and Slices of it (views) of the pad widths, one Cat per padded dimension."""
-        x = node.args[0]
-        pad = list(self.concrete(self.arg(node, 1, "pad")))
+        input and Slices of it (views) of the pad widths, one Cat per padded dimension.  With
+        no positive width, constant_pad_nd returns a clone of the (narrowed) input
+        (aten/src/ATen/native/PadNd.cpp constant_pad_nd: all_pads_non_positive): a Cat of one
+        input, the same memory."""
         ref = self.tref(x, node)
         shape = list(self.tensor_meta(x).shape)
         r = len(shape)
+        grown = False
         for i in range(0, len(pad), 2):
             d = r - 1 - i // 2
             lo, hi = pad[i], pad[i + 1] if i + 1 < len(pad) else 0
@@ -1630,8 +1714,45 @@ class _Exporter:
                 parts.append(self.emit(node, "Slice", OrderedDict(dim=d, start=0, end=hi), [ref]))
             ref = self.emit(node, "Cat", OrderedDict(dim=d), parts)
             shape[d] += lo + hi
+            grown = True
+        if not grown:
+            self.note("F.pad without positive widths as Cat of one input (constant_pad_nd clones)")
+            return self.emit(node, "Cat", OrderedDict(dim=1), [ref])
         self.note("F.pad as Cat of the input and slices of it (backward: one extra input-size gradient per side)")
         return ref
+
+    def op_normalize(self, node, op):
+        """F.normalize(x, p, dim) (torch/nn/functional.py normalize): denom = x.norm(p, dim,
+        keepdim=True).clamp_min(eps).expand_as(x); x / denom.  Written as Mean over dim with
+        keepdim (the norm: a new reduced tensor; what it saves, x and its result, the ops after
+        it keep too), LeakyReLU (clamp_min keeps its input), Mul (the division keeps both)."""
+        x = node.args[0]
+        ref = self.tref(x, node)
+        dim = self.dim_norm(self.concrete(self.arg(node, 2, "dim", 1)), self.rank(x))
+        n = self.emit(node, "Mean", OrderedDict(dim=dim, keepdim=True), [ref])
+        self.note("the norm of F.normalize as Mean (a new reduced tensor)")
+        c = self.emit(node, "LeakyReLU", OrderedDict(), [n])
+        self.note("clamp_min of F.normalize as LeakyReLU (saves its input)")
+        return self.emit(node, "Mul", OrderedDict(), [ref, c])
+
+    def op_patch_merging_pad(self, node, op):
+        """torchvision's _patch_merging_pad (torchvision/models/swin_transformer.py, registered
+        with torch.fx.wrap), as it runs: F.pad(x, (0, 0, 0, W % 2, 0, H % 2)); x[..., 0::2, 0::2, :],
+        x[..., 1::2, 0::2, :], x[..., 0::2, 1::2, :], x[..., 1::2, 1::2, :] (two strided slices
+        each, views); torch.cat(.., -1)."""
+        x = node.args[0]
+        shape = list(self.tensor_meta(x).shape)
+        r = len(shape)
+        if r < 4:
+            raise _Reject("_patch_merging_pad of a tensor without [H, W, C] per sample")
+        H, W = shape[-3], shape[-2]
+        ref = self._pad(node, x, [0, 0, 0, W % 2, 0, H % 2])
+        Hp, Wp = H + H % 2, W + W % 2
+        parts = []
+        for a, b in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            s = self.emit(node, "Slice", OrderedDict(dim=r - 3, start=a, step=2), [ref])
+            parts.append(self.emit(node, "Slice", OrderedDict(dim=r - 2, start=b, step=2), [s]))
+        return self.emit(node, "Cat", OrderedDict(dim=r - 1), parts)
 
     def op_einsum(self, node, op):
         """Two-operand einsum as torch.einsum computes it: permute and reshape each operand
@@ -2100,6 +2221,9 @@ class _Exporter:
             if v.reported:
                 raise _Cascade()
             return v  # still lazy: an error only if something uses it
+        if isinstance(v, _Param) and isinstance(idx, fx.Node) and self.is_const(idx) and \
+                isinstance(self.meta.get(idx), _Meta) and self.meta.get(idx).dtype == torch.int64:
+            return _PosBias(v, [("index", tuple(self.meta.get(idx).shape))])
         if isinstance(v, (_Ref, _Param)):
             return self.tensor_index(node, src, self.concrete(idx))
         # python containers (torch.Size, lists, tuples of constants)
@@ -2266,7 +2390,7 @@ def _finalise(layers, inputs, flat=False):
                 need.add(k)
             default = [_Ref("L", _last(items[k - 1]))] if k > 0 else [in_scope_default]
             rs = refs_of(it)
-            if (isinstance(it, int) and layers[it]["type"] == "Parameter") or rs != default:
+            if (isinstance(it, int) and layers[it]["type"] in _NO_INPUT) or rs != default:
                 for r in rs:
                     if r.kind == "L" and not (ext is not None and r == ext):
                         need.add(out_of[r.key])
@@ -2287,7 +2411,7 @@ def _finalise(layers, inputs, flat=False):
                     d["name"] = names[k]
                 if l.get("_module"):  # the reports name the layer by its module (issue 15)
                     d["module"] = l["_module"]
-                if l["type"] != "Parameter" and l["_in"] != default:
+                if l["type"] not in _NO_INPUT and l["_in"] != default:
                     d["inputs"] = [resolve(r) for r in l["_in"]]
                 for key, v in l.items():
                     if key.startswith("_") or key in ("type", "repeat"):

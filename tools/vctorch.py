@@ -1117,6 +1117,43 @@ def _mk_sd(kw, compat):
     return StochasticDepth(**kw)
 
 
+def _swin_factory(cls_name):
+    """torchvision's own module (torchvision/models/swin_transformer.py); its forward calls
+    shifted_window_attention, which the kind replicates op by op."""
+    def f(kw, compat):
+        from torchvision.models import swin_transformer as swin
+        for k in ("window_size", "shift_size"):
+            v = kw[k]
+            kw[k] = list(v) if isinstance(v, (list, tuple)) else [v, v]
+        return getattr(swin, cls_name)(**kw)
+    return f
+
+
+for _n in ("ShiftedWindowAttention", "ShiftedWindowAttentionV2"):
+    _KINDS[_n] = (_swin_factory(_n), 1, set())
+
+
+class _RelPosBias(nn.Module):
+    """torchvision's MaxViT relative position bias (models/maxvit.py
+    RelativePositionalMultiHeadAttention.get_relative_positional_bias, called on this module):
+    the table and index of the attention module, [1, heads, N, N], no batch."""
+
+    def __init__(self, num_heads, window_size):
+        super().__init__()
+        from torchvision.models import maxvit
+        w = window_size
+        self.size, self.max_seq_len = w, w * w
+        self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * w - 1) ** 2, num_heads).normal_(std=0.02))
+        self.register_buffer("relative_position_index", maxvit._get_relative_position_index(w, w))
+        self.get = maxvit.RelativePositionalMultiHeadAttention.get_relative_positional_bias
+
+    def forward(self):
+        return self.get(self)
+
+
+_KINDS["RelativePositionBias"] = (lambda kw, c: _RelPosBias(**kw), 0, set())
+
+
 def _rnn_factory(cls):
     def f(kw, compat):
         if "batch_first" in kw:

@@ -82,6 +82,11 @@ CASES = [
     ({"type": "Dropout", "p": 0.2}, [3, 5], None, [3, 5]),
     ({"type": "Dropout2d", "p": 0.2}, [3, 4, 4], None, [3, 4, 4]),
     ({"type": "StochasticDepth", "p": 0.2, "mode": "row"}, [3, 4], None, [3, 4]),
+    # torchvision's own modules (the factory builds them: no other reference)
+    ({"type": "ShiftedWindowAttention", "dim": 8, "window_size": 4, "shift_size": 2, "num_heads": 2},
+     [6, 8, 8], None, [6, 8, 8]),
+    ({"type": "ShiftedWindowAttentionV2", "dim": 8, "window_size": [2, 4], "shift_size": [1, 2], "num_heads": 2},
+     [4, 8, 8], None, [4, 8, 8]),
     ({"type": "Upsample", "scale_factor": 2, "mode": "bilinear", "align_corners": False}, [2, 3, 3], None, [2, 6, 6]),
     ({"type": "PixelShuffle", "upscale_factor": 2}, [8, 3, 3], None, [2, 6, 6]),
     ({"type": "Reshape", "shape": [4, -1]}, [2, 3, 4], None, [4, 6]),

@@ -13,6 +13,7 @@ import inspect
 import json
 import os
 import subprocess
+import tempfile
 import sys
 import unittest
 
@@ -348,6 +349,54 @@ class ExporterTest(unittest.TestCase):
         doc, info = t2v.export(user_models.NanoGPT(), [t2v.parse_input("64:int64")])
         self.assertIn("fixed at the exported input", doc["description"])
 
+    def test_swin_window_attention(self):
+        # torchvision's ShiftedWindowAttention(V2) are kinds (layers/window.c) and _patch_merging_pad
+        # is written as it runs: Swin v1 and v2 export without --allow-unknown, parameters exact.
+        # At 64x64 the last stages' maps (4x4, 2x2) are smaller than v2's 8x8 window: padded, unshifted
+        for build, kind in ((torchvision.models.swin_t, "ShiftedWindowAttention"),
+                            (torchvision.models.swin_v2_t, "ShiftedWindowAttentionV2")):
+            doc = self.export(build(), "3,64,64")
+            self.assertNotIn("approximate", doc["name"])
+            kinds = []
+
+            def walk(ls):
+                for l in ls:
+                    kinds.append(l["type"])
+                    walk(l.get("layers", []))
+            walk(doc["layers"])
+            self.assertEqual(kinds.count(kind), 12)
+            self.assertIn("constant_pad_nd clones", doc["description"])
+
+    def test_relative_position_bias(self):
+        # MaxViT's attention (torchvision/models/maxvit.py RelativePositionalMultiHeadAttention):
+        # table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) added to the
+        # scores: the RelativePositionBias kind (the table's parameters exact, no batch)
+        from torchvision.models import maxvit
+        doc = self.export(maxvit.RelativePositionalMultiHeadAttention(16, 8, 16), "3,16,16")
+        rpb = [l for l in doc["layers"] if l["type"] == "RelativePositionBias"]
+        self.assertEqual(len(rpb), 1)
+        self.assertEqual((rpb[0]["num_heads"], rpb[0]["window_size"]), (2, 4))
+        self.assertNotIn("approximate", doc["name"])
+
+    def test_parameter_view_and_normalize(self):
+        # SSD's L2Norm (torchvision detection/ssd.py SSDFeatureExtractorVGG.forward):
+        # scale_weight.view(1, -1, 1, 1) * F.normalize(x): the view is the parameter broadcast
+        # over the batch ([C, 1, 1] per sample, C parameters); F.normalize is the norm (Mean),
+        # clamp_min (LeakyReLU: saves its input) and the division (Mul: saves both)
+        class L2Scale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 8, 3)
+                self.scale_weight = nn.Parameter(torch.ones(8) * 20)
+
+            def forward(self, x):
+                x = F.relu(self.conv(x))
+                return self.scale_weight.view(1, -1, 1, 1) * F.normalize(x)
+        doc = self.export(L2Scale(), "3,10,10")
+        self.assertEqual(layers(doc), ["Conv2d", "ReLU", "Mean", "LeakyReLU", "Mul", "Parameter", "Mul"])
+        self.assertEqual(doc["layers"][2]["dim"], 1)
+        self.assertEqual(doc["layers"][5]["shape"], [8, 1, 1])
+
     def test_namedtuple_output(self):
         # GoogLeNet in training returns GoogLeNetOutputs(logits, aux2, aux1): the loss is on
         # the logits, the aux heads are exported (their parameters count), the description says so
@@ -357,14 +406,21 @@ class ExporterTest(unittest.TestCase):
 
     def test_cli_exit_status(self):
         tool = os.path.join(ROOT, "tools", "torch2vramcalc.py")
-        r = subprocess.run([sys.executable, tool, "torchvision.models.swin_t", "--input", "3,224,224"],
-                           capture_output=True, text=True)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "sortnet.py")
+            with open(path, "w") as f:
+                f.write("import torch\nimport torch.nn as nn\n\n\nclass Inner(nn.Module):\n"
+                        "    def forward(self, x):\n        return torch.sort(x, dim=-1)[0]\n\n\n"
+                        "class SortNet(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                        "        self.fc = nn.Linear(8, 8)\n        self.inner = Inner()\n\n"
+                        "    def forward(self, x):\n        return self.inner(self.fc(x))\n")
+            r = subprocess.run([sys.executable, tool, path + ":SortNet", "--input", "4,8"],
+                               capture_output=True, text=True)
         self.assertEqual(r.returncode, 2)
         self.assertEqual(r.stdout, "")
-        # the first op without a kind (its users are not listed again), its module and line
-        self.assertIn("_get_relative_position_bias", r.stderr)
-        self.assertIn("in module features.1.0.attn (ShiftedWindowAttention) at torchvision/models/swin_transformer.py:",
-                      r.stderr)
+        # the op without a kind, its module and the user's line
+        self.assertIn("torch.sort", r.stderr)
+        self.assertIn("in module inner (Inner) at %s:7" % path, r.stderr)
         r = subprocess.run([sys.executable, tool, "torchvision.models.squeezenet1_1", "--input", "3,64,64"],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -36,6 +36,7 @@ ARCH = {
     "vit3_block": ("ViT-Ti block (3 heads: no fast path; safe-softmax by release)", ""),
     "hswish_wide": ("In-place Hardswish without grad", ""),
     "hswish_frozen": ("In-place Hardswish after a frozen layer", ""),
+    "swin": ("Swin Transformer (shifted window attention, patch merging)", ""),
 }
 
 # model: [(batch, optim, mode, precision), ...]  -- the last entry of each list is held out
@@ -85,6 +86,9 @@ GROUPS = [
     ("vit3_block", [(8, "sgd", "train", "fp32"), (32, "none", "infer", "fp32")]),
     ("hswish_wide", [(32, "none", "infer", "fp32")]),
     ("hswish_frozen", [(32, "sgd", "train", "fp32")]),
+    # issue 15 (added with the ShiftedWindowAttention kinds; the last case held out, chosen
+    # before its estimate was computed)
+    ("swin", [(8, "adamw", "train", "fp32"), (16, "none", "infer", "fp32"), (4, "sgd", "train", "fp32")]),
 ]
 
 BOUND = 0.08  # SPEC.md section 4: every case within +-8%
