@@ -217,7 +217,7 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
     X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
-    X(ZERO2, "zero2")
+    X(ZERO2, "zero2") X(ZERO3, "zero3")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
 #define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,
