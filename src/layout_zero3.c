@@ -155,7 +155,6 @@ void vc__zero3_flat(vc_build *b)
     z->plist = malloc(np * sizeof *z->plist);
     if (!z->status || !z->persist || !z->chosen || !z->stor || !z->handle || !z->recent || !z->bucket || !z->pstart ||
         !z->plist) { b->st = VC_ERR_NOMEM; return; }
-    int64_t persisted = 0;
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         z->stor[p] = z->handle[p] = -1;
@@ -164,9 +163,8 @@ void vc__zero3_flat(vc_build *b)
         if (e->trainable) z->part += z3_part(e->numel, z->world), z->dt = b->t[b->par_t[p]].dt, z->ntrain++;
         /* parameter_offload.py mark_persistent_parameters: ds_numel <= the threshold,
          * while the running total stays within model_persistence_threshold (sys.maxsize) */
-        if (e->numel <= Z3_PERSIST) z->persist[p] = true, persisted += e->numel, z->npersist++;
+        if (e->numel <= Z3_PERSIST) z->persist[p] = true, z->npersist++;
     }
-    (void)persisted;
     for (size_t i = 0; i < m->ninst; i++) z->pstart[i + 1] += z->pstart[i];
     int32_t *fill = calloc(ni, sizeof *fill);
     if (!fill) { b->st = VC_ERR_NOMEM; return; }
