@@ -30,6 +30,8 @@
 #define Z3_MAX_LIVE INT64_C(1000000000) /* stage3_max_live_parameters */
 #define Z3_REUSE INT64_C(1000000000)   /* stage3_max_reuse_distance */
 #define Z3_PERSIST INT64_C(100000)     /* stage3_param_persistence_threshold */
+#define Z3_SUBGROUP INT64_C(1000000000) /* sub_group_size */
+#define Z3_NORM_PIECE INT64_C(250000000) /* _constant_buffered_norm2's buffer_size */
 #define Z3_F64 VC_DT_I64 /* float64 (the dtype table has none): int64, the same 8 bytes */
 
 enum { Z3_NOT_AVAILABLE, Z3_INFLIGHT, Z3_AVAILABLE }; /* ZeroParamStatus */
@@ -64,7 +66,9 @@ typedef struct {
     int32_t *bucket;     /* params_in_ipg_bucket */
     size_t nbucket;
     int64_t elems;       /* elements_in_ipg_bucket */
-    int32_t g32;         /* the step's fp32 gradient partition */
+    int32_t g32;         /* the step's fp32 gradient partition (of the sub-group being stepped) */
+    int32_t *gcnt;       /* the trainable parameters of each sub-group */
+    bool off_opt, off_par; /* offload_optimizer, offload_param (device cpu): --offload */
 } z3_state;
 
 /* The gradient of each parameter is padded to world x ceil(numel / world)
@@ -79,7 +83,7 @@ void vc__zero3_free(void *state)
     if (!z) return;
     free(z->status); free(z->persist); free(z->chosen); free(z->stor); free(z->handle); free(z->recent);
     free(z->pstart); free(z->plist); free(z->trace); free(z->qpar); free(z->qstep); free(z->tnumel);
-    free(z->h); free(z->bucket); free(z);
+    free(z->h); free(z->bucket); free(z->gcnt); free(z);
 }
 
 /* The module trace DeepSpeed records in its first steps (record_module at
@@ -130,10 +134,39 @@ static bool z3_trace(vc_build *b, z3_state *z)
     return true;
 }
 
-/* Sizes, persistence and the trace; the optimizer's one flat parameter:
- * this rank's fp32 partition of the trainable parameters
- * (_create_fp32_partitions: fp16_partitioned_groups_flat.clone().float(),
- * one sub-group while it holds under sub_group_size = 1e9 elements). */
+/* The optimizer's flat parameters: this rank's fp32 partition of each
+ * sub-group (_create_fp16_sub_groups: the trainable parameters in order, a
+ * sub-group closed once its partitions hold sub_group_size = 1e9 elements or
+ * more, and at the last; _create_fp32_partitions: each sub-group's
+ * fp16_partitioned_groups_flat.clone().float(), a tensor of its own), each
+ * stepped by an optimizer.step() call of its own (step: one sub-group after
+ * another). At most one per layer instance (the room there is): a model with
+ * more sub-groups than instances has its last ones merged. */
+static void z3_subgroups(vc_build *b, z3_state *z)
+{
+    const vc_model *m = b->m;
+    size_t g = 0, cnt = 0, left = (size_t)z->ntrain;
+    int64_t local = 0;
+    z->gcnt = calloc(m->ninst + 2, sizeof *z->gcnt);
+    if (!z->gcnt) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < m->npar && b->train; p++) {
+        if (!m->par[p].trainable) continue;
+        local += z3_part(m->par[p].numel, z->world);
+        cnt++;
+        bool last = --left == 0;
+        if (!last && (local < Z3_SUBGROUP || g == m->ninst)) continue;
+        /* offload_optimizer: the fp32 partition, its state and the step on the CPU */
+        int64_t here = z->off_opt ? 0 : local;
+        b->flat[g] = (vc_flat_param){{here, here > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, local, local, -1, -1,
+                                     {vc_n_fixed(0), z->dt, 0}, true};
+        z->gcnt[g++] = (int32_t)cnt;
+        local = 0, cnt = 0;
+    }
+    b->nflat = g ? g : 1; /* inference builds no ZeRO optimizer: no fp32 partition */
+    if (!g) b->flat[0] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {vc_n_fixed(0), z->dt, 0}, false};
+}
+
+/* Sizes, persistence, the trace and the sub-groups. */
 void vc__zero3_flat(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -144,13 +177,15 @@ void vc__zero3_flat(vc_build *b)
     if (!z) { b->st = VC_ERR_NOMEM; return; }
     z->world = b->o.gpus;
     z->dt = VC_DT_F32;
+    z->off_opt = b->o.offload != VC_OFFLOAD_NONE;
+    z->off_par = b->o.offload == VC_OFFLOAD_PARAMS;
     z->status = calloc(np, 1);
     z->persist = calloc(np, sizeof *z->persist);
     z->chosen = calloc(np, sizeof *z->chosen);
     z->stor = malloc(np * sizeof *z->stor);
     z->handle = malloc(np * sizeof *z->handle);
     z->recent = malloc(np * sizeof *z->recent);
-    z->bucket = malloc(2 * np * sizeof *z->bucket); /* the bucket's entries, then a scratch list */
+    z->bucket = malloc(3 * np * sizeof *z->bucket); /* the bucket's entries, then two scratch lists */
     z->pstart = calloc(ni, sizeof *z->pstart);
     z->plist = malloc(np * sizeof *z->plist);
     if (!z->status || !z->persist || !z->chosen || !z->stor || !z->handle || !z->recent || !z->bucket || !z->pstart ||
@@ -174,9 +209,7 @@ void vc__zero3_flat(vc_build *b)
     if (!z3_trace(b, z)) { b->st = VC_ERR_NOMEM; return; }
     z->g32 = -1;
     z->pos = -1;
-    b->nflat = 1; /* inference builds no ZeRO optimizer: no fp32 partition */
-    b->flat[0] = (vc_flat_param){{b->train ? z->part : 0, b->train && z->part > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32,
-                                 z->part, z->part, -1, -1, {vc_n_fixed(0), z->dt, 0}};
+    z3_subgroups(b, z);
 }
 
 static int32_t z3_alloc_w(vc_build *b, int64_t n, uint8_t dt, int32_t inst, bool transient)
@@ -194,13 +227,19 @@ static int32_t z3_alloc_w(vc_build *b, int64_t n, uint8_t dt, int32_t inst, bool
 static void z3_gather_persistent(vc_build *b, bool transient)
 {
     z3_state *z = Z(b);
+    int32_t *copy = z->bucket + 2 * (b->m->npar + 1), nc = 0;
     if (z->world == 1) return;
+    for (size_t p = 0; p < b->m->npar && z->off_par; p++) /* offload_param: local_tensors, ds_tensor.to(device) */
+        if (z->persist[p] && b->m->par[p].numel > 0 && z->npersist > 1)
+            copy[nc++] = vc__alloc(b, vc_n_fixed(z3_part(b->m->par[p].numel, z->world)), (vc_dtype)b->t[b->par_t[p]].dt,
+                                   CAT_TEMP, -1);
     for (size_t p = 0; p < b->m->npar; p++) {
         if (!z->persist[p] || b->m->par[p].numel == 0) continue;
         int64_t n = z->npersist == 1 ? b->m->par[p].numel : z3_part(b->m->par[p].numel, z->world) * z->world;
         z->stor[p] = z3_alloc_w(b, n, b->t[b->par_t[p]].dt, -1, transient);
         z->status[p] = Z3_AVAILABLE;
     }
+    for (int32_t k = 0; k < nc; k++) vc__free(b, copy[k], -1);
 }
 
 /* Resident besides the fp32 partition and its optimizer state: the 16-bit
@@ -217,13 +256,13 @@ void vc__zero3_resident(vc_build *b)
 {
     z3_state *z = Z(b);
     const vc_model *m = b->m;
-    if (z->part > 0) vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_WEIGHT, -1);
-    for (size_t p = 0; p < m->npar; p++)
-        if (!m->par[p].trainable && m->par[p].numel > 0)
+    if (z->part > 0 && !z->off_par) vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_WEIGHT, -1);
+    for (size_t p = 0; p < m->npar; p++) /* offload_param: on the CPU but the persistent ones (local_device) */
+        if (!m->par[p].trainable && m->par[p].numel > 0 && (!z->off_par || z->persist[p]))
             vc__alloc(b, vc_n_fixed(z3_part(m->par[p].numel, z->world)), (vc_dtype)b->t[b->par_t[p]].dt, CAT_WEIGHT,
                       m->par[p].owner);
     if (b->train && z->part > 0) {
-        vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_GRAD, -1);
+        if (!z->off_opt) vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_GRAD, -1); /* else self.device: cpu */
         vc__alloc(b, vc_n_fixed(Z3_BUCKET), (vc_dtype)z->dt, CAT_GRAD, -1);
     }
     z3_gather_persistent(b, false);
@@ -262,14 +301,22 @@ static void z3_gather(vc_build *b, const int32_t *list, size_t n, int32_t inst)
         z3_handle *h = &z->h[z->nh];
         *h = (z3_handle){-1, (int32_t)cnt, n > 1 && z->world > 1, false};
         if (h->multi) h->flat = z3_alloc_w(b, flat, (uint8_t)dt, inst, true);
+        int32_t *copy = z->bucket + 2 * (b->m->npar + 1), nc = 0;
         for (size_t k = 0; k < n; k++) {
             int32_t p = list[k];
             if (b->t[b->par_t[p]].dt != dt) continue;
             if (n == 1 && z->world > 1) z->stor[p] = z3_alloc_w(b, flat, (uint8_t)dt, inst, true);
+            /* offload_param: the partition comes over as ds_tensor.to(device), a copy alive for
+             * the gather's call (the cat's list, _dist_allgather_fn's input); at world size 1 that
+             * copy is the parameter (NoGatherHandle: param.data = ds_tensor.data.to(device)) */
+            if (z->off_par && z->world == 1) z->stor[p] = z3_alloc_w(b, b->m->par[p].numel, (uint8_t)dt, inst, true);
+            else if (z->off_par)
+                copy[nc++] = vc__alloc(b, vc_n_fixed(z3_part(b->m->par[p].numel, z->world)), (vc_dtype)dt, CAT_TEMP, inst);
             z->status[p] = Z3_INFLIGHT;
             z->handle[p] = (int32_t)z->nh;
             z->avail += b->m->par[p].numel;
         }
+        for (int32_t k = 0; k < nc; k++) vc__free(b, copy[k], inst);
         z->nh++;
     }
 }
@@ -307,7 +354,7 @@ static void z3_prefetch(vc_build *b, int32_t inst)
     z3_state *z = Z(b);
     int64_t maxp = Z3_MAX_LIVE - z->avail < Z3_PREFETCH ? Z3_MAX_LIVE - z->avail : Z3_PREFETCH, numel = 0;
     size_t n = 0;
-    int32_t *list = z->bucket + z->nbucket; /* scratch after the bucket's entries */
+    int32_t *list = z->bucket + b->m->npar + 1; /* scratch after the bucket's entries */
     while (z->qhead < z->nq && numel < maxp) {
         int32_t p = z->qpar[z->qhead], s = z->qstep[z->qhead++];
         if (s > z->recent[p]) z->recent[p] = s;
@@ -331,7 +378,7 @@ static void z3_fetch(vc_build *b, int32_t inst)
     int64_t pos = -1;
     for (size_t t = (size_t)z->step; t < z->ntrace; t++)
         if (z->trace[t] == inst) { pos = (int64_t)t; break; }
-    int32_t *list = z->bucket + z->nbucket;
+    int32_t *list = z->bucket + b->m->npar + 1;
     size_t n = 0;
     for (int32_t j = z->pstart[inst]; j < z->pstart[inst + 1]; j++)
         if (z->status[z->plist[j]] == Z3_NOT_AVAILABLE) list[n++] = z->plist[j];
@@ -411,11 +458,23 @@ static void z3_reduce(vc_build *b, int32_t inst)
     }
     int32_t c = one ? -1 : vc__alloc(b, vc_n_fixed(cat), (vc_dtype)z->dt, CAT_TEMP, inst);
     for (size_t k = 0; k < npad; k++) vc__free(b, pads[k], inst);
+    int32_t *copy = z->bucket + 2 * (b->m->npar + 1), nc = 0;
     for (size_t k = 0; k < z->nbucket; k++) {
         int32_t p = z->bucket[k];
+        int64_t part = z3_part(b->m->par[p].numel, world);
+        /* offload_optimizer (partition_grads): the partition copied to the CPU buffer and back
+         * (grad_buffer.to(device), kept in `buffers` until the function returns), its norm
+         * (_constant_buffered_norm2: .double() of 250M-element pieces), and .float() for the
+         * CPU fp32 gradient (a copy unless fp32) */
+        if (z->off_opt && part > 0) {
+            copy[nc++] = vc__alloc(b, vc_n_fixed(part), (vc_dtype)z->dt, CAT_TEMP, inst);
+            vc__free(b, vc__alloc(b, vc_n_fixed(part < Z3_NORM_PIECE ? part : Z3_NORM_PIECE), Z3_F64, CAT_TEMP, inst), inst);
+            if (z->dt != VC_DT_F32) vc__free(b, vc__alloc(b, vc_n_fixed(part), VC_DT_F32, CAT_TEMP, inst), inst);
+        }
         if (b->pgrad[p] >= 0) vc__free(b, b->pgrad[p], inst);
         b->pgrad[p] = -1;
     }
+    for (int32_t k = 0; k < nc; k++) vc__free(b, copy[k], inst);
     if (c >= 0) vc__free(b, c, inst);
     z->nbucket = 0;
     z->elems = 0;
@@ -442,24 +501,19 @@ void vc__zero3_grad(vc_build *b, size_t p, int32_t inst)
 
 /* The step (stage3.py step): _partition_all_parameters; _get_norm_groups ->
  * get_grad_norm_direct, each gradient partition's g.double().norm(2) (a
- * float64 copy, one at a time; the norms kept until torch.stack); per
- * sub-group _prepare_fp32_grad_for_sub_group: flatten(averaged_gradients) (a
- * copy, unless one tensor: flatten_dense_tensors views it) and .to(float32)
- * (a copy unless fp32 already), the flat one dropped; the wrapped optimizer's
- * step; _release_sub_group drops the fp32 gradient; _post_step gathers the
- * persistent parameters again. */
+ * float64 copy, one at a time; the norms kept until torch.stack); then the
+ * sub-groups one by one (z3_substep); _post_step gathers the persistent
+ * parameters again. */
 static void z3_step(vc_build *b, bool begin)
 {
     z3_state *z = Z(b);
     const vc_model *m = b->m;
     if (!begin) {
-        if (z->g32 >= 0) vc__free(b, z->g32, -1);
-        z->g32 = -1;
         z3_gather_persistent(b, true);
         return;
     }
     z3_release_all(b, true);
-    if (z->part == 0) return;
+    if (z->part == 0 || z->off_opt) return; /* offload: complete_grad_norm_calculation_for_cpu_offload's cached norms */
     int32_t *norms = z->bucket, nn = 0;
     for (size_t p = 0; p < m->npar; p++) {
         if (!m->par[p].trainable) continue;
@@ -470,13 +524,30 @@ static void z3_step(vc_build *b, bool begin)
     int32_t st = vc__alloc(b, vc_n_fixed(nn), Z3_F64, CAT_TEMP, -1);
     for (int32_t k = 0; k < nn; k++) vc__free(b, norms[k], -1);
     vc__free(b, st, -1);
-    int32_t g = z->ntrain > 1 ? vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_GRAD, -1) : -1;
-    if (z->dt != VC_DT_F32 || g < 0) {
-        int32_t g32 = vc__alloc(b, vc_n_fixed(z->part), VC_DT_F32, CAT_GRAD, -1);
-        if (g >= 0) vc__free(b, g, -1);
-        g = g32;
+}
+
+/* Sub-group g's step: _prepare_fp32_grad_for_sub_group,
+ * flatten(averaged_gradients[g]) (a copy of its gradient partitions, but a
+ * view of a single one: flatten_dense_tensors) and .to(float32) (a copy
+ * unless fp32 already), the flat one dropped; the wrapped optimizer's step on
+ * the sub-group's fp32 partition (the engine's, between begin and end);
+ * _release_sub_group drops the fp32 gradient. */
+static void z3_substep(vc_build *b, int g, bool begin)
+{
+    z3_state *z = Z(b);
+    if (!begin) {
+        if (z->g32 >= 0) vc__free(b, z->g32, -1);
+        z->g32 = -1;
+        return;
     }
-    z->g32 = g;
+    int64_t n = b->flat[g].e.numel;
+    if (z->off_opt) return; /* the fp32 gradient is on the CPU (partition_grads wrote it) */
+    int32_t flat = z->gcnt[g] > 1 ? vc__alloc(b, vc_n_fixed(n), (vc_dtype)z->dt, CAT_GRAD, -1) : -1;
+    z->g32 = flat;
+    if (z->dt != VC_DT_F32) {
+        z->g32 = vc__alloc(b, vc_n_fixed(n), VC_DT_F32, CAT_GRAD, -1);
+        if (flat >= 0) vc__free(b, flat, -1);
+    }
 }
 
 /* The module hooks: a layer instance's forward and backward begin (fetch)
@@ -489,6 +560,7 @@ void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     if (ph != VC_PHASE_FORWARD && ph != VC_PHASE_BACKWARD && ph != VC_PHASE_OPTIMIZER) return;
     if (ph == VC_PHASE_OPTIMIZER) {
         if (inst < 0) z3_step(b, begin);
+        else z3_substep(b, inst, begin);
         return;
     }
     if (inst >= 0) {

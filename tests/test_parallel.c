@@ -426,6 +426,29 @@ static void test_zero3_prefetch_reuse(void **state)
     assert_int_equal(g.frees[1], 4);
 }
 
+/* sub_group_size (1e9 elements): the same four Linears at world size 1, fp32.
+ * The trainable parameters in order, W0 268,435,456, b0 16,384, ...: the
+ * first sub-group closes at W3, holding 4 x 268,435,456 + 3 x 16,384 =
+ * 1,073,790,976 elements (4,295,163,904 B, a multiple of 512); b3 is the
+ * second. Each has its fp32 partition (_create_fp32_partitions: a tensor each)
+ * and is stepped alone: the first's gradients flattened into one fp32 copy
+ * (fp32: .to(float32) copies nothing), the second's single gradient only
+ * viewed (flatten_dense_tensors of one tensor). */
+static void test_zero3_subgroups(void **state)
+{
+    (void)state;
+    static const char *const big =
+        "{\"input\": [16384], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16384, \"out_features\": 16384, \"repeat\": 4}]}";
+    count_t w = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "weight", INT64_C(4295163904));
+    assert_int_equal(w.allocs[0], 1);
+    count_t b3 = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "weight", 65536);
+    assert_int_equal(b3.allocs[0], 1);
+    count_t g = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "grad", INT64_C(4295163904));
+    assert_int_equal(g.allocs[2], 1);
+    count_t g1 = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "grad", 65536);
+    assert_int_equal(g1.allocs[2], 0);
+}
+
 /* World size 1: num_partitions == 1, so nothing is gathered
  * (_no_gather_coalesced: param.data = the partition) and nothing is padded;
  * the partitions are the whole parameters: lp_param_buffer 1,999,999 fp32
@@ -470,6 +493,87 @@ static void test_zero3_bf16(void **state)
     vc_model_free(m);
 }
 
+static count_t count_off(vc_offload off, const char *cat, int64_t bytes)
+{
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    o.offload = off;
+    vc_error err = {0};
+    count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return c;
+}
+
+/* --offload optimizer (offload_optimizer, device cpu): the fp32 partition,
+ * its Adam state and the gradient partitions on the CPU (self.device); the GPU
+ * keeps the model-dtype partitions (fp32 here: 2,000,384), the persistent b1 and
+ * b2 gathered (2 x 4,096) and the IPG bucket. The reduce (partition_grads)
+ * brings each partition back to the GPU (grad_buffer.to(device): W1 and W2
+ * 249,750 elements, 999,000 B -> 999,424; b1 and b2 250, 1,024) and takes
+ * its norm in float64 (W1, W2: 1,998,000 B -> 1,998,336); the step's own
+ * float64 norm copies are not made (the norms were taken then). --offload
+ * params adds offload_param: no partition on the GPU, and each gather brings
+ * the partition over first (ds_tensor.to(device): W1 and W2 in forward); the
+ * persistent parameters' re-gather after the step copies b1 and b2's. */
+static void test_zero3_offload(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_OPTIMIZER;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 2000384 + 2 * 4096);
+    assert_int_equal(r.memory.gradients, INT64_C(2000000000));
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    o.offload = VC_OFFLOAD_PARAMS;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 2 * 4096);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    vc_model_free(m);
+    count_t back = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 999424);
+    assert_int_equal(back.allocs[1], 2);
+    assert_int_equal(back.allocs[0], 0);
+    count_t norm = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 1998336);
+    assert_int_equal(norm.allocs[1], 2);
+    assert_int_equal(norm.allocs[2], 0);
+    count_t none = count_off(VC_OFFLOAD_NONE, "temp", 1998336);
+    assert_int_equal(none.allocs[2], 2); /* without offload: get_grad_norm_direct's copies in the step */
+    count_t fwd = count_off(VC_OFFLOAD_PARAMS, "temp", 999424);
+    assert_int_equal(fwd.allocs[0], 2);
+    count_t pers = count_off(VC_OFFLOAD_PARAMS, "temp", 1024);
+    assert_int_equal(pers.allocs[2], 2);
+}
+
+/* --offload a layout cannot do: exit 2 naming --offload (layout.c
+ * offload_refusal): ZeRO-2 has no offload_param, FSDP1 no optimizer-only
+ * offload, DDP and one GPU none at all. */
+static void test_offload_refused(void **state)
+{
+    (void)state;
+    static const struct { vc_parallel par; vc_offload off; const char *why; } cases[] = {
+        {VC_PARALLEL_ZERO2, VC_OFFLOAD_PARAMS, "offload_param is stage 3's"},
+        {VC_PARALLEL_FSDP, VC_OFFLOAD_OPTIMIZER, "no optimizer-only offload"},
+        {VC_PARALLEL_DDP, VC_OFFLOAD_OPTIMIZER, "no CPU offload"},
+        {VC_PARALLEL_NONE, VC_OFFLOAD_PARAMS, "sharded --parallel"},
+    };
+    vc_model *m = load();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_options o = opts(cases[i].par, cases[i].par == VC_PARALLEL_NONE ? 1 : 4, VC_OPTIM_ADAM);
+        o.offload = cases[i].off;
+        vc_error err = {0};
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, "--offload");
+        assert_non_null(strstr(err.msg, cases[i].why));
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,8 +588,11 @@ int main(void)
         cmocka_unit_test(test_zero3_resident),
         cmocka_unit_test(test_zero3_gathers),
         cmocka_unit_test(test_zero3_prefetch_reuse),
+        cmocka_unit_test(test_zero3_subgroups),
         cmocka_unit_test(test_zero3_world1),
         cmocka_unit_test(test_zero3_bf16),
+        cmocka_unit_test(test_zero3_offload),
+        cmocka_unit_test(test_offload_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,7 +25,8 @@ class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
                 ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
-                ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int)]
+                ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
+                ("offload", c_int)]
 
 
 class vc_memory(ctypes.Structure):
