@@ -744,8 +744,9 @@ static void drop_slots(vc_build *b, int32_t *slot, size_t n)
 
 /* The optimizer's row: each trainable parameter's step program, run op by
  * op over all parameters for foreach (a _foreach_* call takes the whole
- * list), one parameter after another otherwise. */
-static void run_step_programs(vc_build *b)
+ * list), one parameter after another otherwise; only parameter `only` when
+ * it is not SIZE_MAX (a flat parameter stepped alone). */
+static void run_step_programs(vc_build *b, size_t only)
 {
     const vc_optim_row *r = b->optim;
     vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32};
@@ -756,7 +757,7 @@ static void run_step_programs(vc_build *b)
         int32_t slot[VC_OPTIM_MAX];
         for (int k = 0; k < VC_OPTIM_MAX; k++) slot[k] = -1;
         for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p)) continue;
+            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
             ctx.state_dt = state_dt(b, p);
             int n = r->step(opt_par(b, p), &ctx, prog);
             for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
@@ -766,7 +767,7 @@ static void run_step_programs(vc_build *b)
     }
     int nslots = 1, nops = 0;
     for (size_t p = 0; p < np; p++) {
-        if (!steps_here(b, p)) continue;
+        if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
         ctx.state_dt = state_dt(b, p);
         int n = r->step(opt_par(b, p), &ctx, prog);
         if (n > nops) nops = n;
@@ -780,7 +781,7 @@ static void run_step_programs(vc_build *b)
     for (size_t k = 0; k < (np + 1) * (size_t)nslots; k++) slot[k] = -1;
     for (int j = 0; j < nops; j++)
         for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p)) continue;
+            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
             ctx.state_dt = state_dt(b, p);
             int n = r->step(opt_par(b, p), &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
@@ -799,7 +800,14 @@ static void optimizer_step(vc_build *b)
         s_unref(b, s, -1);
     }
     model_hook(b, true);
-    run_step_programs(b);
+    bool alone = false;
+    for (size_t i = 0; i < b->nflat; i++) alone |= b->flat[i].alone;
+    if (!alone) run_step_programs(b, SIZE_MAX);
+    for (size_t i = 0; i < b->nflat && alone && b->layout->module; i++) { /* one step() call each (ZeRO-3's sub-groups) */
+        b->layout->module(b, (int)i, VC_PHASE_OPTIMIZER, true);
+        run_step_programs(b, i);
+        b->layout->module(b, (int)i, VC_PHASE_OPTIMIZER, false);
+    }
     model_hook(b, false);
     b->phase = VC_PHASE_IDLE;
     for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */

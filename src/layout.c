@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "util.h"
 
 /* ---- ddp: torch.nn.parallel.DistributedDataParallel, bucket_cap_mb=25,
  * gradient_as_bucket_view=False (its defaults). Every rank keeps the whole
@@ -149,7 +150,7 @@ static void fsdp_units(vc_build *b, int64_t group)
         b->unit_of[i] = unit;
     }
     b->nflat = (size_t)unit + 1;
-    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}};
+    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}, false};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
@@ -353,7 +354,7 @@ static void zero2_flat(vc_build *b)
     }
     b->nflat = 1; /* inference builds no ZeRO optimizer: no partition */
     b->flat[0] = (vc_flat_param){{b->train ? part : 0, b->train && part > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, flat, flat,
-                                 -1, -1, {vc_n_fixed(tot[busiest]), dt}};
+                                 -1, -1, {vc_n_fixed(tot[busiest]), dt}, false};
     b->lay_n[Z_GIPN] = tot[busiest];
     free(tot);
 }
@@ -459,7 +460,38 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_FSDP_GRAD_OP] = {"shard-grad-op", fsdp_shard_grad_op, NULL, NULL, fsdp_flat, NULL},
     [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat, NULL},
     [VC_PARALLEL_ZERO2] = {"zero2", zero2_hook, zero2_resident, NULL, zero2_flat, zero2_grad},
+    [VC_PARALLEL_ZERO3] = {"zero3", vc__zero3_hook, vc__zero3_resident, NULL, vc__zero3_flat, vc__zero3_grad},
 };
+
+/* --offload: which layouts can keep what on the CPU, and why not (DeepSpeed's
+ * offload_optimizer for stages 1-3, offload_param for stage 3 only, config.py
+ * DeepSpeedZeroConfig; FSDP1's CPUOffload(offload_params=True) moves the
+ * parameters and with them their gradients and optimizer state, there is
+ * no optimizer-only setting). NULL: modelled. */
+static const char *offload_refusal(vc_parallel p, vc_offload f)
+{
+    switch (p) {
+    case VC_PARALLEL_ZERO3: return NULL;
+    case VC_PARALLEL_ZERO2:
+        return f == VC_OFFLOAD_PARAMS ? "ZeRO stage 2 cannot offload parameters (offload_param is stage 3's): use zero3"
+                                      : "offload_optimizer under zero2 is not modelled yet (docs/parallel.md)";
+    case VC_PARALLEL_FSDP: case VC_PARALLEL_FSDP_GRAD_OP: case VC_PARALLEL_FSDP_HYBRID:
+        return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
+                                           "gradients and optimizer state): --offload params"
+                                         : "FSDP1's CPUOffload(offload_params=True) is not modelled yet (docs/parallel.md)";
+    case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero3)";
+    default: return "this layout keeps everything on the GPU (no CPU offload): zero3 offloads";
+    }
+}
+
+vc_status vc__layout_offload_check(const vc_options *o, vc_error *err)
+{
+    if ((unsigned)o->offload >= VC_OFFLOAD__N) return vc_set_error(err, VC_ERR_USAGE, "--offload", "invalid value");
+    const char *why = o->offload == VC_OFFLOAD_NONE ? NULL : offload_refusal(o->parallel, o->offload);
+    return why ? vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
+                              vc_parallel_name(o->parallel), why)
+               : VC_OK;
+}
 
 const vc_layout_row *vc_layout_row_get(const vc_options *o)
 {

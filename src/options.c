@@ -16,6 +16,7 @@ static const char *const mode_names[] = {VC_MODE_MAP(VC__NAME) NULL};
 static const char *const attn_names[] = {VC_ATTENTION_MAP(VC__NAME) NULL};
 static const char *const par_names[] = {VC_PARALLEL_MAP(VC__NAME) NULL};
 static const char *const cache_names[] = {VC_CACHE_MAP(VC__NAME) NULL};
+static const char *const offload_names[] = {VC_OFFLOAD_MAP(VC__NAME) NULL};
 static const char *const kv_names[] = {VC_KV_DTYPE_MAP(VC__NAME) NULL};
 #undef VC__NAME
 static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode"};
@@ -41,6 +42,8 @@ const char *vc_mode_name(vc_mode m) { return (unsigned)m < VC_MODE__N ? mode_nam
 const char *vc_attention_name(vc_attention a) { return (unsigned)a < VC_ATTN__N ? attn_names[a] : "?"; }
 const char *vc_phase_name(vc_phase p) { return (unsigned)p < 6 ? phase_names[p] : "?"; }
 int vc_cache_from_name(const char *s) { return lookup(cache_names, s); }
+int vc_offload_from_name(const char *s) { return lookup(offload_names, s); }
+const char *vc_offload_name(vc_offload o) { return (unsigned)o < VC_OFFLOAD__N ? offload_names[o] : "?"; }
 int vc_kv_dtype_from_name(const char *s) { return lookup(kv_names, s); }
 const char *vc_kv_dtype_name(vc_kv_dtype k) { return (unsigned)k < VC_KV__N ? kv_names[k] : "?"; }
 const char *vc_cache_name(vc_cache c) { return (unsigned)c < VC_CACHE__N ? cache_names[c] : "?"; }
@@ -139,6 +142,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
     if (o->parallel == VC_PARALLEL_FSDP_HYBRID && vc_dp_world(o) > 8 && vc_dp_world(o) % 8)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
+    if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -196,6 +196,7 @@ void vc_plan_free(vc_plan *p)
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);
     free(b->pp_held); free(b->pp_refs);
+    if (b->lay_free) b->lay_free(b->lay_state);
     vc__memo_free(b->memo);
     vc__gen_end(b);
     free(b->gen.slot);

@@ -182,6 +182,8 @@ struct vc_build {
     int64_t lay_n[4];             /* the layout hooks' counters (ZeRO-2: bucket elements, ...) */
     int32_t lay_s[4];             /* ... and storages, -1 none */
     bool *lay_mask;               /* ... and a per-parameter flag (ZeRO-2: in this rank's partition) */
+    void *lay_state;              /* ... or a row's own state (ZeRO-3), freed with lay_free */
+    void (*lay_free)(void *);
     const char *why_opt;          /* a layout's refusal (b->st = VC_ERR_USAGE): the option, and why */
     char why[200];
     bool train;
@@ -281,6 +283,13 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
  * for layout hooks. */
 int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst);
 void vc__free(vc_build *b, int32_t s, int32_t inst);
+
+/* layout_zero3.c: the zero3 row's hooks (policy.h vc_layout_row) */
+void vc__zero3_flat(vc_build *b);
+void vc__zero3_resident(vc_build *b);
+void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin);
+void vc__zero3_grad(vc_build *b, size_t p, int32_t inst);
+void vc__zero3_free(void *state);
 
 /* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
 void vc__execute(vc_build *b);

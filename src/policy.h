@@ -97,6 +97,9 @@ typedef struct {
     int32_t full;     /* storage of the gathered (unsharded, padded) flat parameter, -1 none */
     int32_t grad;     /* storage of the sharded gradient (.grad until zero_grad), -1 none */
     vc_tspec held;    /* the gradient it stands for between backward and step (the persistent figure) */
+    bool alone;       /* stepped by an optimizer.step() call of its own (DeepSpeed ZeRO-3's sub-groups):
+                       * the engine runs its step programs apart, between calls of the layout's
+                       * module hook with inst = its index in phase VC_PHASE_OPTIMIZER */
 } vc_flat_param;
 
 /* A parallel layout: how one rank's step differs from a single GPU's (the
@@ -107,7 +110,9 @@ typedef struct {
  * gathers a unit's parameters and frees them, where a pipeline stage hands
  * its activations on. A hook allocates and frees with vc__alloc/vc__free.
  * It is also called with inst -1 (the whole model, FSDP's root) as the
- * forward, the backward and the optimizer step begin and end. */
+ * forward, the backward and the optimizer step begin and end, and, in the
+ * optimizer step, with a flat parameter's index around its own step when
+ * the flat parameter is stepped alone (vc_flat_param.alone). */
 typedef struct vc_layout_row {
     const char *name;
     void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
@@ -132,6 +137,8 @@ typedef struct vc_layout_row {
 
 /* The layout of an estimate with these options (o->parallel). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
+/* --offload: VC_ERR_USAGE naming --offload when o->parallel cannot offload o->offload. */
+vc_status vc__layout_offload_check(const vc_options *o, vc_error *err);
 
 /* A storage format of Linear weights (vc_weights; src/quant.c). Per-weight
  * tensors and temporaries are functions of the weight's shape p->dims =

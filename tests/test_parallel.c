@@ -4,7 +4,8 @@
  * derive every byte by hand from FSDP's source (torch/distributed/fsdp/
  * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 1.6), and
  * hybrid = HYBRID_SHARD; and DeepSpeed's ZeRO-2 (zero2, from
- * deepspeed/runtime/zero/stage_1_and_2.py).
+ * deepspeed/runtime/zero/stage_1_and_2.py) and ZeRO-3 (zero3, from stage3.py,
+ * partition_parameters.py, partitioned_param_coordinator.py; docs/parallel.md 1.8).
  *
  * The model: Linear(1000 -> 999) then Linear(999 -> 1000), both with bias,
  * fp32, batch 1. No repeated entry, so each Linear is a unit and the root
@@ -776,6 +777,263 @@ static void test_pp_max_batch(void **state)
     vc_model_free(m);
 }
 
+/* ---- zero3: DeepSpeed ZeRO stage 3 (src/layout_zero3.c), derived from its
+ * source. A counter of one size's allocations and frees per phase. */
+typedef struct {
+    const char *cat;
+    int64_t bytes;
+    int allocs[4], frees[4];
+} count_t;
+
+static void on_count(void *ctx, const char *text)
+{
+    count_t *c = ctx;
+    char phase[32], op[16], cat[16];
+    long long bytes, total;
+    if (sscanf(text, "%31s %15s %15s %lld %lld", phase, op, cat, &bytes, &total) != 5) return;
+    if (strcmp(cat, c->cat) || bytes != c->bytes) return;
+    if (!strcmp(op, "alloc")) c->allocs[phase_index(phase)]++;
+    else if (!strcmp(op, "free")) c->frees[phase_index(phase)]++;
+}
+
+static count_t count_string(const char *json, vc_parallel par, int64_t gpus, vc_optim optim, const char *cat, int64_t bytes)
+{
+    vc_model *m = NULL;
+    vc_error err = {0};
+    if (vc_model_load_string(json, strlen(json), "m.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o = opts(par, gpus, optim);
+    count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return c;
+}
+
+/* The two Linears at world size 4, fp32, Adam. Partitions (Init._aligned_size:
+ * each parameter padded to a multiple of 4): W1 999,000 -> 249,750 elements,
+ * b1 999 -> 1,000 -> 250, W2 249,750, b2 1,000 -> 250: 500,000 in all.
+ * Resident: the defragmented partitions (lp_param_buffer) 2,000,000 B ->
+ * 2,000,384 in blocks, the fp32 partition the same, Adam's two states on it;
+ * the gradient partitions (grad_partitions_flat_buffer, fp32) 2,000,384 and
+ * the IPG bucket (5e8 fp32 elements) 2,000,000,000 B; b1 and b2 (at most 1e5
+ * elements: persistent) gathered whole by _allgather_params_coalesced, 4 x
+ * 250 elements each: 4,096 B each in blocks. */
+static void test_zero3_resident(void **state)
+{
+    (void)state;
+    vc_result r = estimate(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    assert_int_equal(r.memory.weights, 2 * 2000384 + 2 * 4096);
+    assert_int_equal(r.memory.gradients, 2000384 + INT64_C(2000000000));
+    assert_int_equal(r.memory.optimizer_states, 2 * 2000384);
+    /* The peak, in the second Linear's backward: the resident 2,010,010,112;
+     * the input 4,096; W1 and W2 gathered (3,996,000 B each, 3,996,160 in
+     * blocks: see test_zero3_gathers); the first Linear's output, saved,
+     * 4,096; the loss and the root gradient 512 + 512; the gradient of the
+     * output 4,096 and of the first Linear's output 4,096; W2's and b2's
+     * gradients 3,996,160 + 4,096 before their hooks copy them into the IPG
+     * bucket. */
+    assert_int_equal(r.memory.peak_allocated, INT64_C(2010010112) + 4096 + 2 * 3996160 + 4096 + 512 + 512 + 4096 + 4096 +
+                                                  3996160 + 4096);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+}
+
+/* The coordinator's gathers (fetch_sub_module) with its prefetch and
+ * max_reuse_distance: the trace is [Linear 1, Linear 2] forward then
+ * [Linear 2, Linear 1] backward. Linear 1's fetch gathers W1 (one parameter:
+ * torch.empty(ceil(numel / 4) x 4), 999,000 elements) and prefetches the next
+ * parameters of the trace not available, W2 (b2 is persistent); each
+ * Linear's parameters are used again within 1e9 elements of trace
+ * (__params_to_release), so neither is released in forward: no gather in
+ * backward. Each is released after its backward (no later use). The
+ * epilogue's reduce_scatter_coalesced cats the bucket's four gradients,
+ * padded to multiples of 4 (999,000 + 1,000 + 999,000 + 1,000 elements,
+ * 8,000,000 B), b1's one padding element a 512-byte allocation. */
+static void test_zero3_gathers(void **state)
+{
+    (void)state;
+    count_t g = count_string(two, VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM, "weight", 3996160);
+    assert_int_equal(g.allocs[0], 2);
+    assert_int_equal(g.frees[0], 0);
+    assert_int_equal(g.allocs[1], 0);
+    assert_int_equal(g.frees[1], 2);
+    count_t c = count_string(two, VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM, "temp", 8000000);
+    assert_int_equal(c.allocs[1], 1);
+    /* the step: _partition_all_parameters releases b1 and b2, _post_step gathers them again */
+    count_t p = count_string(two, VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM, "weight", 4096);
+    assert_int_equal(p.frees[2], 2);
+    assert_int_equal(p.allocs[2], 2);
+}
+
+/* Four Linear(16384 -> 16384) at world size 2, SGD: each weight 268,435,456
+ * elements (1 GiB in fp32 when gathered), the biases persistent. Forward:
+ * Linear 0's fetch gathers W0 and prefetches W1 (prefetch_bucket_size 5e7:
+ * one weight passes it); Linear 1's prefetches W2, Linear 2's W3, Linear 3's
+ * the backward's next one not available, W1. Linear 0 and 1 are released
+ * (their next use lies past 1e9 elements of trace: Linear 1's after 2, 3, 3,
+ * 2 = 1.07e9), Linear 2 and 3 are kept (2 x 268M and 0 before their reuse):
+ * 5 gathers, 2 frees in forward. Backward: Linear 3's fetch prefetches W0
+ * (max_live_parameters 1e9 less the 805M available leaves room for it);
+ * all four are freed after their backward. */
+static void test_zero3_prefetch_reuse(void **state)
+{
+    (void)state;
+    static const char *const big =
+        "{\"input\": [16384], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16384, \"out_features\": 16384, \"repeat\": 4}]}";
+    count_t g = count_string(big, VC_PARALLEL_ZERO3, 2, VC_OPTIM_SGD, "weight", INT64_C(1073741824));
+    assert_int_equal(g.allocs[0], 5);
+    assert_int_equal(g.frees[0], 2);
+    assert_int_equal(g.allocs[1], 1);
+    assert_int_equal(g.frees[1], 4);
+}
+
+/* sub_group_size (1e9 elements): the same four Linears at world size 1, fp32.
+ * The trainable parameters in order, W0 268,435,456, b0 16,384, ...: the
+ * first sub-group closes at W3, holding 4 x 268,435,456 + 3 x 16,384 =
+ * 1,073,790,976 elements (4,295,163,904 B, a multiple of 512); b3 is the
+ * second. Each has its fp32 partition (_create_fp32_partitions: a tensor each)
+ * and is stepped alone: the first's gradients flattened into one fp32 copy
+ * (fp32: .to(float32) copies nothing), the second's single gradient only
+ * viewed (flatten_dense_tensors of one tensor). */
+static void test_zero3_subgroups(void **state)
+{
+    (void)state;
+    static const char *const big =
+        "{\"input\": [16384], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16384, \"out_features\": 16384, \"repeat\": 4}]}";
+    count_t w = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "weight", INT64_C(4295163904));
+    assert_int_equal(w.allocs[0], 1);
+    count_t b3 = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "weight", 65536);
+    assert_int_equal(b3.allocs[0], 1);
+    count_t g = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "grad", INT64_C(4295163904));
+    assert_int_equal(g.allocs[2], 1);
+    count_t g1 = count_string(big, VC_PARALLEL_ZERO3, 1, VC_OPTIM_SGD, "grad", 65536);
+    assert_int_equal(g1.allocs[2], 0);
+}
+
+/* World size 1: num_partitions == 1, so nothing is gathered
+ * (_no_gather_coalesced: param.data = the partition) and nothing is padded;
+ * the partitions are the whole parameters: lp_param_buffer 1,999,999 fp32
+ * elements (7,999,996 B -> 8,000,000), the fp32 partition the same. Still
+ * not the single-GPU estimate: the IPG bucket and the gradient partitions
+ * are allocated and every gradient goes through the bucket. */
+static void test_zero3_world1(void **state)
+{
+    (void)state;
+    vc_result r = estimate(VC_PARALLEL_ZERO3, 1, VC_OPTIM_ADAM);
+    assert_int_equal(r.memory.weights, 2 * 8000000);
+    assert_int_equal(r.memory.gradients, 8000000 + INT64_C(2000000000));
+    vc_result_free(&r);
+    count_t g = count_string(two, VC_PARALLEL_ZERO3, 1, VC_OPTIM_ADAM, "weight", 3996160);
+    assert_int_equal(g.allocs[0] + g.allocs[1], 0);
+}
+
+/* bf16 parameters: the 16-bit partitions 1,000,000 B (1,000,448), the fp32
+ * partition 2,000,384, the gradient partitions in bf16 1,000,448 and the IPG
+ * bucket 5e8 x 2 B; at the step flatten(averaged_gradients) (bf16, 1,000,448)
+ * and its .to(float32) (2,000,384) are alive together. */
+static void test_zero3_bf16(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    o.precision = VC_PREC_BF16;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    /* the persistent b1, b2 gathered: 1,000 bf16 elements each, 2,048 B */
+    assert_int_equal(r.memory.weights, 1000448 + 2000384 + 2 * 2048);
+    assert_int_equal(r.memory.gradients, 1000448 + INT64_C(1000000000));
+    assert_int_equal(r.memory.optimizer_states, 2 * 2000384);
+    vc_result_free(&r);
+    count_t c = {"grad", 1000448, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(c.allocs[2], 1);
+    count_t c32 = {"grad", 2000384, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c32, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(c32.allocs[2], 1);
+    vc_model_free(m);
+}
+
+static count_t count_off(vc_offload off, const char *cat, int64_t bytes)
+{
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    o.offload = off;
+    vc_error err = {0};
+    count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return c;
+}
+
+/* --offload optimizer (offload_optimizer, device cpu): the fp32 partition,
+ * its Adam state and the gradient partitions on the CPU (self.device); the GPU
+ * keeps the model-dtype partitions (fp32 here: 2,000,384), the persistent b1 and
+ * b2 gathered (2 x 4,096) and the IPG bucket. The reduce (partition_grads)
+ * brings each partition back to the GPU (grad_buffer.to(device): W1 and W2
+ * 249,750 elements, 999,000 B -> 999,424; b1 and b2 250, 1,024) and takes
+ * its norm in float64 (W1, W2: 1,998,000 B -> 1,998,336); the step's own
+ * float64 norm copies are not made (the norms were taken then). --offload
+ * params adds offload_param: no partition on the GPU, and each gather brings
+ * the partition over first (ds_tensor.to(device): W1 and W2 in forward); the
+ * persistent parameters' re-gather after the step copies b1 and b2's. */
+static void test_zero3_offload(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_OPTIMIZER;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 2000384 + 2 * 4096);
+    assert_int_equal(r.memory.gradients, INT64_C(2000000000));
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    o.offload = VC_OFFLOAD_PARAMS;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 2 * 4096);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    vc_model_free(m);
+    count_t back = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 999424);
+    assert_int_equal(back.allocs[1], 2);
+    assert_int_equal(back.allocs[0], 0);
+    count_t norm = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 1998336);
+    assert_int_equal(norm.allocs[1], 2);
+    assert_int_equal(norm.allocs[2], 0);
+    count_t none = count_off(VC_OFFLOAD_NONE, "temp", 1998336);
+    assert_int_equal(none.allocs[2], 2); /* without offload: get_grad_norm_direct's copies in the step */
+    count_t fwd = count_off(VC_OFFLOAD_PARAMS, "temp", 999424);
+    assert_int_equal(fwd.allocs[0], 2);
+    count_t pers = count_off(VC_OFFLOAD_PARAMS, "temp", 1024);
+    assert_int_equal(pers.allocs[2], 2);
+}
+
+/* --offload a layout cannot do: exit 2 naming --offload (layout.c
+ * offload_refusal): ZeRO-2 has no offload_param, FSDP1 no optimizer-only
+ * offload, DDP and one GPU none at all. */
+static void test_offload_refused(void **state)
+{
+    (void)state;
+    static const struct { vc_parallel par; vc_offload off; const char *why; } cases[] = {
+        {VC_PARALLEL_ZERO2, VC_OFFLOAD_PARAMS, "offload_param is stage 3's"},
+        {VC_PARALLEL_FSDP, VC_OFFLOAD_OPTIMIZER, "no optimizer-only offload"},
+        {VC_PARALLEL_DDP, VC_OFFLOAD_OPTIMIZER, "no CPU offload"},
+        {VC_PARALLEL_NONE, VC_OFFLOAD_PARAMS, "sharded --parallel"},
+    };
+    vc_model *m = load();
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_options o = opts(cases[i].par, cases[i].par == VC_PARALLEL_NONE ? 1 : 4, VC_OPTIM_ADAM);
+        o.offload = cases[i].off;
+        vc_error err = {0};
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, "--offload");
+        assert_non_null(strstr(err.msg, cases[i].why));
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -798,6 +1056,14 @@ int main(void)
         cmocka_unit_test(test_pp_tied),
         cmocka_unit_test(test_pp_refused),
         cmocka_unit_test(test_pp_max_batch),
+        cmocka_unit_test(test_zero3_resident),
+        cmocka_unit_test(test_zero3_gathers),
+        cmocka_unit_test(test_zero3_prefetch_reuse),
+        cmocka_unit_test(test_zero3_subgroups),
+        cmocka_unit_test(test_zero3_world1),
+        cmocka_unit_test(test_zero3_bf16),
+        cmocka_unit_test(test_zero3_offload),
+        cmocka_unit_test(test_offload_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

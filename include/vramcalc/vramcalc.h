@@ -224,7 +224,11 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
     X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
-    X(ZERO2, "zero2")
+    X(ZERO2, "zero2") X(ZERO3, "zero3")
+/* --offload (docs/parallel.md): what a parallel layout keeps on the CPU. optimizer:
+ * DeepSpeed's offload_optimizer (the fp32 partition, its gradient and state);
+ * params: offload_param too (the 16-bit partitions). */
+#define VC_OFFLOAD_MAP(X) X(NONE, "none") X(OPTIMIZER, "optimizer") X(PARAMS, "params")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
 #define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,
@@ -234,6 +238,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 #define VC__ENUM_ATTN(e, n) VC_ATTN_##e,
 #define VC__ENUM_PAR(e, n) VC_PARALLEL_##e,
 #define VC__ENUM_CACHE(e, n) VC_CACHE_##e,
+#define VC__ENUM_OFFLOAD(e, n) VC_OFFLOAD_##e,
 typedef enum { VC_OPTIM_MAP(VC__ENUM_OPTIM) VC_OPTIM__N } vc_optim;
 typedef enum { VC_OPTIM_IMPL_MAP(VC__ENUM_IMPL) VC_IMPL__N } vc_optim_impl;
 typedef enum { VC_PRECISION_MAP(VC__ENUM_PREC) VC_PREC__N } vc_precision;
@@ -241,6 +246,7 @@ typedef enum { VC_MODE_MAP(VC__ENUM_MODE) VC_MODE__N } vc_mode;
 typedef enum { VC_ATTENTION_MAP(VC__ENUM_ATTN) VC_ATTN__N } vc_attention;
 typedef enum { VC_PARALLEL_MAP(VC__ENUM_PAR) VC_PARALLEL__N } vc_parallel;
 typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
+typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
 
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
@@ -267,6 +273,7 @@ typedef struct {
     int64_t pp;             /* pipeline stages, >= 1 */
     int64_t micro_batches;  /* pipeline micro-batches per step, >= 1 (0: pp) */
     int sp;                 /* 1: sequence parallelism with tp (Megatron --sequence-parallel) */
+    vc_offload offload;     /* what the parallel layout keeps on the CPU (none) */
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
@@ -295,6 +302,8 @@ int vc_attention_from_name(const char *s);
 int vc_parallel_from_name(const char *s);
 int vc_cache_from_name(const char *s);
 const char *vc_cache_name(vc_cache c);
+int vc_offload_from_name(const char *s);
+const char *vc_offload_name(vc_offload o);
 const char *vc_parallel_name(vc_parallel p);
 const char *vc_optim_name(vc_optim o);
 const char *vc_optim_impl_name(vc_optim_impl i);

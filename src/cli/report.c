@@ -235,8 +235,8 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
     }
     if (o->parallel != VC_PARALLEL_NONE) {
-        snprintf(it, sizeof it, "%s on %" PRId64 " GPU%s (per GPU)", vc_parallel_name(o->parallel), o->gpus,
-                 o->gpus == 1 ? "" : "s");
+        snprintf(it, sizeof it, "%s on %" PRId64 " GPU%s (per GPU)%s%s", vc_parallel_name(o->parallel), o->gpus,
+                 o->gpus == 1 ? "" : "s", o->offload ? ", offload " : "", o->offload ? vc_offload_name(o->offload) : "");
         line_item(&l, ", ", it);
     }
     if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
@@ -540,7 +540,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_str(f, r->attention);
     fprintf(f, ",\n");
     if (o->parallel != VC_PARALLEL_NONE)
-        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "},\n", ind, vc_parallel_name(o->parallel), o->gpus);
+        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s},\n", ind, vc_parallel_name(o->parallel),
+                o->gpus, o->offload ? ", \"offload\": \"" : "", o->offload ? vc_offload_name(o->offload) : "", o->offload ? "\"" : "");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
