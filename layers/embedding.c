@@ -96,9 +96,12 @@ static void emb_emit(vc_build *b, const void *p)
     vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(per), c->dim), vc_dt_of(b, w));
     vc_op_save_if(o, idx, iw);
     if (vc_training(b) && vc_requires_grad(b, w)) {
-        /* which backward path runs depends on num_indices = batch * per */
-        vc_batch_dependent(b);
-        int64_t n = smul(vc_batch(b), per);
+        /* which backward path runs depends on num_indices = batch * per: the
+         * direct path for batches 1 .. 3072 / per; the sort path's sizes are
+         * computed for this batch alone */
+        int64_t n = smul(vc_batch(b), per), direct = per > 0 ? 3072 / per : VC_BATCH_ANY;
+        if (n > 3072 || c->scale_grad) vc_batch_dependent(b);
+        else vc_batch_range(b, 1, direct);
         if (n > 3072 || c->scale_grad) {
             int64_t i8 = r512(smul(n, 8));
             int64_t ms = n < c->num ? n : c->num;            /* max_segments */
