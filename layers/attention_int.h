@@ -38,7 +38,7 @@ typedef struct {
 
 static inline void tp_add(tparts *t, vc_numel n, vc_dtype dt, int alt)
 {
-    if (t->n < VC_MAX_PARTS) t->p[t->n++] = (vc_part){n, dt, alt};
+    if (t->n < VC_MAX_PARTS) t->p[t->n++] = (vc_part){n, dt, alt, 1, 1};
 }
 
 /* f(g, vc_batch(b)), declaring the batches over which f keeps that value

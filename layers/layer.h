@@ -234,11 +234,14 @@ void vc_op_save_if(vc_op *o, vc_t t, int in);
 /* Transient allocations inside the forward / backward call. */
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
-/* One tensor of a merged transient: n elements of dt, in alternative `alt`. */
+/* One tensor of a merged transient: n elements of dt, in alternative `alt`;
+ * with div (0: 1) and mul (0: 1), floor((n.ps x batch + n.fx) / div) x mul
+ * elements (a kernel's count such as num_indices / 10 + num_indices). */
 typedef struct {
     vc_numel n;
     vc_dtype dt;
     int alt;
+    int64_t div, mul;
 } vc_part;
 #define VC_MAX_PARTS 12
 /* A transient block for several tensors that live together inside one

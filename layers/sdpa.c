@@ -284,7 +284,7 @@ static vc_part eff_workspace(vc_build *b, const sdpa_t *g, bool half, int alt)
         gv = sat_mul(splits * bj, round_up(Dv, bi));
     }
     int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
-    return (vc_part){vc_n_sample(sat_mul(sat_mul(H, per_bh), 4)), VC_DT_U8, alt};
+    return (vc_part){vc_n_sample(sat_mul(sat_mul(H, per_bh), 4)), VC_DT_U8, alt, 1, 1};
 }
 
 /* _scaled_dot_product_efficient_attention (§4.6). */

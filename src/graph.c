@@ -235,7 +235,7 @@ static int64_t part_bytes(const part_t *p, int64_t batch)
 {
     int64_t e = part_mul(p->ps, batch);
     e = e > PART_BIG - p->fx ? PART_BIG : e + p->fx;
-    int64_t by = part_mul(e, p->dts);
+    int64_t by = part_mul(part_mul(e / p->div, p->mul), p->dts);
     return by == 0 ? 0 : part_mul((by + 511) / 512, 512);
 }
 
@@ -280,7 +280,8 @@ static void parts_item(vc_op *o, int type, const vc_part *p, int np, bool cap)
     k->cap = cap;
     for (int i = 0; i < np; i++) {
         if (p[i].alt < 0 || p[i].alt >= VC_MAX_PARTS) continue;
-        b->part[b->npart++] = (part_t){p[i].n.ps, p[i].n.fx, vc_dtype_size(resolve(b, p[i].dt)), p[i].alt};
+        b->part[b->npart++] = (part_t){p[i].n.ps, p[i].n.fx, p[i].div > 0 ? p[i].div : 1, p[i].mul > 0 ? p[i].mul : 1,
+                                       vc_dtype_size(resolve(b, p[i].dt)), p[i].alt};
         k->np++;
     }
     it->comp = (int32_t)b->ncomp++;

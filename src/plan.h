@@ -73,6 +73,7 @@ typedef struct {
  * (each part saturated at 2^60 bytes), capped at 2^60 when `cap`. */
 typedef struct {
     int64_t ps, fx;  /* elements per sample, fixed elements */
+    int64_t div, mul; /* elements: floor((ps x batch + fx) / div) x mul */
     int32_t dts;     /* bytes per element */
     int32_t alt;     /* the alternative it belongs to */
 } part_t;

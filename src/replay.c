@@ -83,8 +83,11 @@ static void comp_bounds(const vc_build *b, int32_t k, int64_t *a, int64_t *c)
     for (int32_t i = 0; i < q->np; i++) {
         const part_t *p = &b->part[q->p0 + i];
         int64_t x, y;
-        if (__builtin_mul_overflow(p->fx, p->dts, &x) || __builtin_add_overflow(x, 511, &x) || x > cap) x = cap;
-        if (__builtin_mul_overflow(p->ps, p->dts, &y) || y > cap) y = cap;
+        int64_t m = p->dts * p->mul / p->div + 1; /* bytes per element counted, at least (div rounds down) */
+        if (p->mul > cap / p->dts || __builtin_mul_overflow(p->fx, m, &x) || __builtin_add_overflow(x, 511, &x) ||
+            x > cap)
+            x = cap;
+        if (p->mul > cap / p->dts || __builtin_mul_overflow(p->ps, m, &y) || y > cap) y = cap;
         *a = *a + x > cap ? cap : *a + x;
         *c = *c + y > cap ? cap : *c + y;
     }

@@ -25,7 +25,10 @@
 
 /* Plans kept: a model that depends on the batch in a few ranges (batch 1,
  * a kernel's split count) keeps each; one decided per batch (a layer that
- * calls vc_batch_dependent) is rebuilt when it comes back. */
+ * calls vc_batch_dependent) is rebuilt when it comes back. The plans kept
+ * hold at most VC_MAX_PLAN_EVENTS events in all, unless the newest and the
+ * one being replayed alone pass it (a large model then keeps those two, as
+ * when it was rebuilt per batch). */
 #define EST_PLANS 4
 
 typedef struct {
@@ -126,6 +129,21 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     slot->used = ++e->clock;
     e->rebuilt += vc_plan_events(p);
     e->builds++;
+    /* memory: the plans kept hold at most VC_MAX_PLAN_EVENTS events in all
+     * (one of the largest plans), unless this one and `keep` alone pass it */
+    for (;;) {
+        size_t total = 0;
+        est_plan *lru = NULL;
+        for (int i = 0; i < EST_PLANS; i++) {
+            est_plan *c = &e->cache[i];
+            if (!c->p) continue;
+            total += vc_plan_events(c->p);
+            if (c != slot && c->p != keep && (!lru || c->used < lru->used)) lru = c;
+        }
+        if (total <= VC_MAX_PLAN_EVENTS || !lru) break;
+        vc_plan_free(lru->p);
+        lru->p = NULL;
+    }
     *out = slot;
     return VC_OK;
 }

@@ -18,7 +18,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -40,6 +39,12 @@ static vc_model *load(const sweep_case *c)
 {
     vc_model *m = NULL;
     vc_error err;
+    if (c->json[0] != '{') { /* a file of examples/ */
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", VC_EXAMPLES, c->json);
+        if (vc_model_load_file(path, &m, &err)) fail_msg("%s: load: %s", path, err.msg);
+        return m;
+    }
     if (vc_model_load_string(c->json, strlen(c->json), c->name, &m, &err)) fail_msg("%s: load: %s", c->name, err.msg);
     return m;
 }
@@ -96,7 +101,6 @@ static void run_case(const sweep_case *c)
     size_t n = c->batches ? c->nbatches : 40;
     for (size_t i = 0; i < n; i++) check_row(c, e, m, &o, c->batches ? c->batches[i] : (int64_t)i + 1);
     size_t built = vc_estimator_plans_built(e);
-    if (getenv("DBG")) fprintf(stderr, "%s: sweep built %zu\n", c->name, built);
     if (built > c->max_builds) fail_msg("%s: the sweep built %zu plans, expected at most %zu", c->name, built, c->max_builds);
     vc_estimator_free(e);
 
@@ -158,11 +162,23 @@ static const char *const tdl_json =
     " \"batch_first\": true, \"repeat\": 2}]}";
 
 /* Embedding over 512 ids per sample: the backward's direct path up to 3072
- * ids (batches 1 .. 6), the sort path above, whose sizes are computed for
- * each batch (embedding.c): a plan for batches 1 .. 6 and one per batch above. */
+ * ids (batches 1 .. 6), the sort path above (embedding.c), whose sizes follow
+ * the batch while max_segments = min(ids, num_embeddings) stays on one side:
+ * num_embeddings 1000 is passed from batch 2 on, so batches 7 and above share
+ * a plan; with 50,000, batches 7 .. 97 (512 x 97 = 49,664 ids) and 98 and
+ * above. scale_grad_by_freq takes the sort path at any batch: 16 ids per
+ * sample against 1000 rows, batches 1 .. 62 and 63 and above. */
 static const char *const emb_json =
     "{\"input\": {\"shape\": [512], \"dtype\": \"int64\"}, \"layers\": [{\"type\": \"Embedding\", \"num_embeddings\":"
     " 1000, \"embedding_dim\": 16}, {\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 4}]}";
+static const char *const emb_big_json =
+    "{\"input\": {\"shape\": [512], \"dtype\": \"int64\"}, \"layers\": [{\"type\": \"Embedding\", \"num_embeddings\":"
+    " 50000, \"embedding_dim\": 24}]}";
+static const int64_t emb_big_batches[] = {1, 6, 7, 8, 96, 97, 98, 99, 150, 2, 97};
+static const char *const emb_freq_json =
+    "{\"input\": {\"shape\": [16], \"dtype\": \"int64\"}, \"layers\": [{\"type\": \"Embedding\", \"num_embeddings\":"
+    " 1000, \"embedding_dim\": 64, \"scale_grad_by_freq\": true}]}";
+static const int64_t emb_freq_batches[] = {1, 2, 61, 62, 63, 64, 100, 3};
 
 /* BatchNorm2d on a permuted (non-contiguous) [8, 1024, 1024] input: cuDNN
  * while N x 8,388,608 elements stay under 2^31 - 1 (N <= 255), native above
@@ -226,12 +242,32 @@ static void test_transformer_layers(void **state)
 static void test_embedding_and_norm(void **state)
 {
     (void)state;
-    /* batches 1..6 share a plan; 7..40 one each (34); and the grid batches 16, 24, 32 and 48
-     * (simulate.c), each built when a row below it needs it and again for its own row when the
-     * cache (EST_PLANS, 4) let it go */
-    run_case(&(sweep_case){"emb", emb_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 1 + 34 + 4});
+    run_case(&(sweep_case){"emb", emb_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 2});
+    run_case(&(sweep_case){"emb-big", emb_big_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, emb_big_batches,
+                           sizeof emb_big_batches / sizeof *emb_big_batches, 3});
+    run_case(&(sweep_case){"emb-freq", emb_freq_json, VC_MODE_TRAIN, VC_PREC_BF16, VC_ATTN_AUTO, 0, emb_freq_batches,
+                           sizeof emb_freq_batches / sizeof *emb_freq_batches, 2});
     run_case(&(sweep_case){"bn", bn_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, bn_batches,
                            sizeof bn_batches / sizeof *bn_batches, 2});
+}
+
+/* Whole models of examples/: GPT-2 small (1024 ids per sample against 50,257
+ * rows: the direct path up to batch 3, then the sort path with max_segments
+ * = ids up to batch 49 (50,176 ids), then the rows; flash attention in 16
+ * bits): batch 1, 2 .. 3, 4 .. 49, 50 and above, 4 plans. BERT-base (512
+ * ids against 30,522 rows: batch 1, 2 .. 6, 7 .. 59, 60 and above) and
+ * ViT-B/16 (197 tokens, not a multiple of 8: the kernels' temporaries are
+ * rounded one by one; batch 1 and the rest). */
+static const int64_t model_batches[] = {1, 2, 3, 8, 17, 49, 50, 64};
+
+static void test_example_models(void **state)
+{
+    (void)state;
+    const size_t nb = sizeof model_batches / sizeof *model_batches;
+    run_case(&(sweep_case){"gpt2", "gpt2_small.json", VC_MODE_TRAIN, VC_PREC_AMP_BF16, VC_ATTN_AUTO, 0, model_batches, nb, 4});
+    run_case(&(sweep_case){"bert", "bert_base.json", VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, model_batches, nb, 4});
+    run_case(&(sweep_case){"vit", "vit_b_16.json", VC_MODE_TRAIN, VC_PREC_AMP_FP16, VC_ATTN_AUTO, 1, model_batches, nb, 2});
+    run_case(&(sweep_case){"vit-math", "vit_b_16.json", VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_MATH, 0, model_batches, nb, 2});
 }
 
 int main(void)
@@ -239,7 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mha),           cmocka_unit_test(test_mha_sdpa),
         cmocka_unit_test(test_sdpa_kind),     cmocka_unit_test(test_transformer_layers),
-        cmocka_unit_test(test_embedding_and_norm),
+        cmocka_unit_test(test_embedding_and_norm), cmocka_unit_test(test_example_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
