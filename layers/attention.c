@@ -172,8 +172,7 @@ static void mha_weights(vc_build *b, const mha_cfg *c, int *i, mha_w *w)
 /* Is [N, len, E].transpose(1, 0) contiguous? (only when N or len is 1) */
 static bool tr_contig(vc_build *b, int64_t len)
 {
-    vc_batch_dependent(b);
-    return vc_batch(b) == 1 || len == 1;
+    return vc_batch_is_one(b) || len == 1;
 }
 
 /* F.linear on a batch_first module input: the module's transpose(1, 0)
@@ -195,8 +194,7 @@ static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t
  * view backward reshapes the permuted gradient (a copy of proj's size). */
 static vc_t packed(vc_build *b, vc_t proj, int64_t len)
 {
-    vc_batch_dependent(b);
-    bool triv = vc_batch(b) == 1 && len == 1;
+    bool triv = vc_batch_is_one(b) && len == 1;
     vc_t t = view_op(b, "unflatten+transpose", proj, vc_numel_of(b, proj), triv, !triv);
     return op_contiguous(b, t);
 }
@@ -250,7 +248,7 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
 {
     const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
     const double p = vc_training(b) ? c->dropout : 0.0;
-    vc_batch_dependent(b);
+    (void)vc_batch_is_one(b); /* the layouts below see the batch dim's size: 1 or more */
     vc_t q, k, v;
     mha_project(b, c, w, xq, xk, xv, L, S, &q, &k, &v);
     int64_t S2 = S;
@@ -400,7 +398,7 @@ static vc_t softmax_inplace(vc_build *b, vc_t x)
 static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, int64_t L, bool need_weights)
 {
     const int64_t E = c->E, H = c->H, hd = E / H, N = vc_batch(b);
-    vc_batch_dependent(b);
+    (void)vc_batch_is_one(b); /* the SDPA layouts see the batch dim's size: 1 or more */
     if (hd % 8 == 0 && !need_weights) {
         sdpa_t g = {N, H, L, L, hd, hd, true, LAY_BLHD, LAY_BLHD, LAY_BLHD, -1, false, false, false, 0.0, false,
                     BK_MATH, LAY_BHLD};
@@ -617,7 +615,7 @@ static void sdpa_emit(vc_build *b, const void *p)
         in[i] = vc_input(b, i);
         x[i] = amp_cast_keep(b, in[i]); /* scaled_dot_product_attention: lower-precision list */
     }
-    vc_batch_dependent(b);
+    (void)vc_batch_is_one(b); /* the layouts below see the batch dim's size: 1 or more */
     sdpa_t g = {vc_batch(b), H, qs->d[n - 2], ks->d[n - 2], qs->d[n - 1], vs->d[n - 1], n == 3, LAY_BHLD, LAY_BHLD,
                 LAY_BHLD, -1, false, false, false, vc_training(b) ? c->p : 0.0, c->causal, BK_MATH, LAY_BHLD};
     /* A non-contiguous input is assumed to be the usual [B, L, H, D] storage

@@ -27,16 +27,40 @@ static inline int64_t sat_mul(int64_t a, int64_t b)
     return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > BIG) ? BIG : r;
 }
 
-/* Bytes the caching allocator hands out for n elements of dt at the current
- * batch (rounded up to 512). Used to merge several tensors that live
- * together inside one kernel call into one transient of their summed
- * rounded sizes. */
-static inline int64_t rbytes(vc_build *b, vc_numel n, vc_dtype dt)
+/* A merged transient being described (vc_op_ftemp_parts): several tensors
+ * that live together inside one kernel call, each rounded to 512 bytes as
+ * the caching allocator rounds it, allocated as one block; `alt` numbers
+ * phases of the call that follow one another (the block is the largest). */
+typedef struct {
+    int n;
+    vc_part p[VC_MAX_PARTS];
+} tparts;
+
+static inline void tp_add(tparts *t, vc_numel n, vc_dtype dt, int alt)
 {
-    vc_batch_dependent(b);
-    int64_t e = sat_add(sat_mul(n.ps, vc_batch(b)), n.fx);
-    int64_t by = sat_mul(e, vc_dtype_size(dt == VC_DT_FLOAT ? vc_act_dt(b) : dt));
-    return by == 0 ? 0 : sat_mul(ceil_div(by, 512), 512);
+    if (t->n < VC_MAX_PARTS) t->p[t->n++] = (vc_part){n, dt, alt, 1, 1};
+}
+
+/* f(g, vc_batch(b)), declaring the batches over which f keeps that value
+ * (vc_batch_range): f is constant above `flat`; at and below it, the run of
+ * equal values around the batch is scanned (flat is small: a heuristic's
+ * threshold of a few hundred (batch x heads) blocks). */
+typedef struct sdpa_s sdpa_t;
+typedef int64_t (*batch_fn)(vc_build *b, const sdpa_t *g, int64_t batch);
+static inline int64_t batch_const(vc_build *b, const sdpa_t *g, batch_fn f, int64_t flat)
+{
+    const int64_t n = vc_batch(b), v = f(b, g, n);
+    int64_t lo = n, hi = n;
+    if (n > flat) {
+        lo = flat + 1;
+        hi = VC_BATCH_ANY;
+    } else {
+        while (hi < flat && f(b, g, hi + 1) == v) hi++;
+        if (hi == flat && f(b, g, flat + 1) == v) hi = VC_BATCH_ANY;
+    }
+    while (lo > 1 && f(b, g, lo - 1) == v) lo--;
+    vc_batch_range(b, lo, hi);
+    return v;
 }
 
 /* ------------------------------------------------------------ layouts */
@@ -105,7 +129,7 @@ static inline vc_t nodiff(vc_build *b, const char *name, vc_t x, vc_numel n, vc_
 
 enum { BK_MATH, BK_FLASH, BK_EFFICIENT };
 
-typedef struct {
+struct sdpa_s {
     int64_t N, H, L, S, D, Dv; /* batch, heads (product of leading dims), lengths, head dims */
     bool fused;                 /* 4-D tensors: flash / efficient may run */
     int lq, lk, lv;             /* physical layouts of q, k, v */
@@ -117,7 +141,7 @@ typedef struct {
     int lout;                   /* set by the backend: the output's physical layout */
     int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
     bool gqa_inside;            /* math with enable_gqa: k and v have Hkv heads, repeated inside */
-} sdpa_t;
+};
 
 /* The backend scaled_dot_product_attention picks for g (sdpa.c, §4.4). */
 int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt);

@@ -86,6 +86,64 @@ static int64_t smul(int64_t a, int64_t b)
     return __builtin_mul_overflow(a, b, &r) || r > (INT64_C(1) << 57) ? (INT64_C(1) << 57) : r;
 }
 
+/* One part of the sort path's merged temporaries: floor((ps x batch + fx) /
+ * div) x mul elements of dt. */
+static vc_part part(int64_t ps, int64_t fx, int64_t div, int64_t mul, vc_dtype dt)
+{
+    return (vc_part){{ps, fx}, dt, 0, div, mul};
+}
+
+/* embedding_dense_backward_cuda's sort path (num_indices = batch x per >
+ * 3072, or scale_grad_by_freq): its temporaries as two merged transients
+ * whose parts follow the batch. They are exact while no count reaches the
+ * 2^57 cap of smul (a batch past that is sized for itself alone:
+ * vc_batch_dependent) and while max_segments = min(num_indices,
+ * num_embeddings) takes the same side: the batches declared. */
+static void sort_path(vc_build *b, vc_op *o, const emb_cfg *c, int64_t per)
+{
+    const int64_t N = vc_batch(b), n = smul(N, per);
+    /* the largest count is max_partial_segment x D x 4 bytes, max_partial_segment <= 2n (n >= num) or 1.1n */
+    int64_t safe = per > 0 ? (INT64_C(1) << 57) / (4 * (c->dim > 4 ? c->dim : 4)) / (2 * per) : 0;
+    if (N > safe || per <= 0 || c->num >= (INT64_C(1) << 53)) {
+        vc_batch_dependent(b);
+        int64_t i8 = r512(smul(n, 8));
+        int64_t ms = n < c->num ? n : c->num; /* max_segments */
+        int64_t mps = n / 10 + ms;             /* max_partial_segment (NROWS_PER_THREAD 10) */
+        int64_t kern = 2 * i8 + (c->scale_grad ? i8 : 0) + i8 + 2 * 512 + 2 * r512(smul(ms, 8)) +
+                       r512(smul(mps, 8)) + r512(smul(smul(mps, c->dim), 4));
+        vc_op_btemp(o, vc_n_fixed(3 * i8 + r512(smul(n, 16))), VC_DT_U8);
+        vc_op_btemp(o, vc_n_fixed(kern), VC_DT_U8);
+        return;
+    }
+    int64_t lo = c->scale_grad ? 1 : 3072 / per + 1, hi = safe;
+    bool few = n < c->num; /* max_segments = n, else num_embeddings */
+    if (few) hi = hi < (c->num - 1) / per ? hi : (c->num - 1) / per;
+    else lo = lo > (c->num + per - 1) / per ? lo : (c->num + per - 1) / per;
+    vc_batch_range(b, lo, hi);
+    /* sort phase: sorted_indices, orig_indices, range = arange(n), and
+     * cub's radix-sort temp storage (alternate key and value buffers, ~2n
+     * int64; estimate) */
+    const vc_part i8 = part(per, 0, 1, 1, VC_DT_I64);
+    vc_part sort[4] = {i8, i8, i8, part(per, 0, 1, 2, VC_DT_I64)};
+    vc_op_btemp_parts(o, sort, 4, false);
+    /* kernel phase: sorted + orig (+ count), segment_offsets [n], two
+     * scalars, partials_per_segment(+_offset) [max_segments],
+     * partial_segment_offset [max_partial_segment] int64, and
+     * grad_weight_per_segment [max_partial_segment, D] (acc dtype);
+     * max_partial_segment = n / 10 + max_segments, one floor over ps x batch + fx */
+    vc_part k[VC_MAX_PARTS];
+    int nk = 0;
+    for (int i = 0; i < (c->scale_grad ? 4 : 3); i++) k[nk++] = i8;
+    k[nk++] = part(0, 2 * 512, 1, 1, VC_DT_U8);
+    vc_part ms = few ? i8 : part(0, c->num, 1, 1, VC_DT_I64);
+    k[nk++] = ms;
+    k[nk++] = ms;
+    int64_t mps_ps = few ? 11 * per : per, mps_fx = few ? 0 : 10 * c->num;
+    k[nk++] = part(mps_ps, mps_fx, 10, 1, VC_DT_I64);
+    k[nk++] = part(mps_ps, mps_fx, 10, c->dim, VC_DT_F32);
+    vc_op_btemp_parts(o, k, nk, false);
+}
+
 static void emb_emit(vc_build *b, const void *p)
 {
     const emb_cfg *c = p;
@@ -108,26 +166,9 @@ static void emb_emit(vc_build *b, const void *p)
     vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(per), c->dim), vc_dt_of(b, w));
     vc_op_save_if(o, idx, iw);
     if (vc_training(b) && vc_requires_grad(b, w)) {
-        /* which backward path runs depends on num_indices = batch * per */
-        vc_batch_dependent(b);
         int64_t n = smul(vc_batch(b), per);
-        if (n > 3072 || c->scale_grad) {
-            int64_t i8 = r512(smul(n, 8));
-            int64_t ms = n < c->num ? n : c->num;            /* max_segments */
-            int64_t mps = n / 10 + ms;                       /* max_partial_segment (NROWS_PER_THREAD 10) */
-            /* sort phase: sorted_indices, orig_indices, range = arange(n),
-             * and cub's radix-sort temp storage (alternate key and value
-             * buffers, ~2n int64; estimate) */
-            int64_t sort = 3 * i8 + r512(smul(n, 16));
-            /* kernel phase: sorted + orig (+ count), segment_offsets [n],
-             * two scalars, partials_per_segment(+_offset) [max_segments],
-             * partial_segment_offset [max_partial_segment] int64, and
-             * grad_weight_per_segment [max_partial_segment, D] (acc dtype) */
-            int64_t kern = 2 * i8 + (c->scale_grad ? i8 : 0) + i8 + 2 * 512 + 2 * r512(smul(ms, 8)) +
-                           r512(smul(mps, 8)) + r512(smul(smul(mps, c->dim), 4));
-            vc_op_btemp(o, vc_n_fixed(sort), VC_DT_U8);
-            vc_op_btemp(o, vc_n_fixed(kern), VC_DT_U8);
-        }
+        if (n > 3072 || c->scale_grad) sort_path(b, o, c, per);
+        else vc_batch_range(b, 1, per > 0 ? 3072 / per : VC_BATCH_ANY); /* which backward path: num_indices = batch * per */
         /* both paths: grad_weight = zeros(weight sizes), stolen by AccumulateGrad */
     }
     vc_op_end(o);

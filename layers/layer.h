@@ -138,11 +138,21 @@ vc_numel vc_n_scale(vc_numel n, int64_t k);
 
 const vc_options *vc_opts(const vc_build *b);
 int64_t vc_batch(const vc_build *b);
-/* A layer whose ops depend on vc_batch() beyond sizes proportional to it (a
- * kernel chosen by the batch, sizes merged after rounding) calls this before
- * reading vc_batch(): sweeps and the max-batch search then rebuild the plan
- * for each batch instead of scaling one plan's sizes. */
+/* A layer that decides something from vc_batch() (a kernel chosen by the
+ * batch, a transpose that is contiguous only for batch 1) declares the
+ * batches over which that decision holds, lo <= vc_batch() <= hi
+ * (VC_BATCH_ANY: no upper end): within them the plan's ops are the same and
+ * every size is per sample times the batch plus a fixed part. The plan keeps
+ * the intersection of what its layers declare; sweeps and the max-batch
+ * search replay one plan for every batch inside it and build another only
+ * outside (src/sweep.c). */
+#define VC_BATCH_ANY INT64_MAX
+void vc_batch_range(vc_build *b, int64_t lo, int64_t hi);
+/* The decision holds for this batch only: vc_batch_range(b, vc_batch(b), vc_batch(b)). */
 void vc_batch_dependent(vc_build *b);
+/* vc_batch(b) == 1, declared (a size-1 batch dim changes strides and views):
+ * batch 1 alone, or 2 and above. */
+bool vc_batch_is_one(vc_build *b);
 /* The activation dtype of the run (fp32, or fp16/bf16 for pure/mixed precision). */
 vc_dtype vc_act_dt(const vc_build *b);
 /* The dtype parameters are stored in. */
@@ -224,6 +234,24 @@ void vc_op_save_if(vc_op *o, vc_t t, int in);
 /* Transient allocations inside the forward / backward call. */
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt);
+/* One tensor of a merged transient: n elements of dt, in alternative `alt`;
+ * with div (0: 1) and mul (0: 1), floor((n.ps x batch + n.fx) / div) x mul
+ * elements (a kernel's count such as num_indices / 10 + num_indices). */
+typedef struct {
+    vc_numel n;
+    vc_dtype dt;
+    int alt;
+    int64_t div, mul;
+} vc_part;
+#define VC_MAX_PARTS 12
+/* A transient block for several tensors that live together inside one
+ * kernel call, allocated as one request of their summed sizes, each rounded
+ * to 512 bytes as the caching allocator rounds it; with alternatives
+ * (phases of the call that follow one another, numbered from 0), the
+ * largest such sum; cap: at most 2^60 bytes. Its size follows the batch
+ * exactly (no vc_batch_dependent needed). At most VC_MAX_PARTS parts. */
+void vc_op_ftemp_parts(vc_op *o, const vc_part *p, int np, bool cap);
+void vc_op_btemp_parts(vc_op *o, const vc_part *p, int np, bool cap);
 /* The temporaries weight w's storage format makes in a linear over `rows`
  * rows per sample (bitsandbytes' dequantized copy, forward and backward; an
  * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.

@@ -119,12 +119,17 @@ static vc_t batch_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_t rm, vc_t rv,
         /* The batch limits of the cuDNN path (N <= 880801, numel < 2^31-1)
          * only change memory where they decide whether the input is copied
          * and saved (cuDNN) or read in place (native). */
-        vc_batch_dependent(b);
-        int64_t n = vc_batch(b), e;
+        /* cuDNN for batches 1 .. nmax (N * per-sample + fixed elements below
+         * 2^31 - 1), native above: the range this batch is in is declared */
         vc_numel xn = vc_numel_of(b, x);
-        if (n > 880801 || __builtin_mul_overflow(xn.ps, n, &e) || __builtin_add_overflow(e, xn.fx, &e) ||
-            e >= INT32_MAX)
+        int64_t nmax = xn.fx >= INT32_MAX ? 0 : xn.ps > 0 ? (INT32_MAX - 1 - xn.fx) / xn.ps : VC_BATCH_ANY;
+        if (nmax > 880801) nmax = 880801;
+        if (vc_batch(b) > nmax) {
             cudnn = false;
+            vc_batch_range(b, nmax + 1, VC_BATCH_ANY);
+        } else {
+            vc_batch_range(b, 1, nmax);
+        }
     }
     if (cudnn) x = op_contiguous(b, x); /* input.contiguous(suggest_memory_format) */
     vc_op *o = vc_op_begin(b, cudnn ? "cudnn_batch_norm" : "native_batch_norm");

@@ -46,11 +46,14 @@ static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
     vc_op *o = vc_op_begin(b, safe ? "_safe_softmax" : "_softmax");
     vc_op_in(o, x);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
-    if (safe)
-        vc_op_ftemp(o, vc_n_fixed((where_new ? rbytes(b, vc_numel_of(b, x), vc_dt_of(b, x)) : 0) +
-                                  rbytes(b, vc_numel_of(b, x), VC_DT_BOOL) +
-                                  rbytes(b, vc_n_sample(rows_ps), VC_DT_BOOL) + 2 * 512),
-                    VC_DT_U8);
+    if (safe) {
+        tparts t = {0};
+        if (where_new) tp_add(&t, vc_numel_of(b, x), vc_dt_of(b, x), 0);
+        tp_add(&t, vc_numel_of(b, x), VC_DT_BOOL, 0);
+        tp_add(&t, vc_n_sample(rows_ps), VC_DT_BOOL, 0);
+        tp_add(&t, vc_n_fixed(2 * 512), VC_DT_U8, 0);
+        vc_op_ftemp_parts(o, t.p, t.n, false);
+    }
     vc_op_save(o, y);
     vc_op_end(o);
     return y;
@@ -123,10 +126,12 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 /* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
 static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return op_fresh(b, "constant_pad_nd", x, n); }
 
+static int64_t flash_sms(vc_build *b) { return 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER); }
+
 /* flash's num_splits_heuristic (flash_api.cpp), used when p_dropout == 0. */
 static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_t S, int64_t D)
 {
-    int64_t sms = 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER);
+    int64_t sms = flash_sms(b);
     int64_t block_n = D <= 64 ? 256 : D <= 128 ? 128 : 64;
     int64_t nblocks = ceil_div(S, block_n), mblocks = ceil_div(L, 64);
     int64_t bhm = sat_mul(sat_mul(N, H), mblocks);
@@ -147,6 +152,22 @@ static int64_t flash_splits(vc_build *b, int64_t N, int64_t H, int64_t L, int64_
         if (ok && eff[s] >= 0.85 * best) return s;
     }
     return 1;
+}
+
+/* The split count at batch n (g->D: the padded head dim); above the largest
+ * batch whose (batch x heads x query blocks) is under 0.8 x 2 SMs it is 1. */
+static int64_t flash_splits_at(vc_build *b, const sdpa_t *g, int64_t n)
+{
+    return flash_splits(b, n, g->H, g->L, g->S, g->D);
+}
+
+static int64_t flash_splits_batch(vc_build *b, const sdpa_t *g, int64_t D8)
+{
+    sdpa_t h = *g;
+    h.D = D8;
+    int64_t hm = sat_mul(g->H, ceil_div(g->L, 64)), flat = 0;
+    while ((double)sat_mul(flat + 1, hm) < 0.8 * (double)flash_sms(b)) flat++;
+    return batch_const(b, &h, flash_splits_at, flat);
 }
 
 /* _scaled_dot_product_flash_attention (§4.5). */
@@ -175,12 +196,13 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_op_extra(o, vc_n_fixed(2), VC_DT_I64);             /* rng_state uint64 [2] */
     vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);             /* _unused uint64 [] */
     if (g->p == 0.0) { /* split-KV accumulators */
-        int64_t s = flash_splits(b, N, H, L, S, D8);
+        int64_t s = flash_splits_batch(b, g, D8);
         if (s > 1) {
             int64_t dr = round_up(D8, D8 <= 128 ? 32 : 64);
-            vc_op_ftemp(o, vc_n_fixed(rbytes(b, vc_n_sample(s * H * L), VC_DT_F32) +
-                                      rbytes(b, vc_n_sample(s * H * L * dr), VC_DT_F32)),
-                        VC_DT_U8);
+            tparts t = {0};
+            tp_add(&t, vc_n_sample(s * H * L), VC_DT_F32, 0);
+            tp_add(&t, vc_n_sample(s * H * L * dr), VC_DT_F32, 0);
+            vc_op_ftemp_parts(o, t.p, t.n, false);
         }
     }
     vc_op_save(o, q);
@@ -190,14 +212,18 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     /* backward (mha_bwd): grad_out.contiguous() and out.contiguous() in
      * [B, L, H, D] order, softmax_d [B, H, round128(L)], dq_accum
      * [B, round128(L), H, round(D)] fp32, alive together with dq, dk, dv */
-    int64_t t = rbytes(b, vc_n_sample(H * round_up(L, 128)), VC_DT_F32) +
-                rbytes(b, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32);
-    if (!lay_contig(lgrad, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
-    if (!lay_contig(lq, sz, ORD_BLHD)) t += rbytes(b, vc_n_sample(H * L * D8), dt);
+    tparts t = {0};
+    tp_add(&t, vc_n_sample(H * round_up(L, 128)), VC_DT_F32, 0);
+    tp_add(&t, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32, 0);
+    if (!lay_contig(lgrad, sz, ORD_BLHD)) tp_add(&t, vc_n_sample(H * L * D8), dt, 0);
+    if (!lay_contig(lq, sz, ORD_BLHD)) tp_add(&t, vc_n_sample(H * L * D8), dt, 0);
     /* GQA (flash_api.cpp mha_bwd): dk_expanded and dv_expanded [B, S, H, D]
      * with all H heads, summed into dk / dv afterwards */
-    if (g->Hkv > 0 && g->Hkv != H) t += 2 * rbytes(b, vc_n_sample(H * S * D8), dt);
-    vc_op_btemp(o, vc_n_fixed(t), VC_DT_U8);
+    if (g->Hkv > 0 && g->Hkv != H) {
+        tp_add(&t, vc_n_sample(H * S * D8), dt, 0);
+        tp_add(&t, vc_n_sample(H * S * D8), dt, 0);
+    }
+    vc_op_btemp_parts(o, t.p, t.n, false);
     vc_op_end(o);
     g->lout = lq;
     if (D8 != D) return op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
@@ -213,33 +239,52 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
  * (first kernel whose kMaxK fits: fp32 64x64 up to D 64, 128x64 up to 128;
  * fp16/bf16 64x64 up to 64, 128x128 up to 128, 64x128 above): an estimate,
  * the choice also depends on shared memory and the GPU. */
-static int64_t eff_workspace(vc_build *b, const sdpa_t *g, bool half)
+static void eff_blocks(const sdpa_t *g, bool half, int64_t *bi, int64_t *bj, bool *in_rf)
 {
-    const int64_t N = g->N, H = g->H, L = g->L, S = g->S, D = g->D, Dv = g->Dv, K = max64(D, Dv);
+    const int64_t K = max64(g->D, g->Dv);
+    if (!half) {
+        *bi = K <= 64 ? 64 : 128, *bj = 64, *in_rf = false;
+    } else if (K <= 64) {
+        *bi = 64, *bj = 64, *in_rf = true;
+    } else if (K <= 128) {
+        *bi = 128, *bj = 128, *in_rf = true;
+    } else {
+        *bi = 64, *bj = 128, *in_rf = false;
+    }
+}
+
+/* The num_splits_key heuristic at batch n (16-bit, dK/dV not in registers);
+ * 1 once batch x heads passes 200. */
+static int64_t eff_splits_at(vc_build *b, const sdpa_t *g, int64_t n)
+{
+    (void)b;
     int64_t bi, bj;
     bool in_rf;
-    if (!half) {
-        bi = K <= 64 ? 64 : 128, bj = 64, in_rf = false;
-    } else if (K <= 64) {
-        bi = 64, bj = 64, in_rf = true;
-    } else if (K <= 128) {
-        bi = 128, bj = 128, in_rf = true;
-    } else {
-        bi = 64, bj = 128, in_rf = false;
-    }
+    eff_blocks(g, true, &bi, &bj, &in_rf);
+    int64_t bh = sat_mul(n, g->H);
+    int64_t splits = ceil_div(g->S, bj);
+    if (bh >= 256 && g->S <= 2 * bj) splits = 1;
+    splits = min64(splits, bh > 200 ? 0 : 200 / bh);
+    return splits < 1 ? 1 : splits;
+}
+
+/* The workspace, as a part of the backward's merged transient: per (batch,
+ * head) per_bh bytes, one tensor of N x H x per_bh x 4 bytes. */
+static vc_part eff_workspace(vc_build *b, const sdpa_t *g, bool half, int alt)
+{
+    const int64_t H = g->H, L = g->L, D = g->D, Dv = g->Dv;
+    int64_t bi, bj;
+    bool in_rf;
+    eff_blocks(g, half, &bi, &bj, &in_rf);
     int64_t gq = sat_mul(sat_mul(ceil_div(L, bi), ceil_div(D, bj)), 4 + bi * bj);
     int64_t gk = 0, gv = 0;
     if (half && !in_rf) { /* kNeedsAccumGradK/V; num_splits_key heuristic */
-        int64_t bh = sat_mul(N, H);
-        int64_t splits = ceil_div(S, bj);
-        if (bh >= 256 && S <= 2 * bj) splits = 1;
-        splits = min64(splits, bh > 200 ? 0 : 200 / bh);
-        if (splits < 1) splits = 1;
+        int64_t splits = batch_const(b, g, eff_splits_at, 200 / H);
         gk = sat_mul(splits * bj, round_up(D, bi));
         gv = sat_mul(splits * bj, round_up(Dv, bi));
     }
     int64_t per_bh = round_up(sat_add(sat_add(gq, gk), gv), 4);
-    return rbytes(b, vc_n_fixed(sat_mul(sat_mul(sat_mul(N, H), per_bh), 4)), VC_DT_U8);
+    return (vc_part){vc_n_sample(sat_mul(sat_mul(H, per_bh), 4)), VC_DT_U8, alt, 1, 1};
 }
 
 /* _scaled_dot_product_efficient_attention (§4.6). */
@@ -268,15 +313,25 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * fp32 (fp32 kernels compute it as (grad_out * out).sum(-1): an fp32
      * [B, L, H, Dv] product and a [B, L, H] sum); the workspace */
     int lgrad = g->lgrad >= 0 ? g->lgrad : LAY_BLHD;
-    int64_t go = lay_contig(lgrad, sz, ORD_BLHD) ? 0 : rbytes(b, vc_n_sample(H * L * Dv), dt);
-    int64_t delta = rbytes(b, vc_n_sample(H * L), VC_DT_F32);
-    int64_t pre = delta;
-    if (!half) {
-        int64_t prod = rbytes(b, vc_n_sample(L * H * Dv), VC_DT_F32);
-        int64_t sum = rbytes(b, vc_n_sample(L * H), VC_DT_F32);
-        pre = max64(prod + sum, sum + delta);
+    /* go + max(pre, delta + workspace), pre = delta (16-bit) or
+     * max(prod + sum, sum + delta) (fp32): the phases as alternatives, each
+     * with go, capped at 2^60 bytes */
+    bool go = !lay_contig(lgrad, sz, ORD_BLHD);
+    const vc_numel delta = vc_n_sample(H * L);
+    tparts t = {0};
+    int nalt = half ? 2 : 3;
+    for (int a = 0; a < nalt && go; a++) tp_add(&t, vc_n_sample(H * L * Dv), dt, a);
+    if (half) {
+        tp_add(&t, delta, VC_DT_F32, 0);
+    } else {
+        tp_add(&t, vc_n_sample(L * H * Dv), VC_DT_F32, 0); /* prod */
+        tp_add(&t, vc_n_sample(L * H), VC_DT_F32, 0);      /* sum */
+        tp_add(&t, vc_n_sample(L * H), VC_DT_F32, 1);
+        tp_add(&t, delta, VC_DT_F32, 1);
     }
-    vc_op_btemp(o, vc_n_fixed(sat_add(go, max64(pre, sat_add(delta, eff_workspace(b, g, half))))), VC_DT_U8);
+    tp_add(&t, delta, VC_DT_F32, nalt - 1);
+    if (t.n < VC_MAX_PARTS) t.p[t.n++] = eff_workspace(b, g, half, nalt - 1);
+    vc_op_btemp_parts(o, t.p, t.n, true);
     vc_op_end(o);
     g->lout = LAY_BLHD;
     /* returned as res.transpose(1, 2) */
@@ -297,7 +352,7 @@ vc_t vc_sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 
 vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
 {
-    vc_batch_dependent(b);
+    (void)vc_batch_is_one(b); /* the layouts below see the batch dim's size: 1 or more */
     sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
                 a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
                 vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};

@@ -35,6 +35,7 @@ static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t
     s->inst = inst;
     s->refs = 1;
     s->ev = (int32_t)b->nev;
+    s->comp = -1;
     b->ev[b->nev++] = (ev_t){(int32_t)b->ns, EV_ALLOC, b->phase, inst, b->cur_op};
     return (int32_t)b->ns++;
 }
@@ -64,6 +65,7 @@ static void run_temps(vc_build *b, const item_t *its, int32_t nit, int type, int
     for (int32_t i = 0; i < nit; i++) {
         if (its[i].type != type) continue;
         int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
+        if (s >= 0) b->s[s].comp = its[i].comp; /* a merged transient (vc_op_ftemp_parts) */
         if (its[i].in == 1 && nh < VC_QUANT_MAX) held[nh++] = s;
         else s_unref(b, s, inst);
     }

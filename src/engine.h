@@ -22,23 +22,30 @@ typedef struct vc_build vc_plan;
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err);
 void vc_plan_free(vc_plan *p);
 
-/* True when the plan's event list depends on the batch size (it must be
- * rebuilt for another batch). */
-bool vc_plan_batch_dependent(const vc_plan *p);
+/* The batches the plan holds for, lo <= batch <= hi (hi INT64_MAX: no upper
+ * end): what its layers declared with vc_batch_range. A plan replayed at a
+ * batch outside them must be rebuilt for that batch. */
+void vc_plan_batch_range(const vc_plan *p, int64_t *lo, int64_t *hi);
 /* The plan's alloc/free events (at most VC_MAX_PLAN_EVENTS): what building it cost. */
 size_t vc_plan_events(const vc_plan *p);
 /* The first kernel note a layer recorded (vc_note, ops.h), "" when none. */
 const char *vc_plan_note(const vc_plan *p);
 
 /* The allocator model's values at the grid batches (see reserved_envelope
- * in engine.c). A batch-dependent plan takes each from the plan built for
- * that grid batch, so the values do not depend on which plan asks: an
- * estimator that rebuilds its plan per batch shares one vc_grid between
- * them (vc_plan_use_grid; the grid must outlive the plans using it). */
+ * in simulate.c). A plan takes a grid batch outside its batches
+ * (vc_plan_batch_range) from the plan built for that grid batch, so the
+ * values do not depend on which plan asks: an estimator that keeps several
+ * plans shares one vc_grid between them (vc_plan_use_grid; the grid must outlive the plans using it). */
 typedef struct vc_grid vc_grid;
 vc_grid *vc_grid_new(void);
 void vc_grid_free(vc_grid *g);
 void vc_plan_use_grid(vc_plan *p, vc_grid *g);
+/* Where a plan sharing grid g finds the plan of a grid batch outside its own
+ * batches (the estimator's cache, src/sweep.c): fn returns a plan that holds
+ * for that batch and lives at least until the next call, or NULL (the plan
+ * is then built for the one replay). */
+typedef const vc_plan *(*vc_grid_plan_fn)(void *ctx, int64_t batch);
+void vc_grid_set_source(vc_grid *g, vc_grid_plan_fn fn, void *ctx);
 
 typedef struct {
     int64_t peak;                 /* peak_allocated */

@@ -4,6 +4,7 @@
  * temporaries), and the loss after the model's output.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -109,6 +110,7 @@ static item_t *add_item(vc_op *o, int type)
     it->type = (uint8_t)type;
     it->in = -1;
     it->t = -1;
+    it->comp = -1;
     b->op[o->idx].nit++;
     return it;
 }
@@ -217,6 +219,79 @@ static void sized_item(vc_op *o, int type, vc_numel n, vc_dtype dt)
     it->dt = (uint8_t)resolve(o->b, dt);
 }
 
+/* ------------------------------------------------------ merged transients */
+
+#define PART_BIG (INT64_C(1) << 60)
+
+static int64_t part_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > PART_BIG) ? PART_BIG : r;
+}
+
+/* One part's bytes at `batch`: layers/attention_int.h's former rbytes, the
+ * caching allocator's 512-byte rounding of the part's own request */
+static int64_t part_bytes(const part_t *p, int64_t batch)
+{
+    int64_t e = part_mul(p->ps, batch);
+    e = e > PART_BIG - p->fx ? PART_BIG : e + p->fx;
+    int64_t by = part_mul(part_mul(e / p->div, p->mul), p->dts);
+    return by == 0 ? 0 : part_mul((by + 511) / 512, 512);
+}
+
+int64_t vc__comp_bytes(const vc_build *b, int32_t c, int64_t batch)
+{
+    const comp_t *k = &b->comp[c];
+    int64_t sum[VC_MAX_PARTS] = {0}, best = 0;
+    for (int32_t i = 0; i < k->np; i++) {
+        const part_t *p = &b->part[k->p0 + i];
+        if (__builtin_add_overflow(sum[p->alt], part_bytes(p, batch), &sum[p->alt])) sum[p->alt] = INT64_MAX - 511;
+        if (sum[p->alt] > best) best = sum[p->alt];
+    }
+    return k->cap && best > PART_BIG ? PART_BIG : best;
+}
+
+int64_t vc__stor_bytes(const vc_build *b, int32_t s, int64_t batch)
+{
+    const stor_t *t = &b->s[s];
+    if (t->comp < 0) return vc_bytes(t->n, (vc_dtype)t->dt, batch);
+    return vc_bytes(vc_n_fixed(vc__comp_bytes(b, t->comp, batch)), VC_DT_U8, 1);
+}
+
+static void parts_item(vc_op *o, int type, const vc_part *p, int np, bool cap)
+{
+    if (!live_op(o) || np < 0 || np > VC_MAX_PARTS) return;
+    vc_build *b = o->b;
+    GROW(b->comp, b->ncomp, b->ccomp, b);
+    if (!b->st && b->npart + VC_MAX_PARTS > b->cpart) {
+        size_t nc = b->cpart * 2 + 64;
+        part_t *np_ = realloc(b->part, nc * sizeof *np_);
+        if (!np_) b->st = VC_ERR_NOMEM;
+        else {
+            b->part = np_;
+            b->cpart = nc;
+        }
+    }
+    item_t *it = b->st ? NULL : add_item(o, type);
+    if (!it) return;
+    comp_t *k = &b->comp[b->ncomp];
+    k->p0 = (int32_t)b->npart;
+    k->np = 0;
+    k->cap = cap;
+    for (int i = 0; i < np; i++) {
+        if (p[i].alt < 0 || p[i].alt >= VC_MAX_PARTS) continue;
+        b->part[b->npart++] = (part_t){p[i].n.ps, p[i].n.fx, p[i].div > 0 ? p[i].div : 1, p[i].mul > 0 ? p[i].mul : 1,
+                                       vc_dtype_size(resolve(b, p[i].dt)), p[i].alt};
+        k->np++;
+    }
+    it->comp = (int32_t)b->ncomp++;
+    it->dt = VC_DT_U8;
+    it->n = vc_n_fixed(vc__comp_bytes(b, it->comp, b->batch)); /* its size at this batch, for any reader of n */
+}
+
+void vc_op_ftemp_parts(vc_op *o, const vc_part *p, int np, bool cap) { parts_item(o, IT_FTEMP, p, np, cap); }
+void vc_op_btemp_parts(vc_op *o, const vc_part *p, int np, bool cap) { parts_item(o, IT_BTEMP, p, np, cap); }
+
 void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n, dt); }
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
@@ -275,7 +350,21 @@ int32_t *vc__amp_cache(vc_build *b, vc_t w)
     return (w >= 0 && b->t[w].param >= 0) ? &b->amp_cache[b->t[w].param] : NULL;
 }
 
-void vc_batch_dependent(vc_build *b) { b->batch_dep = true; }
+void vc_batch_range(vc_build *b, int64_t lo, int64_t hi)
+{
+    if (lo > b->batch || hi < b->batch) lo = hi = b->batch; /* a range without this batch: only this one is known */
+    if (lo > b->blo) b->blo = lo;
+    if (hi < b->bhi) b->bhi = hi;
+}
+
+void vc_batch_dependent(vc_build *b) { vc_batch_range(b, b->batch, b->batch); }
+
+bool vc_batch_is_one(vc_build *b)
+{
+    bool one = b->batch == 1;
+    vc_batch_range(b, one ? 1 : 2, one ? 1 : VC_BATCH_ANY);
+    return one;
+}
 
 void vc_note(vc_build *b, const char *s)
 {

@@ -48,6 +48,8 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->m = m;
     b->o = *o;
     b->batch = o->batch;
+    b->blo = 1;
+    b->bhi = VC_BATCH_ANY;
     b->memo = calloc(1, sizeof *b->memo);
     if (!b->memo) {
         free(b);
@@ -171,7 +173,11 @@ void vc__end_forward(vc_build *b)
     b->fwd_local = -1;
 }
 
-bool vc_plan_batch_dependent(const vc_plan *p) { return p->batch_dep; }
+void vc_plan_batch_range(const vc_plan *p, int64_t *lo, int64_t *hi)
+{
+    *lo = p->blo;
+    *hi = p->bhi;
+}
 size_t vc_plan_events(const vc_plan *p) { return p->nev; }
 const char *vc_plan_note(const vc_plan *p) { return p->note; }
 
@@ -186,12 +192,18 @@ void vc_grid_free(vc_grid *g)
 
 void vc_plan_use_grid(vc_plan *p, vc_grid *g) { p->memo->grid = g ? g : &p->memo->own; }
 
+void vc_grid_set_source(vc_grid *g, vc_grid_plan_fn fn, void *ctx)
+{
+    g->source = fn;
+    g->source_ctx = ctx;
+}
+
 void vc_plan_free(vc_plan *p)
 {
     vc_build *b = p;
     if (!b) return;
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
-    free(b->amp_cache); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
+    free(b->amp_cache); free(b->part); free(b->comp); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);

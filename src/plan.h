@@ -31,6 +31,7 @@ typedef struct {
     uint8_t type, dt, how, diff, gview;
     int16_t in;    /* IT_SAVE: condition input (-1 always); IT_IN: grad size set */
     int32_t t;     /* tensor (IT_IN, IT_OUT, IT_SAVE) */
+    int32_t comp;  /* IT_FTEMP/IT_BTEMP: a merged transient (comp_t), -1 none: sized by n */
     vc_numel n;    /* IT_EXTRA/TEMP sizes; IT_IN: grad size when `in` is 1 */
 } item_t;
 
@@ -63,7 +64,24 @@ typedef struct {
     int32_t inst;
     int32_t refs;
     int32_t ev; /* alloc event index */
+    int32_t comp; /* a merged transient (comp_t): its bytes are vc__comp_bytes, not n's; -1 none */
 } stor_t;
+
+/* A merged transient (vc_op_ftemp_parts): several tensors that live together
+ * inside one kernel call, allocated as one block. Its bytes at a batch are,
+ * over the alternatives, the largest sum of its parts' 512-rounded sizes
+ * (each part saturated at 2^60 bytes), capped at 2^60 when `cap`. */
+typedef struct {
+    int64_t ps, fx;  /* elements per sample, fixed elements */
+    int64_t div, mul; /* elements: floor((ps x batch + fx) / div) x mul */
+    int32_t dts;     /* bytes per element */
+    int32_t alt;     /* the alternative it belongs to */
+} part_t;
+
+typedef struct {
+    int32_t p0, np;
+    bool cap;
+} comp_t;
 
 typedef struct {
     int32_t stor;
@@ -90,6 +108,8 @@ typedef struct {
 struct vc_grid {
     int64_t *cum; /* cum[k]: the model's most reserved over grid batches 0..k */
     size_t n, cap;
+    vc_grid_plan_fn source; /* the plan for a grid batch outside the asking plan's batches; NULL: build one */
+    void *source_ctx;
 };
 
 /* What a replay at one batch needs, in compact arrays built on first use
@@ -188,12 +208,14 @@ struct vc_build {
     char why[200];
     bool train;
     vc_status st;
-    bool batch_dep;
+    int64_t blo, bhi;             /* the batches this plan is valid for (vc_batch_range): [1, INT64_MAX] unless a layer narrowed it */
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;
     item_t *it;  size_t nit, cit;
+    part_t *part; size_t npart, cpart; /* merged transients' parts */
+    comp_t *comp; size_t ncomp, ccomp; /* merged transients */
     int32_t *val_t;     /* model value -> tensor */
     int32_t *par_t;     /* parameter -> tensor */
     int32_t *buf_t;     /* buffer -> tensor */
@@ -250,6 +272,10 @@ static inline item_t *op_items(vc_build *b, int32_t k) { return &b->it[b->op[k].
 
 /* graph.c */
 int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt);
+/* Bytes of merged transient c at `batch` (a multiple of 512). */
+int64_t vc__comp_bytes(const vc_build *b, int32_t c, int64_t batch);
+/* Bytes of storage s at `batch` (vc_bytes, or the merged transient's): -1 past 2^63. */
+int64_t vc__stor_bytes(const vc_build *b, int32_t s, int64_t batch);
 /* Keeps t's Python reference until the last op recorded so far. */
 void vc__extend_life(vc_build *b, vc_t t);
 /* The loss after the model's output (train): mean or cross-entropy. */

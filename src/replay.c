@@ -72,6 +72,27 @@ static int build_folds(const vc_build *b)
     return 0;
 }
 
+/* A merged transient's bytes are at most a + c x batch: the sum of its parts'
+ * (each rounded up by at most 511 bytes), saturated at 2^62 (c > 0 marks it
+ * as depending on the batch, as for any storage). */
+static void comp_bounds(const vc_build *b, int32_t k, int64_t *a, int64_t *c)
+{
+    const int64_t cap = INT64_C(1) << 62;
+    const comp_t *q = &b->comp[k];
+    *a = *c = 0;
+    for (int32_t i = 0; i < q->np; i++) {
+        const part_t *p = &b->part[q->p0 + i];
+        int64_t x, y;
+        int64_t m = p->dts * p->mul / p->div + 1; /* bytes per element counted, at least (div rounds down) */
+        if (p->mul > cap / p->dts || __builtin_mul_overflow(p->fx, m, &x) || __builtin_add_overflow(x, 511, &x) ||
+            x > cap)
+            x = cap;
+        if (p->mul > cap / p->dts || __builtin_mul_overflow(p->ps, m, &y) || y > cap) y = cap;
+        *a = *a + x > cap ? cap : *a + x;
+        *c = *c + y > cap ? cap : *c + y;
+    }
+}
+
 static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
@@ -92,6 +113,7 @@ static int prepare(const vc_build *b)
         /* the loader keeps element counts under 2^56: no overflow */
         M->a[s] = b->s[s].n.fx * d;
         M->c[s] = b->s[s].n.ps * d;
+        if (b->s[s].comp >= 0) comp_bounds(b, b->s[s].comp, &M->a[s], &M->c[s]);
         M->cat[s] = b->s[s].cat;
         if (M->a[s] > M->amax) M->amax = M->a[s];
         if (M->c[s] > M->cmax) M->cmax = M->c[s];
@@ -104,7 +126,7 @@ static int prepare(const vc_build *b)
             M->dep[M->ndep++] = (int32_t)s;
             continue;
         }
-        int64_t v = M->sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, 1);
+        int64_t v = M->sz[s] = vc__stor_bytes(b, (int32_t)s, 1);
         /* resident gradients: a parallel layout's buffers (DDP's buckets) */
         if (((c == CAT_WEIGHT && !b->s[s].transient) || c == CAT_OPT || c == CAT_WS || (c == CAT_GRAD && b->s[s].resident)) &&
             M->fixed_persistent[c] >= 0 &&
@@ -155,13 +177,17 @@ static int sizes_at(const vc_build *b, int64_t batch)
     if (M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax)) {
         int r = 0;
         for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
-            if ((sz[s] = vc_bytes(b->s[s].n, (vc_dtype)b->s[s].dt, batch)) < 0) return -3;
+            if ((sz[s] = vc__stor_bytes(b, (int32_t)s, batch)) < 0) return -3;
             if (sz[s] > VC_MAX_BLOCK) r = -2;
         }
         return r;
     }
     for (size_t i = 0; i < M->ndep; i++) { /* the others were sized once, in prepare() */
         int32_t s = M->dep[i];
+        if (b->s[s].comp >= 0) { /* a merged transient: its parts rounded one by one */
+            sz[s] = vc__comp_bytes(b, b->s[s].comp, batch);
+            continue;
+        }
         int64_t v = M->a[s] + M->c[s] * batch;
         sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
     }
@@ -408,7 +434,7 @@ vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, co
             continue;
         }
         const stor_t *s = &b->s[e->stor];
-        int64_t v = vc_bytes(s->n, (vc_dtype)s->dt, batch);
+        int64_t v = vc__stor_bytes(b, e->stor, batch);
         if (v < 0) return VC_ERR_OVERFLOW;
         if (__builtin_add_overflow(total, e->kind == EV_ALLOC ? v : -v, &total)) return VC_ERR_OVERFLOW;
         const char *where = e->inst >= 0 ? b->m->inst[e->inst].path : "-";

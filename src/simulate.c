@@ -37,8 +37,9 @@ static int64_t grid_batch(size_t k)
     return q + q * (int64_t)(j % VC_GRID_STEPS + 1) / VC_GRID_STEPS;
 }
 
-/* The allocator model at grid batch g: this plan's replay, or for a
- * batch-dependent plan, the replay of the plan built for g. That plan's
+/* The allocator model at grid batch g: this plan's replay when it holds for
+ * g (vc_plan_batch_range), or the replay of the plan built for g (the
+ * grid's source's, an estimator's cache, or one built here). That plan's
  * sizes and choices are the model's at g; replaying this plan at g instead
  * mixes in sizes fixed for this plan's batch, so the grid values, and the
  * envelope, depended on which batch asked, and `total` could fall: with the
@@ -46,7 +47,10 @@ static int64_t grid_batch(size_t k)
  * to 6.5% (whisper_base_encoder; BERT 2.9%, ViT-B/16 5.1%). */
 static int64_t grid_replay(const vc_build *b, int64_t g)
 {
-    if (!b->batch_dep || g == b->batch) return vc__replay_reserved(b, g);
+    if (g >= b->blo && g <= b->bhi) return vc__replay_reserved(b, g); /* this plan holds for g */
+    const vc_grid *G = b->memo->grid;
+    const vc_plan *q = G->source ? G->source(G->source_ctx, g) : NULL;
+    if (q) return vc__replay_reserved(q, g);
     vc_options o = b->o;
     o.batch = g;
     vc_plan *p = NULL;

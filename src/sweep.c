@@ -1,16 +1,20 @@
 /*
- * sweep.c — many batch sizes from one plan (issue 4): the estimator behind
- * --sweep and --max-batch.
+ * sweep.c — many batch sizes from few plans (issue 4, issue 16): the
+ * estimator behind --sweep and --max-batch.
  *
  * vc_estimate() builds the step's plan (loader output -> autograd ops ->
  * alloc/free events) and replays it once. Almost all of that is independent
- * of the batch: the estimator builds the plan once and only replays it
- * (vc_plan_simulate) per batch size. A plan that declares itself batch
- * dependent (vc_plan_batch_dependent) is rebuilt for each new batch, which
- * is what vc_estimate() would do anyway; the allocator model's grid values
- * do not depend on which plan asks (engine.c, grid_replay), so those plans
- * share them. Results are identical to vc_estimate() with o->batch set to
- * the batch asked for.
+ * of the batch: a plan holds for the batches its layers declared
+ * (vc_batch_range: an attention kernel chosen by the batch, a transpose
+ * that is contiguous only for batch 1), and within them it is the plan
+ * vc_estimate() would build, its sizes per sample times the batch. The
+ * estimator keeps the last few plans it built (EST_PLANS), replays
+ * (vc_plan_simulate) the one whose batches hold the batch asked for, and
+ * builds a new one only outside them. The allocator model's grid values do
+ * not depend on which plan asks (simulate.c, grid_replay): the plans share
+ * them, and a grid batch outside the asking plan's batches takes its plan
+ * from the same cache. Results are identical to vc_estimate() with o->batch
+ * set to the batch asked for.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,30 +25,47 @@
 #include "policy.h"
 #include "util.h"
 
+/* Plans kept: a model that depends on the batch in a few ranges (batch 1,
+ * a kernel's split count) keeps each; one decided per batch (a layer that
+ * calls vc_batch_dependent) is rebuilt when it comes back. The plans kept
+ * hold at most VC_MAX_PLAN_EVENTS events in all, unless the newest and the
+ * one being replayed alone pass it (a large model then keeps those two, as
+ * when it was rebuilt per batch). */
+#define EST_PLANS 4
+
+typedef struct {
+    vc_plan *p;          /* NULL: free slot */
+    int64_t lo, hi;      /* the batches it holds for */
+    uint64_t used;       /* last use, for eviction */
+} est_plan;
+
 struct vc_estimator {
     const vc_model *m;    /* NULL: counts-only */
     vc_options o;
     unsigned flags;
-    vc_plan *plan;        /* for plan_batch (any batch when !batch_dep) */
-    int64_t plan_batch;
-    bool batch_dep;
-    vc_grid *grid;        /* batch_dep: the allocator model's grid values, shared by the plans */
+    est_plan cache[EST_PLANS];
+    vc_plan *plan;        /* the plan of the batch being estimated (one of cache[]) */
+    uint64_t clock;
+    vc_grid *grid;        /* the allocator model's grid values, shared by the plans */
     int64_t context;      /* cuda_context, batch-independent */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
     size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
     vc_pipeline *pipe;    /* --pp: an estimator per stage (pipeline.c), used instead of plan */
+    size_t builds;        /* plans built (vc_estimator_plans_built) */
 };
 
 void vc_estimator_free(vc_estimator *e)
 {
     if (!e) return;
-    vc_plan_free(e->plan);
+    for (int i = 0; i < EST_PLANS; i++) vc_plan_free(e->cache[i].p);
     vc__pp_free(e->pipe);
     vc_grid_free(e->grid);
     free(e->act);
     free(e);
 }
+
+size_t vc_estimator_plans_built(const vc_estimator *e) { return e ? e->builds : 0; }
 
 static vc_status nomem(vc_error *err) { return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory"); }
 
@@ -70,6 +91,83 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     return VC_OK;
 }
 
+/* The cached plan that holds for `batch`, NULL none. */
+static est_plan *cached(vc_estimator *e, int64_t batch)
+{
+    for (int i = 0; i < EST_PLANS; i++)
+        if (e->cache[i].p && e->cache[i].lo <= batch && batch <= e->cache[i].hi) {
+            e->cache[i].used = ++e->clock;
+            return &e->cache[i];
+        }
+    return NULL;
+}
+
+/* Builds the plan for `batch` into the cache, evicting the least recently
+ * used plan other than `keep` (the plan being replayed). budget: refuse
+ * (VC_ERR_LIMIT) when the events built so far plus about this plan's would
+ * pass VC_MAX_REBUILT_EVENTS. */
+static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep, bool budget, est_plan **out,
+                            vc_error *err)
+{
+    est_plan *slot = NULL;
+    for (int i = 0; i < EST_PLANS; i++) {
+        est_plan *c = &e->cache[i];
+        if (c->p == keep && keep) continue;
+        if (!slot || !c->p || (slot->p && c->used < slot->used)) slot = c;
+        if (!slot->p) break;
+    }
+    /* the next plan costs about what the last one did: refused before it is
+     * built when that would pass the budget (many batch sizes over a large
+     * model whose plan holds for few batches each) */
+    size_t last = e->plan ? vc_plan_events(e->plan) : 0;
+    if (budget && e->builds && e->rebuilt + last > VC_MAX_REBUILT_EVENTS)
+        return vc_set_error(err, VC_ERR_LIMIT, NULL,
+                            "this model's plan depends on the batch size (an attention kernel or a layer that "
+                            "chooses by it) and is rebuilt for each one: more than %d events rebuilt in all, the "
+                            "limit (docs/limits.md); ask for fewer batch sizes", VC_MAX_REBUILT_EVENTS);
+    vc_options o = e->o;
+    o.batch = batch;
+    vc_plan *p = NULL;
+    vc_status st = vc_plan_build(e->m, &o, &p, err);
+    if (st) return st;
+    vc_plan_use_grid(p, e->grid);
+    vc_plan_free(slot->p);
+    slot->p = p;
+    vc_plan_batch_range(p, &slot->lo, &slot->hi);
+    slot->used = ++e->clock;
+    e->rebuilt += vc_plan_events(p);
+    e->builds++;
+    /* memory: the plans kept hold at most VC_MAX_PLAN_EVENTS events in all
+     * (one of the largest plans), unless this one and `keep` alone pass it */
+    for (;;) {
+        size_t total = 0;
+        est_plan *lru = NULL;
+        for (int i = 0; i < EST_PLANS; i++) {
+            est_plan *c = &e->cache[i];
+            if (!c->p) continue;
+            total += vc_plan_events(c->p);
+            if (c != slot && c->p != keep && (!lru || c->used < lru->used)) lru = c;
+        }
+        if (total <= VC_MAX_PLAN_EVENTS || !lru) break;
+        vc_plan_free(lru->p);
+        lru->p = NULL;
+    }
+    *out = slot;
+    return VC_OK;
+}
+
+/* simulate.c's source of plans for grid batches outside the asking plan's:
+ * the cache, or a plan built into it (NULL: the caller builds its own) */
+static const vc_plan *grid_plan(void *ctx, int64_t batch)
+{
+    vc_estimator *e = ctx;
+    est_plan *c = cached(e, batch);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (!c && build_plan(e, batch, e->plan, false, &c, &err)) return NULL;
+    return c->p;
+}
+
 vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
                            vc_error *err)
 {
@@ -80,7 +178,7 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
     e->m = m;
     e->flags = flags;
     e->act = calloc(m->ninst + 1, sizeof *e->act);
-    if (!e->act) {
+    if (!e->act || !(e->grid = vc_grid_new())) {
         vc_estimator_free(e);
         return nomem(err);
     }
@@ -92,21 +190,13 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
         *out = e;
         return VC_OK;
     }
-    st = vc_plan_build(m, &e->o, &e->plan, err);
-    if (st) {
+    vc_grid_set_source(e->grid, grid_plan, e);
+    est_plan *c;
+    if ((st = build_plan(e, e->o.batch, NULL, true, &c, err))) {
         vc_estimator_free(e);
         return st;
     }
-    e->plan_batch = e->o.batch;
-    e->rebuilt = vc_plan_events(e->plan);
-    e->batch_dep = vc_plan_batch_dependent(e->plan);
-    if (e->batch_dep) {
-        if (!(e->grid = vc_grid_new())) {
-            vc_estimator_free(e);
-            return nomem(err);
-        }
-        vc_plan_use_grid(e->plan, e->grid);
-    }
+    e->plan = c->p;
     *out = e;
     return VC_OK;
 }
@@ -127,27 +217,15 @@ vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample
     return VC_OK;
 }
 
-/* The plan for `batch`: the one built, unless it depends on the batch. */
+/* e->plan := the plan for `batch`: a cached one that holds for it, or a new one. */
 static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
 {
-    if (!e->batch_dep || e->plan_batch == batch) return VC_OK;
-    /* the next plan costs about what this one did: refused before it is built when
-     * that would pass the budget (a sweep of many rows over a large such model) */
-    if (e->rebuilt + vc_plan_events(e->plan) > VC_MAX_REBUILT_EVENTS)
-        return vc_set_error(err, VC_ERR_LIMIT, NULL,
-                            "this model's plan depends on the batch size (an attention kernel or a layer that "
-                            "chooses by it) and is rebuilt for each one: more than %d events rebuilt in all, the "
-                            "limit (docs/limits.md); ask for fewer batch sizes", VC_MAX_REBUILT_EVENTS);
-    vc_options o = e->o;
-    o.batch = batch;
-    vc_plan *p = NULL;
-    vc_status st = vc_plan_build(e->m, &o, &p, err);
-    if (st) return st;
-    vc_plan_use_grid(p, e->grid);
-    vc_plan_free(e->plan);
-    e->plan = p;
-    e->rebuilt += vc_plan_events(p);
-    e->plan_batch = batch;
+    est_plan *c = cached(e, batch);
+    if (!c) {
+        vc_status st = build_plan(e, batch, NULL, true, &c, err);
+        if (st) return st;
+    }
+    e->plan = c->p;
     return VC_OK;
 }
 

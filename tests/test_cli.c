@@ -1058,13 +1058,17 @@ static void test_width_terminal(void **state)
  * issue: 16 s, 4.8 GB; ~48 GB at the 10^6-layer limit): a decoder layer records
  * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
  * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
- * refused there, naming the layer. And a plan that depends on the batch is
- * rebuilt per batch size: TransformerEncoderLayer(d_model 8) x 10,000 makes
- * 1,640,007 events at batch 1 and 1,800,007 at batch 2 and more (counted in
- * vc_plan_build), and a plan is refused when the events built so far plus the
- * last plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000: before batch N
- * of --sweep 1:100, 1,640,007 + (N - 2) x 1,800,007 were built, and
- * 1,640,007 + (N - 1) x 1,800,007 > 10^8 first for N = 56. */
+ * refused there, naming the layer. A plan that holds for one batch only
+ * (SparseMoE sizes its experts' tokens for the batch it is built for:
+ * vc_batch_dependent) is built again for each batch size: SparseMoE(hidden 8,
+ * 2 experts, top 1) x 10,000 makes 1,609,994 events a plan (`--trace` lists
+ * them), and a plan is refused when the events built so far plus the last
+ * plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000, i.e. when 63 plans
+ * would be built (62 x 1,609,994 = 99,819,628): the rows of --sweep 1:100 and
+ * the grid batches (src/simulate.c) each build one, so it is refused at
+ * a batch of at most 63. TransformerEncoderLayer x 10,000, whose plan holds for
+ * batch 1 and for 2 and above, used to be rebuilt per batch and refused at
+ * batch 56: it now builds two plans. */
 static void test_cost_limits(void **state)
 {
     (void)state;
@@ -1073,17 +1077,22 @@ static void test_cost_limits(void **state)
     snprintf(enc, sizeof enc, "%s/enc.json", tmpdir);
     write_file(dec, "{\"inputs\":{\"tgt\":[4,8],\"memory\":[4,8]},\"layers\":[{\"type\":\"TransformerDecoderLayer\","
                     "\"inputs\":[\"tgt\",\"memory\"],\"d_model\":8,\"nhead\":2,\"batch_first\":true,\"repeat\":100000}]}");
-    write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,"
-                    "\"dim_feedforward\":8,\"batch_first\":true,\"repeat\":10000}]}");
+    write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"SparseMoE\",\"hidden_size\":8,\"intermediate_size\":8,"
+                    "\"num_experts\":2,\"top_k\":1,\"repeat\":10000}]}");
     run_result r;
     RUN(&r, dec);
     check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
                           "by this layer: the limit (docs/limits.md)");
     run_free(&r);
     RUN(&r, enc, "--sweep", "1:100");
-    check_usage_error(&r, "enc.json: batch 56: this model's plan depends on the batch size");
-    assert_non_null(strstr(r.err, "more than 100000000 events rebuilt in all, the limit (docs/limits.md); "
-                                  "ask for fewer batch sizes\n"));
+    check_usage_error(&r, "enc.json: batch ");
+    const char *at = strstr(r.err, "enc.json: batch ");
+    assert_non_null(at);
+    long refused = strtol(at + strlen("enc.json: batch "), NULL, 10);
+    assert_true(refused >= 2 && refused <= 63);
+    assert_non_null(strstr(r.err, ": this model's plan depends on the batch size (an attention kernel or a layer that "
+                                  "chooses by it) and is rebuilt for each one: more than 100000000 events rebuilt in "
+                                  "all, the limit (docs/limits.md); ask for fewer batch sizes\n"));
     run_free(&r);
     /* --per-layer in a sweep keeps nsweep x layers rows (vc_layer_info, ~250 bytes each: 1:50 over
      * 100,000 layers took 1.56 GB); 100,000 x 41 = 4,100,000 passes MAX_SWEEP_LAYER_ROWS (4,000,000) */

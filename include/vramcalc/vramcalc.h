@@ -525,6 +525,9 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
 /* memory.total for `batch`; VC_ERR_OVERFLOW when it exceeds 2^63 bytes. */
 vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
 void vc_estimator_free(vc_estimator *e);
+/* Plans the estimator has built so far (the first included): one per range
+ * of batches over which the model's plan holds (src/sweep.c). */
+size_t vc_estimator_plans_built(const vc_estimator *e);
 
 /* The largest batch searched for (2^40): where memory does not grow with the
  * batch (a counts-only estimate without activations), max batch stops here. */
