@@ -105,10 +105,11 @@ const char *vc__hf_sp_role(const char *name)
  * the file). */
 vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
-    int64_t mt = m->gen_json ? m->hf.tp : 1;
-    bool ms = m->gen_json && m->hf.sp;
+    bool config = m->gen_json || m->hf_part;
+    int64_t mt = config ? m->hf.tp : 1;
+    bool ms = config && m->hf.sp;
     if (o->tp == mt && !o->sp == !ms) return VC_OK;
-    if (!m->gen_json)
+    if (!config)
         return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? "--tp" : "--sp",
                             "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
     return vc_set_error(err, VC_ERR_USAGE, "--tp", "the model was loaded for --tp %lld%s, the options ask for --tp %lld%s",

@@ -94,6 +94,7 @@ struct vc_model {
     int nlora;          /* layers that got adapters */
     vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf.c) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
+    bool hf_part;       /* a part of such a model (a pipeline stage, src/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     struct vc_arena *arena;
     /* A pipeline stage of a larger model (src/pipeline.c, --pp): the

@@ -751,6 +751,36 @@ static void test_pp_refused(void **state)
 
 /* --max-batch answers per GPU: the largest micro-batch at which every stage
  * fits, so the busiest stage's total at it fits and one more does not. */
+/* --tp with --pp: the stages of a config split for tensor parallelism keep the
+ * split (src/pipeline.c hf_part; hf_tp.c vc__tp_check). Llama-3.1-405B
+ * (126 layers) at tp 8 and pp 16 on 1,024 GPUs: the stages hold 7, 14 x 8
+ * and 7 layers (test_pp_split), each of a tensor-parallel rank's width, so the
+ * ranks' parameters add up to the tp-8 rank's whole model. */
+static void test_tp_pp(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(VC_TEST_DATA "/hf/llama-3.1-405b.json", 1024, 8, 1, &st, &err);
+    assert_non_null(m);
+    vc_options o = opts(VC_PARALLEL_DDP, 1024, VC_OPTIM_ADAM);
+    o.precision = VC_PREC_BF16;
+    o.tp = 8;
+    o.sp = 1;
+    o.pp = 16;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    assert_int_equal(r.nranks, 3);
+    assert_int_equal(r.ranks[0].layers, 7);
+    assert_int_equal(r.ranks[1].layers, 8);
+    assert_int_equal(r.ranks[2].layers, 7);
+    /* first + 14 middle stages + last: every parameter of the rank's shard once, but the
+     * last stage's own copy of nothing (Llama's embedding and head are untied) */
+    assert_int_equal(r.ranks[0].parameters + 14 * r.ranks[1].parameters + r.ranks[2].parameters, vc_model_parameters(m));
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 static void test_pp_max_batch(void **state)
 {
     (void)state;
@@ -1056,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_pp_tied),
         cmocka_unit_test(test_pp_refused),
         cmocka_unit_test(test_pp_max_batch),
+        cmocka_unit_test(test_tp_pp),
         cmocka_unit_test(test_zero3_resident),
         cmocka_unit_test(test_zero3_gathers),
         cmocka_unit_test(test_zero3_prefetch_reuse),
