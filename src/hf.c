@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf.h"
+#include "policy.h"
 #include "util.h"
 
 enum { F_LLAMA, F_MISTRAL, F_QWEN2, F_QWEN3, F_GEMMA, F_GEMMA2, F_PHI3, F_MIXTRAL, F_QWEN2_MOE, F_GPT2, F_GPT_NEOX,
@@ -62,6 +63,17 @@ void vc_hf_options_init(vc_hf_options *o)
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
+    o->loss = VC_LOSS_IMPL_HF;
+}
+
+int vc_loss_impl_from_name(const char *s)
+{
+#define VC__LNAME(e, n) n,
+    static const char *const names[] = {VC_LOSS_MAP(VC__LNAME) NULL};
+#undef VC__LNAME
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
 }
 
 /* ------------------------------------------------------------ reading keys */
@@ -855,6 +867,18 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.fam == F_GPT2 ? "n_positions" : "max_position_embeddings");
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    /* --loss: the causal LM's loss, a row of src/loss.c's table by its option name */
+    bool encoder = a.fam == F_BERT || a.fam == F_ROBERTA;
+    unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
+#define VC__LNAME(e, n) n,
+    static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
+#undef VC__LNAME
+    if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    int lrow = vc__loss_from_option(loss_opts[li]);
+    if (encoder && li != VC_LOSS_IMPL_HF)
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
+                            "head (cross_entropy)", loss_opts[li], r.fam);
+    const char *loss_name = encoder ? "cross_entropy" : lrow >= 0 ? vc_loss_row_get((vc_loss)lrow)->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -881,7 +905,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         if (!ok) cJSON_Delete(len);
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
-         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy" : "causal_lm");
+         cJSON_AddStringToObject(m, "loss", loss_name);
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)

@@ -28,6 +28,7 @@
 
 #include "hf.h"
 #include "load.h"
+#include "policy.h"
 #include "util.h"
 
 /* ------------------------------------------------------------- the loader */
@@ -894,16 +895,22 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         }
     }
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
-    if (loss) {
-        static const char *const losses[] = {"mean", "cross_entropy", "causal_lm"};
-        if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "mean")) m->loss = VC_LOSS_MEAN;
-        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "cross_entropy")) m->loss = VC_LOSS_CROSS_ENTROPY;
-        else if (cJSON_IsString(loss) && !strcmp(loss->valuestring, "causal_lm")) m->loss = VC_LOSS_CAUSAL_LM;
+    if (loss) { /* a row of the loss table (src/loss.c) */
+        const char *losses[8];
+        int nl = vc__loss_count() < 8 ? vc__loss_count() : 8;
+        char all[160] = "";
+        for (int i = 0; i < nl; i++) {
+            losses[i] = vc_loss_row_get((vc_loss)i)->name;
+            size_t l = strlen(all);
+            snprintf(all + l, sizeof all - l, "%s\"%s\"", i ? (i == nl - 1 ? " or " : ", ") : "", losses[i]);
+        }
+        int k = cJSON_IsString(loss) ? vc__loss_from_name(loss->valuestring) : -1;
+        if (k >= 0) m->loss = (vc_loss)k;
         else {
             vc__describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, 3) : NULL;
-            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s (did you mean \"%s\"?)", got, s)
-                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected \"mean\", \"cross_entropy\" or \"causal_lm\", got %s", got);
+            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, nl) : NULL;
+            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s (did you mean \"%s\"?)", all, got, s)
+                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s", all, got);
             goto done;
         }
     }
@@ -917,9 +924,12 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
     if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/quant.c) */
-    if ((m->loss == VC_LOSS_CROSS_ENTROPY || m->loss == VC_LOSS_CAUSAL_LM) && m->val[m->output].shape.nd < 1)
-        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension",
-                      m->loss == VC_LOSS_CAUSAL_LM ? "causal_lm" : "cross_entropy");
+    const vc_loss_row *lr = vc_loss_row_get(m->loss);
+    if (lr->classes && m->val[m->output].shape.nd < 1)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension", lr->name);
+    else if (lr->fused && (m->loss_head = vc__loss_head(m)) < 0)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s computes the LM head itself: the model must end in it, a Linear "
+                      "layer (followed only by Scale/Tanh soft-capping)", lr->name);
 done:
     cJSON_Delete(root);
     if (st != VC_OK) vc__locate_error(m->text, m->text_len, err, L.at_key, L.nth);

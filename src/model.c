@@ -36,6 +36,7 @@ static void reset_model(vc_model *m)
     m->nparams = m->ntrainable = 0;
     m->nlora = 0;
     m->loss = VC_LOSS_MEAN;
+    m->loss_head = -1;
     m->max_positions = 0;
     m->input_fixed = NULL;
 }

@@ -53,7 +53,8 @@ typedef struct {
     const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;
 
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM } vc_loss;
+/* The model's loss: a row of src/loss.c's table each. */
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_LIGER } vc_loss;
 
 struct vc_model {
     char *name;
@@ -77,6 +78,7 @@ struct vc_model {
     int *blk_val, *blk_last;
     size_t nblk, cap_blk;
     vc_loss loss;
+    int loss_head;      /* a fused loss: the LM head's instance (vc__loss_head), -1 */
     int64_t max_positions; /* "max_positions": the longest sequence generation may reach; 0 none */
     const char *input_fixed; /* "input_fixed": why the sizes do not follow --input (arena), NULL */
     int64_t nparams, ntrainable;

@@ -170,10 +170,18 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
  * config.json: the loader turns it into the equivalent model (the same
  * layer format, vc_model_generated_json) and loads that. */
 #define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
+/* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
+ * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
+ * fused linear cross-entropy ("liger_fused_linear_ce"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger")
+#define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
+typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
+int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
+    vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
