@@ -53,6 +53,7 @@ enum cli_option_id {
     OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
     OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
     OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
+    OPT_LOSS, /* the causal-LM loss (issue 12 item 3) */
 };
 
 /* The options (options.c), in --help's order. */
