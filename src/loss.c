@@ -156,7 +156,7 @@ static void emit_liger(vc_build *b)
                               ? "is quantized: liger multiplies by lm_head.weight as a dense tensor"
                               : NULL;
         if (why) {
-            fail(b, "liger: %s %s", head->path, why);
+            fail(b, "liger: %s %s", head->name ? head->name : head->path, why);
             return;
         }
     }
