@@ -137,29 +137,37 @@ static void fail(vc_build *b, const char *fmt, ...)
  *            (AccumulateGrad steals it).
  * Only the steady pattern matters for the peak: the first chunk, one middle chunk
  * (every middle one holds the same) and the last (BT - (n-1) chunk rows). */
-static void emit_liger(vc_build *b)
+/* The checks both fused rows make of the model's LM head (`what`: the row's --loss name,
+ * `reads`: how its transformers integration reads the weight): false after a refusal. */
+static bool head_ok(vc_build *b, const char *what, const char *reads)
 {
     const vc_model *m = b->m;
     const vc_inst *head = &m->inst[m->loss_head];
     if (b->amp_dt != VC_DT_F32) {
-        fail(b, "liger under autocast (%s) is not modelled: its chunked matmuls run under the caller's "
-                "autocast (amp_custom_fwd); use fp32, bf16, fp16 or mixed-*", vc_precision_name(b->o.precision));
-        return;
+        fail(b, "%s under autocast (%s) is not modelled: its matmuls run under the caller's autocast "
+                "(custom_fwd); use fp32, bf16, fp16 or mixed-*", what, vc_precision_name(b->o.precision));
+        return false;
     }
     for (int i = 0; i < head->np; i++) {
         const vc_param_entry *p = &m->par[head->params[i]];
         const char *why = p->flags & VC_PARAM_ADAPTER
-                              ? "reads the weight itself (LigerForCausalLMLoss(lm_head_weight=lm_head.weight)), "
-                                "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
-                          : i == 1 ? "has a bias, which LigerForCausalLMLoss does not pass to the kernel"
-                          : p->fmt != VC_WEIGHTS_DENSE
-                              ? "is quantized: liger multiplies by lm_head.weight as a dense tensor"
+                              ? "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
+                          : i == 1 ? "which takes no bias: the head has one"
+                          : p->fmt != VC_WEIGHTS_DENSE ? "as a dense tensor: the head is quantized"
                               : NULL;
         if (why) {
-            fail(b, "liger: %s %s", head->name ? head->name : head->path, why);
-            return;
+            fail(b, "%s: %s %s, %s", what, head->name ? head->name : head->path, reads, why);
+            return false;
         }
     }
+    return true;
+}
+
+static void emit_liger(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (!head_ok(b, "liger", "is read as LigerForCausalLMLoss(lm_head_weight=lm_head.weight)")) return;
     vc_batch_dependent(b); /* the chunk size follows B x T */
     b->cur_inst = m->loss_head; /* Liger runs it inside lm_head's forward under FSDP (_FSDPForwardRedirection) */
     b->cur_region = -1;
@@ -215,6 +223,76 @@ static void emit_liger(vc_build *b)
     vc__extend_life(b, padded);
 }
 
+/* Apple's Cut Cross-Entropy as its transformers integration runs it (apple/ml-cross-entropy
+ * @ d42911f9b1a1f98289bb601c35c8151562603d74; cce_patch's defaults: impl "cce",
+ * reduction "mean", filter_eps "auto", no fp32 accumulation): cut_cross_entropy/transformers/
+ * llama.py cce_forward -> utils.py apply_lce (the hidden states, lm_head.weight, the labels
+ * unshifted, shift=True) -> cce.py cce_linear_cross_entropy:
+ *   utils.py _build_flat_valids l.33-49: (targets[..., 1:] != -100) bool [B, L-1],
+ *     .nonzero() int64 [N, 2] (N = B(L-1), every label valid), .to(int32), in-place row
+ *     strides, .sum(1): valids int64 [N], kept in the CCEParams the function keeps
+ *   cce.py LinearCrossEntropyFunction.forward:
+ *     cce_lse_forward.py l.193-201: lse fp32 [N], locks uint32 [cdiv(N, 128)] (freed on
+ *       return), logit_avg fp32 [V] (filter_eps set and a gradient needed); the kernel tiles
+ *       the logits on chip: no [N, V] tensor
+ *     indexed_dot.py l.123: neg_dot fp32 [N] (transformers/gemma2.py passes no softcap);
+ *     nll = neg_dot.add_(lse); loss = nll.mean()
+ *     l.141 save_for_backward(e, c, bias, lse, targets, valids, logit_avg): the hidden states
+ *       stay until the backward, as the LM head's own linear would keep them
+ *   backward: sort_logit_avg (argsort(logit_avg).to(int32), [V]); cce_backward.py
+ *     l.391-394 de = zeros_like(e), dc = zeros_like(c) (the gradients, allocated in backward),
+ *     l.457-464 de_locks, dc_locks int32 [cdiv(N or V, 128), cdiv(H, 64)]. */
+static void emit_cce(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (!head_ok(b, "cce", "is read as apply_lce(hidden_states, self.lm_head.weight, ...)")) return;
+    vc_batch_dependent(b); /* the lock tables follow B x T */
+    b->cur_inst = m->loss_head;
+    b->cur_region = -1;
+    const vc_param_entry *wp = &m->par[head->params[0]];
+    int64_t V = wp->dims[0], H = wp->dims[1];
+    vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
+    int64_t L = H ? b->t[x].n.ps / H : 0, N;
+    if (L < 1 || __builtin_mul_overflow(L - 1, b->batch, &N)) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc_t padded, tgt = targets(b, L, false, &padded);
+    if (tgt < 0) return;
+    vc_op *o = vc_op_begin(b, "nonzero"); /* _build_flat_valids */
+    vc_op_in_nodiff(o, tgt);
+    vc_t valids = vc_op_out(o, vc_n_sample(L - 1), VC_DT_I64);
+    int ne = vc_op_ftemp_keep(o, vc_n_sample(L - 1), VC_DT_BOOL);
+    int nz = vc_op_ftemp_keep(o, vc_n_sample(2 * (L - 1)), VC_DT_I64);
+    vc_op_ftemp_free(o, ne);
+    vc_op_ftemp_keep(o, vc_n_sample(2 * (L - 1)), VC_DT_I32);
+    vc_op_ftemp_free(o, nz);
+    vc_op_end(o);
+    o = vc_op_begin(b, "LinearCrossEntropyFunction");
+    vc_op_in(o, x);
+    vc_op_in(o, w);
+    vc_op_in_nodiff(o, tgt);
+    vc_op_in_nodiff(o, valids);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_extra(o, vc_n_sample(L - 1), VC_DT_F32); /* lse */
+    vc_op_extra(o, vc_n_fixed(V), VC_DT_F32);      /* logit_avg */
+    vc_op_ftemp(o, vc_n_fixed((N + 127) / 128), VC_DT_I32); /* locks */
+    int nd = vc_op_ftemp_keep(o, vc_n_sample(L - 1), VC_DT_F32); /* neg_dot, nll */
+    vc_op_ftemp_free(o, nd);
+    vc_op_save(o, x);
+    vc_op_save(o, tgt);
+    vc_op_save(o, valids);
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_F32); /* argsort: sort's values */
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_I64); /* and indices */
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_I32); /* vocab_ordering */
+    int64_t nd64 = (H + 63) / 64;
+    vc_op_btemp(o, vc_n_fixed((N + 127) / 128 * nd64), VC_DT_I32); /* de_locks */
+    vc_op_btemp(o, vc_n_fixed((V + 127) / 128 * nd64), VC_DT_I32); /* dc_locks */
+    vc_op_gemm(o);
+    vc_op_end(o);
+}
+
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
     [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean},
@@ -224,6 +302,8 @@ static const vc_loss_row rows[] = {
                            "cross_entropy", true, true, false, emit_causal_lm},
     [VC_LOSS_LIGER] = {"liger_fused_linear_ce", "liger", "Liger-Kernel's LigerFusedLinearCrossEntropyFunction: the "
                        "LM head and cross-entropy in chunks, gradients in forward", true, true, true, emit_liger},
+    [VC_LOSS_CCE] = {"cut_cross_entropy", "cce", "Apple's Cut Cross-Entropy (cut_cross_entropy.linear_cross_entropy): the "
+                     "logits tiled on chip, the hidden states kept for its backward kernel", true, true, true, emit_cce},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -54,7 +54,7 @@ typedef struct {
 } vc_inst;
 
 /* The model's loss: a row of src/loss.c's table each. */
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_LIGER } vc_loss;
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_LIGER, VC_LOSS_CCE } vc_loss;
 
 struct vc_model {
     char *name;

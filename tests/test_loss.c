@@ -1,16 +1,17 @@
 /*
  * test_loss.c — the loss rows of src/loss.c beyond the existing paths (issue 12 item 3):
  * Liger-Kernel's fused linear cross-entropy (`--loss liger`, the model JSON's
- * "loss": "liger_fused_linear_ce").
+ * "loss": "liger_fused_linear_ce") and Apple's Cut Cross-Entropy (`--loss cce`,
+ * "cut_cross_entropy").
  *
  * 1. --loss: the names (VC_LOSS_MAP), bad values and refused combinations through the
  *    CLI: exit 2, nothing on stdout, one stderr line naming --loss.
  * 2. Bytes derived by hand from the source's allocations (the comment of emit_liger in
  *    src/loss.c cites Liger-Kernel's lines): a 2-layer hand-written model and
  *    Llama-3.1-8B at 8k tokens.
- * 3. A small config against the harness's measurement of the plain-torch replica of
- *    Liger's op sequence (bench/accuracy/llm/liger_replica.py, measured.json llm60 and
- *    llm72 for the HF loss on the same step).
+ * 3. A small config against the harness's measurements of the plain-torch replicas
+ *    (bench/accuracy/llm/liger_replica.py, cce_replica.py; measured.json llm60, llm72, and
+ *    llm81 for the HF loss on the same step).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -75,6 +76,7 @@ static void test_names(void **state)
     /* VC_LOSS_MAP: hf (ForCausalLMLoss) and liger */
     assert_int_equal(vc_loss_impl_from_name("hf"), VC_LOSS_IMPL_HF);
     assert_int_equal(vc_loss_impl_from_name("liger"), VC_LOSS_IMPL_LIGER);
+    assert_int_equal(vc_loss_impl_from_name("cce"), VC_LOSS_IMPL_CCE);
     assert_int_equal(vc_loss_impl_from_name("Liger"), -1);
     assert_int_equal(vc_loss_impl_from_name("fused-linear-ce"), -1);
     assert_int_equal(vc_loss_impl_from_name(""), -1);
@@ -87,8 +89,8 @@ static void test_names(void **state)
 static void test_cli_refusals(void **state)
 {
     (void)state;
-    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger)");
-    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger)");
+    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce)");
+    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce)");
     /* an encoder's classification head is not a causal LM */
     assert_usage(HF "bert-base-uncased.json --loss liger", "--loss: liger is a causal-LM loss");
     /* a model file names its loss in its JSON */
@@ -98,6 +100,8 @@ static void test_cli_refusals(void **state)
                  "--loss: liger: ");
     /* under autocast its matmuls would cast per chunk: not modelled */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss liger -p amp-bf16", "--loss: liger under autocast (amp-bf16)");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce -p amp-fp16", "--loss: cce under autocast (amp-fp16)");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce --lora 8 --lora-targets lm_head", "--loss: cce: lm_head");
     /* accepted: hf is the default, liger on a decoder */
     cli_run r;
     run(&r, HF "llama-3.1-8b.json --seq 64 --loss hf -f json");
@@ -105,6 +109,9 @@ static void test_cli_refusals(void **state)
     run(&r, HF "llama-3.1-8b.json --seq 64 --loss liger --emit-model");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "\"loss\":\t\"liger_fused_linear_ce\""));
+    run(&r, HF "gemma-2-9b.json --seq 64 --loss cce --emit-model");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"loss\":\t\"cut_cross_entropy\""));
 }
 
 static vc_status estimate(const char *json, const vc_hf_options *hf, const vc_options *o, vc_result *r, vc_error *err)
@@ -159,6 +166,37 @@ static void test_tiny_bytes(void **state)
     assert_string_equal(err.path, "loss");
 }
 
+/* The same model with "loss": "cut_cross_entropy" (src/loss.c emit_cce cites the source):
+ * the forward keeps, besides the embedding output it saves (2048), valids int64 [15]
+ * 512, lse fp32 [15] 512 and logit_avg fp32 [100] 512; no logits. Backward allocates
+ * de = zeros_like(e) [16, 32] 2048 and dc = zeros_like(c) [100, 32] 12800 (then its
+ * argsort and lock temporaries, 512-1024 B each, one at a time); the saved tensors go
+ * after it, and the peak is the embedding's backward, which makes the embedding weight's
+ * gradient (12800) while the head's (dc, 12800), the hidden state's gradient (de, 2048),
+ * the loss (512) and the root gradient (512) are alive, over the weights (25600), the ids
+ * and the targets (1024): 55296, gradients 25600, temporaries 2048 + 512 + 512 = 3072. */
+static void test_tiny_bytes_cce(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    char json[sizeof tiny + 16];
+    const char *k = strstr(tiny, "liger_fused_linear_ce");
+    assert_non_null(k);
+    snprintf(json, sizeof json, "%.*scut_cross_entropy%s", (int)(k - tiny), tiny, k + strlen("liger_fused_linear_ce"));
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 55296);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.gradients, 25600);
+    assert_int_equal(r.peak.temporaries, 3072);
+    assert_int_equal(r.peak.activations, 1024);
+    vc_result_free(&r);
+}
+
 /* Llama-3.1-8B (tests/data/hf/llama-3.1-8b.json), bf16, batch 1, 8192 tokens, adam: the
  * peak moves from the HF loss's backward to Liger's forward, where it holds (bytes):
  *   V x H = 128256 x 4096 = 525,336,576 elements: grad_weight bf16 1,050,673,152 (the
@@ -196,8 +234,9 @@ static void test_llama8b_bytes(void **state)
 
 /* bench/accuracy/llm/measured.json: llama_vocab8k.json (hidden 64, vocabulary 8192),
  * batch 2, 64 tokens, sgd, fp32, measured on torch 1.13 CPU with the allocator counter:
- * llm60 (liger_replica.py) 10,581,504 B, llm72 (ForCausalLMLoss) 18,901,504 B. The
- * estimate is within 0.1% of each (--attention math --workspace 0, as compare.py runs). */
+ * llm60 (liger_replica.py) 10,581,504 B, llm72 (cce_replica.py) 9,167,360 B, llm81
+ * (ForCausalLMLoss) 18,901,504 B. The estimate is within 0.1% of each (--attention math
+ * --workspace 0, as compare.py runs). */
 static void test_measured(void **state)
 {
     (void)state;
@@ -211,8 +250,9 @@ static void test_measured(void **state)
     o.attention = VC_ATTN_MATH;
     o.workspace = 0;
     const struct { vc_loss_impl loss; int64_t measured; } cases[] = {
-        {VC_LOSS_IMPL_LIGER, INT64_C(10581504)}, {VC_LOSS_IMPL_HF, INT64_C(18901504)}};
-    for (size_t i = 0; i < 2; i++) {
+        {VC_LOSS_IMPL_LIGER, INT64_C(10581504)}, {VC_LOSS_IMPL_CCE, INT64_C(9167360)},
+        {VC_LOSS_IMPL_HF, INT64_C(18901504)}};
+    for (size_t i = 0; i < 3; i++) {
         vc_result r;
         vc_error err;
         hf.loss = cases[i].loss;
@@ -230,7 +270,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),         cmocka_unit_test(test_cli_refusals),
-        cmocka_unit_test(test_tiny_bytes),    cmocka_unit_test(test_llama8b_bytes),
+        cmocka_unit_test(test_tiny_bytes),    cmocka_unit_test(test_tiny_bytes_cce),
+        cmocka_unit_test(test_llama8b_bytes),
         cmocka_unit_test(test_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,8 +172,9 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 #define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
 /* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
  * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
- * fused linear cross-entropy ("liger_fused_linear_ce"), a row each of src/loss.c's table. */
-#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger")
+ * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
+ * ("cut_cross_entropy"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 int vc_loss_impl_from_name(const char *s); /* -1 when unknown */

@@ -56,8 +56,9 @@ def parse_args(argv):
     ap.add_argument("--lora-targets", help="default: PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING "
                     "(q_proj,v_proj; gpt_neox: query_key_value)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger"],
-                    help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py)")
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce"],
+                    help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
+                    "cce: Apple's Cut Cross-Entropy (cce_replica.py)")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)

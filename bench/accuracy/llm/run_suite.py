@@ -83,6 +83,22 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(liger):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, loss="liger", held_out=(i % 3 == 2)))
+    # --loss cce: Apple's Cut Cross-Entropy (cce_replica.py: the wrappers' allocations, kernels as
+    # in-place writes). Every third held out.
+    cce = [
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 1, 128, "sgd", "bf16", True, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adam", "fp32", True, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("mixtral_small", 2, 40, "sgd", "fp32", False, 0),
+        ("llama_vocab8k", 3, 80, "sgd", "fp32", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(cce):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="cce", held_out=(i % 3 == 2)))
     # the same large-vocabulary steps with transformers' ForCausalLMLoss, for the contrast
     for cfg, b, s, o, p in (("llama_vocab8k", 2, 64, "sgd", "fp32"), ("llama_vocab8k", 2, 64, "sgd", "bf16")):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
