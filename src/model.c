@@ -263,6 +263,31 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
     return st;
 }
 
+vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (!m->gen_json)
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "the loss option applies to a Hugging Face config.json; a vramcalc "
+                            "model file names its loss in its \"loss\" key");
+    if ((unsigned)loss >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    vc_loss_impl old = m->hf.loss;
+    m->hf.loss = loss;
+    free(m->gen_json); /* the model JSON with the new loss */
+    m->gen_json = NULL;
+    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
+    if (st != VC_OK) {
+        m->hf.loss = old;
+        vc_error again;
+        free(m->gen_json);
+        m->gen_json = NULL;
+        reload(m, m->has_override, &m->override, &m->lora, &again);
+    }
+    return st;
+}
+
 void vc_lora_init(vc_lora *l)
 {
     memset(l, 0, sizeof *l);

@@ -196,6 +196,10 @@ const char *vc_model_generated_json(const vc_model *m);
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+/* Reloads a config.json model with another causal-LM loss (as --loss would have loaded it),
+ * keeping its other options and its LoRA adapters; on failure the model is left as it was.
+ * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
+vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names

@@ -134,7 +134,10 @@ def test_matrix(vc):
     for args, kw in ((["-p", "bf16", "--seq", "4096", "-b", "2"], dict(precision="bf16", seq=4096, batch=2)),
                      (["-p", "bf16", "-g", "rtx4090", "--max-seq"], dict(precision="bf16", gpu="rtx4090", max_seq=True)),
                      (["-b", "2", "-g", "h100-80gb:90%", "--max-seq", "-o", "adamw"],
-                      dict(batch=2, gpu="h100-80gb:90%", max_seq=True, optim="adamw"))):
+                      dict(batch=2, gpu="h100-80gb:90%", max_seq=True, optim="adamw")),
+                     (["-p", "bf16", "--seq", "8192", "--loss", "liger"], dict(precision="bf16", seq=8192, loss="liger")),
+                     (["-p", "bf16", "-g", "rtx4090", "--max-seq", "--loss", "cce"],
+                      dict(precision="bf16", gpu="rtx4090", max_seq=True, loss="cce"))):
         rc, out, err = cli([llama, "-f", "json"] + args)
         check(rc in (0, 1), "llama-3.1-8b.json %s: CLI exit %d: %s" % (args, rc, err.strip()))
         r = vc.estimate(llama, **kw)
@@ -172,7 +175,8 @@ def test_errors(vc):
                      (dict(batch=0), "batch"), (dict(gpu="rtx9999"), "gpu"), (dict(workspace="12 parsecs"), "workspace"),
                      (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size"),
                      (dict(max_seq=True), "max_seq"), (dict(max_seq=True, gpu="rtx4090"), "config.json"),
-                     (dict(seq=128), "config.json")):
+                     (dict(seq=128), "config.json"), (dict(loss="liger"), "config.json"),
+                     (dict(loss="fused"), "loss")):
         try:
             vc.estimate(os.path.join(EXAMPLES, "resnet18.json"), **kw)
             check(False, "%r accepted" % (kw,))
