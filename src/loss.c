@@ -103,6 +103,32 @@ static void fail(vc_build *b, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The checks both fused rows make of the model's LM head (`what`: the row's --loss name,
+ * `reads`: how its transformers integration reads the weight): false after a refusal. */
+static bool head_ok(vc_build *b, const char *what, const char *reads)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "%s under autocast (%s) is not modelled: its matmuls run under the caller's autocast "
+                "(custom_fwd); use fp32, bf16, fp16 or mixed-*", what, vc_precision_name(b->o.precision));
+        return false;
+    }
+    for (int i = 0; i < head->np; i++) {
+        const vc_param_entry *p = &m->par[head->params[i]];
+        const char *why = p->flags & VC_PARAM_ADAPTER
+                              ? "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
+                          : i == 1 ? "which takes no bias: the head has one"
+                          : p->fmt != VC_WEIGHTS_DENSE ? "as a dense tensor: the head is quantized"
+                              : NULL;
+        if (why) {
+            fail(b, "%s: %s %s, %s", what, head->name ? head->name : head->path, reads, why);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Liger-Kernel's fused linear cross-entropy as its transformers integration runs it
  * (linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c):
  * transformers/model/llama.py lce_forward (training with labels: skip_logits) ->
@@ -137,32 +163,6 @@ static void fail(vc_build *b, const char *fmt, ...)
  *            (AccumulateGrad steals it).
  * Only the steady pattern matters for the peak: the first chunk, one middle chunk
  * (every middle one holds the same) and the last (BT - (n-1) chunk rows). */
-/* The checks both fused rows make of the model's LM head (`what`: the row's --loss name,
- * `reads`: how its transformers integration reads the weight): false after a refusal. */
-static bool head_ok(vc_build *b, const char *what, const char *reads)
-{
-    const vc_model *m = b->m;
-    const vc_inst *head = &m->inst[m->loss_head];
-    if (b->amp_dt != VC_DT_F32) {
-        fail(b, "%s under autocast (%s) is not modelled: its matmuls run under the caller's autocast "
-                "(custom_fwd); use fp32, bf16, fp16 or mixed-*", what, vc_precision_name(b->o.precision));
-        return false;
-    }
-    for (int i = 0; i < head->np; i++) {
-        const vc_param_entry *p = &m->par[head->params[i]];
-        const char *why = p->flags & VC_PARAM_ADAPTER
-                              ? "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
-                          : i == 1 ? "which takes no bias: the head has one"
-                          : p->fmt != VC_WEIGHTS_DENSE ? "as a dense tensor: the head is quantized"
-                              : NULL;
-        if (why) {
-            fail(b, "%s: %s %s, %s", what, head->name ? head->name : head->path, reads, why);
-            return false;
-        }
-    }
-    return true;
-}
-
 static void emit_liger(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -204,7 +204,7 @@ static void emit_liger(vc_build *b)
     int first = nchunks >= 3 ? 0 : nchunks == 2 ? 1 : 2;
     int prev = -1;
     for (int i = first; i < 3; i++) {
-        int64_t c = i == 0 && nchunks < 2 ? BT : sizes[i];
+        int64_t c = sizes[i];
         int lg = vc_op_ftemp_keep(o, vc_n_fixed(c == chunk ? cv : c * V), xdt); /* logits_chunk */
         vc_op_ftemp_free(o, prev); /* the previous chunk (none before the first) */
         prev = lg;
