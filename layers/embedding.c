@@ -10,6 +10,10 @@
  *  - otherwise a radix sort of the indices and the segment reduction of
  *    embedding_backward_cuda_kernel, whose int64 and fp32 temporaries are
  *    modelled below. The plan is therefore batch-dependent.
+ * sequence_scatter t > 1 (src/hf.c, --tp --sp): Megatron's VocabParallelEmbedding
+ * with reduce_scatter_embeddings: the lookup, then reduce_scatter_to_sequence_
+ * parallel_region to the rank's 1/t of the ids (the dim before the features;
+ * MEG tensor_parallel/layers.py VocabParallelEmbedding.forward).
  * max_norm: F.embedding first runs embedding_renorm_ on the weight under
  * no_grad (in place), which sorts and de-duplicates the indices.
  */
@@ -19,13 +23,14 @@ typedef struct {
     int64_t num, dim, padding_idx;
     bool has_padding, has_max_norm, scale_grad, sparse;
     double max_norm, norm_type;
+    int64_t scatter;
 } emb_cfg;
 
 static int emb_parse(vc_args *a, void *p)
 {
     emb_cfg *c = p;
     if (vc_arg_int(a, "num_embeddings", VC_REQUIRED, 1, &c->num) ||
-        vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim))
+        vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter))
         return -1;
     c->has_padding = false;
     int t = vc_arg_type(a, "padding_idx");
@@ -60,6 +65,13 @@ static int emb_setup(vc_setup *s, void *p)
     s->out = *x;
     s->out.d[s->out.nd++] = c->dim;
     s->out_dt = VC_DT_FLOAT;
+    if (c->scatter > 1) {
+        int64_t *d = &s->out.d[s->out.nd - 2];
+        if (s->out.nd < 2 || *d % c->scatter)
+            return vc_fail(s, "sequence_scatter", "the ids per sample (%lld) are not divisible by %lld ranks",
+                           (long long)(s->out.nd < 2 ? 1 : *d), (long long)c->scatter);
+        *d /= c->scatter;
+    }
     int64_t w;
     return vc_mul(s, c->num, c->dim, &w) || vc_param2(s, "weight", c->num, c->dim);
 }
@@ -119,6 +131,7 @@ static void emb_emit(vc_build *b, const void *p)
         /* both paths: grad_weight = zeros(weight sizes), stolen by AccumulateGrad */
     }
     vc_op_end(o);
+    if (c->scatter > 1) y = op_seq_scatter(b, y, c->scatter);
     vc_set_output(b, y);
 }
 

@@ -1,5 +1,13 @@
 /*
  * linear.c — Linear, Identity, Flatten.
+ *
+ * Linear's sequence_gather / sequence_scatter (t > 1) are a tensor-parallel
+ * rank's Linear under Megatron's sequence parallelism (docs/parallel.md 2.6;
+ * written by src/hf.c for --tp --sp): gather, a ColumnParallelLinear whose
+ * input [.., s/t, in] is all-gathered to [.., s, in] (ops.h op_linear_gather);
+ * scatter, a RowParallelLinear whose [.., s, out] result is reduce-scattered
+ * to [.., s/t, out] (op_seq_scatter). The dim before the features is the
+ * sequence.
  */
 #include "ops.h"
 
@@ -8,6 +16,7 @@
 typedef struct {
     int64_t in, out;
     bool bias;
+    int64_t gather, scatter; /* sequence parallelism: the TP degree, 1 none */
 } linear_cfg;
 
 static int linear_parse(vc_args *a, void *p)
@@ -15,7 +24,24 @@ static int linear_parse(vc_args *a, void *p)
     linear_cfg *c = p;
     return vc_arg_int(a, "in_features", VC_REQUIRED, 1, &c->in) ||
            vc_arg_int(a, "out_features", VC_REQUIRED, 1, &c->out) ||
-           vc_arg_bool(a, "bias", true, &c->bias);
+           vc_arg_bool(a, "bias", true, &c->bias) || vc_arg_int(a, "sequence_gather", 1, 1, &c->gather) ||
+           vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter) ||
+           (c->gather > 1 && c->scatter > 1 ? vc_arg_fail(a, "sequence_scatter", "a Linear gathers or scatters the sequence, not both") : 0);
+}
+
+/* The sequence dim (the one before the features) multiplied (gather) or
+ * divided (scatter) by the TP degree. */
+static int linear_seq(vc_setup *s, const linear_cfg *c)
+{
+    if (c->gather == 1 && c->scatter == 1) return 0;
+    const char *key = c->gather > 1 ? "sequence_gather" : "sequence_scatter";
+    if (s->out.nd < 2) return vc_fail(s, key, "the input has no sequence dimension before the features");
+    int64_t *d = &s->out.d[s->out.nd - 2];
+    if (c->gather > 1) return vc_mul(s, *d, c->gather, d);
+    if (*d % c->scatter)
+        return vc_fail(s, key, "the sequence (%lld) is not divisible by %lld ranks", (long long)*d, (long long)c->scatter);
+    *d /= c->scatter;
+    return 0;
 }
 
 static int linear_setup(vc_setup *s, void *p)
@@ -27,6 +53,9 @@ static int linear_setup(vc_setup *s, void *p)
                        (long long)c->in, (long long)x->d[x->nd - 1]);
     s->out = *x;
     s->out.d[x->nd - 1] = c->out;
+    if (linear_seq(s, c)) return -1;
+    if ((c->gather > 1 || c->scatter > 1) && s->lora)
+        return vc_fail(s, c->gather > 1 ? "sequence_gather" : "sequence_scatter", "LoRA adapters on a sequence-parallel Linear are not modelled");
     int64_t w;
     int64_t wd[2] = {c->out, c->in};
     if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
@@ -62,7 +91,15 @@ static void linear_emit(vc_build *b, const void *p)
     const linear_cfg *c = p;
     int64_t rows = vc_shape_numel(vc_input_shape(b, 0)) / c->in;
     vc_t x = vc_input(b, 0);
+    if (c->gather > 1) {
+        vc_set_output(b, op_linear_gather(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out, c->gather));
+        return;
+    }
     vc_t y = op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out);
+    /* RowParallelLinear.forward: reduce_scatter_to_sequence_parallel_region(output_parallel);
+     * its bias is added after (output_ + bias), here inside the addmm (the same tensors
+     * but for one [s/t, out] sum) */
+    if (c->scatter > 1) y = op_seq_scatter(b, y, c->scatter);
     int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     if (!vc_has_weight(b, ia)) {
         vc_set_output(b, y);

@@ -532,13 +532,15 @@ const vc_kind vc_kind_Scale = {
 typedef struct {
     int64_t num, dim;
     bool per_sample;
+    int64_t scatter; /* --tp --sp (src/hf.c): the rank's 1/scatter of the positions */
 } pos_cfg;
 
 static int pos_parse(vc_args *a, void *p)
 {
     pos_cfg *c = p;
     return vc_arg_int(a, "num_embeddings", VC_REQUIRED, 1, &c->num) ||
-           vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_bool(a, "per_sample", false, &c->per_sample);
+           vc_arg_int(a, "embedding_dim", VC_REQUIRED, 1, &c->dim) || vc_arg_bool(a, "per_sample", false, &c->per_sample) ||
+           vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter);
 }
 
 static int pos_setup(vc_setup *s, void *p)
@@ -549,7 +551,9 @@ static int pos_setup(vc_setup *s, void *p)
     if (!c->per_sample && L > c->num)
         return vc_fail(s, "num_embeddings", "the sequence (%lld) is longer than the %lld learned positions", (long long)L,
                        (long long)c->num);
-    int64_t d[2] = {L, c->dim}, w;
+    if (L % c->scatter)
+        return vc_fail(s, "sequence_scatter", "the sequence (%lld) is not divisible by %lld ranks", (long long)L, (long long)c->scatter);
+    int64_t d[2] = {L / c->scatter, c->dim}, w;
     s->out = vc_shape_make(2, d);
     return vc_mul(s, c->num, c->dim, &w) || vc_param2(s, "weight", c->num, c->dim);
 }
@@ -558,11 +562,14 @@ static int pos_setup(vc_setup *s, void *p)
  * position_embeddings take position_ids [1, L] (a result shared by the
  * batch); BERT's token_type_embeddings (buffered_token_type_ids.expand(B, L))
  * and RoBERTa's positions (create_position_ids_from_input_ids, [B, L]) are
- * per sample. The ids themselves are int64 and small. */
+ * per sample. The ids themselves are int64 and small. With sequence_scatter
+ * (GPT-2 under --tp --sp) the rank looks up the positions of its own 1/t of
+ * the sequence: Megatron adds the positions before the scatter
+ * (LanguageModelEmbedding.forward), a [s, b, h] sum instead of [s/t, b, h]. */
 static void pos_emit(vc_build *b, const void *p)
 {
     const pos_cfg *c = p;
-    int64_t L = vc_input_shape(b, 0)->d[0];
+    int64_t L = vc_input_shape(b, 0)->d[0] / c->scatter;
     vc_numel ids = c->per_sample ? vc_n_sample(L) : vc_n_fixed(L);
     vc_t idx = op_new(b, "position_ids", ids, VC_DT_I64);
     vc_t w = vc_weight(b, 0);

@@ -130,6 +130,51 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     return y;
 }
 
+/* MEG megatron/core/tensor_parallel/layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication.forward (sequence_parallel):
+ * ctx.save_for_backward(input, weight) saves the shard; total_input is the
+ * all-gather into get_global_memory_buffer().get_tensor(dim_size, "mpu"); the
+ * matmul runs on it. backward: the same buffer re-gathered, grad_input =
+ * grad_output.matmul(weight) full-size, then sub_grad_input = torch.empty(shard)
+ * reduce-scattered from it. The global buffer is kept by Megatron between uses;
+ * here it is a temporary of each use (docs/parallel.md says the difference). */
+vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t)
+{
+    vc_t w0 = w;
+    x = op_autocast(b, x);
+    w = op_autocast_weight(b, w);
+    bias = op_autocast_weight(b, bias);
+    x = op_contiguous(b, x);
+    vc_numel full = vc_n_scale(vc_n_sample(rows), in * t);
+    vc_op *o = vc_op_begin(b, bias >= 0 ? "addmm" : "mm");
+    int ix = vc_op_in(o, x);
+    int iw = vc_op_in(o, w);
+    vc_op_ftemp(o, full, vc_dt_of(b, x)); /* the all-gather buffer */
+    vc_op_weight_temps(o, w0, vc_n_sample(rows * t));
+    int ib = bias >= 0 ? vc_op_in(o, bias) : -1;
+    vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(rows * t), out), vc_dt_of(b, x));
+    vc_op_save_if(o, x, iw);
+    vc_op_save_if(o, w, ix);
+    vc_op_grad_view(o, iw);
+    if (ib >= 0) vc_op_grad(o, ib, VC_GRAD_REDUCE);
+    vc_op_btemp(o, full, vc_dt_of(b, x)); /* the input gathered again */
+    vc_op_btemp(o, full, vc_dt_of(b, x)); /* grad_input before its reduce-scatter */
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+/* MEG tensor_parallel/mappings.py _ReduceScatterToSequenceParallelRegion:
+ * forward _reduce_scatter_along_first_dim (torch.empty(dim_size / t) and the
+ * collective), backward _gather_along_first_dim (torch.empty(dim_size * t)). */
+vc_t op_seq_scatter(vc_build *b, vc_t x, int64_t t)
+{
+    vc_numel n = vc_numel_of(b, x);
+    n.ps /= t;
+    n.fx /= t;
+    return op_fresh(b, "reduce_scatter", x, n);
+}
+
 vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out)
 {
     return op_bmm_raw(b, op_autocast(b, a), op_autocast(b, c), out);

@@ -39,6 +39,15 @@ vc_t op_autocast_weight(vc_build *b, vc_t w);
  * contiguous input with bias, matmul folding (a saved copy of a
  * non-contiguous input) otherwise. */
 vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out);
+/* Megatron sequence parallelism (docs/parallel.md 2.6). op_linear_gather: a
+ * ColumnParallelLinear with sequence_parallel on x, the rank's [rows, in]
+ * shard of the sequence: the input all-gathered t-fold into a buffer for the
+ * matmul, the shard saved, re-gathered in backward, whose full-size grad_input
+ * is reduce-scattered into the shard's gradient. op_seq_scatter: the
+ * reduce-scatter (or split) of x to its 1/t along the sequence, a new
+ * tensor; backward all-gathers the gradient (a new full-size tensor). */
+vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t);
+vc_t op_seq_scatter(vc_build *b, vc_t x, int64_t t);
 /* bmm/matmul of a [.., n, m] and c [.., m, p] into out elements. */
 vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out);
 /* The same without autocast casts (inside an op that was autocast itself). */

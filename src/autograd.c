@@ -653,6 +653,20 @@ static void param_state(vc_build *b, size_t i, bool *shared)
     }
 }
 
+/* The model's weights of storage format fmt at their largest ([out, in]). */
+static vc_quant_extent quant_extent(const vc_model *m, uint8_t fmt)
+{
+    vc_quant_extent x = {0, 0, 0};
+    for (size_t i = 0; i < m->npar; i++) {
+        const vc_param_entry *p = &m->par[i];
+        if (p->fmt != fmt || p->nd != 2) continue;
+        if (p->dims[1] > x.max_in) x.max_in = p->dims[1];
+        if (p->dims[0] > x.max_out) x.max_out = p->dims[0];
+        if (p->numel > x.max_numel) x.max_numel = p->numel;
+    }
+    return x;
+}
+
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
  * workspace. */
@@ -671,7 +685,11 @@ static void persistent(vc_build *b)
             tens_t *t = &b->t[b->par_t[i]];
             const vc_weight_row *w = vc_weight_row_get((vc_weights)m->par[i].fmt);
             vc_tspec ws[VC_QUANT_MAX];
-            int nw = w->shared && !wshared[m->par[i].fmt] ? w->shared(vc__model_quant(m), ws) : 0;
+            int nw = 0;
+            if (w->shared && !wshared[m->par[i].fmt]) {
+                vc_quant_extent x = quant_extent(m, m->par[i].fmt);
+                nw = w->shared(vc__model_quant(m), &x, ws);
+            }
             for (int k = 0; k < nw; k++) s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, -1);
             wshared[m->par[i].fmt] = true;
             nw = w->tensors(&m->par[i], vc__model_quant(m), (vc_dtype)t->dt, ws);

@@ -47,6 +47,8 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? "--serve" : "--mode",
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
+    if (m->gen_json && m->hf.sp) /* a decoding step's one token does not split over the ranks */
+        return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for training and --mode infer, not for generation");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");
@@ -57,6 +59,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                             "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
                             (long long)m->max_positions);
     g->on = true;
+    g->nkv = 0;
+    for (size_t i = 0; i < m->ninst; i++) /* vc_kv_update's callers (layers/llm.c) */
+        if (!strcmp(m->inst[i].kind->name, "RotaryAttention")) g->nkv++;
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -110,6 +115,45 @@ static int64_t min64(int64_t a, int64_t c) { return a < c ? a : c; }
 /* Tokens a sliding layer's cache holds as a view after `cum` tokens: the last window - 1. */
 static int64_t kept(const vc_kv_slot *s, int64_t cum) { return s->window > 0 ? min64(cum, s->window - 1) : cum; }
 
+/* --cache offloaded: DynamicCache(config, offloading=True) (generation/utils.py
+ * _prepare_cache_for_generation, cache_implementation="offloaded"; cache_utils.py
+ * at transformers@004999d9). Cache.update(layer_idx): prefetch(layer_idx + 1)
+ * first (the next layer's cache, the first layer's after the last,
+ * CacheLayerMixin.prefetch: keys.to(device) when it is initialized and on the
+ * CPU: a new GPU tensor of what the host holds), then the layer's update
+ * (DynamicLayer: cat(keys, key_states), the prefetched copy freed as keys is
+ * rebound; a sliding layer keeps the last window - 1 tokens), then
+ * offload(layer_idx) (keys.to("cpu")): the cat's result stays on the GPU only
+ * while the attention holds it. The host-side copies are not GPU memory. */
+static bool offloaded_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt,
+                             vc_dtype dt)
+{
+    vc_gen *g = &b->gen;
+    const int64_t L = g->seq;
+    int idx = (int)(s - g->slot), nx = idx + 1 < g->nkv ? idx + 1 : 0;
+    s->kpt = kpt;
+    s->vpt = vpt;
+    if (nx < g->nslot) {
+        vc_kv_slot *n = &g->slot[nx];
+        int64_t seen = nx < idx ? g->past + L : g->past; /* the first layer, after the last: updated this pass */
+        if (n->k >= 0 && n->gk < 0) { /* initialized and on the host */
+            int64_t t = kept(n, seen);
+            n->gk = op_new(b, "_to_copy", vc_n_sample(n->kpt * t), vc_dt_of(b, n->k));
+            n->gv = op_new(b, "_to_copy", vc_n_sample(n->vpt * t), vc_dt_of(b, n->v));
+        }
+    }
+    int64_t in = kept(s, g->past);
+    vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
+    vc_t nk_t = loop_op(b, "cat", s->gk, *k, nk, dt);
+    vc_t nv_t = loop_op(b, "cat", s->gv, *v, nv, dt);
+    s->gk = s->gv = -1;
+    s->k = *k = nk_t;
+    s->v = *v = nv_t;
+    s->len = in + L;
+    *S = in + L;
+    return true;
+}
+
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
@@ -117,7 +161,7 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
-        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L};
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0};
         return false;
     }
     vc_dtype dt = vc_dt_of(b, *k);
@@ -125,7 +169,7 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     if (g->pass == 0) {
         GROW(g->slot, g->nslot, g->cslot, b);
         if (b->st) return false;
-        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, window, 0};
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, window, 0, -1, -1, 0, 0};
     }
     if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
         b->st = VC_ERR_MODEL;
@@ -150,6 +194,7 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
         *S = max_len;
         return true;
     }
+    if (b->o.cache == VC_CACHE_OFFLOADED) return offloaded_update(b, s, k, v, S, kpt, vpt, dt);
     int64_t in = kept(s, g->past); /* cached tokens the update concatenates to */
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
     vc_t nk_t = loop_op(b, "cat", s->k, *k, nk, dt);
@@ -169,7 +214,16 @@ static void grow_caches(vc_build *b, int64_t past)
     vc_gen *g = &b->gen;
     for (int i = 0; i < g->nslot && !b->st; i++) {
         vc_kv_slot *s = &g->slot[i];
-        if (b->o.cache == VC_CACHE_STATIC || s->k < 0) continue;
+        if (b->o.cache == VC_CACHE_OFFLOADED && s->gk >= 0) {
+            /* the first layer's copy, prefetched by the step before the last: replaced by
+             * the grown one (allocated here before the old is freed, at a low point of the
+             * loop; in the run the two never coexist) */
+            int64_t t = kept(s, past);
+            s->gk = loop_op(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
+            s->gv = loop_op(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
+            continue;
+        }
+        if (b->o.cache != VC_CACHE_DYNAMIC || s->k < 0) continue;
         /* the storage after the step before the last: (what it kept) + 1 token */
         int64_t len = kept(s, past - 1) + 1;
         if (len == s->len) continue;
@@ -294,8 +348,11 @@ void vc__gen_emit(vc_build *b)
     vc_t held[] = {ls.ids, ls.mask, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
     for (int i = 0; i < g->nslot; i++) {
-        vc__extend_life(b, g->slot[i].k);
-        vc__extend_life(b, g->slot[i].v);
+        const vc_kv_slot *s = &g->slot[i];
+        bool host = b->o.cache == VC_CACHE_OFFLOADED; /* the cache is in host memory, but for a prefetched copy */
+        if (host && s->gk < 0) continue;
+        vc__extend_life(b, host ? s->gk : s->k);
+        vc__extend_life(b, host ? s->gv : s->v);
     }
     b->val_t[0] = prompt;
 }

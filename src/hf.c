@@ -22,11 +22,10 @@
 #include <cjson/cJSON.h>
 
 #include "hf.h"
+#include "hf_arch.h"
 #include "policy.h"
 #include "util.h"
 
-enum { F_LLAMA, F_MISTRAL, F_QWEN2, F_QWEN3, F_GEMMA, F_GEMMA2, F_PHI3, F_MIXTRAL, F_QWEN2_MOE, F_GPT2, F_GPT_NEOX,
-       F_BERT, F_ROBERTA, F_COUNT };
 static const char *const fam_names[F_COUNT] = {"llama", "mistral", "qwen2",    "qwen3", "gemma",    "gemma2", "phi3",
                                                "mixtral", "qwen2_moe", "gpt2", "gpt_neox", "bert", "roberta"};
 #define FAMILIES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta"
@@ -64,16 +63,8 @@ void vc_hf_options_init(vc_hf_options *o)
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
     o->loss = VC_LOSS_IMPL_HF;
-}
-
-int vc_loss_impl_from_name(const char *s)
-{
-#define VC__LNAME(e, n) n,
-    static const char *const names[] = {VC_LOSS_MAP(VC__LNAME) NULL};
-#undef VC__LNAME
-    for (int i = 0; s && names[i]; i++)
-        if (!strcmp(names[i], s)) return i;
-    return -1;
+    o->tp = 1;
+    o->sp = 0;
 }
 
 /* ------------------------------------------------------------ reading keys */
@@ -83,6 +74,7 @@ typedef struct {
     vc_error *err;
     const char *fam;
     bool oom;
+    int64_t sp; /* arch.sp: Linears and embeddings get their sequence-parallel keys */
 } rd;
 
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -162,24 +154,7 @@ static int get_str(rd *r, const char *key, const char *def, const char **out)
 
 /* ------------------------------------------------------------ the architecture */
 
-enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST };
 static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast"};
-
-typedef struct {
-    int fam;
-    int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
-    double eps, p_embd, p_attn, p_resid, final_cap, attn_cap;
-    bool tie, qkv_bias, o_bias, mlp_bias, qk_norm, parallel;
-    int act;
-    int64_t window;
-    bool window_alt;                   /* gemma2: every other layer */
-    bool eager;                        /* attn_implementation "eager" (gemma2's default) */
-    int64_t E, K, moe_I, shared_I, sparse_step;
-    bool norm_topk;
-    const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
-    double imbalance;
-    bool ckpt;          /* gradient checkpointing per decoder layer */
-} arch;
 
 static int read_act(rd *r, const char *key, const char *def, bool gated, int *out)
 {
@@ -472,6 +447,8 @@ static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64
     num(w, o, "in_features", (double)nin);
     num(w, o, "out_features", (double)nout);
     flag(w, o, "bias", bias);
+    const char *role = w->r->sp > 1 ? vc__hf_sp_role(name) : NULL; /* hf_tp.c */
+    if (role) num(w, o, role, (double)w->r->sp);
     return o;
 }
 
@@ -490,6 +467,16 @@ static void layernorm(wr *w, const arch *a, const char *name, const char *in)
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "normalized_shape", (double)a->H);
     num(w, o, "eps", a->eps);
+}
+
+/* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
+ * to the rank's part of the sequence (layers/embedding.c). */
+static void embedding(wr *w, const arch *a, const char *name)
+{
+    cJSON *o = add_layer(w, "Embedding", name);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
 }
 
 static void dropout(wr *w, const char *name, double p)
@@ -593,11 +580,13 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "activation", act_json[a->act]);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, false);
     } else {
+        /* down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
+         * gate_proj, act_fn (the gate is a temporary: freed here under
+         * no_grad), up_proj, the product. */
         linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act_fn");
         linear(w, "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
-        cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
-        ins(w, o, "mlp.gate_proj", "mlp.up_proj", NULL, NULL);
-        str(w, o, "activation", act_json[a->act]);
+        ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
     if (g2) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
@@ -614,9 +603,10 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
 static void gpt2_block(wr *w, const arch *a)
 {
     layernorm(w, a, "ln_1", NULL);
-    linear(w, "attn.c_attn", NULL, a->H, 3 * a->H, true);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attn.c_attn", NULL, a->H, 3 * q, true);
     attn_core(w, a, "attn.attention", true, "attn.c_attn", NULL, NULL, NULL, true, 0);
-    linear(w, "attn.c_proj", NULL, a->H, a->H, true);
+    linear(w, "attn.c_proj", NULL, q, a->H, true);
     dropout(w, "attn.resid_dropout", a->p_resid);
     const char *prev = w->last;
     ins(w, add_layer(w, "Add", "attn_residual"), prev, "input", NULL, NULL);
@@ -636,9 +626,10 @@ static void gpt2_block(wr *w, const arch *a)
 static void neox_layer(wr *w, const arch *a)
 {
     layernorm(w, a, "input_layernorm", NULL);
-    linear(w, "attention.query_key_value", NULL, a->H, 3 * a->H, a->qkv_bias);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.query_key_value", NULL, a->H, 3 * q, a->qkv_bias);
     attn_core(w, a, "attention.attention", true, "attention.query_key_value", NULL, NULL, "gpt_neox.rotary_emb", true, 0);
-    linear(w, "attention.dense", NULL, a->H, a->H, a->o_bias);
+    linear(w, "attention.dense", NULL, q, a->H, a->o_bias);
     dropout(w, "post_attention_dropout", a->p_resid);
     const char *attn = w->last;
     if (!a->parallel) ins(w, add_layer(w, "Add", "attn_residual"), attn, "input", NULL, NULL);
@@ -658,12 +649,13 @@ static void neox_layer(wr *w, const arch *a)
  * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
 static void bert_layer(wr *w, const arch *a)
 {
-    linear(w, "attention.self.query", NULL, a->H, a->H, true);
-    linear(w, "attention.self.key", "input", a->H, a->H, true);
-    linear(w, "attention.self.value", "input", a->H, a->H, true);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.self.query", NULL, a->H, q, true);
+    linear(w, "attention.self.key", "input", a->H, q, true);
+    linear(w, "attention.self.value", "input", a->H, q, true);
     attn_core(w, a, "attention.self.attention", false, "attention.self.query", "attention.self.key", "attention.self.value",
               NULL, false, 0);
-    linear(w, "attention.output.dense", NULL, a->H, a->H, true);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
     dropout(w, "attention.output.dropout", a->p_resid);
     const char *prev = w->last;
     ins(w, add_layer(w, "Add", "attention.output.residual"), prev, "input", NULL, NULL);
@@ -782,13 +774,12 @@ static void build_layers(wr *w, const arch *a)
     cJSON *o;
     switch (a->fam) {
     case F_GPT2:
-        o = add_layer(w, "Embedding", "transformer.wte");
-        num(w, o, "num_embeddings", (double)a->V);
-        num(w, o, "embedding_dim", (double)a->H);
+        embedding(w, a, "transformer.wte");
         o = add_layer(w, "PositionEmbedding", "transformer.wpe");
         ins(w, o, "input", NULL, NULL, NULL);
         num(w, o, "num_embeddings", (double)a->maxpos);
         num(w, o, "embedding_dim", (double)a->H);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
         ins(w, add_layer(w, "Add", "embeds"), "transformer.wte", "transformer.wpe", NULL, NULL);
         dropout(w, "transformer.drop", a->p_embd);
         layer_stack(w, a, "transformer.h", w->last);
@@ -796,9 +787,7 @@ static void build_layers(wr *w, const arch *a)
         lm_head(w, a, "transformer.wte", "lm_head");
         return;
     case F_GPT_NEOX:
-        o = add_layer(w, "Embedding", "gpt_neox.embed_in");
-        num(w, o, "num_embeddings", (double)a->V);
-        num(w, o, "embedding_dim", (double)a->H);
+        embedding(w, a, "gpt_neox.embed_in");
         if (a->R > 0) {
             o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
             ins(w, o, "input", NULL, NULL, NULL);
@@ -816,9 +805,7 @@ static void build_layers(wr *w, const arch *a)
     default:
         break;
     }
-    o = add_layer(w, "Embedding", "model.embed_tokens");
-    num(w, o, "num_embeddings", (double)a->V);
-    num(w, o, "embedding_dim", (double)a->H);
+    embedding(w, a, "model.embed_tokens");
     const char *first = "model.embed_tokens";
     if (a->fam == F_GEMMA || a->fam == F_GEMMA2) { /* hidden_states * normalizer (sqrt(hidden_size)) */
         o = add_layer(w, "Scale", "model.embed_scale");
@@ -841,7 +828,7 @@ static void build_layers(wr *w, const arch *a)
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
 {
     *model = NULL;
-    rd r = {cfg, err, "", false};
+    rd r = {cfg, err, "", false, 1};
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
     if (!cJSON_IsString(mt))
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "expected a string naming the architecture (supported: " FAMILIES ")");
@@ -878,7 +865,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (encoder && li != VC_LOSS_IMPL_HF)
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
-    const char *loss_name = encoder ? "cross_entropy" : lrow >= 0 ? vc_loss_row_get((vc_loss)lrow)->name : "causal_lm";
+    const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
+    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
+    if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    r.sp = a.sp;
+    /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
+    const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;

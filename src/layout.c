@@ -65,7 +65,7 @@ static void ddp_buckets(vc_build *b)
 static void zero1_owns(const vc_build *b, bool *owned)
 {
     const vc_model *m = b->m;
-    int64_t world = b->o.gpus, *sizes = calloc((size_t)world, sizeof *sizes);
+    int64_t world = vc_dp_world(&b->o), *sizes = calloc((size_t)world, sizeof *sizes);
     size_t *order = malloc((m->npar + 1) * sizeof *order);
     int *rank = malloc((m->npar + 1) * sizeof *rank);
     if (!sizes || !order || !rank) {
@@ -179,7 +179,7 @@ static void fsdp_units(vc_build *b, int64_t group)
 }
 
 /* FULL_SHARD and SHARD_GRAD_OP shard over every rank. */
-static void fsdp_flat(vc_build *b) { fsdp_units(b, b->o.gpus); }
+static void fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
 
 /* ---- hybrid: HYBRID_SHARD, FULL_SHARD inside each node and replicated
  * across nodes: the shard group is the node's devices
@@ -189,7 +189,7 @@ static void fsdp_flat(vc_build *b) { fsdp_units(b, b->o.gpus); }
  * of 8). The sharded gradient is then all-reduced over the inter-node
  * group in place (_post_backward_hook: default_hooks.allreduce_hook on
  * new_sharded_grad): nothing more is allocated. */
-static void hybrid_flat(vc_build *b) { fsdp_units(b, b->o.gpus < 8 ? b->o.gpus : 8); }
+static void hybrid_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o) < 8 ? vc_dp_world(&b->o) : 8); }
 
 /* FlatParamHandle.unshard (_flat_param.py): _alloc_padded_unsharded_flat_param
  * allocates the padded unsharded storage (world x shard elements), then the
@@ -314,7 +314,7 @@ enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN }; /* lay_n: bucket elements, extra-large p
  * views into it. */
 static int64_t zero2_flat_numel(const vc_build *b, uint8_t *dt)
 {
-    int64_t n = 0, a = 2 * b->o.gpus;
+    int64_t n = 0, a = 2 * vc_dp_world(&b->o);
     *dt = VC_DT_F32;
     for (size_t p = b->m->npar; p-- > 0;)
         if (b->m->par[p].trainable) n += b->m->par[p].numel, *dt = b->t[b->par_t[p]].dt;
@@ -332,7 +332,7 @@ static void zero2_flat(vc_build *b)
 {
     const vc_model *m = b->m;
     uint8_t dt;
-    int64_t world = b->o.gpus, flat = zero2_flat_numel(b, &dt), part = flat / world, off = 0, busiest = 0;
+    int64_t world = vc_dp_world(&b->o), flat = zero2_flat_numel(b, &dt), part = flat / world, off = 0, busiest = 0;
     int64_t *tot = calloc((size_t)world + 1, sizeof *tot);
     b->lay_mask = calloc(m->npar + 1, sizeof *b->lay_mask);
     if (!tot || !b->lay_mask) { free(tot); b->st = VC_ERR_NOMEM; return; }

@@ -92,6 +92,58 @@ static void emit_ce(vc_build *b, bool shift)
 static void emit_cross_entropy(vc_build *b) { emit_ce(b, false); }
 static void emit_causal_lm(vc_build *b) { emit_ce(b, true); }
 
+/* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
+ * logits y (after output_f32's .float(); MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+ * as in src/hf_tp.c: megatron/core/tensor_parallel/cross_entropy.py
+ * _VocabParallelCrossEntropy, as LanguageModule.compute_language_model_loss
+ * calls it without cross_entropy_loss_fusion). Forward: labels.transpose(0, 1)
+ * .contiguous() (int64 [rows]); calculate_logits_max: torch.max(-1), values
+ * and indices; calculate_predicted_logits: y -= max, target_mask (bool) and
+ * masked_target (int64) [rows], arange and predicted_logits (index + clone,
+ * fp32), exp in place, sum_exp_logits; the loss, and y.div_(sum): y becomes the
+ * softmax and is saved with target_mask and masked_target_1d. Backward:
+ * grad_input is the saved softmax updated in place; here it is a new fp32
+ * tensor, so the loss's backward holds one more logits-sized fp32 tensor for
+ * its duration than Megatron (docs/parallel.md 2.6). The per-token losses
+ * then reduce to the scalar the step differentiates. The 16-bit logits stay
+ * referenced by the caller until the loss returns. */
+static void emit_vocab_parallel(vc_build *b)
+{
+    const vc_value *ov = &b->m->val[b->m->output];
+    vc_t logits = b->val_t[b->m->output];
+    vc_t y = output_f32(b);
+    int64_t classes = ov->shape.d[ov->shape.nd - 1];
+    vc_numel n = b->t[y].n;
+    vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
+    vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);
+    if (tgt < 0) return;
+    b->t[tgt].persistent = true;
+    b->target_t = tgt;
+    vc_op *o = vc_op_begin(b, "contiguous"); /* labels [s, b] */
+    vc_op_in_nodiff(o, tgt);
+    vc_t lab = vc_op_out(o, rows, VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "vocab_parallel_cross_entropy");
+    vc_op_in(o, y);
+    vc_op_in_nodiff(o, lab);
+    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_max */
+    vc_op_ftemp(o, rows, VC_DT_I64); /* its indices */
+    vc_op_ftemp(o, rows, VC_DT_I64); /* arange_1d */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_2d[arange_1d, masked_target_1d] before its clone */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* predicted_logits */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* sum_exp_logits */
+    vc_t l = vc_op_out(o, rows, VC_DT_F32);
+    vc_op_extra(o, rows, VC_DT_BOOL); /* target_mask */
+    vc_op_extra(o, rows, VC_DT_I64);  /* masked_target_1d */
+    vc_op_save(o, y);
+    vc_op_end(o);
+    vc__extend_life(b, logits); /* GPTModel.forward's `logits`, until the loss returns */
+    o = vc_op_begin(b, "mean"); /* the per-token losses to the step's scalar */
+    vc_op_in(o, l);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+}
+
 static void fail(vc_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(vc_build *b, const char *fmt, ...)
 {
@@ -295,15 +347,29 @@ static void emit_cce(vc_build *b)
 
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
-    [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean},
+    [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
     [VC_LOSS_CROSS_ENTROPY] = {"cross_entropy", NULL, "F.cross_entropy over the last dimension", true, false, false,
-                               emit_cross_entropy},
+                               emit_cross_entropy, NULL},
     [VC_LOSS_CAUSAL_LM] = {"causal_lm", "hf", "transformers' ForCausalLMLoss: fp32 logits, shifted labels, "
-                           "cross_entropy", true, true, false, emit_causal_lm},
+                           "cross_entropy", true, true, false, emit_causal_lm, NULL},
+    [VC_LOSS_VOCAB_PARALLEL] = {"vocab_parallel", NULL, "Megatron's vocab-parallel cross-entropy of one tensor-parallel "
+                                "rank's logits (--tp)", true, true, false, emit_vocab_parallel, NULL},
     [VC_LOSS_LIGER] = {"liger_fused_linear_ce", "liger", "Liger-Kernel's LigerFusedLinearCrossEntropyFunction: the "
-                       "LM head and cross-entropy in chunks, gradients in forward", true, true, true, emit_liger},
+                       "LM head and cross-entropy in chunks, gradients in forward", true, true, true, emit_liger,
+                       /* linkedin/Liger-Kernel @ ead96b6: ops/fused_linear_cross_entropy.py takes no process
+                        * group; its Megatron support (megatron/cross_entropy.py, examples/megatron/README.md)
+                        * is the unfused ops/vocab_parallel_cross_entropy.py, not this op */
+                       "Liger's fused linear cross-entropy has no vocabulary-parallel mode (its softmax would "
+                       "cover one rank's vocabulary shard); --tp's loss is Megatron's vocab-parallel cross-entropy "
+                       "(--loss hf)"},
     [VC_LOSS_CCE] = {"cut_cross_entropy", "cce", "Apple's Cut Cross-Entropy (cut_cross_entropy.linear_cross_entropy): the "
-                     "logits tiled on chip, the hidden states kept for its backward kernel", true, true, true, emit_cce},
+                     "logits tiled on chip, the hidden states kept for its backward kernel", true, true, true, emit_cce,
+                     /* apple/ml-cross-entropy @ d42911f: README "Vocabulary Parallelism" (VocabParallelOptions,
+                      * linear_cross_entropy.py l.137) is a separate path the transformers integration (cce_patch,
+                      * utils.py apply_lce) never takes, and it is not replicated here */
+                     "Cut Cross-Entropy's vocabulary-parallel path (VocabParallelOptions) is not replicated and "
+                     "its transformers integration does not use it; --tp's loss is Megatron's vocab-parallel "
+                     "cross-entropy (--loss hf)"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)
@@ -317,6 +383,16 @@ int vc__loss_from_name(const char *name)
 {
     for (size_t i = 0; name && i < sizeof rows / sizeof *rows; i++)
         if (!strcmp(rows[i].name, name)) return (int)i;
+    return -1;
+}
+
+int vc_loss_impl_from_name(const char *s)
+{
+#define VC__LNAME(e, n) n,
+    static const char *const names[] = {VC_LOSS_MAP(VC__LNAME) NULL};
+#undef VC__LNAME
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
     return -1;
 }
 

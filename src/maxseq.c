@@ -32,6 +32,7 @@ typedef struct {
     vc_error *err;
     int64_t lo, hi;   /* longest known to fit (0: none), shortest known not to (0: none) */
     bool hi_refused;  /* hi was refused by the model (learned positions, the limit), not by memory */
+    int64_t unit;     /* lengths are searched in units of this: --sp's TP degree (hf_tp.c), else 1 */
 } search;
 
 /* memory.total of the model at seq tokens; *refused when the model does
@@ -42,7 +43,8 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
 {
     *refused = false;
     vc_model *c = NULL;
-    vc_status st = vc__model_load_seq(S->m, seq, &c, err);
+    vc_status st = __builtin_mul_overflow(seq, S->unit, &seq) ? vc_set_error(err, VC_ERR_USAGE, "--seq", "too long")
+                                                              : vc__model_load_seq(S->m, seq, &c, err);
     if ((st == VC_ERR_USAGE && !strcmp(err->path, "--seq")) ||
         (seq > S->s0 && (st == VC_ERR_MODEL || st == VC_ERR_OVERFLOW || st == VC_ERR_LIMIT))) {
         *refused = true;
@@ -100,7 +102,10 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
     /* start from the model's own length (its input: [seq] token ids) */
     int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
-    search S = {m, o, capacity, s0, 0, VC_OK, err, 0, 0, false};
+    /* with --sp the sequence splits over the TP ranks: lengths in units of tp */
+    int64_t unit = m->hf.sp && m->hf.tp > 1 ? m->hf.tp : 1;
+    s0 = s0 / unit > 0 ? s0 / unit : 1;
+    search S = {m, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
     int f = probe(&S, s0);
     /* exponential search for the bracket: doubling up from a length that
      * fits (the model refuses past SEQ_LIMIT), halving down from one that
@@ -111,7 +116,7 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     while (f >= 0 && S.lo && S.hi - S.lo > 1) f = probe(&S, S.lo + (S.hi - S.lo) / 2);
     if (estimates) *estimates = S.n;
     if (f < 0) return S.st;
-    *max_seq = S.lo;
+    *max_seq = S.lo * unit;
     if (limited) *limited = S.lo && S.hi_refused;
     return VC_OK;
 }

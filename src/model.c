@@ -239,6 +239,25 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     return reload(m, had, &old, &m->lora, err);
 }
 
+/* A config.json's model built again with the options hf (its --seq or its
+ * tensor-parallel split, its --loss); on failure the old options are put back. */
+static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
+{
+    vc_hf_options old = m->hf;
+    m->hf = *hf;
+    free(m->gen_json); /* the model JSON of the new options */
+    m->gen_json = NULL;
+    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
+    if (st != VC_OK) {
+        m->hf = old;
+        vc_error again;
+        free(m->gen_json);
+        m->gen_json = NULL;
+        reload(m, m->has_override, &m->override, &m->lora, &again);
+    }
+    return st;
+}
+
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
 {
     vc_error local;
@@ -248,19 +267,25 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
     if (!m->gen_json)
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "the sequence length applies to a Hugging Face config.json; this is a vramcalc model file (use --input)");
     if (seq < 1) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: expected a positive integer", (long long)seq);
-    int64_t old = m->hf.seq;
-    m->hf.seq = seq;
-    free(m->gen_json); /* the model JSON of the new length */
-    m->gen_json = NULL;
-    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
-    if (st != VC_OK) {
-        m->hf.seq = old;
-        vc_error again;
-        free(m->gen_json);
-        m->gen_json = NULL;
-        reload(m, m->has_override, &m->override, &m->lora, &again);
-    }
-    return st;
+    vc_hf_options hf = m->hf;
+    hf.seq = seq;
+    return set_hf(m, &hf, err);
+}
+
+vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (!m->gen_json)
+        return tp == 1 && !sp ? VC_OK
+                              : vc_set_error(err, VC_ERR_USAGE, tp > 1 ? "--tp" : "--sp",
+                                             "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
+    vc_hf_options hf = m->hf;
+    hf.tp = tp;
+    hf.sp = sp;
+    return set_hf(m, &hf, err);
 }
 
 vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
@@ -273,19 +298,9 @@ vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "the loss option applies to a Hugging Face config.json; a vramcalc "
                             "model file names its loss in its \"loss\" key");
     if ((unsigned)loss >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
-    vc_loss_impl old = m->hf.loss;
-    m->hf.loss = loss;
-    free(m->gen_json); /* the model JSON with the new loss */
-    m->gen_json = NULL;
-    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
-    if (st != VC_OK) {
-        m->hf.loss = old;
-        vc_error again;
-        free(m->gen_json);
-        m->gen_json = NULL;
-        reload(m, m->has_override, &m->override, &m->lora, &again);
-    }
-    return st;
+    vc_hf_options hf = m->hf;
+    hf.loss = loss;
+    return set_hf(m, &hf, err);
 }
 
 void vc_lora_init(vc_lora *l)

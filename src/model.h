@@ -53,8 +53,9 @@ typedef struct {
     const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;
 
-/* The model's loss: a row of src/loss.c's table each. */
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_LIGER, VC_LOSS_CCE } vc_loss;
+/* The model's loss: a row of src/loss.c's table each. VOCAB_PARALLEL: Megatron's
+ * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf.c writes it for --tp). */
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE } vc_loss;
 
 struct vc_model {
     char *name;
@@ -95,6 +96,9 @@ struct vc_model {
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     struct vc_arena *arena;
 };
+
+/* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
+vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/generate.c).

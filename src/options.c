@@ -64,6 +64,16 @@ void vc_options_init(vc_options *o)
     o->prompt = VC_GEN_DEFAULT_PROMPT;
     o->new_tokens = VC_GEN_DEFAULT_NEW_TOKENS;
     o->cache = VC_CACHE_DYNAMIC;
+    o->tp = 1;
+    o->pp = 1;
+    o->micro_batches = 0;
+    o->sp = 0;
+}
+
+int64_t vc_dp_world(const vc_options *o)
+{
+    int64_t mp = o->tp * o->pp; /* both bounded by vc__check_options */
+    return mp >= 1 && o->gpus % mp == 0 ? o->gpus / mp : 1;
 }
 
 /* "2.Y" with Y from VC_TORCH_OLDEST to VC_TORCH_DEFAULT's minor, digits only. */
@@ -100,14 +110,27 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if ((unsigned)o->parallel >= VC_PARALLEL__N) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "invalid layout");
     if (o->gpus < 1 || o->gpus > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
-    if (o->gpus > 1 && o->parallel == VC_PARALLEL_NONE)
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs need a --parallel layout (ddp)", (long long)o->gpus);
+    if (o->tp < 1 || o->tp > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)o->tp);
+    if (o->pp < 1 || o->pp > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--pp", "expected 1 to 2^20 pipeline stages, got %lld", (long long)o->pp);
+    if (o->micro_batches < 0 || o->micro_batches > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "expected 1 to 2^20 micro-batches, got %lld", (long long)o->micro_batches);
+    if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more");
+    if (o->micro_batches && o->pp < 2)
+        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is not modelled yet");
+    if (o->gpus % (o->tp * o->pp))
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
+                            (long long)o->gpus, (long long)o->tp, (long long)o->pp);
+    if (vc_dp_world(o) > 1 && o->parallel == VC_PARALLEL_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld data-parallel ranks need a --parallel layout (ddp)", (long long)vc_dp_world(o));
     if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, "--cache", "invalid cache");
     if (o->prompt < 1 || o->prompt > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
-    if (o->parallel == VC_PARALLEL_FSDP_HYBRID && o->gpus > 8 && o->gpus % 8)
+    if (o->parallel == VC_PARALLEL_FSDP_HYBRID && vc_dp_world(o) > 8 && vc_dp_world(o) % 8)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {

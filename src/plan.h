@@ -145,6 +145,11 @@ typedef struct {
     int32_t k, v;     /* the cache tensors (storage length `len` tokens) */
     int64_t window;   /* sliding_window (DynamicSlidingWindowLayer), 0 none */
     int64_t len;      /* tokens in the storage (a sliding layer keeps a view of its last w - 1) */
+    /* --cache offloaded: k and v are the last update's results (their sizes; the
+     * cache itself is in host memory), gk and gv the copy prefetched to the
+     * GPU for the next update, -1 none; kpt, vpt elements per token and sample */
+    int32_t gk, gv;
+    int64_t kpt, vpt;
 } vc_kv_slot;
 
 typedef struct {
@@ -154,6 +159,7 @@ typedef struct {
     int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
     int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
     int nslot, cslot, cur;    /* cache slots (attention layers), capacity, the next this pass */
+    int nkv;                  /* attention layers with a cache (the model's RotaryAttention instances) */
     vc_kv_slot *slot;
     int32_t split_op;         /* the first op of the decoding pass: the phase marker; -1 none */
     int32_t mask;             /* StaticCache: this pass's 4-D attention mask, -1 */

@@ -141,6 +141,11 @@ typedef struct {
     vc_tspec t;
     bool held; /* stays allocated until the op's other held temporaries are made, then all are freed */
 } vc_qtemp;
+/* The model's weights of one storage format, at their largest. */
+typedef struct {
+    int64_t max_in, max_out; /* the largest in_features and out_features */
+    int64_t max_numel;       /* the largest weight's elements */
+} vc_quant_extent;
 typedef struct {
     const char *name, *summary; /* the class followed and its source */
     bool trains;  /* a linear over it has a backward for its input (LoRA on top) */
@@ -148,8 +153,9 @@ typedef struct {
     /* What the GPU keeps for weight p, data first (dense: one tensor of the
      * precision's dtype). Returns the count. */
     int (*tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
-    /* Kept once for every weight in the format (a cached code book); NULL none. */
-    int (*shared)(const vc_quant *q, vc_tspec out[VC_QUANT_MAX]);
+    /* Kept once for every weight in the format (a cached code book, a kernel's
+     * scratch sized by the largest weight, x); NULL none. */
+    int (*shared)(const vc_quant *q, const vc_quant_extent *x, vc_tspec out[VC_QUANT_MAX]);
     /* Temporaries of a linear over `rows` rows per sample, in the compute
      * dtype (rows per sample, or a fixed count: an expert's tokens): forward,
      * and backward for the input's gradient; NULL none. */
@@ -182,6 +188,7 @@ typedef struct vc_loss_row {
     bool causal;         /* a causal-LM loss: token ids in, generation possible */
     bool fused;          /* replaces the LM head in training */
     void (*emit)(struct vc_build *b);
+    const char *tp_why;  /* why a tensor-parallel rank (--tp) cannot run it, NULL it can */
 } vc_loss_row;
 const vc_loss_row *vc_loss_row_get(vc_loss l);
 int vc__loss_count(void);

@@ -77,8 +77,9 @@ static int bnb4_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype den
 
 /* quantize_blockwise with code=None caches create_dynamic_map() (256 fp32
  * values) on the device in the module-level name2qmap["dynamic"], once. */
-static int bnb4_shared(const vc_quant *q, vc_tspec out[VC_QUANT_MAX])
+static int bnb4_shared(const vc_quant *q, const vc_quant_extent *x, vc_tspec out[VC_QUANT_MAX])
 {
+    (void)x;
     if (!q->double_quant) return 0;
     out[0] = T(256, VC_DT_F32);
     return 1;
@@ -141,6 +142,22 @@ static int gptq_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype den
     out[2] = T(g * o, VC_DT_F16);
     out[3] = T(in, VC_DT_I32);
     return 4;
+}
+
+/* 4 bits: transformers' GPTQ path runs AutoGPTQ's ExLlama (v1) kernel
+ * (GPTQConfig: exllama_config defaults to {"version": 1}), and
+ * auto_gptq/modeling/_utils.py autogptq_post_init (AutoGPTQ@9f7d370)
+ * allocates, once per device and for the whole run, temp_state fp16
+ * [max_input_len, max_inner_outer_dim] (without act-order: [1, 1]) and
+ * temp_dq fp16 [1, max(qweight.numel() * 8)] (the largest weight
+ * dequantized, for the cuBLAS path of the prefill). desc_act (act-order,
+ * temp_state [2048, max(in, out)]) is not modelled. */
+static int gptq_shared(const vc_quant *q, const vc_quant_extent *x, vc_tspec out[VC_QUANT_MAX])
+{
+    if (q->bits != 4 || x->max_numel <= 0) return 0;
+    out[0] = T(1, VC_DT_F16);
+    out[1] = T(x->max_numel / 32 * q->bits * 8, VC_DT_F16); /* qweight [in / 32 * bits, out], x 8 */
+    return 2;
 }
 
 static const char *gptq_misfit(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n)
@@ -242,7 +259,7 @@ static const vc_weight_row rows[VC_WEIGHTS__N] = {
                         bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
     [VC_WEIGHTS_FP4] = {"fp4", "bitsandbytes Linear4bit / Params4bit, quant_type fp4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
                         bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
-    [VC_WEIGHTS_GPTQ] = {"gptq", "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx", false, VC_LORA_LINEAR, gptq_tensors, NULL, NULL, gptq_misfit},
+    [VC_WEIGHTS_GPTQ] = {"gptq", "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx", false, VC_LORA_LINEAR, gptq_tensors, gptq_shared, NULL, gptq_misfit},
     [VC_WEIGHTS_AWQ] = {"awq", "AutoAWQ WQLinear_GEMM: qweight, qzeros, scales", false, VC_LORA_LINEAR, awq_tensors, NULL, NULL, awq_misfit},
     [VC_WEIGHTS_FP8] = {"fp8", "transformers FP8Linear, one scale per tensor (weight_scale_inv)", false, VC_LORA_LINEAR, fp8_tensors, NULL, fp8_temps, NULL},
     [VC_WEIGHTS_FP8_CHANNEL] = {"fp8-channel", "transformers FbgemmFp8Linear: weight_scale per output row, input_scale_ub", false, VC_LORA_LINEAR,

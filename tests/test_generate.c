@@ -308,12 +308,49 @@ static void reloads_keep_weights(void **state)
     vc_model_free(m);
 }
 
+/* --cache offloaded (DynamicCache(offloading=True)): the cache is in host
+ * memory but for the layer being updated and the next one, prefetched.
+ * Llama-3.1-8B bf16 (32 layers, 8 kv heads x 128), prompt 8192, 64 new tokens;
+ * a layer's k or v at T tokens is 8 x 128 x T x 2 B: 16,777,216 at 8192,
+ * 16,906,240 at 8255 (multiples of 512). Both peaks are in the last layer
+ * (the MLP's product in the prefill; its attention in the last step), the
+ * same op under both caches. Prefill: the dynamic cache holds all 32 layers
+ * there, the offloaded one the first layer's copy prefetched by the last
+ * layer's update: 31 x 2 x 16,777,216 less. Last step: 32 layers against the
+ * last layer's cat result and the first layer's prefetched copy (both of 8255
+ * tokens): 30 x 2 x 16,906,240 less. The KV cache's bytes are the same. */
+static void offloaded_cache(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.precision = VC_PREC_BF16;
+    o.prompt = 8192;
+    o.new_tokens = 64;
+    o.workspace = 0;
+    vc_result d, f;
+    vc_error err;
+    if (vc_estimate(m, &o, &d, &err)) fail_msg("estimate: %s", err.msg);
+    o.cache = VC_CACHE_OFFLOADED;
+    if (vc_estimate(m, &o, &f, &err)) fail_msg("estimate: %s", err.msg);
+    assert_string_equal(d.peak.layer, f.peak.layer);
+    assert_int_equal(d.generate.prefill_peak - f.generate.prefill_peak, INT64_C(31) * 2 * 16777216);
+    assert_int_equal(d.generate.decode_peak - f.generate.decode_peak, INT64_C(30) * 2 * 16906240);
+    assert_int_equal(f.generate.kv_cache, d.generate.kv_cache);
+    assert_int_equal(f.generate.kv_cache, INT64_C(32) * 2 * 16906240);
+    vc_result_free(&d);
+    vc_result_free(&f);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
-        cmocka_unit_test(serve),              cmocka_unit_test(reloads_keep_weights),
+        cmocka_unit_test(serve),              cmocka_unit_test(reloads_keep_weights), cmocka_unit_test(offloaded_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,8 +102,18 @@ static void test_cli_refusals(void **state)
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss liger -p amp-bf16", "--loss: liger under autocast (amp-bf16)");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce -p amp-fp16", "--loss: cce under autocast (amp-fp16)");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce --lora 8 --lora-targets lm_head", "--loss: cce: lm_head");
+    /* a tensor-parallel rank's LM head holds a vocabulary shard: Liger's fused op has no
+     * vocabulary-parallel mode and CCE's (VocabParallelOptions) is not what cce_patch runs
+     * (src/loss.c, the rows' tp_why); --loss hf under --tp is Megatron's vocab_parallel */
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss liger --tp 2 --gpus 2",
+                 "--loss: liger with --tp is not modelled: Liger's fused linear cross-entropy has no vocabulary-parallel");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce --tp 2 --sp --gpus 2",
+                 "--loss: cce with --tp is not modelled: Cut Cross-Entropy's vocabulary-parallel path");
     /* accepted: hf is the default, liger on a decoder */
     cli_run r;
+    run(&r, HF "llama-3.1-8b.json --seq 64 --loss hf --tp 2 --gpus 2 --emit-model");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "\"loss\":\t\"vocab_parallel\""));
     run(&r, HF "llama-3.1-8b.json --seq 64 --loss hf -f json");
     assert_int_equal(r.status, 0);
     run(&r, HF "llama-3.1-8b.json --seq 64 --loss liger --emit-model");

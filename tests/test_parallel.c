@@ -18,6 +18,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -316,6 +317,237 @@ static void test_zero2_bf16(void **state)
     vc_model_free(m);
 }
 
+
+/* ---- Megatron tensor and sequence parallelism (--tp, --sp; src/hf_tp.c) ----
+ * MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553; K =
+ * Korthikanti et al., arXiv:2205.05198, Table 2 (docs/parallel.md 2.6, 3). */
+
+#define TP_DATA VC_TEST_DATA "/"
+
+static vc_model *load_tp(const char *file, int64_t seq, int64_t tp, int sp, vc_status *st, vc_error *err)
+{
+    vc_hf_options hf;
+    vc_hf_options_init(&hf);
+    hf.seq = seq;
+    hf.tp = tp;
+    hf.sp = sp;
+    vc_model *m = NULL;
+    *st = vc_model_load_file_hf(file, &hf, &m, err);
+    return m;
+}
+
+/* Parameters on one rank of Llama-3.1-70B (h 8192, 80 layers, 64 heads, 8 kv
+ * heads of 128, ffn 28672, vocab 128256, untied, no biases) at TP 8, by
+ * Megatron's split (MEG attention.py, layers.py, mlp.py, vocab_utils.py):
+ * per layer q 8192 x 1024 + k, v 8192 x 128 each + o 1024 x 8192 = 18,874,368;
+ * MLP 3 x 8192 x 3584 = 88,080,384; two RMSNorms 16,384 (replicated):
+ * 106,971,136 x 80 = 8,557,690,880; the vocabulary padded to a multiple of
+ * 128 x 8 = 129,024, 16,128 rows per rank, embedding and lm_head 2 x 16,128 x
+ * 8192 = 264,241,152; the final norm 8192: 8,821,940,224 in all. Over the 8
+ * ranks: the model's 70,553,706,496 + 7 copies of the 1,318,912 replicated
+ * norm weights + the 2 x 768 x 8192 padding rows. */
+static void test_tp_params_llama70b(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(VC_TEST_DATA "/hf/llama-3.1-70b.json", 8192, 8, 0, &st, &err);
+    assert_int_equal(st, VC_OK);
+    assert_int_equal(vc_model_parameters(m), INT64_C(8821940224));
+    assert_int_equal(8 * vc_model_parameters(m), INT64_C(70553706496) + 7 * INT64_C(1318912) + 2 * 768 * 8192);
+    vc_model_free(m);
+    /* with --sp the weights are the same */
+    m = load_tp(VC_TEST_DATA "/hf/llama-3.1-70b.json", 8192, 8, 1, &st, &err);
+    assert_int_equal(st, VC_OK);
+    assert_int_equal(vc_model_parameters(m), INT64_C(8821940224));
+    vc_model_free(m);
+}
+
+/* The saved bytes of one GPT block (the second, layers[4][1]) on a TP rank of
+ * tests/data/parallel/gpt2-medium-k.json (s 1024, h 1024, a 16, b 1, bf16,
+ * dropout 0.1, gelu_pytorch_tanh: one saved input as Megatron's fused GELU).
+ * Flash attention keeps no s x s tensor: K's "selective recompute" rows,
+ * sbh(10 + 24/t) without SP and 34sbh/t with it, plus what K leaves out: the
+ * two LayerNorms' mean and rstd (fp32, s/t' each: 2 x 2 x 4 x s/t' B, t' = t
+ * with SP, else 1) and flash's softmax_lse (fp32 [a/t, s]) and rng state (two
+ * 512-byte blocks). The math backend upcasts 16-bit q, k, v to fp32
+ * (docs/autograd.md 4.8): its attention core keeps 9as^2b/t + 14sbh/t bytes
+ * (fp32 softmax and dropped probabilities, the 1-byte mask; fp32 q, k, v, the
+ * 16-bit output) where K counts 5as^2b/t + 8sbh/t; the rest is K's 26sbh
+ * (/t with SP). */
+static int64_t block_saved(const char *file, int64_t tp, int sp, vc_attention att)
+{
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(file, 1024, tp, sp, &st, &err);
+    if (st) fail_msg("load: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.attention = att;
+    o.tp = tp;
+    o.sp = sp;
+    o.gpus = tp;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    int64_t sum = 0;
+    for (size_t i = 0; i < r.nlayers; i++)
+        if (!strncmp(r.layers[i].name, "layers[4][1].", 13)) sum += r.layers[i].activations;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return sum;
+}
+
+static void test_tp_korthikanti(void **state)
+{
+    (void)state;
+    const char *f = TP_DATA "parallel/gpt2-medium-k.json";
+    const int64_t s = 1024, h = 1024, a = 16, sbh = s * h;
+    for (int64_t t = 1; t <= 8; t *= 2)
+        for (int sp = 0; sp <= (t > 1); sp++) {
+            int64_t ts = sp ? t : 1;
+            int64_t k_sel = sp ? 34 * sbh / t : sbh * 10 + 24 * sbh / t; /* K Table 2, selective */
+            int64_t ln = 2 * 2 * 4 * s / ts, lse = 4 * (a / t) * s + 1024;
+            assert_int_equal(block_saved(f, t, sp, VC_ATTN_FLASH), k_sel + ln + lse);
+            int64_t k_full = sp ? (34 * sbh + 5 * a * s * s) / t : sbh * 10 + (24 * sbh + 5 * a * s * s) / t; /* K, no recompute */
+            int64_t core_k = (8 * sbh + 5 * a * s * s) / t, core_fp32 = (14 * sbh + 9 * a * s * s) / t;
+            assert_int_equal(block_saved(f, t, sp, VC_ATTN_MATH), k_full - core_k + core_fp32 + ln);
+        }
+}
+
+/* Megatron's vocab-parallel cross-entropy (src/loss.c emit_vocab_parallel, MEG cross_entropy.py)
+ * on gpt2-medium-k at TP 8, s 1024, bf16: the vocabulary 50,257 padded to a
+ * multiple of 128 x 8 (vocab_utils.py) = 51,200, 6,400 per rank. logits.float()
+ * is fp32 [1024, 6400] = 26,214,400 B, which becomes the saved softmax; the
+ * bf16 logits (13,107,200 B) live until the loss returns; the int64 labels,
+ * masked target (8,192 B) and bool mask (1,024 B) are [s] each. Backward:
+ * the fp32 gradient (a new tensor here, Megatron's in-place update of the
+ * softmax), then the .float()'s backward makes the bf16 gradient. */
+typedef struct {
+    int fwd_fp32, bwd_fp32, bwd_bf16, saved_small;
+} ce_trace;
+
+static void on_ce(void *ctx, const char *text)
+{
+    ce_trace *c = ctx;
+    char phase[32], op[16], cat[16], layer[64], name[64] = "";
+    long long bytes, total;
+    if (sscanf(text, "%31s %15s %15s %lld %lld %63s %63s", phase, op, cat, &bytes, &total, layer, name) < 6 || strcmp(op, "alloc"))
+        return;
+    bool f = !strcmp(phase, "forward"), bw = !strcmp(phase, "backward");
+    if (f && bytes == 26214400 && !strcmp(name, "_to_copy")) c->fwd_fp32++;
+    if (bw && bytes == 26214400 && !strcmp(name, "vocab_parallel_cross_entropy")) c->bwd_fp32++;
+    if (bw && bytes == 13107200 && !strcmp(name, "_to_copy")) c->bwd_bf16++;
+    if (f && !strcmp(cat, "act") && !strcmp(name, "vocab_parallel_cross_entropy") && (bytes == 1024 || bytes == 8192)) c->saved_small++;
+}
+
+static void test_tp_vocab_parallel_loss(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(TP_DATA "parallel/gpt2-medium-k.json", 1024, 8, 0, &st, &err);
+    assert_non_null(m);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.attention = VC_ATTN_FLASH;
+    o.tp = 8;
+    o.gpus = 8;
+    ce_trace c = {0, 0, 0, 0};
+    assert_int_equal(vc_trace(m, &o, on_ce, &c, &err), VC_OK);
+    assert_int_equal(c.fwd_fp32, 1);
+    assert_int_equal(c.bwd_fp32, 1);
+    assert_int_equal(c.bwd_bf16, 1);
+    assert_int_equal(c.saved_small, 2); /* target_mask (1,024 B), masked_target_1d (8,192 B) */
+    vc_model_free(m);
+}
+
+/* Impossible layouts name --tp / --sp (src/hf_tp.c; MEG divide() asserts). */
+static void test_tp_errors(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    const char *l70 = VC_TEST_DATA "/hf/llama-3.1-70b.json";
+    assert_null(load_tp(l70, 0, 3, 0, &st, &err)); /* 64 heads */
+    assert_int_equal(st, VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+    assert_non_null(strstr(err.msg, "num_attention_heads (64)"));
+    assert_null(load_tp(l70, 0, 16, 0, &st, &err)); /* 8 kv heads */
+    assert_string_equal(err.path, "--tp");
+    assert_non_null(strstr(err.msg, "num_key_value_heads (8)"));
+    assert_null(load_tp(l70, 0, 1, 1, &st, &err));
+    assert_string_equal(err.path, "--sp");
+    assert_null(load_tp(l70, 1001, 8, 1, &st, &err)); /* 1001 tokens over 8 ranks */
+    assert_string_equal(err.path, "--sp");
+    assert_null(load_tp(VC_TEST_DATA "/hf/bert-base-uncased.json", 128, 2, 1, &st, &err));
+    assert_string_equal(err.path, "--sp");
+    /* a model loaded for one split, estimated with another; a model file with --tp */
+    vc_model *m = load_tp(l70, 512, 8, 0, &st, &err);
+    assert_non_null(m);
+    vc_options o;
+    vc_options_init(&o);
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+    vc_model_free(m);
+    m = load();
+    o.tp = 2;
+    o.gpus = 2;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+    vc_model_free(m);
+    /* generation's decoding step has one token: no sequence to split */
+    m = load_tp(l70, 512, 8, 1, &st, &err);
+    assert_non_null(m);
+    o.tp = 8;
+    o.gpus = 8;
+    o.sp = 1;
+    o.mode = VC_MODE_GENERATE;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--sp");
+    vc_model_free(m);
+}
+
+/* --max-seq with --sp searches lengths the TP degree divides (src/maxseq.c;
+ * hf_tp.c refuses the others), and the answer is a length that loads and
+ * fits while the next multiple of t does not. */
+static void test_tp_max_seq(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    vc_model *m = load_tp(VC_TEST_DATA "/hf/llama-3.1-8b.json", 0, 8, 1, &st, &err);
+    assert_non_null(m);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.tp = 8;
+    o.sp = 1;
+    o.gpus = 8;
+    int64_t cap = INT64_C(80) << 30, n = 0;
+    int limited = 0;
+    assert_int_equal(vc_model_max_seq(m, &o, cap, &n, &limited, NULL, &err), VC_OK);
+    assert_true(n > 0);
+    assert_int_equal(n % 8, 0);
+    for (int64_t k = 0; k < 2; k++) {
+        vc_model *c = load_tp(VC_TEST_DATA "/hf/llama-3.1-8b.json", n + 8 * k, 8, 1, &st, &err);
+        assert_non_null(c);
+        vc_result r;
+        assert_int_equal(vc_estimate(c, &o, &r, &err), VC_OK);
+        if (k == 0) assert_true(r.memory.total <= cap);
+        else assert_true(r.memory.total > cap);
+        vc_result_free(&r);
+        vc_model_free(c);
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -327,6 +559,11 @@ int main(void)
         cmocka_unit_test(test_fsdp_mixed_unit),
         cmocka_unit_test(test_zero2_fp32),
         cmocka_unit_test(test_zero2_bf16),
+        cmocka_unit_test(test_tp_params_llama70b),
+        cmocka_unit_test(test_tp_korthikanti),
+        cmocka_unit_test(test_tp_vocab_parallel_loss),
+        cmocka_unit_test(test_tp_errors),
+        cmocka_unit_test(test_tp_max_seq),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

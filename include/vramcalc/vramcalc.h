@@ -183,6 +183,8 @@ typedef struct {
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
     vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
+    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
+    int sp;               /* 1: with sequence parallelism (tp >= 2) */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
@@ -200,6 +202,11 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
  * keeping its other options and its LoRA adapters; on failure the model is left as it was.
  * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
 vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
+/* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
+ * sequence parallelism), what vc_hf_options.tp/.sp give at load time
+ * (docs/parallel.md): the options of an estimate must then carry the same
+ * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
+vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -225,7 +232,7 @@ vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
 #define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer") X(GENERATE, "generate")
 /* The KV cache of --mode generate (docs/inference.md): transformers' DynamicCache
  * (grown by torch.cat each step) or StaticCache (preallocated to prompt + new tokens). */
-#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static")
+#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static") X(OFFLOADED, "offloaded")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
@@ -267,6 +274,12 @@ typedef struct {
     int64_t prompt;         /* >= 1 (VC_GEN_DEFAULT_PROMPT) */
     int64_t new_tokens;     /* >= 1 (VC_GEN_DEFAULT_NEW_TOKENS) */
     vc_cache cache;
+    /* Model parallelism (docs/parallel.md): --gpus is the whole world, its
+     * data-parallel part gpus / (tp * pp) (vc_dp_world). */
+    int64_t tp;             /* tensor-parallel ranks (Megatron), >= 1 */
+    int64_t pp;             /* pipeline stages, >= 1 */
+    int64_t micro_batches;  /* pipeline micro-batches per step, >= 1 (0: pp) */
+    int sp;                 /* 1: sequence parallelism with tp (Megatron --sequence-parallel) */
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
@@ -279,6 +292,10 @@ typedef struct {
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
  * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
 void vc_options_init(vc_options *o);
+
+/* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
+ * divide (vc__check_options refuses such options). */
+int64_t vc_dp_world(const vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
  * return -1 when unknown; the name functions "?" for a value out of range

@@ -22,6 +22,7 @@ int main(void)
     OFF(vc_options, precision); OFF(vc_options, mode); OFF(vc_options, attention); OFF(vc_options, workspace);
     OFF(vc_options, context); OFF(vc_options, hopper); OFF(vc_options, torch_version); OFF(vc_options, parallel); OFF(vc_options, gpus);
     OFF(vc_options, prompt); OFF(vc_options, new_tokens); OFF(vc_options, cache);
+    OFF(vc_options, tp); OFF(vc_options, pp); OFF(vc_options, micro_batches); OFF(vc_options, sp);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);

@@ -348,6 +348,9 @@ class Result:
         self.parallel = None
         if opts.parallel:
             self.parallel = Fields([("layout", _s(L.vc_parallel_name(opts.parallel))), ("gpus", opts.gpus)])
+        self.tensor_parallel = None
+        if opts.tp > 1:
+            self.tensor_parallel = Fields([("tp", opts.tp), ("sp", bool(opts.sp))])
         self.generate = None
         if opts.mode == L.vc_mode_from_name(b"generate"):
             g = res.generate
@@ -447,6 +450,8 @@ class Result:
              "attention_kernel": self.attention_kernel}
         if self.parallel is not None:
             d["parallel"] = self.parallel.to_dict()
+        if self.tensor_parallel is not None:
+            d["tensor_parallel"] = self.tensor_parallel.to_dict()
         d.update({"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
                   "memory": self.memory.to_dict(), "peak": self.peak.to_dict()})
         if self.generate is not None:
@@ -476,6 +481,9 @@ class Result:
                    % (ind, self.torch_version, _json_str(self.attention_kernel)))
         if self.parallel is not None:
             out.append('%s"parallel": {"layout": "%s", "gpus": %d},\n' % (ind, self.parallel.layout, self.parallel.gpus))
+        if self.tensor_parallel is not None:
+            out.append('%s"tensor_parallel": {"tp": %d, "sp": %s},\n' % (
+                ind, self.tensor_parallel.tp, "true" if self.tensor_parallel.sp else "false"))
         out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
                    % (ind, self.parameters, self.trainable_parameters))
         out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, v) for k, v in m.to_dict().items())))
@@ -525,6 +533,9 @@ class Result:
         if self.parallel is not None:
             h.item(", ", "%s on %d GPU%s (per GPU)" % (self.parallel.layout, self.parallel.gpus,
                                                       "" if self.parallel.gpus == 1 else "s"))
+        if self.tensor_parallel is not None:
+            h.item(", ", "tp %d%s%s" % (self.tensor_parallel.tp, " + sp" if self.tensor_parallel.sp else "",
+                                       "" if self.parallel is not None else " (per GPU)"))
         if self.mode == "train":
             h.item(", ", "%s (%s)" % (self.optimizer, self.optimizer_impl) if self.optimizer != "none"
                    else self.optimizer)
@@ -559,7 +570,8 @@ class Result:
             row("  prefill peak", g.prefill_peak, "(the prompt's forward, logits of its last token)")
             if g.decode_step:
                 row("  decode peak", g.decode_peak, "(step %d of %d: the cache is longest)" % (g.decode_step, g.new_tokens - 1))
-            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers)" % g.kv_tokens)
+            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers%s)"
+                % (g.kv_tokens, ", in host memory" if g.cache == "offloaded" else ""))
         row("reserved", m.reserved, "(caching allocator model)")
         row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
         row("total", m.total, "(reserved + context)")
@@ -657,7 +669,7 @@ def _set_loss(model, loss):
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
-             prompt=None, new_tokens=None, cache=None, loss=None, **export_options):
+             prompt=None, new_tokens=None, cache=None, loss=None, tp=1, sp=False, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -669,12 +681,13 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), prompt, new_tokens and cache ("dynamic",
-    "static") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
+    "static", "offloaded") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
     max_seq (with gpu: estimate at the longest sequence that fits at `batch`, as --max-seq does),
-    loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md).
+    loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
+    tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -705,6 +718,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise VramcalcError("gpus: %r is not a positive integer" % (gpus,))
     opts.gpus = gpus
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise VramcalcError("tp: %r is not a positive integer" % (tp,))
+    opts.tp = tp
+    opts.sp = 1 if sp else 0
     for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -736,6 +753,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         _set_loss(m, loss)
     if seq is not None:
         _set_seq(m, seq)
+    if tp > 1 or sp:
+        err = vc_error()
+        if L.vc_model_set_tp(m.ptr, tp, 1 if sp else 0, ctypes.byref(err)):
+            _raise(err)
     ms = None
     if max_seq:
         ms = _max_seq(m, opts, spec, False)

@@ -25,7 +25,8 @@ class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
                 ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
-                ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int)]
+                ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
+                ("tp", c_int64), ("pp", c_int64), ("micro_batches", c_int64), ("sp", c_int)]
 
 
 class vc_memory(ctypes.Structure):
@@ -131,6 +132,7 @@ _PROTOS = {
     "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
     "vc_model_set_loss": (c_int, [_vp, c_int, P(vc_error)]),
     "vc_loss_impl_from_name": (c_int, [c_char_p]),
+    "vc_model_set_tp": (c_int, [_vp, c_int64, c_int, P(vc_error)]),
     "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
     "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_serve_options_init": (None, [P(vc_serve_options)]),

@@ -575,6 +575,10 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
         case OPT_EMIT: emit = true; break;
         case OPT_GPUS: if ((rc = parse_count("--gpus", optarg, 1, &o.gpus))) return rc; break;
+        case OPT_TP: if ((rc = parse_count("--tp", optarg, 1, &o.tp))) return rc; break;
+        case OPT_SP: o.sp = 1; break;
+        case OPT_PP: if ((rc = parse_count("--pp", optarg, 1, &o.pp))) return rc; break;
+        case OPT_MICRO: if ((rc = parse_count("--micro-batches", optarg, 1, &o.micro_batches))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:
@@ -730,6 +734,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         rep.file = shown_file;
         cJSON_Hooks hooks = {json_alloc, json_free};
         cJSON_InitHooks(&hooks);
+        hf.tp = o.tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf_tp.c) */
+        hf.sp = o.sp;
         vc_status lst = vc_model_load_file_hf(argv[optind], &hf, &m, &err);
         cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
         json_arena_release();

@@ -40,7 +40,12 @@ const cli_option cli_options[] = {
      "fp8-channel, fp8-block or dense (default: a config.json's quantization_config, else dense); the LM head "
      "stays 16-bit (docs/quantization.md)"},
     {"qlora", 0, NULL, OPT_QLORA, NULL, "QLoRA: --weights nf4 (double quant) under --lora R (default 8), bf16"},
-    {"gpus", 0, "N", OPT_GPUS, NULL, "data-parallel ranks, with --parallel (the busiest rank's memory)"},
+    {"gpus", 0, "N", OPT_GPUS, NULL,
+     "GPUs in all; gpus / (tp x pp) of them data-parallel, with --parallel (the busiest rank's memory)"},
+    {"tp", 0, "N", OPT_TP, NULL, "tensor-parallel ranks (Megatron; default 1)"},
+    {"sp", 0, NULL, OPT_SP, NULL, "sequence parallelism with --tp (Megatron --sequence-parallel)"},
+    {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B; default 1)"},
+    {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
      "the parallel layout: {} (docs/parallel.md)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
@@ -57,7 +62,8 @@ const cli_option cli_options[] = {
     {"prompt", 0, "N", OPT_PROMPT, NULL, "--mode generate: prompt tokens per sequence (default 1024)"},
     {"new-tokens", 0, "M", OPT_NEW_TOKENS, NULL, "--mode generate: tokens generated per sequence (default 256)"},
     {"cache", 0, "C", OPT_CACHE, VC_CHOICES(VC_CACHE_MAP),
-     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated)"},
+     "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated; offloaded: "
+     "in host memory, a layer at a time on the GPU)"},
     {"max-context", 0, NULL, OPT_MAX_CONTEXT, NULL,
      "--mode generate with --gpu: the longest prompt that fits for --new-tokens (exact; docs/inference.md)"},
     {"serve", 0, NULL, OPT_SERVE, NULL,

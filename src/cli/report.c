@@ -239,6 +239,10 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
                  o->gpus == 1 ? "" : "s");
         line_item(&l, ", ", it);
     }
+    if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
+        snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE ? " (per GPU)" : "");
+        line_item(&l, ", ", it);
+    }
     if (o->mode == VC_MODE_TRAIN) {
         if (o->optim != VC_OPTIM_NONE && !rep->counts_only)
             snprintf(it, sizeof it, "%s (%s)", vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl));
@@ -397,7 +401,8 @@ void report_table(FILE *f, const vc_report *rep)
                      o->new_tokens - 1);
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
-        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers)", r->generate.kv_tokens);
+        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s)", r->generate.kv_tokens,
+                 o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "");
         row(f, t, "  KV cache", r->generate.kv_cache, note);
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
@@ -460,6 +465,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, ",\n");
     if (o->parallel != VC_PARALLEL_NONE)
         fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "},\n", ind, vc_parallel_name(o->parallel), o->gpus);
+    if (o->tp > 1)
+        fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64

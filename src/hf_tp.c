@@ -1,0 +1,116 @@
+/*
+ * hf_tp.c — a Hugging Face model's share on one Megatron tensor-parallel
+ * rank (--tp N, --sp; docs/parallel.md 2.6).
+ *
+ * The split is a table over the architecture's widths, not a change to the
+ * layers: a rank's model is the same model with fewer heads, kv heads,
+ * intermediate features and vocabulary rows, so its q/k/v and MLP-up
+ * Linears are ColumnParallelLinear shards ([in, out/t]), its o_proj and
+ * MLP-down are RowParallelLinear shards ([in/t, out], whose outputs are full
+ * width after the all-reduce, and whose bias stays whole), and the embedding
+ * and LM head are VocabParallelEmbedding / column-parallel shards of the
+ * padded vocabulary. What the table does not name is replicated at full size
+ * on every rank: norms, residual adds, dropouts, rotary tables, routers,
+ * position embeddings, BERT's pooler and classifier.
+ *
+ * Sources, MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553:
+ *  - transformer/attention.py Attention.__init__:
+ *    num_attention_heads_per_partition = divide(num_attention_heads, world_size),
+ *    num_query_groups_per_partition = divide(num_query_groups, world_size)
+ *    (divide() asserts divisibility);
+ *  - tensor_parallel/layers.py ColumnParallelLinear.__init__
+ *    output_size_per_partition = divide(output_size, world_size),
+ *    RowParallelLinear.__init__ input_size_per_partition = divide(input_size,
+ *    world_size), its bias [output_size] on every rank;
+ *  - transformer/mlp.py MLP.__init__: linear_fc1 column-parallel over
+ *    ffn_hidden_size (x2 gated), linear_fc2 row-parallel; the experts'
+ *    ffn split by expert_tensor_parallel_size (training/arguments.py: the
+ *    TP size by default) with expert_model_parallel_size 1;
+ *  - training/vocab_utils.py _calculate_padded_vocab_size_cached: the
+ *    vocabulary padded to a multiple of make_vocab_size_divisible_by (128) x
+ *    tp, VocabParallelEmbedding's num_embeddings_per_partition = padded / tp.
+ *    At --tp 1 nothing is padded: the Hugging Face model as it is.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "hf_arch.h"
+#include "model.h"
+#include "util.h"
+
+#define MEG_VOCAB_DIVISIBLE_BY 128 /* arguments.py --make-vocab-size-divisible-by default */
+
+/* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. */
+static const struct {
+    size_t off;
+    const char *key;
+} tp_split[] = {
+    {offsetof(arch, NH), "num_attention_heads"},
+    {offsetof(arch, KV), "num_key_value_heads"},
+    {offsetof(arch, I), "intermediate_size"},
+    {offsetof(arch, moe_I), "moe_intermediate_size"},
+    {offsetof(arch, shared_I), "shared_expert_intermediate_size"},
+};
+
+int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
+{
+    int64_t t = o ? o->tp : 1;
+    a->sp = 1;
+    if (t <= 1) return o && o->sp ? vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more") : 0;
+    if (t > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
+    for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
+        int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
+        if (*v % t)
+            return vc_set_error(err, VC_ERR_USAGE, "--tp", "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
+                                tp_split[i].key, (long long)*v);
+        *v /= t;
+    }
+    int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
+    int64_t padded = (a->V + mult - 1) / mult * mult;
+    a->V = padded / t;
+    if (!o->sp) return 0;
+    if (a->fam == F_BERT || a->fam == F_ROBERTA || a->E > 0)
+        return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for the dense decoders only, not %s",
+                            a->E > 0 ? "mixture-of-experts layers" : "encoders");
+    if (a->seq % t)
+        return vc_set_error(err, VC_ERR_USAGE, "--sp", "the sequence (%lld tokens) is not divisible by --tp %lld",
+                            (long long)a->seq, (long long)t);
+    a->sp = t;
+    return 0;
+}
+
+/* Megatron's GPT layer spec (MEG models/gpt/gpt_layer_specs.py): linear_qkv and
+ * linear_fc1 column-parallel, linear_proj and linear_fc2 row-parallel, the
+ * output layer column-parallel (GPTModel.output_layer); here by the names of
+ * the Hugging Face modules that stand for them. */
+static const char *const gather_names[] = {"q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj",
+                                           "c_attn", "c_fc", "query_key_value", "dense_h_to_4h", "lm_head", "embed_out"};
+static const char *const scatter_names[] = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h"};
+
+const char *vc__hf_sp_role(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    const char *last = dot ? dot + 1 : name;
+    for (size_t i = 0; i < sizeof gather_names / sizeof gather_names[0]; i++)
+        if (!strcmp(last, gather_names[i])) return "sequence_gather";
+    for (size_t i = 0; i < sizeof scatter_names / sizeof scatter_names[0]; i++)
+        if (!strcmp(last, scatter_names[i])) return "sequence_scatter";
+    return NULL;
+}
+
+/* The options' --tp/--sp against the split the model was loaded with: a
+ * config.json is split when it is loaded (vc_hf_options.tp, .sp), a model
+ * file cannot be (which of its Linears is column- or row-parallel is not in
+ * the file). */
+vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err)
+{
+    int64_t mt = m->gen_json ? m->hf.tp : 1;
+    bool ms = m->gen_json && m->hf.sp;
+    if (o->tp == mt && !o->sp == !ms) return VC_OK;
+    if (!m->gen_json)
+        return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? "--tp" : "--sp",
+                            "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
+    return vc_set_error(err, VC_ERR_USAGE, "--tp", "the model was loaded for --tp %lld%s, the options ask for --tp %lld%s",
+                        (long long)mt, ms ? " --sp" : "", (long long)o->tp, o->sp ? " --sp" : "");
+}
