@@ -204,9 +204,10 @@ enum {
                         * reduces it to this (broadcast) input's shape (validate_outputs:
                         * sum_to): a new tensor of the input's size, allocated after the
                         * node's own backward returned (a bias of addmm, a broadcast add) */
-    VC_GRAD_NEW_REDUCE = 4 /* the node computes an output-sized gradient for this broadcast
+    VC_GRAD_NEW_REDUCE = 4, /* the node computes an output-sized gradient for this broadcast
                             * input (mul: grad * other), which the engine then reduces to
                             * the input's shape: both alive together, the full one freed after */
+    VC_GRAD_SAVED = 5  /* the gradient is a tensor the op made in forward (vc_op_extra_grad) */
 };
 
 vc_op *vc_op_begin(vc_build *b, const char *name);
@@ -228,6 +229,11 @@ vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt);
 vc_t vc_op_out_view(vc_op *o, int in, vc_numel n, bool contiguous);
 /* A tensor allocated in forward and kept only for this op's backward (indices, masks, stats). */
 void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt);
+/* An extra that backward hands on as input `in`'s gradient, allocating nothing (a custom
+ * autograd.Function that computes its gradients in forward and saves them, as Liger's
+ * fused linear cross-entropy does); a parameter's is a gradient from the start, so
+ * AccumulateGrad steals it. */
+void vc_op_extra_grad(vc_op *o, int in, vc_numel n, vc_dtype dt);
 /* Saved for backward: always / only when input `in`'s gradient is needed. */
 void vc_op_save(vc_op *o, vc_t t);
 void vc_op_save_if(vc_op *o, vc_t t, int in);
@@ -252,6 +258,11 @@ typedef struct {
  * exactly (no vc_batch_dependent needed). At most VC_MAX_PARTS parts. */
 void vc_op_ftemp_parts(vc_op *o, const vc_part *p, int np, bool cap);
 void vc_op_btemp_parts(vc_op *o, const vc_part *p, int np, bool cap);
+/* A forward transient that stays allocated until vc_op_ftemp_free(o, handle) is
+ * recorded (or the op's forward ends): a Python local of a multi-statement forward.
+ * Transients run in the order recorded. Returns the handle, -1 on failure. */
+int vc_op_ftemp_keep(vc_op *o, vc_numel n, vc_dtype dt);
+void vc_op_ftemp_free(vc_op *o, int handle);
 /* The temporaries weight w's storage format makes in a linear over `rows`
  * rows per sample (bitsandbytes' dequantized copy, forward and backward; an
  * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.

@@ -19,6 +19,8 @@ static bool events_full(vc_build *b)
     return true;
 }
 
+#define VC_KEPT_MAX 8 /* kept forward transients alive at once in one op */
+
 static int32_t s_alloc(vc_build *b, vc_numel n, uint8_t dt, uint8_t cat, int32_t inst)
 {
     if (events_full(b)) return -1;
@@ -61,21 +63,59 @@ static void s_unref(vc_build *b, int32_t s, int32_t inst)
 static void run_temps(vc_build *b, const item_t *its, int32_t nit, int type, int32_t inst)
 {
     int32_t held[VC_QUANT_MAX];
-    int nh = 0;
+    int32_t kept[VC_KEPT_MAX][2]; /* item index, storage: vc_op_ftemp_keep until its IT_FFREE */
+    int nh = 0, nk = 0;
     for (int32_t i = 0; i < nit; i++) {
+        if (type == IT_FTEMP && its[i].type == IT_FFREE) {
+            for (int j = 0; j < nk; j++)
+                if (kept[j][0] == its[i].t) {
+                    s_unref(b, kept[j][1], inst);
+                    kept[j][0] = kept[--nk][0];
+                    kept[j][1] = kept[nk][1];
+                    break;
+                }
+            continue;
+        }
         if (its[i].type != type) continue;
         int32_t s = s_alloc(b, its[i].n, its[i].dt, CAT_TEMP, inst);
         if (s >= 0) b->s[s].comp = its[i].comp; /* a merged transient (vc_op_ftemp_parts) */
         if (its[i].in == 1 && nh < VC_QUANT_MAX) held[nh++] = s;
-        else s_unref(b, s, inst);
+        else if (its[i].in == 2 && nk < VC_KEPT_MAX) {
+            kept[nk][0] = i;
+            kept[nk++][1] = s;
+        } else s_unref(b, s, inst);
     }
     for (int j = 0; j < nh; j++) s_unref(b, held[j], inst);
+    for (int j = 0; j < nk; j++) s_unref(b, kept[j][1], inst);
 }
 
 static void push_saved(vc_build *b, int32_t s)
 {
     GROW(b->sv, b->nsv, b->csv, b);
     if (!b->st) b->sv[b->nsv++] = s;
+}
+
+/* Op k's input number `in`: its tensor. */
+static int32_t in_tensor(vc_build *b, int32_t k, int in)
+{
+    item_t *its = op_items(b, k);
+    int idx = 0;
+    for (int32_t i = 0; i < b->op[k].nit; i++)
+        if (its[i].type == IT_IN && idx++ == in) return its[i].t;
+    return -1;
+}
+
+/* The storage op k made in forward as input `in`'s gradient (vc_op_extra_grad), -1 none. */
+static int32_t saved_grad(vc_build *b, int32_t k, int in)
+{
+    item_t *its = op_items(b, k);
+    int32_t e = 0;
+    for (int32_t i = 0; i < b->op[k].nit; i++) {
+        if (its[i].type != IT_EXTRA) continue;
+        if (its[i].in == in) return e < b->op[k].nsv ? b->sv[b->op[k].sv0 + e] : -1;
+        e++;
+    }
+    return -1;
 }
 
 static bool in_rg(vc_build *b, int32_t k, int in)
@@ -127,7 +167,10 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
             }
         } else if (it->type == IT_EXTRA) {
-            push_saved(b, s_alloc(b, it->n, it->dt, CAT_ACT, inst));
+            /* a parameter's gradient made in forward (vc_op_extra_grad) is a gradient */
+            int32_t gt = it->in >= 0 ? in_tensor(b, k, it->in) : -1;
+            bool pgrad = gt >= 0 && b->t[gt].param >= 0;
+            push_saved(b, s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst));
             op->nsv++;
         }
     }
@@ -469,6 +512,12 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         }
         if (it->how == VC_GRAD_PASS) {
             g = gin;
+            s_ref(b, g);
+        } else if (it->how == VC_GRAD_SAVED) {
+            int in = 0; /* this input's number */
+            for (int32_t j = 0; j < i; j++) in += its[j].type == IT_IN;
+            g = saved_grad(b, k, in);
+            if (g < 0) continue;
             s_ref(b, g);
         } else {
             vc_numel n = it->in == 1 ? it->n : t->n;

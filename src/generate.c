@@ -43,7 +43,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
-    if ((m->loss != VC_LOSS_CAUSAL_LM && m->loss != VC_LOSS_VOCAB_PARALLEL) || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
+    if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? "--serve" : "--mode",
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");

@@ -296,6 +296,31 @@ void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_EXTRA, n,
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_FTEMP, n, dt); }
 void vc_op_btemp(vc_op *o, vc_numel n, vc_dtype dt) { sized_item(o, IT_BTEMP, n, dt); }
 
+void vc_op_extra_grad(vc_op *o, int in, vc_numel n, vc_dtype dt)
+{
+    item_t *src = find_in(o, in);
+    if (!src) return;
+    src->how = VC_GRAD_SAVED;
+    sized_item(o, IT_EXTRA, n, dt);
+    if (!o->b->st) o->b->it[o->b->nit - 1].in = (int16_t)in;
+}
+
+int vc_op_ftemp_keep(vc_op *o, vc_numel n, vc_dtype dt)
+{
+    if (!live_op(o)) return -1;
+    sized_item(o, IT_FTEMP, n, dt);
+    if (o->b->st) return -1;
+    o->b->it[o->b->nit - 1].in = 2;
+    return o->b->op[o->idx].nit - 1;
+}
+
+void vc_op_ftemp_free(vc_op *o, int handle)
+{
+    if (!live_op(o) || handle < 0) return;
+    item_t *it = add_item(o, IT_FFREE);
+    if (it) it->t = handle;
+}
+
 void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
 {
     if (!live_op(o) || w < 0 || o->b->t[w].param < 0) return;
@@ -379,124 +404,3 @@ void vc__extend_life(vc_build *b, vc_t t)
     if (t >= 0 && b->nop > 0 && b->t[t].release < (int32_t)b->nop - 1) b->t[t].release = (int32_t)b->nop - 1;
 }
 
-/* -------------------------------------------------------------- the loss */
-
-/* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
- * logits y (after the .float() above; MEG tensor_parallel/cross_entropy.py
- * _VocabParallelCrossEntropy, as LanguageModule.compute_language_model_loss
- * calls it without cross_entropy_loss_fusion). Forward: labels.transpose(0, 1)
- * .contiguous() (int64 [rows]); calculate_logits_max: torch.max(-1), values
- * and indices; calculate_predicted_logits: y -= max, target_mask (bool) and
- * masked_target (int64) [rows], arange and predicted_logits (index + clone,
- * fp32), exp in place, sum_exp_logits; the loss, and y.div_(sum): y becomes the
- * softmax and is saved with target_mask and masked_target_1d. Backward:
- * grad_input is the saved softmax updated in place; here it is a new fp32
- * tensor, so the loss's backward holds one more logits-sized fp32 tensor for
- * its duration than Megatron (docs/parallel.md 2.6). The per-token losses
- * then reduce to the scalar the step differentiates. The 16-bit logits stay
- * referenced by the caller until the loss returns. */
-static void vocab_parallel_loss(vc_build *b, vc_t logits, vc_t y, int64_t classes)
-{
-    vc_numel n = b->t[y].n;
-    vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
-    vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);
-    if (tgt < 0) return;
-    b->t[tgt].persistent = true;
-    b->target_t = tgt;
-    vc_op *o = vc_op_begin(b, "contiguous"); /* labels [s, b] */
-    vc_op_in_nodiff(o, tgt);
-    vc_t lab = vc_op_out(o, rows, VC_DT_I64);
-    vc_op_end(o);
-    o = vc_op_begin(b, "vocab_parallel_cross_entropy");
-    vc_op_in(o, y);
-    vc_op_in_nodiff(o, lab);
-    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_max */
-    vc_op_ftemp(o, rows, VC_DT_I64); /* its indices */
-    vc_op_ftemp(o, rows, VC_DT_I64); /* arange_1d */
-    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_2d[arange_1d, masked_target_1d] before its clone */
-    vc_op_ftemp(o, rows, VC_DT_F32); /* predicted_logits */
-    vc_op_ftemp(o, rows, VC_DT_F32); /* sum_exp_logits */
-    vc_t l = vc_op_out(o, rows, VC_DT_F32);
-    vc_op_extra(o, rows, VC_DT_BOOL); /* target_mask */
-    vc_op_extra(o, rows, VC_DT_I64);  /* masked_target_1d */
-    vc_op_save(o, y);
-    vc_op_end(o);
-    vc__extend_life(b, logits); /* GPTModel.forward's `logits`, until the loss returns */
-    o = vc_op_begin(b, "mean"); /* the per-token losses to the step's scalar */
-    vc_op_in(o, l);
-    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-    vc_op_end(o);
-}
-
-void vc__emit_loss(vc_build *b)
-{
-    int32_t y = b->val_t[b->m->output];
-    const vc_value *ov = &b->m->val[b->m->output];
-    b->cur_inst = -1;
-    b->cur_region = -1;
-    vc_numel n = b->t[y].n;
-    if (b->t[y].dt != VC_DT_F32) { /* output.float(): _to_copy, saves nothing */
-        vc_op *o = vc_op_begin(b, "_to_copy");
-        vc_op_in(o, y);
-        y = vc_op_out(o, n, VC_DT_F32);
-        vc_op_end(o);
-    }
-    vc_op *o;
-    if (b->m->loss == VC_LOSS_VOCAB_PARALLEL && ov->shape.nd >= 1) {
-        vocab_parallel_loss(b, b->val_t[b->m->output], y, ov->shape.d[ov->shape.nd - 1]);
-    } else if ((b->m->loss == VC_LOSS_CROSS_ENTROPY || b->m->loss == VC_LOSS_CAUSAL_LM) && ov->shape.nd >= 1) {
-        /* F.cross_entropy(logits, targets): log_softmax over the class dim
-         * (saves result), then nll_loss (saves target and total_weight);
-         * backward: nll grad zeros + log_softmax grad. The logits are an
-         * argument of cross_entropy: alive until nll_loss has returned. The
-         * int64 targets are made once, before the steps, and stay resident
-         * like the input batch (docs/contract.md §6). */
-        int64_t classes = ov->shape.d[ov->shape.nd - 1];
-        vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
-        vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);
-        if (tgt < 0) return;
-        b->t[tgt].persistent = true;
-        b->target_t = tgt;
-        vc_t lab = tgt, padded = -1;
-        if (b->m->loss == VC_LOSS_CAUSAL_LM) { /* issue 12 (src/hf.c) */
-            /* ForCausalLMLoss (transformers loss/loss_utils.py), after
-             * logits.float(): labels = pad(labels, (0, 1), value=-100) and
-             * shift_labels = labels[..., 1:].contiguous(): int64 [B, L+1]
-             * and [B, L], locals until the loss returns */
-            o = vc_op_begin(b, "constant_pad_nd");
-            vc_op_in_nodiff(o, tgt);
-            padded = vc_op_out(o, vc_n_sample(rows.ps + 1), VC_DT_I64);
-            vc_op_end(o);
-            o = vc_op_begin(b, "clone");
-            vc_op_in_nodiff(o, padded);
-            lab = vc_op_out(o, rows, VC_DT_I64);
-            vc_op_end(o);
-        }
-        o = vc_op_begin(b, "log_softmax");
-        vc_op_in(o, y);
-        vc_t lp = vc_op_out(o, n, VC_DT_F32);
-        vc_op_save(o, lp);
-        vc_op_end(o);
-        o = vc_op_begin(b, "nll_loss");
-        vc_op_in(o, lp);
-        vc_op_in_nodiff(o, lab);
-        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-        vc_op_save(o, lab);
-        vc_op_end(o);
-        vc__extend_life(b, y);
-        vc__extend_life(b, padded);
-        b->loss_t = l;
-    } else {
-        o = vc_op_begin(b, "mean");
-        vc_op_in(o, y);
-        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-        vc_op_end(o);
-    }
-    if (b->prec->scaler && b->train) { /* scaler.scale(loss) */
-        o = vc_op_begin(b, "mul");
-        vc_op_in(o, b->loss_t);
-        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-        vc_op_end(o);
-    }
-}

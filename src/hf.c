@@ -23,6 +23,7 @@
 
 #include "hf.h"
 #include "hf_arch.h"
+#include "policy.h"
 #include "util.h"
 
 static const char *const fam_names[F_COUNT] = {"llama", "mistral", "qwen2",    "qwen3", "gemma",    "gemma2", "phi3",
@@ -61,6 +62,7 @@ void vc_hf_options_init(vc_hf_options *o)
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
+    o->loss = VC_LOSS_IMPL_HF;
     o->tp = 1;
     o->sp = 0;
 }
@@ -852,8 +854,24 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.fam == F_GPT2 ? "n_positions" : "max_position_embeddings");
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    /* --loss: the causal LM's loss, a row of src/loss.c's table by its option name */
+    bool encoder = a.fam == F_BERT || a.fam == F_ROBERTA;
+    unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
+#define VC__LNAME(e, n) n,
+    static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
+#undef VC__LNAME
+    if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    int lrow = vc__loss_from_option(loss_opts[li]);
+    if (encoder && li != VC_LOSS_IMPL_HF)
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
+                            "head (cross_entropy)", loss_opts[li], r.fam);
+    const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
+    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     r.sp = a.sp;
+    /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
+    const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -880,8 +898,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         if (!ok) cJSON_Delete(len);
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
-         cJSON_AddStringToObject(m, "loss", a.fam == F_BERT || a.fam == F_ROBERTA ? "cross_entropy"
-                                                     : o && o->tp > 1 ? "vocab_parallel" /* hf_tp.c */ : "causal_lm");
+         cJSON_AddStringToObject(m, "loss", loss_name);
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)

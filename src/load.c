@@ -28,6 +28,7 @@
 
 #include "hf.h"
 #include "load.h"
+#include "policy.h"
 #include "util.h"
 
 /* ------------------------------------------------------------- the loader */
@@ -368,7 +369,6 @@ static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, con
     return VC_OK;
 }
 
-const char *const vc__loss_names[VC_LOSS__N] = {"mean", "cross_entropy", "causal_lm", "vocab_parallel"};
 static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module", NULL};
 #define NCOMMON 8
 
@@ -895,16 +895,22 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         }
     }
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
-    if (loss) {
-        int k = -1;
-        for (int i = 0; i < VC_LOSS__N && cJSON_IsString(loss); i++)
-            if (!strcmp(loss->valuestring, vc__loss_names[i])) k = i;
+    if (loss) { /* a row of the loss table (src/loss.c) */
+        const char *losses[8];
+        int nl = vc__loss_count() < 8 ? vc__loss_count() : 8;
+        char all[160] = "";
+        for (int i = 0; i < nl; i++) {
+            losses[i] = vc_loss_row_get((vc_loss)i)->name;
+            size_t l = strlen(all);
+            snprintf(all + l, sizeof all - l, "%s\"%s\"", i ? (i == nl - 1 ? " or " : ", ") : "", losses[i]);
+        }
+        int k = cJSON_IsString(loss) ? vc__loss_from_name(loss->valuestring) : -1;
         if (k >= 0) m->loss = (vc_loss)k;
         else {
             vc__describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, vc__loss_names, VC_LOSS__N) : NULL;
-#define LOSSES "expected \"mean\", \"cross_entropy\", \"causal_lm\" or \"vocab_parallel\", got %s"
-            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", LOSSES " (did you mean \"%s\"?)", got, s) : vc__fail(&L, VC_ERR_MODEL, "loss", LOSSES, got);
+            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, nl) : NULL;
+            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s (did you mean \"%s\"?)", all, got, s)
+                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s", all, got);
             goto done;
         }
     }
@@ -918,8 +924,12 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
     if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/quant.c) */
-    if (m->loss != VC_LOSS_MEAN && m->val[m->output].shape.nd < 1)
-        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension", vc__loss_names[m->loss]);
+    const vc_loss_row *lr = vc_loss_row_get(m->loss);
+    if (lr->classes && m->val[m->output].shape.nd < 1)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension", lr->name);
+    else if (lr->fused && (m->loss_head = vc__loss_head(m)) < 0)
+        st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s computes the LM head itself: the model must end in it, a Linear "
+                      "layer (followed only by Scale/Tanh soft-capping)", lr->name);
 done:
     cJSON_Delete(root);
     if (st != VC_OK) vc__locate_error(m->text, m->text_len, err, L.at_key, L.nth);

@@ -36,6 +36,7 @@ static void reset_model(vc_model *m)
     m->nparams = m->ntrainable = 0;
     m->nlora = 0;
     m->loss = VC_LOSS_MEAN;
+    m->loss_head = -1;
     m->max_positions = 0;
     m->input_fixed = NULL;
 }
@@ -239,7 +240,7 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
 }
 
 /* A config.json's model built again with the options hf (its --seq or its
- * tensor-parallel split); on failure the old options are put back. */
+ * tensor-parallel split, its --loss); on failure the old options are put back. */
 static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
 {
     vc_hf_options old = m->hf;
@@ -284,6 +285,21 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err)
     vc_hf_options hf = m->hf;
     hf.tp = tp;
     hf.sp = sp;
+    return set_hf(m, &hf, err);
+}
+
+vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (!m->gen_json)
+        return vc_set_error(err, VC_ERR_USAGE, "--loss", "the loss option applies to a Hugging Face config.json; a vramcalc "
+                            "model file names its loss in its \"loss\" key");
+    if ((unsigned)loss >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    vc_hf_options hf = m->hf;
+    hf.loss = loss;
     return set_hf(m, &hf, err);
 }
 

@@ -117,7 +117,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
-        vc__emit_instances(b, 0, m->ninst);
+        vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */
         vc__end_forward(b);
     }
     vc__gen_end(b);

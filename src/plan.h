@@ -24,7 +24,10 @@
 #include "engine.h"
 #include "policy.h"
 
-enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP };
+/* IT_FFREE: frees the kept forward transient whose item index in the op is `t`
+ * (vc_op_ftemp_free); an IT_FTEMP with `in` 2 is such a kept one; an IT_EXTRA with
+ * `in` >= 0 is input `in`'s gradient (vc_op_extra_grad) */
+enum { IT_IN, IT_OUT, IT_EXTRA, IT_SAVE, IT_FTEMP, IT_BTEMP, IT_FFREE };
 enum { EV_ALLOC, EV_FREE, EV_FWD_END };
 
 typedef struct {
@@ -278,8 +281,10 @@ int64_t vc__comp_bytes(const vc_build *b, int32_t c, int64_t batch);
 int64_t vc__stor_bytes(const vc_build *b, int32_t s, int64_t batch);
 /* Keeps t's Python reference until the last op recorded so far. */
 void vc__extend_life(vc_build *b, vc_t t);
-/* The loss after the model's output (train): mean or cross-entropy. */
+/* loss.c: the loss after the model's output (train), its row of the loss table; and the
+ * instances the model's forward runs before it (all but a fused loss's LM head). */
 void vc__emit_loss(vc_build *b);
+size_t vc__loss_forward_end(const vc_build *b);
 
 /* plan.c: records instances i0 .. i1 - 1 of b->m (their emit functions), as a forward runs them. */
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1);

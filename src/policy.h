@@ -182,4 +182,27 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);
 
+/* A loss (the model's "loss"; src/loss.c), one row per vc_loss: what follows the
+ * model's forward in a training step. A fused row computes the LM head itself: in
+ * training the model's forward stops before the head (the last Linear, with the
+ * Scale/Tanh soft-capping after it: vc__loss_head) and the row's op takes the head's
+ * input and weight. */
+typedef struct vc_loss_row {
+    const char *name;    /* the model JSON's "loss" value */
+    const char *option;  /* its --loss name for a config.json's causal LM, NULL none */
+    const char *summary;
+    bool classes;        /* needs an output with a class dimension */
+    bool causal;         /* a causal-LM loss: token ids in, generation possible */
+    bool fused;          /* replaces the LM head in training */
+    void (*emit)(struct vc_build *b);
+    const char *tp_why;  /* why a tensor-parallel rank (--tp) cannot run it, NULL it can */
+} vc_loss_row;
+const vc_loss_row *vc_loss_row_get(vc_loss l);
+int vc__loss_count(void);
+int vc__loss_from_name(const char *name);  /* a row by its JSON name, -1 */
+int vc__loss_from_option(const char *opt); /* a row by its --loss name, -1 */
+/* The LM head a fused loss replaces: the last Linear instance, when every later one is a
+ * Scale or Tanh on the previous one's output and the last gives the model's output; -1. */
+int vc__loss_head(const vc_model *m);
+
 #endif

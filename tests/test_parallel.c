@@ -419,7 +419,7 @@ static void test_tp_korthikanti(void **state)
         }
 }
 
-/* Megatron's vocab-parallel cross-entropy (src/graph.c, MEG cross_entropy.py)
+/* Megatron's vocab-parallel cross-entropy (src/loss.c emit_vocab_parallel, MEG cross_entropy.py)
  * on gpt2-medium-k at TP 8, s 1024, bf16: the vocabulary 50,257 padded to a
  * multiple of 128 x 8 (vocab_utils.py) = 51,200, 6,400 per rank. logits.float()
  * is fp32 [1024, 6400] = 26,214,400 B, which becomes the saved softmax; the

@@ -170,10 +170,19 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
  * config.json: the loader turns it into the equivalent model (the same
  * layer format, vc_model_generated_json) and loads that. */
 #define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
+/* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
+ * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
+ * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
+ * ("cut_cross_entropy"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
+#define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
+typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
+int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
+    vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
     int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
     int sp;               /* 1: with sequence parallelism (tp >= 2) */
 } vc_hf_options;
@@ -189,6 +198,10 @@ const char *vc_model_generated_json(const vc_model *m);
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+/* Reloads a config.json model with another causal-LM loss (as --loss would have loaded it),
+ * keeping its other options and its LoRA adapters; on failure the model is left as it was.
+ * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
+vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
 /* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
  * sequence parallelism), what vc_hf_options.tp/.sp give at load time
  * (docs/parallel.md): the options of an estimate must then carry the same

@@ -139,7 +139,10 @@ def test_matrix(vc):
     for args, kw in ((["-p", "bf16", "--seq", "4096", "-b", "2"], dict(precision="bf16", seq=4096, batch=2)),
                      (["-p", "bf16", "-g", "rtx4090", "--max-seq"], dict(precision="bf16", gpu="rtx4090", max_seq=True)),
                      (["-b", "2", "-g", "h100-80gb:90%", "--max-seq", "-o", "adamw"],
-                      dict(batch=2, gpu="h100-80gb:90%", max_seq=True, optim="adamw"))):
+                      dict(batch=2, gpu="h100-80gb:90%", max_seq=True, optim="adamw")),
+                     (["-p", "bf16", "--seq", "8192", "--loss", "liger"], dict(precision="bf16", seq=8192, loss="liger")),
+                     (["-p", "bf16", "-g", "rtx4090", "--max-seq", "--loss", "cce"],
+                      dict(precision="bf16", gpu="rtx4090", max_seq=True, loss="cce"))):
         rc, out, err = cli([llama, "-f", "json"] + args)
         check(rc in (0, 1), "llama-3.1-8b.json %s: CLI exit %d: %s" % (args, rc, err.strip()))
         r = vc.estimate(llama, **kw)
@@ -189,7 +192,8 @@ def test_errors(vc):
                      (dict(batch=0), "batch"), (dict(gpu="rtx9999"), "gpu"), (dict(workspace="12 parsecs"), "workspace"),
                      (dict(max_batch=True), "max_batch"), (dict(input_size=(3, 0, 0)), "input_size"),
                      (dict(max_seq=True), "max_seq"), (dict(max_seq=True, gpu="rtx4090"), "config.json"),
-                     (dict(seq=128), "config.json"), (dict(tp=2, gpus=2), "--tp"), (dict(tp=0), "tp")):
+                     (dict(seq=128), "config.json"), (dict(loss="liger"), "config.json"),
+                     (dict(loss="fused"), "loss"), (dict(tp=2, gpus=2), "--tp"), (dict(tp=0), "tp")):
         try:
             vc.estimate(os.path.join(EXAMPLES, "resnet18.json"), **kw)
             check(False, "%r accepted" % (kw,))
@@ -197,6 +201,15 @@ def test_errors(vc):
             check(what in str(e), "%r: message %r does not name %s" % (kw, str(e), what))
     # generation (issue 13): the API's answers are the CLI's
     hf = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
+    # --loss liger/cce on a tensor-parallel rank: refused naming --loss (src/loss.c tp_why), as the CLI
+    for loss in ("liger", "cce"):
+        rc, out, err = cli([hf, "--loss", loss, "--tp", "2", "--gpus", "2"])
+        try:
+            vc.estimate(hf, loss=loss, tp=2, gpus=2)
+            check(False, "loss=%s with tp=2 accepted" % loss)
+        except vc.VramcalcError as e:
+            check(rc == 2 and err.strip() == "vramcalc: " + str(e) and ": --loss: %s with --tp is not modelled" % loss in str(e),
+                  "loss=%s tp=2: API error %r, CLI %d %r" % (loss, str(e), rc, err.strip()))
     rc, out, _ = cli([hf, "--serve", "--gpu", "h100-80gb", "-p", "bf16", "--prompt", "7168", "--new-tokens", "1024",
                       "-f", "json"])
     s = vc.serve(hf, "h100-80gb", prompt=7168, new_tokens=1024)
@@ -212,7 +225,7 @@ def test_errors(vc):
     rc, out, _ = cli(["--list-layers"])
     check([k for k, _ in vc.kinds()] == [l.split()[0] for l in out.splitlines() if l.strip()],
           "kinds() != vramcalc --list-layers")
-    print("errors: %d bad files and 12 bad options" % len(files))
+    print("errors: %d bad files and 16 bad options" % len(files))
 
 
 def test_torch(vc):

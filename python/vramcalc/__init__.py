@@ -706,10 +706,21 @@ def _set_seq(model, seq):
         _raise(err)
 
 
+def _set_loss(model, loss):
+    L = _capi.lib()
+    v = L.vc_loss_impl_from_name(str(loss).encode())
+    if v < 0:
+        raise VramcalcError("loss: unknown value %r (choose hf, liger, cce)" % (loss,))
+    err = vc_error()
+    if L.vc_model_set_loss(model.ptr, v, ctypes.byref(err)):
+        _raise(err)
+
+
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
-             prompt=None, new_tokens=None, cache=None, tp=1, sp=False, pp=1, micro_batches=None, **export_options):
+             prompt=None, new_tokens=None, cache=None, loss=None, tp=1, sp=False, pp=1, micro_batches=None,
+             **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -727,8 +738,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
     max_seq (with gpu: estimate at the longest sequence that fits at `batch`, as --max-seq does),
-    tp (one of tp Megatron tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence
-    parallelism, --sp).
+    loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
+    tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -797,6 +808,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     m, used, names = _model_of(model, input_size, dict(export_options))
     if input_size is not None and not used:
         _set_input(m, input_size)
+    if loss is not None:
+        _set_loss(m, loss)
     if seq is not None:
         _set_seq(m, seq)
     if tp > 1 or sp:

@@ -140,6 +140,8 @@ _PROTOS = {
     "vc_estimator_max_batch": (c_int, [_vp, c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_estimator_free": (None, [_vp]),
     "vc_model_set_seq": (c_int, [_vp, c_int64, P(vc_error)]),
+    "vc_model_set_loss": (c_int, [_vp, c_int, P(vc_error)]),
+    "vc_loss_impl_from_name": (c_int, [c_char_p]),
     "vc_model_set_tp": (c_int, [_vp, c_int64, c_int, P(vc_error)]),
     "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
     "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),

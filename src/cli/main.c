@@ -550,7 +550,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false, impl_given = false;
+    bool hf_given = false, loss_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false, impl_given = false;
     bool serve = false, serve_given = false, mode_given = false;
     vc_serve_options so; /* --serve and its vLLM settings */
     vc_serve_options_init(&so);
@@ -582,6 +582,10 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_OFFLOAD: if ((rc = choose("--offload", optarg, o.offload = vc_offload_from_name(optarg), VC_CHOICES(VC_OFFLOAD_MAP)))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
+        case OPT_LOSS:
+            hf_given = loss_given = true;
+            if ((rc = choose("--loss", optarg, (int)(hf.loss = (vc_loss_impl)vc_loss_impl_from_name(optarg)), VC_CHOICES(VC_LOSS_MAP)))) return rc;
+            break;
         case OPT_PROMPT: gen_given = prompt_given = true; if ((rc = parse_count("--prompt", optarg, 1, &o.prompt))) return rc; break;
         case OPT_NEW_TOKENS: gen_given = true; if ((rc = parse_count("--new-tokens", optarg, 1, &o.new_tokens))) return rc; break;
         case OPT_MAX_CONTEXT: max_context = true; break;
@@ -742,8 +746,9 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
         if ((hf_given || emit) && !vc_model_generated_json(m)) {
             rc = die("%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
-                     emit ? "--emit-model" : hf.seq ? "--seq" : hf.checkpoint ? "--grad-ckpt" : "--moe-imbalance",
-                     hf.seq ? " (use --input)" : hf.checkpoint ? " (add \"checkpoint\": true to its layers)" : "");
+                     emit ? "--emit-model" : hf.seq ? "--seq" : hf.checkpoint ? "--grad-ckpt" : loss_given ? "--loss" : "--moe-imbalance",
+                     hf.seq ? " (use --input)" : hf.checkpoint ? " (add \"checkpoint\": true to its layers)"
+                     : loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto out;
         }
         if (emit) {

@@ -32,6 +32,9 @@ const cli_option cli_options[] = {
     {"lora-dropout", 0, "P", OPT_LORA_DROPOUT, NULL, "lora_dropout (default 0)"},
     {"grad-ckpt", 0, NULL, OPT_GRAD_CKPT, NULL,
      "config.json: gradient checkpointing per decoder layer, non-reentrant"},
+    {"loss", 0, "L", OPT_LOSS, VC_CHOICES(VC_LOSS_MAP),
+     "config.json: the causal-LM loss, {} (default hf: ForCausalLMLoss, fp32 logits; liger: Liger-Kernel's "
+     "fused linear cross-entropy; cce: Apple's Cut Cross-Entropy; docs/llm.md)"},
     {"weights", 0, "W", OPT_WEIGHTS, NULL,
      "Linear weights stored as nf4, fp4, int8 (bitsandbytes), gptq4, gptq8, gptq3, gptq2, awq4, fp8, "
      "fp8-channel, fp8-block or dense (default: a config.json's quantization_config, else dense); the LM head "

@@ -29,6 +29,8 @@ def args_for(case):
          "-p", case["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
     if case.get("gradient_checkpointing"):
         a.append("--grad-ckpt")
+    if case.get("loss", "hf") != "hf":
+        a += ["--loss", case["loss"]]
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
@@ -77,6 +79,7 @@ def main():
         bad += abs(err) > opt.bound
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
                      "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora")),
+                     "loss": c.get("loss", "hf"),
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})
     if opt.json:
@@ -90,7 +93,7 @@ def main():
                       f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
                       f" {r['error_pct']:+7.2f}%")
             else:
-                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])}"
+                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])} {r['loss']:<5}"
                       f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
                       f" {r['error_pct']:+7.2f}%")
     return 1 if bad else 0

@@ -56,6 +56,9 @@ def parse_args(argv):
     ap.add_argument("--lora-targets", help="default: PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING "
                     "(q_proj,v_proj; gpt_neox: query_key_value)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce"],
+                    help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
+                    "cce: Apple's Cut Cross-Entropy (cce_replica.py)")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -92,6 +95,7 @@ def main(argv):
     tr.O.opobs_set_compat_2x(1)
 
     model = R.CausalLM(cfg, args.attn)
+    model.loss_impl = args.loss
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     if args.ckpt:
@@ -148,7 +152,7 @@ def main(argv):
             tr.read("zero_grad-end")
         steady = tr.O.opobs_current()
         result.update({
-            "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt),
+            "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": "float32",

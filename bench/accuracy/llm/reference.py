@@ -698,6 +698,21 @@ class CausalLM(nn.Module):
 
     def _head(self, hidden_states, labels, logits_to_keep, head):
         slice_indices = slice(-logits_to_keep, None)
+        if labels is not None and self.training and getattr(self, "loss_impl", "hf") == "liger":
+            # Liger-Kernel lce_forward (transformers/model/llama.py; gemma2.py passes
+            # final_logit_softcapping): in training with labels the logits are skipped and
+            # LigerForCausalLMLoss runs on the kept hidden states and lm_head.weight
+            import liger_replica
+            fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
+            loss = liger_replica.liger_for_causal_lm_loss(hidden_states[:, slice_indices, :], head.weight, labels,
+                                                          self.cfg.hidden_size, final_logit_softcapping=fc)
+            return loss, None
+        if labels is not None and getattr(self, "loss_impl", "hf") == "cce":
+            # Apple's Cut Cross-Entropy, cce_patch: cut_cross_entropy/transformers/llama.py cce_forward
+            # (labels given: apply_lce on the hidden states and lm_head.weight, no logits; gemma2.py
+            # passes no softcap)
+            import cce_replica
+            return cce_replica.cce_loss(hidden_states, head.weight, labels), None
         logits = head(hidden_states[:, slice_indices, :])
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward

@@ -62,6 +62,47 @@ def cases():
     for fam, b, p, m, prec, ho in gen:
         out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
                         new_tokens=m, precision=prec, held_out=ho))
+    # --loss liger (issue 12 item 3): Liger-Kernel's fused linear cross-entropy (liger_replica.py),
+    # on the small configs and two with a vocabulary 96-128x the hidden size (64 to 128 chunks of
+    # 1-2 rows), where the loss sets the peak; sgd so that no optimizer state hides it. Every
+    # third held out.
+    liger = [
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 1, 128, "sgd", "bf16", True, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 8),
+        ("llama_vocab8k", 4, 32, "adamw", "fp32", True, 8),
+        ("qwen2_vocab6k", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adam", "fp32", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("llama_small", 4, 48, "sgd", "fp32", False, 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 3, 80, "sgd", "fp32", False, 0),
+        ("qwen2_vocab6k", 2, 72, "sgd", "fp32", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(liger):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="liger", held_out=(i % 3 == 2)))
+    # --loss cce: Apple's Cut Cross-Entropy (cce_replica.py: the wrappers' allocations, kernels as
+    # in-place writes). Every third held out.
+    cce = [
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 1, 128, "sgd", "bf16", True, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 64, "sgd", "bf16", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adam", "fp32", True, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("mixtral_small", 2, 40, "sgd", "fp32", False, 0),
+        ("llama_vocab8k", 3, 80, "sgd", "fp32", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(cce):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="cce", held_out=(i % 3 == 2)))
+    # the same large-vocabulary steps with transformers' ForCausalLMLoss, for the contrast
+    for cfg, b, s, o, p in (("llama_vocab8k", 2, 64, "sgd", "fp32"), ("llama_vocab8k", 2, 64, "sgd", "bf16")):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=0, held_out=False))
     return out
 
 
@@ -74,6 +115,8 @@ def argv_of(c):
             a.append("--ckpt")
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
+        if c.get("loss"):
+            a += ["--loss", c["loss"]]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
     return a

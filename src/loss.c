@@ -1,0 +1,438 @@
+/*
+ * loss.c — the losses a training step computes after the model's forward, one
+ * row each (the model JSON's "loss" key; a config.json's --loss): what each
+ * allocates, saves and hands to backward. A fused row (Liger's fused linear
+ * cross-entropy) computes the LM head itself: the model's forward stops
+ * before the head (vc__loss_forward_end) and the row's op takes the head's
+ * input and weight.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+/* The model's output as fp32: output.float() (_to_copy, saves nothing) when it is not. */
+static vc_t output_f32(vc_build *b)
+{
+    vc_t y = b->val_t[b->m->output];
+    if (b->t[y].dt == VC_DT_F32) return y;
+    vc_op *o = vc_op_begin(b, "_to_copy");
+    vc_op_in(o, y);
+    vc_t f = vc_op_out(o, b->t[y].n, VC_DT_F32);
+    vc_op_end(o);
+    return f;
+}
+
+static void emit_mean(vc_build *b)
+{
+    vc_t y = output_f32(b);
+    vc_op *o = vc_op_begin(b, "mean");
+    vc_op_in(o, y);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+}
+
+/* The int64 targets [rows] per sample, made once before the steps and resident like
+ * the input batch (docs/contract.md §6); with `shift`, transformers' causal-LM label
+ * shift after them (ForCausalLMLoss in loss/loss_utils.py, and LigerForCausalLMLoss in
+ * Liger-Kernel's transformers/model/loss_utils.py, the same two lines):
+ * labels = pad(labels, (0, 1), value=-100) and shift_labels = labels[..., 1:].contiguous():
+ * int64 [B, L+1] and [B, L], locals until the loss returns (*padded: the first). */
+static vc_t targets(vc_build *b, int64_t rows, bool shift, vc_t *padded)
+{
+    vc_t tgt = vc__new_tensor(b, vc_n_sample(rows), VC_DT_I64);
+    *padded = -1;
+    if (tgt < 0) return -1;
+    b->t[tgt].persistent = true;
+    b->target_t = tgt;
+    if (!shift) return tgt;
+    vc_op *o = vc_op_begin(b, "constant_pad_nd");
+    vc_op_in_nodiff(o, tgt);
+    *padded = vc_op_out(o, vc_n_sample(rows + 1), VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "clone");
+    vc_op_in_nodiff(o, *padded);
+    vc_t lab = vc_op_out(o, vc_n_sample(rows), VC_DT_I64);
+    vc_op_end(o);
+    return lab;
+}
+
+/* F.cross_entropy(logits, targets): log_softmax over the class dim (saves result),
+ * then nll_loss (saves target and total_weight); backward: nll grad zeros + log_softmax
+ * grad. The logits are an argument of cross_entropy: alive until nll_loss has returned.
+ * causal_lm: ForCausalLMLoss, logits.float() first (an fp32 copy under 16-bit) and the
+ * label shift (issue 12, src/hf.c). */
+static void emit_ce(vc_build *b, bool shift)
+{
+    const vc_value *ov = &b->m->val[b->m->output];
+    vc_t y = output_f32(b);
+    vc_numel n = b->t[y].n;
+    int64_t classes = ov->shape.d[ov->shape.nd - 1];
+    vc_t padded;
+    vc_t lab = targets(b, classes ? n.ps / classes : 0, shift, &padded);
+    if (lab < 0) return;
+    vc_op *o = vc_op_begin(b, "log_softmax");
+    vc_op_in(o, y);
+    vc_t lp = vc_op_out(o, n, VC_DT_F32);
+    vc_op_save(o, lp);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nll_loss");
+    vc_op_in(o, lp);
+    vc_op_in_nodiff(o, lab);
+    vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
+    vc_op_save(o, lab);
+    vc_op_end(o);
+    vc__extend_life(b, y);
+    vc__extend_life(b, padded);
+    b->loss_t = l;
+}
+
+static void emit_cross_entropy(vc_build *b) { emit_ce(b, false); }
+static void emit_causal_lm(vc_build *b) { emit_ce(b, true); }
+
+/* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
+ * logits y (after output_f32's .float(); MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
+ * as in src/hf_tp.c: megatron/core/tensor_parallel/cross_entropy.py
+ * _VocabParallelCrossEntropy, as LanguageModule.compute_language_model_loss
+ * calls it without cross_entropy_loss_fusion). Forward: labels.transpose(0, 1)
+ * .contiguous() (int64 [rows]); calculate_logits_max: torch.max(-1), values
+ * and indices; calculate_predicted_logits: y -= max, target_mask (bool) and
+ * masked_target (int64) [rows], arange and predicted_logits (index + clone,
+ * fp32), exp in place, sum_exp_logits; the loss, and y.div_(sum): y becomes the
+ * softmax and is saved with target_mask and masked_target_1d. Backward:
+ * grad_input is the saved softmax updated in place; here it is a new fp32
+ * tensor, so the loss's backward holds one more logits-sized fp32 tensor for
+ * its duration than Megatron (docs/parallel.md 2.6). The per-token losses
+ * then reduce to the scalar the step differentiates. The 16-bit logits stay
+ * referenced by the caller until the loss returns. */
+static void emit_vocab_parallel(vc_build *b)
+{
+    const vc_value *ov = &b->m->val[b->m->output];
+    vc_t logits = b->val_t[b->m->output];
+    vc_t y = output_f32(b);
+    int64_t classes = ov->shape.d[ov->shape.nd - 1];
+    vc_numel n = b->t[y].n;
+    vc_numel rows = vc_n_sample(classes ? n.ps / classes : 0);
+    vc_t tgt = vc__new_tensor(b, rows, VC_DT_I64);
+    if (tgt < 0) return;
+    b->t[tgt].persistent = true;
+    b->target_t = tgt;
+    vc_op *o = vc_op_begin(b, "contiguous"); /* labels [s, b] */
+    vc_op_in_nodiff(o, tgt);
+    vc_t lab = vc_op_out(o, rows, VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "vocab_parallel_cross_entropy");
+    vc_op_in(o, y);
+    vc_op_in_nodiff(o, lab);
+    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_max */
+    vc_op_ftemp(o, rows, VC_DT_I64); /* its indices */
+    vc_op_ftemp(o, rows, VC_DT_I64); /* arange_1d */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* logits_2d[arange_1d, masked_target_1d] before its clone */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* predicted_logits */
+    vc_op_ftemp(o, rows, VC_DT_F32); /* sum_exp_logits */
+    vc_t l = vc_op_out(o, rows, VC_DT_F32);
+    vc_op_extra(o, rows, VC_DT_BOOL); /* target_mask */
+    vc_op_extra(o, rows, VC_DT_I64);  /* masked_target_1d */
+    vc_op_save(o, y);
+    vc_op_end(o);
+    vc__extend_life(b, logits); /* GPTModel.forward's `logits`, until the loss returns */
+    o = vc_op_begin(b, "mean"); /* the per-token losses to the step's scalar */
+    vc_op_in(o, l);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+}
+
+static void fail(vc_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(vc_build *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    b->st = VC_ERR_USAGE;
+    b->why_opt = "--loss";
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+}
+
+/* The checks both fused rows make of the model's LM head (`what`: the row's --loss name,
+ * `reads`: how its transformers integration reads the weight): false after a refusal. */
+static bool head_ok(vc_build *b, const char *what, const char *reads)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "%s under autocast (%s) is not modelled: its matmuls run under the caller's autocast "
+                "(custom_fwd); use fp32, bf16, fp16 or mixed-*", what, vc_precision_name(b->o.precision));
+        return false;
+    }
+    for (int i = 0; i < head->np; i++) {
+        const vc_param_entry *p = &m->par[head->params[i]];
+        const char *why = p->flags & VC_PARAM_ADAPTER
+                              ? "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
+                          : i == 1 ? "which takes no bias: the head has one"
+                          : p->fmt != VC_WEIGHTS_DENSE ? "as a dense tensor: the head is quantized"
+                              : NULL;
+        if (why) {
+            fail(b, "%s: %s %s, %s", what, head->name ? head->name : head->path, reads, why);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Liger-Kernel's fused linear cross-entropy as its transformers integration runs it
+ * (linkedin/Liger-Kernel @ ead96b618e5c67bddc6a6e9bcb99bfe6b5ab661c):
+ * transformers/model/llama.py lce_forward (training with labels: skip_logits) ->
+ * LigerForCausalLMLoss (model/loss_utils.py: the label shift, hidden_states.view(-1, H),
+ * lm_head.weight; Gemma-2's final_logit_softcapping as the kernel's softcap) ->
+ * LigerFusedLinearCrossEntropyFunction (ops/fused_linear_cross_entropy.py), whose
+ * fused_linear_cross_entropy_forward computes the loss and both gradients in forward:
+ *   l.68-70  inc_factor = cdiv(V, H); chunk_size = next_power_of_2(cdiv(BT, inc_factor));
+ *            num_chunks = cdiv(BT, chunk_size)
+ *   l.72     grad_input = zeros_like(_input)                [BT, H], the input's dtype
+ *   l.77     grad_weight = zeros_like(weight)               [V, H], the weight's dtype
+ *            (accum_dtype None, what LigerForCausalLMLoss passes), only when the input
+ *            and the weight require grad
+ *   l.86     loss_1d = zeros(BT, float32)
+ *   l.92-93  target_mask = target != ignore_index (bool [BT], a local to the end);
+ *            .sum().item()
+ *   per chunk:
+ *   l.114    logits_chunk = _input_chunk @ weight.t()       [chunk, V], the input's dtype;
+ *            the previous chunk is still bound to grad_logits_chunk until l.212
+ *   l.163    liger_cross_entropy_kernel writes the gradient into logits_chunk in place
+ *   l.231    grad_input[rows] = grad_logits_chunk @ weight   an mm [chunk, H], copied in
+ *   l.257    grad_weight += mm(grad_logits_chunk.t(), _input_chunk).float(): an mm [V, H]
+ *            and, for a 16-bit input, its fp32 copy (the addmm(out_dtype=fp32) path of
+ *            l.235-255 needs an fp32 grad_weight, i.e. accum_dtype=float32: not taken)
+ *   l.278    loss = torch.sum(loss_1d); the last chunk, loss_1d and target_mask go when
+ *            the function returns
+ *   l.431    ctx.save_for_backward(grad_input, grad_weight): nothing else is kept
+ *   backward (l.292-336): torch.equal(grad_output, torch.tensor(1.0)) (cuda_equal,
+ *            aten/src/ATen/native/cuda/Equal.cpp: eq(...).all().item()); equal for a
+ *            loss backpropagated from 1, so the saved gradients are returned as they
+ *            are: grad_input is the hidden state's gradient, grad_weight the head's
+ *            (AccumulateGrad steals it).
+ * Only the steady pattern matters for the peak: the first chunk, one middle chunk
+ * (every middle one holds the same) and the last (BT - (n-1) chunk rows). */
+static void emit_liger(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (!head_ok(b, "liger", "is read as LigerForCausalLMLoss(lm_head_weight=lm_head.weight)")) return;
+    vc_batch_dependent(b); /* the chunk size follows B x T */
+    b->cur_inst = m->loss_head; /* Liger runs it inside lm_head's forward under FSDP (_FSDPForwardRedirection) */
+    b->cur_region = -1;
+    const vc_param_entry *wp = &m->par[head->params[0]];
+    int64_t V = wp->dims[0], H = wp->dims[1];
+    vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
+    int64_t L = H ? b->t[x].n.ps / H : 0, BT;
+    vc_dtype xdt = (vc_dtype)b->t[x].dt, wdt = (vc_dtype)b->t[w].dt;
+    if (__builtin_mul_overflow(L, b->batch, &BT) || BT < 1) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    int64_t inc = (V + H - 1) / H, rows = (BT + inc - 1) / inc, chunk = 1;
+    while (chunk < rows) chunk *= 2;
+    int64_t nchunks = (BT + chunk - 1) / chunk, vh, cv, ch;
+    if (__builtin_mul_overflow(V, H, &vh) || __builtin_mul_overflow(chunk, V, &cv) ||
+        __builtin_mul_overflow(chunk, H, &ch)) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc_t padded, lab = targets(b, L, true, &padded);
+    if (lab < 0) return;
+    bool xg = vc_requires_grad(b, x), wg = xg && vc_requires_grad(b, w);
+    vc_op *o = vc_op_begin(b, "LigerFusedLinearCrossEntropyFunction");
+    int ix = vc_op_in(o, x), iw = vc_op_in(o, w);
+    vc_op_in_nodiff(o, lab);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_extra_grad(o, ix, b->t[x].n, xdt);
+    if (wg) vc_op_extra_grad(o, iw, vc_n_fixed(vh), wdt);
+    vc_op_ftemp_keep(o, vc_n_sample(L), VC_DT_F32);  /* loss_1d */
+    vc_op_ftemp_keep(o, vc_n_sample(L), VC_DT_BOOL); /* target_mask */
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_I64);         /* target_mask.sum() */
+    int64_t sizes[3] = {chunk, chunk, BT - (nchunks - 1) * chunk};
+    int first = nchunks >= 3 ? 0 : nchunks == 2 ? 1 : 2;
+    int prev = -1;
+    for (int i = first; i < 3; i++) {
+        int64_t c = sizes[i];
+        int lg = vc_op_ftemp_keep(o, vc_n_fixed(c == chunk ? cv : c * V), xdt); /* logits_chunk */
+        vc_op_ftemp_free(o, prev); /* the previous chunk (none before the first) */
+        prev = lg;
+        if (xg) vc_op_ftemp(o, vc_n_fixed(c == chunk ? ch : c * H), xdt); /* grad_logits @ weight */
+        if (!wg) continue;
+        int mm = vc_op_ftemp_keep(o, vc_n_fixed(vh), xdt);
+        int f = xdt == VC_DT_F32 ? -1 : vc_op_ftemp_keep(o, vc_n_fixed(vh), VC_DT_F32); /* .float() */
+        vc_op_ftemp_free(o, mm);
+        vc_op_ftemp_free(o, f);
+    }
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_F32);  /* torch.tensor(1.0) */
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* eq */
+    vc_op_btemp(o, vc_n_fixed(1), VC_DT_BOOL); /* all */
+    vc_op_gemm(o);
+    vc_op_end(o);
+    vc__extend_life(b, padded);
+}
+
+/* Apple's Cut Cross-Entropy as its transformers integration runs it (apple/ml-cross-entropy
+ * @ d42911f9b1a1f98289bb601c35c8151562603d74; cce_patch's defaults: impl "cce",
+ * reduction "mean", filter_eps "auto", no fp32 accumulation): cut_cross_entropy/transformers/
+ * llama.py cce_forward -> utils.py apply_lce (the hidden states, lm_head.weight, the labels
+ * unshifted, shift=True) -> cce.py cce_linear_cross_entropy:
+ *   utils.py _build_flat_valids l.33-49: (targets[..., 1:] != -100) bool [B, L-1],
+ *     .nonzero() int64 [N, 2] (N = B(L-1), every label valid), .to(int32), in-place row
+ *     strides, .sum(1): valids int64 [N], kept in the CCEParams the function keeps
+ *   cce.py LinearCrossEntropyFunction.forward:
+ *     cce_lse_forward.py l.193-201: lse fp32 [N], locks uint32 [cdiv(N, 128)] (freed on
+ *       return), logit_avg fp32 [V] (filter_eps set and a gradient needed); the kernel tiles
+ *       the logits on chip: no [N, V] tensor
+ *     indexed_dot.py l.123: neg_dot fp32 [N] (transformers/gemma2.py passes no softcap);
+ *     nll = neg_dot.add_(lse); loss = nll.mean()
+ *     l.141 save_for_backward(e, c, bias, lse, targets, valids, logit_avg): the hidden states
+ *       stay until the backward, as the LM head's own linear would keep them
+ *   backward: sort_logit_avg (argsort(logit_avg).to(int32), [V]); cce_backward.py
+ *     l.391-394 de = zeros_like(e), dc = zeros_like(c) (the gradients, allocated in backward),
+ *     l.457-464 de_locks, dc_locks int32 [cdiv(N or V, 128), cdiv(H, 64)]. */
+static void emit_cce(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    if (!head_ok(b, "cce", "is read as apply_lce(hidden_states, self.lm_head.weight, ...)")) return;
+    vc_batch_dependent(b); /* the lock tables follow B x T */
+    b->cur_inst = m->loss_head;
+    b->cur_region = -1;
+    const vc_param_entry *wp = &m->par[head->params[0]];
+    int64_t V = wp->dims[0], H = wp->dims[1];
+    vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
+    int64_t L = H ? b->t[x].n.ps / H : 0, N;
+    if (L < 1 || __builtin_mul_overflow(L - 1, b->batch, &N)) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc_t padded, tgt = targets(b, L, false, &padded);
+    if (tgt < 0) return;
+    vc_op *o = vc_op_begin(b, "nonzero"); /* _build_flat_valids */
+    vc_op_in_nodiff(o, tgt);
+    vc_t valids = vc_op_out(o, vc_n_sample(L - 1), VC_DT_I64);
+    int ne = vc_op_ftemp_keep(o, vc_n_sample(L - 1), VC_DT_BOOL);
+    int nz = vc_op_ftemp_keep(o, vc_n_sample(2 * (L - 1)), VC_DT_I64);
+    vc_op_ftemp_free(o, ne);
+    vc_op_ftemp_keep(o, vc_n_sample(2 * (L - 1)), VC_DT_I32);
+    vc_op_ftemp_free(o, nz);
+    vc_op_end(o);
+    o = vc_op_begin(b, "LinearCrossEntropyFunction");
+    vc_op_in(o, x);
+    vc_op_in(o, w);
+    vc_op_in_nodiff(o, tgt);
+    vc_op_in_nodiff(o, valids);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_extra(o, vc_n_sample(L - 1), VC_DT_F32); /* lse */
+    vc_op_extra(o, vc_n_fixed(V), VC_DT_F32);      /* logit_avg */
+    vc_op_ftemp(o, vc_n_fixed((N + 127) / 128), VC_DT_I32); /* locks */
+    int nd = vc_op_ftemp_keep(o, vc_n_sample(L - 1), VC_DT_F32); /* neg_dot, nll */
+    vc_op_ftemp_free(o, nd);
+    vc_op_save(o, x);
+    vc_op_save(o, tgt);
+    vc_op_save(o, valids);
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_F32); /* argsort: sort's values */
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_I64); /* and indices */
+    vc_op_btemp(o, vc_n_fixed(V), VC_DT_I32); /* vocab_ordering */
+    int64_t nd64 = (H + 63) / 64;
+    vc_op_btemp(o, vc_n_fixed((N + 127) / 128 * nd64), VC_DT_I32); /* de_locks */
+    vc_op_btemp(o, vc_n_fixed((V + 127) / 128 * nd64), VC_DT_I32); /* dc_locks */
+    vc_op_gemm(o);
+    vc_op_end(o);
+}
+
+/* The rows, indexed by vc_loss (model.h). */
+static const vc_loss_row rows[] = {
+    [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
+    [VC_LOSS_CROSS_ENTROPY] = {"cross_entropy", NULL, "F.cross_entropy over the last dimension", true, false, false,
+                               emit_cross_entropy, NULL},
+    [VC_LOSS_CAUSAL_LM] = {"causal_lm", "hf", "transformers' ForCausalLMLoss: fp32 logits, shifted labels, "
+                           "cross_entropy", true, true, false, emit_causal_lm, NULL},
+    [VC_LOSS_VOCAB_PARALLEL] = {"vocab_parallel", NULL, "Megatron's vocab-parallel cross-entropy of one tensor-parallel "
+                                "rank's logits (--tp)", true, true, false, emit_vocab_parallel, NULL},
+    [VC_LOSS_LIGER] = {"liger_fused_linear_ce", "liger", "Liger-Kernel's LigerFusedLinearCrossEntropyFunction: the "
+                       "LM head and cross-entropy in chunks, gradients in forward", true, true, true, emit_liger,
+                       /* linkedin/Liger-Kernel @ ead96b6: ops/fused_linear_cross_entropy.py takes no process
+                        * group; its Megatron support (megatron/cross_entropy.py, examples/megatron/README.md)
+                        * is the unfused ops/vocab_parallel_cross_entropy.py, not this op */
+                       "Liger's fused linear cross-entropy has no vocabulary-parallel mode (its softmax would "
+                       "cover one rank's vocabulary shard); --tp's loss is Megatron's vocab-parallel cross-entropy "
+                       "(--loss hf)"},
+    [VC_LOSS_CCE] = {"cut_cross_entropy", "cce", "Apple's Cut Cross-Entropy (cut_cross_entropy.linear_cross_entropy): the "
+                     "logits tiled on chip, the hidden states kept for its backward kernel", true, true, true, emit_cce,
+                     /* apple/ml-cross-entropy @ d42911f: README "Vocabulary Parallelism" (VocabParallelOptions,
+                      * linear_cross_entropy.py l.137) is a separate path the transformers integration (cce_patch,
+                      * utils.py apply_lce) never takes, and it is not replicated here */
+                     "Cut Cross-Entropy's vocabulary-parallel path (VocabParallelOptions) is not replicated and "
+                     "its transformers integration does not use it; --tp's loss is Megatron's vocab-parallel "
+                     "cross-entropy (--loss hf)"},
+};
+
+const vc_loss_row *vc_loss_row_get(vc_loss l)
+{
+    return (unsigned)l < sizeof rows / sizeof *rows ? &rows[l] : &rows[VC_LOSS_MEAN];
+}
+
+int vc__loss_count(void) { return (int)(sizeof rows / sizeof *rows); }
+
+int vc__loss_from_name(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof rows / sizeof *rows; i++)
+        if (!strcmp(rows[i].name, name)) return (int)i;
+    return -1;
+}
+
+int vc_loss_impl_from_name(const char *s)
+{
+#define VC__LNAME(e, n) n,
+    static const char *const names[] = {VC_LOSS_MAP(VC__LNAME) NULL};
+#undef VC__LNAME
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
+}
+
+int vc__loss_from_option(const char *opt)
+{
+    for (size_t i = 0; opt && i < sizeof rows / sizeof *rows; i++)
+        if (rows[i].option && !strcmp(rows[i].option, opt)) return (int)i;
+    return -1;
+}
+
+int vc__loss_head(const vc_model *m)
+{
+    extern const vc_kind vc_kind_Linear, vc_kind_Scale, vc_kind_Tanh;
+    int v = m->output;
+    for (size_t i = m->ninst; i-- > 0;) {
+        const vc_inst *in = &m->inst[i];
+        if (in->out != v || in->nin != 1) return -1;
+        if (in->kind == &vc_kind_Linear) return (int)i;
+        if (in->kind != &vc_kind_Scale && in->kind != &vc_kind_Tanh) return -1; /* soft-capping: the kernel's softcap */
+        v = in->in[0];
+    }
+    return -1;
+}
+
+size_t vc__loss_forward_end(const vc_build *b)
+{
+    const vc_loss_row *r = vc_loss_row_get(b->m->loss);
+    return b->train && r->fused && b->m->loss_head >= 0 ? (size_t)b->m->loss_head : b->m->ninst;
+}
+
+void vc__emit_loss(vc_build *b)
+{
+    b->cur_inst = -1;
+    b->cur_region = -1;
+    vc_loss_row_get(b->m->loss)->emit(b);
+    if (b->st || b->loss_t < 0) return;
+    if (b->prec->scaler && b->train) { /* scaler.scale(loss) */
+        vc_op *o = vc_op_begin(b, "mul");
+        vc_op_in(o, b->loss_t);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+}
