@@ -311,6 +311,16 @@ vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
     return y;
 }
 
+vc_t op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    if (x >= 0) vc_op_in_nodiff(o, x);
+    if (y >= 0) vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
 int op_torch(const vc_build *b)
 {
     int v = vc_opts(b)->torch_version;

@@ -74,6 +74,9 @@ vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
 vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
 /* A fresh tensor no gradient flows into (zeros for hx, masks). */
 vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
+/* A new tensor computed from x and y (-1: none) with no gradient: an op on
+ * constants (a mask), or of generate()'s decoding loop. */
+vc_t op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt);
 
 /* F.scaled_dot_product_attention(q, k, v, enable_gqa=True) on [B, H, L, D]
  * tensors (layers/attention.c, through the backend --attention picks): q

@@ -218,26 +218,15 @@ static vc_t windows(vc_build *b, const win_cfg *c, vc_t x)
     return op_contiguous(b, op_view(b, x, vc_numel_of(b, x), c->part_view && vc_contiguous(b, x)));
 }
 
-/* An op on constants (the shift mask): no gradient. */
-static vc_t op_const(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, name);
-    if (x >= 0) vc_op_in_nodiff(o, x);
-    if (y >= 0) vc_op_in_nodiff(o, y);
-    vc_t r = vc_op_out(o, n, dt);
-    vc_op_end(o);
-    return r;
-}
-
 /* The shifted block's attention mask [nW, N, N] (no batch, no gradient). */
 static vc_t shift_mask(vc_build *b, const win_cfg *c, vc_dtype dt)
 {
     vc_numel hw = vc_n_fixed(c->Hp * c->Wp), m = vc_n_fixed(c->nwin * c->tokens * c->tokens);
-    vc_t z = op_const(b, "new_zeros", -1, -1, hw, dt); /* filled in place by slice assignments */
-    if (!c->part_view) z = op_const(b, "clone", z, -1, hw, dt); /* view.permute.reshape */
-    vc_t d = op_const(b, "sub", z, -1, m, dt);                   /* unsqueeze(1) - unsqueeze(2) */
-    vc_t m1 = op_const(b, "masked_fill", d, op_const(b, "ne", d, -1, m, VC_DT_BOOL), m, dt);
-    vc_t m2 = op_const(b, "masked_fill", m1, op_const(b, "eq", d, -1, m, VC_DT_BOOL), m, dt);
+    vc_t z = op_nograd(b, "new_zeros", -1, -1, hw, dt); /* filled in place by slice assignments */
+    if (!c->part_view) z = op_nograd(b, "clone", z, -1, hw, dt); /* view.permute.reshape */
+    vc_t d = op_nograd(b, "sub", z, -1, m, dt);                   /* unsqueeze(1) - unsqueeze(2) */
+    vc_t m1 = op_nograd(b, "masked_fill", d, op_nograd(b, "ne", d, -1, m, VC_DT_BOOL), m, dt);
+    vc_t m2 = op_nograd(b, "masked_fill", m1, op_nograd(b, "eq", d, -1, m, VC_DT_BOOL), m, dt);
     vc_release(b, d); /* attn_mask is rebound after the statement */
     return m2;
 }

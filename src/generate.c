@@ -87,17 +87,6 @@ void vc__gen_end(vc_build *b)
     }
 }
 
-/* An op of the decoding loop: no gradient, inputs x and y (-1 none). */
-static vc_t loop_op(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, name);
-    if (x >= 0) vc_op_in_nodiff(o, x);
-    if (y >= 0) vc_op_in_nodiff(o, y);
-    vc_t r = vc_op_out(o, n, dt);
-    vc_op_end(o);
-    return r;
-}
-
 /* cache.index_copy_(2, cache_position, x): in place, x read */
 static void index_copy(vc_build *b, vc_t cache, vc_t x)
 {
@@ -144,8 +133,8 @@ static bool offloaded_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64
     }
     int64_t in = kept(s, g->past);
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
-    vc_t nk_t = loop_op(b, "cat", s->gk, *k, nk, dt);
-    vc_t nv_t = loop_op(b, "cat", s->gv, *v, nv, dt);
+    vc_t nk_t = op_nograd(b, "cat", s->gk, *k, nk, dt);
+    vc_t nv_t = op_nograd(b, "cat", s->gv, *v, nv, dt);
     s->gk = s->gv = -1;
     s->k = *k = nk_t;
     s->v = *v = nv_t;
@@ -197,8 +186,8 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     if (b->o.cache == VC_CACHE_OFFLOADED) return offloaded_update(b, s, k, v, S, kpt, vpt, dt);
     int64_t in = kept(s, g->past); /* cached tokens the update concatenates to */
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
-    vc_t nk_t = loop_op(b, "cat", s->k, *k, nk, dt);
-    vc_t nv_t = loop_op(b, "cat", s->v, *v, nv, dt);
+    vc_t nk_t = op_nograd(b, "cat", s->k, *k, nk, dt);
+    vc_t nv_t = op_nograd(b, "cat", s->v, *v, nv, dt);
     s->k = *k = nk_t;
     s->v = *v = nv_t;
     s->len = in + L;
@@ -219,8 +208,8 @@ static void grow_caches(vc_build *b, int64_t past)
              * the grown one (allocated here before the old is freed, at a low point of the
              * loop; in the run the two never coexist) */
             int64_t t = kept(s, past);
-            s->gk = loop_op(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
-            s->gv = loop_op(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
+            s->gk = op_nograd(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
+            s->gv = op_nograd(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
             continue;
         }
         if (b->o.cache != VC_CACHE_DYNAMIC || s->k < 0) continue;
@@ -228,8 +217,8 @@ static void grow_caches(vc_build *b, int64_t past)
         int64_t len = kept(s, past - 1) + 1;
         if (len == s->len) continue;
         int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
-        s->k = loop_op(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
-        s->v = loop_op(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
+        s->k = op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
+        s->v = op_nograd(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
         s->len = len;
     }
 }
@@ -245,21 +234,21 @@ typedef struct {
 static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
 {
     b->cur_inst = b->cur_region = -1; /* outside the model */
-    vc_t ones = loop_op(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
-    ls->mask = loop_op(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
+    vc_t ones = op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+    ls->mask = op_nograd(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
     vc_t last = op_select(b, ls->pos, vc_n_fixed(1), true);
-    ls->pos = loop_op(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
+    ls->pos = op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
     vc_t prev_logits = ls->logits32, prev_next = ls->next;
-    ls->logits32 = loop_op(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    ls->logits32 = op_nograd(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
     if (prev_logits >= 0) vc__extend_life(b, prev_logits); /* rebound now: freed after this op */
-    vc_t nt = loop_op(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
-    vc_t a = loop_op(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
-    vc_t r = loop_op(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
-    vc_t p = loop_op(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
-    ls->next = loop_op(b, "add", a, p, vc_n_sample(1), VC_DT_I64);
+    vc_t nt = op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t a = op_nograd(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
+    vc_t r = op_nograd(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t p = op_nograd(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
+    ls->next = op_nograd(b, "add", a, p, vc_n_sample(1), VC_DT_I64);
     if (prev_next >= 0) vc__extend_life(b, prev_next);
     vc_t col = op_view(b, ls->next, vc_n_sample(1), true);
-    ls->ids = loop_op(b, "cat", ls->ids, col, vc_n_sample(ls->len + 1), VC_DT_I64);
+    ls->ids = op_nograd(b, "cat", ls->ids, col, vc_n_sample(ls->len + 1), VC_DT_I64);
     ls->len++;
     vc__extend_life(b, logits); /* del outputs: the logits live until the step's end */
 }
@@ -310,7 +299,7 @@ void vc__gen_emit(vc_build *b)
         forward_pass(b, g->twin[0], prompt, head);
         b->cur_inst = b->cur_region = -1;
         vc_t logits = b->val_t[m->output];
-        vc_t l32 = loop_op(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
+        vc_t l32 = op_nograd(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
         vc__extend_life(b, logits);
         vc__extend_life(b, l32);
         b->val_t[0] = prompt;
@@ -336,8 +325,8 @@ void vc__gen_emit(vc_build *b)
         b->cur_inst = b->cur_region = -1;
         if (M >= 3) { /* the steps before the last: caches, ids and mask grown */
             grow_caches(b, g->past);
-            ls.mask = loop_op(b, "cat", ls.mask, -1, vc_n_sample(P + M - 1), VC_DT_I64);
-            ls.ids = loop_op(b, "cat", ls.ids, -1, vc_n_sample(P + M - 1), VC_DT_I64);
+            ls.mask = op_nograd(b, "cat", ls.mask, -1, vc_n_sample(P + M - 1), VC_DT_I64);
+            ls.ids = op_nograd(b, "cat", ls.ids, -1, vc_n_sample(P + M - 1), VC_DT_I64);
             ls.len = P + M - 1;
         }
         vc_t cur = op_select(b, ls.ids, vc_n_sample(1), false); /* input_ids[:, -1:] */

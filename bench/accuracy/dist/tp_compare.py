@@ -23,7 +23,7 @@ import reference as R  # noqa: E402
 GPT = os.path.join(ROOT, "tests", "data", "parallel", "gpt2-medium-k.json")
 LLAMA = {"llama3.1-8b": os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json"),
          "llama3.1-70b": os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-70b.json"),
-         "llama3.1-405b": os.path.join(ROOT, "tests", "data", "parallel", "llama-3.1-405b.json")}
+         "llama3.1-405b": os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-405b.json")}
 
 
 def run(cli, cfg, *args):
