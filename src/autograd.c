@@ -1,9 +1,9 @@
 /*
  * autograd.c — executes the recorded op graph symbolically with storage
- * reference counts: persistent state, forward (with checkpoint regions),
- * backward as the autograd engine runs it, the optimizer step and
- * zero_grad. The result is the plan's batch-independent list of alloc/free
- * events (sizes are per-sample plus fixed element counts).
+ * reference counts: forward (with checkpoint regions) and backward as the
+ * autograd engine runs it, between the persistent state and the optimizer
+ * step (src/state.c). The result is the plan's batch-independent list of
+ * alloc/free events (sizes are per-sample plus fixed element counts).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +317,7 @@ int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst)
     return s_alloc(b, n, (uint8_t)dt, (uint8_t)cat, inst);
 }
 void vc__free(vc_build *b, int32_t s, int32_t inst) { s_unref(b, s, inst); }
+void vc__ref(vc_build *b, int32_t s) { s_ref(b, s); }
 
 /* The layout's module hooks as the running instance changes to `inst`
  * (-1: outside every layer, as at the loss and after the last layer). */
@@ -345,7 +346,7 @@ static void mark_fwd_end(vc_build *b)
 }
 
 /* The layout's hook for the whole model (inst -1) as a pass begins or ends. */
-static void model_hook(vc_build *b, bool begin)
+void vc__model_hook(vc_build *b, bool begin)
 {
     b->cur_op = -1;
     if (b->layout->module) b->layout->module(b, -1, (vc_phase)b->phase, begin);
@@ -355,7 +356,7 @@ static void forward(vc_build *b)
 {
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
-    model_hook(b, true);
+    vc__model_hook(b, true);
     for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) { /* a pipeline stage's received inputs (pipeline.c) */
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
@@ -373,7 +374,7 @@ static void forward(vc_build *b)
         release_list(b, b->rel_off, b->rel, k);
     }
     module_boundary(b, -1);
-    model_hook(b, false);
+    vc__model_hook(b, false);
 }
 
 /* Op k saves (references) its saved inputs but never runs: its outputs are
@@ -621,7 +622,7 @@ static void backward(vc_build *b)
     int32_t root = L->grad = b->loss_t >= 0 ? s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1)
                                             : s_alloc(b, L->n, L->dt, CAT_TEMP, -1);
     s_ref(b, root);
-    model_hook(b, true);
+    vc__model_hook(b, true);
     for (int32_t k = (int32_t)b->nop - 1; k >= 0 && !b->st; k--) {
         op_t *op = &b->op[k];
         if (!op->rg) continue;
@@ -636,7 +637,7 @@ static void backward(vc_build *b)
     /* AccumulateGrad nodes some of whose gradients never came (their
      * producers got no gradient) run with what they have. */
     for (size_t p = 0; p < b->m->npar; p++) accumulate_grad(b, p, -1);
-    model_hook(b, false);
+    vc__model_hook(b, false);
     /* Nodes that never ran (no gradient reached them) free their saved
      * tensors when the graph is destroyed. */
     for (size_t k = 0; k < b->nop; k++) {
@@ -651,224 +652,6 @@ static void backward(vc_build *b)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
     s_unref(b, root, -1);
     s_unref(b, loss_stor, -1);
-}
-
-/* The parameters the optimizer holds: the model's, or the layout's flat
- * ones (FSDP's shards) in their place. nopt: how many; opt_par: the i-th. */
-static size_t nopt(const vc_build *b) { return b->flat ? b->nflat : b->m->npar; }
-static const vc_param_entry *opt_par(const vc_build *b, size_t i) { return b->flat ? &b->flat[i].e : &b->m->par[i]; }
-static vc_dtype opt_dt(const vc_build *b, size_t i)
-{
-    return (vc_dtype)(b->flat ? b->flat[i].dt : b->t[b->par_t[i]].dt);
-}
-
-/* The dtype of parameter i's optimizer state: its own (zeros_like(p)), or
- * fp32 where the optimizer works on fp32 master weights. */
-static vc_dtype state_dt(const vc_build *b, size_t i) { return b->prec->master ? VC_DT_F32 : opt_dt(b, i); }
-
-/* Whether parameter i's optimizer state and step are on this rank. */
-static bool steps_here(const vc_build *b, size_t i)
-{
-    return opt_par(b, i)->trainable && opt_par(b, i)->numel > 0 && (!b->owned || b->owned[i]);
-}
-
-/* Parameter i's master copy and optimizer state (its row's). */
-static void param_state(vc_build *b, size_t i, bool *shared)
-{
-    const vc_param_entry *p = opt_par(b, i);
-    const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
-    if (!p->trainable) return;
-    /* mixed precision: an fp32 master copy of a 16-bit parameter */
-    if (b->prec->master && b->train && opt_dt(b, i) != VC_DT_F32) s_alloc(b, vc_n_fixed(p->numel), VC_DT_F32, CAT_WEIGHT, p->owner);
-    if (!steps_here(b, i)) return;
-    vc_optim_ctx ctx = {b->o.optim_impl, state_dt(b, i)};
-    vc_tspec st[VC_OPTIM_MAX];
-    int n = opt && opt->shared && !*shared ? opt->shared(p, &ctx, st) : 0;
-    for (int k = 0; k < n; k++) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
-    *shared |= n > 0;
-    n = opt && opt->state ? opt->state(p, &ctx, st) : 0;
-    for (int k = 0; k < n; k++) {
-        int64_t bytes;
-        if (!st[k].outside) s_alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
-        else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
-                 __builtin_add_overflow(b->outside, bytes, &b->outside))
-            b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
-    }
-}
-
-/* The model's weights of storage format fmt at their largest ([out, in]). */
-static vc_quant_extent quant_extent(const vc_model *m, uint8_t fmt)
-{
-    vc_quant_extent x = {0, 0, 0};
-    for (size_t i = 0; i < m->npar; i++) {
-        const vc_param_entry *p = &m->par[i];
-        if (p->fmt != fmt || p->nd != 2) continue;
-        if (p->dims[1] > x.max_in) x.max_in = p->dims[1];
-        if (p->dims[0] > x.max_out) x.max_out = p->dims[0];
-        if (p->numel > x.max_numel) x.max_numel = p->numel;
-    }
-    return x;
-}
-
-/* Persistent state in steady state: parameters, buffers, master copies,
- * optimizer states (the optimizer's row), the input batch, and the cuBLAS
- * workspace. */
-static void persistent(vc_build *b)
-{
-    const vc_model *m = b->m;
-    const vc_options *o = &b->o;
-    bool shared = false; /* the optimizer's shared state is made */
-    bool wshared[VC_WEIGHTS__N] = {false}; /* each storage format's state made once */
-    for (size_t i = 0; i < nopt(b); i++) {
-        if (b->flat) { /* a layout's flat parameter: the rank's shard (the model's own are gathered by its hooks) */
-            if (b->flat[i].e.numel > 0) s_alloc(b, vc_n_fixed(b->flat[i].e.numel), (vc_dtype)b->flat[i].dt, CAT_WEIGHT, -1);
-        } else {
-            /* the parameter as its storage format keeps it (src/quant.c): the
-             * tensor itself, or packed data with its scales and code books */
-            tens_t *t = &b->t[b->par_t[i]];
-            const vc_weight_row *w = vc_weight_row_get((vc_weights)m->par[i].fmt);
-            vc_tspec ws[VC_QUANT_MAX];
-            int nw = 0;
-            if (w->shared && !wshared[m->par[i].fmt]) {
-                vc_quant_extent x = quant_extent(m, m->par[i].fmt);
-                nw = w->shared(vc__model_quant(m), &x, ws);
-            }
-            for (int k = 0; k < nw; k++) s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, -1);
-            wshared[m->par[i].fmt] = true;
-            nw = w->tensors(&m->par[i], vc__model_quant(m), (vc_dtype)t->dt, ws);
-            for (int k = 0; k < nw; k++) {
-                int32_t s = s_alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, m->par[i].owner);
-                if (k == 0) t->stor = s;
-            }
-        }
-        param_state(b, i, &shared);
-    }
-    for (size_t p = 0; b->flat && p < m->npar; p++) b->t[b->par_t[p]].stor = -1;
-    if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
-        s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
-        s_alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
-    }
-    for (size_t i = 0; i < m->nbuf; i++) {
-        tens_t *t = &b->t[b->buf_t[i]];
-        t->stor = s_alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
-    }
-    if (b->layout->resident) { /* the parallel layout's own state (DDP's buckets) */
-        size_t first = b->ns;
-        b->layout->resident(b);
-        for (size_t s = first; s < b->ns; s++) b->s[s].resident = true;
-    }
-    for (int i = 0; i < m->ninputs && !m->stage.recv; i++) {
-        tens_t *t = &b->t[b->val_t[i]];
-        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
-    }
-    if (b->target_t >= 0) { /* the targets, made once like the input batch (docs/contract.md) */
-        tens_t *t = &b->t[b->target_t];
-        t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
-    }
-    bool gemm = false;
-    for (size_t k = 0; k < b->nop; k++) gemm |= b->op[k].gemm;
-    int64_t ws = o->workspace >= 0 ? o->workspace
-                 : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
-    if (ws > 0) s_alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
-}
-
-/* One op of a parameter's step program (policy.h); slot[] holds the
- * storages the program's locals refer to, -1 none. */
-static void step_op(vc_build *b, const vc_step_op *op, int32_t *slot)
-{
-    int32_t old = slot[op->slot];
-    switch (op->op) {
-    case VC_STEP_ALLOC: slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); break;
-    case VC_STEP_FREE: slot[op->slot] = -1; s_unref(b, old, -1); break;
-    case VC_STEP_BIND: slot[op->slot] = s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); s_unref(b, old, -1); break;
-    case VC_STEP_ALIAS: s_ref(b, slot[op->src]); slot[op->slot] = slot[op->src]; s_unref(b, old, -1); break;
-    case VC_STEP_TEMP: s_unref(b, s_alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1), -1); break;
-    default: break; /* VC_STEP_NOP */
-    }
-}
-
-/* The step function returns: its locals' storages are dropped. */
-static void drop_slots(vc_build *b, int32_t *slot, size_t n)
-{
-    for (size_t i = 0; i < n; i++) s_unref(b, slot[i], -1);
-}
-
-/* The optimizer's row: each trainable parameter's step program, run op by
- * op over all parameters for foreach (a _foreach_* call takes the whole
- * list), one parameter after another otherwise; only parameter `only` when
- * it is not SIZE_MAX (a flat parameter stepped alone). */
-static void run_step_programs(vc_build *b, size_t only)
-{
-    const vc_optim_row *r = b->optim;
-    vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32};
-    vc_step_op prog[VC_OPTIM_MAX];
-    size_t np = nopt(b);
-    if (!r->step) return;
-    if (ctx.impl != VC_IMPL_FOREACH) {
-        int32_t slot[VC_OPTIM_MAX];
-        for (int k = 0; k < VC_OPTIM_MAX; k++) slot[k] = -1;
-        for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-            ctx.state_dt = state_dt(b, p);
-            int n = r->step(opt_par(b, p), &ctx, prog);
-            for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
-        }
-        drop_slots(b, slot, VC_OPTIM_MAX);
-        return;
-    }
-    int nslots = 1, nops = 0;
-    for (size_t p = 0; p < np; p++) {
-        if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-        ctx.state_dt = state_dt(b, p);
-        int n = r->step(opt_par(b, p), &ctx, prog);
-        if (n > nops) nops = n;
-        for (int j = 0; j < n; j++) {
-            if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
-            if (prog[j].op == VC_STEP_ALIAS && prog[j].src + 1 > nslots) nslots = prog[j].src + 1;
-        }
-    }
-    int32_t *slot = malloc((np + 1) * (size_t)nslots * sizeof *slot);
-    if (!slot) { b->st = VC_ERR_NOMEM; return; }
-    for (size_t k = 0; k < (np + 1) * (size_t)nslots; k++) slot[k] = -1;
-    for (int j = 0; j < nops; j++)
-        for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-            ctx.state_dt = state_dt(b, p);
-            int n = r->step(opt_par(b, p), &ctx, prog);
-            if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
-        }
-    drop_slots(b, slot, np * (size_t)nslots);
-    free(slot);
-}
-
-static void optimizer_step(vc_build *b)
-{
-    b->cur_op = -1;
-    b->phase = VC_PHASE_OPTIMIZER;
-    const vc_model *m = b->m;
-    if (b->prec->scaler) { /* unscale_: found_inf */
-        int32_t s = s_alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1);
-        s_unref(b, s, -1);
-    }
-    model_hook(b, true);
-    bool alone = false;
-    for (size_t i = 0; i < b->nflat; i++) alone |= b->flat[i].alone;
-    if (!alone) run_step_programs(b, SIZE_MAX);
-    for (size_t i = 0; i < b->nflat && alone && b->layout->module; i++) { /* one step() call each (ZeRO-3's sub-groups) */
-        b->layout->module(b, (int)i, VC_PHASE_OPTIMIZER, true);
-        run_step_programs(b, i);
-        b->layout->module(b, (int)i, VC_PHASE_OPTIMIZER, false);
-    }
-    model_hook(b, false);
-    b->phase = VC_PHASE_IDLE;
-    for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
-        if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
-        b->pgrad[p] = -1;
-    }
-    for (size_t i = 0; i < b->nflat; i++) { /* ... and the layout's sharded gradients */
-        if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
-        b->flat[i].grad = -1;
-    }
 }
 
 /* A pipeline stage other than the last sends its output, then
@@ -924,7 +707,7 @@ void vc__execute(vc_build *b)
         b->layout->flat(b);
         if (b->st) return;
     }
-    persistent(b);
+    vc__persistent(b);
     const int64_t inflight = b->m->stage.in_flight, micro = b->m->stage.micro_batches;
     int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {
@@ -950,7 +733,7 @@ void vc__execute(vc_build *b)
         s_unref(b, sent, -1);
     }
     if (b->npp) vc__pp_release(b, false);
-    if (b->train && b->optim->steps) optimizer_step(b);
+    if (b->train && b->optim->steps) vc__optimizer_step(b);
     else if (b->train) {
         b->phase = VC_PHASE_IDLE;
         for (size_t p = 0; p < b->m->npar; p++)

@@ -826,6 +826,30 @@ static vc_status load_max_positions(loader *L, const cJSON *root)
     return VC_OK;
 }
 
+/* The "loss" key: a row of the loss table (src/loss.c) by its name. */
+static vc_status load_loss(loader *L, const cJSON *root)
+{
+    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
+    if (!loss) return VC_OK;
+    const char *losses[8];
+    int nl = vc__loss_count() < 8 ? vc__loss_count() : 8;
+    char all[160] = "", got[80];
+    for (int i = 0; i < nl; i++) {
+        losses[i] = vc_loss_row_get((vc_loss)i)->name;
+        size_t l = strlen(all);
+        snprintf(all + l, sizeof all - l, "%s\"%s\"", i ? (i == nl - 1 ? " or " : ", ") : "", losses[i]);
+    }
+    int k = cJSON_IsString(loss) ? vc__loss_from_name(loss->valuestring) : -1;
+    if (k >= 0) {
+        L->m->loss = (vc_loss)k;
+        return VC_OK;
+    }
+    vc__describe(loss, got, sizeof got);
+    const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, nl) : NULL;
+    return s ? vc__fail(L, VC_ERR_MODEL, "loss", "expected %s, got %s (did you mean \"%s\"?)", all, got, s)
+             : vc__fail(L, VC_ERR_MODEL, "loss", "expected %s, got %s", all, got);
+}
+
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
@@ -894,26 +918,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
             goto done;
         }
     }
-    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
-    if (loss) { /* a row of the loss table (src/loss.c) */
-        const char *losses[8];
-        int nl = vc__loss_count() < 8 ? vc__loss_count() : 8;
-        char all[160] = "";
-        for (int i = 0; i < nl; i++) {
-            losses[i] = vc_loss_row_get((vc_loss)i)->name;
-            size_t l = strlen(all);
-            snprintf(all + l, sizeof all - l, "%s\"%s\"", i ? (i == nl - 1 ? " or " : ", ") : "", losses[i]);
-        }
-        int k = cJSON_IsString(loss) ? vc__loss_from_name(loss->valuestring) : -1;
-        if (k >= 0) m->loss = (vc_loss)k;
-        else {
-            vc__describe(loss, got, sizeof got);
-            const char *s = cJSON_IsString(loss) ? vc__nearest(loss->valuestring, losses, nl) : NULL;
-            st = s ? vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s (did you mean \"%s\"?)", all, got, s)
-                   : vc__fail(&L, VC_ERR_MODEL, "loss", "expected %s, got %s", all, got);
-            goto done;
-        }
-    }
+    if ((st = load_loss(&L, root)) != VC_OK) goto done;
     if ((st = load_inputs(&L, root)) != VC_OK) goto done;
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     if (!layers) {

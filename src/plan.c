@@ -36,6 +36,39 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
     return build(m, &t, vc_layout_row_get(&t), &g, out, err);
 }
 
+/* The tensors the step starts with: parameters (their dtype from the
+ * precision row, fp32 where flagged), buffers and the model's inputs. */
+static void model_tensors(vc_build *b)
+{
+    const vc_model *m = b->m;
+    for (size_t p = 0; p < m->npar; p++) {
+        vc_dtype dt = (m->par[p].flags & VC_PARAM_F32) ? VC_DT_F32 : b->param_dt;
+        int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->t[t].param = (int32_t)p;
+        b->t[t].rg = m->par[p].trainable && b->train;
+        b->par_t[p] = t;
+        b->amp_cache[p] = -1;
+    }
+    for (size_t i = 0; i < m->nbuf; i++) {
+        vc_dtype dt = m->buf[i].dt == VC_DT_FLOAT ? b->param_dt : m->buf[i].dt;
+        int32_t t = vc__new_tensor(b, vc_n_fixed(m->buf[i].numel), dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->buf_t[i] = t;
+    }
+    const vc_model *im = vc__gen_input_model(b);
+    for (int i = 0; i < m->ninputs; i++) {
+        int64_t n = vc_shape_numel(&im->val[i].shape);
+        int32_t t = vc__new_tensor(b, vc_n_sample(n), m->val[i].dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->t[t].rg = m->stage.input_rg && m->stage.input_rg[i] && b->train; /* a stage's received activation */
+        b->val_t[i] = t;
+    }
+}
+
 /* A plan; profile: vLLM's profiling run (serve.c) instead of o's mode. */
 static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
                        vc_plan **out, vc_error *err)
@@ -89,32 +122,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         vc_plan_free(b);
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
-    for (size_t p = 0; p < m->npar; p++) {
-        vc_dtype dt = (m->par[p].flags & VC_PARAM_F32) ? VC_DT_F32 : b->param_dt;
-        int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), dt);
-        if (t < 0) break;
-        b->t[t].persistent = true;
-        b->t[t].param = (int32_t)p;
-        b->t[t].rg = m->par[p].trainable && b->train;
-        b->par_t[p] = t;
-        b->amp_cache[p] = -1;
-    }
-    for (size_t i = 0; i < m->nbuf; i++) {
-        vc_dtype dt = m->buf[i].dt == VC_DT_FLOAT ? b->param_dt : m->buf[i].dt;
-        int32_t t = vc__new_tensor(b, vc_n_fixed(m->buf[i].numel), dt);
-        if (t < 0) break;
-        b->t[t].persistent = true;
-        b->buf_t[i] = t;
-    }
-    const vc_model *im = vc__gen_input_model(b);
-    for (int i = 0; i < m->ninputs; i++) {
-        int64_t n = vc_shape_numel(&im->val[i].shape);
-        int32_t t = vc__new_tensor(b, vc_n_sample(n), m->val[i].dt);
-        if (t < 0) break;
-        b->t[t].persistent = true;
-        b->t[t].rg = m->stage.input_rg && m->stage.input_rg[i] && b->train; /* a stage's received activation */
-        b->val_t[i] = t;
-    }
+    model_tensors(b);
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
         vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */

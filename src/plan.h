@@ -314,6 +314,12 @@ vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc
  * for layout hooks. */
 int32_t vc__alloc(vc_build *b, vc_numel n, vc_dtype dt, int cat, int32_t inst);
 void vc__free(vc_build *b, int32_t s, int32_t inst);
+void vc__ref(vc_build *b, int32_t s);
+/* autograd.c: the layout's hook around the whole model (instance -1) */
+void vc__model_hook(vc_build *b, bool begin);
+/* state.c: the persistent state in steady state; the optimizer step and zero_grad */
+void vc__persistent(vc_build *b);
+void vc__optimizer_step(vc_build *b);
 
 /* layout_zero3.c: the zero3 row's hooks (policy.h vc_layout_row) */
 void vc__zero3_flat(vc_build *b);

@@ -670,6 +670,7 @@ static void test_pp_split(void **state)
     (void)state;
     int64_t c[16];
     vc_error err;
+    memset(&err, 0, sizeof err); /* vc_set_error keeps a first error: err starts clear */
     assert_int_equal(vc__pp_split(80, 8, c, &err), VC_OK);
     for (int r = 0; r < 8; r++) assert_int_equal(c[r], 10);
     assert_int_equal(vc__pp_split(126, 16, c, &err), VC_OK);
@@ -683,7 +684,9 @@ static void test_pp_split(void **state)
     assert_int_equal(c[3], 2);
     assert_int_equal(vc__pp_split(3, 4, c, &err), VC_ERR_USAGE); /* more stages than layers */
     assert_string_equal(err.path, "--pp");
+    memset(&err, 0, sizeof err);
     assert_int_equal(vc__pp_split(5, 4, c, &err), VC_ERR_USAGE); /* 2 on each middle stage leaves 1 for both ends */
+    assert_string_equal(err.path, "--pp");
 }
 
 /* GPT-2 small with tied embeddings (examples/gpt2_small.json; counts from
