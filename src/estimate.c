@@ -88,6 +88,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
 
 vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter, as the loaders' (model.c) */
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
@@ -132,6 +133,7 @@ static vc_status counts_term(int64_t a, int64_t b, int64_t *acc, vc_error *err)
 
 vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, vc_result *r, vc_error *err)
 {
+    vc_error_clear(err);
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
@@ -197,6 +199,7 @@ void vc_result_free(vc_result *r)
 
 vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, const char *), void *ctx, vc_error *err)
 {
+    vc_error_clear(err);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--trace", "not available with --pp: trace one stage as its own model");

@@ -171,6 +171,7 @@ static const vc_plan *grid_plan(void *ctx, int64_t batch)
 vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
                            vc_error *err)
 {
+    vc_error_clear(err);
     if (!m) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model");
     vc_estimator *e;
     vc_status st = new_common(o, &e, err);

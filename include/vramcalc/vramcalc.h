@@ -412,7 +412,9 @@ typedef struct vc_rank_info {
 } vc_rank_info;
 
 /* Simulates one steady-state training step (or an inference forward pass).
- * On success the caller frees r with vc_result_free. */
+ * On success the caller frees r with vc_result_free. err is cleared first (as
+ * vc_estimate_counts, vc_trace and vc_estimator_new clear theirs), then holds
+ * the first error. */
 vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
 
 /* Seed 003's calculator without a model: params weights + grads (+ optimizer
