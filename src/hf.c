@@ -580,7 +580,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         str(w, o, "activation", act_json[a->act]);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, false);
     } else {
-        /* down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
+        /* LlamaMLP.forward / Qwen2MLP.forward (modeling_llama.py,
+         * modeling_qwen2.py; Mistral, Gemma, Qwen3 alike):
+         * down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
          * gate_proj, act_fn (the gate is a temporary: freed here under
          * no_grad), up_proj, the product. */
         linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
