@@ -5,9 +5,10 @@
  * The loader owns everything about the file format that is not a layer
  * kind's own fields: the model keys, scopes and names, `inputs`, `repeat`,
  * `frozen`, `checkpoint`, `tie`, Sequential, and every error's JSON path and
- * position. A model file is untrusted input: every error is one line naming
- * the file, the line:col, the JSON path and what was expected and found
- * (docs/limits.md lists the limits and their errors).
+ * position (names and what references resolve to: scope.c). A model file is
+ * untrusted input: every error is one line naming the file, the line:col,
+ * the JSON path and what was expected and found (docs/limits.md lists the
+ * limits and their errors).
  *
  * Loading runs in three steps:
  *  1. jv_*: a strict RFC 8259 validator over the raw text, with a precise
@@ -49,26 +50,6 @@ void *vc__realloc_or_free(void *p, size_t n)
     return q;
 }
 
-
-typedef struct name_entry {
-    const char *name;
-    int val, inst;  /* inst: the first instance of the named layer, -1 none */
-    bool seq;       /* names a Sequential */
-} name_entry;
-
-typedef struct scope {
-    const struct scope *parent;
-    int input;
-    int *pos;           /* output value of item i */
-    int npos;
-    const cJSON *arr;   /* the scope's list of layers */
-    name_entry *names;
-    int nnames, cap;
-    int *ht;            /* open-addressing hash of names: index into names, -1 empty */
-    size_t htcap;       /* a power of two, or 0 */
-} scope;
-
-
 /* A new value (a layer output or a model input) in the model's table; -1 out of memory. */
 int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer)
 {
@@ -76,56 +57,6 @@ int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer)
     if (GROWV(m->val, m->nval, m->cap_val)) return -1;
     m->val[m->nval] = (vc_value){*s, dt, producer};
     return (int)m->nval++;
-}
-
-static size_t hash_str(const char *s)
-{
-    size_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-static const name_entry *scope_find(const scope *S, const char *name)
-{
-    if (!S->htcap) return NULL;
-    for (size_t h = hash_str(name) & (S->htcap - 1);; h = (h + 1) & (S->htcap - 1)) {
-        int i = S->ht[h];
-        if (i < 0) return NULL;
-        if (!strcmp(S->names[i].name, name)) return &S->names[i];
-    }
-}
-
-static int scope_insert(scope *S, name_entry e)
-{
-    if (GROWV(S->names, S->nnames, S->cap)) return -1;
-    S->names[S->nnames++] = e;
-    if ((size_t)S->nnames * 2 > S->htcap) {
-        size_t cap = S->htcap ? S->htcap * 2 : 16;
-        int *ht = malloc(cap * sizeof *ht);
-        if (!ht) return -1;
-        memset(ht, 0xff, cap * sizeof *ht);
-        free(S->ht);
-        S->ht = ht;
-        S->htcap = cap;
-        for (int i = 0; i < S->nnames - 1; i++) {
-            size_t h = hash_str(S->names[i].name) & (cap - 1);
-            while (ht[h] >= 0) h = (h + 1) & (cap - 1);
-            ht[h] = i;
-        }
-    }
-    size_t h = hash_str(e.name) & (S->htcap - 1);
-    while (S->ht[h] >= 0) h = (h + 1) & (S->htcap - 1);
-    S->ht[h] = S->nnames - 1;
-    return 0;
-}
-
-static const name_entry *lookup(const scope *S, const char *name)
-{
-    for (const scope *s = S; s; s = s->parent) {
-        const name_entry *e = scope_find(s, name);
-        if (e) return e;
-    }
-    return NULL;
 }
 
 void vc__join(char *buf, size_t n, const char *path, const char *key)
@@ -202,64 +133,6 @@ static vc_status unknown_keys(loader *L, const cJSON *obj, const char *path, con
     return VC_OK;
 }
 
-/* Index k of "layers[k]" (digits only), or -1. */
-static long long layer_ref(const char *ref)
-{
-    if (strncmp(ref, "layers[", 7)) return -1;
-    const char *p = ref + 7;
-    long long k = 0;
-    if (*p < '0' || *p > '9') return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        if (k > 100000000) return -1;
-        k = k * 10 + (*p - '0');
-    }
-    return p[0] == ']' && p[1] == '\0' ? k : -1;
-}
-
-/* Resolves a reference inside scope S: a name defined earlier (this scope
- * or an enclosing one), "input", "layers[k]" (k < item), or a model input. */
-static int resolve(loader *L, const scope *S, const char *ref, int item, const char *path)
-{
-    const name_entry *e = lookup(S, ref);
-    if (e) return e->val;
-    if (!strcmp(ref, "input")) return S->input;
-    long long k = layer_ref(ref);
-    if (k >= 0) {
-        if (k < item) return S->pos[k];
-        if (k == item) vc__fail(L, VC_ERR_MODEL, path, "\"%s\" is this layer itself; inputs must come from earlier layers", ref);
-        else if (k < S->npos)
-            vc__fail(L, VC_ERR_MODEL, path, "\"%s\" is a later layer (this is layers[%d]); inputs must come from earlier layers", ref, item);
-        else
-            vc__fail(L, VC_ERR_MODEL, path, "\"%s\" does not exist: this list has layers[0] to layers[%d]", ref, S->npos - 1);
-        return -1;
-    }
-    for (int i = 0; i < L->m->ninputs; i++)
-        if (L->m->input_names[i] && !strcmp(L->m->input_names[i], ref)) return i;
-    /* a later layer's name? */
-    int j = 0;
-    for (const cJSON *it = S->arr ? S->arr->child : NULL; it; it = it->next, j++) {
-        const cJSON *nv = cJSON_IsObject(it) ? cJSON_GetObjectItemCaseSensitive(it, "name") : NULL;
-        if (j >= item && cJSON_IsString(nv) && !strcmp(nv->valuestring, ref)) {
-            if (j == item) vc__fail(L, VC_ERR_MODEL, path, "\"%.60s\" is this layer's own name; inputs must come from earlier layers", ref);
-            else vc__fail(L, VC_ERR_MODEL, path, "\"%.60s\" names a later layer (layers[%d]; this is layers[%d]); inputs must come from earlier layers",
-                      ref, j, item);
-            return -1;
-        }
-    }
-    /* did you mean: names in scope, "input", model inputs */
-    const char *cands[256];
-    int nc = 0;
-    cands[nc++] = "input";
-    for (int i = 0; i < L->m->ninputs && nc < 256; i++)
-        if (L->m->input_names[i]) cands[nc++] = L->m->input_names[i];
-    for (const scope *s = S; s; s = s->parent)
-        for (int i = 0; i < s->nnames && nc < 256; i++) cands[nc++] = s->names[i].name;
-    const char *s = vc__nearest(ref, cands, nc);
-    if (s) vc__fail(L, VC_ERR_MODEL, path, "unknown input \"%.60s\" (did you mean \"%.60s\"?)", ref, s);
-    else vc__fail(L, VC_ERR_MODEL, path, "unknown input \"%.60s\": not the name of an earlier layer, \"input\", a model input or \"layers[k]\"", ref);
-    return -1;
-}
-
 static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, vc_shape *s, vc_dtype *dt)
 {
     *dt = VC_DT_FLOAT;
@@ -330,28 +203,6 @@ static vc_status hold_block_input(loader *L, int val, const char *path)
 
 static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, const char *iprefix,
                             const scope *parent, int input, int depth, bool frozen, int region, int *out);
-
-/* The error's path ("...name") is built only on an error: a model may name
- * every layer, and formatting it each time cost more than the name table. */
-static vc_status add_name(loader *L, scope *S, const char *name, int val, int inst, bool seq, const char *path)
-{
-    char p[300];
-    if (scope_find(S, name)) {
-        vc__join(p, sizeof p, path, "name");
-        return vc__fail(L, VC_ERR_MODEL, p, "duplicate name \"%.60s\": an earlier layer of this list has it", name);
-    }
-    if (!strcmp(name, "input") || !strncmp(name, "layers[", 7)) {
-        vc__join(p, sizeof p, path, "name");
-        return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is reserved; choose another name", name);
-    }
-    for (int i = 0; i < L->m->ninputs; i++)
-        if (L->m->input_names[i] && !strcmp(L->m->input_names[i], name)) {
-            vc__join(p, sizeof p, path, "name");
-            return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is already the name of a model input", name);
-        }
-    if (scope_insert(S, (name_entry){name, val, inst, seq})) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
-    return VC_OK;
-}
 
 /* Instantiates one copy of a leaf layer. */
 
@@ -462,7 +313,7 @@ static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const ch
             vc__describe(tv, got, sizeof got);
             return vc__fail(L, VC_ERR_MODEL, p, "expected the name of an earlier Linear or Embedding, got %s", got);
         }
-        const name_entry *e = lookup(S, tv->valuestring);
+        const name_entry *e = vc__scope_lookup(S, tv->valuestring);
         if (!e) return vc__fail(L, VC_ERR_MODEL, p, "no earlier layer is named \"%.60s\"", tv->valuestring);
         if (e->seq || e->inst < 0)
             return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is a Sequential; tie needs a Linear or Embedding", tv->valuestring);
@@ -487,7 +338,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
     vc__join(p, sizeof p, jpath, "inputs");
     if (iv) {
         if (cJSON_IsString(iv)) {
-            ins[nin] = resolve(L, S, iv->valuestring, i, p);
+            ins[nin] = vc__resolve(L, S, iv->valuestring, i, p);
             if (ins[nin++] < 0) return L->err->code;
         } else if (cJSON_IsArray(iv)) {
             int n = cJSON_GetArraySize(iv);
@@ -501,7 +352,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
                     vc__describe(e, got, sizeof got);
                     return vc__fail(L, VC_ERR_MODEL, pj, "expected a layer name, \"input\" or \"layers[k]\", got %s", got);
                 }
-                ins[nin] = resolve(L, S, e->valuestring, i, pj);
+                ins[nin] = vc__resolve(L, S, e->valuestring, i, pj);
                 if (ins[nin++] < 0) return L->err->code;
             }
         } else {
@@ -701,7 +552,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     /* the caller holds the block's input until the whole block returns */
     if ((seq || repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath)) return L->err->code;
     S->pos[i] = out;
-    if (name) return add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
+    if (name) return vc__add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
     return VC_OK;
 }
 
@@ -736,8 +587,7 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     }
     if (!st) *out = S.pos[n - 1];
     free(S.pos);
-    free(S.names);
-    free(S.ht);
+    vc__scope_free(&S);
     return st;
 }
 

@@ -4,7 +4,8 @@
  *   json_locate.c  an error's JSON path -> line:col in the (valid) text;
  *   args.c         vc_args: a layer kind's fields (layer.h vc_arg_*) and JSON value helpers;
  *   setup.c        vc_setup: a kind's shapes, parameters and buffers (layer.h vc_param ...);
- *   load.c         3. the semantic walk: model keys, scopes and names, Sequential, repeat, ...;
+ *   load.c         3. the semantic walk: model keys, Sequential, repeat, ...;
+ *   scope.c        scopes and names: what a layer's inputs and tie refer to;
  *   model.c        the public model API (vramcalc.h): file/string -> validate, parse, walk.
  */
 #ifndef VC_LOAD_H
@@ -110,6 +111,35 @@ void *vc__realloc_or_free(void *p, size_t n);
 int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer);
 /* buf = path + "." + key */
 void vc__join(char *buf, size_t n, const char *path, const char *key);
+
+/* scope.c: a list of layers' names, looked up through the enclosing lists */
+typedef struct name_entry {
+    const char *name;
+    int val, inst;  /* inst: the first instance of the named layer, -1 none */
+    bool seq;       /* names a Sequential */
+} name_entry;
+
+typedef struct scope {
+    const struct scope *parent;
+    int input;
+    int *pos;           /* output value of item i */
+    int npos;
+    const cJSON *arr;   /* the scope's list of layers */
+    name_entry *names;
+    int nnames, cap;
+    int *ht;            /* open-addressing hash of names: index into names, -1 empty */
+    size_t htcap;       /* a power of two, or 0 */
+} scope;
+/* The entry for name in S or an enclosing scope, NULL when none. */
+const name_entry *vc__scope_lookup(const scope *S, const char *name);
+/* Adds a layer's name to S (val its output, inst its first instance, -1 none);
+ * an error for a duplicate or reserved name, or a model input's. */
+vc_status vc__add_name(loader *L, scope *S, const char *name, int val, int inst, bool seq, const char *path);
+/* The value ref names inside S for item `item` of its list: an earlier name,
+ * "input", "layers[k]" (k < item) or a model input; -1 with the error. */
+int vc__resolve(loader *L, const scope *S, const char *ref, int item, const char *path);
+/* Frees S's name table (not S->pos). */
+void vc__scope_free(scope *S);
 
 /* setup.c: one instance of kind k (a layer or a repeat copy): its setup on the
  * input values ins, the output shape's checks, its parameters (or the tied
