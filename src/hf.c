@@ -51,6 +51,27 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
     return "";
 }
 
+/* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads
+ * config.dtype (transformers turns a config.json's "torch_dtype" into it);
+ * _STR_DTYPE_TO_TORCH_DTYPE names; _FLOAT16_NOT_SUPPORTED_MODELS. */
+int vc_hf_dtype(const cJSON *cfg, bool *no_fp16)
+{
+    static const struct { const char *name; int dt; } names[] = {
+        {"float32", VC_DT_F32}, {"float", VC_DT_F32}, {"float16", VC_DT_F16}, {"half", VC_DT_F16},
+        {"bfloat16", VC_DT_BF16},
+    };
+    static const char *const no16[] = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"};
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    *no_fp16 = false;
+    for (size_t i = 0; i < sizeof no16 / sizeof *no16 && cJSON_IsString(mt); i++)
+        *no_fp16 |= !strcmp(mt->valuestring, no16[i]);
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(cfg, "dtype");
+    if (!cJSON_IsString(d)) d = cJSON_GetObjectItemCaseSensitive(cfg, "torch_dtype");
+    for (size_t i = 0; i < sizeof names / sizeof *names && cJSON_IsString(d); i++)
+        if (!strcmp(d->valuestring, names[i].name)) return names[i].dt;
+    return -1;
+}
+
 bool vc_hf_is_config(const cJSON *root)
 {
     return cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "model_type") &&

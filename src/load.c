@@ -703,6 +703,7 @@ static vc_status load_loss(loader *L, const cJSON *root)
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
+    m->cfg_dtype = -1; /* a config.json sets it (vc_hf_dtype) */
     bool blank = true;
     for (size_t i = 0; i < m->text_len && blank; i++) blank = strchr(" \t\r\n", m->text[i]) != NULL;
     if (blank) return vc_set_error(err, VC_ERR_PARSE, NULL, m->text_len ? "the file has only whitespace: no JSON object" : "the file is empty");
@@ -728,6 +729,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
+        m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);
         cJSON_Delete(root);
         root = gen;
         if (!m->gen_json) {

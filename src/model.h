@@ -95,6 +95,8 @@ struct vc_model {
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     bool hf_part;       /* a part of such a model (a pipeline stage, src/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
+    int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
+    bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
     struct vc_arena *arena;
     /* A pipeline stage of a larger model (src/pipeline.c, --pp): the
      * instances it runs, as a model of their own, and what its step does

@@ -45,6 +45,31 @@ static int kv_size(vc_kv_dtype k, vc_dtype act)
     }
 }
 
+/* vLLM's --dtype auto (vllm/config/model.py @ 18ec6629, _get_and_verify_dtype
+ * with "auto" -> _resolve_auto_dtype): the platform's supported dtypes, in
+ * order (vllm/platforms/cuda.py CudaPlatformBase.supported_dtypes: bf16, fp16,
+ * fp32 from sm80, fp16, fp32 from sm60; other platforms, ROCm included,
+ * interface.py Platform.supported_dtypes: bf16, fp16, fp32), less float16 for
+ * the model types in _FLOAT16_NOT_SUPPORTED_MODELS; a float32 (or absent,
+ * _find_dtype) config dtype becomes the first of them, and so does one the
+ * card does not support. A size without a preset is taken as sm80 or later.
+ * _find_dtype's last resort, the safetensors files' dtypes, is not read:
+ * vramcalc has the config only. */
+vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu)
+{
+    const bool nv_old = gpu && gpu->preset && gpu->preset->sm > 0 && gpu->preset->sm < 80;
+    vc_dtype supported[3];
+    int n = 0;
+    if (!nv_old) supported[n++] = VC_DT_BF16;
+    if (!m->cfg_no_fp16) supported[n++] = VC_DT_F16;
+    supported[n++] = VC_DT_F32;
+    vc_dtype want = m->cfg_dtype < 0 || m->cfg_dtype == VC_DT_F32 ? supported[0] : (vc_dtype)m->cfg_dtype;
+    bool ok = false;
+    for (int i = 0; i < n; i++) ok |= supported[i] == want;
+    if (!ok) want = supported[0];
+    return want == VC_DT_BF16 ? VC_PREC_BF16 : want == VC_DT_F16 ? VC_PREC_FP16 : VC_PREC_FP32;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -92,8 +117,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         gib(r->profile_peak, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, "--serve",
-                            "the weights and vLLM's profiling run take %s, more than --gpu-memory-utilization %.2f of %s "
-                            "(%s): no memory is left for the KV cache", a, so->gpu_memory_utilization, gpu->name, b);
+                            "the weights and vLLM's profiling run take %s in %s, more than --gpu-memory-utilization %.2f "
+                            "of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, "--serve", "a KV block passes 2^63 bytes");

@@ -266,6 +266,48 @@ static void serve(void **state)
     vc_model_free(m);
 }
 
+/* vLLM's --dtype auto (vllm/config/model.py _resolve_auto_dtype; platforms/cuda.py
+ * supported_dtypes): each expected precision is the rule applied by hand to the config's
+ * torch_dtype and the card's compute capability. */
+static void serve_auto_dtype(void **state)
+{
+    (void)state;
+    vc_gpu_spec h100, t4, mi300x, size;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("t4", &t4, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("mi300x", &mi300x, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("24GiB", &size, &err), VC_OK);
+    assert_int_equal(h100.preset->sm, 90); /* NVIDIA's compute capability table */
+    assert_int_equal(t4.preset->sm, 75);
+    vc_model *llama = load_file(HF "llama-3.1-8b.json");   /* torch_dtype bfloat16 */
+    vc_model *neox = load_file(HF "gpt-neox-20b.json");    /* float16 */
+    vc_model *small = load_file(HF "llama-small-measured.json"); /* float32 */
+    vc_model *gemma2 = load_file(HF "gemma-2-9b.json");    /* float32, gemma2: no float16 in vLLM */
+    vc_model *mlp = load_file(VC_TEST_DATA "/../../examples/mlp.json"); /* not a config: float32 */
+    /* bf16 kept where the card has it (sm80+, ROCm's default list), else the first supported: fp16 */
+    assert_int_equal(vc_serve_auto_precision(llama, &h100), VC_PREC_BF16);
+    assert_int_equal(vc_serve_auto_precision(llama, &mi300x), VC_PREC_BF16);
+    assert_int_equal(vc_serve_auto_precision(llama, &size), VC_PREC_BF16);
+    assert_int_equal(vc_serve_auto_precision(llama, &t4), VC_PREC_FP16);
+    /* float16 stays float16 everywhere */
+    assert_int_equal(vc_serve_auto_precision(neox, &h100), VC_PREC_FP16);
+    assert_int_equal(vc_serve_auto_precision(neox, &t4), VC_PREC_FP16);
+    /* float32 ("Downcast for float32 models") becomes the first supported dtype */
+    assert_int_equal(vc_serve_auto_precision(small, &h100), VC_PREC_BF16);
+    assert_int_equal(vc_serve_auto_precision(small, &t4), VC_PREC_FP16);
+    assert_int_equal(vc_serve_auto_precision(mlp, &h100), VC_PREC_BF16);
+    /* gemma2 without float16: bf16 on sm80+, and on a T4 (no bf16 either) float32 */
+    assert_int_equal(vc_serve_auto_precision(gemma2, &h100), VC_PREC_BF16);
+    assert_int_equal(vc_serve_auto_precision(gemma2, &t4), VC_PREC_FP32);
+    vc_model_free(llama);
+    vc_model_free(neox);
+    vc_model_free(small);
+    vc_model_free(gemma2);
+    vc_model_free(mlp);
+}
+
 /* The models a search or a generation loads again (another sequence length, the passes'
  * lengths) keep --weights: Llama-3.1-8B with LoRA r 8 in bf16 on 24 GiB, nf4 base: the longest
  * sequence is longer than with the bf16 base (the search used to drop the weights and answer
@@ -350,7 +392,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
-        cmocka_unit_test(serve),              cmocka_unit_test(reloads_keep_weights), cmocka_unit_test(offloaded_cache),
+        cmocka_unit_test(serve),              cmocka_unit_test(serve_auto_dtype), cmocka_unit_test(reloads_keep_weights), cmocka_unit_test(offloaded_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -458,6 +458,7 @@ typedef struct {
     int64_t capacity;     /* bytes: the total nvidia-smi / rocm-smi reports */
     int hopper;           /* 1: Hopper or Blackwell (sm90+): set vc_options.hopper */
     const char *source;   /* where the capacity comes from */
+    int sm;               /* NVIDIA compute capability x 10 (70 Volta, 75 Turing, 80 Ampere, 89 Ada, 90 Hopper); 0 AMD */
 } vc_gpu;
 
 size_t vc_gpu_count(void);
@@ -523,6 +524,11 @@ typedef struct {
  * not fit in it (vLLM refuses to start). */
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err);
+/* The precision vLLM serves m in on gpu with its default --dtype auto: the
+ * config.json's torch_dtype, float32 (or none) as bf16 (fp16 before sm80),
+ * a dtype the card lacks as its first supported one (src/serve.c). A model
+ * file that is not a config.json counts as float32. */
+vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
 
 typedef struct vc_estimator vc_estimator;
 

@@ -44,7 +44,7 @@ int main(void)
     OFF(vc_rank_info, parameters); OFF(vc_rank_info, memory); OFF(vc_rank_info, peak);
     SIZE(vc_gpu);
     OFF(vc_gpu, name); OFF(vc_gpu, label); OFF(vc_gpu, vendor); OFF(vc_gpu, capacity); OFF(vc_gpu, hopper);
-    OFF(vc_gpu, source);
+    OFF(vc_gpu, source); OFF(vc_gpu, sm);
     SIZE(vc_gpu_spec);
     OFF(vc_gpu_spec, name); OFF(vc_gpu_spec, preset); OFF(vc_gpu_spec, total); OFF(vc_gpu_spec, capacity);
     OFF(vc_gpu_spec, percent);

@@ -215,6 +215,12 @@ def test_errors(vc):
     s = vc.serve(hf, "h100-80gb", prompt=7168, new_tokens=1024)
     check(rc == 0 and json.loads(out)["serve"]["blocks"] == s.blocks and s.concurrency == s.blocks // 512,
           "serve() != vramcalc --serve")
+    # no precision: vLLM's --dtype auto, the same in both (a float32 config on a T4, sm75: fp16)
+    small = os.path.join(ROOT, "tests", "data", "hf", "llama-small-measured.json")
+    rc, out, _ = cli([small, "--serve", "--gpu", "t4", "-f", "json"])
+    s = vc.serve(small, "t4")
+    check(rc == 0 and json.loads(out)["serve"]["precision"] == "fp16" and json.loads(out)["serve"]["blocks"] == s.blocks,
+          "serve() without precision != vramcalc --serve without -p (vLLM's dtype auto)")
     rc, out, _ = cli([hf, "--mode", "generate", "--new-tokens", "1024", "-p", "bf16", "--gpu", "rtx4090",
                       "--max-context", "-f", "json"])
     n = vc.max_context(hf, "rtx4090", new_tokens=1024, precision="bf16")

@@ -883,13 +883,14 @@ def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=No
     return n.value
 
 
-def serve(model, gpu, precision="bf16", prompt=None, new_tokens=None, gpu_memory_utilization=0.9,
+def serve(model, gpu, precision=None, prompt=None, new_tokens=None, gpu_memory_utilization=0.9,
           max_num_batched_tokens=None, max_num_seqs=None, block_size=16, kv_cache_dtype="auto", **kw):
     """vLLM's KV cache on gpu (`vramcalc MODEL --serve --gpu GPU`): a Fields of
     max_num_batched_tokens, max_num_seqs, weights, profile_peak, requested, kv_cache,
-    page_bytes, blocks, tokens, request_tokens (prompt + new_tokens) and concurrency."""
+    page_bytes, blocks, tokens, request_tokens (prompt + new_tokens) and concurrency. precision
+    None is vLLM's --dtype auto (the config's torch_dtype; vc_serve_auto_precision), as the CLI."""
     L = _capi.lib()
-    opts = _gen_options(precision, prompt, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
+    opts = _gen_options(precision or "bf16", prompt, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
     so = vc_serve_options()
     L.vc_serve_options_init(ctypes.byref(so))
     so.gpu_memory_utilization = float(gpu_memory_utilization)
@@ -901,6 +902,8 @@ def serve(model, gpu, precision="bf16", prompt=None, new_tokens=None, gpu_memory
     if spec.preset and spec.preset.contents.hopper:
         opts.hopper = 1
     m, _, _ = _model_of(model, None, dict(kw))
+    if precision is None:
+        opts.precision = L.vc_serve_auto_precision(m.ptr, ctypes.byref(spec))
     r, err = vc_serve_result(), vc_error()
     if L.vc_serve(m.ptr, ctypes.byref(opts), ctypes.byref(so), ctypes.byref(spec), ctypes.byref(r), ctypes.byref(err)):
         _raise(err)

@@ -80,7 +80,7 @@ class vc_result(ctypes.Structure):
 
 class vc_gpu(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("label", c_char_p), ("vendor", c_char_p), ("capacity", c_int64),
-                ("hopper", c_int), ("source", c_char_p)]
+                ("hopper", c_int), ("source", c_char_p), ("sm", c_int)]
 
 
 class vc_gpu_spec(ctypes.Structure):
@@ -147,6 +147,7 @@ _PROTOS = {
     "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_serve_options_init": (None, [P(vc_serve_options)]),
     "vc_serve": (c_int, [_vp, P(vc_options), P(vc_serve_options), P(vc_gpu_spec), P(vc_serve_result), P(vc_error)]),
+    "vc_serve_auto_precision": (c_int, [_vp, P(vc_gpu_spec)]),
     "vc_kv_dtype_from_name": (c_int, [c_char_p]),
 }
 

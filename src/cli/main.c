@@ -788,6 +788,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             rep.weights = wdesc;
             /* quantized weights compute in 16-bit: fp16 for GPTQ/AWQ (their kernels' dtype), else bf16 */
             if (!prec_given) o.precision = mq.format == VC_WEIGHTS_GPTQ || mq.format == VC_WEIGHTS_AWQ ? VC_PREC_FP16 : VC_PREC_BF16;
+        } else if (serve && !prec_given) {
+            o.precision = vc_serve_auto_precision(m, &c.gpu); /* vLLM's --dtype auto: the config's torch_dtype */
         }
         if (trace) {
             if (vc_trace(m, &o, print_line, cli_out, &err)) rc = die_err(&err);

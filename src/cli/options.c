@@ -20,8 +20,8 @@ const cli_option cli_options[] = {
      "{} (default foreach; refused where the optimizer has no such implementation)"},
     {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
     {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
-     "{} (default fp32; amp: torch.autocast; mixed: 16-bit weights and gradients, fp32 master "
-     "weights and optimizer states)"},
+     "{} (default fp32; --serve: vLLM's dtype auto, the config's torch_dtype; amp: torch.autocast; mixed: "
+     "16-bit weights and gradients, fp32 master weights and optimizer states)"},
     {"mode", 'm', "M", 'm', VC_CHOICES(VC_MODE_MAP),
      "{} (default train; --optim does not apply to infer and generate; generate: docs/inference.md)"},
     {"lora", 0, "R", OPT_LORA, NULL, "LoRA adapters of rank R (PEFT); every other parameter frozen"},
