@@ -795,7 +795,7 @@ static void test_long_decimals(void **state)
 static void test_refused_combinations(void **state)
 {
     (void)state;
-    const struct { const char *args[8]; const char *msg; } cases[] = {
+    const struct { const char *args[10]; const char *msg; } cases[] = {
         {{mlp, "--input", "784,", NULL}, "--input: expected dimensions such as 3,224,224, got '784,'"},
         {{mlp, "--sweep", "1:4", "--plot", "-", NULL}, "--plot writes an SVG file: give a file name, not '-'"},
         {{"--params", "100", "--trace", NULL}, "--trace needs a model file"},
@@ -829,6 +829,8 @@ static void test_refused_combinations(void **state)
         {{mlp, "--gpu-memory-utilization", "0.8", NULL}, "go with --serve"},
         {{mlp, "--serve", "-g", "rtx4090", "--gpu-memory-utilization", "1.5", NULL}, "--gpu-memory-utilization"},
         {{mlp, "--serve", "-g", "rtx4090", NULL}, "--serve: generate needs a causal language model"},
+        {{mlp, "--serve", "-g", "rtx4090", "--parallel", "ddp", "--gpus", "2", NULL}, "--serve models one vLLM engine"},
+        {{mlp, "--serve", "-g", "rtx4090", "--tp", "2", "--gpus", "4", NULL}, "tensor_parallel_size N is --tp N --gpus N"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;

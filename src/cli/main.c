@@ -346,6 +346,7 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
     if (!strcmp(c->format, "json")) {
         fprintf(cli_out, "{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
         json_str(cli_out, c->gpu.name);
+        fprintf(cli_out, ", \"tensor_parallel_size\": %" PRId64, o->tp > 1 ? o->tp : (int64_t)1);
         fprintf(cli_out, ", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
                ", \"max_num_seqs\": %" PRId64 ", \"block_size\": %" PRId64 ", \"kv_cache_dtype\": \"%s\", \"precision\": \"%s\",\n"
                "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
@@ -357,8 +358,10 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
         return;
     }
     char a[32], b[32], d[32];
-    fprintf(cli_out, "%s (%s)\nvLLM on %s, %s%s%s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
-           ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, c->gpu.name, vc_precision_name(o->precision),
+    char tp[48] = "";
+    if (o->tp > 1) snprintf(tp, sizeof tp, " (per GPU of tensor_parallel_size %" PRId64 ")", o->tp);
+    fprintf(cli_out, "%s (%s)\nvLLM on %s%s, %s%s%s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
+           ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, c->gpu.name, tp, vc_precision_name(o->precision),
            rep->weights ? ", weights " : "", rep->weights ? rep->weights : "",
            so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, vc_kv_dtype_name(so->kv_cache_dtype));
     format_bytes(r->requested, a, sizeof a);
@@ -689,6 +692,9 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         return die("--serve sizes vLLM's KV cache on one --gpu for a model file: it does not go with %s",
                    !gpu ? "no --gpu" : c.counts ? "--params" : c.max_batch ? "--max-batch" : sweep ? "--sweep" : trace ? "--trace"
                    : max_context ? "--max-context" : "--mode train");
+    if (serve && (o.parallel != VC_PARALLEL_NONE || o.gpus != (o.tp > 1 ? o.tp : 1)))
+        return die("--serve models one vLLM engine: tensor_parallel_size N is --tp N --gpus N (--parallel and "
+                   "data-parallel GPUs are training layouts)");
     if (c.counts && o.mode == VC_MODE_GENERATE) return die("--mode generate needs a model file, not --params");
     if (max_context && (o.mode != VC_MODE_GENERATE || !gpu))
         return die("--max-context needs --mode generate and --gpu (the longest prompt that fits the GPU)");
