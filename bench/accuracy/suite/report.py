@@ -197,8 +197,18 @@ What the comparison showed, and what is left:
   GPTQ-Int8 (the cuda kernels, no such buffer) is within 0.5% at a prompt of 1 for 7B–32B.
 - **AWQ at a prompt of 1 on the tied-embedding sizes (0.5B, 1.5B, 3B)**: 20–32% under, while the
   same models at 6,144 tokens and the untied 7B–32B are within 4%. The gap (0.22, 0.38,
-  0.50 GiB) is close to one copy of the embedding (0.25, 0.43, 0.58 GiB); no source read explains
-  a copy that exists at 1 prompt token and not at 6,144, so it stays unexplained and unbounded.
+  0.50 GiB) is close to one copy of the embedding (0.25, 0.43, 0.58 GiB). One thing is
+  verified: the script never resets the peak statistics between `from_pretrained` and
+  `generate()` (`speed_benchmark_transformers.py` at 77fb0c1; it reads
+  `torch.cuda.max_memory_allocated` once, after `generate` returns, and it has only this one
+  revision, 8205ba2). One process runs one prompt length. So each figure is the larger of the
+  loading peak and the generation peak, and vramcalc estimates the second only. At a prompt of
+  1 the generation peak is small enough for a loading transient to show. At 6,144 tokens the
+  prefill is far above it. That fits a transient of one embedding-sized tensor while the
+  AWQ checkpoint of a tied-embedding model loads: for example, `lm_head` materialized on the
+  GPU before `tie_weights` points it at `embed_tokens`. The explanation is not confirmed
+  from transformers' loading code, or from the checkpoints' file lists (not reachable here),
+  so these three rows stay outside the bound.
 - The figures are rounded to 0.01 GiB (±0.5% at 1 GiB); the remaining BF16 error is -3% to +1%,
   a little below in prefill on the small models (kernel scratch that `max_memory_allocated`
   counts and vramcalc does not model: see below)."""
