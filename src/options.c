@@ -33,7 +33,23 @@ int vc_optim_impl_from_name(const char *s) { return lookup(impl_names, s); }
 int vc_precision_from_name(const char *s) { return lookup(prec_names, s); }
 int vc_mode_from_name(const char *s) { return lookup(mode_names, s); }
 int vc_attention_from_name(const char *s) { return lookup(attn_names, s); }
-int vc_parallel_from_name(const char *s) { return lookup(par_names, s); }
+/* --parallel also takes PyTorch's FSDP ShardingStrategy names
+ * (torch/distributed/fsdp/api.py: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)
+ * and hsdp, in any case and with '_' or '-': "FULL_SHARD", "hybrid_shard". */
+int vc_parallel_from_name(const char *s)
+{
+    static const struct { const char *alias; vc_parallel p; } aliases[] = {
+        {"full-shard", VC_PARALLEL_FSDP}, {"hybrid-shard", VC_PARALLEL_FSDP_HYBRID}, {"hsdp", VC_PARALLEL_FSDP_HYBRID},
+    };
+    char n[32];
+    size_t i = 0;
+    for (; s && s[i] && i < sizeof n - 1; i++) n[i] = s[i] == '_' ? '-' : s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] - 'A' + 'a') : s[i];
+    if (!s || s[i]) return -1; /* NULL, or longer than any name */
+    n[i] = '\0';
+    for (size_t a = 0; a < sizeof aliases / sizeof *aliases; a++)
+        if (!strcmp(n, aliases[a].alias)) return (int)aliases[a].p;
+    return lookup(par_names, n);
+}
 const char *vc_parallel_name(vc_parallel p) { return (unsigned)p < VC_PARALLEL__N ? par_names[p] : "?"; }
 const char *vc_optim_name(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? optim_names[o] : "?"; }
 const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < VC_IMPL__N ? impl_names[i] : "?"; }

@@ -46,6 +46,22 @@ static void test_optim_names(void **state)
     assert_string_equal(vc_optim_name(VC_OPTIM__N), "?");
 }
 
+/* Every parallel layout's name reads back; PyTorch's ShardingStrategy names
+ * (torch/distributed/fsdp/api.py) and hsdp are aliases, in any case, '_' or '-'. */
+static void test_parallel_names(void **state)
+{
+    (void)state;
+    for (int i = 0; i < VC_PARALLEL__N; i++) assert_int_equal(vc_parallel_from_name(vc_parallel_name((vc_parallel)i)), i);
+    assert_int_equal(vc_parallel_from_name("FULL_SHARD"), VC_PARALLEL_FSDP);
+    assert_int_equal(vc_parallel_from_name("SHARD_GRAD_OP"), VC_PARALLEL_FSDP_GRAD_OP);
+    assert_int_equal(vc_parallel_from_name("HYBRID_SHARD"), VC_PARALLEL_FSDP_HYBRID);
+    assert_int_equal(vc_parallel_from_name("hsdp"), VC_PARALLEL_FSDP_HYBRID);
+    assert_int_equal(vc_parallel_from_name("zero1_torch"), VC_PARALLEL_ZERO1_TORCH);
+    assert_int_equal(vc_parallel_from_name("_HYBRID_SHARD_ZERO2"), -1); /* not modelled */
+    assert_int_equal(vc_parallel_from_name("fsdp-but-much-longer-than-any-name"), -1);
+    assert_int_equal(vc_parallel_from_name(NULL), -1);
+}
+
 /* Lion, forloop (lion_pytorch.py update_fn): at the step the weight W, its
  * gradient G and exp_avg S are live (4 MiB each), and the update makes
  * exp_avg.clone() (4 MiB) and, while it is alive, .add(grad) (4 MiB): the
@@ -410,7 +426,7 @@ int main(void)
         cmocka_unit_test(test_adam_row),        cmocka_unit_test(test_counts_from_rows),
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
         cmocka_unit_test(test_ddp_buckets),     cmocka_unit_test(test_adafactor_row),
-        cmocka_unit_test(test_paged_adamw8bit_row),
+        cmocka_unit_test(test_paged_adamw8bit_row), cmocka_unit_test(test_parallel_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

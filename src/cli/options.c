@@ -47,7 +47,7 @@ const cli_option cli_options[] = {
     {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B, non-interleaved; default 1): --gpus is tp x pp x data-parallel ranks; the report is per GPU, with a line per kind of rank"},
     {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
-     "the parallel layout: {} (docs/parallel.md)"},
+     "the parallel layout: {} (docs/parallel.md; FSDP's FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD and hsdp are aliases)"},
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
      "{}: what the parallel layout keeps on the CPU (zero3: DeepSpeed's offload_optimizer; params adds offload_param)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
