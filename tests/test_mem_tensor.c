@@ -10,9 +10,10 @@
  * derived by hand and checked line by line against `vramcalc --trace -o sgd
  * --workspace 0`; every tensor rounded up to 512 B: x = h = 2*12*32*4 = 3072;
  * 4 of 12 rows: values 2*4*32*4 = 1024, their int64 indices 2048. The same
- * modules measured against PyTorch 1.13 (tests/roundtrip/measure_module.py,
- * Adam, batch 64): `topk(...).values` 332,288 B measured and estimated (train),
- * 305,152 (infer); topk indices into gather 158,208 (train), both exact.
+ * kinds measured against PyTorch 1.13 (tests/roundtrip/measure_module.py on
+ * tests/roundtrip/user_models.py's modules, Adam, batch 64): TopKValues
+ * 332,288 B measured and estimated (train), 305,152 (infer); TopKGather
+ * (indices into gather) 158,208 (train): all exact.
  */
 #include <setjmp.h>
 #include <stdarg.h>

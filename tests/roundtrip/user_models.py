@@ -283,6 +283,38 @@ class GatherPool(nn.Module):
         return self.head(sel.flatten(1))
 
 
+class TopKGather(nn.Module):
+    """GatherPool without the where(): the TopK and Gather kinds alone (docs/models.md's
+    measured round trips; not in MODELS)."""
+
+    def __init__(self, dim=32, k=4):
+        super().__init__()
+        self.k = k
+        self.score = nn.Linear(dim, 1)
+        self.head = nn.Linear(dim * k, 10)
+
+    def forward(self, x):
+        s = self.score(x).squeeze(-1)
+        v, idx = s.topk(self.k, dim=1)
+        sel = torch.gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, x.size(-1)))
+        return self.head(sel.flatten(1))
+
+
+class TopKValues(nn.Module):
+    """torch.topk(...).values into a head: TopK with its kept indices (docs/models.md's
+    measured round trips; not in MODELS)."""
+
+    def __init__(self, dim=32, k=4):
+        super().__init__()
+        self.k = k
+        self.fc = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim * k, 10)
+
+    def forward(self, x):
+        h = self.fc(x).transpose(1, 2)
+        return self.head(h.topk(self.k, dim=-1).values.flatten(1))
+
+
 class SpectralPool(nn.Module):
     """Spectral features as people write them: torch.fft.rfft over the sequence, the
     magnitude, a Linear head. rfft has no vramcalc kind (a complex result): the
