@@ -282,7 +282,8 @@ enum {
     VC_KIND_NO_INPUT = 1 << 0, /* takes no input (Parameter) */
     VC_KIND_TIEABLE = 1 << 1,  /* accepts `tie: NAME` (its parameter 0 is the tied weight) */
     VC_KIND_INT_INPUT = 1 << 2, /* takes int64 ids (Embedding) */
-    VC_KIND_LORA = 1 << 3       /* can take LoRA adapters (vc_setup.lora): Linear */
+    VC_KIND_LORA = 1 << 3,      /* can take LoRA adapters (vc_setup.lora): Linear */
+    VC_KIND_INDEX_INPUT = 1 << 4 /* its last input (not the first) is an int64 index (Gather) */
 };
 
 typedef struct vc_kind {

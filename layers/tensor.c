@@ -1,6 +1,6 @@
 /*
  * tensor.c — the tensor ops between modules: Reshape, Permute, Transpose,
- * Select, Slice, Mean, Matmul, Parameter.
+ * Select, Slice, Mean, Matmul, Parameter, TopK, Gather.
  *
  * View ops allocate nothing; they make a tensor non-contiguous where
  * PyTorch would, and the next op that needs contiguous memory copies
@@ -19,6 +19,7 @@ typedef struct {
     int64_t dim0, dim1, dim, index, start, end, step;
     bool has_end, keepdim, contiguous;
     int sel; /* per-sample dim index, set by setup */
+    int output; /* TopK: 0 values, 1 indices */
     bool reduce[VC_MAX_DIMS];
 } tensor_cfg;
 
@@ -362,4 +363,133 @@ const vc_kind vc_kind_Parameter = {
     .name = "Parameter", .summary = "a learned tensor of per-sample shape (class token, positional embedding)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = parameter_parse, .setup = parameter_setup, .emit = parameter_emit,
+};
+
+/* ---- TopK: torch.topk(x, k, dim, largest, sorted) -> (values, indices)
+ *
+ * Forward allocates both results, [.., k, ..] along dim: values in x's dtype
+ * and int64 indices (aten/src/ATen/native/TensorCompare.cpp / Sorting.cpp
+ * topk_out). derivatives.yaml: `topk: self: value_selecting_reduction_backward_symint(grad,
+ * dim, indices, self.sym_sizes(), true)`, output_differentiability [True,
+ * False]: TopkBackward0 keeps the indices (not the input) and its backward
+ * (aten/src/ATen/native/ReduceOps.cpp value_selecting_reduction_backward_symint)
+ * is zeros_symint(sizes).scatter_(dim, indices, grad): one new input-sized
+ * gradient. `largest` and `sorted` change no size.
+ *
+ * A kind has one output, so the file says which result it is: "values" (the
+ * layer's output; the indices kept for backward as the MoE router's topk in
+ * llm.c) or "indices" (int64, no gradient; the values a transient: Python
+ * drops the unused one when the statement ends). */
+static const char *const topk_outputs[] = {"values", "indices", NULL};
+
+static int topk_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    bool largest, sorted;
+    return vc_arg_int(a, "k", VC_REQUIRED, 1, &c->index) || vc_arg_int(a, "dim", -1, INT64_MIN + 1, &c->dim) ||
+           vc_arg_bool(a, "largest", true, &largest) || vc_arg_bool(a, "sorted", true, &sorted) ||
+           vc_arg_enum(a, "output", topk_outputs, 0, &c->output);
+}
+
+static int topk_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    int d = vc_dim_index(c->dim, x->nd);
+    if (d < 0) return bad_dim(s, "dim", c->dim, x->nd);
+    if (c->index > x->d[d])
+        return vc_fail(s, "k", "k %lld is larger than dimension %lld (size %lld)", (long long)c->index, (long long)c->dim,
+                       (long long)x->d[d]);
+    c->sel = d;
+    s->out = *x;
+    s->out.d[d] = c->index;
+    if (c->output == 1) s->out_dt = VC_DT_I64;
+    return 0;
+}
+
+static void topk_emit(vc_build *b, const void *p)
+{
+    const tensor_cfg *c = p;
+    vc_t x = vc_input(b, 0);
+    vc_numel n = out_numel(b);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_t y;
+    if (c->output == 0) {
+        vc_op_in(o, x); /* VC_GRAD_NEW: zeros of the input's size, scattered into */
+        y = vc_op_out(o, n, vc_dt_of(b, x));
+        vc_op_extra(o, n, VC_DT_I64); /* indices: saved for backward */
+    } else {
+        vc_op_in_nodiff(o, x);
+        vc_op_ftemp(o, n, vc_dt_of(b, x)); /* the values, unused */
+        y = vc_op_out(o, n, VC_DT_I64);
+    }
+    vc_op_end(o);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_TopK = {
+    .name = "TopK", .summary = "torch.topk along dim: the values (indices kept for backward) or the int64 indices",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
+    .parse = topk_parse, .setup = topk_setup, .emit = topk_emit,
+};
+
+/* ---- Gather: torch.gather(x, dim, index), index an int64 input
+ *
+ * The output has the index's shape (aten gather: result.resize_(index.sizes())),
+ * in x's dtype. derivatives.yaml: `gather: self: gather_backward(grad, self, dim,
+ * index, sparse_grad)`, `index: non_differentiable`: GatherBackward0 saves self
+ * (the formula takes the tensor) and index; gather_backward
+ * (aten/src/ATen/native/TensorAdvancedIndexing.cpp) is
+ * grad.new_zeros(self.sizes()).scatter_add_(dim, index, grad): one new
+ * input-sized gradient. `shape`: the per-sample shape gather sees the index
+ * as, when the code made it with views of the index input (idx.unsqueeze(-1)
+ * .expand(-1, -1, C): no memory); absent, the index input's own shape. */
+static int gather_parse(vc_args *a, void *p)
+{
+    tensor_cfg *c = p;
+    c->nd = 0;
+    return vc_arg_int(a, "dim", VC_REQUIRED, INT64_MIN + 1, &c->dim) ||
+           (vc_arg_type(a, "shape") != 0 && vc_arg_list(a, "shape", true, 1, c->shape, &c->nd));
+}
+
+static int gather_setup(vc_setup *s, void *p)
+{
+    tensor_cfg *c = p;
+    const vc_shape *x = &s->in[0], *ix = &s->in[1];
+    int d = vc_dim_index(c->dim, x->nd);
+    if (d < 0) return bad_dim(s, "dim", c->dim, x->nd);
+    vc_shape v = c->nd ? vc_shape_make(c->nd, c->shape) : *ix;
+    if (v.nd != x->nd)
+        return vc_fail(s, c->nd ? "shape" : "inputs", "the index has %d dims per sample and the input %d: gather needs the same rank",
+                       v.nd, x->nd);
+    for (int i = 0; i < v.nd; i++)
+        if (i != d && v.d[i] > x->d[i])
+            return vc_fail(s, c->nd ? "shape" : "inputs", "the index's dimension %d (%lld) is larger than the input's (%lld)", i + 1,
+                           (long long)v.d[i], (long long)x->d[i]);
+    int64_t nv = vc_shape_numel(&v), ni = vc_shape_numel(ix);
+    if (nv < 0 || ni > nv || nv % ni)
+        return vc_fail(s, "shape", "a view of the index input (%lld elements per sample) cannot have %lld", (long long)ni, (long long)nv);
+    c->sel = d;
+    s->out = v;
+    return 0;
+}
+
+static void gather_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_t x = vc_input(b, 0), index = vc_input(b, 1);
+    vc_op *o = vc_op_begin(b, "gather");
+    int ix = vc_op_in(o, x); /* VC_GRAD_NEW: new_zeros(self.sizes()).scatter_add_ */
+    vc_op_in_nodiff(o, index);
+    vc_t y = vc_op_out(o, out_numel(b), vc_dt_of(b, x));
+    vc_op_save_if(o, x, ix);
+    vc_op_save_if(o, index, ix);
+    vc_op_end(o);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_Gather = {
+    .name = "Gather", .summary = "torch.gather(x, dim, index) with an int64 index input (saves x and the index)",
+    .min_inputs = 2, .max_inputs = 2, .flags = VC_KIND_INDEX_INPUT, .cfg_size = sizeof(tensor_cfg),
+    .parse = gather_parse, .setup = gather_setup, .emit = gather_emit,
 };

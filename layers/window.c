@@ -147,15 +147,23 @@ static int win_setup(vc_setup *s, void *p)
 }
 
 /* A weight-shaped linear on a tensor without batch (cpb_mlp on the
- * coordinate buffer): addmm/mm as op_linear, of fixed size. */
+ * coordinate buffer): addmm/mm as op_linear, of fixed size. cpb_mlp's two
+ * Linears are nn.Linear modules of the attention module, so a quantized
+ * storage format replaces them as any other (transformers
+ * integrations/bitsandbytes.py _replace_with_bnb_linear: every nn.Linear
+ * whose name is not in modules_to_not_convert; setup flags their weights
+ * VC_PARAM_LINEAR): their forward makes the format's temporaries (bnb's
+ * dequantized copy) over `rows` rows, a fixed count (no batch). */
 static vc_t linear_fixed(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t out)
 {
+    vc_t w0 = w; /* the parameter: its storage format's temporaries */
     x = op_autocast(b, x);
     w = op_autocast_weight(b, w);
     bias = op_autocast_weight(b, bias);
     vc_op *o = vc_op_begin(b, bias >= 0 ? "addmm" : "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
+    vc_op_weight_temps(o, w0, vc_n_fixed(rows));
     int ib = bias >= 0 ? vc_op_in(o, bias) : -1;
     vc_t y = vc_op_out(o, vc_n_fixed(rows * out), vc_dt_of(b, x));
     vc_op_save_if(o, x, iw);

@@ -168,7 +168,10 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
         bool want_int = k->flags & VC_KIND_INT_INPUT;
         if (i == 0 && want_int && dts[i] != VC_DT_I64)
             return vc__fail(L, VC_ERR_MODEL, jpath, "%s takes int64 token ids; declare the input as {\"shape\": [...], \"dtype\": \"int64\"}", k->name);
-        if (!want_int && dts[i] == VC_DT_I64)
+        bool index_in = (k->flags & VC_KIND_INDEX_INPUT) && i > 0 && i == nin - 1;
+        if (index_in && dts[i] != VC_DT_I64)
+            return vc__fail(L, VC_ERR_MODEL, jpath, "%s's input %d is its index and must be int64 (a TopK layer with \"output\": \"indices\")", k->name, i);
+        if (!want_int && !index_in && dts[i] == VC_DT_I64)
             return vc__fail(L, VC_ERR_MODEL, jpath, "%s takes a float tensor, but input %d holds int64 token ids (add an Embedding first)", k->name, i);
     }
     /* the per-tensor arrays (40 KiB) are written before they are read, up

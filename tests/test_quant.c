@@ -388,6 +388,68 @@ static void test_moe(void **state)
     assert_int_equal(q - skip, 2 * 3072);
 }
 
+/* Swin V2's cpb_mlp (torchvision swin_transformer.py ShiftedWindowAttentionV2:
+ * nn.Sequential(nn.Linear(2, 512), nn.ReLU(inplace=True), nn.Linear(512,
+ * num_heads, bias=False))) is two nn.Linear modules, which bitsandbytes
+ * replaces as any other (transformers integrations/bitsandbytes.py
+ * _replace_with_bnb_linear: every nn.Linear not in modules_to_not_convert);
+ * the bias table input, the logit scale and the buffers are no Linear and stay
+ * 16-bit. dim 64, 8 heads, window 7 on 14 x 14; the head Linear is the last
+ * module (left dense). nf4 bytes by the formula of test_nf4_bytes:
+ * cpb_mlp.0.weight [512, 2] (1,024 el.) 512 + 512 + 512 + 512 + 512 + 1,024 =
+ * 3,584 (bf16 2,048); cpb_mlp.2.weight [8, 512] (4,096 el.) 2,048 + 4 x 512
+ * + 1,024 = 5,120 (bf16 8,192): leaving cpb_mlp out (modules_to_not_convert)
+ * keeps 2,048 + 8,192 - 3,584 - 5,120 = 1,536 bytes more. Their forward
+ * (gemm_4bit's _dequant_linear_fallback on the 169-row coordinate table)
+ * makes each weight's dequantized bf16 copy: 2,048 B in cpb_mlp.0's addmm,
+ * 8,192 B in cpb_mlp.2's mm, once per forward (no batch). */
+static const char *const swin_v2 =
+    "{\"input\": [14, 14, 64], \"layers\": ["
+    "{\"type\": \"ShiftedWindowAttentionV2\", \"name\": \"attn\", \"dim\": 64, \"window_size\": 7, \"shift_size\": 0, \"num_heads\": 8},"
+    "{\"type\": \"Flatten\"}, {\"type\": \"Linear\", \"name\": \"head\", \"in_features\": 12544, \"out_features\": 10}]}";
+
+static void count_cpb(void *ctx, const char *text)
+{
+    int *n = ctx;
+    if (strncmp(text, "forward", 7) || !strstr(text, "alloc temp") || !strstr(text, "layers[0] ")) return; /* the window attention */
+    if (strstr(text, " 2048 ") && strstr(text, " addmm")) n[0]++;
+    if (strstr(text, " 8192 ") && strstr(text, " mm")) n[1]++;
+}
+
+static int64_t swin_cpb(const char *skip, int n[2])
+{
+    vc_model *m = load(swin_v2);
+    vc_quant q;
+    vc_error err;
+    assert_int_equal(vc_quant_from_name("nf4", &q), 0);
+    snprintf(q.skip, sizeof q.skip, "%s", skip);
+    assert_int_equal(vc_model_set_weights(m, &q, &err), VC_OK);
+    vc_result r = infer(m);
+    int64_t w = r.memory.weights;
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    o.workspace = 0;
+    n[0] = n[1] = 0;
+    assert_int_equal(vc_trace(m, &o, count_cpb, n, &err), VC_OK);
+    vc_result_free(&r);
+    vc_model_free(m);
+    return w;
+}
+
+static void test_swin_cpb_mlp(void **state)
+{
+    (void)state;
+    int n[2], ns[2];
+    int64_t q = swin_cpb("", n), kept = swin_cpb("cpb_mlp", ns);
+    assert_int_equal(kept - q, 1536);
+    assert_int_equal(n[0], 1); /* cpb_mlp.0's dequantized weight */
+    assert_int_equal(n[1], 1); /* cpb_mlp.2's */
+    assert_int_equal(ns[0], 0); /* left dense: no dequantization */
+    assert_int_equal(ns[1], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_skip),
         cmocka_unit_test(test_moe),
+        cmocka_unit_test(test_swin_cpb_mlp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

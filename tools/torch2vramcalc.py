@@ -202,6 +202,14 @@ class _Arange:
         self.n = n
 
 
+class _IndexView:
+    """A view (unsqueeze, expand, reshape) of a TopK layer's int64 indices: no memory; a
+    Gather reads it as its index (the Gather's `shape`)."""
+
+    def __init__(self, base):
+        self.base = base
+
+
 class _Tuple:
     """A multi-output module's result: element 0 is a tensor, the rest unusable."""
 
@@ -544,10 +552,12 @@ _OP_KINDS = OrderedDict([
     ("Mul", (["mul", "imul", "div", "idiv"], "")),
     ("Cat", (["cat", "stack", "pad", "nothing_saved", "masked_fill", "neg", "repeat", "repeat_interleave",
               "expand", "to", "gather"], "and every stand-in for a new tensor that saves nothing")),
+    ("Gather", (["gather"], "torch.gather whose index is a TopK layer's indices (or views of them)")),
     ("Reshape", (["reshape", "squeeze", "unsqueeze", "stack", "einsum"], "also nn.Unflatten")),
     ("Permute", (["permute", "einsum"], "")), ("Transpose", (["transpose"], "")),
     ("Select", (["getitem", "unbind"], "")), ("Slice", (["getitem", "chunk", "split", "pad"], "")),
     ("Mean", (["mean", "sum", "std"], "")), ("Matmul", (["matmul", "einsum"], "")),
+    ("TopK", (["topk"], "")),
     ("RMSNorm", ([], "nn.RMSNorm where torch has it (2.4+; a hand-written RMSNorm is traced through)")),
     ("Parameter", ([], "an nn.Parameter read in forward (class token, positional embedding), "
                        "Embedding(torch.arange(n))")),
@@ -716,6 +726,7 @@ def _fn_table():
     add("einsum", torch.einsum)
     add("unbind", torch.unbind)
     add("gather", torch.gather)
+    add("topk", torch.topk)
     add("repeat_interleave", torch.repeat_interleave)
     add("sum", torch.sum)
     add("std", torch.std, torch.var)
@@ -749,7 +760,7 @@ _METHODS = {
     "sin": "saves_input", "cos": "saves_input", "square": "saves_input",
     "cumsum": "nothing_saved", "triu": "nothing_saved", "tril": "nothing_saved",
     "masked_fill": "masked_fill", "masked_fill_": "masked_fill_", "clamp_": "inplace",
-    "unbind": "unbind", "gather": "gather", "repeat_interleave": "repeat_interleave", "repeat": "repeat",
+    "unbind": "unbind", "gather": "gather", "topk": "topk", "repeat_interleave": "repeat_interleave", "repeat": "repeat",
     "sum": "sum", "std": "std", "var": "std", "half": "to", "bfloat16": "to", "double": "to",
     "new_zeros": "like", "new_ones": "like", "new_full": "like", "new_empty": "like",
     "zero_": "inplace", "fill_": "inplace", "gt": "compare", "lt": "compare", "ge": "compare",
@@ -885,8 +896,10 @@ def _other_inputs(named):
 
 
 def _freeze_unused(layers):
-    """Layers whose output never reaches the model's output (the last layer): auxiliary
-    heads of a model that returns several values, the loss being taken on the primary one.
+    """Layers whose output never reaches the model's output (the last layer) along a
+    differentiable path: auxiliary heads of a model that returns several values, the loss
+    being taken on the primary one, and what only a TopK's int64 indices are computed from
+    (derivatives.yaml: topk's indices and gather's index are not differentiable).
     PyTorch gives their parameters no gradient (and Adam no state), which is what
     `frozen` says.  Returns how many layers were frozen."""
     live = set()
@@ -896,7 +909,11 @@ def _freeze_unused(layers):
         if i in live:
             continue
         live.add(i)
-        todo += [r.key for r in layers[i]["_in"] if r.kind == "L"]
+        l = layers[i]
+        if l["type"] == "TopK" and l.get("output") == "indices":
+            continue  # int64 indices: no gradient reaches what they were computed from
+        ins = l["_in"][:1] if l["type"] == "Gather" else l["_in"]  # the index is not differentiable
+        todo += [r.key for r in ins if r.kind == "L"]
     tie_names = set(l["tie"] for l in layers if "tie" in l)
     n = 0
     for i, l in enumerate(layers):
@@ -1467,7 +1484,7 @@ class _Exporter:
             # the parameter, broadcast over the batch
             v = self.val.get(a0)
             return _Param(v.qualname, v.tensor, tm.shape)
-        if tm is None and op not in ("chunk", "split", "unbind"):
+        if tm is None and op not in ("chunk", "split", "unbind", "topk"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
                 raise _Reject("result is not a tensor")
@@ -1477,8 +1494,21 @@ class _Exporter:
         if tm is not None and tm.shape[:1] != (self.B,):
             raise _Reject("output shape %s has no batch dimension %d in front (does it move the "
                           "batch dim, or is it a batch_first=False module?)" % (list(tm.shape), self.B))
+        if isinstance(a0, fx.Node) and tm is not None and tm.dtype == torch.int64 and \
+                op in ("unsqueeze", "reshape", "squeeze", "expand", "contiguous") and self.topk_index(a0):
+            return _IndexView(self.topk_index(a0))  # views of an index: no layer, no memory
         h = getattr(self, "op_" + op)
         return h(node, op)
+
+    def topk_index(self, a):
+        """The TopK indices layer that a (or the view a is) reads, else None."""
+        v = self.val.get(a)
+        if isinstance(v, _IndexView):
+            return v.base
+        if isinstance(v, _Ref) and v.kind == "L" and self.layers[v.key]["type"] == "TopK" and \
+                self.layers[v.key].get("output") == "indices":
+            return v
+        return None
 
     # ---- arithmetic and pointwise ops ----
     # The model format has no pointwise kind with a free choice of what is saved; these ops
@@ -1853,8 +1883,48 @@ class _Exporter:
 
     def op_gather(self, node, op):
         x = node.args[0]
+        dim = self.concrete(self.arg(node, 1, "dim"))
+        index = self.arg(node, 2, "index")
+        base = self.topk_index(index) if isinstance(index, fx.Node) else None
+        if base is not None and not node.kwargs.get("sparse_grad"):
+            r = self.rank(x)
+            dim = self.dim_norm(dim, r)
+            f = [("dim", dim - r, _REQ)]
+            if isinstance(self.val.get(index), _IndexView):  # the shape gather sees the view as
+                f.append(("shape", list(self.tensor_meta(index).shape[1:]), _REQ))
+            return self.emit(node, "Gather", _fields(f), [self.tref(x, node), base])
         return self.materialise(node, self.tref(x, node), list(self.tensor_meta(x).shape[1:]),
                                 "gather (its int64 index not counted)")
+
+    def op_topk(self, node, op):
+        """torch.topk / Tensor.topk -> (values, indices): a TopK layer per result the code
+        uses (`.values` / `[0]`, `.indices` / `[1]`); the kind keeps the indices for the
+        values' backward (derivatives.yaml topk: value_selecting_reduction_backward)."""
+        x = node.args[0] if node.args else node.kwargs.get("input")
+        k = self.concrete(self.arg(node, 1, "k"))
+        r = self.rank(x)
+        dim = self.dim_norm(self.concrete(self.arg(node, 2, "dim", -1)), r)
+        largest = bool(self.concrete(self.arg(node, 3, "largest", True)))
+        sorted_ = bool(self.concrete(self.arg(node, 4, "sorted", True)))
+        want = set()
+        for u in self.users[node]:
+            if u.op == "call_function" and u.target is operator.getitem and isinstance(u.args[1], int):
+                if self.users[u]:  # `v, i = x.topk(k)` with v never read: no values layer
+                    want.add(u.args[1])
+            elif u.op == "call_function" and u.target is getattr and u.args[1] in ("values", "indices"):
+                want.add(("values", "indices").index(u.args[1]))
+            else:
+                want.update((0, 1))
+        ref = self.tref(x, node)
+        out = []
+        for i, name in enumerate(("values", "indices")):
+            out.append(self.emit(node, "TopK", _fields([("k", k, _REQ), ("dim", dim - r, -1), ("largest", largest, True),
+                                                        ("sorted", sorted_, True), ("output", name, "values")]), [ref])
+                       if i in want else _Bad("topk's unused %s" % name, "not used"))
+        if want == {0, 1}:
+            self.approx.append(("topk with both results used: two TopK layers (the second result allocated twice)",
+                                self.describe(node), self.where(node)))
+        return _Tuple(out)
 
     def op_cat(self, node, op):
         ts = self.arg(node, 0, "tensors")
@@ -2594,6 +2664,8 @@ def export(module, inputs, name=None, batch=2, source=None, description=None, lo
                 saved_err, sys.stderr = sys.stderr, quiet
                 try:
                     other = ex2.run()
+                    if other is not None:  # the same `frozen` as the first export's
+                        _freeze_unused(other)
                 except Exception:  # noqa: BLE001  (a shape the model does not take)
                     other = None
                 finally:

@@ -833,6 +833,34 @@ class _Select(nn.Module):
         return x.select(self.dim, self.index)
 
 
+class _TopK(nn.Module):
+    """torch.topk(x, k, dim, largest, sorted): the values or the int64 indices."""
+
+    def __init__(self, k, dim=-1, largest=True, sorted=True, output="values"):
+        super().__init__()
+        self.k, self.dim, self.largest, self.sorted = k, dim, largest, sorted
+        self.output = ("values", "indices").index(output)
+
+    def forward(self, x):
+        return torch.topk(x, self.k, self.dim, self.largest, self.sorted)[self.output]
+
+
+class _Gather(nn.Module):
+    """torch.gather(x, dim, index); `shape`: the index viewed as the exporter writes it
+    (unsqueeze, then expand: views)."""
+
+    def __init__(self, dim, shape=None):
+        super().__init__()
+        self.dim, self.shape = dim, shape
+
+    def forward(self, x, idx):
+        if self.shape is not None:
+            while idx.dim() < len(self.shape) + 1:
+                idx = idx.unsqueeze(-1)
+            idx = idx.expand(idx.shape[0], *self.shape)
+        return torch.gather(x, self.dim, idx)
+
+
 class _Slice(nn.Module):
     def __init__(self, dim, start=None, end=None, step=1):
         super().__init__()
@@ -1117,15 +1145,37 @@ def _mk_sd(kw, compat):
     return StochasticDepth(**kw)
 
 
+class _FunctionalDropout2x:
+    """torch.nn.functional with dropout replaced by dropout2x: what torchvision's
+    shifted_window_attention finds as its module's `F` while a compat="2x" Swin attention
+    runs (it calls F.dropout(attn, p=attention_dropout) and F.dropout(x, p=dropout))."""
+
+    def __getattr__(self, name):
+        return dropout2x if name == "dropout" else getattr(F, name)
+
+
 def _swin_factory(cls_name):
     """torchvision's own module (torchvision/models/swin_transformer.py); its forward calls
-    shifted_window_attention, which the kind replicates op by op."""
+    shifted_window_attention, which the kind replicates op by op.  compat="2x": its F.dropout
+    calls (p > 0) run as 2.x's CUDA native_dropout (bool mask), as every other dropout here."""
     def f(kw, compat):
         from torchvision.models import swin_transformer as swin
         for k in ("window_size", "shift_size"):
             v = kw[k]
             kw[k] = list(v) if isinstance(v, (list, tuple)) else [v, v]
-        return getattr(swin, cls_name)(**kw)
+        m = getattr(swin, cls_name)(**kw)
+        if compat == "2x" and (m.attention_dropout > 0 or m.dropout > 0):
+            saved = []
+
+            def pre(mod, args):
+                saved.append(swin.F)
+                swin.F = _FunctionalDropout2x()
+
+            def post(mod, args, out):
+                swin.F = saved.pop()
+            m.register_forward_pre_hook(pre)
+            m.register_forward_hook(post)
+        return m
     return f
 
 
@@ -1224,6 +1274,8 @@ _KINDS["Permute"] = (lambda kw, c: _Permute(**kw), 1, set())
 _KINDS["Transpose"] = (lambda kw, c: _Transpose(**kw), 1, set())
 _KINDS["Select"] = (lambda kw, c: _Select(**kw), 1, set())
 _KINDS["Slice"] = (lambda kw, c: _Slice(**kw), 1, set())
+_KINDS["TopK"] = (lambda kw, c: _TopK(**kw), 1, set())
+_KINDS["Gather"] = (lambda kw, c: _Gather(**kw), 2, set())
 _KINDS["Mean"] = (lambda kw, c: _Mean(stock=(c != "2x"), **kw), 1, set())
 for _n in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"):
     _KINDS[_n] = ((lambda d: lambda kw, c: _AdaptiveAvgPool2x(d, **kw) if c == "2x"
@@ -1242,7 +1294,7 @@ def _check_dims(kind, kw, path):
     if kind in ("Transpose",):
         if kw.get("dim0") == 0 or kw.get("dim1") == 0:
             bad("dim0/dim1")
-    if kind in ("Select", "Slice", "Cat", "Softmax", "LogSoftmax") and kw.get("dim") == 0:
+    if kind in ("Select", "Slice", "Cat", "Softmax", "LogSoftmax", "TopK", "Gather") and kw.get("dim") == 0:
         bad("dim")
     if kind == "Mean":
         d = kw.get("dim")

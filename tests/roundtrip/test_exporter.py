@@ -397,6 +397,32 @@ class ExporterTest(unittest.TestCase):
         self.assertEqual(doc["layers"][2]["dim"], 1)
         self.assertEqual(doc["layers"][5]["shape"], [8, 1, 1])
 
+    def test_topk_gather(self):
+        # torch.topk -> TopK (derivatives.yaml topk: value_selecting_reduction_backward keeps
+        # the indices); its .indices through unsqueeze/expand views into torch.gather -> Gather
+        # with the index's viewed shape; what only feeds the indices gets no gradient (frozen)
+        sys.path.insert(0, HERE)
+        import user_models
+        doc = self.export(user_models.GatherPool(), "12,32")
+        self.assertEqual(layers(doc), ["Linear", "Reshape", "TopK", "Gather", "Cat", "Flatten", "Linear"])
+        topk, gather = doc["layers"][2], doc["layers"][3]
+        self.assertEqual((topk["k"], topk["output"]), (4, "indices"))
+        self.assertEqual((gather["dim"], gather["shape"], gather["inputs"]), (-2, [4, 32], ["input", topk["name"]]))
+        self.assertEqual([bool(l.get("frozen")) for l in doc["layers"][:3]], [True, True, True])
+        self.assertNotIn("approximate", doc["name"])
+        self.assertNotIn("input_fixed", doc)  # the squeeze's [12] follows the input: -1
+
+        class TopValues(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(32, 32)
+
+            def forward(self, x):
+                return torch.topk(self.fc(x), 3, dim=1, largest=False).values
+        doc = self.export(TopValues(), "12,32")
+        self.assertEqual(layers(doc), ["Linear", "TopK"])
+        self.assertEqual(doc["layers"][1], {"type": "TopK", "module": "topk", "k": 3, "dim": -2, "largest": False})
+
     def test_namedtuple_output(self):
         # GoogLeNet in training returns GoogLeNetOutputs(logits, aux2, aux1): the loss is on
         # the logits, the aux heads are exported (their parameters count), the description says so

@@ -267,7 +267,7 @@ class ScaledResidual(nn.Module):
 
 
 class GatherPool(nn.Module):
-    """Token selection with gather and expand, where() and a flatten head."""
+    """Token selection with topk, gather and expand, where() and a flatten head."""
 
     def __init__(self, dim=32, k=4):
         super().__init__()
@@ -281,6 +281,54 @@ class GatherPool(nn.Module):
         sel = torch.gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, x.size(-1)))
         sel = torch.where(sel > 0, sel, torch.zeros_like(sel))
         return self.head(sel.flatten(1))
+
+
+class TopKGather(nn.Module):
+    """GatherPool without the where(): the TopK and Gather kinds alone (docs/models.md's
+    measured round trips; not in MODELS)."""
+
+    def __init__(self, dim=32, k=4):
+        super().__init__()
+        self.k = k
+        self.score = nn.Linear(dim, 1)
+        self.head = nn.Linear(dim * k, 10)
+
+    def forward(self, x):
+        s = self.score(x).squeeze(-1)
+        v, idx = s.topk(self.k, dim=1)
+        sel = torch.gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, x.size(-1)))
+        return self.head(sel.flatten(1))
+
+
+class TopKValues(nn.Module):
+    """torch.topk(...).values into a head: TopK with its kept indices (docs/models.md's
+    measured round trips; not in MODELS)."""
+
+    def __init__(self, dim=32, k=4):
+        super().__init__()
+        self.k = k
+        self.fc = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim * k, 10)
+
+    def forward(self, x):
+        h = self.fc(x).transpose(1, 2)
+        return self.head(h.topk(self.k, dim=-1).values.flatten(1))
+
+
+class SpectralPool(nn.Module):
+    """Spectral features as people write them: torch.fft.rfft over the sequence, the
+    magnitude, a Linear head. rfft has no vramcalc kind (a complex result): the
+    --allow-unknown example of docs/models.md."""
+
+    def __init__(self, dim=32, n=16):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear((n // 2 + 1) * dim, 10)
+
+    def forward(self, x):
+        h = self.proj(x)
+        f = torch.fft.rfft(h, dim=1)
+        return self.head(f.abs().flatten(1))
 
 
 class ConvNeXtBlock(nn.Module):
@@ -343,4 +391,5 @@ MODELS = [
     ("convnext_block", ConvNeXtBlock, "32,14,14"),
     ("dict_output", TupleOut, "3,16,16"),
     ("tcn_pad", PadConv1d, "16,50"),
+    ("spectral_pool", SpectralPool, "16,32"),
 ]

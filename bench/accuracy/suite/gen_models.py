@@ -486,23 +486,28 @@ def hswish_frozen():
                        {"type": "Linear", "in_features": 4096, "out_features": 10}]}
 
 
-def swin():
+def swin(p=0.0):
     """Swin Transformer (Liu et al. 2021; torchvision 0.14 models/swin_transformer.py
     SwinTransformer, as tools/torch2vramcalc.py exports it): patch conv, channels-last
     LayerNorm, blocks x + attn(norm1(x)), x + mlp(norm2(x)) with ShiftedWindowAttention
     (shift 0, then window // 2), PatchMerging (_patch_merging_pad: pad's clone, four strided
     slices, cat; LayerNorm; Linear), head; window 4 on 32x32 (stage 2's 4x4 map: one window,
-    shift zeroed)."""
+    shift zeroed).  p > 0: SwinTransformer(dropout=p, attention_dropout=p): the attention's
+    F.dropout on the softmax and after proj, and the MLP's two nn.Dropout(p)
+    (torchvision/ops/misc.py MLP: Linear, GELU, Dropout, Linear, Dropout)."""
     def block(dim, heads, shift):
+        attn = {"type": "ShiftedWindowAttention", "dim": dim, "window_size": 4, "shift_size": shift, "num_heads": heads}
+        if p:
+            attn.update(attention_dropout=p, dropout=p)
+        mlp = [{"type": "Linear", "in_features": dim, "out_features": 4 * dim}, {"type": "GELU"}]
+        mlp += [{"type": "Dropout", "p": p}] if p else []
+        mlp += [{"type": "Linear", "in_features": 4 * dim, "out_features": dim}]
+        mlp += [{"type": "Dropout", "p": p}] if p else []
         return {"type": "Sequential", "layers": [
-            {"type": "LayerNorm", "normalized_shape": dim},
-            {"type": "ShiftedWindowAttention", "dim": dim, "window_size": 4, "shift_size": shift, "num_heads": heads},
+            {"type": "LayerNorm", "normalized_shape": dim}, attn,
             {"type": "Add", "inputs": ["input", "layers[1]"], "name": "h"},
-            {"type": "LayerNorm", "normalized_shape": dim},
-            {"type": "Linear", "in_features": dim, "out_features": 4 * dim},
-            {"type": "GELU"},
-            {"type": "Linear", "in_features": 4 * dim, "out_features": dim},
-            {"type": "Add", "inputs": ["h", "layers[6]"]}]}
+            {"type": "LayerNorm", "normalized_shape": dim}] + mlp + [
+            {"type": "Add", "inputs": ["h", "layers[%d]" % (3 + len(mlp))]}]}
     merge = [{"type": "Cat", "dim": 1, "name": "padded"}]
     for a, b in ((0, 0), (1, 0), (0, 1), (1, 1)):
         merge += [{"type": "Slice", "dim": 1, "start": a, "step": 2, "inputs": ["padded"]},
@@ -510,9 +515,11 @@ def swin():
     merge += [{"type": "Cat", "dim": 3, "inputs": ["m00", "m10", "m01", "m11"]},
               {"type": "LayerNorm", "normalized_shape": 128},
               {"type": "Linear", "in_features": 128, "out_features": 64, "bias": False}]
-    return {"name": "swin-tiny-32",
-            "source": "torchvision 0.14 models/swin_transformer.py SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0, num_classes=10)",
-            "description": "Conv2d patch embedding (k4, s4) to 32 channels, permute to [H, W, C], LayerNorm; 2 blocks (2 heads, window 4, shift 0 and 2) on 8x8; PatchMerging to 64 channels; 2 blocks (4 heads) on 4x4; LayerNorm, permute, AdaptiveAvgPool2d, Linear",
+    return {"name": "swin-tiny-32" + ("-dropout" if p else ""),
+            "source": "torchvision 0.14 models/swin_transformer.py SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0, num_classes=10%s)"
+                      % (", dropout=%g, attention_dropout=%g" % (p, p) if p else ""),
+            "description": "Conv2d patch embedding (k4, s4) to 32 channels, permute to [H, W, C], LayerNorm; 2 blocks (2 heads, window 4, shift 0 and 2) on 8x8; PatchMerging to 64 channels; 2 blocks (4 heads) on 4x4; LayerNorm, permute, AdaptiveAvgPool2d, Linear"
+                           + ("; dropout %g in the attention (softmax, proj) and the MLP" % p if p else ""),
             "input": [3, 32, 32],
             "layers": [{"type": "Conv2d", "in_channels": 3, "out_channels": 32, "kernel_size": 4, "stride": 4},
                        {"type": "Permute", "dims": [0, 2, 3, 1]},
@@ -535,6 +542,7 @@ MODELS = {
     "frozen_finetune": frozen_finetune, "ckpt_resmlp": ckpt_resmlp,
     "mha_native": mha_native, "encoder_native": encoder_native, "vit3_block": vit3_block,
     "hswish_wide": hswish_wide, "hswish_frozen": hswish_frozen, "swin": swin,
+    "swin_dropout": lambda: swin(p=0.1),
 }
 
 
