@@ -27,7 +27,9 @@ static const vc_rel_row rows[] = {
     {VC_REL_SOFTMAX, 205, VC_SOFTMAX_SAFE_WHERE},
     {VC_REL_SOFTMAX, 206, VC_SOFTMAX_SAFE_OUT},
     /* aten/src/ATen/native/transformers/cuda/sdp_utils.cpp: flash attention
-     * was FlashAttention v1 in 2.0 and 2.1 (head dims up to 128); PR #105602
+     * was FlashAttention v1 in 2.0 and 2.1 (head dims up to 128: "any head
+     * dimensions that are multiples of 8, up to 128", Dao-AILab/flash-attention
+     * issue #28, 2022-10-24; FlashAttention 2 supports up to 256); PR #105602
      * "Flash Attention v2" (first in 2.2) raised check_head_dim_size_flash's
      * limit to 256, which it still is ("All head_dim sizes must be equal and
      * less than 256", sdp_utils.cpp at 001f694a). */
