@@ -6,19 +6,22 @@
  * path, the native fast path's SDPA-backed branch, the SDPA layer kind).
  */
 #include "attention_int.h"
+#include "release.h"
 
 /* SMs of the GPU the flash split-KV heuristic sees (H100 SXM, A100). */
 #define VC_SMS_HOPPER 132
 #define VC_SMS_OTHER 108
 
-/* §4.4: flash for fp16/bf16 with equal head dims <= 256, memory-efficient
- * for fp32/fp16/bf16 with aligned head dims, math otherwise; a requested
- * backend that cannot run falls back in that order. cuDNN attention (first
- * on some 2.5+ builds for sm90) is not modelled. */
+/* §4.4: flash for fp16/bf16 with equal head dims up to the release's limit
+ * (VC_REL_FLASH_HDIM: 128 before 2.2's FlashAttention v2, 256 since),
+ * memory-efficient for fp32/fp16/bf16 with aligned head dims, math
+ * otherwise; a requested backend that cannot run falls back in that order.
+ * cuDNN attention (sdp_utils.cpp priority_order: first on sm90/sm100 when
+ * check_prefer_cudnn_attention holds) is not modelled. */
 int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
 {
     bool half = is_half(dt);
-    bool flash = g->fused && half && g->D == g->Dv && g->D <= 256;
+    bool flash = g->fused && half && g->D == g->Dv && g->D <= vc_release_value(op_torch(b), VC_REL_FLASH_HDIM);
     int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
     bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
     switch (vc_opts(b)->attention) {
@@ -29,7 +32,7 @@ int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
 }
 
 /* The math backend's softmax (attention.cpp, _scaled_dot_product_attention_math),
- * by release (--torch):
+ * by release (--torch, the VC_REL_SOFTMAX rows of release.c):
  *  - before 2.5: at::softmax(attn, -1): the result only;
  *  - 2.5: at::_safe_softmax: out = softmax(self), masked = self.eq(-inf)
  *    (bool [B, H, L, S]), masked_rows = all(masked, -1, keepdim) and two 0-d
@@ -41,8 +44,8 @@ int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
  * Keeps its result. */
 static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
 {
-    const int tv = op_torch(b);
-    const bool safe = tv >= 205, where_new = tv == 205;
+    const int form = vc_release_value(op_torch(b), VC_REL_SOFTMAX);
+    const bool safe = form != VC_SOFTMAX_PLAIN, where_new = form == VC_SOFTMAX_SAFE_WHERE;
     vc_op *o = vc_op_begin(b, safe ? "_safe_softmax" : "_softmax");
     vc_op_in(o, x);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));

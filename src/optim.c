@@ -6,6 +6,7 @@
  * (autograd.c: persistent, optimizer_step) only reads rows.
  */
 #include "policy.h"
+#include "release.h"
 
 static vc_tspec like(const vc_param_entry *p, vc_dtype dt) { return (vc_tspec){vc_n_fixed(p->numel), (uint8_t)dt}; }
 
@@ -222,13 +223,13 @@ static int adafactor_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_ste
 #define ALL_IMPLS ((1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FUSED) | (1u << VC_IMPL_FORLOOP))
 
 static const vc_optim_row rows[VC_OPTIM__N] = {
-    [VC_OPTIM_SGD] = {"torch.optim.SGD(momentum=0): no state", ALL_IMPLS, true, NULL, NULL},
+    [VC_OPTIM_SGD] = {"torch.optim.SGD(momentum=0): no state", ALL_IMPLS, true, NULL, NULL, NULL, VC_IMPL_FOREACH, true},
     [VC_OPTIM_MOMENTUM] = {"torch.optim.SGD(momentum=0.9): a momentum buffer per parameter", ALL_IMPLS, true,
-                           momentum_state, NULL},
+                           momentum_state, NULL, NULL, VC_IMPL_FOREACH, true},
     [VC_OPTIM_ADAM] = {"torch.optim.Adam: exp_avg, exp_avg_sq; foreach/forloop steps make sqrt(exp_avg_sq)",
-                       ALL_IMPLS, true, adam_state, adam_step},
+                       ALL_IMPLS, true, adam_state, adam_step, NULL, VC_IMPL_FOREACH, true},
     [VC_OPTIM_ADAMW] = {"torch.optim.AdamW: as Adam (decoupled weight decay is in place)", ALL_IMPLS, true,
-                        adam_state, adam_step},
+                        adam_state, adam_step, NULL, VC_IMPL_FOREACH, true},
     [VC_OPTIM_NONE] = {"no optimizer step: forward, backward, gradients freed", ALL_IMPLS, false, NULL, NULL},
     [VC_OPTIM_LION] = {"lion-pytorch Lion: exp_avg; the step clones it (foreach, forloop)",
                        (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, lion_state, lion_step},
@@ -249,7 +250,14 @@ static const vc_optim_row rows[VC_OPTIM__N] = {
 
 const vc_optim_row *vc_optim_row_get(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? &rows[o] : NULL; }
 
-vc_optim_impl vc_optim_default_impl(vc_optim o)
+vc_optim_impl vc_optim_default_impl(vc_optim o) { return vc_optim_default_impl_at(o, VC_TORCH_DEFAULT); }
+
+/* torch.optim's classes take foreach=None, fused=None to mean what
+ * _default_to_fused_or_foreach picks at that release (release.c,
+ * VC_REL_OPTIM_DEFAULT); the others keep their row's default. */
+vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version)
 {
-    return (unsigned)o < VC_OPTIM__N ? rows[o].default_impl : VC_IMPL_FOREACH;
+    if ((unsigned)o >= VC_OPTIM__N) return VC_IMPL_FOREACH;
+    if (rows[o].torch_default) return (vc_optim_impl)vc_release_value(torch_version, VC_REL_OPTIM_DEFAULT);
+    return rows[o].default_impl;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "release.h"
 #include "util.h"
 
 #define VC__NAME(e, n) n,
@@ -159,6 +160,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->parallel == VC_PARALLEL_FSDP_HYBRID && vc_dp_world(o) > 8 && vc_dp_world(o) % 8)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
+    if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
+        return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -71,6 +71,10 @@ typedef struct {
      * what --optim-impl defaults to): foreach (0) for torch's 2.x optimizers on
      * CUDA; Adafactor's foreach=None means forloop. */
     vc_optim_impl default_impl;
+    /* true: a torch.optim class whose foreach=None/fused=None default is
+     * _default_to_fused_or_foreach's at the --torch release (release.c),
+     * which then replaces default_impl */
+    bool torch_default;
 } vc_optim_row;
 
 const vc_optim_row *vc_optim_row_get(vc_optim o);

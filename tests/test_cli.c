@@ -241,6 +241,10 @@ static void test_exit_codes(void **state)
     RUN(&r, mlp, "--optim", "adamm");
     check_usage_error(&r, "adamm");
     run_free(&r);
+    /* torch.optim.Adafactor is new in 2.5 (torch/optim/_adafactor.py; src/release.c VC_REL_ADAFACTOR) */
+    RUN(&r, mlp, "--optim", "adafactor", "--torch", "2.4");
+    check_usage_error(&r, "--optim: adafactor is torch.optim.Adafactor, new in PyTorch 2.5");
+    run_free(&r);
     RUN(&r, mlp, "--gpu", "h100-80gbb");
     check_usage_error(&r, "did you mean 'h100-80gb'");
     run_free(&r);

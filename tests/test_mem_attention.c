@@ -344,6 +344,125 @@ static void test_sdpa_causal_versions(void **state)
     vc_result_free(&d);
 }
 
+/* A model (SGD, workspace 0) at a release, precision and backend. */
+static vc_result run_rel(const char *json, int torch, vc_mode mode, vc_precision prec, vc_attention attn)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = 2;
+    o.mode = mode;
+    o.precision = prec;
+    o.attention = attn;
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.torch_version = torch;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* Flash's head-dim limit by release (release.c VC_REL_FLASH_HDIM; sdp_utils.cpp
+ * check_head_dim_size_flash: 128 with FlashAttention v1 in 2.0/2.1, 256 from
+ * 2.2, PR #105602). q = k = v = the input [N, H, L, D] = [2, 2, 64, 192]
+ * bf16, inference, --attention auto (the A100 default: 108 SMs):
+ *  - 2.2 and later: flash. Input 2*2*64*192*2 = 98304; out (empty_like(q))
+ *    98304; softmax_lse [N, H, L] fp32 1024; rng_state and _unused (16 and
+ *    8 B -> 512 each); split-KV: N*H*ceil(L/64) = 4 blocks < 0.8*216 but one
+ *    key block (block_n 64 for D > 128) -> 1 split, no accumulators:
+ *    98304 + 98304 + 1024 + 1024 = 198656.
+ *  - 2.1: D = 192 > 128 rejects flash; memory-efficient (192 % 8 == 0):
+ *    out [N, L, H, D] 98304, no logsumexp (no grad), output_accum
+ *    [N, L, H, D] fp32 196608 (16-bit output with D > 128):
+ *    98304 + 98304 + 196608 = 393216, the same as --attention efficient. */
+static const char *const SDPA_D192 =
+    "{\"input\": [2, 64, 192], \"layers\": [{\"type\": \"ScaledDotProductAttention\","
+    " \"inputs\": [\"input\", \"input\", \"input\"]}]}";
+
+static void test_sdpa_flash_head_dim_versions(void **state)
+{
+    (void)state;
+    vc_result r = run_rel(SDPA_D192, 0, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 198656);
+    vc_result_free(&r);
+    r = run_rel(SDPA_D192, 202, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 198656);
+    vc_result_free(&r);
+    r = run_rel(SDPA_D192, 201, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(r.memory.peak_allocated, 393216);
+    vc_result_free(&r);
+    r = run_rel(SDPA_D192, 0, INFER, BF16, VC_ATTN_EFFICIENT);
+    assert_int_equal(r.memory.peak_allocated, 393216);
+    vc_result_free(&r);
+}
+
+/* Head dim 64 is within both limits: flash under 2.0 and 2.15 alike, the
+ * same bytes (input [2, 2, 64, 64] bf16 32768; out 32768; lse 1024; rng and
+ * _unused 512 each; 2*2*1 = 4 query blocks, one key block of 256 -> 1
+ * split): 67584. */
+static void test_sdpa_flash_head_dim_same(void **state)
+{
+    (void)state;
+    static const char *const D64 =
+        "{\"input\": [2, 64, 64], \"layers\": [{\"type\": \"ScaledDotProductAttention\","
+        " \"inputs\": [\"input\", \"input\", \"input\"]}]}";
+    vc_result a = run_rel(D64, 200, INFER, BF16, VC_ATTN_AUTO), d = run_rel(D64, 0, INFER, BF16, VC_ATTN_AUTO);
+    assert_int_equal(a.memory.peak_allocated, 67584);
+    assert_int_equal(d.memory.peak_allocated, 67584);
+    vc_result_free(&a);
+    vc_result_free(&d);
+}
+
+/* --optim-impl's default by release (release.c VC_REL_OPTIM_DEFAULT:
+ * optimizer.py _default_to_fused_or_foreach picks foreach on CUDA from 2.0,
+ * PRs #92306, #95241/#95415, #95862; fused is never the default, PR #177605
+ * open): the same for every release, so Adam's training estimate does not
+ * move. Adafactor (foreach=None -> forloop) exists from 2.5 only
+ * (torch/optim/_adafactor.py): an older --torch is a usage error naming --optim. */
+static void test_optim_default_versions(void **state)
+{
+    (void)state;
+    for (int v = VC_TORCH_OLDEST; v <= VC_TORCH_DEFAULT; v++) {
+        assert_int_equal(vc_optim_default_impl_at(VC_OPTIM_ADAM, v), VC_IMPL_FOREACH);
+        assert_int_equal(vc_optim_default_impl_at(VC_OPTIM_ADAMW, v), VC_IMPL_FOREACH);
+        assert_int_equal(vc_optim_default_impl_at(VC_OPTIM_MOMENTUM, v), VC_IMPL_FOREACH);
+    }
+    assert_int_equal(vc_optim_default_impl_at(VC_OPTIM_ADAFACTOR, 205), VC_IMPL_FORLOOP);
+    assert_int_equal(vc_optim_default_impl_at(VC_OPTIM_ADAFACTOR, 0), VC_IMPL_FORLOOP);
+    assert_int_equal(vc_optim_default_impl(VC_OPTIM_ADAM), vc_optim_default_impl_at(VC_OPTIM_ADAM, 0));
+    static const char *const MLP = "{\"input\": [64], \"layers\": [{\"type\": \"Linear\", \"in_features\": 64,"
+                                   " \"out_features\": 64}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(MLP, strlen(MLP), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_ADAM;
+    o.workspace = 0;
+    vc_result r[2];
+    for (int i = 0; i < 2; i++) {
+        o.torch_version = i ? VC_TORCH_DEFAULT : VC_TORCH_OLDEST;
+        o.optim_impl = vc_optim_default_impl_at(o.optim, o.torch_version);
+        if (vc_estimate(m, &o, &r[i], &err)) fail_msg("estimate failed: %s", err.msg);
+    }
+    assert_int_equal(r[0].memory.peak_allocated, r[1].memory.peak_allocated);
+    assert_int_equal(r[0].memory.optimizer_states, r[1].memory.optimizer_states);
+    vc_result_free(&r[0]);
+    vc_result_free(&r[1]);
+    o.optim = VC_OPTIM_ADAFACTOR;
+    o.optim_impl = VC_IMPL_FORLOOP;
+    o.torch_version = 204;
+    assert_int_equal(vc_estimate(m, &o, &r[0], &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "2.5"));
+    o.torch_version = 205;
+    assert_int_equal(vc_estimate(m, &o, &r[0], &err), VC_OK);
+    vc_result_free(&r[0]);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +471,8 @@ int main(void)
         cmocka_unit_test(test_sdpa_bf16_infer_backends), cmocka_unit_test(test_encoder_post_norm_train),
         cmocka_unit_test(test_encoder_post_norm_infer), cmocka_unit_test(test_mha_infer_odd_heads),
         cmocka_unit_test(test_encoder_no_bias_infer_versions), cmocka_unit_test(test_sdpa_causal_versions),
+        cmocka_unit_test(test_sdpa_flash_head_dim_versions), cmocka_unit_test(test_sdpa_flash_head_dim_same),
+        cmocka_unit_test(test_optim_default_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

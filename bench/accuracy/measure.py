@@ -220,6 +220,11 @@ def main(argv):
     except ValueError as e:
         print("measure.py: --torch: %s" % e, file=sys.stderr)
         return 2
+    if args.optim.startswith("adafactor") and vctorch.TORCH_RELEASE < (2, 5):
+        # torch/optim/_adafactor.py: torch.optim.Adafactor is new in 2.5 (vramcalc refuses it too)
+        print("measure.py: --optim %s: torch.optim.Adafactor is new in PyTorch 2.5 (--torch 2.5 or later)"
+              % args.optim, file=sys.stderr)
+        return 2
     vctorch.FASTPATH = args.mha_fastpath != "off"
     torch.manual_seed(args.seed)
     tr = Tracker()

@@ -327,8 +327,12 @@ const char *vc_attention_name(vc_attention a);
 const char *vc_optim_summary(vc_optim o);
 /* The implementation the optimizer's class runs when not told: foreach, but
  * forloop for adafactor (torch.optim.Adafactor's foreach=None). vc_options_init
- * sets foreach; the CLI's --optim-impl defaults to this. */
+ * sets foreach; the CLI's --optim-impl defaults to vc_optim_default_impl_at
+ * at --torch (this one is it at VC_TORCH_DEFAULT). */
 vc_optim_impl vc_optim_default_impl(vc_optim o);
+/* The same at a PyTorch release (100*major + minor; 0: VC_TORCH_DEFAULT):
+ * what --optim-impl defaults to under --torch. */
+vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version);
 /* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
  * ("2.15"; buf of at least 16 bytes). */
 int vc_torch_from_name(const char *s);

@@ -753,8 +753,6 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.batch = batch
     opts.accumulate = accumulate
     opts.optim = _enum("optim", optim)
-    # None: what the class runs when not told (foreach; forloop for adafactor), as --optim-impl
-    opts.optim_impl = L.vc_optim_default_impl(opts.optim) if optim_impl is None else _enum("optim_impl", optim_impl)
     opts.precision = _enum("precision", precision)
     opts.mode = _enum("mode", mode)
     opts.attention = _enum("attention", attention)
@@ -765,6 +763,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         if v < 0:
             raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
         opts.torch_version = v
+    # None: what the class runs when not told at that release (foreach; forloop for adafactor), as --optim-impl
+    opts.optim_impl = (L.vc_optim_default_impl_at(opts.optim, opts.torch_version) if optim_impl is None
+                       else _enum("optim_impl", optim_impl))
     if parallel is not None:
         opts.parallel = _enum("parallel", parallel)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:

@@ -114,6 +114,7 @@ _PROTOS = {
     "vc_attention_from_name": (c_int, [c_char_p]),
     "vc_optim_name": (c_char_p, [c_int]),
     "vc_optim_default_impl": (c_int, [c_int]),
+    "vc_optim_default_impl_at": (c_int, [c_int, c_int]),
     "vc_optim_impl_name": (c_char_p, [c_int]),
     "vc_precision_name": (c_char_p, [c_int]),
     "vc_mode_name": (c_char_p, [c_int]),

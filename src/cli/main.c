@@ -656,7 +656,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         }
     }
     if (gpus) return flush_out(list_gpus(c.format));
-    if (!impl_given) o.optim_impl = vc_optim_default_impl(o.optim); /* forloop for adafactor */
+    if (!impl_given) o.optim_impl = vc_optim_default_impl_at(o.optim, o.torch_version); /* forloop for adafactor */
     if (o.mode == VC_MODE_GENERATE) {
         if (c.per_layer || o.parallel != VC_PARALLEL_NONE)
             return die("--mode generate estimates one GPU's generate(): it does not go with %s",

@@ -17,7 +17,7 @@ const cli_option cli_options[] = {
     {"optim", 'o', "NAME", 'o', VC_CHOICES(VC_OPTIM_MAP),
      "{} (default adam; what each keeps: docs/optimizers.md)"},
     {"optim-impl", 0, "I", OPT_IMPL, VC_CHOICES(VC_OPTIM_IMPL_MAP),
-     "{} (default foreach; refused where the optimizer has no such implementation)"},
+     "{} (default: what the optimizer runs at --torch when not told, foreach; forloop for adafactor; refused where the optimizer has no such implementation)"},
     {"accumulate", 0, "N", OPT_ACCUM, NULL, "gradient accumulation over N micro-batches"},
     {"precision", 'p', "P", 'p', VC_CHOICES(VC_PRECISION_MAP),
      "{} (default fp32; --serve: vLLM's dtype auto, the config's torch_dtype; amp: torch.autocast; mixed: "
@@ -52,7 +52,7 @@ const cli_option cli_options[] = {
      "{}: what the parallel layout keeps on the CPU (zero3: DeepSpeed's offload_optimizer; params adds offload_param)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
-    {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): behaviours that moved between releases"},
+    {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},
     {"workspace", 0, "SIZE", OPT_WS, NULL, "cuBLAS/cuDNN workspace bytes (default: modelled; 0 leaves it out)"},
     {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
     {"gpu", 'g', "G", 'g', NULL,

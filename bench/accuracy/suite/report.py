@@ -87,18 +87,24 @@ FIXES = [
 ]
 
 
+RELEASES = ("2.4", "2.5")  # one of each softmax form before the default's (src/release.c)
+
+
 def version_dependent(cli, cases):
-    """Cases whose estimate differs between --torch 2.5 and the default release."""
+    """Cases whose estimate under --torch 2.4 or 2.5 differs from the default release's:
+    (id, [peak at each of RELEASES], default peak)."""
     out = []
     for c in cases:
         base = estimate(cli, c)["memory"]["peak_allocated"]
-        cmd = estimate_command(cli, c)
-        cmd.insert(-2, "--torch")
-        cmd.insert(-2, "2.5")
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)
-        old = json.loads(p.stdout)["memory"]["peak_allocated"]
-        if old != base:
-            out.append((c["id"], old, base))
+        olds = []
+        for rel in RELEASES:
+            if c["optim"] == "adafactor" and rel < "2.5":
+                olds.append(None)  # torch.optim.Adafactor is new in 2.5: vramcalc refuses it
+                continue
+            p = subprocess.run(estimate_command(cli, c, torch=rel), stdout=subprocess.PIPE, text=True, check=True)
+            olds.append(json.loads(p.stdout)["memory"]["peak_allocated"])
+        if any(o is not None and o != base for o in olds):
+            out.append((c["id"], olds, base))
     return out
 
 
@@ -373,24 +379,42 @@ def main(argv):
     w("")
     w("vramcalc follows PyTorch 2.15 (the current stable release; JSON `torch_version`) and the harness "
       "replicates the same release (`measure.py --torch`, default 2.15). `--torch X.Y` (2.0 to 2.15) selects "
-      "behaviours that moved memory between releases. Modelled now: the math SDPA's softmax (`attention.cpp`: "
-      "plain `softmax` before 2.5; 2.5's `_safe_softmax` returns a new `where(masked_rows, zero, out)`; from "
-      "2.6 on `at::where_out(out, masked_rows, zero, out)` writes into the softmax output, PyTorch PR "
-      "#139613). Not yet selectable: the locals `multi_head_attention_forward` frees early in later "
-      "releases, SDPA backend priority per release (cuDNN first on sm90 in some), optimizer foreach/fused "
-      "defaults.")
+      "behaviours that moved memory between releases, each a row of `src/release.c` (release from which it "
+      "holds -> behaviour):")
+    w("")
+    w("| behaviour | by release | source |")
+    w("|---|---|---|")
+    w("| the math SDPA's softmax | 2.0-2.4 plain `softmax`; 2.5 `_safe_softmax` returns a new `where(masked_rows, "
+      "zero, out)`; 2.6+ `at::where_out(out, masked_rows, zero, out)` into the softmax output | "
+      "`aten/src/ATen/native/transformers/attention.cpp` `_scaled_dot_product_attention_math`, `_safe_softmax`; "
+      "PR #139613 (2.6) |")
+    w("| flash attention's head-dim limit (`--attention auto`/`flash`) | 2.0-2.1 128 (FlashAttention v1); 2.2+ 256 | "
+      "`aten/src/ATen/native/transformers/cuda/sdp_utils.cpp` `check_head_dim_size_flash`; PR #105602 "
+      "\"Flash Attention v2\" (2.2) |")
+    w("| `--optim-impl`'s default (torch.optim's `foreach=None, fused=None`) | 2.0+ foreach on CUDA; fused never "
+      "the default | `torch/optim/optimizer.py` `_default_to_fused_or_foreach`; PRs #92306, #95241 (#95415 in "
+      "2.0), #95862; #177605 (fused by default) open |")
+    w("| `--optim adafactor` | 2.5+ (older: exit 2) | `torch/optim/_adafactor.py` (new in 2.5) |")
+    w("")
+    w("Not selectable: PR #178452 (\"Free q, k, v early in multi_head_attention_forward\", 2026-03): its diff and "
+      "first release were not available to read, so every release keeps `q, k, v` until the function returns; "
+      "cuDNN attention (first on sm90/sm100 in the recent `priority_order`, `check_prefer_cudnn_attention`) is "
+      "not modelled in any release. The suite runs `--attention math` on the CPU (no flash) and the harness's "
+      "optimizer step is foreach as in every 2.x release, so only the softmax rows move suite cases.")
     w("")
     dep = version_dependent(args.cli, doc["cases"])
-    w("Cases whose estimate depends on the release (`--torch 2.5` against the default; every other case is "
-      "the same under both):")
+    w("Cases whose estimate depends on the release (`--torch 2.4` and `--torch 2.5` against the default; "
+      "every other case is the same under all three; 2.0-2.4 share the plain softmax, 2.6-2.15 the in-place "
+      "form, and the flash and optimizer rows do not reach these cases):")
     w("")
     if not dep:
         w("None.")
     else:
-        w("| case | `--torch 2.5` (B) | default 2.15 (B) | difference (B) |")
-        w("|---|---:|---:|---:|")
-        for cid, old, new in dep:
-            w("| `%s` | %s | %s | %s |" % (cid, format(old, ","), format(new, ","), format(old - new, ",")))
+        w("| case | `--torch 2.4` (B) | `--torch 2.5` (B) | default 2.15 (B) | 2.5 - default (B) |")
+        w("|---|---:|---:|---:|---:|")
+        for cid, olds, new in dep:
+            w("| `%s` | %s | %s | %s | %s |" % (cid, "-" if olds[0] is None else format(olds[0], ","),
+                                             format(olds[1], ","), format(new, ","), format(olds[1] - new, ",")))
     w("")
     w("The two inference cases of issue 17, tensor by tensor at the peak (estimate = harness, both written "
       "from the 2.x source; `vramcalc --trace`, `measure.py --per-op`):")

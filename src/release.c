@@ -1,0 +1,57 @@
+/*
+ * release.c — the --torch table: what each PyTorch release does where the
+ * memory depends on it. A row holds from its release until the next row of
+ * the same behaviour. Each row cites the source (file, function, PR) it
+ * follows; docs/accuracy.md "The PyTorch release followed" lists them.
+ */
+#include "release.h"
+
+#include <stddef.h>
+
+#include "vramcalc/vramcalc.h"
+
+typedef struct {
+    vc_rel_what what;
+    int from;  /* first release with this value, 100*major + minor */
+    int value;
+} vc_rel_row;
+
+/* In release order within each behaviour. */
+static const vc_rel_row rows[] = {
+    /* aten/src/ATen/native/transformers/attention.cpp,
+     * _scaled_dot_product_attention_math: at::softmax(attn, -1) before 2.5;
+     * 2.5 calls at::_safe_softmax, which returns at::where(masked_rows,
+     * zero, out) (a new tensor); PR #139613 (first in 2.6) makes it
+     * at::where_out(out, masked_rows, zero, out), into the softmax output. */
+    {VC_REL_SOFTMAX, 200, VC_SOFTMAX_PLAIN},
+    {VC_REL_SOFTMAX, 205, VC_SOFTMAX_SAFE_WHERE},
+    {VC_REL_SOFTMAX, 206, VC_SOFTMAX_SAFE_OUT},
+    /* aten/src/ATen/native/transformers/cuda/sdp_utils.cpp: flash attention
+     * was FlashAttention v1 in 2.0 and 2.1 (head dims up to 128: "any head
+     * dimensions that are multiples of 8, up to 128", Dao-AILab/flash-attention
+     * issue #28, 2022-10-24; FlashAttention 2 supports up to 256); PR #105602
+     * "Flash Attention v2" (first in 2.2) raised check_head_dim_size_flash's
+     * limit to 256, which it still is ("All head_dim sizes must be equal and
+     * less than 256", sdp_utils.cpp at 001f694a). */
+    {VC_REL_FLASH_HDIM, 200, 128},
+    {VC_REL_FLASH_HDIM, 202, 256},
+    /* torch/optim/optimizer.py _default_to_fused_or_foreach: foreach on
+     * CUDA when foreach, fused and differentiable are not given, from 2.0
+     * (PR #92306; #95241, cherry-picked into 2.0 as #95415, made it foreach
+     * and not fused; #95862 made it apply to nn.Parameters); fused has not
+     * become the default (PR #177605, "Default to fused implementation when
+     * available", is open). */
+    {VC_REL_OPTIM_DEFAULT, 200, VC_IMPL_FOREACH},
+    /* torch/optim/_adafactor.py: torch.optim.Adafactor is new in 2.5 */
+    {VC_REL_ADAFACTOR, 200, 0},
+    {VC_REL_ADAFACTOR, 205, 1},
+};
+
+int vc_release_value(int version, vc_rel_what what)
+{
+    if (version == 0) version = VC_TORCH_DEFAULT;
+    int value = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i].what == what && rows[i].from <= version) value = rows[i].value;
+    return value;
+}

@@ -1,0 +1,27 @@
+/*
+ * release.h — behaviours that moved memory between PyTorch releases, as a
+ * table (release.c): one row per (behaviour, first release with a value).
+ * --torch X.Y (vc_options.torch_version, 100*major + minor) picks the row;
+ * code asks vc_release_value, never compares release numbers itself.
+ */
+#ifndef VC_RELEASE_H
+#define VC_RELEASE_H
+
+typedef enum {
+    VC_REL_SOFTMAX,       /* the math SDPA's softmax: a vc_rel_softmax */
+    VC_REL_FLASH_HDIM,    /* flash attention's largest head dim (check_head_dim_size*) */
+    VC_REL_OPTIM_DEFAULT, /* torch.optim's implementation when foreach/fused are not given: a vc_optim_impl */
+    VC_REL_ADAFACTOR,     /* 1: torch.optim.Adafactor exists */
+    VC_REL__N
+} vc_rel_what;
+
+typedef enum {
+    VC_SOFTMAX_PLAIN,      /* at::softmax: the result only */
+    VC_SOFTMAX_SAFE_WHERE, /* _safe_softmax returning a new at::where(...) */
+    VC_SOFTMAX_SAFE_OUT    /* _safe_softmax zeroing masked rows in its output (at::where_out) */
+} vc_rel_softmax;
+
+/* The value of `what` at release `version` (0: VC_TORCH_DEFAULT). */
+int vc_release_value(int version, vc_rel_what what);
+
+#endif
