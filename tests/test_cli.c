@@ -1059,9 +1059,11 @@ static void test_width_terminal(void **state)
  * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
  * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
  * refused there, naming the layer. A plan that holds for one batch only
- * (SparseMoE sizes its experts' tokens for the batch it is built for:
- * vc_batch_dependent) is built again for each batch size: SparseMoE(hidden 8,
- * 2 experts, top 1) x 10,000 makes 1,609,994 events a plan (`--trace` lists
+ * (SparseMoE with moe_imbalance > 1 sizes its busiest expert, ceil(F T k / E)
+ * in floating point, for the batch it is built for: vc_batch_dependent; evenly
+ * spread tokens are a floor count valid at every batch, test_sweep_plans) is
+ * built again for each batch size: SparseMoE(hidden 8,
+ * 2 experts, top 1, moe_imbalance 1.5) x 10,000 makes 1,609,994 events a plan (`--trace` lists
  * them), and a plan is refused when the events built so far plus the last
  * plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000, i.e. when 63 plans
  * would be built (62 x 1,609,994 = 99,819,628): the rows of --sweep 1:100 and
@@ -1078,7 +1080,7 @@ static void test_cost_limits(void **state)
     write_file(dec, "{\"inputs\":{\"tgt\":[4,8],\"memory\":[4,8]},\"layers\":[{\"type\":\"TransformerDecoderLayer\","
                     "\"inputs\":[\"tgt\",\"memory\"],\"d_model\":8,\"nhead\":2,\"batch_first\":true,\"repeat\":100000}]}");
     write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"SparseMoE\",\"hidden_size\":8,\"intermediate_size\":8,"
-                    "\"num_experts\":2,\"top_k\":1,\"repeat\":10000}]}");
+                    "\"num_experts\":2,\"top_k\":1,\"moe_imbalance\":1.5,\"repeat\":10000}]}");
     run_result r;
     RUN(&r, dec);
     check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
