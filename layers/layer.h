@@ -127,14 +127,28 @@ typedef int vc_t; /* a tensor in the op graph; -1 = none */
 
 #define VC_MAX_INPUTS 128 /* graph inputs of one layer (DenseNet-264 concatenates 65) */
 
-/* Element count of an op-graph tensor: ps per sample plus fx fixed. */
+/* Element count of an op-graph tensor at batch B: ps x B + fx (ps per
+ * sample plus fx fixed); with div > 1, floor((ps x B + fx) / div) x mul
+ * (mul 0 counts as 1): a count that is a floor of the batch's, such as the
+ * tokens top-k routing gives one expert (SparseMoE) or a kernel's tiles
+ * cdiv(N, 128), so that one plan holds for every batch (issue 16). div 0 or
+ * 1: plain (mul unused, 0). ps, fx >= 0. */
 typedef struct {
     int64_t ps, fx;
+    int32_t div, mul;
 } vc_numel;
 
 vc_numel vc_n_sample(int64_t per_sample); /* {per_sample, 0} */
 vc_numel vc_n_fixed(int64_t n);           /* {0, n} */
+/* floor((per_sample x B + fixed) / div) elements (div >= 1) */
+vc_numel vc_n_floor(int64_t per_sample, int64_t fixed, int32_t div);
+/* k times n's elements: a plain count scales ps and fx, a floor count its mul
+ * ({INT64_MAX, 0}, past any limit, on overflow) */
 vc_numel vc_n_scale(vc_numel n, int64_t k);
+/* n's elements at batch B (-1 past 2^63) */
+int64_t vc_n_at(vc_numel n, int64_t batch);
+/* the same element count at every batch */
+bool vc_n_same(vc_numel a, vc_numel b);
 
 const vc_options *vc_opts(const vc_build *b);
 int64_t vc_batch(const vc_build *b);

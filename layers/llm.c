@@ -130,8 +130,8 @@ static vc_t mul_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
     vc_op_save_if(o, y, ix);
     vc_op_save_if(o, x, iy);
     vc_numel nx = vc_numel_of(b, x), ny = vc_numel_of(b, y);
-    if (nx.ps != out.ps || nx.fx != out.fx) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
-    if (ny.ps != out.ps || ny.fx != out.fx) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
+    if (!vc_n_same(nx, out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
+    if (!vc_n_same(ny, out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
     vc_op_end(o);
     return r;
 }
@@ -748,18 +748,36 @@ static int64_t moe_tokens(const moe_cfg *c, int64_t T, int64_t e)
     return rest / n + (e - 1 < rest % n ? 1 : 0);
 }
 
+/* Expert e's rows as a count the plan evaluates at each batch (issue 16):
+ * spread evenly, moe_tokens gives floor(T k / E) plus one for the first
+ * (T k mod E) experts, which is the number of assignments j in [0, T k)
+ * with j mod E = e: floor((T k + E - 1 - e) / E), T = B x L, a floor count
+ * (vc_n_floor) valid for every batch up to the token cap. Otherwise (a cap
+ * reached, moe_imbalance > 1: ceil(F T k / E) in floating point) the count
+ * at this batch, and the plan holds for the batches where it is that count
+ * (past the cap: every batch; imbalance: this batch only). */
+static vc_numel moe_rows(vc_build *b, const moe_cfg *c, int64_t L, int64_t tcap, int64_t e)
+{
+    int64_t B = vc_batch(b), Lk;
+    bool capped = B > tcap / L;
+    if (capped) vc_batch_range(b, tcap / L + 1, VC_BATCH_ANY);
+    else vc_batch_range(b, 1, tcap / L);
+    if (!capped && (c->imbalance <= 1.0 || c->E == 1) && c->E <= INT32_MAX && !__builtin_mul_overflow(L, c->k, &Lk))
+        return vc_n_floor(Lk, c->E - 1 - e, (int32_t)c->E);
+    if (!capped) vc_batch_dependent(b);
+    return vc_n_fixed(moe_tokens(c, capped ? tcap : B * L, e));
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
     const moe_cfg *c = p;
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
-    vc_batch_dependent(b);
     /* tokens in the step, capped so that T x width x 8 bytes stays below 2^56
      * (far past any GPU: only the largest-batch search goes there) */
     int64_t wmax = c->inter > H ? c->inter : H;
     if (c->shared > wmax) wmax = c->shared;
     int64_t tcap = (INT64_C(1) << 53) / wmax;
-    int64_t T = vc_batch(b) > tcap / L ? tcap : vc_batch(b) * L;
     vc_t x = vc_input(b, 0); /* hidden_states.view(-1, hidden_dim) */
     vc_dtype dt = vc_dt_of(b, x);
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), vc_n_sample(L), c->E); /* router_logits = self.gate(x) */
@@ -788,10 +806,9 @@ static void moe_emit(vc_build *b, const void *p)
     vc_t fin = op_new(b, "zeros", vc_n_sample(L * H), dt);
     vc_t mask = op_new(b, "one_hot", vc_n_sample(L * c->k * c->E), VC_DT_I64);
     for (int64_t e = 0; e < c->E; e++) {
-        int64_t ne = moe_tokens(c, T, e);
-        vc_numel rows = vc_n_fixed(ne);
+        vc_numel rows = moe_rows(b, c, L, tcap, e);
         /* idx, top_x = torch.where(expert_mask[expert_idx]): nonzero -> [n_e, 2] int64 */
-        vc_t nz = op_new(b, "nonzero", vc_n_fixed(2 * ne), VC_DT_I64);
+        vc_t nz = op_new(b, "nonzero", vc_n_scale(rows, 2), VC_DT_I64);
         /* current_state = hidden_states[None, top_x].reshape(-1, H): index saves the indices;
          * its backward scatters into zeros of hidden_states' size */
         o = vc_op_begin(b, "index");

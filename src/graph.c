@@ -21,22 +21,48 @@ int vc_dtype_size(vc_dtype dt)
     return 4;
 }
 
-vc_numel vc_n_sample(int64_t per_sample) { return (vc_numel){per_sample, 0}; }
-vc_numel vc_n_fixed(int64_t n) { return (vc_numel){0, n}; }
+vc_numel vc_n_sample(int64_t per_sample) { return (vc_numel){per_sample, 0, 0, 0}; }
+vc_numel vc_n_fixed(int64_t n) { return (vc_numel){0, n, 0, 0}; }
+vc_numel vc_n_floor(int64_t per_sample, int64_t fixed, int32_t div)
+{
+    if (div <= 1) return (vc_numel){per_sample, fixed, 0, 0};
+    return (vc_numel){per_sample, fixed, div, 1};
+}
+
 vc_numel vc_n_scale(vc_numel n, int64_t k)
 {
-    vc_numel r;
+    vc_numel r = n;
+    if (n.div > 1) { /* floor(...) x mul x k */
+        int64_t m;
+        if (__builtin_mul_overflow((int64_t)(n.mul > 0 ? n.mul : 1), k, &m) || m > INT32_MAX)
+            return (vc_numel){INT64_MAX, 0, 0, 0};
+        r.mul = (int32_t)m;
+        return r;
+    }
     if (__builtin_mul_overflow(n.ps, k, &r.ps) || __builtin_mul_overflow(n.fx, k, &r.fx))
-        return (vc_numel){INT64_MAX, 0};
+        return (vc_numel){INT64_MAX, 0, 0, 0};
     return r;
+}
+
+int64_t vc_n_at(vc_numel n, int64_t batch)
+{
+    int64_t e;
+    if (__builtin_mul_overflow(n.ps, batch, &e) || __builtin_add_overflow(e, n.fx, &e)) return -1;
+    if (n.div > 1 && __builtin_mul_overflow(e / n.div, (int64_t)(n.mul > 0 ? n.mul : 1), &e)) return -1;
+    return e;
+}
+
+bool vc_n_same(vc_numel a, vc_numel b)
+{
+    int32_t ad = a.div > 1 ? a.div : 1, bd = b.div > 1 ? b.div : 1;
+    int32_t am = ad > 1 && a.mul > 0 ? a.mul : 1, bm = bd > 1 && b.mul > 0 ? b.mul : 1;
+    return a.ps == b.ps && a.fx == b.fx && ad == bd && am == bm;
 }
 
 int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch)
 {
-    int64_t e, b;
-    if (__builtin_mul_overflow(n.ps, batch, &e) || __builtin_add_overflow(e, n.fx, &e) ||
-        __builtin_mul_overflow(e, (int64_t)vc_dtype_size(dt), &b) || b > INT64_MAX - 511)
-        return -1;
+    int64_t e = vc_n_at(n, batch), b;
+    if (e < 0 || __builtin_mul_overflow(e, (int64_t)vc_dtype_size(dt), &b) || b > INT64_MAX - 511) return -1;
     if (b == 0) return 0; /* zero-element tensors take no block */
     return (b + 511) / 512 * 512;
 }
@@ -86,7 +112,7 @@ void vc_set_output(vc_build *b, vc_t t) { b->out_t = t; }
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 
-vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0}; }
+vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0, 0, 0}; }
 vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }
 bool vc_requires_grad(const vc_build *b, vc_t t) { return t >= 0 && b->t[t].rg; }
 bool vc_contiguous(const vc_build *b, vc_t t) { return t < 0 || b->t[t].contig; }

@@ -299,7 +299,6 @@ static void emit_cce(vc_build *b)
     const vc_model *m = b->m;
     const vc_inst *head = &m->inst[m->loss_head];
     if (!head_ok(b, "cce", "is read as apply_lce(hidden_states, self.lm_head.weight, ...)")) return;
-    vc_batch_dependent(b); /* the lock tables follow B x T */
     b->cur_inst = m->loss_head;
     b->cur_region = -1;
     const vc_param_entry *wp = &m->par[head->params[0]];
@@ -329,7 +328,10 @@ static void emit_cce(vc_build *b)
     b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
     vc_op_extra(o, vc_n_sample(L - 1), VC_DT_F32); /* lse */
     vc_op_extra(o, vc_n_fixed(V), VC_DT_F32);      /* logit_avg */
-    vc_op_ftemp(o, vc_n_fixed((N + 127) / 128), VC_DT_I32); /* locks */
+    /* the lock tables follow N = (L - 1) x B: cdiv(N, 128) = floor(((L - 1) B + 127) / 128), a
+     * floor count, so the plan holds for every batch (issue 16) */
+    vc_numel locks = vc_n_floor(L - 1, 127, 128);
+    vc_op_ftemp(o, locks, VC_DT_I32); /* locks */
     int nd = vc_op_ftemp_keep(o, vc_n_sample(L - 1), VC_DT_F32); /* neg_dot, nll */
     vc_op_ftemp_free(o, nd);
     vc_op_save(o, x);
@@ -339,7 +341,7 @@ static void emit_cce(vc_build *b)
     vc_op_btemp(o, vc_n_fixed(V), VC_DT_I64); /* and indices */
     vc_op_btemp(o, vc_n_fixed(V), VC_DT_I32); /* vocab_ordering */
     int64_t nd64 = (H + 63) / 64;
-    vc_op_btemp(o, vc_n_fixed((N + 127) / 128 * nd64), VC_DT_I32); /* de_locks */
+    vc_op_btemp(o, vc_n_scale(locks, nd64), VC_DT_I32); /* de_locks */
     vc_op_btemp(o, vc_n_fixed((V + 127) / 128 * nd64), VC_DT_I32); /* dc_locks */
     vc_op_gemm(o);
     vc_op_end(o);

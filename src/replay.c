@@ -93,6 +93,16 @@ static void comp_bounds(const vc_build *b, int32_t k, int64_t *a, int64_t *c)
     }
 }
 
+/* A floor count's bytes (vc_numel div > 1: floor((ps x B + fx) / div) x mul
+ * elements of d bytes) are at most a + c x batch, as comp_bounds bounds a part */
+static void floor_bounds(const vc_numel *n, int64_t d, int64_t *a, int64_t *c)
+{
+    const int64_t cap = INT64_C(1) << 62;
+    int64_t mul = n->mul > 0 ? n->mul : 1, m = d * mul / n->div + 1; /* bytes per element counted, at least */
+    if (__builtin_mul_overflow(n->fx, m, a) || __builtin_add_overflow(*a, 511, a) || *a > cap) *a = cap;
+    if (__builtin_mul_overflow(n->ps, m, c) || *c > cap) *c = cap;
+}
+
 static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
@@ -114,6 +124,7 @@ static int prepare(const vc_build *b)
         M->a[s] = b->s[s].n.fx * d;
         M->c[s] = b->s[s].n.ps * d;
         if (b->s[s].comp >= 0) comp_bounds(b, b->s[s].comp, &M->a[s], &M->c[s]);
+        else if (b->s[s].n.div > 1) floor_bounds(&b->s[s].n, d, &M->a[s], &M->c[s]);
         M->cat[s] = b->s[s].cat;
         if (M->a[s] > M->amax) M->amax = M->a[s];
         if (M->c[s] > M->cmax) M->cmax = M->c[s];
@@ -186,6 +197,10 @@ static int sizes_at(const vc_build *b, int64_t batch)
         int32_t s = M->dep[i];
         if (b->s[s].comp >= 0) { /* a merged transient: its parts rounded one by one */
             sz[s] = vc__comp_bytes(b, b->s[s].comp, batch);
+            continue;
+        }
+        if (b->s[s].n.div > 1) { /* a floor count (below VC_MAX_BLOCK: its bounds are) */
+            sz[s] = vc__stor_bytes(b, s, batch);
             continue;
         }
         int64_t v = M->a[s] + M->c[s] * batch;

@@ -363,6 +363,90 @@ static void test_json_and_csv(void **state)
     run_free(&r);
 }
 
+/* The i-th comma-separated field of line (no quotes in it), into out. */
+static void csv_field(const char *line, int i, char *out, size_t n)
+{
+    assert_null(strchr(line, '"'));
+    for (; i > 0; i--) {
+        line = strchr(line, ',');
+        assert_non_null(line);
+        line++;
+    }
+    size_t len = strcspn(line, ",\n");
+    assert_true(len < n);
+    memcpy(out, line, len);
+    out[len] = '\0';
+}
+
+/* The index of column `name` in a CSV header line. */
+static int csv_index(const char *header, const char *name)
+{
+    char f[64];
+    for (int i = 0;; i++) {
+        csv_field(header, i, f, sizeof f);
+        if (!strcmp(f, name)) return i;
+    }
+}
+
+/* --columns (issue 16): -f csv's columns chosen and ordered by header name.
+ * The expected values are the same run's full CSV, column by name: the
+ * option is a projection of it. */
+static void test_csv_columns(void **state)
+{
+    (void)state;
+    run_result full, r;
+    RUN(&full, flat, "-b", "5", "-f", "csv", "--gpu", "rtx4090");
+    assert_int_equal(full.status, 0);
+    const char *row = strchr(full.out, '\n') + 1;
+    RUN(&r, flat, "-b", "5", "-f", "csv", "--gpu", "rtx4090", "--columns", "gpu.fits,memory.total,batch,memory.total");
+    assert_int_equal(r.status, 0);
+    char want[512], f[64];
+    size_t w = (size_t)snprintf(want, sizeof want, "gpu.fits,memory.total,batch,memory.total\n");
+    const char *names[] = {"gpu.fits", "memory.total", "batch", "memory.total"};
+    for (int i = 0; i < 4; i++) {
+        csv_field(row, csv_index(full.out, names[i]), f, sizeof f);
+        w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", i ? "," : "", f);
+    }
+    snprintf(want + w, sizeof want - w, "\n");
+    assert_string_equal(r.out, want);
+    csv_field(strchr(r.out, '\n') + 1, 2, f, sizeof f);
+    assert_string_equal(f, "5"); /* -b 5 */
+    run_free(&r);
+    run_free(&full);
+    /* a sweep: the header once, a row per batch */
+    RUN(&r, flat, "--sweep", "1,2", "-f", "csv", "--columns", "batch");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "batch\n1\n2\n");
+    run_free(&r);
+    /* max_batch exists with --max-batch only; a name with a comma stays quoted (RFC 4180) */
+    char q[320];
+    snprintf(q, sizeof q, "%s/quoted.json", tmpdir);
+    write_file(q, "{\"name\":\"a,\\\"b\\\"\",\"input\":[4],\"layers\":[{\"type\":\"Linear\",\"in_features\":4,\"out_features\":2}]}");
+    RUN(&r, q, "-f", "csv", "--columns", "model,batch");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "model,batch\n\"a,\"\"b\"\"\",1\n");
+    run_free(&r);
+    RUN(&r, q, "-f", "csv", "--columns", "max_batch");
+    check_usage_error(&r, "--columns: unknown column 'max_batch' (choose from model, mode, batch, precision, optimizer,");
+    assert_non_null(strstr(r.err, ", peak.workspace; gpu.* come with --gpu, max_batch with --max-batch"));
+    run_free(&r);
+    RUN(&r, q, "-f", "csv", "--columns", "bogus,batch");
+    check_usage_error(&r, "--columns: unknown column 'bogus' (choose from model, mode, batch,");
+    run_free(&r);
+    RUN(&r, q, "-f", "csv", "--columns", "batch,");
+    check_usage_error(&r, "--columns: unknown column '' (choose from");
+    run_free(&r);
+    RUN(&r, q, "-f", "csv", "--columns", "x\ny"); /* escaped: one stderr line */
+    check_usage_error(&r, "--columns: unknown column 'x");
+    run_free(&r);
+    RUN(&r, q, "-f", "json", "--columns", "batch");
+    check_usage_error(&r, "--columns chooses the estimate's CSV columns: it needs -f csv");
+    run_free(&r);
+    RUN(&r, "--list-gpus", "-f", "csv", "--columns", "batch");
+    check_usage_error(&r, "--columns chooses the estimate's CSV columns: it needs -f csv, not --list-gpus");
+    run_free(&r);
+}
+
 /* --max-batch N: N fits and N + 1 does not, checked with --batch N / N + 1. */
 static void check_boundary(const char *const *extra, const char *gpu)
 {
@@ -1065,9 +1149,11 @@ static void test_width_terminal(void **state)
  * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
  * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
  * refused there, naming the layer. A plan that holds for one batch only
- * (SparseMoE sizes its experts' tokens for the batch it is built for:
- * vc_batch_dependent) is built again for each batch size: SparseMoE(hidden 8,
- * 2 experts, top 1) x 10,000 makes 1,609,994 events a plan (`--trace` lists
+ * (SparseMoE with moe_imbalance > 1 sizes its busiest expert, ceil(F T k / E)
+ * in floating point, for the batch it is built for: vc_batch_dependent; evenly
+ * spread tokens are a floor count valid at every batch, test_sweep_plans) is
+ * built again for each batch size: SparseMoE(hidden 8,
+ * 2 experts, top 1, moe_imbalance 1.5) x 10,000 makes 1,609,994 events a plan (`--trace` lists
  * them), and a plan is refused when the events built so far plus the last
  * plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000, i.e. when 63 plans
  * would be built (62 x 1,609,994 = 99,819,628): the rows of --sweep 1:100 and
@@ -1084,7 +1170,7 @@ static void test_cost_limits(void **state)
     write_file(dec, "{\"inputs\":{\"tgt\":[4,8],\"memory\":[4,8]},\"layers\":[{\"type\":\"TransformerDecoderLayer\","
                     "\"inputs\":[\"tgt\",\"memory\"],\"d_model\":8,\"nhead\":2,\"batch_first\":true,\"repeat\":100000}]}");
     write_file(enc, "{\"input\":[4,8],\"layers\":[{\"type\":\"SparseMoE\",\"hidden_size\":8,\"intermediate_size\":8,"
-                    "\"num_experts\":2,\"top_k\":1,\"repeat\":10000}]}");
+                    "\"num_experts\":2,\"top_k\":1,\"moe_imbalance\":1.5,\"repeat\":10000}]}");
     run_result r;
     RUN(&r, dec);
     check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
@@ -1115,6 +1201,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_codes),   cmocka_unit_test(test_json_and_csv), cmocka_unit_test(test_max_batch),
+        cmocka_unit_test(test_csv_columns),
         cmocka_unit_test(test_sweep),        cmocka_unit_test(test_gpus_and_sizes),
         cmocka_unit_test(test_table_ascii),  cmocka_unit_test(test_terminal_safety), cmocka_unit_test(test_long_decimals),
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "engine.h" /* vc_bytes, and layer.h's vc_numel */
 
 typedef struct {
     const char *name;
@@ -90,9 +91,27 @@ static int64_t fresh_total(const vc_model *m, vc_options *o, int64_t batch)
     return t;
 }
 
-static void run_case(const sweep_case *c)
+static void run_loaded(const sweep_case *c, vc_model *m);
+
+static void run_case(const sweep_case *c) { run_loaded(c, load(c)); }
+
+/* A Hugging Face config of tests/data/hf at `seq` tokens with `loss`. */
+static void run_hf(const sweep_case *c, int64_t seq, vc_loss_impl loss)
 {
-    vc_model *m = load(c);
+    char path[600];
+    snprintf(path, sizeof path, "%s/hf/%s", VC_TEST_DATA, c->json);
+    vc_hf_options hf;
+    vc_hf_options_init(&hf);
+    hf.seq = seq;
+    hf.loss = loss;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(path, &hf, &m, &err)) fail_msg("%s: load: %s", path, err.msg);
+    run_loaded(c, m);
+}
+
+static void run_loaded(const sweep_case *c, vc_model *m)
+{
     vc_options o;
     options(c, &o);
     vc_estimator *e;
@@ -270,12 +289,108 @@ static void test_example_models(void **state)
     run_case(&(sweep_case){"vit-math", "vit_b_16.json", VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_MATH, 0, model_batches, nb, 2});
 }
 
+/* SparseMoE (layers/llm.c moe_rows): expert e of E gets the assignments j in
+ * [0, B x L x k) with j mod E = e, floor((B L k + E - 1 - e) / E) of them, a
+ * floor count (vc_n_floor) evaluated per batch: one plan for every batch. L k
+ * = 10 against E = 6 leaves a remainder at most batches (B = 1: 2, 2, 2, 2,
+ * 1, 1 rows); L = 1, k = 1, E = 4 gives experts with no rows (B = 1: 1, 0, 0,
+ * 0), and the shared expert (qwen2_moe style) adds per-sample tensors. */
+static const char *const moe_json =
+    "{\"input\": [5, 16], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 16},"
+    " {\"type\": \"SparseMoE\", \"hidden_size\": 16, \"intermediate_size\": 24, \"num_experts\": 6, \"top_k\": 2}]}";
+static const char *const moe_zero_json =
+    "{\"input\": [1, 8], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 8, \"intermediate_size\": 40,"
+    " \"num_experts\": 4, \"top_k\": 1, \"style\": \"qwen2_moe\", \"shared_expert_intermediate_size\": 12}]}";
+/* moe_imbalance > 1: the busiest expert's ceil(F T k / E) is computed in floating point, not a
+ * floor count: the plan holds for its batch only, one per row (40) and at most a few grid
+ * batches more for the search */
+static const char *const moe_imb_json =
+    "{\"input\": [3, 8], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 8, \"intermediate_size\": 8,"
+    " \"num_experts\": 4, \"top_k\": 2, \"moe_imbalance\": 1.7}]}";
+
+/* The floor count's evaluation rule (layers/layer.h vc_numel): floor((ps B +
+ * fx) / div) x mul elements, counted here by brute force over the routing's
+ * assignments j = 0 .. B L k - 1 (expert j mod E, moe_tokens' round robin). */
+static void test_floor_numel(void **state)
+{
+    (void)state;
+    for (int64_t E = 1; E <= 9; E++)
+        for (int64_t Lk = 1; Lk <= 12; Lk++)
+            for (int64_t B = 1; B <= 7; B++) {
+                int64_t sum = 0;
+                for (int64_t e = 0; e < E; e++) {
+                    int64_t count = 0;
+                    for (int64_t j = 0; j < B * Lk; j++) count += j % E == e;
+                    vc_numel n = vc_n_floor(Lk, E - 1 - e, (int32_t)E);
+                    assert_int_equal(vc_n_at(n, B), count);
+                    assert_int_equal(vc_n_at(vc_n_scale(n, 16), B), 16 * count); /* rows x hidden */
+                    assert_int_equal(vc_n_at(vc_n_scale(vc_n_scale(n, 2), 3), B), 6 * count);
+                    sum += vc_n_at(n, B);
+                }
+                assert_int_equal(sum, B * Lk); /* every assignment goes to one expert */
+            }
+    /* bytes: the caching allocator's 512-byte blocks of the count at the batch: B = 3, 7 x 3 + 2 =
+     * 23 elements / 4 = 5 (floor) x 100 = 500 fp32 elements = 2,000 bytes -> 2,048; zero stays zero */
+    vc_numel n = vc_n_scale(vc_n_floor(7, 2, 4), 100);
+    assert_int_equal(vc_bytes(n, VC_DT_F32, 3), 2048);
+    assert_int_equal(vc_bytes(vc_n_floor(1, 0, 4), VC_DT_F32, 3), 0); /* floor(3 / 4) = 0 elements */
+    /* cut cross-entropy's lock table: cdiv(N, 128) for N = 999 x B tokens, B = 5: 4,995 -> 40 */
+    assert_int_equal(vc_n_at(vc_n_floor(999, 127, 128), 5), 40);
+    /* overflow: -1, as vc_bytes' */
+    assert_int_equal(vc_n_at(vc_n_floor(INT64_MAX / 2, 0, 3), 3), -1);
+    assert_int_equal(vc_bytes(vc_n_floor(INT64_MAX / 2, 0, 3), VC_DT_F32, 3), -1);
+    /* div 1 is a plain count: scale multiplies ps and fx */
+    vc_numel p = vc_n_scale(vc_n_floor(3, 4, 1), 5);
+    assert_int_equal(p.ps, 15);
+    assert_int_equal(p.fx, 20);
+    /* the same count at every batch, not equal values at one batch */
+    assert_true(vc_n_same(vc_n_floor(3, 4, 1), vc_n_sample(3)) == false);
+    assert_true(vc_n_same(vc_n_floor(3, 0, 1), vc_n_sample(3)));
+    assert_true(vc_n_same(vc_n_scale(vc_n_floor(3, 1, 2), 1), vc_n_floor(3, 1, 2)));
+    assert_false(vc_n_same(vc_n_scale(vc_n_floor(3, 1, 2), 2), vc_n_floor(3, 1, 2)));
+}
+
+static void test_moe(void **state)
+{
+    (void)state;
+    /* one plan for every batch, training and inference, fp32 and bf16 */
+    run_case(&(sweep_case){"moe", moe_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 1});
+    run_case(&(sweep_case){"moe-bf16", moe_json, VC_MODE_TRAIN, VC_PREC_AMP_BF16, VC_ATTN_AUTO, 0, NULL, 0, 1});
+    run_case(&(sweep_case){"moe-infer", moe_json, VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 1});
+    run_case(&(sweep_case){"moe-zero", moe_zero_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 1});
+    run_case(&(sweep_case){"moe-imbalance", moe_imb_json, VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, NULL, 0, 64});
+}
+
+/* The Hugging Face MoE configs (tests/data/hf) at short sequences: Mixtral (8 experts, top 2;
+ * seq 12: L k = 24 is a multiple of 8, seq 13: it is not) and Qwen1.5-MoE (60 experts, top 4,
+ * the shared expert; seq 13: 52 assignments a sample). Their attention (sdpa, auto) picks its
+ * kernel by the batch: batch 1 and the rest (the sdpa cases above), so at most 2 plans; under
+ * 16-bit flash the split count follows the batch while batch x heads x query blocks is under
+ * 0.8 x SMs. Cut Cross-Entropy's lock tables (cdiv(N, 128), N = (L - 1) x B) are floor counts
+ * too. */
+static const int64_t hf_batches[] = {1, 2, 3, 5, 8, 13, 21, 34, 40, 64, 100, 7};
+
+static void test_moe_hf(void **state)
+{
+    (void)state;
+    const size_t nb = sizeof hf_batches / sizeof *hf_batches;
+    run_hf(&(sweep_case){"mixtral", "mixtral-8x7b-v0.1.json", VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, hf_batches, nb, 2},
+           12, VC_LOSS_IMPL_HF);
+    run_hf(&(sweep_case){"mixtral-13", "mixtral-8x7b-v0.1.json", VC_MODE_INFER, VC_PREC_FP32, VC_ATTN_AUTO, 0, hf_batches, nb, 2},
+           13, VC_LOSS_IMPL_HF);
+    run_hf(&(sweep_case){"qwen-moe", "qwen1.5-moe-a2.7b.json", VC_MODE_TRAIN, VC_PREC_FP32, VC_ATTN_AUTO, 0, hf_batches, nb, 2},
+           13, VC_LOSS_IMPL_HF);
+    run_hf(&(sweep_case){"qwen-moe-cce", "qwen1.5-moe-a2.7b.json", VC_MODE_TRAIN, VC_PREC_BF16, VC_ATTN_MATH, 0, hf_batches, nb, 2},
+           13, VC_LOSS_IMPL_CCE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mha),           cmocka_unit_test(test_mha_sdpa),
         cmocka_unit_test(test_sdpa_kind),     cmocka_unit_test(test_transformer_layers),
         cmocka_unit_test(test_embedding_and_norm), cmocka_unit_test(test_example_models),
+        cmocka_unit_test(test_floor_numel), cmocka_unit_test(test_moe), cmocka_unit_test(test_moe_hf),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

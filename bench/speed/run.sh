@@ -66,6 +66,13 @@ PY
 if cc -O2 -I"$HERE/../../include" "$HERE/bench_api.c" "$BUILD/libvramcalc.a" -lcjson -lm -o "$OUT/bench_api" 2>/dev/null; then
     "$OUT/bench_api" "$OUT/m2000.json"
 fi
+# MoE configs: sweeps and max-batch searches, and the plans they build (issue 16)
+if cc -O2 -I"$HERE/../../include" "$HERE/bench_moe.c" "$BUILD/libvramcalc.a" -lcjson -lm -o "$OUT/bench_moe" 2>/dev/null; then
+    for f in mixtral-8x7b-v0.1 qwen1.5-moe-a2.7b; do
+        "$OUT/bench_moe" "$HERE/../../tests/data/hf/$f.json" 256
+        "$OUT/bench_moe" "$HERE/../../tests/data/hf/$f.json" 256 2048 infer
+    done
+fi
 # the ratios again, interleaved (each round runs every command once: steadier on a shared machine)
 /usr/bin/python3 "$HERE/ratios.py" "$BUILD" "$OUT/m2000.json" "${ROUNDS:-30}" "$OUT/m2000-names.json"
 echo "results in $OUT"

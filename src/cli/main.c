@@ -330,7 +330,7 @@ static int list_gpus(const char *format)
 
 
 typedef struct {
-    const char *format, *plot, *file;
+    const char *format, *plot, *file, *columns;
     bool per_layer, counts, max_batch, max_seq;
     vc_gpu_spec gpu;
     bool have_gpu;
@@ -380,13 +380,25 @@ static void print_serve(const cli *c, const vc_report *rep, const vc_serve_optio
            r->request_tokens);
 }
 
-static void print_one(const cli *c, const vc_report *rep)
+static int print_one(const cli *c, const vc_report *rep)
 {
     if (!strcmp(c->format, "json")) report_json(cli_out, rep);
     else if (!strcmp(c->format, "csv")) {
-        report_csv_header(cli_out, rep);
-        report_csv_row(cli_out, rep);
+        if (report_csv_header(cli_out, rep) || report_csv_row(cli_out, rep)) return die("out of memory");
     } else report_table(cli_out, rep);
+    return 0;
+}
+
+/* --columns: every name one of this report's CSV columns (--max-batch and
+ * --max-seq add theirs), before anything is estimated */
+static int check_columns(const cli *c, vc_report *rep)
+{
+    char msg[1024];
+    vc_report names = *rep;
+    rep->columns = names.columns = c->columns;
+    names.max_batch = c->max_batch ? 0 : -1;
+    names.max_seq = c->max_seq ? 0 : -1;
+    return report_csv_check(&names, msg, sizeof msg) ? die("%s", msg) : 0;
 }
 
 static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *o)
@@ -439,8 +451,10 @@ static int run_sweep(const cli *c, vc_estimator *e, vc_report *rep, vc_options *
         rep->r = &rows[i];
         if (json) report_json_sweep_row(cli_out, rep, i == 0);
         else if (csv) {
-            if (!i) report_csv_header(cli_out, rep);
-            report_csv_row(cli_out, rep);
+            if ((!i && report_csv_header(cli_out, rep)) || report_csv_row(cli_out, rep)) {
+                rc = die("out of memory");
+                goto out;
+            }
         } else {
             if (!i) report_sweep_table_begin(cli_out, rep);
             report_sweep_table_row(cli_out, rep);
@@ -631,6 +645,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_MAX_SEQ: c.max_seq = true; break;
         case OPT_SWEEP: sweep = optarg; break;
         case OPT_PLOT: c.plot = optarg; break;
+        case OPT_COLUMNS: c.columns = optarg; break;
         case OPT_NO_COLOR: no_color = true; break;
         case OPT_LIST_GPUS: gpus = true; break;
         case OPT_PER_LAYER: c.per_layer = true; break;
@@ -655,6 +670,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             return die("unknown option '%s' (see vramcalc --help)", argv[optind - 1]);
         }
     }
+    if (c.columns && (strcmp(c.format, "csv") || gpus || serve))
+        return die("--columns chooses the estimate's CSV columns: it needs -f csv%s", gpus ? ", not --list-gpus" : serve ? ", not --serve" : "");
     if (gpus) return flush_out(list_gpus(c.format));
     if (!impl_given) o.optim_impl = vc_optim_default_impl_at(o.optim, o.torch_version); /* forloop for adafactor */
     if (o.mode == VC_MODE_GENERATE) {
@@ -722,6 +739,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     vc_model *m = NULL;
     vc_estimator *e = NULL;
     rc = 0;
+    if (c.columns && (rc = check_columns(&c, &rep))) goto out;
     if (c.counts) {
         if (optind < argc) {
             rc = die("give either a model file or --params, not both");
@@ -864,7 +882,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         rc = die_err(&err);
         goto out;
     }
-    print_one(&c, &rep);
+    if ((rc = print_one(&c, &rep))) goto out;
     rc = fflush(cli_out) ? EXIT_USAGE : !report_fits(&rep) || rep.max_batch == 0 || rep.max_prompt == 0 || rep.max_seq == 0 ? EXIT_NOFIT : 0;
 out:
     vc_result_free(&r);

@@ -79,6 +79,8 @@ const cli_option cli_options[] = {
     {"sweep", 0, "LIST", OPT_SWEEP, NULL, "one row per batch size: 1,8,32 or 1:64 or 1:64:8 (step) or 1:4096:x2"},
     {"plot", 0, "FILE.svg", OPT_PLOT, NULL, "with --sweep: draw the components against batch size as an SVG chart"},
     {"format", 'f', "F", 'f', "table, json, csv, ", "{} (default table)"},
+    {"columns", 0, "LIST", OPT_COLUMNS, NULL,
+     "with -f csv: these columns, by header name, in this order: batch,memory.total,gpu.fits"},
     {"per-layer", 0, NULL, OPT_PER_LAYER, NULL, "a row per layer: output shape, parameters, saved activations"},
     {"no-color", 0, NULL, OPT_NO_COLOR, NULL, "plain ASCII table, no colours (also: NO_COLOR=1)"},
     {"no-colour", 0, NULL, OPT_NO_COLOR, NULL, NULL},

@@ -3,6 +3,8 @@
  * memory bar.
  */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
@@ -27,20 +29,6 @@ static void json_str(FILE *f, const char *s)
         if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
         else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
         else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
     }
     fputc('"', f);
 }
@@ -601,50 +589,160 @@ void report_json(FILE *f, const vc_report *rep)
     fprintf(f, "\n}\n");
 }
 
-static const char *const csv_cols =
-    "model,mode,batch,precision,optimizer,optimizer_impl,accumulate,attention,parameters,trainable_parameters,"
-    "memory.weights,memory.gradients,memory.optimizer_states,memory.activations,memory.workspace,"
-    "memory.peak_allocated,memory.reserved,memory.cuda_context,memory.total,"
-    "peak.phase,peak.layer,peak.kind,peak.weights,peak.gradients,peak.optimizer_states,peak.activations,"
-    "peak.temporaries,peak.workspace";
+/* CSV: the columns of a report as cells, each named by its header (the
+ * names --columns chooses by, docs/scripting.md), in the default order. */
+#define CSV_MAX_COLS 48
+typedef struct {
+    const char *name[CSV_MAX_COLS];
+    char *val[CSV_MAX_COLS]; /* NULL: the names alone (the header), or out of memory */
+    int n;
+    bool values, nomem;
+} csv_cells;
 
-void report_csv_header(FILE *f, const vc_report *rep)
+static void cell(csv_cells *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cell(csv_cells *c, const char *name, const char *fmt, ...)
 {
-    fputs(csv_cols, f);
-    if (rep->gpu) fputs(",gpu.name,gpu.capacity,gpu.free,gpu.fits", f);
-    if (rep->max_batch >= 0) fputs(",max_batch", f);
-    if (rep->max_seq >= 0) fputs(",max_seq,max_seq_limited", f);
-    fputc('\n', f);
+    if (c->n >= CSV_MAX_COLS) return;
+    c->name[c->n] = name;
+    c->val[c->n] = NULL;
+    if (c->values) {
+        char buf[64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap); /* numbers and names of options: short */
+        va_end(ap);
+        if (!(c->val[c->n] = strdup(buf))) c->nomem = true;
+    }
+    c->n++;
 }
 
-void report_csv_row(FILE *f, const vc_report *rep)
+static void cell_i(csv_cells *c, const char *name, int64_t v) { cell(c, name, "%" PRId64, v); }
+
+/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a newline */
+static void cell_s(csv_cells *c, const char *name, const char *s)
+{
+    if (c->n >= CSV_MAX_COLS) return;
+    char *q = NULL;
+    if (c->values && !strpbrk(s, ",\"\n")) q = strdup(s);
+    else if (c->values && (q = malloc(2 * strlen(s) + 3))) {
+        char *w = q;
+        *w++ = '"';
+        for (; *s; s++) {
+            if (*s == '"') *w++ = '"';
+            *w++ = *s;
+        }
+        *w++ = '"';
+        *w = 0;
+    }
+    if (c->values && !q) c->nomem = true;
+    c->name[c->n] = name;
+    c->val[c->n++] = q;
+}
+
+static void csv_cells_of(const vc_report *rep, csv_cells *c)
 {
     const vc_options *o = rep->opts;
     const vc_result *r = rep->r;
     const vc_memory *m = &r->memory;
-    csv_str(f, rep->model);
-    fprintf(f, ",%s,%" PRId64 ",%s,%s,%s,%" PRId64 ",%s,%" PRId64 ",%" PRId64, vc_mode_name(o->mode), o->batch,
-            vc_precision_name(o->precision), vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate,
-            vc_attention_name(o->attention), r->parameters, r->trainable_parameters);
-    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
-            m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated, m->reserved,
-            m->cuda_context, m->total);
-    fprintf(f, ",%s,", vc_phase_name(r->peak.phase));
-    csv_str(f, r->peak.layer);
-    fputc(',', f);
-    csv_str(f, r->peak.kind);
-    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, r->peak.weights,
-            r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries, r->peak.workspace);
+    cell_s(c, "model", rep->model);
+    cell(c, "mode", "%s", vc_mode_name(o->mode));
+    cell_i(c, "batch", o->batch);
+    cell(c, "precision", "%s", vc_precision_name(o->precision));
+    cell(c, "optimizer", "%s", vc_optim_name(o->optim));
+    cell(c, "optimizer_impl", "%s", vc_optim_impl_name(o->optim_impl));
+    cell_i(c, "accumulate", o->accumulate);
+    cell(c, "attention", "%s", vc_attention_name(o->attention));
+    cell_i(c, "parameters", r->parameters);
+    cell_i(c, "trainable_parameters", r->trainable_parameters);
+    cell_i(c, "memory.weights", m->weights);
+    cell_i(c, "memory.gradients", m->gradients);
+    cell_i(c, "memory.optimizer_states", m->optimizer_states);
+    cell_i(c, "memory.activations", m->activations);
+    cell_i(c, "memory.workspace", m->workspace);
+    cell_i(c, "memory.peak_allocated", m->peak_allocated);
+    cell_i(c, "memory.reserved", m->reserved);
+    cell_i(c, "memory.cuda_context", m->cuda_context);
+    cell_i(c, "memory.total", m->total);
+    cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
+    cell_s(c, "peak.layer", r->peak.layer);
+    cell_s(c, "peak.kind", r->peak.kind);
+    cell_i(c, "peak.weights", r->peak.weights);
+    cell_i(c, "peak.gradients", r->peak.gradients);
+    cell_i(c, "peak.optimizer_states", r->peak.optimizer_states);
+    cell_i(c, "peak.activations", r->peak.activations);
+    cell_i(c, "peak.temporaries", r->peak.temporaries);
+    cell_i(c, "peak.workspace", r->peak.workspace);
     if (rep->gpu) {
-        fputc(',', f);
-        csv_str(f, rep->gpu->name);
-        fprintf(f, ",%" PRId64 ",%" PRId64 ",%s", rep->gpu->capacity, rep->gpu->capacity - m->total,
-                report_fits(rep) ? "true" : "false");
+        cell_s(c, "gpu.name", rep->gpu->name);
+        cell_i(c, "gpu.capacity", rep->gpu->capacity);
+        cell_i(c, "gpu.free", rep->gpu->capacity - m->total);
+        cell(c, "gpu.fits", "%s", report_fits(rep) ? "true" : "false");
     }
-    if (rep->max_batch >= 0) fprintf(f, ",%" PRId64, rep->max_batch);
-    if (rep->max_seq >= 0) fprintf(f, ",%" PRId64 ",%s", rep->max_seq, rep->max_seq_limited ? "true" : "false");
-    fputc('\n', f);
+    if (rep->max_batch >= 0) cell_i(c, "max_batch", rep->max_batch);
+    if (rep->max_seq >= 0) {
+        cell_i(c, "max_seq", rep->max_seq);
+        cell(c, "max_seq_limited", "%s", rep->max_seq_limited ? "true" : "false");
+    }
 }
+
+/* The columns rep->columns names ("a,b,c"), as indices into the cells, in
+ * its order: the count, or -1 with the first unknown name in bad. */
+static int csv_pick(const vc_report *rep, const csv_cells *c, int pick[CSV_MAX_COLS], char *bad, size_t nbad)
+{
+    if (!rep->columns) {
+        for (int i = 0; i < c->n; i++) pick[i] = i;
+        return c->n;
+    }
+    int n = 0;
+    for (const char *s = rep->columns;;) {
+        size_t len = strcspn(s, ",");
+        int k = -1;
+        for (int i = 0; i < c->n && k < 0; i++)
+            if (strlen(c->name[i]) == len && !memcmp(c->name[i], s, len)) k = i;
+        if (k < 0 || n == CSV_MAX_COLS) {
+            snprintf(bad, nbad, "%.*s", (int)(len < 200 ? len : 200), s);
+            return -1;
+        }
+        pick[n++] = k;
+        if (!s[len]) return n;
+        s += len + 1;
+    }
+}
+
+int report_csv_check(const vc_report *rep, char *msg, size_t n)
+{
+    csv_cells c = {.n = 0};
+    int pick[CSV_MAX_COLS];
+    char bad[204];
+    static const vc_result none; /* the names alone: no value is read */
+    vc_report names = *rep;
+    names.r = &none;
+    csv_cells_of(&names, &c);
+    if (csv_pick(rep, &c, pick, bad, sizeof bad) >= 0) return 0;
+    size_t w = (size_t)snprintf(msg, n, "--columns: unknown column '%s' (choose from", bad);
+    for (int i = 0; i < c.n && w < n; i++) w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
+    if (w < n) snprintf(msg + w, n - w, "; gpu.* come with --gpu, max_batch with --max-batch, max_seq* with --max-seq)");
+    return -1;
+}
+
+static int csv_line(FILE *f, const vc_report *rep, bool values)
+{
+    csv_cells c = {.n = 0, .values = values};
+    int pick[CSV_MAX_COLS];
+    char bad[204];
+    csv_cells_of(rep, &c);
+    int n = csv_pick(rep, &c, pick, bad, sizeof bad); /* report_csv_check has refused unknown names */
+    for (int i = 0; i < n; i++) {
+        if (i) fputc(',', f);
+        fputs(values ? (c.val[pick[i]] ? c.val[pick[i]] : "") : c.name[pick[i]], f);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < c.n; i++) free(c.val[i]);
+    return c.nomem || n < 0 ? -1 : 0;
+}
+
+int report_csv_header(FILE *f, const vc_report *rep) { return csv_line(f, rep, false); }
+int report_csv_row(FILE *f, const vc_report *rep) { return csv_line(f, rep, true); }
 
 /* ---- sweeps ---- */
 

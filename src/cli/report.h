@@ -53,6 +53,7 @@ typedef struct {
     int64_t max_seq;          /* --max-seq result (config.json); -1 when not asked */
     bool max_seq_limited;     /* ... and max_seq + 1 is refused by the model, not by memory */
     const char *weights;      /* quantized Linear weights' format (--weights, quantization_config), NULL dense */
+    const char *columns;      /* --columns: the CSV columns by header name, "a,b,c"; NULL all */
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */
@@ -60,9 +61,13 @@ bool report_fits(const vc_report *rep);
 
 void report_table(FILE *f, const vc_report *rep);
 void report_json(FILE *f, const vc_report *rep);
-/* The header names the columns for this report's options (gpu.*, max_batch). */
-void report_csv_header(FILE *f, const vc_report *rep);
-void report_csv_row(FILE *f, const vc_report *rep);
+/* The header names the columns for this report's options (gpu.*, max_batch);
+ * rep->columns, when set, chooses and orders them by name. -1: out of memory. */
+int report_csv_header(FILE *f, const vc_report *rep);
+int report_csv_row(FILE *f, const vc_report *rep);
+/* -1 (and a one-line message naming the valid columns) when rep->columns
+ * names a column this report does not have (rep->r is not read). */
+int report_csv_check(const vc_report *rep, char *msg, size_t n);
 
 /* A sweep: {"schema_version": 1, "sweep": [ {...}, ... ]}, one object per
  * row as report_json prints it; "max_batch" at the top when asked. */
