@@ -66,7 +66,7 @@ const cli_option cli_options[] = {
     {"cache", 0, "C", OPT_CACHE, VC_CHOICES(VC_CACHE_MAP),
      "--mode generate: the KV cache, {} (default dynamic: DynamicCache; static: preallocated; offloaded: "
      "in host memory, a layer at a time on the GPU; quantized: QuantizedCache, quanto backend)"},
-    {"kv-bits", 0, "2|4", OPT_KV_BITS, NULL, "--cache quantized: bits per key and value (nbits, default 4)"},
+    {"kv-bits", 0, "B", OPT_KV_BITS, NULL, "--cache quantized: bits per key and value, 2 or 4 (nbits, default 4)"},
     {"kv-group-size", 0, "N", OPT_KV_GROUP, NULL, "--cache quantized: elements per scale and shift (q_group_size, default 64)"},
     {"kv-residual-length", 0, "N", OPT_KV_RESIDUAL, NULL,
      "--cache quantized: tokens kept unquantized before the cache is requantized (residual_length, default 128)"},
