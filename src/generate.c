@@ -26,7 +26,8 @@
  * on the last position only), and the last decoding step, whose live set is
  * the largest of all decoding steps (every step holds what the step before
  * held, one token longer); between them the caches and the loop's tensors
- * grow to the last step's lengths. Each pass uses the model loaded at its
+ * grow to the last step's lengths (a quantized cache, kvquant.c, also runs the
+ * last step that requantizes, before the last one). Each pass uses the model loaded at its
  * input length (vc__model_twin); the marker event between the passes splits
  * the peaks (vc_sim.peak_pre / peak_post).
  */

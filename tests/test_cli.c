@@ -829,6 +829,10 @@ static void test_refused_combinations(void **state)
         {{mlp, "--gpu-memory-utilization", "0.8", NULL}, "go with --serve"},
         {{mlp, "--serve", "-g", "rtx4090", "--gpu-memory-utilization", "1.5", NULL}, "--gpu-memory-utilization"},
         {{mlp, "--serve", "-g", "rtx4090", NULL}, "--serve: generate needs a causal language model"},
+        /* --cache quantized (docs/inference.md "Cache formats"): transformers' caches keep the model's dtype */
+        {{mlp, "--mode", "generate", "--kv-cache-dtype", "fp8", NULL}, "--kv-cache-dtype: transformers' generate() has no cache dtype"},
+        {{mlp, "--mode", "generate", "--kv-bits", "2", NULL}, "go with --cache quantized"},
+        {{mlp, "--serve", "-g", "rtx4090", "--cache", "quantized", NULL}, "--cache quantized is transformers' QuantizedCache"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;
