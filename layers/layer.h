@@ -206,6 +206,9 @@ void vc_set_forward_local(vc_build *b, vc_t t);
  * `window`: the layer's sliding_window (0 none). false, nothing changed,
  * outside generation. */
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+/* The attention module returns: states its update returned that no cache holds
+ * (a quantized cache's dequantized copies) die with its locals. */
+void vc_kv_end(vc_build *b);
 
 /* A generic autograd op. Build with vc_op_begin, describe, close with vc_op_end. */
 typedef struct vc_op vc_op;

@@ -416,6 +416,7 @@ static void ra_emit(vc_build *b, const void *p)
     o = op_view(b, o, vc_numel_of(b, o), blhd);
     o = op_contiguous(b, o);
     vc_set_output(b, op_view(b, o, vc_numel_of(b, o), true));
+    vc_kv_end(b);
 }
 
 const vc_kind vc_kind_RotaryAttention = {

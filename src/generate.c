@@ -26,7 +26,8 @@
  * on the last position only), and the last decoding step, whose live set is
  * the largest of all decoding steps (every step holds what the step before
  * held, one token longer); between them the caches and the loop's tensors
- * grow to the last step's lengths. Each pass uses the model loaded at its
+ * grow to the last step's lengths (a quantized cache, kvquant.c, also runs the
+ * last step that requantizes, before the last one). Each pass uses the model loaded at its
  * input length (vc__model_twin); the marker event between the passes splits
  * the peaks (vc_sim.peak_pre / peak_post).
  */
@@ -143,48 +144,32 @@ static bool offloaded_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64
     return true;
 }
 
-bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
+/* StaticLayer: zeros(B, Hkv, max_cache_len, D) at the first update, index_copy_ after;
+ * the attention reads all max_cache_len positions under the 4-D mask */
+static bool static_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt)
 {
     vc_gen *g = &b->gen;
-    if (!g->on || b->st) return false;
-    const int64_t L = g->seq;
-    if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
-        GROW(g->slot, g->nslot, g->cslot, b);
-        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0};
-        return false;
+    const int64_t L = g->seq, max_len = g->prompt + g->steps;
+    if (s->k < 0) {
+        s->k = op_new(b, "zeros", vc_n_sample(kpt * max_len), dt);
+        s->v = op_new(b, "zeros", vc_n_sample(vpt * max_len), dt);
+        s->len = max_len;
     }
-    vc_dtype dt = vc_dt_of(b, *k);
-    int64_t kpt = vc_numel_of(b, *k).ps / L, vpt = vc_numel_of(b, *v).ps / L; /* per token and sample */
-    if (g->pass == 0) {
-        GROW(g->slot, g->nslot, g->cslot, b);
-        if (b->st) return false;
-        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, window, 0, -1, -1, 0, 0};
-    }
-    if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
-        b->st = VC_ERR_MODEL;
-        return false;
-    }
-    vc_kv_slot *s = &g->slot[g->cur++];
-    if (b->o.cache == VC_CACHE_STATIC) {
-        /* StaticLayer: zeros(B, Hkv, max_cache_len, D) at the first update, index_copy_ after;
-         * the attention reads all max_cache_len positions under the 4-D mask */
-        int64_t max_len = g->prompt + g->steps;
-        if (s->k < 0) {
-            s->k = op_new(b, "zeros", vc_n_sample(kpt * max_len), dt);
-            s->v = op_new(b, "zeros", vc_n_sample(vpt * max_len), dt);
-            s->len = max_len;
-        }
-        if (g->mask < 0) /* create_causal_mask: one bool [B, 1, L, max_cache_len] per forward */
-            g->mask = op_new(b, "causal_mask", vc_n_sample(L * max_len), VC_DT_BOOL);
-        index_copy(b, s->k, *k);
-        index_copy(b, s->v, *v);
-        *k = s->k;
-        *v = s->v;
-        *S = max_len;
-        return true;
-    }
-    if (b->o.cache == VC_CACHE_OFFLOADED) return offloaded_update(b, s, k, v, S, kpt, vpt, dt);
-    int64_t in = kept(s, g->past); /* cached tokens the update concatenates to */
+    if (g->mask < 0) /* create_causal_mask: one bool [B, 1, L, max_cache_len] per forward */
+        g->mask = op_new(b, "causal_mask", vc_n_sample(L * max_len), VC_DT_BOOL);
+    index_copy(b, s->k, *k);
+    index_copy(b, s->v, *v);
+    *k = s->k;
+    *v = s->v;
+    *S = max_len;
+    return true;
+}
+
+/* DynamicLayer / DynamicSlidingWindowLayer.update: cat to what the layer keeps */
+static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt)
+{
+    const int64_t L = b->gen.seq;
+    int64_t in = kept(s, b->gen.past); /* cached tokens the update concatenates to */
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
     vc_t nk_t = op_nograd(b, "cat", s->k, *k, nk, dt);
     vc_t nv_t = op_nograd(b, "cat", s->v, *v, nv, dt);
@@ -195,32 +180,90 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     return true;
 }
 
-/* Between the prefill and the last step: each cache grown to the length the
- * last step finds (the steps in between each allocate the grown tensor
- * before freeing the old one). */
-static void grow_caches(vc_build *b, int64_t past)
+/* Between two emitted passes: each cache as it is before decoding step `step`
+ * (the steps in between each allocate the grown tensor before freeing the old one). */
+static void dynamic_grow(vc_build *b, vc_kv_slot *s, int64_t step)
+{
+    if (s->k < 0) return;
+    /* the storage after the step before: (what it kept) + 1 token */
+    int64_t len = kept(s, b->gen.prompt + step - 2) + 1;
+    if (len == s->len) return;
+    int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
+    s->k = op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
+    s->v = op_nograd(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
+    s->len = len;
+}
+
+static void offloaded_grow(vc_build *b, vc_kv_slot *s, int64_t step)
+{
+    if (s->gk < 0) return;
+    /* the first layer's copy, prefetched by the step before: replaced by the grown one
+     * (allocated here before the old is freed, at a low point of the loop; in the run the
+     * two never coexist) */
+    int64_t t = kept(s, b->gen.prompt + step - 1);
+    s->gk = op_nograd(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
+    s->gv = op_nograd(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
+}
+
+/* The cache formats of generate() (--cache; docs/inference.md "Cache formats"): what
+ * GenerationMixin._prepare_cache_for_generation makes for cache_implementation, one row
+ * each: the layer's update (vc_kv_update) and its state before a later step (NULL: none
+ * to grow). Every row stores keys and values in the dtype key_states have (the model's:
+ * DynamicLayer.lazy_initialization, StaticLayer.lazy_initialization); no transformers
+ * cache casts them to another dtype (--kv-cache-dtype is vLLM's, --serve). */
+typedef struct {
+    const char *source;
+    bool (*update)(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt);
+    void (*grow)(vc_build *b, vc_kv_slot *s, int64_t step);
+} cache_row;
+
+static const cache_row cache_rows[VC_CACHE__N] = {
+    [VC_CACHE_DYNAMIC] = {"DynamicCache: DynamicLayer.update cat", dynamic_update, dynamic_grow},
+    [VC_CACHE_STATIC] = {"StaticCache: StaticLayer zeros(max_cache_len), index_copy_", static_update, NULL},
+    [VC_CACHE_OFFLOADED] = {"DynamicCache(offloading=True): prefetch, cat, offload", offloaded_update, offloaded_grow},
+    [VC_CACHE_QUANTIZED] = {"QuantizedCache(backend=quanto): residual + requantized store", vc__kvq_update, vc__kvq_grow},
+};
+
+bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
-    for (int i = 0; i < g->nslot && !b->st; i++) {
-        vc_kv_slot *s = &g->slot[i];
-        if (b->o.cache == VC_CACHE_OFFLOADED && s->gk >= 0) {
-            /* the first layer's copy, prefetched by the step before the last: replaced by
-             * the grown one (allocated here before the old is freed, at a low point of the
-             * loop; in the run the two never coexist) */
-            int64_t t = kept(s, past);
-            s->gk = op_nograd(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
-            s->gv = op_nograd(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
-            continue;
-        }
-        if (b->o.cache != VC_CACHE_DYNAMIC || s->k < 0) continue;
-        /* the storage after the step before the last: (what it kept) + 1 token */
-        int64_t len = kept(s, past - 1) + 1;
-        if (len == s->len) continue;
-        int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
-        s->k = op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
-        s->v = op_nograd(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
-        s->len = len;
+    if (!g->on || b->st) return false;
+    const int64_t L = g->seq;
+    if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
+        GROW(g->slot, g->nslot, g->cslot, b);
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0};
+        return false;
     }
+    vc_dtype dt = vc_dt_of(b, *k);
+    int64_t kpt = vc_numel_of(b, *k).ps / L, vpt = vc_numel_of(b, *v).ps / L; /* per token and sample */
+    if (g->pass == 0) {
+        GROW(g->slot, g->nslot, g->cslot, b);
+        if (b->st) return false;
+        /* QuantizedCache makes no sliding-window layer (QuantizedCache.__init__) */
+        int64_t w = b->o.cache == VC_CACHE_QUANTIZED ? 0 : window;
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0};
+    }
+    if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
+        b->st = VC_ERR_MODEL;
+        return false;
+    }
+    vc_kv_slot *s = &g->slot[g->cur++];
+    return cache_rows[b->o.cache].update(b, s, k, v, S, kpt, vpt, dt);
+}
+
+void vc_kv_end(vc_build *b)
+{
+    for (int i = 0; i < 2; i++) {
+        if (b->gen.ret[i] >= 0 && !b->st) vc__extend_life(b, b->gen.ret[i]);
+        b->gen.ret[i] = -1;
+    }
+}
+
+/* Between two emitted passes: the caches as they are before decoding step `step`. */
+static void grow_caches(vc_build *b, int64_t step)
+{
+    void (*grow)(vc_build *, vc_kv_slot *, int64_t) = cache_rows[b->o.cache].grow;
+    for (int i = 0; grow && i < b->gen.nslot && !b->st; i++) grow(b, &b->gen.slot[i], step);
 }
 
 /* ---- the loop ---- */
@@ -317,17 +360,29 @@ void vc__gen_emit(vc_build *b)
     g->seq = P;
     forward_pass(b, g->twin[0], prompt, head);
     step_end(b, &ls, b->val_t[m->output], vocab);
-    if (M >= 2 && !b->st) {
-        g->split_op = (int32_t)b->nop;
-        g->pass = 1;
-        g->past = P + M - 2;
+    /* the decoding steps emitted: the last (every step holds what the one before held, one
+     * token longer); a quantized cache also the last step that requantizes (the store's
+     * old, dequantized and new copies at once), when that is an earlier one */
+    int64_t C = vc__kvq_cycle(&b->o), kq = C * ((M - 1) / C);
+    g->dstep[0] = M >= 2 ? M - 1 : 0;
+    g->dstep[1] = 0;
+    if (b->o.cache == VC_CACHE_QUANTIZED && kq >= 1 && kq < M - 1) {
+        g->dstep[0] = kq;
+        g->dstep[1] = M - 1;
+    }
+    for (int i = 0; i < 2 && g->dstep[i] && !b->st; i++) {
+        const int64_t k = g->dstep[i];
+        if (i == 0) g->split_op = (int32_t)b->nop;
+        else g->split2_op = (int32_t)b->nop;
+        g->pass = 1 + i;
+        g->past = P + k - 1;
         g->seq = 1;
         b->cur_inst = b->cur_region = -1;
-        if (M >= 3) { /* the steps before the last: caches, ids and mask grown */
-            grow_caches(b, g->past);
-            ls.mask = op_nograd(b, "cat", ls.mask, -1, vc_n_sample(P + M - 1), VC_DT_I64);
-            ls.ids = op_nograd(b, "cat", ls.ids, -1, vc_n_sample(P + M - 1), VC_DT_I64);
-            ls.len = P + M - 1;
+        if (ls.len < P + k) { /* the steps before this one: caches, ids and mask grown */
+            grow_caches(b, k);
+            ls.mask = op_nograd(b, "cat", ls.mask, -1, vc_n_sample(P + k), VC_DT_I64);
+            ls.ids = op_nograd(b, "cat", ls.ids, -1, vc_n_sample(P + k), VC_DT_I64);
+            ls.len = P + k;
         }
         vc_t cur = op_select(b, ls.ids, vc_n_sample(1), false); /* input_ids[:, -1:] */
         forward_pass(b, g->twin[1], cur, head);
@@ -340,8 +395,9 @@ void vc__gen_emit(vc_build *b)
         const vc_kv_slot *s = &g->slot[i];
         bool host = b->o.cache == VC_CACHE_OFFLOADED; /* the cache is in host memory, but for a prefetched copy */
         if (host && s->gk < 0) continue;
-        vc__extend_life(b, host ? s->gk : s->k);
-        vc__extend_life(b, host ? s->gv : s->v);
+        vc_t keep[] = {host ? s->gk : s->k, host ? s->gv : s->v, s->q[0], s->q[1], s->q[2], s->q[3], s->q[4], s->q[5]};
+        for (size_t j = 0; j < sizeof keep / sizeof *keep; j++)
+            if (keep[j] >= 0) vc__extend_life(b, keep[j]);
     }
     b->val_t[0] = prompt;
 }

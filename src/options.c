@@ -84,6 +84,9 @@ void vc_options_init(vc_options *o)
     o->prompt = VC_GEN_DEFAULT_PROMPT;
     o->new_tokens = VC_GEN_DEFAULT_NEW_TOKENS;
     o->cache = VC_CACHE_DYNAMIC;
+    o->kv_bits = 4; /* cache_utils.py QuantizedCache.__init__ defaults */
+    o->kv_group = 64;
+    o->kv_residual = 128;
     o->tp = 1;
     o->pp = 1;
     o->micro_batches = 0;
@@ -153,6 +156,13 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (vc_dp_world(o) > 1 && o->parallel == VC_PARALLEL_NONE)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld data-parallel ranks need a --parallel layout (ddp)", (long long)vc_dp_world(o));
     if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, "--cache", "invalid cache");
+    /* QuantoQuantizedLayer.__init__: "`nbits` for `quanto` backend has to be one of [`2`, `4`]" */
+    if (o->kv_bits != 2 && o->kv_bits != 4)
+        return vc_set_error(err, VC_ERR_USAGE, "--kv-bits", "the quanto backend of QuantizedCache takes 2 or 4 bits, got %d", o->kv_bits);
+    if (o->kv_group < 1 || o->kv_group > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--kv-group-size", "expected 1 to 2^40 elements, got %lld", (long long)o->kv_group);
+    if (o->kv_residual < 0 || o->kv_residual > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, "--kv-residual-length", "expected 0 to 2^40 tokens, got %lld", (long long)o->kv_residual);
     if (o->prompt < 1 || o->prompt > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)

@@ -101,7 +101,8 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     }
     if (profile) b->gen = *profile;
-    b->gen.split_op = b->gen.mask = -1;
+    b->gen.split_op = b->gen.split2_op = b->gen.mask = -1;
+    b->gen.ret[0] = b->gen.ret[1] = -1;
     b->fwd_local = -1;
     if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);

@@ -170,18 +170,27 @@ typedef struct {
      * GPU for the next update, -1 none; kpt, vpt elements per token and sample */
     int32_t gk, gv;
     int64_t kpt, vpt;
+    /* --cache quantized (kvquant.c): k and v are the residual (len tokens, -1
+     * when empty); q the quantized keys and values (quanto's packed data,
+     * scale, shift each; -1 none), qlen their tokens */
+    int32_t q[6];
+    int64_t qlen;
 } vc_kv_slot;
 
 typedef struct {
     bool on;
     bool profile;             /* --serve: vLLM's profiling run (one forward, no cache, the sampler's logits) */
-    int pass;                 /* 0 the prefill, 1 the last decoding step */
+    int pass;                 /* 0 the prefill, 1 and 2 the decoding steps emitted */
+    int64_t dstep[2];         /* the decoding steps emitted (1 .. steps - 1): the last, or (--cache
+                               * quantized) the last that requantizes and the last; 0 none */
     int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
     int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
     int nslot, cslot, cur;    /* cache slots (attention layers), capacity, the next this pass */
     int nkv;                  /* attention layers with a cache (the model's RotaryAttention instances) */
     vc_kv_slot *slot;
     int32_t split_op;         /* the first op of the decoding pass: the phase marker; -1 none */
+    int32_t split2_op;        /* the first op of the second decoding step emitted, -1 none */
+    int32_t ret[2];           /* states an update returned that the cache does not hold (vc_kv_end), -1 */
     int32_t mask;             /* StaticCache: this pass's 4-D attention mask, -1 */
     const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
@@ -301,6 +310,13 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err);
 vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t tokens, int64_t rows, vc_plan **out,
                                  vc_error *err);
 void vc__gen_emit(vc_build *b);
+/* kvquant.c: --cache quantized, QuantizedCache's quanto layers. vc__kvq_update is
+ * the cache-format row's update (generate.c), vc__kvq_grow brings a slot to its
+ * state before decoding step `step`, vc__kvq_cycle is the steps between two
+ * requantizations, max(residual_length, 2). */
+bool vc__kvq_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt);
+void vc__kvq_grow(vc_build *b, vc_kv_slot *s, int64_t step);
+int64_t vc__kvq_cycle(const vc_options *o);
 void vc__gen_end(vc_build *b);
 /* The model whose input shapes the plan's input tensors take. */
 const vc_model *vc__gen_input_model(const vc_build *b);

@@ -319,17 +319,18 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
 static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
 {
     const vc_gen *g = &b->gen;
-    sim->decode_step = g->split_op >= 0 ? g->steps - 1 : 0;
     for (int i = 0; i < g->nslot; i++) {
         const vc_kv_slot *sl = &g->slot[i];
-        for (int j = 0; j < 2; j++) {
-            const tens_t *t = &b->t[j ? sl->v : sl->k];
+        const int32_t part[] = {sl->k, sl->v, sl->q[0], sl->q[1], sl->q[2], sl->q[3], sl->q[4], sl->q[5]};
+        for (size_t j = 0; j < sizeof part / sizeof *part; j++) {
+            if (part[j] < 0) continue;
+            const tens_t *t = &b->t[part[j]];
             int64_t v;
             if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
                 __builtin_add_overflow(sim->kv_cache, v, &sim->kv_cache))
                 return -1;
         }
-        if (sl->len > sim->kv_tokens) sim->kv_tokens = sl->len;
+        if (sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
     }
     return 0;
 }
@@ -349,7 +350,7 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
      * the peak and the activations, a second up to the peak for its
      * breakdown by category */
     int64_t total = 0, act = 0, act_peak = 0, peak = 0, post = -1;
-    size_t pk = (size_t)-1;
+    size_t pk = (size_t)-1, post_pk = (size_t)-1;
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
     for (size_t k = 0; k < M->nfold && !overflow; k++) {
@@ -369,7 +370,10 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
                 peak = t;
                 pk = (size_t)f->fmax_pos;
             }
-            if (post >= 0 && t > post) post = t;
+            if (post >= 0 && t > post) {
+                post = t;
+                post_pk = (size_t)f->fmax_pos;
+            }
         }
         if (f->amax != INT64_MIN && act + f->amax > act_peak) act_peak = act + f->amax;
         total += f->fdelta; /* at most the highest point, checked above */
@@ -386,7 +390,10 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
                 peak = total;
                 pk = (size_t)f->pos;
             }
-            if (post >= 0 && total > post) post = total;
+            if (post >= 0 && total > post) {
+                post = total;
+                post_pk = (size_t)f->pos;
+            }
             if (M->cat[s] == CAT_ACT && (act += v) > act_peak) act_peak = act;
         } else {
             total -= sz[~s];
@@ -397,6 +404,10 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     if (sim->peak_pre < 0) sim->peak_pre = peak;
     sim->peak_post = post;
     if (b->gen.on && gen_kv(b, batch, sim)) overflow = true;
+    /* the decoding step of peak_post: the second one emitted when the peak is in its ops */
+    sim->decode_step = b->gen.split_op >= 0 ? b->gen.dstep[0] : 0;
+    if (b->gen.split2_op >= 0 && post_pk != (size_t)-1 && b->ev[M->orig[post_pk]].op >= b->gen.split2_op)
+        sim->decode_step = b->gen.dstep[1];
 
     if (pk != (size_t)-1 && !overflow) {
         if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");

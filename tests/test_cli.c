@@ -919,6 +919,10 @@ static void test_refused_combinations(void **state)
         {{mlp, "--serve", "-g", "rtx4090", NULL}, "--serve: generate needs a causal language model"},
         {{mlp, "--serve", "-g", "rtx4090", "--parallel", "ddp", "--gpus", "2", NULL}, "--serve models one vLLM engine"},
         {{mlp, "--serve", "-g", "rtx4090", "--tp", "2", "--gpus", "4", NULL}, "tensor_parallel_size N is --tp N --gpus N"},
+        /* --cache quantized (docs/inference.md "Cache formats"): transformers' caches keep the model's dtype */
+        {{mlp, "--mode", "generate", "--kv-cache-dtype", "fp8", NULL}, "--kv-cache-dtype: transformers' generate() has no cache dtype"},
+        {{mlp, "--mode", "generate", "--kv-bits", "2", NULL}, "go with --cache quantized"},
+        {{mlp, "--serve", "-g", "rtx4090", "--cache", "quantized", NULL}, "--cache quantized is transformers' QuantizedCache"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;

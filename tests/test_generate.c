@@ -387,12 +387,138 @@ static void offloaded_cache(void **state)
     vc_model_free(m);
 }
 
+/* --cache quantized (src/kvquant.c): QuantizedCache with the quanto backend. Bytes derived by hand
+ * from the sources kvquant.c names (transformers cache_utils.py QuantizedLayer.update; optimum-quanto
+ * MaxOptimizer, quantize_affine, pack_weights). Llama-3.1-8B, bf16: 32 layers, 8 kv heads, head_dim
+ * 128. Keys of one layer at T tokens: n = 8 x 128 x T elements, G = n / 64 groups; packed data
+ * ceil(G / (8 / bits)) x 64 uint8, scale and shift G x 2 B each; the residual r x 8 x 128 x 2 B. */
+static vc_result gen_q(const vc_model *m, vc_precision p, int64_t batch, int64_t prompt, int64_t new_tokens, int bits,
+                       int64_t residual)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.precision = p;
+    o.batch = batch;
+    o.prompt = prompt;
+    o.new_tokens = new_tokens;
+    o.workspace = 0;
+    o.attention = VC_ATTN_MATH;
+    o.cache = VC_CACHE_QUANTIZED;
+    o.kv_bits = bits;
+    o.kv_residual = residual;
+    vc_result r;
+    vc_error err;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    return r;
+}
+
+static void quantized_cache_bytes(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    /* 1000 + 100: 99 decoding steps, fewer than residual_length 128: the prompt's 1000 tokens
+     * quantized at the prefill, 99 in the residual. Keys, 4-bit: n = 1,024,000, G = 16,000:
+     * 8,000 x 64 = 512,000 B data + 2 x 32,000 B scale and shift + 99 x 2,048 B = 202,752 B residual
+     * = 778,752 B; keys and values of 32 layers: 49,840,128 B (DynamicCache: 1099 x 131,072 B =
+     * 144,048,128 B) */
+    vc_result r = gen_q(m, VC_PREC_BF16, 1, 1000, 100, 4, 128);
+    assert_int_equal(r.generate.kv_cache, INT64_C(49840128));
+    assert_int_equal(r.generate.kv_tokens, 1099);
+    assert_int_equal(r.generate.decode_step, 99); /* no requantization: the last step */
+    vc_result_free(&r);
+    /* 4096 + 512: steps 128, 256, 384 requantize (k % 128 == 0); after step 511 the store holds
+     * 4096 + 384 = 4480 tokens, the residual 127. Keys, 4-bit: n = 4,587,520, G = 71,680:
+     * 35,840 x 64 = 2,293,760 B + 2 x 143,360 B + 127 x 2,048 = 260,096 B = 2,840,576 B;
+     * x 2 x 32 = 181,796,864 B */
+    r = gen_q(m, VC_PREC_BF16, 1, 4096, 512, 4, 128);
+    assert_int_equal(r.generate.kv_cache, INT64_C(181796864));
+    assert_int_equal(r.generate.kv_tokens, 4607);
+    /* the two decoding steps emitted (the last requantization, 384, and the last, 511): under
+     * --attention math the last step's peak is higher (its [1, 32, 1, 4607] scores and the residual's
+     * 127 more tokens in each layer); a generation that ends at step 384 peaks lower */
+    assert_int_equal(r.generate.decode_step, 511);
+    vc_result e = gen_q(m, VC_PREC_BF16, 1, 4096, 385, 4, 128);
+    assert_int_equal(e.generate.decode_step, 384);
+    assert_true(e.generate.decode_peak < r.generate.decode_peak);
+    vc_result_free(&e);
+    vc_result_free(&r);
+    /* with flash attention (auto) the requantization at step 384 is the higher: the report names
+     * it, and its peak is the one of the generation that ends there */
+    r = gen_q(m, VC_PREC_BF16, 1, 4096, 512, 4, 128);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.precision = VC_PREC_BF16;
+    o.prompt = 4096;
+    o.cache = VC_CACHE_QUANTIZED;
+    vc_error err;
+    vc_result a, b;
+    o.new_tokens = 512;
+    if (vc_estimate(m, &o, &a, &err)) fail_msg("estimate: %s", err.msg);
+    o.new_tokens = 385;
+    if (vc_estimate(m, &o, &b, &err)) fail_msg("estimate: %s", err.msg);
+    assert_int_equal(a.generate.decode_step, 384);
+    assert_int_equal(a.generate.decode_peak, b.generate.decode_peak);
+    vc_result_free(&a);
+    vc_result_free(&b);
+    vc_result_free(&r);
+    /* 2-bit: 71,680 / 4 x 64 = 1,146,880 B + 286,720 + 260,096 = 1,693,696 B; x 64 = 108,396,544 B */
+    r = gen_q(m, VC_PREC_BF16, 1, 4096, 512, 2, 128);
+    assert_int_equal(r.generate.kv_cache, INT64_C(108396544));
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* Measured with QuantizedCache (bench/accuracy/llm/kvq_replica.py, written from the transformers
+ * and optimum-quanto sources; measured.json llm83: llama_small, fp32, 64 + 40, 4-bit, residual 16):
+ * prefill 883,712 B, decoding peak 700,928 B at step 39 (the last; the last requantization is step 32). */
+static void quantized_measured(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-small-measured.json");
+    vc_result r = gen_q(m, VC_PREC_FP32, 1, 64, 40, 4, 16);
+    within(r.generate.prefill_peak, 883712, 3.0);
+    within(r.generate.decode_peak, 700928, 3.0);
+    assert_int_equal(r.generate.decode_step, 39);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* The refusals: quanto takes 2 or 4 bits (QuantoQuantizedLayer.__init__); its group() needs the
+ * group size to divide a sequence's elements (llama_small: 2 kv heads x 16 = 32 per token: 63 tokens
+ * are 2,016, not a multiple of 64). */
+static void quantized_refusals(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-small-measured.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 64;
+    o.new_tokens = 8;
+    o.cache = VC_CACHE_QUANTIZED;
+    o.kv_bits = 8;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--kv-bits");
+    o.kv_bits = 4;
+    o.prompt = 63;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--kv-group-size");
+    assert_non_null(strstr(err.msg, "2016"));
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
-        cmocka_unit_test(serve),              cmocka_unit_test(serve_auto_dtype), cmocka_unit_test(reloads_keep_weights), cmocka_unit_test(offloaded_cache),
+        cmocka_unit_test(serve),              cmocka_unit_test(serve_auto_dtype), cmocka_unit_test(reloads_keep_weights),
+        cmocka_unit_test(offloaded_cache),
+        cmocka_unit_test(quantized_cache_bytes), cmocka_unit_test(quantized_measured), cmocka_unit_test(quantized_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

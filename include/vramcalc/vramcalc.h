@@ -231,8 +231,9 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
     X(AMP_BF16, "amp-bf16") X(MIXED_FP16, "mixed-fp16") X(MIXED_BF16, "mixed-bf16")
 #define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer") X(GENERATE, "generate")
 /* The KV cache of --mode generate (docs/inference.md): transformers' DynamicCache
- * (grown by torch.cat each step) or StaticCache (preallocated to prompt + new tokens). */
-#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static") X(OFFLOADED, "offloaded")
+ * (grown by torch.cat each step), StaticCache (preallocated to prompt + new tokens),
+ * DynamicCache(offloading=True), QuantizedCache (quanto backend; src/kvquant.c). */
+#define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static") X(OFFLOADED, "offloaded") X(QUANTIZED, "quantized")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
@@ -287,6 +288,11 @@ typedef struct {
     int64_t micro_batches;  /* pipeline micro-batches per step, >= 1 (0: pp) */
     int sp;                 /* 1: sequence parallelism with tp (Megatron --sequence-parallel) */
     vc_offload offload;     /* what the parallel layout keeps on the CPU (none) */
+    /* --cache quantized: QuantizedCache's cache_config (transformers' defaults:
+     * nbits 4, q_group_size 64, residual_length 128; backend quanto, axis 0) */
+    int kv_bits;            /* 2 or 4 (quanto's qint2 / qint4) */
+    int64_t kv_group;       /* q_group_size: elements per scale and shift */
+    int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256

@@ -607,7 +607,9 @@ class Result:
             g = self.generate
             row("  prefill peak", g.prefill_peak, "(the prompt's forward, logits of its last token)")
             if g.decode_step:
-                row("  decode peak", g.decode_peak, "(step %d of %d: the cache is longest)" % (g.decode_step, g.new_tokens - 1))
+                requant = g.cache == "quantized" and g.decode_step % max(o.kv_residual, 2) == 0
+                row("  decode peak", g.decode_peak, "(step %d of %d: %s)" % (
+                    g.decode_step, g.new_tokens - 1, "the cache is requantized" if requant else "the cache is longest"))
             row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers%s)"
                 % (g.kv_tokens, ", in host memory" if g.cache == "offloaded" else ""))
         row("reserved", m.reserved, "(caching allocator model)")
@@ -733,7 +735,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), tp and sp (Megatron tensor and sequence parallelism), pp (pipeline stages, Megatron's 1F1B; batch is
     then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), prompt, new_tokens and cache ("dynamic",
-    "static", "offloaded") for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
+    "static", "offloaded", "quantized": QuantizedCache with kv_bits, kv_group, kv_residual) for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
@@ -789,6 +791,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
             setattr(opts, name, v)
     if cache is not None:
         opts.cache = _enum("cache", cache)
+    for name, v in (("kv_bits", export_options.pop("kv_bits", None)), ("kv_group", export_options.pop("kv_group", None)),
+                    ("kv_residual", export_options.pop("kv_residual", None))):
+        if v is not None:
+            setattr(opts, name, v)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

@@ -54,6 +54,7 @@ enum cli_option_id {
     OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */
     OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
     OPT_OFFLOAD, /* a parallel layout's CPU offload (docs/parallel.md) */
+    OPT_KV_BITS, OPT_KV_GROUP, OPT_KV_RESIDUAL, /* --cache quantized (docs/inference.md) */
     OPT_LOSS, /* the causal-LM loss (issue 12 item 3) */
     OPT_COLUMNS, /* -f csv's columns by name (issue 16) */
 };

@@ -567,7 +567,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     vc_hf_options_init(&hf);
     vc_lora lora; /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_lora_init(&lora);
-    bool hf_given = false, loss_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false, impl_given = false;
+    bool hf_given = false, loss_given = false, emit = false, gen_given = false, max_context = false, prompt_given = false, impl_given = false, kvq_given = false, kv_dtype_given = false;
     bool serve = false, serve_given = false, mode_given = false;
     vc_serve_options so; /* --serve and its vLLM settings */
     vc_serve_options_init(&so);
@@ -611,7 +611,17 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_MAX_TOKENS: serve_given = true; if ((rc = parse_count("--max-num-batched-tokens", optarg, 1, &so.max_num_batched_tokens))) return rc; break;
         case OPT_MAX_SEQS: serve_given = true; if ((rc = parse_count("--max-num-seqs", optarg, 1, &so.max_num_seqs))) return rc; break;
         case OPT_BLOCK: serve_given = true; if ((rc = parse_count("--block-size", optarg, 1, &so.block_size))) return rc; break;
-        case OPT_KV_DTYPE: serve_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), VC_CHOICES(VC_KV_DTYPE_MAP)))) return rc; break;
+        case OPT_KV_DTYPE: serve_given = kv_dtype_given = true; if ((rc = choose("--kv-cache-dtype", optarg, so.kv_cache_dtype = vc_kv_dtype_from_name(optarg), VC_CHOICES(VC_KV_DTYPE_MAP)))) return rc; break;
+        case OPT_KV_BITS: case OPT_KV_GROUP: case OPT_KV_RESIDUAL: {
+            int64_t v;
+            const char *name = ch == OPT_KV_BITS ? "--kv-bits" : ch == OPT_KV_GROUP ? "--kv-group-size" : "--kv-residual-length";
+            gen_given = kvq_given = true;
+            if ((rc = parse_count(name, optarg, ch == OPT_KV_RESIDUAL ? 0 : 1, &v))) return rc;
+            if (ch == OPT_KV_BITS) o.kv_bits = v > 1000 ? 1000 : (int)v; /* 2 or 4: the library's check */
+            else if (ch == OPT_KV_GROUP) o.kv_group = v;
+            else o.kv_residual = v;
+            break;
+        }
         case OPT_CACHE: gen_given = true; if ((rc = choose("--cache", optarg, o.cache = vc_cache_from_name(optarg), VC_CHOICES(VC_CACHE_MAP)))) return rc; break;
         case OPT_WEIGHTS:
             weights = optarg;
@@ -702,6 +712,15 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         return die("--trace prints one batch's timeline: it does not go with %s", c.max_batch ? "--max-batch" : "--format");
     if (gen_given && o.mode != VC_MODE_GENERATE && !serve)
         return die("--prompt, --new-tokens and --cache go with --mode generate (or --serve)");
+    if (kvq_given && o.cache != VC_CACHE_QUANTIZED)
+        return die("--kv-bits, --kv-group-size and --kv-residual-length go with --cache quantized (QuantizedCache's cache_config)");
+    if (serve && o.cache == VC_CACHE_QUANTIZED)
+        return die("--cache quantized is transformers' QuantizedCache (--mode generate): vLLM's cache is its paged pool, "
+                   "sized in --kv-cache-dtype");
+    if (kv_dtype_given && !serve && o.mode == VC_MODE_GENERATE)
+        return die("--kv-cache-dtype: transformers' generate() has no cache dtype (DynamicLayer and StaticLayer store keys "
+                   "and values in key_states.dtype, the model's); it is vLLM's setting (--serve). For a smaller cache "
+                   "in generate(): --cache quantized");
     if (serve_given && !serve)
         return die("--gpu-memory-utilization, --max-num-batched-tokens, --max-num-seqs, --block-size and --kv-cache-dtype go with --serve");
     if (serve && !mode_given) o.mode = VC_MODE_INFER; /* vLLM serves: no training state */

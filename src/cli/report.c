@@ -417,8 +417,9 @@ void report_table(FILE *f, const vc_report *rep)
     if (o->mode == VC_MODE_GENERATE && r->generate.kv_tokens) { /* issue 13: the phases apart */
         row(f, t, "  prefill peak", r->generate.prefill_peak, "(the prompt's forward, logits of its last token)");
         if (r->generate.decode_step) {
-            snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": the cache is longest)", r->generate.decode_step,
-                     o->new_tokens - 1);
+            snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": %s)", r->generate.decode_step, o->new_tokens - 1,
+                     o->cache == VC_CACHE_QUANTIZED && r->generate.decode_step % (o->kv_residual > 2 ? o->kv_residual : 2) == 0
+                         ? "the cache is requantized" : "the cache is longest");
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
         snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s)", r->generate.kv_tokens,

@@ -54,6 +54,9 @@ def main():
         if c["mode"] == "generate":
             a = [c["config"], "--mode", "generate", "--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"]),
                  "-b", str(c["batch"]), "-p", c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
+            if c.get("cache", "DynamicCache") != "DynamicCache":  # QuantizedCache(quanto): kvq_replica.py
+                a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-group-size", str(c["kv_group_size"]),
+                      "--kv-residual-length", str(c["kv_residual_length"])]
             p = subprocess.run([opt.cli] + a, cwd=ROOT, capture_output=True, text=True)
             if p.returncode != 0:
                 rows.append({"id": c["id"], "error": p.stderr.strip()})
@@ -66,7 +69,7 @@ def main():
                 err = 100.0 * (g[ek] - c[mk]) / c[mk]
                 bad += abs(err) > opt.bound
                 rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
-                             "what": what, "held_out": c.get("held_out", False), "measured": c[mk],
+                             "what": what + (" kv%d" % c["kv_bits"] if c.get("kv_bits") else ""), "held_out": c.get("held_out", False), "measured": c[mk],
                              "estimate": g[ek], "error_pct": round(err, 2)})
             continue
         p = subprocess.run([opt.cli] + args_for(c), cwd=ROOT, capture_output=True, text=True)

@@ -62,6 +62,11 @@ def parse_args(argv):
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--cache", default="dynamic", choices=["dynamic", "quantized"],
+                    help="generate: DynamicCache, or QuantizedCache with the quanto backend (kvq_replica.py)")
+    ap.add_argument("--kv-bits", type=int, default=4)
+    ap.add_argument("--kv-group-size", type=int, default=64)
+    ap.add_argument("--kv-residual-length", type=int, default=128)
     ap.add_argument("--per-op-file", help="train: step 2's per-op timeline (the harness's log) into this file; "
                     "generate: the whole measured generation's")
     ap.add_argument("--seed", type=int, default=0)
@@ -189,7 +194,14 @@ def main(argv):
                 input_ids = prompt_ids
                 attention_mask = torch.ones((B, P), dtype=torch.int64)
                 lt, sw = layer_types()
-                cache = R.DynamicCache(lt, sw)
+                if args.cache == "quantized":
+                    # GU _prepare_cache_for_generation, cache_implementation="quantized":
+                    # QuantizedCache(backend="quanto", **cache_config)
+                    import kvq_replica
+                    cache = kvq_replica.QuantizedCache(cfg.num_hidden_layers, args.kv_bits, args.kv_group_size,
+                                                       args.kv_residual_length)
+                else:
+                    cache = R.DynamicCache(lt, sw)
                 cache_position = torch.arange(P, dtype=torch.int64)
                 unfinished = torch.ones(B, dtype=torch.long)
                 pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)
@@ -234,7 +246,8 @@ def main(argv):
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
             kv_per_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
         result.update({
-            "prompt": P, "new_tokens": M, "cache": "DynamicCache",
+            "prompt": P, "new_tokens": M,
+            "cache": "DynamicCache" if args.cache == "dynamic" else "QuantizedCache(quanto)",
             "prefill_peak": phases[0][0], "prefill_peak_where": phases[0][1],
             "decode_peak": decode[dstep][0] if decode else None,
             "decode_peak_step": dstep,
@@ -243,6 +256,10 @@ def main(argv):
             "after_build_bytes": int(after_build),
             "kv_cache_bytes_per_token_per_sequence": kv_per_token,
         })
+        if args.cache == "quantized":
+            result.update({"kv_bits": args.kv_bits, "kv_group_size": args.kv_group_size,
+                           "kv_residual_length": args.kv_residual_length,
+                           "kv_cache_bytes_per_token_per_sequence": None})
     result["reads"] = int(tr.O.opobs_reads())
     result["wrapped_scalar_bytes_ignored"] = int(tr.O.opobs_forgotten())
     if args.json:

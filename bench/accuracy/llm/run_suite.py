@@ -103,6 +103,22 @@ def cases():
     for cfg, b, s, o, p in (("llama_vocab8k", 2, 64, "sgd", "fp32"), ("llama_vocab8k", 2, 64, "sgd", "bf16")):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=0, held_out=False))
+    # --cache quantized: transformers' QuantizedCache, quanto backend (kvq_replica.py), with small
+    # residual lengths so that the decoding requantizes (the step that requantizes and the last
+    # step compete for the decoding peak); 3 of 7 held out
+    kvq = [
+        ("llama", 1, 64, 40, "fp32", 4, 16, False),
+        ("llama", 2, 96, 24, "bf16", 2, 8, False),
+        ("qwen2", 2, 48, 20, "bf16", 4, 8, True),
+        ("mixtral", 1, 40, 12, "fp32", 4, 4, True),
+        ("llama", 1, 128, 10, "fp32", 4, 128, False),
+        ("llama", 4, 32, 18, "bf16", 2, 16, True),
+        ("qwen2", 1, 96, 34, "fp32", 4, 32, False),
+    ]
+    for fam, b, p, m, prec, bits, res, ho in kvq:
+        out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
+                        new_tokens=m, precision=prec, cache="quantized", kv_bits=bits, kv_residual=res,
+                        held_out=ho))
     return out
 
 
@@ -119,6 +135,8 @@ def argv_of(c):
             a += ["--loss", c["loss"]]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
+        if c.get("cache") == "quantized":
+            a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-residual-length", str(c["kv_residual"])]
     return a
 
 
