@@ -262,31 +262,13 @@ def wrap(torch, module, world):
 def run_case(model, batch, optim, world, strategy):
     import torch
     import torch.nn.functional as F
-    import measure
     import optim2x
+    import tracking
     import vctorch
 
     torch.set_num_threads(1)
-    tr = measure.Tracker()
-    vctorch.HOOKS.fused = tr.fused
-    vctorch.HOOKS.read = tr.read
-    with open(os.path.join(ROOT, model)) as f:
-        spec = json.load(f)
-    torch.manual_seed(0)
-    gc.collect()
-    tr.start(install=True)
-    tr.O.opobs_set_compat_2x(1)
-    phases = []
-
-    def phase_begin(name):
-        tr.tag(name)
-        tr.O.opobs_reset_peak()
-        tr.reset_peak()
-        return name
-
-    def phase_end(name):
-        tr.read(name + "-end")
-        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+    ph = tracking.Phases(model)
+    spec, phases, phase_begin, phase_end = ph.spec, ph.phases, ph.begin, ph.end
 
     p = phase_begin("build")
     module, make_inputs = vctorch.build(spec, compat="2x")
@@ -321,10 +303,10 @@ def run_case(model, batch, optim, world, strategy):
         loss = loss_step()
         phase_end(p)
         p = phase_begin("s%d.bwd" % step)
-        tr.O.opobs_set_backward(1)
+        ph.backward(True)
         loss.backward()
         rep.final_callback()
-        tr.O.opobs_set_backward(0)
+        ph.backward(False)
         del loss
         phase_end(p)
         p = phase_begin("s%d.opt" % step)
@@ -333,8 +315,7 @@ def run_case(model, batch, optim, world, strategy):
         p = phase_begin("s%d.zero" % step)
         opt.zero_grad(set_to_none=True)
         phase_end(p)
-    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
-    top = max(measured, key=lambda ph: ph["peak"])
+    top = ph.top()
     return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
             "units": [{"name": u.name, "numel": u.U, "shard": u.S} for u in units + ([root] if root else [])],
             "torch": torch.__version__}
