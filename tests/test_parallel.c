@@ -1129,6 +1129,34 @@ static void test_zero2_offload(void **state)
     assert_int_equal(step.frees[2], 3 + 1); /* reset_cpu_buffers: the norms of W1, b1, W2 */
 }
 
+/* The same in bf16: the flat buffer 4,000,000 B (4,000,256), the GPU temp buffer
+ * 999,000 bf16 (1,998,000 B -> 1,998,336). _has_inf_or_nan now starts with
+ * x.float(), a copy of the whole gradient (W1, W2: 3,996,160), and its .float()
+ * of the logical_or is another: 2 per parameter; the part goes to the CPU through
+ * .to(float32) (W1's 499,000 elements: 1,996,000 B -> 1,996,288). */
+static void test_zero2_offload_bf16(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_OPTIMIZER;
+    o.precision = VC_PREC_BF16;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 4000256);
+    assert_int_equal(r.memory.gradients, 1998336);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    count_t fl = {"temp", 3996160, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &fl, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(fl.allocs[1], 2 * 2);
+    count_t part = {"temp", 1996288, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &part, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(part.allocs[1], 1);
+    vc_model_free(m);
+}
+
 /* fsdp --offload params (FULL_SHARD): the shards, their gradients (_cpu_grad)
  * and Adam's state are the CPU's: nothing resident on the GPU. Each gather first
  * copies the shard over (pre_unshard -> flat_param_to: 250,000 fp32, 1,000,448)
@@ -1200,6 +1228,7 @@ int main(void)
         cmocka_unit_test(test_zero3_offload),
         cmocka_unit_test(test_offload_refused),
         cmocka_unit_test(test_zero2_offload),
+        cmocka_unit_test(test_zero2_offload_bf16),
         cmocka_unit_test(test_fsdp_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

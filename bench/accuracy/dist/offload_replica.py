@@ -60,6 +60,7 @@ OUT = os.path.join(HERE, "offload_replica.json")
 MLP = "bench/accuracy/models/mlp.json"
 TSTACK = "bench/accuracy/dist/models/tstack.json"
 GPTSTACK = "bench/accuracy/dist/models/gptstack.json"
+WIDE = "bench/accuracy/dist/models/wide.json"  # one Linear is most of the model: the peak is _has_inf_or_nan's
 BUCKET = 500000000  # reduce_bucket_size (config.py DeepSpeedZeroConfig default 5e8)
 CASES = [
     # engine, model, short, batch, optim, world, held_out
@@ -67,6 +68,7 @@ CASES = [
     ("zero2", MLP, "mlp", 64, "sgd", 3, True),
     ("zero2", TSTACK, "tstack", 4, "adam", 2, False),
     ("zero2", GPTSTACK, "gptstack", 4, "momentum", 2, True),
+    ("zero2", WIDE, "wide", 16, "adam", 2, False),
     ("fsdp", MLP, "mlp", 64, "adam", 4, False),
     ("fsdp", MLP, "mlp", 64, "adam", 3, False),
     ("fsdp", TSTACK, "tstack", 4, "adam", 4, False),
