@@ -352,8 +352,7 @@ typedef struct {
     int64_t *inpart;  /* each parameter's elements in this rank's partition (grad_position's num_elements) */
     int32_t *bucket;  /* bucket.params: the parameters in the IPG bucket */
     size_t nbucket;
-    int32_t *norms;   /* norm_for_param_grads: a float64 scalar per reduced parameter of the partition */
-    size_t nnorms;
+    int32_t *norms;   /* norm_for_param_grads[p]: the float64 norm kept per parameter of the partition, -1 */
 } z2_off;
 
 static void z2_off_free(void *state)
@@ -413,6 +412,7 @@ static void zero2_flat(vc_build *b)
             z->norms = malloc((m->npar + 1) * sizeof *z->norms);
         }
         if (!z || !z->inpart || !z->bucket || !z->norms) { free(tot); b->st = VC_ERR_NOMEM; return; }
+        for (size_t p = 0; p <= m->npar; p++) z->norms[p] = -1;
     }
     off = 0;
     for (size_t p = 0; p < m->npar && part > 0; p++) {
@@ -461,8 +461,9 @@ static void zero2_resident(vc_build *b)
 static void z2_off_copy(vc_build *b, z2_off *z, int32_t p, uint8_t dt, int32_t inst)
 {
     int64_t n = b->m->par[p].numel, part = z->inpart[p];
-    int32_t d = vc__alloc(b, vc_n_fixed(part), Z2_F64, CAT_TEMP, inst);
-    z->norms[z->nnorms++] = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, inst);
+    int32_t d = vc__alloc(b, vc_n_fixed(part), Z2_F64, CAT_TEMP, inst), old = z->norms[p];
+    z->norms[p] = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, inst);
+    if (old >= 0) vc__free(b, old, inst); /* the dict entry replaced (another micro-batch's backward) */
     vc__free(b, d, inst);
     int32_t t[6], nt = 0;
     if (dt != VC_DT_F32) t[nt++] = vc__alloc(b, vc_n_fixed(n), VC_DT_F32, CAT_TEMP, inst);
@@ -566,7 +567,10 @@ static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
      * flat buffer in place; reset_cpu_buffers drops the norms. */
     if (begin) vc__free(b, vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1), -1);
     else {
-        while (z->nnorms > 0) vc__free(b, z->norms[--z->nnorms], -1);
+        for (size_t p = 0; p < b->m->npar; p++) {
+            if (z->norms[p] >= 0) vc__free(b, z->norms[p], -1);
+            z->norms[p] = -1;
+        }
     }
 }
 
