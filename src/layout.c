@@ -98,8 +98,9 @@ static void zero1_owns(const vc_build *b, bool *owned)
 
 /* ---- fsdp, shard-grad-op: torch.distributed.fsdp.FullyShardedDataParallel
  * (FSDP1, PyTorch 2.x defaults: use_orig_params=False, backward_prefetch=
- * BACKWARD_PRE, forward_prefetch=False, no mixed precision, no CPU offload),
- * sharding_strategy FULL_SHARD or SHARD_GRAD_OP.
+ * BACKWARD_PRE, forward_prefetch=False, no mixed precision), sharding_strategy
+ * FULL_SHARD or SHARD_GRAD_OP; --offload params: CPUOffload(offload_params=True)
+ * (fsdp_units, fsdp_unshard, the end of backward in fsdp_hook).
  *
  * Units, as auto_wrap_policy=transformer_auto_wrap_policy wraps a decoder
  * stack: every copy of a repeated block (a top-level entry with `repeat`,
@@ -171,11 +172,17 @@ static void fsdp_units(vc_build *b, int64_t group)
         f->numel += e->numel;
         f->e.trainable = e->trainable;
     }
+    bool off = b->o.offload == VC_OFFLOAD_PARAMS;
     for (size_t u = 0; u < b->nflat; u++) {
         vc_flat_param *f = &b->flat[u];
-        f->e.numel = shard_numel(f->numel, group);
-        f->padded = f->e.numel * group; /* at most numel + group - 1: the loader keeps counts under 2^56 */
-        f->held = (vc_tspec){vc_n_fixed(f->e.numel), f->dt};
+        int64_t shard = shard_numel(f->numel, group);
+        f->padded = shard * group; /* at most numel + group - 1: the loader keeps counts under 2^56 */
+        f->held = (vc_tspec){vc_n_fixed(shard), f->dt};
+        /* CPUOffload(offload_params=True): the shard (_local_shard, pinned), its
+         * gradient (_cpu_grad, pinned) and the optimizer's state and step are the CPU's
+         * (_flat_param.py FlatParamHandle.init_flat_param_attributes): none on the GPU */
+        f->e.numel = off ? 0 : shard;
+        if (off) f->e.trainable = false;
     }
 }
 
@@ -199,8 +206,15 @@ static void fsdp_unshard(vc_build *b, int32_t u, int32_t at)
 {
     vc_flat_param *f = &b->flat[u];
     if (u < 0 || (size_t)u >= b->nflat || f->full >= 0 || f->numel == 0) return;
+    /* CPUOffload: FlatParamHandle.pre_unshard first copies the CPU shard to the GPU
+     * (flat_param_to(self.device): flat_param.data a new tensor of the shard's size);
+     * _all_gather_flat_param reads it, and it goes once _use_unsharded_flat_param
+     * points flat_param.data at the gathered storage (_flat_param.py, pytorch/pytorch@
+     * 01caf79e047fd15e1f75ba3825f789130efa476a) */
+    int32_t h2d = b->o.offload == VC_OFFLOAD_PARAMS ? vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_TEMP, at) : -1;
     f->full = vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_WEIGHT, at);
     if (f->full >= 0) b->s[f->full].transient = true;
+    if (h2d >= 0) vc__free(b, h2d, at);
 }
 
 /* FlatParamHandle.reshard -> _free_unsharded_flat_param: the storage
@@ -245,7 +259,7 @@ static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
     fsdp_reshard(b, u, at);
     if (g < 0) return;
     int32_t pad = f->padded > f->numel ? vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_GRAD, at) : -1;
-    int32_t shard = vc__alloc(b, vc_n_fixed(f->e.numel), (vc_dtype)f->dt, CAT_GRAD, at);
+    int32_t shard = vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_GRAD, at);
     if (f->grad >= 0) vc__free(b, shard, at); /* _saved_grad_shard += new_sharded_grad */
     else f->grad = shard;
     if (pad >= 0) vc__free(b, pad, at);
@@ -284,6 +298,15 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
         if (cur > 0) fsdp_post_backward(b, cur, inst);
         fsdp_post_backward(b, 0, inst);
         b->lay_cur = -1;
+        /* CPUOffload: each post-backward copied its _saved_grad_shard into _cpu_grad (D2H,
+         * nothing new on the GPU) but keeps it; _post_backward_final_callback ->
+         * _finalize_params -> prepare_gradient_for_optim sets .grad = _cpu_grad and
+         * deletes _saved_grad_shard: the GPU shards go at the end of backward
+         * (_runtime_utils.py, pytorch/pytorch@00ae0bc91ac2c1718d1baa193d9d299e2b82776c) */
+        for (size_t k = 0; k < b->nflat && b->o.offload == VC_OFFLOAD_PARAMS; k++) {
+            if (b->flat[k].grad >= 0) vc__free(b, b->flat[k].grad, inst);
+            b->flat[k].grad = -1;
+        }
         return;
     }
     if (!begin || u == cur) return;
@@ -302,12 +325,44 @@ static void fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) {
  * DeepSpeedZeroOptimizer with partition_grads=True; deepspeedai/DeepSpeed@
  * edaa7221), its defaults: contiguous_gradients, overlap_comm off (stage 2),
  * reduce_scatter, reduce_bucket_size 5e8 elements (config.py
- * DeepSpeedZeroConfig), one parameter group, no offload. Modelled from the
- * source only (DeepSpeed does not run here; docs/parallel.md 2.3). */
+ * DeepSpeedZeroConfig), one parameter group; --offload optimizer:
+ * offload_optimizer {device: cpu} (z2_off). Modelled from the source only
+ * (DeepSpeed does not run here; docs/parallel.md 2.3); checked against
+ * bench/accuracy/dist/offload_replica.py. */
 #define ZERO_BUCKET INT64_C(500000000)
 enum { Z_IPG, Z_GIP, Z_G32 };          /* lay_s: the IPG buffer, grads_in_partition, the step's fp32 gradient */
 enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN }; /* lay_n: bucket elements, extra-large parameter + 1, bucket holds a
                                          * parameter of this rank's partition, grads_in_partition elements */
+
+/* offload_optimizer (device cpu, pin_memory; --offload optimizer): the GPU
+ * side of DeepSpeedZeroOptimizer's cpu_offload branches (stage_1_and_2.py at
+ * deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641). __init__:
+ * the fp32 partition single_partition_of_fp32_groups is made on self.device =
+ * 'cpu' (pinned), with param_buffer_of_bit16_for_cpu_offload_groups (pinned
+ * CPU), the CPU gradient partition (initialize_optimizer_states: torch.zeros on
+ * self.device, pinned, kept as the fp32 partition's .grad), and so the wrapped
+ * optimizer's state is on the CPU; temp_grad_buffer_for_cpu_offload is on the
+ * CPU too, but temp_grad_buffer_for_gpu_offload = torch.zeros(
+ * largest_param_numel) of the model's dtype is on the GPU for the whole run.
+ * What stays on the GPU: the 16-bit flat buffer (bit16_groups_flat), the IPG
+ * bucket (setup_buckets; contiguous_gradients is forced on), and what
+ * copy_grads_in_partition makes per parameter of the partition (z2 below).
+ * grads_in_partition is never made (copy_grads_in_partition returns first). */
+typedef struct {
+    int64_t *inpart;  /* each parameter's elements in this rank's partition (grad_position's num_elements) */
+    int32_t *bucket;  /* bucket.params: the parameters in the IPG bucket */
+    size_t nbucket;
+    int32_t *norms;   /* norm_for_param_grads[p]: the float64 norm kept per parameter of the partition, -1 */
+} z2_off;
+
+static void z2_off_free(void *state)
+{
+    z2_off *z = state;
+    if (z) free(z->inpart), free(z->bucket), free(z->norms);
+    free(z);
+}
+
+#define Z2_F64 VC_DT_I64 /* float64 (the dtype table has none): int64, the same 8 bytes */
 
 /* The trainable parameters flattened into one buffer of the model's dtype,
  * padded to a multiple of 2 x world (__init__: flatten_dense_tensors_aligned
@@ -346,15 +401,31 @@ static void zero2_flat(vc_build *b)
     for (int64_t r = 1; r <= world; r++) tot[r] += tot[r - 1];
     for (int64_t r = 1; r < world; r++)
         if (tot[r] > tot[busiest]) busiest = r;
+    z2_off *z = NULL;
+    if (b->o.offload == VC_OFFLOAD_OPTIMIZER && b->train) {
+        z = calloc(1, sizeof *z);
+        b->lay_state = z;
+        b->lay_free = z2_off_free;
+        if (z) {
+            z->inpart = calloc(m->npar + 1, sizeof *z->inpart);
+            z->bucket = malloc((m->npar + 1) * sizeof *z->bucket);
+            z->norms = malloc((m->npar + 1) * sizeof *z->norms);
+        }
+        if (!z || !z->inpart || !z->bucket || !z->norms) { free(tot); b->st = VC_ERR_NOMEM; return; }
+        for (size_t p = 0; p <= m->npar; p++) z->norms[p] = -1;
+    }
     off = 0;
     for (size_t p = 0; p < m->npar && part > 0; p++) {
         if (!m->par[p].trainable || m->par[p].numel == 0) continue;
-        b->lay_mask[p] = off / part <= busiest && (off + m->par[p].numel - 1) / part >= busiest;
-        off += m->par[p].numel;
+        int64_t lo = busiest * part, hi = lo + part, end = off + m->par[p].numel;
+        b->lay_mask[p] = off / part <= busiest && (end - 1) / part >= busiest;
+        if (z && b->lay_mask[p]) z->inpart[p] = (end < hi ? end : hi) - (off > lo ? off : lo);
+        off = end;
     }
     b->nflat = 1; /* inference builds no ZeRO optimizer: no partition */
-    b->flat[0] = (vc_flat_param){{b->train ? part : 0, b->train && part > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, flat, flat,
-                                 -1, -1, {vc_n_fixed(tot[busiest]), dt}, false};
+    int64_t here = b->train && !z ? part : 0; /* offload: the fp32 partition and its state on the CPU */
+    b->flat[0] = (vc_flat_param){{here, here > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, flat, flat,
+                                 -1, -1, {vc_n_fixed(z ? 0 : tot[busiest]), dt}, false};
     b->lay_n[Z_GIPN] = tot[busiest];
     free(tot);
 }
@@ -370,6 +441,37 @@ static void zero2_resident(vc_build *b)
         if (!b->m->par[p].trainable) vc__alloc(b, b->t[b->par_t[p]].n, (vc_dtype)b->t[b->par_t[p]].dt, CAT_WEIGHT, b->m->par[p].owner);
     for (int k = 0; k < 3; k++) b->lay_s[k] = -1;
     b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
+    int64_t largest = 0; /* offload: temp_grad_buffer_for_gpu_offload, the largest parameter of bit16_groups */
+    for (size_t p = 0; p < b->m->npar && b->lay_state; p++)
+        if (b->m->par[p].trainable && b->m->par[p].numel > largest) largest = b->m->par[p].numel;
+    if (largest > 0) vc__alloc(b, vc_n_fixed(largest), (vc_dtype)dt, CAT_GRAD, -1);
+}
+
+/* offload: copy_grads_in_partition's cpu_offload branch for a parameter of
+ * the partition, at the accumulation boundary (one micro-step: micro_step_id
+ * 0, so async_accumulate_grad_in_cpu_via_gpu does not run): 
+ * set_norm_for_param_grad_in_gpu, the partition's part .double().norm(2) (a
+ * float64 copy, and the norm kept in norm_for_param_grads until the step);
+ * update_offload_overflow_tracker -> _has_inf_or_nan(grad) on the whole
+ * gradient: x.float() (a copy unless fp32), isnan, isinf, logical_or (bool
+ * each), .float(), .max(), all gone when it returns; then
+ * async_inplace_copy_grad_to_fp32_buffer_from_gpu: the part .to(float32) (a
+ * copy unless fp32) copied into the pinned CPU fp32 gradient, and
+ * clear_grad_attribute. */
+static void z2_off_copy(vc_build *b, z2_off *z, int32_t p, uint8_t dt, int32_t inst)
+{
+    int64_t n = b->m->par[p].numel, part = z->inpart[p];
+    int32_t d = vc__alloc(b, vc_n_fixed(part), Z2_F64, CAT_TEMP, inst), old = z->norms[p];
+    z->norms[p] = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, inst);
+    if (old >= 0) vc__free(b, old, inst); /* the dict entry replaced (another micro-batch's backward) */
+    vc__free(b, d, inst);
+    int32_t t[6], nt = 0;
+    if (dt != VC_DT_F32) t[nt++] = vc__alloc(b, vc_n_fixed(n), VC_DT_F32, CAT_TEMP, inst);
+    for (int k = 0; k < 3; k++) t[nt++] = vc__alloc(b, vc_n_fixed(n), VC_DT_BOOL, CAT_TEMP, inst);
+    t[nt++] = vc__alloc(b, vc_n_fixed(n), VC_DT_F32, CAT_TEMP, inst);
+    t[nt++] = vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, inst);
+    while (nt > 0) vc__free(b, t[--nt], inst);
+    if (dt != VC_DT_F32) vc__free(b, vc__alloc(b, vc_n_fixed(part), VC_DT_F32, CAT_TEMP, inst), inst);
 }
 
 /* reduce_ipg_grads: average_tensor -> allreduce_and_scatter ->
@@ -386,7 +488,11 @@ static void zero2_reduce(vc_build *b, int32_t inst)
     if (b->lay_n[Z_ELEMS] == 0) return;
     int32_t c = vc__alloc(b, vc_n_fixed(b->lay_n[Z_ELEMS]), (vc_dtype)dt, CAT_TEMP, inst);
     vc__free(b, c, inst);
-    if (b->lay_n[Z_PART] && b->lay_s[Z_GIP] < 0)
+    z2_off *z = b->lay_state;
+    for (size_t k = 0; z && k < z->nbucket; k++)
+        if (b->lay_mask[z->bucket[k]]) z2_off_copy(b, z, z->bucket[k], dt, inst);
+    if (z) z->nbucket = 0;
+    else if (b->lay_n[Z_PART] && b->lay_s[Z_GIP] < 0)
         b->lay_s[Z_GIP] = vc__alloc(b, vc_n_fixed(b->lay_n[Z_GIPN]), (vc_dtype)dt, CAT_GRAD, inst);
     if (b->lay_n[Z_XL]) {
         size_t x = (size_t)b->lay_n[Z_XL] - 1;
@@ -419,6 +525,8 @@ static void zero2_grad(vc_build *b, size_t p, int32_t inst)
     }
     b->lay_n[Z_ELEMS] += n;
     b->lay_n[Z_PART] |= b->lay_mask[p];
+    z2_off *z = b->lay_state;
+    if (z) z->bucket[z->nbucket++] = (int32_t)p;
 }
 
 /* End of backward: independent_gradient_partition_epilogue reduces what
@@ -450,6 +558,20 @@ static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
         vc__free(b, b->lay_s[Z_G32], -1);
         b->lay_s[Z_G32] = -1;
     }
+    z2_off *z = b->lay_state;
+    if (!z || ph != VC_PHASE_OPTIMIZER) return;
+    /* offload's step: complete_grad_norm_calculation_for_cpu_offload sums the kept
+     * norms into total_dev_norm = FloatTensor([total]) on the GPU (gone after
+     * .item()); the wrapped optimizer steps the CPU partition; the 16-bit result is
+     * copied into the pinned bit16 buffer, then into this rank's part of the GPU
+     * flat buffer in place; reset_cpu_buffers drops the norms. */
+    if (begin) vc__free(b, vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1), -1);
+    else {
+        for (size_t p = 0; p < b->m->npar; p++) {
+            if (z->norms[p] >= 0) vc__free(b, z->norms[p], -1);
+            z->norms[p] = -1;
+        }
+    }
 }
 
 static const vc_layout_row rows[VC_PARALLEL__N] = {
@@ -467,20 +589,21 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
  * offload_optimizer for stages 1-3, offload_param for stage 3 only, config.py
  * DeepSpeedZeroConfig; FSDP1's CPUOffload(offload_params=True) moves the
  * parameters and with them their gradients and optimizer state, there is
- * no optimizer-only setting). NULL: modelled. */
+ * no optimizer-only setting). NULL: modelled (zero2 optimizer, zero3 both,
+ * fsdp / shard-grad-op / hybrid params). */
 static const char *offload_refusal(vc_parallel p, vc_offload f)
 {
     switch (p) {
     case VC_PARALLEL_ZERO3: return NULL;
     case VC_PARALLEL_ZERO2:
         return f == VC_OFFLOAD_PARAMS ? "ZeRO stage 2 cannot offload parameters (offload_param is stage 3's): use zero3"
-                                      : "offload_optimizer under zero2 is not modelled yet (docs/parallel.md)";
+                                      : NULL;
     case VC_PARALLEL_FSDP: case VC_PARALLEL_FSDP_GRAD_OP: case VC_PARALLEL_FSDP_HYBRID:
         return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
                                            "gradients and optimizer state): --offload params"
-                                         : "FSDP1's CPUOffload(offload_params=True) is not modelled yet (docs/parallel.md)";
-    case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero3)";
-    default: return "this layout keeps everything on the GPU (no CPU offload): zero3 offloads";
+                                         : NULL;
+    case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero2, zero3, fsdp)";
+    default: return "this layout keeps everything on the GPU (no CPU offload): zero2, zero3 and fsdp offload";
     }
 }
 

@@ -1067,6 +1067,135 @@ static void test_offload_refused(void **state)
     vc_model_free(m);
 }
 
+/* ---- offload beyond ZeRO-3 (src/layout.c): ZeRO-2's offload_optimizer and
+ * FSDP1's CPUOffload(offload_params=True) on the two Linears at world size 4,
+ * fp32, Adam (sizes in 512-byte blocks as above). */
+
+static count_t count_lay(vc_parallel par, vc_offload off, const char *cat, int64_t bytes)
+{
+    vc_model *m = load();
+    vc_options o = opts(par, 4, VC_OPTIM_ADAM);
+    o.offload = off;
+    vc_error err = {0};
+    count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return c;
+}
+
+/* zero2 --offload optimizer (stage_1_and_2.py, DeepSpeed@edaa7221): the fp32
+ * partition, its CPU gradient and Adam's state are the CPU's; the GPU keeps the
+ * flat buffer (8,000,000 B) and temp_grad_buffer_for_gpu_offload, zeros of the
+ * largest parameter (W1, W2: 999,000 fp32, 3,996,000 B -> 3,996,160), and no
+ * grads_in_partition. Rank 1 (the busiest, above) holds W1's elements
+ * [500,000, 999,000) = 499,000, all 999 of b1 and 1 of W2. The peak is still
+ * the flatten of the bucket with the IPG buffer alive: 8,000,000 + 3,996,160
+ * resident, the input 4,096, the loss and its root gradient 512 + 512, the IPG
+ * buffer 2,000,000,000 and the copy 8,000,000. Then, per parameter of the
+ * partition (copy_grads_in_partition's cpu_offload branch): the float64 copy of
+ * its part (W1: 3,992,000 B -> 3,992,064; b1 7,992 -> 8,192); _has_inf_or_nan
+ * on the whole gradient, fp32 so no .float() copy: isnan, isinf, logical_or
+ * (bool, W1 and W2: 999,000 B -> 999,424 each) and their .float() (3,996,160),
+ * for W1 and W2 both; no fp32 copy of an fp32 part. The kept norms (3 x 512)
+ * go in the step, which makes total_dev_norm (512). */
+static void test_zero2_offload(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_OPTIMIZER;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 8000000);
+    assert_int_equal(r.memory.gradients, 3996160);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    assert_int_equal(r.memory.peak_allocated, 8000000 + 3996160 + 4096 + 512 + 512 + INT64_C(2000000000) + 8000000);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+    vc_model_free(m);
+    count_t d = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "temp", 3992064);
+    assert_int_equal(d.allocs[1], 1);
+    count_t db = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "temp", 8192);
+    assert_int_equal(db.allocs[1], 1);
+    count_t isnan = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "temp", 999424);
+    assert_int_equal(isnan.allocs[1], 2 * 3);
+    count_t fl = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "temp", 3996160);
+    assert_int_equal(fl.allocs[1], 2);
+    count_t gip = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "grad", 7996416);
+    assert_int_equal(gip.allocs[1] + gip.allocs[2], 0); /* no grads_in_partition */
+    count_t step = count_lay(VC_PARALLEL_ZERO2, VC_OFFLOAD_OPTIMIZER, "temp", 512);
+    assert_int_equal(step.allocs[2], 1); /* total_dev_norm */
+    assert_int_equal(step.frees[2], 3 + 1); /* reset_cpu_buffers: the norms of W1, b1, W2 */
+}
+
+/* The same in bf16: the flat buffer 4,000,000 B (4,000,256), the GPU temp buffer
+ * 999,000 bf16 (1,998,000 B -> 1,998,336). _has_inf_or_nan now starts with
+ * x.float(), a copy of the whole gradient (W1, W2: 3,996,160), and its .float()
+ * of the logical_or is another: 2 per parameter; the part goes to the CPU through
+ * .to(float32) (W1's 499,000 elements: 1,996,000 B -> 1,996,288). */
+static void test_zero2_offload_bf16(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_OPTIMIZER;
+    o.precision = VC_PREC_BF16;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 4000256);
+    assert_int_equal(r.memory.gradients, 1998336);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    vc_result_free(&r);
+    count_t fl = {"temp", 3996160, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &fl, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(fl.allocs[1], 2 * 2);
+    count_t part = {"temp", 1996288, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_count, &part, &err)) fail_msg("trace failed: %s", err.msg);
+    assert_int_equal(part.allocs[1], 1);
+    vc_model_free(m);
+}
+
+/* fsdp --offload params (FULL_SHARD): the shards, their gradients (_cpu_grad)
+ * and Adam's state are the CPU's: nothing resident on the GPU. Each gather first
+ * copies the shard over (pre_unshard -> flat_param_to: 250,000 fp32, 1,000,448)
+ * and drops it after the all-gather: 2 in forward, 2 in backward, as many as
+ * the gathers. The reduce-scattered shard (_saved_grad_shard, 1,000,448) stays
+ * on the GPU to the end of backward (prepare_gradient_for_optim deletes it):
+ * freed there, not by zero_grad. The peak is FULL_SHARD's (test_fsdp_full_
+ * shard_timeline) without the 6,002,688 B of resident shards and states:
+ * 4,096 + 512 + 512 + 4,096 + 2 x 4,000,256 + 3,996,160 + 4,096 + 4,000,256. */
+static void test_fsdp_offload(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_FSDP, 4, VC_OPTIM_ADAM);
+    o.offload = VC_OFFLOAD_PARAMS;
+    vc_error err = {0};
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.weights, 0);
+    assert_int_equal(r.memory.gradients, 0);
+    assert_int_equal(r.memory.optimizer_states, 0);
+    assert_int_equal(r.memory.peak_allocated, 4096 + 512 + 512 + 4096 + 2 * 4000256 + 3996160 + 4096 + 4000256);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+    vc_model_free(m);
+    count_t h2d = count_lay(VC_PARALLEL_FSDP, VC_OFFLOAD_PARAMS, "temp", 1000448);
+    assert_int_equal(h2d.allocs[0], 2);
+    assert_int_equal(h2d.allocs[1], 2);
+    count_t g = count_lay(VC_PARALLEL_FSDP, VC_OFFLOAD_PARAMS, "grad", 1000448);
+    assert_int_equal(g.allocs[1], 2);
+    assert_int_equal(g.frees[1], 2);
+    assert_int_equal(g.frees[2] + g.frees[3], 0);
+    /* without offload no copies, and the shards' gradients last to zero_grad */
+    count_t none = count_lay(VC_PARALLEL_FSDP, VC_OFFLOAD_NONE, "temp", 1000448);
+    assert_int_equal(none.allocs[0] + none.allocs[1], 0);
+    count_t keep = count_lay(VC_PARALLEL_FSDP, VC_OFFLOAD_NONE, "grad", 1000448);
+    assert_int_equal(keep.frees[1], 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1098,6 +1227,9 @@ int main(void)
         cmocka_unit_test(test_zero3_bf16),
         cmocka_unit_test(test_zero3_offload),
         cmocka_unit_test(test_offload_refused),
+        cmocka_unit_test(test_zero2_offload),
+        cmocka_unit_test(test_zero2_offload_bf16),
+        cmocka_unit_test(test_fsdp_offload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

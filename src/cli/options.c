@@ -49,7 +49,8 @@ const cli_option cli_options[] = {
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
      "the parallel layout: {} (docs/parallel.md; FSDP's FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD and hsdp are aliases)"},
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
-     "{}: what the parallel layout keeps on the CPU (zero3: DeepSpeed's offload_optimizer; params adds offload_param)"},
+     "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero2 and zero3; "
+     "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},

@@ -17,6 +17,9 @@ three walls, each enough on its own (torch/distributed/fsdp/fully_sharded_data_p
      (`if not torch.cuda.is_available(): raise RuntimeError("FSDP does not support CPU only
      execution")`) and _init_streams needs torch.cuda.Stream.
 The result (fsdp_check.json) records what happened on each rank.
+`--offload` (-> fsdp_check_offload.json) asks the same with cpu_offload=CPUOffload(offload_params=True),
+FSDP1's CPU offload: the same walls (_get_compute_device does not look at cpu_offload; _lazy_init
+refuses CPU-only execution before anything else), so FSDP's CPU offload cannot run here either.
 """
 
 import gc
@@ -73,7 +76,7 @@ def worker():
     import measure
     import vctorch
     _install_shim()
-    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP, ShardingStrategy
+    from torch.distributed.fsdp import CPUOffload, FullyShardedDataParallel as FSDP, ShardingStrategy
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=rank, world_size=world)
     tr = measure.Tracker()
@@ -87,8 +90,12 @@ def worker():
     tr.O.opobs_reset_peak()
     res = {"rank": rank, "world_size": world, "torch": torch.__version__, "model": "bench/accuracy/models/mlp.json",
            "after_build_bytes": int(after_build)}
+    offload = os.environ.get("FSDP_CHECK_OFFLOAD") == "1"
+    if offload:
+        res["cpu_offload"] = "CPUOffload(offload_params=True)"
     try:
-        m = FSDP(module, sharding_strategy=ShardingStrategy.FULL_SHARD)
+        m = FSDP(module, sharding_strategy=ShardingStrategy.FULL_SHARD,
+                 cpu_offload=CPUOffload(offload_params=True) if offload else None)
         gc.collect()
         res["constructor"] = "ok"
         res["after_fsdp_constructor_bytes"] = int(tr.O.opobs_current())
@@ -118,8 +125,10 @@ def main(argv):
     import subprocess
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(HERE, "fsdp_check.json"))
+    ap.add_argument("--out")
+    ap.add_argument("--offload", action="store_true", help="CPUOffload(offload_params=True)")
     a = ap.parse_args(argv)
+    a.out = a.out or os.path.join(HERE, "fsdp_check_offload.json" if a.offload else "fsdp_check.json")
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -128,7 +137,8 @@ def main(argv):
     for r in range(a.world):
         env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"), RANK=str(r),
                    WORLD_SIZE=str(a.world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", FSDP_CHECK_WORKER="1")
+                   OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", FSDP_CHECK_WORKER="1",
+                   FSDP_CHECK_OFFLOAD="1" if a.offload else "0")
         procs.append(subprocess.Popen([sys.executable, __file__], env=env, stdout=subprocess.PIPE, text=True))
     recs = [json.loads(p.communicate(timeout=600)[0].strip().splitlines()[-1]) for p in procs]
     with open(a.out, "w") as f:

@@ -18,7 +18,8 @@ allocator, so each is replaced by an in-place copy of this rank's part into the 
 tensor.  Every rank holds the same shard sizes (ceil(U / N) per unit), so rank 0 stands for all.
 
 Defaults replicated: use_orig_params=False, backward_prefetch=BACKWARD_PRE, forward_prefetch=False,
-no mixed precision, no CPU offload, sync_module_states=False; the wrap: every copy of a repeated
+no mixed precision, sync_module_states=False, and no CPU offload unless --offload:
+CPUOffload(offload_params=True) (see Unit and Replica; host tensors are host.py's, outside the counter); the wrap: every copy of a repeated
 top-level entry is a unit (transformer_auto_wrap_policy on the block class), or, without one, every
 top-level entry with parameters; everything else is the root's FlatParameter.
 """
@@ -36,6 +37,8 @@ ACC = os.path.dirname(HERE)
 ROOT = os.path.dirname(os.path.dirname(ACC))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, ACC)
+sys.path.insert(0, HERE)
+import host  # noqa: E402  (host memory for --offload)
 OUT = os.path.join(HERE, "fsdp_replica.json")
 
 MLP = "bench/accuracy/models/mlp.json"
@@ -76,8 +79,8 @@ def case_id(short, batch, optim, world, strategy):
 class Unit:
     """One FlatParameter and its handle (flat_param.py FlatParamHandle) on rank 0."""
 
-    def __init__(self, torch, name, module, entries, world, shared=()):
-        self.torch, self.name, self.module, self.world = torch, name, module, world
+    def __init__(self, torch, name, module, entries, world, shared=(), offload=False):
+        self.torch, self.name, self.module, self.world, self.offload = torch, name, module, world, offload
         self.entries = [(mod, pname, tuple(p.shape), p.numel()) for mod, pname, p in entries]
         # shared (tied) parameters: (module, name, index of the entry it shares), set to the same
         # view (FlatParamHandle._use_unsharded_views, the _shared_param_infos loop)
@@ -93,6 +96,15 @@ class Unit:
             chunk = flat.chunk(world)[0]
             self.S = chunk.numel()
             shard = chunk.clone()
+            if offload:
+                # CPUOffload(offload_params=True): the flat parameter is made and sharded on the CPU
+                # (the module stays there), and init_flat_param_attributes pins _local_shard and
+                # makes _cpu_grad = zeros_like(_local_shard).pin_memory(): host memory
+                # (pytorch/pytorch@01caf79e _flat_param.py)
+                host_shard = host.empty(torch, self.S, shard.dtype)
+                host_shard[:shard.numel()].copy_(shard)
+                shard = host_shard
+                self.cpu_grad = host.empty(torch, self.S, shard.dtype)
             del flat, chunk
         self.flat_param = torch.nn.Parameter(shard, requires_grad=all(p.requires_grad for _, _, p in entries))
         self.local_shard = self.flat_param.data
@@ -120,9 +132,17 @@ class Unit:
         these are autograd views of flat_param)."""
         torch = self.torch
         if not self.unsharded():
+            gpu_shard = self.local_shard
+            if self.offload:
+                # CPUOffload: pre_unshard -> flat_param_to(self.device): the shard copied to the
+                # GPU (a new tensor), all-gathered from, and dropped once flat_param.data points
+                # at the gathered storage (_all_gather_flat_param, _use_unsharded_flat_param)
+                gpu_shard = torch.empty(self.S, dtype=self.local_shard.dtype)
+                gpu_shard.copy_(self.local_shard)
             self.padded.storage().resize_(self.world * self.S)
             with torch.no_grad():
-                self.padded[:self.S].copy_(self.local_shard)
+                self.padded[:self.S].copy_(gpu_shard)
+            del gpu_shard
         self.flat_param.data = self.padded[:self.U]
         views = [v.view(shape) for (_, _, shape, _), v in zip(self.entries, self.flat_param.split(self.numels))]
         for (mod, pname, _, _), v in zip(self.entries, views):
@@ -216,17 +236,23 @@ class Replica:
                 u.saved_grad_shard += new_sharded_grad
             else:
                 u.saved_grad_shard = new_sharded_grad
+            if u.offload:
+                # handle._offload_params: _cpu_grad.copy_(grad_to_offload) (D2H into host memory);
+                # _saved_grad_shard stays (_runtime_utils.py@00ae0bc9 _post_backward_hook)
+                u.cpu_grad.copy_(u.saved_grad_shard)
 
     def final_callback(self):
-        """_post_backward_final_callback -> _finalize_params: .grad = _saved_grad_shard."""
+        """_post_backward_final_callback -> _finalize_params -> prepare_gradient_for_optim:
+        .grad = _saved_grad_shard, or with CPU offload .grad = _cpu_grad (and _saved_grad_shard
+        deleted)."""
         for u in self.units + ([self.root] if self.root else []):
             if u.saved_grad_shard is not None:
-                u.flat_param.grad = u.saved_grad_shard
+                u.flat_param.grad = u.cpu_grad if u.offload else u.saved_grad_shard
                 u.saved_grad_shard = None
         self.ran_pre_backward = set()
 
 
-def wrap(torch, module, world):
+def wrap(torch, module, world, offload=False):
     """The units (see the module docstring) and the root, from vctorch's module tree:
     module.body.items[i] is top-level entry i, .copies its repeat copies."""
     items = list(module.body.items)
@@ -253,40 +279,22 @@ def wrap(torch, module, world):
 
     for name, m in unit_mods:
         entries, shared = split(m)
-        units.append(Unit(torch, name, m, entries, world, shared))
+        units.append(Unit(torch, name, m, entries, world, shared, offload))
     rest, shared = split(module)
-    root = Unit(torch, "root", module, rest, world, shared) if rest else None
+    root = Unit(torch, "root", module, rest, world, shared, offload) if rest else None
     return units, root
 
 
-def run_case(model, batch, optim, world, strategy):
+def run_case(model, batch, optim, world, strategy, offload=False):
     import torch
     import torch.nn.functional as F
-    import measure
     import optim2x
+    import tracking
     import vctorch
 
     torch.set_num_threads(1)
-    tr = measure.Tracker()
-    vctorch.HOOKS.fused = tr.fused
-    vctorch.HOOKS.read = tr.read
-    with open(os.path.join(ROOT, model)) as f:
-        spec = json.load(f)
-    torch.manual_seed(0)
-    gc.collect()
-    tr.start(install=True)
-    tr.O.opobs_set_compat_2x(1)
-    phases = []
-
-    def phase_begin(name):
-        tr.tag(name)
-        tr.O.opobs_reset_peak()
-        tr.reset_peak()
-        return name
-
-    def phase_end(name):
-        tr.read(name + "-end")
-        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+    ph = tracking.Phases(model)
+    spec, phases, phase_begin, phase_end = ph.spec, ph.phases, ph.begin, ph.end
 
     p = phase_begin("build")
     module, make_inputs = vctorch.build(spec, compat="2x")
@@ -297,13 +305,14 @@ def run_case(model, batch, optim, world, strategy):
     # group is device_count() ranks, 8 here) and all-reduces the sharded gradient across nodes in
     # place (default_hooks.allreduce_hook on new_sharded_grad): per rank, FULL_SHARD over 8
     shard_world = min(world, 8) if strategy == "hybrid_shard" else world
-    units, root = wrap(torch, module, shard_world)
+    units, root = wrap(torch, module, shard_world, offload)
     rep = Replica(torch, module, units, root, strategy != "shard_grad_op")
     gc.collect()
     phase_end(p)
     p = phase_begin("optim")
     flat = [u.flat_param for u in units + ([root] if root else []) if u.flat_param.requires_grad]
-    opt = optim2x.make(flat, optim)
+    # CPU offload: the optimizer steps the CPU flat parameters (host.py); else optim2x's 2.x step
+    opt = host.HostOptimizer(flat, optim) if offload else optim2x.make(flat, optim)
     phase_end(p)
     targets = []
 
@@ -321,10 +330,10 @@ def run_case(model, batch, optim, world, strategy):
         loss = loss_step()
         phase_end(p)
         p = phase_begin("s%d.bwd" % step)
-        tr.O.opobs_set_backward(1)
+        ph.backward(True)
         loss.backward()
         rep.final_callback()
-        tr.O.opobs_set_backward(0)
+        ph.backward(False)
         del loss
         phase_end(p)
         p = phase_begin("s%d.opt" % step)
@@ -333,8 +342,7 @@ def run_case(model, batch, optim, world, strategy):
         p = phase_begin("s%d.zero" % step)
         opt.zero_grad(set_to_none=True)
         phase_end(p)
-    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
-    top = max(measured, key=lambda ph: ph["peak"])
+    top = ph.top()
     return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
             "units": [{"name": u.name, "numel": u.U, "shard": u.S} for u in units + ([root] if root else [])],
             "torch": torch.__version__}
@@ -349,9 +357,10 @@ def main(argv):
     ap.add_argument("--optim", default="adam")
     ap.add_argument("--world", type=int, default=2)
     ap.add_argument("--strategy", default="full_shard", choices=["full_shard", "shard_grad_op", "hybrid_shard"])
+    ap.add_argument("--offload", action="store_true", help="CPUOffload(offload_params=True)")
     a = ap.parse_args(argv)
     if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.strategy)))
+        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.strategy, a.offload)))
         return 0
     recs = []
     if os.path.exists(OUT) and not a.redo:

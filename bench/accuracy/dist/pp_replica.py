@@ -93,31 +93,13 @@ def run_case(model, batch, optim, pp, micro, stage):
     import torch
     import torch.nn.functional as F
     from torch.autograd import Variable
-    import measure
     import optim2x
+    import tracking
     import vctorch
 
     torch.set_num_threads(1)
-    tr = measure.Tracker()
-    vctorch.HOOKS.fused = tr.fused
-    vctorch.HOOKS.read = tr.read
-    with open(os.path.join(ROOT, model)) as f:
-        spec = json.load(f)
-    torch.manual_seed(0)
-    gc.collect()
-    tr.start(install=True)
-    tr.O.opobs_set_compat_2x(1)
-    phases = []
-
-    def phase_begin(name):
-        tr.tag(name)
-        tr.O.opobs_reset_peak()
-        tr.reset_peak()
-        return name
-
-    def phase_end(name):
-        tr.read(name + "-end")
-        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+    ph = tracking.Phases(model)
+    spec, phases, phase_begin, phase_end = ph.spec, ph.phases, ph.begin, ph.end
 
     p = phase_begin("build")
     module, make_inputs = vctorch.build(spec, compat="2x")
@@ -206,9 +188,9 @@ def run_case(model, batch, optim, pp, micro, stage):
             deallocate(output_tensor)
             input_tensor = input_tensors.pop(0)
             output_tensor = output_tensors.pop(0)
-            tr.O.opobs_set_backward(1)
+            ph.backward(True)
             input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
-            tr.O.opobs_set_backward(0)
+            ph.backward(False)
             del output_tensor, output_tensor_grad
             if last_iteration:
                 input_tensor = None
@@ -220,9 +202,9 @@ def run_case(model, batch, optim, pp, micro, stage):
             input_tensor = input_tensors.pop(0)
             output_tensor = output_tensors.pop(0)
             output_tensor_grad = recv_backward()
-            tr.O.opobs_set_backward(1)
+            ph.backward(True)
             input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
-            tr.O.opobs_set_backward(0)
+            ph.backward(False)
             del input_tensor, output_tensor, output_tensor_grad, input_tensor_grad
 
     module.train()
@@ -236,8 +218,7 @@ def run_case(model, batch, optim, pp, micro, stage):
         p = phase_begin("s%d.zero" % step)
         opt.zero_grad(set_to_none=True)
         phase_end(p)
-    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
-    top = max(measured, key=lambda ph: ph["peak"])
+    top = ph.top()
     return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
             "stage_parameters": sum(prm.numel() for prm in params), "torch": torch.__version__}
 

@@ -26,7 +26,6 @@ given; gloo's own scratch is malloc'd by gloo, not by c10, and is not counted (o
 GPU NCCL's buffers are outside PyTorch's caching allocator too).
 """
 
-import gc
 import json
 import os
 import sys
@@ -48,38 +47,18 @@ def main():
     import torch.nn.functional as F
     import measure  # bench/accuracy/measure.py: Tracker (ctypes front of the counter)
     import optim2x
+    import tracking
     import vctorch
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     engine = case["engine"]
-    tr = measure.Tracker()
-    vctorch.HOOKS.fused = tr.fused
-    vctorch.HOOKS.read = tr.read
-
-    with open(os.path.join(ROOT, case["model"])) as f:
-        spec = json.load(f)
-    torch.manual_seed(case.get("seed", 0))
-    gc.collect()
-    tr.start(install=True)
-    tr.O.opobs_set_compat_2x(1)
-
-    phases = []  # [name, peak_between_ops, peak_allocator, total_at_end]
-
-    def phase_begin(name):
-        tr.tag(name)
-        tr.O.opobs_reset_peak()
-        tr.reset_peak()
-        return name
-
-    def phase_end(name):
-        tr.read(name + "-end")
-        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()),
-                       "peak_allocator": int(tr.peak() - tr.base_total),
-                       "end": int(tr.O.opobs_current())})
+    # the counter, the model file and the phases (each: between-op peak, allocator peak, total at end)
+    trk = tracking.Phases(case["model"], seed=case.get("seed", 0), allocator_peak=True)
+    phases, phase_begin, phase_end = trk.phases, trk.begin, trk.end
 
     p = phase_begin("build")
-    module, make_inputs = vctorch.build(spec, compat="2x")
+    module, make_inputs = vctorch.build(trk.spec, compat="2x")
     shapes = None
     if case.get("input"):
         shapes = {module.input_names[0]: [int(s) for s in case["input"].split(",")]}
@@ -149,9 +128,9 @@ def main():
         loss = loss_step()
         phase_end(p)
         p = phase_begin("s%d.bwd" % step)
-        tr.O.opobs_set_backward(1)
+        trk.backward(True)
         loss.backward()
-        tr.O.opobs_set_backward(0)
+        trk.backward(False)
         del loss
         phase_end(p)
         p = phase_begin("s%d.opt" % step)
@@ -162,8 +141,8 @@ def main():
         phase_end(p)
     dist.barrier()
 
-    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1:].split(".")[0]) >= 2]
-    top = max(measured, key=lambda ph: ph["peak"])
+    measured = trk.measured()
+    top = trk.top()
     rounded = measure.rounded
     res = {
         "case": case["id"],
