@@ -55,6 +55,7 @@ enum cli_option_id {
     OPT_WEIGHTS, OPT_QLORA, /* quantized weights (docs/quantization.md) */
     OPT_OFFLOAD, /* a parallel layout's CPU offload (docs/parallel.md) */
     OPT_LOSS, /* the causal-LM loss (issue 12 item 3) */
+    OPT_FSDP_PARAM_DT, OPT_FSDP_REDUCE_DT, /* FSDP2's MixedPrecisionPolicy (docs/parallel.md 2.5) */
 };
 
 /* The options (options.c), in --help's order. */
