@@ -70,7 +70,7 @@ static void f2_free(void *state)
 static int64_t f2_shard(const vc_param_entry *e, int64_t world)
 {
     int64_t d0 = e->nd >= 1 && e->dims && e->dims[0] > 0 ? e->dims[0] : e->numel, rest = d0 > 0 ? e->numel / d0 : 0;
-    return (d0 / world + (d0 % world != 0)) * rest; /* at most numel + (world - 1) x rest: under 2^62 */
+    return (d0 / world + (d0 % world != 0)) * rest; /* at most numel (ceil(d0 / world) <= d0) */
 }
 
 /* The groups and the per-parameter flat entries the optimizer sees (the
@@ -106,10 +106,16 @@ static bool f2_groups(vc_build *b, f2_state *z)
     for (size_t g = 0; g < ng; g++) z->gstart[g + 1] += z->gstart[g];
     int32_t *fill = z->rs; /* scratch: the next slot of each group */
     for (size_t g = 0; g < ng; g++) fill[g] = z->gstart[g];
+    int64_t total = 0, padded; /* every all-gather and reduce-scatter is at most this: kept under 2^56 elements */
     for (size_t p = 0; p < np; p++) {
         const vc_param_entry *e = &m->par[p];
         z->glist[fill[e->owner >= 0 ? b->unit_of[e->owner] : 0]++] = (int32_t)p;
         z->shard[p] = f2_shard(e, z->world);
+        if (__builtin_mul_overflow(z->shard[p], z->world, &padded) || __builtin_add_overflow(total, padded, &total) ||
+            total > (INT64_C(1) << 56)) {
+            b->st = VC_ERR_OVERFLOW;
+            return true;
+        }
         z->unsh[p] = -1;
         /* the optimizer's parameter: the sharded DTensor (rank 0's local tensor, chunks[0]) */
         b->flat[p] = (vc_flat_param){{z->shard[p], e->trainable, 0, 0, -1, NULL, NULL, 0}, z->orig_dt, e->numel,

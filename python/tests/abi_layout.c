@@ -24,6 +24,8 @@ int main(void)
     OFF(vc_options, prompt); OFF(vc_options, new_tokens); OFF(vc_options, cache);
     OFF(vc_options, tp); OFF(vc_options, pp); OFF(vc_options, micro_batches); OFF(vc_options, sp);
     OFF(vc_options, offload);
+    OFF(vc_options, fsdp_param_dtype);
+    OFF(vc_options, fsdp_reduce_dtype);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);
