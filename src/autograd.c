@@ -701,7 +701,8 @@ void vc__execute(vc_build *b)
     }
     b->lay_cur = -1;
     if (b->layout->flat) {
-        b->flat = calloc(b->m->ninst + 1, sizeof *b->flat);
+        /* room for a flat parameter per unit, or per parameter (FSDP2) */
+        b->flat = calloc((b->m->ninst > b->m->npar ? b->m->ninst : b->m->npar) + 1, sizeof *b->flat);
         b->unit_of = calloc(b->m->ninst + 1, sizeof *b->unit_of);
         if (!b->flat || !b->unit_of) { b->st = VC_ERR_NOMEM; return; }
         b->layout->flat(b);

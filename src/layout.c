@@ -130,9 +130,13 @@ static void path_key(const char *path, long *top, long *copy)
  * ceil(U / world) elements on every rank. */
 static int64_t shard_numel(int64_t u, int64_t world) { return u / world + (u % world != 0); }
 
-static void fsdp_units(vc_build *b, int64_t group)
+/* The units of the wrap above: unit_of[i] for every instance (0: the
+ * root's), numbered from 1 as they run; returns their count. An instance
+ * without parameters is the root's unless `span` (FSDP2, whose hooks are on
+ * the wrapped module: a layer's parameter-free instances run inside it) and
+ * it has the key of the unit before it. */
+int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span)
 {
-    const vc_model *m = b->m;
     bool repeated = false;
     for (size_t i = 0; i < m->ninst; i++) {
         long top, copy;
@@ -144,13 +148,23 @@ static void fsdp_units(vc_build *b, int64_t group)
     for (size_t i = 0; i < m->ninst; i++) { /* instances in execution order: units numbered as they run */
         long top, copy;
         path_key(m->inst[i].path, &top, &copy);
-        b->unit_of[i] = 0;
-        if ((repeated && copy < 0) || top < 0 || m->inst[i].np == 0) continue;
+        unit_of[i] = 0;
+        if ((repeated && copy < 0) || top < 0) continue;
+        if (m->inst[i].np == 0) {
+            if (span && unit > 0 && top == ktop && copy == kcopy) unit_of[i] = unit;
+            continue;
+        }
         if (top != ktop || copy != kcopy) unit++;
         ktop = top, kcopy = copy;
-        b->unit_of[i] = unit;
+        unit_of[i] = unit;
     }
-    b->nflat = (size_t)unit + 1;
+    return unit;
+}
+
+static void fsdp_units(vc_build *b, int64_t group)
+{
+    const vc_model *m = b->m;
+    b->nflat = (size_t)vc__fsdp_units(m, b->unit_of, false) + 1;
     for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}, false};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
@@ -583,6 +597,7 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat, NULL},
     [VC_PARALLEL_ZERO2] = {"zero2", zero2_hook, zero2_resident, NULL, zero2_flat, zero2_grad},
     [VC_PARALLEL_ZERO3] = {"zero3", vc__zero3_hook, vc__zero3_resident, NULL, vc__zero3_flat, vc__zero3_grad},
+    [VC_PARALLEL_FSDP2] = {"fsdp2", vc__fsdp2_hook, NULL, NULL, vc__fsdp2_flat, NULL, vc__fsdp2_compute},
 };
 
 /* --offload: which layouts can keep what on the CPU, and why not (DeepSpeed's
@@ -602,6 +617,7 @@ static const char *offload_refusal(vc_parallel p, vc_offload f)
         return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
                                            "gradients and optimizer state): --offload params"
                                          : NULL;
+    case VC_PARALLEL_FSDP2: return "FSDP2's CPUOffloadPolicy is not modelled yet (docs/parallel.md 2.5)";
     case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero2, zero3, fsdp)";
     default: return "this layout keeps everything on the GPU (no CPU offload): zero2, zero3 and fsdp offload";
     }

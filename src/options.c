@@ -19,6 +19,7 @@ static const char *const par_names[] = {VC_PARALLEL_MAP(VC__NAME) NULL};
 static const char *const cache_names[] = {VC_CACHE_MAP(VC__NAME) NULL};
 static const char *const offload_names[] = {VC_OFFLOAD_MAP(VC__NAME) NULL};
 static const char *const kv_names[] = {VC_KV_DTYPE_MAP(VC__NAME) NULL};
+static const char *const fsdp_dt_names[] = {VC_FSDP_DTYPE_MAP(VC__NAME) NULL};
 #undef VC__NAME
 static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode"};
 
@@ -61,6 +62,12 @@ const char *vc_phase_name(vc_phase p) { return (unsigned)p < 6 ? phase_names[p] 
 int vc_cache_from_name(const char *s) { return lookup(cache_names, s); }
 int vc_offload_from_name(const char *s) { return lookup(offload_names, s); }
 const char *vc_offload_name(vc_offload o) { return (unsigned)o < VC_OFFLOAD__N ? offload_names[o] : "?"; }
+int vc_fsdp_dtype_from_name(const char *s) { return lookup(fsdp_dt_names, s); }
+const char *vc_fsdp_dtype_name(vc_fsdp_dtype d) { return (unsigned)d < VC_FSDP_DTYPE__N ? fsdp_dt_names[d] : "?"; }
+vc_dtype vc__fsdp_dtype(vc_fsdp_dtype d)
+{
+    return d == VC_FSDP_DTYPE_BF16 ? VC_DT_BF16 : d == VC_FSDP_DTYPE_FP16 ? VC_DT_F16 : VC_DT_F32;
+}
 int vc_kv_dtype_from_name(const char *s) { return lookup(kv_names, s); }
 const char *vc_kv_dtype_name(vc_kv_dtype k) { return (unsigned)k < VC_KV__N ? kv_names[k] : "?"; }
 const char *vc_cache_name(vc_cache c) { return (unsigned)c < VC_CACHE__N ? cache_names[c] : "?"; }
@@ -172,6 +179,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
+    if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE;
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -52,7 +52,7 @@ static void model_tensors(vc_build *b)
         b->amp_cache[p] = -1;
     }
     for (size_t i = 0; i < m->nbuf; i++) {
-        vc_dtype dt = m->buf[i].dt == VC_DT_FLOAT ? b->param_dt : m->buf[i].dt;
+        vc_dtype dt = m->buf[i].dt == VC_DT_FLOAT ? b->prec->param_dt : m->buf[i].dt; /* a layout's cast spares buffers */
         int32_t t = vc__new_tensor(b, vc_n_fixed(m->buf[i].numel), dt);
         if (t < 0) break;
         b->t[t].persistent = true;
@@ -114,6 +114,10 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->act_dt = b->prec->act_dt;
     b->param_dt = b->prec->param_dt;
     b->amp_dt = b->prec->amp_dt;
+    if (b->layout->compute) { /* the layout casts the parameters (FSDP2's param_dtype) */
+        b->layout->compute(o, &b->param_dt);
+        b->act_dt = b->param_dt;
+    }
 
     b->val_t = malloc((m->nval + 1) * sizeof *b->val_t);
     b->par_t = malloc((m->npar + 1) * sizeof *b->par_t);

@@ -337,6 +337,12 @@ void vc__model_hook(vc_build *b, bool begin);
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
 
+/* layout.c: the FSDP units (unit_of per instance, 0 the root's); their count */
+int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
+/* layout_fsdp2.c: the fsdp2 row's hooks (policy.h vc_layout_row) */
+void vc__fsdp2_flat(vc_build *b);
+void vc__fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin);
+void vc__fsdp2_compute(const vc_options *o, vc_dtype *dt);
 /* layout_zero3.c: the zero3 row's hooks (policy.h vc_layout_row) */
 void vc__zero3_flat(vc_build *b);
 void vc__zero3_resident(vc_build *b);

@@ -128,21 +128,30 @@ typedef struct vc_layout_row {
      * parameters. NULL: every trainable parameter. */
     void (*owns)(const struct vc_build *b, bool *owned);
     /* The flat parameters the rank holds instead of the model's own (FSDP's
-     * FlatParameter shards, one per wrapped unit): fills b->flat (room for
-     * ninst + 1 entries, [0] the root's), b->nflat and b->unit_of (per
-     * instance). The model's parameters then have no resident storage (the
+     * FlatParameter shards, one per wrapped unit; FSDP2's sharded parameters,
+     * one per parameter): fills b->flat (room for max(ninst, npar) + 1
+     * entries, [0] the root's), b->nflat and b->unit_of (per instance). The model's parameters then have no resident storage (the
      * module hooks gather them), and the weights, master copies, optimizer
      * state and step are the entries'. NULL: the model's parameters. */
     void (*flat)(struct vc_build *b);
     /* Called as AccumulateGrad sets parameter p's .grad (b->pgrad[p]): a
      * post-accumulate-grad hook (ZeRO-2 copies it into its bucket). NULL: none. */
     void (*grad)(struct vc_build *b, size_t p, int32_t inst);
+    /* The dtype the parameters are cast to for forward and backward, which
+     * the activations then have (FSDP2's MixedPrecisionPolicy.param_dtype:
+     * the unsharded parameters); *dt holds the precision's. NULL: that one. */
+    void (*compute)(const vc_options *o, vc_dtype *dt);
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
 /* --offload: VC_ERR_USAGE naming --offload when o->parallel cannot offload o->offload. */
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err);
+/* --fsdp-param-dtype, --fsdp-reduce-dtype: VC_ERR_USAGE naming the option where
+ * the layout or the precision cannot take them (layout_fsdp2.c). */
+vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err);
+/* A --fsdp-*-dtype value's dtype (fp32 for none). */
+vc_dtype vc__fsdp_dtype(vc_fsdp_dtype d);
 
 /* A storage format of Linear weights (vc_weights; src/quant.c). Per-weight
  * tensors and temporaries are functions of the weight's shape p->dims =

@@ -1196,6 +1196,187 @@ static void test_fsdp_offload(void **state)
     assert_int_equal(keep.frees[1], 0);
 }
 
+/* ---- fsdp2: PyTorch FSDP2 (fully_shard; src/layout_fsdp2.c, docs/parallel.md
+ * 2.5), the same two Linears, each its own fully_shard group, the root's group
+ * empty. Each parameter is sharded on its own (_fsdp_param.py
+ * _init_sharded_param: chunk(world, dim 0)[0], ceil(dim0 / world) rows).
+ * At world size 4: weight 1 [999, 1000] -> 250 x 1000 = 250,000 elements
+ * (1,000,000 B, 1,000,448 in blocks); bias 1 [999] -> 250 (1,000 B: 1,024);
+ * weight 2 [1000, 999] -> 250 x 999 = 249,750 (999,000 B: 999,424); bias 2
+ * [1000] -> 250 (1,024). */
+static vc_result estimate_mp(int64_t gpus, vc_fsdp_dtype pdt, vc_fsdp_dtype rdt)
+{
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_FSDP2, gpus, VC_OPTIM_ADAM);
+    o.fsdp_param_dtype = pdt;
+    o.fsdp_reduce_dtype = rdt;
+    vc_error err;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+static trace_t trace_mp(int64_t gpus, vc_fsdp_dtype pdt, vc_fsdp_dtype rdt, const char *cat, int64_t bytes)
+{
+    vc_model *m = load();
+    vc_options o = opts(VC_PARALLEL_FSDP2, gpus, VC_OPTIM_ADAM);
+    o.fsdp_param_dtype = pdt;
+    o.fsdp_reduce_dtype = rdt;
+    vc_error err;
+    trace_t t = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
+    if (vc_trace(m, &o, on_line, &t, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return t;
+}
+
+/* Resident per rank: the four shards (1,000,448 + 1,024 + 999,424 + 1,024 =
+ * 2,001,920 B); the sharded gradients, one reduce-scatter output per group
+ * (foreach_reduce: reduce_output, the .grads are as_strided views of it):
+ * group 1 250,000 + 250 = 250,250 elements (1,001,000 B: 1,001,472), group 2
+ * 249,750 + 250 = 250,000 (1,000,448), 2,001,920 again; Adam's two states per
+ * sharded parameter, 2 x 2,001,920. */
+static void test_fsdp2_resident(void **state)
+{
+    (void)state;
+    vc_result r = estimate(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM);
+    assert_int_equal(r.memory.weights, 2001920);
+    assert_int_equal(r.memory.gradients, 1001472 + 1000448);
+    assert_int_equal(r.memory.optimizer_states, 2 * 2001920);
+    vc_result_free(&r);
+}
+
+/* World size 4, fp32, Adam, batch 1: the all-gathers and the peak.
+ * Forward (implicit prefetch): group 1's pre_forward allocates its
+ * all-gather output, 4 x 250,250 = 1,001,000 elements (4,004,000 B:
+ * 4,004,352), then its two unsharded parameters (4 x 250,000 = 1,000,000
+ * elements: 4,000,256; 1,000: 4,096); the output is kept in
+ * comm_ctx.all_gather_state. The first Linear's output (4,096) makes the
+ * forward's highest point: resident 6,005,760 (shards and states; no
+ * gradients yet), the input 4,096, 4,004,352 + 4,000,256 + 4,096, the output
+ * 4,096 = 14,022,656. Group 2's all-gather output is 4 x 250,000 elements
+ * (4,000,256 B, like weight 1's unsharded tensor): so two 4,000,256 B weight
+ * allocations in forward, two in backward.
+ * Backward: the root has no group (no prefetch from it); group 2's
+ * pre_backward gathers it and prefetches group 1 (_backward_prefetch). Group
+ * 2's post_backward: reduce_scatter_input (4 x 250,000 fp32: 4,000,256 B)
+ * kept in reduce_scatter_states until group 1's post_backward, its output
+ * 1,000,448 (.grad). The peak is group 1's copy-out in its pre_backward,
+ * before its all-gather output is dropped: resident 6,005,760, input 4,096,
+ * the loss and its root gradient 512 + 512, the gradient of the first
+ * Linear's output 4,096, group 2's reduce-scatter input 4,000,256 and
+ * output 1,000,448, group 1's all-gather output 4,004,352 and its unsharded
+ * parameters 4,000,256 + 4,096: 19,024,384. */
+static void test_fsdp2_timeline(void **state)
+{
+    (void)state;
+    trace_t ag1 = trace(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM, "weight", 4004352);
+    assert_int_equal(ag1.gathers[0], 1);
+    assert_int_equal(ag1.gathers[1], 1);
+    trace_t ag2 = trace(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM, "weight", 4000256);
+    assert_int_equal(ag2.gathers[0], 2);
+    assert_int_equal(ag2.gathers[1], 2);
+    assert_int_equal(ag1.max[0], 6005760 + 4096 + 4004352 + 4000256 + 4096 + 4096);
+    vc_result r = estimate(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM);
+    assert_int_equal(r.memory.peak_allocated,
+                     6005760 + 4096 + 512 + 512 + 4096 + 4000256 + 1000448 + 4004352 + 4000256 + 4096);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&r);
+    /* reduce-scatter inputs (grad, backward): group 2's 4,000,256 B; group
+     * 1's 4 x 250,250 fp32 = 4,004,352 B */
+    trace_t rs = trace(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM, "grad", 4004352);
+    assert_int_equal(rs.gathers[1], 1);
+}
+
+/* World size 1: the unshard gathers nothing (FSDPParamGroup.unshard returns
+ * with _all_gather_output, an empty tensor), but wait_for_unshard still
+ * copies each shard (the whole parameter) into a tensor of its own, and the
+ * gradients still go through reduce_scatter_input and a copy into
+ * reduce_output. So the resident state equals one GPU's, the peak does
+ * not: no 999,999-element all-gather output (4,000,256 B) in forward, but
+ * copies of weight 1 (999 x 1000: 3,996,160 B) and weight 2 (1000 x 999, the
+ * same bytes) in forward and backward, besides the two resident shards. */
+static void test_fsdp2_world1(void **state)
+{
+    (void)state;
+    vc_result one = estimate(VC_PARALLEL_FSDP2, 1, VC_OPTIM_ADAM);
+    vc_result single = estimate(VC_PARALLEL_NONE, 1, VC_OPTIM_ADAM);
+    assert_int_equal(one.memory.weights, single.memory.weights);
+    assert_int_equal(one.memory.optimizer_states, single.memory.optimizer_states);
+    assert_true(one.memory.peak_allocated > single.memory.peak_allocated);
+    vc_result_free(&one);
+    vc_result_free(&single);
+    trace_t ag = trace(VC_PARALLEL_FSDP2, 1, VC_OPTIM_ADAM, "weight", 4000256);
+    assert_int_equal(ag.gathers[0], 0);
+    trace_t cp = trace(VC_PARALLEL_FSDP2, 1, VC_OPTIM_ADAM, "weight", 3996160);
+    assert_int_equal(cp.gathers[0], 4); /* the two resident shards (the whole weights), then weight 1's and weight 2's copies */
+    assert_int_equal(cp.gathers[1], 2);
+}
+
+/* MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32) over the fp32
+ * model, world size 4: the shards, gradients and Adam state stay fp32
+ * (the same bytes as without the policy); the all-gather runs in bf16: the
+ * foreach-copy cast of group 1's shards, 250,250 bf16 (500,500 B: 500,736,
+ * a temporary), then its output 1,001,000 bf16 (2,002,000 B: 2,002,432),
+ * then weight 1 unsharded, 1,000,000 bf16 (2,000,384). The reduce-scatter
+ * input of group 2 is fp32 (4,000,256, as without the policy: bf16
+ * gradients widened in _chunk_cat's copy). With reduce_dtype bf16 too
+ * (param_dtype's, so None), the input is bf16 (2,000,000 B: 2,000,384) and its output is
+ * cast to fp32 after (_to_dtype_if_needed). */
+static void test_fsdp2_mixed_precision(void **state)
+{
+    (void)state;
+    vc_result r = estimate_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_FP32);
+    assert_int_equal(r.memory.weights, 2001920);
+    assert_int_equal(r.memory.gradients, 1001472 + 1000448);
+    assert_int_equal(r.memory.optimizer_states, 2 * 2001920);
+    vc_result_free(&r);
+    trace_t cast = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_FP32, "temp", 500736);
+    assert_int_equal(cast.gathers[0], 1);
+    assert_int_equal(cast.gathers[1], 1); /* the backward prefetch of group 1 */
+    trace_t ag = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_FP32, "weight", 2002432);
+    assert_int_equal(ag.gathers[0], 1);
+    trace_t rs = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_FP32, "grad", 4000256);
+    assert_int_equal(rs.gathers[1], 1);
+    trace_t rs16 = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_NONE, "grad", 4000256);
+    assert_int_equal(rs16.gathers[1], 0);
+    trace_t rs16b = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_NONE, "grad", 2000384);
+    assert_int_equal(rs16b.gathers[1], 1); /* group 2's bf16 reduce-scatter input, 4 x 250,000 bf16 */
+    /* ... whose bf16 output, 250,000 elements (500,224 B), becomes fp32 (1,000,448): two grad allocations */
+    trace_t out16 = trace_mp(4, VC_FSDP_DTYPE_BF16, VC_FSDP_DTYPE_NONE, "grad", 500224);
+    assert_int_equal(out16.gathers[1], 1);
+}
+
+/* What fsdp2 refuses (exit 2 naming the option): --pp, --offload (not
+ * modelled), --mode generate, the policy without fsdp2 or over autocast. */
+static void test_fsdp2_refused(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    static const struct { int what; const char *path, *why; } cases[] = {
+        {0, "--parallel", "with --pp is not modelled"},
+        {1, "--offload", "CPUOffloadPolicy is not modelled"},
+        {2, "--parallel", "modelled for --mode train and infer"},
+        {3, "--fsdp-param-dtype", "give --parallel fsdp2"},
+        {4, "--fsdp-param-dtype", "not amp-bf16"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_options o = opts(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM);
+        if (cases[i].what == 0) o.pp = 2, o.gpus = 8;
+        if (cases[i].what == 1) o.offload = VC_OFFLOAD_PARAMS;
+        if (cases[i].what == 2) o.mode = VC_MODE_GENERATE;
+        if (cases[i].what >= 3) o.fsdp_param_dtype = VC_FSDP_DTYPE_BF16;
+        if (cases[i].what == 3) o.parallel = VC_PARALLEL_FSDP;
+        if (cases[i].what == 4) o.precision = VC_PREC_AMP_BF16;
+        vc_error err = {0};
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, cases[i].path);
+        assert_non_null(strstr(err.msg, cases[i].why));
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1230,6 +1411,11 @@ int main(void)
         cmocka_unit_test(test_zero2_offload),
         cmocka_unit_test(test_zero2_offload_bf16),
         cmocka_unit_test(test_fsdp_offload),
+        cmocka_unit_test(test_fsdp2_resident),
+        cmocka_unit_test(test_fsdp2_timeline),
+        cmocka_unit_test(test_fsdp2_world1),
+        cmocka_unit_test(test_fsdp2_mixed_precision),
+        cmocka_unit_test(test_fsdp2_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

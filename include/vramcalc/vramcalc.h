@@ -238,11 +238,14 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
     X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
-    X(ZERO2, "zero2") X(ZERO3, "zero3")
+    X(ZERO2, "zero2") X(ZERO3, "zero3") X(FSDP2, "fsdp2")
 /* --offload (docs/parallel.md): what a parallel layout keeps on the CPU. optimizer:
  * DeepSpeed's offload_optimizer (the fp32 partition, its gradient and state);
  * params: offload_param too (the 16-bit partitions). */
 #define VC_OFFLOAD_MAP(X) X(NONE, "none") X(OPTIMIZER, "optimizer") X(PARAMS, "params")
+/* --fsdp-param-dtype, --fsdp-reduce-dtype (docs/parallel.md 2.5): FSDP2's
+ * MixedPrecisionPolicy(param_dtype, reduce_dtype); none: its default (None). */
+#define VC_FSDP_DTYPE_MAP(X) X(NONE, "none") X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
 #define VC__ENUM_OPTIM(e, n) VC_OPTIM_##e,
@@ -253,6 +256,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 #define VC__ENUM_PAR(e, n) VC_PARALLEL_##e,
 #define VC__ENUM_CACHE(e, n) VC_CACHE_##e,
 #define VC__ENUM_OFFLOAD(e, n) VC_OFFLOAD_##e,
+#define VC__ENUM_FSDP_DTYPE(e, n) VC_FSDP_DTYPE_##e,
 typedef enum { VC_OPTIM_MAP(VC__ENUM_OPTIM) VC_OPTIM__N } vc_optim;
 typedef enum { VC_OPTIM_IMPL_MAP(VC__ENUM_IMPL) VC_IMPL__N } vc_optim_impl;
 typedef enum { VC_PRECISION_MAP(VC__ENUM_PREC) VC_PREC__N } vc_precision;
@@ -261,6 +265,7 @@ typedef enum { VC_ATTENTION_MAP(VC__ENUM_ATTN) VC_ATTN__N } vc_attention;
 typedef enum { VC_PARALLEL_MAP(VC__ENUM_PAR) VC_PARALLEL__N } vc_parallel;
 typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
+typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp_dtype;
 
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
@@ -293,6 +298,8 @@ typedef struct {
     int kv_bits;            /* 2 or 4 (quanto's qint2 / qint4) */
     int64_t kv_group;       /* q_group_size: elements per scale and shift */
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
+    /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
+    vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
@@ -323,6 +330,8 @@ int vc_cache_from_name(const char *s);
 const char *vc_cache_name(vc_cache c);
 int vc_offload_from_name(const char *s);
 const char *vc_offload_name(vc_offload o);
+int vc_fsdp_dtype_from_name(const char *s);
+const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
 const char *vc_parallel_name(vc_parallel p);
 const char *vc_optim_name(vc_optim o);
 const char *vc_optim_impl_name(vc_optim_impl i);

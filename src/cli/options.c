@@ -51,6 +51,10 @@ const cli_option cli_options[] = {
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
      "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero2 and zero3; "
      "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
+    {"fsdp-param-dtype", 0, "D", OPT_FSDP_PARAM_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
+     "--parallel fsdp2: MixedPrecisionPolicy's param_dtype, {} (default none: the model's dtype)"},
+    {"fsdp-reduce-dtype", 0, "D", OPT_FSDP_REDUCE_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
+     "--parallel fsdp2: MixedPrecisionPolicy's reduce_dtype, {} (default none: the gradients' dtype)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},

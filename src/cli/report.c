@@ -227,6 +227,11 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
                  o->gpus == 1 ? "" : "s", o->offload ? ", offload " : "", o->offload ? vc_offload_name(o->offload) : "");
         line_item(&l, ", ", it);
     }
+    if (o->fsdp_param_dtype || o->fsdp_reduce_dtype) { /* FSDP2's MixedPrecisionPolicy */
+        snprintf(it, sizeof it, "MixedPrecisionPolicy(param %s, reduce %s)", vc_fsdp_dtype_name(o->fsdp_param_dtype),
+                 vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
+        line_item(&l, ", ", it);
+    }
     if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
         snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE && o->pp < 2 ? " (per GPU)" : "");
         line_item(&l, ", ", it);
@@ -529,8 +534,11 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_str(f, r->attention);
     fprintf(f, ",\n");
     if (o->parallel != VC_PARALLEL_NONE)
-        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s},\n", ind, vc_parallel_name(o->parallel),
-                o->gpus, o->offload ? ", \"offload\": \"" : "", o->offload ? vc_offload_name(o->offload) : "", o->offload ? "\"" : "");
+        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s%s%s%s%s%s%s},\n", ind, vc_parallel_name(o->parallel),
+                o->gpus, o->offload ? ", \"offload\": \"" : "", o->offload ? vc_offload_name(o->offload) : "", o->offload ? "\"" : "",
+                o->fsdp_param_dtype ? ", \"param_dtype\": \"" : "", o->fsdp_param_dtype ? vc_fsdp_dtype_name(o->fsdp_param_dtype) : "",
+                o->fsdp_param_dtype ? "\"" : "", o->fsdp_reduce_dtype ? ", \"reduce_dtype\": \"" : "",
+                o->fsdp_reduce_dtype ? vc_fsdp_dtype_name(o->fsdp_reduce_dtype) : "", o->fsdp_reduce_dtype ? "\"" : "");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);

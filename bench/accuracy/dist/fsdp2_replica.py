@@ -1,0 +1,640 @@
+#!/usr/bin/python3
+"""fsdp2_replica.py -- one rank of FSDP2 (PyTorch 2.x fully_shard), replicated in torch 1.13 CPU
+and measured with the accuracy harness's counter.
+
+    /usr/bin/python3 bench/accuracy/dist/fsdp2_replica.py --all [--redo]   # measure (fsdp2_replica.json)
+    /usr/bin/python3 bench/accuracy/dist/fsdp2_replica.py --compare --cli build/vramcalc [--bound 8]
+    LD_PRELOAD=bench/accuracy/libmemtrack.so /usr/bin/python3 bench/accuracy/dist/fsdp2_replica.py \
+        --model M --batch B --optim adam --world N [--param-dtype bf16 --reduce-dtype fp32]
+
+Why a replica: torch 1.13 has no FSDP2 (torch.distributed.fsdp.fully_shard came with 2.x), and
+its FSDP does not run on a CPU build anyway (fsdp_check.py).  So this script re-implements, in
+plain torch, what FSDP2's own code allocates and frees on one rank, transcribed from the source
+(not from vramcalc), pytorch/pytorch, torch/distributed/fsdp/_fully_shard/:
+  F2P _fsdp_param.py        @010ae4a89516fa3be548ab16dff711414ec12d0b
+  F2G _fsdp_param_group.py  @010ae4a89516fa3be548ab16dff711414ec12d0b
+  F2C _fsdp_collectives.py  @010ae4a89516fa3be548ab16dff711414ec12d0b
+  F2S _fsdp_state.py        @01c9f4fcc3ffa856d3d1b038998b8ad90db4ec02
+cited per function below.  The model's forward, autograd and the optimizer (optim2x's 2.x foreach
+step, over the sharded parameters) are real torch, measured as measure.py measures one process.
+The collectives are not run: NCCL's all_gather_into_tensor and reduce_scatter_tensor write into the
+tensors FSDP2 gives them and allocate nothing through PyTorch's allocator, so each is replaced by an
+in-place copy of this rank's part.  Ops 2.x has and 1.13 lacks (_foreach_copy_, _chunk_cat,
+split_with_sizes_copy with out=) are done by in-place copies into the same destinations.  Rank 0
+holds chunks[0] of every parameter, the largest shard, so it stands for the busiest rank.
+
+Wrap, as vramcalc's fsdp rows wrap (and as torchtitan does): fully_shard on every copy of a repeated
+top-level entry (vctorch's module.body.items[i].copies; the decoder layers of an HF model), or,
+without one, on every top-level entry with parameters; then fully_shard(model), whose group holds the
+rest.  Defaults: reshard_after_forward=True (the root's is turned off by F2S _lazy_init), implicit
+prefetching, no offload; MixedPrecisionPolicy(param_dtype, reduce_dtype) when given, with its
+cast_forward_inputs=True.
+"""
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+ACC = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(ACC))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, ACC)
+sys.path.insert(0, HERE)
+OUT = os.path.join(HERE, "fsdp2_replica.json")
+
+from fsdp_replica import MLP, GPTSTACK  # noqa: E402  the FSDP1 replica's model files
+LLAMA = "tests/data/hf/llama-small-measured.json"  # a 2-layer Llama config (the llm suite's)
+CASES = [
+    # model, short, batch (or batch x seq for a config.json), optim, world, param_dtype, reduce_dtype, held_out
+    (MLP, "mlp", 64, "adam", 2, None, None, False),
+    (MLP, "mlp", 64, "adam", 4, None, None, False),
+    (MLP, "mlp", 64, "adam", 1, None, None, False),   # world size 1: no all-gather, still a copy
+    (MLP, "mlp", 64, "adam", 2, "bf16", "fp32", False),
+    (MLP, "mlp", 64, "sgd", 4, "bf16", "fp32", True),
+    (GPTSTACK, "gptstack", 4, "adam", 2, None, None, False),
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, True),
+    (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", False),
+    (LLAMA, "llama", 2, "adamw", 2, None, None, False),
+    (LLAMA, "llama", 2, "adamw", 4, None, None, False),
+    (LLAMA, "llama", 2, "adamw", 2, "bf16", "fp32", False),
+    (LLAMA, "llama", 2, "adamw", 4, "bf16", "fp32", True),
+    (LLAMA, "llama", 2, "adamw", 4, "bf16", None, True),   # reduce in bf16: a cast to fp32 after
+]
+SEQ = 64  # tokens per sample for a config.json (the llm suite's default)
+DT = {None: None, "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def case_id(short, batch, optim, world, pdt, rdt):
+    mp = "" if not pdt and not rdt else "-mp%s%s" % (pdt or "", "-r" + rdt if rdt else "")
+    return "%s-b%d-%s-fsdp2-w%d%s" % (short, batch, optim, world, mp)
+
+
+class Param:
+    """FSDPParam (F2P) on rank 0, Shard(0), no extensions, no offload."""
+
+    def __init__(self, torch, module, name, param, world, pdt, rdt):
+        self.torch, self.module, self.name, self.world = torch, module, name, world
+        self.orig_size, self.orig_dtype = param.size(), param.dtype
+        self.requires_grad = param.requires_grad
+        # _init_sharded_param: chunks = _chunk_with_empty(param, world, dim=0); padded_sharded_size =
+        # chunks[0].size(); padded_sharded_param = param.new_zeros(padded size), this rank's chunk copied
+        # in; sharded_param = nn.Parameter(padded.narrow(0, 0, rank's rows)); the original is freed when
+        # fully_shard returns
+        with torch.no_grad():
+            chunk = torch.chunk(param.detach(), world, dim=0)[0]
+            padded = param.new_zeros(chunk.size())
+            padded.copy_(chunk)
+            del chunk
+        self.sharded_param_data = padded.view(-1)
+        self.sharded_param = torch.nn.Parameter(padded, requires_grad=param.requires_grad)
+        # init_dtype_attrs: reduce_dtype equal to param_dtype is None; param_dtype equal to orig is None
+        self.param_dtype = pdt if pdt is not None and pdt != self.orig_dtype else None
+        self.reduce_dtype = rdt if rdt is not None and rdt != pdt else None
+        self.all_gather_outputs = []
+        self.unsharded_param = None
+        self.set(self.sharded_param)
+
+    def set(self, p):
+        """_setattr_on_modules (unsafe_setattr_param)."""
+        self.module._parameters[self.name] = p
+
+    @property
+    def shard_numel(self):
+        return self.sharded_param_data.numel()
+
+    def init_all_gather_outputs(self, numel, dtype):
+        """init_all_gather_outputs: torch.empty(numel x world) the first time; alloc_all_gather_outputs
+        (alloc_storage) after a free."""
+        torch = self.torch
+        if not self.all_gather_outputs:
+            self.all_gather_outputs = [torch.empty(numel * self.world, dtype=dtype)]
+        t = self.all_gather_outputs[0]
+        if t.storage().size() == 0:
+            t.storage().resize_(numel * self.world)
+        return t
+
+    def init_unsharded_param(self):
+        """init_unsharded_param: nn.Parameter(as_strided(all_gather_outputs[0], orig size)), made once."""
+        if self.unsharded_param is None:
+            t = self.all_gather_outputs[0]
+            stride = [1] * len(self.orig_size)
+            for i in range(len(self.orig_size) - 2, -1, -1):
+                stride[i] = stride[i + 1] * self.orig_size[i + 1]
+            self.unsharded_param = self.torch.nn.Parameter(
+                self.torch.as_strided(t, self.orig_size, stride, 0), requires_grad=self.requires_grad)
+
+    def to_unsharded(self):
+        self.set(self.unsharded_param)
+
+    def to_sharded(self):
+        """to_sharded: the sharded parameter back on the module, free_unsharded_param (free_storage)."""
+        self.set(self.sharded_param)
+        for t in self.all_gather_outputs:
+            t.storage().resize_(0)
+
+
+class Comm:
+    """FSDPCommContext (F2G): state shared by every group."""
+
+    def __init__(self):
+        self.all_gather_state = None   # the kept all-gather output (implicit forward prefetch)
+        self.reduce_scatter_states = []
+        self.post_forward_order = []
+
+
+class Group:
+    """FSDPParamGroup (F2G) with its runtime."""
+
+    def __init__(self, torch, name, params, world, comm, root, pdt, rdt):
+        self.torch, self.name, self.params, self.world, self.comm = torch, name, params, world, comm
+        self.root, self.pdt, self.rdt = root, pdt, rdt
+        self.state = "IDLE"
+        self.unsharded = False
+        self.all_gather_result = None  # (output or None,)
+        self.post_forward_indices = []
+        orig = {p.orig_dtype for p in params if p.requires_grad}
+        self.orig_dtype = next(iter(orig)) if orig else None
+        red = {p.reduce_dtype for p in params if p.requires_grad}
+        self.reduce_dtype = next(iter(red)) if red else None
+
+    def unshard(self):
+        """unshard: at world size 1 no all-gather; else foreach_all_gather (F2C)."""
+        torch = self.torch
+        if self.all_gather_result is not None or self.unsharded:
+            return
+        if self.world == 1:
+            self.all_gather_result = (None,)
+            return
+        with torch.no_grad():
+            # _get_param_all_gather_inputs: with param_dtype, the foreach-copy path casts every shard into
+            # one flat torch.empty(sum, param_dtype); otherwise the inputs are the shards themselves
+            numels = [p.shard_numel for p in self.params]
+            if self.params[0].param_dtype is not None:
+                flat = torch.empty(sum(numels), dtype=self.params[0].param_dtype)
+                inputs = list(torch.split(flat, numels))
+                for d, p in zip(inputs, self.params):
+                    d.copy_(p.sharded_param_data)  # torch._foreach_copy_(splits, inputs)
+                dtype = flat.dtype
+            else:
+                inputs = [p.sharded_param_data for p in self.params]
+                dtype = inputs[0].dtype
+            n = sum(numels)
+            # all_gather_output = torch.empty(n x world); all_gather_copy_in: the input is its rank slice
+            out = torch.empty(n * self.world, dtype=dtype)
+            off = 0
+            for d, k in zip(inputs, numels):
+                out.narrow(0, off, k).copy_(d)
+                off += k
+            # dist.all_gather_into_tensor(out, out.narrow(...)): fills the other ranks' slices in place
+            del inputs
+            flat = None
+        self.all_gather_result = (out,)
+
+    def wait_for_unshard(self):
+        """wait_for_unshard: frees the kept result in forward, copies out, keeps this one in forward."""
+        torch = self.torch
+        if self.all_gather_result is None:
+            return
+        if self.state == "FORWARD" and self.comm.all_gather_state is not None:
+            self.comm.all_gather_state = None
+        with torch.no_grad():
+            if self.world == 1:
+                for p in self.params:
+                    all_gather_input = (p.sharded_param_data.to(p.param_dtype) if p.param_dtype is not None
+                                        else p.sharded_param_data)  # all_gather_inputs[0]
+                    t = p.init_all_gather_outputs(all_gather_input.numel(), all_gather_input.dtype)
+                    t.data.copy_(all_gather_input)  # _unsafe_preserve_version_counter: .data here
+            else:
+                # foreach_all_gather_copy_out: each parameter's output made, then split_with_sizes_copy
+                out = self.all_gather_result[0]
+                outs = [p.init_all_gather_outputs(p.shard_numel, out.dtype) for p in self.params]
+                view = out.view(self.world, -1)
+                off = 0
+                for p, t in zip(self.params, outs):
+                    k = p.shard_numel
+                    t.data.view(self.world, -1).copy_(view[:, off:off + k])  # version counter kept
+                    off += k
+                del view, outs, out
+        for p in self.params:
+            p.init_unsharded_param()
+            p.to_unsharded()
+        self.unsharded = True
+        if self.state == "FORWARD" and self.world > 1:
+            self.comm.all_gather_state = self.all_gather_result
+        self.all_gather_result = None
+
+    def reshard(self):
+        if self.state == "FORWARD" and self.root:
+            return  # the root's post_forward_mesh_info is None (F2S _lazy_init)
+        for p in self.params:
+            p.to_sharded()
+        self.unsharded = False
+
+    def pre_forward(self):
+        self.state = "FORWARD"
+        self.unshard()
+        self.wait_for_unshard()
+
+    def post_forward(self):
+        self.reshard()
+        self.post_forward_indices.append(len(self.comm.post_forward_order))
+        self.comm.post_forward_order.append(self)
+        self.state = "IDLE"
+
+    def pre_backward(self):
+        """pre_backward (default_prefetch): unshard, wait, _backward_prefetch (_prefetch_unshard)."""
+        if self.state == "PRE_BACKWARD":
+            return
+        self.state = "PRE_BACKWARD"
+        self.unshard()
+        self.wait_for_unshard()
+        if self.post_forward_indices:
+            i = self.post_forward_indices.pop()
+            if i > 0:
+                target = self.comm.post_forward_order[i - 1]
+                old, target.state = target.state, "PRE_BACKWARD"
+                target.unshard()
+                target.state = old
+
+    def post_backward(self):
+        """post_backward: the gradients taken, reshard, the earlier reduce-scatter inputs dropped,
+        foreach_reduce."""
+        self.state = "POST_BACKWARD"
+        with_grad, grads = [], []
+        for p in self.params:
+            if p.unsharded_param is not None and p.unsharded_param.grad is not None:
+                with_grad.append(p)
+                grads.append(p.unsharded_param.grad)
+                p.unsharded_param.grad = None
+        self.unsharded = True
+        for p in self.params:
+            p.to_sharded()
+        self.unsharded = False
+        self.comm.reduce_scatter_states.clear()
+        if not with_grad:
+            return
+        rs_input = self.foreach_reduce(with_grad, grads)
+        self.comm.reduce_scatter_states.append(rs_input)
+
+    def foreach_reduce(self, params, grads):
+        """foreach_reduce (F2C), Shard(0), no HSDP."""
+        torch, W = self.torch, self.world
+        with torch.no_grad():
+            grad_dtype = grads[0].dtype
+            reduce_dtype = self.reduce_dtype or grad_dtype
+            padded = [(-(-g.size(0) // W) * W) * (g.numel() // g.size(0) if g.size(0) else 0) for g in grads]
+            rs_input = torch.empty(sum(padded), dtype=reduce_dtype)
+            narrowing = grad_dtype != reduce_dtype and torch.promote_types(grad_dtype, reduce_dtype) != reduce_dtype
+            buf = torch.empty_like(rs_input, dtype=grad_dtype) if narrowing else rs_input
+            # foreach_reduce_scatter_copy_in: _chunk_cat(grads, dim 0, world chunks, out=buf.view(W, -1))
+            view = buf.view(W, -1)
+            off = 0
+            for g, n in zip(grads, padded):
+                rows = -(-g.size(0) // W)
+                rest = g.numel() // g.size(0) if g.size(0) else 0
+                flat = g.view(g.size(0), -1)
+                for r in range(W):
+                    dst = view[r, off:off + rows * rest]
+                    lo, hi = min(r * rows, g.size(0)), min((r + 1) * rows, g.size(0))
+                    dst[:(hi - lo) * rest].copy_(flat[lo:hi].reshape(-1))
+                    dst[(hi - lo) * rest:].zero_()
+                off += rows * rest
+            del view, flat, g
+            if narrowing:
+                rs_input.copy_(buf)
+            del buf
+            grads.clear()  # unsharded_grads.clear(): the gradients go
+            reduce_output = torch.empty(sum(padded) // W, dtype=reduce_dtype)
+            reduce_output.copy_(rs_input.view(W, -1)[0])  # reduce_scatter_tensor / the world-1 copy
+            target = self.orig_dtype
+            grad_output = reduce_output.to(target) if reduce_output.dtype != target else reduce_output
+            del reduce_output
+            off = 0
+            for p, n in zip(params, padded):
+                k = n // W
+                sp = p.sharded_param
+                stride = [1] * sp.dim()
+                for i in range(sp.dim() - 2, -1, -1):
+                    stride[i] = stride[i + 1] * sp.size(i + 1)
+                new = torch.as_strided(grad_output, sp.size(), stride, off)
+                if sp.grad is not None:
+                    sp.grad += new
+                else:
+                    sp.grad = new
+                off += k
+            del new, grad_output
+        return rs_input
+
+
+class PostBackward:
+    """RegisterPostBackwardFunction (F2G): identity in forward; the group's post_backward in backward."""
+
+    @staticmethod
+    def make(torch):
+        class F(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, group, *inputs):
+                ctx.group = group
+                return tuple(x.view_as(x) for x in inputs)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                ctx.group.post_backward()
+                return (None,) + grads
+        return F
+
+
+class State:
+    """FSDPState (F2S): the module hooks of one fully_shard call."""
+
+    def __init__(self, torch, module, group, ctx, root, pdt):
+        self.torch, self.module, self.group, self.ctx, self.root, self.pdt = torch, module, group, ctx, root, pdt
+        self.training_state = "IDLE"
+        self.PB = PostBackward.make(torch)
+        module.register_forward_pre_hook(self._pre_forward)
+        module.register_forward_hook(self._post_forward)
+
+    def _pre_forward(self, module, args):
+        torch = self.torch
+        if self.training_state == "PRE_BACKWARD":
+            return None
+        self.training_state = "FORWARD"
+        if self.root and self.ctx["iter_forward_root"] is None:
+            self.ctx["iter_forward_root"] = self
+        if self.pdt is not None:
+            # cast_forward_inputs (MixedPrecisionPolicy default True): _cast_fp_tensor on float inputs
+            args = tuple(a.to(self.pdt) if torch.is_tensor(a) and a.is_floating_point() and a.dtype != self.pdt
+                         else a for a in args)
+        if self.group is not None:
+            self.group.pre_forward()
+            # _register_post_backward_hook: RegisterPostBackwardFunction over the inputs needing grad
+            if torch.is_grad_enabled():
+                idx = [i for i, a in enumerate(args) if torch.is_tensor(a) and a.requires_grad]
+                if idx:
+                    outs = self.PB.apply(self.group, *[args[i] for i in idx])
+                    args = list(args)
+                    for i, o in zip(idx, outs):
+                        args[i] = o
+                    args = tuple(args)
+        return args
+
+    def _post_forward(self, module, inp, output):
+        torch = self.torch
+        if self.training_state == "PRE_BACKWARD":
+            return output
+        if self.group is not None:
+            self.group.post_forward()
+        # _register_pre_backward_hook on the output tensors needing grad
+        outs = output if isinstance(output, (tuple, list)) else (output,)
+        for t in outs:
+            if torch.is_tensor(t) and t.requires_grad:
+                t.register_hook(self._pre_backward)
+        self.training_state = "IDLE"
+        if self.ctx["iter_forward_root"] is self:
+            self.ctx["comm"].all_gather_state = None  # free the last all-gather result
+            self.ctx["iter_forward_root"] = None
+        return output
+
+    def _pre_backward(self, grad):
+        self.training_state = "PRE_BACKWARD"
+        if not self.ctx["queued"]:
+            self.ctx["queued"] = True
+            self.torch.autograd.Variable._execution_engine.queue_callback(self.ctx["final"])
+        if self.group is not None:
+            self.group.pre_backward()
+        return grad
+
+
+def final_callback(states, comm, ctx):
+    """_root_post_backward_final_callback (F2S): post_backward for the groups that did not run it (the
+    root first, module order), finalize_backward, post_forward_order and the reduce-scatter states cleared."""
+    for s in states:
+        g = s.group
+        if g is not None:
+            if g.state != "POST_BACKWARD":
+                g.post_backward()
+            g.state = "IDLE"
+            g.all_gather_result = None  # finalize_backward
+            g.post_forward_indices.clear()
+        s.training_state = "IDLE"
+    comm.post_forward_order.clear()
+    comm.reduce_scatter_states.clear()
+    ctx["queued"] = False
+
+
+def unit_modules(model):
+    """The modules fully_shard wraps besides the root (the module docstring)."""
+    if hasattr(model, "layers") and not hasattr(model, "body"):
+        return list(model.layers)  # reference.CausalLM: the decoder layers
+    items = list(model.body.items)
+    repeated = any(len(b.copies) > 1 for b in items)
+    return [m for b in items for m in b.copies
+            if (len(b.copies) > 1 or not repeated) and any(True for _ in m.parameters())]
+
+
+def fully_shard(torch, model, world, pdt, rdt):
+    """fully_shard on each unit, then on the root (_fully_shard.py: the root's group is the parameters
+    no earlier call took). Returns the states, root first (named_modules order), and the sharded params."""
+    comm = Comm()
+    ctx = {"iter_forward_root": None, "queued": False, "comm": comm}
+    taken, states, sharded = set(), [], []
+
+    def group_of(module, name, root):
+        params = []
+        for mod in module.modules():
+            for pn, p in list(mod._parameters.items()):
+                if p is None or id(p) in taken:
+                    continue
+                taken.add(id(p))
+                params.append(Param(torch, mod, pn, p, world, pdt, rdt))
+                taken.add(id(params[-1].sharded_param))
+        sharded.extend(x.sharded_param for x in params)
+        return Group(torch, name, params, world, comm, root, pdt, rdt) if params else None
+
+    for i, m in enumerate(unit_modules(model)):
+        states.append(State(torch, m, group_of(m, "unit%d" % i, False), ctx, False, pdt))
+    root = State(torch, model, group_of(model, "root", True), ctx, True, pdt)
+    states.insert(0, root)
+    ctx["final"] = lambda: final_callback(states, comm, ctx)
+    gc.collect()
+    return states, sharded
+
+
+def run_case(model, batch, optim, world, pdt, rdt):
+    import torch
+    import torch.nn.functional as F
+    import measure
+    import optim2x
+    import vctorch
+
+    torch.set_num_threads(1)
+    tr = measure.Tracker()
+    vctorch.HOOKS.fused = tr.fused
+    vctorch.HOOKS.read = tr.read
+    torch.manual_seed(0)
+    gc.collect()
+    tr.start(install=True)
+    tr.O.opobs_set_compat_2x(1)
+    phases = []
+
+    def phase_begin(name):
+        tr.tag(name)
+        tr.O.opobs_reset_peak()
+        tr.reset_peak()
+        return name
+
+    def phase_end(name):
+        tr.read(name + "-end")
+        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+
+    p = phase_begin("build")
+    hf = model.startswith("tests/data/hf/")
+    if hf:
+        import importlib.util  # bench/accuracy/llm/reference.py (dist/ has a reference.py of its own)
+        spec_ = importlib.util.spec_from_file_location("llm_reference", os.path.join(ACC, "llm", "reference.py"))
+        R = importlib.util.module_from_spec(spec_)
+        spec_.loader.exec_module(R)
+        module = R.CausalLM(R.Config.load(os.path.join(ROOT, model)))
+        ids = torch.randint(0, module.cfg.vocab_size, (batch, SEQ), dtype=torch.int64)
+        labels = ids.clone()
+    else:
+        with open(os.path.join(ROOT, model)) as f:
+            spec = json.load(f)
+        module, make_inputs = vctorch.build(spec, compat="2x")
+        inputs = make_inputs(batch, dtype=torch.float32)
+    phase_end(p)
+    p = phase_begin("wrap")
+    dt = {k: getattr(torch, v) for k, v in DT.items() if v}
+    states, sharded = fully_shard(torch, module, world, dt.get(pdt), dt.get(rdt))
+    phase_end(p)
+    opt = optim2x.make([q for q in sharded if q.requires_grad], optim)
+    targets = []
+
+    def loss_step():
+        if hf:  # Trainer.compute_loss: the loss from the model's forward (labels), the logits dropped
+            loss, logits = module(ids, labels=labels)
+            del logits
+            return loss
+        if module.loss_kind == "cross_entropy":
+            logits = module(*inputs).float()
+            if not targets:
+                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
+        return module(*inputs).float().mean()
+
+    module.train()
+    for step in range(1, 4):
+        p = phase_begin("s%d.fwd" % step)
+        loss = loss_step()
+        phase_end(p)
+        p = phase_begin("s%d.bwd" % step)
+        tr.O.opobs_set_backward(1)
+        loss.backward()
+        tr.O.opobs_set_backward(0)
+        del loss
+        phase_end(p)
+        p = phase_begin("s%d.opt" % step)
+        opt.step()
+        phase_end(p)
+        p = phase_begin("s%d.zero" % step)
+        opt.zero_grad(set_to_none=True)
+        phase_end(p)
+    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
+    top = max(measured, key=lambda ph: ph["peak"])
+    groups = [s.group for s in states if s.group is not None]
+    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
+            "groups": [{"name": g.name, "params": len(g.params), "shard": sum(q.shard_numel for q in g.params)}
+                       for g in groups],
+            "torch": torch.__version__}
+
+
+def cli_args(c):
+    """vramcalc's options for a case (the accuracy suite's: --workspace 0, --attention math)."""
+    a = [os.path.join(ROOT, c["model"]), "--optim", c["optim"], "--workspace", "0", "--attention", "math",
+         "--gpus", str(c["world_size"]), "--parallel", "fsdp2", "-f", "json"]
+    a += ["--seq", str(SEQ), "--batch", str(c["batch"])] if c["model"].startswith("tests/data/hf/") else \
+        ["--batch", str(c["batch"])]
+    if c.get("param_dtype"):
+        a += ["--fsdp-param-dtype", c["param_dtype"]]
+    if c.get("reduce_dtype"):
+        a += ["--fsdp-reduce-dtype", c["reduce_dtype"]]
+    return a
+
+
+def compare(cli, bound):
+    with open(OUT) as f:
+        recs = json.load(f)["records"]
+    bad = 0
+    print("| case | held out | replica (B) | vramcalc (B) | error |")
+    print("|---|---|---|---|---|")
+    for r in recs:
+        p = subprocess.run([cli] + cli_args(r["config"]), capture_output=True, text=True)
+        if p.returncode != 0:
+            print("| %s | | %s | exit %d: %s | |" % (r["case"], "{:,}".format(r["peak_allocated"]), p.returncode,
+                                                   p.stderr.strip()[:100]))
+            bad += 1
+            continue
+        est = json.loads(p.stdout)["memory"]["peak_allocated"]
+        e = 100.0 * (est - r["peak_allocated"]) / r["peak_allocated"]
+        err = "%+.2f%%" % e
+        if abs(e) > bound:
+            bad += 1
+            err += " (out of bound)"
+        print("| %s | %s | %s | %s | %s |" % (r["case"], "yes" if r["held_out"] else "",
+                                          "{:,}".format(r["peak_allocated"]), "{:,}".format(est), err))
+    print("%d of %d cases within %.1f%%" % (len(recs) - bad, len(recs), bound))
+    return 1 if bad else 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--redo", action="store_true")
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
+    ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
+    ap.add_argument("--model")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--optim", default="adam")
+    ap.add_argument("--world", type=int, default=2)
+    ap.add_argument("--param-dtype", choices=["fp32", "bf16", "fp16"])
+    ap.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"])
+    a = ap.parse_args(argv)
+    if a.compare:
+        return compare(a.cli, a.bound)
+    if not a.all:
+        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.param_dtype, a.reduce_dtype)))
+        return 0
+    recs = []
+    if os.path.exists(OUT) and not a.redo:
+        with open(OUT) as f:
+            recs = json.load(f)["records"]
+    have = {r["case"] for r in recs}
+    for model, short, batch, optim, world, pdt, rdt, held in CASES:
+        cid = case_id(short, batch, optim, world, pdt, rdt)
+        if cid in have:
+            continue
+        env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
+        cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
+               "--world", str(world)]
+        cmd += ["--param-dtype", pdt] if pdt else []
+        cmd += ["--reduce-dtype", rdt] if rdt else []
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        r.update({"case": cid, "held_out": held,
+                  "config": {"model": model, "batch": batch, "optim": optim, "world_size": world,
+                             "param_dtype": pdt, "reduce_dtype": rdt}})
+        recs.append(r)
+        print("%s %s %d" % (cid, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
+    with open(OUT, "w") as f:
+        json.dump({"records": recs}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
