@@ -124,6 +124,29 @@ ROWS = [
                    "per GPU only",
     },
     {
+        "name": "Llama-3.1-8B, 22.07 GiB card (OCI AI Quick Actions), max_model_len 131072",
+        "url": "https://github.com/oracle-samples/oci-data-science-ai-samples/blob/main/ai-quick-actions/"
+               "troubleshooting-tips.md (\"The model supports large context length and there is not enough room "
+               "for creating KV cache\")",
+        "quote": [
+            "Loading model weights took 14.9888 GB",
+            "the current vLLM instance can use total_gpu_memory (22.07GiB) x gpu_memory_utilization (0.90) = 19.86GiB",
+            "model weights take 14.99GiB; non_torch_memory takes 0.05GiB; PyTorch activation peak memory takes "
+            "0.22GiB; the rest of the memory reserved for KV Cache is 4.60GiB.",
+            "# CUDA blocks: 2356, # CPU blocks: 2048",
+            "Maximum concurrency for 131072 tokens per request: 0.29x",
+        ],
+        "engine": "V0", "version": "V0, v0.7 (worker.py and executor_base.py lines of that format; not named)",
+        "config": "tests/data/hf/llama-3.1-8b.json", "gpu": "22.07GiB", "preset": None,
+        "util": 0.90, "max_model_len": 131072, "mnbt": 2048, "mns": 256, "tp": 1, "args": [],
+        "defaults": "the page does not name the model: 14.9888 GiB of weights and 131072 positions are "
+                    "Llama-3.1-8B's (the rotary table above included); past 32k tokens V0 turns chunked prefill on "
+                    "(EngineArgs), and then max_num_batched_tokens is 2048 (SchedulerConfig.__post_init__); "
+                    "max_num_seqs 256",
+        "act": 0.22, "weights": 14.9888, "kv": 4.60, "blocks": 2356, "concurrency": 0.29, "non_torch": 0.05,
+        "bound": True,
+    },
+    {
         "name": "Llama-3.1-8B-Instruct, A100 40GB (GCE a2-highgpu-1g), max_model_len 131072, enforce_eager",
         "url": "https://github.com/ilseokoh/vllm-gce/blob/main/README.md (\"출력 예시\", the output of test.py: "
                "LLM(model, gpu_memory_utilization=0.9), enforce_eager=True)",
