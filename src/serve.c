@@ -20,11 +20,18 @@
  * The profiling run is estimated as the model's forward over the tokens
  * (generate.c's prefill without a cache) with the LM head on the sampled
  * rows and their fp32 copy (the sampler skips top-k/top-p while profiling).
+ * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
+ * Not modelled: the non-torch memory the profiling run adds (cuBLAS, NCCL),
+ * and since v0.21 the CUDA graph memory estimate that V1 also subtracts
+ * (docs/inference.md, "Published vLLM logs").
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "layer.h"
 #include "plan.h"
 #include "util.h"
 
@@ -70,6 +77,47 @@ vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu)
     return want == VC_DT_BF16 ? VC_PREC_BF16 : want == VC_DT_F16 ? VC_PREC_FP16 : VC_PREC_FP32;
 }
 
+/* vLLM's rotary cos/sin cache, a buffer outside the checkpoint that "Model
+ * loading took" counts (vllm-project/vllm @ 072d10a0,
+ * vllm/model_executor/layers/rotary_embedding/base.py
+ * RotaryEmbeddingBase.__init__: _compute_cos_sin_cache() is
+ * [max_position_embeddings, rotary_dim] (cat of cos and sin), .to(dtype), the
+ * model's dtype, register_buffer("cos_sin_cache"); @ 926c71f6, __init__.py
+ * get_rope: one instance per (head_size, rotary_dim, max_position, ..., dtype),
+ * kept in _ROPE_DICT, so every layer shares one cache). The rope types whose
+ * cache has max_position_embeddings rows, as get_rope builds them: */
+static const char *const vllm_rope_plain[] = {
+    "default", /* RotaryEmbedding(head_size, rotary_dim, max_position, ...) */
+    "llama3",  /* Llama3RotaryEmbedding: the base class's cache, other inv_freq */
+};
+
+/* Elements of that cache for a Hugging Face config, 0 when the model has no
+ * rotary embedding or its rope type sizes the cache otherwise (linear,
+ * dynamic, yarn, longrope: not modelled). rotary_dim is read from the
+ * model's RotaryEmbedding layer (its inv_freq buffer holds rotary_dim / 2). */
+static int64_t vllm_rope_cache(const vc_model *m)
+{
+    int64_t half = 0;
+    for (size_t i = 0; i < m->ninst && !half; i++)
+        if (!strcmp(m->inst[i].kind->name, "RotaryEmbedding") && m->inst[i].nb > 0)
+            half = m->buf[m->inst[i].bufs[0]].numel;
+    if (!half || !m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_position_embeddings");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON *t = cJSON_IsObject(rs) ? cJSON_GetObjectItemCaseSensitive(rs, "rope_type") : NULL;
+    if (cJSON_IsObject(rs) && !t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    bool plain = !cJSON_IsObject(rs);
+    for (size_t i = 0; i < sizeof vllm_rope_plain / sizeof *vllm_rope_plain && cJSON_IsString(t); i++)
+        plain |= !strcmp(t->valuestring, vllm_rope_plain[i]);
+    int64_t n = 0;
+    if (plain && cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble <= (double)VC_MAX_DIM_SIZE)
+        n = (int64_t)mp->valuedouble * 2 * half;
+    cJSON_Delete(root);
+    return n;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -108,8 +156,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_plan_free(p);
     if (st) return st;
     if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has no attention layer: no KV cache to size");
-    r->weights = sim.persistent[CAT_WEIGHT];
-    r->profile_peak = sim.peak;
+    /* the rotary cache is allocated with the weights and counted with them */
+    const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
+    r->weights = sim.persistent[CAT_WEIGHT] + rope;
+    r->profile_peak = sim.peak + rope;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
     r->kv_cache = r->requested - r->profile_peak;
     char a[32], b[32];

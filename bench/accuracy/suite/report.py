@@ -217,7 +217,11 @@ What the comparison showed, and what is left:
   so these three rows stay outside the bound.
 - The figures are rounded to 0.01 GiB (±0.5% at 1 GiB); the remaining BF16 error is -3% to +1%,
   a little below in prefill on the small models (kernel scratch that `max_memory_allocated`
-  counts and vramcalc does not model: see below)."""
+  counts and vramcalc does not model: see below).
+
+For `--serve`, published vLLM start-up logs (weights, KV pool, blocks, concurrency) are compared
+in [inference.md, "Published vLLM logs"](inference.md#published-vllm-logs) (CTest
+`published_vllm_logs`)."""
 
 
 def published_table(cli):
