@@ -292,6 +292,9 @@ enum { VC_LORA_LINEAR, VC_LORA_BNB4, VC_LORA_BNB8 };
 int vc_weight_lora_style(const vc_build *b, vc_t w);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
+/* ... through cuBLASLt (addmm with a 1-D bias: Blas.cpp addmm_out_cuda_impl's
+ * useLtInterface, gemm_and_bias), which takes a cuBLASLt workspace too. */
+void vc_op_gemm_lt(vc_op *o);
 void vc_op_end(vc_op *o);
 
 /* ---- the kind descriptor ---- */

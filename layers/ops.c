@@ -116,7 +116,8 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     /* AddmmBackward0 returns the incoming gradient for the 1-D bias
      * (maybe_multiply(grad, beta)); the engine sum_to's it to [out] */
     if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ib, VC_GRAD_REDUCE);
-    vc_op_gemm(o);
+    if (ib >= 0) vc_op_gemm_lt(o); /* addmm with the 1-D bias: the cuBLASLt epilogue */
+    else vc_op_gemm(o);
     vc_op_end(o);
     if (bias >= 0 && fold_copy) { /* output.add_(bias): grad of bias via sum_to */
         o = vc_op_begin(b, "add_");

@@ -13,9 +13,12 @@
 #include "util.h"
 
 /* A typical CUDA 12 context with cuBLAS/cuDNN loaded lazily, as nvidia-smi
- * shows it for a PyTorch 2.x process on Ampere/Hopper. Not measured by this
- * project (no GPU was available): an estimate within seed 000's 300-800 MB
- * and seed 004's 0.5-2 GB ranges. Override with --context. */
+ * shows it for a PyTorch 2.x process on Ampere/Hopper: an estimate within
+ * seed 000's 300-800 MB and seed 004's 0.5-2 GB ranges. Measured once since
+ * (docs/accuracy.md, "GPU measurements"): 676-686 MiB for an inference
+ * process and 742-758 MiB for training on an H200 (CUDA 13.0, driver 580,
+ * torch 2.11), above this default; one card is too little to set a default
+ * for every card and driver, so it stays. Override with --context. */
 #define VC_DEFAULT_CONTEXT (INT64_C(500) << 20)
 
 static vc_status finish(vc_result *r, const vc_options *o, vc_error *err)

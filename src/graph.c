@@ -390,6 +390,11 @@ void vc_op_gemm(vc_op *o)
     if (live_op(o)) o->b->op[o->idx].gemm = true;
 }
 
+void vc_op_gemm_lt(vc_op *o)
+{
+    if (live_op(o)) o->b->op[o->idx].gemm = o->b->op[o->idx].lt = true;
+}
+
 void vc_op_end(vc_op *o)
 {
     if (o->idx >= 0) free(o);

@@ -54,7 +54,7 @@ typedef struct {
     const char *name;
     int32_t inst, region;
     int32_t it0, nit;
-    bool rg, gemm;
+    bool rg, gemm, lt; /* lt: a GEMM through cuBLASLt (vc_op_gemm_lt) */
     int32_t sv0, nsv; /* saved storages (execution) */
 } op_t;
 

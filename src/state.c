@@ -69,13 +69,43 @@ static vc_quant_extent quant_extent(const vc_model *m, uint8_t fmt)
     return x;
 }
 
+/* cuBLAS's workspaces, allocated through the caching allocator on a handle's
+ * first GEMM and kept (aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059):
+ * setWorkspaceForHandle, one per (handle, stream), of getChosenWorkspaceSize
+ * (CUBLAS_WORKSPACE_CONFIG's default: 4096 x 8 KiB on sm90, else
+ * 4096 KiB x 2 + 16 KiB x 8; --workspace sets it); getCUDABlasLtWorkspace,
+ * one per (handle, stream) for the cuBLASLt GEMMs (addmm with a bias), of
+ * getCUDABlasLtWorkspaceSize: CUBLASLT_WORKSPACE_SIZE's 1024 KiB, capped at
+ * the cuBLAS size, and separate unless TORCH_CUBLASLT_UNIFIED_WORKSPACE is
+ * set. Handles come from a thread-local pool window (getCurrentCUDABlasHandle),
+ * and the autograd engine runs a CUDA backward on its own device thread
+ * (torch/csrc/autograd/engine.cpp, a thread per device): so training keeps a
+ * second cuBLAS workspace, the backward thread's, once a GEMM's backward runs
+ * (mm: no cuBLASLt there). Measured on an H200 with torch 2.11 (docs/accuracy.md,
+ * "GPU measurements"): inference 1 MiB above the one workspace, training 33 MiB. */
+static void workspaces(vc_build *b)
+{
+    const vc_options *o = &b->o;
+    bool gemm = false, lt = false, bwd = false;
+    for (size_t k = 0; k < b->nop; k++) {
+        gemm |= b->op[k].gemm;
+        lt |= b->op[k].lt;
+        bwd |= b->train && b->op[k].gemm && b->op[k].rg;
+    }
+    int64_t ws = o->workspace >= 0 ? o->workspace
+                 : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
+    if (ws <= 0) return;
+    vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+    if (lt) vc__alloc(b, vc_n_fixed(ws < 1048576 ? ws : 1048576), VC_DT_U8, CAT_WS, -1);
+    if (bwd) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+}
+
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
- * workspace. */
+ * workspaces. */
 void vc__persistent(vc_build *b)
 {
     const vc_model *m = b->m;
-    const vc_options *o = &b->o;
     bool shared = false; /* the optimizer's shared state is made */
     bool wshared[VC_WEIGHTS__N] = {false}; /* each storage format's state made once */
     for (size_t i = 0; i < nopt(b); i++) {
@@ -124,11 +154,7 @@ void vc__persistent(vc_build *b)
         tens_t *t = &b->t[b->target_t];
         t->stor = vc__alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
-    bool gemm = false;
-    for (size_t k = 0; k < b->nop; k++) gemm |= b->op[k].gemm;
-    int64_t ws = o->workspace >= 0 ? o->workspace
-                 : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
-    if (ws > 0) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+    workspaces(b);
 }
 
 /* One op of a parameter's step program (policy.h); slot[] holds the

@@ -232,6 +232,42 @@ def published_table(cli):
     return "\n".join(out[:-1] + [""] + out[-1:])
 
 
+GPU_RAW = os.path.join("bench", "accuracy", "logs", "gpu_h200_torch211.raw.json")
+
+GPU_AFTER = r"""
+What the GPU run showed, and what it changed:
+
+- **cuBLAS's workspaces, counted as the source allocates them** (`src/state.c` `workspaces`;
+  `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059). Before this run vramcalc kept one cuBLAS
+  workspace per process. Every inference case was then exactly 1.00 MiB under, and every training
+  case 33–38 MiB under (gpt_prenorm b4 AdamW: 54.94 MiB estimated, 87.94 measured). The source
+  explains both. `getCUDABlasLtWorkspace` gives the cuBLASLt GEMMs (`addmm` with a bias) a
+  workspace of their own, `CUBLASLT_WORKSPACE_SIZE`'s 1024 KiB, unless
+  `TORCH_CUBLASLT_UNIFIED_WORKSPACE` is set. Handles come from a thread-local pool window
+  (`getCurrentCUDABlasHandle`), and the workspace map is keyed by (handle, stream). The autograd
+  engine runs a CUDA backward on its own device thread, so training adds the backward thread's
+  cuBLAS workspace (32 MiB on sm90). After the change 10 of the 15 cases are exact, including the
+  issue's two must-show cases, the 8-head MHA fast path (`mha_native_b32_infer_fp32`, 74.00 MiB)
+  and the 3-head ViT block (`vit3_block_b32_infer_fp32`, 85.49 MiB). The median error is 0.00%.
+- **Left**: the attention training cases are 3–5 MiB under (`mha_self_b8_adam_fp32` -5.69%,
+  `mha_native_b8_sgd_fp32` -4.48%, `encoder_native_b8_adam_fp32` -2.31%), and so is `resnet`
+  (-2.35%, cuDNN's convolution workspaces, not modelled). The CUDA context is 26–34% above
+  vramcalc's 500 MiB default on this driver (580) and torch (2.11). The run is one H200 and 15 cases,
+  chosen for the attention inference paths; the other 72 cases were not run for lack of device time.
+"""
+
+
+def gpu_section(cli):
+    """The GPU run (gpu_compare.py --from-raw GPU_RAW): the measurements kept, vramcalc's side re-run."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "gpu.md")
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "accuracy", "gpu_compare.py"), "--cli", cli,
+                        "--from-raw", GPU_RAW, "--out", out], check=True, capture_output=True, cwd=ROOT)
+        with open(out, encoding="utf-8") as f:
+            return f.read().rstrip("\n")
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
@@ -243,6 +279,7 @@ def main(argv):
     rows = []
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=4)  # CLI runs side by side; the order is kept
     published = pool.submit(published_table, args.cli)
+    gpu = pool.submit(gpu_section, args.cli)
     for c, e in zip(doc["cases"], pool.map(lambda c: estimate(args.cli, c), doc["cases"])):
         m = c["measured"]
         if e["parameters"] != m["params"] or e["trainable_parameters"] != m["trainable_params"]:
@@ -459,6 +496,8 @@ def main(argv):
     w(published.result())
     w(QWEN25_AFTER)
     w("")
+    w(gpu.result())
+    w(GPU_AFTER)
     w("## What the CPU cannot measure")
     w("")
     w("These options are estimated from PyTorch 2.x's source ([autograd.md](autograd.md)) but have no measured case here; "
