@@ -81,23 +81,29 @@ static vc_quant_extent quant_extent(const vc_model *m, uint8_t fmt)
  * and the autograd engine runs a CUDA backward on its own device thread
  * (torch/csrc/autograd/engine.cpp, a thread per device): so training keeps a
  * second cuBLAS workspace, the backward thread's, once a GEMM's backward runs
- * (mm: no cuBLASLt there). Measured on an H200 with torch 2.11 (docs/accuracy.md,
- * "GPU measurements"): inference 1 MiB above the one workspace, training 33 MiB. */
+ * (mm: no cuBLASLt there), and its own cuBLASLt workspace when a checkpointed
+ * region's forward, re-run there, has a biased Linear. Measured on an H200
+ * with torch 2.11 (docs/accuracy.md, "GPU measurements"): inference 1 MiB above
+ * the one workspace, training 33 MiB, checkpointed training 34 MiB. */
 static void workspaces(vc_build *b)
 {
     const vc_options *o = &b->o;
-    bool gemm = false, lt = false, bwd = false;
+    bool gemm = false, lt = false, bwd = false, bwd_lt = false;
     for (size_t k = 0; k < b->nop; k++) {
-        gemm |= b->op[k].gemm;
-        lt |= b->op[k].lt;
-        bwd |= b->train && b->op[k].gemm && b->op[k].rg;
+        const op_t *op = &b->op[k];
+        gemm |= op->gemm;
+        lt |= op->lt;
+        bwd |= b->train && op->gemm && op->rg;
+        bwd_lt |= b->train && op->lt && op->region >= 0; /* checkpointed: re-run on the backward thread */
     }
     int64_t ws = o->workspace >= 0 ? o->workspace
                  : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
+    int64_t lt_ws = ws < 1048576 ? ws : 1048576;
     if (ws <= 0) return;
     vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
-    if (lt) vc__alloc(b, vc_n_fixed(ws < 1048576 ? ws : 1048576), VC_DT_U8, CAT_WS, -1);
+    if (lt) vc__alloc(b, vc_n_fixed(lt_ws), VC_DT_U8, CAT_WS, -1);
     if (bwd) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+    if (bwd_lt) vc__alloc(b, vc_n_fixed(lt_ws), VC_DT_U8, CAT_WS, -1);
 }
 
 /* Persistent state in steady state: parameters, buffers, master copies,

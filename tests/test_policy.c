@@ -62,6 +62,47 @@ static void test_parallel_names(void **state)
     assert_int_equal(vc_parallel_from_name(NULL), -1);
 }
 
+/* cuBLAS's workspaces (aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059, src/state.c
+ * workspaces) on an sm90 card: one handle's getChosenWorkspaceSize, 4096 x 8 KiB = 32 MiB;
+ * a biased Linear runs addmm through cuBLASLt, whose own workspace is
+ * min(CUBLASLT_WORKSPACE_SIZE 1024 KiB, 32 MiB) = 1 MiB; training adds the autograd device
+ * thread's handle, another 32 MiB, and a checkpointed region re-runs its biased Linear
+ * there, another 1 MiB. The totals are what the H200 run measured (docs/accuracy.md). */
+static int64_t workspace_of(const char *json, vc_mode mode, int64_t ws)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = mode;
+    o.hopper = 1;
+    o.workspace = ws;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    int64_t w = r.memory.workspace;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return w;
+}
+
+static void test_cublas_workspaces(void **state)
+{
+    (void)state;
+    static const char *const biased =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024}]}";
+    static const char *const ckpt =
+        "{\"input\": [1024], \"layers\": [{\"type\": \"Sequential\", \"checkpoint\": true, \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024}, {\"type\": \"ReLU\"}]}]}";
+    assert_int_equal(workspace_of(square, VC_MODE_INFER, -1), 32 * MIB);            /* mm: cuBLAS only */
+    assert_int_equal(workspace_of(square, VC_MODE_TRAIN, -1), 64 * MIB);            /* + the backward thread's */
+    assert_int_equal(workspace_of(biased, VC_MODE_INFER, -1), 33 * MIB);            /* + cuBLASLt's */
+    assert_int_equal(workspace_of(biased, VC_MODE_TRAIN, -1), 65 * MIB);
+    assert_int_equal(workspace_of(ckpt, VC_MODE_TRAIN, -1), 66 * MIB);              /* + the re-run's cuBLASLt */
+    assert_int_equal(workspace_of(biased, VC_MODE_TRAIN, 512 * 1024), 3 * 512 * 1024); /* Lt capped at the cuBLAS size */
+    assert_int_equal(workspace_of(biased, VC_MODE_TRAIN, 0), 0);                    /* --workspace 0: none */
+}
+
 /* Lion, forloop (lion_pytorch.py update_fn): at the step the weight W, its
  * gradient G and exp_avg S are live (4 MiB each), and the update makes
  * exp_avg.clone() (4 MiB) and, while it is alive, .add(grad) (4 MiB): the
@@ -427,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
         cmocka_unit_test(test_ddp_buckets),     cmocka_unit_test(test_adafactor_row),
         cmocka_unit_test(test_paged_adamw8bit_row), cmocka_unit_test(test_parallel_names),
+        cmocka_unit_test(test_cublas_workspaces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
