@@ -215,6 +215,16 @@ def test_errors(vc):
     s = vc.serve(hf, "h100-80gb", prompt=7168, new_tokens=1024)
     check(rc == 0 and json.loads(out)["serve"]["blocks"] == s.blocks and s.concurrency == s.blocks // 512,
           "serve() != vramcalc --serve")
+    # offload and FSDP2's policy by their CLI names, as the CLI gives them
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "fsdp2", "--fsdp-param-dtype", "bf16", "--fsdp-reduce-dtype", "fp32",
+                      "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="fsdp2", fsdp_param_dtype="bf16", fsdp_reduce_dtype="fp32")
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,
+          "estimate(fsdp_param_dtype=...) != vramcalc --fsdp-param-dtype")
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,
+          "estimate(offload='params') != vramcalc --offload params")
     # no precision: vLLM's --dtype auto, the same in both (a float32 config on a T4, sm75: fp16)
     small = os.path.join(ROOT, "tests", "data", "hf", "llama-small-measured.json")
     rc, out, _ = cli([small, "--serve", "--gpu", "t4", "-f", "json"])

@@ -742,6 +742,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     max_seq (with gpu: estimate at the longest sequence that fits at `batch`, as --max-seq does),
     loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
+    offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
+    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options.
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -795,6 +797,12 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
                     ("kv_residual", export_options.pop("kv_residual", None))):
         if v is not None:
             setattr(opts, name, v)
+    # the parallel layout's CPU offload and FSDP2's MixedPrecisionPolicy (--offload, --fsdp-param-dtype,
+    # --fsdp-reduce-dtype), by their CLI names
+    for name, kind in (("offload", "offload"), ("fsdp_param_dtype", "fsdp_dtype"), ("fsdp_reduce_dtype", "fsdp_dtype")):
+        v = export_options.pop(name, None)
+        if v is not None:
+            setattr(opts, name, _enum(kind, v))
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

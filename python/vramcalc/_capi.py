@@ -122,6 +122,8 @@ _PROTOS = {
     "vc_torch_from_name": (c_int, [c_char_p]),
     "vc_parallel_from_name": (c_int, [c_char_p]),
     "vc_cache_from_name": (c_int, [c_char_p]),
+    "vc_offload_from_name": (c_int, [c_char_p]),
+    "vc_fsdp_dtype_from_name": (c_int, [c_char_p]),
     "vc_cache_name": (c_char_p, [c_int]),
     "vc_parallel_name": (c_char_p, [c_int]),
     "vc_torch_name": (c_char_p, [c_int, c_char_p, c_size_t]),
