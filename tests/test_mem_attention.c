@@ -288,7 +288,8 @@ static const char *const ENC_NB =
     "{\"input\": [16, 32], \"layers\": [{\"type\": \"TransformerEncoderLayer\", \"d_model\": 32, \"nhead\": 4,"
     " \"dim_feedforward\": 64, \"bias\": false}]}";
 
-static vc_result run_torch(const char *json, int torch, vc_mode mode, vc_attention attn)
+/* A model (SGD, workspace 0) at a release, precision and backend. */
+static vc_result run_rel(const char *json, int torch, vc_mode mode, vc_precision prec, vc_attention attn)
 {
     vc_model *m = NULL;
     vc_error err;
@@ -297,6 +298,7 @@ static vc_result run_torch(const char *json, int torch, vc_mode mode, vc_attenti
     vc_options_init(&o);
     o.batch = 2;
     o.mode = mode;
+    o.precision = prec;
     o.attention = attn;
     o.optim = VC_OPTIM_SGD;
     o.workspace = 0;
@@ -305,6 +307,11 @@ static vc_result run_torch(const char *json, int torch, vc_mode mode, vc_attenti
     if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
     vc_model_free(m);
     return r;
+}
+
+static vc_result run_torch(const char *json, int torch, vc_mode mode, vc_attention attn)
+{
+    return run_rel(json, torch, mode, VC_PREC_FP32, attn);
 }
 
 static void test_encoder_no_bias_infer_versions(void **state)
@@ -342,27 +349,6 @@ static void test_sdpa_causal_versions(void **state)
     assert_int_equal(a.memory.peak_allocated - d.memory.peak_allocated, 65536);
     vc_result_free(&a);
     vc_result_free(&d);
-}
-
-/* A model (SGD, workspace 0) at a release, precision and backend. */
-static vc_result run_rel(const char *json, int torch, vc_mode mode, vc_precision prec, vc_attention attn)
-{
-    vc_model *m = NULL;
-    vc_error err;
-    if (vc_model_load_string(json, strlen(json), "test.json", &m, &err)) fail_msg("load failed: %s", err.msg);
-    vc_options o;
-    vc_options_init(&o);
-    o.batch = 2;
-    o.mode = mode;
-    o.precision = prec;
-    o.attention = attn;
-    o.optim = VC_OPTIM_SGD;
-    o.workspace = 0;
-    o.torch_version = torch;
-    vc_result r;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
-    vc_model_free(m);
-    return r;
 }
 
 /* Flash's head-dim limit by release (release.c VC_REL_FLASH_HDIM; sdp_utils.cpp
