@@ -588,7 +588,8 @@ static void zero_grad_norm(vc_build *b)
         norms[k++] = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, -1);
     }
     if (k > 0) {
-        int32_t st = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1), sq = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1);
+        int32_t st = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1);
+        int32_t sq = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1);
         vc__free(b, st, -1);
         int32_t sum = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, -1);
         vc__free(b, sq, -1);
@@ -643,8 +644,8 @@ static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     }
 }
 
-/* ---- zero1: DeepSpeed ZeRO stage 1, the same DeepSpeedZeroOptimizer with
- * partition_grads=False (engine.py _configure_zero_optimizer: partition_grads=
+/* ---- zero1: DeepSpeed ZeRO stage 1 (docs/parallel.md 1.10), the same
+ * DeepSpeedZeroOptimizer with partition_grads=False (engine.py _configure_zero_optimizer: partition_grads=
  * zero_stage == ZeroStageEnum.gradients; deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641)
  * and the same defaults as zero2. Identical to zero2 (so its helpers): __init__'s
  * flat buffer, fp32 partition and the wrapped optimizer's state on it, the

@@ -3,7 +3,7 @@
  * DeepSpeed ZeRO stage 1, DeepSpeedZeroOptimizer with partition_grads=False
  * (deepspeed/runtime/zero/stage_1_and_2.py and engine.py at
  * deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641; docs/parallel.md
- * 1.7a), every byte derived by hand from that source.
+ * 1.10), every byte derived by hand from that source.
  *
  * The model of test_parallel.c: Linear(1000 -> 999) then Linear(999 -> 1000),
  * both with bias, fp32, batch 1, Adam. 1,999,999 trainable elements, flattened
