@@ -345,8 +345,10 @@ static void fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) {
  * bench/accuracy/dist/offload_replica.py. */
 #define ZERO_BUCKET INT64_C(500000000)
 enum { Z_IPG, Z_GIP, Z_G32 };          /* lay_s: the IPG buffer, grads_in_partition, the step's fp32 gradient */
-enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN }; /* lay_n: bucket elements, extra-large parameter + 1, bucket holds a
-                                         * parameter of this rank's partition, grads_in_partition elements */
+enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN, Z_BWDS, Z_RANK }; /* lay_n: bucket elements, extra-large parameter + 1,
+                                                         * bucket holds a parameter of this rank's partition,
+                                                         * grads_in_partition elements, backward passes ended
+                                                         * (zero1), the rank modelled */
 
 /* offload_optimizer (device cpu, pin_memory; --offload optimizer): the GPU
  * side of DeepSpeedZeroOptimizer's cpu_offload branches (stage_1_and_2.py at
@@ -441,6 +443,7 @@ static void zero2_flat(vc_build *b)
     b->flat[0] = (vc_flat_param){{here, here > 0, 0, 0, -1, NULL, NULL}, VC_DT_F32, flat, flat,
                                  -1, -1, {vc_n_fixed(z ? 0 : tot[busiest]), dt}, false};
     b->lay_n[Z_GIPN] = tot[busiest];
+    b->lay_n[Z_RANK] = busiest;
     free(tot);
 }
 
@@ -454,7 +457,7 @@ static void zero2_resident(vc_build *b)
     for (size_t p = 0; p < b->m->npar; p++)
         if (!b->m->par[p].trainable) vc__alloc(b, b->t[b->par_t[p]].n, (vc_dtype)b->t[b->par_t[p]].dt, CAT_WEIGHT, b->m->par[p].owner);
     for (int k = 0; k < 3; k++) b->lay_s[k] = -1;
-    b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
+    b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = b->lay_n[Z_BWDS] = 0;
     int64_t largest = 0; /* offload: temp_grad_buffer_for_gpu_offload, the largest parameter of bit16_groups */
     for (size_t p = 0; p < b->m->npar && b->lay_state; p++)
         if (b->m->par[p].trainable && b->m->par[p].numel > largest) largest = b->m->par[p].numel;
@@ -494,8 +497,11 @@ static void z2_off_copy(vc_build *b, z2_off *z, int32_t p, uint8_t dt, int32_t i
  * this rank's partition are copied into grads_in_partition (allocated at the
  * first), the others' .grad cleared (clear_grad_attribute). An extra-large
  * parameter (more than the bucket) is reduced from its own gradient, which
- * goes then. */
-static void zero2_reduce(vc_build *b, int32_t inst)
+ * goes then. Stage 1 (`stage1`, partition_gradients False) clears nothing:
+ * reduce_ipg_grads' `else:  # zero stage 1` branch only copies this rank's
+ * parameters (copy_grads_in_partition), so an extra-large gradient of another
+ * partition stays until the epilogue's _clear_param_grad_only (zero1_hook). */
+static void zero2_reduce(vc_build *b, int32_t inst, bool stage1)
 {
     uint8_t dt;
     zero2_flat_numel(b, &dt);
@@ -508,7 +514,7 @@ static void zero2_reduce(vc_build *b, int32_t inst)
     if (z) z->nbucket = 0;
     else if (b->lay_n[Z_PART] && b->lay_s[Z_GIP] < 0)
         b->lay_s[Z_GIP] = vc__alloc(b, vc_n_fixed(b->lay_n[Z_GIPN]), (vc_dtype)dt, CAT_GRAD, inst);
-    if (b->lay_n[Z_XL]) {
+    if (b->lay_n[Z_XL] && (!stage1 || b->lay_mask[b->lay_n[Z_XL] - 1])) {
         size_t x = (size_t)b->lay_n[Z_XL] - 1;
         if (b->pgrad[x] >= 0) vc__free(b, b->pgrad[x], inst);
         b->pgrad[x] = -1;
@@ -523,14 +529,17 @@ static void zero2_reduce(vc_build *b, int32_t inst)
  * reduces it first; then the gradient is copied into the bucket and .grad
  * re-pointed at the copy (autograd's gradient goes), or, larger than the
  * bucket, kept to be reduced directly. */
-static void zero2_grad(vc_build *b, size_t p, int32_t inst)
+static void zero_setup_buckets(vc_build *b, int32_t inst)
 {
-    if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
     uint8_t dt;
     zero2_flat_numel(b, &dt);
-    int64_t n = b->m->par[p].numel;
     if (b->lay_s[Z_IPG] < 0) b->lay_s[Z_IPG] = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, inst);
-    if (b->lay_n[Z_ELEMS] + n > ZERO_BUCKET) zero2_reduce(b, inst);
+}
+
+static void zero_bucket_add(vc_build *b, size_t p, int32_t inst, bool stage1)
+{
+    int64_t n = b->m->par[p].numel;
+    if (b->lay_n[Z_ELEMS] + n > ZERO_BUCKET) zero2_reduce(b, inst, stage1);
     if (n > ZERO_BUCKET) {
         b->lay_n[Z_XL] = (int64_t)p + 1;
     } else {
@@ -543,6 +552,54 @@ static void zero2_grad(vc_build *b, size_t p, int32_t inst)
     if (z) z->bucket[z->nbucket++] = (int32_t)p;
 }
 
+static void zero2_grad(vc_build *b, size_t p, int32_t inst)
+{
+    if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
+    zero_setup_buckets(b, inst);
+    zero_bucket_add(b, p, inst, false);
+}
+
+static void zero_epilogue(vc_build *b, bool stage1)
+{
+    zero2_reduce(b, -1, stage1);
+    if (b->lay_s[Z_IPG] >= 0) vc__free(b, b->lay_s[Z_IPG], -1);
+    b->lay_s[Z_IPG] = -1;
+}
+
+/* The step's scaled_global_norm -> get_grad_norm_direct over averaged_gradients
+ * (the partition's slice of each of its parameters' gradients): per slice
+ * torch.linalg.vector_norm(g.data.double()), a float64 copy of the slice gone
+ * once its norm (a float64 scalar, kept in all_norms) is taken; then
+ * torch.stack(all_norms).square().sum().float(). The scalar tail
+ * (pow, mask_nan_or_inf_with_val_inplace, the norm of the group norms: a few
+ * one-element tensors) is left out. */
+static void zero_grad_norm(vc_build *b)
+{
+    const vc_model *m = b->m;
+    int64_t part = b->flat[0].e.numel, lo = b->lay_n[Z_RANK] * part, hi = lo + part, off = 0, k = 0;
+    int32_t *norms = malloc((m->npar + 1) * sizeof *norms);
+    if (!norms) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p < m->npar; p++) {
+        if (!m->par[p].trainable || m->par[p].numel == 0) continue;
+        int64_t end = off + m->par[p].numel, n = (end < hi ? end : hi) - (off > lo ? off : lo);
+        off = end;
+        if (!b->lay_mask[p] || n <= 0) continue;
+        vc__free(b, vc__alloc(b, vc_n_fixed(n), Z2_F64, CAT_TEMP, -1), -1);
+        norms[k++] = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, -1);
+    }
+    if (k > 0) {
+        int32_t st = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1);
+        int32_t sq = vc__alloc(b, vc_n_fixed(k), Z2_F64, CAT_TEMP, -1);
+        vc__free(b, st, -1);
+        int32_t sum = vc__alloc(b, vc_n_fixed(1), Z2_F64, CAT_TEMP, -1);
+        vc__free(b, sq, -1);
+        vc__free(b, vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_TEMP, -1), -1);
+        vc__free(b, sum, -1);
+    }
+    while (k > 0) vc__free(b, norms[--k], -1);
+    free(norms);
+}
+
 /* End of backward: independent_gradient_partition_epilogue reduces what
  * the bucket holds and frees the IPG buffer (_release_ipg_buffers). The
  * step: flat_grad_partition = flatten(averaged_gradients) (the partition,
@@ -553,12 +610,11 @@ static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     if (inst >= 0) return;
     if (ph == VC_PHASE_BACKWARD && !begin) {
-        zero2_reduce(b, -1);
-        if (b->lay_s[Z_IPG] >= 0) vc__free(b, b->lay_s[Z_IPG], -1);
-        b->lay_s[Z_IPG] = -1;
+        zero_epilogue(b, false);
     } else if (ph == VC_PHASE_OPTIMIZER && begin && b->lay_s[Z_GIP] >= 0) {
         uint8_t dt;
         zero2_flat_numel(b, &dt);
+        zero_grad_norm(b);
         int32_t g = vc__alloc(b, vc_n_fixed(b->flat[0].e.numel), (vc_dtype)dt, CAT_GRAD, -1);
         if (dt != VC_DT_F32) {
             int32_t g32 = vc__alloc(b, vc_n_fixed(b->flat[0].e.numel), VC_DT_F32, CAT_GRAD, -1);
@@ -588,6 +644,63 @@ static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     }
 }
 
+/* ---- zero1: DeepSpeed ZeRO stage 1 (docs/parallel.md 1.10), the same
+ * DeepSpeedZeroOptimizer with partition_grads=False (engine.py _configure_zero_optimizer: partition_grads=
+ * zero_stage == ZeroStageEnum.gradients; deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641)
+ * and the same defaults as zero2. Identical to zero2 (so its helpers): __init__'s
+ * flat buffer, fp32 partition and the wrapped optimizer's state on it, the
+ * partition and its grads_in_partition, the step (stage_1_and_2.py step: the
+ * non-offload branch and the cpu_offload one do not look at
+ * partition_gradients), and --offload optimizer (z2_off: the cpu_offload
+ * branches of __init__ and copy_grads_in_partition are stage-independent).
+ * What differs is the backward:
+ * - the gradient hooks are installed all the same (__init__:
+ *   create_gradient_handling_hooks `if partition_gradients or overlap_comm or
+ *   use_grad_accum_attribute or contiguous_gradients`, the last True by
+ *   default), and the first of a backward makes the IPG buffer (process_gradients
+ *   -> setup_buckets, whatever the stage), but process_gradients reduces only
+ *   `if self.partition_gradients or self.overlap_comm`: every gradient stays
+ *   a full .grad of the model's dtype, as in plain PyTorch (zero1_grad);
+ * - the reduction runs after backward, at the accumulation boundary only
+ *   (engine.py _backward_epilogue -> allreduce_gradients: stage
+ *   ZeroStageEnum.optimizer_states -> optimizer.reduce_gradients): for every
+ *   parameter in the group's order (bit16_groups: the model's parameter
+ *   order, round_robin_gradients off) with a gradient,
+ *   reduce_ready_partitions_and_remove_grads -> reduce_independent_p_g_buckets_
+ *   and_remove_grads, zero2's bucket step (zero_bucket_add: the gradient copied
+ *   into the IPG buffer, its own storage gone); then
+ *   overlapping_partition_gradients_reduce_epilogue ->
+ *   independent_gradient_partition_epilogue as zero2's, whose
+ *   _clear_param_grad_only drops what other partitions' extra-large
+ *   gradients still hold (zero1_hook). setup_buckets' ready_for_gradients is
+ *   reset only by that epilogue (_release_ipg_buffers), so under gradient
+ *   accumulation the IPG buffer made in the first micro-batch's backward
+ *   stays to the boundary's. */
+static void zero1_grad(vc_build *b, size_t p, int32_t inst)
+{
+    if (b->m->par[p].trainable && b->m->par[p].numel > 0) zero_setup_buckets(b, inst);
+}
+
+static void zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+{
+    if (inst >= 0) return;
+    if (ph != VC_PHASE_BACKWARD || begin) {
+        zero2_hook(b, inst, ph, begin); /* the step: zero2's */
+        return;
+    }
+    /* the engine runs two backward passes under accumulation (autograd.c
+     * vc__execute), the second the boundary's */
+    if (++b->lay_n[Z_BWDS] < (b->o.accumulate > 1 ? 2 : 1)) return;
+    for (size_t p = 0; p < b->m->npar; p++)
+        if (b->m->par[p].trainable && b->m->par[p].numel > 0 && b->pgrad[p] >= 0) zero_bucket_add(b, p, -1, true);
+    zero_epilogue(b, true);
+    for (size_t p = 0; p < b->m->npar; p++) { /* _clear_param_grad_only */
+        if (!b->m->par[p].trainable || b->pgrad[p] < 0) continue;
+        vc__free(b, b->pgrad[p], -1);
+        b->pgrad[p] = -1;
+    }
+}
+
 static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_NONE] = {"single", NULL, NULL, NULL, NULL, NULL},
     [VC_PARALLEL_DDP] = {"ddp", NULL, ddp_buckets, NULL, NULL, NULL},
@@ -598,13 +711,14 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_ZERO2] = {"zero2", zero2_hook, zero2_resident, NULL, zero2_flat, zero2_grad},
     [VC_PARALLEL_ZERO3] = {"zero3", vc__zero3_hook, vc__zero3_resident, NULL, vc__zero3_flat, vc__zero3_grad},
     [VC_PARALLEL_FSDP2] = {"fsdp2", vc__fsdp2_hook, NULL, NULL, vc__fsdp2_flat, NULL, vc__fsdp2_compute},
+    [VC_PARALLEL_ZERO1] = {"zero1", zero1_hook, zero2_resident, NULL, zero2_flat, zero1_grad},
 };
 
 /* --offload: which layouts can keep what on the CPU, and why not (DeepSpeed's
  * offload_optimizer for stages 1-3, offload_param for stage 3 only, config.py
  * DeepSpeedZeroConfig; FSDP1's CPUOffload(offload_params=True) moves the
  * parameters and with them their gradients and optimizer state, there is
- * no optimizer-only setting). NULL: modelled (zero2 optimizer, zero3 both,
+ * no optimizer-only setting). NULL: modelled (zero1 and zero2 optimizer, zero3 both,
  * fsdp / shard-grad-op / hybrid params). */
 static const char *offload_refusal(vc_parallel p, vc_offload f)
 {
@@ -613,13 +727,16 @@ static const char *offload_refusal(vc_parallel p, vc_offload f)
     case VC_PARALLEL_ZERO2:
         return f == VC_OFFLOAD_PARAMS ? "ZeRO stage 2 cannot offload parameters (offload_param is stage 3's): use zero3"
                                       : NULL;
+    case VC_PARALLEL_ZERO1:
+        return f == VC_OFFLOAD_PARAMS ? "ZeRO stage 1 cannot offload parameters (offload_param is stage 3's): use zero3"
+                                      : NULL;
     case VC_PARALLEL_FSDP: case VC_PARALLEL_FSDP_GRAD_OP: case VC_PARALLEL_FSDP_HYBRID:
         return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
                                            "gradients and optimizer state): --offload params"
                                          : NULL;
     case VC_PARALLEL_FSDP2: return "FSDP2's CPUOffloadPolicy is not modelled yet (docs/parallel.md 2.5)";
-    case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero2, zero3, fsdp)";
-    default: return "this layout keeps everything on the GPU (no CPU offload): zero2, zero3 and fsdp offload";
+    case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero1, zero2, zero3, fsdp)";
+    default: return "this layout keeps everything on the GPU (no CPU offload): zero1, zero2, zero3 and fsdp offload";
     }
 }
 

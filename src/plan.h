@@ -211,7 +211,7 @@ struct vc_build {
     vc_flat_param *flat; size_t nflat;
     int32_t *unit_of;             /* instance -> its unit in flat[] (0: the root) */
     int32_t lay_cur;              /* the unit whose forward or backward runs (the module hooks'), -1 */
-    int64_t lay_n[4];             /* the layout hooks' counters (ZeRO-2: bucket elements, ...) */
+    int64_t lay_n[6];             /* the layout hooks' counters (ZeRO-2: bucket elements, ...) */
     int32_t lay_s[4];             /* ... and storages, -1 none */
     bool *lay_mask;               /* ... and a per-parameter flag (ZeRO-2: in this rank's partition) */
     void *lay_state;              /* ... or a row's own state (ZeRO-3), freed with lay_free */

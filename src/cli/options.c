@@ -49,7 +49,7 @@ const cli_option cli_options[] = {
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
      "the parallel layout: {} (docs/parallel.md; FSDP's FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD and hsdp are aliases)"},
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
-     "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero2 and zero3; "
+     "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero1, zero2 and zero3; "
      "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
     {"fsdp-param-dtype", 0, "D", OPT_FSDP_PARAM_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
      "--parallel fsdp2: MixedPrecisionPolicy's param_dtype, {} (default none: the model's dtype)"},
