@@ -31,7 +31,6 @@ prefetching, no offload; MixedPrecisionPolicy(param_dtype, reduce_dtype) when gi
 cast_forward_inputs=True.
 """
 
-import argparse
 import gc
 import json
 import os
@@ -39,12 +38,9 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
-sys.path.insert(0, HERE)
+import tracking  # noqa: E402  the counter's phases, the training steps, the command line's pieces
+from tracking import ACC, HERE, ROOT  # noqa: E402
+tracking.add_paths()
 OUT = os.path.join(HERE, "fsdp2_replica.json")
 
 from fsdp_replica import MLP, GPTSTACK  # noqa: E402  the FSDP1 replica's model files
@@ -467,30 +463,12 @@ def fully_shard(torch, model, world, pdt, rdt):
 
 def run_case(model, batch, optim, world, pdt, rdt):
     import torch
-    import torch.nn.functional as F
-    import measure
     import optim2x
     import vctorch
 
     torch.set_num_threads(1)
-    tr = measure.Tracker()
-    vctorch.HOOKS.fused = tr.fused
-    vctorch.HOOKS.read = tr.read
-    torch.manual_seed(0)
-    gc.collect()
-    tr.start(install=True)
-    tr.O.opobs_set_compat_2x(1)
-    phases = []
-
-    def phase_begin(name):
-        tr.tag(name)
-        tr.O.opobs_reset_peak()
-        tr.reset_peak()
-        return name
-
-    def phase_end(name):
-        tr.read(name + "-end")
-        phases.append({"phase": name, "peak": int(tr.O.opobs_peak()), "end": int(tr.O.opobs_current())})
+    ph = tracking.Phases(model)  # for a config.json, ph.spec is that (unused: the model is built below)
+    phase_begin, phase_end = ph.begin, ph.end
 
     p = phase_begin("build")
     hf = model.startswith("tests/data/hf/")
@@ -503,9 +481,7 @@ def run_case(model, batch, optim, world, pdt, rdt):
         ids = torch.randint(0, module.cfg.vocab_size, (batch, SEQ), dtype=torch.int64)
         labels = ids.clone()
     else:
-        with open(os.path.join(ROOT, model)) as f:
-            spec = json.load(f)
-        module, make_inputs = vctorch.build(spec, compat="2x")
+        module, make_inputs = vctorch.build(ph.spec, compat="2x")
         inputs = make_inputs(batch, dtype=torch.float32)
     phase_end(p)
     p = phase_begin("wrap")
@@ -513,44 +489,18 @@ def run_case(model, batch, optim, world, pdt, rdt):
     states, sharded = fully_shard(torch, module, world, dt.get(pdt), dt.get(rdt))
     phase_end(p)
     opt = optim2x.make([q for q in sharded if q.requires_grad], optim)
-    targets = []
 
-    def loss_step():
-        if hf:  # Trainer.compute_loss: the loss from the model's forward (labels), the logits dropped
-            loss, logits = module(ids, labels=labels)
-            del logits
-            return loss
-        if module.loss_kind == "cross_entropy":
-            logits = module(*inputs).float()
-            if not targets:
-                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
-        return module(*inputs).float().mean()
+    def hf_loss_step():  # Trainer.compute_loss: the loss from the model's forward (labels), the logits dropped
+        loss, logits = module(ids, labels=labels)
+        del logits
+        return loss
 
     module.train()
-    for step in range(1, 4):
-        p = phase_begin("s%d.fwd" % step)
-        loss = loss_step()
-        phase_end(p)
-        p = phase_begin("s%d.bwd" % step)
-        tr.O.opobs_set_backward(1)
-        loss.backward()
-        tr.O.opobs_set_backward(0)
-        del loss
-        phase_end(p)
-        p = phase_begin("s%d.opt" % step)
-        opt.step()
-        phase_end(p)
-        p = phase_begin("s%d.zero" % step)
-        opt.zero_grad(set_to_none=True)
-        phase_end(p)
-    measured = [ph for ph in phases if ph["phase"][0] == "s" and int(ph["phase"][1]) >= 2]
-    top = max(measured, key=lambda ph: ph["peak"])
+    tracking.train(ph, hf_loss_step if hf else tracking.loss_step(torch, module, inputs),
+                   opt.step, lambda: opt.zero_grad(set_to_none=True))
     groups = [s.group for s in states if s.group is not None]
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
-            "groups": [{"name": g.name, "params": len(g.params), "shard": sum(q.shard_numel for q in g.params)}
-                       for g in groups],
-            "torch": torch.__version__}
+    return ph.result(torch, groups=[{"name": g.name, "params": len(g.params),
+                                     "shard": sum(q.shard_numel for q in g.params)} for g in groups])
 
 
 def cli_args(c):
@@ -570,8 +520,7 @@ def compare(cli, bound):
     with open(OUT) as f:
         recs = json.load(f)["records"]
     bad = 0
-    print("| case | held out | replica (B) | vramcalc (B) | error |")
-    print("|---|---|---|---|---|")
+    tracking.table_head(["case", "held out", "replica (B)", "vramcalc (B)", "error"])
     for r in recs:
         p = subprocess.run([cli] + cli_args(r["config"]), capture_output=True, text=True)
         if p.returncode != 0:
@@ -592,40 +541,25 @@ def compare(cli, bound):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--redo", action="store_true")
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
-    ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
-    ap.add_argument("--model")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--optim", default="adam")
-    ap.add_argument("--world", type=int, default=2)
+    ap = tracking.arg_parser(__doc__)
     ap.add_argument("--param-dtype", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"])
     a = ap.parse_args(argv)
-    if a.compare:
-        return compare(a.cli, a.bound)
-    if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.param_dtype, a.reduce_dtype)))
-        return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
+    rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.param_dtype,
+                                                              a.reduce_dtype))
+    if rc is not None:
+        return rc
+    recs = tracking.load_records(OUT, a.redo)
     have = {r["case"] for r in recs}
     for model, short, batch, optim, world, pdt, rdt, held in CASES:
         cid = case_id(short, batch, optim, world, pdt, rdt)
         if cid in have:
             continue
-        env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
                "--world", str(world)]
         cmd += ["--param-dtype", pdt] if pdt else []
         cmd += ["--reduce-dtype", rdt] if rdt else []
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        r = tracking.run_preloaded(cmd)
         r.update({"case": cid, "held_out": held,
                   "config": {"model": model, "batch": batch, "optim": optim, "world_size": world,
                              "param_dtype": pdt, "reduce_dtype": rdt}})

@@ -41,7 +41,6 @@ Every rank is measured (ranks differ by the parameters touching their partition)
 compared with the largest. Peak = the highest between-op reading in steps 2-3.
 """
 
-import argparse
 import gc
 import json
 import os
@@ -49,17 +48,12 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
-sys.path.insert(0, HERE)
+import tracking  # noqa: E402  the counter's phases, the training steps, the command line's pieces
+from tracking import HERE, ROOT  # noqa: E402
+tracking.add_paths()
 OUT = os.path.join(HERE, "offload_replica.json")
 
-MLP = "bench/accuracy/models/mlp.json"
-TSTACK = "bench/accuracy/dist/models/tstack.json"
-GPTSTACK = "bench/accuracy/dist/models/gptstack.json"
+from fsdp_replica import MLP, TSTACK, GPTSTACK  # noqa: E402  the FSDP1 replica's model files
 WIDE = "bench/accuracy/dist/models/wide.json"  # one Linear is most of the model: the peak is _has_inf_or_nan's
 BUCKET = 500000000  # reduce_bucket_size (config.py DeepSpeedZeroConfig default 5e8)
 CASES = [
@@ -265,8 +259,6 @@ class Zero2Offload:
 
 def run_case(model, batch, optim, world, rank):
     import torch
-    import torch.nn.functional as F
-    import tracking
     import vctorch
 
     torch.set_num_threads(1)
@@ -280,42 +272,14 @@ def run_case(model, batch, optim, world, rank):
     zo = Zero2Offload(torch, list(module.parameters()), world, rank, optim)
     gc.collect()
     phase_end(p)
-    targets = []
-
-    def loss_step():
-        if module.loss_kind == "cross_entropy":
-            logits = module(*inputs).float()
-            if not targets:
-                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
-        return module(*inputs).float().mean()
-
     module.train()
-    for step in range(1, 4):
-        p = phase_begin("s%d.fwd" % step)
-        loss = loss_step()
-        phase_end(p)
-        p = phase_begin("s%d.bwd" % step)
-        trk.backward(True)
-        loss.backward()
-        trk.backward(False)
-        del loss
-        phase_end(p)
-        p = phase_begin("s%d.opt" % step)
-        zo.step()
-        phase_end(p)
-        p = phase_begin("s%d.zero" % step)
-        zo.zero_grad()
-        phase_end(p)
-    top = trk.top()
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": trk.phases,
-            "partition": zo.part, "params_in_partition": len(zo.pos), "torch": torch.__version__}
+    tracking.train(trk, tracking.loss_step(torch, module, inputs), zo.step, zo.zero_grad)
+    return trk.result(torch, partition=zo.part, params_in_partition=len(zo.pos))
 
 
 def measure(engine, model, batch, optim, world):
     """One record per measured rank (zero2: every rank; fsdp: rank 0 of fsdp_replica.py, whose
     ranks hold the same shard sizes)."""
-    env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
     recs = []
     for rank in range(world if engine == "zero2" else 1):
         if engine == "zero2":
@@ -324,8 +288,7 @@ def measure(engine, model, batch, optim, world):
         else:
             cmd = [sys.executable, os.path.join(HERE, "fsdp_replica.py"), "--model", model, "--batch", str(batch),
                    "--optim", optim, "--world", str(world), "--strategy", STRATEGY[engine], "--offload"]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        r = tracking.run_preloaded(cmd)
         r["rank"] = rank
         recs.append(r)
     return recs
@@ -342,8 +305,7 @@ def compare(cli, bound):
     """vramcalc against the busiest measured rank; 1 when one is off by more than `bound` percent."""
     with open(OUT) as f:
         recs = json.load(f)["records"]
-    print("| case | held out | measured busiest rank (B) | vramcalc (B) | diff (B) | diff |")
-    print("|---|---|---|---|---|---|")
+    tracking.table_head(["case", "held out", "measured busiest rank (B)", "vramcalc (B)", "diff (B)", "diff"])
     worst, bad = 0.0, 0
     for engine, model, short, batch, optim, world, held in CASES:
         cid = case_id(engine, short, batch, optim, world)
@@ -364,27 +326,13 @@ def compare(cli, bound):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--redo", action="store_true")
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
-    ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
-    ap.add_argument("--model")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--optim", default="adam")
-    ap.add_argument("--world", type=int, default=2)
+    ap = tracking.arg_parser(__doc__)
     ap.add_argument("--rank", type=int, default=0)
     a = ap.parse_args(argv)
-    if a.compare:
-        return compare(a.cli, a.bound)
-    if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.rank)))
-        return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
+    rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.rank))
+    if rc is not None:
+        return rc
+    recs = tracking.load_records(OUT, a.redo)
     have = {r["case"] for r in recs}
     for engine, model, short, batch, optim, world, held in CASES:
         cid = case_id(engine, short, batch, optim, world)

@@ -9,14 +9,33 @@ before building the model (bench/accuracy/measure.py's protocol, SPEC.md section
 Phases: `begin(name)` tags the phase and resets both peaks; `end(name)` reads the counter and
 appends {"phase", "peak" (between-op), ["peak_allocator"], "end"} to `phases`.
 `measured_top(phases)` is the phase with the highest peak in steps 2.. (the "sN." phases).
+
+Also the pieces the replicas' scripts (fsdp2_replica.py, offload_replica.py) share beyond the phases:
+`add_paths()` (tools/, bench/accuracy/, this folder on sys.path), `loss_step` (measure.py's loss),
+`train` (the three measured steps: fwd, bwd, opt, zero), `Phases.result` (the record's peak fields),
+and the command line: `arg_parser` (the common options), `compare_or_one` (the modes but --all),
+`table_head`, `load_records`, `run_preloaded` (one case in a child process under libmemtrack.so,
+its last output line as the record).
 """
 
+import argparse
 import gc
 import json
 import os
+import subprocess
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ACC = os.path.dirname(HERE)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def add_paths():
+    """tools/ (vctorch, optim2x), bench/accuracy/ (measure.py) and this folder, searched in that
+    order from the last: this folder first."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    sys.path.insert(0, ACC)
+    sys.path.insert(0, HERE)
 
 
 class Phases:
@@ -65,3 +84,95 @@ class Phases:
     def top(self):
         """The measured phase with the highest between-op peak (the first of equal ones)."""
         return max(self.measured(), key=lambda ph: ph["peak"])
+
+    def result(self, torch, **extra):
+        """A replica's record: the top phase's peak, the phases, `extra`'s fields, the torch version."""
+        top = self.top()
+        res = {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": self.phases}
+        res.update(extra)
+        res["torch"] = torch.__version__
+        return res
+
+
+def loss_step(torch, module, inputs):
+    """measure.py's loss_step: cross entropy against targets drawn once (the first call) for a
+    "cross_entropy" model, else the mean of the output."""
+    F = torch.nn.functional
+    targets = []
+
+    def step():
+        if module.loss_kind == "cross_entropy":
+            logits = module(*inputs).float()
+            if not targets:
+                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
+        return module(*inputs).float().mean()
+    return step
+
+
+def train(ph, step_loss, opt_step, zero_grad, steps=3):
+    """The measured training steps, each in four phases: sN.fwd (the loss), sN.bwd (backward with
+    the op observer's backward flag on), sN.opt (`opt_step()`), sN.zero (`zero_grad()`)."""
+    for step in range(1, steps + 1):
+        p = ph.begin("s%d.fwd" % step)
+        loss = step_loss()
+        ph.end(p)
+        p = ph.begin("s%d.bwd" % step)
+        ph.backward(True)
+        loss.backward()
+        ph.backward(False)
+        del loss
+        ph.end(p)
+        p = ph.begin("s%d.opt" % step)
+        opt_step()
+        ph.end(p)
+        p = ph.begin("s%d.zero" % step)
+        zero_grad()
+        ph.end(p)
+
+
+def arg_parser(doc):
+    """The replicas' common options: --all/--redo (measure), --compare/--cli/--bound, one case."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[1])
+    ap.add_argument("--all", action="store_true")
+    ap.add_argument("--redo", action="store_true")
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
+    ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
+    ap.add_argument("--model")
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--optim", default="adam")
+    ap.add_argument("--world", type=int, default=2)
+    return ap
+
+
+def compare_or_one(a, compare, run_one):
+    """The modes besides --all: --compare (`compare(a.cli, a.bound)`'s exit status), or one case
+    (`run_one()`'s record printed as JSON, 0); None with --all (the caller measures)."""
+    if a.compare:
+        return compare(a.cli, a.bound)
+    if not a.all:
+        print(json.dumps(run_one()))
+        return 0
+    return None
+
+
+def table_head(cols):
+    """A Markdown table's header row and its rule."""
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+
+
+def load_records(out, redo):
+    """The records already in `out` (none with --redo, or without the file)."""
+    if os.path.exists(out) and not redo:
+        with open(out) as f:
+            return json.load(f)["records"]
+    return []
+
+
+def run_preloaded(cmd):
+    """Run `cmd` with libmemtrack.so preloaded; its last output line, a JSON record."""
+    env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
