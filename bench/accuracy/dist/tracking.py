@@ -15,7 +15,9 @@ Also the pieces the replicas' scripts (fsdp2_replica.py, offload_replica.py) sha
 `train` (the three measured steps: fwd, bwd, opt, zero), `Phases.result` (the record's peak fields),
 and the command line: `arg_parser` (the common options), `compare_or_one` (the modes but --all),
 `table_head`, `load_records`, `run_preloaded` (one case in a child process under libmemtrack.so,
-its last output line as the record).
+its last output line as the record); zero1_replica.py's besides: `train`'s `after_backward`,
+`vramcalc_peak` (the CLI's peak for a layout), `compare_busiest` (the --compare table against the
+busiest measured rank), `measure_all` (the --all loop that writes the records file).
 """
 
 import argparse
@@ -110,9 +112,10 @@ def loss_step(torch, module, inputs):
     return step
 
 
-def train(ph, step_loss, opt_step, zero_grad, steps=3):
+def train(ph, step_loss, opt_step, zero_grad, steps=3, after_backward=None):
     """The measured training steps, each in four phases: sN.fwd (the loss), sN.bwd (backward with
-    the op observer's backward flag on), sN.opt (`opt_step()`), sN.zero (`zero_grad()`)."""
+    the op observer's backward flag on, then `after_backward()` if given, while the loss is still
+    held), sN.opt (`opt_step()`), sN.zero (`zero_grad()`)."""
     for step in range(1, steps + 1):
         p = ph.begin("s%d.fwd" % step)
         loss = step_loss()
@@ -121,6 +124,8 @@ def train(ph, step_loss, opt_step, zero_grad, steps=3):
         ph.backward(True)
         loss.backward()
         ph.backward(False)
+        if after_backward is not None:
+            after_backward()
         del loss
         ph.end(p)
         p = ph.begin("s%d.opt" % step)
@@ -176,3 +181,54 @@ def run_preloaded(cmd):
     env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def vramcalc_peak(cli, model, batch, optim, world, layout):
+    """vramcalc's peak_allocated for `model` on `world` GPUs with the options `layout` (no workspace,
+    math attention, as the replicas run)."""
+    out = subprocess.run([cli, os.path.join(ROOT, model), "-f", "json", "-b", str(batch), "-o", optim,
+                          "--workspace", "0", "--attention", "math", "--gpus", str(world)] + layout,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["memory"]["peak_allocated"]
+
+
+def compare_busiest(out, cases, bound):
+    """The --compare table: for each (case id, held out, estimate) of `cases`, vramcalc's
+    `estimate()` against the busiest rank recorded in `out`; 1 when a case is missing or off by
+    more than `bound` percent."""
+    with open(out) as f:
+        recs = json.load(f)["records"]
+    table_head(["case", "held out", "measured busiest rank (B)", "vramcalc (B)", "diff (B)", "diff"])
+    worst, bad = 0.0, 0
+    for cid, held, estimate in cases:
+        rs = [r for r in recs if r["case"] == cid]
+        if not rs:
+            print("| %s | missing | | | | |" % cid)
+            bad += 1
+            continue
+        meas = max(r["peak_allocated"] for r in rs)
+        est = estimate()
+        d = (est - meas) / meas * 100
+        worst = max(worst, abs(d))
+        bad += abs(d) > bound
+        print("| %s | %s | %s | %s | %+d | %+.2f%% |" % (cid, "yes" if held else "", format(meas, ","),
+                                                       format(est, ","), est - meas, d))
+    print("worst |diff| %.2f%%" % worst)
+    return 1 if bad else 0
+
+
+def measure_all(out, generator, redo, cases):
+    """--all: each (case id, held out, config, measure) of `cases` not yet in `out` (every one with
+    `redo`): `measure()`'s rank records tagged with the case, appended, and `out` rewritten."""
+    recs = load_records(out, redo)
+    have = {r["case"] for r in recs}
+    for cid, held, config, measure in cases:
+        if cid in have:
+            continue
+        for r in measure():
+            r.update({"case": cid, "held_out": held, "config": dict(config)})
+            recs.append(r)
+            print("%s rank %d %s %d" % (cid, r["rank"], r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
+        with open(out, "w") as f:
+            json.dump({"generator": generator, "records": recs}, f, indent=1)
+    return 0

@@ -47,27 +47,22 @@ Every rank is measured; vramcalc is compared with the largest. Peak = the highes
 reading in steps 2-3.
 """
 
-import argparse
+import functools
 import gc
-import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
-sys.path.insert(0, HERE)
+import tracking  # noqa: E402  the counter's phases, the training steps, the command line's pieces
+from tracking import HERE  # noqa: E402
+tracking.add_paths()
 OUT = os.path.join(HERE, "zero1_replica.json")
 
-MLP = "bench/accuracy/models/mlp.json"
-TSTACK = "bench/accuracy/dist/models/tstack.json"
-GPTSTACK = "bench/accuracy/dist/models/gptstack.json"
-WIDE = "bench/accuracy/dist/models/wide.json"
-BUCKET = 500000000  # reduce_bucket_size (config.py DeepSpeedZeroConfig default 5e8)
+from fsdp_replica import MLP, TSTACK, GPTSTACK  # noqa: E402  the FSDP1 replica's model files
+# the zero2-offload replica: WIDE (its model file), BUCKET (reduce_bucket_size, config.py
+# DeepSpeedZeroConfig default 5e8), Zero2Offload (whose cpu_offload gradient copy and step stage 1
+# shares: the same stage_1_and_2.py code)
+from offload_replica import WIDE, BUCKET, Zero2Offload  # noqa: E402
 CASES = [
     # model, short, batch, optim, world, offload, held_out
     (MLP, "mlp", 64, "adam", 2, False, False),
@@ -209,22 +204,12 @@ class Zero1:
                 self.copy_grads_in_partition(p)
         self.bucket_params, self.extra_large, self.elements = [], None, 0
 
+    pos_dest = Zero2Offload.pos_dest  # this rank's offset of a parameter's part (for the offload copy)
+
     def copy_grads_in_partition(self, p):
         torch = self.torch
-        if self.offload:  # the cpu_offload branch at the boundary (micro_step_id 0)
-            src, num = self.pos[id(p)]
-            g = p.grad
-            self.norms[id(p)] = g.view(-1).narrow(0, src, num).data.double().norm(2)
-            float_x = g.data.float()  # update_offload_overflow_tracker -> _has_inf_or_nan
-            nan = float_x.isnan()
-            inf = float_x.isinf()
-            inf_or_nan = nan.logical_or(inf)
-            bad = bool(inf_or_nan.float().max())
-            del float_x, nan, inf, inf_or_nan, bad
-            s = g.view(-1).narrow(0, src, num)  # async_inplace_copy_grad_to_fp32_buffer_from_gpu
-            self.fp32.grad.narrow(0, max(self.offsets[id(p)] - self.lo, 0), num).copy_(s)
-            del s, g
-            p.grad = None  # clear_grad_attribute
+        if self.offload:  # the cpu_offload branch at the boundary (micro_step_id 0): zero2's
+            Zero2Offload.copy_grads_in_partition(self, p)
             return
         if self.gip is None:
             self.gip = torch.empty(sum(q.numel() for q in self.in_part))
@@ -258,15 +243,7 @@ class Zero1:
     def step(self):
         torch = self.torch
         if self.offload:  # as zero2's (offload_replica.py Zero2Offload.step)
-            total = sum(float(v) ** 2 for v in self.norms.values())
-            total_dev_norm = torch.tensor([total], dtype=torch.float32)
-            total = total_dev_norm[0].item() ** 0.5
-            del total_dev_norm
-            self.opt.step()
-            with torch.no_grad():
-                self.bit16_buffer.copy_(self.fp32.data)
-                self.flat.narrow(0, self.lo, self.part).copy_(self.bit16_buffer)
-            self.norms = {}
+            Zero2Offload.step(self)
             return
         with torch.no_grad():
             # scaled_global_norm -> get_grad_norm_direct
@@ -304,8 +281,6 @@ class Zero1:
 
 def run_case(model, batch, optim, world, rank, offload):
     import torch
-    import torch.nn.functional as F
-    import tracking
     import vctorch
 
     torch.set_num_threads(1)
@@ -318,124 +293,50 @@ def run_case(model, batch, optim, world, rank, offload):
     zo = Zero1(torch, list(module.parameters()), world, rank, optim, offload)
     gc.collect()
     trk.end(p)
-    targets = []
-
-    def loss_step():
-        if module.loss_kind == "cross_entropy":
-            logits = module(*inputs).float()
-            if not targets:
-                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
-        return module(*inputs).float().mean()
-
     module.train()
-    for step in range(1, 4):
-        p = trk.begin("s%d.fwd" % step)
-        loss = loss_step()
-        trk.end(p)
-        p = trk.begin("s%d.bwd" % step)
-        trk.backward(True)
-        loss.backward()
-        trk.backward(False)
-        # engine.backward(loss) -> _backward_epilogue, after autograd's backward returned (its root
-        # gradient gone) while the caller still holds the loss
-        zo.reduce_gradients()
-        del loss
-        trk.end(p)
-        p = trk.begin("s%d.opt" % step)
-        zo.step()
-        trk.end(p)
-        p = trk.begin("s%d.zero" % step)
-        zo.zero_grad()
-        trk.end(p)
-    top = trk.top()
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": trk.phases,
-            "partition": zo.part, "params_in_partition": len(zo.in_part), "torch": torch.__version__}
+    # engine.backward(loss) -> _backward_epilogue -> reduce_gradients, after autograd's backward
+    # returned (its root gradient gone) while the caller still holds the loss
+    tracking.train(trk, tracking.loss_step(torch, module, inputs), zo.step, zo.zero_grad,
+                   after_backward=zo.reduce_gradients)
+    return trk.result(torch, partition=zo.part, params_in_partition=len(zo.in_part))
 
 
 def measure(model, batch, optim, world, offload):
-    env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
     recs = []
     for rank in range(world):
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim",
                optim, "--world", str(world), "--rank", str(rank)] + (["--offload"] if offload else [])
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        r = tracking.run_preloaded(cmd)
         r["rank"] = rank
         recs.append(r)
     return recs
 
 
-def vramcalc_peak(cli, model, batch, optim, world, offload):
-    out = subprocess.run([cli, os.path.join(ROOT, model), "-f", "json", "-b", str(batch), "-o", optim,
-                          "--workspace", "0", "--attention", "math", "--gpus", str(world), "--parallel", "zero1"]
-                         + (["--offload", "optimizer"] if offload else []),
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["memory"]["peak_allocated"]
+def layout(offload):
+    return ["--parallel", "zero1"] + (["--offload", "optimizer"] if offload else [])
 
 
 def compare(cli, bound):
     """vramcalc against the busiest measured rank; 1 when one is off by more than `bound` percent."""
-    with open(OUT) as f:
-        recs = json.load(f)["records"]
-    print("| case | held out | measured busiest rank (B) | vramcalc (B) | diff (B) | diff |")
-    print("|---|---|---|---|---|---|")
-    worst, bad = 0.0, 0
-    for model, short, batch, optim, world, offload, held in CASES:
-        cid = case_id(short, batch, optim, world, offload)
-        rs = [r for r in recs if r["case"] == cid]
-        if not rs:
-            print("| %s | missing | | | | |" % cid)
-            bad += 1
-            continue
-        meas = max(r["peak_allocated"] for r in rs)
-        est = vramcalc_peak(cli, model, batch, optim, world, offload)
-        d = (est - meas) / meas * 100
-        worst = max(worst, abs(d))
-        bad += abs(d) > bound
-        print("| %s | %s | %s | %s | %+d | %+.2f%% |" % (cid, "yes" if held else "", format(meas, ","),
-                                                       format(est, ","), est - meas, d))
-    print("worst |diff| %.2f%%" % worst)
-    return 1 if bad else 0
+    return tracking.compare_busiest(OUT, [
+        (case_id(short, batch, optim, world, offload), held,
+         functools.partial(tracking.vramcalc_peak, cli, model, batch, optim, world, layout(offload)))
+        for model, short, batch, optim, world, offload, held in CASES], bound)
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--redo", action="store_true")
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
-    ap.add_argument("--bound", type=float, default=8.0, help="percent (default 8, the suite's)")
-    ap.add_argument("--model")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--optim", default="adam")
-    ap.add_argument("--world", type=int, default=2)
+    ap = tracking.arg_parser(__doc__)
     ap.add_argument("--rank", type=int, default=0)
     ap.add_argument("--offload", action="store_true")
     a = ap.parse_args(argv)
-    if a.compare:
-        return compare(a.cli, a.bound)
-    if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.rank, a.offload)))
-        return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
-    have = {r["case"] for r in recs}
-    for model, short, batch, optim, world, offload, held in CASES:
-        cid = case_id(short, batch, optim, world, offload)
-        if cid in have:
-            continue
-        for r in measure(model, batch, optim, world, offload):
-            r.update({"case": cid, "held_out": held,
-                      "config": {"engine": "zero1", "model": model, "batch": batch, "optim": optim,
-                                 "world_size": world, "offload": offload}})
-            recs.append(r)
-            print("%s rank %d %s %d" % (cid, r["rank"], r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
-        with open(OUT, "w") as f:
-            json.dump({"generator": "bench/accuracy/dist/zero1_replica.py", "records": recs}, f, indent=1)
-    return 0
+    rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.rank, a.offload))
+    if rc is not None:
+        return rc
+    return tracking.measure_all(OUT, "bench/accuracy/dist/zero1_replica.py", a.redo, [
+        (case_id(short, batch, optim, world, offload), held,
+         {"engine": "zero1", "model": model, "batch": batch, "optim": optim, "world_size": world, "offload": offload},
+         functools.partial(measure, model, batch, optim, world, offload))
+        for model, short, batch, optim, world, offload, held in CASES])
 
 
 if __name__ == "__main__":
