@@ -415,10 +415,11 @@ static void test_zero3_bf16(void **state)
     vc_model_free(m);
 }
 
-static count_t count_off(vc_offload off, const char *cat, int64_t bytes)
+/* A trace of the two Linears at world size 4, fp32, Adam, under a layout and an offload. */
+static count_t count_lay(vc_parallel par, vc_offload off, const char *cat, int64_t bytes)
 {
     vc_model *m = load();
-    vc_options o = opts(VC_PARALLEL_ZERO3, 4, VC_OPTIM_ADAM);
+    vc_options o = opts(par, 4, VC_OPTIM_ADAM);
     o.offload = off;
     vc_error err = {0};
     count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
@@ -457,17 +458,17 @@ static void test_zero3_offload(void **state)
     assert_int_equal(r.memory.optimizer_states, 0);
     vc_result_free(&r);
     vc_model_free(m);
-    count_t back = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 999424);
+    count_t back = count_lay(VC_PARALLEL_ZERO3, VC_OFFLOAD_OPTIMIZER, "temp", 999424);
     assert_int_equal(back.allocs[1], 2);
     assert_int_equal(back.allocs[0], 0);
-    count_t norm = count_off(VC_OFFLOAD_OPTIMIZER, "temp", 1998336);
+    count_t norm = count_lay(VC_PARALLEL_ZERO3, VC_OFFLOAD_OPTIMIZER, "temp", 1998336);
     assert_int_equal(norm.allocs[1], 2);
     assert_int_equal(norm.allocs[2], 0);
-    count_t none = count_off(VC_OFFLOAD_NONE, "temp", 1998336);
+    count_t none = count_lay(VC_PARALLEL_ZERO3, VC_OFFLOAD_NONE, "temp", 1998336);
     assert_int_equal(none.allocs[2], 2); /* without offload: get_grad_norm_direct's copies in the step */
-    count_t fwd = count_off(VC_OFFLOAD_PARAMS, "temp", 999424);
+    count_t fwd = count_lay(VC_PARALLEL_ZERO3, VC_OFFLOAD_PARAMS, "temp", 999424);
     assert_int_equal(fwd.allocs[0], 2);
-    count_t pers = count_off(VC_OFFLOAD_PARAMS, "temp", 1024);
+    count_t pers = count_lay(VC_PARALLEL_ZERO3, VC_OFFLOAD_PARAMS, "temp", 1024);
     assert_int_equal(pers.allocs[2], 2);
 }
 
@@ -499,18 +500,6 @@ static void test_offload_refused(void **state)
 /* ---- offload beyond ZeRO-3 (src/layout.c): ZeRO-2's offload_optimizer and
  * FSDP1's CPUOffload(offload_params=True) on the two Linears at world size 4,
  * fp32, Adam (sizes in 512-byte blocks as above). */
-
-static count_t count_lay(vc_parallel par, vc_offload off, const char *cat, int64_t bytes)
-{
-    vc_model *m = load();
-    vc_options o = opts(par, 4, VC_OPTIM_ADAM);
-    o.offload = off;
-    vc_error err = {0};
-    count_t c = {cat, bytes, {0, 0, 0, 0}, {0, 0, 0, 0}};
-    if (vc_trace(m, &o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
-    vc_model_free(m);
-    return c;
-}
 
 /* zero2 --offload optimizer (stage_1_and_2.py, DeepSpeed@edaa7221): the fp32
  * partition, its CPU gradient and Adam's state are the CPU's; the GPU keeps the
