@@ -54,7 +54,7 @@ static int kv_size(vc_kv_dtype k, vc_dtype act)
 
 /* vLLM's --dtype auto (vllm/config/model.py @ 18ec6629, _get_and_verify_dtype
  * with "auto" -> _resolve_auto_dtype): the platform's supported dtypes, in
- * order (vllm/platforms/cuda.py CudaPlatformBase.supported_dtypes: bf16, fp16,
+ * order (vllm/platforms/cuda.py @ 002db495 CudaPlatformBase.supported_dtypes: bf16, fp16,
  * fp32 from sm80, fp16, fp32 from sm60; other platforms, ROCm included,
  * interface.py Platform.supported_dtypes: bf16, fp16, fp32), less float16 for
  * the model types in _FLOAT16_NOT_SUPPORTED_MODELS; a float32 (or absent,
