@@ -14,7 +14,7 @@ build, which has no CUDA: measure.py then exits 2).  SPEC.md section 4, "On a GP
     F.scaled_dot_product_attention, RMSNorm -> nn.RMSNorm, Transformer layers with
     bias=False -> the native bias argument;
   * model.to(dtype) for bf16/fp16, then model and input batch moved to the GPU;
-  * the real optimizer, torch.optim.Adam/AdamW/SGD(foreach=True) with the CPU
+  * the real optimizer, torch.optim.Adam/AdamW/SGD(foreach=True) (Adafactor: its defaults) with the CPU
     path's settings (lr 1e-3; AdamW weight decay 1e-2; momentum 0.9), zero_grad
     (set_to_none=True);
   * amp-bf16 / amp-fp16: fp32 model and input, forward and loss under
@@ -313,6 +313,11 @@ def make_optimizer(torch, params, kind):
     if kind == "momentum":
         return (O.SGD(params, lr=1e-3, momentum=0.9, foreach=True),
                 "torch.optim.SGD(lr=1e-3, momentum=0.9, foreach=True)")
+    if kind in ("adafactor", "adafactor-foreach") and hasattr(O, "Adafactor"):
+        # torch/optim/_adafactor.py (2.5+): its defaults, as optim2x.Adafactor2x has them;
+        # foreach=None runs _single_tensor_adafactor, foreach=True _multi_tensor_adafactor
+        fe = True if kind == "adafactor-foreach" else None
+        return O.Adafactor(params, foreach=fe), "torch.optim.Adafactor(foreach=%s)" % fe
     raise ValueError(kind)
 
 
@@ -384,6 +389,24 @@ def measure(args, model_path):
 
     phase = ["build"]
     peaks = Peaks(dev)
+    hist_path = None if dev.dry else os.environ.get("VRAMCALC_CUDA_HISTORY")
+    hist_start = None
+
+    def history_start():
+        # diagnosis only (cudahistory.py): the allocator's history over the measured step
+        if not hist_path:
+            return None
+        import cudahistory
+        return cudahistory.start(torch)
+
+    def history_stop(start_bytes):
+        if hist_path:
+            import cudahistory
+            try:
+                cudahistory.stop(torch, start_bytes - base, hist_path, "%s batch %d %s %s %s" % (
+                    os.path.basename(model_path), args.batch, args.optim, args.mode, args.precision))
+            except Exception as e:  # noqa: BLE001 - a diagnosis must not lose the measurement
+                print("cudahistory: %s: %s" % (type(e).__name__, e), file=sys.stderr)
     vctorch.HOOKS.layer = lambda path: peaks.mark("%s %s" % (phase[0], path))
 
     def set_phase(p):
@@ -449,6 +472,7 @@ def measure(args, model_path):
                     dev.sync()
                     after_warmup = dev.allocated()
                     peaks.start("s2.fwd")
+                    hist_start = history_start()
                 set_phase("s%d.fwd" % step)
                 loss = loss_step()
                 set_phase("s%d.bwd" % step)
@@ -468,6 +492,7 @@ def measure(args, model_path):
                     for p in params:
                         p.grad = None
             peaks.stop()
+            history_stop(hist_start)
         else:
             module.eval()
             with torch.no_grad():
@@ -476,11 +501,13 @@ def measure(args, model_path):
                         dev.sync()
                         after_warmup = dev.allocated()
                         peaks.start("f2.fwd")
+                        hist_start = history_start()
                     set_phase("f%d.fwd" % step)
                     with autocast():
                         out = module(*inputs)
                     del out
                 peaks.stop()
+                history_stop(hist_start)
     vctorch.HOOKS.layer = None
 
     dev.sync()
