@@ -235,8 +235,8 @@ def published_table(cli):
 GPU_RAW = os.path.join("bench", "accuracy", "logs", "gpu_h200_torch211.raw.json")
 
 GPU_AFTER = r"""
-What the GPU runs showed, and what they changed (three runs on one H200, torch 2.11, 64 of the 87
-cases):
+What the GPU runs showed, and what they changed (four runs on one H200, torch 2.11, all 87 cases;
+the first three measured 64 cases, the fourth the other 23):
 
 - **cuBLAS's workspaces, counted as the source allocates them** (`src/state.c` `workspaces`;
   `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059). The first 15 cases were run while
@@ -263,8 +263,13 @@ cases):
   algorithm chosen for a Conv1d's backward took about 776 MiB of workspace there, and nothing in the
   model file predicts that. The attention training cases are 1–5 MiB under
   (`mha_self_b8_adam_fp32` −5.69%, `mha_native_b8_sgd_fp32` −4.48%). The CUDA context is 26–34%
-  above vramcalc's 500 MiB default on this driver (580) and torch (2.11). The other 20 cases were
-  not measured for lack of device time, and the GPU harness refused the 3 Adafactor cases.
+  above vramcalc's 500 MiB default on this driver (580) and torch (2.11).
+- **The fourth run** (the 20 cases left, and the 5 Adafactor cases with `torch.optim.Adafactor`,
+  which the harness now builds on CUDA) found two more kinds of kernel scratch, read from the
+  allocator's history at the peak (`VRAMCALC_CUDA_HISTORY`, `bench/accuracy/cudahistory.py`):
+  CUDA reductions' global buffers (`gpu_reduce_kernel` in `Reduce.cuh`: 8 MiB for Adafactor's
+  column norm of a 1024-row weight; 1.1–2.4 MiB for the bias-gradient sums of the ViT training
+  cases) and cuDNN's forward workspace on the frozen backbone (32 MiB at batch 32).
 """
 
 
