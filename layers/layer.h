@@ -240,6 +240,9 @@ void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt);
  * into it in place (can_accumulate_inplace: its storage is shared), so a tied
  * parameter's two gradients are summed into a new tensor. */
 void vc_op_grad_view(vc_op *o, int in);
+/* Input `in`'s gradient is the incoming [rows, out] one summed over its rows
+ * (a broadcast bias: VC_GRAD_REDUCE), with the CUDA reduction's scratch. */
+void vc_op_grad_reduce_rows(vc_op *o, int in, vc_numel rows, int64_t out);
 /* A new output tensor. */
 vc_t vc_op_out(vc_op *o, vc_numel n, vc_dtype dt);
 /* An output that shares input `in`'s storage (a view, or an in-place result). */

@@ -115,7 +115,7 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
     vc_op_grad_view(o, iw);
     /* AddmmBackward0 returns the incoming gradient for the 1-D bias
      * (maybe_multiply(grad, beta)); the engine sum_to's it to [out] */
-    if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ib, VC_GRAD_REDUCE);
+    if (ib >= 0 && !same_numel(vc_numel_of(b, bias), yn)) vc_op_grad_reduce_rows(o, ib, vc_n_sample(rows), out);
     if (ib >= 0) vc_op_gemm_lt(o); /* addmm with the 1-D bias: the cuBLASLt epilogue */
     else vc_op_gemm(o);
     vc_op_end(o);
@@ -125,7 +125,7 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
         int ibb = vc_op_in(o, bias);
         y = vc_op_out_view(o, iy, yn, true);
         vc_op_grad(o, iy, VC_GRAD_PASS);
-        if (!same_numel(vc_numel_of(b, bias), yn)) vc_op_grad(o, ibb, VC_GRAD_REDUCE);
+        if (!same_numel(vc_numel_of(b, bias), yn)) vc_op_grad_reduce_rows(o, ibb, vc_n_sample(rows), out);
         vc_op_end(o);
     }
     return y;
@@ -157,7 +157,7 @@ vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int6
     vc_op_save_if(o, x, iw);
     vc_op_save_if(o, w, ix);
     vc_op_grad_view(o, iw);
-    if (ib >= 0) vc_op_grad(o, ib, VC_GRAD_REDUCE);
+    if (ib >= 0) vc_op_grad_reduce_rows(o, ib, vc_n_sample(rows * t), out);
     vc_op_btemp(o, full, vc_dt_of(b, x)); /* the input gathered again */
     vc_op_btemp(o, full, vc_dt_of(b, x)); /* grad_input before its reduce-scatter */
     vc_op_gemm(o);

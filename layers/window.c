@@ -169,7 +169,7 @@ static vc_t linear_fixed(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, i
     vc_op_save_if(o, x, iw);
     vc_op_save_if(o, w, ix);
     vc_op_grad_view(o, iw);
-    if (ib >= 0) vc_op_grad(o, ib, VC_GRAD_REDUCE);
+    if (ib >= 0) vc_op_grad_reduce_rows(o, ib, vc_n_fixed(rows), out);
     vc_op_gemm(o);
     vc_op_end(o);
     return y;

@@ -550,6 +550,11 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         uint8_t dt = it->in == 1 ? it->dt : t->dt;
         newg[ng] = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
         newt[ng++] = it->t;
+        if (it->comp >= 0) { /* the reduction's scratch (vc_op_grad_reduce_rows), freed when it returns */
+            int32_t s = s_alloc(b, vc_n_fixed(vc__comp_bytes(b, it->comp, b->batch)), VC_DT_U8, CAT_TEMP, op->inst);
+            if (s >= 0) b->s[s].comp = it->comp;
+            s_unref(b, s, op->inst);
+        }
     }
     for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
     for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);

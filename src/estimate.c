@@ -157,7 +157,7 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     const vc_optim_row *opt = vc_optim_row_get(o->optim);
     if (train && opt->steps && opt->state && params > 0) {
         vc_param_entry all = {params, true, 1, 0, -1, "p", &params};
-        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->master ? VC_DT_F32 : pr->param_dt};
+        vc_optim_ctx ctx = {VC_IMPL_FOREACH, pr->master ? VC_DT_F32 : pr->param_dt, NULL};
         vc_tspec ts[2 * VC_OPTIM_MAX];
         int n = opt->state(&all, &ctx, ts);
         if (opt->shared) n += opt->shared(&all, &ctx, ts + n);

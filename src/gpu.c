@@ -28,99 +28,107 @@
 
 __extension__ typedef __int128 i128;
 
-/* The last field, sm, is the compute capability x 10 from NVIDIA's table
+/* sm is the compute capability x 10 from NVIDIA's table
  * (developer.nvidia.com/cuda-gpus); 0 for AMD. vLLM's default dtype follows it
- * (serve.c vc_serve_auto_precision). */
+ * (serve.c vc_serve_auto_precision). The last two fields are what
+ * cudaGetDeviceProperties reports as multiProcessorCount and
+ * maxThreadsPerMultiProcessor: the SM (AMD: compute unit) count of each
+ * product's published specification (the H200 row as measured:
+ * docs/accuracy.md's GPU run read 132), and the resident threads per SM of
+ * its compute capability in the CUDA C++ Programming Guide's table
+ * "Technical Specifications per Compute Capability" (2048 on 7.0, 8.0,
+ * 9.0, 10.0; 1024 on 7.5; 1536 on 8.6, 8.9, 12.0); 2048 on CDNA. They size
+ * CUDA reductions' scratch (src/scratch.c). */
 static const vc_gpu gpus[] = {
     /* ---- NVIDIA data centre ---- */
     {"t4", "NVIDIA Tesla T4 16GB", "NVIDIA", MIB(15360), 0,
      /* 15360MiB: modal-labs/modal-client#2797 (nvidia-smi totals of Modal's fleet) */
-     "nvidia-smi 15360MiB (github.com/modal-labs/modal-client/pull/2797)", 75},
+     "nvidia-smi 15360MiB (github.com/modal-labs/modal-client/pull/2797)", 75, 40, 1024},
     {"v100-16gb", "NVIDIA Tesla V100 16GB (SXM2/PCIe)", "NVIDIA", MIB(16384), 0,
      /* 16384MiB: Tesla V100-SXM2-16GB, driver 570.211.01, 1CatAI/1Cat-vLLM#85 (older drivers: 16160/16130MiB) */
-     "nvidia-smi 16384MiB, driver 570 (github.com/1CatAI/1Cat-vLLM/issues/85)", 70},
+     "nvidia-smi 16384MiB, driver 570 (github.com/1CatAI/1Cat-vLLM/issues/85)", 70, 80, 2048},
     {"v100-32gb", "NVIDIA Tesla V100 32GB (SXM2/PCIe)", "NVIDIA", MIB(32768), 0,
      /* 32768MiB: Tesla V100-SXM2-32GB, driver 525.105.17, Wan-Video/Wan2.1#5 */
-     "nvidia-smi 32768MiB, driver 525 (github.com/Wan-Video/Wan2.1/issues/5)", 70},
+     "nvidia-smi 32768MiB, driver 525 (github.com/Wan-Video/Wan2.1/issues/5)", 70, 80, 2048},
     {"a10", "NVIDIA A10 24GB", "NVIDIA", MIB(23028), 0,
      /* 23028MiB with ECC on: modal-labs/modal-client#2797 (24564MiB with ECC off) */
-     "nvidia-smi 23028MiB, ECC on (github.com/modal-labs/modal-client/pull/2797)", 86},
+     "nvidia-smi 23028MiB, ECC on (github.com/modal-labs/modal-client/pull/2797)", 86, 72, 1536},
     {"a10g", "NVIDIA A10G 24GB (AWS g5)", "NVIDIA", MIB(23028), 0,
      /* 23028MiB: NVIDIA A10G, driver 535.247.01, NVIDIA/DCGM#232 */
-     "nvidia-smi 23028MiB (github.com/NVIDIA/DCGM/issues/232)", 86},
+     "nvidia-smi 23028MiB (github.com/NVIDIA/DCGM/issues/232)", 86, 80, 1536},
     {"l4", "NVIDIA L4 24GB", "NVIDIA", MIB(23034), 0,
      /* 23034MiB: modal-labs/modal-client#2797 */
-     "nvidia-smi 23034MiB (github.com/modal-labs/modal-client/pull/2797)", 89},
+     "nvidia-smi 23034MiB (github.com/modal-labs/modal-client/pull/2797)", 89, 58, 1536},
     {"l40", "NVIDIA L40 48GB", "NVIDIA", MIB(46068), 0,
      /* DERIVED: same AD102 board and 48 GB GDDR6 as the L40S; the L40S's published 46068MiB used */
-     "DERIVED: L40S figure (same 48 GB AD102 board), nvidia-smi 46068MiB", 89},
+     "DERIVED: L40S figure (same 48 GB AD102 board), nvidia-smi 46068MiB", 89, 142, 1536},
     {"l40s", "NVIDIA L40S 48GB", "NVIDIA", MIB(46068), 0,
      /* 46068MiB: `nvidia-smi --query-gpu=memory.total`, driver 595.71.05, akash-network/provider-configs#99;
         also modal-labs/modal-client#2797 */
-     "nvidia-smi 46068MiB (github.com/akash-network/provider-configs/pull/99)", 89},
+     "nvidia-smi 46068MiB (github.com/akash-network/provider-configs/pull/99)", 89, 142, 1536},
     {"a100-40gb", "NVIDIA A100 40GB (SXM4/PCIe)", "NVIDIA", MIB(40960), 0,
      /* 40960MiB: modal-labs/modal-client#2797 (driver 470 showed 40536MiB: nanopool/phoenix-miner#17) */
-     "nvidia-smi 40960MiB (github.com/modal-labs/modal-client/pull/2797)", 80},
+     "nvidia-smi 40960MiB (github.com/modal-labs/modal-client/pull/2797)", 80, 108, 2048},
     {"a100-80gb", "NVIDIA A100 80GB (SXM4/PCIe)", "NVIDIA", MIB(81920), 0,
      /* 81920MiB: modal-labs/modal-client#2797 */
-     "nvidia-smi 81920MiB (github.com/modal-labs/modal-client/pull/2797)", 80},
+     "nvidia-smi 81920MiB (github.com/modal-labs/modal-client/pull/2797)", 80, 108, 2048},
     {"h100-pcie", "NVIDIA H100 PCIe 80GB", "NVIDIA", MIB(81559), 1,
      /* 81559MiB: published nvidia-smi tables of "NVIDIA H100 PCIe" (350 W), e.g. driver 535/550 logs in
         public READMEs; same total as the SXM part */
-     "nvidia-smi 81559MiB (published 'NVIDIA H100 PCIe' tables, same as SXM)", 90},
+     "nvidia-smi 81559MiB (published 'NVIDIA H100 PCIe' tables, same as SXM)", 90, 114, 2048},
     {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM5)", "NVIDIA", MIB(81559), 1,
      /* 81559MiB: NVIDIA/nccl#1264 (8x H100 SXM, driver 550.54.15); also modal-labs/modal-client#2797 */
-     "nvidia-smi 81559MiB (github.com/NVIDIA/nccl/issues/1264)", 90},
+     "nvidia-smi 81559MiB (github.com/NVIDIA/nccl/issues/1264)", 90, 132, 2048},
     {"h100-nvl", "NVIDIA H100 NVL 94GB", "NVIDIA", MIB(95330), 1,
      /* 99961274368 B = 95330MiB from NVML: fastfetch-cli/fastfetch#1658 (driver 570.86.15) */
-     "NVML 99961274368 B = 95330MiB (github.com/fastfetch-cli/fastfetch/issues/1658)", 90},
+     "NVML 99961274368 B = 95330MiB (github.com/fastfetch-cli/fastfetch/issues/1658)", 90, 132, 2048},
     {"h200", "NVIDIA H200 141GB HBM3e", "NVIDIA", MIB(143771), 1,
      /* 143771MiB: published `nvidia-smi` and `nvidia-smi -q` (FB Memory Usage Total: 143771 MiB,
         driver 550.90.12, ECC enabled) outputs of "NVIDIA H200" */
-     "nvidia-smi 143771MiB (published 'NVIDIA H200' outputs, driver 550)", 90},
+     "nvidia-smi 143771MiB (published 'NVIDIA H200' outputs, driver 550)", 90, 132, 2048},
     {"b200", "NVIDIA B200 180GB HBM3e", "NVIDIA", MIB(183359), 1,
      /* 183359MiB: NVIDIA/TensorRT-LLM#10278 (8x B200, driver 580.95.05) */
-     "nvidia-smi 183359MiB (github.com/NVIDIA/TensorRT-LLM/issues/10278)", 100},
+     "nvidia-smi 183359MiB (github.com/NVIDIA/TensorRT-LLM/issues/10278)", 100, 148, 2048},
     /* ---- NVIDIA workstation ---- */
     {"rtx-a6000", "NVIDIA RTX A6000 48GB", "NVIDIA", MIB(49140), 0,
      /* DERIVED: marketed 48 GB = 49152MiB of GDDR6, less 12MiB as the 24 GiB Ampere/Ada boards report
         (RTX 4090 / RTX A5000: 24564 of 24576MiB) */
-     "DERIVED: 48 GiB (49152MiB) less 12MiB, as 24 GiB boards report 24564MiB", 86},
+     "DERIVED: 48 GiB (49152MiB) less 12MiB, as 24 GiB boards report 24564MiB", 86, 84, 1536},
     /* ---- NVIDIA consumer ---- */
     {"rtx3060", "NVIDIA GeForce RTX 3060 12GB", "NVIDIA", MIB(12288), 0,
      /* 12288MiB: geerlingguy/raspberry-pi-pcie-devices#790 (driver 580.95.05) */
-     "nvidia-smi 12288MiB (github.com/geerlingguy/raspberry-pi-pcie-devices/issues/790)", 86},
+     "nvidia-smi 12288MiB (github.com/geerlingguy/raspberry-pi-pcie-devices/issues/790)", 86, 28, 1536},
     {"rtx3090", "NVIDIA GeForce RTX 3090 24GB", "NVIDIA", MIB(24576), 0,
      /* 24576MiB: noonghunna/club-3090#390 (driver 580.142) */
-     "nvidia-smi 24576MiB (github.com/noonghunna/club-3090/issues/390)", 86},
+     "nvidia-smi 24576MiB (github.com/noonghunna/club-3090/issues/390)", 86, 82, 1536},
     {"rtx4070", "NVIDIA GeForce RTX 4070 12GB", "NVIDIA", MIB(12282), 0,
      /* 12282MiB: Frogging-Family/nvidia-all#212 (driver 550.40.07) */
-     "nvidia-smi 12282MiB (github.com/Frogging-Family/nvidia-all/pull/212)", 89},
+     "nvidia-smi 12282MiB (github.com/Frogging-Family/nvidia-all/pull/212)", 89, 46, 1536},
     {"rtx4080", "NVIDIA GeForce RTX 4080 16GB", "NVIDIA", MIB(16376), 0,
      /* DERIVED: marketed 16 GB = 16384MiB of GDDR6X, less 8MiB by the Ada pattern (4070: 12288-6,
         4090: 24576-12, i.e. 0.05%) */
-     "DERIVED: 16 GiB (16384MiB) less 8MiB by the Ada pattern (4070 12282, 4090 24564)", 89},
+     "DERIVED: 16 GiB (16384MiB) less 8MiB by the Ada pattern (4070 12282, 4090 24564)", 89, 76, 1536},
     {"rtx4090", "NVIDIA GeForce RTX 4090 24GB", "NVIDIA", MIB(24564), 0,
      /* 24564MiB: RLinf/RLinf#255 (driver 550.163.01) */
-     "nvidia-smi 24564MiB (github.com/RLinf/RLinf/issues/255)", 89},
+     "nvidia-smi 24564MiB (github.com/RLinf/RLinf/issues/255)", 89, 128, 1536},
     {"rtx5070", "NVIDIA GeForce RTX 5070 12GB", "NVIDIA", MIB(12227), 1,
      /* 12227MiB: `nvidia-smi -q` FB Memory Total, driver 575.64.03, shkhln/libc6-shim#14 */
-     "nvidia-smi 12227MiB (github.com/shkhln/libc6-shim/issues/14)", 120},
+     "nvidia-smi 12227MiB (github.com/shkhln/libc6-shim/issues/14)", 120, 48, 1536},
     {"rtx5090", "NVIDIA GeForce RTX 5090 32GB", "NVIDIA", MIB(32607), 1,
      /* 32607MiB: noonghunna/club-3090#741 (driver 580.119.02) */
-     "nvidia-smi 32607MiB (github.com/noonghunna/club-3090/issues/741)", 120},
+     "nvidia-smi 32607MiB (github.com/noonghunna/club-3090/issues/741)", 120, 170, 1536},
     /* ---- AMD ---- */
     {"mi210", "AMD Instinct MI210 64GB", "AMD", INT64_C(68702699520), 0,
      /* DERIVED: 64 GB HBM2e, the same memory per device as one MI250X GCD; that figure used */
-     "DERIVED: same 64 GiB HBM2e as one MI250X GCD, 68702699520 B", 0},
+     "DERIVED: same 64 GiB HBM2e as one MI250X GCD, 68702699520 B", 0, 104, 2048},
     {"mi250x", "AMD Instinct MI250X, one GCD (64GB of the card's 128GB)", "AMD", INT64_C(68702699520), 0,
      /* 68702699520 B (64 GiB - 16 MiB) per GCD, as PyTorch sees each of the card's two GCDs: the HIP
         total memory printed by a published Cray ACC runtime log ("Total GPU memory 68702699520") and
         the KFD mem_banks size_in_bytes quoted in ROCm/rocm_smi_lib's source */
-     "HIP/KFD 68702699520 B per GCD (64 GiB - 16 MiB; a card is 2 GCDs)", 0},
+     "HIP/KFD 68702699520 B per GCD (64 GiB - 16 MiB; a card is 2 GCDs)", 0, 110, 2048},
     {"mi300x", "AMD Instinct MI300X 192GB", "AMD", INT64_C(206141652992), 0,
      /* rocm-smi "VRAM Total Memory (B): 206141652992" (SPX mode): ROCm/legacy-rocm-build#4750 */
-     "rocm-smi 206141652992 B (github.com/ROCm/legacy-rocm-build/issues/4750)", 0},
+     "rocm-smi 206141652992 B (github.com/ROCm/legacy-rocm-build/issues/4750)", 0, 304, 2048},
 };
 
 /* Other spellings people use. */

@@ -205,6 +205,30 @@ void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt)
     it->dt = (uint8_t)resolve(o->b, dt);
 }
 
+/* The gradient of input `in` is the incoming one summed over its leading
+ * rows (the engine's sum_to in validate_outputs): a contiguous [rows, out]
+ * reduced to [out] by a CUDA reduction, whose scratch (src/scratch.c) lives
+ * while it runs. */
+void vc_op_grad_reduce_rows(vc_op *o, int in, vc_numel rows, int64_t out)
+{
+    item_t *it = find_in(o, in);
+    if (!it) return;
+    it->how = VC_GRAD_REDUCE;
+    vc_build *b = o->b;
+    if (rows.div > 1) return; /* a floor count: not a plain row count (no such caller) */
+    GROW(b->comp, b->ncomp, b->ccomp, b);
+    if (b->st) return;
+    comp_t *k = &b->comp[b->ncomp];
+    memset(k, 0, sizeof *k);
+    vc_dtype dt = (vc_dtype)b->t[it->t].dt;
+    k->red_in = (int8_t)vc_dtype_size(dt);
+    k->red_acc = 4; /* acc_type<T, true>: float for float, half and bfloat16 */
+    k->rps = rows.ps;
+    k->rfx = rows.fx;
+    k->rout = out;
+    it->comp = (int32_t)b->ncomp++;
+}
+
 void vc_op_grad_view(vc_op *o, int in)
 {
     item_t *it = find_in(o, in);
@@ -268,6 +292,11 @@ static int64_t part_bytes(const part_t *p, int64_t batch)
 int64_t vc__comp_bytes(const vc_build *b, int32_t c, int64_t batch)
 {
     const comp_t *k = &b->comp[c];
+    if (k->red_in > 0) { /* a reduction's scratch (vc_op_grad_reduce_rows) */
+        int64_t rows = part_mul(k->rps, batch);
+        rows = rows > PART_BIG - k->rfx ? PART_BIG : rows + k->rfx;
+        return vc_reduce_scratch(&b->o, k->rout, rows, false, k->red_in, k->red_acc);
+    }
     int64_t sum[VC_MAX_PARTS] = {0}, best = 0;
     for (int32_t i = 0; i < k->np; i++) {
         const part_t *p = &b->part[k->p0 + i];
@@ -301,6 +330,7 @@ static void parts_item(vc_op *o, int type, const vc_part *p, int np, bool cap)
     item_t *it = b->st ? NULL : add_item(o, type);
     if (!it) return;
     comp_t *k = &b->comp[b->ncomp];
+    memset(k, 0, sizeof *k);
     k->p0 = (int32_t)b->npart;
     k->np = 0;
     k->cap = cap;

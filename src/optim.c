@@ -150,7 +150,15 @@ static int adafactor_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_ts
 
 /* The step's tensors for one parameter (slots: the step function's locals). */
 enum { AF_ROW_MEAN, AF_COL_MEAN, AF_VAR_EST, AF_UPDATE, AF_GRAD_SQ, AF_ROW_VAR_MEAN };
-#define AF_OP(o, s, n) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0})
+#define AF_OP(o, s, n) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0, 0})
+/* the same with a reduction's scratch (src/scratch.c): nout outputs of nin values each */
+#define AF_RED(o, s, n, nout, nin, fastest) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0, \
+                                                          af_scratch(c, (nout), (nin), (fastest))})
+
+static int64_t af_scratch(const vc_optim_ctx *c, int64_t nout, int64_t nin, bool fastest)
+{
+    return c->o ? vc_reduce_scratch(c->o, nout, nin, fastest, vc_dtype_size(c->state_dt), 4) : 0;
+}
 #define AF_NOPS 11 /* foreach: the ops of a >= 2-D parameter's group; the 1-D group's start after them */
 
 /* _single_tensor_adafactor (the default: foreach=None runs it), per
@@ -166,7 +174,10 @@ enum { AF_ROW_MEAN, AF_COL_MEAN, AF_VAR_EST, AF_UPDATE, AF_GRAD_SQ, AF_ROW_VAR_M
  * else:
  *   grad_squared = grad * grad;  var_estimate = variance.clone()
  * then update = var_estimate.clamp_(...).rsqrt_() (the same tensor), and
- * update.norm(2).item() (a 0-d temporary). These are locals of the loop
+ * update.norm(2).item() (a 0-d temporary). On CUDA the reductions (the
+ * norms and the mean) may take a global-reduction scratch while they run
+ * (gpu_reduce_kernel, src/scratch.c): the column norm of a large weight
+ * does (8 MiB for 1024 x 1024 on an H200, measured). These are locals of the loop
  * over parameters: each lives until the next parameter's program rebinds
  * its name (a >= 2-D parameter's row_mean until the next >= 2-D one's), so
  * var_estimate/update of parameter i is alive while parameter i + 1's
@@ -188,35 +199,35 @@ static int adafactor_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_ste
     if (p->nd >= 2) {
         int64_t lead = 1, m = p->dims[p->nd - 2], cols = p->dims[p->nd - 1];
         for (int d = 0; d < p->nd - 2; d++) lead *= p->dims[d];
-        out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                        /* param.norm(2) */
-        out[n++] = AF_OP(VC_STEP_BIND, AF_ROW_MEAN, lead * m);       /* row_mean(s) */
+        out[n++] = AF_RED(VC_STEP_TEMP, 0, 1, 1, p->numel, true);    /* param.norm(2) */
+        out[n++] = AF_RED(VC_STEP_BIND, AF_ROW_MEAN, lead * m, lead * m, cols, true); /* row_mean(s): dim=-1 */
         if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_ROW_MEAN, 0);    /* del row_means */
-        out[n++] = AF_OP(VC_STEP_BIND, AF_COL_MEAN, lead * cols);    /* col_mean(s) */
+        out[n++] = AF_RED(VC_STEP_BIND, AF_COL_MEAN, lead * cols, lead * cols, m, false); /* col_mean(s): dim=-2 */
         if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_COL_MEAN, 0);    /* del col_means */
         out[n++] = AF_OP(VC_STEP_BIND, AF_VAR_EST, p->numel);        /* row_var @ col_var */
         if (!each) {
-            out[n++] = AF_OP(VC_STEP_TEMP, 0, lead);                 /* row_var.mean(dim=-2, keepdim=True) */
+            out[n++] = AF_RED(VC_STEP_TEMP, 0, lead, lead, m, true); /* row_var.mean(dim=-2, keepdim=True) */
         } else {
-            out[n++] = AF_OP(VC_STEP_ALLOC, AF_ROW_VAR_MEAN, lead);  /* row_var_means */
+            out[n++] = AF_RED(VC_STEP_ALLOC, AF_ROW_VAR_MEAN, lead, lead, m, true); /* row_var_means */
             out[n++] = AF_OP(VC_STEP_FREE, AF_ROW_VAR_MEAN, 0);      /* del row_var_means */
             out[n] = AF_OP(VC_STEP_ALIAS, AF_UPDATE, 0);             /* updates = var_estimates */
             out[n++].src = AF_VAR_EST;
             out[n++] = AF_OP(VC_STEP_FREE, AF_VAR_EST, 0);           /* (the same tensors: `updates` keeps them) */
-            out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                    /* update.norm(2) */
+            out[n++] = AF_RED(VC_STEP_TEMP, 0, 1, 1, p->numel, true); /* update.norm(2) */
             while (n < AF_NOPS + 4) out[n++] = AF_OP(VC_STEP_NOP, 0, 0);
             out[n++] = AF_OP(VC_STEP_FREE, AF_UPDATE, 0);            /* the 1-D group's `updates = ...` */
             return n;
         }
     } else {
         for (; each && n < AF_NOPS; n++) out[n] = AF_OP(VC_STEP_NOP, 0, 0);
-        out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                        /* param.norm(2) */
+        out[n++] = AF_RED(VC_STEP_TEMP, 0, 1, 1, p->numel, true);    /* param.norm(2) */
         out[n++] = AF_OP(VC_STEP_BIND, AF_GRAD_SQ, p->numel);        /* grad * grad */
         if (each) out[n++] = AF_OP(VC_STEP_FREE, AF_GRAD_SQ, 0);     /* del grads_squared */
         out[n++] = AF_OP(VC_STEP_BIND, AF_VAR_EST, p->numel);        /* variance.clone() */
     }
     out[n] = AF_OP(VC_STEP_ALIAS, AF_UPDATE, 0);                     /* update = var_estimate */
     out[n++].src = AF_VAR_EST;
-    out[n++] = AF_OP(VC_STEP_TEMP, 0, 1);                            /* update.norm(2) */
+    out[n++] = AF_RED(VC_STEP_TEMP, 0, 1, 1, p->numel, true);        /* update.norm(2) */
     return n;
 }
 

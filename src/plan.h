@@ -84,6 +84,11 @@ typedef struct {
 typedef struct {
     int32_t p0, np;
     bool cap;
+    /* red_in > 0: instead of parts, a CUDA reduction's scratch (src/scratch.c)
+     * while it sums a contiguous [rows, rout] gradient of red_in-byte elements
+     * over its rows, rows = rps x batch + rfx (vc_op_grad_reduce_rows) */
+    int8_t red_in, red_acc;
+    int64_t rps, rfx, rout;
 } comp_t;
 
 typedef struct {

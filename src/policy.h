@@ -43,13 +43,25 @@ typedef struct {
     uint8_t op, slot;
     vc_tspec t;  /* ALLOC, BIND, TEMP */
     uint8_t src; /* ALIAS */
+    /* ALLOC, BIND, TEMP: bytes the op's kernel takes while it runs, after
+     * its result is allocated (a reduction's scratch: vc_reduce_scratch) */
+    int64_t scratch;
 } vc_step_op;
 
 /* What a row's functions are told besides the parameter. */
 typedef struct {
     vc_optim_impl impl;
     vc_dtype state_dt; /* the parameter's dtype (zeros_like(p)), or fp32 under master weights */
+    const vc_options *o; /* the estimate's options (the device kernels' scratch is sized for) */
 } vc_optim_ctx;
+
+/* scratch.c: bytes a CUDA reduction of nin values into each of nout outputs
+ * takes from the caching allocator while it runs (fastest: the reduced
+ * dimension is the contiguous one); 0 without a global reduction, under
+ * --workspace 0 and on AMD. */
+int64_t vc_reduce_scratch(const vc_options *o, int64_t nout, int64_t nin, bool fastest, int in_size, int acc_size);
+/* An upper bound a + c x batch of vc_reduce_scratch for nin = ps x batch + fx. */
+void vc_reduce_scratch_bounds(int64_t nout, int64_t ps, int64_t fx, int acc_size, int64_t *a, int64_t *c);
 
 typedef struct {
     const char *summary;   /* one line: the class followed, what it keeps */

@@ -40,7 +40,7 @@ static void param_state(vc_build *b, size_t i, bool *shared)
     /* mixed precision: an fp32 master copy of a 16-bit parameter */
     if (b->prec->master && b->train && opt_dt(b, i) != VC_DT_F32) vc__alloc(b, vc_n_fixed(p->numel), VC_DT_F32, CAT_WEIGHT, p->owner);
     if (!steps_here(b, i)) return;
-    vc_optim_ctx ctx = {b->o.optim_impl, state_dt(b, i)};
+    vc_optim_ctx ctx = {b->o.optim_impl, state_dt(b, i), &b->o};
     vc_tspec st[VC_OPTIM_MAX];
     int n = opt && opt->shared && !*shared ? opt->shared(p, &ctx, st) : 0;
     for (int k = 0; k < n; k++) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
@@ -167,15 +167,22 @@ void vc__persistent(vc_build *b)
  * storages the program's locals refer to, -1 none. */
 static void step_op(vc_build *b, const vc_step_op *op, int32_t *slot)
 {
-    int32_t old = slot[op->slot];
+    int32_t old = slot[op->slot], made;
     switch (op->op) {
-    case VC_STEP_ALLOC: slot[op->slot] = vc__alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); break;
-    case VC_STEP_FREE: slot[op->slot] = -1; vc__free(b, old, -1); break;
-    case VC_STEP_BIND: slot[op->slot] = vc__alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1); vc__free(b, old, -1); break;
-    case VC_STEP_ALIAS: vc__ref(b, slot[op->src]); slot[op->slot] = slot[op->src]; vc__free(b, old, -1); break;
-    case VC_STEP_TEMP: vc__free(b, vc__alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1), -1); break;
-    default: break; /* VC_STEP_NOP */
+    case VC_STEP_FREE: slot[op->slot] = -1; vc__free(b, old, -1); return;
+    case VC_STEP_ALIAS: vc__ref(b, slot[op->src]); slot[op->slot] = slot[op->src]; vc__free(b, old, -1); return;
+    case VC_STEP_ALLOC: case VC_STEP_BIND: case VC_STEP_TEMP: break;
+    default: return; /* VC_STEP_NOP */
     }
+    made = vc__alloc(b, op->t.n, op->t.dt, CAT_TEMP, -1);
+    if (op->scratch > 0) /* the kernel's own, while it runs */
+        vc__free(b, vc__alloc(b, vc_n_fixed(op->scratch), VC_DT_U8, CAT_TEMP, -1), -1);
+    if (op->op == VC_STEP_TEMP) {
+        vc__free(b, made, -1);
+        return;
+    }
+    slot[op->slot] = made;
+    if (op->op == VC_STEP_BIND) vc__free(b, old, -1);
 }
 
 /* The step function returns: its locals' storages are dropped. */
@@ -191,7 +198,7 @@ static void drop_slots(vc_build *b, int32_t *slot, size_t n)
 static void run_step_programs(vc_build *b, size_t only)
 {
     const vc_optim_row *r = b->optim;
-    vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32};
+    vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32, &b->o};
     vc_step_op prog[VC_OPTIM_MAX];
     size_t np = nopt(b);
     if (!r->step) return;

@@ -300,6 +300,9 @@ typedef struct {
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
     /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
+    /* The GPU estimated for (--gpu): its multiprocessors size CUDA kernels'
+     * own scratch (src/scratch.c); NULL: the default device there. */
+    const struct vc_gpu *device;
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
@@ -470,7 +473,7 @@ const char *vc_kind_summary(size_t i);
  * and the max-batch search need: `vc_estimator_run(e, b, ...)` gives exactly
  * what vc_estimate() gives with o->batch = b. */
 
-typedef struct {
+typedef struct vc_gpu {
     const char *name;     /* CLI name, lower case: "h100-80gb", "rtx4090" */
     const char *label;    /* product name: "NVIDIA H100 80GB HBM3 (SXM5)" */
     const char *vendor;   /* "NVIDIA" or "AMD" */
@@ -478,6 +481,8 @@ typedef struct {
     int hopper;           /* 1: Hopper or Blackwell (sm90+): set vc_options.hopper */
     const char *source;   /* where the capacity comes from */
     int sm;               /* NVIDIA compute capability x 10 (70 Volta, 75 Turing, 80 Ampere, 89 Ada, 90 Hopper); 0 AMD */
+    int sms;              /* multiprocessors (cudaDeviceProp.multiProcessorCount; AMD: compute units) */
+    int sm_threads;       /* resident threads per multiprocessor (maxThreadsPerMultiProcessor) */
 } vc_gpu;
 
 size_t vc_gpu_count(void);

@@ -29,6 +29,7 @@ int main(void)
     OFF(vc_options, kv_residual);
     OFF(vc_options, fsdp_param_dtype);
     OFF(vc_options, fsdp_reduce_dtype);
+    OFF(vc_options, device);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);
@@ -49,7 +50,7 @@ int main(void)
     OFF(vc_rank_info, parameters); OFF(vc_rank_info, memory); OFF(vc_rank_info, peak);
     SIZE(vc_gpu);
     OFF(vc_gpu, name); OFF(vc_gpu, label); OFF(vc_gpu, vendor); OFF(vc_gpu, capacity); OFF(vc_gpu, hopper);
-    OFF(vc_gpu, source); OFF(vc_gpu, sm);
+    OFF(vc_gpu, source); OFF(vc_gpu, sm); OFF(vc_gpu, sms); OFF(vc_gpu, sm_threads);
     SIZE(vc_gpu_spec);
     OFF(vc_gpu_spec, name); OFF(vc_gpu_spec, preset); OFF(vc_gpu_spec, total); OFF(vc_gpu_spec, capacity);
     OFF(vc_gpu_spec, percent);

@@ -429,8 +429,8 @@ class Result:
             raise VramcalcError("max_batch: this result has no model")
         L = _capi.lib()
         opts = vc_options.from_buffer_copy(self._opts)
-        if gpu is not None and spec.preset and spec.preset.contents.hopper:
-            opts.hopper = 1
+        if gpu is not None:
+            _use_gpu(opts, spec)
         e = ctypes.c_void_p()
         err = vc_error()
         if L.vc_estimator_new(self._model.ptr, ctypes.byref(opts), _capi.VC_EST_NO_LAYERS, ctypes.byref(e),
@@ -689,12 +689,20 @@ def _gpu(spec):
     return out
 
 
+def _use_gpu(opts, spec):
+    """What the CLI's --gpu sets in the options: the Hopper workspace, the device (src/scratch.c)."""
+    if spec.preset:
+        opts.device = spec.preset
+        if spec.preset.contents.hopper:
+            opts.hopper = 1
+
+
 def _max_seq(model, opts, spec, hopper):
     """(tokens, limited): vc_model_max_seq for model (a config.json) on spec."""
     L = _capi.lib()
     opts = vc_options.from_buffer_copy(opts)
-    if hopper and spec.preset and spec.preset.contents.hopper:
-        opts.hopper = 1
+    if hopper:
+        _use_gpu(opts, spec)
     n, limited, err = ctypes.c_int64(), ctypes.c_int(), vc_error()
     if L.vc_model_max_seq(model.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), ctypes.byref(limited),
                           None, ctypes.byref(err)):
@@ -806,8 +814,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)
-        if spec.preset and spec.preset.contents.hopper:
-            opts.hopper = 1
+        _use_gpu(opts, spec)
     if max_batch and spec is None:
         raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
     if max_seq:
@@ -889,8 +896,7 @@ def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=No
     if cache is not None:
         opts.cache = _enum("cache", cache)
     spec = _gpu(gpu)
-    if spec.preset and spec.preset.contents.hopper:
-        opts.hopper = 1
+    _use_gpu(opts, spec)
     m, _, _ = _model_of(model, None, dict(kw))
     n, err = ctypes.c_int64(), vc_error()
     if L.vc_max_prompt(m.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), None, ctypes.byref(err)):
@@ -914,8 +920,7 @@ def serve(model, gpu, precision=None, prompt=None, new_tokens=None, gpu_memory_u
     so.block_size = block_size
     so.kv_cache_dtype = _enum("kv_dtype", kv_cache_dtype)
     spec = _gpu(gpu)
-    if spec.preset and spec.preset.contents.hopper:
-        opts.hopper = 1
+    _use_gpu(opts, spec)
     m, _, _ = _model_of(model, None, dict(kw))
     if precision is None:
         opts.precision = L.vc_serve_auto_precision(m.ptr, ctypes.byref(spec))

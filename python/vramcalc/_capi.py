@@ -21,13 +21,19 @@ class vc_error(ctypes.Structure):
                 ("path", ctypes.c_char * 256), ("msg", ctypes.c_char * 512)]
 
 
+class vc_gpu(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("label", c_char_p), ("vendor", c_char_p), ("capacity", c_int64),
+                ("hopper", c_int), ("source", c_char_p), ("sm", c_int), ("sms", c_int), ("sm_threads", c_int)]
+
+
 class vc_options(ctypes.Structure):
     _fields_ = [("batch", c_int64), ("optim", c_int), ("optim_impl", c_int), ("accumulate", c_int64),
                 ("precision", c_int), ("mode", c_int), ("attention", c_int), ("workspace", c_int64),
                 ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
                 ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
                 ("tp", c_int64), ("pp", c_int64), ("micro_batches", c_int64), ("sp", c_int),
-                ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int)]
+                ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int),
+                ("device", ctypes.POINTER(vc_gpu))]
 
 
 class vc_memory(ctypes.Structure):
@@ -76,11 +82,6 @@ class vc_result(ctypes.Structure):
                 ("layers", ctypes.POINTER(vc_layer_info)),
                 ("nranks", c_size_t),
                 ("ranks", ctypes.POINTER(vc_rank_info))]
-
-
-class vc_gpu(ctypes.Structure):
-    _fields_ = [("name", c_char_p), ("label", c_char_p), ("vendor", c_char_p), ("capacity", c_int64),
-                ("hopper", c_int), ("source", c_char_p), ("sm", c_int)]
 
 
 class vc_gpu_spec(ctypes.Structure):

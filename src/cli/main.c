@@ -752,6 +752,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         if (vc_gpu_parse(gpu, &c.gpu, &err)) return die("--gpu: %s", err.msg);
         c.have_gpu = true;
         if (c.gpu.preset && c.gpu.preset->hopper) o.hopper = 1;
+        o.device = c.gpu.preset; /* its multiprocessors size kernels' scratch (src/scratch.c) */
     }
     if (sweep && (rc = parse_sweep(sweep, &c.sweep, &c.nsweep))) return rc;
     c.term = detect_term(no_color);
