@@ -130,6 +130,16 @@ static int read_rope_scaling(rd *r)
     return bad(r, "rope_scaling.rope_type", "unknown rope scaling \"%s\" (default, linear, dynamic, yarn, longrope, llama3)", e);
 }
 
+/* head_dim = hidden size / heads, which must divide it (the error names
+ * the heads' key). */
+static int split_heads(rd *r, arch *a, const char *hidden, const char *heads)
+{
+    if (a->H % a->NH)
+        return bad(r, heads, "%s (%lld) must be divisible by %s (%lld)", hidden, (long long)a->H, heads, (long long)a->NH);
+    a->D = a->H / a->NH;
+    return 0;
+}
+
 /* The decoder families' common keys (LlamaConfig and its relatives). */
 static int read_decoder(rd *r, arch *a)
 {
@@ -149,11 +159,8 @@ static int read_decoder(rd *r, arch *a)
     const cJSON *hd = key_of(r, "head_dim");
     if (explicit_hd && hd) {
         if (get_int(r, "head_dim", -1, 1, &a->D)) return -1;
-    } else {
-        if (a->H % a->NH)
-            return bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
-                       (long long)a->H, (long long)a->NH);
-        a->D = a->H / a->NH;
+    } else if (split_heads(r, a, "hidden_size", "num_attention_heads")) {
+        return -1;
     }
     a->R = a->D;
     return 0;
@@ -217,11 +224,8 @@ static int read_encoder(rd *r, arch *a)
         read_act(r, "hidden_act", "gelu", false, &a->act) || get_num(r, "hidden_dropout_prob", 0.1, 0, 1, &a->p_resid) ||
         get_num(r, "attention_probs_dropout_prob", 0.1, 0, 1, &a->p_attn))
         return -1;
-    if (a->H % a->NH)
-        return bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
-                   (long long)a->H, (long long)a->NH);
+    if (split_heads(r, a, "hidden_size", "num_attention_heads")) return -1;
     a->KV = a->NH;
-    a->D = a->H / a->NH;
     a->R = 0;
     /* num_labels: len(id2label) (PretrainedConfig), else 2 */
     const cJSON *ids = key_of(r, "id2label");
@@ -277,11 +281,8 @@ static int read_family(rd *r, arch *a)
             get_num(r, "embd_pdrop", 0.1, 0, 1, &a->p_embd) || get_num(r, "attn_pdrop", 0.1, 0, 1, &a->p_attn) ||
             get_num(r, "resid_pdrop", 0.1, 0, 1, &a->p_resid) || get_bool(r, "tie_word_embeddings", true, &a->tie))
             return -1;
-        if (a->H % a->NH)
-            return bad(r, "n_head", "n_embd (%lld) must be divisible by n_head (%lld)", (long long)a->H, (long long)a->NH);
-        if (get_int(r, "n_inner", 4 * a->H, 1, &a->I)) return -1;
+        if (split_heads(r, a, "n_embd", "n_head") || get_int(r, "n_inner", 4 * a->H, 1, &a->I)) return -1;
         a->KV = a->NH;
-        a->D = a->H / a->NH;
         a->R = 0;
         return 0;
     case F_GPT_NEOX:
@@ -293,11 +294,8 @@ static int read_family(rd *r, arch *a)
             get_bool(r, "attention_bias", true, &a->qkv_bias) || get_num(r, "hidden_dropout", 0, 0, 1, &a->p_resid) ||
             get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn) || read_rope_scaling(r))
             return -1;
-        if (a->H % a->NH)
-            return bad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
-                       (long long)a->H, (long long)a->NH);
+        if (split_heads(r, a, "hidden_size", "num_attention_heads")) return -1;
         a->KV = a->NH;
-        a->D = a->H / a->NH;
         a->R = (int64_t)((double)a->D * p) / 2 * 2; /* rotary_ndims = int(head_size * rotary_pct) */
         a->o_bias = a->mlp_bias = a->qkv_bias;
         return 0;
