@@ -161,6 +161,18 @@ static int one_int(vc_args *a, const char *key, const cJSON *v, int64_t min, int
     return vc_arg_fail(a, key, "expected %s, got %s", vc__int_expect(min, eb, sizeof eb), got);
 }
 
+/* Each item of the list v, named key[i] in errors: an integer of at least min. */
+static int list_ints(vc_args *a, const char *key, const cJSON *v, int64_t min, int64_t *out)
+{
+    int i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++) {
+        char k[64];
+        snprintf(k, sizeof k, "%s[%d]", key, i);
+        if (one_int(a, k, e, min, &out[i])) return -1;
+    }
+    return 0;
+}
+
 int64_t vc__placeholder(int64_t min) { return min > 1 ? min : 1; }
 
 int vc_arg_int(vc_args *a, const char *key, int64_t def, int64_t min, int64_t *out)
@@ -203,13 +215,7 @@ int vc_arg_ints(vc_args *a, const char *key, int n, int64_t def, int64_t min, in
     int len = cJSON_GetArraySize(v);
     if (len != n)
         return vc_arg_fail(a, key, "expected %s or a list of %d, got a list of %d", vc__int_expect(min, eb, sizeof eb), n, len);
-    int i = 0;
-    for (const cJSON *e = v->child; e; e = e->next, i++) {
-        char k[64];
-        snprintf(k, sizeof k, "%s[%d]", key, i);
-        if (one_int(a, k, e, min, &out[i])) return -1;
-    }
-    return 0;
+    return list_ints(a, key, v, min, out);
 }
 
 int vc_arg_list(vc_args *a, const char *key, bool required, int64_t min, int64_t *out, int *n)
@@ -231,12 +237,7 @@ int vc_arg_list(vc_args *a, const char *key, bool required, int64_t min, int64_t
     if (len < 1 || len > VC_MAX_DIMS)
         return len ? vc_arg_fail(a, key, "expected a list of 1 to %d integers, got a list of %d", VC_MAX_DIMS, len)
                    : vc_arg_fail(a, key, "expected a list of 1 to %d integers, got an empty list", VC_MAX_DIMS);
-    int i = 0;
-    for (const cJSON *e = v->child; e; e = e->next, i++) {
-        char k[64];
-        snprintf(k, sizeof k, "%s[%d]", key, i);
-        if (one_int(a, k, e, min, &out[i])) return -1;
-    }
+    if (list_ints(a, key, v, min, out)) return -1;
     *n = len;
     return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * hf_arch.h — the architecture a Hugging Face config.json describes, as
- * src/hf.c reads it and src/hf_tp.c splits it over tensor-parallel ranks.
- * Private to those two files.
+ * src/hf_read.c reads it, src/hf_tp.c splits it over tensor-parallel ranks
+ * and src/hf_layers.c writes it as layers; src/hf.c runs the three.
+ * Private to those files.
  */
 #ifndef VC_HF_ARCH_H
 #define VC_HF_ARCH_H
@@ -34,6 +35,28 @@ typedef struct {
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
+
+/* The supported model_types, as the errors list them. */
+#define FAMILIES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta"
+
+/* The largest size a key or --seq may give: 2^40. */
+#define MAX_SIZE (INT64_C(1) << 40)
+
+/* The reader's state, which the writer shares for oom and sp. */
+typedef struct {
+    const cJSON *cfg;
+    vc_error *err;
+    const char *fam;
+    bool oom;
+    int64_t sp; /* arch.sp: Linears and embeddings get their sequence-parallel keys */
+} rd;
+
+/* hf_read.c: the family's keys (r->fam and a->fam set) read into a, with
+ * their PretrainedConfig defaults, then the products that become tensor
+ * sizes checked. -1 with r->err naming the key. */
+int vc__hf_read(rd *r, arch *a);
+/* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
+void vc__hf_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_tp.c: a's share on one of o->tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the

@@ -1,0 +1,459 @@
+/*
+ * hf_layers.c — an arch (src/hf_arch.h) written as the layers of a vramcalc
+ * model (issue 12; split out of src/hf.c).
+ *
+ * Layers are named as the HF modules are (model.embed_tokens, model.layers >
+ * self_attn.q_proj, mlp.down_proj, lm_head, ...), projections are Linear
+ * layers, and the kinds of layers/llm.c do the rest. Every architecture
+ * follows its modeling_*.py at huggingface/transformers
+ * 5dd4a63548857797727ae73eeb6a6e886ea02a3e; the module each layer stands for
+ * is named in the code below.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+typedef struct {
+    rd *r;
+    cJSON *arr;       /* the list being written */
+    const char *last; /* the name of the last layer written */
+} wr;
+
+static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast"};
+
+static cJSON *add_layer(wr *w, const char *type, const char *name)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
+        cJSON_Delete(o);
+        w->r->oom = true;
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
+    w->last = name;
+    return o;
+}
+
+static void num(wr *w, cJSON *o, const char *k, double v)
+{
+    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
+}
+static void flag(wr *w, cJSON *o, const char *k, bool v)
+{
+    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
+}
+static void str(wr *w, cJSON *o, const char *k, const char *v)
+{
+    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
+}
+/* "inputs": [a, b, ...] (NULL-terminated) */
+static void ins(wr *w, cJSON *o, const char *a, const char *b, const char *c, const char *d)
+{
+    if (!o) return;
+    const char *v[4] = {a, b, c, d};
+    int n = 0;
+    while (n < 4 && v[n]) n++;
+    cJSON *arr = cJSON_CreateStringArray(v, n);
+    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+        cJSON_Delete(arr);
+        w->r->oom = true;
+    }
+}
+
+static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = add_layer(w, "Linear", name);
+    if (in) ins(w, o, in, NULL, NULL, NULL);
+    num(w, o, "in_features", (double)nin);
+    num(w, o, "out_features", (double)nout);
+    flag(w, o, "bias", bias);
+    const char *role = w->r->sp > 1 ? vc__hf_sp_role(name) : NULL; /* hf_tp.c */
+    if (role) num(w, o, role, (double)w->r->sp);
+    return o;
+}
+
+static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
+{
+    cJSON *o = add_layer(w, "HFRMSNorm", name);
+    if (in) ins(w, o, in, NULL, NULL, NULL);
+    num(w, o, "hidden_size", (double)a->H);
+    num(w, o, "eps", a->eps);
+    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) str(w, o, "variant", "gemma");
+}
+
+static void layernorm(wr *w, const arch *a, const char *name, const char *in)
+{
+    cJSON *o = add_layer(w, "LayerNorm", name);
+    if (in) ins(w, o, in, NULL, NULL, NULL);
+    num(w, o, "normalized_shape", (double)a->H);
+    num(w, o, "eps", a->eps);
+}
+
+/* The token embedding; with --sp, VocabParallelEmbedding's reduce-scatter
+ * to the rank's part of the sequence (layers/embedding.c). */
+static void embedding(wr *w, const arch *a, const char *name)
+{
+    cJSON *o = add_layer(w, "Embedding", name);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
+}
+
+static void dropout(wr *w, const char *name, double p)
+{
+    if (p <= 0) return; /* nn.Dropout(0.0) returns its input (F.dropout: p == 0) */
+    cJSON *o = add_layer(w, "Dropout", name);
+    num(w, o, "p", p);
+}
+
+static void act_layer(wr *w, const arch *a, const char *name)
+{
+    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
+        cJSON *o = add_layer(w, "NewGELU", name);
+        str(w, o, "variant", a->act == A_GELU_NEW ? "new" : "fast");
+    } else if (a->act == A_SILU) {
+        add_layer(w, "SiLU", name);
+    } else if (a->act == A_RELU) {
+        add_layer(w, "ReLU", name);
+    } else {
+        cJSON *o = add_layer(w, "GELU", name);
+        str(w, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    }
+}
+
+/* The attention core: LlamaAttention.forward from the projections to o_proj. */
+static void attn_core(wr *w, const arch *a, const char *name, bool fused, const char *q, const char *k, const char *v,
+                      const char *rope, bool causal, int64_t window)
+{
+    cJSON *o = add_layer(w, "RotaryAttention", name);
+    if (a->R == 0) rope = NULL; /* rotary_pct / partial_rotary_factor 0: no rotary embedding */
+    if (fused) ins(w, o, q, rope, NULL, NULL);
+    else ins(w, o, q, k, v, rope);
+    num(w, o, "num_heads", (double)a->NH);
+    num(w, o, "num_kv_heads", (double)a->KV);
+    num(w, o, "head_dim", (double)a->D);
+    num(w, o, "rotary_dim", (double)a->R);
+    if (fused) flag(w, o, "fused_qkv", true);
+    flag(w, o, "causal", causal);
+    if (a->qk_norm) {
+        flag(w, o, "qk_norm", true);
+        num(w, o, "qk_norm_eps", a->eps);
+    }
+    if (window > 0) num(w, o, "sliding_window", (double)window);
+    if (a->eager) flag(w, o, "eager", true);
+    if (a->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
+    if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+}
+
+static bool layer_is_moe(const arch *a, int64_t i)
+{
+    if (a->fam == F_MIXTRAL) return true;
+    if (a->fam != F_QWEN2_MOE || a->E < 1 || (i + 1) % a->sparse_step) return false;
+    for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
+        if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
+    return true;
+}
+
+/* One LlamaDecoderLayer (and its relatives: MistralDecoderLayer,
+ * Qwen2/Qwen3DecoderLayer, GemmaDecoderLayer, Gemma2DecoderLayer with its
+ * four norms, Phi3DecoderLayer with fused projections and residual
+ * dropouts, MixtralDecoderLayer / Qwen2MoeDecoderLayer with the sparse MoE
+ * block) inside the Sequential w->arr. */
+static void decoder_layer(wr *w, const arch *a, int64_t i)
+{
+    bool fused = a->fam == F_PHI3, g2 = a->fam == F_GEMMA2;
+    int64_t q = a->NH * a->D, kv = a->KV * a->D;
+    rmsnorm(w, a, "input_layernorm", NULL);
+    if (fused) {
+        linear(w, "self_attn.qkv_proj", NULL, a->H, q + 2 * kv, false);
+        attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, "model.rotary_emb", true, a->window);
+    } else {
+        linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+        linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+        linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+        int64_t win = a->window_alt && i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
+        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                  "model.rotary_emb", true, win);
+    }
+    linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
+    if (g2) rmsnorm(w, a, "post_attention_layernorm", NULL);
+    dropout(w, "resid_attn_dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL); /* residual + hidden_states */
+    rmsnorm(w, a, g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm", NULL);
+    const char *norm = g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+    if (layer_is_moe(a, i)) {
+        bool mx = a->fam == F_MIXTRAL;
+        cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", mx ? "mixtral" : "qwen2_moe");
+        flag(w, o, "norm_topk_prob", a->norm_topk);
+        if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+    } else if (fused) {
+        linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
+        cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
+        flag(w, o, "fused", true);
+        str(w, o, "activation", act_json[a->act]);
+        linear(w, "mlp.down_proj", NULL, a->I, a->H, false);
+    } else {
+        /* LlamaMLP.forward / Qwen2MLP.forward (modeling_llama.py,
+         * modeling_qwen2.py; Mistral, Gemma, Qwen3 alike):
+         * down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
+         * gate_proj, act_fn (the gate is a temporary: freed here under
+         * no_grad), up_proj, the product. */
+        linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, "mlp.act_fn");
+        linear(w, "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
+        ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
+        linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
+    }
+    if (g2) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
+    dropout(w, "resid_mlp_dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "mlp_residual"), "attn_residual", prev, NULL, NULL);
+}
+
+/* GPT2Block.forward: ln_1, attn (c_attn split into q, k, v; sdpa with
+ * attn_pdrop; c_proj; resid_dropout), + residual, ln_2, mlp (c_fc, act,
+ * c_proj, dropout), + residual. GPT-2's Conv1D keeps its weight as
+ * [in, out] and computes addmm(bias, x, weight): the same tensors as a
+ * Linear (the weight's shape is transposed, its size the same). */
+static void gpt2_block(wr *w, const arch *a)
+{
+    layernorm(w, a, "ln_1", NULL);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attn.c_attn", NULL, a->H, 3 * q, true);
+    attn_core(w, a, "attn.attention", true, "attn.c_attn", NULL, NULL, NULL, true, 0);
+    linear(w, "attn.c_proj", NULL, q, a->H, true);
+    dropout(w, "attn.resid_dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "attn_residual"), prev, "input", NULL, NULL);
+    layernorm(w, a, "ln_2", NULL);
+    linear(w, "mlp.c_fc", NULL, a->H, a->I, true);
+    act_layer(w, a, "mlp.act");
+    linear(w, "mlp.c_proj", NULL, a->I, a->H, true);
+    dropout(w, "mlp.dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "mlp_residual"), "attn_residual", prev, NULL, NULL);
+}
+
+/* GPTNeoXLayer.forward: attention on input_layernorm(x) (one fused
+ * query_key_value projection, partial rotary), post_attention_dropout;
+ * parallel residual: mlp(post_attention_layernorm(x)) + attn + x, else
+ * sequential. */
+static void neox_layer(wr *w, const arch *a)
+{
+    layernorm(w, a, "input_layernorm", NULL);
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.query_key_value", NULL, a->H, 3 * q, a->qkv_bias);
+    attn_core(w, a, "attention.attention", true, "attention.query_key_value", NULL, NULL, "gpt_neox.rotary_emb", true, 0);
+    linear(w, "attention.dense", NULL, q, a->H, a->o_bias);
+    dropout(w, "post_attention_dropout", a->p_resid);
+    const char *attn = w->last;
+    if (!a->parallel) ins(w, add_layer(w, "Add", "attn_residual"), attn, "input", NULL, NULL);
+    layernorm(w, a, "post_attention_layernorm", a->parallel ? "input" : "attn_residual");
+    linear(w, "mlp.dense_h_to_4h", NULL, a->H, a->I, a->mlp_bias);
+    act_layer(w, a, "mlp.act");
+    linear(w, "mlp.dense_4h_to_h", NULL, a->I, a->H, a->mlp_bias);
+    dropout(w, "post_mlp_dropout", a->p_resid);
+    const char *mlp = w->last;
+    cJSON *o = add_layer(w, "Add", "residual");
+    if (a->parallel) ins(w, o, mlp, attn, "input", NULL); /* mlp_output + attn_output + hidden_states */
+    else ins(w, o, mlp, "attn_residual", NULL, NULL);
+}
+
+/* BertLayer.forward: BertSdpaSelfAttention (bidirectional, dropout on the
+ * probabilities), BertSelfOutput (dense, dropout, LayerNorm(x + input)),
+ * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
+static void bert_layer(wr *w, const arch *a)
+{
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.self.query", NULL, a->H, q, true);
+    linear(w, "attention.self.key", "input", a->H, q, true);
+    linear(w, "attention.self.value", "input", a->H, q, true);
+    attn_core(w, a, "attention.self.attention", false, "attention.self.query", "attention.self.key", "attention.self.value",
+              NULL, false, 0);
+    linear(w, "attention.output.dense", NULL, q, a->H, true);
+    dropout(w, "attention.output.dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "attention.output.residual"), prev, "input", NULL, NULL);
+    layernorm(w, a, "attention.output.LayerNorm", NULL);
+    linear(w, "intermediate.dense", NULL, a->H, a->I, true);
+    act_layer(w, a, "intermediate.intermediate_act_fn");
+    linear(w, "output.dense", NULL, a->I, a->H, true);
+    dropout(w, "output.dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "output.residual"), prev, "attention.output.LayerNorm", NULL, NULL);
+    layernorm(w, a, "output.LayerNorm", NULL);
+}
+
+/* Decoder layers in runs of identical ones: one Sequential with `repeat`
+ * per run (Gemma2 alternates sliding and global layers, Qwen2-MoE may mix
+ * dense and sparse ones). */
+static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
+{
+    for (int64_t i = 0; i < a->N && !w->r->oom;) {
+        int64_t j = i + 1;
+        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && !a->window_alt) j++;
+        cJSON *seq = add_layer(w, "Sequential", NULL);
+        if (!seq) return;
+        if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
+        if (j - i > 1) num(w, seq, "repeat", (double)(j - i));
+        /* model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=
+         * {"use_reentrant": False}): each decoder layer's __call__ through
+         * torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer) */
+        if (a->ckpt) flag(w, seq, "checkpoint", true);
+        cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
+        if (!arr) {
+            w->r->oom = true;
+            return;
+        }
+        wr inner = {w->r, arr, NULL};
+        switch (a->fam) {
+        case F_GPT2: gpt2_block(&inner, a); break;
+        case F_GPT_NEOX: neox_layer(&inner, a); break;
+        case F_BERT: case F_ROBERTA: bert_layer(&inner, a); break;
+        default: decoder_layer(&inner, a, i); break;
+        }
+        i = j;
+    }
+    /* name the stack's output for what follows */
+    cJSON *last = cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1);
+    if (last && !cJSON_AddStringToObject(last, "name", name)) w->r->oom = true;
+    w->last = name;
+}
+
+/* The lm head (tied as tie_word_embeddings says) and final softcapping. */
+static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
+{
+    cJSON *o = linear(w, name, NULL, a->H, a->V, false);
+    if (a->tie) str(w, o, "tie", emb);
+    if (a->final_cap > 0) { /* Gemma2ForCausalLM: logits / cap; tanh; * cap */
+        cJSON *s = add_layer(w, "Scale", "final_logit_softcapping.div");
+        num(w, s, "factor", 1.0 / a->final_cap);
+        add_layer(w, "Tanh", "final_logit_softcapping.tanh");
+        s = add_layer(w, "Scale", "final_logit_softcapping.mul");
+        num(w, s, "factor", a->final_cap);
+    }
+}
+
+/* BertForSequenceClassification / RobertaForSequenceClassification:
+ * BertEmbeddings (word + token type, += positions, LayerNorm, dropout), the
+ * encoder, then the head. */
+static void build_encoder(wr *w, const arch *a)
+{
+    cJSON *o;
+    const char *pre = a->fam == F_BERT ? "bert" : "roberta";
+    char we[64], pe[64], te[64], ln[64], enc[64];
+    snprintf(we, sizeof we, "%s.embeddings.word_embeddings", pre);
+    snprintf(pe, sizeof pe, "%s.embeddings.position_embeddings", pre);
+    snprintf(te, sizeof te, "%s.embeddings.token_type_embeddings", pre);
+    snprintf(ln, sizeof ln, "%s.embeddings.LayerNorm", pre);
+    snprintf(enc, sizeof enc, "%s.encoder.layer", pre);
+    o = add_layer(w, "Embedding", we);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    o = add_layer(w, "PositionEmbedding", te); /* buffered_token_type_ids.expand(B, L) */
+    ins(w, o, "input", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->types);
+    num(w, o, "embedding_dim", (double)a->H);
+    flag(w, o, "per_sample", true);
+    o = add_layer(w, "PositionEmbedding", pe);
+    ins(w, o, "input", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->maxpos);
+    num(w, o, "embedding_dim", (double)a->H);
+    if (a->fam == F_ROBERTA) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
+    ins(w, add_layer(w, "Add", "embeddings.sum"), we, te, NULL, NULL); /* inputs_embeds + token_type_embeddings */
+    o = add_layer(w, "Add", "embeddings.add_positions");                 /* embeddings += position_embeddings */
+    ins(w, o, "embeddings.sum", pe, NULL, NULL);
+    flag(w, o, "inplace", true);
+    layernorm(w, a, ln, NULL);
+    dropout(w, "embeddings.dropout", a->p_resid);
+    layer_stack(w, a, enc, w->last);
+    o = add_layer(w, "Select", "first_token"); /* hidden_states[:, 0] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", 0);
+    if (a->fam == F_BERT) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
+        linear(w, "bert.pooler.dense", NULL, a->H, a->H, true);
+        add_layer(w, "Tanh", "bert.pooler.activation");
+        dropout(w, "dropout", a->p_embd);
+        linear(w, "classifier", NULL, a->H, a->labels, true);
+    } else { /* RobertaClassificationHead (no pooler) */
+        dropout(w, "classifier.dropout1", a->p_embd);
+        linear(w, "classifier.dense", NULL, a->H, a->H, true);
+        add_layer(w, "Tanh", "classifier.tanh");
+        dropout(w, "classifier.dropout2", a->p_embd);
+        linear(w, "classifier.out_proj", NULL, a->H, a->labels, true);
+    }
+}
+
+static void build_layers(wr *w, const arch *a)
+{
+    cJSON *o;
+    switch (a->fam) {
+    case F_GPT2:
+        embedding(w, a, "transformer.wte");
+        o = add_layer(w, "PositionEmbedding", "transformer.wpe");
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "num_embeddings", (double)a->maxpos);
+        num(w, o, "embedding_dim", (double)a->H);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
+        ins(w, add_layer(w, "Add", "embeds"), "transformer.wte", "transformer.wpe", NULL, NULL);
+        dropout(w, "transformer.drop", a->p_embd);
+        layer_stack(w, a, "transformer.h", w->last);
+        layernorm(w, a, "transformer.ln_f", NULL);
+        lm_head(w, a, "transformer.wte", "lm_head");
+        return;
+    case F_GPT_NEOX:
+        embedding(w, a, "gpt_neox.embed_in");
+        if (a->R > 0) {
+            o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
+            ins(w, o, "input", NULL, NULL, NULL);
+            num(w, o, "head_dim", (double)a->D);
+            num(w, o, "rotary_dim", (double)a->R);
+        }
+        layer_stack(w, a, "gpt_neox.layers", "gpt_neox.embed_in");
+        layernorm(w, a, "gpt_neox.final_layer_norm", NULL);
+        lm_head(w, a, "gpt_neox.embed_in", "embed_out");
+        return;
+    case F_BERT:
+    case F_ROBERTA:
+        build_encoder(w, a);
+        return;
+    default:
+        break;
+    }
+    embedding(w, a, "model.embed_tokens");
+    const char *first = "model.embed_tokens";
+    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) { /* hidden_states * normalizer (sqrt(hidden_size)) */
+        o = add_layer(w, "Scale", "model.embed_scale");
+        num(w, o, "factor", sqrt((double)a->H));
+        first = "model.embed_scale";
+    }
+    dropout(w, "model.embed_dropout", a->p_embd); /* Phi3Model.embed_dropout */
+    if (a->p_embd > 0) first = "model.embed_dropout";
+    if (a->R > 0) {
+        o = add_layer(w, "RotaryEmbedding", "model.rotary_emb");
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "head_dim", (double)a->D);
+        num(w, o, "rotary_dim", (double)a->R);
+    }
+    layer_stack(w, a, "model.layers", first);
+    rmsnorm(w, a, "model.norm", NULL);
+    lm_head(w, a, "model.embed_tokens", "lm_head");
+}
+
+void vc__hf_write(rd *r, cJSON *arr, const arch *a)
+{
+    wr w = {r, arr, NULL};
+    build_layers(&w, a);
+}
