@@ -58,7 +58,7 @@ const cli_option cli_options[] = {
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},
-    {"workspace", 0, "SIZE", OPT_WS, NULL, "one cuBLAS handle's workspace bytes (default: modelled; training adds the backward thread's, biased Linears cuBLASLt's 1 MiB; 0 leaves them out)"},
+    {"workspace", 0, "SIZE", OPT_WS, NULL, "one cuBLAS handle's workspace bytes (default: modelled; training adds the backward thread's, biased Linears cuBLASLt's 1 MiB, and CUDA reductions their scratch; 0 leaves them all out)"},
     {"context", 0, "SIZE", OPT_CTX, NULL, "CUDA context bytes (default: a 500 MiB estimate)"},
     {"gpu", 'g', "G", 'g', NULL,
      "check the fit: a preset (h100-80gb, rtx4090, ...; see --list-gpus) or a SIZE (24GiB, 80GB), "
