@@ -28,16 +28,12 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
-sys.path.insert(0, HERE)
+import tracking  # noqa: E402  the counter's phases, the training steps, the preloaded child run
+from tracking import HERE  # noqa: E402
+tracking.add_paths()
 import host  # noqa: E402  (host memory for --offload)
 OUT = os.path.join(HERE, "fsdp_replica.json")
 
@@ -287,17 +283,15 @@ def wrap(torch, module, world, offload=False):
 
 def run_case(model, batch, optim, world, strategy, offload=False):
     import torch
-    import torch.nn.functional as F
     import optim2x
-    import tracking
     import vctorch
 
     torch.set_num_threads(1)
     ph = tracking.Phases(model)
-    spec, phases, phase_begin, phase_end = ph.spec, ph.phases, ph.begin, ph.end
+    phase_begin, phase_end = ph.begin, ph.end
 
     p = phase_begin("build")
-    module, make_inputs = vctorch.build(spec, compat="2x")
+    module, make_inputs = vctorch.build(ph.spec, compat="2x")
     inputs = make_inputs(batch, dtype=torch.float32)
     phase_end(p)
     p = phase_begin("wrap")
@@ -314,38 +308,14 @@ def run_case(model, batch, optim, world, strategy, offload=False):
     # CPU offload: the optimizer steps the CPU flat parameters (host.py); else optim2x's 2.x step
     opt = host.HostOptimizer(flat, optim) if offload else optim2x.make(flat, optim)
     phase_end(p)
-    targets = []
-
-    def loss_step():
-        if module.loss_kind == "cross_entropy":
-            logits = module(*inputs).float()
-            if not targets:
-                targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
-        return module(*inputs).float().mean()
-
     module.train()
-    for step in range(1, 4):
-        p = phase_begin("s%d.fwd" % step)
-        loss = loss_step()
-        phase_end(p)
-        p = phase_begin("s%d.bwd" % step)
-        ph.backward(True)
-        loss.backward()
-        rep.final_callback()
-        ph.backward(False)
-        del loss
-        phase_end(p)
-        p = phase_begin("s%d.opt" % step)
-        opt.step()
-        phase_end(p)
-        p = phase_begin("s%d.zero" % step)
-        opt.zero_grad(set_to_none=True)
-        phase_end(p)
-    top = ph.top()
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
-            "units": [{"name": u.name, "numel": u.U, "shard": u.S} for u in units + ([root] if root else [])],
-            "torch": torch.__version__}
+    # the end of backward: FSDP's _post_backward_final_callback (queued to autograd's engine),
+    # after loss.backward() returned, outside any autograd node (the op observer's backward flag
+    # only matters inside one)
+    tracking.train(ph, tracking.loss_step(torch, module, inputs), opt.step,
+                   lambda: opt.zero_grad(set_to_none=True), after_backward=rep.final_callback)
+    return ph.result(torch, units=[{"name": u.name, "numel": u.U, "shard": u.S}
+                                   for u in units + ([root] if root else [])])
 
 
 def main(argv):
@@ -362,19 +332,13 @@ def main(argv):
     if not a.all:
         print(json.dumps(run_case(a.model, a.batch, a.optim, a.world, a.strategy, a.offload)))
         return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
+    recs = tracking.load_records(OUT, a.redo)
     have = {r["case"] for r in recs}
     for model, short, batch, optim, world, strategy, held in CASES:
         if case_id(short, batch, optim, world, strategy) in have:
             continue
-        env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
-        cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
-               "--world", str(world), "--strategy", strategy]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
+        r = tracking.run_preloaded([sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch),
+                                    "--optim", optim, "--world", str(world), "--strategy", strategy])
         r.update({"case": case_id(short, batch, optim, world, strategy), "held_out": held,
                   "config": {"model": model, "batch": batch, "optim": optim, "world_size": world,
                              "strategy": strategy}})

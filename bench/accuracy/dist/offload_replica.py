@@ -41,15 +41,14 @@ Every rank is measured (ranks differ by the parameters touching their partition)
 compared with the largest. Peak = the highest between-op reading in steps 2-3.
 """
 
+import functools
 import gc
-import json
 import os
-import subprocess
 import sys
 
 sys.dont_write_bytecode = True
 import tracking  # noqa: E402  the counter's phases, the training steps, the command line's pieces
-from tracking import HERE, ROOT  # noqa: E402
+from tracking import HERE  # noqa: E402
 tracking.add_paths()
 OUT = os.path.join(HERE, "offload_replica.json")
 
@@ -294,35 +293,12 @@ def measure(engine, model, batch, optim, world):
     return recs
 
 
-def vramcalc_peak(cli, engine, model, batch, optim, world):
-    out = subprocess.run([cli, os.path.join(ROOT, model), "-f", "json", "-b", str(batch), "-o", optim,
-                          "--workspace", "0", "--attention", "math", "--gpus", str(world)] + LAYOUT[engine],
-                         capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["memory"]["peak_allocated"]
-
-
 def compare(cli, bound):
     """vramcalc against the busiest measured rank; 1 when one is off by more than `bound` percent."""
-    with open(OUT) as f:
-        recs = json.load(f)["records"]
-    tracking.table_head(["case", "held out", "measured busiest rank (B)", "vramcalc (B)", "diff (B)", "diff"])
-    worst, bad = 0.0, 0
-    for engine, model, short, batch, optim, world, held in CASES:
-        cid = case_id(engine, short, batch, optim, world)
-        rs = [r for r in recs if r["case"] == cid]
-        if not rs:
-            print("| %s | missing | | | | |" % cid)
-            bad += 1
-            continue
-        meas = max(r["peak_allocated"] for r in rs)
-        est = vramcalc_peak(cli, engine, model, batch, optim, world)
-        d = (est - meas) / meas * 100
-        worst = max(worst, abs(d))
-        bad += abs(d) > bound
-        print("| %s | %s | %s | %s | %+d | %+.2f%% |" % (cid, "yes" if held else "", format(meas, ","),
-                                                       format(est, ","), est - meas, d))
-    print("worst |diff| %.2f%%" % worst)
-    return 1 if bad else 0
+    return tracking.compare_busiest(OUT, [
+        (case_id(engine, short, batch, optim, world), held,
+         functools.partial(tracking.vramcalc_peak, cli, model, batch, optim, world, LAYOUT[engine]))
+        for engine, model, short, batch, optim, world, held in CASES], bound)
 
 
 def main(argv):
@@ -332,21 +308,11 @@ def main(argv):
     rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.rank))
     if rc is not None:
         return rc
-    recs = tracking.load_records(OUT, a.redo)
-    have = {r["case"] for r in recs}
-    for engine, model, short, batch, optim, world, held in CASES:
-        cid = case_id(engine, short, batch, optim, world)
-        if cid in have:
-            continue
-        for r in measure(engine, model, batch, optim, world):
-            r.update({"case": cid, "held_out": held,
-                      "config": {"engine": engine, "model": model, "batch": batch, "optim": optim,
-                                 "world_size": world}})
-            recs.append(r)
-            print("%s rank %d %s %d" % (cid, r["rank"], r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
-        with open(OUT, "w") as f:
-            json.dump({"generator": "bench/accuracy/dist/offload_replica.py", "records": recs}, f, indent=1)
-    return 0
+    return tracking.measure_all(OUT, "bench/accuracy/dist/offload_replica.py", a.redo, [
+        (case_id(engine, short, batch, optim, world), held,
+         {"engine": engine, "model": model, "batch": batch, "optim": optim, "world_size": world},
+         functools.partial(measure, engine, model, batch, optim, world))
+        for engine, model, short, batch, optim, world, held in CASES])
 
 
 if __name__ == "__main__":

@@ -1,23 +1,25 @@
 """tracking.py -- the accuracy harness's counter set up for one measured process, and its phases.
 
 Shared by worker.py (DDP / ZeroRedundancyOptimizer ranks), fsdp_replica.py and pp_replica.py
-(the replicas): each did the same steps by hand. `start(spec_path, seed)` does what each did
+(the replicas): each did the same steps by hand. `Phases(spec_path, seed)` does what each did
 before building the model (bench/accuracy/measure.py's protocol, SPEC.md section 4):
   torch.set_num_threads(1) is the caller's (worker.py must call it before init_process_group);
   measure.Tracker(), vctorch's fused/read hooks to it, the model file read, torch.manual_seed,
   gc.collect(), tr.start(install=True) (the baseline), the 2.x compatibility of the op observer.
 Phases: `begin(name)` tags the phase and resets both peaks; `end(name)` reads the counter and
 appends {"phase", "peak" (between-op), ["peak_allocator"], "end"} to `phases`.
-`measured_top(phases)` is the phase with the highest peak in steps 2.. (the "sN." phases).
+`Phases.top()` is the phase with the highest peak in steps 2.. (`measured()`, the "sN." phases).
 
-Also the pieces the replicas' scripts (fsdp2_replica.py, offload_replica.py) share beyond the phases:
+Also the pieces the replicas' scripts (fsdp_replica.py, fsdp2_replica.py, offload_replica.py,
+zero1_replica.py) share beyond the phases:
 `add_paths()` (tools/, bench/accuracy/, this folder on sys.path), `loss_step` (measure.py's loss),
 `train` (the three measured steps: fwd, bwd, opt, zero), `Phases.result` (the record's peak fields),
 and the command line: `arg_parser` (the common options), `compare_or_one` (the modes but --all),
 `table_head`, `load_records`, `run_preloaded` (one case in a child process under libmemtrack.so,
-its last output line as the record); zero1_replica.py's besides: `train`'s `after_backward`,
-`vramcalc_peak` (the CLI's peak for a layout), `compare_busiest` (the --compare table against the
-busiest measured rank), `measure_all` (the --all loop that writes the records file).
+its last output line as the record); `train`'s `after_backward` (zero1_replica.py's reduce_gradients,
+fsdp_replica.py's end-of-backward callback), `vramcalc_peak` (the CLI's peak for a layout),
+`compare_busiest` (the --compare table against the busiest measured rank), `measure_all` (the --all
+loop that writes the records file; offload_replica.py's and zero1_replica.py's).
 """
 
 import argparse
