@@ -188,7 +188,7 @@ What the comparison showed, and what is left:
   `down_proj(act_fn(gate_proj(x)) * up_proj(x))` left to right (`modeling_qwen2.py`
   `Qwen2MLP.forward`; Llama, Mistral, Gemma, Qwen3, Mixtral's dense layers alike): the gate is a
   temporary freed when `act_fn` returns, before `up_proj` runs. A config's MLP is now
-  `gate_proj`, `act_fn`, `up_proj`, `mul` (`src/hf.c`); training is unchanged (the gate is saved
+  `gate_proj`, `act_fn`, `up_proj`, `mul` (`src/hf_layers.c`); training is unchanged (the gate is saved
   for the activation's backward either way; the 52 training cases are byte-identical). Before
   the fix the BF16 rows were +8.9% at worst (0.5B at 30,720: 2.548 GiB for 2.34), mean 2.2%;
   after it, mean 1.3%, max 3.0%. The CPU generation suite moved too: llm56's prefill
