@@ -201,7 +201,8 @@ static vc_t permute(vc_build *b, const vc_moe_ep *c, vc_t x, vc_t rp, vc_t rm, i
     vc_op_in_nodiff(o, fs);
     *pp = vc_op_out(o, TK, dt);
     vc_op_save(o, fs);
-    vc_op_save(o, rm); /* the dispatcher's self.routing_map, kept through the layer's backward */
+    vc_op_in_nodiff(o, rm); /* the dispatcher's self.routing_map (not read here), kept through the layer's backward */
+    vc_op_save(o, rm);
     vc_op_end(o);
     /* permuted_input = tokens.index_select(0, sorted_indices) */
     o = vc_op_begin(b, "index_select");
