@@ -405,7 +405,7 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
             snprintf(msg, sizeof msg, "%s", w ? w + 6 : err->msg);
             vc_error_clear(err);
             snprintf(err->file, sizeof err->file, "%s", m->file);
-            vc_set_error(err, VC_ERR_USAGE, "--ep", "%s", msg);
+            st = vc_set_error(err, VC_ERR_USAGE, "--ep", "%s", msg);
         }
     }
     return st;
