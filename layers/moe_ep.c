@@ -1,6 +1,6 @@
 /*
  * moe_ep.c — a SparseMoE layer on one Megatron-Core expert-parallel rank
- * (--ep N; docs/parallel.md section 5).
+ * (--ep N; docs/parallel.md section 6).
  *
  * With --ep the layer is Megatron-Core's MoELayer, not Hugging Face's block:
  * TopKRouter (softmax after top-k, no aux loss: moe_aux_loss_coeff's default

@@ -1,6 +1,6 @@
 /*
  * moe_ep.h — the SparseMoE kind on one Megatron-Core expert-parallel rank
- * (--ep N, layers/moe_ep.c; docs/parallel.md section 5). Private to layers/.
+ * (--ep N, layers/moe_ep.c; docs/parallel.md section 6). Private to layers/.
  */
 #ifndef VC_MOE_EP_H
 #define VC_MOE_EP_H

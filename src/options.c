@@ -129,7 +129,7 @@ const char *vc_torch_name(int version, char *buf, size_t n)
 }
 
 /* --ep against the other options: Megatron-Core's rules (NVIDIA/Megatron-LM@d98e8a64,
- * docs/parallel.md section 5) and what is modelled. */
+ * docs/parallel.md section 6) and what is modelled. */
 static vc_status ep_check(const vc_options *o, vc_error *err)
 {
     if (o->ep < 1 || o->ep > (INT64_C(1) << 20))

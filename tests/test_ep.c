@@ -1,6 +1,6 @@
 /*
  * test_ep.c — expert parallelism (--ep, vc_model_set_ep; layers/moe_ep.c,
- * docs/parallel.md section 5): one Megatron-Core expert-parallel rank of a
+ * docs/parallel.md section 6): one Megatron-Core expert-parallel rank of a
  * SparseMoE layer, its parameters and its dispatcher's buffers derived by hand
  * from Megatron-Core's source (NVIDIA/Megatron-LM@d98e8a64: moe/experts.py
  * SequentialMLP, transformer/mlp.py MLP, moe/router.py TopKRouter,

@@ -309,7 +309,7 @@ typedef struct {
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
     /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
-    /* Megatron-Core expert parallelism (docs/parallel.md section 5): the MoE
+    /* Megatron-Core expert parallelism (docs/parallel.md section 6): the MoE
      * layers' experts split over ep ranks of the data-parallel group, >= 1 */
     int64_t ep;
 } vc_options;

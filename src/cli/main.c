@@ -816,7 +816,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
                 goto out;
             }
         }
-        if (o.ep > 1 && vc_model_set_ep(m, o.ep, &err)) { /* one expert-parallel rank's experts (docs/parallel.md 5) */
+        if (o.ep > 1 && vc_model_set_ep(m, o.ep, &err)) { /* one expert-parallel rank's experts (docs/parallel.md 6) */
             rc = die_err(&err);
             goto out;
         }
