@@ -95,6 +95,8 @@ typedef struct vc_setup {
     vc_dtype out_dt;         /* default VC_DT_FLOAT */
     const vc_lora *lora;     /* LoRA adapters for this layer (a kind with VC_KIND_LORA), NULL none */
     struct vc_setup_priv *priv;
+    int64_t ep;              /* --ep: the expert-parallel ranks (vc_model_set_ep), 1 none */
+    bool ep_used;            /* set by a kind that took ep > 1 (SparseMoE: its experts split) */
 } vc_setup;
 
 /* Parameter flags. */

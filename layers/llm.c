@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "moe_ep.h"
 #include "ops.h"
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -653,6 +654,7 @@ typedef struct {
     int act, style;
     bool norm_topk;
     double imbalance;
+    int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
 } moe_cfg;
 
 static int moe_parse(vc_args *a, void *p)
@@ -673,17 +675,28 @@ static int moe_parse(vc_args *a, void *p)
     return 0;
 }
 
+static vc_moe_ep moe_ep_of(const moe_cfg *c)
+{
+    return (vc_moe_ep){c->hidden, c->inter, c->E, c->k, c->ep, c->imbalance};
+}
+
 static int moe_setup(vc_setup *s, void *p)
 {
-    const moe_cfg *c = p;
+    moe_cfg *c = p;
     const vc_shape *x = &s->in[0];
     if (x->nd != 2 || x->d[1] != c->hidden)
         return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
     s->out = *x;
     int64_t t;
-    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
-        vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR))
+    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t))
         return -1;
+    if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
+        c->ep = s->ep;
+        s->ep_used = true;
+        vc_moe_ep e = moe_ep_of(c);
+        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
+    }
+    if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR)) return -1;
     /* the router and the experts are nn.Linear modules (modeling_mixtral.py,
      * modeling_qwen2_moe.py): a quantized format replaces them (src/quant.c) */
     static const char *const mx[3] = {"w1", "w3", "w2"}, *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
@@ -705,7 +718,9 @@ static int moe_setup(vc_setup *s, void *p)
 
 /* nn.Linear without bias on `rows` rows (a fixed count: the tokens routed to
  * one expert): mm saving x and the weight, as op_linear does. */
-static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
+static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out) { return vc__lin_rows(b, x, w, rows, out); }
+
+vc_t vc__lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
 {
     vc_t w0 = w; /* the parameter: its storage format's temporaries */
     x = op_autocast(b, x);
@@ -773,6 +788,11 @@ static vc_numel moe_rows(vc_build *b, const moe_cfg *c, int64_t L, int64_t tcap,
 static void moe_emit(vc_build *b, const void *p)
 {
     const moe_cfg *c = p;
+    if (c->ep > 1) {
+        vc_moe_ep e = moe_ep_of(c);
+        vc__moe_ep_emit(b, &e);
+        return;
+    }
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;
     /* tokens in the step, capped so that T x width x 8 bytes stays below 2^56
      * (far past any GPU: only the largest-batch search goes there) */

@@ -35,6 +35,7 @@ static void reset_model(vc_model *m)
     m->nregions = 0;
     m->nparams = m->ntrainable = 0;
     m->nlora = 0;
+    m->nmoe = 0;
     m->loss = VC_LOSS_MEAN;
     m->loss_head = -1;
     m->max_positions = 0;
@@ -103,6 +104,7 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     if (weights_of) {
         m->quant = weights_of->quant;
         m->has_quant = weights_of->has_quant;
+        m->ep = weights_of->ep; /* --ep (vc_model_set_ep) */
     }
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
@@ -132,6 +134,7 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->lora = m->lora;
     t->quant = m->quant; /* --weights */
     t->has_quant = m->has_quant;
+    t->ep = m->ep;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);
@@ -371,6 +374,50 @@ vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err)
         if (!strcmp(err->path, "--weights")) err->line = err->col = 0; /* an option's error: no place in the file */
     }
     return st;
+}
+
+/* --ep: every SparseMoE layer is set up as one expert-parallel rank's share
+ * (layers/llm.c moe_setup, layers/moe_ep.c); its checks fail the load, and
+ * their errors name --ep. */
+vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
+{
+    vc_error local;
+    if (!err) err = &local;
+    vc_error_clear(err);
+    snprintf(err->file, sizeof err->file, "%s", m->file);
+    if (ep < 1 || ep > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)ep);
+    int64_t old = m->ep;
+    m->ep = ep;
+    vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
+    if (st == VC_OK && ep > 1 && m->nmoe == 0) {
+        vc_error_clear(err);
+        snprintf(err->file, sizeof err->file, "%s", m->file);
+        st = vc_set_error(err, VC_ERR_USAGE, "--ep", "expert parallelism needs mixture-of-experts layers (SparseMoE): this model has none");
+    }
+    if (st != VC_OK) {
+        m->ep = old;
+        vc_error again;
+        reload(m, m->has_override, &m->override, &m->lora, &again);
+        if (strstr(err->msg, "--ep")) { /* a SparseMoE layer's refusal: the option's error */
+            char msg[sizeof err->msg];
+            const char *w = strstr(err->msg, "--ep: ");
+            snprintf(msg, sizeof msg, "%s", w ? w + 6 : err->msg);
+            vc_error_clear(err);
+            snprintf(err->file, sizeof err->file, "%s", m->file);
+            st = vc_set_error(err, VC_ERR_USAGE, "--ep", "%s", msg);
+        }
+    }
+    return st;
+}
+
+/* The options' --ep against the split the model was loaded with (vc_model_set_ep). */
+vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err)
+{
+    int64_t me = m->ep > 1 ? m->ep : 1;
+    if (o->ep == me) return VC_OK;
+    return vc_set_error(err, VC_ERR_USAGE, "--ep", "the model was loaded for --ep %lld, the options ask for --ep %lld", (long long)me,
+                        (long long)o->ep);
 }
 
 void vc_model_free(vc_model *m)

@@ -95,6 +95,8 @@ struct vc_model {
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     bool hf_part;       /* a part of such a model (a pipeline stage, src/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
+    int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
+    int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
     struct vc_arena *arena;
@@ -113,6 +115,8 @@ struct vc_model {
     } stage;
 };
 
+/* model.c: o's --ep equals the split m was loaded with (vc_model_set_ep). */
+vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
 vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
 

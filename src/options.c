@@ -98,6 +98,7 @@ void vc_options_init(vc_options *o)
     o->pp = 1;
     o->micro_batches = 0;
     o->sp = 0;
+    o->ep = 1;
 }
 
 int64_t vc_dp_world(const vc_options *o)
@@ -125,6 +126,36 @@ const char *vc_torch_name(int version, char *buf, size_t n)
     if (version == 0) version = VC_TORCH_DEFAULT;
     snprintf(buf, n, "%d.%d", version / 100, version % 100);
     return buf;
+}
+
+/* --ep against the other options: Megatron-Core's rules (NVIDIA/Megatron-LM@d98e8a64,
+ * docs/parallel.md section 6) and what is modelled. */
+static vc_status ep_check(const vc_options *o, vc_error *err)
+{
+    if (o->ep < 1 || o->ep > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)o->ep);
+    if (o->ep == 1) return VC_OK;
+    if (o->mode == VC_MODE_GENERATE)
+        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expert parallelism is modelled for training and one forward (--mode train, infer), not generate");
+    /* MoELayer.forward raises ValueError in training when tp > 1 without sequence_parallel; the
+     * experts' own split (expert_tensor_parallel_size, the TP size by default) and MoE under --sp are not modelled */
+    if (o->tp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --tp is not modelled (Megatron needs --sequence-parallel with both, "
+                            "and splits each expert over expert_tensor_parallel_size)");
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --pp is not modelled");
+    /* the distributed optimizer shards expert parameters over the expert-data-parallel group (gpus / (etp x ep x pp)),
+     * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter) */
+    if (o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP)
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --ep is not modelled: expert parameters shard over the "
+                            "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (ddp is modelled)",
+                            par_names[o->parallel]);
+    /* parallel_state.initialize_model_parallel: RuntimeError unless world_size is divisible by
+     * expert_tensor x expert_model x pipeline parallel size */
+    if (o->gpus % (o->tp * o->pp * o->ep))
+        return vc_set_error(err, VC_ERR_USAGE, "--ep", "%lld GPUs are not divisible by expert_tensor x expert_model x pipeline parallel "
+                            "size (%lld x %lld x %lld): give --gpus a multiple of --ep", (long long)o->gpus, (long long)o->tp,
+                            (long long)o->ep, (long long)o->pp);
+    return VC_OK;
 }
 
 vc_status vc__check_options(const vc_options *o, vc_error *err)
@@ -160,6 +191,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);
+    if (ep_check(o, err)) return VC_ERR_USAGE;
     if (vc_dp_world(o) > 1 && o->parallel == VC_PARALLEL_NONE)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld data-parallel ranks need a --parallel layout (ddp)", (long long)vc_dp_world(o));
     if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, "--cache", "invalid cache");

@@ -75,6 +75,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
 {
     vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/quant.c) */
     if (!qst) qst = vc__tp_check(m, o, err);    /* the tensor-parallel split it was loaded with (src/hf_tp.c) */
+    if (!qst) qst = vc__ep_check(m, o, err);    /* the expert-parallel split it was loaded with (src/model.c) */
     if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
@@ -127,6 +128,8 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         vc_plan_free(b);
         return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     }
+    /* none yet: a pass that stops on an error (a refused option mid-emit) leaves the rest unset */
+    for (size_t v = 0; v <= m->nval; v++) b->val_t[v] = -1;
     model_tensors(b);
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {

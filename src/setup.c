@@ -182,11 +182,12 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     priv.np = priv.nb = 0;
     const vc_lora *lora = m->lora.r > 0 && (k->flags & VC_KIND_LORA) && lora_target(L->name, m->lora.targets) ? &m->lora : NULL;
     if (lora) m->nlora++;
-    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv};
+    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false};
     if (k->setup(&s, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
         return L->err->code;
     }
+    if (s.ep_used) m->nmoe++;
     if (s.out.nd < 1 || s.out.nd > VC_MAX_DIMS)
         return vc__fail(L, VC_ERR_MODEL, jpath, "the output would have %d dimensions per sample (1 to %d allowed)", s.out.nd, VC_MAX_DIMS);
     for (int i = 0; i < s.out.nd; i++)

@@ -207,6 +207,15 @@ vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
  * (docs/parallel.md): the options of an estimate must then carry the same
  * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
 vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
+/* The model as one of ep Megatron-Core expert-parallel ranks (docs/parallel.md
+ * section 5): every SparseMoE layer holds num_experts / ep local experts and
+ * runs Megatron's MoELayer with the all-to-all token dispatcher. Any model
+ * with SparseMoE layers (a config.json or a model file); the options of an
+ * estimate must then carry the same ep. VC_ERR_USAGE naming --ep when ep
+ * does not divide a layer's experts, the model has no SparseMoE layer, or a
+ * layer is of a form not modelled (a shared expert, an activation other than
+ * SiLU, softmax-then-top-k without renormalisation). */
+vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -300,6 +309,9 @@ typedef struct {
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
     /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
+    /* Megatron-Core expert parallelism (docs/parallel.md section 6): the MoE
+     * layers' experts split over ep ranks of the data-parallel group, >= 1 */
+    int64_t ep;
     /* The GPU estimated for (--gpu): its multiprocessors size CUDA kernels'
      * own scratch (src/scratch.c); NULL: the default device there. */
     const struct vc_gpu *device;

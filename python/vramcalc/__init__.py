@@ -751,7 +751,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
-    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options.
+    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options; ep (Megatron-Core expert
+    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -811,6 +812,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         v = export_options.pop(name, None)
         if v is not None:
             setattr(opts, name, _enum(kind, v))
+    ep = export_options.pop("ep", 1)  # --ep
+    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
+        raise VramcalcError("ep: %r is not a positive integer" % (ep,))
+    opts.ep = ep
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)
@@ -837,6 +842,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     if tp > 1 or sp:
         err = vc_error()
         if L.vc_model_set_tp(m.ptr, tp, 1 if sp else 0, ctypes.byref(err)):
+            _raise(err)
+    if ep > 1:
+        err = vc_error()
+        if L.vc_model_set_ep(m.ptr, ep, ctypes.byref(err)):
             _raise(err)
     ms = None
     if max_seq:

@@ -33,6 +33,7 @@ class vc_options(ctypes.Structure):
                 ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
                 ("tp", c_int64), ("pp", c_int64), ("micro_batches", c_int64), ("sp", c_int),
                 ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int),
+                ("ep", c_int64),
                 ("device", ctypes.POINTER(vc_gpu))]
 
 
@@ -147,6 +148,7 @@ _PROTOS = {
     "vc_model_set_loss": (c_int, [_vp, c_int, P(vc_error)]),
     "vc_loss_impl_from_name": (c_int, [c_char_p]),
     "vc_model_set_tp": (c_int, [_vp, c_int64, c_int, P(vc_error)]),
+    "vc_model_set_ep": (c_int, [_vp, c_int64, P(vc_error)]),
     "vc_model_max_seq": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(c_int), P(vc_error)]),
     "vc_max_prompt": (c_int, [_vp, P(vc_options), c_int64, P(c_int64), P(c_int), P(vc_error)]),
     "vc_serve_options_init": (None, [P(vc_serve_options)]),

@@ -123,6 +123,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_TP: if ((rc = parse_count("--tp", optarg, 1, &o.tp))) return rc; break;
         case OPT_SP: o.sp = 1; break;
         case OPT_PP: if ((rc = parse_count("--pp", optarg, 1, &o.pp))) return rc; break;
+        case OPT_EP: if ((rc = parse_count("--ep", optarg, 1, &o.ep))) return rc; break;
         case OPT_MICRO: if ((rc = parse_count("--micro-batches", optarg, 1, &o.micro_batches))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_OFFLOAD: if ((rc = choose("--offload", optarg, o.offload = vc_offload_from_name(optarg), VC_CHOICES(VC_OFFLOAD_MAP)))) return rc; break;
@@ -343,6 +344,10 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
                 rc = die_err(&err);
                 goto out;
             }
+        }
+        if (o.ep > 1 && vc_model_set_ep(m, o.ep, &err)) { /* one expert-parallel rank's experts (docs/parallel.md 6) */
+            rc = die_err(&err);
+            goto out;
         }
         if (weights && vc_model_set_weights(m, &quant, &err)) {
             rc = die_err(&err);

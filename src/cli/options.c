@@ -44,6 +44,8 @@ const cli_option cli_options[] = {
      "GPUs in all; gpus / (tp x pp) of them data-parallel, with --parallel (the busiest rank's memory)"},
     {"tp", 0, "N", OPT_TP, NULL, "tensor-parallel ranks (Megatron; default 1)"},
     {"sp", 0, NULL, OPT_SP, NULL, "sequence parallelism with --tp (Megatron --sequence-parallel)"},
+    {"ep", 0, "N", OPT_EP, NULL,
+     "MoE: expert-parallel ranks (Megatron-Core, all-to-all dispatcher; default 1): each holds num_experts / N experts; --gpus a multiple of N"},
     {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B, non-interleaved; default 1): --gpus is tp x pp x data-parallel ranks; the report is per GPU, with a line per kind of rank"},
     {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),

@@ -236,6 +236,10 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE && o->pp < 2 ? " (per GPU)" : "");
         line_item(&l, ", ", it);
     }
+    if (o->ep > 1) { /* Megatron-Core expert parallelism: one rank's experts */
+        snprintf(it, sizeof it, "ep %" PRId64 " (per GPU)", o->ep);
+        line_item(&l, ", ", it);
+    }
     if (o->pp > 1) {
         snprintf(it, sizeof it, "pipeline %" PRId64 " stages x %" PRId64 " micro-batches (1F1B; per GPU)", o->pp,
                  o->micro_batches ? o->micro_batches : o->pp);
@@ -541,6 +545,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 o->fsdp_reduce_dtype ? vc_fsdp_dtype_name(o->fsdp_reduce_dtype) : "", o->fsdp_reduce_dtype ? "\"" : "");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
+    if (o->ep > 1) fprintf(f, "%s\"expert_parallel\": {\"ep\": %" PRId64 "},\n", ind, o->ep);
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
