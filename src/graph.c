@@ -408,6 +408,16 @@ int vc_weight_lora_style(const vc_build *b, vc_t w)
 void vc_op_save_if(vc_op *o, vc_t t, int in)
 {
     if (!live_op(o) || t < 0) return;
+    /* A tensor the op neither takes nor makes (a kind saving an earlier
+     * tensor for its backward) must still be alive when the op runs: its
+     * Python reference is kept until this op, as autograd's SavedVariable
+     * needs it then. Without this its storage could already be freed and
+     * the save would revive it (a double free in the replay). */
+    bool item = false;
+    const item_t *its = op_items(o->b, o->idx);
+    for (int32_t i = 0; i < o->b->op[o->idx].nit && !item; i++)
+        item = (its[i].type == IT_IN || its[i].type == IT_OUT) && its[i].t == t;
+    if (!item) vc__extend_life(o->b, t);
     item_t *it = add_item(o, IT_SAVE);
     if (!it) return;
     it->t = t;
