@@ -734,7 +734,10 @@ static const char *offload_refusal(vc_parallel p, vc_offload f)
         return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
                                            "gradients and optimizer state): --offload params"
                                          : NULL;
-    case VC_PARALLEL_FSDP2: return "FSDP2's CPUOffloadPolicy is not modelled yet (docs/parallel.md 2.5)";
+    case VC_PARALLEL_FSDP2:
+        return f == VC_OFFLOAD_OPTIMIZER ? "FSDP2 has no optimizer-only offload (CPUOffloadPolicy moves the sharded "
+                                           "parameters, their gradients and the optimizer step): --offload params"
+                                         : NULL;
     case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero1, zero2, zero3, fsdp)";
     default: return "this layout keeps everything on the GPU (no CPU offload): zero1, zero2, zero3 and fsdp offload";
     }

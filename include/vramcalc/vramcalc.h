@@ -300,7 +300,14 @@ typedef struct {
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
     /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
+    /* --parallel fsdp2: fully_shard's reshard_after_forward, the same for every
+     * call: VC_FSDP_RESHARD_AUTO (None, the default: True, the root's False),
+     * _TRUE, _FALSE, or N >= 1 (an int: the world size after forward) */
+    int64_t fsdp_reshard;
 } vc_options;
+#define VC_FSDP_RESHARD_AUTO 0
+#define VC_FSDP_RESHARD_TRUE (-1)
+#define VC_FSDP_RESHARD_FALSE (-2)
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
 

@@ -743,7 +743,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
-    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options.
+    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") and fsdp_reshard_after_forward (True, False
+    or an int: fully_shard's reshard_after_forward) as the CLI's options.
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -803,6 +804,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         v = export_options.pop(name, None)
         if v is not None:
             setattr(opts, name, _enum(kind, v))
+    raf = export_options.pop("fsdp_reshard_after_forward", None)  # --fsdp-reshard-after-forward: True, False or N
+    if raf is not None:
+        opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else int(raf)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

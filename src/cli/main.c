@@ -86,6 +86,17 @@ bad:
     return die("%s: expected a %s integer, got '%s'", opt, min > 0 ? "positive" : "non-negative", s ? s : "");
 }
 
+/* --fsdp-reshard-after-forward: true, false or a positive integer (fully_shard's
+ * reshard_after_forward: bool | int); the library checks the integer against the world. */
+static int parse_reshard(const char *s, int64_t *out)
+{
+    if (s && !strcmp(s, "true")) *out = VC_FSDP_RESHARD_TRUE;
+    else if (s && !strcmp(s, "false")) *out = VC_FSDP_RESHARD_FALSE;
+    else if (s && *s >= '0' && *s <= '9') return parse_count("--fsdp-reshard-after-forward", s, 1, out);
+    else return die("--fsdp-reshard-after-forward: expected true, false or a positive integer, got '%s'", s ? s : "");
+    return 0;
+}
+
 /* Every write to stdout is checked: a report that could not be written
  * (a full disk, a closed pipe with SIGPIPE ignored) is an error, one line
  * on stderr and exit 2, never a silent success. */
@@ -604,6 +615,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_FSDP_REDUCE_DT:
             if ((rc = choose("--fsdp-reduce-dtype", optarg, o.fsdp_reduce_dtype = vc_fsdp_dtype_from_name(optarg), VC_CHOICES(VC_FSDP_DTYPE_MAP)))) return rc;
             break;
+        case OPT_FSDP_RESHARD: if ((rc = parse_reshard(optarg, &o.fsdp_reshard))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:
             hf_given = loss_given = true;
