@@ -58,6 +58,8 @@ typedef struct {
     uint8_t orig_dt, param_dt, reduce_dt; /* param_dt: the unsharded parameters' (the compute dtype) */
     bool mp;              /* param_dt differs from orig_dt: a cast copy feeds the all-gather */
     bool off;             /* CPUOffloadPolicy (--offload params): shards, gradients, step on the CPU */
+    bool hsdp;            /* --fsdp-replicate > 1: each reduce-scatter output is all-reduced over the replicas */
+    int32_t *ar;          /* per group: _all_reduce_state's all_reduce_input (HSDP), -1 */
 } f2_state;
 
 static f2_state *F(vc_build *b) { return b->lay_state; }
@@ -68,7 +70,7 @@ static void f2_free(void *state)
     if (!z) return;
     free(z->gstart); free(z->glist); free(z->shard); free(z->unsh); free(z->ag); free(z->pending);
     free(z->unsharded); free(z->pre_bwd); free(z->post_bwd); free(z->first); free(z->last); free(z->order);
-    free(z->pfi); free(z->rs); free(z->post); free(z->pfd); free(z->pfs); free(z);
+    free(z->pfi); free(z->rs); free(z->post); free(z->pfd); free(z->pfs); free(z->ar); free(z);
 }
 
 /* padded_sharded_param_size (F2P _init_sharded_param): _chunk_with_empty(param,
@@ -122,10 +124,11 @@ static bool f2_groups(vc_build *b, f2_state *z)
     z->post = calloc(ng, sizeof *z->post);
     z->pfd = malloc((np + 1) * sizeof *z->pfd);
     z->pfs = calloc(ng, sizeof *z->pfs);
-    if (!z->gstart || !z->glist || !z->shard || !z->unsh || !z->ag || !z->pending || !z->unsharded || !z->pre_bwd ||
+    z->ar = malloc(ng * sizeof *z->ar);
+    if (!z->ar || !z->gstart || !z->glist || !z->shard || !z->unsh || !z->ag || !z->pending || !z->unsharded || !z->pre_bwd ||
         !z->post_bwd || !z->first || !z->last || !z->order || !z->pfi || !z->rs || !z->post || !z->pfd || !z->pfs)
         return false;
-    for (size_t g = 0; g < ng; g++) z->post[g] = f2_post_world(&b->o, z->world, g == 0);
+    for (size_t g = 0; g < ng; g++) z->post[g] = f2_post_world(&b->o, z->world, g == 0), z->ar[g] = -1;
     for (size_t g = 0; g < ng; g++) z->ag[g] = z->first[g] = z->last[g] = z->pfi[g] = -1;
     for (size_t i = 0; i < m->ninst; i++) {
         int32_t g = b->unit_of[i];
@@ -168,7 +171,10 @@ void vc__fsdp2_flat(vc_build *b)
     if (!z) { b->st = VC_ERR_NOMEM; return; }
     b->lay_state = z;
     b->lay_free = f2_free;
-    z->world = vc_dp_world(&b->o);
+    /* HSDP: the parameters are sharded over the mesh's shard dimension (F2P _init_sharded_param:
+     * shard_world_size = mesh_info.shard_mesh_size), world / replicas ranks */
+    z->hsdp = b->o.fsdp_replicate > 1;
+    z->world = vc_dp_world(&b->o) / (z->hsdp ? b->o.fsdp_replicate : 1);
     z->ngroup = vc__fsdp_units(m, b->unit_of, true) + 1;
     z->orig_dt = (uint8_t)b->prec->param_dt;
     z->param_dt = (uint8_t)b->param_dt;
@@ -414,6 +420,16 @@ static void f2_post_backward(vc_build *b, int32_t g, int32_t at)
         b->pgrad[p] = -1;
     }
     int32_t rsout = vc__alloc(b, vc_n_fixed(out), (vc_dtype)z->reduce_dt, CAT_GRAD, at);
+    /* HSDP (F2C foreach_reduce, all_reduce_group set): dist.all_reduce(reduce_output) in place, and
+     * all_reduce_input = reduce_output is returned into the group's _all_reduce_state (F2G
+     * post_backward), held until _wait_for_post_backward: this group's next post_backward or
+     * finalize_backward (the final callback). With the reduce dtype the model's, that is the
+     * tensor the .grads view; otherwise the reduce-dtype output outlives its cast. */
+    if (z->hsdp) {
+        if (z->ar[g] >= 0) vc__free(b, z->ar[g], at);
+        z->ar[g] = rsout;
+        vc__ref(b, rsout);
+    }
     if (z->reduce_dt != z->orig_dt) {
         int32_t c = vc__alloc(b, vc_n_fixed(out), (vc_dtype)z->orig_dt, CAT_GRAD, at);
         vc__free(b, rsout, at);
@@ -437,8 +453,11 @@ static void f2_post_backward(vc_build *b, int32_t g, int32_t at)
 static void f2_final_callback(vc_build *b)
 {
     f2_state *z = F(b);
-    for (int32_t g = 0; g < z->ngroup; g++)
+    for (int32_t g = 0; g < z->ngroup; g++) {
         if (z->pre_bwd[g] || g == 0) f2_post_backward(b, g, -1);
+        if (z->ar[g] >= 0) vc__free(b, z->ar[g], -1); /* finalize_backward: _wait_for_post_backward */
+        z->ar[g] = -1;
+    }
     for (int32_t k = 0; k < z->nrs; k++) vc__free(b, z->rs[k], -1);
     z->nrs = 0;
     for (int32_t g = 0; g < z->ngroup; g++) {
@@ -535,9 +554,15 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid dtype");
     if (o->parallel == VC_PARALLEL_FSDP2 && o->mode == VC_MODE_GENERATE)
         return vc_set_error(err, VC_ERR_USAGE, "--parallel", "fsdp2 is modelled for --mode train and infer");
+    if (o->fsdp_replicate > 1 && o->parallel != VC_PARALLEL_FSDP2)
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "HSDP's mesh is fully_shard's here: give --parallel fsdp2 "
+                            "(FSDP1's is --parallel hybrid)");
+    if (o->fsdp_replicate > 1 && (o->fsdp_replicate > vc_dp_world(o) || vc_dp_world(o) % o->fsdp_replicate != 0))
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "%" PRId64 " replicas do not divide the data-parallel "
+                            "world size %" PRId64 " (a (replicas, shards) DeviceMesh)", o->fsdp_replicate, vc_dp_world(o));
     if (o->fsdp_reshard != VC_FSDP_RESHARD_AUTO) {
         const char *opt_r = "--fsdp-reshard-after-forward";
-        int64_t w = vc_dp_world(o), r = o->fsdp_reshard;
+        int64_t w = vc_dp_world(o) / (o->fsdp_replicate > 1 ? o->fsdp_replicate : 1), r = o->fsdp_reshard;
         if (o->parallel != VC_PARALLEL_FSDP2)
             return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give --parallel fsdp2");
         if (r != VC_FSDP_RESHARD_TRUE && r != VC_FSDP_RESHARD_FALSE && (r < 1 || r > w || w % r != 0))

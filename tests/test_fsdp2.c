@@ -1,7 +1,7 @@
 /*
  * test_fsdp2.c — FSDP2's options beyond the defaults (src/layout_fsdp2.c,
  * docs/parallel.md 2.5): MixedPrecisionPolicy.cast_forward_inputs,
- * reshard_after_forward (False, True given, an int) and CPUOffloadPolicy. Values
+ * reshard_after_forward (False, True given, an int), CPUOffloadPolicy and HSDP. Values
  * derived by hand from the source cited in layout_fsdp2.c and plan.c.
  */
 #include "parallel_test.h"
@@ -301,6 +301,59 @@ static void test_fsdp2_offload(void **state)
     vc_model_free(m);
 }
 
+/* HSDP (--fsdp-replicate 2 on 8 GPUs: a (2, 4) mesh) on the two-Linear
+ * model: the parameters are sharded over the 4-rank shard dimension
+ * (_fsdp_param.py _init_sharded_param: shard_mesh_size), so the shards, the
+ * all-gathers and the reduce-scatters are fsdp2's at world size 4
+ * (test_parallel.c: weights 2,001,920 B, peak 19,024,384). The
+ * reduce-scatter output is then all-reduced over the replicas in place
+ * (_fsdp_collectives.py foreach_reduce: dist.all_reduce(reduce_output)) and
+ * held as all_reduce_input in the group's _all_reduce_state until
+ * finalize_backward. In fp32 that is the tensor the .grads view: no byte
+ * more. Under param_dtype bf16 with no reduce_dtype the output is bf16 and
+ * cast to fp32 for the .grads; held, group 2's bf16 output (250,000 x 2 B,
+ * 500,224) outlives its cast to the end of backward, so the backward peak
+ * (group 1's copy-out, after group 2's post-backward) is 500,224 B above
+ * fsdp2's at world size 4. */
+static void test_fsdp2_hsdp(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    vc_result h, f;
+    vc_options o = opts(VC_PARALLEL_FSDP2, 8, VC_OPTIM_ADAM);
+    o.fsdp_replicate = 2;
+    vc_options four = opts(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM);
+    if (vc_estimate(m, &o, &h, &err) || vc_estimate(m, &four, &f, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(h.memory.weights, 2001920);
+    assert_int_equal(h.memory.peak_allocated, 19024384);
+    assert_int_equal(f.memory.peak_allocated, 19024384);
+    vc_result_free(&h);
+    vc_result_free(&f);
+    o.fsdp_param_dtype = four.fsdp_param_dtype = VC_FSDP_DTYPE_BF16;
+    if (vc_estimate(m, &o, &h, &err) || vc_estimate(m, &four, &f, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(h.memory.peak_allocated - f.memory.peak_allocated, 500224);
+    assert_int_equal(h.peak.phase, VC_PHASE_BACKWARD);
+    vc_result_free(&h);
+    vc_result_free(&f);
+    /* refused: replicas not dividing the world, HSDP without fsdp2, an int reshard against the shard dimension */
+    static const struct { vc_parallel par; int64_t rep, r; const char *path, *why; } bad[] = {
+        {VC_PARALLEL_FSDP2, 3, 0, "--fsdp-replicate", "3 replicas do not divide the data-parallel world size 8"},
+        {VC_PARALLEL_FSDP, 2, 0, "--fsdp-replicate", "give --parallel fsdp2"},
+        {VC_PARALLEL_FSDP2, 2, 8, "--fsdp-reshard-after-forward", "8 does not divide the data-parallel world size 4"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_options b = opts(bad[i].par, 8, VC_OPTIM_ADAM);
+        b.fsdp_replicate = bad[i].rep;
+        b.fsdp_reshard = bad[i].r;
+        vc_error e = {0};
+        assert_int_equal(vc_estimate(m, &b, &h, &e), VC_ERR_USAGE);
+        assert_string_equal(e.path, bad[i].path);
+        assert_non_null(strstr(e.msg, bad[i].why));
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +364,7 @@ int main(void)
         cmocka_unit_test(test_fsdp2_reshard_root),
         cmocka_unit_test(test_fsdp2_reshard_refused),
         cmocka_unit_test(test_fsdp2_offload),
+        cmocka_unit_test(test_fsdp2_hsdp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

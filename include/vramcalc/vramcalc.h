@@ -304,6 +304,9 @@ typedef struct {
      * call: VC_FSDP_RESHARD_AUTO (None, the default: True, the root's False),
      * _TRUE, _FALSE, or N >= 1 (an int: the world size after forward) */
     int64_t fsdp_reshard;
+    /* --parallel fsdp2: HSDP, a (fsdp_replicate, world / fsdp_replicate) mesh:
+     * sharded over the second dimension, replicated over the first (0, 1: none) */
+    int64_t fsdp_replicate;
 } vc_options;
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)

@@ -744,7 +744,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
     FSDP2's MixedPrecisionPolicy with parallel="fsdp2") and fsdp_reshard_after_forward (True, False
-    or an int: fully_shard's reshard_after_forward) as the CLI's options.
+    or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas) as the CLI's options.
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -807,6 +807,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     raf = export_options.pop("fsdp_reshard_after_forward", None)  # --fsdp-reshard-after-forward: True, False or N
     if raf is not None:
         opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else int(raf)
+    rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
+    if rep is not None:
+        opts.fsdp_replicate = int(rep)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

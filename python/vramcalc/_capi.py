@@ -28,7 +28,7 @@ class vc_options(ctypes.Structure):
                 ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
                 ("tp", c_int64), ("pp", c_int64), ("micro_batches", c_int64), ("sp", c_int),
                 ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int),
-                ("fsdp_reshard", c_int64)]
+                ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64)]
 
 
 class vc_memory(ctypes.Structure):

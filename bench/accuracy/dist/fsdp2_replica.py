@@ -28,7 +28,10 @@ top-level entry (vctorch's module.body.items[i].copies; the decoder layers of an
 without one, on every top-level entry with parameters; then fully_shard(model), whose group holds the
 rest.  Defaults: reshard_after_forward=True (the root's is turned off by F2S _lazy_init), implicit
 prefetching, no offload; MixedPrecisionPolicy(param_dtype, reduce_dtype) when given, with its
-cast_forward_inputs=True.
+cast_forward_inputs=True.  --reshard-after-forward true|false|N gives every call that value (the root's
+too: post_world); --replicate R an HSDP mesh (R, world / R): shards over world / R ranks, the
+reduce-scatter output all-reduced (in place) and held in the group's _all_reduce_state.
+CPUOffloadPolicy is not replicated: on a CPU-only build host and device memory are one.
 """
 
 import gc
@@ -68,15 +71,21 @@ CASES = [
     (GPTSTACK, "gptstack", 4, "adam", 4, None, None, True, 2),
     (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", True, 2),
     (LLAMA, "llama", 2, "adamw", 4, None, None, False, 2),
+    # HSDP: world = replicas x shards, (replicas, shards) mesh; the last element the replicas
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, False, None, 2),
+    (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", False, None, 2),
+    (MLP, "mlp", 64, "adam", 4, "bf16", None, True, None, 2),
+    (LLAMA, "llama", 2, "adamw", 4, "bf16", "fp32", True, None, 2),
 ]
 SEQ = 64  # tokens per sample for a config.json (the llm suite's default)
 DT = {None: None, "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def case_id(short, batch, optim, world, pdt, rdt, raf=None):
+def case_id(short, batch, optim, world, pdt, rdt, raf=None, rep=None):
     mp = "" if not pdt and not rdt else "-mp%s%s" % (pdt or "", "-r" + rdt if rdt else "")
     raf = "" if raf is None else "-raf%s" % str(raf).lower()
-    return "%s-b%d-%s-fsdp2-w%d%s%s" % (short, batch, optim, world, mp, raf)
+    rep = "" if not rep or rep == 1 else "-hsdp%d" % rep
+    return "%s-b%d-%s-fsdp2-w%d%s%s%s" % (short, batch, optim, world, mp, raf, rep)
 
 
 def post_world(raf, world, root):
@@ -188,9 +197,10 @@ class Comm:
 class Group:
     """FSDPParamGroup (F2G) with its runtime."""
 
-    def __init__(self, torch, name, params, world, comm, root, pdt, rdt, post):
+    def __init__(self, torch, name, params, world, comm, root, pdt, rdt, post, rep=1):
         self.torch, self.name, self.params, self.world, self.comm = torch, name, params, world, comm
-        self.root, self.pdt, self.rdt, self.post = root, pdt, rdt, post
+        self.root, self.pdt, self.rdt, self.post, self.rep = root, pdt, rdt, post, rep
+        self.all_reduce_state = None  # HSDP: _all_reduce_state's all_reduce_input
         self.state = "IDLE"
         self.unsharded = False
         self.all_gather_result = None  # (output or None,)
@@ -333,8 +343,9 @@ class Group:
         self.comm.reduce_scatter_states.append(rs_input)
 
     def foreach_reduce(self, params, grads):
-        """foreach_reduce (F2C), Shard(0), no HSDP."""
+        """foreach_reduce (F2C), Shard(0); HSDP (rep > 1): the all-reduce over the replicas."""
         torch, W = self.torch, self.world
+        self.all_reduce_state = None  # post_backward: _wait_for_post_backward before foreach_reduce
         with torch.no_grad():
             grad_dtype = grads[0].dtype
             reduce_dtype = self.reduce_dtype or grad_dtype
@@ -362,6 +373,10 @@ class Group:
             grads.clear()  # unsharded_grads.clear(): the gradients go
             reduce_output = torch.empty(sum(padded) // W, dtype=reduce_dtype)
             reduce_output.copy_(rs_input.view(W, -1)[0])  # reduce_scatter_tensor / the world-1 copy
+            if self.rep > 1:
+                # dist.all_reduce(reduce_output, group=all_reduce_group) in place; all_reduce_input =
+                # reduce_output, held by FSDPParamGroup._all_reduce_state (F2G post_backward)
+                self.all_reduce_state = reduce_output
             target = self.orig_dtype
             grad_output = reduce_output.to(target) if reduce_output.dtype != target else reduce_output
             del reduce_output
@@ -471,6 +486,7 @@ def final_callback(states, comm, ctx):
                 g.post_backward()
             g.state = "IDLE"
             g.all_gather_result = None  # finalize_backward
+            g.all_reduce_state = None   # finalize_backward: _wait_for_post_backward
             g.post_forward_indices.clear()
         s.training_state = "IDLE"
     comm.post_forward_order.clear()
@@ -488,7 +504,7 @@ def unit_modules(model):
             if (len(b.copies) > 1 or not repeated) and any(True for _ in m.parameters())]
 
 
-def fully_shard(torch, model, world, pdt, rdt, raf=None):
+def fully_shard(torch, model, world, pdt, rdt, raf=None, rep=1):
     """fully_shard on each unit, then on the root (_fully_shard.py: the root's group is the parameters
     no earlier call took). Returns the states, root first (named_modules order), and the sharded params."""
     comm = Comm()
@@ -505,7 +521,7 @@ def fully_shard(torch, model, world, pdt, rdt, raf=None):
                 params.append(Param(torch, mod, pn, p, world, pdt, rdt))
                 taken.add(id(params[-1].sharded_param))
         sharded.extend(x.sharded_param for x in params)
-        return Group(torch, name, params, world, comm, root, pdt, rdt, post_world(raf, world, root)) if params else None
+        return Group(torch, name, params, world, comm, root, pdt, rdt, post_world(raf, world, root), rep) if params else None
 
     for i, m in enumerate(unit_modules(model)):
         states.append(State(torch, m, group_of(m, "unit%d" % i, False), ctx, False, pdt))
@@ -516,7 +532,7 @@ def fully_shard(torch, model, world, pdt, rdt, raf=None):
     return states, sharded
 
 
-def run_case(model, batch, optim, world, pdt, rdt, raf=None):
+def run_case(model, batch, optim, world, pdt, rdt, raf=None, rep=1):
     import torch
     import optim2x
     import vctorch
@@ -541,7 +557,8 @@ def run_case(model, batch, optim, world, pdt, rdt, raf=None):
     phase_end(p)
     p = phase_begin("wrap")
     dt = {k: getattr(torch, v) for k, v in DT.items() if v}
-    states, sharded = fully_shard(torch, module, world, dt.get(pdt), dt.get(rdt), raf)
+    # HSDP: each parameter sharded over the mesh's shard dimension, world / replicas ranks
+    states, sharded = fully_shard(torch, module, world // rep, dt.get(pdt), dt.get(rdt), raf, rep)
     phase_end(p)
     opt = optim2x.make([q for q in sharded if q.requires_grad], optim)
 
@@ -568,6 +585,8 @@ def cli_args(c):
         a += ["--fsdp-param-dtype", c["param_dtype"]]
     if c.get("reduce_dtype"):
         a += ["--fsdp-reduce-dtype", c["reduce_dtype"]]
+    if c.get("replicate"):
+        a += ["--fsdp-replicate", str(c["replicate"])]
     if c.get("reshard_after_forward") is not None:
         a += ["--fsdp-reshard-after-forward", str(c["reshard_after_forward"]).lower()]
     return a
@@ -603,16 +622,18 @@ def main(argv):
     ap.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--reshard-after-forward", type=lambda v: {"true": True, "false": False}.get(v) if v in
                     ("true", "false") else int(v), default=None, help="true, false or N (default: None, auto)")
+    ap.add_argument("--replicate", type=int, default=1, help="HSDP's replicas (default 1: none)")
     a = ap.parse_args(argv)
     rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.param_dtype,
-                                                              a.reduce_dtype, a.reshard_after_forward))
+                                                              a.reduce_dtype, a.reshard_after_forward, a.replicate))
     if rc is not None:
         return rc
     recs = tracking.load_records(OUT, a.redo)
     have = {r["case"] for r in recs}
     for model, short, batch, optim, world, pdt, rdt, held, *rest in CASES:
         raf = rest[0] if rest else None
-        cid = case_id(short, batch, optim, world, pdt, rdt, raf)
+        rep = rest[1] if len(rest) > 1 else None
+        cid = case_id(short, batch, optim, world, pdt, rdt, raf, rep)
         if cid in have:
             continue
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
@@ -620,11 +641,14 @@ def main(argv):
         cmd += ["--param-dtype", pdt] if pdt else []
         cmd += ["--reduce-dtype", rdt] if rdt else []
         cmd += ["--reshard-after-forward", str(raf).lower()] if raf is not None else []
+        cmd += ["--replicate", str(rep)] if rep else []
         r = tracking.run_preloaded(cmd)
         cfg = {"model": model, "batch": batch, "optim": optim, "world_size": world, "param_dtype": pdt,
                "reduce_dtype": rdt}
         if raf is not None:
             cfg["reshard_after_forward"] = raf
+        if rep:
+            cfg["replicate"] = rep
         r.update({"case": cid, "held_out": held, "config": cfg})
         recs.append(r)
         print("%s %s %d" % (cid, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
