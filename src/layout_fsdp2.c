@@ -1,15 +1,19 @@
 /*
  * layout_fsdp2.c — the fsdp2 row of the parallel-layout table (layout.c):
- * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, with its defaults
- * (reshard_after_forward=True, implicit prefetching, no offload), one
- * fully_shard per repeated block (the decoder layers) and one on the root,
- * as the fsdp row wraps (vc__fsdp_units). From the source only (FSDP2 is not
- * in torch 1.13; docs/parallel.md 2.5). Sources, pytorch/pytorch,
- * torch/distributed/fsdp/_fully_shard/:
+ * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, by default with its
+ * defaults (reshard_after_forward None: True but the root's False, implicit
+ * prefetching, no offload), one fully_shard per repeated block (the decoder
+ * layers) and one on the root, as the fsdp row wraps (vc__fsdp_units);
+ * --fsdp-reshard-after-forward (every call's value), --offload params
+ * (CPUOffloadPolicy) and --fsdp-replicate (HSDP) change that. From the
+ * source only (FSDP2 is not in torch 1.13; docs/parallel.md 2.5). Sources,
+ * pytorch/pytorch, torch/distributed/fsdp/_fully_shard/:
  *   _fsdp_param.py        @010ae4a89516fa3be548ab16dff711414ec12d0b (F2P)
  *   _fsdp_param_group.py  @010ae4a89516fa3be548ab16dff711414ec12d0b (F2G)
  *   _fsdp_collectives.py  @010ae4a89516fa3be548ab16dff711414ec12d0b (F2C)
  *   _fsdp_state.py        @01c9f4fcc3ffa856d3d1b038998b8ad90db4ec02 (F2S)
+ *   _fully_shard.py       @0257dd1c405a7e3a8779e6c88eef5c8c9cea1620
+ *   _fsdp_init.py         @0140b62d8bab203e4699faeba802b5204fa51d26
  *
  * Each parameter is sharded on its own (F2P FSDPParam._init_sharded_param):
  * chunk(world, dim 0); every rank keeps a tensor of chunks[0]'s size,
