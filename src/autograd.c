@@ -356,13 +356,17 @@ static void forward(vc_build *b)
 {
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
+    for (int32_t k = 0; k < b->npre && !b->st; k++) { /* the root pre-forward's input casts (plan.c cast_inputs) */
+        fwd_op(b, k, true);
+        release_list(b, b->rel_off, b->rel, k);
+    }
     vc__model_hook(b, true);
     for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) { /* a pipeline stage's received inputs (pipeline.c) */
         tens_t *t = &b->t[b->val_t[i]];
         t->stor = s_alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
-    for (int32_t k = 0; k < (int32_t)b->nop && !b->st; k++) {
+    for (int32_t k = b->npre; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
         if (k == b->gen.split_op) { /* generate: the prefill ends, the decoding step begins */
             mark_fwd_end(b);

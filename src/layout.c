@@ -710,7 +710,7 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_FSDP_HYBRID] = {"hybrid", fsdp_full_shard, NULL, NULL, hybrid_flat, NULL},
     [VC_PARALLEL_ZERO2] = {"zero2", zero2_hook, zero2_resident, NULL, zero2_flat, zero2_grad},
     [VC_PARALLEL_ZERO3] = {"zero3", vc__zero3_hook, vc__zero3_resident, NULL, vc__zero3_flat, vc__zero3_grad},
-    [VC_PARALLEL_FSDP2] = {"fsdp2", vc__fsdp2_hook, NULL, NULL, vc__fsdp2_flat, NULL, vc__fsdp2_compute},
+    [VC_PARALLEL_FSDP2] = {"fsdp2", vc__fsdp2_hook, NULL, NULL, vc__fsdp2_flat, NULL, vc__fsdp2_compute, true},
     [VC_PARALLEL_ZERO1] = {"zero1", zero1_hook, zero2_resident, NULL, zero2_flat, zero1_grad},
 };
 
@@ -734,7 +734,10 @@ static const char *offload_refusal(vc_parallel p, vc_offload f)
         return f == VC_OFFLOAD_OPTIMIZER ? "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their "
                                            "gradients and optimizer state): --offload params"
                                          : NULL;
-    case VC_PARALLEL_FSDP2: return "FSDP2's CPUOffloadPolicy is not modelled yet (docs/parallel.md 2.5)";
+    case VC_PARALLEL_FSDP2:
+        return f == VC_OFFLOAD_OPTIMIZER ? "FSDP2 has no optimizer-only offload (CPUOffloadPolicy moves the sharded "
+                                           "parameters, their gradients and the optimizer step): --offload params"
+                                         : NULL;
     case VC_PARALLEL_NONE: return "offload needs a sharded --parallel layout (zero1, zero2, zero3, fsdp)";
     default: return "this layout keeps everything on the GPU (no CPU offload): zero1, zero2, zero3 and fsdp offload";
     }

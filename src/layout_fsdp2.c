@@ -1,15 +1,19 @@
 /*
  * layout_fsdp2.c — the fsdp2 row of the parallel-layout table (layout.c):
- * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, with its defaults
- * (reshard_after_forward=True, implicit prefetching, no offload), one
- * fully_shard per repeated block (the decoder layers) and one on the root,
- * as the fsdp row wraps (vc__fsdp_units). From the source only (FSDP2 is not
- * in torch 1.13; docs/parallel.md 2.5). Sources, pytorch/pytorch,
- * torch/distributed/fsdp/_fully_shard/:
+ * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, by default with its
+ * defaults (reshard_after_forward None: True but the root's False, implicit
+ * prefetching, no offload), one fully_shard per repeated block (the decoder
+ * layers) and one on the root, as the fsdp row wraps (vc__fsdp_units);
+ * --fsdp-reshard-after-forward (every call's value), --offload params
+ * (CPUOffloadPolicy) and --fsdp-replicate (HSDP) change that. From the
+ * source only (FSDP2 is not in torch 1.13; docs/parallel.md 2.5). Sources,
+ * pytorch/pytorch, torch/distributed/fsdp/_fully_shard/:
  *   _fsdp_param.py        @010ae4a89516fa3be548ab16dff711414ec12d0b (F2P)
  *   _fsdp_param_group.py  @010ae4a89516fa3be548ab16dff711414ec12d0b (F2G)
  *   _fsdp_collectives.py  @010ae4a89516fa3be548ab16dff711414ec12d0b (F2C)
  *   _fsdp_state.py        @01c9f4fcc3ffa856d3d1b038998b8ad90db4ec02 (F2S)
+ *   _fully_shard.py       @0257dd1c405a7e3a8779e6c88eef5c8c9cea1620
+ *   _fsdp_init.py         @0140b62d8bab203e4699faeba802b5204fa51d26
  *
  * Each parameter is sharded on its own (F2P FSDPParam._init_sharded_param):
  * chunk(world, dim 0); every rank keeps a tensor of chunks[0]'s size,
@@ -23,6 +27,7 @@
  * reduce_dtype equal to param_dtype is no reduce_dtype; F2C foreach_reduce:
  * reduce_dtype or the gradients' dtype).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +55,15 @@ typedef struct {
     bool root_pre_bwd, root_post_fwd;
     bool causal;          /* the root module returns the loss (a transformers *ForCausalLM with labels) */
     int32_t last_inst;    /* the model's last instance */
+    int64_t *post;        /* per group: the world after forward (post_forward_mesh_info): 0 none (kept
+                           * unsharded), world (resharded), else the smaller mesh's size */
+    int32_t *pfd;         /* per parameter: _sharded_post_forward_param_data, -1 */
+    bool *pfs;            /* per group: ShardedState.SHARDED_POST_FORWARD */
     uint8_t orig_dt, param_dt, reduce_dt; /* param_dt: the unsharded parameters' (the compute dtype) */
     bool mp;              /* param_dt differs from orig_dt: a cast copy feeds the all-gather */
+    bool off;             /* CPUOffloadPolicy (--offload params): shards, gradients, step on the CPU */
+    bool hsdp;            /* --fsdp-replicate > 1: each reduce-scatter output is all-reduced over the replicas */
+    int32_t *ar;          /* per group: _all_reduce_state's all_reduce_input (HSDP), -1 */
 } f2_state;
 
 static f2_state *F(vc_build *b) { return b->lay_state; }
@@ -62,7 +74,7 @@ static void f2_free(void *state)
     if (!z) return;
     free(z->gstart); free(z->glist); free(z->shard); free(z->unsh); free(z->ag); free(z->pending);
     free(z->unsharded); free(z->pre_bwd); free(z->post_bwd); free(z->first); free(z->last); free(z->order);
-    free(z->pfi); free(z->rs); free(z);
+    free(z->pfi); free(z->rs); free(z->post); free(z->pfd); free(z->pfs); free(z->ar); free(z);
 }
 
 /* padded_sharded_param_size (F2P _init_sharded_param): _chunk_with_empty(param,
@@ -71,6 +83,26 @@ static int64_t f2_shard(const vc_param_entry *e, int64_t world)
 {
     int64_t d0 = e->nd >= 1 && e->dims && e->dims[0] > 0 ? e->dims[0] : e->numel, rest = d0 > 0 ? e->numel / d0 : 0;
     return (d0 / world + (d0 % world != 0)) * rest; /* at most numel (ceil(d0 / world) <= d0) */
+}
+
+/* A group's post_forward_mesh_info as a world size (0: None). fully_shard
+ * (_fully_shard.py @0257dd1c405a7e3a8779e6c88eef5c8c9cea1620): an unset
+ * reshard_after_forward (None, auto) is True for every group, and the root's
+ * lazy init (F2S FSDPState._lazy_init, `if self._auto_reshard_after_forward`)
+ * sets the root's groups' post_forward_mesh_info = None; a value given is
+ * every call's, the root's too. _fsdp_init.py
+ * @0140b62d8bab203e4699faeba802b5204fa51d26 _get_post_forward_mesh_info:
+ * True -> the mesh (reshard to the shards), False -> None, an int 1 -> False,
+ * the shard mesh size -> True, else a (world / N) x N HSDPMeshInfo: after
+ * forward each rank keeps 1/N of each parameter (vc__fsdp_mp_check refused
+ * an N not dividing the world). */
+static int64_t f2_post_world(const vc_options *o, int64_t world, bool root)
+{
+    int64_t r = o->fsdp_reshard;
+    if (r == VC_FSDP_RESHARD_AUTO) return root ? 0 : world;
+    if (r == VC_FSDP_RESHARD_TRUE) return world;
+    if (r == VC_FSDP_RESHARD_FALSE || r == 1) return 0;
+    return r;
 }
 
 /* The groups and the per-parameter flat entries the optimizer sees (the
@@ -93,9 +125,14 @@ static bool f2_groups(vc_build *b, f2_state *z)
     z->order = malloc((ng + 1) * sizeof *z->order);
     z->pfi = malloc(ng * sizeof *z->pfi);
     z->rs = malloc((ng + 1) * sizeof *z->rs);
-    if (!z->gstart || !z->glist || !z->shard || !z->unsh || !z->ag || !z->pending || !z->unsharded || !z->pre_bwd ||
-        !z->post_bwd || !z->first || !z->last || !z->order || !z->pfi || !z->rs)
+    z->post = calloc(ng, sizeof *z->post);
+    z->pfd = malloc((np + 1) * sizeof *z->pfd);
+    z->pfs = calloc(ng, sizeof *z->pfs);
+    z->ar = malloc(ng * sizeof *z->ar);
+    if (!z->ar || !z->gstart || !z->glist || !z->shard || !z->unsh || !z->ag || !z->pending || !z->unsharded || !z->pre_bwd ||
+        !z->post_bwd || !z->first || !z->last || !z->order || !z->pfi || !z->rs || !z->post || !z->pfd || !z->pfs)
         return false;
+    for (size_t g = 0; g < ng; g++) z->post[g] = f2_post_world(&b->o, z->world, g == 0), z->ar[g] = -1;
     for (size_t g = 0; g < ng; g++) z->ag[g] = z->first[g] = z->last[g] = z->pfi[g] = -1;
     for (size_t i = 0; i < m->ninst; i++) {
         int32_t g = b->unit_of[i];
@@ -116,10 +153,14 @@ static bool f2_groups(vc_build *b, f2_state *z)
             b->st = VC_ERR_OVERFLOW;
             return true;
         }
-        z->unsh[p] = -1;
-        /* the optimizer's parameter: the sharded DTensor (rank 0's local tensor, chunks[0]) */
-        b->flat[p] = (vc_flat_param){{z->shard[p], e->trainable, 0, 0, -1, NULL, NULL, 0}, z->orig_dt, e->numel,
-                                     z->shard[p] * z->world, -1, -1, {vc_n_fixed(z->shard[p]), z->orig_dt, 0}, false};
+        z->unsh[p] = z->pfd[p] = -1;
+        /* the optimizer's parameter: the sharded DTensor (rank 0's local tensor, chunks[0]); under
+         * CPUOffloadPolicy on the CPU (F2P _init_sharded_param: padded_sharded_param.cpu(),
+         * pin_memory()), with its gradient (foreach_reduce: new_sharded_grad.to(cpu)) and the
+         * optimizer's state and step: none of them on the GPU */
+        int64_t here = z->off ? 0 : z->shard[p];
+        b->flat[p] = (vc_flat_param){{here, e->trainable && !z->off, 0, 0, -1, NULL, NULL, 0}, z->orig_dt, e->numel,
+                                     z->shard[p] * z->world, -1, -1, {vc_n_fixed(here), z->orig_dt, 0}, false};
     }
     b->nflat = np;
     return true;
@@ -134,11 +175,15 @@ void vc__fsdp2_flat(vc_build *b)
     if (!z) { b->st = VC_ERR_NOMEM; return; }
     b->lay_state = z;
     b->lay_free = f2_free;
-    z->world = vc_dp_world(&b->o);
+    /* HSDP: the parameters are sharded over the mesh's shard dimension (F2P _init_sharded_param:
+     * shard_world_size = mesh_info.shard_mesh_size), world / replicas ranks */
+    z->hsdp = b->o.fsdp_replicate > 1;
+    z->world = vc_dp_world(&b->o) / (z->hsdp ? b->o.fsdp_replicate : 1);
     z->ngroup = vc__fsdp_units(m, b->unit_of, true) + 1;
     z->orig_dt = (uint8_t)b->prec->param_dt;
     z->param_dt = (uint8_t)b->param_dt;
     z->mp = z->param_dt != z->orig_dt;
+    z->off = b->o.offload == VC_OFFLOAD_PARAMS;
     /* foreach_reduce: reduce_dtype or grad_dtype (the unsharded gradients': param_dt) */
     z->reduce_dt = b->o.fsdp_reduce_dtype != VC_FSDP_DTYPE_NONE ? (uint8_t)vc__fsdp_dtype(b->o.fsdp_reduce_dtype) : z->param_dt;
     z->causal = vc_loss_row_get(m->loss)->causal;
@@ -162,6 +207,33 @@ static int64_t f2_group_shard(const f2_state *z, int32_t g)
     return n;
 }
 
+/* Under CPUOffloadPolicy, FSDPParam.all_gather_inputs (F2P) of each of group
+ * g's parameters, as F2C _get_param_all_gather_inputs takes them (its
+ * foreach-copy path is not for offload_to_cpu): the shard copied to the GPU
+ * (sharded_param_data.to(device, non_blocking=True), the model's dtype), then
+ * _to_dtype_if_needed(param_dtype), a cast that lets the copy go. make: the
+ * inputs, held in z->unsh (the group is sharded: its entries are free until
+ * the copy-out); !make: their end, as foreach_all_gather returns. */
+static void f2_offload_inputs(vc_build *b, int32_t g, int32_t at, bool make)
+{
+    f2_state *z = F(b);
+    for (int32_t j = z->gstart[g]; j < z->gstart[g + 1]; j++) {
+        int32_t p = z->glist[j];
+        if (!make) {
+            if (z->unsh[p] >= 0) vc__free(b, z->unsh[p], at);
+            z->unsh[p] = -1;
+            continue;
+        }
+        int32_t h = vc__alloc(b, vc_n_fixed(z->shard[p]), (vc_dtype)z->orig_dt, CAT_TEMP, at);
+        if (z->mp) {
+            z->unsh[p] = vc__alloc(b, vc_n_fixed(z->shard[p]), (vc_dtype)z->param_dt, CAT_TEMP, at);
+            vc__free(b, h, at);
+        } else {
+            z->unsh[p] = h;
+        }
+    }
+}
+
 /* FSDPParamGroup.unshard (F2G): nothing if already unsharded or pending. At
  * world size 1 no all-gather (the result holds _all_gather_output, an empty
  * tensor). Otherwise foreach_all_gather (F2C): with param_dtype, the
@@ -178,9 +250,21 @@ static void f2_unshard(vc_build *b, int32_t g, int32_t at)
     if (z->pending[g] || z->unsharded[g] || z->gstart[g] == z->gstart[g + 1]) return;
     z->pending[g] = true;
     if (z->world == 1) return;
-    int64_t n = f2_group_shard(z, g);
-    int32_t c = z->mp ? vc__alloc(b, vc_n_fixed(n), (vc_dtype)z->param_dt, CAT_TEMP, at) : -1;
-    z->ag[g] = vc__alloc(b, vc_n_fixed(n * z->world), (vc_dtype)z->param_dt, CAT_WEIGHT, at);
+    /* resharded after forward to a smaller mesh (SHARDED_POST_FORWARD): F2G
+     * _all_gather_process_group is the post-forward mesh's (size post), and
+     * the inputs are the _sharded_post_forward_param_data (F2C
+     * _get_param_all_gather_inputs, world / post shards each; with param_dtype
+     * the foreach copy still copies them, already in that dtype) */
+    int64_t ranks = z->pfs[g] ? z->post[g] : z->world, n = f2_group_shard(z, g) * (z->world / ranks);
+    if (z->off && !z->pfs[g]) { /* no foreach copy under offload: each parameter's all_gather_inputs */
+        f2_offload_inputs(b, g, at, true);
+        z->ag[g] = vc__alloc(b, vc_n_fixed(n * ranks), (vc_dtype)z->param_dt, CAT_WEIGHT, at);
+        b->s[z->ag[g]].transient = true;
+        f2_offload_inputs(b, g, at, false);
+        return;
+    }
+    int32_t c = z->mp && !z->off ? vc__alloc(b, vc_n_fixed(n), (vc_dtype)z->param_dt, CAT_TEMP, at) : -1;
+    z->ag[g] = vc__alloc(b, vc_n_fixed(n * ranks), (vc_dtype)z->param_dt, CAT_WEIGHT, at);
     b->s[z->ag[g]].transient = true;
     if (c >= 0) vc__free(b, c, at);
 }
@@ -209,8 +293,10 @@ static void f2_wait(vc_build *b, int32_t g, int32_t at, bool fwd)
     int32_t cast = -1;
     for (int32_t j = z->gstart[g]; j < z->gstart[g + 1]; j++) {
         int32_t p = z->glist[j];
-        if (z->world == 1 && z->mp) {
-            int32_t c = vc__alloc(b, vc_n_fixed(z->shard[p]), (vc_dtype)z->param_dt, CAT_TEMP, at);
+        if (z->world == 1 && (z->mp || z->off)) { /* all_gather_inputs[0]: under offload an H2D copy first */
+            int32_t h = z->off ? vc__alloc(b, vc_n_fixed(z->shard[p]), (vc_dtype)z->orig_dt, CAT_TEMP, at) : -1;
+            int32_t c = z->mp ? vc__alloc(b, vc_n_fixed(z->shard[p]), (vc_dtype)z->param_dt, CAT_TEMP, at) : h;
+            if (z->mp && h >= 0) vc__free(b, h, at);
             if (cast >= 0) vc__free(b, cast, at);
             cast = c;
         }
@@ -218,6 +304,14 @@ static void f2_wait(vc_build *b, int32_t g, int32_t at, bool fwd)
         b->s[z->unsh[p]].transient = true;
     }
     if (cast >= 0) vc__free(b, cast, at);
+    /* _to_unsharded -> FSDPParam.to_unsharded (F2P): from SHARDED_POST_FORWARD,
+     * _sharded_post_forward_param_data = None, after the copy-out */
+    for (int32_t j = z->gstart[g]; j < z->gstart[g + 1] && z->pfs[g]; j++) {
+        int32_t p = z->glist[j];
+        if (z->pfd[p] >= 0) vc__free(b, z->pfd[p], at);
+        z->pfd[p] = -1;
+    }
+    z->pfs[g] = false;
     z->unsharded[g] = true;
     if (z->ag[g] >= 0 && fwd) z->saved = z->ag[g];
     else if (z->ag[g] >= 0) vc__free(b, z->ag[g], at);
@@ -238,14 +332,35 @@ static void f2_reshard(vc_build *b, int32_t g, int32_t at)
     z->unsharded[g] = false;
 }
 
-/* FSDPParamGroup.post_forward (F2G): reshard() (not the root's: F2S
- * _lazy_init sets the root's post_forward_mesh_info = None, so its
- * _reshard_after_forward is False), then _record_post_forward. */
+/* FSDPParamGroup._to_sharded_post_forward -> FSDPParam.to_sharded_post_forward
+ * (F2P), parameter by parameter: _sharded_post_forward_param_data, this
+ * rank's 1/post of all_gather_outputs[0] (world x shard elements of the
+ * param dtype), .clone()d, then free_unsharded_param. */
+static void f2_reshard_post(vc_build *b, int32_t g, int32_t at)
+{
+    f2_state *z = F(b);
+    if (!z->unsharded[g]) return;
+    for (int32_t j = z->gstart[g]; j < z->gstart[g + 1]; j++) {
+        int32_t p = z->glist[j];
+        z->pfd[p] = vc__alloc(b, vc_n_fixed(z->shard[p] * (z->world / z->post[g])), (vc_dtype)z->param_dt, CAT_WEIGHT, at);
+        b->s[z->pfd[p]].transient = true;
+        if (z->unsh[p] >= 0) vc__free(b, z->unsh[p], at);
+        z->unsh[p] = -1;
+    }
+    z->unsharded[g] = false;
+    z->pfs[g] = true;
+}
+
+/* FSDPParamGroup.post_forward (F2G): reshard(), in FORWARD: nothing without a
+ * post_forward_mesh_info (reshard_after_forward False, or the root's by
+ * default), _to_sharded_post_forward for a smaller mesh
+ * (_use_post_forward_mesh), else _to_sharded; then _record_post_forward. */
 static void f2_post_forward(vc_build *b, int32_t g, int32_t at)
 {
     f2_state *z = F(b);
     if (z->gstart[g] == z->gstart[g + 1]) return;
-    if (g > 0) f2_reshard(b, g, at);
+    if (z->post[g] == z->world) f2_reshard(b, g, at);
+    else if (z->post[g] > 0) f2_reshard_post(b, g, at);
     z->pfi[g] = z->norder;
     z->order[z->norder++] = g;
 }
@@ -309,6 +424,16 @@ static void f2_post_backward(vc_build *b, int32_t g, int32_t at)
         b->pgrad[p] = -1;
     }
     int32_t rsout = vc__alloc(b, vc_n_fixed(out), (vc_dtype)z->reduce_dt, CAT_GRAD, at);
+    /* HSDP (F2C foreach_reduce, all_reduce_group set): dist.all_reduce(reduce_output) in place, and
+     * all_reduce_input = reduce_output is returned into the group's _all_reduce_state (F2G
+     * post_backward), held until _wait_for_post_backward: this group's next post_backward or
+     * finalize_backward (the final callback). With the reduce dtype the model's, that is the
+     * tensor the .grads view; otherwise the reduce-dtype output outlives its cast. */
+    if (z->hsdp) {
+        if (z->ar[g] >= 0) vc__free(b, z->ar[g], at);
+        z->ar[g] = rsout;
+        vc__ref(b, rsout);
+    }
     if (z->reduce_dt != z->orig_dt) {
         int32_t c = vc__alloc(b, vc_n_fixed(out), (vc_dtype)z->orig_dt, CAT_GRAD, at);
         vc__free(b, rsout, at);
@@ -316,7 +441,9 @@ static void f2_post_backward(vc_build *b, int32_t g, int32_t at)
     }
     int32_t *held = &b->flat[first].grad; /* the group's sharded gradients: views of one tensor */
     for (int32_t j = z->gstart[g]; j < z->gstart[g + 1] && *held < 0; j++) held = &b->flat[z->glist[j]].grad;
-    if (*held >= 0) vc__free(b, rsout, at); /* sharded_param.grad._local_tensor += new_sharded_grad */
+    /* sharded_param.grad._local_tensor += new_sharded_grad; under offload each view is copied to
+     * the CPU (new_sharded_grad.to(cpu)) and the GPU output goes as foreach_reduce returns */
+    if (*held >= 0 || z->off) vc__free(b, rsout, at);
     else *held = rsout;
     z->rs[z->nrs++] = rsin;
 }
@@ -330,8 +457,11 @@ static void f2_post_backward(vc_build *b, int32_t g, int32_t at)
 static void f2_final_callback(vc_build *b)
 {
     f2_state *z = F(b);
-    for (int32_t g = 0; g < z->ngroup; g++)
+    for (int32_t g = 0; g < z->ngroup; g++) {
         if (z->pre_bwd[g] || g == 0) f2_post_backward(b, g, -1);
+        if (z->ar[g] >= 0) vc__free(b, z->ar[g], -1); /* finalize_backward: _wait_for_post_backward */
+        z->ar[g] = -1;
+    }
     for (int32_t k = 0; k < z->nrs; k++) vc__free(b, z->rs[k], -1);
     z->nrs = 0;
     for (int32_t g = 0; g < z->ngroup; g++) {
@@ -428,6 +558,21 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid dtype");
     if (o->parallel == VC_PARALLEL_FSDP2 && o->mode == VC_MODE_GENERATE)
         return vc_set_error(err, VC_ERR_USAGE, "--parallel", "fsdp2 is modelled for --mode train and infer");
+    if (o->fsdp_replicate > 1 && o->parallel != VC_PARALLEL_FSDP2)
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "HSDP's mesh is fully_shard's here: give --parallel fsdp2 "
+                            "(FSDP1's is --parallel hybrid)");
+    if (o->fsdp_replicate > 1 && (o->fsdp_replicate > vc_dp_world(o) || vc_dp_world(o) % o->fsdp_replicate != 0))
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "%" PRId64 " replicas do not divide the data-parallel "
+                            "world size %" PRId64 " (a (replicas, shards) DeviceMesh)", o->fsdp_replicate, vc_dp_world(o));
+    if (o->fsdp_reshard != VC_FSDP_RESHARD_AUTO) {
+        const char *opt_r = "--fsdp-reshard-after-forward";
+        int64_t w = vc_dp_world(o) / (o->fsdp_replicate > 1 ? o->fsdp_replicate : 1), r = o->fsdp_reshard;
+        if (o->parallel != VC_PARALLEL_FSDP2)
+            return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give --parallel fsdp2");
+        if (r != VC_FSDP_RESHARD_TRUE && r != VC_FSDP_RESHARD_FALSE && (r < 1 || r > w || w % r != 0))
+            return vc_set_error(err, VC_ERR_USAGE, opt_r, "%" PRId64 " does not divide the data-parallel world size %" PRId64
+                                " (_get_post_forward_mesh_info: an int must be a factor of the shard mesh size)", r, w);
+    }
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
     if (o->parallel != VC_PARALLEL_FSDP2)
         return vc_set_error(err, VC_ERR_USAGE, opt, "MixedPrecisionPolicy is FSDP2's: give --parallel fsdp2");

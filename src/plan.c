@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops.h"
 #include "plan.h"
 #include "util.h"
 
@@ -36,6 +37,8 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
     return build(m, &t, vc_layout_row_get(&t), &g, out, err);
 }
 
+static void cast_inputs(vc_build *b);
+
 /* The tensors the step starts with: parameters (their dtype from the
  * precision row, fp32 where flagged), buffers and the model's inputs. */
 static void model_tensors(vc_build *b)
@@ -59,14 +62,39 @@ static void model_tensors(vc_build *b)
         b->buf_t[i] = t;
     }
     const vc_model *im = vc__gen_input_model(b);
+    /* a layout that casts the parameters may cast the float inputs too
+     * (vc_layout_row.cast_inputs): the caller's input keeps the precision's dtype */
+    bool cast = b->layout->cast_inputs && b->param_dt != b->prec->param_dt;
     for (int i = 0; i < m->ninputs; i++) {
         int64_t n = vc_shape_numel(&im->val[i].shape);
-        int32_t t = vc__new_tensor(b, vc_n_sample(n), m->val[i].dt);
+        vc_dtype dt = m->val[i].dt == VC_DT_FLOAT && cast ? b->prec->act_dt : m->val[i].dt;
+        int32_t t = vc__new_tensor(b, vc_n_sample(n), dt);
         if (t < 0) break;
         b->t[t].persistent = true;
         b->t[t].rg = m->stage.input_rg && m->stage.input_rg[i] && b->train; /* a stage's received activation */
         b->val_t[i] = t;
     }
+    if (cast) cast_inputs(b);
+}
+
+/* FSDP2's root pre-forward (torch/distributed/fsdp/_fully_shard/_fsdp_state.py
+ * @01c9f4fcc3ffa856d3d1b038998b8ad90db4ec02, FSDPState._pre_forward: with
+ * cast_forward_inputs and a param_dtype, _apply_to_tensors(_cast_fp_tensor)
+ * over args and kwargs, before the group's pre_forward; _fsdp_common.py
+ * _cast_fp_tensor: x.to(dtype) for a floating-point tensor of another dtype,
+ * else x): a _to_copy of each float input into the compute dtype, outside
+ * every layer, recorded first so that it runs before the layout's hook for the
+ * whole model (autograd.c forward). The copy is the module's argument, held
+ * until the model's forward returns (build: vc__end_forward). */
+static void cast_inputs(vc_build *b)
+{
+    b->cur_inst = b->cur_region = -1;
+    for (int i = 0; i < b->m->ninputs && !b->st; i++) {
+        vc_dtype dt = b->t[b->val_t[i]].dt;
+        if (dt != VC_DT_F32 && dt != VC_DT_F16 && dt != VC_DT_BF16) continue;
+        b->val_t[i] = op_cast(b, b->val_t[i], b->act_dt);
+    }
+    b->npre = (int32_t)b->nop;
 }
 
 /* A plan; profile: vLLM's profiling run (serve.c) instead of o's mode. */
@@ -134,6 +162,9 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
         vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */
+        for (int32_t k = 0; k < b->npre && !b->st; k++) /* the inputs' casts: arguments of the model's forward */
+            for (int32_t j = 0; j < b->op[k].nit; j++)
+                if (op_items(b, k)[j].type == IT_OUT) vc__extend_life(b, op_items(b, k)[j].t);
         vc__end_forward(b);
     }
     vc__gen_end(b);

@@ -211,6 +211,7 @@ struct vc_build {
     const vc_layout_row *layout;  /* the parallel layout's row */
     bool *owned;                  /* layout->owns: parameters whose optimizer state is here; NULL all */
     int32_t hook_inst;            /* the instance whose module hook last began, -1 */
+    int32_t npre;                 /* the first ops, run before the layout's whole-model hook (the inputs' casts, cast_inputs), 0 */
     /* layout->flat: the flat parameters this rank holds in place of the
      * model's (FSDP's shards), one per wrapped unit, [0] the root's */
     vc_flat_param *flat; size_t nflat;

@@ -153,6 +153,12 @@ typedef struct vc_layout_row {
      * the activations then have (FSDP2's MixedPrecisionPolicy.param_dtype:
      * the unsharded parameters); *dt holds the precision's. NULL: that one. */
     void (*compute)(const vc_options *o, vc_dtype *dt);
+    /* true: the root's pre-forward casts the model's floating-point inputs to
+     * that compute dtype (FSDP2's MixedPrecisionPolicy.cast_forward_inputs,
+     * default True): the caller's input stays in the precision's activation
+     * dtype, a cast copy feeds the first layer and is held until the model's
+     * forward returns (plan.c model_tensors). */
+    bool cast_inputs;
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */

@@ -106,6 +106,18 @@ static void workspaces(vc_build *b)
     if (bwd_lt) vc__alloc(b, vc_n_fixed(lt_ws), VC_DT_U8, CAT_WS, -1);
 }
 
+/* The caller's input i: what the root pre-forward's cast read (plan.c
+ * cast_inputs, the first b->npre ops), else the model's input value. */
+static int32_t caller_input(const vc_build *b, int i)
+{
+    int32_t t = b->val_t[i], k = b->t[t].op;
+    if (k < 0 || k >= b->npre) return t;
+    const item_t *its = &b->it[b->op[k].it0];
+    for (int32_t j = 0; j < b->op[k].nit; j++)
+        if (its[j].type == IT_IN) return its[j].t;
+    return t;
+}
+
 /* Persistent state in steady state: parameters, buffers, master copies,
  * optimizer states (the optimizer's row), the input batch, and the cuBLAS
  * workspaces. */
@@ -153,7 +165,7 @@ void vc__persistent(vc_build *b)
         for (size_t s = first; s < b->ns; s++) b->s[s].resident = true;
     }
     for (int i = 0; i < m->ninputs && !m->stage.recv; i++) {
-        tens_t *t = &b->t[b->val_t[i]];
+        tens_t *t = &b->t[caller_input(b, i)];
         t->stor = vc__alloc(b, t->n, t->dt, CAT_ACT, -1);
     }
     if (b->target_t >= 0) { /* the targets, made once like the input batch (docs/contract.md) */

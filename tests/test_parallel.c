@@ -765,15 +765,16 @@ static void test_fsdp2_mixed_precision(void **state)
     assert_int_equal(out16.gathers[1], 1);
 }
 
-/* What fsdp2 refuses (exit 2 naming the option): --pp, --offload (not
- * modelled), --mode generate, the policy without fsdp2 or over autocast. */
+/* What fsdp2 refuses (exit 2 naming the option): --pp, --offload optimizer
+ * (CPUOffloadPolicy moves the parameters too: test_fsdp2.c), --mode generate,
+ * the policy without fsdp2 or over autocast. */
 static void test_fsdp2_refused(void **state)
 {
     (void)state;
     vc_model *m = load();
     static const struct { int what; const char *path, *why; } cases[] = {
         {0, "--parallel", "with --pp is not modelled"},
-        {1, "--offload", "CPUOffloadPolicy is not modelled"},
+        {1, "--offload", "FSDP2 has no optimizer-only offload"},
         {2, "--parallel", "modelled for --mode train and infer"},
         {3, "--fsdp-param-dtype", "give --parallel fsdp2"},
         {4, "--fsdp-param-dtype", "not amp-bf16"},
@@ -781,7 +782,7 @@ static void test_fsdp2_refused(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         vc_options o = opts(VC_PARALLEL_FSDP2, 4, VC_OPTIM_ADAM);
         if (cases[i].what == 0) o.pp = 2, o.gpus = 8;
-        if (cases[i].what == 1) o.offload = VC_OFFLOAD_PARAMS;
+        if (cases[i].what == 1) o.offload = VC_OFFLOAD_OPTIMIZER;
         if (cases[i].what == 2) o.mode = VC_MODE_GENERATE;
         if (cases[i].what >= 3) o.fsdp_param_dtype = VC_FSDP_DTYPE_BF16;
         if (cases[i].what == 3) o.parallel = VC_PARALLEL_FSDP;

@@ -315,7 +315,17 @@ typedef struct {
     /* The GPU estimated for (--gpu): its multiprocessors size CUDA kernels'
      * own scratch (src/scratch.c); NULL: the default device there. */
     const struct vc_gpu *device;
+    /* --parallel fsdp2: fully_shard's reshard_after_forward, the same for every
+     * call: VC_FSDP_RESHARD_AUTO (None, the default: True, the root's False),
+     * _TRUE, _FALSE, or N >= 1 (an int: the world size after forward) */
+    int64_t fsdp_reshard;
+    /* --parallel fsdp2: HSDP, a (fsdp_replicate, world / fsdp_replicate) mesh:
+     * sharded over the second dimension, replicated over the first (0, 1: none) */
+    int64_t fsdp_replicate;
 } vc_options;
+#define VC_FSDP_RESHARD_AUTO 0
+#define VC_FSDP_RESHARD_TRUE (-1)
+#define VC_FSDP_RESHARD_FALSE (-2)
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256
 

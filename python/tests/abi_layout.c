@@ -31,6 +31,8 @@ int main(void)
     OFF(vc_options, fsdp_reduce_dtype);
     OFF(vc_options, ep);
     OFF(vc_options, device);
+    OFF(vc_options, fsdp_reshard);
+    OFF(vc_options, fsdp_replicate);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);

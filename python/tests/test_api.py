@@ -221,6 +221,14 @@ def test_errors(vc):
     r = vc.estimate(hf, gpus=8, parallel="fsdp2", fsdp_param_dtype="bf16", fsdp_reduce_dtype="fp32")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,
           "estimate(fsdp_param_dtype=...) != vramcalc --fsdp-param-dtype")
+    # fully_shard's reshard_after_forward and HSDP's replicas: the same estimate, and the JSON names them
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "fsdp2", "--fsdp-reshard-after-forward", "2", "--fsdp-replicate",
+                      "2", "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="fsdp2", fsdp_reshard_after_forward=2, fsdp_replicate=2)
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated and
+          json.loads(out)["parallel"] == {"layout": "fsdp2", "gpus": 8, "reshard_after_forward": 2, "replicate": 2},
+          "estimate(fsdp_reshard_after_forward=2, fsdp_replicate=2) != vramcalc --fsdp-reshard-after-forward 2 "
+          "--fsdp-replicate 2")
     rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "-f", "json"])
     r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,

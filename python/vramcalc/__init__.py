@@ -751,7 +751,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
-    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options; ep (Megatron-Core expert
+    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options, fsdp_reshard_after_forward (True, False
+    or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); ep (Megatron-Core expert
     parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
@@ -816,6 +817,12 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
         raise VramcalcError("ep: %r is not a positive integer" % (ep,))
     opts.ep = ep
+    raf = export_options.pop("fsdp_reshard_after_forward", None)  # --fsdp-reshard-after-forward: True, False or N
+    if raf is not None:
+        opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else int(raf)
+    rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
+    if rep is not None:
+        opts.fsdp_replicate = int(rep)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

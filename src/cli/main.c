@@ -133,6 +133,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_FSDP_REDUCE_DT:
             if ((rc = choose("--fsdp-reduce-dtype", optarg, o.fsdp_reduce_dtype = vc_fsdp_dtype_from_name(optarg), VC_CHOICES(VC_FSDP_DTYPE_MAP)))) return rc;
             break;
+        case OPT_FSDP_RESHARD: if ((rc = parse_reshard(optarg, &o.fsdp_reshard))) return rc; break;
+        case OPT_FSDP_REPLICATE: if ((rc = parse_count("--fsdp-replicate", optarg, 1, &o.fsdp_replicate))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:
             hf_given = loss_given = true;

@@ -57,6 +57,11 @@ const cli_option cli_options[] = {
      "--parallel fsdp2: MixedPrecisionPolicy's param_dtype, {} (default none: the model's dtype)"},
     {"fsdp-reduce-dtype", 0, "D", OPT_FSDP_REDUCE_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
      "--parallel fsdp2: MixedPrecisionPolicy's reduce_dtype, {} (default none: the gradients' dtype)"},
+    {"fsdp-reshard-after-forward", 0, "R", OPT_FSDP_RESHARD, NULL,
+     "--parallel fsdp2: fully_shard's reshard_after_forward for every call, true, false or N (the world size to "
+     "reshard to after forward, dividing the data-parallel world; default: None, true for all but the root)"},
+    {"fsdp-replicate", 0, "N", OPT_FSDP_REPLICATE, NULL,
+     "--parallel fsdp2: HSDP, a 2-D mesh of N replicas x (data-parallel world / N) shards (default 1: none)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},

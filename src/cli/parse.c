@@ -68,6 +68,17 @@ int flush_out(int rc)
     return die("cannot write the output: %s", strerror(e));
 }
 
+/* --fsdp-reshard-after-forward: true, false or a positive integer (fully_shard's
+ * reshard_after_forward: bool | int); the library checks the integer against the world. */
+int parse_reshard(const char *s, int64_t *out)
+{
+    if (s && !strcmp(s, "true")) *out = VC_FSDP_RESHARD_TRUE;
+    else if (s && !strcmp(s, "false")) *out = VC_FSDP_RESHARD_FALSE;
+    else if (s && *s >= '0' && *s <= '9') return parse_count("--fsdp-reshard-after-forward", s, 1, out);
+    else return die("--fsdp-reshard-after-forward: expected true, false or a positive integer, got '%s'", s ? s : "");
+    return 0;
+}
+
 /* Bytes with an optional unit (the library's vc_parse_size). */
 int parse_size(const char *opt, const char *s, int64_t *out)
 {

@@ -232,6 +232,17 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
                  vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
         line_item(&l, ", ", it);
     }
+    if (o->fsdp_reshard) { /* fully_shard's reshard_after_forward, given */
+        char n[24];
+        snprintf(n, sizeof n, "%" PRId64, o->fsdp_reshard);
+        snprintf(it, sizeof it, "reshard_after_forward=%s", o->fsdp_reshard == VC_FSDP_RESHARD_TRUE ? "True"
+                 : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "False" : n);
+        line_item(&l, ", ", it);
+    }
+    if (o->fsdp_replicate > 1) { /* FSDP2's HSDP mesh: replicas x shards */
+        snprintf(it, sizeof it, "HSDP %" PRId64 " x %" PRId64, o->fsdp_replicate, vc_dp_world(o) / o->fsdp_replicate);
+        line_item(&l, ", ", it);
+    }
     if (o->tp > 1) { /* Megatron tensor (and sequence) parallelism: one rank's share */
         snprintf(it, sizeof it, "tp %" PRId64 "%s%s", o->tp, o->sp ? " + sp" : "", o->parallel == VC_PARALLEL_NONE && o->pp < 2 ? " (per GPU)" : "");
         line_item(&l, ", ", it);
@@ -538,11 +549,17 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_str(f, r->attention);
     fprintf(f, ",\n");
     if (o->parallel != VC_PARALLEL_NONE)
-        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s%s%s%s%s%s%s},\n", ind, vc_parallel_name(o->parallel),
+        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s%s%s%s%s%s%s", ind, vc_parallel_name(o->parallel),
                 o->gpus, o->offload ? ", \"offload\": \"" : "", o->offload ? vc_offload_name(o->offload) : "", o->offload ? "\"" : "",
                 o->fsdp_param_dtype ? ", \"param_dtype\": \"" : "", o->fsdp_param_dtype ? vc_fsdp_dtype_name(o->fsdp_param_dtype) : "",
                 o->fsdp_param_dtype ? "\"" : "", o->fsdp_reduce_dtype ? ", \"reduce_dtype\": \"" : "",
                 o->fsdp_reduce_dtype ? vc_fsdp_dtype_name(o->fsdp_reduce_dtype) : "", o->fsdp_reduce_dtype ? "\"" : "");
+    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard) /* fully_shard's reshard_after_forward: true, false or N */
+        fprintf(f, ", \"reshard_after_forward\": %s", o->fsdp_reshard == VC_FSDP_RESHARD_TRUE ? "true"
+                : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "false" : "");
+    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard > 0) fprintf(f, "%" PRId64, o->fsdp_reshard);
+    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_replicate > 1) fprintf(f, ", \"replicate\": %" PRId64, o->fsdp_replicate);
+    if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
     if (o->ep > 1) fprintf(f, "%s\"expert_parallel\": {\"ep\": %" PRId64 "},\n", ind, o->ep);

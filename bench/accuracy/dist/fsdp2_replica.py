@@ -28,7 +28,10 @@ top-level entry (vctorch's module.body.items[i].copies; the decoder layers of an
 without one, on every top-level entry with parameters; then fully_shard(model), whose group holds the
 rest.  Defaults: reshard_after_forward=True (the root's is turned off by F2S _lazy_init), implicit
 prefetching, no offload; MixedPrecisionPolicy(param_dtype, reduce_dtype) when given, with its
-cast_forward_inputs=True.
+cast_forward_inputs=True.  --reshard-after-forward true|false|N gives every call that value (the root's
+too: post_world); --replicate R an HSDP mesh (R, world / R): shards over world / R ranks, the
+reduce-scatter output all-reduced (in place) and held in the group's _all_reduce_state.
+CPUOffloadPolicy is not replicated: on a CPU-only build host and device memory are one.
 """
 
 import gc
@@ -60,14 +63,48 @@ CASES = [
     (LLAMA, "llama", 2, "adamw", 2, "bf16", "fp32", False),
     (LLAMA, "llama", 2, "adamw", 4, "bf16", "fp32", True),
     (LLAMA, "llama", 2, "adamw", 4, "bf16", None, True),   # reduce in bf16: a cast to fp32 after
+    # reshard_after_forward given (every call's, the root's too): False, True, an int (a smaller mesh)
+    (MLP, "mlp", 64, "adam", 2, None, None, False, False),
+    (MLP, "mlp", 64, "adam", 4, None, None, False, 2),
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, False, False),
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, False, True),
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, True, 2),
+    (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", True, 2),
+    (LLAMA, "llama", 2, "adamw", 4, None, None, False, 2),
+    # HSDP: world = replicas x shards, (replicas, shards) mesh; the last element the replicas
+    (GPTSTACK, "gptstack", 4, "adam", 4, None, None, False, None, 2),
+    (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", False, None, 2),
+    (MLP, "mlp", 64, "adam", 4, "bf16", None, True, None, 2),
+    (LLAMA, "llama", 2, "adamw", 4, "bf16", "fp32", True, None, 2),
 ]
 SEQ = 64  # tokens per sample for a config.json (the llm suite's default)
 DT = {None: None, "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def case_id(short, batch, optim, world, pdt, rdt):
+def case_id(short, batch, optim, world, pdt, rdt, raf=None, rep=None):
     mp = "" if not pdt and not rdt else "-mp%s%s" % (pdt or "", "-r" + rdt if rdt else "")
-    return "%s-b%d-%s-fsdp2-w%d%s" % (short, batch, optim, world, mp)
+    raf = "" if raf is None else "-raf%s" % str(raf).lower()
+    rep = "" if not rep or rep == 1 else "-hsdp%d" % rep
+    return "%s-b%d-%s-fsdp2-w%d%s%s%s" % (short, batch, optim, world, mp, raf, rep)
+
+
+def post_world(raf, world, root):
+    """A group's post_forward_mesh_info as a world size (None: no reshard after forward).
+    _fully_shard.py fully_shard @0257dd1c405a7e3a8779e6c88eef5c8c9cea1620: reshard_after_forward None
+    (auto) is True for every group, then F2S FSDPState._lazy_init sets the root's groups'
+    post_forward_mesh_info = None when auto; a value given holds for the root too.
+    _fsdp_init.py _get_post_forward_mesh_info @0140b62d8bab203e4699faeba802b5204fa51d26: True -> the
+    mesh, False -> None, an int must divide the shard mesh size (ValueError), 1 -> False, the size ->
+    True, else a (world / N, N) HSDPMeshInfo."""
+    if raf is None:
+        return None if root else world
+    if raf is True:
+        return world
+    if raf is False:
+        return None
+    if raf < 1 or raf > world or world % raf:
+        raise ValueError("reshard_after_forward %d is not a factor of %d" % (raf, world))
+    return None if raf == 1 else raf
 
 
 class Param:
@@ -93,6 +130,7 @@ class Param:
         self.reduce_dtype = rdt if rdt is not None and rdt != pdt else None
         self.all_gather_outputs = []
         self.unsharded_param = None
+        self.post_forward_data = None  # _sharded_post_forward_param_data
         self.set(self.sharded_param)
 
     def set(self, p):
@@ -125,7 +163,20 @@ class Param:
                 self.torch.as_strided(t, self.orig_size, stride, 0), requires_grad=self.requires_grad)
 
     def to_unsharded(self):
+        """to_unsharded: from SHARDED_POST_FORWARD, _sharded_post_forward_param_data = None (freed)."""
         self.set(self.unsharded_param)
+        self.post_forward_data = None
+
+    def to_sharded_post_forward(self, post):
+        """to_sharded_post_forward (F2P): this rank's (rank 0's) 1/post of all_gather_outputs[0],
+        .clone()d so that the output can be freed; set on the module as a view; free_unsharded_param."""
+        out = self.all_gather_outputs[0]
+        k = out.numel() // post
+        self.post_forward_data = out.narrow(0, 0, k).clone()
+        self.module._parameters[self.name] = self.torch.nn.Parameter(
+            self.post_forward_data.view(-1), requires_grad=self.requires_grad)
+        for t in self.all_gather_outputs:
+            t.storage().resize_(0)
 
     def to_sharded(self):
         """to_sharded: the sharded parameter back on the module, free_unsharded_param (free_storage)."""
@@ -146,9 +197,10 @@ class Comm:
 class Group:
     """FSDPParamGroup (F2G) with its runtime."""
 
-    def __init__(self, torch, name, params, world, comm, root, pdt, rdt):
+    def __init__(self, torch, name, params, world, comm, root, pdt, rdt, post, rep=1):
         self.torch, self.name, self.params, self.world, self.comm = torch, name, params, world, comm
-        self.root, self.pdt, self.rdt = root, pdt, rdt
+        self.root, self.pdt, self.rdt, self.post, self.rep = root, pdt, rdt, post, rep
+        self.all_reduce_state = None  # HSDP: _all_reduce_state's all_reduce_input
         self.state = "IDLE"
         self.unsharded = False
         self.all_gather_result = None  # (output or None,)
@@ -164,24 +216,30 @@ class Group:
         if self.all_gather_result is not None or self.unsharded:
             return
         if self.world == 1:
-            self.all_gather_result = (None,)
+            self.all_gather_result = (None, 1)
             return
         with torch.no_grad():
             # _get_param_all_gather_inputs: with param_dtype, the foreach-copy path casts every shard into
-            # one flat torch.empty(sum, param_dtype); otherwise the inputs are the shards themselves
-            numels = [p.shard_numel for p in self.params]
+            # one flat torch.empty(sum, param_dtype); otherwise the inputs are the shards themselves. From
+            # SHARDED_POST_FORWARD the inputs are the _sharded_post_forward_param_data and the group is the
+            # post-forward mesh's (_all_gather_process_group)
+            pf = self.params[0].post_forward_data is not None
+            ranks = self.post if pf else self.world
+            src = [p.post_forward_data if pf else p.sharded_param_data for p in self.params]
+            numels = [t.numel() for t in src]
             if self.params[0].param_dtype is not None:
                 flat = torch.empty(sum(numels), dtype=self.params[0].param_dtype)
                 inputs = list(torch.split(flat, numels))
-                for d, p in zip(inputs, self.params):
-                    d.copy_(p.sharded_param_data)  # torch._foreach_copy_(splits, inputs)
+                for d, t in zip(inputs, src):
+                    d.copy_(t)  # torch._foreach_copy_(splits, inputs)
                 dtype = flat.dtype
             else:
-                inputs = [p.sharded_param_data for p in self.params]
+                inputs = src
                 dtype = inputs[0].dtype
+            del src
             n = sum(numels)
             # all_gather_output = torch.empty(n x world); all_gather_copy_in: the input is its rank slice
-            out = torch.empty(n * self.world, dtype=dtype)
+            out = torch.empty(n * ranks, dtype=dtype)
             off = 0
             for d, k in zip(inputs, numels):
                 out.narrow(0, off, k).copy_(d)
@@ -189,7 +247,7 @@ class Group:
             # dist.all_gather_into_tensor(out, out.narrow(...)): fills the other ranks' slices in place
             del inputs
             flat = None
-        self.all_gather_result = (out,)
+        self.all_gather_result = (out, ranks)
 
     def wait_for_unshard(self):
         """wait_for_unshard: frees the kept result in forward, copies out, keeps this one in forward."""
@@ -207,13 +265,13 @@ class Group:
                     t.data.copy_(all_gather_input)  # _unsafe_preserve_version_counter: .data here
             else:
                 # foreach_all_gather_copy_out: each parameter's output made, then split_with_sizes_copy
-                out = self.all_gather_result[0]
+                out, ranks = self.all_gather_result
                 outs = [p.init_all_gather_outputs(p.shard_numel, out.dtype) for p in self.params]
-                view = out.view(self.world, -1)
+                view = out.view(ranks, -1)
                 off = 0
                 for p, t in zip(self.params, outs):
-                    k = p.shard_numel
-                    t.data.view(self.world, -1).copy_(view[:, off:off + k])  # version counter kept
+                    k = t.numel() // ranks
+                    t.data.view(ranks, -1).copy_(view[:, off:off + k])  # version counter kept
                     off += k
                 del view, outs, out
         for p in self.params:
@@ -225,8 +283,15 @@ class Group:
         self.all_gather_result = None
 
     def reshard(self):
-        if self.state == "FORWARD" and self.root:
-            return  # the root's post_forward_mesh_info is None (F2S _lazy_init)
+        """reshard (F2G): in FORWARD nothing without a post_forward_mesh_info, _to_sharded_post_forward
+        for a smaller mesh (_use_post_forward_mesh), else _to_sharded."""
+        if self.state == "FORWARD" and self.post is None:
+            return
+        if self.state == "FORWARD" and self.post != self.world:
+            for p in self.params:
+                p.to_sharded_post_forward(self.post)
+            self.unsharded = False
+            return
         for p in self.params:
             p.to_sharded()
         self.unsharded = False
@@ -278,8 +343,9 @@ class Group:
         self.comm.reduce_scatter_states.append(rs_input)
 
     def foreach_reduce(self, params, grads):
-        """foreach_reduce (F2C), Shard(0), no HSDP."""
+        """foreach_reduce (F2C), Shard(0); HSDP (rep > 1): the all-reduce over the replicas."""
         torch, W = self.torch, self.world
+        self.all_reduce_state = None  # post_backward: _wait_for_post_backward before foreach_reduce
         with torch.no_grad():
             grad_dtype = grads[0].dtype
             reduce_dtype = self.reduce_dtype or grad_dtype
@@ -307,6 +373,10 @@ class Group:
             grads.clear()  # unsharded_grads.clear(): the gradients go
             reduce_output = torch.empty(sum(padded) // W, dtype=reduce_dtype)
             reduce_output.copy_(rs_input.view(W, -1)[0])  # reduce_scatter_tensor / the world-1 copy
+            if self.rep > 1:
+                # dist.all_reduce(reduce_output, group=all_reduce_group) in place; all_reduce_input =
+                # reduce_output, held by FSDPParamGroup._all_reduce_state (F2G post_backward)
+                self.all_reduce_state = reduce_output
             target = self.orig_dtype
             grad_output = reduce_output.to(target) if reduce_output.dtype != target else reduce_output
             del reduce_output
@@ -416,6 +486,7 @@ def final_callback(states, comm, ctx):
                 g.post_backward()
             g.state = "IDLE"
             g.all_gather_result = None  # finalize_backward
+            g.all_reduce_state = None   # finalize_backward: _wait_for_post_backward
             g.post_forward_indices.clear()
         s.training_state = "IDLE"
     comm.post_forward_order.clear()
@@ -433,7 +504,7 @@ def unit_modules(model):
             if (len(b.copies) > 1 or not repeated) and any(True for _ in m.parameters())]
 
 
-def fully_shard(torch, model, world, pdt, rdt):
+def fully_shard(torch, model, world, pdt, rdt, raf=None, rep=1):
     """fully_shard on each unit, then on the root (_fully_shard.py: the root's group is the parameters
     no earlier call took). Returns the states, root first (named_modules order), and the sharded params."""
     comm = Comm()
@@ -450,7 +521,7 @@ def fully_shard(torch, model, world, pdt, rdt):
                 params.append(Param(torch, mod, pn, p, world, pdt, rdt))
                 taken.add(id(params[-1].sharded_param))
         sharded.extend(x.sharded_param for x in params)
-        return Group(torch, name, params, world, comm, root, pdt, rdt) if params else None
+        return Group(torch, name, params, world, comm, root, pdt, rdt, post_world(raf, world, root), rep) if params else None
 
     for i, m in enumerate(unit_modules(model)):
         states.append(State(torch, m, group_of(m, "unit%d" % i, False), ctx, False, pdt))
@@ -461,7 +532,7 @@ def fully_shard(torch, model, world, pdt, rdt):
     return states, sharded
 
 
-def run_case(model, batch, optim, world, pdt, rdt):
+def run_case(model, batch, optim, world, pdt, rdt, raf=None, rep=1):
     import torch
     import optim2x
     import vctorch
@@ -486,7 +557,8 @@ def run_case(model, batch, optim, world, pdt, rdt):
     phase_end(p)
     p = phase_begin("wrap")
     dt = {k: getattr(torch, v) for k, v in DT.items() if v}
-    states, sharded = fully_shard(torch, module, world, dt.get(pdt), dt.get(rdt))
+    # HSDP: each parameter sharded over the mesh's shard dimension, world / replicas ranks
+    states, sharded = fully_shard(torch, module, world // rep, dt.get(pdt), dt.get(rdt), raf, rep)
     phase_end(p)
     opt = optim2x.make([q for q in sharded if q.requires_grad], optim)
 
@@ -513,6 +585,10 @@ def cli_args(c):
         a += ["--fsdp-param-dtype", c["param_dtype"]]
     if c.get("reduce_dtype"):
         a += ["--fsdp-reduce-dtype", c["reduce_dtype"]]
+    if c.get("replicate"):
+        a += ["--fsdp-replicate", str(c["replicate"])]
+    if c.get("reshard_after_forward") is not None:
+        a += ["--fsdp-reshard-after-forward", str(c["reshard_after_forward"]).lower()]
     return a
 
 
@@ -544,25 +620,36 @@ def main(argv):
     ap = tracking.arg_parser(__doc__)
     ap.add_argument("--param-dtype", choices=["fp32", "bf16", "fp16"])
     ap.add_argument("--reduce-dtype", choices=["fp32", "bf16", "fp16"])
+    ap.add_argument("--reshard-after-forward", type=lambda v: {"true": True, "false": False}.get(v) if v in
+                    ("true", "false") else int(v), default=None, help="true, false or N (default: None, auto)")
+    ap.add_argument("--replicate", type=int, default=1, help="HSDP's replicas (default 1: none)")
     a = ap.parse_args(argv)
     rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.param_dtype,
-                                                              a.reduce_dtype))
+                                                              a.reduce_dtype, a.reshard_after_forward, a.replicate))
     if rc is not None:
         return rc
     recs = tracking.load_records(OUT, a.redo)
     have = {r["case"] for r in recs}
-    for model, short, batch, optim, world, pdt, rdt, held in CASES:
-        cid = case_id(short, batch, optim, world, pdt, rdt)
+    for model, short, batch, optim, world, pdt, rdt, held, *rest in CASES:
+        raf = rest[0] if rest else None
+        rep = rest[1] if len(rest) > 1 else None
+        cid = case_id(short, batch, optim, world, pdt, rdt, raf, rep)
         if cid in have:
             continue
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
                "--world", str(world)]
         cmd += ["--param-dtype", pdt] if pdt else []
         cmd += ["--reduce-dtype", rdt] if rdt else []
+        cmd += ["--reshard-after-forward", str(raf).lower()] if raf is not None else []
+        cmd += ["--replicate", str(rep)] if rep else []
         r = tracking.run_preloaded(cmd)
-        r.update({"case": cid, "held_out": held,
-                  "config": {"model": model, "batch": batch, "optim": optim, "world_size": world,
-                             "param_dtype": pdt, "reduce_dtype": rdt}})
+        cfg = {"model": model, "batch": batch, "optim": optim, "world_size": world, "param_dtype": pdt,
+               "reduce_dtype": rdt}
+        if raf is not None:
+            cfg["reshard_after_forward"] = raf
+        if rep:
+            cfg["replicate"] = rep
+        r.update({"case": cid, "held_out": held, "config": cfg})
         recs.append(r)
         print("%s %s %d" % (cid, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
     with open(OUT, "w") as f:
