@@ -36,7 +36,6 @@ as forward_step does. The optimizer is optim2x's PyTorch 2.x foreach step over t
 parameters; zero_grad(set_to_none=True) after it. Peak = the highest reading in steps 2-3.
 """
 
-import argparse
 import gc
 import json
 import os
@@ -44,11 +43,9 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
+import tracking  # noqa: E402  the counter's phases, the command line's pieces (shared with worker.py)
+from tracking import HERE, ROOT  # noqa: E402
+tracking.add_paths()
 OUT = os.path.join(HERE, "pp_replica.json")
 
 GPTSTACK = "bench/accuracy/dist/models/gptstack.json"  # embedding, 4 pre-norm layers, final norm, head
@@ -94,7 +91,6 @@ def run_case(model, batch, optim, pp, micro, stage):
     import torch.nn.functional as F
     from torch.autograd import Variable
     import optim2x
-    import tracking
     import vctorch
 
     torch.set_num_threads(1)
@@ -218,9 +214,7 @@ def run_case(model, batch, optim, pp, micro, stage):
         p = phase_begin("s%d.zero" % step)
         opt.zero_grad(set_to_none=True)
         phase_end(p)
-    top = ph.top()
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
-            "stage_parameters": sum(prm.numel() for prm in params), "torch": torch.__version__}
+    return ph.result(torch, stage_parameters=sum(prm.numel() for prm in params))
 
 
 def vramcalc_ranks(cli, model, batch, optim, pp, micro):
@@ -235,8 +229,7 @@ def compare(cli, bound):
     (the suite's 8%) or a case lacks a stage (the CTest pp_measured)."""
     with open(OUT) as f:
         recs = json.load(f)["records"]
-    print("| case | stage | held out | measured (B) | vramcalc (B) | diff |")
-    print("|---|---|---|---|---|---|")
+    tracking.table_head(["case", "stage", "held out", "measured (B)", "vramcalc (B)", "diff"])
     worst, bad = 0.0, 0
     for model, short, batch, optim, pp, micro, held in CASES:
         cid = case_id(short, batch, optim, pp, micro)
@@ -260,39 +253,24 @@ def compare(cli, bound):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--redo", action="store_true")
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
-    ap.add_argument("--bound", type=float, default=8.0)
-    ap.add_argument("--model")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--optim", default="adam")
+    ap = tracking.arg_parser("\n" + __doc__)
     ap.add_argument("--pp", type=int, default=2)
     ap.add_argument("--micro", type=int, default=2)
     ap.add_argument("--stage", type=int, default=0)
     a = ap.parse_args(argv)
-    if a.compare:
-        return compare(a.cli, a.bound)
-    if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.pp, a.micro, a.stage)))
-        return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
+    rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.pp, a.micro, a.stage))
+    if rc is not None:
+        return rc
+    recs = tracking.load_records(OUT, a.redo)
     have = {(r["case"], r["config"]["stage"]) for r in recs}
     for model, short, batch, optim, pp, micro, held in CASES:
         cid = case_id(short, batch, optim, pp, micro)
         for stage in range(pp):
             if (cid, stage) in have:
                 continue
-            env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
-            cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim",
-                   optim, "--pp", str(pp), "--micro", str(micro), "--stage", str(stage)]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-            r = json.loads(out.strip().splitlines()[-1])
+            r = tracking.run_preloaded([sys.executable, os.path.abspath(__file__), "--model", model, "--batch",
+                                        str(batch), "--optim", optim, "--pp", str(pp), "--micro", str(micro),
+                                        "--stage", str(stage)])
             r.update({"case": cid, "held_out": held,
                       "config": {"model": model, "batch": batch, "optim": optim, "pp": pp, "micro_batches": micro,
                                  "stage": stage}})
