@@ -153,10 +153,12 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is modelled for training (--mode train)");
     if (o->pp > 1 && o->accumulate > 1)
         return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "under --pp the micro-batches are the accumulation: give --micro-batches");
-    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
-     * incompatible with pipeline parallelism"); FSDP's units under a 1F1B schedule are not modelled */
-    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp and zero1-torch are)", par_names[o->parallel]);
+    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__:
+     * "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1; FSDP's units under a
+     * 1F1B schedule are not modelled */
+    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH &&
+        o->parallel != VC_PARALLEL_ZERO1)
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp, zero1 and zero1-torch are)", par_names[o->parallel]);
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);
