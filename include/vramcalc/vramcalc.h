@@ -300,6 +300,9 @@ typedef struct {
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
     /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
+    /* --pp-virtual: model chunks per pipeline rank under Megatron's interleaved
+     * 1F1B schedule (virtual_pipeline_model_parallel_size), 0 or 1: none */
+    int64_t pp_virtual;
 } vc_options;
 #define VC_GEN_DEFAULT_PROMPT 1024
 #define VC_GEN_DEFAULT_NEW_TOKENS 256

@@ -27,7 +27,8 @@ class vc_options(ctypes.Structure):
                 ("context", c_int64), ("hopper", c_int), ("torch_version", c_int), ("parallel", c_int),
                 ("gpus", c_int64), ("prompt", c_int64), ("new_tokens", c_int64), ("cache", c_int),
                 ("tp", c_int64), ("pp", c_int64), ("micro_batches", c_int64), ("sp", c_int),
-                ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int)]
+                ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int),
+                ("pp_virtual", c_int64)]
 
 
 class vc_memory(ctypes.Structure):
