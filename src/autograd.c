@@ -718,16 +718,14 @@ void vc__execute(vc_build *b)
         if (b->st) return;
     }
     vc__persistent(b);
-    const int64_t inflight = b->m->stage.in_flight, micro = b->m->stage.micro_batches;
+    const int64_t micro = b->m->stage.micro_batches;
     int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {
         if (pass) reset_run(b);
         /* a pipeline stage (pipeline.c): the second backward of a step, into
-         * existing gradients, follows a forward when the schedule has another
-         * 1F1B pair (micro > inflight), else it is a cooldown backward: one
-         * held micro-batch fewer */
-        if (pass && inflight > 1 && micro <= inflight) vc__pp_release(b, true);
-        if (pass == 0 && inflight > 1) {
+         * existing gradients, with the micro-batches its schedule then holds */
+        if (pass && b->npp) vc__pp_second(b);
+        if (pass == 0 && vc__pp_holds(b->m)) {
             size_t s0 = b->ns;
             forward(b);
             sent_output(b);
@@ -742,7 +740,7 @@ void vc__execute(vc_build *b)
             s_unref(b, b->t[b->val_t[i]].stor, -1);
         s_unref(b, sent, -1);
     }
-    if (b->npp) vc__pp_release(b, false);
+    if (b->npp) vc__pp_release(b);
     if (b->train && b->optim->steps) vc__optimizer_step(b);
     else if (b->train) {
         b->phase = VC_PHASE_IDLE;

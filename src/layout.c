@@ -688,12 +688,23 @@ static void zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
         zero2_hook(b, inst, ph, begin); /* the step: zero2's */
         return;
     }
-    /* the engine runs two backward passes under accumulation (autograd.c
-     * vc__execute), the second the boundary's */
-    if (++b->lay_n[Z_BWDS] < (b->o.accumulate > 1 ? 2 : 1)) return;
+    /* the engine runs two backward passes under accumulation or a pipeline
+     * stage's micro-batches (autograd.c vc__execute), the second the boundary's */
+    if (++b->lay_n[Z_BWDS] < (b->o.accumulate > 1 || b->m->stage.micro_batches > 1 ? 2 : 1)) return;
+    /* a pipeline stage (DeepSpeed's PipelineEngine, --pp): reduce_gradients(pipeline_parallel=True)
+     * first appends a second IPG buffer, torch.empty(reduce_bucket_size) of the bucket's dtype ("with PP
+     * we must create ipg buffer, since backward is handled outside zero"), and resets bucket.index to 0:
+     * the reduction uses setup_buckets' first one; _release_ipg_buffers' bucket.buffer.clear() drops both */
+    int32_t pipe_ipg = -1;
+    if (b->m->stage.on) {
+        uint8_t dt;
+        zero2_flat_numel(b, &dt);
+        pipe_ipg = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, -1);
+    }
     for (size_t p = 0; p < b->m->npar; p++)
         if (b->m->par[p].trainable && b->m->par[p].numel > 0 && b->pgrad[p] >= 0) zero_bucket_add(b, p, -1, true);
     zero_epilogue(b, true);
+    if (pipe_ipg >= 0) vc__free(b, pipe_ipg, -1);
     for (size_t p = 0; p < b->m->npar; p++) { /* _clear_param_grad_only */
         if (!b->m->par[p].trainable || b->pgrad[p] < 0) continue;
         vc__free(b, b->pgrad[p], -1);

@@ -178,16 +178,32 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->micro_batches < 0 || o->micro_batches > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "expected 1 to 2^20 micro-batches, got %lld", (long long)o->micro_batches);
     if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more");
+    if (o->pp_virtual < 0 || o->pp_virtual > (INT64_C(1) << 20))
+        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "expected 1 to 2^20 model chunks per pipeline rank, got %lld", (long long)o->pp_virtual);
+    if (o->pp_virtual > 1 && o->pp < 2)
+        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "virtual pipeline stages are a pipeline's: give --pp 2 or more");
+    /* forward_backward_pipelining_with_interleaving (MEG schedules.py): microbatch_group_size_per_vp_stage
+     * (pp by default, model_parallel_config.py __post_init__) must lie in [pp, M], and a last group of M mod
+     * pp micro-batches is refused ("The remainder of M ... should be 0, or larger than or equal to the
+     * pipeline-parallel size"): M a multiple of pp */
+    if (o->pp_virtual > 1 && o->micro_batches && o->micro_batches % o->pp)
+        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "the interleaved schedule needs a multiple of --pp (%lld) "
+                            "micro-batches, got %lld", (long long)o->pp, (long long)o->micro_batches);
+    /* DeepSpeed's PipelineEngine (the zero1 row's engine) runs its own TrainSchedule, not interleaved */
+    if (o->pp_virtual > 1 && o->parallel == VC_PARALLEL_ZERO1)
+        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "zero1 is DeepSpeed's, whose PipelineEngine has no interleaved schedule");
     if (o->micro_batches && o->pp < 2)
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
     if (o->pp > 1 && o->mode != VC_MODE_TRAIN)
         return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is modelled for training (--mode train)");
     if (o->pp > 1 && o->accumulate > 1)
         return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "under --pp the micro-batches are the accumulation: give --micro-batches");
-    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are
-     * incompatible with pipeline parallelism"); FSDP's units under a 1F1B schedule are not modelled */
-    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp and zero1-torch are)", par_names[o->parallel]);
+    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__:
+     * "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1; FSDP's units under a
+     * 1F1B schedule are not modelled */
+    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH &&
+        o->parallel != VC_PARALLEL_ZERO1)
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp, zero1 and zero1-torch are)", par_names[o->parallel]);
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);

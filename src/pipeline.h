@@ -25,11 +25,17 @@ void vc__pp_free(vc_pipeline *p);
 vc_status vc__pp_split(size_t units, int64_t pp, int64_t *count, vc_error *err);
 
 struct vc_build;
-/* autograd.c's part: after the forward of a stage's first micro-batch (its
- * events from storage s0 on), keep what it left alive, and as much again for
- * each other micro-batch in flight (m->stage.in_flight - 2 copies). */
+/* autograd.c's part. Whether m is a stage whose schedule holds other
+ * micro-batches at its first or second backward (m->stage.hold). */
+bool vc__pp_holds(const vc_model *m);
+/* After the forward of a stage's first micro-batch (its events from storage
+ * s0 on): of what it left alive, each model chunk's part kept
+ * m->stage.hold[c] times (copies after the first). */
 void vc__pp_hold(struct vc_build *b, size_t s0);
-/* Drops the held micro-batches: the first one only (one), or all. */
-void vc__pp_release(struct vc_build *b, bool one);
+/* Before the second backward: each chunk's copies brought to
+ * m->stage.hold[nchunks + c] (the oldest dropped first, or copies added). */
+void vc__pp_second(struct vc_build *b);
+/* Drops every held micro-batch. */
+void vc__pp_release(struct vc_build *b);
 
 #endif

@@ -254,7 +254,7 @@ void vc_plan_free(vc_plan *p)
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);
-    free(b->pp_held); free(b->pp_refs);
+    free(b->pp_held); free(b->pp_refs); free(b->pp_chunk); free(b->pp_copy); free(b->pp_live);
     if (b->lay_free) b->lay_free(b->lay_state);
     vc__memo_free(b->memo);
     vc__gen_end(b);

@@ -265,7 +265,9 @@ struct vc_build {
     /* a pipeline stage (m->stage, src/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the
      * first npp_first are the first micro-batch's */
-    int32_t *pp_held, *pp_refs;
+    int32_t *pp_held, *pp_refs, *pp_chunk, *pp_copy; /* each: its model chunk, its copy (0: the first run's) */
+    int64_t *pp_live;                                /* per chunk: copies held now, made; the extras' (pipeline.c) */
+    int32_t pp_like;                                 /* the storage the schedule's p2p-shaped extras copy, -1 */
     size_t npp, npp_first;
 };
 

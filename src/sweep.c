@@ -81,6 +81,7 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     c.gpus = o->gpus / o->pp; /* the same data-parallel world (vc__check_options: pp divides it) */
     c.pp = 1;
     c.micro_batches = 0;
+    c.pp_virtual = 0;
     if (st || (st = vc_estimate_counts(0, 0, &c, &r, err))) return st;
     vc_estimator *e = calloc(1, sizeof *e);
     if (!e) return nomem(err);

@@ -496,6 +496,135 @@ static void test_pp_max_batch(void **state)
     vc_model_free(m);
 }
 
+/* ---- the interleaved schedule (--pp-virtual; pipeline.c stage_holds) ----
+ * MEG schedules.py get_pp_rank_microbatches: rank r runs num_warmup_microbatches
+ * = (pp - r - 1) x 2 + (V - 1) x microbatch_group_size_per_vp_stage (pp by
+ * default, model_parallel_config.py __post_init__) forwards, capped at the
+ * M x V virtual micro-batches, then 1F1B pairs: at its first backward w + 1
+ * virtual micro-batches are in flight, each one chunk's. pp 4, V 2, M 8: w =
+ * 10, 8, 6, 4 of 16, so 11, 9, 7, 5 (1F1B: 4, 3, 2, 1). Against
+ * theoretical_memory_usage.py's interleaved penalty, the first stage's
+ * activations x (1 + (pp - 1) / (pp V)): 11 chunk micro-batches of L / (pp V)
+ * layers are 11/8 of L, 1F1B's pp micro-batches of L / pp layers; 1 + 3/8. */
+static void test_pp_interleaved_in_flight(void **state)
+{
+    (void)state;
+    const char *json = "{\"input\": [64], \"layers\": [{\"type\": \"Sequential\", \"repeat\": 8, \"layers\": "
+                       "[{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "pp8.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    const int64_t fl[2][3] = {{4, 3, 1}, {11, 9, 5}}; /* first, the busiest middle (stage 1), last */
+    for (int v = 0; v < 2; v++) {
+        vc_options o = opts(VC_PARALLEL_NONE, 4, VC_OPTIM_SGD);
+        o.pp = 4;
+        o.micro_batches = 8;
+        o.pp_virtual = v ? 2 : 0;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+        assert_int_equal(r.nranks, 3);
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(r.ranks[k].in_flight, fl[v][k]);
+            assert_int_equal(r.ranks[k].layers, 2); /* 8 / pp: V chunks of 8 / (pp V) each */
+            assert_int_equal(r.ranks[k].parameters, 2 * (64 * 64 + 64));
+        }
+        vc_result_free(&r);
+    }
+    /* in flight x L / (pp V) layers = L x (1 + (pp - 1) / (pp V)): 11 x 1 x 8 = 8 x (8 + 3), L = 8 */
+    assert_int_equal(fl[1][0] * (8 / (4 * 2)) * (4 * 2), 8 * (4 * 2 + 4 - 1));
+    vc_model_free(m);
+}
+
+/* The four Linears of test_pp_stage_timeline at pp 2, V 2, M 4: rank 0's
+ * chunks run layer 0 (virtual stage 0) and layer 2 (virtual stage 2); the
+ * engine runs the contiguous stage, layers 0 and 1, chunk 1 the second
+ * (the same layer). w = 1 x 2 + 1 x 2 = 4 of 8; forwards (get_schedule_table)
+ * chunk 0 mb 0, 1, chunk 1 mb 0, 1, chunk 0 mb 2, 3, chunk 1 mb 2, 3;
+ * backwards the chunks reversed: chunk 1 mb 0, 1, chunk 0 mb 0, 1, ...
+ * A chunk-0 micro-batch keeps only its output's one-element tensor (512 B;
+ * its Linear saves the resident input batch), a chunk-1 one its received
+ * input (4,096, saved by its Linear) and its output's 512. The forward of a
+ * 1F1B pair is whole during the pair's backward (deallocated in the next
+ * pp_pre_forward): its output 4,096 instead of 512.
+ *  - The first backward (chunk 1 mb 0): chunk 0 mb 0, 1 (512 each) and mb 2
+ *    (the pair's forward, 4,096), chunk 1 mb 0, 1 (4,608 each): 14,336, of
+ *    which the engine's own run is one micro-batch of each chunk (4,608):
+ *    9,728 held besides; peak: test_pp_stage_timeline's M = 1 figure
+ *    16,013,824 + 9,728.
+ *  - The first backward with every chunk's gradients (the fourth, chunk 0
+ *    mb 1; all but the last are 1F1B pairs): chunk 0 mb 1, 2, 3 (512 each),
+ *    chunk 1 mb 2 (4,608) and mb 3 (the pair's forward, whole: 8,192):
+ *    14,336 again, 9,728 besides the run; on the backward into existing
+ *    gradients of the M = 2 figure, 20,018,176: 20,027,904, the peak.
+ * Held at the end of the forward: the input batch 4,096 + 9,728 + the run's
+ * chunk-1 input 4,096 and sent output 512 = 18,432. */
+static void test_pp_interleaved_timeline(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(four, strlen(four), "four.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    vc_options o = opts(VC_PARALLEL_NONE, 2, VC_OPTIM_SGD);
+    o.pp = 2;
+    o.micro_batches = 4;
+    o.pp_virtual = 2;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.nranks, 2);
+    assert_int_equal(r.ranks[0].in_flight, 5);
+    assert_int_equal(r.ranks[1].in_flight, 3); /* w = 0 + 2 */
+    assert_int_equal(r.ranks[0].layers, 2);
+    assert_int_equal(r.ranks[0].memory.weights, 8000512);
+    assert_int_equal(r.ranks[0].memory.activations, 18432);
+    assert_int_equal(r.ranks[0].memory.peak_allocated, 20027904);
+    assert_true(20027904 > 16013824 + 9728);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* What the interleaved schedule refuses, exit 2 naming the option: layers not
+ * a multiple of pp x V (get_num_layers_to_build's asserts), micro-batches not
+ * a multiple of pp (forward_backward_pipelining_with_interleaving: "The
+ * remainder of M ... should be 0, or larger than or equal to the
+ * pipeline-parallel size"), no pipeline, DeepSpeed's zero1 (its
+ * PipelineEngine has no interleaved schedule), and chunks whose layers differ
+ * from the contiguous stage the engine runs for them. */
+static void test_pp_interleaved_refused(void **state)
+{
+    (void)state;
+    const char *uneven = "{\"input\": [8], \"layers\": ["
+                         "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8},"
+                         "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 16},"
+                         "{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 8},"
+                         "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8}]}";
+    struct {
+        const char *json;
+        int64_t pp, v, micro, gpus;
+        vc_parallel par;
+        const char *opt;
+    } cases[] = {
+        {four, 2, 4, 0, 2, VC_PARALLEL_NONE, "--pp-virtual"},       /* 4 layers, 2 x 4 chunks */
+        {four, 2, 2, 3, 2, VC_PARALLEL_NONE, "--micro-batches"},    /* 3 micro-batches, pp 2 */
+        {four, 1, 2, 0, 1, VC_PARALLEL_NONE, "--pp-virtual"},       /* no pipeline */
+        {four, 2, 2, 0, 4, VC_PARALLEL_ZERO1, "--pp-virtual"},      /* DeepSpeed's */
+        {uneven, 2, 2, 0, 2, VC_PARALLEL_NONE, "--pp-virtual"},     /* rank 0 runs layer 2 (16 -> 8), not layer 1 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string(cases[i].json, strlen(cases[i].json), "v.json", &m, &err)) fail_msg("load: %s", err.msg);
+        vc_options o = opts(cases[i].par, cases[i].gpus, VC_OPTIM_SGD);
+        o.pp = cases[i].pp;
+        o.pp_virtual = cases[i].v;
+        o.micro_batches = cases[i].micro;
+        vc_result r;
+        memset(&err, 0, sizeof err);
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, cases[i].opt);
+        vc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +640,9 @@ int main(void)
         cmocka_unit_test(test_pp_refused),
         cmocka_unit_test(test_tp_pp),
         cmocka_unit_test(test_pp_max_batch),
+        cmocka_unit_test(test_pp_interleaved_in_flight),
+        cmocka_unit_test(test_pp_interleaved_timeline),
+        cmocka_unit_test(test_pp_interleaved_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,9 +224,7 @@ static void test_zero1_accumulate(void **state)
 }
 
 /* What zero1 refuses, exit 2 naming the option: offload_param (stage 3's,
- * config.py DeepSpeedZeroOffloadParamConfig), and a pipeline (not modelled:
- * PipelineEngine runs ZeRO-1's reduce_gradients(pipeline_parallel=True), whose
- * IPG buffer is made there). */
+ * config.py DeepSpeedZeroOffloadParamConfig). */
 static void test_zero1_refused(void **state)
 {
     (void)state;
@@ -238,11 +236,37 @@ static void test_zero1_refused(void **state)
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--offload");
     assert_non_null(strstr(err.msg, "offload_param is stage 3's"));
-    o.offload = VC_OFFLOAD_NONE;
-    o.pp = 2;
-    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--parallel");
     vc_model_free(m);
+}
+
+/* With --pp (DeepSpeed's PipelineEngine takes stage 1: pipe/engine.py
+ * PipelineEngine.__init__ asserts only zero_optimization_stage() <
+ * ZeroStageEnum.gradients): each stage's parameters are flattened and
+ * partitioned over its own data-parallel group. 4 GPUs, pp 2: 2 ranks per
+ * stage. Stage 0 is Linear(1000 -> 999), 999,999 elements, stage 1
+ * Linear(999 -> 1000), 1,000,000; either padded to a multiple of 2 x 2:
+ * 1,000,000, partitions of 500,000. Weights: the flat buffer 4,000,000 B ->
+ * 4,000,256 and the fp32 partition 2,000,000 -> 2,000,384 = 6,000,640; Adam's
+ * two states on the partition 2 x 2,000,384. At the accumulation boundary
+ * (the last of the 2 micro-batches) engine.py allreduce_gradients calls
+ * reduce_gradients(pipeline_parallel=self.pipeline_parallelism), which first
+ * appends a second torch.empty(reduce_bucket_size) to the IPG bucket (the
+ * first made by setup_buckets at the first micro-batch's first gradient
+ * hook) and cleared with it by _release_ipg_buffers: the peak holds both
+ * buffers and the stage's whole gradients (3,996,160 + 4,096 either stage). */
+static void test_zero1_pp(void **state)
+{
+    (void)state;
+    vc_options o = opts(VC_PARALLEL_ZERO1, 4);
+    o.pp = 2;
+    vc_result r = run(&o);
+    assert_int_equal(r.nranks, 2);
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(r.ranks[k].memory.weights, 4000256 + 2000384);
+        assert_int_equal(r.ranks[k].memory.optimizer_states, 2 * 2000384);
+        assert_int_equal(r.ranks[k].peak.gradients, 2 * IPG + 3996160 + 4096);
+    }
+    vc_result_free(&r);
 }
 
 int main(void)
@@ -253,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_zero1_offload),
         cmocka_unit_test(test_zero1_accumulate),
         cmocka_unit_test(test_zero1_refused),
+        cmocka_unit_test(test_zero1_pp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -322,6 +322,9 @@ typedef struct {
     /* --parallel fsdp2: HSDP, a (fsdp_replicate, world / fsdp_replicate) mesh:
      * sharded over the second dimension, replicated over the first (0, 1: none) */
     int64_t fsdp_replicate;
+    /* --pp-virtual: model chunks per pipeline rank under Megatron's interleaved
+     * 1F1B schedule (virtual_pipeline_model_parallel_size), 0 or 1: none */
+    int64_t pp_virtual;
 } vc_options;
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)

@@ -88,6 +88,8 @@ MATRIX = [
      dict(batch=2, pp=4, gpus=8, parallel="ddp", per_layer=True)),
     ("resnet18.json", ["-b", "4", "--pp", "2", "--gpus", "2", "--micro-batches", "6", "-g", "24GiB", "--max-batch"],
      dict(batch=4, pp=2, gpus=2, micro_batches=6, gpu="24GiB", max_batch=True)),
+    ("gpt2_small.json", ["-b", "2", "--pp", "4", "--gpus", "4", "--micro-batches", "8", "--pp-virtual", "3"],
+     dict(batch=2, pp=4, gpus=4, micro_batches=8, pp_virtual=3)),
 ]
 
 

@@ -362,7 +362,8 @@ class Result:
         self.ranks = None
         if opts.pp > 1:  # --pp: one entry per kind of rank (report.c's json_ranks)
             self.pipeline = Fields([("stages", opts.pp), ("micro_batches", opts.micro_batches or opts.pp),
-                                    ("schedule", "1f1b")])
+                                    ("schedule", "interleaved" if opts.pp_virtual > 1 else "1f1b")] +
+                                   ([("virtual_stages", opts.pp_virtual)] if opts.pp_virtual > 1 else []))
             self.ranks = []
             for i in range(res.nranks):
                 k = res.ranks[i]
@@ -512,8 +513,9 @@ class Result:
                       ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
         if self.pipeline is not None:
             q = self.pipeline
-            out.append(',\n%s"pipeline": {"stages": %d, "micro_batches": %d, "schedule": "%s"},\n%s"ranks": ['
-                       % (ind, q.stages, q.micro_batches, q.schedule, ind))
+            sched = '"%s"' % q.schedule + (', "virtual_stages": %d' % q.virtual_stages if q.schedule != "1f1b" else "")
+            out.append(',\n%s"pipeline": {"stages": %d, "micro_batches": %d, "schedule": %s},\n%s"ranks": ['
+                       % (ind, q.stages, q.micro_batches, sched, ind))
             for i, r in enumerate(self.ranks):
                 rp = r["peak"]
                 out.append('%s\n%s  {"kind": "%s", "stages": [%d, %d], "ranks": [%d, %d], "stage": %d, "layers": %d, '
@@ -572,8 +574,10 @@ class Result:
             h.item(", ", "tp %d%s%s" % (self.tensor_parallel.tp, " + sp" if self.tensor_parallel.sp else "",
                                        "" if self.parallel is not None or self.pipeline is not None else " (per GPU)"))
         if self.pipeline is not None:
-            h.item(", ", "pipeline %d stages x %d micro-batches (1F1B; per GPU)" % (self.pipeline.stages,
-                                                                                  self.pipeline.micro_batches))
+            sched = "1F1B" if self.pipeline.schedule == "1f1b" else \
+                "interleaved 1F1B, %d chunks per rank" % self.pipeline.virtual_stages
+            h.item(", ", "pipeline %d stages x %d micro-batches (%s; per GPU)" % (self.pipeline.stages,
+                                                                                self.pipeline.micro_batches, sched))
         if self.mode == "train":
             h.item(", ", "%s (%s)" % (self.optimizer, self.optimizer_impl) if self.optimizer != "none"
                    else self.optimizer)
@@ -730,7 +734,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
              optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
              prompt=None, new_tokens=None, cache=None, loss=None, tp=1, sp=False, pp=1, micro_batches=None,
-             **export_options):
+             pp_virtual=None, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
@@ -742,7 +746,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
     and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
     ("ddp") and gpus (the ranks; the estimate is per GPU), tp and sp (Megatron tensor and sequence parallelism), pp (pipeline stages, Megatron's 1F1B; batch is
-    then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), prompt, new_tokens and cache ("dynamic",
+    then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), pp_virtual
+    (model chunks per rank: Megatron's interleaved schedule, --pp-virtual), prompt, new_tokens and cache ("dynamic",
     "static", "offloaded", "quantized": QuantizedCache with kv_bits, kv_group, kv_residual) for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
@@ -796,6 +801,10 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
         if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
             raise VramcalcError("micro_batches: %r is not a positive integer" % (micro_batches,))
         opts.micro_batches = micro_batches
+    if pp_virtual is not None:
+        if isinstance(pp_virtual, bool) or not isinstance(pp_virtual, int) or pp_virtual < 1:
+            raise VramcalcError("pp_virtual: %r is not a positive integer" % (pp_virtual,))
+        opts.pp_virtual = pp_virtual
     for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
         if v is not None:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

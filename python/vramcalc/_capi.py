@@ -35,7 +35,8 @@ class vc_options(ctypes.Structure):
                 ("offload", c_int), ("kv_bits", c_int), ("kv_group", c_int64), ("kv_residual", c_int64), ("fsdp_param_dtype", c_int), ("fsdp_reduce_dtype", c_int),
                 ("ep", c_int64),
                 ("device", ctypes.POINTER(vc_gpu)),
-                ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64)]
+                ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64),
+                ("pp_virtual", c_int64)]
 
 
 class vc_memory(ctypes.Structure):

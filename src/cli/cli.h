@@ -48,7 +48,7 @@ enum cli_option_id {
     OPT_LIST_LAYERS, OPT_VERSION, OPT_TRACE, OPT_MAX_BATCH, OPT_SWEEP, OPT_PLOT, OPT_NO_COLOR, OPT_LIST_GPUS,
     OPT_SEQ, OPT_MOE, OPT_EMIT, /* Hugging Face config.json (issue 12) */
     OPT_LORA, OPT_LORA_ALPHA, OPT_LORA_DROPOUT, OPT_LORA_TARGETS, OPT_GRAD_CKPT, /* fine-tuning (issue 12) */
-    OPT_GPUS, OPT_PARALLEL, OPT_TP, OPT_SP, OPT_PP, OPT_MICRO, /* more than one GPU (issue 14) */
+    OPT_GPUS, OPT_PARALLEL, OPT_TP, OPT_SP, OPT_PP, OPT_MICRO, OPT_PP_VIRTUAL, /* more than one GPU (issue 14) */
     OPT_PROMPT, OPT_NEW_TOKENS, OPT_CACHE, OPT_MAX_CONTEXT, /* generation (issue 13) */
     OPT_SERVE, OPT_GPU_UTIL, OPT_MAX_TOKENS, OPT_MAX_SEQS, OPT_BLOCK, OPT_KV_DTYPE, /* vLLM serving (issue 13) */
     OPT_MAX_SEQ, /* the longest sequence that fits (issue 12) */

@@ -125,6 +125,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_PP: if ((rc = parse_count("--pp", optarg, 1, &o.pp))) return rc; break;
         case OPT_EP: if ((rc = parse_count("--ep", optarg, 1, &o.ep))) return rc; break;
         case OPT_MICRO: if ((rc = parse_count("--micro-batches", optarg, 1, &o.micro_batches))) return rc; break;
+        case OPT_PP_VIRTUAL: if ((rc = parse_count("--pp-virtual", optarg, 1, &o.pp_virtual))) return rc; break;
         case OPT_PARALLEL: if ((rc = choose("--parallel", optarg, o.parallel = vc_parallel_from_name(optarg), VC_CHOICES(VC_PARALLEL_MAP)))) return rc; break;
         case OPT_OFFLOAD: if ((rc = choose("--offload", optarg, o.offload = vc_offload_from_name(optarg), VC_CHOICES(VC_OFFLOAD_MAP)))) return rc; break;
         case OPT_FSDP_PARAM_DT:

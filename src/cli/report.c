@@ -252,8 +252,10 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
         line_item(&l, ", ", it);
     }
     if (o->pp > 1) {
-        snprintf(it, sizeof it, "pipeline %" PRId64 " stages x %" PRId64 " micro-batches (1F1B; per GPU)", o->pp,
-                 o->micro_batches ? o->micro_batches : o->pp);
+        char sched[64] = "1F1B"; /* --pp-virtual: Megatron's interleaved 1F1B */
+        if (o->pp_virtual > 1) snprintf(sched, sizeof sched, "interleaved 1F1B, %" PRId64 " chunks per rank", o->pp_virtual);
+        snprintf(it, sizeof it, "pipeline %" PRId64 " stages x %" PRId64 " micro-batches (%s; per GPU)", o->pp,
+                 o->micro_batches ? o->micro_batches : o->pp, sched);
         line_item(&l, ", ", it);
     }
     if (o->mode == VC_MODE_TRAIN) {
@@ -515,8 +517,10 @@ static void json_peak(FILE *f, const vc_peak *p)
 static void json_ranks(FILE *f, const vc_options *o, const vc_result *r, const char *ind)
 {
     if (!r->nranks) return;
-    fprintf(f, ",\n%s\"pipeline\": {\"stages\": %" PRId64 ", \"micro_batches\": %" PRId64 ", \"schedule\": \"1f1b\"},\n%s\"ranks\": [",
-            ind, o->pp, o->micro_batches ? o->micro_batches : o->pp, ind);
+    char sched[64] = "\"1f1b\""; /* --pp-virtual: "interleaved" and its model chunks per rank */
+    if (o->pp_virtual > 1) snprintf(sched, sizeof sched, "\"interleaved\", \"virtual_stages\": %" PRId64, o->pp_virtual);
+    fprintf(f, ",\n%s\"pipeline\": {\"stages\": %" PRId64 ", \"micro_batches\": %" PRId64 ", \"schedule\": %s},\n%s\"ranks\": [",
+            ind, o->pp, o->micro_batches ? o->micro_batches : o->pp, sched, ind);
     for (size_t i = 0; i < r->nranks; i++) {
         const vc_rank_info *k = &r->ranks[i];
         fprintf(f, "%s\n%s  {\"kind\": \"%s\", \"stages\": [%" PRId64 ", %" PRId64 "], \"ranks\": [%" PRId64 ", %" PRId64

@@ -13,6 +13,11 @@ shard", the first stage; vramcalc's are per stage. docs/parallel.md 2.6 explains
 difference.
 
     /usr/bin/python3 bench/accuracy/dist/pp_compare.py --cli build/vramcalc [--json out.json]
+    /usr/bin/python3 bench/accuracy/dist/pp_compare.py --interleaved --cli build/vramcalc
+--interleaved: the virtual pipeline (--pp-virtual V, Megatron's virtual_pipeline_model_parallel_size):
+Megatron's interleaved_schedule_memory_penalty 1 + (pp - 1) / (pp V) on the first stage's activations
+(with no micro-batch discount: the formula ignores M then) against the ratio of vramcalc's first-stage
+activations held at the end of the forward, interleaved over 1F1B at the same M.
 """
 import argparse
 import json
@@ -31,20 +36,49 @@ CASES = [("llama3.1-8b", 4, 4096, None), ("llama3.1-8b", 4, 4096, 2), ("llama3.1
          ("llama3.1-70b", 8, 4096, None), ("llama3.1-405b", 16, 8192, None)]
 
 
-def vramcalc(cli, model, pp, seq, mb):
+# model, pp, seq, micro-batches, model chunks per rank (--interleaved)
+CASES_VP = [("llama3.1-8b", 4, 4096, 4, 2), ("llama3.1-8b", 4, 4096, 8, 2), ("llama3.1-8b", 4, 4096, 16, 4),
+            ("llama3.1-70b", 8, 4096, 16, 2)]
+
+
+def vramcalc(cli, model, pp, seq, mb, vp=1):
     args = [cli, os.path.join(ROOT, CONFIGS[model]), "-f", "json", "-p", "mixed-bf16", "--attention", "flash",
             "--seq", str(seq), "--pp", str(pp), "--gpus", str(pp)]
     if mb:
         args += ["--micro-batches", str(mb)]
+    if vp > 1:
+        args += ["--pp-virtual", str(vp)]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return json.loads(out)
+
+
+def interleaved(cli):
+    """The --interleaved table (see the docstring)."""
+    print("| case | Megatron penalty | Megatron activations 1F1B / interleaved | vramcalc in flight first stage "
+          "1F1B / interleaved (chunk micro-batches) | vramcalc activations first stage 1F1B / interleaved | ratio |")
+    print("|---|---|---|---|---|---|")
+    for model, pp, seq, mb, vp in CASES_VP:
+        base = R.llama_meg_args(model, dict(world_size=pp, seq_length=seq, pipeline_model_parallel_size=pp))
+        args = R.llama_meg_args(model, dict(world_size=pp, seq_length=seq, pipeline_model_parallel_size=pp,
+                                            virtual_pipeline_model_parallel_size=vp))
+        m0 = R.meg_compute_activation_memory_without_sp(base, None)
+        m1 = R.meg_compute_activation_memory_without_sp(args, mb)
+        d0, d1 = vramcalc(cli, model, pp, seq, mb), vramcalc(cli, model, pp, seq, mb, vp)
+        f0, f1 = d0["ranks"][0], d1["ranks"][0]
+        a0, a1 = f0["memory"]["activations"], f1["memory"]["activations"]
+        print("| %s pp%d V%d s%d M=%d | %.4f | %d / %d | %d / %d | %d / %d | %.4f |" % (
+            model, pp, vp, seq, mb, 1 + (pp - 1) / (pp * vp), m0, m1, f0["in_flight"], f1["in_flight"], a0, a1, a1 / a0))
+    return 0
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
     ap.add_argument("--json")
+    ap.add_argument("--interleaved", action="store_true")
     a = ap.parse_args(argv)
+    if a.interleaved:
+        return interleaved(a.cli)
     rows = []
     print("| case | Megatron first-stage params | vramcalc first / last stage params | Megatron weights+optimizer "
           "(18 B/param) | vramcalc weights+grads+states, first stage | Megatron activations | vramcalc activations "

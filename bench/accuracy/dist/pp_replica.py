@@ -36,7 +36,6 @@ as forward_step does. The optimizer is optim2x's PyTorch 2.x foreach step over t
 parameters; zero_grad(set_to_none=True) after it. Peak = the highest reading in steps 2-3.
 """
 
-import argparse
 import gc
 import json
 import os
@@ -44,11 +43,9 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True
-HERE = os.path.dirname(os.path.abspath(__file__))
-ACC = os.path.dirname(HERE)
-ROOT = os.path.dirname(os.path.dirname(ACC))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, ACC)
+import tracking  # noqa: E402  the counter's phases, the command line's pieces (shared with worker.py)
+from tracking import HERE, ROOT  # noqa: E402
+tracking.add_paths()
 OUT = os.path.join(HERE, "pp_replica.json")
 
 GPTSTACK = "bench/accuracy/dist/models/gptstack.json"  # embedding, 4 pre-norm layers, final norm, head
@@ -64,10 +61,19 @@ CASES = [
     (TSTACK, "tstack", 4, "adam", 2, 4, False),
     (TSTACK, "tstack", 2, "sgd", 4, 2, True),
 ]
+# the interleaved schedule (--pp-virtual): model, short, batch, optim, pp, model chunks per rank, micro-batches, held_out
+TSTACK8 = "bench/accuracy/dist/models/tstack8.json"    # 8 post-norm layers of d_model 256 (a repeated Sequential)
+CASES_VP = [
+    (GPTSTACK, "gptstack", 4, "adam", 2, 2, 2, False),
+    (GPTSTACK, "gptstack", 4, "adam", 2, 2, 4, False),
+    (GPTSTACK, "gptstack", 8, "sgd", 2, 2, 6, True),
+    (TSTACK8, "tstack8", 4, "adam", 2, 4, 2, False),
+    (TSTACK8, "tstack8", 2, "momentum", 4, 2, 8, True),
+]
 
 
-def case_id(short, batch, optim, pp, micro):
-    return "%s-b%d-%s-pp%d-m%d" % (short, batch, optim, pp, micro)
+def case_id(short, batch, optim, pp, micro, vp=1):
+    return "%s-b%d-%s-pp%d-m%d" % (short, batch, optim, pp, micro) + ("-vp%d" % vp if vp > 1 else "")
 
 
 def stage_layers(module, pp, stage):
@@ -94,7 +100,6 @@ def run_case(model, batch, optim, pp, micro, stage):
     import torch.nn.functional as F
     from torch.autograd import Variable
     import optim2x
-    import tracking
     import vctorch
 
     torch.set_num_threads(1)
@@ -218,15 +223,220 @@ def run_case(model, batch, optim, pp, micro, stage):
         p = phase_begin("s%d.zero" % step)
         opt.zero_grad(set_to_none=True)
         phase_end(p)
-    top = ph.top()
-    return {"peak_allocated": top["peak"], "peak_phase": top["phase"], "phases": phases,
-            "stage_parameters": sum(prm.numel() for prm in params), "torch": torch.__version__}
+    return ph.result(torch, stage_parameters=sum(prm.numel() for prm in params))
 
 
-def vramcalc_ranks(cli, model, batch, optim, pp, micro):
+def run_case_vp(model, batch, optim, pp, vp, micro, rank):
+    """One rank of forward_backward_pipelining_with_interleaving (schedules.py at the MEG commit), its
+    default path: overlap_p2p_comm True (arguments.py: --no-overlap-p2p-communication stores False;
+    kept with a virtual pipeline), overlap_p2p_comm_warmup_flush False, microbatch_group_size_per_vp_stage
+    = pp (model_parallel_config.py __post_init__), deallocate_pipeline_outputs True. The receives are
+    torch.empty at the point the schedule posts them (p2p_communication.py), the sends nothing. Python
+    keeps what the schedule's variables keep: the loop's output_tensor (deallocated only in the next
+    iteration's pp_pre_forward) and input_tensor_grad (until the next backward returns)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+    import optim2x
+    import vctorch
+
+    torch.set_num_threads(1)
+    ph = tracking.Phases(model)
+    p = ph.begin("build")
+    module, make_inputs = vctorch.build(ph.spec, compat="2x")
+    inputs = make_inputs(batch, dtype=torch.float32)
+    nv = pp * vp  # virtual stages: rank r's chunk c is virtual stage c * pp + r (get_num_layers_to_build)
+    chunks = [stage_layers(module, nv, c * pp + rank) for c in range(vp)]
+    first_rank, last_rank = rank == 0, rank == pp - 1
+    with torch.no_grad():  # each virtual stage's input and output shapes
+        x, shapes = inputs[0], []
+        for s in range(nv):
+            shapes.append(list(x.shape))
+            for lay in stage_layers(module, nv, s):
+                x = lay(x)
+        del x
+    tensor_shape = shapes[1]  # [batch, seq, hidden]: every p2p tensor (tensor_shape in the schedule)
+    keep = set(id(prm) for ch in chunks for lay in ch for prm in lay.parameters())
+    params = [prm for prm in module.parameters() if id(prm) in keep]
+    for prm in module.parameters():
+        if id(prm) not in keep:
+            prm.data = torch.empty(0)
+    data = inputs[0] if first_rank else None
+    del inputs
+    gc.collect()
+    ph.end(p)
+    p = ph.begin("optim")
+    opt = optim2x.make(params, optim)
+    ph.end(p)
+    targets = []
+    total = micro * vp
+
+    def fwd_chunk(k):  # get_schedule_table / get_model_chunk_id(k, forward=True), groups of pp
+        return (k % (pp * vp)) // pp
+
+    def chunk_id(k, forward):
+        c = fwd_chunk(k % total)
+        return c if forward else vp - 1 - c
+
+    def mb_id(k):  # microbatch_id_table
+        return (k // (pp * vp)) * pp + k % pp
+
+    def recv_empty(rg):  # p2p _communicate: torch.empty(tensor_shape, requires_grad=rg)
+        return torch.empty(tensor_shape, dtype=torch.float32, requires_grad=rg)
+
+    def recv_from_previous(k, forward):  # recv_tensor_from_previous_stage
+        recv = True
+        leading = first_rank if forward else last_rank
+        last_chunk = vp - 1 if forward else 0
+        if leading:
+            if k < pp - 1:
+                recv = False
+                nxt = chunk_id(k + 1, forward)
+            else:
+                nxt = chunk_id(k - (pp - 1), forward)
+            if nxt == last_chunk:
+                recv = False
+            nxt = nxt + 1 if forward else nxt - 1
+        else:
+            nxt = chunk_id(k + 1, forward)
+        return recv, nxt
+
+    input_tensors = [[] for _ in range(vp)]
+    output_tensors = [[] for _ in range(vp)]
+    output_tensor_grads = [[] for _ in range(vp)]
+
+    def released(k, c):  # num_released_microbatches
+        if k < warmup:
+            return 0
+        bk = k - warmup
+        c = vp - c - 1
+        return sum(1 for i in range(bk) if fwd_chunk(i) == c)
+
+    def forward_step_helper(k):
+        c = chunk_id(k, True)
+        if c == 0 and first_rank and len(input_tensors[c]) == len(output_tensors[c]):
+            input_tensors[c].append(None)
+        input_tensor = input_tensors[c][mb_id(k) - released(k, c)]
+        x = data if (c == 0 and first_rank) else input_tensor
+        for lay in chunks[c]:
+            x = lay(x)
+        if c == vp - 1 and last_rank:
+            if module.loss_kind == "cross_entropy":
+                logits = x.float()
+                del x
+                if not targets:
+                    targets.append(torch.randint(0, logits.shape[-1], tuple(logits.shape[:-1]), dtype=torch.int64))
+                x = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets[0].reshape(-1))
+                del logits
+            else:
+                x = x.float().mean()
+            x = x / micro  # forward_step: output_tensor /= num_microbatches
+        output_tensors[c].append(x)
+        return x
+
+    def backward_step_helper(k):
+        c = chunk_id(k, False)
+        if c == vp - 1 and last_rank and not output_tensor_grads[c]:
+            output_tensor_grads[c].append(None)
+        input_tensor = input_tensors[c].pop(0)
+        output_tensor = output_tensors[c].pop(0)
+        output_tensor_grad = output_tensor_grads[c].pop(0)
+        if input_tensor is not None:
+            input_tensor.retain_grad()
+        ph.backward(True)
+        if output_tensor_grad is None:
+            torch.autograd.backward(output_tensor)  # custom_backward(loss, None): ones_like, the same
+        else:  # custom_backward
+            Variable._execution_engine.run_backward(
+                tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
+                create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
+        ph.backward(False)
+        return None if input_tensor is None else input_tensor.grad
+
+    def deallocate(out):  # deallocate_output_tensor
+        if out is not None:
+            out.data = torch.empty((1,), dtype=out.dtype)
+
+    warmup = 0
+
+    def schedule():
+        nonlocal warmup
+        warmup = (pp - rank - 1) * 2 + (vp - 1) * pp  # get_pp_rank_microbatches
+        all_warmup = warmup >= total
+        warmup = min(warmup, total)
+        remaining = total - warmup
+        input_tensors[0].append(None if first_rank else recv_empty(True))  # recv_forward before the warmup
+        output_tensor = input_tensor_grad = None
+        for k in range(warmup):
+            output_tensor = forward_step_helper(k)
+            if chunk_id(k, True) == vp - 1 and last_rank:
+                output_tensor = None
+            recv_prev, nxt = recv_from_previous(k, True)
+            if k == total - 1:
+                recv_prev = False
+            input_tensor = recv_empty(True) if recv_prev else None  # send_forward_recv_forward
+            if recv_prev:
+                input_tensors[nxt].append(input_tensor)
+            deallocate(output_tensor)
+            if k == warmup - 1 and not all_warmup and not last_rank:  # the overlap branch: send_backward_recv_backward
+                output_tensor_grads[vp - 1].append(recv_empty(False))
+        for k in range(remaining):
+            fk = k + warmup
+            deallocate(output_tensor)  # pp_pre_forward
+            output_tensor = forward_step_helper(fk)
+            if chunk_id(fk, True) == vp - 1 and last_rank:  # pp_post_forward
+                output_tensor = None
+            recv_prev, nxt = recv_from_previous(fk, True)
+            if k == remaining - 1:
+                recv_prev = False
+            if recv_prev:
+                input_tensors[nxt].append(recv_empty(True))
+            input_tensor_grad = backward_step_helper(k)
+            if chunk_id(k, False) == 0 and first_rank:  # pp_post_backward
+                input_tensor_grad = None
+            recv_next, nxtb = recv_from_previous(k, False)
+            if recv_next:
+                output_tensor_grads[nxtb].append(recv_empty(False))
+        deallocate(output_tensor)
+        del output_tensor
+        if all_warmup and not last_rank:  # recv_backward (None on the last rank's last chunk)
+            output_tensor_grads[vp - 1].append(recv_empty(False))
+        for k in range(remaining, total):
+            recv_next, nxtb = recv_from_previous(k, False)
+            if k == total - 1:
+                recv_next = False
+            input_tensor_grad = backward_step_helper(k)
+            if chunk_id(k, False) == 0 and first_rank:
+                input_tensor_grad = None
+            output_tensor_grad = recv_empty(False) if recv_next else None  # send_backward_recv_backward
+            if recv_next:
+                output_tensor_grads[nxtb].append(output_tensor_grad)
+        assert not any(input_tensors) and not any(output_tensors) and not any(output_tensor_grads)
+
+    module.train()
+    for step in range(1, 4):
+        p = ph.begin("s%d.sched" % step)
+        schedule()
+        ph.end(p)
+        p = ph.begin("s%d.opt" % step)
+        opt.step()
+        ph.end(p)
+        p = ph.begin("s%d.zero" % step)
+        opt.zero_grad(set_to_none=True)
+        ph.end(p)
+    return ph.result(torch, stage_parameters=sum(prm.numel() for prm in params))
+
+
+def all_cases():
+    """The 1F1B cases, then the interleaved ones: (model, short, batch, optim, pp, vp, micro, held_out)."""
+    return [c[:5] + (1,) + c[5:] for c in CASES] + list(CASES_VP)
+
+
+def vramcalc_ranks(cli, model, batch, optim, pp, micro, vp=1):
     out = subprocess.run([cli, os.path.join(ROOT, model), "-f", "json", "-b", str(batch), "-o", optim,
                           "--workspace", "0", "--attention", "math", "--pp", str(pp), "--gpus", str(pp),
-                          "--micro-batches", str(micro)], capture_output=True, text=True, check=True).stdout
+                          "--micro-batches", str(micro)] + (["--pp-virtual", str(vp)] if vp > 1 else []),
+                         capture_output=True, text=True, check=True).stdout
     return json.loads(out)["ranks"]
 
 
@@ -235,17 +445,16 @@ def compare(cli, bound):
     (the suite's 8%) or a case lacks a stage (the CTest pp_measured)."""
     with open(OUT) as f:
         recs = json.load(f)["records"]
-    print("| case | stage | held out | measured (B) | vramcalc (B) | diff |")
-    print("|---|---|---|---|---|---|")
+    tracking.table_head(["case", "stage", "held out", "measured (B)", "vramcalc (B)", "diff"])
     worst, bad = 0.0, 0
-    for model, short, batch, optim, pp, micro, held in CASES:
-        cid = case_id(short, batch, optim, pp, micro)
+    for model, short, batch, optim, pp, vp, micro, held in all_cases():
+        cid = case_id(short, batch, optim, pp, micro, vp)
         stages = {r["config"]["stage"]: r for r in recs if r["case"] == cid}
         if len(stages) != pp:
             print("| %s | missing stages | | | | |" % cid)
             bad += 1
             continue
-        for rk in vramcalc_ranks(cli, model, batch, optim, pp, micro):
+        for rk in vramcalc_ranks(cli, model, batch, optim, pp, micro, vp):
             # a kind's figures are its busiest stage's: compare with the highest measured of them
             lo, hi = rk["stages"]
             meas = max(stages[s]["peak_allocated"] for s in range(lo, hi + 1))
@@ -260,42 +469,30 @@ def compare(cli, bound):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--all", action="store_true")
-    ap.add_argument("--redo", action="store_true")
-    ap.add_argument("--compare", action="store_true")
-    ap.add_argument("--cli", default=os.path.join(ROOT, "build", "vramcalc"))
-    ap.add_argument("--bound", type=float, default=8.0)
-    ap.add_argument("--model")
-    ap.add_argument("--batch", type=int)
-    ap.add_argument("--optim", default="adam")
+    ap = tracking.arg_parser("\n" + __doc__)
     ap.add_argument("--pp", type=int, default=2)
     ap.add_argument("--micro", type=int, default=2)
     ap.add_argument("--stage", type=int, default=0)
+    ap.add_argument("--vp", type=int, default=1, help="model chunks per rank: the interleaved schedule")
     a = ap.parse_args(argv)
-    if a.compare:
-        return compare(a.cli, a.bound)
-    if not a.all:
-        print(json.dumps(run_case(a.model, a.batch, a.optim, a.pp, a.micro, a.stage)))
-        return 0
-    recs = []
-    if os.path.exists(OUT) and not a.redo:
-        with open(OUT) as f:
-            recs = json.load(f)["records"]
+    rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.pp, a.micro, a.stage) if a.vp == 1
+                                 else run_case_vp(a.model, a.batch, a.optim, a.pp, a.vp, a.micro, a.stage))
+    if rc is not None:
+        return rc
+    recs = tracking.load_records(OUT, a.redo)
     have = {(r["case"], r["config"]["stage"]) for r in recs}
-    for model, short, batch, optim, pp, micro, held in CASES:
-        cid = case_id(short, batch, optim, pp, micro)
+    for model, short, batch, optim, pp, vp, micro, held in all_cases():
+        cid = case_id(short, batch, optim, pp, micro, vp)
         for stage in range(pp):
             if (cid, stage) in have:
                 continue
-            env = dict(os.environ, LD_PRELOAD=os.path.join(ACC, "libmemtrack.so"))
-            cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim",
-                   optim, "--pp", str(pp), "--micro", str(micro), "--stage", str(stage)]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-            r = json.loads(out.strip().splitlines()[-1])
-            r.update({"case": cid, "held_out": held,
-                      "config": {"model": model, "batch": batch, "optim": optim, "pp": pp, "micro_batches": micro,
-                                 "stage": stage}})
+            r = tracking.run_preloaded([sys.executable, os.path.abspath(__file__), "--model", model, "--batch",
+                                        str(batch), "--optim", optim, "--pp", str(pp), "--micro", str(micro),
+                                        "--stage", str(stage)] + (["--vp", str(vp)] if vp > 1 else []))
+            config = {"model": model, "batch": batch, "optim": optim, "pp": pp, "micro_batches": micro, "stage": stage}
+            if vp > 1:
+                config["virtual_stages"] = vp
+            r.update({"case": cid, "held_out": held, "config": config})
             recs.append(r)
             print("%s stage %d %s %d" % (cid, stage, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
             with open(OUT, "w") as f:
