@@ -413,3 +413,89 @@ const vc_kind vc_kind_MViTPool = {
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(mpool_cfg),
     .parse = mpool_parse, .setup = mpool_setup, .emit = mpool_emit,
 };
+
+/* ---- MViTPositionalEncoding: torchvision's PositionalEncoding (models/video/mvit.py) on the
+ * patch tokens [T*H*W, C]: class_token.expand(B, -1).unsqueeze(1) (a view of the parameter;
+ * its gradient is the batch sum), cat((class_token, x), 1) (a new tensor). Without
+ * rel_pos_embed (MViT v1) the positional table is built each forward, without batch:
+ * repeat_interleave(temporal_pos, H*W, 0) (index_select with an int64 index it keeps;
+ * index_select_backward: new_zeros + index_add, a table-sized gradient), .add_() of
+ * spatial_pos.unsqueeze(0).expand(T, -1, -1).reshape(-1, C) (a copy; its gradient summed
+ * over T), cat((class_pos.unsqueeze(0), pos_embedding), 0), and x.add_(pos_embedding)
+ * (in place; the table's gradient is the batch sum). */
+
+typedef struct {
+    int64_t E, T, hw[2];
+    bool rel_pos;
+    /* set by setup */
+    int64_t C, L;
+} mpe_cfg;
+
+static int mpe_parse(vc_args *a, void *p)
+{
+    mpe_cfg *c = p;
+    return vc_arg_int(a, "embed_size", VC_REQUIRED, 1, &c->E) || vc_arg_int(a, "temporal_size", VC_REQUIRED, 1, &c->T) ||
+           vc_arg_ints(a, "spatial_size", 2, VC_REQUIRED, 1, c->hw) || vc_arg_bool(a, "rel_pos_embed", false, &c->rel_pos);
+}
+
+static int mpe_setup(vc_setup *s, void *p)
+{
+    mpe_cfg *c = p;
+    int64_t L = 0, hw = 0;
+    if (vc_mul(s, c->hw[0], c->hw[1], &hw) || vc_mul(s, hw, c->T, &L)) return -1;
+    if (s->in[0].nd != 2 || s->in[0].d[0] != L || s->in[0].d[1] != c->E) {
+        char sh[96];
+        vc_shape_str(&s->in[0], sh, sizeof sh);
+        return vc_fail(s, "temporal_size", "MViTPositionalEncoding takes [T*H*W, embed_size] = [%lld, %lld] per sample, got %s",
+                       (long long)L, (long long)c->E, sh);
+    }
+    c->L = L;
+    c->C = s->in[0].d[1];
+    const int64_t out[2] = {L + 1, c->C}, sp[2] = {hw, c->C}, tp[2] = {c->T, c->C};
+    s->out = vc_shape_make(2, out);
+    /* named_parameters(): class_token, spatial_pos, temporal_pos, class_pos */
+    if (vc_param(s, "class_token", c->C)) return -1;
+    if (c->rel_pos) return 0;
+    return vc_param_shape(s, "spatial_pos", 2, sp, 0) || vc_param_shape(s, "temporal_pos", 2, tp, 0) ||
+           vc_param(s, "class_pos", c->C);
+}
+
+static void mpe_emit(vc_build *b, const void *p)
+{
+    const mpe_cfg *c = p;
+    const int64_t C = c->C, L = c->L;
+    vc_op *o = vc_op_begin(b, "cat");
+    vc_op_grad(o, vc_op_in(o, vc_weight(b, 0)), VC_GRAD_REDUCE); /* expand's backward: the batch sum */
+    vc_op_grad(o, vc_op_in(o, vc_input(b, 0)), VC_GRAD_PASS);
+    vc_t y = vc_op_out(o, vc_n_sample((L + 1) * C), vc_dt_of(b, vc_input(b, 0)));
+    vc_op_end(o);
+    if (!c->rel_pos) {
+        vc_dtype dt = vc_dt_of(b, vc_weight(b, 2));
+        vc_t idx = op_nograd(b, "repeat_interleave", -1, -1, vc_n_fixed(L), VC_DT_I64);
+        o = vc_op_begin(b, "index_select");
+        vc_op_in(o, vc_weight(b, 2));
+        vc_op_in_nodiff(o, idx);
+        vc_t pe = vc_op_out(o, vc_n_fixed(L * C), dt);
+        vc_op_save(o, idx);
+        vc_op_end(o);
+        o = vc_op_begin(b, "clone"); /* spatial_pos.unsqueeze(0).expand(T, -1, -1).reshape(-1, C) */
+        vc_op_grad(o, vc_op_in(o, vc_weight(b, 1)), VC_GRAD_REDUCE);
+        vc_t sp = vc_op_out(o, vc_n_fixed(L * C), dt);
+        vc_op_end(o);
+        pe = op_add(b, pe, sp, vc_n_fixed(L * C), true);
+        o = vc_op_begin(b, "cat");
+        vc_op_grad(o, vc_op_in(o, vc_weight(b, 3)), VC_GRAD_PASS);
+        vc_op_grad(o, vc_op_in(o, pe), VC_GRAD_PASS);
+        vc_t full = vc_op_out(o, vc_n_fixed((L + 1) * C), dt);
+        vc_op_end(o);
+        y = op_add(b, y, full, vc_n_sample((L + 1) * C), true);
+    }
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_MViTPositionalEncoding = {
+    .name = "MViTPositionalEncoding",
+    .summary = "torchvision MViT's class token and (v1) spatio-temporal position table on [T*H*W, C] tokens",
+    .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(mpe_cfg),
+    .parse = mpe_parse, .setup = mpe_setup, .emit = mpe_emit,
+};

@@ -1266,8 +1266,22 @@ def _mk_mvit_pool(kw, compat):
     return _mvit_2x(m, compat)
 
 
+
+
+def _mk_mvit_posenc(kw, compat):
+    """torchvision's PositionalEncoding (torchvision/models/video/mvit.py), its parameters
+    initialised as MViT.__init__ does (trunc_normal_, std 0.02)."""
+    from torchvision.models.video import mvit
+    m = mvit.PositionalEncoding(embed_size=kw.pop("embed_size"), spatial_size=tuple(kw["spatial_size"]),
+                                temporal_size=kw["temporal_size"], rel_pos_embed=kw.get("rel_pos_embed", False))
+    for w in m.parameters():
+        nn.init.trunc_normal_(w, std=0.02)
+    return m
+
+
 _KINDS["MultiscaleAttention"] = (_mk_mvit_attention, 1, set())
 _KINDS["MViTPool"] = (_mk_mvit_pool, 1, set())
+_KINDS["MViTPositionalEncoding"] = (_mk_mvit_posenc, 1, set())
 
 
 def _rnn_factory(cls):
