@@ -190,7 +190,12 @@ static vc_t pool_conv(vc_build *b, const msa_cfg *c, vc_t x, const int64_t *othw
     vc_t y = op_conv(b, xc, vc_weight(b, wi), -1, vc_n_sample(h * d * Lo));
     y = op_view(b, y, vc_numel_of(b, y), false); /* reshape(B, h, d, -1).transpose(2, 3) */
     vc_t cat = cat2(b, cls, y, vc_n_sample(h * (1 + Lo) * d));
-    return op_layer_norm(b, cat, vc_weight(b, wi + 1), vc_weight(b, wi + 2), vc_n_sample(h * (1 + Lo)));
+    vc_t r = op_layer_norm(b, cat, vc_weight(b, wi + 1), vc_weight(b, wi + 2), vc_n_sample(h * (1 + Lo)));
+    /* class_token (a view of qkv) is a local of Pool.forward, and the caller's q/k/v view is
+     * rebound only when the pool returns: qkv's storage lives until then */
+    vc_release(b, cls);
+    vc_release(b, x);
+    return r;
 }
 
 /* An operand of a batched matmul: a view when contiguous, else matmul's
@@ -206,8 +211,10 @@ static vc_t mm_operand(vc_build *b, vc_t x) { return op_contiguous(b, x); }
  * The copy_'s backward also makes zeros_like(slice) for the destination, and
  * the slice it copied from (the add_'s result, a view whose grad_fn is an
  * as_strided view of the base) gets the slice clone, which
- * as_strided_backward writes into a base-sized zero tensor, summed with the
- * CopySlices copy into a new one. */
+ * as_strided_backward writes into a base-sized zero tensor, accumulated into
+ * the CopySlices copy. Measured (torch 1.13 CPU, bench/accuracy/measure.py
+ * --per-op): the node's peak is the incoming gradient, the copy, the clone
+ * and the zeros together. */
 static vc_t slice_iadd(vc_build *b, vc_t base, vc_t src)
 {
     vc_numel bn = vc_numel_of(b, base), sn = vc_numel_of(b, src);
@@ -220,9 +227,11 @@ static vc_t slice_iadd(vc_build *b, vc_t base, vc_t src)
     o = vc_op_begin(b, "copy_"); /* CopySlices(CopyBackwards), then the view's AsStridedBackward0 */
     ib = vc_op_in(o, y);         /* the sum of the two base-sized gradients */
     vc_t z = vc_op_out_view(o, ib, bn, vc_contiguous(b, base));
-    vc_op_btemp(o, bn, dt); /* the CopySlices copy */
-    vc_op_btemp(o, bn, dt); /* as_strided_backward's zeros */
-    vc_op_btemp(o, sn, dt); /* the slice clone */
+    /* the slice clone and zeros_like(slice), alive together with the incoming gradient and the
+     * base-sized copy; the as_strided_backward zeros come after the incoming gradient is freed
+     * (and are added into the copy in place): not at this node's peak */
+    const vc_part parts[2] = {{.n = sn, .dt = dt}, {.n = sn, .dt = dt}};
+    vc_op_btemp_parts(o, parts, 2, false);
     vc_op_end(o);
     return z;
 }
@@ -258,9 +267,10 @@ static vc_t add_rel_pos(vc_build *b, const msa_cfg *c, vc_t attn, vc_t q)
                          op_view(b, Rh, vc_numel_of(b, Rh), false), vc_n_sample(h * Lq1 * kh));
     vc_t ew = op_bmm_raw(b, op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false)),
                          op_view(b, Rw, vc_numel_of(b, Rw), false), vc_n_sample(h * Lq1 * kw));
-    /* r_q.permute(2, 0, 1, 3, 4, 5).reshape(q_t, B*h*q_h*q_w, d) @ Rt.transpose(1, 2) */
-    vc_t et = op_bmm_raw(b, op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false)),
-                         op_view(b, Rt, vc_numel_of(b, Rt), false), vc_n_sample(h * Lq1 * kt));
+    /* r_q = r_q.permute(2, 0, 1, 3, 4, 5).reshape(q_t, B*h*q_h*q_w, d) (a copy, rebound to the
+     * local r_q: it lives until the function returns) @ Rt.transpose(1, 2) */
+    vc_t rq2 = op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false));
+    vc_t et = op_bmm_raw(b, rq2, op_view(b, Rt, vc_numel_of(b, Rt), false), vc_n_sample(h * Lq1 * kt));
     vc_t s1 = op_add(b, op_view(b, eh, vc_numel_of(b, eh), false), op_view(b, ew, vc_numel_of(b, ew), false),
                      vc_n_sample(h * Lq1 * kh * kw), false);
     vc_t s2 = op_add(b, op_view(b, s1, vc_numel_of(b, s1), false), op_view(b, et, vc_numel_of(b, et), false),
@@ -268,6 +278,7 @@ static vc_t add_rel_pos(vc_build *b, const msa_cfg *c, vc_t attn, vc_t q)
     vc_t rel = op_contiguous(b, op_view(b, s2, vc_numel_of(b, s2), false)); /* .reshape: a copy */
     vc_t r = slice_iadd(b, attn, rel); /* attn[:, :, 1:, 1:] += rel_pos */
     vc_release(b, rq); /* the function's locals */
+    vc_release(b, rq2);
     vc_release(b, eh);
     vc_release(b, ew);
     vc_release(b, et);
