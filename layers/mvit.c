@@ -2,8 +2,10 @@
  * mvit.c — torchvision's video MViT: MultiscaleAttention and the block's
  * pool_skip (Pool with MaxPool3d), read in torchvision/models/video/mvit.py
  * as Debian ships it (0.14.1, /usr/lib/python3/dist-packages/torchvision);
- * the same functions in pytorch/vision main (models/video/mvit.py: Pool,
- * _add_rel_pos, _add_shortcut, MultiscaleAttention.forward unchanged).
+ * read again in pytorch/vision at 772211c98cd7 (models/video/mvit.py): Pool,
+ * _unsqueeze/_squeeze, _add_rel_pos, _add_shortcut, MultiscaleAttention
+ * (constructor and forward), MultiscaleBlock.forward and PositionalEncoding
+ * are unchanged there.
  *
  * Tokens are [N, C] per sample, N = 1 + T*H*W (the class token first); the
  * module is called with thw = (T, H, W), fixed when the model is built (the
@@ -25,8 +27,10 @@
  *    distance [q, k] (a local) and its .long() copy, kept by the gather
  *    (IndexBackward0 saves the indices) rel_pos_X[idx] -> [q, k, d] (no
  *    batch); r_q = q[:, :, 1:] (a slice) reshaped (a view); the two einsums
- *    (sumproduct_pair: the left operand permuted and reshaped to [q_h, rows,
- *    d]: a copy bmm keeps; the right a view) and the temporal matmul (its own
+ *    (aten/src/ATen/native/Linear.cpp sumproduct_pair, read at pytorch
+ *    81735ee6f5da: left.permute(..).reshape({lro, lo, sum}) -- [q_h, rows, d],
+ *    a copy bmm keeps -- right.permute(..).reshape (a view), bmm, view.permute)
+ *    and the temporal matmul (its own
  *    permuted copy of r_q); the broadcast sum (two adds, the first a
  *    temporary; each broadcast operand's gradient is reduced) comes out of
  *    TensorIterator in the einsum result's dim order, so .reshape copies it;
@@ -205,10 +209,11 @@ static vc_t mm_operand(vc_build *b, vc_t x) { return op_contiguous(b, x); }
 /* base[:, :, 1:, s:] += src (src the slice's size): an add_ into a slice
  * view of base, then Python's setitem copies the slice onto itself (copy_).
  * Each in-place op on the view makes the base's grad_fn a CopySlices
- * (torch/csrc/autograd/functions/tensor.cpp CopySlices::apply: the base's
- * gradient is a new base-sized copy of the incoming one; the op's backward
- * gets a clone of its slice, which AddBackward0 hands on as src's gradient).
- * The copy_'s backward also makes zeros_like(slice) for the destination, and
+ * (torch/csrc/autograd/functions/tensor.cpp CopySlices::apply, read at
+ * pytorch 1679682ec5ec: result = grad.new_empty_strided(base) and copy_, the
+ * op's backward gets grad_slice.clone(), which AddBackward0 hands on as src's
+ * gradient). The copy_'s backward (CopyBackwards::apply) also makes
+ * zeros_like(grad) for the destination, and
  * the slice it copied from (the add_'s result, a view whose grad_fn is an
  * as_strided view of the base) gets the slice clone, which
  * as_strided_backward writes into a base-sized zero tensor, accumulated into
