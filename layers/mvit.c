@@ -202,9 +202,28 @@ static vc_t pool_conv(vc_build *b, const msa_cfg *c, vc_t x, const int64_t *othw
     return r;
 }
 
-/* An operand of a batched matmul: a view when contiguous, else matmul's
- * reshape copies it (bmm keeps the copy). */
-static vc_t mm_operand(vc_build *b, vc_t x) { return op_contiguous(b, x); }
+/* An operand of a batched matmul: under autocast first its low-precision
+ * _to_copy (which keeps x's strides; bmm is on autocast's lower-precision
+ * list), then a view when contiguous, else matmul's reshape copies it (bmm
+ * keeps the copy). */
+static vc_t mm_operand(vc_build *b, vc_t x)
+{
+    vc_t y = op_autocast(b, x);
+    if (y != x && !vc_contiguous(b, x)) y = op_view(b, y, vc_numel_of(b, y), false);
+    return op_contiguous(b, y);
+}
+
+/* One einsum of _add_rel_pos as sumproduct_pair runs it: r_q permuted and
+ * reshaped (a copy, alive until einsum returns), the table's permuted view;
+ * under autocast bmm casts both. */
+static vc_t rel_einsum(vc_build *b, vc_t rq, vc_t R, vc_numel out)
+{
+    vc_t l = op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false));
+    vc_t r = mm_operand(b, op_view(b, R, vc_numel_of(b, R), false));
+    vc_t y = op_bmm_raw(b, mm_operand(b, l), r, out);
+    vc_release(b, l);
+    return y;
+}
 
 /* base[:, :, 1:, s:] += src (src the slice's size): an add_ into a slice
  * view of base, then Python's setitem copies the slice onto itself (copy_).
@@ -268,14 +287,13 @@ static vc_t add_rel_pos(vc_build *b, const msa_cfg *c, vc_t attn, vc_t q)
     vc_t rq = op_select(b, q, vc_n_sample(h * Lq1 * d), false); /* q[:, :, 1:].reshape: a view */
     vc_hold(b, rq);
     /* einsum("bythwc,hkc->bythwk") and ("bythwc,wkc->bythwk"): sumproduct_pair */
-    vc_t eh = op_bmm_raw(b, op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false)),
-                         op_view(b, Rh, vc_numel_of(b, Rh), false), vc_n_sample(h * Lq1 * kh));
-    vc_t ew = op_bmm_raw(b, op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false)),
-                         op_view(b, Rw, vc_numel_of(b, Rw), false), vc_n_sample(h * Lq1 * kw));
+    vc_t eh = rel_einsum(b, rq, Rh, vc_n_sample(h * Lq1 * kh));
+    vc_t ew = rel_einsum(b, rq, Rw, vc_n_sample(h * Lq1 * kw));
     /* r_q = r_q.permute(2, 0, 1, 3, 4, 5).reshape(q_t, B*h*q_h*q_w, d) (a copy, rebound to the
      * local r_q: it lives until the function returns) @ Rt.transpose(1, 2) */
     vc_t rq2 = op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false));
-    vc_t et = op_bmm_raw(b, rq2, op_view(b, Rt, vc_numel_of(b, Rt), false), vc_n_sample(h * Lq1 * kt));
+    vc_t et = op_bmm_raw(b, mm_operand(b, rq2), mm_operand(b, op_view(b, Rt, vc_numel_of(b, Rt), false)),
+                         vc_n_sample(h * Lq1 * kt));
     vc_t s1 = op_add(b, op_view(b, eh, vc_numel_of(b, eh), false), op_view(b, ew, vc_numel_of(b, ew), false),
                      vc_n_sample(h * Lq1 * kh * kw), false);
     vc_t s2 = op_add(b, op_view(b, s1, vc_numel_of(b, s1), false), op_view(b, et, vc_numel_of(b, et), false),
@@ -322,7 +340,8 @@ static void msa_emit(vc_build *b, const void *p)
     vc_hold(b, v);
     vc_t qs = op_fresh(b, "mul", q, vc_numel_of(b, q)); /* self.scaler * q */
     if (!vc_contiguous(b, q)) qs = op_view(b, qs, vc_numel_of(b, qs), false);
-    vc_t kt = op_view(b, k, vc_numel_of(b, k), false);
+    vc_t kc = op_autocast(b, k); /* k's copy under autocast, then k.transpose(2, 3): a view */
+    vc_t kt = op_view(b, kc, vc_numel_of(b, kc), false);
     vc_t attn = op_bmm_raw(b, mm_operand(b, qs), vc_contiguous(b, k) ? kt : op_contiguous(b, kt),
                            vc_n_sample(h * c->Lq * c->Lk));
     if (c->rel_pos) attn = add_rel_pos(b, c, attn, q);
