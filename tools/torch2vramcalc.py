@@ -328,6 +328,51 @@ def _swin_attention(m, kind):
                     ("attention_dropout", float(m.attention_dropout), 0.0), ("dropout", float(m.dropout), 0.0)])
 
 
+def _mvit_attention(m, kind):
+    """torchvision's MultiscaleAttention (torchvision/models/video/mvit.py): the constructor's
+    arguments from the module (thw is added where it is called).  A Pool is there when the
+    kernel or the stride is not all ones; its Conv3d has padding kernel // 2 (the constructor's
+    padding_q / padding_kv)."""
+    q, k = m.pool_q, m.pool_k
+    if len(m.project) != 1:
+        raise _Reject("MultiscaleAttention with dropout > 0 (project's nn.Dropout(inplace=True)) has no kind")
+    for p in (q, k, m.pool_v):
+        if p is not None and (not isinstance(p.pool, nn.Conv3d) or p.norm_act is None or len(p.norm_act) != 1
+                              or not isinstance(p.norm_act[0], nn.LayerNorm) or p.norm_before_pool
+                              or p.pool.bias is not None):
+            raise _Reject("a Pool other than Conv3d + LayerNorm (the MViT builders') has no kind")
+    one = [1, 1, 1]
+    eps = next((p.norm_act[0].eps for p in (q, k) if p is not None), 1e-5)
+    return _fields([("embed_dim", m.embed_dim, _REQ), ("output_dim", m.output_dim, m.embed_dim),
+                    ("num_heads", m.num_heads, _REQ),
+                    ("kernel_q", list(q.pool.kernel_size) if q else one, one),
+                    ("kernel_kv", list(k.pool.kernel_size) if k else one, one),
+                    ("stride_q", list(q.pool.stride) if q else one, one),
+                    ("stride_kv", list(k.pool.stride) if k else one, one),
+                    ("residual_pool", m.residual_pool, False),
+                    ("residual_with_cls_embed", m.residual_with_cls_embed, True),
+                    ("rel_pos_embed", m.rel_pos_h is not None, False), ("norm_eps", eps, 1e-5)])
+
+
+def _mvit_pool(m, kind):
+    """torchvision's Pool as MultiscaleBlock builds its pool_skip: Pool(nn.MaxPool3d(kernel,
+    stride, padding), None) (torchvision/models/video/mvit.py)."""
+    p = m.pool
+    if not isinstance(p, nn.MaxPool3d) or m.norm_act is not None or p.dilation not in (1, (1, 1, 1)) or \
+            p.ceil_mode or p.return_indices:
+        raise _Reject("a Pool other than MultiscaleBlock's pool_skip (MaxPool3d, no norm) has no kind")
+    three = lambda v: list(v) if isinstance(v, (list, tuple)) else [v, v, v]
+    return _fields([("kernel_size", three(p.kernel_size), _REQ), ("stride", three(p.stride), None),
+                    ("padding", three(p.padding), [0, 0, 0])])
+
+
+def _mvit_posenc(m, kind):
+    """torchvision's MViT PositionalEncoding (torchvision/models/video/mvit.py)."""
+    return _fields([("embed_size", m.class_token.numel(), _REQ), ("temporal_size", m.temporal_size, _REQ),
+                    ("spatial_size", list(m.spatial_size), _REQ),
+                    ("rel_pos_embed", m.spatial_pos is None, False)])
+
+
 def _embedding(m, kind):
     return _fields([("num_embeddings", m.num_embeddings, _REQ), ("embedding_dim", m.embedding_dim, _REQ),
                     ("padding_idx", m.padding_idx, None), ("max_norm", m.max_norm, None),
@@ -518,6 +563,13 @@ def _module_table():
         from torchvision.models import swin_transformer as swin
         t[swin.ShiftedWindowAttention] = ("ShiftedWindowAttention", _swin_attention)
         t[swin.ShiftedWindowAttentionV2] = ("ShiftedWindowAttentionV2", _swin_attention)
+    except Exception:  # torchvision absent or older than 0.14
+        pass
+    try:  # MViT's attention and pool_skip take (x, thw) and return (x, thw)
+        from torchvision.models.video import mvit
+        t[mvit.MultiscaleAttention] = ("MultiscaleAttention", _mvit_attention)
+        t[mvit.Pool] = ("MViTPool", _mvit_pool)
+        t[mvit.PositionalEncoding] = ("MViTPositionalEncoding", _mvit_posenc)
     except Exception:  # torchvision absent or older than 0.14
         pass
     return t
@@ -737,6 +789,12 @@ def _fn_table():
     try:  # registered with torch.fx.wrap: fx records one call
         from torchvision.models import swin_transformer as swin
         add("patch_merging_pad", getattr(swin, "_patch_merging_pad", None))
+    except Exception:
+        pass
+    try:  # registered with torch.fx.wrap: fx records one call
+        from torchvision.models.video import mvit
+        add("mvit_unsqueeze", getattr(mvit, "_unsqueeze", None))
+        add("mvit_squeeze", getattr(mvit, "_squeeze", None))
     except Exception:
         pass
     return t
@@ -1291,6 +1349,8 @@ class _Exporter:
             return self.mha(node, m)
         if kind in ("TransformerEncoder", "TransformerDecoder"):
             return self.tstack(node, m, kind)
+        if kind in ("MultiscaleAttention", "MViTPool"):
+            return self.mvit(node, m, kind, fields_fn)
         if kind == "Unflatten":
             x = self.tref(node.args[0], node)
             return self.emit(node, "Reshape", OrderedDict(shape=self.shape(node)), [x])
@@ -1369,6 +1429,44 @@ class _Exporter:
     def name_of(self, idx):
         self.layers[idx]["_named"] = True
         return self.layers[idx]["_node"]
+
+    def mvit(self, node, m, kind, fields_fn):
+        """MultiscaleAttention / Pool (torchvision/models/video/mvit.py) called as
+        module(x, thw): thw (T, H, W) is fixed when the model is built; the sample run's value
+        becomes the layer's "thw".  Returns (x, thw_out) as the module does, thw_out the pooled
+        size the module returns (Pool: the pool's output; the attention: pool_q's)."""
+        fields = OrderedDict(fields_fn(m, kind))
+        thw = self.concrete(self.arg(node, 1, "thw"))
+        if not (isinstance(thw, (list, tuple)) and len(thw) == 3 and all(isinstance(v, int) for v in thw)):
+            raise _Reject("thw is not a constant (T, H, W)")
+        fields["thw"] = list(thw)
+        fields.move_to_end("thw", last=False)
+        ref = self.module_call(node, m, kind, fields, [self.tref(node.args[0], node)])
+        out = self.meta.get(node)
+        out_thw = tuple(out[1]) if isinstance(out, (list, tuple)) and len(out) == 2 else None
+        return _Tuple([ref, out_thw])
+
+    def op_mvit_unsqueeze(self, node, op):
+        """torchvision's _unsqueeze(x, target_dim, expand_dim) (models/video/mvit.py,
+        torch.fx.wrap'ped): (x.unsqueeze(expand_dim) when x has target_dim - 1 dims, else x,
+        x's dim)."""
+        x = node.args[0]
+        r = len(self.tensor_meta(x).shape)
+        target, expand = self.concrete(node.args[1]), self.concrete(node.args[2])
+        if r == target:
+            return _Tuple([self.tref(x, node), r])
+        if r != target - 1 or expand == 0:
+            raise _Reject("_unsqueeze of a %d-dim tensor to %d dims at %d" % (r, target, expand))
+        shape = list(self.meta.get(node)[0].shape[1:])
+        return _Tuple([self.emit(node, "Reshape", OrderedDict(shape=shape), [self.tref(x, node)]), r])
+
+    def op_mvit_squeeze(self, node, op):
+        """torchvision's _squeeze(x, target_dim, expand_dim, tensor_dim): x.squeeze(expand_dim)
+        when tensor_dim == target_dim - 1, else x."""
+        x = node.args[0]
+        if self.concrete(node.args[3]) != self.concrete(node.args[1]) - 1:
+            return self.tref(x, node)
+        return self._reshape_to(node, x)
 
     def mha(self, node, m):
         fields = _mha_fields(m)
@@ -1484,7 +1582,7 @@ class _Exporter:
             # the parameter, broadcast over the batch
             v = self.val.get(a0)
             return _Param(v.qualname, v.tensor, tm.shape)
-        if tm is None and op not in ("chunk", "split", "unbind", "topk"):
+        if tm is None and op not in ("chunk", "split", "unbind", "topk", "mvit_unsqueeze"):
             # a python-level computation on constants
             if isinstance(a0, fx.Node) and isinstance(self.val.get(a0), (_Ref, _Param)):
                 raise _Reject("result is not a tensor")

@@ -1204,6 +1204,86 @@ class _RelPosBias(nn.Module):
 _KINDS["RelativePositionBias"] = (lambda kw, c: _RelPosBias(**kw), 0, set())
 
 
+def _three(v):
+    return list(v) if isinstance(v, (list, tuple)) else [v, v, v]
+
+
+def _mvit_2x(m, compat):
+    """compat="2x": the Pool's submodules as every other module of this harness runs them
+    (Conv3d and LayerNorm with the contiguous-input probe, MaxPool3d always with indices, as
+    CUDA's max_pool3d_with_indices); parameters and their names unchanged."""
+    if compat != "2x":
+        return m
+    from torchvision.models.video import mvit
+    pools = [m] if isinstance(m, mvit.Pool) else [m.pool_q, m.pool_k, m.pool_v]
+    for p in pools:
+        if p is None:
+            continue
+        if isinstance(p.pool, nn.Conv3d):
+            p.pool.__class__ = _conv2x_class(nn.Conv3d)
+        elif isinstance(p.pool, nn.MaxPool3d):
+            q = p.pool
+            p.pool = _MaxPoolIdx(3, kernel_size=q.kernel_size, stride=q.stride, padding=q.padding)
+        if p.norm_act is not None and isinstance(p.norm_act[0], nn.LayerNorm):
+            p.norm_act[0].__class__ = _LayerNorm2x
+    return m
+
+
+def _mk_mvit_attention(kw, compat):
+    """torchvision's MultiscaleAttention (torchvision/models/video/mvit.py, 0.14 as Debian ships
+    it), called with the file's fixed thw: the kind replicates its forward op by op."""
+    from functools import partial
+    from torchvision.models.video import mvit
+    thw = tuple(_three(kw.pop("thw")))
+    eps = kw.pop("norm_eps", 1e-5)
+    kw.setdefault("output_dim", kw["embed_dim"])
+    for k in ("kernel_q", "kernel_kv", "stride_q", "stride_kv"):
+        kw[k] = _three(kw.get(k, 1))
+    kw.setdefault("residual_pool", False)
+    kw.setdefault("residual_with_cls_embed", True)
+    kw.setdefault("rel_pos_embed", False)
+
+    class _MSA(mvit.MultiscaleAttention):
+        def forward(self, x):
+            return mvit.MultiscaleAttention.forward(self, x, thw)[0]
+    m = _MSA(input_size=list(thw), norm_layer=partial(nn.LayerNorm, eps=eps), **kw)
+    return _mvit_2x(m, compat)
+
+
+def _mk_mvit_pool(kw, compat):
+    """torchvision's Pool (torchvision/models/video/mvit.py) as MultiscaleBlock builds its
+    pool_skip: Pool(nn.MaxPool3d(kernel, stride, padding), None), on [N, C] tokens with the
+    class token first, called with the file's fixed thw."""
+    from torchvision.models.video import mvit
+    thw = tuple(_three(kw.pop("thw")))
+    k, s = _three(kw["kernel_size"]), _three(kw.get("stride", kw["kernel_size"]))
+    pad = _three(kw.get("padding", 0))
+
+    class _Pool(mvit.Pool):
+        def forward(self, x):
+            return mvit.Pool.forward(self, x, thw)[0]
+    m = _Pool(nn.MaxPool3d(k, stride=s, padding=pad), None)
+    return _mvit_2x(m, compat)
+
+
+
+
+def _mk_mvit_posenc(kw, compat):
+    """torchvision's PositionalEncoding (torchvision/models/video/mvit.py), its parameters
+    initialised as MViT.__init__ does (trunc_normal_, std 0.02)."""
+    from torchvision.models.video import mvit
+    m = mvit.PositionalEncoding(embed_size=kw.pop("embed_size"), spatial_size=tuple(kw["spatial_size"]),
+                                temporal_size=kw["temporal_size"], rel_pos_embed=kw.get("rel_pos_embed", False))
+    for w in m.parameters():
+        nn.init.trunc_normal_(w, std=0.02)
+    return m
+
+
+_KINDS["MultiscaleAttention"] = (_mk_mvit_attention, 1, set())
+_KINDS["MViTPool"] = (_mk_mvit_pool, 1, set())
+_KINDS["MViTPositionalEncoding"] = (_mk_mvit_posenc, 1, set())
+
+
 def _rnn_factory(cls):
     def f(kw, compat):
         if "batch_first" in kw:

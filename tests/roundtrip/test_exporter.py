@@ -367,6 +367,36 @@ class ExporterTest(unittest.TestCase):
             self.assertEqual(kinds.count(kind), 12)
             self.assertIn("constant_pad_nd clones", doc["description"])
 
+    def test_mvit(self):
+        # torchvision's video MViT (models/video/mvit.py): MultiscaleAttention, the blocks'
+        # pool_skip (Pool with MaxPool3d) and PositionalEncoding are kinds (layers/mvit.c);
+        # mvit_v1_b and mvit_v2_s with their own block lists (16 blocks, q strided in 3 of
+        # them: 3 pool_skips) on 4x64x64 clips (the builders fix 16x224x224: _mvit's sizes
+        # are replaced for the call), parameters exact, output shape the module's
+        from torchvision.models.video import mvit
+        orig = mvit._mvit
+
+        def small(**kw):
+            kw.update(spatial_size=(64, 64), temporal_size=4)
+            return orig(**kw)
+        for build in (mvit.mvit_v1_b, mvit.mvit_v2_s):
+            mvit._mvit = small
+            try:
+                m = build()
+            finally:
+                mvit._mvit = orig
+            doc = self.export(m, "3,4,64,64")
+            self.assertNotIn("approximate", doc["name"])
+            kinds = []
+
+            def walk(ls):
+                for l in ls:
+                    kinds.append(l["type"])
+                    walk(l.get("layers", []))
+            walk(doc["layers"])
+            self.assertEqual([kinds.count(k) for k in ("MultiscaleAttention", "MViTPool", "MViTPositionalEncoding")],
+                             [16, 3, 1])
+
     def test_relative_position_bias(self):
         # MaxViT's attention (torchvision/models/maxvit.py RelativePositionalMultiHeadAttention):
         # table[index].view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) added to the

@@ -533,6 +533,46 @@ def swin(p=0.0):
                        {"type": "Linear", "in_features": 64, "out_features": 10}]}
 
 
+# MViT's reduced block list: (num_heads, input_channels, output_channels, stride_q, stride_kv), every
+# kernel [3, 3, 3] as in torchvision's mvit_v1_b / mvit_v2_s; on 4x32x32 clips the patch conv
+# (k [3, 7, 7], s [2, 4, 4]) gives 2x8x8 tokens, pooled to 2x4x4 and 2x2x2 by the q strides.
+MVIT_BLOCKS = [(1, 32, 32, [1, 1, 1], [1, 4, 4]), (2, 32, 64, [1, 2, 2], [1, 2, 2]),
+               (2, 64, 64, [1, 1, 1], [1, 2, 2]), (4, 64, 128, [1, 2, 2], [1, 1, 1])]
+
+
+def mvit(v2):
+    """Multiscale Vision Transformer (Fan et al. 2021; Li et al. 2022 for v2): torchvision 0.14
+    models/video/mvit.py MViT with mvit_v1_b's (v2: mvit_v2_s's) flags and a reduced block
+    list, as tools/torch2vramcalc.py exports it (the only model here written by the exporter:
+    MultiscaleAttention, MViTPool and MViTPositionalEncoding layers and the traced rest; torch
+    is imported for these two only)."""
+    import sys
+    import torch
+    from torchvision.models.video import mvit as tv
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "tools"))
+    import torch2vramcalc
+    torch.manual_seed(0)
+    cfg = [tv.MSBlockConfig(num_heads=h, input_channels=i, output_channels=o, kernel_q=[3, 3, 3],
+                            kernel_kv=[3, 3, 3], stride_q=sq, stride_kv=skv) for h, i, o, sq, skv in MVIT_BLOCKS]
+    m = tv.MViT(spatial_size=(32, 32), temporal_size=4, block_setting=cfg, residual_pool=v2,
+                residual_with_cls_embed=False, rel_pos_embed=v2, proj_after_attn=v2, stochastic_depth_prob=0.0,
+                num_classes=10)
+    doc, _info = torch2vramcalc.export(m, [(None, [3, 4, 32, 32], torch.float32)], name="mvit-%s-tiny-32" % ("v2" if v2 else "v1"))
+    flags = "residual_pool=%s, residual_with_cls_embed=False, rel_pos_embed=%s, proj_after_attn=%s" % (v2, v2, v2)
+    doc["source"] = ("torchvision 0.14 models/video/mvit.py MViT(spatial_size=(32, 32), temporal_size=4, "
+                     "block_setting=[MSBlockConfig(num_heads, input_channels, output_channels, kernel_q=[3, 3, 3], "
+                     "kernel_kv=[3, 3, 3], stride_q, stride_kv) for %s], %s, stochastic_depth_prob=0, "
+                     "num_classes=10), exported by tools/torch2vramcalc.py" % (MVIT_BLOCKS, flags))
+    doc["description"] = ("Conv3d patch embedding (k [3, 7, 7], s [2, 4, 4]) to 32 channels on 4x32x32 clips (2x8x8 "
+                          "tokens), flatten, transpose, class token%s; 4 MultiscaleBlocks (LayerNorm, "
+                          "MultiscaleAttention with Conv3d pooling of q/k/v%s, MViTPool skip where q is strided, "
+                          "MLP) to 128 channels on 2x2x2; LayerNorm, class token, Dropout(0.5), Linear"
+                          % ("" if v2 else " and positional table",
+                             ", relative positions and residual pooling; the block's projection after the "
+                             "attention" if v2 else ""))
+    return doc
+
+
 MODELS = {
     "resnet": resnet, "vgg_bn": vgg_bn, "unet": unet, "densenet": densenet, "mobilenet": mobilenet, "efficientnet": efficientnet,
     "m5_audio": m5, "mlp": mlp, "emb_mean": emb_bag, "textcnn": textcnn,
@@ -543,6 +583,7 @@ MODELS = {
     "mha_native": mha_native, "encoder_native": encoder_native, "vit3_block": vit3_block,
     "hswish_wide": hswish_wide, "hswish_frozen": hswish_frozen, "swin": swin,
     "swin_dropout": lambda: swin(p=0.1),
+    "mvit_v1": lambda: mvit(False), "mvit_v2": lambda: mvit(True),
 }
 
 
