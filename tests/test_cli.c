@@ -759,6 +759,10 @@ static void test_gpus_and_sizes(void **state)
         amd += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "AMD");
         nv += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "NVIDIA");
         hopper += num(it, "hopper") != 0;
+        /* multiprocessors x resident threads (src/gpu.c; the H200's 132 as torch reported it on the GPU run) */
+        assert_true(num(it, "sms") >= 28 && (num(it, "sm_threads") == 1024 || num(it, "sm_threads") == 1536 ||
+                                              num(it, "sm_threads") == 2048));
+        if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, "h200")) assert_int_equal(num(it, "sms"), 132);
     }
     assert_true(amd >= 2 && nv >= 20 && hopper >= 4);
     cJSON_Delete(j);

@@ -88,15 +88,15 @@ int list_gpus(const char *format)
             json_str(cli_out, g->vendor);
             fprintf(cli_out, ", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
             json_str(cli_out, g->source);
-            fprintf(cli_out, "}");
+            fprintf(cli_out, ", \"sms\": %d, \"sm_threads\": %d}", g->sms, g->sm_threads);
         }
         fprintf(cli_out, "\n  ]\n}\n");
     } else if (!strcmp(format, "csv")) {
-        fprintf(cli_out, "name,product,vendor,capacity,hopper,source\n");
+        fprintf(cli_out, "name,product,vendor,capacity,hopper,source,sms,sm_threads\n");
         for (size_t i = 0; i < vc_gpu_count(); i++) {
             const vc_gpu *g = vc_gpu_get(i);
-            fprintf(cli_out, "%s,\"%s\",%s,%" PRId64 ",%s,\"%s\"\n", g->name, g->label, g->vendor, g->capacity,
-                   g->hopper ? "true" : "false", g->source);
+            fprintf(cli_out, "%s,\"%s\",%s,%" PRId64 ",%s,\"%s\",%d,%d\n", g->name, g->label, g->vendor, g->capacity,
+                   g->hopper ? "true" : "false", g->source, g->sms, g->sm_threads);
         }
     } else {
         /* within the width: the source of the figure on its own lines (bytes: -f csv or json) */
