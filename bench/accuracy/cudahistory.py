@@ -17,6 +17,12 @@ starting total (memory_allocated() at the start), not listed.
 import sys
 
 KEEP_FRAMES = 8
+# frames every allocation shares (the unwinder, the allocator, empty_* and the dispatcher's
+# wrappers): skipped, so that the ones kept name the operator and the Python line
+BOILERPLATE = ("unwind", "CapturedTraceback", "gather_with_cpp", "CachingAllocator", "empty_generic",
+               "empty_strided_generic", "empty_cuda", "empty_strided_cuda", "empty_like", "create_out",
+               "wrap_kernel", "RegisterCUDA", "_ops::", "call_functor", "boxed", "redispatch",
+               "ADInplaceOrView", "TraceType", "VariableType", "Dispatcher", "callUnboxed")
 
 
 def start(torch):
@@ -31,7 +37,7 @@ def _frames(entry):
     for fr in entry.get("frames") or []:
         name = fr.get("name", "?")
         fn = fr.get("filename", "?")
-        if fn.endswith("cudahistory.py") or "CUDACachingAllocator" in fn or "CachingAllocator" in name:
+        if fn.endswith("cudahistory.py") or "CUDACachingAllocator" in fn or any(b in name for b in BOILERPLATE):
             continue
         if fn.startswith("??") and name.startswith("??"):
             continue
