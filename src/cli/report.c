@@ -235,8 +235,11 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     if (o->fsdp_reshard) { /* fully_shard's reshard_after_forward, given */
         char n[24];
         snprintf(n, sizeof n, "%" PRId64, o->fsdp_reshard);
+        /* False: the one real-GPU check measured more than this (docs/parallel.md 2.5), said where it is read */
         snprintf(it, sizeof it, "reshard_after_forward=%s", o->fsdp_reshard == VC_FSDP_RESHARD_TRUE ? "True"
-                 : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "False" : n);
+                 : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE
+                     ? "False (7-13% low on an H200: parallel.md 2.5)"
+                     : n);
         line_item(&l, ", ", it);
     }
     if (o->fsdp_replicate > 1) { /* FSDP2's HSDP mesh: replicas x shards */
