@@ -244,9 +244,13 @@ def _sdpa_math_2x(query_, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
     attn = _SafeSoftmax.apply(attn, -1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
-    out = torch.matmul(attn, value_expanded).to(origin)
+    # return std::make_tuple(at::matmul(attn, value_acc).to(origin_dtype), attn.to(origin_dtype)):
+    # the temporaries of a C++ full-expression live until it ends ([class.temporary]), so the
+    # fp32 matmul result stays alive while its cast and the discarded second output are made
+    mm = torch.matmul(attn, value_expanded)
+    out = mm.to(origin)
     second = attn.to(origin)  # the discarded second output (a copy for 16-bit)
-    del second
+    del second, mm
     return out
 
 
