@@ -233,7 +233,10 @@ static int build_liveness(vc_build *b)
     for (size_t k = 0; k < nop; k++) {
         item_t *its = op_items(b, (int32_t)k);
         for (int32_t i = 0; i < b->op[k].nit; i++) {
-            if (its[i].type != IT_IN) continue;
+            /* a saved tensor is used by the op that saves it: one it neither
+             * takes nor makes (a kind saving an earlier tensor) stays alive
+             * until then, as autograd's SavedVariable needs it */
+            if (its[i].type != IT_IN && its[i].type != IT_SAVE) continue;
             int32_t t = its[i].t;
             if ((int32_t)k > last[t]) last[t] = (int32_t)k;
             int32_t pr = b->t[t].op;

@@ -222,7 +222,6 @@ void vc_op_grad_reduce_rows(vc_op *o, int in, vc_numel rows, int64_t out)
     memset(k, 0, sizeof *k);
     vc_dtype dt = (vc_dtype)b->t[it->t].dt;
     k->red_in = (int8_t)vc_dtype_size(dt);
-    k->red_acc = 4; /* acc_type<T, true>: float for float, half and bfloat16 */
     k->rps = rows.ps;
     k->rfx = rows.fx;
     k->rout = out;
@@ -295,7 +294,7 @@ int64_t vc__comp_bytes(const vc_build *b, int32_t c, int64_t batch)
     if (k->red_in > 0) { /* a reduction's scratch (vc_op_grad_reduce_rows) */
         int64_t rows = part_mul(k->rps, batch);
         rows = rows > PART_BIG - k->rfx ? PART_BIG : rows + k->rfx;
-        return vc_reduce_scratch(&b->o, k->rout, rows, false, k->red_in, k->red_acc);
+        return vc_reduce_scratch(&b->o, k->rout, rows, false, k->red_in, 4);
     }
     int64_t sum[VC_MAX_PARTS] = {0}, best = 0;
     for (int32_t i = 0; i < k->np; i++) {
@@ -408,16 +407,6 @@ int vc_weight_lora_style(const vc_build *b, vc_t w)
 void vc_op_save_if(vc_op *o, vc_t t, int in)
 {
     if (!live_op(o) || t < 0) return;
-    /* A tensor the op neither takes nor makes (a kind saving an earlier
-     * tensor for its backward) must still be alive when the op runs: its
-     * Python reference is kept until this op, as autograd's SavedVariable
-     * needs it then. Without this its storage could already be freed and
-     * the save would revive it (a double free in the replay). */
-    bool item = false;
-    const item_t *its = op_items(o->b, o->idx);
-    for (int32_t i = 0; i < o->b->op[o->idx].nit && !item; i++)
-        item = (its[i].type == IT_IN || its[i].type == IT_OUT) && its[i].t == t;
-    if (!item) vc__extend_life(o->b, t);
     item_t *it = add_item(o, IT_SAVE);
     if (!it) return;
     it->t = t;

@@ -86,8 +86,9 @@ typedef struct {
     bool cap;
     /* red_in > 0: instead of parts, a CUDA reduction's scratch (src/scratch.c)
      * while it sums a contiguous [rows, rout] gradient of red_in-byte elements
-     * over its rows, rows = rps x batch + rfx (vc_op_grad_reduce_rows) */
-    int8_t red_in, red_acc;
+     * over its rows, rows = rps x batch + rfx (vc_op_grad_reduce_rows), in
+     * float accumulators (acc_type of float, half and bfloat16) */
+    int8_t red_in;
     int64_t rps, rfx, rout;
 } comp_t;
 

@@ -81,7 +81,7 @@ static void comp_bounds(const vc_build *b, int32_t k, int64_t *a, int64_t *c)
     const comp_t *q = &b->comp[k];
     *a = *c = 0;
     if (q->red_in > 0) {
-        vc_reduce_scratch_bounds(q->rout, q->rps, q->rfx, q->red_acc, a, c);
+        vc_reduce_scratch_bounds(q->rout, q->rps, q->rfx, 4, a, c);
         return;
     }
     for (int32_t i = 0; i < q->np; i++) {
