@@ -346,8 +346,20 @@ void vc__model_hook(vc_build *b, bool begin);
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
 
-/* layout.c: the FSDP units (unit_of per instance, 0 the root's); their count */
+/* layout_fsdp1.c: the FSDP units (unit_of per instance, 0 the root's); their
+ * count; the fsdp, shard-grad-op and hybrid rows' hooks (policy.h vc_layout_row) */
 int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
+void vc__fsdp_flat(vc_build *b);
+void vc__hybrid_flat(vc_build *b);
+void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin);
+void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin);
+/* layout_zero12.c: the zero1 and zero2 rows' hooks (policy.h vc_layout_row) */
+void vc__zero2_flat(vc_build *b);
+void vc__zero2_resident(vc_build *b);
+void vc__zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin);
+void vc__zero2_grad(vc_build *b, size_t p, int32_t inst);
+void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin);
+void vc__zero1_grad(vc_build *b, size_t p, int32_t inst);
 /* layout_fsdp2.c: the fsdp2 row's hooks (policy.h vc_layout_row) */
 void vc__fsdp2_flat(vc_build *b);
 void vc__fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin);

@@ -1,0 +1,250 @@
+/*
+ * layout_fsdp1.c — the FSDP1 rows of the parallel-layout table (layout.c):
+ * fsdp (FULL_SHARD), shard-grad-op and hybrid, their units, flat
+ * parameters and hooks (docs/parallel.md 1.6).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "util.h"
+
+/* ---- fsdp, shard-grad-op: torch.distributed.fsdp.FullyShardedDataParallel
+ * (FSDP1, PyTorch 2.x defaults: use_orig_params=False, backward_prefetch=
+ * BACKWARD_PRE, forward_prefetch=False, no mixed precision), sharding_strategy
+ * FULL_SHARD or SHARD_GRAD_OP; --offload params: CPUOffload(offload_params=True)
+ * (fsdp_units, fsdp_unshard, the end of backward in fsdp_hook).
+ *
+ * Units, as auto_wrap_policy=transformer_auto_wrap_policy wraps a decoder
+ * stack: every copy of a repeated block (a top-level entry with `repeat`,
+ * the decoder layers of a Hugging Face config) is one FSDP unit; every
+ * other parameter (embedding, final norm, head) is in the root's. A model
+ * with no repeated entry wraps each top-level entry that holds parameters
+ * (ModuleWrapPolicy over them), leaving the root none. Each unit's
+ * parameters are one FlatParameter, flattened without padding between them
+ * (torch/distributed/fsdp/_flat_param.py FlatParamHandle.flatten_tensors,
+ * no alignment without use_orig_params). */
+
+/* The unit key of an instance path: its top-level index, and the copy for
+ * a repeated entry ("layers[2][1].layers[0]": 2, 1; "layers[3]": 3, -1). */
+static void path_key(const char *path, long *top, long *copy)
+{
+    const char *s = path ? strchr(path, '[') : NULL;
+    char *e;
+    *top = *copy = -1;
+    if (!s) return;
+    *top = strtol(s + 1, &e, 10);
+    if (e[0] == ']' && e[1] == '[') *copy = strtol(e + 2, &e, 10);
+}
+
+/* Each rank's shard of a flat parameter of U elements: the flattened
+ * tensor's chunk(world)[rank], the last ones padded to the first chunk's
+ * size (_flat_param.py FlatParamHandle._get_shard / _get_unpadded_shard):
+ * ceil(U / world) elements on every rank. */
+static int64_t shard_numel(int64_t u, int64_t world) { return u / world + (u % world != 0); }
+
+/* The units of the wrap above: unit_of[i] for every instance (0: the
+ * root's), numbered from 1 as they run; returns their count. An instance
+ * without parameters is the root's unless `span` (FSDP2, whose hooks are on
+ * the wrapped module: a layer's parameter-free instances run inside it) and
+ * it has the key of the unit before it. */
+int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span)
+{
+    bool repeated = false;
+    for (size_t i = 0; i < m->ninst; i++) {
+        long top, copy;
+        path_key(m->inst[i].path, &top, &copy);
+        repeated |= copy >= 0;
+    }
+    long ktop = -2, kcopy = -2;
+    int32_t unit = 0;
+    for (size_t i = 0; i < m->ninst; i++) { /* instances in execution order: units numbered as they run */
+        long top, copy;
+        path_key(m->inst[i].path, &top, &copy);
+        unit_of[i] = 0;
+        if ((repeated && copy < 0) || top < 0) continue;
+        if (m->inst[i].np == 0) {
+            if (span && unit > 0 && top == ktop && copy == kcopy) unit_of[i] = unit;
+            continue;
+        }
+        if (top != ktop || copy != kcopy) unit++;
+        ktop = top, kcopy = copy;
+        unit_of[i] = unit;
+    }
+    return unit;
+}
+
+static void fsdp_units(vc_build *b, int64_t group)
+{
+    const vc_model *m = b->m;
+    b->nflat = (size_t)vc__fsdp_units(m, b->unit_of, false) + 1;
+    for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}, false};
+    for (size_t p = 0; p < m->npar; p++) {
+        const vc_param_entry *e = &m->par[p];
+        int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
+        vc_flat_param *f = &b->flat[u];
+        uint8_t dt = b->t[b->par_t[p]].dt;
+        /* FlatParamHandle._validate_tensors_to_flatten: one dtype, and (use_orig_params=False)
+         * one requires_grad per FlatParameter, else ValueError("Must flatten tensors with
+         * uniform ...") */
+        if (f->numel > 0 && (dt != f->dt || e->trainable != f->e.trainable)) {
+            b->st = VC_ERR_USAGE;
+            b->why_opt = "--parallel";
+            snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes %s parameters (%s): FSDP1 refuses that (use_orig_params=False)",
+                     u == 0 ? "the root" : m->inst[e->owner].path, dt != f->dt ? "dtypes of" : "frozen and trainable",
+                     e->name ? e->name : "?");
+            return;
+        }
+        f->dt = dt;
+        f->numel += e->numel;
+        f->e.trainable = e->trainable;
+    }
+    bool off = b->o.offload == VC_OFFLOAD_PARAMS;
+    for (size_t u = 0; u < b->nflat; u++) {
+        vc_flat_param *f = &b->flat[u];
+        int64_t shard = shard_numel(f->numel, group);
+        f->padded = shard * group; /* at most numel + group - 1: the loader keeps counts under 2^56 */
+        f->held = (vc_tspec){vc_n_fixed(shard), f->dt};
+        /* CPUOffload(offload_params=True): the shard (_local_shard, pinned), its
+         * gradient (_cpu_grad, pinned) and the optimizer's state and step are the CPU's
+         * (_flat_param.py FlatParamHandle.init_flat_param_attributes): none on the GPU */
+        f->e.numel = off ? 0 : shard;
+        if (off) f->e.trainable = false;
+    }
+}
+
+/* FULL_SHARD and SHARD_GRAD_OP shard over every rank. */
+void vc__fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
+
+/* ---- hybrid: HYBRID_SHARD, FULL_SHARD inside each node and replicated
+ * across nodes: the shard group is the node's devices
+ * (_init_utils.py _init_process_group_state_for_hybrid_shard ->
+ * _init_intra_and_inter_node_groups(default group, device_count())), 8
+ * here (an 8-GPU node; options.c asks --gpus to be at most 8 or a multiple
+ * of 8). The sharded gradient is then all-reduced over the inter-node
+ * group in place (_post_backward_hook: default_hooks.allreduce_hook on
+ * new_sharded_grad): nothing more is allocated. */
+void vc__hybrid_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o) < 8 ? vc_dp_world(&b->o) : 8); }
+
+/* FlatParamHandle.unshard (_flat_param.py): _alloc_padded_unsharded_flat_param
+ * allocates the padded unsharded storage (world x shard elements), then the
+ * all-gather fills it; in place on the gathered storage. */
+static void fsdp_unshard(vc_build *b, int32_t u, int32_t at)
+{
+    vc_flat_param *f = &b->flat[u];
+    if (u < 0 || (size_t)u >= b->nflat || f->full >= 0 || f->numel == 0) return;
+    /* CPUOffload: FlatParamHandle.pre_unshard first copies the CPU shard to the GPU
+     * (flat_param_to(self.device): flat_param.data a new tensor of the shard's size);
+     * _all_gather_flat_param reads it, and it goes once _use_unsharded_flat_param
+     * points flat_param.data at the gathered storage (_flat_param.py, pytorch/pytorch@
+     * 01caf79e047fd15e1f75ba3825f789130efa476a) */
+    int32_t h2d = b->o.offload == VC_OFFLOAD_PARAMS ? vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_TEMP, at) : -1;
+    f->full = vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_WEIGHT, at);
+    if (f->full >= 0) b->s[f->full].transient = true;
+    if (h2d >= 0) vc__free(b, h2d, at);
+}
+
+/* FlatParamHandle.reshard -> _free_unsharded_flat_param: the storage
+ * freed (_free_storage, resize_(0)); the shard stays. */
+static void fsdp_reshard(vc_build *b, int32_t u, int32_t at)
+{
+    vc_flat_param *f = &b->flat[u];
+    if (f->full >= 0) vc__free(b, f->full, at);
+    f->full = -1;
+}
+
+/* A unit's backward has ended: its post-backward hook, a post hook on the
+ * FlatParameter's AccumulateGrad (_runtime_utils.py
+ * _register_post_backward_hooks). Before it, SplitWithSizesBackward (the
+ * parameters are split() views of the flat parameter, _flat_param.py
+ * _get_unflat_views) cats the views' gradients into one unsharded flat
+ * gradient of U elements, and the views' gradients go. Then
+ * _post_backward_hook: _reshard (_should_free_in_backward: true for both
+ * strategies); the gradient padded to world x shard (F.pad, a copy, only
+ * when U is not a multiple of the world size) and new_sharded_grad =
+ * empty_like(chunks[0]) for the reduce-scatter; the new shard becomes
+ * _saved_grad_shard (or is added to it in place: gradient accumulation);
+ * the unsharded gradient and its padded copy go when the hook returns.
+ * _saved_grad_shard becomes .grad in _post_backward_final_callback and
+ * lives until zero_grad. */
+static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
+{
+    const vc_model *m = b->m;
+    vc_flat_param *f = &b->flat[u];
+    int32_t g = -1;
+    for (size_t p = 0; p < m->npar; p++) {
+        int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;
+        if (pu != u || b->pgrad[p] < 0) continue;
+        if (g < 0) g = vc__alloc(b, vc_n_fixed(f->numel), (vc_dtype)f->dt, CAT_GRAD, at);
+    }
+    for (size_t p = 0; p < m->npar && g >= 0; p++) {
+        int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;
+        if (pu != u || b->pgrad[p] < 0) continue;
+        vc__free(b, b->pgrad[p], at);
+        b->pgrad[p] = -1;
+    }
+    fsdp_reshard(b, u, at);
+    if (g < 0) return;
+    int32_t pad = f->padded > f->numel ? vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_GRAD, at) : -1;
+    int32_t shard = vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_GRAD, at);
+    if (f->grad >= 0) vc__free(b, shard, at); /* _saved_grad_shard += new_sharded_grad */
+    else f->grad = shard;
+    if (pad >= 0) vc__free(b, pad, at);
+    vc__free(b, g, at);
+}
+
+/* The module hooks (_runtime_utils.py). The root's pre-forward unshards
+ * it (_root_pre_forward, _pre_forward_unshard) and, under FULL_SHARD, its
+ * post-forward keeps it (_post_forward_reshard: not state._is_root), so the
+ * root stays gathered until its post-backward at the end of backward. A
+ * unit: _pre_forward_unshard as it begins; _post_forward_reshard as the
+ * next unit (or root code) begins: freed for FULL_SHARD
+ * (RESHARD_AFTER_FORWARD_HANDLE_STRATEGIES), kept to its backward for
+ * SHARD_GRAD_OP. Backward: _pre_backward_hook unshards the unit (unless
+ * still gathered) and prefetches the next unit in backward order (
+ * _prefetch_handles, BACKWARD_PRE: the unit before it in post-forward
+ * order, _ExecOrderData.get_handle_to_backward_prefetch), so two units are
+ * gathered during a unit's backward; the root's pre-backward prefetches
+ * the last unit. A unit's post-backward runs before the next one's
+ * pre-backward (AccumulateGrad runs first: its sequence number is the
+ * highest). */
+static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool reshard_after_forward)
+{
+    int32_t u = inst >= 0 ? b->unit_of[inst] : 0, cur = b->lay_cur;
+    if (ph == VC_PHASE_FORWARD) {
+        if (inst < 0 && begin) fsdp_unshard(b, 0, inst);
+        if (cur > 0 && cur != u && reshard_after_forward) fsdp_reshard(b, cur, inst);
+        if (inst >= 0 && begin) fsdp_unshard(b, u, inst);
+        b->lay_cur = inst < 0 && !begin ? -1 : u;
+        return;
+    }
+    if (ph != VC_PHASE_BACKWARD) return;
+    if (inst < 0) {
+        if (begin && b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
+        if (begin) { b->lay_cur = 0; return; }
+        if (cur > 0) fsdp_post_backward(b, cur, inst);
+        fsdp_post_backward(b, 0, inst);
+        b->lay_cur = -1;
+        /* CPUOffload: each post-backward copied its _saved_grad_shard into _cpu_grad (D2H,
+         * nothing new on the GPU) but keeps it; _post_backward_final_callback ->
+         * _finalize_params -> prepare_gradient_for_optim sets .grad = _cpu_grad and
+         * deletes _saved_grad_shard: the GPU shards go at the end of backward
+         * (_runtime_utils.py, pytorch/pytorch@00ae0bc91ac2c1718d1baa193d9d299e2b82776c) */
+        for (size_t k = 0; k < b->nflat && b->o.offload == VC_OFFLOAD_PARAMS; k++) {
+            if (b->flat[k].grad >= 0) vc__free(b, b->flat[k].grad, inst);
+            b->flat[k].grad = -1;
+        }
+        return;
+    }
+    if (!begin || u == cur) return;
+    if (cur > 0) fsdp_post_backward(b, cur, inst);
+    if (u > 0) {
+        fsdp_unshard(b, u, inst);
+        if (u > 1) fsdp_unshard(b, u - 1, inst);
+    }
+    b->lay_cur = u;
+}
+
+void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
+void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
