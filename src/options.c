@@ -142,7 +142,6 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
     if (o->tp > 1)
         return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --tp is not modelled (Megatron needs --sequence-parallel with both, "
                             "and splits each expert over expert_tensor_parallel_size)");
-    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --pp is not modelled");
     /* the distributed optimizer shards expert parameters over the expert-data-parallel group (gpus / (etp x ep x pp)),
      * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter) */
     if (o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP)

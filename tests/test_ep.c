@@ -169,6 +169,7 @@ static void test_ep_rules(void **state)
     } bad[] = {
         {3, 1, 2, VC_PARALLEL_DDP, "--ep"},      /* parallel_state.py: world_size % (etp x ep x pp) */
         {2, 2, 2, VC_PARALLEL_NONE, "--ep"},     /* with --tp: not modelled */
+        {2, 1, 2, VC_PARALLEL_ZERO1_TORCH, "--parallel"}, /* only ddp's replicas are modelled with --ep */
         {4, 1, 2, VC_PARALLEL_ZERO2, "--parallel"}, /* the expert-data-parallel group: not modelled */
         {2, 1, 1, VC_PARALLEL_DDP, "--ep"},      /* the model was set up for ep 2 */
     };
@@ -203,6 +204,48 @@ static void test_ep_one(void **state)
     vc_model_free(b);
 }
 
+/* --ep with --pp: two SparseMoE layers (each as test_ep_parameters' one) on
+ * 2 stages x 2 expert-parallel ranks (4 GPUs, Megatron numbers the pipeline
+ * rank outermost: stage 0 is ranks 0-1). Each stage holds one layer's router
+ * [4, 64] and E / ep = 2 local experts (fc1 [96, 64], fc2 [64, 48]): 256 +
+ * 2 x (6,144 + 3,072) = 18,688 parameters, 74,752 B in fp32; SGD keeps no
+ * state. The stages' sum is the --ep 2 model's 37,376. */
+static void test_ep_pipeline(void **state)
+{
+    (void)state;
+    const char *two = "{\"input\": [16, 64], \"layers\": ["
+                      "{\"type\": \"SparseMoE\", \"hidden_size\": 64, \"intermediate_size\": 48, \"num_experts\": 4, \"top_k\": 2},"
+                      "{\"type\": \"SparseMoE\", \"hidden_size\": 64, \"intermediate_size\": 48, \"num_experts\": 4, \"top_k\": 2}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(two, strlen(two), "moe2.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    if (vc_model_set_ep(m, 2, &err)) fail_msg("set_ep failed: %s", err.msg);
+    assert_int_equal(vc_model_parameters(m), 2 * 18688);
+    vc_options o = ep_opts(2, VC_OPTIM_SGD);
+    o.gpus = 4;
+    o.pp = 2;
+    o.micro_batches = 2;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.nranks, 2);
+    for (size_t i = 0; i < r.nranks; i++) {
+        assert_int_equal(r.ranks[i].parameters, 18688);
+        assert_int_equal(r.ranks[i].memory.weights, 74752);
+        assert_int_equal(r.ranks[i].memory.optimizer_states, 0);
+        assert_int_equal(r.ranks[i].rank_first, 2 * (int64_t)i);
+        assert_int_equal(r.ranks[i].rank_last, 2 * (int64_t)i + 1);
+    }
+    assert_string_equal(r.ranks[0].kind, "first");
+    assert_int_equal(r.ranks[0].in_flight, 2); /* 1F1B: min(pp - stage, M) */
+    assert_int_equal(r.ranks[1].in_flight, 1);
+    vc_result_free(&r);
+    /* gpus not a multiple of tp x ep x pp (parallel_state.py): 4 = 2 x 2 holds, 6 does not */
+    o.gpus = 6;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--ep");
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_ep_imbalance),
         cmocka_unit_test(test_ep_rules),
         cmocka_unit_test(test_ep_one),
+        cmocka_unit_test(test_ep_pipeline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

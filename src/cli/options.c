@@ -45,7 +45,7 @@ const cli_option cli_options[] = {
     {"tp", 0, "N", OPT_TP, NULL, "tensor-parallel ranks (Megatron; default 1)"},
     {"sp", 0, NULL, OPT_SP, NULL, "sequence parallelism with --tp (Megatron --sequence-parallel)"},
     {"ep", 0, "N", OPT_EP, NULL,
-     "MoE: expert-parallel ranks (Megatron-Core, all-to-all dispatcher; default 1): each holds num_experts / N experts; --gpus a multiple of N"},
+     "MoE: expert-parallel ranks (Megatron-Core, all-to-all dispatcher; default 1): each holds num_experts / N experts; --gpus a multiple of N x --pp"},
     {"pp", 0, "N", OPT_PP, NULL, "pipeline stages (Megatron 1F1B, or interleaved with --pp-virtual; default 1): --gpus is tp x pp x data-parallel ranks; the report is per GPU, with a line per kind of rank"},
     {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"pp-virtual", 0, "V", OPT_PP_VIRTUAL, NULL, "with --pp: V model chunks per rank, Megatron's interleaved 1F1B (virtual pipeline stages; default 1)"},
