@@ -143,6 +143,38 @@ class Tracker:
             self.O.opobs_suppress_pop(name.encode())
 
 
+def train_steps(tr, step_loss, opt, steps, tag=None, at_step=None, after_step=None):
+    """SPEC.md section 4's measured training loop, shared by this harness and the LLM and
+    expert-parallel ones: `steps` steps, the peak reset at step 2's start (step 1 warms up);
+    each step's phases tagged sN.fwd (`step_loss()`), sN.bwd (backward with the op observer's
+    backward flag on), sN.opt (`opt.step()`), sN.zero (`opt.zero_grad(set_to_none=True)`), with
+    readings at the end of each of the last three. `tag(name)` sets a phase (default tr.tag);
+    `at_step(step)` runs first in a step and `after_step(step)` last (the per-op log's file)."""
+    tag = tag or tr.tag
+    for step in range(1, steps + 1):
+        if at_step is not None:
+            at_step(step)
+        if step == 2:
+            tr.O.opobs_reset_peak()
+            tr.reset_peak()
+        tag("s%d.fwd" % step)
+        loss = step_loss()
+        tag("s%d.bwd" % step)
+        tr.O.opobs_set_backward(1)
+        loss.backward()
+        tr.O.opobs_set_backward(0)
+        del loss
+        tr.read("backward-end")
+        tag("s%d.opt" % step)
+        opt.step()
+        tr.read("step-end")
+        tag("s%d.zero" % step)
+        opt.zero_grad(set_to_none=True)
+        tr.read("zero_grad-end")
+        if after_step is not None:
+            after_step(step)
+
+
 def rounded(t):
     n = t.numel() * t.element_size()
     return 0 if n == 0 else max(512, (n + 511) // 512 * 512)
@@ -314,7 +346,7 @@ def main(argv):
         if args.mode == "train":
             module.train()
             opt = optim2x.make(module.parameters(), args.optim)
-            for step in range(1, args.steps + 1):
+            def log_open(step):
                 if logging and step == min(log_steps | {10 ** 9}):
                     tr.O.opobs_log_open(log_path.encode())
                     tr.O.opobs_log_line(("model %s batch %d optim %s mode %s precision %s compat %s; "
@@ -322,30 +354,12 @@ def main(argv):
                                          "model was built, delta" % (
                                              module.name, args.batch, args.optim, args.mode,
                                              args.precision, args.compat)).encode())
-                if step == 2:
-                    tr.O.opobs_reset_peak()
-                    tr.reset_peak()
-                set_phase("s%d.fwd" % step)
-                loss = loss_step()
-                set_phase("s%d.bwd" % step)
-                tr.O.opobs_set_backward(1)
-                loss.backward()
-                tr.O.opobs_set_backward(0)
-                del loss
-                tr.read("backward-end")
-                set_phase("s%d.opt" % step)
-                if opt is not None:
-                    opt.step()
-                    tr.read("step-end")
-                set_phase("s%d.zero" % step)
-                if opt is not None:
-                    opt.zero_grad(set_to_none=True)
-                else:
-                    for p in params:
-                        p.grad = None
-                tr.read("zero_grad-end")
+
+            def log_close(step):
                 if logging and step == max(log_steps or {0}):
                     tr.O.opobs_log_close()
+
+            train_steps(tr, loss_step, opt, args.steps, tag=set_phase, at_step=log_open, after_step=log_close)
             steady = tr.O.opobs_current()
         else:
             module.eval()

@@ -312,25 +312,7 @@ def rank_main(case):
     ddp = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
     opt = optim2x.make(list(ddp.parameters()), case["optim"])
     ddp.train()
-    for step in range(1, 4):
-        if step == 2:
-            tr.O.opobs_reset_peak()
-            tr.reset_peak()
-        tr.tag("s%d.fwd" % step)
-        loss, logits = ddp(ids, labels=labels)
-        del logits
-        tr.tag("s%d.bwd" % step)
-        tr.O.opobs_set_backward(1)
-        loss.backward()
-        tr.O.opobs_set_backward(0)
-        del loss
-        tr.read("backward-end")
-        tr.tag("s%d.opt" % step)
-        opt.step()
-        tr.read("step-end")
-        tr.tag("s%d.zero" % step)
-        opt.zero_grad(set_to_none=True)
-        tr.read("zero_grad-end")
+    measure.train_steps(tr, lambda: ddp(ids, labels=labels)[0], opt, 3)  # the logits are dropped at once
     rec = {"case": case["id"], "rank": rank, "world_size": world, "ep": ep, "batch": case["batch"],
            "seq": case["seq"], "optim": case["optim"], "held_out": case["held_out"],
            "params": sum(p.numel() for p in model.parameters()),

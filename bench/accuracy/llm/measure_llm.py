@@ -133,28 +133,13 @@ def main(argv):
 
         model.train()
         opt = optim2x.make(trainable, args.optim)
-        for step in range(1, args.steps + 1):
-            if step == 2:
-                tr.O.opobs_reset_peak()
-                tr.reset_peak()
-                if args.per_op_file:
-                    tr.O.opobs_log_open(args.per_op_file.encode())
+        def per_op_log(step):
+            if step == 2 and args.per_op_file:
+                tr.O.opobs_log_open(args.per_op_file.encode())
             if step == 3 and args.per_op_file:
                 tr.O.opobs_log_close()
-            tr.tag("s%d.fwd" % step)
-            loss = compute_loss()
-            tr.tag("s%d.bwd" % step)
-            tr.O.opobs_set_backward(1)
-            loss.backward()
-            tr.O.opobs_set_backward(0)
-            del loss
-            tr.read("backward-end")
-            tr.tag("s%d.opt" % step)
-            opt.step()
-            tr.read("step-end")
-            tr.tag("s%d.zero" % step)
-            opt.zero_grad(set_to_none=True)
-            tr.read("zero_grad-end")
+
+        measure.train_steps(tr, compute_loss, opt, args.steps, at_step=per_op_log)
         steady = tr.O.opobs_current()
         result.update({
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
