@@ -9,11 +9,12 @@ measured `peak_allocated` over the case's ranks (the busiest rank, which is what
 vramcalc to report). The bound is the accuracy suite's 8% (bench/accuracy/suite/README.md).
 Exit status: 0 when every case that vramcalc accepts is within the bound, 1 otherwise.
 
-LAYOUT maps the engines to vramcalc's options as issue 14 names them. Those options do not
-exist yet: until they do, vramcalc exits 2 on them and the case is listed as "no layout
-option yet". The FSDP rows (`fsdp`, `sgo` = SHARD_GRAD_OP, `hsdp` = HYBRID_SHARD) are read from
-fsdp_replica.json. `ddp-view` and `zero1-view` have no option in the issue. The guesses below are
-marked and are for the lead to settle.
+LAYOUT maps the engines to vramcalc's options (issue 14's names, and PyTorch's for the bucket views);
+a case vramcalc exits 2 on is listed as "no layout option yet". The FSDP rows (`fsdp`, `sgo` =
+SHARD_GRAD_OP, `hsdp` = HYBRID_SHARD) are read from
+fsdp_replica.json. `ddp-view` is DDP's gradient_as_bucket_view=True (--gradient-as-bucket-view),
+`zero1-view` that and ZeroRedundancyOptimizer's parameters_as_bucket_view=True
+(--parameters-as-bucket-view), `zero1-pview` the latter alone (docs/parallel.md 1.3).
 """
 
 import argparse
@@ -28,9 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 LAYOUT = {
     "single": lambda w: [],
     "ddp": lambda w: ["--gpus", str(w), "--parallel", "ddp"],
-    "ddp-view": lambda w: ["--gpus", str(w), "--parallel", "ddp", "--bucket-view"],          # guess
+    "ddp-view": lambda w: ["--gpus", str(w), "--parallel", "ddp", "--gradient-as-bucket-view"],
     "zero1": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch"],
-    "zero1-view": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch", "--bucket-view"],  # guess
+    "zero1-view": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch", "--gradient-as-bucket-view",
+                             "--parameters-as-bucket-view"],
+    "zero1-pview": lambda w: ["--gpus", str(w), "--parallel", "zero1-torch", "--parameters-as-bucket-view"],
     "fsdp": lambda w: ["--gpus", str(w), "--parallel", "fsdp"],
     "sgo": lambda w: ["--gpus", str(w), "--parallel", "shard-grad-op"],
     "hsdp": lambda w: ["--gpus", str(w), "--parallel", "hybrid"],
