@@ -250,18 +250,18 @@ vc_status vc__layout_view_check(const vc_options *o, vc_error *err)
 {
     bool ddp = o->parallel == VC_PARALLEL_DDP || o->parallel == VC_PARALLEL_ZERO1_TORCH;
     if (o->gradient_as_bucket_view && !ddp)
-        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "is DistributedDataParallel's: --parallel ddp "
-                            "or zero1-torch, not %s", vc_parallel_name(o->parallel));
+        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "a DistributedDataParallel setting: --parallel "
+                            "ddp or zero1-torch, not %s", vc_parallel_name(o->parallel));
     if (o->parameters_as_bucket_view && o->parallel != VC_PARALLEL_ZERO1_TORCH)
-        return vc_set_error(err, VC_ERR_USAGE, "--parameters-as-bucket-view", "is ZeroRedundancyOptimizer's: --parallel "
+        return vc_set_error(err, VC_ERR_USAGE, "--parameters-as-bucket-view", "a ZeroRedundancyOptimizer setting: --parallel "
                             "zero1-torch, not %s", vc_parallel_name(o->parallel));
     const char *opt = o->gradient_as_bucket_view ? "--gradient-as-bucket-view" : "--parameters-as-bucket-view";
     if ((o->gradient_as_bucket_view || o->parameters_as_bucket_view) && o->pp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "is not modelled with --pp");
+        return vc_set_error(err, VC_ERR_USAGE, opt, "not modelled with --pp");
     /* under no_sync() DDP's hook returns early (autograd_hook: !expect_autograd_hooks_) and .grad stays
      * AccumulateGrad's own until the last micro-batch; without no_sync it is the view from the first */
     if (o->gradient_as_bucket_view && o->accumulate > 1)
-        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "is not modelled with --accumulate (what "
+        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "not modelled with --accumulate (what "
                             ".grad is between micro-batches depends on no_sync())");
     return VC_OK;
 }
