@@ -2,7 +2,9 @@
  * layout.c — the parallel-layout table (policy.h, vc_layout_row): how one
  * rank's training step differs from a single GPU's. This file holds the
  * table, the --offload checks and the rows with no module hooks: a single
- * GPU, which changes nothing, DDP and zero1-torch. The others are in their
+ * GPU, which changes nothing, DDP and zero1-torch (with DDP's
+ * gradient_as_bucket_view and ZeroRedundancyOptimizer's
+ * parameters_as_bucket_view: their own rows, `views`). The others are in their
  * own files: layout_fsdp1.c (fsdp, shard-grad-op, hybrid), layout_fsdp2.c,
  * layout_zero12.c (DeepSpeed stages 1 and 2), layout_zero3.c; tensor and
  * pipeline parallelism are hf_tp.c and pipeline.c. docs/parallel.md says
@@ -193,15 +195,16 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_ZERO1] = {"zero1", vc__zero1_hook, vc__zero2_resident, NULL, vc__zero2_flat, vc__zero1_grad},
 };
 
-/* The rows of the bucket-view settings, in place of their layout's: [gradient_as_bucket_view][parameters_as_bucket_view]. */
-static const vc_layout_row ddp_views[2] = {
-    [1] = {.name = "ddp", .resident = ddp_buckets, .grad = ddp_view_grad, .grad_views = true},
-};
-static const vc_layout_row zero1_views[2][2] = {
-    [0][1] = {.name = "zero1-torch", .resident = zero1_resident_pview, .owns = zero1_owns},
-    [1][0] = {.name = "zero1-torch", .resident = ddp_buckets, .owns = zero1_owns, .grad = ddp_view_grad, .grad_views = true},
-    [1][1] = {.name = "zero1-torch", .resident = zero1_resident_pview, .owns = zero1_owns, .grad = ddp_view_grad,
-              .grad_views = true},
+/* The rows in place of a layout's under the bucket-view settings,
+ * [layout][gradient_as_bucket_view][parameters_as_bucket_view]; a row with
+ * no name: the layout's own (vc__layout_view_check refuses the others). */
+static const vc_layout_row views[VC_PARALLEL__N][2][2] = {
+    [VC_PARALLEL_DDP][1][0] = {.name = "ddp", .resident = ddp_buckets, .grad = ddp_view_grad, .grad_views = true},
+    [VC_PARALLEL_ZERO1_TORCH][0][1] = {.name = "zero1-torch", .resident = zero1_resident_pview, .owns = zero1_owns},
+    [VC_PARALLEL_ZERO1_TORCH][1][0] = {.name = "zero1-torch", .resident = ddp_buckets, .owns = zero1_owns,
+                                       .grad = ddp_view_grad, .grad_views = true},
+    [VC_PARALLEL_ZERO1_TORCH][1][1] = {.name = "zero1-torch", .resident = zero1_resident_pview, .owns = zero1_owns,
+                                       .grad = ddp_view_grad, .grad_views = true},
 };
 
 /* --offload: which layouts can keep what on the CPU, and why not (DeepSpeed's
@@ -270,8 +273,6 @@ const vc_layout_row *vc_layout_row_get(const vc_options *o)
 {
     if (!o) return &rows[VC_PARALLEL_NONE];
     if ((unsigned)o->parallel >= VC_PARALLEL__N) return NULL;
-    bool g = o->gradient_as_bucket_view, p = o->parameters_as_bucket_view;
-    if (o->parallel == VC_PARALLEL_DDP && g) return &ddp_views[1];
-    if (o->parallel == VC_PARALLEL_ZERO1_TORCH && (g || p)) return &zero1_views[g][p];
-    return &rows[o->parallel];
+    const vc_layout_row *v = &views[o->parallel][o->gradient_as_bucket_view != 0][o->parameters_as_bucket_view != 0];
+    return v->name ? v : &rows[o->parallel];
 }
