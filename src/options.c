@@ -224,6 +224,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->parallel == VC_PARALLEL_FSDP_HYBRID && vc_dp_world(o) > 8 && vc_dp_world(o) % 8)
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
+    if (vc__layout_view_check(o, err)) return VC_ERR_USAGE; /* the bucket views (layout.c) */
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
     if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE;

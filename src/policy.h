@@ -159,12 +159,19 @@ typedef struct vc_layout_row {
      * dtype, a cast copy feeds the first layer and is held until the model's
      * forward returns (plan.c model_tensors). */
     bool cast_inputs;
+    /* true: each trainable parameter's .grad is, between steps, a view into the
+     * layout's resident gradient buffers (DDP's gradient_as_bucket_view=True),
+     * not a tensor of its own: memory.gradients is those buffers only */
+    bool grad_views;
 } vc_layout_row;
 
 /* The layout of an estimate with these options (o->parallel). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
 /* --offload: VC_ERR_USAGE naming --offload when o->parallel cannot offload o->offload. */
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err);
+/* --gradient-as-bucket-view, --parameters-as-bucket-view: VC_ERR_USAGE naming the
+ * option when the layout has no such setting or it is not modelled with the others. */
+vc_status vc__layout_view_check(const vc_options *o, vc_error *err);
 /* --fsdp-param-dtype, --fsdp-reduce-dtype: VC_ERR_USAGE naming the option where
  * the layout or the precision cannot take them (layout_fsdp2.c). */
 vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err);

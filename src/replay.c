@@ -148,14 +148,15 @@ static int prepare(const vc_build *b)
             (v < 0 || __builtin_add_overflow(M->fixed_persistent[c], v, &M->fixed_persistent[c])))
             M->fixed_persistent[c] = -1;
     }
-    /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch) */
+    /* gradients: one per trainable parameter, as AccumulateGrad keeps it (parameters do not depend on the batch),
+     * none where they are views into the layout's resident buckets (counted above) */
     for (size_t q = 0; q < b->nflat && b->train; q++) /* ... or the layout's sharded ones (FSDP) */
         if (b->flat[q].e.trainable && M->fixed_persistent[CAT_GRAD] >= 0) {
             int64_t v = vc_bytes(b->flat[q].held.n, (vc_dtype)b->flat[q].held.dt, 1);
             if (v < 0 || __builtin_add_overflow(M->fixed_persistent[CAT_GRAD], v, &M->fixed_persistent[CAT_GRAD]))
                 M->fixed_persistent[CAT_GRAD] = -1;
         }
-    for (size_t q = 0; q < b->m->npar && b->train && !b->flat; q++)
+    for (size_t q = 0; q < b->m->npar && b->train && !b->flat && !b->layout->grad_views; q++)
         if (b->m->par[q].trainable && M->fixed_persistent[CAT_GRAD] >= 0) {
             const tens_t *t = &b->t[b->par_t[q]];
             int64_t v = vc_bytes(t->n, (vc_dtype)t->dt, 1);

@@ -325,6 +325,12 @@ typedef struct {
     /* --pp-virtual: model chunks per pipeline rank under Megatron's interleaved
      * 1F1B schedule (virtual_pipeline_model_parallel_size), 0 or 1: none */
     int64_t pp_virtual;
+    /* --parallel ddp, zero1-torch: DistributedDataParallel(gradient_as_bucket_view=True),
+     * each .grad a view into the reducer's gradient bucket (docs/parallel.md 1.3); 0: False */
+    int gradient_as_bucket_view;
+    /* --parallel zero1-torch: ZeroRedundancyOptimizer(parameters_as_bucket_view=True), the
+     * trainable parameters views into one flat tensor per rank's partition; 0: False */
+    int parameters_as_bucket_view;
 } vc_options;
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)

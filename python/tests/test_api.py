@@ -231,6 +231,15 @@ def test_errors(vc):
           json.loads(out)["parallel"] == {"layout": "fsdp2", "gpus": 8, "reshard_after_forward": 2, "replicate": 2},
           "estimate(fsdp_reshard_after_forward=2, fsdp_replicate=2) != vramcalc --fsdp-reshard-after-forward 2 "
           "--fsdp-replicate 2")
+    # DDP's and ZeroRedundancyOptimizer's bucket views: the same estimate, and the JSON names them
+    rc, out, _ = cli([hf, "--gpus", "4", "--parallel", "zero1-torch", "--gradient-as-bucket-view",
+                      "--parameters-as-bucket-view", "-f", "json"])
+    r = vc.estimate(hf, gpus=4, parallel="zero1-torch", gradient_as_bucket_view=True, parameters_as_bucket_view=True)
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated and
+          json.loads(out)["parallel"] == {"layout": "zero1-torch", "gpus": 4, "gradient_as_bucket_view": True,
+                                          "parameters_as_bucket_view": True},
+          "estimate(gradient_as_bucket_view=True, parameters_as_bucket_view=True) != vramcalc --gradient-as-bucket-view "
+          "--parameters-as-bucket-view")
     rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "-f", "json"])
     r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,

@@ -135,6 +135,8 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             if ((rc = choose("--fsdp-reduce-dtype", optarg, o.fsdp_reduce_dtype = vc_fsdp_dtype_from_name(optarg), VC_CHOICES(VC_FSDP_DTYPE_MAP)))) return rc;
             break;
         case OPT_FSDP_RESHARD: if ((rc = parse_reshard(optarg, &o.fsdp_reshard))) return rc; break;
+        case OPT_GRAD_VIEW: o.gradient_as_bucket_view = 1; break;
+        case OPT_PARAM_VIEW: o.parameters_as_bucket_view = 1; break;
         case OPT_FSDP_REPLICATE: if ((rc = parse_count("--fsdp-replicate", optarg, 1, &o.fsdp_replicate))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:

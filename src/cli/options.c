@@ -63,6 +63,12 @@ const cli_option cli_options[] = {
      "reshard to after forward, dividing the data-parallel world; default: None, true for all but the root)"},
     {"fsdp-replicate", 0, "N", OPT_FSDP_REPLICATE, NULL,
      "--parallel fsdp2: HSDP, a 2-D mesh of N replicas x (data-parallel world / N) shards (default 1: none)"},
+    {"gradient-as-bucket-view", 0, NULL, OPT_GRAD_VIEW, NULL,
+     "--parallel ddp, zero1-torch: DistributedDataParallel's gradient_as_bucket_view=True, each .grad a view into "
+     "its gradient bucket (default False)"},
+    {"parameters-as-bucket-view", 0, NULL, OPT_PARAM_VIEW, NULL,
+     "--parallel zero1-torch: ZeroRedundancyOptimizer's parameters_as_bucket_view=True, the parameters views into "
+     "one flat tensor per rank (default False)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},

@@ -227,6 +227,8 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
                  o->gpus == 1 ? "" : "s", o->offload ? ", offload " : "", o->offload ? vc_offload_name(o->offload) : "");
         line_item(&l, ", ", it);
     }
+    if (o->gradient_as_bucket_view) line_item(&l, ", ", "gradient_as_bucket_view"); /* DDP's, ZeRO's bucket views */
+    if (o->parameters_as_bucket_view) line_item(&l, ", ", "parameters_as_bucket_view");
     if (o->fsdp_param_dtype || o->fsdp_reduce_dtype) { /* FSDP2's MixedPrecisionPolicy */
         snprintf(it, sizeof it, "MixedPrecisionPolicy(param %s, reduce %s)", vc_fsdp_dtype_name(o->fsdp_param_dtype),
                  vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
@@ -566,6 +568,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "false" : "");
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard > 0) fprintf(f, "%" PRId64, o->fsdp_reshard);
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_replicate > 1) fprintf(f, ", \"replicate\": %" PRId64, o->fsdp_replicate);
+    if (o->parallel != VC_PARALLEL_NONE && o->gradient_as_bucket_view) fprintf(f, ", \"gradient_as_bucket_view\": true");
+    if (o->parallel != VC_PARALLEL_NONE && o->parameters_as_bucket_view) fprintf(f, ", \"parameters_as_bucket_view\": true");
     if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
