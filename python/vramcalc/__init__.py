@@ -757,7 +757,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
     FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options, fsdp_reshard_after_forward (True, False
-    or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); ep (Megatron-Core expert
+    or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas), fsdp_use_orig_params (True: FSDP1's
+    use_orig_params=True); ep (Megatron-Core expert
     parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
@@ -832,6 +833,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
     if rep is not None:
         opts.fsdp_replicate = int(rep)
+    if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
+        opts.fsdp_use_orig_params = 1
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)
