@@ -246,16 +246,48 @@ static void fsdp_reshard(vc_build *b, int32_t u, int32_t at)
  * the unsharded gradient and its padded copy go when the hook returns.
  * _saved_grad_shard becomes .grad in _post_backward_final_callback and
  * lives until zero_grad. */
+/* use_orig_params=True: the forward's views are split() by _numels_with_padding
+ * (FP _get_unflat_views_aligned), and the padding splits get no gradient, so
+ * SplitWithSizesBackward (torch/csrc/autograd/FunctionsManual.cpp
+ * split_with_sizes_backward) makes at::zeros of each padding's size, in the
+ * views' dtype, before its cat, and they go with it. make: allocated into
+ * z[0 .. *n) (the paddings of fsdp_units, walked again); else freed. */
+static void pad_zeros(vc_build *b, int32_t u, vc_dtype lo, int32_t at, int32_t **z, size_t *n, bool make)
+{
+    const vc_model *m = b->m;
+    if (!make) {
+        for (size_t k = 0; k < *n; k++) vc__free(b, (*z)[k], at);
+        free(*z);
+        *z = NULL, *n = 0;
+        return;
+    }
+    const vc_flat_param *f = &b->flat[u];
+    int64_t total = 0, align = 16 / vc_dtype_size(lo), world = f->held.n.fx > 0 ? f->padded / f->held.n.fx : 1;
+    *z = malloc((m->npar + 2) * sizeof **z);
+    *n = 0;
+    if (!*z) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p <= m->npar; p++) {
+        if (p < m->npar && (m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0) != u) continue;
+        int64_t next = aligned_pad(total, p < m->npar ? align : world);
+        if (next > total) (*z)[(*n)++] = vc__alloc(b, vc_n_fixed(next - total), lo, CAT_GRAD, at);
+        total = next + (p < m->npar ? m->par[p].numel : 0);
+    }
+}
+
 static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
 {
     const vc_model *m = b->m;
     vc_flat_param *f = &b->flat[u];
     vc_dtype lo = fwd_dt(b, f->dt), rd = red_dt(b, f->dt);
-    int32_t g = -1;
+    int32_t g = -1, *zeros = NULL;
+    size_t nz = 0;
     for (size_t p = 0; p < m->npar; p++) {
         int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;
         if (pu != u || b->pgrad[p] < 0) continue;
-        if (g < 0) g = vc__alloc(b, vc_n_fixed(f->numel), lo, CAT_GRAD, at); /* the views' dtype: param_dtype */
+        if (g >= 0) continue;
+        if (b->o.fsdp_use_orig_params) pad_zeros(b, u, lo, at, &zeros, &nz, true);
+        g = vc__alloc(b, vc_n_fixed(f->numel), lo, CAT_GRAD, at); /* the views' dtype: param_dtype */
+        if (b->o.fsdp_use_orig_params) pad_zeros(b, u, lo, at, &zeros, &nz, false);
     }
     for (size_t p = 0; p < m->npar && g >= 0; p++) {
         int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;

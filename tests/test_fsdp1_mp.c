@@ -174,6 +174,12 @@ static void test_orig_params(void **state)
     assert_int_equal(g.gathers[1], 2);
     trace_t without = trace(VC_PARALLEL_FSDP, 4, VC_OPTIM_ADAM, "grad", 4000256);
     assert_int_equal(without.gathers[1], 3);
+    /* unit 1's padding element gets no gradient: SplitWithSizesBackward
+     * (split_with_sizes_backward) makes at::zeros of it (4 B: 512) for its cat */
+    trace_t z = mp_trace(o, "grad", 512);
+    assert_int_equal(z.gathers[1], 1);
+    trace_t z0 = trace(VC_PARALLEL_FSDP, 4, VC_OPTIM_ADAM, "grad", 512);
+    assert_int_equal(z0.gathers[1], 0);
 }
 
 /* What is refused (exit 2 naming the option): MixedPrecision under autocast
