@@ -375,8 +375,7 @@ void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fs
 /* The fsdp, shard-grad-op and hybrid rows' options (vc__fsdp_mp_check,
  * layout_fsdp2.c, hands them here): MixedPrecision(param_dtype,
  * reduce_dtype) casts a model kept in one dtype, as FSDP2's policy does; the
- * precision rows with autocast or fp32 master copies on top are not modelled
- * (Hugging Face accelerate's FSDP with --mixed_precision bf16 runs both). */
+ * precision rows with autocast or fp32 master copies on top are not modelled. */
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
 {
     bool fsdp1 = o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP_GRAD_OP || o->parallel == VC_PARALLEL_FSDP_HYBRID;
