@@ -14,17 +14,26 @@
  * (FSDP1, PyTorch 2.x defaults: use_orig_params=False, backward_prefetch=
  * BACKWARD_PRE, forward_prefetch=False, no mixed precision), sharding_strategy
  * FULL_SHARD or SHARD_GRAD_OP; --offload params: CPUOffload(offload_params=True)
- * (fsdp_units, fsdp_unshard, the end of backward in fsdp_hook).
+ * (fsdp_units, fsdp_unshard, the end of backward in fsdp_hook);
+ * --fsdp-param-dtype / --fsdp-reduce-dtype: MixedPrecision(param_dtype,
+ * reduce_dtype), buffer_dtype None (buffers keep their dtype),
+ * keep_low_precision_grads False, cast_root_forward_inputs True (the layout
+ * row's compute and cast_inputs; fsdp_unshard, fsdp_post_backward);
+ * --fsdp-use-orig-params: use_orig_params=True (fsdp_units).
+ * Sources, pytorch/pytorch: torch/distributed/fsdp/_flat_param.py
+ * @01caf79e047fd15e1f75ba3825f789130efa476a (FP), _runtime_utils.py
+ * @00ae0bc91ac2c1718d1baa193d9d299e2b82776c (RU).
  *
  * Units, as auto_wrap_policy=transformer_auto_wrap_policy wraps a decoder
  * stack: every copy of a repeated block (a top-level entry with `repeat`,
- * the decoder layers of a Hugging Face config) is one FSDP unit; every
- * other parameter (embedding, final norm, head) is in the root's. A model
+ * the decoder layers of a Hugging Face config) is one FSDP unit, its
+ * parameter-free instances too; every other parameter (embedding, final
+ * norm, head) is in the root's. A model
  * with no repeated entry wraps each top-level entry that holds parameters
  * (ModuleWrapPolicy over them), leaving the root none. Each unit's
  * parameters are one FlatParameter, flattened without padding between them
  * (torch/distributed/fsdp/_flat_param.py FlatParamHandle.flatten_tensors,
- * no alignment without use_orig_params). */
+ * no alignment without use_orig_params; with it, aligned_pad). */
 
 /* The unit key of an instance path: its top-level index, and the copy for
  * a repeated entry ("layers[2][1].layers[0]": 2, 1; "layers[3]": 3, -1). */
@@ -46,9 +55,9 @@ static int64_t shard_numel(int64_t u, int64_t world) { return u / world + (u % w
 
 /* The units of the wrap above: unit_of[i] for every instance (0: the
  * root's), numbered from 1 as they run; returns their count. An instance
- * without parameters is the root's unless `span` (FSDP2, whose hooks are on
- * the wrapped module: a layer's parameter-free instances run inside it) and
- * it has the key of the unit before it. */
+ * without parameters is the root's unless `span` (FSDP1 and FSDP2, whose
+ * hooks are on the wrapped module: a layer's parameter-free instances run
+ * inside it) and it has the key of the unit before it. */
 int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span)
 {
     bool repeated = false;
@@ -75,31 +84,84 @@ int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span)
     return unit;
 }
 
+/* MixedPrecision's dtypes of a flat parameter of dtype dt (FP FlatParamHandle.
+ * _init_param_reduce_dtypes): the forward/backward dtype, param_dtype or the
+ * parameters' own; the reduce dtype, reduce_dtype, else param_dtype when it
+ * alone is given, else the parameters' own. */
+static vc_dtype fwd_dt(const vc_build *b, uint8_t dt)
+{
+    return b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? vc__fsdp_dtype(b->o.fsdp_param_dtype) : (vc_dtype)dt;
+}
+
+static vc_dtype red_dt(const vc_build *b, uint8_t dt)
+{
+    return b->o.fsdp_reduce_dtype != VC_FSDP_DTYPE_NONE ? vc__fsdp_dtype(b->o.fsdp_reduce_dtype) : fwd_dt(b, dt);
+}
+
+/* use_orig_params=True (FP FlatParamHandle.__init__: align_addresses =
+ * use_orig_params; _init_flat_param_and_metadata): before each parameter
+ * but the first, padding up to a multiple of _get_aligned_numel(the
+ * forward/backward dtype) = 16 bytes / its element size; after the last,
+ * padding up to a multiple of the world size ("to avoid a copy for the
+ * post-backward reduce-scatter"). The padding is part of the flat parameter
+ * (_unpadded_unsharded_size includes it), so of U. at: the elements so far;
+ * returns them with the padding before one of n elements. */
+static int64_t aligned_pad(int64_t at, int64_t align)
+{
+    int64_t pad = align - at % align;
+    return pad > 0 && pad < align ? at + pad : at;
+}
+
 static void fsdp_units(vc_build *b, int64_t group)
 {
     const vc_model *m = b->m;
-    b->nflat = (size_t)vc__fsdp_units(m, b->unit_of, false) + 1;
+    /* span: a block's parameter-free instances (an attention core, an activation, a residual
+     * Add) are its unit's, as FSDP1's hooks are the wrapped block's (RU _register_pre_forward_hooks,
+     * _register_post_forward_hooks on the fully sharded module; the post-backward hook on its
+     * FlatParameter's AccumulateGrad): one gather per block and pass, not one per run of
+     * parameterized instances (fsdp_replica.py's gpt-b4-adam-fsdp-w4-pbf16-rfp32 measured that) */
+    b->nflat = (size_t)vc__fsdp_units(m, b->unit_of, true) + 1;
     for (size_t u = 0; u < b->nflat; u++) b->flat[u] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {{0, 0}, 0}, false};
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
         vc_flat_param *f = &b->flat[u];
-        uint8_t dt = b->t[b->par_t[p]].dt;
+        /* the parameters as the model keeps them (b->t holds the compute dtype under MixedPrecision) */
+        uint8_t dt = (uint8_t)((e->flags & VC_PARAM_F32) ? VC_DT_F32 : b->prec->param_dt);
         /* FlatParamHandle._validate_tensors_to_flatten: one dtype, and (use_orig_params=False)
          * one requires_grad per FlatParameter, else ValueError("Must flatten tensors with
-         * uniform ...") */
+         * uniform ..."). use_orig_params=True permits frozen and trainable together, but the
+         * forward's views of a flat parameter that requires grad all require grad (FP
+         * _use_unsharded_views: split() views of flat_param), so the frozen ones get gradients
+         * too: not modelled */
         if (f->numel > 0 && (dt != f->dt || e->trainable != f->e.trainable)) {
             b->st = VC_ERR_USAGE;
             b->why_opt = "--parallel";
-            snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes %s parameters (%s): FSDP1 refuses that (use_orig_params=False)",
-                     u == 0 ? "the root" : m->inst[e->owner].path, dt != f->dt ? "dtypes of" : "frozen and trainable",
-                     e->name ? e->name : "?");
+            if (dt == f->dt && b->o.fsdp_use_orig_params)
+                snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes frozen and trainable parameters (%s): with "
+                         "use_orig_params=True the frozen ones get gradients too, not modelled",
+                         u == 0 ? "the root" : m->inst[e->owner].path, e->name ? e->name : "?");
+            else
+                snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes %s parameters (%s): FSDP1 refuses that (use_orig_params=False)",
+                         u == 0 ? "the root" : m->inst[e->owner].path, dt != f->dt ? "dtypes of" : "frozen and trainable",
+                         e->name ? e->name : "?");
             return;
         }
         f->dt = dt;
+        if (b->o.fsdp_use_orig_params && f->numel > 0) f->numel = aligned_pad(f->numel, 16 / vc_dtype_size(fwd_dt(b, dt)));
         f->numel += e->numel;
         f->e.trainable = e->trainable;
     }
+    for (size_t u = 0; u < b->nflat && b->o.fsdp_use_orig_params; u++)
+        if (b->flat[u].numel > 0) b->flat[u].numel = aligned_pad(b->flat[u].numel, group);
+    for (size_t p = 0; p < m->npar && b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE; p++)
+        if (m->par[p].fmt != VC_WEIGHTS_DENSE || (m->par[p].flags & VC_PARAM_F32)) {
+            b->st = VC_ERR_USAGE;
+            b->why_opt = "--fsdp-param-dtype";
+            snprintf(b->why, sizeof b->why, "FSDP1's MixedPrecision over %s parameters (%s) is not modelled",
+                     m->par[p].fmt != VC_WEIGHTS_DENSE ? "quantized" : "fp32-pinned", m->par[p].name ? m->par[p].name : "?");
+            return;
+        }
     bool off = b->o.offload == VC_OFFLOAD_PARAMS;
     for (size_t u = 0; u < b->nflat; u++) {
         vc_flat_param *f = &b->flat[u];
@@ -139,6 +201,22 @@ static void fsdp_unshard(vc_build *b, int32_t u, int32_t at)
      * _all_gather_flat_param reads it, and it goes once _use_unsharded_flat_param
      * points flat_param.data at the gathered storage (_flat_param.py, pytorch/pytorch@
      * 01caf79e047fd15e1f75ba3825f789130efa476a) */
+    vc_dtype lo = fwd_dt(b, f->dt);
+    if (lo != (vc_dtype)f->dt) { /* parameter mixed precision: _uses_param_mixed_precision */
+        /* FP pre_unshard -> _use_low_precision_shard: _alloc_storage(_mp_shard) (the shard's size,
+         * param_dtype), then _mp_shard.copy_(_local_shard.to(device)): under CPUOffload the .to() is an
+         * H2D copy of the full-precision shard, gone after the copy_ (the flat_param_to branch is not
+         * taken: mixed precision comes first). FP unshard -> _alloc_padded_unsharded_flat_param:
+         * _full_param_padded in param_dtype (init_flat_param_attributes), all-gathered from _mp_shard;
+         * then post_unshard -> _free_low_precision_sharded_param frees _mp_shard */
+        int32_t mp = vc__alloc(b, f->held.n, lo, CAT_TEMP, at);
+        if (b->o.offload == VC_OFFLOAD_PARAMS)
+            vc__free(b, vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_TEMP, at), at);
+        f->full = vc__alloc(b, vc_n_fixed(f->padded), lo, CAT_WEIGHT, at);
+        if (f->full >= 0) b->s[f->full].transient = true;
+        vc__free(b, mp, at);
+        return;
+    }
     int32_t h2d = b->o.offload == VC_OFFLOAD_PARAMS ? vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_TEMP, at) : -1;
     f->full = vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_WEIGHT, at);
     if (f->full >= 0) b->s[f->full].transient = true;
@@ -168,15 +246,48 @@ static void fsdp_reshard(vc_build *b, int32_t u, int32_t at)
  * the unsharded gradient and its padded copy go when the hook returns.
  * _saved_grad_shard becomes .grad in _post_backward_final_callback and
  * lives until zero_grad. */
+/* use_orig_params=True: the forward's views are split() by _numels_with_padding
+ * (FP _get_unflat_views_aligned), and the padding splits get no gradient, so
+ * SplitWithSizesBackward (torch/csrc/autograd/FunctionsManual.cpp
+ * split_with_sizes_backward) makes at::zeros of each padding's size, in the
+ * views' dtype, before its cat, and they go with it. make: allocated into
+ * z[0 .. *n) (the paddings of fsdp_units, walked again); else freed. */
+static void pad_zeros(vc_build *b, int32_t u, vc_dtype lo, int32_t at, int32_t **z, size_t *n, bool make)
+{
+    const vc_model *m = b->m;
+    if (!make) {
+        for (size_t k = 0; k < *n; k++) vc__free(b, (*z)[k], at);
+        free(*z);
+        *z = NULL, *n = 0;
+        return;
+    }
+    const vc_flat_param *f = &b->flat[u];
+    int64_t total = 0, align = 16 / vc_dtype_size(lo), world = f->held.n.fx > 0 ? f->padded / f->held.n.fx : 1;
+    *z = malloc((m->npar + 2) * sizeof **z);
+    *n = 0;
+    if (!*z) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t p = 0; p <= m->npar; p++) {
+        if (p < m->npar && (m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0) != u) continue;
+        int64_t next = aligned_pad(total, p < m->npar ? align : world);
+        if (next > total) (*z)[(*n)++] = vc__alloc(b, vc_n_fixed(next - total), lo, CAT_GRAD, at);
+        total = next + (p < m->npar ? m->par[p].numel : 0);
+    }
+}
+
 static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
 {
     const vc_model *m = b->m;
     vc_flat_param *f = &b->flat[u];
-    int32_t g = -1;
+    vc_dtype lo = fwd_dt(b, f->dt), rd = red_dt(b, f->dt);
+    int32_t g = -1, *zeros = NULL;
+    size_t nz = 0;
     for (size_t p = 0; p < m->npar; p++) {
         int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;
         if (pu != u || b->pgrad[p] < 0) continue;
-        if (g < 0) g = vc__alloc(b, vc_n_fixed(f->numel), (vc_dtype)f->dt, CAT_GRAD, at);
+        if (g >= 0) continue;
+        if (b->o.fsdp_use_orig_params) pad_zeros(b, u, lo, at, &zeros, &nz, true);
+        g = vc__alloc(b, vc_n_fixed(f->numel), lo, CAT_GRAD, at); /* the views' dtype: param_dtype */
+        if (b->o.fsdp_use_orig_params) pad_zeros(b, u, lo, at, &zeros, &nz, false);
     }
     for (size_t p = 0; p < m->npar && g >= 0; p++) {
         int32_t pu = m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0;
@@ -186,11 +297,23 @@ static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
     }
     fsdp_reshard(b, u, at);
     if (g < 0) return;
-    int32_t pad = f->padded > f->numel ? vc__alloc(b, vc_n_fixed(f->padded), (vc_dtype)f->dt, CAT_GRAD, at) : -1;
-    int32_t shard = vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_GRAD, at);
+    /* RU _post_backward_hook: autograd_computed_grad = flat_param.grad.data (kept to the hook's
+     * end); a gradient not in the reduce dtype is cast first, flat_param.grad.data =
+     * flat_param.grad.to(handle._reduce_dtype); the padding and new_sharded_grad are then in
+     * that dtype; _cast_grad_to_param_dtype: sharded_grad.data = sharded_grad.data.to(param.dtype)
+     * when it differs from the flat parameter's (the reduce-dtype shard goes as it returns) */
+    int32_t gr = rd != lo ? vc__alloc(b, vc_n_fixed(f->numel), rd, CAT_GRAD, at) : -1;
+    int32_t pad = f->padded > f->numel ? vc__alloc(b, vc_n_fixed(f->padded), rd, CAT_GRAD, at) : -1;
+    int32_t shard = vc__alloc(b, f->held.n, rd, CAT_GRAD, at);
+    if (rd != (vc_dtype)f->dt) {
+        int32_t c = vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_GRAD, at);
+        vc__free(b, shard, at);
+        shard = c;
+    }
     if (f->grad >= 0) vc__free(b, shard, at); /* _saved_grad_shard += new_sharded_grad */
     else f->grad = shard;
     if (pad >= 0) vc__free(b, pad, at);
+    if (gr >= 0) vc__free(b, gr, at);
     vc__free(b, g, at);
 }
 
@@ -248,3 +371,23 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
 
 void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
 void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
+
+/* The fsdp, shard-grad-op and hybrid rows' options (vc__fsdp_mp_check,
+ * layout_fsdp2.c, hands them here): MixedPrecision(param_dtype,
+ * reduce_dtype) casts a model kept in one dtype, as FSDP2's policy does; the
+ * precision rows with autocast or fp32 master copies on top are not modelled. */
+vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
+{
+    bool fsdp1 = o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP_GRAD_OP || o->parallel == VC_PARALLEL_FSDP_HYBRID;
+    if (o->fsdp_use_orig_params && !fsdp1)
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-use-orig-params", "use_orig_params is FSDP1's: give --parallel fsdp, "
+                            "shard-grad-op or hybrid");
+    const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? "--fsdp-param-dtype" : "--fsdp-reduce-dtype";
+    if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
+    const vc_precision_row *pr = vc_precision_row_get(o->precision);
+    if (pr->master || pr->amp_dt != VC_DT_F32)
+        return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP1's MixedPrecision with %s on top (%s) is not modelled: give -p "
+                            "fp32 (or fp16, bf16)", pr->master ? "fp32 master weights" : "autocast",
+                            vc_precision_name(o->precision));
+    return VC_OK;
+}

@@ -573,9 +573,14 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
             return vc_set_error(err, VC_ERR_USAGE, opt_r, "%" PRId64 " does not divide the data-parallel world size %" PRId64
                                 " (_get_post_forward_mesh_info: an int must be a factor of the shard mesh size)", r, w);
     }
+    /* FSDP1's MixedPrecision and use_orig_params (layout_fsdp1.c) */
+    if (o->fsdp_use_orig_params || o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP_GRAD_OP ||
+        o->parallel == VC_PARALLEL_FSDP_HYBRID)
+        return vc__fsdp1_mp_check(o, err);
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
     if (o->parallel != VC_PARALLEL_FSDP2)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "MixedPrecisionPolicy is FSDP2's: give --parallel fsdp2");
+        return vc_set_error(err, VC_ERR_USAGE, opt, "mixed precision is FSDP's: give --parallel fsdp2 (MixedPrecisionPolicy) "
+                            "or fsdp, shard-grad-op, hybrid (FSDP1's MixedPrecision)");
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr->master || pr->amp_dt != VC_DT_F32)
         return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP2's mixed precision casts a model kept in one dtype: give -p fp32 "

@@ -353,6 +353,9 @@ void vc__fsdp_flat(vc_build *b);
 void vc__hybrid_flat(vc_build *b);
 void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin);
 void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin);
+/* layout_fsdp1.c: --fsdp-param-dtype, --fsdp-reduce-dtype and --fsdp-use-orig-params
+ * under FSDP1 (from vc__fsdp_mp_check) */
+vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err);
 /* layout_zero12.c: the zero1 and zero2 rows' hooks (policy.h vc_layout_row) */
 void vc__zero2_flat(vc_build *b);
 void vc__zero2_resident(vc_build *b);

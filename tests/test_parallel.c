@@ -767,7 +767,7 @@ static void test_fsdp2_mixed_precision(void **state)
 
 /* What fsdp2 refuses (exit 2 naming the option): --pp, --offload optimizer
  * (CPUOffloadPolicy moves the parameters too: test_fsdp2.c), --mode generate,
- * the policy without fsdp2 or over autocast. */
+ * the policy without an FSDP layout or over autocast. */
 static void test_fsdp2_refused(void **state)
 {
     (void)state;
@@ -776,7 +776,7 @@ static void test_fsdp2_refused(void **state)
         {0, "--parallel", "with --pp is not modelled"},
         {1, "--offload", "FSDP2 has no optimizer-only offload"},
         {2, "--parallel", "modelled for --mode train and infer"},
-        {3, "--fsdp-param-dtype", "give --parallel fsdp2"},
+        {3, "--fsdp-param-dtype", "mixed precision is FSDP's"},
         {4, "--fsdp-param-dtype", "not amp-bf16"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -785,7 +785,7 @@ static void test_fsdp2_refused(void **state)
         if (cases[i].what == 1) o.offload = VC_OFFLOAD_OPTIMIZER;
         if (cases[i].what == 2) o.mode = VC_MODE_GENERATE;
         if (cases[i].what >= 3) o.fsdp_param_dtype = VC_FSDP_DTYPE_BF16;
-        if (cases[i].what == 3) o.parallel = VC_PARALLEL_FSDP;
+        if (cases[i].what == 3) o.parallel = VC_PARALLEL_DDP; /* fsdp takes it: FSDP1's MixedPrecision (test_fsdp1_mp.c) */
         if (cases[i].what == 4) o.precision = VC_PREC_AMP_BF16;
         vc_error err = {0};
         vc_result r;

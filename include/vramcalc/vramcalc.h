@@ -252,8 +252,9 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
  * DeepSpeed's offload_optimizer (the fp32 partition, its gradient and state);
  * params: offload_param too (the 16-bit partitions). */
 #define VC_OFFLOAD_MAP(X) X(NONE, "none") X(OPTIMIZER, "optimizer") X(PARAMS, "params")
-/* --fsdp-param-dtype, --fsdp-reduce-dtype (docs/parallel.md 2.5): FSDP2's
- * MixedPrecisionPolicy(param_dtype, reduce_dtype); none: its default (None). */
+/* --fsdp-param-dtype, --fsdp-reduce-dtype (docs/parallel.md 1.6, 2.5): FSDP2's
+ * MixedPrecisionPolicy(param_dtype, reduce_dtype), FSDP1's MixedPrecision(param_dtype,
+ * reduce_dtype); none: its default (None). */
 #define VC_FSDP_DTYPE_MAP(X) X(NONE, "none") X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16")
 
 #define VC__ENUM(prefix) VC__ENUM_##prefix
@@ -307,7 +308,8 @@ typedef struct {
     int kv_bits;            /* 2 or 4 (quanto's qint2 / qint4) */
     int64_t kv_group;       /* q_group_size: elements per scale and shift */
     int64_t kv_residual;    /* residual_length: tokens kept unquantized, >= 0 */
-    /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None) */
+    /* --parallel fsdp2: MixedPrecisionPolicy's param_dtype and reduce_dtype (none: None);
+     * fsdp, shard-grad-op, hybrid: MixedPrecision's */
     vc_fsdp_dtype fsdp_param_dtype, fsdp_reduce_dtype;
     /* Megatron-Core expert parallelism (docs/parallel.md section 6): the MoE
      * layers' experts split over ep ranks of the data-parallel group, >= 1 */
@@ -331,6 +333,9 @@ typedef struct {
     /* --parallel zero1-torch: ZeroRedundancyOptimizer(parameters_as_bucket_view=True), the
      * trainable parameters views into one flat tensor per rank's partition; 0: False */
     int parameters_as_bucket_view;
+    /* --fsdp-use-orig-params (fsdp, shard-grad-op, hybrid): FSDP1's
+     * use_orig_params=True, 1; 0: False, the default (docs/parallel.md 1.6) */
+    int fsdp_use_orig_params;
 } vc_options;
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)

@@ -759,7 +759,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options, fsdp_reshard_after_forward (True, False
     or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); gradient_as_bucket_view
     and parameters_as_bucket_view (True: DDP's and ZeroRedundancyOptimizer's, with parallel="ddp" or
-    "zero1-torch"); ep (Megatron-Core expert
+    "zero1-torch"); fsdp_use_orig_params (True: FSDP1's use_orig_params=True); ep (Megatron-Core expert
     parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
@@ -837,6 +837,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     # --gradient-as-bucket-view, --parameters-as-bucket-view: DDP's and ZeroRedundancyOptimizer's bucket views
     opts.gradient_as_bucket_view = 1 if export_options.pop("gradient_as_bucket_view", False) else 0
     opts.parameters_as_bucket_view = 1 if export_options.pop("parameters_as_bucket_view", False) else 0
+    if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
+        opts.fsdp_use_orig_params = 1
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

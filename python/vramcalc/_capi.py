@@ -37,7 +37,8 @@ class vc_options(ctypes.Structure):
                 ("device", ctypes.POINTER(vc_gpu)),
                 ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64),
                 ("pp_virtual", c_int64),
-                ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int)]
+                ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int),
+                ("fsdp_use_orig_params", c_int)]
 
 
 class vc_memory(ctypes.Structure):

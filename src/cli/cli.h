@@ -58,6 +58,7 @@ enum cli_option_id {
     OPT_LOSS, /* the causal-LM loss (issue 12 item 3) */
     OPT_COLUMNS, /* -f csv's columns by name (issue 16) */
     OPT_FSDP_PARAM_DT, OPT_FSDP_REDUCE_DT, OPT_FSDP_RESHARD, OPT_FSDP_REPLICATE, /* FSDP2's MixedPrecisionPolicy (docs/parallel.md 2.5) */
+    OPT_FSDP_ORIG, /* FSDP1's use_orig_params=True (docs/parallel.md 1.6) */
     OPT_EP, /* expert parallelism (docs/parallel.md 6) */
     OPT_GRAD_VIEW, OPT_PARAM_VIEW, /* DDP's and ZeroRedundancyOptimizer's bucket views (docs/parallel.md 1.3) */
 };

@@ -55,9 +55,14 @@ const cli_option cli_options[] = {
      "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero1, zero2 and zero3; "
      "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
     {"fsdp-param-dtype", 0, "D", OPT_FSDP_PARAM_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
-     "--parallel fsdp2: MixedPrecisionPolicy's param_dtype, {} (default none: the model's dtype)"},
+     "--parallel fsdp2: MixedPrecisionPolicy's param_dtype; fsdp, shard-grad-op, hybrid: MixedPrecision's; {} "
+     "(default none: the model's dtype)"},
     {"fsdp-reduce-dtype", 0, "D", OPT_FSDP_REDUCE_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
-     "--parallel fsdp2: MixedPrecisionPolicy's reduce_dtype, {} (default none: the gradients' dtype)"},
+     "--parallel fsdp2: MixedPrecisionPolicy's reduce_dtype; fsdp, shard-grad-op, hybrid: MixedPrecision's; {} "
+     "(default none: the param dtype)"},
+    {"fsdp-use-orig-params", 0, NULL, OPT_FSDP_ORIG, NULL,
+     "--parallel fsdp, shard-grad-op, hybrid: FSDP1's use_orig_params=True (each parameter 16-byte aligned in "
+     "the flat parameter, padded to the world size)"},
     {"fsdp-reshard-after-forward", 0, "R", OPT_FSDP_RESHARD, NULL,
      "--parallel fsdp2: fully_shard's reshard_after_forward for every call, true, false or N (the world size to "
      "reshard to after forward, dividing the data-parallel world; default: None, true for all but the root)"},

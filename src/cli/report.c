@@ -229,11 +229,12 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     }
     if (o->gradient_as_bucket_view) line_item(&l, ", ", "gradient_as_bucket_view"); /* DDP's, ZeRO's bucket views */
     if (o->parameters_as_bucket_view) line_item(&l, ", ", "parameters_as_bucket_view");
-    if (o->fsdp_param_dtype || o->fsdp_reduce_dtype) { /* FSDP2's MixedPrecisionPolicy */
-        snprintf(it, sizeof it, "MixedPrecisionPolicy(param %s, reduce %s)", vc_fsdp_dtype_name(o->fsdp_param_dtype),
-                 vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
+    if (o->fsdp_param_dtype || o->fsdp_reduce_dtype) { /* FSDP2's MixedPrecisionPolicy, FSDP1's MixedPrecision */
+        snprintf(it, sizeof it, "%s(param %s, reduce %s)", o->parallel == VC_PARALLEL_FSDP2 ? "MixedPrecisionPolicy" : "MixedPrecision",
+                 vc_fsdp_dtype_name(o->fsdp_param_dtype), vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
         line_item(&l, ", ", it);
     }
+    if (o->fsdp_use_orig_params) line_item(&l, ", ", "use_orig_params=True"); /* FSDP1's */
     if (o->fsdp_reshard) { /* fully_shard's reshard_after_forward, given */
         char n[24];
         snprintf(n, sizeof n, "%" PRId64, o->fsdp_reshard);
@@ -570,6 +571,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_replicate > 1) fprintf(f, ", \"replicate\": %" PRId64, o->fsdp_replicate);
     if (o->parallel != VC_PARALLEL_NONE && o->gradient_as_bucket_view) fprintf(f, ", \"gradient_as_bucket_view\": true");
     if (o->parallel != VC_PARALLEL_NONE && o->parameters_as_bucket_view) fprintf(f, ", \"parameters_as_bucket_view\": true");
+    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_use_orig_params) fprintf(f, ", \"use_orig_params\": true");
     if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");

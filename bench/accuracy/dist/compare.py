@@ -98,6 +98,10 @@ def main(argv):
         if c.get("input"):
             cmd += ["--input", c["input"]]
         cmd += LAYOUT[c["engine"]](c["world_size"])
+        # FSDP1's MixedPrecision and use_orig_params (fsdp_replica.py's MP_CASES)
+        cmd += (["--fsdp-param-dtype", c["param_dtype"]] if c.get("param_dtype") else []) + \
+            (["--fsdp-reduce-dtype", c["reduce_dtype"]] if c.get("reduce_dtype") else []) + \
+            (["--fsdp-use-orig-params"] if c.get("use_orig_params") else [])
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode == 2:
             est, err = None, "no layout option yet" if c["engine"] != "single" else p.stderr.strip()[:80]
