@@ -139,8 +139,8 @@ def main(argv):
                 format(R, ","), format(int(diff), ","), format(bound, ","), format(int(mem), ","),
                 (R - mem) / mem * 100, "" if 0 <= diff <= bound and n == want_n else " **MISMATCH**"))
     # zero2 with --ep stays refused; the megatron rows take it
-    r = subprocess.run([cli, os.path.join(HF, MIXTRAL), "--ep", "8", "--gpus", "8", "--parallel", "zero2"],
-                       capture_output=True, text=True)
+    r = subprocess.run([cli, os.path.join("tests", "data", "hf", MIXTRAL), "--ep", "8", "--gpus", "8", "--parallel",
+                        "zero2"], capture_output=True, text=True, cwd=ROOT)
     print("--parallel zero2 --ep 8: exit %d, %s" % (r.returncode, r.stderr.strip()))
     bad += r.returncode != 2 or len(r.stderr.strip().splitlines()) != 1
     return 1 if bad else 0
