@@ -168,6 +168,51 @@ static void test_megatron_dist_fused(void **state)
     vc_result_free(&r);
 }
 
+/* --ep: one SparseMoE layer (test_ep.c's: hidden 64, intermediate 48, 4 experts,
+ * top-2) at ep 2 on 8 GPUs: dp 8, edp = 8 / (1 x 2 x 1) = 4. The rank holds
+ * the router [4, 64] (256 elements; dense buffer) and 2 local experts, each
+ * linear_fc1 [96, 64] (6,144) and linear_fc2 [64, 48] (3,072) (the expert
+ * buffer, distributed_data_parallel.py: is_expert_parallel params over the
+ * expert-data-parallel group). Dense buffer: 256 elements, a multiple of
+ * lcm(8, 128); 32 per rank, an fp32 piece of 128 B -> 512. Expert buffer in
+ * backward order: e1.fc2 [0, 3,072), e1.fc1 [3,072, 9,216), e0.fc2 [9,216,
+ * 12,288), e0.fc1 [12,288, 18,432), no start padding (multiples of 64), a
+ * multiple of lcm(4, 128); 4,608 per rank, every rank full: rank 0 is modelled,
+ * e1.fc2 whole (3,072 fp32: 12,288 B) and e1.fc1's first 1,536 (6,144 B).
+ * Weights: param_data 256 bf16 (512) + 18,432 bf16 (36,864) + the pieces
+ * (512 + 12,288 + 6,144); gradients: grad_data 1,024 + 73,728; Adam: twice the
+ * pieces. 168,960 B against Megatron's 256 x (6 + 12 / 8) + 18,432 x (6 + 12 / 4)
+ * = 167,808: the router piece's blocks, 3 x (512 - 128). */
+static void test_megatron_ep(void **state)
+{
+    (void)state;
+    static const char *const moe = "{\"input\": [16, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                                   " \"intermediate_size\": 48, \"num_experts\": 4, \"top_k\": 2}]}";
+    vc_model *m = NULL;
+    vc_error err = {0};
+    if (vc_model_load_string(moe, strlen(moe), "moe.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    if (vc_model_set_ep(m, 2, &err)) fail_msg("set_ep failed: %s", err.msg);
+    vc_options o = opts(VC_PARALLEL_MEGATRON_DIST, 8);
+    o.ep = 2;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    const int64_t pieces = 512 + 12288 + 6144;
+    assert_int_equal(r.memory.weights, 512 + 36864 + pieces);
+    assert_int_equal(r.memory.gradients, 1024 + 73728);
+    assert_int_equal(r.memory.optimizer_states, 2 * pieces);
+    assert_int_equal(r.memory.weights + r.memory.gradients + r.memory.optimizer_states, 167808 + 3 * (512 - 128));
+    vc_result_free(&r);
+    /* megatron (nothing sharded): the same two grad_data buffers, unpadded (256 and
+     * 18,432 fp32: 1,024 + 73,728); weights the bf16 parameters (router 512 B, each
+     * fc1 12,288, each fc2 6,144) and their fp32 main params (1,024; 24,576; 12,288) */
+    o.parallel = VC_PARALLEL_MEGATRON;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.gradients, 1024 + 73728);
+    assert_int_equal(r.memory.weights, 512 + 2 * (12288 + 6144) + 1024 + 2 * (24576 + 12288));
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 /* What the rows refuse (exit 2 in the CLI), each naming its option. */
 static void test_megatron_refusals(void **state)
 {
@@ -198,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_megatron_dist),
         cmocka_unit_test(test_megatron_dist_one),
         cmocka_unit_test(test_megatron_dist_fused),
+        cmocka_unit_test(test_megatron_ep),
         cmocka_unit_test(test_megatron_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
