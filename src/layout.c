@@ -193,6 +193,9 @@ static const vc_layout_row rows[VC_PARALLEL__N] = {
     [VC_PARALLEL_ZERO3] = {"zero3", vc__zero3_hook, vc__zero3_resident, NULL, vc__zero3_flat, vc__zero3_grad},
     [VC_PARALLEL_FSDP2] = {"fsdp2", vc__fsdp2_hook, NULL, NULL, vc__fsdp2_flat, NULL, vc__fsdp2_compute, true},
     [VC_PARALLEL_ZERO1] = {"zero1", vc__zero1_hook, vc__zero2_resident, NULL, vc__zero2_flat, vc__zero1_grad},
+    [VC_PARALLEL_MEGATRON] = {"megatron", vc__megatron_hook, vc__megatron_resident, NULL, vc__megatron_flat, vc__megatron_grad},
+    [VC_PARALLEL_MEGATRON_DIST] = {"megatron-dist", vc__megatron_hook, vc__megatron_resident, NULL, vc__megatron_dist_flat,
+                                   vc__megatron_grad},
 };
 
 /* The rows in place of a layout's under the bucket-view settings,

@@ -144,9 +144,11 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
                             "and splits each expert over expert_tensor_parallel_size)");
     /* the distributed optimizer shards expert parameters over the expert-data-parallel group (gpus / (etp x ep x pp)),
      * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter) */
-    if (o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP)
+    if (o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_MEGATRON &&
+        o->parallel != VC_PARALLEL_MEGATRON_DIST)
         return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --ep is not modelled: expert parameters shard over the "
-                            "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (ddp is modelled)",
+                            "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (ddp, megatron "
+                            "and megatron-dist are modelled)",
                             par_names[o->parallel]);
     /* parallel_state.initialize_model_parallel: RuntimeError unless world_size is divisible by
      * expert_tensor x expert_model x pipeline parallel size */
@@ -201,8 +203,9 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
      * "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1; FSDP's units under a
      * 1F1B schedule are not modelled */
     if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH &&
-        o->parallel != VC_PARALLEL_ZERO1)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp, zero1 and zero1-torch are)", par_names[o->parallel]);
+        o->parallel != VC_PARALLEL_ZERO1 && o->parallel != VC_PARALLEL_MEGATRON && o->parallel != VC_PARALLEL_MEGATRON_DIST)
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp, zero1, zero1-torch, megatron "
+                            "and megatron-dist are)", par_names[o->parallel]);
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);
@@ -228,6 +231,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
     if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE;
+    if (vc__megatron_check(o, err)) return VC_ERR_USAGE; /* layout_megatron.c */
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

@@ -373,6 +373,12 @@ void vc__zero3_resident(vc_build *b);
 void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin);
 void vc__zero3_grad(vc_build *b, size_t p, int32_t inst);
 void vc__zero3_free(void *state);
+/* layout_megatron.c: the megatron and megatron-dist rows' hooks (policy.h vc_layout_row) */
+void vc__megatron_flat(vc_build *b);
+void vc__megatron_dist_flat(vc_build *b);
+void vc__megatron_resident(vc_build *b);
+void vc__megatron_grad(vc_build *b, size_t p, int32_t inst);
+void vc__megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin);
 
 /* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
 void vc__execute(vc_build *b);

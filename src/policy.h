@@ -175,6 +175,8 @@ vc_status vc__layout_view_check(const vc_options *o, vc_error *err);
 /* --fsdp-param-dtype, --fsdp-reduce-dtype: VC_ERR_USAGE naming the option where
  * the layout or the precision cannot take them (layout_fsdp2.c). */
 vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err);
+/* --parallel megatron, megatron-dist: VC_ERR_USAGE naming the option they cannot take (layout_megatron.c). */
+vc_status vc__megatron_check(const vc_options *o, vc_error *err);
 /* A --fsdp-*-dtype value's dtype (fp32 for none). */
 vc_dtype vc__fsdp_dtype(vc_fsdp_dtype d);
 

@@ -247,7 +247,8 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 /* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
     X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
-    X(ZERO2, "zero2") X(ZERO3, "zero3") X(FSDP2, "fsdp2") X(ZERO1, "zero1")
+    X(ZERO2, "zero2") X(ZERO3, "zero3") X(FSDP2, "fsdp2") X(ZERO1, "zero1") \
+    X(MEGATRON, "megatron") X(MEGATRON_DIST, "megatron-dist")
 /* --offload (docs/parallel.md): what a parallel layout keeps on the CPU. optimizer:
  * DeepSpeed's offload_optimizer (the fp32 partition, its gradient and state);
  * params: offload_param too (the 16-bit partitions). */

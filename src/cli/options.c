@@ -50,7 +50,8 @@ const cli_option cli_options[] = {
     {"micro-batches", 0, "N", OPT_MICRO, NULL, "with --pp: micro-batches per step, each of --batch samples (default: --pp)"},
     {"pp-virtual", 0, "V", OPT_PP_VIRTUAL, NULL, "with --pp: V model chunks per rank, Megatron's interleaved 1F1B (virtual pipeline stages; default 1)"},
     {"parallel", 0, "L", OPT_PARALLEL, VC_CHOICES(VC_PARALLEL_MAP),
-     "the parallel layout: {} (docs/parallel.md; FSDP's FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD and hsdp are aliases)"},
+     "the parallel layout: {} (docs/parallel.md; FSDP's FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD and hsdp are aliases; "
+     "megatron: Megatron-Core's DDP and bf16 optimizer, megatron-dist: with --use-distributed-optimizer, both -p mixed-bf16)"},
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
      "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero1, zero2 and zero3; "
      "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
