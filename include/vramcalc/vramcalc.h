@@ -325,7 +325,14 @@ typedef struct {
     /* --pp-virtual: model chunks per pipeline rank under Megatron's interleaved
      * 1F1B schedule (virtual_pipeline_model_parallel_size), 0 or 1: none */
     int64_t pp_virtual;
+    /* --parallel zero1|zero2|zero3: DeepSpeedZeroConfig's overlap_comm
+     * (VC_DS_OVERLAP_AUTO: its default, the validator overlap_comm_valid's
+     * stage == 3; _ON, _OFF: given). docs/parallel.md 1.7, 1.9, 1.10 */
+    int ds_overlap_comm;
 } vc_options;
+#define VC_DS_OVERLAP_AUTO 0
+#define VC_DS_OVERLAP_ON 1
+#define VC_DS_OVERLAP_OFF (-1)
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)
 #define VC_FSDP_RESHARD_FALSE (-2)

@@ -34,6 +34,7 @@ int main(void)
     OFF(vc_options, fsdp_reshard);
     OFF(vc_options, fsdp_replicate);
     OFF(vc_options, pp_virtual);
+    OFF(vc_options, ds_overlap_comm);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);

@@ -231,6 +231,12 @@ def test_errors(vc):
           json.loads(out)["parallel"] == {"layout": "fsdp2", "gpus": 8, "reshard_after_forward": 2, "replicate": 2},
           "estimate(fsdp_reshard_after_forward=2, fsdp_replicate=2) != vramcalc --fsdp-reshard-after-forward 2 "
           "--fsdp-replicate 2")
+    # DeepSpeed ZeRO's overlap_comm: the same estimate, and the JSON names it (docs/parallel.md 1.7)
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero2", "--ds-overlap-comm", "true", "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="zero2", ds_overlap_comm=True)
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated and
+          json.loads(out)["parallel"] == {"layout": "zero2", "gpus": 8, "overlap_comm": True},
+          "estimate(ds_overlap_comm=True) != vramcalc --ds-overlap-comm true")
     rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "-f", "json"])
     r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,

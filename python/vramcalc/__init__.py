@@ -758,7 +758,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
     FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options, fsdp_reshard_after_forward (True, False
     or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); ep (Megatron-Core expert
-    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
+    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6); ds_overlap_comm
+    (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -832,6 +833,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
     if rep is not None:
         opts.fsdp_replicate = int(rep)
+    ovl = export_options.pop("ds_overlap_comm", None)  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
+    if ovl is not None:
+        opts.ds_overlap_comm = 1 if ovl is True else -1 if ovl is False else 2  # 2: refused by the library
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

@@ -36,7 +36,8 @@ class vc_options(ctypes.Structure):
                 ("ep", c_int64),
                 ("device", ctypes.POINTER(vc_gpu)),
                 ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64),
-                ("pp_virtual", c_int64)]
+                ("pp_virtual", c_int64),
+                ("ds_overlap_comm", c_int)]
 
 
 class vc_memory(ctypes.Structure):

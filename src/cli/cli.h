@@ -59,6 +59,7 @@ enum cli_option_id {
     OPT_COLUMNS, /* -f csv's columns by name (issue 16) */
     OPT_FSDP_PARAM_DT, OPT_FSDP_REDUCE_DT, OPT_FSDP_RESHARD, OPT_FSDP_REPLICATE, /* FSDP2's MixedPrecisionPolicy (docs/parallel.md 2.5) */
     OPT_EP, /* expert parallelism (docs/parallel.md 6) */
+    OPT_DS_OVERLAP, /* DeepSpeed ZeRO's overlap_comm (docs/parallel.md 1.7, 1.9, 1.10) */
 };
 
 /* The options (options.c), in --help's order. */

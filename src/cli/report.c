@@ -242,6 +242,8 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
                      : n);
         line_item(&l, ", ", it);
     }
+    if (o->ds_overlap_comm) /* DeepSpeed ZeRO's overlap_comm, given */
+        line_item(&l, ", ", o->ds_overlap_comm == VC_DS_OVERLAP_ON ? "overlap_comm=True" : "overlap_comm=False");
     if (o->fsdp_replicate > 1) { /* FSDP2's HSDP mesh: replicas x shards */
         snprintf(it, sizeof it, "HSDP %" PRId64 " x %" PRId64, o->fsdp_replicate, vc_dp_world(o) / o->fsdp_replicate);
         line_item(&l, ", ", it);
@@ -566,6 +568,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "false" : "");
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard > 0) fprintf(f, "%" PRId64, o->fsdp_reshard);
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_replicate > 1) fprintf(f, ", \"replicate\": %" PRId64, o->fsdp_replicate);
+    if (o->parallel != VC_PARALLEL_NONE && o->ds_overlap_comm) /* DeepSpeed ZeRO's overlap_comm, given */
+        fprintf(f, ", \"overlap_comm\": %s", o->ds_overlap_comm == VC_DS_OVERLAP_ON ? "true" : "false");
     if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
