@@ -199,13 +199,6 @@ static void zero2_reduce(vc_build *b, int32_t inst, bool stage1)
     b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
 }
 
-/* The gradient hook (process_gradients -> reduce_independent_p_g_buckets_
- * and_remove_grads): the first of a backward makes the IPG buffer
- * (setup_buckets: torch.empty(reduce_bucket_size) of the model's dtype,
- * whatever the model's size); a parameter that would overflow the bucket
- * reduces it first; then the gradient is copied into the bucket and .grad
- * re-pointed at the copy (autograd's gradient goes), or, larger than the
- * bucket, kept to be reduced directly. */
 /* overlap_comm (--ds-overlap-comm true; DeepSpeedZeroConfig's default, the
  * validator overlap_comm_valid, is False for stages 1 and 2), from
  * stage_1_and_2.py at deepspeedai/DeepSpeed@edaa7221. What it changes in what
@@ -230,6 +223,13 @@ static void zero2_reduce(vc_build *b, int32_t inst, bool stage1)
  * record_stream delays of the reduction stream (docs/parallel.md 1.7). */
 static bool zero_overlap(const vc_build *b) { return b->o.ds_overlap_comm == VC_DS_OVERLAP_ON; }
 
+/* The gradient hook (process_gradients -> reduce_independent_p_g_buckets_
+ * and_remove_grads): the first of a backward makes the IPG buffer
+ * (setup_buckets: torch.empty(reduce_bucket_size) of the model's dtype,
+ * whatever the model's size); a parameter that would overflow the bucket
+ * reduces it first; then the gradient is copied into the bucket and .grad
+ * re-pointed at the copy (autograd's gradient goes), or, larger than the
+ * bucket, kept to be reduced directly. */
 static void zero_setup_buckets(vc_build *b, int32_t inst)
 {
     uint8_t dt;
