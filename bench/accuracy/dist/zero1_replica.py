@@ -50,8 +50,22 @@ CASES = [
     (GPTSTACK, "gptstack", 4, "momentum", 2, True, True),
     (WIDE, "wide", 16, "adam", 2, True, False),
     (WIDE, "wide", 16, "adam", 4, True, False),
+    # overlap_comm (--ds-overlap-comm true), stages 1 and 2, and a stage-2 baseline without it
+    (MLP, "mlp", 64, "adam", 2, False, False, 1, True),
+    (MLP, "mlp", 64, "adam", 4, False, False, 1, True),
+    (TSTACK, "tstack", 4, "adam", 2, False, False, 1, True),
+    (TSTACK, "tstack", 4, "adam", 4, False, False, 1, True),
+    (GPTSTACK, "gptstack", 4, "momentum", 2, False, True, 1, True),
+    (MLP, "mlp", 64, "adam", 2, False, False, 2, True),
+    (MLP, "mlp", 64, "adam", 4, False, False, 2, True),
+    (TSTACK, "tstack", 4, "adam", 2, False, False, 2, True),
+    (TSTACK, "tstack", 4, "adam", 4, False, False, 2, True),
+    (GPTSTACK, "gptstack", 4, "momentum", 2, False, True, 2, True),
+    (MLP, "mlp", 64, "adam", 2, False, False, 2, False),
+    (MLP, "mlp", 64, "adam", 2, True, False, 1, True),
 ]
-CASES = [c + (1, False)[len(c) - 7:] for c in CASES]
+# the first cases, measured before overlap_comm: stage 1, overlap_comm off
+CASES = [c if len(c) == 9 else c + (1, False) for c in CASES]
 
 
 def case_id(short, batch, optim, world, offload, stage=1, overlap=False):
