@@ -15,11 +15,13 @@
  * edaa7221), its defaults: contiguous_gradients, overlap_comm off (stage 2),
  * reduce_scatter, reduce_bucket_size 5e8 elements (config.py
  * DeepSpeedZeroConfig), one parameter group; --offload optimizer:
- * offload_optimizer {device: cpu} (z2_off). Modelled from the source only
- * (DeepSpeed does not run here; docs/parallel.md 2.3); checked against
- * bench/accuracy/dist/offload_replica.py. */
+ * offload_optimizer {device: cpu} (z2_off); --ds-overlap-comm true:
+ * overlap_comm (zero_overlap). Modelled from the source only (DeepSpeed does
+ * not run here; docs/parallel.md 2.3); checked against
+ * bench/accuracy/dist/offload_replica.py and zero1_replica.py. */
 #define ZERO_BUCKET INT64_C(500000000)
-enum { Z_IPG, Z_GIP, Z_G32 };          /* lay_s: the IPG buffer, grads_in_partition, the step's fp32 gradient */
+enum { Z_IPG, Z_GIP, Z_G32, Z_IPG1 };  /* lay_s: the IPG buffer, grads_in_partition, the step's fp32 gradient,
+                                        * overlap_comm's second IPG buffer */
 enum { Z_ELEMS, Z_XL, Z_PART, Z_GIPN, Z_BWDS, Z_RANK }; /* lay_n: bucket elements, extra-large parameter + 1,
                                                          * bucket holds a parameter of this rank's partition,
                                                          * grads_in_partition elements, backward passes ended
@@ -131,7 +133,7 @@ void vc__zero2_resident(vc_build *b)
     if (flat > 0) vc__alloc(b, vc_n_fixed(flat), (vc_dtype)dt, CAT_WEIGHT, -1);
     for (size_t p = 0; p < b->m->npar; p++)
         if (!b->m->par[p].trainable) vc__alloc(b, b->t[b->par_t[p]].n, (vc_dtype)b->t[b->par_t[p]].dt, CAT_WEIGHT, b->m->par[p].owner);
-    for (int k = 0; k < 3; k++) b->lay_s[k] = -1;
+    for (int k = 0; k < 4; k++) b->lay_s[k] = -1;
     b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = b->lay_n[Z_BWDS] = 0;
     int64_t largest = 0; /* offload: temp_grad_buffer_for_gpu_offload, the largest parameter of bit16_groups */
     for (size_t p = 0; p < b->m->npar && b->lay_state; p++)
@@ -197,6 +199,30 @@ static void zero2_reduce(vc_build *b, int32_t inst, bool stage1)
     b->lay_n[Z_ELEMS] = b->lay_n[Z_XL] = b->lay_n[Z_PART] = 0;
 }
 
+/* overlap_comm (--ds-overlap-comm true; DeepSpeedZeroConfig's default, the
+ * validator overlap_comm_valid, is False for stages 1 and 2), from
+ * stage_1_and_2.py at deepspeedai/DeepSpeed@edaa7221. What it changes in what
+ * is allocated, on one stream:
+ * - setup_buckets: "Use double buffers to avoid data access conflict when
+ *   overlap_comm is enabled": buf_1, a second torch.empty(reduce_bucket_size)
+ *   of the model's dtype, made with buf_0 and dropped with it
+ *   (_release_ipg_buffers: bucket.buffer.clear()); a full bucket's reduce
+ *   (reduce_independent_p_g_buckets_and_remove_grads) swaps bucket.index, so
+ *   the next gradients go into the other buffer: both are there either way;
+ * - stage 1: process_gradients reduces in the hook (`if
+ *   self.partition_gradients or self.overlap_comm`), at the accumulation
+ *   boundary only (reduce_ready_partitions_and_remove_grads), and
+ *   reduce_gradients skips its loop over the parameters (`if not
+ *   self.overlap_comm`), leaving the epilogue (zero1_grad, zero1_hook).
+ * Unchanged: average_tensor's and reduce_ipg_grads' copies run on
+ * reduction_stream, the same allocations; other partitions' gradients go to
+ * previous_reduced_grads only `if self.overlap_comm and
+ * self.contiguous_gradients is False` (contiguous_gradients is on), so
+ * clear_grad_attribute frees them at the reduce as without overlap_comm;
+ * _clear_previous_reduced_grads has nothing to clear. Not modelled: the
+ * record_stream delays of the reduction stream (docs/parallel.md 1.7). */
+static bool zero_overlap(const vc_build *b) { return b->o.ds_overlap_comm == VC_DS_OVERLAP_ON; }
+
 /* The gradient hook (process_gradients -> reduce_independent_p_g_buckets_
  * and_remove_grads): the first of a backward makes the IPG buffer
  * (setup_buckets: torch.empty(reduce_bucket_size) of the model's dtype,
@@ -208,7 +234,9 @@ static void zero_setup_buckets(vc_build *b, int32_t inst)
 {
     uint8_t dt;
     zero2_flat_numel(b, &dt);
-    if (b->lay_s[Z_IPG] < 0) b->lay_s[Z_IPG] = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, inst);
+    if (b->lay_s[Z_IPG] >= 0) return;
+    b->lay_s[Z_IPG] = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, inst);
+    if (zero_overlap(b)) b->lay_s[Z_IPG1] = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, inst);
 }
 
 static void zero_bucket_add(vc_build *b, size_t p, int32_t inst, bool stage1)
@@ -237,8 +265,11 @@ void vc__zero2_grad(vc_build *b, size_t p, int32_t inst)
 static void zero_epilogue(vc_build *b, bool stage1)
 {
     zero2_reduce(b, -1, stage1);
-    if (b->lay_s[Z_IPG] >= 0) vc__free(b, b->lay_s[Z_IPG], -1);
-    b->lay_s[Z_IPG] = -1;
+    static const int ipg[2] = {Z_IPG, Z_IPG1}; /* _release_ipg_buffers: both buffers (overlap_comm) */
+    for (int k = 0; k < 2; k++) {
+        if (b->lay_s[ipg[k]] >= 0) vc__free(b, b->lay_s[ipg[k]], -1);
+        b->lay_s[ipg[k]] = -1;
+    }
 }
 
 /* The step's scaled_global_norm -> get_grad_norm_direct over averaged_gradients
@@ -351,9 +382,20 @@ void vc__zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
  *   reset only by that epilogue (_release_ipg_buffers), so under gradient
  *   accumulation the IPG buffer made in the first micro-batch's backward
  *   stays to the boundary's. */
+/* The backward passes of a step (the engine runs two under accumulation or a
+ * pipeline stage's micro-batches, autograd.c vc__execute), the last the
+ * accumulation boundary's. */
+static int64_t zero1_passes(const vc_build *b)
+{
+    return b->o.accumulate > 1 || b->m->stage.micro_batches > 1 ? 2 : 1;
+}
+
+/* overlap_comm: the hook reduces too, in the boundary's backward (zero_overlap) */
 void vc__zero1_grad(vc_build *b, size_t p, int32_t inst)
 {
-    if (b->m->par[p].trainable && b->m->par[p].numel > 0) zero_setup_buckets(b, inst);
+    if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
+    zero_setup_buckets(b, inst);
+    if (zero_overlap(b) && b->lay_n[Z_BWDS] + 1 >= zero1_passes(b)) zero_bucket_add(b, p, inst, true);
 }
 
 void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
@@ -365,7 +407,7 @@ void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     }
     /* the engine runs two backward passes under accumulation or a pipeline
      * stage's micro-batches (autograd.c vc__execute), the second the boundary's */
-    if (++b->lay_n[Z_BWDS] < (b->o.accumulate > 1 || b->m->stage.micro_batches > 1 ? 2 : 1)) return;
+    if (++b->lay_n[Z_BWDS] < zero1_passes(b)) return;
     /* a pipeline stage (DeepSpeed's PipelineEngine, --pp): reduce_gradients(pipeline_parallel=True)
      * first appends a second IPG buffer, torch.empty(reduce_bucket_size) of the bucket's dtype ("with PP
      * we must create ipg buffer, since backward is handled outside zero"), and resets bucket.index to 0:
@@ -376,7 +418,7 @@ void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
         zero2_flat_numel(b, &dt);
         pipe_ipg = vc__alloc(b, vc_n_fixed(ZERO_BUCKET), (vc_dtype)dt, CAT_GRAD, -1);
     }
-    for (size_t p = 0; p < b->m->npar; p++)
+    for (size_t p = 0; p < b->m->npar && !zero_overlap(b); p++) /* overlap_comm: the hooks did it */
         if (b->m->par[p].trainable && b->m->par[p].numel > 0 && b->pgrad[p] >= 0) zero_bucket_add(b, p, -1, true);
     zero_epilogue(b, true);
     if (pipe_ipg >= 0) vc__free(b, pipe_ipg, -1);

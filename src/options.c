@@ -159,6 +159,25 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
     return VC_OK;
 }
 
+/* --ds-overlap-comm: DeepSpeedZeroConfig's overlap_comm (deepspeed/runtime/zero/config.py at
+ * deepspeedai/DeepSpeed@edaa7221), a ZeRO setting: refused outside zero1/2/3, and with a pipeline
+ * stage (PipelineEngine's reduce_gradients(pipeline_parallel=True) with the hooks' reduction is not
+ * modelled: docs/parallel.md 1.10). */
+static vc_status zero_overlap_check(const vc_options *o, vc_error *err)
+{
+    const char *opt = "--ds-overlap-comm";
+    if (o->ds_overlap_comm < VC_DS_OVERLAP_OFF || o->ds_overlap_comm > VC_DS_OVERLAP_ON)
+        return vc_set_error(err, VC_ERR_USAGE, opt, "invalid value (true or false)");
+    if (o->ds_overlap_comm == VC_DS_OVERLAP_AUTO) return VC_OK;
+    if (o->parallel != VC_PARALLEL_ZERO1 && o->parallel != VC_PARALLEL_ZERO2 && o->parallel != VC_PARALLEL_ZERO3)
+        return vc_set_error(err, VC_ERR_USAGE, opt, "overlap_comm is DeepSpeed ZeRO's: give --parallel zero1, zero2 or zero3%s%s",
+                            o->parallel != VC_PARALLEL_NONE ? ", not " : "", o->parallel != VC_PARALLEL_NONE ? par_names[o->parallel] : "");
+    if (o->pp > 1 && o->ds_overlap_comm == VC_DS_OVERLAP_ON)
+        return vc_set_error(err, VC_ERR_USAGE, opt, "true with --pp is not modelled (PipelineEngine's reduce_gradients with the "
+                            "gradient hooks' reduction)");
+    return VC_OK;
+}
+
 vc_status vc__check_options(const vc_options *o, vc_error *err)
 {
     if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
@@ -232,6 +251,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
     if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE;
     if (vc__megatron_check(o, err)) return VC_ERR_USAGE; /* layout_megatron.c */
+    if (zero_overlap_check(o, err)) return VC_ERR_USAGE;
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {
         char have[64] = "";

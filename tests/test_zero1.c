@@ -269,6 +269,123 @@ static void test_zero1_pp(void **state)
     vc_result_free(&r);
 }
 
+
+/* --ds-overlap-comm true (DeepSpeedZeroConfig.overlap_comm; stage_1_and_2.py at
+ * deepspeedai/DeepSpeed@edaa7221). setup_buckets makes buf_1 with buf_0
+ * ("double buffers to avoid data access conflict when overlap_comm is
+ * enabled"), both dropped by _release_ipg_buffers: one more IPG in backward.
+ * Zero2: nothing else moves (other partitions' gradients go to
+ * previous_reduced_grads only without contiguous_gradients), so its peak, the
+ * bucket's flatten at the epilogue (8,000,000, with the input 4,096, the loss
+ * and its root gradient 512 + 512), rises by exactly one IPG. Zero1:
+ * process_gradients reduces in the hook (`if self.partition_gradients or
+ * self.overlap_comm`) at the accumulation boundary, so each gradient goes into
+ * the bucket as it is made, autograd's freed, and reduce_gradients skips its
+ * loop: the whole gradients (zero1's peak above) are never all alive, and the
+ * peak is zero2's, the flatten with both buffers: zero1's + IPG - 4,608. */
+static void test_zero1_overlap(void **state)
+{
+    (void)state;
+    const int64_t flatten_peak = 8000000 + 3 * 2000384 + 8000000 + 4096 + 512 + 512;
+    vc_options o = opts(VC_PARALLEL_ZERO2, 4);
+    vc_result r2 = run(&o);
+    assert_int_equal(r2.memory.peak_allocated, flatten_peak + IPG);
+    o.ds_overlap_comm = VC_DS_OVERLAP_ON;
+    vc_result r2o = run(&o);
+    assert_int_equal(r2o.memory.peak_allocated, flatten_peak + 2 * IPG);
+    assert_int_equal(r2o.memory.gradients, r2.memory.gradients); /* grads_in_partition, 7,996,416 */
+    count_t ipg = count(&o, "grad", IPG);
+    assert_int_equal(ipg.allocs[1], 2);
+    assert_int_equal(ipg.frees[1], 2);
+    o.parallel = VC_PARALLEL_ZERO1;
+    vc_result r1o = run(&o);
+    assert_int_equal(r1o.memory.peak_allocated, flatten_peak + 2 * IPG);
+    assert_int_equal(r1o.peak.phase, VC_PHASE_BACKWARD);
+    ipg = count(&o, "grad", IPG);
+    assert_int_equal(ipg.allocs[1], 2);
+    assert_int_equal(ipg.frees[1], 2);
+    count_t flat = count(&o, "temp", 8000000); /* allreduce_bucket's flatten: once, the bucket never fills */
+    assert_int_equal(flat.allocs[1], 1);
+    o.ds_overlap_comm = VC_DS_OVERLAP_OFF; /* DeepSpeed's default for stages 1-2: today's estimate */
+    vc_result r1 = run(&o);
+    assert_int_equal(r1.memory.peak_allocated, 8000000 + 3 * 2000384 + IPG + ALL_GRADS + BWD_LIVE);
+    assert_int_equal(r1o.memory.peak_allocated, r1.memory.peak_allocated + IPG - 4608);
+    vc_result_free(&r2); vc_result_free(&r2o); vc_result_free(&r1o); vc_result_free(&r1);
+}
+
+/* --accumulate 2 with overlap_comm, stage 1: the first backward is not the
+ * boundary (engine.py _backward_prologue sets the optimizer's flag from
+ * is_gradient_accumulation_boundary before backward), so its hooks make both
+ * buffers and reduce nothing (reduce_ready_partitions_and_remove_grads: `if
+ * self.partition_gradients or self.is_gradient_accumulation_boundary()`), and
+ * allreduce_gradients calls nothing at stage 1 off the boundary: the buffers
+ * stay (ready_for_gradients) and the gradients stay whole, as in
+ * test_zero1_accumulate, whose peak (the second backward's new W2 gradient
+ * before it is added) holds one more IPG here. */
+static void test_zero1_overlap_accumulate(void **state)
+{
+    (void)state;
+    vc_options o = opts(VC_PARALLEL_ZERO1, 4);
+    o.accumulate = 2;
+    vc_result r = run(&o);
+    o.ds_overlap_comm = VC_DS_OVERLAP_ON;
+    vc_result ro = run(&o);
+    assert_int_equal(ro.memory.peak_allocated, r.memory.peak_allocated + IPG);
+    assert_int_equal(ro.memory.peak_allocated,
+                     8000000 + 3 * 2000384 + 2 * IPG + ALL_GRADS + 4096 + 4096 + 512 + 512 + 4096 + 4096 + 3996160 + 4096);
+    vc_result_free(&r);
+    vc_result_free(&ro);
+    count_t ipg = count(&o, "grad", IPG);
+    assert_int_equal(ipg.allocs[1], 2); /* made once, in the first backward */
+    assert_int_equal(ipg.frees[1], 2);
+}
+
+/* Stage 3 (stage3.py at microsoft/DeepSpeed@38327e07 and deepspeedai/DeepSpeed@
+ * edaa7221): overlap_comm only picks the streams (reduce_and_partition_stream,
+ * parameter_offload.py's __allgather_stream: a new one, or the default
+ * stream); there is one __ipg_bucket_flat_buffer either way. True (the
+ * default) and false give the same bytes. */
+static void test_zero3_overlap(void **state)
+{
+    (void)state;
+    vc_options o = opts(VC_PARALLEL_ZERO3, 4);
+    vc_result r = run(&o);
+    o.ds_overlap_comm = VC_DS_OVERLAP_OFF;
+    vc_result off = run(&o);
+    o.ds_overlap_comm = VC_DS_OVERLAP_ON;
+    vc_result on = run(&o);
+    assert_memory_equal(&r.memory, &off.memory, sizeof r.memory);
+    assert_memory_equal(&r.memory, &on.memory, sizeof r.memory);
+    assert_int_equal(r.memory.peak_allocated, 2022020096); /* test_parallel.c test_zero3_resident derives it */
+    vc_result_free(&r); vc_result_free(&off); vc_result_free(&on);
+}
+
+/* --ds-overlap-comm refused, exit 2 naming it: outside DeepSpeed ZeRO, true
+ * with a pipeline stage (not modelled), and a value not true or false. */
+static void test_overlap_refused(void **state)
+{
+    (void)state;
+    static const struct { vc_parallel par; int64_t pp; int v; const char *msg; } bad[] = {
+        {VC_PARALLEL_DDP, 1, VC_DS_OVERLAP_ON, "give --parallel zero1, zero2 or zero3, not ddp"},
+        {VC_PARALLEL_FSDP, 1, VC_DS_OVERLAP_OFF, "overlap_comm is DeepSpeed ZeRO's"},
+        {VC_PARALLEL_NONE, 1, VC_DS_OVERLAP_ON, "overlap_comm is DeepSpeed ZeRO's"},
+        {VC_PARALLEL_ZERO1, 2, VC_DS_OVERLAP_ON, "true with --pp is not modelled"},
+        {VC_PARALLEL_ZERO2, 1, 7, "invalid value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vc_model *m = load();
+        vc_options o = opts(bad[i].par, bad[i].par == VC_PARALLEL_NONE ? 1 : 4);
+        o.pp = bad[i].pp;
+        o.ds_overlap_comm = bad[i].v;
+        vc_error err = {0};
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, "--ds-overlap-comm");
+        assert_non_null(strstr(err.msg, bad[i].msg));
+        vc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -278,6 +395,10 @@ int main(void)
         cmocka_unit_test(test_zero1_accumulate),
         cmocka_unit_test(test_zero1_refused),
         cmocka_unit_test(test_zero1_pp),
+        cmocka_unit_test(test_zero1_overlap),
+        cmocka_unit_test(test_zero1_overlap_accumulate),
+        cmocka_unit_test(test_zero3_overlap),
+        cmocka_unit_test(test_overlap_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

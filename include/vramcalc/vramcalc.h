@@ -337,7 +337,14 @@ typedef struct {
     /* --fsdp-use-orig-params (fsdp, shard-grad-op, hybrid): FSDP1's
      * use_orig_params=True, 1; 0: False, the default (docs/parallel.md 1.6) */
     int fsdp_use_orig_params;
+    /* --parallel zero1|zero2|zero3: DeepSpeedZeroConfig's overlap_comm
+     * (VC_DS_OVERLAP_AUTO: its default, the validator overlap_comm_valid's
+     * stage == 3; _ON, _OFF: given). docs/parallel.md 1.7, 1.9, 1.10 */
+    int ds_overlap_comm;
 } vc_options;
+#define VC_DS_OVERLAP_AUTO 0
+#define VC_DS_OVERLAP_ON 1
+#define VC_DS_OVERLAP_OFF (-1)
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)
 #define VC_FSDP_RESHARD_FALSE (-2)

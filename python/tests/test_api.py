@@ -240,6 +240,12 @@ def test_errors(vc):
                                           "parameters_as_bucket_view": True},
           "estimate(gradient_as_bucket_view=True, parameters_as_bucket_view=True) != vramcalc --gradient-as-bucket-view "
           "--parameters-as-bucket-view")
+    # DeepSpeed ZeRO's overlap_comm: the same estimate, and the JSON names it (docs/parallel.md 1.7)
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero2", "--ds-overlap-comm", "true", "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="zero2", ds_overlap_comm=True)
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated and
+          json.loads(out)["parallel"] == {"layout": "zero2", "gpus": 8, "overlap_comm": True},
+          "estimate(ds_overlap_comm=True) != vramcalc --ds-overlap-comm true")
     rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "-f", "json"])
     r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,

@@ -760,7 +760,8 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); gradient_as_bucket_view
     and parameters_as_bucket_view (True: DDP's and ZeroRedundancyOptimizer's, with parallel="ddp" or
     "zero1-torch"); fsdp_use_orig_params (True: FSDP1's use_orig_params=True); ep (Megatron-Core expert
-    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6).
+    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6); ds_overlap_comm
+    (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -839,6 +840,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.parameters_as_bucket_view = 1 if export_options.pop("parameters_as_bucket_view", False) else 0
     if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
         opts.fsdp_use_orig_params = 1
+    ovl = export_options.pop("ds_overlap_comm", None)  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
+    if ovl is not None:
+        opts.ds_overlap_comm = 1 if ovl is True else -1 if ovl is False else 2  # 2: refused by the library
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)

@@ -38,7 +38,8 @@ class vc_options(ctypes.Structure):
                 ("fsdp_reshard", c_int64), ("fsdp_replicate", c_int64),
                 ("pp_virtual", c_int64),
                 ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int),
-                ("fsdp_use_orig_params", c_int)]
+                ("fsdp_use_orig_params", c_int),
+                ("ds_overlap_comm", c_int)]
 
 
 class vc_memory(ctypes.Structure):

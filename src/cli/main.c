@@ -139,6 +139,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_PARAM_VIEW: o.parameters_as_bucket_view = 1; break;
         case OPT_FSDP_REPLICATE: if ((rc = parse_count("--fsdp-replicate", optarg, 1, &o.fsdp_replicate))) return rc; break;
         case OPT_FSDP_ORIG: o.fsdp_use_orig_params = 1; break;
+        case OPT_DS_OVERLAP: if ((rc = parse_overlap(optarg, &o.ds_overlap_comm))) return rc; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:
             hf_given = loss_given = true;

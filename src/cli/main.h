@@ -44,6 +44,7 @@ int die_err(const vc_error *err);
 int flush_out(int rc);
 int parse_count(const char *opt, const char *s, int64_t min, int64_t *out);
 int parse_reshard(const char *s, int64_t *out);
+int parse_overlap(const char *s, int *out);
 int parse_size(const char *opt, const char *s, int64_t *out);
 int parse_real(const char *opt, const char *s, double lo, double hi, double *out);
 int parse_shape(const char *s, int64_t *dims, int *nd);

@@ -75,6 +75,9 @@ const cli_option cli_options[] = {
     {"parameters-as-bucket-view", 0, NULL, OPT_PARAM_VIEW, NULL,
      "--parallel zero1-torch: ZeroRedundancyOptimizer's parameters_as_bucket_view=True, the parameters views into "
      "one flat tensor per rank (default False)"},
+    {"ds-overlap-comm", 0, "B", OPT_DS_OVERLAP, NULL,
+     "--parallel zero1, zero2, zero3: DeepSpeed's overlap_comm, true or false (default: DeepSpeed's, true for "
+     "zero3, false for zero1 and zero2; true makes stages 1-2 hold two IPG buffers)"},
     {"attention", 0, "A", OPT_ATTN, VC_CHOICES(VC_ATTENTION_MAP),
      "{} (default auto: flash for fp16/bf16, memory-efficient for fp32, math where need_weights)"},
     {"torch", 0, "X.Y", OPT_TORCH, NULL, "PyTorch release to follow, 2.0 to 2.15 (default 2.15): the math SDPA's softmax, flash's head-dim limit, --optim-impl's default, adafactor (2.5+)"},

@@ -79,6 +79,15 @@ int parse_reshard(const char *s, int64_t *out)
     return 0;
 }
 
+/* --ds-overlap-comm: true or false (DeepSpeedZeroConfig's overlap_comm: Optional[bool]). */
+int parse_overlap(const char *s, int *out)
+{
+    if (s && !strcmp(s, "true")) *out = VC_DS_OVERLAP_ON;
+    else if (s && !strcmp(s, "false")) *out = VC_DS_OVERLAP_OFF;
+    else return die("--ds-overlap-comm: expected true or false, got '%s'", s ? s : "");
+    return 0;
+}
+
 /* Bytes with an optional unit (the library's vc_parse_size). */
 int parse_size(const char *opt, const char *s, int64_t *out)
 {
