@@ -481,6 +481,21 @@ def compare(cli, bound):
             print("| %s | %s %s | %s | %s | %s | %+.2f%% |" % (cid, rk["kind"], "%d" % lo if lo == hi else "%d-%d" % (lo, hi),
                                                          "yes" if held else "", format(meas, ","), format(est, ","), d))
     print("worst |diff| %.2f%%" % worst)
+    print()
+    # every rank: its measured peak against the figure vramcalc gives its kind (a middle rank: the busiest middle's)
+    tracking.table_head(["case", "rank", "measured (B)", "vramcalc, its kind (B)", "diff"])
+    for model, short, batch, optim, pp, vp, micro, held in all_cases():
+        cid = case_id(short, batch, optim, pp, micro, vp)
+        stages = {r["config"]["stage"]: r for r in recs if r["case"] == cid}
+        if vp == 1 or len(stages) != pp:
+            continue
+        for rk in vramcalc_ranks(cli, model, batch, optim, pp, micro, vp):
+            lo, hi = rk["stages"]
+            est = rk["memory"]["peak_allocated"]
+            for s in range(lo, hi + 1):
+                meas = stages[s]["peak_allocated"]
+                print("| %s | %s %d | %s | %s | %+.2f%% |" % (cid, rk["kind"], s, format(meas, ","), format(est, ","),
+                                                          (est - meas) / meas * 100))
     return 1 if bad else 0
 
 
