@@ -38,7 +38,8 @@
 
 /* b->pp_live: per chunk the copies held now and made, the extras' held and
  * made, then the chunk the backward is in, the pass, the entries' capacity,
- * per chunk the second backward's state, per parameter the storage of a
+ * per chunk the second backward's state, per chunk the chunks up to it whose
+ * input the engine's run does not keep (below), per parameter the storage of a
  * gradient set aside (+ 1; 0 none) and its chunk (the last that uses it:
  * the first whose backward makes its gradient). */
 #define LIVE(nc) 0
@@ -49,8 +50,9 @@
 #define PASS(nc) (2 * (nc) + 5)
 #define CAP(nc) (2 * (nc) + 6)
 #define PICK(nc) (2 * (nc) + 7)
-#define HID(nc) (3 * (nc) + 7)
-#define PCH(nc, np) (3 * (nc) + 7 + (np))
+#define DEAD(nc) (3 * (nc) + 7)
+#define HID(nc) (4 * (nc) + 7)
+#define PCH(nc, np) (4 * (nc) + 7 + (np))
 
 static const int64_t *first_state(const vc_model *m, int32_t c)
 {
@@ -190,10 +192,9 @@ static void grads_for(vc_build *b, int32_t c, bool flag, bool drop)
  * (the oldest copies, then the extras, then the gradients set aside), then
  * what comes (gradients brought back, copies, extras). grads: the second
  * pass, whose flag sets gradients aside. */
-static void apply_state(vc_build *b, const int64_t *s, int32_t c, bool grads)
+static void apply_counts(vc_build *b, const int64_t *s, int32_t c, bool grads, int64_t *live, int64_t *made)
 {
     const int32_t nc = b->m->stage.nchunks;
-    int64_t *live = &b->pp_live[LIVE(nc)], *made = &b->pp_live[MADE(nc)];
     for (int32_t k = 0; k < nc && !b->st; k++)
         if (s[k] < live[k]) { /* the oldest go: the first run's part first */
             hold_drop(b, k, made[k] - live[k], made[k] - s[k]);
@@ -211,6 +212,21 @@ static void apply_state(vc_build *b, const int64_t *s, int32_t c, bool grads)
         }
     for (int k = 0; k < 2 && b->pp_like >= 0; k++)
         if (s[nc + k] > b->pp_live[XLIVE(nc) + k]) hold_extra(b, k, s[nc + k], b->pp_like);
+}
+
+static void apply_state(vc_build *b, const int64_t *st, int32_t c, bool grads)
+{
+    const int32_t nc = b->m->stage.nchunks;
+    int64_t *live = &b->pp_live[LIVE(nc)], *made = &b->pp_live[MADE(nc)], s[64 + 3];
+    int64_t *sv = nc <= 64 ? s : malloc(((size_t)nc + 3) * sizeof *sv);
+    if (!sv) {
+        b->st = VC_ERR_NOMEM;
+        return;
+    }
+    memcpy(sv, st, ((size_t)nc + 3) * sizeof *sv);
+    sv[nc + 1] += b->pp_live[DEAD(nc) + c];
+    apply_counts(b, sv, c, grads, live, made);
+    if (sv != s) free(sv);
 }
 
 void vc__pp_hold(vc_build *b, size_t s0)
@@ -233,6 +249,16 @@ void vc__pp_hold(vc_build *b, size_t s0)
     for (size_t s = s0; s < end && !b->st; s++)
         if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) hold_add(b, (int32_t)s, b->s[s].refs, stor_chunk(b, (int32_t)s, bd), 0);
     b->pp_like = nc > 1 ? bd[1] : -1;
+    /* A chunk's input is kept in input_tensors until its backward (received
+     * in Megatron, the previous chunk's output in the engine); when no
+     * autograd node saves it the engine's run has freed it: the first run's
+     * part gets a storage of its size, and while the run is in chunk c the
+     * inputs of its chunks up to c are that many p2p-shaped tensors more. */
+    for (int32_t c = 1; c < nc && !b->st; c++) {
+        int64_t dead = b->s[bd[c]].refs <= 0;
+        b->pp_live[DEAD(nc) + c] = b->pp_live[DEAD(nc) + c - 1] + dead;
+        if (dead) hold_add(b, vc__alloc(b, b->s[bd[c]].n, (vc_dtype)b->s[bd[c]].dt, CAT_ACT, b->s[bd[c]].inst), 1, c, 0);
+    }
     if (bd != bound) free(bd);
     if (b->st) return;
     b->npp_first = b->npp;
@@ -246,7 +272,7 @@ void vc__pp_hold(vc_build *b, size_t s0)
     for (int64_t k = 1; k < most && !b->st; k++) /* the copies, one micro-batch of every chunk after the other */
         for (int32_t c = 0; c < nc && !b->st; c++)
             if (h[c] > k) hold_copies(b, c, k, k + 1);
-    for (int k = 0; k < 2 && b->pp_like >= 0; k++) hold_extra(b, k, x[k], b->pp_like);
+    for (int k = 0; k < 2 && b->pp_like >= 0; k++) hold_extra(b, k, x[k] + (k ? b->pp_live[DEAD(nc) + nc - 1] : 0), b->pp_like);
 }
 
 /* a x b + c, INT64_MAX past it */
