@@ -39,7 +39,8 @@
 /* b->pp_live: per chunk the copies held now and made, the extras' held and
  * made, then the chunk the backward is in, the pass, the entries' capacity,
  * per chunk the second backward's state, per chunk the chunks up to it whose
- * input the engine's run does not keep (below), per parameter the storage of a
+ * input the engine's run does not keep (below), the gradient held for the
+ * chunk the backward is in (+ 1; 0 none), per parameter the storage of a
  * gradient set aside (+ 1; 0 none) and its chunk (the last that uses it:
  * the first whose backward makes its gradient). */
 #define LIVE(nc) 0
@@ -51,8 +52,9 @@
 #define CAP(nc) (2 * (nc) + 6)
 #define PICK(nc) (2 * (nc) + 7)
 #define DEAD(nc) (3 * (nc) + 7)
-#define HID(nc) (4 * (nc) + 7)
-#define PCH(nc, np) (4 * (nc) + 7 + (np))
+#define FLOW(nc) (4 * (nc) + 7)
+#define HID(nc) (4 * (nc) + 8)
+#define PCH(nc, np) (4 * (nc) + 8 + (np))
 
 static const int64_t *first_state(const vc_model *m, int32_t c)
 {
@@ -202,8 +204,8 @@ static void apply_counts(vc_build *b, const int64_t *s, int32_t c, bool grads, i
         }
     for (int k = 0; k < 2 && b->pp_like >= 0; k++)
         if (s[nc + k] < b->pp_live[XLIVE(nc) + k]) hold_extra(b, k, s[nc + k], b->pp_like);
-    if (grads) grads_for(b, c, s[nc + 2], true);
-    if (grads) grads_for(b, c, s[nc + 2], false);
+    if (grads) grads_for(b, c, s[nc + 2] & 1, true);
+    if (grads) grads_for(b, c, s[nc + 2] & 1, false);
     for (int32_t k = 0; k < nc && !b->st; k++)
         if (s[k] > live[k]) {
             hold_copies(b, k, made[k], made[k] + s[k] - live[k]);
@@ -316,7 +318,8 @@ static void choose(vc_build *b)
             t = mul_add(s[nc + 1], p2p, t);
             for (int32_t i = 0; i < nc; i++) t = mul_add(s[i], part[i], t);
             for (int32_t i = 0; i < nc; i++)
-                if (!s[nc + 2] || i >= c) t = mul_add(1, grad[i], t);
+                if (!(s[nc + 2] & 1) || i >= c) t = mul_add(1, grad[i], t);
+            if (s[nc + 2] & 2) t = mul_add(1, p2p, t);
             if (t > best) best = t, pick = k;
         }
         b->pp_live[PICK(nc) + c] = pick;
@@ -335,9 +338,18 @@ static const int64_t *state(const vc_build *b, int32_t c)
     return cand_list(m, c) + 1 + k * VC_PP_S(nc);
 }
 
+/* The gradient held for the chunk the backward was in goes. */
+static void flow_release(vc_build *b)
+{
+    int64_t *f = &b->pp_live[FLOW(b->m->stage.nchunks)];
+    if (*f) vc__free(b, (int32_t)(*f - 1), -1);
+    *f = 0;
+}
+
 void vc__pp_second(vc_build *b)
 {
     const int32_t nc = b->m->stage.nchunks;
+    flow_release(b);
     b->pp_live[PASS(nc)] = 1;
     b->pp_live[CUR(nc)] = nc - 1;
     choose(b);
@@ -353,11 +365,21 @@ void vc__pp_segment(vc_build *b, int32_t inst)
     if (inst >= m->stage.chunk_first[c]) return;
     while (c > 0 && inst < m->stage.chunk_first[c]) c--;
     b->pp_live[CUR(nc)] = c;
-    apply_state(b, state(b, c), c, b->pp_live[PASS(nc)] != 0);
+    const int64_t *st = state(b, c);
+    flow_release(b);
+    apply_state(b, st, c, b->pp_live[PASS(nc)] != 0);
+    if (st[nc + 2] & 2) { /* the gradient chunk c receives, kept through its backward (step_state) */
+        int32_t g = b->t[b->val_t[m->inst[m->stage.chunk_first[c + 1] - 1].out]].grad;
+        if (g >= 0) {
+            vc__ref(b, g);
+            b->pp_live[FLOW(nc)] = g + 1;
+        }
+    }
 }
 
 void vc__pp_release(vc_build *b)
 {
+    if (b->pp_live) flow_release(b);
     hold_drop(b, -1, 0, INT32_MAX);
     if (b->pp_live) grads_for(b, 0, false, false); /* a backward that never reached the first chunk */
 }

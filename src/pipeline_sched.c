@@ -101,12 +101,13 @@ static int64_t warmup_recv_backward(const sched *S)
 }
 
 /* Whether state a holds no more than state b: no more copies of any chunk,
- * extras, nor gradients (flag 1: fewer gradients than flag 0). */
+ * extras, nor gradients (flag bit 1: fewer gradients than without), and
+ * the same bit 2. */
 static bool below(const int64_t *a, const int64_t *b, int64_t v)
 {
     for (int64_t c = 0; c < v + 2; c++)
         if (a[c] > b[c]) return false;
-    return a[v + 2] >= b[v + 2];
+    return (a[v + 2] & 1) >= (b[v + 2] & 1) && (a[v + 2] & 2) == (b[v + 2] & 2);
 }
 
 /* Chunk c's candidates (list: count, then states of VC_PP_S(v)): s added
@@ -132,25 +133,29 @@ static void add_candidate(int64_t *list, const int64_t *s, int64_t v)
  * is in chunk c it still has chunks < c of that micro-batch and no longer
  * the later ones, so the copies held are n - 1 for chunks <= c and n for the
  * later. Its extras there (the interleaved row's): stage_extras, less what
- * the engine's one run already has in a chunk before the last (the output
- * the last chunk sent, a one-element tensor; on the last rank the loss and
- * its one-element gradient instead, and the gradient chunk c receives,
- * which the engine's run passes on between chunks, is one tensor of the p2p
- * shape more). Flag: the earlier chunks have no gradients yet (a
- * backward of the table's first pp x v but a chunk's first). */
+ * the engine's one run already has in a chunk before the last: the output
+ * the last chunk sent, a one-element tensor (on the last rank the loss and
+ * its one-element gradient instead), and, on a rank but the last, the root
+ * gradient of the run's backward (the one the last chunk received): with it
+ * gone from the p2p-shaped extras, the gradient the run passes to chunk c
+ * stands for the one chunk c receives, kept until its backward returns
+ * (backward_step_helper's output_tensor_grad; flag bit 2; on the last rank
+ * always). Flag bit 1: the earlier chunks have no gradients yet (a backward
+ * of the table's first pp x v but a chunk's first). */
 static void step_state(const vc_schedule_row *row, const sched *S, int64_t j, const int64_t *n, int64_t *s)
 {
     const int64_t v = S->v, c = bwd_chunk(j, S->pp, v);
     for (int64_t k = 0; k < v; k++) s[k] = n[k] - (k <= c);
     s[v] = s[v + 1] = 0;
+    s[v + 2] = c > 0 && j < S->pp * v;
     if (row->extras) stage_extras(S, j, n, s + v);
     if (c < v - 1 && row->extras) {
         bool last = S->r == S->pp - 1;
         s[v] -= last ? 2 : 1;
-        s[v + 1] += last;
         if (s[v] < 0) s[v] = 0;
+        if (last || s[v + 1] > 0) s[v + 2] |= 2;
+        if (!last && s[v + 1] > 0) s[v + 1]--;
     }
-    s[v + 2] = c > 0 && j < S->pp * v;
 }
 
 int64_t *vc__pp_schedule(vc_arena *a, const vc_schedule_row *row, int64_t r, int64_t pp, int64_t v, int64_t micro,
