@@ -73,7 +73,8 @@ typedef struct {
  *    input_tensor.retain_grad()) stay to the schedule's end.
  *  - The previous backward's input gradient stays in the loop's
  *    input_tensor_grad until this backward returns (None for the first
- *    rank's first chunk: pp_post_backward).
+ *    rank's first chunk: pp_post_backward); right after the backward of the
+ *    warm-up's last receive that is the same .grad.
  *  - A 1F1B pair's pp_post_forward receives the next forward's input before
  *    the pair's backward (recv_prev; not in the last pair). */
 static void stage_extras(const sched *S, int64_t j, const int64_t *n, int64_t *out)
@@ -81,14 +82,16 @@ static void stage_extras(const sched *S, int64_t j, const int64_t *n, int64_t *o
     const int64_t r = S->r, pp = S->pp, v = S->v, w = S->w, total = S->total;
     int64_t f = fwd_chunk(w + j, pp, v);
     bool steady = j < total - w, last = r == pp - 1;
+    bool prev = j > 0 && !(r == 0 && bwd_chunk(j - 1, pp, v) == 0);
     out[0] = out[1] = 0;
     for (int64_t c = 0; c + 1 < v; c++) out[0] += n[c];
     if (steady && !(last && f == v - 1)) out[0]--, out[1]++;
-    if (j > 0 && !(r == 0 && bwd_chunk(j - 1, pp, v) == 0)) out[1]++;
+    if (prev) out[1]++;
     if (steady && j < total - w - 1 && recv_fwd(r, pp, v, w + j)) out[1]++;
     if (out[0] < 0) out[0] = 0;
     if (w == 0 || w >= total) return; /* no receive before a 1F1B pair */
-    if (recv_fwd(r, pp, v, w - 1) && j > S->jw) out[1] += 2;
+    /* right after that backward its input gradient is the previous one's, counted above */
+    if (recv_fwd(r, pp, v, w - 1) && j > S->jw) out[1] += prev && j - 1 == S->jw ? 1 : 2;
 }
 
 /* The backward of the micro-batch the warm-up's last receive is for (forward w's). */
