@@ -402,7 +402,8 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
         }
         for (int64_t c = 0; c < p->v; c++) /* chunk c: the stage's blocks c x count / v on (the prefix joins chunk 0) */
             s->stage.chunk_first[c] = c ? (int32_t)(ustart[u + (size_t)(c * (count[r] / p->v))] - i0) : 0;
-        if (p->v == 1 && r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1])) {
+        if (r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1]) &&
+            vc__pp_below(s->stage.hold, p->sm[1]->stage.hold)) {
             u += (size_t)count[r]; /* dominated by stage 1: not estimated (same_stage) */
             continue;
         }

@@ -55,6 +55,10 @@ const vc_schedule_row *vc__pp_row(int64_t v);
 int64_t *vc__pp_schedule(struct vc_arena *a, const vc_schedule_row *row, int64_t r, int64_t pp, int64_t v, int64_t micro,
                          int64_t *in_flight);
 
+/* Whether every state of table a holds no more than one of table b's (a
+ * stage with a's table never holds more than the same stage with b's). */
+bool vc__pp_below(const int64_t *a, const int64_t *b);
+
 /* ---- pipeline_hold.c: autograd.c's part. */
 struct vc_build;
 /* Whether m is a stage whose schedule holds anything besides the micro-batch run. */

@@ -212,3 +212,23 @@ int64_t *vc__pp_schedule(vc_arena *a, const vc_schedule_row *row, int64_t r, int
     free(n);
     return hold;
 }
+
+/* Whether every state of table a (vc__pp_schedule) holds no more than one of
+ * table b's of the same kind: each chunk's first
+ * backward's below b's, each of a chunk's other states below one of b's for
+ * that chunk. */
+bool vc__pp_below(const int64_t *a, const int64_t *b)
+{
+    const int64_t v = a[0], S = VC_PP_S(v);
+    if (b[0] != v) return false;
+    for (int64_t c = 0; c < v; c++) {
+        if (!below(a + 1 + v + c * S, b + 1 + v + c * S, v)) return false;
+        const int64_t *la = a + a[1 + c], *lb = b + b[1 + c];
+        for (int64_t i = 0; i < la[0]; i++) {
+            bool any = false;
+            for (int64_t k = 0; k < lb[0] && !any; k++) any = below(la + 1 + i * S, lb + 1 + k * S, v);
+            if (!any) return false;
+        }
+    }
+    return true;
+}
