@@ -174,7 +174,7 @@ int64_t *vc__pp_schedule(vc_arena *a, const vc_schedule_row *row, int64_t r, int
     const int64_t per = pp * v, lo = (S.jw + 1 > per ? S.jw + 1 : per) + per, hi = S.total - S.w - 1;
     const int64_t steps = hi - lo > per ? lo + S.total - hi + per : S.total;
     const int64_t SZ = VC_PP_S(v), L = 1 + steps * SZ; /* a list: its count, then up to `steps` states */
-    if (v > (INT64_C(1) << 28) / L) return NULL;
+    if (v > (INT64_C(1) << 24) / L) return NULL; /* more than 128 MiB of scratch */
     /* scratch: n, a state, each chunk's first-backward state, each chunk's candidate list */
     int64_t *n = calloc((size_t)(v + SZ + v * SZ + v * L), sizeof *n);
     if (!n) return NULL;
