@@ -643,6 +643,7 @@ static void backward(vc_build *b)
         int32_t gin = -1;
         for (int32_t i = 0; i < op->nit; i++)
             if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) { gin = b->t[its[i].t].grad; break; }
+        if (gin >= 0 && b->npp) vc__pp_segment(b, op->inst); /* a pipeline stage's chunk (pipeline_hold.c) */
         if (gin >= 0) run_node(b, k, gin);
     }
     module_boundary(b, -1);

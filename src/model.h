@@ -112,15 +112,13 @@ struct vc_model {
         int64_t blocks;       /* the layers (split units) it holds */
         int64_t in_flight;    /* micro-batches forwarded and not yet backwarded at its peak */
         int64_t micro_batches;
-        /* the schedule's holds (pipeline.c vc__pp_hold): the stage's instances in nchunks
+        /* the schedule's holds (pipeline_hold.c): the stage's instances in nchunks
          * model chunks (the interleaved schedule's; 1 otherwise), chunk c from instance
-         * chunk_first[c]; per chunk, the copies of one micro-batch's activations held
-         * besides the one run: hold[c] at the first backward, hold[nchunks + c] at the
-         * second (into existing gradients) */
+         * chunk_first[c]; hold: the engine's state at each chunk's backwards (its
+         * layout: pipeline.h, vc__pp_schedule) */
         int32_t nchunks;
         int32_t *chunk_first;
         int64_t *hold;
-        int64_t extra[4];     /* the schedule's other tensors at either backward: one-element ones, p2p-shaped ones */
     } stage;
 };
 

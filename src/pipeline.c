@@ -1,6 +1,8 @@
 /*
- * pipeline.c — pipeline parallelism (--pp, --micro-batches; docs/parallel.md
- * 2.6): Megatron-LM's default schedule, 1F1B without interleaving. The
+ * pipeline.c — pipeline parallelism (--pp, --micro-batches, --pp-virtual;
+ * docs/parallel.md 1.8 and 2.6): Megatron-LM's 1F1B schedule and its
+ * interleaved one (their tables: pipeline_sched.c; the engine's part:
+ * pipeline_hold.c). The
  * model is split into stages; each stage is a model of its own (the
  * instances it runs, the parameters they use) estimated with the engine as
  * any model is, with three differences the engine reads from m->stage: a
@@ -44,155 +46,6 @@
 #include "pipeline.h"
 #include "plan.h"
 #include "util.h"
-
-/* ---- the schedule's table: one row per pipeline schedule. Both run
- * warm-up forwards, then 1F1B pairs (the forward of virtual micro-batch w + j,
- * then the backward of virtual micro-batch j), then the cooldown backwards;
- * a rank of V model chunks runs M x V virtual micro-batches, the k-th forward
- * and the j-th backward on the chunks fwd_chunk and bwd_chunk give. */
-typedef struct {
-    const char *name;
-    /* the warm-up forwards of rank r (of pp) with v model chunks, before the
-     * cap at the M x v virtual micro-batches */
-    int64_t (*warmup)(int64_t r, int64_t pp, int64_t v);
-    /* the schedule's own tensors besides the micro-batches' (stage_extras) */
-    bool extras;
-} vc_schedule_row;
-
-/* 1F1B (forward_backward_pipelining_without_interleaving; schedules.py
- * get_pp_rank_microbatches): num_warmup_microbatches = pp - rank - 1. */
-static int64_t warmup_1f1b(int64_t r, int64_t pp, int64_t v) { (void)v; return pp - r - 1; }
-/* Interleaved 1F1B (forward_backward_pipelining_with_interleaving, the same
- * get_pp_rank_microbatches): (pp - rank - 1) x 2 + (num_model_chunks - 1) x
- * microbatch_group_size_per_vp_stage, the group size pp by default
- * (model_parallel_config.py __post_init__); the overlap_moe_expert_parallel_comm
- * extra forward (off by default) is not modelled. */
-static int64_t warmup_interleaved(int64_t r, int64_t pp, int64_t v) { return (pp - r - 1) * 2 + (v - 1) * pp; }
-
-static const vc_schedule_row schedules[] = {{"1f1b", warmup_1f1b, false}, {"interleaved", warmup_interleaved, true}};
-
-/* The chunk of the k-th forward: get_schedule_table with groups of pp
- * micro-batches (M a multiple of pp, options.c), each group run on chunk 0,
- * then chunk 1, ...; the j-th backward's: get_model_chunk_id(j, forward=False)
- * = v - 1 - the table's chunk. One chunk: 0. */
-static int64_t fwd_chunk(int64_t k, int64_t pp, int64_t v) { return (k % (pp * v)) / pp; }
-static int64_t bwd_chunk(int64_t j, int64_t pp, int64_t v) { return v - 1 - fwd_chunk(j, pp, v); }
-
-/* n[c]: chunk c's virtual micro-batches forwarded and not backwarded when the
- * j-th backward runs (that one included): the forwards before it are w + 1 +
- * j in the 1F1B pairs, all of them in the cooldown. */
-static void held_at(int64_t j, int64_t w, int64_t total, int64_t pp, int64_t v, int64_t *n)
-{
-    int64_t f = w + 1 + j < total ? w + 1 + j : total;
-    for (int64_t c = 0; c < v; c++) n[c] = 0;
-    for (int64_t k = 0; k < f; k++) n[fwd_chunk(k, pp, v)]++;
-    for (int64_t i = 0; i < j; i++) n[bwd_chunk(i, pp, v)]--;
-}
-
-/* The j-th backward's other tensors under the interleaved schedule (its
- * default path, overlap_p2p_comm: arguments.py keeps it with a virtual
- * pipeline), beside the micro-batches in flight: out[0] one-element tensors,
- * out[1] tensors of the p2p shape.
- *  - Every micro-batch in flight of a chunk but the last keeps its sent
- *    output as the one-element tensor deallocate_output_tensor leaves (the
- *    engine runs the chunks as one stage, whose only sent output is the last
- *    chunk's, vc__pp_hold).
- *  - In a 1F1B pair the forward's output is deallocated only in the next
- *    pair's pp_pre_forward: it is whole during the backward (not the loss of
- *    the last rank's last chunk, which is not sent: output_tensor = None).
- *  - The warm-up's last receive (send_forward_recv_forward at k = w - 1, the
- *    input of forward w) stays in the local input_tensor, which the
- *    overlapped 1F1B loop and the cooldown never assign: after that micro-
- *    batch's backward it and its retained .grad (backward_step:
- *    input_tensor.retain_grad()) stay to the schedule's end.
- *  - The previous backward's input gradient stays in the loop's
- *    input_tensor_grad until this backward returns (None for the first
- *    rank's first chunk: pp_post_backward).
- *  - A 1F1B pair's pp_post_forward receives the next forward's input before
- *    the pair's backward (recv_prev; not in the last pair). */
-static bool recv_fwd(int64_t r, int64_t pp, int64_t v, int64_t k) /* recv_tensor_from_previous_stage(k, forward) */
-{
-    return r > 0 || (k >= pp - 1 && fwd_chunk(k - (pp - 1), pp, v) != v - 1);
-}
-
-static void stage_extras(int64_t r, int64_t pp, int64_t v, int64_t w, int64_t total, int64_t j, const int64_t *n, int64_t *out)
-{
-    int64_t f = fwd_chunk(w + j, pp, v), mbw = (w / (pp * v)) * pp + w % pp, jw = 0;
-    bool steady = j < total - w, last = r == pp - 1;
-    out[0] = out[1] = 0;
-    for (int64_t c = 0; c + 1 < v; c++) out[0] += n[c];
-    if (steady && !(last && f == v - 1)) out[0]--, out[1]++;
-    if (j > 0 && !(r == 0 && bwd_chunk(j - 1, pp, v) == 0)) out[1]++;
-    if (steady && j < total - w - 1 && recv_fwd(r, pp, v, w + j)) out[1]++;
-    if (out[0] < 0) out[0] = 0;
-    if (w == 0 || w >= total) return; /* no receive before a 1F1B pair */
-    bool recv = recv_fwd(r, pp, v, w - 1);
-    while (jw < total && !(bwd_chunk(jw, pp, v) == fwd_chunk(w, pp, v) && (jw / (pp * v)) * pp + jw % pp == mbw)) jw++;
-    if (recv && j > jw) out[1] += 2;
-}
-
-/* Rank r's holds (m->stage.hold): the first backward's, each chunk's
- * micro-batches held less the one the engine runs; then the second's, the
- * engine's backward into existing gradients (every chunk's): of the
- * backwards after every chunk's first, the one with the most micro-batches
- * in flight, then one the engine can run as it is (a micro-batch of every
- * chunk in flight), then the most stage_extras (the count never rises
- * after a 1F1B pair and the tables repeat every pp x v: the first pp x v of
- * them are looked at). With one chunk that is 1F1B's second backward. With
- * more, the backwards between (the first pp are all the last chunk's) have
- * the gradients of some chunks only: with M >= 2 pp the chosen one is still
- * a 1F1B pair's, as many in flight as any, and the peak; with fewer a
- * backward between, more in flight and fewer gradients, can be higher, and
- * is not modelled (docs/parallel.md 1.8). The engine's run adds one
- * micro-batch of every chunk: a chunk with none held is one too many, taken
- * back from the chunk holding the most. Returns the first's total.
- * extra: stage_extras at either backward (zeros for a row without). */
-static int64_t stage_holds(const vc_schedule_row *row, int64_t r, int64_t pp, int64_t v, int64_t micro, int64_t *hold, int64_t *extra)
-{
-    int64_t total = micro * v, w = row->warmup(r, pp, v), *h2 = hold + v, flight = 0;
-    if (w > total) w = total;
-    held_at(0, w, total, pp, v, hold);
-    for (int c = 0; c < 4; c++) extra[c] = 0;
-    if (row->extras) stage_extras(r, pp, v, w, total, 0, hold, extra);
-    for (int64_t c = 0; c < v; c++) flight += hold[c]--;
-    int64_t j = 0, seen = 0;
-    for (int64_t c = 0; c < v; c++) h2[c] = 0; /* h2 first counts each chunk's backwards */
-    while (seen < v && j < total)
-        seen += h2[bwd_chunk(j++, pp, v)]++ == 0;
-    if (j >= total) { /* one virtual micro-batch: no second backward */
-        for (int64_t c = 0; c < v; c++) h2[c] = hold[c];
-        extra[2] = extra[0], extra[3] = extra[1];
-        return flight;
-    }
-    int64_t best = j, key[4] = {-1, -1, -1, -1};
-    for (int64_t i = j; i < total && i < j + pp * v; i++) {
-        int64_t x[2] = {0, 0}, k[4] = {0, 1, 0, 0};
-        held_at(i, w, total, pp, v, h2);
-        for (int64_t c = 0; c < v; c++) k[0] += h2[c], k[1] &= h2[c] > 0;
-        if (row->extras) stage_extras(r, pp, v, w, total, i, h2, x);
-        k[2] = x[1], k[3] = x[0];
-        int d = 0;
-        while (d < 4 && k[d] == key[d]) d++;
-        if (d < 4 && k[d] > key[d]) {
-            best = i;
-            memcpy(key, k, sizeof key);
-        }
-    }
-    held_at(best, w, total, pp, v, h2);
-    if (row->extras) stage_extras(r, pp, v, w, total, best, h2, extra + 2);
-    int64_t excess = 0;
-    for (int64_t c = 0; c < v; c++) {
-        excess += h2[c] == 0;
-        h2[c] = h2[c] > 0 ? h2[c] - 1 : 0;
-    }
-    while (excess-- > 0) {
-        int64_t most = 0;
-        for (int64_t c = 1; c < v; c++)
-            if (h2[c] > h2[most]) most = c;
-        if (h2[most] > 0) h2[most]--;
-    }
-    return flight;
-}
 
 /* ---- the split. A model's layers for the split are its blocks: each copy
  * of a repeated top-level entry and each other top-level Sequential (a
@@ -543,15 +396,15 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
         s->stage.micro_batches = p->micro;
         s->stage.nchunks = (int32_t)p->v;
         s->stage.chunk_first = vc_arena_alloc(s->arena, (size_t)p->v * sizeof *s->stage.chunk_first);
-        s->stage.hold = vc_arena_alloc(s->arena, 2 * (size_t)p->v * sizeof *s->stage.hold);
+        s->stage.hold = vc__pp_schedule(s->arena, p->row, r, p->pp, p->v, p->micro, &s->stage.in_flight);
         if (!s->stage.chunk_first || !s->stage.hold) {
             st = vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
             break;
         }
         for (int64_t c = 0; c < p->v; c++) /* chunk c: the stage's blocks c x count / v on (the prefix joins chunk 0) */
             s->stage.chunk_first[c] = c ? (int32_t)(ustart[u + (size_t)(c * (count[r] / p->v))] - i0) : 0;
-        s->stage.in_flight = stage_holds(p->row, r, p->pp, p->v, p->micro, s->stage.hold, s->stage.extra);
-        if (p->v == 1 && r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1])) {
+        if (r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1]) &&
+            vc__pp_below(s->stage.hold, p->sm[1]->stage.hold)) {
             u += (size_t)count[r]; /* dominated by stage 1: not estimated (same_stage) */
             continue;
         }
@@ -582,7 +435,7 @@ vc_status vc__pp_new(const vc_model *m, const vc_options *o, unsigned flags, vc_
     p->pp = o->pp;
     p->micro = o->micro_batches ? o->micro_batches : o->pp;
     p->v = o->pp_virtual > 1 ? o->pp_virtual : 1;
-    p->row = &schedules[p->v > 1];
+    p->row = vc__pp_row(p->v);
     size_t nunits = split_units(m, ustart);
     vc_status st = p->v > 1 ? interleaved_split(m, ustart, nunits, o->pp, p->v, count, err) : vc__pp_split(nunits, o->pp, count, err);
     if (!st) {
@@ -707,155 +560,3 @@ vc_status vc__pp_run(vc_pipeline *p, int64_t batch, vc_result *r, vc_error *err)
     return st;
 }
 
-/* ---- the engine's part: the micro-batches a stage has in flight.
- * Forwarded micro-batches stay referenced by the schedule's input_tensors
- * and output_tensors lists (their graphs, and so their saved tensors, and
- * the received input) until their backward. The first micro-batch's
- * forward runs for real; each further micro-batch in flight holds what it
- * left alive: its activations (every ACT storage made since s0 still
- * referenced), as fresh storages of the same sizes. Under the interleaved
- * schedule the stage is its rank's model chunks run one after the other
- * (interleaved_split), and each chunk's part is held its own number of
- * times: a storage is its maker's chunk's, but the output of a chunk's last
- * layer, which is the next chunk's input (received there, kept in its
- * input_tensors), and the stage's received inputs, the first chunk's. The
- * one-element tensor a sent output leaves is the last chunk's. */
-bool vc__pp_holds(const vc_model *m)
-{
-    for (int32_t c = 0; m->stage.on && m->stage.hold && c < 2 * m->stage.nchunks; c++)
-        if (m->stage.hold[c] > 0) return true;
-    return false;
-}
-
-static int32_t stor_chunk(const vc_build *b, int32_t s, const int32_t *bound)
-{
-    const vc_model *m = b->m;
-    int32_t c = m->stage.nchunks - 1, inst = b->s[s].inst;
-    if (c == 0) return 0;
-    for (int32_t k = 1; k < m->stage.nchunks; k++)
-        if (bound[k] == s) return k;
-    for (int i = 0; m->stage.recv && i < m->ninputs; i++)
-        if (b->t[b->val_t[i]].stor == s) return 0;
-    if (inst < 0) return c;
-    while (c > 0 && m->stage.chunk_first[c] > inst) c--;
-    return c;
-}
-
-static void hold_add(vc_build *b, int32_t s, int32_t refs, int32_t chunk, int32_t copy)
-{
-    b->pp_held[b->npp] = s;
-    b->pp_refs[b->npp] = refs;
-    b->pp_chunk[b->npp] = chunk;
-    b->pp_copy[b->npp++] = copy;
-}
-
-/* Chunk c's copies from `from` to `to` (exclusive), each of the first run's
- * storages of that chunk, in copy order. */
-static void hold_copies(vc_build *b, int32_t c, int64_t from, int64_t to)
-{
-    for (int64_t k = from; k < to && !b->st; k++)
-        for (size_t j = 0; j < b->npp_first && !b->st; j++) {
-            if (b->pp_chunk[j] != c) continue;
-            const stor_t *o = &b->s[b->pp_held[j]];
-            hold_add(b, vc__alloc(b, o->n, (vc_dtype)o->dt, CAT_ACT, o->inst), 1, c, (int32_t)k);
-        }
-}
-
-/* Drops chunk c's copies from `from` to `to` (exclusive), in the order held. */
-static void hold_drop(vc_build *b, int32_t c, int64_t from, int64_t to)
-{
-    for (size_t j = 0; j < b->npp; j++) {
-        if ((c >= 0 && b->pp_chunk[j] != c) || b->pp_copy[j] < from || b->pp_copy[j] >= to) continue;
-        for (int32_t k = 0; k < b->pp_refs[j]; k++) vc__free(b, b->pp_held[j], -1);
-        b->pp_refs[j] = 0;
-    }
-}
-
-/* The schedule's other tensors (stage_extras), as chunk nc + kind's entries:
- * kind 0 one-element tensors, kind 1 tensors the size of `like` (the first
- * chunk boundary's: the p2p shape), brought to `want`, the oldest dropped. */
-static void hold_extra(vc_build *b, int kind, int64_t want, int32_t like)
-{
-    const int32_t nc = b->m->stage.nchunks;
-    int64_t *live = &b->pp_live[2 * nc + kind], *made = &b->pp_live[2 * nc + 2 + kind];
-    if (want < 0) want = 0;
-    if (want < *live) hold_drop(b, nc + kind, *made - *live, *made - want);
-    for (; *live < want && !b->st; ++*live) {
-        const stor_t *o = &b->s[like];
-        hold_add(b, vc__alloc(b, kind ? o->n : vc_n_fixed(1), (vc_dtype)o->dt, CAT_ACT, -1), 1, nc + kind, (int32_t)(*made)++);
-    }
-    *live = want;
-}
-
-void vc__pp_hold(vc_build *b, size_t s0)
-{
-    const vc_model *m = b->m;
-    const int32_t nc = m->stage.nchunks;
-    const int64_t *h = m->stage.hold;
-    int32_t bound[64 + 1], *bd = nc <= 64 ? bound : malloc(((size_t)nc + 1) * sizeof *bd);
-    size_t cap = 1;
-    const int64_t *x = m->stage.extra;
-    for (int k = 0; k < 4; k++) cap += (size_t)(x[k] > 0 ? x[k] : 0);
-    /* per chunk: copies held, copies made; then the extras' held and made */
-    b->pp_live = calloc(2 * (size_t)nc + 4, sizeof *b->pp_live);
-    if (!bd || !b->pp_live) {
-        b->st = VC_ERR_NOMEM;
-        if (bd != bound) free(bd);
-        return;
-    }
-    for (int32_t c = 1; c < nc; c++) /* each chunk's input: the output of the chunk before's last layer */
-        bd[c] = b->t[b->val_t[m->inst[m->stage.chunk_first[c] - 1].out]].stor;
-    for (size_t s = s0; s < b->ns; s++)
-        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) {
-            int32_t c = stor_chunk(b, (int32_t)s, bd);
-            cap += (size_t)(h[c] + h[nc + c] + 1);
-        }
-    b->pp_held = malloc(cap * sizeof *b->pp_held);
-    b->pp_refs = malloc(cap * sizeof *b->pp_refs);
-    b->pp_chunk = malloc(cap * sizeof *b->pp_chunk);
-    b->pp_copy = malloc(cap * sizeof *b->pp_copy);
-    if (!b->pp_held || !b->pp_refs || !b->pp_chunk || !b->pp_copy) {
-        b->st = VC_ERR_NOMEM;
-        if (bd != bound) free(bd);
-        return;
-    }
-    size_t end = b->ns;
-    for (size_t s = s0; s < end; s++)
-        if (b->s[s].refs > 0 && b->s[s].cat == CAT_ACT) hold_add(b, (int32_t)s, b->s[s].refs, stor_chunk(b, (int32_t)s, bd), 0);
-    b->pp_like = nc > 1 ? bd[1] : -1;
-    if (bd != bound) free(bd);
-    b->npp_first = b->npp;
-    int64_t most = 0;
-    for (int32_t c = 0; c < nc; c++) {
-        b->pp_live[c] = h[c] > 0 ? h[c] : 0;
-        b->pp_live[nc + c] = b->pp_live[c] > 0 ? b->pp_live[c] : 1;
-        if (h[c] <= 0) hold_drop(b, c, 0, 1); /* none held: the first run's part goes */
-        if (h[c] > most) most = h[c];
-    }
-    for (int64_t k = 1; k < most && !b->st; k++) /* the copies, one micro-batch of every chunk after the other */
-        for (int32_t c = 0; c < nc && !b->st; c++)
-            if (h[c] > k) hold_copies(b, c, k, k + 1);
-    for (int k = 0; k < 2 && b->pp_like >= 0; k++) hold_extra(b, k, x[k], b->pp_like);
-}
-
-void vc__pp_second(vc_build *b)
-{
-    const int32_t nc = b->m->stage.nchunks;
-    const int64_t *h = b->m->stage.hold + nc;
-    for (int32_t c = 0; c < nc && !b->st; c++) {
-        int64_t live = b->pp_live[c], made = b->pp_live[nc + c];
-        if (h[c] < live) /* the oldest go: the first run's part first */
-            hold_drop(b, c, made - live, made - h[c]);
-        else if (h[c] > live) {
-            hold_copies(b, c, made, made + h[c] - live);
-            b->pp_live[nc + c] = made + h[c] - live;
-        }
-        b->pp_live[c] = h[c];
-    }
-    for (int k = 0; k < 2 && b->pp_like >= 0; k++) hold_extra(b, k, b->m->stage.extra[2 + k], b->pp_like);
-}
-
-void vc__pp_release(vc_build *b)
-{
-    hold_drop(b, -1, 0, INT32_MAX);
-}

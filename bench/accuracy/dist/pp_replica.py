@@ -63,12 +63,28 @@ CASES = [
 ]
 # the interleaved schedule (--pp-virtual): model, short, batch, optim, pp, model chunks per rank, micro-batches, held_out
 TSTACK8 = "bench/accuracy/dist/models/tstack8.json"    # 8 post-norm layers of d_model 256 (a repeated Sequential)
+TSTACK12 = "bench/accuracy/dist/models/tstack12.json"  # 12 of them: pp 2 or 4 x V 3
 CASES_VP = [
     (GPTSTACK, "gptstack", 4, "adam", 2, 2, 2, False),
     (GPTSTACK, "gptstack", 4, "adam", 2, 2, 4, False),
     (GPTSTACK, "gptstack", 8, "sgd", 2, 2, 6, True),
     (TSTACK8, "tstack8", 4, "adam", 2, 4, 2, False),
     (TSTACK8, "tstack8", 2, "momentum", 4, 2, 8, True),
+    # M = pp, 2 pp and more at pp 2 and 4, V 2 and 3 (Megatron refuses M not a multiple of pp with the
+    # default microbatch_group_size_per_vp_stage = pp: forward_backward_pipelining_with_interleaving's
+    # "The remainder of M ... should be 0, or larger than or equal to the pipeline-parallel size")
+    (TSTACK8, "tstack8", 2, "adam", 2, 2, 2, False),
+    (TSTACK8, "tstack8", 2, "adam", 2, 2, 4, False),
+    (TSTACK8, "tstack8", 2, "sgd", 2, 2, 6, True),
+    (TSTACK8, "tstack8", 4, "adam", 2, 4, 4, True),
+    (TSTACK8, "tstack8", 2, "adam", 4, 2, 4, False),
+    (TSTACK8, "tstack8", 2, "sgd", 4, 2, 12, True),
+    (TSTACK12, "tstack12", 2, "adam", 2, 3, 2, False),
+    (TSTACK12, "tstack12", 2, "adam", 2, 3, 4, False),
+    (TSTACK12, "tstack12", 2, "momentum", 2, 3, 6, True),
+    (TSTACK12, "tstack12", 2, "adam", 4, 3, 4, False),
+    (TSTACK12, "tstack12", 2, "adam", 4, 3, 8, False),
+    (TSTACK12, "tstack12", 2, "sgd", 4, 3, 12, True),
 ]
 
 
@@ -465,6 +481,21 @@ def compare(cli, bound):
             print("| %s | %s %s | %s | %s | %s | %+.2f%% |" % (cid, rk["kind"], "%d" % lo if lo == hi else "%d-%d" % (lo, hi),
                                                          "yes" if held else "", format(meas, ","), format(est, ","), d))
     print("worst |diff| %.2f%%" % worst)
+    print()
+    # every rank: its measured peak against the figure vramcalc gives its kind (a middle rank: the busiest middle's)
+    tracking.table_head(["case", "rank", "measured (B)", "vramcalc, its kind (B)", "diff"])
+    for model, short, batch, optim, pp, vp, micro, held in all_cases():
+        cid = case_id(short, batch, optim, pp, micro, vp)
+        stages = {r["config"]["stage"]: r for r in recs if r["case"] == cid}
+        if vp == 1 or len(stages) != pp:
+            continue
+        for rk in vramcalc_ranks(cli, model, batch, optim, pp, micro, vp):
+            lo, hi = rk["stages"]
+            est = rk["memory"]["peak_allocated"]
+            for s in range(lo, hi + 1):
+                meas = stages[s]["peak_allocated"]
+                print("| %s | %s %d | %s | %s | %+.2f%% |" % (cid, rk["kind"], s, format(meas, ","), format(est, ","),
+                                                          (est - meas) / meas * 100))
     return 1 if bad else 0
 
 
