@@ -19,6 +19,12 @@
  *
  * Every rank holds the same partition sizes (each parameter is padded to a
  * multiple of the world size and split evenly), so rank 0 stands for all.
+ *
+ * --offload-device nvme (ZeRO-Infinity), from deepspeedai/DeepSpeed@edaa7221:
+ * which partitions stay on NVMe (z3_nvme), the swap buffers on the GPU with
+ * --nvme-gds (vc__zero3_resident), the gathers' swap-ins and the prefetch that
+ * stops at a partition on NVMe (z3_swap_in, z3_prefetch, z3_nvme_prefetch);
+ * docs/parallel.md 1.9, tests/test_nvme.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
