@@ -88,6 +88,8 @@ typedef struct {
     bool *on_nvme;       /* the partition's final_location is nvme (offload_param device nvme) */
     bool *held;          /* ... and it holds a swap buffer (swapped in: INFLIGHT or AVAILABLE) */
     int64_t nheld;       /* swap buffers held, of Z3_NVME_BUFFERS */
+    int32_t *psg;        /* offload_optimizer device nvme: each trainable parameter's sub-group, -1 none */
+    int32_t *kept;       /* ... its fp32 gradient kept on the GPU until that sub-group's step, -1 none */
 } z3_state;
 
 /* The gradient of each parameter is padded to world x ceil(numel / world)
@@ -102,7 +104,7 @@ void vc__zero3_free(void *state)
     if (!z) return;
     free(z->status); free(z->persist); free(z->chosen); free(z->stor); free(z->handle); free(z->recent);
     free(z->pstart); free(z->plist); free(z->trace); free(z->qpar); free(z->qstep); free(z->tnumel);
-    free(z->h); free(z->bucket); free(z->gcnt); free(z->on_nvme); free(z->held); free(z);
+    free(z->h); free(z->bucket); free(z->gcnt); free(z->on_nvme); free(z->held); free(z->psg); free(z->kept); free(z);
 }
 
 /* The module trace DeepSpeed records in its first steps (record_module at
@@ -228,6 +230,24 @@ static void z3_nvme(vc_build *b, z3_state *z)
     }
 }
 
+/* offload_optimizer {device: nvme}: which sub-groups the optimizer swapper swaps
+ * (stage3.py _swappable_optimizer_subgroup: is_swappable_tensor(numel=
+ * fp16_partitioned_groups_flat_numel[i]), at least MIN_AIO_BYTES of fp32). */
+static void z3_nvme_opt(vc_build *b, z3_state *z)
+{
+    const vc_model *m = b->m;
+    z->psg = malloc((m->npar + 1) * sizeof *z->psg);
+    z->kept = malloc((m->npar + 1) * sizeof *z->kept);
+    if (!z->psg || !z->kept) { b->st = VC_ERR_NOMEM; return; }
+    size_t g = 0, k = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        z->psg[p] = z->kept[p] = -1;
+        if (!m->par[p].trainable || g >= b->nflat) continue;
+        if (b->flat[g].numel * 4 >= Z3_NVME_MIN_BYTES) z->psg[p] = (int32_t)g;
+        if (++k == (size_t)z->gcnt[g]) k = 0, g++;
+    }
+}
+
 /* Sizes, persistence, the trace and the sub-groups. */
 void vc__zero3_flat(vc_build *b)
 {
@@ -247,7 +267,7 @@ void vc__zero3_flat(vc_build *b)
     z->stor = malloc(np * sizeof *z->stor);
     z->handle = malloc(np * sizeof *z->handle);
     z->recent = malloc(np * sizeof *z->recent);
-    z->bucket = malloc(3 * np * sizeof *z->bucket); /* the bucket's entries, then two scratch lists */
+    z->bucket = malloc(4 * np * sizeof *z->bucket); /* the bucket's entries, then two scratch lists (the last 2 x np) */
     z->pstart = calloc(ni, sizeof *z->pstart);
     z->plist = malloc(np * sizeof *z->plist);
     if (!z->status || !z->persist || !z->chosen || !z->stor || !z->handle || !z->recent || !z->bucket || !z->pstart ||
@@ -273,6 +293,7 @@ void vc__zero3_flat(vc_build *b)
     z->pos = -1;
     z3_subgroups(b, z);
     if (!b->st && z->off_par && b->o.offload_device == VC_OFFLOAD_DEVICE_NVME) z3_nvme(b, z);
+    if (!b->st && z->off_opt && b->train && b->o.offload_device == VC_OFFLOAD_DEVICE_NVME) z3_nvme_opt(b, z);
 }
 
 static int32_t z3_alloc_w(vc_build *b, int64_t n, uint8_t dt, int32_t inst, bool transient)
@@ -593,9 +614,26 @@ static void z3_reduce(vc_build *b, int32_t inst)
          * (_constant_buffered_norm2: .double() of 250M-element pieces), and .float() for the
          * CPU fp32 gradient (a copy unless fp32) */
         if (z->off_opt && part > 0) {
-            copy[nc++] = vc__alloc(b, vc_n_fixed(part), (vc_dtype)z->dt, CAT_TEMP, inst);
+            /* nvme (_offload_grad_partition_at_boundary, a swappable sub-group): the fp32
+             * gradient goes into offload_fp32_gradients until _swap_out_offload_fp32_gradients
+             * at the return; there OptimizerSwapper._swap_out_gradients copies it to pinned
+             * memory only if it is MIN_AIO_BYTES or more, and a length that is not a multiple of
+             * AIO_ALIGNED_BYTES / 4 leaves its remainder as a view (_adjust_for_misaligned_lengths):
+             * the small ones and the remainders stay in swap_info.unswapped_gradients, on the GPU,
+             * until the sub-group's step (_retrieve_unswapped_grad_partitions) */
+            bool swap = z->psg && z->psg[p] >= 0;
+            bool keep = swap && !(part * 4 >= Z3_NVME_MIN_BYTES && part % (Z3_NVME_ALIGN_BYTES / 4) == 0);
+            bool f32in = z->dt == VC_DT_F32; /* grad_buffer.to(dtype=float32) is grad_buffer */
+            int32_t gpu = vc__alloc(b, vc_n_fixed(part), (vc_dtype)z->dt, keep && f32in ? CAT_GRAD : CAT_TEMP, inst);
             vc__free(b, vc__alloc(b, vc_n_fixed(part < Z3_NORM_PIECE ? part : Z3_NORM_PIECE), Z3_F64, CAT_TEMP, inst), inst);
-            if (z->dt != VC_DT_F32) vc__free(b, vc__alloc(b, vc_n_fixed(part), VC_DT_F32, CAT_TEMP, inst), inst);
+            int32_t f32 = f32in ? gpu : vc__alloc(b, vc_n_fixed(part), VC_DT_F32, keep ? CAT_GRAD : CAT_TEMP, inst);
+            if (keep && z->kept[p] >= 0) vc__free(b, z->kept[p], inst); /* the dict's entry replaced */
+            if (keep) z->kept[p] = f32;
+            if (!(keep && f32in)) copy[nc++] = gpu;
+            if (!f32in && !keep) {
+                if (swap) copy[nc++] = f32;
+                else vc__free(b, f32, inst);
+            }
         }
         if (b->pgrad[p] >= 0) vc__free(b, b->pgrad[p], inst);
         b->pgrad[p] = -1;
@@ -667,6 +705,8 @@ static void z3_substep(vc_build *b, int g, bool begin)
         return;
     }
     int64_t n = b->flat[g].e.numel;
+    for (size_t p = 0; z->kept && p < b->m->npar; p++) /* nvme: the unswapped gradients read and released */
+        if (z->psg[p] == g && z->kept[p] >= 0) vc__free(b, z->kept[p], -1), z->kept[p] = -1;
     if (z->off_opt) return; /* the fp32 gradient is on the CPU (partition_grads wrote it) */
     int32_t flat = z->gcnt[g] > 1 ? vc__alloc(b, vc_n_fixed(n), (vc_dtype)z->dt, CAT_GRAD, -1) : -1;
     z->g32 = flat;

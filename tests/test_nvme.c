@@ -157,22 +157,77 @@ static void test_infer_nvme_prefetch(void **state)
     vc_result_free(&rc); vc_result_free(&rn); vc_result_free(&rg);
 }
 
-/* offload_optimizer {device: nvme}: stage 3 swaps the fp32 partitions and the
- * optimizer state (PartitionedOptimizerSwapper: pinned CPU buffers, an
- * AsyncIOBuilder handle whatever use_gds says) from the CPU, where
- * self.device = cpu puts them as with device cpu: the GPU side is the same.
- * Stages 1 and 2 take any device but none as cpu_offload. */
-static void test_optimizer_nvme_equals_cpu(void **state)
+/* offload_optimizer {device: nvme} under stages 1 and 2: DeepSpeedZeroOptimizer
+ * takes any device but none as cpu_offload (no swapper): the same estimate. */
+static void test_optimizer_nvme_stage12_equals_cpu(void **state)
 {
     (void)state;
-    vc_parallel ps[] = {VC_PARALLEL_ZERO3, VC_PARALLEL_ZERO2, VC_PARALLEL_ZERO1};
-    for (size_t i = 0; i < 3; i++) {
+    vc_parallel ps[] = {VC_PARALLEL_ZERO2, VC_PARALLEL_ZERO1};
+    for (size_t i = 0; i < 2; i++) {
         vc_options c = opts(ps[i], 4, VC_OFFLOAD_OPTIMIZER, VC_OFFLOAD_DEVICE_CPU, 0);
         vc_options n = opts(ps[i], 4, VC_OFFLOAD_OPTIMIZER, VC_OFFLOAD_DEVICE_NVME, 1);
         vc_result rc = run(two, &c), rn = run(two, &n);
         assert_same(&rc, &rn);
         vc_result_free(&rc); vc_result_free(&rn);
     }
+}
+
+/* Allocations and frees of `bytes` in category `cat` per phase (forward, backward,
+ * optimizer) in vc_trace's timeline. */
+typedef struct {
+    const char *cat;
+    int64_t bytes;
+    int allocs[3], frees[3];
+} count_t;
+
+static void on_count(void *ctx, const char *text)
+{
+    count_t *c = ctx;
+    char phase[32], op[16], cat[16];
+    long long bytes, total;
+    if (sscanf(text, "%31s %15s %15s %lld %lld", phase, op, cat, &bytes, &total) != 5) return;
+    if (strcmp(cat, c->cat) || bytes != c->bytes) return;
+    int k = !strcmp(phase, "forward") ? 0 : !strcmp(phase, "backward") ? 1 : !strcmp(phase, "optimizer") ? 2 : -1;
+    if (k < 0) return;
+    if (!strcmp(op, "alloc")) c->allocs[k]++;
+    else if (!strcmp(op, "free")) c->frees[k]++;
+}
+
+static count_t count(const vc_options *o, const char *cat, int64_t bytes)
+{
+    vc_model *m = NULL;
+    vc_error err = {0};
+    count_t c = {cat, bytes, {0, 0, 0}, {0, 0, 0}};
+    if (vc_model_load_string(two, strlen(two), "two.json", &m, &err)) fail_msg("load failed: %s", err.msg);
+    if (vc_trace(m, o, on_count, &c, &err)) fail_msg("trace failed: %s", err.msg);
+    vc_model_free(m);
+    return c;
+}
+
+/* offload_optimizer {device: nvme} under stage 3, fp32, world 4: one sub-group of
+ * 500,000 elements (2,000,000 B >= 1 MiB: _swappable_optimizer_subgroup). partition_grads
+ * -> _offload_grad_partition_at_boundary appends grad_buffer.to(float32) (the GPU copy
+ * itself in fp32) to offload_fp32_gradients; OptimizerSwapper._swap_out_gradients keeps
+ * a tensor under MIN_AIO_BYTES in swap_info.unswapped_gradients, on the GPU, until
+ * the sub-group's step reads it (_retrieve_unswapped_grad_partitions). W1's partition
+ * is 249,750 elements (999,000 B -> 999,424), b1's 250 (1,000 B -> 1,024), W2's and
+ * b2's the same: all four under 1 MiB, so their fp32 gradients, made in backward, go
+ * in the optimizer step (category grad: 2 of 999,424 and 2 of 1,024), where with
+ * device cpu each is copied into the CPU fp32 gradient and freed in backward. The
+ * peak (backward, before the reduce) and the resident figures do not move. */
+static void test_optimizer_nvme_stage3_unswapped(void **state)
+{
+    (void)state;
+    vc_options c = opts(VC_PARALLEL_ZERO3, 4, VC_OFFLOAD_OPTIMIZER, VC_OFFLOAD_DEVICE_CPU, 0);
+    vc_options n = opts(VC_PARALLEL_ZERO3, 4, VC_OFFLOAD_OPTIMIZER, VC_OFFLOAD_DEVICE_NVME, 0);
+    count_t cw = count(&c, "grad", 999424), nw = count(&n, "grad", 999424);
+    count_t nb = count(&n, "grad", 1024);
+    assert_int_equal(cw.frees[2], 0);
+    assert_int_equal(nw.frees[2], 2);
+    assert_int_equal(nb.frees[2], 2);
+    vc_result rc = run(two, &c), rn = run(two, &n);
+    assert_same(&rc, &rn);
+    vc_result_free(&rc); vc_result_free(&rn);
 }
 
 static void expect_refusal(const char *json, const vc_options *o, const char *opt, const char *words)
@@ -241,7 +296,8 @@ int main(void)
         cmocka_unit_test(test_gds_buffers_fp32),
         cmocka_unit_test(test_gds_buffers_bf16_aligned),
         cmocka_unit_test(test_infer_nvme_prefetch),
-        cmocka_unit_test(test_optimizer_nvme_equals_cpu),
+        cmocka_unit_test(test_optimizer_nvme_stage12_equals_cpu),
+        cmocka_unit_test(test_optimizer_nvme_stage3_unswapped),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_buffer_size),
         cmocka_unit_test(test_swap_buffers),
