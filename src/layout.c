@@ -268,12 +268,12 @@ static const char *nvme_refusal(const vc_options *o, const char **opt)
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err)
 {
     if ((unsigned)o->offload >= VC_OFFLOAD__N) return vc_set_error(err, VC_ERR_USAGE, "--offload", "invalid value");
-    const char *nopt, *nwhy = nvme_refusal(o, &nopt);
-    if (nwhy) return vc_set_error(err, VC_ERR_USAGE, nopt, "%s", nwhy);
     const char *why = o->offload == VC_OFFLOAD_NONE ? NULL : offload_refusal(o->parallel, o->offload);
-    return why ? vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
-                              vc_parallel_name(o->parallel), why)
-               : VC_OK;
+    if (why)
+        return vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
+                            vc_parallel_name(o->parallel), why);
+    const char *nopt, *nwhy = nvme_refusal(o, &nopt); /* the device of an offload the layout has */
+    return nwhy ? vc_set_error(err, VC_ERR_USAGE, nopt, "%s", nwhy) : VC_OK;
 }
 
 /* The bucket views: which layouts have them (DistributedDataParallel's
