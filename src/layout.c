@@ -239,13 +239,41 @@ static const char *offload_refusal(vc_parallel p, vc_offload f)
     }
 }
 
+/* --offload-device nvme (ZeRO-Infinity; docs/parallel.md 1.9, deepspeedai/DeepSpeed@edaa7221).
+ * DeepSpeed's offload devices are none, cpu, nvme (zero/offload_config.py
+ * OffloadDeviceEnum); no validator ties nvme to a stage: stages 1 and 2 take
+ * any device but none as CPU offload (stage_1_and_2.py DeepSpeedZeroOptimizer
+ * .__init__: cpu_offload = True), stage 3 swaps to NVMe (stage3.py
+ * _configure_offloading: swap_optimizer, params_in_nvme_and_cpu). FSDP's
+ * CPUOffload and CPUOffloadPolicy have no device: the CPU only. aio.use_gds
+ * (swap_tensor/aio_config.py, default false) is read by the parameter swapper
+ * (partitioned_param_swapper.py _configure_aio) and ignored by the optimizer
+ * swappers (AsyncIOBuilder's handle always). NULL: modelled. */
+static const char *nvme_refusal(const vc_options *o, const char **opt)
+{
+    *opt = "--offload-device";
+    if (o->offload_device != VC_OFFLOAD_DEVICE_CPU && o->offload_device != VC_OFFLOAD_DEVICE_NVME) return "invalid value";
+    if (o->offload_device == VC_OFFLOAD_DEVICE_NVME && o->offload == VC_OFFLOAD_NONE)
+        return "nvme is where --offload optimizer or params puts what leaves the GPU: give --offload";
+    if (o->offload_device == VC_OFFLOAD_DEVICE_NVME && o->parallel != VC_PARALLEL_ZERO1 &&
+        o->parallel != VC_PARALLEL_ZERO2 && o->parallel != VC_PARALLEL_ZERO3)
+        return "nvme is DeepSpeed ZeRO's (offload_optimizer / offload_param device): FSDP offloads to the CPU only";
+    *opt = "--nvme-gds";
+    if (o->nvme_gds != 0 && o->nvme_gds != 1) return "invalid value";
+    if (o->nvme_gds && o->offload_device != VC_OFFLOAD_DEVICE_NVME)
+        return "use_gds is the NVMe swapper's (aio section): give --offload-device nvme";
+    return NULL;
+}
+
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err)
 {
     if ((unsigned)o->offload >= VC_OFFLOAD__N) return vc_set_error(err, VC_ERR_USAGE, "--offload", "invalid value");
     const char *why = o->offload == VC_OFFLOAD_NONE ? NULL : offload_refusal(o->parallel, o->offload);
-    return why ? vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
-                              vc_parallel_name(o->parallel), why)
-               : VC_OK;
+    if (why)
+        return vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
+                            vc_parallel_name(o->parallel), why);
+    const char *nopt, *nwhy = nvme_refusal(o, &nopt); /* the device of an offload the layout has */
+    return nwhy ? vc_set_error(err, VC_ERR_USAGE, nopt, "%s", nwhy) : VC_OK;
 }
 
 /* The bucket views: which layouts have them (DistributedDataParallel's

@@ -19,7 +19,14 @@
  *
  * Every rank holds the same partition sizes (each parameter is padded to a
  * multiple of the world size and split evenly), so rank 0 stands for all.
+ *
+ * --offload-device nvme (ZeRO-Infinity), from deepspeedai/DeepSpeed@edaa7221:
+ * which partitions stay on NVMe (z3_nvme), the swap buffers on the GPU with
+ * --nvme-gds (vc__zero3_resident), the gathers' swap-ins and the prefetch that
+ * stops at a partition on NVMe (z3_swap_in, z3_prefetch, z3_nvme_prefetch);
+ * docs/parallel.md 1.9, tests/test_nvme.c.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +40,14 @@
 #define Z3_SUBGROUP INT64_C(1000000000) /* sub_group_size */
 #define Z3_NORM_PIECE INT64_C(250000000) /* _constant_buffered_norm2's buffer_size */
 #define Z3_F64 VC_DT_I64 /* float64 (the dtype table has none): int64, the same 8 bytes */
+/* ZeRO-Infinity (--offload-device nvme): zero/offload_config.py DeepSpeedZeroOffloadParamConfig's
+ * defaults buffer_count 5, buffer_size 1e8, max_in_cpu 1e9; swap_tensor/utils.py MIN_AIO_BYTES
+ * (1 MiB) and AIO_ALIGNED_BYTES (1024), constants.py's aio block_size 1 MiB, intra_op_parallelism 1 */
+#define Z3_NVME_BUFFERS 5
+#define Z3_NVME_BUFFER INT64_C(100000000)
+#define Z3_NVME_IN_CPU INT64_C(1000000000)
+#define Z3_NVME_MIN_BYTES INT64_C(1048576)
+#define Z3_NVME_ALIGN_BYTES 1024
 
 enum { Z3_NOT_AVAILABLE, Z3_INFLIGHT, Z3_AVAILABLE }; /* ZeroParamStatus */
 
@@ -69,6 +84,12 @@ typedef struct {
     int32_t g32;         /* the step's fp32 gradient partition (of the sub-group being stepped) */
     int32_t *gcnt;       /* the trainable parameters of each sub-group */
     bool off_opt, off_par; /* offload_optimizer, offload_param (device cpu): --offload */
+    bool gds;            /* offload_param device nvme with aio use_gds: the swap buffers on the GPU */
+    bool *on_nvme;       /* the partition's final_location is nvme (offload_param device nvme) */
+    bool *held;          /* ... and it holds a swap buffer (swapped in: INFLIGHT or AVAILABLE) */
+    int64_t nheld;       /* swap buffers held, of Z3_NVME_BUFFERS */
+    int32_t *psg;        /* offload_optimizer device nvme: each trainable parameter's sub-group, -1 none */
+    int32_t *kept;       /* ... its fp32 gradient kept on the GPU until that sub-group's step, -1 none */
 } z3_state;
 
 /* The gradient of each parameter is padded to world x ceil(numel / world)
@@ -83,7 +104,7 @@ void vc__zero3_free(void *state)
     if (!z) return;
     free(z->status); free(z->persist); free(z->chosen); free(z->stor); free(z->handle); free(z->recent);
     free(z->pstart); free(z->plist); free(z->trace); free(z->qpar); free(z->qstep); free(z->tnumel);
-    free(z->h); free(z->bucket); free(z->gcnt); free(z);
+    free(z->h); free(z->bucket); free(z->gcnt); free(z->on_nvme); free(z->held); free(z->psg); free(z->kept); free(z);
 }
 
 /* The module trace DeepSpeed records in its first steps (record_module at
@@ -166,6 +187,67 @@ static void z3_subgroups(vc_build *b, z3_state *z)
     if (!g) b->flat[0] = (vc_flat_param){{0, false, 0, 0, -1, NULL, NULL}, VC_DT_F32, 0, 0, -1, -1, {vc_n_fixed(0), z->dt, 0}, false};
 }
 
+/* offload_param {device: nvme} (deepspeedai/DeepSpeed@edaa7221). Init._partition_param
+ * gives a partition of at least MIN_AIO_BYTES (AsyncPartitionedParameterSwapper.
+ * swappable_tensor) a swap buffer (get_buffer, which asserts numel <= buffer_size:
+ * refused here) and writes it to NVMe (final_location nvme); a smaller one goes to
+ * pinned CPU memory, a persistent one stays on the GPU. Then stage3.py
+ * _create_fp16_partitions_with_defragmentation -> _create_param_groups_fp16_flat_cpu_memory:
+ * one pinned CPU buffer of min(the group's partition elements, max_in_cpu), and
+ * _move_to_flat_buffer brings each sub-group that fits in it (flat_offset + its elements
+ * <= the buffer) back from NVMe "permanently to CPU" (final_location 'not-nvme'). The
+ * trainable parameters are one group and the sub-groups z3_subgroups' (one flat per
+ * sub-group); a frozen parameter stays where Init put it. */
+static void z3_nvme(vc_build *b, z3_state *z)
+{
+    const vc_model *m = b->m;
+    z->on_nvme = calloc(m->npar + 1, sizeof *z->on_nvme);
+    z->held = calloc(m->npar + 1, sizeof *z->held);
+    if (!z->on_nvme || !z->held) { b->st = VC_ERR_NOMEM; return; }
+    z->gds = b->o.nvme_gds != 0;
+    int64_t cpu = z->part < Z3_NVME_IN_CPU ? z->part : Z3_NVME_IN_CPU, offset = 0;
+    size_t g = 0, k = 0;
+    bool fits = false;
+    for (size_t p = 0; p < m->npar; p++) {
+        int64_t part = z3_part(m->par[p].numel, z->world);
+        bool swappable = part * (int64_t)vc_dtype_size((vc_dtype)b->t[b->par_t[p]].dt) >= Z3_NVME_MIN_BYTES;
+        if (swappable && part > Z3_NVME_BUFFER) {
+            b->st = VC_ERR_USAGE;
+            b->why_opt = "--offload-device";
+            snprintf(b->why, sizeof b->why, "nvme: a parameter's partition of %lld elements is larger than "
+                     "offload_param's buffer_size (1e8 elements; DeepSpeed's get_buffer asserts): use more GPUs",
+                     (long long)part);
+            return;
+        }
+        z->on_nvme[p] = swappable;
+        if (!m->par[p].trainable || !b->train || g >= b->nflat) continue; /* no optimizer: no CPU flat buffer */
+        if (k == 0) { /* a sub-group starts here: does it fit in the CPU buffer? */
+            fits = offset + b->flat[g].numel <= cpu;
+            offset += b->flat[g].numel;
+        }
+        if (fits) z->on_nvme[p] = false;
+        if (++k == (size_t)z->gcnt[g]) k = 0, g++;
+    }
+}
+
+/* offload_optimizer {device: nvme}: which sub-groups the optimizer swapper swaps
+ * (stage3.py _swappable_optimizer_subgroup: is_swappable_tensor(numel=
+ * fp16_partitioned_groups_flat_numel[i]), at least MIN_AIO_BYTES of fp32). */
+static void z3_nvme_opt(vc_build *b, z3_state *z)
+{
+    const vc_model *m = b->m;
+    z->psg = malloc((m->npar + 1) * sizeof *z->psg);
+    z->kept = malloc((m->npar + 1) * sizeof *z->kept);
+    if (!z->psg || !z->kept) { b->st = VC_ERR_NOMEM; return; }
+    size_t g = 0, k = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        z->psg[p] = z->kept[p] = -1;
+        if (!m->par[p].trainable || g >= b->nflat) continue;
+        if (b->flat[g].numel * 4 >= Z3_NVME_MIN_BYTES) z->psg[p] = (int32_t)g;
+        if (++k == (size_t)z->gcnt[g]) k = 0, g++;
+    }
+}
+
 /* Sizes, persistence, the trace and the sub-groups. */
 void vc__zero3_flat(vc_build *b)
 {
@@ -185,7 +267,7 @@ void vc__zero3_flat(vc_build *b)
     z->stor = malloc(np * sizeof *z->stor);
     z->handle = malloc(np * sizeof *z->handle);
     z->recent = malloc(np * sizeof *z->recent);
-    z->bucket = malloc(3 * np * sizeof *z->bucket); /* the bucket's entries, then two scratch lists */
+    z->bucket = malloc(4 * np * sizeof *z->bucket); /* the bucket's entries, then two scratch lists (the last 2 x np) */
     z->pstart = calloc(ni, sizeof *z->pstart);
     z->plist = malloc(np * sizeof *z->plist);
     if (!z->status || !z->persist || !z->chosen || !z->stor || !z->handle || !z->recent || !z->bucket || !z->pstart ||
@@ -210,6 +292,8 @@ void vc__zero3_flat(vc_build *b)
     z->g32 = -1;
     z->pos = -1;
     z3_subgroups(b, z);
+    if (!b->st && z->off_par && b->o.offload_device == VC_OFFLOAD_DEVICE_NVME) z3_nvme(b, z);
+    if (!b->st && z->off_opt && b->train && b->o.offload_device == VC_OFFLOAD_DEVICE_NVME) z3_nvme_opt(b, z);
 }
 
 static int32_t z3_alloc_w(vc_build *b, int64_t n, uint8_t dt, int32_t inst, bool transient)
@@ -265,6 +349,15 @@ void vc__zero3_resident(vc_build *b)
         if (!z->off_opt) vc__alloc(b, vc_n_fixed(z->part), (vc_dtype)z->dt, CAT_GRAD, -1); /* else self.device: cpu */
         vc__alloc(b, vc_n_fixed(Z3_BUCKET), (vc_dtype)z->dt, CAT_GRAD, -1);
     }
+    /* offload_param nvme with aio use_gds: AsyncPartitionedParameterSwapper._configure_aio's
+     * self.buffers, torch.empty(buffer_count x io-aligned buffer_size) of the model's dtype on
+     * get_accelerator().device_name() (pinned CPU memory without GDS), made at Init and kept;
+     * _io_aligned_numel rounds buffer_size up to AIO_ALIGNED_BYTES / element size elements */
+    if (z->gds) {
+        int64_t align = Z3_NVME_ALIGN_BYTES / (int64_t)vc_dtype_size((vc_dtype)z->dt);
+        int64_t per = (Z3_NVME_BUFFER + align - 1) / align * align;
+        vc__alloc(b, vc_n_fixed(per * Z3_NVME_BUFFERS), (vc_dtype)z->dt, CAT_WEIGHT, -1);
+    }
     z3_gather_persistent(b, false);
 }
 
@@ -277,7 +370,33 @@ static void z3_release_param(vc_build *b, int32_t p, int32_t inst)
     if (z->stor[p] >= 0) vc__free(b, z->stor[p], inst);
     z->stor[p] = -1;
     z->status[p] = Z3_NOT_AVAILABLE;
+    /* nvme: _partition_param -> nvme_swapper.remove_partition_and_release_buffers (the
+     * partition was written at init or by the step; the buffer goes back to the pool) */
+    if (z->held && z->held[p]) z->held[p] = false, z->nheld--;
     if (!z->persist[p]) z->avail -= b->m->par[p].numel;
+}
+
+/* nvme: all_gather_coalesced -> _ensure_availability_of_partitioned_params: the
+ * listed partitions still on NVMe swapped in at once (AsyncPartitionedParameterSwapper
+ * .swap_in, which asserts a free buffer for each: refused here), each holding its
+ * buffer until the parameter is released. False: refused. */
+static bool z3_swap_in(vc_build *b, const int32_t *list, size_t n)
+{
+    z3_state *z = Z(b);
+    int64_t need = 0;
+    for (size_t k = 0; k < n; k++) need += z->on_nvme[list[k]] && !z->held[list[k]];
+    if (z->nheld + need > Z3_NVME_BUFFERS) {
+        b->st = VC_ERR_USAGE;
+        b->why_opt = "--offload-device";
+        snprintf(b->why, sizeof b->why, "nvme: a gather needs %lld parameter swap buffers with %lld of offload_param's "
+                 "buffer_count (5) in use (DeepSpeed's swap_in asserts 'Not enough buffers')", (long long)need,
+                 (long long)z->nheld);
+        return false;
+    }
+    for (size_t k = 0; k < n; k++)
+        if (z->on_nvme[list[k]] && !z->held[list[k]]) z->held[list[k]] = true;
+    z->nheld += need;
+    return true;
 }
 
 /* all_gather_coalesced (partition_parameters.py) of the listed parameters
@@ -290,6 +409,7 @@ static void z3_gather(vc_build *b, const int32_t *list, size_t n, int32_t inst)
 {
     z3_state *z = Z(b);
     if (n == 0) return;
+    if (z->held && !z3_swap_in(b, list, n)) return;
     for (int dt = 0; dt <= VC_DT_F8; dt++) {
         int64_t flat = 0;
         size_t cnt = 0;
@@ -309,8 +429,11 @@ static void z3_gather(vc_build *b, const int32_t *list, size_t n, int32_t inst)
             /* offload_param: the partition comes over as ds_tensor.to(device), a copy alive for
              * the gather's call (the cat's list, _dist_allgather_fn's input); at world size 1 that
              * copy is the parameter (NoGatherHandle: param.data = ds_tensor.data.to(device)) */
-            if (z->off_par && z->world == 1) z->stor[p] = z3_alloc_w(b, b->m->par[p].numel, (uint8_t)dt, inst, true);
-            else if (z->off_par)
+            /* nvme with use_gds: _ensure_availability_of_partitioned_params swapped the partition into
+             * a GPU swap buffer (ds_tensor.data = a view of it), so .to(device) is that view, no copy */
+            bool here = z->gds && z->on_nvme[p];
+            if (z->off_par && z->world == 1 && !here) z->stor[p] = z3_alloc_w(b, b->m->par[p].numel, (uint8_t)dt, inst, true);
+            else if (z->off_par && !here && z->world > 1)
                 copy[nc++] = vc__alloc(b, vc_n_fixed(z3_part(b->m->par[p].numel, z->world)), (vc_dtype)dt, CAT_TEMP, inst);
             z->status[p] = Z3_INFLIGHT;
             z->handle[p] = (int32_t)z->nh;
@@ -345,6 +468,27 @@ static void z3_wait_pop(vc_build *b, int32_t p, int32_t inst)
 
 static int cmp_i32(const void *a, const void *c) { return *(const int32_t *)a - *(const int32_t *)c; }
 
+/* nvme: PartitionedParameterCoordinator.__prefetch_nvme_param_partitions, after the
+ * prefetch (prefetch_nvme = offload_param device nvme, parameter_offload.py): the
+ * partitions on NVMe of the next parameters of the queue swapped in (async) while
+ * no more than 2 x the in-flight registry's elements have been looked at and a
+ * buffer is free for each. No GPU memory (the buffers exist); it decides what the
+ * next prefetch may gather. */
+static void z3_nvme_prefetch(vc_build *b)
+{
+    z3_state *z = Z(b);
+    int64_t inflight = 0, seen = 0, nswap = 0;
+    for (size_t p = 0; p < b->m->npar; p++)
+        if (z->handle[p] >= 0) inflight += b->m->par[p].numel;
+    for (size_t i = z->qhead; i < z->nq; i++) {
+        int32_t p = z->qpar[i];
+        if (seen > 2 * inflight || nswap >= Z3_NVME_BUFFERS - z->nheld) break;
+        if (z->on_nvme[p] && !z->held[p]) z->held[p] = true, nswap++;
+        seen += b->m->par[p].numel;
+    }
+    z->nheld += nswap;
+}
+
 /* fetch_sub_module's prefetch: with a complete trace, the parameters of the
  * next modules in the parameter trace, up to min(max_live_parameters -
  * available, prefetch_bucket_size) elements (the last one may pass it), those
@@ -356,7 +500,9 @@ static void z3_prefetch(vc_build *b, int32_t inst)
     size_t n = 0;
     int32_t *list = z->bucket + b->m->npar + 1; /* scratch after the bucket's entries */
     while (z->qhead < z->nq && numel < maxp) {
-        int32_t p = z->qpar[z->qhead], s = z->qstep[z->qhead++];
+        int32_t p = z->qpar[z->qhead], s = z->qstep[z->qhead];
+        if (z->held && z->on_nvme[p] && !z->held[p]) break; /* "nvme prefetch is handled elsewhere" */
+        z->qhead++;
         if (s > z->recent[p]) z->recent[p] = s;
         if (z->status[p] != Z3_NOT_AVAILABLE || z->chosen[p]) continue;
         z->chosen[p] = true;
@@ -391,6 +537,7 @@ static void z3_fetch(vc_build *b, int32_t inst)
     for (int32_t j = z->pstart[inst]; j < z->pstart[inst + 1]; j++) fresh += z->recent[z->plist[j]] < pos;
     for (size_t k = 0; k < fresh && z->qhead < z->nq; k++, z->qhead++) z->recent[z->qpar[z->qhead]] = z->qstep[z->qhead];
     z3_prefetch(b, inst);
+    if (z->held) z3_nvme_prefetch(b);
     z->step = pos + 1;
 }
 
@@ -467,9 +614,26 @@ static void z3_reduce(vc_build *b, int32_t inst)
          * (_constant_buffered_norm2: .double() of 250M-element pieces), and .float() for the
          * CPU fp32 gradient (a copy unless fp32) */
         if (z->off_opt && part > 0) {
-            copy[nc++] = vc__alloc(b, vc_n_fixed(part), (vc_dtype)z->dt, CAT_TEMP, inst);
+            /* nvme (_offload_grad_partition_at_boundary, a swappable sub-group): the fp32
+             * gradient goes into offload_fp32_gradients until _swap_out_offload_fp32_gradients
+             * at the return; there OptimizerSwapper._swap_out_gradients copies it to pinned
+             * memory only if it is MIN_AIO_BYTES or more, and a length that is not a multiple of
+             * AIO_ALIGNED_BYTES / 4 leaves its remainder as a view (_adjust_for_misaligned_lengths):
+             * the small ones and the remainders stay in swap_info.unswapped_gradients, on the GPU,
+             * until the sub-group's step (_retrieve_unswapped_grad_partitions) */
+            bool swap = z->psg && z->psg[p] >= 0;
+            bool keep = swap && !(part * 4 >= Z3_NVME_MIN_BYTES && part % (Z3_NVME_ALIGN_BYTES / 4) == 0);
+            bool f32in = z->dt == VC_DT_F32; /* grad_buffer.to(dtype=float32) is grad_buffer */
+            int32_t gpu = vc__alloc(b, vc_n_fixed(part), (vc_dtype)z->dt, keep && f32in ? CAT_GRAD : CAT_TEMP, inst);
             vc__free(b, vc__alloc(b, vc_n_fixed(part < Z3_NORM_PIECE ? part : Z3_NORM_PIECE), Z3_F64, CAT_TEMP, inst), inst);
-            if (z->dt != VC_DT_F32) vc__free(b, vc__alloc(b, vc_n_fixed(part), VC_DT_F32, CAT_TEMP, inst), inst);
+            int32_t f32 = f32in ? gpu : vc__alloc(b, vc_n_fixed(part), VC_DT_F32, keep ? CAT_GRAD : CAT_TEMP, inst);
+            if (keep && z->kept[p] >= 0) vc__free(b, z->kept[p], inst); /* the dict's entry replaced */
+            if (keep) z->kept[p] = f32;
+            if (!(keep && f32in)) copy[nc++] = gpu;
+            if (!f32in && !keep) {
+                if (swap) copy[nc++] = f32;
+                else vc__free(b, f32, inst);
+            }
         }
         if (b->pgrad[p] >= 0) vc__free(b, b->pgrad[p], inst);
         b->pgrad[p] = -1;
@@ -541,6 +705,8 @@ static void z3_substep(vc_build *b, int g, bool begin)
         return;
     }
     int64_t n = b->flat[g].e.numel;
+    for (size_t p = 0; z->kept && p < b->m->npar; p++) /* nvme: the unswapped gradients read and released */
+        if (z->psg[p] == g && z->kept[p] >= 0) vc__free(b, z->kept[p], -1), z->kept[p] = -1;
     if (z->off_opt) return; /* the fp32 gradient is on the CPU (partition_grads wrote it) */
     int32_t flat = z->gcnt[g] > 1 ? vc__alloc(b, vc_n_fixed(n), (vc_dtype)z->dt, CAT_GRAD, -1) : -1;
     z->g32 = flat;

@@ -341,7 +341,15 @@ typedef struct {
      * (VC_DS_OVERLAP_AUTO: its default, the validator overlap_comm_valid's
      * stage == 3; _ON, _OFF: given). docs/parallel.md 1.7, 1.9, 1.10 */
     int ds_overlap_comm;
+    /* --offload-device (docs/parallel.md 1.9): DeepSpeed's offload_optimizer.device and
+     * offload_param.device for what --offload moves, VC_OFFLOAD_DEVICE_CPU (0, "cpu") or _NVME
+     * (1, "nvme": ZeRO-Infinity); --nvme-gds: the aio section's use_gds (1: true), which puts
+     * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
+    int offload_device;
+    int nvme_gds;
 } vc_options;
+#define VC_OFFLOAD_DEVICE_CPU 0
+#define VC_OFFLOAD_DEVICE_NVME 1
 #define VC_DS_OVERLAP_AUTO 0
 #define VC_DS_OVERLAP_ON 1
 #define VC_DS_OVERLAP_OFF (-1)

@@ -38,6 +38,8 @@ int main(void)
     OFF(vc_options, parameters_as_bucket_view);
     OFF(vc_options, fsdp_use_orig_params);
     OFF(vc_options, ds_overlap_comm);
+    OFF(vc_options, offload_device);
+    OFF(vc_options, nvme_gds);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);

@@ -250,6 +250,14 @@ def test_errors(vc):
     r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params")
     check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated,
           "estimate(offload='params') != vramcalc --offload params")
+    # ZeRO-Infinity: the same estimate, and the JSON names the device (docs/parallel.md 1.9)
+    rc, out, _ = cli([hf, "--gpus", "8", "--parallel", "zero3", "--offload", "params", "--offload-device", "nvme",
+                      "--nvme-gds", "-f", "json"])
+    r = vc.estimate(hf, gpus=8, parallel="zero3", offload="params", offload_device="nvme", nvme_gds=True)
+    check(rc == 0 and json.loads(out)["memory"]["peak_allocated"] == r.memory.peak_allocated and
+          json.loads(out)["parallel"] == {"layout": "zero3", "gpus": 8, "offload": "params", "offload_device": "nvme",
+                                          "use_gds": True},
+          "estimate(offload_device='nvme', nvme_gds=True) != vramcalc --offload-device nvme --nvme-gds")
     # no precision: vLLM's --dtype auto, the same in both (a float32 config on a T4, sm75: fp16)
     small = os.path.join(ROOT, "tests", "data", "hf", "llama-small-measured.json")
     rc, out, _ = cli([small, "--serve", "--gpu", "t4", "-f", "json"])

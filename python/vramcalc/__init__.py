@@ -761,7 +761,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     and parameters_as_bucket_view (True: DDP's and ZeroRedundancyOptimizer's, with parallel="ddp" or
     "zero1-torch"); fsdp_use_orig_params (True: FSDP1's use_orig_params=True); ep (Megatron-Core expert
     parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6); ds_overlap_comm
-    (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm).
+    (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm);
+    offload_device ("cpu" or "nvme": DeepSpeed's offload device, ZeRO-Infinity; --offload-device) and nvme_gds
+    (True: the aio section's use_gds, --nvme-gds; docs/parallel.md 1.9).
     export_options go to the exporter (name, flat, allow_unknown, ...)."""
     L = _capi.lib()
     opts = vc_options()
@@ -840,6 +842,13 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.parameters_as_bucket_view = 1 if export_options.pop("parameters_as_bucket_view", False) else 0
     if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
         opts.fsdp_use_orig_params = 1
+    dev = export_options.pop("offload_device", None)  # --offload-device: "cpu" or "nvme"
+    if dev is not None:
+        if dev not in ("cpu", "nvme"):
+            raise VramcalcError("offload_device: %r is not 'cpu' or 'nvme'" % (dev,))
+        opts.offload_device = 1 if dev == "nvme" else 0
+    if export_options.pop("nvme_gds", False):  # --nvme-gds: DeepSpeed's aio use_gds
+        opts.nvme_gds = 1
     ovl = export_options.pop("ds_overlap_comm", None)  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
     if ovl is not None:
         opts.ds_overlap_comm = 1 if ovl is True else -1 if ovl is False else 2  # 2: refused by the library

@@ -39,7 +39,8 @@ class vc_options(ctypes.Structure):
                 ("pp_virtual", c_int64),
                 ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int),
                 ("fsdp_use_orig_params", c_int),
-                ("ds_overlap_comm", c_int)]
+                ("ds_overlap_comm", c_int),
+                ("offload_device", c_int), ("nvme_gds", c_int)]
 
 
 class vc_memory(ctypes.Structure):

@@ -62,6 +62,7 @@ enum cli_option_id {
     OPT_EP, /* expert parallelism (docs/parallel.md 6) */
     OPT_GRAD_VIEW, OPT_PARAM_VIEW, /* DDP's and ZeroRedundancyOptimizer's bucket views (docs/parallel.md 1.3) */
     OPT_DS_OVERLAP, /* DeepSpeed ZeRO's overlap_comm (docs/parallel.md 1.7, 1.9, 1.10) */
+    OPT_OFFLOAD_DEV, OPT_NVME_GDS, /* ZeRO-Infinity's NVMe offload (docs/parallel.md 1.9) */
 };
 
 /* The options (options.c), in --help's order. */

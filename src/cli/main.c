@@ -140,6 +140,11 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
         case OPT_FSDP_REPLICATE: if ((rc = parse_count("--fsdp-replicate", optarg, 1, &o.fsdp_replicate))) return rc; break;
         case OPT_FSDP_ORIG: o.fsdp_use_orig_params = 1; break;
         case OPT_DS_OVERLAP: if ((rc = parse_overlap(optarg, &o.ds_overlap_comm))) return rc; break;
+        case OPT_OFFLOAD_DEV:
+            o.offload_device = !strcmp(optarg, "cpu") ? VC_OFFLOAD_DEVICE_CPU : !strcmp(optarg, "nvme") ? VC_OFFLOAD_DEVICE_NVME : -1;
+            if ((rc = choose("--offload-device", optarg, o.offload_device, "cpu, nvme"))) return rc;
+            break;
+        case OPT_NVME_GDS: o.nvme_gds = 1; break;
         case OPT_GRAD_CKPT: hf_given = true; hf.checkpoint = 1; break;
         case OPT_LOSS:
             hf_given = loss_given = true;

@@ -55,6 +55,12 @@ const cli_option cli_options[] = {
     {"offload", 0, "X", OPT_OFFLOAD, VC_CHOICES(VC_OFFLOAD_MAP),
      "{}: what the parallel layout keeps on the CPU (optimizer: DeepSpeed's offload_optimizer, zero1, zero2 and zero3; "
      "params: zero3's offload_param too, or FSDP's CPUOffload(offload_params=True))"},
+    {"offload-device", 0, "D", OPT_OFFLOAD_DEV, "cpu, nvme, ",
+     "with --offload: DeepSpeed's offload_optimizer / offload_param device, {} (default cpu; nvme: ZeRO-Infinity, "
+     "zero1, zero2 and zero3 optimizer, zero3 params)"},
+    {"nvme-gds", 0, NULL, OPT_NVME_GDS, NULL,
+     "with --offload params --offload-device nvme: DeepSpeed's aio use_gds, the parameter swap buffers "
+     "(5 x 1e8 elements) on the GPU (default false: pinned CPU memory)"},
     {"fsdp-param-dtype", 0, "D", OPT_FSDP_PARAM_DT, VC_CHOICES(VC_FSDP_DTYPE_MAP),
      "--parallel fsdp2: MixedPrecisionPolicy's param_dtype; fsdp, shard-grad-op, hybrid: MixedPrecision's; {} "
      "(default none: the model's dtype)"},

@@ -247,6 +247,8 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     }
     if (o->ds_overlap_comm) /* DeepSpeed ZeRO's overlap_comm, given */
         line_item(&l, ", ", o->ds_overlap_comm == VC_DS_OVERLAP_ON ? "overlap_comm=True" : "overlap_comm=False");
+    if (o->offload_device == VC_OFFLOAD_DEVICE_NVME) /* ZeRO-Infinity (docs/parallel.md 1.9) */
+        line_item(&l, ", ", o->nvme_gds ? "device nvme, use_gds" : "device nvme");
     if (o->fsdp_replicate > 1) { /* FSDP2's HSDP mesh: replicas x shards */
         snprintf(it, sizeof it, "HSDP %" PRId64 " x %" PRId64, o->fsdp_replicate, vc_dp_world(o) / o->fsdp_replicate);
         line_item(&l, ", ", it);
@@ -576,6 +578,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     if (o->parallel != VC_PARALLEL_NONE && o->fsdp_use_orig_params) fprintf(f, ", \"use_orig_params\": true");
     if (o->parallel != VC_PARALLEL_NONE && o->ds_overlap_comm) /* DeepSpeed ZeRO's overlap_comm, given */
         fprintf(f, ", \"overlap_comm\": %s", o->ds_overlap_comm == VC_DS_OVERLAP_ON ? "true" : "false");
+    if (o->parallel != VC_PARALLEL_NONE && o->offload_device == VC_OFFLOAD_DEVICE_NVME) /* ZeRO-Infinity */
+        fprintf(f, ", \"offload_device\": \"nvme\", \"use_gds\": %s", o->nvme_gds ? "true" : "false");
     if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
     if (o->tp > 1)
         fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
