@@ -30,7 +30,10 @@ first stage; the final norm, the head and the loss on the last). Nothing is copi
 The first stage's token ids and the last stage's labels are made once before the steps and reused
 (the harness's convention, docs/contract.md). The counter is the harness's (measure.Tracker, the op
 observer in 2.x compat); three steps, the peak reset at step 2's start (measure.train_steps's
-protocol, with the schedule in place of one forward and backward).
+protocol, with the schedule in place of one forward and backward). Every case is measured twice
+(VARIANTS): weighted_swiglu_back's reading with only the compiled function's outputs (bounded) and with
+ep_replica.py's Python locals kept (shown). EP_PP_LOG=DIR writes each rank's per-op timeline of steps
+2-3 to DIR/rankN.log and lists the tensors Python still reaches after the steps (a diagnostic).
 
   ep_pp_replica.py --all                            # every case -> ep_pp_replica.json
   ep_pp_replica.py --compare --cli build/vramcalc   # the CTest ep_pp_replica: vramcalc's ranks vs the busiest
