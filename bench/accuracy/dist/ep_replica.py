@@ -55,7 +55,10 @@ CASES = [
 ]
 
 
-def build_moe(cfg, ep, rank, group, pattern_of):
+def build_moe(cfg, ep, rank, group, pattern_of, fused_outputs_only=False):
+    """One rank's MoELayer. fused_outputs_only: weighted_swiglu_back's reading (the fused region's end)
+    holds only what the jit_fuser'd function returns (input_grad, weights_grad): its Python locals gw and
+    sig are dropped inside the region (ep_pp_replica.py; False, this file's own cases, keeps them)."""
     import torch
     import torch.distributed as dist
     import torch.nn as nn
@@ -130,6 +133,8 @@ def build_moe(cfg, ep, rank, group, pattern_of):
                 sig = torch.sigmoid(y1)
                 input_grad = torch.cat((gw * sig * (1 + y1 * (1 - sig)) * y2, gw * sig * y1), -1).to(y.dtype)
                 weights_grad = torch.sum(nn.functional.silu(y1) * y2 * g, dim=-1, keepdim=True).to(weights.dtype)
+                if fused_outputs_only:
+                    del gw, sig
             return input_grad, weights_grad
 
     class MLP(nn.Module):

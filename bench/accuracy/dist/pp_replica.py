@@ -111,6 +111,75 @@ def stage_layers(module, pp, stage):
     return out
 
 
+class P2P:
+    """p2p_communication.py's six calls as this process-per-stage replica makes them: a receive is
+    `recv_forward()` / `recv_backward()` (a torch.empty), a send allocates nothing (NCCL reads the
+    tensor), so the sends are no-ops and a combined call is its receive. ep_pp_replica.py gives
+    schedule_1f1b real gloo sends and receives through the same six names."""
+
+    def __init__(self, recv_forward, recv_backward):
+        self.recv_forward, self.recv_backward = recv_forward, recv_backward
+
+    def send_forward(self, output_tensor):
+        pass
+
+    def send_backward(self, input_tensor_grad):
+        pass
+
+    def send_forward_recv_backward(self, output_tensor):
+        return self.recv_backward()
+
+    def send_backward_recv_forward(self, input_tensor_grad):
+        return self.recv_forward()
+
+
+def schedule_1f1b(pp, stage, micro, p2p, forward_step, backward_step, deallocate, backward_flag):
+    """schedules.py forward_backward_pipelining_without_interleaving (MEG) for one stage: the warmup
+    forwards, the 1F1B pairs, the cooldown backwards, with Megatron's p2p calls on `p2p` (P2P's six
+    names), deallocate_output_tensor after each send, and `backward_flag(True/False)` around each
+    backward (the op observer's flag). The lists and the locals keep what Megatron's keep."""
+    warmup = min(pp - stage - 1, micro)
+    remaining = micro - warmup
+    input_tensors, output_tensors = [], []
+    for _ in range(warmup):
+        input_tensor = p2p.recv_forward()
+        output_tensor = forward_step(input_tensor)
+        p2p.send_forward(output_tensor)
+        input_tensors.append(input_tensor)
+        output_tensors.append(output_tensor)
+        deallocate(output_tensor)
+    input_tensor = p2p.recv_forward() if remaining > 0 else None
+    for i in range(remaining):
+        last_iteration = i == remaining - 1
+        output_tensor = forward_step(input_tensor)
+        output_tensor_grad = p2p.send_forward_recv_backward(output_tensor)
+        input_tensors.append(input_tensor)
+        output_tensors.append(output_tensor)
+        deallocate(output_tensor)
+        input_tensor = input_tensors.pop(0)
+        output_tensor = output_tensors.pop(0)
+        backward_flag(True)
+        input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
+        backward_flag(False)
+        del output_tensor, output_tensor_grad
+        if last_iteration:
+            input_tensor = None
+            p2p.send_backward(input_tensor_grad)
+            del input_tensor_grad
+        else:
+            input_tensor = p2p.send_backward_recv_forward(input_tensor_grad)  # the grad goes with its tensor
+            del input_tensor_grad
+    for _ in range(warmup):
+        input_tensor = input_tensors.pop(0)
+        output_tensor = output_tensors.pop(0)
+        output_tensor_grad = p2p.recv_backward()
+        backward_flag(True)
+        input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
+        backward_flag(False)
+        p2p.send_backward(input_tensor_grad)
+        del input_tensor, output_tensor, output_tensor_grad, input_tensor_grad
+
+
 def run_case(model, batch, optim, pp, micro, stage):
     import torch
     import torch.nn.functional as F
@@ -190,43 +259,8 @@ def run_case(model, batch, optim, pp, micro, stage):
         return None if input_tensor is None else input_tensor.grad
 
     def schedule():
-        warmup = min(pp - stage - 1, micro)
-        remaining = micro - warmup
-        input_tensors, output_tensors = [], []
-        for _ in range(warmup):
-            input_tensor = recv_forward()
-            output_tensor = forward_step(input_tensor)
-            input_tensors.append(input_tensor)
-            output_tensors.append(output_tensor)
-            deallocate(output_tensor)
-        input_tensor = recv_forward() if remaining > 0 else None
-        for i in range(remaining):
-            last_iteration = i == remaining - 1
-            output_tensor = forward_step(input_tensor)
-            output_tensor_grad = recv_backward()
-            input_tensors.append(input_tensor)
-            output_tensors.append(output_tensor)
-            deallocate(output_tensor)
-            input_tensor = input_tensors.pop(0)
-            output_tensor = output_tensors.pop(0)
-            ph.backward(True)
-            input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
-            ph.backward(False)
-            del output_tensor, output_tensor_grad
-            if last_iteration:
-                input_tensor = None
-                del input_tensor_grad  # send_backward
-            else:
-                input_tensor = recv_forward()  # send_backward_recv_forward: the grad goes with its tensor
-                del input_tensor_grad
-        for _ in range(warmup):
-            input_tensor = input_tensors.pop(0)
-            output_tensor = output_tensors.pop(0)
-            output_tensor_grad = recv_backward()
-            ph.backward(True)
-            input_tensor_grad = backward_step(input_tensor, output_tensor, output_tensor_grad)
-            ph.backward(False)
-            del input_tensor, output_tensor, output_tensor_grad, input_tensor_grad
+        schedule_1f1b(pp, stage, micro, P2P(recv_forward, recv_backward), forward_step, backward_step,
+                      deallocate, ph.backward)
 
     module.train()
     for step in range(1, 4):
