@@ -32,6 +32,12 @@ _use_low_precision_shard, post_unshard, _use_sharded_views, _use_sharded_grad_vi
 @00ae0bc91ac2c1718d1baa193d9d299e2b82776c _runtime_utils.py (_root_pre_forward, _cast_forward_inputs,
 _post_backward_hook, _cast_grad_to_param_dtype, _clear_grads_if_needed). fp16 is not measured: torch
 1.13's CPU matmul has no Half kernel ("addmm_impl_cpu_" not implemented for 'Half').
+
+--world 1: NO_SHARD, to which _init_core_state clamps every strategy on one rank
+(pytorch/pytorch@39ec502db40696605fd91001e5a0afa23ed62f20 _init_utils.py); its branches of
+pre_unshard, unshard, needs_unshard, post_unshard, post_reshard (_flat_param.py@01caf79e) and of
+_post_forward_reshard, _pre_backward_hook, _post_backward_hook (_runtime_utils.py@00ae0bc9):
+Unit.unshard_no_shard, Unit.reshard, Replica._post_backward_no_shard.
 """
 
 import argparse
