@@ -189,6 +189,35 @@ void vc__fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
  * new_sharded_grad): nothing more is allocated. */
 void vc__hybrid_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o) < 8 ? vc_dp_world(&b->o) : 8); }
 
+/* World size 1: FSDP1 clamps every strategy to NO_SHARD (pytorch/pytorch@
+ * 39ec502db40696605fd91001e5a0afa23ed62f20 torch/distributed/fsdp/_init_utils.py
+ * _init_core_state: "if state.world_size == 1: sharding_strategy =
+ * ShardingStrategy.NO_SHARD"; HYBRID_SHARD's world size is its intra-node
+ * group's, 1 as well on one GPU). Then FlatParamHandle.uses_sharded_strategy
+ * is false: the flat parameter is the whole unit, never gathered nor freed
+ * (FP needs_unshard: False; unshard -> _use_unsharded_flat_param(self.flat_param));
+ * no _full_param_padded (init_flat_param_attributes makes it only for sharded
+ * strategies). */
+static bool no_shard(const vc_build *b) { return vc_dp_world(&b->o) == 1; }
+
+/* NO_SHARD's unshard (FP pre_unshard, unshard, post_unshard): under parameter
+ * mixed precision, _use_low_precision_shard allocates _mp_shard (U elements of
+ * param_dtype; under CPUOffload from an H2D copy of the shard, gone after the
+ * copy_) and flat_param.data points at it; post_unshard keeps it ("for NO_SHARD,
+ * _mp_shard is not freed in the post-unshard since it is also the low precision
+ * *unsharded* flat parameter"), post_reshard frees it. Without mixed precision,
+ * under CPUOffload, flat_param_to(self.device) copies the CPU flat parameter to
+ * the GPU (a new tensor, flat_param.data until reshard's _use_sharded_flat_param
+ * points it back at the CPU _local_shard). Otherwise nothing. */
+static void no_shard_unshard(vc_build *b, vc_flat_param *f, vc_dtype lo, int32_t at)
+{
+    bool off = b->o.offload == VC_OFFLOAD_PARAMS;
+    if (lo == (vc_dtype)f->dt && !off) return;
+    if (lo != (vc_dtype)f->dt && off) vc__free(b, vc__alloc(b, f->held.n, (vc_dtype)f->dt, CAT_TEMP, at), at);
+    f->full = vc__alloc(b, f->held.n, lo, CAT_WEIGHT, at);
+    if (f->full >= 0) b->s[f->full].transient = true;
+}
+
 /* FlatParamHandle.unshard (_flat_param.py): _alloc_padded_unsharded_flat_param
  * allocates the padded unsharded storage (world x shard elements), then the
  * all-gather fills it; in place on the gathered storage. */
@@ -202,6 +231,10 @@ static void fsdp_unshard(vc_build *b, int32_t u, int32_t at)
      * points flat_param.data at the gathered storage (_flat_param.py, pytorch/pytorch@
      * 01caf79e047fd15e1f75ba3825f789130efa476a) */
     vc_dtype lo = fwd_dt(b, f->dt);
+    if (no_shard(b)) {
+        no_shard_unshard(b, f, lo, at);
+        return;
+    }
     if (lo != (vc_dtype)f->dt) { /* parameter mixed precision: _uses_param_mixed_precision */
         /* FP pre_unshard -> _use_low_precision_shard: _alloc_storage(_mp_shard) (the shard's size,
          * param_dtype), then _mp_shard.copy_(_local_shard.to(device)): under CPUOffload the .to() is an
@@ -274,6 +307,32 @@ static void pad_zeros(vc_build *b, int32_t u, vc_dtype lo, int32_t at, int32_t *
     }
 }
 
+/* NO_SHARD's half of RU _post_backward_hook, the unsharded flat gradient g (the
+ * views' dtype lo) in hand: _reshard(free_unsharded_flat_param=False:
+ * _should_free_in_backward is False without a sharded strategy) has run, its
+ * post_reshard freeing _mp_shard. autograd_computed_grad = flat_param.grad.data
+ * (g, held to the hook's end); a gradient not in the reduce dtype rd is cast,
+ * flat_param.grad.data = flat_param.grad.to(rd); the communication hook
+ * (default_hooks.allreduce_hook: NO_SHARD's, _init_utils.py _get_default_comm_hook)
+ * all-reduces flat_param.grad in place; _cast_grad_to_param_dtype(flat_param.grad)
+ * replaces it by a copy in the flat parameter's dtype when it differs (the rd
+ * tensor, low_prec_grad_data, goes as that returns). What is left is .grad, the
+ * whole unit's gradient, until zero_grad (FP prepare_gradient_for_optim: no
+ * _saved_grad_shard, .grad stays; under CPUOffload it becomes _cpu_grad at the
+ * end of backward, fsdp_hook). */
+static void no_shard_grad(vc_build *b, vc_flat_param *f, int32_t g, vc_dtype lo, vc_dtype rd, int32_t at)
+{
+    int32_t cur = rd != lo ? vc__alloc(b, vc_n_fixed(f->numel), rd, CAT_GRAD, at) : g;
+    if (rd != (vc_dtype)f->dt) {
+        int32_t c = vc__alloc(b, vc_n_fixed(f->numel), (vc_dtype)f->dt, CAT_GRAD, at);
+        if (cur != g) vc__free(b, cur, at);
+        cur = c;
+    }
+    if (cur != g) vc__free(b, g, at);
+    if (f->grad >= 0) vc__free(b, cur, at); /* AccumulateGrad adds into the .grad kept (no no_sync) */
+    else f->grad = cur;
+}
+
 static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
 {
     const vc_model *m = b->m;
@@ -297,6 +356,10 @@ static void fsdp_post_backward(vc_build *b, int32_t u, int32_t at)
     }
     fsdp_reshard(b, u, at);
     if (g < 0) return;
+    if (no_shard(b)) {
+        no_shard_grad(b, f, g, lo, rd, at);
+        return;
+    }
     /* RU _post_backward_hook: autograd_computed_grad = flat_param.grad.data (kept to the hook's
      * end); a gradient not in the reduce dtype is cast first, flat_param.grad.data =
      * flat_param.grad.to(handle._reduce_dtype); the padding and new_sharded_grad are then in
@@ -337,14 +400,29 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
     int32_t u = inst >= 0 ? b->unit_of[inst] : 0, cur = b->lay_cur;
     if (ph == VC_PHASE_FORWARD) {
         if (inst < 0 && begin) fsdp_unshard(b, 0, inst);
-        if (cur > 0 && cur != u && reshard_after_forward) fsdp_reshard(b, cur, inst);
+        /* NO_SHARD: _post_forward_reshard -> _reshard(free=False) still runs post_reshard
+         * (freeing _mp_shard) and _use_sharded_flat_param (CPUOffload: the GPU copy goes), the
+         * root's too, at its post-forward */
+        if (cur > 0 && cur != u && (reshard_after_forward || no_shard(b))) fsdp_reshard(b, cur, inst);
+        if (inst < 0 && !begin && no_shard(b)) fsdp_reshard(b, 0, inst);
         if (inst >= 0 && begin) fsdp_unshard(b, u, inst);
         b->lay_cur = inst < 0 && !begin ? -1 : u;
         return;
     }
     if (ph != VC_PHASE_BACKWARD) return;
+    /* NO_SHARD: the root's pre-backward (RU _pre_backward_hook, a hook on the root's forward
+     * outputs: it runs as their gradient arrives, after the loss's backward) unshards the root,
+     * freed at its post-forward (post_reshard: _mp_shard; CPUOffload: the GPU copy), and
+     * prefetches the last unit: at the first instance's backward (fsdp_replica.py's
+     * gptstack-b8-sgd-fsdp-w1-pbf16-rfp32 measured that timing). lay_n[0]: still to run. */
+    if (inst >= 0 && begin && b->lay_n[0]) {
+        b->lay_n[0] = 0;
+        fsdp_unshard(b, 0, inst);
+        if (b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
+    }
     if (inst < 0) {
-        if (begin && b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
+        if (begin && no_shard(b)) b->lay_n[0] = 1;
+        else if (begin && b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
         if (begin) { b->lay_cur = 0; return; }
         if (cur > 0) fsdp_post_backward(b, cur, inst);
         fsdp_post_backward(b, 0, inst);
@@ -371,6 +449,37 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
 
 void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
 void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
+
+/* use_orig_params=True: the optimizer is built on the original parameters, whose
+ * data FP _use_sharded_views sets to their slices of this rank's shard
+ * (flat_param[offset_in_shard : offset_in_shard + numel_in_shard], _get_shard_metadata),
+ * or to an empty tensor when none of a parameter is here; _use_sharded_grad_views
+ * gives those a None .grad, so the optimizer skips them (torch/optim/adam.py
+ * _init_group: `if p.grad is not None`) and they get no state. So each of the
+ * optimizer's tensors is one slice (the padding is no parameter's), and its
+ * state one tensor per slice. out (room for every parameter): the numels of
+ * flat parameter i's slices on rank 0, [0, shard); returns how many, 0 when
+ * the optimizer holds the flat parameter itself (not use_orig_params, another
+ * layout, CPUOffload: the CPU steps). */
+size_t vc__fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
+{
+    vc_parallel par = b->o.parallel;
+    if (!b->o.fsdp_use_orig_params || !b->flat || i >= b->nflat || b->o.offload == VC_OFFLOAD_PARAMS ||
+        (par != VC_PARALLEL_FSDP && par != VC_PARALLEL_FSDP_GRAD_OP && par != VC_PARALLEL_FSDP_HYBRID))
+        return 0;
+    const vc_model *m = b->m;
+    const vc_flat_param *f = &b->flat[i];
+    int64_t at = 0, shard = f->held.n.fx, align = 16 / vc_dtype_size(fwd_dt(b, f->dt));
+    size_t n = 0;
+    for (size_t p = 0; p < m->npar; p++) { /* fsdp_units' walk: the parameters in order, aligned */
+        if ((m->par[p].owner >= 0 ? b->unit_of[m->par[p].owner] : 0) != (int32_t)i) continue;
+        at = aligned_pad(at, align);
+        int64_t hi = at + m->par[p].numel < shard ? at + m->par[p].numel : shard;
+        if (hi > at) out[n++] = hi - at;
+        at += m->par[p].numel;
+    }
+    return n;
+}
 
 /* The fsdp, shard-grad-op and hybrid rows' options (vc__fsdp_mp_check,
  * layout_fsdp2.c, hands them here): MixedPrecision(param_dtype,

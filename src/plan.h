@@ -356,6 +356,8 @@ void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin);
 /* layout_fsdp1.c: --fsdp-param-dtype, --fsdp-reduce-dtype and --fsdp-use-orig-params
  * under FSDP1 (from vc__fsdp_mp_check) */
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err);
+/* layout_fsdp1.c: use_orig_params' optimizer tensors, the slices of flat parameter i's shard */
+size_t vc__fsdp1_slices(const vc_build *b, size_t i, int64_t *out);
 /* layout_zero12.c: the zero1 and zero2 rows' hooks (policy.h vc_layout_row) */
 void vc__zero2_flat(vc_build *b);
 void vc__zero2_resident(vc_build *b);

@@ -31,8 +31,39 @@ static bool steps_here(const vc_build *b, size_t i)
     return opt_par(b, i)->trainable && opt_par(b, i)->numel > 0 && (!b->owned || b->owned[i]);
 }
 
-/* Parameter i's master copy and optimizer state (its row's). */
-static void param_state(vc_build *b, size_t i, bool *shared)
+/* The optimizer's tensors: each parameter it holds, or, under FSDP1's
+ * use_orig_params=True, each original parameter's slice of a flat shard
+ * (layout_fsdp1.c vc__fsdp1_slices): one state tensor and one step per slice.
+ * *src: the parameter (opt_par index) each comes from; NULL on no memory. */
+static vc_param_entry *opt_tensors(const vc_build *b, size_t **src, size_t *n)
+{
+    size_t np = nopt(b), cap = np + (b->flat ? b->m->npar : 0), k = 0;
+    vc_param_entry *e = malloc((cap + 1) * sizeof *e);
+    int64_t *sl = malloc((b->m->npar + 1) * sizeof *sl);
+    *src = malloc((cap + 1) * sizeof **src);
+    if (!e || !sl || !*src) {
+        free(e), free(sl), free(*src);
+        *src = NULL;
+        return NULL;
+    }
+    for (size_t i = 0; i < np; i++) {
+        size_t ns = b->flat ? vc__fsdp1_slices(b, i, sl) : 0;
+        for (size_t j = 0; j < (ns ? ns : 1) && k < cap; j++, k++) {
+            e[k] = *opt_par(b, i);
+            if (ns) e[k].numel = sl[j];
+            (*src)[k] = i;
+        }
+    }
+    free(sl);
+    *n = k;
+    return e;
+}
+
+/* Parameter i's master copy and optimizer state (its row's), one per tensor
+ * of ent[*j ..] that comes from it (opt_tensors, in parameter order; *j moves
+ * past them). */
+static void param_state(vc_build *b, size_t i, bool *shared, const vc_param_entry *ent, const size_t *src, size_t ne,
+                        size_t *j)
 {
     const vc_param_entry *p = opt_par(b, i);
     const vc_optim_row *opt = b->train && b->optim->steps ? b->optim : NULL;
@@ -45,13 +76,16 @@ static void param_state(vc_build *b, size_t i, bool *shared)
     int n = opt && opt->shared && !*shared ? opt->shared(p, &ctx, st) : 0;
     for (int k = 0; k < n; k++) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, -1);
     *shared |= n > 0;
-    n = opt && opt->state ? opt->state(p, &ctx, st) : 0;
-    for (int k = 0; k < n; k++) {
-        int64_t bytes;
-        if (!st[k].outside) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
-        else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
-                 __builtin_add_overflow(b->outside, bytes, &b->outside))
-            b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
+    for (; *j < ne && src[*j] < i; (*j)++) {}
+    for (; *j < ne && src[*j] == i; (*j)++) {
+        n = opt && opt->state ? opt->state(&ent[*j], &ctx, st) : 0;
+        for (int k = 0; k < n; k++) {
+            int64_t bytes;
+            if (!st[k].outside) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
+            else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
+                     __builtin_add_overflow(b->outside, bytes, &b->outside))
+                b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
+        }
     }
 }
 
@@ -126,6 +160,9 @@ void vc__persistent(vc_build *b)
     const vc_model *m = b->m;
     bool shared = false; /* the optimizer's shared state is made */
     bool wshared[VC_WEIGHTS__N] = {false}; /* each storage format's state made once */
+    size_t *src, ne = 0, cursor = 0;
+    vc_param_entry *ent = opt_tensors(b, &src, &ne);
+    if (!ent) { b->st = VC_ERR_NOMEM; return; }
     for (size_t i = 0; i < nopt(b); i++) {
         if (b->flat) { /* a layout's flat parameter: the rank's shard (the model's own are gathered by its hooks) */
             if (b->flat[i].e.numel > 0) vc__alloc(b, vc_n_fixed(b->flat[i].e.numel), (vc_dtype)b->flat[i].dt, CAT_WEIGHT, -1);
@@ -148,8 +185,10 @@ void vc__persistent(vc_build *b)
                 if (k == 0) t->stor = s;
             }
         }
-        param_state(b, i, &shared);
+        param_state(b, i, &shared, ent, src, ne, &cursor);
     }
+    free(ent);
+    free(src);
     for (size_t p = 0; b->flat && p < m->npar; p++) b->t[b->par_t[p]].stor = -1;
     if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
         vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
@@ -212,25 +251,28 @@ static void run_step_programs(vc_build *b, size_t only)
     const vc_optim_row *r = b->optim;
     vc_optim_ctx ctx = {b->o.optim_impl, VC_DT_F32, &b->o};
     vc_step_op prog[VC_OPTIM_MAX];
-    size_t np = nopt(b);
+    size_t *src, np;
     if (!r->step) return;
+    vc_param_entry *ent = opt_tensors(b, &src, &np);
+    if (!ent) { b->st = VC_ERR_NOMEM; return; }
     if (ctx.impl != VC_IMPL_FOREACH) {
         int32_t slot[VC_OPTIM_MAX];
         for (int k = 0; k < VC_OPTIM_MAX; k++) slot[k] = -1;
         for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-            ctx.state_dt = state_dt(b, p);
-            int n = r->step(opt_par(b, p), &ctx, prog);
+            if (!steps_here(b, src[p]) || (only != SIZE_MAX && src[p] != only) || ent[p].numel == 0) continue;
+            ctx.state_dt = state_dt(b, src[p]);
+            int n = r->step(&ent[p], &ctx, prog);
             for (int j = 0; j < n; j++) step_op(b, &prog[j], slot);
         }
         drop_slots(b, slot, VC_OPTIM_MAX);
+        free(ent), free(src);
         return;
     }
     int nslots = 1, nops = 0;
     for (size_t p = 0; p < np; p++) {
-        if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-        ctx.state_dt = state_dt(b, p);
-        int n = r->step(opt_par(b, p), &ctx, prog);
+        if (!steps_here(b, src[p]) || (only != SIZE_MAX && src[p] != only) || ent[p].numel == 0) continue;
+        ctx.state_dt = state_dt(b, src[p]);
+        int n = r->step(&ent[p], &ctx, prog);
         if (n > nops) nops = n;
         for (int j = 0; j < n; j++) {
             if (prog[j].slot + 1 > nslots) nslots = prog[j].slot + 1;
@@ -238,17 +280,18 @@ static void run_step_programs(vc_build *b, size_t only)
         }
     }
     int32_t *slot = malloc((np + 1) * (size_t)nslots * sizeof *slot);
-    if (!slot) { b->st = VC_ERR_NOMEM; return; }
+    if (!slot) { b->st = VC_ERR_NOMEM; free(ent), free(src); return; }
     for (size_t k = 0; k < (np + 1) * (size_t)nslots; k++) slot[k] = -1;
     for (int j = 0; j < nops; j++)
         for (size_t p = 0; p < np; p++) {
-            if (!steps_here(b, p) || (only != SIZE_MAX && p != only)) continue;
-            ctx.state_dt = state_dt(b, p);
-            int n = r->step(opt_par(b, p), &ctx, prog);
+            if (!steps_here(b, src[p]) || (only != SIZE_MAX && src[p] != only) || ent[p].numel == 0) continue;
+            ctx.state_dt = state_dt(b, src[p]);
+            int n = r->step(&ent[p], &ctx, prog);
             if (j < n) step_op(b, &prog[j], slot + p * (size_t)nslots);
         }
     drop_slots(b, slot, np * (size_t)nslots);
     free(slot);
+    free(ent), free(src);
 }
 
 void vc__optimizer_step(vc_build *b)

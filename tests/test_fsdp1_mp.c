@@ -182,6 +182,76 @@ static void test_orig_params(void **state)
     assert_int_equal(z0.gathers[1], 0);
 }
 
+/* World size 1: NO_SHARD (_init_utils.py _init_core_state, pytorch/pytorch@39ec502d)
+ * under MixedPrecision(bf16, fp32) and (bf16, bf16). No _full_param_padded
+ * (init_flat_param_attributes makes it for sharded strategies only): the unsharded
+ * parameter is _mp_shard itself, the whole unit in bf16 (999,999 or 1,000,000 x 2 B:
+ * 2,000,384 B each), made by pre_unshard's _use_low_precision_shard, kept by
+ * post_unshard (NO_SHARD) and freed by post_reshard, which _post_forward_reshard
+ * runs after each unit's forward whatever the strategy: 2 in forward, and 2 again
+ * in backward (unit 2's pre-backward and its BACKWARD_PRE prefetch of unit 1).
+ * The only fp32 4,000,256 B weights are the two resident flat parameters. In each
+ * post-backward the bf16 cat (2,000,384 B) is cast to fp32 (4,000,256 B): by
+ * flat_param.grad.to(reduce_dtype) under fp32 reduction, by
+ * _cast_grad_to_param_dtype under bf16; that fp32 tensor stays .grad. The peak is
+ * Adam's step, as without mixed precision: 40,006,656 (test_parallel.c
+ * test_fsdp_world1_no_shard). */
+static void test_mp_world1(void **state)
+{
+    (void)state;
+    vc_fsdp_dtype rd[] = {VC_FSDP_DTYPE_FP32, VC_FSDP_DTYPE_BF16};
+    for (size_t k = 0; k < 2; k++) {
+        vc_options o = mp_opts(VC_PARALLEL_FSDP, 1, VC_FSDP_DTYPE_BF16, rd[k], 0);
+        trace_t mp = mp_trace(o, "weight", 2000384);
+        assert_int_equal(mp.gathers[0], 2);
+        assert_int_equal(mp.gathers[1], 2);
+        trace_t full = mp_trace(o, "weight", 4000256);
+        assert_int_equal(full.gathers[0], 2);
+        assert_int_equal(full.gathers[1], 0);
+        trace_t cat = mp_trace(o, "grad", 2000384);
+        assert_int_equal(cat.gathers[1], 2);
+        trace_t g32 = mp_trace(o, "grad", 4000256);
+        assert_int_equal(g32.gathers[1], 2);
+        vc_result r = mp_estimate(o);
+        assert_int_equal(r.memory.gradients, 2 * 4000256);
+        assert_int_equal(r.memory.peak_allocated, 32002048 + 4096 + 2 * 4000256);
+        vc_result_free(&r);
+    }
+}
+
+/* use_orig_params=True: the optimizer is built on the original parameters,
+ * whose data are their slices of the shard (_flat_param.py _use_sharded_views),
+ * so Adam keeps one state tensor per slice, each in its own 512-byte blocks.
+ * Linear(10 -> 10) twice, world size 1: a unit is the weight (100 elements, 400
+ * B) and the bias (10, 40 B; at 100, already a multiple of 4: no padding), 110
+ * elements. Per unit and state: 512 + 512 B per slice, where one state of the
+ * flat parameter (440 B) takes 512: 2 units x 2 states x 1,024 = 4,096 B, one
+ * GPU's four parameters' states; without use_orig_params 2,048. At world size 2
+ * rank 0's shard is elements [0, 55): the weight's first 55 only, one slice
+ * (220 B: 512), the bias has none there (its .grad None: no state): 2,048. */
+static void test_orig_params_state(void **state)
+{
+    (void)state;
+    static const char *const small =
+        "{\"input\": [10], \"layers\": [{\"type\": \"Linear\", \"in_features\": 10, \"out_features\": 10},"
+        " {\"type\": \"Linear\", \"in_features\": 10, \"out_features\": 10}]}";
+    static const struct { int64_t gpus; int orig; vc_parallel par; int64_t states; } cases[] = {
+        {1, 1, VC_PARALLEL_FSDP, 4096}, {1, 0, VC_PARALLEL_FSDP, 2048}, {1, 0, VC_PARALLEL_NONE, 4096},
+        {2, 1, VC_PARALLEL_FSDP, 2048}, {1, 1, VC_PARALLEL_FSDP_GRAD_OP, 4096},
+    };
+    vc_model *m = NULL;
+    vc_error err = {0};
+    assert_int_equal(vc_model_load_string(small, strlen(small), "small.json", &m, &err), VC_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_options o = mp_opts(cases[i].par, cases[i].gpus, VC_FSDP_DTYPE_NONE, VC_FSDP_DTYPE_NONE, cases[i].orig);
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        assert_int_equal(r.memory.optimizer_states, cases[i].states);
+        vc_result_free(&r);
+    }
+    vc_model_free(m);
+}
+
 /* What is refused (exit 2 naming the option): MixedPrecision under autocast
  * (amp-bf16) or over fp32 master weights (mixed-bf16); --fsdp-use-orig-params
  * outside FSDP1; a unit of frozen and trainable parameters under
@@ -231,6 +301,8 @@ int main(void)
         cmocka_unit_test(test_mp_bf16_bf16),
         cmocka_unit_test(test_mp_strategies),
         cmocka_unit_test(test_orig_params),
+        cmocka_unit_test(test_mp_world1),
+        cmocka_unit_test(test_orig_params_state),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,7 @@ static void test_fsdp_resident(void **state)
     assert_int_equal(one.memory.weights, 2 * 4000256);
     assert_int_equal(one.memory.weights, single.memory.weights);
     assert_int_equal(one.memory.optimizer_states, single.memory.optimizer_states);
+    assert_int_equal(one.memory.gradients, 2 * 4000256); /* NO_SHARD: .grad is the unit's whole gradient */
     vc_result_free(&one);
     vc_result_free(&single);
     /* world size 3: ceil(999,999 / 3) = 333,333 and ceil(1,000,000 / 3) =
@@ -110,6 +111,52 @@ static void test_fsdp_padding(void **state)
      * 2's (4,000,000 B, even: no copy): 3 again */
     trace_t w2 = trace(VC_PARALLEL_FSDP, 2, VC_OPTIM_ADAM, "grad", 4000256);
     assert_int_equal(w2.gathers[1], 3);
+}
+
+/* World size 1: FSDP1 clamps every strategy to NO_SHARD (_init_utils.py
+ * _init_core_state, pytorch/pytorch@39ec502d), so nothing is gathered
+ * (FlatParamHandle.needs_unshard: False without a sharded strategy, and no
+ * parameter mixed precision) and the post-backward hook keeps the unsharded
+ * gradient as .grad (_post_backward_hook's NO_SHARD branch: all-reduce in
+ * place, no reduce-scatter, no new_sharded_grad). The trace, by hand: the
+ * forward's highest point is the resident 6 x 4,000,256 = 24,001,536 (two
+ * flat parameters, four Adam states), the input 4,096, both Linears'
+ * outputs 2 x 4,096 and the loss 512: 24,014,336, no gathered unit. In
+ * backward the only 4,000,256 B grad allocations are the two
+ * SplitWithSizesBackward cats (before: a new_sharded_grad of 4,000,256 B
+ * each too). The backward's highest point is unit 1's cat: the resident
+ * 24,001,536, the input 4,096, the loss and its gradient 512 + 512, unit
+ * 2's .grad 4,000,256, weight 1's and bias 1's gradients 3,996,160 + 4,096,
+ * the cat 4,000,256: 36,007,424. The peak is Adam's step (foreach: two
+ * temporaries of 4,000,256 B over the resident 32,002,048 and the input
+ * 4,096): 40,006,656, one GPU's peak exactly; SHARD_GRAD_OP and hybrid
+ * give the same (NO_SHARD too). */
+static void test_fsdp_world1_no_shard(void **state)
+{
+    (void)state;
+    trace_t w = trace(VC_PARALLEL_FSDP, 1, VC_OPTIM_ADAM, "weight", 4000256);
+    assert_int_equal(w.gathers[0], 2); /* the two flat parameters, made before the forward: no gather */
+    assert_int_equal(w.gathers[1], 0);
+    assert_int_equal(w.max[0], 24001536 + 4096 + 2 * 4096 + 512);
+    assert_int_equal(w.max[1], 24001536 + 4096 + 512 + 512 + 4000256 + 3996160 + 4096 + 4000256);
+    trace_t g = trace(VC_PARALLEL_FSDP, 1, VC_OPTIM_ADAM, "grad", 4000256);
+    assert_int_equal(g.gathers[1], 2);
+    vc_result one = estimate(VC_PARALLEL_FSDP, 1, VC_OPTIM_ADAM);
+    vc_result single = estimate(VC_PARALLEL_NONE, 1, VC_OPTIM_ADAM);
+    assert_int_equal(one.memory.peak_allocated, 32002048 + 4096 + 2 * 4000256);
+    assert_int_equal(one.memory.peak_allocated, single.memory.peak_allocated);
+    assert_int_equal(one.peak.phase, VC_PHASE_OPTIMIZER);
+    vc_parallel other[] = {VC_PARALLEL_FSDP_GRAD_OP, VC_PARALLEL_FSDP_HYBRID};
+    for (size_t k = 0; k < 2; k++) {
+        vc_result r = estimate(other[k], 1, VC_OPTIM_ADAM);
+        assert_int_equal(r.memory.peak_allocated, one.memory.peak_allocated);
+        vc_result_free(&r);
+        trace_t t = trace(other[k], 1, VC_OPTIM_ADAM, "weight", 4000256);
+        assert_int_equal(t.max[0], w.max[0]);
+        assert_int_equal(t.max[1], w.max[1]);
+    }
+    vc_result_free(&one);
+    vc_result_free(&single);
 }
 
 /* HYBRID_SHARD: FULL_SHARD within an 8-GPU node, replicated across nodes
@@ -800,6 +847,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fsdp_resident),
+        cmocka_unit_test(test_fsdp_world1_no_shard),
         cmocka_unit_test(test_fsdp_full_shard_timeline),
         cmocka_unit_test(test_fsdp_shard_grad_op),
         cmocka_unit_test(test_fsdp_padding),

@@ -32,6 +32,12 @@ _use_low_precision_shard, post_unshard, _use_sharded_views, _use_sharded_grad_vi
 @00ae0bc91ac2c1718d1baa193d9d299e2b82776c _runtime_utils.py (_root_pre_forward, _cast_forward_inputs,
 _post_backward_hook, _cast_grad_to_param_dtype, _clear_grads_if_needed). fp16 is not measured: torch
 1.13's CPU matmul has no Half kernel ("addmm_impl_cpu_" not implemented for 'Half').
+
+--world 1: NO_SHARD, to which _init_core_state clamps every strategy on one rank
+(pytorch/pytorch@39ec502db40696605fd91001e5a0afa23ed62f20 _init_utils.py); its branches of
+pre_unshard, unshard, needs_unshard, post_unshard, post_reshard (_flat_param.py@01caf79e) and of
+_post_forward_reshard, _pre_backward_hook, _post_backward_hook (_runtime_utils.py@00ae0bc9):
+Unit.unshard_no_shard, Unit.reshard, Replica._post_backward_no_shard.
 """
 
 import argparse
@@ -91,6 +97,22 @@ MP_CASES = [
     (GPT, "gpt", 4, "adam", 4, "full_shard", False, "bf16", "fp32", False),
     (GPT, "gpt", 4, "adam", 3, "full_shard", True, None, None, True),
     (MLP, "mlp", 64, "adam", 16, "hybrid_shard", False, "bf16", "fp32", False),
+    # world size 1: _init_core_state clamps every strategy to NO_SHARD (see Unit.unshard_no_shard)
+    (MLP, "mlp", 64, "adam", 1, "full_shard", False, None, None, False),
+    (TSTACK, "tstack", 4, "adam", 1, "full_shard", True, None, None, False),
+    (GPTSTACK, "gptstack", 4, "adam", 1, "shard_grad_op", False, None, None, False),
+    (GPT, "gpt", 4, "adam", 1, "full_shard", False, None, None, False),
+    (MLP, "mlp", 64, "adam", 1, "full_shard", False, "bf16", "fp32", False),
+    (TSTACK, "tstack", 4, "adam", 1, "full_shard", False, "bf16", "bf16", False),
+    (GPTSTACK, "gptstack", 4, "adam", 1, "full_shard", True, "bf16", "fp32", False),
+    (MLP, "mlp", 64, "adam", 1, "full_shard", False, None, None, True),
+    (GPT, "gpt", 4, "adam", 1, "full_shard", False, None, None, True),
+    (GPTSTACK, "gptstack", 4, "adam", 1, "full_shard", False, "bf16", "fp32", True),
+    # peaks in backward at world size 1 (the ones above peak in Adam's step): _mp_shard, the casts
+    (GPT, "gpt", 4, "adam", 1, "full_shard", False, "bf16", "fp32", False),
+    (GPT, "gpt", 4, "adam", 1, "full_shard", True, "bf16", "bf16", False),
+    (TSTACK, "tstack", 8, "sgd", 1, "full_shard", False, "bf16", "bf16", False),
+    (GPTSTACK, "gptstack", 8, "sgd", 1, "full_shard", False, "bf16", "fp32", False),
 ]
 
 
@@ -108,6 +130,11 @@ class Unit:
 
     def __init__(self, torch, name, module, entries, world, shared=(), offload=False, pdt=None, rdt=None, orig=False):
         self.torch, self.name, self.module, self.world, self.offload = torch, name, module, world, offload
+        # world size 1: NO_SHARD (pytorch/pytorch@39ec502d _init_utils.py _init_core_state: "if
+        # state.world_size == 1: sharding_strategy = ShardingStrategy.NO_SHARD"); uses_sharded_strategy
+        # is then False throughout _flat_param.py and _runtime_utils.py
+        self.no_shard = world == 1
+        self.gpu_flat = None
         self.entries = [(mod, pname, tuple(p.shape), p.numel()) for mod, pname, p in entries]
         # shared (tied) parameters: (module, name, index of the entry it shares), set to the same
         # view (FlatParamHandle._use_unsharded_views, the _shared_param_infos loop)
@@ -178,8 +205,10 @@ class Unit:
         if self.mp:
             self.mp_shard = torch.empty(self.S, dtype=self.fwd_dtype)
             self.mp_shard.storage().resize_(0)
-        self.padded = torch.empty(world * self.S, dtype=self.fwd_dtype)
-        self.padded.storage().resize_(0)
+        self.padded = None  # NO_SHARD: init_flat_param_attributes makes no _full_param_padded
+        if not self.no_shard:
+            self.padded = torch.empty(world * self.S, dtype=self.fwd_dtype)
+            self.padded.storage().resize_(0)
         # use_orig_params=True: the original parameter variables are kept, and (shard() ->
         # _use_sharded_views) their data set to flattened views of this rank's shard
         # (flat_param[offset_in_shard : offset_in_shard + numel_in_shard], _get_shard_metadata) or a
@@ -216,7 +245,42 @@ class Unit:
             p.grad = None if info is None or not p.requires_grad else grad[info[0]:info[0] + info[1]]
 
     def unsharded(self):
+        if self.no_shard:
+            return (self.mp and self.mp_shard.storage().size() > 0) or self.gpu_flat is not None
         return self.padded.storage().size() > 0
+
+    def unshard_no_shard(self):
+        """NO_SHARD (pytorch/pytorch@01caf79e _flat_param.py): pre_unshard -> under parameter mixed
+        precision _use_low_precision_shard (_alloc_storage(_mp_shard, _local_shard.size()): the whole
+        unit in param_dtype, and _mp_shard.copy_(_local_shard.to(device)), flat_param.data = _mp_shard),
+        else under CPUOffload flat_param_to(self.device) (a GPU copy, a new tensor); unshard:
+        needs_unshard() is False without a sharded strategy, so _use_unsharded_flat_param(
+        self.flat_param): flat_param.data[:U] and the views; post_unshard frees nothing (it frees
+        _mp_shard only for sharded strategies; post_reshard does for NO_SHARD). A unit still unsharded
+        (prefetched: _handles_prefetched) is not unsharded again."""
+        torch = self.torch
+        if self.mp:
+            if self.mp_shard.storage().size() == 0:
+                self.mp_shard.storage().resize_(self.S)
+                with torch.no_grad():
+                    if self.offload:
+                        gpu_shard = torch.empty(self.S, dtype=self.local_shard.dtype)
+                        gpu_shard.copy_(self.local_shard)
+                        self.mp_shard.copy_(gpu_shard)
+                        del gpu_shard
+                    else:
+                        self.mp_shard.copy_(self.local_shard)
+            data = self.mp_shard
+        elif self.offload:
+            if self.gpu_flat is None:
+                self.gpu_flat = torch.empty(self.S, dtype=self.local_shard.dtype)
+                with torch.no_grad():
+                    self.gpu_flat.copy_(self.local_shard)
+            data = self.gpu_flat
+        else:
+            data = self.local_shard
+        self.flat_param.data = data[:self.U]
+        self.set_views()
 
     def unshard(self):
         """FlatParamHandle.unshard: _alloc_padded_unsharded_flat_param (_alloc_storage to world x
@@ -228,6 +292,8 @@ class Unit:
         _mp_shard.copy_(_local_shard.to(device)) (under CPUOffload the .to() is an H2D copy), the
         all-gather from _mp_shard, then post_unshard -> _free_low_precision_sharded_param."""
         torch = self.torch
+        if self.no_shard:
+            return self.unshard_no_shard()
         if not self.unsharded():
             if self.mp:
                 self.mp_shard.storage().resize_(self.S)
@@ -255,6 +321,10 @@ class Unit:
             if self.mp:
                 self.mp_shard.storage().resize_(0)
         self.flat_param.data = self.padded[:self.U]
+        self.set_views()
+
+    def set_views(self):
+        """_use_unsharded_views: split(numels) of flat_param, view(shape), set on the modules."""
         splits = self.flat_param.split(self.with_pad)
         views = [v.view(shape) for (_, _, shape, _), v in zip(self.entries, [v for v, pad in zip(splits, self.is_pad)
                                                                             if not pad])]
@@ -270,6 +340,13 @@ class Unit:
         self.flat_param.data = self.local_shard
         if self.orig:
             self.use_sharded_views()
+        if self.no_shard:
+            # reshard(free_unsharded_flat_param=False) then post_reshard: NO_SHARD under parameter
+            # mixed precision frees _mp_shard; under CPUOffload the GPU copy goes with flat_param.data
+            if self.mp:
+                self.mp_shard.storage().resize_(0)
+            self.gpu_flat = None
+            return
         self.padded.storage().resize_(0)
 
 
@@ -330,7 +407,8 @@ class Replica:
                 return out
             if u not in self.post_forward_order:
                 self.post_forward_order.append(u)
-            if u is not self.root and self.raf:
+            # NO_SHARD: _reshard(free=False) still runs (_use_sharded_flat_param, post_reshard), root too
+            if u.no_shard or (u is not self.root and self.raf):
                 u.reshard()
             outs = out if isinstance(out, (tuple, list)) else (out,)
             for t in outs:
@@ -361,6 +439,8 @@ class Replica:
         chunks[0]), kept in _saved_grad_shard (or added to it)."""
         torch = self.torch
         F = torch.nn.functional
+        if u.no_shard:
+            return self._post_backward_no_shard(u)
         with torch.no_grad():
             u.reshard()
             # autograd_computed_grad is held to the hook's end; a gradient not in _reduce_dtype is
@@ -394,6 +474,28 @@ class Replica:
                 u.use_sharded_grad_views(u.saved_grad_shard)
             del autograd_computed_grad, unsharded_grad, padded_unsharded_grad, chunks, new_sharded_grad
 
+    def _post_backward_no_shard(self, u):
+        """_post_backward_hook, NO_SHARD (_runtime_utils.py@00ae0bc9): _reshard(free=False:
+        _should_free_in_backward is False without a sharded strategy; post_reshard frees _mp_shard);
+        autograd_computed_grad held to the end; the cast to _reduce_dtype; the communication hook
+        (default_hooks.allreduce_hook, NO_SHARD's default: dist.all_reduce in place, nothing here at
+        world size 1); _cast_grad_to_param_dtype(flat_param.grad); .grad stays the unit's gradient."""
+        torch = self.torch
+        with torch.no_grad():
+            u.reshard()
+            autograd_computed_grad = u.flat_param.grad.data
+            if u.flat_param.grad.dtype != u.reduce_dtype:
+                u.flat_param.grad.data = u.flat_param.grad.to(u.reduce_dtype)
+            if u.flat_param.grad.dtype != u.flat_param.dtype:
+                low_prec_grad_data = u.flat_param.grad.data
+                u.flat_param.grad.data = u.flat_param.grad.data.to(dtype=u.flat_param.dtype)
+                del low_prec_grad_data
+            if u.offload:
+                u.cpu_grad.copy_(u.flat_param.grad)
+            if u.orig:
+                u.use_sharded_grad_views(u.flat_param.grad)
+            del autograd_computed_grad
+
     def final_callback(self):
         """_post_backward_final_callback -> _finalize_params -> prepare_gradient_for_optim:
         .grad = _saved_grad_shard, or with CPU offload .grad = _cpu_grad (and _saved_grad_shard
@@ -405,6 +507,8 @@ class Replica:
             if u.saved_grad_shard is not None:
                 u.flat_param.grad = u.cpu_grad if u.offload else u.saved_grad_shard
                 u.saved_grad_shard = None
+            elif u.no_shard and u.offload and u.flat_param.grad is not None:
+                u.flat_param.grad = u.cpu_grad  # prepare_gradient_for_optim: the _cpu_grad branch, NO_SHARD too
         self.ran_pre_backward = set()
 
 
