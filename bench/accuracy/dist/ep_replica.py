@@ -55,10 +55,11 @@ CASES = [
 ]
 
 
-def build_moe(cfg, ep, rank, group, pattern_of, fused_outputs_only=False):
-    """One rank's MoELayer. fused_outputs_only: weighted_swiglu_back's reading (the fused region's end)
-    holds only what the jit_fuser'd function returns (input_grad, weights_grad): its Python locals gw and
-    sig are dropped inside the region (ep_pp_replica.py; False, this file's own cases, keeps them)."""
+def build_moe(cfg, ep, rank, group, pattern_of, fused_outputs_only=True):
+    """One rank's MoELayer. fused_outputs_only (the default, as Megatron runs it): weighted_swiglu_back's
+    reading (the fused region's end) holds only what the jit_fuser'd function returns (input_grad,
+    weights_grad), one fused kernel with no intermediate tensors; its Python locals gw and sig are dropped
+    inside the region. False keeps them (ep_pp_replica.py's second set of runs shows their effect)."""
     import torch
     import torch.distributed as dist
     import torch.nn as nn
