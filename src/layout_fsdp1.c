@@ -410,19 +410,22 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
         return;
     }
     if (ph != VC_PHASE_BACKWARD) return;
-    /* NO_SHARD: the root's pre-backward (RU _pre_backward_hook, a hook on the root's forward
-     * outputs: it runs as their gradient arrives, after the loss's backward) unshards the root,
-     * freed at its post-forward (post_reshard: _mp_shard; CPUOffload: the GPU copy), and
-     * prefetches the last unit: at the first instance's backward (fsdp_replica.py's
-     * gptstack-b8-sgd-fsdp-w1-pbf16-rfp32 measured that timing). lay_n[0]: still to run. */
-    if (inst >= 0 && begin && b->lay_n[0]) {
+    /* The root's pre-backward (RU _pre_backward_hook, registered by _register_pre_backward_hooks on
+     * the root's forward outputs) runs as their gradient arrives. A Hugging Face model given labels
+     * (Trainer) returns its loss among them, so it runs as backward begins; a model whose loss is
+     * computed outside the root (a model file: the harness's loss) has it run after the loss's
+     * backward, at the first instance's (fsdp_replica.py's gptstack-b8-sgd-fsdp-w1-pbf16-rfp32
+     * measured that timing). It unshards the root (kept gathered after forward by FULL_SHARD and
+     * SHARD_GRAD_OP; NO_SHARD freed its _mp_shard or CPUOffload copy at the post-forward) and
+     * prefetches the last unit. lay_n[0]: still to run. */
+    bool loss_in_root = b->m->gen_json != NULL;
+    if ((inst >= 0 && begin && b->lay_n[0]) || (inst < 0 && begin && loss_in_root)) {
         b->lay_n[0] = 0;
         fsdp_unshard(b, 0, inst);
         if (b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
     }
     if (inst < 0) {
-        if (begin && no_shard(b)) b->lay_n[0] = 1;
-        else if (begin && b->flat[0].numel > 0) fsdp_unshard(b, (int32_t)b->nflat - 1, inst);
+        if (begin && !loss_in_root) b->lay_n[0] = 1;
         if (begin) { b->lay_cur = 0; return; }
         if (cur > 0) fsdp_post_backward(b, cur, inst);
         fsdp_post_backward(b, 0, inst);
