@@ -610,9 +610,12 @@ static void z3_reduce(vc_build *b, int32_t inst)
         int32_t p = z->bucket[k];
         int64_t part = z3_part(b->m->par[p].numel, world);
         /* offload_optimizer (partition_grads): the partition copied to the CPU buffer and back
-         * (grad_buffer.to(device), kept in `buffers` until the function returns), its norm
-         * (_constant_buffered_norm2: .double() of 250M-element pieces), and .float() for the
-         * CPU fp32 gradient (a copy unless fp32) */
+         * (grad_buffer = grad_buffer.to(device): `buffers` keeps the CPU narrow, appended before
+         * the rebinding, so this GPU copy goes when the next parameter's iteration rebinds
+         * grad_buffer, after this one's param.grad = None), its norm (_constant_buffered_norm2:
+         * .double() of 250M-element pieces), and .float() for the CPU fp32 gradient (a copy
+         * unless fp32) */
+        int32_t rebound = -1;
         if (z->off_opt && part > 0) {
             /* nvme (_offload_grad_partition_at_boundary, a swappable sub-group): the fp32
              * gradient goes into offload_fp32_gradients until _swap_out_offload_fp32_gradients
@@ -629,14 +632,16 @@ static void z3_reduce(vc_build *b, int32_t inst)
             int32_t f32 = f32in ? gpu : vc__alloc(b, vc_n_fixed(part), VC_DT_F32, keep ? CAT_GRAD : CAT_TEMP, inst);
             if (keep && z->kept[p] >= 0) vc__free(b, z->kept[p], inst); /* the dict's entry replaced */
             if (keep) z->kept[p] = f32;
-            if (!(keep && f32in)) copy[nc++] = gpu;
             if (!f32in && !keep) {
                 if (swap) copy[nc++] = f32;
                 else vc__free(b, f32, inst);
             }
+            if (f32in && swap && !keep) copy[nc++] = gpu; /* it is the fp32 gradient offload_fp32_gradients holds */
+            else if (!(keep && f32in)) rebound = gpu;
         }
         if (b->pgrad[p] >= 0) vc__free(b, b->pgrad[p], inst);
         b->pgrad[p] = -1;
+        if (rebound >= 0) vc__free(b, rebound, inst);
     }
     for (int32_t k = 0; k < nc; k++) vc__free(b, copy[k], inst);
     if (c >= 0) vc__free(b, c, inst);

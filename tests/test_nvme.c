@@ -82,14 +82,27 @@ static void assert_same(const vc_result *a, const vc_result *b)
  * elements, are within max_in_cpu (1e9): _create_param_groups_fp16_flat_cpu_memory
  * makes one pinned CPU buffer of all of them and _move_to_flat_buffer swaps every
  * sub-group in "permanently to CPU" (final_location 'not-nvme'). Nothing is on
- * NVMe during the step: the GPU side is --offload params' byte for byte. */
-static void test_train_in_cpu_equals_cpu_offload(void **state)
+ * NVMe during the step: the parameters' side is --offload params' byte for byte.
+ * The optimizer's is not quite: its sub-group is swappable, so partition_grads ->
+ * _offload_grad_partition_at_boundary appends each fp32 gradient (in fp32 training
+ * the GPU copy grad_buffer itself) to offload_fp32_gradients, and lengths of 499,500
+ * and 500 elements, not multiples of 256 (AIO_ALIGNED_BYTES / 4), stay on the GPU in
+ * unswapped_gradients until the step (optimizer_utils.py _swap_out_gradients). With
+ * CPU offload each GPU copy goes as the next parameter's iteration rebinds
+ * grad_buffer. So the resident figures are equal, and the peak, at the second
+ * Linear's float64 norm copy (_constant_buffered_norm2, 3,996,160 B), is higher by
+ * the first Linear's two kept partitions: 1,998,336 + 2,048 B. */
+static void test_train_nvme_vs_cpu_offload(void **state)
 {
     (void)state;
     vc_options c = opts(VC_PARALLEL_ZERO3, 2, VC_OFFLOAD_PARAMS, VC_OFFLOAD_DEVICE_CPU, 0);
     vc_options n = opts(VC_PARALLEL_ZERO3, 2, VC_OFFLOAD_PARAMS, VC_OFFLOAD_DEVICE_NVME, 0);
     vc_result rc = run(two, &c), rn = run(two, &n);
-    assert_same(&rc, &rn);
+    assert_int_equal(rc.memory.weights, rn.memory.weights);
+    assert_int_equal(rc.memory.gradients, rn.memory.gradients);
+    assert_int_equal(rc.memory.optimizer_states, rn.memory.optimizer_states);
+    assert_int_equal(rc.memory.activations, rn.memory.activations);
+    assert_int_equal(rn.memory.peak_allocated, rc.memory.peak_allocated + 1998336 + 2048);
     vc_result_free(&rc); vc_result_free(&rn);
 }
 
@@ -292,7 +305,7 @@ static void test_swap_buffers(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_train_in_cpu_equals_cpu_offload),
+        cmocka_unit_test(test_train_nvme_vs_cpu_offload),
         cmocka_unit_test(test_gds_buffers_fp32),
         cmocka_unit_test(test_gds_buffers_bf16_aligned),
         cmocka_unit_test(test_infer_nvme_prefetch),
