@@ -1,0 +1,167 @@
+/*
+ * report_csv.c — CSV output (--format csv): a report's columns as cells,
+ * --columns' choice of them, the header and a row (report.c has the table
+ * and JSON).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* CSV: the columns of a report as cells, each named by its header (the
+ * names --columns chooses by, docs/scripting.md), in the default order. */
+#define CSV_MAX_COLS 48
+typedef struct {
+    const char *name[CSV_MAX_COLS];
+    char *val[CSV_MAX_COLS]; /* NULL: the names alone (the header), or out of memory */
+    int n;
+    bool values, nomem;
+} csv_cells;
+
+static void cell(csv_cells *c, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cell(csv_cells *c, const char *name, const char *fmt, ...)
+{
+    if (c->n >= CSV_MAX_COLS) return;
+    c->name[c->n] = name;
+    c->val[c->n] = NULL;
+    if (c->values) {
+        char buf[64];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap); /* numbers and names of options: short */
+        va_end(ap);
+        if (!(c->val[c->n] = strdup(buf))) c->nomem = true;
+    }
+    c->n++;
+}
+
+static void cell_i(csv_cells *c, const char *name, int64_t v) { cell(c, name, "%" PRId64, v); }
+
+/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a newline */
+static void cell_s(csv_cells *c, const char *name, const char *s)
+{
+    if (c->n >= CSV_MAX_COLS) return;
+    char *q = NULL;
+    if (c->values && !strpbrk(s, ",\"\n")) q = strdup(s);
+    else if (c->values && (q = malloc(2 * strlen(s) + 3))) {
+        char *w = q;
+        *w++ = '"';
+        for (; *s; s++) {
+            if (*s == '"') *w++ = '"';
+            *w++ = *s;
+        }
+        *w++ = '"';
+        *w = 0;
+    }
+    if (c->values && !q) c->nomem = true;
+    c->name[c->n] = name;
+    c->val[c->n++] = q;
+}
+
+static void csv_cells_of(const vc_report *rep, csv_cells *c)
+{
+    const vc_options *o = rep->opts;
+    const vc_result *r = rep->r;
+    const vc_memory *m = &r->memory;
+    cell_s(c, "model", rep->model);
+    cell(c, "mode", "%s", vc_mode_name(o->mode));
+    cell_i(c, "batch", o->batch);
+    cell(c, "precision", "%s", vc_precision_name(o->precision));
+    cell(c, "optimizer", "%s", vc_optim_name(o->optim));
+    cell(c, "optimizer_impl", "%s", vc_optim_impl_name(o->optim_impl));
+    cell_i(c, "accumulate", o->accumulate);
+    cell(c, "attention", "%s", vc_attention_name(o->attention));
+    cell_i(c, "parameters", r->parameters);
+    cell_i(c, "trainable_parameters", r->trainable_parameters);
+    cell_i(c, "memory.weights", m->weights);
+    cell_i(c, "memory.gradients", m->gradients);
+    cell_i(c, "memory.optimizer_states", m->optimizer_states);
+    cell_i(c, "memory.activations", m->activations);
+    cell_i(c, "memory.workspace", m->workspace);
+    cell_i(c, "memory.peak_allocated", m->peak_allocated);
+    cell_i(c, "memory.reserved", m->reserved);
+    cell_i(c, "memory.cuda_context", m->cuda_context);
+    cell_i(c, "memory.total", m->total);
+    cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
+    cell_s(c, "peak.layer", r->peak.layer);
+    cell_s(c, "peak.kind", r->peak.kind);
+    cell_i(c, "peak.weights", r->peak.weights);
+    cell_i(c, "peak.gradients", r->peak.gradients);
+    cell_i(c, "peak.optimizer_states", r->peak.optimizer_states);
+    cell_i(c, "peak.activations", r->peak.activations);
+    cell_i(c, "peak.temporaries", r->peak.temporaries);
+    cell_i(c, "peak.workspace", r->peak.workspace);
+    if (rep->gpu) {
+        cell_s(c, "gpu.name", rep->gpu->name);
+        cell_i(c, "gpu.capacity", rep->gpu->capacity);
+        cell_i(c, "gpu.free", rep->gpu->capacity - m->total);
+        cell(c, "gpu.fits", "%s", report_fits(rep) ? "true" : "false");
+    }
+    if (rep->max_batch >= 0) cell_i(c, "max_batch", rep->max_batch);
+    if (rep->max_seq >= 0) {
+        cell_i(c, "max_seq", rep->max_seq);
+        cell(c, "max_seq_limited", "%s", rep->max_seq_limited ? "true" : "false");
+    }
+}
+
+/* The columns rep->columns names ("a,b,c"), as indices into the cells, in
+ * its order: the count, or -1 with the first unknown name in bad. */
+static int csv_pick(const vc_report *rep, const csv_cells *c, int pick[CSV_MAX_COLS], char *bad, size_t nbad)
+{
+    if (!rep->columns) {
+        for (int i = 0; i < c->n; i++) pick[i] = i;
+        return c->n;
+    }
+    int n = 0;
+    for (const char *s = rep->columns;;) {
+        size_t len = strcspn(s, ",");
+        int k = -1;
+        for (int i = 0; i < c->n && k < 0; i++)
+            if (strlen(c->name[i]) == len && !memcmp(c->name[i], s, len)) k = i;
+        if (k < 0 || n == CSV_MAX_COLS) {
+            snprintf(bad, nbad, "%.*s", (int)(len < 200 ? len : 200), s);
+            return -1;
+        }
+        pick[n++] = k;
+        if (!s[len]) return n;
+        s += len + 1;
+    }
+}
+
+int report_csv_check(const vc_report *rep, char *msg, size_t n)
+{
+    csv_cells c = {.n = 0};
+    int pick[CSV_MAX_COLS];
+    char bad[204];
+    static const vc_result none; /* the names alone: no value is read */
+    vc_report names = *rep;
+    names.r = &none;
+    csv_cells_of(&names, &c);
+    if (csv_pick(rep, &c, pick, bad, sizeof bad) >= 0) return 0;
+    size_t w = (size_t)snprintf(msg, n, "--columns: unknown column '%s' (choose from", bad);
+    for (int i = 0; i < c.n && w < n; i++) w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
+    if (w < n) snprintf(msg + w, n - w, "; gpu.* come with --gpu, max_batch with --max-batch, max_seq* with --max-seq)");
+    return -1;
+}
+
+static int csv_line(FILE *f, const vc_report *rep, bool values)
+{
+    csv_cells c = {.n = 0, .values = values};
+    int pick[CSV_MAX_COLS];
+    char bad[204];
+    csv_cells_of(rep, &c);
+    int n = csv_pick(rep, &c, pick, bad, sizeof bad); /* report_csv_check has refused unknown names */
+    for (int i = 0; i < n; i++) {
+        if (i) fputc(',', f);
+        fputs(values ? (c.val[pick[i]] ? c.val[pick[i]] : "") : c.name[pick[i]], f);
+    }
+    fputc('\n', f);
+    for (int i = 0; i < c.n; i++) free(c.val[i]);
+    return c.nomem || n < 0 ? -1 : 0;
+}
+
+int report_csv_header(FILE *f, const vc_report *rep) { return csv_line(f, rep, false); }
+int report_csv_row(FILE *f, const vc_report *rep) { return csv_line(f, rep, true); }
