@@ -215,20 +215,12 @@ def rank_main(case):
             return ddp(ids if first else input_tensor, labels) / micro  # forward_step: /= num_microbatches
         return ddp(ids if first else input_tensor)
 
-    def deallocate(out):  # deallocate_output_tensor (deallocate_pipeline_outputs True)
+    def deallocate(out):  # pp_replica's: the last stage's loss is not sent
         if not last:
-            out.data = torch.empty((1,), dtype=out.dtype)
+            pp_replica.deallocate_output_tensor(torch, out)
 
     def backward_step(input_tensor, output_tensor, output_tensor_grad):
-        if input_tensor is not None:
-            input_tensor.retain_grad()
-        if output_tensor_grad is None:
-            torch.autograd.backward(output_tensor)
-        else:  # custom_backward
-            Variable._execution_engine.run_backward(
-                tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
-                create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
-        return None if input_tensor is None else input_tensor.grad
+        return pp_replica.backward_step(torch, Variable, input_tensor, output_tensor, output_tensor_grad)
 
     def backward_flag(on):
         tr.O.opobs_set_backward(1 if on else 0)

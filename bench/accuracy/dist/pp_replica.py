@@ -133,6 +133,28 @@ class P2P:
         return self.recv_forward()
 
 
+def backward_step(torch, Variable, input_tensor, output_tensor, output_tensor_grad):
+    """schedules.py backward_step (Megatron-LM@d98e8a64): the input's retain_grad, then custom_backward
+    (the loss: torch.autograd.backward, whose ones_like seed is the same; else the engine's run_backward
+    with the received gradient); returns the input's gradient, the one sent back."""
+    if input_tensor is not None:
+        input_tensor.retain_grad()
+    if output_tensor_grad is None:
+        torch.autograd.backward(output_tensor)
+    else:  # custom_backward
+        Variable._execution_engine.run_backward(
+            tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
+            create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
+    return None if input_tensor is None else input_tensor.grad
+
+
+def deallocate_output_tensor(torch, out):
+    """schedules.py deallocate_output_tensor (deallocate_pipeline_outputs True): the sent output's
+    storage replaced by one element; nothing for the last stage's loss (None here or not sent)."""
+    if out is not None:
+        out.data = torch.empty((1,), dtype=out.dtype)
+
+
 def schedule_1f1b(pp, stage, micro, p2p, forward_step, backward_step, deallocate, backward_flag):
     """schedules.py forward_backward_pipelining_without_interleaving (MEG) for one stage: the warmup
     forwards, the 1F1B pairs, the cooldown backwards, with Megatron's p2p calls on `p2p` (P2P's six
@@ -243,24 +265,13 @@ def run_case(model, batch, optim, pp, micro, stage):
             loss = x.float().mean()
         return loss / micro  # forward_step: output_tensor /= num_microbatches
 
-    def deallocate(out):  # deallocate_output_tensor
+    def deallocate(out):  # the last stage's loss is not sent
         if not last:
-            out.data = torch.empty((1,), dtype=out.dtype)
-
-    def backward_step(input_tensor, output_tensor, output_tensor_grad):
-        if input_tensor is not None:
-            input_tensor.retain_grad()
-        if output_tensor_grad is None:
-            torch.autograd.backward(output_tensor)
-        else:  # custom_backward
-            Variable._execution_engine.run_backward(
-                tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
-                create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
-        return None if input_tensor is None else input_tensor.grad
+            deallocate_output_tensor(torch, out)
 
     def schedule():
-        schedule_1f1b(pp, stage, micro, P2P(recv_forward, recv_backward), forward_step, backward_step,
-                      deallocate, ph.backward)
+        schedule_1f1b(pp, stage, micro, P2P(recv_forward, recv_backward), forward_step,
+                      lambda i, o, g: backward_step(torch, Variable, i, o, g), deallocate, ph.backward)
 
     module.train()
     for step in range(1, 4):
@@ -391,21 +402,13 @@ def run_case_vp(model, batch, optim, pp, vp, micro, rank):
         input_tensor = input_tensors[c].pop(0)
         output_tensor = output_tensors[c].pop(0)
         output_tensor_grad = output_tensor_grads[c].pop(0)
-        if input_tensor is not None:
-            input_tensor.retain_grad()
         ph.backward(True)
-        if output_tensor_grad is None:
-            torch.autograd.backward(output_tensor)  # custom_backward(loss, None): ones_like, the same
-        else:  # custom_backward
-            Variable._execution_engine.run_backward(
-                tensors=(output_tensor,), grad_tensors=(output_tensor_grad,), keep_graph=False,
-                create_graph=False, inputs=tuple(), allow_unreachable=True, accumulate_grad=True)
+        input_tensor_grad = backward_step(torch, Variable, input_tensor, output_tensor, output_tensor_grad)
         ph.backward(False)
-        return None if input_tensor is None else input_tensor.grad
+        return input_tensor_grad
 
-    def deallocate(out):  # deallocate_output_tensor
-        if out is not None:
-            out.data = torch.empty((1,), dtype=out.dtype)
+    def deallocate(out):
+        deallocate_output_tensor(torch, out)
 
     warmup = 0
 
