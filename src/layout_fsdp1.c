@@ -154,14 +154,8 @@ static void fsdp_units(vc_build *b, int64_t group)
     }
     for (size_t u = 0; u < b->nflat && b->o.fsdp_use_orig_params; u++)
         if (b->flat[u].numel > 0) b->flat[u].numel = aligned_pad(b->flat[u].numel, group);
-    for (size_t p = 0; p < m->npar && b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE; p++)
-        if (m->par[p].fmt != VC_WEIGHTS_DENSE || (m->par[p].flags & VC_PARAM_F32)) {
-            b->st = VC_ERR_USAGE;
-            b->why_opt = "--fsdp-param-dtype";
-            snprintf(b->why, sizeof b->why, "FSDP1's MixedPrecision over %s parameters (%s) is not modelled",
-                     m->par[p].fmt != VC_WEIGHTS_DENSE ? "quantized" : "fp32-pinned", m->par[p].name ? m->par[p].name : "?");
-            return;
-        }
+    if (b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE && !vc__layout_dense_only(b, "--fsdp-param-dtype", "FSDP1's MixedPrecision"))
+        return;
     bool off = b->o.offload == VC_OFFLOAD_PARAMS;
     for (size_t u = 0; u < b->nflat; u++) {
         vc_flat_param *f = &b->flat[u];

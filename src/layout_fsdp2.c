@@ -189,14 +189,7 @@ void vc__fsdp2_flat(vc_build *b)
     z->causal = vc_loss_row_get(m->loss)->causal;
     z->last_inst = (int32_t)m->ninst - 1;
     z->saved = -1;
-    for (size_t p = 0; p < m->npar; p++)
-        if (m->par[p].fmt != VC_WEIGHTS_DENSE || (m->par[p].flags & VC_PARAM_F32)) {
-            b->st = VC_ERR_USAGE;
-            b->why_opt = "--parallel";
-            snprintf(b->why, sizeof b->why, "fsdp2 over %s parameters (%s) is not modelled",
-                     m->par[p].fmt != VC_WEIGHTS_DENSE ? "quantized" : "fp32-pinned", m->par[p].name ? m->par[p].name : "?");
-            return;
-        }
+    if (!vc__layout_dense_only(b, "--parallel", "fsdp2")) return;
     if (!f2_groups(b, z)) b->st = VC_ERR_NOMEM;
 }
 

@@ -346,6 +346,8 @@ void vc__model_hook(vc_build *b, bool begin);
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
 
+/* layout.c: false (and b->st set, naming opt) when a parameter is quantized or fp32-pinned */
+bool vc__layout_dense_only(vc_build *b, const char *opt, const char *what);
 /* layout_fsdp1.c: the FSDP units (unit_of per instance, 0 the root's); their
  * count; the fsdp, shard-grad-op and hybrid rows' hooks (policy.h vc_layout_row) */
 int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
