@@ -261,15 +261,7 @@ class Unit:
         torch = self.torch
         if self.mp:
             if self.mp_shard.storage().size() == 0:
-                self.mp_shard.storage().resize_(self.S)
-                with torch.no_grad():
-                    if self.offload:
-                        gpu_shard = torch.empty(self.S, dtype=self.local_shard.dtype)
-                        gpu_shard.copy_(self.local_shard)
-                        self.mp_shard.copy_(gpu_shard)
-                        del gpu_shard
-                    else:
-                        self.mp_shard.copy_(self.local_shard)
+                self.use_low_precision_shard()
             data = self.mp_shard
         elif self.offload:
             if self.gpu_flat is None:
@@ -281,6 +273,21 @@ class Unit:
             data = self.local_shard
         self.flat_param.data = data[:self.U]
         self.set_views()
+
+    def use_low_precision_shard(self):
+        """FP _use_low_precision_shard: _alloc_storage(_mp_shard), then
+        _mp_shard.copy_(_local_shard.to(device)); under CPUOffload the .to() is an H2D copy of the
+        full-precision shard, gone after the copy_."""
+        torch = self.torch
+        self.mp_shard.storage().resize_(self.S)
+        with torch.no_grad():
+            if self.offload:
+                gpu_shard = torch.empty(self.S, dtype=self.local_shard.dtype)
+                gpu_shard.copy_(self.local_shard)
+                self.mp_shard.copy_(gpu_shard)
+                del gpu_shard
+            else:
+                self.mp_shard.copy_(self.local_shard)
 
     def unshard(self):
         """FlatParamHandle.unshard: _alloc_padded_unsharded_flat_param (_alloc_storage to world x
@@ -296,15 +303,7 @@ class Unit:
             return self.unshard_no_shard()
         if not self.unsharded():
             if self.mp:
-                self.mp_shard.storage().resize_(self.S)
-                with torch.no_grad():
-                    if self.offload:
-                        gpu_shard = torch.empty(self.S, dtype=self.local_shard.dtype)
-                        gpu_shard.copy_(self.local_shard)
-                        self.mp_shard.copy_(gpu_shard)
-                        del gpu_shard
-                    else:
-                        self.mp_shard.copy_(self.local_shard)
+                self.use_low_precision_shard()
                 gpu_shard = self.mp_shard
             else:
                 gpu_shard = self.local_shard
