@@ -299,12 +299,12 @@ static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool
 
 /* A layer's `tie`: the earlier Linear or Embedding whose weight it shares (NULL: none). */
 static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const char *jpath, const vc_kind *k,
-                          const vc_inst **tie_out)
+                          int *tie_out)
 {
     vc_model *m = L->m;
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
-    const vc_inst *tie_to = NULL;
+    int tie_to = -1; /* an index: m->inst grows (realloc) while the layer is built */
     const cJSON *tv = cJSON_GetObjectItemCaseSensitive(item, "tie");
     if (tv) {
         vc__join(p, sizeof p, jpath, "tie");
@@ -317,9 +317,10 @@ static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const ch
         if (!e) return vc__fail(L, VC_ERR_MODEL, p, "no earlier layer is named \"%.60s\"", tv->valuestring);
         if (e->seq || e->inst < 0)
             return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is a Sequential; tie needs a Linear or Embedding", tv->valuestring);
-        tie_to = &m->inst[e->inst];
-        if (!(tie_to->kind->flags & VC_KIND_TIEABLE) || tie_to->np < 1)
-            return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is a %s; tie needs a Linear or Embedding", tv->valuestring, tie_to->kind->name);
+        const vc_inst *t = &m->inst[e->inst];
+        if (!(t->kind->flags & VC_KIND_TIEABLE) || t->np < 1)
+            return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is a %s; tie needs a Linear or Embedding", tv->valuestring, t->kind->name);
+        tie_to = e->inst;
     }
     *tie_out = tie_to;
     return VC_OK;
@@ -385,7 +386,7 @@ typedef struct {
     int depth;
     bool frozen, ckpt;
     int region;
-    const vc_inst *tie_to;
+    int tie_to; /* the tied instance's index in m->inst, or -1 */
 } copies_t;
 
 /* A Sequential's `repeat` copies, each a scope of its own. */
@@ -535,7 +536,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         return vc__fail(L, VC_ERR_MODEL, p, "repeat needs a layer with an input (each copy's output feeds the next); %s has none", kname);
     }
 
-    const vc_inst *tie_to = NULL;
+    int tie_to = -1;
     if (item_tie(L, S, item, jpath, k, &tie_to)) return L->err->code;
 
     int out = -1, first_inst = (int)m->ninst;

@@ -143,9 +143,10 @@ void vc__scope_free(scope *S);
 
 /* setup.c: one instance of kind k (a layer or a repeat copy): its setup on the
  * input values ins, the output shape's checks, its parameters (or the tied
- * one) and buffers into the model's tables; *out its output value. */
+ * one: tie_to, an index into m->inst, or -1) and buffers into the model's tables;
+ * *out its output value. */
 vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
-                          const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out);
+                          const int *ins, int nin, bool frozen, int region, int tie_to, int *out);
 
 /* quant.c: a config.json's quantization_config into q (format DENSE when
  * absent), errors naming its key; and, after loading, the storage format of

@@ -115,14 +115,14 @@ static bool lora_target(const char *name, const char *targets)
 /* Instance idx's parameters from its setup into the model's table (or the
  * tied weight for parameter 0), with their names, shapes and flags, and the
  * counts; whether each trains. */
-static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, bool frozen, const vc_inst *tie_to,
+static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, bool frozen, int tie_to,
                             const char *jpath)
 {
     vc_model *m = L->m;
     vc_inst *in = &m->inst[idx];
     for (int i = 0; i < P->np; i++) {
-        if (i == 0 && tie_to) {
-            int tp = tie_to->params[0];
+        if (i == 0 && tie_to >= 0) {
+            int tp = m->inst[tie_to].params[0];
             const vc_param_entry *T = &m->par[tp];
             if (T->nd != P->pnd[0] || memcmp(T->dims, P->pdims[0], (size_t)T->nd * sizeof *T->dims)) {
                 char p[300], a[200], c[200];
@@ -131,7 +131,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
                 vc_shape_str(&sc, c, sizeof c);
                 vc__join(p, sizeof p, jpath, "tie");
                 return vc__fail(L, VC_ERR_MODEL, p, "the weights differ in shape: this layer's is %s, %s's is %s",
-                            a, tie_to->path, c);
+                            a, m->inst[tie_to].path, c);
             }
             in->params[0] = tp;
             continue;
@@ -155,7 +155,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
 }
 
 vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jpath, const char *ipath,
-                             const int *ins, int nin, bool frozen, int region, const vc_inst *tie_to, int *out)
+                             const int *ins, int nin, bool frozen, int region, int tie_to, int *out)
 {
     vc_model *m = L->m;
     if (m->ninst >= VC_MAX_LAYERS)

@@ -381,6 +381,43 @@ static void test_rmsnorm_saved(void **state)
     vc_model_free(m);
 }
 
+/* A tied layer after the instance table has grown (issue 29): item_tie kept a
+ * pointer into m->inst across the realloc that adding instances makes; the
+ * table doubles at 16, 32 and 64 instances. The run under ASan
+ * (tests/run_sanitizers.sh) reports the read of freed memory; here the counts.
+ * Expected, by hand: an Embedding 100 x 8 (800) and a bias-free Linear tied to
+ * it (no parameters of its own); the six-key Gemma config with head_dim 16
+ * (GemmaConfig: tie_word_embeddings true): embed 1000 x 64 = 64,000, per layer
+ * q 64x64 + k 64x32 + v 64x32 + o 64x64 + gate/up/down 3 x 64x128 + 2 norms
+ * x 64 = 36,992, two layers, final norm 64: 138,048. */
+static void test_tie_after_growth(void **state)
+{
+    (void)state;
+    const size_t ns[] = {16, 32, 64};
+    for (size_t t = 0; t < 3; t++) {
+        char json[8192];
+        int len = snprintf(json, sizeof json,
+                           "{\"input\": {\"shape\": [4], \"dtype\": \"int64\"}, \"layers\": ["
+                           "{\"type\": \"Embedding\", \"name\": \"emb\", \"num_embeddings\": 100, \"embedding_dim\": 8}");
+        for (size_t i = 1; i < ns[t]; i++) len += snprintf(json + len, sizeof json - (size_t)len, ", {\"type\": \"ReLU\"}");
+        snprintf(json + len, sizeof json - (size_t)len,
+                 ", {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 100, \"bias\": false, \"tie\": \"emb\"}]}");
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(json, strlen(json), "tie.json", &m, &err), VC_OK);
+        assert_int_equal(vc_model_layer_count(m), ns[t] + 1);
+        assert_int_equal(vc_model_parameters(m), 800);
+        vc_model_free(m);
+    }
+    static const char gemma[] = "{\"model_type\":\"gemma\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                                "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string_hf(gemma, strlen(gemma), "config.json", NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), 138048);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_seq),              cmocka_unit_test(test_moe_imbalance),
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
+        cmocka_unit_test(test_tie_after_growth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
