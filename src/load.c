@@ -701,10 +701,31 @@ static vc_status load_loss(loader *L, const cJSON *root)
              : vc__fail(L, VC_ERR_MODEL, "loss", "expected %s, got %s", all, got);
 }
 
+/* The encoding of a text that is UTF-16 or UTF-32, not UTF-8, NULL
+ * otherwise: its byte-order mark (Unicode 15, 23.8 "Byte Order Mark"), or
+ * without one the pattern of NUL bytes JSON's first two ASCII characters
+ * make (RFC 4627 section 3). PowerShell 5's '>' and Out-File write UTF-16LE
+ * with a BOM. JSON text is UTF-8 (RFC 8259 section 8.1). */
+static const char *wide_encoding(const unsigned char *s, size_t n)
+{
+    if (n >= 4 && !memcmp(s, "\xFF\xFE\0\0", 4)) return "UTF-32 (little-endian)";
+    if (n >= 4 && !memcmp(s, "\0\0\xFE\xFF", 4)) return "UTF-32 (big-endian)";
+    if (n >= 2 && s[0] == 0xFF && s[1] == 0xFE) return "UTF-16 (little-endian)";
+    if (n >= 2 && s[0] == 0xFE && s[1] == 0xFF) return "UTF-16 (big-endian)";
+    if (n < 4) return NULL;
+    if (!s[0] && !s[1] && !s[2] && s[3]) return "UTF-32 (big-endian)";
+    if (s[0] && !s[1] && !s[2] && !s[3]) return "UTF-32 (little-endian)";
+    if (!s[0] && s[1] && !s[2] && s[3]) return "UTF-16 (big-endian)";
+    if (s[0] && !s[1] && s[2] && !s[3]) return "UTF-16 (little-endian)";
+    return NULL;
+}
+
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
     m->cfg_dtype = -1; /* a config.json sets it (vc_hf_dtype) */
+    const char *enc = wide_encoding((const unsigned char *)m->text, m->text_len);
+    if (enc) return vc_set_error(err, VC_ERR_PARSE, NULL, "the file is %s; save it as UTF-8", enc);
     bool blank = true;
     for (size_t i = 0; i < m->text_len && blank; i++) blank = strchr(" \t\r\n", m->text[i]) != NULL;
     if (blank) return vc_set_error(err, VC_ERR_PARSE, NULL, m->text_len ? "the file has only whitespace: no JSON object" : "the file is empty");

@@ -161,38 +161,11 @@ vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_mo
     vc_error_clear(err);
     *out = NULL;
     snprintf(err->file, sizeof err->file, "%s", path);
-    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-    if (!f) return vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(errno));
     /* Read at most VC_MAX_FILE_BYTES + 1 bytes: one more than the limit is enough to refuse it. */
-    size_t cap = 65536, len = 0, limit = (size_t)VC_MAX_FILE_BYTES + 1;
-    char *buf = malloc(cap);
-    int rerr = 0;
-    while (buf) {
-        if (len == cap) {
-            if (cap >= limit) break;
-            size_t nc = cap * 2 < limit ? cap * 2 : limit;
-            char *nb = realloc(buf, nc);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) rerr = errno ? errno : EIO;
-            break;
-        }
-    }
-    if (f != stdin) fclose(f);
-    if (!buf) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    if (rerr) {
-        free(buf);
-        return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(rerr));
-    }
+    char *buf;
+    size_t len;
+    vc_status rst = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
+    if (rst != VC_OK) return rst;
     vc_status st = vc_model_load_string_hf(buf, len, path, hf, out, err);
     free(buf);
     return st;

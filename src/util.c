@@ -1,9 +1,14 @@
 /*
  * util.c — errors, arena, edit distance.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -226,4 +231,158 @@ void vc_arena_free(vc_arena *a)
         free(c);
     }
     free(a);
+}
+
+/* ------------------------------------------------------------- model files */
+
+const char *vc_file_kind_refusal(unsigned mode)
+{
+    if (S_ISREG(mode) || S_ISFIFO(mode)) return NULL;
+    if (S_ISDIR(mode)) return "a directory, not a model file: give the model's .json file (for a Hugging Face model, its config.json)";
+    if (S_ISCHR(mode)) return "a character device, not a model file (to read standard input, give '-')";
+    if (S_ISBLK(mode)) return "a block device, not a model file";
+    if (S_ISSOCK(mode)) return "a socket, not a model file";
+    return "not a regular file";
+}
+
+/* Reads f to its end after the `len` bytes already in buf (cap of them
+ * allocated), at most limit bytes in all: 0, or an errno (ENOMEM included);
+ * buf is freed on failure. */
+static int read_all(FILE *f, size_t limit, char **bufp, size_t cap, size_t *lenp)
+{
+    char *buf = *bufp;
+    size_t len = *lenp;
+    int rerr = 0;
+    while (!rerr) {
+        if (len == cap) {
+            if (cap >= limit) break;
+            size_t nc = cap * 2 < limit ? cap * 2 : limit;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                rerr = ENOMEM;
+                break;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        errno = 0;
+        size_t n = fread(buf + len, 1, cap - len, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) rerr = errno ? errno : EIO;
+            break;
+        }
+    }
+    if (rerr) {
+        free(buf);
+        buf = NULL;
+        len = 0;
+    }
+    *bufp = buf;
+    *lenp = len;
+    return rerr;
+}
+
+/* fifo(7): opened for reading without O_NONBLOCK, a FIFO waits in open(2)
+ * for a writer, for ever when none comes. Opened with O_NONBLOCK, open
+ * returns at once and a read gives data, EAGAIN (a writer has it open but
+ * has written nothing yet) or 0 (no writer: pipe(7)). A writer started just
+ * before the reader (`cat m.json > FIFO & vramcalc FIFO`) may not have
+ * reached its open yet: it is given FIFO_WAIT_MS to come. Returns 0 (a
+ * writer, *got bytes of its data in buf), -1 (no writer came) or an errno. */
+#define FIFO_WAIT_MS 3000
+static int fifo_first_read(int fd, char *buf, size_t cap, size_t *got)
+{
+    *got = 0;
+    for (int waited = 0;;) {
+        ssize_t n = read(fd, buf, cap);
+        if (n > 0) {
+            *got = (size_t)n;
+            return 0;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (n < 0 && errno != EINTR) return errno;
+        if (n == 0) {
+            if (waited >= FIFO_WAIT_MS) return -1;
+            struct pollfd p = {fd, POLLIN, 0};
+            (void)poll(&p, 1, 50); /* wakes when a writer writes (or comes and goes) */
+            waited += 50;
+        }
+    }
+}
+
+/* Opens path for vc_read_file: its descriptor, reads blocking, with the
+ * first bytes of a FIFO already read into b (*got). -1 with the error set. */
+static int open_model_file(const char *path, char *b, size_t cap, size_t *got, vc_error *err)
+{
+    /* What the path names, before opening it: opening a device can do
+     * something (a tape rewinds), opening a FIFO waits for a writer. */
+    struct stat st;
+    if (stat(path, &st)) return vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(errno)), -1;
+    const char *no = vc_file_kind_refusal(st.st_mode);
+    if (no) return vc_set_error(err, VC_ERR_IO, NULL, "%s", no), -1;
+    /* O_NONBLOCK: open(2) of a FIFO returns at once, writer or not */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(errno)), -1;
+    int e = fstat(fd, &st) ? errno : 0;
+    if (!e && (no = vc_file_kind_refusal(st.st_mode))) { /* the path names something else by now */
+        close(fd);
+        return vc_set_error(err, VC_ERR_IO, NULL, "%s", no), -1;
+    }
+    int fr = !e && S_ISFIFO(st.st_mode) ? fifo_first_read(fd, b, cap, got) : 0;
+    if (fr < 0) {
+        close(fd);
+        return vc_set_error(err, VC_ERR_IO, NULL,
+                            "a FIFO with nothing to read: no program opened it for writing within %d seconds "
+                            "(start the writer first, e.g. 'cat model.json > FIFO &', or pipe the model into '-')",
+                            FIFO_WAIT_MS / 1000),
+               -1;
+    }
+    if (fr > 0) {
+        close(fd);
+        return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(fr)), -1;
+    }
+    /* reads block again: a FIFO's writer may be slow */
+    int fl = e ? -1 : fcntl(fd, F_GETFL);
+    if (e || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        e = e ? e : errno;
+        close(fd);
+        return vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(e)), -1;
+    }
+    return fd;
+}
+
+vc_status vc_read_file(const char *path, size_t limit, char **buf, size_t *len, vc_error *err)
+{
+    *buf = NULL;
+    *len = 0;
+    size_t cap = limit > 65536 ? 65536 : limit ? limit : 1, got = 0;
+    char *b = malloc(cap);
+    if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    FILE *f = stdin;
+    if (!strcmp(path, "-")) {
+        /* standard input as it is (a terminal, a pipe, a file, /dev/null): as jq and cat read it */
+        struct stat st;
+        if (fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
+            free(b);
+            return vc_set_error(err, VC_ERR_IO, NULL, "standard input is %s", vc_file_kind_refusal(st.st_mode));
+        }
+    } else {
+        int fd = open_model_file(path, b, cap, &got, err);
+        if (fd < 0 || !(f = fdopen(fd, "rb"))) {
+            if (fd >= 0) {
+                vc_set_error(err, VC_ERR_IO, NULL, "cannot open: %s", strerror(errno));
+                close(fd);
+            }
+            free(b);
+            return err ? err->code : VC_ERR_IO;
+        }
+    }
+    int rerr = read_all(f, limit, &b, cap, &got);
+    if (f != stdin) fclose(f);
+    if (rerr == ENOMEM) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    if (rerr) return vc_set_error(err, VC_ERR_IO, NULL, "cannot read: %s", strerror(rerr));
+    *buf = b;
+    *len = got;
+    return VC_OK;
 }

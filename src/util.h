@@ -29,6 +29,18 @@ void vc_cat_index(char *buf, size_t n, const char *a, const char *b, long long i
 /* Edit distance (Levenshtein plus adjacent swaps); 99 for strings over 64 bytes. */
 int vc_edit_distance(const char *a, const char *b);
 
+/* A model file's bytes, at most `limit` of them (one more than a size limit
+ * is enough to refuse it): *buf (malloc'd, the caller frees) and *len.
+ * "-" reads standard input. What the path names is checked before it is
+ * read (vc_file_kind_refusal): a directory or a device is refused, a FIFO is
+ * opened without blocking (cat and jq would wait for a writer for ever) and
+ * refused when no program writes it. Errors: VC_ERR_IO (or VC_ERR_NOMEM),
+ * the message without the path (err->file holds it). */
+vc_status vc_read_file(const char *path, size_t limit, char **buf, size_t *len, vc_error *err);
+/* Why a file of this st_mode cannot be read as a model, NULL when it can
+ * (a regular file, or a FIFO / pipe). The one place that decides. */
+const char *vc_file_kind_refusal(unsigned mode);
+
 /* Bump allocator for strings and configs freed together with the model. */
 typedef struct vc_arena vc_arena;
 vc_arena *vc_arena_new(void);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,7 @@ static void run_cli(const char *const *args, const char *in, run_result *r)
         int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         int fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fi < 0 || fo < 0 || fe < 0) _exit(127);
+        alarm(60); /* a run that hangs (a FIFO's open) dies of SIGALRM and fails its check */
         dup2(fi, 0);
         dup2(fo, 1);
         dup2(fe, 2);
@@ -280,7 +282,9 @@ static const cli_case cli_cases[] = {
     {{"--params", "1000", "--activations", "9223372036854775807", "--batch", "4"}, "overflows 64-bit arithmetic"},
     {{"--batch", "2"}, "no model file"},
     {{"/nonexistent/model.json"}, "/nonexistent/model.json: cannot open: No such file or directory"},
-    {{"/"}, "/: cannot read: Is a directory"},
+    /* what a path names, checked before it is opened (src/util.c vc_read_file) */
+    {{"/"}, "/: a directory, not a model file: give the model's .json file (for a Hugging Face model, its config.json)"},
+    {{"/dev/null"}, "/dev/null: a character device, not a model file (to read standard input, give '-')"},
 };
 
 static void test_cli_case(void **state)
@@ -307,6 +311,79 @@ static void test_cli_stdin(void **state)
     run_result r;
     run_cli(argv, broken_path, &r);
     assert_int_equal(check_usage_error("vramcalc - < broken", &r, "-:3:1: invalid JSON: unexpected end of the file"), 0);
+}
+
+/* Standard input redirected from a directory: refused like a directory path. */
+static void test_cli_stdin_directory(void **state)
+{
+    (void)state;
+    const char *argv[] = {"-", NULL};
+    run_result r;
+    run_cli(argv, "/", &r);
+    assert_int_equal(check_usage_error("vramcalc - < /", &r, "-: standard input is a directory, not a model file"), 0);
+}
+
+/* A FIFO no program writes: open(2) without O_NONBLOCK would wait for a
+ * writer for ever (fifo(7)); it is opened without blocking and refused
+ * with one line at once (run_cli's alarm fails a hang). */
+static void test_cli_fifo_no_writer(void **state)
+{
+    (void)state;
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/nowriter.fifo", tmpdir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *argv[] = {fifo, NULL};
+    run_result r;
+    run_cli(argv, NULL, &r);
+    assert_int_equal(check_usage_error("vramcalc FIFO (no writer)", &r, "nowriter.fifo: a FIFO with nothing to read: no program opened it for writing within 3 seconds"), 0);
+    unlink(fifo);
+}
+
+/* A FIFO with a writer still reads as cat and jq read it: the writer blocks
+ * in open until the reader comes, then writes slowly (in two parts with a
+ * pause); the estimate is the regular file's, byte for byte. */
+static void test_cli_fifo_with_writer(void **state)
+{
+    (void)state;
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/writer.fifo", tmpdir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *argv_file[] = {model_path, NULL};
+    run_result want;
+    run_cli(argv_file, NULL, &want);
+    assert_int_equal(want.status, 0);
+    fflush(NULL);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        alarm(60);
+        int fd = open(fifo, O_WRONLY); /* blocks until the CLI opens the FIFO */
+        FILE *src = fopen(model_path, "rb");
+        if (fd < 0 || !src) _exit(1);
+        char buf[4096];
+        size_t n = fread(buf, 1, sizeof buf, src);
+        size_t half = n / 2;
+        if (write(fd, buf, half) != (ssize_t)half) _exit(1);
+        usleep(200000); /* the reader waits for the rest */
+        if (write(fd, buf + half, n - half) != (ssize_t)(n - half)) _exit(1);
+        _exit(0);
+    }
+    const char *argv[] = {fifo, NULL};
+    run_result r;
+    run_cli(argv, NULL, &r);
+    int st;
+    while (waitpid(w, &st, 0) < 0 && errno == EINTR) {}
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.err_len, 0);
+    /* the report names the file it read: compare from its second line on */
+    const char *a = strchr(r.out, '\n'), *b = strchr(want.out, '\n');
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b);
+    unlink(fifo);
 }
 
 /* --gpu is another issue's; test its unknown-preset error once it exists. */
@@ -353,7 +430,7 @@ static int cli_setup(void **state)
 static int run_cli_tests(void)
 {
     size_t n = sizeof cli_cases / sizeof *cli_cases;
-    struct CMUnitTest *t = calloc(n + 2, sizeof *t);
+    struct CMUnitTest *t = calloc(n + 5, sizeof *t);
     char (*names)[300] = calloc(n, sizeof *names);
     if (!t || !names) return 1;
     for (size_t i = 0; i < n; i++) {
@@ -365,7 +442,10 @@ static int run_cli_tests(void)
     }
     t[n] = (struct CMUnitTest)cmocka_unit_test(test_cli_stdin);
     t[n + 1] = (struct CMUnitTest)cmocka_unit_test(test_cli_unknown_gpu);
-    int rc = _cmocka_run_group_tests("command line", t, n + 2, cli_setup, NULL);
+    t[n + 2] = (struct CMUnitTest)cmocka_unit_test(test_cli_stdin_directory);
+    t[n + 3] = (struct CMUnitTest)cmocka_unit_test(test_cli_fifo_no_writer);
+    t[n + 4] = (struct CMUnitTest)cmocka_unit_test(test_cli_fifo_with_writer);
+    int rc = _cmocka_run_group_tests("command line", t, n + 5, cli_setup, NULL);
     free(t);
     free(names);
     return rc;
@@ -546,9 +626,30 @@ static void test_limits(void **state)
     free(text);
     assert_null(m);
     assert_non_null(strstr(err.msg, "64 MiB"));
-    /* an endless file is read only up to the limit */
-    assert_int_equal(vc_model_load_file("/dev/zero", &m, &err), VC_ERR_LIMIT);
+    /* an endless file (a FIFO whose writer never stops; /dev/zero, a
+     * character device, is refused before it is read) is read only up to
+     * the limit */
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/endless.fifo", tmpdir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    fflush(NULL);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        alarm(60);
+        signal(SIGPIPE, SIG_DFL);
+        int fd = open(fifo, O_WRONLY);
+        static char zeros[65536];
+        while (fd >= 0 && write(fd, zeros, sizeof zeros) > 0) {}
+        _exit(0); /* the reader closed it: EPIPE or SIGPIPE */
+    }
+    assert_int_equal(vc_model_load_file(fifo, &m, &err), VC_ERR_LIMIT);
     assert_null(m);
+    kill(w, SIGTERM); /* if the reader's close has not ended it yet */
+    int wst;
+    while (waitpid(w, &wst, 0) < 0 && errno == EINTR) {}
+    unlink(fifo);
     /* nesting, layers, dims, dim size: see tests/bad; here the depth limit exactly */
     char seq[8192] = "{\"type\": \"ReLU\"}";
     for (int i = 0; i < VC_MAX_DEPTH; i++) {
@@ -562,6 +663,68 @@ static void test_limits(void **state)
     vc_model_free(m);
     /* a NULL error pointer is allowed */
     assert_int_equal(vc_model_load_string("[", 1, "x", &m, NULL), VC_ERR_PARSE);
+}
+
+/* A UTF-16 or UTF-32 text is named as such (by its byte-order mark, or the
+ * NUL bytes around JSON's first ASCII characters, RFC 4627 section 3), not
+ * reported as "got the byte 0xff"; a UTF-8 text with a NUL byte is not. */
+static void test_wide_encodings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *msg; /* NULL: not a wide encoding */
+    } c[] = {
+        {"\xff\xfe{\0}\0", 6, "the file is UTF-16 (little-endian); save it as UTF-8"},
+        {"\xfe\xff\0{\0}", 6, "the file is UTF-16 (big-endian); save it as UTF-8"},
+        {"{\0 \0}\0", 6, "the file is UTF-16 (little-endian); save it as UTF-8"},
+        {"\0{\0 \0}", 6, "the file is UTF-16 (big-endian); save it as UTF-8"},
+        {"\xff\xfe\0\0{\0\0\0", 8, "the file is UTF-32 (little-endian); save it as UTF-8"},
+        {"\0\0\xfe\xff\0\0\0{", 8, "the file is UTF-32 (big-endian); save it as UTF-8"},
+        {"{\0\0\0}\0\0\0", 8, "the file is UTF-32 (little-endian); save it as UTF-8"},
+        {"\0\0\0{\0\0\0}", 8, "the file is UTF-32 (big-endian); save it as UTF-8"},
+        {"\xff\xfe", 2, "the file is UTF-16 (little-endian); save it as UTF-8"}, /* the BOM alone */
+        {"{\0", 2, NULL},                                                       /* too short to tell */
+        {"{\"a\0", 4, NULL},                                                     /* UTF-8 with a NUL */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        vc_status st = vc_model_load_string(c[i].text, c[i].len, "m.json", &m, &err);
+        assert_int_equal(st, VC_ERR_PARSE);
+        assert_null(m);
+        if (c[i].msg) {
+            assert_string_equal(err.msg, c[i].msg);
+            assert_int_equal(err.line, 0); /* the whole file: no position */
+        } else {
+            assert_null(strstr(err.msg, "UTF-"));
+            assert_true(err.line > 0);
+        }
+    }
+}
+
+/* vc_model_load_file on what is not a file: refused, at once, as VC_ERR_IO. */
+static void test_file_kinds(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_file(tmpdir, &m, &err), VC_ERR_IO);
+    assert_non_null(strstr(err.msg, "a directory, not a model file"));
+    assert_string_equal(err.file, tmpdir);
+    assert_int_equal(vc_model_load_file("/dev/zero", &m, &err), VC_ERR_IO);
+    assert_non_null(strstr(err.msg, "a character device"));
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/api.fifo", tmpdir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(60); /* a blocking open would hang here */
+    assert_int_equal(vc_model_load_file(fifo, &m, &err), VC_ERR_IO);
+    alarm(0);
+    assert_non_null(strstr(err.msg, "a FIFO with nothing to read"));
+    assert_null(m);
+    unlink(fifo);
 }
 
 static void test_input_override_recovers(void **state)
@@ -591,6 +754,7 @@ static int run_api_tests(void)
         cmocka_unit_test(test_positions), cmocka_unit_test(test_one_line),
         cmocka_unit_test(test_format),    cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_path_concat),
         cmocka_unit_test(test_limits),    cmocka_unit_test(test_input_override_recovers),
+        cmocka_unit_test(test_wide_encodings), cmocka_unit_test(test_file_kinds),
     };
     return cmocka_run_group_tests_name("library", t, NULL, NULL);
 }
