@@ -18,10 +18,10 @@
  *   - a file the run wrote (--plot's SVG) is clean text too.
  *
  * Each run happens in a private working directory holding the model files
- * the arguments may name (m.json, t.json, c.json, hf.json, bad.json, d.json; '-'
- * reads m.json on standard input). An argument with a '/' is skipped (not
- * run): --plot may only write inside that directory, which is restored
- * after every run.
+ * the arguments may name (m.json, t.json, c.json, hf.json, bad.json, d.json,
+ * g.json, e.json, x.json; '-' reads m.json on standard input). An argument
+ * with a '/' is skipped (not run): --plot may only write inside that
+ * directory, which is restored after every run.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -71,6 +71,19 @@ static const model_file files[] = {
                "[{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", \"layers\": [{\"type\": \"Sequential\", "
                "\"layers\": [{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64}]}]}]}]}, "
                "{\"type\": \"TransformerEncoderLayer\", \"d_model\": 64, \"nhead\": 4, \"batch_first\": true}]}\n"},
+    /* issue 29: the six-key Gemma config (a tied embedding: the use-after-free
+     * of item_tie), a hand-written model whose tied layer is instance 16 (where
+     * the instance table first grows), a small Mixtral (MoE: --ep,
+     * --moe-imbalance) */
+    {"g.json", "{\"model_type\":\"gemma\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+               "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2}\n"},
+    {"e.json", "{\"name\": \"tied at 16\", \"input\": {\"shape\": [4], \"dtype\": \"int64\"}, \"layers\": [\n"
+               "  {\"type\": \"Embedding\", \"num_embeddings\": 100, \"embedding_dim\": 8, \"name\": \"emb\"},\n"
+               "  {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8, \"repeat\": 15},\n"
+               "  {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 100, \"bias\": false, \"tie\": \"emb\"}]}\n"},
+    {"x.json", "{\"architectures\": [\"MixtralForCausalLM\"], \"model_type\": \"mixtral\", \"hidden_size\": 64,"
+               " \"intermediate_size\": 128, \"num_attention_heads\": 4, \"num_hidden_layers\": 2, \"num_key_value_heads\": 2,"
+               " \"num_local_experts\": 4, \"num_experts_per_tok\": 2, \"vocab_size\": 1000, \"torch_dtype\": \"bfloat16\"}\n"},
 };
 #define NFILES (sizeof files / sizeof *files)
 

@@ -1,6 +1,8 @@
 /*
  * fuzz_load.c — libFuzzer harness: model text -> vc_model_load_string ->
- * vc_estimate / vc_trace under several option sets.
+ * vc_estimate / vc_trace under several option sets: train and infer, and
+ * (issue 29) generate with every cache, the parallel layouts (and a
+ * pipeline), quantized weights, LoRA and vLLM serving (vc_serve).
  *
  * Build: cmake -DCMAKE_C_COMPILER=clang -DVRAMCALC_FUZZ=ON (see fuzz/run.sh).
  * Besides ASan/UBSan findings, the harness aborts when a successful call
@@ -173,6 +175,114 @@ static void check_estimator(const vc_model *m, size_t size)
     vc_estimator_free(e);
 }
 
+/* vc_serve (src/serve.c): the pool is what is left of the request, its
+ * blocks hold its tokens, concurrency is whole requests. */
+static void check_serve(const vc_model *m, size_t size)
+{
+    static const char *const cards[] = {"h100-80gb", "rtx4090", "a100-40gb", "1GB"};
+    vc_gpu_spec g;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc_gpu_parse(cards[size % 4], &g, &err) != VC_OK) return;
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.prompt = (int64_t)(size % 3 ? 1 + size % 600 : INT64_C(1) << 40);
+    o.new_tokens = 1 + (int64_t)(size % 17);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    if (size % 5 == 1) so.max_num_batched_tokens = 1;
+    if (size % 7 == 2) so.block_size = 32;
+    if (size % 11 == 3) so.gpu_memory_utilization = 1.0;
+    if (size % 13 == 4) so.kv_cache_dtype = (vc_kv_dtype)(size % VC_KV__N);
+    vc_serve_result r;
+    memset(&r, 0, sizeof r);
+    memset(&err, 0, sizeof err);
+    vc_status st = vc_serve(m, &o, &so, &g, &r, &err);
+    if (st != VC_OK) {
+        check_error(st, &err);
+        return;
+    }
+    CHECK(r.weights >= 0 && r.profile_peak >= r.weights && r.requested > 0 && r.page_bytes > 0);
+    CHECK(r.kv_cache == r.requested - r.profile_peak && r.kv_cache > 0);
+    CHECK(r.blocks >= 0 && r.blocks <= r.kv_cache / r.page_bytes);
+    CHECK(r.tokens == r.blocks * so.block_size);
+    CHECK(r.request_tokens == o.prompt + o.new_tokens);
+    CHECK(r.concurrency >= 1 && r.max_num_seqs >= 1 && r.max_num_batched_tokens >= 1);
+}
+
+/* Generation (every cache), the parallel layouts, quantized weights and
+ * LoRA adapters: each either estimates within the invariants or refuses
+ * with one line. After: no adapters, dense weights. */
+static void run_newer(vc_model *m, size_t size)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.batch = 1 + (int64_t)(size % 3);
+    o.prompt = 1 + (int64_t)(size % 64);
+    o.new_tokens = 1 + (int64_t)(size % 5);
+    o.cache = (vc_cache)(size % VC_CACHE__N);
+    o.kv_bits = size % 2 ? 2 : 4;
+    o.precision = size % 2 ? VC_PREC_BF16 : VC_PREC_FP16;
+    run(m, &o, 0);
+
+    vc_options_init(&o);
+    o.parallel = (vc_parallel)(size % VC_PARALLEL__N);
+    o.gpus = INT64_C(1) << (size % 4);
+    o.precision = o.parallel == VC_PARALLEL_MEGATRON || o.parallel == VC_PARALLEL_MEGATRON_DIST ? VC_PREC_MIXED_BF16
+                                                                                                : VC_PREC_AMP_BF16;
+    o.offload = (vc_offload)(size / 7 % VC_OFFLOAD__N);
+    o.batch = 2;
+    run(m, &o, 0);
+
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_MEGATRON;
+    o.precision = VC_PREC_MIXED_BF16;
+    o.pp = 2;
+    o.gpus = 2 * (1 + (int64_t)(size % 2));
+    o.micro_batches = 1 + (int64_t)(size % 4);
+    run(m, &o, 0);
+
+    static const char *const formats[] = {"nf4", "int8", "gptq4", "awq4", "fp8-block", "fp8"};
+    vc_quant q;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc_quant_from_name(formats[size % 6], &q) >= 0) {
+        vc_status st = vc_model_set_weights(m, &q, &err);
+        if (st == VC_OK) {
+            vc_options_init(&o);
+            o.mode = VC_MODE_INFER;
+            o.precision = VC_PREC_BF16;
+            run(m, &o, 0);
+            vc_quant_from_name("dense", &q);
+            memset(&err, 0, sizeof err);
+            CHECK(vc_model_set_weights(m, &q, &err) == VC_OK);
+        } else {
+            check_error(st, &err);
+        }
+    }
+
+    vc_lora l;
+    vc_lora_init(&l);
+    l.r = 1 + (int64_t)(size % 16);
+    snprintf(l.targets, sizeof l.targets, "%s", size % 2 ? "q_proj,v_proj" : "0,1,2,fc1,fc2,proj");
+    memset(&err, 0, sizeof err);
+    vc_status st = vc_model_set_lora(m, &l, &err);
+    if (st == VC_OK) {
+        vc_options_init(&o);
+        o.precision = VC_PREC_AMP_BF16;
+        run(m, &o, 0);
+        l.r = 0;
+        memset(&err, 0, sizeof err);
+        CHECK(vc_model_set_lora(m, &l, &err) == VC_OK);
+    } else {
+        check_error(st, &err);
+    }
+
+    check_serve(m, size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     cur_data = data;
@@ -256,6 +366,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
         /* the estimator behind --sweep and --max-batch (src/sweep.c) */
         if (vc_model_layer_count(m) <= 100 && size % 4 == 0) check_estimator(m, size);
+
+        /* the newer surfaces (issue 29): generation, parallel layouts,
+         * quantized weights, LoRA, vLLM serving; choices from the input size */
+        if (vc_model_layer_count(m) <= 200) run_newer(m, size);
 
         /* --input override, then estimate again */
         int64_t dims[3] = {4, 8, (int64_t)(size % 13) + 1};

@@ -1,11 +1,15 @@
 #!/bin/sh
-# fuzz/run.sh [SECONDS] [load|cli] — builds a libFuzzer harness (clang, ASan+UBSan)
+# fuzz/run.sh [SECONDS] [load|cli|hf] — builds a libFuzzer harness (clang, ASan+UBSan)
 # and fuzzes for SECONDS (default 60):
 #   load (default)  fuzz_load: load + estimate, from the committed seed corpus
 #                   (fuzz/corpus) and the bad-model corpus (tests/bad);
 #   cli             fuzz_cli: the command line (argument vectors through
 #                   vc_cli_main, in process), from fuzz/corpus_cli with
 #                   fuzz/cli.dict; see fuzz/fuzz_cli.c for what it checks.
+#   hf              fuzz_hf: Hugging Face configs (tests/data/hf and small ones)
+#                   with interesting values swapped into their keys, under
+#                   combinations of options, through vc_cli_main; inputs are
+#                   byte programs (fuzz/corpus_hf); see fuzz/fuzz_hf.c.
 #
 # Environment:
 #   BUILD_DIR   build directory (default: build-fuzz in the source tree)
@@ -15,20 +19,22 @@
 #   FUZZ_ARGS   extra libFuzzer flags
 #   KEEP_GOING  1: go on after undefined behaviour (each site reported once in the
 #               log, as "runtime error") and broken invariants (inputs saved as
-#               $BUILD_DIR/artifacts/invariant-LINE.json); a memory error still stops.
+#               $BUILD_DIR/artifacts/invariant-LINE.json, fuzz_hf's as
+#               invariant-hf-LINE-KIND.txt: the config and arguments); a memory error still stops.
 #               Builds with -DVRAMCALC_FUZZ_RECOVER=ON. For long unattended runs.
 # Exit status: 0 no finding; non-zero: a crash, leak, timeout or invariant failure
 # (the reproducer is in $BUILD_DIR/artifacts/; replay it with
-#  $BUILD_DIR/fuzz_load ARTIFACT, or fuzz_cli ARTIFACT).
+#  $BUILD_DIR/fuzz_load ARTIFACT, or fuzz_cli / fuzz_hf ARTIFACT).
 set -eu
 SECONDS_TO_RUN=${1:-60}
 TARGET=${2:-load}
-case "$TARGET" in load|cli) ;; *) echo "fuzz/run.sh: unknown harness '$TARGET' (load or cli)" >&2; exit 2 ;; esac
+case "$TARGET" in load|cli|hf) ;; *) echo "fuzz/run.sh: unknown harness '$TARGET' (load, cli or hf)" >&2; exit 2 ;; esac
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$SRC/build-fuzz}
 JOBS=${JOBS:-1}
 CORPUS=${CORPUS:-$BUILD_DIR/corpus}
 [ "$TARGET" = cli ] && CORPUS=${CORPUS_CLI:-$BUILD_DIR/corpus_cli}
+[ "$TARGET" = hf ] && CORPUS=${CORPUS_HF:-$BUILD_DIR/corpus_hf}
 CC_FUZZ=${CC_FUZZ:-clang}
 
 command -v "$CC_FUZZ" >/dev/null || { echo "fuzz/run.sh: $CC_FUZZ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
@@ -50,6 +56,10 @@ if [ "$TARGET" = cli ]; then
   SEEDS="$SRC/fuzz/corpus_cli"
   DICT="$SRC/fuzz/cli.dict"
   MAX_LEN=4096
+elif [ "$TARGET" = hf ]; then
+  SEEDS="$SRC/fuzz/corpus_hf"
+  DICT="" # byte programs: no words to splice
+  MAX_LEN=64
 else
   SEEDS="$SRC/fuzz/corpus"
   [ -d "$SRC/tests/bad" ] && SEEDS="$SEEDS $SRC/tests/bad"
@@ -59,7 +69,8 @@ else
 fi
 
 set -- -max_total_time="$SECONDS_TO_RUN" -timeout=30 -rss_limit_mb=2048 -max_len="$MAX_LEN" \
-       -dict="$DICT" -artifact_prefix="$BUILD_DIR/artifacts/" -print_final_stats=1
+       -artifact_prefix="$BUILD_DIR/artifacts/" -print_final_stats=1
+[ -n "$DICT" ] && set -- "$@" -dict="$DICT"
 if [ "$JOBS" -gt 1 ]; then
   set -- "$@" -fork="$JOBS"
 fi
