@@ -704,6 +704,60 @@ static void test_wide_encodings(void **state)
     }
 }
 
+/* The loader's tables (src/load.h GROWV: instances, values, parameters,
+ * buffers, a scope's names, the held block inputs) double at 16, 32, 64,
+ * 128 entries: a pointer kept into one across its growth dangles (issue 29:
+ * item_tie's). Models that cross each doubling at every step, by a layer
+ * that ties, names its input, or repeats a block; the counts are by hand.
+ * Run under ASan by tests/run_sanitizers.sh. */
+static void test_growth_boundaries(void **state)
+{
+    (void)state;
+    static const int ns[] = {14, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+    static char text[65536];
+    for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
+        int n = ns[k];
+        /* Embedding(50, 8) named emb, n - 1 named Linear(8, 8) each reading the
+         * one before by name, then a Linear(8, 50, bias=False) tied to emb:
+         * 400 + 72 (n - 1) parameters, the tied weight counted once */
+        int at = snprintf(text, sizeof text, "{\"input\": {\"shape\": [4], \"dtype\": \"int64\"}, \"layers\": ["
+                          "{\"type\": \"Embedding\", \"num_embeddings\": 50, \"embedding_dim\": 8, \"name\": \"l0\"}");
+        for (int i = 1; i < n; i++)
+            at += snprintf(text + at, sizeof text - (size_t)at,
+                           ", {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8, \"name\": \"l%d\", \"inputs\": \"l%d\"}",
+                           i, i - 1);
+        snprintf(text + at, sizeof text - (size_t)at,
+                 ", {\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 50, \"bias\": false, \"tie\": \"l0\"}]}");
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(text, strlen(text), "grow.json", &m, &err), VC_OK);
+        assert_int_equal(vc_model_parameters(m), 400 + 72 * (n - 1));
+        vc_model_free(m);
+        /* the same with a repeated block (each copy holds its input: the held
+         * block-input table grows) and a tie after it: 400 + 72 n */
+        snprintf(text, sizeof text, "{\"input\": {\"shape\": [4], \"dtype\": \"int64\"}, \"layers\": ["
+                 "{\"type\": \"Embedding\", \"num_embeddings\": 50, \"embedding_dim\": 8, \"name\": \"emb\"}, "
+                 "{\"type\": \"Sequential\", \"repeat\": %d, \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, "
+                 "\"out_features\": 8}, {\"type\": \"ReLU\"}]}, "
+                 "{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 50, \"bias\": false, \"tie\": \"emb\"}]}", n);
+        assert_int_equal(vc_model_load_string(text, strlen(text), "grow.json", &m, &err), VC_OK);
+        assert_int_equal(vc_model_parameters(m), 400 + 72 * n);
+        vc_options o;
+        vc_options_init(&o);
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        assert_int_equal(r.parameters, 400 + 72 * n);
+        vc_result_free(&r);
+        vc_model_free(m);
+        /* n BatchNorm1d(8): 16 parameters and 3 buffers each (the buffer table) */
+        snprintf(text, sizeof text, "{\"input\": [8, 4], \"layers\": [{\"type\": \"BatchNorm1d\", \"num_features\": 8, "
+                 "\"repeat\": %d}]}", n);
+        assert_int_equal(vc_model_load_string(text, strlen(text), "grow.json", &m, &err), VC_OK);
+        assert_int_equal(vc_model_parameters(m), 16 * n);
+        vc_model_free(m);
+    }
+}
+
 /* vc_model_load_file on what is not a file: refused, at once, as VC_ERR_IO. */
 static void test_file_kinds(void **state)
 {
@@ -755,6 +809,7 @@ static int run_api_tests(void)
         cmocka_unit_test(test_format),    cmocka_unit_test(test_edit_distance), cmocka_unit_test(test_path_concat),
         cmocka_unit_test(test_limits),    cmocka_unit_test(test_input_override_recovers),
         cmocka_unit_test(test_wide_encodings), cmocka_unit_test(test_file_kinds),
+        cmocka_unit_test(test_growth_boundaries),
     };
     return cmocka_run_group_tests_name("library", t, NULL, NULL);
 }
