@@ -360,6 +360,10 @@ vc_status vc_read_file(const char *path, size_t limit, char **buf, size_t *len, 
     char *b = malloc(cap);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     FILE *f = stdin;
+    if (!path[0]) {
+        free(b);
+        return vc_set_error(err, VC_ERR_IO, NULL, "the model file's name is empty");
+    }
     if (!strcmp(path, "-")) {
         /* standard input as it is (a terminal, a pipe, a file, /dev/null): as jq and cat read it */
         struct stat st;

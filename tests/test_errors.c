@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -285,6 +287,7 @@ static const cli_case cli_cases[] = {
     /* what a path names, checked before it is opened (src/util.c vc_read_file) */
     {{"/"}, "/: a directory, not a model file: give the model's .json file (for a Hugging Face model, its config.json)"},
     {{"/dev/null"}, "/dev/null: a character device, not a model file (to read standard input, give '-')"},
+    {{""}, "vramcalc: the model file's name is empty"},
 };
 
 static void test_cli_case(void **state)
@@ -769,6 +772,26 @@ static void test_file_kinds(void **state)
     assert_string_equal(err.file, tmpdir);
     assert_int_equal(vc_model_load_file("/dev/zero", &m, &err), VC_ERR_IO);
     assert_non_null(strstr(err.msg, "a character device"));
+    /* a Unix socket (open(2) would fail with ENXIO) and a symbolic-link loop */
+    char sock[300], loop[300];
+    snprintf(sock, sizeof sock, "%s/api.sock", tmpdir);
+    snprintf(loop, sizeof loop, "%s/loop.json", tmpdir);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(sock) < sizeof sa.sun_path) { /* a long $TMPDIR: no socket there */
+        int sfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+        assert_true(sfd >= 0 && bind(sfd, (struct sockaddr *)&sa, sizeof sa) == 0);
+        assert_int_equal(vc_model_load_file(sock, &m, &err), VC_ERR_IO);
+        assert_string_equal(err.msg, "a socket, not a model file");
+        close(sfd);
+        unlink(sock);
+    }
+    assert_int_equal(symlink(loop, loop), 0);
+    assert_int_equal(vc_model_load_file(loop, &m, &err), VC_ERR_IO);
+    assert_string_equal(err.msg, "cannot open: Too many levels of symbolic links");
+    unlink(loop);
+    assert_int_equal(vc_model_load_file("", &m, &err), VC_ERR_IO);
+    assert_string_equal(err.msg, "the model file's name is empty");
     char fifo[300];
     snprintf(fifo, sizeof fifo, "%s/api.fifo", tmpdir);
     unlink(fifo);
