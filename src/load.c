@@ -713,10 +713,14 @@ static const char *wide_encoding(const unsigned char *s, size_t n)
     if (n >= 2 && s[0] == 0xFF && s[1] == 0xFE) return "UTF-16 (little-endian)";
     if (n >= 2 && s[0] == 0xFE && s[1] == 0xFF) return "UTF-16 (big-endian)";
     if (n < 4) return NULL;
-    if (!s[0] && !s[1] && !s[2] && s[3]) return "UTF-32 (big-endian)";
-    if (s[0] && !s[1] && !s[2] && !s[3]) return "UTF-32 (little-endian)";
-    if (!s[0] && s[1] && !s[2] && s[3]) return "UTF-16 (big-endian)";
-    if (s[0] && !s[1] && s[2] && !s[3]) return "UTF-16 (little-endian)";
+    /* without a BOM, only when the first character is one a JSON text starts
+     * with (a binary file's header is not taken for UTF-32) */
+#define JSON_FIRST(c) ((c) && strchr("{[\" \t\r\n", (c)))
+    if (!s[0] && !s[1] && !s[2] && JSON_FIRST(s[3])) return "UTF-32 (big-endian)";
+    if (JSON_FIRST(s[0]) && !s[1] && !s[2] && !s[3]) return "UTF-32 (little-endian)";
+    if (!s[0] && JSON_FIRST(s[1]) && !s[2] && s[3]) return "UTF-16 (big-endian)";
+    if (JSON_FIRST(s[0]) && !s[1] && s[2] && !s[3]) return "UTF-16 (little-endian)";
+#undef JSON_FIRST
     return NULL;
 }
 

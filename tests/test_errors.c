@@ -690,6 +690,7 @@ static void test_wide_encodings(void **state)
         {"\xff\xfe", 2, "the file is UTF-16 (little-endian); save it as UTF-8"}, /* the BOM alone */
         {"{\0", 2, NULL},                                                       /* too short to tell */
         {"{\"a\0", 4, NULL},                                                     /* UTF-8 with a NUL */
+        {"\x10\0\0\0\0\0\0\0{}", 10, NULL}, /* a binary header (a little-endian length) is not UTF-32 */
     };
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
         vc_model *m = NULL;
