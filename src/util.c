@@ -1,5 +1,5 @@
 /*
- * util.c — errors, arena, edit distance.
+ * util.c — errors, arena, edit distance; reading a model file (vc_read_file).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -333,7 +333,7 @@ static int open_model_file(const char *path, char *b, size_t cap, size_t *got, v
     if (fr < 0) {
         close(fd);
         return vc_set_error(err, VC_ERR_IO, NULL,
-                            "a FIFO with nothing to read: no program opened it for writing within %d seconds "
+                            "a FIFO with nothing to read: no program wrote to it within %d seconds "
                             "(start the writer first, e.g. 'cat model.json > FIFO &', or pipe the model into '-')",
                             FIFO_WAIT_MS / 1000),
                -1;

@@ -339,7 +339,7 @@ static void test_cli_fifo_no_writer(void **state)
     const char *argv[] = {fifo, NULL};
     run_result r;
     run_cli(argv, NULL, &r);
-    assert_int_equal(check_usage_error("vramcalc FIFO (no writer)", &r, "nowriter.fifo: a FIFO with nothing to read: no program opened it for writing within 3 seconds"), 0);
+    assert_int_equal(check_usage_error("vramcalc FIFO (no writer)", &r, "nowriter.fifo: a FIFO with nothing to read: no program wrote to it within 3 seconds"), 0);
     unlink(fifo);
 }
 
