@@ -1,5 +1,6 @@
 /*
- * layout_fsdp1.c — the FSDP1 rows of the parallel-layout table (layout.c):
+ * layout_fsdp1.c — the FSDP1 layouts (their descriptors end the file; layout.c
+ * lists them):
  * fsdp (FULL_SHARD), shard-grad-op and hybrid, their units, flat
  * parameters and hooks (docs/parallel.md 1.6).
  */
@@ -18,7 +19,7 @@
  * --fsdp-param-dtype / --fsdp-reduce-dtype: MixedPrecision(param_dtype,
  * reduce_dtype), buffer_dtype None (buffers keep their dtype),
  * keep_low_precision_grads False, cast_root_forward_inputs True (the layout
- * row's compute and cast_inputs; fsdp_unshard, fsdp_post_backward);
+ * hooks' compute and cast_inputs; fsdp_unshard, fsdp_post_backward);
  * --fsdp-use-orig-params: use_orig_params=True (fsdp_units).
  * Sources, pytorch/pytorch: torch/distributed/fsdp/_flat_param.py
  * @01caf79e047fd15e1f75ba3825f789130efa476a (FP), _runtime_utils.py
@@ -470,7 +471,7 @@ static void fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) {
  * state one tensor per slice. out (room for every parameter): the numels of
  * flat parameter i's slices on rank 0, [0, shard); returns how many, 0 when
  * the optimizer holds the flat parameter itself (not use_orig_params,
- * CPUOffload: the CPU steps). The rows' slices hook. */
+ * CPUOffload: the CPU steps). The layouts' slices hook. */
 static size_t fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
 {
     if (!b->o.fsdp_use_orig_params || !b->flat || i >= b->nflat || b->o.offload == VC_OFFLOAD_PARAMS) return 0;
@@ -488,7 +489,7 @@ static size_t fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
     return n;
 }
 
-/* The fsdp, shard-grad-op and hybrid rows' options (vc__fsdp_mp_check,
+/* The fsdp, shard-grad-op and hybrid layouts' options (vc__fsdp_mp_check,
  * layout_fsdp2.c, hands them here): MixedPrecision(param_dtype,
  * reduce_dtype) casts a model kept in one dtype, as FSDP2's policy does; the
  * precision rows with autocast or fp32 master copies on top are not modelled. */

@@ -1,9 +1,10 @@
 /*
- * layout_fsdp2.c — the fsdp2 row of the parallel-layout table (layout.c):
+ * layout_fsdp2.c — the fsdp2 layout (its descriptor ends the file; layout.c
+ * lists it):
  * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, by default with its
  * defaults (reshard_after_forward None: True but the root's False, implicit
  * prefetching, no offload), one fully_shard per repeated block (the decoder
- * layers) and one on the root, as the fsdp row wraps (vc__fsdp_units);
+ * layers) and one on the root, as the fsdp layout wraps (vc__fsdp_units);
  * --fsdp-reshard-after-forward (every call's value), --offload params
  * (CPUOffloadPolicy) and --fsdp-replicate (HSDP) change that. From the
  * source only (FSDP2 is not in torch 1.13; docs/parallel.md 2.5). Sources,

@@ -1,6 +1,6 @@
 /*
- * layout_megatron.c — Megatron-Core's own data parallelism as rows of the
- * parallel-layout table (layout.c): its DistributedDataParallel with the
+ * layout_megatron.c — Megatron-Core's own data parallelism as two parallel
+ * layouts (their descriptors end the file): its DistributedDataParallel with the
  * contiguous parameter-and-gradient buffers, and its two mixed-precision
  * optimizers, Float16OptimizerWithFloat16Params (--parallel megatron) and
  * DistributedOptimizer (--parallel megatron-dist, Megatron's

@@ -1,6 +1,6 @@
 /*
- * layout_zero12.c — the DeepSpeed ZeRO stage 1 and 2 rows of the
- * parallel-layout table (layout.c): the flat buffer, the partition, the IPG
+ * layout_zero12.c — the DeepSpeed ZeRO stage 1 and 2 layouts (their
+ * descriptors end the file): the flat buffer, the partition, the IPG
  * bucket and the step, with offload_optimizer (docs/parallel.md 1.7, 1.10).
  */
 #include <stdio.h>

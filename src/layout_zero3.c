@@ -1,5 +1,5 @@
 /*
- * layout_zero3.c — the zero3 row of the parallel-layout table (layout.c):
+ * layout_zero3.c — the zero3 layout (its descriptor ends the file):
  * DeepSpeed ZeRO stage 3 with its defaults, from its source only (DeepSpeed
  * does not run here; docs/parallel.md 1.9). Sources, microsoft/DeepSpeed@
  * 38327e07f6cd39b63418f60cedd1651b0be3e7c3, deepspeed/runtime/zero/:
