@@ -178,8 +178,9 @@ static void fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
  * across nodes: the shard group is the node's devices
  * (_init_utils.py _init_process_group_state_for_hybrid_shard ->
  * _init_intra_and_inter_node_groups(default group, device_count())),
- * HYBRID_NODE here (an 8-GPU node; hybrid_check asks the data-parallel ranks
- * to be at most that or a multiple of it). The sharded gradient is then
+ * HYBRID_NODE here (an 8-GPU node; the descriptor's node_gpus, and so
+ * vc__check_options, asks the data-parallel ranks to be at most that or a
+ * multiple of it). The sharded gradient is then
  * all-reduced over the inter-node group in place (_post_backward_hook:
  * default_hooks.allreduce_hook on new_sharded_grad): nothing more is
  * allocated. */
@@ -189,13 +190,6 @@ static void hybrid_flat(vc_build *b)
     fsdp_units(b, vc_dp_world(&b->o) < HYBRID_NODE ? vc_dp_world(&b->o) : HYBRID_NODE);
 }
 
-static vc_status hybrid_check(const vc_options *o, vc_error *err)
-{
-    if (vc_dp_world(o) > HYBRID_NODE && vc_dp_world(o) % HYBRID_NODE)
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within %d-GPU nodes: %lld GPUs is not a whole "
-                            "number of nodes", HYBRID_NODE, (long long)o->gpus);
-    return VC_OK;
-}
 
 /* World size 1: FSDP1 clamps every strategy to NO_SHARD (pytorch/pytorch@
  * 39ec502db40696605fd91001e5a0afa23ed62f20 torch/distributed/fsdp/_init_utils.py
@@ -543,5 +537,5 @@ const vc_layout_desc vc_layout_hybrid = {
     .offload = 1u << VC_OFFLOAD_PARAMS,
     .offload_why = FSDP1_OFFLOAD_WHY,
     .mp_class = "MixedPrecision",
-    .check = hybrid_check,
+    .node_gpus = HYBRID_NODE,
 };

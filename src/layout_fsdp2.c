@@ -585,14 +585,6 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
     return VC_OK;
 }
 
-/* fsdp2's own refusal (vc_layout_desc.check): the generation loop is not modelled. */
-static vc_status fsdp2_check(const vc_options *o, vc_error *err)
-{
-    if (o->mode == VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "fsdp2 is modelled for --mode train and infer");
-    return VC_OK;
-}
-
 /* CPUOffloadPolicy moves the sharded parameters, their gradients and the step to the CPU. */
 const vc_layout_desc vc_layout_fsdp2 = {
     .id = VC_PARALLEL_FSDP2,
@@ -602,5 +594,5 @@ const vc_layout_desc vc_layout_fsdp2 = {
     .offload_why = "FSDP2 has no optimizer-only offload (CPUOffloadPolicy moves the sharded parameters, their "
                    "gradients and the optimizer step): --offload params",
     .mp_class = "MixedPrecisionPolicy",
-    .check = fsdp2_check,
+    .generate_why = "fsdp2 is modelled for --mode train and infer",
 };

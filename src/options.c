@@ -246,10 +246,14 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
+    if (lay->node_gpus && vc_dp_world(o) > lay->node_gpus && vc_dp_world(o) % lay->node_gpus)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%s shards within %d-GPU nodes: %lld GPUs is not a whole number of nodes",
+                            par_names[o->parallel], lay->node_gpus, (long long)o->gpus);
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
     if (vc__layout_view_check(o, err)) return VC_ERR_USAGE; /* the bucket views (layout.c) */
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
+    if (o->mode == VC_MODE_GENERATE && lay->generate_why) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s", lay->generate_why);
     if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE; /* the --fsdp-* options (layout_fsdp2.c) */
     if (lay->check && lay->check(o, err)) return VC_ERR_USAGE; /* the layout's own refusals */
     if (zero_overlap_check(o, err)) return VC_ERR_USAGE;

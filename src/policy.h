@@ -205,12 +205,18 @@ typedef struct vc_layout_desc {
     /* with VC_LAYOUT_PP: why --pp-virtual (Megatron's interleaved 1F1B) is
      * refused, NULL it is modelled */
     const char *interleaved_why;
+    /* why --mode generate is refused, NULL: it is modelled where the other
+     * options allow it */
+    const char *generate_why;
+    /* HYBRID_SHARD's node: the shard group is a node of this many GPUs, so
+     * the data-parallel ranks are at most one node or whole nodes; 0 none */
+    int node_gpus;
     /* the class --fsdp-param-dtype / --fsdp-reduce-dtype configure
      * ("MixedPrecision", "MixedPrecisionPolicy"; the report names it), NULL none */
     const char *mp_class;
-    /* the layout's own refusals of the options (Megatron's precision and
-     * optimizer, HSDP's whole nodes), VC_ERR_USAGE naming the option; run by
-     * vc__check_options after the checks the caps drive. NULL: none. */
+    /* the layout's own refusals of the options (Megatron's mode, precision and
+     * optimizer), VC_ERR_USAGE naming the option; run by vc__check_options
+     * after the checks the fields above drive. NULL: none. */
     vc_status (*check)(const vc_options *o, vc_error *err);
 } vc_layout_desc;
 

@@ -104,6 +104,37 @@ static void test_layout_registry(void **state)
     o.gradient_as_bucket_view = 1;
     assert_ptr_equal(vc_layout_row_get(&o), vc__layout_desc(VC_PARALLEL_ZERO1_TORCH)->views[1][0]);
     assert_true(vc_layout_row_get(&o)->grad_views);
+    /* the descriptors' refusals come where the ladders' came (f088d1c's order): hybrid's whole
+     * nodes before --offload's, fsdp2's generate before the --fsdp-* options' */
+    vc_error err;
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_FSDP_HYBRID;
+    o.gpus = 12;
+    o.offload = VC_OFFLOAD_OPTIMIZER; /* refused for FSDP1 too */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--gpus");
+    assert_string_equal(err.msg, "hybrid shards within 8-GPU nodes: 12 GPUs is not a whole number of nodes");
+    o.gpus = 16; /* two nodes */
+    o.offload = VC_OFFLOAD_PARAMS;
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_OK);
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_FSDP2;
+    o.gpus = 8;
+    o.mode = VC_MODE_GENERATE;
+    o.fsdp_replicate = 3; /* does not divide 8 either */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--parallel");
+    assert_string_equal(err.msg, "fsdp2 is modelled for --mode train and infer");
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_MEGATRON;
+    o.gpus = 8;
+    o.fsdp_replicate = 2; /* fp32 is refused by megatron's own check, which comes after */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--fsdp-replicate");
 }
 
 /* The quant-format rows (src/quant.c): the --weights names and defaults, the settings
