@@ -235,7 +235,7 @@ static void megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 }
 
 /* The options these layouts take (vc_layout_desc.check, from vc__check_options):
- * Megatron's bf16 training, its Adam, the GPU only (no offload). */
+ * Megatron's bf16 training, its Adam, the GPU only. */
 static vc_status megatron_check(const vc_options *o, vc_error *err)
 {
     const char *n = vc_parallel_name(o->parallel);

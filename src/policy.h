@@ -186,7 +186,8 @@ enum {
 
 /* A parallel layout (--parallel), FFmpeg's AVCodec way: each layout file
  * ends with its descriptor (`const vc_layout_desc vc_layout_zero3 = {...}`),
- * layout.c's registry lists them, and nothing else names a layout. The enum
+ * layout.c's registry lists them, and no code elsewhere tests which layout
+ * an estimate has (the checks read the fields below). The enum
  * value and the --parallel name are VC_PARALLEL_MAP's (vramcalc.h). */
 typedef struct vc_layout_desc {
     vc_parallel id;
