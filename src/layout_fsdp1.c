@@ -1,5 +1,6 @@
 /*
- * layout_fsdp1.c — the FSDP1 rows of the parallel-layout table (layout.c):
+ * layout_fsdp1.c — the FSDP1 layouts (their descriptors end the file; layout.c
+ * lists them):
  * fsdp (FULL_SHARD), shard-grad-op and hybrid, their units, flat
  * parameters and hooks (docs/parallel.md 1.6).
  */
@@ -18,7 +19,7 @@
  * --fsdp-param-dtype / --fsdp-reduce-dtype: MixedPrecision(param_dtype,
  * reduce_dtype), buffer_dtype None (buffers keep their dtype),
  * keep_low_precision_grads False, cast_root_forward_inputs True (the layout
- * row's compute and cast_inputs; fsdp_unshard, fsdp_post_backward);
+ * hooks' compute and cast_inputs; fsdp_unshard, fsdp_post_backward);
  * --fsdp-use-orig-params: use_orig_params=True (fsdp_units).
  * Sources, pytorch/pytorch: torch/distributed/fsdp/_flat_param.py
  * @01caf79e047fd15e1f75ba3825f789130efa476a (FP), _runtime_utils.py
@@ -171,17 +172,24 @@ static void fsdp_units(vc_build *b, int64_t group)
 }
 
 /* FULL_SHARD and SHARD_GRAD_OP shard over every rank. */
-void vc__fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
+static void fsdp_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o)); }
 
 /* ---- hybrid: HYBRID_SHARD, FULL_SHARD inside each node and replicated
  * across nodes: the shard group is the node's devices
  * (_init_utils.py _init_process_group_state_for_hybrid_shard ->
- * _init_intra_and_inter_node_groups(default group, device_count())), 8
- * here (an 8-GPU node; options.c asks --gpus to be at most 8 or a multiple
- * of 8). The sharded gradient is then all-reduced over the inter-node
- * group in place (_post_backward_hook: default_hooks.allreduce_hook on
- * new_sharded_grad): nothing more is allocated. */
-void vc__hybrid_flat(vc_build *b) { fsdp_units(b, vc_dp_world(&b->o) < 8 ? vc_dp_world(&b->o) : 8); }
+ * _init_intra_and_inter_node_groups(default group, device_count())),
+ * HYBRID_NODE here (an 8-GPU node; the descriptor's node_gpus, and so
+ * vc__check_options, asks the data-parallel ranks to be at most that or a
+ * multiple of it). The sharded gradient is then
+ * all-reduced over the inter-node group in place (_post_backward_hook:
+ * default_hooks.allreduce_hook on new_sharded_grad): nothing more is
+ * allocated. */
+#define HYBRID_NODE 8
+static void hybrid_flat(vc_build *b)
+{
+    fsdp_units(b, vc_dp_world(&b->o) < HYBRID_NODE ? vc_dp_world(&b->o) : HYBRID_NODE);
+}
+
 
 /* World size 1: FSDP1 clamps every strategy to NO_SHARD (pytorch/pytorch@
  * 39ec502db40696605fd91001e5a0afa23ed62f20 torch/distributed/fsdp/_init_utils.py
@@ -444,8 +452,8 @@ static void fsdp_hook(vc_build *b, int inst, vc_phase ph, bool begin, bool resha
     b->lay_cur = u;
 }
 
-void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
-void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
+static void fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, true); }
+static void fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fsdp_hook(b, inst, ph, begin, false); }
 
 /* use_orig_params=True: the optimizer is built on the original parameters, whose
  * data FP _use_sharded_views sets to their slices of this rank's shard
@@ -456,14 +464,11 @@ void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin) { fs
  * optimizer's tensors is one slice (the padding is no parameter's), and its
  * state one tensor per slice. out (room for every parameter): the numels of
  * flat parameter i's slices on rank 0, [0, shard); returns how many, 0 when
- * the optimizer holds the flat parameter itself (not use_orig_params, another
- * layout, CPUOffload: the CPU steps). */
-size_t vc__fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
+ * the optimizer holds the flat parameter itself (not use_orig_params,
+ * CPUOffload: the CPU steps). The layouts' slices hook. */
+static size_t fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
 {
-    vc_parallel par = b->o.parallel;
-    if (!b->o.fsdp_use_orig_params || !b->flat || i >= b->nflat || b->o.offload == VC_OFFLOAD_PARAMS ||
-        (par != VC_PARALLEL_FSDP && par != VC_PARALLEL_FSDP_GRAD_OP && par != VC_PARALLEL_FSDP_HYBRID))
-        return 0;
+    if (!b->o.fsdp_use_orig_params || !b->flat || i >= b->nflat || b->o.offload == VC_OFFLOAD_PARAMS) return 0;
     const vc_model *m = b->m;
     const vc_flat_param *f = &b->flat[i];
     int64_t at = 0, shard = f->held.n.fx, align = 16 / vc_dtype_size(fwd_dt(b, f->dt));
@@ -478,16 +483,16 @@ size_t vc__fsdp1_slices(const vc_build *b, size_t i, int64_t *out)
     return n;
 }
 
-/* The fsdp, shard-grad-op and hybrid rows' options (vc__fsdp_mp_check,
+/* The fsdp, shard-grad-op and hybrid layouts' options (vc__fsdp_mp_check,
  * layout_fsdp2.c, hands them here): MixedPrecision(param_dtype,
  * reduce_dtype) casts a model kept in one dtype, as FSDP2's policy does; the
  * precision rows with autocast or fp32 master copies on top are not modelled. */
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
 {
-    bool fsdp1 = o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP_GRAD_OP || o->parallel == VC_PARALLEL_FSDP_HYBRID;
-    if (o->fsdp_use_orig_params && !fsdp1)
-        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-use-orig-params", "use_orig_params is FSDP1's: give --parallel fsdp, "
-                            "shard-grad-op or hybrid");
+    char names[128];
+    if (o->fsdp_use_orig_params && !(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_FSDP1_OPTIONS))
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-use-orig-params", "use_orig_params is FSDP1's: give --parallel %s",
+                            vc__layout_names(VC_LAYOUT_FSDP1_OPTIONS, " or ", names, sizeof names));
     const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? "--fsdp-param-dtype" : "--fsdp-reduce-dtype";
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
@@ -497,3 +502,40 @@ vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
                             vc_precision_name(o->precision));
     return VC_OK;
 }
+
+/* CPUOffload(offload_params=True) moves the parameters, and with them their gradients and the
+ * optimizer step, to the CPU: there is no optimizer-only offload. */
+#define FSDP1_OFFLOAD_WHY "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their gradients " \
+                          "and optimizer state): --offload params"
+#define FSDP1_HOOKS(module_, flat_) \
+    {.module = module_, .flat = flat_, .compute = vc__fsdp_compute, .slices = fsdp1_slices, .cast_inputs = true}
+
+const vc_layout_desc vc_layout_fsdp = {
+    .id = VC_PARALLEL_FSDP,
+    .aliases = {"full-shard"},
+    .hooks = FSDP1_HOOKS(fsdp_full_shard, fsdp_flat),
+    .caps = VC_LAYOUT_FSDP1_OPTIONS,
+    .offload = 1u << VC_OFFLOAD_PARAMS,
+    .offload_why = FSDP1_OFFLOAD_WHY,
+    .mp_class = "MixedPrecision",
+};
+
+const vc_layout_desc vc_layout_shard_grad_op = {
+    .id = VC_PARALLEL_FSDP_GRAD_OP,
+    .hooks = FSDP1_HOOKS(fsdp_shard_grad_op, fsdp_flat),
+    .caps = VC_LAYOUT_FSDP1_OPTIONS,
+    .offload = 1u << VC_OFFLOAD_PARAMS,
+    .offload_why = FSDP1_OFFLOAD_WHY,
+    .mp_class = "MixedPrecision",
+};
+
+const vc_layout_desc vc_layout_hybrid = {
+    .id = VC_PARALLEL_FSDP_HYBRID,
+    .aliases = {"hybrid-shard", "hsdp"},
+    .hooks = FSDP1_HOOKS(fsdp_full_shard, hybrid_flat),
+    .caps = VC_LAYOUT_FSDP1_OPTIONS,
+    .offload = 1u << VC_OFFLOAD_PARAMS,
+    .offload_why = FSDP1_OFFLOAD_WHY,
+    .mp_class = "MixedPrecision",
+    .node_gpus = HYBRID_NODE,
+};

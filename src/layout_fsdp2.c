@@ -1,9 +1,10 @@
 /*
- * layout_fsdp2.c — the fsdp2 row of the parallel-layout table (layout.c):
+ * layout_fsdp2.c — the fsdp2 layout (its descriptor ends the file; layout.c
+ * lists it):
  * PyTorch FSDP2, torch.distributed.fsdp.fully_shard, by default with its
  * defaults (reshard_after_forward None: True but the root's False, implicit
  * prefetching, no offload), one fully_shard per repeated block (the decoder
- * layers) and one on the root, as the fsdp row wraps (vc__fsdp_units);
+ * layers) and one on the root, as the fsdp layout wraps (vc__fsdp_units);
  * --fsdp-reshard-after-forward (every call's value), --offload params
  * (CPUOffloadPolicy) and --fsdp-replicate (HSDP) change that. From the
  * source only (FSDP2 is not in torch 1.13; docs/parallel.md 2.5). Sources,
@@ -168,7 +169,7 @@ static bool f2_groups(vc_build *b, f2_state *z)
 
 /* The flat hook: the groups (one per unit, vc__fsdp_units, and the root's),
  * the dtypes, and one flat entry per parameter. */
-void vc__fsdp2_flat(vc_build *b)
+static void fsdp2_flat(vc_build *b)
 {
     const vc_model *m = b->m;
     f2_state *z = calloc(1, sizeof *z);
@@ -493,7 +494,7 @@ static void f2_root_post_forward(vc_build *b, int32_t at)
  * A unit's post_backward is RegisterPostBackwardFunction on its inputs
  * (F2G _register_post_backward_hook): as its first instance's backward
  * ends. The root's runs in the final callback as the backward ends. */
-void vc__fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+static void fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     f2_state *z = F(b);
     int32_t u = inst >= 0 ? b->unit_of[inst] : 0;
@@ -537,46 +538,61 @@ void vc__fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 /* MixedPrecisionPolicy.param_dtype: the all-gather, the unsharded parameters
  * and so the forward and backward run in it (F2P all_gather_inputs:
  * _to_dtype_if_needed(sharded_param_data, param_dtype)). */
-void vc__fsdp2_compute(const vc_options *o, vc_dtype *dt)
+void vc__fsdp_compute(const vc_options *o, vc_dtype *dt)
 {
     if (o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE) *dt = vc__fsdp_dtype(o->fsdp_param_dtype);
 }
 
-/* The policy is FSDP2's; it casts a model kept in one dtype (no autocast, no
- * master copies: the sharded parameters are the optimizer's). */
+/* The --fsdp-* options (vc__check_options): each is taken by the layouts with its
+ * capability (VC_LAYOUT_FSDP1_OPTIONS, VC_LAYOUT_FSDP2_OPTIONS). The policy is
+ * FSDP2's; it casts a model kept in one dtype (no autocast, no master copies: the
+ * sharded parameters are the optimizer's). */
 vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
 {
     const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? "--fsdp-param-dtype" : "--fsdp-reduce-dtype";
     if ((unsigned)o->fsdp_param_dtype >= VC_FSDP_DTYPE__N || (unsigned)o->fsdp_reduce_dtype >= VC_FSDP_DTYPE__N)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid dtype");
-    if (o->parallel == VC_PARALLEL_FSDP2 && o->mode == VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "fsdp2 is modelled for --mode train and infer");
-    if (o->fsdp_replicate > 1 && o->parallel != VC_PARALLEL_FSDP2)
-        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "HSDP's mesh is fully_shard's here: give --parallel fsdp2 "
-                            "(FSDP1's is --parallel hybrid)");
+    unsigned caps = vc__layout_desc(o->parallel)->caps;
+    bool fsdp2 = caps & VC_LAYOUT_FSDP2_OPTIONS;
+    char names[128], names1[128];
+    vc__layout_names(VC_LAYOUT_FSDP2_OPTIONS, " or ", names, sizeof names);
+    if (o->fsdp_replicate > 1 && !fsdp2)
+        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "HSDP's mesh is fully_shard's here: give --parallel %s "
+                            "(FSDP1's is --parallel hybrid)", names);
     if (o->fsdp_replicate > 1 && (o->fsdp_replicate > vc_dp_world(o) || vc_dp_world(o) % o->fsdp_replicate != 0))
         return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "%" PRId64 " replicas do not divide the data-parallel "
                             "world size %" PRId64 " (a (replicas, shards) DeviceMesh)", o->fsdp_replicate, vc_dp_world(o));
     if (o->fsdp_reshard != VC_FSDP_RESHARD_AUTO) {
         const char *opt_r = "--fsdp-reshard-after-forward";
         int64_t w = vc_dp_world(o) / (o->fsdp_replicate > 1 ? o->fsdp_replicate : 1), r = o->fsdp_reshard;
-        if (o->parallel != VC_PARALLEL_FSDP2)
-            return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give --parallel fsdp2");
+        if (!fsdp2)
+            return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give --parallel %s", names);
         if (r != VC_FSDP_RESHARD_TRUE && r != VC_FSDP_RESHARD_FALSE && (r < 1 || r > w || w % r != 0))
             return vc_set_error(err, VC_ERR_USAGE, opt_r, "%" PRId64 " does not divide the data-parallel world size %" PRId64
                                 " (_get_post_forward_mesh_info: an int must be a factor of the shard mesh size)", r, w);
     }
     /* FSDP1's MixedPrecision and use_orig_params (layout_fsdp1.c) */
-    if (o->fsdp_use_orig_params || o->parallel == VC_PARALLEL_FSDP || o->parallel == VC_PARALLEL_FSDP_GRAD_OP ||
-        o->parallel == VC_PARALLEL_FSDP_HYBRID)
-        return vc__fsdp1_mp_check(o, err);
+    if (o->fsdp_use_orig_params || (caps & VC_LAYOUT_FSDP1_OPTIONS)) return vc__fsdp1_mp_check(o, err);
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
-    if (o->parallel != VC_PARALLEL_FSDP2)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "mixed precision is FSDP's: give --parallel fsdp2 (MixedPrecisionPolicy) "
-                            "or fsdp, shard-grad-op, hybrid (FSDP1's MixedPrecision)");
+    if (!fsdp2)
+        return vc_set_error(err, VC_ERR_USAGE, opt, "mixed precision is FSDP's: give --parallel %s (MixedPrecisionPolicy) "
+                            "or %s (FSDP1's MixedPrecision)", names,
+                            vc__layout_names(VC_LAYOUT_FSDP1_OPTIONS, ", ", names1, sizeof names1));
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr->master || pr->amp_dt != VC_DT_F32)
         return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP2's mixed precision casts a model kept in one dtype: give -p fp32 "
                             "(or fp16, bf16), not %s", vc_precision_name(o->precision));
     return VC_OK;
 }
+
+/* CPUOffloadPolicy moves the sharded parameters, their gradients and the step to the CPU. */
+const vc_layout_desc vc_layout_fsdp2 = {
+    .id = VC_PARALLEL_FSDP2,
+    .hooks = {.module = fsdp2_hook, .flat = fsdp2_flat, .compute = vc__fsdp_compute, .cast_inputs = true},
+    .caps = VC_LAYOUT_FSDP2_OPTIONS,
+    .offload = 1u << VC_OFFLOAD_PARAMS,
+    .offload_why = "FSDP2 has no optimizer-only offload (CPUOffloadPolicy moves the sharded parameters, their "
+                   "gradients and the optimizer step): --offload params",
+    .mp_class = "MixedPrecisionPolicy",
+    .generate_why = "fsdp2 is modelled for --mode train and infer",
+};

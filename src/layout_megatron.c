@@ -1,6 +1,6 @@
 /*
- * layout_megatron.c — Megatron-Core's own data parallelism as rows of the
- * parallel-layout table (layout.c): its DistributedDataParallel with the
+ * layout_megatron.c — Megatron-Core's own data parallelism as two parallel
+ * layouts (their descriptors end the file): its DistributedDataParallel with the
  * contiguous parameter-and-gradient buffers, and its two mixed-precision
  * optimizers, Float16OptimizerWithFloat16Params (--parallel megatron) and
  * DistributedOptimizer (--parallel megatron-dist, Megatron's
@@ -185,13 +185,13 @@ static void mg_flat(vc_build *b, bool dist)
     b->nflat = n;
 }
 
-void vc__megatron_flat(vc_build *b) { mg_flat(b, false); }
-void vc__megatron_dist_flat(vc_build *b) { mg_flat(b, true); }
+static void megatron_flat(vc_build *b) { mg_flat(b, false); }
+static void megatron_dist_flat(vc_build *b) { mg_flat(b, true); }
 
 /* Resident: the model's bf16 parameters (their own tensors, or param_data under
  * the distributed optimizer), the frozen ones as they are, and each buffer's
  * grad_data (fp32, grad_reduce_in_fp32). */
-void vc__megatron_resident(vc_build *b)
+static void megatron_resident(vc_build *b)
 {
     const vc_model *m = b->m;
     mg_state *s = b->lay_state;
@@ -209,7 +209,7 @@ void vc__megatron_resident(vc_build *b)
 }
 
 /* _make_backward_post_hook: .grad is added into main_grad and dropped. */
-void vc__megatron_grad(vc_build *b, size_t p, int32_t inst)
+static void megatron_grad(vc_build *b, size_t p, int32_t inst)
 {
     if (!b->m->par[p].trainable || b->pgrad[p] < 0) return;
     vc__free(b, b->pgrad[p], inst);
@@ -220,7 +220,7 @@ void vc__megatron_grad(vc_build *b, size_t p, int32_t inst)
  * finish_grad_sync -> start_grad_sync; the earlier micro-batches run under
  * no_sync): check_grads' grad_data.norm(p=2) per bucket, a one-element fp32
  * result with the reduction's scratch; the collective itself is in place. */
-void vc__megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+static void megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     mg_state *s = b->lay_state;
     if (inst >= 0 || ph != VC_PHASE_BACKWARD || begin || !s) return;
@@ -234,11 +234,10 @@ void vc__megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin)
     }
 }
 
-/* The options these rows take (vc__check_options): Megatron's bf16 training,
- * its Adam, the GPU only. */
-vc_status vc__megatron_check(const vc_options *o, vc_error *err)
+/* The options these layouts take (vc_layout_desc.check, from vc__check_options):
+ * Megatron's bf16 training, its Adam, the GPU only. */
+static vc_status megatron_check(const vc_options *o, vc_error *err)
 {
-    if (o->parallel != VC_PARALLEL_MEGATRON && o->parallel != VC_PARALLEL_MEGATRON_DIST) return VC_OK;
     const char *n = vc_parallel_name(o->parallel);
     if (o->mode != VC_MODE_TRAIN)
         return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s is Megatron's training wrapper: --mode train", n);
@@ -254,3 +253,19 @@ vc_status vc__megatron_check(const vc_options *o, vc_error *err)
                             "torch.optim.Adam/AdamW without TE and apex): --optim adam or adamw", n, vc_optim_name(o->optim));
     return VC_OK;
 }
+
+/* Megatron's pipeline schedules (--pp, --pp-virtual) and expert parallelism (--ep: the expert
+ * parameters' buffers over the expert-data-parallel group, mg_layout). */
+const vc_layout_desc vc_layout_megatron = {
+    .id = VC_PARALLEL_MEGATRON,
+    .hooks = {.module = megatron_hook, .resident = megatron_resident, .flat = megatron_flat, .grad = megatron_grad},
+    .caps = VC_LAYOUT_PP | VC_LAYOUT_EP,
+    .check = megatron_check,
+};
+
+const vc_layout_desc vc_layout_megatron_dist = {
+    .id = VC_PARALLEL_MEGATRON_DIST,
+    .hooks = {.module = megatron_hook, .resident = megatron_resident, .flat = megatron_dist_flat, .grad = megatron_grad},
+    .caps = VC_LAYOUT_PP | VC_LAYOUT_EP,
+    .check = megatron_check,
+};

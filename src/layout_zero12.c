@@ -1,6 +1,6 @@
 /*
- * layout_zero12.c — the DeepSpeed ZeRO stage 1 and 2 rows of the
- * parallel-layout table (layout.c): the flat buffer, the partition, the IPG
+ * layout_zero12.c — the DeepSpeed ZeRO stage 1 and 2 layouts (their
+ * descriptors end the file): the flat buffer, the partition, the IPG
  * bucket and the step, with offload_optimizer (docs/parallel.md 1.7, 1.10).
  */
 #include <stdio.h>
@@ -77,7 +77,7 @@ static int64_t zero2_flat_numel(const vc_build *b, uint8_t *dt)
  * grads_in_partition = torch.empty(total_size)) holds the whole of every
  * parameter that touches its partition (get_partition_info): ranks differ by
  * that, so the estimate is the rank with the most. */
-void vc__zero2_flat(vc_build *b)
+static void zero2_flat(vc_build *b)
 {
     const vc_model *m = b->m;
     uint8_t dt;
@@ -126,7 +126,7 @@ void vc__zero2_flat(vc_build *b)
 
 /* Resident besides the fp32 partition and its optimizer state: the flat
  * buffer of the model's dtype, and the frozen parameters as they are. */
-void vc__zero2_resident(vc_build *b)
+static void zero2_resident(vc_build *b)
 {
     uint8_t dt;
     int64_t flat = zero2_flat_numel(b, &dt);
@@ -255,7 +255,7 @@ static void zero_bucket_add(vc_build *b, size_t p, int32_t inst, bool stage1)
     if (z) z->bucket[z->nbucket++] = (int32_t)p;
 }
 
-void vc__zero2_grad(vc_build *b, size_t p, int32_t inst)
+static void zero2_grad(vc_build *b, size_t p, int32_t inst)
 {
     if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
     zero_setup_buckets(b, inst);
@@ -312,7 +312,7 @@ static void zero_grad_norm(vc_build *b)
  * model dtype), .to(fp32) (a copy unless fp32 already; the flat one is
  * deleted), the 16-bit gradients freed (free_grad_in_param_list) before
  * _optimizer_step, the fp32 gradient dropped after it. */
-void vc__zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+static void zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     if (inst >= 0) return;
     if (ph == VC_PHASE_BACKWARD && !begin) {
@@ -391,18 +391,18 @@ static int64_t zero1_passes(const vc_build *b)
 }
 
 /* overlap_comm: the hook reduces too, in the boundary's backward (zero_overlap) */
-void vc__zero1_grad(vc_build *b, size_t p, int32_t inst)
+static void zero1_grad(vc_build *b, size_t p, int32_t inst)
 {
     if (!b->m->par[p].trainable || b->m->par[p].numel == 0) return;
     zero_setup_buckets(b, inst);
     if (zero_overlap(b) && b->lay_n[Z_BWDS] + 1 >= zero1_passes(b)) zero_bucket_add(b, p, inst, true);
 }
 
-void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+static void zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     if (inst >= 0) return;
     if (ph != VC_PHASE_BACKWARD || begin) {
-        vc__zero2_hook(b, inst, ph, begin); /* the step: zero2's */
+        zero2_hook(b, inst, ph, begin); /* the step: zero2's */
         return;
     }
     /* the engine runs two backward passes under accumulation or a pipeline
@@ -428,3 +428,25 @@ void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin)
         b->pgrad[p] = -1;
     }
 }
+
+/* DeepSpeed's PipelineEngine takes stage 1 (--pp; it refuses stages 2 and 3:
+ * deepspeed/runtime/pipe/engine.py PipelineEngine.__init__, "ZeRO-2 and ZeRO-3
+ * are incompatible with pipeline parallelism") and runs its own TrainSchedule,
+ * not Megatron's interleaved one. offload_optimizer is stages 1-3's,
+ * offload_param stage 3's (config.py DeepSpeedZeroConfig). */
+const vc_layout_desc vc_layout_zero1 = {
+    .id = VC_PARALLEL_ZERO1,
+    .hooks = {.module = zero1_hook, .resident = zero2_resident, .flat = zero2_flat, .grad = zero1_grad},
+    .caps = VC_LAYOUT_PP | VC_LAYOUT_ZERO_CONFIG,
+    .offload = 1u << VC_OFFLOAD_OPTIMIZER,
+    .offload_why = "ZeRO stage 1 cannot offload parameters (offload_param is stage 3's): use zero3",
+    .interleaved_why = "zero1 is DeepSpeed's, whose PipelineEngine has no interleaved schedule",
+};
+
+const vc_layout_desc vc_layout_zero2 = {
+    .id = VC_PARALLEL_ZERO2,
+    .hooks = {.module = zero2_hook, .resident = zero2_resident, .flat = zero2_flat, .grad = zero2_grad},
+    .caps = VC_LAYOUT_ZERO_CONFIG,
+    .offload = 1u << VC_OFFLOAD_OPTIMIZER,
+    .offload_why = "ZeRO stage 2 cannot offload parameters (offload_param is stage 3's): use zero3",
+};

@@ -1,5 +1,5 @@
 /*
- * layout_zero3.c — the zero3 row of the parallel-layout table (layout.c):
+ * layout_zero3.c — the zero3 layout (its descriptor ends the file):
  * DeepSpeed ZeRO stage 3 with its defaults, from its source only (DeepSpeed
  * does not run here; docs/parallel.md 1.9). Sources, microsoft/DeepSpeed@
  * 38327e07f6cd39b63418f60cedd1651b0be3e7c3, deepspeed/runtime/zero/:
@@ -22,7 +22,7 @@
  *
  * --offload-device nvme (ZeRO-Infinity), from deepspeedai/DeepSpeed@edaa7221:
  * which partitions stay on NVMe (z3_nvme), the swap buffers on the GPU with
- * --nvme-gds (vc__zero3_resident), the gathers' swap-ins and the prefetch that
+ * --nvme-gds (zero3_resident), the gathers' swap-ins and the prefetch that
  * stops at a partition on NVMe (z3_swap_in, z3_prefetch, z3_nvme_prefetch);
  * docs/parallel.md 1.9, tests/test_nvme.c.
  */
@@ -98,7 +98,7 @@ static int64_t z3_part(int64_t n, int64_t world) { return n / world + (n % world
 
 static z3_state *Z(vc_build *b) { return b->lay_state; }
 
-void vc__zero3_free(void *state)
+static void zero3_free(void *state)
 {
     z3_state *z = state;
     if (!z) return;
@@ -249,13 +249,13 @@ static void z3_nvme_opt(vc_build *b, z3_state *z)
 }
 
 /* Sizes, persistence, the trace and the sub-groups. */
-void vc__zero3_flat(vc_build *b)
+static void zero3_flat(vc_build *b)
 {
     const vc_model *m = b->m;
     size_t np = m->npar + 1, ni = m->ninst + 2;
     z3_state *z = calloc(1, sizeof *z);
     b->lay_state = z;
-    b->lay_free = vc__zero3_free;
+    b->lay_free = zero3_free;
     if (!z) { b->st = VC_ERR_NOMEM; return; }
     z->world = vc_dp_world(&b->o); /* the data-parallel ranks: gpus / (tp x pp) */
     z->dt = VC_DT_F32;
@@ -336,7 +336,7 @@ static void z3_gather_persistent(vc_build *b, bool transient)
  * ZeRO) and the IPG bucket (__ipg_bucket_flat_buffer = torch.empty(
  * reduce_bucket_size), contiguous_gradients), both allocated once; and the
  * persistent parameters, gathered after every step. */
-void vc__zero3_resident(vc_build *b)
+static void zero3_resident(vc_build *b)
 {
     z3_state *z = Z(b);
     const vc_model *m = b->m;
@@ -654,7 +654,7 @@ static void z3_reduce(vc_build *b, int32_t inst)
  * overflow a non-empty bucket reduces it first; then (__add_grad_to_ipg_bucket)
  * one that fits is copied into the IPG bucket and param.grad re-pointed at
  * the copy (autograd's goes); a larger one stays as it is. */
-void vc__zero3_grad(vc_build *b, size_t p, int32_t inst)
+static void zero3_grad(vc_build *b, size_t p, int32_t inst)
 {
     z3_state *z = Z(b);
     int64_t n = b->m->par[p].numel;
@@ -725,7 +725,7 @@ static void z3_substep(vc_build *b, int g, bool begin)
  * and end (release); the model's forward begins (reset_step, from the root's
  * forward pre-hook); backward ends (independent_gradient_partition_epilogue:
  * what the bucket holds is reduced); the optimizer step. */
-void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin)
+static void zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin)
 {
     z3_state *z = Z(b);
     if (ph != VC_PHASE_FORWARD && ph != VC_PHASE_BACKWARD && ph != VC_PHASE_OPTIMIZER) return;
@@ -749,3 +749,11 @@ void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin)
         z3_reduce(b, -1);
     }
 }
+
+/* offload_optimizer and offload_param (config.py DeepSpeedZeroConfig), to the CPU or NVMe. */
+const vc_layout_desc vc_layout_zero3 = {
+    .id = VC_PARALLEL_ZERO3,
+    .hooks = {.module = zero3_hook, .resident = zero3_resident, .flat = zero3_flat, .grad = zero3_grad},
+    .caps = VC_LAYOUT_ZERO_CONFIG,
+    .offload = (1u << VC_OFFLOAD_OPTIMIZER) | (1u << VC_OFFLOAD_PARAMS),
+};

@@ -11,6 +11,7 @@
 
 #include "hf.h"
 #include "load.h"
+#include "policy.h"
 #include "util.h"
 
 static void reset_model(vc_model *m)
@@ -322,17 +323,7 @@ vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err)
     if (!err) err = &local;
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
-    if ((unsigned)q->format >= VC_WEIGHTS__N) return vc_set_error(err, VC_ERR_USAGE, "--weights", "unknown storage format");
-    bool bits_ok = q->format == VC_WEIGHTS_GPTQ ? q->bits == 2 || q->bits == 3 || q->bits == 4 || q->bits == 8
-                   : q->format == VC_WEIGHTS_AWQ ? q->bits == 4 : true;
-    bool group_ok = q->format == VC_WEIGHTS_NF4 || q->format == VC_WEIGHTS_FP4
-                        ? q->group == 32 || q->group == 64 || q->group == 128 || q->group == 256 || q->group == 512 ||
-                              q->group == 1024 || q->group == 2048 || q->group == 4096 /* quantize_4bit's blocksizes */
-                        : q->group == -1 || (q->group >= 1 && q->group <= VC_MAX_DIM_SIZE);
-    if (!bits_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: %lld bits is not a supported width", vc_weights_name(q->format), (long long)q->bits);
-    if (!group_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: group/block size %lld is not supported", vc_weights_name(q->format), (long long)q->group);
-    if (q->format == VC_WEIGHTS_FP8_BLOCK && (q->block[0] < 1 || q->block[1] < 1 || q->block[0] > VC_MAX_DIM_SIZE || q->block[1] > VC_MAX_DIM_SIZE))
-        return vc_set_error(err, VC_ERR_USAGE, "--weights", "fp8-block: the block sizes must be positive");
+    if (vc__quant_settings_check(q, err)) return VC_ERR_USAGE; /* bits, group, block against the format's row */
     if (!memchr(q->skip, 0, sizeof q->skip)) return vc_set_error(err, VC_ERR_USAGE, "--weights", "the module list is not terminated");
     vc_quant old = m->quant;
     bool had = m->has_quant;

@@ -8,7 +8,7 @@
 #include "policy.h"
 #include "release.h"
 
-static vc_tspec like(const vc_param_entry *p, vc_dtype dt) { return (vc_tspec){vc_n_fixed(p->numel), (uint8_t)dt}; }
+static vc_tspec like(const vc_param_entry *p, vc_dtype dt) { return (vc_tspec){.n = vc_n_fixed(p->numel), .dt = (uint8_t)dt}; }
 
 /* ---- sgd: torch.optim.SGD(momentum=0): no state, no step temporaries */
 
@@ -30,7 +30,7 @@ static int adam_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec o
     out[0] = like(p, c->state_dt);
     out[1] = like(p, c->state_dt);
     if (c->impl != VC_IMPL_FUSED) return 2;
-    out[2] = (vc_tspec){vc_n_fixed(1), VC_DT_F32};
+    out[2] = (vc_tspec){.n = vc_n_fixed(1), .dt = VC_DT_F32};
     return 3;
 }
 
@@ -41,8 +41,8 @@ static int adam_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec o
 static int adam_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX])
 {
     if (c->impl == VC_IMPL_FUSED) return 0;
-    out[0] = (vc_step_op){VC_STEP_ALLOC, 0, like(p, c->state_dt)};
-    out[1] = (vc_step_op){VC_STEP_FREE, 0, {{0, 0}, 0}};
+    out[0] = (vc_step_op){.op = VC_STEP_ALLOC, .slot = 0, .t = like(p, c->state_dt)};
+    out[1] = (vc_step_op){.op = VC_STEP_FREE, .slot = 0};
     return 2;
 }
 
@@ -62,14 +62,14 @@ static int lion_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tspec o
 static int lion_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_step_op out[VC_OPTIM_MAX])
 {
     vc_tspec t = like(p, c->state_dt);
-    out[0] = (vc_step_op){VC_STEP_ALLOC, 0, t};
+    out[0] = (vc_step_op){.op = VC_STEP_ALLOC, .slot = 0, .t = t};
     if (c->impl == VC_IMPL_FOREACH) {
-        out[1] = (vc_step_op){VC_STEP_FREE, 0, t};
+        out[1] = (vc_step_op){.op = VC_STEP_FREE, .slot = 0, .t = t};
         return 2;
     }
-    out[1] = (vc_step_op){VC_STEP_ALLOC, 1, t};
-    out[2] = (vc_step_op){VC_STEP_FREE, 0, t};
-    out[3] = (vc_step_op){VC_STEP_FREE, 1, t};
+    out[1] = (vc_step_op){.op = VC_STEP_ALLOC, .slot = 1, .t = t};
+    out[2] = (vc_step_op){.op = VC_STEP_FREE, .slot = 0, .t = t};
+    out[3] = (vc_step_op){.op = VC_STEP_FREE, .slot = 1, .t = t};
     return 4;
 }
 
@@ -91,7 +91,7 @@ static int adam8bit_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_tsp
         out[0] = out[1] = like(p, VC_DT_F32);
         return 2;
     }
-    vc_tspec blocks = {vc_n_fixed((p->numel + 2047) / 2048), VC_DT_F32};
+    vc_tspec blocks = {.n = vc_n_fixed((p->numel + 2047) / 2048), .dt = VC_DT_F32};
     out[0] = out[1] = like(p, VC_DT_U8);
     out[2] = out[3] = blocks;
     return 4;
@@ -120,7 +120,7 @@ static int adam8bit_shared(const vc_param_entry *p, const vc_optim_ctx *c, vc_ts
 {
     (void)c;
     if (p->numel < 4096) return 0;
-    out[0] = out[1] = (vc_tspec){vc_n_fixed(256), VC_DT_F32}; /* qmap1, qmap2 */
+    out[0] = out[1] = (vc_tspec){.n = vc_n_fixed(256), .dt = VC_DT_F32}; /* qmap1, qmap2 */
     return 2;
 }
 
@@ -143,17 +143,18 @@ static int adafactor_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_ts
     int64_t rows = 1, cols = p->dims[p->nd - 1];
     for (int d = 0; d < p->nd - 1; d++) rows *= p->dims[d]; /* products of a parameter's dims: at most numel */
     for (int d = 0; d < p->nd - 2; d++) cols *= p->dims[d];
-    out[0] = (vc_tspec){vc_n_fixed(rows), (uint8_t)c->state_dt}; /* row_var */
-    out[1] = (vc_tspec){vc_n_fixed(cols), (uint8_t)c->state_dt}; /* col_var */
+    out[0] = (vc_tspec){.n = vc_n_fixed(rows), .dt = (uint8_t)c->state_dt}; /* row_var */
+    out[1] = (vc_tspec){.n = vc_n_fixed(cols), .dt = (uint8_t)c->state_dt}; /* col_var */
     return 2;
 }
 
 /* The step's tensors for one parameter (slots: the step function's locals). */
 enum { AF_ROW_MEAN, AF_COL_MEAN, AF_VAR_EST, AF_UPDATE, AF_GRAD_SQ, AF_ROW_VAR_MEAN };
-#define AF_OP(o, s, n) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0, 0})
+#define AF_OP(o_, s_, n_) ((vc_step_op){.op = (o_), .slot = (s_), .t = {.n = vc_n_fixed(n_), .dt = (uint8_t)c->state_dt}})
 /* the same with a reduction's scratch (src/scratch.c): nout outputs of nin values each */
-#define AF_RED(o, s, n, nout, nin, fastest) ((vc_step_op){(o), (s), {vc_n_fixed(n), (uint8_t)c->state_dt}, 0, \
-                                                          af_scratch(c, (nout), (nin), (fastest))})
+#define AF_RED(o_, s_, n_, nout, nin, fastest) ((vc_step_op){.op = (o_), .slot = (s_), \
+                                                             .t = {.n = vc_n_fixed(n_), .dt = (uint8_t)c->state_dt}, \
+                                                             .scratch = af_scratch(c, (nout), (nin), (fastest))})
 
 static int64_t af_scratch(const vc_optim_ctx *c, int64_t nout, int64_t nin, bool fastest)
 {
@@ -233,30 +234,57 @@ static int adafactor_step(const vc_param_entry *p, const vc_optim_ctx *c, vc_ste
 
 #define ALL_IMPLS ((1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FUSED) | (1u << VC_IMPL_FORLOOP))
 
+/* The rows (policy.h vc_optim_row); NULL members: none, default_impl 0: foreach. */
 static const vc_optim_row rows[VC_OPTIM__N] = {
-    [VC_OPTIM_SGD] = {"torch.optim.SGD(momentum=0): no state", ALL_IMPLS, true, NULL, NULL, NULL, VC_IMPL_FOREACH, true},
-    [VC_OPTIM_MOMENTUM] = {"torch.optim.SGD(momentum=0.9): a momentum buffer per parameter", ALL_IMPLS, true,
-                           momentum_state, NULL, NULL, VC_IMPL_FOREACH, true},
-    [VC_OPTIM_ADAM] = {"torch.optim.Adam: exp_avg, exp_avg_sq; foreach/forloop steps make sqrt(exp_avg_sq)",
-                       ALL_IMPLS, true, adam_state, adam_step, NULL, VC_IMPL_FOREACH, true},
-    [VC_OPTIM_ADAMW] = {"torch.optim.AdamW: as Adam (decoupled weight decay is in place)", ALL_IMPLS, true,
-                        adam_state, adam_step, NULL, VC_IMPL_FOREACH, true},
-    [VC_OPTIM_NONE] = {"no optimizer step: forward, backward, gradients freed", ALL_IMPLS, false, NULL, NULL},
-    [VC_OPTIM_LION] = {"lion-pytorch Lion: exp_avg; the step clones it (foreach, forloop)",
-                       (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, lion_state, lion_step},
-    [VC_OPTIM_ADAM8BIT] = {"bitsandbytes Adam8bit: uint8 states + per-2048 absmax (fp32 under 4,096 elements); "
-                           "in-place kernel, --optim-impl does not apply",
-                           ALL_IMPLS, true, adam8bit_state, NULL, adam8bit_shared},
-    [VC_OPTIM_ADAMW8BIT] = {"bitsandbytes AdamW8bit: as adam8bit", ALL_IMPLS, true, adam8bit_state, NULL,
-                            adam8bit_shared},
-    [VC_OPTIM_PAGED_ADAM8BIT] = {"bitsandbytes PagedAdam8bit: as adam8bit, but the uint8 states of parameters from "
-                                 "100,000 elements are paged (cudaMallocManaged, outside PyTorch's allocator)",
-                                 ALL_IMPLS, true, paged_adam8bit_state, NULL, adam8bit_shared},
-    [VC_OPTIM_PAGED_ADAMW8BIT] = {"bitsandbytes PagedAdamW8bit: as paged_adam8bit", ALL_IMPLS, true,
-                                  paged_adam8bit_state, NULL, adam8bit_shared},
-    [VC_OPTIM_ADAFACTOR] = {"torch.optim.Adafactor: row_var, col_var (factored; variance for 1-D); forloop by default",
-                            (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), true, adafactor_state, adafactor_step,
-                            NULL, VC_IMPL_FORLOOP},
+    [VC_OPTIM_SGD] = {
+        .summary = "torch.optim.SGD(momentum=0): no state",
+        .impls = ALL_IMPLS, .steps = true, .default_impl = VC_IMPL_FOREACH, .torch_default = true,
+    },
+    [VC_OPTIM_MOMENTUM] = {
+        .summary = "torch.optim.SGD(momentum=0.9): a momentum buffer per parameter",
+        .impls = ALL_IMPLS, .steps = true, .state = momentum_state, .default_impl = VC_IMPL_FOREACH, .torch_default = true,
+    },
+    [VC_OPTIM_ADAM] = {
+        .summary = "torch.optim.Adam: exp_avg, exp_avg_sq; foreach/forloop steps make sqrt(exp_avg_sq)",
+        .impls = ALL_IMPLS, .steps = true, .state = adam_state, .step = adam_step, .default_impl = VC_IMPL_FOREACH,
+        .torch_default = true,
+    },
+    [VC_OPTIM_ADAMW] = {
+        .summary = "torch.optim.AdamW: as Adam (decoupled weight decay is in place)",
+        .impls = ALL_IMPLS, .steps = true, .state = adam_state, .step = adam_step, .default_impl = VC_IMPL_FOREACH,
+        .torch_default = true,
+    },
+    [VC_OPTIM_NONE] = {
+        .summary = "no optimizer step: forward, backward, gradients freed",
+        .impls = ALL_IMPLS, .steps = false,
+    },
+    [VC_OPTIM_LION] = {
+        .summary = "lion-pytorch Lion: exp_avg; the step clones it (foreach, forloop)",
+        .impls = (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), .steps = true, .state = lion_state, .step = lion_step,
+    },
+    [VC_OPTIM_ADAM8BIT] = {
+        .summary = "bitsandbytes Adam8bit: uint8 states + per-2048 absmax (fp32 under 4,096 elements); "
+                   "in-place kernel, --optim-impl does not apply",
+        .impls = ALL_IMPLS, .steps = true, .state = adam8bit_state, .shared = adam8bit_shared,
+    },
+    [VC_OPTIM_ADAMW8BIT] = {
+        .summary = "bitsandbytes AdamW8bit: as adam8bit",
+        .impls = ALL_IMPLS, .steps = true, .state = adam8bit_state, .shared = adam8bit_shared,
+    },
+    [VC_OPTIM_PAGED_ADAM8BIT] = {
+        .summary = "bitsandbytes PagedAdam8bit: as adam8bit, but the uint8 states of parameters from "
+                   "100,000 elements are paged (cudaMallocManaged, outside PyTorch's allocator)",
+        .impls = ALL_IMPLS, .steps = true, .state = paged_adam8bit_state, .shared = adam8bit_shared,
+    },
+    [VC_OPTIM_PAGED_ADAMW8BIT] = {
+        .summary = "bitsandbytes PagedAdamW8bit: as paged_adam8bit",
+        .impls = ALL_IMPLS, .steps = true, .state = paged_adam8bit_state, .shared = adam8bit_shared,
+    },
+    [VC_OPTIM_ADAFACTOR] = {
+        .summary = "torch.optim.Adafactor: row_var, col_var (factored; variance for 1-D); forloop by default",
+        .impls = (1u << VC_IMPL_FOREACH) | (1u << VC_IMPL_FORLOOP), .steps = true, .state = adafactor_state,
+        .step = adafactor_step, .default_impl = VC_IMPL_FORLOOP,
+    },
 };
 
 const vc_optim_row *vc_optim_row_get(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? &rows[o] : NULL; }

@@ -35,21 +35,21 @@ int vc_optim_impl_from_name(const char *s) { return lookup(impl_names, s); }
 int vc_precision_from_name(const char *s) { return lookup(prec_names, s); }
 int vc_mode_from_name(const char *s) { return lookup(mode_names, s); }
 int vc_attention_from_name(const char *s) { return lookup(attn_names, s); }
-/* --parallel also takes PyTorch's FSDP ShardingStrategy names
- * (torch/distributed/fsdp/api.py: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD)
- * and hsdp, in any case and with '_' or '-': "FULL_SHARD", "hybrid_shard". */
+/* --parallel also takes each layout's aliases (vc_layout_desc.aliases: PyTorch's FSDP
+ * ShardingStrategy names, torch/distributed/fsdp/api.py FULL_SHARD, SHARD_GRAD_OP,
+ * HYBRID_SHARD, and hsdp), in any case and with '_' or '-': "FULL_SHARD", "hybrid_shard". */
 int vc_parallel_from_name(const char *s)
 {
-    static const struct { const char *alias; vc_parallel p; } aliases[] = {
-        {"full-shard", VC_PARALLEL_FSDP}, {"hybrid-shard", VC_PARALLEL_FSDP_HYBRID}, {"hsdp", VC_PARALLEL_FSDP_HYBRID},
-    };
     char n[32];
     size_t i = 0;
     for (; s && s[i] && i < sizeof n - 1; i++) n[i] = s[i] == '_' ? '-' : s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] - 'A' + 'a') : s[i];
     if (!s || s[i]) return -1; /* NULL, or longer than any name */
     n[i] = '\0';
-    for (size_t a = 0; a < sizeof aliases / sizeof *aliases; a++)
-        if (!strcmp(n, aliases[a].alias)) return (int)aliases[a].p;
+    for (int p = 0; p < VC_PARALLEL__N; p++) {
+        const vc_layout_desc *d = vc__layout_desc((vc_parallel)p);
+        for (size_t a = 0; d && a < sizeof d->aliases / sizeof *d->aliases && d->aliases[a]; a++)
+            if (!strcmp(n, d->aliases[a])) return p;
+    }
     return lookup(par_names, n);
 }
 const char *vc_parallel_name(vc_parallel p) { return (unsigned)p < VC_PARALLEL__N ? par_names[p] : "?"; }
@@ -143,13 +143,13 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --tp is not modelled (Megatron needs --sequence-parallel with both, "
                             "and splits each expert over expert_tensor_parallel_size)");
     /* the distributed optimizer shards expert parameters over the expert-data-parallel group (gpus / (etp x ep x pp)),
-     * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter) */
-    if (o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_MEGATRON &&
-        o->parallel != VC_PARALLEL_MEGATRON_DIST)
+     * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter):
+     * the layouts with VC_LAYOUT_EP */
+    char names[128];
+    if (!(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_EP))
         return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --ep is not modelled: expert parameters shard over the "
-                            "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (ddp, megatron "
-                            "and megatron-dist are modelled)",
-                            par_names[o->parallel]);
+                            "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (%s are modelled)",
+                            par_names[o->parallel], vc__layout_names(VC_LAYOUT_EP, " and ", names, sizeof names));
     /* parallel_state.initialize_model_parallel: RuntimeError unless world_size is divisible by
      * expert_tensor x expert_model x pipeline parallel size */
     if (o->gpus % (o->tp * o->pp * o->ep))
@@ -160,7 +160,8 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
 }
 
 /* --ds-overlap-comm: DeepSpeedZeroConfig's overlap_comm (deepspeed/runtime/zero/config.py at
- * deepspeedai/DeepSpeed@edaa7221), a ZeRO setting: refused outside zero1/2/3, and with a pipeline
+ * deepspeedai/DeepSpeed@edaa7221), a ZeRO setting: refused outside the layouts with
+ * VC_LAYOUT_ZERO_CONFIG (zero1/2/3), and with a pipeline
  * stage (PipelineEngine's reduce_gradients(pipeline_parallel=True) with the hooks' reduction is not
  * modelled: docs/parallel.md 1.10). */
 static vc_status zero_overlap_check(const vc_options *o, vc_error *err)
@@ -169,8 +170,10 @@ static vc_status zero_overlap_check(const vc_options *o, vc_error *err)
     if (o->ds_overlap_comm < VC_DS_OVERLAP_OFF || o->ds_overlap_comm > VC_DS_OVERLAP_ON)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid value (true or false)");
     if (o->ds_overlap_comm == VC_DS_OVERLAP_AUTO) return VC_OK;
-    if (o->parallel != VC_PARALLEL_ZERO1 && o->parallel != VC_PARALLEL_ZERO2 && o->parallel != VC_PARALLEL_ZERO3)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "overlap_comm is DeepSpeed ZeRO's: give --parallel zero1, zero2 or zero3%s%s",
+    char names[128];
+    if (!(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_ZERO_CONFIG))
+        return vc_set_error(err, VC_ERR_USAGE, opt, "overlap_comm is DeepSpeed ZeRO's: give --parallel %s%s%s",
+                            vc__layout_names(VC_LAYOUT_ZERO_CONFIG, " or ", names, sizeof names),
                             o->parallel != VC_PARALLEL_NONE ? ", not " : "", o->parallel != VC_PARALLEL_NONE ? par_names[o->parallel] : "");
     if (o->pp > 1 && o->ds_overlap_comm == VC_DS_OVERLAP_ON)
         return vc_set_error(err, VC_ERR_USAGE, opt, "true with --pp is not modelled (PipelineEngine's reduce_gradients with the "
@@ -188,7 +191,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     if (o->torch_version && (o->torch_version < VC_TORCH_OLDEST || o->torch_version > VC_TORCH_DEFAULT))
         return vc_set_error(err, VC_ERR_USAGE, "--torch", "unsupported PyTorch release");
-    if ((unsigned)o->parallel >= VC_PARALLEL__N) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "invalid layout");
+    if (!vc__layout_desc(o->parallel)) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "invalid layout");
     if (o->gpus < 1 || o->gpus > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
     if (o->tp < 1 || o->tp > (INT64_C(1) << 20))
@@ -209,22 +212,22 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
     if (o->pp_virtual > 1 && o->micro_batches && o->micro_batches % o->pp)
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "the interleaved schedule needs a multiple of --pp (%lld) "
                             "micro-batches, got %lld", (long long)o->pp, (long long)o->micro_batches);
-    /* DeepSpeed's PipelineEngine (the zero1 row's engine) runs its own TrainSchedule, not interleaved */
-    if (o->pp_virtual > 1 && o->parallel == VC_PARALLEL_ZERO1)
-        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "zero1 is DeepSpeed's, whose PipelineEngine has no interleaved schedule");
+    /* a layout whose pipeline engine has no interleaved schedule (DeepSpeed's PipelineEngine, zero1's) */
+    const vc_layout_desc *lay = vc__layout_desc(o->parallel);
+    if (o->pp_virtual > 1 && lay->interleaved_why) return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "%s", lay->interleaved_why);
     if (o->micro_batches && o->pp < 2)
         return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
     if (o->pp > 1 && o->mode != VC_MODE_TRAIN)
         return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is modelled for training (--mode train)");
     if (o->pp > 1 && o->accumulate > 1)
         return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "under --pp the micro-batches are the accumulation: give --micro-batches");
-    /* DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__:
-     * "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1; FSDP's units under a
-     * 1F1B schedule are not modelled */
-    if (o->pp > 1 && o->parallel != VC_PARALLEL_NONE && o->parallel != VC_PARALLEL_DDP && o->parallel != VC_PARALLEL_ZERO1_TORCH &&
-        o->parallel != VC_PARALLEL_ZERO1 && o->parallel != VC_PARALLEL_MEGATRON && o->parallel != VC_PARALLEL_MEGATRON_DIST)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (ddp, zero1, zero1-torch, megatron "
-                            "and megatron-dist are)", par_names[o->parallel]);
+    /* the layouts with VC_LAYOUT_PP: DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py
+     * PipelineEngine.__init__: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1;
+     * FSDP's units under a 1F1B schedule are not modelled */
+    char names[128];
+    if (o->pp > 1 && !(lay->caps & VC_LAYOUT_PP))
+        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (%s are)", par_names[o->parallel],
+                            vc__layout_names(VC_LAYOUT_PP, " and ", names, sizeof names));
     if (o->gpus % (o->tp * o->pp))
         return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);
@@ -243,14 +246,16 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
-    if (o->parallel == VC_PARALLEL_FSDP_HYBRID && vc_dp_world(o) > 8 && vc_dp_world(o) % 8)
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "hybrid shards within 8-GPU nodes: %lld GPUs is not a whole number of nodes", (long long)o->gpus);
+    if (lay->node_gpus && vc_dp_world(o) > lay->node_gpus && vc_dp_world(o) % lay->node_gpus)
+        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%s shards within %d-GPU nodes: %lld GPUs is not a whole number of nodes",
+                            par_names[o->parallel], lay->node_gpus, (long long)o->gpus);
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
     if (vc__layout_view_check(o, err)) return VC_ERR_USAGE; /* the bucket views (layout.c) */
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
         return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
-    if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE;
-    if (vc__megatron_check(o, err)) return VC_ERR_USAGE; /* layout_megatron.c */
+    if (o->mode == VC_MODE_GENERATE && lay->generate_why) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s", lay->generate_why);
+    if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE; /* the --fsdp-* options (layout_fsdp2.c) */
+    if (lay->check && lay->check(o, err)) return VC_ERR_USAGE; /* the layout's own refusals */
     if (zero_overlap_check(o, err)) return VC_ERR_USAGE;
     const vc_optim_row *r = vc_optim_row_get(o->optim);
     if (!(r->impls & (1u << o->optim_impl))) {

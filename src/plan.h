@@ -346,43 +346,18 @@ void vc__model_hook(vc_build *b, bool begin);
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
 
-/* layout.c: false (and b->st set, naming opt) when a parameter is quantized or fp32-pinned */
+/* What the layout files share (each layout's own hooks are static in its file,
+ * reached through its descriptor: policy.h vc_layout_desc, layout.c's registry).
+ * layout.c: false (and b->st set, naming opt) when a parameter is quantized or fp32-pinned */
 bool vc__layout_dense_only(vc_build *b, const char *opt, const char *what);
-/* layout_fsdp1.c: the FSDP units (unit_of per instance, 0 the root's); their
- * count; the fsdp, shard-grad-op and hybrid rows' hooks (policy.h vc_layout_row) */
+/* layout_fsdp1.c: the FSDP units (unit_of per instance, 0 the root's) and their count;
+ * fsdp2 wraps the same units */
 int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
-void vc__fsdp_flat(vc_build *b);
-void vc__hybrid_flat(vc_build *b);
-void vc__fsdp_full_shard(vc_build *b, int inst, vc_phase ph, bool begin);
-void vc__fsdp_shard_grad_op(vc_build *b, int inst, vc_phase ph, bool begin);
 /* layout_fsdp1.c: --fsdp-param-dtype, --fsdp-reduce-dtype and --fsdp-use-orig-params
  * under FSDP1 (from vc__fsdp_mp_check) */
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err);
-/* layout_fsdp1.c: use_orig_params' optimizer tensors, the slices of flat parameter i's shard */
-size_t vc__fsdp1_slices(const vc_build *b, size_t i, int64_t *out);
-/* layout_zero12.c: the zero1 and zero2 rows' hooks (policy.h vc_layout_row) */
-void vc__zero2_flat(vc_build *b);
-void vc__zero2_resident(vc_build *b);
-void vc__zero2_hook(vc_build *b, int inst, vc_phase ph, bool begin);
-void vc__zero2_grad(vc_build *b, size_t p, int32_t inst);
-void vc__zero1_hook(vc_build *b, int inst, vc_phase ph, bool begin);
-void vc__zero1_grad(vc_build *b, size_t p, int32_t inst);
-/* layout_fsdp2.c: the fsdp2 row's hooks (policy.h vc_layout_row) */
-void vc__fsdp2_flat(vc_build *b);
-void vc__fsdp2_hook(vc_build *b, int inst, vc_phase ph, bool begin);
-void vc__fsdp2_compute(const vc_options *o, vc_dtype *dt);
-/* layout_zero3.c: the zero3 row's hooks (policy.h vc_layout_row) */
-void vc__zero3_flat(vc_build *b);
-void vc__zero3_resident(vc_build *b);
-void vc__zero3_hook(vc_build *b, int inst, vc_phase ph, bool begin);
-void vc__zero3_grad(vc_build *b, size_t p, int32_t inst);
-void vc__zero3_free(void *state);
-/* layout_megatron.c: the megatron and megatron-dist rows' hooks (policy.h vc_layout_row) */
-void vc__megatron_flat(vc_build *b);
-void vc__megatron_dist_flat(vc_build *b);
-void vc__megatron_resident(vc_build *b);
-void vc__megatron_grad(vc_build *b, size_t p, int32_t inst);
-void vc__megatron_hook(vc_build *b, int inst, vc_phase ph, bool begin);
+/* layout_fsdp2.c: the FSDP layouts' compute hook (--fsdp-param-dtype) */
+void vc__fsdp_compute(const vc_options *o, vc_dtype *dt);
 
 /* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
 void vc__execute(vc_build *b);

@@ -118,22 +118,21 @@ typedef struct {
                        * module hook with inst = its index in phase VC_PHASE_OPTIMIZER */
 } vc_flat_param;
 
-/* A parallel layout: how one rank's step differs from a single GPU's (the
- * rows are filled by the multi-GPU work: DDP buckets, ZeRO and FSDP
- * shards, pipeline stages). The engine calls `module` as a layer instance
- * starts and ends its forward and its backward (instances are the model's
- * expanded layers; the loss, instance -1, is outside any): where FSDP
- * gathers a unit's parameters and frees them, where a pipeline stage hands
- * its activations on. A hook allocates and frees with vc__alloc/vc__free.
- * It is also called with inst -1 (the whole model, FSDP's root) as the
- * forward, the backward and the optimizer step begin and end, and, in the
- * optimizer step, with a flat parameter's index around its own step when
- * the flat parameter is stepped alone (vc_flat_param.alone). */
+/* A parallel layout's hooks: how one rank's step differs from a single
+ * GPU's (DDP buckets, ZeRO and FSDP shards, Megatron's buffers). The engine
+ * calls `module` as a layer instance starts and ends its forward and its
+ * backward (instances are the model's expanded layers; the loss, instance
+ * -1, is outside any): where FSDP gathers a unit's parameters and frees
+ * them. A hook allocates and frees with vc__alloc/vc__free. It is also
+ * called with inst -1 (the whole model, FSDP's root) as the forward, the
+ * backward and the optimizer step begin and end, and, in the optimizer
+ * step, with a flat parameter's index around its own step when the flat
+ * parameter is stepped alone (vc_flat_param.alone). Every member may be
+ * NULL (false): a single GPU's behaviour. */
 typedef struct vc_layout_row {
-    const char *name;
-    void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin); /* NULL: nothing */
+    void (*module)(struct vc_build *b, int inst, vc_phase phase, bool begin);
     /* What the layout keeps on every rank for the whole run, allocated after
-     * the model's own persistent state (DDP's gradient buckets). NULL: nothing. */
+     * the model's own persistent state (DDP's gradient buckets). */
     void (*resident)(struct vc_build *b);
     /* The parameters whose optimizer state and step this rank holds (the
      * busiest rank of a sharded optimizer): owned[p] for each of the model's
@@ -147,12 +146,17 @@ typedef struct vc_layout_row {
      * state and step are the entries'. NULL: the model's parameters. */
     void (*flat)(struct vc_build *b);
     /* Called as AccumulateGrad sets parameter p's .grad (b->pgrad[p]): a
-     * post-accumulate-grad hook (ZeRO-2 copies it into its bucket). NULL: none. */
+     * post-accumulate-grad hook (ZeRO-2 copies it into its bucket). */
     void (*grad)(struct vc_build *b, size_t p, int32_t inst);
     /* The dtype the parameters are cast to for forward and backward, which
      * the activations then have (FSDP2's MixedPrecisionPolicy.param_dtype:
      * the unsharded parameters); *dt holds the precision's. NULL: that one. */
     void (*compute)(const vc_options *o, vc_dtype *dt);
+    /* The optimizer's tensors for flat parameter i when they are not the
+     * flat parameter itself (FSDP1's use_orig_params: the original
+     * parameters' slices of the shard): their numels into out (room for
+     * every parameter), the count; 0 (or NULL): the flat parameter. */
+    size_t (*slices)(const struct vc_build *b, size_t i, int64_t *out);
     /* true: the root's pre-forward casts the model's floating-point inputs to
      * that compute dtype (FSDP2's MixedPrecisionPolicy.cast_forward_inputs,
      * default True): the caller's input stays in the precision's activation
@@ -165,18 +169,76 @@ typedef struct vc_layout_row {
     bool grad_views;
 } vc_layout_row;
 
-/* The layout of an estimate with these options (o->parallel). */
+/* What a layout takes (vc_layout_desc.caps), one bit per option or group of
+ * options; the checks (options.c, layout.c, layout_fsdp2.c) read these bits
+ * and list the layouts that have one in their refusals, so no check names a
+ * layout. */
+enum {
+    VC_LAYOUT_PP = 1u << 0,          /* --pp: a pipeline stage's engine (Megatron's schedules, DeepSpeed's PipelineEngine, DDP per stage) */
+    VC_LAYOUT_EP = 1u << 1,          /* --ep: expert parameters over the expert-data-parallel group */
+    VC_LAYOUT_ZERO_CONFIG = 1u << 2, /* DeepSpeed ZeRO's config: --ds-overlap-comm, --offload-device nvme */
+    VC_LAYOUT_GRAD_VIEW = 1u << 3,   /* --gradient-as-bucket-view (DistributedDataParallel's): views[1][0] */
+    VC_LAYOUT_PARAM_VIEW = 1u << 4,  /* --parameters-as-bucket-view (ZeroRedundancyOptimizer's): views[0][1] */
+    VC_LAYOUT_FSDP1_OPTIONS = 1u << 5, /* FSDP1's: --fsdp-use-orig-params; --fsdp-*-dtype as MixedPrecision */
+    VC_LAYOUT_FSDP2_OPTIONS = 1u << 6, /* fully_shard's: --fsdp-*-dtype as MixedPrecisionPolicy, --fsdp-replicate,
+                                        * --fsdp-reshard-after-forward */
+};
+
+/* A parallel layout (--parallel), FFmpeg's AVCodec way: each layout file
+ * ends with its descriptor (`const vc_layout_desc vc_layout_zero3 = {...}`),
+ * layout.c's registry lists them, and no code elsewhere tests which layout
+ * an estimate has (the checks read the fields below). The enum
+ * value and the --parallel name are VC_PARALLEL_MAP's (vramcalc.h). */
+typedef struct vc_layout_desc {
+    vc_parallel id;
+    const char *aliases[3];   /* other --parallel names, lower case with '-' (vc_parallel_from_name) */
+    vc_layout_row hooks;
+    /* [gradient_as_bucket_view][parameters_as_bucket_view]: the hooks in
+     * place of `hooks` under those settings ([0][0] unused); NULL where the
+     * setting is refused (VC_LAYOUT_GRAD_VIEW, VC_LAYOUT_PARAM_VIEW say which
+     * the layout has) */
+    const vc_layout_row *views[2][2];
+    unsigned caps;            /* VC_LAYOUT_*: the options it takes */
+    unsigned offload;         /* 1u << vc_offload: the --offload values modelled (VC_OFFLOAD_NONE aside) */
+    /* why the other --offload values are refused; NULL: the generic "keeps
+     * everything on the GPU" (layout.c) */
+    const char *offload_why;
+    /* with VC_LAYOUT_PP: why --pp-virtual (Megatron's interleaved 1F1B) is
+     * refused, NULL it is modelled */
+    const char *interleaved_why;
+    /* why --mode generate is refused, NULL: it is modelled where the other
+     * options allow it */
+    const char *generate_why;
+    /* HYBRID_SHARD's node: the shard group is a node of this many GPUs, so
+     * the data-parallel ranks are at most one node or whole nodes; 0 none */
+    int node_gpus;
+    /* the class --fsdp-param-dtype / --fsdp-reduce-dtype configure
+     * ("MixedPrecision", "MixedPrecisionPolicy"; the report names it), NULL none */
+    const char *mp_class;
+    /* the layout's own refusals of the options (Megatron's mode, precision and
+     * optimizer), VC_ERR_USAGE naming the option; run by vc__check_options
+     * after the checks the fields above drive. NULL: none. */
+    vc_status (*check)(const vc_options *o, vc_error *err);
+} vc_layout_desc;
+
+/* layout.c: the registry. The descriptor of layout p, NULL out of range. */
+const vc_layout_desc *vc__layout_desc(vc_parallel p);
+/* The --parallel names of the layouts with every bit of caps (the single
+ * GPU's "none" aside), in the registry's order, ", "-separated and `last`
+ * before the last one ("ddp, megatron and megatron-dist"); "" none. */
+const char *vc__layout_names(unsigned caps, const char *last, char *buf, size_t n);
+/* The hooks of an estimate with these options (o->parallel and its bucket
+ * views; NULL options: a single GPU's). */
 const vc_layout_row *vc_layout_row_get(const vc_options *o);
 /* --offload: VC_ERR_USAGE naming --offload when o->parallel cannot offload o->offload. */
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err);
 /* --gradient-as-bucket-view, --parameters-as-bucket-view: VC_ERR_USAGE naming the
  * option when the layout has no such setting or it is not modelled with the others. */
 vc_status vc__layout_view_check(const vc_options *o, vc_error *err);
-/* --fsdp-param-dtype, --fsdp-reduce-dtype: VC_ERR_USAGE naming the option where
- * the layout or the precision cannot take them (layout_fsdp2.c). */
+/* --fsdp-param-dtype, --fsdp-reduce-dtype, --fsdp-replicate,
+ * --fsdp-reshard-after-forward, --fsdp-use-orig-params: VC_ERR_USAGE naming the
+ * option where the layout or the precision cannot take them (layout_fsdp2.c). */
 vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err);
-/* --parallel megatron, megatron-dist: VC_ERR_USAGE naming the option they cannot take (layout_megatron.c). */
-vc_status vc__megatron_check(const vc_options *o, vc_error *err);
 /* A --fsdp-*-dtype value's dtype (fp32 for none). */
 vc_dtype vc__fsdp_dtype(vc_fsdp_dtype d);
 
@@ -193,8 +255,36 @@ typedef struct {
     int64_t max_in, max_out; /* the largest in_features and out_features */
     int64_t max_numel;       /* the largest weight's elements */
 } vc_quant_extent;
-typedef struct {
-    const char *name, *summary; /* the class followed and its source */
+struct cJSON;
+/* A storage format of Linear weights, one row per vc_weights (quant.c), with
+ * designated initializers; NULL and 0 members: none. Adding one:
+ * docs/contributing.md, "Adding a quant format". */
+typedef struct vc_weight_row {
+    const char *name, *summary; /* the --weights name (VC_WEIGHTS_MAP's); the class followed and its source */
+    /* The settings it has, which the --weights names, the checks of a vc_quant
+     * (vc__quant_settings_check) and its description (vc_quant_describe) follow:
+     * bits   1u << b for each bits per weight it takes: the --weights names are
+     *        the name followed by one of them ("gptq4"); 0: a fixed width;
+     * blocks 1u << k: its group (blocksize) must be 2^k for a bit k set
+     *        (bitsandbytes' quantize_4bit); 0: -1 or any positive group;
+     * blocked  a 2-D block, vc_quant.block (weight_block_size). */
+    unsigned bits;
+    uint32_t blocks;
+    bool blocked;
+    /* Its defaults under --weights (vc_quant_from_name): group (0: 128,
+     * GPTQConfig / AwqConfig group_size), double_quant, block (each side). */
+    int64_t group;
+    int double_quant;
+    int64_t block;
+    /* The --precision a model with these weights computes in when not told
+     * (vc_quant_compute_precision). */
+    vc_precision compute;
+    /* A config.json's quantization_config.quant_method naming it, and the
+     * reader of that method's keys into q (it sets q->format: one method
+     * may name several rows, bitsandbytes' load_in_8bit / bnb_4bit_quant_type);
+     * errors VC_ERR_MODEL naming the key. NULL: no config names it. */
+    const char *method;
+    vc_status (*from_config)(const struct cJSON *qc, vc_quant *q, vc_error *err);
     bool trains;  /* a linear over it has a backward for its input (LoRA on top) */
     uint8_t lora; /* PEFT's LoRA layer over it (VC_LORA_*, layers/layer.h) */
     /* What the GPU keeps for weight p, data first (dense: one tensor of the
@@ -215,6 +305,9 @@ typedef struct {
 const vc_weight_row *vc_weight_row_get(vc_weights w);
 /* The model's storage format and its settings: --weights (vc_model_set_weights), else its config's quantization_config. */
 const vc_quant *vc__model_quant(const vc_model *m);
+/* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
+ * naming --weights (vc_model_set_weights). */
+vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);

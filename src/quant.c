@@ -251,56 +251,122 @@ static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compu
     *nb = 0;
 }
 
+/* The config.json readers (the rows' from_config, below), by quant_method. */
+static vc_status qc_bnb(const cJSON *qc, vc_quant *q, vc_error *err);
+static vc_status qc_gptq(const cJSON *qc, vc_quant *q, vc_error *err);
+static vc_status qc_awq(const cJSON *qc, vc_quant *q, vc_error *err);
+static vc_status qc_fp8(const cJSON *qc, vc_quant *q, vc_error *err);
+static vc_status qc_fbgemm(const cJSON *qc, vc_quant *q, vc_error *err);
+
+/* bitsandbytes' quantize_4bit blocksizes: 32 to 4096, powers of two (bits 5 to 12) */
+#define BNB4_BLOCKS (((1u << 13) - 1) & ~((1u << 5) - 1))
+
+/* The formats, one row each (policy.h vc_weight_row). Compute precision: quantized weights
+ * keep the other parameters and the compute in 16-bit (torch_dtype, bnb_4bit_compute_dtype),
+ * fp16 for GPTQ and AWQ (their kernels' dtype: the scales are fp16), else bf16. */
 static const vc_weight_row rows[VC_WEIGHTS__N] = {
-    [VC_WEIGHTS_DENSE] = {"dense", "torch.nn.Linear: the weight in the precision's dtype", true, VC_LORA_LINEAR, dense_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_INT8] = {"int8", "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)", false, VC_LORA_BNB8,
-                         int8_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_NF4] = {"nf4", "bitsandbytes Linear4bit / Params4bit, quant_type nf4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
-                        bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
-    [VC_WEIGHTS_FP4] = {"fp4", "bitsandbytes Linear4bit / Params4bit, quant_type fp4: packed 4-bit data and its QuantState", true, VC_LORA_BNB4,
-                        bnb4_tensors, bnb4_shared, bnb4_temps, NULL},
-    [VC_WEIGHTS_GPTQ] = {"gptq", "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx", false, VC_LORA_LINEAR, gptq_tensors, gptq_shared, NULL, gptq_misfit},
-    [VC_WEIGHTS_AWQ] = {"awq", "AutoAWQ WQLinear_GEMM: qweight, qzeros, scales", false, VC_LORA_LINEAR, awq_tensors, NULL, NULL, awq_misfit},
-    [VC_WEIGHTS_FP8] = {"fp8", "transformers FP8Linear, one scale per tensor (weight_scale_inv)", false, VC_LORA_LINEAR, fp8_tensors, NULL, fp8_temps, NULL},
-    [VC_WEIGHTS_FP8_CHANNEL] = {"fp8-channel", "transformers FbgemmFp8Linear: weight_scale per output row, input_scale_ub", false, VC_LORA_LINEAR,
-                                fp8_channel_tensors, NULL, NULL, NULL},
-    [VC_WEIGHTS_FP8_BLOCK] = {"fp8-block", "transformers FP8Linear, weight_block_size blocks (weight_scale_inv)", false, VC_LORA_LINEAR,
-                              fp8_tensors, NULL, fp8_temps, NULL},
+    [VC_WEIGHTS_DENSE] = {
+        .name = "dense", .summary = "torch.nn.Linear: the weight in the precision's dtype",
+        .compute = VC_PREC_FP32, .trains = true, .lora = VC_LORA_LINEAR, .tensors = dense_tensors,
+    },
+    [VC_WEIGHTS_INT8] = {
+        .name = "int8", .summary = "bitsandbytes Linear8bitLt / Int8Params: int8 weight, fp32 scale per output row (SCB)",
+        .compute = VC_PREC_BF16, .method = "bitsandbytes", .from_config = qc_bnb,
+        .lora = VC_LORA_BNB8, .tensors = int8_tensors,
+    },
+    /* Params4bit(blocksize=64); under --weights (and --qlora) BitsAndBytesConfig(bnb_4bit_use_double_quant=True) */
+    [VC_WEIGHTS_NF4] = {
+        .name = "nf4", .summary = "bitsandbytes Linear4bit / Params4bit, quant_type nf4: packed 4-bit data and its QuantState",
+        .blocks = BNB4_BLOCKS, .group = 64, .double_quant = 1,
+        .compute = VC_PREC_BF16, .method = "bitsandbytes", .from_config = qc_bnb,
+        .trains = true, .lora = VC_LORA_BNB4, .tensors = bnb4_tensors, .shared = bnb4_shared, .temps = bnb4_temps,
+    },
+    [VC_WEIGHTS_FP4] = {
+        .name = "fp4", .summary = "bitsandbytes Linear4bit / Params4bit, quant_type fp4: packed 4-bit data and its QuantState",
+        .blocks = BNB4_BLOCKS, .group = 64, .double_quant = 1,
+        .compute = VC_PREC_BF16, .method = "bitsandbytes", .from_config = qc_bnb,
+        .trains = true, .lora = VC_LORA_BNB4, .tensors = bnb4_tensors, .shared = bnb4_shared, .temps = bnb4_temps,
+    },
+    /* GPTQConfig bits: 2, 3, 4, 8 */
+    [VC_WEIGHTS_GPTQ] = {
+        .name = "gptq", .summary = "auto_gptq QuantLinear: qweight, qzeros, scales, g_idx",
+        .bits = (1u << 2) | (1u << 3) | (1u << 4) | (1u << 8),
+        .compute = VC_PREC_FP16, .method = "gptq", .from_config = qc_gptq,
+        .lora = VC_LORA_LINEAR, .tensors = gptq_tensors, .shared = gptq_shared, .misfit = gptq_misfit,
+    },
+    /* WQLinear_GEMM: w_bit 4 */
+    [VC_WEIGHTS_AWQ] = {
+        .name = "awq", .summary = "AutoAWQ WQLinear_GEMM: qweight, qzeros, scales",
+        .bits = 1u << 4,
+        .compute = VC_PREC_FP16, .method = "awq", .from_config = qc_awq,
+        .lora = VC_LORA_LINEAR, .tensors = awq_tensors, .misfit = awq_misfit,
+    },
+    [VC_WEIGHTS_FP8] = {
+        .name = "fp8", .summary = "transformers FP8Linear, one scale per tensor (weight_scale_inv)",
+        .compute = VC_PREC_BF16, .method = "fp8", .from_config = qc_fp8,
+        .lora = VC_LORA_LINEAR, .tensors = fp8_tensors, .temps = fp8_temps,
+    },
+    [VC_WEIGHTS_FP8_CHANNEL] = {
+        .name = "fp8-channel", .summary = "transformers FbgemmFp8Linear: weight_scale per output row, input_scale_ub",
+        .compute = VC_PREC_BF16, .method = "fbgemm_fp8", .from_config = qc_fbgemm,
+        .lora = VC_LORA_LINEAR, .tensors = fp8_channel_tensors,
+    },
+    /* DeepSeek-V3's weight_block_size [128, 128] by default */
+    [VC_WEIGHTS_FP8_BLOCK] = {
+        .name = "fp8-block", .summary = "transformers FP8Linear, weight_block_size blocks (weight_scale_inv)",
+        .blocked = true, .block = 128,
+        .compute = VC_PREC_BF16, .method = "fp8", .from_config = qc_fp8,
+        .lora = VC_LORA_LINEAR, .tensors = fp8_tensors, .temps = fp8_temps,
+    },
 };
 
 const vc_weight_row *vc_weight_row_get(vc_weights w) { return (unsigned)w < VC_WEIGHTS__N ? &rows[w] : NULL; }
 
 const char *vc_weights_name(vc_weights w) { return (unsigned)w < VC_WEIGHTS__N ? rows[w].name : "?"; }
 
+vc_precision vc_quant_compute_precision(const vc_quant *q)
+{
+    return q && (unsigned)q->format < VC_WEIGHTS__N ? rows[q->format].compute : VC_PREC_FP32;
+}
+
+/* A row's --weights names: its name, or with bits, its name followed by one of them ("gptq4"). */
 int vc_quant_from_name(const char *name, vc_quant *q)
 {
     memset(q, 0, sizeof *q);
     q->group = 128; /* GPTQConfig / AwqConfig group_size */
     if (!name) return -1;
-    if (!strcmp(name, "nf4") || !strcmp(name, "fp4")) {
-        /* Params4bit(blocksize=64); --qlora's BitsAndBytesConfig(bnb_4bit_use_double_quant=True) */
-        q->format = name[0] == 'n' ? VC_WEIGHTS_NF4 : VC_WEIGHTS_FP4;
-        q->group = 64;
-        q->double_quant = 1;
+    for (int w = 0; w < VC_WEIGHTS__N; w++) {
+        const vc_weight_row *r = &rows[w];
+        size_t l = strlen(r->name);
+        if (r->bits ? strncmp(name, r->name, l) || name[l] < '0' || name[l] > '9' || name[l + 1] || !(r->bits & (1u << (name[l] - '0')))
+                    : strcmp(name, r->name) != 0)
+            continue;
+        q->format = (vc_weights)w;
+        if (r->bits) q->bits = name[l] - '0';
+        if (r->group) q->group = r->group;
+        q->double_quant = r->double_quant;
+        q->block[0] = q->block[1] = r->block;
         return 0;
     }
-    if (!strncmp(name, "gptq", 4) && strchr("2348", name[4]) && name[4] && !name[5]) {
-        q->format = VC_WEIGHTS_GPTQ;
-        q->bits = name[4] - '0';
-        return 0;
-    }
-    if (!strcmp(name, "awq4")) {
-        q->format = VC_WEIGHTS_AWQ;
-        q->bits = 4;
-        return 0;
-    }
-    if (!strcmp(name, "fp8-block")) q->block[0] = q->block[1] = 128; /* DeepSeek-V3's weight_block_size [128, 128] */
-    for (int w = 0; w < VC_WEIGHTS__N; w++)
-        if (w != VC_WEIGHTS_NF4 && w != VC_WEIGHTS_FP4 && w != VC_WEIGHTS_GPTQ && w != VC_WEIGHTS_AWQ && !strcmp(name, rows[w].name)) {
-            q->format = (vc_weights)w;
-            return 0;
-        }
     return -1;
+}
+
+vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err)
+{
+    const vc_weight_row *r = vc_weight_row_get(q->format);
+    if (!r) return vc_set_error(err, VC_ERR_USAGE, "--weights", "unknown storage format");
+    bool bits_ok = !r->bits || (q->bits >= 0 && q->bits < 32 && (r->bits & (1u << q->bits)));
+    bool group_ok = q->group == -1 || (q->group >= 1 && q->group <= VC_MAX_DIM_SIZE);
+    if (r->blocks) { /* a power of two among the row's */
+        group_ok = q->group >= 1 && q->group <= (INT64_C(1) << 31) && !(q->group & (q->group - 1));
+        for (int k = 0; group_ok && k < 32; k++)
+            if (q->group == INT64_C(1) << k) group_ok = (r->blocks >> k) & 1u;
+    }
+    if (!bits_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: %lld bits is not a supported width", r->name, (long long)q->bits);
+    if (!group_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: group/block size %lld is not supported", r->name, (long long)q->group);
+    if (r->blocked && (q->block[0] < 1 || q->block[1] < 1 || q->block[0] > VC_MAX_DIM_SIZE || q->block[1] > VC_MAX_DIM_SIZE))
+        return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: the block sizes must be positive", r->name);
+    return VC_OK;
 }
 
 /* transformers' replace functions skip a module when a key of
@@ -369,10 +435,19 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
                             "%s weights are frozen: training them needs --lora (transformers refuses to fine-tune a purely "
                             "quantized model), or use --mode infer", vc_weights_name(w));
-    if (o->mode == VC_MODE_TRAIN && !rows[w].trains)
+    if (o->mode == VC_MODE_TRAIN && !rows[w].trains) {
+        char names[128] = "";
+        int n = 0, k = 0;
+        for (int f = 1; f < VC_WEIGHTS__N; f++) n += rows[f].trains; /* the formats a LoRA trains over (dense aside) */
+        for (int f = 1; f < VC_WEIGHTS__N; f++)
+            if (rows[f].trains) {
+                size_t l = strlen(names);
+                snprintf(names + l, sizeof names - l, "%s%s", ++k == 1 ? "" : k == n ? " and " : ", ", rows[f].name);
+            }
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
-                            "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on nf4 and fp4",
-                            vc_weights_name(w));
+                            "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on %s",
+                            vc_weights_name(w), names);
+    }
     return VC_OK;
 }
 
@@ -385,15 +460,14 @@ vc_weights vc_model_weights(const vc_model *m, vc_quant *q)
     return e->format;
 }
 
+/* From the settings the format has: bits and a group (gptq, awq), blocks (bitsandbytes), a 2-D block (fp8-block). */
 void vc_quant_describe(const vc_quant *q, char *buf, size_t n)
 {
+    const vc_weight_row *r = vc_weight_row_get(q->format);
     const char *name = vc_weights_name(q->format);
-    if (q->format == VC_WEIGHTS_GPTQ || q->format == VC_WEIGHTS_AWQ)
-        snprintf(buf, n, "%s%lld (group %lld)", name, (long long)q->bits, (long long)q->group);
-    else if (q->format == VC_WEIGHTS_NF4 || q->format == VC_WEIGHTS_FP4)
-        snprintf(buf, n, "%s (block %lld%s)", name, (long long)q->group, q->double_quant ? ", double quant" : "");
-    else if (q->format == VC_WEIGHTS_FP8_BLOCK)
-        snprintf(buf, n, "%s (%lldx%lld)", name, (long long)q->block[0], (long long)q->block[1]);
+    if (r && r->bits) snprintf(buf, n, "%s%lld (group %lld)", name, (long long)q->bits, (long long)q->group);
+    else if (r && r->blocks) snprintf(buf, n, "%s (block %lld%s)", name, (long long)q->group, q->double_quant ? ", double quant" : "");
+    else if (r && r->blocked) snprintf(buf, n, "%s (%lldx%lld)", name, (long long)q->block[0], (long long)q->block[1]);
     else snprintf(buf, n, "%s", name);
 }
 
@@ -475,7 +549,7 @@ static vc_status qc_gptq_awq(const cJSON *qc, bool awq, vc_quant *q, vc_error *e
         (awq && (st = qc_int(qc, "q_group_size", -1, INT64_C(1) << 40, &q->group, err))))
         return st;
     if (q->bits < 0) return qc_fail(err, "bits", "missing: the bits per weight%s%s", "", "");
-    if (awq ? q->bits != 4 : q->bits == 5 || q->bits == 6 || q->bits == 7)
+    if (!(rows[q->format].bits & (1u << q->bits)))
         return qc_fail(err, "bits", awq ? "AWQ's WQLinear_GEMM supports 4 bits only%s%s" : "GPTQ supports 2, 3, 4 and 8 bits%s%s", "", "");
     if (q->group == 0 || q->group < -1) return qc_fail(err, "group_size", "expected a positive integer or -1%s%s", "", "");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(qc, "version");
@@ -483,8 +557,10 @@ static vc_status qc_gptq_awq(const cJSON *qc, bool awq, vc_quant *q, vc_error *e
         return qc_fail(err, "version", "only AWQ's GEMM layout (WQLinear_GEMM) is modelled%s%s", "", "");
     return qc_skip(qc, "modules_to_not_convert", q, err);
 }
+static vc_status qc_gptq(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_gptq_awq(qc, false, q, err); }
+static vc_status qc_awq(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_gptq_awq(qc, true, q, err); }
 
-static vc_status qc_fp8(const cJSON *qc, bool fbgemm, vc_quant *q, vc_error *err)
+static vc_status qc_fp8_fbgemm(const cJSON *qc, bool fbgemm, vc_quant *q, vc_error *err)
 {
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(qc, "weight_block_size");
     q->format = fbgemm ? VC_WEIGHTS_FP8_CHANNEL : VC_WEIGHTS_FP8;
@@ -499,7 +575,10 @@ static vc_status qc_fp8(const cJSON *qc, bool fbgemm, vc_quant *q, vc_error *err
     }
     return qc_skip(qc, "modules_to_not_convert", q, err);
 }
+static vc_status qc_fp8(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_fp8_fbgemm(qc, false, q, err); }
+static vc_status qc_fbgemm(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_fp8_fbgemm(qc, true, q, err); }
 
+/* The reader of the first row whose method the config names (rows[].method). */
 vc_status vc__quant_from_config(const cJSON *cfg, vc_quant *q, vc_error *err)
 {
     const cJSON *qc = cJSON_GetObjectItemCaseSensitive(cfg, "quantization_config");
@@ -512,8 +591,14 @@ vc_status vc__quant_from_config(const cJSON *cfg, vc_quant *q, vc_error *err)
     if (!name && (qc_bool(qc, "load_in_4bit") || qc_bool(qc, "load_in_8bit"))) name = "bitsandbytes";
     if (m && !name) return qc_fail(err, "quant_method", "expected a string such as \"bitsandbytes\"%s%s", "", "");
     if (!name) return qc_fail(err, "quant_method", "missing: the quantization method%s%s", "", "");
-    if (!strcmp(name, "bitsandbytes")) return qc_bnb(qc, q, err);
-    if (!strcmp(name, "gptq") || !strcmp(name, "awq")) return qc_gptq_awq(qc, name[0] == 'a', q, err);
-    if (!strcmp(name, "fp8") || !strcmp(name, "fbgemm_fp8")) return qc_fp8(qc, name[1] == 'b', q, err);
-    return qc_fail(err, "quant_method", "\"%.60s\" is not modelled (bitsandbytes, gptq, awq, fp8, fbgemm_fp8 are)%s", name, "");
+    char methods[128] = "";
+    for (int w = 0; w < VC_WEIGHTS__N; w++) {
+        if (!rows[w].method) continue;
+        if (!strcmp(name, rows[w].method)) return rows[w].from_config(qc, q, err);
+        bool again = false; /* a method several rows share (bitsandbytes: int8, nf4, fp4) is listed once */
+        for (int v = 0; v < w; v++) again |= rows[v].method && !strcmp(rows[v].method, rows[w].method);
+        size_t l = strlen(methods);
+        if (!again) snprintf(methods + l, sizeof methods - l, "%s%s", l ? ", " : "", rows[w].method);
+    }
+    return qc_fail(err, "quant_method", "\"%.60s\" is not modelled (%s are)", name, methods);
 }

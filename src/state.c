@@ -33,7 +33,7 @@ static bool steps_here(const vc_build *b, size_t i)
 
 /* The optimizer's tensors: each parameter it holds, or, under FSDP1's
  * use_orig_params=True, each original parameter's slice of a flat shard
- * (layout_fsdp1.c vc__fsdp1_slices): one state tensor and one step per slice.
+ * (the layout's slices hook, layout_fsdp1.c): one state tensor and one step per slice.
  * *src: the parameter (opt_par index) each comes from; NULL on no memory. */
 static vc_param_entry *opt_tensors(const vc_build *b, size_t **src, size_t *n)
 {
@@ -47,7 +47,7 @@ static vc_param_entry *opt_tensors(const vc_build *b, size_t **src, size_t *n)
         return NULL;
     }
     for (size_t i = 0; i < np; i++) {
-        size_t ns = b->flat ? vc__fsdp1_slices(b, i, sl) : 0;
+        size_t ns = b->flat && b->layout->slices ? b->layout->slices(b, i, sl) : 0;
         for (size_t j = 0; j < (ns ? ns : 1) && k < cap; j++, k++) {
             e[k] = *opt_par(b, i);
             if (ns) e[k].numel = sl[j];

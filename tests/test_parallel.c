@@ -1,5 +1,5 @@
 /*
- * test_parallel.c — the FSDP rows of the parallel-layout table (src/layout.c:
+ * test_parallel.c — the FSDP layouts (src/layout_fsdp1.c:
  * fsdp = FULL_SHARD, shard-grad-op = SHARD_GRAD_OP) on a model small enough to
  * derive every byte by hand from FSDP's source (torch/distributed/fsdp/
  * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 1.6), and
@@ -520,7 +520,7 @@ static void test_zero3_offload(void **state)
 }
 
 /* --offload a layout cannot do: exit 2 naming --offload (layout.c
- * offload_refusal): ZeRO-2 has no offload_param, FSDP1 no optimizer-only
+ * offload_refusal, from the descriptors' offload and offload_why): ZeRO-2 has no offload_param, FSDP1 no optimizer-only
  * offload, DDP and one GPU none at all. */
 static void test_offload_refused(void **state)
 {
@@ -544,7 +544,7 @@ static void test_offload_refused(void **state)
     vc_model_free(m);
 }
 
-/* ---- offload beyond ZeRO-3 (src/layout.c): ZeRO-2's offload_optimizer and
+/* ---- offload beyond ZeRO-3 (src/layout_zero12.c, layout_fsdp1.c): ZeRO-2's offload_optimizer and
  * FSDP1's CPUOffload(offload_params=True) on the two Linears at world size 4,
  * fp32, Adam (sizes in 512-byte blocks as above). */
 

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "plan.h"
+#include "util.h"
 
 #define MIB (INT64_C(1) << 20)
 
@@ -60,6 +61,158 @@ static void test_parallel_names(void **state)
     assert_int_equal(vc_parallel_from_name("_HYBRID_SHARD_ZERO2"), -1); /* not modelled */
     assert_int_equal(vc_parallel_from_name("fsdp-but-much-longer-than-any-name"), -1);
     assert_int_equal(vc_parallel_from_name(NULL), -1);
+}
+
+/* The layout registry (src/layout.c): every vc_parallel has exactly one descriptor,
+ * and the capability bits agree with the hooks they stand for. */
+static void test_layout_registry(void **state)
+{
+    (void)state;
+    for (int i = 0; i < VC_PARALLEL__N; i++) {
+        const vc_layout_desc *d = vc__layout_desc((vc_parallel)i);
+        assert_non_null(d);
+        assert_int_equal(d->id, i);
+        assert_null(d->views[0][0]); /* no setting given: the layout's own hooks */
+        assert_int_equal(d->views[1][0] != NULL, (d->caps & VC_LAYOUT_GRAD_VIEW) != 0);
+        assert_int_equal(d->views[0][1] != NULL, (d->caps & VC_LAYOUT_PARAM_VIEW) != 0);
+        assert_int_equal(d->mp_class != NULL, (d->caps & (VC_LAYOUT_FSDP1_OPTIONS | VC_LAYOUT_FSDP2_OPTIONS)) != 0);
+        assert_false(d->offload & (1u << VC_OFFLOAD_NONE));
+        assert_true(d->interleaved_why == NULL || (d->caps & VC_LAYOUT_PP));
+    }
+    assert_null(vc__layout_desc(VC_PARALLEL__N));
+    /* the lists the refusals print, as the messages named them before the descriptors
+     * (options.c, layout.c and layout_fsdp2.c at f088d1c) */
+    char buf[128];
+    assert_string_equal(vc__layout_names(VC_LAYOUT_PP, " and ", buf, sizeof buf), "ddp, zero1, zero1-torch, megatron and megatron-dist");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_EP, " and ", buf, sizeof buf), "ddp, megatron and megatron-dist");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_ZERO_CONFIG, " or ", buf, sizeof buf), "zero1, zero2 or zero3");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_GRAD_VIEW, " or ", buf, sizeof buf), "ddp or zero1-torch");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_PARAM_VIEW, " or ", buf, sizeof buf), "zero1-torch");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_FSDP1_OPTIONS, ", ", buf, sizeof buf), "fsdp, shard-grad-op, hybrid");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_PP | VC_LAYOUT_EP, " and ", buf, sizeof buf), "ddp, megatron and megatron-dist");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_PP | VC_LAYOUT_ZERO_CONFIG, " and ", buf, sizeof buf), "zero1");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_FSDP2_OPTIONS | VC_LAYOUT_PP, " and ", buf, sizeof buf), "");
+    assert_string_equal(vc__layout_names(VC_LAYOUT_PP, " and ", buf, 8), "ddp, ze"); /* truncated, terminated */
+    assert_string_equal(vc_parallel_mixed_precision(VC_PARALLEL_FSDP2), "MixedPrecisionPolicy"); /* fully_shard's class */
+    assert_string_equal(vc_parallel_mixed_precision(VC_PARALLEL_FSDP_HYBRID), "MixedPrecision"); /* FSDP1's */
+    assert_string_equal(vc_parallel_mixed_precision(VC_PARALLEL_DDP), "?");
+    /* the hooks by options: a setting's own row, else the layout's */
+    vc_options o;
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_ZERO1_TORCH;
+    assert_ptr_equal(vc_layout_row_get(&o), &vc__layout_desc(VC_PARALLEL_ZERO1_TORCH)->hooks);
+    o.gradient_as_bucket_view = 1;
+    assert_ptr_equal(vc_layout_row_get(&o), vc__layout_desc(VC_PARALLEL_ZERO1_TORCH)->views[1][0]);
+    assert_true(vc_layout_row_get(&o)->grad_views);
+    /* the descriptors' refusals come where the ladders' came (f088d1c's order): hybrid's whole
+     * nodes before --offload's, fsdp2's generate before the --fsdp-* options' */
+    vc_error err;
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_FSDP_HYBRID;
+    o.gpus = 12;
+    o.offload = VC_OFFLOAD_OPTIMIZER; /* refused for FSDP1 too */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--gpus");
+    assert_string_equal(err.msg, "hybrid shards within 8-GPU nodes: 12 GPUs is not a whole number of nodes");
+    o.gpus = 16; /* two nodes */
+    o.offload = VC_OFFLOAD_PARAMS;
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_OK);
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_FSDP2;
+    o.gpus = 8;
+    o.mode = VC_MODE_GENERATE;
+    o.fsdp_replicate = 3; /* does not divide 8 either */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--parallel");
+    assert_string_equal(err.msg, "fsdp2 is modelled for --mode train and infer");
+    vc_options_init(&o);
+    o.parallel = VC_PARALLEL_MEGATRON;
+    o.gpus = 8;
+    o.fsdp_replicate = 2; /* fp32 is refused by megatron's own check, which comes after */
+    vc_error_clear(&err);
+    assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--fsdp-replicate");
+}
+
+/* The quant-format rows (src/quant.c): the --weights names and defaults, the settings
+ * each takes, the compute precision. Sources: GPTQConfig bits 2/3/4/8 and group_size 128,
+ * AwqConfig w_bit 4, bitsandbytes quantize_4bit's blocksizes 32..4096 (powers of two),
+ * Params4bit blocksize 64. */
+static vc_status qcheck(const vc_quant *q, vc_error *err)
+{
+    vc_error_clear(err);
+    return vc__quant_settings_check(q, err);
+}
+
+static void test_quant_rows(void **state)
+{
+    (void)state;
+    vc_quant q;
+    vc_error err;
+    assert_int_equal(vc_quant_from_name("gptq3", &q), 0);
+    assert_int_equal(q.format, VC_WEIGHTS_GPTQ);
+    assert_int_equal(q.bits, 3);
+    assert_int_equal(q.group, 128);
+    assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_FP16);
+    assert_int_equal(vc_quant_from_name("gptq5", &q), -1);
+    assert_int_equal(vc_quant_from_name("gptq", &q), -1);
+    assert_int_equal(vc_quant_from_name("gptq44", &q), -1);
+    assert_int_equal(vc_quant_from_name("awq4", &q), 0);
+    assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_FP16);
+    assert_int_equal(vc_quant_from_name("awq8", &q), -1);
+    assert_int_equal(vc_quant_from_name("nf4", &q), 0);
+    assert_int_equal(q.group, 64);
+    assert_int_equal(q.double_quant, 1);
+    assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_BF16);
+    assert_int_equal(qcheck(&q, &err), VC_OK);
+    q.group = 4096;
+    assert_int_equal(qcheck(&q, &err), VC_OK);
+    q.group = 8192;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    assert_string_equal(err.msg, "nf4: group/block size 8192 is not supported");
+    q.group = 96;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    q.group = 16;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    assert_int_equal(vc_quant_from_name("gptq8", &q), 0);
+    q.bits = 5;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    assert_string_equal(err.msg, "gptq: 5 bits is not a supported width");
+    q.bits = 8;
+    q.group = -1; /* one group per input row */
+    assert_int_equal(qcheck(&q, &err), VC_OK);
+    q.group = 0;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    assert_int_equal(vc_quant_from_name("fp8-block", &q), 0);
+    assert_int_equal(q.block[0], 128);
+    assert_int_equal(q.block[1], 128);
+    char d[64];
+    vc_quant_describe(&q, d, sizeof d);
+    assert_string_equal(d, "fp8-block (128x128)");
+    q.block[1] = 0;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    assert_string_equal(err.msg, "fp8-block: the block sizes must be positive");
+    assert_int_equal(vc_quant_from_name("fp8", &q), 0);
+    assert_int_equal(q.block[0], 0);
+    assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_BF16);
+    assert_int_equal(vc_quant_from_name("dense", &q), 0);
+    assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_FP32); /* vc_options_init's default */
+    q.format = VC_WEIGHTS__N;
+    assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
+    for (int w = 0; w < VC_WEIGHTS__N; w++) { /* every row's name reads back, with the first of its bits */
+        const vc_weight_row *r = vc_weight_row_get((vc_weights)w);
+        char name[32];
+        int b = 0;
+        while (r->bits && !(r->bits & (1u << b))) b++;
+        snprintf(name, sizeof name, r->bits ? "%s%d" : "%s", r->name, b);
+        assert_int_equal(vc_quant_from_name(name, &q), 0);
+        assert_int_equal(q.format, w);
+        assert_int_equal(qcheck(&q, &err), VC_OK);
+        assert_true(r->method == NULL || r->from_config != NULL);
+    }
 }
 
 /* cuBLAS's workspaces (aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059, src/state.c
@@ -449,7 +602,7 @@ static int64_t layout_peak(const vc_layout_row *layout, vc_mode mode)
 static void test_layout_hooks(void **state)
 {
     (void)state;
-    const vc_layout_row hooked = {"test-gather", gather_hook, NULL, NULL, NULL, NULL};
+    const vc_layout_row hooked = {.module = gather_hook};
     int64_t base = layout_peak(vc_layout_row_get(NULL), VC_MODE_INFER);
     assert_string_equal(hook_log, "");
     int64_t with = layout_peak(&hooked, VC_MODE_INFER);
@@ -468,7 +621,8 @@ int main(void)
         cmocka_unit_test(test_adamw8bit_row),   cmocka_unit_test(test_layout_hooks),
         cmocka_unit_test(test_ddp_buckets),     cmocka_unit_test(test_adafactor_row),
         cmocka_unit_test(test_paged_adamw8bit_row), cmocka_unit_test(test_parallel_names),
-        cmocka_unit_test(test_cublas_workspaces),
+        cmocka_unit_test(test_cublas_workspaces), cmocka_unit_test(test_layout_registry),
+        cmocka_unit_test(test_quant_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -388,6 +388,14 @@ const char *vc_offload_name(vc_offload o);
 int vc_fsdp_dtype_from_name(const char *s);
 const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
 const char *vc_parallel_name(vc_parallel p);
+/* The class --fsdp-param-dtype / --fsdp-reduce-dtype configure under layout p:
+ * "MixedPrecisionPolicy" (fsdp2), "MixedPrecision" (FSDP1's); "?" for a layout
+ * without one. */
+const char *vc_parallel_mixed_precision(vc_parallel p);
+/* The --precision a model with weights q computes in when not told: fp16 for
+ * gptq and awq (their kernels' dtype), bf16 for the other quantized formats,
+ * fp32 (the default) for dense. */
+vc_precision vc_quant_compute_precision(const vc_quant *q);
 const char *vc_optim_name(vc_optim o);
 const char *vc_optim_impl_name(vc_optim_impl i);
 const char *vc_precision_name(vc_precision p);

@@ -230,7 +230,7 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     if (o->gradient_as_bucket_view) line_item(&l, ", ", "gradient_as_bucket_view"); /* DDP's, ZeRO's bucket views */
     if (o->parameters_as_bucket_view) line_item(&l, ", ", "parameters_as_bucket_view");
     if (o->fsdp_param_dtype || o->fsdp_reduce_dtype) { /* FSDP2's MixedPrecisionPolicy, FSDP1's MixedPrecision */
-        snprintf(it, sizeof it, "%s(param %s, reduce %s)", o->parallel == VC_PARALLEL_FSDP2 ? "MixedPrecisionPolicy" : "MixedPrecision",
+        snprintf(it, sizeof it, "%s(param %s, reduce %s)", vc_parallel_mixed_precision(o->parallel),
                  vc_fsdp_dtype_name(o->fsdp_param_dtype), vc_fsdp_dtype_name(o->fsdp_reduce_dtype));
         line_item(&l, ", ", it);
     }
