@@ -1371,6 +1371,63 @@ static void test_request_api(void **state)
     }
 }
 
+/* Every option applies or is refused with one line naming it and what it
+ * needs (issue 29 item 1, from the option table's applies-to column), and
+ * --plot never replaces the model file (item 4). Before, each of these
+ * exited 0 with the option ignored (or, for --plot, the model file replaced
+ * by the chart). */
+static void test_applies(void **state)
+{
+    (void)state;
+#define HF_GPT2 VC_TEST_DATA "/hf/gpt2.json"
+    const struct { const char *args[10]; const char *msg; } cases[] = {
+        {{mlp, "--lora-alpha", "16", NULL}, "--lora-alpha sets the LoRA adapters: it needs --lora R (or --qlora)"},
+        {{HF_GPT2, "--lora-targets", "c_attn", NULL}, "--lora-targets sets the LoRA adapters: it needs --lora R (or --qlora)"},
+        {{HF_GPT2, "--lora-dropout", "0.1", NULL}, "--lora-dropout sets the LoRA adapters: it needs --lora R (or --qlora)"},
+        {{HF_GPT2, "--serve", "-g", "h100-80gb", "--per-layer", NULL},
+         "--per-layer does not apply to --serve (vLLM's engine): it goes with --mode train, infer and generate"},
+        {{HF_GPT2, "--serve", "-g", "h100-80gb", "--grad-ckpt", NULL}, "--grad-ckpt does not apply to --serve (vLLM's engine): it goes with --mode train"},
+        {{HF_GPT2, "--serve", "-g", "h100-80gb", "--loss", "liger", NULL}, "--loss does not apply to --serve"},
+        {{HF_GPT2, "--serve", "-g", "h100-80gb", "--accumulate", "5", NULL}, "--accumulate does not apply to --serve"},
+        {{mlp, "-m", "infer", "--accumulate", "4", NULL}, "--accumulate does not apply to --mode infer: it goes with --mode train"},
+        {{HF_GPT2, "--moe-imbalance", "2", NULL},
+         "--moe-imbalance sets how a mixture-of-experts model routes its tokens: " HF_GPT2 " has no SparseMoE layer"},
+        {{"--params", "7500000000", "--gpus", "64", "--parallel", "zero3", NULL},
+         "--gpus needs a model file: --params makes a counts-only estimate"},
+        {{"--params", "7500000000", "--parallel", "zero3", NULL}, "--parallel needs a model file: --params makes a counts-only estimate"},
+        {{"--params", "100", "--lora", "8", NULL}, "--lora needs a model file: --params makes a counts-only estimate"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r;
+        run_argv(cases[i].args, &r);
+        check_usage_error(&r, cases[i].msg);
+        run_free(&r);
+    }
+    /* what does apply still runs: the LoRA settings with --lora, a MoE config's imbalance */
+    run_result r;
+    RUN(&r, HF_GPT2, "--lora", "8", "--lora-alpha", "16", "--lora-dropout", "0.1");
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "--moe-imbalance", "2");
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    /* --plot naming the model file: refused, the file untouched */
+    char copy[320];
+    snprintf(copy, sizeof copy, "%s/model.json", tmpdir);
+    size_t len, len2;
+    char *orig = slurp(mlp, &len);
+    write_file(copy, orig);
+    RUN(&r, copy, "--sweep", "1:2", "--plot", copy);
+    check_usage_error(&r, "is the model file: the chart would replace it; give another file name");
+    run_free(&r);
+    char *after = slurp(copy, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(orig, after, len);
+    free(orig);
+    free(after);
+#undef HF_GPT2
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1382,6 +1439,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_max_seq),
         cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
         cmocka_unit_test(test_option_table), cmocka_unit_test(test_option_suggest), cmocka_unit_test(test_request_api),
+        cmocka_unit_test(test_applies),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

@@ -39,6 +39,7 @@ struct vc_request {
     vc_quant quant;       /* --weights, --qlora */
     char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra;
     vc_format format;
+    unsigned char given[VC_OPT__N]; /* options set (a flag: set on), for the rules of what applies */
     int64_t params, acts;
     size_t nmodels;
     bool have_acts, trace, batch_given, list_gpus, hf_given, loss_given, emit, gen_given, max_context, prompt_given,

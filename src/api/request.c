@@ -17,9 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include <cjson/cJSON.h>
 
 #include "api.h"
+#include "layer.h"
+#include "model.h"
 #include "util.h"
 
 /* An option's mark, and one with a value: "--mode generate", mode=generate. */
@@ -254,6 +258,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     vc_options *o = &q->o;
     vc_hf_options *hf = &q->hf;
     vc_status st = VC_OK;
+    q->given[id] = on;
     switch (id) {
     case VC_OPT_BATCH: q->batch_given = true; return parse_count(name, v, 1, &o->batch, err);
     case VC_OPT_INPUT: return keep(&q->input, v, err);
@@ -438,6 +443,52 @@ static void trace_line(void *ctx, const char *text)
     fprintf(f, "%s\n", text);
 }
 
+/* "--mode train" or "--mode train, infer and generate" (or --serve): where
+ * an option applies, from its row's VC_APPLIES_ mode bits. */
+static void modes_text(unsigned applies, char *buf, size_t n)
+{
+    static const struct { unsigned bit; const char *name; } modes[] = {
+        {VC_APPLIES_TRAIN, "train"}, {VC_APPLIES_INFER, "infer"}, {VC_APPLIES_GENERATE, "generate"}};
+    const char *names[3];
+    int k = 0;
+    for (int i = 0; i < 3; i++)
+        if (applies & modes[i].bit) names[k++] = modes[i].name;
+    int w = snprintf(buf, n, k ? O("mode") " " : "");
+    for (int i = 0; i < k && w >= 0 && (size_t)w < n; i++)
+        w += snprintf(buf + w, n - (size_t)w, "%s%s", i == 0 ? "" : i == k - 1 ? " and " : ", ", names[i]);
+    if ((applies & VC_APPLIES_SERVE) && w >= 0 && (size_t)w < n) snprintf(buf + w, n - (size_t)w, "%s" O("serve"), k ? " or " : "");
+}
+
+/* Every option given applies to this request, from the table's applies-to
+ * column (issue 29): the input (counts only or a model), the mode (or
+ * --serve); LoRA's settings need adapters. After the refusals above, which
+ * say more where they apply. */
+static vc_status check_applies(const vc_request *q, vc_error *err)
+{
+    static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT};
+    for (size_t i = 0; i < sizeof lora_opts / sizeof *lora_opts; i++)
+        if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
+            return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
+                         vc_option_at(lora_opts[i])->name);
+    unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER
+                  : q->o.mode == VC_MODE_GENERATE ? VC_APPLIES_GENERATE : VC_APPLIES_TRAIN;
+    for (size_t i = 0; i < VC_OPT__N; i++) {
+        const vc_option_info *info = vc_option_at(i);
+        if (!q->given[i] || (info->applies & VC_APPLIES_FRONT_END)) continue;
+        if (q->counts && !(info->applies & VC_APPLIES_COUNTS))
+            return usage(err, "\x1f%s\x1f needs a model file: " O("params") " makes a counts-only estimate", info->name);
+        if (!(info->applies & mode)) {
+            char where[128];
+            modes_text(info->applies, where, sizeof where);
+            if (q->serve)
+                return usage(err, "\x1f%s\x1f does not apply to " O("serve") " (vLLM's engine): it goes with %s", info->name, where);
+            return usage(err, "\x1f%s\x1f does not apply to \x1fmode=%s\x1f: it goes with %s", info->name,
+                         vc_mode_name(q->o.mode), where);
+        }
+    }
+    return VC_OK;
+}
+
 /* The combinations refused before anything is loaded (vc_cli_main's order). */
 static vc_status check_request(vc_request *q, vc_error *err)
 {
@@ -510,7 +561,16 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     }
     if (sweep && q->trace) return usage(err, O("trace") " shows one batch: use " O("batch") ", not " O("sweep"));
-    return VC_OK;
+    return check_applies(q, err);
+}
+
+/* Whether m has a mixture-of-experts layer (--moe-imbalance applies). */
+static bool has_moe(const vc_model *m)
+{
+    const vc_kind *moe = vc_kind_find("SparseMoE");
+    for (size_t i = 0; moe && i < m->ninst; i++)
+        if (m->inst[i].kind == moe) return true;
+    return false;
 }
 
 /* The response text of a trace or an emitted model. */
@@ -635,6 +695,12 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             st = usage(err, "unexpected argument '%s' (one model file at a time)", esc(&b, q->extra));
             goto fail;
         }
+        struct stat ps, ms; /* an output never replaces the input (issue 29): --plot m.json for m.json */
+        if (q->plot && strcmp(q->model, "-") && !stat(q->plot, &ps) && !stat(q->model, &ms) && ps.st_dev == ms.st_dev &&
+            ps.st_ino == ms.st_ino) {
+            st = usage(err, O("plot") " '%s' is the model file: the chart would replace it; give another file name", esc(&b, q->plot));
+            goto fail;
+        }
         vc_escape_text(resp->file, sizeof resp->file, q->model); /* the reports show it */
         resp->rep.file = resp->file;
         if (q->json_arena) {
@@ -658,6 +724,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                        q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss") : O("moe_imbalance"),
                        hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
+            goto fail;
+        }
+        if (q->given[VC_OPT_MOE_IMBALANCE] && !has_moe(m)) {
+            st = usage(err, O("moe_imbalance") " sets how a mixture-of-experts model routes its tokens: %s has no SparseMoE layer",
+                       esc(&b, q->model));
             goto fail;
         }
         if (q->emit) {
