@@ -1302,6 +1302,9 @@ static void test_request_api(void **state)
     assert_int_equal(vc_request_set(q, "batch", "0", &err), VC_ERR_USAGE);
     check_spelt(&err, "--batch: expected a positive integer, got '0'", "batch=: expected a positive integer, got '0'");
     assert_int_equal(vc_request_set(q, "bach", "4", &err), VC_ERR_USAGE);
+    check_spelt(&err, "unknown option 'bach'; did you mean --batch?", "unknown option 'bach'; did you mean batch=?");
+    assert_int_equal(vc_request_set(q, "frobnicate", "4", &err), VC_ERR_USAGE);
+    check_spelt(&err, "unknown option 'frobnicate'", "unknown option 'frobnicate'");
     assert_int_equal(vc_request_set(q, "help", NULL, &err), VC_ERR_USAGE); /* the CLI's own */
     assert_int_equal(vc_request_set(q, "batch", NULL, &err), VC_ERR_USAGE);
     assert_int_equal(vc_request_set(q, "per_layer", "maybe", &err), VC_ERR_USAGE);

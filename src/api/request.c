@@ -244,8 +244,11 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
 {
     esc_buf b;
     const vc_option_info *info = vc_option_find(name);
-    if (!info || (info->applies & VC_APPLIES_FRONT_END))
+    if (!info || (info->applies & VC_APPLIES_FRONT_END)) {
+        const vc_option_info *near = vc_option_suggest(name, VC_SPELL_PYTHON);
+        if (near) return usage(err, "unknown option '%s'; did you mean \x1f%s\x1f?", esc(&b, name), near->name);
         return usage(err, "unknown option '%s'", esc(&b, name));
+    }
     vc_option_id id = (vc_option_id)(info - vc_option_at(0));
     bool on = true;
     if (!info->arg) { /* a flag */

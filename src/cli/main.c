@@ -109,9 +109,10 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
 {
     static struct option longopts[CLI_MAX_OPTIONS + 1];
     static char shortopts[3 * CLI_MAX_OPTIONS + 2];
-    cli_getopt_tables(longopts, shortopts);
     cli_out = out;
     cli_err = errf;
+    if (vc_option_count() > CLI_MAX_OPTIONS) return flush_out(die("more options than CLI_MAX_OPTIONS (src/cli/main.h)"));
+    cli_getopt_tables(longopts, shortopts);
     optind = 0; /* glibc: start afresh (vc_cli_main may run more than once in a process) */
     opterr = 0;
     vc_request *q = vc_request_new();
