@@ -577,9 +577,8 @@ static bool has_moe(const vc_model *m)
 }
 
 /* The response text of a trace or an emitted model. */
-static vc_status text_response(vc_response *resp, FILE *f, char *buf, size_t len, vc_error *err)
+static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_error *err)
 {
-    (void)f;
     resp->kind = VC_RESP_TEXT;
     resp->text = buf;
     resp->text_len = len;
@@ -743,7 +742,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 t[n] = '\n';
                 t[n + 1] = '\0';
             }
-            if ((st = text_response(resp, NULL, t, n + 1, err))) goto fail;
+            if ((st = text_response(resp, t, n + 1, err))) goto fail;
             goto done;
         }
         vc_lora *lora = &q->lora;
@@ -805,7 +804,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 lib_err(q, err, st);
                 goto fail;
             }
-            if ((st = text_response(resp, NULL, t, n, err))) goto fail;
+            if ((st = text_response(resp, t, n, err))) goto fail;
             goto done;
         }
     }
