@@ -89,8 +89,9 @@ void report_json(FILE *f, const vc_report *rep);
  * rep->columns, when set, chooses and orders them by name. -1: out of memory. */
 int report_csv_header(FILE *f, const vc_report *rep);
 int report_csv_row(FILE *f, const vc_report *rep);
-/* -1 (and a one-line message naming the valid columns) when rep->columns
- * names a column this report does not have (rep->r is not read). */
+/* -1 (and a one-line message naming the valid columns, the options between
+ * option marks) when rep->columns names a column this report does not have
+ * (rep->r is not read). */
 int report_csv_check(const vc_report *rep, char *msg, size_t n);
 
 /* A sweep: {"schema_version": 1, "sweep": [ {...}, ... ]}, one object per
