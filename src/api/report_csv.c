@@ -40,15 +40,20 @@ static void cell(csv_cells *c, const char *name, const char *fmt, ...)
 
 static void cell_i(csv_cells *c, const char *name, int64_t v) { cell(c, name, "%" PRId64, v); }
 
-/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a newline */
+/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a
+ * newline; one a spreadsheet would read as a formula (it starts with =, +, -,
+ * @, a tab or a carriage return: a model named =HYPERLINK(...)) gets a
+ * leading ' (OWASP's CSV injection advice), issue 29 */
 static void cell_s(csv_cells *c, const char *name, const char *s)
 {
     if (c->n >= CSV_MAX_COLS) return;
     char *q = NULL;
-    if (c->values && !strpbrk(s, ",\"\n")) q = strdup(s);
-    else if (c->values && (q = malloc(2 * strlen(s) + 3))) {
+    bool formula = *s && strchr("=+-@\t\r", *s);
+    if (c->values && !formula && !strpbrk(s, ",\"\n")) q = strdup(s);
+    else if (c->values && (q = malloc(2 * strlen(s) + 4))) {
         char *w = q;
         *w++ = '"';
+        if (formula) *w++ = '\'';
         for (; *s; s++) {
             if (*s == '"') *w++ = '"';
             *w++ = *s;
