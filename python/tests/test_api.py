@@ -11,8 +11,9 @@
 * errors are VramcalcError with the CLI's message;
 * --torch: an nn.Module exported on the fly gives what the CLI gives on the file the
   exporter writes (exit 77 when torch is absent);
-* --install: `pip install --target` of python/ (with VRAMCALC_LIB set to the built
-  library) gives a package that imports and estimates outside the checkout.
+* --install: `pip install --no-build-isolation --target` of python/ (its pyproject.toml, with
+  VRAMCALC_LIB set to the built library) gives a package that imports and estimates outside
+  the checkout.
 """
 
 import argparse
@@ -311,14 +312,85 @@ def test_torch(vc):
     check(relus[-1] == "layer4.1.relu" and relus[0] == "relu", "qualified names: %s" % relus[-3:])
     check(r.module_of(r.layers[-1]["name"]) == "fc", "last layer: %s" % r.module_of(r.layers[-1]["name"]))
     check(r.peak_module in str(r), "the table names the peak by module")
+    test_torch_errors(vc, t2v, torch)
     print("torch: %d modules exported on the fly, equal to the CLI on the exported files" % len(cases))
+
+
+def test_torch_errors(vc, t2v, torch):
+    """The exporter's failures are VramcalcErrors (ExportError) and still their own classes; the
+    exporter options are export()'s; tracing inputs are made on the meta device."""
+    import inspect
+    from vramcalc import _options
+    nn = torch.nn
+    params = inspect.signature(t2v.export).parameters
+    for k in _options.EXPORT:
+        check(k in params, "vramcalc._options.EXPORT's %s is no parameter of torch2vramcalc.export" % k)
+
+    class Branchy(nn.Module):  # Python control flow on a tensor's value: torch.fx cannot trace it
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x) if x.sum() > 0 else x
+
+    for module, size, cls in ((Branchy(), (4,), t2v.TraceError),
+                              (nn.Sequential(nn.Linear(4, 4)), (5,), RuntimeError)):  # a shape mismatch
+        try:
+            vc.estimate(module, input_size=size)
+            check(False, "%s: exported" % type(module).__name__)
+        except vc.VramcalcError as e:
+            check(isinstance(e, vc.ExportError) and isinstance(e, cls) and e.option == "model" and str(e),
+                  "%s: %s is not an ExportError and a %s: %s" % (type(module).__name__, type(e).__mro__,
+                                                                 cls.__name__, e))
+    # an op without a kind: Unmapped, its items readable
+    sys.path.insert(0, os.path.join(ROOT, "tests", "roundtrip"))
+    import user_models
+    spectral = dict((n, (c, s)) for n, c, s in user_models.MODELS)["spectral_pool"]
+    try:
+        vc.estimate(spectral[0](), input_size=spectral[1])
+        check(False, "spectral_pool exported without allow_unknown")
+    except vc.VramcalcError as e:
+        check(isinstance(e, t2v.Unmapped) and e.items and "no vramcalc kind" in str(e),
+              "spectral_pool: %s %s" % (type(e).__mro__, e))
+    r = vc.estimate(spectral[0](), input_size=spectral[1], allow_unknown=True)
+    check("approximate" in r.model, "allow_unknown=True: %s" % r.model)
+    # the exporter's options are checked too; bad input sizes name input_size
+    for kw, name in ((dict(flatt=True), "flatt"), (dict(input_size=(4, 2 ** 64)), "input_size"),
+                     (dict(input_size="4:float16"), "input_size"), (dict(input_size=(4, True)), "input_size"),
+                     (dict(input_size=(4,), name="a\0b"), "name")):
+        try:
+            vc.estimate(nn.Linear(4, 4), **dict(dict(input_size=(4,)), **kw))
+            check(False, "%r accepted" % kw)
+        except vc.VramcalcError as e:
+            check(e.option == name and name in str(e), "%r: %s (option %s)" % (kw, e, e.option))
+    try:
+        vc.export(nn.Linear(4, 4), (4,), flatt=True)
+        check(False, "export(flatt=True) accepted")
+    except TypeError as e:
+        check("did you mean 'flat'?" in str(e), "export(flatt=True): %s" % e)
+    # tracing allocates nothing for the input: 2**26 x 4 floats at the exporter's batch 2 were
+    # 2 GiB of CPU memory (torch.randn, then .to("meta")) and 4.4 GB before the process was killed
+    code = ("import os, resource, sys, torch; sys.path.insert(0, %r); import vramcalc as vc\n"
+            "m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())\n"
+            "vc.estimate(m, input_size=(4, 4))\n"
+            "a = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "r = vc.estimate(m, input_size=(2 ** 26, 4))\n"
+            "b = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "print((b - a) // 1024, r.parameters)" % os.path.join(ROOT, "python"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    grew = p.stdout.split()
+    check(p.returncode == 0 and len(grew) == 2 and int(grew[0]) < 64 and grew[1] == "20",
+          "input_size=(2**26, 4): peak RSS grew %s MiB (want < 64): %s" % (grew[:1], p.stderr[-300:]))
 
 
 def test_install():
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, VRAMCALC_LIB=os.path.abspath(A.lib))
-        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target", tmp,
-                            os.path.join(ROOT, "python")], capture_output=True, text=True, env=env, cwd=tmp)
+        # a PEP 517 build (python/pyproject.toml) with the setuptools installed, nothing fetched
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation",
+                            "--target", tmp, os.path.join(ROOT, "python")], capture_output=True, text=True, env=env,
+                           cwd=tmp)
         check(p.returncode == 0, "pip install failed: %s" % p.stderr[-2000:])
         if p.returncode:
             return

@@ -15,22 +15,17 @@ come from the C library (libvramcalc.so, through ctypes): nothing is re-computed
 """
 
 import ctypes
+import inspect
 import json
 import os
 
-from . import _capi
+from . import _args, _capi, _options
 from ._capi import vc_error, vc_gpu_spec, vc_options, vc_result, vc_serve_options, vc_serve_result
+from ._errors import ExportError, UnknownOptionError, VramcalcError, export_error
 
-__all__ = ["estimate", "serve", "max_context", "Result", "VramcalcError", "kinds", "gpus", "export"]
+__all__ = ["estimate", "serve", "max_context", "Result", "VramcalcError", "UnknownOptionError", "ExportError",
+           "kinds", "gpus", "export"]
 __version__ = "0.1.0"
-
-
-class VramcalcError(ValueError):
-    """A bad model, option or value; str() is the CLI's one-line message."""
-
-    def __init__(self, msg, code=None):
-        super().__init__(msg)
-        self.code = code
 
 
 def _b(s):
@@ -41,33 +36,54 @@ def _s(b):
     return b.decode("utf-8", "replace") if b is not None else ""
 
 
-def _raise(err, what=None):
+def _raise(err, what=None, model=None):
+    """Raises the library's error err as VramcalcError (what: the keyword argument it is about).
+    An error about a model read from a file and that names no file names it, as the CLI's
+    die_err does (src/cli/parse.c)."""
+    if model is not None and model.origin and not err.file:
+        err.file = os.fsencode(model.origin)[:vc_error.file.size - 1]
     buf = ctypes.create_string_buffer(1400)
     _capi.lib().vc_error_format(ctypes.byref(err), buf, len(buf))
     msg = _s(buf.value)
-    raise VramcalcError(("%s: %s" % (what, msg)) if what else msg, err.code)
+    raise VramcalcError(("%s: %s" % (what, msg)) if what else msg, err.code, what)
 
 
-def _enum(kind, value):
+def _enum(kind, value, name=None):
+    """A closed choice by its name (optim="adamw"); name: the keyword argument (default: kind)."""
+    name = name or kind
     L = _capi.lib()
-    v = getattr(L, "vc_%s_from_name" % kind)(_b(str(value)))
+    v = getattr(L, "vc_%s_from_name" % kind)(_args.text(name, value))
     if v < 0:
-        raise VramcalcError("%s: unknown value %r" % (kind.replace("_", "-"), value))
+        raise VramcalcError("%s: unknown value %r" % (name, value), option=name)
     return v
 
 
 def _size(value, what):
+    """A byte count: an int, or a size such as "512MiB" (the CLI's SIZE); None: the default (-1)."""
     if value is None:
         return -1
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise VramcalcError("%s: negative size %d" % (what, value))
-        return value
-    out = ctypes.c_int64()
-    err = vc_error()
-    if _capi.lib().vc_parse_size(_b(str(value)), ctypes.byref(out), ctypes.byref(err)):
-        _raise(err, what)
-    return out.value
+    if isinstance(value, str):
+        out = ctypes.c_int64()
+        err = vc_error()
+        if _capi.lib().vc_parse_size(_args.text(what, value), ctypes.byref(out), ctypes.byref(err)):
+            _raise(err, what)
+        return out.value
+    return _args.count(what, value, lo=0)
+
+
+def _check_kwargs(func, kw, taken, exporter):
+    """Refuses what is left in kw: a CLI option func does not take (saying what does), an
+    exporter option for a model that is not an nn.Module, or a keyword no option has
+    (UnknownOptionError, a TypeError, with the closest name)."""
+    for k in kw:
+        if k in _options.EXPORT and not exporter:
+            raise VramcalcError("%s: an option of the nn.Module exporter; the model is not an nn.Module" % k,
+                                option=k)
+        why = _options.not_taken(func, k)
+        if why:
+            raise VramcalcError(why, option=k)
+        cands = list(taken) + [py for py, _ in _options.CLI.values()] + (list(_options.EXPORT) if exporter else [])
+        raise UnknownOptionError(func, k, cands)
 
 
 def kinds():
@@ -112,8 +128,8 @@ def _load_text(text, name):
     L = _capi.lib()
     ptr = ctypes.c_void_p()
     err = vc_error()
-    data = _b(text)
-    if L.vc_model_load_string(data, len(data), _b(name), ctypes.byref(ptr), ctypes.byref(err)):
+    data = text.encode("utf-8")  # a length is passed: a NUL inside is the loader's to refuse
+    if L.vc_model_load_string(data, len(data), _args.text("name", name), ctypes.byref(ptr), ctypes.byref(err)):
         _raise(err)
     return _Model(ptr, None)
 
@@ -122,25 +138,33 @@ def _load_path(path):
     L = _capi.lib()
     ptr = ctypes.c_void_p()
     err = vc_error()
-    if L.vc_model_load_file(_b(os.fspath(path)), ctypes.byref(ptr), ctypes.byref(err)):
+    p = _args.path("model", path)
+    if L.vc_model_load_file(p, ctypes.byref(ptr), ctypes.byref(err)):
         _raise(err)
-    return _Model(ptr, os.fspath(path))
+    return _Model(ptr, os.fsdecode(p))
 
 
 def _shape_list(input_size):
+    """input_size for a file or dict model: (3, 224, 224) or "3,224,224" (the CLI's --input)."""
     if isinstance(input_size, str):
-        parts = [p for p in input_size.replace("x", ",").split(",") if p.strip()]
-        try:
-            return [int(p) for p in parts]
-        except ValueError:
-            raise VramcalcError("input_size: bad shape %r (want e.g. 3,224,224)" % input_size) from None
-    return [int(d) for d in input_size]
+        _args.text("input_size", input_size)
+        parts = [p.strip() for p in input_size.replace("x", ",").split(",") if p.strip()]
+        if not all(p.isdigit() and p.isascii() for p in parts):
+            raise VramcalcError("input_size: bad shape %r (want e.g. 3,224,224)" % input_size, option="input_size")
+        parts = [int(p) for p in parts]
+    elif isinstance(input_size, (tuple, list)):
+        parts = list(input_size)
+    else:
+        raise VramcalcError("input_size: expected a shape such as (3, 224, 224) or \"3,224,224\", got %r"
+                            % (input_size,), option="input_size")
+    return [_args.count("input_size", d) for d in parts]
 
 
 def _set_input(model, input_size):
     dims = _shape_list(input_size)
     if not dims or len(dims) > _capi.VC_MAX_DIMS:
-        raise VramcalcError("input_size: %d dimensions (1 to %d)" % (len(dims), _capi.VC_MAX_DIMS))
+        raise VramcalcError("input_size: %d dimensions (1 to %d)" % (len(dims), _capi.VC_MAX_DIMS),
+                            option="input_size")
     arr = (ctypes.c_int64 * len(dims))(*dims)
     err = vc_error()
     if _capi.lib().vc_model_set_input_shape(model.ptr, arr, len(dims), ctypes.byref(err)):
@@ -148,61 +172,112 @@ def _set_input(model, input_size):
 
 
 def _torch_exporter():
-    """tools/torch2vramcalc.py: the package's copy (pip install) or the checkout's."""
+    """tools/torch2vramcalc.py: the package's copy (pip install) or the checkout's, loaded once
+    (as sys.modules["torch2vramcalc"], so that its exception classes are the ones a caller imports)."""
     try:
         from . import _t2v  # copied in by setup.py
         return _t2v
     except ImportError:
         pass
     import importlib.util
+    import sys
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(os.path.dirname(os.path.dirname(here)), "tools", "torch2vramcalc.py")
     if not os.path.exists(path):
         raise ImportError("vramcalc: the torch exporter (torch2vramcalc) is not installed")
+    mod = sys.modules.get("torch2vramcalc")
+    if mod is not None and os.path.abspath(getattr(mod, "__file__", "") or "") == path:
+        return mod
     spec = importlib.util.spec_from_file_location("torch2vramcalc", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    sys.modules.setdefault("torch2vramcalc", mod)
     return mod
+
+
+def _input_spec(t2v, spec):
+    """One forward argument's input: (3, 224, 224) | "3,224,224" | "ids=128:int64"."""
+    if isinstance(spec, (tuple, list)) and spec and all(not isinstance(d, (str, tuple, list)) for d in spec):
+        spec = ",".join(str(_args.count("input_size", d)) for d in spec)
+    if not isinstance(spec, str):
+        raise VramcalcError("input_size: give the per-sample shape, e.g. (3, 224, 224), not %r" % (spec,),
+                            option="input_size")
+    _args.text("input_size", spec)
+    try:
+        nm, shape, dt = t2v.parse_input(spec)
+    except ValueError as e:
+        raise VramcalcError("input_size: %s" % e, option="input_size") from None
+    for d in shape:
+        _args.count("input_size", d)
+    return nm, shape, dt
 
 
 def _input_specs(t2v, input_size):
     """(3, 224, 224) | "3,224,224" | "ids=128:int64" | [spec, spec, ...] -> exporter inputs."""
-    if isinstance(input_size, str):
-        return [t2v.parse_input(input_size)]
-    if isinstance(input_size, (tuple, list)) and input_size and all(isinstance(d, int) for d in input_size):
-        return [t2v.parse_input(",".join(str(d) for d in input_size))]
-    if isinstance(input_size, (tuple, list)) and input_size:
-        return [_input_specs(t2v, s)[0] for s in input_size]
-    raise VramcalcError("input_size: give the per-sample shape, e.g. (3, 224, 224)")
+    if isinstance(input_size, (tuple, list)) and input_size and \
+            all(isinstance(s, (str, tuple, list)) for s in input_size):
+        return [_input_spec(t2v, s) for s in input_size]
+    return [_input_spec(t2v, input_size)]
+
+
+def _export(module, input_size, options):
+    """(document, info) of tools/torch2vramcalc.py's export; its errors as ExportError."""
+    t2v = _torch_exporter()
+    specs = _input_specs(t2v, input_size)
+    if "name" in options:
+        _args.text("name", options["name"])
+    try:
+        return t2v.export(module, specs, **options)
+    except VramcalcError:
+        raise
+    except Exception as e:  # noqa: BLE001  (TraceError, Unmapped, or what the module's forward raised)
+        raise export_error(e, "" if isinstance(e, (t2v.TraceError, t2v.Unmapped)) else
+                           "cannot export %s: %s: " % (type(module).__name__, type(e).__name__)) from e
 
 
 def export(module, input_size, **kw):
-    """The model document (a dict) for an nn.Module, as tools/torch2vramcalc.py writes it."""
-    t2v = _torch_exporter()
-    doc, _info = t2v.export(module, _input_specs(t2v, input_size), **kw)
-    return doc
+    """The model document (a dict) for an nn.Module, as tools/torch2vramcalc.py writes it.
+    kw: the exporter's options (name, source, description, concrete_args, flat, allow_unknown)."""
+    _check_kwargs("export", {k: v for k, v in kw.items() if k not in _options.EXPORT}, ("module", "input_size"),
+                  True)
+    if not _is_module(module):
+        raise VramcalcError("module: an nn.Module, not %s.%s" % (type(module).__module__, type(module).__name__),
+                            option="module")
+    return _export(module, input_size, kw)[0]
+
+
+def _is_module(model):
+    return any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__)
 
 
 def _model_of(model, input_size, export_options):
-    """(vc model, whether input_size was used, {instance path: module name} or None)."""
+    """(vc model, whether input_size was used, {instance path: module name} or None).
+    export_options: the exporter's (refused for a model that is not an nn.Module)."""
+    if _is_module(model):
+        if input_size is None:
+            raise VramcalcError("input_size: needed to export an nn.Module, e.g. input_size=(3, 224, 224)",
+                                option="input_size")
+        opts = dict(export_options)
+        opts["name"] = opts.get("name") or type(model).__name__
+        doc, info = _export(model, input_size, opts)
+        t2v = _torch_exporter()
+        m = _load_text(t2v.dumps(doc), opts["name"])
+        m.description = doc.get("description", "")
+        return m, True, info.get("module_names")
+    for k in export_options:
+        raise VramcalcError("%s: an option of the nn.Module exporter; the model is not an nn.Module" % k, option=k)
     if isinstance(model, (str, bytes, os.PathLike)):
         return _load_path(model), False, None
     if isinstance(model, dict):
         # a model document, or a Hugging Face config.json as a dict: the library
         # recognises the latter (model_type, no layers) and builds the model
-        return _load_text(json.dumps(model), "<dict>"), False, None
-    mod = type(model).__module__
-    if any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__):
-        if input_size is None:
-            raise VramcalcError("input_size: needed to export an nn.Module, e.g. input_size=(3, 224, 224)")
-        t2v = _torch_exporter()
-        name = export_options.pop("name", None) or type(model).__name__
-        doc, info = t2v.export(model, _input_specs(t2v, input_size), name=name, **export_options)
-        m = _load_text(t2v.dumps(doc), name)
-        m.description = doc.get("description", "")
-        return m, True, info.get("module_names")
+        try:
+            text = json.dumps(model, allow_nan=False)
+        except (TypeError, ValueError) as e:
+            raise VramcalcError("model: the dict is not JSON: %s" % e, option="model") from None
+        return _load_text(text, "<dict>"), False, None
     raise VramcalcError("model: an nn.Module, a model file path or a model document, not %s.%s"
-                        % (mod, type(model).__name__))
+                        % (type(model).__module__, type(model).__name__), option="model")
 
 
 # --------------------------------------------------------------------------
@@ -436,11 +511,11 @@ class Result:
         err = vc_error()
         if L.vc_estimator_new(self._model.ptr, ctypes.byref(opts), _capi.VC_EST_NO_LAYERS, ctypes.byref(e),
                               ctypes.byref(err)):
-            _raise(err)
+            _raise(err, model=self._model)
         try:
             mb = ctypes.c_int64()
             if L.vc_estimator_max_batch(e, spec.capacity, ctypes.byref(mb), None, ctypes.byref(err)):
-                _raise(err)
+                _raise(err, model=self._model)
         finally:
             L.vc_estimator_free(e)
         if gpu is None:
@@ -688,8 +763,8 @@ class Result:
 def _gpu(spec):
     out = vc_gpu_spec()
     err = vc_error()
-    if _capi.lib().vc_gpu_parse(_b(str(spec)), ctypes.byref(out), ctypes.byref(err)):
-        raise VramcalcError("gpu: %s" % _s(err.msg))
+    if _capi.lib().vc_gpu_parse(_args.text("gpu", spec), ctypes.byref(out), ctypes.byref(err)):
+        raise VramcalcError("gpu: %s" % _s(err.msg), err.code, "gpu")
     return out
 
 
@@ -710,37 +785,59 @@ def _max_seq(model, opts, spec, hopper):
     n, limited, err = ctypes.c_int64(), ctypes.c_int(), vc_error()
     if L.vc_model_max_seq(model.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), ctypes.byref(limited),
                           None, ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=model)
     return n.value, bool(limited.value)
 
 
 def _set_seq(model, seq):
     err = vc_error()
     if _capi.lib().vc_model_set_seq(model.ptr, seq, ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=model)
 
 
 def _set_loss(model, loss):
     L = _capi.lib()
-    v = L.vc_loss_impl_from_name(str(loss).encode())
+    v = L.vc_loss_impl_from_name(_args.text("loss", loss))
     if v < 0:
-        raise VramcalcError("loss: unknown value %r (choose hf, liger, cce)" % (loss,))
+        raise VramcalcError("loss: unknown value %r (choose hf, liger, cce)" % (loss,), option="loss")
     err = vc_error()
     if L.vc_model_set_loss(model.ptr, v, ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=model)
+
+
+def _torch_release(L, torch):
+    v = L.vc_torch_from_name(_args.text("torch", torch))
+    if v < 0:
+        raise VramcalcError("torch: unsupported PyTorch release %r (a release from 2.0 to 2.15, e.g. \"2.5\")"
+                            % (torch,), option="torch")
+    return v
+
+
+def _alias(kw, old, value):
+    """value, or the earlier keyword old's from kw (kv_group for kv_group_size); both: refused."""
+    if old not in kw:
+        return value
+    new = _options.ALIASES[old]
+    if value is not None:
+        raise VramcalcError("%s: given twice (also as %s)" % (new, old), option=new)
+    return kw.pop(old)
 
 
 def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
              optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
              torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
              prompt=None, new_tokens=None, cache=None, loss=None, tp=1, sp=False, pp=1, micro_batches=None,
-             pp_virtual=None, **export_options):
+             pp_virtual=None, *, kv_bits=None, kv_group_size=None, kv_residual_length=None, ep=1, offload=None,
+             offload_device=None, nvme_gds=False, fsdp_param_dtype=None, fsdp_reduce_dtype=None,
+             fsdp_use_orig_params=False, fsdp_reshard_after_forward=None, fsdp_replicate=None,
+             gradient_as_bucket_view=False, parameters_as_bucket_view=False, ds_overlap_comm=None, **export_options):
     """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
     "ids=128:int64", or a list of those for several forward arguments), a model file path,
     or a model document (dict).  For a file or dict, input_size replaces the single
-    input's shape (the CLI's --input).  Other arguments are the CLI's options:
+    input's shape (the CLI's --input).  Other arguments are the CLI's options, by the
+    option's name with - as _ (--micro-batches: micro_batches):
     optim (sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor), optim_impl
     (default: the class's own, foreach; forloop for adafactor), precision (fp32, fp16, bf16,
     amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
@@ -748,7 +845,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     ("ddp") and gpus (the ranks; the estimate is per GPU), tp and sp (Megatron tensor and sequence parallelism), pp (pipeline stages, Megatron's 1F1B; batch is
     then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), pp_virtual
     (model chunks per rank: Megatron's interleaved schedule, --pp-virtual), prompt, new_tokens and cache ("dynamic",
-    "static", "offloaded", "quantized": QuantizedCache with kv_bits, kv_group, kv_residual) for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
+    "static", "offloaded", "quantized": QuantizedCache with kv_bits, kv_group_size, kv_residual_length) for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
     an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
     largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
     For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
@@ -764,18 +861,21 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm);
     offload_device ("cpu" or "nvme": DeepSpeed's offload device, ZeRO-Infinity; --offload-device) and nvme_gds
     (True: the aio section's use_gds, --nvme-gds; docs/parallel.md 1.9).
-    export_options go to the exporter (name, flat, allow_unknown, ...)."""
+    export_options go to the exporter (name, source, description, concrete_args, flat, allow_unknown) and
+    need an nn.Module.  Every value is checked before it reaches the library: a keyword argument no
+    option has raises UnknownOptionError (a TypeError) naming the closest option, a CLI option Python
+    does not take (lora, qlora, weights, grad_ckpt, ...) and every bad value raise VramcalcError naming
+    the keyword argument."""
+    kv_group_size = _alias(export_options, "kv_group", kv_group_size)
+    kv_residual_length = _alias(export_options, "kv_residual", kv_residual_length)
+    _check_kwargs("estimate", {k: v for k, v in export_options.items() if k not in _options.EXPORT or
+                               not _is_module(model)}, _ESTIMATE_KWARGS, _is_module(model))
     L = _capi.lib()
     opts = vc_options()
     L.vc_options_init(ctypes.byref(opts))
     batch_given = batch is not None
-    batch = 1 if batch is None else batch
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
-    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-        raise VramcalcError("accumulate: %r is not a positive integer" % (accumulate,))
-    opts.batch = batch
-    opts.accumulate = accumulate
+    opts.batch = 1 if batch is None else _args.count("batch", batch)
+    opts.accumulate = _args.count("accumulate", accumulate)
     opts.optim = _enum("optim", optim)
     opts.precision = _enum("precision", precision)
     opts.mode = _enum("mode", mode)
@@ -783,92 +883,83 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     opts.workspace = _size(workspace, "workspace")
     opts.context = _size(context, "context")
     if torch is not None:
-        v = L.vc_torch_from_name(str(torch).encode())
-        if v < 0:
-            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
-        opts.torch_version = v
+        opts.torch_version = _torch_release(L, torch)
     # None: what the class runs when not told at that release (foreach; forloop for adafactor), as --optim-impl
     opts.optim_impl = (L.vc_optim_default_impl_at(opts.optim, opts.torch_version) if optim_impl is None
                        else _enum("optim_impl", optim_impl))
     if parallel is not None:
         opts.parallel = _enum("parallel", parallel)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise VramcalcError("gpus: %r is not a positive integer" % (gpus,))
-    opts.gpus = gpus
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise VramcalcError("tp: %r is not a positive integer" % (tp,))
-    opts.tp = tp
-    opts.sp = 1 if sp else 0
-    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
-        raise VramcalcError("pp: %r is not a positive integer" % (pp,))
-    opts.pp = pp
+    opts.gpus = _args.count("gpus", gpus)
+    opts.tp = tp = _args.count("tp", tp)
+    opts.sp = 1 if _args.flag("sp", sp) else 0
+    opts.pp = _args.count("pp", pp)
     if micro_batches is not None:
-        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
-            raise VramcalcError("micro_batches: %r is not a positive integer" % (micro_batches,))
-        opts.micro_batches = micro_batches
+        opts.micro_batches = _args.count("micro_batches", micro_batches)
     if pp_virtual is not None:
-        if isinstance(pp_virtual, bool) or not isinstance(pp_virtual, int) or pp_virtual < 1:
-            raise VramcalcError("pp_virtual: %r is not a positive integer" % (pp_virtual,))
-        opts.pp_virtual = pp_virtual
-    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
-            setattr(opts, name, v)
+        opts.pp_virtual = _args.count("pp_virtual", pp_virtual)
+    if prompt is not None:
+        opts.prompt = _args.count("prompt", prompt)
+    if new_tokens is not None:
+        opts.new_tokens = _args.count("new_tokens", new_tokens)
     if cache is not None:
         opts.cache = _enum("cache", cache)
-    for name, v in (("kv_bits", export_options.pop("kv_bits", None)), ("kv_group", export_options.pop("kv_group", None)),
-                    ("kv_residual", export_options.pop("kv_residual", None))):
-        if v is not None:
-            setattr(opts, name, v)
+    if kv_bits is not None:  # 2 or 4: the library's check, on the CLI's clamp (src/cli/main.c OPT_KV_BITS)
+        opts.kv_bits = min(_args.count("kv_bits", kv_bits), 1000)
+    if kv_group_size is not None:
+        opts.kv_group = _args.count("kv_group_size", kv_group_size)
+    if kv_residual_length is not None:
+        opts.kv_residual = _args.count("kv_residual_length", kv_residual_length, lo=0)
     # the parallel layout's CPU offload and FSDP2's MixedPrecisionPolicy (--offload, --fsdp-param-dtype,
     # --fsdp-reduce-dtype), by their CLI names
-    for name, kind in (("offload", "offload"), ("fsdp_param_dtype", "fsdp_dtype"), ("fsdp_reduce_dtype", "fsdp_dtype")):
-        v = export_options.pop(name, None)
-        if v is not None:
-            setattr(opts, name, _enum(kind, v))
-    ep = export_options.pop("ep", 1)  # --ep
-    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
-        raise VramcalcError("ep: %r is not a positive integer" % (ep,))
-    opts.ep = ep
-    raf = export_options.pop("fsdp_reshard_after_forward", None)  # --fsdp-reshard-after-forward: True, False or N
+    if offload is not None:
+        opts.offload = _enum("offload", offload)
+    if fsdp_param_dtype is not None:
+        opts.fsdp_param_dtype = _enum("fsdp_dtype", fsdp_param_dtype, "fsdp_param_dtype")
+    if fsdp_reduce_dtype is not None:
+        opts.fsdp_reduce_dtype = _enum("fsdp_dtype", fsdp_reduce_dtype, "fsdp_reduce_dtype")
+    opts.ep = ep = _args.count("ep", ep)  # --ep
+    raf = fsdp_reshard_after_forward  # --fsdp-reshard-after-forward: True, False or N
     if raf is not None:
-        opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else int(raf)
-    rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
-    if rep is not None:
-        opts.fsdp_replicate = int(rep)
+        opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else \
+            _args.count("fsdp_reshard_after_forward", raf)
+    if fsdp_replicate is not None:  # --fsdp-replicate: HSDP's replicas
+        opts.fsdp_replicate = _args.count("fsdp_replicate", fsdp_replicate)
     # --gradient-as-bucket-view, --parameters-as-bucket-view: DDP's and ZeroRedundancyOptimizer's bucket views
-    opts.gradient_as_bucket_view = 1 if export_options.pop("gradient_as_bucket_view", False) else 0
-    opts.parameters_as_bucket_view = 1 if export_options.pop("parameters_as_bucket_view", False) else 0
-    if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
+    opts.gradient_as_bucket_view = 1 if _args.flag("gradient_as_bucket_view", gradient_as_bucket_view) else 0
+    opts.parameters_as_bucket_view = 1 if _args.flag("parameters_as_bucket_view", parameters_as_bucket_view) else 0
+    if _args.flag("fsdp_use_orig_params", fsdp_use_orig_params):  # --fsdp-use-orig-params
         opts.fsdp_use_orig_params = 1
-    dev = export_options.pop("offload_device", None)  # --offload-device: "cpu" or "nvme"
-    if dev is not None:
-        if dev not in ("cpu", "nvme"):
-            raise VramcalcError("offload_device: %r is not 'cpu' or 'nvme'" % (dev,))
-        opts.offload_device = 1 if dev == "nvme" else 0
-    if export_options.pop("nvme_gds", False):  # --nvme-gds: DeepSpeed's aio use_gds
+    if offload_device is not None:  # --offload-device: "cpu" or "nvme"
+        if offload_device not in ("cpu", "nvme"):
+            raise VramcalcError("offload_device: %r is not 'cpu' or 'nvme'" % (offload_device,),
+                                option="offload_device")
+        opts.offload_device = 1 if offload_device == "nvme" else 0
+    if _args.flag("nvme_gds", nvme_gds):  # --nvme-gds: DeepSpeed's aio use_gds
         opts.nvme_gds = 1
-    ovl = export_options.pop("ds_overlap_comm", None)  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
-    if ovl is not None:
-        opts.ds_overlap_comm = 1 if ovl is True else -1 if ovl is False else 2  # 2: refused by the library
+    if ds_overlap_comm is not None:  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
+        opts.ds_overlap_comm = 1 if _args.flag("ds_overlap_comm", ds_overlap_comm) else -1
+    _args.flag("per_layer", per_layer)
+    _args.flag("max_batch", max_batch)
+    _args.flag("max_seq", max_seq)
     spec = None
     if gpu is not None:
         spec = _gpu(gpu)
         _use_gpu(opts, spec)
     if max_batch and spec is None:
-        raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
+        raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)",
+                            option="max_batch")
     if max_seq:
         other = ("max_batch" if max_batch else "seq" if seq is not None else
                  "input_size" if input_size is not None else None)
         if other:
             raise VramcalcError("max_seq searches the sequence length of a config.json at one batch: "
-                                "it does not go with %s" % other)
+                                "it does not go with %s" % other, option="max_seq")
         if spec is None:
-            raise VramcalcError("max_seq needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
-    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
-        raise VramcalcError("seq: %r is not a positive integer" % (seq,))
-    m, used, names = _model_of(model, input_size, dict(export_options))
+            raise VramcalcError("max_seq needs gpu (a preset such as h100-80gb, or a size such as 24GiB)",
+                                option="max_seq")
+    if seq is not None:
+        seq = _args.count("seq", seq)
+    m, used, names = _model_of(model, input_size, export_options)
     if input_size is not None and not used:
         _set_input(m, input_size)
     if loss is not None:
@@ -878,11 +969,11 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     if tp > 1 or sp:
         err = vc_error()
         if L.vc_model_set_tp(m.ptr, tp, 1 if sp else 0, ctypes.byref(err)):
-            _raise(err)
+            _raise(err, model=m)
     if ep > 1:
         err = vc_error()
         if L.vc_model_set_ep(m.ptr, ep, ctypes.byref(err)):
-            _raise(err)
+            _raise(err, model=m)
     ms = None
     if max_seq:
         ms = _max_seq(m, opts, spec, False)
@@ -897,7 +988,7 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     res = vc_result()
     err = vc_error()
     if L.vc_estimate(m.ptr, ctypes.byref(opts), ctypes.byref(res), ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=m)
     try:
         r = Result(m, opts, res, spec, per_layer, m.origin, mb)
     finally:
@@ -909,6 +1000,9 @@ def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32",
     return r
 
 
+_ESTIMATE_KWARGS = [p for p in inspect.signature(estimate).parameters if p not in ("model", "export_options")]
+
+
 def _gen_options(precision, prompt, new_tokens, attention="auto", torch=None):
     L = _capi.lib()
     opts = vc_options()
@@ -916,60 +1010,69 @@ def _gen_options(precision, prompt, new_tokens, attention="auto", torch=None):
     opts.precision = _enum("precision", precision)
     opts.attention = _enum("attention", attention)
     opts.mode = L.vc_mode_from_name(b"generate")
-    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
-            setattr(opts, name, v)
+    if prompt is not None:
+        opts.prompt = _args.count("prompt", prompt)
+    if new_tokens is not None:
+        opts.new_tokens = _args.count("new_tokens", new_tokens)
     if torch is not None:
-        v = L.vc_torch_from_name(str(torch).encode())
-        if v < 0:
-            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
-        opts.torch_version = v
+        opts.torch_version = _torch_release(L, torch)
     return opts
 
 
-def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=None, **kw):
+def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=None, *, attention="auto", torch=None,
+                **export_options):
     """The longest prompt whose generation (new_tokens, batch) fits gpu, as
     `vramcalc MODEL --mode generate --max-context --gpu GPU` finds it (N fits, N + 1
-    does not; 0 when a one-token prompt does not fit)."""
+    does not; 0 when a one-token prompt does not fit).  export_options: the exporter's, for
+    an nn.Module (then input_size= too)."""
+    input_size = export_options.pop("input_size", None) if _is_module(model) else None
+    _check_kwargs("max_context", {k: v for k, v in export_options.items() if k not in _options.EXPORT or
+                                  not _is_module(model)},
+                  [p for p in inspect.signature(max_context).parameters if p not in ("model", "export_options")],
+                  _is_module(model))
     L = _capi.lib()
-    opts = _gen_options(precision, None, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
-    opts.batch = batch
+    opts = _gen_options(precision, None, new_tokens, attention, torch)
+    opts.batch = _args.count("batch", batch)
     if cache is not None:
         opts.cache = _enum("cache", cache)
     spec = _gpu(gpu)
     _use_gpu(opts, spec)
-    m, _, _ = _model_of(model, None, dict(kw))
+    m, _, _ = _model_of(model, input_size, export_options)
     n, err = ctypes.c_int64(), vc_error()
     if L.vc_max_prompt(m.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), None, ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=m)
     return n.value
 
 
 def serve(model, gpu, precision=None, prompt=None, new_tokens=None, gpu_memory_utilization=0.9,
-          max_num_batched_tokens=None, max_num_seqs=None, block_size=16, kv_cache_dtype="auto", **kw):
+          max_num_batched_tokens=None, max_num_seqs=None, block_size=16, kv_cache_dtype="auto", *, attention="auto",
+          torch=None, **export_options):
     """vLLM's KV cache on gpu (`vramcalc MODEL --serve --gpu GPU`): a Fields of
     max_num_batched_tokens, max_num_seqs, weights, profile_peak, requested, kv_cache,
     page_bytes, blocks, tokens, request_tokens (prompt + new_tokens) and concurrency. precision
     None is vLLM's --dtype auto (the config's torch_dtype; vc_serve_auto_precision), as the CLI."""
+    input_size = export_options.pop("input_size", None) if _is_module(model) else None
+    _check_kwargs("serve", {k: v for k, v in export_options.items() if k not in _options.EXPORT or
+                            not _is_module(model)},
+                  [p for p in inspect.signature(serve).parameters if p not in ("model", "export_options")],
+                  _is_module(model))
     L = _capi.lib()
-    opts = _gen_options(precision or "bf16", prompt, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
+    opts = _gen_options(precision or "bf16", prompt, new_tokens, attention, torch)
     so = vc_serve_options()
     L.vc_serve_options_init(ctypes.byref(so))
-    so.gpu_memory_utilization = float(gpu_memory_utilization)
-    so.max_num_batched_tokens = max_num_batched_tokens or 0
-    so.max_num_seqs = max_num_seqs or 0
-    so.block_size = block_size
-    so.kv_cache_dtype = _enum("kv_dtype", kv_cache_dtype)
+    # the CLI's bounds (src/cli/main.c: parse_real 1e-6..1, parse_count >= 1)
+    so.gpu_memory_utilization = _args.real("gpu_memory_utilization", gpu_memory_utilization, 1e-6, 1.0)
+    so.max_num_batched_tokens = 0 if max_num_batched_tokens is None else \
+        _args.count("max_num_batched_tokens", max_num_batched_tokens)
+    so.max_num_seqs = 0 if max_num_seqs is None else _args.count("max_num_seqs", max_num_seqs)
+    so.block_size = _args.count("block_size", block_size)
+    so.kv_cache_dtype = _enum("kv_dtype", kv_cache_dtype, "kv_cache_dtype")
     spec = _gpu(gpu)
     _use_gpu(opts, spec)
-    m, _, _ = _model_of(model, None, dict(kw))
+    m, _, _ = _model_of(model, input_size, export_options)
     if precision is None:
         opts.precision = L.vc_serve_auto_precision(m.ptr, ctypes.byref(spec))
     r, err = vc_serve_result(), vc_error()
     if L.vc_serve(m.ptr, ctypes.byref(opts), ctypes.byref(so), ctypes.byref(spec), ctypes.byref(r), ctypes.byref(err)):
-        _raise(err)
+        _raise(err, model=m)
     return Fields((k, getattr(r, k)) for k, _ in vc_serve_result._fields_)
