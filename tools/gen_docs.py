@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gen_docs.py — the parts of the docs that are the CLI's output, regenerated from it.
 
-1. README.md's option table. The CLI's options table (cli_options[] in src/cli/options.c)
+1. README.md's option table. The library's option table (src/api/options.def)
    is the one source: --help prints from it, and this script turns --help's
    "options:" section into the Markdown table between the markers
 

@@ -651,6 +651,136 @@ vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max
 vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
                            int *limited, int *estimates, vc_error *err);
 
+/* ---- the option table and requests (src/api/) ----
+ * One table of every option (src/api/options.def): the command line's
+ * parser and --help, Python's keyword arguments and the docs are made from
+ * it. A request is a set of options by their table name, values as text
+ * (parsed and range-checked here, as the command line always did), and the
+ * model file(s); vc_request_run applies the defaults and the combination
+ * rules, loads the model and runs the estimate, sweep or search asked for;
+ * the response renders as the CLI's table, JSON or CSV text (and the SVG of
+ * a plot). Messages of the request name options by their table name
+ * between VC_OPTION_MARK bytes ("\x1f" "max_batch" "\x1f", or "\x1f"
+ * "mode=generate" "\x1f" with a value): vc_error_format_for spells them as
+ * the front end does (--max-batch, --mode generate; max_batch=,
+ * mode=generate). Nothing here prints, exits or keeps global state; a
+ * request and its response belong to one thread at a time. */
+typedef enum {
+    VC_OPTION_COUNT,  /* a whole decimal number (a positive one unless said) */
+    VC_OPTION_REAL,   /* a decimal number in a range */
+    VC_OPTION_SIZE,   /* bytes, or a number with a unit (vc_parse_size) */
+    VC_OPTION_CHOICE, /* one of `choices` */
+    VC_OPTION_STRING, /* free text (a GPU, a file name, a release) */
+    VC_OPTION_FLAG,   /* no value: given or not */
+    VC_OPTION_SHAPE,  /* dimensions: 3,224,224 */
+    VC_OPTION_LIST    /* a comma-separated list (names, batch sizes) */
+} vc_option_type;
+
+typedef enum {
+    VC_SECTION_MODEL, VC_SECTION_TRAINING, VC_SECTION_FINETUNE, VC_SECTION_PARALLEL, VC_SECTION_GENERATE,
+    VC_SECTION_SERVE, VC_SECTION_GPU, VC_SECTION_OUTPUT, VC_SECTION_COUNTS, VC_SECTION_INFO, VC_SECTION__N
+} vc_option_section;
+/* The section's title in --help ("parallel training"). */
+const char *vc_option_section_title(vc_option_section s);
+
+/* What an option applies to (vc_option_info.applies): the inputs, the
+ * modes, the multi-GPU layouts; FRONT_END: the front end's own (--help,
+ * --no-color), never given to a request. */
+#define VC_APPLIES_MODEL_FILE 0x001u /* a vramcalc model JSON */
+#define VC_APPLIES_CONFIG 0x002u     /* a Hugging Face config.json */
+#define VC_APPLIES_COUNTS 0x004u     /* --params: counts only, no model */
+#define VC_APPLIES_TRAIN 0x008u
+#define VC_APPLIES_INFER 0x010u
+#define VC_APPLIES_GENERATE 0x020u
+#define VC_APPLIES_SERVE 0x040u
+#define VC_APPLIES_PARALLEL 0x080u   /* a multi-GPU layout's setting */
+#define VC_APPLIES_FRONT_END 0x100u
+
+typedef struct {
+    const char *name;         /* table name, snake_case: "lora_targets" (messages, Python) */
+    const char *flag;         /* the CLI's long option without "--": "lora-targets" */
+    char letter;              /* the CLI's short option ('b'), or 0 */
+    const char *arg;          /* the value's placeholder in --help ("N"); NULL: a flag, no value */
+    vc_option_type type;
+    vc_option_section section;
+    unsigned applies;         /* VC_APPLIES_* bits */
+    const char *default_text; /* the default in words ("1", "adam"); "" when none */
+    const char *choices;      /* "a, b, c" for a closed set, else NULL */
+    const char *help;         /* one paragraph; "{}" stands for the choices; NULL: a hidden alias */
+} vc_option_info;
+
+size_t vc_option_count(void);
+/* Row i of the table (--help's order), NULL past the end. */
+const vc_option_info *vc_option_at(size_t i);
+/* By table name ("max_batch"), or NULL. */
+const vc_option_info *vc_option_find(const char *name);
+/* By the CLI's long name without "--" ("max-batch"), or NULL. */
+const vc_option_info *vc_option_find_flag(const char *flag);
+
+typedef enum { VC_SPELL_CLI, VC_SPELL_PYTHON } vc_spelling;
+/* The option nearest to a misspelt one (by the CLI's long name, "--bach" or
+ * "bach", or by the table name, "bach"), within an edit distance of 2 and a
+ * third of its length; NULL when none is that close. */
+const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
+/* The help text with "{}" replaced by the choices; returns its length. */
+size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
+/* vc_error_format, the option marks spelt for a front end: --max-batch and
+ * --mode generate (CLI), max_batch= and mode=generate (Python). A request's
+ * message longer than msg continues in path (then line is -1, file ""):
+ * this joins them. */
+void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n);
+#define VC_OPTION_MARK '\x1f'
+
+typedef struct vc_request vc_request;
+typedef struct vc_response vc_response;
+
+/* A request with every option at its default (NULL: out of memory). */
+vc_request *vc_request_new(void);
+void vc_request_free(vc_request *q);
+/* Sets option `name` (its table name) to `value`, text parsed and checked
+ * as the CLI does (a flag takes NULL, "true" or "1"; "false" or "0" unsets
+ * it). VC_ERR_USAGE naming the option for an unknown name, a bad value, a
+ * front end's own option. */
+vc_status vc_request_set(vc_request *q, const char *name, const char *value, vc_error *err);
+/* The model: a vramcalc model JSON or a Hugging Face config.json ("-":
+ * standard input). Once; run refuses a second (or one with --params). */
+vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err);
+/* Checks the whole request (the defaults, every combination rule), loads
+ * the model with its options (tensor-parallel share, LoRA, expert
+ * parallelism, quantized weights, input shape) and runs what it asks:
+ * --list-gpus, --emit-model, --trace, --sweep, --max-batch, --max-seq,
+ * --max-context, --serve or one estimate. On VC_OK *out is a response the
+ * caller frees with vc_response_free. */
+vc_status vc_request_run(const vc_request *q, vc_response **out, vc_error *err);
+/* A program that owns its process (the CLI) may let the load build its JSON
+ * tree in one arena freed whole: cJSON's hooks are process-wide, so only
+ * where no other thread uses cJSON meanwhile. Off by default. */
+void vc_request_set_json_arena(vc_request *q, int on);
+
+typedef enum { VC_FORMAT_DEFAULT, VC_FORMAT_TABLE, VC_FORMAT_JSON, VC_FORMAT_CSV } vc_format;
+/* How a table may draw (the front end's terminal): width in columns (0:
+ * 80), UTF-8 block characters, ANSI colours. NULL: 80 columns, ASCII. */
+typedef struct {
+    int width;
+    int utf8, color;
+} vc_render_options;
+/* The response as the CLI prints it in format f (DEFAULT: the request's
+ * --format): *text (NUL-terminated, *len bytes without it; free with
+ * vc_text_free). A trace or an emitted model is the same text in every
+ * format. */
+vc_status vc_response_render(const vc_response *r, vc_format f, const vc_render_options *ro, char **text, size_t *len,
+                             vc_error *err);
+/* --plot: the file the request named (NULL: none) and the chart's SVG text. */
+const char *vc_response_plot_path(const vc_response *r);
+vc_status vc_response_plot_svg(const vc_response *r, char **svg, size_t *len, vc_error *err);
+/* 0: estimated and fits (or no --gpu, or a sweep); 1: does not fit --gpu,
+ * or a search found nothing that fits: the CLI's exit status. */
+int vc_response_status(const vc_response *r);
+void vc_response_free(vc_response *r);
+/* The layer kinds, one a line, each summary wrapped to width (0: none). */
+vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err);
+void vc_text_free(char *text);
+
 #ifdef __cplusplus
 }
 #endif

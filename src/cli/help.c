@@ -1,38 +1,15 @@
 /*
- * help.c — the CLI's options table put to use: --help's text (each
- * description wrapped to 80 columns) and getopt_long's tables.
+ * help.c — the library's option table put to use by the command line:
+ * --help's text (each description wrapped to 80 columns) and getopt_long's
+ * tables.
  */
 #include <stdbool.h>
 #include <string.h>
 
-#include "cli.h"
+#include "main.h"
 
 #define HELP_WIDTH 79 /* the last column a --help line may use */
 #define HELP_DESC 25  /* where a description starts */
-
-/* The choices without their trailing ", " (VC_CHOICES leaves one). */
-static size_t choices_len(const char *c)
-{
-    size_t n = strlen(c);
-    while (n && (c[n - 1] == ' ' || c[n - 1] == ',')) n--;
-    return n;
-}
-
-/* The description with "{}" replaced by the choices, into buf. */
-static void expand(const cli_option *o, char *buf, size_t cap)
-{
-    size_t k = 0;
-    for (const char *p = o->help; *p && k + 1 < cap; p++) {
-        if (p[0] == '{' && p[1] == '}' && o->choices) {
-            size_t n = choices_len(o->choices);
-            if (n > cap - 1 - k) n = cap - 1 - k;
-            memcpy(buf + k, o->choices, n);
-            k += n;
-            p++;
-        } else buf[k++] = *p;
-    }
-    buf[k] = '\0';
-}
 
 /* Words of text from column col (already written) to HELP_WIDTH, further
  * lines indented to HELP_DESC; a word longer than a line gets one alone. */
@@ -61,33 +38,47 @@ static void wrap(FILE *f, const char *text, int col)
     fputc('\n', f);
 }
 
-void cli_help(FILE *f, const char *head, const cli_option *t, size_t n, const char *tail)
+/* --help: this, the options table (the library's, vc_option_at), usage_tail. */
+static const char usage_head[] =
+    "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
+    "       vramcalc --params N [--activations N] [options]\n"
+    "\n"
+    "options:\n";
+static const char usage_tail[] =
+    "\n"
+    "SIZE is bytes, or a number with a unit: 512MiB, 24GiB, 80GB, 1.5TB (KB/MB/GB/TB\n"
+    "are powers of 1000, KiB/MiB/GiB/TiB powers of 1024).\n"
+    "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad\n"
+    "model file; with --sweep, 0 unless an error (each row says whether it fits).\n";
+
+void cli_help(FILE *f)
 {
     char desc[1024], opt[96];
-    fputs(head, f);
-    for (size_t i = 0; i < n; i++) {
-        const cli_option *o = &t[i];
+    fputs(usage_head, f);
+    for (size_t i = 0; i < vc_option_count(); i++) {
+        const vc_option_info *o = vc_option_at(i);
         if (!o->help) continue;
-        snprintf(opt, sizeof opt, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        snprintf(opt, sizeof opt, "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
         int col = o->letter ? fprintf(f, "  -%c, %s", o->letter, opt) : fprintf(f, "      %s", opt);
         if (col + 2 > HELP_DESC) { /* a long option: its description on the next line */
             fprintf(f, "\n%*s", HELP_DESC, "");
         } else fprintf(f, "%*s", HELP_DESC - col, "");
-        expand(o, desc, sizeof desc);
+        vc_option_help(o, desc, sizeof desc);
         wrap(f, desc, HELP_DESC);
     }
-    fputs(tail, f);
+    fputs(usage_tail, f);
 }
 
-void cli_getopt_tables(const cli_option *t, size_t n, struct option *lo, char *shorts)
+void cli_getopt_tables(struct option *lo, char *shorts)
 {
-    size_t k = 0;
+    size_t k = 0, n = vc_option_count();
     shorts[k++] = ':'; /* a missing value is ':', not '?' */
     for (size_t i = 0; i < n; i++) {
-        lo[i] = (struct option){t[i].name, t[i].arg ? required_argument : no_argument, NULL, t[i].id};
-        if (t[i].letter) {
-            shorts[k++] = t[i].letter;
-            if (t[i].arg) shorts[k++] = ':';
+        const vc_option_info *o = vc_option_at(i);
+        lo[i] = (struct option){o->flag, o->arg ? required_argument : no_argument, NULL, CLI_OPT_BASE + (int)i};
+        if (o->letter) {
+            shorts[k++] = o->letter;
+            if (o->arg) shorts[k++] = ':';
         }
     }
     shorts[k] = '\0';

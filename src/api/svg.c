@@ -248,14 +248,8 @@ static void legend(FILE *f, const vc_plot *p)
             lx + 13, ly, series[NSER - 1].color, lx + 32, ly + 4);
 }
 
-int svg_write(const char *path, const vc_plot *p)
+void svg_render(FILE *f, const vc_plot *p)
 {
-    if (!p->n) {
-        errno = EINVAL;
-        return -1;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
     axis ax = x_axis(p);
     y_axis y = make_y_axis(p);
     header(f, p);
@@ -264,7 +258,4 @@ int svg_write(const char *path, const vc_plot *p)
     lines(f, p, &ax, y.max);
     legend(f, p);
     fprintf(f, "</svg>\n");
-    int bad = ferror(f);
-    if (fclose(f) || bad) return -1;
-    return 0;
 }

@@ -101,7 +101,7 @@ typedef struct {
     int64_t max_batch;        /* <= 0: not marked */
 } vc_plot;
 
-/* Writes the chart to path; 0 on success, -1 with errno set. */
-int svg_write(const char *path, const vc_plot *p);
+/* Writes the chart to f (p->n >= 1 points). */
+void svg_render(FILE *f, const vc_plot *p);
 
 #endif

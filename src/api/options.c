@@ -1,0 +1,167 @@
+/*
+ * options.c — the option table (options.def) as the public vc_option_info
+ * rows, the lookups by name, the suggestion for a misspelt option, and the
+ * spelling of the option marks in a request's messages for a front end.
+ */
+#include <string.h>
+
+#include "vramcalc/vramcalc.h"
+#include "util.h"
+#include "api.h"
+
+#define VC_OPTION(id, name, flag, letter, arg, type, section, applies, def, choices, help) \
+    {name, flag, letter, arg, type, section, applies, def, choices, help},
+static const vc_option_info table[] = {
+#include "options.def"
+};
+#undef VC_OPTION
+_Static_assert(sizeof table / sizeof *table == VC_OPT__N, "options.def and vc_option_id differ");
+
+size_t vc_option_count(void) { return sizeof table / sizeof *table; }
+
+const vc_option_info *vc_option_at(size_t i) { return i < vc_option_count() ? &table[i] : NULL; }
+
+const vc_option_info *vc_option_find(const char *name)
+{
+    for (size_t i = 0; name && i < vc_option_count(); i++)
+        if (!strcmp(table[i].name, name)) return &table[i];
+    return NULL;
+}
+
+const vc_option_info *vc_option_find_flag(const char *flag)
+{
+    for (size_t i = 0; flag && i < vc_option_count(); i++)
+        if (!strcmp(table[i].flag, flag)) return &table[i];
+    return NULL;
+}
+
+static const char *const section_title[VC_SECTION__N] = {
+    [VC_SECTION_MODEL] = "the model and the step",
+    [VC_SECTION_TRAINING] = "training",
+    [VC_SECTION_FINETUNE] = "fine-tuning and quantized weights",
+    [VC_SECTION_PARALLEL] = "more than one GPU",
+    [VC_SECTION_GENERATE] = "generation (--mode generate)",
+    [VC_SECTION_SERVE] = "serving (vLLM)",
+    [VC_SECTION_GPU] = "the GPU, searches and sweeps",
+    [VC_SECTION_OUTPUT] = "output",
+    [VC_SECTION_COUNTS] = "counts only (no model)",
+    [VC_SECTION_INFO] = "information",
+};
+
+const char *vc_option_section_title(vc_option_section s)
+{
+    return (unsigned)s < VC_SECTION__N ? section_title[s] : "";
+}
+
+const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
+{
+    if (!name) return NULL;
+    char key[80];
+    if (how == VC_SPELL_CLI) {
+        while (*name == '-') name++; /* "--bach" */
+        size_t n = strcspn(name, "="); /* "--bach=4" */
+        if (n >= sizeof key) return NULL;
+        memcpy(key, name, n);
+        key[n] = '\0';
+    } else {
+        if (strlen(name) >= sizeof key) return NULL;
+        strcpy(key, name);
+    }
+    const vc_option_info *best = NULL;
+    int best_d = 3;
+    for (size_t i = 0; i < vc_option_count(); i++) {
+        const vc_option_info *o = &table[i];
+        if (!o->help || (how == VC_SPELL_PYTHON && (o->applies & VC_APPLIES_FRONT_END))) continue; /* not an alias */
+        int d = vc_edit_distance(key, how == VC_SPELL_CLI ? o->flag : o->name);
+        if (d < best_d && d * 3 <= (int)strlen(key)) { /* "--gp" is not "--gpu"'s typo of "--ep" */
+            best = o;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap)
+{
+    size_t k = 0;
+    if (!cap) return 0;
+    for (const char *p = o && o->help ? o->help : ""; *p && k + 1 < cap; p++) {
+        if (p[0] == '{' && p[1] == '}' && o->choices) {
+            size_t n = strlen(o->choices);
+            if (n > cap - 1 - k) n = cap - 1 - k;
+            memcpy(buf + k, o->choices, n);
+            k += n;
+            p++;
+        } else buf[k++] = *p;
+    }
+    buf[k] = '\0';
+    return k;
+}
+
+/* "\x1fmax_batch\x1f" -> "--max-batch" or "max_batch="; "\x1fmode=generate\x1f"
+ * -> "--mode generate" or "mode=generate". Text outside the marks is copied. */
+void vc__spell_marks(const char *in, vc_spelling how, char *out, size_t cap)
+{
+    size_t k = 0;
+    if (!cap) return;
+#define PUT(c)                          \
+    do {                                \
+        if (k + 1 < cap) out[k++] = (c); \
+    } while (0)
+    for (const char *p = in; *p; p++) {
+        const char *end;
+        if (*p != VC_OPTION_MARK || !(end = strchr(p + 1, VC_OPTION_MARK))) {
+            PUT(*p);
+            continue;
+        }
+        char name[80];
+        size_t n = strcspn(p + 1, "=\x1f");
+        if (n >= sizeof name) n = sizeof name - 1;
+        memcpy(name, p + 1, n);
+        name[n] = '\0';
+        const char *value = p[1 + n] == '=' ? p + 2 + n : NULL;
+        const vc_option_info *o = vc_option_find(name);
+        if (how == VC_SPELL_CLI) {
+            PUT('-');
+            PUT('-');
+            for (const char *f = o ? o->flag : name; *f; f++) PUT(*f);
+            if (value) PUT(' ');
+        } else {
+            for (const char *f = name; *f; f++) PUT(*f);
+            PUT('=');
+        }
+        for (const char *v = value; v && v < end; v++) PUT(*v);
+        p = end;
+    }
+#undef PUT
+    out[k] = '\0';
+}
+
+vc_status vc__usage_long(vc_error *err, const char *text)
+{
+    memset(err, 0, sizeof *err);
+    err->code = VC_ERR_USAGE;
+    size_t n = strlen(text), cut = n < sizeof err->msg ? n : sizeof err->msg - 1;
+    while (cut < n && cut && ((unsigned char)text[cut] & 0xc0) == 0x80) cut--; /* at a character's start */
+    memcpy(err->msg, text, cut);
+    err->msg[cut] = '\0';
+    if (cut < n) {
+        snprintf(err->path, sizeof err->path, "%s", text + cut);
+        err->line = -1;
+    }
+    return VC_ERR_USAGE;
+}
+
+void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n)
+{
+    if (err->line == -1 && !err->file[0]) { /* a long message: msg, then path (vc__usage_long) */
+        char joined[sizeof err->msg + sizeof err->path], spelt[sizeof joined];
+        snprintf(joined, sizeof joined, "%s%s", err->msg, err->path);
+        vc__spell_marks(joined, how, spelt, sizeof spelt);
+        vc_escape_text(buf, n, spelt);
+        return;
+    }
+    vc_error e = *err;
+    vc__spell_marks(err->msg, how, e.msg, sizeof e.msg);
+    vc_error_format(&e, buf, n);
+}

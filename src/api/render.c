@@ -1,0 +1,281 @@
+/*
+ * render.c — a response as text: one estimate's report (table, JSON, CSV),
+ * a sweep's rows and its SVG chart, --serve's report, --list-gpus, the
+ * layer kinds; each into a memory stream whose text the front end prints.
+ * The terminal's abilities come from the front end (vc_render_options).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+
+static vc_status nomem(vc_error *err)
+{
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->code = VC_ERR_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+    }
+    return VC_ERR_NOMEM;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* head, then the words of text wrapped to width, further lines indented. */
+static void print_wrapped(FILE *f, const char *head, const char *text, int width, int indent)
+{
+    text_line l;
+    line_begin(&l, f, width, indent, head);
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, " ");
+        if (n) line_itemn(&l, " ", p, n);
+        p += n + (p[n] == ' ');
+    }
+    line_end(&l);
+}
+
+static void list_gpus(FILE *f, vc_format format, int width)
+{
+    char b[32];
+    if (format == VC_FORMAT_JSON) {
+        fprintf(f, "{\n  \"schema_version\": 1,\n  \"gpus\": [");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+            json_str(f, g->name);
+            fprintf(f, ", \"product\": ");
+            json_str(f, g->label);
+            fprintf(f, ", \"vendor\": ");
+            json_str(f, g->vendor);
+            fprintf(f, ", \"capacity\": %" PRId64 ", \"hopper\": %s, \"source\": ", g->capacity, g->hopper ? "true" : "false");
+            json_str(f, g->source);
+            fprintf(f, ", \"sms\": %d, \"sm_threads\": %d}", g->sms, g->sm_threads);
+        }
+        fprintf(f, "\n  ]\n}\n");
+    } else if (format == VC_FORMAT_CSV) {
+        fprintf(f, "name,product,vendor,capacity,hopper,source,sms,sm_threads\n");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            fprintf(f, "%s,\"%s\",%s,%" PRId64 ",%s,\"%s\",%d,%d\n", g->name, g->label, g->vendor, g->capacity,
+                    g->hopper ? "true" : "false", g->source, g->sms, g->sm_threads);
+        }
+    } else {
+        /* within the width: the source of the figure on its own lines (bytes: -f csv or json) */
+        fprintf(f, "%-11s %10s  %-6s %-5s  %s\n", "name", "memory", "vendor", "sm90+", "product");
+        for (size_t i = 0; i < vc_gpu_count(); i++) {
+            const vc_gpu *g = vc_gpu_get(i);
+            format_bytes(g->capacity, b, sizeof b);
+            char head[96];
+            snprintf(head, sizeof head, "%-11s %10s  %-6s %-5s ", g->name, b, g->vendor, g->hopper ? "yes" : "");
+            print_wrapped(f, head, g->label, width, 38);
+            print_wrapped(f, "            source:", g->source, width, 14);
+        }
+        fprintf(f, "\nmemory: the total nvidia-smi (MiB x 1048576) or rocm-smi reports for one device\n"
+                   "(bytes: -f csv or -f json); sm90+: the preset sets the Hopper/Blackwell cuBLAS\n"
+                   "workspace (32 MiB). Keep headroom with NAME:90%%.\n");
+    }
+}
+
+/* --serve: vLLM's KV cache pool and what it holds. */
+static void print_serve(FILE *f, vc_format format, const vc_response *resp)
+{
+    const vc_report *rep = &resp->rep;
+    const vc_serve_options *so = &resp->so;
+    const vc_serve_result *r = &resp->sr;
+    const vc_options *o = rep->opts;
+    if (format == VC_FORMAT_JSON) {
+        fprintf(f, "{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
+        json_str(f, resp->gpu.name);
+        fprintf(f, ", \"tensor_parallel_size\": %" PRId64, o->tp > 1 ? o->tp : (int64_t)1);
+        fprintf(f, ", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
+                   ", \"max_num_seqs\": %" PRId64 ", \"block_size\": %" PRId64 ", \"kv_cache_dtype\": \"%s\", \"precision\": \"%s\",\n"
+                   "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
+                   ", \"page_bytes\": %" PRId64 ", \"blocks\": %" PRId64 ", \"tokens\": %" PRId64 ", \"request_tokens\": %" PRId64
+                   ", \"concurrency\": %" PRId64 "}\n}\n",
+                resp->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, so->block_size,
+                vc_kv_dtype_name(so->kv_cache_dtype), vc_precision_name(o->precision), r->weights, r->profile_peak,
+                r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens, r->concurrency);
+        return;
+    }
+    char a[32], b[32], d[32];
+    char tp[48] = "";
+    if (o->tp > 1) snprintf(tp, sizeof tp, " (per GPU of tensor_parallel_size %" PRId64 ")", o->tp);
+    fprintf(f, "%s (%s)\nvLLM on %s%s, %s%s%s, gpu_memory_utilization %.2f, max_num_batched_tokens %" PRId64 ", max_num_seqs %" PRId64
+               ", kv cache %s\n\n", rep->model[0] ? rep->model : rep->file, rep->file, resp->gpu.name, tp, vc_precision_name(o->precision),
+            rep->weights ? ", weights " : "", rep->weights ? rep->weights : "",
+            so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, vc_kv_dtype_name(so->kv_cache_dtype));
+    format_bytes(r->requested, a, sizeof a);
+    fprintf(f, "  %-22s %12s\n", "usable (utilization)", a);
+    format_bytes(r->weights, a, sizeof a);
+    fprintf(f, "  %-22s %12s\n", "weights", a);
+    format_bytes(r->profile_peak, a, sizeof a);
+    fprintf(f, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
+    format_bytes(r->kv_cache, a, sizeof a);
+    fprintf(f, "  %-22s %12s\n", "KV cache pool", a);
+    format_bytes(r->page_bytes, b, sizeof b);
+    fprintf(f, "  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, so->block_size, b);
+    fprintf(f, "  %-22s %12" PRId64 "\n", "tokens", r->tokens);
+    snprintf(d, sizeof d, "%" PRId64 "+%" PRId64, o->prompt, o->new_tokens);
+    fprintf(f, "  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,
+            r->request_tokens);
+}
+
+static int print_one(FILE *f, vc_format format, const vc_report *rep)
+{
+    if (format == VC_FORMAT_JSON) report_json(f, rep);
+    else if (format == VC_FORMAT_CSV) {
+        if (report_csv_header(f, rep) || report_csv_row(f, rep)) return -1;
+    } else report_table(f, rep);
+    return 0;
+}
+
+/* --columns: every name one of this report's CSV columns (--max-batch and
+ * --max-seq add theirs), before anything is estimated */
+vc_status vc__check_columns(const vc_response *resp, vc_error *err)
+{
+    vc_report names = resp->rep;
+    names.max_batch = resp->max_batch ? 0 : -1;
+    names.max_seq = resp->max_seq ? 0 : -1;
+    char msg[1024], safe[sizeof msg];
+    if (!report_csv_check(&names, msg, sizeof msg)) return VC_OK;
+    vc_escape_text(safe, sizeof safe, msg); /* the names given, escaped: no control byte is an option mark */
+    return vc__usage_long(err, safe);
+}
+
+/* A sweep's rows in format (their estimates are in resp->rows). */
+static int print_sweep(FILE *f, vc_format format, const vc_response *resp)
+{
+    vc_report rep = resp->rep;
+    vc_options o = resp->o;
+    rep.opts = &o;
+    bool json = format == VC_FORMAT_JSON, csv = format == VC_FORMAT_CSV;
+    if (json) report_json_sweep_begin(f);
+    for (size_t i = 0; i < resp->nsweep; i++) {
+        o.batch = resp->sweep[i];
+        rep.r = &resp->rows[i];
+        if (json) report_json_sweep_row(f, &rep, i == 0);
+        else if (csv) {
+            if ((!i && report_csv_header(f, &rep)) || report_csv_row(f, &rep)) return -1;
+        } else {
+            if (!i) report_sweep_table_begin(f, &rep);
+            report_sweep_table_row(f, &rep);
+        }
+        /* --per-layer in a table sweep: the rows follow their summary line */
+        if (!json && !csv && rep.per_layer && resp->rows[i].nlayers) report_sweep_layers(f, &rep);
+    }
+    if (json) report_json_sweep_end(f, &rep);
+    else if (!csv) report_sweep_table_end(f, &rep);
+    return 0;
+}
+
+vc_status vc_response_render(const vc_response *resp, vc_format format, const vc_render_options *ro, char **text,
+                             size_t *len, vc_error *err)
+{
+    *text = NULL;
+    if (len) *len = 0;
+    if (format == VC_FORMAT_DEFAULT) format = resp->format;
+    if (resp->kind == VC_RESP_TEXT) {
+        if (!(*text = malloc(resp->text_len + 1))) return nomem(err);
+        memcpy(*text, resp->text, resp->text_len);
+        (*text)[resp->text_len] = '\0';
+        if (len) *len = resp->text_len;
+        return VC_OK;
+    }
+    vc_term term = {false, false, VC_TEXT_WIDTH};
+    if (ro) {
+        term.utf8 = ro->utf8 != 0;
+        term.color = ro->color != 0;
+        if (ro->width > VC_TEXT_WIDTH) term.width = ro->width < 1000 ? ro->width : 1000;
+    }
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return nomem(err);
+    int bad = 0;
+    if (resp->kind == VC_RESP_LIST_GPUS) list_gpus(f, format, term.width);
+    else if (resp->kind == VC_RESP_SERVE) print_serve(f, format, resp);
+    else {
+        vc_response *r = (vc_response *)resp; /* the term is the render's: set it on the report for this call */
+        r->rep.term = term;
+        bad = resp->kind == VC_RESP_SWEEP ? print_sweep(f, format, resp) : print_one(f, format, &resp->rep);
+    }
+    if (fclose(f) || bad) {
+        free(buf);
+        return nomem(err);
+    }
+    *text = buf;
+    if (len) *len = n;
+    return VC_OK;
+}
+
+vc_status vc_response_plot_svg(const vc_response *resp, char **svg, size_t *len, vc_error *err)
+{
+    *svg = NULL;
+    if (len) *len = 0;
+    if (resp->kind != VC_RESP_SWEEP || !resp->plot) return VC_OK;
+    vc_plot_point *pts = calloc(resp->nsweep, sizeof *pts);
+    if (!pts) return nomem(err);
+    bool gpu = resp->have_gpu;
+    for (size_t i = 0; i < resp->nsweep; i++) {
+        const vc_memory *m = &resp->rows[i].memory;
+        pts[i] = (vc_plot_point){resp->sweep[i], m->weights, m->gradients, m->optimizer_states, m->activations,
+                                 m->peak_allocated, m->total, !gpu || m->total <= resp->gpu.capacity};
+    }
+    const vc_options *o = &resp->o;
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s, %s%s%s%s%s", vc_mode_name(o->mode), vc_precision_name(o->precision),
+             o->mode == VC_MODE_TRAIN ? ", " : "", o->mode == VC_MODE_TRAIN ? vc_optim_name(o->optim) : "",
+             gpu ? ", on " : "", gpu ? resp->gpu.name : "");
+    const vc_report *rep = &resp->rep;
+    vc_plot p = {rep->model[0] ? rep->model : rep->file ? rep->file : "counts-only estimate", sub, pts, resp->nsweep,
+                 gpu ? resp->gpu.name : NULL, resp->gpu.capacity, resp->plot_max};
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) {
+        free(pts);
+        return nomem(err);
+    }
+    svg_render(f, &p);
+    free(pts);
+    if (fclose(f)) {
+        free(buf);
+        return nomem(err);
+    }
+    *svg = buf;
+    if (len) *len = n;
+    return VC_OK;
+}
+
+vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) return nomem(err);
+    /* a line per kind (scripts read the first word); summaries wrapped to the width */
+    for (size_t i = 0; i <= vc_kind_count(); i++) {
+        char head[64];
+        snprintf(head, sizeof head, "%-28s", i < vc_kind_count() ? vc_kind_name(i) : "Sequential");
+        print_wrapped(f, head, i < vc_kind_count() ? vc_kind_summary(i) : "a block of layers (a scope), with repeat/frozen/checkpoint",
+                      width > 0 ? width : INT32_MAX, 29);
+    }
+    if (fclose(f)) {
+        free(buf);
+        return nomem(err);
+    }
+    *text = buf;
+    if (len) *len = n;
+    return VC_OK;
+}

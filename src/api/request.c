@@ -1,0 +1,830 @@
+/*
+ * request.c — a request: the options by table name (each value parsed and
+ * checked here), the defaults and combination rules, the model loaded with
+ * its options, and the one run it asks for (what the command line's
+ * vc_cli_main did; the CLI is now a parser of argv into a request).
+ *
+ * Messages name options by their table name between option marks
+ * (vc_error_format_for spells them per front end); what the user typed is
+ * escaped before it joins a message, so the only control bytes in one are
+ * the marks.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "api.h"
+#include "util.h"
+
+/* An option's mark, and one with a value: "--mode generate", mode=generate. */
+#define O(name) "\x1f" name "\x1f"
+#define OV(name, value) "\x1f" name "=" value "\x1f"
+
+/* A usage error: the message (marks and all) as given; what the user typed
+ * must already be escaped (ESC). */
+static vc_status usage(vc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static vc_status usage(vc_error *err, const char *fmt, ...)
+{
+    if (!err) return VC_ERR_USAGE;
+    memset(err, 0, sizeof *err);
+    err->code = VC_ERR_USAGE;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    return VC_ERR_USAGE;
+}
+
+/* What the user typed, safe inside a message (no control byte, so no mark). */
+typedef struct {
+    char s[512];
+} esc_buf;
+static const char *esc(esc_buf *b, const char *s)
+{
+    vc_escape_text(b->s, sizeof b->s, s ? s : "");
+    return b->s;
+}
+
+/* ---- values ---- */
+
+/* A whole positive (or non-negative) decimal integer; no signs, exponents or junk. */
+static vc_status parse_count(const char *name, const char *s, int64_t min, int64_t *out, vc_error *err)
+{
+    esc_buf b;
+    char *end;
+    if (!s || !*s || !(*s >= '0' && *s <= '9')) goto bad;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE) return usage(err, "\x1f%s\x1f: %s is too large", name, esc(&b, s));
+    if (*end || v < min) goto bad;
+    *out = v;
+    return VC_OK;
+bad:
+    return usage(err, "\x1f%s\x1f: expected a %s integer, got '%s'", name, min > 0 ? "positive" : "non-negative", esc(&b, s));
+}
+
+/* A decimal number in [lo, hi]. */
+static vc_status parse_real(const char *name, const char *s, double lo, double hi, double *out, vc_error *err)
+{
+    esc_buf b;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return usage(err, "\x1f%s\x1f: expected a number from %g to %g, got '%s'", name, lo, hi, esc(&b, s));
+    *out = v;
+    return VC_OK;
+}
+
+static vc_status parse_size(const char *name, const char *s, int64_t *out, vc_error *err)
+{
+    vc_error e;
+    memset(&e, 0, sizeof e);
+    if (vc_parse_size(s, out, &e)) return usage(err, "\x1f%s\x1f: %s", name, e.msg); /* e.msg is escaped */
+    return VC_OK;
+}
+
+/* v < 0: s is none of the choices ("a, b, c", or prose). */
+static vc_status choose(const char *name, const char *s, int v, const char *choices, vc_error *err)
+{
+    esc_buf b;
+    if (v < 0) return usage(err, "\x1f%s\x1f: unknown value '%s' (choose %s)", name, esc(&b, s), choices);
+    return VC_OK;
+}
+
+static vc_status parse_shape(const char *s, int64_t *dims, int *nd, vc_error *err)
+{
+    esc_buf b;
+    *nd = 0;
+    const char *p = s;
+    while (*p) {
+        if (*nd == VC_MAX_DIMS) return usage(err, O("input") ": more than %d dimensions in '%s'", VC_MAX_DIMS, esc(&b, s));
+        char *end;
+        if (!(*p >= '0' && *p <= '9')) return usage(err, O("input") ": expected dimensions such as 3,224,224, got '%s'", esc(&b, s));
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || v < 1) return usage(err, O("input") ": expected positive dimensions, got '%s'", esc(&b, s));
+        dims[(*nd)++] = v;
+        p = end;
+        if ((*p == ',' || *p == 'x') && p[1]) p++; /* a separator needs a dimension after it: not "784," */
+        else if (*p) return usage(err, O("input") ": expected dimensions such as 3,224,224, got '%s'", esc(&b, s));
+    }
+    return *nd ? VC_OK : usage(err, O("input") ": expected dimensions such as 3,224,224");
+}
+
+/* A positive integer inside a --sweep item: digits only, at most 2^53. */
+static const char *sweep_int(const char *p, int64_t *v)
+{
+    int64_t x = 0;
+    const char *q = p;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        x = x * 10 + (*q - '0');
+        if (x > (INT64_C(1) << 53)) return NULL;
+    }
+    if (q == p || x < 1) return NULL;
+    *v = x;
+    return q;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "1,8,32", "1:64", "1:64:8", "1:4096:x2", and lists of them: sorted, without repeats. */
+static vc_status parse_sweep(const char *s, int64_t **out, size_t *n, vc_error *err)
+{
+    esc_buf b;
+    size_t cap = 64, k = 0;
+    int64_t *v = malloc(cap * sizeof *v);
+    if (!v) return usage(err, "out of memory");
+    const char *p = s;
+    vc_status st = VC_OK;
+    for (;;) {
+        int64_t a, hi, step = 1;
+        bool geo = false;
+        const char *q = sweep_int(p, &a);
+        if (!q) goto bad;
+        hi = a;
+        if (*q == ':') {
+            if (!(q = sweep_int(q + 1, &hi)) || hi < a) goto bad;
+            if (*q == ':') {
+                q++;
+                if (*q == 'x' || *q == '*') {
+                    geo = true;
+                    q++;
+                }
+                if (!(q = sweep_int(q, &step)) || (geo && step < 2)) goto bad;
+            }
+        }
+        for (int64_t x = a; x <= hi;) {
+            if (k == VC_MAX_SWEEP) {
+                st = usage(err, O("sweep") ": more than %d batch sizes in '%s'", VC_MAX_SWEEP, esc(&b, s));
+                goto fail;
+            }
+            if (k == cap) {
+                int64_t *nv = realloc(v, (cap *= 2) * sizeof *v);
+                if (!nv) {
+                    st = usage(err, "out of memory");
+                    goto fail;
+                }
+                v = nv;
+            }
+            v[k++] = x;
+            if (geo ? x > hi / step : x > hi - step) break;
+            x = geo ? x * step : x + step;
+        }
+        if (!*q) break;
+        if (*q != ',') goto bad;
+        p = q + 1;
+    }
+    qsort(v, k, sizeof *v, cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!u || v[u - 1] != v[i]) v[u++] = v[i];
+    *out = v;
+    *n = u;
+    return VC_OK;
+bad:
+    st = usage(err, O("sweep") ": expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", esc(&b, s));
+fail:
+    free(v);
+    return st;
+}
+
+/* ---- the request ---- */
+
+vc_request *vc_request_new(void)
+{
+    vc_request *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    vc_options_init(&q->o);
+    vc_hf_options_init(&q->hf);
+    vc_lora_init(&q->lora);
+    vc_serve_options_init(&q->so);
+    q->format = VC_FORMAT_TABLE;
+    return q;
+}
+
+void vc_request_free(vc_request *q)
+{
+    if (!q) return;
+    free(q->input);
+    free(q->gpu);
+    free(q->sweep);
+    free(q->plot);
+    free(q->columns);
+    free(q->weights);
+    free(q->model);
+    free(q->extra);
+    free(q);
+}
+
+static vc_status keep(char **slot, const char *value, vc_error *err)
+{
+    char *c = strdup(value);
+    if (!c) return usage(err, "out of memory");
+    free(*slot);
+    *slot = c;
+    return VC_OK;
+}
+
+vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_error *err)
+{
+    esc_buf b;
+    const vc_option_info *info = vc_option_find(name);
+    if (!info || (info->applies & VC_APPLIES_FRONT_END))
+        return usage(err, "unknown option '%s'", esc(&b, name));
+    vc_option_id id = (vc_option_id)(info - vc_option_at(0));
+    bool on = true;
+    if (!info->arg) { /* a flag */
+        if (v && (!strcmp(v, "false") || !strcmp(v, "0"))) on = false;
+        else if (v && strcmp(v, "true") && strcmp(v, "1"))
+            return usage(err, "\x1f%s\x1f takes no value (true or false), got '%s'", name, esc(&b, v));
+    } else if (!v) {
+        return usage(err, "\x1f%s\x1f needs a value", name);
+    }
+    vc_options *o = &q->o;
+    vc_hf_options *hf = &q->hf;
+    vc_status st = VC_OK;
+    switch (id) {
+    case VC_OPT_BATCH: q->batch_given = true; return parse_count(name, v, 1, &o->batch, err);
+    case VC_OPT_INPUT: return keep(&q->input, v, err);
+    case VC_OPT_SEQ: q->hf_given = true; return parse_count(name, v, 1, &hf->seq, err);
+    case VC_OPT_MOE_IMBALANCE: {
+        char *end;
+        errno = 0;
+        hf->moe_imbalance = strtod(v, &end);
+        q->hf_given = true;
+        if (errno || end == v || *end || !(hf->moe_imbalance >= 1.0 && hf->moe_imbalance <= 1e6))
+            return usage(err, O("moe_imbalance") ": expected a number from 1 to 1000000 (1: tokens spread evenly over the experts)");
+        return VC_OK;
+    }
+    case VC_OPT_EMIT_MODEL: q->emit = on; return VC_OK;
+    case VC_OPT_GPUS: return parse_count(name, v, 1, &o->gpus, err);
+    case VC_OPT_TP: return parse_count(name, v, 1, &o->tp, err);
+    case VC_OPT_SP: o->sp = on; return VC_OK;
+    case VC_OPT_PP: return parse_count(name, v, 1, &o->pp, err);
+    case VC_OPT_EP: return parse_count(name, v, 1, &o->ep, err);
+    case VC_OPT_MICRO_BATCHES: return parse_count(name, v, 1, &o->micro_batches, err);
+    case VC_OPT_PP_VIRTUAL: return parse_count(name, v, 1, &o->pp_virtual, err);
+    case VC_OPT_PARALLEL: return choose(name, v, o->parallel = vc_parallel_from_name(v), info->choices, err);
+    case VC_OPT_OFFLOAD: return choose(name, v, o->offload = vc_offload_from_name(v), info->choices, err);
+    case VC_OPT_FSDP_PARAM_DTYPE: return choose(name, v, o->fsdp_param_dtype = vc_fsdp_dtype_from_name(v), info->choices, err);
+    case VC_OPT_FSDP_REDUCE_DTYPE: return choose(name, v, o->fsdp_reduce_dtype = vc_fsdp_dtype_from_name(v), info->choices, err);
+    case VC_OPT_FSDP_RESHARD_AFTER_FORWARD:
+        /* true, false or a positive integer (fully_shard's reshard_after_forward: bool | int); the library
+         * checks the integer against the world */
+        if (!strcmp(v, "true")) o->fsdp_reshard = VC_FSDP_RESHARD_TRUE;
+        else if (!strcmp(v, "false")) o->fsdp_reshard = VC_FSDP_RESHARD_FALSE;
+        else if (*v >= '0' && *v <= '9') return parse_count(name, v, 1, &o->fsdp_reshard, err);
+        else return usage(err, "\x1f%s\x1f: expected true, false or a positive integer, got '%s'", name, esc(&b, v));
+        return VC_OK;
+    case VC_OPT_GRADIENT_AS_BUCKET_VIEW: o->gradient_as_bucket_view = on; return VC_OK;
+    case VC_OPT_PARAMETERS_AS_BUCKET_VIEW: o->parameters_as_bucket_view = on; return VC_OK;
+    case VC_OPT_FSDP_REPLICATE: return parse_count(name, v, 1, &o->fsdp_replicate, err);
+    case VC_OPT_FSDP_USE_ORIG_PARAMS: o->fsdp_use_orig_params = on; return VC_OK;
+    case VC_OPT_DS_OVERLAP_COMM: /* DeepSpeedZeroConfig's overlap_comm: Optional[bool] */
+        if (!strcmp(v, "true")) o->ds_overlap_comm = VC_DS_OVERLAP_ON;
+        else if (!strcmp(v, "false")) o->ds_overlap_comm = VC_DS_OVERLAP_OFF;
+        else return usage(err, "\x1f%s\x1f: expected true or false, got '%s'", name, esc(&b, v));
+        return VC_OK;
+    case VC_OPT_OFFLOAD_DEVICE:
+        o->offload_device = !strcmp(v, "cpu") ? VC_OFFLOAD_DEVICE_CPU : !strcmp(v, "nvme") ? VC_OFFLOAD_DEVICE_NVME : -1;
+        return choose(name, v, o->offload_device, info->choices, err);
+    case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
+    case VC_OPT_GRAD_CKPT: q->hf_given = true; hf->checkpoint = on; return VC_OK;
+    case VC_OPT_LOSS:
+        q->hf_given = q->loss_given = true;
+        return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
+    case VC_OPT_PROMPT: q->gen_given = q->prompt_given = true; return parse_count(name, v, 1, &o->prompt, err);
+    case VC_OPT_NEW_TOKENS: q->gen_given = true; return parse_count(name, v, 1, &o->new_tokens, err);
+    case VC_OPT_MAX_CONTEXT: q->max_context = on; return VC_OK;
+    case VC_OPT_SERVE: q->serve = on; return VC_OK;
+    case VC_OPT_GPU_MEMORY_UTILIZATION:
+        q->serve_given = true;
+        return parse_real(name, v, 1e-6, 1.0, &q->so.gpu_memory_utilization, err);
+    case VC_OPT_MAX_NUM_BATCHED_TOKENS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_batched_tokens, err);
+    case VC_OPT_MAX_NUM_SEQS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_seqs, err);
+    case VC_OPT_BLOCK_SIZE: q->serve_given = true; return parse_count(name, v, 1, &q->so.block_size, err);
+    case VC_OPT_KV_CACHE_DTYPE:
+        q->serve_given = q->kv_dtype_given = true;
+        return choose(name, v, q->so.kv_cache_dtype = vc_kv_dtype_from_name(v), info->choices, err);
+    case VC_OPT_KV_BITS: case VC_OPT_KV_GROUP_SIZE: case VC_OPT_KV_RESIDUAL_LENGTH: {
+        int64_t n;
+        q->gen_given = q->kvq_given = true;
+        if ((st = parse_count(name, v, id == VC_OPT_KV_RESIDUAL_LENGTH ? 0 : 1, &n, err))) return st;
+        if (id == VC_OPT_KV_BITS) o->kv_bits = n > 1000 ? 1000 : (int)n; /* 2 or 4: the library's check */
+        else if (id == VC_OPT_KV_GROUP_SIZE) o->kv_group = n;
+        else o->kv_residual = n;
+        return VC_OK;
+    }
+    case VC_OPT_CACHE: q->gen_given = true; return choose(name, v, o->cache = vc_cache_from_name(v), info->choices, err);
+    case VC_OPT_WEIGHTS:
+        if (vc_quant_from_name(v, &q->quant))
+            return usage(err, O("weights") ": unknown value '%s' (choose nf4, fp4, int8, gptq4, gptq8, gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block or dense)", esc(&b, v));
+        return keep(&q->weights, v, err);
+    case VC_OPT_QLORA: q->qlora = on; return VC_OK;
+    case VC_OPT_LORA: return parse_count(name, v, 1, &q->lora.r, err);
+    case VC_OPT_LORA_ALPHA: return parse_real(name, v, 1e-9, 1e12, &q->lora.alpha, err);
+    case VC_OPT_LORA_DROPOUT: return parse_real(name, v, 0, 0.999999, &q->lora.dropout, err);
+    case VC_OPT_LORA_TARGETS:
+        if (strlen(v) >= sizeof q->lora.targets)
+            return usage(err, O("lora_targets") ": longer than %zu characters", sizeof q->lora.targets - 1);
+        memcpy(q->lora.targets, v, strlen(v) + 1);
+        return VC_OK;
+    case VC_OPT_OPTIM: return choose(name, v, o->optim = vc_optim_from_name(v), info->choices, err);
+    case VC_OPT_OPTIM_IMPL:
+        q->impl_given = true;
+        return choose(name, v, o->optim_impl = vc_optim_impl_from_name(v), info->choices, err);
+    case VC_OPT_ACCUMULATE: return parse_count(name, v, 1, &o->accumulate, err);
+    case VC_OPT_PRECISION: q->prec_given = true; return choose(name, v, o->precision = vc_precision_from_name(v), info->choices, err);
+    case VC_OPT_MODE: q->mode_given = true; return choose(name, v, o->mode = vc_mode_from_name(v), info->choices, err);
+    case VC_OPT_ATTENTION: return choose(name, v, o->attention = vc_attention_from_name(v), info->choices, err);
+    case VC_OPT_TORCH: return choose(name, v, o->torch_version = vc_torch_from_name(v), "a release from 2.0 to 2.15, e.g. 2.5", err);
+    case VC_OPT_WORKSPACE: return parse_size(name, v, &o->workspace, err);
+    case VC_OPT_CONTEXT: return parse_size(name, v, &o->context, err);
+    case VC_OPT_FORMAT:
+        q->format = !strcmp(v, "table") ? VC_FORMAT_TABLE : !strcmp(v, "json") ? VC_FORMAT_JSON : !strcmp(v, "csv") ? VC_FORMAT_CSV : VC_FORMAT_DEFAULT;
+        if (q->format == VC_FORMAT_DEFAULT) return usage(err, O("format") ": unknown value '%s' (choose table, json or csv)", esc(&b, v));
+        return VC_OK;
+    case VC_OPT_GPU: return keep(&q->gpu, v, err);
+    case VC_OPT_MAX_BATCH: q->max_batch = on; return VC_OK;
+    case VC_OPT_MAX_SEQ: q->max_seq = on; return VC_OK;
+    case VC_OPT_SWEEP: return keep(&q->sweep, v, err);
+    case VC_OPT_PLOT: return keep(&q->plot, v, err);
+    case VC_OPT_COLUMNS: return keep(&q->columns, v, err);
+    case VC_OPT_PER_LAYER: q->per_layer = on; return VC_OK;
+    case VC_OPT_TRACE: q->trace = on; return VC_OK;
+    case VC_OPT_PARAMS: q->counts = true; return parse_count(name, v, 0, &q->params, err);
+    case VC_OPT_ACTIVATIONS: q->have_acts = true; return parse_count(name, v, 0, &q->acts, err);
+    case VC_OPT_LIST_GPUS: q->list_gpus = on; return VC_OK;
+    default: break; /* the front end's own (FRONT_END): refused above */
+    }
+    return usage(err, "unknown option '%s'", esc(&b, name));
+}
+
+vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err)
+{
+    q->nmodels++;
+    if (q->nmodels == 1) return keep(&q->model, path, err);
+    if (q->nmodels == 2) return keep(&q->extra, path, err);
+    return VC_OK;
+}
+
+/* ---- the JSON arena (vc_request_set_json_arena) ----
+ * The model file's JSON tree is built and freed inside the load, one malloc
+ * per value (thousands for a large model); a program that owns the process
+ * lends cJSON a bump allocator for that call and drops it whole afterwards
+ * (the library keeps no cJSON value). cJSON's hooks are process-wide: off
+ * unless the front end asks. */
+typedef struct json_chunk {
+    struct json_chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} json_chunk;
+static json_chunk *json_chunks;
+
+static void *json_alloc(size_t n)
+{
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    json_chunk *c = json_chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > (size_t)60 << 10 ? n : (size_t)60 << 10; /* under the mmap threshold: freed chunks are reused */
+        if (!(c = malloc(sizeof *c + cap))) return NULL;
+        c->next = json_chunks;
+        c->used = 0;
+        c->cap = cap;
+        json_chunks = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+static void json_free(void *p) { (void)p; }
+
+static void json_arena_release(void)
+{
+    while (json_chunks) {
+        json_chunk *c = json_chunks;
+        json_chunks = c->next;
+        free(c);
+    }
+}
+
+void vc_request_set_json_arena(vc_request *q, int on) { q->json_arena = on != 0; }
+
+/* ---- the run ---- */
+
+/* A library error after the model is loaded names the model file when it
+ * names no file itself (the CLI's die_err did this). */
+static vc_status lib_err(const vc_request *q, vc_error *err, vc_status st)
+{
+    if (!err->file[0] && q->model && !q->counts) snprintf(err->file, sizeof err->file, "%s", q->model);
+    return st;
+}
+
+static void trace_line(void *ctx, const char *text)
+{
+    FILE *f = ctx;
+    fprintf(f, "%s\n", text);
+}
+
+/* The combinations refused before anything is loaded (vc_cli_main's order). */
+static vc_status check_request(vc_request *q, vc_error *err)
+{
+    esc_buf b;
+    vc_options *o = &q->o;
+    const bool counts = q->counts, sweep = q->sweep != NULL, gpu = q->gpu != NULL;
+    if (o->mode == VC_MODE_GENERATE) {
+        if (q->per_layer || o->parallel != VC_PARALLEL_NONE)
+            return usage(err, OV("mode", "generate") " estimates one GPU's generate(): it does not go with %s",
+                         q->per_layer ? O("per_layer") : O("parallel"));
+        if (q->hf.seq > 0) return usage(err, O("seq") " does not go with " OV("mode", "generate") ": " O("prompt") " is the sequence's length");
+        q->hf.seq = o->prompt; /* a config.json's report names the prompt's length */
+    }
+    if (q->qlora) { /* BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute bf16) + LoraConfig */
+        if (q->weights && strcmp(q->weights, "nf4"))
+            return usage(err, O("qlora") " stores the base as nf4: it does not go with \x1fweights=%s\x1f", esc(&b, q->weights));
+        if (q->prec_given && o->precision != VC_PREC_BF16 && o->precision != VC_PREC_FP16)
+            return usage(err, O("qlora") " computes in 16-bit (bnb_4bit_compute_dtype): use " O("precision") " bf16 or fp16, not %s",
+                         vc_precision_name(o->precision));
+        if (!q->prec_given) o->precision = VC_PREC_BF16;
+        if (q->lora.r == 0) q->lora.r = 8; /* LoraConfig's r */
+        vc_quant_from_name("nf4", &q->quant); /* q->weights stays as given: --weights nf4 or none */
+    }
+    if (counts && (q->weights || q->qlora))
+        return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate", q->qlora ? O("qlora") : O("weights"));
+    if (q->have_acts && !counts) return usage(err, O("activations") " goes with " O("params"));
+    if (q->max_batch && !gpu) return usage(err, O("max_batch") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
+    if (q->plot && !sweep) return usage(err, O("plot") " needs " O("sweep") " (the batch sizes to draw)");
+    if (q->plot && !strcmp(q->plot, "-")) return usage(err, O("plot") " writes an SVG file: give a file name, not '-'");
+    if (counts && (q->trace || q->input || q->per_layer))
+        return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate",
+                     q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
+    if (q->trace && (q->max_batch || q->format != VC_FORMAT_TABLE))
+        return usage(err, O("trace") " prints one batch's timeline: it does not go with %s", q->max_batch ? O("max_batch") : O("format"));
+    if (q->gen_given && o->mode != VC_MODE_GENERATE && !q->serve)
+        return usage(err, O("prompt") ", " O("new_tokens") " and " O("cache") " go with " OV("mode", "generate") " (or " O("serve") ")");
+    if (q->kvq_given && o->cache != VC_CACHE_QUANTIZED)
+        return usage(err, O("kv_bits") ", " O("kv_group_size") " and " O("kv_residual_length") " go with " OV("cache", "quantized")
+                     " (QuantizedCache's cache_config)");
+    if (q->serve && o->cache == VC_CACHE_QUANTIZED)
+        return usage(err, OV("cache", "quantized") " is transformers' QuantizedCache (" OV("mode", "generate") "): vLLM's cache is its "
+                     "paged pool, sized in " O("kv_cache_dtype"));
+    if (q->kv_dtype_given && !q->serve && o->mode == VC_MODE_GENERATE)
+        return usage(err, O("kv_cache_dtype") ": transformers' generate() has no cache dtype (DynamicLayer and StaticLayer store keys "
+                     "and values in key_states.dtype, the model's); it is vLLM's setting (" O("serve") "). For a smaller cache "
+                     "in generate(): " OV("cache", "quantized"));
+    if (q->serve_given && !q->serve)
+        return usage(err, O("gpu_memory_utilization") ", " O("max_num_batched_tokens") ", " O("max_num_seqs") ", " O("block_size")
+                     " and " O("kv_cache_dtype") " go with " O("serve"));
+    if (q->serve && !q->mode_given) o->mode = VC_MODE_INFER; /* vLLM serves: no training state */
+    if (q->serve && (!gpu || counts || q->max_batch || sweep || q->trace || q->max_context || (o->mode == VC_MODE_TRAIN && q->mode_given)))
+        return usage(err, O("serve") " sizes vLLM's KV cache on one " O("gpu") " for a model file: it does not go with %s",
+                     !gpu ? "no " O("gpu") : counts ? O("params") : q->max_batch ? O("max_batch") : sweep ? O("sweep")
+                     : q->trace ? O("trace") : q->max_context ? O("max_context") : OV("mode", "train"));
+    if (q->serve && (o->parallel != VC_PARALLEL_NONE || o->gpus != (o->tp > 1 ? o->tp : 1)))
+        return usage(err, O("serve") " models one vLLM engine: tensor_parallel_size N is " OV("tp", "N") " " OV("gpus", "N") " ("
+                     O("parallel") " and data-parallel GPUs are training layouts)");
+    if (counts && o->mode == VC_MODE_GENERATE) return usage(err, OV("mode", "generate") " needs a model file, not " O("params"));
+    if (q->max_context && (o->mode != VC_MODE_GENERATE || !gpu))
+        return usage(err, O("max_context") " needs " OV("mode", "generate") " and " O("gpu") " (the longest prompt that fits the GPU)");
+    if (q->max_context && (q->max_batch || sweep || q->trace))
+        return usage(err, O("max_context") " searches the prompt length at one batch: it does not go with %s",
+                     q->max_batch ? O("max_batch") : sweep ? O("sweep") : O("trace"));
+    if (sweep && q->batch_given) return usage(err, "give either " O("batch") " or " O("sweep") ", not both");
+    if (q->max_seq) {
+        const char *other = counts ? O("params") : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->input ? O("input")
+                          : q->hf.seq ? O("seq") : q->trace ? O("trace") : q->emit ? O("emit_model") : NULL;
+        if (other)
+            return usage(err, O("max_seq") " searches the sequence length of a config.json at one " O("batch") ": it does not go with %s", other);
+        if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
+    }
+    if (sweep && q->trace) return usage(err, O("trace") " shows one batch: use " O("batch") ", not " O("sweep"));
+    return VC_OK;
+}
+
+/* The response text of a trace or an emitted model. */
+static vc_status text_response(vc_response *resp, FILE *f, char *buf, size_t len, vc_error *err)
+{
+    (void)f;
+    resp->kind = VC_RESP_TEXT;
+    resp->text = buf;
+    resp->text_len = len;
+    return buf ? VC_OK : usage(err, "out of memory");
+}
+
+/* --max-seq: the search, then the model reloaded at the answer (at 1 token
+ * when none fits) so that the report is the estimate there. */
+static vc_status find_max_seq(vc_request *q, vc_response *resp, vc_model *m, vc_error *err)
+{
+    esc_buf b;
+    if (!vc_model_generated_json(m))
+        return usage(err, "%s: " O("max_seq") " applies to a Hugging Face config.json (the sequence length is its load option, "
+                     O("seq") "); this is a vramcalc model file: use " O("max_batch") ", or " O("input") " for another length",
+                     esc(&b, q->model));
+    int limited = 0;
+    vc_status st = vc_model_max_seq(m, &resp->o, resp->gpu.capacity, &resp->rep.max_seq, &limited, NULL, err);
+    if (st) return lib_err(q, err, st);
+    resp->rep.max_seq_limited = limited;
+    if ((st = vc_model_set_seq(m, resp->rep.max_seq > 0 ? resp->rep.max_seq : 1, err))) return lib_err(q, err, st);
+    return VC_OK;
+}
+
+/* A sweep's rows: every one estimated before anything is rendered. */
+static vc_status run_sweep(vc_request *q, vc_response *resp, vc_estimator *e, vc_error *err)
+{
+    esc_buf b;
+    resp->kind = VC_RESP_SWEEP;
+    resp->rows = calloc(resp->nsweep, sizeof *resp->rows);
+    if (!resp->rows) return usage(err, "out of memory");
+    if (resp->have_gpu && (resp->max_batch || resp->plot)) {
+        vc_status st = vc_estimator_max_batch(e, resp->gpu.capacity, &resp->plot_max, NULL, err);
+        if (st) return lib_err(q, err, st);
+    }
+    resp->rep.max_batch = resp->max_batch ? resp->plot_max : -1;
+    for (size_t i = 0; i < resp->nsweep; i++) {
+        if (vc_estimator_run(e, resp->sweep[i], &resp->rows[i], err)) { /* the file, then the batch */
+            char msg[1200], m[512];
+            vc_error_format(err, msg, sizeof msg);
+            vc_status code = err->code;
+            esc(&b, q->model && !q->counts ? q->model : "");
+            snprintf(m, sizeof m, "%s", msg);
+            usage(err, "%s%sbatch %" PRId64 ": %s", b.s, b.s[0] ? ": " : "", resp->sweep[i], m);
+            err->code = code;
+            return code;
+        }
+    }
+    return VC_OK;
+}
+
+vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *err)
+{
+    vc_request copy = *given; /* the defaults and rules apply to a copy: a request may run again */
+    vc_request *q = &copy;
+    esc_buf b;
+    vc_status st;
+    *out = NULL;
+    vc_response *resp = calloc(1, sizeof *resp);
+    if (!resp) return usage(err, "out of memory");
+    vc_options *o = &resp->o;
+    resp->format = q->format;
+    resp->plot_max = -1;
+    vc_model *m = NULL;
+    vc_estimator *e = NULL;
+    if (q->columns && (q->format != VC_FORMAT_CSV || q->list_gpus || q->serve)) {
+        st = usage(err, O("columns") " chooses the estimate's CSV columns: it needs -f csv%s",
+                   q->list_gpus ? ", not " O("list_gpus") : q->serve ? ", not " O("serve") : "");
+        goto fail;
+    }
+    if (q->list_gpus) {
+        resp->kind = VC_RESP_LIST_GPUS;
+        *out = resp;
+        return VC_OK;
+    }
+    if (!q->impl_given) q->o.optim_impl = vc_optim_default_impl_at(q->o.optim, q->o.torch_version); /* forloop for adafactor */
+    if ((st = check_request(q, err))) goto fail;
+    *o = q->o;
+    resp->so = q->so;
+    resp->per_layer = q->per_layer;
+    resp->counts = q->counts;
+    resp->max_batch = q->max_batch;
+    resp->max_seq = q->max_seq;
+    if (q->gpu) {
+        vc_error ge;
+        memset(&ge, 0, sizeof ge);
+        if (vc_gpu_parse(q->gpu, &resp->gpu, &ge)) {
+            st = usage(err, O("gpu") ": %s", ge.msg);
+            goto fail;
+        }
+        resp->have_gpu = true;
+        if (resp->gpu.preset && resp->gpu.preset->hopper) o->hopper = 1;
+        o->device = resp->gpu.preset; /* its multiprocessors size kernels' scratch (src/scratch.c) */
+    }
+    if (q->sweep && (st = parse_sweep(q->sweep, &resp->sweep, &resp->nsweep, err))) goto fail;
+    if ((q->plot && !(resp->plot = strdup(q->plot))) || (q->columns && !(resp->columns = strdup(q->columns)))) {
+        st = usage(err, "out of memory");
+        goto fail;
+    }
+    resp->rep = (vc_report){"", NULL, o, &resp->r, q->per_layer, q->counts, resp->have_gpu ? &resp->gpu : NULL, -1, {0}, -1};
+    resp->rep.max_seq = -1;
+    if (q->columns) {
+        resp->rep.columns = resp->columns;
+        if ((st = vc__check_columns(resp, err))) goto fail;
+    }
+    if (q->counts) {
+        if (q->nmodels) {
+            st = usage(err, "give either a model file or " O("params") ", not both");
+            goto fail;
+        }
+    } else {
+        if (!q->nmodels) {
+            st = usage(err, "no model file (see vramcalc --help)");
+            goto fail;
+        }
+        if (q->nmodels > 1) {
+            st = usage(err, "unexpected argument '%s' (one model file at a time)", esc(&b, q->extra));
+            goto fail;
+        }
+        vc_escape_text(resp->file, sizeof resp->file, q->model); /* the reports show it */
+        resp->rep.file = resp->file;
+        if (q->json_arena) {
+            cJSON_Hooks hooks = {json_alloc, json_free};
+            cJSON_InitHooks(&hooks);
+        }
+        q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf_tp.c) */
+        q->hf.sp = o->sp;
+        st = vc_model_load_file_hf(q->model, &q->hf, &m, err);
+        if (q->json_arena) {
+            cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
+            json_arena_release();
+        }
+        if (st) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        const vc_hf_options *hf = &q->hf;
+        if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
+            st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
+                       q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss") : O("moe_imbalance"),
+                       hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
+                       : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
+            goto fail;
+        }
+        if (q->emit) {
+            const char *j = vc_model_generated_json(m);
+            size_t n = strlen(j);
+            char *t = malloc(n + 2);
+            if (t) {
+                memcpy(t, j, n);
+                t[n] = '\n';
+                t[n + 1] = '\0';
+            }
+            if ((st = text_response(resp, NULL, t, n + 1, err))) goto fail;
+            goto done;
+        }
+        vc_lora *lora = &q->lora;
+        if (lora->r > 0) {
+            if (!lora->targets[0]) memcpy(lora->targets, vc_model_lora_targets(m), strlen(vc_model_lora_targets(m)) + 1);
+            if (!lora->targets[0]) {
+                st = usage(err, O("lora") " needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file");
+                goto fail;
+            }
+            if ((st = vc_model_set_lora(m, lora, err))) {
+                lib_err(q, err, st);
+                goto fail;
+            }
+        }
+        if (o->ep > 1 && (st = vc_model_set_ep(m, o->ep, err))) { /* one expert-parallel rank's experts (docs/parallel.md 6) */
+            lib_err(q, err, st);
+            goto fail;
+        }
+        if ((q->weights || q->qlora) && (st = vc_model_set_weights(m, &q->quant, err))) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        if (q->input) {
+            int64_t dims[VC_MAX_DIMS];
+            int nd;
+            if ((st = parse_shape(q->input, dims, &nd, err))) goto fail;
+            if ((st = vc_model_set_input_shape(m, dims, nd, err))) {
+                lib_err(q, err, st);
+                goto fail;
+            }
+        }
+        if (q->max_seq && (st = find_max_seq(q, resp, m, err))) goto fail;
+        if (!(resp->model_name = strdup(vc_model_name(m)))) {
+            st = usage(err, "out of memory");
+            goto fail;
+        }
+        resp->rep.model = resp->model_name;
+        vc_quant mq;
+        if (vc_model_weights(m, &mq) != VC_WEIGHTS_DENSE) {
+            vc_quant_describe(&mq, resp->wdesc, sizeof resp->wdesc);
+            resp->rep.weights = resp->wdesc;
+            /* quantized weights compute in 16-bit: fp16 for GPTQ/AWQ (their kernels' dtype), else bf16 */
+            if (!q->prec_given) o->precision = mq.format == VC_WEIGHTS_GPTQ || mq.format == VC_WEIGHTS_AWQ ? VC_PREC_FP16 : VC_PREC_BF16;
+        } else if (q->serve && !q->prec_given) {
+            o->precision = vc_serve_auto_precision(m, &resp->gpu); /* vLLM's --dtype auto: the config's torch_dtype */
+        }
+        if (q->trace) {
+            char *t = NULL;
+            size_t n = 0;
+            FILE *f = open_memstream(&t, &n);
+            if (!f) {
+                st = usage(err, "out of memory");
+                goto fail;
+            }
+            st = vc_trace(m, o, trace_line, f, err);
+            if (fclose(f) && !st) st = usage(err, "out of memory");
+            if (st) {
+                free(t);
+                lib_err(q, err, st);
+                goto fail;
+            }
+            if ((st = text_response(resp, NULL, t, n, err))) goto fail;
+            goto done;
+        }
+    }
+    if (q->sweep || q->max_batch || !q->per_layer) {
+        /* one plan for every batch size (the first one tried is o->batch); without
+         * --per-layer, even for one batch: no per-layer rows to fill */
+        st = q->counts ? vc_estimator_new_counts(q->params, q->acts, o, &e, err)
+                       : vc_estimator_new(m, o, q->per_layer && q->sweep ? 0 : VC_EST_NO_LAYERS, &e, err);
+        if (st) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+    }
+    if (q->sweep) {
+        /* a sweep keeps every row until all are known; with --per-layer each holds a row per layer */
+        if (q->per_layer && m && vc_model_layer_count(m) > VC_MAX_SWEEP_LAYER_ROWS / resp->nsweep) {
+            st = usage(err, O("per_layer") " with " O("sweep") " keeps a row per layer and batch size: %zu layers x %zu batch sizes is "
+                       "more than the limit of %d rows (docs/limits.md); use fewer batch sizes",
+                       vc_model_layer_count(m), resp->nsweep, VC_MAX_SWEEP_LAYER_ROWS);
+            goto fail;
+        }
+        if ((st = run_sweep(q, resp, e, err))) goto fail;
+        goto done;
+    }
+    if (q->max_batch) {
+        if ((st = vc_estimator_max_batch(e, resp->gpu.capacity, &resp->rep.max_batch, NULL, err))) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        /* the report is for --batch if given, else for the max batch (or 1) */
+        if (!q->batch_given) o->batch = resp->rep.max_batch > 0 ? resp->rep.max_batch : 1;
+    }
+    if (q->serve) {
+        if ((st = vc_serve(m, o, &resp->so, &resp->gpu, &resp->sr, err))) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        resp->kind = VC_RESP_SERVE;
+        goto done;
+    }
+    if (q->max_context) {
+        if ((st = vc_max_prompt(m, o, resp->gpu.capacity, &resp->rep.max_prompt, NULL, err))) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        if (!q->prompt_given) { /* the report is for --prompt if given, else for the longest prompt (or 1) */
+            o->prompt = resp->rep.max_prompt > 0 ? resp->rep.max_prompt : 1;
+            vc_estimator_free(e); /* its plan is for the other prompt */
+            e = NULL;
+        }
+    }
+    if (e && !q->per_layer) { /* the search's plan and allocator replays serve the report too */
+        st = vc_estimator_run(e, o->batch, &resp->r, err);
+    } else {
+        vc_estimator_free(e); /* one plan in memory at a time */
+        e = NULL;
+        st = q->counts ? vc_estimate_counts(q->params, q->acts, o, &resp->r, err) : vc_estimate(m, o, &resp->r, err);
+    }
+    if (st) {
+        lib_err(q, err, st);
+        goto fail;
+    }
+    resp->kind = VC_RESP_ESTIMATE;
+    resp->status = !report_fits(&resp->rep) || resp->rep.max_batch == 0 || resp->rep.max_prompt == 0 || resp->rep.max_seq == 0;
+done:
+    vc_estimator_free(e);
+    vc_model_free(m);
+    *out = resp;
+    return VC_OK;
+fail:
+    vc_estimator_free(e);
+    vc_model_free(m);
+    vc_response_free(resp);
+    return st;
+}
+
+void vc_response_free(vc_response *r)
+{
+    if (!r) return;
+    vc_result_free(&r->r);
+    if (r->rows)
+        for (size_t i = 0; i < r->nsweep; i++) vc_result_free(&r->rows[i]);
+    free(r->rows);
+    free(r->sweep);
+    free(r->columns);
+    free(r->plot);
+    free(r->text);
+    free(r->model_name);
+    free(r);
+}
+
+int vc_response_status(const vc_response *r) { return r ? r->status : 0; }
+
+const char *vc_response_plot_path(const vc_response *r) { return r && r->kind == VC_RESP_SWEEP ? r->plot : NULL; }
+
+void vc_text_free(char *text) { free(text); }
