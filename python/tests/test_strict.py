@@ -3,15 +3,17 @@
 
     test_strict.py --lib build/libvramcalc.so --cli build/vramcalc
 
-* every integer keyword argument: 2**64 + 1 (which ctypes would pass as 1), 2**63, a bool, a
-  float and a value below its minimum are refused with a VramcalcError naming the argument;
-  INT64_MAX passes the Python check (what the library then says is the library's);
+* every integer keyword argument: 2**64 + 1 (which ctypes would have passed as 1), 2**63, a bool,
+  a float and a value below its minimum are refused with a VramcalcError naming the argument
+  (the library's range check, on the text the CLI would pass; a bool or a float is refused in
+  Python); INT64_MAX passes to the library, which answers as the CLI does;
 * a NUL in a path (str, bytes, os.PathLike) or in a string option is refused, not cut;
 * a keyword argument no option has raises UnknownOptionError, a TypeError and a VramcalcError,
-  naming the closest option (`bach` -> `batch`); a CLI option Python does not take (lora,
-  qlora, weights, grad_ckpt, ...) is refused naming it, never dropped;
-* every long option of `vramcalc --help` has its row in vramcalc._options.CLI, and every
-  function a row names takes that keyword argument;
+  naming the closest option (`bach` -> `batch`); the options the Python API dropped silently
+  (qlora, lora, grad_ckpt, weights) are taken and give the CLI's figures; the front end's own
+  options (help, version, no_color, list_layers) are refused naming them;
+* every long option of `vramcalc --help` is a row of the library's table (vramcalc.options())
+  and a keyword argument of estimate();
 * the options' names (kv_group_size, kv_residual_length) and their earlier aliases give the
   CLI's JSON.
 Exit 0 when every check passes; each failure is one FAIL line.
@@ -72,14 +74,14 @@ SERVE_INTS = {"max_num_batched_tokens": 1, "max_num_seqs": 1, "block_size": 1, "
 
 def test_integers(vc):
     for name, lo in ESTIMATE_INTS.items():
-        for bad, words in ((2 ** 64 + 1, ("too large", "9223372036854775807")), (2 ** 63, ("too large",)),
-                           (-(2 ** 64) + 1, ("expected",)), (lo - 1, ("expected",)), (True, ("integer",)),
-                           (1.5, ("integer",)), ("7", ("integer",) if name not in ("workspace", "context") else ())):
-            if name in ("workspace", "context") and isinstance(bad, str):
-                continue  # a size may be text ("512MiB"): the library parses it
-            if name == "fsdp_reshard_after_forward" and bad is True:
+        need = {"fsdp_reshard_after_forward": dict(parallel="fsdp2", gpus=8)}.get(name, {})
+        for bad, words in ((2 ** 64 + 1, ("too large",)), (2 ** 63, ("too large",)),
+                           (-(2 ** 64) + 1, ()), (lo - 1, ()), (True, ("integer",)), (1.5, ("integer",))):
+            if name == "fsdp_reshard_after_forward" and isinstance(bad, bool):
                 continue  # True, False or N: fully_shard's reshard_after_forward
-            refused(vc, vc.estimate, (CFG,), {name: bad}, name, words)
+            if name == "fsdp_reshard_after_forward" and bad == 1.5:
+                words = ("string",)  # a string option (true, false or N)
+            refused(vc, vc.estimate, (CFG,), dict(need, **{name: bad}), name, words)
     for bad in (2 ** 64 + 1, (3, 2 ** 64), (3, True), (3, 0), "3,x,4", 3.0):
         refused(vc, vc.estimate, (MLP,), {"input_size": bad}, "input_size")
     for name, lo in SERVE_INTS.items():
@@ -89,21 +91,23 @@ def test_integers(vc):
         refused(vc, vc.max_context, (CFG, "h100-80gb"), {"batch": bad}, "batch")
     refused(vc, vc.serve, (CFG, "h100-80gb"), {"gpu_memory_utilization": float("nan")}, "gpu_memory_utilization")
     refused(vc, vc.serve, (CFG, "h100-80gb"), {"gpu_memory_utilization": 1.5}, "gpu_memory_utilization")
-    # INT64_MAX passes Python's check: whatever refuses it then is the library, as for the CLI
+    refused(vc, vc.serve, (CFG, "h100-80gb"), {"gpu_memory_utilization": True}, "gpu_memory_utilization")
+    # INT64_MAX reaches the library: what it says then is what the CLI says
     big = (1 << 63) - 1
     rc, _, err = cli([MLP, "-b", str(big)])
     try:
         vc.estimate(MLP, batch=big)
         check(rc in (0, 1), "batch=INT64_MAX: the API accepts it, the CLI exits %d" % rc)
     except vc.VramcalcError as e:
-        check(rc == 2 and err.strip() == "vramcalc: " + str(e),
+        check(rc == 2 and err == "vramcalc: %s\n" % getattr(e, "cli_message", None),
               "batch=INT64_MAX: API %r, CLI %d %r" % (str(e), rc, err.strip()))
     # the flags take True or False only (sp="no" would be true)
     for name in ("sp", "per_layer", "max_batch", "max_seq", "nvme_gds", "fsdp_use_orig_params",
-                 "gradient_as_bucket_view", "parameters_as_bucket_view", "ds_overlap_comm"):
+                 "gradient_as_bucket_view", "parameters_as_bucket_view", "grad_ckpt", "qlora"):
         refused(vc, vc.estimate, (CFG,), {name: "no"}, name, ("True or False",))
         refused(vc, vc.estimate, (CFG,), {name: 1}, name, ("True or False",))
-    # a number ctypes would wrap is not the CLI's: batch 2**64 + 1 was batch 1
+    refused(vc, vc.estimate, (CFG,), {"ds_overlap_comm": "no"}, "ds_overlap_comm")
+    refused(vc, vc.estimate, (CFG,), {"ds_overlap_comm": 1}, "ds_overlap_comm")
     r1 = json.loads(vc.estimate(MLP, batch=1).to_json())
     check(r1["batch"] == 1, "batch=1: %r" % r1["batch"])
 
@@ -123,7 +127,6 @@ def test_nul(vc):
 
 
 def test_unknown(vc):
-    # the brief's cases: each silently returned the plain estimate (117,161,590,784 B for this config)
     for kw, name, want in ((dict(bach=64), "bach", "did you mean 'batch'?"),
                            (dict(optimizer="sgd"), "optimizer", "did you mean 'optim'?"),
                            (dict(precison="bf16"), "precison", "did you mean 'precision'?"),
@@ -136,17 +139,20 @@ def test_unknown(vc):
     e = refused(vc, vc.serve, (CFG, "h100-80gb"), dict(max_num_seq=4), "max_num_seq", ("did you mean 'max_num_seqs'?",))
     check(isinstance(e, TypeError), "serve(max_num_seq=): not a TypeError")
     refused(vc, vc.max_context, (CFG, "h100-80gb"), dict(new_token=4), "new_token", ("did you mean 'new_tokens'?",))
-    # CLI options Python does not take: refused naming them (they were dropped: qlora=True gave the plain figure)
-    for kw in (dict(qlora=True), dict(lora=16), dict(grad_ckpt=True), dict(weights="nf4"), dict(lora_alpha=16),
-               dict(lora_targets="q_proj"), dict(lora_dropout=0.1), dict(moe_imbalance=2.0), dict(params=10),
-               dict(trace=True)):
-        name = next(iter(kw))
-        e = refused(vc, vc.estimate, (CFG,), kw, name, ("--" + name.replace("_", "-"), "not available from Python"))
-        check(not isinstance(e, TypeError), "%r: a TypeError (it is an option)" % kw)
-    refused(vc, vc.estimate, (CFG,), dict(serve=True), "serve", ("vramcalc.serve(",))
-    refused(vc, vc.estimate, (CFG,), dict(format="json"), "format", ("to_json",))
-    refused(vc, vc.estimate, (CFG,), dict(gpu_memory_utilization=0.5), "gpu_memory_utilization", ("serve() does",))
-    refused(vc, vc.serve, (CFG, "h100-80gb"), dict(batch=2), "batch", ("estimate() and max_context() do",))
+    # the brief's cases, each the plain 117,161,590,784 B before: now the CLI's figure for the same option
+    plain = vc.estimate(CFG).memory.total
+    for kw, args in ((dict(qlora=True), ["--qlora"]), (dict(lora=16), ["--lora", "16"]),
+                     (dict(grad_ckpt=True), ["--grad-ckpt"]), (dict(weights="nf4", mode="infer"), ["--weights", "nf4", "-m", "infer"]),
+                     (dict(optim="sgd"), ["-o", "sgd"]), (dict(batch=64), ["-b", "64"])):
+        r = vc.estimate(CFG, **kw)
+        rc, out, err = cli([CFG, "-f", "json"] + args)
+        check(rc == 0 and r.to_json() == out and r.memory.total != plain,
+              "%r: %d (plain %d), the CLI's %s" % (kw, r.memory.total, plain, args))
+    # the front end's own options: refused naming them (and what Python has instead)
+    for name, want in (("help", "help(vramcalc.estimate)"), ("version", "__version__"), ("no_color", "colours"),
+                       ("list_layers", "kinds()")):
+        e = refused(vc, vc.estimate, (CFG,), {name: True}, name, (want,))
+        check(not isinstance(e, TypeError), "%s: a TypeError (it is an option)" % name)
     # the exporter's options need an nn.Module
     refused(vc, vc.estimate, (MLP,), dict(name="x"), "name", ("nn.Module",))
     refused(vc, vc.estimate, (MLP,), dict(allow_unknown=True), "allow_unknown", ("nn.Module",))
@@ -155,31 +161,22 @@ def test_unknown(vc):
 
 
 def test_table(vc):
-    """Every long option of `vramcalc --help` has a row; the functions a row names take the keyword."""
-    from vramcalc import _options
+    """Every long option of `vramcalc --help` is a row of the table and a keyword of estimate()."""
     rc, out, _ = cli(["--help"])
-    flags = re.findall(r"^  (?:-\w, |    )--([a-z0-9-]+)", out, re.M)  # an option's line, not its help's
+    flags = set(re.findall(r"^  (?:-\w, |    )--([a-z0-9-]+)", out, re.M))  # an option's line, not its help's
+    opts = vc.options()
     check(rc == 0 and len(flags) > 50, "--help lists %d options" % len(flags))
-    for f in flags:
-        check(f in _options.CLI, "--%s (vramcalc --help) has no row in vramcalc._options.CLI" % f)
-    for f in _options.CLI:
-        check(f in flags, "vramcalc._options.CLI's --%s is not an option of vramcalc --help" % f)
-    fns = {"estimate": vc.estimate, "serve": vc.serve, "max_context": vc.max_context}
-    for f, (py, where) in _options.CLI.items():
-        if isinstance(where, tuple):
-            for w in where:
-                params = inspect.signature(fns[w]).parameters
-                check(py in params or (w != "estimate" and py == "input_size"),
-                      "--%s: %s() has no keyword argument %s" % (f, w, py))
-        else:
-            # a keyword that no function takes is refused by the functions, naming it
-            for w, fn in fns.items():
-                check(py not in inspect.signature(fn).parameters, "--%s: %s() takes %s" % (f, w, py))
-    for w, fn in fns.items():
-        for p in inspect.signature(fn).parameters.values():
-            if p.kind == p.VAR_KEYWORD or p.name in ("model",):
-                continue
-            check(p.name in _options.BY_PYTHON, "%s(%s=): no CLI option in vramcalc._options.CLI" % (w, p.name))
+    by_flag = {o.flag: o for o in opts.values()}
+    params = inspect.signature(vc.estimate).parameters
+    for f in sorted(flags):
+        o = by_flag.get(f)
+        if not check(o is not None, "--%s (vramcalc --help) is no row of vramcalc.options()" % f):
+            continue
+        if "front_end" not in o.applies:
+            py = "input_size" if o.name == "input" else o.name
+            check(py in params and params[py].kind == params[py].KEYWORD_ONLY or py == "input_size",
+                  "--%s: estimate() has no keyword argument %s" % (f, py))
+            check(o.help and o.help in vc.estimate.__doc__, "--%s: help(vramcalc.estimate) has not its help" % f)
 
 
 def test_names(vc):
@@ -190,11 +187,8 @@ def test_names(vc):
     check(rc == 0, "CLI %s: %d %s" % (args, rc, err))
     base = dict(mode="generate", cache="quantized", kv_bits=2, precision="bf16", prompt=512, new_tokens=200)
     for kw in (dict(kv_group_size=32, kv_residual_length=64), dict(kv_group=32, kv_residual=64)):
-        got, want = json.loads(vc.estimate(CFG, **base, **kw).to_json()), json.loads(out)
-        # "model": the CLI names the prompt's length as the config's sequence (main.c: hf.seq = o.prompt),
-        # the API the config's; the request layer (issue 25) makes them one
-        got.pop("model"), want.pop("model")
-        check(got == want, "%r: the API's JSON is not the CLI's:\n%s\n%s" % (kw, got, want))
+        got = vc.estimate(CFG, **base, **kw).to_json()
+        check(got == out, "%r: the API's JSON is not the CLI's:\n%s\n%s" % (kw, got, out))
     d = dict(json.loads(vc.estimate(CFG, **base).to_json())["generate"])
     check(d != json.loads(out)["generate"], "kv_group_size and kv_residual_length change nothing")
     # kv_bits over the CLI's clamp: the library's refusal, the same words as the CLI's
@@ -203,7 +197,8 @@ def test_names(vc):
         vc.estimate(CFG, mode="generate", cache="quantized", kv_bits=99999999999)
         check(False, "kv_bits=99999999999 accepted")
     except vc.VramcalcError as e:
-        check(rc == 2 and err.strip() == "vramcalc: " + str(e), "kv_bits=99999999999: API %r, CLI %r" % (str(e), err))
+        check(rc == 2 and err == "vramcalc: %s\n" % getattr(e, "cli_message", None),
+              "kv_bits=99999999999: API %r, CLI %r" % (str(e), err))
 
 
 def main():

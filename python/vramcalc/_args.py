@@ -1,9 +1,8 @@
-"""Keyword arguments checked before they reach ctypes: ctypes converts an int modulo 2^64
-(batch=2**64 + 1 would be batch 1) and a str up to its first NUL (a path "a.json\\0x" would
-load a.json), so every value is checked here and refused with a VramcalcError naming the
-keyword argument."""
+"""Values Python passes to ctypes itself, checked first: ctypes converts an int modulo 2^64
+(a dimension of 2**64 + 1 would be 1) and a str up to its first NUL (a path "a.json\\0x" would
+load a.json), so they are refused here with a VramcalcError naming the argument.  (Options go
+to the library as text: _request.value_text.)"""
 
-import math
 import operator
 import os
 
@@ -13,7 +12,8 @@ INT64_MAX = (1 << 63) - 1
 
 
 def fail(name, msg):
-    raise VramcalcError("%s: %s" % (name, msg), option=name)
+    """A keyword argument spelt as the library spells it for Python (batch=), the model as model."""
+    raise VramcalcError("%s%s: %s" % (name, "" if name in ("model", "module") else "=", msg), option=name)
 
 
 def count(name, v, lo=1, hi=INT64_MAX):
@@ -30,13 +30,6 @@ def count(name, v, lo=1, hi=INT64_MAX):
         fail(name, "expected %s, got %d" % ("a positive integer" if lo == 1 else "a non-negative integer"
                                             if lo == 0 else "an integer from %d" % lo, n))
     return n
-
-
-def flag(name, v):
-    """True or False (no other truthy value: sp="no" would be true)."""
-    if not isinstance(v, bool):
-        fail(name, "expected True or False, got %r" % (v,))
-    return v
 
 
 def text(name, v):
@@ -59,16 +52,3 @@ def path(name, v):
     if not p:
         fail(name, "the path is empty")
     return p
-
-
-def real(name, v, lo, hi):
-    """A finite number lo..hi (the CLI's parse_real bounds)."""
-    if isinstance(v, bool):
-        fail(name, "expected a number, got %r" % (v,))
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        fail(name, "expected a number, got %r" % (v,))
-    if not math.isfinite(x) or x < lo or x > hi:
-        fail(name, "expected a number from %g to %g, got %r" % (lo, hi, v))
-    return x

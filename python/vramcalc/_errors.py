@@ -27,8 +27,8 @@ class UnknownOptionError(VramcalcError, TypeError):
     """A keyword argument that is no option of the function (a TypeError, as Python's own
     "unexpected keyword argument" is), with the closest option's name when one is close."""
 
-    def __init__(self, func, name, candidates):
-        close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    def __init__(self, func, name, candidates, suggestion=None):
+        close = [suggestion] if suggestion else difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
         msg = "%s() got an unexpected keyword argument %r" % (func, name)
         if close:
             msg += "; did you mean %r?" % close[0]
