@@ -10,7 +10,8 @@ the options it needs (NEEDS), and runs it both ways: `vramcalc MODEL --flag VALU
 `vramcalc.estimate(MODEL, name=value, ...)`.  Either both answer, and the CLI's `-f json`,
 table and `-f csv` equal the result's to_json(), table() and csv() byte for byte (and the exit
 status its .status; `--plot`'s SVG file the one Python writes), or both refuse, and the CLI's
-error line is the Python error's, spelt for the CLI (.cli_message).  Each option must have at
+error line is the Python error's, spelt for the CLI (.cli_message), and the Python error names
+no --flag, only keyword arguments (its .option among them).  Each option must have at
 least one call that both answer.  Out-of-range counts (0, 2**64) are refused by both, in the
 same words; the front end's own options (help, version, no_color, list_layers) are refused
 by Python naming them.
@@ -18,6 +19,7 @@ by Python naming them.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -112,6 +114,11 @@ def compare(vc, model, kw, tmp):
     if err is not None:
         check(rc == 2 and stderr == "vramcalc: %s\n" % getattr(err, "cli_message", None),
               "%s: Python refuses (%s), the CLI %s" % (where, err, "exits %d: %s" % (rc, (stderr or out)[:300])))
+        # spelt for Python: no --flag of vramcalc's (Megatron's --fp16 may stay), and .option one of the
+        # keywords the message names
+        flags = [f for f in re.findall(r"(?<![\w/.-])--([a-z][a-z0-9-]*)", str(err)) if f in FLAGS]
+        check(not flags and err.option and err.option + "=" in str(err),
+              "%s: %r (option %r) is not spelt for Python" % (where, str(err), err.option))
         return False
     if not check(rc in (0, 1), "%s: the CLI refuses (%s), Python answers" % (where, stderr.strip())):
         return False
@@ -157,7 +164,7 @@ def models(o):
 
 
 def main():
-    global A, OPTS
+    global A, OPTS, FLAGS
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--cli", required=True)
@@ -167,6 +174,7 @@ def main():
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import vramcalc as vc
     OPTS = vc.options()
+    FLAGS = {o.flag for o in OPTS.values()}
     answered, calls = {}, 0
     with tempfile.TemporaryDirectory() as tmp:
         for o in OPTS.values():

@@ -267,6 +267,46 @@ def run(model_path, pairs, rename=None):
 PY_NAME = {"input": "input_size"}
 
 
+_LITERAL = re.compile(r"(?<![\w/.-])(--[a-z0-9][a-z0-9-]*|-[a-zA-Z])(?![\w-])( [^\s,;:()]+)?")
+
+
+def py_spell(msg):
+    """Options the library's message names as literal CLI flags ("--tp 2", "-f csv"; the ones it
+    marks are spelt by vc_error_format_for already) in Python's spelling (tp=2, format=csv), as
+    VC_SPELL_PYTHON spells marked ones; (message, first option named or None)."""
+    table = table_by_flag()
+    first = []
+
+    def sub(m):
+        flag, val = m.group(1), m.group(2)
+        o = table.get(flag[2:]) if flag.startswith("--") else table.get(flag[1:])
+        if o is None:
+            return m.group(0)
+        first.append(o.name)
+        v = val[1:] if val else ""
+        takes = o.arg and v and ((o.choices and v in o.choices) or
+                                 (o.type in (COUNT_T, REAL_T, SIZE_T) and v[0].isdigit()) or
+                                 (o.type == STRING_T and any(c.isdigit() for c in v)))
+        return "%s=%s" % (PY_NAME.get(o.name, o.name), v if takes else "") + ("" if takes or not val else val)
+    out = _LITERAL.sub(sub, msg)
+    return out, (first[0] if first else None)
+
+
+_BY_FLAG = None
+
+
+def table_by_flag():
+    """{long flag or short letter: Option}."""
+    global _BY_FLAG
+    if _BY_FLAG is None:
+        _BY_FLAG = {}
+        for o in table().values():
+            _BY_FLAG[o.flag] = o
+            if o.letter:
+                _BY_FLAG[o.letter] = o
+    return _BY_FLAG
+
+
 def _error(err, rename, option=None):
     """VramcalcError of the library's err, spelt for Python (.option: the keyword argument it is
     about, the first one it names); .cli_message: the same spelt as the CLI prints it (what
@@ -276,9 +316,10 @@ def _error(err, rename, option=None):
         msg = re.sub(r"(?<![\w.])%s=" % table_name, py + "=", msg)
     if rename:
         msg, cli = msg.replace(rename[0], rename[1]), cli.replace(rename[0], rename[1])
+    msg, literal = py_spell(msg)
     if option is None:  # the first option the message marks ("\x1f" "name" "\x1f" or "\x1f" "name=value" "\x1f")
         m = re.search("\x1f([a-z0-9_]+)[=\x1f]", err.msg.decode("utf-8", "replace"))
-        option = m.group(1) if m else None
+        option = m.group(1) if m else literal
     e = VramcalcError(msg, err.code, PY_NAME.get(option, option))
     e.cli_message = cli
     return e
