@@ -245,7 +245,9 @@ def _pairs(func, kw):
                 raise VramcalcError(why, option=k)
             raise _request.suggest(func, k, tuple(_ALIASES) + (_options.EXPORT if func == "export" else ()))
         if name in seen:
-            raise VramcalcError("%s=: given twice (also as %s=)" % (name, seen[name]), option=name)
+            py = _request.PY_NAME.get(name, name)
+            raise VramcalcError("%s=: given twice (also as %s=)" % (py, seen[name] if seen[name] != py else k),
+                                option=py)
         seen[name] = k
         if v is None:
             continue
@@ -296,6 +298,8 @@ class Result:
                 return _fields(doc[k])
             if isinstance(doc.get("serve"), dict) and k in doc["serve"]:  # serve(): s.blocks
                 return doc["serve"][k]
+            if k in _OPTIONAL:  # a section the JSON has only when it applies (r.gpu without gpu=)
+                return None
         raise AttributeError(k)
 
     def __dir__(self):
@@ -380,6 +384,10 @@ class Result:
         m = d.get("memory") or {}
         return "<vramcalc.Result %s%s>" % (d.get("model") or "?", (": total %s, peak %s" % (
             format_bytes(m["total"]), format_bytes(m["peak_allocated"]))) if m else "")
+
+
+# the JSON's sections that are there only when they apply: None otherwise (as Result had them)
+_OPTIONAL = ("gpu", "layers", "parallel", "tensor_parallel", "expert_parallel", "pipeline", "ranks", "generate")
 
 
 def _fields(v):
