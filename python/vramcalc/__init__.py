@@ -41,7 +41,7 @@ def kinds():
     """[(kind, summary)] of every layer kind the library knows (vramcalc --list-layers)."""
     L = _capi.lib()
     out = [(_s(L.vc_kind_name(i)), _s(L.vc_kind_summary(i))) for i in range(L.vc_kind_count())]
-    # the loader's scope kind, which the layer registry does not hold (as src/cli/main.c lists it)
+    # the loader's scope kind, which the layer registry does not hold (as --list-layers lists it)
     return out + [("Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint")]
 
 
@@ -141,6 +141,27 @@ class Fields:
 
     def __getitem__(self, k):
         return self._d[k]
+
+    def __contains__(self, k):
+        return k in self._d
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __eq__(self, other):
+        return self._d == (other._d if isinstance(other, Fields) else other)
+
+    def get(self, k, default=None):
+        return self._d.get(k, default)
+
+    def keys(self):
+        return self._d.keys()
+
+    def items(self):
+        return self._d.items()
 
     def to_dict(self):
         return dict(self._d)
