@@ -132,8 +132,14 @@ def check_file(path, python, env, update):
 
 
 def install(path, tmp):
-    """Runs the file's install block with .venv -> tmp/venv; returns that environment's python."""
+    """Runs the file's install block with .venv -> tmp/venv; returns that environment's python.
+    Exit 77 (skipped) without what README says to apt-get first: python3-venv (ensurepip),
+    python3-setuptools, python3-wheel."""
     global FILE
+    p = subprocess.run(["/usr/bin/python3", "-c", "import ensurepip, setuptools, wheel"], capture_output=True)
+    if p.returncode:
+        print("python3-venv, python3-setuptools or python3-wheel is not installed: skipped")
+        sys.exit(77)
     FILE = os.path.relpath(path, ROOT)
     with open(path) as fh:
         lines = fh.read().split("\n")
