@@ -201,6 +201,32 @@ def test_names(vc):
               "kv_bits=99999999999: API %r, CLI %r" % (str(e), err))
 
 
+def test_hostile(vc):
+    """Odd calls: each a VramcalcError naming what is wrong, never another exception."""
+    cases = [(lambda: vc.estimate(123), "model"), (lambda: vc.estimate({"a": float("nan")}), "model"),
+             (lambda: vc.estimate({"a": {1, 2}}), "model"), (lambda: vc.estimate(CFG, torch=2.5), "torch"),
+             (lambda: vc.estimate(CFG, lora=8, lora_targets=["q_proj", None]), "lora_targets"),
+             (lambda: vc.estimate(MLP, trace=True).max_batch(), "gpu"),
+             (lambda: vc.estimate(CFG, sweep="1:2", plot="/nonexistent-dir/x.svg"), "plot"),
+             (lambda: vc.estimate(CFG, gpu="\udcff"), "gpu"), (lambda: vc.estimate(CFG, sweep=[]), "sweep"),
+             (lambda: vc.estimate(None), None), (lambda: vc.estimate(MLP, input_size=3.5), "input_size"),
+             (lambda: vc.estimate(CFG, lora=8, lora_alpha=float("inf")), "lora_alpha")]
+    # a search on a result whose request printed something else: the search of its estimate
+    rc, out, _ = cli([MLP, "-f", "json", "-g", "rtx4090", "--max-batch"])
+    for kw in (dict(trace=True), dict(format="csv"), dict(sweep="1,2")):
+        check(vc.estimate(MLP, gpu="rtx4090", **kw).max_batch() == json.loads(out)["max_batch"],
+              "estimate(%r).max_batch() != --max-batch" % kw)
+    for i, (fn, name) in enumerate(cases):
+        try:
+            fn()
+            check(False, "hostile case %d accepted" % i)
+        except vc.VramcalcError as e:
+            check(e.option == name and (name is None or name in str(e)) and "--" not in str(e),
+                  "hostile case %d: %r (option %r), want %r" % (i, str(e), e.option, name))
+        except Exception as e:  # noqa: BLE001
+            check(False, "hostile case %d: %s %s" % (i, type(e).__name__, e))
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -210,7 +236,7 @@ def main():
     os.environ["VRAMCALC_LIB"] = os.path.abspath(A.lib)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import vramcalc as vc
-    for t in (test_integers, test_nul, test_unknown, test_table, test_names):
+    for t in (test_integers, test_nul, test_unknown, test_table, test_names, test_hostile):
         t(vc)
     print("%d checks, %d failed" % (N[0], len(FAILS)))
     return 1 if FAILS else 0

@@ -344,7 +344,9 @@ class Result:
 
     def _again(self, **changes):
         """The same request with options changed (None: removed); its JSON as a dict."""
-        pairs = [(n, t) for n, t in self._pairs if n not in changes and n not in ("format", "plot", "sweep")]
+        # the outputs and runs other than one estimate (a search does not go with them)
+        other = ("format", "columns", "plot", "sweep", "trace", "emit_model", "max_context", "serve")
+        pairs = [(n, t) for n, t in self._pairs if n not in changes and n not in other]
         pairs += _pairs(self._func, {k: v for k, v in changes.items() if v is not None})
         resp = _request.run(self._mf.path, pairs, self._mf.rename)
         return json.loads(resp.render(_request.FORMAT_JSON))
@@ -352,7 +354,7 @@ class Result:
     def max_batch(self, gpu=None):
         """The largest batch whose total fits `gpu` (default: the estimate's gpu); 0 when
         batch 1 does not fit: the library's --max-batch."""
-        if gpu is None and "max_batch" in self._doc:
+        if gpu is None and isinstance(self._doc, dict) and "max_batch" in self._doc:
             return self._doc["max_batch"]
         if gpu is None and not any(n == "gpu" for n, _ in self._pairs):
             raise VramcalcError("max_batch(): no GPU (give gpu= to estimate() or to max_batch())", option="gpu")
@@ -362,7 +364,7 @@ class Result:
         """A model read from a Hugging Face config.json: the longest sequence (tokens per sample,
         at this result's batch) whose total fits `gpu` (default: the estimate's gpu); 0 when
         one token does not fit: the library's --max-seq."""
-        if gpu is None and "max_seq" in self._doc:
+        if gpu is None and isinstance(self._doc, dict) and "max_seq" in self._doc:
             return self._doc["max_seq"]
         if gpu is None and not any(n == "gpu" for n, _ in self._pairs):
             raise VramcalcError("max_seq(): no GPU (give gpu= to estimate() or to max_seq())", option="gpu")

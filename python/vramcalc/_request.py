@@ -173,7 +173,7 @@ def value_text(opt, v, name=None):
                     try:
                         parts.append(str(operator.index(d)))
                     except TypeError:
-                        _fail(name, "expected integers, got %r" % (v,))
+                        _fail(name, "expected %s, got %r" % ("integers" if opt.type == SHAPE_T else "names or numbers", v))
             return ",".join(parts)
         _fail(name, "expected a list or a string, got %r" % (v,))
     if isinstance(v, bool) and opt.choices and "true" in opt.choices:
@@ -276,11 +276,12 @@ def py_spell(msg):
     VC_SPELL_PYTHON spells marked ones; (message, first option named or None)."""
     table = table_by_flag()
     first = []
+    msg = msg.replace("vramcalc --help", "help(vramcalc.estimate)")
 
     def sub(m):
         flag, val = m.group(1), m.group(2)
         o = table.get(flag[2:]) if flag.startswith("--") else table.get(flag[1:])
-        if o is None:
+        if o is None or "front_end" in o.applies:
             return m.group(0)
         first.append(o.name)
         v = val[1:] if val else ""
