@@ -42,14 +42,14 @@ def cli(args, env=None):
 
 
 def test_layout(vc):
-    from vramcalc import _capi
+    from vramcalc import _capi, _request
     out = subprocess.run([A.abi], capture_output=True, text=True, check=True).stdout
     c = {}
     for line in out.splitlines():
         k, v = line.split()
         c[k] = int(v)
     py = {}
-    for name, st in _capi.STRUCTS.items():
+    for name, st in dict(_capi.STRUCTS, **_request.STRUCTS).items():
         py[name] = __import__("ctypes").sizeof(st)
         for f in st._fields_:
             py["%s.%s" % (name, f[0])] = getattr(st, f[0]).offset

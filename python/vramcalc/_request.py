@@ -37,6 +37,10 @@ class vc_render_options(ctypes.Structure):
     _fields_ = [("width", c_int), ("utf8", c_int), ("color", c_int)]
 
 
+# name -> ctypes struct, for the layout check (python/tests/abi_layout.c)
+STRUCTS = {"vc_option_info": vc_option_info, "vc_render_options": vc_render_options}
+
+
 PROTOS = {
     "vc_option_count": (c_size_t, []),
     "vc_option_at": (P(vc_option_info), [c_size_t]),
