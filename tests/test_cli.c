@@ -29,6 +29,8 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "vramcalc/vramcalc.h"
+
 static char tmpdir[256];
 static char mlp[300], flat[300], wide[300], fixed_in[300];
 
@@ -1205,6 +1207,170 @@ static void test_cost_limits(void **state)
     run_free(&r);
 }
 
+
+/* ---- the option table and requests (src/api/, issue 25) ---- */
+
+/* Every row well-formed: a table name that is its flag with '_' for '-', found
+ * by both names; letters unique; a closed set's choices given; "{}" only
+ * where there are choices. The CLI's --help lists exactly the visible rows. */
+static void test_option_table(void **state)
+{
+    (void)state;
+    size_t n = vc_option_count();
+    assert_true(n >= 71); /* options.def: 71 rows when this test was written */
+    assert_null(vc_option_at(n));
+    char letters[128];
+    memset(letters, 0, sizeof letters);
+    run_result h;
+    RUN(&h, "--help");
+    assert_int_equal(h.status, 0);
+    for (size_t i = 0; i < n; i++) {
+        const vc_option_info *o = vc_option_at(i);
+        char flag[80];
+        snprintf(flag, sizeof flag, "%s", o->name);
+        for (char *c = flag; *c; c++)
+            if (*c == '_') *c = '-';
+        assert_string_equal(flag, o->flag);
+        assert_ptr_equal(vc_option_find(o->name), o);
+        assert_ptr_equal(vc_option_find_flag(o->flag), o);
+        if (o->letter) {
+            assert_int_equal(letters[(unsigned char)o->letter], 0);
+            letters[(unsigned char)o->letter] = 1;
+        }
+        assert_true((o->arg == NULL) == (o->type == VC_OPTION_FLAG));
+        if (o->type == VC_OPTION_CHOICE) assert_non_null(o->choices);
+        if (o->help && strstr(o->help, "{}")) assert_non_null(o->choices);
+        assert_non_null(o->default_text);
+        assert_true((unsigned)o->section < VC_SECTION__N);
+        assert_true(vc_option_section_title(o->section)[0] != '\0');
+        char line[120];
+        snprintf(line, sizeof line, "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
+        if (o->help) assert_non_null(strstr(h.out, line));
+    }
+    /* the choices are the library's names: each one accepted by a request */
+    vc_request *q = vc_request_new();
+    assert_non_null(q);
+    vc_error err;
+    const vc_option_info *optim = vc_option_find("optim");
+    char choices[256];
+    snprintf(choices, sizeof choices, "%s", optim->choices);
+    for (char *t = strtok(choices, ", "); t; t = strtok(NULL, ", ")) assert_int_equal(vc_request_set(q, "optim", t, &err), VC_OK);
+    vc_request_free(q);
+    run_free(&h);
+}
+
+/* The nearest option to a misspelt one, in each front end's spelling; none
+ * for a word that is no option's typo. */
+static void test_option_suggest(void **state)
+{
+    (void)state;
+    assert_string_equal(vc_option_suggest("--bach", VC_SPELL_CLI)->flag, "batch");
+    assert_string_equal(vc_option_suggest("--bach=4", VC_SPELL_CLI)->flag, "batch");
+    assert_string_equal(vc_option_suggest("--max-bach", VC_SPELL_CLI)->flag, "max-batch");
+    assert_string_equal(vc_option_suggest("--lora-aplha", VC_SPELL_CLI)->flag, "lora-alpha"); /* a swap costs 1 */
+    assert_string_equal(vc_option_suggest("bach", VC_SPELL_PYTHON)->name, "batch");
+    assert_string_equal(vc_option_suggest("max_bach", VC_SPELL_PYTHON)->name, "max_batch");
+    assert_null(vc_option_suggest("--frobnicate", VC_SPELL_CLI));
+    assert_null(vc_option_suggest("help", VC_SPELL_PYTHON)); /* the CLI's own options are not Python's */
+    run_result r;
+    RUN(&r, mlp, "--bach", "4");
+    check_usage_error(&r, "unknown option '--bach'; did you mean '--batch'?");
+    run_free(&r);
+    RUN(&r, mlp, "--frobnicate");
+    check_usage_error(&r, "unknown option '--frobnicate' (see vramcalc --help)");
+    run_free(&r);
+}
+
+/* One message, two spellings: what the CLI prints and what Python shows. */
+static void check_spelt(const vc_error *err, const char *cli, const char *py)
+{
+    char buf[1200];
+    vc_error_format_for(err, VC_SPELL_CLI, buf, sizeof buf);
+    assert_string_equal(buf, cli);
+    vc_error_format_for(err, VC_SPELL_PYTHON, buf, sizeof buf);
+    assert_string_equal(buf, py);
+}
+
+/* A request through the API renders the bytes the CLI prints, in each
+ * format; its refusals name options by table name, spelt per front end. */
+static void test_request_api(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_request *q = vc_request_new();
+    assert_non_null(q);
+    assert_int_equal(vc_request_set(q, "batch", "0", &err), VC_ERR_USAGE);
+    check_spelt(&err, "--batch: expected a positive integer, got '0'", "batch=: expected a positive integer, got '0'");
+    assert_int_equal(vc_request_set(q, "bach", "4", &err), VC_ERR_USAGE);
+    assert_int_equal(vc_request_set(q, "help", NULL, &err), VC_ERR_USAGE); /* the CLI's own */
+    assert_int_equal(vc_request_set(q, "batch", NULL, &err), VC_ERR_USAGE);
+    assert_int_equal(vc_request_set(q, "per_layer", "maybe", &err), VC_ERR_USAGE);
+    /* a refusal of a combination */
+    assert_int_equal(vc_request_set(q, "max_batch", NULL, &err), VC_OK);
+    assert_int_equal(vc_request_add_model(q, mlp, &err), VC_OK);
+    vc_response *resp = NULL;
+    assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
+    assert_null(resp);
+    check_spelt(&err, "--max-batch needs --gpu (a preset such as h100-80gb, or a size such as 24GiB)",
+                "max_batch= needs gpu= (a preset such as h100-80gb, or a size such as 24GiB)");
+    assert_int_equal(vc_request_set(q, "max_batch", "false", &err), VC_OK);
+    assert_int_equal(vc_request_set(q, "mode", "generate", &err), VC_OK);
+    assert_int_equal(vc_request_set(q, "seq", "64", &err), VC_OK);
+    assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
+    check_spelt(&err, "--seq does not go with --mode generate: --prompt is the sequence's length",
+                "seq= does not go with mode=generate: prompt= is the sequence's length");
+    vc_request_free(q);
+
+    /* an estimate, a sweep and a fit: the same bytes as the CLI, the status its exit status */
+    static const char *const cases[][8] = {
+        {"batch", "4", "gpu", "rtx4090"},
+        {"sweep", "1:8:x2", "gpu", "1MiB", "precision", "bf16"},
+        {"mode", "infer", "gpu", "1MiB", "per_layer", "true"},
+    };
+    static const char *const formats[] = {"table", "json", "csv"};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        for (int f = 0; f < 3; f++) {
+            q = vc_request_new();
+            const char *argv[20];
+            int k = 0;
+            argv[k++] = mlp;
+            for (int i = 0; cases[c][i]; i += 2) {
+                assert_int_equal(vc_request_set(q, cases[c][i], cases[c][i + 1], &err), VC_OK);
+                const vc_option_info *o = vc_option_find(cases[c][i]);
+                static char flags[8][64];
+                snprintf(flags[i / 2], sizeof flags[i / 2], "--%s", o->flag);
+                argv[k++] = flags[i / 2];
+                if (o->arg) argv[k++] = cases[c][i + 1];
+            }
+            argv[k++] = "-f";
+            argv[k++] = formats[f];
+            argv[k] = NULL;
+            assert_int_equal(vc_request_add_model(q, mlp, &err), VC_OK);
+            assert_int_equal(vc_request_set(q, "format", formats[f], &err), VC_OK);
+            assert_int_equal(vc_request_run(q, &resp, &err), VC_OK);
+            char *text = NULL;
+            size_t len = 0;
+            assert_int_equal(vc_response_render(resp, VC_FORMAT_DEFAULT, NULL, &text, &len, &err), VC_OK);
+            run_result r;
+            run_argv(argv, &r);
+            assert_int_equal(r.status, vc_response_status(resp));
+            assert_int_equal(r.out_len, len);
+            assert_memory_equal(r.out, text, len);
+            vc_text_free(text);
+            /* rendered again in another format: what -f gives */
+            assert_int_equal(vc_response_render(resp, VC_FORMAT_JSON, NULL, &text, &len, &err), VC_OK);
+            assert_non_null(strstr(text, "\"schema_version\": 1"));
+            vc_text_free(text);
+            run_free(&r);
+            vc_response_free(resp);
+            /* a request runs again to the same answer (the defaults apply to a copy) */
+            assert_int_equal(vc_request_run(q, &resp, &err), VC_OK);
+            vc_response_free(resp);
+            vc_request_free(q);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1215,6 +1381,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_write_errors), cmocka_unit_test(test_refused_combinations),
         cmocka_unit_test(test_max_seq),
         cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
+        cmocka_unit_test(test_option_table), cmocka_unit_test(test_option_suggest), cmocka_unit_test(test_request_api),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

@@ -48,22 +48,29 @@ TIMEOUT = 60  # seconds a command may take
 OPT_LINE = re.compile(r"^  (?:-(\w), |    )--([\w-]+)(?: (\S+))?(?: {2,}(\S.*))?$")
 
 
+SECTION_LINE = re.compile(r"^[a-z][^:]*(?:\([^)]*\))?:$")  # "training:", "generation (--mode generate):"
+
+
 def parse_help(text):
-    """[(letter, name, arg, description)] from --help's options: section."""
+    """[(section, letter, name, arg, description)] from --help's options: sections."""
     lines = text.splitlines()
     try:
         start = lines.index("options:") + 1
     except ValueError:
         sys.exit("gen_docs.py: no 'options:' line in --help's output")
-    rows = []
+    rows, section = [], ""
     for line in lines[start:]:
-        if not line.strip():
-            break
         m = OPT_LINE.match(line)
         if m:
-            rows.append([m.group(1), m.group(2), m.group(3), m.group(4) or ""])
+            rows.append([section, m.group(1), m.group(2), m.group(3), m.group(4) or ""])
         elif line.startswith(" " * DESC_COL) and rows:
-            rows[-1][3] = (rows[-1][3] + " " + line.strip()).strip()
+            rows[-1][4] = (rows[-1][4] + " " + line.strip()).strip()
+        elif SECTION_LINE.match(line):
+            section = line[:-1]
+        elif not line.strip():
+            continue
+        elif rows:
+            break  # the notes after the options
         else:
             sys.exit("gen_docs.py: cannot read this --help line: %r" % line)
     if not rows:
@@ -78,7 +85,11 @@ def cell(text):
 
 def table(rows):
     out = ["| option | argument | meaning |", "|---|---|---|"]
-    for letter, name, arg, desc in rows:
+    section = None
+    for sec, letter, name, arg, desc in rows:
+        if sec != section:
+            section = sec
+            out.append("| **%s** | | |" % cell(sec))
         opt = ("-%s, " % letter if letter else "") + "--" + name
         out.append("| `%s` | %s | %s |" % (opt, "`%s`" % arg if arg else "", cell(desc)))
     return "\n".join(out)

@@ -38,10 +38,18 @@ static void wrap(FILE *f, const char *text, int col)
     fputc('\n', f);
 }
 
-/* --help: this, the options table (the library's, vc_option_at), usage_tail. */
+/* --help: the usage, a few examples, the options table (the library's,
+ * vc_option_at) by section, the notes. */
 static const char usage_head[] =
     "usage: vramcalc MODEL.json [options]        (MODEL may be - for standard input)\n"
     "       vramcalc --params N [--activations N] [options]\n"
+    "\n"
+    "examples:\n"
+    "  vramcalc examples/resnet50.json -b 32 --gpu a100-80gb      does batch 32 fit?\n"
+    "  vramcalc config.json -p bf16 --gpu rtx4090 --max-batch     the largest batch\n"
+    "  vramcalc config.json --qlora --gpu rtx4090                 QLoRA fine-tuning\n"
+    "  vramcalc config.json --serve --gpu h100-80gb               vLLM's KV cache\n"
+    "  vramcalc --params 7000000000 -p mixed-bf16 --parallel zero3 --gpus 8\n"
     "\n"
     "options:\n";
 static const char usage_tail[] =
@@ -51,20 +59,27 @@ static const char usage_tail[] =
     "Exit status: 0 estimated (and fits), 1 does not fit --gpu, 2 bad usage or bad\n"
     "model file; with --sweep, 0 unless an error (each row says whether it fits).\n";
 
-void cli_help(FILE *f)
+static void help_entry(FILE *f, const vc_option_info *o)
 {
     char desc[1024], opt[96];
+    snprintf(opt, sizeof opt, "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
+    int col = o->letter ? fprintf(f, "  -%c, %s", o->letter, opt) : fprintf(f, "      %s", opt);
+    if (col + 2 > HELP_DESC) { /* a long option: its description on the next line */
+        fprintf(f, "\n%*s", HELP_DESC, "");
+    } else fprintf(f, "%*s", HELP_DESC - col, "");
+    vc_option_help(o, desc, sizeof desc);
+    wrap(f, desc, HELP_DESC);
+}
+
+void cli_help(FILE *f)
+{
     fputs(usage_head, f);
-    for (size_t i = 0; i < vc_option_count(); i++) {
-        const vc_option_info *o = vc_option_at(i);
-        if (!o->help) continue;
-        snprintf(opt, sizeof opt, "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
-        int col = o->letter ? fprintf(f, "  -%c, %s", o->letter, opt) : fprintf(f, "      %s", opt);
-        if (col + 2 > HELP_DESC) { /* a long option: its description on the next line */
-            fprintf(f, "\n%*s", HELP_DESC, "");
-        } else fprintf(f, "%*s", HELP_DESC - col, "");
-        vc_option_help(o, desc, sizeof desc);
-        wrap(f, desc, HELP_DESC);
+    for (int s = 0; s < VC_SECTION__N; s++) { /* each section's rows in the table's order */
+        fprintf(f, "%s%s:\n", s ? "\n" : "", vc_option_section_title((vc_option_section)s));
+        for (size_t i = 0; i < vc_option_count(); i++) {
+            const vc_option_info *o = vc_option_at(i);
+            if (o->help && (int)o->section == s) help_entry(f, o);
+        }
     }
     fputs(usage_tail, f);
 }
