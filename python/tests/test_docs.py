@@ -173,6 +173,13 @@ def main():
     ap.add_argument("--install", action="store_true")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
+    if not a.install and any("torchvision" in open(f).read() for f in a.files):
+        try:
+            import torch  # noqa: F401
+            import torchvision  # noqa: F401
+        except ImportError:
+            print("torch/torchvision absent (a session exports a torchvision model): skipped")
+            return 77
     stale = []
     with tempfile.TemporaryDirectory() as tmp:
         for f in a.files:
