@@ -488,17 +488,17 @@ def _signature_and_doc():
             inspect.Parameter("input_size", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
     estimate.__signature__ = inspect.Signature(
         base + kw + [inspect.Parameter("export_options", inspect.Parameter.VAR_KEYWORD)])
-    lines, section = [], None
+    sections = {}  # title -> lines, in the order of the sections' first rows (as --help groups them)
     for o in table.values():
         if "front_end" in o.applies or o.help is None:
             continue
-        if o.section != section:
-            section = o.section
-            lines.append("\n  %s:" % section)
         name = "input_size" if o.name == "input" else o.name
-        lines.append("    %s (%s%s; --%s): %s" % (name, o.type, ", default %s" % o.default if o.default else "",
-                                                  o.flag, o.help))
-    estimate.__doc__ += "\n  Options (the library's table):\n" + "\n".join(lines) + "\n"
+        sections.setdefault(o.section, []).append("    %s (%s%s; --%s): %s" % (
+            name, o.type, ", default %s" % o.default if o.default else "", o.flag, _request.py_spell(o.help)[0]))
+    lines = []
+    for title, rows in sections.items():
+        lines += ["", "  %s:" % _request.py_spell(title)[0]] + rows
+    estimate.__doc__ += "\n    Options (the library's table, by --help's sections):\n" + "\n".join(lines) + "\n"
 
 
 
