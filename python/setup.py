@@ -1,4 +1,7 @@
-"""pip install ./python  -- the vramcalc Python package (ctypes over libvramcalc.so).
+"""The vramcalc package's build step (pyproject.toml has the metadata):
+
+    python3 -m venv --system-site-packages .venv
+    .venv/bin/pip install --no-build-isolation ./python
 
 The build compiles libvramcalc.so from this repository's C sources with CMake (target
 vramcalc_shared; needs cmake, a C compiler and libcjson-dev), or copies a library
@@ -44,12 +47,4 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(
-    name="vramcalc",
-    version="0.1.0",
-    description="GPU memory estimates for PyTorch models (ctypes over libvramcalc)",
-    packages=["vramcalc"],
-    python_requires=">=3.8",
-    cmdclass={"build_py": BuildPyWithLibrary},
-    distclass=BinaryDistribution,
-)
+setup(cmdclass={"build_py": BuildPyWithLibrary}, distclass=BinaryDistribution)

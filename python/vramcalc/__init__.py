@@ -3,78 +3,45 @@
     import vramcalc
     r = vramcalc.estimate(model, input_size=(3, 224, 224), batch=32, optim="adamw",
                           precision="amp-bf16", gpu="rtx4090")
-    print(r)                 # the CLI's table (without the bar)
+    print(r)                 # the CLI's table, as the library renders it
     r.memory.total           # bytes; every field of `vramcalc -f json` is here (r.to_dict())
     r.max_batch()            # the largest batch that fits the GPU
     r.max_seq()              # a Hugging Face config.json: the longest sequence that fits
     r.to_json()              # byte for byte what `vramcalc MODEL -f json` prints
 
 `model` is an nn.Module (exported with tools/torch2vramcalc.py's exporter; needs torch),
-a vramcalc model file path, or a model document (a dict, as json.load gives).  The numbers
-come from the C library (libvramcalc.so, through ctypes): nothing is re-computed here.
+a vramcalc model file path, or a model document (a dict, as json.load gives).  The keyword
+arguments are the library's option table (vc_option_at: the CLI's options, by their table
+names, `--micro-batches` as micro_batches); each goes to the library's request as the text
+the CLI would give it (vc_request_set), so Python takes what the CLI takes and refuses what
+it refuses, in the same words (spelt `micro_batches=` for Python).  The JSON, the table and
+the CSV are the library's (vc_response_render): nothing is re-computed or re-rendered here.
 """
 
-import ctypes
+import inspect
 import json
 import os
+import re
+import shutil
+import tempfile
 
-from . import _capi
-from ._capi import vc_error, vc_gpu_spec, vc_options, vc_result, vc_serve_options, vc_serve_result
+from . import _args, _capi, _options, _request
+from ._errors import ExportError, UnknownOptionError, VramcalcError, export_error
 
-__all__ = ["estimate", "serve", "max_context", "Result", "VramcalcError", "kinds", "gpus", "export"]
+__all__ = ["estimate", "serve", "max_context", "Result", "VramcalcError", "UnknownOptionError", "ExportError",
+           "options", "kinds", "gpus", "export"]
 __version__ = "0.1.0"
-
-
-class VramcalcError(ValueError):
-    """A bad model, option or value; str() is the CLI's one-line message."""
-
-    def __init__(self, msg, code=None):
-        super().__init__(msg)
-        self.code = code
-
-
-def _b(s):
-    return s.encode("utf-8") if isinstance(s, str) else s
 
 
 def _s(b):
     return b.decode("utf-8", "replace") if b is not None else ""
 
 
-def _raise(err, what=None):
-    buf = ctypes.create_string_buffer(1400)
-    _capi.lib().vc_error_format(ctypes.byref(err), buf, len(buf))
-    msg = _s(buf.value)
-    raise VramcalcError(("%s: %s" % (what, msg)) if what else msg, err.code)
-
-
-def _enum(kind, value):
-    L = _capi.lib()
-    v = getattr(L, "vc_%s_from_name" % kind)(_b(str(value)))
-    if v < 0:
-        raise VramcalcError("%s: unknown value %r" % (kind.replace("_", "-"), value))
-    return v
-
-
-def _size(value, what):
-    if value is None:
-        return -1
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value < 0:
-            raise VramcalcError("%s: negative size %d" % (what, value))
-        return value
-    out = ctypes.c_int64()
-    err = vc_error()
-    if _capi.lib().vc_parse_size(_b(str(value)), ctypes.byref(out), ctypes.byref(err)):
-        _raise(err, what)
-    return out.value
-
-
 def kinds():
     """[(kind, summary)] of every layer kind the library knows (vramcalc --list-layers)."""
     L = _capi.lib()
     out = [(_s(L.vc_kind_name(i)), _s(L.vc_kind_summary(i))) for i in range(L.vc_kind_count())]
-    # the loader's scope kind, which the layer registry does not hold (as src/cli/main.c lists it)
+    # the loader's scope kind, which the layer registry does not hold (as --list-layers lists it)
     return out + [("Sequential", "a block of layers (a scope), with repeat/frozen/checkpoint")]
 
 
@@ -92,122 +59,73 @@ def gpus():
 # Models
 # --------------------------------------------------------------------------
 
-class _Model:
-    """An owned vc_model*."""
-
-    def __init__(self, ptr, origin):
-        self.ptr, self.origin = ptr, origin
-
-    def __del__(self):
-        if getattr(self, "ptr", None):
-            _capi.lib().vc_model_free(self.ptr)
-            self.ptr = None
-
-    @property
-    def name(self):
-        return _s(_capi.lib().vc_model_name(self.ptr))
-
-
-def _load_text(text, name):
-    L = _capi.lib()
-    ptr = ctypes.c_void_p()
-    err = vc_error()
-    data = _b(text)
-    if L.vc_model_load_string(data, len(data), _b(name), ctypes.byref(ptr), ctypes.byref(err)):
-        _raise(err)
-    return _Model(ptr, None)
-
-
-def _load_path(path):
-    L = _capi.lib()
-    ptr = ctypes.c_void_p()
-    err = vc_error()
-    if L.vc_model_load_file(_b(os.fspath(path)), ctypes.byref(ptr), ctypes.byref(err)):
-        _raise(err)
-    return _Model(ptr, os.fspath(path))
-
-
-def _shape_list(input_size):
-    if isinstance(input_size, str):
-        parts = [p for p in input_size.replace("x", ",").split(",") if p.strip()]
-        try:
-            return [int(p) for p in parts]
-        except ValueError:
-            raise VramcalcError("input_size: bad shape %r (want e.g. 3,224,224)" % input_size) from None
-    return [int(d) for d in input_size]
-
-
-def _set_input(model, input_size):
-    dims = _shape_list(input_size)
-    if not dims or len(dims) > _capi.VC_MAX_DIMS:
-        raise VramcalcError("input_size: %d dimensions (1 to %d)" % (len(dims), _capi.VC_MAX_DIMS))
-    arr = (ctypes.c_int64 * len(dims))(*dims)
-    err = vc_error()
-    if _capi.lib().vc_model_set_input_shape(model.ptr, arr, len(dims), ctypes.byref(err)):
-        _raise(err, "input_size")
-
-
 def _torch_exporter():
-    """tools/torch2vramcalc.py: the package's copy (pip install) or the checkout's."""
+    """tools/torch2vramcalc.py: the package's copy (pip install) or the checkout's, loaded once
+    (as sys.modules["torch2vramcalc"], so that its exception classes are the ones a caller imports)."""
     try:
         from . import _t2v  # copied in by setup.py
         return _t2v
     except ImportError:
         pass
     import importlib.util
+    import sys
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(os.path.dirname(os.path.dirname(here)), "tools", "torch2vramcalc.py")
     if not os.path.exists(path):
         raise ImportError("vramcalc: the torch exporter (torch2vramcalc) is not installed")
+    mod = sys.modules.get("torch2vramcalc")
+    if mod is not None and os.path.abspath(getattr(mod, "__file__", "") or "") == path:
+        return mod
     spec = importlib.util.spec_from_file_location("torch2vramcalc", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    sys.modules.setdefault("torch2vramcalc", mod)
     return mod
+
+
+def _input_spec(t2v, spec):
+    """One forward argument's input: (3, 224, 224) | "3,224,224" | "ids=128:int64"."""
+    if isinstance(spec, (tuple, list)) and spec and all(not isinstance(d, (str, tuple, list)) for d in spec):
+        spec = ",".join(str(_args.count("input_size", d)) for d in spec)
+    if not isinstance(spec, str):
+        raise VramcalcError("input_size=: give the per-sample shape, e.g. (3, 224, 224), not %r" % (spec,),
+                            option="input_size")
+    _args.text("input_size", spec)
+    try:
+        nm, shape, dt = t2v.parse_input(spec)
+    except ValueError as e:
+        raise VramcalcError("input_size=: %s" % e, option="input_size") from None
+    for d in shape:
+        _args.count("input_size", d)
+    return nm, shape, dt
 
 
 def _input_specs(t2v, input_size):
     """(3, 224, 224) | "3,224,224" | "ids=128:int64" | [spec, spec, ...] -> exporter inputs."""
-    if isinstance(input_size, str):
-        return [t2v.parse_input(input_size)]
-    if isinstance(input_size, (tuple, list)) and input_size and all(isinstance(d, int) for d in input_size):
-        return [t2v.parse_input(",".join(str(d) for d in input_size))]
-    if isinstance(input_size, (tuple, list)) and input_size:
-        return [_input_specs(t2v, s)[0] for s in input_size]
-    raise VramcalcError("input_size: give the per-sample shape, e.g. (3, 224, 224)")
+    if isinstance(input_size, (tuple, list)) and input_size and \
+            all(isinstance(s, (str, tuple, list)) for s in input_size):
+        return [_input_spec(t2v, s) for s in input_size]
+    return [_input_spec(t2v, input_size)]
 
 
-def export(module, input_size, **kw):
-    """The model document (a dict) for an nn.Module, as tools/torch2vramcalc.py writes it."""
+def _export(module, input_size, options):
+    """(document, info) of tools/torch2vramcalc.py's export; its errors as ExportError."""
     t2v = _torch_exporter()
-    doc, _info = t2v.export(module, _input_specs(t2v, input_size), **kw)
-    return doc
+    specs = _input_specs(t2v, input_size)
+    if "name" in options:
+        _args.text("name", options["name"])
+    try:
+        return t2v.export(module, specs, **options)
+    except VramcalcError:
+        raise
+    except Exception as e:  # noqa: BLE001  (TraceError, Unmapped, or what the module's forward raised)
+        raise export_error(e, "" if isinstance(e, (t2v.TraceError, t2v.Unmapped)) else
+                           "cannot export %s: %s: " % (type(module).__name__, type(e).__name__)) from e
 
 
-def _model_of(model, input_size, export_options):
-    """(vc model, whether input_size was used, {instance path: module name} or None)."""
-    if isinstance(model, (str, bytes, os.PathLike)):
-        return _load_path(model), False, None
-    if isinstance(model, dict):
-        # a model document, or a Hugging Face config.json as a dict: the library
-        # recognises the latter (model_type, no layers) and builds the model
-        return _load_text(json.dumps(model), "<dict>"), False, None
-    mod = type(model).__module__
-    if any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__):
-        if input_size is None:
-            raise VramcalcError("input_size: needed to export an nn.Module, e.g. input_size=(3, 224, 224)")
-        t2v = _torch_exporter()
-        name = export_options.pop("name", None) or type(model).__name__
-        doc, info = t2v.export(model, _input_specs(t2v, input_size), name=name, **export_options)
-        m = _load_text(t2v.dumps(doc), name)
-        m.description = doc.get("description", "")
-        return m, True, info.get("module_names")
-    raise VramcalcError("model: an nn.Module, a model file path or a model document, not %s.%s"
-                        % (mod, type(model).__name__))
+def _is_module(model):
+    return any(c.__module__.startswith("torch.nn") and c.__name__ == "Module" for c in type(model).__mro__)
 
-
-# --------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------
 
 class Fields:
     """A group of named numbers (memory, peak, gpu): attributes, and a dict in order."""
@@ -224,30 +142,32 @@ class Fields:
     def __getitem__(self, k):
         return self._d[k]
 
+    def __contains__(self, k):
+        return k in self._d
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def __eq__(self, other):
+        return self._d == (other._d if isinstance(other, Fields) else other)
+
+    def get(self, k, default=None):
+        return self._d.get(k, default)
+
+    def keys(self):
+        return self._d.keys()
+
+    def items(self):
+        return self._d.items()
+
     def to_dict(self):
         return dict(self._d)
 
     def __repr__(self):
         return "Fields(%s)" % ", ".join("%s=%r" % kv for kv in self._d.items())
-
-
-_MEMORY = ("weights", "gradients", "optimizer_states", "activations", "workspace", "peak_allocated",
-           "reserved", "cuda_context", "total")
-_PEAK = ("weights", "gradients", "optimizer_states", "activations", "temporaries", "workspace")
-
-
-def _json_str(s):
-    """report.c's json_str: quote and backslash escaped, control bytes as \\u00XX, the rest raw."""
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20:
-            out.append("\\u%04x" % ord(ch))
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def format_bytes(n):
@@ -260,148 +180,151 @@ def format_bytes(n):
     return "%d B" % n if u == 0 else "%.1f %s" % (v, units[u])
 
 
-# report.c's layout at the CLI's width on a pipe (src/cli/text.c, VC_TEXT_WIDTH)
-_WIDTH = 80
-_MAX_BATCH_LIMIT = 1 << 40  # vramcalc.h VC_MAX_BATCH_LIMIT
+def _check_export_kwargs(func, kw):
+    for k in kw:
+        if k not in _options.EXPORT:
+            raise _request.suggest(func, k, _options.EXPORT + ("module", "input_size"))
 
 
-class _Line:
-    """text.c's text_line: items that wrap between them, further lines indented."""
+def export(module, input_size, **kw):
+    """The model document (a dict) for an nn.Module, as tools/torch2vramcalc.py writes it.
+    kw: the exporter's options (name, source, description, concrete_args, flat, allow_unknown)."""
+    _check_export_kwargs("export", kw)
+    if not _is_module(module):
+        raise VramcalcError("module: an nn.Module, not %s.%s" % (type(module).__module__, type(module).__name__),
+                            option="module")
+    return _export(module, input_size, kw)[0]
 
-    def __init__(self, indent, first, width=_WIDTH):
-        self.width, self.indent, self.out, self.col = width, indent, [first], len(first)
 
-    def item(self, sep, item):
-        need = len(sep) + len(item)
-        if self.col + need > self.width and self.col > self.indent:
-            self.out.append(sep.rstrip(" ") + "\n" + " " * self.indent + item)
-            self.col = self.indent + len(item)
+class _ModelFile:
+    """The model as a file the request reads: the path given, or a scratch file for a dict or an
+    nn.Module (its path replaced in messages and the table by what the caller gave)."""
+
+    def __init__(self, model, input_size, export_options):
+        self.tmp, self.rename, self.names, self.description, self.file = None, None, {}, "", None
+        if model is None:  # counts only (params=): no model
+            for k in export_options:
+                raise VramcalcError("%s=: an option of the nn.Module exporter; there is no model" % k, option=k)
+            self.path = None
+            return
+        if _is_module(model):
+            if input_size is None:
+                raise VramcalcError("input_size=: needed to export an nn.Module, e.g. input_size=(3, 224, 224)",
+                                    option="input_size")
+            opts = dict(export_options)
+            opts["name"] = opts.get("name") or type(model).__name__
+            doc, info = _export(model, input_size, opts)
+            self._write(_torch_exporter().dumps(doc), opts["name"])
+            self.names = info.get("module_names") or {}
+            self.description = doc.get("description", "")
+            return
+        for k in export_options:
+            raise VramcalcError("%s=: an option of the nn.Module exporter; the model is not an nn.Module" % k,
+                                option=k)
+        if isinstance(model, dict):
+            # a model document, or a Hugging Face config.json as a dict: the library
+            # recognises the latter (model_type, no layers) and builds the model
+            try:
+                text = json.dumps(model, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise VramcalcError("model: the dict is not JSON: %s" % e, option="model") from None
+            self._write(text, "<dict>")
+        elif isinstance(model, (str, bytes, os.PathLike)):
+            self.path = _args.path("model", model)
+            self.file = os.fsdecode(self.path)
         else:
-            self.out.append(sep + item)
-            self.col += need
+            raise VramcalcError("model: an nn.Module, a model file path or a model document, not %s.%s"
+                                % (type(model).__module__, type(model).__name__), option="model")
 
-    def text(self):
-        return "".join(self.out)
+    def _write(self, text, shown):
+        self.tmp = tempfile.mkdtemp(prefix="vramcalc-")
+        path = os.path.join(self.tmp, "model.json")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        self.path = os.fsencode(path)
+        self.rename = (path, shown)
 
-
-# report.c VC_REPORT_LEGEND
-_LEGEND = ("peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "
-           "(the caching allocator's segments); total adds the CUDA context: what nvidia-smi shows")
-
-
-def _wrap_words(first, text, indent):
-    line = _Line(indent, first)
-    for i, w in enumerate(text.split()):
-        line.item("" if i == 0 and not first else " ", w)
-    return line.text()
+    def __del__(self):
+        if getattr(self, "tmp", None):
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def _fit(s, w, right=False, middle=False, pad=True):
-    """text.c's text_fit on a pipe (an ASCII ellipsis)."""
-    if len(s) <= w:
-        return s.rjust(w) if right else s.ljust(w) if pad else s
-    if w <= 3:
-        return s[:w]
-    keep = w - 3
-    if middle:
-        head = keep // 3
-        return s[:head] + "..." + s[len(s) - (keep - head):]
-    return s[:keep] + "..."
+# Python's own names for options (an earlier keyword, or input_size for --input): name -> table name
+_ALIASES = {"input_size": "input", "kv_group": "kv_group_size", "kv_residual": "kv_residual_length"}
 
 
-def _layer_widths(rows, indent):
-    """report.c's layer_widths: natural widths; then name gives way to 24, output and kind to 12, name to 16."""
-    c = [5, 4, 6, 10, 5]
-    for r in rows:
-        for k in range(5):
-            c[k] = max(c[k], len(r[k]))
-    over = indent + sum(c) + 4 - _WIDTH
-    for k, least in ((0, 24), (2, 12), (1, 12), (0, 16)):
-        if over <= 0:
-            break
-        d = min(max(c[k] - least, 0), over)
-        c[k] -= d
-        over -= d
-    return c
+def _pairs(func, kw):
+    """[(table name, value text)] of keyword arguments kw (None: not given, the default)."""
+    table = _request.table()
+    seen, pairs = {}, []
+    for k, v in kw.items():
+        name = _ALIASES.get(k, k)
+        opt = table.get(name)
+        if opt is None or "front_end" in opt.applies:
+            why = _options.not_taken(name) if opt is not None else None
+            if why:
+                raise VramcalcError(why, option=k)
+            raise _request.suggest(func, k, tuple(_ALIASES) + (_options.EXPORT if func == "export" else ()))
+        if name in seen:
+            py = _request.PY_NAME.get(name, name)
+            raise VramcalcError("%s=: given twice (also as %s=)" % (py, seen[name] if seen[name] != py else k),
+                                option=py)
+        seen[name] = k
+        if v is None:
+            continue
+        pairs.append((name, _request.value_text(opt, v, k)))
+    return pairs
+
+
+def _run(func, model, input_size, kw, export_options):
+    """(response, model file, the request's pairs)."""
+    if input_size is not None and not _is_module(model):
+        kw = dict(kw, input_size=input_size)
+    pairs = _pairs(func, kw)  # before an export: a bad keyword costs no tracing
+    mf = _ModelFile(model, input_size, export_options)
+    resp = _request.run(mf.path, pairs, mf.rename)
+    plot = resp.plot()
+    if plot:  # --plot FILE.svg: the chart, written as the CLI writes it
+        path, svg = plot
+        try:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(svg)
+        except OSError as e:
+            raise VramcalcError("plot=: cannot write %r: %s" % (path, e.strerror), option="plot") from None
+    return resp, mf, pairs
 
 
 class Result:
-    """One estimate: the fields of `vramcalc -f json` as attributes (model, mode, batch,
-    precision, optimizer, optimizer_impl, accumulate, attention, torch_version, attention_kernel, parameters,
-    trainable_parameters, memory, peak, gpu, layers)."""
+    """One response of the library: the fields of `vramcalc -f json` as attributes (model, mode,
+    batch, precision, optimizer, ..., memory, peak, gpu, layers, ranks, generate, serve,
+    max_batch, max_seq, sweep rows: whatever the CLI's JSON has for the same options); str() is
+    what the CLI prints (its table unless format= says otherwise)."""
 
-    def __init__(self, model, opts, res, gpu, per_layer, file, max_batch=None):
-        L = _capi.lib()
-        self._model, self._opts, self._gpu_spec = model, opts, gpu
-        self.file = file
-        self.model = model.name if model is not None else ""
-        self.mode = _s(L.vc_mode_name(opts.mode))
-        self.batch = opts.batch
-        self.precision = _s(L.vc_precision_name(opts.precision))
-        self.optimizer = _s(L.vc_optim_name(opts.optim))
-        self.optimizer_impl = _s(L.vc_optim_impl_name(opts.optim_impl))
-        self.accumulate = opts.accumulate
-        self.attention = _s(L.vc_attention_name(opts.attention))
-        buf = ctypes.create_string_buffer(16)
-        self.torch_version = _s(L.vc_torch_name(opts.torch_version, buf, 16))
-        self.attention_kernel = _s(res.attention)
-        self.parallel = None
-        if opts.parallel:
-            self.parallel = Fields([("layout", _s(L.vc_parallel_name(opts.parallel))), ("gpus", opts.gpus)])
-        self.tensor_parallel = None
-        if opts.tp > 1:
-            self.tensor_parallel = Fields([("tp", opts.tp), ("sp", bool(opts.sp))])
-        self.generate = None
-        if opts.mode == L.vc_mode_from_name(b"generate"):
-            g = res.generate
-            self.generate = Fields([("prompt", opts.prompt), ("new_tokens", opts.new_tokens),
-                                    ("cache", _s(L.vc_cache_name(opts.cache)))] +
-                                   [(k, getattr(g, k)) for k in ("prefill_peak", "decode_peak", "decode_step",
-                                                                 "kv_cache", "kv_tokens")])
-        self.pipeline = None
-        self.ranks = None
-        if opts.pp > 1:  # --pp: one entry per kind of rank (report.c's json_ranks)
-            self.pipeline = Fields([("stages", opts.pp), ("micro_batches", opts.micro_batches or opts.pp),
-                                    ("schedule", "interleaved" if opts.pp_virtual > 1 else "1f1b")] +
-                                   ([("virtual_stages", opts.pp_virtual)] if opts.pp_virtual > 1 else []))
-            self.ranks = []
-            for i in range(res.nranks):
-                k = res.ranks[i]
-                self.ranks.append({"kind": _s(k.kind), "stages": [k.stage_first, k.stage_last],
-                                   "ranks": [k.rank_first, k.rank_last], "stage": k.stage, "layers": k.layers,
-                                   "in_flight": k.in_flight, "parameters": k.parameters,
-                                   "memory": Fields((n, getattr(k.memory, n)) for n in _MEMORY +
-                                                    ("optimizer_states_paged",)
-                                                    if n in _MEMORY or getattr(k.memory, n)),
-                                   "peak": Fields([("phase", _s(L.vc_phase_name(k.peak.phase))),
-                                                   ("layer", _s(k.peak.layer)), ("kind", _s(k.peak.kind))] +
-                                                  [(n, getattr(k.peak, n)) for n in _PEAK])})
-        self.parameters = res.parameters
-        self.trainable_parameters = res.trainable_parameters
-        # "optimizer_states_paged" only when there is any (bitsandbytes' paged optimizers), as the CLI prints it
-        self.memory = Fields((k, getattr(res.memory, k)) for k in _MEMORY + ("optimizer_states_paged",)
-                             if k in _MEMORY or getattr(res.memory, k))
-        pk = res.peak
-        self.peak = Fields([("phase", _s(L.vc_phase_name(pk.phase))), ("layer", _s(pk.layer)),
-                            ("kind", _s(pk.kind))] + [(k, getattr(pk, k)) for k in _PEAK])
-        self.gpu = None
-        if gpu is not None:
-            self.gpu = Fields([("name", _s(gpu.name)), ("capacity", gpu.capacity),
-                               ("free", gpu.capacity - res.memory.total),
-                               ("fits", res.memory.total <= gpu.capacity)])
-        self._max_batch = max_batch
-        self._max_seq = None  # (tokens, limited) when estimate(max_seq=True)
-        self.layers = None
-        if per_layer:
-            self.layers = []
-            for i in range(res.nlayers):
-                li = res.layers[i]
-                self.layers.append({"name": _s(li.name), "kind": _s(li.kind),
-                                    "output_shape": [li.output_shape[d] for d in range(li.ndim)],
-                                    "parameters": li.parameters, "activations": li.activations})
+    def __init__(self, func, resp, mf, pairs):
+        self._func, self._resp, self._mf, self._pairs = func, resp, mf, pairs
+        self._json = resp.render(_request.FORMAT_JSON)
+        try:
+            self._doc = json.loads(self._json)
+        except ValueError:  # a trace: text in every format
+            self._doc = None
+        self.file = mf.file
+        self.module_names = mf.names
+        self.description = mf.description
+        self.status = resp.status  # the CLI's exit status: 0 fits (or no gpu), 1 does not fit
 
-    module_names = {}
-    description = ""
+    def __getattr__(self, k):
+        doc = self.__dict__.get("_doc")
+        if isinstance(doc, dict):
+            if k in doc:
+                return _fields(doc[k])
+            if isinstance(doc.get("serve"), dict) and k in doc["serve"]:  # serve(): s.blocks
+                return doc["serve"][k]
+            if k in _OPTIONAL:  # a section the JSON has only when it applies (r.gpu without gpu=)
+                return None
+        raise AttributeError(k)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._doc if isinstance(self._doc, dict) else ()))
 
     def module_of(self, path):
         """The qualified module name (layer4.2.relu) of a layer path (layers[7].layers[2].layers[9])
@@ -411,565 +334,172 @@ class Result:
     @property
     def peak_module(self):
         """The layer at the peak by its module's qualified name (see module_of)."""
-        return self.module_of(self.peak.layer) if self.peak.layer else ""
+        peak = self._doc.get("peak") if isinstance(self._doc, dict) else None
+        return self.module_of(peak["layer"]) if peak and peak.get("layer") else ""
 
     @property
     def fits(self):
         """Whether the estimate fits the GPU given (True without one)."""
-        return self.gpu is None or self.gpu.fits
+        return self.status == 0
+
+    def _again(self, **changes):
+        """The same request with options changed (None: removed); its JSON as a dict."""
+        # the outputs and runs other than one estimate (a search does not go with them)
+        other = ("format", "columns", "plot", "sweep", "trace", "emit_model", "max_context", "serve")
+        pairs = [(n, t) for n, t in self._pairs if n not in changes and n not in other]
+        pairs += _pairs(self._func, {k: v for k, v in changes.items() if v is not None})
+        resp = _request.run(self._mf.path, pairs, self._mf.rename)
+        return json.loads(resp.render(_request.FORMAT_JSON))
 
     def max_batch(self, gpu=None):
         """The largest batch whose total fits `gpu` (default: the estimate's gpu); 0 when
-        batch 1 does not fit.  The library's search (vramcalc --max-batch)."""
-        spec = self._gpu_spec if gpu is None else _gpu(gpu)
-        if spec is None:
-            raise VramcalcError("max_batch: no GPU (estimate(..., gpu=...) or max_batch(gpu=...))")
-        if gpu is None and self._max_batch is not None:
-            return self._max_batch
-        if self._model is None:
-            raise VramcalcError("max_batch: this result has no model")
-        L = _capi.lib()
-        opts = vc_options.from_buffer_copy(self._opts)
-        if gpu is not None:
-            _use_gpu(opts, spec)
-        e = ctypes.c_void_p()
-        err = vc_error()
-        if L.vc_estimator_new(self._model.ptr, ctypes.byref(opts), _capi.VC_EST_NO_LAYERS, ctypes.byref(e),
-                              ctypes.byref(err)):
-            _raise(err)
-        try:
-            mb = ctypes.c_int64()
-            if L.vc_estimator_max_batch(e, spec.capacity, ctypes.byref(mb), None, ctypes.byref(err)):
-                _raise(err)
-        finally:
-            L.vc_estimator_free(e)
-        if gpu is None:
-            self._max_batch = mb.value
-        return mb.value
+        batch 1 does not fit: the library's --max-batch."""
+        if gpu is None and isinstance(self._doc, dict) and "max_batch" in self._doc:
+            return self._doc["max_batch"]
+        if gpu is None and not any(n == "gpu" for n, _ in self._pairs):
+            raise VramcalcError("max_batch(): no GPU (give gpu= to estimate() or to max_batch())", option="gpu")
+        return self._again(max_batch=True, max_seq=None, **({"gpu": gpu} if gpu is not None else {}))["max_batch"]
 
     def max_seq(self, gpu=None):
-        """A model read from a Hugging Face config.json: the longest sequence (tokens per
-        sample, at this result's batch) whose total fits `gpu` (default: the estimate's gpu);
-        0 when one token does not fit.  The library's search (vramcalc --max-seq)."""
-        spec = self._gpu_spec if gpu is None else _gpu(gpu)
-        if spec is None:
-            raise VramcalcError("max_seq: no GPU (estimate(..., gpu=...) or max_seq(gpu=...))")
-        if gpu is None and self._max_seq is not None:
-            return self._max_seq[0]
-        if self._model is None:
-            raise VramcalcError("max_seq: this result has no model")
-        return _max_seq(self._model, self._opts, spec, gpu is not None)[0]
+        """A model read from a Hugging Face config.json: the longest sequence (tokens per sample,
+        at this result's batch) whose total fits `gpu` (default: the estimate's gpu); 0 when
+        one token does not fit: the library's --max-seq."""
+        if gpu is None and isinstance(self._doc, dict) and "max_seq" in self._doc:
+            return self._doc["max_seq"]
+        if gpu is None and not any(n == "gpu" for n, _ in self._pairs):
+            raise VramcalcError("max_seq(): no GPU (give gpu= to estimate() or to max_seq())", option="gpu")
+        return self._again(max_seq=True, seq=None, max_batch=None, **({"gpu": gpu} if gpu is not None else {}))["max_seq"]
 
     def to_dict(self):
         """The JSON output as a dict (keys in the CLI's order)."""
-        d = {"schema_version": 1, "model": self.model, "mode": self.mode, "batch": self.batch,
-             "precision": self.precision, "optimizer": self.optimizer, "optimizer_impl": self.optimizer_impl,
-             "accumulate": self.accumulate, "attention": self.attention, "torch_version": self.torch_version,
-             "attention_kernel": self.attention_kernel}
-        if self.parallel is not None:
-            d["parallel"] = self.parallel.to_dict()
-        if self.tensor_parallel is not None:
-            d["tensor_parallel"] = self.tensor_parallel.to_dict()
-        d.update({"parameters": self.parameters, "trainable_parameters": self.trainable_parameters,
-                  "memory": self.memory.to_dict(), "peak": self.peak.to_dict()})
-        if self.pipeline is not None:
-            d["pipeline"] = self.pipeline.to_dict()
-            d["ranks"] = [dict(r, memory=r["memory"].to_dict(), peak=r["peak"].to_dict()) for r in self.ranks]
-        if self.generate is not None:
-            d["generate"] = self.generate.to_dict()
-        if self.gpu is not None:
-            d["gpu"] = self.gpu.to_dict()
-        if self._max_batch is not None and self._report_max_batch:
-            d["max_batch"] = self._max_batch
-        if self._max_seq is not None:
-            d["max_seq"], d["max_seq_limited"] = self._max_seq
-        if self.layers is not None:
-            d["layers"] = [dict(l) for l in self.layers]
-        return d
-
-    _report_max_batch = False
+        return json.loads(self._json)
 
     def to_json(self):
-        """What `vramcalc MODEL -f json` prints for the same options (report.c's json_body)."""
-        ind = "  "
-        m, p = self.memory, self.peak
-        out = ["{\n"]
-        out.append('%s"schema_version": 1,\n%s"model": %s, "mode": "%s", "batch": %d, "precision": "%s",\n'
-                   % (ind, ind, _json_str(self.model), self.mode, self.batch, self.precision))
-        out.append('%s"optimizer": "%s", "optimizer_impl": "%s", "accumulate": %d, "attention": "%s",\n'
-                   % (ind, self.optimizer, self.optimizer_impl, self.accumulate, self.attention))
-        out.append('%s"torch_version": "%s", "attention_kernel": %s,\n'
-                   % (ind, self.torch_version, _json_str(self.attention_kernel)))
-        if self.parallel is not None:
-            out.append('%s"parallel": {"layout": "%s", "gpus": %d},\n' % (ind, self.parallel.layout, self.parallel.gpus))
-        if self.tensor_parallel is not None:
-            out.append('%s"tensor_parallel": {"tp": %d, "sp": %s},\n' % (
-                ind, self.tensor_parallel.tp, "true" if self.tensor_parallel.sp else "false"))
-        out.append('%s"parameters": %d, "trainable_parameters": %d,\n'
-                   % (ind, self.parameters, self.trainable_parameters))
-        out.append('%s"memory": {%s},\n' % (ind, ", ".join('"%s": %d' % (k, v) for k, v in m.to_dict().items())))
-        out.append('%s"peak": {"phase": "%s", "layer": %s, "kind": %s, %s}'
-                   % (ind, p.phase, _json_str(p.layer), _json_str(p.kind),
-                      ", ".join('"%s": %d' % (k, p[k]) for k in _PEAK)))
-        if self.pipeline is not None:
-            q = self.pipeline
-            sched = '"%s"' % q.schedule + (', "virtual_stages": %d' % q.virtual_stages if q.schedule != "1f1b" else "")
-            out.append(',\n%s"pipeline": {"stages": %d, "micro_batches": %d, "schedule": %s},\n%s"ranks": ['
-                       % (ind, q.stages, q.micro_batches, sched, ind))
-            for i, r in enumerate(self.ranks):
-                rp = r["peak"]
-                out.append('%s\n%s  {"kind": "%s", "stages": [%d, %d], "ranks": [%d, %d], "stage": %d, "layers": %d, '
-                           '"in_flight": %d, "parameters": %d,\n%s   "memory": {%s},\n%s   "peak": {"phase": "%s", '
-                           '"layer": %s, "kind": %s, %s}}'
-                           % ("," if i else "", ind, r["kind"], r["stages"][0], r["stages"][1], r["ranks"][0],
-                              r["ranks"][1], r["stage"], r["layers"], r["in_flight"], r["parameters"], ind,
-                              ", ".join('"%s": %d' % (k, v) for k, v in r["memory"].to_dict().items()), ind,
-                              rp.phase, _json_str(rp.layer), _json_str(rp.kind),
-                              ", ".join('"%s": %d' % (k, rp[k]) for k in _PEAK)))
-            out.append("\n%s]" % ind)
-        if self.generate is not None:
-            g = self.generate
-            out.append(',\n%s"generate": {"prompt": %d, "new_tokens": %d, "cache": "%s", %s}'
-                       % (ind, g.prompt, g.new_tokens, g.cache,
-                          ", ".join('"%s": %d' % (k, g[k]) for k in ("prefill_peak", "decode_peak", "decode_step",
-                                                                     "kv_cache", "kv_tokens"))))
-        if self.gpu is not None:
-            g = self.gpu
-            out.append(',\n%s"gpu": {"name": %s, "capacity": %d, "free": %d, "fits": %s}'
-                       % (ind, _json_str(g.name), g.capacity, g.free, "true" if g.fits else "false"))
-        if self._max_batch is not None and self._report_max_batch:
-            out.append(',\n%s"max_batch": %d' % (ind, self._max_batch))
-        if self._max_seq is not None:
-            out.append(',\n%s"max_seq": %d, "max_seq_limited": %s'
-                       % (ind, self._max_seq[0], "true" if self._max_seq[1] else "false"))
-        if self.layers is not None:
-            out.append(',\n%s"layers": [' % ind)
-            for i, l in enumerate(self.layers):
-                out.append('%s\n%s  {"name": %s, "kind": %s, "output_shape": [%s], "parameters": %d, '
-                           '"activations": %d}' % ("," if i else "", ind, _json_str(l["name"]),
-                                                   _json_str(l["kind"]),
-                                                   ", ".join(str(d) for d in l["output_shape"]),
-                                                   l["parameters"], l["activations"]))
-            out.append("\n%s]" % ind)
-        out.append("\n}\n")
-        return "".join(out)
+        """What `vramcalc MODEL -f json` prints for the same options, byte for byte."""
+        return self._json
+
+    def _render(self, fmt):
+        text = self._resp.render(fmt)
+        if self._mf.rename:  # the scratch file of a dict or an nn.Module: the table's header names none
+            path, _ = self._mf.rename
+            text = re.sub(r"[ \n]+\(" + re.escape(path) + r"\)", "", text)
+        table = fmt == _request.FORMAT_TABLE or (fmt == _request.FORMAT_DEFAULT and
+                                                  dict(self._pairs).get("format", "table") == "table")
+        if table and self.module_names and self.peak_module and self._doc.get("memory"):
+            # an nn.Module: the library names layers by their path in the exported model (as the CLI on
+            # the exported file); the module at the peak by its qualified name (r.module_of maps any other)
+            text += "  peak module: %s\n" % self.peak_module
+        return text
 
     def table(self):
-        """The CLI's table (report.c's report_table) on a pipe (80 columns) up to the memory bar, which
-        is left out; the max batch line, which the CLI prints after the bar, follows the attention kernel."""
-        m, p = self.memory, self.peak
-        o = self._opts
-        lines = []
-        if self.file:
-            lines.append(_wrap_words("", "%s (%s)" % (self.model, self.file) if self.model else self.file, 2))
-        else:
-            lines.append(_wrap_words("", self.model, 2))
-        h = _Line(2, self.mode)
-        h.item(", ", "batch %d" % self.batch)
-        h.item(", ", self.precision)
-        if self.parallel is not None:
-            h.item(", ", "%s on %d GPU%s (per GPU)" % (self.parallel.layout, self.parallel.gpus,
-                                                      "" if self.parallel.gpus == 1 else "s"))
-        if self.tensor_parallel is not None:
-            h.item(", ", "tp %d%s%s" % (self.tensor_parallel.tp, " + sp" if self.tensor_parallel.sp else "",
-                                       "" if self.parallel is not None or self.pipeline is not None else " (per GPU)"))
-        if self.pipeline is not None:
-            sched = "1F1B" if self.pipeline.schedule == "1f1b" else \
-                "interleaved 1F1B, %d chunks per rank" % self.pipeline.virtual_stages
-            h.item(", ", "pipeline %d stages x %d micro-batches (%s; per GPU)" % (self.pipeline.stages,
-                                                                                self.pipeline.micro_batches, sched))
-        if self.mode == "train":
-            h.item(", ", "%s (%s)" % (self.optimizer, self.optimizer_impl) if self.optimizer != "none"
-                   else self.optimizer)
-            if self.accumulate > 1:
-                h.item(", ", "accumulate %d" % self.accumulate)
-        h.item(", ", "attention %s" % self.attention)
-        lines.append(h.text())
-        lines.append("parameters %d (trainable %d)" % (self.parameters, self.trainable_parameters))
-        lines.append("")
-        lines.append("  %-18s %12s  %18s" % ("component", "size", "bytes"))
+        """The CLI's table (80 columns, ASCII, no colour)."""
+        return self._render(_request.FORMAT_TABLE)
 
-        def row(label, v, note=None):
-            head = "  %-18s %12s  %18d" % (label, format_bytes(v), v)
-            if note and 53 + 2 + len(note) <= _WIDTH:
-                lines.append(head + "  " + note)
-            elif note:
-                lines.append(head + "\n    " + _fit(note, _WIDTH - 4, middle=True, pad=False))
-            else:
-                lines.append(head)
-        row("weights", m.weights)
-        row("gradients", m.gradients)
-        row("optimizer states", m.optimizer_states)
-        row("activations", m.activations, "(held at end of forward)" if self.mode == "train" else "(largest live set)")
-        row("workspace", m.workspace, "(cuBLAS)")
-        if p.layer:
-            note = "(%s, %s %s)" % (p.phase, self.module_of(p.layer), p.kind)
-        else:
-            note = "(%s%s%s)" % (p.phase, ", " if p.kind else "", p.kind)
-        row("peak allocated", m.peak_allocated, note)
-        if self.generate is not None and self.generate.kv_tokens:
-            g = self.generate
-            row("  prefill peak", g.prefill_peak, "(the prompt's forward, logits of its last token)")
-            if g.decode_step:
-                requant = g.cache == "quantized" and g.decode_step % max(o.kv_residual, 2) == 0
-                row("  decode peak", g.decode_peak, "(step %d of %d: %s)" % (
-                    g.decode_step, g.new_tokens - 1, "the cache is requantized" if requant else "the cache is longest"))
-            row("  KV cache", g.kv_cache, "(%d tokens per sequence, all layers%s)"
-                % (g.kv_tokens, ", in host memory" if g.cache == "offloaded" else ""))
-        row("reserved", m.reserved, "(caching allocator model)")
-        row("cuda context", m.cuda_context, "(--context)" if o.context >= 0 else "(estimate, not measured)")
-        row("total", m.total, "(reserved + context)")
-        if "optimizer_states_paged" in m.to_dict():
-            row("paged states", m.optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)")
-        if self.ranks:  # report.c's ranks_table
-            lines.append("")
-            lines.append("  per rank      stages  ranks          layers  in flight  peak allocated       total")
-            marked = False
-            for r in self.ranks:
-                rm = r["memory"]
-                busiest = not marked and rm.total == m.total and rm.peak_allocated == m.peak_allocated
-                marked = marked or busiest
-                rng = ["%d" % a if a == b else "%d-%d" % (a, b) for a, b in (r["stages"], r["ranks"])]
-                lines.append("  %-12s %7s  %-13s %7d  %9d  %14s  %10s%s" % (
-                    r["kind"], rng[0], rng[1], r["layers"], r["in_flight"], format_bytes(rm.peak_allocated),
-                    format_bytes(rm.total), "  (busiest)" if busiest else ""))
-        parts = [("weights", p.weights), ("gradients", p.gradients), ("states", p.optimizer_states),
-                 ("activations", p.activations), ("temporaries", p.temporaries), ("workspace", p.workspace)]
-        lines.append("")
-        peak = _Line(15, "  at the peak:")
-        for n, v in parts:
-            if v:
-                peak.item(" ", "%s %s;" % (n, format_bytes(v)))
-        lines.append(peak.text())
-        if self.attention_kernel:
-            lines.append(_wrap_words("  attention kernel:", self.attention_kernel, 4))
-        lines.append(_wrap_words("  legend:", _LEGEND, 4))
-        if self._max_batch is not None:
-            lines.append("")
-            mb = _Line(4, "  max batch on %s: %d" % (self.gpu.name, self._max_batch))
-            if self._max_batch == 0:
-                mb.item(" ", "(batch 1 does not fit)")
-            elif self._max_batch >= _MAX_BATCH_LIMIT:
-                mb.item(" ", "(the search's limit, 2^40: larger batches were not tried)")
-            elif self.batch == self._max_batch:
-                spec = self._gpu_spec
-                if self.gpu.free < self.gpu.capacity // 20:
-                    mb.item(" ", "(leaves %s of the card free: keep headroom with --gpu %s:90%%)" % (
-                        format_bytes(self.gpu.free), _s(spec.preset.contents.name)[:60] if spec.preset else "SIZE"))
-                else:
-                    mb.item(" ", "(leaves %s of the card free)" % format_bytes(self.gpu.free))
-            lines.append(mb.text())
-        if self._max_seq is not None:
-            n, limited = self._max_seq
-            lines.append("")
-            lines.append("  max seq on %s, batch %d: %d tokens%s" % (
-                self.gpu.name, self.batch, n, " (1 token does not fit)" if n == 0 else
-                " (the longest the model takes: one more is refused, not for memory)" if limited else ""))
-        if self.layers:
-            lines.append("")
-            rows = [(self.module_of(l["name"]), l["kind"], "[" + ", ".join(str(d) for d in l["output_shape"]) + "]",
-                     "%d" % l["parameters"], format_bytes(l["activations"])) for l in self.layers]
-            c = _layer_widths(rows, 2)
-            for r in [("layer", "kind", "output", "parameters", "saved")] + rows:
-                lines.append("  " + " ".join((_fit(r[0], c[0], middle=True), _fit(r[1], c[1]), _fit(r[2], c[2]),
-                                              _fit(r[3], c[3], right=True), _fit(r[4], c[4], right=True))))
-        return "\n".join(lines) + "\n"
+    def csv(self):
+        """What `vramcalc MODEL -f csv` prints."""
+        return self._render(_request.FORMAT_CSV)
 
     def __str__(self):
-        return self.table()
+        return self._render(_request.FORMAT_DEFAULT)
 
     def __repr__(self):
-        return "<vramcalc.Result %s: total %s, peak %s%s>" % (
-            self.model or "?", format_bytes(self.memory.total), format_bytes(self.memory.peak_allocated),
-            (", fits %s" % self.gpu.name) if self.gpu is not None and self.gpu.fits else
-            (", does not fit %s" % self.gpu.name) if self.gpu is not None else "")
+        d = self._doc if isinstance(self._doc, dict) else {}
+        m = d.get("memory") or {}
+        return "<vramcalc.Result %s%s>" % (d.get("model") or "?", (": total %s, peak %s" % (
+            format_bytes(m["total"]), format_bytes(m["peak_allocated"]))) if m else "")
 
 
-def _gpu(spec):
-    out = vc_gpu_spec()
-    err = vc_error()
-    if _capi.lib().vc_gpu_parse(_b(str(spec)), ctypes.byref(out), ctypes.byref(err)):
-        raise VramcalcError("gpu: %s" % _s(err.msg))
-    return out
+# the JSON's sections that are there only when they apply: None otherwise (as Result had them)
+_OPTIONAL = ("gpu", "layers", "parallel", "tensor_parallel", "expert_parallel", "pipeline", "ranks", "generate")
 
 
-def _use_gpu(opts, spec):
-    """What the CLI's --gpu sets in the options: the Hopper workspace, the device (src/scratch.c)."""
-    if spec.preset:
-        opts.device = spec.preset
-        if spec.preset.contents.hopper:
-            opts.hopper = 1
+def _fields(v):
+    if isinstance(v, dict):
+        return Fields((k, _fields(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return [_fields(x) for x in v]
+    return v
 
 
-def _max_seq(model, opts, spec, hopper):
-    """(tokens, limited): vc_model_max_seq for model (a config.json) on spec."""
-    L = _capi.lib()
-    opts = vc_options.from_buffer_copy(opts)
-    if hopper:
-        _use_gpu(opts, spec)
-    n, limited, err = ctypes.c_int64(), ctypes.c_int(), vc_error()
-    if L.vc_model_max_seq(model.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), ctypes.byref(limited),
-                          None, ctypes.byref(err)):
-        _raise(err)
-    return n.value, bool(limited.value)
+def _estimate(func, model, input_size, options, export_options):
+    if _is_module(model):
+        _check_export_kwargs(func, {k: v for k, v in export_options.items()})
+    else:
+        options = dict(options, **export_options)  # refused below, by name
+        export_options = {k: options.pop(k) for k in _options.EXPORT if k in options}
+    resp, mf, pairs = _run(func, model, input_size, options, export_options)
+    return Result(func, resp, mf, pairs)
 
 
-def _set_seq(model, seq):
-    err = vc_error()
-    if _capi.lib().vc_model_set_seq(model.ptr, seq, ctypes.byref(err)):
-        _raise(err)
-
-
-def _set_loss(model, loss):
-    L = _capi.lib()
-    v = L.vc_loss_impl_from_name(str(loss).encode())
-    if v < 0:
-        raise VramcalcError("loss: unknown value %r (choose hf, liger, cce)" % (loss,))
-    err = vc_error()
-    if L.vc_model_set_loss(model.ptr, v, ctypes.byref(err)):
-        _raise(err)
-
-
-def estimate(model, input_size=None, batch=None, optim="adam", precision="fp32", gpu=None, mode="train",
-             optim_impl=None, accumulate=1, attention="auto", workspace=None, context=None,
-             torch=None, parallel=None, gpus=1, per_layer=False, max_batch=False, seq=None, max_seq=False,
-             prompt=None, new_tokens=None, cache=None, loss=None, tp=1, sp=False, pp=1, micro_batches=None,
-             pp_virtual=None, **export_options):
-    """Estimates one training step (mode="infer": a forward pass) as `vramcalc` does.
+def estimate(model, input_size=None, **options):
+    """What `vramcalc MODEL [options]` reports, as a Result.
 
     model: an nn.Module (exported on the fly; input_size is then required: (3, 224, 224),
-    "ids=128:int64", or a list of those for several forward arguments), a model file path,
-    or a model document (dict).  For a file or dict, input_size replaces the single
-    input's shape (the CLI's --input).  Other arguments are the CLI's options:
-    optim (sgd, momentum, adam, adamw, none, lion, adam8bit, adamw8bit, adafactor), optim_impl
-    (default: the class's own, foreach; forloop for adafactor), precision (fp32, fp16, bf16,
-    amp-fp16, amp-bf16, mixed-fp16, mixed-bf16), mode, attention, accumulate, workspace
-    and context (bytes or "512MiB"), torch (the PyTorch release followed, "2.5"), parallel
-    ("ddp") and gpus (the ranks; the estimate is per GPU), tp and sp (Megatron tensor and sequence parallelism), pp (pipeline stages, Megatron's 1F1B; batch is
-    then the micro-batch size) and micro_batches (per step, default pp; r.ranks: one entry per kind of rank), pp_virtual
-    (model chunks per rank: Megatron's interleaved schedule, --pp-virtual), prompt, new_tokens and cache ("dynamic",
-    "static", "offloaded", "quantized": QuantizedCache with kv_bits, kv_group, kv_residual) for mode="generate" (r.generate: the prefill and decode peaks, the KV cache), gpu (a preset such as "rtx4090", or "24GiB", with
-    an optional ":90%"), per_layer (r.layers), max_batch (with gpu: estimate at the
-    largest batch that fits unless batch is given (default batch: 1), as --max-batch does).
-    For a Hugging Face config.json (a path or a dict): seq (tokens per sample, --seq) and
-    max_seq (with gpu: estimate at the longest sequence that fits at `batch`, as --max-seq does),
-    loss (a causal LM's: "hf", "liger" or "cce", as --loss; docs/llm.md), tp (one of tp Megatron
-    tensor-parallel ranks, --tp; gpus counts them all) and sp (sequence parallelism, --sp).
-    offload ("optimizer", "params"; --offload), fsdp_param_dtype and fsdp_reduce_dtype ("bf16", ...:
-    FSDP2's MixedPrecisionPolicy with parallel="fsdp2") as the CLI's options, fsdp_reshard_after_forward (True, False
-    or an int: fully_shard's reshard_after_forward) and fsdp_replicate (HSDP's replicas); gradient_as_bucket_view
-    and parameters_as_bucket_view (True: DDP's and ZeroRedundancyOptimizer's, with parallel="ddp" or
-    "zero1-torch"); fsdp_use_orig_params (True: FSDP1's use_orig_params=True); ep (Megatron-Core expert
-    parallelism for SparseMoE layers, --ep; gpus a multiple of it; docs/parallel.md section 6); ds_overlap_comm
-    (True or False: DeepSpeed ZeRO's overlap_comm with parallel="zero1"/"zero2"/"zero3", --ds-overlap-comm);
-    offload_device ("cpu" or "nvme": DeepSpeed's offload device, ZeRO-Infinity; --offload-device) and nvme_gds
-    (True: the aio section's use_gds, --nvme-gds; docs/parallel.md 1.9).
-    export_options go to the exporter (name, flat, allow_unknown, ...)."""
-    L = _capi.lib()
-    opts = vc_options()
-    L.vc_options_init(ctypes.byref(opts))
-    batch_given = batch is not None
-    batch = 1 if batch is None else batch
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
-    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-        raise VramcalcError("accumulate: %r is not a positive integer" % (accumulate,))
-    opts.batch = batch
-    opts.accumulate = accumulate
-    opts.optim = _enum("optim", optim)
-    opts.precision = _enum("precision", precision)
-    opts.mode = _enum("mode", mode)
-    opts.attention = _enum("attention", attention)
-    opts.workspace = _size(workspace, "workspace")
-    opts.context = _size(context, "context")
-    if torch is not None:
-        v = L.vc_torch_from_name(str(torch).encode())
-        if v < 0:
-            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
-        opts.torch_version = v
-    # None: what the class runs when not told at that release (foreach; forloop for adafactor), as --optim-impl
-    opts.optim_impl = (L.vc_optim_default_impl_at(opts.optim, opts.torch_version) if optim_impl is None
-                       else _enum("optim_impl", optim_impl))
-    if parallel is not None:
-        opts.parallel = _enum("parallel", parallel)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise VramcalcError("gpus: %r is not a positive integer" % (gpus,))
-    opts.gpus = gpus
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise VramcalcError("tp: %r is not a positive integer" % (tp,))
-    opts.tp = tp
-    opts.sp = 1 if sp else 0
-    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
-        raise VramcalcError("pp: %r is not a positive integer" % (pp,))
-    opts.pp = pp
-    if micro_batches is not None:
-        if isinstance(micro_batches, bool) or not isinstance(micro_batches, int) or micro_batches < 1:
-            raise VramcalcError("micro_batches: %r is not a positive integer" % (micro_batches,))
-        opts.micro_batches = micro_batches
-    if pp_virtual is not None:
-        if isinstance(pp_virtual, bool) or not isinstance(pp_virtual, int) or pp_virtual < 1:
-            raise VramcalcError("pp_virtual: %r is not a positive integer" % (pp_virtual,))
-        opts.pp_virtual = pp_virtual
-    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
-            setattr(opts, name, v)
-    if cache is not None:
-        opts.cache = _enum("cache", cache)
-    for name, v in (("kv_bits", export_options.pop("kv_bits", None)), ("kv_group", export_options.pop("kv_group", None)),
-                    ("kv_residual", export_options.pop("kv_residual", None))):
-        if v is not None:
-            setattr(opts, name, v)
-    # the parallel layout's CPU offload and FSDP2's MixedPrecisionPolicy (--offload, --fsdp-param-dtype,
-    # --fsdp-reduce-dtype), by their CLI names
-    for name, kind in (("offload", "offload"), ("fsdp_param_dtype", "fsdp_dtype"), ("fsdp_reduce_dtype", "fsdp_dtype")):
-        v = export_options.pop(name, None)
-        if v is not None:
-            setattr(opts, name, _enum(kind, v))
-    ep = export_options.pop("ep", 1)  # --ep
-    if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
-        raise VramcalcError("ep: %r is not a positive integer" % (ep,))
-    opts.ep = ep
-    raf = export_options.pop("fsdp_reshard_after_forward", None)  # --fsdp-reshard-after-forward: True, False or N
-    if raf is not None:
-        opts.fsdp_reshard = -1 if raf is True else -2 if raf is False else int(raf)
-    rep = export_options.pop("fsdp_replicate", None)  # --fsdp-replicate: HSDP's replicas
-    if rep is not None:
-        opts.fsdp_replicate = int(rep)
-    # --gradient-as-bucket-view, --parameters-as-bucket-view: DDP's and ZeroRedundancyOptimizer's bucket views
-    opts.gradient_as_bucket_view = 1 if export_options.pop("gradient_as_bucket_view", False) else 0
-    opts.parameters_as_bucket_view = 1 if export_options.pop("parameters_as_bucket_view", False) else 0
-    if export_options.pop("fsdp_use_orig_params", False):  # --fsdp-use-orig-params: FSDP1's use_orig_params=True
-        opts.fsdp_use_orig_params = 1
-    dev = export_options.pop("offload_device", None)  # --offload-device: "cpu" or "nvme"
-    if dev is not None:
-        if dev not in ("cpu", "nvme"):
-            raise VramcalcError("offload_device: %r is not 'cpu' or 'nvme'" % (dev,))
-        opts.offload_device = 1 if dev == "nvme" else 0
-    if export_options.pop("nvme_gds", False):  # --nvme-gds: DeepSpeed's aio use_gds
-        opts.nvme_gds = 1
-    ovl = export_options.pop("ds_overlap_comm", None)  # --ds-overlap-comm: True or False (None: DeepSpeed's default)
-    if ovl is not None:
-        opts.ds_overlap_comm = 1 if ovl is True else -1 if ovl is False else 2  # 2: refused by the library
-    spec = None
-    if gpu is not None:
-        spec = _gpu(gpu)
-        _use_gpu(opts, spec)
-    if max_batch and spec is None:
-        raise VramcalcError("max_batch needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
-    if max_seq:
-        other = ("max_batch" if max_batch else "seq" if seq is not None else
-                 "input_size" if input_size is not None else None)
-        if other:
-            raise VramcalcError("max_seq searches the sequence length of a config.json at one batch: "
-                                "it does not go with %s" % other)
-        if spec is None:
-            raise VramcalcError("max_seq needs gpu (a preset such as h100-80gb, or a size such as 24GiB)")
-    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
-        raise VramcalcError("seq: %r is not a positive integer" % (seq,))
-    m, used, names = _model_of(model, input_size, dict(export_options))
-    if input_size is not None and not used:
-        _set_input(m, input_size)
-    if loss is not None:
-        _set_loss(m, loss)
-    if seq is not None:
-        _set_seq(m, seq)
-    if tp > 1 or sp:
-        err = vc_error()
-        if L.vc_model_set_tp(m.ptr, tp, 1 if sp else 0, ctypes.byref(err)):
-            _raise(err)
-    if ep > 1:
-        err = vc_error()
-        if L.vc_model_set_ep(m.ptr, ep, ctypes.byref(err)):
-            _raise(err)
-    ms = None
-    if max_seq:
-        ms = _max_seq(m, opts, spec, False)
-        _set_seq(m, ms[0] if ms[0] > 0 else 1)
-    mb = None
-    if max_batch:
-        probe = Result.__new__(Result)
-        probe._model, probe._opts, probe._gpu_spec, probe._max_batch = m, opts, spec, None
-        mb = Result.max_batch(probe)
-        if not batch_given:
-            opts.batch = mb if mb > 0 else 1
-    res = vc_result()
-    err = vc_error()
-    if L.vc_estimate(m.ptr, ctypes.byref(opts), ctypes.byref(res), ctypes.byref(err)):
-        _raise(err)
+    "ids=128:int64", or a list of those for several forward arguments; the exporter's options
+    name, source, description, concrete_args, flat, allow_unknown go with it), a model file
+    path (a vramcalc model or a Hugging Face config.json), or a dict of either.  For a file or
+    a dict, input_size is the CLI's --input.
+
+    options: the CLI's options by their table names (below; vramcalc.options() has the table).
+    A flag takes True or False, a count an int, a size an int or "512MiB", a shape or a list a
+    tuple or "3,224,224", a choice its name; None is the default.  Each goes to the library as
+    the CLI's text, which checks it and every combination as the CLI does: an unknown keyword
+    raises UnknownOptionError (a TypeError) with the closest option, a bad value or combination
+    VramcalcError in the CLI's words, the option spelt as Python's (micro_batches=).
+    """
+    export_options = {k: options.pop(k) for k in list(options) if k in _options.EXPORT}
+    return _estimate("estimate", model, input_size, options, export_options)
+
+
+def serve(model, gpu, **options):
+    """vLLM's KV cache on gpu: `vramcalc MODEL --serve --gpu GPU [options]` as a Result, whose
+    attributes are also the JSON's "serve" fields (s.blocks, s.concurrency, s.kv_cache, ...)."""
+    export_options = {k: options.pop(k) for k in list(options) if k in _options.EXPORT}
+    input_size = options.pop("input_size", None)
+    return _estimate("serve", model, input_size, dict(options, serve=True, gpu=gpu), export_options)
+
+
+def max_context(model, gpu, **options):
+    """The longest prompt whose generation fits gpu, as `vramcalc MODEL --mode generate
+    --max-context --gpu GPU [options]` finds it (N fits, N + 1 does not; 0 when a one-token
+    prompt does not fit)."""
+    export_options = {k: options.pop(k) for k in list(options) if k in _options.EXPORT}
+    input_size = options.pop("input_size", None)
+    options.setdefault("mode", "generate")
+    r = _estimate("max_context", model, input_size, dict(options, max_context=True, gpu=gpu), export_options)
+    return r._doc["max_context"]["prompt"]
+
+
+def options():
+    """The library's option table: {table name: Option} (flag, type, default, choices, help,
+    applies), in --help's order; the keyword arguments of estimate()."""
+    return dict(_request.table())
+
+
+def _signature_and_doc():
+    """estimate()'s signature and docstring made from the option table (help(vramcalc.estimate))."""
     try:
-        r = Result(m, opts, res, spec, per_layer, m.origin, mb)
-    finally:
-        L.vc_result_free(ctypes.byref(res))
-    r._report_max_batch = bool(max_batch)
-    r._max_seq = ms
-    r.module_names = names or {}
-    r.description = getattr(m, "description", "")
-    return r
+        table = _request.table()
+    except ImportError:  # no library: the plain signature
+        return
+    kw = [inspect.Parameter(o.name, inspect.Parameter.KEYWORD_ONLY, default=None)
+          for o in table.values() if "front_end" not in o.applies and o.name != "input"]
+    base = [inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("input_size", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    estimate.__signature__ = inspect.Signature(
+        base + kw + [inspect.Parameter("export_options", inspect.Parameter.VAR_KEYWORD)])
+    sections = {}  # title -> lines, in the order of the sections' first rows (as --help groups them)
+    for o in table.values():
+        if "front_end" in o.applies or o.help is None:
+            continue
+        name = "input_size" if o.name == "input" else o.name
+        sections.setdefault(o.section, []).append("    %s (%s%s; --%s): %s" % (
+            name, o.type, ", default %s" % o.default if o.default else "", o.flag, _request.py_spell(o.help)[0]))
+    lines = []
+    for title, rows in sections.items():
+        lines += ["", "  %s:" % _request.py_spell(title)[0]] + rows
+    estimate.__doc__ += "\n    Options (the library's table, by --help's sections):\n" + "\n".join(lines) + "\n"
 
 
-def _gen_options(precision, prompt, new_tokens, attention="auto", torch=None):
-    L = _capi.lib()
-    opts = vc_options()
-    L.vc_options_init(ctypes.byref(opts))
-    opts.precision = _enum("precision", precision)
-    opts.attention = _enum("attention", attention)
-    opts.mode = L.vc_mode_from_name(b"generate")
-    for name, v in (("prompt", prompt), ("new_tokens", new_tokens)):
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise VramcalcError("%s: %r is not a positive integer" % (name, v))
-            setattr(opts, name, v)
-    if torch is not None:
-        v = L.vc_torch_from_name(str(torch).encode())
-        if v < 0:
-            raise VramcalcError("torch: unsupported PyTorch release %r" % (torch,))
-        opts.torch_version = v
-    return opts
 
-
-def max_context(model, gpu, new_tokens=None, batch=1, precision="fp32", cache=None, **kw):
-    """The longest prompt whose generation (new_tokens, batch) fits gpu, as
-    `vramcalc MODEL --mode generate --max-context --gpu GPU` finds it (N fits, N + 1
-    does not; 0 when a one-token prompt does not fit)."""
-    L = _capi.lib()
-    opts = _gen_options(precision, None, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise VramcalcError("batch: %r is not a positive integer" % (batch,))
-    opts.batch = batch
-    if cache is not None:
-        opts.cache = _enum("cache", cache)
-    spec = _gpu(gpu)
-    _use_gpu(opts, spec)
-    m, _, _ = _model_of(model, None, dict(kw))
-    n, err = ctypes.c_int64(), vc_error()
-    if L.vc_max_prompt(m.ptr, ctypes.byref(opts), spec.capacity, ctypes.byref(n), None, ctypes.byref(err)):
-        _raise(err)
-    return n.value
-
-
-def serve(model, gpu, precision=None, prompt=None, new_tokens=None, gpu_memory_utilization=0.9,
-          max_num_batched_tokens=None, max_num_seqs=None, block_size=16, kv_cache_dtype="auto", **kw):
-    """vLLM's KV cache on gpu (`vramcalc MODEL --serve --gpu GPU`): a Fields of
-    max_num_batched_tokens, max_num_seqs, weights, profile_peak, requested, kv_cache,
-    page_bytes, blocks, tokens, request_tokens (prompt + new_tokens) and concurrency. precision
-    None is vLLM's --dtype auto (the config's torch_dtype; vc_serve_auto_precision), as the CLI."""
-    L = _capi.lib()
-    opts = _gen_options(precision or "bf16", prompt, new_tokens, kw.pop("attention", "auto"), kw.pop("torch", None))
-    so = vc_serve_options()
-    L.vc_serve_options_init(ctypes.byref(so))
-    so.gpu_memory_utilization = float(gpu_memory_utilization)
-    so.max_num_batched_tokens = max_num_batched_tokens or 0
-    so.max_num_seqs = max_num_seqs or 0
-    so.block_size = block_size
-    so.kv_cache_dtype = _enum("kv_dtype", kv_cache_dtype)
-    spec = _gpu(gpu)
-    _use_gpu(opts, spec)
-    m, _, _ = _model_of(model, None, dict(kw))
-    if precision is None:
-        opts.precision = L.vc_serve_auto_precision(m.ptr, ctypes.byref(spec))
-    r, err = vc_serve_result(), vc_error()
-    if L.vc_serve(m.ptr, ctypes.byref(opts), ctypes.byref(so), ctypes.byref(spec), ctypes.byref(r), ctypes.byref(err)):
-        _raise(err)
-    return Fields((k, getattr(r, k)) for k, _ in vc_serve_result._fields_)
+_signature_and_doc()
