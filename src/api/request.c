@@ -793,8 +793,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         if (vc_model_weights(m, &mq) != VC_WEIGHTS_DENSE) {
             vc_quant_describe(&mq, resp->wdesc, sizeof resp->wdesc);
             resp->rep.weights = resp->wdesc;
-            /* quantized weights compute in 16-bit: fp16 for GPTQ/AWQ (their kernels' dtype), else bf16 */
-            if (!q->prec_given) o->precision = mq.format == VC_WEIGHTS_GPTQ || mq.format == VC_WEIGHTS_AWQ ? VC_PREC_FP16 : VC_PREC_BF16;
+            /* quantized weights compute in their format row's precision (fp16 for GPTQ/AWQ kernels, else bf16) */
+            if (!q->prec_given) o->precision = vc_quant_compute_precision(&mq);
         } else if (q->serve && !q->prec_given) {
             o->precision = vc_serve_auto_precision(m, &resp->gpu); /* vLLM's --dtype auto: the config's torch_dtype */
         }
