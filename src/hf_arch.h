@@ -14,20 +14,95 @@
 
 #include "vramcalc/vramcalc.h"
 
-enum { F_LLAMA, F_MISTRAL, F_QWEN2, F_QWEN3, F_GEMMA, F_GEMMA2, F_PHI3, F_MIXTRAL, F_QWEN2_MOE, F_GPT2, F_GPT_NEOX,
-       F_BERT, F_ROBERTA, F_COUNT };
+/* ------------------------------------------------------------ the family table
+ *
+ * A family is one row of vc__hf_families (src/hf.c): the config keys it reads
+ * with their defaults, and the block template its layers are written from.
+ * hf_read.c reads every row the same way, hf_layers.c writes every row the
+ * same way: a new family is a new row (docs/contributing.md).
+ */
+
+/* What a key of the config gives; each is read into one field of arch
+ * (hf_read.c's key_roles: the field, its type and range). */
+enum {
+    K_VOCAB, K_HIDDEN, K_LAYERS, K_HEADS, K_KV_HEADS, K_EPS, K_MAXPOS, K_INTER, K_HEAD_DIM, K_ACT, K_TIE,
+    K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
+    K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
+    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_COUNT
+};
+
+/* Where a key's value comes from when the config lacks it (or has null). */
+enum {
+    D_VALUE,    /* .def (a string default in .sdef) */
+    D_REQUIRED, /* none: an error naming the key */
+    D_HEADS,    /* the number of attention heads (num_key_value_heads) */
+    D_SPLIT,    /* hidden size / heads, which must divide it (head_dim) */
+    D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
+    D_RESID,    /* the residual dropout (classifier_dropout) */
+};
+
+typedef struct {
+    const char *key;  /* the config key; NULL: the family has none, its value is always .def */
+    double def;       /* the default (D_VALUE) */
+    unsigned char how;  /* D_* */
+    bool null_none;   /* null is Python's None: the feature is off (0), not the default */
+    const char *alt;  /* read when .key is absent (gemma: hidden_activation, else hidden_act) */
+    const char *sdef; /* K_ACT: the activation's default name */
+} hf_key;
+
+/* The block templates: the layer each family's decoder (or encoder) layer is
+ * written as, with the module names of its modeling file (hf_layers.c). */
+enum {
+    BLK_DECODER, /* LlamaDecoderLayer and its relatives: model.layers.N.self_attn/mlp */
+    BLK_GPT2,    /* GPT2Block: transformer.h.N.attn.c_attn/mlp.c_fc */
+    BLK_NEOX,    /* GPTNeoXLayer: gpt_neox.layers.N.attention.query_key_value */
+    BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
+};
+enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
+enum {
+    PLACE_PRE,      /* norm before attention and MLP */
+    PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
+    PLACE_POST,     /* BERT: after each residual add */
+};
+enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
+enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
+enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
+enum { WIN_ALL /* every layer slides */, WIN_ALTERNATE /* layer_idx % 2 == 0 slides (gemma2) */ };
+enum { POS_ROPE, POS_LEARNED /* absolute positions (GPT-2, BERT) */, POS_LEARNED_PAD /* RoBERTa: after padding_idx */ };
+enum {
+    HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
+    HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
+    HEAD_CLS,        /* RobertaForSequenceClassification: RobertaClassificationHead */
+};
+
+typedef struct {
+    const char *model_type;
+    const char *config_class;   /* its configuration_*.py, where .keys come from */
+    hf_key keys[K_COUNT];       /* absent: the family has no such key, the value is 0 */
+    /* the block template */
+    unsigned char block, norm, place, attn, mlp, moe, window, pos, head;
+    bool qk_norm;      /* q_norm/k_norm RMSNorm per head (qwen3) */
+    bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
+    bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
+    bool rope_scaling; /* rope_scaling is read and validated */
+    const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
+    const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
+    const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */
+} hf_family;
+
+extern const hf_family vc__hf_families[];
+extern const int vc__hf_nfamilies;
 
 enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST };
 
 typedef struct {
-    int fam;
+    const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
-    double eps, p_embd, p_attn, p_resid, final_cap, attn_cap;
-    bool tie, qkv_bias, o_bias, mlp_bias, qk_norm, parallel;
+    double eps, p_embd, p_attn, p_resid, p_cls, final_cap, attn_cap, rotary;
+    bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
     int act;
     int64_t window;
-    bool window_alt;                   /* gemma2: every other layer */
-    bool eager;                        /* attn_implementation "eager" (gemma2's default) */
+    int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
     int64_t E, K, moe_I, shared_I, sparse_step;
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */

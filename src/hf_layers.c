@@ -83,7 +83,7 @@ static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "hidden_size", (double)a->H);
     num(w, o, "eps", a->eps);
-    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) str(w, o, "variant", "gemma");
+    if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
 }
 
 static void layernorm(wr *w, const arch *a, const char *name, const char *in)
@@ -140,20 +140,20 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     num(w, o, "rotary_dim", (double)a->R);
     if (fused) flag(w, o, "fused_qkv", true);
     flag(w, o, "causal", causal);
-    if (a->qk_norm) {
+    if (a->f->qk_norm) {
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
     }
     if (window > 0) num(w, o, "sliding_window", (double)window);
-    if (a->eager) flag(w, o, "eager", true);
-    if (a->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
+    if (a->f->eager) flag(w, o, "eager", true);
+    if (a->f->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->fam == F_MIXTRAL) return true;
-    if (a->fam != F_QWEN2_MOE || a->E < 1 || (i + 1) % a->sparse_step) return false;
+    if (a->f->moe == MOE_MIXTRAL) return true;
+    if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
     return true;
@@ -166,7 +166,7 @@ static bool layer_is_moe(const arch *a, int64_t i)
  * block) inside the Sequential w->arr. */
 static void decoder_layer(wr *w, const arch *a, int64_t i)
 {
-    bool fused = a->fam == F_PHI3, g2 = a->fam == F_GEMMA2;
+    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
     rmsnorm(w, a, "input_layernorm", NULL);
     if (fused) {
@@ -176,7 +176,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
         linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
         linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        int64_t win = a->window_alt && i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
+        int64_t win = a->f->window == WIN_ALTERNATE && i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
         attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                   "model.rotary_emb", true, win);
     }
@@ -188,7 +188,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     rmsnorm(w, a, g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm", NULL);
     const char *norm = g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm";
     if (layer_is_moe(a, i)) {
-        bool mx = a->fam == F_MIXTRAL;
+        bool mx = a->f->moe == MOE_MIXTRAL;
         cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
         num(w, o, "hidden_size", (double)a->H);
         num(w, o, "intermediate_size", (double)a->moe_I);
@@ -198,7 +198,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         flag(w, o, "norm_topk_prob", a->norm_topk);
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
-    } else if (fused) {
+    } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
         flag(w, o, "fused", true);
@@ -303,7 +303,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
-        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && !a->window_alt) j++;
+        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE) j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
@@ -318,10 +318,10 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
             return;
         }
         wr inner = {w->r, arr, NULL};
-        switch (a->fam) {
-        case F_GPT2: gpt2_block(&inner, a); break;
-        case F_GPT_NEOX: neox_layer(&inner, a); break;
-        case F_BERT: case F_ROBERTA: bert_layer(&inner, a); break;
+        switch (a->f->block) {
+        case BLK_GPT2: gpt2_block(&inner, a); break;
+        case BLK_NEOX: neox_layer(&inner, a); break;
+        case BLK_BERT: bert_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
         i = j;
@@ -352,7 +352,7 @@ static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 static void build_encoder(wr *w, const arch *a)
 {
     cJSON *o;
-    const char *pre = a->fam == F_BERT ? "bert" : "roberta";
+    const char *pre = a->f->prefix;
     char we[64], pe[64], te[64], ln[64], enc[64];
     snprintf(we, sizeof we, "%s.embeddings.word_embeddings", pre);
     snprintf(pe, sizeof pe, "%s.embeddings.position_embeddings", pre);
@@ -371,7 +371,7 @@ static void build_encoder(wr *w, const arch *a)
     ins(w, o, "input", NULL, NULL, NULL);
     num(w, o, "num_embeddings", (double)a->maxpos);
     num(w, o, "embedding_dim", (double)a->H);
-    if (a->fam == F_ROBERTA) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
+    if (a->f->pos == POS_LEARNED_PAD) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
     ins(w, add_layer(w, "Add", "embeddings.sum"), we, te, NULL, NULL); /* inputs_embeds + token_type_embeddings */
     o = add_layer(w, "Add", "embeddings.add_positions");                 /* embeddings += position_embeddings */
     ins(w, o, "embeddings.sum", pe, NULL, NULL);
@@ -382,16 +382,16 @@ static void build_encoder(wr *w, const arch *a)
     o = add_layer(w, "Select", "first_token"); /* hidden_states[:, 0] */
     num(w, o, "dim", 1);
     num(w, o, "index", 0);
-    if (a->fam == F_BERT) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
+    if (a->f->head == HEAD_POOLER_CLS) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
         linear(w, "bert.pooler.dense", NULL, a->H, a->H, true);
         add_layer(w, "Tanh", "bert.pooler.activation");
-        dropout(w, "dropout", a->p_embd);
+        dropout(w, "dropout", a->p_cls);
         linear(w, "classifier", NULL, a->H, a->labels, true);
     } else { /* RobertaClassificationHead (no pooler) */
-        dropout(w, "classifier.dropout1", a->p_embd);
+        dropout(w, "classifier.dropout1", a->p_cls);
         linear(w, "classifier.dense", NULL, a->H, a->H, true);
         add_layer(w, "Tanh", "classifier.tanh");
-        dropout(w, "classifier.dropout2", a->p_embd);
+        dropout(w, "classifier.dropout2", a->p_cls);
         linear(w, "classifier.out_proj", NULL, a->H, a->labels, true);
     }
 }
@@ -399,8 +399,8 @@ static void build_encoder(wr *w, const arch *a)
 static void build_layers(wr *w, const arch *a)
 {
     cJSON *o;
-    switch (a->fam) {
-    case F_GPT2:
+    switch (a->f->block) {
+    case BLK_GPT2:
         embedding(w, a, "transformer.wte");
         o = add_layer(w, "PositionEmbedding", "transformer.wpe");
         ins(w, o, "input", NULL, NULL, NULL);
@@ -413,7 +413,7 @@ static void build_layers(wr *w, const arch *a)
         layernorm(w, a, "transformer.ln_f", NULL);
         lm_head(w, a, "transformer.wte", "lm_head");
         return;
-    case F_GPT_NEOX:
+    case BLK_NEOX:
         embedding(w, a, "gpt_neox.embed_in");
         if (a->R > 0) {
             o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
@@ -425,8 +425,7 @@ static void build_layers(wr *w, const arch *a)
         layernorm(w, a, "gpt_neox.final_layer_norm", NULL);
         lm_head(w, a, "gpt_neox.embed_in", "embed_out");
         return;
-    case F_BERT:
-    case F_ROBERTA:
+    case BLK_BERT:
         build_encoder(w, a);
         return;
     default:
@@ -434,7 +433,7 @@ static void build_layers(wr *w, const arch *a)
     }
     embedding(w, a, "model.embed_tokens");
     const char *first = "model.embed_tokens";
-    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) { /* hidden_states * normalizer (sqrt(hidden_size)) */
+    if (a->f->embed_scale) { /* hidden_states * normalizer (sqrt(hidden_size)) */
         o = add_layer(w, "Scale", "model.embed_scale");
         num(w, o, "factor", sqrt((double)a->H));
         first = "model.embed_scale";
