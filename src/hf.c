@@ -70,49 +70,56 @@ const hf_family vc__hf_families[] = {
               [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0)},
      LLAMA_BLOCK},
     {.model_type = "mistral", .config_class = "MistralConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_WINDOW] = DEF("sliding_window", 0)},
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK},
     {.model_type = "qwen2", .config_class = "Qwen2Config",
      .keys = {LLAMA_KEYS, [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
-              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = DEF("sliding_window", 0)},
-     LLAMA_BLOCK},
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER},
     {.model_type = "qwen3", .config_class = "Qwen3Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
-              [K_O_BIAS] = DEF("attention_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
-              [K_WINDOW] = DEF("sliding_window", 0)},
-     LLAMA_BLOCK, .qk_norm = true},
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = true},
     {.model_type = "gemma", .config_class = "GemmaConfig",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
     {.model_type = "gemma2", .config_class = "Gemma2Config",
-     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
-              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = DEF("sliding_window", 0),
-              [K_FINAL_CAP] = DEF("final_logit_softcapping", 0), [K_ATTN_CAP] = DEF("attn_logit_softcapping", 0)},
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 30.0),
+              [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 50.0), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_ALTERNATE, .embed_scale = true,
      /* Gemma2PreTrainedModel._check_and_enable_sdpa swaps the default sdpa for eager
       * (softcapping): explicit attention weights */
      .eager = true},
     {.model_type = "phi3", .config_class = "Phi3Config",
-     .keys = {LLAMA_KEYS, [K_ROTARY] = DEF("partial_rotary_factor", 1.0), [K_P_RESID] = DEF("resid_pdrop", 0),
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
+              [K_P_RESID] = DEF("resid_pdrop", 0),
               [K_P_EMBD] = DEF("embd_pdrop", 0), [K_WINDOW] = DEF("sliding_window", 0)},
      LLAMA_BLOCK, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED, .lora_targets = "qkv_proj,o_proj,gate_up_proj,down_proj"},
     {.model_type = "mixtral", .config_class = "MixtralConfig",
-     .keys = {LLAMA_KEYS, [K_WINDOW] = DEF("sliding_window", 0), [K_EXPERTS] = REQ("num_local_experts"),
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0), [K_EXPERTS] = REQ("num_local_experts"),
               [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = REQ("intermediate_size"), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MIXTRAL},
     {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig",
-     .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 1), [K_QKV_BIAS] = FIXED(1),
-              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = DEF("sliding_window", 0),
+     .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 5632), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0),
               [K_EXPERTS] = REQ("num_experts"), [K_TOPK] = DEF("num_experts_per_tok", 4),
-              [K_MOE_INTER] = REQ("moe_intermediate_size"), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 0),
+              [K_MOE_INTER] = REQ("moe_intermediate_size"), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
               [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
-     LLAMA_BLOCK, .moe = MOE_QWEN2},
+     LLAMA_BLOCK, .moe = MOE_QWEN2, .window = WIN_ALTERNATE_BELOW},
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
               [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
@@ -215,6 +222,34 @@ void vc_hf_options_init(vc_hf_options *o)
     o->tp = 1;
     o->sp = 0;
 }
+/* The sequence's bounds that the layers enforce per sample, checked here so
+ * that the error names --seq rather than a layer of the model built:
+ * RotaryAttention's heads x seq x seq scores (layers/llm.c attention setup,
+ * 2^56 elements) and the widest output, seq x width (setup.c: 2^56 elements
+ * per sample). */
+static int check_seq(const arch *a, vc_error *err)
+{
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t t;
+    if (__builtin_mul_overflow(a->NH, a->seq, &t) || __builtin_mul_overflow(t, a->seq, &t) || t > lim) {
+        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: the attention scores (%lld heads x %lld x %lld) would have "
+                     "more than 2^56 elements per sample", (long long)a->seq, (long long)a->NH, (long long)a->seq,
+                     (long long)a->seq);
+        return -1;
+    }
+    /* the Linear outputs: the LM head, the hidden size, the (fused) MLP up and attention projections */
+    const int64_t widths[] = {a->V, a->H, a->f->mlp == MLP_GATED_FUSED ? 2 * a->I : a->I,
+                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D};
+    int64_t w = 0;
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) w = widths[i] > w ? widths[i] : w;
+    if (__builtin_mul_overflow(w, a->seq, &t) || t > lim) {
+        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: a layer's output (%lld x %lld) would have more than 2^56 "
+                     "elements per sample", (long long)a->seq, (long long)a->seq, (long long)w);
+        return -1;
+    }
+    return 0;
+}
+
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
 {
     *model = NULL;
@@ -242,6 +277,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
+        return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
+                            "max_position_embeddings (%lld): no position is left for a token",
+                            (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
     /* --loss: the causal LM's loss, a row of src/loss.c's table by its option name */
     bool encoder = a.f->block == BLK_BERT;
     unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
@@ -257,6 +296,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
     const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
@@ -289,7 +329,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
          cJSON_AddStringToObject(m, "loss", loss_name);
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
-    if (ok && a.maxpos > 0 && a.window == 0 && !encoder)
+    bool slides = false;
+    for (int64_t i = 0; i < a.N && !slides; i++) slides = vc__hf_layer_window(&a, i) > 0;
+    if (ok && a.maxpos > 0 && !slides && !encoder)
         ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);

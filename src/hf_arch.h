@@ -28,7 +28,7 @@ enum {
     K_VOCAB, K_HIDDEN, K_LAYERS, K_HEADS, K_KV_HEADS, K_EPS, K_MAXPOS, K_INTER, K_HEAD_DIM, K_ACT, K_TIE,
     K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
-    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_COUNT
+    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -67,7 +67,12 @@ enum {
 enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
 enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
 enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
-enum { WIN_ALL /* every layer slides */, WIN_ALTERNATE /* layer_idx % 2 == 0 slides (gemma2) */ };
+enum {
+    WIN_ALL,             /* every layer slides */
+    WIN_ALTERNATE,       /* layer_idx % 2 == 0 slides (gemma2) */
+    WIN_FROM_LAYER,      /* layers from max_window_layers on slide (Qwen2Config / Qwen3Config layer_types) */
+    WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
+};
 enum { POS_ROPE, POS_LEARNED /* absolute positions (GPT-2, BERT) */, POS_LEARNED_PAD /* RoBERTa: after padding_idx */ };
 enum {
     HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
@@ -101,11 +106,12 @@ typedef struct {
     double eps, p_embd, p_attn, p_resid, p_cls, final_cap, attn_cap, rotary;
     bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
     int act;
-    int64_t window;
+    int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
     int64_t E, K, moe_I, shared_I, sparse_step;
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
+    const cJSON *layer_types;          /* "full_attention" / "sliding_attention" per layer, when the config lists them */
     double imbalance;
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
@@ -130,6 +136,9 @@ typedef struct {
  * their PretrainedConfig defaults, then the products that become tensor
  * sizes checked. -1 with r->err naming the key. */
 int vc__hf_read(rd *r, arch *a);
+/* hf_layers.c: layer i's sliding window (0: full attention), by the config's
+ * layer_types, else the row's pattern. */
+int64_t vc__hf_layer_window(const arch *a, int64_t i);
 /* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_write(rd *r, cJSON *arr, const arch *a);
 

@@ -150,6 +150,20 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
 
+int64_t vc__hf_layer_window(const arch *a, int64_t i)
+{
+    if (a->layer_types) { /* the config's own list (the layer_types its class's __post_init__ would write) */
+        const cJSON *t = cJSON_GetArrayItem(a->layer_types, (int)i);
+        return cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention") ? a->window : 0;
+    }
+    switch (a->f->window) {
+    case WIN_ALTERNATE: return i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
+    case WIN_FROM_LAYER: return i >= a->window_layers ? a->window : 0;
+    case WIN_ALTERNATE_BELOW: return i % 2 == 0 && i < a->window_layers ? a->window : 0;
+    default: return a->window;
+    }
+}
+
 static bool layer_is_moe(const arch *a, int64_t i)
 {
     if (a->f->moe == MOE_MIXTRAL) return true;
@@ -176,7 +190,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
         linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
         linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        int64_t win = a->f->window == WIN_ALTERNATE && i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
+        int64_t win = vc__hf_layer_window(a, i);
         attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                   "model.rotary_emb", true, win);
     }
@@ -303,7 +317,9 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
-        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE) j++;
+        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
+               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i))
+            j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);

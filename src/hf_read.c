@@ -135,7 +135,7 @@ static int read_rope_scaling(rd *r)
 /* ------------------------------------------------------------ the family's keys */
 
 /* The field each key role fills, its type and range (hf_arch.h's K_*). */
-enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS };
+enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES };
 static const struct {
     unsigned char type;
     size_t off;
@@ -158,6 +158,7 @@ static const struct {
     [K_NORM_TOPK] = {T_BOOL, offsetof(arch, norm_topk), 0, 0}, [K_MLP_ONLY] = {T_LIST, offsetof(arch, mlp_only), 0, 0},
     [K_TYPES] = {T_INT, offsetof(arch, types), 1, 0},      [K_LABELS] = {T_LABELS, offsetof(arch, labels), 0, 0},
     [K_P_CLS] = {T_NUM, offsetof(arch, p_cls), 0, 1},      [K_PAD] = {T_INT, offsetof(arch, pos_off), 0, 0},
+    [K_WINDOW_LAYERS] = {T_INT, offsetof(arch, window_layers), 0, 0}, [K_LAYER_TYPES] = {T_TYPES, offsetof(arch, layer_types), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -196,7 +197,7 @@ static int read_key(rd *r, arch *a, int role)
             case T_NUM: *(double *)field = none ? 0 : k->def; return 0;
             case T_BOOL: *(bool *)field = !none && k->def != 0; return 0;
             case T_ACT: break; /* read_act checks the default's name */
-            case T_LIST: *(const cJSON **)field = NULL; return 0;
+            case T_LIST: case T_TYPES: *(const cJSON **)field = NULL; return 0;
             case T_LABELS: *(int64_t *)field = 2; return 0; /* num_labels without id2label */
             }
         }
@@ -210,6 +211,17 @@ static int read_key(rd *r, arch *a, int role)
     case T_LIST: {
         const cJSON *v = key_of(r, key);
         if (!cJSON_IsArray(v)) return bad(r, key, "expected a list of layer indices");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_TYPES: { /* layer_types: one "full_attention" or "sliding_attention" per layer */
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+            return bad(r, key, "expected a list of %lld layer types (\"full_attention\" or \"sliding_attention\")",
+                       (long long)a->N);
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "sliding_attention")))
+                return bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
         *(const cJSON **)field = v;
         return 0;
     }
@@ -229,7 +241,7 @@ static int read_family(rd *r, arch *a)
 {
     const hf_family *f = a->f;
     for (int role = 0; role < K_COUNT; role++) {
-        if (role == K_WINDOW && !a->use_window) continue; /* Qwen2Config: sliding_window if use_sliding_window */
+        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue; /* Qwen2Config: sliding_window if use_sliding_window */
         if (read_key(r, a, role)) return -1;
         if (role == K_KV_HEADS && a->NH % a->KV)
             return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
@@ -256,6 +268,9 @@ static int check_sizes(rd *r, const arch *a)
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
         return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
+    if (__builtin_mul_overflow(a->shared_I, a->H, &t) || __builtin_mul_overflow(t, 3, &t) || t > lim)
+        return bad(r, "shared_expert_intermediate_size", "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
+                   (long long)a->shared_I, (long long)a->H);
     int64_t qk = (a->NH + 2 * a->KV);
     if (__builtin_mul_overflow(qk, a->D, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
         return bad(r, "num_attention_heads", "the attention projections are more than 2^48 elements");
@@ -270,7 +285,30 @@ static int check_sizes(rd *r, const arch *a)
     return 0;
 }
 
+/* "dtype" (transformers v5) and "torch_dtype": the names vc_hf_dtype (hf.c)
+ * turns into the weights' dtype. Another name would be read as no dtype
+ * (--serve's bf16); transformers itself fails on a name torch lacks
+ * (getattr(torch, name) in PreTrainedModel._set_default_dtype). */
+static int check_dtype(rd *r)
+{
+    static const char *const ok[] = {"float32", "float", "float16", "half", "bfloat16"};
+    static const char *const keys[] = {"dtype", "torch_dtype"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *v = key_of(r, keys[k]);
+        if (!v) continue;
+        if (!cJSON_IsString(v)) return bad(r, keys[k], "expected a string such as \"bfloat16\"");
+        bool known = false;
+        for (int i = 0; i < 5; i++) known |= !strcmp(v->valuestring, ok[i]);
+        if (!known) {
+            char e[64];
+            vc_escape(e, sizeof e, v->valuestring);
+            return bad(r, keys[k], "\"%s\" is not a dtype modelled for a checkpoint's weights (float32, float16, bfloat16)", e);
+        }
+    }
+    return 0;
+}
+
 int vc__hf_read(rd *r, arch *a)
 {
-    return read_family(r, a) || check_sizes(r, a) ? -1 : 0;
+    return read_family(r, a) || check_sizes(r, a) || check_dtype(r) ? -1 : 0;
 }

@@ -418,6 +418,174 @@ static void test_tie_after_growth(void **state)
     vc_model_free(m);
 }
 
+/* ------------------------------------------------------------ class defaults
+ * A config without a key gets the default its configuration_*.py class sets
+ * (huggingface/transformers, read at 008e574391258935f3ecc3035c882e73bbcac419:
+ * GemmaConfig / Gemma2Config head_dim = 256, Qwen3Config head_dim = 128,
+ * Gemma2Config sliding_window = 4096, final_logit_softcapping = 30.0,
+ * attn_logit_softcapping = 50.0, MistralConfig sliding_window = 4096,
+ * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, Qwen2MoeConfig
+ * shared_expert_intermediate_size = 5632 and intermediate_size = 5632), and a
+ * null where the class takes None turns the feature off. */
+
+static vc_status load_js(const char *js, const vc_hf_options *o, vc_model **m, vc_error *err)
+{
+    *m = NULL;
+    return vc_model_load_string_hf(js, strlen(js), "config.json", o, m, err);
+}
+
+static int64_t count_of(const char *js)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    vc_status st = load_js(js, NULL, &m, &err);
+    if (st != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    int64_t n = vc_model_parameters(m);
+    vc_model_free(m);
+    return n;
+}
+
+/* occurrences of `needle` in the model JSON a config becomes (--emit-model) */
+static int emitted(const char *js, const char *needle)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
+    int n = 0;
+    for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
+    vc_model_free(m);
+    return n;
+}
+
+#define SIX_KEYS "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":2," \
+                 "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+static void test_class_defaults(void **state)
+{
+    (void)state;
+    /* Gemma without head_dim: 256 (not hidden/heads = 16). GemmaDecoderLayer
+     * (modeling_gemma.py): q_proj 64 x 4*256 = 65,536, k/v_proj 64 x 2*256 =
+     * 32,768 each, o_proj 1024 x 64 = 65,536, gate/up/down 3 x 64 x 128 =
+     * 24,576, two RMSNorms 128: 221,312 per layer, x 2 = 442,624; embed_tokens
+     * 1000 x 64 = 64,000 (lm_head tied: tie_word_embeddings True), norm 64:
+     * 506,688. */
+    assert_int_equal(count_of("{\"model_type\":\"gemma\"," SIX_KEYS "}"), 506688);
+    /* Gemma2: the same with four RMSNorms per layer (256): 221,440 x 2 + 64,064 */
+    static const char g2[] = "{\"model_type\":\"gemma2\"," SIX_KEYS "}";
+    assert_int_equal(count_of(g2), 506944);
+    /* and its sliding window (layer 0 of the two), attention softcap 50 (both
+     * layers, eager) and the final logit softcapping (tanh(logits / 30) * 30) */
+    assert_int_equal(emitted(g2, "\"sliding_window\":\t4096"), 1);
+    assert_int_equal(emitted(g2, "\"softcap\":\t50"), 2);
+    assert_int_equal(emitted(g2, "final_logit_softcapping.tanh"), 1);
+    /* null: None, no window and no softcapping */
+    static const char g2null[] = "{\"model_type\":\"gemma2\"," SIX_KEYS ",\"sliding_window\":null,"
+                                 "\"final_logit_softcapping\":null,\"attn_logit_softcapping\":null}";
+    assert_int_equal(emitted(g2null, "sliding_window"), 0);
+    assert_int_equal(emitted(g2null, "softcap"), 0);
+    /* Qwen3 without head_dim: 128. Qwen3Attention: q_proj 64 x 512 = 32,768,
+     * k/v_proj 64 x 256 = 16,384 each, o_proj 32,768, q_norm/k_norm 128 each,
+     * MLP 24,576, norms 128: 123,264 per layer, x 2 = 246,528; embed_tokens and
+     * the untied lm_head 64,000 each, norm 64: 374,592. */
+    assert_int_equal(count_of("{\"model_type\":\"qwen3\"," SIX_KEYS "}"), 374592);
+    /* Mistral without sliding_window: 4096 (no max_positions then: the window
+     * bounds what attention sees); null: none, and max_position_embeddings
+     * (MistralConfig: 4096 * 32) bounds generation */
+    assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS "}", "\"sliding_window\":\t4096"), 1); /* one run of two */
+    assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null,"
+                             "\"max_position_embeddings\":131072}", "sliding_window"), 0);
+    /* Mixtral: head_dim read (MixtralConfig.head_dim; MixtralAttention takes
+     * getattr(config, "head_dim", None) or hidden // heads), rms_norm_eps 1e-5.
+     * One layer, 2 experts: q 64 x 128 = 8,192, k/v 64 x 64 = 4,096 each,
+     * o 8,192, norms 128, router 64 x 2 = 128, experts 2 x 3 x 64 x 128 =
+     * 49,152: 73,984; embed + lm_head + norm 128,064: 202,048. Without
+     * head_dim (16): q/o 4,096, k/v 2,048: 61,696 + 128,064 = 189,760. */
+    static const char mx[] = "{\"model_type\":\"mixtral\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                             "\"num_local_experts\":2";
+    char js[600];
+    snprintf(js, sizeof js, "%s,\"head_dim\":32}", mx);
+    assert_int_equal(count_of(js), 202048);
+    snprintf(js, sizeof js, "%s}", mx);
+    assert_int_equal(count_of(js), 189760);
+    assert_int_equal(emitted(js, "\"eps\":\t1e-05"), 3);
+    /* Qwen2-MoE without shared_expert_intermediate_size: 5632. One layer, 4
+     * experts of 32: q/k/v 64 x 64 + bias 64 each = 12,480, o 4,096, norms
+     * 128, router 64 x 4 = 256, experts 4 x 3 x 64 x 32 = 24,576, shared
+     * expert 3 x 64 x 5632 = 1,081,344, shared_expert_gate 64 x 1 = 64:
+     * 1,122,944; embed + lm_head + norm 128,064: 1,251,008. (The flagship
+     * tests/data/hf/qwen1.5-moe-a2.7b.json without the key gives its published
+     * 14,315,784,192 too: its value is the default.) */
+    assert_int_equal(count_of("{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                              "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                              "\"moe_intermediate_size\":32}"),
+                     1251008);
+    /* Qwen2 with use_sliding_window: layer_types slide from max_window_layers
+     * on (Qwen2Config.__post_init__): layers 2 and 3 of 4, one run of two */
+    static const char q2[] = "{\"model_type\":\"qwen2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"use_sliding_window\":true,"
+                             "\"sliding_window\":512,\"max_window_layers\":2";
+    snprintf(js, sizeof js, "%s}", q2);
+    assert_int_equal(emitted(js, "\"sliding_window\":\t512"), 1);
+    assert_int_equal(emitted(js, "\"repeat\":\t2"), 2);
+    /* the config's own layer_types: layers 0 and 2 */
+    snprintf(js, sizeof js, "%s,\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\","
+             "\"full_attention\"]}", q2);
+    assert_int_equal(emitted(js, "\"sliding_window\":\t512"), 2);
+}
+
+/* Values the runtime refuses, refused naming the key or the option. */
+static void test_config_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *js;
+        const char *path;
+        vc_status code;
+    } cases[] = {
+        /* RoBERTa's position ids start at padding_idx + 1 (modeling_roberta.py
+         * create_position_ids_from_input_ids: cumsum(mask) + padding_idx): with
+         * pad_token_id 600 and 514 positions none is left */
+        {"{\"model_type\":\"roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"pad_token_id\":600}",
+         "pad_token_id", VC_ERR_MODEL},
+        /* no torch dtype of that name */
+        {"{\"model_type\":\"llama\"," SIX_KEYS ",\"torch_dtype\":\"float8_e4m3\"}", "torch_dtype", VC_ERR_MODEL},
+        {"{\"model_type\":\"llama\"," SIX_KEYS ",\"dtype\":5}", "dtype", VC_ERR_MODEL},
+        /* bounded like intermediate_size: 3 x 2^40 x 2048 weights, more than 2^48 */
+        {"{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":2048,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"
+         "\"shared_expert_intermediate_size\":1099511627776}",
+         "shared_expert_intermediate_size", VC_ERR_MODEL},
+        {"{\"model_type\":\"qwen3\"," SIX_KEYS ",\"layer_types\":[\"full_attention\"]}", "layer_types", VC_ERR_MODEL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(cases[i].js, NULL, &m, &err), cases[i].code);
+        assert_null(m);
+        assert_string_equal(err.path, cases[i].path);
+    }
+    /* pad_token_id 1 (the default) leaves 512 of the 514 positions */
+    assert_int_equal(count_of("{\"model_type\":\"roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                              "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514}") > 0,
+                     1);
+    /* --seq 2^40: the attention scores' 2^56 elements per sample (layers/llm.c),
+     * named as the option, not as a layer of the model built */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.seq = INT64_C(1) << 40;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--seq");
+    assert_null(strstr(err.msg, "layers["));
+    /* the largest that passes the bound: 32 heads x 2^25 x 2^25 = 2^55 */
+    o.seq = INT64_C(1) << 25;
+    assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_OK);
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,7 +593,8 @@ int main(void)
         cmocka_unit_test(test_seq),              cmocka_unit_test(test_moe_imbalance),
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
-        cmocka_unit_test(test_tie_after_growth),
+        cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
+        cmocka_unit_test(test_config_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
