@@ -83,7 +83,7 @@ const hf_family vc__hf_families[] = {
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
-     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = true},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
     {.model_type = "gemma", .config_class = "GemmaConfig",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
@@ -139,6 +139,31 @@ const hf_family vc__hf_families[] = {
               [K_ROTARY] = DEF("rotary_pct", 0.25), [K_PARALLEL] = DEF("use_parallel_residual", 1)},
      .block = BLK_NEOX, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .rope_scaling = true, .lora_targets = "query_key_value"},
+    /* SmolLM3Config (the class's defaults are HuggingFaceTB/SmolLM3-3B): a
+     * LlamaDecoderLayer whose NoPE layers skip apply_rotary_pos_emb
+     * (SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx]) */
+    {.model_type = "smollm3", .config_class = "SmolLM3Config",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0), [K_LAYER_TYPES] = DEF("layer_types", 0),
+              [K_NOPE_LAYERS] = DEF("no_rope_layers", 0), [K_NOPE_INTERVAL] = DEF("no_rope_layer_interval", 4)},
+     LLAMA_BLOCK, .window = WIN_NOPE, .nope = true},
+    /* GraniteConfig: LlamaDecoderLayer with the muP multipliers
+     * (modular_granite.py; attention_multiplier is the softmax scale: no
+     * tensor of its own) */
+    {.model_type = "granite", .config_class = "GraniteConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
+              [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
+              [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0)},
+     LLAMA_BLOCK, .mup = true},
+    /* Olmo2Config: RMSNorm after attention and after the MLP, none before;
+     * q_norm / k_norm over the whole q / k projection (modular_olmo2.py) */
+    {.model_type = "olmo2", .config_class = "Olmo2Config",
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE},
 #define BERT_KEYS                                                                                              \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
@@ -183,7 +208,7 @@ static const hf_family *family_of(const cJSON *cfg)
 const char *vc_hf_lora_targets(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f ? f->lora_targets : "";
+    return f && f->lora_targets ? f->lora_targets : ""; /* none: PEFT's mapping lacks the model_type */
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads

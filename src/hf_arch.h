@@ -28,7 +28,8 @@ enum {
     K_VOCAB, K_HIDDEN, K_LAYERS, K_HEADS, K_KV_HEADS, K_EPS, K_MAXPOS, K_INTER, K_HEAD_DIM, K_ACT, K_TIE,
     K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
-    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES, K_COUNT
+    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
+    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -63,7 +64,9 @@ enum {
     PLACE_PRE,      /* norm before attention and MLP */
     PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
     PLACE_POST,     /* BERT: after each residual add */
+    PLACE_SUBLAYER, /* olmo2: after attention and MLP, before the residual add, none before */
 };
+enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
 enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
 enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
 enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
@@ -72,6 +75,7 @@ enum {
     WIN_ALTERNATE,       /* layer_idx % 2 == 0 slides (gemma2) */
     WIN_FROM_LAYER,      /* layers from max_window_layers on slide (Qwen2Config / Qwen3Config layer_types) */
     WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
+    WIN_NOPE,            /* the NoPE layers slide (SmolLM3Config layer_types) */
 };
 enum { POS_ROPE, POS_LEARNED /* absolute positions (GPT-2, BERT) */, POS_LEARNED_PAD /* RoBERTa: after padding_idx */ };
 enum {
@@ -86,7 +90,9 @@ typedef struct {
     hf_key keys[K_COUNT];       /* absent: the family has no such key, the value is 0 */
     /* the block template */
     unsigned char block, norm, place, attn, mlp, moe, window, pos, head;
-    bool qk_norm;      /* q_norm/k_norm RMSNorm per head (qwen3) */
+    unsigned char qk_norm; /* QK_*: q_norm / k_norm */
+    bool nope;         /* NoPE layers: no_rope_layers, or one every no_rope_layer_interval (smollm3) */
+    bool mup;          /* embedding_multiplier, residual_multiplier, logits_scaling (granite) */
     bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
     bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
     bool rope_scaling; /* rope_scaling is read and validated */
@@ -104,6 +110,9 @@ typedef struct {
     const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
     double eps, p_embd, p_attn, p_resid, p_cls, final_cap, attn_cap, rotary;
+    double emb_mult, resid_mult, logits_scale; /* granite */
+    const cJSON *no_rope;              /* smollm3: no_rope_layers (1: rotary) */
+    int64_t nope_interval;             /* smollm3: no_rope_layer_interval */
     bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
     int act;
     int64_t window, window_layers;
@@ -118,7 +127,9 @@ typedef struct {
 } arch;
 
 /* The supported model_types, as the errors list them. */
-#define FAMILIES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta"
+#define FAMILIES                                                                                                  \
+    "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
+    "granite, olmo2"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -139,6 +150,8 @@ int vc__hf_read(rd *r, arch *a);
 /* hf_layers.c: layer i's sliding window (0: full attention), by the config's
  * layer_types, else the row's pattern. */
 int64_t vc__hf_layer_window(const arch *a, int64_t i);
+/* hf_layers.c: whether layer i applies the rotary embedding (false: a NoPE layer). */
+bool vc__hf_layer_rope(const arch *a, int64_t i);
 /* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_write(rd *r, cJSON *arr, const arch *a);
 

@@ -132,17 +132,19 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
 {
     cJSON *o = add_layer(w, "RotaryAttention", name);
     if (a->R == 0) rope = NULL; /* rotary_pct / partial_rotary_factor 0: no rotary embedding */
+    /* (rope NULL with a->R > 0: a NoPE layer, SmolLM3's use_rope 0) */
     if (fused) ins(w, o, q, rope, NULL, NULL);
     else ins(w, o, q, k, v, rope);
     num(w, o, "num_heads", (double)a->NH);
     num(w, o, "num_kv_heads", (double)a->KV);
     num(w, o, "head_dim", (double)a->D);
-    num(w, o, "rotary_dim", (double)a->R);
+    num(w, o, "rotary_dim", rope ? (double)a->R : 0);
     if (fused) flag(w, o, "fused_qkv", true);
     flag(w, o, "causal", causal);
     if (a->f->qk_norm) {
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
+        if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
     }
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (a->f->eager) flag(w, o, "eager", true);
@@ -160,8 +162,16 @@ int64_t vc__hf_layer_window(const arch *a, int64_t i)
     case WIN_ALTERNATE: return i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
     case WIN_FROM_LAYER: return i >= a->window_layers ? a->window : 0;
     case WIN_ALTERNATE_BELOW: return i % 2 == 0 && i < a->window_layers ? a->window : 0;
+    case WIN_NOPE: return vc__hf_layer_rope(a, i) ? 0 : a->window;
     default: return a->window;
     }
+}
+
+bool vc__hf_layer_rope(const arch *a, int64_t i)
+{
+    if (!a->f->nope) return true;
+    if (a->no_rope) return cJSON_GetArrayItem(a->no_rope, (int)i)->valuedouble != 0; /* no_rope_layers[i]: use_rope */
+    return (i + 1) % a->nope_interval != 0; /* SmolLM3Config: int((layer_idx + 1) % no_rope_layer_interval != 0) */
 }
 
 static bool layer_is_moe(const arch *a, int64_t i)
@@ -173,34 +183,49 @@ static bool layer_is_moe(const arch *a, int64_t i)
     return true;
 }
 
+/* residual + hidden_states (GraniteDecoderLayer: residual + hidden_states *
+ * residual_multiplier, the product a new tensor) */
+static void residual_add(wr *w, const arch *a, const char *name, const char *residual, const char *scale_name)
+{
+    if (a->f->mup) {
+        cJSON *o = add_layer(w, "Scale", scale_name);
+        num(w, o, "factor", a->resid_mult);
+    }
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", name), residual, prev, NULL, NULL);
+}
+
 /* One LlamaDecoderLayer (and its relatives: MistralDecoderLayer,
  * Qwen2/Qwen3DecoderLayer, GemmaDecoderLayer, Gemma2DecoderLayer with its
  * four norms, Phi3DecoderLayer with fused projections and residual
  * dropouts, MixtralDecoderLayer / Qwen2MoeDecoderLayer with the sparse MoE
- * block) inside the Sequential w->arr. */
+ * block, SmolLM3DecoderLayer with its NoPE layers, GraniteDecoderLayer with
+ * residual_multiplier, Olmo2DecoderLayer with its norms after attention and
+ * MLP and none before) inside the Sequential w->arr. */
 static void decoder_layer(wr *w, const arch *a, int64_t i)
 {
-    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH;
+    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH, post = a->f->place == PLACE_SUBLAYER;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
-    rmsnorm(w, a, "input_layernorm", NULL);
+    const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
+    const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
+    if (!post) rmsnorm(w, a, "input_layernorm", NULL);
     if (fused) {
         linear(w, "self_attn.qkv_proj", NULL, a->H, q + 2 * kv, false);
-        attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, "model.rotary_emb", true, a->window);
+        attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, rope, true,
+                  vc__hf_layer_window(a, i));
     } else {
         linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
-        linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        int64_t win = vc__hf_layer_window(a, i);
-        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                  "model.rotary_emb", true, win);
+        linear(w, "self_attn.k_proj", in, a->H, kv, a->qkv_bias);
+        linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
+        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", rope,
+                  true, vc__hf_layer_window(a, i));
     }
     linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
-    if (g2) rmsnorm(w, a, "post_attention_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
-    const char *prev = w->last;
-    ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL); /* residual + hidden_states */
-    rmsnorm(w, a, g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm", NULL);
-    const char *norm = g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+    residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
+    const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
+    if (!post) rmsnorm(w, a, norm, NULL);
     if (layer_is_moe(a, i)) {
         bool mx = a->f->moe == MOE_MIXTRAL;
         cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
@@ -230,10 +255,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
-    if (g2) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
     dropout(w, "resid_mlp_dropout", a->p_resid);
-    prev = w->last;
-    ins(w, add_layer(w, "Add", "mlp_residual"), "attn_residual", prev, NULL, NULL);
+    residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }
 
 /* GPT2Block.forward: ln_1, attn (c_attn split into q, k, v; sdpa with
@@ -318,7 +342,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
         while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
-               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i))
+               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
@@ -353,6 +377,10 @@ static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 {
     cJSON *o = linear(w, name, NULL, a->H, a->V, false);
     if (a->tie) str(w, o, "tie", emb);
+    if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
+        cJSON *s = add_layer(w, "Scale", "logits_scaling");
+        num(w, s, "factor", 1.0 / a->logits_scale);
+    }
     if (a->final_cap > 0) { /* Gemma2ForCausalLM: logits / cap; tanh; * cap */
         cJSON *s = add_layer(w, "Scale", "final_logit_softcapping.div");
         num(w, s, "factor", 1.0 / a->final_cap);
@@ -453,6 +481,11 @@ static void build_layers(wr *w, const arch *a)
         o = add_layer(w, "Scale", "model.embed_scale");
         num(w, o, "factor", sqrt((double)a->H));
         first = "model.embed_scale";
+    }
+    if (a->f->mup) { /* GraniteModel: inputs_embeds * self.embedding_multiplier */
+        o = add_layer(w, "Scale", "model.embedding_multiplier");
+        num(w, o, "factor", a->emb_mult);
+        first = "model.embedding_multiplier";
     }
     dropout(w, "model.embed_dropout", a->p_embd); /* Phi3Model.embed_dropout */
     if (a->p_embd > 0) first = "model.embed_dropout";

@@ -135,7 +135,7 @@ static int read_rope_scaling(rd *r)
 /* ------------------------------------------------------------ the family's keys */
 
 /* The field each key role fills, its type and range (hf_arch.h's K_*). */
-enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES };
+enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES, T_FLAGS };
 static const struct {
     unsigned char type;
     size_t off;
@@ -159,6 +159,9 @@ static const struct {
     [K_TYPES] = {T_INT, offsetof(arch, types), 1, 0},      [K_LABELS] = {T_LABELS, offsetof(arch, labels), 0, 0},
     [K_P_CLS] = {T_NUM, offsetof(arch, p_cls), 0, 1},      [K_PAD] = {T_INT, offsetof(arch, pos_off), 0, 0},
     [K_WINDOW_LAYERS] = {T_INT, offsetof(arch, window_layers), 0, 0}, [K_LAYER_TYPES] = {T_TYPES, offsetof(arch, layer_types), 0, 0},
+    [K_NOPE_LAYERS] = {T_FLAGS, offsetof(arch, no_rope), 0, 0}, [K_NOPE_INTERVAL] = {T_INT, offsetof(arch, nope_interval), 1, 0},
+    [K_EMB_MULT] = {T_NUM, offsetof(arch, emb_mult), 0, 1e9}, [K_RESID_MULT] = {T_NUM, offsetof(arch, resid_mult), 0, 1e9},
+    [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -197,7 +200,7 @@ static int read_key(rd *r, arch *a, int role)
             case T_NUM: *(double *)field = none ? 0 : k->def; return 0;
             case T_BOOL: *(bool *)field = !none && k->def != 0; return 0;
             case T_ACT: break; /* read_act checks the default's name */
-            case T_LIST: case T_TYPES: *(const cJSON **)field = NULL; return 0;
+            case T_LIST: case T_TYPES: case T_FLAGS: *(const cJSON **)field = NULL; return 0;
             case T_LABELS: *(int64_t *)field = 2; return 0; /* num_labels without id2label */
             }
         }
@@ -222,6 +225,16 @@ static int read_key(rd *r, arch *a, int role)
         for (const cJSON *e = v->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "sliding_attention")))
                 return bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_FLAGS: { /* no_rope_layers: 1 (rotary) or 0 (NoPE) for at least every layer */
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < a->N)
+            return bad(r, key, "expected a list of 0 or 1 for each of the %lld layers", (long long)a->N);
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
+                return bad(r, key, "expected 1 (rotary) or 0 (no rotary) for each layer");
         *(const cJSON **)field = v;
         return 0;
     }

@@ -66,6 +66,11 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
                                 tp_split[i].key, (long long)*v);
         *v /= t;
     }
+    /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
+     * spans the whole projection); Megatron's layer spec has no such norm */
+    if (a->f->qk_norm == QK_WHOLE)
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
+                            "split is not modelled", a->f->model_type);
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;

@@ -30,6 +30,22 @@
  *        46,702,792,704 (46.7B); Qwen1.5-MoE-A2.7B 14,315,784,192 (14.3B);
  *        gpt-neox-20b 20,554,567,680 (20.6B); roberta-base RobertaModel
  *        with pooler 124,645,632 (125M).
+ *      the near-llama rows (tests/data/hf/ transcriptions; no Hub access
+ *      here either), each count the Hub's safetensors total as public
+ *      records of the Hub quote it, and equal to the sum of the module
+ *      shapes listed beside the config in a public dump of the checkpoints'
+ *      parameter shapes and config.json files:
+ *      - SmolLM3-3B 3,075,098,624 (the Hub's model.safetensors.index.json
+ *        total_parameters; 3.08B in the SmolLM3 blog's training
+ *        configuration). The config: SmolLM3Config's defaults, which its
+ *        class declares are HuggingFaceTB/SmolLM3-3B (transformers
+ *        configuration_smollm3.py at 008e5743), with the blog's 64k context
+ *        (max_position_embeddings 65536, rope_theta 5e6) and no_rope_layers
+ *        as the class computes it (every 4th layer NoPE);
+ *      - granite-3.3-8b-instruct 8,170,864,640 and OLMo-2-1124-7B(-Instruct)
+ *        7,298,617,344 (the Hub API's safetensors.total): the configs are the
+ *        checkpoints' config.json as the dump prints them (8.17B and 7.3B on
+ *        the model pages).
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -83,6 +99,9 @@ static const flagship flagships[] = {
     {"pythia-1.4b.json", INT64_C(1414647808), 0},
     {"bert-base-uncased.json", INT64_C(109482240), 768 * 2 + 2},
     {"roberta-base.json", INT64_C(124645632), 768 * 2 + 2},
+    {"smollm3-3b.json", INT64_C(3075098624), 0},
+    {"granite-3.3-8b-instruct.json", INT64_C(8170864640), 0},
+    {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -135,7 +154,8 @@ static void test_emit_roundtrip(void **state)
 {
     (void)state;
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
-                                        "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json"};
+                                        "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
+                                        "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -586,6 +606,60 @@ static void test_config_refusals(void **state)
     vc_model_free(m);
 }
 
+/* The near-llama rows on a small config (vocab 1000, hidden 64, MLP 128,
+ * 4 layers, 4 heads of 16, 2 kv heads), counts by hand from the modeling
+ * source. A LlamaDecoderLayer here: q 64 x 64 = 4,096, k/v 64 x 32 = 2,048
+ * each, o 4,096, gate/up/down 3 x 64 x 128 = 24,576, two RMSNorms 128:
+ * 36,992 per layer, 147,968 for four. */
+static void test_near_llama(void **state)
+{
+    (void)state;
+#define SMALL "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":4," \
+              "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+    /* SmolLM3: tied (SmolLM3Config.tie_word_embeddings True): 147,968 +
+     * embed 64,000 + norm 64 = 212,032. Layer 3 (the 4th) is NoPE
+     * (no_rope_layer_interval 4): its attention has no rope input, and the
+     * stack runs as three rotary layers then one NoPE layer. */
+    static const char sm[] = "{\"model_type\":\"smollm3\"," SMALL "}";
+    assert_int_equal(count_of(sm), 212032);
+    assert_int_equal(emitted(sm, "\"rotary_dim\":\t0"), 1);
+    assert_int_equal(emitted(sm, "\"repeat\":\t3"), 1);
+    /* no_rope_layers given: layers 0 and 2 NoPE, no two alike in a row */
+    assert_int_equal(emitted("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[0,1,0,1]}", "\"rotary_dim\":\t0"), 2);
+    /* and with use_sliding_window, the NoPE layers slide (SmolLM3Config layer_types) */
+    assert_int_equal(emitted("{\"model_type\":\"smollm3\"," SMALL ",\"use_sliding_window\":true,\"sliding_window\":256}",
+                             "\"sliding_window\":\t256"), 1);
+    /* Granite: untied, 147,968 + 2 x 64,000 + 64 = 276,032; the multipliers
+     * are Scale layers (no parameters): embeddings x 12, each residual
+     * branch x 0.22 (two per layer, one run of four layers), logits / 16 */
+    static const char gr[] = "{\"model_type\":\"granite\"," SMALL ",\"embedding_multiplier\":12.0,"
+                             "\"residual_multiplier\":0.22,\"logits_scaling\":16.0}";
+    assert_int_equal(count_of(gr), 276032);
+    assert_int_equal(emitted(gr, "\"factor\":\t12"), 1);
+    assert_int_equal(emitted(gr, "\"factor\":\t0.22"), 2);
+    assert_int_equal(emitted(gr, "\"factor\":\t0.0625"), 1);
+    /* OLMo 2: no input_layernorm, post_attention_layernorm and
+     * post_feedforward_layernorm (128), q_norm over 4 x 16 = 64 and k_norm
+     * over 2 x 16 = 32 features (Olmo2Attention): 37,088 per layer, 148,352;
+     * + 2 x 64,000 + 64 = 276,416 */
+    static const char ol[] = "{\"model_type\":\"olmo2\"," SMALL "}";
+    assert_int_equal(count_of(ol), 276416);
+    assert_int_equal(emitted(ol, "input_layernorm"), 0);
+    assert_int_equal(emitted(ol, "\"qk_norm_whole\":\ttrue"), 1);
+    /* its tensor-parallel split is refused (Olmo2Config's tp plan replicates q/k/v) */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.tp = 2;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(ol, &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+    /* a bad no_rope_layers names the key */
+    assert_int_equal(load_js("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[1,1]}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "no_rope_layers");
+#undef SMALL
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -594,7 +668,7 @@ int main(void)
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
-        cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
