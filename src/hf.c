@@ -164,6 +164,18 @@ const hf_family vc__hf_families[] = {
      .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE},
+    /* GPTBigCodeConfig: GPT-2's block with multi-query attention (c_attn
+     * [H, H + 2 head_dim]) and nn.Linear projections */
+    {.model_type = "gpt_bigcode", .config_class = "GPTBigCodeConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
+              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_pytorch_tanh"),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
+              [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1),
+              [K_MULTI_QUERY] = DEF("multi_query", 1)},
+     .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .lora_targets = "c_attn"},
 #define BERT_KEYS                                                                                              \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \

@@ -29,7 +29,7 @@ enum {
     K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
-    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_COUNT
+    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -114,6 +114,7 @@ typedef struct {
     const cJSON *no_rope;              /* smollm3: no_rope_layers (1: rotary) */
     int64_t nope_interval;             /* smollm3: no_rope_layer_interval */
     bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
+    bool mqa;                          /* gpt_bigcode: multi_query, one kv head */
     int act;
     int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
@@ -129,7 +130,7 @@ typedef struct {
 /* The supported model_types, as the errors list them. */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2"
+    "granite, olmo2, gpt_bigcode"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -260,7 +260,8 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }
 
-/* GPT2Block.forward: ln_1, attn (c_attn split into q, k, v; sdpa with
+/* GPT2Block.forward (GPTBigCodeBlock.forward alike, with nn.Linear and one
+ * kv head under multi_query): ln_1, attn (c_attn split into q, k, v; sdpa with
  * attn_pdrop; c_proj; resid_dropout), + residual, ln_2, mlp (c_fc, act,
  * c_proj, dropout), + residual. GPT-2's Conv1D keeps its weight as
  * [in, out] and computes addmm(bias, x, weight): the same tensors as a
@@ -268,8 +269,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
 static void gpt2_block(wr *w, const arch *a)
 {
     layernorm(w, a, "ln_1", NULL);
-    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
-    linear(w, "attn.c_attn", NULL, a->H, 3 * q, true);
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    /* GPT2Attention: c_attn [H, 3H]; GPTBigCodeAttention: [H, H + 2 kv_dim], kv_dim one head's with multi_query */
+    linear(w, "attn.c_attn", NULL, a->H, q + 2 * kv, true);
     attn_core(w, a, "attn.attention", true, "attn.c_attn", NULL, NULL, NULL, true, 0);
     linear(w, "attn.c_proj", NULL, q, a->H, true);
     dropout(w, "attn.resid_dropout", a->p_resid);

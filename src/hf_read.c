@@ -161,7 +161,7 @@ static const struct {
     [K_WINDOW_LAYERS] = {T_INT, offsetof(arch, window_layers), 0, 0}, [K_LAYER_TYPES] = {T_TYPES, offsetof(arch, layer_types), 0, 0},
     [K_NOPE_LAYERS] = {T_FLAGS, offsetof(arch, no_rope), 0, 0}, [K_NOPE_INTERVAL] = {T_INT, offsetof(arch, nope_interval), 1, 0},
     [K_EMB_MULT] = {T_NUM, offsetof(arch, emb_mult), 0, 1e9}, [K_RESID_MULT] = {T_NUM, offsetof(arch, resid_mult), 0, 1e9},
-    [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9},
+    [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9}, [K_MULTI_QUERY] = {T_BOOL, offsetof(arch, mqa), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -265,6 +265,7 @@ static int read_family(rd *r, arch *a)
      * int(head_dim * partial_rotary_factor) rounded down to even (Phi3,
      * GPT-NeoX's rotary_ndims) */
     a->R = !f->keys[K_ROTARY].key ? (f->keys[K_ROTARY].def > 0 ? a->D : 0) : (int64_t)((double)a->D * a->rotary) / 2 * 2;
+    if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)
         return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);

@@ -40,16 +40,18 @@
 
 #define MEG_VOCAB_DIVISIBLE_BY 128 /* arguments.py --make-vocab-size-divisible-by default */
 
-/* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. */
+/* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. The
+ * error names the family's key for the width (the row's), else .key. */
 static const struct {
     size_t off;
+    int role;
     const char *key;
 } tp_split[] = {
-    {offsetof(arch, NH), "num_attention_heads"},
-    {offsetof(arch, KV), "num_key_value_heads"},
-    {offsetof(arch, I), "intermediate_size"},
-    {offsetof(arch, moe_I), "moe_intermediate_size"},
-    {offsetof(arch, shared_I), "shared_expert_intermediate_size"},
+    {offsetof(arch, NH), K_HEADS, "num_attention_heads"},
+    {offsetof(arch, KV), K_KV_HEADS, "num_key_value_heads"},
+    {offsetof(arch, I), K_INTER, "intermediate_size"},
+    {offsetof(arch, moe_I), K_MOE_INTER, "moe_intermediate_size"},
+    {offsetof(arch, shared_I), K_SHARED_INTER, "shared_expert_intermediate_size"},
 };
 
 int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
@@ -61,9 +63,13 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
+        const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
+        if (*v % t && tp_split[i].role == K_KV_HEADS && a->mqa)
+            return vc_set_error(err, VC_ERR_USAGE, "--tp", "multi_query keeps one kv head, which %lld tensor-parallel ranks "
+                                "do not divide", (long long)t);
         if (*v % t)
             return vc_set_error(err, VC_ERR_USAGE, "--tp", "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
-                                tp_split[i].key, (long long)*v);
+                                key, (long long)*v);
         *v /= t;
     }
     /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm

@@ -45,7 +45,16 @@
  *      - granite-3.3-8b-instruct 8,170,864,640 and OLMo-2-1124-7B(-Instruct)
  *        7,298,617,344 (the Hub API's safetensors.total): the configs are the
  *        checkpoints' config.json as the dump prints them (8.17B and 7.3B on
- *        the model pages).
+ *        the model pages);
+ *      - StarCoder (gpt_bigcode) 15,517,456,384: 15.5B in its model card;
+ *        the exact figure as public tables record it for the StarCoder-15B
+ *        architecture (the MultiPL-T StarCoder-15B fine-tunes), equal to the
+ *        sum of GPTBigCodeBlock's module shapes. The config: the keys
+ *        Cerebras' modelzoo StarCoder converter writes for the HF
+ *        checkpoint (n_embd 6144, n_head 48, n_layer 40, n_inner 24576,
+ *        n_positions 8192, vocab 49152, multi_query, tied, dropouts 0), the
+ *        rest GPTBigCodeConfig's defaults (activation gelu_pytorch_tanh,
+ *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98).
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -102,6 +111,7 @@ static const flagship flagships[] = {
     {"smollm3-3b.json", INT64_C(3075098624), 0},
     {"granite-3.3-8b-instruct.json", INT64_C(8170864640), 0},
     {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
+    {"starcoder.json", INT64_C(15517456384), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -155,7 +165,8 @@ static void test_emit_roundtrip(void **state)
     (void)state;
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
-                                        "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json"};
+                                        "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
+                                        "starcoder.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -657,6 +668,20 @@ static void test_near_llama(void **state)
     /* a bad no_rope_layers names the key */
     assert_int_equal(load_js("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[1,1]}", NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "no_rope_layers");
+    /* GPTBigCode (GPT-2's block, nn.Linear): vocab 1000, n_embd 64, 2 layers,
+     * 4 heads of 16, 128 positions, n_inner 4 x 64 = 256. multi_query (the
+     * default): c_attn 64 x (64 + 2 x 16) + 96 = 6,240, c_proj 4,160, ln_1
+     * and ln_2 256, c_fc 64 x 256 + 256 = 16,640, c_proj 16,448: 43,744 per
+     * layer, 87,488; wte 64,000 (lm_head tied), wpe 8,192, ln_f 128: 159,808.
+     * Without: c_attn 64 x 192 + 192 = 12,480, 172,288 in all. */
+    static const char bc[] = "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":1000,\"n_embd\":64,\"n_layer\":2,"
+                             "\"n_head\":4,\"n_positions\":128";
+    char js[300];
+    snprintf(js, sizeof js, "%s}", bc);
+    assert_int_equal(count_of(js), 159808);
+    assert_int_equal(emitted(js, "\"num_kv_heads\":\t1,"), 1);
+    snprintf(js, sizeof js, "%s,\"multi_query\":false}", bc);
+    assert_int_equal(count_of(js), 172288);
 #undef SMALL
 }
 
