@@ -176,6 +176,18 @@ const hf_family vc__hf_families[] = {
               [K_MULTI_QUERY] = DEF("multi_query", 1)},
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
+    /* OPTConfig: pre-LayerNorm decoder with learned positions (offset 2), ReLU MLP (fc1, fc2), biases */
+    {.model_type = "opt", .config_class = "OPTConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
+              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("ffn_dim"), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "relu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("enable_bias", 1), [K_O_BIAS] = DEF("enable_bias", 1), [K_MLP_BIAS] = DEF("enable_bias", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_PROJ_DIM] = {.key = "word_embed_proj_dim", .how = D_HIDDEN}, [K_NORM_BEFORE] = DEF("do_layer_norm_before", 1),
+              [K_NORM_AFFINE] = DEF("layer_norm_elementwise_affine", 1)},
+     .block = BLK_OPT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED_OPT,
+     .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
 #define BERT_KEYS                                                                                              \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
@@ -307,7 +319,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.ckpt = o && o->checkpoint;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
-    int64_t npos = a.f->pos == POS_LEARNED ? a.maxpos : a.f->pos == POS_LEARNED_PAD ? a.maxpos - a.pos_off : 0;
+    int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
+                   : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
+                                                                      : 0;
     a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
     if (!(o && o->seq > 0) && npos > 0 && npos < a.seq) a.seq = npos;
     if (npos > 0 && a.seq > npos)

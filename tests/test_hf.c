@@ -54,7 +54,13 @@
  *        checkpoint (n_embd 6144, n_head 48, n_layer 40, n_inner 24576,
  *        n_positions 8192, vocab 49152, multi_query, tied, dropouts 0), the
  *        rest GPTBigCodeConfig's defaults (activation gelu_pytorch_tanh,
- *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98).
+ *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98);
+ *      - OPT-1.3B 1,315,758,080: 1.3B in the OPT paper (arXiv:2205.01068,
+ *        Table 1); the exact figure is the sum of OPTForCausalLM's module
+ *        shapes, which DeepSpeed-Chat's meta-device count prints too
+ *        ("[pre-lora] num params: 1315758080", its OPT-1.3B actor). The
+ *        config: facebook/opt-1.3b's config.json as EasyDeL's configs.py
+ *        copies it (opt_configs['1.3b']), with its architectures.
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -112,6 +118,7 @@ static const flagship flagships[] = {
     {"granite-3.3-8b-instruct.json", INT64_C(8170864640), 0},
     {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
     {"starcoder.json", INT64_C(15517456384), 0},
+    {"opt-1.3b.json", INT64_C(1315758080), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -166,7 +173,7 @@ static void test_emit_roundtrip(void **state)
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
-                                        "starcoder.json"};
+                                        "starcoder.json", "opt-1.3b.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -682,6 +689,24 @@ static void test_near_llama(void **state)
     assert_int_equal(emitted(js, "\"num_kv_heads\":\t1,"), 1);
     snprintf(js, sizeof js, "%s,\"multi_query\":false}", bc);
     assert_int_equal(count_of(js), 172288);
+    /* OPT: vocab 1000, hidden 64, ffn_dim 128, 2 layers, 4 heads, 128
+     * positions. embed_tokens 64,000, embed_positions (128 + 2) x 64 = 8,320
+     * (OPTLearnedPositionalEmbedding's offset 2), per layer q/k/v/out_proj
+     * 4 x (64 x 64 + 64) = 16,640, fc1 64 x 128 + 128 = 8,320, fc2 128 x 64 +
+     * 64 = 8,256, two LayerNorms 256: 33,472, 66,944; final_layer_norm 128;
+     * lm_head tied: 139,392. opt-350m's form (word_embed_proj_dim 32,
+     * do_layer_norm_before false): embed_tokens 32,000, project_in and
+     * project_out 2,048 each, no final_layer_norm: 111,360. */
+    static const char op[] = "{\"model_type\":\"opt\",\"vocab_size\":1000,\"hidden_size\":64,\"ffn_dim\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"max_position_embeddings\":128";
+    snprintf(js, sizeof js, "%s}", op);
+    assert_int_equal(count_of(js), 139392);
+    snprintf(js, sizeof js, "%s,\"word_embed_proj_dim\":32,\"do_layer_norm_before\":false}", op);
+    assert_int_equal(count_of(js), 111360);
+    /* LayerNorms without affine parameters are refused naming the key */
+    snprintf(js, sizeof js, "%s,\"layer_norm_elementwise_affine\":false}", op);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layer_norm_elementwise_affine");
 #undef SMALL
 }
 
