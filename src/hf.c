@@ -188,6 +188,18 @@ const hf_family vc__hf_families[] = {
               [K_NORM_AFFINE] = DEF("layer_norm_elementwise_affine", 1)},
      .block = BLK_OPT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED_OPT,
      .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
+    /* PhiConfig (phi-1, phi-1.5, phi-2): parallel attention and MLP from one LayerNorm, partial rotary,
+     * biases everywhere, an LM head with a bias */
+    {.model_type = "phi", .config_class = "PhiConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 0),
+              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
+              [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(1), [K_MLP_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("resid_pdrop", 0), [K_P_EMBD] = DEF("embd_pdrop", 0),
+              [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
+     .block = BLK_PHI, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .rope_scaling = true, .lm_bias = true, .lora_targets = "q_proj,v_proj,fc1,fc2"},
 #define BERT_KEYS                                                                                              \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \

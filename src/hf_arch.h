@@ -30,7 +30,7 @@ enum {
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
     K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
-    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_COUNT
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -61,6 +61,7 @@ enum {
     BLK_NEOX,    /* GPTNeoXLayer: gpt_neox.layers.N.attention.query_key_value */
     BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
+    BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
 enum {
@@ -103,6 +104,7 @@ typedef struct {
     bool mup;          /* embedding_multiplier, residual_multiplier, logits_scaling (granite) */
     bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
     bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
+    bool lm_bias;      /* the LM head has a bias (phi) */
     bool rope_scaling; /* rope_scaling is read and validated */
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
@@ -125,6 +127,7 @@ typedef struct {
     bool mqa;                          /* gpt_bigcode: multi_query, one kv head */
     int64_t proj;                      /* opt: word_embed_proj_dim, the embeddings' width */
     bool norm_before, norm_affine;     /* opt: do_layer_norm_before, layer_norm_elementwise_affine */
+    bool qk_layernorm;                 /* phi: qk_layernorm (refused: not modelled) */
     int act;
     int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
@@ -140,7 +143,7 @@ typedef struct {
 /* The supported model_types, as the errors list them. */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt"
+    "granite, olmo2, gpt_bigcode, opt, phi"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

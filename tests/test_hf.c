@@ -60,7 +60,11 @@
  *        shapes, which DeepSpeed-Chat's meta-device count prints too
  *        ("[pre-lora] num params: 1315758080", its OPT-1.3B actor). The
  *        config: facebook/opt-1.3b's config.json as EasyDeL's configs.py
- *        copies it (opt_configs['1.3b']), with its architectures.
+ *        copies it (opt_configs['1.3b']), with its architectures;
+ *      - phi-2 2,779,683,840: the Hub API's safetensors parameters ({"F16":
+ *        2779683840}, as a public Hub-API mock of microsoft/phi-2 records
+ *        it; 2.7B on the model card). The config: microsoft/phi-2's
+ *        config.json as onnx-diagnostic's phi-2 test model transcribes it.
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -119,6 +123,7 @@ static const flagship flagships[] = {
     {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
     {"starcoder.json", INT64_C(15517456384), 0},
     {"opt-1.3b.json", INT64_C(1315758080), 0},
+    {"phi-2.json", INT64_C(2779683840), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -173,7 +178,7 @@ static void test_emit_roundtrip(void **state)
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
-                                        "starcoder.json", "opt-1.3b.json"};
+                                        "starcoder.json", "opt-1.3b.json", "phi-2.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -707,6 +712,19 @@ static void test_near_llama(void **state)
     snprintf(js, sizeof js, "%s,\"layer_norm_elementwise_affine\":false}", op);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "layer_norm_elementwise_affine");
+    /* Phi: vocab 1000, hidden 64, MLP 128, 2 layers, 4 heads of 16
+     * (partial_rotary_factor 0.5: 8 rotary dims). input_layernorm 128,
+     * q/k/v_proj and dense 4 x (64 x 64 + 64) = 16,640, fc1 8,320, fc2 8,256:
+     * 33,344 per layer, 66,688; embed_tokens 64,000, final_layernorm 128,
+     * lm_head 64 x 1000 + a bias of 1000 = 65,000: 195,816. */
+    static const char ph[] = "{\"model_type\":\"phi\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4";
+    snprintf(js, sizeof js, "%s}", ph);
+    assert_int_equal(count_of(js), 195816);
+    assert_int_equal(emitted(js, "\"rotary_dim\":\t8"), 2); /* model.rotary_emb and the attention */
+    snprintf(js, sizeof js, "%s,\"qk_layernorm\":true}", ph);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "qk_layernorm");
 #undef SMALL
 }
 
