@@ -94,6 +94,9 @@
 
 #include "vramcalc/vramcalc.h"
 
+#include "hf.h"      /* vc_hf_families */
+#include "hf_arch.h" /* the family table, vc__hf_families */
+
 #define HF VC_TEST_DATA "/hf/"
 
 typedef struct {
@@ -728,6 +731,44 @@ static void test_near_llama(void **state)
 #undef SMALL
 }
 
+/* The family table against what the library says it supports: every row's
+ * model_type is in vc_hf_families() (the list the errors print) and every
+ * listed name is a row; each row has its config class, an activation and a
+ * block template the writer knows; a config with only its model_type is
+ * refused naming a required key of the row (so each row is read), and the
+ * row's first required key present but another missing still names a key. */
+static void test_family_table(void **state)
+{
+    (void)state;
+    const char *list = vc_hf_families();
+    int listed = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ", ");
+        int found = 0;
+        for (int i = 0; i < vc__hf_nfamilies; i++)
+            found += strlen(vc__hf_families[i].model_type) == n && !strncmp(p, vc__hf_families[i].model_type, n);
+        if (found != 1) fail_msg("\"%.*s\" listed %d times in the table", (int)n, p, found);
+        listed++;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    assert_int_equal(listed, vc__hf_nfamilies);
+    for (int i = 0; i < vc__hf_nfamilies; i++) {
+        const hf_family *f = &vc__hf_families[i];
+        assert_non_null(f->config_class);
+        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef);
+        assert_true(f->block <= BLK_PHI);
+        assert_true(!f->moe || f->keys[K_EXPERTS].key);
+        assert_true(!f->lora_targets || *f->lora_targets);
+        char js[128];
+        snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", f->model_type);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, f->keys[K_VOCAB].key); /* the first role every row requires */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -737,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
+        cmocka_unit_test(test_family_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
