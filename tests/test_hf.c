@@ -470,7 +470,8 @@ static void test_tie_after_growth(void **state)
  * GemmaConfig / Gemma2Config head_dim = 256, Qwen3Config head_dim = 128,
  * Gemma2Config sliding_window = 4096, final_logit_softcapping = 30.0,
  * attn_logit_softcapping = 50.0, MistralConfig sliding_window = 4096,
- * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, Qwen2MoeConfig
+ * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, max_position_embeddings
+ * as each class sets it, Qwen2MoeConfig
  * shared_expert_intermediate_size = 5632 and intermediate_size = 5632), and a
  * null where the class takes None turns the feature off. */
 
@@ -538,8 +539,15 @@ static void test_class_defaults(void **state)
      * bounds what attention sees); null: none, and max_position_embeddings
      * (MistralConfig: 4096 * 32) bounds generation */
     assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS "}", "\"sliding_window\":\t4096"), 1); /* one run of two */
-    assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null,"
-                             "\"max_position_embeddings\":131072}", "sliding_window"), 0);
+    static const char mnull[] = "{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null}";
+    assert_int_equal(emitted(mnull, "sliding_window"), 0);
+    assert_int_equal(emitted(mnull, "\"max_positions\":\t131072"), 1);
+    /* max_position_embeddings when absent: the class's (GPTNeoXConfig 2048,
+     * LlamaConfig 2048, Qwen3Config 32768), which bounds generation */
+    assert_int_equal(emitted("{\"model_type\":\"gpt_neox\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":2,"
+                             "\"num_attention_heads\":4,\"intermediate_size\":256}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"llama\"," SIX_KEYS "}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"qwen3\"," SIX_KEYS "}", "\"max_positions\":\t32768"), 1);
     /* Mixtral: head_dim read (MixtralConfig.head_dim; MixtralAttention takes
      * getattr(config, "head_dim", None) or hidden // heads), rms_norm_eps 1e-5.
      * One layer, 2 experts: q 64 x 128 = 8,192, k/v 64 x 64 = 4,096 each,
