@@ -257,7 +257,8 @@ static int read_family(rd *r, arch *a)
 {
     const hf_family *f = a->f;
     for (int role = 0; role < K_COUNT; role++) {
-        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue; /* Qwen2Config: sliding_window if use_sliding_window */
+        /* Qwen2Config: sliding_window (and max_window_layers) only with use_sliding_window */
+        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
         if (read_key(r, a, role)) return -1;
         if (role == K_KV_HEADS && a->NH % a->KV)
             return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
@@ -284,8 +285,9 @@ static int check_sizes(rd *r, const arch *a)
 {
     const int64_t lim = INT64_C(1) << 48; /* elements in one weight: 2^48 is 512 TiB in bf16 */
     int64_t t;
-    if (__builtin_mul_overflow(a->V, a->H > a->proj ? a->H : a->proj, &t) || t > lim)
-        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)a->H);
+    int64_t width = a->H > a->proj ? a->H : a->proj; /* OPT's embeddings are word_embed_proj_dim wide */
+    if (__builtin_mul_overflow(a->V, width, &t) || t > lim)
+        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
         return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
