@@ -1,8 +1,9 @@
 /*
  * hf_arch.h — the architecture a Hugging Face config.json describes, as
  * src/hf_read.c reads it, src/hf_tp.c splits it over tensor-parallel ranks
- * and src/hf_layers.c writes it as layers; src/hf.c runs the three.
- * Private to those files.
+ * and src/hf_layers.c writes it as layers; src/hf.c holds the family table
+ * and runs the three. Private to those files (and tests/test_hf.c's check of
+ * the table).
  */
 #ifndef VC_HF_ARCH_H
 #define VC_HF_ARCH_H
@@ -140,7 +141,8 @@ typedef struct {
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
 
-/* The supported model_types, as the errors list them. */
+/* The supported model_types, as the errors list them: each row's model_type
+ * once, in the table's order (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
     "granite, olmo2, gpt_bigcode, opt, phi"
