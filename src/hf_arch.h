@@ -142,7 +142,7 @@ typedef struct {
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
- * once, in the table's order (test_hf test_family_table checks it). */
+ * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
     "granite, olmo2, gpt_bigcode, opt, phi"
