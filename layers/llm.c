@@ -194,6 +194,7 @@ const vc_kind vc_kind_HFRMSNorm = {
 typedef struct {
     int64_t H, KV, D, R;      /* heads, kv heads, head_dim, rotary_dim (0: none) */
     bool fused, causal, qk_norm;
+    bool qk_whole;            /* Olmo2Attention: q_norm / k_norm over the whole projection, not per head */
     bool eager;               /* attn_implementation="eager" (Gemma2's default): explicit weights */
     int64_t window;           /* sliding_window, 0 none */
     double dropout, norm_eps;
@@ -207,6 +208,7 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "head_dim", VC_REQUIRED, 1, &c->D) || vc_arg_int(a, "rotary_dim", c->D, 0, &c->R) ||
         vc_arg_bool(a, "fused_qkv", false, &c->fused) || vc_arg_bool(a, "causal", true, &c->causal) ||
         vc_arg_bool(a, "qk_norm", false, &c->qk_norm) || vc_arg_float(a, "qk_norm_eps", 1e-6, 0.0, 1.0, &c->norm_eps) ||
+        vc_arg_bool(a, "qk_norm_whole", false, &c->qk_whole) ||
         vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
         vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap))
         return -1;
@@ -252,7 +254,9 @@ static int ra_setup(vc_setup *s, void *p)
     }
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
-    if (c->qk_norm && (vc_param(s, "q_norm.weight", c->D) || vc_param(s, "k_norm.weight", c->D))) return -1;
+    if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
+    if (c->qk_norm && (vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D) || vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)))
+        return -1;
     return 0;
 }
 
@@ -388,9 +392,10 @@ static void ra_emit(vc_build *b, const void *p)
         k = vc_input(b, 1);
         v = vc_input(b, 2);
     }
-    if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)) */
-        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(L * H), 0);
-        k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(L * KV), 0);
+    if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
+                       * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
+        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), 0);
+        k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(c->qk_whole ? L : L * KV), 0);
     }
     /* .view(hidden_shape).transpose(1, 2): [B, heads, L, D] over [B, L, heads, D] storage */
     q = op_view(b, q, vc_numel_of(b, q), false);

@@ -30,28 +30,231 @@
 #include "policy.h"
 #include "util.h"
 
-static const char *const fam_names[F_COUNT] = {"llama", "mistral", "qwen2",    "qwen3", "gemma",    "gemma2", "phi3",
-                                               "mixtral", "qwen2_moe", "gpt2", "gpt_neox", "bert", "roberta"};
+/* ------------------------------------------------------------ the families
+ *
+ * One row per model_type. .keys: the config keys and their defaults as the
+ * family's configuration_*.py sets them; .block ...: the block template
+ * hf_layers.c writes (the module names and order of its modeling_*.py).
+ * Adding a family: docs/contributing.md.
+ */
+
+/* key shorthands: a required key, a key with a default, a key null turns off */
+#define REQ(k) {.key = (k), .how = D_REQUIRED}
+#define DEF(k, d) {.key = (k), .def = (d)}
+#define FIXED(d) {.key = NULL, .def = (d)}
+#define OFF_IF_NULL(k, d) {.key = (k), .def = (d), .null_none = true}
+#define ACT(k, d) {.key = (k), .sdef = (d)}
+
+/* LlamaConfig's keys, which Mistral, Qwen2, Qwen3, Phi3, Mixtral, Qwen2Moe
+ * and Gemma share (each row below overrides what its class sets otherwise). */
+#define LLAMA_KEYS                                                                                             \
+    [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
+    [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},    \
+    [K_EPS] = DEF("rms_norm_eps", 1e-6), [K_MAXPOS] = DEF("max_position_embeddings", 2048),                  \
+    [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.key = NULL, .how = D_SPLIT},                      \
+    [K_ACT] = ACT("hidden_act", "silu"), [K_TIE] = DEF("tie_word_embeddings", 0),                            \
+    [K_P_ATTN] = DEF("attention_dropout", 0), [K_ROTARY] = FIXED(1), [K_USE_WINDOW] = FIXED(1)
+
+/* the template of LlamaDecoderLayer: pre-norm RMSNorm, q/k/v/o, SwiGLU */
+#define LLAMA_BLOCK                                                                                            \
+    .block = BLK_DECODER, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_GATED,          \
+    .pos = POS_ROPE, .head = HEAD_LM, .rope_scaling = true, .lora_targets = "q_proj,v_proj"
+
+/* A row overrides what LLAMA_KEYS / LLAMA_BLOCK set (C11 6.7.9p19: the last
+ * initializer of a member wins). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+const hf_family vc__hf_families[] = {
+    {.model_type = "llama", .config_class = "LlamaConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0)},
+     LLAMA_BLOCK},
+    {.model_type = "mistral", .config_class = "MistralConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
+     LLAMA_BLOCK},
+    {.model_type = "qwen2", .config_class = "Qwen2Config",
+     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER},
+    {.model_type = "qwen3", .config_class = "Qwen3Config",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
+    {.model_type = "gemma", .config_class = "GemmaConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
+              [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
+    {.model_type = "gemma2", .config_class = "Gemma2Config",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
+              [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 30.0),
+              [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 50.0), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_ALTERNATE, .embed_scale = true,
+     /* Gemma2PreTrainedModel._check_and_enable_sdpa swaps the default sdpa for eager
+      * (softcapping): explicit attention weights */
+     .eager = true},
+    {.model_type = "phi3", .config_class = "Phi3Config",
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
+              [K_P_RESID] = DEF("resid_pdrop", 0),
+              [K_P_EMBD] = DEF("embd_pdrop", 0), [K_WINDOW] = DEF("sliding_window", 0)},
+     LLAMA_BLOCK, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED, .lora_targets = "qkv_proj,o_proj,gate_up_proj,down_proj"},
+    {.model_type = "mixtral", .config_class = "MixtralConfig",
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
+              [K_EXPERTS] = REQ("num_local_experts"),
+              [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = REQ("intermediate_size"), [K_NORM_TOPK] = FIXED(1)},
+     LLAMA_BLOCK, .moe = MOE_MIXTRAL},
+    {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig",
+     .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 5632), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0),
+              [K_EXPERTS] = REQ("num_experts"), [K_TOPK] = DEF("num_experts_per_tok", 4),
+              [K_MOE_INTER] = REQ("moe_intermediate_size"), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 5632),
+              [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
+              [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
+     LLAMA_BLOCK, .moe = MOE_QWEN2, .window = WIN_ALTERNATE_BELOW},
+    {.model_type = "gpt2", .config_class = "GPT2Config",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
+              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_new"),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
+              [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1)},
+     .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .lora_targets = "c_attn"},
+    {.model_type = "gpt_neox", .config_class = "GPTNeoXConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = REQ("intermediate_size"),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
+              [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = DEF("attention_bias", 1),
+              [K_O_BIAS] = DEF("attention_bias", 1), [K_MLP_BIAS] = DEF("attention_bias", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("hidden_dropout", 0),
+              [K_ROTARY] = DEF("rotary_pct", 0.25), [K_PARALLEL] = DEF("use_parallel_residual", 1)},
+     .block = BLK_NEOX, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .rope_scaling = true, .lora_targets = "query_key_value"},
+    /* SmolLM3Config (the class's defaults are HuggingFaceTB/SmolLM3-3B): a
+     * LlamaDecoderLayer whose NoPE layers skip apply_rotary_pos_emb
+     * (SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx]) */
+    {.model_type = "smollm3", .config_class = "SmolLM3Config",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0), [K_LAYER_TYPES] = DEF("layer_types", 0),
+              [K_NOPE_LAYERS] = DEF("no_rope_layers", 0), [K_NOPE_INTERVAL] = DEF("no_rope_layer_interval", 4)},
+     LLAMA_BLOCK, .window = WIN_NOPE, .nope = true},
+    /* GraniteConfig: LlamaDecoderLayer with the muP multipliers
+     * (modular_granite.py; attention_multiplier is the softmax scale: no
+     * tensor of its own) */
+    {.model_type = "granite", .config_class = "GraniteConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = DEF("attention_bias", 0), [K_MLP_BIAS] = DEF("mlp_bias", 0),
+              [K_EMB_MULT] = DEF("embedding_multiplier", 1.0), [K_RESID_MULT] = DEF("residual_multiplier", 1.0),
+              [K_LOGITS_SCALE] = DEF("logits_scaling", 1.0)},
+     LLAMA_BLOCK, .mup = true},
+    /* Olmo2Config: RMSNorm after attention and after the MLP, none before;
+     * q_norm / k_norm over the whole q / k projection (modular_olmo2.py) */
+    {.model_type = "olmo2", .config_class = "Olmo2Config",
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .place = PLACE_SUBLAYER, .qk_norm = QK_WHOLE},
+    /* GPTBigCodeConfig: GPT-2's block with multi-query attention (c_attn
+     * [H, H + 2 head_dim]) and nn.Linear projections */
+    {.model_type = "gpt_bigcode", .config_class = "GPTBigCodeConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
+              [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = REQ("n_positions"), [K_INTER] = {.key = "n_inner", .how = D_4H},
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation_function", "gelu_pytorch_tanh"),
+              [K_TIE] = DEF("tie_word_embeddings", 1), [K_P_ATTN] = DEF("attn_pdrop", 0.1),
+              [K_P_RESID] = DEF("resid_pdrop", 0.1), [K_P_EMBD] = DEF("embd_pdrop", 0.1),
+              [K_MULTI_QUERY] = DEF("multi_query", 1)},
+     .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_LM, .lora_targets = "c_attn"},
+    /* OPTConfig: pre-LayerNorm decoder with learned positions (offset 2), ReLU MLP (fc1, fc2), biases */
+    {.model_type = "opt", .config_class = "OPTConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
+              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("ffn_dim"), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "relu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("enable_bias", 1), [K_O_BIAS] = DEF("enable_bias", 1), [K_MLP_BIAS] = DEF("enable_bias", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_PROJ_DIM] = {.key = "word_embed_proj_dim", .how = D_HIDDEN}, [K_NORM_BEFORE] = DEF("do_layer_norm_before", 1),
+              [K_NORM_AFFINE] = DEF("layer_norm_elementwise_affine", 1)},
+     .block = BLK_OPT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED_OPT,
+     .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
+    /* PhiConfig (phi-1, phi-1.5, phi-2): parallel attention and MLP from one LayerNorm, partial rotary,
+     * biases everywhere, an LM head with a bias */
+    {.model_type = "phi", .config_class = "PhiConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 2048),
+              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
+              [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(1), [K_MLP_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("resid_pdrop", 0), [K_P_EMBD] = DEF("embd_pdrop", 0),
+              [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
+     .block = BLK_PHI, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .rope_scaling = true, .lm_bias = true, .lora_targets = "q_proj,v_proj,fc1,fc2"},
+#define BERT_KEYS                                                                                              \
+    [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
+    [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
+    [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("intermediate_size"),                       \
+    [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),                                     \
+    [K_P_ATTN] = DEF("attention_probs_dropout_prob", 0.1), [K_P_RESID] = DEF("hidden_dropout_prob", 0.1),    \
+    [K_TYPES] = DEF("type_vocab_size", 2), [K_LABELS] = {.key = "id2label"},                                  \
+    [K_P_CLS] = {.key = "classifier_dropout", .how = D_RESID}
+    {.model_type = "bert", .config_class = "BertConfig", .keys = {BERT_KEYS},
+     .block = BLK_BERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
+     .head = HEAD_POOLER_CLS, .head_class = "BertForSequenceClassification", .prefix = "bert", .lora_targets = "query,value"},
+    {.model_type = "roberta", .config_class = "RobertaConfig", .keys = {BERT_KEYS, [K_PAD] = DEF("pad_token_id", 1)},
+     .block = BLK_BERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "RobertaForSequenceClassification", .prefix = "roberta",
+     .lora_targets = "query,value"},
+#undef BERT_KEYS
+};
+#pragma GCC diagnostic pop
+const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
+
+#undef REQ
+#undef DEF
+#undef FIXED
+#undef OFF_IF_NULL
+#undef ACT
+#undef LLAMA_KEYS
+#undef LLAMA_BLOCK
 
 const char *vc_hf_families(void) { return FAMILIES; }
 
-/* PEFT's default target_modules per model_type (peft/utils/constants.py
- * TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), as the layers here
- * are named. */
-static const char *const lora_targets[F_COUNT] = {
-    [F_LLAMA] = "q_proj,v_proj",     [F_MISTRAL] = "q_proj,v_proj",   [F_QWEN2] = "q_proj,v_proj",
-    [F_QWEN3] = "q_proj,v_proj",     [F_GEMMA] = "q_proj,v_proj",     [F_GEMMA2] = "q_proj,v_proj",
-    [F_PHI3] = "qkv_proj,o_proj,gate_up_proj,down_proj",              [F_MIXTRAL] = "q_proj,v_proj",
-    [F_QWEN2_MOE] = "q_proj,v_proj", [F_GPT2] = "c_attn",             [F_GPT_NEOX] = "query_key_value",
-    [F_BERT] = "query,value",        [F_ROBERTA] = "query,value",
-};
-
-const char *vc_hf_lora_targets(const cJSON *cfg)
+static const hf_family *family_of(const cJSON *cfg)
 {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-    for (int i = 0; i < F_COUNT && cJSON_IsString(mt); i++)
-        if (!strcmp(mt->valuestring, fam_names[i])) return lora_targets[i];
-    return "";
+    for (int i = 0; i < vc__hf_nfamilies && cJSON_IsString(mt); i++)
+        if (!strcmp(mt->valuestring, vc__hf_families[i].model_type)) return &vc__hf_families[i];
+    return NULL;
+}
+
+/* PEFT's default target_modules per model_type (peft/utils/constants.py
+ * TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), as the layers here
+ * are named: the row's lora_targets. */
+const char *vc_hf_lora_targets(const cJSON *cfg)
+{
+    const hf_family *f = family_of(cfg);
+    return f && f->lora_targets ? f->lora_targets : ""; /* none: PEFT's mapping lacks the model_type */
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads
@@ -90,6 +293,34 @@ void vc_hf_options_init(vc_hf_options *o)
     o->tp = 1;
     o->sp = 0;
 }
+/* The sequence's bounds that the layers enforce per sample, checked here so
+ * that the error names --seq rather than a layer of the model built:
+ * RotaryAttention's heads x seq x seq scores (layers/llm.c attention setup,
+ * 2^56 elements) and the widest output, seq x width (setup.c: 2^56 elements
+ * per sample). */
+static int check_seq(const arch *a, vc_error *err)
+{
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t t;
+    if (__builtin_mul_overflow(a->NH, a->seq, &t) || __builtin_mul_overflow(t, a->seq, &t) || t > lim) {
+        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: the attention scores (%lld heads x %lld x %lld) would have "
+                     "more than 2^56 elements per sample", (long long)a->seq, (long long)a->NH, (long long)a->seq,
+                     (long long)a->seq);
+        return -1;
+    }
+    /* the Linear outputs: the LM head, the hidden size, the (fused) MLP up and attention projections */
+    const int64_t widths[] = {a->V, a->H, a->f->mlp == MLP_GATED_FUSED ? 2 * a->I : a->I,
+                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D};
+    int64_t w = 0;
+    for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) w = widths[i] > w ? widths[i] : w;
+    if (__builtin_mul_overflow(w, a->seq, &t) || t > lim) {
+        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: a layer's output (%lld x %lld) would have more than 2^56 "
+                     "elements per sample", (long long)a->seq, (long long)a->seq, (long long)w);
+        return -1;
+    }
+    return 0;
+}
+
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
 {
     *model = NULL;
@@ -99,28 +330,32 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "expected a string naming the architecture (supported: " FAMILIES ")");
     arch a;
     memset(&a, 0, sizeof a);
-    a.fam = -1;
-    for (int i = 0; i < F_COUNT; i++)
-        if (!strcmp(mt->valuestring, fam_names[i])) a.fam = i;
-    if (a.fam < 0) {
+    a.f = family_of(cfg);
+    if (!a.f) {
         char e[80];
         vc_escape(e, sizeof e, mt->valuestring);
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
-    r.fam = fam_names[a.fam];
+    r.fam = a.f->model_type;
     a.imbalance = o ? o->moe_imbalance : 1.0;
     a.ckpt = o && o->checkpoint;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
-    int64_t npos = a.fam == F_GPT2 ? a.maxpos : a.fam == F_BERT ? a.maxpos : a.fam == F_ROBERTA ? a.maxpos - a.window : 0;
+    int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
+                   : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
+                                                                      : 0;
     a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
     if (!(o && o->seq > 0) && npos > 0 && npos < a.seq) a.seq = npos;
     if (npos > 0 && a.seq > npos)
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
-                            r.fam, (long long)npos, a.fam == F_GPT2 ? "n_positions" : "max_position_embeddings");
+                            r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
+        return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
+                            "max_position_embeddings (%lld): no position is left for a token",
+                            (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
     /* --loss: the causal LM's loss, a row of src/loss.c's table by its option name */
-    bool encoder = a.fam == F_BERT || a.fam == F_ROBERTA;
+    bool encoder = a.f->block == BLK_BERT;
     unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
 #define VC__LNAME(e, n) n,
     static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
@@ -134,6 +369,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
     const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
@@ -149,8 +385,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     const cJSON *a0 = cJSON_IsArray(arch_list) ? cJSON_GetArrayItem(arch_list, 0) : NULL;
     char an[80] = "";
     if (cJSON_IsString(a0)) vc_escape(an, sizeof an, a0->valuestring);
-    if (a.fam == F_BERT || a.fam == F_ROBERTA) /* the task head built, whatever the checkpoint's class */
-        snprintf(an, sizeof an, "%s", a.fam == F_BERT ? "BertForSequenceClassification" : "RobertaForSequenceClassification");
+    if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
+        snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s)", r.fam, r.fam);
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
@@ -166,7 +402,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
          cJSON_AddStringToObject(m, "loss", loss_name);
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
-    if (ok && a.maxpos > 0 && a.window == 0 && a.fam != F_BERT && a.fam != F_ROBERTA)
+    bool slides = false;
+    for (int64_t i = 0; i < a.N && !slides; i++) slides = vc__hf_layer_window(&a, i) > 0;
+    if (ok && a.maxpos > 0 && !slides && !encoder)
         ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);

@@ -1,8 +1,9 @@
 /*
  * hf_arch.h — the architecture a Hugging Face config.json describes, as
  * src/hf_read.c reads it, src/hf_tp.c splits it over tensor-parallel ranks
- * and src/hf_layers.c writes it as layers; src/hf.c runs the three.
- * Private to those files.
+ * and src/hf_layers.c writes it as layers; src/hf.c holds the family table
+ * and runs the three. Private to those files (and tests/test_hf.c's check of
+ * the table).
  */
 #ifndef VC_HF_ARCH_H
 #define VC_HF_ARCH_H
@@ -14,30 +15,137 @@
 
 #include "vramcalc/vramcalc.h"
 
-enum { F_LLAMA, F_MISTRAL, F_QWEN2, F_QWEN3, F_GEMMA, F_GEMMA2, F_PHI3, F_MIXTRAL, F_QWEN2_MOE, F_GPT2, F_GPT_NEOX,
-       F_BERT, F_ROBERTA, F_COUNT };
+/* ------------------------------------------------------------ the family table
+ *
+ * A family is one row of vc__hf_families (src/hf.c): the config keys it reads
+ * with their defaults, and the block template its layers are written from.
+ * hf_read.c reads every row the same way, hf_layers.c writes every row the
+ * same way: a new family is a new row (docs/contributing.md).
+ */
+
+/* What a key of the config gives; each is read into one field of arch
+ * (hf_read.c's key_roles: the field, its type and range). */
+enum {
+    K_VOCAB, K_HIDDEN, K_LAYERS, K_HEADS, K_KV_HEADS, K_EPS, K_MAXPOS, K_INTER, K_HEAD_DIM, K_ACT, K_TIE,
+    K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
+    K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
+    K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
+    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
+};
+
+/* Where a key's value comes from when the config lacks it (or has null). */
+enum {
+    D_VALUE,    /* .def (a string default in .sdef) */
+    D_REQUIRED, /* none: an error naming the key */
+    D_HEADS,    /* the number of attention heads (num_key_value_heads) */
+    D_SPLIT,    /* hidden size / heads, which must divide it (head_dim) */
+    D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
+    D_RESID,    /* the residual dropout (classifier_dropout) */
+    D_HIDDEN,   /* the hidden size (OPT's word_embed_proj_dim) */
+};
+
+typedef struct {
+    const char *key;  /* the config key; NULL: the family has none, its value is always .def */
+    double def;       /* the default (D_VALUE) */
+    unsigned char how;  /* D_* */
+    bool null_none;   /* null is Python's None: the feature is off (0), not the default */
+    const char *alt;  /* read when .key is absent (gemma: hidden_activation, else hidden_act) */
+    const char *sdef; /* K_ACT: the activation's default name */
+} hf_key;
+
+/* The block templates: the layer each family's decoder (or encoder) layer is
+ * written as, with the module names of its modeling file (hf_layers.c). */
+enum {
+    BLK_DECODER, /* LlamaDecoderLayer and its relatives: model.layers.N.self_attn/mlp */
+    BLK_GPT2,    /* GPT2Block: transformer.h.N.attn.c_attn/mlp.c_fc */
+    BLK_NEOX,    /* GPTNeoXLayer: gpt_neox.layers.N.attention.query_key_value */
+    BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
+    BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
+    BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
+};
+enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
+enum {
+    PLACE_PRE,      /* norm before attention and MLP */
+    PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
+    PLACE_POST,     /* BERT: after each residual add */
+    PLACE_SUBLAYER, /* olmo2: after attention and MLP, before the residual add, none before */
+};
+enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
+enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
+enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
+enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
+enum {
+    WIN_ALL,             /* every layer slides */
+    WIN_ALTERNATE,       /* layer_idx % 2 == 0 slides (gemma2) */
+    WIN_FROM_LAYER,      /* layers from max_window_layers on slide (Qwen2Config / Qwen3Config layer_types) */
+    WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
+    WIN_NOPE,            /* the NoPE layers slide (SmolLM3Config layer_types) */
+};
+enum {
+    POS_ROPE,
+    POS_LEARNED,     /* absolute positions (GPT-2, BERT) */
+    POS_LEARNED_PAD, /* RoBERTa: after padding_idx */
+    POS_LEARNED_OPT, /* OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows, ids per sample */
+};
+enum {
+    HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
+    HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
+    HEAD_CLS,        /* RobertaForSequenceClassification: RobertaClassificationHead */
+};
+
+typedef struct {
+    const char *model_type;
+    const char *config_class;   /* its configuration_*.py, where .keys come from */
+    hf_key keys[K_COUNT];       /* absent: the family has no such key, the value is 0 */
+    /* the block template */
+    unsigned char block, norm, place, attn, mlp, moe, window, pos, head;
+    unsigned char qk_norm; /* QK_*: q_norm / k_norm */
+    bool nope;         /* NoPE layers: no_rope_layers, or one every no_rope_layer_interval (smollm3) */
+    bool mup;          /* embedding_multiplier, residual_multiplier, logits_scaling (granite) */
+    bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
+    bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
+    bool lm_bias;      /* the LM head has a bias (phi) */
+    bool rope_scaling; /* rope_scaling is read and validated */
+    const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
+    const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
+    const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */
+} hf_family;
+
+extern const hf_family vc__hf_families[];
+extern const int vc__hf_nfamilies;
 
 enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST };
 
 typedef struct {
-    int fam;
+    const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
-    double eps, p_embd, p_attn, p_resid, final_cap, attn_cap;
-    bool tie, qkv_bias, o_bias, mlp_bias, qk_norm, parallel;
+    double eps, p_embd, p_attn, p_resid, p_cls, final_cap, attn_cap, rotary;
+    double emb_mult, resid_mult, logits_scale; /* granite */
+    const cJSON *no_rope;              /* smollm3: no_rope_layers (1: rotary) */
+    int64_t nope_interval;             /* smollm3: no_rope_layer_interval */
+    bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
+    bool mqa;                          /* gpt_bigcode: multi_query, one kv head */
+    int64_t proj;                      /* opt: word_embed_proj_dim, the embeddings' width */
+    bool norm_before, norm_affine;     /* opt: do_layer_norm_before, layer_norm_elementwise_affine */
+    bool qk_layernorm;                 /* phi: qk_layernorm (refused: not modelled) */
     int act;
-    int64_t window;
-    bool window_alt;                   /* gemma2: every other layer */
-    bool eager;                        /* attn_implementation "eager" (gemma2's default) */
+    int64_t window, window_layers;
+    int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
     int64_t E, K, moe_I, shared_I, sparse_step;
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
+    const cJSON *layer_types;          /* "full_attention" / "sliding_attention" per layer, when the config lists them */
     double imbalance;
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
 
-/* The supported model_types, as the errors list them. */
-#define FAMILIES "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta"
+/* The supported model_types, as the errors list them: each row's model_type
+ * once (test_hf test_family_table checks it). */
+#define FAMILIES                                                                                                  \
+    "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
+    "granite, olmo2, gpt_bigcode, opt, phi"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -55,6 +163,11 @@ typedef struct {
  * their PretrainedConfig defaults, then the products that become tensor
  * sizes checked. -1 with r->err naming the key. */
 int vc__hf_read(rd *r, arch *a);
+/* hf_layers.c: layer i's sliding window (0: full attention), by the config's
+ * layer_types, else the row's pattern. */
+int64_t vc__hf_layer_window(const arch *a, int64_t i);
+/* hf_layers.c: whether layer i applies the rotary embedding (false: a NoPE layer). */
+bool vc__hf_layer_rope(const arch *a, int64_t i);
 /* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_write(rd *r, cJSON *arr, const arch *a);
 

@@ -83,7 +83,7 @@ static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     if (in) ins(w, o, in, NULL, NULL, NULL);
     num(w, o, "hidden_size", (double)a->H);
     num(w, o, "eps", a->eps);
-    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) str(w, o, "variant", "gemma");
+    if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
 }
 
 static void layernorm(wr *w, const arch *a, const char *name, const char *in)
@@ -132,63 +132,102 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
 {
     cJSON *o = add_layer(w, "RotaryAttention", name);
     if (a->R == 0) rope = NULL; /* rotary_pct / partial_rotary_factor 0: no rotary embedding */
+    /* (rope NULL with a->R > 0: a NoPE layer, SmolLM3's use_rope 0) */
     if (fused) ins(w, o, q, rope, NULL, NULL);
     else ins(w, o, q, k, v, rope);
     num(w, o, "num_heads", (double)a->NH);
     num(w, o, "num_kv_heads", (double)a->KV);
     num(w, o, "head_dim", (double)a->D);
-    num(w, o, "rotary_dim", (double)a->R);
+    num(w, o, "rotary_dim", rope ? (double)a->R : 0);
     if (fused) flag(w, o, "fused_qkv", true);
     flag(w, o, "causal", causal);
-    if (a->qk_norm) {
+    if (a->f->qk_norm) {
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
+        if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
     }
     if (window > 0) num(w, o, "sliding_window", (double)window);
-    if (a->eager) flag(w, o, "eager", true);
-    if (a->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
+    if (a->f->eager) flag(w, o, "eager", true);
+    if (a->f->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+}
+
+int64_t vc__hf_layer_window(const arch *a, int64_t i)
+{
+    if (a->layer_types) { /* the config's own list (the layer_types its class's __post_init__ would write) */
+        const cJSON *t = cJSON_GetArrayItem(a->layer_types, (int)i);
+        return cJSON_IsString(t) && !strcmp(t->valuestring, "sliding_attention") ? a->window : 0;
+    }
+    switch (a->f->window) {
+    case WIN_ALTERNATE: return i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
+    case WIN_FROM_LAYER: return i >= a->window_layers ? a->window : 0;
+    case WIN_ALTERNATE_BELOW: return i % 2 == 0 && i < a->window_layers ? a->window : 0;
+    case WIN_NOPE: return vc__hf_layer_rope(a, i) ? 0 : a->window;
+    default: return a->window;
+    }
+}
+
+bool vc__hf_layer_rope(const arch *a, int64_t i)
+{
+    if (!a->f->nope) return true;
+    if (a->no_rope) return cJSON_GetArrayItem(a->no_rope, (int)i)->valuedouble != 0; /* no_rope_layers[i]: use_rope */
+    return (i + 1) % a->nope_interval != 0; /* SmolLM3Config: int((layer_idx + 1) % no_rope_layer_interval != 0) */
 }
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->fam == F_MIXTRAL) return true;
-    if (a->fam != F_QWEN2_MOE || a->E < 1 || (i + 1) % a->sparse_step) return false;
+    if (a->f->moe == MOE_MIXTRAL) return true;
+    if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
     return true;
+}
+
+/* residual + hidden_states (GraniteDecoderLayer: residual + hidden_states *
+ * residual_multiplier, the product a new tensor) */
+static void residual_add(wr *w, const arch *a, const char *name, const char *residual, const char *scale_name)
+{
+    if (a->f->mup) {
+        cJSON *o = add_layer(w, "Scale", scale_name);
+        num(w, o, "factor", a->resid_mult);
+    }
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", name), residual, prev, NULL, NULL);
 }
 
 /* One LlamaDecoderLayer (and its relatives: MistralDecoderLayer,
  * Qwen2/Qwen3DecoderLayer, GemmaDecoderLayer, Gemma2DecoderLayer with its
  * four norms, Phi3DecoderLayer with fused projections and residual
  * dropouts, MixtralDecoderLayer / Qwen2MoeDecoderLayer with the sparse MoE
- * block) inside the Sequential w->arr. */
+ * block, SmolLM3DecoderLayer with its NoPE layers, GraniteDecoderLayer with
+ * residual_multiplier, Olmo2DecoderLayer with its norms after attention and
+ * MLP and none before) inside the Sequential w->arr. */
 static void decoder_layer(wr *w, const arch *a, int64_t i)
 {
-    bool fused = a->fam == F_PHI3, g2 = a->fam == F_GEMMA2;
+    bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH, post = a->f->place == PLACE_SUBLAYER;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
-    rmsnorm(w, a, "input_layernorm", NULL);
+    const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
+    const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
+    if (!post) rmsnorm(w, a, "input_layernorm", NULL);
     if (fused) {
         linear(w, "self_attn.qkv_proj", NULL, a->H, q + 2 * kv, false);
-        attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, "model.rotary_emb", true, a->window);
+        attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, rope, true,
+                  vc__hf_layer_window(a, i));
     } else {
         linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
-        linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
-        int64_t win = a->window_alt && i % 2 ? 0 : a->window; /* Gemma2: layer_idx % 2 == 0 slides */
-        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                  "model.rotary_emb", true, win);
+        linear(w, "self_attn.k_proj", in, a->H, kv, a->qkv_bias);
+        linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
+        attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", rope,
+                  true, vc__hf_layer_window(a, i));
     }
     linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
-    if (g2) rmsnorm(w, a, "post_attention_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
-    const char *prev = w->last;
-    ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL); /* residual + hidden_states */
-    rmsnorm(w, a, g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm", NULL);
-    const char *norm = g2 ? "pre_feedforward_layernorm" : "post_attention_layernorm";
+    residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
+    const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
+    if (!post) rmsnorm(w, a, norm, NULL);
     if (layer_is_moe(a, i)) {
-        bool mx = a->fam == F_MIXTRAL;
+        bool mx = a->f->moe == MOE_MIXTRAL;
         cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
         num(w, o, "hidden_size", (double)a->H);
         num(w, o, "intermediate_size", (double)a->moe_I);
@@ -198,7 +237,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         flag(w, o, "norm_topk_prob", a->norm_topk);
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
-    } else if (fused) {
+    } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");
         flag(w, o, "fused", true);
@@ -216,13 +255,13 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
         linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
-    if (g2) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
+    if (g2 || post) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
     dropout(w, "resid_mlp_dropout", a->p_resid);
-    prev = w->last;
-    ins(w, add_layer(w, "Add", "mlp_residual"), "attn_residual", prev, NULL, NULL);
+    residual_add(w, a, "mlp_residual", "attn_residual", "mlp_residual_multiplier");
 }
 
-/* GPT2Block.forward: ln_1, attn (c_attn split into q, k, v; sdpa with
+/* GPT2Block.forward (GPTBigCodeBlock.forward alike, with nn.Linear and one
+ * kv head under multi_query): ln_1, attn (c_attn split into q, k, v; sdpa with
  * attn_pdrop; c_proj; resid_dropout), + residual, ln_2, mlp (c_fc, act,
  * c_proj, dropout), + residual. GPT-2's Conv1D keeps its weight as
  * [in, out] and computes addmm(bias, x, weight): the same tensors as a
@@ -230,8 +269,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
 static void gpt2_block(wr *w, const arch *a)
 {
     layernorm(w, a, "ln_1", NULL);
-    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
-    linear(w, "attn.c_attn", NULL, a->H, 3 * q, true);
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    /* GPT2Attention: c_attn [H, 3H]; GPTBigCodeAttention: [H, H + 2 kv_dim], kv_dim one head's with multi_query */
+    linear(w, "attn.c_attn", NULL, a->H, q + 2 * kv, true);
     attn_core(w, a, "attn.attention", true, "attn.c_attn", NULL, NULL, NULL, true, 0);
     linear(w, "attn.c_proj", NULL, q, a->H, true);
     dropout(w, "attn.resid_dropout", a->p_resid);
@@ -271,6 +311,61 @@ static void neox_layer(wr *w, const arch *a)
     else ins(w, o, mlp, "attn_residual", NULL, NULL);
 }
 
+/* OPTDecoderLayer.forward (modeling_opt.py): do_layer_norm_before (the
+ * default): residual + dropout(self_attn(self_attn_layer_norm(x))), then
+ * residual + dropout(fc2(act(fc1(final_layer_norm(h))))); without it the
+ * two LayerNorms follow the residual adds. OPTAttention: q/k/v/out_proj
+ * with enable_bias, no rotary. */
+static void opt_layer(wr *w, const arch *a)
+{
+    bool pre = a->norm_before;
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    const char *in = pre ? "self_attn_layer_norm" : "input";
+    if (pre) layernorm(w, a, "self_attn_layer_norm", NULL);
+    linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+    linear(w, "self_attn.k_proj", in, a->H, kv, a->qkv_bias);
+    linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
+    attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", NULL, true, 0);
+    linear(w, "self_attn.out_proj", NULL, q, a->H, a->o_bias);
+    dropout(w, "attn_dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL);
+    if (!pre) layernorm(w, a, "self_attn_layer_norm", NULL);
+    const char *res = w->last;
+    if (pre) layernorm(w, a, "final_layer_norm", NULL);
+    linear(w, "fc1", NULL, a->H, a->I, a->mlp_bias);
+    act_layer(w, a, "activation_fn");
+    linear(w, "fc2", NULL, a->I, a->H, a->mlp_bias);
+    dropout(w, "fc_dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "mlp_residual"), res, prev, NULL, NULL);
+    if (!pre) layernorm(w, a, "final_layer_norm", NULL);
+}
+
+/* PhiDecoderLayer.forward (modeling_phi.py): one input_layernorm feeds both
+ * PhiAttention (q/k/v_proj and dense with biases, partial rotary) and PhiMLP
+ * (fc1, act, fc2); resid_dropout on each; attn_outputs + feed_forward +
+ * residual. */
+static void phi_layer(wr *w, const arch *a)
+{
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    layernorm(w, a, "input_layernorm", NULL);
+    linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+    linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+    linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+    attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+              "model.rotary_emb", true, 0);
+    linear(w, "self_attn.dense", NULL, q, a->H, a->o_bias);
+    dropout(w, "resid_dropout_attn", a->p_resid);
+    const char *attn = w->last;
+    linear(w, "mlp.fc1", "input_layernorm", a->H, a->I, a->mlp_bias);
+    act_layer(w, a, "mlp.activation_fn");
+    linear(w, "mlp.fc2", NULL, a->I, a->H, a->mlp_bias);
+    dropout(w, "resid_dropout_mlp", a->p_resid);
+    const char *mlp = w->last;
+    ins(w, add_layer(w, "Add", "residual"), attn, mlp, "input", NULL);
+}
+
 /* BertLayer.forward: BertSdpaSelfAttention (bidirectional, dropout on the
  * probabilities), BertSelfOutput (dense, dropout, LayerNorm(x + input)),
  * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
@@ -303,7 +398,9 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
-        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && !a->window_alt) j++;
+        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
+               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i))
+            j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
@@ -318,10 +415,12 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
             return;
         }
         wr inner = {w->r, arr, NULL};
-        switch (a->fam) {
-        case F_GPT2: gpt2_block(&inner, a); break;
-        case F_GPT_NEOX: neox_layer(&inner, a); break;
-        case F_BERT: case F_ROBERTA: bert_layer(&inner, a); break;
+        switch (a->f->block) {
+        case BLK_GPT2: gpt2_block(&inner, a); break;
+        case BLK_NEOX: neox_layer(&inner, a); break;
+        case BLK_BERT: bert_layer(&inner, a); break;
+        case BLK_OPT: opt_layer(&inner, a); break;
+        case BLK_PHI: phi_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
         i = j;
@@ -335,8 +434,12 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 /* The lm head (tied as tie_word_embeddings says) and final softcapping. */
 static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 {
-    cJSON *o = linear(w, name, NULL, a->H, a->V, false);
+    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias);
     if (a->tie) str(w, o, "tie", emb);
+    if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
+        cJSON *s = add_layer(w, "Scale", "logits_scaling");
+        num(w, s, "factor", 1.0 / a->logits_scale);
+    }
     if (a->final_cap > 0) { /* Gemma2ForCausalLM: logits / cap; tanh; * cap */
         cJSON *s = add_layer(w, "Scale", "final_logit_softcapping.div");
         num(w, s, "factor", 1.0 / a->final_cap);
@@ -352,7 +455,7 @@ static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 static void build_encoder(wr *w, const arch *a)
 {
     cJSON *o;
-    const char *pre = a->fam == F_BERT ? "bert" : "roberta";
+    const char *pre = a->f->prefix;
     char we[64], pe[64], te[64], ln[64], enc[64];
     snprintf(we, sizeof we, "%s.embeddings.word_embeddings", pre);
     snprintf(pe, sizeof pe, "%s.embeddings.position_embeddings", pre);
@@ -371,7 +474,7 @@ static void build_encoder(wr *w, const arch *a)
     ins(w, o, "input", NULL, NULL, NULL);
     num(w, o, "num_embeddings", (double)a->maxpos);
     num(w, o, "embedding_dim", (double)a->H);
-    if (a->fam == F_ROBERTA) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
+    if (a->f->pos == POS_LEARNED_PAD) flag(w, o, "per_sample", true); /* create_position_ids_from_input_ids: [B, L] */
     ins(w, add_layer(w, "Add", "embeddings.sum"), we, te, NULL, NULL); /* inputs_embeds + token_type_embeddings */
     o = add_layer(w, "Add", "embeddings.add_positions");                 /* embeddings += position_embeddings */
     ins(w, o, "embeddings.sum", pe, NULL, NULL);
@@ -382,16 +485,16 @@ static void build_encoder(wr *w, const arch *a)
     o = add_layer(w, "Select", "first_token"); /* hidden_states[:, 0] */
     num(w, o, "dim", 1);
     num(w, o, "index", 0);
-    if (a->fam == F_BERT) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
+    if (a->f->head == HEAD_POOLER_CLS) { /* BertPooler, then BertForSequenceClassification's dropout + classifier */
         linear(w, "bert.pooler.dense", NULL, a->H, a->H, true);
         add_layer(w, "Tanh", "bert.pooler.activation");
-        dropout(w, "dropout", a->p_embd);
+        dropout(w, "dropout", a->p_cls);
         linear(w, "classifier", NULL, a->H, a->labels, true);
     } else { /* RobertaClassificationHead (no pooler) */
-        dropout(w, "classifier.dropout1", a->p_embd);
+        dropout(w, "classifier.dropout1", a->p_cls);
         linear(w, "classifier.dense", NULL, a->H, a->H, true);
         add_layer(w, "Tanh", "classifier.tanh");
-        dropout(w, "classifier.dropout2", a->p_embd);
+        dropout(w, "classifier.dropout2", a->p_cls);
         linear(w, "classifier.out_proj", NULL, a->H, a->labels, true);
     }
 }
@@ -399,8 +502,8 @@ static void build_encoder(wr *w, const arch *a)
 static void build_layers(wr *w, const arch *a)
 {
     cJSON *o;
-    switch (a->fam) {
-    case F_GPT2:
+    switch (a->f->block) {
+    case BLK_GPT2:
         embedding(w, a, "transformer.wte");
         o = add_layer(w, "PositionEmbedding", "transformer.wpe");
         ins(w, o, "input", NULL, NULL, NULL);
@@ -413,7 +516,7 @@ static void build_layers(wr *w, const arch *a)
         layernorm(w, a, "transformer.ln_f", NULL);
         lm_head(w, a, "transformer.wte", "lm_head");
         return;
-    case F_GPT_NEOX:
+    case BLK_NEOX:
         embedding(w, a, "gpt_neox.embed_in");
         if (a->R > 0) {
             o = add_layer(w, "RotaryEmbedding", "gpt_neox.rotary_emb");
@@ -425,19 +528,58 @@ static void build_layers(wr *w, const arch *a)
         layernorm(w, a, "gpt_neox.final_layer_norm", NULL);
         lm_head(w, a, "gpt_neox.embed_in", "embed_out");
         return;
-    case F_BERT:
-    case F_ROBERTA:
+    case BLK_BERT:
         build_encoder(w, a);
         return;
+    case BLK_PHI: /* PhiForCausalLM: embed_tokens, embed_dropout, the layers, final_layernorm, lm_head with bias */
+        embedding(w, a, "model.embed_tokens");
+        dropout(w, "model.embed_dropout", a->p_embd);
+        if (a->R > 0) {
+            o = add_layer(w, "RotaryEmbedding", "model.rotary_emb");
+            ins(w, o, "input", NULL, NULL, NULL);
+            num(w, o, "head_dim", (double)a->D);
+            num(w, o, "rotary_dim", (double)a->R);
+        }
+        layer_stack(w, a, "model.layers", a->p_embd > 0 ? "model.embed_dropout" : "model.embed_tokens");
+        layernorm(w, a, "model.final_layernorm", NULL);
+        lm_head(w, a, "model.embed_tokens", "lm_head");
+        return;
+    case BLK_OPT: { /* OPTForCausalLM: OPTDecoder (embed_tokens [V, word_embed_proj_dim], project_in, + positions,
+                     * the layers, final_layer_norm, project_out), lm_head tied to embed_tokens */
+        const char *emb = "model.decoder.embed_tokens";
+        o = add_layer(w, "Embedding", emb);
+        num(w, o, "num_embeddings", (double)a->V);
+        num(w, o, "embedding_dim", (double)a->proj);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp); /* VocabParallelEmbedding (--tp refuses project_in) */
+        if (a->proj != a->H) linear(w, "model.decoder.project_in", NULL, a->proj, a->H, false);
+        const char *tok = w->last;
+        o = add_layer(w, "PositionEmbedding", "model.decoder.embed_positions"); /* cumsum(attention_mask) + 2 */
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "num_embeddings", (double)a->maxpos + 2);
+        num(w, o, "embedding_dim", (double)a->H);
+        flag(w, o, "per_sample", true);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
+        ins(w, add_layer(w, "Add", "model.decoder.embeds"), tok, "model.decoder.embed_positions", NULL, NULL);
+        layer_stack(w, a, "model.decoder.layers", "model.decoder.embeds");
+        if (a->norm_before) layernorm(w, a, "model.decoder.final_layer_norm", NULL);
+        if (a->proj != a->H) linear(w, "model.decoder.project_out", NULL, a->H, a->proj, false);
+        lm_head(w, a, emb, "lm_head");
+        return;
+    }
     default:
         break;
     }
     embedding(w, a, "model.embed_tokens");
     const char *first = "model.embed_tokens";
-    if (a->fam == F_GEMMA || a->fam == F_GEMMA2) { /* hidden_states * normalizer (sqrt(hidden_size)) */
+    if (a->f->embed_scale) { /* hidden_states * normalizer (sqrt(hidden_size)) */
         o = add_layer(w, "Scale", "model.embed_scale");
         num(w, o, "factor", sqrt((double)a->H));
         first = "model.embed_scale";
+    }
+    if (a->f->mup) { /* GraniteModel: inputs_embeds * self.embedding_multiplier */
+        o = add_layer(w, "Scale", "model.embedding_multiplier");
+        num(w, o, "factor", a->emb_mult);
+        first = "model.embedding_multiplier";
     }
     dropout(w, "model.embed_dropout", a->p_embd); /* Phi3Model.embed_dropout */
     if (a->p_embd > 0) first = "model.embed_dropout";

@@ -1,15 +1,17 @@
 /*
  * hf_read.c — the keys of a Hugging Face config.json, read into an arch
- * (src/hf_arch.h) and checked (issue 12; split out of src/hf.c).
+ * (src/hf_arch.h) and checked.
  *
- * Each family's keys and their PretrainedConfig defaults follow its
- * configuration_*.py at huggingface/transformers
- * 5dd4a63548857797727ae73eeb6a6e886ea02a3e. A key the family needs and the
- * config lacks is an error naming the key (err->path); a key with a default
- * takes that default; the products that become tensor sizes are checked here
- * so that the error names a key.
+ * What a family reads is its row of vc__hf_families (src/hf.c): each key
+ * role (K_*) names the config key and its default as the family's
+ * configuration_*.py sets it; this file reads every row the same way, in the
+ * order of the roles. A key the family needs and the config lacks is an
+ * error naming the key (err->path); a key with a default takes that default;
+ * the products that become tensor sizes are checked here so that the error
+ * names a key.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,179 +132,151 @@ static int read_rope_scaling(rd *r)
     return bad(r, "rope_scaling.rope_type", "unknown rope scaling \"%s\" (default, linear, dynamic, yarn, longrope, llama3)", e);
 }
 
+/* ------------------------------------------------------------ the family's keys */
+
+/* The field each key role fills, its type and range (hf_arch.h's K_*). */
+enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES, T_FLAGS };
+static const struct {
+    unsigned char type;
+    size_t off;
+    double min, max; /* T_INT: the least value (the most is 2^40); T_NUM: the range */
+} key_roles[K_COUNT] = {
+    [K_VOCAB] = {T_INT, offsetof(arch, V), 1, 0},          [K_HIDDEN] = {T_INT, offsetof(arch, H), 1, 0},
+    [K_LAYERS] = {T_INT, offsetof(arch, N), 1, 0},         [K_HEADS] = {T_INT, offsetof(arch, NH), 1, 0},
+    [K_KV_HEADS] = {T_INT, offsetof(arch, KV), 1, 0},      [K_EPS] = {T_NUM, offsetof(arch, eps), 0, 1},
+    [K_MAXPOS] = {T_INT, offsetof(arch, maxpos), 1, 0},    [K_INTER] = {T_INT, offsetof(arch, I), 1, 0},
+    [K_HEAD_DIM] = {T_INT, offsetof(arch, D), 1, 0},       [K_ACT] = {T_ACT, offsetof(arch, act), 0, 0},
+    [K_TIE] = {T_BOOL, offsetof(arch, tie), 0, 0},         [K_QKV_BIAS] = {T_BOOL, offsetof(arch, qkv_bias), 0, 0},
+    [K_O_BIAS] = {T_BOOL, offsetof(arch, o_bias), 0, 0},   [K_MLP_BIAS] = {T_BOOL, offsetof(arch, mlp_bias), 0, 0},
+    [K_P_ATTN] = {T_NUM, offsetof(arch, p_attn), 0, 1},    [K_P_RESID] = {T_NUM, offsetof(arch, p_resid), 0, 1},
+    [K_P_EMBD] = {T_NUM, offsetof(arch, p_embd), 0, 1},    [K_ROTARY] = {T_NUM, offsetof(arch, rotary), 0, 1},
+    [K_PARALLEL] = {T_BOOL, offsetof(arch, parallel), 0, 0}, [K_USE_WINDOW] = {T_BOOL, offsetof(arch, use_window), 0, 0},
+    [K_WINDOW] = {T_INT, offsetof(arch, window), 1, 0},    [K_FINAL_CAP] = {T_NUM, offsetof(arch, final_cap), 0, 1e9},
+    [K_ATTN_CAP] = {T_NUM, offsetof(arch, attn_cap), 0, 1e9}, [K_EXPERTS] = {T_INT, offsetof(arch, E), 1, 0},
+    [K_TOPK] = {T_INT, offsetof(arch, K), 1, 0},           [K_MOE_INTER] = {T_INT, offsetof(arch, moe_I), 1, 0},
+    [K_SHARED_INTER] = {T_INT, offsetof(arch, shared_I), 0, 0}, [K_SPARSE_STEP] = {T_INT, offsetof(arch, sparse_step), 1, 0},
+    [K_NORM_TOPK] = {T_BOOL, offsetof(arch, norm_topk), 0, 0}, [K_MLP_ONLY] = {T_LIST, offsetof(arch, mlp_only), 0, 0},
+    [K_TYPES] = {T_INT, offsetof(arch, types), 1, 0},      [K_LABELS] = {T_LABELS, offsetof(arch, labels), 0, 0},
+    [K_P_CLS] = {T_NUM, offsetof(arch, p_cls), 0, 1},      [K_PAD] = {T_INT, offsetof(arch, pos_off), 0, 0},
+    [K_WINDOW_LAYERS] = {T_INT, offsetof(arch, window_layers), 0, 0}, [K_LAYER_TYPES] = {T_TYPES, offsetof(arch, layer_types), 0, 0},
+    [K_NOPE_LAYERS] = {T_FLAGS, offsetof(arch, no_rope), 0, 0}, [K_NOPE_INTERVAL] = {T_INT, offsetof(arch, nope_interval), 1, 0},
+    [K_EMB_MULT] = {T_NUM, offsetof(arch, emb_mult), 0, 1e9}, [K_RESID_MULT] = {T_NUM, offsetof(arch, resid_mult), 0, 1e9},
+    [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9}, [K_MULTI_QUERY] = {T_BOOL, offsetof(arch, mqa), 0, 0},
+    [K_PROJ_DIM] = {T_INT, offsetof(arch, proj), 1, 0}, [K_NORM_BEFORE] = {T_BOOL, offsetof(arch, norm_before), 0, 0},
+    [K_NORM_AFFINE] = {T_BOOL, offsetof(arch, norm_affine), 0, 0}, [K_QK_LAYERNORM] = {T_BOOL, offsetof(arch, qk_layernorm), 0, 0},
+};
+
 /* head_dim = hidden size / heads, which must divide it (the error names
  * the heads' key). */
-static int split_heads(rd *r, arch *a, const char *hidden, const char *heads)
+static int split_heads(rd *r, const hf_family *f, int64_t H, int64_t NH, int64_t *out)
 {
-    if (a->H % a->NH)
-        return bad(r, heads, "%s (%lld) must be divisible by %s (%lld)", hidden, (long long)a->H, heads, (long long)a->NH);
-    a->D = a->H / a->NH;
+    if (H % NH)
+        return bad(r, f->keys[K_HEADS].key, "%s (%lld) must be divisible by %s (%lld)", f->keys[K_HIDDEN].key, (long long)H,
+                   f->keys[K_HEADS].key, (long long)NH);
+    *out = H / NH;
     return 0;
 }
 
-/* The decoder families' common keys (LlamaConfig and its relatives). */
-static int read_decoder(rd *r, arch *a)
+/* One key of the row: its value from the config, else its default. */
+static int read_key(rd *r, arch *a, int role)
 {
-    bool explicit_hd = a->fam == F_GEMMA || a->fam == F_GEMMA2 || a->fam == F_QWEN3 || a->fam == F_LLAMA ||
-                       a->fam == F_MISTRAL;
-    if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
-        get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
-        get_int(r, "num_key_value_heads", a->NH, 1, &a->KV) || get_num(r, "rms_norm_eps", 1e-6, 0, 1, &a->eps) ||
-        get_int(r, "max_position_embeddings", 0, 1, &a->maxpos) || read_rope_scaling(r))
-        return -1;
-    if (a->fam != F_MIXTRAL && a->fam != F_QWEN2_MOE && get_int(r, "intermediate_size", -1, 1, &a->I)) return -1;
-    if (a->fam == F_QWEN2_MOE && get_int(r, "intermediate_size", 1, 1, &a->I)) return -1;
-    if (a->fam == F_MIXTRAL && get_int(r, "intermediate_size", -1, 1, &a->I)) return -1;
-    if (a->NH % a->KV)
-        return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
-                   (long long)a->NH, (long long)a->KV);
-    const cJSON *hd = key_of(r, "head_dim");
-    if (explicit_hd && hd) {
-        if (get_int(r, "head_dim", -1, 1, &a->D)) return -1;
-    } else if (split_heads(r, a, "hidden_size", "num_attention_heads")) {
-        return -1;
+    const hf_family *f = a->f;
+    const hf_key *k = &f->keys[role];
+    void *field = (char *)a + key_roles[role].off;
+    int type = key_roles[role].type;
+    const char *key = k->key;
+    if (type == T_ACT && !key && !k->sdef) return 0; /* a row without an activation */
+    /* null where the class takes None for "off" (a sliding window, a softcap) */
+    bool none = key && k->null_none && cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key));
+    if (key && k->alt && !key_of(r, key)) key = k->alt;
+    if (none || !key || !key_of(r, key)) {
+        switch (k->how) {
+        case D_REQUIRED: break; /* get_int's error below names the key */
+        case D_HEADS: *(int64_t *)field = a->NH; return 0;
+        case D_SPLIT: return split_heads(r, f, a->H, a->NH, field);
+        case D_4H: *(int64_t *)field = 4 * a->H; return 0;
+        case D_HIDDEN: *(int64_t *)field = a->H; return 0;
+        case D_RESID: *(double *)field = a->p_resid; return 0;
+        default:
+            switch (type) {
+            case T_INT: *(int64_t *)field = none ? 0 : (int64_t)k->def; return 0;
+            case T_NUM: *(double *)field = none ? 0 : k->def; return 0;
+            case T_BOOL: *(bool *)field = !none && k->def != 0; return 0;
+            case T_ACT: break; /* read_act checks the default's name */
+            case T_LIST: case T_TYPES: case T_FLAGS: *(const cJSON **)field = NULL; return 0;
+            case T_LABELS: *(int64_t *)field = 2; return 0; /* num_labels without id2label */
+            }
+        }
     }
-    a->R = a->D;
+    switch (type) {
+    case T_INT:
+        return get_int(r, key, k->how == D_REQUIRED ? -1 : (int64_t)k->def, (int64_t)key_roles[role].min, field);
+    case T_NUM: return get_num(r, key, k->def, key_roles[role].min, key_roles[role].max, field);
+    case T_BOOL: return get_bool(r, key, k->def != 0, field);
+    case T_ACT: return read_act(r, key ? key : "hidden_act", k->sdef, f->mlp != MLP_PLAIN, field);
+    case T_LIST: {
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v)) return bad(r, key, "expected a list of layer indices");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_TYPES: { /* layer_types: one "full_attention" or "sliding_attention" per layer */
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+            return bad(r, key, "expected a list of %lld layer types (\"full_attention\" or \"sliding_attention\")",
+                       (long long)a->N);
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "sliding_attention")))
+                return bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_FLAGS: { /* no_rope_layers: 1 (rotary) or 0 (NoPE) for at least every layer */
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < a->N)
+            return bad(r, key, "expected a list of 0 or 1 for each of the %lld layers", (long long)a->N);
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
+                return bad(r, key, "expected 1 (rotary) or 0 (no rotary) for each layer");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_LABELS: { /* num_labels: len(id2label) (PretrainedConfig) */
+        const cJSON *ids = key_of(r, key);
+        if (!cJSON_IsObject(ids) || !ids->child) return bad(r, key, "expected an object of labels");
+        *(int64_t *)field = cJSON_GetArraySize(ids);
+        return 0;
+    }
+    }
     return 0;
 }
 
-/* LlamaConfig and the configs derived from it (Mistral, Qwen2, Qwen3, Phi3,
- * Mixtral, Qwen2Moe): their defaults as the configuration_*.py files set them. */
-static int read_llama_like(rd *r, arch *a)
-{
-    double p;
-    if (read_decoder(r, a) || read_act(r, "hidden_act", "silu", true, &a->act) ||
-        get_bool(r, "tie_word_embeddings", false, &a->tie) || get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn))
-        return -1;
-    if (a->fam == F_LLAMA || a->fam == F_QWEN3) {
-        if (get_bool(r, "attention_bias", false, &a->qkv_bias)) return -1;
-        a->o_bias = a->qkv_bias;
-        if (a->fam == F_LLAMA && get_bool(r, "mlp_bias", false, &a->mlp_bias)) return -1;
-    }
-    if (a->fam == F_QWEN2 || a->fam == F_QWEN2_MOE) a->qkv_bias = true; /* Qwen2Attention: bias=True on q/k/v */
-    a->qk_norm = a->fam == F_QWEN3;
-    if (a->fam == F_MISTRAL || a->fam == F_MIXTRAL) {
-        if (get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
-    }
-    if (a->fam == F_QWEN2 || a->fam == F_QWEN3 || a->fam == F_QWEN2_MOE) {
-        bool use;
-        if (get_bool(r, "use_sliding_window", false, &use)) return -1;
-        if (use && get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
-    }
-    if (a->fam == F_PHI3) {
-        if (get_num(r, "partial_rotary_factor", 1.0, 0, 1, &p) || get_num(r, "resid_pdrop", 0, 0, 1, &a->p_resid) ||
-            get_num(r, "embd_pdrop", 0, 0, 1, &a->p_embd) || get_int(r, "sliding_window", 0, 1, &a->window))
-            return -1;
-        a->R = (int64_t)((double)a->D * p) / 2 * 2;
-    }
-    if (a->fam == F_MIXTRAL) {
-        a->moe_I = a->I;
-        if (get_int(r, "num_local_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 2, 1, &a->K)) return -1;
-        a->norm_topk = true;
-    }
-    if (a->fam == F_QWEN2_MOE) {
-        if (get_int(r, "num_experts", -1, 1, &a->E) || get_int(r, "num_experts_per_tok", 4, 1, &a->K) ||
-            get_int(r, "moe_intermediate_size", -1, 1, &a->moe_I) ||
-            get_int(r, "shared_expert_intermediate_size", 0, 0, &a->shared_I) ||
-            get_int(r, "decoder_sparse_step", 1, 1, &a->sparse_step) || get_bool(r, "norm_topk_prob", false, &a->norm_topk))
-            return -1;
-        a->mlp_only = key_of(r, "mlp_only_layers");
-        if (a->mlp_only && !cJSON_IsArray(a->mlp_only)) return bad(r, "mlp_only_layers", "expected a list of layer indices");
-    }
-    if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->K > a->E)
-        return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
-    return 0;
-}
-
-/* BertConfig / RobertaConfig. */
-static int read_encoder(rd *r, arch *a)
-{
-    if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
-        get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
-        get_int(r, "intermediate_size", -1, 1, &a->I) || get_int(r, "max_position_embeddings", -1, 1, &a->maxpos) ||
-        get_int(r, "type_vocab_size", 2, 1, &a->types) || get_num(r, "layer_norm_eps", 1e-12, 0, 1, &a->eps) ||
-        read_act(r, "hidden_act", "gelu", false, &a->act) || get_num(r, "hidden_dropout_prob", 0.1, 0, 1, &a->p_resid) ||
-        get_num(r, "attention_probs_dropout_prob", 0.1, 0, 1, &a->p_attn))
-        return -1;
-    if (split_heads(r, a, "hidden_size", "num_attention_heads")) return -1;
-    a->KV = a->NH;
-    a->R = 0;
-    /* num_labels: len(id2label) (PretrainedConfig), else 2 */
-    const cJSON *ids = key_of(r, "id2label");
-    a->labels = 2;
-    if (ids) {
-        if (!cJSON_IsObject(ids) || !ids->child) return bad(r, "id2label", "expected an object of labels");
-        a->labels = cJSON_GetArraySize(ids);
-    }
-    if (get_num(r, "classifier_dropout", a->p_resid, 0, 1, &a->p_embd)) return -1;
-    /* RoBERTa's positions start after padding_idx (pad_token_id, 1) */
-    int64_t pad = 0;
-    if (a->fam == F_ROBERTA && get_int(r, "pad_token_id", 1, 0, &pad)) return -1;
-    a->window = a->fam == F_ROBERTA ? pad + 1 : 0; /* reused: the position offset */
-    return 0;
-}
-
+/* Every key of the family's row, in the order of hf_arch.h's K_*, with the
+ * checks between them that need the keys read so far. */
 static int read_family(rd *r, arch *a)
 {
-    double p;
-    switch (a->fam) {
-    case F_LLAMA:
-    case F_MISTRAL:
-    case F_QWEN2:
-    case F_QWEN3:
-    case F_MIXTRAL:
-    case F_QWEN2_MOE:
-    case F_PHI3:
-        return read_llama_like(r, a);
-    case F_GEMMA:
-    case F_GEMMA2: {
-        const char *act = NULL;
-        if (read_decoder(r, a) || get_str(r, "hidden_activation", NULL, &act) ||
-            read_act(r, act ? "hidden_activation" : "hidden_act", "gelu_pytorch_tanh", true, &a->act) ||
-            get_bool(r, "tie_word_embeddings", true, &a->tie) || get_bool(r, "attention_bias", false, &a->qkv_bias) ||
-            get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn))
-            return -1;
-        a->o_bias = a->qkv_bias;
-        if (a->fam == F_GEMMA2) {
-            if (get_int(r, "sliding_window", 0, 1, &a->window) || get_num(r, "final_logit_softcapping", 0, 0, 1e9, &a->final_cap) ||
-                get_num(r, "attn_logit_softcapping", 0, 0, 1e9, &a->attn_cap))
-                return -1;
-            a->window_alt = true;
-            /* Gemma2PreTrainedModel._check_and_enable_sdpa swaps the default sdpa for eager
-             * (softcapping): explicit attention weights */
-            a->eager = true;
-        }
-        return 0;
+    const hf_family *f = a->f;
+    for (int role = 0; role < K_COUNT; role++) {
+        /* Qwen2Config: sliding_window (and max_window_layers) only with use_sliding_window */
+        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
+        if (read_key(r, a, role)) return -1;
+        if (role == K_KV_HEADS && a->NH % a->KV)
+            return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
+                       (long long)a->NH, (long long)a->KV);
+        if (role == K_MAXPOS && f->rope_scaling && read_rope_scaling(r)) return -1;
     }
-    case F_GPT2:
-        if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "n_embd", -1, 1, &a->H) || get_int(r, "n_layer", -1, 1, &a->N) ||
-            get_int(r, "n_head", -1, 1, &a->NH) || get_int(r, "n_positions", -1, 1, &a->maxpos) ||
-            get_num(r, "layer_norm_epsilon", 1e-5, 0, 1, &a->eps) || read_act(r, "activation_function", "gelu_new", false, &a->act) ||
-            get_num(r, "embd_pdrop", 0.1, 0, 1, &a->p_embd) || get_num(r, "attn_pdrop", 0.1, 0, 1, &a->p_attn) ||
-            get_num(r, "resid_pdrop", 0.1, 0, 1, &a->p_resid) || get_bool(r, "tie_word_embeddings", true, &a->tie))
-            return -1;
-        if (split_heads(r, a, "n_embd", "n_head") || get_int(r, "n_inner", 4 * a->H, 1, &a->I)) return -1;
-        a->KV = a->NH;
-        a->R = 0;
-        return 0;
-    case F_GPT_NEOX:
-        if (get_int(r, "vocab_size", -1, 1, &a->V) || get_int(r, "hidden_size", -1, 1, &a->H) ||
-            get_int(r, "num_hidden_layers", -1, 1, &a->N) || get_int(r, "num_attention_heads", -1, 1, &a->NH) ||
-            get_int(r, "intermediate_size", -1, 1, &a->I) || get_num(r, "layer_norm_eps", 1e-5, 0, 1, &a->eps) ||
-            read_act(r, "hidden_act", "gelu", false, &a->act) || get_num(r, "rotary_pct", 0.25, 0, 1, &p) ||
-            get_bool(r, "use_parallel_residual", true, &a->parallel) || get_bool(r, "tie_word_embeddings", false, &a->tie) ||
-            get_bool(r, "attention_bias", true, &a->qkv_bias) || get_num(r, "hidden_dropout", 0, 0, 1, &a->p_resid) ||
-            get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn) || read_rope_scaling(r))
-            return -1;
-        if (split_heads(r, a, "hidden_size", "num_attention_heads")) return -1;
-        a->KV = a->NH;
-        a->R = (int64_t)((double)a->D * p) / 2 * 2; /* rotary_ndims = int(head_size * rotary_pct) */
-        a->o_bias = a->mlp_bias = a->qkv_bias;
-        return 0;
-    case F_BERT:
-    case F_ROBERTA:
-        return read_encoder(r, a);
-    }
+    /* the rotary part of each head: all of it, none (learned positions), or
+     * int(head_dim * partial_rotary_factor) rounded down to even (Phi3,
+     * GPT-NeoX's rotary_ndims) */
+    a->R = !f->keys[K_ROTARY].key ? (f->keys[K_ROTARY].def > 0 ? a->D : 0) : (int64_t)((double)a->D * a->rotary) / 2 * 2;
+    if (f->keys[K_NORM_AFFINE].key && !a->norm_affine) /* OPTDecoderLayer: LayerNorm(elementwise_affine=...) */
+        return bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
+    if (a->qk_layernorm) /* PhiAttention: q_layernorm / k_layernorm, LayerNorms per head */
+        return bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
+    if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
+    if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
+    if (f->moe && a->K > a->E)
+        return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     return 0;
 }
 
@@ -311,26 +285,53 @@ static int check_sizes(rd *r, const arch *a)
 {
     const int64_t lim = INT64_C(1) << 48; /* elements in one weight: 2^48 is 512 TiB in bf16 */
     int64_t t;
-    if (__builtin_mul_overflow(a->V, a->H, &t) || t > lim)
-        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)a->H);
+    int64_t width = a->H > a->proj ? a->H : a->proj; /* OPT's embeddings are word_embed_proj_dim wide */
+    if (__builtin_mul_overflow(a->V, width, &t) || t > lim)
+        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
         return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
+    if (__builtin_mul_overflow(a->shared_I, a->H, &t) || __builtin_mul_overflow(t, 3, &t) || t > lim)
+        return bad(r, "shared_expert_intermediate_size", "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
+                   (long long)a->shared_I, (long long)a->H);
     int64_t qk = (a->NH + 2 * a->KV);
     if (__builtin_mul_overflow(qk, a->D, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
         return bad(r, "num_attention_heads", "the attention projections are more than 2^48 elements");
     if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, "num_hidden_layers", "the model has more than 2^48 parameters");
     if (a->R % 2)
-        return bad(r, a->D == a->H / a->NH ? "num_attention_heads" : "head_dim",
+        return bad(r, a->D == a->H / a->NH ? a->f->keys[K_HEADS].key : "head_dim",
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
     if (a->N > 1024) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
-    if ((a->fam == F_MIXTRAL || a->fam == F_QWEN2_MOE) && a->E * 3 + 4 > 256)
-        return bad(r, a->fam == F_MIXTRAL ? "num_local_experts" : "num_experts", "%lld experts: more than the 84 SparseMoE holds",
+    if (a->f->moe && a->E * 3 + 4 > 256)
+        return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 SparseMoE holds",
                    (long long)a->E);
+    return 0;
+}
+
+/* "dtype" (transformers v5) and "torch_dtype": the names vc_hf_dtype (hf.c)
+ * turns into the weights' dtype. Another name would be read as no dtype
+ * (--serve's bf16); transformers itself fails on a name torch lacks
+ * (getattr(torch, name) in PreTrainedModel._set_default_dtype). */
+static int check_dtype(rd *r)
+{
+    static const char *const ok[] = {"float32", "float", "float16", "half", "bfloat16"};
+    static const char *const keys[] = {"dtype", "torch_dtype"};
+    for (int k = 0; k < 2; k++) {
+        const cJSON *v = key_of(r, keys[k]);
+        if (!v) continue;
+        if (!cJSON_IsString(v)) return bad(r, keys[k], "expected a string such as \"bfloat16\"");
+        bool known = false;
+        for (int i = 0; i < 5; i++) known |= !strcmp(v->valuestring, ok[i]);
+        if (!known) {
+            char e[64];
+            vc_escape(e, sizeof e, v->valuestring);
+            return bad(r, keys[k], "\"%s\" is not a dtype modelled for a checkpoint's weights (float32, float16, bfloat16)", e);
+        }
+    }
     return 0;
 }
 
 int vc__hf_read(rd *r, arch *a)
 {
-    return read_family(r, a) || check_sizes(r, a) ? -1 : 0;
+    return read_family(r, a) || check_sizes(r, a) || check_dtype(r) ? -1 : 0;
 }

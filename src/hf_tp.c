@@ -40,16 +40,18 @@
 
 #define MEG_VOCAB_DIVISIBLE_BY 128 /* arguments.py --make-vocab-size-divisible-by default */
 
-/* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. */
+/* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. The
+ * error names the family's key for the width (the row's), else .key. */
 static const struct {
     size_t off;
+    int role;
     const char *key;
 } tp_split[] = {
-    {offsetof(arch, NH), "num_attention_heads"},
-    {offsetof(arch, KV), "num_key_value_heads"},
-    {offsetof(arch, I), "intermediate_size"},
-    {offsetof(arch, moe_I), "moe_intermediate_size"},
-    {offsetof(arch, shared_I), "shared_expert_intermediate_size"},
+    {offsetof(arch, NH), K_HEADS, "num_attention_heads"},
+    {offsetof(arch, KV), K_KV_HEADS, "num_key_value_heads"},
+    {offsetof(arch, I), K_INTER, "intermediate_size"},
+    {offsetof(arch, moe_I), K_MOE_INTER, "moe_intermediate_size"},
+    {offsetof(arch, shared_I), K_SHARED_INTER, "shared_expert_intermediate_size"},
 };
 
 int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
@@ -61,16 +63,29 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
+        const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
+        if (*v % t && tp_split[i].role == K_KV_HEADS && a->mqa)
+            return vc_set_error(err, VC_ERR_USAGE, "--tp", "multi_query keeps one kv head, which %lld tensor-parallel ranks "
+                                "do not divide", (long long)t);
         if (*v % t)
             return vc_set_error(err, VC_ERR_USAGE, "--tp", "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
-                                tp_split[i].key, (long long)*v);
+                                key, (long long)*v);
         *v /= t;
     }
+    /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
+     * spans the whole projection); Megatron's layer spec has no such norm */
+    if (a->f->qk_norm == QK_WHOLE)
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
+                            "split is not modelled", a->f->model_type);
+    if (a->proj && a->proj != a->H) /* OPTDecoder.project_in / project_out: no Megatron counterpart */
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
+                            "project_in / project_out under tensor parallelism are not modelled", (long long)a->proj,
+                            (long long)a->H);
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;
     if (!o->sp) return 0;
-    if (a->fam == F_BERT || a->fam == F_ROBERTA || a->E > 0)
+    if (a->f->block == BLK_BERT || a->E > 0)
         return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for the dense decoders only, not %s",
                             a->E > 0 ? "mixture-of-experts layers" : "encoders");
     if (a->seq % t)
@@ -85,8 +100,9 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
  * output layer column-parallel (GPTModel.output_layer); here by the names of
  * the Hugging Face modules that stand for them. */
 static const char *const gather_names[] = {"q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj",
-                                           "c_attn", "c_fc", "query_key_value", "dense_h_to_4h", "lm_head", "embed_out"};
-static const char *const scatter_names[] = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h"};
+                                           "c_attn", "c_fc", "query_key_value", "dense_h_to_4h", "lm_head", "embed_out",
+                                           "fc1"};
+static const char *const scatter_names[] = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h", "out_proj", "fc2"};
 
 const char *vc__hf_sp_role(const char *name)
 {

@@ -30,6 +30,41 @@
  *        46,702,792,704 (46.7B); Qwen1.5-MoE-A2.7B 14,315,784,192 (14.3B);
  *        gpt-neox-20b 20,554,567,680 (20.6B); roberta-base RobertaModel
  *        with pooler 124,645,632 (125M).
+ *      the near-llama rows (tests/data/hf/ transcriptions; no Hub access
+ *      here either), each count the Hub's safetensors total as public
+ *      records of the Hub quote it, and equal to the sum of the module
+ *      shapes listed beside the config in a public dump of the checkpoints'
+ *      parameter shapes and config.json files:
+ *      - SmolLM3-3B 3,075,098,624 (the Hub's model.safetensors.index.json
+ *        total_parameters; 3.08B in the SmolLM3 blog's training
+ *        configuration). The config: SmolLM3Config's defaults, which its
+ *        class declares are HuggingFaceTB/SmolLM3-3B (transformers
+ *        configuration_smollm3.py at 008e5743), with the blog's 64k context
+ *        (max_position_embeddings 65536, rope_theta 5e6) and no_rope_layers
+ *        as the class computes it (every 4th layer NoPE);
+ *      - granite-3.3-8b-instruct 8,170,864,640 and OLMo-2-1124-7B(-Instruct)
+ *        7,298,617,344 (the Hub API's safetensors.total): the configs are the
+ *        checkpoints' config.json as the dump prints them (8.17B and 7.3B on
+ *        the model pages);
+ *      - StarCoder (gpt_bigcode) 15,517,456,384: 15.5B in its model card;
+ *        the exact figure as public tables record it for the StarCoder-15B
+ *        architecture (the MultiPL-T StarCoder-15B fine-tunes), equal to the
+ *        sum of GPTBigCodeBlock's module shapes. The config: the keys
+ *        Cerebras' modelzoo StarCoder converter writes for the HF
+ *        checkpoint (n_embd 6144, n_head 48, n_layer 40, n_inner 24576,
+ *        n_positions 8192, vocab 49152, multi_query, tied, dropouts 0), the
+ *        rest GPTBigCodeConfig's defaults (activation gelu_pytorch_tanh,
+ *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98);
+ *      - OPT-1.3B 1,315,758,080: 1.3B in the OPT paper (arXiv:2205.01068,
+ *        Table 1); the exact figure is the sum of OPTForCausalLM's module
+ *        shapes, which DeepSpeed-Chat's meta-device count prints too
+ *        ("[pre-lora] num params: 1315758080", its OPT-1.3B actor). The
+ *        config: facebook/opt-1.3b's config.json as EasyDeL's configs.py
+ *        copies it (opt_configs['1.3b']), with its architectures;
+ *      - phi-2 2,779,683,840: the Hub API's safetensors parameters ({"F16":
+ *        2779683840}, as a public Hub-API mock of microsoft/phi-2 records
+ *        it; 2.7B on the model card). The config: microsoft/phi-2's
+ *        config.json as onnx-diagnostic's phi-2 test model transcribes it.
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -59,6 +94,9 @@
 
 #include "vramcalc/vramcalc.h"
 
+#include "hf.h"      /* vc_hf_families */
+#include "hf_arch.h" /* the family table, vc__hf_families */
+
 #define HF VC_TEST_DATA "/hf/"
 
 typedef struct {
@@ -83,6 +121,12 @@ static const flagship flagships[] = {
     {"pythia-1.4b.json", INT64_C(1414647808), 0},
     {"bert-base-uncased.json", INT64_C(109482240), 768 * 2 + 2},
     {"roberta-base.json", INT64_C(124645632), 768 * 2 + 2},
+    {"smollm3-3b.json", INT64_C(3075098624), 0},
+    {"granite-3.3-8b-instruct.json", INT64_C(8170864640), 0},
+    {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
+    {"starcoder.json", INT64_C(15517456384), 0},
+    {"opt-1.3b.json", INT64_C(1315758080), 0},
+    {"phi-2.json", INT64_C(2779683840), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -135,7 +179,9 @@ static void test_emit_roundtrip(void **state)
 {
     (void)state;
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
-                                        "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json"};
+                                        "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
+                                        "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
+                                        "starcoder.json", "opt-1.3b.json", "phi-2.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -418,6 +464,319 @@ static void test_tie_after_growth(void **state)
     vc_model_free(m);
 }
 
+/* ------------------------------------------------------------ class defaults
+ * A config without a key gets the default its configuration_*.py class sets
+ * (huggingface/transformers, read at 008e574391258935f3ecc3035c882e73bbcac419:
+ * GemmaConfig / Gemma2Config head_dim = 256, Qwen3Config head_dim = 128,
+ * Gemma2Config sliding_window = 4096, final_logit_softcapping = 30.0,
+ * attn_logit_softcapping = 50.0, MistralConfig sliding_window = 4096,
+ * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, max_position_embeddings
+ * as each class sets it, Qwen2MoeConfig
+ * shared_expert_intermediate_size = 5632 and intermediate_size = 5632), and a
+ * null where the class takes None turns the feature off. */
+
+static vc_status load_js(const char *js, const vc_hf_options *o, vc_model **m, vc_error *err)
+{
+    *m = NULL;
+    return vc_model_load_string_hf(js, strlen(js), "config.json", o, m, err);
+}
+
+static int64_t count_of(const char *js)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    vc_status st = load_js(js, NULL, &m, &err);
+    if (st != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    int64_t n = vc_model_parameters(m);
+    vc_model_free(m);
+    return n;
+}
+
+/* occurrences of `needle` in the model JSON a config becomes (--emit-model) */
+static int emitted(const char *js, const char *needle)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
+    int n = 0;
+    for (const char *p = vc_model_generated_json(m); (p = strstr(p, needle)); p++) n++;
+    vc_model_free(m);
+    return n;
+}
+
+#define SIX_KEYS "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":2," \
+                 "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+
+static void test_class_defaults(void **state)
+{
+    (void)state;
+    /* Gemma without head_dim: 256 (not hidden/heads = 16). GemmaDecoderLayer
+     * (modeling_gemma.py): q_proj 64 x 4*256 = 65,536, k/v_proj 64 x 2*256 =
+     * 32,768 each, o_proj 1024 x 64 = 65,536, gate/up/down 3 x 64 x 128 =
+     * 24,576, two RMSNorms 128: 221,312 per layer, x 2 = 442,624; embed_tokens
+     * 1000 x 64 = 64,000 (lm_head tied: tie_word_embeddings True), norm 64:
+     * 506,688. */
+    assert_int_equal(count_of("{\"model_type\":\"gemma\"," SIX_KEYS "}"), 506688);
+    /* Gemma2: the same with four RMSNorms per layer (256): 221,440 x 2 + 64,064 */
+    static const char g2[] = "{\"model_type\":\"gemma2\"," SIX_KEYS "}";
+    assert_int_equal(count_of(g2), 506944);
+    /* and its sliding window (layer 0 of the two), attention softcap 50 (both
+     * layers, eager) and the final logit softcapping (tanh(logits / 30) * 30) */
+    assert_int_equal(emitted(g2, "\"sliding_window\":\t4096"), 1);
+    assert_int_equal(emitted(g2, "\"softcap\":\t50"), 2);
+    assert_int_equal(emitted(g2, "final_logit_softcapping.tanh"), 1);
+    /* null: None, no window and no softcapping */
+    static const char g2null[] = "{\"model_type\":\"gemma2\"," SIX_KEYS ",\"sliding_window\":null,"
+                                 "\"final_logit_softcapping\":null,\"attn_logit_softcapping\":null}";
+    assert_int_equal(emitted(g2null, "sliding_window"), 0);
+    assert_int_equal(emitted(g2null, "softcap"), 0);
+    /* Qwen3 without head_dim: 128. Qwen3Attention: q_proj 64 x 512 = 32,768,
+     * k/v_proj 64 x 256 = 16,384 each, o_proj 32,768, q_norm/k_norm 128 each,
+     * MLP 24,576, norms 128: 123,264 per layer, x 2 = 246,528; embed_tokens and
+     * the untied lm_head 64,000 each, norm 64: 374,592. */
+    assert_int_equal(count_of("{\"model_type\":\"qwen3\"," SIX_KEYS "}"), 374592);
+    /* Mistral without sliding_window: 4096 (no max_positions then: the window
+     * bounds what attention sees); null: none, and max_position_embeddings
+     * (MistralConfig: 4096 * 32) bounds generation */
+    assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS "}", "\"sliding_window\":\t4096"), 1); /* one run of two */
+    static const char mnull[] = "{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null}";
+    assert_int_equal(emitted(mnull, "sliding_window"), 0);
+    assert_int_equal(emitted(mnull, "\"max_positions\":\t131072"), 1);
+    /* max_position_embeddings when absent: the class's (GPTNeoXConfig 2048,
+     * LlamaConfig 2048, Qwen3Config 32768), which bounds generation */
+    assert_int_equal(emitted("{\"model_type\":\"gpt_neox\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":2,"
+                             "\"num_attention_heads\":4,\"intermediate_size\":256}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"llama\"," SIX_KEYS "}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"qwen3\"," SIX_KEYS "}", "\"max_positions\":\t32768"), 1);
+    /* Mixtral: head_dim read (MixtralConfig.head_dim; MixtralAttention takes
+     * getattr(config, "head_dim", None) or hidden // heads), rms_norm_eps 1e-5.
+     * One layer, 2 experts: q 64 x 128 = 8,192, k/v 64 x 64 = 4,096 each,
+     * o 8,192, norms 128, router 64 x 2 = 128, experts 2 x 3 x 64 x 128 =
+     * 49,152: 73,984; embed + lm_head + norm 128,064: 202,048. Without
+     * head_dim (16): q/o 4,096, k/v 2,048: 61,696 + 128,064 = 189,760. */
+    static const char mx[] = "{\"model_type\":\"mixtral\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":1,\"num_attention_heads\":4,\"num_key_value_heads\":2,"
+                             "\"num_local_experts\":2";
+    char js[600];
+    snprintf(js, sizeof js, "%s,\"head_dim\":32}", mx);
+    assert_int_equal(count_of(js), 202048);
+    snprintf(js, sizeof js, "%s}", mx);
+    assert_int_equal(count_of(js), 189760);
+    assert_int_equal(emitted(js, "\"eps\":\t1e-05"), 3);
+    /* Qwen2-MoE without shared_expert_intermediate_size: 5632. One layer, 4
+     * experts of 32: q/k/v 64 x 64 + bias 64 each = 12,480, o 4,096, norms
+     * 128, router 64 x 4 = 256, experts 4 x 3 x 64 x 32 = 24,576, shared
+     * expert 3 x 64 x 5632 = 1,081,344, shared_expert_gate 64 x 1 = 64:
+     * 1,122,944; embed + lm_head + norm 128,064: 1,251,008. (The flagship
+     * tests/data/hf/qwen1.5-moe-a2.7b.json without the key gives its published
+     * 14,315,784,192 too: its value is the default.) */
+    assert_int_equal(count_of("{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                              "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,"
+                              "\"moe_intermediate_size\":32}"),
+                     1251008);
+    /* Qwen2 with use_sliding_window: layer_types slide from max_window_layers
+     * on (Qwen2Config.__post_init__): layers 2 and 3 of 4, one run of two */
+    static const char q2[] = "{\"model_type\":\"qwen2\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":4,\"num_attention_heads\":4,\"use_sliding_window\":true,"
+                             "\"sliding_window\":512,\"max_window_layers\":2";
+    snprintf(js, sizeof js, "%s}", q2);
+    assert_int_equal(emitted(js, "\"sliding_window\":\t512"), 1);
+    assert_int_equal(emitted(js, "\"repeat\":\t2"), 2);
+    /* the config's own layer_types: layers 0 and 2 */
+    snprintf(js, sizeof js, "%s,\"layer_types\":[\"sliding_attention\",\"full_attention\",\"sliding_attention\","
+             "\"full_attention\"]}", q2);
+    assert_int_equal(emitted(js, "\"sliding_window\":\t512"), 2);
+}
+
+/* Values the runtime refuses, refused naming the key or the option. */
+static void test_config_refusals(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *js;
+        const char *path;
+        vc_status code;
+    } cases[] = {
+        /* RoBERTa's position ids start at padding_idx + 1 (modeling_roberta.py
+         * create_position_ids_from_input_ids: cumsum(mask) + padding_idx): with
+         * pad_token_id 600 and 514 positions none is left */
+        {"{\"model_type\":\"roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"pad_token_id\":600}",
+         "pad_token_id", VC_ERR_MODEL},
+        /* no torch dtype of that name */
+        {"{\"model_type\":\"llama\"," SIX_KEYS ",\"torch_dtype\":\"float8_e4m3\"}", "torch_dtype", VC_ERR_MODEL},
+        {"{\"model_type\":\"llama\"," SIX_KEYS ",\"dtype\":5}", "dtype", VC_ERR_MODEL},
+        /* bounded like intermediate_size: 3 x 2^40 x 2048 weights, more than 2^48 */
+        {"{\"model_type\":\"qwen2_moe\",\"vocab_size\":1000,\"hidden_size\":2048,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"num_experts\":4,\"num_experts_per_tok\":2,\"moe_intermediate_size\":32,"
+         "\"shared_expert_intermediate_size\":1099511627776}",
+         "shared_expert_intermediate_size", VC_ERR_MODEL},
+        {"{\"model_type\":\"qwen3\"," SIX_KEYS ",\"layer_types\":[\"full_attention\"]}", "layer_types", VC_ERR_MODEL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(cases[i].js, NULL, &m, &err), cases[i].code);
+        assert_null(m);
+        assert_string_equal(err.path, cases[i].path);
+    }
+    /* pad_token_id 1 (the default) leaves 512 of the 514 positions */
+    assert_int_equal(count_of("{\"model_type\":\"roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                              "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514}") > 0,
+                     1);
+    /* --seq 2^40: the attention scores' 2^56 elements per sample (layers/llm.c),
+     * named as the option, not as a layer of the model built */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.seq = INT64_C(1) << 40;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--seq");
+    assert_null(strstr(err.msg, "layers["));
+    /* the largest that passes the bound: 32 heads x 2^25 x 2^25 = 2^55 */
+    o.seq = INT64_C(1) << 25;
+    assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_OK);
+    vc_model_free(m);
+}
+
+/* The near-llama rows on a small config (vocab 1000, hidden 64, MLP 128,
+ * 4 layers, 4 heads of 16, 2 kv heads), counts by hand from the modeling
+ * source. A LlamaDecoderLayer here: q 64 x 64 = 4,096, k/v 64 x 32 = 2,048
+ * each, o 4,096, gate/up/down 3 x 64 x 128 = 24,576, two RMSNorms 128:
+ * 36,992 per layer, 147,968 for four. */
+static void test_near_llama(void **state)
+{
+    (void)state;
+#define SMALL "\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,\"num_hidden_layers\":4," \
+              "\"num_attention_heads\":4,\"num_key_value_heads\":2"
+    /* SmolLM3: tied (SmolLM3Config.tie_word_embeddings True): 147,968 +
+     * embed 64,000 + norm 64 = 212,032. Layer 3 (the 4th) is NoPE
+     * (no_rope_layer_interval 4): its attention has no rope input, and the
+     * stack runs as three rotary layers then one NoPE layer. */
+    static const char sm[] = "{\"model_type\":\"smollm3\"," SMALL "}";
+    assert_int_equal(count_of(sm), 212032);
+    assert_int_equal(emitted(sm, "\"rotary_dim\":\t0"), 1);
+    assert_int_equal(emitted(sm, "\"repeat\":\t3"), 1);
+    /* no_rope_layers given: layers 0 and 2 NoPE, no two alike in a row */
+    assert_int_equal(emitted("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[0,1,0,1]}", "\"rotary_dim\":\t0"), 2);
+    /* and with use_sliding_window, the NoPE layers slide (SmolLM3Config layer_types) */
+    assert_int_equal(emitted("{\"model_type\":\"smollm3\"," SMALL ",\"use_sliding_window\":true,\"sliding_window\":256}",
+                             "\"sliding_window\":\t256"), 1);
+    /* Granite: untied, 147,968 + 2 x 64,000 + 64 = 276,032; the multipliers
+     * are Scale layers (no parameters): embeddings x 12, each residual
+     * branch x 0.22 (two per layer, one run of four layers), logits / 16 */
+    static const char gr[] = "{\"model_type\":\"granite\"," SMALL ",\"embedding_multiplier\":12.0,"
+                             "\"residual_multiplier\":0.22,\"logits_scaling\":16.0}";
+    assert_int_equal(count_of(gr), 276032);
+    assert_int_equal(emitted(gr, "\"factor\":\t12"), 1);
+    assert_int_equal(emitted(gr, "\"factor\":\t0.22"), 2);
+    assert_int_equal(emitted(gr, "\"factor\":\t0.0625"), 1);
+    /* OLMo 2: no input_layernorm, post_attention_layernorm and
+     * post_feedforward_layernorm (128), q_norm over 4 x 16 = 64 and k_norm
+     * over 2 x 16 = 32 features (Olmo2Attention): 37,088 per layer, 148,352;
+     * + 2 x 64,000 + 64 = 276,416 */
+    static const char ol[] = "{\"model_type\":\"olmo2\"," SMALL "}";
+    assert_int_equal(count_of(ol), 276416);
+    assert_int_equal(emitted(ol, "input_layernorm"), 0);
+    assert_int_equal(emitted(ol, "\"qk_norm_whole\":\ttrue"), 1);
+    /* its tensor-parallel split is refused (Olmo2Config's tp plan replicates q/k/v) */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.tp = 2;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(ol, &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+    /* a bad no_rope_layers names the key */
+    assert_int_equal(load_js("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[1,1]}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "no_rope_layers");
+    /* GPTBigCode (GPT-2's block, nn.Linear): vocab 1000, n_embd 64, 2 layers,
+     * 4 heads of 16, 128 positions, n_inner 4 x 64 = 256. multi_query (the
+     * default): c_attn 64 x (64 + 2 x 16) + 96 = 6,240, c_proj 4,160, ln_1
+     * and ln_2 256, c_fc 64 x 256 + 256 = 16,640, c_proj 16,448: 43,744 per
+     * layer, 87,488; wte 64,000 (lm_head tied), wpe 8,192, ln_f 128: 159,808.
+     * Without: c_attn 64 x 192 + 192 = 12,480, 172,288 in all. */
+    static const char bc[] = "{\"model_type\":\"gpt_bigcode\",\"vocab_size\":1000,\"n_embd\":64,\"n_layer\":2,"
+                             "\"n_head\":4,\"n_positions\":128";
+    char js[300];
+    snprintf(js, sizeof js, "%s}", bc);
+    assert_int_equal(count_of(js), 159808);
+    assert_int_equal(emitted(js, "\"num_kv_heads\":\t1,"), 1);
+    snprintf(js, sizeof js, "%s,\"multi_query\":false}", bc);
+    assert_int_equal(count_of(js), 172288);
+    /* OPT: vocab 1000, hidden 64, ffn_dim 128, 2 layers, 4 heads, 128
+     * positions. embed_tokens 64,000, embed_positions (128 + 2) x 64 = 8,320
+     * (OPTLearnedPositionalEmbedding's offset 2), per layer q/k/v/out_proj
+     * 4 x (64 x 64 + 64) = 16,640, fc1 64 x 128 + 128 = 8,320, fc2 128 x 64 +
+     * 64 = 8,256, two LayerNorms 256: 33,472, 66,944; final_layer_norm 128;
+     * lm_head tied: 139,392. opt-350m's form (word_embed_proj_dim 32,
+     * do_layer_norm_before false): embed_tokens 32,000, project_in and
+     * project_out 2,048 each, no final_layer_norm: 111,360. */
+    static const char op[] = "{\"model_type\":\"opt\",\"vocab_size\":1000,\"hidden_size\":64,\"ffn_dim\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"max_position_embeddings\":128";
+    snprintf(js, sizeof js, "%s}", op);
+    assert_int_equal(count_of(js), 139392);
+    snprintf(js, sizeof js, "%s,\"word_embed_proj_dim\":32,\"do_layer_norm_before\":false}", op);
+    assert_int_equal(count_of(js), 111360);
+    /* LayerNorms without affine parameters are refused naming the key */
+    snprintf(js, sizeof js, "%s,\"layer_norm_elementwise_affine\":false}", op);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layer_norm_elementwise_affine");
+    /* Phi: vocab 1000, hidden 64, MLP 128, 2 layers, 4 heads of 16
+     * (partial_rotary_factor 0.5: 8 rotary dims). input_layernorm 128,
+     * q/k/v_proj and dense 4 x (64 x 64 + 64) = 16,640, fc1 8,320, fc2 8,256:
+     * 33,344 per layer, 66,688; embed_tokens 64,000, final_layernorm 128,
+     * lm_head 64 x 1000 + a bias of 1000 = 65,000: 195,816. */
+    static const char ph[] = "{\"model_type\":\"phi\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4";
+    snprintf(js, sizeof js, "%s}", ph);
+    assert_int_equal(count_of(js), 195816);
+    assert_int_equal(emitted(js, "\"rotary_dim\":\t8"), 2); /* model.rotary_emb and the attention */
+    snprintf(js, sizeof js, "%s,\"qk_layernorm\":true}", ph);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "qk_layernorm");
+#undef SMALL
+}
+
+/* The family table against what the library says it supports: every row's
+ * model_type is in vc_hf_families() (the list the errors print) and every
+ * listed name is a row; each row has its config class, an activation and a
+ * block template the writer knows; a config with only its model_type is
+ * refused naming a required key of the row (so each row is read), and the
+ * row's first required key present but another missing still names a key. */
+static void test_family_table(void **state)
+{
+    (void)state;
+    const char *list = vc_hf_families();
+    int listed = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ", ");
+        int found = 0;
+        for (int i = 0; i < vc__hf_nfamilies; i++)
+            found += strlen(vc__hf_families[i].model_type) == n && !strncmp(p, vc__hf_families[i].model_type, n);
+        if (found != 1) fail_msg("\"%.*s\" listed %d times in the table", (int)n, p, found);
+        listed++;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    assert_int_equal(listed, vc__hf_nfamilies);
+    for (int i = 0; i < vc__hf_nfamilies; i++) {
+        const hf_family *f = &vc__hf_families[i];
+        assert_non_null(f->config_class);
+        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef);
+        assert_true(f->block <= BLK_PHI);
+        assert_true(!f->moe || f->keys[K_EXPERTS].key);
+        assert_true(!f->lora_targets || *f->lora_targets);
+        char js[128];
+        snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", f->model_type);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, f->keys[K_VOCAB].key); /* the first role every row requires */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,7 +784,9 @@ int main(void)
         cmocka_unit_test(test_seq),              cmocka_unit_test(test_moe_imbalance),
         cmocka_unit_test(test_max_batch_boundary), cmocka_unit_test(test_rmsnorm_saved),
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
-        cmocka_unit_test(test_tie_after_growth),
+        cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
+        cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
+        cmocka_unit_test(test_family_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
