@@ -653,10 +653,17 @@ const vc_kind vc_kind_NewGELU = {
 
 enum { MOE_MIXTRAL, MOE_QWEN2 };
 static const char *const moe_styles[] = {"mixtral", "qwen2_moe", NULL};
+/* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
+ * per-expert MLPs looped over (the kind's default, the hand-written model
+ * format's meaning since issue 12); grouped_mm, transformers 5's stacked
+ * experts (gate_up_proj [E, 2I, H], down_proj [E, H, I]) through
+ * grouped_mm_experts_forward, its default (what an HF config gets). */
+enum { MOE_PER_EXPERT, MOE_GROUPED_MM };
+static const char *const moe_impls[] = {"per_expert", "grouped_mm", NULL};
 
 typedef struct {
     int64_t hidden, inter, E, k, shared;
-    int act, style;
+    int act, style, impl;
     bool norm_topk;
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
@@ -671,12 +678,14 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_int(a, "shared_expert_intermediate_size", 0, 0, &c->shared) ||
         vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_enum(a, "style", moe_styles, 0, &c->style) ||
         vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
-        vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance))
+        vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
+        vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl))
         return -1;
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
-    if (c->E * 3 + 4 > 256)
-        return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 this kind holds (256 parameter tensors)", (long long)c->E);
+    if (c->impl == MOE_PER_EXPERT && c->E * 3 + 4 > 256)
+        return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 per_expert holds (256 parameter tensors; "
+                           "experts_implementation grouped_mm stacks them)", (long long)c->E);
     return 0;
 }
 
@@ -685,22 +694,10 @@ static vc_moe_ep moe_ep_of(const moe_cfg *c)
     return (vc_moe_ep){c->hidden, c->inter, c->E, c->k, c->ep, c->imbalance};
 }
 
-static int moe_setup(vc_setup *s, void *p)
+/* transformers 4.x: the router and each expert's three projections as
+ * nn.Linear modules. */
+static int per_expert_params(vc_setup *s, const moe_cfg *c)
 {
-    moe_cfg *c = p;
-    const vc_shape *x = &s->in[0];
-    if (x->nd != 2 || x->d[1] != c->hidden)
-        return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
-    s->out = *x;
-    int64_t t;
-    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t))
-        return -1;
-    if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
-        c->ep = s->ep;
-        s->ep_used = true;
-        vc_moe_ep e = moe_ep_of(c);
-        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
-    }
     if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR)) return -1;
     /* the router and the experts are nn.Linear modules (modeling_mixtral.py,
      * modeling_qwen2_moe.py): a quantized format replaces them (src/quant.c) */
@@ -713,6 +710,37 @@ static int moe_setup(vc_setup *s, void *p)
             int64_t d[2] = {j < 2 ? c->inter : c->hidden, j < 2 ? c->hidden : c->inter};
             if (vc_param_shape(s, n, 2, d, VC_PARAM_LINEAR)) return -1;
         }
+    return 0;
+}
+
+static int moe_setup(vc_setup *s, void *p)
+{
+    moe_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    if (x->nd != 2 || x->d[1] != c->hidden)
+        return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
+    s->out = *x;
+    int64_t t;
+    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
+        vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
+        return -1;
+    if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
+        c->ep = s->ep;
+        s->ep_used = true;
+        vc_moe_ep e = moe_ep_of(c);
+        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
+    }
+    if (c->impl == MOE_GROUPED_MM) {
+        /* transformers 5: the router (MixtralTopKRouter / Qwen2MoeTopKRouter) and
+         * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
+         * nn.Parameters, no nn.Linear: a quantized format (bitsandbytes'
+         * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
+        if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
+            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0))
+            return -1;
+    } else if (per_expert_params(s, c))
+        return -1;
     if (c->shared)
         return vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
@@ -789,6 +817,170 @@ static vc_numel moe_rows(vc_build *b, const moe_cfg *c, int64_t L, int64_t tcap,
     return vc_n_fixed(moe_tokens(c, capped ? tcap : B * L, e));
 }
 
+/* An op with no gradient: n elements of dt from x, with a transient
+ * of tn elements of tdt inside it (sort's values output, dropped). */
+static vc_t nograd_tmp(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt, vc_numel tn, vc_dtype tdt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_ftemp(o, tn, tdt);
+    vc_op_end(o);
+    return r;
+}
+
+/* x[idx] along dim 0 (aten::index): rows x width of x's dtype, the indices
+ * saved; backward scatters into zeros of x's size (index_put_ with
+ * accumulate). */
+static vc_t index_rows(vc_build *b, vc_t x, vc_t idx, vc_numel rows, int64_t width)
+{
+    vc_op *o = vc_op_begin(b, "index");
+    vc_op_in(o, x);
+    vc_op_in_nodiff(o, idx);
+    vc_t y = vc_op_out(o, vc_n_scale(rows, width), vc_dt_of(b, x));
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    return y;
+}
+
+/* torch._grouped_mm(x.to(w.dtype), w.transpose(-2, -1), offs=offs): [S, out]
+ * in the weight's dtype (not autocast-enabled: transformers casts the input
+ * to the weight's dtype itself); backward (derivatives.yaml _grouped_mm)
+ * saves each operand for the other's gradient (a frozen weight's input is not
+ * kept), the weight's gradient a full [E, out, in] tensor
+ * arriving through the transpose's view, as mm's through t(). */
+static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64_t out)
+{
+    x = op_cast(b, x, vc_dt_of(b, w));
+    vc_op *o = vc_op_begin(b, "_grouped_mm");
+    int ix = vc_op_in(o, x);
+    int iw = vc_op_in(o, w);
+    vc_op_in_nodiff(o, offs);
+    vc_t y = vc_op_out(o, vc_n_scale(S, out), vc_dt_of(b, w));
+    vc_op_save_if(o, x, iw);
+    vc_op_save_if(o, w, ix);
+    vc_op_grad_view(o, iw);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+/* transformers 5's sparse MoE block with stacked experts, as its default
+ * experts implementation runs it (huggingface/transformers
+ * 8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3; PreTrainedModel
+ * .get_correct_experts_implementation: "grouped_mm" when none is requested
+ * and _grouped_mm_can_dispatch):
+ *  - MixtralSparseMoeBlock.forward: view(-1, H), `_, top_k_weights,
+ *    top_k_index = self.gate(x)`, self.experts(x, top_k_index, top_k_weights);
+ *    Qwen2MoeSparseMoeBlock: shared_expert(x) first, then the routed experts,
+ *    sigmoid(shared_expert_gate(x)) * shared, expert_output += shared (in place);
+ *  - MixtralTopKRouter.forward: F.linear(x, weight), softmax(logits.float()),
+ *    topk, router_top_value /= sum (in place): float32 scores returned;
+ *    Qwen2MoeTopKRouter (Qwen3MoeTopKRouter the same): softmax(dtype=float),
+ *    topk, the division when norm_topk_prob, .to(router_logits.dtype);
+ *  - integrations/moe.py grouped_mm_experts_forward: token_idx (arange,
+ *    expand, reshape: a copy), hidden_states[token_idx], argsort(expert_ids),
+ *    argsort(perm), expert_ids[perm], sample_weights[perm],
+ *    selected_hidden_states[perm], histc of expert_ids_g.int() (CUDA), cumsum
+ *    (int32 offsets), _grouped_linear (gate_up), _default_apply_gate
+ *    (act_fn(gate) * up on chunk views), _grouped_linear (down), * the sorted
+ *    weights (promoted to float32 with Mixtral's scores), [inv_perm],
+ *    view(T, k, H).sum(dim=1), .to(hidden_states.dtype). Its locals live
+ *    until it returns (held here, released after the cast).
+ * The shapes are T x k rows whatever the routing: the experts' share of the
+ * tokens (moe_imbalance) does not change what it allocates. CUDA's sort
+ * scratch (cub) and grouped GEMM workspace are not modelled. */
+static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t se = -1;
+    int sw = 1 + 2;
+    if (c->shared) { /* shared_expert_output = self.shared_expert(hidden_states) (Qwen2MoeMLP) */
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2));
+        vc_hold(b, se);
+    }
+    /* the router */
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* returned to the block: `_, top_k_weights, top_k_index = self.gate(x)` binds it until the block returns */
+    vc_t sm = op_unary(b, "_softmax", op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, sm);
+    vc_t rw = vc_op_out(o, S, VC_DT_F32);
+    vc_t idx = vc_op_out(o, S, VC_DT_I64); /* top_k_index: the block's local */
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    if (c->style == MOE_MIXTRAL || c->norm_topk) { /* router_top_value /= router_top_value.sum(-1, keepdim=True) */
+        vc_t sum = op_mean(b, rw, T);
+        o = vc_op_begin(b, "div_");
+        int ir = vc_op_in(o, rw);
+        int is = vc_op_in(o, sum);
+        vc_t r2 = vc_op_out_view(o, ir, vc_numel_of(b, rw), true);
+        vc_op_save(o, r2);
+        vc_op_save(o, sum);
+        vc_op_grad(o, is, VC_GRAD_NEW_REDUCE);
+        vc_op_end(o);
+        rw = r2;
+    }
+    if (c->style != MOE_MIXTRAL) rw = op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    /* grouped_mm_experts_forward */
+    vc_t ar = op_new(b, "arange", T, VC_DT_I64);
+    vc_t tok = op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
+    vc_t sel = index_rows(b, x, tok, S, H);                    /* hidden_states[token_idx] */
+    vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t eg = op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
+    vc_t swg = index_rows(b, rw, perm, S, 1);                  /* sample_weights[perm] */
+    vc_t selg = index_rows(b, sel, perm, S, H);                /* selected_hidden_states[perm] */
+    vc_t hin = op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
+    vc_t cnt = op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t offs = op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, hin, cnt, offs};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
+    vc_t gu = grouped_mm(b, selg, vc_weight(b, 1), offs, S, 2 * I);
+    vc_hold(b, gu);
+    vc_numel SI = vc_n_scale(S, I);
+    /* gate, up = gate_up_out.chunk(2, dim=-1): split's two views; its backward
+     * (SplitBackward0: split_backward, at::cat of the two gradients) makes
+     * the [S, 2I] gradient anew */
+    o = vc_op_begin(b, "split");
+    int igu = vc_op_in(o, gu);
+    vc_t g = vc_op_out_view(o, igu, SI, false), u = vc_op_out_view(o, igu, SI, false);
+    vc_op_end(o);
+    vc_t h = op_mul(b, act_op(b, c->act, g), u, SI, false);
+    vc_hold(b, h);
+    vc_t og = grouped_mm(b, h, vc_weight(b, 2), offs, S, H);
+    vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
+    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
+    vc_hold(b, og);
+    vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
+    vc_hold(b, ops);
+    vc_t fin = op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
+    vc_hold(b, fin);
+    vc_t out = op_cast(b, fin, dt); /* .to(hidden_states.dtype) */
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_release(b, gu);
+    vc_release(b, h);
+    vc_release(b, og);
+    vc_release(b, ops);
+    vc_release(b, fin);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
+        vc_t sg = lin_rows(b, x, vc_weight(b, sw + 3), T, 1);
+        sg = op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
+        vc_t s2 = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
+        vc_release(b, se);
+        out = op_add(b, out, s2, vc_n_scale(T, H), true);
+    }
+    vc_set_output(b, out);
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
@@ -796,6 +988,10 @@ static void moe_emit(vc_build *b, const void *p)
     if (c->ep > 1) {
         vc_moe_ep e = moe_ep_of(c);
         vc__moe_ep_emit(b, &e);
+        return;
+    }
+    if (c->impl == MOE_GROUPED_MM) {
+        moe_grouped_emit(b, c);
         return;
     }
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;

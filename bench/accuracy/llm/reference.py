@@ -428,7 +428,11 @@ class DecoderLayer(nn.Module):
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
         self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "mixtral":
+        if t == "mixtral" and cfg.d.get("_experts_implementation") == "grouped_mm":
+            # transformers 5: stacked experts through grouped_mm_experts_forward (moe_v5_replica.py)
+            import moe_v5_replica
+            self.block_sparse_moe = moe_v5_replica.MixtralSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
+        elif t == "mixtral":
             self.block_sparse_moe = MixtralSparseMoeBlock(cfg)
         else:
             self.mlp = GatedMLP(cfg, cfg.d.get("hidden_activation", cfg.hidden_act) if self.gemma
