@@ -356,7 +356,10 @@ static void test_skip(void **state)
  * (MixtralTopKRouter.weight) and the stacked experts (MixtralExperts
  * gate_up_proj / down_proj) are nn.Parameters, not nn.Linear, so
  * bitsandbytes (_replace_with_bnb_linear: nn.Linear modules only) leaves
- * them dense; only the attention projections are quantized. nf4 (double
+ * them dense (bitsandbytes-foundation/bitsandbytes issue 1849, "Failed to
+ * quant MoE models with fused expert weights in transformers v5": the fused
+ * experts are skipped and stay full precision; PR 1965's Experts4bit is not
+ * merged); only the attention projections are quantized. nf4 (double
  * quant) bytes by the formula of test_nf4_bytes, each tensor at least 512:
  * q, o 64x64: 5,120 (bf16 8,192); k, v 16x64: 3,584 (bf16 2,048). Per
  * layer dense - nf4 = 2 x 3,072 - 2 x 1,536 = 3,072; two layers 6,144,
