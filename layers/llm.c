@@ -651,8 +651,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -663,6 +663,7 @@ static const char *const moe_impls[] = {"per_expert", "grouped_mm", NULL};
 
 typedef struct {
     int64_t hidden, inter, E, k, shared;
+    int64_t n_group, topk_group; /* deepseek_v3: the expert groups and the groups kept */
     int act, style, impl;
     bool norm_topk;
     double imbalance;
@@ -679,8 +680,26 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_enum(a, "style", moe_styles, 0, &c->style) ||
         vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
         vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
-        vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl))
+        vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
+        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group))
         return -1;
+    if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
+        if (c->impl != MOE_GROUPED_MM)
+            return vc_arg_fail(a, "experts_implementation", "style deepseek_v3 is modelled with grouped_mm (transformers 5)");
+        if (c->E % c->n_group || c->E / c->n_group < 2)
+            return vc_arg_fail(a, "n_group", "%lld groups: num_experts (%lld) must split into groups of at least 2 "
+                               "(each group's score is its top-2 sum)", (long long)c->n_group, (long long)c->E);
+        if (c->topk_group > c->n_group)
+            return vc_arg_fail(a, "topk_group", "topk_group (%lld) is more than n_group (%lld)", (long long)c->topk_group,
+                               (long long)c->n_group);
+        if (c->k > c->E / c->n_group * c->topk_group)
+            return vc_arg_fail(a, "top_k", "top_k (%lld) is more than the %lld experts of the %lld groups kept", (long long)c->k,
+                               (long long)(c->E / c->n_group * c->topk_group), (long long)c->topk_group);
+        if (c->shared < 1)
+            return vc_arg_fail(a, "shared_expert_intermediate_size", "style deepseek_v3 has shared experts: "
+                               "moe_intermediate_size x n_shared_experts");
+    } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
+        return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
     if (c->impl == MOE_PER_EXPERT && c->E * 3 + 4 > 256)
@@ -735,10 +754,17 @@ static int moe_setup(vc_setup *s, void *p)
          * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
          * nn.Parameters, no nn.Linear: a quantized format (bitsandbytes'
          * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
-        if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+        bool ds = c->style == MOE_DEEPSEEK; /* DeepseekV3MoE.__init__: experts, gate, shared_experts */
+        if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
             vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
             vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0))
             return -1;
+        if (ds) /* DeepseekV3TopkRouter: weight, and e_score_correction_bias a float32 buffer (not a parameter) */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+                   vc_buffer(s, "gate.e_score_correction_bias", c->E, VC_DT_F32) ||
+                   vc_param_shape(s, "shared_experts.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
     } else if (per_expert_params(s, c))
         return -1;
     if (c->shared)
@@ -890,12 +916,156 @@ static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64
  * The shapes are T x k rows whatever the routing: the experts' share of the
  * tokens (moe_imbalance) does not change what it allocates. CUDA's sort
  * scratch (cub) and grouped GEMM workspace are not modelled. */
-static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
+/* The in-place top-k renormalisation of the routers, weights /= sum(-1,
+ * keepdim=True) (+ 1e-20 in DeepSeek-V3's: the sum and a new denominator):
+ * div_ saves its result and the divisor. */
+static vc_t topk_renorm(vc_build *b, vc_t rw, vc_numel T, bool eps)
+{
+    vc_t sum = op_mean(b, rw, T);
+    if (eps) sum = scalar_op(b, "add", sum);
+    vc_op *o = vc_op_begin(b, "div_");
+    int ir = vc_op_in(o, rw);
+    int is = vc_op_in(o, sum);
+    vc_t r2 = vc_op_out_view(o, ir, vc_numel_of(b, rw), true);
+    vc_op_save(o, r2);
+    vc_op_save(o, sum);
+    vc_op_grad(o, is, VC_GRAD_NEW_REDUCE);
+    vc_op_end(o);
+    return r2;
+}
+
+/* integrations/moe.py grouped_mm_experts_forward on x [T, H] with the
+ * routing's top_k_index idx [S] (int64) and top_k_weights rw [S]; its
+ * locals live until it returns. The stacked weights are parameters wgu, wd. */
+static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_t rw, int wgu, int wd)
 {
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
     vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
+    vc_t ar = op_new(b, "arange", T, VC_DT_I64);
+    vc_t tok = op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
+    vc_t sel = index_rows(b, x, tok, S, H);                    /* hidden_states[token_idx] */
+    vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t eg = op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
+    vc_t swg = index_rows(b, rw, perm, S, 1);                  /* sample_weights[perm] */
+    vc_t selg = index_rows(b, sel, perm, S, H);                /* selected_hidden_states[perm] */
+    vc_t hin = op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
+    vc_t cnt = op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t offs = op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, hin, cnt, offs};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
+    vc_t gu = grouped_mm(b, selg, vc_weight(b, wgu), offs, S, 2 * I);
+    vc_hold(b, gu);
+    vc_numel SI = vc_n_scale(S, I);
+    /* gate, up = gate_up_out.chunk(2, dim=-1): split's two views; its backward
+     * (SplitBackward0: split_backward, at::cat of the two gradients) makes
+     * the [S, 2I] gradient anew */
+    vc_op *o = vc_op_begin(b, "split");
+    int igu = vc_op_in(o, gu);
+    vc_t g = vc_op_out_view(o, igu, SI, false), u = vc_op_out_view(o, igu, SI, false);
+    vc_op_end(o);
+    vc_t h = op_mul(b, act_op(b, c->act, g), u, SI, false);
+    vc_hold(b, h);
+    vc_t og = grouped_mm(b, h, vc_weight(b, wd), offs, S, H);
+    vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
+    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
+    vc_hold(b, og);
+    vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
+    vc_hold(b, ops);
+    vc_t fin = op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
+    vc_hold(b, fin);
+    vc_t out = op_cast(b, fin, vc_dt_of(b, x)); /* .to(hidden_states.dtype) */
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_release(b, gu);
+    vc_release(b, h);
+    vc_release(b, og);
+    vc_release(b, ops);
+    vc_release(b, fin);
+    return out;
+}
+
+/* x + y in the promoted dtype dt (a float32 buffer added to 16-bit scores). */
+static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "add");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dt);
+    vc_op_grad(o, ix, vc_n_same(vc_numel_of(b, x), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+    vc_op_grad(o, iy, vc_n_same(vc_numel_of(b, y), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+    vc_op_end(o);
+    return r;
+}
+
+/* DeepseekV3MoE / Glm4MoeMoE (transformers 5; Glm4Moe's modular code is
+ * DeepSeek-V3's: models/glm4_moe/modeling_glm4_moe.py at
+ * 000c33fdfde12e1ffafbfcdb3c926df5727a00b6): the router
+ * (Glm4MoeTopkRouter.forward: F.linear(hidden.type(float32),
+ * weight.type(float32))), route_tokens_to_experts (sigmoid; +
+ * e_score_correction_bias, a float32 buffer; the group scores: view(T, G,
+ * E/G).topk(2)[0].sum(-1); topk(topk_group) of them; zeros_like + scatter_;
+ * the mask expanded and reshaped, ~.bool(); masked_fill; topk(k)[1];
+ * sigmoid scores gathered; the renormalisation with + 1e-20 when
+ * norm_topk_prob; * routed_scaling_factor), the stacked experts
+ * (DeepseekV3NaiveMoe, @use_experts_implementation: grouped_mm), then
+ * hidden + shared_experts(residuals) (an MLP of moe_intermediate_size x
+ * n_shared_experts, no gate). The choice's scores only pick indices: their
+ * autograd graph dies with route_tokens_to_experts' locals, which live until
+ * it returns, as the block's (the router logits, the indices and weights) live
+ * until the block returns. Parameters: experts.gate_up_proj 0, down_proj 1,
+ * gate.weight 2, shared_experts 3-5; buffer 0 the bias. */
+static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E, G = c->n_group;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
     vc_t x = vc_input(b, 0);
-    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = lin_rows(b, op_cast(b, x, VC_DT_F32), op_cast(b, vc_weight(b, 2), VC_DT_F32), T, E);
+    vc_hold(b, logits);
+    vc_dtype rdt = vc_dt_of(b, logits);
+    vc_t sig = op_unary(b, "sigmoid", logits, VC_SAVE_OUT, false);
+    vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32); /* + e_score_correction_bias */
+    vc_t gv = nograd_tmp(b, "topk", choice, vc_n_sample(L * G * 2), VC_DT_F32, vc_n_sample(L * G * 2), VC_DT_I64);
+    vc_t gs = op_nograd(b, "sum", gv, -1, vc_n_sample(L * G), VC_DT_F32); /* group_scores */
+    vc_t gidx = nograd_tmp(b, "topk", gs, vc_n_sample(L * c->topk_group), VC_DT_I64, vc_n_sample(L * c->topk_group),
+                           VC_DT_F32);
+    vc_t gmask = op_new(b, "zeros_like", vc_n_sample(L * G), VC_DT_F32); /* scatter_ writes into it */
+    vc_t smask = op_nograd(b, "reshape", gmask, -1, TE, VC_DT_F32);      /* expand(...).reshape: a copy */
+    vc_t nb = op_nograd(b, "bitwise_not", op_nograd(b, "_to_copy", smask, -1, TE, VC_DT_BOOL), -1, TE, VC_DT_BOOL);
+    vc_t sfc = op_nograd(b, "masked_fill", choice, nb, TE, VC_DT_F32);    /* scores_for_choice */
+    vc_t idx = nograd_tmp(b, "topk", sfc, S, VC_DT_I64, S, VC_DT_F32);     /* topk(...)[1] */
+    vc_op *o = vc_op_begin(b, "gather"); /* topk_weights = router_logits.gather(1, topk_indices) */
+    vc_op_in(o, sig);
+    vc_op_in_nodiff(o, idx);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, sig));
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    const vc_t rlocals[] = {sig, choice, gs, gidx, gmask, smask, nb, sfc};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
+    if (c->norm_topk) rw = topk_renorm(b, rw, T, true);
+    rw = scalar_op(b, "mul", rw); /* * routed_scaling_factor */
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    (void)rdt;
+    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
+    vc_hold(b, out);
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_release(b, out);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+}
+
+static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
+{
+    if (c->style == MOE_DEEPSEEK) {
+        moe_deepseek_emit(b, c);
+        return;
+    }
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
     vc_t se = -1;
     int sw = 1 + 2;
     if (c->shared) { /* shared_expert_output = self.shared_expert(hidden_states) (Qwen2MoeMLP) */
@@ -912,62 +1082,11 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_t idx = vc_op_out(o, S, VC_DT_I64); /* top_k_index: the block's local */
     vc_op_save(o, idx);
     vc_op_end(o);
-    if (c->style == MOE_MIXTRAL || c->norm_topk) { /* router_top_value /= router_top_value.sum(-1, keepdim=True) */
-        vc_t sum = op_mean(b, rw, T);
-        o = vc_op_begin(b, "div_");
-        int ir = vc_op_in(o, rw);
-        int is = vc_op_in(o, sum);
-        vc_t r2 = vc_op_out_view(o, ir, vc_numel_of(b, rw), true);
-        vc_op_save(o, r2);
-        vc_op_save(o, sum);
-        vc_op_grad(o, is, VC_GRAD_NEW_REDUCE);
-        vc_op_end(o);
-        rw = r2;
-    }
+    if (c->style == MOE_MIXTRAL || c->norm_topk) rw = topk_renorm(b, rw, T, false);
     if (c->style != MOE_MIXTRAL) rw = op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
     vc_hold(b, rw);
     vc_hold(b, idx);
-    /* grouped_mm_experts_forward */
-    vc_t ar = op_new(b, "arange", T, VC_DT_I64);
-    vc_t tok = op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
-    vc_t sel = index_rows(b, x, tok, S, H);                    /* hidden_states[token_idx] */
-    vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
-    vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
-    vc_t eg = op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
-    vc_t swg = index_rows(b, rw, perm, S, 1);                  /* sample_weights[perm] */
-    vc_t selg = index_rows(b, sel, perm, S, H);                /* selected_hidden_states[perm] */
-    vc_t hin = op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
-    vc_t cnt = op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
-    vc_t offs = op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
-    const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, hin, cnt, offs};
-    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
-    vc_t gu = grouped_mm(b, selg, vc_weight(b, 1), offs, S, 2 * I);
-    vc_hold(b, gu);
-    vc_numel SI = vc_n_scale(S, I);
-    /* gate, up = gate_up_out.chunk(2, dim=-1): split's two views; its backward
-     * (SplitBackward0: split_backward, at::cat of the two gradients) makes
-     * the [S, 2I] gradient anew */
-    o = vc_op_begin(b, "split");
-    int igu = vc_op_in(o, gu);
-    vc_t g = vc_op_out_view(o, igu, SI, false), u = vc_op_out_view(o, igu, SI, false);
-    vc_op_end(o);
-    vc_t h = op_mul(b, act_op(b, c->act, g), u, SI, false);
-    vc_hold(b, h);
-    vc_t og = grouped_mm(b, h, vc_weight(b, 2), offs, S, H);
-    vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
-    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
-    vc_hold(b, og);
-    vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
-    vc_hold(b, ops);
-    vc_t fin = op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
-    vc_hold(b, fin);
-    vc_t out = op_cast(b, fin, dt); /* .to(hidden_states.dtype) */
-    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
-    vc_release(b, gu);
-    vc_release(b, h);
-    vc_release(b, og);
-    vc_release(b, ops);
-    vc_release(b, fin);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);

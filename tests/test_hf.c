@@ -770,6 +770,55 @@ static void test_moe_any_size(void **state)
     assert_non_null(strstr(err.path, "num_experts"));
 }
 
+/* SparseMoE style deepseek_v3 (DeepseekV3MoE / Glm4MoeMoE of transformers 5:
+ * sigmoid routing with e_score_correction_bias, group-limited top-k, shared
+ * experts without a gate). Hidden 64, 64 experts of 16 in 8 groups (3 kept),
+ * top-6, shared experts 32 wide: experts.gate_up_proj [64, 32, 64] 131,072 +
+ * down_proj [64, 64, 16] 65,536, gate.weight 64 x 64 = 4,096,
+ * shared_experts 3 x 32 x 64 = 6,144: 206,848 parameters
+ * (e_score_correction_bias is a buffer, not counted, as named_parameters
+ * does not list it). The bad groupings are refused naming the key. */
+static void test_moe_deepseek_style(void **state)
+{
+    (void)state;
+    static const char fmt[] = "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                              " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": %d, \"style\": \"deepseek_v3\","
+                              " \"experts_implementation\": \"%s\", \"n_group\": %d, \"topk_group\": %d,"
+                              " \"shared_expert_intermediate_size\": 32}]}";
+    const struct {
+        int k, g, tg;
+        const char *impl, *key;
+    } cases[] = {{6, 8, 3, "grouped_mm", NULL},         {6, 7, 3, "grouped_mm", "n_group"},
+                 {6, 8, 9, "grouped_mm", "topk_group"}, {25, 8, 3, "grouped_mm", "top_k"},
+                 {6, 8, 3, "per_expert", "experts_implementation"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char js[600];
+        snprintf(js, sizeof js, fmt, cases[i].k, cases[i].impl, cases[i].g, cases[i].tg);
+        vc_model *m = NULL;
+        vc_error err;
+        vc_status st = vc_model_load_string(js, strlen(js), "ds", &m, &err);
+        if (!cases[i].key) {
+            assert_int_equal(st, VC_OK);
+            assert_int_equal(vc_model_parameters(m), 206848);
+            static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER};
+            for (size_t j = 0; j < 2; j++) {
+                vc_options o;
+                vc_options_init(&o);
+                o.mode = modes[j];
+                o.precision = j ? VC_PREC_BF16 : VC_PREC_AMP_BF16;
+                vc_result r;
+                assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+                assert_true(r.memory.peak_allocated > r.memory.weights);
+                vc_result_free(&r);
+            }
+            vc_model_free(m);
+        } else {
+            assert_int_equal(st, VC_ERR_MODEL);
+            assert_non_null(strstr(err.path, cases[i].key));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -779,7 +828,7 @@ int main(void)
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
-        cmocka_unit_test(test_moe_any_size),
+        cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
