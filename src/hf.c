@@ -50,7 +50,7 @@
 #define LLAMA_KEYS                                                                                             \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},    \
-    [K_EPS] = DEF("rms_norm_eps", 1e-6), [K_MAXPOS] = DEF("max_position_embeddings", 0),                     \
+    [K_EPS] = DEF("rms_norm_eps", 1e-6), [K_MAXPOS] = DEF("max_position_embeddings", 2048),                  \
     [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.key = NULL, .how = D_SPLIT},                      \
     [K_ACT] = ACT("hidden_act", "silu"), [K_TIE] = DEF("tie_word_embeddings", 0),                            \
     [K_P_ATTN] = DEF("attention_dropout", 0), [K_ROTARY] = FIXED(1), [K_USE_WINDOW] = FIXED(1)
@@ -71,27 +71,32 @@ const hf_family vc__hf_families[] = {
      LLAMA_BLOCK},
     {.model_type = "mistral", .config_class = "MistralConfig",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096) /* MistralConfig: 4096, None for none */},
      LLAMA_BLOCK},
     {.model_type = "qwen2", .config_class = "Qwen2Config",
-     .keys = {LLAMA_KEYS, [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
+     .keys = {LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = FIXED(1) /* Qwen2Attention: bias=True on q/k/v */,
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER},
     {.model_type = "qwen3", .config_class = "Qwen3Config",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 128) /* Qwen3Config.head_dim = 128 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER, .qk_norm = QK_PER_HEAD},
     {.model_type = "gemma", .config_class = "GemmaConfig",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* GemmaConfig.head_dim = 256 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .embed_scale = true},
     {.model_type = "gemma2", .config_class = "Gemma2Config",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = DEF("head_dim", 256) /* Gemma2Config.head_dim = 256 */,
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192),
               [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},
               [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),
               [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
@@ -102,17 +107,20 @@ const hf_family vc__hf_families[] = {
       * (softcapping): explicit attention weights */
      .eager = true},
     {.model_type = "phi3", .config_class = "Phi3Config",
-     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
+     .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
+              [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
               [K_P_RESID] = DEF("resid_pdrop", 0),
               [K_P_EMBD] = DEF("embd_pdrop", 0), [K_WINDOW] = DEF("sliding_window", 0)},
      LLAMA_BLOCK, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED, .lora_targets = "qkv_proj,o_proj,gate_up_proj,down_proj"},
     {.model_type = "mixtral", .config_class = "MixtralConfig",
      .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT},
-              [K_WINDOW] = OFF_IF_NULL("sliding_window", 0), [K_EXPERTS] = REQ("num_local_experts"),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_WINDOW] = OFF_IF_NULL("sliding_window", 0),
+              [K_EXPERTS] = REQ("num_local_experts"),
               [K_TOPK] = DEF("num_experts_per_tok", 2), [K_MOE_INTER] = REQ("intermediate_size"), [K_NORM_TOPK] = FIXED(1)},
      LLAMA_BLOCK, .moe = MOE_MIXTRAL},
     {.model_type = "qwen2_moe", .config_class = "Qwen2MoeConfig",
      .keys = {LLAMA_KEYS, [K_INTER] = DEF("intermediate_size", 5632), [K_QKV_BIAS] = DEF("qkv_bias", 1),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
               [K_WINDOW_LAYERS] = DEF("max_window_layers", 28), [K_LAYER_TYPES] = DEF("layer_types", 0),
               [K_EXPERTS] = REQ("num_experts"), [K_TOPK] = DEF("num_experts_per_tok", 4),
@@ -145,7 +153,8 @@ const hf_family vc__hf_families[] = {
     {.model_type = "gpt_neox", .config_class = "GPTNeoXConfig",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
               [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-5),
-              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = REQ("intermediate_size"),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu"),
               [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = DEF("attention_bias", 1),
               [K_O_BIAS] = DEF("attention_bias", 1), [K_MLP_BIAS] = DEF("attention_bias", 1),
               [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("hidden_dropout", 0),
@@ -157,6 +166,7 @@ const hf_family vc__hf_families[] = {
      * (SmolLM3Attention.use_rope = config.no_rope_layers[layer_idx]) */
     {.model_type = "smollm3", .config_class = "SmolLM3Config",
      .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768),
               [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
               [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 0), [K_LAYER_TYPES] = DEF("layer_types", 0),
@@ -189,6 +199,30 @@ const hf_family vc__hf_families[] = {
               [K_MULTI_QUERY] = DEF("multi_query", 1)},
      .block = BLK_GPT2, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_LEARNED,
      .head = HEAD_LM, .lora_targets = "c_attn"},
+    /* OPTConfig: pre-LayerNorm decoder with learned positions (offset 2), ReLU MLP (fc1, fc2), biases */
+    {.model_type = "opt", .config_class = "OPTConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-5),
+              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("ffn_dim"), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "relu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("enable_bias", 1), [K_O_BIAS] = DEF("enable_bias", 1), [K_MLP_BIAS] = DEF("enable_bias", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_PROJ_DIM] = {.key = "word_embed_proj_dim", .how = D_HIDDEN}, [K_NORM_BEFORE] = DEF("do_layer_norm_before", 1),
+              [K_NORM_AFFINE] = DEF("layer_norm_elementwise_affine", 1)},
+     .block = BLK_OPT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_LEARNED_OPT,
+     .head = HEAD_LM, .lora_targets = "q_proj,v_proj"},
+    /* PhiConfig (phi-1, phi-1.5, phi-2): parallel attention and MLP from one LayerNorm, partial rotary,
+     * biases everywhere, an LM head with a bias */
+    {.model_type = "phi", .config_class = "PhiConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),
+              [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS},
+              [K_EPS] = DEF("layer_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 2048),
+              [K_INTER] = REQ("intermediate_size"), [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_act", "gelu_new"),
+              [K_TIE] = DEF("tie_word_embeddings", 0), [K_QKV_BIAS] = FIXED(1), [K_O_BIAS] = FIXED(1), [K_MLP_BIAS] = FIXED(1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("resid_pdrop", 0), [K_P_EMBD] = DEF("embd_pdrop", 0),
+              [K_ROTARY] = DEF("partial_rotary_factor", 0.5), [K_QK_LAYERNORM] = DEF("qk_layernorm", 0)},
+     .block = BLK_PHI, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .rope_scaling = true, .lm_bias = true, .lora_targets = "q_proj,v_proj,fc1,fc2"},
 #define BERT_KEYS                                                                                              \
     [K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("hidden_size"), [K_LAYERS] = REQ("num_hidden_layers"),   \
     [K_HEADS] = REQ("num_attention_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_eps", 1e-12), \
@@ -320,7 +354,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.ckpt = o && o->checkpoint;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
-    int64_t npos = a.f->pos == POS_LEARNED ? a.maxpos : a.f->pos == POS_LEARNED_PAD ? a.maxpos - a.pos_off : 0;
+    int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
+                   : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
+                                                                      : 0;
     a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
     if (!(o && o->seq > 0) && npos > 0 && npos < a.seq) a.seq = npos;
     if (npos > 0 && a.seq > npos)

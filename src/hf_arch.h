@@ -29,7 +29,8 @@ enum {
     K_QKV_BIAS, K_O_BIAS, K_MLP_BIAS, K_P_ATTN, K_P_RESID, K_P_EMBD, K_ROTARY, K_PARALLEL, K_USE_WINDOW, K_WINDOW,
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
-    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY, K_COUNT
+    K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -40,6 +41,7 @@ enum {
     D_SPLIT,    /* hidden size / heads, which must divide it (head_dim) */
     D_4H,       /* 4 x hidden size (GPT-2's n_inner) */
     D_RESID,    /* the residual dropout (classifier_dropout) */
+    D_HIDDEN,   /* the hidden size (OPT's word_embed_proj_dim) */
 };
 
 typedef struct {
@@ -58,6 +60,8 @@ enum {
     BLK_GPT2,    /* GPT2Block: transformer.h.N.attn.c_attn/mlp.c_fc */
     BLK_NEOX,    /* GPTNeoXLayer: gpt_neox.layers.N.attention.query_key_value */
     BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
+    BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
+    BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
 enum {
@@ -81,7 +85,12 @@ enum {
     WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
     WIN_NOPE,            /* the NoPE layers slide (SmolLM3Config layer_types) */
 };
-enum { POS_ROPE, POS_LEARNED /* absolute positions (GPT-2, BERT) */, POS_LEARNED_PAD /* RoBERTa: after padding_idx */ };
+enum {
+    POS_ROPE,
+    POS_LEARNED,     /* absolute positions (GPT-2, BERT) */
+    POS_LEARNED_PAD, /* RoBERTa: after padding_idx */
+    POS_LEARNED_OPT, /* OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows, ids per sample */
+};
 enum {
     HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
     HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
@@ -99,6 +108,7 @@ typedef struct {
     bool mup;          /* embedding_multiplier, residual_multiplier, logits_scaling (granite) */
     bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
     bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
+    bool lm_bias;      /* the LM head has a bias (phi) */
     bool rope_scaling; /* rope_scaling is read and validated */
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
@@ -119,6 +129,9 @@ typedef struct {
     int64_t nope_interval;             /* smollm3: no_rope_layer_interval */
     bool tie, qkv_bias, o_bias, mlp_bias, parallel, use_window;
     bool mqa;                          /* gpt_bigcode: multi_query, one kv head */
+    int64_t proj;                      /* opt: word_embed_proj_dim, the embeddings' width */
+    bool norm_before, norm_affine;     /* opt: do_layer_norm_before, layer_norm_elementwise_affine */
+    bool qk_layernorm;                 /* phi: qk_layernorm (refused: not modelled) */
     int act;
     int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
@@ -135,7 +148,7 @@ typedef struct {
 /* The supported model_types, as the errors list them. */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, qwen3_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -312,6 +312,61 @@ static void neox_layer(wr *w, const arch *a)
     else ins(w, o, mlp, "attn_residual", NULL, NULL);
 }
 
+/* OPTDecoderLayer.forward (modeling_opt.py): do_layer_norm_before (the
+ * default): residual + dropout(self_attn(self_attn_layer_norm(x))), then
+ * residual + dropout(fc2(act(fc1(final_layer_norm(h))))); without it the
+ * two LayerNorms follow the residual adds. OPTAttention: q/k/v/out_proj
+ * with enable_bias, no rotary. */
+static void opt_layer(wr *w, const arch *a)
+{
+    bool pre = a->norm_before;
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    const char *in = pre ? "self_attn_layer_norm" : "input";
+    if (pre) layernorm(w, a, "self_attn_layer_norm", NULL);
+    linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+    linear(w, "self_attn.k_proj", in, a->H, kv, a->qkv_bias);
+    linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
+    attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", NULL, true, 0);
+    linear(w, "self_attn.out_proj", NULL, q, a->H, a->o_bias);
+    dropout(w, "attn_dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL);
+    if (!pre) layernorm(w, a, "self_attn_layer_norm", NULL);
+    const char *res = w->last;
+    if (pre) layernorm(w, a, "final_layer_norm", NULL);
+    linear(w, "fc1", NULL, a->H, a->I, a->mlp_bias);
+    act_layer(w, a, "activation_fn");
+    linear(w, "fc2", NULL, a->I, a->H, a->mlp_bias);
+    dropout(w, "fc_dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "mlp_residual"), res, prev, NULL, NULL);
+    if (!pre) layernorm(w, a, "final_layer_norm", NULL);
+}
+
+/* PhiDecoderLayer.forward (modeling_phi.py): one input_layernorm feeds both
+ * PhiAttention (q/k/v_proj and dense with biases, partial rotary) and PhiMLP
+ * (fc1, act, fc2); resid_dropout on each; attn_outputs + feed_forward +
+ * residual. */
+static void phi_layer(wr *w, const arch *a)
+{
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    layernorm(w, a, "input_layernorm", NULL);
+    linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+    linear(w, "self_attn.k_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+    linear(w, "self_attn.v_proj", "input_layernorm", a->H, kv, a->qkv_bias);
+    attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+              "model.rotary_emb", true, 0);
+    linear(w, "self_attn.dense", NULL, q, a->H, a->o_bias);
+    dropout(w, "resid_dropout_attn", a->p_resid);
+    const char *attn = w->last;
+    linear(w, "mlp.fc1", "input_layernorm", a->H, a->I, a->mlp_bias);
+    act_layer(w, a, "mlp.activation_fn");
+    linear(w, "mlp.fc2", NULL, a->I, a->H, a->mlp_bias);
+    dropout(w, "resid_dropout_mlp", a->p_resid);
+    const char *mlp = w->last;
+    ins(w, add_layer(w, "Add", "residual"), attn, mlp, "input", NULL);
+}
+
 /* BertLayer.forward: BertSdpaSelfAttention (bidirectional, dropout on the
  * probabilities), BertSelfOutput (dense, dropout, LayerNorm(x + input)),
  * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
@@ -365,6 +420,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_GPT2: gpt2_block(&inner, a); break;
         case BLK_NEOX: neox_layer(&inner, a); break;
         case BLK_BERT: bert_layer(&inner, a); break;
+        case BLK_OPT: opt_layer(&inner, a); break;
+        case BLK_PHI: phi_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
         i = j;
@@ -378,7 +435,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 /* The lm head (tied as tie_word_embeddings says) and final softcapping. */
 static void lm_head(wr *w, const arch *a, const char *emb, const char *name)
 {
-    cJSON *o = linear(w, name, NULL, a->H, a->V, false);
+    cJSON *o = linear(w, name, NULL, a->proj ? a->proj : a->H, a->V, a->f->lm_bias);
     if (a->tie) str(w, o, "tie", emb);
     if (a->f->mup) { /* GraniteForCausalLM: logits / config.logits_scaling */
         cJSON *s = add_layer(w, "Scale", "logits_scaling");
@@ -475,6 +532,41 @@ static void build_layers(wr *w, const arch *a)
     case BLK_BERT:
         build_encoder(w, a);
         return;
+    case BLK_PHI: /* PhiForCausalLM: embed_tokens, embed_dropout, the layers, final_layernorm, lm_head with bias */
+        embedding(w, a, "model.embed_tokens");
+        dropout(w, "model.embed_dropout", a->p_embd);
+        if (a->R > 0) {
+            o = add_layer(w, "RotaryEmbedding", "model.rotary_emb");
+            ins(w, o, "input", NULL, NULL, NULL);
+            num(w, o, "head_dim", (double)a->D);
+            num(w, o, "rotary_dim", (double)a->R);
+        }
+        layer_stack(w, a, "model.layers", a->p_embd > 0 ? "model.embed_dropout" : "model.embed_tokens");
+        layernorm(w, a, "model.final_layernorm", NULL);
+        lm_head(w, a, "model.embed_tokens", "lm_head");
+        return;
+    case BLK_OPT: { /* OPTForCausalLM: OPTDecoder (embed_tokens [V, word_embed_proj_dim], project_in, + positions,
+                     * the layers, final_layer_norm, project_out), lm_head tied to embed_tokens */
+        const char *emb = "model.decoder.embed_tokens";
+        o = add_layer(w, "Embedding", emb);
+        num(w, o, "num_embeddings", (double)a->V);
+        num(w, o, "embedding_dim", (double)a->proj);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp); /* VocabParallelEmbedding (--tp refuses project_in) */
+        if (a->proj != a->H) linear(w, "model.decoder.project_in", NULL, a->proj, a->H, false);
+        const char *tok = w->last;
+        o = add_layer(w, "PositionEmbedding", "model.decoder.embed_positions"); /* cumsum(attention_mask) + 2 */
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "num_embeddings", (double)a->maxpos + 2);
+        num(w, o, "embedding_dim", (double)a->H);
+        flag(w, o, "per_sample", true);
+        if (a->sp > 1) num(w, o, "sequence_scatter", (double)a->sp);
+        ins(w, add_layer(w, "Add", "model.decoder.embeds"), tok, "model.decoder.embed_positions", NULL, NULL);
+        layer_stack(w, a, "model.decoder.layers", "model.decoder.embeds");
+        if (a->norm_before) layernorm(w, a, "model.decoder.final_layer_norm", NULL);
+        if (a->proj != a->H) linear(w, "model.decoder.project_out", NULL, a->H, a->proj, false);
+        lm_head(w, a, emb, "lm_head");
+        return;
+    }
     default:
         break;
     }

@@ -162,6 +162,8 @@ static const struct {
     [K_NOPE_LAYERS] = {T_FLAGS, offsetof(arch, no_rope), 0, 0}, [K_NOPE_INTERVAL] = {T_INT, offsetof(arch, nope_interval), 1, 0},
     [K_EMB_MULT] = {T_NUM, offsetof(arch, emb_mult), 0, 1e9}, [K_RESID_MULT] = {T_NUM, offsetof(arch, resid_mult), 0, 1e9},
     [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9}, [K_MULTI_QUERY] = {T_BOOL, offsetof(arch, mqa), 0, 0},
+    [K_PROJ_DIM] = {T_INT, offsetof(arch, proj), 1, 0}, [K_NORM_BEFORE] = {T_BOOL, offsetof(arch, norm_before), 0, 0},
+    [K_NORM_AFFINE] = {T_BOOL, offsetof(arch, norm_affine), 0, 0}, [K_QK_LAYERNORM] = {T_BOOL, offsetof(arch, qk_layernorm), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -193,6 +195,7 @@ static int read_key(rd *r, arch *a, int role)
         case D_HEADS: *(int64_t *)field = a->NH; return 0;
         case D_SPLIT: return split_heads(r, f, a->H, a->NH, field);
         case D_4H: *(int64_t *)field = 4 * a->H; return 0;
+        case D_HIDDEN: *(int64_t *)field = a->H; return 0;
         case D_RESID: *(double *)field = a->p_resid; return 0;
         default:
             switch (type) {
@@ -254,7 +257,8 @@ static int read_family(rd *r, arch *a)
 {
     const hf_family *f = a->f;
     for (int role = 0; role < K_COUNT; role++) {
-        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue; /* Qwen2Config: sliding_window if use_sliding_window */
+        /* Qwen2Config: sliding_window (and max_window_layers) only with use_sliding_window */
+        if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
         if (read_key(r, a, role)) return -1;
         if (role == K_KV_HEADS && a->NH % a->KV)
             return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
@@ -265,6 +269,10 @@ static int read_family(rd *r, arch *a)
      * int(head_dim * partial_rotary_factor) rounded down to even (Phi3,
      * GPT-NeoX's rotary_ndims) */
     a->R = !f->keys[K_ROTARY].key ? (f->keys[K_ROTARY].def > 0 ? a->D : 0) : (int64_t)((double)a->D * a->rotary) / 2 * 2;
+    if (f->keys[K_NORM_AFFINE].key && !a->norm_affine) /* OPTDecoderLayer: LayerNorm(elementwise_affine=...) */
+        return bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
+    if (a->qk_layernorm) /* PhiAttention: q_layernorm / k_layernorm, LayerNorms per head */
+        return bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)
@@ -277,8 +285,9 @@ static int check_sizes(rd *r, const arch *a)
 {
     const int64_t lim = INT64_C(1) << 48; /* elements in one weight: 2^48 is 512 TiB in bf16 */
     int64_t t;
-    if (__builtin_mul_overflow(a->V, a->H, &t) || t > lim)
-        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)a->H);
+    int64_t width = a->H > a->proj ? a->H : a->proj; /* OPT's embeddings are word_embed_proj_dim wide */
+    if (__builtin_mul_overflow(a->V, width, &t) || t > lim)
+        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
         return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);

@@ -77,6 +77,10 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
     if (a->f->qk_norm == QK_WHOLE)
         return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
                             "split is not modelled", a->f->model_type);
+    if (a->proj && a->proj != a->H) /* OPTDecoder.project_in / project_out: no Megatron counterpart */
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
+                            "project_in / project_out under tensor parallelism are not modelled", (long long)a->proj,
+                            (long long)a->H);
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;
@@ -96,8 +100,9 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
  * output layer column-parallel (GPTModel.output_layer); here by the names of
  * the Hugging Face modules that stand for them. */
 static const char *const gather_names[] = {"q_proj", "k_proj", "v_proj", "qkv_proj", "gate_proj", "up_proj", "gate_up_proj",
-                                           "c_attn", "c_fc", "query_key_value", "dense_h_to_4h", "lm_head", "embed_out"};
-static const char *const scatter_names[] = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h"};
+                                           "c_attn", "c_fc", "query_key_value", "dense_h_to_4h", "lm_head", "embed_out",
+                                           "fc1"};
+static const char *const scatter_names[] = {"o_proj", "down_proj", "c_proj", "dense", "dense_4h_to_h", "out_proj", "fc2"};
 
 const char *vc__hf_sp_role(const char *name)
 {

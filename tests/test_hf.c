@@ -54,7 +54,17 @@
  *        checkpoint (n_embd 6144, n_head 48, n_layer 40, n_inner 24576,
  *        n_positions 8192, vocab 49152, multi_query, tied, dropouts 0), the
  *        rest GPTBigCodeConfig's defaults (activation gelu_pytorch_tanh,
- *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98).
+ *        layer_norm_epsilon 1e-5; configuration_gpt_bigcode.py at 05ff2e98);
+ *      - OPT-1.3B 1,315,758,080: 1.3B in the OPT paper (arXiv:2205.01068,
+ *        Table 1); the exact figure is the sum of OPTForCausalLM's module
+ *        shapes, which DeepSpeed-Chat's meta-device count prints too
+ *        ("[pre-lora] num params: 1315758080", its OPT-1.3B actor). The
+ *        config: facebook/opt-1.3b's config.json as EasyDeL's configs.py
+ *        copies it (opt_configs['1.3b']), with its architectures;
+ *      - phi-2 2,779,683,840: the Hub API's safetensors parameters ({"F16":
+ *        2779683840}, as a public Hub-API mock of microsoft/phi-2 records
+ *        it; 2.7B on the model card). The config: microsoft/phi-2's
+ *        config.json as onnx-diagnostic's phi-2 test model transcribes it;
  *      - Qwen3-30B-A3B (qwen3_moe) 30,532,122,624: published 30.5B total,
  *        3.3B activated, 29.9B non-embedding (model card); the exact count
  *        from Qwen3MoeForCausalLM's module shapes (modeling_qwen3_moe.py;
@@ -101,6 +111,9 @@
 
 #include "vramcalc/vramcalc.h"
 
+#include "hf.h"      /* vc_hf_families */
+#include "hf_arch.h" /* the family table, vc__hf_families */
+
 #define HF VC_TEST_DATA "/hf/"
 
 typedef struct {
@@ -130,6 +143,8 @@ static const flagship flagships[] = {
     {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
     {"starcoder.json", INT64_C(15517456384), 0},
     {"qwen3-30b-a3b.json", INT64_C(30532122624), 0},
+    {"opt-1.3b.json", INT64_C(1315758080), 0},
+    {"phi-2.json", INT64_C(2779683840), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -184,7 +199,7 @@ static void test_emit_roundtrip(void **state)
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
-                                        "starcoder.json"};
+                                        "starcoder.json", "opt-1.3b.json", "phi-2.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -494,7 +509,8 @@ static void test_tie_after_growth(void **state)
  * GemmaConfig / Gemma2Config head_dim = 256, Qwen3Config head_dim = 128,
  * Gemma2Config sliding_window = 4096, final_logit_softcapping = 30.0,
  * attn_logit_softcapping = 50.0, MistralConfig sliding_window = 4096,
- * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, Qwen2MoeConfig
+ * MixtralConfig / Phi3Config rms_norm_eps = 1e-5, max_position_embeddings
+ * as each class sets it, Qwen2MoeConfig
  * shared_expert_intermediate_size = 5632 and intermediate_size = 5632), and a
  * null where the class takes None turns the feature off. */
 
@@ -562,8 +578,15 @@ static void test_class_defaults(void **state)
      * bounds what attention sees); null: none, and max_position_embeddings
      * (MistralConfig: 4096 * 32) bounds generation */
     assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS "}", "\"sliding_window\":\t4096"), 1); /* one run of two */
-    assert_int_equal(emitted("{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null,"
-                             "\"max_position_embeddings\":131072}", "sliding_window"), 0);
+    static const char mnull[] = "{\"model_type\":\"mistral\"," SIX_KEYS ",\"sliding_window\":null}";
+    assert_int_equal(emitted(mnull, "sliding_window"), 0);
+    assert_int_equal(emitted(mnull, "\"max_positions\":\t131072"), 1);
+    /* max_position_embeddings when absent: the class's (GPTNeoXConfig 2048,
+     * LlamaConfig 2048, Qwen3Config 32768), which bounds generation */
+    assert_int_equal(emitted("{\"model_type\":\"gpt_neox\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":2,"
+                             "\"num_attention_heads\":4,\"intermediate_size\":256}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"llama\"," SIX_KEYS "}", "\"max_positions\":\t2048"), 1);
+    assert_int_equal(emitted("{\"model_type\":\"qwen3\"," SIX_KEYS "}", "\"max_positions\":\t32768"), 1);
     /* Mixtral: head_dim read (MixtralConfig.head_dim; MixtralAttention takes
      * getattr(config, "head_dim", None) or hidden // heads), rms_norm_eps 1e-5.
      * One layer, 2 experts: q 64 x 128 = 8,192, k/v 64 x 64 = 4,096 each,
@@ -721,6 +744,37 @@ static void test_near_llama(void **state)
     assert_int_equal(emitted(js, "\"num_kv_heads\":\t1,"), 1);
     snprintf(js, sizeof js, "%s,\"multi_query\":false}", bc);
     assert_int_equal(count_of(js), 172288);
+    /* OPT: vocab 1000, hidden 64, ffn_dim 128, 2 layers, 4 heads, 128
+     * positions. embed_tokens 64,000, embed_positions (128 + 2) x 64 = 8,320
+     * (OPTLearnedPositionalEmbedding's offset 2), per layer q/k/v/out_proj
+     * 4 x (64 x 64 + 64) = 16,640, fc1 64 x 128 + 128 = 8,320, fc2 128 x 64 +
+     * 64 = 8,256, two LayerNorms 256: 33,472, 66,944; final_layer_norm 128;
+     * lm_head tied: 139,392. opt-350m's form (word_embed_proj_dim 32,
+     * do_layer_norm_before false): embed_tokens 32,000, project_in and
+     * project_out 2,048 each, no final_layer_norm: 111,360. */
+    static const char op[] = "{\"model_type\":\"opt\",\"vocab_size\":1000,\"hidden_size\":64,\"ffn_dim\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"max_position_embeddings\":128";
+    snprintf(js, sizeof js, "%s}", op);
+    assert_int_equal(count_of(js), 139392);
+    snprintf(js, sizeof js, "%s,\"word_embed_proj_dim\":32,\"do_layer_norm_before\":false}", op);
+    assert_int_equal(count_of(js), 111360);
+    /* LayerNorms without affine parameters are refused naming the key */
+    snprintf(js, sizeof js, "%s,\"layer_norm_elementwise_affine\":false}", op);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layer_norm_elementwise_affine");
+    /* Phi: vocab 1000, hidden 64, MLP 128, 2 layers, 4 heads of 16
+     * (partial_rotary_factor 0.5: 8 rotary dims). input_layernorm 128,
+     * q/k/v_proj and dense 4 x (64 x 64 + 64) = 16,640, fc1 8,320, fc2 8,256:
+     * 33,344 per layer, 66,688; embed_tokens 64,000, final_layernorm 128,
+     * lm_head 64 x 1000 + a bias of 1000 = 65,000: 195,816. */
+    static const char ph[] = "{\"model_type\":\"phi\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                             "\"num_hidden_layers\":2,\"num_attention_heads\":4";
+    snprintf(js, sizeof js, "%s}", ph);
+    assert_int_equal(count_of(js), 195816);
+    assert_int_equal(emitted(js, "\"rotary_dim\":\t8"), 2); /* model.rotary_emb and the attention */
+    snprintf(js, sizeof js, "%s,\"qk_layernorm\":true}", ph);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "qk_layernorm");
 #undef SMALL
 }
 
@@ -819,6 +873,44 @@ static void test_moe_deepseek_style(void **state)
     }
 }
 
+/* The family table against what the library says it supports: every row's
+ * model_type is in vc_hf_families() (the list the errors print) and every
+ * listed name is a row; each row has its config class, an activation and a
+ * block template the writer knows; a config with only its model_type is
+ * refused naming a required key of the row (so each row is read), and the
+ * row's first required key present but another missing still names a key. */
+static void test_family_table(void **state)
+{
+    (void)state;
+    const char *list = vc_hf_families();
+    int listed = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ", ");
+        int found = 0;
+        for (int i = 0; i < vc__hf_nfamilies; i++)
+            found += strlen(vc__hf_families[i].model_type) == n && !strncmp(p, vc__hf_families[i].model_type, n);
+        if (found != 1) fail_msg("\"%.*s\" listed %d times in the table", (int)n, p, found);
+        listed++;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    assert_int_equal(listed, vc__hf_nfamilies);
+    for (int i = 0; i < vc__hf_nfamilies; i++) {
+        const hf_family *f = &vc__hf_families[i];
+        assert_non_null(f->config_class);
+        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef);
+        assert_true(f->block <= BLK_PHI);
+        assert_true(!f->moe || f->keys[K_EXPERTS].key);
+        assert_true(!f->lora_targets || *f->lora_targets);
+        char js[128];
+        snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", f->model_type);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, f->keys[K_VOCAB].key); /* the first role every row requires */
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -828,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_max_seq_boundary),   cmocka_unit_test(test_max_seq_limits),
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
+        cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
