@@ -788,8 +788,8 @@ static void test_near_llama(void **state)
  * 2,359,296: layer 2,396,320, total 2,524,384. With mlp_only_layers [0] the
  * layer is Qwen3MoeMLP of intermediate_size (default 6144): 3 x 6144 x 64 =
  * 1,179,648 instead of router and experts: total 1,320,160. Training,
- * inference and generation run; a per-expert model of 85 experts is
- * refused naming the key. */
+ * inference and generation run, and --ep 4 (96 experts a rank); a
+ * per-expert model of 85 experts is refused naming the key. */
 static void test_moe_any_size(void **state)
 {
     (void)state;
@@ -814,6 +814,26 @@ static void test_moe_any_size(void **state)
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
         assert_true(r.memory.peak_allocated > r.memory.weights);
+        vc_result_free(&r);
+    }
+    /* --ep: Megatron-Core's layer holds the rank's experts as separate
+     * tensors (router + 2 per expert, at most 127 of them): 384 / 4 = 96 run,
+     * 384 / 2 = 192 are refused naming num_experts and the --ep that fits */
+    for (int ep = 2; ep <= 4; ep += 2) {
+        vc_status st = vc_model_set_ep(m, ep, &err);
+        if (ep == 2) {
+            assert_int_not_equal(st, VC_OK);
+            if (!strstr(err.msg, "give --ep 4 or more")) fail_msg("%s: %s", err.path, err.msg);
+            continue;
+        }
+        assert_int_equal(st, VC_OK);
+        vc_options o;
+        vc_options_init(&o);
+        o.ep = ep;
+        o.gpus = ep;
+        o.parallel = VC_PARALLEL_DDP;
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
         vc_result_free(&r);
     }
     vc_model_free(m);
