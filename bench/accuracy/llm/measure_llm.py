@@ -123,7 +123,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type == "mixtral":
+    if cfg.model_type in ("mixtral", "qwen2_moe"):
         result["experts_implementation"] = args.experts
 
     if args.mode == "train":

@@ -175,3 +175,64 @@ class MixtralSparseMoeBlock(nn.Module):
         # reference.DecoderLayer unpacks (hidden_states, router_logits) as 4.x's block returned;
         # transformers 5's returns the tensor alone (the router logits die in the block)
         return hidden_states, None
+
+
+# ---------------------------------------------------------------------------
+# Qwen2-MoE (models/qwen2_moe: modular_qwen2_moe.py of transformers 5): Qwen2MoeExperts is
+# MixtralExperts with num_experts and moe_intermediate_size; Qwen2MoeTopKRouter returns the
+# top-k probabilities cast to the logits' dtype; Qwen2MoeSparseMoeBlock runs the shared expert
+# first, then the routed experts, then expert_output += sigmoid(shared_expert_gate(x)) * shared.
+# ---------------------------------------------------------------------------
+class Qwen2MoeTopKRouter(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.top_k = cfg.num_experts_per_tok
+        self.num_experts = cfg.num_experts
+        self.norm_topk_prob = cfg.norm_topk_prob
+        self.hidden_dim = cfg.hidden_size
+        self.weight = nn.Parameter(torch.empty(self.num_experts, self.hidden_dim))
+        nn.init.normal_(self.weight, std=0.02)
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+        router_logits = F.linear(hidden_states, self.weight)
+        router_probs = torch.nn.functional.softmax(router_logits, dtype=torch.float, dim=-1)
+        router_top_value, router_indices = torch.topk(router_probs, self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            router_top_value /= router_top_value.sum(dim=-1, keepdim=True)
+        router_top_value = router_top_value.to(router_logits.dtype)
+        router_scores = router_top_value
+        return router_logits, router_scores, router_indices
+
+
+class Qwen2MoeExperts(MixtralExperts):
+    def __init__(self, cfg, act_fn):
+        nn.Module.__init__(self)
+        self.num_experts = cfg.num_experts
+        self.hidden_dim = cfg.hidden_size
+        self.intermediate_dim = cfg.moe_intermediate_size
+        self.gate_up_proj = nn.Parameter(torch.empty(self.num_experts, 2 * self.intermediate_dim, self.hidden_dim))
+        self.down_proj = nn.Parameter(torch.empty(self.num_experts, self.hidden_dim, self.intermediate_dim))
+        nn.init.normal_(self.gate_up_proj, std=0.02)
+        nn.init.normal_(self.down_proj, std=0.02)
+        self.act_fn = act_fn
+
+
+class Qwen2MoeSparseMoeBlock(nn.Module):
+    def __init__(self, cfg, act_fn, shared_mlp, linear):
+        super().__init__()
+        self.gate = Qwen2MoeTopKRouter(cfg)
+        self.experts = Qwen2MoeExperts(cfg, act_fn)
+        self.shared_expert = shared_mlp  # Qwen2MoeMLP(config, intermediate_size=shared_expert_intermediate_size)
+        self.shared_expert_gate = linear(cfg.hidden_size, 1, bias=False)
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states_reshaped = hidden_states.view(-1, hidden_dim)
+        shared_expert_output = self.shared_expert(hidden_states_reshaped)
+        _, routing_weights, selected_experts = self.gate(hidden_states_reshaped)
+        expert_output = self.experts(hidden_states_reshaped, selected_experts, routing_weights)
+        shared_expert_output = F.sigmoid(self.shared_expert_gate(hidden_states_reshaped)) * shared_expert_output
+        expert_output += shared_expert_output
+        expert_output = expert_output.reshape(batch_size, sequence_length, hidden_dim)
+        return expert_output

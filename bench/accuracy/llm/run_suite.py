@@ -142,6 +142,24 @@ def cases():
                                    ("mixtral_e96", 1, 128, 16, "bf16", True), ("mixtral_e96", 3, 64, 6, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, experts="grouped_mm", held_out=ho))
+    # Qwen2-MoE as transformers 5 runs it (moe_v5_replica.py Qwen2MoeSparseMoeBlock: the shared
+    # expert first, the router's weights in the logits' dtype, += the gated shared expert;
+    # mlp_only_layers [0] makes the first layer dense): qwen2_moe_small, 24 experts, top-4
+    qm = [
+        ("train", 4, 256, "sgd", "bf16", False, 0, False),
+        ("train", 2, 192, "adamw", "fp32", True, 0, False),
+        ("train", 2, 128, "adamw", "bf16", False, 8, True),
+        ("train", 3, 160, "sgd", "fp32", False, 0, False),
+        ("generate", 2, 128, 8, "fp32", False, 0, False),
+        ("generate", 1, 256, 6, "bf16", False, 0, True),
+    ]
+    for mode, b, s, o, p, c, l, ho in qm:
+        if mode == "train":
+            out.append(dict(config="configs/qwen2_moe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_dropout=0.05 if l else 0.0, experts="grouped_mm", held_out=ho))
+        else:
+            out.append(dict(config="configs/qwen2_moe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=ho))
     return out
 
 
