@@ -651,12 +651,20 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", NULL};
+/* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
+ * per-expert MLPs looped over (the kind's default, the hand-written model
+ * format's meaning since issue 12); grouped_mm, transformers 5's stacked
+ * experts (gate_up_proj [E, 2I, H], down_proj [E, H, I]) through
+ * grouped_mm_experts_forward, its default (what an HF config gets). */
+enum { MOE_PER_EXPERT, MOE_GROUPED_MM };
+static const char *const moe_impls[] = {"per_expert", "grouped_mm", NULL};
 
 typedef struct {
     int64_t hidden, inter, E, k, shared;
-    int act, style;
+    int64_t n_group, topk_group; /* deepseek_v3: the expert groups and the groups kept */
+    int act, style, impl;
     bool norm_topk;
     double imbalance;
     int64_t ep; /* --ep: the expert-parallel ranks (vc_setup.ep), 0/1 none: layers/moe_ep.c */
@@ -671,12 +679,32 @@ static int moe_parse(vc_args *a, void *p)
         vc_arg_int(a, "shared_expert_intermediate_size", 0, 0, &c->shared) ||
         vc_arg_enum(a, "activation", act_names, 0, &c->act) || vc_arg_enum(a, "style", moe_styles, 0, &c->style) ||
         vc_arg_bool(a, "norm_topk_prob", true, &c->norm_topk) ||
-        vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance))
+        vc_arg_float(a, "moe_imbalance", 1.0, 1.0, 1e6, &c->imbalance) ||
+        vc_arg_enum(a, "experts_implementation", moe_impls, MOE_PER_EXPERT, &c->impl) ||
+        vc_arg_int(a, "n_group", 1, 1, &c->n_group) || vc_arg_int(a, "topk_group", 1, 1, &c->topk_group))
         return -1;
+    if (c->style == MOE_DEEPSEEK) { /* DeepseekV3MoE: routing only with the stacked experts here */
+        if (c->impl != MOE_GROUPED_MM)
+            return vc_arg_fail(a, "experts_implementation", "style deepseek_v3 is modelled with grouped_mm (transformers 5)");
+        if (c->E % c->n_group || c->E / c->n_group < 2)
+            return vc_arg_fail(a, "n_group", "%lld groups: num_experts (%lld) must split into groups of at least 2 "
+                               "(each group's score is its top-2 sum)", (long long)c->n_group, (long long)c->E);
+        if (c->topk_group > c->n_group)
+            return vc_arg_fail(a, "topk_group", "topk_group (%lld) is more than n_group (%lld)", (long long)c->topk_group,
+                               (long long)c->n_group);
+        if (c->k > c->E / c->n_group * c->topk_group)
+            return vc_arg_fail(a, "top_k", "top_k (%lld) is more than the %lld experts of the %lld groups kept", (long long)c->k,
+                               (long long)(c->E / c->n_group * c->topk_group), (long long)c->topk_group);
+        if (c->shared < 1)
+            return vc_arg_fail(a, "shared_expert_intermediate_size", "style deepseek_v3 has shared experts: "
+                               "moe_intermediate_size x n_shared_experts");
+    } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
+        return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
-    if (c->E * 3 + 4 > 256)
-        return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 this kind holds (256 parameter tensors)", (long long)c->E);
+    if (c->impl == MOE_PER_EXPERT && c->E * 3 + 4 > 256)
+        return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 per_expert holds (256 parameter tensors; "
+                           "experts_implementation grouped_mm stacks them)", (long long)c->E);
     return 0;
 }
 
@@ -685,22 +713,10 @@ static vc_moe_ep moe_ep_of(const moe_cfg *c)
     return (vc_moe_ep){c->hidden, c->inter, c->E, c->k, c->ep, c->imbalance};
 }
 
-static int moe_setup(vc_setup *s, void *p)
+/* transformers 4.x: the router and each expert's three projections as
+ * nn.Linear modules. */
+static int per_expert_params(vc_setup *s, const moe_cfg *c)
 {
-    moe_cfg *c = p;
-    const vc_shape *x = &s->in[0];
-    if (x->nd != 2 || x->d[1] != c->hidden)
-        return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
-    s->out = *x;
-    int64_t t;
-    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t))
-        return -1;
-    if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
-        c->ep = s->ep;
-        s->ep_used = true;
-        vc_moe_ep e = moe_ep_of(c);
-        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
-    }
     if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR)) return -1;
     /* the router and the experts are nn.Linear modules (modeling_mixtral.py,
      * modeling_qwen2_moe.py): a quantized format replaces them (src/quant.c) */
@@ -713,6 +729,44 @@ static int moe_setup(vc_setup *s, void *p)
             int64_t d[2] = {j < 2 ? c->inter : c->hidden, j < 2 ? c->hidden : c->inter};
             if (vc_param_shape(s, n, 2, d, VC_PARAM_LINEAR)) return -1;
         }
+    return 0;
+}
+
+static int moe_setup(vc_setup *s, void *p)
+{
+    moe_cfg *c = p;
+    const vc_shape *x = &s->in[0];
+    if (x->nd != 2 || x->d[1] != c->hidden)
+        return vc_fail(s, "hidden_size", "SparseMoE takes [L, %lld] per sample", (long long)c->hidden);
+    s->out = *x;
+    int64_t t;
+    if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
+        vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
+        return -1;
+    if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
+        c->ep = s->ep;
+        s->ep_used = true;
+        vc_moe_ep e = moe_ep_of(c);
+        return vc__moe_ep_setup(s, &e, c->act == 0, c->shared > 0, c->style == MOE_MIXTRAL || c->norm_topk);
+    }
+    if (c->impl == MOE_GROUPED_MM) {
+        /* transformers 5: the router (MixtralTopKRouter / Qwen2MoeTopKRouter) and
+         * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
+         * nn.Parameters, no nn.Linear: a quantized format (bitsandbytes'
+         * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
+        bool ds = c->style == MOE_DEEPSEEK; /* DeepseekV3MoE.__init__: experts, gate, shared_experts */
+        if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
+            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
+            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0))
+            return -1;
+        if (ds) /* DeepseekV3TopkRouter: weight, and e_score_correction_bias a float32 buffer (not a parameter) */
+            return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+                   vc_buffer(s, "gate.e_score_correction_bias", c->E, VC_DT_F32) ||
+                   vc_param_shape(s, "shared_experts.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param_shape(s, "shared_experts.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
+    } else if (per_expert_params(s, c))
+        return -1;
     if (c->shared)
         return vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
@@ -789,6 +843,263 @@ static vc_numel moe_rows(vc_build *b, const moe_cfg *c, int64_t L, int64_t tcap,
     return vc_n_fixed(moe_tokens(c, capped ? tcap : B * L, e));
 }
 
+/* An op with no gradient: n elements of dt from x, with a transient
+ * of tn elements of tdt inside it (sort's values output, dropped). */
+static vc_t nograd_tmp(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt, vc_numel tn, vc_dtype tdt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_ftemp(o, tn, tdt);
+    vc_op_end(o);
+    return r;
+}
+
+/* x[idx] along dim 0 (aten::index): rows x width of x's dtype, the indices
+ * saved; backward scatters into zeros of x's size (index_put_ with
+ * accumulate). */
+static vc_t index_rows(vc_build *b, vc_t x, vc_t idx, vc_numel rows, int64_t width)
+{
+    vc_op *o = vc_op_begin(b, "index");
+    vc_op_in(o, x);
+    vc_op_in_nodiff(o, idx);
+    vc_t y = vc_op_out(o, vc_n_scale(rows, width), vc_dt_of(b, x));
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    return y;
+}
+
+/* torch._grouped_mm(x.to(w.dtype), w.transpose(-2, -1), offs=offs): [S, out]
+ * in the weight's dtype (not autocast-enabled: transformers casts the input
+ * to the weight's dtype itself); backward (derivatives.yaml _grouped_mm)
+ * saves each operand for the other's gradient (a frozen weight's input is not
+ * kept), the weight's gradient a full [E, out, in] tensor
+ * arriving through the transpose's view, as mm's through t(). */
+static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64_t out)
+{
+    x = op_cast(b, x, vc_dt_of(b, w));
+    vc_op *o = vc_op_begin(b, "_grouped_mm");
+    int ix = vc_op_in(o, x);
+    int iw = vc_op_in(o, w);
+    vc_op_in_nodiff(o, offs);
+    vc_t y = vc_op_out(o, vc_n_scale(S, out), vc_dt_of(b, w));
+    vc_op_save_if(o, x, iw);
+    vc_op_save_if(o, w, ix);
+    vc_op_grad_view(o, iw);
+    vc_op_gemm(o);
+    vc_op_end(o);
+    return y;
+}
+
+/* transformers 5's sparse MoE block with stacked experts, as its default
+ * experts implementation runs it (huggingface/transformers
+ * 8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3; PreTrainedModel
+ * .get_correct_experts_implementation: "grouped_mm" when none is requested
+ * and _grouped_mm_can_dispatch):
+ *  - MixtralSparseMoeBlock.forward: view(-1, H), `_, top_k_weights,
+ *    top_k_index = self.gate(x)`, self.experts(x, top_k_index, top_k_weights);
+ *    Qwen2MoeSparseMoeBlock: shared_expert(x) first, then the routed experts,
+ *    sigmoid(shared_expert_gate(x)) * shared, expert_output += shared (in place);
+ *  - MixtralTopKRouter.forward: F.linear(x, weight), softmax(logits.float()),
+ *    topk, router_top_value /= sum (in place): float32 scores returned;
+ *    Qwen2MoeTopKRouter (Qwen3MoeTopKRouter the same): softmax(dtype=float),
+ *    topk, the division when norm_topk_prob, .to(router_logits.dtype);
+ *  - integrations/moe.py grouped_mm_experts_forward: token_idx (arange,
+ *    expand, reshape: a copy), hidden_states[token_idx], argsort(expert_ids),
+ *    argsort(perm), expert_ids[perm], sample_weights[perm],
+ *    selected_hidden_states[perm], histc of expert_ids_g.int() (CUDA), cumsum
+ *    (int32 offsets), _grouped_linear (gate_up), _default_apply_gate
+ *    (act_fn(gate) * up on chunk views), _grouped_linear (down), * the sorted
+ *    weights (promoted to float32 with Mixtral's scores), [inv_perm],
+ *    view(T, k, H).sum(dim=1), .to(hidden_states.dtype). Its locals live
+ *    until it returns (held here, released after the cast).
+ * The shapes are T x k rows whatever the routing: the experts' share of the
+ * tokens (moe_imbalance) does not change what it allocates. CUDA's sort
+ * scratch (cub) and grouped GEMM workspace are not modelled. */
+/* The in-place top-k renormalisation of the routers, weights /= sum(-1,
+ * keepdim=True) (+ 1e-20 in DeepSeek-V3's: the sum and a new denominator):
+ * div_ saves its result and the divisor. */
+static vc_t topk_renorm(vc_build *b, vc_t rw, vc_numel T, bool eps)
+{
+    vc_t sum = op_mean(b, rw, T);
+    if (eps) sum = scalar_op(b, "add", sum);
+    vc_op *o = vc_op_begin(b, "div_");
+    int ir = vc_op_in(o, rw);
+    int is = vc_op_in(o, sum);
+    vc_t r2 = vc_op_out_view(o, ir, vc_numel_of(b, rw), true);
+    vc_op_save(o, r2);
+    vc_op_save(o, sum);
+    vc_op_grad(o, is, VC_GRAD_NEW_REDUCE);
+    vc_op_end(o);
+    return r2;
+}
+
+/* integrations/moe.py grouped_mm_experts_forward on x [T, H] with the
+ * routing's top_k_index idx [S] (int64) and top_k_weights rw [S]; its
+ * locals live until it returns. The stacked weights are parameters wgu, wd. */
+static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_t rw, int wgu, int wd)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
+    vc_t ar = op_new(b, "arange", T, VC_DT_I64);
+    vc_t tok = op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
+    vc_t sel = index_rows(b, x, tok, S, H);                    /* hidden_states[token_idx] */
+    vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t eg = op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
+    vc_t swg = index_rows(b, rw, perm, S, 1);                  /* sample_weights[perm] */
+    vc_t selg = index_rows(b, sel, perm, S, H);                /* selected_hidden_states[perm] */
+    vc_t hin = op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
+    vc_t cnt = op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t offs = op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, hin, cnt, offs};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
+    vc_t gu = grouped_mm(b, selg, vc_weight(b, wgu), offs, S, 2 * I);
+    vc_hold(b, gu);
+    vc_numel SI = vc_n_scale(S, I);
+    /* gate, up = gate_up_out.chunk(2, dim=-1): split's two views; its backward
+     * (SplitBackward0: split_backward, at::cat of the two gradients) makes
+     * the [S, 2I] gradient anew */
+    vc_op *o = vc_op_begin(b, "split");
+    int igu = vc_op_in(o, gu);
+    vc_t g = vc_op_out_view(o, igu, SI, false), u = vc_op_out_view(o, igu, SI, false);
+    vc_op_end(o);
+    vc_t h = op_mul(b, act_op(b, c->act, g), u, SI, false);
+    vc_hold(b, h);
+    vc_t og = grouped_mm(b, h, vc_weight(b, wd), offs, S, H);
+    vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
+    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
+    vc_hold(b, og);
+    vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
+    vc_hold(b, ops);
+    vc_t fin = op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
+    vc_hold(b, fin);
+    vc_t out = op_cast(b, fin, vc_dt_of(b, x)); /* .to(hidden_states.dtype) */
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    vc_release(b, gu);
+    vc_release(b, h);
+    vc_release(b, og);
+    vc_release(b, ops);
+    vc_release(b, fin);
+    return out;
+}
+
+/* x + y in the promoted dtype dt (a float32 buffer added to 16-bit scores). */
+static vc_t add_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "add");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dt);
+    vc_op_grad(o, ix, vc_n_same(vc_numel_of(b, x), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+    vc_op_grad(o, iy, vc_n_same(vc_numel_of(b, y), out) ? VC_GRAD_PASS : VC_GRAD_REDUCE);
+    vc_op_end(o);
+    return r;
+}
+
+/* DeepseekV3MoE / Glm4MoeMoE (transformers 5; Glm4Moe's modular code is
+ * DeepSeek-V3's: models/glm4_moe/modeling_glm4_moe.py at
+ * 000c33fdfde12e1ffafbfcdb3c926df5727a00b6): the router
+ * (Glm4MoeTopkRouter.forward: F.linear(hidden.type(float32),
+ * weight.type(float32))), route_tokens_to_experts (sigmoid; +
+ * e_score_correction_bias, a float32 buffer; the group scores: view(T, G,
+ * E/G).topk(2)[0].sum(-1); topk(topk_group) of them; zeros_like + scatter_;
+ * the mask expanded and reshaped, ~.bool(); masked_fill; topk(k)[1];
+ * sigmoid scores gathered; the renormalisation with + 1e-20 when
+ * norm_topk_prob; * routed_scaling_factor), the stacked experts
+ * (DeepseekV3NaiveMoe, @use_experts_implementation: grouped_mm), then
+ * hidden + shared_experts(residuals) (an MLP of moe_intermediate_size x
+ * n_shared_experts, no gate). The choice's scores only pick indices: their
+ * autograd graph dies with route_tokens_to_experts' locals, which live until
+ * it returns, as the block's (the router logits, the indices and weights) live
+ * until the block returns. Parameters: experts.gate_up_proj 0, down_proj 1,
+ * gate.weight 2, shared_experts 3-5; buffer 0 the bias. */
+static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], E = c->E, G = c->n_group;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = lin_rows(b, op_cast(b, x, VC_DT_F32), op_cast(b, vc_weight(b, 2), VC_DT_F32), T, E);
+    vc_hold(b, logits);
+    vc_dtype rdt = vc_dt_of(b, logits);
+    vc_t sig = op_unary(b, "sigmoid", logits, VC_SAVE_OUT, false);
+    vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32); /* + e_score_correction_bias */
+    vc_t gv = nograd_tmp(b, "topk", choice, vc_n_sample(L * G * 2), VC_DT_F32, vc_n_sample(L * G * 2), VC_DT_I64);
+    vc_t gs = op_nograd(b, "sum", gv, -1, vc_n_sample(L * G), VC_DT_F32); /* group_scores */
+    vc_t gidx = nograd_tmp(b, "topk", gs, vc_n_sample(L * c->topk_group), VC_DT_I64, vc_n_sample(L * c->topk_group),
+                           VC_DT_F32);
+    vc_t gmask = op_new(b, "zeros_like", vc_n_sample(L * G), VC_DT_F32); /* scatter_ writes into it */
+    vc_t smask = op_nograd(b, "reshape", gmask, -1, TE, VC_DT_F32);      /* expand(...).reshape: a copy */
+    vc_t nb = op_nograd(b, "bitwise_not", op_nograd(b, "_to_copy", smask, -1, TE, VC_DT_BOOL), -1, TE, VC_DT_BOOL);
+    vc_t sfc = op_nograd(b, "masked_fill", choice, nb, TE, VC_DT_F32);    /* scores_for_choice */
+    vc_t idx = nograd_tmp(b, "topk", sfc, S, VC_DT_I64, S, VC_DT_F32);     /* topk(...)[1] */
+    vc_op *o = vc_op_begin(b, "gather"); /* topk_weights = router_logits.gather(1, topk_indices) */
+    vc_op_in(o, sig);
+    vc_op_in_nodiff(o, idx);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, sig));
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    const vc_t rlocals[] = {sig, choice, gs, gidx, gmask, smask, nb, sfc};
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_hold(b, rlocals[i]);
+    if (c->norm_topk) rw = topk_renorm(b, rw, T, true);
+    rw = scalar_op(b, "mul", rw); /* * routed_scaling_factor */
+    for (size_t i = 0; i < sizeof rlocals / sizeof *rlocals; i++) vc_release(b, rlocals[i]);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    (void)rdt;
+    vc_t out = experts_grouped(b, c, x, idx, rw, 0, 1);
+    vc_hold(b, out);
+    vc_t se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_release(b, out);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    vc_set_output(b, op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+}
+
+static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
+{
+    if (c->style == MOE_DEEPSEEK) {
+        moe_deepseek_emit(b, c);
+        return;
+    }
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_t se = -1;
+    int sw = 1 + 2;
+    if (c->shared) { /* shared_expert_output = self.shared_expert(hidden_states) (Qwen2MoeMLP) */
+        se = expert_mlp(b, c, x, T, c->shared, vc_weight(b, sw), vc_weight(b, sw + 1), vc_weight(b, sw + 2));
+        vc_hold(b, se);
+    }
+    /* the router */
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* returned to the block: `_, top_k_weights, top_k_index = self.gate(x)` binds it until the block returns */
+    vc_t sm = op_unary(b, "_softmax", op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, sm);
+    vc_t rw = vc_op_out(o, S, VC_DT_F32);
+    vc_t idx = vc_op_out(o, S, VC_DT_I64); /* top_k_index: the block's local */
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    if (c->style == MOE_MIXTRAL || c->norm_topk) rw = topk_renorm(b, rw, T, false);
+    if (c->style != MOE_MIXTRAL) rw = op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
+    vc_release(b, rw);
+    vc_release(b, idx);
+    vc_release(b, logits);
+    if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
+        vc_t sg = lin_rows(b, x, vc_weight(b, sw + 3), T, 1);
+        sg = op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
+        vc_t s2 = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
+        vc_release(b, se);
+        out = op_add(b, out, s2, vc_n_scale(T, H), true);
+    }
+    vc_set_output(b, out);
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
@@ -796,6 +1107,10 @@ static void moe_emit(vc_build *b, const void *p)
     if (c->ep > 1) {
         vc_moe_ep e = moe_ep_of(c);
         vc__moe_ep_emit(b, &e);
+        return;
+    }
+    if (c->impl == MOE_GROUPED_MM) {
+        moe_grouped_emit(b, c);
         return;
     }
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden;

@@ -41,13 +41,17 @@
 #include "moe_ep.h"
 #include "ops.h"
 
-#define EP_MAX_LOCAL 84 /* SparseMoE holds at most 84 experts */
+#define EP_MAX_LOCAL 127 /* local experts a rank's layer holds: router + 2 x 127 = 255 parameter tensors */
 
 int vc__moe_ep_setup(vc_setup *s, const vc_moe_ep *c, bool silu, bool shared, bool renorm)
 {
     if (c->E % c->ep)
         return vc_fail(s, "num_experts", "--ep: %lld expert-parallel ranks do not divide num_experts (%lld)", (long long)c->ep,
                        (long long)c->E);
+    if (c->E / c->ep > EP_MAX_LOCAL)
+        return vc_fail(s, "num_experts", "--ep: %lld experts on each of %lld expert-parallel ranks: more than the %d a rank's "
+                       "layer holds (256 parameter tensors); give --ep %lld or more", (long long)(c->E / c->ep),
+                       (long long)c->ep, EP_MAX_LOCAL, (long long)((c->E + EP_MAX_LOCAL - 1) / EP_MAX_LOCAL));
     if (shared)
         return vc_fail(s, "shared_expert_intermediate_size", "--ep: a shared expert (Megatron's SharedExpertMLP) is not modelled");
     if (!silu) return vc_fail(s, "activation", "--ep: the experts' activation must be silu (Megatron's fused weighted SwiGLU)");

@@ -128,6 +128,19 @@ const hf_family vc__hf_families[] = {
               [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 0),
               [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .window = WIN_ALTERNATE_BELOW},
+    /* Qwen3MoeConfig (configuration_qwen3_moe.py at 008e574): no max_window_layers or
+     * layer_types (sliding_window on every layer when use_sliding_window), no shared
+     * expert, num_experts 128 / top-8 / moe_intermediate_size 768 by default;
+     * Qwen3MoeAttention is Qwen3's (q_norm / k_norm over head_dim), head_dim
+     * getattr(config, "head_dim", hidden_size // num_attention_heads) */
+    {.model_type = "qwen3_moe", .config_class = "Qwen3MoeConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_INTER] = DEF("intermediate_size", 6144),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_USE_WINDOW] = DEF("use_sliding_window", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),
+              [K_EXPERTS] = DEF("num_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 768), [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1),
+              [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
+     LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD},
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
               [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),

@@ -74,6 +74,10 @@ enum {
 enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
 enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
 enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
+/* How the MoE experts run: transformers 5 stacks them (gate_up_proj, down_proj)
+ * and runs grouped_mm_experts_forward by default; transformers 4.x looped over
+ * an nn.ModuleList of per-expert MLPs (at most 84 experts here). */
+enum { EXPERTS_GROUPED_MM, EXPERTS_PER_EXPERT };
 enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -137,6 +141,7 @@ typedef struct {
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
     const cJSON *layer_types;          /* "full_attention" / "sliding_attention" per layer, when the config lists them */
     double imbalance;
+    int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
@@ -145,7 +150,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

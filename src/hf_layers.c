@@ -237,6 +237,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         flag(w, o, "norm_topk_prob", a->norm_topk);
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");
     } else if (a->f->mlp == MLP_GATED_FUSED) {
         linear(w, "mlp.gate_up_proj", NULL, a->H, 2 * a->I, false);
         cJSON *o = add_layer(w, "GatedActivation", "mlp.act_fn");

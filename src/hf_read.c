@@ -302,9 +302,9 @@ static int check_sizes(rd *r, const arch *a)
         return bad(r, a->D == a->H / a->NH ? a->f->keys[K_HEADS].key : "head_dim",
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
     if (a->N > 1024) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
-    if (a->f->moe && a->E * 3 + 4 > 256)
-        return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 SparseMoE holds",
-                   (long long)a->E);
+    if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
+        return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
+                   "hold here", (long long)a->E);
     return 0;
 }
 

@@ -64,7 +64,24 @@
  *      - phi-2 2,779,683,840: the Hub API's safetensors parameters ({"F16":
  *        2779683840}, as a public Hub-API mock of microsoft/phi-2 records
  *        it; 2.7B on the model card). The config: microsoft/phi-2's
- *        config.json as onnx-diagnostic's phi-2 test model transcribes it.
+ *        config.json as onnx-diagnostic's phi-2 test model transcribes it;
+ *      - Qwen3-30B-A3B (qwen3_moe) 30,532,122,624: published 30.5B total,
+ *        3.3B activated, 29.9B non-embedding (model card); the exact count
+ *        from Qwen3MoeForCausalLM's module shapes (modeling_qwen3_moe.py;
+ *        V 151936, H 2048, 48 layers, 32 heads / 4 kv of head_dim 128, 128
+ *        experts of moe_intermediate_size 768, untied): embed_tokens and
+ *        lm_head 2 x 151936 x 2048 = 622,329,856, final norm 2,048; a layer:
+ *        q_proj and o_proj 2 x 2048 x 4096 = 16,777,216, k_proj and v_proj
+ *        2 x 2048 x 512 = 2,097,152, q_norm and k_norm 2 x 128, two
+ *        RMSNorms 2 x 2048, the router 128 x 2048 = 262,144, the experts
+ *        (gate_up_proj [128, 1536, 2048] + down_proj [128, 2048, 768])
+ *        603,979,776: 623,120,640; x 48 = 29,909,790,720; total
+ *        30,532,122,624 (non-embedding 29,909,792,768: 29.9B; activated,
+ *        8 of 128 experts, 3,353,032,704: 3.3B). The config: the Hub's
+ *        Qwen/Qwen3-30B-A3B config.json as the Qwen3 release printed it
+ *        (transcribed from memory of the model repo: no Hub access here;
+ *        every key the count depends on is confirmed by the rounded
+ *        figures above).
  *      Encoders: vramcalc builds the sequence-classification model
  *      (BertForSequenceClassification: pooler + classifier;
  *      RobertaForSequenceClassification: no pooler, RobertaClassificationHead
@@ -125,6 +142,7 @@ static const flagship flagships[] = {
     {"granite-3.3-8b-instruct.json", INT64_C(8170864640), 0},
     {"olmo-2-1124-7b-instruct.json", INT64_C(7298617344), 0},
     {"starcoder.json", INT64_C(15517456384), 0},
+    {"qwen3-30b-a3b.json", INT64_C(30532122624), 0},
     {"opt-1.3b.json", INT64_C(1315758080), 0},
     {"phi-2.json", INT64_C(2779683840), 0},
 };
@@ -222,7 +240,11 @@ static void test_seq(void **state)
 
 /* --moe-imbalance: the busiest expert's share grows its temporaries, which
  * set the peak in backward when the optimizer holds no state (SGD); with
- * Adam the step's peak hides them. */
+ * Adam the step's peak hides them. That is transformers 4.x's per-expert
+ * loop (experts_implementation per_expert), whose tensors follow each
+ * expert's rows; transformers 5's grouped_mm (what a config gets by default)
+ * allocates T x k rows whatever the routing (integrations/moe.py
+ * grouped_mm_experts_forward), so the skew changes nothing there. */
 static void test_moe_imbalance(void **state)
 {
     (void)state;
@@ -234,11 +256,28 @@ static void test_moe_imbalance(void **state)
     vc_model *skew = load("mixtral-8x7b-v0.1.json", &o);
     assert_non_null(strstr(vc_model_generated_json(skew), "\"moe_imbalance\":\t4"));
     assert_null(strstr(vc_model_generated_json(even), "moe_imbalance"));
+    assert_non_null(strstr(vc_model_generated_json(even), "\"experts_implementation\":\t\"grouped_mm\""));
     int64_t pe = peak_optim(even, VC_PREC_BF16, 4, VC_OPTIM_SGD), ps = peak_optim(skew, VC_PREC_BF16, 4, VC_OPTIM_SGD);
-    printf("mixtral seq 1024 batch 4 sgd: even %lld, imbalance 4: %lld\n", (long long)pe, (long long)ps);
-    assert_true(ps > pe);
+    printf("mixtral seq 1024 batch 4 sgd grouped_mm: even %lld, imbalance 4: %lld\n", (long long)pe, (long long)ps);
+    assert_int_equal(ps, pe);
     vc_model_free(even);
     vc_model_free(skew);
+    /* the per-expert loop: the same block as a model file (Mixtral's widths, seq 1024) */
+    static const char pe_json[] =
+        "{\"input\": [1024, 4096], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 4096, \"intermediate_size\": 14336,"
+        " \"num_experts\": 8, \"top_k\": 2, \"experts_implementation\": \"per_expert\"%s}]}";
+    char js[512];
+    int64_t p[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(js, sizeof js, pe_json, i ? ", \"moe_imbalance\": 4" : "");
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(js, strlen(js), "moe", &m, &err), VC_OK);
+        p[i] = peak_optim(m, VC_PREC_BF16, 4, VC_OPTIM_SGD);
+        vc_model_free(m);
+    }
+    printf("SparseMoE per_expert seq 1024 batch 4 sgd: even %lld, imbalance 4: %lld\n", (long long)p[0], (long long)p[1]);
+    assert_true(p[1] > p[0]);
 }
 
 /* The largest batch on an HF config is exact: it fits, one more does not. */
@@ -739,6 +778,121 @@ static void test_near_llama(void **state)
 #undef SMALL
 }
 
+/* MoE at any size (issue 31): transformers 5 stacks the experts
+ * (Qwen3MoeExperts: gate_up_proj [E, 2I, H], down_proj [E, H, I]), so 384
+ * experts load. qwen3_moe, one layer, vocab 1000, hidden 64, 4 heads / 2 kv
+ * (head_dim 64 / 4 = 16), moe_intermediate_size 32, 384 experts, top-8;
+ * counted from modeling_qwen3_moe.py's shapes: embed_tokens + lm_head 2 x
+ * 64,000, norm 64; q, o 2 x 4,096, k, v 2 x 2,048, q_norm + k_norm 2 x 16,
+ * two RMSNorms 2 x 64, router 384 x 64 = 24,576, experts 384 x 3 x 32 x 64 =
+ * 2,359,296: layer 2,396,320, total 2,524,384. With mlp_only_layers [0] the
+ * layer is Qwen3MoeMLP of intermediate_size (default 6144): 3 x 6144 x 64 =
+ * 1,179,648 instead of router and experts: total 1,320,160. Training,
+ * inference and generation run, and --ep 4 (96 experts a rank); a
+ * per-expert model of 85 experts is refused naming the key. */
+static void test_moe_any_size(void **state)
+{
+    (void)state;
+    static const char q3[] = "{\"model_type\":\"qwen3_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+                             "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"moe_intermediate_size\":32,"
+                             "\"num_experts\":384,\"num_experts_per_tok\":8,\"norm_topk_prob\":true%s}";
+    char js[512];
+    snprintf(js, sizeof js, q3, "");
+    assert_int_equal(count_of(js), 2524384);
+    snprintf(js, sizeof js, q3, ",\"mlp_only_layers\":[0]");
+    assert_int_equal(count_of(js), 1320160);
+    snprintf(js, sizeof js, q3, "");
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(js, strlen(js), "q3", &m, &err), VC_OK);
+    static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER, VC_MODE_GENERATE};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = modes[i];
+        o.batch = 2;
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        assert_true(r.memory.peak_allocated > r.memory.weights);
+        vc_result_free(&r);
+    }
+    /* --ep: Megatron-Core's layer holds the rank's experts as separate
+     * tensors (router + 2 per expert, at most 127 of them): 384 / 4 = 96 run,
+     * 384 / 2 = 192 are refused naming num_experts and the --ep that fits */
+    for (int ep = 2; ep <= 4; ep += 2) {
+        vc_status st = vc_model_set_ep(m, ep, &err);
+        if (ep == 2) {
+            assert_int_not_equal(st, VC_OK);
+            if (!strstr(err.msg, "give --ep 4 or more")) fail_msg("%s: %s", err.path, err.msg);
+            continue;
+        }
+        assert_int_equal(st, VC_OK);
+        vc_options o;
+        vc_options_init(&o);
+        o.ep = ep;
+        o.gpus = ep;
+        o.parallel = VC_PARALLEL_DDP;
+        vc_result r;
+        assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+        vc_result_free(&r);
+    }
+    vc_model_free(m);
+    static const char pe[] = "{\"input\": [4, 8], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 8,"
+                             " \"intermediate_size\": 8, \"num_experts\": 85, \"experts_implementation\": \"per_expert\"}]}";
+    m = NULL;
+    assert_int_equal(vc_model_load_string(pe, strlen(pe), "pe", &m, &err), VC_ERR_MODEL);
+    assert_non_null(strstr(err.path, "num_experts"));
+}
+
+/* SparseMoE style deepseek_v3 (DeepseekV3MoE / Glm4MoeMoE of transformers 5:
+ * sigmoid routing with e_score_correction_bias, group-limited top-k, shared
+ * experts without a gate). Hidden 64, 64 experts of 16 in 8 groups (3 kept),
+ * top-6, shared experts 32 wide: experts.gate_up_proj [64, 32, 64] 131,072 +
+ * down_proj [64, 64, 16] 65,536, gate.weight 64 x 64 = 4,096,
+ * shared_experts 3 x 32 x 64 = 6,144: 206,848 parameters
+ * (e_score_correction_bias is a buffer, not counted, as named_parameters
+ * does not list it). The bad groupings are refused naming the key. */
+static void test_moe_deepseek_style(void **state)
+{
+    (void)state;
+    static const char fmt[] = "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                              " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": %d, \"style\": \"deepseek_v3\","
+                              " \"experts_implementation\": \"%s\", \"n_group\": %d, \"topk_group\": %d,"
+                              " \"shared_expert_intermediate_size\": 32}]}";
+    const struct {
+        int k, g, tg;
+        const char *impl, *key;
+    } cases[] = {{6, 8, 3, "grouped_mm", NULL},         {6, 7, 3, "grouped_mm", "n_group"},
+                 {6, 8, 9, "grouped_mm", "topk_group"}, {25, 8, 3, "grouped_mm", "top_k"},
+                 {6, 8, 3, "per_expert", "experts_implementation"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char js[600];
+        snprintf(js, sizeof js, fmt, cases[i].k, cases[i].impl, cases[i].g, cases[i].tg);
+        vc_model *m = NULL;
+        vc_error err;
+        vc_status st = vc_model_load_string(js, strlen(js), "ds", &m, &err);
+        if (!cases[i].key) {
+            assert_int_equal(st, VC_OK);
+            assert_int_equal(vc_model_parameters(m), 206848);
+            static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER};
+            for (size_t j = 0; j < 2; j++) {
+                vc_options o;
+                vc_options_init(&o);
+                o.mode = modes[j];
+                o.precision = j ? VC_PREC_BF16 : VC_PREC_AMP_BF16;
+                vc_result r;
+                assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+                assert_true(r.memory.peak_allocated > r.memory.weights);
+                vc_result_free(&r);
+            }
+            vc_model_free(m);
+        } else {
+            assert_int_equal(st, VC_ERR_MODEL);
+            assert_non_null(strstr(err.path, cases[i].key));
+        }
+    }
+}
+
 /* The family table against what the library says it supports: every row's
  * model_type is in vc_hf_families() (the list the errors print) and every
  * listed name is a row; each row has its config class, an activation and a
@@ -787,6 +941,7 @@ int main(void)
         cmocka_unit_test(test_tie_after_growth),   cmocka_unit_test(test_class_defaults),
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
+        cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

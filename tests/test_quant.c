@@ -352,14 +352,19 @@ static void test_skip(void **state)
 }
 
 /* A Mixtral config (2 layers, hidden 64, intermediate 96, 4 experts, 4
- * heads, 1 KV head of 16): the router and experts are nn.Linear and
- * quantized. nf4 (double quant) bytes by the formula of test_nf4_bytes, each
- * tensor at least 512: an expert weight 96x64 (6,144 el.) 3,072 + 512 + 512
- * + 512 + 512 + 1,024 = 6,144 (bf16: 12,288); q, o 64x64: 5,120 (bf16
- * 8,192); k, v 16x64: 3,584 (bf16 2,048); the router 4x64: 3,584 (bf16 512).
- * Per layer dense - nf4 = 12 x 6,144 + 2 x 3,072 - 2 x 1,536 - 3,072 =
- * 73,728; two layers 147,456, less the shared 1,024: 146,432. Leaving the
- * router out (modules_to_not_convert ["gate"]) saves 2 x 3,072 more. */
+ * heads, 1 KV head of 16) as transformers 5 builds it: the router
+ * (MixtralTopKRouter.weight) and the stacked experts (MixtralExperts
+ * gate_up_proj / down_proj) are nn.Parameters, not nn.Linear, so
+ * bitsandbytes (_replace_with_bnb_linear: nn.Linear modules only) leaves
+ * them dense (bitsandbytes-foundation/bitsandbytes issue 1849, "Failed to
+ * quant MoE models with fused expert weights in transformers v5": the fused
+ * experts are skipped and stay full precision; PR 1965's Experts4bit is not
+ * merged); only the attention projections are quantized. nf4 (double
+ * quant) bytes by the formula of test_nf4_bytes, each tensor at least 512:
+ * q, o 64x64: 5,120 (bf16 8,192); k, v 16x64: 3,584 (bf16 2,048). Per
+ * layer dense - nf4 = 2 x 3,072 - 2 x 1,536 = 3,072; two layers 6,144,
+ * less the shared 1,024: 5,120. Leaving the router out
+ * (modules_to_not_convert ["gate"]) changes nothing: it is no Linear. */
 static int64_t moe_weights(const char *qc)
 {
     char json[1024];
@@ -384,8 +389,8 @@ static void test_moe(void **state)
     int64_t skip = moe_weights(", \"quantization_config\": {\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true,"
                                " \"bnb_4bit_quant_type\": \"nf4\", \"bnb_4bit_use_double_quant\": true,"
                                " \"llm_int8_skip_modules\": [\"gate\"]}");
-    assert_int_equal(dense - q, 146432);
-    assert_int_equal(q - skip, 2 * 3072);
+    assert_int_equal(dense - q, 5120);
+    assert_int_equal(q - skip, 0);
 }
 
 /* Swin V2's cpb_mlp (torchvision swin_transformer.py ShiftedWindowAttentionV2:

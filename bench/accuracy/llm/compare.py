@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -36,6 +37,47 @@ def args_for(case):
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
               "--lora-targets", ",".join(lora["targets"])]
     return a
+
+
+MODEL_OPTS = {"--seq": 1, "--grad-ckpt": 0, "--loss": 1}  # options that shape the model a config becomes
+
+
+def run(cli, case, a):
+    """vramcalc on the case. A MoE case measured with transformers 4.x's per-expert loop
+    (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock) runs the model
+    its config becomes (--emit-model with the same options) with the SparseMoE layers'
+    experts_implementation set to per_expert: a config gets transformers 5's grouped_mm."""
+    if case.get("model_type") != "mixtral" or case.get("experts_implementation", "per_expert") != "per_expert":
+        return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
+    e = subprocess.run([cli] + [x for x in a if x not in ("-f", "json")] + ["--emit-model"], cwd=ROOT,
+                       capture_output=True, text=True)
+    if e.returncode != 0:
+        return e
+    model = json.loads(e.stdout)
+
+    def patch(x):
+        if isinstance(x, dict):
+            if x.get("type") == "SparseMoE":
+                x["experts_implementation"] = "per_expert"
+            for v in x.values():
+                patch(v)
+        elif isinstance(x, list):
+            for v in x:
+                patch(v)
+    patch(model)
+    rest, i = [], 1
+    while i < len(a):
+        if a[i] in MODEL_OPTS:
+            i += 1 + MODEL_OPTS[a[i]]
+            continue
+        rest.append(a[i])
+        i += 1
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(model, f)
+    try:
+        return subprocess.run([cli, f.name] + rest, cwd=ROOT, capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
 
 
 def main():
@@ -57,7 +99,7 @@ def main():
             if c.get("cache", "DynamicCache") != "DynamicCache":  # QuantizedCache(quanto): kvq_replica.py
                 a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-group-size", str(c["kv_group_size"]),
                       "--kv-residual-length", str(c["kv_residual_length"])]
-            p = subprocess.run([opt.cli] + a, cwd=ROOT, capture_output=True, text=True)
+            p = run(opt.cli, c, a)
             if p.returncode != 0:
                 rows.append({"id": c["id"], "error": p.stderr.strip()})
                 bad += 1
@@ -72,7 +114,7 @@ def main():
                              "what": what + (" kv%d" % c["kv_bits"] if c.get("kv_bits") else ""), "held_out": c.get("held_out", False), "measured": c[mk],
                              "estimate": g[ek], "error_pct": round(err, 2)})
             continue
-        p = subprocess.run([opt.cli] + args_for(c), cwd=ROOT, capture_output=True, text=True)
+        p = run(opt.cli, c, args_for(c))
         if p.returncode != 0:
             rows.append({"id": c["id"], "error": p.stderr.strip()})
             bad += 1

@@ -69,6 +69,9 @@ def parse_args(argv):
     ap.add_argument("--kv-residual-length", type=int, default=128)
     ap.add_argument("--per-op-file", help="train: step 2's per-op timeline (the harness's log) into this file; "
                     "generate: the whole measured generation's")
+    ap.add_argument("--experts", default="per_expert", choices=["per_expert", "grouped_mm"],
+                    help="MoE experts: per_expert, transformers 4.x's nn.ModuleList loop (reference.py); "
+                    "grouped_mm, transformers 5's stacked experts and default (moe_v5_replica.py)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     return ap.parse_args(argv)
@@ -92,6 +95,7 @@ def main(argv):
     vctorch.HOOKS.fused = tr.fused
     vctorch.HOOKS.read = tr.read
     cfg = R.Config.load(args.config)
+    cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -119,6 +123,8 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
+    if cfg.model_type in ("mixtral", "qwen2_moe"):
+        result["experts_implementation"] = args.experts
 
     if args.mode == "train":
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)

@@ -318,7 +318,9 @@ class Attention(nn.Module):
         self.scaling = (cfg.query_pre_attn_scalar if t == "gemma2" else self.head_dim) ** -0.5
         self.attention_dropout = cfg.attention_dropout
         qkv_bias = True if t == "qwen2" else (False if t == "mixtral" else cfg.attention_bias)
-        o_bias = False if t in ("qwen2", "mixtral") else cfg.attention_bias
+        if t == "qwen2_moe":  # Qwen2MoeAttention: q/k/v bias=config.qkv_bias (True by default), o_proj bias=False
+            qkv_bias = cfg.d.get("qkv_bias", True)
+        o_bias = False if t in ("qwen2", "mixtral", "qwen2_moe") else cfg.attention_bias
         H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
         self.q_proj = Linear(H, nh * hd, bias=qkv_bias)
         self.k_proj = Linear(H, nkv * hd, bias=qkv_bias)
@@ -352,9 +354,9 @@ class GatedMLP(nn.Module):
     """L: LlamaMLP.forward = down_proj(act_fn(gate_proj(x)) * up_proj(x)); G: Gemma2MLP
     (hidden_activation); qwen2: Qwen2MLP (same)."""
 
-    def __init__(self, cfg, act):
+    def __init__(self, cfg, act, inter=None):
         super().__init__()
-        H, I = cfg.hidden_size, cfg.intermediate_size
+        H, I = cfg.hidden_size, inter or cfg.intermediate_size
         b = cfg.mlp_bias if cfg.model_type == "llama" else False
         self.gate_proj = Linear(H, I, bias=b)
         self.up_proj = Linear(H, I, bias=b)
@@ -428,8 +430,23 @@ class DecoderLayer(nn.Module):
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
         self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "mixtral":
+        if t == "mixtral" and cfg.d.get("_experts_implementation") == "grouped_mm":
+            # transformers 5: stacked experts through grouped_mm_experts_forward (moe_v5_replica.py)
+            import moe_v5_replica
+            self.block_sparse_moe = moe_v5_replica.MixtralSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
+        elif t == "mixtral":
             self.block_sparse_moe = MixtralSparseMoeBlock(cfg)
+        elif t == "qwen2_moe":
+            # Qwen2MoeDecoderLayer: the sparse block unless layer_idx is in mlp_only_layers or
+            # (layer_idx + 1) % decoder_sparse_step != 0; transformers 5's block only (moe_v5_replica.py)
+            import moe_v5_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("qwen2_moe is replicated with transformers 5's experts: --experts grouped_mm")
+            if layer_idx in cfg.d.get("mlp_only_layers", []) or (layer_idx + 1) % cfg.d.get("decoder_sparse_step", 1):
+                self.mlp = GatedMLP(cfg, cfg.hidden_act)
+            else:
+                self.mlp = moe_v5_replica.Qwen2MoeSparseMoeBlock(
+                    cfg, act_fn(cfg.hidden_act), GatedMLP(cfg, cfg.hidden_act, cfg.shared_expert_intermediate_size), Linear)
         else:
             self.mlp = GatedMLP(cfg, cfg.d.get("hidden_activation", cfg.hidden_act) if self.gemma
                                 else cfg.hidden_act)
@@ -619,7 +636,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox"):
+        if t not in ("llama", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox", "qwen2_moe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and

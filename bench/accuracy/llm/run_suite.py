@@ -119,12 +119,55 @@ def cases():
         out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
                         new_tokens=m, precision=prec, cache="quantized", kv_bits=bits, kv_residual=res,
                         held_out=ho))
+    # transformers 5's MoE (issue 31): stacked experts through grouped_mm_experts_forward
+    # (moe_v5_replica.py), on mixtral_small and on mixtral_e96 (96 experts, more than the
+    # per-expert loop's 84; top-4, intermediate 192, vocabulary 256: the experts set the
+    # peak); train with every third held out, then generation (2 of 4 held out)
+    v5 = [
+        ("mixtral_small", 2, 64, "adamw", "fp32", False, 0),
+        ("mixtral_small", 2, 64, "adamw", "bf16", True, 0),
+        ("mixtral_small", 2, 64, "adamw", "fp32", False, 8),
+        ("mixtral_e96", 2, 128, "sgd", "fp32", False, 0),
+        ("mixtral_e96", 2, 128, "sgd", "bf16", False, 0),
+        ("mixtral_e96", 1, 96, "sgd", "fp32", True, 0),
+        ("mixtral_e96", 4, 48, "adam", "bf16", False, 8),
+        ("mixtral_e96", 3, 80, "sgd", "fp32", False, 0),
+        ("mixtral_e96", 2, 64, "adamw", "bf16", True, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(v5):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.05 if l else 0.0, experts="grouped_mm",
+                        held_out=(i % 3 == 2)))
+    for cfg, b, p, m, prec, ho in (("mixtral_small", 1, 40, 12, "fp32", False), ("mixtral_e96", 2, 96, 8, "fp32", False),
+                                   ("mixtral_e96", 1, 128, 16, "bf16", True), ("mixtral_e96", 3, 64, 6, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, experts="grouped_mm", held_out=ho))
+    # Qwen2-MoE as transformers 5 runs it (moe_v5_replica.py Qwen2MoeSparseMoeBlock: the shared
+    # expert first, the router's weights in the logits' dtype, += the gated shared expert;
+    # mlp_only_layers [0] makes the first layer dense): qwen2_moe_small, 24 experts, top-4
+    qm = [
+        ("train", 4, 256, "sgd", "bf16", False, 0, False),
+        ("train", 2, 192, "adamw", "fp32", True, 0, False),
+        ("train", 2, 128, "adamw", "bf16", False, 8, True),
+        ("train", 3, 160, "sgd", "fp32", False, 0, False),
+        ("generate", 2, 128, 8, "fp32", False, 0, False),
+        ("generate", 1, 256, 6, "bf16", False, 0, True),
+    ]
+    for mode, b, s, o, p, c, l, ho in qm:
+        if mode == "train":
+            out.append(dict(config="configs/qwen2_moe_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_dropout=0.05 if l else 0.0, experts="grouped_mm", held_out=ho))
+        else:
+            out.append(dict(config="configs/qwen2_moe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=ho))
     return out
 
 
 def argv_of(c):
     a = [os.path.join(HERE, c["config"]), "--mode", c["mode"], "--batch", str(c["batch"]),
          "--precision", c["precision"], "--json"]
+    if c.get("experts"):
+        a += ["--experts", c["experts"]]
     if c["mode"] == "train":
         a += ["--seq", str(c["seq"]), "--optim", c["optim"]]
         if c["ckpt"]:
