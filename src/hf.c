@@ -305,6 +305,15 @@ void vc_hf_options_init(vc_hf_options *o)
     o->loss = VC_LOSS_IMPL_HF;
     o->tp = 1;
     o->sp = 0;
+    o->experts = VC_EXPERTS_GROUPED_MM;
+}
+
+int vc_experts_impl_from_name(const char *s)
+{
+#define VC__EXPERTS_NAME(e, n) if (s && !strcmp(s, n)) return VC_EXPERTS_##e;
+    VC_EXPERTS_MAP(VC__EXPERTS_NAME)
+#undef VC__EXPERTS_NAME
+    return -1;
 }
 /* The sequence's bounds that the layers enforce per sample, checked here so
  * that the error names --seq rather than a layer of the model built:
@@ -351,6 +360,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     r.fam = a.f->model_type;
     a.imbalance = o ? o->moe_imbalance : 1.0;
+    a.experts_impl = o && o->experts == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
     a.ckpt = o && o->checkpoint;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */

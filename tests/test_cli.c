@@ -1399,6 +1399,16 @@ static void test_applies(void **state)
          "--gpus needs a model file: --params makes a counts-only estimate"},
         {{"--params", "7500000000", "--parallel", "zero3", NULL}, "--parallel needs a model file: --params makes a counts-only estimate"},
         {{"--params", "100", "--lora", "8", NULL}, "--lora needs a model file: --params makes a counts-only estimate"},
+        /* grouped_mm (transformers 5, the default) allocates [tokens x top-k, width] whatever the routing */
+        {{VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "--moe-imbalance", "2", NULL},
+         "--moe-imbalance changes no allocation under --experts-implementation grouped_mm (transformers 5's default: one "
+         "grouped matmul over every routed token): it applies with --experts-implementation per_expert or --ep"},
+        {{HF_GPT2, "--experts-implementation", "per_expert", NULL},
+         "--experts-implementation sets how a mixture-of-experts model runs its experts: " HF_GPT2 " has no SparseMoE layer"},
+        {{mlp, "--experts-implementation", "per_expert", NULL},
+         "--experts-implementation applies to a Hugging Face config.json; this is a vramcalc model file"},
+        {{VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "--experts-implementation", "loop", NULL},
+         "--experts-implementation: unknown value 'loop' (choose grouped_mm, per_expert)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;
@@ -1411,8 +1421,16 @@ static void test_applies(void **state)
     RUN(&r, HF_GPT2, "--lora", "8", "--lora-alpha", "16", "--lora-dropout", "0.1");
     assert_int_equal(r.status, 0);
     run_free(&r);
-    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "--moe-imbalance", "2");
+    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "--moe-imbalance", "2", "--experts-implementation", "per_expert");
     assert_int_equal(r.status, 0);
+    run_free(&r);
+    /* per_expert is transformers 4.x's loop, the engine's only MoE before grouped_mm: Mixtral-8x7B
+     * in bf16 with Adam totals 486,642,024,448 B, f088d1c's figure (its 4.x replica cases are
+     * bench/accuracy/llm/measured.json's per_expert rows) */
+    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "-p", "bf16", "--experts-implementation", "per_expert", "-f", "csv",
+        "--columns", "memory.total");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "memory.total\n486642024448\n");
     run_free(&r);
     /* --plot naming the model file: refused, the file untouched */
     char copy[320];

@@ -178,6 +178,13 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
+/* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
+ * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
+ * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
+#define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
+#define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
+typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
+int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
@@ -185,6 +192,7 @@ typedef struct {
     vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
     int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
     int sp;               /* 1: with sequence parallelism (tp >= 2) */
+    vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json

@@ -63,9 +63,9 @@ NEEDS = {
     "kv_group_size": dict(GEN, cache="quantized"), "kv_residual_length": dict(GEN, cache="quantized"),
     "max_context": dict(GEN, gpu="rtx4090"), "serve": {"gpu": "h100-80gb"},
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
-    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
+    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "moe_imbalance": {"experts_implementation": "per_expert"}, "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
 }
-MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}
 
 

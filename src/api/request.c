@@ -317,6 +317,9 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         return choose(name, v, o->offload_device, info->choices, err);
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
     case VC_OPT_GRAD_CKPT: q->hf_given = true; hf->checkpoint = on; return VC_OK;
+    case VC_OPT_EXPERTS:
+        q->hf_given = true;
+        return choose(name, v, (int)(hf->experts = (vc_experts_impl)vc_experts_impl_from_name(v)), info->choices, err);
     case VC_OPT_LOSS:
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
@@ -732,14 +735,26 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         const vc_hf_options *hf = &q->hf;
         if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
-                       q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss") : O("moe_imbalance"),
+                       q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
+                       : q->given[VC_OPT_EXPERTS] ? O("experts_implementation") : O("moe_imbalance"),
                        hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;
         }
-        if (q->given[VC_OPT_MOE_IMBALANCE] && !has_moe(m)) {
-            st = usage(err, O("moe_imbalance") " sets how a mixture-of-experts model routes its tokens: %s has no SparseMoE layer",
-                       esc(&b, q->model));
+        if ((q->given[VC_OPT_MOE_IMBALANCE] || q->given[VC_OPT_EXPERTS]) && !has_moe(m)) {
+            st = usage(err, "%s sets how a mixture-of-experts model %s: %s has no SparseMoE layer",
+                       q->given[VC_OPT_MOE_IMBALANCE] ? O("moe_imbalance") : O("experts_implementation"),
+                       q->given[VC_OPT_MOE_IMBALANCE] ? "routes its tokens" : "runs its experts", esc(&b, q->model));
+            goto fail;
+        }
+        /* grouped_mm (transformers 5) computes the routed tokens as one [tokens x top-k, width] grouped
+         * matmul whatever the routing: the busiest expert's share changes no allocation
+         * (layers/llm.c, the MoE block); it does under the per-expert loop and the expert-parallel
+         * dispatcher's per-rank buffers */
+        if (q->given[VC_OPT_MOE_IMBALANCE] && hf->experts == VC_EXPERTS_GROUPED_MM && o->ep <= 1) {
+            st = usage(err, O("moe_imbalance") " changes no allocation under " O("experts_implementation=grouped_mm")
+                       " (transformers 5's default: one grouped matmul over every routed token): it applies with "
+                       O("experts_implementation=per_expert") " or " O("ep"));
             goto fail;
         }
         if (q->emit) {
