@@ -217,7 +217,7 @@ def main(argv):
     print("""
 Extrapolated in src/context.c (not fitted here): the split of the base into a fixed part and
 the local memory of the default 1 KiB stack (SMs x resident threads x 1 KiB, 264 MiB of the
-614 on 132 x 2048), the training cuBLAS term as SMs x resident threads x 256 B (the 66 MiB
+613 on 132 x 2048), the training cuBLAS term as SMs x resident threads x 256 B (the 66 MiB
 fitted here, scaled by the GPU), other CUDA runtimes (11.7 - 12.x taken as 13.0), eager module
 loading (+362 MiB, PyTorch PR #86509), other architectures and drivers.""")
     if args.check:

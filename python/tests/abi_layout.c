@@ -40,10 +40,17 @@ int main(void)
     OFF(vc_options, ds_overlap_comm);
     OFF(vc_options, offload_device);
     OFF(vc_options, nvme_gds);
+    OFF(vc_options, cuda_version);
+    OFF(vc_options, module_loading);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);
     OFF(vc_memory, reserved); OFF(vc_memory, cuda_context); OFF(vc_memory, total); OFF(vc_memory, optimizer_states_paged);
+    OFF(vc_memory, context_parts);
+    SIZE(vc_context_parts);
+    OFF(vc_context_parts, runtime); OFF(vc_context_parts, local_memory); OFF(vc_context_parts, eager);
+    OFF(vc_context_parts, cublas); OFF(vc_context_parts, kernels); OFF(vc_context_parts, backward_local_memory);
+    OFF(vc_context_parts, backward_kernels); OFF(vc_context_parts, given); OFF(vc_context_parts, measured);
     SIZE(vc_peak);
     OFF(vc_peak, phase); OFF(vc_peak, layer); OFF(vc_peak, kind); OFF(vc_peak, weights); OFF(vc_peak, gradients);
     OFF(vc_peak, optimizer_states); OFF(vc_peak, activations); OFF(vc_peak, temporaries); OFF(vc_peak, workspace);

@@ -40,13 +40,20 @@ class vc_options(ctypes.Structure):
                 ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int),
                 ("fsdp_use_orig_params", c_int),
                 ("ds_overlap_comm", c_int),
-                ("offload_device", c_int), ("nvme_gds", c_int)]
+                ("offload_device", c_int), ("nvme_gds", c_int),
+                ("cuda_version", c_int), ("module_loading", c_int)]
+
+
+class vc_context_parts(ctypes.Structure):
+    _fields_ = [(n, c_int64) for n in ("runtime", "local_memory", "eager", "cublas", "kernels",
+                                       "backward_local_memory", "backward_kernels")] + \
+        [("given", c_int), ("measured", c_int)]
 
 
 class vc_memory(ctypes.Structure):
     _fields_ = [(n, c_int64) for n in ("weights", "gradients", "optimizer_states", "activations", "workspace",
                                        "peak_allocated", "reserved", "cuda_context", "total",
-                                       "optimizer_states_paged")]
+                                       "optimizer_states_paged")] + [("context_parts", vc_context_parts)]
 
 
 class vc_peak(ctypes.Structure):
@@ -98,6 +105,7 @@ class vc_gpu_spec(ctypes.Structure):
 
 # name -> ctypes struct, for the layout check
 STRUCTS = {"vc_error": vc_error, "vc_options": vc_options, "vc_memory": vc_memory, "vc_peak": vc_peak,
+           "vc_context_parts": vc_context_parts,
            "vc_layer_info": vc_layer_info, "vc_rank_info": vc_rank_info, "vc_result": vc_result, "vc_gpu": vc_gpu,
            "vc_gpu_spec": vc_gpu_spec}
 
