@@ -206,11 +206,41 @@ static void engine(void **state)
     }
 }
 
+/* NCCL's P2P-transport buffers (src/nccl.c), by hand from NVIDIA/nccl@5067397c (2.30.7):
+ * LL 8 x 512 x 8 x 16 = 524,288 B, LL128 120 x 640 x 8 x 8 = 4,915,200 B, SIMPLE 4,194,304 B,
+ * ncclRecvMem / ncclSendMem 4096 B each, every connection rounded up to 2 MiB (CUDA_IPC_MIN). */
+static void nccl_buffers(void **state)
+{
+    (void)state;
+    int64_t recv, send, b;
+    /* write mode: receive 4096 + 524,288 + 4,915,200 + 4,194,304 = 9,637,888 B (9.19 MiB) -> 10 MiB;
+     * send 4096 B -> 2 MiB */
+    vc_nccl_p2p_connection(0, &recv, &send);
+    assert_int_equal(recv, 10 * MiB);
+    assert_int_equal(send, 2 * MiB);
+    /* read mode (NVLink, sm80): receive 4096 + 524,288 + 4,915,200 = 5,443,584 B -> 6 MiB;
+     * send 4096 + 4,194,304 = 4,198,400 B -> 6 MiB */
+    vc_nccl_p2p_connection(1, &recv, &send);
+    assert_int_equal(recv, 6 * MiB);
+    assert_int_equal(send, 6 * MiB);
+    /* DDP's one communicator over 2 channels (a two-GPU PCIe ring): 2 x (10 + 2) = 24 MiB a GPU;
+     * 16 channels and two communicators (a TP and a DP group): 2 x 16 x 12 = 384 MiB */
+    assert_int_equal(vc_nccl_ring_bytes(2, 1, 0, &b, NULL), VC_OK);
+    assert_int_equal(b, 24 * MiB);
+    assert_int_equal(vc_nccl_ring_bytes(16, 2, 0, &b, NULL), VC_OK);
+    assert_int_equal(b, 384 * MiB);
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_nccl_ring_bytes(65, 1, 0, &b, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "channels");
+    assert_int_equal(vc_nccl_ring_bytes(64, INT64_MAX, 0, &b, NULL), VC_ERR_OVERFLOW);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(h200_measured), cmocka_unit_test(other_devices), cmocka_unit_test(stacks),
-        cmocka_unit_test(errors), cmocka_unit_test(engine),
+        cmocka_unit_test(errors), cmocka_unit_test(engine), cmocka_unit_test(nccl_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

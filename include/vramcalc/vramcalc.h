@@ -614,6 +614,15 @@ const char *vc_cuda_name(int version, char *buf, size_t n);
 int vc_module_loading_from_name(const char *s);
 const char *vc_module_loading_name(int m);
 
+/* ---- NCCL's buffers (src/nccl.c, docs/context.md "NCCL") ---- */
+/* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,
+ * outside the caching allocator: *recv for a receive, *send for a send; read:
+ * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
+void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
+/* The rings of `communicators` communicators of `channels` channels each
+ * (1-64): one receive and one send per channel on every GPU. */
+vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes, vc_error *err);
+
 /* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
  * it, less the weights and a profiling run over max_num_batched_tokens
