@@ -262,8 +262,10 @@ the first three measured 64 cases, the fourth the other 23):
   case is `textcnn_b16_adamw_fp32`, −90%: 861 MiB measured against 85 MiB estimated. A cuDNN
   algorithm chosen for a Conv1d's backward took about 776 MiB of workspace there, and nothing in the
   model file predicts that. The attention training cases are 1–5 MiB under
-  (`mha_self_b8_adam_fp32` −5.69%, `mha_native_b8_sgd_fp32` −4.48%). The CUDA context is 26–34%
-  above vramcalc's 500 MiB default on this driver (580) and torch (2.11).
+  (`mha_self_b8_adam_fp32` −5.69%, `mha_native_b8_sgd_fp32` −4.48%). The CUDA context was 26–34%
+  above vramcalc's fixed 500 MiB default on this driver (580) and torch (2.11); it is now a model
+  fitted on these cases ([context.md](context.md), issue 27: every case's context within 2 MiB,
+  the nvidia-smi total within 2% on 75 of 87, where the 12 others are `reserved`'s cuDNN workspaces).
 - **The fourth run** measured the 20 cases left and the 5 Adafactor cases (the harness now builds
   `torch.optim.Adafactor` on CUDA). Adafactor was 4.4% and 7.3% under on the MLP, the frozen
   VGG backbone 16–32% under, and the ViT training cases 1–3% under. The allocator's history at
