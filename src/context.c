@@ -58,7 +58,7 @@ typedef struct {
     int cuda_from; /* first CUDA runtime (100*major + minor) of the row */
     int loading;   /* VC_MODULE_LOADING_LAZY or _EAGER */
     int64_t runtime, eager, cublas, kernels, backward_kernels;
-    int measured;  /* fitted on this stack's measurements (with an sm90 of 132 SMs) */
+    int measured;  /* fitted on this stack's measurements (on the H200) */
 } ctx_row;
 
 /* In CUDA order within each loading; a row holds until the next of the same loading. */
@@ -146,7 +146,7 @@ vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_par
     parts->kernels = kern ? row->kernels : 0;
     parts->backward_local_memory = train && (uses & VC_USES_GEMM) ? threads * STACK_GROWTH : 0;
     parts->backward_kernels = train && kern ? row->backward_kernels : 0;
-    parts->measured = row->measured && g && g->sm == 90 && g->sms == 132 && g->sm_threads == 2048;
+    parts->measured = row->measured && g && strcmp(g->name, "h200") == 0; /* the one card measured */
     *total = parts->runtime + parts->local_memory + parts->eager + parts->cublas + parts->kernels +
              parts->backward_local_memory + parts->backward_kernels; /* < 2^40: threads <= 2^31 */
     return VC_OK;

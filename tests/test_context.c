@@ -89,6 +89,10 @@ static void other_devices(void **state)
     o = on("h100-pcie", VC_MODE_INFER);
     assert_int_equal(ctx(&o, VC_USES_GEMM, &p), (349 + 63) * MiB + INT64_C(114) * 2048 * 1024);
     assert_int_equal(p.measured, 0);
+    /* H100 SXM: the H200's 132 x 2048, so the H200's 676 MiB, but not measured */
+    o = on("h100-80gb", VC_MODE_INFER);
+    assert_int_equal(ctx(&o, VC_USES_GEMM, &p), 676 * MiB);
+    assert_int_equal(p.measured, 0);
     /* AMD: not modelled, the earlier 500 MiB estimate */
     o = on("mi210", VC_MODE_TRAIN);
     assert_non_null(o.device);

@@ -437,7 +437,7 @@ typedef struct {
     int64_t backward_local_memory; /* training with GEMMs: local memory grown by 256 B a thread */
     int64_t backward_kernels;      /* training with cuDNN or flash kernels */
     int given;               /* 1: --context gave the whole figure (every part 0) */
-    int measured;            /* 1: the stack the constants were fitted on (sm90, CUDA 13.0, lazy); 0: extrapolated */
+    int measured;            /* 1: the card and stack the constants were fitted on (--gpu h200, CUDA 13.0, lazy); 0: extrapolated */
 } vc_context_parts;
 
 /* What a step runs, for the context model (vc_context_estimate): */
