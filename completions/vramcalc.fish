@@ -41,6 +41,8 @@ complete -c vramcalc -l attention -x -a 'auto flash efficient math' -d 'one of: 
 complete -c vramcalc -l torch -x -d 'PyTorch release to follow, 2.0 to 2.15'
 complete -c vramcalc -l workspace -x -d 'one cuBLAS handle'\''s workspace bytes'
 complete -c vramcalc -l context -x -d 'CUDA context bytes'
+complete -c vramcalc -l cuda -x -d 'CUDA runtime PyTorch was built with, 11.0 to 13.9'
+complete -c vramcalc -l module-loading -x -a 'auto lazy eager' -d 'CUDA_MODULE_LOADING: auto, lazy, eager'
 complete -c vramcalc -s g -l gpu -x -a 't4 v100-16gb v100-32gb a10 a10g l4 l40 l40s a100-40gb a100-80gb h100-pcie h100-80gb h100-nvl h200 b200 rtx-a6000 rtx3060 rtx3090 rtx4070 rtx4080 rtx4090 rtx5070 rtx5090 mi210 mi250x mi300x' -d 'check the fit: a preset'
 complete -c vramcalc -l max-batch -d 'with --gpu: the largest batch size that fits'
 complete -c vramcalc -l max-seq -d 'with --gpu, a config.json: the longest sequence'

@@ -30,6 +30,8 @@ void vc_plan_batch_range(const vc_plan *p, int64_t *lo, int64_t *hi);
 size_t vc_plan_events(const vc_plan *p);
 /* The first kernel note a layer recorded (vc_note, ops.h), "" when none. */
 const char *vc_plan_note(const vc_plan *p);
+/* context.c: the libraries the plan's ops run (VC_USES_*), for the CUDA context model */
+unsigned vc__plan_uses(const vc_plan *p);
 
 /* The allocator model's values at the grid batches (see reserved_envelope
  * in simulate.c). A plan takes a grid batch outside its batches

@@ -12,19 +12,13 @@
 #include "policy.h"
 #include "util.h"
 
-/* A typical CUDA 12 context with cuBLAS/cuDNN loaded lazily, as nvidia-smi
- * shows it for a PyTorch 2.x process on Ampere/Hopper: an estimate within
- * seed 000's 300-800 MB and seed 004's 0.5-2 GB ranges. Measured once since
- * (docs/accuracy.md, "GPU measurements"): 676-686 MiB for an inference
- * process and 742-758 MiB for training on an H200 (CUDA 13.0, driver 580,
- * torch 2.11), above this default; one card is too little to set a default
- * for every card and driver, so it stays. Override with --context. */
-#define VC_DEFAULT_CONTEXT (INT64_C(500) << 20)
-
-static vc_status finish(vc_result *r, const vc_options *o, vc_error *err)
+/* The CUDA context from what the step runs (`uses`, VC_USES_*): src/context.c;
+ * --context overrides it. */
+static vc_status finish(vc_result *r, const vc_options *o, unsigned uses, vc_error *err)
 {
     vc_memory *mm = &r->memory;
-    mm->cuda_context = o->context >= 0 ? o->context : VC_DEFAULT_CONTEXT;
+    vc_status st = vc_context_estimate(o, uses, &mm->context_parts, &mm->cuda_context, err);
+    if (st) return st;
     if (__builtin_add_overflow(mm->reserved, mm->cuda_context, &mm->total))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     return VC_OK;
@@ -114,6 +108,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     char note[sizeof r->attention];
     st = vc_plan_simulate(p, o->batch, &s, act, err);
     vc_cat3(note, sizeof note, vc_plan_note(p), "", ""); /* the attention kernel chosen, and why */
+    unsigned uses = vc__plan_uses(p);
     vc_plan_free(p);
     if (st) {
         free(act);
@@ -123,7 +118,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     free(act);
     if (st) return st;
     memcpy(r->attention, note, sizeof note);
-    return finish(r, o, err);
+    return finish(r, o, uses, err);
 }
 
 static vc_status counts_term(int64_t a, int64_t b, int64_t *acc, vc_error *err)
@@ -186,7 +181,7 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     r->peak.gradients = mm->gradients;
     r->peak.optimizer_states = mm->optimizer_states;
     r->peak.activations = mm->activations;
-    return finish(r, o, err);
+    return finish(r, o, VC_USES_GEMM, err); /* no layers: a model with Linear layers' cuBLAS */
 }
 
 void vc_result_free(vc_result *r)

@@ -86,6 +86,8 @@ void vc_options_init(vc_options *o)
     o->workspace = -1;
     o->context = -1;
     o->torch_version = VC_TORCH_DEFAULT;
+    o->cuda_version = VC_CUDA_DEFAULT;
+    o->module_loading = VC_MODULE_LOADING_AUTO;
     o->parallel = VC_PARALLEL_NONE;
     o->gpus = 1;
     o->prompt = VC_GEN_DEFAULT_PROMPT;

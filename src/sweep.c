@@ -36,6 +36,7 @@
 typedef struct {
     vc_plan *p;          /* NULL: free slot */
     int64_t lo, hi;      /* the batches it holds for */
+    unsigned uses;       /* what its ops run (VC_USES_*), for the CUDA context */
     uint64_t used;       /* last use, for eviction */
 } est_plan;
 
@@ -47,7 +48,8 @@ struct vc_estimator {
     vc_plan *plan;        /* the plan of the batch being estimated (one of cache[]) */
     uint64_t clock;
     vc_grid *grid;        /* the allocator model's grid values, shared by the plans */
-    int64_t context;      /* cuda_context, batch-independent */
+    int64_t context;      /* cuda_context of the plan being estimated (src/context.c) */
+    vc_context_parts parts; /* ... and its parts */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
     size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
@@ -87,6 +89,7 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     if (!e) return nomem(err);
     e->o = *o;
     e->context = r.memory.cuda_context;
+    e->parts = r.memory.context_parts;
     vc_result_free(&r);
     *out = e;
     return VC_OK;
@@ -135,6 +138,7 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     vc_plan_free(slot->p);
     slot->p = p;
     vc_plan_batch_range(p, &slot->lo, &slot->hi);
+    slot->uses = vc__plan_uses(p);
     slot->used = ++e->clock;
     e->rebuilt += vc_plan_events(p);
     e->builds++;
@@ -169,6 +173,14 @@ static const vc_plan *grid_plan(void *ctx, int64_t batch)
     return c->p;
 }
 
+/* e->plan := c's plan, and the CUDA context of what it runs (the options
+ * were checked by new_common: vc_context_estimate does not fail here) */
+static void use_plan(vc_estimator *e, est_plan *c)
+{
+    e->plan = c->p;
+    (void)vc_context_estimate(&e->o, c->uses, &e->parts, &e->context, NULL);
+}
+
 vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
                            vc_error *err)
 {
@@ -198,7 +210,7 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
         vc_estimator_free(e);
         return st;
     }
-    e->plan = c->p;
+    use_plan(e, c);
     *out = e;
     return VC_OK;
 }
@@ -227,7 +239,7 @@ static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
         vc_status st = build_plan(e, batch, NULL, true, &c, err);
         if (st) return st;
     }
-    e->plan = c->p;
+    use_plan(e, c);
     return VC_OK;
 }
 
@@ -260,6 +272,7 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     vc_sim s;
     if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
     r->memory.cuda_context = e->context;
+    r->memory.context_parts = e->parts;
     if ((st = sim_total(e, &s, &r->memory.total, err))) return st;
     if ((st = vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err))) return st;
     vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */

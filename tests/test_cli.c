@@ -1469,6 +1469,105 @@ static void test_csv_formula_cells(void **state)
     run_free(&r);
 }
 
+/* The CUDA context model in the reports (src/context.c, docs/context.md; issue 27), the figures by
+ * hand from context.c's table: the runtime 349 MiB, the 1 KiB default stack of every resident thread
+ * (no --gpu: an A100's 108 SMs x 2048; h200: 132 x 2048), cuBLAS 63 MiB for the Linears' GEMMs, in
+ * training + 256 B a thread; eager loading + 362 MiB (PyTorch PR #86509) and no library part. */
+static void test_context_model(void **state)
+{
+    (void)state;
+    const int64_t MiB = INT64_C(1) << 20;
+    run_result r;
+    RUN(&r, mlp, "-f", "json");
+    assert_int_equal(r.status, 0);
+    cJSON *j = parse(&r);
+    assert_string_equal(cJSON_GetObjectItem(j, "cuda_version")->valuestring, "13.0");
+    assert_string_equal(cJSON_GetObjectItem(j, "module_loading")->valuestring, "lazy"); /* auto from 11.7 */
+    assert_int_equal(num(j, "memory.context_parts.runtime"), 349 * MiB);
+    assert_int_equal(num(j, "memory.context_parts.local_memory"), INT64_C(108) * 2048 * 1024);
+    assert_int_equal(num(j, "memory.context_parts.eager"), 0);
+    assert_int_equal(num(j, "memory.context_parts.cublas"), 63 * MiB);
+    assert_int_equal(num(j, "memory.context_parts.kernels"), 0); /* no convolution, no flash attention */
+    assert_int_equal(num(j, "memory.context_parts.backward_local_memory"), INT64_C(108) * 2048 * 256);
+    assert_int_equal(num(j, "memory.context_parts.backward_kernels"), 0);
+    assert_int_equal(num(j, "memory.context_parts.measured"), 0);
+    assert_int_equal(num(j, "memory.cuda_context"), 349 * MiB + INT64_C(108) * 2048 * 1280 + 63 * MiB);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* the card and stack of the fit: measured, in the table's note too; 742 MiB, as the H200 run
+     * measured for GEMM-only training steps (740 or 742, docs/context.md) */
+    RUN(&r, mlp, "--gpu", "h200", "-f", "json");
+    j = parse(&r);
+    assert_int_equal(num(j, "memory.context_parts.local_memory"), INT64_C(132) * 2048 * 1024);
+    assert_int_equal(num(j, "memory.context_parts.backward_local_memory"), INT64_C(132) * 2048 * 256);
+    assert_int_equal(num(j, "memory.context_parts.measured"), 1);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "h200", "--no-color");
+    assert_non_null(strstr(r.out, "  cuda context          742.0 MiB           778043392  (model, fitted: this GPU)\n"
+                                  "    runtime             349.0 MiB           365953024  (driver, runtime, ATen)\n"
+                                  "    local memory        264.0 MiB           276824064  (1 KiB x 270336 threads)\n"
+                                  "    cuBLAS               63.0 MiB            66060288  (the step's GEMMs)\n"
+                                  "    backward stack       66.0 MiB            69206016  (256 B x 270336 threads)\n"
+                                  "  total "));
+    run_free(&r);
+    /* eager loading on CUDA 11.8, inference: runtime + local memory + 362 MiB; CSV names the parts */
+    RUN(&r, mlp, "-m", "infer", "--cuda", "11.8", "--module-loading", "eager", "-f", "csv", "--columns",
+        "memory.cuda_context,memory.context_parts.eager,memory.context_parts.cublas,memory.context_parts.measured");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "memory.cuda_context,memory.context_parts.eager,memory.context_parts.cublas,"
+                               "memory.context_parts.measured\n972029952,379584512,0,false\n");
+    run_free(&r);
+    RUN(&r, mlp, "-m", "infer", "--cuda", "11.8", "--module-loading", "eager");
+    assert_non_null(strstr(r.out, "(model, extrapolated)\n    runtime "));
+    assert_non_null(strstr(r.out, "\n    eager loading       362.0 MiB           379584512  (every module at start)\n"));
+    assert_null(strstr(r.out, "\n    cuBLAS ")); /* the part: the workspace row's note names cuBLAS too */
+    run_free(&r);
+    /* --context: the bytes given, no parts anywhere */
+    RUN(&r, mlp, "--context", "1GiB", "-f", "json");
+    j = parse(&r);
+    assert_int_equal(num(j, "memory.cuda_context"), 1024 * MiB);
+    assert_false(has(cJSON_GetObjectItem(j, "memory"), "context_parts"));
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "--context", "1GiB", "--no-color");
+    assert_non_null(strstr(r.out, "  cuda context            1.0 GiB          1073741824  (--context)\n  total "));
+    run_free(&r);
+    RUN(&r, mlp, "--context", "1GiB", "-f", "csv", "--columns", "memory.context_parts.runtime");
+    check_usage_error(&r, "--columns: unknown column 'memory.context_parts.runtime' (choose from model,");
+    assert_non_null(strstr(r.err, "memory.context_parts.* without --context)"));
+    run_free(&r);
+    RUN(&r, mlp, "-f", "csv", "--columns", "x");
+    assert_non_null(strstr(r.err, ", memory.cuda_context, memory.context_parts.{runtime,local_memory,eager,cublas,kernels,"
+                                  "backward_local_memory,backward_kernels,measured}, memory.total,"));
+    run_free(&r);
+    /* what does not go together */
+    RUN(&r, mlp, "--context", "1GiB", "--cuda", "12.4");
+    check_usage_error(&r, "--context gives the CUDA context's bytes: it does not go with --cuda, which sets the model it replaces");
+    run_free(&r);
+    RUN(&r, mlp, "--context", "1GiB", "--module-loading", "eager");
+    check_usage_error(&r, "--context gives the CUDA context's bytes: it does not go with --module-loading, which sets the model "
+                          "it replaces");
+    run_free(&r);
+    RUN(&r, mlp, "--cuda", "11.6", "--module-loading", "lazy");
+    check_usage_error(&r, "--module-loading lazy needs CUDA 11.7 or later (CUDA_MODULE_LOADING=LAZY appeared there): --cuda is 11.6");
+    run_free(&r);
+    RUN(&r, mlp, "--cuda", "14.0");
+    check_usage_error(&r, "--cuda: unknown value '14.0' (choose a CUDA release from 11.0 to 13.9, e.g. 12.4)");
+    run_free(&r);
+    RUN(&r, mlp, "--gpu", "mi300x", "--cuda", "12.4");
+    check_usage_error(&r, "--cuda sets the CUDA context model: --gpu mi300x is an AMD GPU, whose context is not modelled (a 500 "
+                          "MiB estimate; --context sets it)");
+    run_free(&r);
+    /* auto on CUDA 11.6 is eager (lazy loading appeared in 11.7) */
+    RUN(&r, mlp, "--cuda", "11.6", "-f", "json");
+    j = parse(&r);
+    assert_string_equal(cJSON_GetObjectItem(j, "module_loading")->valuestring, "eager");
+    assert_int_equal(num(j, "memory.context_parts.eager"), 362 * MiB);
+    cJSON_Delete(j);
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1481,6 +1580,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
         cmocka_unit_test(test_option_table), cmocka_unit_test(test_option_suggest), cmocka_unit_test(test_request_api),
         cmocka_unit_test(test_applies),      cmocka_unit_test(test_csv_formula_cells),
+        cmocka_unit_test(test_context_model),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

@@ -132,9 +132,14 @@ static void test_model(void **state)
     assert_int_equal(r.peak.weights + r.peak.gradients + r.peak.optimizer_states + r.peak.activations +
                          r.peak.temporaries + r.peak.workspace,
                      r.memory.peak_allocated);
-    /* total is what nvidia-smi shows: the allocator's reserve plus the CUDA context, 500 MiB
-     * by default (estimate.c VC_DEFAULT_CONTEXT; `vramcalc --help` says the same) */
-    assert_int_equal(r.memory.cuda_context, 500 * (INT64_C(1) << 20));
+    /* total is what nvidia-smi shows: the allocator's reserve plus the CUDA context, the sum
+     * of its parts (src/context.c); every model has the 349 MiB runtime and the default
+     * stack's local memory of the default device (an A100's 108 SMs x 2048 threads x 1 KiB) */
+    const vc_context_parts *cp = &r.memory.context_parts;
+    assert_int_equal(cp->runtime, 349 * (INT64_C(1) << 20));
+    assert_int_equal(cp->local_memory, INT64_C(108) * 2048 * 1024);
+    assert_int_equal(r.memory.cuda_context, cp->runtime + cp->local_memory + cp->eager + cp->cublas + cp->kernels +
+                                                cp->backward_local_memory + cp->backward_kernels);
     assert_int_equal(r.memory.total, r.memory.reserved + r.memory.cuda_context);
     /* the allocator holds at least what it hands out (max_memory_reserved >= max_memory_allocated) */
     assert_true(r.memory.reserved >= r.memory.peak_allocated);

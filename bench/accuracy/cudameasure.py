@@ -191,6 +191,70 @@ def smi_process_total(pid):
     return total, None
 
 
+def stack_limit(dev):
+    """The current context's per-thread stack size (cuCtxGetLimit(CU_LIMIT_STACK_SIZE), the
+    driver API of the process), bytes, or None. The driver keeps local memory for every
+    thread the device can hold at this size, and grows it when a kernel needs more: one
+    reading of what the CUDA context's training term is (docs/context.md)."""
+    if dev.dry:
+        return None
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        v = ctypes.c_size_t(0)
+        if cuda.cuCtxGetLimit(ctypes.byref(v), 0) != 0:  # CU_LIMIT_STACK_SIZE = 0x00
+            return None
+        return int(v.value)
+    except (OSError, AttributeError):
+        return None
+
+
+class ConvWorkspace:
+    """--conv-workspace: around each convolution module's forward and backward (module
+    hooks), the peak above what was allocated before it, less its results (forward: the
+    output; backward: the input, weight and bias gradients): the transient the kernel took
+    from the caching allocator, cuDNN's workspace (and any contiguous copy of the input).
+    Resets the peak statistics at every hook, so the step's own peak is not measured."""
+
+    def __init__(self, torch, dev, module):
+        self.t, self.dev, self.rows, self.on = torch, dev, [], False
+        self.handles = []
+        # register_full_backward_pre_hook is new in torch 2.0: before it, forward only
+        self.backward = hasattr(torch.nn.Module, "register_full_backward_pre_hook")
+        for name, m in module.named_modules():
+            if isinstance(m, torch.nn.modules.conv._ConvNd):
+                self.handles += [m.register_forward_pre_hook(self._pre(name, "forward")),
+                                 m.register_forward_hook(self._post(name, "forward"))]
+                if self.backward:
+                    self.handles += [m.register_full_backward_pre_hook(self._pre(name, "backward")),
+                                     m.register_full_backward_hook(self._post(name, "backward"))]
+
+    def _pre(self, name, direction):
+        def hook(*_):
+            if self.on:
+                self.dev.reset_peak()
+                self.start = self.dev.allocated()
+        return hook
+
+    def _post(self, name, direction):
+        def hook(m, a, b):
+            if not self.on or self.dev.dry:
+                return
+            peak = self.dev.max_allocated()
+            if direction == "forward":
+                results = rounded(b) if self.t.is_tensor(b) else 0
+            else:  # a: grad_input; the parameters' gradients are made in the same call
+                results = sum(rounded(g) for g in a if g is not None)
+                results += sum(rounded(p) for p in m.parameters() if p.requires_grad)
+            self.rows.append({"module": name, "direction": direction, "kind": type(m).__name__,
+                              "transient": int(peak - self.start - results)})
+        return hook
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+
 def smi_driver():
     out, _ = _smi(["--query-gpu=driver_version", "--format=csv,noheader"])
     return out.splitlines()[0].strip() if out and out.strip() else None
@@ -419,6 +483,18 @@ def measure(args, model_path):
         torch.empty(0, device="cuda")
         dev.sync()
     base = dev.allocated()
+    stack_before = stack_limit(dev)
+    threads = getattr(args, "autograd_threads", "on")
+    if threads == "off":
+        # torch/autograd/grad_mode.py set_multithreading_enabled (torch 2.0+): the engine runs
+        # backward on the calling thread instead of its device threads (torch/csrc/autograd/engine.cpp)
+        if hasattr(torch._C, "_set_multithreading_enabled"):
+            torch._C._set_multithreading_enabled(False)
+            notes.append("torch.autograd.set_multithreading_enabled(False): backward on the calling thread")
+        else:
+            threads = "on (set_multithreading_enabled is not in torch %s)" % torch.__version__
+            notes.append("--autograd-threads off: not applied, torch %s has no set_multithreading_enabled"
+                         % torch.__version__)
     try:
         with native_kinds(vctorch, torch, notes):
             module, make_inputs = vctorch.build(spec, compat="stock")
@@ -444,6 +520,7 @@ def measure(args, model_path):
 
     autocast = (lambda: torch.autocast(dev.type, dtype=amp)) if amp is not None else contextlib.nullcontext
     targets = []
+    convws = ConvWorkspace(torch, dev, module) if getattr(args, "conv_workspace", False) else None
 
     def loss_step():
         # the CPU path's loop (measure.py): the model's output is a temporary
@@ -473,6 +550,8 @@ def measure(args, model_path):
                     after_warmup = dev.allocated()
                     peaks.start("s2.fwd")
                     hist_start = history_start()
+                if convws is not None:
+                    convws.on = step == 2
                 set_phase("s%d.fwd" % step)
                 loss = loss_step()
                 set_phase("s%d.bwd" % step)
@@ -502,6 +581,8 @@ def measure(args, model_path):
                         after_warmup = dev.allocated()
                         peaks.start("f2.fwd")
                         hist_start = history_start()
+                    if convws is not None:
+                        convws.on = step == 2
                     set_phase("f%d.fwd" % step)
                     with autocast():
                         out = module(*inputs)
@@ -580,5 +661,14 @@ def measure(args, model_path):
         "optimizer": opt_desc,
         "steps": args.steps,
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "stack_limit_before": stack_before,
+        "stack_limit_after": stack_limit(dev),
+        "autograd_threads": threads,
     }
+    if convws is not None:
+        convws.remove()
+        result["conv_workspace"] = convws.rows
+        notes.append("--conv-workspace: peak statistics reset around every convolution; peak_allocated and "
+                     "reserved are not the step's%s" % ("" if convws.backward else
+                                                       "; forward only (no register_full_backward_pre_hook)"))
     return 0, result

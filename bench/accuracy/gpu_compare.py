@@ -3,7 +3,7 @@
 
     python3 bench/accuracy/gpu_compare.py --cli build/vramcalc --out gpu.md
         [--only ID,ID] [--precision amp-bf16] [--attention auto|math|flash|efficient]
-        [--gpu PRESET] [--python PY] [--raw FILE] [--from-raw FILE]
+        [--gpu PRESET] [--python PY] [--raw FILE] [--from-raw FILE] [--probes]
 
 Run it with (or point --python at) a Python whose torch is a CUDA build of PyTorch
 2.x, on a machine with an NVIDIA GPU.  For every case of suite/cases.py (the same
@@ -27,6 +27,19 @@ every case; --from-raw FILE renders the table again from such a file (with the
 current vramcalc) without measuring.  --gpu defaults to the vramcalc preset whose
 product name matches the GPU torch reports (it sets the Hopper cuBLAS workspace);
 without a match vramcalc runs with no --gpu.
+
+--probes also records, into the raw file's "probes" (docs/context.md), what the CUDA
+context model cannot tell from the cases alone:
+  * autograd_threads_off: a few training cases again with
+    torch.autograd.set_multithreading_enabled(False) (measure.py --autograd-threads off),
+    with the per-thread stack size (cuCtxGetLimit) before and after, in every case: the
+    training term is local memory grown by 256 B a thread if it stays with backward on the
+    calling thread and the stack limit grows, the backward thread's library handles if it
+    goes;
+  * conv_workspace: one case of each model with convolutions (measure.py
+    --conv-workspace): every convolution's transient above its results, forward and
+    backward (cuDNN's workspace);
+  * nccl: bench/accuracy/nccl_probe.py, NCCL's memory at world size 2 (two GPUs only).
 
 VRAMCALC_CUDA_DRYRUN=1 in the environment makes measure.py run the CUDA path on
 the CPU without measuring anything (every figure n/a): a check of this script and
@@ -73,6 +86,9 @@ def parse_args(argv):
     ap.add_argument("--raw", help="raw measurements (JSON) to write (default: OUT with .raw.json)")
     ap.add_argument("--from-raw", help="render from this raw file instead of measuring")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per measurement (default 1800)")
+    ap.add_argument("--probes", action="store_true",
+                    help="also record the context probes (autograd threads off, conv workspaces, NCCL at "
+                         "world size 2) into the raw file (see above)")
     return ap.parse_args(argv)
 
 
@@ -134,6 +150,84 @@ def measure(args, cs, raw_path):
             json.dump(raw, f, indent=1)
             f.write("\n")
     return raw
+
+
+# training cases run again with --autograd-threads off: GEMM only, conv + GEMM, flash + GEMM, conv only
+PROBE_THREADS = ("mlp_b64_adamw_fp32", "resnet_b32_adam_fp32", "gpt_prenorm_b8_momentum_bf16", "unet_b4_adam_fp32")
+
+
+def has_conv(model):
+    with open(os.path.join(ROOT, "tests", "data", "accuracy", "models", model + ".json")) as f:
+        return '"Conv' in f.read()
+
+
+def run_probe(args, cmd):
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": "timed out after %d s" % args.timeout}
+    if p.returncode != 0:
+        err = [l for l in p.stderr.strip().splitlines() if l.strip()]
+        return {"error": "exit %d: %s" % (p.returncode, err[-1] if err else "")}
+    return json.loads(p.stdout)
+
+
+def probes(args, cs, raw, raw_path):
+    """--probes: the context probes (module docstring) into raw["probes"], written after each."""
+    pr = raw.setdefault("probes", {"autograd_threads_off": {}, "conv_workspace": {}, "nccl": None})
+    todo = [("autograd_threads_off", c, ["--autograd-threads", "off"]) for c in cs if c["id"] in PROBE_THREADS]
+    seen = set()
+    for c in cs:
+        if c["model"] not in seen and has_conv(c["model"]):
+            seen.add(c["model"])
+            todo.append(("conv_workspace", c, ["--conv-workspace"]))
+    for i, (kind, c, extra) in enumerate(todo):
+        r = run_probe(args, measure_command(args, c) + extra)
+        if kind == "conv_workspace" and "error" not in r:
+            r = {"case": c["id"], "rows": r.get("conv_workspace"), "stack_limit_after": r.get("stack_limit_after")}
+        pr[kind][c["id"]] = r
+        print("[probe %d/%d] %-22s %s %s" % (i + 1, len(todo) + 1, kind, c["id"], r.get("error", "ok")),
+              file=sys.stderr)
+        with open(raw_path, "w") as f:
+            json.dump(raw, f, indent=1)
+            f.write("\n")
+    pr["nccl"] = run_probe(args, [args.python, os.path.join(HERE, "nccl_probe.py")])
+    print("[probe %d/%d] nccl %s" % (len(todo) + 1, len(todo) + 1, pr["nccl"].get("error") or
+                                     pr["nccl"].get("skipped") or "ok"), file=sys.stderr)
+    with open(raw_path, "w") as f:
+        json.dump(raw, f, indent=1)
+        f.write("\n")
+
+
+def probe_section(raw):
+    """Markdown for raw["probes"] (none: no lines)."""
+    pr = raw.get("probes")
+    if not pr:
+        return []
+    L = ["### Context probes", "",
+         "| case | context, autograd threads on | off | stack limit before / after (on) | (off) |",
+         "|---|---:|---:|---|---|"]
+    for cid, r in sorted(pr.get("autograd_threads_off", {}).items()):
+        on = (raw["cases"].get(cid) or {}).get("result") or {}
+        L.append("| `%s` | %s | %s | %s / %s | %s / %s |" % (
+            cid, fmt_mib(on.get("cuda_context")), fmt_mib(r.get("cuda_context")) if "error" not in r else r["error"],
+            on.get("stack_limit_before"), on.get("stack_limit_after"), r.get("stack_limit_before"),
+            r.get("stack_limit_after")))
+    L.append("")
+    for cid, r in sorted(pr.get("conv_workspace", {}).items()):
+        rows = r.get("rows") or []
+        big = max(rows, key=lambda x: x["transient"]) if rows else None
+        L.append("- `%s`: %d convolution calls%s" % (cid, len(rows), "" if not big else
+                                                     "; the largest transient %s MiB (`%s`, %s)" % (
+                                                         report.mib(big["transient"]), big["module"],
+                                                         big["direction"])))
+    n = pr.get("nccl") or {}
+    if n:
+        L.append("- NCCL at world size 2: %s" % (n.get("skipped") or n.get("error") or json.dumps(
+            n.get("outside_allocator_delta"))))
+    L.append("")
+    return L
 
 
 def _tokens(s):
@@ -244,7 +338,8 @@ def render(args, raw, cs):
       "caching allocator)." % (raw.get("attention"), raw.get("mha_fastpath")))
     w("- **Estimate**: `vramcalc MODEL --batch B --optim O --mode M --precision P %s --format json` (%s); "
       "the workspace is vramcalc's model, not 0, because CUDA's `max_memory_allocated` counts cuBLAS's "
-      "workspace; `cuda_context` is vramcalc's default estimate unless `--context` was changed." % (
+      "workspace; `cuda_context` is vramcalc's context model (`src/context.c`, [context.md](context.md): "
+      "fitted on this run's contexts) unless `--context` was given." % (
           est_flags, version or "vramcalc"))
     w("- **Error** = (estimate − measured) / measured. Sizes in MiB (2^20 bytes). *CPU harness*: this case's "
       "`peak_allocated` from `tests/data/accuracy/cases.json` (torch 1.13 CPU, `--workspace 0` scope), for "
@@ -271,6 +366,8 @@ def render(args, raw, cs):
             fmt_mib(m["nvidia_smi_total"]), fmt_mib(e["total"]), fmt_err(r["err_total"]),
             fmt_mib(r["cpu"]), "`%s`" % m["peak_where"] if m.get("peak_where") else "n/a"))
     w("")
+    for line in probe_section(raw):
+        w(line)
     if failures:
         w("Not measured:")
         w("")
@@ -313,6 +410,8 @@ def main(argv):
     if not args.from_raw:
         args.raw_path = args.raw or os.path.splitext(args.out)[0] + ".raw.json"
         raw = measure(args, cs, args.raw_path)
+        if args.probes:
+            probes(args, cs, raw, args.raw_path)
     render(args, raw, cs)
     return 0
 

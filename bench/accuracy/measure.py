@@ -56,6 +56,13 @@ def parse_args(argv):
                     help="PyTorch 2.x's MultiheadAttention/TransformerEncoderLayer inference fast path "
                          "where its conditions hold (default on, as PyTorch runs it; off = "
                          "torch.backends.mha.set_fastpath_enabled(False), for diagnosis only)")
+    ap.add_argument("--autograd-threads", choices=["on", "off"], default="on",
+                    help="cuda: off = torch.autograd.set_multithreading_enabled(False), backward on the "
+                         "calling thread instead of autograd's device thread (what tells the CUDA "
+                         "context's training term apart: docs/context.md)")
+    ap.add_argument("--conv-workspace", action="store_true",
+                    help="cuda: record each convolution's transient bytes above its results, forward and "
+                         "backward, in step 2 (cuDNN's workspace; the step's own peak is then not measured)")
     ap.add_argument("--torch", dest="torch_release", default="2.15",
                     help="CPU harness: the PyTorch 2.x release replicated where releases differ "
                          "(vramcalc --torch; default 2.15)")
@@ -232,6 +239,9 @@ def main(argv):
     if args.precision not in ("fp32", "bf16"):
         print("measure.py: --precision %s needs --device cuda (torch 1.13's CPU autocast and fp16 kernels are "
               "not CUDA's; SPEC.md section 4)" % args.precision, file=sys.stderr)
+        return 2
+    if args.autograd_threads != "on" or args.conv_workspace:
+        print("measure.py: --autograd-threads and --conv-workspace need --device cuda", file=sys.stderr)
         return 2
     if args.attention not in (None, "math"):
         print("measure.py: the CPU harness runs the math attention path; "

@@ -355,7 +355,21 @@ typedef struct {
      * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
     int offload_device;
     int nvme_gds;
+    /* The CUDA stack the process runs (src/context.c, docs/context.md): the CUDA
+     * runtime PyTorch was built with, 100*major + minor (--cuda 12.4: 1204;
+     * VC_CUDA_DEFAULT), and its module loading (CUDA_MODULE_LOADING):
+     * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
+    int cuda_version;
+    int module_loading;
 } vc_options;
+#define VC_MODULE_LOADING_AUTO 0
+#define VC_MODULE_LOADING_LAZY 1
+#define VC_MODULE_LOADING_EAGER 2
+/* The CUDA runtime of the measurements the context model is fitted on (the
+ * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
+#define VC_CUDA_DEFAULT 1300
+#define VC_CUDA_OLDEST 1100
+#define VC_CUDA_NEWEST 1309
 #define VC_OFFLOAD_DEVICE_CPU 0
 #define VC_OFFLOAD_DEVICE_NVME 1
 #define VC_DS_OVERLAP_AUTO 0
@@ -428,6 +442,25 @@ const char *vc_torch_name(int version, char *buf, size_t n);
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
 const char *vc_phase_name(vc_phase p);
 
+/* What the process holds outside the caching allocator, as src/context.c
+ * models it (docs/context.md): cuda_context is the sum of the parts. */
+typedef struct {
+    int64_t runtime;         /* the driver's context, the CUDA runtime and PyTorch's own kernels as a step loads them */
+    int64_t local_memory;    /* local memory of the default 1 KiB stack: SMs x resident threads x 1 KiB */
+    int64_t eager;           /* eager module loading: every module of every library at start-up */
+    int64_t cublas;          /* cuBLAS/cuBLASLt, loaded by the step's GEMMs (lazy loading) */
+    int64_t kernels;         /* cuDNN (convolution, BatchNorm, RNN) or flash attention kernels: one part, either or both */
+    int64_t backward_local_memory; /* training with GEMMs: local memory grown by 256 B a thread */
+    int64_t backward_kernels;      /* training with cuDNN or flash kernels */
+    int given;               /* 1: --context gave the whole figure (every part 0) */
+    int measured;            /* 1: the card and stack the constants were fitted on (--gpu h200, CUDA 13.0, lazy); 0: extrapolated */
+} vc_context_parts;
+
+/* What a step runs, for the context model (vc_context_estimate): */
+#define VC_USES_GEMM 1u     /* a cuBLAS/cuBLASLt GEMM (Linear, matmul, bmm) */
+#define VC_USES_CUDNN 2u    /* a cuDNN op (convolution, cudnn_batch_norm, _cudnn_rnn) */
+#define VC_USES_FLASH 4u    /* flash attention (_scaled_dot_product_flash_attention) */
+
 typedef struct {
     int64_t weights;          /* parameters + buffers as stored (+ fp32 master copy) */
     int64_t gradients;        /* every trainable parameter's gradient */
@@ -443,6 +476,8 @@ typedef struct {
      * (torch.cuda.memory_allocated() does not see it; nvidia-smi does while
      * it is resident on the GPU) */
     int64_t optimizer_states_paged;
+    /* cuda_context's parts (src/context.c); all 0 when --context gave it */
+    vc_context_parts context_parts;
 } vc_memory;
 
 typedef struct {
@@ -577,6 +612,32 @@ typedef struct {
 /* Reads "h100-80gb", "h100-80gb:90%", "24GiB", "24GiB:90%". Unknown names
  * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
 vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
+
+/* ---- the CUDA context (src/context.c, docs/context.md) ---- */
+/* What nvidia-smi shows beyond the caching allocator's segments, for options
+ * o (o->device: --gpu's preset, else an A100's 108 SMs; o->cuda_version,
+ * o->module_loading, o->mode) and what the step runs (VC_USES_* bits): its
+ * parts, and *total their sum; o->context >= 0 (--context) is the total as
+ * given, every part 0. VC_ERR_USAGE for a CUDA version out of range or lazy
+ * loading before CUDA 11.7 (the option named in err). */
+vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
+                              vc_error *err);
+/* "12.4" -> 1204 (VC_CUDA_OLDEST..VC_CUDA_NEWEST, minor 0-9), -1 otherwise; and back
+ * ("12.4"; buf of at least 16 bytes). */
+int vc_cuda_from_name(const char *s);
+const char *vc_cuda_name(int version, char *buf, size_t n);
+/* "auto", "lazy", "eager" <-> VC_MODULE_LOADING_*; -1 / "?" otherwise */
+int vc_module_loading_from_name(const char *s);
+const char *vc_module_loading_name(int m);
+
+/* ---- NCCL's buffers (src/nccl.c, docs/context.md "NCCL") ---- */
+/* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,
+ * outside the caching allocator: *recv for a receive, *send for a send; read:
+ * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
+void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
+/* The rings of `communicators` communicators of `channels` channels each
+ * (1-64): one receive and one send per channel on every GPU. */
+vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes, vc_error *err);
 
 /* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of

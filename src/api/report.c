@@ -294,7 +294,7 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
 /* One line on what the three totals are (issue 16). */
 #define VC_REPORT_LEGEND                                                                                    \
     "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
-    "(the caching allocator's segments); total adds the CUDA context: what nvidia-smi shows"
+    "(the caching allocator's segments); total adds the CUDA context (docs/context.md): what nvidia-smi shows"
 
 static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
 {
@@ -425,6 +425,38 @@ static void ranks_table(FILE *f, const vc_result *r)
     }
 }
 
+/* Whether the CUDA context is src/context.c's model (not --context's bytes, not an AMD GPU's fixed estimate). */
+static bool context_modelled(const vc_options *o, const vc_memory *m)
+{
+    return !m->context_parts.given && o->context < 0 && !(o->device && strcmp(o->device->vendor, "NVIDIA"));
+}
+
+/* The cuda context row, and under it the model's parts that are not 0
+ * (src/context.c, docs/context.md): measured on this card and stack, or
+ * extrapolated. */
+static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
+{
+    const vc_options *o = rep->opts;
+    const vc_term *t = &rep->term;
+    const vc_context_parts *p = &m->context_parts;
+    if (!context_modelled(o, m)) {
+        row(f, t, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not modelled)");
+        return;
+    }
+    row(f, t, "cuda context", m->cuda_context,
+        p->measured ? "(model, fitted: this GPU)" : "(model, extrapolated)");
+    char note[64];
+    if (p->runtime) row(f, t, "  runtime", p->runtime, "(driver, runtime, ATen)");
+    snprintf(note, sizeof note, "(1 KiB x %" PRId64 " threads)", p->local_memory >> 10);
+    if (p->local_memory) row(f, t, "  local memory", p->local_memory, note);
+    if (p->eager) row(f, t, "  eager loading", p->eager, "(every module at start)");
+    if (p->cublas) row(f, t, "  cuBLAS", p->cublas, "(the step's GEMMs)");
+    if (p->kernels) row(f, t, "  cuDNN/flash", p->kernels, "(the step's kernels)");
+    snprintf(note, sizeof note, "(256 B x %" PRId64 " threads)", p->backward_local_memory >> 8);
+    if (p->backward_local_memory) row(f, t, "  backward stack", p->backward_local_memory, note);
+    if (p->backward_kernels) row(f, t, "  backward kernels", p->backward_kernels, "(cuDNN/flash, training)");
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -459,7 +491,7 @@ void report_table(FILE *f, const vc_report *rep)
         row(f, t, "  KV cache", r->generate.kv_cache, note);
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
-    row(f, t, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not measured)");
+    context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
@@ -501,13 +533,28 @@ void report_table(FILE *f, const vc_report *rep)
     }
 }
 
-static void json_memory(FILE *f, const vc_memory *m)
+/* "context_parts" after "cuda_context" (src/context.c's parts), but where
+ * --context gave the bytes or the GPU's context is not modelled; then "total". */
+static void json_context_total(FILE *f, const vc_options *o, const vc_memory *m)
+{
+    const vc_context_parts *p = &m->context_parts;
+    if (context_modelled(o, m))
+        fprintf(f, ", \"context_parts\": {\"runtime\": %" PRId64 ", \"local_memory\": %" PRId64 ", \"eager\": %" PRId64
+                   ", \"cublas\": %" PRId64 ", \"kernels\": %" PRId64 ", \"backward_local_memory\": %" PRId64
+                   ", \"backward_kernels\": %" PRId64 ", \"measured\": %s}",
+                p->runtime, p->local_memory, p->eager, p->cublas, p->kernels, p->backward_local_memory, p->backward_kernels,
+                p->measured ? "true" : "false");
+    fprintf(f, ", \"total\": %" PRId64, m->total);
+}
+
+static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
 {
     fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
-               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64,
+               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64,
             m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated,
-            m->reserved, m->cuda_context, m->total);
+            m->reserved, m->cuda_context);
+    json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     fputc('}', f);
 }
@@ -538,7 +585,7 @@ static void json_ranks(FILE *f, const vc_options *o, const vc_result *r, const c
                    ",\n%s   \"memory\": ",
                 i ? "," : "", ind, k->kind, k->stage_first, k->stage_last, k->rank_first, k->rank_last, k->stage, k->layers,
                 k->in_flight, k->parameters, ind);
-        json_memory(f, &k->memory);
+        json_memory(f, o, &k->memory);
         fprintf(f, ",\n%s   \"peak\": ", ind);
         json_peak(f, &k->peak);
         fputc('}', f);
@@ -559,7 +606,12 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
     if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
-    fprintf(f, "%s\"torch_version\": \"%s\", \"attention_kernel\": ", ind, vc_torch_name(o->torch_version, tv, sizeof tv));
+    char cv[16];
+    int loading = o->module_loading != VC_MODULE_LOADING_AUTO ? o->module_loading /* auto: lazy from CUDA 11.7 (src/context.c) */
+                : o->cuda_version >= 1107 ? VC_MODULE_LOADING_LAZY : VC_MODULE_LOADING_EAGER;
+    fprintf(f, "%s\"torch_version\": \"%s\", \"cuda_version\": \"%s\", \"module_loading\": \"%s\", \"attention_kernel\": ", ind,
+            vc_torch_name(o->torch_version, tv, sizeof tv), vc_cuda_name(o->cuda_version, cv, sizeof cv),
+            vc_module_loading_name(loading));
     json_str(f, r->attention);
     fprintf(f, ",\n");
     if (o->parallel != VC_PARALLEL_NONE)
@@ -587,9 +639,10 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
-               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64 ", \"total\": %" PRId64,
+               ", \"reserved\": %" PRId64 ", \"cuda_context\": %" PRId64,
             ind, m->weights, m->gradients, m->optimizer_states, m->activations, m->workspace, m->peak_allocated,
-            m->reserved, m->cuda_context, m->total);
+            m->reserved, m->cuda_context);
+    json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));

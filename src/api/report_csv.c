@@ -13,7 +13,7 @@
 
 /* CSV: the columns of a report as cells, each named by its header (the
  * names --columns chooses by, docs/scripting.md), in the default order. */
-#define CSV_MAX_COLS 48
+#define CSV_MAX_COLS 64
 typedef struct {
     const char *name[CSV_MAX_COLS];
     char *val[CSV_MAX_COLS]; /* NULL: the names alone (the header), or out of memory */
@@ -89,6 +89,17 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
     cell_i(c, "memory.peak_allocated", m->peak_allocated);
     cell_i(c, "memory.reserved", m->reserved);
     cell_i(c, "memory.cuda_context", m->cuda_context);
+    if (!m->context_parts.given && o->context < 0 && !(o->device && strcmp(o->device->vendor, "NVIDIA"))) {
+        const vc_context_parts *p = &m->context_parts; /* src/context.c's model: the JSON's context_parts */
+        cell_i(c, "memory.context_parts.runtime", p->runtime);
+        cell_i(c, "memory.context_parts.local_memory", p->local_memory);
+        cell_i(c, "memory.context_parts.eager", p->eager);
+        cell_i(c, "memory.context_parts.cublas", p->cublas);
+        cell_i(c, "memory.context_parts.kernels", p->kernels);
+        cell_i(c, "memory.context_parts.backward_local_memory", p->backward_local_memory);
+        cell_i(c, "memory.context_parts.backward_kernels", p->backward_kernels);
+        cell(c, "memory.context_parts.measured", "%s", p->measured ? "true" : "false");
+    }
     cell_i(c, "memory.total", m->total);
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
     cell_s(c, "peak.layer", r->peak.layer);
@@ -150,10 +161,20 @@ int report_csv_check(const vc_report *rep, char *msg, size_t n)
     char safe[4 * sizeof bad];
     vc_escape_text(safe, sizeof safe, bad);
     size_t w = (size_t)snprintf(msg, n, "\x1f" "columns" "\x1f: unknown column '%s' (choose from", safe);
-    for (int i = 0; i < c.n && w < n; i++) w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
+    /* memory.context_parts.* as one item, memory.context_parts.{runtime,...,measured}: the message stays within
+     * what vc_error holds */
+    static const char parts[] = "memory.context_parts.";
+    const size_t np = sizeof parts - 1;
+    for (int i = 0; i < c.n && w < n; i++) {
+        bool in = !strncmp(c.name[i], parts, np), prev = i && !strncmp(c.name[i - 1], parts, np);
+        bool last = in && (i + 1 == c.n || strncmp(c.name[i + 1], parts, np));
+        if (in && prev) w += (size_t)snprintf(msg + w, n - w, ",%s%s", c.name[i] + np, last ? "}" : "");
+        else if (in) w += (size_t)snprintf(msg + w, n - w, "%s %s{%s%s", i ? "," : "", parts, c.name[i] + np, last ? "}" : "");
+        else w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
+    }
     if (w < n)
         snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch with \x1f" "max_batch" "\x1f, max_seq* with "
-                                 "\x1f" "max_seq" "\x1f)");
+                                 "\x1f" "max_seq" "\x1f, memory.context_parts.* without \x1f" "context" "\x1f)");
     return -1;
 }
 

@@ -370,6 +370,16 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_TORCH: return choose(name, v, o->torch_version = vc_torch_from_name(v), "a release from 2.0 to 2.15, e.g. 2.5", err);
     case VC_OPT_WORKSPACE: return parse_size(name, v, &o->workspace, err);
     case VC_OPT_CONTEXT: return parse_size(name, v, &o->context, err);
+    case VC_OPT_CUDA: { /* the CUDA context model's runtime (src/context.c) */
+        int cuda = vc_cuda_from_name(v);
+        if (cuda >= 0) o->cuda_version = cuda;
+        return choose(name, v, cuda, "a CUDA release from 11.0 to 13.9, e.g. 12.4", err);
+    }
+    case VC_OPT_MODULE_LOADING: {
+        int m = vc_module_loading_from_name(v);
+        if (m >= 0) o->module_loading = m;
+        return choose(name, v, m, info->choices, err);
+    }
     case VC_OPT_FORMAT:
         q->format = !strcmp(v, "table") ? VC_FORMAT_TABLE : !strcmp(v, "json") ? VC_FORMAT_JSON : !strcmp(v, "csv") ? VC_FORMAT_CSV : VC_FORMAT_DEFAULT;
         if (q->format == VC_FORMAT_DEFAULT) return usage(err, O("format") ": unknown value '%s' (choose table, json or csv)", esc(&b, v));
@@ -576,6 +586,13 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     }
     if (sweep && q->trace) return usage(err, O("trace") " shows one batch: use " O("batch") ", not " O("sweep"));
+    /* the CUDA context (src/context.c): --context replaces the model that --cuda and --module-loading set */
+    if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
+        return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",
+                     q->given[VC_OPT_CUDA] ? O("cuda") : O("module_loading"));
+    if (o->module_loading == VC_MODULE_LOADING_LAZY && o->cuda_version < 1107) /* CUDA_MODULE_LOADING appeared in 11.7 */
+        return usage(err, OV("module_loading", "lazy") " needs CUDA 11.7 or later (CUDA_MODULE_LOADING=LAZY appeared there): "
+                     O("cuda") " is %d.%d", o->cuda_version / 100, o->cuda_version % 100);
     return check_applies(q, err);
 }
 
@@ -681,6 +698,12 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto fail;
         }
         resp->have_gpu = true;
+        if (resp->gpu.preset && strcmp(resp->gpu.preset->vendor, "NVIDIA") && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING])) {
+            st = usage(err, "%s sets the CUDA context model: " O("gpu") " %s is an %s GPU, whose context is not modelled (a 500 MiB "
+                       "estimate; " O("context") " sets it)", q->given[VC_OPT_CUDA] ? O("cuda") : O("module_loading"),
+                       resp->gpu.preset->name, resp->gpu.preset->vendor);
+            goto fail;
+        }
         if (resp->gpu.preset && resp->gpu.preset->hopper) o->hopper = 1;
         o->device = resp->gpu.preset; /* its multiprocessors size kernels' scratch (src/scratch.c) */
     }
