@@ -1426,8 +1426,9 @@ static void test_applies(void **state)
     run_free(&r);
     /* per_expert is transformers 4.x's loop, the engine's only MoE before grouped_mm: Mixtral-8x7B
      * in bf16 with Adam totals 486,642,024,448 B, f088d1c's figure (its 4.x replica cases are
-     * bench/accuracy/llm/measured.json's per_expert rows) */
-    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "-p", "bf16", "--experts-implementation", "per_expert", "-f", "csv",
+     * bench/accuracy/llm/measured.json's per_expert rows), with f088d1c's fixed 500 MiB context */
+    RUN(&r, VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json", "-p", "bf16", "--experts-implementation", "per_expert", "--context",
+        "500MiB", "-f", "csv",
         "--columns", "memory.total");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "memory.total\n486642024448\n");
