@@ -170,7 +170,7 @@ static int read_decoder(rd *r, arch *a)
  * Mixtral, Qwen2Moe): their defaults as the configuration_*.py files set them. */
 static int read_llama_like(rd *r, arch *a)
 {
-    double p;
+    double p = 0; /* set by get_num on success (-O3 cannot see it: -Wmaybe-uninitialized) */
     if (read_decoder(r, a) || read_act(r, "hidden_act", "silu", true, &a->act) ||
         get_bool(r, "tie_word_embeddings", false, &a->tie) || get_num(r, "attention_dropout", 0, 0, 1, &a->p_attn))
         return -1;
@@ -185,7 +185,7 @@ static int read_llama_like(rd *r, arch *a)
         if (get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
     }
     if (a->fam == F_QWEN2 || a->fam == F_QWEN3 || a->fam == F_QWEN2_MOE) {
-        bool use;
+        bool use = false; /* set by get_bool on success */
         if (get_bool(r, "use_sliding_window", false, &use)) return -1;
         if (use && get_int(r, "sliding_window", 0, 1, &a->window)) return -1;
     }
@@ -244,7 +244,7 @@ static int read_encoder(rd *r, arch *a)
 
 static int read_family(rd *r, arch *a)
 {
-    double p;
+    double p = 0; /* set by get_num on success (-O3 cannot see it: -Wmaybe-uninitialized) */
     switch (a->fam) {
     case F_LLAMA:
     case F_MISTRAL:
