@@ -4,9 +4,10 @@
     /usr/bin/python3 bench/accuracy/quant/measure_quant.py [--cli build/vramcalc] [--json] [--write]
     /usr/bin/python3 bench/accuracy/quant/measure_quant.py --compare --cli build/vramcalc
 
-The first measures (torch; --write also stores the measurements in measured.json beside this
-script, the file to commit after a change to the replay); --compare (CTest quant_measured)
-reads measured.json instead and only runs the CLI: no torch, under a second.
+The first measures (torch), the bench command: exit 1 when a measurement differs from the
+CLI's figure or from measured.json beside this script (--write stores them there: the file
+to commit after a change to the replay). --compare (CTest quant_measured) reads
+measured.json instead and only runs the CLI: no torch, under a second.
 
 No bitsandbytes kernel runs on this machine (torch 1.13, CPU only), so this harness
 replays, tensor by tensor, what bitsandbytes 0.50.1 allocates (github
@@ -296,6 +297,11 @@ def main(argv):
         tr.start(True)  # memtrack active, the between-op observer installed (measure.py's protocol)
         torch.set_num_threads(1)
         measured = measure_all(torch, tr)
+        with open(MEASURED) as f:
+            stale = json.load(f)["cases"] != measured
+        if stale and not args.write:
+            print("measure_quant.py: these measurements differ from measured.json (--write stores them)",
+                  file=sys.stderr)
         if args.write:
             with open(MEASURED, "w") as f:
                 json.dump({"source": "bench/accuracy/quant/measure_quant.py --write (torch %s, CPU)" % torch.__version__,
@@ -326,7 +332,7 @@ def main(argv):
                 c = r.get("vramcalc", {}).get(k)
                 print(f"{r['case']:14} {k:8} measured {v:>12,}" + (f"  vramcalc {c:>12,}  {'same' if c == v else 'DIFFERS'}"
                                                                  if c is not None else ""))
-    return 1 if bad else 0
+    return 1 if bad or (not args.compare and stale and not args.write) else 0
 
 
 if __name__ == "__main__":
