@@ -26,6 +26,14 @@
    and each command killed after TIMEOUT seconds (an error: the docs check has to stay
    fast). A command that prints nothing is an error too (a typo in a path prints one).
 
+3. Figures in prose: a number followed at once by
+
+       <!-- figure: COMMAND -->
+
+   is what COMMAND prints (run as a block's command; it prints one number, e.g. through
+   `jq .memory.total`), written as the number in the text is written: with thousands
+   separators when it has them, with as many decimals as it has (rounded).
+
     tools/gen_docs.py [--cli build/vramcalc] [FILE.md ...]          rewrite (default README.md)
     tools/gen_docs.py --check [--cli build/vramcalc] [FILE.md ...]  exit 1 if any is stale
 
@@ -143,6 +151,32 @@ def outputs(text, cli, root, scratch):
     return "\n".join(out)
 
 
+FIGURE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)<!-- figure: (.+?) -->")
+
+
+def figure(written, printed, cmd):
+    """printed (a number) in written's style: separators, decimals."""
+    try:
+        value = float(printed.strip())
+    except ValueError:
+        sys.exit("gen_docs.py: a figure's command printed %r, not a number: %s" % (printed.strip()[:80], cmd))
+    decimals = len(written.split(".")[1]) if "." in written else 0
+    text = ("{:,.%df}" if "," in written else "{:.%df}") % decimals
+    return text.format(value)
+
+
+def figures(text, cli, root, scratch):
+    """text with every marked figure in prose regenerated (the commands four at a time)."""
+    cmds = sorted({m.group(2) for m in FIGURE.finditer(text)})
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        printed = dict(zip(cmds, pool.map(lambda c: run(c, cli, root, scratch), cmds)))
+
+    def sub(m):
+        cmd = m.group(2)
+        return figure(m.group(1), printed[cmd], cmd) + "<!-- figure: %s -->" % cmd
+    return FIGURE.sub(sub, text)
+
+
 def options(text, helptext, name):
     if BEGIN not in text:
         return text
@@ -157,7 +191,7 @@ def regen(name, helptext, cli, root, scratch):
     """(name, its text, the text regenerated)."""
     with open(name, encoding="utf-8") as f:
         text = f.read()
-    return name, text, outputs(options(text, helptext, name), cli, root, scratch)
+    return name, text, figures(outputs(options(text, helptext, name), cli, root, scratch), cli, root, scratch)
 
 
 def main():

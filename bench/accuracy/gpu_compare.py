@@ -321,7 +321,7 @@ def render(args, raw, cs):
     if raw.get("dry_run"):
         w("**DRY RUN: the CUDA path ran on the CPU (VRAMCALC_CUDA_DRYRUN=1); nothing below was measured.**")
         w("")
-    w("The suite's cases measured on a GPU with PyTorch's own numbers (SPEC.md §4, \"On a GPU\"), "
+    w("The suite's cases measured on a GPU with PyTorch's own numbers (docs/contract.md §6, \"On a GPU\"), "
       "against vramcalc for the same configuration.")
     w("")
     w("- **GPU**: %s (%s, compute capability %s), driver %s; PyTorch %s, CUDA %s, cuDNN %s; %s." % (

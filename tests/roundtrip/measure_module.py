@@ -6,7 +6,7 @@
 
 bench/accuracy/measure.py measures a model *file* (rebuilt by tools/vctorch.py).  This
 script measures the module the file was exported from, with the same instruments and
-protocol (SPEC.md section 4: libmemtrack.so preloaded, libopobserver.so reading the
+protocol (docs/contract.md section 6: libmemtrack.so preloaded, libopobserver.so reading the
 allocator after every aten operator, PyTorch 2.x foreach optimizer replica, peak over
 steps 2 and 3 from before the model was built), then exports the module with
 tools/torch2vramcalc.py and prints vramcalc's estimate (--workspace 0) next to it.

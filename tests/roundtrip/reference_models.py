@@ -252,7 +252,7 @@ def _mlp():
 
 
 class TinyResNet(nn.Module):
-    """SPEC.md section 1's example model."""
+    """docs/contract.md section 2's example model."""
 
     def __init__(self):
         super().__init__()

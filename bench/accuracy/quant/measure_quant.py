@@ -1,7 +1,13 @@
 #!/usr/bin/python3
 """measure_quant.py -- bitsandbytes' allocations replayed with plain torch ops, measured on CPU.
 
-    /usr/bin/python3 bench/accuracy/quant/measure_quant.py [--cli build/vramcalc] [--json]
+    /usr/bin/python3 bench/accuracy/quant/measure_quant.py [--cli build/vramcalc] [--json] [--write]
+    /usr/bin/python3 bench/accuracy/quant/measure_quant.py --compare --cli build/vramcalc
+
+The first measures (torch), the bench command: exit 1 when a measurement differs from the
+CLI's figure or from measured.json beside this script (--write stores them there: the file
+to commit after a change to the replay). --compare (CTest quant_measured) reads
+measured.json instead and only runs the CLI: no torch, under a second.
 
 No bitsandbytes kernel runs on this machine (torch 1.13, CPU only), so this harness
 replays, tensor by tensor, what bitsandbytes 0.50.1 allocates (github
@@ -32,6 +38,7 @@ With --cli, each case is compared with `vramcalc MODEL -m infer -p bf16 --weight
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -258,21 +265,51 @@ def vramcalc_train(cli):
     return json.loads(out)["memory"]
 
 
+MEASURED = os.path.join(HERE, "measured.json")
+
+
+def measure_all(torch, tr):
+    """{case: {"weights": B, "peak": B}}: every case measured in this process."""
+    out = {case: run_case(torch, tr, case) for case in CASES}
+    out["qlora-train"] = {"peak": run_train(torch, tr)["peak"]}
+    return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--cli", help="a vramcalc binary to compare with")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--compare", action="store_true",
+                    help="compare the committed measurements (measured.json) instead of measuring")
+    ap.add_argument("--write", action="store_true", help="store the measurements in measured.json")
     args = ap.parse_args(argv)
-    if args.cli:
-        args.cli = os.path.abspath(args.cli)
-    measure.reexec_with_preload()
-    import torch
-    tr = measure.Tracker()
-    tr.start(True)  # memtrack active, the between-op observer installed (measure.py's protocol)
-    torch.set_num_threads(1)
+    if args.compare and (args.write or not args.cli):
+        ap.error("--compare needs --cli and measures nothing (no --write)")
+    if args.cli:  # a path, or a name on PATH (the docs check runs `--cli vramcalc`)
+        args.cli = os.path.abspath(shutil.which(args.cli) or args.cli)
+    if args.compare:
+        with open(MEASURED) as f:
+            measured = json.load(f)["cases"]
+    else:
+        measure.reexec_with_preload()
+        import torch
+        tr = measure.Tracker()
+        tr.start(True)  # memtrack active, the between-op observer installed (measure.py's protocol)
+        torch.set_num_threads(1)
+        measured = measure_all(torch, tr)
+        with open(MEASURED) as f:
+            stale = json.load(f)["cases"] != measured
+        if stale and not args.write:
+            print("measure_quant.py: these measurements differ from measured.json (--write stores them)",
+                  file=sys.stderr)
+        if args.write:
+            with open(MEASURED, "w") as f:
+                json.dump({"source": "bench/accuracy/quant/measure_quant.py --write (torch %s, CPU)" % torch.__version__,
+                           "cases": measured}, f, indent=1)
+                f.write("\n")
     rows, bad = [], 0
     for case, fmt in CASES.items():
-        m = run_case(torch, tr, case)
+        m = measured[case]
         row = {"case": case, "measured": m}
         if args.cli and fmt:
             v = vramcalc(args.cli, fmt)
@@ -281,12 +318,11 @@ def main(argv):
                 if m[k] != row["vramcalc"][k]:
                     bad += 1
         rows.append(row)
-    m = run_train(torch, tr)
-    row = {"case": "qlora-train", "measured": {"peak": m["peak"]}}
+    row = {"case": "qlora-train", "measured": {"peak": measured["qlora-train"]["peak"]}}
     if args.cli:
         v = vramcalc_train(args.cli)
         row["vramcalc"] = {"peak": v["peak_allocated"]}
-        bad += v["peak_allocated"] != m["peak"]
+        bad += v["peak_allocated"] != row["measured"]["peak"]
     rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -296,7 +332,7 @@ def main(argv):
                 c = r.get("vramcalc", {}).get(k)
                 print(f"{r['case']:14} {k:8} measured {v:>12,}" + (f"  vramcalc {c:>12,}  {'same' if c == v else 'DIFFERS'}"
                                                                  if c is not None else ""))
-    return 1 if bad else 0
+    return 1 if bad or (not args.compare and stale and not args.write) else 0
 
 
 if __name__ == "__main__":
