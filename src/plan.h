@@ -131,6 +131,15 @@ typedef struct {
     int64_t amax, cmax;
     int32_t *dep;     /* the storages whose size depends on the batch */
     size_t ndep;
+    /* dep split by how sizes_at sizes them: lin[] by a + c x batch; frm[]
+     * through a size formula (a floor count or a merged transient), frm_id[]
+     * naming one of the distinct formulas, each evaluated once per batch from
+     * its first storage, form_rep[] (form_comp: a merged transient's) into
+     * form_val[] */
+    int32_t *lin, *frm, *frm_id, *form_rep;
+    size_t nlin, nfrm, nform;
+    bool *form_comp;
+    int64_t *form_val;
     int64_t fixed_persistent[CAT__N]; /* batch-independent part of vc_sim.persistent, -1 overflow */
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */

@@ -14,7 +14,8 @@
 void vc__memo_free(res_memo *M)
 {
     if (!M) return;
-    free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
+    free(M->a); free(M->c); free(M->cat); free(M->dep);
+    free(M->lin); free(M->frm); free(M->frm_id); free(M->form_rep); free(M->form_comp); free(M->form_val); free(M->code); free(M->orig); free(M->fold);
     for (int q = 0; q < 2; q++) {
         vc_alloc_scratch_free(&M->pool[q].scratch);
         free(M->pool[q].ev[0]); free(M->pool[q].ev[1]);
@@ -107,6 +108,93 @@ static void floor_bounds(const vc_numel *n, int64_t d, int64_t *a, int64_t *c)
     if (__builtin_mul_overflow(n->ps, m, c) || *c > cap) *c = cap;
 }
 
+/* A hash of storage s's size formula (its vc_numel and dtype, or its merged
+ * transient's fields and parts), for group_formulas. */
+static uint64_t mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * UINT64_C(0x100000001b3); }
+
+static uint64_t formula_hash(const vc_build *b, int32_t s)
+{
+    const stor_t *t = &b->s[s];
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    if (t->comp < 0) return mix(mix(mix(mix(mix(h, t->n.ps), t->n.fx), t->n.div), t->n.mul), t->dt);
+    const comp_t *k = &b->comp[t->comp];
+    h = mix(mix(mix(mix(mix(mix(h, k->np), k->cap), k->red_in), k->rps), k->rfx), k->rout);
+    for (int32_t i = 0; i < k->np; i++) {
+        const part_t *p = &b->part[k->p0 + i];
+        h = mix(mix(mix(mix(mix(mix(h, p->ps), p->fx), p->div), p->mul), p->dts), p->alt);
+    }
+    return h;
+}
+
+/* true when storages s and r have the same size formula: the same bytes at every batch
+ * (vc__stor_bytes and vc__comp_bytes read nothing else) */
+static bool same_formula(const vc_build *b, int32_t s, int32_t r)
+{
+    const stor_t *t = &b->s[s], *u = &b->s[r];
+    if ((t->comp < 0) != (u->comp < 0)) return false;
+    if (t->comp < 0)
+        return t->n.ps == u->n.ps && t->n.fx == u->n.fx && t->n.div == u->n.div && t->n.mul == u->n.mul && t->dt == u->dt;
+    if (t->comp == u->comp) return true;
+    const comp_t *k = &b->comp[t->comp], *q = &b->comp[u->comp];
+    if (k->np != q->np || k->cap != q->cap || k->red_in != q->red_in || k->rps != q->rps || k->rfx != q->rfx ||
+        k->rout != q->rout)
+        return false;
+    for (int32_t i = 0; i < k->np; i++) {
+        const part_t *p = &b->part[k->p0 + i], *o = &b->part[q->p0 + i];
+        if (p->ps != o->ps || p->fx != o->fx || p->div != o->div || p->mul != o->mul || p->dts != o->dts ||
+            p->alt != o->alt)
+            return false;
+    }
+    return true;
+}
+
+/* The batch-dependent storages split into lin[] (bytes a + c x batch) and
+ * frm[] (a floor count or a merged transient), the latter grouped by size
+ * formula: a MoE model's thousands of expert buffers have a few dozen
+ * distinct formulas, each evaluated once per batch. -1 out of memory. */
+static int group_formulas(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    size_t nf = 0;
+    for (size_t i = 0; i < M->ndep; i++) {
+        const stor_t *t = &b->s[M->dep[i]];
+        nf += t->comp >= 0 || t->n.div > 1;
+    }
+    size_t cap = 16;
+    while (cap < 2 * nf) cap *= 2;
+    int32_t *slot = malloc(cap * sizeof *slot);
+    M->lin = malloc((M->ndep - nf + 1) * sizeof *M->lin);
+    M->frm = malloc((nf + 1) * sizeof *M->frm);
+    M->frm_id = malloc((nf + 1) * sizeof *M->frm_id);
+    M->form_rep = malloc((nf + 1) * sizeof *M->form_rep);
+    M->form_comp = malloc((nf + 1) * sizeof *M->form_comp);
+    M->form_val = malloc((nf + 1) * sizeof *M->form_val);
+    if (!slot || !M->lin || !M->frm || !M->frm_id || !M->form_rep || !M->form_comp || !M->form_val) {
+        free(slot);
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
+        const stor_t *t = &b->s[s];
+        if (t->comp < 0 && t->n.div <= 1) {
+            M->lin[M->nlin++] = s;
+            continue;
+        }
+        size_t h = (size_t)formula_hash(b, s) & (cap - 1);
+        while (slot[h] >= 0 && !same_formula(b, s, M->form_rep[slot[h]])) h = (h + 1) & (cap - 1);
+        if (slot[h] < 0) {
+            slot[h] = (int32_t)M->nform;
+            M->form_rep[M->nform] = s;
+            M->form_comp[M->nform++] = t->comp >= 0;
+        }
+        M->frm_id[M->nfrm] = slot[h];
+        M->frm[M->nfrm++] = s;
+    }
+    free(slot);
+    return 0;
+}
+
 static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
@@ -179,7 +267,7 @@ static int prepare(const vc_build *b)
         int32_t c = M->code[M->first_dep];
         if (M->c[c >= 0 ? c : ~c] > 0) break;
     }
-    if (build_folds(b)) return -1;
+    if (build_folds(b) || group_formulas(b)) return -1;
     M->ready = true;
     return 0;
 }
@@ -198,16 +286,15 @@ static int sizes_at(const vc_build *b, int64_t batch)
         }
         return r;
     }
-    for (size_t i = 0; i < M->ndep; i++) { /* the others were sized once, in prepare() */
-        int32_t s = M->dep[i];
-        if (b->s[s].comp >= 0) { /* a merged transient: its parts rounded one by one */
-            sz[s] = vc__comp_bytes(b, b->s[s].comp, batch);
-            continue;
-        }
-        if (b->s[s].n.div > 1) { /* a floor count (below VC_MAX_BLOCK: its bounds are) */
-            sz[s] = vc__stor_bytes(b, s, batch);
-            continue;
-        }
+    /* the others were sized once, in prepare(); a size formula once per distinct one (group_formulas) */
+    for (size_t u = 0; u < M->nform; u++) {
+        int32_t s = M->form_rep[u];
+        M->form_val[u] = M->form_comp[u] ? vc__comp_bytes(b, b->s[s].comp, batch) /* a merged transient: its parts rounded one by one */
+                                         : vc__stor_bytes(b, s, batch); /* a floor count (below VC_MAX_BLOCK: its bounds are) */
+    }
+    for (size_t i = 0; i < M->nfrm; i++) sz[M->frm[i]] = M->form_val[M->frm_id[i]];
+    for (size_t i = 0; i < M->nlin; i++) {
+        int32_t s = M->lin[i];
         int64_t v = M->a[s] + M->c[s] * batch;
         sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
     }
