@@ -167,6 +167,23 @@ typedef struct {
      * that peaks there: the fixed-size part by category, and the live
      * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..
      * pk_off[c + 1])) */
+    /* the events that can hold a maximum (cand.c-style pruning in replay.c,
+     * build_candidates): per segment (0: before the end-of-forward marker,
+     * 1: after it, 2: the running activation total over the whole step), the
+     * events not dominated by another, each as its fixed bytes and its count
+     * of live batch-dependent storages per size group (G groups; grp[s] the
+     * group of storage s, -1 fixed; grp_rep[g] one storage of the group) */
+    int nsim;         /* vc__replay_allocated calls so far */
+    int cand_state;   /* 0 not tried, 1 built, -1 not worth it (too many groups or candidates) */
+    int32_t ngrp, *grp, *grp_rep;
+    struct {
+        size_t n;
+        int64_t *fixed;
+        int32_t *pos, *cnt; /* cnt: n x ngrp */
+    } cand[3];
+    int64_t mk_fixed, mk_afixed; /* at the marker: total and activation fixed bytes */
+    int32_t *mk_cnt, *mk_acnt;   /* and counts per group */
+    int64_t *grp_val;            /* scratch: per group, its bytes at the batch */
     size_t pk;        /* (size_t)-1: none yet */
     int64_t pk_fixed[CAT__N];
     int32_t *pk_dep;

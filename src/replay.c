@@ -15,6 +15,10 @@ void vc__memo_free(res_memo *M)
 {
     if (!M) return;
     free(M->a); free(M->c); free(M->cat); free(M->dep);
+    free(M->grp); free(M->grp_rep); free(M->mk_cnt); free(M->mk_acnt); free(M->grp_val);
+    for (int q = 0; q < 3; q++) {
+        free(M->cand[q].fixed); free(M->cand[q].pos); free(M->cand[q].cnt);
+    }
     free(M->lin); free(M->frm); free(M->frm_id); free(M->form_rep); free(M->form_comp); free(M->form_val); free(M->code); free(M->orig); free(M->fold);
     for (int q = 0; q < 2; q++) {
         vc_alloc_scratch_free(&M->pool[q].scratch);
@@ -405,6 +409,326 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
 }
 
 
+/* Candidates for the maxima of a replay (vc__replay_allocated), so that
+ * the many replays of a sweep or a search evaluate a few events instead of
+ * passing over all of them.
+ *
+ * After event e the running total is T_e(B) = F_e + the bytes at batch B of
+ * the batch-dependent storages live, each of which lies between two lines
+ * valid at every batch the candidates serve (sizes_at's fast path: no size
+ * saturates): a + c x B and a + 511 + c x B for a + c x B rounded up to
+ * 512; for a floor count floor((ps x B + fx) / div) x m x d (m the mul, d
+ * the element bytes), floor(ps m d / div) x B + floor((fx - div + 1) m d /
+ * div) below and floor_bounds above; for a merged transient 0 below and
+ * comp_bounds above. So L_e(B) <= T_e(B) <= U_e(B), two lines summed along
+ * the events. The exact argument: where U_e(B) < max_d L_d(B) at every real
+ * B >= 1, T_e(B) < max_d T_d(B) at every batch, and e is never a maximum,
+ * not even an equal one; the events left (the candidates) hold every
+ * maximum, so the first of them to reach it is the full pass's. max_d L_d
+ * is the upper hull of the lower lines, and U_e - hull is concave: it is
+ * checked at B = 1 and where the hull's slope passes U_e's.
+ *
+ * The maxima kept: the peak before the end-of-forward marker and after it
+ * (the peak is the first of the two; peak_post the second from the total
+ * at the marker), each segment with its own hull, and the running
+ * activation total (inference's activations) over the whole step. A
+ * candidate is kept as its fixed bytes and its count of live storages per
+ * size group (storages with equal a + c x batch, or one size formula:
+ * group_formulas), so a replay sums a few groups per candidate. Built once a
+ * plan has been replayed a few times (a sweep, a search); given up (the
+ * full pass stays) for too many groups or candidates, or lines past 2^62. */
+#define CAND_AFTER 3   /* replays of a plan before building */
+#define CAND_MAX_GROUPS 64
+#define CAND_MAX 256   /* candidates per segment */
+#define LINE_MAX (INT64_C(1) << 62)
+__extension__ typedef __int128 i128;
+
+typedef struct {
+    i128 lo_a, lo_b, hi_a, hi_b; /* L(B) = lo_a + lo_b B, U(B) = hi_a + hi_b B */
+    int32_t pos;
+} ev_line;
+
+typedef struct {
+    int64_t a, b;
+} hline;
+
+static int cmp_slope(const void *x, const void *y)
+{
+    const hline *p = x, *q = y;
+    if (p->b != q->b) return p->b < q->b ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* the upper hull of lines, by slope ascending, into h (sorted in place); its size */
+static size_t upper_hull(hline *h, size_t n)
+{
+    qsort(h, n, sizeof *h, cmp_slope);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && h[i + 1].b == h[i].b) continue; /* the highest of equal slopes (sorted last) */
+        hline l = h[i];
+        while (m >= 2) {
+            /* h[m-1] is useless when l meets h[m-2] no later than h[m-1] does:
+             * (a2 - a0) / (b0 - b2) <= (a1 - a0) / (b0 - b1), slopes b0 < b1 < b2 */
+            hline p = h[m - 2], q = h[m - 1];
+            if ((i128)(l.a - p.a) * (q.b - p.b) < (i128)(q.a - p.a) * (l.b - p.b)) break;
+            m--;
+        }
+        h[m++] = l;
+    }
+    return m;
+}
+
+/* true when U(x) = ua + ub x reaches the hull somewhere at x >= 1 */
+static bool reaches(const hline *h, size_t m, size_t k1, int64_t ua, int64_t ub)
+{
+    /* at x = 1: the hull is h[k1] there (and just after) */
+    if ((i128)ua + ub >= (i128)h[k1].a + h[k1].b) return true;
+    if (ub <= h[k1].b) return false; /* U - hull falls from x = 1 on */
+    size_t lo = k1 + 1, hi = m; /* the first hull line from k1 on with slope >= ub */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].b >= ub) hi = mid;
+        else lo = mid + 1;
+    }
+    if (lo == m) return true; /* U climbs faster than every hull line */
+    /* U - hull is highest at x = num / den, where h[lo - 1] and h[lo] meet (> 1) */
+    i128 num = (i128)h[lo - 1].a - h[lo].a, den = (i128)h[lo].b - h[lo - 1].b;
+    return ((i128)ua - h[lo].a) * den + ((i128)ub - h[lo].b) * num >= 0;
+}
+
+/* marks in keep[] the events of ln[0..n) that can reach the upper hull of their lower lines */
+static bool mark_segment(const ev_line *ln, size_t n, hline *h, bool *keep, size_t *nkeep)
+{
+    *nkeep = 0;
+    if (!n) return true;
+    for (size_t i = 0; i < n; i++) {
+        if (ln[i].lo_a > LINE_MAX || ln[i].lo_a < -LINE_MAX || ln[i].lo_b > LINE_MAX || ln[i].lo_b < 0 ||
+            ln[i].hi_a > LINE_MAX || ln[i].hi_a < -LINE_MAX || ln[i].hi_b > LINE_MAX || ln[i].hi_b < 0)
+            return false;
+        h[i] = (hline){(int64_t)ln[i].lo_a, (int64_t)ln[i].lo_b};
+    }
+    size_t m = upper_hull(h, n), k1 = 0;
+    /* the hull line at x = 1 and just after: the last whose start is <= 1 */
+    while (k1 + 1 < m) {
+        i128 num = (i128)h[k1].a - h[k1 + 1].a, den = (i128)h[k1 + 1].b - h[k1].b; /* meet at num / den */
+        if (num > den) break;
+        k1++;
+    }
+    for (size_t i = 0; i < n; i++) {
+        keep[i] = reaches(h, m, k1, (int64_t)ln[i].hi_a, (int64_t)ln[i].hi_b);
+        if (keep[i] && ++*nkeep > CAND_MAX) return false;
+    }
+    return true;
+}
+
+/* storage s's lines (lo: at most its bytes; hi: at least), at every batch of sizes_at's fast path */
+static void stor_lines(const vc_build *b, int32_t s, i128 l[2], i128 u[2])
+{
+    const res_memo *M = b->memo;
+    const stor_t *t = &b->s[s];
+    u[0] = M->a[s];
+    u[1] = M->c[s];
+    l[0] = l[1] = 0;
+    if (t->comp >= 0) return; /* a merged transient: comp_bounds above, 0 below */
+    if (t->n.div <= 1) { /* round512(a + c B) */
+        l[0] = M->a[s];
+        l[1] = M->c[s];
+        u[0] += 511;
+        return;
+    }
+    /* floor((ps B + fx) / div) x m x d, floor_bounds above */
+    i128 md = (i128)(t->n.mul > 0 ? t->n.mul : 1) * vc_dtype_size((vc_dtype)t->dt), d = t->n.div;
+    i128 x = (i128)t->n.ps * md, y = ((i128)t->n.fx - d + 1) * md;
+    l[1] = x / d; /* x >= 0 */
+    l[0] = y >= 0 ? y / d : -((-y + d - 1) / d);
+}
+
+/* 0 built, -1 not worth it or out of memory (the full pass stays) */
+static int build_candidates(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    if (M->fold_overflow) return -1;
+    int32_t *grp = malloc((b->ns + 1) * sizeof *grp);
+    int32_t *rep = malloc((CAND_MAX_GROUPS + 1) * sizeof *rep);
+    ev_line *ln = malloc((M->ncode + 1) * sizeof *ln);
+    hline *h = malloc((M->ncode + 1) * sizeof *h);
+    bool *keep = malloc(M->ncode + 1);
+    size_t *at = malloc((M->ncode + 1) * sizeof *at); /* per event: its index in ln[] of its segment, or -1 */
+    int32_t G = 0;
+    int rc = -1;
+    int32_t *cnt = NULL, *acnt = NULL;
+    if (!grp || !rep || !ln || !h || !keep || !at) goto out;
+    for (size_t s = 0; s < b->ns; s++) grp[s] = -1;
+    /* the groups: equal (a, c) among the linear storages, then one per size formula */
+    for (size_t i = 0; i < M->nlin; i++) {
+        int32_t s = M->lin[i], g = 0;
+        while (g < G && (M->a[rep[g]] != M->a[s] || M->c[rep[g]] != M->c[s])) g++;
+        if (g == G) {
+            if (G == CAND_MAX_GROUPS) goto out;
+            rep[G++] = s;
+        }
+        grp[s] = g;
+    }
+    int32_t g0 = G;
+    if (M->nform > (size_t)(CAND_MAX_GROUPS - G)) goto out;
+    for (size_t u = 0; u < M->nform; u++) rep[G++] = M->form_rep[u];
+    for (size_t i = 0; i < M->nfrm; i++) grp[M->frm[i]] = g0 + M->frm_id[i];
+    cnt = calloc((size_t)G + 1, sizeof *cnt);
+    acnt = calloc((size_t)G + 1, sizeof *acnt);
+    M->mk_cnt = calloc((size_t)G + 1, sizeof *M->mk_cnt);
+    M->mk_acnt = calloc((size_t)G + 1, sizeof *M->mk_acnt);
+    M->grp_val = malloc(((size_t)G + 1) * sizeof *M->grp_val);
+    if (!cnt || !acnt || !M->mk_cnt || !M->mk_acnt || !M->grp_val) goto out;
+    const bool marker = M->fwd_end != (size_t)-1;
+    /* segments 0 and 1 (before and after the marker) then 2 (activations, inference only) */
+    for (int q = 0; q < 3; q++) {
+        if (q == 2 && b->train) break;
+        i128 la = 0, lb = 0, ua = 0, ub = 0;
+        size_t n = 0;
+        for (size_t i = 0; i < M->ncode; i++) {
+            int32_t c = M->code[i], st = c >= 0 ? c : ~c;
+            if (q == 2 && M->cat[st] != CAT_ACT) continue;
+            i128 l[2], u[2];
+            if (grp[st] >= 0) stor_lines(b, st, l, u);
+            else l[0] = u[0] = M->sz[st], l[1] = u[1] = 0;
+            int sg = c >= 0 ? 1 : -1;
+            la += sg * l[0], lb += sg * l[1], ua += sg * u[0], ub += sg * u[1];
+            if (c < 0 || (q < 2 && (marker && i >= M->fwd_end) != (q == 1))) continue;
+            ln[n++] = (ev_line){la, lb, ua, ub, (int32_t)i};
+        }
+        size_t nk;
+        if (!mark_segment(ln, n, h, keep, &nk)) goto out;
+        M->cand[q].fixed = malloc((nk + 1) * sizeof *M->cand[q].fixed);
+        M->cand[q].pos = malloc((nk + 1) * sizeof *M->cand[q].pos);
+        M->cand[q].cnt = malloc((nk * (size_t)G + 1) * sizeof *M->cand[q].cnt);
+        if (!M->cand[q].fixed || !M->cand[q].pos || !M->cand[q].cnt) goto out;
+        for (size_t i = 0; i < M->ncode; i++) at[i] = (size_t)-1;
+        for (size_t j = 0, k = 0; j < n; j++)
+            if (keep[j]) at[ln[j].pos] = k++;
+        /* the candidates' fixed bytes and counts per group, and the marker's */
+        int64_t f = 0;
+        memset(cnt, 0, (size_t)G * sizeof *cnt);
+        for (size_t i = 0; i <= M->ncode; i++) {
+            if (q == 0 && marker && i == M->fwd_end) {
+                M->mk_fixed = f;
+                memcpy(M->mk_cnt, cnt, (size_t)G * sizeof *cnt);
+            }
+            if (q == 1 && marker && i == M->fwd_end) { /* the activations at the marker */
+                int64_t fa = 0;
+                memset(acnt, 0, (size_t)G * sizeof *acnt);
+                for (size_t j = 0; j < i; j++) {
+                    int32_t c = M->code[j], st = c >= 0 ? c : ~c;
+                    if (M->cat[st] != CAT_ACT) continue;
+                    if (grp[st] >= 0) acnt[grp[st]] += c >= 0 ? 1 : -1;
+                    else if (c >= 0 && __builtin_add_overflow(fa, M->sz[st], &fa)) goto out;
+                    else if (c < 0) fa -= M->sz[st];
+                }
+                M->mk_afixed = fa;
+                memcpy(M->mk_acnt, acnt, (size_t)G * sizeof *acnt);
+            }
+            if (i == M->ncode) break;
+            int32_t c = M->code[i], st = c >= 0 ? c : ~c;
+            if (q == 2 && M->cat[st] != CAT_ACT) continue;
+            if (grp[st] >= 0) cnt[grp[st]] += c >= 0 ? 1 : -1;
+            else if (c >= 0 && __builtin_add_overflow(f, M->sz[st], &f)) goto out;
+            else if (c < 0) f -= M->sz[st];
+            if (c >= 0 && at[i] != (size_t)-1) {
+                size_t k = at[i];
+                M->cand[q].fixed[k] = f;
+                M->cand[q].pos[k] = (int32_t)i;
+                memcpy(M->cand[q].cnt + k * (size_t)G, cnt, (size_t)G * sizeof *cnt);
+            }
+        }
+        M->cand[q].n = nk;
+    }
+    M->ngrp = G;
+    M->grp = grp;
+    M->grp_rep = rep;
+    grp = rep = NULL;
+    rc = 0;
+out:
+    if (rc)
+        for (int q = 0; q < 3; q++) M->cand[q].n = 0;
+    free(grp);
+    free(rep);
+    free(ln);
+    free(h);
+    free(keep);
+    free(at);
+    free(cnt);
+    free(acnt);
+    return rc;
+}
+
+/* candidate k of segment q at this batch (M->grp_val): false past 2^63 */
+static bool cand_total(const res_memo *M, int q, size_t k, int64_t *t)
+{
+    int64_t v = M->cand[q].fixed[k], x;
+    const int32_t *c = M->cand[q].cnt + k * (size_t)M->ngrp;
+    for (int32_t g = 0; g < M->ngrp; g++)
+        if (c[g] && (__builtin_mul_overflow((int64_t)c[g], M->grp_val[g], &x) || __builtin_add_overflow(v, x, &v)))
+            return false;
+    *t = v;
+    return true;
+}
+
+static bool marker_total(const res_memo *M, int64_t f, const int32_t *c, int64_t *t)
+{
+    int64_t v = f, x;
+    for (int32_t g = 0; g < M->ngrp; g++)
+        if (c[g] && (__builtin_mul_overflow((int64_t)c[g], M->grp_val[g], &x) || __builtin_add_overflow(v, x, &v)))
+            return false;
+    *t = v;
+    return true;
+}
+
+/* The maxima of the full pass in vc__replay_allocated, from the candidates:
+ * false when a total passes 2^63 (the full pass then reports it). */
+static bool cand_maxima(const vc_build *b, vc_sim *sim, int64_t *peak_out, size_t *pk_out, int64_t *post_out,
+                        size_t *post_pk_out, int64_t *act_peak_out)
+{
+    res_memo *M = b->memo;
+    for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = M->sz[M->grp_rep[g]];
+    int64_t peak = 0, post = -1, act_peak = 0, t;
+    size_t pk = (size_t)-1, post_pk = (size_t)-1;
+    for (size_t k = 0; k < M->cand[0].n; k++) {
+        if (!cand_total(M, 0, k, &t)) return false;
+        if (t > peak) {
+            peak = t;
+            pk = (size_t)M->cand[0].pos[k];
+        }
+    }
+    if (M->fwd_end != (size_t)-1) {
+        int64_t a;
+        if (!marker_total(M, M->mk_fixed, M->mk_cnt, &post) || !marker_total(M, M->mk_afixed, M->mk_acnt, &a))
+            return false;
+        if (b->train) sim->activations = a + M->fwd_aoff;
+        sim->peak_pre = peak;
+        for (size_t k = 0; k < M->cand[1].n; k++) {
+            if (!cand_total(M, 1, k, &t)) return false;
+            if (t > peak) {
+                peak = t;
+                pk = (size_t)M->cand[1].pos[k];
+            }
+            if (t > post) {
+                post = t;
+                post_pk = (size_t)M->cand[1].pos[k];
+            }
+        }
+    }
+    for (size_t k = 0; k < M->cand[2].n && !b->train; k++) {
+        if (!cand_total(M, 2, k, &t)) return false;
+        if (t > act_peak) act_peak = t;
+    }
+    *peak_out = peak;
+    *pk_out = pk;
+    *post_out = post;
+    *post_pk_out = post_pk;
+    *act_peak_out = act_peak;
+    return true;
+}
+
 /* --mode generate: the KV cache after the last step (layers x 2 x kv heads x
  * head_dim x tokens x dtype x batch), its tokens, the decoding peak's step.
  * -1 on overflow. */
@@ -445,7 +769,13 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     size_t pk = (size_t)-1, post_pk = (size_t)-1;
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
-    for (size_t k = 0; k < M->nfold && !overflow; k++) {
+    if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
+    bool done = !big && !overflow && M->cand_state == 1 && cand_maxima(b, sim, &peak, &pk, &post, &post_pk, &act_peak);
+    if (!done) { /* the full pass; a partial candidate pass's figures are overwritten */
+        sim->peak_pre = -1;
+        sim->activations = 0;
+    }
+    for (size_t k = 0; k < M->nfold && !overflow && !done; k++) {
         const fold_t *f = &M->fold[k];
         if (k == M->fwd_fold) {
             if (b->train) sim->activations = act + M->fwd_aoff;
