@@ -184,6 +184,10 @@ typedef struct {
     int64_t mk_fixed, mk_afixed; /* at the marker: total and activation fixed bytes */
     int32_t *mk_cnt, *mk_acnt;   /* and counts per group */
     int64_t *grp_val;            /* scratch: per group, its bytes at the batch */
+    int32_t ngrp_lin;            /* groups 0..ngrp_lin-1: a + c x batch; the others size formulas */
+    int32_t *pers_cnt;           /* per category x group: batch-dependent persistent storages */
+    int32_t *pk_cnt;             /* per category x group: the batch-dependent storages live at pk */
+    bool pk_cnt_ok;              /* pk_cnt is pk's */
     size_t pk;        /* (size_t)-1: none yet */
     int64_t pk_fixed[CAT__N];
     int32_t *pk_dep;

@@ -15,7 +15,7 @@ void vc__memo_free(res_memo *M)
 {
     if (!M) return;
     free(M->a); free(M->c); free(M->cat); free(M->dep);
-    free(M->grp); free(M->grp_rep); free(M->mk_cnt); free(M->mk_acnt); free(M->grp_val);
+    free(M->grp); free(M->grp_rep); free(M->pers_cnt); free(M->pk_cnt); free(M->mk_cnt); free(M->mk_acnt); free(M->grp_val);
     for (int q = 0; q < 3; q++) {
         free(M->cand[q].fixed); free(M->cand[q].pos); free(M->cand[q].cnt);
     }
@@ -276,13 +276,19 @@ static int prepare(const vc_build *b)
     return 0;
 }
 
+/* true when no storage passes 2^61 bytes at `batch` (every one's bounds are under it): sizes_at's fast path */
+static bool fast_batch(const res_memo *M, int64_t batch)
+{
+    return !(M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax));
+}
+
 /* Every storage's bytes at `batch` into M->sz: -3 when one passes 2^63
  * (the rest unset), -2 when one passes 2^61. */
 static int sizes_at(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     int64_t *sz = M->sz;
-    if (M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax)) {
+    if (!fast_batch(M, batch)) {
         int r = 0;
         for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
             if ((sz[s] = vc__stor_bytes(b, (int32_t)s, batch)) < 0) return -3;
@@ -329,6 +335,12 @@ static int peak_breakdown(const vc_build *b, size_t pk)
         if (live[M->dep[i]]) M->pk_dep[n[M->cat[M->dep[i]]]++] = M->dep[i];
     memcpy(M->pk_fixed, fixed, sizeof fixed);
     M->pk = pk;
+    M->pk_cnt_ok = M->cand_state == 1;
+    if (M->pk_cnt_ok) { /* the same, counted by size group (cand_maxima's replays) */
+        memset(M->pk_cnt, 0, (size_t)CAT__N * (size_t)M->ngrp * sizeof *M->pk_cnt);
+        for (size_t i = 0; i < M->ndep; i++)
+            if (live[M->dep[i]]) M->pk_cnt[M->cat[M->dep[i]] * M->ngrp + M->grp[M->dep[i]]]++;
+    }
     return 0;
 }
 
@@ -642,7 +654,17 @@ static int build_candidates(const vc_build *b)
         }
         M->cand[q].n = nk;
     }
+    M->pers_cnt = calloc((size_t)CAT__N * (size_t)G + 1, sizeof *M->pers_cnt);
+    M->pk_cnt = malloc(((size_t)CAT__N * (size_t)G + 1) * sizeof *M->pk_cnt);
+    if (!M->pers_cnt || !M->pk_cnt) goto out;
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
+        uint8_t c = M->cat[s];
+        if (c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) M->pers_cnt[c * G + grp[s]]++;
+    }
+    M->pk_cnt_ok = false;
     M->ngrp = G;
+    M->ngrp_lin = g0;
     M->grp = grp;
     M->grp_rep = rep;
     grp = rep = NULL;
@@ -689,7 +711,6 @@ static bool cand_maxima(const vc_build *b, vc_sim *sim, int64_t *peak_out, size_
                         size_t *post_pk_out, int64_t *act_peak_out)
 {
     res_memo *M = b->memo;
-    for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = M->sz[M->grp_rep[g]];
     int64_t peak = 0, post = -1, act_peak = 0, t;
     size_t pk = (size_t)-1, post_pk = (size_t)-1;
     for (size_t k = 0; k < M->cand[0].n; k++) {
@@ -729,6 +750,31 @@ static bool cand_maxima(const vc_build *b, vc_sim *sim, int64_t *peak_out, size_
     return true;
 }
 
+/* Each size group's bytes at `batch` into M->grp_val (sizes_at's fast path: the caller checked fast_batch) */
+static void group_values(const vc_build *b, int64_t batch)
+{
+    res_memo *M = b->memo;
+    for (int32_t g = 0; g < M->ngrp; g++) {
+        int32_t s = M->grp_rep[g];
+        if (g < M->ngrp_lin) {
+            int64_t v = M->a[s] + M->c[s] * batch;
+            M->grp_val[g] = (v + 511) & ~INT64_C(511);
+        } else {
+            M->grp_val[g] = M->form_comp[g - M->ngrp_lin] ? vc__comp_bytes(b, b->s[s].comp, batch) : vc__stor_bytes(b, s, batch);
+        }
+    }
+}
+
+/* A sum of counts per group times the groups' bytes into *v (added); false past 2^63 */
+static bool add_groups(const res_memo *M, const int32_t *cnt, int64_t *v)
+{
+    int64_t x;
+    for (int32_t g = 0; g < M->ngrp; g++)
+        if (cnt[g] && (__builtin_mul_overflow((int64_t)cnt[g], M->grp_val[g], &x) || __builtin_add_overflow(*v, x, v)))
+            return false;
+    return true;
+}
+
 /* --mode generate: the KV cache after the last step (layers x 2 x kv heads x
  * head_dim x tokens x dtype x batch), its tokens, the decoding peak's step.
  * -1 on overflow. */
@@ -757,7 +803,11 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     memset(sim, 0, sizeof *sim);
     sim->peak_inst = -1;
     if (prepare(b)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    int big = sizes_at(b, batch);
+    /* lean: with the candidates, only the size groups' bytes are computed, not every storage's */
+    bool lean = M->cand_state == 1 && !M->fold_overflow && !inst_act && fast_batch(M, batch);
+    int big = 0;
+    if (lean) group_values(b, batch);
+    else big = sizes_at(b, batch);
     if (big == -3)
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
                             (long long)batch);
@@ -770,10 +820,18 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
     if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
+    if (!big && !overflow && M->cand_state == 1 && !lean)
+        for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = sz[M->grp_rep[g]];
     bool done = !big && !overflow && M->cand_state == 1 && cand_maxima(b, sim, &peak, &pk, &post, &post_pk, &act_peak);
     if (!done) { /* the full pass; a partial candidate pass's figures are overwritten */
         sim->peak_pre = -1;
         sim->activations = 0;
+        if (lean) { /* past 2^63 somewhere: the full pass finds where */
+            lean = false;
+            if ((big = sizes_at(b, batch)) == -3)
+                return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
+                                    (long long)batch);
+        }
     }
     for (size_t k = 0; k < M->nfold && !overflow && !done; k++) {
         const fold_t *f = &M->fold[k];
@@ -832,10 +890,13 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         sim->decode_step = b->gen.dstep[1];
 
     if (pk != (size_t)-1 && !overflow) {
-        if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        if ((M->pk != pk || (lean && !M->pk_cnt_ok)) && peak_breakdown(b, pk))
+            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
         for (int c = 0; c < CAT__N; c++) {
             int64_t v = M->pk_fixed[c]; /* the parts are live together at the peak: no overflow */
-            for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
+            if (lean) add_groups(M, M->pk_cnt + c * M->ngrp, &v);
+            else
+                for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
             sim->at_peak[c] = v;
         }
     }
@@ -850,7 +911,10 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         if (M->fixed_persistent[c] < 0) overflow = true;
         else sim->persistent[c] = M->fixed_persistent[c];
     }
-    for (size_t i = 0; i < M->ndep; i++) {
+    for (int c = 0; c < CAT__N && lean; c++) /* the same sums, by size group */
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && !add_groups(M, M->pers_cnt + c * M->ngrp, &sim->persistent[c]))
+            overflow = true;
+    for (size_t i = 0; i < M->ndep && !lean; i++) {
         int32_t s = M->dep[i];
         uint8_t c = M->cat[s];
         if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))
