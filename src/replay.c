@@ -450,15 +450,10 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
  * plan has been replayed a few times (a sweep, a search); given up (the
  * full pass stays) for too many groups or candidates, or lines past 2^62. */
 #define CAND_AFTER 3   /* replays of a plan before building */
-#define CAND_MAX_GROUPS 64
+#define CAND_MAX_GROUPS 256
 #define CAND_MAX 256   /* candidates per segment */
 #define LINE_MAX (INT64_C(1) << 62)
 __extension__ typedef __int128 i128;
-
-typedef struct {
-    i128 lo_a, lo_b, hi_a, hi_b; /* L(B) = lo_a + lo_b B, U(B) = hi_a + hi_b B */
-    int32_t pos;
-} ev_line;
 
 typedef struct {
     int64_t a, b;
@@ -509,30 +504,19 @@ static bool reaches(const hline *h, size_t m, size_t k1, int64_t ua, int64_t ub)
     return ((i128)ua - h[lo].a) * den + ((i128)ub - h[lo].b) * num >= 0;
 }
 
-/* marks in keep[] the events of ln[0..n) that can reach the upper hull of their lower lines */
-static bool mark_segment(const ev_line *ln, size_t n, hline *h, bool *keep, size_t *nkeep)
+/* the hull line at x = 1 and just after: the last whose start is <= 1 */
+static size_t hull_at_one(const hline *h, size_t m)
 {
-    *nkeep = 0;
-    if (!n) return true;
-    for (size_t i = 0; i < n; i++) {
-        if (ln[i].lo_a > LINE_MAX || ln[i].lo_a < -LINE_MAX || ln[i].lo_b > LINE_MAX || ln[i].lo_b < 0 ||
-            ln[i].hi_a > LINE_MAX || ln[i].hi_a < -LINE_MAX || ln[i].hi_b > LINE_MAX || ln[i].hi_b < 0)
-            return false;
-        h[i] = (hline){(int64_t)ln[i].lo_a, (int64_t)ln[i].lo_b};
-    }
-    size_t m = upper_hull(h, n), k1 = 0;
-    /* the hull line at x = 1 and just after: the last whose start is <= 1 */
+    size_t k1 = 0;
     while (k1 + 1 < m) {
-        i128 num = (i128)h[k1].a - h[k1 + 1].a, den = (i128)h[k1 + 1].b - h[k1].b; /* meet at num / den */
+        i128 num = (i128)h[k1].a - h[k1 + 1].a, den = (i128)h[k1 + 1].b - h[k1].b; /* they meet at num / den */
         if (num > den) break;
         k1++;
     }
-    for (size_t i = 0; i < n; i++) {
-        keep[i] = reaches(h, m, k1, (int64_t)ln[i].hi_a, (int64_t)ln[i].hi_b);
-        if (keep[i] && ++*nkeep > CAND_MAX) return false;
-    }
-    return true;
+    return k1;
 }
+
+static bool line_ok(i128 a, i128 b) { return a <= LINE_MAX && a >= -LINE_MAX && b <= LINE_MAX && b >= 0; }
 
 /* storage s's lines (lo: at most its bytes; hi: at least), at every batch of sizes_at's fast path */
 static void stor_lines(const vc_build *b, int32_t s, i128 l[2], i128 u[2])
@@ -563,14 +547,12 @@ static int build_candidates(const vc_build *b)
     if (M->fold_overflow) return -1;
     int32_t *grp = malloc((b->ns + 1) * sizeof *grp);
     int32_t *rep = malloc((CAND_MAX_GROUPS + 1) * sizeof *rep);
-    ev_line *ln = malloc((M->ncode + 1) * sizeof *ln);
-    hline *h = malloc((M->ncode + 1) * sizeof *h);
-    bool *keep = malloc(M->ncode + 1);
-    size_t *at = malloc((M->ncode + 1) * sizeof *at); /* per event: its index in ln[] of its segment, or -1 */
+    hline *h = NULL;
+    int32_t pos[CAND_MAX];
     int32_t G = 0;
     int rc = -1;
     int32_t *cnt = NULL, *acnt = NULL;
-    if (!grp || !rep || !ln || !h || !keep || !at) goto out;
+    if (!grp || !rep) goto out;
     for (size_t s = 0; s < b->ns; s++) grp[s] = -1;
     /* the groups: equal (a, c) among the linear storages, then one per size formula */
     for (size_t i = 0; i < M->nlin; i++) {
@@ -596,30 +578,47 @@ static int build_candidates(const vc_build *b)
     /* segments 0 and 1 (before and after the marker) then 2 (activations, inference only) */
     for (int q = 0; q < 3; q++) {
         if (q == 2 && b->train) break;
-        i128 la = 0, lb = 0, ua = 0, ub = 0;
-        size_t n = 0;
-        for (size_t i = 0; i < M->ncode; i++) {
-            int32_t c = M->code[i], st = c >= 0 ? c : ~c;
-            if (q == 2 && M->cat[st] != CAT_ACT) continue;
-            i128 l[2], u[2];
-            if (grp[st] >= 0) stor_lines(b, st, l, u);
-            else l[0] = u[0] = M->sz[st], l[1] = u[1] = 0;
-            int sg = c >= 0 ? 1 : -1;
-            la += sg * l[0], lb += sg * l[1], ua += sg * u[0], ub += sg * u[1];
-            if (c < 0 || (q < 2 && (marker && i >= M->fwd_end) != (q == 1))) continue;
-            ln[n++] = (ev_line){la, lb, ua, ub, (int32_t)i};
+        /* pass 0: the events' lower lines, their upper hull; pass 1: the events whose upper line reaches it */
+        size_t n = 0, m = 0, k1 = 0, nk = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            i128 la = 0, lb = 0, ua = 0, ub = 0;
+            for (size_t i = 0; i < M->ncode; i++) {
+                int32_t c = M->code[i], st = c >= 0 ? c : ~c;
+                if (q == 2 && M->cat[st] != CAT_ACT) continue;
+                i128 l[2], u[2];
+                if (grp[st] >= 0) stor_lines(b, st, l, u);
+                else l[0] = u[0] = M->sz[st], l[1] = u[1] = 0;
+                int sg = c >= 0 ? 1 : -1;
+                la += sg * l[0], lb += sg * l[1], ua += sg * u[0], ub += sg * u[1];
+                if (c < 0 || (q < 2 && (marker && i >= M->fwd_end) != (q == 1))) continue;
+                if (!pass) {
+                    if (!line_ok(la, lb) || !line_ok(ua, ub)) goto out;
+                    if (n == m) { /* m: the capacity here */
+                        size_t nc = m ? 2 * m : 1024;
+                        hline *nh = realloc(h, nc * sizeof *nh);
+                        if (!nh) goto out;
+                        h = nh;
+                        m = nc;
+                    }
+                    h[n++] = (hline){(int64_t)la, (int64_t)lb};
+                } else if (reaches(h, m, k1, (int64_t)ua, (int64_t)ub)) {
+                    if (nk == CAND_MAX) goto out;
+                    pos[nk++] = (int32_t)i;
+                }
+            }
+            if (!pass && n) {
+                m = upper_hull(h, n);
+                k1 = hull_at_one(h, m);
+            }
+            if (!n) break;
         }
-        size_t nk;
-        if (!mark_segment(ln, n, h, keep, &nk)) goto out;
         M->cand[q].fixed = malloc((nk + 1) * sizeof *M->cand[q].fixed);
         M->cand[q].pos = malloc((nk + 1) * sizeof *M->cand[q].pos);
         M->cand[q].cnt = malloc((nk * (size_t)G + 1) * sizeof *M->cand[q].cnt);
         if (!M->cand[q].fixed || !M->cand[q].pos || !M->cand[q].cnt) goto out;
-        for (size_t i = 0; i < M->ncode; i++) at[i] = (size_t)-1;
-        for (size_t j = 0, k = 0; j < n; j++)
-            if (keep[j]) at[ln[j].pos] = k++;
         /* the candidates' fixed bytes and counts per group, and the marker's */
         int64_t f = 0;
+        size_t k = 0;
         memset(cnt, 0, (size_t)G * sizeof *cnt);
         for (size_t i = 0; i <= M->ncode; i++) {
             if (q == 0 && marker && i == M->fwd_end) {
@@ -645,11 +644,11 @@ static int build_candidates(const vc_build *b)
             if (grp[st] >= 0) cnt[grp[st]] += c >= 0 ? 1 : -1;
             else if (c >= 0 && __builtin_add_overflow(f, M->sz[st], &f)) goto out;
             else if (c < 0) f -= M->sz[st];
-            if (c >= 0 && at[i] != (size_t)-1) {
-                size_t k = at[i];
+            if (c >= 0 && k < nk && pos[k] == (int32_t)i) {
                 M->cand[q].fixed[k] = f;
                 M->cand[q].pos[k] = (int32_t)i;
                 memcpy(M->cand[q].cnt + k * (size_t)G, cnt, (size_t)G * sizeof *cnt);
+                k++;
             }
         }
         M->cand[q].n = nk;
@@ -674,10 +673,7 @@ out:
         for (int q = 0; q < 3; q++) M->cand[q].n = 0;
     free(grp);
     free(rep);
-    free(ln);
     free(h);
-    free(keep);
-    free(at);
     free(cnt);
     free(acnt);
     return rc;
