@@ -429,7 +429,7 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
  * the batch-dependent storages live, each of which lies between two lines
  * valid at every batch the candidates serve (sizes_at's fast path: no size
  * saturates): a + c x B and a + 511 + c x B for a + c x B rounded up to
- * 512; for a floor count floor((ps x B + fx) / div) x m x d (m the mul, d
+ * 512 (both a + c x B when a and c are multiples of 512); for a floor count floor((ps x B + fx) / div) x m x d (m the mul, d
  * the element bytes), floor(ps m d / div) x B + floor((fx - div + 1) m d /
  * div) below and floor_bounds above; for a merged transient 0 below and
  * comp_bounds above. So L_e(B) <= T_e(B) <= U_e(B), two lines summed along
@@ -438,7 +438,16 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
  * not even an equal one; the events left (the candidates) hold every
  * maximum, so the first of them to reach it is the full pass's. max_d L_d
  * is the upper hull of the lower lines, and U_e - hull is concave: it is
- * checked at B = 1 and where the hull's slope passes U_e's.
+ * checked at B = 1 and where the hull's slope passes U_e's. Where U_e only
+ * touches the hull (equal at a point or along a segment of one hull line,
+ * below elsewhere), e can only equal the maximum there; if every point
+ * touched lies on the lower line of an earlier event d whose lines are
+ * one (L_d = T_d = U_d: no merged transient or floor count live, every
+ * other size a multiple of 512), T_d is the maximum there too and comes
+ * first, so e is not the first maximum: dropped. (A layer stack whose
+ * weight gradients grow the total as fast as freed activations shrink it,
+ * such as 1,024 x 1,024 Linear layers at batch 1,024, ties every backward
+ * event at that batch.)
  *
  * The maxima kept: the peak before the end-of-forward marker and after it
  * (the peak is the first of the two; peak_post the second from the total
@@ -449,21 +458,26 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
  * group_formulas), so a replay sums a few groups per candidate. Built once a
  * plan has been replayed a few times (a sweep, a search); given up (the
  * full pass stays) for too many groups or candidates, or lines past 2^62. */
-#define CAND_AFTER 3   /* replays of a plan before building */
-#define CAND_MAX_GROUPS 256
-#define CAND_MAX 256   /* candidates per segment */
+#define CAND_AFTER 24  /* replays of a plan before building: about what building costs, in full passes */
+#define CAND_MAX_GROUPS 2048 /* size groups: a row costs one formula each */
+#define CAND_MAX 256   /* candidates per segment, at least (build_candidates) */
 #define LINE_MAX (INT64_C(1) << 62)
 __extension__ typedef __int128 i128;
 
 typedef struct {
     int64_t a, b;
+    int32_t pos;  /* the event whose lower line it is */
+    bool exact;   /* that event's lower and upper lines are the same: its total at every batch */
 } hline;
 
+/* by slope, then intercept; among equal lines an exact one, then the earliest, last */
 static int cmp_slope(const void *x, const void *y)
 {
     const hline *p = x, *q = y;
     if (p->b != q->b) return p->b < q->b ? -1 : 1;
-    return p->a < q->a ? -1 : p->a > q->a;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    if (p->exact != q->exact) return p->exact ? 1 : -1;
+    return p->pos > q->pos ? -1 : p->pos < q->pos;
 }
 
 /* the upper hull of lines, by slope ascending, into h (sorted in place); its size */
@@ -486,22 +500,40 @@ static size_t upper_hull(hline *h, size_t n)
     return m;
 }
 
-/* true when U(x) = ua + ub x reaches the hull somewhere at x >= 1 */
-static bool reaches(const hline *h, size_t m, size_t k1, int64_t ua, int64_t ub)
+/* Where U(x) = ua + ub x meets the hull at x >= 1: 2 above it somewhere; 0
+ * never reaches it; 1 only touches it, every point touched on each of the
+ * hull lines cov[0..*ncov) */
+static int reaches(const hline *h, size_t m, size_t k1, int64_t ua, int64_t ub, size_t cov[2], int *ncov)
 {
     /* at x = 1: the hull is h[k1] there (and just after) */
-    if ((i128)ua + ub >= (i128)h[k1].a + h[k1].b) return true;
-    if (ub <= h[k1].b) return false; /* U - hull falls from x = 1 on */
+    i128 d1 = (i128)ua + ub - ((i128)h[k1].a + h[k1].b);
+    if (d1 > 0 || (d1 == 0 && ub > h[k1].b)) return 2;
+    if (d1 == 0) { /* on h[k1] at 1, under the hull after its segment (or at once) */
+        cov[0] = k1;
+        *ncov = 1;
+        return 1;
+    }
+    if (ub <= h[k1].b) return 0; /* U - hull falls from x = 1 on */
     size_t lo = k1 + 1, hi = m; /* the first hull line from k1 on with slope >= ub */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (h[mid].b >= ub) hi = mid;
         else lo = mid + 1;
     }
-    if (lo == m) return true; /* U climbs faster than every hull line */
+    if (lo == m) return 2; /* U climbs faster than every hull line */
     /* U - hull is highest at x = num / den, where h[lo - 1] and h[lo] meet (> 1) */
     i128 num = (i128)h[lo - 1].a - h[lo].a, den = (i128)h[lo].b - h[lo - 1].b;
-    return ((i128)ua - h[lo].a) * den + ((i128)ub - h[lo].b) * num >= 0;
+    i128 v = ((i128)ua - h[lo].a) * den + ((i128)ub - h[lo].b) * num;
+    if (v != 0) return v > 0 ? 2 : 0;
+    if (ub == h[lo].b) { /* U is h[lo] along its segment */
+        cov[0] = lo;
+        *ncov = 1;
+    } else { /* one point, where both meet */
+        cov[0] = lo - 1;
+        cov[1] = lo;
+        *ncov = 2;
+    }
+    return 1;
 }
 
 /* the hull line at x = 1 and just after: the last whose start is <= 1 */
@@ -518,19 +550,48 @@ static size_t hull_at_one(const hline *h, size_t m)
 
 static bool line_ok(i128 a, i128 b) { return a <= LINE_MAX && a >= -LINE_MAX && b <= LINE_MAX && b >= 0; }
 
-/* storage s's lines (lo: at most its bytes; hi: at least), at every batch of sizes_at's fast path */
-static void stor_lines(const vc_build *b, int32_t s, i128 l[2], i128 u[2])
+/* A merged transient's lower line: one alternative's parts, each
+ * floor((ps B + fx) / div) x mul x dts (rounding up to 512 only adds), the
+ * alternative of the steepest such line (vc__comp_bytes takes the largest
+ * alternative). Valid where nothing saturates at PART_BIG (2^60, graph.c):
+ * checked at bmax, the largest batch of sizes_at's fast path (every part
+ * grows with the batch); 0 otherwise, and for a reduction's scratch. */
+static void comp_lower(const vc_build *b, int32_t s, int64_t bmax, i128 l[2])
+{
+    const i128 big = (i128)1 << 60;
+    const comp_t *q = &b->comp[b->s[s].comp];
+    i128 la[VC_MAX_PARTS] = {0}, lb[VC_MAX_PARTS] = {0};
+    l[0] = l[1] = 0;
+    if (q->red_in > 0 || b->memo->a[s] + (i128)b->memo->c[s] * bmax > big) return; /* the cap cannot apply below big */
+    for (int32_t i = 0; i < q->np; i++) {
+        const part_t *p = &b->part[q->p0 + i];
+        if (p->div < 1 || p->mul < 0 || p->dts < 0 || p->ps < 0 || p->fx < 0 || p->alt < 0 || p->alt >= VC_MAX_PARTS) return;
+        i128 e = (i128)p->ps * bmax + p->fx, by;
+        if (e > big || (by = e / p->div * p->mul) > big || (by *= p->dts) > big || (by + 511) / 512 * 512 > big) return;
+        i128 md = (i128)p->mul * p->dts, x = (i128)p->ps * md, y = ((i128)p->fx - p->div + 1) * md;
+        lb[p->alt] += x / p->div;
+        la[p->alt] += y >= 0 ? y / p->div : -((-y + p->div - 1) / p->div);
+    }
+    for (int j = 0; j < VC_MAX_PARTS; j++)
+        if (lb[j] > l[1] || (lb[j] == l[1] && la[j] > l[0])) l[0] = la[j], l[1] = lb[j];
+}
+
+/* storage s's lines (lo: at most its bytes; hi: at least), at every batch of sizes_at's fast path (up to bmax) */
+static void stor_lines(const vc_build *b, int32_t s, int64_t bmax, i128 l[2], i128 u[2])
 {
     const res_memo *M = b->memo;
     const stor_t *t = &b->s[s];
     u[0] = M->a[s];
     u[1] = M->c[s];
     l[0] = l[1] = 0;
-    if (t->comp >= 0) return; /* a merged transient: comp_bounds above, 0 below */
-    if (t->n.div <= 1) { /* round512(a + c B) */
+    if (t->comp >= 0) { /* a merged transient: comp_bounds above */
+        comp_lower(b, s, bmax, l);
+        return;
+    }
+    if (t->n.div <= 1) { /* round512(a + c B): a + c B itself when both are multiples of 512 */
         l[0] = M->a[s];
         l[1] = M->c[s];
-        u[0] += 511;
+        if (M->a[s] % 512 || M->c[s] % 512) u[0] += 511;
         return;
     }
     /* floor((ps B + fx) / div) x m x d, floor_bounds above */
@@ -540,6 +601,10 @@ static void stor_lines(const vc_build *b, int32_t s, i128 l[2], i128 u[2])
     l[0] = y >= 0 ? y / d : -((-y + d - 1) / d);
 }
 
+typedef struct {
+    int64_t la, lb, ua, ub;
+} glines;
+
 /* 0 built, -1 not worth it or out of memory (the full pass stays) */
 static int build_candidates(const vc_build *b)
 {
@@ -547,22 +612,30 @@ static int build_candidates(const vc_build *b)
     if (M->fold_overflow) return -1;
     int32_t *grp = malloc((b->ns + 1) * sizeof *grp);
     int32_t *rep = malloc((CAND_MAX_GROUPS + 1) * sizeof *rep);
-    hline *h = NULL;
-    int32_t pos[CAND_MAX];
+    int32_t *slot = NULL;
+    hline *h[3] = {NULL, NULL, NULL};
+    int32_t *pos[3] = {NULL, NULL, NULL};
+    glines *gl = NULL;
     int32_t G = 0;
     int rc = -1;
     int32_t *cnt = NULL, *acnt = NULL;
     if (!grp || !rep) goto out;
     for (size_t s = 0; s < b->ns; s++) grp[s] = -1;
-    /* the groups: equal (a, c) among the linear storages, then one per size formula */
+    /* the groups: equal (a, c) among the linear storages (found through a hash table), then one per size formula */
+    size_t tcap = 16;
+    while (tcap < 2 * CAND_MAX_GROUPS) tcap *= 2;
+    if (!(slot = malloc(tcap * sizeof *slot))) goto out;
+    for (size_t i = 0; i < tcap; i++) slot[i] = -1;
     for (size_t i = 0; i < M->nlin; i++) {
-        int32_t s = M->lin[i], g = 0;
-        while (g < G && (M->a[rep[g]] != M->a[s] || M->c[rep[g]] != M->c[s])) g++;
-        if (g == G) {
+        int32_t s = M->lin[i];
+        size_t x = (size_t)(mix(mix(UINT64_C(0xcbf29ce484222325), M->a[s]), M->c[s]) & (tcap - 1));
+        while (slot[x] >= 0 && (M->a[rep[slot[x]]] != M->a[s] || M->c[rep[slot[x]]] != M->c[s])) x = (x + 1) & (tcap - 1);
+        if (slot[x] < 0) {
             if (G == CAND_MAX_GROUPS) goto out;
+            slot[x] = G;
             rep[G++] = s;
         }
-        grp[s] = g;
+        grp[s] = slot[x];
     }
     int32_t g0 = G;
     if (M->nform > (size_t)(CAND_MAX_GROUPS - G)) goto out;
@@ -575,84 +648,110 @@ static int build_candidates(const vc_build *b)
     M->grp_val = malloc(((size_t)G + 1) * sizeof *M->grp_val);
     if (!cnt || !acnt || !M->mk_cnt || !M->mk_acnt || !M->grp_val) goto out;
     const bool marker = M->fwd_end != (size_t)-1;
-    /* segments 0 and 1 (before and after the marker) then 2 (activations, inference only) */
-    for (int q = 0; q < 3; q++) {
-        if (q == 2 && b->train) break;
-        /* pass 0: the events' lower lines, their upper hull; pass 1: the events whose upper line reaches it */
-        size_t n = 0, m = 0, k1 = 0, nk = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            i128 la = 0, lb = 0, ua = 0, ub = 0;
-            for (size_t i = 0; i < M->ncode; i++) {
-                int32_t c = M->code[i], st = c >= 0 ? c : ~c;
-                if (q == 2 && M->cat[st] != CAT_ACT) continue;
-                i128 l[2], u[2];
-                if (grp[st] >= 0) stor_lines(b, st, l, u);
-                else l[0] = u[0] = M->sz[st], l[1] = u[1] = 0;
-                int sg = c >= 0 ? 1 : -1;
-                la += sg * l[0], lb += sg * l[1], ua += sg * u[0], ub += sg * u[1];
-                if (c < 0 || (q < 2 && (marker && i >= M->fwd_end) != (q == 1))) continue;
-                if (!pass) {
-                    if (!line_ok(la, lb) || !line_ok(ua, ub)) goto out;
-                    if (n == m) { /* m: the capacity here */
-                        size_t nc = m ? 2 * m : 1024;
-                        hline *nh = realloc(h, nc * sizeof *nh);
-                        if (!nh) goto out;
-                        h = nh;
-                        m = nc;
-                    }
-                    h[n++] = (hline){(int64_t)la, (int64_t)lb};
-                } else if (reaches(h, m, k1, (int64_t)ua, (int64_t)ub)) {
-                    if (nk == CAND_MAX) goto out;
-                    pos[nk++] = (int32_t)i;
-                }
-            }
-            if (!pass && n) {
-                m = upper_hull(h, n);
-                k1 = hull_at_one(h, m);
-            }
-            if (!n) break;
-        }
-        M->cand[q].fixed = malloc((nk + 1) * sizeof *M->cand[q].fixed);
-        M->cand[q].pos = malloc((nk + 1) * sizeof *M->cand[q].pos);
-        M->cand[q].cnt = malloc((nk * (size_t)G + 1) * sizeof *M->cand[q].cnt);
-        if (!M->cand[q].fixed || !M->cand[q].pos || !M->cand[q].cnt) goto out;
-        /* the candidates' fixed bytes and counts per group, and the marker's */
-        int64_t f = 0;
-        size_t k = 0;
-        memset(cnt, 0, (size_t)G * sizeof *cnt);
-        for (size_t i = 0; i <= M->ncode; i++) {
-            if (q == 0 && marker && i == M->fwd_end) {
-                M->mk_fixed = f;
-                memcpy(M->mk_cnt, cnt, (size_t)G * sizeof *cnt);
-            }
-            if (q == 1 && marker && i == M->fwd_end) { /* the activations at the marker */
-                int64_t fa = 0;
-                memset(acnt, 0, (size_t)G * sizeof *acnt);
-                for (size_t j = 0; j < i; j++) {
-                    int32_t c = M->code[j], st = c >= 0 ? c : ~c;
-                    if (M->cat[st] != CAT_ACT) continue;
-                    if (grp[st] >= 0) acnt[grp[st]] += c >= 0 ? 1 : -1;
-                    else if (c >= 0 && __builtin_add_overflow(fa, M->sz[st], &fa)) goto out;
-                    else if (c < 0) fa -= M->sz[st];
-                }
-                M->mk_afixed = fa;
-                memcpy(M->mk_acnt, acnt, (size_t)G * sizeof *acnt);
-            }
-            if (i == M->ncode) break;
-            int32_t c = M->code[i], st = c >= 0 ? c : ~c;
-            if (q == 2 && M->cat[st] != CAT_ACT) continue;
-            if (grp[st] >= 0) cnt[grp[st]] += c >= 0 ? 1 : -1;
-            else if (c >= 0 && __builtin_add_overflow(f, M->sz[st], &f)) goto out;
-            else if (c < 0) f -= M->sz[st];
-            if (c >= 0 && k < nk && pos[k] == (int32_t)i) {
-                M->cand[q].fixed[k] = f;
-                M->cand[q].pos[k] = (int32_t)i;
-                memcpy(M->cand[q].cnt + k * (size_t)G, cnt, (size_t)G * sizeof *cnt);
-                k++;
-            }
-        }
-        M->cand[q].n = nk;
+    if (M->amax > VC_MAX_BLOCK || M->cmax <= 0) goto out; /* no batch on the fast path, or nothing depends on it */
+    const int64_t bmax = (VC_MAX_BLOCK - M->amax) / M->cmax; /* fast_batch's largest */
+    /* candidates per segment: while summing them costs well under a pass over the folded events */
+    const size_t cmax = M->nfold / ((size_t)G + 2) > CAND_MAX ? M->nfold / ((size_t)G + 2) : CAND_MAX;
+    /* each group's lines (its storages have one size formula: the same lines) */
+    if (!(gl = malloc(((size_t)G + 1) * sizeof *gl))) goto out;
+    for (int32_t g = 0; g < G; g++) {
+        i128 l[2], u[2];
+        stor_lines(b, rep[g], bmax, l, u);
+        if (!line_ok(l[0], l[1]) || !line_ok(u[0], u[1])) goto out;
+        gl[g] = (glines){(int64_t)l[0], (int64_t)l[1], (int64_t)u[0], (int64_t)u[1]};
     }
+    /* segments: 0 and 1 the events before and after the marker, 2 the activations' allocations (inference) */
+    const int nseg = b->train ? 2 : 3;
+    for (int q = 0; q < nseg; q++)
+        if (!(pos[q] = malloc(cmax * sizeof *pos[q]))) goto out;
+    size_t n[3] = {0, 0, 0}, cap[3] = {0, 0, 0}, m[3] = {0, 0, 0}, k1[3] = {0, 0, 0}, nk[3] = {0, 0, 0};
+    /* pass 0: every allocation's lower line into its segment, then each segment's upper hull;
+     * pass 1: the allocations whose upper line reaches their segment's hull */
+    for (int pass = 0; pass < 2; pass++) {
+        i128 t[4] = {0, 0, 0, 0}, ta[4] = {0, 0, 0, 0}; /* running lines: lower a, b, upper a, b; activations' */
+        for (size_t i = 0; i < M->ncode; i++) {
+            int32_t c = M->code[i], st = c >= 0 ? c : ~c, g = grp[st];
+            int64_t d[4];
+            if (g >= 0) d[0] = gl[g].la, d[1] = gl[g].lb, d[2] = gl[g].ua, d[3] = gl[g].ub;
+            else d[0] = d[2] = M->sz[st], d[1] = d[3] = 0;
+            bool act = M->cat[st] == CAT_ACT;
+            for (int j = 0; j < 4; j++) {
+                t[j] += c >= 0 ? d[j] : -d[j];
+                if (act) ta[j] += c >= 0 ? d[j] : -d[j];
+            }
+            if (c < 0) continue;
+            for (int q = marker && i >= M->fwd_end; q < nseg; q = q < 2 ? 2 : 3) {
+                if (q == 2 && !act) break;
+                const i128 *x = q < 2 ? t : ta;
+                if (!pass) {
+                    if (!line_ok(x[0], x[1]) || !line_ok(x[2], x[3])) goto out;
+                    if (n[q] == cap[q]) {
+                        size_t nc = cap[q] ? 2 * cap[q] : 1024;
+                        hline *nh = realloc(h[q], nc * sizeof *nh);
+                        if (!nh) goto out;
+                        h[q] = nh;
+                        cap[q] = nc;
+                    }
+                    h[q][n[q]++] = (hline){(int64_t)x[0], (int64_t)x[1], (int32_t)i, x[0] == x[2] && x[1] == x[3]};
+                } else {
+                    size_t cov[2];
+                    int ncov = 0, r = reaches(h[q], m[q], k1[q], (int64_t)x[2], (int64_t)x[3], cov, &ncov);
+                    /* touching only: not a first maximum when a line it touches on is an earlier event's exact total */
+                    for (int j = 0; j < ncov && r == 1; j++)
+                        if (h[q][cov[j]].exact && h[q][cov[j]].pos < (int32_t)i) r = 0;
+                    if (r) {
+                        if (nk[q] == cmax) goto out;
+                        pos[q][nk[q]++] = (int32_t)i;
+                    }
+                }
+            }
+        }
+        for (int q = 0; q < nseg && !pass; q++)
+            if (n[q]) {
+                m[q] = upper_hull(h[q], n[q]);
+                k1[q] = hull_at_one(h[q], m[q]);
+            }
+    }
+    for (int q = 0; q < nseg; q++) {
+        M->cand[q].fixed = malloc((nk[q] + 1) * sizeof *M->cand[q].fixed);
+        M->cand[q].pos = malloc((nk[q] + 1) * sizeof *M->cand[q].pos);
+        M->cand[q].cnt = malloc((nk[q] * (size_t)G + 1) * sizeof *M->cand[q].cnt);
+        if (!M->cand[q].fixed || !M->cand[q].pos || !M->cand[q].cnt) goto out;
+    }
+    /* pass 2: the candidates' fixed bytes and counts per group, and the marker's */
+    int64_t f = 0, fa = 0;
+    size_t k[3] = {0, 0, 0};
+    for (size_t i = 0; i <= M->ncode; i++) {
+        if (marker && i == M->fwd_end) {
+            M->mk_fixed = f;
+            memcpy(M->mk_cnt, cnt, (size_t)G * sizeof *cnt);
+            M->mk_afixed = fa;
+            memcpy(M->mk_acnt, acnt, (size_t)G * sizeof *acnt);
+        }
+        if (i == M->ncode) break;
+        int32_t c = M->code[i], st = c >= 0 ? c : ~c, g = grp[st];
+        bool act = M->cat[st] == CAT_ACT;
+        if (g >= 0) {
+            cnt[g] += c >= 0 ? 1 : -1;
+            if (act) acnt[g] += c >= 0 ? 1 : -1;
+        } else if (c < 0) {
+            f -= M->sz[st];
+            if (act) fa -= M->sz[st];
+        } else if (__builtin_add_overflow(f, M->sz[st], &f) || (act && __builtin_add_overflow(fa, M->sz[st], &fa))) {
+            goto out;
+        }
+        if (c < 0) continue;
+        for (int q = marker && i >= M->fwd_end; q < nseg; q = q < 2 ? 2 : 3) {
+            if (q == 2 && !act) break;
+            if (k[q] < nk[q] && pos[q][k[q]] == (int32_t)i) {
+                M->cand[q].fixed[k[q]] = q < 2 ? f : fa;
+                M->cand[q].pos[k[q]] = (int32_t)i;
+                memcpy(M->cand[q].cnt + k[q] * (size_t)G, q < 2 ? cnt : acnt, (size_t)G * sizeof *cnt);
+                k[q]++;
+            }
+        }
+    }
+    for (int q = 0; q < nseg; q++) M->cand[q].n = nk[q];
     M->pers_cnt = calloc((size_t)CAT__N * (size_t)G + 1, sizeof *M->pers_cnt);
     M->pk_cnt = malloc(((size_t)CAT__N * (size_t)G + 1) * sizeof *M->pk_cnt);
     if (!M->pers_cnt || !M->pk_cnt) goto out;
@@ -673,7 +772,12 @@ out:
         for (int q = 0; q < 3; q++) M->cand[q].n = 0;
     free(grp);
     free(rep);
-    free(h);
+    for (int q = 0; q < 3; q++) {
+        free(h[q]);
+        free(pos[q]);
+    }
+    free(gl);
+    free(slot);
     free(cnt);
     free(acnt);
     return rc;
@@ -818,7 +922,8 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
     if (!big && !overflow && M->cand_state == 1 && !lean)
         for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = sz[M->grp_rep[g]];
-    bool done = !big && !overflow && M->cand_state == 1 && cand_maxima(b, sim, &peak, &pk, &post, &post_pk, &act_peak);
+    bool done = !big && !overflow && M->cand_state == 1 && (lean || fast_batch(M, batch)) &&
+                cand_maxima(b, sim, &peak, &pk, &post, &post_pk, &act_peak);
     if (!done) { /* the full pass; a partial candidate pass's figures are overwritten */
         sim->peak_pre = -1;
         sim->activations = 0;
