@@ -163,16 +163,13 @@ typedef struct {
     bool streams_ready; /* pool[].ev allocated, the prefix written */
     int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
     vc_grid own, *grid; /* the grid values: this plan's own, or an estimator's shared one */
-    /* what is live at one peak event, for the breakdown of the next batch
-     * that peaks there: the fixed-size part by category, and the live
-     * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..
-     * pk_off[c + 1])) */
-    /* the events that can hold a maximum (cand.c-style pruning in replay.c,
-     * build_candidates): per segment (0: before the end-of-forward marker,
-     * 1: after it, 2: the running activation total over the whole step), the
-     * events not dominated by another, each as its fixed bytes and its count
-     * of live batch-dependent storages per size group (G groups; grp[s] the
-     * group of storage s, -1 fixed; grp_rep[g] one storage of the group) */
+    /* the events that can hold a maximum (replay.c, build_candidates): per
+     * segment (0: before the end-of-forward marker, 1: after it, 2: the
+     * running activation total over the whole step), the events whose
+     * upper line reaches the hull of all events' lower lines, each as its
+     * fixed bytes and its count of live batch-dependent storages per size
+     * group (ngrp groups; grp[s] the group of storage s, -1 fixed;
+     * grp_rep[g] one storage of the group) */
     int nsim;         /* vc__replay_allocated calls so far */
     int cand_state;   /* 0 not tried, 1 built, -1 not worth it (too many groups or candidates) */
     int32_t ngrp, *grp, *grp_rep;
@@ -188,6 +185,10 @@ typedef struct {
     int32_t *pers_cnt;           /* per category x group: batch-dependent persistent storages */
     int32_t *pk_cnt;             /* per category x group: the batch-dependent storages live at pk */
     bool pk_cnt_ok;              /* pk_cnt is pk's */
+    /* what is live at one peak event, for the breakdown of the next batch
+     * that peaks there: the fixed-size part by category, and the live
+     * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..
+     * pk_off[c + 1])) */
     size_t pk;        /* (size_t)-1: none yet */
     int64_t pk_fixed[CAT__N];
     int32_t *pk_dep;

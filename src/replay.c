@@ -429,9 +429,10 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
  * the batch-dependent storages live, each of which lies between two lines
  * valid at every batch the candidates serve (sizes_at's fast path: no size
  * saturates): a + c x B and a + 511 + c x B for a + c x B rounded up to
- * 512 (both a + c x B when a and c are multiples of 512); for a floor count floor((ps x B + fx) / div) x m x d (m the mul, d
- * the element bytes), floor(ps m d / div) x B + floor((fx - div + 1) m d /
- * div) below and floor_bounds above; for a merged transient 0 below and
+ * 512 (both a + c x B when a and c are multiples of 512); for a floor
+ * count floor((ps x B + fx) / div) x m x d (m the mul, d the element
+ * bytes), floor(ps m d / div) x B + floor((fx - div + 1) m d / div) below
+ * and floor_bounds above; for a merged transient comp_lower below and
  * comp_bounds above. So L_e(B) <= T_e(B) <= U_e(B), two lines summed along
  * the events. The exact argument: where U_e(B) < max_d L_d(B) at every real
  * B >= 1, T_e(B) < max_d T_d(B) at every batch, and e is never a maximum,
@@ -783,26 +784,21 @@ out:
     return rc;
 }
 
-/* candidate k of segment q at this batch (M->grp_val): false past 2^63 */
-static bool cand_total(const res_memo *M, int q, size_t k, int64_t *t)
+/* A sum of counts per group times the groups' bytes into *v (added); false past 2^63 */
+static bool add_groups(const res_memo *M, const int32_t *cnt, int64_t *v)
 {
-    int64_t v = M->cand[q].fixed[k], x;
-    const int32_t *c = M->cand[q].cnt + k * (size_t)M->ngrp;
+    int64_t x;
     for (int32_t g = 0; g < M->ngrp; g++)
-        if (c[g] && (__builtin_mul_overflow((int64_t)c[g], M->grp_val[g], &x) || __builtin_add_overflow(v, x, &v)))
+        if (cnt[g] && (__builtin_mul_overflow((int64_t)cnt[g], M->grp_val[g], &x) || __builtin_add_overflow(*v, x, v)))
             return false;
-    *t = v;
     return true;
 }
 
-static bool marker_total(const res_memo *M, int64_t f, const int32_t *c, int64_t *t)
+/* candidate k of segment q at this batch (M->grp_val): false past 2^63 */
+static bool cand_total(const res_memo *M, int q, size_t k, int64_t *t)
 {
-    int64_t v = f, x;
-    for (int32_t g = 0; g < M->ngrp; g++)
-        if (c[g] && (__builtin_mul_overflow((int64_t)c[g], M->grp_val[g], &x) || __builtin_add_overflow(v, x, &v)))
-            return false;
-    *t = v;
-    return true;
+    *t = M->cand[q].fixed[k];
+    return add_groups(M, M->cand[q].cnt + k * (size_t)M->ngrp, t);
 }
 
 /* The maxima of the full pass in vc__replay_allocated, from the candidates:
@@ -822,8 +818,9 @@ static bool cand_maxima(const vc_build *b, vc_sim *sim, int64_t *peak_out, size_
     }
     if (M->fwd_end != (size_t)-1) {
         int64_t a;
-        if (!marker_total(M, M->mk_fixed, M->mk_cnt, &post) || !marker_total(M, M->mk_afixed, M->mk_acnt, &a))
-            return false;
+        post = M->mk_fixed;
+        a = M->mk_afixed;
+        if (!add_groups(M, M->mk_cnt, &post) || !add_groups(M, M->mk_acnt, &a)) return false;
         if (b->train) sim->activations = a + M->fwd_aoff;
         sim->peak_pre = peak;
         for (size_t k = 0; k < M->cand[1].n; k++) {
@@ -863,16 +860,6 @@ static void group_values(const vc_build *b, int64_t batch)
             M->grp_val[g] = M->form_comp[g - M->ngrp_lin] ? vc__comp_bytes(b, b->s[s].comp, batch) : vc__stor_bytes(b, s, batch);
         }
     }
-}
-
-/* A sum of counts per group times the groups' bytes into *v (added); false past 2^63 */
-static bool add_groups(const res_memo *M, const int32_t *cnt, int64_t *v)
-{
-    int64_t x;
-    for (int32_t g = 0; g < M->ngrp; g++)
-        if (cnt[g] && (__builtin_mul_overflow((int64_t)cnt[g], M->grp_val[g], &x) || __builtin_add_overflow(*v, x, v)))
-            return false;
-    return true;
 }
 
 /* --mode generate: the KV cache after the last step (layers x 2 x kv heads x
