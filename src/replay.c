@@ -686,6 +686,15 @@ static int build_candidates(const vc_build *b)
                 const i128 *x = q < 2 ? t : ta;
                 if (!pass) {
                     if (!line_ok(x[0], x[1]) || !line_ok(x[2], x[3])) goto out;
+                    hline l = {(int64_t)x[0], (int64_t)x[1], (int32_t)i, x[0] == x[2] && x[1] == x[3]};
+                    if (n[q]) { /* a line under another at every x >= 0 is never on the hull: against the last one kept */
+                        hline *p = &h[q][n[q] - 1];
+                        if (p->a >= l.a && p->b >= l.b && (p->a != l.a || p->b != l.b || p->exact || !l.exact)) continue;
+                        if (l.a >= p->a && l.b >= p->b && (l.a != p->a || l.b != p->b)) {
+                            *p = l;
+                            continue;
+                        }
+                    }
                     if (n[q] == cap[q]) {
                         size_t nc = cap[q] ? 2 * cap[q] : 1024;
                         hline *nh = realloc(h[q], nc * sizeof *nh);
@@ -693,7 +702,7 @@ static int build_candidates(const vc_build *b)
                         h[q] = nh;
                         cap[q] = nc;
                     }
-                    h[q][n[q]++] = (hline){(int64_t)x[0], (int64_t)x[1], (int32_t)i, x[0] == x[2] && x[1] == x[3]};
+                    h[q][n[q]++] = l;
                 } else {
                     size_t cov[2];
                     int ncov = 0, r = reaches(h[q], m[q], k1[q], (int64_t)x[2], (int64_t)x[3], cov, &ncov);
