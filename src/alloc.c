@@ -195,7 +195,7 @@ static int32_t large_class(heap *h, int64_t size)
     return c;
 }
 
-static bool push_free(heap *h, int32_t i)
+static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i)
 {
     block *B = &h->b[i];
     int32_t ci = B->small ? small_class(B->size) : large_class(h, B->size);
@@ -209,7 +209,7 @@ static bool push_free(heap *h, int32_t i)
     return true;
 }
 
-static void drop_free(heap *h, int32_t i)
+static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i)
 {
     block *B = &h->b[i];
     size_class *c = &h->cls[B->cls];

@@ -131,6 +131,15 @@ typedef struct {
     int64_t amax, cmax;
     int32_t *dep;     /* the storages whose size depends on the batch */
     size_t ndep;
+    /* dep split by how sizes_at sizes them: lin[] by a + c x batch; frm[]
+     * through a size formula (a floor count or a merged transient), frm_id[]
+     * naming one of the distinct formulas, each evaluated once per batch from
+     * its first storage, form_rep[] (form_comp: a merged transient's) into
+     * form_val[] */
+    int32_t *lin, *frm, *frm_id, *form_rep;
+    size_t nlin, nfrm, nform;
+    bool *form_comp;
+    int64_t *form_val;
     int64_t fixed_persistent[CAT__N]; /* batch-independent part of vc_sim.persistent, -1 overflow */
     int32_t *code;    /* per event: storage (alloc), ~storage (free) */
     int32_t *orig;    /* per event: index in the plan's events */
@@ -154,6 +163,28 @@ typedef struct {
     bool streams_ready; /* pool[].ev allocated, the prefix written */
     int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
     vc_grid own, *grid; /* the grid values: this plan's own, or an estimator's shared one */
+    /* the events that can hold a maximum (replay.c, build_candidates): per
+     * segment (0: before the end-of-forward marker, 1: after it, 2: the
+     * running activation total over the whole step), the events whose
+     * upper line reaches the hull of all events' lower lines, each as its
+     * fixed bytes and its count of live batch-dependent storages per size
+     * group (ngrp groups; grp[s] the group of storage s, -1 fixed;
+     * grp_rep[g] one storage of the group) */
+    int nsim;         /* vc__replay_allocated calls so far */
+    int cand_state;   /* 0 not tried, 1 built, -1 not worth it (too many groups or candidates) */
+    int32_t ngrp, *grp, *grp_rep;
+    struct {
+        size_t n;
+        int64_t *fixed;
+        int32_t *pos, *cnt; /* cnt: n x ngrp */
+    } cand[3];
+    int64_t mk_fixed, mk_afixed; /* at the marker: total and activation fixed bytes */
+    int32_t *mk_cnt, *mk_acnt;   /* and counts per group */
+    int64_t *grp_val;            /* scratch: per group, its bytes at the batch */
+    int32_t ngrp_lin;            /* groups 0..ngrp_lin-1: a + c x batch; the others size formulas */
+    int32_t *pers_cnt;           /* per category x group: batch-dependent persistent storages */
+    int32_t *pk_cnt;             /* per category x group: the batch-dependent storages live at pk */
+    bool pk_cnt_ok;              /* pk_cnt is pk's */
     /* what is live at one peak event, for the breakdown of the next batch
      * that peaks there: the fixed-size part by category, and the live
      * batch-dependent storages grouped by category (pk_dep[pk_off[c] ..

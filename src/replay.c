@@ -14,7 +14,12 @@
 void vc__memo_free(res_memo *M)
 {
     if (!M) return;
-    free(M->a); free(M->c); free(M->cat); free(M->dep); free(M->code); free(M->orig); free(M->fold);
+    free(M->a); free(M->c); free(M->cat); free(M->dep);
+    free(M->grp); free(M->grp_rep); free(M->pers_cnt); free(M->pk_cnt); free(M->mk_cnt); free(M->mk_acnt); free(M->grp_val);
+    for (int q = 0; q < 3; q++) {
+        free(M->cand[q].fixed); free(M->cand[q].pos); free(M->cand[q].cnt);
+    }
+    free(M->lin); free(M->frm); free(M->frm_id); free(M->form_rep); free(M->form_comp); free(M->form_val); free(M->code); free(M->orig); free(M->fold);
     for (int q = 0; q < 2; q++) {
         vc_alloc_scratch_free(&M->pool[q].scratch);
         free(M->pool[q].ev[0]); free(M->pool[q].ev[1]);
@@ -107,6 +112,93 @@ static void floor_bounds(const vc_numel *n, int64_t d, int64_t *a, int64_t *c)
     if (__builtin_mul_overflow(n->ps, m, c) || *c > cap) *c = cap;
 }
 
+/* A hash of storage s's size formula (its vc_numel and dtype, or its merged
+ * transient's fields and parts), for group_formulas. */
+static uint64_t mix(uint64_t h, int64_t v) { return (h ^ (uint64_t)v) * UINT64_C(0x100000001b3); }
+
+static uint64_t formula_hash(const vc_build *b, int32_t s)
+{
+    const stor_t *t = &b->s[s];
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    if (t->comp < 0) return mix(mix(mix(mix(mix(h, t->n.ps), t->n.fx), t->n.div), t->n.mul), t->dt);
+    const comp_t *k = &b->comp[t->comp];
+    h = mix(mix(mix(mix(mix(mix(h, k->np), k->cap), k->red_in), k->rps), k->rfx), k->rout);
+    for (int32_t i = 0; i < k->np; i++) {
+        const part_t *p = &b->part[k->p0 + i];
+        h = mix(mix(mix(mix(mix(mix(h, p->ps), p->fx), p->div), p->mul), p->dts), p->alt);
+    }
+    return h;
+}
+
+/* true when storages s and r have the same size formula: the same bytes at every batch
+ * (vc__stor_bytes and vc__comp_bytes read nothing else) */
+static bool same_formula(const vc_build *b, int32_t s, int32_t r)
+{
+    const stor_t *t = &b->s[s], *u = &b->s[r];
+    if ((t->comp < 0) != (u->comp < 0)) return false;
+    if (t->comp < 0)
+        return t->n.ps == u->n.ps && t->n.fx == u->n.fx && t->n.div == u->n.div && t->n.mul == u->n.mul && t->dt == u->dt;
+    if (t->comp == u->comp) return true;
+    const comp_t *k = &b->comp[t->comp], *q = &b->comp[u->comp];
+    if (k->np != q->np || k->cap != q->cap || k->red_in != q->red_in || k->rps != q->rps || k->rfx != q->rfx ||
+        k->rout != q->rout)
+        return false;
+    for (int32_t i = 0; i < k->np; i++) {
+        const part_t *p = &b->part[k->p0 + i], *o = &b->part[q->p0 + i];
+        if (p->ps != o->ps || p->fx != o->fx || p->div != o->div || p->mul != o->mul || p->dts != o->dts ||
+            p->alt != o->alt)
+            return false;
+    }
+    return true;
+}
+
+/* The batch-dependent storages split into lin[] (bytes a + c x batch) and
+ * frm[] (a floor count or a merged transient), the latter grouped by size
+ * formula: a MoE model's thousands of expert buffers have a few dozen
+ * distinct formulas, each evaluated once per batch. -1 out of memory. */
+static int group_formulas(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    size_t nf = 0;
+    for (size_t i = 0; i < M->ndep; i++) {
+        const stor_t *t = &b->s[M->dep[i]];
+        nf += t->comp >= 0 || t->n.div > 1;
+    }
+    size_t cap = 16;
+    while (cap < 2 * nf) cap *= 2;
+    int32_t *slot = malloc(cap * sizeof *slot);
+    M->lin = malloc((M->ndep - nf + 1) * sizeof *M->lin);
+    M->frm = malloc((nf + 1) * sizeof *M->frm);
+    M->frm_id = malloc((nf + 1) * sizeof *M->frm_id);
+    M->form_rep = malloc((nf + 1) * sizeof *M->form_rep);
+    M->form_comp = malloc((nf + 1) * sizeof *M->form_comp);
+    M->form_val = malloc((nf + 1) * sizeof *M->form_val);
+    if (!slot || !M->lin || !M->frm || !M->frm_id || !M->form_rep || !M->form_comp || !M->form_val) {
+        free(slot);
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
+        const stor_t *t = &b->s[s];
+        if (t->comp < 0 && t->n.div <= 1) {
+            M->lin[M->nlin++] = s;
+            continue;
+        }
+        size_t h = (size_t)formula_hash(b, s) & (cap - 1);
+        while (slot[h] >= 0 && !same_formula(b, s, M->form_rep[slot[h]])) h = (h + 1) & (cap - 1);
+        if (slot[h] < 0) {
+            slot[h] = (int32_t)M->nform;
+            M->form_rep[M->nform] = s;
+            M->form_comp[M->nform++] = t->comp >= 0;
+        }
+        M->frm_id[M->nfrm] = slot[h];
+        M->frm[M->nfrm++] = s;
+    }
+    free(slot);
+    return 0;
+}
+
 static int prepare(const vc_build *b)
 {
     res_memo *M = b->memo;
@@ -179,9 +271,15 @@ static int prepare(const vc_build *b)
         int32_t c = M->code[M->first_dep];
         if (M->c[c >= 0 ? c : ~c] > 0) break;
     }
-    if (build_folds(b)) return -1;
+    if (build_folds(b) || group_formulas(b)) return -1;
     M->ready = true;
     return 0;
+}
+
+/* true when no storage passes 2^61 bytes at `batch` (every one's bounds are under it): sizes_at's fast path */
+static bool fast_batch(const res_memo *M, int64_t batch)
+{
+    return !(M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax));
 }
 
 /* Every storage's bytes at `batch` into M->sz: -3 when one passes 2^63
@@ -190,7 +288,7 @@ static int sizes_at(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     int64_t *sz = M->sz;
-    if (M->amax > VC_MAX_BLOCK || (M->cmax > 0 && batch > (VC_MAX_BLOCK - M->amax) / M->cmax)) {
+    if (!fast_batch(M, batch)) {
         int r = 0;
         for (size_t s = 0; s < b->ns; s++) { /* the slow, exact check */
             if ((sz[s] = vc__stor_bytes(b, (int32_t)s, batch)) < 0) return -3;
@@ -198,16 +296,15 @@ static int sizes_at(const vc_build *b, int64_t batch)
         }
         return r;
     }
-    for (size_t i = 0; i < M->ndep; i++) { /* the others were sized once, in prepare() */
-        int32_t s = M->dep[i];
-        if (b->s[s].comp >= 0) { /* a merged transient: its parts rounded one by one */
-            sz[s] = vc__comp_bytes(b, b->s[s].comp, batch);
-            continue;
-        }
-        if (b->s[s].n.div > 1) { /* a floor count (below VC_MAX_BLOCK: its bounds are) */
-            sz[s] = vc__stor_bytes(b, s, batch);
-            continue;
-        }
+    /* the others were sized once, in prepare(); a size formula once per distinct one (group_formulas) */
+    for (size_t u = 0; u < M->nform; u++) {
+        int32_t s = M->form_rep[u];
+        M->form_val[u] = M->form_comp[u] ? vc__comp_bytes(b, b->s[s].comp, batch) /* a merged transient: its parts rounded one by one */
+                                         : vc__stor_bytes(b, s, batch); /* a floor count (below VC_MAX_BLOCK: its bounds are) */
+    }
+    for (size_t i = 0; i < M->nfrm; i++) sz[M->frm[i]] = M->form_val[M->frm_id[i]];
+    for (size_t i = 0; i < M->nlin; i++) {
+        int32_t s = M->lin[i];
         int64_t v = M->a[s] + M->c[s] * batch;
         sz[s] = (v + 511) & ~INT64_C(511); /* vc_bytes: 512-byte blocks, 0 stays 0 */
     }
@@ -238,6 +335,12 @@ static int peak_breakdown(const vc_build *b, size_t pk)
         if (live[M->dep[i]]) M->pk_dep[n[M->cat[M->dep[i]]]++] = M->dep[i];
     memcpy(M->pk_fixed, fixed, sizeof fixed);
     M->pk = pk;
+    M->pk_cnt_ok = M->cand_state == 1;
+    if (M->pk_cnt_ok) { /* the same, counted by size group (cand_maxima's replays) */
+        memset(M->pk_cnt, 0, (size_t)CAT__N * (size_t)M->ngrp * sizeof *M->pk_cnt);
+        for (size_t i = 0; i < M->ndep; i++)
+            if (live[M->dep[i]]) M->pk_cnt[M->cat[M->dep[i]] * M->ngrp + M->grp[M->dep[i]]]++;
+    }
     return 0;
 }
 
@@ -318,6 +421,456 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
 }
 
 
+/* Candidates for the maxima of a replay (vc__replay_allocated), so that
+ * the many replays of a sweep or a search evaluate a few events instead of
+ * passing over all of them.
+ *
+ * After event e the running total is T_e(B) = F_e + the bytes at batch B of
+ * the batch-dependent storages live, each of which lies between two lines
+ * valid at every batch the candidates serve (sizes_at's fast path: no size
+ * saturates): a + c x B and a + 511 + c x B for a + c x B rounded up to
+ * 512 (both a + c x B when a and c are multiples of 512); for a floor
+ * count floor((ps x B + fx) / div) x m x d (m the mul, d the element
+ * bytes), floor(ps m d / div) x B + floor((fx - div + 1) m d / div) below
+ * and floor_bounds above; for a merged transient comp_lower below and
+ * comp_bounds above. So L_e(B) <= T_e(B) <= U_e(B), two lines summed along
+ * the events. The exact argument: where U_e(B) < max_d L_d(B) at every real
+ * B >= 1, T_e(B) < max_d T_d(B) at every batch, and e is never a maximum,
+ * not even an equal one; the events left (the candidates) hold every
+ * maximum, so the first of them to reach it is the full pass's. max_d L_d
+ * is the upper hull of the lower lines, and U_e - hull is concave: it is
+ * checked at B = 1 and where the hull's slope passes U_e's. Where U_e only
+ * touches the hull (equal at a point or along a segment of one hull line,
+ * below elsewhere), e can only equal the maximum there; if every point
+ * touched lies on the lower line of an earlier event d whose lines are
+ * one (L_d = T_d = U_d: no merged transient or floor count live, every
+ * other size a multiple of 512), T_d is the maximum there too and comes
+ * first, so e is not the first maximum: dropped. (A layer stack whose
+ * weight gradients grow the total as fast as freed activations shrink it,
+ * such as 1,024 x 1,024 Linear layers at batch 1,024, ties every backward
+ * event at that batch.)
+ *
+ * The maxima kept: the peak before the end-of-forward marker and after it
+ * (the peak is the first of the two; peak_post the second from the total
+ * at the marker), each segment with its own hull, and the running
+ * activation total (inference's activations) over the whole step. A
+ * candidate is kept as its fixed bytes and its count of live storages per
+ * size group (storages with equal a + c x batch, or one size formula:
+ * group_formulas), so a replay sums a few groups per candidate. Built once a
+ * plan has been replayed a few times (a sweep, a search); given up (the
+ * full pass stays) for too many groups or candidates, or lines past 2^62. */
+#define CAND_AFTER 24  /* replays of a plan before building: about what building costs, in full passes */
+#define CAND_MAX_GROUPS 2048 /* size groups: a row costs one formula each */
+#define CAND_MAX 256   /* candidates per segment, at least (build_candidates) */
+#define LINE_MAX (INT64_C(1) << 62)
+__extension__ typedef __int128 i128;
+
+typedef struct {
+    int64_t a, b;
+    int32_t pos;  /* the event whose lower line it is */
+    bool exact;   /* that event's lower and upper lines are the same: its total at every batch */
+} hline;
+
+/* by slope, then intercept; among equal lines an exact one, then the earliest, last */
+static int cmp_slope(const void *x, const void *y)
+{
+    const hline *p = x, *q = y;
+    if (p->b != q->b) return p->b < q->b ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    if (p->exact != q->exact) return p->exact ? 1 : -1;
+    return p->pos > q->pos ? -1 : p->pos < q->pos;
+}
+
+/* the upper hull of lines, by slope ascending, into h (sorted in place); its size */
+static size_t upper_hull(hline *h, size_t n)
+{
+    qsort(h, n, sizeof *h, cmp_slope);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && h[i + 1].b == h[i].b) continue; /* the highest of equal slopes (sorted last) */
+        hline l = h[i];
+        while (m >= 2) {
+            /* h[m-1] is useless when l meets h[m-2] no later than h[m-1] does:
+             * (a2 - a0) / (b0 - b2) <= (a1 - a0) / (b0 - b1), slopes b0 < b1 < b2 */
+            hline p = h[m - 2], q = h[m - 1];
+            if ((i128)(l.a - p.a) * (q.b - p.b) < (i128)(q.a - p.a) * (l.b - p.b)) break;
+            m--;
+        }
+        h[m++] = l;
+    }
+    return m;
+}
+
+/* Where U(x) = ua + ub x meets the hull at x >= 1: 2 above it somewhere; 0
+ * never reaches it; 1 only touches it, every point touched on each of the
+ * hull lines cov[0..*ncov) */
+static int reaches(const hline *h, size_t m, size_t k1, int64_t ua, int64_t ub, size_t cov[2], int *ncov)
+{
+    /* at x = 1: the hull is h[k1] there (and just after) */
+    i128 d1 = (i128)ua + ub - ((i128)h[k1].a + h[k1].b);
+    if (d1 > 0 || (d1 == 0 && ub > h[k1].b)) return 2;
+    if (d1 == 0) { /* on h[k1] at 1, under the hull after its segment (or at once) */
+        cov[0] = k1;
+        *ncov = 1;
+        return 1;
+    }
+    if (ub <= h[k1].b) return 0; /* U - hull falls from x = 1 on */
+    size_t lo = k1 + 1, hi = m; /* the first hull line from k1 on with slope >= ub */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h[mid].b >= ub) hi = mid;
+        else lo = mid + 1;
+    }
+    if (lo == m) return 2; /* U climbs faster than every hull line */
+    /* U - hull is highest at x = num / den, where h[lo - 1] and h[lo] meet (> 1) */
+    i128 num = (i128)h[lo - 1].a - h[lo].a, den = (i128)h[lo].b - h[lo - 1].b;
+    i128 v = ((i128)ua - h[lo].a) * den + ((i128)ub - h[lo].b) * num;
+    if (v != 0) return v > 0 ? 2 : 0;
+    if (ub == h[lo].b) { /* U is h[lo] along its segment */
+        cov[0] = lo;
+        *ncov = 1;
+    } else { /* one point, where both meet */
+        cov[0] = lo - 1;
+        cov[1] = lo;
+        *ncov = 2;
+    }
+    return 1;
+}
+
+/* the hull line at x = 1 and just after: the last whose start is <= 1 */
+static size_t hull_at_one(const hline *h, size_t m)
+{
+    size_t k1 = 0;
+    while (k1 + 1 < m) {
+        i128 num = (i128)h[k1].a - h[k1 + 1].a, den = (i128)h[k1 + 1].b - h[k1].b; /* they meet at num / den */
+        if (num > den) break;
+        k1++;
+    }
+    return k1;
+}
+
+static bool line_ok(i128 a, i128 b) { return a <= LINE_MAX && a >= -LINE_MAX && b <= LINE_MAX && b >= 0; }
+
+/* A merged transient's lower line: one alternative's parts, each
+ * floor((ps B + fx) / div) x mul x dts (rounding up to 512 only adds), the
+ * alternative of the steepest such line (vc__comp_bytes takes the largest
+ * alternative). Valid where nothing saturates at PART_BIG (2^60, graph.c):
+ * checked at bmax, the largest batch of sizes_at's fast path (every part
+ * grows with the batch); 0 otherwise, and for a reduction's scratch. */
+static void comp_lower(const vc_build *b, int32_t s, int64_t bmax, i128 l[2])
+{
+    const i128 big = (i128)1 << 60;
+    const comp_t *q = &b->comp[b->s[s].comp];
+    i128 la[VC_MAX_PARTS] = {0}, lb[VC_MAX_PARTS] = {0};
+    l[0] = l[1] = 0;
+    if (q->red_in > 0 || b->memo->a[s] + (i128)b->memo->c[s] * bmax > big) return; /* the cap cannot apply below big */
+    for (int32_t i = 0; i < q->np; i++) {
+        const part_t *p = &b->part[q->p0 + i];
+        if (p->div < 1 || p->mul < 0 || p->dts < 0 || p->ps < 0 || p->fx < 0 || p->alt < 0 || p->alt >= VC_MAX_PARTS) return;
+        i128 e = (i128)p->ps * bmax + p->fx, by;
+        if (e > big || (by = e / p->div * p->mul) > big || (by *= p->dts) > big || (by + 511) / 512 * 512 > big) return;
+        i128 md = (i128)p->mul * p->dts, x = (i128)p->ps * md, y = ((i128)p->fx - p->div + 1) * md;
+        lb[p->alt] += x / p->div;
+        la[p->alt] += y >= 0 ? y / p->div : -((-y + p->div - 1) / p->div);
+    }
+    for (int j = 0; j < VC_MAX_PARTS; j++)
+        if (lb[j] > l[1] || (lb[j] == l[1] && la[j] > l[0])) l[0] = la[j], l[1] = lb[j];
+}
+
+/* storage s's lines (lo: at most its bytes; hi: at least), at every batch of sizes_at's fast path (up to bmax) */
+static void stor_lines(const vc_build *b, int32_t s, int64_t bmax, i128 l[2], i128 u[2])
+{
+    const res_memo *M = b->memo;
+    const stor_t *t = &b->s[s];
+    u[0] = M->a[s];
+    u[1] = M->c[s];
+    l[0] = l[1] = 0;
+    if (t->comp >= 0) { /* a merged transient: comp_bounds above */
+        comp_lower(b, s, bmax, l);
+        return;
+    }
+    if (t->n.div <= 1) { /* round512(a + c B): a + c B itself when both are multiples of 512 */
+        l[0] = M->a[s];
+        l[1] = M->c[s];
+        if (M->a[s] % 512 || M->c[s] % 512) u[0] += 511;
+        return;
+    }
+    /* floor((ps B + fx) / div) x m x d, floor_bounds above */
+    i128 md = (i128)(t->n.mul > 0 ? t->n.mul : 1) * vc_dtype_size((vc_dtype)t->dt), d = t->n.div;
+    i128 x = (i128)t->n.ps * md, y = ((i128)t->n.fx - d + 1) * md;
+    l[1] = x / d; /* x >= 0 */
+    l[0] = y >= 0 ? y / d : -((-y + d - 1) / d);
+}
+
+typedef struct {
+    int64_t la, lb, ua, ub;
+} glines;
+
+/* 0 built, -1 not worth it or out of memory (the full pass stays) */
+static int build_candidates(const vc_build *b)
+{
+    res_memo *M = b->memo;
+    if (M->fold_overflow) return -1;
+    int32_t *grp = malloc((b->ns + 1) * sizeof *grp);
+    int32_t *rep = malloc((CAND_MAX_GROUPS + 1) * sizeof *rep);
+    int32_t *slot = NULL;
+    hline *h[3] = {NULL, NULL, NULL};
+    int32_t *pos[3] = {NULL, NULL, NULL};
+    glines *gl = NULL;
+    int32_t G = 0;
+    int rc = -1;
+    int32_t *cnt = NULL, *acnt = NULL;
+    if (!grp || !rep) goto out;
+    for (size_t s = 0; s < b->ns; s++) grp[s] = -1;
+    /* the groups: equal (a, c) among the linear storages (found through a hash table), then one per size formula */
+    size_t tcap = 16;
+    while (tcap < 2 * CAND_MAX_GROUPS) tcap *= 2;
+    if (!(slot = malloc(tcap * sizeof *slot))) goto out;
+    for (size_t i = 0; i < tcap; i++) slot[i] = -1;
+    for (size_t i = 0; i < M->nlin; i++) {
+        int32_t s = M->lin[i];
+        size_t x = (size_t)(mix(mix(UINT64_C(0xcbf29ce484222325), M->a[s]), M->c[s]) & (tcap - 1));
+        while (slot[x] >= 0 && (M->a[rep[slot[x]]] != M->a[s] || M->c[rep[slot[x]]] != M->c[s])) x = (x + 1) & (tcap - 1);
+        if (slot[x] < 0) {
+            if (G == CAND_MAX_GROUPS) goto out;
+            slot[x] = G;
+            rep[G++] = s;
+        }
+        grp[s] = slot[x];
+    }
+    int32_t g0 = G;
+    if (M->nform > (size_t)(CAND_MAX_GROUPS - G)) goto out;
+    for (size_t u = 0; u < M->nform; u++) rep[G++] = M->form_rep[u];
+    for (size_t i = 0; i < M->nfrm; i++) grp[M->frm[i]] = g0 + M->frm_id[i];
+    cnt = calloc((size_t)G + 1, sizeof *cnt);
+    acnt = calloc((size_t)G + 1, sizeof *acnt);
+    M->mk_cnt = calloc((size_t)G + 1, sizeof *M->mk_cnt);
+    M->mk_acnt = calloc((size_t)G + 1, sizeof *M->mk_acnt);
+    M->grp_val = malloc(((size_t)G + 1) * sizeof *M->grp_val);
+    if (!cnt || !acnt || !M->mk_cnt || !M->mk_acnt || !M->grp_val) goto out;
+    const bool marker = M->fwd_end != (size_t)-1;
+    if (M->amax > VC_MAX_BLOCK || M->cmax <= 0) goto out; /* no batch on the fast path, or nothing depends on it */
+    const int64_t bmax = (VC_MAX_BLOCK - M->amax) / M->cmax; /* fast_batch's largest */
+    /* candidates per segment: while summing them costs well under a pass over the folded events */
+    const size_t cmax = M->nfold / ((size_t)G + 2) > CAND_MAX ? M->nfold / ((size_t)G + 2) : CAND_MAX;
+    /* each group's lines (its storages have one size formula: the same lines) */
+    if (!(gl = malloc(((size_t)G + 1) * sizeof *gl))) goto out;
+    for (int32_t g = 0; g < G; g++) {
+        i128 l[2], u[2];
+        stor_lines(b, rep[g], bmax, l, u);
+        if (!line_ok(l[0], l[1]) || !line_ok(u[0], u[1])) goto out;
+        gl[g] = (glines){(int64_t)l[0], (int64_t)l[1], (int64_t)u[0], (int64_t)u[1]};
+    }
+    /* segments: 0 and 1 the events before and after the marker, 2 the activations' allocations (inference) */
+    const int nseg = b->train ? 2 : 3;
+    for (int q = 0; q < nseg; q++)
+        if (!(pos[q] = malloc(cmax * sizeof *pos[q]))) goto out;
+    size_t n[3] = {0, 0, 0}, cap[3] = {0, 0, 0}, m[3] = {0, 0, 0}, k1[3] = {0, 0, 0}, nk[3] = {0, 0, 0};
+    /* pass 0: every allocation's lower line into its segment, then each segment's upper hull;
+     * pass 1: the allocations whose upper line reaches their segment's hull */
+    for (int pass = 0; pass < 2; pass++) {
+        i128 t[4] = {0, 0, 0, 0}, ta[4] = {0, 0, 0, 0}; /* running lines: lower a, b, upper a, b; activations' */
+        for (size_t i = 0; i < M->ncode; i++) {
+            int32_t c = M->code[i], st = c >= 0 ? c : ~c, g = grp[st];
+            int64_t d[4];
+            if (g >= 0) d[0] = gl[g].la, d[1] = gl[g].lb, d[2] = gl[g].ua, d[3] = gl[g].ub;
+            else d[0] = d[2] = M->sz[st], d[1] = d[3] = 0;
+            bool act = M->cat[st] == CAT_ACT;
+            for (int j = 0; j < 4; j++) {
+                t[j] += c >= 0 ? d[j] : -d[j];
+                if (act) ta[j] += c >= 0 ? d[j] : -d[j];
+            }
+            if (c < 0) continue;
+            for (int q = marker && i >= M->fwd_end; q < nseg; q = q < 2 ? 2 : 3) {
+                if (q == 2 && !act) break;
+                const i128 *x = q < 2 ? t : ta;
+                if (!pass) {
+                    if (!line_ok(x[0], x[1]) || !line_ok(x[2], x[3])) goto out;
+                    hline l = {(int64_t)x[0], (int64_t)x[1], (int32_t)i, x[0] == x[2] && x[1] == x[3]};
+                    if (n[q]) { /* a line under another at every x >= 0 is never on the hull: against the last one kept */
+                        hline *p = &h[q][n[q] - 1];
+                        if (p->a >= l.a && p->b >= l.b && (p->a != l.a || p->b != l.b || p->exact || !l.exact)) continue;
+                        if (l.a >= p->a && l.b >= p->b && (l.a != p->a || l.b != p->b)) {
+                            *p = l;
+                            continue;
+                        }
+                    }
+                    if (n[q] == cap[q]) {
+                        size_t nc = cap[q] ? 2 * cap[q] : 1024;
+                        hline *nh = realloc(h[q], nc * sizeof *nh);
+                        if (!nh) goto out;
+                        h[q] = nh;
+                        cap[q] = nc;
+                    }
+                    h[q][n[q]++] = l;
+                } else {
+                    size_t cov[2];
+                    int ncov = 0, r = reaches(h[q], m[q], k1[q], (int64_t)x[2], (int64_t)x[3], cov, &ncov);
+                    /* touching only: not a first maximum when a line it touches on is an earlier event's exact total */
+                    for (int j = 0; j < ncov && r == 1; j++)
+                        if (h[q][cov[j]].exact && h[q][cov[j]].pos < (int32_t)i) r = 0;
+                    if (r) {
+                        if (nk[q] == cmax) goto out;
+                        pos[q][nk[q]++] = (int32_t)i;
+                    }
+                }
+            }
+        }
+        for (int q = 0; q < nseg && !pass; q++)
+            if (n[q]) {
+                m[q] = upper_hull(h[q], n[q]);
+                k1[q] = hull_at_one(h[q], m[q]);
+            }
+    }
+    for (int q = 0; q < nseg; q++) {
+        M->cand[q].fixed = malloc((nk[q] + 1) * sizeof *M->cand[q].fixed);
+        M->cand[q].pos = malloc((nk[q] + 1) * sizeof *M->cand[q].pos);
+        M->cand[q].cnt = malloc((nk[q] * (size_t)G + 1) * sizeof *M->cand[q].cnt);
+        if (!M->cand[q].fixed || !M->cand[q].pos || !M->cand[q].cnt) goto out;
+    }
+    /* pass 2: the candidates' fixed bytes and counts per group, and the marker's */
+    int64_t f = 0, fa = 0;
+    size_t k[3] = {0, 0, 0};
+    for (size_t i = 0; i <= M->ncode; i++) {
+        if (marker && i == M->fwd_end) {
+            M->mk_fixed = f;
+            memcpy(M->mk_cnt, cnt, (size_t)G * sizeof *cnt);
+            M->mk_afixed = fa;
+            memcpy(M->mk_acnt, acnt, (size_t)G * sizeof *acnt);
+        }
+        if (i == M->ncode) break;
+        int32_t c = M->code[i], st = c >= 0 ? c : ~c, g = grp[st];
+        bool act = M->cat[st] == CAT_ACT;
+        if (g >= 0) {
+            cnt[g] += c >= 0 ? 1 : -1;
+            if (act) acnt[g] += c >= 0 ? 1 : -1;
+        } else if (c < 0) {
+            f -= M->sz[st];
+            if (act) fa -= M->sz[st];
+        } else if (__builtin_add_overflow(f, M->sz[st], &f) || (act && __builtin_add_overflow(fa, M->sz[st], &fa))) {
+            goto out;
+        }
+        if (c < 0) continue;
+        for (int q = marker && i >= M->fwd_end; q < nseg; q = q < 2 ? 2 : 3) {
+            if (q == 2 && !act) break;
+            if (k[q] < nk[q] && pos[q][k[q]] == (int32_t)i) {
+                M->cand[q].fixed[k[q]] = q < 2 ? f : fa;
+                M->cand[q].pos[k[q]] = (int32_t)i;
+                memcpy(M->cand[q].cnt + k[q] * (size_t)G, q < 2 ? cnt : acnt, (size_t)G * sizeof *cnt);
+                k[q]++;
+            }
+        }
+    }
+    for (int q = 0; q < nseg; q++) M->cand[q].n = nk[q];
+    M->pers_cnt = calloc((size_t)CAT__N * (size_t)G + 1, sizeof *M->pers_cnt);
+    M->pk_cnt = malloc(((size_t)CAT__N * (size_t)G + 1) * sizeof *M->pk_cnt);
+    if (!M->pers_cnt || !M->pk_cnt) goto out;
+    for (size_t i = 0; i < M->ndep; i++) {
+        int32_t s = M->dep[i];
+        uint8_t c = M->cat[s];
+        if (c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) M->pers_cnt[c * G + grp[s]]++;
+    }
+    M->pk_cnt_ok = false;
+    M->ngrp = G;
+    M->ngrp_lin = g0;
+    M->grp = grp;
+    M->grp_rep = rep;
+    grp = rep = NULL;
+    rc = 0;
+out:
+    if (rc)
+        for (int q = 0; q < 3; q++) M->cand[q].n = 0;
+    free(grp);
+    free(rep);
+    for (int q = 0; q < 3; q++) {
+        free(h[q]);
+        free(pos[q]);
+    }
+    free(gl);
+    free(slot);
+    free(cnt);
+    free(acnt);
+    return rc;
+}
+
+/* A sum of counts per group times the groups' bytes into *v (added); false past 2^63 */
+static bool add_groups(const res_memo *M, const int32_t *cnt, int64_t *v)
+{
+    int64_t x;
+    for (int32_t g = 0; g < M->ngrp; g++)
+        if (cnt[g] && (__builtin_mul_overflow((int64_t)cnt[g], M->grp_val[g], &x) || __builtin_add_overflow(*v, x, v)))
+            return false;
+    return true;
+}
+
+/* candidate k of segment q at this batch (M->grp_val): false past 2^63 */
+static bool cand_total(const res_memo *M, int q, size_t k, int64_t *t)
+{
+    *t = M->cand[q].fixed[k];
+    return add_groups(M, M->cand[q].cnt + k * (size_t)M->ngrp, t);
+}
+
+/* The maxima of the full pass in vc__replay_allocated, from the candidates:
+ * false when a total passes 2^63 (the full pass then reports it). */
+static bool cand_maxima(const vc_build *b, vc_sim *sim, int64_t *peak_out, size_t *pk_out, int64_t *post_out,
+                        size_t *post_pk_out, int64_t *act_peak_out)
+{
+    res_memo *M = b->memo;
+    int64_t peak = 0, post = -1, act_peak = 0, t;
+    size_t pk = (size_t)-1, post_pk = (size_t)-1;
+    for (size_t k = 0; k < M->cand[0].n; k++) {
+        if (!cand_total(M, 0, k, &t)) return false;
+        if (t > peak) {
+            peak = t;
+            pk = (size_t)M->cand[0].pos[k];
+        }
+    }
+    if (M->fwd_end != (size_t)-1) {
+        int64_t a;
+        post = M->mk_fixed;
+        a = M->mk_afixed;
+        if (!add_groups(M, M->mk_cnt, &post) || !add_groups(M, M->mk_acnt, &a)) return false;
+        if (b->train) sim->activations = a + M->fwd_aoff;
+        sim->peak_pre = peak;
+        for (size_t k = 0; k < M->cand[1].n; k++) {
+            if (!cand_total(M, 1, k, &t)) return false;
+            if (t > peak) {
+                peak = t;
+                pk = (size_t)M->cand[1].pos[k];
+            }
+            if (t > post) {
+                post = t;
+                post_pk = (size_t)M->cand[1].pos[k];
+            }
+        }
+    }
+    for (size_t k = 0; k < M->cand[2].n && !b->train; k++) {
+        if (!cand_total(M, 2, k, &t)) return false;
+        if (t > act_peak) act_peak = t;
+    }
+    *peak_out = peak;
+    *pk_out = pk;
+    *post_out = post;
+    *post_pk_out = post_pk;
+    *act_peak_out = act_peak;
+    return true;
+}
+
+/* Each size group's bytes at `batch` into M->grp_val (sizes_at's fast path: the caller checked fast_batch) */
+static void group_values(const vc_build *b, int64_t batch)
+{
+    res_memo *M = b->memo;
+    for (int32_t g = 0; g < M->ngrp; g++) {
+        int32_t s = M->grp_rep[g];
+        if (g < M->ngrp_lin) {
+            int64_t v = M->a[s] + M->c[s] * batch;
+            M->grp_val[g] = (v + 511) & ~INT64_C(511);
+        } else {
+            M->grp_val[g] = M->form_comp[g - M->ngrp_lin] ? vc__comp_bytes(b, b->s[s].comp, batch) : vc__stor_bytes(b, s, batch);
+        }
+    }
+}
+
 /* --mode generate: the KV cache after the last step (layers x 2 x kv heads x
  * head_dim x tokens x dtype x batch), its tokens, the decoding peak's step.
  * -1 on overflow. */
@@ -346,7 +899,11 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     memset(sim, 0, sizeof *sim);
     sim->peak_inst = -1;
     if (prepare(b)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
-    int big = sizes_at(b, batch);
+    /* lean: with the candidates, only the size groups' bytes are computed, not every storage's */
+    bool lean = M->cand_state == 1 && !M->fold_overflow && !inst_act && fast_batch(M, batch);
+    int big = 0;
+    if (lean) group_values(b, batch);
+    else big = sizes_at(b, batch);
     if (big == -3)
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
                             (long long)batch);
@@ -358,7 +915,22 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
     size_t pk = (size_t)-1, post_pk = (size_t)-1;
     bool overflow = M->fold_overflow;
     sim->peak_pre = -1;
-    for (size_t k = 0; k < M->nfold && !overflow; k++) {
+    if (!big && !overflow && M->cand_state == 0 && ++M->nsim > CAND_AFTER) M->cand_state = build_candidates(b) ? -1 : 1;
+    if (!big && !overflow && M->cand_state == 1 && !lean)
+        for (int32_t g = 0; g < M->ngrp; g++) M->grp_val[g] = sz[M->grp_rep[g]];
+    bool done = !big && !overflow && M->cand_state == 1 && (lean || fast_batch(M, batch)) &&
+                cand_maxima(b, sim, &peak, &pk, &post, &post_pk, &act_peak);
+    if (!done) { /* the full pass; a partial candidate pass's figures are overwritten */
+        sim->peak_pre = -1;
+        sim->activations = 0;
+        if (lean) { /* past 2^63 somewhere: the full pass finds where */
+            lean = false;
+            if ((big = sizes_at(b, batch)) == -3)
+                return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "batch %lld makes a tensor larger than 2^63 bytes",
+                                    (long long)batch);
+        }
+    }
+    for (size_t k = 0; k < M->nfold && !overflow && !done; k++) {
         const fold_t *f = &M->fold[k];
         if (k == M->fwd_fold) {
             if (b->train) sim->activations = act + M->fwd_aoff;
@@ -415,10 +987,13 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         sim->decode_step = b->gen.dstep[1];
 
     if (pk != (size_t)-1 && !overflow) {
-        if (M->pk != pk && peak_breakdown(b, pk)) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+        if ((M->pk != pk || (lean && !M->pk_cnt_ok)) && peak_breakdown(b, pk))
+            return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
         for (int c = 0; c < CAT__N; c++) {
             int64_t v = M->pk_fixed[c]; /* the parts are live together at the peak: no overflow */
-            for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
+            if (lean) add_groups(M, M->pk_cnt + c * M->ngrp, &v);
+            else
+                for (int32_t i = M->pk_off[c]; i < M->pk_off[c + 1]; i++) v += sz[M->pk_dep[i]];
             sim->at_peak[c] = v;
         }
     }
@@ -433,7 +1008,10 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
         if (M->fixed_persistent[c] < 0) overflow = true;
         else sim->persistent[c] = M->fixed_persistent[c];
     }
-    for (size_t i = 0; i < M->ndep; i++) {
+    for (int c = 0; c < CAT__N && lean; c++) /* the same sums, by size group */
+        if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && !add_groups(M, M->pers_cnt + c * M->ngrp, &sim->persistent[c]))
+            overflow = true;
+    for (size_t i = 0; i < M->ndep && !lean; i++) {
         int32_t s = M->dep[i];
         uint8_t c = M->cat[s];
         if ((c == CAT_WEIGHT || c == CAT_OPT || c == CAT_WS) && __builtin_add_overflow(sim->persistent[c], sz[s], &sim->persistent[c]))

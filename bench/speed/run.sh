@@ -6,7 +6,8 @@
 #      at most a quarter of `jq -c . model.json` on the same file;
 #   2. `--sweep 1:1024` on it costs at most 10x one estimate;
 #   3. `--max-batch` at most 3x one estimate;
-#   4. resident memory under 32 MiB for a 10,000-layer model.
+#   4. resident memory under 32 MiB for a 10,000-layer model;
+#   5. issue 28's jobs (jobs.py): instructions and wall against jq.
 #
 # Needs hyperfine (Debian: apt-get install hyperfine), jq, /usr/bin/time
 # (Debian: time) and /usr/bin/python3. Writes its models and results to
@@ -75,4 +76,8 @@ if cc -O2 -I"$HERE/../../include" "$HERE/bench_moe.c" "$BUILD/libvramcalc.a" -lc
 fi
 # the ratios again, interleaved (each round runs every command once: steadier on a shared machine)
 /usr/bin/python3 "$HERE/ratios.py" "$BUILD" "$OUT/m2000.json" "${ROUNDS:-30}" "$OUT/m2000-names.json"
+# issue 28's jobs: instructions (callgrind) and interleaved wall ratios against jq; BEFORE=path/to/vramcalc
+# runs an older build in the same rounds
+if command -v valgrind >/dev/null; then CG=; else CG=--no-callgrind; fi
+/usr/bin/python3 "$HERE/jobs.py" "$V" ${BEFORE:-} --rounds "${JOB_ROUNDS:-11}" $CG
 echo "results in $OUT"
