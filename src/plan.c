@@ -40,12 +40,12 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
 static void cast_inputs(vc_build *b);
 
 /* The tensors the step starts with: parameters (their dtype from the
- * precision row, fp32 where flagged), buffers and the model's inputs. */
+ * precision row, or pinned: vc_param_pinned_dt), buffers and the model's inputs. */
 static void model_tensors(vc_build *b)
 {
     const vc_model *m = b->m;
     for (size_t p = 0; p < m->npar; p++) {
-        vc_dtype dt = (m->par[p].flags & VC_PARAM_F32) ? VC_DT_F32 : b->param_dt;
+        vc_dtype dt = vc_param_pinned_dt(m->par[p].flags, b->param_dt);
         int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), dt);
         if (t < 0) break;
         b->t[t].persistent = true;

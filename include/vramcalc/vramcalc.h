@@ -102,13 +102,21 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
  * (peft/tuners/lora): each Linear whose name is one of `targets` (or ends
  * with "." and one, as PEFT matches target_modules) gets lora_A [r, in] and
  * lora_B [out, r]; every other parameter is frozen (mark_only_lora_as_trainable,
- * bias="none"). Adapters of a 16-bit model are kept in float32, as PEFT's
- * autocast_adapter_dtype=True does. */
+ * bias="none"). The adapters' dtype (and so their gradients' and optimizer
+ * states') is `dtype`: auto, PEFT's default (get_peft_model's
+ * autocast_adapter_dtype=True: float32, also for a 16-bit model); fp32, bf16,
+ * fp16 whatever the precision; model, the base weights' (PEFT with
+ * autocast_adapter_dtype=False, torchtune's LoRALinear). */
+#define VC_LORA_DTYPE_MAP(X) X(AUTO, "auto") X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16") X(MODEL, "model")
+#define VC__ENUM_LORA_DT(e, n) VC_LORA_DTYPE_##e,
+typedef enum { VC_LORA_DTYPE_MAP(VC__ENUM_LORA_DT) VC_LORA_DTYPE__N } vc_lora_dtype;
+int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t r;           /* rank; 0: no adapters */
     double alpha;        /* lora_alpha: the update is scaled by alpha / r */
     double dropout;      /* lora_dropout: p > 0 keeps a dropped-out copy of each adapter's input */
     char targets[512];   /* target_modules, comma-separated ("q_proj,v_proj") */
+    vc_lora_dtype dtype; /* the adapters' dtype (default auto) */
 } vc_lora;
 
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */

@@ -343,6 +343,8 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LORA: return parse_count(name, v, 1, &q->lora.r, err);
     case VC_OPT_LORA_ALPHA: return parse_real(name, v, 1e-9, 1e12, &q->lora.alpha, err);
     case VC_OPT_LORA_DROPOUT: return parse_real(name, v, 0, 0.999999, &q->lora.dropout, err);
+    case VC_OPT_LORA_DTYPE:
+        return choose(name, v, (int)(q->lora.dtype = (vc_lora_dtype)vc_lora_dtype_from_name(v)), info->choices, err);
     case VC_OPT_LORA_TARGETS:
         if (strlen(v) >= sizeof q->lora.targets)
             return usage(err, O("lora_targets") ": longer than %zu characters", sizeof q->lora.targets - 1);
@@ -468,7 +470,7 @@ static void modes_text(unsigned applies, char *buf, size_t n)
  * say more where they apply. */
 static vc_status check_applies(const vc_request *q, vc_error *err)
 {
-    static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT};
+    static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT, VC_OPT_LORA_DTYPE};
     for (size_t i = 0; i < sizeof lora_opts / sizeof *lora_opts; i++)
         if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
