@@ -8,7 +8,7 @@ modules from the transformers source, measured with bench/accuracy's
 allocator counter on torch 1.13, CPU) it runs vramcalc on the same
 config.json and settings -- --seq, --batch, --optim, --precision (fp32 or
 bf16: the model .to(bfloat16), vramcalc's bf16), --grad-ckpt, --lora with
-its targets, alpha and dropout -- with --attention math (the CPU's SDPA) and
+its targets, alpha, dropout and --lora-dtype -- with --attention math (the CPU's SDPA) and
 --workspace 0 (no cuBLAS on a CPU), and prints the error of peak_allocated.
 Generation cases (--mode generate with the case's --prompt and --new-tokens)
 compare the prefill peak and the decoding peak separately, each against its
@@ -35,6 +35,8 @@ def args_for(case):
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
               "--lora-targets", ",".join(lora["targets"])]
+        if lora.get("lora_dtype"):  # measure_llm.py --lora-dtype (absent: auto)
+            a += ["--lora-dtype", lora["lora_dtype"]]
     return a
 
 

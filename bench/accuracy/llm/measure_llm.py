@@ -55,6 +55,9 @@ def parse_args(argv):
     ap.add_argument("--lora-dropout", type=float, default=0.0)
     ap.add_argument("--lora-targets", help="default: PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING "
                     "(q_proj,v_proj; gpt_neox: query_key_value)")
+    ap.add_argument("--lora-dtype", default="auto", choices=["auto", "fp32", "bf16", "fp16", "model"],
+                    help="the adapters' dtype: auto, get_peft_model(autocast_adapter_dtype=True): fp32; model: the base "
+                    "weights' (autocast_adapter_dtype=False; torchtune's LoRALinear); fp32/bf16/fp16: that dtype")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
@@ -106,8 +109,10 @@ def main(argv):
     if args.ckpt:
         model.gradient_checkpointing = True
     if args.lora:
+        adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-                     targets=tuple(args.lora_targets.split(",")))
+                     targets=tuple(args.lora_targets.split(",")),
+                     autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
@@ -145,7 +150,8 @@ def main(argv):
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
-                      "adapter_dtype": "float32",
+                      "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),
+                      **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
                       "input_require_grads": bool(args.ckpt)} if args.lora else None),
             "peak_allocated": int(tr.O.opobs_peak()),
             "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),

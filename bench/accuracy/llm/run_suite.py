@@ -119,6 +119,25 @@ def cases():
         out.append(dict(config="configs/%s_small.json" % fam, mode="generate", batch=b, prompt=p,
                         new_tokens=m, precision=prec, cache="quantized", kv_bits=bits, kv_residual=res,
                         held_out=ho))
+    # --lora-dtype (issue 26 item 1): the adapters in the base weights' dtype (model: PEFT with
+    # autocast_adapter_dtype=False, torchtune's LoRALinear), fp32 (PEFT's default, auto) or pinned
+    # bf16 on an fp32 model; a larger rank over every Linear of the blocks so that the adapters,
+    # their gradients, states and fp32 inputs show. Every third held out.
+    every = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    ldt = [
+        ("llama_small", 2, 64, "adamw", "bf16", False, 32, every, "model"),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 32, every, "auto"),
+        ("llama_small", 2, 64, "adamw", "bf16", True, 32, every, "model"),
+        ("qwen2_small", 2, 48, "adam", "bf16", False, 16, every, "model"),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, 16, "q_proj,k_proj,v_proj,o_proj", "model"),
+        ("llama_small", 2, 64, "adamw", "fp32", False, 32, every, "bf16"),
+        ("gemma2_small", 2, 40, "adamw", "bf16", True, 16, every, "model"),
+        ("llama_vocab8k", 1, 96, "sgd", "bf16", False, 16, every, "model"),
+        ("qwen2_small", 1, 96, "adamw", "bf16", True, 32, every, "fp32"),
+    ]
+    for i, (cfg, b, s, o, p, c, r, tg, dt) in enumerate(ldt):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=r, lora_targets=tg, lora_dtype=dt, held_out=(i % 3 == 2)))
     return out
 
 
@@ -131,6 +150,10 @@ def argv_of(c):
             a.append("--ckpt")
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
+            if c.get("lora_targets"):
+                a += ["--lora-targets", c["lora_targets"]]
+            if c.get("lora_dtype"):
+                a += ["--lora-dtype", c["lora_dtype"]]
         if c.get("loss"):
             a += ["--loss", c["loss"]]
     else:
