@@ -38,6 +38,7 @@ static void reset_model(vc_model *m)
     m->nmoe = 0;
     m->loss = VC_LOSS_MEAN;
     m->loss_head = -1;
+    m->loss_chunks = 8; /* torchtune's CEWithChunkedOutputLoss default */
     m->max_positions = 0;
     m->input_fixed = NULL;
 }

@@ -181,8 +181,9 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 /* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
  * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
  * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
- * ("cut_cross_entropy"), a row each of src/loss.c's table. */
-#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
+ * ("cut_cross_entropy"), chunked = torchtune's chunked output projection and
+ * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
@@ -193,6 +194,7 @@ typedef struct {
     vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
     int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
     int sp;               /* 1: with sequence parallelism (tp >= 2) */
+    int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json

@@ -312,6 +312,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LOSS:
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
+    case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_PROMPT: q->gen_given = q->prompt_given = true; return parse_count(name, v, 1, &o->prompt, err);
     case VC_OPT_NEW_TOKENS: q->gen_given = true; return parse_count(name, v, 1, &o->new_tokens, err);
     case VC_OPT_MAX_CONTEXT: q->max_context = on; return VC_OK;
@@ -475,6 +476,8 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
         if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
                          vc_option_at(lora_opts[i])->name);
+    if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
+        return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER
                   : q->o.mode == VC_MODE_GENERATE ? VC_APPLIES_GENERATE : VC_APPLIES_TRAIN;
     for (size_t i = 0; i < VC_OPT__N; i++) {

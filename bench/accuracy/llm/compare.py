@@ -31,6 +31,8 @@ def args_for(case):
         a.append("--grad-ckpt")
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
+    if case.get("loss_chunks"):  # --loss chunked's num_output_chunks
+        a += ["--loss-chunks", str(case["loss_chunks"])]
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),

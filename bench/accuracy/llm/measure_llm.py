@@ -59,9 +59,11 @@ def parse_args(argv):
                     help="the adapters' dtype: auto, get_peft_model(autocast_adapter_dtype=True): fp32; model: the base "
                     "weights' (autocast_adapter_dtype=False; torchtune's LoRALinear); fp32/bf16/fp16: that dtype")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
-                    "cce: Apple's Cut Cross-Entropy (cce_replica.py)")
+                    "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
+                    "CEWithChunkedOutputLoss (chunked_replica.py)")
+    ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -104,6 +106,7 @@ def main(argv):
 
     model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
+    model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     if args.ckpt:
@@ -130,7 +133,18 @@ def main(argv):
         labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
         after_build = tr.O.opobs_current()
 
+        if args.loss == "chunked":
+            import chunked_replica
+            loss_fn = chunked_replica.CEWithChunkedOutputLoss(args.loss_chunks)
+
         def compute_loss():
+            if args.loss == "chunked":
+                # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
+                # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs
+                outputs = model(input_ids)[1]
+                loss = loss_fn(outputs, labels)
+                del outputs
+                return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
             loss, logits = model(input_ids, labels=labels)
             del logits
@@ -148,6 +162,7 @@ def main(argv):
         steady = tr.O.opobs_current()
         result.update({
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
+            **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),

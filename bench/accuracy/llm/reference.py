@@ -713,6 +713,13 @@ class CausalLM(nn.Module):
             # passes no softcap)
             import cce_replica
             return cce_replica.cce_loss(hidden_states, head.weight, labels), None
+        if getattr(self, "loss_impl", "hf") == "chunked":
+            # torchtune: set_num_output_chunks(n) makes unembed return chunked_output(h), a list of
+            # [b, s/n, v] logits; CEWithChunkedOutputLoss runs outside the model (chunked_replica.py)
+            import chunked_replica
+            if self.cfg.model_type == "gemma2":
+                raise ValueError("chunked: torchtune's chunked_output has no final soft-capping")
+            return None, chunked_replica.chunked_output(head, hidden_states, self.loss_chunks)
         logits = head(hidden_states[:, slice_indices, :])
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward

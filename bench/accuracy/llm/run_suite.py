@@ -138,6 +138,24 @@ def cases():
     for i, (cfg, b, s, o, p, c, r, tg, dt) in enumerate(ldt):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=r, lora_targets=tg, lora_dtype=dt, held_out=(i % 3 == 2)))
+    # --loss chunked (issue 26 item 2): torchtune's chunked output projection and
+    # CEWithChunkedOutputLoss (chunked_replica.py); batch 1 (contiguous slices) and more (copies),
+    # 8 chunks (torchtune's default) and uneven splits. Every third held out.
+    chunked = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0, 8),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0, 8),
+        ("llama_vocab8k", 1, 128, "sgd", "bf16", False, 0, 8),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 8, 8),
+        ("qwen2_vocab6k", 2, 64, "sgd", "bf16", False, 0, 3),
+        ("qwen2_vocab6k", 1, 96, "adam", "fp32", True, 8, 8),
+        ("llama_vocab8k", 3, 40, "sgd", "bf16", True, 0, 6),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 0, 8),
+        ("llama_small", 4, 48, "adamw", "fp32", False, 0, 1),
+        ("llama_vocab8k", 1, 80, "sgd", "fp32", False, 8, 16),
+    ]
+    for i, (cfg, b, s, o, p, c, l, n) in enumerate(chunked):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="chunked", loss_chunks=n, held_out=(i % 3 == 2)))
     return out
 
 
@@ -156,6 +174,8 @@ def argv_of(c):
                 a += ["--lora-dtype", c["lora_dtype"]]
         if c.get("loss"):
             a += ["--loss", c["loss"]]
+        if c.get("loss_chunks"):
+            a += ["--loss-chunks", str(c["loss_chunks"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
