@@ -357,6 +357,10 @@ typedef struct {
      * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
     int offload_device;
     int nvme_gds;
+    /* --zero-grad (docs/llm.md): 0 ("none"), optimizer.zero_grad(set_to_none=True), the
+     * gradients freed after each step (PyTorch 2.x's default); 1 ("zero"), set_to_none=False:
+     * they stay allocated between steps, zeroed in place, and backward adds into them */
+    int keep_grads;
 } vc_options;
 #define VC_OFFLOAD_DEVICE_CPU 0
 #define VC_OFFLOAD_DEVICE_NVME 1

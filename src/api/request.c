@@ -308,6 +308,9 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         o->offload_device = !strcmp(v, "cpu") ? VC_OFFLOAD_DEVICE_CPU : !strcmp(v, "nvme") ? VC_OFFLOAD_DEVICE_NVME : -1;
         return choose(name, v, o->offload_device, info->choices, err);
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
+    case VC_OPT_ZERO_GRAD:
+        o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;
+        return choose(name, v, o->keep_grads, info->choices, err);
     case VC_OPT_GRAD_CKPT: q->hf_given = true; hf->checkpoint = on; return VC_OK;
     case VC_OPT_LOSS:
         q->hf_given = q->loss_given = true;
@@ -476,6 +479,9 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
         if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
                          vc_option_at(lora_opts[i])->name);
+    if (q->o.keep_grads && (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE))
+        return usage(err, OV("zero_grad", "zero") " (gradients kept between steps) is modelled on one GPU with an optimizer: "
+                     "not with %s", q->o.optim == VC_OPTIM_NONE ? OV("optim", "none") : q->o.pp > 1 ? O("pp") : O("parallel"));
     if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
         return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER

@@ -33,6 +33,8 @@ def args_for(case):
         a += ["--loss", case["loss"]]
     if case.get("loss_chunks"):  # --loss chunked's num_output_chunks
         a += ["--loss-chunks", str(case["loss_chunks"])]
+    if case.get("zero_grad"):  # zero_grad(set_to_none=False)
+        a += ["--zero-grad", case["zero_grad"]]
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),

@@ -64,6 +64,8 @@ def parse_args(argv):
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py)")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
+    ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
+                    help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -81,6 +83,38 @@ def parse_args(argv):
 
 def rounded(t):
     return measure.rounded(t)
+
+
+class KeepGrads:
+    """The optimizer with zero_grad(set_to_none=False) as torch/optim/optimizer.py's
+    Optimizer.zero_grad (2.x, foreach) runs it: each existing p.grad detached
+    (p.grad.detach_() when it has a grad_fn, else p.grad.requires_grad_(False)), then
+    torch._foreach_zero_ over them, in place; the gradients stay allocated for the next
+    backward, whose AccumulateGrad adds into them. measure.train_steps calls
+    zero_grad(set_to_none=True): this wrapper is the loop that passes False."""
+
+    def __init__(self, opt, params):
+        self.opt, self.params = opt, params
+
+    @property
+    def state(self):
+        return self.opt.state
+
+    def step(self):
+        self.opt.step()
+
+    def zero_grad(self, set_to_none=True):
+        import torch
+        grads = []
+        for p in self.params:
+            if p.grad is not None:
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                grads.append(p.grad)
+        if grads:
+            torch._foreach_zero_(grads)
 
 
 def main(argv):
@@ -152,6 +186,8 @@ def main(argv):
 
         model.train()
         opt = optim2x.make(trainable, args.optim)
+        if args.zero_grad == "zero":
+            opt = KeepGrads(opt, trainable)
         def per_op_log(step):
             if step == 2 and args.per_op_file:
                 tr.O.opobs_log_open(args.per_op_file.encode())
@@ -163,6 +199,7 @@ def main(argv):
         result.update({
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
+            **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),

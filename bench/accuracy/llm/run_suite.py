@@ -156,6 +156,19 @@ def cases():
     for i, (cfg, b, s, o, p, c, l, n) in enumerate(chunked):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, loss="chunked", loss_chunks=n, held_out=(i % 3 == 2)))
+    # --zero-grad zero (issue 26 item 5): zero_grad(set_to_none=False), the gradients kept between
+    # steps (measure_llm.py KeepGrads). Every third held out.
+    keep = [
+        ("llama_small", 2, 64, "adamw", "fp32", False, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 0),
+        ("qwen2_small", 2, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adam", "fp32", False, 0),
+        ("mixtral_small", 2, 40, "adamw", "bf16", True, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(keep):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, zero_grad="zero", held_out=(i % 3 == 2)))
     return out
 
 
@@ -176,6 +189,8 @@ def argv_of(c):
             a += ["--loss", c["loss"]]
         if c.get("loss_chunks"):
             a += ["--loss-chunks", str(c["loss_chunks"])]
+        if c.get("zero_grad"):
+            a += ["--zero-grad", c["zero_grad"]]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
