@@ -1,7 +1,8 @@
 /*
- * test_zero_grad.c — --zero-grad zero (vc_options.keep_grads): the loop's
- * optimizer.zero_grad(set_to_none=False), the gradients kept between steps
- * (issue 26 item 5). Expected values are worked out by hand from
+ * test_zero_grad.c — loop shapes (issue 26 item 5): --zero-grad zero
+ * (vc_options.keep_grads), the loop's optimizer.zero_grad(set_to_none=False), the
+ * gradients kept between steps; and --hold-output (vc_options.hold_output), the loop's
+ * `out = model(x)` kept until loss.backward() returns. Expected values are worked out by hand from
  * torch/optim/optimizer.py Optimizer.zero_grad (set_to_none=False: p.grad zeroed in
  * place, never freed) and AccumulateGrad (accumulate_grad.h: with no .grad the new
  * gradient is stolen; with one, variable_grad += new_grad and the new one is freed).
@@ -24,7 +25,9 @@ static const char *const model =
     "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 512, \"name\": \"attn.v_proj\"},"
     "{\"type\": \"LayerNorm\", \"normalized_shape\": [512]}]}";
 
-static vc_result run(int keep, vc_optim optim)
+static vc_result run_opts(int keep, int hold, vc_optim optim);
+static vc_result run(int keep, vc_optim optim) { return run_opts(keep, 0, optim); }
+static vc_result run_opts(int keep, int hold, vc_optim optim)
 {
     vc_model *m = NULL;
     vc_error err;
@@ -35,6 +38,7 @@ static vc_result run(int keep, vc_optim optim)
     o.optim = optim;
     o.workspace = 0;
     o.keep_grads = keep;
+    o.hold_output = hold;
     vc_result r;
     if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
     vc_model_free(m);
@@ -76,6 +80,30 @@ static void test_adamw(void **state)
     vc_result_free(&k);
 }
 
+/* --hold-output: the model's output, [16, 512] fp32 = 32,768 B (the loss is the model
+ * file's default "mean", output.float().mean(): no copy for fp32, MeanBackward saves
+ * nothing, so without the loop's reference the output goes right after the mean). Held by
+ * the loop, it is alive at the end of forward (activations +32,768) and at SGD's peak in
+ * backward (+32,768 exactly); it goes when backward returns, so AdamW's optimizer peak
+ * does not change. */
+static void test_hold_output(void **state)
+{
+    (void)state;
+    vc_result a = run_opts(0, 0, VC_OPTIM_SGD), h = run_opts(0, 1, VC_OPTIM_SGD);
+    assert_int_equal(h.memory.activations - a.memory.activations, 32768);
+    assert_int_equal(h.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(h.memory.peak_allocated - a.memory.peak_allocated, 32768);
+    assert_int_equal(h.peak.activations - a.peak.activations, 32768);
+    vc_result_free(&a);
+    vc_result_free(&h);
+    a = run_opts(0, 0, VC_OPTIM_ADAMW);
+    h = run_opts(0, 1, VC_OPTIM_ADAMW);
+    assert_int_equal(h.peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(h.memory.peak_allocated, a.memory.peak_allocated);
+    vc_result_free(&a);
+    vc_result_free(&h);
+}
+
 /* The library refuses what is not modelled, naming the option: a parallel layout (its
  * buckets and shards own the gradients), no optimizer (no zero_grad), a bad value. */
 static void test_refusals(void **state)
@@ -105,6 +133,7 @@ static void test_refusals(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sgd), cmocka_unit_test(test_adamw), cmocka_unit_test(test_refusals)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sgd), cmocka_unit_test(test_adamw), cmocka_unit_test(test_refusals),
+                                       cmocka_unit_test(test_hold_output)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

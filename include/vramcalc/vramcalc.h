@@ -361,6 +361,10 @@ typedef struct {
      * gradients freed after each step (PyTorch 2.x's default); 1 ("zero"), set_to_none=False:
      * they stay allocated between steps, zeroed in place, and backward adds into them */
     int keep_grads;
+    /* --hold-output (docs/llm.md): 1, the loop keeps the model's output (outputs.logits) until
+     * loss.backward() returns (out = model(...); out.loss.backward()); 0, it is dropped when the
+     * loss has been computed (transformers' Trainer.compute_loss returns the loss only) */
+    int hold_output;
 } vc_options;
 #define VC_OFFLOAD_DEVICE_CPU 0
 #define VC_OFFLOAD_DEVICE_NVME 1

@@ -41,6 +41,7 @@ int main(void)
     OFF(vc_options, offload_device);
     OFF(vc_options, nvme_gds);
     OFF(vc_options, keep_grads);
+    OFF(vc_options, hold_output);
     SIZE(vc_memory);
     OFF(vc_memory, weights); OFF(vc_memory, gradients); OFF(vc_memory, optimizer_states);
     OFF(vc_memory, activations); OFF(vc_memory, workspace); OFF(vc_memory, peak_allocated);

@@ -40,7 +40,8 @@ class vc_options(ctypes.Structure):
                 ("gradient_as_bucket_view", c_int), ("parameters_as_bucket_view", c_int),
                 ("fsdp_use_orig_params", c_int),
                 ("ds_overlap_comm", c_int),
-                ("offload_device", c_int), ("nvme_gds", c_int), ("keep_grads", c_int)]
+                ("offload_device", c_int), ("nvme_gds", c_int), ("keep_grads", c_int),
+                ("hold_output", c_int)]
 
 
 class vc_memory(ctypes.Structure):

@@ -308,6 +308,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         o->offload_device = !strcmp(v, "cpu") ? VC_OFFLOAD_DEVICE_CPU : !strcmp(v, "nvme") ? VC_OFFLOAD_DEVICE_NVME : -1;
         return choose(name, v, o->offload_device, info->choices, err);
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
+    case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
     case VC_OPT_ZERO_GRAD:
         o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;
         return choose(name, v, o->keep_grads, info->choices, err);

@@ -35,6 +35,8 @@ def args_for(case):
         a += ["--loss-chunks", str(case["loss_chunks"])]
     if case.get("zero_grad"):  # zero_grad(set_to_none=False)
         a += ["--zero-grad", case["zero_grad"]]
+    if case.get("hold_output"):  # the loop keeps `out` through backward
+        a.append("--hold-output")
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),

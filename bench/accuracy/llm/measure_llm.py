@@ -66,6 +66,9 @@ def parse_args(argv):
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
+    ap.add_argument("--hold-output", action="store_true",
+                    help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
+                    "out.loss.backward(); then dropped")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -181,8 +184,18 @@ def main(argv):
                 return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
             loss, logits = model(input_ids, labels=labels)
+            if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
+                held.append(logits)
             del logits
             return loss
+
+        held = []
+
+        def tag(name):
+            # --hold-output: `out` goes once loss.backward() has returned (train_steps tags sN.opt next)
+            if name.endswith(".opt"):
+                held.clear()
+            tr.tag(name)
 
         model.train()
         opt = optim2x.make(trainable, args.optim)
@@ -194,12 +207,13 @@ def main(argv):
             if step == 3 and args.per_op_file:
                 tr.O.opobs_log_close()
 
-        measure.train_steps(tr, compute_loss, opt, args.steps, at_step=per_op_log)
+        measure.train_steps(tr, compute_loss, opt, args.steps, tag=tag, at_step=per_op_log)
         steady = tr.O.opobs_current()
         result.update({
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
+            **({"hold_output": True} if args.hold_output else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),

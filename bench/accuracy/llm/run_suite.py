@@ -169,6 +169,19 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(keep):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, zero_grad="zero", held_out=(i % 3 == 2)))
+    # --hold-output (issue 26 item 5): the loop keeps `out` (the logits) until backward returns.
+    # Every third held out.
+    hold = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", True, 8),
+        ("llama_small", 2, 64, "adamw", "fp32", False, 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(hold):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, hold_output=True, held_out=(i % 3 == 2)))
     return out
 
 
@@ -191,6 +204,8 @@ def argv_of(c):
             a += ["--loss-chunks", str(c["loss_chunks"])]
         if c.get("zero_grad"):
             a += ["--zero-grad", c["zero_grad"]]
+        if c.get("hold_output"):
+            a.append("--hold-output")
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
