@@ -1431,6 +1431,26 @@ static void test_applies(void **state)
 #undef HF_GPT2
 }
 
+/* A CSV cell a spreadsheet would evaluate (a model named =HYPERLINK(...))
+ * starts with a quote inside a quoted cell, as OWASP's CSV injection advice
+ * says (issue 29 item 4); other names are as before. */
+static void test_csv_formula_cells(void **state)
+{
+    (void)state;
+    char path[320];
+    snprintf(path, sizeof path, "%s/formula.json", tmpdir);
+    write_file(path, "{\"name\": \"=HYPERLINK(\\\"http://x\\\")\", \"input\": [4], \"layers\": [\n"
+                     "  {\"type\": \"Linear\", \"in_features\": 4, \"out_features\": 2}]}\n");
+    run_result r;
+    RUN(&r, path, "-f", "csv", "--columns", "model,batch");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "model,batch\n\"'=HYPERLINK(\"\"http://x\"\")\",1\n");
+    run_free(&r);
+    RUN(&r, mlp, "-f", "csv", "--columns", "model,batch");
+    assert_string_equal(r.out, "model,batch\ntiny-mlp,1\n");
+    run_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1442,7 +1462,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_max_seq),
         cmocka_unit_test(test_help_table),   cmocka_unit_test(test_width), cmocka_unit_test(test_width_terminal),
         cmocka_unit_test(test_option_table), cmocka_unit_test(test_option_suggest), cmocka_unit_test(test_request_api),
-        cmocka_unit_test(test_applies),
+        cmocka_unit_test(test_applies),      cmocka_unit_test(test_csv_formula_cells),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

@@ -14,7 +14,7 @@
 
 /* "a, b, c" from an X-macro map of vramcalc.h (VC_OPTIM_MAP, ...). */
 #define VC__OPT_CHOICE(e, n) ", " n
-#define VC_OPT_CHOICES(map) (map(VC__OPT_CHOICE) + 2)
+#define VC_OPT_CHOICES(map) (&(map(VC__OPT_CHOICE))[2]) /* past the first ", " */
 
 typedef enum {
 #define VC_OPTION(id, ...) VC_OPT_##id,

@@ -71,9 +71,9 @@ const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
     int best_d = 3;
     for (size_t i = 0; i < vc_option_count(); i++) {
         const vc_option_info *o = &table[i];
-        if (!o->help || (how == VC_SPELL_PYTHON && (o->applies & VC_APPLIES_FRONT_END))) continue; /* not an alias */
+        if (!o->help || (how == VC_SPELL_PYTHON && (o->applies & VC_APPLIES_FRONT_END))) continue; /* aliases, the CLI's own */
         int d = vc_edit_distance(key, how == VC_SPELL_CLI ? o->flag : o->name);
-        if (d < best_d && d * 3 <= (int)strlen(key)) { /* "--gp" is not "--gpu"'s typo of "--ep" */
+        if (d < best_d && d * 3 <= (int)strlen(key)) { /* a short word: at most a third of it changed ("--xp" suggests nothing) */
             best = o;
             best_d = d;
         }

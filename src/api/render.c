@@ -147,10 +147,9 @@ vc_status vc__check_columns(const vc_response *resp, vc_error *err)
     vc_report names = resp->rep;
     names.max_batch = resp->max_batch ? 0 : -1;
     names.max_seq = resp->max_seq ? 0 : -1;
-    char msg[1024], safe[sizeof msg];
-    if (!report_csv_check(&names, msg, sizeof msg)) return VC_OK;
-    vc_escape_text(safe, sizeof safe, msg); /* the names given, escaped: no control byte is an option mark */
-    return vc__usage_long(err, safe);
+    char msg[2048];
+    if (!report_csv_check(&names, msg, sizeof msg)) return VC_OK; /* its message marks the options */
+    return vc__usage_long(err, msg);
 }
 
 /* A sweep's rows in format (their estimates are in resp->rows). */

@@ -11,6 +11,30 @@
 
 #include "vramcalc/vramcalc.h"
 
+/* The library's own: prefixed so that they cannot clash with a program's
+ * symbols (the reports moved here from the CLI, issue 25). */
+#define format_bytes vc__format_bytes
+#define line_begin vc__line_begin
+#define line_end vc__line_end
+#define line_item vc__line_item
+#define line_itemn vc__line_itemn
+#define report_csv_check vc__report_csv_check
+#define report_csv_header vc__report_csv_header
+#define report_csv_row vc__report_csv_row
+#define report_fits vc__report_fits
+#define report_json vc__report_json
+#define report_json_sweep_begin vc__report_json_sweep_begin
+#define report_json_sweep_end vc__report_json_sweep_end
+#define report_json_sweep_row vc__report_json_sweep_row
+#define report_sweep_layers vc__report_sweep_layers
+#define report_sweep_table_begin vc__report_sweep_table_begin
+#define report_sweep_table_end vc__report_sweep_table_end
+#define report_sweep_table_row vc__report_sweep_table_row
+#define report_table vc__report_table
+#define svg_render vc__svg_render
+#define text_cols vc__text_cols
+#define text_fit vc__text_fit
+
 /* How the table may draw: Unicode block characters (a UTF-8 terminal) and
  * ANSI colours (a terminal, no --no-color, no NO_COLOR). Both off for pipes.
  * width: the columns a line may use, 80 unless a wider terminal (0: 80). */
@@ -65,8 +89,9 @@ void report_json(FILE *f, const vc_report *rep);
  * rep->columns, when set, chooses and orders them by name. -1: out of memory. */
 int report_csv_header(FILE *f, const vc_report *rep);
 int report_csv_row(FILE *f, const vc_report *rep);
-/* -1 (and a one-line message naming the valid columns) when rep->columns
- * names a column this report does not have (rep->r is not read). */
+/* -1 (and a one-line message naming the valid columns, the options between
+ * option marks) when rep->columns names a column this report does not have
+ * (rep->r is not read). */
 int report_csv_check(const vc_report *rep, char *msg, size_t n);
 
 /* A sweep: {"schema_version": 1, "sweep": [ {...}, ... ]}, one object per

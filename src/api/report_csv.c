@@ -40,15 +40,20 @@ static void cell(csv_cells *c, const char *name, const char *fmt, ...)
 
 static void cell_i(csv_cells *c, const char *name, int64_t v) { cell(c, name, "%" PRId64, v); }
 
-/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a newline */
+/* a string cell, quoted as RFC 4180 does when it holds a comma, a quote or a
+ * newline; one a spreadsheet would read as a formula (it starts with =, +, -,
+ * @, a tab or a carriage return: a model named =HYPERLINK(...)) gets a
+ * leading ' (OWASP's CSV injection advice), issue 29 */
 static void cell_s(csv_cells *c, const char *name, const char *s)
 {
     if (c->n >= CSV_MAX_COLS) return;
     char *q = NULL;
-    if (c->values && !strpbrk(s, ",\"\n")) q = strdup(s);
-    else if (c->values && (q = malloc(2 * strlen(s) + 3))) {
+    bool formula = *s && strchr("=+-@\t\r", *s);
+    if (c->values && !formula && !strpbrk(s, ",\"\n")) q = strdup(s);
+    else if (c->values && (q = malloc(2 * strlen(s) + 4))) {
         char *w = q;
         *w++ = '"';
+        if (formula) *w++ = '\'';
         for (; *s; s++) {
             if (*s == '"') *w++ = '"';
             *w++ = *s;
@@ -141,9 +146,14 @@ int report_csv_check(const vc_report *rep, char *msg, size_t n)
     names.r = &none;
     csv_cells_of(&names, &c);
     if (csv_pick(rep, &c, pick, bad, sizeof bad) >= 0) return 0;
-    size_t w = (size_t)snprintf(msg, n, "--columns: unknown column '%s' (choose from", bad);
+    /* the options between marks (vramcalc.h VC_OPTION_MARK), what the user typed escaped: no mark in it */
+    char safe[4 * sizeof bad];
+    vc_escape_text(safe, sizeof safe, bad);
+    size_t w = (size_t)snprintf(msg, n, "\x1f" "columns" "\x1f: unknown column '%s' (choose from", safe);
     for (int i = 0; i < c.n && w < n; i++) w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
-    if (w < n) snprintf(msg + w, n - w, "; gpu.* come with --gpu, max_batch with --max-batch, max_seq* with --max-seq)");
+    if (w < n)
+        snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch with \x1f" "max_batch" "\x1f, max_seq* with "
+                                 "\x1f" "max_seq" "\x1f)");
     return -1;
 }
 

@@ -45,6 +45,13 @@ static vc_status usage(vc_error *err, const char *fmt, ...)
     return VC_ERR_USAGE;
 }
 
+static vc_status nomem(vc_error *err)
+{
+    usage(err, "out of memory");
+    if (err) err->code = VC_ERR_NOMEM;
+    return VC_ERR_NOMEM;
+}
+
 /* What the user typed, safe inside a message (no control byte, so no mark). */
 typedef struct {
     char s[512];
@@ -148,7 +155,7 @@ static vc_status parse_sweep(const char *s, int64_t **out, size_t *n, vc_error *
     esc_buf b;
     size_t cap = 64, k = 0;
     int64_t *v = malloc(cap * sizeof *v);
-    if (!v) return usage(err, "out of memory");
+    if (!v) return nomem(err);
     const char *p = s;
     vc_status st = VC_OK;
     for (;;) {
@@ -176,7 +183,7 @@ static vc_status parse_sweep(const char *s, int64_t **out, size_t *n, vc_error *
             if (k == cap) {
                 int64_t *nv = realloc(v, (cap *= 2) * sizeof *v);
                 if (!nv) {
-                    st = usage(err, "out of memory");
+                    st = nomem(err);
                     goto fail;
                 }
                 v = nv;
@@ -234,7 +241,7 @@ void vc_request_free(vc_request *q)
 static vc_status keep(char **slot, const char *value, vc_error *err)
 {
     char *c = strdup(value);
-    if (!c) return usage(err, "out of memory");
+    if (!c) return nomem(err);
     free(*slot);
     *slot = c;
     return VC_OK;
@@ -243,6 +250,7 @@ static vc_status keep(char **slot, const char *value, vc_error *err)
 vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_error *err)
 {
     esc_buf b;
+    if (!q) return usage(err, "no request");
     const vc_option_info *info = vc_option_find(name);
     if (!info || (info->applies & VC_APPLIES_FRONT_END)) {
         const vc_option_info *near = vc_option_suggest(name, VC_SPELL_PYTHON);
@@ -388,6 +396,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
 
 vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err)
 {
+    if (!q || !path) return usage(err, "no model file given");
     q->nmodels++;
     if (q->nmodels == 1) return keep(&q->model, path, err);
     if (q->nmodels == 2) return keep(&q->extra, path, err);
@@ -589,13 +598,12 @@ static bool has_moe(const vc_model *m)
 }
 
 /* The response text of a trace or an emitted model. */
-static vc_status text_response(vc_response *resp, FILE *f, char *buf, size_t len, vc_error *err)
+static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_error *err)
 {
-    (void)f;
     resp->kind = VC_RESP_TEXT;
     resp->text = buf;
     resp->text_len = len;
-    return buf ? VC_OK : usage(err, "out of memory");
+    return buf ? VC_OK : nomem(err);
 }
 
 /* --max-seq: the search, then the model reloaded at the answer (at 1 token
@@ -621,7 +629,7 @@ static vc_status run_sweep(vc_request *q, vc_response *resp, vc_estimator *e, vc
     esc_buf b;
     resp->kind = VC_RESP_SWEEP;
     resp->rows = calloc(resp->nsweep, sizeof *resp->rows);
-    if (!resp->rows) return usage(err, "out of memory");
+    if (!resp->rows) return nomem(err);
     if (resp->have_gpu && (resp->max_batch || resp->plot)) {
         vc_status st = vc_estimator_max_batch(e, resp->gpu.capacity, &resp->plot_max, NULL, err);
         if (st) return lib_err(q, err, st);
@@ -650,7 +658,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     vc_status st;
     *out = NULL;
     vc_response *resp = calloc(1, sizeof *resp);
-    if (!resp) return usage(err, "out of memory");
+    if (!resp) return nomem(err);
     vc_options *o = &resp->o;
     resp->format = q->format;
     resp->plot_max = -1;
@@ -687,7 +695,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     }
     if (q->sweep && (st = parse_sweep(q->sweep, &resp->sweep, &resp->nsweep, err))) goto fail;
     if ((q->plot && !(resp->plot = strdup(q->plot))) || (q->columns && !(resp->columns = strdup(q->columns)))) {
-        st = usage(err, "out of memory");
+        st = nomem(err);
         goto fail;
     }
     resp->rep = (vc_report){"", NULL, o, &resp->r, q->per_layer, q->counts, resp->have_gpu ? &resp->gpu : NULL, -1, {0}, -1};
@@ -755,7 +763,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 t[n] = '\n';
                 t[n + 1] = '\0';
             }
-            if ((st = text_response(resp, NULL, t, n + 1, err))) goto fail;
+            if ((st = text_response(resp, t, n + 1, err))) goto fail;
             goto done;
         }
         vc_lora *lora = &q->lora;
@@ -789,7 +797,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         if (q->max_seq && (st = find_max_seq(q, resp, m, err))) goto fail;
         if (!(resp->model_name = strdup(vc_model_name(m)))) {
-            st = usage(err, "out of memory");
+            st = nomem(err);
             goto fail;
         }
         resp->rep.model = resp->model_name;
@@ -807,17 +815,17 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             size_t n = 0;
             FILE *f = open_memstream(&t, &n);
             if (!f) {
-                st = usage(err, "out of memory");
+                st = nomem(err);
                 goto fail;
             }
             st = vc_trace(m, o, trace_line, f, err);
-            if (fclose(f) && !st) st = usage(err, "out of memory");
+            if (fclose(f) && !st) st = nomem(err);
             if (st) {
                 free(t);
                 lib_err(q, err, st);
                 goto fail;
             }
-            if ((st = text_response(resp, NULL, t, n, err))) goto fail;
+            if ((st = text_response(resp, t, n, err))) goto fail;
             goto done;
         }
     }
