@@ -17,7 +17,7 @@ _vramcalc() {
         --lora-dropout) return ;;
         --lora-dtype) COMPREPLY=($(compgen -W 'auto fp32 bf16 fp16 model' -- "$cur")); return ;;
         --zero-grad) COMPREPLY=($(compgen -W 'none zero' -- "$cur")); return ;;
-        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked' -- "$cur")); return ;;
+        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean' -- "$cur")); return ;;
         --loss-chunks) return ;;
         --weights) COMPREPLY=($(compgen -W 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block dense' -- "$cur")); return ;;
         --gpus) return ;;

@@ -34,6 +34,19 @@ static void emit_mean(vc_build *b)
     vc_op_end(o);
 }
 
+/* --loss mean: the simplest loop's loss = model(ids).logits.mean() (transformers' causal LMs
+ * return lm_head's output without labels, in the model's dtype: no .float()). mean keeps
+ * the dtype; MeanBackward0 (derivatives.yaml: grad.expand(self.sizes()) / self.numel())
+ * makes a new logits-sized gradient in it; nothing saved. */
+static void emit_logits_mean(vc_build *b)
+{
+    vc_t y = b->val_t[b->m->output];
+    vc_op *o = vc_op_begin(b, "mean");
+    vc_op_in(o, y);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
+    vc_op_end(o);
+}
+
 /* The int64 targets [rows] per sample, made once before the steps and resident like
  * the input batch (docs/contract.md §6); with `shift`, transformers' causal-LM label
  * shift after them (ForCausalLMLoss in loss/loss_utils.py, and LigerForCausalLMLoss in
@@ -535,6 +548,10 @@ static const vc_loss_row rows[] = {
                           * (its loss-parallel path), not replicated */
                          "torchtune's chunked loss gathers a DTensor's logits (full_tensor) and is not replicated "
                          "under tensor parallelism; --tp's loss is Megatron's vocab-parallel cross-entropy (--loss hf)"},
+    [VC_LOSS_LOGITS_MEAN] = {"logits_mean", "mean", "outputs.logits.mean() in the logits' dtype, as the simplest training "
+                             "loops take it", false, true, false, emit_logits_mean,
+                             "a tensor-parallel rank holds a vocabulary shard of the logits; their mean over the whole "
+                             "vocabulary is not modelled (--loss hf)"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -79,6 +79,7 @@ static void test_names(void **state)
     assert_int_equal(vc_loss_impl_from_name("liger"), VC_LOSS_IMPL_LIGER);
     assert_int_equal(vc_loss_impl_from_name("cce"), VC_LOSS_IMPL_CCE);
     assert_int_equal(vc_loss_impl_from_name("chunked"), VC_LOSS_IMPL_CHUNKED);
+    assert_int_equal(vc_loss_impl_from_name("mean"), VC_LOSS_IMPL_MEAN);
     assert_int_equal(vc_loss_impl_from_name("Liger"), -1);
     assert_int_equal(vc_loss_impl_from_name("fused-linear-ce"), -1);
     assert_int_equal(vc_loss_impl_from_name(""), -1);
@@ -92,8 +93,8 @@ static void test_names(void **state)
 static void test_cli_refusals(void **state)
 {
     (void)state;
-    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked)");
-    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked)");
+    assert_usage(HF "llama-3.1-8b.json --loss fused", "--loss: unknown value 'fused' (choose hf, liger, cce, chunked, mean)");
+    assert_usage(HF "llama-3.1-8b.json --loss ''", "--loss: unknown value '' (choose hf, liger, cce, chunked, mean)");
     /* --loss chunked: torchtune runs no autocast, has no soft-capping after its output
      * projection, no LoRA on it here, and gathers DTensor logits under tensor parallelism */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss-chunks 4", "--loss-chunks is torchtune's num_output_chunks: it needs --loss chunked");
@@ -102,6 +103,8 @@ static void test_cli_refusals(void **state)
     assert_usage(HF "gemma-2-9b.json --seq 64 --loss chunked", "--loss: chunked: torchtune's chunked_output returns the output projection's chunks; lm_head is followed by soft-capping");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss chunked --lora 8 --lora-targets q_proj,lm_head", "--loss: chunked: the LM head lm_head has LoRA adapters");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss chunked --tp 2 --gpus 2", "--loss: chunked with --tp is not modelled");
+    assert_usage(HF "llama-3.1-8b.json --seq 64 --loss mean --tp 2 --gpus 2", "--loss: mean with --tp is not modelled");
+    assert_usage(HF "bert-base-uncased.json --loss mean", "--loss: mean is a causal-LM loss");
     /* an encoder's classification head is not a causal LM */
     assert_usage(HF "bert-base-uncased.json --loss liger", "--loss: liger is a causal-LM loss");
     /* a model file names its loss in its JSON */
@@ -273,6 +276,38 @@ static void test_tiny_bytes_chunked(void **state)
     assert_string_equal(err.path, "loss_chunks");
 }
 
+/* The same model with "loss": "logits_mean" (--loss mean: model(ids).logits.mean()), batch 1,
+ * fp32, sgd. Forward: weights 25600; ids 512; the embedding output 2048 (the head's mm saves
+ * it: its weight trains); the head's output [16, 100] fp32 6400 -> 6656, freed once mean has
+ * run (mean saves nothing); the loss 512. End of forward: 512 + 2048 = 2560 held. Backward:
+ * the root gradient 512, MeanBackward0's new [16, 100] gradient 6656, the head's mm makes
+ * grad_input [16, 32] 2048 and its weight's gradient 12800 (stolen into .grad), then the
+ * embedding's backward its weight's 12800: the peak, weights 25600 + gradients 25600 +
+ * activations 512 (the ids) + temporaries 2048 + 512 + 512 (grad_input, the loss, the root
+ * gradient) = 54784. */
+static void test_tiny_bytes_mean(void **state)
+{
+    (void)state;
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    char json[sizeof tiny + 16];
+    const char *k = strstr(tiny, "liger_fused_linear_ce");
+    assert_non_null(k);
+    snprintf(json, sizeof json, "%.*slogits_mean%s", (int)(k - tiny), tiny, k + strlen("liger_fused_linear_ce"));
+    vc_result r;
+    vc_error err;
+    assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.activations, 2560);
+    assert_int_equal(r.memory.peak_allocated, 54784);
+    assert_int_equal(r.peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r.peak.gradients, 25600);
+    assert_int_equal(r.peak.temporaries, 3072);
+    assert_int_equal(r.peak.activations, 512);
+    vc_result_free(&r);
+}
+
 /* Llama-3.1-8B (tests/data/hf/llama-3.1-8b.json), bf16, batch 1, 8192 tokens, adam: the
  * peak moves from the HF loss's backward to Liger's forward, where it holds (bytes):
  *   V x H = 128256 x 4096 = 525,336,576 elements: grad_weight bf16 1,050,673,152 (the
@@ -347,7 +382,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),         cmocka_unit_test(test_cli_refusals),
         cmocka_unit_test(test_tiny_bytes),    cmocka_unit_test(test_tiny_bytes_cce),
-        cmocka_unit_test(test_tiny_bytes_chunked),
+        cmocka_unit_test(test_tiny_bytes_chunked), cmocka_unit_test(test_tiny_bytes_mean),
         cmocka_unit_test(test_llama8b_bytes),
         cmocka_unit_test(test_measured),
     };

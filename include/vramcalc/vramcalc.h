@@ -182,8 +182,9 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
  * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
  * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
  * ("cut_cross_entropy"), chunked = torchtune's chunked output projection and
- * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), a row each of src/loss.c's table. */
-#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked")
+ * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), mean = the simplest loop's
+ * outputs.logits.mean() ("logits_mean"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 int vc_loss_impl_from_name(const char *s); /* -1 when unknown */

@@ -59,10 +59,10 @@ def parse_args(argv):
                     help="the adapters' dtype: auto, get_peft_model(autocast_adapter_dtype=True): fp32; model: the base "
                     "weights' (autocast_adapter_dtype=False; torchtune's LoRALinear); fp32/bf16/fp16: that dtype")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
-                    "CEWithChunkedOutputLoss (chunked_replica.py)")
+                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
@@ -181,6 +181,15 @@ def main(argv):
                 outputs = model(input_ids)[1]
                 loss = loss_fn(outputs, labels)
                 del outputs
+                return loss
+            if args.loss == "mean":
+                # the simplest loop: out = model(input_ids); loss = out.logits.mean() (no labels:
+                # lm_head's output in the model's dtype)
+                logits = model(input_ids)[1]
+                loss = logits.mean()
+                if args.hold_output:
+                    held.append(logits)
+                del logits
                 return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
             loss, logits = model(input_ids, labels=labels)

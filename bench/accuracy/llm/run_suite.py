@@ -182,6 +182,18 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(hold):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, hold_output=True, held_out=(i % 3 == 2)))
+    # --loss mean (issue 26 item 2): model(ids).logits.mean(), the simplest loop. Every third held out.
+    mean = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("llama_small", 2, 64, "adam", "fp32", True, 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(mean):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="mean", held_out=(i % 3 == 2)))
     return out
 
 
