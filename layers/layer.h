@@ -104,8 +104,16 @@ enum {
     VC_PARAM_FROZEN = 1u << 0,  /* requires_grad=False whatever the layer's `frozen` */
     VC_PARAM_ADAPTER = 1u << 1, /* a LoRA adapter: trainable while the model it adapts is frozen */
     VC_PARAM_F32 = 1u << 2,     /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
-    VC_PARAM_LINEAR = 1u << 3   /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/quant.c) */
+    VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/quant.c) */
+    VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
+    VC_PARAM_F16 = 1u << 5      /* kept in float16 whatever the precision (--lora-dtype fp16) */
 };
+#define VC_PARAM_PINNED (VC_PARAM_F32 | VC_PARAM_BF16 | VC_PARAM_F16)
+/* A parameter's dtype: its pinned one (VC_PARAM_F32, _BF16, _F16), else dflt (the precision's). */
+static inline vc_dtype vc_param_pinned_dt(unsigned flags, vc_dtype dflt)
+{
+    return flags & VC_PARAM_F32 ? VC_DT_F32 : flags & VC_PARAM_BF16 ? VC_DT_BF16 : flags & VC_PARAM_F16 ? VC_DT_F16 : dflt;
+}
 /* Declares a parameter: its name in named_parameters() below the module
  * ("weight", "in_proj_weight"), its shape as the module creates it (per-
  * parameter policies read them: factored optimizer states, quantization,

@@ -62,10 +62,19 @@ static int linear_setup(vc_setup *s, void *p)
         return -1;
     if (!s->lora) return 0;
     /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,
-     * bias=False), lora_B = nn.Linear(r, out, bias=False), in float32 for a
-     * 16-bit model (autocast_adapter_dtype) */
+     * bias=False), lora_B = nn.Linear(r, out, bias=False), then
+     * _move_adapter_to_device_of_base_layer casts them to the base weight's
+     * float dtype (tuners_utils.py; bnb's compute_dtype), and get_peft_model's
+     * autocast_adapter_dtype=True upcasts fp16/bf16 ones to float32
+     * (tuners_utils.py cast_adapter_dtype; peft 5d602fdb): auto and fp32
+     * pinned to fp32; model follows the precision's parameter dtype (PEFT with
+     * autocast_adapter_dtype=False; torchtune's LoRALinear, built under
+     * set_default_dtype(dtype) in recipes/lora_finetune_single_device.py
+     * _setup_model, torchtune bd2a0fc7) */
     int64_t ar[2] = {s->lora->r, c->in}, br[2] = {c->out, s->lora->r};
-    unsigned fl = VC_PARAM_ADAPTER | VC_PARAM_F32;
+    vc_lora_dtype ld = s->lora->dtype;
+    unsigned fl = VC_PARAM_ADAPTER | (ld == VC_LORA_DTYPE_BF16 ? VC_PARAM_BF16 : ld == VC_LORA_DTYPE_FP16 ? VC_PARAM_F16
+                                      : ld == VC_LORA_DTYPE_MODEL ? 0u : VC_PARAM_F32);
     return vc_param_shape(s, "lora_A.default.weight", 2, ar, fl) || vc_param_shape(s, "lora_B.default.weight", 2, br, fl);
 }
 

@@ -249,7 +249,7 @@ static int build_liveness(vc_build *b)
     for (size_t i = 0; i < nt; i++) {
         tens_t *t = &b->t[i];
         /* `loss` is a Python variable alive until loss.backward() returns */
-        if (t->persistent || (int32_t)i == b->loss_t) { last[i] = rlast[i] = -1; continue; }
+        if (t->persistent || (int32_t)i == b->loss_t || (int32_t)i == b->held_out_t) { last[i] = rlast[i] = -1; continue; }
         if (t->release > last[i]) last[i] = t->release;
         if (t->held && t->release < 0) last[i] = end;
         t->last = last[i];
@@ -621,8 +621,10 @@ static void backward(vc_build *b)
     if (root_t < 0) return;
     tens_t *L = &b->t[root_t];
     int32_t loss_stor = b->loss_t >= 0 ? L->stor : -1;
+    int32_t held_stor = b->held_out_t >= 0 ? b->t[b->held_out_t].stor : -1; /* --hold-output */
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
         s_unref(b, loss_stor, -1);
+        s_unref(b, held_stor, -1);
         return;
     }
     free_unreached(b, root_t);
@@ -665,6 +667,7 @@ static void backward(vc_build *b)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
     s_unref(b, root, -1);
     s_unref(b, loss_stor, -1);
+    s_unref(b, held_stor, -1); /* `del out` (or its rebinding) once backward has returned */
 }
 
 /* A pipeline stage other than the last sends its output, then

@@ -306,6 +306,7 @@ void vc_hf_options_init(vc_hf_options *o)
     o->tp = 1;
     o->sp = 0;
     o->experts = VC_EXPERTS_GROUPED_MM;
+    o->loss_chunks = 8; /* CEWithChunkedOutputLoss(num_output_chunks=8) */
 }
 
 int vc_experts_impl_from_name(const char *s)
@@ -389,6 +390,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
     const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
+    if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
+        return vc_set_error(err, VC_ERR_USAGE, "--loss-chunks", "expected a positive number of chunks, at most 2^40");
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
@@ -423,6 +426,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
+    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(o && o->tp > 1)) /* torchtune's num_output_chunks (src/loss.c emit_chunked) */
+        ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     bool slides = false;

@@ -139,17 +139,18 @@ vc_status vc__layout_view_check(const vc_options *o, vc_error *err)
 
 /* For a layout that casts or reshards every parameter (FSDP1's MixedPrecision,
  * fsdp2): only dense parameters of the precision's dtype are modelled. The
- * first quantized or fp32-pinned one refuses the estimate (b->st, naming opt
+ * first quantized, dtype-pinned or LoRA adapter one refuses the estimate (b->st, naming opt
  * and the parameter); false then. */
 bool vc__layout_dense_only(vc_build *b, const char *opt, const char *what)
 {
     const vc_model *m = b->m;
     for (size_t p = 0; p < m->npar; p++)
-        if (m->par[p].fmt != VC_WEIGHTS_DENSE || (m->par[p].flags & VC_PARAM_F32)) {
+        if (m->par[p].fmt != VC_WEIGHTS_DENSE || (m->par[p].flags & (VC_PARAM_PINNED | VC_PARAM_ADAPTER))) {
             b->st = VC_ERR_USAGE;
             b->why_opt = opt;
             snprintf(b->why, sizeof b->why, "%s over %s parameters (%s) is not modelled", what,
-                     m->par[p].fmt != VC_WEIGHTS_DENSE ? "quantized" : "fp32-pinned", m->par[p].name ? m->par[p].name : "?");
+                     m->par[p].fmt != VC_WEIGHTS_DENSE ? "quantized" : m->par[p].flags & VC_PARAM_F32 ? "fp32-pinned"
+                     : m->par[p].flags & VC_PARAM_PINNED ? "16-bit-pinned" : "LoRA adapter", m->par[p].name ? m->par[p].name : "?");
             return false;
         }
     return true;

@@ -128,7 +128,7 @@ static void fsdp_units(vc_build *b, int64_t group)
         int32_t u = e->owner >= 0 ? b->unit_of[e->owner] : 0;
         vc_flat_param *f = &b->flat[u];
         /* the parameters as the model keeps them (b->t holds the compute dtype under MixedPrecision) */
-        uint8_t dt = (uint8_t)((e->flags & VC_PARAM_F32) ? VC_DT_F32 : b->prec->param_dt);
+        uint8_t dt = (uint8_t)vc_param_pinned_dt(e->flags, b->prec->param_dt);
         /* FlatParamHandle._validate_tensors_to_flatten: one dtype, and (use_orig_params=False)
          * one requires_grad per FlatParameter, else ValueError("Must flatten tensors with
          * uniform ..."). use_orig_params=True permits frozen and trainable together, but the

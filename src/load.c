@@ -681,10 +681,12 @@ static vc_status load_max_positions(loader *L, const cJSON *root)
 static vc_status load_loss(loader *L, const cJSON *root)
 {
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
+    if (!loss && cJSON_GetObjectItemCaseSensitive(root, "loss_chunks"))
+        return vc__fail(L, VC_ERR_MODEL, "loss_chunks", "goes with \"loss\": \"chunked_ce\"");
     if (!loss) return VC_OK;
-    const char *losses[8];
-    int nl = vc__loss_count() < 8 ? vc__loss_count() : 8;
-    char all[160] = "", got[80];
+    const char *losses[16];
+    int nl = vc__loss_count() < 16 ? vc__loss_count() : 16;
+    char all[320] = "", got[80];
     for (int i = 0; i < nl; i++) {
         losses[i] = vc_loss_row_get((vc_loss)i)->name;
         size_t l = strlen(all);
@@ -693,6 +695,15 @@ static vc_status load_loss(loader *L, const cJSON *root)
     int k = cJSON_IsString(loss) ? vc__loss_from_name(loss->valuestring) : -1;
     if (k >= 0) {
         L->m->loss = (vc_loss)k;
+        /* "loss_chunks": chunked_ce's num_output_chunks (torchtune's CEWithChunkedOutputLoss) */
+        const cJSON *nc = cJSON_GetObjectItemCaseSensitive(root, "loss_chunks");
+        if (nc && (k != VC_LOSS_CHUNKED || vc__json_int(nc, &L->m->loss_chunks) || L->m->loss_chunks < 1 ||
+                   L->m->loss_chunks > (INT64_C(1) << 40))) {
+            vc__describe(nc, got, sizeof got);
+            return vc__fail(L, VC_ERR_MODEL, "loss_chunks", k != VC_LOSS_CHUNKED ? "goes with \"loss\": \"chunked_ce\", not %s"
+                            : "expected a positive integer (the chunks of the output projection), got %s",
+                            k != VC_LOSS_CHUNKED ? loss->valuestring : got);
+        }
         return VC_OK;
     }
     vc__describe(loss, got, sizeof got);
@@ -769,8 +780,8 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         }
     }
     static const char *const ok[] = {"name", "description", "source", "input", "inputs", "layers", "loss", "max_positions",
-                                     "input_fixed"};
-    if ((st = unknown_keys(&L, root, "", ok, 9, 0, "at the top level")) != VC_OK) goto done;
+                                     "input_fixed", "loss_chunks"};
+    if ((st = unknown_keys(&L, root, "", ok, 10, 0, "at the top level")) != VC_OK) goto done;
     if ((st = load_max_positions(&L, root)) != VC_OK || (st = load_input_fixed(&L, root)) != VC_OK) goto done;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (nm && !cJSON_IsString(nm)) {

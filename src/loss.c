@@ -8,6 +8,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
@@ -30,6 +31,19 @@ static void emit_mean(vc_build *b)
     vc_op *o = vc_op_begin(b, "mean");
     vc_op_in(o, y);
     b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+}
+
+/* --loss mean: the simplest loop's loss = model(ids).logits.mean() (transformers' causal LMs
+ * return lm_head's output without labels, in the model's dtype: no .float()). mean keeps
+ * the dtype; MeanBackward0 (derivatives.yaml: grad.expand(self.sizes()) / self.numel())
+ * makes a new logits-sized gradient in it; nothing saved. */
+static void emit_logits_mean(vc_build *b)
+{
+    vc_t y = b->val_t[b->m->output];
+    vc_op *o = vc_op_begin(b, "mean");
+    vc_op_in(o, y);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
     vc_op_end(o);
 }
 
@@ -347,6 +361,161 @@ static void emit_cce(vc_build *b)
     vc_op_end(o);
 }
 
+/* torchtune's chunked output projection and CEWithChunkedOutputLoss as its recipes run them
+ * (pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1; the loss file last changed
+ * at 0a08c2f5): CEWithChunkedOutputLoss.set_model_output calls
+ * TransformerDecoder.set_num_output_chunks(n) (modules/transformer.py), so unembed returns
+ * chunked_output(h) = [self.output(chunk) for chunk in h.tensor_split(n, dim=1)]: per chunk a
+ * slice of the final norm's output (slice_backward: a zero tensor of h's size and a copy),
+ * the matmul's fold (t1.reshape(): a copy when the slice is not contiguous, B > 1) and an mm,
+ * [B, L/n, V] logits in the model's dtype, all held in `outputs` until the loss returns
+ * (recipes/lora_finetune_single_device.py _loss_step: loss = self._loss_fn(outputs, labels);
+ * del outputs). modules/loss/ce_chunked_output_loss.py forward: total_elements =
+ * (labels != ignore_index).sum() (a bool [B, L], an int64 scalar kept for the division);
+ * labels = [t.reshape(-1) for t in labels.tensor_split(n, dim=1)] (int64 copies when B > 1,
+ * kept by the list and saved by nll_loss); per chunk compute_cross_entropy:
+ * F.cross_entropy(logits.float(), labels, reduction="sum"): the fp32 copy (none for fp32
+ * logits), log_softmax saving its fp32 result, nll_loss; total_loss += (an add each);
+ * return total_loss / total_elements. tensor_split's sections: L // n tokens, the first
+ * L % n one more; empty ones (n > L) make no tensor worth a block and are left out. */
+static void emit_chunked(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    const char *hn = head->name ? head->name : head->path;
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "chunked under autocast (%s) is not modelled: torchtune's recipes run the model in its dtype; use fp32, "
+                "bf16, fp16 or mixed-*", vc_precision_name(b->o.precision));
+        return;
+    }
+    if (head->out != m->output) {
+        fail(b, "chunked: torchtune's chunked_output returns the output projection's chunks; %s is followed by "
+                "soft-capping, not modelled", hn);
+        return;
+    }
+    for (int i = 0; i < head->np; i++) {
+        const vc_param_entry *p = &m->par[head->params[i]];
+        const char *why = p->flags & VC_PARAM_ADAPTER ? "has LoRA adapters (torchtune's apply_lora_to_output), not "
+                                                        "modelled: leave the LM head out of --lora-targets"
+                          : i == 1 ? "has a bias, which torchtune's output projection has not"
+                          : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
+        if (why) {
+            fail(b, "chunked: the LM head %s %s", hn, why);
+            return;
+        }
+    }
+    const vc_param_entry *wp = &m->par[head->params[0]];
+    int64_t V = wp->dims[0], H = wp->dims[1], n = m->loss_chunks;
+    vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
+    int64_t L = H ? b->t[x].n.ps / H : 0;
+    if (L < 1 || n < 1) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    int64_t nc = n < L ? n : L; /* the non-empty chunks */
+    vc_dtype xdt = (vc_dtype)b->t[x].dt;
+    /* a slice of dim 1 of [B, L, H] (or [B, L]) is contiguous for B == 1 or one chunk */
+    bool contig = nc == 1 || vc_batch_is_one(b);
+    vc_t *lg = malloc((size_t)nc * 2 * sizeof *lg);
+    if (!lg) {
+        b->st = VC_ERR_NOMEM;
+        return;
+    }
+    vc_t *lab = lg + nc;
+    b->cur_inst = m->loss_head; /* self.output(chunk): the head's forward, once per chunk */
+    b->cur_region = -1;
+    for (int64_t c = 0; c < nc && !b->st; c++) {
+        int64_t tc = L / n + (c < L % n);
+        vc_op *o = vc_op_begin(b, "slice"); /* tensor_split: slice_backward makes a zero h-sized grad */
+        int i = vc_op_in(o, x);
+        vc_t xc = vc_op_out_view(o, i, vc_n_sample(tc * H), contig);
+        vc_op_end(o);
+        if (!contig) { /* matmul's fold: t1.reshape({B * L/n, H}) copies */
+            o = vc_op_begin(b, "clone");
+            i = vc_op_in(o, xc);
+            xc = vc_op_out(o, vc_n_sample(tc * H), xdt);
+            vc_op_grad(o, i, VC_GRAD_PASS);
+            vc_op_end(o);
+        }
+        o = vc_op_begin(b, "mm");
+        int ix = vc_op_in(o, xc), iw = vc_op_in(o, w);
+        lg[c] = vc_op_out(o, vc_n_sample(tc * V), xdt);
+        vc_op_save_if(o, xc, iw);
+        vc_op_save_if(o, w, ix);
+        vc_op_grad_view(o, iw);
+        vc_op_gemm(o);
+        vc_op_end(o);
+    }
+    b->cur_inst = -1;
+    vc_t padded, tgt = targets(b, L, false, &padded);
+    if (tgt < 0 || b->st) {
+        free(lg);
+        return;
+    }
+    vc_op *o = vc_op_begin(b, "ne"); /* total_elements = (labels != ignore_index).sum() */
+    vc_op_in_nodiff(o, tgt);
+    vc_t ne = vc_op_out(o, vc_n_sample(L), VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "sum");
+    vc_op_in_nodiff(o, ne);
+    vc_t tot = vc_op_out(o, vc_n_fixed(1), VC_DT_I64);
+    vc_op_end(o);
+    for (int64_t c = 0; c < nc; c++) { /* labels.tensor_split(n, dim=1), each .reshape(-1) */
+        int64_t tc = L / n + (c < L % n);
+        o = vc_op_begin(b, "slice");
+        int i = vc_op_in_nodiff(o, tgt);
+        lab[c] = vc_op_out_view(o, i, vc_n_sample(tc), contig);
+        vc_op_end(o);
+        if (contig) continue;
+        o = vc_op_begin(b, "clone");
+        vc_op_in_nodiff(o, lab[c]);
+        lab[c] = vc_op_out(o, vc_n_sample(tc), VC_DT_I64);
+        vc_op_end(o);
+    }
+    vc_t total = -1;
+    for (int64_t c = 0; c < nc && !b->st; c++) {
+        int64_t tc = L / n + (c < L % n);
+        vc_t f = lg[c]; /* logit_chunk.reshape(-1, V): a view; .float() */
+        if (xdt != VC_DT_F32) {
+            o = vc_op_begin(b, "_to_copy");
+            vc_op_in(o, lg[c]);
+            f = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
+            vc_op_end(o);
+        }
+        o = vc_op_begin(b, "log_softmax");
+        vc_op_in(o, f);
+        vc_t lp = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
+        vc_op_save(o, lp);
+        vc_op_end(o);
+        o = vc_op_begin(b, "nll_loss");
+        vc_op_in(o, lp);
+        vc_op_in_nodiff(o, lab[c]);
+        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
+        vc_op_save(o, lab[c]);
+        vc_op_end(o);
+        vc__extend_life(b, f); /* cross_entropy's argument until it returns */
+        o = vc_op_begin(b, "add"); /* total_loss += ...: 0.0 + the first, then a sum each */
+        if (total >= 0) vc_op_grad(o, vc_op_in(o, total), VC_GRAD_PASS);
+        vc_op_grad(o, vc_op_in(o, l), VC_GRAD_PASS);
+        total = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+    if (!b->st) {
+        o = vc_op_begin(b, "div"); /* total_loss / total_elements: DivBackward0 saves other */
+        vc_op_in(o, total);
+        vc_op_in_nodiff(o, tot);
+        b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_save(o, tot);
+        vc_op_end(o);
+        for (int64_t c = 0; c < nc; c++) { /* `outputs` and the `labels` list, until the loss returns */
+            vc__extend_life(b, lg[c]);
+            vc__extend_life(b, lab[c]);
+        }
+    }
+    free(lg);
+}
+
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
     [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
@@ -372,6 +541,17 @@ static const vc_loss_row rows[] = {
                      "Cut Cross-Entropy's vocabulary-parallel path (VocabParallelOptions) is not replicated and "
                      "its transformers integration does not use it; --tp's loss is Megatron's vocab-parallel "
                      "cross-entropy (--loss hf)"},
+    [VC_LOSS_CHUNKED] = {"chunked_ce", "chunked", "torchtune's CEWithChunkedOutputLoss: the output projection in "
+                         "\"loss_chunks\" chunks of the sequence, each upcast to fp32 for its cross-entropy", true, true,
+                         true, emit_chunked,
+                         /* torchtune @ bd2a0fc7: compute_cross_entropy calls logits.full_tensor() on a DTensor
+                          * (its loss-parallel path), not replicated */
+                         "torchtune's chunked loss gathers a DTensor's logits (full_tensor) and is not replicated "
+                         "under tensor parallelism; --tp's loss is Megatron's vocab-parallel cross-entropy (--loss hf)"},
+    [VC_LOSS_LOGITS_MEAN] = {"logits_mean", "mean", "outputs.logits.mean() in the logits' dtype, as the simplest training "
+                             "loops take it", false, true, false, emit_logits_mean,
+                             "a tensor-parallel rank holds a vocabulary shard of the logits; their mean over the whole "
+                             "vocabulary is not modelled (--loss hf)"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -39,6 +39,7 @@ static void reset_model(vc_model *m)
     m->nmoe = 0;
     m->loss = VC_LOSS_MEAN;
     m->loss_head = -1;
+    m->loss_chunks = 8; /* torchtune's CEWithChunkedOutputLoss default */
     m->max_positions = 0;
     m->input_fixed = NULL;
 }
@@ -285,6 +286,17 @@ void vc_lora_init(vc_lora *l)
     memset(l, 0, sizeof *l);
     l->alpha = 8; /* LoraConfig: r=8, lora_alpha=8, lora_dropout=0.0 */
     l->dropout = 0;
+    l->dtype = VC_LORA_DTYPE_AUTO; /* get_peft_model(autocast_adapter_dtype=True) */
+}
+
+int vc_lora_dtype_from_name(const char *s)
+{
+#define VC__LDNAME(e, n) n,
+    static const char *const names[] = {VC_LORA_DTYPE_MAP(VC__LDNAME) NULL};
+#undef VC__LDNAME
+    for (int i = 0; s && names[i]; i++)
+        if (!strcmp(names[i], s)) return i;
+    return -1;
 }
 
 vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
@@ -302,6 +314,8 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
             return vc_set_error(err, VC_ERR_USAGE, "--lora-dropout", "expected a probability in [0, 1)");
         if (!l->targets[0] || !memchr(l->targets, 0, sizeof l->targets))
             return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the Linear layers to adapt, e.g. q_proj,v_proj");
+        if ((unsigned)l->dtype >= VC_LORA_DTYPE__N)
+            return vc_set_error(err, VC_ERR_USAGE, "--lora-dtype", "expected auto, fp32, bf16, fp16 or model");
     }
     vc_lora old = m->lora;
     m->lora = *l;

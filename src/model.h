@@ -55,7 +55,7 @@ typedef struct {
 
 /* The model's loss: a row of src/loss.c's table each. VOCAB_PARALLEL: Megatron's
  * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf.c writes it for --tp). */
-typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE } vc_loss;
+typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE, VC_LOSS_CHUNKED, VC_LOSS_LOGITS_MEAN } vc_loss;
 
 struct vc_model {
     char *name;
@@ -80,6 +80,7 @@ struct vc_model {
     size_t nblk, cap_blk;
     vc_loss loss;
     int loss_head;      /* a fused loss: the LM head's instance (vc__loss_head), -1 */
+    int64_t loss_chunks; /* "loss_chunks": chunked_ce's num_output_chunks (default 8) */
     int64_t max_positions; /* "max_positions": the longest sequence generation may reach; 0 none */
     const char *input_fixed; /* "input_fixed": why the sizes do not follow --input (arena), NULL */
     int64_t nparams, ntrainable;

@@ -40,12 +40,12 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
 static void cast_inputs(vc_build *b);
 
 /* The tensors the step starts with: parameters (their dtype from the
- * precision row, fp32 where flagged), buffers and the model's inputs. */
+ * precision row, or pinned: vc_param_pinned_dt), buffers and the model's inputs. */
 static void model_tensors(vc_build *b)
 {
     const vc_model *m = b->m;
     for (size_t p = 0; p < m->npar; p++) {
-        vc_dtype dt = (m->par[p].flags & VC_PARAM_F32) ? VC_DT_F32 : b->param_dt;
+        vc_dtype dt = vc_param_pinned_dt(m->par[p].flags, b->param_dt);
         int32_t t = vc__new_tensor(b, vc_n_fixed(m->par[p].numel), dt);
         if (t < 0) break;
         b->t[t].persistent = true;
@@ -120,6 +120,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->memo->grid = &b->memo->own;
     b->train = o->mode == VC_MODE_TRAIN;
     b->loss_t = -1;
+    b->held_out_t = -1;
     b->target_t = -1;
     b->prec = vc_precision_row_get(o->precision);
     b->optim = vc_optim_row_get(o->optim);
@@ -172,6 +173,17 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     for (size_t p = 0; p < m->npar && !b->st; p++)
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
     if (!b->st && b->train && (!m->stage.on || m->stage.last)) vc__emit_loss(b); /* infer: model(x) only; a pipeline stage: the last */
+    if (!b->st && b->train && o->hold_output) { /* --hold-output: `out`, the loop's variable, until backward returns */
+        if (o->hold_output != 1 || vc_loss_row_get(m->loss)->fused || m->stage.on) {
+            b->st = VC_ERR_USAGE;
+            b->why_opt = "--hold-output";
+            snprintf(b->why, sizeof b->why, "%s", o->hold_output != 1 ? "invalid value"
+                     : m->stage.on ? "a pipeline stage's output is sent on, not held: not modelled"
+                     : "a fused or chunked loss makes no logits tensor to hold (the LM head runs inside it)");
+        } else {
+            b->held_out_t = b->val_t[m->output];
+        }
+    }
     if (!b->st) vc__execute(b);
     if (b->st) {
         vc_status st = b->st;

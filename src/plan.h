@@ -287,6 +287,7 @@ struct vc_build {
     int32_t *ppending;                /* parameter -> its InputBuffer's gradient, -1 */
     int32_t *fwd_live; size_t nfwd_live; /* ACT storages live at end of forward */
     int32_t loss_t;
+    int32_t held_out_t; /* --hold-output: the model's output, kept until backward returns, -1 */
     int32_t target_t; /* cross-entropy targets: resident like the input batch, -1 */
     uint8_t phase;
     int32_t cur_op;

@@ -7,6 +7,7 @@
  * zero_grad. Storage goes through autograd.c's reference counts
  * (vc__alloc, vc__ref, vc__free).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,6 +191,25 @@ void vc__persistent(vc_build *b)
     free(ent);
     free(src);
     for (size_t p = 0; b->flat && p < m->npar; p++) b->t[b->par_t[p]].stor = -1;
+    /* --zero-grad zero: optimizer.zero_grad(set_to_none=False) (torch/optim/optimizer.py
+     * Optimizer.zero_grad: p.grad.detach_() or requires_grad_(False), then p.grad.zero_() or
+     * torch._foreach_zero_(grads), in place) leaves every trainable parameter's .grad allocated
+     * from the previous step, in the parameter's dtype; backward's AccumulateGrad then adds the
+     * new gradient into it (accumulate_grad.h: variable_grad += new_grad) and frees it
+     * (autograd.c accumulate_grad). One GPU only (request.c refuses the layouts). */
+    if (b->o.keep_grads != 0 && (b->o.keep_grads != 1 || (b->train && (b->o.parallel != VC_PARALLEL_NONE || m->stage.on ||
+                                                                        !b->optim->steps)))) {
+        b->st = VC_ERR_USAGE;
+        b->why_opt = "--zero-grad";
+        snprintf(b->why, sizeof b->why, "%s", b->o.keep_grads != 1 ? "invalid value"
+                 : "zero (gradients kept between steps) is modelled on one GPU with an optimizer");
+        return;
+    }
+    for (size_t p = 0; b->train && b->o.keep_grads && p < m->npar; p++) {
+        const tens_t *t = &b->t[b->par_t[p]];
+        if (m->par[p].trainable && m->par[p].numel > 0 && t->rg && b->pgrad[p] < 0)
+            b->pgrad[p] = vc__alloc(b, t->n, t->dt, CAT_GRAD, m->par[p].owner);
+    }
     if (b->train && b->prec->scaler) { /* GradScaler _scale, _growth_tracker */
         vc__alloc(b, vc_n_fixed(1), VC_DT_F32, CAT_OPT, -1);
         vc__alloc(b, vc_n_fixed(1), VC_DT_I64, CAT_OPT, -1);
@@ -314,7 +334,7 @@ void vc__optimizer_step(vc_build *b)
     }
     vc__model_hook(b, false);
     b->phase = VC_PHASE_IDLE;
-    for (size_t p = 0; p < m->npar; p++) { /* zero_grad(set_to_none=True) */
+    for (size_t p = 0; p < m->npar && !b->o.keep_grads; p++) { /* zero_grad(set_to_none=True) */
         if (b->pgrad[p] >= 0) vc__free(b, b->pgrad[p], -1);
         b->pgrad[p] = -1;
     }

@@ -158,11 +158,85 @@ static void test_dropout_saves(void **state)
     vc_model_free(m);
 }
 
+static vc_result estimate_dt(vc_model *m, vc_lora_dtype dt, vc_precision prec)
+{
+    vc_lora l;
+    vc_lora_init(&l);
+    l.r = 8;
+    l.dtype = dt;
+    snprintf(l.targets, sizeof l.targets, "q_proj");
+    vc_error err;
+    if (vc_model_set_lora(m, &l, &err)) fail_msg("set_lora: %s", err.msg);
+    return estimate(m, prec);
+}
+
+/* --lora-dtype: q_proj's adapters, 8 x 1024 + 1024 x 8 = 16,384 elements, in
+ * the asked dtype, and so their gradients (AccumulateGrad: the parameter's
+ * dtype) and AdamW's exp_avg and exp_avg_sq (zeros_like(p)); every tensor a
+ * multiple of 512 bytes. The base: q 1,048,576 + v 524,288 + its bias 512 +
+ * LayerNorm 2 x 512 elements, in the precision's dtype. */
+static void test_lora_dtype(void **state)
+{
+    (void)state;
+    const int64_t base = 1048576 + 524288 + 512 + 1024, ad = 16384;
+    vc_model *m = load();
+    /* auto (PEFT's autocast_adapter_dtype=True) and fp32 on a bf16 model: fp32 adapters */
+    for (int dt = VC_LORA_DTYPE_AUTO; dt <= VC_LORA_DTYPE_FP32; dt++) {
+        vc_result r = estimate_dt(m, (vc_lora_dtype)dt, VC_PREC_BF16);
+        assert_int_equal(r.memory.weights, base * 2 + ad * 4);
+        assert_int_equal(r.memory.gradients, ad * 4);
+        assert_int_equal(r.memory.optimizer_states, 2 * ad * 4);
+        vc_result_free(&r);
+    }
+    /* model (torchtune; PEFT with autocast_adapter_dtype=False), bf16 and fp16 on a bf16
+     * model: 2-byte adapters, gradients and states */
+    for (int dt = VC_LORA_DTYPE_BF16; dt <= VC_LORA_DTYPE_MODEL; dt++) {
+        vc_result r = estimate_dt(m, (vc_lora_dtype)dt, VC_PREC_BF16);
+        assert_int_equal(r.memory.weights, base * 2 + ad * 2);
+        assert_int_equal(r.memory.gradients, ad * 2);
+        assert_int_equal(r.memory.optimizer_states, 2 * ad * 2);
+        vc_result_free(&r);
+    }
+    /* bf16 adapters on an fp32 model: pinned whatever the precision */
+    vc_result r = estimate_dt(m, VC_LORA_DTYPE_BF16, VC_PREC_FP32);
+    assert_int_equal(r.memory.weights, base * 4 + ad * 2);
+    assert_int_equal(r.memory.gradients, ad * 2);
+    assert_int_equal(r.memory.optimizer_states, 2 * ad * 2);
+    vc_result_free(&r);
+    /* model on an fp32 model: fp32, as auto */
+    r = estimate_dt(m, VC_LORA_DTYPE_MODEL, VC_PREC_FP32);
+    assert_int_equal(r.memory.weights, base * 4 + ad * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * ad * 4);
+    vc_result_free(&r);
+    /* model under mixed-bf16: bf16 adapters and gradients, an fp32 master copy of
+     * them (a weight) and fp32 AdamW states (the master's) */
+    r = estimate_dt(m, VC_LORA_DTYPE_MODEL, VC_PREC_MIXED_BF16);
+    assert_int_equal(r.memory.weights, base * 2 + ad * 2 + ad * 4);
+    assert_int_equal(r.memory.gradients, ad * 2);
+    assert_int_equal(r.memory.optimizer_states, 2 * ad * 4);
+    vc_result_free(&r);
+    /* names, and a value out of range */
+    assert_int_equal(vc_lora_dtype_from_name("model"), VC_LORA_DTYPE_MODEL);
+    assert_int_equal(vc_lora_dtype_from_name("auto"), VC_LORA_DTYPE_AUTO);
+    assert_int_equal(vc_lora_dtype_from_name("float32"), -1);
+    vc_lora l;
+    vc_lora_init(&l);
+    assert_int_equal(l.dtype, VC_LORA_DTYPE_AUTO);
+    l.r = 8;
+    l.dtype = VC_LORA_DTYPE__N;
+    snprintf(l.targets, sizeof l.targets, "q_proj");
+    vc_error err;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora-dtype");
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
         cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
+        cmocka_unit_test(test_lora_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,13 +102,21 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
  * (peft/tuners/lora): each Linear whose name is one of `targets` (or ends
  * with "." and one, as PEFT matches target_modules) gets lora_A [r, in] and
  * lora_B [out, r]; every other parameter is frozen (mark_only_lora_as_trainable,
- * bias="none"). Adapters of a 16-bit model are kept in float32, as PEFT's
- * autocast_adapter_dtype=True does. */
+ * bias="none"). The adapters' dtype (and so their gradients' and optimizer
+ * states') is `dtype`: auto, PEFT's default (get_peft_model's
+ * autocast_adapter_dtype=True: float32, also for a 16-bit model); fp32, bf16,
+ * fp16 whatever the precision; model, the base weights' (PEFT with
+ * autocast_adapter_dtype=False, torchtune's LoRALinear). */
+#define VC_LORA_DTYPE_MAP(X) X(AUTO, "auto") X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16") X(MODEL, "model")
+#define VC__ENUM_LORA_DT(e, n) VC_LORA_DTYPE_##e,
+typedef enum { VC_LORA_DTYPE_MAP(VC__ENUM_LORA_DT) VC_LORA_DTYPE__N } vc_lora_dtype;
+int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t r;           /* rank; 0: no adapters */
     double alpha;        /* lora_alpha: the update is scaled by alpha / r */
     double dropout;      /* lora_dropout: p > 0 keeps a dropped-out copy of each adapter's input */
     char targets[512];   /* target_modules, comma-separated ("q_proj,v_proj") */
+    vc_lora_dtype dtype; /* the adapters' dtype (default auto) */
 } vc_lora;
 
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
@@ -173,8 +181,10 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 /* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
  * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
  * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
- * ("cut_cross_entropy"), a row each of src/loss.c's table. */
-#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
+ * ("cut_cross_entropy"), chunked = torchtune's chunked output projection and
+ * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), mean = the simplest loop's
+ * outputs.logits.mean() ("logits_mean"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
@@ -193,6 +203,7 @@ typedef struct {
     int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
     int sp;               /* 1: with sequence parallelism (tp >= 2) */
     vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
+    int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
 } vc_hf_options;
 void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
@@ -361,6 +372,14 @@ typedef struct {
      * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
     int cuda_version;
     int module_loading;
+    /* --zero-grad (docs/llm.md): 0 ("none"), optimizer.zero_grad(set_to_none=True), the
+     * gradients freed after each step (PyTorch 2.x's default); 1 ("zero"), set_to_none=False:
+     * they stay allocated between steps, zeroed in place, and backward adds into them */
+    int keep_grads;
+    /* --hold-output (docs/llm.md): 1, the loop keeps the model's output (outputs.logits) until
+     * loss.backward() returns (out = model(...); out.loss.backward()); 0, it is dropped when the
+     * loss has been computed (transformers' Trainer.compute_loss returns the loss only) */
+    int hold_output;
 } vc_options;
 #define VC_MODULE_LOADING_AUTO 0
 #define VC_MODULE_LOADING_LAZY 1

@@ -316,6 +316,10 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         o->offload_device = !strcmp(v, "cpu") ? VC_OFFLOAD_DEVICE_CPU : !strcmp(v, "nvme") ? VC_OFFLOAD_DEVICE_NVME : -1;
         return choose(name, v, o->offload_device, info->choices, err);
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
+    case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
+    case VC_OPT_ZERO_GRAD:
+        o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;
+        return choose(name, v, o->keep_grads, info->choices, err);
     case VC_OPT_GRAD_CKPT: q->hf_given = true; hf->checkpoint = on; return VC_OK;
     case VC_OPT_EXPERTS:
         q->hf_given = true;
@@ -323,6 +327,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LOSS:
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
+    case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_PROMPT: q->gen_given = q->prompt_given = true; return parse_count(name, v, 1, &o->prompt, err);
     case VC_OPT_NEW_TOKENS: q->gen_given = true; return parse_count(name, v, 1, &o->new_tokens, err);
     case VC_OPT_MAX_CONTEXT: q->max_context = on; return VC_OK;
@@ -354,6 +359,8 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LORA: return parse_count(name, v, 1, &q->lora.r, err);
     case VC_OPT_LORA_ALPHA: return parse_real(name, v, 1e-9, 1e12, &q->lora.alpha, err);
     case VC_OPT_LORA_DROPOUT: return parse_real(name, v, 0, 0.999999, &q->lora.dropout, err);
+    case VC_OPT_LORA_DTYPE:
+        return choose(name, v, (int)(q->lora.dtype = (vc_lora_dtype)vc_lora_dtype_from_name(v)), info->choices, err);
     case VC_OPT_LORA_TARGETS:
         if (strlen(v) >= sizeof q->lora.targets)
             return usage(err, O("lora_targets") ": longer than %zu characters", sizeof q->lora.targets - 1);
@@ -490,11 +497,16 @@ static void modes_text(unsigned applies, char *buf, size_t n)
  * say more where they apply. */
 static vc_status check_applies(const vc_request *q, vc_error *err)
 {
-    static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT};
+    static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT, VC_OPT_LORA_DTYPE};
     for (size_t i = 0; i < sizeof lora_opts / sizeof *lora_opts; i++)
         if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
                          vc_option_at(lora_opts[i])->name);
+    if (q->o.keep_grads && (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE))
+        return usage(err, OV("zero_grad", "zero") " (gradients kept between steps) is modelled on one GPU with an optimizer: "
+                     "not with %s", q->o.optim == VC_OPTIM_NONE ? OV("optim", "none") : q->o.pp > 1 ? O("pp") : O("parallel"));
+    if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
+        return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER
                   : q->o.mode == VC_MODE_GENERATE ? VC_APPLIES_GENERATE : VC_APPLIES_TRAIN;
     for (size_t i = 0; i < VC_OPT__N; i++) {

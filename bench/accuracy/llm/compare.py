@@ -8,7 +8,7 @@ modules from the transformers source, measured with bench/accuracy's
 allocator counter on torch 1.13, CPU) it runs vramcalc on the same
 config.json and settings -- --seq, --batch, --optim, --precision (fp32 or
 bf16: the model .to(bfloat16), vramcalc's bf16), --grad-ckpt, --lora with
-its targets, alpha and dropout -- with --attention math (the CPU's SDPA) and
+its targets, alpha, dropout and --lora-dtype -- with --attention math (the CPU's SDPA) and
 --workspace 0 (no cuBLAS on a CPU), and prints the error of peak_allocated.
 Generation cases (--mode generate with the case's --prompt and --new-tokens)
 compare the prefill peak and the decoding peak separately, each against its
@@ -19,7 +19,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -32,52 +31,28 @@ def args_for(case):
         a.append("--grad-ckpt")
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
+    if case.get("loss_chunks"):  # --loss chunked's num_output_chunks
+        a += ["--loss-chunks", str(case["loss_chunks"])]
+    if case.get("zero_grad"):  # zero_grad(set_to_none=False)
+        a += ["--zero-grad", case["zero_grad"]]
+    if case.get("hold_output"):  # the loop keeps `out` through backward
+        a.append("--hold-output")
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
               "--lora-targets", ",".join(lora["targets"])]
+        if lora.get("lora_dtype"):  # measure_llm.py --lora-dtype (absent: auto)
+            a += ["--lora-dtype", lora["lora_dtype"]]
     return a
-
-
-MODEL_OPTS = {"--seq": 1, "--grad-ckpt": 0, "--loss": 1}  # options that shape the model a config becomes
 
 
 def run(cli, case, a):
     """vramcalc on the case. A MoE case measured with transformers 4.x's per-expert loop
-    (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock) runs the model
-    its config becomes (--emit-model with the same options) with the SparseMoE layers'
-    experts_implementation set to per_expert: a config gets transformers 5's grouped_mm."""
-    if case.get("model_type") != "mixtral" or case.get("experts_implementation", "per_expert") != "per_expert":
-        return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
-    e = subprocess.run([cli] + [x for x in a if x not in ("-f", "json")] + ["--emit-model"], cwd=ROOT,
-                       capture_output=True, text=True)
-    if e.returncode != 0:
-        return e
-    model = json.loads(e.stdout)
-
-    def patch(x):
-        if isinstance(x, dict):
-            if x.get("type") == "SparseMoE":
-                x["experts_implementation"] = "per_expert"
-            for v in x.values():
-                patch(v)
-        elif isinstance(x, list):
-            for v in x:
-                patch(v)
-    patch(model)
-    rest, i = [], 1
-    while i < len(a):
-        if a[i] in MODEL_OPTS:
-            i += 1 + MODEL_OPTS[a[i]]
-            continue
-        rest.append(a[i])
-        i += 1
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(model, f)
-    try:
-        return subprocess.run([cli, f.name] + rest, cwd=ROOT, capture_output=True, text=True)
-    finally:
-        os.unlink(f.name)
+    (experts_implementation per_expert, reference.py's MixtralSparseMoeBlock) runs with
+    --experts-implementation per_expert: a config gets transformers 5's grouped_mm by default."""
+    if case.get("model_type") == "mixtral" and case.get("experts_implementation", "per_expert") == "per_expert":
+        a = a + ["--experts-implementation", "per_expert"]
+    return subprocess.run([cli] + a, cwd=ROOT, capture_output=True, text=True)
 
 
 def main():

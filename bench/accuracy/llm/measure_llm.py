@@ -55,10 +55,20 @@ def parse_args(argv):
     ap.add_argument("--lora-dropout", type=float, default=0.0)
     ap.add_argument("--lora-targets", help="default: PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING "
                     "(q_proj,v_proj; gpt_neox: query_key_value)")
+    ap.add_argument("--lora-dtype", default="auto", choices=["auto", "fp32", "bf16", "fp16", "model"],
+                    help="the adapters' dtype: auto, get_peft_model(autocast_adapter_dtype=True): fp32; model: the base "
+                    "weights' (autocast_adapter_dtype=False; torchtune's LoRALinear); fp32/bf16/fp16: that dtype")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
-                    "cce: Apple's Cut Cross-Entropy (cce_replica.py)")
+                    "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
+                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels")
+    ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
+    ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
+                    help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
+    ap.add_argument("--hold-output", action="store_true",
+                    help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
+                    "out.loss.backward(); then dropped")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -79,6 +89,38 @@ def parse_args(argv):
 
 def rounded(t):
     return measure.rounded(t)
+
+
+class KeepGrads:
+    """The optimizer with zero_grad(set_to_none=False) as torch/optim/optimizer.py's
+    Optimizer.zero_grad (2.x, foreach) runs it: each existing p.grad detached
+    (p.grad.detach_() when it has a grad_fn, else p.grad.requires_grad_(False)), then
+    torch._foreach_zero_ over them, in place; the gradients stay allocated for the next
+    backward, whose AccumulateGrad adds into them. measure.train_steps calls
+    zero_grad(set_to_none=True): this wrapper is the loop that passes False."""
+
+    def __init__(self, opt, params):
+        self.opt, self.params = opt, params
+
+    @property
+    def state(self):
+        return self.opt.state
+
+    def step(self):
+        self.opt.step()
+
+    def zero_grad(self, set_to_none=True):
+        import torch
+        grads = []
+        for p in self.params:
+            if p.grad is not None:
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                grads.append(p.grad)
+        if grads:
+            torch._foreach_zero_(grads)
 
 
 def main(argv):
@@ -105,13 +147,16 @@ def main(argv):
 
     model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
+    model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     if args.ckpt:
         model.gradient_checkpointing = True
     if args.lora:
+        adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-                     targets=tuple(args.lora_targets.split(",")))
+                     targets=tuple(args.lora_targets.split(",")),
+                     autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
@@ -131,27 +176,63 @@ def main(argv):
         labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
         after_build = tr.O.opobs_current()
 
+        if args.loss == "chunked":
+            import chunked_replica
+            loss_fn = chunked_replica.CEWithChunkedOutputLoss(args.loss_chunks)
+
         def compute_loss():
+            if args.loss == "chunked":
+                # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
+                # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs
+                outputs = model(input_ids)[1]
+                loss = loss_fn(outputs, labels)
+                del outputs
+                return loss
+            if args.loss == "mean":
+                # the simplest loop: out = model(input_ids); loss = out.logits.mean() (no labels:
+                # lm_head's output in the model's dtype)
+                logits = model(input_ids)[1]
+                loss = logits.mean()
+                if args.hold_output:
+                    held.append(logits)
+                del logits
+                return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
             loss, logits = model(input_ids, labels=labels)
+            if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
+                held.append(logits)
             del logits
             return loss
 
+        held = []
+
+        def tag(name):
+            # --hold-output: `out` goes once loss.backward() has returned (train_steps tags sN.opt next)
+            if name.endswith(".opt"):
+                held.clear()
+            tr.tag(name)
+
         model.train()
         opt = optim2x.make(trainable, args.optim)
+        if args.zero_grad == "zero":
+            opt = KeepGrads(opt, trainable)
         def per_op_log(step):
             if step == 2 and args.per_op_file:
                 tr.O.opobs_log_open(args.per_op_file.encode())
             if step == 3 and args.per_op_file:
                 tr.O.opobs_log_close()
 
-        measure.train_steps(tr, compute_loss, opt, args.steps, at_step=per_op_log)
+        measure.train_steps(tr, compute_loss, opt, args.steps, tag=tag, at_step=per_op_log)
         steady = tr.O.opobs_current()
         result.update({
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
+            **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
+            **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
+            **({"hold_output": True} if args.hold_output else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
-                      "adapter_dtype": "float32",
+                      "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),
+                      **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
                       "input_require_grads": bool(args.ckpt)} if args.lora else None),
             "peak_allocated": int(tr.O.opobs_peak()),
             "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),

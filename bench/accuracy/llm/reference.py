@@ -730,6 +730,13 @@ class CausalLM(nn.Module):
             # passes no softcap)
             import cce_replica
             return cce_replica.cce_loss(hidden_states, head.weight, labels), None
+        if getattr(self, "loss_impl", "hf") == "chunked":
+            # torchtune: set_num_output_chunks(n) makes unembed return chunked_output(h), a list of
+            # [b, s/n, v] logits; CEWithChunkedOutputLoss runs outside the model (chunked_replica.py)
+            import chunked_replica
+            if self.cfg.model_type == "gemma2":
+                raise ValueError("chunked: torchtune's chunked_output has no final soft-capping")
+            return None, chunked_replica.chunked_output(head, hidden_states, self.loss_chunks)
         logits = head(hidden_states[:, slice_indices, :])
         fc = self.cfg.final_logit_softcapping if self.cfg.model_type == "gemma2" else None
         if fc is not None:  # G: Gemma2ForCausalLM.forward
@@ -803,19 +810,29 @@ class LoraLinear(nn.Module):
         return result
 
 
+def lora_dtype(model):
+    """The adapters' dtype (the first LoraLinear's lora_A)."""
+    return next(m.lora_A.weight.dtype for m in model.modules() if isinstance(m, LoraLinear))
+
+
 def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "v_proj"),
-               autocast_adapter_dtype=True):
+               autocast_adapter_dtype=True, adapter_dtype=None):
     """get_peft_model(model, LoraConfig(r, lora_alpha, lora_dropout, target_modules)):
     every parameter frozen (BaseTuner._mark_only_adapters_as_trainable with bias='none'),
     the target Linears wrapped; adapters created in fp32 and, with autocast_adapter_dtype
     (PEFT's default), fp16/bf16 adapters upcast to fp32 (cast_adapter_dtype): so with a
     bf16 base the adapters are fp32 and Linear.forward casts the adapter input to fp32.
     If gradient checkpointing is on, PeftModel.__init__ calls enable_input_require_grads
-    (a forward hook: embedding output .requires_grad_(True))."""
+    (a forward hook: embedding output .requires_grad_(True)).
+    autocast_adapter_dtype=False: the adapters keep the base weight's dtype
+    (_move_adapter_to_device_of_base_layer, tuners_utils.py), as torchtune's LoRALinear
+    built under set_default_dtype(dtype) does; adapter_dtype: that dtype whatever the
+    base's (the model cast to it after get_peft_model's cast)."""
     for p in model.parameters():
         p.requires_grad_(False)
     base_dtype = next(model.parameters()).dtype
-    adapter_dtype = torch.float32 if (autocast_adapter_dtype or base_dtype == torch.float32) else base_dtype
+    if adapter_dtype is None:
+        adapter_dtype = torch.float32 if (autocast_adapter_dtype or base_dtype == torch.float32) else base_dtype
     n = 0
     for name, mod in list(model.named_modules()):
         for cname, child in list(mod.named_children()):

@@ -160,6 +160,81 @@ def cases():
         else:
             out.append(dict(config="configs/qwen2_moe_small.json", mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=ho))
+    # --lora-dtype (issue 26 item 1): the adapters in the base weights' dtype (model: PEFT with
+    # autocast_adapter_dtype=False, torchtune's LoRALinear), fp32 (PEFT's default, auto) or pinned
+    # bf16 on an fp32 model; a larger rank over every Linear of the blocks so that the adapters,
+    # their gradients, states and fp32 inputs show. Every third held out.
+    every = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    ldt = [
+        ("llama_small", 2, 64, "adamw", "bf16", False, 32, every, "model"),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 32, every, "auto"),
+        ("llama_small", 2, 64, "adamw", "bf16", True, 32, every, "model"),
+        ("qwen2_small", 2, 48, "adam", "bf16", False, 16, every, "model"),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, 16, "q_proj,k_proj,v_proj,o_proj", "model"),
+        ("llama_small", 2, 64, "adamw", "fp32", False, 32, every, "bf16"),
+        ("gemma2_small", 2, 40, "adamw", "bf16", True, 16, every, "model"),
+        ("llama_vocab8k", 1, 96, "sgd", "bf16", False, 16, every, "model"),
+        ("qwen2_small", 1, 96, "adamw", "bf16", True, 32, every, "fp32"),
+    ]
+    for i, (cfg, b, s, o, p, c, r, tg, dt) in enumerate(ldt):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=r, lora_targets=tg, lora_dtype=dt, held_out=(i % 3 == 2)))
+    # --loss chunked (issue 26 item 2): torchtune's chunked output projection and
+    # CEWithChunkedOutputLoss (chunked_replica.py); batch 1 (contiguous slices) and more (copies),
+    # 8 chunks (torchtune's default) and uneven splits. Every third held out.
+    chunked = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0, 8),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0, 8),
+        ("llama_vocab8k", 1, 128, "sgd", "bf16", False, 0, 8),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, 8, 8),
+        ("qwen2_vocab6k", 2, 64, "sgd", "bf16", False, 0, 3),
+        ("qwen2_vocab6k", 1, 96, "adam", "fp32", True, 8, 8),
+        ("llama_vocab8k", 3, 40, "sgd", "bf16", True, 0, 6),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 0, 8),
+        ("llama_small", 4, 48, "adamw", "fp32", False, 0, 1),
+        ("llama_vocab8k", 1, 80, "sgd", "fp32", False, 8, 16),
+    ]
+    for i, (cfg, b, s, o, p, c, l, n) in enumerate(chunked):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="chunked", loss_chunks=n, held_out=(i % 3 == 2)))
+    # --zero-grad zero (issue 26 item 5): zero_grad(set_to_none=False), the gradients kept between
+    # steps (measure_llm.py KeepGrads). Every third held out.
+    keep = [
+        ("llama_small", 2, 64, "adamw", "fp32", False, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 0),
+        ("qwen2_small", 2, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adam", "fp32", False, 0),
+        ("mixtral_small", 2, 40, "adamw", "bf16", True, 0),
+        ("llama_small", 2, 64, "adamw", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(keep):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, zero_grad="zero", held_out=(i % 3 == 2)))
+    # --hold-output (issue 26 item 5): the loop keeps `out` (the logits) until backward returns.
+    # Every third held out.
+    hold = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", True, 8),
+        ("llama_small", 2, 64, "adamw", "fp32", False, 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(hold):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, hold_output=True, held_out=(i % 3 == 2)))
+    # --loss mean (issue 26 item 2): model(ids).logits.mean(), the simplest loop. Every third held out.
+    mean = [
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "sgd", "fp32", False, 0),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", False, 8),
+        ("gemma2_small", 2, 40, "sgd", "bf16", False, 0),
+        ("llama_small", 2, 64, "adam", "fp32", True, 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(mean):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss="mean", held_out=(i % 3 == 2)))
     return out
 
 
@@ -174,8 +249,18 @@ def argv_of(c):
             a.append("--ckpt")
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
+            if c.get("lora_targets"):
+                a += ["--lora-targets", c["lora_targets"]]
+            if c.get("lora_dtype"):
+                a += ["--lora-dtype", c["lora_dtype"]]
         if c.get("loss"):
             a += ["--loss", c["loss"]]
+        if c.get("loss_chunks"):
+            a += ["--loss-chunks", str(c["loss_chunks"])]
+        if c.get("zero_grad"):
+            a += ["--zero-grad", c["zero_grad"]]
+        if c.get("hold_output"):
+            a.append("--hold-output")
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
