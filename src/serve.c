@@ -118,6 +118,61 @@ static int64_t vllm_rope_cache(const vc_model *m)
     return n;
 }
 
+/* vLLM's derived max_model_len for a Hugging Face config, 0 when none is
+ * derived (then any max_model_len is accepted). vllm-project/vllm @ 0052a5b8,
+ * vllm/config/model.py _get_and_verify_max_len: the smallest of the keys
+ * below that the config has; model_max_length, when present, instead; times
+ * the rope scaling factor unless the rope type is su, longrope or llama3 (yarn:
+ * original_max_position_embeddings x factor), Gemma 3 excepted. A
+ * max_model_len over it is refused ("User-specified max_model_len ... is
+ * greater than the derived max_model_len") unless it is at most the config's
+ * model_max_length, or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. The tokenizer's
+ * model_max_length and a sliding window disabled by the user are not read
+ * (vramcalc has the config only). */
+static const char *const vllm_len_keys[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                                            "model_max_length", "max_target_positions", "max_sequence_length",
+                                            "max_seq_length", "seq_len"};
+
+static double vllm_max_model_len(const vc_model *m, const char **key, bool *scaled)
+{
+    *key = NULL;
+    *scaled = false;
+    if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    double len = 0;
+    for (size_t i = 0; i < sizeof vllm_len_keys / sizeof *vllm_len_keys; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, vllm_len_keys[i]);
+        if (cJSON_IsNumber(v) && (len == 0 || v->valuedouble < len)) {
+            len = v->valuedouble;
+            *key = vllm_len_keys[i];
+        }
+    }
+    const cJSON *mml = cJSON_GetObjectItemCaseSensitive(root, "model_max_length");
+    if (cJSON_IsNumber(mml) && mml->valuedouble != 0) {
+        len = mml->valuedouble;
+        *key = "model_max_length";
+    }
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!cJSON_IsObject(rs)) rs = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    if (len > 0 && cJSON_IsObject(rs) && !(cJSON_IsString(mt) && strstr(mt->valuestring, "gemma3"))) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(rs, "type"); /* patch_rope_parameters */
+        const char *type = cJSON_IsString(t) ? t->valuestring : "default";
+        if (strcmp(type, "su") && strcmp(type, "longrope") && strcmp(type, "llama3")) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+            const cJSON *orig = cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings");
+            if (!strcmp(type, "yarn") && cJSON_IsNumber(orig)) len = orig->valuedouble;
+            if (cJSON_IsNumber(f)) len *= f->valuedouble;
+            *scaled = cJSON_IsNumber(f) && f->valuedouble != 1;
+        }
+    }
+    if (len > 0 && cJSON_IsNumber(mml) && mml->valuedouble > len) len = mml->valuedouble; /* allowed up to it */
+    cJSON_Delete(root);
+    return len;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -137,10 +192,32 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens", "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults */
+    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
+     * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
+     * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
     bool big = gpu->total >= (INT64_C(70) << 30) && !(gpu->preset && strstr(gpu->preset->name, "a100"));
     r->max_num_batched_tokens = so->max_num_batched_tokens ? so->max_num_batched_tokens : big ? 8192 : 2048;
     r->max_num_seqs = so->max_num_seqs ? so->max_num_seqs : big ? 1024 : 256;
+    if (!so->max_num_seqs && r->max_num_seqs > r->max_num_batched_tokens) r->max_num_seqs = r->max_num_batched_tokens;
+    /* vllm-project/vllm @ 01230b40, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (from
+     * __post_init__): max_num_batched_tokens < max_num_seqs is a ValueError. Its other check,
+     * max_num_batched_tokens < max_model_len, applies only with chunked prefill off, and V1 turns it on
+     * for every generating model (arg_utils.py _set_default_args: enable_chunked_prefill = True) */
+    if (r->max_num_batched_tokens < r->max_num_seqs)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens",
+                            "%lld is less than --max-num-seqs %lld: vLLM refuses to start (SchedulerConfig: "
+                            "max_num_batched_tokens must be greater than or equal to max_num_seqs)",
+                            (long long)r->max_num_batched_tokens, (long long)r->max_num_seqs);
+    /* the requests' length is the max_model_len they need: at most the model's (vllm_max_model_len) */
+    const char *len_key;
+    bool scaled;
+    double max_len = vllm_max_model_len(m, &len_key, &scaled);
+    if (max_len > 0 && (double)o->prompt + (double)o->new_tokens > max_len)
+        return vc_set_error(err, VC_ERR_USAGE, "--prompt",
+                            "prompt + new tokens (%lld tokens) pass the model's length, %.0f (%s%s): vLLM refuses a "
+                            "max_model_len over it (ModelConfig: \"User-specified max_model_len ... is greater than the "
+                            "derived max_model_len\")", (long long)o->prompt + (long long)o->new_tokens, max_len,
+                            len_key ? len_key : "max_positions", !len_key ? "" : scaled ? " x rope_scaling's factor" : " in its config.json");
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
     if ((st = vc__plan_build_profile(m, o, r->max_num_batched_tokens, rows, &p, err))) return st;
