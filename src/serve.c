@@ -212,7 +212,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     const char *len_key;
     bool scaled;
     double max_len = vllm_max_model_len(m, &len_key, &scaled);
-    if (max_len > 0 && (double)o->prompt + (double)o->new_tokens > max_len)
+    /* (a model that cannot generate is refused by the profiling run's build below, which says so) */
+    if (max_len > 0 && vc_loss_row_get(m->loss)->causal && (double)o->prompt + (double)o->new_tokens > max_len)
         return vc_set_error(err, VC_ERR_USAGE, "--prompt",
                             "prompt + new tokens (%lld tokens) pass the model's length, %.0f (%s%s): vLLM refuses a "
                             "max_model_len over it (ModelConfig: \"User-specified max_model_len ... is greater than the "

@@ -1486,6 +1486,11 @@ static void test_issue29_outputs_serve_words(void **state)
         {{mlp, "--sweep", "9999999999999999", NULL}, "--sweep: a number in '9999999999999999' is over the limit of 2^53 (9007199254740992)"},
         {{mlp, "--sweep", "1:9007199254740993", NULL}, "over the limit of 2^53"},
         {{HF("llama-3.1-8b"), "--lora", "1099511627776", NULL}, HF("llama-3.1-8b") ": --lora: the model has more than 2^56 parameters"},
+        {{mlp, "--gpu", "9223372036854775807", NULL},
+         "--gpu: '9223372036854775807' is over the limit: a size has at most 18 significant digits (and is at most 2^63 bytes)"},
+        {{mlp, "--gpu", "12x", NULL}, "--gpu: unknown unit in '12x'"},
+        /* a model that cannot generate: that refusal, before any length */
+        {{HF("bert-base-uncased"), "--serve", "-g", "h100-80gb", NULL}, "--serve: generate needs a causal language model"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         run_result r;
