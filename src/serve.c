@@ -5,8 +5,9 @@
  * vLLM (github:vllm-project/vllm, the files docs/inference.md names):
  *  - vllm/v1/worker/gpu_worker.py Worker.determine_available_memory: a
  *    profiling run (gpu_model_runner.py profile_run: _dummy_run over
- *    max_num_batched_tokens tokens, then _dummy_sampler_run on the last token
- *    of each of min(max_num_seqs, max_num_batched_tokens) dummy requests);
+ *    max_num_batched_tokens tokens split into min(max_num_seqs,
+ *    max_num_batched_tokens) dummy requests, then _dummy_sampler_run on the
+ *    last token of each);
  *    available = total_gpu_memory x gpu_memory_utilization - (weights + the
  *    run's peak increase + non-torch increase);
  *  - vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes:
@@ -17,9 +18,10 @@
  *  - vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (the API
  *    server's): max_num_batched_tokens 8192 and max_num_seqs 1024 on cards of
  *    70 GiB or more that are not A100s, 2048 and 256 otherwise.
- * The profiling run is estimated as the model's forward over the tokens
- * (generate.c's prefill without a cache) with the LM head on the sampled
- * rows and their fp32 copy (the sampler skips top-k/top-p while profiling).
+ * The profiling run is estimated as the model's forward over those dummy
+ * requests, a batch of them (generate.c's prefill without a cache), with the
+ * LM head on each one's last row and their fp32 copy (the sampler skips
+ * top-k/top-p while profiling).
  * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
  * Not modelled: the non-torch memory the profiling run adds (cuBLAS, NCCL),
  * and since v0.21 the CUDA graph memory estimate that V1 also subtracts
@@ -219,11 +221,17 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                             "max_model_len over it (ModelConfig: \"User-specified max_model_len ... is greater than the "
                             "derived max_model_len\")", (long long)o->prompt + (long long)o->new_tokens, max_len,
                             len_key ? len_key : "max_positions", !len_key ? "" : scaled ? " x rope_scaling's factor" : " in its config.json");
+    /* the profiling run's dummy requests (vllm-project/vllm @ 4e179065, vllm/v1/worker/gpu_model_runner.py
+     * profile_run: _dummy_run(max_num_tokens), whose num_reqs = min(num_tokens, max_num_seqs) requests get
+     * num_tokens // num_reqs tokens each, the remainder on the last; then _dummy_sampler_run on the last
+     * token of each): a batch of `rows` sequences, each cdiv(tokens, rows) long (when rows does not divide
+     * the tokens, up to rows - 1 tokens more than vLLM's), the LM head on one row of each. Each dummy
+     * request is short (8 tokens under the defaults): a model with learned positions is not run past them */
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
-    if ((st = vc__plan_build_profile(m, o, r->max_num_batched_tokens, rows, &p, err))) return st;
+    if ((st = vc__plan_build_profile(m, o, cdiv(r->max_num_batched_tokens, rows), 1, &p, err))) return st;
     vc_sim sim;
-    st = vc_plan_simulate(p, 1, &sim, NULL, err);
+    st = vc_plan_simulate(p, rows, &sim, NULL, err);
     int64_t per_token = 0; /* K and V elements of one token, all layers */
     for (int i = 0; i < p->gen.nslot; i++) {
         const vc_kv_slot *s = &p->gen.slot[i];

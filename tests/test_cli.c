@@ -1521,6 +1521,20 @@ static void test_issue29_outputs_serve_words(void **state)
     assert_int_equal(num(j, "serve.request_tokens"), 131072);
     cJSON_Delete(j);
     run_free(&r);
+    /* vLLM's profiling run is 1024 dummy requests of 8 tokens on an H100 (gpu_model_runner.py @ 4e179065
+     * profile_run -> _dummy_run: min(8192, 1024) requests of 8192 // 1024 tokens), not one 8192-token
+     * sequence: GPT-2's 1024 learned positions serve requests of 512 + 256 tokens */
+    RUN(&r, HF("gpt2"), "--serve", "-g", "h100-80gb", "--prompt", "512", "--new-tokens", "256", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "serve.request_tokens"), 768);
+    assert_true(num(j, "serve.concurrency") > 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* GPT-2's n_positions 1024 (vllm/config/model.py _get_and_verify_max_len's keys): 1024 + 1 refused */
+    RUN(&r, HF("gpt2"), "--serve", "-g", "h100-80gb", "--prompt", "769", "--new-tokens", "256");
+    check_usage_error(&r, "--prompt: prompt + new tokens (1025 tokens) pass the model's length, 1024 (n_positions in its config.json)");
+    run_free(&r);
     /* the searches' caps, in every format: --max-batch stops at 2^40 (sweep.c, VC_MAX_BATCH_LIMIT); one
      * parameter on 1000 TB fits any batch */
     RUN(&r, "--params", "1", "--max-batch", "-g", "1000TB", "-f", "json");
