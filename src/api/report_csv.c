@@ -180,8 +180,9 @@ int report_csv_check(const vc_report *rep, char *msg, size_t n)
         else w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
     }
     if (w < n)
-        snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch* with \x1f" "max_batch" "\x1f, max_context.* with \x1f" "max_context" "\x1f, max_seq* with "
-                                 "\x1f" "max_seq" "\x1f, memory.context_parts.* without \x1f" "context" "\x1f)");
+        snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch* with \x1f" "max_batch" "\x1f, max_context.* with "
+                                 "\x1f" "max_context" "\x1f, max_seq* with \x1f" "max_seq" "\x1f, memory.context_parts.* without "
+                                 "\x1f" "context" "\x1f)");
     return -1;
 }
 

@@ -212,7 +212,7 @@ bad:
     if (over) /* a well-formed number past the batch sizes vramcalc takes (docs/limits.md) */
         st = usage(err, O("sweep") ": a number in '%s' is over the limit of 2^53 (9007199254740992)", esc(&b, s));
     else
-            st = usage(err, O("sweep") ": expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", esc(&b, s));
+        st = usage(err, O("sweep") ": expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", esc(&b, s));
 fail:
     free(v);
     return st;
@@ -552,7 +552,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (q->max_batch && !gpu) return usage(err, O("max_batch") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     if (q->plot && !sweep) return usage(err, O("plot") " needs " O("sweep") " (the batch sizes to draw)");
     if (q->plot && !strcmp(q->plot, "-")) return usage(err, O("plot") " writes an SVG file: give a file name, not '-'");
-    if (q->given[VC_OPT_FORCE] && !q->plot) return usage(err, O("force") " lets " O("plot") " replace an existing file: it needs " O("plot"));
+    if (q->given[VC_OPT_FORCE] && !q->plot)
+        return usage(err, O("force") " lets " O("plot") " replace an existing file: it needs " O("plot"));
     if (counts && (q->trace || q->input || q->per_layer))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate",
                      q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
@@ -595,7 +596,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (sweep && q->batch_given) return usage(err, "give either " O("batch") " or " O("sweep") ", not both");
     if (q->max_seq) {
         const char *other = counts ? O("params") : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->input ? O("input")
-                          : q->given[VC_OPT_SEQ] ? O("seq") : q->max_context ? O("max_context") : q->trace ? O("trace") : q->emit ? O("emit_model") : NULL;
+                          : q->given[VC_OPT_SEQ] ? O("seq") : q->max_context ? O("max_context") : q->trace ? O("trace")
+                          : q->emit ? O("emit_model") : NULL;
         if (other)
             return usage(err, O("max_seq") " searches the sequence length of a config.json at one " O("batch") ": it does not go with %s", other);
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
