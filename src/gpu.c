@@ -249,7 +249,17 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
     int64_t mant;
     int scale;
     const char *end = decimal(s, &mant, &scale);
-    if (!end) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a size such as 24GiB, 80GB or 24000MiB, got '%s'", s);
+    if (!end) {
+        /* a well-formed number past decimal()'s 18 significant digits: over the limit, not malformed (issue 29) */
+        int sig = 0;
+        const char *q = s;
+        for (; (*q >= '0' && *q <= '9') || *q == '.'; q++)
+            if (*q != '.' && (sig || *q != '0')) sig++; /* leading zeros are not significant */
+        if (sig > 18)
+            return vc_set_error(err, VC_ERR_USAGE, NULL, "'%s' is over the limit: a size has at most 18 significant digits "
+                                "(and is at most 2^63 bytes)", s);
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a size such as 24GiB, 80GB or 24000MiB, got '%s'", s);
+    }
     if (*end == ' ') end++;
     for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
         /* as written (GiB) or all lower case (gib); not "Gb" (gigabits) */

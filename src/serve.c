@@ -5,8 +5,9 @@
  * vLLM (github:vllm-project/vllm, the files docs/inference.md names):
  *  - vllm/v1/worker/gpu_worker.py Worker.determine_available_memory: a
  *    profiling run (gpu_model_runner.py profile_run: _dummy_run over
- *    max_num_batched_tokens tokens, then _dummy_sampler_run on the last token
- *    of each of min(max_num_seqs, max_num_batched_tokens) dummy requests);
+ *    max_num_batched_tokens tokens split into min(max_num_seqs,
+ *    max_num_batched_tokens) dummy requests, then _dummy_sampler_run on the
+ *    last token of each);
  *    available = total_gpu_memory x gpu_memory_utilization - (weights + the
  *    run's peak increase + non-torch increase);
  *  - vllm/v1/kv_cache_interface.py AttentionSpec.page_size_bytes:
@@ -17,9 +18,10 @@
  *  - vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (the API
  *    server's): max_num_batched_tokens 8192 and max_num_seqs 1024 on cards of
  *    70 GiB or more that are not A100s, 2048 and 256 otherwise.
- * The profiling run is estimated as the model's forward over the tokens
- * (generate.c's prefill without a cache) with the LM head on the sampled
- * rows and their fp32 copy (the sampler skips top-k/top-p while profiling).
+ * The profiling run is estimated as the model's forward over those dummy
+ * requests, a batch of them (generate.c's prefill without a cache), with the
+ * LM head on each one's last row and their fp32 copy (the sampler skips
+ * top-k/top-p while profiling).
  * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
  * Not modelled: the non-torch memory the profiling run adds (cuBLAS, NCCL),
  * and since v0.21 the CUDA graph memory estimate that V1 also subtracts
@@ -118,6 +120,61 @@ static int64_t vllm_rope_cache(const vc_model *m)
     return n;
 }
 
+/* vLLM's derived max_model_len for a Hugging Face config, 0 when none is
+ * derived (then any max_model_len is accepted). vllm-project/vllm @ 0052a5b8,
+ * vllm/config/model.py _get_and_verify_max_len: the smallest of the keys
+ * below that the config has; model_max_length, when present, instead; times
+ * the rope scaling factor unless the rope type is su, longrope or llama3 (yarn:
+ * original_max_position_embeddings x factor), Gemma 3 excepted. A
+ * max_model_len over it is refused ("User-specified max_model_len ... is
+ * greater than the derived max_model_len") unless it is at most the config's
+ * model_max_length, or VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. The tokenizer's
+ * model_max_length and a sliding window disabled by the user are not read
+ * (vramcalc has the config only). */
+static const char *const vllm_len_keys[] = {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                                            "model_max_length", "max_target_positions", "max_sequence_length",
+                                            "max_seq_length", "seq_len"};
+
+static double vllm_max_model_len(const vc_model *m, const char **key, bool *scaled)
+{
+    *key = NULL;
+    *scaled = false;
+    if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    double len = 0;
+    for (size_t i = 0; i < sizeof vllm_len_keys / sizeof *vllm_len_keys; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, vllm_len_keys[i]);
+        if (cJSON_IsNumber(v) && (len == 0 || v->valuedouble < len)) {
+            len = v->valuedouble;
+            *key = vllm_len_keys[i];
+        }
+    }
+    const cJSON *mml = cJSON_GetObjectItemCaseSensitive(root, "model_max_length");
+    if (cJSON_IsNumber(mml) && mml->valuedouble != 0) {
+        len = mml->valuedouble;
+        *key = "model_max_length";
+    }
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!cJSON_IsObject(rs)) rs = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    if (len > 0 && cJSON_IsObject(rs) && !(cJSON_IsString(mt) && strstr(mt->valuestring, "gemma3"))) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+        if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(rs, "type"); /* patch_rope_parameters */
+        const char *type = cJSON_IsString(t) ? t->valuestring : "default";
+        if (strcmp(type, "su") && strcmp(type, "longrope") && strcmp(type, "llama3")) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(rs, "factor");
+            const cJSON *orig = cJSON_GetObjectItemCaseSensitive(rs, "original_max_position_embeddings");
+            if (!strcmp(type, "yarn") && cJSON_IsNumber(orig)) len = orig->valuedouble;
+            if (cJSON_IsNumber(f)) len *= f->valuedouble;
+            *scaled = cJSON_IsNumber(f) && f->valuedouble != 1;
+        }
+    }
+    if (len > 0 && cJSON_IsNumber(mml) && mml->valuedouble > len) len = mml->valuedouble; /* allowed up to it */
+    cJSON_Delete(root);
+    return len;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -137,15 +194,44 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens", "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults */
+    /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
+     * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
+     * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
     bool big = gpu->total >= (INT64_C(70) << 30) && !(gpu->preset && strstr(gpu->preset->name, "a100"));
     r->max_num_batched_tokens = so->max_num_batched_tokens ? so->max_num_batched_tokens : big ? 8192 : 2048;
     r->max_num_seqs = so->max_num_seqs ? so->max_num_seqs : big ? 1024 : 256;
+    if (!so->max_num_seqs && r->max_num_seqs > r->max_num_batched_tokens) r->max_num_seqs = r->max_num_batched_tokens;
+    /* vllm-project/vllm @ 01230b40, vllm/config/scheduler.py SchedulerConfig.verify_max_model_len (from
+     * __post_init__): max_num_batched_tokens < max_num_seqs is a ValueError. Its other check,
+     * max_num_batched_tokens < max_model_len, applies only with chunked prefill off, and V1 turns it on
+     * for every generating model (arg_utils.py _set_default_args: enable_chunked_prefill = True) */
+    if (r->max_num_batched_tokens < r->max_num_seqs)
+        return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens",
+                            "%lld is less than --max-num-seqs %lld: vLLM refuses to start (SchedulerConfig: "
+                            "max_num_batched_tokens must be greater than or equal to max_num_seqs)",
+                            (long long)r->max_num_batched_tokens, (long long)r->max_num_seqs);
+    /* the requests' length is the max_model_len they need: at most the model's (vllm_max_model_len) */
+    const char *len_key;
+    bool scaled;
+    double max_len = vllm_max_model_len(m, &len_key, &scaled);
+    /* (a model that cannot generate is refused by the profiling run's build below, which says so) */
+    if (max_len > 0 && vc_loss_row_get(m->loss)->causal && (double)o->prompt + (double)o->new_tokens > max_len)
+        return vc_set_error(err, VC_ERR_USAGE, "--prompt",
+                            "prompt + new tokens (%lld tokens) pass the model's length, %.0f (%s%s): vLLM refuses a "
+                            "max_model_len over it (ModelConfig: \"User-specified max_model_len ... is greater than the "
+                            "derived max_model_len\")", (long long)o->prompt + (long long)o->new_tokens, max_len,
+                            len_key ? len_key : "max_positions", !len_key ? "" : scaled ? " x rope_scaling's factor" : " in its config.json");
+    /* the profiling run's dummy requests (vllm-project/vllm @ 4e179065, vllm/v1/worker/gpu_model_runner.py
+     * profile_run: _dummy_run(max_num_tokens), whose num_reqs = min(num_tokens, max_num_seqs) requests get
+     * num_tokens // num_reqs tokens each, the remainder on the last; then _dummy_sampler_run on the last
+     * token of each): a batch of `rows` sequences, each cdiv(tokens, rows) long (when rows does not divide
+     * the tokens, up to rows - 1 tokens more than vLLM's), the LM head on one row of each. Each dummy
+     * request is short (8 tokens under the defaults): a model with learned positions is not run past them */
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
-    if ((st = vc__plan_build_profile(m, o, r->max_num_batched_tokens, rows, &p, err))) return st;
+    if ((st = vc__plan_build_profile(m, o, cdiv(r->max_num_batched_tokens, rows), 1, &p, err))) return st;
     vc_sim sim;
-    st = vc_plan_simulate(p, 1, &sim, NULL, err);
+    st = vc_plan_simulate(p, rows, &sim, NULL, err);
     int64_t per_token = 0; /* K and V elements of one token, all layers */
     for (int i = 0; i < p->gen.nslot; i++) {
         const vc_kv_slot *s = &p->gen.slot[i];

@@ -430,7 +430,7 @@ static void test_csv_columns(void **state)
     run_free(&r);
     RUN(&r, q, "-f", "csv", "--columns", "max_batch");
     check_usage_error(&r, "--columns: unknown column 'max_batch' (choose from model, mode, batch, precision, optimizer,");
-    assert_non_null(strstr(r.err, ", peak.workspace; gpu.* come with --gpu, max_batch with --max-batch"));
+    assert_non_null(strstr(r.err, ", peak.workspace; gpu.* come with --gpu, max_batch* with --max-batch, max_context.* with --max-context, max_seq* with --max-seq"));
     run_free(&r);
     RUN(&r, q, "-f", "csv", "--columns", "bogus,batch");
     check_usage_error(&r, "--columns: unknown column 'bogus' (choose from model, mode, batch,");
@@ -1450,6 +1450,165 @@ static void test_applies(void **state)
 #undef HF_GPT2
 }
 
+/* Issue 29, the request layer's rest: outputs that cannot hurt (--plot and
+ * --force; the searches' caps flagged in JSON and CSV), serving validated as
+ * vLLM validates it, and errors in the user's words. */
+static void test_issue29_outputs_serve_words(void **state)
+{
+    (void)state;
+#define HF(name) VC_TEST_DATA "/hf/" name ".json"
+    const struct { const char *args[12]; const char *msg; } cases[] = {
+        {{mlp, "--sweep", "1:2", "--force", NULL}, "--force lets --plot replace an existing file: it needs --plot"},
+        /* vllm/config/scheduler.py @ 01230b40 SchedulerConfig.verify_max_model_len: max_num_batched_tokens <
+         * max_num_seqs is a ValueError */
+        {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--max-num-batched-tokens", "1", "--max-num-seqs", "1024", NULL},
+         "--max-num-batched-tokens: 1 is less than --max-num-seqs 1024: vLLM refuses to start"},
+        /* vllm/config/model.py @ 0052a5b8 _get_and_verify_max_len: max_position_embeddings 131072 (rope
+         * type llama3: no factor) */
+        {{HF("llama-3.1-8b"), "--serve", "-g", "1000TB", "--prompt", "1000000", NULL},
+         "--prompt: prompt + new tokens (1000256 tokens) pass the model's length, 131072 (max_position_embeddings in its "
+         "config.json): vLLM refuses a max_model_len over it"},
+        {{HF("llama-3.1-8b"), "--serve", "-g", "1000TB", "--prompt", "130817", NULL}, "(131073 tokens) pass the model's length, 131072"},
+        {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--lora", "16", NULL},
+         "--lora with --serve: vLLM's LoRA serving (max_loras x max_lora_rank adapter slots per module) is not modelled"},
+        {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--qlora", NULL}, "--qlora with --serve: vLLM's LoRA serving"},
+        {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--context", "1GiB", NULL},
+         "--context does not apply to --serve (vLLM's engine): it goes with --mode train, infer and generate"},
+        {{HF("llama-3.1-8b"), "--input", "100", NULL},
+         "--input sets a vramcalc model file's input shape; a config.json's input is its tokens: use --seq"},
+        {{HF("roberta-base"), "--input", "1,2", NULL}, "a config.json's input is its tokens: use --seq"},
+        {{HF("llama-3.1-8b"), "-m", "generate", "--input", "8", NULL}, "a config.json's input is its tokens: use --prompt"},
+        /* generate loads the config at the prompt's length: its limits are --prompt's */
+        {{HF("llama-3.1-8b"), "-m", "generate", "--prompt", "1099511627777", NULL}, "--prompt: 1099511627777 tokens: more than 2^40"},
+        {{HF("llama-3.1-8b"), "-m", "generate", "--prompt", "1099511627776", NULL}, "--prompt: 1099511627776 tokens: the attention scores"},
+        {{HF("llama-3.1-8b"), "-m", "generate", "--max-context", "--max-seq", "-g", "h100-80gb", NULL},
+         "--max-seq searches the sequence length of a config.json at one --batch: it does not go with --max-context"},
+        {{mlp, "--sweep", "9999999999999999", NULL}, "--sweep: a number in '9999999999999999' is over the limit of 2^53 (9007199254740992)"},
+        {{mlp, "--sweep", "1:9007199254740993", NULL}, "over the limit of 2^53"},
+        {{HF("llama-3.1-8b"), "--lora", "1099511627776", NULL}, HF("llama-3.1-8b") ": --lora: the model has more than 2^56 parameters"},
+        {{mlp, "--gpu", "9223372036854775807", NULL},
+         "--gpu: '9223372036854775807' is over the limit: a size has at most 18 significant digits (and is at most 2^63 bytes)"},
+        {{mlp, "--gpu", "12x", NULL}, "--gpu: unknown unit in '12x'"},
+        /* a model that cannot generate: that refusal, before any length */
+        {{HF("bert-base-uncased"), "--serve", "-g", "h100-80gb", NULL}, "--serve: generate needs a causal language model"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        run_result r;
+        run_argv(cases[i].args, &r);
+        check_usage_error(&r, cases[i].msg);
+        assert_null(strstr(r.err, "layers[")); /* no path of an emitted model */
+        run_free(&r);
+    }
+    run_result r;
+    /* --sweep's well-formed items still parse up to the limit */
+    RUN(&r, "--params", "1", "--sweep", "9007199254740992", "-f", "csv", "--columns", "batch");
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.out, "batch\n9007199254740992\n");
+    run_free(&r);
+    /* without --max-num-seqs, vLLM's default is at most max_num_batched_tokens (arg_utils.py @ 99d7eb5d
+     * EngineArgs._set_default_args: min(1024, 512) on an H100) */
+    RUN(&r, HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--max-num-batched-tokens", "512", "-f", "json");
+    assert_int_equal(r.status, 0);
+    cJSON *j = parse(&r);
+    assert_int_equal(num(j, "serve.max_num_seqs"), 512);
+    assert_int_equal(num(j, "serve.max_num_batched_tokens"), 512);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* 131072 - 256 tokens of prompt: the model's length exactly, served */
+    RUN(&r, HF("llama-3.1-8b"), "--serve", "-g", "1000TB", "--prompt", "130816", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "serve.request_tokens"), 131072);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* vLLM's profiling run is 1024 dummy requests of 8 tokens on an H100 (gpu_model_runner.py @ 4e179065
+     * profile_run -> _dummy_run: min(8192, 1024) requests of 8192 // 1024 tokens), not one 8192-token
+     * sequence: GPT-2's 1024 learned positions serve requests of 512 + 256 tokens */
+    RUN(&r, HF("gpt2"), "--serve", "-g", "h100-80gb", "--prompt", "512", "--new-tokens", "256", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "serve.request_tokens"), 768);
+    assert_true(num(j, "serve.concurrency") > 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* GPT-2's n_positions 1024 (vllm/config/model.py _get_and_verify_max_len's keys): 1024 + 1 refused */
+    RUN(&r, HF("gpt2"), "--serve", "-g", "h100-80gb", "--prompt", "769", "--new-tokens", "256");
+    check_usage_error(&r, "--prompt: prompt + new tokens (1025 tokens) pass the model's length, 1024 (n_positions in its config.json)");
+    run_free(&r);
+    /* the searches' caps, in every format: --max-batch stops at 2^40 (sweep.c, VC_MAX_BATCH_LIMIT); one
+     * parameter on 1000 TB fits any batch */
+    RUN(&r, "--params", "1", "--max-batch", "-g", "1000TB", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "max_batch"), INT64_C(1) << 40);
+    assert_int_equal(num(j, "max_batch_limited"), 1);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, "--params", "1", "--max-batch", "-g", "1000TB", "-f", "csv", "--columns", "max_batch,max_batch_limited");
+    assert_string_equal(r.out, "max_batch,max_batch_limited\n1099511627776,true\n");
+    run_free(&r);
+    RUN(&r, "--params", "1", "--max-batch", "-g", "1000TB", "--sweep", "1,2", "-f", "json");
+    j = parse(&r);
+    assert_int_equal(num(j, "max_batch_limited"), 1);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, mlp, "--max-batch", "-g", "rtx4090", "-f", "csv", "--columns", "max_batch_limited");
+    assert_string_equal(r.out, "max_batch_limited\nfalse\n");
+    run_free(&r);
+    /* --max-context: gpt2's 1024 positions hold prompt + 256 new tokens - 1 (generate.c): 769, the
+     * search's limit, not memory, on 1000 TB */
+    RUN(&r, HF("gpt2"), "-m", "generate", "--max-context", "-g", "1000TB", "-f", "json");
+    assert_int_equal(r.status, 0);
+    j = parse(&r);
+    assert_int_equal(num(j, "max_context.prompt"), 769);
+    assert_int_equal(num(j, "max_context.limited"), 1);
+    assert_int_equal(num(j, "generate.prompt"), 769);
+    cJSON_Delete(j);
+    run_free(&r);
+    RUN(&r, HF("gpt2"), "-m", "generate", "--max-context", "-g", "1000TB", "-f", "csv", "--columns",
+        "max_context.prompt,max_context.limited");
+    assert_string_equal(r.out, "max_context.prompt,max_context.limited\n769,true\n");
+    run_free(&r);
+    RUN(&r, HF("gpt2"), "-m", "generate", "--max-context", "-g", "1GiB", "-f", "json");
+    j = parse(&r);
+    assert_true(num(j, "max_context.prompt") < 769);
+    assert_int_equal(num(j, "max_context.limited"), 0);
+    cJSON_Delete(j);
+    run_free(&r);
+    /* --plot replaces an existing file only with --force, and never the model file */
+    char model[320], svg[320];
+    snprintf(model, sizeof model, "%s/i29-model.json", tmpdir);
+    snprintf(svg, sizeof svg, "%s/i29.svg", tmpdir);
+    size_t len, len2;
+    char *orig = slurp(mlp, &len);
+    write_file(model, orig);
+    write_file(svg, "keep me");
+    RUN(&r, model, "--sweep", "1:2", "--plot", svg);
+    check_usage_error(&r, "exists: give --force to replace it, or another file name");
+    run_free(&r);
+    char *kept = slurp(svg, &len2);
+    assert_string_equal(kept, "keep me");
+    free(kept);
+    RUN(&r, "--params", "100", "--sweep", "1:2", "--plot", svg); /* counts only alike */
+    check_usage_error(&r, "exists: give --force to replace it");
+    run_free(&r);
+    RUN(&r, model, "--sweep", "1:2", "--plot", svg, "--force");
+    assert_int_equal(r.status, 0);
+    run_free(&r);
+    kept = slurp(svg, &len2);
+    assert_non_null(strstr(kept, "<svg"));
+    free(kept);
+    RUN(&r, model, "--sweep", "1:2", "--plot", model, "--force");
+    check_usage_error(&r, "is the model file: the chart would replace it; give another file name");
+    run_free(&r);
+    char *after = slurp(model, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(orig, after, len);
+    free(orig);
+    free(after);
+#undef HF
+}
+
 /* A CSV cell a spreadsheet would evaluate (a model named =HYPERLINK(...))
  * starts with a quote inside a quoted cell, as OWASP's CSV injection advice
  * says (issue 29 item 4); other names are as before. */
@@ -1582,6 +1741,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_option_table), cmocka_unit_test(test_option_suggest), cmocka_unit_test(test_request_api),
         cmocka_unit_test(test_applies),      cmocka_unit_test(test_csv_formula_cells),
         cmocka_unit_test(test_context_model),
+        cmocka_unit_test(test_issue29_outputs_serve_words),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

@@ -63,8 +63,9 @@ NEEDS = {
     "kv_group_size": dict(GEN, cache="quantized"), "kv_residual_length": dict(GEN, cache="quantized"),
     "max_context": dict(GEN, gpu="rtx4090"), "serve": {"gpu": "h100-80gb"},
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
-    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "moe_imbalance": {"experts_implementation": "per_expert"},
-    "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8}, "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
+    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
+    "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
+    "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
 }
 MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}
@@ -103,6 +104,9 @@ def compare(vc, model, kw, tmp):
     where = "%s %s" % (os.path.basename(model) if model else "(no model)", kw)
     args = ([model] if model else []) + cli_args(kw, tmp)
     py = dict(kw)
+    for f in ("cli.svg", "py.svg"):  # --plot refuses an existing file without --force: each call starts afresh
+        if os.path.exists(os.path.join(tmp, f)):
+            os.remove(os.path.join(tmp, f))
     if "plot" in py:
         py["plot"] = os.path.join(tmp, "py.svg")
     try:

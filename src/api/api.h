@@ -56,7 +56,7 @@ struct vc_response {
     vc_serve_options so;
     vc_serve_result sr;
     vc_gpu_spec gpu;
-    bool have_gpu, per_layer, counts, max_batch, max_seq;
+    bool have_gpu, per_layer, counts, max_batch, max_seq, max_context;
     char *columns, *plot;
     vc_report rep;           /* its opts, r, gpu, model, file, weights point into this response */
     vc_result r;

@@ -147,6 +147,7 @@ vc_status vc__check_columns(const vc_response *resp, vc_error *err)
     vc_report names = resp->rep;
     names.max_batch = resp->max_batch ? 0 : -1;
     names.max_seq = resp->max_seq ? 0 : -1;
+    names.max_prompt = resp->max_context ? 0 : -1;
     char msg[2048];
     if (!report_csv_check(&names, msg, sizeof msg)) return VC_OK; /* its message marks the options */
     return vc__usage_long(err, msg);

@@ -521,7 +521,9 @@ void report_table(FILE *f, const vc_report *rep)
     }
     if (rep->max_prompt >= 0)
         fprintf(f, "\n  max context on %s: prompt %" PRId64 " + %" PRId64 " new tokens%s\n", rep->gpu->name, rep->max_prompt,
-                o->new_tokens, rep->max_prompt == 0 ? " (a one-token prompt does not fit)" : "");
+                o->new_tokens, rep->max_prompt == 0 ? " (a one-token prompt does not fit)"
+                : rep->max_prompt_limited ? " (the search's limit, the model's positions or 2^40: longer prompts were not tried)"
+                                          : "");
     if (rep->max_seq >= 0)
         fprintf(f, "\n  max seq on %s, batch %" PRId64 ": %" PRId64 " tokens%s\n", rep->gpu->name, o->batch, rep->max_seq,
                 rep->max_seq == 0 ? " (1 token does not fit)"
@@ -665,9 +667,12 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         fprintf(f, ", \"capacity\": %" PRId64 ", \"free\": %" PRId64 ", \"fits\": %s}", rep->gpu->capacity,
                 rep->gpu->capacity - m->total, report_fits(rep) ? "true" : "false");
     }
-    if (rep->max_batch >= 0) fprintf(f, ",\n%s\"max_batch\": %" PRId64, ind, rep->max_batch);
-    if (rep->max_prompt >= 0) fprintf(f, ",\n%s\"max_context\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 "}", ind,
-                                      rep->max_prompt, o->new_tokens);
+    if (rep->max_batch >= 0)
+        fprintf(f, ",\n%s\"max_batch\": %" PRId64 ", \"max_batch_limited\": %s", ind, rep->max_batch,
+                rep->max_batch >= VC_MAX_BATCH_LIMIT ? "true" : "false");
+    if (rep->max_prompt >= 0)
+        fprintf(f, ",\n%s\"max_context\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"limited\": %s}", ind,
+                rep->max_prompt, o->new_tokens, rep->max_prompt_limited ? "true" : "false");
     if (rep->max_seq >= 0)
         fprintf(f, ",\n%s\"max_seq\": %" PRId64 ", \"max_seq_limited\": %s", ind, rep->max_seq,
                 rep->max_seq_limited ? "true" : "false");
@@ -715,7 +720,9 @@ void report_json_sweep_end(FILE *f, const vc_report *rep)
         json_str(f, rep->gpu->name);
         fprintf(f, ", \"capacity\": %" PRId64 "}", rep->gpu->capacity);
     }
-    if (rep->max_batch >= 0) fprintf(f, ",\n  \"max_batch\": %" PRId64, rep->max_batch);
+    if (rep->max_batch >= 0)
+        fprintf(f, ",\n  \"max_batch\": %" PRId64 ", \"max_batch_limited\": %s", rep->max_batch,
+                rep->max_batch >= VC_MAX_BATCH_LIMIT ? "true" : "false");
     fputs("\n}\n", f);
 }
 

@@ -76,6 +76,7 @@ typedef struct {
     int64_t max_prompt;       /* --max-context result: the longest prompt; -1 when not asked */
     int64_t max_seq;          /* --max-seq result (config.json); -1 when not asked */
     bool max_seq_limited;     /* ... and max_seq + 1 is refused by the model, not by memory */
+    bool max_prompt_limited;  /* ... and max_prompt + 1 is past the search's limit (the model's positions, 2^40), not memory */
     const char *weights;      /* quantized Linear weights' format (--weights, quantization_config), NULL dense */
     const char *columns;      /* --columns: the CSV columns by header name, "a,b,c"; NULL all */
 } vc_report;

@@ -116,7 +116,14 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell_i(c, "gpu.free", rep->gpu->capacity - m->total);
         cell(c, "gpu.fits", "%s", report_fits(rep) ? "true" : "false");
     }
-    if (rep->max_batch >= 0) cell_i(c, "max_batch", rep->max_batch);
+    if (rep->max_batch >= 0) {
+        cell_i(c, "max_batch", rep->max_batch);
+        cell(c, "max_batch_limited", "%s", rep->max_batch >= VC_MAX_BATCH_LIMIT ? "true" : "false");
+    }
+    if (rep->max_prompt >= 0) {
+        cell_i(c, "max_context.prompt", rep->max_prompt);
+        cell(c, "max_context.limited", "%s", rep->max_prompt_limited ? "true" : "false");
+    }
     if (rep->max_seq >= 0) {
         cell_i(c, "max_seq", rep->max_seq);
         cell(c, "max_seq_limited", "%s", rep->max_seq_limited ? "true" : "false");
@@ -173,8 +180,9 @@ int report_csv_check(const vc_report *rep, char *msg, size_t n)
         else w += (size_t)snprintf(msg + w, n - w, "%s %s", i ? "," : "", c.name[i]);
     }
     if (w < n)
-        snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch with \x1f" "max_batch" "\x1f, max_seq* with "
-                                 "\x1f" "max_seq" "\x1f, memory.context_parts.* without \x1f" "context" "\x1f)");
+        snprintf(msg + w, n - w, "; gpu.* come with \x1f" "gpu" "\x1f, max_batch* with \x1f" "max_batch" "\x1f, max_context.* with "
+                                 "\x1f" "max_context" "\x1f, max_seq* with \x1f" "max_seq" "\x1f, memory.context_parts.* without "
+                                 "\x1f" "context" "\x1f)");
     return -1;
 }
 

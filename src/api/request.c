@@ -129,14 +129,18 @@ static vc_status parse_shape(const char *s, int64_t *dims, int *nd, vc_error *er
     return *nd ? VC_OK : usage(err, O("input") ": expected dimensions such as 3,224,224");
 }
 
-/* A positive integer inside a --sweep item: digits only, at most 2^53. */
-static const char *sweep_int(const char *p, int64_t *v)
+/* A positive integer inside a --sweep item: digits only, at most 2^53
+ * (*over set when the digits pass it). */
+static const char *sweep_int(const char *p, int64_t *v, bool *over)
 {
     int64_t x = 0;
     const char *q = p;
     for (; *q >= '0' && *q <= '9'; q++) {
         x = x * 10 + (*q - '0');
-        if (x > (INT64_C(1) << 53)) return NULL;
+        if (x > (INT64_C(1) << 53)) {
+            *over = true;
+            return NULL;
+        }
     }
     if (q == p || x < 1) return NULL;
     *v = x;
@@ -158,21 +162,22 @@ static vc_status parse_sweep(const char *s, int64_t **out, size_t *n, vc_error *
     if (!v) return nomem(err);
     const char *p = s;
     vc_status st = VC_OK;
+    bool over = false;
     for (;;) {
         int64_t a, hi, step = 1;
         bool geo = false;
-        const char *q = sweep_int(p, &a);
+        const char *q = sweep_int(p, &a, &over);
         if (!q) goto bad;
         hi = a;
         if (*q == ':') {
-            if (!(q = sweep_int(q + 1, &hi)) || hi < a) goto bad;
+            if (!(q = sweep_int(q + 1, &hi, &over)) || hi < a) goto bad;
             if (*q == ':') {
                 q++;
                 if (*q == 'x' || *q == '*') {
                     geo = true;
                     q++;
                 }
-                if (!(q = sweep_int(q, &step)) || (geo && step < 2)) goto bad;
+                if (!(q = sweep_int(q, &step, &over)) || (geo && step < 2)) goto bad;
             }
         }
         for (int64_t x = a; x <= hi;) {
@@ -204,7 +209,10 @@ static vc_status parse_sweep(const char *s, int64_t **out, size_t *n, vc_error *
     *n = u;
     return VC_OK;
 bad:
-    st = usage(err, O("sweep") ": expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", esc(&b, s));
+    if (over) /* a well-formed number past the batch sizes vramcalc takes (docs/limits.md) */
+        st = usage(err, O("sweep") ": a number in '%s' is over the limit of 2^53 (9007199254740992)", esc(&b, s));
+    else
+        st = usage(err, O("sweep") ": expected batch sizes such as 1,8,32 or 1:64 or 1:64:8 or 1:4096:x2, got '%s'", esc(&b, s));
 fail:
     free(v);
     return st;
@@ -396,6 +404,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_MAX_SEQ: q->max_seq = on; return VC_OK;
     case VC_OPT_SWEEP: return keep(&q->sweep, v, err);
     case VC_OPT_PLOT: return keep(&q->plot, v, err);
+    case VC_OPT_FORCE: return VC_OK; /* q->given[VC_OPT_FORCE] */
     case VC_OPT_COLUMNS: return keep(&q->columns, v, err);
     case VC_OPT_PER_LAYER: q->per_layer = on; return VC_OK;
     case VC_OPT_TRACE: q->trace = on; return VC_OK;
@@ -555,6 +564,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (q->max_batch && !gpu) return usage(err, O("max_batch") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     if (q->plot && !sweep) return usage(err, O("plot") " needs " O("sweep") " (the batch sizes to draw)");
     if (q->plot && !strcmp(q->plot, "-")) return usage(err, O("plot") " writes an SVG file: give a file name, not '-'");
+    if (q->given[VC_OPT_FORCE] && !q->plot)
+        return usage(err, O("force") " lets " O("plot") " replace an existing file: it needs " O("plot"));
     if (counts && (q->trace || q->input || q->per_layer))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate",
                      q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
@@ -580,6 +591,11 @@ static vc_status check_request(vc_request *q, vc_error *err)
         return usage(err, O("serve") " sizes vLLM's KV cache on one " O("gpu") " for a model file: it does not go with %s",
                      !gpu ? "no " O("gpu") : counts ? O("params") : q->max_batch ? O("max_batch") : sweep ? O("sweep")
                      : q->trace ? O("trace") : q->max_context ? O("max_context") : OV("mode", "train"));
+    /* vLLM serves LoRA adapters in slots (LoRAConfig's max_loras x max_lora_rank per adapted module, and
+     * a LoRA warm-up in the profiling run): not what vramcalc's LoRA (a PEFT training adapter) counts */
+    if (q->serve && (q->given[VC_OPT_LORA] || q->qlora))
+        return usage(err, "%s with " O("serve") ": vLLM's LoRA serving (max_loras x max_lora_rank adapter slots per module) "
+                     "is not modelled; estimate the base model's serving without it", q->qlora ? O("qlora") : O("lora"));
     if (q->serve && (o->parallel != VC_PARALLEL_NONE || o->gpus != (o->tp > 1 ? o->tp : 1)))
         return usage(err, O("serve") " models one vLLM engine: tensor_parallel_size N is " OV("tp", "N") " " OV("gpus", "N") " ("
                      O("parallel") " and data-parallel GPUs are training layouts)");
@@ -592,7 +608,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (sweep && q->batch_given) return usage(err, "give either " O("batch") " or " O("sweep") ", not both");
     if (q->max_seq) {
         const char *other = counts ? O("params") : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->input ? O("input")
-                          : q->hf.seq ? O("seq") : q->trace ? O("trace") : q->emit ? O("emit_model") : NULL;
+                          : q->given[VC_OPT_SEQ] ? O("seq") : q->max_context ? O("max_context") : q->trace ? O("trace")
+                          : q->emit ? O("emit_model") : NULL;
         if (other)
             return usage(err, O("max_seq") " searches the sequence length of a config.json at one " O("batch") ": it does not go with %s", other);
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
@@ -606,6 +623,33 @@ static vc_status check_request(vc_request *q, vc_error *err)
         return usage(err, OV("module_loading", "lazy") " needs CUDA 11.7 or later (CUDA_MODULE_LOADING=LAZY appeared there): "
                      O("cuda") " is %d.%d", o->cuda_version / 100, o->cuda_version % 100);
     return check_applies(q, err);
+}
+
+/* --plot's file (issue 29): never the model file, not even with --force; an
+ * existing file only with --force (the front end writes the chart after the
+ * run). model: the model file, or NULL (counts only, standard input). */
+static vc_status check_plot(const vc_request *q, const char *model, vc_error *err)
+{
+    esc_buf b;
+    struct stat ps, ms;
+    if (!q->plot || stat(q->plot, &ps)) return VC_OK;
+    if (model && strcmp(model, "-") && !stat(model, &ms) && ps.st_dev == ms.st_dev && ps.st_ino == ms.st_ino)
+        return usage(err, O("plot") " '%s' is the model file: the chart would replace it; give another file name", esc(&b, q->plot));
+    if (!q->given[VC_OPT_FORCE])
+        return usage(err, O("plot") " '%s' exists: give " O("force") " to replace it, or another file name", esc(&b, q->plot));
+    return VC_OK;
+}
+
+/* A library error about a model built from a config.json names the option
+ * that made it (its path is one of the emitted model's, which the user never
+ * saw: issue 29); a vramcalc model file's paths are the user's own. */
+static vc_status opt_err(const vc_request *q, const vc_model *m, const char *flag, vc_error *err, vc_status st)
+{
+    if (m && vc_model_generated_json(m) && err->path[0] && err->path[0] != '-') {
+        snprintf(err->path, sizeof err->path, "%s", flag);
+        err->line = err->col = 0;
+    }
+    return lib_err(q, err, st);
 }
 
 /* Whether m has a mixture-of-experts layer (--moe-imbalance applies). */
@@ -702,6 +746,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->counts = q->counts;
     resp->max_batch = q->max_batch;
     resp->max_seq = q->max_seq;
+    resp->max_context = q->max_context;
     if (q->gpu) {
         vc_error ge;
         memset(&ge, 0, sizeof ge);
@@ -735,6 +780,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             st = usage(err, "give either a model file or " O("params") ", not both");
             goto fail;
         }
+        if ((st = check_plot(q, NULL, err))) goto fail;
     } else {
         if (!q->nmodels) {
             st = usage(err, "no model file (see vramcalc --help)");
@@ -744,12 +790,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             st = usage(err, "unexpected argument '%s' (one model file at a time)", esc(&b, q->extra));
             goto fail;
         }
-        struct stat ps, ms; /* an output never replaces the input (issue 29): --plot m.json for m.json */
-        if (q->plot && strcmp(q->model, "-") && !stat(q->plot, &ps) && !stat(q->model, &ms) && ps.st_dev == ms.st_dev &&
-            ps.st_ino == ms.st_ino) {
-            st = usage(err, O("plot") " '%s' is the model file: the chart would replace it; give another file name", esc(&b, q->plot));
-            goto fail;
-        }
+        if ((st = check_plot(q, q->model, err))) goto fail; /* an output never replaces the input (issue 29) */
         vc_escape_text(resp->file, sizeof resp->file, q->model); /* the reports show it */
         resp->rep.file = resp->file;
         if (q->json_arena) {
@@ -764,6 +805,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             json_arena_release();
         }
         if (st) {
+            /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's */
+            if (o->mode == VC_MODE_GENERATE && !strcmp(err->path, "--seq")) snprintf(err->path, sizeof err->path, "--prompt");
             lib_err(q, err, st);
             goto fail;
         }
@@ -774,6 +817,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation") : O("moe_imbalance"),
                        hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
+            goto fail;
+        }
+        if (q->input && vc_model_generated_json(m)) { /* a config's input is its token ids: [seq] */
+            st = usage(err, O("input") " sets a vramcalc model file's input shape; a config.json's input is its tokens: use %s",
+                       o->mode == VC_MODE_GENERATE || q->serve ? O("prompt") : O("seq"));
             goto fail;
         }
         if ((q->given[VC_OPT_MOE_IMBALANCE] || q->given[VC_OPT_EXPERTS]) && !has_moe(m)) {
@@ -812,16 +860,16 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {
-                lib_err(q, err, st);
+                opt_err(q, m, "--lora", err, st);
                 goto fail;
             }
         }
         if (o->ep > 1 && (st = vc_model_set_ep(m, o->ep, err))) { /* one expert-parallel rank's experts (docs/parallel.md 6) */
-            lib_err(q, err, st);
+            opt_err(q, m, "--ep", err, st);
             goto fail;
         }
         if ((q->weights || q->qlora) && (st = vc_model_set_weights(m, &q->quant, err))) {
-            lib_err(q, err, st);
+            opt_err(q, m, q->qlora ? "--qlora" : "--weights", err, st);
             goto fail;
         }
         if (q->input) {
@@ -867,7 +915,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto done;
         }
     }
-    if (q->sweep || q->max_batch || !q->per_layer) {
+    if ((q->sweep || q->max_batch || !q->per_layer) && !(q->max_context && !q->prompt_given)) {
+        /* (--max-context without --prompt: the report is at the prompt it finds, not at the default's) */
         /* one plan for every batch size (the first one tried is o->batch); without
          * --per-layer, even for one batch: no per-layer rows to fill */
         st = q->counts ? vc_estimator_new_counts(q->params, q->acts, o, &e, err)
@@ -909,6 +958,9 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             lib_err(q, err, st);
             goto fail;
         }
+        /* the search's limit (generate.c vc_max_prompt): prompt + new tokens within the model's positions and 2^40 */
+        const int64_t limit = m->max_positions > 0 ? m->max_positions - o->new_tokens + 1 : VC_MAX_DIM_SIZE - o->new_tokens;
+        resp->rep.max_prompt_limited = resp->rep.max_prompt > 0 && resp->rep.max_prompt >= limit;
         if (!q->prompt_given) { /* the report is for --prompt if given, else for the longest prompt (or 1) */
             o->prompt = resp->rep.max_prompt > 0 ? resp->rep.max_prompt : 1;
             vc_estimator_free(e); /* its plan is for the other prompt */
