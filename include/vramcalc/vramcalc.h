@@ -20,6 +20,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* VC_EXTERN marks the public API: the only symbols the shared library
+ * exports (the library is compiled with hidden visibility). On Windows a
+ * build of the DLL defines VC_BUILDING_SHARED and its users VC_USING_SHARED
+ * (the CMake target vramcalc_shared does both); a static build needs
+ * neither. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(VC_BUILDING_SHARED)
+#define VC_EXTERN __declspec(dllexport)
+#elif defined(VC_USING_SHARED)
+#define VC_EXTERN __declspec(dllimport)
+#else
+#define VC_EXTERN /* nothing */
+#endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define VC_EXTERN __attribute__((visibility("default")))
+#else
+#define VC_EXTERN /* nothing */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -44,7 +63,7 @@ typedef enum {
 } vc_status;
 
 /* A static description of a status code. */
-const char *vc_strerror(vc_status s);
+VC_EXTERN const char *vc_strerror(vc_status s);
 
 /* Everything known about the first error: where and what. */
 typedef struct {
@@ -59,10 +78,10 @@ typedef struct {
  * on a terminal and valid UTF-8: control bytes (C0, DEL, C1) and bytes that
  * are not well-formed UTF-8 become \n, \t, \xNN or \uNNNN escapes; text
  * that does not fit is cut at a character boundary. */
-void vc_escape_text(char *buf, size_t n, const char *s);
+VC_EXTERN void vc_escape_text(char *buf, size_t n, const char *s);
 
 /* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
-void vc_error_format(const vc_error *err, char *buf, size_t n);
+VC_EXTERN void vc_error_format(const vc_error *err, char *buf, size_t n);
 
 /* ---- limits (documented in README) ---- */
 #define VC_MAX_FILE_BYTES   (64u << 20) /* model files up to 64 MiB */
@@ -85,18 +104,18 @@ typedef struct vc_model vc_model;
 
 /* Loads and validates a model file ("-" reads standard input). On success
  * *out is a model the caller frees with vc_model_free. */
-vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err);
 
 /* Same from memory; `name` is used in error messages as the file name. */
-vc_status vc_model_load_string(const char *json, size_t len, const char *name,
-                               vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_string(const char *json, size_t len, const char *name,
+                                         vc_model **out, vc_error *err);
 
-void vc_model_free(vc_model *m);
+VC_EXTERN void vc_model_free(vc_model *m);
 
 /* Replaces the per-sample shape of the model's single input (CLI --input),
  * then re-checks every layer. */
-vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
-                                   vc_error *err);
+VC_EXTERN vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
+                                             vc_error *err);
 
 /* LoRA adapters as PEFT's get_peft_model(model, LoraConfig(...)) adds them
  * (peft/tuners/lora): each Linear whose name is one of `targets` (or ends
@@ -112,15 +131,15 @@ typedef struct {
 } vc_lora;
 
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
-void vc_lora_init(vc_lora *l);
+VC_EXTERN void vc_lora_init(vc_lora *l);
 
 /* PEFT's default target_modules for a model read from a Hugging Face
  * config.json ("q_proj,v_proj" for llama); "" for a model file. */
-const char *vc_model_lora_targets(const vc_model *m);
+VC_EXTERN const char *vc_model_lora_targets(const vc_model *m);
 
 /* Adds (or with l->r == 0 removes) adapters and re-checks the model. Fails
  * with VC_ERR_USAGE when no Linear layer matches the targets. */
-vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
+VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
 
 /* ---- quantized weights (docs/quantization.md) ----
  * The storage format of the model's nn.Linear weights, one row each in
@@ -147,74 +166,74 @@ typedef struct {
  * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
  * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "dense".
  * -1 when unknown. */
-int vc_quant_from_name(const char *name, vc_quant *q);
-const char *vc_weights_name(vc_weights w);
+VC_EXTERN int vc_quant_from_name(const char *name, vc_quant *q);
+VC_EXTERN const char *vc_weights_name(vc_weights w);
 /* Stores the model's Linear weights in q's format (format DENSE: as the
  * precision says, the default) and re-checks the model; this overrides a
  * config.json's quantization_config. VC_ERR_USAGE naming --weights when a
  * layer's shape does not fit the format (AWQ's group must divide in_features). */
-vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err);
+VC_EXTERN vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err);
 /* The format the model's weights have now (a config.json's or --weights),
  * and its settings into q (may be NULL). */
-vc_weights vc_model_weights(const vc_model *m, vc_quant *q);
+VC_EXTERN vc_weights vc_model_weights(const vc_model *m, vc_quant *q);
 /* "nf4 (block 64, double quant)", "gptq4 (group 128)", "fp8-block (128x128)". */
-void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
+VC_EXTERN void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
 
-const char *vc_model_name(const vc_model *m);
-int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
-int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
-size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
-
-/* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
- * A JSON object with "model_type" and no "layers" is a Hugging Face
- * config.json: the loader turns it into the equivalent model (the same
- * layer format, vc_model_generated_json) and loads that. */
-#define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
-/* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
- * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
- * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
- * ("cut_cross_entropy"), a row each of src/loss.c's table. */
-#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
-#define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
-typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
-int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
-/* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
- * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
- * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
-#define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
-#define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
-typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
-int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
-typedef struct {
-    int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
-    double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
-    int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
-    vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
-    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
-    int sp;               /* 1: with sequence parallelism (tp >= 2) */
-    vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
-} vc_hf_options;
-void vc_hf_options_init(vc_hf_options *o);
+VC_EXTERN const char *vc_model_name(const vc_model *m);
+VC_EXTERN int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
+          VC_EXTERN int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
+          VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
+          
+          /* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
+           * A JSON object with "model_type" and no "layers" is a Hugging Face
+           * config.json: the loader turns it into the equivalent model (the same
+           * layer format, vc_model_generated_json) and loads that. */
+          #define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
+          /* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
+           * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
+           * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
+           * ("cut_cross_entropy"), a row each of src/loss.c's table. */
+          #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
+          #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
+          typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
+VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
+          /* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
+           * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
+           * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
+          #define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
+          #define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
+          typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
+VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
+          typedef struct {
+              int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
+              double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
+              int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
+              vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
+              int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
+              int sp;               /* 1: with sequence parallelism (tp >= 2) */
+              vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
+          } vc_hf_options;
+VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
  * (hf may be NULL: the defaults; the options do nothing to other files). */
-vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
-vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                                  vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                                            vc_model **out, vc_error *err);
 /* The vramcalc model JSON a config.json was turned into; NULL for a model file. */
-const char *vc_model_generated_json(const vc_model *m);
+VC_EXTERN const char *vc_model_generated_json(const vc_model *m);
 /* Reloads a config.json model at `seq` tokens per sample (as --seq would
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
-vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+VC_EXTERN vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 /* Reloads a config.json model with another causal-LM loss (as --loss would have loaded it),
  * keeping its other options and its LoRA adapters; on failure the model is left as it was.
  * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
-vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
+VC_EXTERN vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
 /* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
  * sequence parallelism), what vc_hf_options.tp/.sp give at load time
  * (docs/parallel.md): the options of an estimate must then carry the same
  * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
-vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
+VC_EXTERN vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* The model as one of ep Megatron-Core expert-parallel ranks (docs/parallel.md
  * section 5): every SparseMoE layer holds num_experts / ep local experts and
  * runs Megatron's MoELayer with the all-to-all token dispatcher. Any model
@@ -223,7 +242,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
  * does not divide a layer's experts, the model has no SparseMoE layer, or a
  * layer is of a form not modelled (a shared expert, an activation other than
  * SiLU, softmax-then-top-k without renormalisation). */
-vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
+VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -388,59 +407,59 @@ typedef struct {
 
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
  * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
-void vc_options_init(vc_options *o);
+VC_EXTERN void vc_options_init(vc_options *o);
 
 /* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
  * divide (vc__check_options refuses such options). */
-int64_t vc_dp_world(const vc_options *o);
+VC_EXTERN int64_t vc_dp_world(const vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
  * return -1 when unknown; the name functions "?" for a value out of range
  * (so a loop up to VC_OPTIM__N lists every optimizer). */
-int vc_optim_from_name(const char *s);
-int vc_optim_impl_from_name(const char *s);
-int vc_precision_from_name(const char *s);
-int vc_mode_from_name(const char *s);
-int vc_attention_from_name(const char *s);
-int vc_parallel_from_name(const char *s);
-int vc_cache_from_name(const char *s);
-const char *vc_cache_name(vc_cache c);
-int vc_offload_from_name(const char *s);
-const char *vc_offload_name(vc_offload o);
-int vc_fsdp_dtype_from_name(const char *s);
-const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
-const char *vc_parallel_name(vc_parallel p);
+VC_EXTERN int vc_optim_from_name(const char *s);
+VC_EXTERN int vc_optim_impl_from_name(const char *s);
+VC_EXTERN int vc_precision_from_name(const char *s);
+VC_EXTERN int vc_mode_from_name(const char *s);
+VC_EXTERN int vc_attention_from_name(const char *s);
+VC_EXTERN int vc_parallel_from_name(const char *s);
+VC_EXTERN int vc_cache_from_name(const char *s);
+VC_EXTERN const char *vc_cache_name(vc_cache c);
+VC_EXTERN int vc_offload_from_name(const char *s);
+VC_EXTERN const char *vc_offload_name(vc_offload o);
+VC_EXTERN int vc_fsdp_dtype_from_name(const char *s);
+VC_EXTERN const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
+VC_EXTERN const char *vc_parallel_name(vc_parallel p);
 /* The class --fsdp-param-dtype / --fsdp-reduce-dtype configure under layout p:
  * "MixedPrecisionPolicy" (fsdp2), "MixedPrecision" (FSDP1's); "?" for a layout
  * without one. */
-const char *vc_parallel_mixed_precision(vc_parallel p);
+VC_EXTERN const char *vc_parallel_mixed_precision(vc_parallel p);
 /* The --precision a model with weights q computes in when not told: fp16 for
  * gptq and awq (their kernels' dtype), bf16 for the other quantized formats,
  * fp32 (the default) for dense. */
-vc_precision vc_quant_compute_precision(const vc_quant *q);
-const char *vc_optim_name(vc_optim o);
-const char *vc_optim_impl_name(vc_optim_impl i);
-const char *vc_precision_name(vc_precision p);
-const char *vc_mode_name(vc_mode m);
-const char *vc_attention_name(vc_attention a);
+VC_EXTERN vc_precision vc_quant_compute_precision(const vc_quant *q);
+VC_EXTERN const char *vc_optim_name(vc_optim o);
+VC_EXTERN const char *vc_optim_impl_name(vc_optim_impl i);
+VC_EXTERN const char *vc_precision_name(vc_precision p);
+VC_EXTERN const char *vc_mode_name(vc_mode m);
+VC_EXTERN const char *vc_attention_name(vc_attention a);
 /* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
-const char *vc_optim_summary(vc_optim o);
+VC_EXTERN const char *vc_optim_summary(vc_optim o);
 /* The implementation the optimizer's class runs when not told: foreach, but
  * forloop for adafactor (torch.optim.Adafactor's foreach=None). vc_options_init
  * sets foreach; the CLI's --optim-impl defaults to vc_optim_default_impl_at
  * at --torch (this one is it at VC_TORCH_DEFAULT). */
-vc_optim_impl vc_optim_default_impl(vc_optim o);
+VC_EXTERN vc_optim_impl vc_optim_default_impl(vc_optim o);
 /* The same at a PyTorch release (100*major + minor; 0: VC_TORCH_DEFAULT):
  * what --optim-impl defaults to under --torch. */
-vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version);
+VC_EXTERN vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version);
 /* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
  * ("2.15"; buf of at least 16 bytes). */
-int vc_torch_from_name(const char *s);
-const char *vc_torch_name(int version, char *buf, size_t n);
+VC_EXTERN int vc_torch_from_name(const char *s);
+VC_EXTERN const char *vc_torch_name(int version, char *buf, size_t n);
 
 /* ---- results ---- */
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
-const char *vc_phase_name(vc_phase p);
+VC_EXTERN const char *vc_phase_name(vc_phase p);
 
 /* What the process holds outside the caching allocator, as src/context.c
  * models it (docs/context.md): cuda_context is the sum of the parts. */
@@ -540,33 +559,33 @@ typedef struct vc_rank_info {
  * On success the caller frees r with vc_result_free. err is cleared first (as
  * vc_estimate_counts, vc_trace and vc_estimator_new clear theirs), then holds
  * the first error. */
-vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
 
 /* Seed 003's calculator without a model: params weights + grads (+ optimizer
  * state per o->optim) + activation elements per sample x batch. */
-vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
-                             const vc_options *o, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
+                                       const vc_options *o, vc_result *r, vc_error *err);
 
-void vc_result_free(vc_result *r);
+VC_EXTERN void vc_result_free(vc_result *r);
 
 /* The simulated timeline, one line per allocation or free (phase, alloc or
  * free, category, bytes, running total, layer, aten op), for debugging and
  * for diffing against a measured per-op log. */
-vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text), void *ctx,
-                   vc_error *err);
+VC_EXTERN vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text),
+                             void *ctx, vc_error *err);
 
 /* --mode generate (--max-context): the longest prompt that fits `capacity`
  * bytes (the total: reserved + context) with o's other settings, o->new_tokens
  * among them. *max_prompt = N: prompt N fits, N + 1 does not (0: a
  * one-token prompt does not fit). Each try is one estimate (their count in
  * *estimates, which may be NULL): the search doubles from 1, then bisects. */
-vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt, int *estimates,
-                        vc_error *err);
+VC_EXTERN vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt,
+                                  int *estimates, vc_error *err);
 
 /* ---- layer kinds ---- */
-size_t vc_kind_count(void);
-const char *vc_kind_name(size_t i);
-const char *vc_kind_summary(size_t i);
+VC_EXTERN size_t vc_kind_count(void);
+VC_EXTERN const char *vc_kind_name(size_t i);
+VC_EXTERN const char *vc_kind_summary(size_t i);
 
 /* ==== GPUs, sizes, batch sweeps and the largest batch (issue 4) ====
  *
@@ -588,18 +607,18 @@ typedef struct vc_gpu {
     int sm_threads;       /* resident threads per multiprocessor (maxThreadsPerMultiProcessor) */
 } vc_gpu;
 
-size_t vc_gpu_count(void);
-const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
-/* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
-const vc_gpu *vc_gpu_find(const char *name);
+VC_EXTERN size_t vc_gpu_count(void);
+VC_EXTERN const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
+          /* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
+          VC_EXTERN const vc_gpu *vc_gpu_find(const char *name);
 /* The preset name nearest to an unknown name, for "did you mean"; NULL when none is close. */
-const char *vc_gpu_suggest(const char *name);
+VC_EXTERN const char *vc_gpu_suggest(const char *name);
 
 /* A byte size: plain bytes ("25769803776") or a number with a unit: B, KB,
  * MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024), e.g.
  * "24GiB", "24GB", "24000MiB", "1.5TB". A unit is written as here or in
  * lower case ("24gib"); "Gb" (gigabits) is not a unit. */
-vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
+VC_EXTERN vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
 
 typedef struct {
     char name[80];          /* the preset name, with ":P%" when given; or the size as given */
@@ -611,7 +630,7 @@ typedef struct {
 
 /* Reads "h100-80gb", "h100-80gb:90%", "24GiB", "24GiB:90%". Unknown names
  * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
-vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
+VC_EXTERN vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
 
 /* ---- the CUDA context (src/context.c, docs/context.md) ---- */
 /* What nvidia-smi shows beyond the caching allocator's segments, for options
@@ -620,24 +639,25 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
  * parts, and *total their sum; o->context >= 0 (--context) is the total as
  * given, every part 0. VC_ERR_USAGE for a CUDA version out of range or lazy
  * loading before CUDA 11.7 (the option named in err). */
-vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
-                              vc_error *err);
+VC_EXTERN vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
+                                        vc_error *err);
 /* "12.4" -> 1204 (VC_CUDA_OLDEST..VC_CUDA_NEWEST, minor 0-9), -1 otherwise; and back
  * ("12.4"; buf of at least 16 bytes). */
-int vc_cuda_from_name(const char *s);
-const char *vc_cuda_name(int version, char *buf, size_t n);
+VC_EXTERN int vc_cuda_from_name(const char *s);
+VC_EXTERN const char *vc_cuda_name(int version, char *buf, size_t n);
 /* "auto", "lazy", "eager" <-> VC_MODULE_LOADING_*; -1 / "?" otherwise */
-int vc_module_loading_from_name(const char *s);
-const char *vc_module_loading_name(int m);
+VC_EXTERN int vc_module_loading_from_name(const char *s);
+VC_EXTERN const char *vc_module_loading_name(int m);
 
 /* ---- NCCL's buffers (src/nccl.c, docs/context.md "NCCL") ---- */
 /* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,
  * outside the caching allocator: *recv for a receive, *send for a send; read:
  * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
-void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
+VC_EXTERN void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
 /* The rings of `communicators` communicators of `channels` channels each
  * (1-64): one receive and one send per channel on every GPU. */
-vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes, vc_error *err);
+VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes,
+                                       vc_error *err);
 
 /* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
@@ -647,8 +667,8 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
 #define VC_KV_DTYPE_MAP(X) X(AUTO, "auto") X(FP16, "fp16") X(BF16, "bf16") X(FP8, "fp8")
 #define VC__ENUM_KV(e, n) VC_KV_##e,
 typedef enum { VC_KV_DTYPE_MAP(VC__ENUM_KV) VC_KV__N } vc_kv_dtype;
-int vc_kv_dtype_from_name(const char *s);
-const char *vc_kv_dtype_name(vc_kv_dtype k);
+VC_EXTERN int vc_kv_dtype_from_name(const char *s);
+VC_EXTERN const char *vc_kv_dtype_name(vc_kv_dtype k);
 
 typedef struct {
     double gpu_memory_utilization;  /* the share of the card vLLM may use (0.9) */
@@ -657,7 +677,7 @@ typedef struct {
     int64_t block_size;             /* tokens per KV block (16) */
     vc_kv_dtype kv_cache_dtype;     /* auto: the model's dtype; fp8: one byte */
 } vc_serve_options;
-void vc_serve_options_init(vc_serve_options *s);
+VC_EXTERN void vc_serve_options_init(vc_serve_options *s);
 
 typedef struct {
     int64_t max_num_batched_tokens, max_num_seqs; /* as used (the defaults filled in) */
@@ -675,13 +695,13 @@ typedef struct {
  * and attention; o->prompt + o->new_tokens is one request's length. Fails
  * with VC_ERR_USAGE when nothing is left for the cache or one request does
  * not fit in it (vLLM refuses to start). */
-vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
-                   vc_serve_result *r, vc_error *err);
+VC_EXTERN vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
+                             vc_serve_result *r, vc_error *err);
 /* The precision vLLM serves m in on gpu with its default --dtype auto: the
  * config.json's torch_dtype, float32 (or none) as bf16 (fp16 before sm80),
  * a dtype the card lacks as its first supported one (src/serve.c). A model
  * file that is not a config.json counts as float32. */
-vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
+VC_EXTERN vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
 
 typedef struct vc_estimator vc_estimator;
 
@@ -689,19 +709,19 @@ typedef struct vc_estimator vc_estimator;
 
 /* Builds the plan for (m, o) once. o->batch is only the first batch tried;
  * m must outlive the estimator. */
-vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
-                           vc_error *err);
+VC_EXTERN vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
+                                     vc_error *err);
 /* Seed 003's counts-only calculator behind the same interface (vc_estimate_counts). */
-vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
-                                  vc_estimator **out, vc_error *err);
+VC_EXTERN vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
+                                            vc_estimator **out, vc_error *err);
 /* The estimate for `batch` samples; the caller frees r with vc_result_free. */
-vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err);
 /* memory.total for `batch`; VC_ERR_OVERFLOW when it exceeds 2^63 bytes. */
-vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
-void vc_estimator_free(vc_estimator *e);
+VC_EXTERN vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
+VC_EXTERN void vc_estimator_free(vc_estimator *e);
 /* Plans the estimator has built so far (the first included): one per range
  * of batches over which the model's plan holds (src/sweep.c). */
-size_t vc_estimator_plans_built(const vc_estimator *e);
+VC_EXTERN size_t vc_estimator_plans_built(const vc_estimator *e);
 
 /* The largest batch searched for (2^40): where memory does not grow with the
  * batch (a counts-only estimate without activations), max batch stops here. */
@@ -711,8 +731,8 @@ size_t vc_estimator_plans_built(const vc_estimator *e);
  * `capacity` while N + 1's is not (or N + 1 overflows); 0 when batch 1 does
  * not fit. Exponential search then bisection: about 2 log2(N) estimates.
  * *estimates (may be NULL) receives how many were made. */
-vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
-                                 vc_error *err);
+VC_EXTERN vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
+                                           vc_error *err);
 
 /* ---- the longest sequence that fits (issue 12, --max-seq) ----
  * For a model read from a config.json (the sequence length is a load
@@ -725,8 +745,8 @@ vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max
  * bisection, about 2 log2 of the range's estimates (*estimates). m itself
  * is not changed (vc_model_set_seq loads it at the answer). VC_ERR_USAGE
  * for a vramcalc model file, or one whose input --input replaced. */
-vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
-                           int *limited, int *estimates, vc_error *err);
+VC_EXTERN vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
+                                     int *limited, int *estimates, vc_error *err);
 
 /* ---- the option table and requests (src/api/) ----
  * One table of every option (src/api/options.def): the command line's
@@ -758,7 +778,7 @@ typedef enum {
     VC_SECTION_SERVE, VC_SECTION_GPU, VC_SECTION_OUTPUT, VC_SECTION_COUNTS, VC_SECTION_INFO, VC_SECTION__N
 } vc_option_section;
 /* The section's title in --help ("parallel training"). */
-const char *vc_option_section_title(vc_option_section s);
+VC_EXTERN const char *vc_option_section_title(vc_option_section s);
 
 /* What an option applies to (vc_option_info.applies): the inputs, the
  * modes, the multi-GPU layouts; FRONT_END: the front end's own (--help,
@@ -786,53 +806,53 @@ typedef struct {
     const char *help;         /* one paragraph; "{}" stands for the choices; NULL: a hidden alias */
 } vc_option_info;
 
-size_t vc_option_count(void);
+VC_EXTERN size_t vc_option_count(void);
 /* Row i of the table (--help's order), NULL past the end. */
-const vc_option_info *vc_option_at(size_t i);
+VC_EXTERN const vc_option_info *vc_option_at(size_t i);
 /* By table name ("max_batch"), or NULL. */
-const vc_option_info *vc_option_find(const char *name);
+VC_EXTERN const vc_option_info *vc_option_find(const char *name);
 /* By the CLI's long name without "--" ("max-batch"), or NULL. */
-const vc_option_info *vc_option_find_flag(const char *flag);
+VC_EXTERN const vc_option_info *vc_option_find_flag(const char *flag);
 
 typedef enum { VC_SPELL_CLI, VC_SPELL_PYTHON } vc_spelling;
 /* The option nearest to a misspelt one (by the CLI's long name, "--bach" or
  * "bach", or by the table name, "bach"), within an edit distance of 2 and a
  * third of its length; NULL when none is that close. */
-const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
+VC_EXTERN const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
 /* The help text with "{}" replaced by the choices; returns its length. */
-size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
+VC_EXTERN size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
 /* vc_error_format, the option marks spelt for a front end: --max-batch and
  * --mode generate (CLI), max_batch= and mode=generate (Python). A request's
  * message longer than msg continues in path (then line is -1, file ""):
  * this joins them. */
-void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n);
+VC_EXTERN void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n);
 #define VC_OPTION_MARK '\x1f'
 
 typedef struct vc_request vc_request;
 typedef struct vc_response vc_response;
 
 /* A request with every option at its default (NULL: out of memory). */
-vc_request *vc_request_new(void);
-void vc_request_free(vc_request *q);
+VC_EXTERN vc_request *vc_request_new(void);
+VC_EXTERN void vc_request_free(vc_request *q);
 /* Sets option `name` (its table name) to `value`, text parsed and checked
  * as the CLI does (a flag takes NULL, "true" or "1"; "false" or "0" unsets
  * it). VC_ERR_USAGE naming the option for an unknown name, a bad value, a
  * front end's own option. */
-vc_status vc_request_set(vc_request *q, const char *name, const char *value, vc_error *err);
+VC_EXTERN vc_status vc_request_set(vc_request *q, const char *name, const char *value, vc_error *err);
 /* The model: a vramcalc model JSON or a Hugging Face config.json ("-":
  * standard input). Once; run refuses a second (or one with --params). */
-vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err);
+VC_EXTERN vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err);
 /* Checks the whole request (the defaults, every combination rule), loads
  * the model with its options (tensor-parallel share, LoRA, expert
  * parallelism, quantized weights, input shape) and runs what it asks:
  * --list-gpus, --emit-model, --trace, --sweep, --max-batch, --max-seq,
  * --max-context, --serve or one estimate. On VC_OK *out is a response the
  * caller frees with vc_response_free. */
-vc_status vc_request_run(const vc_request *q, vc_response **out, vc_error *err);
+VC_EXTERN vc_status vc_request_run(const vc_request *q, vc_response **out, vc_error *err);
 /* A program that owns its process (the CLI) may let the load build its JSON
  * tree in one arena freed whole: cJSON's hooks are process-wide, so only
  * where no other thread uses cJSON meanwhile. Off by default. */
-void vc_request_set_json_arena(vc_request *q, int on);
+VC_EXTERN void vc_request_set_json_arena(vc_request *q, int on);
 
 typedef enum { VC_FORMAT_DEFAULT, VC_FORMAT_TABLE, VC_FORMAT_JSON, VC_FORMAT_CSV } vc_format;
 /* How a table may draw (the front end's terminal): width in columns (0:
@@ -845,18 +865,18 @@ typedef struct {
  * --format): *text (NUL-terminated, *len bytes without it; free with
  * vc_text_free). A trace or an emitted model is the same text in every
  * format. */
-vc_status vc_response_render(const vc_response *r, vc_format f, const vc_render_options *ro, char **text, size_t *len,
-                             vc_error *err);
+VC_EXTERN vc_status vc_response_render(const vc_response *r, vc_format f, const vc_render_options *ro, char **text,
+                                       size_t *len, vc_error *err);
 /* --plot: the file the request named (NULL: none) and the chart's SVG text. */
-const char *vc_response_plot_path(const vc_response *r);
-vc_status vc_response_plot_svg(const vc_response *r, char **svg, size_t *len, vc_error *err);
+VC_EXTERN const char *vc_response_plot_path(const vc_response *r);
+VC_EXTERN vc_status vc_response_plot_svg(const vc_response *r, char **svg, size_t *len, vc_error *err);
 /* 0: estimated and fits (or no --gpu, or a sweep); 1: does not fit --gpu,
  * or a search found nothing that fits: the CLI's exit status. */
-int vc_response_status(const vc_response *r);
-void vc_response_free(vc_response *r);
+VC_EXTERN int vc_response_status(const vc_response *r);
+VC_EXTERN void vc_response_free(vc_response *r);
 /* The layer kinds, one a line, each summary wrapped to width (0: none). */
-vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err);
-void vc_text_free(char *text);
+VC_EXTERN vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err);
+VC_EXTERN void vc_text_free(char *text);
 
 #ifdef __cplusplus
 }
