@@ -43,7 +43,22 @@
 extern "C" {
 #endif
 
-#define VC_VERSION "0.1.0"
+/* The version of this header. CMakeLists.txt's project(vramcalc VERSION ...)
+ * is the one source: configuring fails when these three differ from it. The
+ * library compiled may be another release than the header: vc_version() and
+ * vc_version_string() say which (same major version: compatible ABI). */
+#define VC_VERSION_MAJOR 0
+#define VC_VERSION_MINOR 1
+#define VC_VERSION_PATCH 0
+/* 0xMMmmpp: (major << 16) | (minor << 8) | patch, for comparisons. */
+#define VC_VERSION_HEX ((VC_VERSION_MAJOR << 16) | (VC_VERSION_MINOR << 8) | VC_VERSION_PATCH)
+#define VC__STRINGIFY(v) #v
+#define VC__VERSION_TEXT(major, minor, patch) VC__STRINGIFY(major) "." VC__STRINGIFY(minor) "." VC__STRINGIFY(patch)
+/* "0.1.0" */
+#define VC_VERSION VC__VERSION_TEXT(VC_VERSION_MAJOR, VC_VERSION_MINOR, VC_VERSION_PATCH)
+/* The linked library's VC_VERSION_HEX and VC_VERSION. */
+VC_EXTERN unsigned vc_version(void);
+VC_EXTERN const char *vc_version_string(void);
 
 /* Status codes: X(name, message). */
 #define VC_STATUS_MAP(X)                                              \
@@ -181,38 +196,38 @@ VC_EXTERN void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
 
 VC_EXTERN const char *vc_model_name(const vc_model *m);
 VC_EXTERN int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
-          VC_EXTERN int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
-          VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
-          
-          /* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
-           * A JSON object with "model_type" and no "layers" is a Hugging Face
-           * config.json: the loader turns it into the equivalent model (the same
-           * layer format, vc_model_generated_json) and loads that. */
-          #define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
-          /* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
-           * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
-           * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
-           * ("cut_cross_entropy"), a row each of src/loss.c's table. */
-          #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
-          #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
-          typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
+VC_EXTERN int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
+VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
+
+/* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
+ * A JSON object with "model_type" and no "layers" is a Hugging Face
+ * config.json: the loader turns it into the equivalent model (the same
+ * layer format, vc_model_generated_json) and loads that. */
+#define VC_HF_DEFAULT_SEQ 2048 /* tokens per sample unless --seq says (fewer for learned positions) */
+/* The causal-LM loss a config.json trains with (--loss; docs/llm.md "The loss"): hf =
+ * transformers' ForCausalLMLoss (the model JSON's "loss": "causal_lm"), liger = Liger-Kernel's
+ * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
+ * ("cut_cross_entropy"), a row each of src/loss.c's table. */
+#define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce")
+#define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
+typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
-          /* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
-           * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
-           * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
-          #define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
-          #define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
-          typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
+/* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
+ * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
+ * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
+#define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
+#define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
+typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
 VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
-          typedef struct {
-              int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
-              double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
-              int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
-              vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
-              int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
-              int sp;               /* 1: with sequence parallelism (tp >= 2) */
-              vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
-          } vc_hf_options;
+typedef struct {
+    int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
+    double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
+    int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
+    vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
+    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
+    int sp;               /* 1: with sequence parallelism (tp >= 2) */
+    vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
+} vc_hf_options;
 VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
  * (hf may be NULL: the defaults; the options do nothing to other files). */
@@ -609,8 +624,8 @@ typedef struct vc_gpu {
 
 VC_EXTERN size_t vc_gpu_count(void);
 VC_EXTERN const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
-          /* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
-          VC_EXTERN const vc_gpu *vc_gpu_find(const char *name);
+/* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
+VC_EXTERN const vc_gpu *vc_gpu_find(const char *name);
 /* The preset name nearest to an unknown name, for "did you mean"; NULL when none is close. */
 VC_EXTERN const char *vc_gpu_suggest(const char *name);
 
