@@ -2,17 +2,37 @@
  * vramcalc — GPU memory estimates for PyTorch models.
  *
  * Public API. The library never prints and never exits: every function
- * reports problems through a vc_status and, where given, a vc_error.
+ * reports problems through a vc_status and, where given, a vc_error. Only
+ * what this header declares VC_EXTERN is exported; names with two
+ * underscores (vc__*, VC__*) are internal.
  *
- * Typical use:
+ * Typical use, a request (options by name, the way the CLI and Python go):
  *     vc_error err;
- *     vc_model *m = NULL;
- *     if (vc_model_load_file("model.json", &m, &err) != VC_OK) { report err; }
- *     vc_options o;  vc_options_init(&o);  o.batch = 32;
- *     vc_result r;
- *     if (vc_estimate(m, &o, &r, &err) == VC_OK) { use r.memory.peak_allocated; }
- *     vc_result_free(&r);
- *     vc_model_free(m);
+ *     vc_request *q = vc_request_new();
+ *     vc_response *r = NULL;
+ *     char *text = NULL; size_t len;
+ *     if (vc_request_add_model(q, "model.json", &err) == VC_OK && vc_request_set(q, "batch", "32", &err) == VC_OK &&
+ *         vc_request_run(q, &r, &err) == VC_OK &&
+ *         vc_response_render(r, VC_FORMAT_JSON, NULL, &text, &len, &err) == VC_OK) { use text; }
+ *     else { vc_error_format_for(&err, VC_SPELL_CLI, buf, sizeof buf); report buf; }
+ *     vc_text_free(text); vc_response_free(r); vc_request_free(q);
+ *
+ * The request is the ABI-stable way in: vc_request and vc_response are
+ * opaque, and a new option is a new name for vc_request_set (a row of the
+ * option table, vc_option_at), never a new field. The structs vc_options
+ * and vc_hf_options with vc_estimate and the functions taking them are the
+ * legacy struct API: they stay for programs that use them, get no new
+ * options, and a change to their layout is an ABI change (a new major
+ * version, and with it the shared library's SOVERSION).
+ *
+ * Threads: the library keeps no global state a call changes, but one: the
+ * JSON arena of vc_request_set_json_arena, which swaps cJSON's process-wide
+ * allocator hooks (off by default). So separate objects may be used in
+ * separate threads at once: each thread with its own vc_request and
+ * vc_response, or its own vc_model, vc_estimator and results. One object
+ * (a request, a response, a model, an estimator) belongs to one thread at a
+ * time. The constant tables (vc_gpu_get, vc_option_at, the name functions)
+ * may be read from any thread.
  */
 #ifndef VRAMCALC_H
 #define VRAMCALC_H
@@ -199,7 +219,7 @@ VC_EXTERN int64_t vc_model_parameters(const vc_model *m);           /* sum(p.num
 VC_EXTERN int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
 VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
 
-/* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
+/* ---- Hugging Face config.json input (docs/llm.md) ----
  * A JSON object with "model_type" and no "layers" is a Hugging Face
  * config.json: the loader turns it into the equivalent model (the same
  * layer format, vc_model_generated_json) and loads that. */
@@ -219,6 +239,8 @@ VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 #define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
 typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
 VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
+/* A config.json's load options: part of the legacy struct API (the top of
+ * this header); new load options are request options (vc_request_set). */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
@@ -320,6 +342,9 @@ typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
 typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp_dtype;
 
+/* An estimate's options: the legacy struct API (the top of this header).
+ * Its layout is fixed within a major version; a new option is a request
+ * option (vc_request_set), not a field here. */
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
     vc_optim optim;
@@ -425,7 +450,7 @@ typedef struct {
 VC_EXTERN void vc_options_init(vc_options *o);
 
 /* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
- * divide (vc__check_options refuses such options). */
+ * divide (vc_estimate refuses such options). */
 VC_EXTERN int64_t vc_dp_world(const vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
@@ -576,7 +601,7 @@ typedef struct vc_rank_info {
  * the first error. */
 VC_EXTERN vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
 
-/* Seed 003's calculator without a model: params weights + grads (+ optimizer
+/* The counts-only calculator, without a model: params weights + grads (+ optimizer
  * state per o->optim) + activation elements per sample x batch. */
 VC_EXTERN vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
                                        const vc_options *o, vc_result *r, vc_error *err);
@@ -602,7 +627,7 @@ VC_EXTERN size_t vc_kind_count(void);
 VC_EXTERN const char *vc_kind_name(size_t i);
 VC_EXTERN const char *vc_kind_summary(size_t i);
 
-/* ==== GPUs, sizes, batch sweeps and the largest batch (issue 4) ====
+/* ==== GPUs, sizes, batch sweeps and the largest batch ====
  *
  * A GPU is a preset (vc_gpu_find("h100-80gb")) or a size; vc_gpu_parse()
  * reads what the CLI's --gpu takes. An estimator builds the step's plan once
@@ -674,7 +699,7 @@ VC_EXTERN void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
 VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes,
                                        vc_error *err);
 
-/* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
+/* ==== serving capacity (--serve; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
  * it, less the weights and a profiling run over max_num_batched_tokens
  * tokens, is cut into blocks of block_size tokens (all layers). src/serve.c
@@ -726,7 +751,7 @@ typedef struct vc_estimator vc_estimator;
  * m must outlive the estimator. */
 VC_EXTERN vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
                                      vc_error *err);
-/* Seed 003's counts-only calculator behind the same interface (vc_estimate_counts). */
+/* The counts-only calculator (vc_estimate_counts) behind the same interface. */
 VC_EXTERN vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
                                             vc_estimator **out, vc_error *err);
 /* The estimate for `batch` samples; the caller frees r with vc_result_free. */
@@ -749,7 +774,7 @@ VC_EXTERN size_t vc_estimator_plans_built(const vc_estimator *e);
 VC_EXTERN vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
                                            vc_error *err);
 
-/* ---- the longest sequence that fits (issue 12, --max-seq) ----
+/* ---- the longest sequence that fits (--max-seq) ----
  * For a model read from a config.json (the sequence length is a load
  * option, vc_hf_options.seq): the largest N whose memory.total with
  * o->batch samples of N tokens is at most `capacity` while N + 1's is not
