@@ -7,7 +7,7 @@
 1. The dynamic symbols `nm -D --defined-only` lists in the shared library are exactly the
    functions include/vramcalc/vramcalc.h declares with VC_EXTERN (the library is compiled
    with hidden visibility: an internal function exported, or a public one left hidden, is
-   named).
+   named), and every function the header declares carries VC_EXTERN.
 2. Every global symbol of the static library carries the prefix vc_ (public: vc_name,
    internal: vc__name), so that linking it into a program cannot clash with the program's
    own names.
@@ -23,6 +23,8 @@ import subprocess
 import sys
 
 DECL = re.compile(r'^VC_EXTERN\b[^(;]*?\b(vc_\w+)\s*\(', re.M)
+# A declaration at the start of a line without VC_EXTERN: "int vc_foo(" or "const char *vc_foo(".
+BARE = re.compile(r'^(?!VC_EXTERN\b|typedef\b|#)[A-Za-z_][^(;=]*?\b(vc_\w+)\s*\(', re.M)
 
 
 def run(*cmd):
@@ -42,7 +44,11 @@ def main():
     bad = 0
 
     with open(a.header, encoding="utf-8") as f:
-        declared = set(DECL.findall(f.read()))
+        text = f.read()
+    declared = set(DECL.findall(text))
+    for name in sorted(set(BARE.findall(text))):
+        print("%s: %s is declared without VC_EXTERN (hidden in the shared library)" % (a.header, name))
+        bad += 1
     exported = set()
     for line in run("nm", "-D", "--defined-only", a.shared).splitlines():
         parts = line.split()

@@ -19,11 +19,13 @@
  *
  * The request is the ABI-stable way in: vc_request and vc_response are
  * opaque, and a new option is a new name for vc_request_set (a row of the
- * option table, vc_option_at), never a new field. The structs vc_options
+ * option table, vc_option_at), not a new field. The structs vc_options
  * and vc_hf_options with vc_estimate and the functions taking them are the
- * legacy struct API: they stay for programs that use them, get no new
- * options, and a change to their layout is an ABI change (a new major
- * version, and with it the shared library's SOVERSION).
+ * legacy struct API, kept for programs that use them: their layout is part
+ * of the ABI, so a field added there (an option the engine needs) is an ABI
+ * change, and the release that carries it raises the major version (and
+ * with it the shared library's SOVERSION). A program that needs a stable
+ * ABI uses the request.
  *
  * Threads: the library keeps no global state a call changes, but one: the
  * JSON arena of vc_request_set_json_arena, which swaps cJSON's process-wide
@@ -240,7 +242,8 @@ VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
 VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
 /* A config.json's load options: part of the legacy struct API (the top of
- * this header); new load options are request options (vc_request_set). */
+ * this header): its layout is part of the ABI; the request sets every load
+ * option by name (vc_request_set). */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
@@ -342,9 +345,9 @@ typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
 typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp_dtype;
 
-/* An estimate's options: the legacy struct API (the top of this header).
- * Its layout is fixed within a major version; a new option is a request
- * option (vc_request_set), not a field here. */
+/* An estimate's options: the legacy struct API (the top of this header):
+ * its layout is part of the ABI (a field added is an ABI change); the
+ * request sets every option by name (vc_request_set). */
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
     vc_optim optim;
