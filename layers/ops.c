@@ -3,9 +3,6 @@
  */
 #include "ops.h"
 
-/* engine.c internals for the autocast weight cache */
-int32_t *vc__amp_cache(vc_build *b, vc_t w);
-
 static bool same_numel(vc_numel a, vc_numel b) { return vc_n_same(a, b); }
 
 vc_t vc__op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace)
