@@ -2,7 +2,7 @@
  * attention.c — MultiheadAttention, ScaledDotProductAttention,
  * TransformerEncoderLayer, TransformerDecoderLayer.
  *
- * What each keeps follows AUTOGRAD.md §4 (PyTorch 2.x, CUDA, eager):
+ * What each keeps follows docs/autograd.md §4 (PyTorch 2.x, CUDA, eager):
  *  - MultiheadAttention runs F.multi_head_attention_forward (§4.1): the
  *    module is always batch_first, so the in-projection linear sees a
  *    transposed, non-contiguous input and matmul's folding saves an L·N·E

@@ -64,7 +64,7 @@ vc_t vc__op_dropout(vc_build *b, vc_t x, double p);
 vc_t vc__op_softmax(vc_build *b, vc_t x, bool log);
 /* Reduction to out elements (mean/sum): saves nothing; backward expands. */
 vc_t vc__op_mean(vc_build *b, vc_t x, vc_numel out);
-/* native_layer_norm (AUTOGRAD.md §3.8; layer_norm is on autocast's fp32
+/* native_layer_norm (docs/autograd.md §3.8; layer_norm is on autocast's fp32
  * list: a 16-bit input is cast first): keeps its input, weight and bias
  * (either may be -1) and mean/rstd of `stats` elements in fp32; a
  * non-contiguous input is copied in forward and again in backward. */

@@ -1,5 +1,5 @@
 /*
- * sdpa.c — scaled_dot_product_attention's backends (AUTOGRAD.md §4.4–4.8):
+ * sdpa.c — scaled_dot_product_attention's backends (docs/autograd.md §4.4–4.8):
  * the choice (vc_sdpa_pick), the math kernel with its release-dependent
  * softmax (--torch), flash and memory-efficient attention, each as the ops
  * it allocates and saves. Used by attention.c (MultiheadAttention's SDPA
