@@ -345,6 +345,13 @@ typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
 typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp_dtype;
 
+/* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
+typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
+/* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
+typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
+/* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
+typedef enum { VC_DS_OVERLAP_OFF = -1, VC_DS_OVERLAP_AUTO = 0, VC_DS_OVERLAP_ON = 1 } vc_ds_overlap;
+
 /* An estimate's options: the legacy struct API (the top of this header):
  * its layout is part of the ABI (a field added is an ABI change); the
  * request sets every option by name (vc_request_set). */
@@ -410,33 +417,26 @@ typedef struct {
     /* --parallel zero1|zero2|zero3: DeepSpeedZeroConfig's overlap_comm
      * (VC_DS_OVERLAP_AUTO: its default, the validator overlap_comm_valid's
      * stage == 3; _ON, _OFF: given). docs/parallel.md 1.7, 1.9, 1.10 */
-    int ds_overlap_comm;
+    vc_ds_overlap ds_overlap_comm;
     /* --offload-device (docs/parallel.md 1.9): DeepSpeed's offload_optimizer.device and
      * offload_param.device for what --offload moves, VC_OFFLOAD_DEVICE_CPU (0, "cpu") or _NVME
      * (1, "nvme": ZeRO-Infinity); --nvme-gds: the aio section's use_gds (1: true), which puts
      * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
-    int offload_device;
+    vc_offload_device offload_device;
     int nvme_gds;
     /* The CUDA stack the process runs (src/context.c, docs/context.md): the CUDA
      * runtime PyTorch was built with, 100*major + minor (--cuda 12.4: 1204;
      * VC_CUDA_DEFAULT), and its module loading (CUDA_MODULE_LOADING):
      * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
     int cuda_version;
-    int module_loading;
+    vc_module_loading module_loading;
 } vc_options;
-#define VC_MODULE_LOADING_AUTO 0
-#define VC_MODULE_LOADING_LAZY 1
-#define VC_MODULE_LOADING_EAGER 2
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
 #define VC_CUDA_DEFAULT 1300
 #define VC_CUDA_OLDEST 1100
 #define VC_CUDA_NEWEST 1309
-#define VC_OFFLOAD_DEVICE_CPU 0
-#define VC_OFFLOAD_DEVICE_NVME 1
-#define VC_DS_OVERLAP_AUTO 0
-#define VC_DS_OVERLAP_ON 1
-#define VC_DS_OVERLAP_OFF (-1)
+/* vc_options.fsdp_reshard: a count N >= 1 or one of these */
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)
 #define VC_FSDP_RESHARD_FALSE (-2)
