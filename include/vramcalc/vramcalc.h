@@ -10,7 +10,8 @@
  *     vc_error err;
  *     vc_request *q = vc_request_new();
  *     vc_response *r = NULL;
- *     char *text = NULL; size_t len;
+ *     char *text = NULL, buf[1024];
+ *     size_t len;
  *     if (vc_request_add_model(q, "model.json", &err) == VC_OK && vc_request_set(q, "batch", "32", &err) == VC_OK &&
  *         vc_request_run(q, &r, &err) == VC_OK &&
  *         vc_response_render(r, VC_FORMAT_JSON, NULL, &text, &len, &err) == VC_OK) { use text; }
