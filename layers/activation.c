@@ -45,11 +45,11 @@ static void act_emit(vc_build *b, const act_info *info, const act_cfg *c)
 {
     vc_t x = vc_input(b, 0);
     if (!c->inplace) {
-        vc_set_output(b, op_unary(b, info->op, x, info->saves == SAVES_RESULT ? VC_SAVE_OUT : VC_SAVE_IN, false));
+        vc_set_output(b, vc__op_unary(b, info->op, x, info->saves == SAVES_RESULT ? VC_SAVE_OUT : VC_SAVE_IN, false));
         return;
     }
     if (info->saves == SAVES_RESULT || info->inplace_keeps_result) {
-        vc_set_output(b, op_unary(b, info->op, x, VC_SAVE_OUT, true));
+        vc_set_output(b, vc__op_unary(b, info->op, x, VC_SAVE_OUT, true));
         return;
     }
     /* saves original_self = self.clone(), made only when the node is built:
@@ -132,13 +132,13 @@ static int softmax_setup(vc_setup *s, void *p)
 static void softmax_emit(vc_build *b, const void *p)
 {
     (void)p;
-    vc_set_output(b, op_softmax(b, vc_input(b, 0), false));
+    vc_set_output(b, vc__op_softmax(b, vc_input(b, 0), false));
 }
 
 static void log_softmax_emit(vc_build *b, const void *p)
 {
     (void)p;
-    vc_set_output(b, op_softmax(b, vc_input(b, 0), true));
+    vc_set_output(b, vc__op_softmax(b, vc_input(b, 0), true));
 }
 
 const vc_kind vc_kind_Softmax = {

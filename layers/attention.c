@@ -2,7 +2,7 @@
  * attention.c — MultiheadAttention, ScaledDotProductAttention,
  * TransformerEncoderLayer, TransformerDecoderLayer.
  *
- * What each keeps follows AUTOGRAD.md §4 (PyTorch 2.x, CUDA, eager):
+ * What each keeps follows docs/autograd.md §4 (PyTorch 2.x, CUDA, eager):
  *  - MultiheadAttention runs F.multi_head_attention_forward (§4.1): the
  *    module is always batch_first, so the in-projection linear sees a
  *    transposed, non-contiguous input and matmul's folding saves an L·N·E
@@ -94,15 +94,15 @@ static void split_param(vc_build *b, vc_t w, int n, const int64_t *numel, vc_t *
 /* F.layer_norm over the last dim: mean/rstd per row. */
 static vc_t layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows)
 {
-    return op_layer_norm(b, x, w, bias, vc_n_sample(rows));
+    return vc__op_layer_norm(b, x, w, bias, vc_n_sample(rows));
 }
 
 /* Under autocast, an fp32 activation fed to an op on the lower-precision
  * list is cast with _to_copy, which keeps a non-contiguous layout. */
 static vc_t amp_cast_keep(vc_build *b, vc_t x)
 {
-    vc_t y = op_autocast(b, x);
-    if (y != x && !vc_contiguous(b, x)) y = op_view(b, y, vc_numel_of(b, y), false);
+    vc_t y = vc__op_autocast(b, x);
+    if (y != x && !vc_contiguous(b, x)) y = vc__op_view(b, y, vc_numel_of(b, y), false);
     return y;
 }
 
@@ -184,9 +184,9 @@ static bool tr_contig(vc_build *b, int64_t len)
 static vc_t proj_in(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t len, int64_t in, int64_t out)
 {
     bool contig = vc_contiguous(b, x) ? tr_contig(b, len) : true;
-    x = op_autocast(b, x);
-    vc_t t = op_view(b, x, vc_numel_of(b, x), contig);
-    return op_linear(b, t, w, bias, len, in, out);
+    x = vc__op_autocast(b, x);
+    vc_t t = vc__op_view(b, x, vc_numel_of(b, x), contig);
+    return vc__op_linear(b, t, w, bias, len, in, out);
 }
 
 /* proj [len, N, k*E].unflatten(-1, (k, E)).unsqueeze(0).transpose(0, -2)
@@ -196,13 +196,13 @@ static vc_t packed(vc_build *b, vc_t proj, int64_t len)
 {
     bool triv = vc_batch_is_one(b) && len == 1;
     vc_t t = view_op(b, "unflatten+transpose", proj, vc_numel_of(b, proj), triv, !triv);
-    return op_contiguous(b, t);
+    return vc__op_contiguous(b, t);
 }
 
 /* bias_k.repeat(1, N, 1) joined to k ([len, N, E]) along dim 0. */
 static vc_t cat_bias_kv(vc_build *b, vc_t x, vc_t bias, int64_t len, int64_t E)
 {
-    vc_t r = op_fresh(b, "repeat", bias, vc_n_sample(E)); /* backward: sum over the repeats */
+    vc_t r = vc__op_fresh(b, "repeat", bias, vc_n_sample(E)); /* backward: sum over the repeats */
     return cat2(b, x, r, vc_n_sample((len + 1) * E));
 }
 
@@ -213,17 +213,17 @@ static void mha_project(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     const int64_t E = c->E;
     if (mha_same(c) && xq == xk && xk == xv) { /* self-attention: one packed projection */
         vc_t pk = packed(b, proj_in(b, xq, w->in_w, w->in_b, L, E, 3 * E), L);
-        *q = op_select(b, pk, vc_n_sample(L * E), true);
-        *k = op_select(b, pk, vc_n_sample(L * E), true);
-        *v = op_select(b, pk, vc_n_sample(L * E), true);
+        *q = vc__op_select(b, pk, vc_n_sample(L * E), true);
+        *k = vc__op_select(b, pk, vc_n_sample(L * E), true);
+        *v = vc__op_select(b, pk, vc_n_sample(L * E), true);
     } else if (mha_same(c) && xk == xv) { /* encoder-decoder: w.split([E, 2E]) */
         vc_t wp[2], bp[2] = {-1, -1};
         split_param(b, w->in_w, 2, (const int64_t[]){E * E, 2 * E * E}, wp);
         if (w->in_b >= 0) split_param(b, w->in_b, 2, (const int64_t[]){E, 2 * E}, bp);
         *q = proj_in(b, xq, wp[0], bp[0], L, E, E);
         vc_t pk = packed(b, proj_in(b, xk, wp[1], bp[1], S, E, 2 * E), S);
-        *k = op_select(b, pk, vc_n_sample(S * E), true);
-        *v = op_select(b, pk, vc_n_sample(S * E), true);
+        *k = vc__op_select(b, pk, vc_n_sample(S * E), true);
+        *v = vc__op_select(b, pk, vc_n_sample(S * E), true);
     } else { /* w.chunk(3), or q/k/v_proj_weight; in_proj_bias.chunk(3) */
         vc_t wp[3], bp[3] = {-1, -1, -1};
         if (mha_same(c)) {
@@ -290,18 +290,18 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     vc_t kh = view_op(b, "view+transpose", k, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ORD_BHLD), k1);
     vc_t vh = view_op(b, "view+transpose", v, vc_n_sample(S2 * E), lay_contig(LAY_LBHD, szk, ORD_BHLD), v1);
     if (c->add_zero_attn) { /* cat([k, zeros(N*H, 1, hd)], dim=1) */
-        kh = cat2(b, kh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, kh)), vc_n_sample((S2 + 1) * E));
-        vh = cat2(b, vh, op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, vh)), vc_n_sample((S2 + 1) * E));
+        kh = cat2(b, kh, vc__op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, kh)), vc_n_sample((S2 + 1) * E));
+        vh = cat2(b, vh, vc__op_new(b, "zeros", vc_n_sample(E), vc_dt_of(b, vh)), vc_n_sample((S2 + 1) * E));
         S2++;
     }
 
     vc_t o, weights = -1, qsc = -1;
     if (need_weights) { /* §4.2 */
         qsc = mul_scalar(b, qh);
-        vc_t attn = op_bmm(b, qsc, kh, vc_n_sample(H * L * S2));
-        attn = op_softmax(b, attn, false);
-        attn = op_dropout(b, attn, p);
-        o = op_bmm(b, attn, vh, vc_n_sample(L * E));
+        vc_t attn = vc__op_bmm(b, qsc, kh, vc_n_sample(H * L * S2));
+        attn = vc__op_softmax(b, attn, false);
+        attn = vc__op_dropout(b, attn, p);
+        o = vc__op_bmm(b, attn, vh, vc_n_sample(L * E));
         weights = attn;
         g.lout = LAY_BHLD;
     } else { /* §4.3: q.view(N, H, L, hd) etc. */
@@ -318,11 +318,11 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
         vh = v4;
     }
     /* attn_output.transpose(0, 1) / .permute(2, 0, 1, 3), .contiguous().view(L*N, E) */
-    o = op_view(b, o, vc_numel_of(b, o), lay_contig(g.lout, szq, ORD_LBHD));
-    o = op_contiguous(b, o);
-    vc_t y = op_linear(b, o, w->out_w, w->out_b, L, E, E);
+    o = vc__op_view(b, o, vc_numel_of(b, o), lay_contig(g.lout, szq, ORD_LBHD));
+    o = vc__op_contiguous(b, o);
+    vc_t y = vc__op_linear(b, o, w->out_w, w->out_b, L, E, E);
     /* attn_output_weights.view(N, H, L, S).mean(dim=1): returned, dropped */
-    if (weights >= 0 && c->avg_weights) op_mean(b, weights, vc_n_sample(L * S2));
+    if (weights >= 0 && c->avg_weights) vc__op_mean(b, weights, vc_n_sample(L * S2));
     /* q, k, v (views of the projections) and q_scaled are locals of
      * F.multi_head_attention_forward: alive until it returns */
     vc_release(b, qh);
@@ -331,7 +331,7 @@ static vc_t mha_forward(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t xq, 
     vc_release(b, qsc);
     vc_release(b, weights);
     /* .view(L, N, E), then the module's transpose(1, 0) back to [N, L, E] */
-    return op_view(b, y, vc_numel_of(b, y), tr_contig(b, L));
+    return vc__op_view(b, y, vc_numel_of(b, y), tr_contig(b, L));
 }
 
 /* ------------------------------------------------------------ inference fast paths */
@@ -406,12 +406,12 @@ static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, in
         if (g.backend != BK_MATH) {
             vc_note(b, g.backend == BK_FLASH ? "native MHA fast path, SDPA-backed (flash)"
                                              : "native MHA fast path, SDPA-backed (memory-efficient)");
-            vc_t qkv = op_linear(b, x, w->in_w, w->in_b, L, E, 3 * E);
-            vc_t q = op_view(b, qkv, vc_n_sample(L * E), false);
-            vc_t k = op_view(b, qkv, vc_n_sample(L * E), false);
-            vc_t v = op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t qkv = vc__op_linear(b, x, w->in_w, w->in_b, L, E, 3 * E);
+            vc_t q = vc__op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t k = vc__op_view(b, qkv, vc_n_sample(L * E), false);
+            vc_t v = vc__op_view(b, qkv, vc_n_sample(L * E), false);
             vc_t y = vc_sdpa_run(b, q, k, v, &g);
-            vc_t r = op_linear(b, op_view(b, y, vc_numel_of(b, y), true), w->out_w, w->out_b, L, E, E);
+            vc_t r = vc__op_linear(b, vc__op_view(b, y, vc_numel_of(b, y), true), w->out_w, w->out_b, L, E, E);
             vc_release(b, qkv); /* x, chunks and y are C++ locals: alive until return */
             vc_release(b, y);
             return r;
@@ -419,12 +419,12 @@ static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, in
     }
     vc_note(b, need_weights ? "native MHA fast path, explicit (bmm, softmax in place, need_weights)"
                             : "native MHA fast path, explicit (bmm, softmax in place; math SDPA not used)");
-    vc_t qkv = op_linear(b, x, w->in_w, -1, L, E, 3 * E);
-    vc_t qkv5 = op_fresh(b, "_transform_bias_rescale_qkv", qkv, vc_n_sample(3 * L * E));
-    vc_t q = op_view(b, qkv5, vc_n_sample(L * E), true);
-    vc_t k = op_view(b, qkv5, vc_n_sample(L * E), true);
-    vc_t v = op_view(b, qkv5, vc_n_sample(L * E), true);
-    vc_t qkt = softmax_inplace(b, op_bmm_raw(b, q, k, vc_n_sample(H * L * L)));
+    vc_t qkv = vc__op_linear(b, x, w->in_w, -1, L, E, 3 * E);
+    vc_t qkv5 = vc__op_fresh(b, "_transform_bias_rescale_qkv", qkv, vc_n_sample(3 * L * E));
+    vc_t q = vc__op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t k = vc__op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t v = vc__op_view(b, qkv5, vc_n_sample(L * E), true);
+    vc_t qkt = softmax_inplace(b, vc__op_bmm_raw(b, q, k, vc_n_sample(H * L * L)));
     vc_op *o = vc_op_begin(b, "bmm.out"); /* bmm_nn(q, qkt, v): into q */
     int iq = vc_op_in(o, q);
     vc_op_in(o, qkt);
@@ -432,10 +432,10 @@ static vc_t mha_native(vc_build *b, const mha_cfg *c, const mha_w *w, vc_t x, in
     vc_t ctx = vc_op_out_view(o, iq, vc_n_sample(L * E), true);
     vc_op_gemm(o);
     vc_op_end(o);
-    vc_t a = op_fresh(b, "transform_0213", ctx, vc_n_sample(L * E));
-    vc_t y = op_linear(b, a, w->out_w, w->out_b, L, E, E);
+    vc_t a = vc__op_fresh(b, "transform_0213", ctx, vc_n_sample(L * E));
+    vc_t y = vc__op_linear(b, a, w->out_w, w->out_b, L, E, E);
     if (need_weights && c->avg_weights) { /* qkt = qkt.sum(1); qkt /= num_head */
-        vc_t s = op_mean(b, qkt, vc_n_sample(L * L));
+        vc_t s = vc__op_mean(b, qkt, vc_n_sample(L * L));
         vc_release(b, s); /* returned, dropped by the caller */
     } else if (need_weights) {
         vc_release(b, qkt);
@@ -778,9 +778,9 @@ static vc_t tf_native(vc_build *b, const tf_cfg *c, const tf_w *w, vc_t src, int
     if (!c->norm_first) x = layer_norm(b, x, w->nw[0], w->nb[0], L);
     vc_t pre = x;
     if (c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
-    vc_t h = op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
-    h = op_unary(b, c->act == 0 ? "relu" : "gelu", h, VC_SAVE_NONE, true); /* fused into _addmm_activation */
-    x = add_inplace(b, op_linear(b, h, w->w2, w->b2, L, c->ff, c->d), pre);
+    vc_t h = vc__op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
+    h = vc__op_unary(b, c->act == 0 ? "relu" : "gelu", h, VC_SAVE_NONE, true); /* fused into _addmm_activation */
+    x = add_inplace(b, vc__op_linear(b, h, w->w2, w->b2, L, c->ff, c->d), pre);
     if (!c->norm_first) x = layer_norm(b, x, w->nw[1], w->nb[1], L);
     vc_release(b, pre);
     return x;
@@ -802,19 +802,19 @@ static vc_t tf_attn(vc_build *b, const tf_cfg *c, const mha_w *w, vc_t x, vc_t m
         y = mha_native(b, &m, w, x, L, false);
     }
     vc_release(b, x);
-    return op_dropout(b, y, c->dropout);
+    return vc__op_dropout(b, y, c->dropout);
 }
 
 /* _ff_block: linear2(dropout(activation(linear1(x)))), then dropout2
  * (decoder: dropout3). x is alive until linear2 returns. */
 static vc_t tf_ff(vc_build *b, const tf_cfg *c, const tf_w *w, vc_t x, int64_t L)
 {
-    vc_t h = op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
-    h = c->act == 0 ? op_unary(b, "relu", h, VC_SAVE_OUT, false) : op_unary(b, "gelu", h, VC_SAVE_IN, false);
-    h = op_dropout(b, h, c->dropout);
-    h = op_linear(b, h, w->w2, w->b2, L, c->ff, c->d);
+    vc_t h = vc__op_linear(b, x, w->w1, w->b1, L, c->d, c->ff);
+    h = c->act == 0 ? vc__op_unary(b, "relu", h, VC_SAVE_OUT, false) : vc__op_unary(b, "gelu", h, VC_SAVE_IN, false);
+    h = vc__op_dropout(b, h, c->dropout);
+    h = vc__op_linear(b, h, w->w2, w->b2, L, c->ff, c->d);
     vc_release(b, x);
-    return op_dropout(b, h, c->dropout);
+    return vc__op_dropout(b, h, c->dropout);
 }
 
 static void tf_emit(vc_build *b, const void *p)

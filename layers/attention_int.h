@@ -109,11 +109,11 @@ static inline bool lay_merge(int lay, const int64_t sz[4], int outer, int inner)
 }
 
 /* reshape() of a non-viewable tensor: clone + _unsafe_view (grad passes). */
-static inline vc_t copy_op(vc_build *b, vc_t x) { return op_clone(b, x); }
+static inline vc_t copy_op(vc_build *b, vc_t x) { return vc__op_clone(b, x); }
 
 /* x * python_scalar (mul.Scalar): a new tensor, nothing saved; backward
  * grad * scalar (a new tensor of x's size). */
-static inline vc_t mul_scalar(vc_build *b, vc_t x) { return op_fresh(b, "mul", x, vc_numel_of(b, x)); }
+static inline vc_t mul_scalar(vc_build *b, vc_t x) { return vc__op_fresh(b, "mul", x, vc_numel_of(b, x)); }
 
 /* A new tensor computed from x without a gradient (masks). */
 static inline vc_t nodiff(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)

@@ -8,7 +8,7 @@
  * padding goes through aten's _convolution_mode: symmetric padding is passed
  * to the convolution, an odd total padding (even effective kernel) first
  * makes a constant_pad_nd copy one element larger on the right of that dim
- * (docs/autograd.md §3.1, unverified there). The convolution itself is op_conv
+ * (docs/autograd.md §3.1, unverified there). The convolution itself is vc__op_conv
  * (saves input and weight; docs/autograd.md §3.1).
  */
 #include <stdio.h>
@@ -204,7 +204,7 @@ static void conv_emit(vc_build *b, const void *p)
         x = pad_op(b, x, c->mode, padded);
     }
     vc_numel yn = vc_n_sample(vc_shape_numel(vc_output_shape(b)));
-    vc_set_output(b, op_conv(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, yn));
+    vc_set_output(b, vc__op_conv(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, yn));
 }
 
 #define CONV_KIND(NAME, ND, TR, SUMMARY)                                                   \

@@ -38,15 +38,15 @@ static int drop_setup(vc_setup *s, void *p)
 /* input * noise (mul or mul_): saves the noise, which needs no grad */
 static vc_t mul_noise(vc_build *b, vc_t x, vc_t noise, bool inplace)
 {
-    return op_mul(b, x, noise, vc_numel_of(b, x), inplace);
+    return vc__op_mul(b, x, noise, vc_numel_of(b, x), inplace);
 }
 
 /* The non-fused _dropout_impl: noise of noise_n elements (input dtype). */
 static vc_t noise_dropout(vc_build *b, vc_t x, double p, vc_numel noise_n, bool inplace)
 {
     if (p >= 1.0) /* multiply<inplace>(input, at::zeros({}, input.options())) */
-        return mul_noise(b, x, op_new(b, "zeros", vc_n_fixed(1), vc_dt_of(b, x)), inplace);
-    vc_t noise = op_new(b, "empty", noise_n, vc_dt_of(b, x)); /* bernoulli_, div_ in place */
+        return mul_noise(b, x, vc__op_new(b, "zeros", vc_n_fixed(1), vc_dt_of(b, x)), inplace);
+    vc_t noise = vc__op_new(b, "empty", noise_n, vc_dt_of(b, x)); /* bernoulli_, div_ in place */
     return mul_noise(b, x, noise, inplace);
 }
 
@@ -61,7 +61,7 @@ static void dropout_emit(vc_build *b, const void *p)
     if (c->inplace)
         vc_set_output(b, noise_dropout(b, x, c->p, vc_numel_of(b, x), true));
     else
-        vc_set_output(b, op_dropout(b, x, c->p));
+        vc_set_output(b, vc__op_dropout(b, x, c->p));
 }
 
 static void dropout2d_emit(vc_build *b, const void *p)
@@ -97,7 +97,7 @@ static void sd_emit(vc_build *b, const void *p)
         return;
     }
     /* noise = torch.empty(size); bernoulli_(1 - p); div_(1 - p) if > 0 */
-    vc_t noise = op_new(b, "empty", c->mode == 0 ? vc_n_sample(1) : vc_n_fixed(1), vc_dt_of(b, x));
+    vc_t noise = vc__op_new(b, "empty", c->mode == 0 ? vc_n_sample(1) : vc_n_fixed(1), vc_dt_of(b, x));
     vc_set_output(b, mul_noise(b, x, noise, false));
 }
 

@@ -172,7 +172,7 @@ static void emb_emit(vc_build *b, const void *p)
         /* both paths: grad_weight = zeros(weight sizes), stolen by AccumulateGrad */
     }
     vc_op_end(o);
-    if (c->scatter > 1) y = op_seq_scatter(b, y, c->scatter);
+    if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
     vc_set_output(b, y);
 }
 

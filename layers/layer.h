@@ -183,6 +183,10 @@ vc_dtype vc_act_dt(const vc_build *b);
 vc_dtype vc_param_dt(const vc_build *b);
 /* Low-precision dtype of autocast (F16/BF16), or VC_DT_F32 when not under amp. */
 vc_dtype vc_autocast_dt(const vc_build *b);
+/* Autocast's weight cache (cached_cast): the slot of parameter tensor w that
+ * holds its low-precision copy for this forward (-1: not cast yet), NULL when
+ * w is not a parameter. For ops.c's vc__op_autocast_weight alone. */
+int32_t *vc__amp_cache(vc_build *b, vc_t w);
 bool vc_training(const vc_build *b);
 /* The model's LoRA settings (r 0: none). */
 const vc_lora *vc_lora_of(const vc_build *b);

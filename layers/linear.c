@@ -4,9 +4,9 @@
  * Linear's sequence_gather / sequence_scatter (t > 1) are a tensor-parallel
  * rank's Linear under Megatron's sequence parallelism (docs/parallel.md 2.6;
  * written by src/hf.c for --tp --sp): gather, a ColumnParallelLinear whose
- * input [.., s/t, in] is all-gathered to [.., s, in] (ops.h op_linear_gather);
+ * input [.., s/t, in] is all-gathered to [.., s, in] (ops.h vc__op_linear_gather);
  * scatter, a RowParallelLinear whose [.., s, out] result is reduce-scattered
- * to [.., s/t, out] (op_seq_scatter). The dim before the features is the
+ * to [.., s/t, out] (vc__op_seq_scatter). The dim before the features is the
  * sequence.
  */
 #include "ops.h"
@@ -85,7 +85,7 @@ static int linear_setup(vc_setup *s, void *p)
 static vc_t add_promoted(vc_build *b, vc_t y, vc_t d)
 {
     vc_dtype dy = vc_dt_of(b, y), dd = vc_dt_of(b, d);
-    if (dy == dd) return op_add(b, y, d, vc_numel_of(b, y), false);
+    if (dy == dd) return vc__op_add(b, y, d, vc_numel_of(b, y), false);
     vc_op *o = vc_op_begin(b, "add");
     int iy = vc_op_in(o, y), id = vc_op_in(o, d);
     vc_t out = vc_op_out(o, vc_numel_of(b, y), VC_DT_F32);
@@ -101,14 +101,14 @@ static void linear_emit(vc_build *b, const void *p)
     int64_t rows = vc_shape_numel(vc_input_shape(b, 0)) / c->in;
     vc_t x = vc_input(b, 0);
     if (c->gather > 1) {
-        vc_set_output(b, op_linear_gather(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out, c->gather));
+        vc_set_output(b, vc__op_linear_gather(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out, c->gather));
         return;
     }
-    vc_t y = op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out);
+    vc_t y = vc__op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out);
     /* RowParallelLinear.forward: reduce_scatter_to_sequence_parallel_region(output_parallel);
      * its bias is added after (output_ + bias), here inside the addmm (the same tensors
      * but for one [s/t, out] sum) */
-    if (c->scatter > 1) y = op_seq_scatter(b, y, c->scatter);
+    if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
     int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     if (!vc_has_weight(b, ia)) {
         vc_set_output(b, y);
@@ -121,20 +121,20 @@ static void linear_emit(vc_build *b, const void *p)
     int style = vc_weight_lora_style(b, vc_weight(b, 0)); /* the PEFT class over this base layer */
     /* peft/tuners/lora/bnb.py Linear4bit.forward: result = result.clone() ("as per
      * Tim Dettmers, for 4bit, we need to defensively clone here") */
-    if (style == VC_LORA_BNB4) y = op_clone(b, y);
+    if (style == VC_LORA_BNB4) y = vc__op_clone(b, y);
     vc_t wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1);
-    vc_t xa = op_dropout(b, op_cast(b, x, vc_dt_of(b, wa)), l->dropout);
-    vc_t a = op_linear(b, xa, wa, -1, rows, c->in, l->r);
-    vc_t d = op_linear(b, a, wb, -1, rows, l->r, c->out);
-    d = op_fresh(b, "mul", d, vc_numel_of(b, d)); /* * scaling: a new tensor, nothing saved */
+    vc_t xa = vc__op_dropout(b, vc__op_cast(b, x, vc_dt_of(b, wa)), l->dropout);
+    vc_t a = vc__op_linear(b, xa, wa, -1, rows, c->in, l->r);
+    vc_t d = vc__op_linear(b, a, wb, -1, rows, l->r, c->out);
+    d = vc__op_fresh(b, "mul", d, vc_numel_of(b, d)); /* * scaling: a new tensor, nothing saved */
     if (style != VC_LORA_LINEAR) {
         /* bnb.py Linear4bit / Linear8bitLt.forward: output = output.to(expected_dtype);
          * result = result + output (both in the base layer's dtype) */
-        d = op_cast(b, d, vc_dt_of(b, y));
-        vc_set_output(b, op_add(b, y, d, vc_numel_of(b, y), false));
+        d = vc__op_cast(b, d, vc_dt_of(b, y));
+        vc_set_output(b, vc__op_add(b, y, d, vc_numel_of(b, y), false));
         return;
     }
-    vc_set_output(b, op_cast(b, add_promoted(b, y, d), vc_dt_of(b, y)));
+    vc_set_output(b, vc__op_cast(b, add_promoted(b, y, d), vc_dt_of(b, y)));
 }
 
 const vc_kind vc_kind_Linear = {
@@ -215,8 +215,8 @@ static void flatten_emit(vc_build *b, const void *p)
         vc_set_output(b, x);
         return;
     }
-    x = op_contiguous(b, x); /* reshape of a non-viewable tensor copies */
-    vc_set_output(b, op_view(b, x, vc_numel_of(b, x), true));
+    x = vc__op_contiguous(b, x); /* reshape of a non-viewable tensor copies */
+    vc_set_output(b, vc__op_view(b, x, vc_numel_of(b, x), true));
 }
 
 const vc_kind vc_kind_Flatten = {

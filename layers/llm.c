@@ -67,18 +67,18 @@ static void rope_emit(vc_build *b, const void *p)
     const rope_cfg *c = p;
     int64_t L = vc_input_shape(b, 0)->d[0], R = c->rotary_dim;
     vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
-    vc_t pos = op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
-    vc_t posf = op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
-    vc_t freqs = op_new(b, "matmul", vc_n_fixed(L * R / 2), VC_DT_F32);
-    vc_t emb = op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
+    vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
+    vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
+    vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * R / 2), VC_DT_F32);
+    vc_t emb = vc__op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
     vc_release(b, freqs);
-    vc_t cs = op_new(b, "cos+sin", vc_n_fixed(2 * L * R), VC_DT_F32);
+    vc_t cs = vc__op_new(b, "cos+sin", vc_n_fixed(2 * L * R), VC_DT_F32);
     vc_release(b, emb);
-    vc_t sc = op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
+    vc_t sc = vc__op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
     vc_release(b, cs);
     vc_t out = sc;
     if (dt != VC_DT_F32) {
-        out = op_new(b, "_to_copy", vc_n_fixed(2 * L * R), dt);
+        out = vc__op_new(b, "_to_copy", vc_n_fixed(2 * L * R), dt);
         vc_release(b, sc);
     }
     vc_release(b, pos);
@@ -148,25 +148,25 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
 {
     vc_dtype in_dt = vc_dt_of(b, x);
     vc_numel full = vc_numel_of(b, x);
-    vc_t h = op_cast(b, x, VC_DT_F32); /* .to(float32): x itself when fp32 */
+    vc_t h = vc__op_cast(b, x, VC_DT_F32); /* .to(float32): x itself when fp32 */
     vc_op *o = vc_op_begin(b, "pow");  /* pow_backward: grad * 2 * self: saves self */
     int i = vc_op_in(o, h);
     vc_t sq = vc_op_out(o, full, VC_DT_F32);
     vc_op_save_if(o, h, i);
     vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
     vc_op_end(o);
-    vc_t var = op_mean(b, sq, rows);
-    vc_t ve = op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
-    vc_t r = op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
+    vc_t var = vc__op_mean(b, sq, rows);
+    vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
+    vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
     vc_t hn = mul_b(b, h, r, full, VC_DT_F32);
-    if (w < 0) return op_cast(b, hn, in_dt);
+    if (w < 0) return vc__op_cast(b, hn, in_dt);
     if (variant == 1) {
-        vc_t wf = op_cast(b, w, VC_DT_F32);                       /* weight.float() */
-        vc_t w1 = op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
+        vc_t wf = vc__op_cast(b, w, VC_DT_F32);                       /* weight.float() */
+        vc_t w1 = vc__op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
         vc_t y = mul_b(b, hn, w1, full, VC_DT_F32);
-        return op_cast(b, y, in_dt); /* type_as(x) */
+        return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
-    vc_t hc = op_cast(b, hn, in_dt); /* h.to(input_dtype) */
+    vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
     return mul_b(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
 }
 
@@ -271,20 +271,20 @@ static int ra_setup(vc_setup *s, void *p)
 static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
 {
     vc_numel rot = vc_n_sample(heads * L * R), half = vc_n_sample(heads * L * R / 2);
-    vc_t xr = R < D ? op_select(b, x, rot, false) : x;
+    vc_t xr = R < D ? vc__op_select(b, x, rot, false) : x;
     vc_t a = mul_b(b, xr, cs, rot, vc_dt_of(b, x));
-    vc_t x2 = op_select(b, xr, half, false);
-    vc_t x1 = op_select(b, xr, half, false);
-    vc_t nx2 = op_unary(b, "neg", x2, VC_SAVE_NONE, false);
+    vc_t x2 = vc__op_select(b, xr, half, false);
+    vc_t x1 = vc__op_select(b, xr, half, false);
+    vc_t nx2 = vc__op_unary(b, "neg", x2, VC_SAVE_NONE, false);
     vc_op *o = vc_op_begin(b, "cat");
     vc_op_grad(o, vc_op_in(o, nx2), VC_GRAD_PASS);
     vc_op_grad(o, vc_op_in(o, x1), VC_GRAD_PASS);
     vc_t rh = vc_op_out(o, rot, vc_dt_of(b, x));
     vc_op_end(o);
     vc_t c = mul_b(b, rh, cs, rot, vc_dt_of(b, x));
-    vc_t e = op_add(b, a, c, rot, false);
+    vc_t e = vc__op_add(b, a, c, rot, false);
     if (R == D) return e;
-    vc_t pass = op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
+    vc_t pass = vc__op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
     o = vc_op_begin(b, "cat");
     vc_op_grad(o, vc_op_in(o, e), VC_GRAD_PASS);
     vc_op_grad(o, vc_op_in(o, pass), VC_GRAD_PASS);
@@ -350,26 +350,26 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
     }
     vc_t kr = k, vr = v;
     if (KV != H) {
-        kr = op_fresh(b, "repeat_kv", k, vc_n_sample(H * S * D));
-        vr = op_fresh(b, "repeat_kv", v, vc_n_sample(H * S * D));
+        kr = vc__op_fresh(b, "repeat_kv", k, vc_n_sample(H * S * D));
+        vr = vc__op_fresh(b, "repeat_kv", v, vc_n_sample(H * S * D));
     } else if (kv_blhd && S > 1) {
-        kr = op_clone(b, k);
-        vr = op_clone(b, v);
+        kr = vc__op_clone(b, k);
+        vr = vc__op_clone(b, v);
     }
-    vc_t qm = L > 1 ? op_clone(b, q) : q;
-    vc_t w = op_bmm_raw(b, qm, kr, vc_n_sample(H * L * S));
-    w = op_fresh(b, "mul", w, vc_numel_of(b, w)); /* * scaling */
+    vc_t qm = L > 1 ? vc__op_clone(b, q) : q;
+    vc_t w = vc__op_bmm_raw(b, qm, kr, vc_n_sample(H * L * S));
+    w = vc__op_fresh(b, "mul", w, vc_numel_of(b, w)); /* * scaling */
     if (c->softcap > 0) {
-        w = op_fresh(b, "div", w, vc_numel_of(b, w));
-        w = op_unary(b, "tanh", w, VC_SAVE_OUT, false);
-        w = op_fresh(b, "mul", w, vc_numel_of(b, w));
+        w = vc__op_fresh(b, "div", w, vc_numel_of(b, w));
+        w = vc__op_unary(b, "tanh", w, VC_SAVE_OUT, false);
+        w = vc__op_fresh(b, "mul", w, vc_numel_of(b, w));
     }
-    if (mask >= 0) w = op_add(b, w, mask, vc_numel_of(b, w), false);
-    if (dt != VC_DT_F32) w = op_cast(b, w, VC_DT_F32);
-    w = op_softmax(b, w, false);
-    if (dt != VC_DT_F32) w = op_cast(b, w, dt);
-    w = op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
-    return op_bmm_raw(b, w, vr, vc_n_sample(H * L * D));
+    if (mask >= 0) w = vc__op_add(b, w, mask, vc_numel_of(b, w), false);
+    if (dt != VC_DT_F32) w = vc__op_cast(b, w, VC_DT_F32);
+    w = vc__op_softmax(b, w, false);
+    if (dt != VC_DT_F32) w = vc__op_cast(b, w, dt);
+    w = vc__op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
+    return vc__op_bmm_raw(b, w, vr, vc_n_sample(H * L * D));
 }
 
 /* LlamaAttention.forward between the projections and o_proj (Qwen3: q_norm /
@@ -384,9 +384,9 @@ static void ra_emit(vc_build *b, const void *p)
     vc_t q, k, v, cs = c->R > 0 ? vc_input(b, c->fused ? 1 : 3) : -1;
     if (c->fused) { /* qkv[..., :q_pos] etc. (Phi3Attention.forward): strided views */
         vc_t qkv = vc_input(b, 0);
-        q = op_view(b, qkv, vc_n_sample(L * H * D), false);
-        k = op_view(b, qkv, vc_n_sample(L * KV * D), false);
-        v = op_view(b, qkv, vc_n_sample(L * KV * D), false);
+        q = vc__op_view(b, qkv, vc_n_sample(L * H * D), false);
+        k = vc__op_view(b, qkv, vc_n_sample(L * KV * D), false);
+        v = vc__op_view(b, qkv, vc_n_sample(L * KV * D), false);
     } else {
         q = vc_input(b, 0);
         k = vc_input(b, 1);
@@ -398,9 +398,9 @@ static void ra_emit(vc_build *b, const void *p)
         k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(c->qk_whole ? L : L * KV), 0);
     }
     /* .view(hidden_shape).transpose(1, 2): [B, heads, L, D] over [B, L, heads, D] storage */
-    q = op_view(b, q, vc_numel_of(b, q), false);
-    k = op_view(b, k, vc_numel_of(b, k), false);
-    v = op_view(b, v, vc_numel_of(b, v), false);
+    q = vc__op_view(b, q, vc_numel_of(b, q), false);
+    k = vc__op_view(b, k, vc_numel_of(b, k), false);
+    v = vc__op_view(b, v, vc_numel_of(b, v), false);
     if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
         q = rope_apply(b, q, cs, H, L, D, c->R);
         k = rope_apply(b, k, cs, KV, L, D, c->R);
@@ -417,11 +417,11 @@ static void ra_emit(vc_build *b, const void *p)
         a.causal = c->causal && L > 1;
     }
     bool blhd = false;
-    vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
-    o = op_view(b, o, vc_numel_of(b, o), blhd);
-    o = op_contiguous(b, o);
-    vc_set_output(b, op_view(b, o, vc_numel_of(b, o), true));
+    o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
+    o = vc__op_contiguous(b, o);
+    vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
     vc_kv_end(b);
 }
 
@@ -467,9 +467,9 @@ static int gate_setup(vc_setup *s, void *p)
 static vc_t act_op(vc_build *b, int act, vc_t x)
 {
     switch (act) {
-    case ACT_RELU: return op_unary(b, "relu", x, VC_SAVE_OUT, false);
-    case ACT_GELU: case ACT_GELU_TANH: return op_unary(b, "gelu", x, VC_SAVE_IN, false);
-    default: return op_unary(b, "silu", x, VC_SAVE_IN, false);
+    case ACT_RELU: return vc__op_unary(b, "relu", x, VC_SAVE_OUT, false);
+    case ACT_GELU: case ACT_GELU_TANH: return vc__op_unary(b, "gelu", x, VC_SAVE_IN, false);
+    default: return vc__op_unary(b, "silu", x, VC_SAVE_IN, false);
     }
 }
 
@@ -483,14 +483,14 @@ static void gate_emit(vc_build *b, const void *p)
     vc_t g, u;
     if (c->fused) {
         vc_t gu = vc_input(b, 0);
-        g = op_view(b, gu, out, false);
-        u = op_view(b, gu, out, false);
+        g = vc__op_view(b, gu, out, false);
+        u = vc__op_view(b, gu, out, false);
     } else {
         g = vc_input(b, 0);
         u = vc_input(b, 1);
     }
     vc_t a = act_op(b, c->act, g);
-    vc_set_output(b, c->fused ? op_mul(b, u, a, out, false) : op_mul(b, a, u, out, false));
+    vc_set_output(b, c->fused ? vc__op_mul(b, u, a, out, false) : vc__op_mul(b, a, u, out, false));
 }
 
 const vc_kind vc_kind_GatedActivation = {
@@ -525,7 +525,7 @@ static void scale_emit(vc_build *b, const void *p)
 {
     (void)p;
     vc_t x = vc_input(b, 0);
-    vc_set_output(b, op_fresh(b, "mul", x, vc_numel_of(b, x)));
+    vc_set_output(b, vc__op_fresh(b, "mul", x, vc_numel_of(b, x)));
 }
 
 const vc_kind vc_kind_Scale = {
@@ -578,7 +578,7 @@ static void pos_emit(vc_build *b, const void *p)
     const pos_cfg *c = p;
     int64_t L = vc_input_shape(b, 0)->d[0] / c->scatter;
     vc_numel ids = c->per_sample ? vc_n_sample(L) : vc_n_fixed(L);
-    vc_t idx = op_new(b, "position_ids", ids, VC_DT_I64);
+    vc_t idx = vc__op_new(b, "position_ids", ids, VC_DT_I64);
     vc_t w = vc_weight(b, 0);
     vc_op *o = vc_op_begin(b, "embedding");
     int iw = vc_op_in(o, w);
@@ -606,7 +606,7 @@ static const char *const ngelu_variants[] = {"new", "fast", NULL};
 static int ngelu_parse(vc_args *a, void *p) { return vc_arg_enum(a, "variant", ngelu_variants, 0, &((ngelu_cfg *)p)->variant); }
 
 /* x op python-scalar (mul/add): a new tensor, nothing saved */
-static vc_t scalar_op(vc_build *b, const char *name, vc_t x) { return op_fresh(b, name, x, vc_numel_of(b, x)); }
+static vc_t scalar_op(vc_build *b, const char *name, vc_t x) { return vc__op_fresh(b, name, x, vc_numel_of(b, x)); }
 
 /* transformers activations.py, written in Python ops (not F.gelu):
  * NewGELUActivation (gpt2's "gelu_new"):
@@ -628,19 +628,19 @@ static void ngelu_emit(vc_build *b, const void *p)
         vc_op_save_if(o, x, i);
         vc_op_end(o);
         vc_t t = scalar_op(b, "mul", p3);    /* 0.044715 * x^3 */
-        t = op_add(b, x, t, n, false);       /* x + ... */
+        t = vc__op_add(b, x, t, n, false);       /* x + ... */
         inner = scalar_op(b, "mul", t);      /* sqrt(2/pi) * (...) */
     } else {
         vc_t t = scalar_op(b, "mul", x);     /* 0.044715 * x */
-        t = op_mul(b, t, x, n, false);       /* ... * x */
+        t = vc__op_mul(b, t, x, n, false);       /* ... * x */
         t = scalar_op(b, "add", t);          /* 1.0 + ... */
         vc_t u = scalar_op(b, "mul", x);     /* x * 0.7978845608 */
-        inner = op_mul(b, u, t, n, false);
+        inner = vc__op_mul(b, u, t, n, false);
     }
-    vc_t th = op_unary(b, "tanh", inner, VC_SAVE_OUT, false);
+    vc_t th = vc__op_unary(b, "tanh", inner, VC_SAVE_OUT, false);
     vc_t one = scalar_op(b, "add", th);      /* 1.0 + tanh */
     vc_t half = scalar_op(b, "mul", x);      /* 0.5 * x */
-    vc_set_output(b, op_mul(b, half, one, n, false));
+    vc_set_output(b, vc__op_mul(b, half, one, n, false));
 }
 
 const vc_kind vc_kind_NewGELU = {
@@ -776,14 +776,14 @@ static int moe_setup(vc_setup *s, void *p)
 }
 
 /* nn.Linear without bias on `rows` rows (a fixed count: the tokens routed to
- * one expert): mm saving x and the weight, as op_linear does. */
+ * one expert): mm saving x and the weight, as vc__op_linear does. */
 static vc_t lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out) { return vc__lin_rows(b, x, w, rows, out); }
 
 vc_t vc__lin_rows(vc_build *b, vc_t x, vc_t w, vc_numel rows, int64_t out)
 {
     vc_t w0 = w; /* the parameter: its storage format's temporaries */
-    x = op_autocast(b, x);
-    w = op_autocast_weight(b, w);
+    x = vc__op_autocast(b, x);
+    w = vc__op_autocast_weight(b, w);
     vc_op *o = vc_op_begin(b, "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
@@ -803,7 +803,7 @@ static vc_t expert_mlp(vc_build *b, const moe_cfg *c, vc_t x, vc_numel rows, int
     vc_t g = lin_rows(b, x, wg, rows, inter);
     vc_t a = act_op(b, c->act, g);
     vc_t u = lin_rows(b, x, wu, rows, inter);
-    vc_t h = op_mul(b, a, u, vc_numel_of(b, a), false);
+    vc_t h = vc__op_mul(b, a, u, vc_numel_of(b, a), false);
     return lin_rows(b, h, wd, rows, c->hidden);
 }
 
@@ -877,7 +877,7 @@ static vc_t index_rows(vc_build *b, vc_t x, vc_t idx, vc_numel rows, int64_t wid
  * arriving through the transpose's view, as mm's through t(). */
 static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64_t out)
 {
-    x = op_cast(b, x, vc_dt_of(b, w));
+    x = vc__op_cast(b, x, vc_dt_of(b, w));
     vc_op *o = vc_op_begin(b, "_grouped_mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
@@ -921,7 +921,7 @@ static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64
  * div_ saves its result and the divisor. */
 static vc_t topk_renorm(vc_build *b, vc_t rw, vc_numel T, bool eps)
 {
-    vc_t sum = op_mean(b, rw, T);
+    vc_t sum = vc__op_mean(b, rw, T);
     if (eps) sum = scalar_op(b, "add", sum);
     vc_op *o = vc_op_begin(b, "div_");
     int ir = vc_op_in(o, rw);
@@ -941,17 +941,17 @@ static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_
 {
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
     vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k);
-    vc_t ar = op_new(b, "arange", T, VC_DT_I64);
-    vc_t tok = op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
+    vc_t ar = vc__op_new(b, "arange", T, VC_DT_I64);
+    vc_t tok = vc__op_nograd(b, "reshape", ar, -1, S, VC_DT_I64); /* expand(-1, k).reshape(-1): a copy */
     vc_t sel = index_rows(b, x, tok, S, H);                    /* hidden_states[token_idx] */
     vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
     vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
-    vc_t eg = op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
+    vc_t eg = vc__op_nograd(b, "index", idx, perm, S, VC_DT_I64); /* expert_ids[perm] */
     vc_t swg = index_rows(b, rw, perm, S, 1);                  /* sample_weights[perm] */
     vc_t selg = index_rows(b, sel, perm, S, H);                /* selected_hidden_states[perm] */
-    vc_t hin = op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
-    vc_t cnt = op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
-    vc_t offs = op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t hin = vc__op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32); /* expert_ids_g.int() */
+    vc_t cnt = vc__op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t offs = vc__op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
     const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, hin, cnt, offs};
     for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
     vc_t gu = grouped_mm(b, selg, vc_weight(b, wgu), offs, S, 2 * I);
@@ -964,7 +964,7 @@ static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_
     int igu = vc_op_in(o, gu);
     vc_t g = vc_op_out_view(o, igu, SI, false), u = vc_op_out_view(o, igu, SI, false);
     vc_op_end(o);
-    vc_t h = op_mul(b, act_op(b, c->act, g), u, SI, false);
+    vc_t h = vc__op_mul(b, act_op(b, c->act, g), u, SI, false);
     vc_hold(b, h);
     vc_t og = grouped_mm(b, h, vc_weight(b, wd), offs, S, H);
     vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
@@ -972,9 +972,9 @@ static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_
     vc_hold(b, og);
     vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
     vc_hold(b, ops);
-    vc_t fin = op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
+    vc_t fin = vc__op_mean(b, ops, vc_n_scale(T, H)); /* .view(T, k, H).sum(dim=1) */
     vc_hold(b, fin);
-    vc_t out = op_cast(b, fin, vc_dt_of(b, x)); /* .to(hidden_states.dtype) */
+    vc_t out = vc__op_cast(b, fin, vc_dt_of(b, x)); /* .to(hidden_states.dtype) */
     for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
     vc_release(b, gu);
     vc_release(b, h);
@@ -1019,19 +1019,19 @@ static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
     int64_t L = vc_input_shape(b, 0)->d[0], E = c->E, G = c->n_group;
     vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), TE = vc_n_sample(L * E);
     vc_t x = vc_input(b, 0);
-    vc_t logits = lin_rows(b, op_cast(b, x, VC_DT_F32), op_cast(b, vc_weight(b, 2), VC_DT_F32), T, E);
+    vc_t logits = lin_rows(b, vc__op_cast(b, x, VC_DT_F32), vc__op_cast(b, vc_weight(b, 2), VC_DT_F32), T, E);
     vc_hold(b, logits);
     vc_dtype rdt = vc_dt_of(b, logits);
-    vc_t sig = op_unary(b, "sigmoid", logits, VC_SAVE_OUT, false);
+    vc_t sig = vc__op_unary(b, "sigmoid", logits, VC_SAVE_OUT, false);
     vc_t choice = add_b(b, sig, vc_buf(b, 0), TE, VC_DT_F32); /* + e_score_correction_bias */
     vc_t gv = nograd_tmp(b, "topk", choice, vc_n_sample(L * G * 2), VC_DT_F32, vc_n_sample(L * G * 2), VC_DT_I64);
-    vc_t gs = op_nograd(b, "sum", gv, -1, vc_n_sample(L * G), VC_DT_F32); /* group_scores */
+    vc_t gs = vc__op_nograd(b, "sum", gv, -1, vc_n_sample(L * G), VC_DT_F32); /* group_scores */
     vc_t gidx = nograd_tmp(b, "topk", gs, vc_n_sample(L * c->topk_group), VC_DT_I64, vc_n_sample(L * c->topk_group),
                            VC_DT_F32);
-    vc_t gmask = op_new(b, "zeros_like", vc_n_sample(L * G), VC_DT_F32); /* scatter_ writes into it */
-    vc_t smask = op_nograd(b, "reshape", gmask, -1, TE, VC_DT_F32);      /* expand(...).reshape: a copy */
-    vc_t nb = op_nograd(b, "bitwise_not", op_nograd(b, "_to_copy", smask, -1, TE, VC_DT_BOOL), -1, TE, VC_DT_BOOL);
-    vc_t sfc = op_nograd(b, "masked_fill", choice, nb, TE, VC_DT_F32);    /* scores_for_choice */
+    vc_t gmask = vc__op_new(b, "zeros_like", vc_n_sample(L * G), VC_DT_F32); /* scatter_ writes into it */
+    vc_t smask = vc__op_nograd(b, "reshape", gmask, -1, TE, VC_DT_F32);      /* expand(...).reshape: a copy */
+    vc_t nb = vc__op_nograd(b, "bitwise_not", vc__op_nograd(b, "_to_copy", smask, -1, TE, VC_DT_BOOL), -1, TE, VC_DT_BOOL);
+    vc_t sfc = vc__op_nograd(b, "masked_fill", choice, nb, TE, VC_DT_F32);    /* scores_for_choice */
     vc_t idx = nograd_tmp(b, "topk", sfc, S, VC_DT_I64, S, VC_DT_F32);     /* topk(...)[1] */
     vc_op *o = vc_op_begin(b, "gather"); /* topk_weights = router_logits.gather(1, topk_indices) */
     vc_op_in(o, sig);
@@ -1054,7 +1054,7 @@ static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
     vc_release(b, rw);
     vc_release(b, idx);
     vc_release(b, logits);
-    vc_set_output(b, op_add(b, out, se, vc_n_scale(T, c->hidden), false));
+    vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
 }
 
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
@@ -1075,7 +1075,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     /* the router */
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
     vc_hold(b, logits); /* returned to the block: `_, top_k_weights, top_k_index = self.gate(x)` binds it until the block returns */
-    vc_t sm = op_unary(b, "_softmax", op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
+    vc_t sm = vc__op_unary(b, "_softmax", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
     vc_op *o = vc_op_begin(b, "topk");
     vc_op_in(o, sm);
     vc_t rw = vc_op_out(o, S, VC_DT_F32);
@@ -1083,7 +1083,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_op_save(o, idx);
     vc_op_end(o);
     if (c->style == MOE_MIXTRAL || c->norm_topk) rw = topk_renorm(b, rw, T, false);
-    if (c->style != MOE_MIXTRAL) rw = op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
+    if (c->style != MOE_MIXTRAL) rw = vc__op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
     vc_hold(b, rw);
     vc_hold(b, idx);
     vc_t out = experts_grouped(b, c, x, idx, rw, 1, 2);
@@ -1092,10 +1092,10 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_release(b, logits);
     if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
         vc_t sg = lin_rows(b, x, vc_weight(b, sw + 3), T, 1);
-        sg = op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
+        sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
         vc_t s2 = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
         vc_release(b, se);
-        out = op_add(b, out, s2, vc_n_scale(T, H), true);
+        out = vc__op_add(b, out, s2, vc_n_scale(T, H), true);
     }
     vc_set_output(b, out);
 }
@@ -1123,7 +1123,7 @@ static void moe_emit(vc_build *b, const void *p)
     vc_dtype dt = vc_dt_of(b, x);
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), vc_n_sample(L), c->E); /* router_logits = self.gate(x) */
     /* routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float) */
-    vc_t sm = op_unary(b, "_softmax", op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
+    vc_t sm = vc__op_unary(b, "_softmax", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
     /* torch.topk(routing_weights, top_k): values + int64 indices (kept for backward) */
     vc_op *o = vc_op_begin(b, "topk");
     vc_op_in(o, sm);
@@ -1131,7 +1131,7 @@ static void moe_emit(vc_build *b, const void *p)
     vc_op_extra(o, vc_n_sample(L * c->k), VC_DT_I64);
     vc_op_end(o);
     if (c->style == MOE_MIXTRAL || c->norm_topk) { /* routing_weights /= routing_weights.sum(-1, keepdim=True) */
-        vc_t sum = op_mean(b, rw, vc_n_sample(L));
+        vc_t sum = vc__op_mean(b, rw, vc_n_sample(L));
         o = vc_op_begin(b, "div_");
         int ir = vc_op_in(o, rw);
         int is = vc_op_in(o, sum);
@@ -1142,14 +1142,14 @@ static void moe_emit(vc_build *b, const void *p)
         vc_op_end(o);
         rw = r2;
     }
-    rw = op_cast(b, rw, dt); /* .to(hidden_states.dtype) */
+    rw = vc__op_cast(b, rw, dt); /* .to(hidden_states.dtype) */
     /* final_hidden_states = zeros((T, H)); expert_mask = one_hot(selected_experts, E).permute(2, 1, 0): int64 [E, k, T] */
-    vc_t fin = op_new(b, "zeros", vc_n_sample(L * H), dt);
-    vc_t mask = op_new(b, "one_hot", vc_n_sample(L * c->k * c->E), VC_DT_I64);
+    vc_t fin = vc__op_new(b, "zeros", vc_n_sample(L * H), dt);
+    vc_t mask = vc__op_new(b, "one_hot", vc_n_sample(L * c->k * c->E), VC_DT_I64);
     for (int64_t e = 0; e < c->E; e++) {
         vc_numel rows = moe_rows(b, c, L, tcap, e);
         /* idx, top_x = torch.where(expert_mask[expert_idx]): nonzero -> [n_e, 2] int64 */
-        vc_t nz = op_new(b, "nonzero", vc_n_scale(rows, 2), VC_DT_I64);
+        vc_t nz = vc__op_new(b, "nonzero", vc_n_scale(rows, 2), VC_DT_I64);
         /* current_state = hidden_states[None, top_x].reshape(-1, H): index saves the indices;
          * its backward scatters into zeros of hidden_states' size */
         o = vc_op_begin(b, "index");
@@ -1169,7 +1169,7 @@ static void moe_emit(vc_build *b, const void *p)
         vc_op_end(o);
         y = mul_b(b, y, wsel, vc_numel_of(b, y), vc_dt_of(b, y));
         /* final_hidden_states.index_add_(0, top_x, current_hidden_states.to(dtype)) */
-        y = op_cast(b, y, dt);
+        y = vc__op_cast(b, y, dt);
         o = vc_op_begin(b, "index_add_");
         int ifn = vc_op_in(o, fin);
         int iy = vc_op_in(o, y);
@@ -1187,9 +1187,9 @@ static void moe_emit(vc_build *b, const void *p)
         int i = 1 + 3 * (int)c->E;
         vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2));
         vc_t sg = lin_rows(b, x, vc_weight(b, i + 3), vc_n_sample(L), 1);
-        sg = op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
+        sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
         se = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
-        fin = op_add(b, fin, se, vc_n_sample(L * H), false);
+        fin = vc__op_add(b, fin, se, vc_n_sample(L * H), false);
     }
     vc_set_output(b, fin);
 }

@@ -54,7 +54,7 @@ static void eltwise_emit(vc_build *b, const merge_cfg *c, bool mul)
     vc_t y = vc_input(b, 0);
     for (int i = 1; vc_input(b, i) >= 0; i++) {
         bool inplace = c->inplace && i == 1;
-        y = mul ? op_mul(b, y, vc_input(b, i), out, inplace) : op_add(b, y, vc_input(b, i), out, inplace || (c->inplace && i > 1));
+        y = mul ? vc__op_mul(b, y, vc_input(b, i), out, inplace) : vc__op_add(b, y, vc_input(b, i), out, inplace || (c->inplace && i > 1));
     }
     vc_set_output(b, y);
 }

@@ -162,10 +162,10 @@ static vc_t route(vc_build *b, const vc_moe_ep *c, vc_t x, int64_t L, vc_t *map)
     vc_op_end(o);
     vc_hold(b, scores);
     /* probs = torch.softmax(scores, dim=-1, dtype=torch.float32).type_as(logits) */
-    vc_t probs = op_unary(b, "_softmax", op_cast(b, scores, VC_DT_F32), VC_SAVE_OUT, false);
-    probs = op_cast(b, probs, dt);
+    vc_t probs = vc__op_unary(b, "_softmax", vc__op_cast(b, scores, VC_DT_F32), VC_SAVE_OUT, false);
+    probs = vc__op_cast(b, probs, dt);
     /* routing_probs = torch.zeros_like(logits).scatter(1, top_indices, probs): its backward gathers (saves the index) */
-    vc_t z = op_new(b, "zeros_like", TE, dt);
+    vc_t z = vc__op_new(b, "zeros_like", TE, dt);
     o = vc_op_begin(b, "scatter");
     vc_op_in_nodiff(o, z);
     vc_op_in(o, probs);
@@ -175,8 +175,8 @@ static vc_t route(vc_build *b, const vc_moe_ep *c, vc_t x, int64_t L, vc_t *map)
     vc_op_save(o, rp); /* the dispatcher's self.probs, kept through the layer's backward */
     vc_op_end(o);
     /* routing_map = torch.zeros_like(logits).int().scatter(1, top_indices, 1).bool() */
-    vc_t zi = op_nograd(b, "_to_copy", op_new(b, "zeros_like", TE, dt), -1, TE, VC_DT_I32);
-    vc_t rm = op_nograd(b, "_to_copy", op_nograd(b, "scatter", zi, top, TE, VC_DT_I32), -1, TE, VC_DT_BOOL);
+    vc_t zi = vc__op_nograd(b, "_to_copy", vc__op_new(b, "zeros_like", TE, dt), -1, TE, VC_DT_I32);
+    vc_t rm = vc__op_nograd(b, "_to_copy", vc__op_nograd(b, "scatter", zi, top, TE, VC_DT_I32), -1, TE, VC_DT_BOOL);
     vc_release(b, scores);
     vc_release(b, logits);
     *map = rm;
@@ -189,7 +189,7 @@ static vc_t permute(vc_build *b, const vc_moe_ep *c, vc_t x, vc_t rp, vc_t rm, i
 {
     vc_dtype dt = vc_dt_of(b, x);
     vc_numel TE = vc_n_sample(L * c->E), TK = vc_n_sample(L * c->k);
-    vc_t rmt = op_nograd(b, "clone", rm, -1, TE, VC_DT_BOOL); /* routing_map.bool().T.contiguous(): a local until permute returns */
+    vc_t rmt = vc__op_nograd(b, "clone", rm, -1, TE, VC_DT_BOOL); /* routing_map.bool().T.contiguous(): a local until permute returns */
     vc_hold(b, rmt);
     /* flat_sorted = routing_map.reshape(-1).argsort(descending=True, stable=True): sort's values are dropped */
     vc_op *o = vc_op_begin(b, "sort");
@@ -197,9 +197,9 @@ static vc_t permute(vc_build *b, const vc_moe_ep *c, vc_t x, vc_t rp, vc_t rm, i
     vc_op_ftemp(o, TE, VC_DT_BOOL);
     vc_t fs = vc_op_out(o, TE, VC_DT_I64);
     vc_op_end(o);
-    *si = op_nograd(b, "remainder", fs, -1, TK, VC_DT_I64); /* flat_sorted[:num_out_tokens] % num_tokens */
+    *si = vc__op_nograd(b, "remainder", fs, -1, TK, VC_DT_I64); /* flat_sorted[:num_out_tokens] % num_tokens */
     /* permuted_probs = probs.T.contiguous().reshape(-1)[flat_sorted]: index saves flat_sorted (a view of all E T) */
-    vc_t pc = op_clone(b, rp);
+    vc_t pc = vc__op_clone(b, rp);
     o = vc_op_begin(b, "index");
     vc_op_in(o, pc);
     vc_op_in_nodiff(o, fs);
@@ -264,7 +264,7 @@ void vc__moe_ep_emit(vc_build *b, const vc_moe_ep *c)
     if (El > 1) out = sort_chunks(b, out); /* combine_preprocess: back to the ranks' order */
     vc_t back = all_to_all(b, out, vc_n_sample(L * c->k), H); /* token_combine */
     /* unpermute: zeros(restore_shape).scatter_add_(0, sorted_indices.unsqueeze(1).expand(-1, H), tokens) */
-    vc_t z = op_new(b, "zeros", vc_n_sample(L * H), vc_dt_of(b, back));
+    vc_t z = vc__op_new(b, "zeros", vc_n_sample(L * H), vc_dt_of(b, back));
     vc_op *o = vc_op_begin(b, "scatter_add_");
     int iz = vc_op_in(o, z);
     vc_op_in(o, back);

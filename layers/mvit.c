@@ -170,8 +170,8 @@ static int msa_setup(vc_setup *s, void *p)
  * token (`one` elements per sample) and the rest, two slices. */
 static void split_cls(vc_build *b, vc_t x, int64_t one, int64_t rest_n, vc_t *cls, vc_t *rest)
 {
-    *cls = op_select(b, x, vc_n_sample(one), false);
-    *rest = op_select(b, x, vc_n_sample(rest_n), false);
+    *cls = vc__op_select(b, x, vc_n_sample(one), false);
+    *rest = vc__op_select(b, x, vc_n_sample(rest_n), false);
 }
 
 static vc_t cat2(vc_build *b, vc_t x, vc_t y, vc_numel n)
@@ -190,11 +190,11 @@ static vc_t pool_conv(vc_build *b, const msa_cfg *c, vc_t x, const int64_t *othw
     const int64_t h = c->heads, d = c->d, Lo = prod3(othw);
     vc_t cls, rest;
     split_cls(b, x, h * d, h * c->L * d, &cls, &rest);
-    vc_t xc = op_contiguous(b, op_view(b, rest, vc_numel_of(b, rest), false)); /* transpose.reshape: a copy */
-    vc_t y = op_conv(b, xc, vc_weight(b, wi), -1, vc_n_sample(h * d * Lo));
-    y = op_view(b, y, vc_numel_of(b, y), false); /* reshape(B, h, d, -1).transpose(2, 3) */
+    vc_t xc = vc__op_contiguous(b, vc__op_view(b, rest, vc_numel_of(b, rest), false)); /* transpose.reshape: a copy */
+    vc_t y = vc__op_conv(b, xc, vc_weight(b, wi), -1, vc_n_sample(h * d * Lo));
+    y = vc__op_view(b, y, vc_numel_of(b, y), false); /* reshape(B, h, d, -1).transpose(2, 3) */
     vc_t cat = cat2(b, cls, y, vc_n_sample(h * (1 + Lo) * d));
-    vc_t r = op_layer_norm(b, cat, vc_weight(b, wi + 1), vc_weight(b, wi + 2), vc_n_sample(h * (1 + Lo)));
+    vc_t r = vc__op_layer_norm(b, cat, vc_weight(b, wi + 1), vc_weight(b, wi + 2), vc_n_sample(h * (1 + Lo)));
     /* class_token (a view of qkv) is a local of Pool.forward, and the caller's q/k/v view is
      * rebound only when the pool returns: qkv's storage lives until then */
     vc_release(b, cls);
@@ -208,9 +208,9 @@ static vc_t pool_conv(vc_build *b, const msa_cfg *c, vc_t x, const int64_t *othw
  * keeps the copy). */
 static vc_t mm_operand(vc_build *b, vc_t x)
 {
-    vc_t y = op_autocast(b, x);
-    if (y != x && !vc_contiguous(b, x)) y = op_view(b, y, vc_numel_of(b, y), false);
-    return op_contiguous(b, y);
+    vc_t y = vc__op_autocast(b, x);
+    if (y != x && !vc_contiguous(b, x)) y = vc__op_view(b, y, vc_numel_of(b, y), false);
+    return vc__op_contiguous(b, y);
 }
 
 /* One einsum of _add_rel_pos as sumproduct_pair runs it: r_q permuted and
@@ -218,9 +218,9 @@ static vc_t mm_operand(vc_build *b, vc_t x)
  * under autocast bmm casts both. */
 static vc_t rel_einsum(vc_build *b, vc_t rq, vc_t R, vc_numel out)
 {
-    vc_t l = op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false));
-    vc_t r = mm_operand(b, op_view(b, R, vc_numel_of(b, R), false));
-    vc_t y = op_bmm_raw(b, mm_operand(b, l), r, out);
+    vc_t l = vc__op_contiguous(b, vc__op_view(b, rq, vc_numel_of(b, rq), false));
+    vc_t r = mm_operand(b, vc__op_view(b, R, vc_numel_of(b, R), false));
+    vc_t y = vc__op_bmm_raw(b, mm_operand(b, l), r, out);
     vc_release(b, l);
     return y;
 }
@@ -264,8 +264,8 @@ static vc_t slice_iadd(vc_build *b, vc_t base, vc_t src)
  * its .long() copy kept by IndexBackward0, rel_pos_X[idx] -> [q, k, d]. */
 static vc_t rel_gather(vc_build *b, const msa_cfg *c, vc_t table, int64_t q, int64_t k, vc_t *dist)
 {
-    *dist = op_nograd(b, "sub", -1, -1, vc_n_fixed(q * k), VC_DT_FLOAT);
-    vc_t idx = op_nograd(b, "_to_copy", *dist, -1, vc_n_fixed(q * k), VC_DT_I64);
+    *dist = vc__op_nograd(b, "sub", -1, -1, vc_n_fixed(q * k), VC_DT_FLOAT);
+    vc_t idx = vc__op_nograd(b, "_to_copy", *dist, -1, vc_n_fixed(q * k), VC_DT_I64);
     vc_op *o = vc_op_begin(b, "index");
     vc_op_in(o, table);
     vc_op_in_nodiff(o, idx);
@@ -284,21 +284,21 @@ static vc_t add_rel_pos(vc_build *b, const msa_cfg *c, vc_t attn, vc_t q)
     vc_t Rh = rel_gather(b, c, vc_weight(b, 0), qh, kh, &dh);
     vc_t Rw = rel_gather(b, c, vc_weight(b, 1), qw, kw, &dw);
     vc_t Rt = rel_gather(b, c, vc_weight(b, 2), qt, kt, &dt);
-    vc_t rq = op_select(b, q, vc_n_sample(h * Lq1 * d), false); /* q[:, :, 1:].reshape: a view */
+    vc_t rq = vc__op_select(b, q, vc_n_sample(h * Lq1 * d), false); /* q[:, :, 1:].reshape: a view */
     vc_hold(b, rq);
     /* einsum("bythwc,hkc->bythwk") and ("bythwc,wkc->bythwk"): sumproduct_pair */
     vc_t eh = rel_einsum(b, rq, Rh, vc_n_sample(h * Lq1 * kh));
     vc_t ew = rel_einsum(b, rq, Rw, vc_n_sample(h * Lq1 * kw));
     /* r_q = r_q.permute(2, 0, 1, 3, 4, 5).reshape(q_t, B*h*q_h*q_w, d) (a copy, rebound to the
      * local r_q: it lives until the function returns) @ Rt.transpose(1, 2) */
-    vc_t rq2 = op_contiguous(b, op_view(b, rq, vc_numel_of(b, rq), false));
-    vc_t et = op_bmm_raw(b, mm_operand(b, rq2), mm_operand(b, op_view(b, Rt, vc_numel_of(b, Rt), false)),
+    vc_t rq2 = vc__op_contiguous(b, vc__op_view(b, rq, vc_numel_of(b, rq), false));
+    vc_t et = vc__op_bmm_raw(b, mm_operand(b, rq2), mm_operand(b, vc__op_view(b, Rt, vc_numel_of(b, Rt), false)),
                          vc_n_sample(h * Lq1 * kt));
-    vc_t s1 = op_add(b, op_view(b, eh, vc_numel_of(b, eh), false), op_view(b, ew, vc_numel_of(b, ew), false),
+    vc_t s1 = vc__op_add(b, vc__op_view(b, eh, vc_numel_of(b, eh), false), vc__op_view(b, ew, vc_numel_of(b, ew), false),
                      vc_n_sample(h * Lq1 * kh * kw), false);
-    vc_t s2 = op_add(b, op_view(b, s1, vc_numel_of(b, s1), false), op_view(b, et, vc_numel_of(b, et), false),
+    vc_t s2 = vc__op_add(b, vc__op_view(b, s1, vc_numel_of(b, s1), false), vc__op_view(b, et, vc_numel_of(b, et), false),
                      vc_n_sample(h * Lq1 * Lk1), false);
-    vc_t rel = op_contiguous(b, op_view(b, s2, vc_numel_of(b, s2), false)); /* .reshape: a copy */
+    vc_t rel = vc__op_contiguous(b, vc__op_view(b, s2, vc_numel_of(b, s2), false)); /* .reshape: a copy */
     vc_t r = slice_iadd(b, attn, rel); /* attn[:, :, 1:, 1:] += rel_pos */
     vc_release(b, rq); /* the function's locals */
     vc_release(b, rq2);
@@ -322,8 +322,8 @@ static void msa_emit(vc_build *b, const void *p)
     int wi = c->rel_pos ? 3 : 0;
     vc_t qkv_w = vc_weight(b, wi), qkv_b = vc_weight(b, wi + 1), pw = vc_weight(b, wi + 2), pb = vc_weight(b, wi + 3);
     int pq = wi + 4, pk = pq + (c->pool_q ? 3 : 0), pv = pk + 3;
-    vc_t qkv = op_linear(b, in, qkv_w, qkv_b, N, c->C, 3 * D);
-    vc_t qv = op_view(b, qkv, vc_numel_of(b, qkv), false); /* reshape.transpose(1, 3) */
+    vc_t qkv = vc__op_linear(b, in, qkv_w, qkv_b, N, c->C, 3 * D);
+    vc_t qv = vc__op_view(b, qkv, vc_numel_of(b, qkv), false); /* reshape.transpose(1, 3) */
     vc_op *o = vc_op_begin(b, "unbind");                    /* backward: stack, a new qkv-sized tensor */
     int iq = vc_op_in(o, qv);
     vc_t q = vc_op_out_view(o, iq, vc_n_sample(N * D), false);
@@ -338,26 +338,26 @@ static void msa_emit(vc_build *b, const void *p)
     vc_hold(b, q);
     vc_hold(b, k);
     vc_hold(b, v);
-    vc_t qs = op_fresh(b, "mul", q, vc_numel_of(b, q)); /* self.scaler * q */
-    if (!vc_contiguous(b, q)) qs = op_view(b, qs, vc_numel_of(b, qs), false);
-    vc_t kc = op_autocast(b, k); /* k's copy under autocast, then k.transpose(2, 3): a view */
-    vc_t kt = op_view(b, kc, vc_numel_of(b, kc), false);
-    vc_t attn = op_bmm_raw(b, mm_operand(b, qs), vc_contiguous(b, k) ? kt : op_contiguous(b, kt),
+    vc_t qs = vc__op_fresh(b, "mul", q, vc_numel_of(b, q)); /* self.scaler * q */
+    if (!vc_contiguous(b, q)) qs = vc__op_view(b, qs, vc_numel_of(b, qs), false);
+    vc_t kc = vc__op_autocast(b, k); /* k's copy under autocast, then k.transpose(2, 3): a view */
+    vc_t kt = vc__op_view(b, kc, vc_numel_of(b, kc), false);
+    vc_t attn = vc__op_bmm_raw(b, mm_operand(b, qs), vc_contiguous(b, k) ? kt : vc__op_contiguous(b, kt),
                            vc_n_sample(h * c->Lq * c->Lk));
     if (c->rel_pos) attn = add_rel_pos(b, c, attn, q);
-    attn = op_softmax(b, attn, false);
-    vc_t x = op_bmm_raw(b, attn, mm_operand(b, v), vc_n_sample(h * c->Lq * d));
+    attn = vc__op_softmax(b, attn, false);
+    vc_t x = vc__op_bmm_raw(b, attn, mm_operand(b, v), vc_n_sample(h * c->Lq * d));
     vc_release(b, in); /* x is rebound here */
     if (c->res_pool) {
         if (c->res_cls) {
-            x = op_add(b, x, q, vc_numel_of(b, x), true);
+            x = vc__op_add(b, x, q, vc_numel_of(b, x), true);
         } else {
-            vc_t qsl = op_select(b, q, vc_n_sample(h * (c->Lq - 1) * d), false);
+            vc_t qsl = vc__op_select(b, q, vc_n_sample(h * (c->Lq - 1) * d), false);
             x = slice_iadd(b, x, qsl); /* x[:, :, 1:, :] += q[:, :, 1:, :] */
         }
     }
-    x = op_contiguous(b, op_view(b, x, vc_numel_of(b, x), h == 1)); /* transpose(1, 2).reshape */
-    vc_t y = op_linear(b, x, pw, pb, c->Lq, D, D);
+    x = vc__op_contiguous(b, vc__op_view(b, x, vc_numel_of(b, x), h == 1)); /* transpose(1, 2).reshape */
+    vc_t y = vc__op_linear(b, x, pw, pb, c->Lq, D, D);
     vc_release(b, q);
     vc_release(b, k);
     vc_release(b, v);
@@ -427,19 +427,19 @@ static void mpool_emit(vc_build *b, const void *p)
 {
     const mpool_cfg *c = p;
     const int64_t C = c->C, Lo = prod3(c->out);
-    vc_t x = op_view(b, vc_input(b, 0), vc_numel_of(b, vc_input(b, 0)), true); /* unsqueeze(1) */
+    vc_t x = vc__op_view(b, vc_input(b, 0), vc_numel_of(b, vc_input(b, 0)), true); /* unsqueeze(1) */
     vc_t cls, rest;
     split_cls(b, x, C, c->L * C, &cls, &rest);
-    vc_t xc = op_contiguous(b, op_view(b, rest, vc_numel_of(b, rest), false));
+    vc_t xc = vc__op_contiguous(b, vc__op_view(b, rest, vc_numel_of(b, rest), false));
     vc_op *o = vc_op_begin(b, "max_pool3d_with_indices");
     vc_op_in(o, xc);
     vc_t y = vc_op_out(o, vc_n_sample(C * Lo), vc_dt_of(b, xc));
     vc_op_extra(o, vc_n_sample(C * Lo), VC_DT_I64);
     vc_op_save(o, xc);
     vc_op_end(o);
-    y = op_view(b, y, vc_numel_of(b, y), false); /* reshape(B, 1, C, -1).transpose(2, 3) */
+    y = vc__op_view(b, y, vc_numel_of(b, y), false); /* reshape(B, 1, C, -1).transpose(2, 3) */
     y = cat2(b, cls, y, vc_n_sample((1 + Lo) * C));
-    vc_set_output(b, op_view(b, y, vc_numel_of(b, y), true)); /* _squeeze */
+    vc_set_output(b, vc__op_view(b, y, vc_numel_of(b, y), true)); /* _squeeze */
 }
 
 const vc_kind vc_kind_MViTPool = {
@@ -506,7 +506,7 @@ static void mpe_emit(vc_build *b, const void *p)
     vc_op_end(o);
     if (!c->rel_pos) {
         vc_dtype dt = vc_dt_of(b, vc_weight(b, 2));
-        vc_t idx = op_nograd(b, "repeat_interleave", -1, -1, vc_n_fixed(L), VC_DT_I64);
+        vc_t idx = vc__op_nograd(b, "repeat_interleave", -1, -1, vc_n_fixed(L), VC_DT_I64);
         o = vc_op_begin(b, "index_select");
         vc_op_in(o, vc_weight(b, 2));
         vc_op_in_nodiff(o, idx);
@@ -517,13 +517,13 @@ static void mpe_emit(vc_build *b, const void *p)
         vc_op_grad(o, vc_op_in(o, vc_weight(b, 1)), VC_GRAD_REDUCE);
         vc_t sp = vc_op_out(o, vc_n_fixed(L * C), dt);
         vc_op_end(o);
-        pe = op_add(b, pe, sp, vc_n_fixed(L * C), true);
+        pe = vc__op_add(b, pe, sp, vc_n_fixed(L * C), true);
         o = vc_op_begin(b, "cat");
         vc_op_grad(o, vc_op_in(o, vc_weight(b, 3)), VC_GRAD_PASS);
         vc_op_grad(o, vc_op_in(o, pe), VC_GRAD_PASS);
         vc_t full = vc_op_out(o, vc_n_fixed((L + 1) * C), dt);
         vc_op_end(o);
-        y = op_add(b, y, full, vc_n_sample((L + 1) * C), true);
+        y = vc__op_add(b, y, full, vc_n_sample((L + 1) * C), true);
     }
     vc_set_output(b, y);
 }

@@ -102,7 +102,7 @@ static vc_t mul_bcast(vc_build *b, vc_t a, vc_t c, vc_numel out, vc_dtype dt)
 
 /* t.repeat(N) for a [C] tensor: a new [N*C] tensor. Backward
  * (repeat_backward) sums the gradient back to [C]. */
-static vc_t op_repeat(vc_build *b, vc_t t, vc_numel n) { return op_fresh(b, "repeat", t, n); }
+static vc_t op_repeat(vc_build *b, vc_t t, vc_numel n) { return vc__op_fresh(b, "repeat", t, n); }
 
 /* at::batch_norm (_batch_norm_impl_index) on x of `ndim` dims (batch
  * included), with stats of `stats` elements. training: use batch
@@ -131,7 +131,7 @@ static vc_t batch_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_t rm, vc_t rv,
             vc_batch_range(b, 1, nmax);
         }
     }
-    if (cudnn) x = op_contiguous(b, x); /* input.contiguous(suggest_memory_format) */
+    if (cudnn) x = vc__op_contiguous(b, x); /* input.contiguous(suggest_memory_format) */
     vc_op *o = vc_op_begin(b, cudnn ? "cudnn_batch_norm" : "native_batch_norm");
     vc_op_in(o, x);
     if (w >= 0) vc_op_in(o, w);
@@ -258,15 +258,15 @@ static void in_emit(vc_build *b, const void *p)
     vc_t rm = c->track ? op_repeat(b, vc_buf(b, 0), nc) : -1;
     vc_t rv = c->track ? op_repeat(b, vc_buf(b, 1), nc) : -1;
     /* input.contiguous().view({1, N*C, ...}) */
-    vc_t xc = op_contiguous(b, x);
-    vc_t xv = op_view(b, xc, vc_numel_of(b, xc), true);
+    vc_t xc = vc__op_contiguous(b, x);
+    vc_t xv = vc__op_view(b, xc, vc_numel_of(b, xc), true);
     bool use_input_stats = vc_training(b) || !c->track;
     vc_t y = batch_norm(b, xv, w, bias, rm, rv, use_input_stats, c->eps, s->nd + 1, nc);
     if (c->track) { /* running_mean.copy_(running_mean_.view({N, C}).mean(0)) */
-        op_mean(b, rm, vc_n_fixed(C));
-        op_mean(b, rv, vc_n_fixed(C));
+        vc__op_mean(b, rm, vc_n_fixed(C));
+        vc__op_mean(b, rv, vc_n_fixed(C));
     }
-    vc_set_output(b, op_view(b, y, vc_numel_of(b, y), true)); /* out.view(input sizes) */
+    vc_set_output(b, vc__op_view(b, y, vc_numel_of(b, y), true)); /* out.view(input sizes) */
 }
 
 /* ------------------------------------------------------------ LayerNorm */
@@ -309,7 +309,7 @@ static void ln_emit(vc_build *b, const void *p)
     vc_t w = c->affine ? vc_weight(b, 0) : -1;
     vc_t bias = c->affine && c->bias ? vc_weight(b, 1) : -1;
     vc_numel stats = vc_n_sample(rows_per_sample(vc_input_shape(b, 0), c->nns));
-    vc_set_output(b, op_layer_norm(b, vc_input(b, 0), w, bias, stats));
+    vc_set_output(b, vc__op_layer_norm(b, vc_input(b, 0), w, bias, stats));
 }
 
 /* ------------------------------------------------------------ GroupNorm */
@@ -354,7 +354,7 @@ static void gn_emit(vc_build *b, const void *p)
     const gn_cfg *c = p;
     int64_t C = vc_input_shape(b, 0)->d[0];
     /* group_norm is an fp32 autocast op; at::group_norm: X = input.contiguous() */
-    vc_t x = op_contiguous(b, op_autocast_f32(b, vc_input(b, 0)));
+    vc_t x = vc__op_contiguous(b, vc__op_autocast_f32(b, vc_input(b, 0)));
     vc_t w = c->affine ? vc_weight(b, 0) : -1, bias = c->affine ? vc_weight(b, 1) : -1;
     vc_dtype xdt = vc_dt_of(b, x);
     bool low = xdt == VC_DT_F16 || xdt == VC_DT_BF16;
@@ -431,7 +431,7 @@ static void rmsnorm_composite(vc_build *b, vc_t x0, vc_t w, vc_numel stats)
 {
     vc_dtype dt0 = vc_dt_of(b, x0);
     vc_numel full = vc_numel_of(b, x0);
-    vc_t xu = op_cast(b, x0, VC_DT_F32);
+    vc_t xu = vc__op_cast(b, x0, VC_DT_F32);
 
     /* pow(x, 2): saves self; pow_backward = grad * (2 * self.pow(1)):
      * two full-size temporaries besides the result */
@@ -442,11 +442,11 @@ static void rmsnorm_composite(vc_build *b, vc_t x0, vc_t w, vc_numel stats)
     vc_op_btemp(o, vc_n_scale(full, 2), VC_DT_F32);
     vc_op_end(o);
 
-    vc_t ms = op_mean(b, sq, stats); /* .add_(eps) runs in place */
-    vc_t rstd = op_unary(b, "rsqrt", ms, VC_SAVE_OUT, false);
+    vc_t ms = vc__op_mean(b, sq, stats); /* .add_(eps) runs in place */
+    vc_t rstd = vc__op_unary(b, "rsqrt", ms, VC_SAVE_OUT, false);
     vc_t y = mul_bcast(b, xu, rstd, full, VC_DT_F32);
     if (w >= 0) y = mul_bcast(b, y, w, full, VC_DT_F32); /* fp32 * weight -> fp32 */
-    vc_set_output(b, op_cast(b, y, dt0));                /* type_as(input) */
+    vc_set_output(b, vc__op_cast(b, y, dt0));                /* type_as(input) */
 }
 
 static void rmsnorm_emit(vc_build *b, const void *p)

@@ -3,12 +3,9 @@
  */
 #include "ops.h"
 
-/* engine.c internals for the autocast weight cache */
-int32_t *vc__amp_cache(vc_build *b, vc_t w);
-
 static bool same_numel(vc_numel a, vc_numel b) { return vc_n_same(a, b); }
 
-vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace)
+vc_t vc__op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace)
 {
     vc_op *o = vc_op_begin(b, name);
     int i = vc_op_in(o, x);
@@ -20,7 +17,7 @@ vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace)
     return y;
 }
 
-vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+vc_t vc__op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
 {
     vc_op *o = vc_op_begin(b, "view");
     int i = vc_op_in(o, x);
@@ -30,9 +27,9 @@ vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
     return y;
 }
 
-vc_t op_contiguous(vc_build *b, vc_t x) { return vc_contiguous(b, x) ? x : op_clone(b, x); }
+vc_t vc__op_contiguous(vc_build *b, vc_t x) { return vc_contiguous(b, x) ? x : vc__op_clone(b, x); }
 
-vc_t op_clone(vc_build *b, vc_t x)
+vc_t vc__op_clone(vc_build *b, vc_t x)
 {
     vc_op *o = vc_op_begin(b, "clone");
     int i = vc_op_in(o, x);
@@ -42,7 +39,7 @@ vc_t op_clone(vc_build *b, vc_t x)
     return y;
 }
 
-vc_t op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+vc_t vc__op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous)
 {
     /* select_backward / slice_backward: zeros(input sizes) + copy of grad */
     vc_op *o = vc_op_begin(b, "select");
@@ -52,7 +49,7 @@ vc_t op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous)
     return y;
 }
 
-vc_t op_cast(vc_build *b, vc_t x, vc_dtype dt)
+vc_t vc__op_cast(vc_build *b, vc_t x, vc_dtype dt)
 {
     if (x < 0 || vc_dt_of(b, x) == dt) return x;
     vc_op *o = vc_op_begin(b, "_to_copy");
@@ -62,28 +59,28 @@ vc_t op_cast(vc_build *b, vc_t x, vc_dtype dt)
     return y;
 }
 
-vc_t op_autocast(vc_build *b, vc_t x)
+vc_t vc__op_autocast(vc_build *b, vc_t x)
 {
     vc_dtype lp = vc_autocast_dt(b);
     if (lp == VC_DT_F32 || x < 0 || vc_dt_of(b, x) != VC_DT_F32) return x;
-    return op_cast(b, x, lp);
+    return vc__op_cast(b, x, lp);
 }
 
-vc_t op_autocast_f32(vc_build *b, vc_t x)
+vc_t vc__op_autocast_f32(vc_build *b, vc_t x)
 {
     if (vc_autocast_dt(b) == VC_DT_F32 || x < 0) return x;
     vc_dtype dt = vc_dt_of(b, x);
-    return (dt == VC_DT_F16 || dt == VC_DT_BF16) ? op_cast(b, x, VC_DT_F32) : x;
+    return (dt == VC_DT_F16 || dt == VC_DT_BF16) ? vc__op_cast(b, x, VC_DT_F32) : x;
 }
 
-vc_t op_autocast_weight(vc_build *b, vc_t w)
+vc_t vc__op_autocast_weight(vc_build *b, vc_t w)
 {
     vc_dtype lp = vc_autocast_dt(b);
     if (lp == VC_DT_F32 || w < 0 || vc_dt_of(b, w) != VC_DT_F32) return w;
     /* cached_cast: trainable fp32 leaves are cast once per autocast region */
     int32_t *slot = vc_requires_grad(b, w) ? vc__amp_cache(b, w) : NULL;
     if (slot && *slot >= 0) return *slot;
-    vc_t c = op_cast(b, w, lp);
+    vc_t c = vc__op_cast(b, w, lp);
     if (slot) {
         *slot = c;
         vc_hold(b, c);
@@ -91,15 +88,15 @@ vc_t op_autocast_weight(vc_build *b, vc_t w)
     return c;
 }
 
-vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out)
+vc_t vc__op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out)
 {
     vc_t w0 = w; /* the parameter: its storage format's temporaries (vc_op_weight_temps) */
-    x = op_autocast(b, x);
-    w = op_autocast_weight(b, w);
-    bias = op_autocast_weight(b, bias);
+    x = vc__op_autocast(b, x);
+    w = vc__op_autocast_weight(b, w);
+    bias = vc__op_autocast_weight(b, bias);
     vc_numel yn = vc_n_scale(vc_n_sample(rows), out);
     bool fold_copy = !vc_contiguous(b, x);
-    if (fold_copy) x = op_contiguous(b, x); /* matmul: t1.reshape() copies, mm saves the copy */
+    if (fold_copy) x = vc__op_contiguous(b, x); /* matmul: t1.reshape() copies, mm saves the copy */
     (void)in;
     vc_op *o = vc_op_begin(b, bias >= 0 && !fold_copy ? "addmm" : "mm");
     int ix = vc_op_in(o, x);
@@ -139,13 +136,13 @@ vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in,
  * grad_output.matmul(weight) full-size, then sub_grad_input = torch.empty(shard)
  * reduce-scattered from it. The global buffer is kept by Megatron between uses;
  * here it is a temporary of each use (docs/parallel.md says the difference). */
-vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t)
+vc_t vc__op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t)
 {
     vc_t w0 = w;
-    x = op_autocast(b, x);
-    w = op_autocast_weight(b, w);
-    bias = op_autocast_weight(b, bias);
-    x = op_contiguous(b, x);
+    x = vc__op_autocast(b, x);
+    w = vc__op_autocast_weight(b, w);
+    bias = vc__op_autocast_weight(b, bias);
+    x = vc__op_contiguous(b, x);
     vc_numel full = vc_n_scale(vc_n_sample(rows), in * t);
     vc_op *o = vc_op_begin(b, bias >= 0 ? "addmm" : "mm");
     int ix = vc_op_in(o, x);
@@ -168,20 +165,20 @@ vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int6
 /* MEG tensor_parallel/mappings.py _ReduceScatterToSequenceParallelRegion:
  * forward _reduce_scatter_along_first_dim (torch.empty(dim_size / t) and the
  * collective), backward _gather_along_first_dim (torch.empty(dim_size * t)). */
-vc_t op_seq_scatter(vc_build *b, vc_t x, int64_t t)
+vc_t vc__op_seq_scatter(vc_build *b, vc_t x, int64_t t)
 {
     vc_numel n = vc_numel_of(b, x);
     n.ps /= t;
     n.fx /= t;
-    return op_fresh(b, "reduce_scatter", x, n);
+    return vc__op_fresh(b, "reduce_scatter", x, n);
 }
 
-vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out)
+vc_t vc__op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out)
 {
-    return op_bmm_raw(b, op_autocast(b, a), op_autocast(b, c), out);
+    return vc__op_bmm_raw(b, vc__op_autocast(b, a), vc__op_autocast(b, c), out);
 }
 
-vc_t op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
+vc_t vc__op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
 {
     vc_op *o = vc_op_begin(b, "bmm");
     int ia = vc_op_in(o, a);
@@ -194,11 +191,11 @@ vc_t op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out)
     return y;
 }
 
-vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out)
+vc_t vc__op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out)
 {
-    x = op_autocast(b, x);
-    w = op_autocast_weight(b, w);
-    bias = op_autocast_weight(b, bias);
+    x = vc__op_autocast(b, x);
+    w = vc__op_autocast_weight(b, w);
+    bias = vc__op_autocast_weight(b, bias);
     vc_op *o = vc_op_begin(b, "convolution");
     vc_op_in(o, x);
     vc_op_in(o, w);
@@ -241,22 +238,22 @@ static vc_t binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out, 
     return r;
 }
 
-vc_t op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
+vc_t vc__op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
 {
     return binary(b, inplace ? "add_" : "add", x, y, out, inplace, false);
 }
 
-vc_t op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
+vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
 {
     return binary(b, inplace ? "mul_" : "mul", x, y, out, inplace, true);
 }
 
-vc_t op_dropout(vc_build *b, vc_t x, double p)
+vc_t vc__op_dropout(vc_build *b, vc_t x, double p)
 {
     if (!vc_training(b) || p <= 0.0) return x; /* _dropout_impl returns the input itself */
     if (p >= 1.0) {                             /* input * zeros({}) */
-        vc_t z = op_new(b, "zeros", vc_n_fixed(1), vc_dt_of(b, x));
-        return op_mul(b, x, z, vc_numel_of(b, x), false);
+        vc_t z = vc__op_new(b, "zeros", vc_n_fixed(1), vc_dt_of(b, x));
+        return vc__op_mul(b, x, z, vc_numel_of(b, x), false);
     }
     vc_op *o = vc_op_begin(b, "native_dropout");
     vc_op_in(o, x);
@@ -266,18 +263,18 @@ vc_t op_dropout(vc_build *b, vc_t x, double p)
     return y;
 }
 
-vc_t op_softmax(vc_build *b, vc_t x, bool log)
+vc_t vc__op_softmax(vc_build *b, vc_t x, bool log)
 {
-    x = op_autocast_f32(b, x);
-    x = op_contiguous(b, x);
-    return op_unary(b, log ? "_log_softmax" : "_softmax", x, VC_SAVE_OUT, false);
+    x = vc__op_autocast_f32(b, x);
+    x = vc__op_contiguous(b, x);
+    return vc__op_unary(b, log ? "_log_softmax" : "_softmax", x, VC_SAVE_OUT, false);
 }
 
-vc_t op_mean(vc_build *b, vc_t x, vc_numel out) { return op_fresh(b, "mean", x, out); }
+vc_t vc__op_mean(vc_build *b, vc_t x, vc_numel out) { return vc__op_fresh(b, "mean", x, out); }
 
-vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
+vc_t vc__op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
 {
-    x = op_autocast_f32(b, x);
+    x = vc__op_autocast_f32(b, x);
     bool contig = vc_contiguous(b, x);
     vc_op *o = vc_op_begin(b, "native_layer_norm");
     vc_op_in(o, x);
@@ -295,7 +292,7 @@ vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats)
     return y;
 }
 
-vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n)
+vc_t vc__op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n)
 {
     vc_op *o = vc_op_begin(b, name);
     vc_op_in(o, x);
@@ -304,7 +301,7 @@ vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n)
     return y;
 }
 
-vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
+vc_t vc__op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
 {
     vc_op *o = vc_op_begin(b, name);
     vc_t y = vc_op_out(o, n, dt);
@@ -312,7 +309,7 @@ vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt)
     return y;
 }
 
-vc_t op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+vc_t vc__op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
 {
     vc_op *o = vc_op_begin(b, name);
     if (x >= 0) vc_op_in_nodiff(o, x);
@@ -322,7 +319,7 @@ vc_t op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dty
     return r;
 }
 
-int op_torch(const vc_build *b)
+int vc__op_torch(const vc_build *b)
 {
     int v = vc_opts(b)->torch_version;
     return v ? v : VC_TORCH_DEFAULT;

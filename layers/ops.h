@@ -14,69 +14,69 @@ enum { VC_SAVE_NONE, VC_SAVE_IN, VC_SAVE_OUT };
 
 /* y = f(x), same size and dtype. save: VC_SAVE_IN (self) or VC_SAVE_OUT
  * (result). inplace: y shares x's storage (relu_, ...). */
-vc_t op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace);
+vc_t vc__op_unary(vc_build *b, const char *name, vc_t x, int save, bool inplace);
 /* A view of x (reshape/permute/transpose/select/...): no allocation; the
  * backward passes a view of the gradient. */
-vc_t op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+vc_t vc__op_view(vc_build *b, vc_t x, vc_numel n, bool contiguous);
 /* x.clone() (and reshape() of a tensor it cannot view): a copy; the gradient passes. */
-vc_t op_clone(vc_build *b, vc_t x);
+vc_t vc__op_clone(vc_build *b, vc_t x);
 /* x.contiguous(): a copy when x is not contiguous, else x. */
-vc_t op_contiguous(vc_build *b, vc_t x);
+vc_t vc__op_contiguous(vc_build *b, vc_t x);
 /* A view whose backward builds a zero tensor of the input's size
  * (select/slice backward). */
-vc_t op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous);
+vc_t vc__op_select(vc_build *b, vc_t x, vc_numel n, bool contiguous);
 /* _to_copy to dt (no-op when already dt). */
-vc_t op_cast(vc_build *b, vc_t x, vc_dtype dt);
+vc_t vc__op_cast(vc_build *b, vc_t x, vc_dtype dt);
 /* Under autocast: cast a float activation to the low-precision dtype, or
  * (to_f32) an fp16/bf16 one to fp32 for ops on autocast's fp32 list. */
-vc_t op_autocast(vc_build *b, vc_t x);
-vc_t op_autocast_f32(vc_build *b, vc_t x);
+vc_t vc__op_autocast(vc_build *b, vc_t x);
+vc_t vc__op_autocast_f32(vc_build *b, vc_t x);
 /* Under autocast: a parameter's low-precision copy, cast once per forward. */
-vc_t op_autocast_weight(vc_build *b, vc_t w);
+vc_t vc__op_autocast_weight(vc_build *b, vc_t w);
 
 /* Linear on x whose per-sample numel is rows*in (rows per sample; rows may
  * be 1). bias may be -1. Follows Linear.cpp: addmm / _flatten_nd_linear for
  * contiguous input with bias, matmul folding (a saved copy of a
  * non-contiguous input) otherwise. */
-vc_t op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out);
-/* Megatron sequence parallelism (docs/parallel.md 2.6). op_linear_gather: a
+vc_t vc__op_linear(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out);
+/* Megatron sequence parallelism (docs/parallel.md 2.6). vc__op_linear_gather: a
  * ColumnParallelLinear with sequence_parallel on x, the rank's [rows, in]
  * shard of the sequence: the input all-gathered t-fold into a buffer for the
  * matmul, the shard saved, re-gathered in backward, whose full-size grad_input
- * is reduce-scattered into the shard's gradient. op_seq_scatter: the
+ * is reduce-scattered into the shard's gradient. vc__op_seq_scatter: the
  * reduce-scatter (or split) of x to its 1/t along the sequence, a new
  * tensor; backward all-gathers the gradient (a new full-size tensor). */
-vc_t op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t);
-vc_t op_seq_scatter(vc_build *b, vc_t x, int64_t t);
+vc_t vc__op_linear_gather(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t in, int64_t out, int64_t t);
+vc_t vc__op_seq_scatter(vc_build *b, vc_t x, int64_t t);
 /* bmm/matmul of a [.., n, m] and c [.., m, p] into out elements. */
-vc_t op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out);
+vc_t vc__op_bmm(vc_build *b, vc_t a, vc_t c, vc_numel out);
 /* The same without autocast casts (inside an op that was autocast itself). */
-vc_t op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out);
+vc_t vc__op_bmm_raw(vc_build *b, vc_t a, vc_t c, vc_numel out);
 /* convolution (any dims, transposed or not): saves input and weight. */
-vc_t op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out);
+vc_t vc__op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out);
 /* x + y (or x * y) broadcast to `out` elements; inplace writes into x. */
-vc_t op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
-vc_t op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
+vc_t vc__op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
+vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
 /* Dropout(p) in training: native_dropout (bool mask saved); identity when
  * p == 0 or not training. */
-vc_t op_dropout(vc_build *b, vc_t x, double p);
+vc_t vc__op_dropout(vc_build *b, vc_t x, double p);
 /* softmax / log_softmax along a dim: saves the result (fp32 under autocast). */
-vc_t op_softmax(vc_build *b, vc_t x, bool log);
+vc_t vc__op_softmax(vc_build *b, vc_t x, bool log);
 /* Reduction to out elements (mean/sum): saves nothing; backward expands. */
-vc_t op_mean(vc_build *b, vc_t x, vc_numel out);
-/* native_layer_norm (AUTOGRAD.md §3.8; layer_norm is on autocast's fp32
+vc_t vc__op_mean(vc_build *b, vc_t x, vc_numel out);
+/* native_layer_norm (docs/autograd.md §3.8; layer_norm is on autocast's fp32
  * list: a 16-bit input is cast first): keeps its input, weight and bias
  * (either may be -1) and mean/rstd of `stats` elements in fp32; a
  * non-contiguous input is copied in forward and again in backward. */
-vc_t op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
+vc_t vc__op_layer_norm(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel stats);
 /* A new tensor of n elements (x's dtype) computed from x, saving nothing;
  * backward makes x's gradient anew (mul by a scalar, pad, repeat, expand). */
-vc_t op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
+vc_t vc__op_fresh(vc_build *b, const char *name, vc_t x, vc_numel n);
 /* A fresh tensor no gradient flows into (zeros for hx, masks). */
-vc_t op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
+vc_t vc__op_new(vc_build *b, const char *name, vc_numel n, vc_dtype dt);
 /* A new tensor computed from x and y (-1: none) with no gradient: an op on
  * constants (a mask), or of generate()'s decoding loop. */
-vc_t op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt);
+vc_t vc__op_nograd(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt);
 
 /* F.scaled_dot_product_attention(q, k, v, enable_gqa=True) on [B, H, L, D]
  * tensors (layers/attention.c, through the backend --attention picks): q
@@ -88,9 +88,9 @@ typedef struct {
     bool q_blhd, k_blhd, v_blhd, causal;
     double p;
 } vc_sdpa_args;
-vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
+vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* The PyTorch release followed (100*major + minor; --torch). */
-int op_torch(const vc_build *b);
+int vc__op_torch(const vc_build *b);
 /* Records the first attention layer's kernel choice and why (engine.c):
  * the result's `attention` line, prefixed with the layer's path. */
 void vc_note(vc_build *b, const char *s);

@@ -168,7 +168,7 @@ static void pool_emit(vc_build *b, const void *p)
         bool ones = true;
         for (int i = 0; i < c->nd; i++) ones &= ys->d[ys->nd - c->nd + i] == 1;
         if (ones) {
-            vc_set_output(b, op_mean(b, x, yn));
+            vc_set_output(b, vc__op_mean(b, x, yn));
             return;
         }
     }

@@ -151,7 +151,7 @@ static void upsample_emit(vc_build *b, const void *p)
         bool ones = true;
         for (int i = 0; i < dim; i++) ones &= ys->d[i + 1] == 1;
         if (ones) {
-            vc_set_output(b, op_mean(b, x, yn));
+            vc_set_output(b, vc__op_mean(b, x, yn));
             return;
         }
         vc_op *o = vc_op_begin(b, dim == 3 ? "_adaptive_avg_pool3d" : "_adaptive_avg_pool2d");
@@ -171,7 +171,7 @@ static void upsample_emit(vc_build *b, const void *p)
         [M_TRILINEAR] = {"", "", "upsample_trilinear3d"},
         [M_NEAREST_EXACT] = {"_upsample_nearest_exact1d", "_upsample_nearest_exact2d", "_upsample_nearest_exact3d"},
     };
-    x = op_autocast_f32(b, x); /* autocast's fp32 list */
+    x = vc__op_autocast_f32(b, x); /* autocast's fp32 list */
     vc_op *o = vc_op_begin(b, ops[c->mode][dim - 1]);
     vc_op_in(o, x);
     if (!vc_contiguous(b, x)) vc_op_ftemp(o, vc_numel_of(b, x), vc_dt_of(b, x)); /* input.contiguous() */

@@ -278,8 +278,8 @@ static void rnn_emit(vc_build *b, const void *p)
     const bool copy_dy = c->T > 1;
 
     /* nn.RNNBase.forward: zero initial states in the input's dtype */
-    vc_t h0 = op_new(b, "zeros", vc_n_sample(c->h_ps), vc_dt_of(b, x));
-    vc_t c0 = lstm ? op_new(b, "zeros", vc_n_sample(c->c_ps), vc_dt_of(b, x)) : -1;
+    vc_t h0 = vc__op_new(b, "zeros", vc_n_sample(c->h_ps), vc_dt_of(b, x));
+    vc_t c0 = lstm ? vc__op_new(b, "zeros", vc_n_sample(c->c_ps), vc_dt_of(b, x)) : -1;
     const vc_t h0_orig = h0, c0_orig = c0;
 
     vc_t flat = -1;
@@ -287,9 +287,9 @@ static void rnn_emit(vc_build *b, const void *p)
     if (amp) {
         flat = flat_cast(b, c);
         w_grad = vc_requires_grad(b, flat);
-        x = op_cast(b, x, VC_DT_F16); /* cached_cast(kHalf, ...): fp16 even under amp-bf16 */
-        h0 = op_cast(b, h0, VC_DT_F16);
-        c0 = op_cast(b, c0, VC_DT_F16);
+        x = vc__op_cast(b, x, VC_DT_F16); /* cached_cast(kHalf, ...): fp16 even under amp-bf16 */
+        h0 = vc__op_cast(b, h0, VC_DT_F16);
+        c0 = vc__op_cast(b, c0, VC_DT_F16);
     } else {
         for (int64_t i = 0; i < c->nparams; i++) w_grad |= vc_requires_grad(b, vc_weight(b, (int)i));
     }

@@ -1,5 +1,5 @@
 /*
- * sdpa.c — scaled_dot_product_attention's backends (AUTOGRAD.md §4.4–4.8):
+ * sdpa.c — scaled_dot_product_attention's backends (docs/autograd.md §4.4–4.8):
  * the choice (vc_sdpa_pick), the math kernel with its release-dependent
  * softmax (--torch), flash and memory-efficient attention, each as the ops
  * it allocates and saves. Used by attention.c (MultiheadAttention's SDPA
@@ -21,7 +21,7 @@
 int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
 {
     bool half = is_half(dt);
-    bool flash = g->fused && half && g->D == g->Dv && g->D <= vc_release_value(op_torch(b), VC_REL_FLASH_HDIM);
+    bool flash = g->fused && half && g->D == g->Dv && g->D <= vc_release_value(vc__op_torch(b), VC_REL_FLASH_HDIM);
     int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
     bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
     switch (vc_opts(b)->attention) {
@@ -44,7 +44,7 @@ int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
  * Keeps its result. */
 static vc_t safe_softmax(vc_build *b, vc_t x, int64_t rows_ps)
 {
-    const int form = vc_release_value(op_torch(b), VC_REL_SOFTMAX);
+    const int form = vc_release_value(vc__op_torch(b), VC_REL_SOFTMAX);
     const bool safe = form != VC_SOFTMAX_PLAIN, where_new = form == VC_SOFTMAX_SAFE_WHERE;
     vc_op *o = vc_op_begin(b, safe ? "_safe_softmax" : "_softmax");
     vc_op_in(o, x);
@@ -68,9 +68,9 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     const int64_t H = g->H, L = g->L, S = g->S, Dv = g->Dv;
     const vc_dtype odt = vc_dt_of(b, q);
     /* query_acc/key_acc/value_acc: fp32 copies of fp16/bf16 inputs */
-    vc_t qa = is_half(odt) ? op_cast(b, q, VC_DT_F32) : q;
-    vc_t ka = is_half(vc_dt_of(b, k)) ? op_cast(b, k, VC_DT_F32) : k;
-    vc_t va = is_half(vc_dt_of(b, v)) ? op_cast(b, v, VC_DT_F32) : v;
+    vc_t qa = is_half(odt) ? vc__op_cast(b, q, VC_DT_F32) : q;
+    vc_t ka = is_half(vc_dt_of(b, k)) ? vc__op_cast(b, k, VC_DT_F32) : k;
+    vc_t va = is_half(vc_dt_of(b, v)) ? vc__op_cast(b, v, VC_DT_F32) : v;
     vc_t qs = mul_scalar(b, qa); /* query = query_acc * sqrt(scale) */
     vc_t mask = -1;
     if (g->causal) { /* ones({L, S}, bool).tril() -> where(!mask, -inf, 0) */
@@ -82,8 +82,8 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     }
     vc_t ke = ka, ve = va;
     if (g->gqa_inside) { /* pre_process_group_query_attention_input: key_acc.repeat_interleave(H / Hkv, -3) */
-        ke = op_fresh(b, "repeat_interleave", ka, vc_n_sample(H * S * g->D));
-        ve = op_fresh(b, "repeat_interleave", va, vc_n_sample(H * S * Dv));
+        ke = vc__op_fresh(b, "repeat_interleave", ka, vc_n_sample(H * S * g->D));
+        ve = vc__op_fresh(b, "repeat_interleave", va, vc_n_sample(H * S * Dv));
     }
     vc_t ks = mul_scalar(b, ke); /* key_expanded.transpose(-2, -1) * sqrt(scale) */
     /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
@@ -91,7 +91,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
     vc_t km = g->fold_k ? copy_op(b, ks) : ks;
     /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
-    vc_t attn = op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
+    vc_t attn = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
     if (mask >= 0) { /* attn.add_(attn_mask) */
         vc_op *o = vc_op_begin(b, "add_");
@@ -102,15 +102,15 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         vc_op_end(o);
     }
     attn = safe_softmax(b, attn, H * L);
-    attn = op_dropout(b, attn, g->p);
+    attn = vc__op_dropout(b, attn, g->p);
     /* return make_tuple(matmul(attn, v).to(dt), attn.to(dt)): the
      * temporaries of the return statement live until it ends, so the fp32
      * matmul result, its cast and the discarded second output (a copy for
      * fp16/bf16) are alive together whatever the evaluation order */
-    vc_t second = is_half(odt) ? op_cast(b, attn, odt) : -1;
+    vc_t second = is_half(odt) ? vc__op_cast(b, attn, odt) : -1;
     vc_t vm = g->fold_v ? copy_op(b, ve) : ve;
-    vc_t o = op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
-    o = op_cast(b, o, odt);
+    vc_t o = vc__op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
+    o = vc__op_cast(b, o, odt);
     /* C++ locals live until the function returns */
     vc_release(b, second);
     vc_release(b, qa);
@@ -127,7 +127,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 }
 
 /* constant_pad_nd: a new tensor; backward slices the gradient (a copy). */
-static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return op_fresh(b, "constant_pad_nd", x, n); }
+static vc_t pad_op(vc_build *b, vc_t x, vc_numel n) { return vc__op_fresh(b, "constant_pad_nd", x, n); }
 
 static int64_t flash_sms(vc_build *b) { return 2 * (vc_opts(b)->hopper ? VC_SMS_HOPPER : VC_SMS_OTHER); }
 
@@ -229,8 +229,8 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_op_btemp_parts(o, t.p, t.n, false);
     vc_op_end(o);
     g->lout = lq;
-    if (D8 != D) return op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
-    if (!lay_contig(lq, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    if (D8 != D) return vc__op_select(b, out, vc_n_sample(H * L * D), false); /* out[..., :D] */
+    if (!lay_contig(lq, sz, ORD_BHLD)) out = vc__op_view(b, out, vc_numel_of(b, out), false);
     return out;
 }
 
@@ -338,7 +338,7 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_op_end(o);
     g->lout = LAY_BLHD;
     /* returned as res.transpose(1, 2) */
-    if (!lay_contig(LAY_BLHD, sz, ORD_BHLD)) out = op_view(b, out, vc_numel_of(b, out), false);
+    if (!lay_contig(LAY_BLHD, sz, ORD_BHLD)) out = vc__op_view(b, out, vc_numel_of(b, out), false);
     return out;
 }
 
@@ -351,9 +351,9 @@ vc_t vc_sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     }
 }
 
-/* ---- op_sdpa_gqa (ops.h): the backends for layers/llm.c (issue 12) ---- */
+/* ---- vc__op_sdpa_gqa (ops.h): the backends for layers/llm.c (issue 12) ---- */
 
-vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
+vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
 {
     (void)vc_batch_is_one(b); /* the layouts below see the batch dim's size: 1 or more */
     sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
@@ -375,8 +375,8 @@ vc_t op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, boo
             g.backend = BK_MATH;
             g.gqa_inside = true;
         } else {
-            k = op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
-            v = op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
+            k = vc__op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
+            v = vc__op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
             g.lk = g.lv = LAY_BHLD;
             g.backend = bk;
         }

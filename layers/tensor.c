@@ -4,7 +4,7 @@
  *
  * View ops allocate nothing; they make a tensor non-contiguous where
  * PyTorch would, and the next op that needs contiguous memory copies
- * (ops.h: op_contiguous). Select/Slice backward builds a zero tensor of
+ * (ops.h: vc__op_contiguous). Select/Slice backward builds a zero tensor of
  * the input's full size (select_backward/slice_backward).
  */
 #include <string.h>
@@ -67,8 +67,8 @@ static int reshape_setup(vc_setup *s, void *p)
 static void reshape_emit(vc_build *b, const void *p)
 {
     (void)p;
-    vc_t x = op_contiguous(b, vc_input(b, 0)); /* reshape copies what it cannot view */
-    vc_set_output(b, op_view(b, x, vc_numel_of(b, x), true));
+    vc_t x = vc__op_contiguous(b, vc_input(b, 0)); /* reshape copies what it cannot view */
+    vc_set_output(b, vc__op_view(b, x, vc_numel_of(b, x), true));
 }
 
 const vc_kind vc_kind_Reshape = {
@@ -113,7 +113,7 @@ static void view_emit(vc_build *b, const void *p)
 {
     const tensor_cfg *c = p;
     vc_t x = vc_input(b, 0);
-    vc_set_output(b, op_view(b, x, vc_numel_of(b, x), c->contiguous && vc_contiguous(b, x)));
+    vc_set_output(b, vc__op_view(b, x, vc_numel_of(b, x), c->contiguous && vc_contiguous(b, x)));
 }
 
 const vc_kind vc_kind_Permute = {
@@ -179,7 +179,7 @@ static void select_emit(vc_build *b, const void *p)
 {
     const tensor_cfg *c = p;
     vc_t x = vc_input(b, 0);
-    vc_set_output(b, op_select(b, x, out_numel(b), c->contiguous && vc_contiguous(b, x)));
+    vc_set_output(b, vc__op_select(b, x, out_numel(b), c->contiguous && vc_contiguous(b, x)));
 }
 
 const vc_kind vc_kind_Select = {
@@ -265,7 +265,7 @@ static int mean_setup(vc_setup *s, void *p)
 static void mean_emit(vc_build *b, const void *p)
 {
     (void)p;
-    vc_set_output(b, op_mean(b, vc_input(b, 0), out_numel(b)));
+    vc_set_output(b, vc__op_mean(b, vc_input(b, 0), out_numel(b)));
 }
 
 const vc_kind vc_kind_Mean = {
@@ -312,7 +312,7 @@ static vc_t expand_for_bmm(vc_build *b, vc_t x, const vc_shape *xs, const vc_sha
     for (int i = 0; i < xs->nd - 2; i++) n *= out->d[i];
     n *= xs->d[xs->nd - 2] * xs->d[xs->nd - 1];
     if (n == vc_shape_numel(xs)) return x;
-    return op_fresh(b, "expand_reshape", x, vc_n_sample(n)); /* backward: sum_to the operand's shape (a new tensor) */
+    return vc__op_fresh(b, "expand_reshape", x, vc_n_sample(n)); /* backward: sum_to the operand's shape (a new tensor) */
 }
 
 static void matmul_emit(vc_build *b, const void *p)
@@ -321,7 +321,7 @@ static void matmul_emit(vc_build *b, const void *p)
     const vc_shape *out = vc_output_shape(b);
     vc_t a = expand_for_bmm(b, vc_input(b, 0), vc_input_shape(b, 0), out);
     vc_t c = expand_for_bmm(b, vc_input(b, 1), vc_input_shape(b, 1), out);
-    vc_set_output(b, op_bmm(b, a, c, out_numel(b)));
+    vc_set_output(b, vc__op_bmm(b, a, c, out_numel(b)));
 }
 
 const vc_kind vc_kind_Matmul = {
@@ -351,7 +351,7 @@ static void parameter_emit(vc_build *b, const void *p)
 {
     (void)p;
     /* p.expand(N, ...): a view; its backward is sum_to (a parameter-sized grad) */
-    vc_t w = op_autocast_weight(b, vc_weight(b, 0));
+    vc_t w = vc__op_autocast_weight(b, vc_weight(b, 0));
     vc_op *o = vc_op_begin(b, "expand");
     int i = vc_op_in(o, w);
     vc_t y = vc_op_out_view(o, i, out_numel(b), false);

@@ -147,7 +147,7 @@ static int win_setup(vc_setup *s, void *p)
 }
 
 /* A weight-shaped linear on a tensor without batch (cpb_mlp on the
- * coordinate buffer): addmm/mm as op_linear, of fixed size. cpb_mlp's two
+ * coordinate buffer): addmm/mm as vc__op_linear, of fixed size. cpb_mlp's two
  * Linears are nn.Linear modules of the attention module, so a quantized
  * storage format replaces them as any other (transformers
  * integrations/bitsandbytes.py _replace_with_bnb_linear: every nn.Linear
@@ -157,9 +157,9 @@ static int win_setup(vc_setup *s, void *p)
 static vc_t linear_fixed(vc_build *b, vc_t x, vc_t w, vc_t bias, int64_t rows, int64_t out)
 {
     vc_t w0 = w; /* the parameter: its storage format's temporaries */
-    x = op_autocast(b, x);
-    w = op_autocast_weight(b, w);
-    bias = op_autocast_weight(b, bias);
+    x = vc__op_autocast(b, x);
+    w = vc__op_autocast_weight(b, w);
+    bias = vc__op_autocast_weight(b, bias);
     vc_op *o = vc_op_begin(b, bias >= 0 ? "addmm" : "mm");
     int ix = vc_op_in(o, x);
     int iw = vc_op_in(o, w);
@@ -186,7 +186,7 @@ static vc_t rel_bias(vc_build *b, const win_cfg *c, vc_t table, vc_t index)
     vc_t g = vc_op_out(o, n, vc_dt_of(b, table));
     vc_op_save(o, index); /* IndexBackward0: indices (the buffer itself) */
     vc_op_end(o);
-    return op_contiguous(b, op_view(b, g, n, c->heads == 1)); /* [h, N, N] of [N, N, h]: contiguous only for h == 1 */
+    return vc__op_contiguous(b, vc__op_view(b, g, n, c->heads == 1)); /* [h, N, N] of [N, N, h]: contiguous only for h == 1 */
 }
 
 /* ShiftedWindowAttentionV2.get_relative_position_bias: cpb_mlp on the
@@ -194,15 +194,15 @@ static vc_t rel_bias(vc_build *b, const win_cfg *c, vc_t table, vc_t index)
 static vc_t rel_bias_v2(vc_build *b, const win_cfg *c, int wi)
 {
     vc_t h1 = linear_fixed(b, vc_buf(b, 0), vc_weight(b, wi), vc_weight(b, wi + 1), c->table, 512);
-    h1 = op_unary(b, "relu_", h1, VC_SAVE_OUT, true);
+    h1 = vc__op_unary(b, "relu_", h1, VC_SAVE_OUT, true);
     vc_t t = linear_fixed(b, h1, vc_weight(b, wi + 2), -1, c->table, c->heads);
-    vc_t r = op_unary(b, "sigmoid", rel_bias(b, c, t, vc_buf(b, 1)), VC_SAVE_OUT, false);
-    return op_fresh(b, "mul", r, vc_numel_of(b, r)); /* 16 * r: a Python number, nothing kept */
+    vc_t r = vc__op_unary(b, "sigmoid", rel_bias(b, c, t, vc_buf(b, 1)), VC_SAVE_OUT, false);
+    return vc__op_fresh(b, "mul", r, vc_numel_of(b, r)); /* 16 * r: a Python number, nothing kept */
 }
 
 /* x laid out in another dim order than the logical one (a TensorIterator
  * result of a non-contiguous input, a permute): a non-contiguous view. */
-static vc_t strided(vc_build *b, vc_t x) { return op_view(b, x, vc_numel_of(b, x), false); }
+static vc_t strided(vc_build *b, vc_t x) { return vc__op_view(b, x, vc_numel_of(b, x), false); }
 
 /* An operand of a batched matmul: autocast's _to_copy keeps the layout, then
  * matmul's reshape to 3-D copies a non-contiguous tensor (bmm keeps the copy).
@@ -210,31 +210,31 @@ static vc_t strided(vc_build *b, vc_t x) { return op_view(b, x, vc_numel_of(b, x
  * transposes) folds into 3-D as a view: bmm takes the strided view. */
 static vc_t mm_operand(vc_build *b, const win_cfg *c, vc_t x)
 {
-    vc_t y = op_autocast(b, x);
+    vc_t y = vc__op_autocast(b, x);
     if (y != x && !vc_contiguous(b, x)) y = strided(b, y);
-    return c->heads == 1 ? y : op_contiguous(b, y);
+    return c->heads == 1 ? y : vc__op_contiguous(b, y);
 }
 
 static vc_t matmul(vc_build *b, const win_cfg *c, vc_t x, vc_t y, int64_t out)
 {
-    return op_bmm_raw(b, mm_operand(b, c, x), mm_operand(b, c, y), vc_n_sample(out));
+    return vc__op_bmm_raw(b, mm_operand(b, c, x), mm_operand(b, c, y), vc_n_sample(out));
 }
 
 /* view(..).permute(..).reshape(..) of a window partition or its reverse. */
 static vc_t windows(vc_build *b, const win_cfg *c, vc_t x)
 {
-    return op_contiguous(b, op_view(b, x, vc_numel_of(b, x), c->part_view && vc_contiguous(b, x)));
+    return vc__op_contiguous(b, vc__op_view(b, x, vc_numel_of(b, x), c->part_view && vc_contiguous(b, x)));
 }
 
 /* The shifted block's attention mask [nW, N, N] (no batch, no gradient). */
 static vc_t shift_mask(vc_build *b, const win_cfg *c, vc_dtype dt)
 {
     vc_numel hw = vc_n_fixed(c->Hp * c->Wp), m = vc_n_fixed(c->nwin * c->tokens * c->tokens);
-    vc_t z = op_nograd(b, "new_zeros", -1, -1, hw, dt); /* filled in place by slice assignments */
-    if (!c->part_view) z = op_nograd(b, "clone", z, -1, hw, dt); /* view.permute.reshape */
-    vc_t d = op_nograd(b, "sub", z, -1, m, dt);                   /* unsqueeze(1) - unsqueeze(2) */
-    vc_t m1 = op_nograd(b, "masked_fill", d, op_nograd(b, "ne", d, -1, m, VC_DT_BOOL), m, dt);
-    vc_t m2 = op_nograd(b, "masked_fill", m1, op_nograd(b, "eq", d, -1, m, VC_DT_BOOL), m, dt);
+    vc_t z = vc__op_nograd(b, "new_zeros", -1, -1, hw, dt); /* filled in place by slice assignments */
+    if (!c->part_view) z = vc__op_nograd(b, "clone", z, -1, hw, dt); /* view.permute.reshape */
+    vc_t d = vc__op_nograd(b, "sub", z, -1, m, dt);                   /* unsqueeze(1) - unsqueeze(2) */
+    vc_t m1 = vc__op_nograd(b, "masked_fill", d, vc__op_nograd(b, "ne", d, -1, m, VC_DT_BOOL), m, dt);
+    vc_t m2 = vc__op_nograd(b, "masked_fill", m1, vc__op_nograd(b, "eq", d, -1, m, VC_DT_BOOL), m, dt);
     vc_release(b, d); /* attn_mask is rebound after the statement */
     return m2;
 }
@@ -245,7 +245,7 @@ static vc_t shift_mask(vc_build *b, const win_cfg *c, vc_dtype dt)
  * output and its bool mask, which nothing keeps. */
 static vc_t dropout_always(vc_build *b, vc_t x, double p)
 {
-    if (vc_training(b) || p <= 0.0) return op_dropout(b, x, p);
+    if (vc_training(b) || p <= 0.0) return vc__op_dropout(b, x, p);
     vc_op *o = vc_op_begin(b, "native_dropout");
     vc_op_in(o, x);
     vc_t y = vc_op_out(o, vc_numel_of(b, x), vc_dt_of(b, x));
@@ -259,7 +259,7 @@ static vc_t scores(vc_build *b, const win_cfg *c, vc_t q, vc_t k, vc_t *q_local)
 {
     const int64_t rows = c->nwin * c->heads * c->tokens, att = rows * c->tokens;
     if (!c->v2) {
-        *q_local = op_fresh(b, "mul", q, vc_numel_of(b, q));
+        *q_local = vc__op_fresh(b, "mul", q, vc_numel_of(b, q));
         if (c->heads > 1) *q_local = strided(b, *q_local);
         return matmul(b, c, *q_local, k, att);
     }
@@ -271,10 +271,10 @@ static vc_t scores(vc_build *b, const win_cfg *c, vc_t q, vc_t k, vc_t *q_local)
         vc_op_save(o, qk[i]);
         vc_op_save(o, nrm);
         vc_op_end(o);
-        vc_t den = op_unary(b, "clamp_min", nrm, VC_SAVE_IN, false);
+        vc_t den = vc__op_unary(b, "clamp_min", nrm, VC_SAVE_IN, false);
         /* div keeps both operands and makes an output-sized gradient for the
-         * broadcast denominator: the memory of op_mul */
-        qk[i] = op_mul(b, qk[i], den, vc_numel_of(b, qk[i]), false);
+         * broadcast denominator: the memory of vc__op_mul */
+        qk[i] = vc__op_mul(b, qk[i], den, vc_numel_of(b, qk[i]), false);
         if (c->heads > 1) qk[i] = strided(b, qk[i]);
     }
     vc_t a = matmul(b, c, qk[0], qk[1], att);
@@ -293,40 +293,40 @@ static void win_emit(vc_build *b, const void *p)
     vc_t pw = vc_weight(b, wi++), pb = c->proj_bias ? vc_weight(b, wi++) : -1;
     vc_t bias = c->v2 ? rel_bias_v2(b, c, wi) : rel_bias(b, c, vc_weight(b, 0), vc_buf(b, 0));
     vc_numel full = vc_n_sample(L * C);
-    vc_t x = op_fresh(b, "constant_pad_nd", in, full);
-    if (c->shifted) x = op_fresh(b, "roll", x, full);
+    vc_t x = vc__op_fresh(b, "constant_pad_nd", in, full);
+    if (c->shifted) x = vc__op_fresh(b, "roll", x, full);
     vc_t xw = windows(b, c, x);
-    if (c->v2 && qb >= 0) qb = op_clone(b, qb); /* qkv_bias.clone(), its k third zero_()ed in place */
-    vc_t qkv = op_linear(b, xw, qw, qb, L, C, 3 * C);
-    vc_t qp = op_view(b, qkv, vc_numel_of(b, qkv), false); /* reshape + permute(2, 0, 3, 1, 4) */
-    vc_t q = op_select(b, qp, full, false), k = op_select(b, qp, full, false), v = op_select(b, qp, full, false);
+    if (c->v2 && qb >= 0) qb = vc__op_clone(b, qb); /* qkv_bias.clone(), its k third zero_()ed in place */
+    vc_t qkv = vc__op_linear(b, xw, qw, qb, L, C, 3 * C);
+    vc_t qp = vc__op_view(b, qkv, vc_numel_of(b, qkv), false); /* reshape + permute(2, 0, 3, 1, 4) */
+    vc_t q = vc__op_select(b, qp, full, false), k = vc__op_select(b, qp, full, false), v = vc__op_select(b, qp, full, false);
     vc_t q_local = -1, ls = -1, mask = -1;
     vc_t a = scores(b, c, q, k, &q_local);
     if (c->v2) { /* torch.clamp(logit_scale, max=log(100)).exp(); attn * logit_scale */
-        ls = op_unary(b, "exp", op_unary(b, "clamp", vc_weight(b, 0), VC_SAVE_IN, false), VC_SAVE_OUT, false);
-        a = op_mul(b, a, ls, vc_n_sample(att), false);
+        ls = vc__op_unary(b, "exp", vc__op_unary(b, "clamp", vc_weight(b, 0), VC_SAVE_IN, false), VC_SAVE_OUT, false);
+        a = vc__op_mul(b, a, ls, vc_n_sample(att), false);
     }
-    a = op_add(b, a, bias, vc_n_sample(att), false);
+    a = vc__op_add(b, a, bias, vc_n_sample(att), false);
     if (c->shifted) {
         mask = shift_mask(b, c, vc_dt_of(b, xw));
-        a = op_add(b, a, mask, vc_n_sample(att), false);
+        a = vc__op_add(b, a, mask, vc_n_sample(att), false);
     }
-    a = dropout_always(b, op_softmax(b, a, false), c->attn_p);
+    a = dropout_always(b, vc__op_softmax(b, a, false), c->attn_p);
     vc_t ctx = matmul(b, c, a, v, L * C); /* .transpose(1, 2).reshape: a copy unless one head */
-    if (c->heads > 1) ctx = op_contiguous(b, strided(b, ctx));
+    if (c->heads > 1) ctx = vc__op_contiguous(b, strided(b, ctx));
     vc_release(b, xw);                                                 /* x is rebound here */
-    vc_t y = dropout_always(b, op_linear(b, ctx, pw, pb, L, C, C), c->p);
+    vc_t y = dropout_always(b, vc__op_linear(b, ctx, pw, pb, L, C, C), c->p);
     y = windows(b, c, y);
-    if (c->shifted) y = op_fresh(b, "roll", y, full);
+    if (c->shifted) y = vc__op_fresh(b, "roll", y, full);
     /* x[:, :H, :W, :]: applySlice (aten/src/ATen/TensorIndexing.h) returns the tensor itself
      * only for start 0, stop == size, step 1; `:` unpacks to stop PY_SSIZE_T_MAX, so dims 0 and
      * 3 are always sliced (views whose backward, slice_backward, is a new full-size tensor),
      * :H and :W only when padded */
-    y = op_select(b, y, full, vc_contiguous(b, y));
-    if (c->Hp != c->H) y = op_select(b, y, vc_n_sample(c->H * c->Wp * C), false);
-    if (c->Wp != c->W) y = op_select(b, y, vc_n_sample(c->H * c->W * C), false);
-    y = op_select(b, y, vc_numel_of(b, y), vc_contiguous(b, y));
-    if (c->padded) y = op_contiguous(b, y);
+    y = vc__op_select(b, y, full, vc_contiguous(b, y));
+    if (c->Hp != c->H) y = vc__op_select(b, y, vc_n_sample(c->H * c->Wp * C), false);
+    if (c->Wp != c->W) y = vc__op_select(b, y, vc_n_sample(c->H * c->W * C), false);
+    y = vc__op_select(b, y, vc_numel_of(b, y), vc_contiguous(b, y));
+    if (c->padded) y = vc__op_contiguous(b, y);
     vc_release(b, in);
     vc_release(b, qkv);
     vc_release(b, q_local);

@@ -153,7 +153,7 @@ vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_par
 }
 
 /* What a plan's ops run (VC_USES_*): GEMMs (vc_op_gemm), cuDNN ops by their
- * ATen names (layers/ops.c op_conv's "convolution", layers/norm.c's
+ * ATen names (layers/ops.c vc__op_conv's "convolution", layers/norm.c's
  * "cudnn_batch_norm", layers/rnn.c's "_cudnn_rnn*"), and flash attention
  * (layers/sdpa.c sdpa_flash). */
 unsigned vc__plan_uses(const vc_plan *p)

@@ -128,14 +128,14 @@ static bool offloaded_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64
         int64_t seen = nx < idx ? g->past + L : g->past; /* the first layer, after the last: updated this pass */
         if (n->k >= 0 && n->gk < 0) { /* initialized and on the host */
             int64_t t = kept(n, seen);
-            n->gk = op_new(b, "_to_copy", vc_n_sample(n->kpt * t), vc_dt_of(b, n->k));
-            n->gv = op_new(b, "_to_copy", vc_n_sample(n->vpt * t), vc_dt_of(b, n->v));
+            n->gk = vc__op_new(b, "_to_copy", vc_n_sample(n->kpt * t), vc_dt_of(b, n->k));
+            n->gv = vc__op_new(b, "_to_copy", vc_n_sample(n->vpt * t), vc_dt_of(b, n->v));
         }
     }
     int64_t in = kept(s, g->past);
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
-    vc_t nk_t = op_nograd(b, "cat", s->gk, *k, nk, dt);
-    vc_t nv_t = op_nograd(b, "cat", s->gv, *v, nv, dt);
+    vc_t nk_t = vc__op_nograd(b, "cat", s->gk, *k, nk, dt);
+    vc_t nv_t = vc__op_nograd(b, "cat", s->gv, *v, nv, dt);
     s->gk = s->gv = -1;
     s->k = *k = nk_t;
     s->v = *v = nv_t;
@@ -151,12 +151,12 @@ static bool static_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t 
     vc_gen *g = &b->gen;
     const int64_t L = g->seq, max_len = g->prompt + g->steps;
     if (s->k < 0) {
-        s->k = op_new(b, "zeros", vc_n_sample(kpt * max_len), dt);
-        s->v = op_new(b, "zeros", vc_n_sample(vpt * max_len), dt);
+        s->k = vc__op_new(b, "zeros", vc_n_sample(kpt * max_len), dt);
+        s->v = vc__op_new(b, "zeros", vc_n_sample(vpt * max_len), dt);
         s->len = max_len;
     }
     if (g->mask < 0) /* create_causal_mask: one bool [B, 1, L, max_cache_len] per forward */
-        g->mask = op_new(b, "causal_mask", vc_n_sample(L * max_len), VC_DT_BOOL);
+        g->mask = vc__op_new(b, "causal_mask", vc_n_sample(L * max_len), VC_DT_BOOL);
     index_copy(b, s->k, *k);
     index_copy(b, s->v, *v);
     *k = s->k;
@@ -171,8 +171,8 @@ static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t
     const int64_t L = b->gen.seq;
     int64_t in = kept(s, b->gen.past); /* cached tokens the update concatenates to */
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
-    vc_t nk_t = op_nograd(b, "cat", s->k, *k, nk, dt);
-    vc_t nv_t = op_nograd(b, "cat", s->v, *v, nv, dt);
+    vc_t nk_t = vc__op_nograd(b, "cat", s->k, *k, nk, dt);
+    vc_t nv_t = vc__op_nograd(b, "cat", s->v, *v, nv, dt);
     s->k = *k = nk_t;
     s->v = *v = nv_t;
     s->len = in + L;
@@ -189,8 +189,8 @@ static void dynamic_grow(vc_build *b, vc_kv_slot *s, int64_t step)
     int64_t len = kept(s, b->gen.prompt + step - 2) + 1;
     if (len == s->len) return;
     int64_t kpt = vc_numel_of(b, s->k).ps / s->len, vpt = vc_numel_of(b, s->v).ps / s->len;
-    s->k = op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
-    s->v = op_nograd(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
+    s->k = vc__op_nograd(b, "cat", s->k, -1, vc_n_sample(kpt * len), vc_dt_of(b, s->k));
+    s->v = vc__op_nograd(b, "cat", s->v, -1, vc_n_sample(vpt * len), vc_dt_of(b, s->v));
     s->len = len;
 }
 
@@ -201,8 +201,8 @@ static void offloaded_grow(vc_build *b, vc_kv_slot *s, int64_t step)
      * (allocated here before the old is freed, at a low point of the loop; in the run the
      * two never coexist) */
     int64_t t = kept(s, b->gen.prompt + step - 1);
-    s->gk = op_nograd(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
-    s->gv = op_nograd(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
+    s->gk = vc__op_nograd(b, "_to_copy", s->gk, -1, vc_n_sample(s->kpt * t), vc_dt_of(b, s->gk));
+    s->gv = vc__op_nograd(b, "_to_copy", s->gv, -1, vc_n_sample(s->vpt * t), vc_dt_of(b, s->gv));
 }
 
 /* The cache formats of generate() (--cache; docs/inference.md "Cache formats"): what
@@ -277,21 +277,21 @@ typedef struct {
 static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
 {
     b->cur_inst = b->cur_region = -1; /* outside the model */
-    vc_t ones = op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
-    ls->mask = op_nograd(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
-    vc_t last = op_select(b, ls->pos, vc_n_fixed(1), true);
-    ls->pos = op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
+    vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+    ls->mask = vc__op_nograd(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
+    vc_t last = vc__op_select(b, ls->pos, vc_n_fixed(1), true);
+    ls->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
     vc_t prev_logits = ls->logits32, prev_next = ls->next;
-    ls->logits32 = op_nograd(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
+    ls->logits32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
     if (prev_logits >= 0) vc__extend_life(b, prev_logits); /* rebound now: freed after this op */
-    vc_t nt = op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
-    vc_t a = op_nograd(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
-    vc_t r = op_nograd(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
-    vc_t p = op_nograd(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
-    ls->next = op_nograd(b, "add", a, p, vc_n_sample(1), VC_DT_I64);
+    vc_t nt = vc__op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t a = vc__op_nograd(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
+    vc_t r = vc__op_nograd(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t p = vc__op_nograd(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
+    ls->next = vc__op_nograd(b, "add", a, p, vc_n_sample(1), VC_DT_I64);
     if (prev_next >= 0) vc__extend_life(b, prev_next);
-    vc_t col = op_view(b, ls->next, vc_n_sample(1), true);
-    ls->ids = op_nograd(b, "cat", ls->ids, col, vc_n_sample(ls->len + 1), VC_DT_I64);
+    vc_t col = vc__op_view(b, ls->next, vc_n_sample(1), true);
+    ls->ids = vc__op_nograd(b, "cat", ls->ids, col, vc_n_sample(ls->len + 1), VC_DT_I64);
     ls->len++;
     vc__extend_life(b, logits); /* del outputs: the logits live until the step's end */
 }
@@ -310,7 +310,7 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     if (!b->st && at != one) { /* hidden_states[:, -logits_to_keep:, :]: a view */
         int hv = m->inst[head].in[0];
         int64_t row = vc_shape_numel(&one->val[hv].shape);
-        b->val_t[hv] = op_select(b, b->val_t[hv], vc_n_sample(row), false);
+        b->val_t[hv] = vc__op_select(b, b->val_t[hv], vc_n_sample(row), false);
     }
     b->m = one;
     vc__emit_instances(b, head, m->ninst);
@@ -342,7 +342,7 @@ void vc__gen_emit(vc_build *b)
         forward_pass(b, g->twin[0], prompt, head);
         b->cur_inst = b->cur_region = -1;
         vc_t logits = b->val_t[m->output];
-        vc_t l32 = op_nograd(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
+        vc_t l32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
         vc__extend_life(b, logits);
         vc__extend_life(b, l32);
         b->val_t[0] = prompt;
@@ -351,10 +351,10 @@ void vc__gen_emit(vc_build *b)
     loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P};
     b->cur_inst = b->cur_region = -1;
     /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */
-    ls.mask = op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
-    ls.pos = op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
-    ls.unfinished = op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
-    ls.pad = op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
+    ls.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+    ls.pos = vc__op_new(b, "arange", vc_n_fixed(P), VC_DT_I64);
+    ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
+    ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
     g->pass = 0;
     g->past = 0;
     g->seq = P;
@@ -380,11 +380,11 @@ void vc__gen_emit(vc_build *b)
         b->cur_inst = b->cur_region = -1;
         if (ls.len < P + k) { /* the steps before this one: caches, ids and mask grown */
             grow_caches(b, k);
-            ls.mask = op_nograd(b, "cat", ls.mask, -1, vc_n_sample(P + k), VC_DT_I64);
-            ls.ids = op_nograd(b, "cat", ls.ids, -1, vc_n_sample(P + k), VC_DT_I64);
+            ls.mask = vc__op_nograd(b, "cat", ls.mask, -1, vc_n_sample(P + k), VC_DT_I64);
+            ls.ids = vc__op_nograd(b, "cat", ls.ids, -1, vc_n_sample(P + k), VC_DT_I64);
             ls.len = P + k;
         }
-        vc_t cur = op_select(b, ls.ids, vc_n_sample(1), false); /* input_ids[:, -1:] */
+        vc_t cur = vc__op_select(b, ls.ids, vc_n_sample(1), false); /* input_ids[:, -1:] */
         forward_pass(b, g->twin[1], cur, head);
         step_end(b, &ls, b->val_t[m->output], vocab);
     }

@@ -143,7 +143,9 @@ static item_t *add_item(vc_op *o, int type)
 
 vc_op *vc_op_begin(vc_build *b, const char *name)
 {
-    static vc_op dead; /* returned after an allocation failure: all calls no-op */
+    /* returned after an allocation failure: all calls no-op (one per thread: builds in
+     * separate threads may fail at once) */
+    static _Thread_local vc_op dead;
     if (b->st) { dead.b = b; dead.idx = -1; return &dead; }
     GROW(b->op, b->nop, b->cop, b);
     if (b->st) { dead.b = b; dead.idx = -1; return &dead; }

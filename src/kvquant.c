@@ -76,24 +76,24 @@ static void quantize(vc_build *b, vc_t x, int64_t n, vc_dtype dt, int32_t q[3])
     const int64_t g = b->o.kv_group, G = n / g, vpi = 8 / b->o.kv_bits, rows = cdiv(G, vpi);
     vc_numel ng = vc_n_sample(G), nn = vc_n_sample(n);
     /* MaxOptimizer.optimize on group(x): [G, 1] each */
-    vc_t rmin = op_nograd(b, "amin", x, -1, ng, dt);
-    vc_t rmax = op_nograd(b, "amax", x, -1, ng, dt);
-    vc_t d = op_nograd(b, "sub", rmax, rmin, ng, dt);
-    vc_t scale = op_nograd(b, "div", d, -1, ng, dt);
-    vc_t shift = op_nograd(b, "neg", rmin, -1, ng, dt);
+    vc_t rmin = vc__op_nograd(b, "amin", x, -1, ng, dt);
+    vc_t rmax = vc__op_nograd(b, "amax", x, -1, ng, dt);
+    vc_t d = vc__op_nograd(b, "sub", rmax, rmin, ng, dt);
+    vc_t scale = vc__op_nograd(b, "div", d, -1, ng, dt);
+    vc_t shift = vc__op_nograd(b, "neg", rmin, -1, ng, dt);
     /* quantize_affine: data = round((base + shift) / scale), a local until it returns
      * clamp(data, 0, 2^bits - 1).to(uint8) */
-    vc_t t = op_nograd(b, "add", x, shift, nn, dt);
-    t = op_nograd(b, "div", t, scale, nn, dt);
-    vc_t data = op_nograd(b, "round", t, -1, nn, dt);
-    t = op_nograd(b, "clamp", data, -1, nn, dt);
-    vc_t u = op_nograd(b, "_to_copy", t, -1, nn, VC_DT_U8);
+    vc_t t = vc__op_nograd(b, "add", x, shift, nn, dt);
+    t = vc__op_nograd(b, "div", t, scale, nn, dt);
+    vc_t data = vc__op_nograd(b, "round", t, -1, nn, dt);
+    t = vc__op_nograd(b, "clamp", data, -1, nn, dt);
+    vc_t u = vc__op_nograd(b, "_to_copy", t, -1, nn, VC_DT_U8);
     vc__extend_life(b, data);
     /* pack_weights */
-    vc_t packed = op_new(b, "zeros", vc_n_sample(rows * g), VC_DT_U8);
+    vc_t packed = vc__op_new(b, "zeros", vc_n_sample(rows * g), VC_DT_U8);
     for (int64_t i = 0; i < vpi && i * rows < G; i++) {
         int64_t r = G - i * rows < rows ? G - i * rows : rows;
-        vc_t sh = op_nograd(b, "__lshift__", u, -1, vc_n_sample(r * g), VC_DT_U8);
+        vc_t sh = vc__op_nograd(b, "__lshift__", u, -1, vc_n_sample(r * g), VC_DT_U8);
         inplace(b, "__ior__", packed, sh);
     }
     vc__extend_life(b, u); /* WeightsQBitsQuantizer.forward's local: freed as it returns */
@@ -108,8 +108,8 @@ static vc_t dequantize(vc_build *b, const int32_t q[3], int64_t n)
 {
     const int64_t vpi = 8 / b->o.kv_bits;
     vc_dtype dt = vc_dt_of(b, q[1]);
-    vc_t u = op_nograd(b, "unpack", q[0], -1, vc_n_sample(vc_numel_of(b, q[0]).ps * vpi), VC_DT_U8);
-    vc_t d = op_nograd(b, "mul", q[1], u, vc_n_sample(n), dt);
+    vc_t u = vc__op_nograd(b, "unpack", q[0], -1, vc_n_sample(vc_numel_of(b, q[0]).ps * vpi), VC_DT_U8);
+    vc_t d = vc__op_nograd(b, "mul", q[1], u, vc_n_sample(n), dt);
     inplace(b, "sub_", d, q[2]);
     vc__extend_life(b, u);
     return d;
@@ -141,8 +141,8 @@ bool vc__kvq_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, in
     const int64_t L = b->gen.seq;
     if (s->qlen == 0) { /* the first update: the prompt's states quantized, returned as they are */
         if (!group_fits(b, kpt) || !group_fits(b, vpt)) return false;
-        quantize(b, op_contiguous(b, *k), kpt * L, dt, s->q);
-        quantize(b, op_contiguous(b, *v), vpt * L, dt, s->q + 3);
+        quantize(b, vc__op_contiguous(b, *k), kpt * L, dt, s->q);
+        quantize(b, vc__op_contiguous(b, *v), vpt * L, dt, s->q + 3);
         s->qlen = L;
         s->len = 0;
         s->k = s->v = -1;
@@ -169,8 +169,8 @@ bool vc__kvq_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, in
         s->qlen = T;
         s->len = 0;
     } else {
-        vc_t nk = op_nograd(b, "cat", s->k, *k, vc_n_sample(kpt * (r + L)), dt);
-        vc_t nv = op_nograd(b, "cat", s->v, *v, vc_n_sample(vpt * (r + L)), dt);
+        vc_t nk = vc__op_nograd(b, "cat", s->k, *k, vc_n_sample(kpt * (r + L)), dt);
+        vc_t nv = vc__op_nograd(b, "cat", s->v, *v, vc_n_sample(vpt * (r + L)), dt);
         s->k = nk;
         s->v = nv;
         s->len = r + L;
@@ -196,7 +196,7 @@ void vc__kvq_grow(vc_build *b, vc_kv_slot *s, int64_t step)
         for (int i = 0; i < 6; i++) {
             int64_t G = Q * (i < 3 ? s->kpt : s->vpt) / gsz;
             vc_t o = s->q[i];
-            s->q[i] = op_nograd(b, "quantize", o, -1, vc_n_sample(i % 3 ? G : cdiv(G, vpi) * gsz), vc_dt_of(b, o));
+            s->q[i] = vc__op_nograd(b, "quantize", o, -1, vc_n_sample(i % 3 ? G : cdiv(G, vpi) * gsz), vc_dt_of(b, o));
         }
         s->qlen = Q;
     }
@@ -204,8 +204,8 @@ void vc__kvq_grow(vc_build *b, vc_kv_slot *s, int64_t step)
     if (r == 0) {
         s->k = s->v = -1;
     } else {
-        s->k = op_nograd(b, "cat", s->k, -1, vc_n_sample(s->kpt * r), vc_dt_of(b, s->q[1]));
-        s->v = op_nograd(b, "cat", s->v, -1, vc_n_sample(s->vpt * r), vc_dt_of(b, s->q[4]));
+        s->k = vc__op_nograd(b, "cat", s->k, -1, vc_n_sample(s->kpt * r), vc_dt_of(b, s->q[1]));
+        s->v = vc__op_nograd(b, "cat", s->v, -1, vc_n_sample(s->vpt * r), vc_dt_of(b, s->q[4]));
     }
     s->len = r;
 }

@@ -92,7 +92,7 @@ static void cast_inputs(vc_build *b)
     for (int i = 0; i < b->m->ninputs && !b->st; i++) {
         vc_dtype dt = b->t[b->val_t[i]].dt;
         if (dt != VC_DT_F32 && dt != VC_DT_F16 && dt != VC_DT_BF16) continue;
-        b->val_t[i] = op_cast(b, b->val_t[i], b->act_dt);
+        b->val_t[i] = vc__op_cast(b, b->val_t[i], b->act_dt);
     }
     b->npre = (int32_t)b->nop;
 }

@@ -18,6 +18,10 @@ static const char *const status_msg[] = {
 #undef VC_STATUS_MSG
 };
 
+unsigned vc_version(void) { return VC_VERSION_HEX; }
+
+const char *vc_version_string(void) { return VC_VERSION; }
+
 const char *vc_strerror(vc_status s)
 {
     if ((unsigned)s >= sizeof status_msg / sizeof *status_msg) return "unknown status";

@@ -2,17 +2,40 @@
  * vramcalc — GPU memory estimates for PyTorch models.
  *
  * Public API. The library never prints and never exits: every function
- * reports problems through a vc_status and, where given, a vc_error.
+ * reports problems through a vc_status and, where given, a vc_error. Only
+ * what this header declares VC_EXTERN is exported; names with two
+ * underscores (vc__*, VC__*) are internal.
  *
- * Typical use:
+ * Typical use, a request (options by name, the way the CLI and Python go):
  *     vc_error err;
- *     vc_model *m = NULL;
- *     if (vc_model_load_file("model.json", &m, &err) != VC_OK) { report err; }
- *     vc_options o;  vc_options_init(&o);  o.batch = 32;
- *     vc_result r;
- *     if (vc_estimate(m, &o, &r, &err) == VC_OK) { use r.memory.peak_allocated; }
- *     vc_result_free(&r);
- *     vc_model_free(m);
+ *     vc_request *q = vc_request_new();
+ *     vc_response *r = NULL;
+ *     char *text = NULL, buf[1024];
+ *     size_t len;
+ *     if (vc_request_add_model(q, "model.json", &err) == VC_OK && vc_request_set(q, "batch", "32", &err) == VC_OK &&
+ *         vc_request_run(q, &r, &err) == VC_OK &&
+ *         vc_response_render(r, VC_FORMAT_JSON, NULL, &text, &len, &err) == VC_OK) { use text; }
+ *     else { vc_error_format_for(&err, VC_SPELL_CLI, buf, sizeof buf); report buf; }
+ *     vc_text_free(text); vc_response_free(r); vc_request_free(q);
+ *
+ * The request is the ABI-stable way in: vc_request and vc_response are
+ * opaque, and a new option is a new name for vc_request_set (a row of the
+ * option table, vc_option_at), not a new field. The structs vc_options
+ * and vc_hf_options with vc_estimate and the functions taking them are the
+ * legacy struct API, kept for programs that use them: their layout is part
+ * of the ABI, so a field added there (an option the engine needs) is an ABI
+ * change, and the release that carries it raises the major version (and
+ * with it the shared library's SOVERSION). A program that needs a stable
+ * ABI uses the request.
+ *
+ * Threads: the library keeps no global state a call changes, but one: the
+ * JSON arena of vc_request_set_json_arena, which swaps cJSON's process-wide
+ * allocator hooks (off by default). So separate objects may be used in
+ * separate threads at once: each thread with its own vc_request and
+ * vc_response, or its own vc_model, vc_estimator and results. One object
+ * (a request, a response, a model, an estimator) belongs to one thread at a
+ * time. The constant tables (vc_gpu_get, vc_option_at, the name functions)
+ * may be read from any thread.
  */
 #ifndef VRAMCALC_H
 #define VRAMCALC_H
@@ -20,11 +43,45 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* VC_EXTERN marks the public API: the only symbols the shared library
+ * exports (the library is compiled with hidden visibility). On Windows a
+ * build of the DLL defines VC_BUILDING_SHARED and its users VC_USING_SHARED
+ * (the CMake target vramcalc_shared does both); a static build needs
+ * neither. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(VC_BUILDING_SHARED)
+#define VC_EXTERN __declspec(dllexport)
+#elif defined(VC_USING_SHARED)
+#define VC_EXTERN __declspec(dllimport)
+#else
+#define VC_EXTERN /* nothing */
+#endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#define VC_EXTERN __attribute__((visibility("default")))
+#else
+#define VC_EXTERN /* nothing */
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define VC_VERSION "0.1.0"
+/* The version of this header. CMakeLists.txt's project(vramcalc VERSION ...)
+ * is the one source: configuring fails when these three differ from it. The
+ * library compiled may be another release than the header: vc_version() and
+ * vc_version_string() say which (same major version: compatible ABI). */
+#define VC_VERSION_MAJOR 0
+#define VC_VERSION_MINOR 1
+#define VC_VERSION_PATCH 0
+/* 0xMMmmpp: (major << 16) | (minor << 8) | patch, for comparisons. */
+#define VC_VERSION_HEX ((VC_VERSION_MAJOR << 16) | (VC_VERSION_MINOR << 8) | VC_VERSION_PATCH)
+#define VC__STRINGIFY(v) #v
+#define VC__VERSION_TEXT(major, minor, patch) VC__STRINGIFY(major) "." VC__STRINGIFY(minor) "." VC__STRINGIFY(patch)
+/* "0.1.0" */
+#define VC_VERSION VC__VERSION_TEXT(VC_VERSION_MAJOR, VC_VERSION_MINOR, VC_VERSION_PATCH)
+/* The linked library's VC_VERSION_HEX and VC_VERSION. */
+VC_EXTERN unsigned vc_version(void);
+VC_EXTERN const char *vc_version_string(void);
 
 /* Status codes: X(name, message). */
 #define VC_STATUS_MAP(X)                                              \
@@ -44,7 +101,7 @@ typedef enum {
 } vc_status;
 
 /* A static description of a status code. */
-const char *vc_strerror(vc_status s);
+VC_EXTERN const char *vc_strerror(vc_status s);
 
 /* Everything known about the first error: where and what. */
 typedef struct {
@@ -59,10 +116,10 @@ typedef struct {
  * on a terminal and valid UTF-8: control bytes (C0, DEL, C1) and bytes that
  * are not well-formed UTF-8 become \n, \t, \xNN or \uNNNN escapes; text
  * that does not fit is cut at a character boundary. */
-void vc_escape_text(char *buf, size_t n, const char *s);
+VC_EXTERN void vc_escape_text(char *buf, size_t n, const char *s);
 
 /* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
-void vc_error_format(const vc_error *err, char *buf, size_t n);
+VC_EXTERN void vc_error_format(const vc_error *err, char *buf, size_t n);
 
 /* ---- limits (documented in README) ---- */
 #define VC_MAX_FILE_BYTES   (64u << 20) /* model files up to 64 MiB */
@@ -85,18 +142,18 @@ typedef struct vc_model vc_model;
 
 /* Loads and validates a model file ("-" reads standard input). On success
  * *out is a model the caller frees with vc_model_free. */
-vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err);
 
 /* Same from memory; `name` is used in error messages as the file name. */
-vc_status vc_model_load_string(const char *json, size_t len, const char *name,
-                               vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_string(const char *json, size_t len, const char *name,
+                                         vc_model **out, vc_error *err);
 
-void vc_model_free(vc_model *m);
+VC_EXTERN void vc_model_free(vc_model *m);
 
 /* Replaces the per-sample shape of the model's single input (CLI --input),
  * then re-checks every layer. */
-vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
-                                   vc_error *err);
+VC_EXTERN vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
+                                             vc_error *err);
 
 /* LoRA adapters as PEFT's get_peft_model(model, LoraConfig(...)) adds them
  * (peft/tuners/lora): each Linear whose name is one of `targets` (or ends
@@ -110,7 +167,7 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim,
 #define VC_LORA_DTYPE_MAP(X) X(AUTO, "auto") X(FP32, "fp32") X(BF16, "bf16") X(FP16, "fp16") X(MODEL, "model")
 #define VC__ENUM_LORA_DT(e, n) VC_LORA_DTYPE_##e,
 typedef enum { VC_LORA_DTYPE_MAP(VC__ENUM_LORA_DT) VC_LORA_DTYPE__N } vc_lora_dtype;
-int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
+VC_EXTERN int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t r;           /* rank; 0: no adapters */
     double alpha;        /* lora_alpha: the update is scaled by alpha / r */
@@ -120,15 +177,15 @@ typedef struct {
 } vc_lora;
 
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
-void vc_lora_init(vc_lora *l);
+VC_EXTERN void vc_lora_init(vc_lora *l);
 
 /* PEFT's default target_modules for a model read from a Hugging Face
  * config.json ("q_proj,v_proj" for llama); "" for a model file. */
-const char *vc_model_lora_targets(const vc_model *m);
+VC_EXTERN const char *vc_model_lora_targets(const vc_model *m);
 
 /* Adds (or with l->r == 0 removes) adapters and re-checks the model. Fails
  * with VC_ERR_USAGE when no Linear layer matches the targets. */
-vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
+VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
 
 /* ---- quantized weights (docs/quantization.md) ----
  * The storage format of the model's nn.Linear weights, one row each in
@@ -155,25 +212,25 @@ typedef struct {
  * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
  * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "dense".
  * -1 when unknown. */
-int vc_quant_from_name(const char *name, vc_quant *q);
-const char *vc_weights_name(vc_weights w);
+VC_EXTERN int vc_quant_from_name(const char *name, vc_quant *q);
+VC_EXTERN const char *vc_weights_name(vc_weights w);
 /* Stores the model's Linear weights in q's format (format DENSE: as the
  * precision says, the default) and re-checks the model; this overrides a
  * config.json's quantization_config. VC_ERR_USAGE naming --weights when a
  * layer's shape does not fit the format (AWQ's group must divide in_features). */
-vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err);
+VC_EXTERN vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err);
 /* The format the model's weights have now (a config.json's or --weights),
  * and its settings into q (may be NULL). */
-vc_weights vc_model_weights(const vc_model *m, vc_quant *q);
+VC_EXTERN vc_weights vc_model_weights(const vc_model *m, vc_quant *q);
 /* "nf4 (block 64, double quant)", "gptq4 (group 128)", "fp8-block (128x128)". */
-void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
+VC_EXTERN void vc_quant_describe(const vc_quant *q, char *buf, size_t n);
 
-const char *vc_model_name(const vc_model *m);
-int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
-int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
-size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
+VC_EXTERN const char *vc_model_name(const vc_model *m);
+VC_EXTERN int64_t vc_model_parameters(const vc_model *m);           /* sum(p.numel()) */
+VC_EXTERN int64_t vc_model_trainable_parameters(const vc_model *m); /* requires_grad */
+VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded instances */
 
-/* ---- Hugging Face config.json input (issue 12; docs/llm.md) ----
+/* ---- Hugging Face config.json input (docs/llm.md) ----
  * A JSON object with "model_type" and no "layers" is a Hugging Face
  * config.json: the loader turns it into the equivalent model (the same
  * layer format, vc_model_generated_json) and loads that. */
@@ -187,14 +244,17 @@ size_t vc_model_layer_count(const vc_model *m);           /* expanded instances 
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
-int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
+VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 /* How a config's MoE experts run (--experts-implementation; docs/llm.md "Mixture of experts"):
  * grouped_mm = transformers 5's default, the experts stacked in 3-D weights through one grouped
  * matmul; per_expert = transformers 4.x's nn.ModuleList of experts, a loop over them. */
 #define VC_EXPERTS_MAP(X) X(GROUPED_MM, "grouped_mm") X(PER_EXPERT, "per_expert")
 #define VC__ENUM_EXPERTS(e, n) VC_EXPERTS_##e,
 typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
-int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
+VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
+/* A config.json's load options: part of the legacy struct API (the top of
+ * this header): its layout is part of the ABI; the request sets every load
+ * option by name (vc_request_set). */
 typedef struct {
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
@@ -205,27 +265,27 @@ typedef struct {
     vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
     int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
 } vc_hf_options;
-void vc_hf_options_init(vc_hf_options *o);
+VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
  * (hf may be NULL: the defaults; the options do nothing to other files). */
-vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
-vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                                  vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
+VC_EXTERN vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
+                                            vc_model **out, vc_error *err);
 /* The vramcalc model JSON a config.json was turned into; NULL for a model file. */
-const char *vc_model_generated_json(const vc_model *m);
+VC_EXTERN const char *vc_model_generated_json(const vc_model *m);
 /* Reloads a config.json model at `seq` tokens per sample (as --seq would
  * have loaded it), keeping its other options and its LoRA adapters; on
  * failure the model is left as it was. VC_ERR_USAGE for a model file. */
-vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
+VC_EXTERN vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
 /* Reloads a config.json model with another causal-LM loss (as --loss would have loaded it),
  * keeping its other options and its LoRA adapters; on failure the model is left as it was.
  * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
-vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
+VC_EXTERN vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
 /* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
  * sequence parallelism), what vc_hf_options.tp/.sp give at load time
  * (docs/parallel.md): the options of an estimate must then carry the same
  * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
-vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
+VC_EXTERN vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* The model as one of ep Megatron-Core expert-parallel ranks (docs/parallel.md
  * section 5): every SparseMoE layer holds num_experts / ep local experts and
  * runs Megatron's MoELayer with the all-to-all token dispatcher. Any model
@@ -234,7 +294,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
  * does not divide a layer's experts, the model has no SparseMoE layer, or a
  * layer is of a form not modelled (a shared expert, an activation other than
  * SiLU, softmax-then-top-k without renormalisation). */
-vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
+VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
@@ -297,6 +357,16 @@ typedef enum { VC_CACHE_MAP(VC__ENUM_CACHE) VC_CACHE__N } vc_cache;
 typedef enum { VC_OFFLOAD_MAP(VC__ENUM_OFFLOAD) VC_OFFLOAD__N } vc_offload;
 typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp_dtype;
 
+/* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
+typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
+/* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
+typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
+/* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
+typedef enum { VC_DS_OVERLAP_OFF = -1, VC_DS_OVERLAP_AUTO = 0, VC_DS_OVERLAP_ON = 1 } vc_ds_overlap;
+
+/* An estimate's options: the legacy struct API (the top of this header):
+ * its layout is part of the ABI (a field added is an ABI change); the
+ * request sets every option by name (vc_request_set). */
 typedef struct {
     int64_t batch;          /* samples per step, >= 1 */
     vc_optim optim;
@@ -359,19 +429,19 @@ typedef struct {
     /* --parallel zero1|zero2|zero3: DeepSpeedZeroConfig's overlap_comm
      * (VC_DS_OVERLAP_AUTO: its default, the validator overlap_comm_valid's
      * stage == 3; _ON, _OFF: given). docs/parallel.md 1.7, 1.9, 1.10 */
-    int ds_overlap_comm;
+    vc_ds_overlap ds_overlap_comm;
     /* --offload-device (docs/parallel.md 1.9): DeepSpeed's offload_optimizer.device and
      * offload_param.device for what --offload moves, VC_OFFLOAD_DEVICE_CPU (0, "cpu") or _NVME
      * (1, "nvme": ZeRO-Infinity); --nvme-gds: the aio section's use_gds (1: true), which puts
      * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
-    int offload_device;
+    vc_offload_device offload_device;
     int nvme_gds;
     /* The CUDA stack the process runs (src/context.c, docs/context.md): the CUDA
      * runtime PyTorch was built with, 100*major + minor (--cuda 12.4: 1204;
      * VC_CUDA_DEFAULT), and its module loading (CUDA_MODULE_LOADING):
      * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
     int cuda_version;
-    int module_loading;
+    vc_module_loading module_loading;
     /* --zero-grad (docs/llm.md): 0 ("none"), optimizer.zero_grad(set_to_none=True), the
      * gradients freed after each step (PyTorch 2.x's default); 1 ("zero"), set_to_none=False:
      * they stay allocated between steps, zeroed in place, and backward adds into them */
@@ -381,19 +451,12 @@ typedef struct {
      * loss has been computed (transformers' Trainer.compute_loss returns the loss only) */
     int hold_output;
 } vc_options;
-#define VC_MODULE_LOADING_AUTO 0
-#define VC_MODULE_LOADING_LAZY 1
-#define VC_MODULE_LOADING_EAGER 2
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
 #define VC_CUDA_DEFAULT 1300
 #define VC_CUDA_OLDEST 1100
 #define VC_CUDA_NEWEST 1309
-#define VC_OFFLOAD_DEVICE_CPU 0
-#define VC_OFFLOAD_DEVICE_NVME 1
-#define VC_DS_OVERLAP_AUTO 0
-#define VC_DS_OVERLAP_ON 1
-#define VC_DS_OVERLAP_OFF (-1)
+/* vc_options.fsdp_reshard: a count N >= 1 or one of these */
 #define VC_FSDP_RESHARD_AUTO 0
 #define VC_FSDP_RESHARD_TRUE (-1)
 #define VC_FSDP_RESHARD_FALSE (-2)
@@ -407,59 +470,59 @@ typedef struct {
 
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
  * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
-void vc_options_init(vc_options *o);
+VC_EXTERN void vc_options_init(vc_options *o);
 
 /* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
- * divide (vc__check_options refuses such options). */
-int64_t vc_dp_world(const vc_options *o);
+ * divide (vc_estimate refuses such options). */
+VC_EXTERN int64_t vc_dp_world(const vc_options *o);
 
 /* Name <-> enum helpers ("adam", "amp-bf16", ...). The from_name functions
  * return -1 when unknown; the name functions "?" for a value out of range
  * (so a loop up to VC_OPTIM__N lists every optimizer). */
-int vc_optim_from_name(const char *s);
-int vc_optim_impl_from_name(const char *s);
-int vc_precision_from_name(const char *s);
-int vc_mode_from_name(const char *s);
-int vc_attention_from_name(const char *s);
-int vc_parallel_from_name(const char *s);
-int vc_cache_from_name(const char *s);
-const char *vc_cache_name(vc_cache c);
-int vc_offload_from_name(const char *s);
-const char *vc_offload_name(vc_offload o);
-int vc_fsdp_dtype_from_name(const char *s);
-const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
-const char *vc_parallel_name(vc_parallel p);
+VC_EXTERN int vc_optim_from_name(const char *s);
+VC_EXTERN int vc_optim_impl_from_name(const char *s);
+VC_EXTERN int vc_precision_from_name(const char *s);
+VC_EXTERN int vc_mode_from_name(const char *s);
+VC_EXTERN int vc_attention_from_name(const char *s);
+VC_EXTERN int vc_parallel_from_name(const char *s);
+VC_EXTERN int vc_cache_from_name(const char *s);
+VC_EXTERN const char *vc_cache_name(vc_cache c);
+VC_EXTERN int vc_offload_from_name(const char *s);
+VC_EXTERN const char *vc_offload_name(vc_offload o);
+VC_EXTERN int vc_fsdp_dtype_from_name(const char *s);
+VC_EXTERN const char *vc_fsdp_dtype_name(vc_fsdp_dtype d);
+VC_EXTERN const char *vc_parallel_name(vc_parallel p);
 /* The class --fsdp-param-dtype / --fsdp-reduce-dtype configure under layout p:
  * "MixedPrecisionPolicy" (fsdp2), "MixedPrecision" (FSDP1's); "?" for a layout
  * without one. */
-const char *vc_parallel_mixed_precision(vc_parallel p);
+VC_EXTERN const char *vc_parallel_mixed_precision(vc_parallel p);
 /* The --precision a model with weights q computes in when not told: fp16 for
  * gptq and awq (their kernels' dtype), bf16 for the other quantized formats,
  * fp32 (the default) for dense. */
-vc_precision vc_quant_compute_precision(const vc_quant *q);
-const char *vc_optim_name(vc_optim o);
-const char *vc_optim_impl_name(vc_optim_impl i);
-const char *vc_precision_name(vc_precision p);
-const char *vc_mode_name(vc_mode m);
-const char *vc_attention_name(vc_attention a);
+VC_EXTERN vc_precision vc_quant_compute_precision(const vc_quant *q);
+VC_EXTERN const char *vc_optim_name(vc_optim o);
+VC_EXTERN const char *vc_optim_impl_name(vc_optim_impl i);
+VC_EXTERN const char *vc_precision_name(vc_precision p);
+VC_EXTERN const char *vc_mode_name(vc_mode m);
+VC_EXTERN const char *vc_attention_name(vc_attention a);
 /* One line on what an optimizer keeps and allocates ("torch.optim.Adam: ..."). */
-const char *vc_optim_summary(vc_optim o);
+VC_EXTERN const char *vc_optim_summary(vc_optim o);
 /* The implementation the optimizer's class runs when not told: foreach, but
  * forloop for adafactor (torch.optim.Adafactor's foreach=None). vc_options_init
  * sets foreach; the CLI's --optim-impl defaults to vc_optim_default_impl_at
  * at --torch (this one is it at VC_TORCH_DEFAULT). */
-vc_optim_impl vc_optim_default_impl(vc_optim o);
+VC_EXTERN vc_optim_impl vc_optim_default_impl(vc_optim o);
 /* The same at a PyTorch release (100*major + minor; 0: VC_TORCH_DEFAULT):
  * what --optim-impl defaults to under --torch. */
-vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version);
+VC_EXTERN vc_optim_impl vc_optim_default_impl_at(vc_optim o, int torch_version);
 /* "2.5" -> 205 (VC_TORCH_OLDEST..VC_TORCH_DEFAULT), -1 otherwise; and back
  * ("2.15"; buf of at least 16 bytes). */
-int vc_torch_from_name(const char *s);
-const char *vc_torch_name(int version, char *buf, size_t n);
+VC_EXTERN int vc_torch_from_name(const char *s);
+VC_EXTERN const char *vc_torch_name(int version, char *buf, size_t n);
 
 /* ---- results ---- */
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
-const char *vc_phase_name(vc_phase p);
+VC_EXTERN const char *vc_phase_name(vc_phase p);
 
 /* What the process holds outside the caching allocator, as src/context.c
  * models it (docs/context.md): cuda_context is the sum of the parts. */
@@ -559,35 +622,35 @@ typedef struct vc_rank_info {
  * On success the caller frees r with vc_result_free. err is cleared first (as
  * vc_estimate_counts, vc_trace and vc_estimator_new clear theirs), then holds
  * the first error. */
-vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
 
-/* Seed 003's calculator without a model: params weights + grads (+ optimizer
+/* The counts-only calculator, without a model: params weights + grads (+ optimizer
  * state per o->optim) + activation elements per sample x batch. */
-vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
-                             const vc_options *o, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimate_counts(int64_t params, int64_t activations_per_sample,
+                                       const vc_options *o, vc_result *r, vc_error *err);
 
-void vc_result_free(vc_result *r);
+VC_EXTERN void vc_result_free(vc_result *r);
 
 /* The simulated timeline, one line per allocation or free (phase, alloc or
  * free, category, bytes, running total, layer, aten op), for debugging and
  * for diffing against a measured per-op log. */
-vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text), void *ctx,
-                   vc_error *err);
+VC_EXTERN vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *ctx, const char *text),
+                             void *ctx, vc_error *err);
 
 /* --mode generate (--max-context): the longest prompt that fits `capacity`
  * bytes (the total: reserved + context) with o's other settings, o->new_tokens
  * among them. *max_prompt = N: prompt N fits, N + 1 does not (0: a
  * one-token prompt does not fit). Each try is one estimate (their count in
  * *estimates, which may be NULL): the search doubles from 1, then bisects. */
-vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt, int *estimates,
-                        vc_error *err);
+VC_EXTERN vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt,
+                                  int *estimates, vc_error *err);
 
 /* ---- layer kinds ---- */
-size_t vc_kind_count(void);
-const char *vc_kind_name(size_t i);
-const char *vc_kind_summary(size_t i);
+VC_EXTERN size_t vc_kind_count(void);
+VC_EXTERN const char *vc_kind_name(size_t i);
+VC_EXTERN const char *vc_kind_summary(size_t i);
 
-/* ==== GPUs, sizes, batch sweeps and the largest batch (issue 4) ====
+/* ==== GPUs, sizes, batch sweeps and the largest batch ====
  *
  * A GPU is a preset (vc_gpu_find("h100-80gb")) or a size; vc_gpu_parse()
  * reads what the CLI's --gpu takes. An estimator builds the step's plan once
@@ -607,18 +670,18 @@ typedef struct vc_gpu {
     int sm_threads;       /* resident threads per multiprocessor (maxThreadsPerMultiProcessor) */
 } vc_gpu;
 
-size_t vc_gpu_count(void);
-const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
+VC_EXTERN size_t vc_gpu_count(void);
+VC_EXTERN const vc_gpu *vc_gpu_get(size_t i);            /* NULL when i >= vc_gpu_count() */
 /* A preset by name or alias, case-insensitive ("H100", "a10g"); NULL when unknown. */
-const vc_gpu *vc_gpu_find(const char *name);
+VC_EXTERN const vc_gpu *vc_gpu_find(const char *name);
 /* The preset name nearest to an unknown name, for "did you mean"; NULL when none is close. */
-const char *vc_gpu_suggest(const char *name);
+VC_EXTERN const char *vc_gpu_suggest(const char *name);
 
 /* A byte size: plain bytes ("25769803776") or a number with a unit: B, KB,
  * MB, GB, TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024), e.g.
  * "24GiB", "24GB", "24000MiB", "1.5TB". A unit is written as here or in
  * lower case ("24gib"); "Gb" (gigabits) is not a unit. */
-vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
+VC_EXTERN vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err);
 
 typedef struct {
     char name[80];          /* the preset name, with ":P%" when given; or the size as given */
@@ -630,7 +693,7 @@ typedef struct {
 
 /* Reads "h100-80gb", "h100-80gb:90%", "24GiB", "24GiB:90%". Unknown names
  * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
-vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
+VC_EXTERN vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
 
 /* ---- the CUDA context (src/context.c, docs/context.md) ---- */
 /* What nvidia-smi shows beyond the caching allocator's segments, for options
@@ -639,26 +702,27 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
  * parts, and *total their sum; o->context >= 0 (--context) is the total as
  * given, every part 0. VC_ERR_USAGE for a CUDA version out of range or lazy
  * loading before CUDA 11.7 (the option named in err). */
-vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
-                              vc_error *err);
+VC_EXTERN vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
+                                        vc_error *err);
 /* "12.4" -> 1204 (VC_CUDA_OLDEST..VC_CUDA_NEWEST, minor 0-9), -1 otherwise; and back
  * ("12.4"; buf of at least 16 bytes). */
-int vc_cuda_from_name(const char *s);
-const char *vc_cuda_name(int version, char *buf, size_t n);
+VC_EXTERN int vc_cuda_from_name(const char *s);
+VC_EXTERN const char *vc_cuda_name(int version, char *buf, size_t n);
 /* "auto", "lazy", "eager" <-> VC_MODULE_LOADING_*; -1 / "?" otherwise */
-int vc_module_loading_from_name(const char *s);
-const char *vc_module_loading_name(int m);
+VC_EXTERN int vc_module_loading_from_name(const char *s);
+VC_EXTERN const char *vc_module_loading_name(int m);
 
 /* ---- NCCL's buffers (src/nccl.c, docs/context.md "NCCL") ---- */
 /* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,
  * outside the caching allocator: *recv for a receive, *send for a send; read:
  * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
-void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
+VC_EXTERN void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
 /* The rings of `communicators` communicators of `channels` channels each
  * (1-64): one receive and one send per channel on every GPU. */
-vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes, vc_error *err);
+VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes,
+                                       vc_error *err);
 
-/* ==== serving capacity (--serve, issue 13; docs/inference.md) ====
+/* ==== serving capacity (--serve; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
  * it, less the weights and a profiling run over max_num_batched_tokens
  * tokens, is cut into blocks of block_size tokens (all layers). src/serve.c
@@ -666,8 +730,8 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
 #define VC_KV_DTYPE_MAP(X) X(AUTO, "auto") X(FP16, "fp16") X(BF16, "bf16") X(FP8, "fp8")
 #define VC__ENUM_KV(e, n) VC_KV_##e,
 typedef enum { VC_KV_DTYPE_MAP(VC__ENUM_KV) VC_KV__N } vc_kv_dtype;
-int vc_kv_dtype_from_name(const char *s);
-const char *vc_kv_dtype_name(vc_kv_dtype k);
+VC_EXTERN int vc_kv_dtype_from_name(const char *s);
+VC_EXTERN const char *vc_kv_dtype_name(vc_kv_dtype k);
 
 typedef struct {
     double gpu_memory_utilization;  /* the share of the card vLLM may use (0.9) */
@@ -676,7 +740,7 @@ typedef struct {
     int64_t block_size;             /* tokens per KV block (16) */
     vc_kv_dtype kv_cache_dtype;     /* auto: the model's dtype; fp8: one byte */
 } vc_serve_options;
-void vc_serve_options_init(vc_serve_options *s);
+VC_EXTERN void vc_serve_options_init(vc_serve_options *s);
 
 typedef struct {
     int64_t max_num_batched_tokens, max_num_seqs; /* as used (the defaults filled in) */
@@ -694,13 +758,13 @@ typedef struct {
  * and attention; o->prompt + o->new_tokens is one request's length. Fails
  * with VC_ERR_USAGE when nothing is left for the cache or one request does
  * not fit in it (vLLM refuses to start). */
-vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
-                   vc_serve_result *r, vc_error *err);
+VC_EXTERN vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,
+                             vc_serve_result *r, vc_error *err);
 /* The precision vLLM serves m in on gpu with its default --dtype auto: the
  * config.json's torch_dtype, float32 (or none) as bf16 (fp16 before sm80),
  * a dtype the card lacks as its first supported one (src/serve.c). A model
  * file that is not a config.json counts as float32. */
-vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
+VC_EXTERN vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
 
 typedef struct vc_estimator vc_estimator;
 
@@ -708,19 +772,19 @@ typedef struct vc_estimator vc_estimator;
 
 /* Builds the plan for (m, o) once. o->batch is only the first batch tried;
  * m must outlive the estimator. */
-vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
-                           vc_error *err);
-/* Seed 003's counts-only calculator behind the same interface (vc_estimate_counts). */
-vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
-                                  vc_estimator **out, vc_error *err);
+VC_EXTERN vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flags, vc_estimator **out,
+                                     vc_error *err);
+/* The counts-only calculator (vc_estimate_counts) behind the same interface. */
+VC_EXTERN vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
+                                            vc_estimator **out, vc_error *err);
 /* The estimate for `batch` samples; the caller frees r with vc_result_free. */
-vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err);
+VC_EXTERN vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err);
 /* memory.total for `batch`; VC_ERR_OVERFLOW when it exceeds 2^63 bytes. */
-vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
-void vc_estimator_free(vc_estimator *e);
+VC_EXTERN vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
+VC_EXTERN void vc_estimator_free(vc_estimator *e);
 /* Plans the estimator has built so far (the first included): one per range
  * of batches over which the model's plan holds (src/sweep.c). */
-size_t vc_estimator_plans_built(const vc_estimator *e);
+VC_EXTERN size_t vc_estimator_plans_built(const vc_estimator *e);
 
 /* The largest batch searched for (2^40): where memory does not grow with the
  * batch (a counts-only estimate without activations), max batch stops here. */
@@ -730,10 +794,10 @@ size_t vc_estimator_plans_built(const vc_estimator *e);
  * `capacity` while N + 1's is not (or N + 1 overflows); 0 when batch 1 does
  * not fit. Exponential search then bisection: about 2 log2(N) estimates.
  * *estimates (may be NULL) receives how many were made. */
-vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
-                                 vc_error *err);
+VC_EXTERN vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
+                                           vc_error *err);
 
-/* ---- the longest sequence that fits (issue 12, --max-seq) ----
+/* ---- the longest sequence that fits (--max-seq) ----
  * For a model read from a config.json (the sequence length is a load
  * option, vc_hf_options.seq): the largest N whose memory.total with
  * o->batch samples of N tokens is at most `capacity` while N + 1's is not
@@ -744,8 +808,8 @@ vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max
  * bisection, about 2 log2 of the range's estimates (*estimates). m itself
  * is not changed (vc_model_set_seq loads it at the answer). VC_ERR_USAGE
  * for a vramcalc model file, or one whose input --input replaced. */
-vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
-                           int *limited, int *estimates, vc_error *err);
+VC_EXTERN vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
+                                     int *limited, int *estimates, vc_error *err);
 
 /* ---- the option table and requests (src/api/) ----
  * One table of every option (src/api/options.def): the command line's
@@ -777,7 +841,7 @@ typedef enum {
     VC_SECTION_SERVE, VC_SECTION_GPU, VC_SECTION_OUTPUT, VC_SECTION_COUNTS, VC_SECTION_INFO, VC_SECTION__N
 } vc_option_section;
 /* The section's title in --help ("parallel training"). */
-const char *vc_option_section_title(vc_option_section s);
+VC_EXTERN const char *vc_option_section_title(vc_option_section s);
 
 /* What an option applies to (vc_option_info.applies): the inputs, the
  * modes, the multi-GPU layouts; FRONT_END: the front end's own (--help,
@@ -805,53 +869,53 @@ typedef struct {
     const char *help;         /* one paragraph; "{}" stands for the choices; NULL: a hidden alias */
 } vc_option_info;
 
-size_t vc_option_count(void);
+VC_EXTERN size_t vc_option_count(void);
 /* Row i of the table (--help's order), NULL past the end. */
-const vc_option_info *vc_option_at(size_t i);
+VC_EXTERN const vc_option_info *vc_option_at(size_t i);
 /* By table name ("max_batch"), or NULL. */
-const vc_option_info *vc_option_find(const char *name);
+VC_EXTERN const vc_option_info *vc_option_find(const char *name);
 /* By the CLI's long name without "--" ("max-batch"), or NULL. */
-const vc_option_info *vc_option_find_flag(const char *flag);
+VC_EXTERN const vc_option_info *vc_option_find_flag(const char *flag);
 
 typedef enum { VC_SPELL_CLI, VC_SPELL_PYTHON } vc_spelling;
 /* The option nearest to a misspelt one (by the CLI's long name, "--bach" or
  * "bach", or by the table name, "bach"), within an edit distance of 2 and a
  * third of its length; NULL when none is that close. */
-const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
+VC_EXTERN const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
 /* The help text with "{}" replaced by the choices; returns its length. */
-size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
+VC_EXTERN size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
 /* vc_error_format, the option marks spelt for a front end: --max-batch and
  * --mode generate (CLI), max_batch= and mode=generate (Python). A request's
  * message longer than msg continues in path (then line is -1, file ""):
  * this joins them. */
-void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n);
+VC_EXTERN void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t n);
 #define VC_OPTION_MARK '\x1f'
 
 typedef struct vc_request vc_request;
 typedef struct vc_response vc_response;
 
 /* A request with every option at its default (NULL: out of memory). */
-vc_request *vc_request_new(void);
-void vc_request_free(vc_request *q);
+VC_EXTERN vc_request *vc_request_new(void);
+VC_EXTERN void vc_request_free(vc_request *q);
 /* Sets option `name` (its table name) to `value`, text parsed and checked
  * as the CLI does (a flag takes NULL, "true" or "1"; "false" or "0" unsets
  * it). VC_ERR_USAGE naming the option for an unknown name, a bad value, a
  * front end's own option. */
-vc_status vc_request_set(vc_request *q, const char *name, const char *value, vc_error *err);
+VC_EXTERN vc_status vc_request_set(vc_request *q, const char *name, const char *value, vc_error *err);
 /* The model: a vramcalc model JSON or a Hugging Face config.json ("-":
  * standard input). Once; run refuses a second (or one with --params). */
-vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err);
+VC_EXTERN vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err);
 /* Checks the whole request (the defaults, every combination rule), loads
  * the model with its options (tensor-parallel share, LoRA, expert
  * parallelism, quantized weights, input shape) and runs what it asks:
  * --list-gpus, --emit-model, --trace, --sweep, --max-batch, --max-seq,
  * --max-context, --serve or one estimate. On VC_OK *out is a response the
  * caller frees with vc_response_free. */
-vc_status vc_request_run(const vc_request *q, vc_response **out, vc_error *err);
+VC_EXTERN vc_status vc_request_run(const vc_request *q, vc_response **out, vc_error *err);
 /* A program that owns its process (the CLI) may let the load build its JSON
  * tree in one arena freed whole: cJSON's hooks are process-wide, so only
  * where no other thread uses cJSON meanwhile. Off by default. */
-void vc_request_set_json_arena(vc_request *q, int on);
+VC_EXTERN void vc_request_set_json_arena(vc_request *q, int on);
 
 typedef enum { VC_FORMAT_DEFAULT, VC_FORMAT_TABLE, VC_FORMAT_JSON, VC_FORMAT_CSV } vc_format;
 /* How a table may draw (the front end's terminal): width in columns (0:
@@ -864,18 +928,18 @@ typedef struct {
  * --format): *text (NUL-terminated, *len bytes without it; free with
  * vc_text_free). A trace or an emitted model is the same text in every
  * format. */
-vc_status vc_response_render(const vc_response *r, vc_format f, const vc_render_options *ro, char **text, size_t *len,
-                             vc_error *err);
+VC_EXTERN vc_status vc_response_render(const vc_response *r, vc_format f, const vc_render_options *ro, char **text,
+                                       size_t *len, vc_error *err);
 /* --plot: the file the request named (NULL: none) and the chart's SVG text. */
-const char *vc_response_plot_path(const vc_response *r);
-vc_status vc_response_plot_svg(const vc_response *r, char **svg, size_t *len, vc_error *err);
+VC_EXTERN const char *vc_response_plot_path(const vc_response *r);
+VC_EXTERN vc_status vc_response_plot_svg(const vc_response *r, char **svg, size_t *len, vc_error *err);
 /* 0: estimated and fits (or no --gpu, or a sweep); 1: does not fit --gpu,
  * or a search found nothing that fits: the CLI's exit status. */
-int vc_response_status(const vc_response *r);
-void vc_response_free(vc_response *r);
+VC_EXTERN int vc_response_status(const vc_response *r);
+VC_EXTERN void vc_response_free(vc_response *r);
 /* The layer kinds, one a line, each summary wrapped to width (0: none). */
-vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err);
-void vc_text_free(char *text);
+VC_EXTERN vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err);
+VC_EXTERN void vc_text_free(char *text);
 
 #ifdef __cplusplus
 }

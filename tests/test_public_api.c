@@ -1,0 +1,137 @@
+/*
+ * The public header's promises: the version (the numeric macros, VC_VERSION
+ * and what the linked library reports agree with each other and with
+ * CMakeLists.txt's project(VERSION), passed in as VC_PROJECT_VERSION); the
+ * request of its "Typical use" gives vc_estimate's figures; separate
+ * requests in separate threads give what they give one after another.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+
+static void test_version_matches_project(void **state)
+{
+    (void)state;
+    unsigned major, minor, patch;
+    /* CMake's PROJECT_VERSION, "MAJOR.MINOR.PATCH" */
+    assert_int_equal(sscanf(VC_PROJECT_VERSION, "%u.%u.%u", &major, &minor, &patch), 3);
+    assert_int_equal(VC_VERSION_MAJOR, major);
+    assert_int_equal(VC_VERSION_MINOR, minor);
+    assert_int_equal(VC_VERSION_PATCH, patch);
+    assert_string_equal(VC_VERSION, VC_PROJECT_VERSION);
+    assert_int_equal(VC_VERSION_HEX, (major << 16) | (minor << 8) | patch);
+}
+
+static void test_library_reports_header_version(void **state)
+{
+    (void)state;
+    assert_int_equal(vc_version(), VC_VERSION_HEX);
+    assert_string_equal(vc_version_string(), VC_VERSION);
+}
+
+/* The "total" of a request's JSON rendering for examples/MODEL at `batch`
+ * samples, as the header's "Typical use" runs it; -1 on any failure. */
+static int64_t request_total(const char *model, const char *batch, const char *format)
+{
+    char path[1024], buf[1024];
+    snprintf(path, sizeof path, "%s/%s", VC_EXAMPLES, model);
+    vc_error err;
+    vc_request *q = vc_request_new();
+    vc_response *r = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int64_t total = -1;
+    if (q && vc_request_add_model(q, path, &err) == VC_OK && vc_request_set(q, "batch", batch, &err) == VC_OK &&
+        vc_request_set(q, "format", format, &err) == VC_OK && vc_request_run(q, &r, &err) == VC_OK &&
+        vc_response_render(r, VC_FORMAT_DEFAULT, NULL, &text, &len, &err) == VC_OK) {
+        const char *t = strstr(text, "\"total\": ");
+        if (t) total = strtoll(t + strlen("\"total\": "), NULL, 10);
+    } else {
+        vc_error_format_for(&err, VC_SPELL_CLI, buf, sizeof buf);
+        fprintf(stderr, "%s\n", buf);
+    }
+    vc_text_free(text);
+    vc_response_free(r);
+    vc_request_free(q);
+    return total;
+}
+
+static int64_t struct_total(const char *model, int64_t batch)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", VC_EXAMPLES, model);
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file(path, &m, &err) != VC_OK) return -1;
+    vc_options o;
+    vc_options_init(&o);
+    o.batch = batch;
+    vc_result r;
+    int64_t total = vc_estimate(m, &o, &r, &err) == VC_OK ? r.memory.total : -1;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return total;
+}
+
+static void test_request_gives_struct_api_figures(void **state)
+{
+    (void)state;
+    /* 765,460,480 B: `vramcalc examples/mlp.json -b 32 -f json` at this commit (reserved
+     * 50,331,648 + CUDA context 715,128,832); the two ways in must agree on it. */
+    assert_int_equal(request_total("mlp.json", "32", "json"), INT64_C(765460480));
+    assert_int_equal(struct_total("mlp.json", 32), INT64_C(765460480));
+}
+
+/* Separate requests in separate threads (the header's "Threads"): each gives
+ * what it gives alone. */
+typedef struct {
+    const char *model, *batch;
+    int64_t total;
+} job;
+
+static void *run_job(void *arg)
+{
+    job *j = arg;
+    for (int i = 0; i < 4; i++) {
+        int64_t t = request_total(j->model, j->batch, "json");
+        if (i > 0 && t != j->total) t = -2;
+        j->total = t;
+    }
+    return NULL;
+}
+
+static void test_requests_in_threads(void **state)
+{
+    (void)state;
+    job jobs[4] = {{"mlp.json", "32", 0}, {"gpt2_small.json", "2", 0}, {"bert_base.json", "4", 0}, {"mlp.json", "1", 0}};
+    int64_t alone[4];
+    for (int i = 0; i < 4; i++) alone[i] = request_total(jobs[i].model, jobs[i].batch, "json");
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_create(&th[i], NULL, run_job, &jobs[i]), 0);
+    for (int i = 0; i < 4; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_true(alone[i] > 0);
+        assert_int_equal(jobs[i].total, alone[i]);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_matches_project),
+        cmocka_unit_test(test_library_reports_header_version),
+        cmocka_unit_test(test_request_gives_struct_api_figures),
+        cmocka_unit_test(test_requests_in_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
