@@ -284,11 +284,14 @@ def _run(func, model, input_size, kw, export_options):
     mf = _ModelFile(model, input_size, export_options)
     resp = _request.run(mf.path, pairs, mf.rename)
     plot = resp.plot()
-    if plot:  # --plot FILE.svg: the chart, written as the CLI writes it
+    if plot:  # --plot FILE.svg: the chart, written as the CLI writes it (O_EXCL without force=)
         path, svg = plot
         try:
-            with open(path, "w", encoding="utf-8") as fh:
+            with open(path, "w" if kw.get("force") else "x", encoding="utf-8") as fh:
                 fh.write(svg)
+        except FileExistsError:
+            raise VramcalcError("plot= %r exists: give force= to replace it, or another file name" % path,
+                                option="plot") from None
         except OSError as e:
             raise VramcalcError("plot=: cannot write %r: %s" % (path, e.strerror), option="plot") from None
     return resp, mf, pairs

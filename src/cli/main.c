@@ -7,6 +7,7 @@
  * show (UTF-8, colour, its width) is decided here and passed on.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +62,11 @@ static int print_text(vc_status st, char *text, size_t n, const vc_error *err)
     return 0;
 }
 
-/* --plot's file: the chart the response draws. */
-static int write_plot(const vc_response *resp)
+/* --plot's file: the chart the response draws. The request refused an
+ * existing file without --force; the file is created with O_EXCL all the
+ * same, so one that appears between that check and this write is not
+ * replaced either. */
+static int write_plot(const vc_response *resp, bool force)
 {
     const char *path = vc_response_plot_path(resp);
     if (!path) return 0;
@@ -71,11 +75,28 @@ static int write_plot(const vc_response *resp)
     vc_error err;
     memset(&err, 0, sizeof err);
     if (vc_response_plot_svg(resp, &svg, &n, &err)) return die_err(&err);
-    FILE *f = fopen(path, "w");
+    int fd = open(path, O_WRONLY | O_CREAT | (force ? O_TRUNC : O_EXCL), 0666);
+    int e = errno;
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (fd >= 0 && !f) {
+        e = errno;
+        close(fd);
+    }
     int bad = !f || fwrite(svg, 1, n, f) != n;
-    if (f) bad |= ferror(f) | (fclose(f) != 0);
+    if (f) {
+        bad |= ferror(f);
+        if (bad) e = errno;
+        if (fclose(f) != 0 && !bad) {
+            bad = 1;
+            e = errno;
+        }
+    }
     vc_text_free(svg);
-    return bad ? die("--plot: cannot write '%s': %s", path, strerror(errno)) : 0;
+    if (!bad) return 0;
+    static char shown[4 * 4096 + 1];
+    vc_escape_text(shown, sizeof shown, path);
+    if (fd < 0 && e == EEXIST) return die("--plot '%s' exists: give --force to replace it, or another file name", shown);
+    return die("--plot: cannot write '%s': %s", shown, strerror(e));
 }
 
 /* An option getopt did not know: with the nearest one when one is close. */
@@ -86,7 +107,7 @@ static int unknown_option(const char *arg)
     return die("unknown option '%s' (see vramcalc --help)", arg);
 }
 
-static int run(vc_request *q, bool no_color)
+static int run(vc_request *q, bool no_color, bool force)
 {
     vc_error err;
     memset(&err, 0, sizeof err);
@@ -95,7 +116,7 @@ static int run(vc_request *q, bool no_color)
     vc_render_options ro = detect_term(no_color);
     char *text = NULL;
     size_t n = 0;
-    int rc = write_plot(resp);
+    int rc = write_plot(resp, force);
     if (!rc) {
         vc_status st = vc_response_render(resp, VC_FORMAT_DEFAULT, &ro, &text, &n, &err);
         rc = print_text(st, text, n, &err);
@@ -118,7 +139,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
     vc_request *q = vc_request_new();
     if (!q) return flush_out(die("out of memory"));
     vc_request_set_json_arena(q, 1); /* the CLI owns the process (request.c) */
-    bool no_color = false;
+    bool no_color = false, force = false;
     int ch, rc = 0;
     vc_error err;
     memset(&err, 0, sizeof err);
@@ -151,6 +172,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             rc = print_text(st, text, n, &err);
             goto out;
         }
+        if (!strcmp(o->name, "force")) force = true; /* write_plot's O_EXCL; the request checks it too */
         if (!strcmp(o->name, "no_color") || !strcmp(o->name, "no_colour")) {
             no_color = true;
             continue;
@@ -165,7 +187,7 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             rc = die_err(&err);
             goto out;
         }
-    rc = run(q, no_color);
+    rc = run(q, no_color, force);
 out:
     vc_request_free(q);
     return flush_out(rc);
