@@ -229,7 +229,21 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
      * request is short (8 tokens under the defaults): a model with learned positions is not run past them */
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
-    if ((st = vc__plan_build_profile(m, o, cdiv(r->max_num_batched_tokens, rows), 1, &p, err))) return st;
+    const int64_t len = cdiv(r->max_num_batched_tokens, rows);
+    if ((st = vc__plan_build_profile(m, o, len, 1, &p, err))) {
+        /* a model with learned positions cannot be built past them: say so in the options' words, not
+         * with a path of the model a config becomes */
+        if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
+            if (err) memset(err, 0, sizeof *err); /* replaces the build's message (vc_set_error keeps a first one) */
+            return vc_set_error(err, VC_ERR_USAGE, "--max-num-seqs",
+                                "the profiling run's %lld dummy request%s of %lld tokens pass%s the model's %.0f "
+                                "positions, and vramcalc builds each as one sequence: give --max-num-seqs %lld or "
+                                "more, or a smaller --max-num-batched-tokens",
+                                (long long)rows, rows > 1 ? "s" : "", (long long)len, rows > 1 ? "" : "es",
+                                max_len, (long long)cdiv(r->max_num_batched_tokens, (int64_t)max_len));
+        }
+        return st;
+    }
     vc_sim sim;
     st = vc_plan_simulate(p, rows, &sim, NULL, err);
     int64_t per_token = 0; /* K and V elements of one token, all layers */

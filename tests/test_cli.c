@@ -1463,6 +1463,12 @@ static void test_issue29_outputs_serve_words(void **state)
          * max_num_seqs is a ValueError */
         {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--max-num-batched-tokens", "1", "--max-num-seqs", "1024", NULL},
          "--max-num-batched-tokens: 1 is less than --max-num-seqs 1024: vLLM refuses to start"},
+        /* h100-80gb: max_num_batched_tokens 8192 (EngineArgs defaults, src/serve.c); one dummy request of
+         * 8192 tokens passes GPT-2's 1024 learned positions: the options named, not the emitted model's
+         * layers[1]; cdiv(8192, 1024) = 8 requests fit */
+        {{HF("gpt2"), "--serve", "-g", "h100-80gb", "--max-num-seqs", "1", "--prompt", "512", "--new-tokens", "256", NULL},
+         "--max-num-seqs: the profiling run's 1 dummy request of 8192 tokens passes the model's 1024 positions, and "
+         "vramcalc builds each as one sequence: give --max-num-seqs 8 or more, or a smaller --max-num-batched-tokens"},
         /* vllm/config/model.py @ 0052a5b8 _get_and_verify_max_len: max_position_embeddings 131072 (rope
          * type llama3: no factor) */
         {{HF("llama-3.1-8b"), "--serve", "-g", "1000TB", "--prompt", "1000000", NULL},
