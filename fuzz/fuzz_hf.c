@@ -76,7 +76,7 @@ static char family_name[MAX_FAMILIES][128];
 static int nfamilies;
 
 /* Keys transformers' configs have that a family's file may lack (what
- * src/hf*.c reads, and what a config of another family would bring). */
+ * src/hf/hf*.c reads, and what a config of another family would bring). */
 static const char *const extra_keys[] = {
     "head_dim", "sliding_window", "num_key_value_heads", "num_local_experts", "num_experts_per_tok",
     "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size", "rope_scaling", "torch_dtype",

@@ -175,7 +175,7 @@ static void check_estimator(const vc_model *m, size_t size)
     vc_estimator_free(e);
 }
 
-/* vc_serve (src/serve.c): the pool is what is left of the request, its
+/* vc_serve (src/engine/serve.c): the pool is what is left of the request, its
  * blocks hold its tokens, concurrency is whole requests. */
 static void check_serve(const vc_model *m, size_t size)
 {
@@ -287,7 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     cur_data = data;
     cur_size = size;
-    /* short inputs double as --gpu / size strings (src/gpu.c) */
+    /* short inputs double as --gpu / size strings (src/engine/gpu.c) */
     if (size < 48) {
         char spec[48];
         memcpy(spec, data, size);
@@ -364,7 +364,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.optim = VC_OPTIM_MOMENTUM;
         run(m, &o, 1);
 
-        /* the estimator behind --sweep and --max-batch (src/sweep.c) */
+        /* the estimator behind --sweep and --max-batch (src/engine/sweep.c) */
         if (vc_model_layer_count(m) <= 100 && size % 4 == 0) check_estimator(m, size);
 
         /* the newer surfaces (issue 29): generation, parallel layouts,

@@ -10,7 +10,7 @@
  *  - otherwise a radix sort of the indices and the segment reduction of
  *    embedding_backward_cuda_kernel, whose int64 and fp32 temporaries are
  *    modelled below. The plan is therefore batch-dependent.
- * sequence_scatter t > 1 (src/hf.c, --tp --sp): Megatron's VocabParallelEmbedding
+ * sequence_scatter t > 1 (src/hf/hf.c, --tp --sp): Megatron's VocabParallelEmbedding
  * with reduce_scatter_embeddings: the lookup, then reduce_scatter_to_sequence_
  * parallel_region to the rank's 1/t of the ids (the dim before the features;
  * MEG tensor_parallel/layers.py VocabParallelEmbedding.forward).

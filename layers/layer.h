@@ -43,7 +43,7 @@ typedef struct {
 /* Element types. VC_DT_FLOAT is "the model's float type" at load time; the
  * engine resolves it per precision. */
 typedef enum { VC_DT_FLOAT, VC_DT_F32, VC_DT_F16, VC_DT_BF16, VC_DT_I64, VC_DT_BOOL, VC_DT_U8,
-               VC_DT_I8, VC_DT_I32, VC_DT_F8 /* quantized storage (src/quant.c): int8, int32, float8_e4m3fn */ } vc_dtype;
+               VC_DT_I8, VC_DT_I32, VC_DT_F8 /* quantized storage (src/policy/quant.c): int8, int32, float8_e4m3fn */ } vc_dtype;
 
 int vc_dtype_size(vc_dtype dt);
 
@@ -104,7 +104,7 @@ enum {
     VC_PARAM_FROZEN = 1u << 0,  /* requires_grad=False whatever the layer's `frozen` */
     VC_PARAM_ADAPTER = 1u << 1, /* a LoRA adapter: trainable while the model it adapts is frozen */
     VC_PARAM_F32 = 1u << 2,     /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
-    VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/quant.c) */
+    VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/policy/quant.c) */
     VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
     VC_PARAM_F16 = 1u << 5      /* kept in float16 whatever the precision (--lora-dtype fp16) */
 };
@@ -169,7 +169,7 @@ int64_t vc_batch(const vc_build *b);
  * every size is per sample times the batch plus a fixed part. The plan keeps
  * the intersection of what its layers declare; sweeps and the max-batch
  * search replay one plan for every batch inside it and build another only
- * outside (src/sweep.c). */
+ * outside (src/engine/sweep.c). */
 #define VC_BATCH_ANY INT64_MAX
 void vc_batch_range(vc_build *b, int64_t lo, int64_t hi);
 /* The decision holds for this batch only: vc_batch_range(b, vc_batch(b), vc_batch(b)). */
@@ -213,7 +213,7 @@ void vc_release(vc_build *b, vc_t t);
 vc_t vc_forward_local(const vc_build *b);
 void vc_set_forward_local(vc_build *b, vc_t t);
 
-/* --mode generate (src/generate.c): an attention layer's KV cache update
+/* --mode generate (src/engine/generate.c): an attention layer's KV cache update
  * (transformers' DynamicLayer / DynamicSlidingWindowLayer / StaticLayer
  * .update) on its new keys and values [B, Hkv, L, D]: *k and *v become the
  * states the attention reads (contiguous [B, Hkv, S, D]), *S their length.
@@ -299,7 +299,7 @@ int vc_op_ftemp_keep(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_ftemp_free(vc_op *o, int handle);
 /* The temporaries weight w's storage format makes in a linear over `rows`
  * rows per sample (bitsandbytes' dequantized copy, forward and backward; an
- * fp8 kernel's quantized input): its row in src/quant.c; none for a dense weight.
+ * fp8 kernel's quantized input): its row in src/policy/quant.c; none for a dense weight.
  * rows: the rows of the input (per sample, or a fixed count). */
 void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
 /* The PEFT LoRA layer class over weight w: lora.Linear (a dense weight),

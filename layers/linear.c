@@ -3,7 +3,7 @@
  *
  * Linear's sequence_gather / sequence_scatter (t > 1) are a tensor-parallel
  * rank's Linear under Megatron's sequence parallelism (docs/parallel.md 2.6;
- * written by src/hf.c for --tp --sp): gather, a ColumnParallelLinear whose
+ * written by src/hf/hf.c for --tp --sp): gather, a ColumnParallelLinear whose
  * input [.., s/t, in] is all-gathered to [.., s, in] (ops.h vc__op_linear_gather);
  * scatter, a RowParallelLinear whose [.., s, out] result is reduce-scattered
  * to [.., s/t, out] (vc__op_seq_scatter). The dim before the features is the

@@ -11,7 +11,7 @@
  * "sdpa", is the one modelled (eager is not); --attention picks the SDPA
  * backend as for ScaledDotProductAttention.
  *
- * These kinds are usable in hand-written model files too; src/hf.c writes
+ * These kinds are usable in hand-written model files too; src/hf/hf.c writes
  * them (with Linear layers named as HF names its modules, so that per-layer
  * policies such as LoRA targets can select the projections by name).
  */
@@ -539,7 +539,7 @@ const vc_kind vc_kind_Scale = {
 typedef struct {
     int64_t num, dim;
     bool per_sample;
-    int64_t scatter; /* --tp --sp (src/hf.c): the rank's 1/scatter of the positions */
+    int64_t scatter; /* --tp --sp (src/hf/hf.c): the rank's 1/scatter of the positions */
 } pos_cfg;
 
 static int pos_parse(vc_args *a, void *p)
@@ -719,7 +719,7 @@ static int per_expert_params(vc_setup *s, const moe_cfg *c)
 {
     if (vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR)) return -1;
     /* the router and the experts are nn.Linear modules (modeling_mixtral.py,
-     * modeling_qwen2_moe.py): a quantized format replaces them (src/quant.c) */
+     * modeling_qwen2_moe.py): a quantized format replaces them (src/policy/quant.c) */
     static const char *const mx[3] = {"w1", "w3", "w2"}, *const qw[3] = {"gate_proj", "up_proj", "down_proj"};
     const char *const *nm = c->style == MOE_MIXTRAL ? mx : qw;
     char n[64];

@@ -1,6 +1,6 @@
 /*
  * release.h — behaviours that moved memory between PyTorch releases, as a
- * table (src/release.c): one row per (behaviour, first release with a value).
+ * table (src/policy/release.c): one row per (behaviour, first release with a value).
  * Part of the layers' interface to the engine, as layer.h: the layers ask
  * (sdpa.c), the engine answers and asks too (options.c, optim.c).
  * --torch X.Y (vc_options.torch_version, 100*major + minor) picks the row;

@@ -1,5 +1,5 @@
 /*
- * test_alloc.c — the caching allocator model (src/alloc.c) on hand-made
+ * test_alloc.c — the caching allocator model (src/engine/alloc.c) on hand-made
  * request streams. Expected values follow the rules of PyTorch's
  * c10/cuda/CUDACachingAllocator.cpp (default settings), worked out by hand
  * in the comments: requests <= 1 MiB use the small pool (2 MiB segments,

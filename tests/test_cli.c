@@ -243,7 +243,7 @@ static void test_exit_codes(void **state)
     RUN(&r, mlp, "--optim", "adamm");
     check_usage_error(&r, "adamm");
     run_free(&r);
-    /* torch.optim.Adafactor is new in 2.5 (torch/optim/_adafactor.py; src/release.c VC_REL_ADAFACTOR) */
+    /* torch.optim.Adafactor is new in 2.5 (torch/optim/_adafactor.py; src/policy/release.c VC_REL_ADAFACTOR) */
     RUN(&r, mlp, "--optim", "adafactor", "--torch", "2.4");
     check_usage_error(&r, "--optim: adafactor is torch.optim.Adafactor, new in PyTorch 2.5");
     run_free(&r);
@@ -761,7 +761,7 @@ static void test_gpus_and_sizes(void **state)
         amd += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "AMD");
         nv += !strcmp(cJSON_GetObjectItem(it, "vendor")->valuestring, "NVIDIA");
         hopper += num(it, "hopper") != 0;
-        /* multiprocessors x resident threads (src/gpu.c; the H200's 132 as torch reported it on the GPU run) */
+        /* multiprocessors x resident threads (src/engine/gpu.c; the H200's 132 as torch reported it on the GPU run) */
         assert_true(num(it, "sms") >= 28 && (num(it, "sm_threads") == 1024 || num(it, "sm_threads") == 1536 ||
                                               num(it, "sm_threads") == 2048));
         if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, "h200")) assert_int_equal(num(it, "sms"), 132);
@@ -1167,7 +1167,7 @@ static void test_width_terminal(void **state)
  * them), and a plan is refused when the events built so far plus the last
  * plan's would pass VC_MAX_REBUILT_EVENTS = 100,000,000, i.e. when 63 plans
  * would be built (62 x 1,609,994 = 99,819,628): the rows of --sweep 1:100 and
- * the grid batches (src/simulate.c) each build one, so it is refused at
+ * the grid batches (src/engine/simulate.c) each build one, so it is refused at
  * a batch of at most 63. TransformerEncoderLayer x 10,000, whose plan holds for
  * batch 1 and for 2 and above, used to be rebuilt per batch and refused at
  * batch 56: it now builds two plans. */
@@ -1635,7 +1635,7 @@ static void test_csv_formula_cells(void **state)
     run_free(&r);
 }
 
-/* The CUDA context model in the reports (src/context.c, docs/context.md; issue 27), the figures by
+/* The CUDA context model in the reports (src/engine/context.c, docs/context.md; issue 27), the figures by
  * hand from context.c's table: the runtime 349 MiB, the 1 KiB default stack of every resident thread
  * (no --gpu: an A100's 108 SMs x 2048; h200: 132 x 2048), cuBLAS 63 MiB for the Linears' GEMMs, in
  * training + 256 B a thread; eager loading + 362 MiB (PyTorch PR #86509) and no library part. */

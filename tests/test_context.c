@@ -1,7 +1,7 @@
 /*
- * test_context.c — the CUDA context model (src/context.c, issue 27).
+ * test_context.c — the CUDA context model (src/engine/context.c, issue 27).
  *
- * Expected values are derived by hand from src/context.c's table, each with
+ * Expected values are derived by hand from src/engine/context.c's table, each with
  * the measurement it reproduces where there is one: the H200 run
  * (bench/accuracy/logs/gpu_h200_torch211.raw.json, torch 2.11.0+cu130, 132
  * SMs of 2048 threads), context = nvidia_smi_total - reserved of a case.
@@ -79,7 +79,7 @@ static void other_devices(void **state)
     vc_options o = on("a100-80gb", VC_MODE_TRAIN);
     assert_int_equal(ctx(&o, VC_USES_GEMM, &p), 682 * MiB);
     assert_int_equal(p.measured, 0);
-    /* no --gpu: the same default device as src/scratch.c, an A100's 108 x 2048 */
+    /* no --gpu: the same default device as src/engine/scratch.c, an A100's 108 x 2048 */
     o = on(NULL, VC_MODE_TRAIN);
     assert_int_equal(ctx(&o, VC_USES_GEMM, &p), 682 * MiB);
     /* RTX 4090, 128 SMs x 1536: 128*1536*1 KiB = 192 MiB; inference with GEMMs 349 + 192 + 63 = 604 MiB */
@@ -210,7 +210,7 @@ static void engine(void **state)
     }
 }
 
-/* NCCL's P2P-transport buffers (src/nccl.c), by hand from NVIDIA/nccl@5067397c (2.30.7):
+/* NCCL's P2P-transport buffers (src/engine/nccl.c), by hand from NVIDIA/nccl@5067397c (2.30.7):
  * LL 8 x 512 x 8 x 16 = 524,288 B, LL128 120 x 640 x 8 x 8 = 4,915,200 B, SIMPLE 4,194,304 B,
  * ncclRecvMem / ncclSendMem 4096 B each, every connection rounded up to 2 MiB (CUDA_IPC_MIN). */
 static void nccl_buffers(void **state)

@@ -1,5 +1,5 @@
 /*
- * test_ddp_view.c — the bucket views of src/layout.c, every byte derived by
+ * test_ddp_view.c — the bucket views of src/parallel/layout.c, every byte derived by
  * hand from PyTorch's source (docs/parallel.md 1.3):
  *  - DistributedDataParallel(gradient_as_bucket_view=True), --parallel ddp or
  *    zero1-torch with --gradient-as-bucket-view: the reducer's buckets as

@@ -284,7 +284,7 @@ static const cli_case cli_cases[] = {
     {{"--params", "1000", "--activations", "9223372036854775807", "--batch", "4"}, "overflows 64-bit arithmetic"},
     {{"--batch", "2"}, "no model file"},
     {{"/nonexistent/model.json"}, "/nonexistent/model.json: cannot open: No such file or directory"},
-    /* what a path names, checked before it is opened (src/util.c vc_read_file) */
+    /* what a path names, checked before it is opened (src/util/util.c vc_read_file) */
     {{"/"}, "/: a directory, not a model file: give the model's .json file (for a Hugging Face model, its config.json)"},
     {{"/dev/null"}, "/dev/null: a character device, not a model file (to read standard input, give '-')"},
     {{""}, "vramcalc: the model file's name is empty"},
@@ -708,7 +708,7 @@ static void test_wide_encodings(void **state)
     }
 }
 
-/* The loader's tables (src/load.h GROWV: instances, values, parameters,
+/* The loader's tables (src/model/load.h GROWV: instances, values, parameters,
  * buffers, a scope's names, the held block inputs) double at 16, 32, 64,
  * 128 entries: a pointer kept into one across its growth dangles (issue 29:
  * item_tie's). Models that cross each doubling at every step, by a layer

@@ -1,7 +1,7 @@
 /*
  * test_fsdp1_mp.c — FSDP1's MixedPrecision (--fsdp-param-dtype, --fsdp-reduce-dtype
  * under --parallel fsdp, shard-grad-op, hybrid) and use_orig_params=True
- * (--fsdp-use-orig-params), src/layout_fsdp1.c, every byte derived by hand from
+ * (--fsdp-use-orig-params), src/parallel/layout_fsdp1.c, every byte derived by hand from
  * pytorch/pytorch@01caf79e047fd15e1f75ba3825f789130efa476a torch/distributed/fsdp/
  * _flat_param.py and @00ae0bc91ac2c1718d1baa193d9d299e2b82776c _runtime_utils.py
  * (docs/parallel.md 1.6).

@@ -1,5 +1,5 @@
 /*
- * test_fsdp2.c — FSDP2's options beyond the defaults (src/layout_fsdp2.c,
+ * test_fsdp2.c — FSDP2's options beyond the defaults (src/parallel/layout_fsdp2.c,
  * docs/parallel.md 2.5): MixedPrecisionPolicy.cast_forward_inputs,
  * reshard_after_forward (False, True given, an int), CPUOffloadPolicy and HSDP. Values
  * derived by hand from the source cited in layout_fsdp2.c and plan.c.

@@ -1,5 +1,5 @@
 /*
- * test_generate.c — --mode generate (issue 13, src/generate.c): the KV
+ * test_generate.c — --mode generate (issue 13, src/engine/generate.c): the KV
  * cache's bytes, the passes' peaks against PyTorch measurements, sliding
  * windows, and the refusals.
  *
@@ -218,7 +218,7 @@ static void max_context(void **state)
     vc_model_free(m);
 }
 
-/* --serve (src/serve.c, vLLM's sizing). Llama-3.1-8B bf16: a block is 16 tokens x 32 layers x 2 (K, V)
+/* --serve (src/engine/serve.c, vLLM's sizing). Llama-3.1-8B bf16: a block is 16 tokens x 32 layers x 2 (K, V)
  * x 8 kv heads x 128 x 2 B = 2 MiB (kv_cache_interface.py page_size_bytes x layers); fp8 halves it.
  * The H100's defaults are the API server's for >= 70 GiB cards (8192 tokens, 1024 sequences), the
  * A100-40GB's the others (2048, 256) (arg_utils.py get_batch_defaults). */
@@ -399,7 +399,7 @@ static void offloaded_cache(void **state)
     vc_model_free(m);
 }
 
-/* --cache quantized (src/kvquant.c): QuantizedCache with the quanto backend. Bytes derived by hand
+/* --cache quantized (src/engine/kvquant.c): QuantizedCache with the quanto backend. Bytes derived by hand
  * from the sources kvquant.c names (transformers cache_utils.py QuantizedLayer.update; optimum-quanto
  * MaxOptimizer, quantize_affine, pack_weights). Llama-3.1-8B, bf16: 32 layers, 8 kv heads, head_dim
  * 128. Keys of one layer at T tokens: n = 8 x 128 x T elements, G = n / 64 groups; packed data

@@ -1,5 +1,5 @@
 /*
- * test_hf.c — Hugging Face config.json input (issue 12, src/hf.c + layers/llm.c).
+ * test_hf.c — Hugging Face config.json input (issue 12, src/hf/hf.c + layers/llm.c).
  *
  * 1. Every family's flagship config (tests/data/hf/, transcribed from the
  *    checkpoint's config.json on the Hugging Face Hub) loads, and its

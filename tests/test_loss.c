@@ -1,5 +1,5 @@
 /*
- * test_loss.c — the loss rows of src/loss.c beyond the existing paths (issue 12 item 3):
+ * test_loss.c — the loss rows of src/engine/loss.c beyond the existing paths (issue 12 item 3):
  * Liger-Kernel's fused linear cross-entropy (`--loss liger`, the model JSON's
  * "loss": "liger_fused_linear_ce"), Apple's Cut Cross-Entropy (`--loss cce`,
  * "cut_cross_entropy") and torchtune's chunked output with CEWithChunkedOutputLoss
@@ -8,7 +8,7 @@
  * 1. --loss: the names (VC_LOSS_MAP), bad values and refused combinations through the
  *    CLI: exit 2, nothing on stdout, one stderr line naming --loss.
  * 2. Bytes derived by hand from the source's allocations (the comment of emit_liger in
- *    src/loss.c cites Liger-Kernel's lines): a 2-layer hand-written model and
+ *    src/engine/loss.c cites Liger-Kernel's lines): a 2-layer hand-written model and
  *    Llama-3.1-8B at 8k tokens.
  * 3. A small config against the harness's measurements of the plain-torch replicas
  *    (bench/accuracy/llm/liger_replica.py, cce_replica.py, chunked_replica.py; measured.json
@@ -118,12 +118,12 @@ static void test_cli_refusals(void **state)
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce --lora 8 --lora-targets lm_head", "--loss: cce: lm_head");
     /* a tensor-parallel rank's LM head holds a vocabulary shard: Liger's fused op has no
      * vocabulary-parallel mode and CCE's (VocabParallelOptions) is not what cce_patch runs
-     * (src/loss.c, the rows' tp_why); --loss hf under --tp is Megatron's vocab_parallel */
+     * (src/engine/loss.c, the rows' tp_why); --loss hf under --tp is Megatron's vocab_parallel */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss liger --tp 2 --gpus 2",
                  "--loss: liger with --tp is not modelled: Liger's fused linear cross-entropy has no vocabulary-parallel");
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss cce --tp 2 --sp --gpus 2",
                  "--loss: cce with --tp is not modelled: Cut Cross-Entropy's vocabulary-parallel path");
-    /* nor under --pp: the head a fused loss replaces is the whole model's (src/pipeline.c) */
+    /* nor under --pp: the head a fused loss replaces is the whole model's (src/parallel/pipeline.c) */
     assert_usage(HF "llama-3.1-8b.json --seq 64 --loss liger --pp 2 --gpus 2",
                  "--loss: liger with --pp is not modelled (the fused loss replaces the LM head, on the last stage)");
     /* accepted: hf is the default, liger on a decoder */
@@ -157,7 +157,7 @@ static const char tiny[] =
     "{\"type\": \"Linear\", \"name\": \"lm_head\", \"in_features\": 32, \"out_features\": 100, \"bias\": false}]}";
 
 /* The hand-written model: Embedding(100, 32) then the head Linear(32, 100), 16 tokens,
- * batch 1, fp32, sgd, no workspace. Liger's forward (src/loss.c emit_liger, the
+ * batch 1, fp32, sgd, no workspace. Liger's forward (src/engine/loss.c emit_liger, the
  * source's lines): BT 16, H 32, V 100: inc_factor ceil(100/32) = 4, chunk_size
  * next_power_of_2(ceil(16/4)) = 4, 4 chunks. The peak is in the forward, at the
  * grad_weight mm of a chunk after the first, with (bytes, each rounded up to 512):
@@ -193,7 +193,7 @@ static void test_tiny_bytes(void **state)
     assert_string_equal(err.path, "loss");
 }
 
-/* The same model with "loss": "cut_cross_entropy" (src/loss.c emit_cce cites the source):
+/* The same model with "loss": "cut_cross_entropy" (src/engine/loss.c emit_cce cites the source):
  * the forward keeps, besides the embedding output it saves (2048), valids int64 [15]
  * 512, lse fp32 [15] 512 and logit_avg fp32 [100] 512; no logits. Backward allocates
  * de = zeros_like(e) [16, 32] 2048 and dc = zeros_like(c) [100, 32] 12800 (then its
@@ -224,7 +224,7 @@ static void test_tiny_bytes_cce(void **state)
     vc_result_free(&r);
 }
 
-/* The same model with "loss": "chunked_ce", "loss_chunks": 4 (src/loss.c emit_chunked cites
+/* The same model with "loss": "chunked_ce", "loss_chunks": 4 (src/engine/loss.c emit_chunked cites
  * torchtune's source), batch 1, fp32, sgd. Batch 1: each tensor_split slice of the
  * embedding output [1, 16, 32] and of the labels is contiguous, a view (no copies). Forward
  * (bytes, each rounded up to 512): weights 25600; ids 512, targets 512, embedding output

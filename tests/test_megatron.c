@@ -1,6 +1,6 @@
 /*
  * test_megatron.c — the megatron and megatron-dist rows of the parallel-layout
- * table (src/layout_megatron.c): Megatron-Core's DistributedDataParallel with
+ * table (src/parallel/layout_megatron.c): Megatron-Core's DistributedDataParallel with
  * Float16OptimizerWithFloat16Params, and with DistributedOptimizer, every byte
  * derived by hand from NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
  * (docs/parallel.md section 7):

@@ -1,5 +1,5 @@
 /*
- * test_parallel.c — the FSDP layouts (src/layout_fsdp1.c:
+ * test_parallel.c — the FSDP layouts (src/parallel/layout_fsdp1.c:
  * fsdp = FULL_SHARD, shard-grad-op = SHARD_GRAD_OP) on a model small enough to
  * derive every byte by hand from FSDP's source (torch/distributed/fsdp/
  * _flat_param.py, _runtime_utils.py, PyTorch 2.x; docs/parallel.md 1.6), and
@@ -286,7 +286,7 @@ static void test_zero2_bf16(void **state)
 }
 
 
-/* ---- zero3: DeepSpeed ZeRO stage 3 (src/layout_zero3.c), derived from its
+/* ---- zero3: DeepSpeed ZeRO stage 3 (src/parallel/layout_zero3.c), derived from its
  * source. A counter of one size's allocations and frees per phase. */
 typedef struct {
     const char *cat;
@@ -544,7 +544,7 @@ static void test_offload_refused(void **state)
     vc_model_free(m);
 }
 
-/* ---- offload beyond ZeRO-3 (src/layout_zero12.c, layout_fsdp1.c): ZeRO-2's offload_optimizer and
+/* ---- offload beyond ZeRO-3 (src/parallel/layout_zero12.c, layout_fsdp1.c): ZeRO-2's offload_optimizer and
  * FSDP1's CPUOffload(offload_params=True) on the two Linears at world size 4,
  * fp32, Adam (sizes in 512-byte blocks as above). */
 
@@ -661,7 +661,7 @@ static void test_fsdp_offload(void **state)
     assert_int_equal(keep.frees[1], 0);
 }
 
-/* ---- fsdp2: PyTorch FSDP2 (fully_shard; src/layout_fsdp2.c, docs/parallel.md
+/* ---- fsdp2: PyTorch FSDP2 (fully_shard; src/parallel/layout_fsdp2.c, docs/parallel.md
  * 2.5), the same two Linears, each its own fully_shard group, the root's group
  * empty. Each parameter is sharded on its own (_fsdp_param.py
  * _init_sharded_param: chunk(world, dim 0)[0], ceil(dim0 / world) rows).

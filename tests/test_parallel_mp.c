@@ -1,12 +1,12 @@
 /*
  * test_parallel_mp.c — model parallelism: Megatron's tensor and sequence
- * parallelism (--tp, --sp; src/hf_tp.c) and its pipeline parallelism (--pp;
- * src/pipeline.c), each expected value derived by hand from Megatron's source
+ * parallelism (--tp, --sp; src/hf/hf_tp.c) and its pipeline parallelism (--pp;
+ * src/parallel/pipeline.c), each expected value derived by hand from Megatron's source
  * (docs/parallel.md 2.6) or from the single-GPU estimate it must equal.
  */
 #include "parallel_test.h"
 
-/* ---- Megatron tensor and sequence parallelism (--tp, --sp; src/hf_tp.c) ----
+/* ---- Megatron tensor and sequence parallelism (--tp, --sp; src/hf/hf_tp.c) ----
  * MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553; K =
  * Korthikanti et al., arXiv:2205.05198, Table 2 (docs/parallel.md 2.6, 3). */
 
@@ -105,7 +105,7 @@ static void test_tp_korthikanti(void **state)
         }
 }
 
-/* Megatron's vocab-parallel cross-entropy (src/loss.c emit_vocab_parallel, MEG cross_entropy.py)
+/* Megatron's vocab-parallel cross-entropy (src/engine/loss.c emit_vocab_parallel, MEG cross_entropy.py)
  * on gpt2-medium-k at TP 8, s 1024, bf16: the vocabulary 50,257 padded to a
  * multiple of 128 x 8 (vocab_utils.py) = 51,200, 6,400 per rank. logits.float()
  * is fp32 [1024, 6400] = 26,214,400 B, which becomes the saved softmax; the
@@ -155,7 +155,7 @@ static void test_tp_vocab_parallel_loss(void **state)
     vc_model_free(m);
 }
 
-/* Impossible layouts name --tp / --sp (src/hf_tp.c; MEG divide() asserts). */
+/* Impossible layouts name --tp / --sp (src/hf/hf_tp.c; MEG divide() asserts). */
 static void test_tp_errors(void **state)
 {
     (void)state;
@@ -202,7 +202,7 @@ static void test_tp_errors(void **state)
     vc_model_free(m);
 }
 
-/* --max-seq with --sp searches lengths the TP degree divides (src/maxseq.c;
+/* --max-seq with --sp searches lengths the TP degree divides (src/engine/maxseq.c;
  * hf_tp.c refuses the others), and the answer is a length that loads and
  * fits while the next multiple of t does not. */
 static void test_tp_max_seq(void **state)
@@ -236,7 +236,7 @@ static void test_tp_max_seq(void **state)
     vc_model_free(m);
 }
 
-/* ---- pipeline parallelism (--pp; src/pipeline.c, docs/parallel.md 2.6) ----
+/* ---- pipeline parallelism (--pp; src/parallel/pipeline.c, docs/parallel.md 2.6) ----
  * The model: four Linear(1000 -> 1000, bias=False), fp32, batch 1, SGD,
  * workspace 0. --pp 2 puts two on each stage. Sizes in 512-byte blocks: a
  * weight or its gradient 4,000,000 B -> 4,000,256; an activation [1, 1000]
@@ -441,7 +441,7 @@ static void test_pp_refused(void **state)
 /* --max-batch answers per GPU: the largest micro-batch at which every stage
  * fits, so the busiest stage's total at it fits and one more does not. */
 /* --tp with --pp: the stages of a config split for tensor parallelism keep the
- * split (src/pipeline.c hf_part; hf_tp.c vc__tp_check). Llama-3.1-405B
+ * split (src/parallel/pipeline.c hf_part; hf_tp.c vc__tp_check). Llama-3.1-405B
  * (126 layers) at tp 8 and pp 16 on 1,024 GPUs: the stages hold 7, 14 x 8
  * and 7 layers (test_pp_split), each of a tensor-parallel rank's width, so the
  * ranks' parameters add up to the tp-8 rank's whole model. */

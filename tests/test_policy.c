@@ -1,6 +1,6 @@
 /*
  * test_policy.c — the optimizer, precision and parallel-layout tables
- * (src/policy.h): each row as the engine runs it, on models small enough to
+ * (src/policy/policy.h): each row as the engine runs it, on models small enough to
  * derive every byte by hand.
  */
 #include <setjmp.h>
@@ -63,7 +63,7 @@ static void test_parallel_names(void **state)
     assert_int_equal(vc_parallel_from_name(NULL), -1);
 }
 
-/* The layout registry (src/layout.c): every vc_parallel has exactly one descriptor,
+/* The layout registry (src/parallel/layout.c): every vc_parallel has exactly one descriptor,
  * and the capability bits agree with the hooks they stand for. */
 static void test_layout_registry(void **state)
 {
@@ -137,7 +137,7 @@ static void test_layout_registry(void **state)
     assert_string_equal(err.path, "--fsdp-replicate");
 }
 
-/* The quant-format rows (src/quant.c): the --weights names and defaults, the settings
+/* The quant-format rows (src/policy/quant.c): the --weights names and defaults, the settings
  * each takes, the compute precision. Sources: GPTQConfig bits 2/3/4/8 and group_size 128,
  * AwqConfig w_bit 4, bitsandbytes quantize_4bit's blocksizes 32..4096 (powers of two),
  * Params4bit blocksize 64. */
@@ -215,7 +215,7 @@ static void test_quant_rows(void **state)
     }
 }
 
-/* cuBLAS's workspaces (aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059, src/state.c
+/* cuBLAS's workspaces (aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059, src/engine/state.c
  * workspaces) on an sm90 card: one handle's getChosenWorkspaceSize, 4096 x 8 KiB = 32 MiB;
  * a biased Linear runs addmm through cuBLASLt, whose own workspace is
  * min(CUBLASLT_WORKSPACE_SIZE 1024 KiB, 32 MiB) = 1 MiB; training adds the autograd device
@@ -378,7 +378,7 @@ static void test_adamw8bit_row(void **state)
     vc_result_free(&r);
 }
 
-/* torch.optim.Adafactor (torch/optim/_adafactor.py, src/optim.c) on
+/* torch.optim.Adafactor (torch/optim/_adafactor.py, src/policy/optim.c) on
  * Linear(1024, 1024) + Linear(1024, 512, bias=False), fp32, batch 1:
  * W1 [1024, 1024] 4 MiB, b1 [1024] 4 KiB, W2 [512, 1024] 2 MiB.
  * State (_init_group): W1 row_var [1024, 1] and col_var [1, 1024], 4 KiB

@@ -1,9 +1,9 @@
 /*
- * test_quant.c — quantized Linear weights (src/quant.c): the bytes each
+ * test_quant.c — quantized Linear weights (src/policy/quant.c): the bytes each
  * storage format keeps per weight, what stays 16-bit, the dequantization
  * temporaries, QLoRA on a small Hugging Face config, quantization_config,
  * and the errors. Every expected number is derived by hand from the
- * library's source as cited in src/quant.c and docs/quantization.md, each
+ * library's source as cited in src/policy/quant.c and docs/quantization.md, each
  * tensor rounded up to the caching allocator's 512-byte blocks.
  */
 #include <setjmp.h>

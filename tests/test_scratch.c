@@ -1,5 +1,5 @@
 /*
- * test_scratch.c — CUDA reductions' scratch (src/scratch.c).
+ * test_scratch.c — CUDA reductions' scratch (src/engine/scratch.c).
  *
  * Expected values are measurements: the NVIDIA H200 (132 multiprocessors of
  * 2048 threads) run of docs/accuracy.md "GPU measurements", torch 2.11.0+cu130,

@@ -1,6 +1,6 @@
 /*
  * test_sweep_plans.c — sweeps and the max-batch search over models whose plan
- * depends on the batch (issue 16): the estimator (src/sweep.c) replays a plan
+ * depends on the batch (issue 16): the estimator (src/engine/sweep.c) replays a plan
  * for every batch its layers declared it holds for (vc_batch_range) and
  * builds another only outside, so
  *  - every row of a sweep must equal vc_estimate() at that batch (the

@@ -1,5 +1,5 @@
 /*
- * test_zero1.c — the zero1 row of the parallel-layout table (src/layout.c):
+ * test_zero1.c — the zero1 row of the parallel-layout table (src/parallel/layout.c):
  * DeepSpeed ZeRO stage 1, DeepSpeedZeroOptimizer with partition_grads=False
  * (deepspeed/runtime/zero/stage_1_and_2.py and engine.py at
  * deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641; docs/parallel.md

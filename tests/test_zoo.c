@@ -133,7 +133,7 @@ static void test_model(void **state)
                          r.peak.temporaries + r.peak.workspace,
                      r.memory.peak_allocated);
     /* total is what nvidia-smi shows: the allocator's reserve plus the CUDA context, the sum
-     * of its parts (src/context.c); every model has the 349 MiB runtime and the default
+     * of its parts (src/engine/context.c); every model has the 349 MiB runtime and the default
      * stack's local memory of the default device (an A100's 108 SMs x 2048 threads x 1 KiB) */
     const vc_context_parts *cp = &r.memory.context_parts;
     assert_int_equal(cp->runtime, 349 * (INT64_C(1) << 20));

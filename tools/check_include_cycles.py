@@ -5,9 +5,11 @@
 
 Every #include "..." line of the .c and .h files under the FOLDERs (default: src, layers,
 include) is resolved as the compiler resolves a quoted include: first beside the including
-file, then in each -I directory in turn (default: include, src, layers, the include
-directories CMakeLists.txt gives the library). An include that resolves to no file in the
-repository (<stdio.h>, cJSON) is not an edge. A resolved include from a file in folder A to
+file, then in each -I directory in turn (default: the include directories CMakeLists.txt gives
+the library: include, the folders of its VC_SRC_FOLDERS, layers). An include that resolves to
+no file in the repository (<stdio.h>, cJSON) is not an edge; one that resolves to none but
+names a header the FOLDERs hold (an -I directory missing) is an error, so that a folder left
+out of the -I list cannot hide an edge. A resolved include from a file in folder A to
 a file in folder B (A != B; a folder is the file's directory, e.g. src/cli) is an edge A -> B
 of the folder graph; the graph must have no cycle (the strongly connected components,
 Tarjan's algorithm, are single folders). On a cycle it prints the folders of each component
@@ -44,8 +46,21 @@ def resolve(root, path, name, incdirs):
     return None
 
 
-def graph(root, folders, incdirs):
-    """{folder: {folder: [(file, line number, include line), ...]}} over resolved includes."""
+def default_incdirs(root):
+    """include, CMakeLists.txt's set(VC_SRC_FOLDERS ...), layers; include, src, layers without it."""
+    try:
+        with open(os.path.join(root, "CMakeLists.txt"), encoding="utf-8") as f:
+            m = re.search(r"^set\(VC_SRC_FOLDERS\s+([^)]*)\)", f.read(), re.M)
+    except OSError:
+        m = None
+    return ["include"] + (m.group(1).split() if m else ["src"]) + ["layers"]
+
+
+def graph(root, folders, incdirs, unresolved=None):
+    """{folder: {folder: [(file, line number, include line), ...]}} over resolved includes;
+    unresolved (a list) gets (file, line number, include line) for each quoted include that
+    resolves to no file but names a header of the FOLDERs."""
+    headers = {os.path.basename(p) for p in sources(root, folders) if p.endswith(".h")}
     edges = {}
     for path in sources(root, folders):
         a = os.path.relpath(os.path.dirname(path), root)
@@ -57,6 +72,8 @@ def graph(root, folders, incdirs):
                     continue
                 target = resolve(root, path, m.group(1), incdirs)
                 if target is None:
+                    if unresolved is not None and os.path.basename(m.group(1)) in headers:
+                        unresolved.append((os.path.relpath(path, root), n, line.strip()))
                     continue
                 b = os.path.relpath(os.path.dirname(target), root)
                 if b != a and not b.startswith(".."):
@@ -112,8 +129,14 @@ def main(argv):
     ap.add_argument("-I", dest="incdirs", action="append", help="an include directory (repeatable)")
     ap.add_argument("--show", action="store_true", help="print the folder graph")
     a = ap.parse_args(argv)
-    incdirs = a.incdirs or ["include", "src", "layers"]
-    edges = graph(a.root, a.folders, incdirs)
+    incdirs = a.incdirs or default_incdirs(a.root)
+    unresolved = []
+    edges = graph(a.root, a.folders, incdirs, unresolved)
+    for f, n, line in unresolved:
+        print("%s:%d: %s resolves to no file beside it or in -I %s: its folder is not an -I directory"
+              % (f, n, line, " ".join(incdirs)))
+    if unresolved:
+        return 1
     if a.show:
         for x in sorted(edges):
             for y in sorted(edges[x]):

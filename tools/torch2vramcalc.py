@@ -617,7 +617,7 @@ _OP_KINDS = OrderedDict([
     ("RelativePositionBias", (["getitem"], "a parameter table indexed by a constant index buffer, "
                                           "view(N, N, -1).permute(2, 0, 1).contiguous().unsqueeze(0) "
                                           "(MaxViT's relative position bias)")),
-] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf.c) for the "
+] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf/hf.c) for the "
               "transformers modules it models; a traced model exports their ops"))
      for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
                "PositionEmbedding", "SparseMoE", "NewGELU")])

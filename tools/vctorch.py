@@ -1315,7 +1315,7 @@ _KINDS["MultiheadAttention"] = (_mk_mha, None, {"need_weights", "average_attn_we
 
 
 def _llm_kind(name):
-    """The kinds of vramcalc's Hugging Face config reader (src/hf.c, layers/llm.c) are
+    """The kinds of vramcalc's Hugging Face config reader (src/hf/hf.c, layers/llm.c) are
     not rebuilt here from their own semantics: a replica of the engine's reading would
     share its assumptions. Their truth is bench/accuracy/llm/reference.py, written from
     the transformers source, measured by bench/accuracy/llm/measure_llm.py."""

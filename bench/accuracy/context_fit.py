@@ -19,11 +19,11 @@ context is their difference: everything outside PyTorch's caching allocator.
      + cuBLAS + cuDNN + flash terms of their own (one constant per library);
    - "shared": base + cuBLAS + one term for "cuDNN or flash kernels" (present
      when either runs, not their sum), training + the cuBLAS term + the shared
-     term: the form src/context.c follows. The one case that runs both cuDNN
+     term: the form src/engine/context.c follows. The one case that runs both cuDNN
      and flash (vit_b1_adafactor_bf16: a patch convolution and bf16 attention,
      training) is 16 MiB off in the additive fit and exact in this one.
    Every constant of both fits comes from these same 87 cases (fit, not
-   predicted); what src/context.c extrapolates beyond them is listed at the end.
+   predicted); what src/engine/context.c extrapolates beyond them is listed at the end.
 3. vramcalc's `reserved` against the measured memory_reserved(), per case
    (the command gpu_compare.py renders: --attention auto --gpu h200 --torch 2.11).
 4. vramcalc's total (reserved + its modelled context) against nvidia-smi: the
@@ -215,7 +215,7 @@ def main(argv):
     for cid, got, want in off_model:
         print("  %s: vramcalc's context %.2f MiB is not the shared fit's %g" % (cid, got, want))
     print("""
-Extrapolated in src/context.c (not fitted here): the split of the base into a fixed part and
+Extrapolated in src/engine/context.c (not fitted here): the split of the base into a fixed part and
 the local memory of the default 1 KiB stack (SMs x resident threads x 1 KiB, 264 MiB of the
 613 on 132 x 2048), the training cuBLAS term as SMs x resident threads x 256 B (the 66 MiB
 fitted here, scaled by the GPU), other CUDA runtimes (11.7 - 12.x taken as 13.0), eager module

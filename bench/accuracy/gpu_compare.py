@@ -338,7 +338,7 @@ def render(args, raw, cs):
       "caching allocator)." % (raw.get("attention"), raw.get("mha_fastpath")))
     w("- **Estimate**: `vramcalc MODEL --batch B --optim O --mode M --precision P %s --format json` (%s); "
       "the workspace is vramcalc's model, not 0, because CUDA's `max_memory_allocated` counts cuBLAS's "
-      "workspace; `cuda_context` is vramcalc's context model (`src/context.c`, [context.md](context.md): "
+      "workspace; `cuda_context` is vramcalc's context model (`src/engine/context.c`, [context.md](context.md): "
       "fitted on this run's contexts) unless `--context` was given." % (
           est_flags, version or "vramcalc"))
     w("- **Error** = (estimate − measured) / measured. Sizes in MiB (2^20 bytes). *CPU harness*: this case's "

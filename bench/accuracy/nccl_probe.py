@@ -17,7 +17,7 @@ NCCL's buffers):
 
 NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,P2P unless set) goes to one file per rank
 (NCCL_DEBUG_FILE); the probe keeps the lines that name channels, transports and
-buffer sizes, and counts the ring channels ("Channel NN/MM"). src/nccl.c predicts
+buffer sizes, and counts the ring channels ("Channel NN/MM"). src/engine/nccl.c predicts
 channels x (receive + send) per communicator: 10 + 2 MiB per channel in P2P write mode,
 6 + 6 MiB in read mode (NVLink between sm80 GPUs). gpu_compare.py --probes runs this.
 """

@@ -189,7 +189,7 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
 
 /* ---- quantized weights (docs/quantization.md) ----
  * The storage format of the model's nn.Linear weights, one row each in
- * src/quant.c: the tensors a library keeps per weight (packed data, block
+ * src/policy/quant.c: the tensors a library keeps per weight (packed data, block
  * scales, zeros, code books) and the temporaries its linear makes. The
  * format replaces every Linear weight but the ones the method leaves in
  * 16-bit (the output layer: transformers' get_keys_to_not_convert) and
@@ -240,7 +240,7 @@ VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded 
  * fused linear cross-entropy ("liger_fused_linear_ce"), cce = Apple's Cut Cross-Entropy
  * ("cut_cross_entropy"), chunked = torchtune's chunked output projection and
  * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), mean = the simplest loop's
- * outputs.logits.mean() ("logits_mean"), a row each of src/loss.c's table. */
+ * outputs.logits.mean() ("logits_mean"), a row each of src/engine/loss.c's table. */
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
@@ -299,7 +299,7 @@ VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 /* ---- options ----
  * Each choice is an X-macro list X(ENUM, "cli-name"): the enum, the names
  * and the lookups below come from it. What an optimizer or a precision does
- * is one row of its table (src/optim.c, src/precision.c): adding one is a
+ * is one row of its table (src/policy/optim.c, src/policy/precision.c): adding one is a
  * line here, a row there, and its tests (docs/contributing.md). */
 #define VC_OPTIM_MAP(X)            \
     X(SGD, "sgd")                  \
@@ -320,10 +320,10 @@ VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 #define VC_MODE_MAP(X) X(TRAIN, "train") X(INFER, "infer") X(GENERATE, "generate")
 /* The KV cache of --mode generate (docs/inference.md): transformers' DynamicCache
  * (grown by torch.cat each step), StaticCache (preallocated to prompt + new tokens),
- * DynamicCache(offloading=True), QuantizedCache (quanto backend; src/kvquant.c). */
+ * DynamicCache(offloading=True), QuantizedCache (quanto backend; src/engine/kvquant.c). */
 #define VC_CACHE_MAP(X) X(DYNAMIC, "dynamic") X(STATIC, "static") X(OFFLOADED, "offloaded") X(QUANTIZED, "quantized")
 #define VC_ATTENTION_MAP(X) X(AUTO, "auto") X(FLASH, "flash") X(EFFICIENT, "efficient") X(MATH, "math")
-/* Parallel layouts (docs/parallel.md): one row each in src/layout.c. */
+/* Parallel layouts (docs/parallel.md): one row each in src/parallel/layout.c. */
 #define VC_PARALLEL_MAP(X) X(NONE, "none") X(DDP, "ddp") X(ZERO1_TORCH, "zero1-torch") X(FSDP, "fsdp") \
     X(FSDP_GRAD_OP, "shard-grad-op") X(FSDP_HYBRID, "hybrid") \
     X(ZERO2, "zero2") X(ZERO3, "zero3") X(FSDP2, "fsdp2") X(ZERO1, "zero1") \
@@ -405,7 +405,7 @@ typedef struct {
      * layers' experts split over ep ranks of the data-parallel group, >= 1 */
     int64_t ep;
     /* The GPU estimated for (--gpu): its multiprocessors size CUDA kernels'
-     * own scratch (src/scratch.c); NULL: the default device there. */
+     * own scratch (src/engine/scratch.c); NULL: the default device there. */
     const struct vc_gpu *device;
     /* --parallel fsdp2: fully_shard's reshard_after_forward, the same for every
      * call: VC_FSDP_RESHARD_AUTO (None, the default: True, the root's False),
@@ -436,7 +436,7 @@ typedef struct {
      * the parameter swapper's buffers on the GPU (0: false, DeepSpeed's default) */
     vc_offload_device offload_device;
     int nvme_gds;
-    /* The CUDA stack the process runs (src/context.c, docs/context.md): the CUDA
+    /* The CUDA stack the process runs (src/engine/context.c, docs/context.md): the CUDA
      * runtime PyTorch was built with, 100*major + minor (--cuda 12.4: 1204;
      * VC_CUDA_DEFAULT), and its module loading (CUDA_MODULE_LOADING):
      * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
@@ -524,7 +524,7 @@ VC_EXTERN const char *vc_torch_name(int version, char *buf, size_t n);
 typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
 VC_EXTERN const char *vc_phase_name(vc_phase p);
 
-/* What the process holds outside the caching allocator, as src/context.c
+/* What the process holds outside the caching allocator, as src/engine/context.c
  * models it (docs/context.md): cuda_context is the sum of the parts. */
 typedef struct {
     int64_t runtime;         /* the driver's context, the CUDA runtime and PyTorch's own kernels as a step loads them */
@@ -558,7 +558,7 @@ typedef struct {
      * (torch.cuda.memory_allocated() does not see it; nvidia-smi does while
      * it is resident on the GPU) */
     int64_t optimizer_states_paged;
-    /* cuda_context's parts (src/context.c); all 0 when --context gave it */
+    /* cuda_context's parts (src/engine/context.c); all 0 when --context gave it */
     vc_context_parts context_parts;
 } vc_memory;
 
@@ -695,7 +695,7 @@ typedef struct {
  * fail with VC_ERR_USAGE and a message with the nearest preset, if any. */
 VC_EXTERN vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err);
 
-/* ---- the CUDA context (src/context.c, docs/context.md) ---- */
+/* ---- the CUDA context (src/engine/context.c, docs/context.md) ---- */
 /* What nvidia-smi shows beyond the caching allocator's segments, for options
  * o (o->device: --gpu's preset, else an A100's 108 SMs; o->cuda_version,
  * o->module_loading, o->mode) and what the step runs (VC_USES_* bits): its
@@ -712,7 +712,7 @@ VC_EXTERN const char *vc_cuda_name(int version, char *buf, size_t n);
 VC_EXTERN int vc_module_loading_from_name(const char *s);
 VC_EXTERN const char *vc_module_loading_name(int m);
 
-/* ---- NCCL's buffers (src/nccl.c, docs/context.md "NCCL") ---- */
+/* ---- NCCL's buffers (src/engine/nccl.c, docs/context.md "NCCL") ---- */
 /* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,
  * outside the caching allocator: *recv for a receive, *send for a send; read:
  * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
@@ -725,7 +725,7 @@ VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, 
 /* ==== serving capacity (--serve; docs/inference.md) ====
  * vLLM's KV cache sizing on one card: the share gpu_memory_utilization of
  * it, less the weights and a profiling run over max_num_batched_tokens
- * tokens, is cut into blocks of block_size tokens (all layers). src/serve.c
+ * tokens, is cut into blocks of block_size tokens (all layers). src/engine/serve.c
  * names the vLLM functions followed. */
 #define VC_KV_DTYPE_MAP(X) X(AUTO, "auto") X(FP16, "fp16") X(BF16, "bf16") X(FP8, "fp8")
 #define VC__ENUM_KV(e, n) VC_KV_##e,
@@ -762,7 +762,7 @@ VC_EXTERN vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_se
                              vc_serve_result *r, vc_error *err);
 /* The precision vLLM serves m in on gpu with its default --dtype auto: the
  * config.json's torch_dtype, float32 (or none) as bf16 (fp16 before sm80),
- * a dtype the card lacks as its first supported one (src/serve.c). A model
+ * a dtype the card lacks as its first supported one (src/engine/serve.c). A model
  * file that is not a config.json counts as float32. */
 VC_EXTERN vc_precision vc_serve_auto_precision(const vc_model *m, const vc_gpu_spec *gpu);
 
@@ -783,7 +783,7 @@ VC_EXTERN vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *
 VC_EXTERN vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err);
 VC_EXTERN void vc_estimator_free(vc_estimator *e);
 /* Plans the estimator has built so far (the first included): one per range
- * of batches over which the model's plan holds (src/sweep.c). */
+ * of batches over which the model's plan holds (src/engine/sweep.c). */
 VC_EXTERN size_t vc_estimator_plans_built(const vc_estimator *e);
 
 /* The largest batch searched for (2^40): where memory does not grow with the

@@ -208,7 +208,7 @@ def test_errors(vc):
             check(what in str(e), "%r: message %r does not name %s" % (kw, str(e), what))
     # generation (issue 13): the API's answers are the CLI's
     hf = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
-    # --loss liger/cce on a tensor-parallel rank: refused naming --loss (src/loss.c tp_why), as the CLI
+    # --loss liger/cce on a tensor-parallel rank: refused naming --loss (src/engine/loss.c tp_why), as the CLI
     for loss in ("liger", "cce"):
         rc, out, err = cli([hf, "--loss", loss, "--tp", "2", "--gpus", "2"])
         try:

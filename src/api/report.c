@@ -425,14 +425,14 @@ static void ranks_table(FILE *f, const vc_result *r)
     }
 }
 
-/* Whether the CUDA context is src/context.c's model (not --context's bytes, not an AMD GPU's fixed estimate). */
+/* Whether the CUDA context is src/engine/context.c's model (not --context's bytes, not an AMD GPU's fixed estimate). */
 static bool context_modelled(const vc_options *o, const vc_memory *m)
 {
     return !m->context_parts.given && o->context < 0 && !(o->device && strcmp(o->device->vendor, "NVIDIA"));
 }
 
 /* The cuda context row, and under it the model's parts that are not 0
- * (src/context.c, docs/context.md): measured on this card and stack, or
+ * (src/engine/context.c, docs/context.md): measured on this card and stack, or
  * extrapolated. */
 static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
 {
@@ -535,7 +535,7 @@ void report_table(FILE *f, const vc_report *rep)
     }
 }
 
-/* "context_parts" after "cuda_context" (src/context.c's parts), but where
+/* "context_parts" after "cuda_context" (src/engine/context.c's parts), but where
  * --context gave the bytes or the GPU's context is not modelled; then "total". */
 static void json_context_total(FILE *f, const vc_options *o, const vc_memory *m)
 {
@@ -609,7 +609,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
     if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
     char cv[16];
-    int loading = o->module_loading != VC_MODULE_LOADING_AUTO ? o->module_loading /* auto: lazy from CUDA 11.7 (src/context.c) */
+    int loading = o->module_loading != VC_MODULE_LOADING_AUTO ? o->module_loading /* auto: lazy from CUDA 11.7 (src/engine/context.c) */
                 : o->cuda_version >= 1107 ? VC_MODULE_LOADING_LAZY : VC_MODULE_LOADING_EAGER;
     fprintf(f, "%s\"torch_version\": \"%s\", \"cuda_version\": \"%s\", \"module_loading\": \"%s\", \"attention_kernel\": ", ind,
             vc_torch_name(o->torch_version, tv, sizeof tv), vc_cuda_name(o->cuda_version, cv, sizeof cv),

@@ -385,7 +385,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_TORCH: return choose(name, v, o->torch_version = vc_torch_from_name(v), "a release from 2.0 to 2.15, e.g. 2.5", err);
     case VC_OPT_WORKSPACE: return parse_size(name, v, &o->workspace, err);
     case VC_OPT_CONTEXT: return parse_size(name, v, &o->context, err);
-    case VC_OPT_CUDA: { /* the CUDA context model's runtime (src/context.c) */
+    case VC_OPT_CUDA: { /* the CUDA context model's runtime (src/engine/context.c) */
         int cuda = vc_cuda_from_name(v);
         if (cuda >= 0) o->cuda_version = cuda;
         return choose(name, v, cuda, "a CUDA release from 11.0 to 13.9, e.g. 12.4", err);
@@ -615,7 +615,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     }
     if (sweep && q->trace) return usage(err, O("trace") " shows one batch: use " O("batch") ", not " O("sweep"));
-    /* the CUDA context (src/context.c): --context replaces the model that --cuda and --module-loading set */
+    /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
         return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",
                      q->given[VC_OPT_CUDA] ? O("cuda") : O("module_loading"));
@@ -762,7 +762,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto fail;
         }
         if (resp->gpu.preset && resp->gpu.preset->hopper) o->hopper = 1;
-        o->device = resp->gpu.preset; /* its multiprocessors size kernels' scratch (src/scratch.c) */
+        o->device = resp->gpu.preset; /* its multiprocessors size kernels' scratch (src/engine/scratch.c) */
     }
     if (q->sweep && (st = parse_sweep(q->sweep, &resp->sweep, &resp->nsweep, err))) goto fail;
     if ((q->plot && !(resp->plot = strdup(q->plot))) || (q->columns && !(resp->columns = strdup(q->columns)))) {
@@ -797,7 +797,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             cJSON_Hooks hooks = {json_alloc, json_free};
             cJSON_InitHooks(&hooks);
         }
-        q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf_tp.c) */
+        q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c) */
         q->hf.sp = o->sp;
         st = vc_model_load_file_hf(q->model, &q->hf, &m, err);
         if (q->json_arena) {

@@ -8,7 +8,7 @@ meg_compute_weight_and_optimizer_memory) counts, per parameter of the most loade
 --use-distributed-optimizer 6 + 12 / dp (the weight and main_grad whole, the rest sharded over the
 data-parallel group; expert parameters over the expert-data-parallel group, world / (etp x ep x pp)).
 
-vramcalc's rows (src/layout_megatron.c) allocate what Megatron-Core's DistributedDataParallel and
+vramcalc's rows (src/parallel/layout_megatron.c) allocate what Megatron-Core's DistributedDataParallel and
 optimizers allocate: the bf16 parameters (or, distributed, the bf16 param_data buffer they are
 re-pointed into), one fp32 grad_data buffer per (dense | expert) group, the fp32 main params
 (whole, or the busiest rank's pieces of its range) and Adam's two states on them. For each

@@ -87,7 +87,7 @@ FIXES = [
 ]
 
 
-RELEASES = ("2.4", "2.5")  # one of each softmax form before the default's (src/release.c)
+RELEASES = ("2.4", "2.5")  # one of each softmax form before the default's (src/policy/release.c)
 
 
 def version_dependent(cli, cases):
@@ -188,7 +188,7 @@ What the comparison showed, and what is left:
   `down_proj(act_fn(gate_proj(x)) * up_proj(x))` left to right (`modeling_qwen2.py`
   `Qwen2MLP.forward`; Llama, Mistral, Gemma, Qwen3, Mixtral's dense layers alike): the gate is a
   temporary freed when `act_fn` returns, before `up_proj` runs. A config's MLP is now
-  `gate_proj`, `act_fn`, `up_proj`, `mul` (`src/hf_layers.c`); training is unchanged (the gate is saved
+  `gate_proj`, `act_fn`, `up_proj`, `mul` (`src/hf/hf_layers.c`); training is unchanged (the gate is saved
   for the activation's backward either way; the 52 training cases are byte-identical). Before
   the fix the BF16 rows were +8.9% at worst (0.5B at 30,720: 2.548 GiB for 2.34), mean 2.2%;
   after it, mean 1.3%, max 3.0%. The CPU generation suite moved too: llm56's prefill
@@ -198,7 +198,7 @@ What the comparison showed, and what is left:
   (`auto_gptq/modeling/_utils.py`, AutoGPTQ@9f7d370) allocates one `temp_dq` buffer of
   `max(in_features × out_features)` fp16 per device (135.8 MB for the 7B's 3584 × 18944 MLP
   weights) and a `[1, 1]` `temp_state`, for the whole run. The `gptq` row now keeps them
-  (`src/quant.c` `gptq_shared`; the format table's `shared` hook is given the largest weight of
+  (`src/policy/quant.c` `gptq_shared`; the format table's `shared` hook is given the largest weight of
   its format): GPTQ-Int4 mean 3.1% → 1.8%, max 4.0% → 3.5% (the table above is after it).
   GPTQ-Int8 (the cuda kernels, no such buffer) is within 0.5% at a prompt of 1 for 7B–32B.
 - **AWQ at a prompt of 1 on the tied-embedding sizes (0.5B, 1.5B, 3B)**: 20–32% under, while the
@@ -238,7 +238,7 @@ GPU_AFTER = r"""
 What the GPU runs showed, and what they changed (four runs on one H200, torch 2.11, all 87 cases;
 the first three measured 64 cases, the fourth the other 23):
 
-- **cuBLAS's workspaces, counted as the source allocates them** (`src/state.c` `workspaces`;
+- **cuBLAS's workspaces, counted as the source allocates them** (`src/engine/state.c` `workspaces`;
   `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059). The first 15 cases were run while
   vramcalc kept one cuBLAS workspace per process. Every inference case was then exactly 1.00 MiB
   under, and every training case 33–38 MiB under (gpt_prenorm b4 AdamW: 54.94 MiB estimated,
@@ -271,13 +271,13 @@ the first three measured 64 cases, the fourth the other 23):
   VGG backbone 16–32% under, and the ViT training cases 1–3% under. The allocator's history at
   the peak (`VRAMCALC_CUDA_HISTORY=FILE`, `bench/accuracy/cudahistory.py`: every block live at
   the step's peak with the C++ frames that allocated it) named two kinds of kernel scratch:
-  - **CUDA reductions' global buffers**, now modelled (`src/scratch.c`, following
+  - **CUDA reductions' global buffers**, now modelled (`src/engine/scratch.c`, following
     `setReduceConfig` in `aten/src/ATen/native/cuda/Reduce.cuh`; [autograd.md](autograd.md) §2).
     A reduction split across thread blocks allocates a buffer of `4 × outputs × ctas_per_output`
     bytes, times 128 when the reduced dimension is not the contiguous one, and a semaphore
     block. The history showed 8,388,608 B for Adafactor's `vector_norm(grad, dim=-2)` of a
     1024 × 1024 weight, and 2,457,600 B and 1,114,112 B for the bias-gradient sums of a 192- and
-    a 128-wide Linear over 1,576 and 1,040 tokens. `src/scratch.c` gives these three to the
+    a 128-wide Linear over 1,576 and 1,040 tokens. `src/engine/scratch.c` gives these three to the
     byte (`tests/test_scratch.c`). With it, six cases went exact (both MLP Adafactor cases,
     `ckpt_resmlp_b64_adamw_bf16` from −9.00%, `vit_b16_adamw_fp32`, `encoder_postnorm_b16_sgd_bf16`),
     two moved closer (`vit3_block_b8_sgd_fp32` −2.85% → −0.40%, `encoder_native_b8_adam_fp32`
@@ -454,15 +454,15 @@ def main(argv):
     w("| `weights`, `optimizer_states` | tensor sizes rounded to 512 B | measured, exact in every case (the harness's `weights_bytes`, `optimizer_state_bytes`; checked by the test) |")
     w("| `gradients`, `activations` | tensor sizes rounded to 512 B | part of `peak_allocated`; not compared on their own |")
     w("| `workspace` (cuBLAS/cuDNN) | cuBLAS's documented default workspace (4 MiB + 8×16 KiB, 32 MiB on Hopper) | estimate; not measured (CPU has none); `--workspace 0` here |")
-    w("| `reserved` | model of the CUDA caching allocator (`src/alloc.c`: 2 MiB small / 20 MiB large segments, best fit, splitting), replayed at grid batches (1-8, then two per octave; for a model whose plan depends on the batch, each with the plan built for that batch), the most over the grid batches so far, interpolated linearly in between and never below the allocated peak, so that `total` never decreases as the batch grows (PyTorch's own reserve rises and falls by a few segments with best-fit packing) | estimate; not measured (needs a GPU) |")
-    w("| `cuda_context` | `src/context.c`: a runtime part, the GPU's local memory, cuBLAS, cuDNN or flash kernels and training terms, from what the step runs ([context.md](context.md); `--context` to override) | fitted on the H200 run below (every case within 2 MiB); other GPUs, CUDA runtimes and eager loading extrapolated |")
+    w("| `reserved` | model of the CUDA caching allocator (`src/engine/alloc.c`: 2 MiB small / 20 MiB large segments, best fit, splitting), replayed at grid batches (1-8, then two per octave; for a model whose plan depends on the batch, each with the plan built for that batch), the most over the grid batches so far, interpolated linearly in between and never below the allocated peak, so that `total` never decreases as the batch grows (PyTorch's own reserve rises and falls by a few segments with best-fit packing) | estimate; not measured (needs a GPU) |")
+    w("| `cuda_context` | `src/engine/context.c`: a runtime part, the GPU's local memory, cuBLAS, cuDNN or flash kernels and training terms, from what the step runs ([context.md](context.md); `--context` to override) | fitted on the H200 run below (every case within 2 MiB); other GPUs, CUDA runtimes and eager loading extrapolated |")
     w("| `total` | `reserved + cuda_context` | estimate |")
     w("")
     w("## The PyTorch release followed")
     w("")
     w("vramcalc follows PyTorch 2.15 (the current stable release; JSON `torch_version`) and the harness "
       "replicates the same release (`measure.py --torch`, default 2.15). `--torch X.Y` (2.0 to 2.15) selects "
-      "behaviours that moved memory between releases, each a row of `src/release.c` (release from which it "
+      "behaviours that moved memory between releases, each a row of `src/policy/release.c` (release from which it "
       "holds -> behaviour):")
     w("")
     w("| behaviour | by release | source |")
@@ -560,7 +560,7 @@ def main(argv):
     w("- **cuDNN convolution workspaces, `reserved`, the CUDA context**: need a GPU (see the table above).")
     w("- **Kernel-internal scratch** (cuBLAS/cuDNN workspaces, CUDA reduction and sort buffers, LayerNorm/"
       "BatchNorm backward scratch): CUDA's `max_memory_allocated` counts them, the CPU readings between "
-      "operators cannot; `--workspace` models cuBLAS's, `src/scratch.c` the global-reduction buffers of the "
+      "operators cannot; `--workspace` models cuBLAS's, `src/engine/scratch.c` the global-reduction buffers of the "
       "bias-gradient sums and of Adafactor's norms (checked on the GPU, below), the others are not modelled.")
     w("- **Caching-allocator block effects on `max_memory_allocated`**: CUDA counts the whole block handed out, "
       "and a large-pool block whose remainder would be ≤ 1 MiB is not split (e.g. 11 MiB requested from a "

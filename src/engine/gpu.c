@@ -38,7 +38,7 @@ __extension__ typedef __int128 i128;
  * its compute capability in the CUDA C++ Programming Guide's table
  * "Technical Specifications per Compute Capability" (2048 on 7.0, 8.0,
  * 9.0, 10.0; 1024 on 7.5; 1536 on 8.6, 8.9, 12.0); 2048 on CDNA. They size
- * CUDA reductions' scratch (src/scratch.c). */
+ * CUDA reductions' scratch (src/engine/scratch.c). */
 static const vc_gpu gpus[] = {
     /* ---- NVIDIA data centre ---- */
     {"t4", "NVIDIA Tesla T4 16GB", "NVIDIA", MIB(15360), 0,

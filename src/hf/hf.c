@@ -27,7 +27,7 @@
 
 #include "hf.h"
 #include "hf_arch.h"
-#include "policy.h"
+#include "model.h"
 #include "util.h"
 
 /* ------------------------------------------------------------ the families
@@ -378,7 +378,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
                             (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
-    /* --loss: the causal LM's loss, a row of src/loss.c's table by its option name */
+    /* --loss: the causal LM's loss, a row of src/engine/loss.c's table by its option name */
     bool encoder = a.f->block == BLK_BERT;
     unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
 #define VC__LNAME(e, n) n,
@@ -392,7 +392,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
         return vc_set_error(err, VC_ERR_USAGE, "--loss-chunks", "expected a positive number of chunks, at most 2^40");
-    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/loss.c) */
+    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
@@ -426,7 +426,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
-    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(o && o->tp > 1)) /* torchtune's num_output_chunks (src/loss.c emit_chunked) */
+    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(o && o->tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */

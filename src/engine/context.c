@@ -48,7 +48,7 @@
 
 #define MIB(n) ((int64_t)(n) << 20)
 
-/* The device without --gpu: src/scratch.c's, an A100 (108 SMs of 2048 threads). */
+/* The device without --gpu: src/engine/scratch.c's, an A100 (108 SMs of 2048 threads). */
 #define DEFAULT_SMS 108
 #define DEFAULT_SM_THREADS 2048
 #define STACK_DEFAULT 1024   /* cudaLimitStackSize's default, bytes a thread */

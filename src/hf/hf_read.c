@@ -1,8 +1,8 @@
 /*
  * hf_read.c — the keys of a Hugging Face config.json, read into an arch
- * (src/hf_arch.h) and checked.
+ * (src/hf/hf_arch.h) and checked.
  *
- * What a family reads is its row of vc__hf_families (src/hf.c): each key
+ * What a family reads is its row of vc__hf_families (src/hf/hf.c): each key
  * role (K_*) names the config key and its default as the family's
  * configuration_*.py sets it; this file reads every row the same way, in the
  * order of the roles. A key the family needs and the config lacks is an

@@ -28,7 +28,7 @@ typedef struct {
     int owner;          /* instance that declared it */
     const char *name;   /* below the module: "weight" (the full name is owner's path + "." + name) */
     const int64_t *dims;
-    uint8_t fmt;        /* storage format (vc_weights; src/quant.c): VC_WEIGHTS_DENSE unless quantized */
+    uint8_t fmt;        /* storage format (vc_weights; src/policy/quant.c): VC_WEIGHTS_DENSE unless quantized */
 } vc_param_entry;
 
 typedef struct {
@@ -53,8 +53,8 @@ typedef struct {
     const char *name;   /* the layer's `name` (in the arena), NULL none */
 } vc_inst;
 
-/* The model's loss: a row of src/loss.c's table each. VOCAB_PARALLEL: Megatron's
- * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf.c writes it for --tp). */
+/* The model's loss: a row of src/engine/loss.c's table each. VOCAB_PARALLEL: Megatron's
+ * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf/hf.c writes it for --tp). */
 typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE, VC_LOSS_CHUNKED, VC_LOSS_LOGITS_MEAN } vc_loss;
 
 struct vc_model {
@@ -90,18 +90,18 @@ struct vc_model {
     vc_lora lora;
     vc_quant quant;     /* --weights (vc_model_set_weights), used when has_quant */
     bool has_quant;
-    vc_quant cfg_quant; /* a config.json's quantization_config (src/quant.c), format DENSE when none */
+    vc_quant cfg_quant; /* a config.json's quantization_config (src/policy/quant.c), format DENSE when none */
     int nlora;          /* layers that got adapters */
-    vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf.c) */
+    vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf/hf.c) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
-    bool hf_part;       /* a part of such a model (a pipeline stage, src/pipeline.c): its hf options hold */
+    bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
     struct vc_arena *arena;
-    /* A pipeline stage of a larger model (src/pipeline.c, --pp): the
+    /* A pipeline stage of a larger model (src/parallel/pipeline.c, --pp): the
      * instances it runs, as a model of their own, and what its step does
      * that a whole model's does not. */
     struct {
@@ -129,12 +129,39 @@ vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err);
 vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
- * options and LoRA kept): the passes of --mode generate (src/generate.c).
+ * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
 /* model.c: a new model from m's text with its config.json options but
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+
+/* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
+ * naming --weights (vc_model_set_weights). */
+vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
+
+/* A loss (the model's "loss"; src/engine/loss.c), one row per vc_loss: what follows the
+ * model's forward in a training step. A fused row computes the LM head itself: in
+ * training the model's forward stops before the head (the last Linear, with the
+ * Scale/Tanh soft-capping after it: vc__loss_head) and the row's op takes the head's
+ * input and weight. */
+typedef struct vc_loss_row {
+    const char *name;    /* the model JSON's "loss" value */
+    const char *option;  /* its --loss name for a config.json's causal LM, NULL none */
+    const char *summary;
+    bool classes;        /* needs an output with a class dimension */
+    bool causal;         /* a causal-LM loss: token ids in, generation possible */
+    bool fused;          /* replaces the LM head in training */
+    void (*emit)(struct vc_build *b);
+    const char *tp_why;  /* why a tensor-parallel rank (--tp) cannot run it, NULL it can */
+} vc_loss_row;
+const vc_loss_row *vc_loss_row_get(vc_loss l);
+int vc__loss_count(void);
+int vc__loss_from_name(const char *name);  /* a row by its JSON name, -1 */
+int vc__loss_from_option(const char *opt); /* a row by its --loss name, -1 */
+/* The LM head a fused loss replaces: the last Linear instance, when every later one is a
+ * Scale or Tanh on the previous one's output and the last gives the model's output; -1. */
+int vc__loss_head(const vc_model *m);
 
 #endif

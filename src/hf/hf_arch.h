@@ -1,7 +1,7 @@
 /*
  * hf_arch.h — the architecture a Hugging Face config.json describes, as
- * src/hf_read.c reads it, src/hf_tp.c splits it over tensor-parallel ranks
- * and src/hf_layers.c writes it as layers; src/hf.c holds the family table
+ * src/hf/hf_read.c reads it, src/hf/hf_tp.c splits it over tensor-parallel ranks
+ * and src/hf/hf_layers.c writes it as layers; src/hf/hf.c holds the family table
  * and runs the three. Private to those files (and tests/test_hf.c's check of
  * the table).
  */
@@ -17,7 +17,7 @@
 
 /* ------------------------------------------------------------ the family table
  *
- * A family is one row of vc__hf_families (src/hf.c): the config keys it reads
+ * A family is one row of vc__hf_families (src/hf/hf.c): the config keys it reads
  * with their defaults, and the block template its layers are written from.
  * hf_read.c reads every row the same way, hf_layers.c writes every row the
  * same way: a new family is a new row (docs/contributing.md).

@@ -12,7 +12,7 @@
 #include "policy.h"
 #include "util.h"
 
-/* The CUDA context from what the step runs (`uses`, VC_USES_*): src/context.c;
+/* The CUDA context from what the step runs (`uses`, VC_USES_*): src/engine/context.c;
  * --context overrides it. */
 static vc_status finish(vc_result *r, const vc_options *o, unsigned uses, vc_error *err)
 {

@@ -48,7 +48,7 @@ struct vc_estimator {
     vc_plan *plan;        /* the plan of the batch being estimated (one of cache[]) */
     uint64_t clock;
     vc_grid *grid;        /* the allocator model's grid values, shared by the plans */
-    int64_t context;      /* cuda_context of the plan being estimated (src/context.c) */
+    int64_t context;      /* cuda_context of the plan being estimated (src/engine/context.c) */
     vc_context_parts parts; /* ... and its parts */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */

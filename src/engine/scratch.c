@@ -111,7 +111,7 @@ int64_t vc_reduce_scratch(const vc_options *o, int64_t nout, int64_t nin, bool f
     return round512(global) + round512(4 * grid); /* + semaphore_size(): an int per grid column */
 }
 
-/* The upper bound the replay needs (src/replay.c comp_bounds): ctas <= vpt / 16 + 1 and
+/* The upper bound the replay needs (src/engine/replay.c comp_bounds): ctas <= vpt / 16 + 1 and
  * block.x x output_vec_size <= 512, so bytes <= a + c x batch for nin = ps x batch + fx. */
 void vc_reduce_scratch_bounds(int64_t nout, int64_t ps, int64_t fx, int acc_size, int64_t *a, int64_t *c)
 {

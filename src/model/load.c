@@ -29,7 +29,6 @@
 
 #include "hf.h"
 #include "load.h"
-#include "policy.h"
 #include "util.h"
 
 /* ------------------------------------------------------------- the loader */
@@ -677,7 +676,7 @@ static vc_status load_max_positions(loader *L, const cJSON *root)
     return VC_OK;
 }
 
-/* The "loss" key: a row of the loss table (src/loss.c) by its name. */
+/* The "loss" key: a row of the loss table (src/engine/loss.c) by its name. */
 static vc_status load_loss(loader *L, const cJSON *root)
 {
     const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
@@ -761,7 +760,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         goto done;
     }
     if ((st = check_duplicates(&L, root, "")) != VC_OK) goto done;
-    if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf.c): load the model it describes */
+    if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf/hf.c): load the model it describes */
         cJSON *gen = NULL;
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
@@ -817,7 +816,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     scope top;
     memset(&top, 0, sizeof top);
     if ((st = load_scope(&L, layers, "", "", &top, 0, 0, false, -1, &m->output)) != VC_OK) goto done;
-    if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/quant.c) */
+    if ((st = vc__quant_assign(m, err)) != VC_OK) goto done; /* the storage format of each Linear weight (src/policy/quant.c) */
     const vc_loss_row *lr = vc_loss_row_get(m->loss);
     if (lr->classes && m->val[m->output].shape.nd < 1)
         st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s needs an output with a class dimension", lr->name);

@@ -209,7 +209,7 @@ void vc_op_grad_size(vc_op *o, int in, vc_numel n, vc_dtype dt)
 
 /* The gradient of input `in` is the incoming one summed over its leading
  * rows (the engine's sum_to in validate_outputs): a contiguous [rows, out]
- * reduced to [out] by a CUDA reduction, whose scratch (src/scratch.c) lives
+ * reduced to [out] by a CUDA reduction, whose scratch (src/engine/scratch.c) lives
  * while it runs. */
 void vc_op_grad_reduce_rows(vc_op *o, int in, vc_numel rows, int64_t out)
 {

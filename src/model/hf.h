@@ -1,5 +1,7 @@
 /*
- * hf.h — Hugging Face config.json input (src/hf.c), for the loader.
+ * hf.h — Hugging Face config.json input (src/hf/hf.c), for the loader.
+ * It sits in src/model/ beside the loader that calls it: src/hf/ implements
+ * it and includes src/model/, never the other way round (include_cycles).
  */
 #ifndef VC_HF_H
 #define VC_HF_H

@@ -2,7 +2,7 @@
  * autograd.c — executes the recorded op graph symbolically with storage
  * reference counts: forward (with checkpoint regions) and backward as the
  * autograd engine runs it, between the persistent state and the optimizer
- * step (src/state.c). The result is the plan's batch-independent list of
+ * step (src/engine/state.c). The result is the plan's batch-independent list of
  * alloc/free events (sizes are per-sample plus fixed element counts).
  */
 #include <stdlib.h>

@@ -242,7 +242,7 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err);
 /* A --fsdp-*-dtype value's dtype (fp32 for none). */
 vc_dtype vc__fsdp_dtype(vc_fsdp_dtype d);
 
-/* A storage format of Linear weights (vc_weights; src/quant.c). Per-weight
+/* A storage format of Linear weights (vc_weights; src/policy/quant.c). Per-weight
  * tensors and temporaries are functions of the weight's shape p->dims =
  * [out, in] and the format's settings (bits, group, blocks). */
 #define VC_QUANT_MAX 8
@@ -305,37 +305,11 @@ typedef struct vc_weight_row {
 const vc_weight_row *vc_weight_row_get(vc_weights w);
 /* The model's storage format and its settings: --weights (vc_model_set_weights), else its config's quantization_config. */
 const vc_quant *vc__model_quant(const vc_model *m);
-/* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
- * naming --weights (vc_model_set_weights). */
-vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);
-
-/* A loss (the model's "loss"; src/loss.c), one row per vc_loss: what follows the
- * model's forward in a training step. A fused row computes the LM head itself: in
- * training the model's forward stops before the head (the last Linear, with the
- * Scale/Tanh soft-capping after it: vc__loss_head) and the row's op takes the head's
- * input and weight. */
-typedef struct vc_loss_row {
-    const char *name;    /* the model JSON's "loss" value */
-    const char *option;  /* its --loss name for a config.json's causal LM, NULL none */
-    const char *summary;
-    bool classes;        /* needs an output with a class dimension */
-    bool causal;         /* a causal-LM loss: token ids in, generation possible */
-    bool fused;          /* replaces the LM head in training */
-    void (*emit)(struct vc_build *b);
-    const char *tp_why;  /* why a tensor-parallel rank (--tp) cannot run it, NULL it can */
-} vc_loss_row;
-const vc_loss_row *vc_loss_row_get(vc_loss l);
-int vc__loss_count(void);
-int vc__loss_from_name(const char *name);  /* a row by its JSON name, -1 */
-int vc__loss_from_option(const char *opt); /* a row by its --loss name, -1 */
-/* The LM head a fused loss replaces: the last Linear instance, when every later one is a
- * Scale or Tanh on the previous one's output and the last gives the model's output; -1. */
-int vc__loss_head(const vc_model *m);
 
 #endif

@@ -76,7 +76,7 @@ static vc_t targets(vc_build *b, int64_t rows, bool shift, vc_t *padded)
  * then nll_loss (saves target and total_weight); backward: nll grad zeros + log_softmax
  * grad. The logits are an argument of cross_entropy: alive until nll_loss has returned.
  * causal_lm: ForCausalLMLoss, logits.float() first (an fp32 copy under 16-bit) and the
- * label shift (issue 12, src/hf.c). */
+ * label shift (issue 12, src/hf/hf.c). */
 static void emit_ce(vc_build *b, bool shift)
 {
     const vc_value *ov = &b->m->val[b->m->output];
@@ -108,7 +108,7 @@ static void emit_causal_lm(vc_build *b) { emit_ce(b, true); }
 
 /* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
  * logits y (after output_f32's .float(); MEG = NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553
- * as in src/hf_tp.c: megatron/core/tensor_parallel/cross_entropy.py
+ * as in src/hf/hf_tp.c: megatron/core/tensor_parallel/cross_entropy.py
  * _VocabParallelCrossEntropy, as LanguageModule.compute_language_model_loss
  * calls it without cross_entropy_loss_fusion). Forward: labels.transpose(0, 1)
  * .contiguous() (int64 [rows]); calculate_logits_max: torch.max(-1), values

@@ -1,7 +1,10 @@
 /*
- * pipeline.h — pipeline parallelism (src/pipeline.c): the stages of a
+ * pipeline.h — pipeline parallelism (src/parallel/pipeline.c): the stages of a
  * model under --pp, each estimated as a model of its own, and the engine's
- * part of a stage's schedule (the micro-batches in flight).
+ * part of a stage's schedule (the micro-batches in flight). It sits in
+ * src/engine/, which calls it (autograd.c, estimate.c, sweep.c), as plan.h
+ * holds the layouts' hooks: src/parallel/ implements both and includes
+ * src/engine/, never the other way round (include_cycles).
  */
 #ifndef VC_PIPELINE_H
 #define VC_PIPELINE_H

@@ -2,7 +2,7 @@
  * state.c — what a training step keeps across steps and what its optimizer
  * step allocates (split from autograd.c): the parameters as their storage
  * formats keep them, master copies, the optimizer's state (its row,
- * src/optim.c), buffers, the input batch and workspace, the parallel
+ * src/policy/optim.c), buffers, the input batch and workspace, the parallel
  * layout's resident state; then the optimizer's step programs and
  * zero_grad. Storage goes through autograd.c's reference counts
  * (vc__alloc, vc__ref, vc__free).
@@ -168,7 +168,7 @@ void vc__persistent(vc_build *b)
         if (b->flat) { /* a layout's flat parameter: the rank's shard (the model's own are gathered by its hooks) */
             if (b->flat[i].e.numel > 0) vc__alloc(b, vc_n_fixed(b->flat[i].e.numel), (vc_dtype)b->flat[i].dt, CAT_WEIGHT, -1);
         } else {
-            /* the parameter as its storage format keeps it (src/quant.c): the
+            /* the parameter as its storage format keeps it (src/policy/quant.c): the
              * tensor itself, or packed data with its scales and code books */
             tens_t *t = &b->t[b->par_t[i]];
             const vc_weight_row *w = vc_weight_row_get((vc_weights)m->par[i].fmt);

@@ -151,7 +151,7 @@ static int adafactor_state(const vc_param_entry *p, const vc_optim_ctx *c, vc_ts
 /* The step's tensors for one parameter (slots: the step function's locals). */
 enum { AF_ROW_MEAN, AF_COL_MEAN, AF_VAR_EST, AF_UPDATE, AF_GRAD_SQ, AF_ROW_VAR_MEAN };
 #define AF_OP(o_, s_, n_) ((vc_step_op){.op = (o_), .slot = (s_), .t = {.n = vc_n_fixed(n_), .dt = (uint8_t)c->state_dt}})
-/* the same with a reduction's scratch (src/scratch.c): nout outputs of nin values each */
+/* the same with a reduction's scratch (src/engine/scratch.c): nout outputs of nin values each */
 #define AF_RED(o_, s_, n_, nout, nin, fastest) ((vc_step_op){.op = (o_), .slot = (s_), \
                                                              .t = {.n = vc_n_fixed(n_), .dt = (uint8_t)c->state_dt}, \
                                                              .scratch = af_scratch(c, (nout), (nin), (fastest))})
@@ -177,7 +177,7 @@ static int64_t af_scratch(const vc_optim_ctx *c, int64_t nout, int64_t nin, bool
  * then update = var_estimate.clamp_(...).rsqrt_() (the same tensor), and
  * update.norm(2).item() (a 0-d temporary). On CUDA the reductions (the
  * norms and the mean) may take a global-reduction scratch while they run
- * (gpu_reduce_kernel, src/scratch.c): the column norm of a large weight
+ * (gpu_reduce_kernel, src/engine/scratch.c): the column norm of a large weight
  * does (8 MiB for 1024 x 1024 on an H200, measured). These are locals of the loop
  * over parameters: each lives until the next parameter's program rebinds
  * its name (a >= 2-D parameter's row_mean until the next >= 2-D one's), so

@@ -1,6 +1,6 @@
 /*
- * hf_layers.c — an arch (src/hf_arch.h) written as the layers of a vramcalc
- * model (issue 12; split out of src/hf.c).
+ * hf_layers.c — an arch (src/hf/hf_arch.h) written as the layers of a vramcalc
+ * model (issue 12; split out of src/hf/hf.c).
  *
  * Layers are named as the HF modules are (model.embed_tokens, model.layers >
  * self_attn.q_proj, mlp.down_proj, lm_head, ...), projections are Linear

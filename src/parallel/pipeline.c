@@ -418,7 +418,7 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
 vc_status vc__pp_new(const vc_model *m, const vc_options *o, unsigned flags, vc_pipeline **out, vc_error *err)
 {
     *out = NULL;
-    /* a fused loss replaces the model's LM head (src/loss.c, m->loss_head): which
+    /* a fused loss replaces the model's LM head (src/engine/loss.c, m->loss_head): which
      * instance that is on the last stage is not carried into the stage models */
     if (vc_loss_row_get(m->loss)->fused)
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --pp is not modelled (the fused loss replaces "

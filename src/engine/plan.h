@@ -84,7 +84,7 @@ typedef struct {
 typedef struct {
     int32_t p0, np;
     bool cap;
-    /* red_in > 0: instead of parts, a CUDA reduction's scratch (src/scratch.c)
+    /* red_in > 0: instead of parts, a CUDA reduction's scratch (src/engine/scratch.c)
      * while it sums a contiguous [rows, rout] gradient of red_in-byte elements
      * over its rows, rows = rps x batch + rfx (vc_op_grad_reduce_rows), in
      * float accumulators (acc_type of float, half and bfloat16) */
@@ -295,7 +295,7 @@ struct vc_build {
     char note[192]; /* vc_note: the first attention layer's kernel choice */
     vc_gen gen;     /* --mode generate */
     int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
-    /* a pipeline stage (m->stage, src/pipeline.c): the storages the other
+    /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the
      * first npp_first are the first micro-batch's */
     int32_t *pp_held, *pp_refs, *pp_chunk, *pp_copy; /* each: its model chunk, its copy (0: the first run's) */

@@ -43,7 +43,7 @@ vc_grid *vc_grid_new(void);
 void vc_grid_free(vc_grid *g);
 void vc_plan_use_grid(vc_plan *p, vc_grid *g);
 /* Where a plan sharing grid g finds the plan of a grid batch outside its own
- * batches (the estimator's cache, src/sweep.c): fn returns a plan that holds
+ * batches (the estimator's cache, src/engine/sweep.c): fn returns a plan that holds
  * for that batch and lives at least until the next call, or NULL (the plan
  * is then built for the one replay). */
 typedef const vc_plan *(*vc_grid_plan_fn)(void *ctx, int64_t batch);

@@ -11,7 +11,6 @@
 
 #include "hf.h"
 #include "load.h"
-#include "policy.h"
 #include "util.h"
 
 static void reset_model(vc_model *m)
