@@ -1463,7 +1463,7 @@ static void test_issue29_outputs_serve_words(void **state)
          * max_num_seqs is a ValueError */
         {{HF("llama-3.1-8b"), "--serve", "-g", "h100-80gb", "--max-num-batched-tokens", "1", "--max-num-seqs", "1024", NULL},
          "--max-num-batched-tokens: 1 is less than --max-num-seqs 1024: vLLM refuses to start"},
-        /* h100-80gb: max_num_batched_tokens 8192 (EngineArgs defaults, src/serve.c); one dummy request of
+        /* h100-80gb: max_num_batched_tokens 8192 (EngineArgs defaults, src/engine/serve.c); one dummy request of
          * 8192 tokens passes GPT-2's 1024 learned positions: the options named, not the emitted model's
          * layers[1]; cdiv(8192, 1024) = 8 requests fit */
         {{HF("gpt2"), "--serve", "-g", "h100-80gb", "--max-num-seqs", "1", "--prompt", "512", "--new-tokens", "256", NULL},
