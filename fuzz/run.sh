@@ -22,6 +22,9 @@
 #               $BUILD_DIR/artifacts/invariant-LINE.json, fuzz_hf's as
 #               invariant-hf-LINE-KIND.txt: the config and arguments); a memory error still stops.
 #               Builds with -DVRAMCALC_FUZZ_RECOVER=ON. For long unattended runs.
+#   INVARIANTS  report: fuzz_hf's broken invariants (its checks of the messages and figures)
+#               are saved as $BUILD_DIR/artifacts/invariant-hf-*.txt and printed, and the run
+#               goes on; sanitizer reports and crashes still stop it (CI's setting).
 # Exit status: 0 no finding; non-zero: a crash, leak, timeout or invariant failure
 # (the reproducer is in $BUILD_DIR/artifacts/; replay it with
 #  $BUILD_DIR/fuzz_load ARTIFACT, or fuzz_cli / fuzz_hf ARTIFACT).
@@ -51,6 +54,7 @@ if [ "${KEEP_GOING:-0}" = 1 ]; then
   export VC_FUZZ_KEEP_GOING=1 VC_FUZZ_ARTIFACTS="$BUILD_DIR/artifacts"
 else
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  [ "${INVARIANTS:-stop}" = report ] && export VC_FUZZ_KEEP_GOING=1 VC_FUZZ_ARTIFACTS="$BUILD_DIR/artifacts"
 fi
 if [ "$TARGET" = cli ]; then
   SEEDS="$SRC/fuzz/corpus_cli"

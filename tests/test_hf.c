@@ -651,6 +651,12 @@ static void test_config_refusals(void **state)
          "\"shared_expert_intermediate_size\":1099511627776}",
          "shared_expert_intermediate_size", VC_ERR_MODEL},
         {"{\"model_type\":\"qwen3\"," SIX_KEYS ",\"layer_types\":[\"full_attention\"]}", "layer_types", VC_ERR_MODEL},
+        /* a size check names the family's own key (fuzz_hf, CI: GPT-2's n_layer, not num_hidden_layers) */
+        {"{\"model_type\":\"gpt2\",\"vocab_size\":100,\"n_embd\":64,\"n_layer\":4294967297,\"n_head\":4,"
+         "\"n_positions\":128}", "n_layer", VC_ERR_MODEL},
+        /* n_inner defaults to 4 x n_embd: the MLP's size is n_embd's (2^24 x 2^26 x 3 weights) */
+        {"{\"model_type\":\"gpt2\",\"vocab_size\":100,\"n_embd\":16777216,\"n_layer\":1,\"n_head\":4,"
+         "\"n_positions\":128}", "n_embd", VC_ERR_MODEL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         vc_model *m = NULL;

@@ -38,6 +38,19 @@ static const cJSON *key_of(rd *r, const char *key)
     return cJSON_IsNull(v) ? NULL : v;
 }
 
+/* The config key an error about role's value names: the family's own key when
+ * the config has it (gpt2's n_layer, not num_hidden_layers), else the key of
+ * the role it defaults from (kv heads from heads, GPT-2's n_inner from
+ * n_embd), else the family's key or `dflt`. */
+static const char *role_key(rd *r, const arch *a, int role, int from, const char *dflt)
+{
+    const char *k = a->f->keys[role].key;
+    if (k && key_of(r, k)) return k;
+    const char *f = from >= 0 ? a->f->keys[from].key : NULL;
+    if (f && key_of(r, f)) return f;
+    return k ? k : dflt;
+}
+
 /* An integer key in [min, 2^40]; def < 0 (-1): required. */
 static int get_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *out)
 {
@@ -261,8 +274,9 @@ static int read_family(rd *r, arch *a)
         if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
         if (read_key(r, a, role)) return -1;
         if (role == K_KV_HEADS && a->NH % a->KV)
-            return bad(r, "num_key_value_heads", "num_attention_heads (%lld) must be divisible by num_key_value_heads (%lld)",
-                       (long long)a->NH, (long long)a->KV);
+            return bad(r, role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), "%s (%lld) must be divisible by %s (%lld)",
+                       role_key(r, a, K_HEADS, -1, "num_attention_heads"), (long long)a->NH,
+                       role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), (long long)a->KV);
         if (role == K_MAXPOS && f->rope_scaling && read_rope_scaling(r)) return -1;
     }
     /* the rotary part of each head: all of it, none (learned positions), or
@@ -276,7 +290,7 @@ static int read_family(rd *r, arch *a)
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)
-        return bad(r, "num_experts_per_tok", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+        return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     return 0;
 }
 
@@ -287,21 +301,21 @@ static int check_sizes(rd *r, const arch *a)
     int64_t t;
     int64_t width = a->H > a->proj ? a->H : a->proj; /* OPT's embeddings are word_embed_proj_dim wide */
     if (__builtin_mul_overflow(a->V, width, &t) || t > lim)
-        return bad(r, "vocab_size", "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
+        return bad(r, role_key(r, a, K_VOCAB, -1, "vocab_size"), "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
-        return bad(r, "intermediate_size", "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
+        return bad(r, role_key(r, a, a->I >= a->moe_I ? K_INTER : K_MOE_INTER, K_HIDDEN, "intermediate_size"), "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
     if (__builtin_mul_overflow(a->shared_I, a->H, &t) || __builtin_mul_overflow(t, 3, &t) || t > lim)
-        return bad(r, "shared_expert_intermediate_size", "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
+        return bad(r, role_key(r, a, K_SHARED_INTER, K_HIDDEN, "shared_expert_intermediate_size"), "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
                    (long long)a->shared_I, (long long)a->H);
     int64_t qk = (a->NH + 2 * a->KV);
     if (__builtin_mul_overflow(qk, a->D, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
-        return bad(r, "num_attention_heads", "the attention projections are more than 2^48 elements");
-    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, "num_hidden_layers", "the model has more than 2^48 parameters");
+        return bad(r, role_key(r, a, K_HEADS, K_HIDDEN, "num_attention_heads"), "the attention projections are more than 2^48 elements");
+    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "the model has more than 2^48 parameters");
     if (a->R % 2)
-        return bad(r, a->D == a->H / a->NH ? a->f->keys[K_HEADS].key : "head_dim",
+        return bad(r, a->D == a->H / a->NH ? role_key(r, a, K_HEADS, -1, "num_attention_heads") : role_key(r, a, K_HEAD_DIM, -1, "head_dim"),
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
-    if (a->N > 1024) return bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
+    if (a->N > 1024) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);
