@@ -654,6 +654,10 @@ static void test_config_refusals(void **state)
         /* a size check names the family's own key (fuzz_hf, CI: GPT-2's n_layer, not num_hidden_layers) */
         {"{\"model_type\":\"gpt2\",\"vocab_size\":100,\"n_embd\":64,\"n_layer\":4294967297,\"n_head\":4,"
          "\"n_positions\":128}", "n_layer", VC_ERR_MODEL},
+        /* OPT's position table is max_position_embeddings + 2 rows (fuzz_hf, CI): 2^40 + 2 is over the limit */
+        {"{\"model_type\":\"opt\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"ffn_dim\":128,\"max_position_embeddings\":1099511627776}",
+         "max_position_embeddings", VC_ERR_MODEL},
         /* n_inner defaults to 4 x n_embd: the MLP's size is n_embd's (2^24 x 2^26 x 3 weights) */
         {"{\"model_type\":\"gpt2\",\"vocab_size\":100,\"n_embd\":16777216,\"n_layer\":1,\"n_head\":4,"
          "\"n_positions\":128}", "n_embd", VC_ERR_MODEL},

@@ -378,6 +378,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
                             (long long)(a.pos_off - 1), (long long)a.pos_off, (long long)a.maxpos);
+    /* OPTLearnedPositionalEmbedding holds max_position_embeddings + 2 rows (its offset, modeling_opt.py):
+     * bounded here so that the error names the key, not the emitted model's layer */
+    if (a.f->pos == POS_LEARNED_OPT && a.maxpos > MAX_SIZE - 2)
+        return vc_set_error(err, VC_ERR_MODEL, a.f->keys[K_MAXPOS].key, "%lld: the position table holds it + 2 rows "
+                            "(OPT's offset), more than the limit of 2^40", (long long)a.maxpos);
     /* --loss: the causal LM's loss, a row of src/engine/loss.c's table by its option name */
     bool encoder = a.f->block == BLK_BERT;
     unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
