@@ -425,8 +425,7 @@ static void ranks_table(FILE *f, const vc_result *r)
     }
 }
 
-/* Whether the CUDA context is src/engine/context.c's model (not --context's bytes, not an AMD GPU's fixed estimate). */
-static bool context_modelled(const vc_options *o, const vc_memory *m)
+bool report_context_modelled(const vc_options *o, const vc_memory *m)
 {
     return !m->context_parts.given && o->context < 0 && !(o->device && strcmp(o->device->vendor, "NVIDIA"));
 }
@@ -439,7 +438,7 @@ static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
     const vc_options *o = rep->opts;
     const vc_term *t = &rep->term;
     const vc_context_parts *p = &m->context_parts;
-    if (!context_modelled(o, m)) {
+    if (!report_context_modelled(o, m)) {
         row(f, t, "cuda context", m->cuda_context, o->context >= 0 ? "(--context)" : "(estimate, not modelled)");
         return;
     }
@@ -540,7 +539,7 @@ void report_table(FILE *f, const vc_report *rep)
 static void json_context_total(FILE *f, const vc_options *o, const vc_memory *m)
 {
     const vc_context_parts *p = &m->context_parts;
-    if (context_modelled(o, m))
+    if (report_context_modelled(o, m))
         fprintf(f, ", \"context_parts\": {\"runtime\": %" PRId64 ", \"local_memory\": %" PRId64 ", \"eager\": %" PRId64
                    ", \"cublas\": %" PRId64 ", \"kernels\": %" PRId64 ", \"backward_local_memory\": %" PRId64
                    ", \"backward_kernels\": %" PRId64 ", \"measured\": %s}",

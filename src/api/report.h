@@ -21,6 +21,7 @@
 #define report_csv_check vc__report_csv_check
 #define report_csv_header vc__report_csv_header
 #define report_csv_row vc__report_csv_row
+#define report_context_modelled vc__report_context_modelled
 #define report_fits vc__report_fits
 #define report_json vc__report_json
 #define report_json_sweep_begin vc__report_json_sweep_begin
@@ -83,6 +84,9 @@ typedef struct {
 
 /* Whether r fits rep->gpu (true without a GPU). */
 bool report_fits(const vc_report *rep);
+/* Whether the CUDA context is src/engine/context.c's model (not --context's bytes, not an AMD
+ * GPU's fixed estimate): the reports show its parts then. */
+bool report_context_modelled(const vc_options *o, const vc_memory *m);
 
 void report_table(FILE *f, const vc_report *rep);
 void report_json(FILE *f, const vc_report *rep);

@@ -89,7 +89,7 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
     cell_i(c, "memory.peak_allocated", m->peak_allocated);
     cell_i(c, "memory.reserved", m->reserved);
     cell_i(c, "memory.cuda_context", m->cuda_context);
-    if (!m->context_parts.given && o->context < 0 && !(o->device && strcmp(o->device->vendor, "NVIDIA"))) {
+    if (report_context_modelled(o, m)) {
         const vc_context_parts *p = &m->context_parts; /* src/engine/context.c's model: the JSON's context_parts */
         cell_i(c, "memory.context_parts.runtime", p->runtime);
         cell_i(c, "memory.context_parts.local_memory", p->local_memory);
