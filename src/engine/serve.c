@@ -234,7 +234,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         /* a model with learned positions cannot be built past them: say so in the options' words, not
          * with a path of the model a config becomes */
         if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
-            if (err) memset(err, 0, sizeof *err); /* replaces the build's message (vc_set_error keeps a first one) */
+            vc_error_clear(err); /* replaces the build's message (vc_set_error keeps a first one) */
             return vc_set_error(err, VC_ERR_USAGE, "--max-num-seqs",
                                 "the profiling run's %lld dummy request%s of %lld tokens pass%s the model's %.0f "
                                 "positions, and vramcalc builds each as one sequence: give --max-num-seqs %lld or "
