@@ -147,6 +147,31 @@ static vc_status qcheck(const vc_quant *q, vc_error *err)
     return vc__quant_settings_check(q, err);
 }
 
+/* Every spelling of vramcalc.h's VC_WEIGHTS_SPELLING_MAP (what --weights
+ * accepts, and so the option table's choices) names its format and passes
+ * the row's own checks (its bits among the row's widths), and every format
+ * has a spelling: the list and the rows cannot drift apart. */
+static void test_quant_spellings(void **state)
+{
+    (void)state;
+#define SPELLING(e, n) {VC_WEIGHTS_##e, n},
+    static const struct {
+        vc_weights format;
+        const char *name;
+    } sp[] = {VC_WEIGHTS_SPELLING_MAP(SPELLING)};
+#undef SPELLING
+    bool seen[VC_WEIGHTS__N] = {false};
+    for (size_t i = 0; i < sizeof sp / sizeof *sp; i++) {
+        vc_quant q;
+        vc_error err;
+        assert_int_equal(vc_quant_from_name(sp[i].name, &q), 0);
+        assert_int_equal(q.format, sp[i].format);
+        assert_int_equal(qcheck(&q, &err), VC_OK);
+        seen[sp[i].format] = true;
+    }
+    for (int w = 0; w < VC_WEIGHTS__N; w++) assert_true(seen[w]);
+}
+
 static void test_quant_rows(void **state)
 {
     (void)state;
@@ -623,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_paged_adamw8bit_row), cmocka_unit_test(test_parallel_names),
         cmocka_unit_test(test_cublas_workspaces), cmocka_unit_test(test_layout_registry),
         cmocka_unit_test(test_quant_rows),
+        cmocka_unit_test(test_quant_spellings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

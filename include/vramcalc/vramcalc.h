@@ -198,6 +198,13 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
     X(DENSE, "dense") X(INT8, "int8") X(NF4, "nf4") X(FP4, "fp4")           \
     X(GPTQ, "gptq") X(AWQ, "awq") X(FP8, "fp8") X(FP8_CHANNEL, "fp8-channel") \
     X(FP8_BLOCK, "fp8-block")
+/* What --weights accepts, in --help's order: a format's name, with its bits
+ * for the formats that have several widths (vc_quant_from_name reads these;
+ * the option table's choices are this list). */
+#define VC_WEIGHTS_SPELLING_MAP(X)                                               \
+    X(NF4, "nf4") X(FP4, "fp4") X(INT8, "int8") X(GPTQ, "gptq4") X(GPTQ, "gptq8") \
+    X(GPTQ, "gptq3") X(GPTQ, "gptq2") X(AWQ, "awq4") X(FP8, "fp8")                \
+    X(FP8_CHANNEL, "fp8-channel") X(FP8_BLOCK, "fp8-block") X(DENSE, "dense")
 #define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
 typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
 typedef struct {

@@ -22,6 +22,7 @@
  *     quantizers' get_keys_to_not_convert.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -335,14 +336,17 @@ int vc_quant_from_name(const char *name, vc_quant *q)
     memset(q, 0, sizeof *q);
     q->group = 128; /* GPTQConfig / AwqConfig group_size */
     if (!name) return -1;
-    for (int w = 0; w < VC_WEIGHTS__N; w++) {
-        const vc_weight_row *r = &rows[w];
-        size_t l = strlen(r->name);
-        if (r->bits ? strncmp(name, r->name, l) || name[l] < '0' || name[l] > '9' || name[l + 1] || !(r->bits & (1u << (name[l] - '0')))
-                    : strcmp(name, r->name) != 0)
-            continue;
-        q->format = (vc_weights)w;
-        if (r->bits) q->bits = name[l] - '0';
+#define SPELLING(e, n) {VC_WEIGHTS_##e, n},
+    static const struct {
+        vc_weights format;
+        const char *name;
+    } spellings[] = {VC_WEIGHTS_SPELLING_MAP(SPELLING)}; /* vramcalc.h: what --weights accepts */
+#undef SPELLING
+    for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++) {
+        if (strcmp(name, spellings[i].name)) continue;
+        const vc_weight_row *r = &rows[spellings[i].format];
+        q->format = spellings[i].format;
+        if (r->bits) q->bits = atoi(name + strlen(r->name)); /* "gptq4": the row's name, then its bits */
         if (r->group) q->group = r->group;
         q->double_quant = r->double_quant;
         q->block[0] = q->block[1] = r->block;
