@@ -50,6 +50,7 @@ complete -c vramcalc -l module-loading -x -a 'auto lazy eager' -d 'CUDA_MODULE_L
 complete -c vramcalc -s g -l gpu -x -a 't4 v100-16gb v100-32gb a10 a10g l4 l40 l40s a100-40gb a100-80gb h100-pcie h100-80gb h100-nvl h200 b200 rtx-a6000 rtx3060 rtx3090 rtx4070 rtx4080 rtx4090 rtx5070 rtx5090 mi210 mi250x mi300x' -d 'check the fit: a preset'
 complete -c vramcalc -l max-batch -d 'with --gpu: the largest batch size that fits'
 complete -c vramcalc -l max-seq -d 'with --gpu, a config.json: the longest sequence'
+complete -c vramcalc -l no-hints -d 'with --gpu, when the estimate does not fit: do not list what would'
 complete -c vramcalc -l prompt -x -d '--mode generate: prompt tokens per sequence'
 complete -c vramcalc -l new-tokens -x -d '--mode generate: tokens generated per sequence'
 complete -c vramcalc -l cache -x -a 'dynamic static offloaded quantized' -d '--mode generate: the KV cache, dynamic, static, offloaded, quantized'

@@ -1734,6 +1734,117 @@ static void test_context_model(void **state)
     run_free(&r);
 }
 
+/* A hint's options as arguments: {"grad_ckpt": true, "lora": 16} is
+ * --grad-ckpt --lora 16 (the flags through the option table). */
+static int hint_args(const cJSON *opts, const char **args, int n, char store[][32])
+{
+    const cJSON *o;
+    int k = 0;
+    cJSON_ArrayForEach(o, opts) {
+        const vc_option_info *info = vc_option_find(o->string);
+        assert_non_null(info);
+        snprintf(store[k], 32, "--%s", info->flag);
+        args[n++] = store[k++];
+        if (cJSON_IsTrue(o)) continue;
+        if (cJSON_IsNumber(o)) snprintf(store[k], 32, "%lld", (long long)o->valuedouble);
+        else snprintf(store[k], 32, "%s", o->valuestring);
+        args[n++] = store[k++];
+    }
+    return n;
+}
+
+/* src/api/hints.c: an estimate that does not fit --gpu lists what would;
+ * each hint is checked against the CLI's own estimate with its options
+ * (same total, and it fits), and a "together" hint is minimal (each of its
+ * knobs alone does not fit). The expected sets are what the library's own
+ * estimates give for llama-3.1-8b bf16 on a 24 GiB rtx4090. */
+#define HF(name) VC_TEST_DATA "/hf/" name ".json"
+static void test_hints(void **state)
+{
+    (void)state;
+    run_result r;
+    static const struct {
+        const char *args[12];
+        const char *sets[4]; /* the hints' options, as the CLI spells them */
+    } cases[] = {
+        {{HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "512"}, {"--lora 16", "--qlora", "--parallel fsdp2 --gpus 4"}},
+        {{HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "2048", "-b", "4"}, {"--grad-ckpt --qlora"}},
+        {{VC_EXAMPLES "/resnet50.json", "-b", "512", "--gpu", "rtx4090"}, {"--batch 128 --accumulate 4"}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const char *args[24];
+        int n = 0;
+        for (int i = 0; cases[c].args[i]; i++) args[n++] = cases[c].args[i];
+        args[n++] = "-f";
+        args[n++] = "json";
+        args[n] = NULL;
+        run_argv(args, &r);
+        assert_int_equal(r.status, 1);
+        cJSON *j = parse(&r);
+        const cJSON *hints = cJSON_GetObjectItem(j, "would_fit");
+        assert_true(cJSON_IsArray(hints));
+        int nh = 0;
+        const cJSON *h;
+        cJSON_ArrayForEach(h, hints) {
+            assert_non_null(cases[c].sets[nh]);
+            char store[16][32], words[256] = "";
+            const char *more[40];
+            int m = n - 2; /* the case's arguments, then the hint's, then -f json */
+            memcpy(more, args, (size_t)m * sizeof *more);
+            int m2 = hint_args(cJSON_GetObjectItem(h, "options"), more, m, store);
+            for (int i = m; i < m2; i++) snprintf(words + strlen(words), sizeof words - strlen(words), "%s%s", i > m ? " " : "", more[i]);
+            assert_string_equal(words, cases[c].sets[nh]);
+            more[m2++] = "-f";
+            more[m2++] = "json";
+            more[m2] = NULL;
+            run_result r2;
+            run_argv(more, &r2);
+            assert_int_equal(r2.status, 0);
+            cJSON *j2 = parse(&r2);
+            assert_int_equal(num(j2, "memory.total"), num(h, "total"));
+            assert_int_equal(num(j2, "memory.peak_allocated"), num(h, "peak_allocated"));
+            cJSON_Delete(j2);
+            run_free(&r2);
+            if (strstr(cJSON_GetObjectItem(h, "what")->valuestring, "together")) /* minimal: no knob alone fits */
+                for (int i = m; i < m2 - 2; i++) {
+                    if (more[i][0] != '-') continue;
+                    const char *one[24];
+                    int k = 0;
+                    for (int a = 0; a < m; a++) one[k++] = args[a];
+                    one[k++] = more[i];
+                    if (i + 1 < m2 - 2 && more[i + 1][0] != '-') one[k++] = more[i + 1];
+                    one[k++] = "--no-hints";
+                    one[k] = NULL;
+                    run_argv(one, &r2);
+                    assert_int_equal(r2.status, 1);
+                    run_free(&r2);
+                }
+            nh++;
+        }
+        assert_null(cases[c].sets[nh]);
+        cJSON_Delete(j);
+        run_free(&r);
+    }
+    /* the table says the same; --no-hints and a fit list nothing */
+    RUN(&r, HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "512");
+    assert_int_equal(r.status, 1);
+    assert_non_null(strstr(r.out, "\n  what would fit the rtx4090, cheapest first:\n    --lora 16: total "));
+    run_free(&r);
+    RUN(&r, HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "512", "--no-hints", "-f", "json");
+    assert_int_equal(r.status, 1);
+    assert_null(strstr(r.out, "would_fit"));
+    run_free(&r);
+    RUN(&r, HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "h200", "--seq", "512", "--lora", "16", "-f", "json");
+    assert_int_equal(r.status, 0);
+    assert_null(strstr(r.out, "would_fit"));
+    run_free(&r);
+    RUN(&r, HF("llama-3.1-8b"), "--no-hints", "--serve", "--gpu", "h100-80gb");
+    check_usage_error(&r, "--no-hints does not apply to --serve");
+    run_free(&r);
+}
+
+#undef HF
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1748,6 +1859,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_applies),      cmocka_unit_test(test_csv_formula_cells),
         cmocka_unit_test(test_context_model),
         cmocka_unit_test(test_issue29_outputs_serve_words),
+        cmocka_unit_test(test_hints),
     };
     const struct CMUnitTest mono[] = {cmocka_unit_test(test_monotonic)};
     const struct CMUnitTest examples[] = {cmocka_unit_test(test_max_batch_examples)};

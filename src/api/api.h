@@ -44,7 +44,7 @@ struct vc_request {
     size_t nmodels;
     bool have_acts, trace, batch_given, list_gpus, hf_given, loss_given, emit, gen_given, max_context, prompt_given,
         impl_given, kvq_given, kv_dtype_given, serve, serve_given, mode_given, qlora, prec_given, per_layer, counts,
-        max_batch, max_seq, json_arena;
+        max_batch, max_seq, json_arena, no_hints;
 };
 
 typedef enum { VC_RESP_ESTIMATE, VC_RESP_SWEEP, VC_RESP_SERVE, VC_RESP_TEXT, VC_RESP_LIST_GPUS } vc_response_kind;
@@ -68,8 +68,14 @@ struct vc_response {
     size_t text_len;
     int status;              /* 0 fits, 1 does not */
     char *model_name;        /* the model's name (rep.model) */
+    vc_hint hints[VC_MAX_HINTS]; /* does not fit --gpu: what would (hints.c) */
+    size_t nhints;
+    bool hints_tried;
     char file[4 * 4096 + 1], wdesc[96];
 };
+
+/* hints.c: the request did not fit its GPU: fills resp->hints with what would. */
+void vc__hints(const vc_request *given, vc_response *resp);
 
 /* render.c */
 vc_status vc__check_columns(const vc_response *resp, vc_error *err);

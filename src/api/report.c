@@ -195,6 +195,8 @@ static void bar(FILE *f, const vc_report *rep)
     if (shown % 2) fputc('\n', f);
 }
 
+static void hints_table(FILE *f, const vc_report *rep);
+
 /* "model (file)", wrapped at spaces. */
 static void title_line(FILE *f, const vc_report *rep)
 {
@@ -514,6 +516,7 @@ void report_table(FILE *f, const vc_report *rep)
         wrap_words(f, "  legend:", VC_REPORT_LEGEND, term_width(t), 4);
     }
     bar(f, rep);
+    hints_table(f, rep);
     if (rep->max_batch >= 0) {
         fputc('\n', f);
         max_batch_line(f, rep, true);
@@ -532,6 +535,62 @@ void report_table(FILE *f, const vc_report *rep)
         fputc('\n', f);
         layer_table(f, rep, r, 2, true);
     }
+}
+
+/* A hint's options as the CLI spells them: "--grad-ckpt --batch 2". */
+static void hint_flags(const vc_hint *h, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < h->n && k < n; i++) {
+        const vc_option_info *o = vc_option_find(h->name[i]);
+        const char *flag = o ? o->flag : h->name[i];
+        int w = !o || o->arg ? snprintf(buf + k, n - k, "%s--%s %s", i ? " " : "", flag, h->value[i])
+                             : snprintf(buf + k, n - k, "%s--%s", i ? " " : "", flag);
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+}
+
+/* Does not fit: what would (src/api/hints.c), cheapest first. */
+static void hints_table(FILE *f, const vc_report *rep)
+{
+    if (!rep->hints_tried) return;
+    const int width = term_width(&rep->term);
+    fprintf(f, "\n  what would fit the %s, cheapest first:\n", rep->gpu->name);
+    if (!rep->nhints) {
+        wrap_words(f, "   ", "nothing: not one knob alone, nor all together (checkpointing, a chunked loss, 8-bit states, a "
+                               "smaller batch, LoRA, QLoRA, quantized weights, up to 64 GPUs)", width, 4);
+        return;
+    }
+    for (size_t i = 0; i < rep->nhints; i++) {
+        const vc_hint *h = &rep->hints[i];
+        char flags[512], head[640], b[32];
+        hint_flags(h, flags, sizeof flags);
+        format_bytes(h->total, b, sizeof b);
+        snprintf(head, sizeof head, "    %s: total %s,", flags, b);
+        wrap_words(f, head, h->what, width, 6);
+    }
+}
+
+/* "would_fit": [{"options": {"grad_ckpt": true}, "total": N, "peak_allocated": N}, ...] */
+static void json_hints(FILE *f, const vc_report *rep, const char *ind)
+{
+    if (!rep->hints_tried) return;
+    fprintf(f, ",\n%s\"would_fit\": [", ind);
+    for (size_t i = 0; i < rep->nhints; i++) {
+        const vc_hint *h = &rep->hints[i];
+        fprintf(f, "%s\n%s  {\"options\": {", i ? "," : "", ind);
+        for (int k = 0; k < h->n; k++) {
+            const vc_option_info *o = vc_option_find(h->name[k]);
+            bool quoted = o && (o->type == VC_OPTION_CHOICE || o->type == VC_OPTION_STRING);
+            fprintf(f, "%s\"%s\": %s%s%s", k ? ", " : "", h->name[k], quoted ? "\"" : "", h->value[k], quoted ? "\"" : "");
+        }
+        fprintf(f, "}, \"total\": %" PRId64 ", \"peak_allocated\": %" PRId64 ", \"what\": ", h->total, h->peak_allocated);
+        json_str(f, h->what);
+        fputc('}', f);
+    }
+    fprintf(f, "%s%s]", rep->nhints ? "\n" : "", rep->nhints ? ind : "");
 }
 
 /* "context_parts" after "cuda_context" (src/engine/context.c's parts), but where
@@ -666,6 +725,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         fprintf(f, ", \"capacity\": %" PRId64 ", \"free\": %" PRId64 ", \"fits\": %s}", rep->gpu->capacity,
                 rep->gpu->capacity - m->total, report_fits(rep) ? "true" : "false");
     }
+    json_hints(f, rep, ind);
     if (rep->max_batch >= 0)
         fprintf(f, ",\n%s\"max_batch\": %" PRId64 ", \"max_batch_limited\": %s", ind, rep->max_batch,
                 rep->max_batch >= VC_MAX_BATCH_LIMIT ? "true" : "false");

@@ -64,6 +64,18 @@ void line_item(text_line *l, const char *sep, const char *item);
 void line_itemn(text_line *l, const char *sep, const char *item, size_t n); /* the first n bytes of item */
 void line_end(text_line *l);
 
+/* One way to make a run that does not fit --gpu fit (src/api/hints.c): the
+ * options it changes, by table name and value ("grad_ckpt" "true"), and the
+ * estimate with them. */
+#define VC_HINT_OPTIONS 8
+#define VC_MAX_HINTS 12
+typedef struct {
+    char name[VC_HINT_OPTIONS][32], value[VC_HINT_OPTIONS][32];
+    int n;
+    char what[96];            /* in words */
+    int64_t total, peak_allocated;
+} vc_hint;
+
 typedef struct {
     const char *model;        /* model name ("" when none) */
     const char *file;         /* model file, NULL in counts mode */
@@ -80,6 +92,9 @@ typedef struct {
     bool max_prompt_limited;  /* ... and max_prompt + 1 is past the search's limit (the model's positions, 2^40), not memory */
     const char *weights;      /* quantized Linear weights' format (--weights, quantization_config), NULL dense */
     const char *columns;      /* --columns: the CSV columns by header name, "a,b,c"; NULL all */
+    const vc_hint *hints;     /* does not fit: what would, cheapest first (hints_tried: looked for) */
+    size_t nhints;
+    bool hints_tried;
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */

@@ -402,6 +402,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_GPU: return keep(&q->gpu, v, err);
     case VC_OPT_MAX_BATCH: q->max_batch = on; return VC_OK;
     case VC_OPT_MAX_SEQ: q->max_seq = on; return VC_OK;
+    case VC_OPT_NO_HINTS: q->no_hints = on; return VC_OK;
     case VC_OPT_SWEEP: return keep(&q->sweep, v, err);
     case VC_OPT_PLOT: return keep(&q->plot, v, err);
     case VC_OPT_FORCE: return VC_OK; /* q->given[VC_OPT_FORCE] */
@@ -980,6 +981,13 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     }
     resp->kind = VC_RESP_ESTIMATE;
     resp->status = !report_fits(&resp->rep) || resp->rep.max_batch == 0 || resp->rep.max_prompt == 0 || resp->rep.max_seq == 0;
+    /* one estimate that does not fit: what would (a search's answer is its own hint) */
+    if (resp->status && !q->no_hints && !q->counts && q->format != VC_FORMAT_CSV && !q->max_batch && !q->max_seq &&
+        !q->max_context)
+        vc__hints(given, resp);
+    resp->rep.hints = resp->hints;
+    resp->rep.nhints = resp->nhints;
+    resp->rep.hints_tried = resp->hints_tried;
 done:
     vc_estimator_free(e);
     vc_model_free(m);
