@@ -493,8 +493,10 @@ static int seq_shape(vc_setup *s, int i, const char *what, const char *key, int6
 {
     const vc_shape *x = &s->in[i];
     char buf[96];
-    vc_shape_str(x, buf, sizeof buf);
-    if (x->nd != 2) return vc_fail(s, NULL, "the %s must be [length, features] per sample (batch_first), got %s", what, buf);
+    if (x->nd != 2) { /* the shape's text only for the message */
+        vc_shape_str(x, buf, sizeof buf);
+        return vc_fail(s, NULL, "the %s must be [length, features] per sample (batch_first), got %s", what, buf);
+    }
     if (x->d[1] != dim)
         return vc_fail(s, key, "%s is %lld but the %s has %lld features", key, (long long)dim, what, (long long)x->d[1]);
     return 0;

@@ -120,10 +120,11 @@ static int conv_setup(vc_setup *s, void *p)
     const vc_shape *x = &s->in[0];
     const char *kind = kind_names[c->transposed][c->nd - 1];
     char xs[160];
-    vc_shape_str(x, xs, sizeof xs);
-    if (x->nd != c->nd + 1)
+    if (x->nd != c->nd + 1) { /* the shape's text only for the message */
+        vc_shape_str(x, xs, sizeof xs);
         return vc_fail(s, NULL, "%s expects a %d-dimensional input per sample ([C%s]), got %s", kind, c->nd + 1,
                        c->nd == 1 ? ", L" : c->nd == 2 ? ", H, W" : ", D, H, W", xs);
+    }
     if (x->d[0] != c->in)
         return vc_fail(s, "in_channels", "in_channels is %lld but the input has %lld channels", (long long)c->in,
                        (long long)x->d[0]);

@@ -65,18 +65,24 @@ static int check_normalized(vc_setup *s, const int64_t *ns, int nns, int64_t *no
 {
     const vc_shape *x = &s->in[0];
     char want[160], got[160];
-    shape_list_str(ns, nns, want, sizeof want);
-    vc_shape_str(x, got, sizeof got);
-    if (nns > x->nd)
+    /* the shapes' text only for a message (formatting them for every layer was 2.4 M of a
+     * 2,000-layer model's 87 M instructions) */
+    if (nns > x->nd) {
+        shape_list_str(ns, nns, want, sizeof want);
+        vc_shape_str(x, got, sizeof got);
         return vc_fail(s, "normalized_shape",
                        "normalized_shape %s has %d dims but the input %s has %d per sample "
                        "(normalizing over the batch dimension is not supported)",
                        want, nns, got, x->nd);
+    }
     for (int i = 0; i < nns; i++)
-        if (x->d[x->nd - nns + i] != ns[i])
+        if (x->d[x->nd - nns + i] != ns[i]) {
+            shape_list_str(ns, nns, want, sizeof want);
+            vc_shape_str(x, got, sizeof got);
             return vc_fail(s, "normalized_shape",
                            "normalized_shape is %s but the input %s ends with %lld where %lld is expected",
                            want, got, (long long)x->d[x->nd - nns + i], (long long)ns[i]);
+        }
     *norm = 1;
     for (int i = 0; i < nns; i++)
         if (vc_mul(s, *norm, ns[i], norm)) return -1;
