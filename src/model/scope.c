@@ -5,16 +5,19 @@
  * "layers[k]" and the model's named inputs, with an error that says what a
  * reference that resolves to nothing is closest to.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "load.h"
 
+/* 64-bit FNV-1a, cut to size_t (the same hash where size_t has 64 bits;
+ * its low bits where 32, as in WebAssembly: web/). */
 static size_t hash_str(const char *s)
 {
-    size_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return (size_t)h;
 }
 
 static const name_entry *scope_find(const scope *S, const char *name)
