@@ -194,6 +194,11 @@ const vc_lora *vc_lora_of(const vc_build *b);
 vc_t vc_input(vc_build *b, int i);
 const vc_shape *vc_input_shape(const vc_build *b, int i);
 const vc_shape *vc_output_shape(const vc_build *b);
+/* Input i is no argument of the source's module but a temporary inside its
+ * forward (Qwen3Attention's q_proj(x), consumed by q_norm(...)): no caller
+ * holds it until the layer returns, its reference ends at its last use here
+ * (autograd's saved tensors keep what backward needs as ever). At most 32 inputs. */
+void vc_input_unheld(vc_build *b, int i);
 vc_t vc_weight(vc_build *b, int i); /* the layer's i-th parameter */
 vc_t vc_buf(vc_build *b, int i);    /* the layer's i-th buffer */
 bool vc_has_weight(const vc_build *b, int i);

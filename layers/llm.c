@@ -392,19 +392,42 @@ static void ra_emit(vc_build *b, const void *p)
         k = vc_input(b, 1);
         v = vc_input(b, 2);
     }
+    /* With q/k norms the projections' outputs are no arguments of the module but
+     * temporaries and locals of its forward (modeling_qwen3.py Qwen3Attention.forward,
+     * modeling_olmo2.py Olmo2Attention.forward @000c33fd): q_proj(x) is q_norm's argument,
+     * alive until the norm returns; query_states (the norm's result) until
+     * apply_rotary_pos_emb's results rebind it, and those until the forward returns;
+     * key_states and value_states until past_key_values.update's results rebind them,
+     * else the return. What autograd saves stays for backward as ever. Without the
+     * norms the projections stay held as the module's inputs: LlamaAttention's are
+     * locals too, freed once apply_rotary_pos_emb rebinds them, but modelling that alone
+     * leaves its other lifetimes short (the module's hidden_states argument, freed here
+     * after v_proj), which the measured llama, qwen2 and mixtral cases show. */
+    const bool locals = c->qk_norm && !c->fused;
+    if (locals)
+        for (int i = 0; i < 3; i++) vc_input_unheld(b, i);
     if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
                        * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
+        vc_t qp = q, kp = k;
         q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), 0);
+        vc_release(b, qp);
         k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(c->qk_whole ? L : L * KV), 0);
+        vc_release(b, kp);
     }
     /* .view(hidden_shape).transpose(1, 2): [B, heads, L, D] over [B, L, heads, D] storage */
     q = vc__op_view(b, q, vc_numel_of(b, q), false);
     k = vc__op_view(b, k, vc_numel_of(b, k), false);
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
     if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
+        vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply(b, q, cs, H, L, D, c->R);
         k = rope_apply(b, k, cs, KV, L, D, c->R);
+        if (locals) {
+            vc_release(b, q0);
+            vc_release(b, k0);
+        }
     }
+    const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
     /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
@@ -412,9 +435,14 @@ static void ra_emit(vc_build *b, const void *p)
     vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
-    if (vc_kv_update(b, c->window, &k, &v, &a.S)) {
+    bool cached = vc_kv_update(b, c->window, &k, &v, &a.S);
+    if (cached) {
         a.k_blhd = a.v_blhd = false;
         a.causal = c->causal && L > 1;
+        if (locals) { /* update's arguments, rebound to its results */
+            vc_release(b, ks);
+            vc_release(b, vs);
+        }
     }
     bool blhd = false;
     vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
@@ -422,6 +450,11 @@ static void ra_emit(vc_build *b, const void *p)
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
     vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
+    if (locals) vc_release(b, qs); /* the forward's locals, until it returns */
+    if (locals && !cached) {
+        vc_release(b, ks);
+        vc_release(b, vs);
+    }
     vc_kv_end(b);
 }
 

@@ -811,6 +811,12 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             lib_err(q, err, st);
             goto fail;
         }
+        if (strcmp(m->file, q->model)) { /* a directory or a Hugging Face id: the reports name the config read (resolve.c) */
+            char src[sizeof resp->file];
+            vc_escape_text(src, sizeof src, m->file);
+            size_t l = strlen(resp->file);
+            snprintf(resp->file + l, sizeof resp->file - l, " (%s)", src);
+        }
         const vc_hf_options *hf = &q->hf;
         if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",

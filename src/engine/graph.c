@@ -109,6 +109,10 @@ bool vc_has_weight(const vc_build *b, int i) { return i >= 0 && i < cur(b)->np; 
 vc_t vc_weight(vc_build *b, int i) { return vc_has_weight(b, i) ? b->par_t[cur(b)->params[i]] : -1; }
 vc_t vc_buf(vc_build *b, int i) { return (i >= 0 && i < cur(b)->nb) ? b->buf_t[cur(b)->bufs[i]] : -1; }
 void vc_set_output(vc_build *b, vc_t t) { b->out_t = t; }
+void vc_input_unheld(vc_build *b, int i)
+{
+    if (i >= 0 && i < 32) b->unheld |= 1u << i;
+}
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 

@@ -208,6 +208,7 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
         b->cur_inst = (int)i;
         b->cur_region = in->ckpt;
         b->out_t = -1;
+        b->unheld = 0;
         in->kind->emit(b, in->cfg);
         if (b->nop > VC_MAX_PLAN_OPS && !b->st) {
             b->st = VC_ERR_LIMIT;
@@ -219,8 +220,10 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
             return;
         }
         b->val_t[in->out] = b->out_t;
-        /* the caller holds a module's inputs until it returns */
-        for (int k = 0; k < in->nin; k++) vc__extend_life(b, b->val_t[in->in[k]]);
+        /* the caller holds a module's inputs until it returns (not those that are
+         * locals of the source's forward, vc_input_unheld) */
+        for (int k = 0; k < in->nin; k++)
+            if (!(k < 32 && (b->unheld >> k & 1u))) vc__extend_life(b, b->val_t[in->in[k]]);
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
     }

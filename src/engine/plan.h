@@ -272,6 +272,7 @@ struct vc_build {
     int32_t *amp_cache; /* parameter -> autocast copy tensor, -1 */
     int cur_inst, cur_region;
     int32_t out_t;
+    uint32_t unheld; /* the current instance's inputs no caller holds (vc_input_unheld), bit i: input i */
 
     /* execution */
     stor_t *s;   size_t ns, cs;

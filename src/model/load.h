@@ -158,4 +158,11 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err);
 /* load.c: the semantic walk over m->text (parsed), into m */
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err);
 
+/* resolve.c: what a model argument names. *out: the config.json of a
+ * directory or of a Hugging Face id's cached snapshot (malloc'd), NULL when
+ * arg is to be read as it is (a file, "-", or a path vc_read_file refuses). */
+vc_status vc__model_resolve(const char *arg, char **out, vc_error *err);
+/* An hf_quant_config.json beside config_path (NVIDIA ModelOpt): refused, naming its quant_algo. */
+vc_status vc__model_side_quant(const char *config_path, vc_error *err);
+
 #endif

@@ -162,13 +162,29 @@ vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_mo
     vc_error_clear(err);
     *out = NULL;
     snprintf(err->file, sizeof err->file, "%s", path);
+    /* a directory's config.json, a Hugging Face id's cached one (resolve.c) */
+    char *resolved;
+    vc_status rst = vc__model_resolve(path, &resolved, err);
+    if (rst != VC_OK) return rst;
+    if (resolved) {
+        path = resolved;
+        snprintf(err->file, sizeof err->file, "%s", path);
+    }
     /* Read at most VC_MAX_FILE_BYTES + 1 bytes: one more than the limit is enough to refuse it. */
     char *buf;
     size_t len;
-    vc_status rst = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
-    if (rst != VC_OK) return rst;
-    vc_status st = vc_model_load_string_hf(buf, len, path, hf, out, err);
-    free(buf);
+    vc_status st = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
+    if (st == VC_OK) {
+        st = vc_model_load_string_hf(buf, len, path, hf, out, err);
+        free(buf);
+    }
+    /* a config without quantization_config beside an hf_quant_config.json (resolve.c) */
+    if (st == VC_OK && resolved && (*out)->gen_json && (*out)->cfg_quant.format == VC_WEIGHTS_DENSE &&
+        (st = vc__model_side_quant(path, err)) != VC_OK) {
+        vc_model_free(*out);
+        *out = NULL;
+    }
+    free(resolved);
     return st;
 }
 

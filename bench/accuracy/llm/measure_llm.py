@@ -252,7 +252,7 @@ def main(argv):
             # config has a sliding_window (Qwen2Config: sliding_window only with use_sliding_window,
             # sliding from max_window_layers on)
             n = cfg.num_hidden_layers
-            if cfg.model_type == "qwen2":
+            if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)
                 return ["sliding_attention" if sw and i >= mwl else "full_attention" for i in range(n)], sw

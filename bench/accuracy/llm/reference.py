@@ -6,6 +6,8 @@ Sources read (transformers, stored commits named in README.md):
   L  = models/llama/modeling_llama.py   @5dd4a63  (also used by qwen2: the same code with
        q/k/v bias, Qwen2Attention; and by mixtral's attention, models/mixtral/modeling_mixtral.py @5dd4a63)
   G  = models/gemma2/modeling_gemma2.py @5dd4a63
+  Q3 = models/qwen3/modeling_qwen3.py @000c33fd (transformers 5: Qwen3Attention with q_norm/k_norm,
+       Qwen3RMSNorm = LlamaRMSNorm's ops, Qwen3MLP = LlamaMLP)
   N  = models/gpt_neox/modeling_gpt_neox.py @006bd23 (an older revision: see the GPT-NeoX section)
   M  = models/mixtral/modeling_mixtral.py @5dd4a63
   S  = integrations/sdpa_attention.py @00c238b (sdpa_attention_forward, use_gqa_in_sdpa)
@@ -321,18 +323,28 @@ class Attention(nn.Module):
         if t == "qwen2_moe":  # Qwen2MoeAttention: q/k/v bias=config.qkv_bias (True by default), o_proj bias=False
             qkv_bias = cfg.d.get("qkv_bias", True)
         o_bias = False if t in ("qwen2", "mixtral", "qwen2_moe") else cfg.attention_bias
+        # Q3 Qwen3Attention.__init__: q/k/v/o bias=config.attention_bias; q_norm, k_norm =
+        # Qwen3RMSNorm(head_dim, eps=config.rms_norm_eps), per head ("unlike olmo, only on the head dim")
+        self.qk_norm = t == "qwen3"
         H, nh, nkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, self.head_dim
         self.q_proj = Linear(H, nh * hd, bias=qkv_bias)
         self.k_proj = Linear(H, nkv * hd, bias=qkv_bias)
         self.v_proj = Linear(H, nkv * hd, bias=qkv_bias)
         self.o_proj = Linear(nh * hd, H, bias=o_bias)
         self.softcap = cfg.attn_logit_softcapping if t == "gemma2" else None
+        if self.qk_norm:
+            self.q_norm = LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)
+            self.k_norm = LlamaRMSNorm(hd, eps=cfg.rms_norm_eps)
 
     def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
-        query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
-        key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if self.qk_norm:  # Q3 Qwen3Attention.forward: the projections are temporaries inside q_norm(...)
+            query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+        else:
+            query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+            key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
@@ -636,7 +648,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox", "qwen2_moe"):
+        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and
