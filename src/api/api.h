@@ -37,7 +37,7 @@ struct vc_request {
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */
     vc_quant quant;       /* --weights, --qlora */
-    char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra;
+    char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;
     unsigned char given[VC_OPT__N]; /* options set (a flag: set on), for the rules of what applies */
     int64_t params, acts;
@@ -68,6 +68,7 @@ struct vc_response {
     size_t text_len;
     int status;              /* 0 fits, 1 does not */
     char *model_name;        /* the model's name (rep.model) */
+    vc_cudnn_table *cudnn_table; /* --cudnn-table's, o.cudnn_table */
     char file[4 * 4096 + 1], wdesc[96];
 };
 
