@@ -41,6 +41,9 @@ _vramcalc() {
         --context) return ;;
         --cuda) return ;;
         --module-loading) COMPREPLY=($(compgen -W 'auto lazy eager' -- "$cur")); return ;;
+        --bound) COMPREPLY=($(compgen -W 'low high' -- "$cur")); return ;;
+        --cudnn-table) return ;;
+        --alloc-conf) return ;;
         --gpu|-g) COMPREPLY=($(compgen -W 't4 v100-16gb v100-32gb a10 a10g l4 l40 l40s a100-40gb a100-80gb h100-pcie h100-80gb h100-nvl h200 b200 rtx-a6000 rtx3060 rtx3090 rtx4070 rtx4080 rtx4090 rtx5070 rtx5090 mi210 mi250x mi300x' -- "$cur")); return ;;
         --prompt) return ;;
         --new-tokens) return ;;
@@ -61,7 +64,7 @@ _vramcalc() {
         --activations) return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--batch -b --input --seq --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --grad-ckpt --zero-grad --hold-output --loss --loss-chunks --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --attention --torch --workspace --context --cuda --module-loading --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
+        COMPREPLY=($(compgen -W '--batch -b --input --seq --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --grad-ckpt --zero-grad --hold-output --loss --loss-chunks --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --attention --torch --workspace --context --cuda --module-loading --bound --cudnn-table --alloc-conf --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))

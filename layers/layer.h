@@ -312,6 +312,17 @@ void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
  * by dispatch_bnb_4bit / dispatch_bnb_8bit from the base layer's class). */
 enum { VC_LORA_LINEAR, VC_LORA_BNB4, VC_LORA_BNB8 };
 int vc_weight_lora_style(const vc_build *b, vc_t w);
+/* cuDNN's workspaces for the convolution being emitted (src/engine/cudnn.c):
+ * how VC_CONV_WS_NONE, none (the interval's low end); _BYTES, fwd/bwd_data/
+ * bwd_filter are the bytes of the three calls (--cudnn-table, this batch's);
+ * _FACTORS, they are multiples of the larger of the convolution's input and
+ * output (the high end's bound). */
+enum { VC_CONV_WS_NONE, VC_CONV_WS_BYTES, VC_CONV_WS_FACTORS };
+typedef struct {
+    int how;
+    int64_t fwd, bwd_data, bwd_filter;
+} vc_conv_ws;
+void vc_conv_workspace(vc_build *b, vc_conv_ws *ws);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 /* ... through cuBLASLt (addmm with a 1-D bias: Blas.cpp addmm_out_cuda_impl's

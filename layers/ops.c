@@ -208,6 +208,28 @@ vc_t vc__op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out)
         vc_op_btemp(o, vc_numel_of(b, x), vc_dt_of(b, x));
     }
     vc_t y = vc_op_out(o, out, vc_dt_of(b, x));
+    /* cuDNN's workspaces (src/engine/cudnn.c, Conv_v8.cpp run_conv_plan): one
+     * transient per call, allocated after the output and freed when the call
+     * returns; in backward the data and filter calls run one after the other,
+     * so the larger of the two needed is the transient */
+    vc_conv_ws ws;
+    vc_conv_workspace(b, &ws);
+    bool gx = vc_requires_grad(b, x), gw = vc_requires_grad(b, w);
+    if (ws.how == VC_CONV_WS_BYTES) {
+        int64_t bd = gx ? ws.bwd_data : 0, bf = gw ? ws.bwd_filter : 0, bw = bd > bf ? bd : bf;
+        if (ws.fwd) vc_op_ftemp(o, vc_n_fixed(ws.fwd), VC_DT_U8);
+        if (bw) vc_op_btemp(o, vc_n_fixed(bw), VC_DT_U8);
+    } else if (ws.how == VC_CONV_WS_FACTORS) {
+        /* the bound: a multiple of the larger of input and output */
+        vc_dtype dt = vc_dt_of(b, x);
+        vc_part f[2] = {{vc_n_scale(vc_numel_of(b, x), ws.fwd), dt, 0, 0, 0}, {vc_n_scale(out, ws.fwd), dt, 1, 0, 0}};
+        vc_op_ftemp_parts(o, f, 2, true);
+        if (gx || gw) {
+            int64_t k = gx && ws.bwd_data > ws.bwd_filter ? ws.bwd_data : ws.bwd_filter;
+            vc_part g[2] = {{vc_n_scale(vc_numel_of(b, x), k), dt, 0, 0, 0}, {vc_n_scale(out, k), dt, 1, 0, 0}};
+            vc_op_btemp_parts(o, g, 2, true);
+        }
+    }
     vc_op_save(o, x);
     vc_op_save(o, w);
     vc_op_end(o);

@@ -285,7 +285,7 @@ static const cli_case cli_cases[] = {
     {{"--batch", "2"}, "no model file"},
     {{"/nonexistent/model.json"}, "/nonexistent/model.json: cannot open: No such file or directory"},
     /* what a path names, checked before it is opened (src/util/util.c vc_read_file) */
-    {{"/"}, "/: a directory, not a model file: give the model's .json file (for a Hugging Face model, its config.json)"},
+    {{"/"}, "/: a directory without a config.json: give a model directory (a Hugging Face checkpoint's, with its config.json) or a model file"},
     {{"/dev/null"}, "/dev/null: a character device, not a model file (to read standard input, give '-')"},
     {{""}, "vramcalc: the model file's name is empty"},
 };
@@ -769,7 +769,7 @@ static void test_file_kinds(void **state)
     vc_model *m = NULL;
     vc_error err;
     assert_int_equal(vc_model_load_file(tmpdir, &m, &err), VC_ERR_IO);
-    assert_non_null(strstr(err.msg, "a directory, not a model file"));
+    assert_non_null(strstr(err.msg, "a directory without a config.json")); /* src/model/resolve.c: a directory is a model directory */
     assert_string_equal(err.file, tmpdir);
     assert_int_equal(vc_model_load_file("/dev/zero", &m, &err), VC_ERR_IO);
     assert_non_null(strstr(err.msg, "a character device"));

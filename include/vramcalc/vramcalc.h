@@ -457,7 +457,27 @@ typedef struct {
      * loss.backward() returns (out = model(...); out.loss.backward()); 0, it is dropped when the
      * loss has been computed (transformers' Trainer.compute_loss returns the loss only) */
     int hold_output;
+    /* --bound (docs/context.md "cuDNN workspaces"): which end of the cuDNN
+     * workspace interval the figures (and the fit, --max-batch) follow:
+     * VC_BOUND_LOW (0), no convolution workspace, the figures as without cuDNN;
+     * VC_BOUND_HIGH (1), each convolution call's workspace at its bound
+     * (src/engine/cudnn.c). Either way vc_memory.cudnn holds both ends. */
+    int bound;
+    /* --cudnn-table: each convolution's workspace as measured on one GPU and
+     * cuDNN (bench/accuracy/cudnn_calibrate.py; vc_cudnn_table_load); NULL none.
+     * Given, the workspaces are the table's, in both ends (exact). */
+    const struct vc_cudnn_table *cudnn_table;
+    /* --alloc-conf: PYTORCH_ALLOC_CONF's options that change `reserved`
+     * (vc_alloc_conf_parse; src/engine/alloc.c); all 0: PyTorch's defaults */
+    struct {
+        int expandable_segments;      /* expandable_segments:True */
+        int64_t max_split_size;       /* max_split_size_mb in bytes; 0: unlimited (SIZE_MAX) */
+        double gc_threshold;          /* garbage_collection_threshold, 0: off */
+        int roundup_power2_divisions; /* roundup_power2_divisions (one value for every size), 0: off */
+    } alloc_conf;
 } vc_options;
+#define VC_BOUND_LOW 0
+#define VC_BOUND_HIGH 1
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
 #define VC_CUDA_DEFAULT 1300
@@ -567,7 +587,21 @@ typedef struct {
     int64_t optimizer_states_paged;
     /* cuda_context's parts (src/engine/context.c); all 0 when --context gave it */
     vc_context_parts context_parts;
+    /* cuDNN convolution workspaces (src/engine/cudnn.c, docs/context.md): the
+     * interval's two ends. low: no workspace; high: every convolution call's
+     * workspace at its bound. source: VC_CUDNN_NONE (no convolution, or not
+     * computed: both ends the figures above), _BOUND (the modelled bound),
+     * _TABLE (--cudnn-table's measured workspaces: both ends the same, exact).
+     * The figures above are the end vc_options.bound names. */
+    struct {
+        int source;
+        int64_t peak_allocated_low, reserved_low, total_low;
+        int64_t peak_allocated_high, reserved_high, total_high;
+    } cudnn;
 } vc_memory;
+#define VC_CUDNN_NONE 0
+#define VC_CUDNN_BOUND 1
+#define VC_CUDNN_TABLE 2
 
 typedef struct {
     vc_phase phase;
@@ -718,6 +752,23 @@ VC_EXTERN const char *vc_cuda_name(int version, char *buf, size_t n);
 /* "auto", "lazy", "eager" <-> VC_MODULE_LOADING_*; -1 / "?" otherwise */
 VC_EXTERN int vc_module_loading_from_name(const char *s);
 VC_EXTERN const char *vc_module_loading_name(int m);
+
+/* ---- cuDNN's convolution workspaces (src/engine/cudnn.c, docs/context.md) ---- */
+/* A table of measured workspaces (bench/accuracy/cudnn_calibrate.py's output):
+ * per convolution (its layer path) and batch, the bytes of the forward, the
+ * backward-data and the backward-filter calls. */
+typedef struct vc_cudnn_table vc_cudnn_table;
+/* Reads and checks a table file strictly: on error VC_ERR_USAGE (or
+ * VC_ERR_IO, VC_ERR_NOMEM) with err->file the file and err->path the JSON
+ * path of what is wrong. *out is freed with vc_cudnn_table_free. */
+VC_EXTERN vc_status vc_cudnn_table_load(const char *path, vc_cudnn_table **out, vc_error *err);
+VC_EXTERN void vc_cudnn_table_free(vc_cudnn_table *t);
+/* The --precision name the table was measured at ("fp32", "amp-bf16"). */
+VC_EXTERN const char *vc_cudnn_table_precision(const vc_cudnn_table *t);
+/* Parses a PYTORCH_CUDA_ALLOC_CONF / PYTORCH_ALLOC_CONF string ("key:value,
+ * key:value") into o->alloc_conf (src/engine/alloc_conf.c); VC_ERR_USAGE naming
+ * an unknown key or a bad value. */
+VC_EXTERN vc_status vc_alloc_conf_parse(const char *s, vc_options *o, vc_error *err);
 
 /* ---- NCCL's buffers (src/engine/nccl.c, docs/context.md "NCCL") ---- */
 /* Bytes one P2P-transport connection (GPUs of one node) holds on this GPU,

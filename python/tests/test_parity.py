@@ -43,6 +43,8 @@ SAMPLES = {
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
     "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16],
+    "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
+    "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}

@@ -37,7 +37,7 @@ struct vc_request {
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */
     vc_quant quant;       /* --weights, --qlora */
-    char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra;
+    char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;
     unsigned char given[VC_OPT__N]; /* options set (a flag: set on), for the rules of what applies */
     int64_t params, acts;
@@ -71,6 +71,7 @@ struct vc_response {
     vc_hint hints[VC_MAX_HINTS]; /* does not fit --gpu: what would (hints.c) */
     size_t nhints;
     bool hints_tried;
+    vc_cudnn_table *cudnn_table; /* --cudnn-table's, o.cudnn_table */
     char file[4 * 4096 + 1], wdesc[96];
 };
 

@@ -458,6 +458,23 @@ static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
     if (p->backward_kernels) row(f, t, "  backward kernels", p->backward_kernels, "(cuDNN/flash, training)");
 }
 
+/* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
+ * end under the figures, or where they come from a --cudnn-table */
+static void cudnn_rows(FILE *f, const vc_report *rep, const vc_memory *m)
+{
+    const vc_term *t = &rep->term;
+    if (m->cudnn.source == VC_CUDNN_TABLE) {
+        fprintf(f, "  %-18s (convolution workspaces: --cudnn-table)\n", "");
+        return;
+    }
+    if (m->cudnn.source != VC_CUDNN_BOUND) return;
+    bool high = rep->opts->bound == VC_BOUND_HIGH;
+    row(f, t, high ? "  cuDNN low peak" : "  cuDNN high peak", high ? m->cudnn.peak_allocated_low : m->cudnn.peak_allocated_high,
+        high ? "(no convolution workspace)" : "(workspaces at bound)");
+    row(f, t, high ? "  cuDNN low total" : "  cuDNN high total", high ? m->cudnn.total_low : m->cudnn.total_high,
+        high ? "(--bound high: above)" : "(--bound high)");
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -494,6 +511,7 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
+    cudnn_rows(f, rep, m);
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     ranks_table(f, r);
@@ -607,6 +625,18 @@ static void json_context_total(FILE *f, const vc_options *o, const vc_memory *m)
     fprintf(f, ", \"total\": %" PRId64, m->total);
 }
 
+/* src/engine/cudnn.c: the convolution workspaces' interval, where the step runs a convolution */
+static void json_cudnn(FILE *f, const vc_options *o, const vc_memory *m)
+{
+    if (m->cudnn.source == VC_CUDNN_NONE) return;
+    fprintf(f, ", \"cudnn\": {\"source\": \"%s\", \"bound\": \"%s\", \"peak_allocated_low\": %" PRId64
+                   ", \"reserved_low\": %" PRId64 ", \"total_low\": %" PRId64 ", \"peak_allocated_high\": %" PRId64
+                   ", \"reserved_high\": %" PRId64 ", \"total_high\": %" PRId64 "}",
+                m->cudnn.source == VC_CUDNN_TABLE ? "table" : "bound", o->bound == VC_BOUND_HIGH ? "high" : "low",
+                m->cudnn.peak_allocated_low, m->cudnn.reserved_low, m->cudnn.total_low, m->cudnn.peak_allocated_high,
+                m->cudnn.reserved_high, m->cudnn.total_high);
+}
+
 static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
 {
     fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
@@ -616,6 +646,7 @@ static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
             m->reserved, m->cuda_context);
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
+    json_cudnn(f, o, m);
     fputc('}', f);
 }
 
@@ -704,6 +735,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             m->reserved, m->cuda_context);
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
+    json_cudnn(f, o, m);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);

@@ -101,6 +101,16 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell(c, "memory.context_parts.measured", "%s", p->measured ? "true" : "false");
     }
     cell_i(c, "memory.total", m->total);
+    if (m->cudnn.source != VC_CUDNN_NONE) { /* src/engine/cudnn.c: the JSON's memory.cudnn */
+        cell(c, "memory.cudnn.source", "%s", m->cudnn.source == VC_CUDNN_TABLE ? "table" : "bound");
+        cell(c, "memory.cudnn.bound", "%s", o->bound == VC_BOUND_HIGH ? "high" : "low");
+        cell_i(c, "memory.cudnn.peak_allocated_low", m->cudnn.peak_allocated_low);
+        cell_i(c, "memory.cudnn.reserved_low", m->cudnn.reserved_low);
+        cell_i(c, "memory.cudnn.total_low", m->cudnn.total_low);
+        cell_i(c, "memory.cudnn.peak_allocated_high", m->cudnn.peak_allocated_high);
+        cell_i(c, "memory.cudnn.reserved_high", m->cudnn.reserved_high);
+        cell_i(c, "memory.cudnn.total_high", m->cudnn.total_high);
+    }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
     cell_s(c, "peak.layer", r->peak.layer);
     cell_s(c, "peak.kind", r->peak.kind);

@@ -243,6 +243,7 @@ void vc_request_free(vc_request *q)
     free(q->weights);
     free(q->model);
     free(q->extra);
+    free(q->cudnn_table);
     free(q);
 }
 
@@ -394,6 +395,16 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         int m = vc_module_loading_from_name(v);
         if (m >= 0) o->module_loading = m;
         return choose(name, v, m, info->choices, err);
+    }
+    case VC_OPT_BOUND: /* src/engine/cudnn.c */
+        o->bound = !strcmp(v, "low") ? VC_BOUND_LOW : !strcmp(v, "high") ? VC_BOUND_HIGH : -1;
+        return choose(name, v, o->bound, info->choices, err);
+    case VC_OPT_CUDNN_TABLE: return keep(&q->cudnn_table, v, err); /* read by vc_request_run */
+    case VC_OPT_ALLOC_CONF: { /* src/engine/alloc_conf.c */
+        vc_error e;
+        memset(&e, 0, sizeof e);
+        if (vc_alloc_conf_parse(v, o, &e)) return usage(err, O("alloc_conf") ": %s", e.msg); /* e.msg is escaped */
+        return VC_OK;
     }
     case VC_OPT_FORMAT:
         q->format = !strcmp(v, "table") ? VC_FORMAT_TABLE : !strcmp(v, "json") ? VC_FORMAT_JSON : !strcmp(v, "csv") ? VC_FORMAT_CSV : VC_FORMAT_DEFAULT;
@@ -616,6 +627,10 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (!gpu) return usage(err, O("max_seq") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     }
     if (sweep && q->trace) return usage(err, O("trace") " shows one batch: use " O("batch") ", not " O("sweep"));
+    /* cuDNN's workspaces (src/engine/cudnn.c): a table's are exact at the batches it was measured at */
+    if (q->cudnn_table && (q->given[VC_OPT_BOUND] || q->max_batch || sweep))
+        return usage(err, O("cudnn_table") " gives the workspaces measured at its batches (exact: no interval): it does not go with %s",
+                     q->given[VC_OPT_BOUND] ? O("bound") : q->max_batch ? O("max_batch") : O("sweep"));
     /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
         return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",
@@ -742,6 +757,16 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     if (!q->impl_given) q->o.optim_impl = vc_optim_default_impl_at(q->o.optim, q->o.torch_version); /* forloop for adafactor */
     if ((st = check_request(q, err))) goto fail;
     *o = q->o;
+    if (q->cudnn_table) { /* strict: a bad file names itself and the JSON path */
+        if ((st = vc_cudnn_table_load(q->cudnn_table, &resp->cudnn_table, err))) goto fail;
+        o->cudnn_table = resp->cudnn_table;
+        const char *tp = vc_cudnn_table_precision(resp->cudnn_table);
+        if (strcmp(tp, vc_precision_name(o->precision))) {
+            st = usage(err, O("cudnn_table") " %s was measured at precision %s: the estimate is " O("precision") " %s",
+                       esc(&b, q->cudnn_table), tp, vc_precision_name(o->precision));
+            goto fail;
+        }
+    }
     resp->so = q->so;
     resp->per_layer = q->per_layer;
     resp->counts = q->counts;
@@ -1018,6 +1043,7 @@ void vc_response_free(vc_response *r)
     free(r->plot);
     free(r->text);
     free(r->model_name);
+    vc_cudnn_table_free(r->cudnn_table);
     free(r);
 }
 

@@ -20,6 +20,25 @@
  *  - large pool: a sorted array of the sizes that have a free block (a model
  *    has a handful: at most 5 for a 2,000-layer MLP, 20-30 for ResNet-50 or
  *    BERT, small and large pools together), searched, each with its class.
+ *
+ * --alloc-conf (src/engine/alloc_conf.c) changes two things, as
+ * c10/cuda/CUDACachingAllocator.cpp at pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571
+ * does (e_malloc, e_free and h_malloc's max_split lines):
+ *  - max_split_size_mb (h_malloc): get_free_block does not hand a block of at
+ *    least max_split to a request below it, nor one of request + kLargeBuffer
+ *    or more to a request of at least max_split ("Do not return an oversized
+ *    block"), and should_split does not split a large-pool block for a
+ *    request of at least max_split;
+ *  - expandable_segments:True (e_malloc, e_free): one segment per pool (and
+ *    stream) that grows (alloc_block -> try_allocate_expandable_block): a
+ *    request no free block fits maps the pages it lacks after the segment's
+ *    end, merged with the free block there; pages are 2 MiB in the small pool
+ *    and 20 MiB in the large one (Note [Expandable Segments]: "we use 2MiB
+ *    pages for our small pool and 20MiB pages for our large pool");
+ *    should_split splits whenever kMinBlockSize (512 B) remains; best fit
+ *    (get_free_block) takes a free block inside the segment before the free
+ *    block at its end, whose size counts with the unmapped space after it.
+ *    Pages are never unmapped (that happens on OOM or empty_cache).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +92,9 @@ struct vc_alloc_state {
     int32_t *spare;
     int32_t nspare;
     int64_t reserved;
+    int expandable;    /* --alloc-conf expandable_segments:True */
+    int64_t max_split; /* --alloc-conf max_split_size_mb, bytes; 0: unlimited */
+    int32_t last;      /* expandable: the segment's last block (-1 none); free, it is in no class (cls -1) */
     /* the state after the first `prefix` events of a replay, for the next
      * replay that starts with the same events (0: none kept) */
     struct {
@@ -250,8 +272,11 @@ static int32_t h_malloc(heap *h, int64_t size)
     }
     if (c >= 0) {
         best = h->cls[c].h[0].blk;
-        drop_free(h, best);
-    } else {
+        int64_t ms = h->max_split, bs = h->b[best].size;
+        if (ms > 0 && ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER))) best = c = -1; /* oversize */
+        else drop_free(h, best);
+    }
+    if (c < 0) {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
                                                                     : (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
         best = new_block(h, seg, h->reserved, small);
@@ -259,7 +284,7 @@ static int32_t h_malloc(heap *h, int64_t size)
         if (__builtin_add_overflow(h->reserved, seg, &h->reserved)) return -2;
     }
     int64_t rem = h->b[best].size - size;
-    if (small ? rem >= 512 : rem > SMALL_SIZE) {
+    if (small ? rem >= 512 : rem > SMALL_SIZE && (h->max_split <= 0 || size < h->max_split)) {
         int32_t r = new_block(h, rem, h->b[best].addr + size, small);
         if (r < 0) return -1;
         block *B = &h->b[best];
@@ -293,6 +318,75 @@ static bool h_free(heap *h, int32_t i)
     return push_free(h, i);
 }
 
+/* expandable_segments:True (see the top): page 2 MiB (small pool) or 20 MiB (large) */
+static int32_t e_malloc(heap *h, int64_t size, int64_t page)
+{
+    int32_t best = -1, t = h->last, at = key_lower_bound(h, size);
+    if (at < h->nkey) { /* a free block inside the segment */
+        best = h->cls[h->key[at].cls].h[0].blk;
+        drop_free(h, best);
+    } else if (t >= 0 && h->b[t].free) { /* the free block at the end, grown by the pages it lacks */
+        int64_t lack = size - h->b[t].size, map = lack > 0 ? (lack + page - 1) / page * page : 0;
+        if (__builtin_add_overflow(h->reserved, map, &h->reserved)) return -2;
+        h->b[t].size += map;
+        h->b[t].free = false;
+        best = t;
+    } else { /* the segment ends in use (or is empty): new pages after it */
+        int64_t map = (size + page - 1) / page * page;
+        if ((best = new_block(h, map, h->reserved, false)) < 0) return -1;
+        if (__builtin_add_overflow(h->reserved, map, &h->reserved)) return -2;
+        h->b[best].prev = t;
+        if (t >= 0) h->b[t].next = best;
+        h->last = best;
+    }
+    int64_t rem = h->b[best].size - size;
+    if (rem >= 512) { /* should_split: kMinBlockSize */
+        int32_t r = new_block(h, rem, h->b[best].addr + size, false);
+        if (r < 0) return -1;
+        block *B = &h->b[best];
+        B->size = size;
+        h->b[r].prev = best;
+        h->b[r].next = B->next;
+        if (B->next >= 0) h->b[B->next].prev = r;
+        B->next = r;
+        if (h->last == best) {
+            h->last = r;
+            h->b[r].free = true;
+            h->b[r].cls = -1;
+        } else if (!push_free(h, r)) {
+            return -1;
+        }
+    }
+    return best;
+}
+
+static bool e_free(heap *h, int32_t i)
+{
+    block *B = &h->b[i];
+    int32_t n = B->next, p = B->prev;
+    if (n >= 0 && h->b[n].free) { /* absorb the next block (the end's is in no class) */
+        if (h->b[n].cls >= 0) drop_free(h, n);
+        B->size += h->b[n].size;
+        B->next = h->b[n].next;
+        if (B->next >= 0) h->b[B->next].prev = i;
+        if (h->last == n) h->last = i;
+    }
+    if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
+        drop_free(h, p);
+        h->b[p].size += B->size;
+        h->b[p].next = B->next;
+        if (B->next >= 0) h->b[B->next].prev = p;
+        if (h->last == i) h->last = p;
+        i = p;
+    }
+    if (h->last == i) {
+        h->b[i].free = true;
+        h->b[i].cls = -1;
+        return true;
+    }
+    return push_free(h, i);
+}
+
 /* empty; false when out of memory (the first time: the small classes) */
 static bool reset(heap *h)
 {
@@ -310,6 +404,7 @@ static bool reset(heap *h)
     for (int32_t c = 0; c < h->ncls; c++) h->cls[c].n = 0;
     for (int32_t c = h->ncls - 1; c >= NSMALL; c--) h->spare[h->nspare++] = c;
     h->reserved = 0;
+    h->last = -1;
     return true;
 }
 
@@ -406,6 +501,11 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
         h->capblk = n + 1;
     }
     if (prefix > n) prefix = n;
+    if (h->expandable != sc->expandable || h->max_split != sc->max_split) drop_snapshot(h); /* another --alloc-conf */
+    h->expandable = sc->expandable;
+    h->max_split = sc->max_split;
+    if (h->expandable) prefix = 0; /* the snapshot does not keep the segment's end */
+    int64_t page = n && ev[0].size <= SMALL_SIZE ? SMALL_BUFFER : LARGE_BUFFER; /* one pool's requests */
     size_t start = 0;
     if (prefix && h->snap.prefix == prefix) {
         if (!restore_snapshot(h)) return -1;
@@ -420,8 +520,8 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
             /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
             if (ev[i].size <= 0 || ev[i].size % 512) return -1;
             if (ev[i].size > (INT64_C(1) << 61)) return -2;
-            if ((blk[i] = h_malloc(h, ev[i].size)) < 0) return blk[i];
-        } else if (!h_free(h, blk[ev[i].block])) {
+            if ((blk[i] = h->expandable ? e_malloc(h, ev[i].size, page) : h_malloc(h, ev[i].size)) < 0) return blk[i];
+        } else if (!(h->expandable ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block]))) {
             return -1;
         }
     }

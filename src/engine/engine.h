@@ -32,6 +32,12 @@ size_t vc_plan_events(const vc_plan *p);
 const char *vc_plan_note(const vc_plan *p);
 /* context.c: the libraries the plan's ops run (VC_USES_*), for the CUDA context model */
 unsigned vc__plan_uses(const vc_plan *p);
+/* src/engine/cudnn.c: the plan runs a convolution */
+bool vc__plan_has_conv(const vc_plan *p);
+/* estimate.c: r's cuDNN workspace interval (vc_memory.cudnn) for options o at
+ * o->batch, r's figures being o->bound's end: the other end replayed from a plan
+ * built with the other --bound (conv: the plan runs a convolution) */
+vc_status vc__cudnn_interval(const vc_model *m, const vc_options *o, bool conv, vc_result *r, vc_error *err);
 
 /* The allocator model's values at the grid batches (see reserved_envelope
  * in simulate.c). A plan takes a grid batch outside its batches
@@ -96,6 +102,10 @@ typedef struct {
 /* What a replay keeps for the next one (alloc.c); zero-initialise, free with vc_alloc_scratch_free. */
 typedef struct {
     struct vc_alloc_state *st;
+    /* --alloc-conf (src/engine/alloc_conf.c), set by the caller before each replay:
+     * expandable_segments:True, and max_split_size_mb in bytes (0: unlimited) */
+    int expandable;
+    int64_t max_split;
 } vc_alloc_scratch;
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
 /* Requests of at most this many bytes come from the small pool (kSmallSize). */

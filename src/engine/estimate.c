@@ -24,6 +24,41 @@ static vc_status finish(vc_result *r, const vc_options *o, unsigned uses, vc_err
     return VC_OK;
 }
 
+/* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
+ * end, from the same options with the other --bound; a --cudnn-table's
+ * workspaces are exact, the one figure both ends. */
+vc_status vc__cudnn_interval(const vc_model *m, const vc_options *o, bool conv, vc_result *r, vc_error *err)
+{
+    vc_memory *mm = &r->memory;
+    mm->cudnn.source = !conv ? VC_CUDNN_NONE : o->cudnn_table ? VC_CUDNN_TABLE : VC_CUDNN_BOUND;
+    mm->cudnn.peak_allocated_low = mm->cudnn.peak_allocated_high = mm->peak_allocated;
+    mm->cudnn.reserved_low = mm->cudnn.reserved_high = mm->reserved;
+    mm->cudnn.total_low = mm->cudnn.total_high = mm->total;
+    if (mm->cudnn.source != VC_CUDNN_BOUND) return VC_OK;
+    vc_options other = *o;
+    other.bound = o->bound == VC_BOUND_HIGH ? VC_BOUND_LOW : VC_BOUND_HIGH;
+    vc_plan *p = NULL;
+    vc_status st = vc_plan_build(m, &other, &p, err);
+    if (st) return st;
+    vc_sim s;
+    st = vc_plan_simulate(p, other.batch, &s, NULL, err);
+    vc_plan_free(p);
+    if (st) return st;
+    int64_t total;
+    if (__builtin_add_overflow(s.reserved, mm->cuda_context, &total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    if (other.bound == VC_BOUND_HIGH) {
+        mm->cudnn.peak_allocated_high = s.peak;
+        mm->cudnn.reserved_high = s.reserved;
+        mm->cudnn.total_high = total;
+    } else {
+        mm->cudnn.peak_allocated_low = s.peak;
+        mm->cudnn.reserved_low = s.reserved;
+        mm->cudnn.total_low = total;
+    }
+    return VC_OK;
+}
+
 /* A simulation's figures as a result (everything but cuda_context and
  * total); the per-layer table too when inst_act is given. Shared by
  * vc_estimate and the estimator (sweep.c). */
@@ -109,6 +144,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     st = vc_plan_simulate(p, o->batch, &s, act, err);
     vc_cat3(note, sizeof note, vc_plan_note(p), "", ""); /* the attention kernel chosen, and why */
     unsigned uses = vc__plan_uses(p);
+    bool conv = vc__plan_has_conv(p);
     vc_plan_free(p);
     if (st) {
         free(act);
@@ -118,7 +154,8 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     free(act);
     if (st) return st;
     memcpy(r->attention, note, sizeof note);
-    return finish(r, o, uses, err);
+    if ((st = finish(r, o, uses, err))) return st;
+    return vc__cudnn_interval(m, o, conv, r, err);
 }
 
 static vc_status counts_term(int64_t a, int64_t b, int64_t *acc, vc_error *err)

@@ -411,6 +411,8 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
         int64_t r = M->pool[p].last;
         M->pool[p].n[c] = j[p];
         if (r < 0 || M->pool[p].n[o] != j[p] || !same_stream(M->pool[p].ev[o] + pre, ev[p] + pre, j[p] - pre)) {
+            M->pool[p].scratch.expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
+            M->pool[p].scratch.max_split = b->o.alloc_conf.max_split_size;
             if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
             M->pool[p].last = r;
             M->pool[p].cur = o; /* this stream is now the last one */

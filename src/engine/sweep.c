@@ -276,7 +276,9 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     if ((st = sim_total(e, &s, &r->memory.total, err))) return st;
     if ((st = vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err))) return st;
     vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */
-    return VC_OK;
+    vc_options o = e->o; /* cuDNN's workspace interval (src/engine/cudnn.c) */
+    o.batch = batch;
+    return vc__cudnn_interval(e->m, &o, vc__plan_has_conv(e->plan), r, err);
 }
 
 /* total at `batch`; when the allocated peak plus the context is already
