@@ -15,6 +15,7 @@ complete -c vramcalc -l lora-targets -x -d 'the Linear layers to adapt, by name:
 complete -c vramcalc -l lora-alpha -x -d 'lora_alpha'
 complete -c vramcalc -l lora-dropout -x -d 'lora_dropout'
 complete -c vramcalc -l lora-dtype -x -a 'auto fp32 bf16 fp16 model' -d 'with --lora or --qlora: the adapters'\'' dtype, and so their gradients'\''...'
+complete -c vramcalc -l peft -x -a 'lora rslora pissa dora ia3' -d 'the PEFT method, lora, rslora, pissa, dora, ia3'
 complete -c vramcalc -l grad-ckpt -d 'config.json: gradient checkpointing per decoder layer, non-reentrant'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'

@@ -67,7 +67,7 @@ NEEDS = {
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
 }
-MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"peft": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}
 
 

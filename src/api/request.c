@@ -369,6 +369,11 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LORA_DROPOUT: return parse_real(name, v, 0, 0.999999, &q->lora.dropout, err);
     case VC_OPT_LORA_DTYPE:
         return choose(name, v, (int)(q->lora.dtype = (vc_lora_dtype)vc_lora_dtype_from_name(v)), info->choices, err);
+    case VC_OPT_PEFT: {
+        int m = vc_peft_from_name(v);
+        if (m >= 0) q->lora.method = (vc_peft)m;
+        return choose(name, v, m, info->choices, err);
+    }
     case VC_OPT_LORA_TARGETS:
         if (strlen(v) >= sizeof q->lora.targets)
             return usage(err, O("lora_targets") ": longer than %zu characters", sizeof q->lora.targets - 1);
@@ -507,8 +512,10 @@ static void modes_text(unsigned applies, char *buf, size_t n)
 static vc_status check_applies(const vc_request *q, vc_error *err)
 {
     static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT, VC_OPT_LORA_DTYPE};
+    bool ia3 = q->lora.method == VC_PEFT_IA3; /* IA3Config: target_modules, and the vectors' dtype */
     for (size_t i = 0; i < sizeof lora_opts / sizeof *lora_opts; i++)
-        if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
+        if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora &&
+            !(ia3 && (lora_opts[i] == VC_OPT_LORA_TARGETS || lora_opts[i] == VC_OPT_LORA_DTYPE)))
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
                          vc_option_at(lora_opts[i])->name);
     if (q->o.keep_grads && (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE))
@@ -547,6 +554,16 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          q->per_layer ? O("per_layer") : O("parallel"));
         if (q->hf.seq > 0) return usage(err, O("seq") " does not go with " OV("mode", "generate") ": " O("prompt") " is the sequence's length");
         q->hf.seq = o->prompt; /* a config.json's report names the prompt's length */
+    }
+    if (q->lora.method == VC_PEFT_IA3) { /* IA3Config: target_modules, feedforward_modules; no r, alpha, dropout */
+        if (q->given[VC_OPT_LORA] || q->given[VC_OPT_LORA_ALPHA] || q->given[VC_OPT_LORA_DROPOUT])
+            return usage(err, OV("peft", "ia3") " learns one vector per target module: it has no %s",
+                         q->given[VC_OPT_LORA] ? "rank (" O("lora") ")" : q->given[VC_OPT_LORA_ALPHA] ? O("lora_alpha") : O("lora_dropout"));
+        if (q->qlora || q->weights)
+            return usage(err, OV("peft", "ia3") " over quantized weights (peft/tuners/ia3/bnb.py) is not modelled: it does not go with %s",
+                         q->qlora ? O("qlora") : O("weights"));
+    } else if (q->given[VC_OPT_PEFT] && q->lora.r == 0 && !q->qlora) {
+        q->lora.r = 8; /* LoraConfig's r, as --qlora takes it */
     }
     if (q->qlora) { /* BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute bf16) + LoraConfig */
         if (q->weights && strcmp(q->weights, "nf4"))
@@ -593,7 +610,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      : q->trace ? O("trace") : q->max_context ? O("max_context") : OV("mode", "train"));
     /* vLLM serves LoRA adapters in slots (LoRAConfig's max_loras x max_lora_rank per adapted module, and
      * a LoRA warm-up in the profiling run): not what vramcalc's LoRA (a PEFT training adapter) counts */
-    if (q->serve && (q->given[VC_OPT_LORA] || q->qlora))
+    if (q->serve && (q->given[VC_OPT_LORA] || q->given[VC_OPT_PEFT] || q->qlora))
         return usage(err, "%s with " O("serve") ": vLLM's LoRA serving (max_loras x max_lora_rank adapter slots per module) "
                      "is not modelled; estimate the base model's serving without it", q->qlora ? O("qlora") : O("lora"));
     if (q->serve && (o->parallel != VC_PARALLEL_NONE || o->gpus != (o->tp > 1 ? o->tp : 1)))
@@ -853,10 +870,13 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto done;
         }
         vc_lora *lora = &q->lora;
-        if (lora->r > 0) {
-            if (!lora->targets[0]) memcpy(lora->targets, vc_model_lora_targets(m), strlen(vc_model_lora_targets(m)) + 1);
+        if (lora->r > 0 || lora->method == VC_PEFT_IA3) {
+            const char *dflt = lora->method == VC_PEFT_IA3 ? vc__model_ia3_targets(m) : vc_model_lora_targets(m);
+            if (!lora->targets[0]) memcpy(lora->targets, dflt, strlen(dflt) + 1);
             if (!lora->targets[0]) {
-                st = usage(err, O("lora") " needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file");
+                st = usage(err, "%s needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file"
+                           "%s", lora->method == VC_PEFT_IA3 ? OV("peft", "ia3") : O("lora"),
+                           lora->method == VC_PEFT_IA3 && vc_model_lora_targets(m)[0] ? " (PEFT has no IA3 default for its model_type)" : "");
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {

@@ -50,6 +50,7 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 
 const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
 const char *vc_model_lora_targets(const vc_model *m) { return m->lora_targets ? m->lora_targets : ""; }
+const char *vc__model_ia3_targets(const vc_model *m) { return m->ia3_targets ? m->ia3_targets : ""; }
 
 /* A model from text: hf its config.json options (NULL: the defaults), lora
  * the adapters to load it with (NULL: none). */
@@ -66,7 +67,7 @@ vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_
 {
     vc_hf_options hf = m->hf;
     hf.seq = seq;
-    return load_text(m->text, m->text_len, m->file, &hf, m->lora.r > 0 ? &m->lora : NULL, m, out, err);
+    return load_text(m->text, m->text_len, m->file, &hf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, out, err);
 }
 
 /* weights_of: a model whose --weights (vc_model_set_weights) the new one takes, or NULL. */
@@ -306,6 +307,13 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (l->r < 0 || l->r > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--lora", "the rank is %lld: expected 1 to 2^40 (0: no adapters)", (long long)l->r);
+    if ((unsigned)l->method >= VC_PEFT__N) return vc_set_error(err, VC_ERR_USAGE, "--peft", "unknown PEFT method");
+    if (l->method == VC_PEFT_IA3 && l->r > 0) /* IA3Config has no r: one vector per target */
+        return vc_set_error(err, VC_ERR_USAGE, "--peft", "ia3 learns one vector per target module: it takes no rank (--lora R)");
+    if (l->method == VC_PEFT_IA3 && !memchr(l->targets, 0, sizeof l->targets))
+        return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the Linear layers to adapt, e.g. k_proj,v_proj,down_proj");
+    if (l->method == VC_PEFT_IA3 && (unsigned)l->dtype >= VC_LORA_DTYPE__N)
+        return vc_set_error(err, VC_ERR_USAGE, "--lora-dtype", "expected auto, fp32, bf16, fp16 or model");
     if (l->r > 0) {
         if (!(l->alpha > 0) || l->alpha > 1e12)
             return vc_set_error(err, VC_ERR_USAGE, "--lora-alpha", "expected a positive number");
@@ -319,7 +327,7 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
     vc_lora old = m->lora;
     m->lora = *l;
     vc_status st = reload(m, m->has_override, &m->override, &old, err);
-    if (st == VC_OK && l->r > 0 && m->nlora == 0) {
+    if (st == VC_OK && vc__peft_on(l) && m->nlora == 0) {
         m->lora = old;
         reload(m, m->has_override, &m->override, &old, err);
         vc_error_clear(err);

@@ -97,21 +97,6 @@ int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
     return 0;
 }
 
-/* PEFT's check_target_module_exists for a list of target_modules: the
- * module's name is a target, or ends with "." and a target. */
-static bool lora_target(const char *name, const char *targets)
-{
-    if (!name) return false;
-    size_t n = strlen(name);
-    for (const char *t = targets; *t;) {
-        const char *e = strchr(t, ',');
-        size_t len = e ? (size_t)(e - t) : strlen(t);
-        if (len && (n == len || (n > len && name[n - len - 1] == '.')) && !strncmp(name + n - len, t, len)) return true;
-        t += len + (e ? 1 : 0);
-    }
-    return false;
-}
-
 /* Instance idx's parameters from its setup into the model's table (or the
  * tied weight for parameter 0), with their names, shapes and flags, and the
  * counts; whether each trains. */
@@ -142,8 +127,8 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
         unsigned fl = P->pflags[i];
-        /* with LoRA, only the adapters train (peft mark_only_lora_as_trainable) */
-        bool trainable = m->lora.r > 0 ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
+        /* with LoRA (or IA3, DoRA), only the adapters train (peft BaseTuner._mark_only_adapters_as_trainable) */
+        bool trainable = vc__peft_on(&m->lora) ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
         m->par[m->npar] = (vc_param_entry){P->pn[i], trainable, P->pnd[i], (uint8_t)fl, idx, pname, dims};
         in->params[i] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
@@ -180,9 +165,11 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     priv.err = L->err;
     priv.path = jpath;
     priv.np = priv.nb = 0;
-    const vc_lora *lora = m->lora.r > 0 && (k->flags & VC_KIND_LORA) && lora_target(L->name, m->lora.targets) ? &m->lora : NULL;
+    const vc_lora *lora = vc__peft_on(&m->lora) && (k->flags & VC_KIND_LORA) && vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
     if (lora) m->nlora++;
-    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false};
+    /* IA3Model._create_and_replace: is_feedforward = the target is one of feedforward_modules */
+    bool ff = lora && lora->method == VC_PEFT_IA3 && vc__ia3_feedforward(m->ia3_feedforward, L->name);
+    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false, ff};
     if (k->setup(&s, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
         return L->err->code;
