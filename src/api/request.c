@@ -612,7 +612,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
      * a LoRA warm-up in the profiling run): not what vramcalc's LoRA (a PEFT training adapter) counts */
     if (q->serve && (q->given[VC_OPT_LORA] || q->given[VC_OPT_PEFT] || q->qlora))
         return usage(err, "%s with " O("serve") ": vLLM's LoRA serving (max_loras x max_lora_rank adapter slots per module) "
-                     "is not modelled; estimate the base model's serving without it", q->qlora ? O("qlora") : O("lora"));
+                     "is not modelled; estimate the base model's serving without it",
+                     q->qlora ? O("qlora") : q->given[VC_OPT_LORA] ? O("lora") : O("peft"));
     if (q->serve && (o->parallel != VC_PARALLEL_NONE || o->gpus != (o->tp > 1 ? o->tp : 1)))
         return usage(err, O("serve") " models one vLLM engine: tensor_parallel_size N is " OV("tp", "N") " " OV("gpus", "N") " ("
                      O("parallel") " and data-parallel GPUs are training layouts)");

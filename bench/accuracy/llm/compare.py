@@ -37,6 +37,13 @@ def args_for(case):
         a += ["--zero-grad", case["zero_grad"]]
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
+    peft = case.get("peft")  # measure_llm.py --peft dora|ia3 (peft_replica.py)
+    if peft:
+        a += ["--peft", peft["method"], "--lora-targets", ",".join(peft["targets"])]
+        if peft["r"]:
+            a += ["--lora", str(peft["r"]), "--lora-alpha", str(peft["alpha"]), "--lora-dropout", str(peft["dropout"])]
+        if peft.get("lora_dtype"):
+            a += ["--lora-dtype", peft["lora_dtype"]]
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
