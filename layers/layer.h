@@ -197,6 +197,7 @@ typedef struct {
     bool lora;      /* lora_A [r, in] and lora_B [out, r] (the LoRA family) */
     bool magnitude; /* DoRA's lora_magnitude_vector [out] and its weight-norm forward */
     bool ia3;       /* IA3's ia3_l vector ([1, in] feedforward, [out, 1] otherwise) */
+    bool copy;      /* LN tuning: a trainable deepcopy of each target module, the original frozen */
     const char *source; /* the peft source it follows */
 } vc_peft_row;
 const vc_peft_row *vc_peft_row_get(vc_peft p);

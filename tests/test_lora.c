@@ -300,6 +300,66 @@ static void test_ia3_feedforward(void **state)
     vc_model_free(m);
 }
 
+/* LN tuning (ln_tuning/layer.py LNTuningLayer.update_layer: ln_tuning_layers["default"] =
+ * deepcopy(layer), trained; base_layer frozen and kept) and modules_to_save (utils/other.py
+ * ModulesToSaveWrapper.update: modules_to_save["default"] = copy.deepcopy(original_module), trained;
+ * original_module.requires_grad_(False) and kept), peft @5d602fdb. The model: q_proj [1024, 1024],
+ * attn.v_proj [512, 1024] + bias 512, a LayerNorm named "norm" (weight and bias of 512). */
+static void test_copies(void **state)
+{
+    (void)state;
+    static const char *const named =
+        "{\"input\": [16, 1024], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024, \"bias\": false, \"name\": \"q_proj\"},"
+        "{\"type\": \"ReLU\"},"
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 512, \"name\": \"attn.v_proj\"},"
+        "{\"type\": \"LayerNorm\", \"normalized_shape\": [512], \"name\": \"model.norm\"}]}";
+    const int64_t base = 1048576 + 524288 + 512 + 1024;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(named, strlen(named), "copies.json", &m, &err)) fail_msg("load: %s", err.msg);
+    /* LN tuning of "norm" (PEFT's llama target matches model.norm by its suffix): the copy's 1,024
+     * trained, the original's 1,024 kept frozen */
+    vc_lora l;
+    vc_lora_init(&l);
+    l.method = VC_PEFT_LN_TUNING;
+    l.dtype = VC_LORA_DTYPE_MODEL; /* autocast_adapter_dtype=False: the copy in the model's dtype */
+    snprintf(l.targets, sizeof l.targets, "norm");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1024);
+    assert_int_equal(vc_model_parameters(m), base + 1024);
+    /* bf16, AdamW: every weight 2 bytes (each tensor a multiple of 512 bytes), the copy's gradient and two states */
+    vc_result r = estimate(m, VC_PREC_BF16);
+    assert_int_equal(r.memory.weights, (base + 1024) * 2);
+    assert_int_equal(r.memory.gradients, 1024 * 2);
+    assert_int_equal(r.memory.optimizer_states, 2 * 1024 * 2);
+    vc_result_free(&r);
+    /* autocast_adapter_dtype=True (auto): cast_adapter_dtype upcasts the copy to fp32 */
+    l.dtype = VC_LORA_DTYPE_AUTO;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.weights, (base + 1024) * 4);
+    vc_result_free(&r);
+    /* LoRA r 8 on q_proj with modules_to_save attn.v_proj: the adapters (16,384) and v_proj's
+     * copy (524,288 + 512) trained, v_proj's original kept frozen */
+    vc_lora_init(&l);
+    l.r = 8;
+    snprintf(l.targets, sizeof l.targets, "q_proj");
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "v_proj");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 16384 + 524800);
+    assert_int_equal(vc_model_parameters(m), base + 16384 + 524800);
+    r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.gradients, (16384 + 524800) * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * (16384 + 524800) * 4);
+    vc_result_free(&r);
+    /* a name no layer has */
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "lm_head");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--modules-to-save");
+    vc_model_free(m);
+}
+
 /* A PEFT setting nobody honours is refused, naming the option, in one line. */
 static void test_peft_refusals(void **state)
 {
@@ -321,6 +381,10 @@ static void test_peft_refusals(void **state)
         {"ia3", "qlora", "true", "peft=ia3 over quantized weights (peft/tuners/ia3/bnb.py) is not modelled: it does not go with qlora"},
         {"dora", "weights", "gptq4", "dora over gptq weights is not modelled (DoRA is, over nf4, fp4 and int8)"},
         {"rslora", "serve", "true", "peft with serve: vLLM's LoRA serving"},
+        {"ln_tuning", "lora", "8", "peft=ln_tuning trains a copy of each target module: it has no rank"},
+        /* cast_adapter_dtype's fp32 copy: LlamaRMSNorm's weight * x.to(input_dtype) returns fp32, refused by a bf16 Linear */
+        {"ln_tuning", "lora_dtype", "auto", "peft=ln_tuning on 16-bit weights: PEFT upcasts the copied norms to fp32"},
+        {"lora", "modules_to_save", "wte", "no layer is named wte"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vc_request *q = vc_request_new();
@@ -348,7 +412,7 @@ int main(void)
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
         cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
         cmocka_unit_test(test_lora_dtype), cmocka_unit_test(test_peft_counts), cmocka_unit_test(test_ia3_feedforward),
-        cmocka_unit_test(test_peft_refusals),
+        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

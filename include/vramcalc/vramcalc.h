@@ -174,8 +174,11 @@ VC_EXTERN int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
  * initialised from the weight's SVD), LoRA's memory; dora (use_dora=True: a
  * magnitude vector per adapted Linear and the weight-norm temporaries of
  * tuners/lora/dora.py); ia3 (IA3Config: a learned vector per target Linear,
- * scaling its input for a feedforward module, its output otherwise). */
-#define VC_PEFT_MAP(X) X(LORA, "lora") X(RSLORA, "rslora") X(PISSA, "pissa") X(DORA, "dora") X(IA3, "ia3")
+ * scaling its input for a feedforward module, its output otherwise);
+ * ln_tuning (LNTuningConfig: a trainable deepcopy of each target module, the
+ * original frozen). */
+#define VC_PEFT_MAP(X) \
+    X(LORA, "lora") X(RSLORA, "rslora") X(PISSA, "pissa") X(DORA, "dora") X(IA3, "ia3") X(LN_TUNING, "ln_tuning")
 #define VC__ENUM_PEFT(e, n) VC_PEFT_##e,
 typedef enum { VC_PEFT_MAP(VC__ENUM_PEFT) VC_PEFT__N } vc_peft;
 VC_EXTERN int vc_peft_from_name(const char *s); /* -1 when unknown */
@@ -185,7 +188,8 @@ typedef struct {
     double dropout;      /* lora_dropout: p > 0 keeps a dropped-out copy of each adapter's input */
     char targets[512];   /* target_modules, comma-separated ("q_proj,v_proj") */
     vc_lora_dtype dtype; /* the adapters' dtype (default auto) */
-    vc_peft method;      /* the PEFT method (default lora); ia3 takes no rank (r 0) */
+    vc_peft method;      /* the PEFT method (default lora); ia3 and ln_tuning take no rank (r 0) */
+    char modules_to_save[512]; /* modules_to_save: modules trained as full copies (ModulesToSaveWrapper), "" none */
 } vc_lora;
 
 /* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets, method lora. */

@@ -25,32 +25,50 @@
  *  ia3     IA3Config: tuners/ia3/layer.py IA3Layer.update_layer: ia3_l is
  *          [1, in] for a feedforward module, [out, 1] otherwise, trainable;
  *          Linear.forward multiplies the input (feedforward) or the output by it.
+ *  ln_tuning  LNTuningConfig: tuners/ln_tuning/layer.py LNTuningLayer.update_layer:
+ *          ln_tuning_layers[adapter] = deepcopy(layer), trained; the base_layer
+ *          frozen and kept; forward runs the copy alone. The copy is in
+ *          adapter_layer_names, so cast_adapter_dtype upcasts a 16-bit one to fp32.
+ *
+ * modules_to_save (any method's config, utils/other.py ModulesToSaveWrapper.update):
+ * modules_to_save[adapter] = copy.deepcopy(original_module), trained;
+ * original_module.requires_grad_(False) and kept; forward runs the copy. Not a
+ * BaseTunerLayer, so cast_adapter_dtype leaves the copy in the model's dtype.
  */
 #include <string.h>
 
 #include "model.h"
 
-/* PEFT's IA3 defaults (utils/constants.py TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING and
- * TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING, peft @5d602fdb), the causal-LM families
- * vramcalc reads. */
+/* PEFT's defaults for a config.json's model_type (utils/constants.py, peft @5d602fdb):
+ * TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING, ..._IA3_FEEDFORWARD_MODULES_MAPPING and
+ * ..._LNTUNING_TARGET_MODULES_MAPPING, for the causal-LM families vramcalc reads (NULL: not in
+ * the mapping). */
 static const struct {
-    const char *model_type, *targets, *feedforward;
-} ia3_defaults[] = {
-    {"llama", "k_proj,v_proj,down_proj", "down_proj"},   {"mistral", "k_proj,v_proj,down_proj", "down_proj"},
-    {"mixtral", "k_proj,v_proj,w2", "w2"},                {"qwen2", "q_proj,v_proj,down_proj", "down_proj"},
-    {"qwen3", "q_proj,v_proj,down_proj", "down_proj"},    {"gemma", "q_proj,v_proj,down_proj", "down_proj"},
-    {"gemma2", "q_proj,v_proj,down_proj", "down_proj"},   {"gpt_neox", "query_key_value,dense_4h_to_h", "dense_4h_to_h"},
-    {"gpt2", "c_attn,mlp.c_proj", "mlp.c_proj"},          {"opt", "q_proj,k_proj,fc2", "fc2"},
-    {"phi", "q_proj,v_proj,fc2", "fc2"},                  {"bert", "key,value,output.dense", "output.dense"},
-    {"roberta", "key,value,output.dense", "output.dense"},
+    const char *model_type, *ia3, *feedforward, *ln;
+} defaults[] = {
+    {"llama", "k_proj,v_proj,down_proj", "down_proj", "input_layernorm,post_attention_layernorm,norm"},
+    {"mistral", "k_proj,v_proj,down_proj", "down_proj", "input_layernorm,post_attention_layernorm,norm"},
+    {"mixtral", "k_proj,v_proj,w2", "w2", NULL},
+    {"qwen2", "q_proj,v_proj,down_proj", "down_proj", "post_attention_layernorm"},
+    {"qwen3", "q_proj,v_proj,down_proj", "down_proj", "post_attention_layernorm"},
+    {"gemma", "q_proj,v_proj,down_proj", "down_proj", "input_layernorm,post_attention_layernorm,norm"},
+    {"gemma2", "q_proj,v_proj,down_proj", "down_proj",
+     "input_layernorm,post_attention_layernorm,pre_feedforward_layernorm,post_feedforward_layernorm,norm"},
+    {"gpt_neox", "query_key_value,dense_4h_to_h", "dense_4h_to_h", NULL},
+    {"gpt2", "c_attn,mlp.c_proj", "mlp.c_proj", "ln_1,ln_2,ln_f"},
+    {"opt", "q_proj,k_proj,fc2", "fc2", NULL},
+    {"phi", "q_proj,v_proj,fc2", "fc2", "input_layernorm,final_layernorm"},
+    {"bert", "key,value,output.dense", "output.dense", NULL},
+    {"roberta", "key,value,output.dense", "output.dense", NULL},
 };
 
 static const vc_peft_row rows[VC_PEFT__N] = {
-    [VC_PEFT_LORA] = {"lora", true, false, false, "tuners/lora/layer.py LoraLayer.update_layer, Linear.forward"},
-    [VC_PEFT_RSLORA] = {"rslora", true, false, false, "LoraConfig use_rslora: scaling = lora_alpha / sqrt(r)"},
-    [VC_PEFT_PISSA] = {"pissa", true, false, false, "LoraConfig init_lora_weights=\"pissa\": LoraLayer.pissa_init at load"},
-    [VC_PEFT_DORA] = {"dora", true, true, false, "tuners/lora/dora.py DoraLinearLayer, variants.py DoraLinearVariant"},
-    [VC_PEFT_IA3] = {"ia3", false, false, true, "tuners/ia3/layer.py IA3Layer.update_layer, Linear.forward"},
+    [VC_PEFT_LORA] = {"lora", true, false, false, false, "tuners/lora/layer.py LoraLayer.update_layer, Linear.forward"},
+    [VC_PEFT_RSLORA] = {"rslora", true, false, false, false, "LoraConfig use_rslora: scaling = lora_alpha / sqrt(r)"},
+    [VC_PEFT_PISSA] = {"pissa", true, false, false, false, "LoraConfig init_lora_weights=\"pissa\": LoraLayer.pissa_init at load"},
+    [VC_PEFT_DORA] = {"dora", true, true, false, false, "tuners/lora/dora.py DoraLinearLayer, variants.py DoraLinearVariant"},
+    [VC_PEFT_IA3] = {"ia3", false, false, true, false, "tuners/ia3/layer.py IA3Layer.update_layer, Linear.forward"},
+    [VC_PEFT_LN_TUNING] = {"ln_tuning", false, false, false, true, "tuners/ln_tuning/layer.py LNTuningLayer.update_layer, forward"},
 };
 
 const vc_peft_row *vc_peft_row_get(vc_peft p) { return (unsigned)p < VC_PEFT__N ? &rows[p] : &rows[VC_PEFT_LORA]; }
@@ -62,7 +80,7 @@ int vc_peft_from_name(const char *s)
     return -1;
 }
 
-bool vc__peft_on(const vc_lora *l) { return l->r > 0 || (l->method == VC_PEFT_IA3 && l->targets[0]); }
+bool vc__peft_on(const vc_lora *l) { return l->r > 0 || (!vc_peft_row_get(l->method)->lora && l->targets[0]); }
 
 /* Whether `name` is one of the comma-separated `list`, or ends with "." and one
  * (PEFT's check_target_module_exists for a list of target_modules). */
@@ -79,15 +97,16 @@ bool vc__peft_match(const char *name, const char *list)
     return false;
 }
 
-/* PEFT's IA3 target_modules and feedforward_modules for a config.json's model_type (static
- * strings; both NULL when PEFT's mapping lacks it). */
-void vc__ia3_defaults(const char *model_type, const char **targets, const char **feedforward)
+/* PEFT's IA3 target_modules and feedforward_modules and LN tuning's target_modules for a
+ * config.json's model_type (static strings; NULL where PEFT's mapping lacks it). */
+void vc__peft_defaults(const char *model_type, const char **ia3, const char **feedforward, const char **ln)
 {
-    *targets = *feedforward = NULL;
-    for (size_t i = 0; model_type && i < sizeof ia3_defaults / sizeof *ia3_defaults; i++)
-        if (!strcmp(ia3_defaults[i].model_type, model_type)) {
-            *targets = ia3_defaults[i].targets;
-            *feedforward = ia3_defaults[i].feedforward;
+    *ia3 = *feedforward = *ln = NULL;
+    for (size_t i = 0; model_type && i < sizeof defaults / sizeof *defaults; i++)
+        if (!strcmp(defaults[i].model_type, model_type)) {
+            *ia3 = defaults[i].ia3;
+            *feedforward = defaults[i].feedforward;
+            *ln = defaults[i].ln;
         }
 }
 
@@ -98,7 +117,7 @@ void vc__ia3_defaults(const char *model_type, const char **targets, const char *
 bool vc__ia3_feedforward(const char *feedforward, const char *name)
 {
     if (feedforward) return vc__peft_match(name, feedforward);
-    for (size_t i = 0; i < sizeof ia3_defaults / sizeof *ia3_defaults; i++)
-        if (vc__peft_match(name, ia3_defaults[i].feedforward)) return true;
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+        if (vc__peft_match(name, defaults[i].feedforward)) return true;
     return false;
 }

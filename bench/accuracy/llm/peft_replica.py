@@ -1,5 +1,5 @@
 """peft_replica.py -- PEFT's DoRA and IA3 layers in plain torch (1.13, CPU) for the accuracy
-harness (measure_llm.py --peft dora|ia3), statement by statement from the source, each
+harness (measure_llm.py --peft dora|ia3|ln_tuning, --modules-to-save), statement by statement from the source, each
 allocation where the source makes it (issue 26 item 1).
 
 Source: github.com/huggingface/peft @ 5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40
@@ -7,15 +7,20 @@ Source: github.com/huggingface/peft @ 5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40
   src/peft/tuners/lora/variants.py  DoraLinearVariant.init / .forward
   src/peft/tuners/lora/dora.py      DoraLinearLayer.get_weight_norm, get_lora_weight, update_layer, forward
   src/peft/tuners/ia3/layer.py      IA3Layer.update_layer, Linear.forward
+  src/peft/tuners/ln_tuning/layer.py LNTuningLayer.update_layer, forward
+  src/peft/utils/other.py           ModulesToSaveWrapper.update, _forward_wrapped
   src/peft/tuners/tuners_utils.py   cast_adapter_dtype (adapter_layer_names: lora_A, lora_B,
                                     lora_magnitude_vector; ia3_l), _cast_input_dtype
-  src/peft/utils/constants.py       TRANSFORMERS_MODELS_TO_IA3_{TARGET,FEEDFORWARD}_MODULES_MAPPING
+  src/peft/utils/constants.py       TRANSFORMERS_MODELS_TO_IA3_{TARGET,FEEDFORWARD}_MODULES_MAPPING,
+                                    TRANSFORMERS_MODELS_TO_LNTUNING_TARGET_MODULES_MAPPING
 
 What is not the source's: the base layers are reference.py's (nn.Linear run as PyTorch 2.x's
 at::linear, vctorch.linear2x), dropout the harness's replica of 2.x's fused dropout; DoRA's
 caching (ENABLE_DORA_CACHING) is off, as in training; torch 1.13's CPU torch.eye has no
 bfloat16 kernel, so a bf16 eye is zeros(n, n).fill_diagonal_(1) (the same single allocation). Written without reading vramcalc's engine.
 """
+import copy
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -29,6 +34,9 @@ COMMIT = "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40"
 IA3_TARGETS = {"llama": "k_proj,v_proj,down_proj", "mistral": "k_proj,v_proj,down_proj", "mixtral": "k_proj,v_proj,w2",
                "qwen2": "q_proj,v_proj,down_proj", "gemma2": "q_proj,v_proj,down_proj",
                "gpt_neox": "query_key_value,dense_4h_to_h"}
+LN_TUNING_TARGETS = {"llama": "input_layernorm,post_attention_layernorm,norm", "qwen2": "post_attention_layernorm",
+                     "gemma2": "input_layernorm,post_attention_layernorm,pre_feedforward_layernorm,post_feedforward_layernorm,norm",
+                     "mistral": "input_layernorm,post_attention_layernorm,norm"}
 IA3_FEEDFORWARD = {"llama": "down_proj", "mistral": "down_proj", "mixtral": "w2", "qwen2": "down_proj",
                    "gemma2": "down_proj", "gpt_neox": "dense_4h_to_h"}
 
@@ -139,8 +147,45 @@ class IA3Linear(nn.Module):
         return result
 
 
+class LNTuningLayer(nn.Module):
+    """ln_tuning/layer.py LNTuningLayer: update_layer's ln_tuning_layers["default"] = deepcopy(layer), trained
+    (the adapter; cast_adapter_dtype upcasts a 16-bit one to fp32 unless autocast_adapter_dtype=False);
+    base_layer frozen and kept; forward runs the copy alone (one active adapter, not merged)."""
+
+    def __init__(self, base_layer, adapter_dtype):
+        super().__init__()
+        self.base_layer = base_layer
+        self.ln_tuning_layer = copy.deepcopy(base_layer).to(adapter_dtype)
+        for p in self.ln_tuning_layer.parameters():
+            p.requires_grad_(True)
+
+    def forward(self, x, *args, **kwargs):
+        return self.ln_tuning_layer(x, *args, **kwargs)
+
+
+class ModulesToSaveWrapper(nn.Module):
+    """utils/other.py ModulesToSaveWrapper.update: modules_to_save["default"] = copy.deepcopy(original_module)
+    trained (not a BaseTunerLayer: cast_adapter_dtype leaves it in the model's dtype);
+    original_module.requires_grad_(False) and kept; _forward_wrapped runs the copy. weight: the copy's
+    (__getattr__ goes to the active copy, _getattr_wrapped)."""
+
+    def __init__(self, original_module):
+        super().__init__()
+        self.original_module = original_module
+        self.modules_to_save = copy.deepcopy(original_module)
+        for p in self.modules_to_save.parameters():
+            p.requires_grad_(True)
+
+    @property
+    def weight(self):
+        return self.modules_to_save.weight
+
+    def forward(self, *args, **kwargs):
+        return self.modules_to_save(*args, **kwargs)
+
+
 def apply_peft(model, method, r=8, lora_alpha=16, lora_dropout=0.0, targets=None, feedforward=None,
-               autocast_adapter_dtype=True, adapter_dtype=None):
+               autocast_adapter_dtype=True, adapter_dtype=None, modules_to_save=()):
     """get_peft_model(model, LoraConfig(use_dora=True, ...)) or get_peft_model(model, IA3Config(...)):
     everything frozen, the targets wrapped, the adapters fp32 with autocast_adapter_dtype (cast_adapter_dtype),
     else the base weights' dtype; as reference.apply_lora."""
@@ -152,8 +197,16 @@ def apply_peft(model, method, r=8, lora_alpha=16, lora_dropout=0.0, targets=None
     n = 0
     for name, mod in list(model.named_modules()):
         for cname, child in list(mod.named_children()):
-            if cname in targets and isinstance(child, nn.Linear):
-                if method == "dora":
+            if cname in modules_to_save:
+                setattr(mod, cname, ModulesToSaveWrapper(child))
+                continue
+            if method == "ln_tuning" and cname in targets:
+                setattr(mod, cname, LNTuningLayer(child, adapter_dtype))
+                n += 1
+            elif cname in targets and isinstance(child, nn.Linear):
+                if method == "lora":
+                    new = R.LoraLinear(child, r, lora_alpha, lora_dropout, adapter_dtype)
+                elif method == "dora":
                     new = DoraLinear(child, r, lora_alpha, lora_dropout, adapter_dtype)
                 else:
                     new = IA3Linear(child, cname in feedforward, adapter_dtype)
@@ -168,6 +221,10 @@ def apply_peft(model, method, r=8, lora_alpha=16, lora_dropout=0.0, targets=None
 
 def adapter_dtype_of(model):
     for m in model.modules():
+        if isinstance(m, LNTuningLayer):
+            return next(m.ln_tuning_layer.parameters()).dtype
+        if isinstance(m, R.LoraLinear) and not isinstance(m, DoraLinear):
+            return m.lora_A.weight.dtype
         if isinstance(m, DoraLinear):
             return m.lora_A.weight.dtype
         if isinstance(m, IA3Linear):

@@ -256,6 +256,24 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=r, lora_dropout=d, peft=m, **({"lora_targets": tg} if tg else {}),
                         **({"lora_dtype": dt} if dt else {}), held_out=(i % 3 == 2)))
+    # --peft ln_tuning and --modules-to-save (issue 26 item 1): peft_replica.py's LNTuningLayer and
+    # ModulesToSaveWrapper (peft @5d602fdb), alone and under LoRA / DoRA. Every third held out.
+    saved = [
+        ("llama_small", 2, 64, "adamw", "fp32", False, "ln_tuning", 0, None, ""),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "ln_tuning", 0, "model", ""),
+        ("llama_wide", 2, 64, "adamw", "fp32", True, "ln_tuning", 0, None, ""),
+        ("qwen2_small", 2, 48, "adamw", "fp32", False, "ln_tuning", 0, None, ""),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, "ln_tuning", 0, "model", ""),
+        ("llama_small", 2, 64, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "dora", 8, None, "lm_head"),
+        ("llama_small", 2, 64, "adamw", "fp32", False, "ln_tuning", 0, None, "lm_head,embed_tokens"),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+    ]
+    for i, (cfg, b, s, o, p, c, m, r, dt, ms) in enumerate(saved):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=r, peft=m, **({"lora_dtype": dt} if dt else {}),
+                        **({"modules_to_save": ms} if ms else {}), held_out=(i % 3 == 2)))
     return out
 
 
@@ -274,7 +292,9 @@ def argv_of(c):
                 a += ["--lora-targets", c["lora_targets"]]
             if c.get("lora_dtype"):
                 a += ["--lora-dtype", c["lora_dtype"]]
-        if c.get("peft"):  # peft_replica.py: IA3 takes its targets and dtype without a rank
+        if c.get("modules_to_save"):
+            a += ["--modules-to-save", c["modules_to_save"]]
+        if c.get("peft"):  # peft_replica.py: IA3 and LN tuning take their targets and dtype without a rank
             a += ["--peft", c["peft"]]
             if not c["lora"]:
                 a += (["--lora-targets", c["lora_targets"]] if c.get("lora_targets") else []) + \
