@@ -15,6 +15,8 @@ complete -c vramcalc -l lora-targets -x -d 'the Linear layers to adapt, by name:
 complete -c vramcalc -l lora-alpha -x -d 'lora_alpha'
 complete -c vramcalc -l lora-dropout -x -d 'lora_dropout'
 complete -c vramcalc -l lora-dtype -x -a 'auto fp32 bf16 fp16 model' -d 'with --lora or --qlora: the adapters'\'' dtype, and so their gradients'\''...'
+complete -c vramcalc -l peft -x -a 'lora rslora pissa dora ia3 ln_tuning' -d 'the PEFT method, lora, rslora, pissa, dora, ia3, ln_tuning'
+complete -c vramcalc -l modules-to-save -x -d 'with a PEFT method: PEFT'\''s modules_to_save, layers trained in full,...'
 complete -c vramcalc -l grad-ckpt -d 'config.json: gradient checkpointing per decoder layer, non-reentrant'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'

@@ -97,6 +97,7 @@ typedef struct vc_setup {
     struct vc_setup_priv *priv;
     int64_t ep;              /* --ep: the expert-parallel ranks (vc_model_set_ep), 1 none */
     bool ep_used;            /* set by a kind that took ep > 1 (SparseMoE: its experts split) */
+    bool ia3_feedforward;    /* with lora->method ia3: a feedforward module (its vector scales the input) */
 } vc_setup;
 
 /* Parameter flags. */
@@ -190,6 +191,16 @@ int32_t *vc__amp_cache(vc_build *b, vc_t w);
 bool vc_training(const vc_build *b);
 /* The model's LoRA settings (r 0: none). */
 const vc_lora *vc_lora_of(const vc_build *b);
+/* A PEFT method's row (src/model/peft.c): what it adds to a target Linear. */
+typedef struct {
+    const char *name;
+    bool lora;      /* lora_A [r, in] and lora_B [out, r] (the LoRA family) */
+    bool magnitude; /* DoRA's lora_magnitude_vector [out] and its weight-norm forward */
+    bool ia3;       /* IA3's ia3_l vector ([1, in] feedforward, [out, 1] otherwise) */
+    bool copy;      /* LN tuning: a trainable deepcopy of each target module, the original frozen */
+    const char *source; /* the peft source it follows */
+} vc_peft_row;
+const vc_peft_row *vc_peft_row_get(vc_peft p);
 
 vc_t vc_input(vc_build *b, int i);
 const vc_shape *vc_input_shape(const vc_build *b, int i);

@@ -17,6 +17,7 @@ typedef struct {
     int64_t in, out;
     bool bias;
     int64_t gather, scatter; /* sequence parallelism: the TP degree, 1 none */
+    bool ia3_ff;             /* --peft ia3: a feedforward module (set by setup) */
 } linear_cfg;
 
 static int linear_parse(vc_args *a, void *p)
@@ -46,7 +47,7 @@ static int linear_seq(vc_setup *s, const linear_cfg *c)
 
 static int linear_setup(vc_setup *s, void *p)
 {
-    const linear_cfg *c = p;
+    linear_cfg *c = p;
     const vc_shape *x = &s->in[0];
     if (x->d[x->nd - 1] != c->in)
         return vc_fail(s, "in_features", "in_features is %lld but the input has %lld features (last dimension)",
@@ -75,7 +76,19 @@ static int linear_setup(vc_setup *s, void *p)
     vc_lora_dtype ld = s->lora->dtype;
     unsigned fl = VC_PARAM_ADAPTER | (ld == VC_LORA_DTYPE_BF16 ? VC_PARAM_BF16 : ld == VC_LORA_DTYPE_FP16 ? VC_PARAM_F16
                                       : ld == VC_LORA_DTYPE_MODEL ? 0u : VC_PARAM_F32);
-    return vc_param_shape(s, "lora_A.default.weight", 2, ar, fl) || vc_param_shape(s, "lora_B.default.weight", 2, br, fl);
+    const vc_peft_row *pr = vc_peft_row_get(s->lora->method);
+    c->ia3_ff = s->ia3_feedforward;
+    if (pr->ia3) { /* peft/tuners/ia3/layer.py IA3Layer.update_layer: (1, in) feedforward, (out, 1) otherwise;
+                    * in adapter_layer_names ("ia3_l",), so cast as the LoRA adapters are */
+        int64_t d[2] = {c->ia3_ff ? 1 : c->out, c->ia3_ff ? c->in : 1};
+        return vc_param_shape(s, "ia3_l.default", 2, d, fl);
+    }
+    int64_t sq;
+    if (pr->magnitude && vc_mul(s, c->in, c->in, &sq)) return -1; /* DoRA's torch.eye(in_features) */
+    /* DoRA: variants.py DoraLinearVariant.init, lora_magnitude_vector[adapter] = DoraLinearLayer whose
+     * weight is nn.Parameter(weight_norm) of out_features (dora.py update_layer), after lora_A and lora_B */
+    return vc_param_shape(s, "lora_A.default.weight", 2, ar, fl) || vc_param_shape(s, "lora_B.default.weight", 2, br, fl) ||
+           (pr->magnitude && vc_param_shape(s, "lora_magnitude_vector.default.weight", 1, &c->out, fl));
 }
 
 /* result + delta where the two may differ in dtype (a 16-bit model's output
@@ -95,6 +108,118 @@ static vc_t add_promoted(vc_build *b, vc_t y, vc_t d)
     return out;
 }
 
+/* x * y broadcast to `out` elements (y the smaller, or both the same size) where the two may
+ * differ in dtype: mul's output takes the promoted dtype (fp32 for a 16-bit and an fp32
+ * operand); MulBackward0 saves each operand for the other's gradient (grad * other), a
+ * broadcast operand's output-sized product reduced by the engine (sum_to_size), and a
+ * full-size one's cast to its dtype by the engine (validate_outputs) after the product
+ * in the promoted dtype (a backward temporary). */
+static vc_t mul_promoted(vc_build *b, vc_t x, vc_t y, vc_numel out)
+{
+    vc_dtype dx = vc_dt_of(b, x), dy = vc_dt_of(b, y), dr = dx == dy ? dx : VC_DT_F32;
+    vc_op *o = vc_op_begin(b, "mul");
+    int ix = vc_op_in(o, x), iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dr);
+    vc_op_save_if(o, y, ix);
+    vc_op_save_if(o, x, iy);
+    const vc_t t[2] = {x, y};
+    const int in[2] = {ix, iy};
+    for (int i = 0; i < 2; i++) {
+        if (!vc_n_same(vc_numel_of(b, t[i]), out)) {
+            vc_op_grad(o, in[i], VC_GRAD_NEW_REDUCE);
+        } else if (vc_dt_of(b, t[i]) != dr && vc_requires_grad(b, t[i])) {
+            vc_op_grad(o, in[i], VC_GRAD_NEW);
+            vc_op_btemp(o, out, dr);
+        }
+    }
+    vc_op_end(o);
+    return r;
+}
+
+/* --peft ia3: peft/tuners/ia3/layer.py Linear.forward (peft 5d602fdb). ia3_scaling = 1;
+ * ia3_scaling *= ia3_l.flatten() (int * tensor: a new tensor, MulBackward0 with a scalar saves
+ * nothing). Feedforward: x = x.to(ia3_l.dtype); interm = (x * ia3_scaling).to(previous_dtype);
+ * result = base_layer(interm). Otherwise: result = base_layer(x); result = (result *
+ * ia3_scaling).to(result.dtype). */
+static void ia3_emit(vc_build *b, const linear_cfg *c, vc_t x, vc_t bias, int64_t rows)
+{
+    vc_t w = vc_weight(b, 0), v = vc_weight(b, c->bias ? 2 : 1);
+    vc_t sc = vc__op_fresh(b, "mul", v, vc_numel_of(b, v));
+    if (c->ia3_ff) {
+        vc_dtype prev = vc_dt_of(b, x);
+        vc_t xc = vc__op_cast(b, x, vc_dt_of(b, v));
+        vc_t im = vc__op_cast(b, mul_promoted(b, xc, sc, vc_numel_of(b, xc)), prev);
+        vc_set_output(b, vc__op_linear(b, im, w, bias, rows, c->in, c->out));
+        return;
+    }
+    vc_t y = vc__op_linear(b, x, w, bias, rows, c->in, c->out);
+    vc_set_output(b, vc__op_cast(b, mul_promoted(b, y, sc, vc_numel_of(b, y)), vc_dt_of(b, y)));
+}
+
+/* --peft dora: the delta DoraLinearVariant.forward adds to the base result y (tuners/lora/
+ * variants.py; tuners/lora/dora.py DoraLinearLayer.forward, get_lora_weight, get_weight_norm;
+ * peft 5d602fdb), x already cast to the adapters' dtype by Linear.forward. Every forward:
+ *   lora_weight = lora_B(lora_A(torch.eye(in))).T   [out, in]: the eye [in, in] and lora_A's
+ *       output [in, r] saved by its graph, all alive while the local lora_weight is (to the
+ *       end of forward); it takes no gradient (only its .detach() is used below)
+ *   weight = dequantize_module_weight(base_layer).to(x.dtype)   the weight itself (dense,
+ *       same dtype), else a new [out, in]: bnb's dequantized copy, cast to the adapters' dtype
+ *   weight_norm = linalg.norm(weight + scaling * lora_weight.detach(), dim=1).detach()
+ *       two [out, in] temporaries (the product, then the sum), an [out] result
+ *   mag_norm_scale = (magnitude / weight_norm).view(1, -1)
+ *   lora_result = lora_B(lora_A(x))   (x dropped out when lora_dropout > 0)
+ *   base_result = y (no dropout; minus the bias when there is one), else F.linear(x, weight):
+ *       with dropout the weight copy is saved for backward
+ *   result_dora = (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * scaling
+ *       the muls save base_result and lora_result (the magnitude's gradient) */
+static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t rows, int style)
+{
+    const vc_lora *l = vc_lora_of(b);
+    int ia = c->bias ? 2 : 1;
+    vc_t w = vc_weight(b, 0), wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1), mag = vc_weight(b, ia + 2);
+    vc_dtype da = vc_dt_of(b, wa);
+    vc_numel io = vc_n_fixed(c->in * c->out), nout = vc_n_fixed(c->out); /* in x out: checked by setup */
+    vc_t eye = vc__op_new(b, "eye", vc_n_fixed(c->in * c->in), da);
+    vc_t ea = vc__op_nograd(b, "lora_A(x_eye)", eye, -1, vc_n_fixed(c->in * l->r), da);
+    vc_t lw = vc__op_nograd(b, "lora_B(...).T", ea, -1, io, da);
+    vc_hold(b, eye);
+    vc_hold(b, ea);
+    vc_hold(b, lw);
+    vc_t wt = w;
+    if (style == VC_LORA_BNB4) { /* bnb.functional.dequantize_4bit: quant_state.dtype, the model's */
+        wt = vc__op_nograd(b, "dequantize_4bit", w, -1, io, vc_dt_of(b, y));
+    } else if (style == VC_LORA_BNB8) { /* int8_vectorwise_dequant: A * stats.view(-1, 1) * (1 / 127), fp32 */
+        vc_op *o = vc_op_begin(b, "int8_vectorwise_dequant");
+        vc_op_in_nodiff(o, w);
+        vc_op_ftemp(o, io, VC_DT_F32);
+        wt = vc_op_out(o, io, VC_DT_F32);
+        vc_op_end(o);
+    }
+    if (vc_dt_of(b, wt) != da) wt = vc__op_nograd(b, "to", wt, -1, io, da);
+    if (wt != w) vc_hold(b, wt);
+    vc_t sl = vc__op_nograd(b, "mul", lw, -1, io, da);
+    vc_t wn = vc__op_nograd(b, "linalg_vector_norm", vc__op_nograd(b, "add", wt, sl, io, da), -1, nout, da);
+    vc_op *o = vc_op_begin(b, "div");
+    int im = vc_op_in(o, mag);
+    vc_op_in_nodiff(o, wn);
+    vc_op_save_if(o, wn, im);
+    vc_t mns = vc_op_out(o, nout, da);
+    vc_op_end(o);
+    vc_t xd = vc__op_dropout(b, x, l->dropout);
+    vc_t lr = vc__op_linear(b, vc__op_linear(b, xd, wa, -1, rows, c->in, l->r), wb, -1, rows, l->r, c->out);
+    vc_t br = y;
+    if (xd != x) br = vc__op_linear(b, xd, wt, -1, rows, c->in, c->out);
+    else if (c->bias) br = vc__op_fresh(b, "sub", y, vc_numel_of(b, y)); /* base_result - bias */
+    vc_t t1 = mul_promoted(b, br, vc__op_fresh(b, "sub", mns, nout), vc_numel_of(b, br));
+    vc_t t3 = vc__op_fresh(b, "mul", mul_promoted(b, lr, mns, vc_numel_of(b, lr)), vc_numel_of(b, lr)); /* * scaling */
+    vc_t d = add_promoted(b, t1, t3);
+    vc_release(b, eye);
+    vc_release(b, ea);
+    vc_release(b, lw);
+    if (wt != w) vc_release(b, wt);
+    return d;
+}
+
 static void linear_emit(vc_build *b, const void *p)
 {
     const linear_cfg *c = p;
@@ -104,12 +229,17 @@ static void linear_emit(vc_build *b, const void *p)
         vc_set_output(b, vc__op_linear_gather(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out, c->gather));
         return;
     }
+    int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
+    const vc_lora *l = vc_lora_of(b);
+    if (vc_has_weight(b, ia) && vc_peft_row_get(l->method)->ia3) {
+        ia3_emit(b, c, x, c->bias ? vc_weight(b, 1) : -1, rows);
+        return;
+    }
     vc_t y = vc__op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out);
     /* RowParallelLinear.forward: reduce_scatter_to_sequence_parallel_region(output_parallel);
      * its bias is added after (output_ + bias), here inside the addmm (the same tensors
      * but for one [s/t, out] sum) */
     if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
-    int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     if (!vc_has_weight(b, ia)) {
         vc_set_output(b, y);
         return;
@@ -117,15 +247,22 @@ static void linear_emit(vc_build *b, const void *p)
     /* peft/tuners/lora/layer.py Linear.forward: result = self.base_layer(x);
      * x = self._cast_input_dtype(x, lora_A.weight.dtype); result = result +
      * lora_B(lora_A(dropout(x))) * scaling; result = result.to(torch_result_dtype) */
-    const vc_lora *l = vc_lora_of(b);
     int style = vc_weight_lora_style(b, vc_weight(b, 0)); /* the PEFT class over this base layer */
     /* peft/tuners/lora/bnb.py Linear4bit.forward: result = result.clone() ("as per
      * Tim Dettmers, for 4bit, we need to defensively clone here") */
     if (style == VC_LORA_BNB4) y = vc__op_clone(b, y);
     vc_t wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1);
+    vc_t d;
+    if (vc_peft_row_get(l->method)->magnitude) {
+        /* variants.py DoraLinearVariant.forward: result = result + lora_magnitude_vector(x, ...); bnb.py
+         * Linear4bit / Linear8bitLt: result = result.to(expected_dtype) after */
+        d = dora_delta(b, c, vc__op_cast(b, x, vc_dt_of(b, wa)), y, rows, style);
+        vc_set_output(b, vc__op_cast(b, add_promoted(b, y, d), vc_dt_of(b, y)));
+        return;
+    }
     vc_t xa = vc__op_dropout(b, vc__op_cast(b, x, vc_dt_of(b, wa)), l->dropout);
     vc_t a = vc__op_linear(b, xa, wa, -1, rows, c->in, l->r);
-    vc_t d = vc__op_linear(b, a, wb, -1, rows, l->r, c->out);
+    d = vc__op_linear(b, a, wb, -1, rows, l->r, c->out);
     d = vc__op_fresh(b, "mul", d, vc_numel_of(b, d)); /* * scaling: a new tensor, nothing saved */
     if (style != VC_LORA_LINEAR) {
         /* bnb.py Linear4bit / Linear8bitLt.forward: output = output.to(expected_dtype);

@@ -231,12 +231,188 @@ static void test_lora_dtype(void **state)
     vc_model_free(m);
 }
 
+static vc_status set_peft(vc_model *m, vc_peft method, int64_t r, const char *targets, vc_error *err)
+{
+    vc_lora l;
+    vc_lora_init(&l);
+    l.method = method;
+    l.r = r;
+    snprintf(l.targets, sizeof l.targets, "%s", targets);
+    return vc_model_set_lora(m, &l, err);
+}
+
+/* --peft: the trainable and total counts, by hand from peft @5d602fdb. The model: q_proj
+ * [1024, 1024] no bias, attn.v_proj [512, 1024] + bias 512, a LayerNorm (1,024): 1,574,400.
+ *  dora r 8 on q, v: LoRA's 8x1024 + 1024x8 and 8x1024 + 512x8 (28,672) and
+ *      lora_magnitude_vector of out_features each (DoraLinearVariant.init: dora.py
+ *      update_layer's nn.Parameter(weight_norm), [out]): 1,024 + 512
+ *  rslora, pissa: LoRA's tensors (use_rslora changes the scaling; pissa_init the values)
+ *  ia3 on q, v (neither a feedforward module): ia3_l [out, 1] each (ia3/layer.py
+ *      IA3Layer.update_layer), 1,024 + 512; everything else frozen (_mark_only_adapters_as_trainable) */
+static void test_peft_counts(void **state)
+{
+    (void)state;
+    const int64_t base = 1048576 + 524288 + 512 + 1024;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_peft(m, VC_PEFT_DORA, 8, "q_proj,v_proj", &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 28672 + 1024 + 512);
+    assert_int_equal(vc_model_parameters(m), base + 28672 + 1024 + 512);
+    /* fp32 AdamW: the magnitude vectors' gradients and two states beside the adapters' */
+    vc_result r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.gradients, (28672 + 1536) * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * (28672 + 1536) * 4);
+    vc_result_free(&r);
+    for (vc_peft p = VC_PEFT_RSLORA; p <= VC_PEFT_PISSA; p++) {
+        assert_int_equal(set_peft(m, p, 8, "q_proj,v_proj", &err), VC_OK);
+        assert_int_equal(vc_model_trainable_parameters(m), 28672);
+        assert_int_equal(vc_model_parameters(m), base + 28672);
+    }
+    assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "q_proj,v_proj", &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1024 + 512);
+    assert_int_equal(vc_model_parameters(m), base + 1536);
+    r = estimate(m, VC_PREC_BF16); /* the vectors fp32 (cast_adapter_dtype), their gradients and states too */
+    assert_int_equal(r.memory.gradients, 1024 * 4 + 512 * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * (1024 * 4 + 512 * 4));
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
+/* IA3 on a feedforward module (a down_proj: PEFT's feedforward_modules for llama, mistral, qwen2,
+ * gemma) learns [1, in_features] and scales the input: x.to(fp32) * ia3_scaling keeps the fp32
+ * input for the vector's gradient (MulBackward0 saves self when other needs grad), 16 x 1024 x 4
+ * bytes here on a bf16 model; the up Linear's output vector ([out, 1]) scales its output, whose
+ * bf16 result the mul keeps: 16 x 1024 x 2. */
+static void test_ia3_feedforward(void **state)
+{
+    (void)state;
+    static const char *const mlp =
+        "{\"input\": [16, 1024], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024, \"bias\": false, \"name\": \"up_proj\"},"
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 256, \"bias\": false, \"name\": \"mlp.down_proj\"}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(mlp, strlen(mlp), "ia3.json", &m, &err)) fail_msg("load: %s", err.msg);
+    assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "down_proj", &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1024); /* [1, in] */
+    assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "up_proj,down_proj", &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1024 + 1024); /* up: [out, 1]; down: [1, in] */
+    vc_model_free(m);
+}
+
+/* LN tuning (ln_tuning/layer.py LNTuningLayer.update_layer: ln_tuning_layers["default"] =
+ * deepcopy(layer), trained; base_layer frozen and kept) and modules_to_save (utils/other.py
+ * ModulesToSaveWrapper.update: modules_to_save["default"] = copy.deepcopy(original_module), trained;
+ * original_module.requires_grad_(False) and kept), peft @5d602fdb. The model: q_proj [1024, 1024],
+ * attn.v_proj [512, 1024] + bias 512, a LayerNorm named "norm" (weight and bias of 512). */
+static void test_copies(void **state)
+{
+    (void)state;
+    static const char *const named =
+        "{\"input\": [16, 1024], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024, \"bias\": false, \"name\": \"q_proj\"},"
+        "{\"type\": \"ReLU\"},"
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 512, \"name\": \"attn.v_proj\"},"
+        "{\"type\": \"LayerNorm\", \"normalized_shape\": [512], \"name\": \"model.norm\"}]}";
+    const int64_t base = 1048576 + 524288 + 512 + 1024;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(named, strlen(named), "copies.json", &m, &err)) fail_msg("load: %s", err.msg);
+    /* LN tuning of "norm" (PEFT's llama target matches model.norm by its suffix): the copy's 1,024
+     * trained, the original's 1,024 kept frozen */
+    vc_lora l;
+    vc_lora_init(&l);
+    l.method = VC_PEFT_LN_TUNING;
+    l.dtype = VC_LORA_DTYPE_MODEL; /* autocast_adapter_dtype=False: the copy in the model's dtype */
+    snprintf(l.targets, sizeof l.targets, "norm");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1024);
+    assert_int_equal(vc_model_parameters(m), base + 1024);
+    /* bf16, AdamW: every weight 2 bytes (each tensor a multiple of 512 bytes), the copy's gradient and two states */
+    vc_result r = estimate(m, VC_PREC_BF16);
+    assert_int_equal(r.memory.weights, (base + 1024) * 2);
+    assert_int_equal(r.memory.gradients, 1024 * 2);
+    assert_int_equal(r.memory.optimizer_states, 2 * 1024 * 2);
+    vc_result_free(&r);
+    /* autocast_adapter_dtype=True (auto): cast_adapter_dtype upcasts the copy to fp32 */
+    l.dtype = VC_LORA_DTYPE_AUTO;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.weights, (base + 1024) * 4);
+    vc_result_free(&r);
+    /* LoRA r 8 on q_proj with modules_to_save attn.v_proj: the adapters (16,384) and v_proj's
+     * copy (524,288 + 512) trained, v_proj's original kept frozen */
+    vc_lora_init(&l);
+    l.r = 8;
+    snprintf(l.targets, sizeof l.targets, "q_proj");
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "v_proj");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 16384 + 524800);
+    assert_int_equal(vc_model_parameters(m), base + 16384 + 524800);
+    r = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r.memory.gradients, (16384 + 524800) * 4);
+    assert_int_equal(r.memory.optimizer_states, 2 * (16384 + 524800) * 4);
+    vc_result_free(&r);
+    /* a name no layer has */
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "lm_head");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--modules-to-save");
+    vc_model_free(m);
+}
+
+/* A PEFT setting nobody honours is refused, naming the option, in one line. */
+static void test_peft_refusals(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_peft(m, VC_PEFT_IA3, 8, "q_proj", &err), VC_ERR_USAGE); /* IA3Config has no r */
+    assert_string_equal(err.path, "--peft");
+    assert_int_equal(set_peft(m, VC_PEFT__N, 8, "q_proj", &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--peft");
+    assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "k_proj", &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--lora-targets");
+    vc_model_free(m);
+    assert_int_equal(vc_peft_from_name("dora"), VC_PEFT_DORA);
+    assert_int_equal(vc_peft_from_name("adalora"), -1);
+    /* through the request (the CLI's checks): each refusal is one line naming the options */
+    static const char *const bad[][4] = {
+        {"ia3", "lora_alpha", "16", "peft=ia3 learns one vector per target module: it has no lora_alpha"},
+        {"ia3", "qlora", "true", "peft=ia3 over quantized weights (peft/tuners/ia3/bnb.py) is not modelled: it does not go with qlora"},
+        {"dora", "weights", "gptq4", "dora over gptq weights is not modelled (DoRA is, over nf4, fp4 and int8)"},
+        {"rslora", "serve", "true", "peft with serve: vLLM's LoRA serving"},
+        {"ln_tuning", "lora", "8", "peft=ln_tuning trains a copy of each target module: it has no rank"},
+        /* cast_adapter_dtype's fp32 copy: LlamaRMSNorm's weight * x.to(input_dtype) returns fp32, refused by a bf16 Linear */
+        {"ln_tuning", "lora_dtype", "auto", "peft=ln_tuning on 16-bit weights: PEFT upcasts the copied norms to fp32"},
+        {"lora", "modules_to_save", "wte", "no layer is named wte"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_request *q = vc_request_new();
+        vc_response *resp = NULL;
+        assert_int_equal(vc_request_set(q, "peft", bad[i][0], &err), VC_OK);
+        assert_int_equal(vc_request_set(q, "precision", "bf16", &err), VC_OK);
+        if (!strcmp(bad[i][1], "serve")) assert_int_equal(vc_request_set(q, "gpu", "h100-80gb", &err), VC_OK);
+        assert_int_equal(vc_request_set(q, bad[i][1], bad[i][2], &err), VC_OK);
+        assert_int_equal(vc_request_add_model(q, VC_TEST_DATA "/hf/llama-3.1-8b.json", &err), VC_OK);
+        assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
+        assert_null(strchr(err.msg, '\n'));
+        char plain[sizeof err.msg];
+        size_t k = 0;
+        for (const char *c = err.msg; *c && k + 1 < sizeof plain; c++) /* the option marks: --name=value as the CLI writes */
+            if (*c != VC_OPTION_MARK) plain[k++] = *c;
+        plain[k] = 0;
+        if (bad[i][3] && !strstr(plain, bad[i][3])) fail_msg("%s: got '%s'", bad[i][3], plain);
+        vc_request_free(q);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
         cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
-        cmocka_unit_test(test_lora_dtype),
+        cmocka_unit_test(test_lora_dtype), cmocka_unit_test(test_peft_counts), cmocka_unit_test(test_ia3_feedforward),
+        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -168,23 +168,40 @@ VC_EXTERN vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, i
 #define VC__ENUM_LORA_DT(e, n) VC_LORA_DTYPE_##e,
 typedef enum { VC_LORA_DTYPE_MAP(VC__ENUM_LORA_DT) VC_LORA_DTYPE__N } vc_lora_dtype;
 VC_EXTERN int vc_lora_dtype_from_name(const char *s); /* -1 when unknown */
+/* The PEFT method (--peft; src/model/peft.c's table, one row each, written
+ * from huggingface/peft @5d602fdb): lora; rslora (LoraConfig use_rslora=True:
+ * scaling alpha / sqrt(r)) and pissa (init_lora_weights="pissa": the adapters
+ * initialised from the weight's SVD), LoRA's memory; dora (use_dora=True: a
+ * magnitude vector per adapted Linear and the weight-norm temporaries of
+ * tuners/lora/dora.py); ia3 (IA3Config: a learned vector per target Linear,
+ * scaling its input for a feedforward module, its output otherwise);
+ * ln_tuning (LNTuningConfig: a trainable deepcopy of each target module, the
+ * original frozen). */
+#define VC_PEFT_MAP(X) \
+    X(LORA, "lora") X(RSLORA, "rslora") X(PISSA, "pissa") X(DORA, "dora") X(IA3, "ia3") X(LN_TUNING, "ln_tuning")
+#define VC__ENUM_PEFT(e, n) VC_PEFT_##e,
+typedef enum { VC_PEFT_MAP(VC__ENUM_PEFT) VC_PEFT__N } vc_peft;
+VC_EXTERN int vc_peft_from_name(const char *s); /* -1 when unknown */
 typedef struct {
     int64_t r;           /* rank; 0: no adapters */
     double alpha;        /* lora_alpha: the update is scaled by alpha / r */
     double dropout;      /* lora_dropout: p > 0 keeps a dropped-out copy of each adapter's input */
     char targets[512];   /* target_modules, comma-separated ("q_proj,v_proj") */
     vc_lora_dtype dtype; /* the adapters' dtype (default auto) */
+    vc_peft method;      /* the PEFT method (default lora); ia3 and ln_tuning take no rank (r 0) */
+    char modules_to_save[512]; /* modules_to_save: modules trained as full copies (ModulesToSaveWrapper), "" none */
 } vc_lora;
 
-/* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets. */
+/* PEFT's LoraConfig defaults: r 8, alpha 8, dropout 0, no targets, method lora. */
 VC_EXTERN void vc_lora_init(vc_lora *l);
 
 /* PEFT's default target_modules for a model read from a Hugging Face
  * config.json ("q_proj,v_proj" for llama); "" for a model file. */
 VC_EXTERN const char *vc_model_lora_targets(const vc_model *m);
 
-/* Adds (or with l->r == 0 removes) adapters and re-checks the model. Fails
- * with VC_ERR_USAGE when no Linear layer matches the targets. */
+/* Adds (or with l->r == 0 and a LoRA method removes) adapters and re-checks
+ * the model. Fails with VC_ERR_USAGE when no Linear layer matches the
+ * targets. l->method picks the PEFT method (ia3: r must be 0). */
 VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
 
 /* ---- quantized weights (docs/quantization.md) ----

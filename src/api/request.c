@@ -370,10 +370,20 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LORA_DROPOUT: return parse_real(name, v, 0, 0.999999, &q->lora.dropout, err);
     case VC_OPT_LORA_DTYPE:
         return choose(name, v, (int)(q->lora.dtype = (vc_lora_dtype)vc_lora_dtype_from_name(v)), info->choices, err);
+    case VC_OPT_PEFT: {
+        int m = vc_peft_from_name(v);
+        if (m >= 0) q->lora.method = (vc_peft)m;
+        return choose(name, v, m, info->choices, err);
+    }
     case VC_OPT_LORA_TARGETS:
         if (strlen(v) >= sizeof q->lora.targets)
             return usage(err, O("lora_targets") ": longer than %zu characters", sizeof q->lora.targets - 1);
         memcpy(q->lora.targets, v, strlen(v) + 1);
+        return VC_OK;
+    case VC_OPT_MODULES_TO_SAVE:
+        if (strlen(v) >= sizeof q->lora.modules_to_save)
+            return usage(err, O("modules_to_save") ": longer than %zu characters", sizeof q->lora.modules_to_save - 1);
+        memcpy(q->lora.modules_to_save, v, strlen(v) + 1);
         return VC_OK;
     case VC_OPT_OPTIM: return choose(name, v, o->optim = vc_optim_from_name(v), info->choices, err);
     case VC_OPT_OPTIM_IMPL:
@@ -519,8 +529,10 @@ static void modes_text(unsigned applies, char *buf, size_t n)
 static vc_status check_applies(const vc_request *q, vc_error *err)
 {
     static const vc_option_id lora_opts[] = {VC_OPT_LORA_TARGETS, VC_OPT_LORA_ALPHA, VC_OPT_LORA_DROPOUT, VC_OPT_LORA_DTYPE};
+    bool ia3 = !vc_peft_row_get(q->lora.method)->lora; /* IA3Config, LNTuningConfig: target_modules, the adapters' dtype */
     for (size_t i = 0; i < sizeof lora_opts / sizeof *lora_opts; i++)
-        if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora)
+        if (q->given[lora_opts[i]] && q->lora.r == 0 && !q->qlora &&
+            !(ia3 && (lora_opts[i] == VC_OPT_LORA_TARGETS || lora_opts[i] == VC_OPT_LORA_DTYPE)))
             return usage(err, "\x1f%s\x1f sets the LoRA adapters: it needs " OV("lora", "R") " (or " O("qlora") ")",
                          vc_option_at(lora_opts[i])->name);
     if (q->o.keep_grads && (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE))
@@ -560,6 +572,32 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (q->hf.seq > 0) return usage(err, O("seq") " does not go with " OV("mode", "generate") ": " O("prompt") " is the sequence's length");
         q->hf.seq = o->prompt; /* a config.json's report names the prompt's length */
     }
+    const vc_peft_row *pr = vc_peft_row_get(q->lora.method);
+    if (q->lora.method == VC_PEFT_IA3) { /* IA3Config: target_modules, feedforward_modules; no r, alpha, dropout */
+        if (q->given[VC_OPT_LORA] || q->given[VC_OPT_LORA_ALPHA] || q->given[VC_OPT_LORA_DROPOUT])
+            return usage(err, OV("peft", "ia3") " learns one vector per target module: it has no %s",
+                         q->given[VC_OPT_LORA] ? "rank (" O("lora") ")" : q->given[VC_OPT_LORA_ALPHA] ? O("lora_alpha") : O("lora_dropout"));
+        if (q->qlora || q->weights)
+            return usage(err, OV("peft", "ia3") " over quantized weights (peft/tuners/ia3/bnb.py) is not modelled: it does not go with %s",
+                         q->qlora ? O("qlora") : O("weights"));
+    } else if (pr->copy) { /* LNTuningConfig: target_modules; no r, alpha, dropout */
+        if (q->given[VC_OPT_LORA] || q->given[VC_OPT_LORA_ALPHA] || q->given[VC_OPT_LORA_DROPOUT] || q->qlora)
+            return usage(err, OV("peft", "ln_tuning") " trains a copy of each target module: it has no %s",
+                         q->qlora ? "LoRA adapters (" O("qlora") "; " OV("weights", "nf4") " quantizes the base)"
+                         : q->given[VC_OPT_LORA] ? "rank (" O("lora") ")" : q->given[VC_OPT_LORA_ALPHA] ? O("lora_alpha") : O("lora_dropout"));
+        /* cast_adapter_dtype upcasts the copies to fp32; LlamaRMSNorm's weight * x.to(input_dtype) then
+         * returns fp32, which the next 16-bit nn.Linear refuses (no autocast to reconcile them) */
+        bool pure16 = o->precision == VC_PREC_BF16 || o->precision == VC_PREC_FP16 || o->precision == VC_PREC_MIXED_BF16 ||
+                      o->precision == VC_PREC_MIXED_FP16 || (!q->prec_given && q->weights);
+        if (pure16 && (q->lora.dtype == VC_LORA_DTYPE_AUTO || q->lora.dtype == VC_LORA_DTYPE_FP32))
+            return usage(err, OV("peft", "ln_tuning") " on 16-bit weights: PEFT upcasts the copied norms to fp32 "
+                         "(autocast_adapter_dtype), whose fp32 output a 16-bit Linear refuses; use " OV("lora_dtype", "model")
+                         " (autocast_adapter_dtype=False) or an amp or fp32 " O("precision"));
+    } else if (q->given[VC_OPT_PEFT] && q->lora.r == 0 && !q->qlora) {
+        q->lora.r = 8; /* LoraConfig's r, as --qlora takes it */
+    }
+    if (q->given[VC_OPT_MODULES_TO_SAVE] && !q->given[VC_OPT_PEFT] && !q->given[VC_OPT_LORA] && !q->qlora)
+        return usage(err, O("modules_to_save") " is a field of a PEFT config: it needs " OV("lora", "R") ", " O("qlora") " or " O("peft"));
     if (q->qlora) { /* BitsAndBytesConfig(load_in_4bit, nf4, double quant, compute bf16) + LoraConfig */
         if (q->weights && strcmp(q->weights, "nf4"))
             return usage(err, O("qlora") " stores the base as nf4: it does not go with \x1fweights=%s\x1f", esc(&b, q->weights));
@@ -605,9 +643,10 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      : q->trace ? O("trace") : q->max_context ? O("max_context") : OV("mode", "train"));
     /* vLLM serves LoRA adapters in slots (LoRAConfig's max_loras x max_lora_rank per adapted module, and
      * a LoRA warm-up in the profiling run): not what vramcalc's LoRA (a PEFT training adapter) counts */
-    if (q->serve && (q->given[VC_OPT_LORA] || q->qlora))
+    if (q->serve && (q->given[VC_OPT_LORA] || q->given[VC_OPT_PEFT] || q->qlora))
         return usage(err, "%s with " O("serve") ": vLLM's LoRA serving (max_loras x max_lora_rank adapter slots per module) "
-                     "is not modelled; estimate the base model's serving without it", q->qlora ? O("qlora") : O("lora"));
+                     "is not modelled; estimate the base model's serving without it",
+                     q->qlora ? O("qlora") : q->given[VC_OPT_LORA] ? O("lora") : O("peft"));
     if (q->serve && (o->parallel != VC_PARALLEL_NONE || o->gpus != (o->tp > 1 ? o->tp : 1)))
         return usage(err, O("serve") " models one vLLM engine: tensor_parallel_size N is " OV("tp", "N") " " OV("gpus", "N") " ("
                      O("parallel") " and data-parallel GPUs are training layouts)");
@@ -885,10 +924,16 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto done;
         }
         vc_lora *lora = &q->lora;
-        if (lora->r > 0) {
-            if (!lora->targets[0]) memcpy(lora->targets, vc_model_lora_targets(m), strlen(vc_model_lora_targets(m)) + 1);
+        if (lora->r > 0 || !vc_peft_row_get(lora->method)->lora) {
+            const char *dflt = vc__model_peft_targets(m, lora->method);
+            if (!lora->targets[0]) memcpy(lora->targets, dflt, strlen(dflt) + 1);
             if (!lora->targets[0]) {
-                st = usage(err, O("lora") " needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file");
+                const char *who = lora->method == VC_PEFT_IA3 ? OV("peft", "ia3") : lora->method == VC_PEFT_LN_TUNING ? OV("peft", "ln_tuning") : O("lora");
+                if (vc_model_lora_targets(m)[0]) /* a config.json */
+                    st = usage(err, "%s needs " O("lora_targets") ": PEFT has no default target_modules for this model_type", who);
+                else
+                    st = usage(err, "%s needs " O("lora_targets") " (the names of the %s to adapt) for a vramcalc model file", who,
+                               lora->method == VC_PEFT_LN_TUNING ? "layers" : "Linear layers");
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {

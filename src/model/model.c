@@ -35,6 +35,7 @@ static void reset_model(vc_model *m)
     m->nregions = 0;
     m->nparams = m->ntrainable = 0;
     m->nlora = 0;
+    m->nsaved = 0;
     m->nmoe = 0;
     m->loss = VC_LOSS_MEAN;
     m->loss_head = -1;
@@ -50,6 +51,11 @@ vc_status vc_model_load_string(const char *json, size_t len, const char *name, v
 
 const char *vc_model_generated_json(const vc_model *m) { return m->gen_json; }
 const char *vc_model_lora_targets(const vc_model *m) { return m->lora_targets ? m->lora_targets : ""; }
+const char *vc__model_peft_targets(const vc_model *m, vc_peft p)
+{
+    const char *t = p == VC_PEFT_IA3 ? m->ia3_targets : p == VC_PEFT_LN_TUNING ? m->ln_targets : m->lora_targets;
+    return t ? t : "";
+}
 
 /* A model from text: hf its config.json options (NULL: the defaults), lora
  * the adapters to load it with (NULL: none). */
@@ -66,7 +72,7 @@ vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_
 {
     vc_hf_options hf = m->hf;
     hf.seq = seq;
-    return load_text(m->text, m->text_len, m->file, &hf, m->lora.r > 0 ? &m->lora : NULL, m, out, err);
+    return load_text(m->text, m->text_len, m->file, &hf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, out, err);
 }
 
 /* weights_of: a model whose --weights (vc_model_set_weights) the new one takes, or NULL. */
@@ -322,6 +328,17 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (l->r < 0 || l->r > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, "--lora", "the rank is %lld: expected 1 to 2^40 (0: no adapters)", (long long)l->r);
+    if ((unsigned)l->method >= VC_PEFT__N) return vc_set_error(err, VC_ERR_USAGE, "--peft", "unknown PEFT method");
+    const vc_peft_row *pr = vc_peft_row_get(l->method);
+    if (!pr->lora && l->r > 0) /* IA3Config and LNTuningConfig have no r */
+        return vc_set_error(err, VC_ERR_USAGE, "--peft", "%s %s: it takes no rank (--lora R)", pr->name,
+                            pr->ia3 ? "learns one vector per target module" : "trains a copy of each target module");
+    if (!pr->lora && !memchr(l->targets, 0, sizeof l->targets))
+        return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the modules to adapt, e.g. k_proj,v_proj,down_proj");
+    if (!pr->lora && (unsigned)l->dtype >= VC_LORA_DTYPE__N)
+        return vc_set_error(err, VC_ERR_USAGE, "--lora-dtype", "expected auto, fp32, bf16, fp16 or model");
+    if (!memchr(l->modules_to_save, 0, sizeof l->modules_to_save))
+        return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "expected the names of the modules to train in full, e.g. lm_head");
     if (l->r > 0) {
         if (!(l->alpha > 0) || l->alpha > 1e12)
             return vc_set_error(err, VC_ERR_USAGE, "--lora-alpha", "expected a positive number");
@@ -335,13 +352,24 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
     vc_lora old = m->lora;
     m->lora = *l;
     vc_status st = reload(m, m->has_override, &m->override, &old, err);
-    if (st == VC_OK && l->r > 0 && m->nlora == 0) {
+    if (st == VC_OK && vc__peft_on(l) && m->nlora == 0) {
         m->lora = old;
         reload(m, m->has_override, &m->override, &old, err);
         vc_error_clear(err);
         snprintf(err->file, sizeof err->file, "%s", m->file);
+        if (pr->copy)
+            return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "no layer is named %.200s (LN tuning copies layers by their \"name\")",
+                                l->targets);
         return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "no Linear layer is named %.200s (LoRA adapts Linear layers by their \"name\")",
                             l->targets);
+    }
+    if (st == VC_OK && vc__peft_on(l) && l->modules_to_save[0] && m->nsaved == 0) {
+        m->lora = old;
+        reload(m, m->has_override, &m->override, &old, err);
+        vc_error_clear(err);
+        snprintf(err->file, sizeof err->file, "%s", m->file);
+        return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "no layer is named %.200s (modules_to_save names layers by their \"name\")",
+                            l->modules_to_save);
     }
     return st;
 }

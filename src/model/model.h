@@ -92,10 +92,13 @@ struct vc_model {
     bool has_quant;
     vc_quant cfg_quant; /* a config.json's quantization_config (src/policy/quant.c), format DENSE when none */
     int nlora;          /* layers that got adapters */
+    int nsaved;         /* layers copied by modules_to_save (vc_lora.modules_to_save) */
     vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf/hf.c) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
+    const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
+                                                          * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
@@ -140,6 +143,16 @@ vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_
 /* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
  * naming --weights (vc_model_set_weights). */
 vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
+
+/* PEFT methods (src/model/peft.c). vc__peft_on: l adds adapters (a rank, or IA3
+ * with targets). vc__peft_match: PEFT's target_modules match of `name` against a
+ * comma-separated list. */
+bool vc__peft_on(const vc_lora *l);
+bool vc__peft_match(const char *name, const char *list);
+void vc__peft_defaults(const char *model_type, const char **ia3, const char **feedforward, const char **ln);
+bool vc__ia3_feedforward(const char *feedforward, const char *name);
+/* PEFT's default target_modules for method p (LoRA's, IA3's, LN tuning's) for its model_type, "" none. */
+const char *vc__model_peft_targets(const vc_model *m, vc_peft p);
 
 /* A loss (the model's "loss"; src/engine/loss.c), one row per vc_loss: what follows the
  * model's forward in a training step. A fused row computes the LM head itself: in

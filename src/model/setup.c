@@ -97,29 +97,26 @@ int vc_buffer(vc_setup *s, const char *name, int64_t numel, vc_dtype dt)
     return 0;
 }
 
-/* PEFT's check_target_module_exists for a list of target_modules: the
- * module's name is a target, or ends with "." and a target. */
-static bool lora_target(const char *name, const char *targets)
-{
-    if (!name) return false;
-    size_t n = strlen(name);
-    for (const char *t = targets; *t;) {
-        const char *e = strchr(t, ',');
-        size_t len = e ? (size_t)(e - t) : strlen(t);
-        if (len && (n == len || (n > len && name[n - len - 1] == '.')) && !strncmp(name + n - len, t, len)) return true;
-        t += len + (e ? 1 : 0);
-    }
-    return false;
-}
-
 /* Instance idx's parameters from its setup into the model's table (or the
  * tied weight for parameter 0), with their names, shapes and flags, and the
  * counts; whether each trains. */
+enum { COPY_NONE, COPY_LN_TUNING, COPY_SAVED };
+
+/* The pinned dtype of an LN tuning copy: cast_adapter_dtype (tuners_utils.py) upcasts a
+ * 16-bit adapter module to fp32 under autocast_adapter_dtype=True (auto); --lora-dtype pins it. */
+static unsigned ln_pin(vc_lora_dtype d)
+{
+    return d == VC_LORA_DTYPE_BF16 ? VC_PARAM_BF16 : d == VC_LORA_DTYPE_FP16 ? VC_PARAM_F16 : d == VC_LORA_DTYPE_MODEL ? 0u : VC_PARAM_F32;
+}
+
 static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, bool frozen, int tie_to,
-                            const char *jpath)
+                            const char *jpath, int copy)
 {
     vc_model *m = L->m;
     vc_inst *in = &m->inst[idx];
+    if (copy != COPY_NONE && tie_to >= 0)
+        return vc__fail(L, VC_ERR_USAGE, jpath, "%s of a layer whose weight is tied is not modelled",
+                        copy == COPY_SAVED ? "--modules-to-save" : "--peft ln_tuning");
     for (int i = 0; i < P->np; i++) {
         if (i == 0 && tie_to >= 0) {
             int tp = m->inst[tie_to].params[0];
@@ -142,14 +139,32 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
         unsigned fl = P->pflags[i];
-        /* with LoRA, only the adapters train (peft mark_only_lora_as_trainable) */
-        bool trainable = m->lora.r > 0 ? (fl & VC_PARAM_ADAPTER) != 0 : !frozen && !(fl & VC_PARAM_FROZEN);
+        /* with LoRA (or IA3, DoRA), only the adapters train (peft BaseTuner._mark_only_adapters_as_trainable);
+         * a copied layer's parameters are the copy the forward runs, trained */
+        bool trainable = vc__peft_on(&m->lora) ? (fl & VC_PARAM_ADAPTER) != 0 || (copy != COPY_NONE && !(fl & VC_PARAM_FROZEN))
+                                               : !frozen && !(fl & VC_PARAM_FROZEN);
+        if (copy == COPY_LN_TUNING && !(fl & VC_PARAM_PINNED)) fl |= ln_pin(m->lora.dtype);
         m->par[m->npar] = (vc_param_entry){P->pn[i], trainable, P->pnd[i], (uint8_t)fl, idx, pname, dims};
         in->params[i] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
             __builtin_add_overflow(m->nparams, P->pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
             return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
         if (trainable) m->ntrainable += P->pn[i];
+    }
+    /* the original beside the copy, frozen and kept (LNTuningLayer.base_layer; ModulesToSaveWrapper's
+     * original_module.requires_grad_(False)): parameters nothing in the step reads */
+    for (int i = 0; copy != COPY_NONE && i < P->np; i++) {
+        if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        char nm[300];
+        snprintf(nm, sizeof nm, "%s%s", copy == COPY_SAVED ? "original_module." : "base_layer.", P->pname[i]);
+        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(P->pnd[i] + 1) * sizeof *dims);
+        const char *pname = vc_arena_strdup(m->arena, nm);
+        if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
+        m->par[m->npar++] = (vc_param_entry){P->pn[i], false, P->pnd[i], (uint8_t)(P->pflags[i] | VC_PARAM_FROZEN), idx, pname, dims};
+        if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
+            __builtin_add_overflow(m->nparams, P->pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
+            return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
     }
     return VC_OK;
 }
@@ -180,9 +195,17 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     priv.err = L->err;
     priv.path = jpath;
     priv.np = priv.nb = 0;
-    const vc_lora *lora = m->lora.r > 0 && (k->flags & VC_KIND_LORA) && lora_target(L->name, m->lora.targets) ? &m->lora : NULL;
-    if (lora) m->nlora++;
-    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false};
+    const vc_peft_row *pr = vc_peft_row_get(m->lora.method);
+    bool on = vc__peft_on(&m->lora);
+    const vc_lora *lora = on && (pr->lora || pr->ia3) && (k->flags & VC_KIND_LORA) && vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
+    /* LN tuning's targets (any module, LNTuningModel._create_new_module) and modules_to_save: trained copies */
+    int copy = on && pr->copy && vc__peft_match(L->name, m->lora.targets) ? COPY_LN_TUNING
+             : on && vc__peft_match(L->name, m->lora.modules_to_save) ? COPY_SAVED : COPY_NONE;
+    if (lora || copy == COPY_LN_TUNING) m->nlora++;
+    if (copy == COPY_SAVED) m->nsaved++;
+    /* IA3Model._create_and_replace: is_feedforward = the target is one of feedforward_modules */
+    bool ff = lora && lora->method == VC_PEFT_IA3 && vc__ia3_feedforward(m->ia3_feedforward, L->name);
+    vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false, ff};
     if (k->setup(&s, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
         return L->err->code;
@@ -225,7 +248,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
     in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
     if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-    if (add_params(L, &priv, idx, frozen, tie_to, jpath)) return L->err->code;
+    if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy)) return L->err->code;
     for (int i = 0; i < priv.nb; i++) {
         if (GROWV(m->buf, m->nbuf, m->cap_buf)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         m->buf[m->nbuf] = (vc_buffer_entry){priv.bn[i], priv.bdt[i]};

@@ -435,7 +435,12 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
                             "%s weights%s keep the other parameters and the compute in 16-bit (torch_dtype, bnb_4bit_compute_dtype): "
                             "use --precision bf16 or fp16, not %s", vc_weights_name(w),
                             m->has_quant ? "" : " (the config's quantization_config)", vc_precision_name(o->precision));
-    if (o->mode == VC_MODE_TRAIN && m->lora.r <= 0)
+    /* --peft over quantized weights: DoRA's dequantize_module_weight (peft utils/integrations.py) is
+     * modelled for bitsandbytes' Params4bit and Int8Params; IA3's bnb layers (tuners/ia3/bnb.py) not */
+    if (vc__peft_on(&m->lora) && (m->lora.method == VC_PEFT_IA3 || (m->lora.method == VC_PEFT_DORA && rows[w].lora == VC_LORA_LINEAR)))
+        return vc_set_error(err, VC_ERR_USAGE, "--peft", "%s over %s weights is not modelled%s", vc_peft_row_get(m->lora.method)->name,
+                            vc_weights_name(w), m->lora.method == VC_PEFT_DORA ? " (DoRA is, over nf4, fp4 and int8)" : "");
+    if (o->mode == VC_MODE_TRAIN && !vc__peft_on(&m->lora))
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
                             "%s weights are frozen: training them needs --lora (transformers refuses to fine-tune a purely "
                             "quantized model), or use --mode infer", vc_weights_name(w));

@@ -37,6 +37,15 @@ def args_for(case):
         a += ["--zero-grad", case["zero_grad"]]
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
+    peft = case.get("peft")  # measure_llm.py --peft dora|ia3 (peft_replica.py)
+    if peft:
+        a += ["--peft", peft["method"], "--lora-targets", ",".join(peft["targets"])]
+        if peft["r"]:
+            a += ["--lora", str(peft["r"]), "--lora-alpha", str(peft["alpha"]), "--lora-dropout", str(peft["dropout"])]
+        if peft.get("lora_dtype"):
+            a += ["--lora-dtype", peft["lora_dtype"]]
+        if peft.get("modules_to_save"):
+            a += ["--modules-to-save", ",".join(peft["modules_to_save"])]
     lora = case.get("lora")
     if lora:
         a += ["--lora", str(lora["r"]), "--lora-alpha", str(lora["alpha"]), "--lora-dropout", str(lora["dropout"]),
@@ -98,7 +107,7 @@ def main():
         err = 100.0 * (est - c["peak_allocated"]) / c["peak_allocated"]
         bad += abs(err) > opt.bound
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
-                     "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora")),
+                     "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora") or c.get("peft")),
                      "loss": c.get("loss", "hf"),
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})

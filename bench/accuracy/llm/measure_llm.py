@@ -58,6 +58,10 @@ def parse_args(argv):
     ap.add_argument("--lora-dtype", default="auto", choices=["auto", "fp32", "bf16", "fp16", "model"],
                     help="the adapters' dtype: auto, get_peft_model(autocast_adapter_dtype=True): fp32; model: the base "
                     "weights' (autocast_adapter_dtype=False; torchtune's LoRALinear); fp32/bf16/fp16: that dtype")
+    ap.add_argument("--peft", default="lora", choices=["lora", "dora", "ia3", "ln_tuning"],
+                    help="lora: reference.py's LoraLinear; dora (LoraConfig use_dora=True, with --lora R), ia3 "
+                    "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
+    ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
@@ -138,6 +142,9 @@ def main(argv):
     vctorch.HOOKS.read = tr.read
     cfg = R.Config.load(args.config)
     cfg.d["_experts_implementation"] = args.experts
+    if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
+        import peft_replica
+        args.lora_targets = (peft_replica.IA3_TARGETS if args.peft == "ia3" else peft_replica.LN_TUNING_TARGETS)[cfg.model_type]
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -152,7 +159,15 @@ def main(argv):
         model.to(torch.bfloat16)
     if args.ckpt:
         model.gradient_checkpointing = True
-    if args.lora:
+    if args.peft != "lora" or args.modules_to_save:  # peft_replica.py: DoRA, IA3, LN tuning, modules_to_save
+        import peft_replica
+        adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
+        peft_replica.apply_peft(model, args.peft, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
+                                targets=tuple(args.lora_targets.split(",")),
+                                feedforward=tuple(peft_replica.IA3_FEEDFORWARD[cfg.model_type].split(",")),
+                                autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype,
+                                modules_to_save=tuple(x for x in args.modules_to_save.split(",") if x))
+    elif args.lora:
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
                      targets=tuple(args.lora_targets.split(",")),
@@ -233,7 +248,13 @@ def main(argv):
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),
                       **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
-                      "input_require_grads": bool(args.ckpt)} if args.lora else None),
+                      "input_require_grads": bool(args.ckpt)} if args.lora and args.peft == "lora" and not args.modules_to_save else None),
+            **({"peft": {"method": args.peft, "r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
+                         "targets": args.lora_targets.split(","),
+                         "adapter_dtype": str(__import__("peft_replica").adapter_dtype_of(model)).replace("torch.", ""),
+                         **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
+                         **({"modules_to_save": args.modules_to_save.split(",")} if args.modules_to_save else {}),
+                         "input_require_grads": bool(args.ckpt)}} if args.peft != "lora" or args.modules_to_save else {}),
             "peak_allocated": int(tr.O.opobs_peak()),
             "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
             "after_build_bytes": int(after_build), "steady_bytes": int(steady),

@@ -257,6 +257,45 @@ def cases():
         else:
             out.append(dict(config="configs/qwen3_small.json", mode=mode, batch=b, seq=s, optim=o, precision=p,
                             ckpt=c, lora=l, held_out=(i % 3 == 2)))
+    # --peft dora / ia3 (issue 26 item 1): peft_replica.py's DoraLinear and IA3Linear (peft @5d602fdb);
+    # llama_wide (hidden 512) so that DoRA's weight-sized temporaries set the peak. Every third held out.
+    every = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"
+    peft = [
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "dora", 8, 0.0, None, None),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "dora", 8, 0.05, every, None),
+        ("llama_wide", 2, 64, "adamw", "bf16", True, "dora", 16, 0.0, every, "model"),
+        ("llama_small", 2, 64, "adamw", "fp32", False, "dora", 8, 0.0, None, None),
+        ("qwen2_small", 2, 48, "adam", "bf16", False, "dora", 16, 0.0, every, None),
+        ("llama_wide", 1, 96, "sgd", "fp32", True, "dora", 8, 0.1, None, None),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "ia3", 0, 0.0, None, None),
+        ("llama_wide", 2, 64, "adamw", "fp32", True, "ia3", 0, 0.0, None, None),
+        ("qwen2_small", 2, 48, "adamw", "bf16", False, "ia3", 0, 0.0, None, None),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, "ia3", 0, 0.0, None, None),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "ia3", 0, 0.0, None, "model"),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, "dora", 8, 0.0, None, None),
+    ]
+    for i, (cfg, b, s, o, p, c, m, r, d, tg, dt) in enumerate(peft):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=r, lora_dropout=d, peft=m, **({"lora_targets": tg} if tg else {}),
+                        **({"lora_dtype": dt} if dt else {}), held_out=(i % 3 == 2)))
+    # --peft ln_tuning and --modules-to-save (issue 26 item 1): peft_replica.py's LNTuningLayer and
+    # ModulesToSaveWrapper (peft @5d602fdb), alone and under LoRA / DoRA. Every third held out.
+    saved = [
+        ("llama_small", 2, 64, "adamw", "fp32", False, "ln_tuning", 0, None, ""),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "ln_tuning", 0, "model", ""),
+        ("llama_wide", 2, 64, "adamw", "fp32", True, "ln_tuning", 0, None, ""),
+        ("qwen2_small", 2, 48, "adamw", "fp32", False, "ln_tuning", 0, None, ""),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, "ln_tuning", 0, "model", ""),
+        ("llama_small", 2, 64, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+        ("llama_wide", 2, 64, "adamw", "bf16", False, "dora", 8, None, "lm_head"),
+        ("llama_small", 2, 64, "adamw", "fp32", False, "ln_tuning", 0, None, "lm_head,embed_tokens"),
+        ("llama_vocab8k", 2, 64, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, "lora", 8, None, "lm_head"),
+    ]
+    for i, (cfg, b, s, o, p, c, m, r, dt, ms) in enumerate(saved):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=r, peft=m, **({"lora_dtype": dt} if dt else {}),
+                        **({"modules_to_save": ms} if ms else {}), held_out=(i % 3 == 2)))
     return out
 
 
@@ -275,6 +314,13 @@ def argv_of(c):
                 a += ["--lora-targets", c["lora_targets"]]
             if c.get("lora_dtype"):
                 a += ["--lora-dtype", c["lora_dtype"]]
+        if c.get("modules_to_save"):
+            a += ["--modules-to-save", c["modules_to_save"]]
+        if c.get("peft"):  # peft_replica.py: IA3 and LN tuning take their targets and dtype without a rank
+            a += ["--peft", c["peft"]]
+            if not c["lora"]:
+                a += (["--lora-targets", c["lora_targets"]] if c.get("lora_targets") else []) + \
+                     (["--lora-dtype", c["lora_dtype"]] if c.get("lora_dtype") else [])
         if c.get("loss"):
             a += ["--loss", c["loss"]]
         if c.get("loss_chunks"):
