@@ -28,8 +28,10 @@ int vc_release_value(int version, vc_rel_what what);
 
 /* --transformers X.Y (100*major + minor): what a Hugging Face config.json runs as at
  * that transformers release, the second table of release.c. The releases named are
- * VC_TRANSFORMERS_OLDEST to 4.57 and 5.0 (VC_TRANSFORMERS_DEFAULT, the newest tabled). */
+ * VC_TRANSFORMERS_OLDEST to VC_TRANSFORMERS_LAST_4X and 5.0 (VC_TRANSFORMERS_DEFAULT, the
+ * newest tabled). */
 #define VC_TRANSFORMERS_OLDEST 446
+#define VC_TRANSFORMERS_LAST_4X 457 /* the last 4.x minor release */
 #define VC_TRANSFORMERS_DEFAULT 500
 typedef enum {
     VC_TF_EXPERTS, /* the MoE experts' implementation when not told: a vc_experts_impl */

@@ -60,7 +60,7 @@ typedef struct {
 static const vc_tf_row tf_rows[] = {
     /* 4.x: a MoE block's experts are an nn.ModuleList of per-expert MLPs run in a loop over
      * the experts hit (models/mixtral/modeling_mixtral.py MixtralSparseMoeBlock.forward,
-     * `for expert_idx in expert_hit`, @5dd4a63; qwen2_moe's and qwen3_moe's blocks alike).
+     * `for expert_idx in expert_hit`, @5dd4a63; Qwen2MoeSparseMoeBlock the same loop).
      * 5.0: stacked 3-D expert weights (MixtralExperts gate_up_proj [E, 2I, H], down_proj
      * [E, H, I]) and PreTrainedModel.get_correct_experts_implementation picking grouped_mm
      * when none is requested, run by integrations/moe.py grouped_mm_experts_forward
@@ -88,7 +88,7 @@ int vc_transformers_from_name(const char *s)
         minor = minor * 10 + (*p - '0');
     }
     int v = (s[0] - '0') * 100 + minor;
-    return (v >= VC_TRANSFORMERS_OLDEST && v <= 457) || v == VC_TRANSFORMERS_DEFAULT ? v : -1;
+    return (v >= VC_TRANSFORMERS_OLDEST && v <= VC_TRANSFORMERS_LAST_4X) || v == VC_TRANSFORMERS_DEFAULT ? v : -1;
 }
 
 int vc_release_value(int version, vc_rel_what what)
