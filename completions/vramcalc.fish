@@ -45,6 +45,7 @@ complete -c vramcalc -l parameters-as-bucket-view -d '--parallel zero1-torch: Ze
 complete -c vramcalc -l ds-overlap-comm -x -a 'true false' -d '--parallel zero1, zero2, zero3: DeepSpeed'\''s overlap_comm, true or false'
 complete -c vramcalc -l attention -x -a 'auto flash efficient math' -d 'one of: auto, flash, efficient, math'
 complete -c vramcalc -l torch -x -d 'PyTorch release to follow, 2.0 to 2.15'
+complete -c vramcalc -l transformers -x -d 'config.json: the transformers release to follow, 4.46 to 4.57 or 5.0'
 complete -c vramcalc -l workspace -x -d 'one cuBLAS handle'\''s workspace bytes'
 complete -c vramcalc -l context -x -d 'CUDA context bytes'
 complete -c vramcalc -l cuda -x -d 'CUDA runtime PyTorch was built with, 11.0 to 13.9'

@@ -26,4 +26,20 @@ typedef enum {
 /* The value of `what` at release `version` (0: VC_TORCH_DEFAULT). */
 int vc_release_value(int version, vc_rel_what what);
 
+/* --transformers X.Y (100*major + minor): what a Hugging Face config.json runs as at
+ * that transformers release, the second table of release.c. The releases named are
+ * VC_TRANSFORMERS_OLDEST to VC_TRANSFORMERS_LAST_4X and 5.0 (VC_TRANSFORMERS_DEFAULT, the
+ * newest tabled). */
+#define VC_TRANSFORMERS_OLDEST 446
+#define VC_TRANSFORMERS_LAST_4X 457 /* the last 4.x minor release */
+#define VC_TRANSFORMERS_DEFAULT 500
+typedef enum {
+    VC_TF_EXPERTS, /* the MoE experts' implementation when not told: a vc_experts_impl */
+    VC_TF__N
+} vc_tf_what;
+/* The value of `what` at transformers release `version` (0: VC_TRANSFORMERS_DEFAULT). */
+int vc_transformers_value(int version, vc_tf_what what);
+/* "4.57" -> 457, "5.0" -> 500: a release the table names; -1 otherwise. */
+int vc_transformers_from_name(const char *s);
+
 #endif

@@ -5,7 +5,7 @@
  * temporary directory and points the environment at it.
  *
  * The cache's layout and variables are huggingface_hub's (constants.py HF_HUB_CACHE:
- * $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
+ * $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
  * ~/.cache/huggingface/hub; file_download.py: models--ORG--NAME/refs/main holding the
  * commit, snapshots/<commit>/config.json). The expected parameter counts are those of
  * the same config.json loaded by its path (the fixture is tests/data/hf/qwen3-8b.json and
@@ -151,6 +151,20 @@ static void test_cache_precedence(void **state)
     assert_int_equal(n, llama);
     unsetenv("HF_HUB_CACHE");
     unsetenv("HF_HOME");
+    /* the legacy HUGGINGFACE_HUB_CACHE when HF_HUB_CACHE is not set; XDG_CACHE_HOME/huggingface/hub
+     * when no variable names the cache or HF_HOME */
+    snprintf(c, sizeof c, "%s/hubcache", root);
+    setenv("HUGGINGFACE_HUB_CACHE", c, 1);
+    assert_int_equal(load("Org/Model", &n, &e), VC_OK);
+    assert_int_equal(n, llama);
+    unsetenv("HUGGINGFACE_HUB_CACHE");
+    snprintf(a, sizeof a, "%s/xdg/huggingface/hub/models--Org--Model/snapshots/4444", root);
+    put(a, "config.json", HF "llama-3.1-8b.json", NULL);
+    snprintf(c, sizeof c, "%s/xdg", root);
+    setenv("XDG_CACHE_HOME", c, 1);
+    assert_int_equal(load("Org/Model", &n, &e), VC_OK);
+    assert_int_equal(n, llama);
+    unsetenv("XDG_CACHE_HOME");
     /* neither: ~/.cache/huggingface/hub, with HOME pointing at the fixture */
     char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
     snprintf(a, sizeof a, "%s/user/.cache/huggingface/hub/models--Org--Model/snapshots/3333", root);

@@ -414,6 +414,40 @@ def test_install():
     print("install: pip install --target gives a working package")
 
 
+def test_naming(vc):
+    """A model directory and a Hugging Face id from the local cache (src/model/resolve.c): the
+    library resolves them, so the API answers as the CLI does, and refuses alike."""
+    import shutil
+    import tempfile
+    cfg = os.path.join(ROOT, "tests", "data", "hf", "qwen3-8b.json")
+    tmp = tempfile.mkdtemp(prefix="vc_naming")
+    old = os.environ.get("HF_HUB_CACHE")
+    try:
+        snap = os.path.join(tmp, "models--Org--Model", "snapshots", "abc")
+        os.makedirs(snap)
+        shutil.copy(cfg, os.path.join(snap, "config.json"))
+        os.environ["HF_HUB_CACHE"] = tmp
+        want = json.loads(vc.estimate(cfg).to_json())
+        for name in ("Org/Model", snap):
+            got = json.loads(vc.estimate(name).to_json())
+            check(got["memory"] == want["memory"] and got["parameters"] == want["parameters"],
+                  "%s: not the estimate of the config it names" % name)
+        rc, out, err = cli(["Org/Absent"], env=dict(os.environ))
+        try:
+            vc.estimate("Org/Absent")
+            check(False, "Org/Absent: the API answered")
+        except vc.VramcalcError as e:
+            check(rc == 2 and err == "vramcalc: %s\n" % getattr(e, "cli_message", None),
+                  "Org/Absent: API error %r, CLI %r" % (str(e), err.strip()))
+            check("huggingface-cli download Org/Absent config.json" in str(e), "Org/Absent: %r" % str(e))
+    finally:
+        if old is None:
+            os.environ.pop("HF_HUB_CACHE", None)
+        else:
+            os.environ["HF_HUB_CACHE"] = old
+        shutil.rmtree(tmp)
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -434,6 +468,7 @@ def main():
         test_layout(vc)
         test_matrix(vc)
         test_errors(vc)
+        test_naming(vc)
     if FAILS:
         print("%d failure(s)" % len(FAILS))
         return 1

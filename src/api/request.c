@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "layer.h"
+#include "release.h"
 #include "model.h"
 #include "util.h"
 
@@ -337,6 +338,9 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
+    case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
+        q->hf_given = true;
+        return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
     case VC_OPT_PROMPT: q->gen_given = q->prompt_given = true; return parse_count(name, v, 1, &o->prompt, err);
     case VC_OPT_NEW_TOKENS: q->gen_given = true; return parse_count(name, v, 1, &o->new_tokens, err);
     case VC_OPT_MAX_CONTEXT: q->max_context = on; return VC_OK;
@@ -794,6 +798,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         return VC_OK;
     }
     if (!q->impl_given) q->o.optim_impl = vc_optim_default_impl_at(q->o.optim, q->o.torch_version); /* forloop for adafactor */
+    if (!q->given[VC_OPT_EXPERTS]) /* the --transformers release's experts */
+        q->hf.experts = (vc_experts_impl)vc_transformers_value(q->transformers, VC_TF_EXPERTS);
     if ((st = check_request(q, err))) goto fail;
     *o = q->o;
     if (q->cudnn_table) { /* strict: a bad file names itself and the JSON path */
@@ -885,7 +891,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
                        q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
-                       : q->given[VC_OPT_EXPERTS] ? O("experts_implementation") : O("moe_imbalance"),
+                       : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
+                       : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : O("moe_imbalance"),
                        hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;

@@ -6,10 +6,11 @@
  *   - ORG/NAME, when no such path exists: a Hugging Face id, read from the
  *     local hub cache only, never the network.
  *
- * The cache is where huggingface_hub puts it (src/huggingface_hub/constants.py,
- * v0.30: HF_HOME = $HF_HOME or $XDG_CACHE_HOME/huggingface or
- * ~/.cache/huggingface; HF_HUB_CACHE = $HF_HUB_CACHE, else the legacy
- * $HUGGINGFACE_HUB_CACHE, else HF_HOME/hub; both expanduser'd). A repository
+ * The cache is where huggingface_hub puts it (src/huggingface_hub/constants.py:
+ * HF_HOME = $HF_HOME or $XDG_CACHE_HOME/huggingface or ~/.cache/huggingface;
+ * HF_HUB_CACHE = $HF_HUB_CACHE, else the legacy $HUGGINGFACE_HUB_CACHE, else
+ * HF_HOME/hub; a leading ~ expanded as expanduser does, $VAR inside a value not
+ * expanded here as its expandvars would). A repository
  * is the folder models--ORG--NAME (file_download.py repo_folder_name:
  * "{repo_type}s--" + the id with "/" as "--"), its files under
  * snapshots/<commit>/, refs/main holding main's commit

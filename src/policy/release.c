@@ -3,6 +3,8 @@
  * memory depends on it. A row holds from its release until the next row of
  * the same behaviour. Each row cites the source (file, function, PR) it
  * follows; docs/accuracy.md "The PyTorch release followed" lists them.
+ * Then the --transformers table, the same for the transformers releases a
+ * Hugging Face config.json runs as (docs/llm.md "The transformers release").
  */
 #include "release.h"
 
@@ -46,6 +48,48 @@ static const vc_rel_row rows[] = {
     {VC_REL_ADAFACTOR, 200, 0},
     {VC_REL_ADAFACTOR, 205, 1},
 };
+
+/* ---- --transformers: the transformers releases (huggingface/transformers) ---- */
+
+typedef struct {
+    vc_tf_what what;
+    int from; /* first release with this value, 100*major + minor */
+    int value;
+} vc_tf_row;
+
+static const vc_tf_row tf_rows[] = {
+    /* 4.x: a MoE block's experts are an nn.ModuleList of per-expert MLPs run in a loop over
+     * the experts hit (models/mixtral/modeling_mixtral.py MixtralSparseMoeBlock.forward,
+     * `for expert_idx in expert_hit`, @5dd4a63; Qwen2MoeSparseMoeBlock the same loop).
+     * 5.0: stacked 3-D expert weights (MixtralExperts gate_up_proj [E, 2I, H], down_proj
+     * [E, H, I]) and PreTrainedModel.get_correct_experts_implementation picking grouped_mm
+     * when none is requested, run by integrations/moe.py grouped_mm_experts_forward
+     * (@8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3). docs/llm.md "Mixture of experts". */
+    {VC_TF_EXPERTS, 446, VC_EXPERTS_PER_EXPERT},
+    {VC_TF_EXPERTS, 500, VC_EXPERTS_GROUPED_MM},
+};
+
+int vc_transformers_value(int version, vc_tf_what what)
+{
+    if (version == 0) version = VC_TRANSFORMERS_DEFAULT;
+    int value = 0;
+    for (size_t i = 0; i < sizeof tf_rows / sizeof tf_rows[0]; i++)
+        if (tf_rows[i].what == what && tf_rows[i].from <= version) value = tf_rows[i].value;
+    return value;
+}
+
+int vc_transformers_from_name(const char *s)
+{
+    /* "M.m": digits only, no sign, no leading zeros in the minor beyond "0" */
+    if (!s || !(s[0] == '4' || s[0] == '5') || s[1] != '.' || !s[2]) return -1;
+    int minor = 0;
+    for (const char *p = s + 2; *p; p++) {
+        if (*p < '0' || *p > '9' || p - (s + 2) >= 2 || (p == s + 2 && *p == '0' && p[1])) return -1;
+        minor = minor * 10 + (*p - '0');
+    }
+    int v = (s[0] - '0') * 100 + minor;
+    return (v >= VC_TRANSFORMERS_OLDEST && v <= VC_TRANSFORMERS_LAST_4X) || v == VC_TRANSFORMERS_DEFAULT ? v : -1;
+}
 
 int vc_release_value(int version, vc_rel_what what)
 {

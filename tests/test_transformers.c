@@ -1,0 +1,139 @@
+/*
+ * test_transformers.c — the transformers release as a table (issue 31 item 6;
+ * src/policy/release.c's second table, --transformers X.Y).
+ *
+ * 1. The names the table takes and the values of its rows: the MoE experts run as
+ *    transformers 4.x's per-expert loop (modeling_mixtral.py MixtralSparseMoeBlock @5dd4a63)
+ *    before 5.0 and through grouped_mm on stacked weights from 5.0
+ *    (get_correct_experts_implementation @8b584a67).
+ * 2. Through the CLI (the request API, as Python): --transformers 4.57 on Mixtral-8x7B gives
+ *    exactly what --experts-implementation per_expert gives, the default exactly grouped_mm's,
+ *    an explicit --experts-implementation wins over the release; a model file and a release
+ *    outside the table exit 2 with one line naming --transformers.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "release.h"
+#include "vramcalc/vramcalc.h"
+
+#define MIXTRAL VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json"
+
+typedef struct {
+    int status;
+    char out[16384], err[2048];
+} cli_run;
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
+    buf[k] = 0;
+    if (f) fclose(f);
+}
+
+static void run(cli_run *r, const char *args)
+{
+    char cmd[2048], o[] = "/tmp/vc_tf_outXXXXXX", e[] = "/tmp/vc_tf_errXXXXXX";
+    int fo = mkstemp(o), fe = mkstemp(e);
+    assert_true(fo >= 0 && fe >= 0);
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", VC_CLI, args, o, e);
+    int st = system(cmd);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    slurp(o, r->out, sizeof r->out);
+    slurp(e, r->err, sizeof r->err);
+    close(fo);
+    close(fe);
+    remove(o);
+    remove(e);
+}
+
+static void assert_usage(const char *args, const char *want)
+{
+    cli_run r;
+    run(&r, args);
+    if (r.status != 2 || r.out[0] || !strstr(r.err, want) || strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
+        fail_msg("vramcalc %s\n  exit %d, stdout %zu bytes, stderr: %s  wanted exit 2 and one line with: %s", args,
+                 r.status, strlen(r.out), r.err, want);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_int_equal(vc_transformers_from_name("4.46"), 446);
+    assert_int_equal(vc_transformers_from_name("4.57"), 457);
+    assert_int_equal(vc_transformers_from_name("5.0"), 500);
+    /* outside the table, or not a release's name */
+    const char *bad[] = {"4.45", "4.58", "5.1", "5.00", "4.5", "4.046", "3.0", "6.0", "4.", "4", "x", "", " 4.57", "4.57 ", "+4.57", NULL};
+    for (int i = 0; bad[i]; i++)
+        if (vc_transformers_from_name(bad[i]) != -1) fail_msg("'%s' taken", bad[i]);
+    assert_int_equal(vc_transformers_from_name(NULL), -1);
+}
+
+static void test_rows(void **state)
+{
+    (void)state;
+    /* per_expert through 4.x, grouped_mm from 5.0; 0 is the default release, 5.0 */
+    assert_int_equal(vc_transformers_value(446, VC_TF_EXPERTS), VC_EXPERTS_PER_EXPERT);
+    assert_int_equal(vc_transformers_value(457, VC_TF_EXPERTS), VC_EXPERTS_PER_EXPERT);
+    assert_int_equal(vc_transformers_value(500, VC_TF_EXPERTS), VC_EXPERTS_GROUPED_MM);
+    assert_int_equal(vc_transformers_value(0, VC_TF_EXPERTS), VC_EXPERTS_GROUPED_MM);
+    assert_int_equal(VC_TRANSFORMERS_DEFAULT, 500);
+}
+
+/* the CLI's JSON report for args, which must succeed */
+static void json_of(const char *args, char *out, size_t n)
+{
+    cli_run r;
+    run(&r, args);
+    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", args, r.status, r.err);
+    snprintf(out, n, "%s", r.out);
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    static char a[16384], b[16384];
+    /* 4.57 runs the experts as the per-expert loop: the same report as asking for it */
+    json_of(MIXTRAL " -m infer -f json --transformers 4.57", a, sizeof a);
+    json_of(MIXTRAL " -m infer -f json --experts-implementation per_expert", b, sizeof b);
+    assert_string_equal(a, b);
+    json_of(MIXTRAL " -m infer -f json --transformers 4.46", b, sizeof b);
+    assert_string_equal(a, b);
+    /* the default (5.0) is grouped_mm, and differs from the loop here (inference, batch 1) */
+    json_of(MIXTRAL " -m infer -f json", a, sizeof a);
+    json_of(MIXTRAL " -m infer -f json --experts-implementation grouped_mm", b, sizeof b);
+    assert_string_equal(a, b);
+    json_of(MIXTRAL " -m infer -f json --transformers 5.0", b, sizeof b);
+    assert_string_equal(a, b);
+    json_of(MIXTRAL " -m infer -f json --transformers 4.57", b, sizeof b);
+    assert_true(strcmp(a, b) != 0);
+    /* an explicit --experts-implementation wins over the release's */
+    json_of(MIXTRAL " -m infer -f json --transformers 4.57 --experts-implementation grouped_mm", b, sizeof b);
+    assert_string_equal(a, b);
+    /* refused */
+    assert_usage(MIXTRAL " --transformers 4.45", "--transformers: unknown value '4.45' (choose a release from 4.46 to 4.57, or 5.0)");
+    assert_usage(MIXTRAL " --transformers 5.1", "--transformers");
+    assert_usage(VC_EXAMPLES "/tiny_resnet.json --transformers 4.57",
+                 "--transformers applies to a Hugging Face config.json; this is a vramcalc model file");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_cli),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
