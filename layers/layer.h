@@ -220,6 +220,11 @@ void vc_set_forward_local(vc_build *b, vc_t t);
  * `window`: the layer's sliding_window (0 none). false, nothing changed,
  * outside generation. */
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+/* The same for an MLA layer (layers/mla.c): transformers caches its full
+ * key_states and value_states as above; vLLM (--serve) keeps the compressed
+ * latent instead, `latent` elements per token (kv_lora_rank +
+ * qk_rope_head_dim, one head), which the slot records for the page size. */
+bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

@@ -293,6 +293,12 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     return y;
 }
 
+vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant) { return hf_rmsnorm(b, x, w, rows, variant); }
+vc_t vc__rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
+{
+    return rope_apply(b, x, cs, heads, L, D, R);
+}
+
 /* A nodiff op of one input (masks). */
 static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
 {
@@ -409,7 +415,7 @@ static void ra_emit(vc_build *b, const void *p)
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
      * estimate is the causal one). */
-    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout};
+    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
     if (vc_kv_update(b, c->window, &k, &v, &a.S)) {

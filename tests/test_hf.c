@@ -941,6 +941,146 @@ static void test_family_table(void **state)
     }
 }
 
+/* MLA and DeepSeek-V3's MoE (issue 31; layers/mla.c, the deepseek_v3 and
+ * kimi_k2 rows). Counts from the module shapes of modeling_deepseek_v3.py @
+ * 00b676f8 (DeepseekV3ForCausalLM.named_parameters(): e_score_correction_bias
+ * is a buffer, not listed), computed by bench/accuracy/llm/mla_replica.py's
+ * exact count:
+ *  - DeepSeek-V3 (deepseek-ai/DeepSeek-V3's config.json): 671,026,404,352;
+ *    with the 58 MoE layers' 256 e_score_correction_bias values the checkpoint
+ *    stores, 671,026,419,200: DeepSeek's published "671B of the main model".
+ *    Its MTP layer (num_nextn_predict_layers 1, model.layers.61 with its own
+ *    embed_tokens and shared_head) adds 13,463,426,304 (the "14B of MTP",
+ *    685B on the Hub): not built, transformers ignores it on load
+ *    (DeepseekV3Model._keys_to_ignore_on_load_unexpected) and vLLM loads it
+ *    only as a speculative-decoding draft;
+ *  - Kimi-K2 (moonshotai/Kimi-K2-Instruct's config.json): 1,026,408,209,408
+ *    (+ 60 x 384 bias values: 1,026,408,232,448, "1T total");
+ *  - DeepSeek-V2-Lite's shape as a deepseek_v3 config (q_lora_rank null:
+ *    q_proj): 15,706,484,224 ("15.7B").
+ * A tiny config by hand (vocab 1000, hidden 64, 2 layers, 4 heads,
+ * q_lora_rank 32, kv_lora_rank 16, nope 8, rope 4, v 8, 8 experts of 16,
+ * first layer dense of 128): attention q_a 2,048 + q_a_layernorm 32 + q_b
+ * 32 x 4 x 12 = 1,536 + kv_a 64 x 20 = 1,280 + kv_a_layernorm 16 + kv_b
+ * 16 x 4 x 16 = 1,024 + o 32 x 64 = 2,048 = 7,984; norms 128; dense MLP
+ * 24,576; MoE 8 x 3 x 64 x 16 = 24,576 + gate 512 + shared 3,072; embed and
+ * head 128,000, final norm 64: 197,024 (q_proj instead: 195,936). */
+static const char *const mla_tiny[][2] = {
+    {"vocab_size", "1000"}, {"hidden_size", "64"}, {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
+    {"num_attention_heads", "4"}, {"q_lora_rank", "32"}, {"kv_lora_rank", "16"}, {"qk_nope_head_dim", "8"},
+    {"qk_rope_head_dim", "4"}, {"v_head_dim", "8"}, {"n_routed_experts", "8"}, {"num_experts_per_tok", "2"},
+    {"n_group", "2"}, {"topk_group", "1"}, {"moe_intermediate_size", "16"}, {"first_k_dense_replace", "1"},
+};
+/* The tiny config of model_type mt, key k (NULL: none) set to v (replacing or adding it). */
+static void mla_js(char *js, size_t n, const char *mt, const char *k, const char *v)
+{
+    size_t at = (size_t)snprintf(js, n, "{\"model_type\":\"%s\"", mt);
+    bool seen = false;
+    for (size_t i = 0; i < sizeof mla_tiny / sizeof *mla_tiny; i++) {
+        bool mine = k && !strcmp(k, mla_tiny[i][0]);
+        seen |= mine;
+        at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", mla_tiny[i][0], mine ? v : mla_tiny[i][1]);
+    }
+    if (k && !seen) at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", k, v);
+    snprintf(js + at, n - at, "}");
+}
+
+static void test_mla(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        int64_t count;
+    } real[] = {{"deepseek-v3.json", INT64_C(671026404352)}, {"kimi-k2.json", INT64_C(1026408209408)},
+                {"deepseek-v2-lite-shape.json", INT64_C(15706484224)}};
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
+        vc_model *m = load(real[i].file, NULL);
+        assert_int_equal(vc_model_parameters(m), real[i].count);
+        vc_model_free(m);
+    }
+    char tiny[1024], js[1024];
+    mla_js(tiny, sizeof tiny, "deepseek_v3", NULL, NULL);
+    assert_int_equal(count_of(tiny), 197024);
+    mla_js(js, sizeof js, "kimi_k2", NULL, NULL);
+    assert_int_equal(count_of(js), 197024);
+    mla_js(js, sizeof js, "deepseek_v3", "q_lora_rank", "null");
+    assert_int_equal(count_of(js), 195936);
+    /* generate: DynamicCache keeps key_states [B, 4, S, 12] and value_states [B, 4, S, 8]
+     * per layer (full heads); 16 + 4 - 1 = 19 tokens x 2 layers x 4 x 20 x 4 bytes */
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(tiny, NULL, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
+    assert_int_equal(r.generate.kv_mla, 2);
+    vc_result_free(&r);
+    static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER};
+    for (size_t i = 0; i < 2; i++) {
+        vc_options_init(&o);
+        o.mode = modes[i];
+        o.batch = 2;
+        o.precision = i ? VC_PREC_BF16 : VC_PREC_AMP_BF16;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+        assert_true(r.memory.peak_allocated > r.memory.weights);
+        vc_result_free(&r);
+    }
+    /* --serve: vLLM's MLAAttentionSpec, one head of kv_lora_rank + qk_rope_head_dim
+     * = 20 per token and layer, bf16: 16 tokens x 2 layers x 20 x 2 bytes per block */
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 64;
+    o.new_tokens = 64;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec h100;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+    vc_serve_result sr;
+    if (vc_serve(m, &o, &so, &h100, &sr, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
+    assert_int_equal(sr.latent_layers, 2);
+    assert_int_equal(sr.latent, 20);
+    vc_model_free(m);
+    /* every bad or inconsistent new key exits naming it */
+    static const struct {
+        const char *key, *value, *path;
+    } bad[] = {
+        {"n_group", "3", "n_group"},                       /* 8 experts do not split into 3 groups */
+        {"n_group", "8", "n_group"},                       /* groups of one expert: no top-2 */
+        {"topk_group", "3", "topk_group"},                 /* more than n_group */
+        {"num_experts_per_tok", "5", "num_experts_per_tok"}, /* more than the 4 of the kept group */
+        {"n_routed_experts", "1", "num_experts_per_tok"},  /* top-2 of one expert */
+        {"qk_rope_head_dim", "5", "qk_rope_head_dim"},
+        {"q_lora_rank", "0", "q_lora_rank"},
+        {"kv_lora_rank", "\"512\"", "kv_lora_rank"},
+        {"qk_nope_head_dim", "0", "qk_nope_head_dim"},
+        {"v_head_dim", "-1", "v_head_dim"},
+        {"n_shared_experts", "0", "n_shared_experts"},
+        {"first_k_dense_replace", "-1", "first_k_dense_replace"},
+        {"num_nextn_predict_layers", "1.5", "num_nextn_predict_layers"},
+        {"rope_interleave", "1", "rope_interleave"},
+        {"routed_scaling_factor", "-2", "routed_scaling_factor"},
+        {"v_head_dim", "274877906944", "v_head_dim"},      /* kv_b_proj 4 x (8 + 2^38) wide: more than 2^40 */
+        {"qk_nope_head_dim", "274877906944", "qk_nope_head_dim"}, /* q_b_proj 4 x (2^38 + 4) wide */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mla_js(js, sizeof js, "deepseek_v3", bad[i].key, bad[i].value);
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+    vc_hf_options ho;
+    vc_hf_options_init(&ho);
+    ho.experts = VC_EXPERTS_PER_EXPERT;
+    assert_int_equal(load_js(tiny, &ho, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--experts-implementation");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -952,6 +1092,7 @@ int main(void)
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
+        cmocka_unit_test(test_mla),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
