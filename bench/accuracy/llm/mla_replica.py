@@ -135,6 +135,205 @@ def mla_module(cfg):
     return MLA()
 
 
+
+# ---------------------------------------------------------------------------
+# The harness's modules (reference.py builds them for model_type deepseek_v3): DeepseekV3Attention
+# (modeling_deepseek_v3.py @ 00b676f8, as above) and transformers 5's DeepseekV3MoE. The MoE is
+# written from models/glm4_moe/modeling_glm4_moe.py @ 000c33fd (Glm4MoeTopkRouter,
+# Glm4MoeMoE.route_tokens_to_experts / forward: transformers 5's modular DeepSeek-V3 MoE, whose
+# Glm4MoeNaiveMoe experts dispatch to grouped_mm_experts_forward through
+# @use_experts_implementation, replicated in moe_v5_replica.py).
+# ---------------------------------------------------------------------------
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+class DeepseekV3RMSNorm(nn.Module):
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        import vctorch  # tools/vctorch.py: .mean with 2.x's MeanBackward1 (sizes only; 1.13's keeps its input)
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = vctorch.mean2x(hidden_states.pow(2), -1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+def _rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    q_embed = (q * cos) + (_rotate_half(q) * sin)
+    k_embed = (k * cos) + (_rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+def apply_rotary_pos_emb_interleave(q, k, cos, sin, unsqueeze_dim=1):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    b, h, s, d = k.shape
+    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    q_embed = (q * cos) + (_rotate_half(q) * sin)
+    k_embed = (k * cos) + (_rotate_half(k) * sin)
+    return q_embed, k_embed
+
+
+class DeepseekV3Attention(nn.Module):
+    """DeepseekV3Attention.__init__ / forward; `linear` is reference.Linear (nn.Linear through
+    the harness's 2.x at::linear), the attention reference.sdpa_attention_forward."""
+
+    def __init__(self, cfg, layer_idx, attn_impl, linear, sdpa):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.sdpa = sdpa
+        self.num_key_value_groups = 1  # num_attention_heads // num_key_value_heads (equal)
+        self.attention_dropout = cfg.attention_dropout
+        H, NH = cfg.hidden_size, cfg.num_attention_heads
+        self.q_lora_rank = cfg.d.get("q_lora_rank")
+        self.qk_rope_head_dim = cfg.d["qk_rope_head_dim"]
+        self.kv_lora_rank = cfg.d["kv_lora_rank"]
+        self.v_head_dim = cfg.d["v_head_dim"]
+        self.qk_nope_head_dim = cfg.d["qk_nope_head_dim"]
+        self.qk_head_dim = self.qk_nope_head_dim + self.qk_rope_head_dim
+        self.rope_interleave = cfg.d.get("rope_interleave", True)
+        if self.q_lora_rank is None:
+            self.q_proj = linear(H, NH * self.qk_head_dim, bias=False)
+        else:
+            self.q_a_proj = linear(H, self.q_lora_rank, bias=cfg.attention_bias)
+            self.q_a_layernorm = DeepseekV3RMSNorm(self.q_lora_rank)
+            self.q_b_proj = linear(self.q_lora_rank, NH * self.qk_head_dim, bias=False)
+        self.kv_a_proj_with_mqa = linear(H, self.kv_lora_rank + self.qk_rope_head_dim, bias=cfg.attention_bias)
+        self.kv_a_layernorm = DeepseekV3RMSNorm(self.kv_lora_rank)
+        self.kv_b_proj = linear(self.kv_lora_rank, NH * (self.qk_nope_head_dim + self.v_head_dim), bias=False)
+        self.o_proj = linear(NH * self.v_head_dim, H, bias=cfg.attention_bias)
+        self.scaling = self.qk_head_dim ** (-0.5)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_value=None):
+        batch_size, seq_length = hidden_states.shape[:-1]
+        query_shape = (batch_size, seq_length, -1, self.qk_head_dim)
+        key_shape = (batch_size, seq_length, -1, self.qk_nope_head_dim + self.v_head_dim)
+        if self.q_lora_rank is None:
+            q_states = self.q_proj(hidden_states)
+        else:
+            q_states = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(hidden_states)))
+        q_states = q_states.view(query_shape).transpose(1, 2)
+        q_pass, q_rot = torch.split(q_states, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        compressed_kv = self.kv_a_proj_with_mqa(hidden_states)
+        k_pass, k_rot = torch.split(compressed_kv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        k_pass = self.kv_b_proj(self.kv_a_layernorm(k_pass)).view(key_shape).transpose(1, 2)
+        k_pass, value_states = torch.split(k_pass, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        k_rot = k_rot.view(batch_size, 1, seq_length, self.qk_rope_head_dim)
+        cos, sin = position_embeddings
+        if self.rope_interleave:
+            q_rot, k_rot = apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
+        else:
+            q_rot, k_rot = apply_rotary_pos_emb(q_rot, k_rot, cos, sin)
+        k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
+        query_states = torch.cat((q_pass, q_rot), dim=-1)
+        key_states = torch.cat((k_pass, k_rot), dim=-1)
+        if past_key_value is not None:
+            key_states, value_states = past_key_value.update(key_states, value_states, self.layer_idx)
+        # sdpa (transformers' default): no padding of the value (that is flash_attention_2's only)
+        attn_output, _ = self.sdpa(self, query_states, key_states, value_states, attention_mask,
+                                   0.0 if not self.training else self.attention_dropout, self.scaling)
+        attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class DeepseekV3TopkRouter(nn.Module):
+    """Glm4MoeTopkRouter (transformers 5): weight [E, H], e_score_correction_bias a float32 buffer;
+    forward returns F.linear(hidden.type(float32), weight.type(float32))."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.hidden_size = cfg.hidden_size
+        self.weight = nn.Parameter(torch.empty((cfg.d["n_routed_experts"], cfg.hidden_size)))
+        nn.init.normal_(self.weight, std=0.02)
+        self.register_buffer("e_score_correction_bias", torch.zeros((cfg.d["n_routed_experts"]), dtype=torch.float32))
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.view(-1, self.hidden_size)
+        return F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+
+
+def _naive_moe(cfg, act):
+    """Glm4MoeNaiveMoe's stacked experts ([E, 2I, H], [E, H, I]) through grouped_mm_experts_forward."""
+    import moe_v5_replica
+    m = moe_v5_replica.MixtralExperts.__new__(moe_v5_replica.MixtralExperts)
+    nn.Module.__init__(m)
+    m.num_experts = cfg.d["n_routed_experts"]
+    m.hidden_dim = cfg.hidden_size
+    m.intermediate_dim = cfg.d["moe_intermediate_size"]
+    m.gate_up_proj = nn.Parameter(torch.empty(m.num_experts, 2 * m.intermediate_dim, m.hidden_dim))
+    m.down_proj = nn.Parameter(torch.empty(m.num_experts, m.hidden_dim, m.intermediate_dim))
+    nn.init.normal_(m.gate_up_proj, std=0.02)
+    nn.init.normal_(m.down_proj, std=0.02)
+    m.act_fn = act
+    return m
+
+
+class DeepseekV3MoE(nn.Module):
+    """Glm4MoeMoE.__init__ / route_tokens_to_experts / forward (transformers 5)."""
+
+    def __init__(self, cfg, act, shared_mlp):
+        super().__init__()
+        self.experts = _naive_moe(cfg, act)
+        self.gate = DeepseekV3TopkRouter(cfg)
+        self.shared_experts = shared_mlp  # MLP of moe_intermediate_size * n_shared_experts
+        self.n_routed_experts = cfg.d["n_routed_experts"]
+        self.n_group = cfg.d["n_group"]
+        self.topk_group = cfg.d["topk_group"]
+        self.norm_topk_prob = cfg.d.get("norm_topk_prob", True)
+        self.routed_scaling_factor = cfg.d.get("routed_scaling_factor", 2.5)
+        self.top_k = cfg.d["num_experts_per_tok"]
+
+    def route_tokens_to_experts(self, router_logits):
+        router_logits = router_logits.sigmoid()
+        router_logits_for_choice = router_logits + self.gate.e_score_correction_bias
+        group_scores = (
+            router_logits_for_choice.view(-1, self.n_group, self.n_routed_experts // self.n_group)
+            .topk(2, dim=-1)[0]
+            .sum(dim=-1)
+        )
+        group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores)
+        group_mask.scatter_(1, group_idx, 1)
+        score_mask = (
+            group_mask.unsqueeze(-1)
+            .expand(-1, self.n_group, self.n_routed_experts // self.n_group)
+            .reshape(-1, self.n_routed_experts)
+        )
+        scores_for_choice = router_logits_for_choice.masked_fill(~score_mask.bool(), 0.0)
+        topk_indices = torch.topk(scores_for_choice, k=self.top_k, dim=-1, sorted=False)[1]
+        topk_weights = router_logits.gather(1, topk_indices)
+        if self.norm_topk_prob:
+            denominator = topk_weights.sum(dim=-1, keepdim=True) + 1e-20
+            topk_weights /= denominator
+        topk_weights = topk_weights * self.routed_scaling_factor
+        return topk_indices, topk_weights
+
+    def forward(self, hidden_states):
+        residuals = hidden_states
+        orig_shape = hidden_states.shape
+        router_logits = self.gate(hidden_states)
+        topk_indices, topk_weights = self.route_tokens_to_experts(router_logits)
+        hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
+        hidden_states = self.experts(hidden_states, topk_indices, topk_weights).view(*orig_shape)
+        hidden_states = hidden_states + self.shared_experts(residuals)
+        return hidden_states
+
 CASES = [  # (config under tests/data/hf, named_parameters() count test_hf.c asserts)
     ("deepseek-v3.json", 671026404352),
     ("kimi-k2.json", 1026408209408),
