@@ -1081,6 +1081,48 @@ static void test_mla(void **state)
     assert_string_equal(err.path, "--experts-implementation");
 }
 
+/* The FP8 formats store DeepSeek-V3's stacked experts in FP8 (transformers
+ * finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod: fp8 [E, out, in] and
+ * fp32 scales [E, ceil(out/128), ceil(in/128)]); bitsandbytes leaves them
+ * (it replaces nn.Linear modules). A SparseMoE deepseek_v3 layer (64 experts of
+ * 16 on hidden 64, shared experts 32 wide) and a Linear(64, 8) after it (the
+ * output layer stays 16-bit), bf16, fp8-block, each tensor rounded to 512 B:
+ * gate_up_proj 131,072 + its 64 scales (512), down_proj 65,536 + 512, the
+ * router's bf16 weight 8,192, e_score_correction_bias 512, the shared experts
+ * 3 x (2,048 + 512), the Linear 1,024 + 512: 215,552 B. With nf4 the experts
+ * stay bf16: 393,216 B of them alone. */
+static void test_fp8_experts(void **state)
+{
+    (void)state;
+    static const char js[] = "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                             " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": 6, \"style\": \"deepseek_v3\","
+                             " \"experts_implementation\": \"grouped_mm\", \"n_group\": 8, \"topk_group\": 3,"
+                             " \"shared_expert_intermediate_size\": 32}, {\"type\": \"Linear\", \"in_features\": 64,"
+                             " \"out_features\": 8}]}";
+    static const struct {
+        const char *fmt;
+        int64_t lo, hi;
+    } cases[] = {{"fp8-block", 215552, 215552}, {"fp8", 215552, 215552}, {"nf4", 393216, INT64_MAX}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(js, strlen(js), "fp8e", &m, &err), VC_OK);
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name(cases[i].fmt, &q), 0);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s: %s", cases[i].fmt, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", cases[i].fmt, err.msg);
+        if (r.memory.weights < cases[i].lo || r.memory.weights > cases[i].hi)
+            fail_msg("%s: weights %lld", cases[i].fmt, (long long)r.memory.weights);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1092,7 +1134,7 @@ int main(void)
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
-        cmocka_unit_test(test_mla),
+        cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
