@@ -1081,6 +1081,51 @@ static void test_mla(void **state)
     assert_string_equal(err.path, "--experts-implementation");
 }
 
+/* glm4_moe (GLM-4.5 / 4.5-Air / 4.6): Glm4MoeAttention (q/k/v biased by
+ * attention_bias, o_proj not; q_norm / k_norm per head with use_qk_norm;
+ * partial rotary) and DeepSeek-V3's MoE (modeling_glm4_moe.py @ 000c33fd).
+ * GLM-4.5-Air (zai-org/GLM-4.5-Air's config.json) 106,852,245,504 from the
+ * module shapes ("106B total"; its MTP layer not built, as transformers
+ * drops model.layers.46). A tiny config by hand (vocab 1000, hidden 64, 2
+ * layers, 4 heads of 16, 2 kv heads, attention_bias): attention 4,096 +
+ * 2 x 2,048 + 4,096 + biases 128 = 12,416, norms 128, the dense MLP 24,576,
+ * the MoE 24,576 + router 512 + shared 3,072; embeddings and head 128,000,
+ * final norm 64: 205,888; use_qk_norm adds 2 x 16 per layer. */
+static void test_glm4_moe(void **state)
+{
+    (void)state;
+    vc_model *m = load("glm-4.5-air.json", NULL);
+    assert_int_equal(vc_model_parameters(m), INT64_C(106852245504));
+    vc_model_free(m);
+#define GLM "{\"model_type\":\"glm4_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128," \
+            "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
+            "\"moe_intermediate_size\":16,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"attention_bias\":true"
+    assert_int_equal(count_of(GLM "}"), 205888);
+    assert_int_equal(count_of(GLM ",\"use_qk_norm\":true}"), 205888 + 64);
+    assert_int_equal(emitted(GLM "}", "\"rotary_dim\":\t8"), 3); /* partial_rotary_factor 0.5 of 16: the embedding, 2 layers */
+    vc_error err;
+    assert_int_equal(load_js(GLM ",\"use_qk_norm\":1}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "use_qk_norm");
+    assert_int_equal(load_js(GLM ",\"partial_rotary_factor\":2}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "partial_rotary_factor");
+    assert_int_equal(load_js(GLM ",\"n_group\":3}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "n_group");
+    /* generate and --serve: full K/V per layer (2 kv heads x 16), no MLA */
+    assert_int_equal(load_js(GLM "}", NULL, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
+    assert_int_equal(r.generate.kv_mla, 0);
+    vc_result_free(&r);
+    vc_model_free(m);
+#undef GLM
+}
+
 /* The FP8 formats store DeepSeek-V3's stacked experts in FP8 (transformers
  * finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod: fp8 [E, out, in] and
  * fp32 scales [E, ceil(out/128), ceil(in/128)]); bitsandbytes leaves them
@@ -1135,6 +1180,7 @@ int main(void)
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
+        cmocka_unit_test(test_glm4_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,6 +37,7 @@ enum {
      * num_nextn_predict_layers, rope_interleave, routed_scaling_factor */
     K_Q_LORA, K_KV_LORA, K_QK_NOPE, K_V_HEAD, K_N_SHARED, K_N_GROUP, K_TOPK_GROUP, K_FIRST_DENSE, K_NEXTN,
     K_ROPE_INTERLEAVE, K_ROUTED_SCALE,
+    K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
     K_COUNT
 };
 
@@ -162,6 +163,7 @@ typedef struct {
     int64_t q_lora, kv_lora, qk_nope, v_head, n_shared, n_group, topk_group, first_dense, nextn;
     bool rope_interleave;
     double routed_scale;
+    bool use_qk_norm; /* glm4_moe: use_qk_norm (rows without the key: the template's qk_norm alone) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
@@ -170,7 +172,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -141,7 +141,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     num(w, o, "rotary_dim", rope ? (double)a->R : 0);
     if (fused) flag(w, o, "fused_qkv", true);
     flag(w, o, "causal", causal);
-    if (a->f->qk_norm) {
+    if (a->f->qk_norm && (!a->f->keys[K_USE_QK_NORM].key || a->use_qk_norm)) {
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);

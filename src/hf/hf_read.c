@@ -183,6 +183,7 @@ static const struct {
     [K_TOPK_GROUP] = {T_INT, offsetof(arch, topk_group), 1, 0}, [K_FIRST_DENSE] = {T_INT, offsetof(arch, first_dense), 0, 0},
     [K_NEXTN] = {T_INT, offsetof(arch, nextn), 0, 0}, [K_ROPE_INTERLEAVE] = {T_BOOL, offsetof(arch, rope_interleave), 0, 0},
     [K_ROUTED_SCALE] = {T_NUM, offsetof(arch, routed_scale), 0, 1e9},
+    [K_USE_QK_NORM] = {T_BOOL, offsetof(arch, use_qk_norm), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -286,7 +287,7 @@ static int read_deepseek(rd *r, const arch *a)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts of "
                    "the %lld groups kept (topk_group)", (long long)a->K, (long long)(a->E / a->n_group * a->topk_group),
                    (long long)a->topk_group);
-    if (a->D % 2)
+    if (a->f->attn == ATTN_MLA && a->D % 2)
         return bad(r, role_key(r, a, K_HEAD_DIM, -1, "qk_rope_head_dim"), "%lld: the rotary part must be even", (long long)a->D);
     if (a->experts_impl == EXPERTS_PER_EXPERT) {
         vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's routed experts are modelled with "
