@@ -1067,6 +1067,9 @@ static void test_mla(void **state)
         {"routed_scaling_factor", "-2", "routed_scaling_factor"},
         {"v_head_dim", "274877906944", "v_head_dim"},      /* kv_b_proj 4 x (8 + 2^38) wide: more than 2^40 */
         {"qk_nope_head_dim", "274877906944", "qk_nope_head_dim"}, /* q_b_proj 4 x (2^38 + 4) wide */
+        {"q_lora_rank", "17592186044416", "q_lora_rank"},  /* q_a_proj 2^44 x 64: more than 2^48 */
+        {"kv_lora_rank", "1099511627776", "kv_lora_rank"}, /* kv_a_proj_with_mqa 2^40 + 4 wide */
+        {"n_shared_experts", "1099511627776", "n_shared_experts"}, /* shared experts 16 x 2^40 wide */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         mla_js(js, sizeof js, "deepseek_v3", bad[i].key, bad[i].value);

@@ -856,7 +856,12 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         if (lora->r > 0) {
             if (!lora->targets[0]) memcpy(lora->targets, vc_model_lora_targets(m), strlen(vc_model_lora_targets(m)) + 1);
             if (!lora->targets[0]) {
-                st = usage(err, O("lora") " needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file");
+                /* a config.json whose model_type PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+                 * lacks (peft/utils/constants.py @ 00073fe8: deepseek_v3, glm4_moe): PEFT asks for target_modules */
+                st = vc_model_generated_json(m)
+                         ? usage(err, O("lora") " needs " O("lora_targets") ": PEFT has no default target_modules for this "
+                                 "model_type (the names of the Linear layers to adapt, e.g. o_proj)")
+                         : usage(err, O("lora") " needs " O("lora_targets") " (the names of the Linear layers to adapt) for a vramcalc model file");
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {

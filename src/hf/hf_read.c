@@ -352,6 +352,13 @@ static int check_sizes(rd *r, const arch *a)
     if (a->N > 1024) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
     if (a->f->attn == ATTN_MLA) { /* q_b_proj (or q_proj), kv_b_proj: heads x head dims x their input */
         const int64_t in_q = a->q_lora ? a->q_lora : a->H;
+        /* q_a_proj [q_lora_rank, hidden], kv_a_proj_with_mqa [kv_lora_rank + rope, hidden] */
+        if (__builtin_mul_overflow(a->q_lora, a->H, &t) || t > lim)
+            return bad(r, role_key(r, a, K_Q_LORA, -1, "q_lora_rank"), "q_a_proj (%lld x %lld) is more than 2^48 elements",
+                       (long long)a->q_lora, (long long)a->H);
+        if (a->kv_lora + a->D > MAX_SIZE || __builtin_mul_overflow(a->kv_lora + a->D, a->H, &t) || t > lim)
+            return bad(r, role_key(r, a, K_KV_LORA, -1, "kv_lora_rank"), "kv_a_proj_with_mqa ((%lld + %lld) x %lld) is more than "
+                       "2^40 wide or 2^48 elements", (long long)a->kv_lora, (long long)a->D, (long long)a->H);
         if (__builtin_mul_overflow(a->NH, a->qk_nope + a->D, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, in_q, &t) || t > lim)
             return bad(r, role_key(r, a, K_QK_NOPE, -1, "qk_nope_head_dim"), "the query projection (%lld heads x (%lld + %lld) "
                        "x %lld) is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->D, (long long)in_q);
@@ -360,10 +367,13 @@ static int check_sizes(rd *r, const arch *a)
             return bad(r, role_key(r, a, K_V_HEAD, -1, "v_head_dim"), "kv_b_proj or o_proj (%lld heads x (%lld + %lld) x %lld) "
                        "is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->v_head,
                        (long long)a->kv_lora);
-        if (__builtin_mul_overflow(a->moe_I, a->n_shared, &t) || t > MAX_SIZE)
-            return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts' width (%lld x %lld) is more "
-                       "than 2^40", (long long)a->moe_I, (long long)a->n_shared);
     }
+    /* DeepseekV3MoE / Glm4MoeMoE: shared_experts, an MLP of moe_intermediate_size x n_shared_experts */
+    if (a->f->moe == MOE_DEEPSEEK &&
+        (__builtin_mul_overflow(a->moe_I, a->n_shared, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->H, &t) ||
+         __builtin_mul_overflow(t, 3, &t) || t > lim))
+        return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
+                   "are more than 2^40 wide or 2^48 elements", (long long)a->moe_I, (long long)a->n_shared, (long long)a->H);
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);
