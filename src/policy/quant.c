@@ -408,6 +408,10 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
          * Linear modules (SparseMoE: gate, experts.0.w1) the parameter's prefix */
         char full[300];
         size_t pl = strlen(p->name) > 7 ? strlen(p->name) - 7 : 0; /* without ".weight" */
+        if (p->flags & VC_PARAM_EXPERTS) { /* experts.gate_up_proj: the module is experts (FP8Experts) */
+            const char *dot = strrchr(p->name, '.');
+            pl = dot ? (size_t)(dot - p->name) : 0;
+        }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
         /* stacked experts: the FP8 formats only (transformers replace_with_fp8_linear swaps the experts
          * module for FP8Experts; bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone) */
