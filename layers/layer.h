@@ -107,7 +107,9 @@ enum {
     VC_PARAM_F32 = 1u << 2,     /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
     VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/policy/quant.c) */
     VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
-    VC_PARAM_F16 = 1u << 5      /* kept in float16 whatever the precision (--lora-dtype fp16) */
+    VC_PARAM_F16 = 1u << 5,     /* kept in float16 whatever the precision (--lora-dtype fp16) */
+    VC_PARAM_EXPERTS = 1u << 6  /* stacked experts [E, out, in]: what an FP8 format replaces too (transformers
+                                 * finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod), unlike nn.Linear-only formats */
 };
 #define VC_PARAM_PINNED (VC_PARAM_F32 | VC_PARAM_BF16 | VC_PARAM_F16)
 /* A parameter's dtype: its pinned one (VC_PARAM_F32, _BF16, _F16), else dflt (the precision's). */
@@ -236,6 +238,11 @@ void vc_set_forward_local(vc_build *b, vc_t t);
  * `window`: the layer's sliding_window (0 none). false, nothing changed,
  * outside generation. */
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+/* The same for an MLA layer (layers/mla.c): transformers caches its full
+ * key_states and value_states as above; vLLM (--serve) keeps the compressed
+ * latent instead, `latent` elements per token (kv_lora_rank +
+ * qk_rope_head_dim, one head), which the slot records for the page size. */
+bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

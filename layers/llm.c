@@ -293,6 +293,12 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     return y;
 }
 
+vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant) { return hf_rmsnorm(b, x, w, rows, variant); }
+vc_t vc__rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R)
+{
+    return rope_apply(b, x, cs, heads, L, D, R);
+}
+
 /* A nodiff op of one input (masks). */
 static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype dt)
 {
@@ -432,7 +438,7 @@ static void ra_emit(vc_build *b, const void *p)
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
      * estimate is the causal one). */
-    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout};
+    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
     bool cached = vc_kv_update(b, c->window, &k, &v, &a.S);
@@ -789,8 +795,8 @@ static int moe_setup(vc_setup *s, void *p)
          * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
         bool ds = c->style == MOE_DEEPSEEK; /* DeepseekV3MoE.__init__: experts, gate, shared_experts */
         if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
-            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, 0) ||
-            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, 0))
+            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, ds ? VC_PARAM_EXPERTS : 0) ||
+            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, ds ? VC_PARAM_EXPERTS : 0))
             return -1;
         if (ds) /* DeepseekV3TopkRouter: weight, and e_score_correction_bias a float32 buffer (not a parameter) */
             return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||

@@ -87,8 +87,15 @@ typedef struct {
     int64_t H, Hkv, L, S, D;
     bool q_blhd, k_blhd, v_blhd, causal;
     double p;
+    int64_t Dv; /* the value's head dim when it differs from D (MLA, layers/mla.c); 0: D */
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
+/* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with
+ * weight w over `rows` rows (variant 0 llama, 1 gemma), and
+ * apply_rotary_pos_emb on x [B, heads, L, D] with the rotary part R and the
+ * RotaryEmbedding's cos/sin cs. */
+vc_t vc__hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant);
+vc_t vc__rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D, int64_t R);
 /* The PyTorch release followed (100*major + minor; --torch). */
 int vc__op_torch(const vc_build *b);
 /* Records the first attention layer's kernel choice and why (engine.c):

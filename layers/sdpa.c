@@ -356,7 +356,8 @@ vc_t vc_sdpa_run(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd)
 {
     (void)vc_batch_is_one(b); /* the layouts below see the batch dim's size: 1 or more */
-    sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, a->D, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
+    const int64_t Dv = a->Dv > 0 ? a->Dv : a->D;
+    sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, Dv, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
                 a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
                 vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
@@ -376,7 +377,7 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
             g.gqa_inside = true;
         } else {
             k = vc__op_fresh(b, "repeat_interleave", k, vc_n_sample(a->H * a->S * a->D));
-            v = vc__op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * a->D));
+            v = vc__op_fresh(b, "repeat_interleave", v, vc_n_sample(a->H * a->S * Dv));
             g.lk = g.lv = LAY_BHLD;
             g.backend = bk;
         }

@@ -941,6 +941,236 @@ static void test_family_table(void **state)
     }
 }
 
+/* MLA and DeepSeek-V3's MoE (issue 31; layers/mla.c, the deepseek_v3 and
+ * kimi_k2 rows). Counts from the module shapes of modeling_deepseek_v3.py @
+ * 00b676f8 (DeepseekV3ForCausalLM.named_parameters(): e_score_correction_bias
+ * is a buffer, not listed), computed by bench/accuracy/llm/mla_replica.py's
+ * exact count:
+ *  - DeepSeek-V3 (deepseek-ai/DeepSeek-V3's config.json): 671,026,404,352;
+ *    with the 58 MoE layers' 256 e_score_correction_bias values the checkpoint
+ *    stores, 671,026,419,200: DeepSeek's published "671B of the main model".
+ *    Its MTP layer (num_nextn_predict_layers 1, model.layers.61 with its own
+ *    embed_tokens and shared_head) adds 13,463,426,304 (the "14B of MTP",
+ *    685B on the Hub): not built, transformers ignores it on load
+ *    (DeepseekV3Model._keys_to_ignore_on_load_unexpected) and vLLM loads it
+ *    only as a speculative-decoding draft;
+ *  - Kimi-K2 (moonshotai/Kimi-K2-Instruct's config.json): 1,026,408,209,408
+ *    (+ 60 x 384 bias values: 1,026,408,232,448, "1T total");
+ *  - DeepSeek-V2-Lite's shape as a deepseek_v3 config (q_lora_rank null:
+ *    q_proj): 15,706,484,224 ("15.7B").
+ * A tiny config by hand (vocab 1000, hidden 64, 2 layers, 4 heads,
+ * q_lora_rank 32, kv_lora_rank 16, nope 8, rope 4, v 8, 8 experts of 16,
+ * first layer dense of 128): attention q_a 2,048 + q_a_layernorm 32 + q_b
+ * 32 x 4 x 12 = 1,536 + kv_a 64 x 20 = 1,280 + kv_a_layernorm 16 + kv_b
+ * 16 x 4 x 16 = 1,024 + o 32 x 64 = 2,048 = 7,984; norms 128; dense MLP
+ * 24,576; MoE 8 x 3 x 64 x 16 = 24,576 + gate 512 + shared 3,072; embed and
+ * head 128,000, final norm 64: 197,024 (q_proj instead: 195,936). */
+static const char *const mla_tiny[][2] = {
+    {"vocab_size", "1000"}, {"hidden_size", "64"}, {"intermediate_size", "128"}, {"num_hidden_layers", "2"},
+    {"num_attention_heads", "4"}, {"q_lora_rank", "32"}, {"kv_lora_rank", "16"}, {"qk_nope_head_dim", "8"},
+    {"qk_rope_head_dim", "4"}, {"v_head_dim", "8"}, {"n_routed_experts", "8"}, {"num_experts_per_tok", "2"},
+    {"n_group", "2"}, {"topk_group", "1"}, {"moe_intermediate_size", "16"}, {"first_k_dense_replace", "1"},
+};
+/* The tiny config of model_type mt, key k (NULL: none) set to v (replacing or adding it). */
+static void mla_js(char *js, size_t n, const char *mt, const char *k, const char *v)
+{
+    size_t at = (size_t)snprintf(js, n, "{\"model_type\":\"%s\"", mt);
+    bool seen = false;
+    for (size_t i = 0; i < sizeof mla_tiny / sizeof *mla_tiny; i++) {
+        bool mine = k && !strcmp(k, mla_tiny[i][0]);
+        seen |= mine;
+        at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", mla_tiny[i][0], mine ? v : mla_tiny[i][1]);
+    }
+    if (k && !seen) at += (size_t)snprintf(js + at, n - at, ",\"%s\":%s", k, v);
+    snprintf(js + at, n - at, "}");
+}
+
+static void test_mla(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file;
+        int64_t count;
+    } real[] = {{"deepseek-v3.json", INT64_C(671026404352)}, {"kimi-k2.json", INT64_C(1026408209408)},
+                {"deepseek-v2-lite-shape.json", INT64_C(15706484224)}};
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
+        vc_model *m = load(real[i].file, NULL);
+        assert_int_equal(vc_model_parameters(m), real[i].count);
+        vc_model_free(m);
+    }
+    char tiny[1024], js[1024];
+    mla_js(tiny, sizeof tiny, "deepseek_v3", NULL, NULL);
+    assert_int_equal(count_of(tiny), 197024);
+    mla_js(js, sizeof js, "kimi_k2", NULL, NULL);
+    assert_int_equal(count_of(js), 197024);
+    mla_js(js, sizeof js, "deepseek_v3", "q_lora_rank", "null");
+    assert_int_equal(count_of(js), 195936);
+    /* generate: DynamicCache keeps key_states [B, 4, S, 12] and value_states [B, 4, S, 8]
+     * per layer (full heads); 16 + 4 - 1 = 19 tokens x 2 layers x 4 x 20 x 4 bytes */
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js(tiny, NULL, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 4 * 20 * 4);
+    assert_int_equal(r.generate.kv_mla, 2);
+    vc_result_free(&r);
+    static const vc_mode modes[] = {VC_MODE_TRAIN, VC_MODE_INFER};
+    for (size_t i = 0; i < 2; i++) {
+        vc_options_init(&o);
+        o.mode = modes[i];
+        o.batch = 2;
+        o.precision = i ? VC_PREC_BF16 : VC_PREC_AMP_BF16;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+        assert_true(r.memory.peak_allocated > r.memory.weights);
+        vc_result_free(&r);
+    }
+    /* --serve: vLLM's MLAAttentionSpec, one head of kv_lora_rank + qk_rope_head_dim
+     * = 20 per token and layer, bf16: 16 tokens x 2 layers x 20 x 2 bytes per block */
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 64;
+    o.new_tokens = 64;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec h100;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+    vc_serve_result sr;
+    if (vc_serve(m, &o, &so, &h100, &sr, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
+    assert_int_equal(sr.latent_layers, 2);
+    assert_int_equal(sr.latent, 20);
+    vc_model_free(m);
+    /* every bad or inconsistent new key exits naming it */
+    static const struct {
+        const char *key, *value, *path;
+    } bad[] = {
+        {"n_group", "3", "n_group"},                       /* 8 experts do not split into 3 groups */
+        {"n_group", "8", "n_group"},                       /* groups of one expert: no top-2 */
+        {"topk_group", "3", "topk_group"},                 /* more than n_group */
+        {"num_experts_per_tok", "5", "num_experts_per_tok"}, /* more than the 4 of the kept group */
+        {"n_routed_experts", "1", "num_experts_per_tok"},  /* top-2 of one expert */
+        {"qk_rope_head_dim", "5", "qk_rope_head_dim"},
+        {"q_lora_rank", "0", "q_lora_rank"},
+        {"kv_lora_rank", "\"512\"", "kv_lora_rank"},
+        {"qk_nope_head_dim", "0", "qk_nope_head_dim"},
+        {"v_head_dim", "-1", "v_head_dim"},
+        {"n_shared_experts", "0", "n_shared_experts"},
+        {"first_k_dense_replace", "-1", "first_k_dense_replace"},
+        {"num_nextn_predict_layers", "1.5", "num_nextn_predict_layers"},
+        {"rope_interleave", "1", "rope_interleave"},
+        {"routed_scaling_factor", "-2", "routed_scaling_factor"},
+        {"v_head_dim", "274877906944", "v_head_dim"},      /* kv_b_proj 4 x (8 + 2^38) wide: more than 2^40 */
+        {"qk_nope_head_dim", "274877906944", "qk_nope_head_dim"}, /* q_b_proj 4 x (2^38 + 4) wide */
+        {"q_lora_rank", "17592186044416", "q_lora_rank"},  /* q_a_proj 2^44 x 64: more than 2^48 */
+        {"kv_lora_rank", "1099511627776", "kv_lora_rank"}, /* kv_a_proj_with_mqa 2^40 + 4 wide */
+        {"n_shared_experts", "1099511627776", "n_shared_experts"}, /* shared experts 16 x 2^40 wide */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mla_js(js, sizeof js, "deepseek_v3", bad[i].key, bad[i].value);
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s %s: path %s (%s)", bad[i].key, bad[i].value, err.path, err.msg);
+    }
+    vc_hf_options ho;
+    vc_hf_options_init(&ho);
+    ho.experts = VC_EXPERTS_PER_EXPERT;
+    assert_int_equal(load_js(tiny, &ho, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--experts-implementation");
+}
+
+/* glm4_moe (GLM-4.5 / 4.5-Air / 4.6): Glm4MoeAttention (q/k/v biased by
+ * attention_bias, o_proj not; q_norm / k_norm per head with use_qk_norm;
+ * partial rotary) and DeepSeek-V3's MoE (modeling_glm4_moe.py @ 000c33fd).
+ * GLM-4.5-Air (zai-org/GLM-4.5-Air's config.json) 106,852,245,504 from the
+ * module shapes ("106B total"; its MTP layer not built, as transformers
+ * drops model.layers.46). A tiny config by hand (vocab 1000, hidden 64, 2
+ * layers, 4 heads of 16, 2 kv heads, attention_bias): attention 4,096 +
+ * 2 x 2,048 + 4,096 + biases 128 = 12,416, norms 128, the dense MLP 24,576,
+ * the MoE 24,576 + router 512 + shared 3,072; embeddings and head 128,000,
+ * final norm 64: 205,888; use_qk_norm adds 2 x 16 per layer. */
+static void test_glm4_moe(void **state)
+{
+    (void)state;
+    vc_model *m = load("glm-4.5-air.json", NULL);
+    assert_int_equal(vc_model_parameters(m), INT64_C(106852245504));
+    vc_model_free(m);
+#define GLM "{\"model_type\":\"glm4_moe\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128," \
+            "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16," \
+            "\"moe_intermediate_size\":16,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"attention_bias\":true"
+    assert_int_equal(count_of(GLM "}"), 205888);
+    assert_int_equal(count_of(GLM ",\"use_qk_norm\":true}"), 205888 + 64);
+    assert_int_equal(emitted(GLM "}", "\"rotary_dim\":\t8"), 3); /* partial_rotary_factor 0.5 of 16: the embedding, 2 layers */
+    vc_error err;
+    assert_int_equal(load_js(GLM ",\"use_qk_norm\":1}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "use_qk_norm");
+    assert_int_equal(load_js(GLM ",\"partial_rotary_factor\":2}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "partial_rotary_factor");
+    assert_int_equal(load_js(GLM ",\"n_group\":3}", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "n_group");
+    /* generate and --serve: full K/V per layer (2 kv heads x 16), no MLA */
+    assert_int_equal(load_js(GLM "}", NULL, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.prompt = 16;
+    o.new_tokens = 4;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * 2 * 16 * 4);
+    assert_int_equal(r.generate.kv_mla, 0);
+    vc_result_free(&r);
+    vc_model_free(m);
+#undef GLM
+}
+
+/* The FP8 formats store DeepSeek-V3's stacked experts in FP8 (transformers
+ * finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod: fp8 [E, out, in] and
+ * fp32 scales [E, ceil(out/128), ceil(in/128)]); bitsandbytes leaves them
+ * (it replaces nn.Linear modules). A SparseMoE deepseek_v3 layer (64 experts of
+ * 16 on hidden 64, shared experts 32 wide) and a Linear(64, 8) after it (the
+ * output layer stays 16-bit), bf16, fp8-block, each tensor rounded to 512 B:
+ * gate_up_proj 131,072 + its 64 scales (512), down_proj 65,536 + 512, the
+ * router's bf16 weight 8,192, e_score_correction_bias 512, the shared experts
+ * 3 x (2,048 + 512), the Linear 1,024 + 512: 215,552 B. With nf4 the experts
+ * stay bf16: 393,216 B of them alone. */
+static void test_fp8_experts(void **state)
+{
+    (void)state;
+    static const char js[] = "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                             " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": 6, \"style\": \"deepseek_v3\","
+                             " \"experts_implementation\": \"grouped_mm\", \"n_group\": 8, \"topk_group\": 3,"
+                             " \"shared_expert_intermediate_size\": 32}, {\"type\": \"Linear\", \"in_features\": 64,"
+                             " \"out_features\": 8}]}";
+    static const struct {
+        const char *fmt;
+        int64_t lo, hi;
+    } cases[] = {{"fp8-block", 215552, 215552}, {"fp8", 215552, 215552}, {"nf4", 393216, INT64_MAX}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(js, strlen(js), "fp8e", &m, &err), VC_OK);
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name(cases[i].fmt, &q), 0);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s: %s", cases[i].fmt, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", cases[i].fmt, err.msg);
+        if (r.memory.weights < cases[i].lo || r.memory.weights > cases[i].hi)
+            fail_msg("%s: weights %lld", cases[i].fmt, (long long)r.memory.weights);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -952,6 +1182,8 @@ int main(void)
         cmocka_unit_test(test_config_refusals),    cmocka_unit_test(test_near_llama),
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
+        cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
+        cmocka_unit_test(test_glm4_moe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -651,6 +651,8 @@ typedef struct {
         int64_t decode_step;  /* the step of decode_peak (1 .. new_tokens - 1), 0 none */
         int64_t kv_cache;     /* bytes */
         int64_t kv_tokens;    /* tokens it holds per sequence (prompt + new_tokens - 1) */
+        int64_t kv_mla;       /* MLA layers among them: transformers caches their full per-head keys and values
+                               * (DeepseekV3Attention's key_states / value_states), not the latent */
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */
@@ -827,6 +829,11 @@ typedef struct {
     int64_t blocks, tokens;   /* blocks in the pool; tokens = blocks x block_size */
     int64_t request_tokens;   /* prompt + new tokens (o->prompt + o->new_tokens) */
     int64_t concurrency;      /* such requests at once: blocks / ceil(request_tokens / block_size) */
+    /* the cache's kind: layers whose page is MLA's compressed latent (vLLM's
+     * MLAAttentionSpec: kv_lora_rank + qk_rope_head_dim per token, one head),
+     * 0 when every layer keeps full keys and values; latent, the elements of
+     * one token's latent in one such layer */
+    int64_t latent_layers, latent;
 } vc_serve_result;
 
 /* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision

@@ -504,8 +504,9 @@ void report_table(FILE *f, const vc_report *rep)
                          ? "the cache is requantized" : "the cache is longest");
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
-        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s)", r->generate.kv_tokens,
-                 o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "");
+        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s%s)", r->generate.kv_tokens,
+                 o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "",
+                 r->generate.kv_mla ? "; MLA: full per-head K/V, not the latent" : "");
         row(f, t, "  KV cache", r->generate.kv_cache, note);
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
@@ -746,11 +747,15 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             r->peak.weights, r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries,
             r->peak.workspace);
     json_ranks(f, o, r, ind);
-    if (o->mode == VC_MODE_GENERATE)
+    if (o->mode == VC_MODE_GENERATE) {
         fprintf(f, ",\n%s\"generate\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"cache\": \"%s\", \"prefill_peak\": %" PRId64
-                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64 "}",
+                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64,
                 ind, o->prompt, o->new_tokens, vc_cache_name(o->cache), r->generate.prefill_peak, r->generate.decode_peak,
                 r->generate.decode_step, r->generate.kv_cache, r->generate.kv_tokens);
+        if (r->generate.kv_mla) /* MLA layers: transformers caches their full per-head K/V (layers/mla.c) */
+            fprintf(f, ", \"kv_cache_kind\": \"mla_full_kv\", \"mla_layers\": %" PRId64, r->generate.kv_mla);
+        fprintf(f, "}");
+    }
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

@@ -936,11 +936,14 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             if (!lora->targets[0]) memcpy(lora->targets, dflt, strlen(dflt) + 1);
             if (!lora->targets[0]) {
                 const char *who = lora->method == VC_PEFT_IA3 ? OV("peft", "ia3") : lora->method == VC_PEFT_LN_TUNING ? OV("peft", "ln_tuning") : O("lora");
-                if (vc_model_lora_targets(m)[0]) /* a config.json */
-                    st = usage(err, "%s needs " O("lora_targets") ": PEFT has no default target_modules for this model_type", who);
+                const char *what = lora->method == VC_PEFT_LN_TUNING ? "layers" : "Linear layers";
+                /* a config.json whose model_type PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+                 * lacks (peft/utils/constants.py @ 00073fe8: deepseek_v3, glm4_moe): PEFT asks for target_modules */
+                if (vc_model_generated_json(m))
+                    st = usage(err, "%s needs " O("lora_targets") ": PEFT has no default target_modules for this model_type (the "
+                               "names of the %s to adapt, e.g. %s)", who, what, lora->method == VC_PEFT_LN_TUNING ? "input_layernorm" : "o_proj");
                 else
-                    st = usage(err, "%s needs " O("lora_targets") " (the names of the %s to adapt) for a vramcalc model file", who,
-                               lora->method == VC_PEFT_LN_TUNING ? "layers" : "Linear layers");
+                    st = usage(err, "%s needs " O("lora_targets") " (the names of the %s to adapt) for a vramcalc model file", who, what);
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {

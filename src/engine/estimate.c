@@ -82,6 +82,7 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
         r->generate.decode_step = s->decode_step;
         r->generate.kv_cache = s->kv_cache;
         r->generate.kv_tokens = s->kv_tokens;
+        r->generate.kv_mla = s->kv_mla;
     }
     vc_peak *pk = &r->peak;
     pk->phase = s->phase;

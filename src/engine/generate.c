@@ -61,8 +61,11 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                             (long long)m->max_positions);
     g->on = true;
     g->nkv = 0;
-    for (size_t i = 0; i < m->ninst; i++) /* vc_kv_update's callers (layers/llm.c) */
-        if (!strcmp(m->inst[i].kind->name, "RotaryAttention")) g->nkv++;
+    /* vc_kv_update's callers (layers/llm.c, layers/mla.c) */
+    static const char *const cached[] = {"RotaryAttention", "MLAttention"};
+    for (size_t i = 0; i < m->ninst; i++)
+        for (size_t j = 0; j < sizeof cached / sizeof *cached; j++)
+            if (!strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -224,14 +227,14 @@ static const cache_row cache_rows[VC_CACHE__N] = {
     [VC_CACHE_QUANTIZED] = {"QuantizedCache(backend=quanto): residual + requantized store", vc__kvq_update, vc__kvq_grow},
 };
 
-bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
+static bool kv_update(vc_build *b, int64_t window, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
     if (!g->on || b->st) return false;
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
-        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0};
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent};
         return false;
     }
     vc_dtype dt = vc_dt_of(b, *k);
@@ -241,7 +244,7 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
         if (b->st) return false;
         /* QuantizedCache makes no sliding-window layer (QuantizedCache.__init__) */
         int64_t w = b->o.cache == VC_CACHE_QUANTIZED ? 0 : window;
-        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0};
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent};
     }
     if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
         b->st = VC_ERR_MODEL;
@@ -249,6 +252,13 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S)
     }
     vc_kv_slot *s = &g->slot[g->cur++];
     return cache_rows[b->o.cache].update(b, s, k, v, S, kpt, vpt, dt);
+}
+
+bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S) { return kv_update(b, window, 0, k, v, S); }
+
+bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
+{
+    return kv_update(b, 0, latent, k, v, S);
 }
 
 void vc_kv_end(vc_build *b)

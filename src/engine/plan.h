@@ -212,6 +212,9 @@ typedef struct {
      * scale, shift each; -1 none), qlen their tokens */
     int32_t q[6];
     int64_t qlen;
+    /* --serve: elements per token vLLM's cache keeps for the layer instead of its
+     * keys and values (MLA's compressed latent, MLAAttentionSpec); 0: K and V */
+    int64_t latent;
 } vc_kv_slot;
 
 typedef struct {
@@ -223,7 +226,7 @@ typedef struct {
     int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
     int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
     int nslot, cslot, cur;    /* cache slots (attention layers), capacity, the next this pass */
-    int nkv;                  /* attention layers with a cache (the model's RotaryAttention instances) */
+    int nkv;                  /* attention layers with a cache (the model's RotaryAttention / MLAttention instances) */
     vc_kv_slot *slot;
     int32_t split_op;         /* the first op of the decoding pass: the phase marker; -1 none */
     int32_t split2_op;        /* the first op of the second decoding step emitted, -1 none */

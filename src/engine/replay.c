@@ -891,6 +891,7 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
                 return -1;
         }
         if (sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
+        if (sl->latent > 0) sim->kv_mla++;
     }
     return 0;
 }

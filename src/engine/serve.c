@@ -249,7 +249,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     int64_t per_token = 0; /* K and V elements of one token, all layers */
     for (int i = 0; i < p->gen.nslot; i++) {
         const vc_kv_slot *s = &p->gen.slot[i];
-        per_token += (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
+        /* an MLA layer: vLLM's MLAAttentionSpec (vllm/v1/kv_cache_interface.py @ 001cabc1,
+         * real_page_size_bytes: block_size x num_kv_heads x head_size x dtype size, no factor 2),
+         * num_kv_heads 1 and head_size kv_lora_rank + qk_rope_head_dim (vllm/model_executor/layers/
+         * attention/mla_attention.py @ 90b0a26e, MLAAttention.get_kv_cache_spec): the latent, the
+         * same on every tensor-parallel rank */
+        per_token += s->latent > 0 ? s->latent : (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
+        if (s->latent > 0) {
+            r->latent_layers++;
+            r->latent = s->latent;
+        }
     }
     int nlayers = p->gen.nslot;
     vc_dtype act = p->act_dt;

@@ -141,6 +141,48 @@ const hf_family vc__hf_families[] = {
               [K_MOE_INTER] = DEF("moe_intermediate_size", 768), [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1),
               [K_NORM_TOPK] = DEF("norm_topk_prob", 0), [K_MLP_ONLY] = DEF("mlp_only_layers", 0)},
      LLAMA_BLOCK, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD},
+    /* DeepseekV3Config (configuration_deepseek_v3.py @ 001f85b3; its defaults are DeepSeek-V3's, the
+     * sizes LlamaConfig's rows require are required here too):
+     * DeepseekV3DecoderLayer with DeepseekV3Attention (MLA: layers/mla.c) and, from
+     * first_k_dense_replace on, DeepseekV3MoE (SparseMoE style deepseek_v3, stacked experts);
+     * head_dim = qk_rope_head_dim; q_lora_rank null: q_proj (DeepSeek-V2-Lite's shape).
+     * num_nextn_predict_layers (the checkpoint's MTP layer model.layers.61) is read, not built:
+     * DeepseekV3Model._keys_to_ignore_on_load_unexpected drops it, vLLM loads it only as a
+     * speculative-decoding draft (docs/llm.md) */
+#define DEEPSEEK_KEYS                                                                                          \
+    LLAMA_KEYS, [K_MAXPOS] = DEF("max_position_embeddings", 4096),                                            \
+    [K_HEAD_DIM] = DEF("qk_rope_head_dim", 64), [K_QKV_BIAS] = DEF("attention_bias", 0),                     \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("n_routed_experts", 256),                       \
+    [K_TOPK] = DEF("num_experts_per_tok", 8), [K_MOE_INTER] = DEF("moe_intermediate_size", 2048),            \
+    [K_NORM_TOPK] = DEF("norm_topk_prob", 1), [K_Q_LORA] = OFF_IF_NULL("q_lora_rank", 1536),                 \
+    [K_KV_LORA] = DEF("kv_lora_rank", 512), [K_QK_NOPE] = DEF("qk_nope_head_dim", 128),                      \
+    [K_V_HEAD] = DEF("v_head_dim", 128), [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 8), \
+    [K_TOPK_GROUP] = DEF("topk_group", 4), [K_FIRST_DENSE] = DEF("first_k_dense_replace", 3),                \
+    [K_NEXTN] = DEF("num_nextn_predict_layers", 0), [K_ROPE_INTERLEAVE] = DEF("rope_interleave", 1),         \
+    [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 2.5)
+    {.model_type = "deepseek_v3", .config_class = "DeepseekV3Config", .keys = {DEEPSEEK_KEYS},
+     LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .lora_targets = NULL},
+    /* Kimi-K2 (moonshotai/Kimi-K2-*: model_type kimi_k2, architectures DeepseekV3ForCausalLM, its
+     * configuration_deepseek.py through trust_remote_code): DeepSeek-V3's modules and keys */
+    {.model_type = "kimi_k2", .config_class = "DeepseekV3Config (Kimi-K2's configuration_deepseek.py)",
+     .keys = {DEEPSEEK_KEYS}, LLAMA_BLOCK, .attn = ATTN_MLA, .moe = MOE_DEEPSEEK, .lora_targets = NULL},
+#undef DEEPSEEK_KEYS
+    /* Glm4MoeConfig (GLM-4.5, GLM-4.5-Air, GLM-4.6): Glm4MoeAttention (q/k/v with attention_bias, o_proj
+     * without; q_norm / k_norm per head when use_qk_norm; partial rotary, cat(q_embed, q_pass)) and
+     * DeepSeek-V3's MoE (Glm4MoeMoE: sigmoid routing with e_score_correction_bias, n_group / topk_group,
+     * shared experts, dense layers below first_k_dense_replace); models/glm4_moe/modeling_glm4_moe.py
+     * @ 000c33fd; the MTP layer (num_nextn_predict_layers) is read, not built
+     * (Glm4MoeModel._keys_to_ignore_on_load_unexpected) */
+    {.model_type = "glm4_moe", .config_class = "Glm4MoeConfig",
+     .keys = {LLAMA_KEYS, [K_HEAD_DIM] = {.key = "head_dim", .how = D_SPLIT}, [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),
+              [K_O_BIAS] = FIXED(0), [K_ROTARY] = DEF("partial_rotary_factor", 0.5),
+              [K_EXPERTS] = DEF("n_routed_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 1408), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
+              [K_N_SHARED] = DEF("n_shared_experts", 1), [K_N_GROUP] = DEF("n_group", 1), [K_TOPK_GROUP] = DEF("topk_group", 1),
+              [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
+              [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.0), [K_USE_QK_NORM] = DEF("use_qk_norm", 0)},
+     LLAMA_BLOCK, .moe = MOE_DEEPSEEK, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
               [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),

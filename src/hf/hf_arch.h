@@ -31,7 +31,14 @@ enum {
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
     K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
-    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM,
+    /* DeepSeek-V3 (MLA, its MoE): q_lora_rank, kv_lora_rank, qk_nope_head_dim, v_head_dim (qk_rope_head_dim is
+     * K_HEAD_DIM, as DeepseekV3Config's head_dim), n_shared_experts, n_group, topk_group, first_k_dense_replace,
+     * num_nextn_predict_layers, rope_interleave, routed_scaling_factor */
+    K_Q_LORA, K_KV_LORA, K_QK_NOPE, K_V_HEAD, K_N_SHARED, K_N_GROUP, K_TOPK_GROUP, K_FIRST_DENSE, K_NEXTN,
+    K_ROPE_INTERLEAVE, K_ROUTED_SCALE,
+    K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
+    K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -72,13 +79,22 @@ enum {
     PLACE_SUBLAYER, /* olmo2: after attention and MLP, before the residual add, none before */
 };
 enum { QK_NONE, QK_PER_HEAD /* qwen3: RMSNorm(head_dim) */, QK_WHOLE /* olmo2: RMSNorm(heads x head_dim) */ };
-enum { ATTN_SPLIT /* q_proj, k_proj, v_proj */, ATTN_FUSED /* one qkv projection */ };
+enum {
+    ATTN_SPLIT, /* q_proj, k_proj, v_proj */
+    ATTN_FUSED, /* one qkv projection */
+    ATTN_MLA,   /* DeepseekV3Attention: q_a_proj / q_b_proj (or q_proj), kv_a_proj_with_mqa, MLAttention (layers/mla.c) */
+};
 enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED /* gate_up_proj */, MLP_PLAIN /* up, act, down */ };
 /* How the MoE experts run: transformers 5 stacks them (gate_up_proj, down_proj)
  * and runs grouped_mm_experts_forward by default; transformers 4.x looped over
  * an nn.ModuleList of per-expert MLPs (at most 84 experts here). */
 enum { EXPERTS_GROUPED_MM, EXPERTS_PER_EXPERT };
-enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
+enum {
+    MOE_NONE,
+    MOE_MIXTRAL,  /* block_sparse_moe, every layer */
+    MOE_QWEN2,    /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */
+    MOE_DEEPSEEK, /* DeepseekV3MoE from first_k_dense_replace on: sigmoid group-limited routing, shared experts */
+};
 enum {
     WIN_ALL,             /* every layer slides */
     WIN_ALTERNATE,       /* layer_idx % 2 == 0 slides (gemma2) */
@@ -142,6 +158,12 @@ typedef struct {
     const cJSON *layer_types;          /* "full_attention" / "sliding_attention" per layer, when the config lists them */
     double imbalance;
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
+    /* deepseek_v3 / kimi_k2: MLA's ranks and head dims (the rope part is D), the MoE's shared experts,
+     * groups and dense first layers, the MTP layers (not built: transformers and vLLM do not load them) */
+    int64_t q_lora, kv_lora, qk_nope, v_head, n_shared, n_group, topk_group, first_dense, nextn;
+    bool rope_interleave;
+    double routed_scale;
+    bool use_qk_norm; /* glm4_moe: use_qk_norm (rows without the key: the template's qk_norm alone) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
@@ -150,7 +172,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -141,7 +141,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     num(w, o, "rotary_dim", rope ? (double)a->R : 0);
     if (fused) flag(w, o, "fused_qkv", true);
     flag(w, o, "causal", causal);
-    if (a->f->qk_norm) {
+    if (a->f->qk_norm && (!a->f->keys[K_USE_QK_NORM].key || a->use_qk_norm)) {
         flag(w, o, "qk_norm", true);
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
@@ -177,6 +177,7 @@ bool vc__hf_layer_rope(const arch *a, int64_t i)
 static bool layer_is_moe(const arch *a, int64_t i)
 {
     if (a->f->moe == MOE_MIXTRAL) return true;
+    if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
@@ -195,6 +196,39 @@ static void residual_add(wr *w, const arch *a, const char *name, const char *res
     ins(w, add_layer(w, "Add", name), residual, prev, NULL, NULL);
 }
 
+/* DeepseekV3Attention (modeling_deepseek_v3.py @ 00b676f8): the query from
+ * q_proj, or q_b_proj(q_a_layernorm(q_a_proj(x))) with q_lora_rank (a
+ * DeepseekV3RMSNorm of q_lora_rank), compressed_kv = kv_a_proj_with_mqa(x),
+ * then the MLAttention core (layers/mla.c: kv_a_layernorm, kv_b_proj, the
+ * rotary part, sdpa) named self_attn so that its parameters carry the
+ * module's names; o_proj follows in decoder_layer. On a tensor-parallel rank
+ * q_a_proj and kv_a_proj_with_mqa are whole (vLLM's ReplicatedLinear), the
+ * heads split. */
+static void mla_attention(wr *w, const arch *a)
+{
+    const int64_t qk = a->NH * (a->qk_nope + a->D);
+    if (a->q_lora) {
+        linear(w, "self_attn.q_a_proj", NULL, a->H, a->q_lora, a->qkv_bias);
+        cJSON *o = add_layer(w, "HFRMSNorm", "self_attn.q_a_layernorm");
+        num(w, o, "hidden_size", (double)a->q_lora);
+        num(w, o, "eps", 1e-6); /* DeepseekV3RMSNorm(config.q_lora_rank): its default eps */
+        linear(w, "self_attn.q_b_proj", NULL, a->q_lora, qk, false);
+    } else {
+        linear(w, "self_attn.q_proj", NULL, a->H, qk, false);
+    }
+    const char *q = w->last;
+    linear(w, "self_attn.kv_a_proj_with_mqa", "input_layernorm", a->H, a->kv_lora + a->D, a->qkv_bias);
+    cJSON *o = add_layer(w, "MLAttention", "self_attn");
+    ins(w, o, q, "self_attn.kv_a_proj_with_mqa", "model.rotary_emb", NULL);
+    num(w, o, "num_heads", (double)a->NH);
+    num(w, o, "qk_nope_head_dim", (double)a->qk_nope);
+    num(w, o, "qk_rope_head_dim", (double)a->D);
+    num(w, o, "v_head_dim", (double)a->v_head);
+    num(w, o, "kv_lora_rank", (double)a->kv_lora);
+    flag(w, o, "rope_interleave", a->rope_interleave);
+    if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+}
+
 /* One LlamaDecoderLayer (and its relatives: MistralDecoderLayer,
  * Qwen2/Qwen3DecoderLayer, GemmaDecoderLayer, Gemma2DecoderLayer with its
  * four norms, Phi3DecoderLayer with fused projections and residual
@@ -209,7 +243,10 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
     const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
     if (!post) rmsnorm(w, a, "input_layernorm", NULL);
-    if (fused) {
+    if (a->f->attn == ATTN_MLA) {
+        mla_attention(w, a);
+        q = a->NH * a->v_head; /* o_proj: heads x v_head_dim -> hidden */
+    } else if (fused) {
         linear(w, "self_attn.qkv_proj", NULL, a->H, q + 2 * kv, false);
         attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, rope, true,
                   vc__hf_layer_window(a, i));
@@ -227,14 +264,19 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
     if (!post) rmsnorm(w, a, norm, NULL);
     if (layer_is_moe(a, i)) {
-        bool mx = a->f->moe == MOE_MIXTRAL;
+        bool mx = a->f->moe == MOE_MIXTRAL, ds = a->f->moe == MOE_DEEPSEEK;
         cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
         num(w, o, "hidden_size", (double)a->H);
         num(w, o, "intermediate_size", (double)a->moe_I);
         num(w, o, "num_experts", (double)a->E);
         num(w, o, "top_k", (double)a->K);
-        str(w, o, "style", mx ? "mixtral" : "qwen2_moe");
+        str(w, o, "style", mx ? "mixtral" : ds ? "deepseek_v3" : "qwen2_moe");
         flag(w, o, "norm_topk_prob", a->norm_topk);
+        if (ds) { /* DeepseekV3MoE: the groups; shared_experts, an MLP of moe_intermediate_size x n_shared_experts */
+            num(w, o, "n_group", (double)a->n_group);
+            num(w, o, "topk_group", (double)a->topk_group);
+            num(w, o, "shared_expert_intermediate_size", (double)(a->moe_I * a->n_shared));
+        }
         if (a->shared_I) num(w, o, "shared_expert_intermediate_size", (double)a->shared_I);
         if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
         str(w, o, "experts_implementation", a->experts_impl == EXPERTS_PER_EXPERT ? "per_expert" : "grouped_mm");

@@ -177,6 +177,13 @@ static const struct {
     [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9}, [K_MULTI_QUERY] = {T_BOOL, offsetof(arch, mqa), 0, 0},
     [K_PROJ_DIM] = {T_INT, offsetof(arch, proj), 1, 0}, [K_NORM_BEFORE] = {T_BOOL, offsetof(arch, norm_before), 0, 0},
     [K_NORM_AFFINE] = {T_BOOL, offsetof(arch, norm_affine), 0, 0}, [K_QK_LAYERNORM] = {T_BOOL, offsetof(arch, qk_layernorm), 0, 0},
+    [K_Q_LORA] = {T_INT, offsetof(arch, q_lora), 1, 0}, [K_KV_LORA] = {T_INT, offsetof(arch, kv_lora), 1, 0},
+    [K_QK_NOPE] = {T_INT, offsetof(arch, qk_nope), 1, 0}, [K_V_HEAD] = {T_INT, offsetof(arch, v_head), 1, 0},
+    [K_N_SHARED] = {T_INT, offsetof(arch, n_shared), 1, 0}, [K_N_GROUP] = {T_INT, offsetof(arch, n_group), 1, 0},
+    [K_TOPK_GROUP] = {T_INT, offsetof(arch, topk_group), 1, 0}, [K_FIRST_DENSE] = {T_INT, offsetof(arch, first_dense), 0, 0},
+    [K_NEXTN] = {T_INT, offsetof(arch, nextn), 0, 0}, [K_ROPE_INTERLEAVE] = {T_BOOL, offsetof(arch, rope_interleave), 0, 0},
+    [K_ROUTED_SCALE] = {T_NUM, offsetof(arch, routed_scale), 0, 1e9},
+    [K_USE_QK_NORM] = {T_BOOL, offsetof(arch, use_qk_norm), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -264,6 +271,32 @@ static int read_key(rd *r, arch *a, int role)
     return 0;
 }
 
+/* DeepseekV3TopkRouter.get_topk_indices (modeling_deepseek_v3.py @ 00b676f8):
+ * scores viewed as [T, n_group, E / n_group], each group's top-2 summed,
+ * topk(topk_group) groups kept, topk(top_k) experts among theirs. What the
+ * view and the topks need, checked here so that the error names the key. */
+static int read_deepseek(rd *r, const arch *a)
+{
+    const char *ng = role_key(r, a, K_N_GROUP, -1, "n_group"), *tg = role_key(r, a, K_TOPK_GROUP, -1, "topk_group");
+    if (a->E % a->n_group || a->E / a->n_group < 2)
+        return bad(r, ng, "%lld groups: n_routed_experts (%lld) must split into groups of at least 2 experts (each group's "
+                   "score is its top-2 sum)", (long long)a->n_group, (long long)a->E);
+    if (a->topk_group > a->n_group)
+        return bad(r, tg, "%lld is more than n_group (%lld)", (long long)a->topk_group, (long long)a->n_group);
+    if (a->K > a->E / a->n_group * a->topk_group)
+        return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts of "
+                   "the %lld groups kept (topk_group)", (long long)a->K, (long long)(a->E / a->n_group * a->topk_group),
+                   (long long)a->topk_group);
+    if (a->f->attn == ATTN_MLA && a->D % 2)
+        return bad(r, role_key(r, a, K_HEAD_DIM, -1, "qk_rope_head_dim"), "%lld: the rotary part must be even", (long long)a->D);
+    if (a->experts_impl == EXPERTS_PER_EXPERT) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's routed experts are modelled with "
+                     "transformers 5's stacked experts (grouped_mm)", r->fam);
+        return -1;
+    }
+    return 0;
+}
+
 /* Every key of the family's row, in the order of hf_arch.h's K_*, with the
  * checks between them that need the keys read so far. */
 static int read_family(rd *r, arch *a)
@@ -291,6 +324,7 @@ static int read_family(rd *r, arch *a)
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+    if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
     return 0;
 }
 
@@ -316,6 +350,30 @@ static int check_sizes(rd *r, const arch *a)
         return bad(r, a->D == a->H / a->NH ? role_key(r, a, K_HEADS, -1, "num_attention_heads") : role_key(r, a, K_HEAD_DIM, -1, "head_dim"),
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
     if (a->N > 1024) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
+    if (a->f->attn == ATTN_MLA) { /* q_b_proj (or q_proj), kv_b_proj: heads x head dims x their input */
+        const int64_t in_q = a->q_lora ? a->q_lora : a->H;
+        /* q_a_proj [q_lora_rank, hidden], kv_a_proj_with_mqa [kv_lora_rank + rope, hidden] */
+        if (__builtin_mul_overflow(a->q_lora, a->H, &t) || t > lim)
+            return bad(r, role_key(r, a, K_Q_LORA, -1, "q_lora_rank"), "q_a_proj (%lld x %lld) is more than 2^48 elements",
+                       (long long)a->q_lora, (long long)a->H);
+        if (a->kv_lora + a->D > MAX_SIZE || __builtin_mul_overflow(a->kv_lora + a->D, a->H, &t) || t > lim)
+            return bad(r, role_key(r, a, K_KV_LORA, -1, "kv_lora_rank"), "kv_a_proj_with_mqa ((%lld + %lld) x %lld) is more than "
+                       "2^40 wide or 2^48 elements", (long long)a->kv_lora, (long long)a->D, (long long)a->H);
+        if (__builtin_mul_overflow(a->NH, a->qk_nope + a->D, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, in_q, &t) || t > lim)
+            return bad(r, role_key(r, a, K_QK_NOPE, -1, "qk_nope_head_dim"), "the query projection (%lld heads x (%lld + %lld) "
+                       "x %lld) is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->D, (long long)in_q);
+        if (__builtin_mul_overflow(a->NH, a->qk_nope + a->v_head, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->kv_lora, &t) || t > lim ||
+            __builtin_mul_overflow(a->NH, a->v_head, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
+            return bad(r, role_key(r, a, K_V_HEAD, -1, "v_head_dim"), "kv_b_proj or o_proj (%lld heads x (%lld + %lld) x %lld) "
+                       "is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->v_head,
+                       (long long)a->kv_lora);
+    }
+    /* DeepseekV3MoE / Glm4MoeMoE: shared_experts, an MLP of moe_intermediate_size x n_shared_experts */
+    if (a->f->moe == MOE_DEEPSEEK &&
+        (__builtin_mul_overflow(a->moe_I, a->n_shared, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->H, &t) ||
+         __builtin_mul_overflow(t, 3, &t) || t > lim))
+        return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
+                   "are more than 2^40 wide or 2^48 elements", (long long)a->moe_I, (long long)a->n_shared, (long long)a->H);
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);

@@ -33,8 +33,10 @@
 #define T(n_, dt_) ((vc_tspec){vc_n_fixed(n_), (uint8_t)(dt_)})
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t out_of(const vc_param_entry *p) { return p->nd == 2 ? p->dims[0] : 1; }
-static int64_t in_of(const vc_param_entry *p) { return p->nd == 2 ? p->dims[1] : p->numel; }
+static int64_t out_of(const vc_param_entry *p) { return p->nd == 2 ? p->dims[0] : p->nd == 3 ? p->dims[1] : 1; }
+static int64_t in_of(const vc_param_entry *p) { return p->nd == 2 ? p->dims[1] : p->nd == 3 ? p->dims[2] : p->numel; }
+/* stacked experts [E, out, in] (VC_PARAM_EXPERTS): E weights of [out, in] */
+static int64_t lead_of(const vc_param_entry *p) { return p->nd == 3 ? p->dims[0] : 1; }
 
 /* ---- dense: the precision's dtype (nn.Linear's weight) */
 static int dense_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
@@ -219,7 +221,8 @@ static int fp8_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dens
     int64_t bo, bi;
     fp8_block(p, q, &bo, &bi);
     out[0] = T(p->numel, VC_DT_F8);
-    out[1] = T(cdiv(out_of(p), bo) * cdiv(in_of(p), bi), VC_DT_F32);
+    /* FP8Experts: gate_up_proj_scale_inv / down_proj_scale_inv [E, ceil(out / b0), ceil(in / b1)] */
+    out[1] = T(lead_of(p) * cdiv(out_of(p), bo) * cdiv(in_of(p), bi), VC_DT_F32);
     return 2;
 }
 
@@ -409,8 +412,15 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
          * Linear modules (SparseMoE: gate, experts.0.w1) the parameter's prefix */
         char full[300];
         size_t pl = strlen(p->name) > 7 ? strlen(p->name) - 7 : 0; /* without ".weight" */
+        if (p->flags & VC_PARAM_EXPERTS) { /* experts.gate_up_proj: the module is experts (FP8Experts) */
+            const char *dot = strrchr(p->name, '.');
+            pl = dot ? (size_t)(dot - p->name) : 0;
+        }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
-        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || skipped(full, q->skip)) continue;
+        /* stacked experts: the FP8 formats only (transformers replace_with_fp8_linear swaps the experts
+         * module for FP8Experts; bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone) */
+        bool experts = p->flags & VC_PARAM_EXPERTS && (q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
+        if (!(p->flags & VC_PARAM_LINEAR || experts) || p->owner == last || skipped(full, q->skip)) continue;
         char why[300];
         if (r->misfit && r->misfit(p, q, why, sizeof why))
             return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config", "%s (layer %s): %s",

@@ -183,7 +183,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3"):
         result["experts_implementation"] = args.experts
 
     if args.mode == "train":
@@ -335,7 +335,10 @@ def main(argv):
         decode = {s: v for s, v in phases.items() if s > 0}
         dstep = max(decode, key=lambda s: decode[s][0]) if decode else None
         kv_per_token = 0
-        if cfg.model_type != "gpt_neox":
+        if cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
+            kv_per_token = cfg.num_hidden_layers * cfg.num_attention_heads * (
+                cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) * (2 if args.precision == "bf16" else 4)
+        elif cfg.model_type != "gpt_neox":
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
             kv_per_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
         result.update({

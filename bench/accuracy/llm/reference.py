@@ -441,8 +441,21 @@ class DecoderLayer(nn.Module):
         t = cfg.model_type
         self.gemma = t == "gemma2"
         Norm = Gemma2RMSNorm if self.gemma else LlamaRMSNorm
-        self.self_attn = Attention(cfg, layer_idx, attn_impl)
-        if t == "mixtral" and cfg.d.get("_experts_implementation") == "grouped_mm":
+        if t != "deepseek_v3":
+            self.self_attn = Attention(cfg, layer_idx, attn_impl)
+        if t == "deepseek_v3":
+            # DeepseekV3DecoderLayer: MLA, DeepseekV3MLP below first_k_dense_replace, the MoE from
+            # it on (mla_replica.py); transformers 5's experts only
+            import mla_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("deepseek_v3 is replicated with transformers 5's experts: --experts grouped_mm")
+            self.self_attn = mla_replica.DeepseekV3Attention(cfg, layer_idx, attn_impl, Linear, sdpa_attention_forward)
+            if layer_idx < cfg.d.get("first_k_dense_replace", 3):
+                self.mlp = GatedMLP(cfg, cfg.hidden_act)
+            else:
+                inter = cfg.d["moe_intermediate_size"] * cfg.d.get("n_shared_experts", 1)
+                self.mlp = mla_replica.DeepseekV3MoE(cfg, act_fn(cfg.hidden_act), GatedMLP(cfg, cfg.hidden_act, inter))
+        elif t == "mixtral" and cfg.d.get("_experts_implementation") == "grouped_mm":
             # transformers 5: stacked experts through grouped_mm_experts_forward (moe_v5_replica.py)
             import moe_v5_replica
             self.block_sparse_moe = moe_v5_replica.MixtralSparseMoeBlock(cfg, act_fn(cfg.hidden_act))
@@ -648,7 +661,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe"):
+        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and
@@ -673,6 +686,8 @@ class CausalLM(nn.Module):
         Norm = Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
+        if t == "deepseek_v3":  # DeepseekV3Config: head_dim = qk_rope_head_dim (the rotary embedding's)
+            head_dim = cfg.d["qk_rope_head_dim"]
         self.rotary_emb = RotaryEmbedding(cfg, head_dim)
         self.lm_head = Linear(H, V, bias=False)
         if cfg.tie_word_embeddings:

@@ -296,6 +296,32 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=r, peft=m, **({"lora_dtype": dt} if dt else {}),
                         **({"modules_to_save": ms} if ms else {}), held_out=(i % 3 == 2)))
+    # MLA (issue 31): DeepSeek-V3's attention and transformers 5's DeepseekV3MoE (mla_replica.py) on
+    # deepseek_v3_small (q_lora_rank 48, kv_lora_rank 32, nope 16 + rope 8, v 16, rope_interleave, 16
+    # experts in 4 groups, top-4, one dense layer) and deepseek_v3_lite_small (q_lora_rank null: q_proj,
+    # no interleave, 2 shared experts, two dense layers); LoRA on the Linears vramcalc names the same
+    # (kv_b_proj is inside its MLAttention). Train and generate (full per-head K/V in DynamicCache).
+    # Every third held out.
+    mla_targets = "q_b_proj,kv_a_proj_with_mqa,o_proj"
+    mla = [
+        ("train", "deepseek_v3_small", 2, 64, "adamw", "fp32", False, 0),
+        ("train", "deepseek_v3_small", 2, 64, "adamw", "bf16", False, 0),
+        ("train", "deepseek_v3_small", 2, 64, "adamw", "bf16", True, 0),
+        ("train", "deepseek_v3_small", 2, 96, "adamw", "bf16", False, 8),
+        ("train", "deepseek_v3_lite_small", 3, 48, "sgd", "fp32", False, 0),
+        ("train", "deepseek_v3_lite_small", 1, 128, "adam", "bf16", True, 8),
+        ("generate", "deepseek_v3_small", 1, 64, 16, "fp32", False, 0),
+        ("generate", "deepseek_v3_small", 2, 32, 24, "bf16", False, 0),
+        ("generate", "deepseek_v3_lite_small", 2, 96, 8, "fp32", False, 0),
+    ]
+    for i, (mode, cfg, b, s, o, p, c, l) in enumerate(mla):
+        if mode == "train":
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
+                            ckpt=c, lora=l, lora_targets=mla_targets if l else None, experts="grouped_mm",
+                            held_out=(i % 3 == 2)))
+        else:
+            out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
+                            precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
     return out
 
 
