@@ -106,7 +106,8 @@ enum {
     VC_PARAM_F32 = 1u << 2,     /* kept in float32 whatever the precision (PEFT's fp32 adapters) */
     VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/policy/quant.c) */
     VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
-    VC_PARAM_F16 = 1u << 5      /* kept in float16 whatever the precision (--lora-dtype fp16) */
+    VC_PARAM_F16 = 1u << 5,     /* kept in float16 whatever the precision (--lora-dtype fp16) */
+    VC_PARAM_EXPERTS = 1u << 6  /* a stacked experts' weight [E, in, out] (GptOssExperts): what MXFP4 replaces (src/policy/quant.c) */
 };
 #define VC_PARAM_PINNED (VC_PARAM_F32 | VC_PARAM_BF16 | VC_PARAM_F16)
 /* A parameter's dtype: its pinned one (VC_PARAM_F32, _BF16, _F16), else dflt (the precision's). */

@@ -31,7 +31,8 @@ enum {
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
     K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
-    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM,
+    K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -78,13 +79,15 @@ enum { MLP_GATED /* gate_proj, act, up_proj, mul, down_proj */, MLP_GATED_FUSED 
  * and runs grouped_mm_experts_forward by default; transformers 4.x looped over
  * an nn.ModuleList of per-expert MLPs (at most 84 experts here). */
 enum { EXPERTS_GROUPED_MM, EXPERTS_PER_EXPERT };
-enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */ };
+enum { MOE_NONE, MOE_MIXTRAL /* block_sparse_moe, every layer */, MOE_QWEN2 /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */,
+       MOE_GPT_OSS /* mlp: GptOssTopKRouter with bias, biased stacked experts, clamped SwiGLU; every layer */ };
 enum {
     WIN_ALL,             /* every layer slides */
     WIN_ALTERNATE,       /* layer_idx % 2 == 0 slides (gemma2) */
     WIN_FROM_LAYER,      /* layers from max_window_layers on slide (Qwen2Config / Qwen3Config layer_types) */
     WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
     WIN_NOPE,            /* the NoPE layers slide (SmolLM3Config layer_types) */
+    WIN_PATTERN,         /* (i + 1) % pattern != 0 slides (Gemma3TextConfig's sliding_window_pattern, GptOssConfig: 2) */
 };
 enum {
     POS_ROPE,
@@ -114,6 +117,11 @@ typedef struct {
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
     const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */
+    /* issue 31 (gemma3, gpt_oss) */
+    const char *nested;  /* the keys are read from this object of the config (gemma3's text_config) */
+    bool sinks;          /* GptOssAttention.sinks: a learned logit per head (eager attention only) */
+    bool local_rope;     /* sliding layers use a second rotary embedding (Gemma3's rope_local_base_freq) */
+    bool half_rope;      /* GptOssRotaryEmbedding / _apply_rotary_emb: cos/sin of head_dim / 2, chunk-based rotation */
 } hf_family;
 
 extern const hf_family vc__hf_families[];
@@ -144,13 +152,16 @@ typedef struct {
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
+    /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
+    int64_t window_pattern;            /* sliding_window_pattern */
+    double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, gpt_oss, gemma3_text, gemma3"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -162,6 +173,7 @@ typedef struct {
     const char *fam;
     bool oom;
     int64_t sp; /* arch.sp: Linears and embeddings get their sequence-parallel keys */
+    const char *nested; /* the object the keys are read from (gemma3's text_config): errors name nested.key */
 } rd;
 
 /* hf_read.c: the family's keys (r->fam and a->fam set) read into a, with
