@@ -308,6 +308,8 @@ void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows);
  * by dispatch_bnb_4bit / dispatch_bnb_8bit from the base layer's class). */
 enum { VC_LORA_LINEAR, VC_LORA_BNB4, VC_LORA_BNB8 };
 int vc_weight_lora_style(const vc_build *b, vc_t w);
+/* The storage format (vc_weights) of parameter w, VC_WEIGHTS_DENSE for a non-parameter. */
+int vc_weight_format(const vc_build *b, vc_t w);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 /* ... through cuBLASLt (addmm with a 1-D bias: Blas.cpp addmm_out_cuda_impl's

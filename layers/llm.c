@@ -1208,8 +1208,46 @@ static void moe_gptoss_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* The MXFP4 experts with the Triton kernels (transformers integrations/mxfp4.py @0189b1d0):
+ * mlp_forward replaces GptOssMLP.forward: router_logits = F.linear(x, router.weight,
+ * router.bias) (returned), triton_kernels routing(router_logits, top_k) -> RoutingData
+ * (gate_scal [S]) and the gather / scatter indices (two int32 [S] tensors shared by both,
+ * the expert histogram [E]); Mxfp4GptOssExperts.forward: matmul_ogs(x, gate_up_proj,
+ * gate_up_proj_bias.to(float32), gather_indx, fused swiglu) -> intermediate_cache1 [S, I],
+ * matmul_ogs(intermediate_cache1, down_proj, down_proj_bias.to(float32), scatter_indx,
+ * gammas=gate_scal) -> [T, H]. Inference only (Mxfp4HfQuantizer.is_trainable is False); the
+ * kernels' own scratch is not modelled. */
+static void moe_gptoss_mxfp4_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = vc__op_linear(b, x, vc_weight(b, 0), vc_weight(b, 1), L, H, E);
+    vc_hold(b, logits);
+    vc_t gs = vc__op_nograd(b, "routing", logits, -1, S, vc_dt_of(b, logits));
+    vc_t ti = vc__op_nograd(b, "routing", logits, -1, S, VC_DT_I32);
+    vc_t gi = vc__op_nograd(b, "routing", logits, -1, S, VC_DT_I32);
+    vc_t hist = vc__op_nograd(b, "routing", logits, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t rt[] = {gs, ti, gi, hist};
+    for (size_t i = 0; i < sizeof rt / sizeof *rt; i++) vc_hold(b, rt[i]);
+    vc_t bgu = vc__op_cast(b, vc_weight(b, 3), VC_DT_F32);
+    vc_t i1 = vc__op_nograd(b, "matmul_ogs", x, bgu, vc_n_scale(S, I), dt);
+    vc_hold(b, i1);
+    vc_t bd = vc__op_cast(b, vc_weight(b, 5), VC_DT_F32);
+    vc_t out = vc__op_nograd(b, "matmul_ogs", i1, bd, vc_n_sample(L * H), dt);
+    vc_release(b, i1);
+    for (size_t i = 0; i < sizeof rt / sizeof *rt; i++) vc_release(b, rt[i]);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_GPT_OSS && vc_weight_format(b, vc_weight(b, 2)) == VC_WEIGHTS_MXFP4) {
+        moe_gptoss_mxfp4_emit(b, c);
+        return;
+    }
     if (c->style == MOE_GPT_OSS) {
         moe_gptoss_emit(b, c);
         return;

@@ -197,7 +197,7 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
 #define VC_WEIGHTS_MAP(X)                                                   \
     X(DENSE, "dense") X(INT8, "int8") X(NF4, "nf4") X(FP4, "fp4")           \
     X(GPTQ, "gptq") X(AWQ, "awq") X(FP8, "fp8") X(FP8_CHANNEL, "fp8-channel") \
-    X(FP8_BLOCK, "fp8-block")
+    X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4")
 #define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
 typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
 typedef struct {
@@ -210,7 +210,8 @@ typedef struct {
 } vc_quant;
 /* A format by name with its defaults: "nf4" (blocksize 64, double quant, as
  * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
- * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "dense".
+ * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "mxfp4"
+ * (gpt-oss's stacked experts only), "dense".
  * -1 when unknown. */
 VC_EXTERN int vc_quant_from_name(const char *name, vc_quant *q);
 VC_EXTERN const char *vc_weights_name(vc_weights w);

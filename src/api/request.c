@@ -361,7 +361,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_CACHE: q->gen_given = true; return choose(name, v, o->cache = vc_cache_from_name(v), info->choices, err);
     case VC_OPT_WEIGHTS:
         if (vc_quant_from_name(v, &q->quant))
-            return usage(err, O("weights") ": unknown value '%s' (choose nf4, fp4, int8, gptq4, gptq8, gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block or dense)", esc(&b, v));
+            return usage(err, O("weights") ": unknown value '%s' (choose nf4, fp4, int8, gptq4, gptq8, gptq3, gptq2, awq4, fp8, fp8-channel, fp8-block, mxfp4 or dense)", esc(&b, v));
         return keep(&q->weights, v, err);
     case VC_OPT_QLORA: q->qlora = on; return VC_OK;
     case VC_OPT_LORA: return parse_count(name, v, 1, &q->lora.r, err);
