@@ -101,10 +101,11 @@ const vc_kind vc_kind_RotaryEmbedding = {
 typedef struct {
     int64_t hidden;
     double eps;
-    int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x) */
+    int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
+                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -121,6 +122,8 @@ static int hfrms_setup(vc_setup *s, void *p)
         return vc_fail(s, "hidden_size", "hidden_size is %lld but the input has %lld features (last dimension)",
                        (long long)c->hidden, (long long)x->d[x->nd - 1]);
     s->out = *x;
+    if (c->variant == 2) /* GptOssPreTrainedModel._keep_in_fp32_modules: the norms' weights stay float32 */
+        return vc_param_shape(s, "weight", 1, (int64_t[1]){c->hidden}, VC_PARAM_F32);
     return vc_param(s, "weight", c->hidden);
 }
 
@@ -170,6 +173,8 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
         vc_t y = mul_b(b, hn, w1, full, VC_DT_F32);
         return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
+    if (variant == 2) /* GptOssRMSNorm: (self.weight * hidden_states).to(input_dtype) */
+        return vc__op_cast(b, mul_b(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
     vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
     return mul_b(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
 }
@@ -372,12 +377,35 @@ static vc_t causal_mask(vc_build *b, int64_t L, int64_t S)
  *   (Gemma2DecoderLayer.forward): where(tril(ones_like(mask), -window), min, mask).
  * matmul folds [B, H, ., .] into 3-D: a view only for contiguous [B, H] leading
  * dims, else a copy (saved in its place). Returns [B, H, L, D], contiguous. */
+/* transformers 5's masks for eager attention (masking_utils.py: GptOssModel.forward makes
+ * create_causal_mask and create_sliding_window_causal_mask once per forward, each
+ * sdpa_mask's boolean [B, 1, L, S] turned into torch.where(mask, 0.0, finfo.min) of the
+ * model's dtype by eager_mask): both, held until the model returns, as one forward-local
+ * tensor of 2 x [B, 1, L, S] (the first layer's S: a decoding step's sliding layers see
+ * fewer keys, a difference of a few bytes per row). */
+static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    vc_t ar = mask_op(b, "arange", -1, vc_n_fixed(S), VC_DT_I64);
+    vc_t bl = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
+    vc_t m1 = mask_op(b, "where", bl, vc_n_sample(L * S), vc_act_dt(b));
+    vc_t bl2 = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "where"); /* the second mask, the pair as one tensor */
+    vc_op_in_nodiff(o, bl2);
+    vc_op_in_nodiff(o, m1);
+    m = vc_op_out(o, vc_n_sample(2 * L * S), vc_act_dt(b));
+    vc_op_end(o);
+    vc_set_forward_local(b, m);
+    return m;
+}
+
 static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v, int64_t L, int64_t S, bool kv_blhd)
 {
     const int64_t H = c->H, KV = c->KV, D = c->D;
     vc_dtype dt = vc_dt_of(b, q);
-    vc_t mask = c->causal ? causal_mask(b, L, S) : -1;
-    if (mask >= 0 && c->window > 0) {
+    vc_t mask = c->causal && c->sinks ? v5_masks(b, L, S) : c->causal ? causal_mask(b, L, S) : -1;
+    if (mask >= 0 && c->window > 0 && !c->sinks) {
         vc_t ones = mask_op(b, "ones_like", mask, vc_n_sample(L * S), VC_DT_BOOL);
         vc_t tril = mask_op(b, "tril", ones, vc_n_sample(L * S), VC_DT_BOOL);
         vc_op *o = vc_op_begin(b, "where");
@@ -1190,9 +1218,16 @@ static void moe_gptoss_emit(vc_build *b, const moe_cfg *c)
     vc_t ga = vc__op_fresh(b, "mul", gc, SI); /* gate * alpha */
     vc_t sg = vc__op_unary(b, "sigmoid", ga, VC_SAVE_OUT, false);
     vc_t glu = mul_b(b, gc, sg, SI, dt);
+    /* gate, up and glu are _apply_gate's locals: alive until it returns */
+    vc_hold(b, gc);
+    vc_hold(b, uc);
+    vc_hold(b, glu);
     vc_t u1 = vc__op_fresh(b, "add", uc, SI); /* up + 1 */
     vc_t h = mul_b(b, u1, glu, SI, dt);
     vc_hold(b, h);
+    vc_release(b, gc);
+    vc_release(b, uc);
+    vc_release(b, glu);
     vc_t og = vc__op_add(b, grouped_mm(b, h, vc_weight(b, 4), offs, S, H), bd, vc_n_scale(S, H), false);
     vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
     og = mul_b(b, og, swg, vc_numel_of(b, og), pdt);

@@ -1036,6 +1036,29 @@ static void test_gpt_oss_gemma3(void **state)
     assert_non_null(strstr(gen, "\"model.rotary_emb_local\""));
     assert_non_null(strstr(gen, "\"qk_norm_variant\""));
     vc_model_free(m);
+    /* --serve: vLLM's hybrid KV cache manager (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size,
+     * get_max_concurrency_for_kv_cache_config). gemma-3-1b: 22 sliding layers (window 512) and 4 full
+     * ones: group_size 4 (the fewest), 1 full group + cdiv(22, 4) = 6 sliding groups; a block is 4 layers'
+     * pages (16 tokens x 1 kv head x 256 x 2 (K, V) x 2 bytes x 4 = 64 KiB); a request of 32,768 tokens
+     * needs 2,048 blocks in the full group and cdiv(min(511 + 2048, 32768), 16) + 1 = 161 in each
+     * sliding one (max_num_batched_tokens 2048 on a 24 GiB card): 2,048 + 6 x 161 = 3,014 */
+    m = load("gemma-3-1b-it.json", NULL);
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 32000;
+    o.new_tokens = 768;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec g24;
+    assert_int_equal(vc_gpu_parse("24GiB", &g24, &err), VC_OK);
+    vc_serve_result sr;
+    if (vc_serve(m, &o, &so, &g24, &sr, &err)) fail_msg("serve: %s", err.msg);
+    assert_int_equal(sr.max_num_batched_tokens, 2048);
+    assert_int_equal(sr.page_bytes, 16 * 256 * 2 * 2 * 4);
+    assert_int_equal(sr.blocks, sr.kv_cache / sr.page_bytes);
+    assert_int_equal(sr.tokens, sr.blocks / 7 * 16);
+    assert_int_equal(sr.concurrency, sr.blocks / 3014);
+    vc_model_free(m);
     m = load("gpt-oss-20b.json", NULL);
     gen = vc_model_generated_json(m);
     assert_non_null(strstr(gen, "\"sinks\""));

@@ -255,7 +255,7 @@ const hf_family vc__hf_families[] = {
               [K_EXPERTS] = DEF("num_local_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 4),
               [K_MOE_INTER] = DEF("intermediate_size", 2880), [K_SWIGLU_ALPHA] = DEF("swiglu_alpha", 1.702),
               [K_SWIGLU_LIMIT] = DEF("swiglu_limit", 7.0)},
-     LLAMA_BLOCK, .moe = MOE_GPT_OSS, .window = WIN_PATTERN, .eager = true, .sinks = true, .half_rope = true,
+     LLAMA_BLOCK, .norm = NORM_RMS_F32, .moe = MOE_GPT_OSS, .window = WIN_PATTERN, .eager = true, .sinks = true, .half_rope = true,
      .lora_targets = NULL /* PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no gpt_oss */},
     /* Gemma3TextConfig (transformers 5: layer_types, else "sliding_attention" if (i + 1) %
      * sliding_window_pattern (6) else "full_attention"); Gemma3DecoderLayer: Gemma2's four norms,

@@ -84,6 +84,7 @@ static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     num(w, o, "hidden_size", (double)a->H);
     num(w, o, "eps", a->eps);
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
+    if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
 }
 
 static void layernorm(wr *w, const arch *a, const char *name, const char *in)
