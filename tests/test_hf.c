@@ -962,8 +962,9 @@ static void test_family_table(void **state)
  * gpt-oss-120b 116,829,156,672), recomputed from the module definitions by
  * bench/accuracy/llm/gptoss_replica.py --params. MXFP4 (Mxfp4GptOssExperts): the experts'
  * 19,110,297,600 (20b) weights as 0.5 byte + one uint8 scale per 32, the rest bf16:
- * 10,152,345,600 + 1,804,459,584 x 2 = 13,761,264,768 bytes before the allocator's 512-byte
- * rounding of each of the model's tensors. */
+ * 10,152,345,600 + 1,804,459,584 x 2 = 13,761,264,768 bytes, plus the 49 norms' float32 weights'
+ * 2 more bytes each (_keep_in_fp32_modules: 282,240) and the allocator's 512-byte rounding of
+ * each of the model's tensors. */
 static void test_gpt_oss_gemma3(void **state)
 {
     (void)state;
