@@ -108,8 +108,9 @@ enum {
     VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/policy/quant.c) */
     VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
     VC_PARAM_F16 = 1u << 5,     /* kept in float16 whatever the precision (--lora-dtype fp16) */
-    VC_PARAM_EXPERTS = 1u << 6  /* stacked experts [E, out, in]: what an FP8 format replaces too (transformers
-                                 * finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod), unlike nn.Linear-only formats */
+    VC_PARAM_EXPERTS = 1u << 6  /* stacked experts (Mixtral/DeepSeek [E, out, in]; GptOssExperts [E, in, out]): what
+                                 * the FP8 formats (transformers finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod) and
+                                 * MXFP4 replace, unlike nn.Linear-only formats (src/policy/quant.c) */
 };
 #define VC_PARAM_PINNED (VC_PARAM_F32 | VC_PARAM_BF16 | VC_PARAM_F16)
 /* A parameter's dtype: its pinned one (VC_PARAM_F32, _BF16, _F16), else dflt (the precision's). */
@@ -341,6 +342,8 @@ typedef struct {
     int64_t fwd, bwd_data, bwd_filter;
 } vc_conv_ws;
 void vc_conv_workspace(vc_build *b, vc_conv_ws *ws);
+/* The storage format (vc_weights) of parameter w, VC_WEIGHTS_DENSE for a non-parameter. */
+int vc_weight_format(const vc_build *b, vc_t w);
 /* The op is a GEMM (cuBLAS workspace is allocated on first use). */
 void vc_op_gemm(vc_op *o);
 /* ... through cuBLASLt (addmm with a 1-D bias: Blas.cpp addmm_out_cuda_impl's

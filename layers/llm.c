@@ -27,13 +27,14 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 typedef struct {
     int64_t head_dim, rotary_dim;
+    bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
 } rope_cfg;
 
 static int rope_parse(vc_args *a, void *p)
 {
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
-        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim))
+        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half))
         return -1;
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
     if (c->rotary_dim > c->head_dim)
@@ -49,7 +50,7 @@ static int rope_setup(vc_setup *s, void *p)
     if (s->in[0].nd != 1) return vc_fail(s, "inputs", "RotaryEmbedding takes the token ids [L]");
     int64_t n;
     if (vc_mul(s, s->in[0].d[0], c->rotary_dim, &n)) return -1;
-    int64_t d[3] = {2, s->in[0].d[0], c->rotary_dim};
+    int64_t d[3] = {2, s->in[0].d[0], c->half ? c->rotary_dim / 2 : c->rotary_dim};
     s->out = vc_shape_make(3, d);
     /* inv_freq: a non-persistent buffer of rotary_dim / 2 fp32 (_compute_default_rope_parameters) */
     return vc_buffer(s, "inv_freq", c->rotary_dim / 2, VC_DT_F32);
@@ -65,13 +66,16 @@ static int rope_setup(vc_setup *s, void *p)
 static void rope_emit(vc_build *b, const void *p)
 {
     const rope_cfg *c = p;
-    int64_t L = vc_input_shape(b, 0)->d[0], R = c->rotary_dim;
+    int64_t L = vc_input_shape(b, 0)->d[0], R = c->half ? c->rotary_dim / 2 : c->rotary_dim;
     vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
-    vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * R / 2), VC_DT_F32);
-    vc_t emb = vc__op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
-    vc_release(b, freqs);
+    vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
+    vc_t emb = freqs; /* GptOssRotaryEmbedding.forward: emb = freqs */
+    if (!c->half) {
+        emb = vc__op_new(b, "cat", vc_n_fixed(L * R), VC_DT_F32);
+        vc_release(b, freqs);
+    }
     vc_t cs = vc__op_new(b, "cos+sin", vc_n_fixed(2 * L * R), VC_DT_F32);
     vc_release(b, emb);
     vc_t sc = vc__op_new(b, "mul", vc_n_fixed(2 * L * R), VC_DT_F32); /* cos * attention_scaling, sin * ... */
@@ -97,10 +101,11 @@ const vc_kind vc_kind_RotaryEmbedding = {
 typedef struct {
     int64_t hidden;
     double eps;
-    int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x) */
+    int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
+                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -117,6 +122,8 @@ static int hfrms_setup(vc_setup *s, void *p)
         return vc_fail(s, "hidden_size", "hidden_size is %lld but the input has %lld features (last dimension)",
                        (long long)c->hidden, (long long)x->d[x->nd - 1]);
     s->out = *x;
+    if (c->variant == 2) /* GptOssPreTrainedModel._keep_in_fp32_modules: the norms' weights stay float32 */
+        return vc_param_shape(s, "weight", 1, (int64_t[1]){c->hidden}, VC_PARAM_F32);
     return vc_param(s, "weight", c->hidden);
 }
 
@@ -166,6 +173,8 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
         vc_t y = mul_b(b, hn, w1, full, VC_DT_F32);
         return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
+    if (variant == 2) /* GptOssRMSNorm: (self.weight * hidden_states).to(input_dtype) */
+        return vc__op_cast(b, mul_b(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
     vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
     return mul_b(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
 }
@@ -199,7 +208,12 @@ typedef struct {
     int64_t window;           /* sliding_window, 0 none */
     double dropout, norm_eps;
     double softcap;           /* attn_logit_softcapping (eager), 0 none */
+    int qk_variant;           /* q_norm / k_norm: 0 llama, 1 gemma (Gemma3RMSNorm: x * (1 + weight)) */
+    int rope_style;           /* 0 rotate_half over [2, L, R]; 1 gpt_oss: _apply_rotary_emb over [2, L, R / 2] */
+    bool sinks;               /* GptOssAttention.sinks: a learned logit per head joined to the scores (eager) */
 } ra_cfg;
+
+static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
 
 static int ra_parse(vc_args *a, void *p)
 {
@@ -210,8 +224,14 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "qk_norm", false, &c->qk_norm) || vc_arg_float(a, "qk_norm_eps", 1e-6, 0.0, 1.0, &c->norm_eps) ||
         vc_arg_bool(a, "qk_norm_whole", false, &c->qk_whole) ||
         vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
-        vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap))
+        vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap) ||
+        vc_arg_enum(a, "qk_norm_variant", rms_variants, 0, &c->qk_variant) ||
+        vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks))
         return -1;
+    if (c->sinks && !c->eager)
+        return vc_arg_fail(a, "sinks", "needs \"eager\": true (GptOssAttention's sinks join the scores in eager_attention_forward)");
+    if (c->rope_style == 1 && c->R != c->D)
+        return vc_arg_fail(a, "rope_style", "gpt_oss rotates the whole head: rotary_dim must equal head_dim (%lld)", (long long)c->D);
     if (c->softcap > 0 && !c->eager)
         return vc_arg_fail(a, "softcap", "needs \"eager\": true (HF applies attn_logit_softcapping in eager attention only)");
     if (c->H % c->KV)
@@ -249,15 +269,38 @@ static int ra_setup(vc_setup *s, void *p)
     }
     if (c->R > 0) {
         const vc_shape *r = &s->in[nqkv];
-        if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != c->R)
-            return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)c->R);
+        int64_t rw = c->rope_style == 1 ? c->R / 2 : c->R; /* gpt_oss: a "half" RotaryEmbedding's */
+        if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != rw)
+            return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)rw);
     }
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
     if (c->qk_norm && (vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D) || vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)))
         return -1;
+    if (c->sinks && vc_param(s, "sinks", c->H)) return -1; /* GptOssAttention: nn.Parameter(torch.empty(num_attention_heads)) */
     return 0;
+}
+
+/* _apply_rotary_emb (modular_gpt_oss.py) on x [B, heads, L, D] with cos / sin
+ * [L, D / 2]: first_half, second_half = torch.chunk(x, 2, dim=-1);
+ * first_ = first_half * cos - second_half * sin; second_ = second_half * cos +
+ * first_half * sin; cat((first_, second_), dim=-1). The products save cos /
+ * sin only (x needs grad, they do not); each half-sized product and
+ * difference is a temporary. */
+static vc_t rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, int64_t D)
+{
+    vc_numel half = vc_n_sample(heads * L * D / 2);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t x1 = vc__op_select(b, x, half, false), x2 = vc__op_select(b, x, half, false);
+    vc_t a = vc__op_add(b, mul_b(b, x1, cs, half, dt), mul_b(b, x2, cs, half, dt), half, false);
+    vc_t c = vc__op_add(b, mul_b(b, x2, cs, half, dt), mul_b(b, x1, cs, half, dt), half, false);
+    vc_op *o = vc_op_begin(b, "cat");
+    vc_op_grad(o, vc_op_in(o, a), VC_GRAD_PASS);
+    vc_op_grad(o, vc_op_in(o, c), VC_GRAD_PASS);
+    vc_t y = vc_op_out(o, vc_n_sample(heads * L * D), dt);
+    vc_op_end(o);
+    return y;
 }
 
 /* apply_rotary_pos_emb (modeling_llama.py) on x [B, heads, L, D] (a view):
@@ -340,12 +383,35 @@ static vc_t causal_mask(vc_build *b, int64_t L, int64_t S)
  *   (Gemma2DecoderLayer.forward): where(tril(ones_like(mask), -window), min, mask).
  * matmul folds [B, H, ., .] into 3-D: a view only for contiguous [B, H] leading
  * dims, else a copy (saved in its place). Returns [B, H, L, D], contiguous. */
+/* transformers 5's masks for eager attention (masking_utils.py: GptOssModel.forward makes
+ * create_causal_mask and create_sliding_window_causal_mask once per forward, each
+ * sdpa_mask's boolean [B, 1, L, S] turned into torch.where(mask, 0.0, finfo.min) of the
+ * model's dtype by eager_mask): both, held until the model returns, as one forward-local
+ * tensor of 2 x [B, 1, L, S] (the first layer's S: a decoding step's sliding layers see
+ * fewer keys, a difference of a few bytes per row). */
+static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    vc_t ar = mask_op(b, "arange", -1, vc_n_fixed(S), VC_DT_I64);
+    vc_t bl = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
+    vc_t m1 = mask_op(b, "where", bl, vc_n_sample(L * S), vc_act_dt(b));
+    vc_t bl2 = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "where"); /* the second mask, the pair as one tensor */
+    vc_op_in_nodiff(o, bl2);
+    vc_op_in_nodiff(o, m1);
+    m = vc_op_out(o, vc_n_sample(2 * L * S), vc_act_dt(b));
+    vc_op_end(o);
+    vc_set_forward_local(b, m);
+    return m;
+}
+
 static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v, int64_t L, int64_t S, bool kv_blhd)
 {
     const int64_t H = c->H, KV = c->KV, D = c->D;
     vc_dtype dt = vc_dt_of(b, q);
-    vc_t mask = c->causal ? causal_mask(b, L, S) : -1;
-    if (mask >= 0 && c->window > 0) {
+    vc_t mask = c->causal && c->sinks ? v5_masks(b, L, S) : c->causal ? causal_mask(b, L, S) : -1;
+    if (mask >= 0 && c->window > 0 && !c->sinks) {
         vc_t ones = mask_op(b, "ones_like", mask, vc_n_sample(L * S), VC_DT_BOOL);
         vc_t tril = mask_op(b, "tril", ones, vc_n_sample(L * S), VC_DT_BOOL);
         vc_op *o = vc_op_begin(b, "where");
@@ -371,6 +437,29 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
         w = vc__op_fresh(b, "mul", w, vc_numel_of(b, w));
     }
     if (mask >= 0) w = vc__op_add(b, w, mask, vc_numel_of(b, w), false);
+    if (c->sinks) {
+        /* eager_attention_forward (modular_gpt_oss.py): sinks.reshape(1, -1, 1, 1).expand(B, -1, L, -1)
+         * (a view of the parameter), combined = cat([weights, sinks], -1) [B, H, L, S + 1];
+         * combined - combined.max(-1, keepdim=True).values (max keeps its int64 indices for
+         * backward); softmax(dim=-1, dtype=combined.dtype) (no float32 upcast); probs[..., :-1]
+         * (a view: the sink column dropped, the [B, H, L, S + 1] storage stays) */
+        vc_t sk = vc__op_view(b, vc_weight(b, c->qk_norm ? 2 : 0), vc_n_fixed(H), false);
+        vc_op *o = vc_op_begin(b, "cat");
+        vc_op_grad(o, vc_op_in(o, w), VC_GRAD_PASS);
+        vc_op_grad(o, vc_op_in(o, sk), VC_GRAD_REDUCE);
+        vc_t comb = vc_op_out(o, vc_n_sample(H * L * (S + 1)), dt);
+        vc_op_end(o);
+        o = vc_op_begin(b, "max"); /* backward: zeros of comb's size, scattered at the indices */
+        vc_op_in(o, comb);
+        vc_t mx = vc_op_out(o, vc_n_sample(H * L), dt);
+        vc_op_extra(o, vc_n_sample(H * L), VC_DT_I64);
+        vc_op_end(o);
+        comb = vc__op_add(b, comb, mx, vc_numel_of(b, comb), false); /* combined - max: a new tensor */
+        w = vc__op_softmax(b, comb, false);
+        w = vc__op_select(b, w, vc_n_sample(H * L * S), false);
+        w = vc__op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
+        return vc__op_bmm_raw(b, w, vr, vc_n_sample(H * L * D));
+    }
     if (dt != VC_DT_F32) w = vc__op_cast(b, w, VC_DT_F32);
     w = vc__op_softmax(b, w, false);
     if (dt != VC_DT_F32) w = vc__op_cast(b, w, dt);
@@ -415,16 +504,19 @@ static void ra_emit(vc_build *b, const void *p)
     if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
                        * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
         vc_t qp = q, kp = k;
-        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), 0);
+        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(c->qk_whole ? L : L * H), c->qk_variant);
         vc_release(b, qp);
-        k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(c->qk_whole ? L : L * KV), 0);
+        k = hf_rmsnorm(b, k, vc_weight(b, 1), vc_n_sample(c->qk_whole ? L : L * KV), c->qk_variant);
         vc_release(b, kp);
     }
     /* .view(hidden_shape).transpose(1, 2): [B, heads, L, D] over [B, L, heads, D] storage */
     q = vc__op_view(b, q, vc_numel_of(b, q), false);
     k = vc__op_view(b, k, vc_numel_of(b, k), false);
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
-    if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
+    if (c->R > 0 && c->rope_style == 1) { /* GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb */
+        q = rope_apply_half(b, q, cs, H, L, D);
+        k = rope_apply_half(b, k, cs, KV, L, D);
+    } else if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
         vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply(b, q, cs, H, L, D, c->R);
         k = rope_apply(b, k, cs, KV, L, D, c->R);
@@ -690,8 +782,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -737,6 +829,8 @@ static int moe_parse(vc_args *a, void *p)
         if (c->shared < 1)
             return vc_arg_fail(a, "shared_expert_intermediate_size", "style deepseek_v3 has shared experts: "
                                "moe_intermediate_size x n_shared_experts");
+    } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
+        return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
@@ -782,6 +876,8 @@ static int moe_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
         vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
         return -1;
+    if (s->ep > 1 && c->style == MOE_GPT_OSS) /* moe_ep.c's MoELayer has no expert biases or clamped SwiGLU */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style gpt_oss (biased experts, clamped SwiGLU)");
     if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
         c->ep = s->ep;
         s->ep_used = true;
@@ -793,6 +889,14 @@ static int moe_setup(vc_setup *s, void *p)
          * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
          * nn.Parameters, no nn.Linear: a quantized format (bitsandbytes'
          * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
+        if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
+                                      * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
+            return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+                   vc_param_shape(s, "router.bias", 1, (int64_t[1]){c->E}, 0) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.gate_up_proj_bias", 2, (int64_t[2]){c->E, 2 * c->inter}, 0) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj_bias", 2, (int64_t[2]){c->E, c->hidden}, 0);
         bool ds = c->style == MOE_DEEPSEEK; /* DeepseekV3MoE.__init__: experts, gate, shared_experts */
         if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
             vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, ds ? VC_PARAM_EXPERTS : 0) ||
@@ -1096,8 +1200,132 @@ static void moe_deepseek_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, vc__op_add(b, out, se, vc_n_scale(T, c->hidden), false));
 }
 
+/* GptOssMLP.forward (modular_gpt_oss.py, transformers 5) with GptOssExperts under
+ * @use_experts_implementation(is_transposed=True, has_bias=True) run by
+ * grouped_mm_experts_forward (integrations/moe.py @8b584a67):
+ *  - GptOssTopKRouter.forward: F.linear(x, weight, bias) [T, E] (returned and bound to
+ *    `_` until the block returns), topk(logits, k) (values, int64 indices), softmax(values,
+ *    dim=1, dtype=values.dtype): the scores stay in the logits' dtype;
+ *  - grouped_mm_experts_forward as for Mixtral, with has_bias: gate_up_proj_bias[expert_ids_g]
+ *    [S, 2I] and down_proj_bias[expert_ids_g] [S, H] made before the offsets and held to
+ *    the end; _grouped_linear adds each to the grouped_mm output (a new tensor);
+ *  - GptOssExperts._apply_gate: gate_up[..., ::2] and [..., 1::2] (views), gate.clamp(max=limit)
+ *    and up.clamp(-limit, limit) (each saves its input, the gate_up storage), gate * alpha,
+ *    sigmoid (saves its result), glu = gate * sigmoid (saves both), up + 1, (up + 1) * glu
+ *    (saves both).
+ * Parameters: router.weight 0, router.bias 1, experts.gate_up_proj 2, gate_up_proj_bias 3,
+ * down_proj 4, down_proj_bias 5. */
+static void moe_gptoss_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel T = vc_n_sample(L), S = vc_n_sample(L * c->k), SI = vc_n_scale(S, I);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = vc__op_linear(b, x, vc_weight(b, 0), vc_weight(b, 1), L, H, E);
+    vc_hold(b, logits);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, logits);
+    vc_t top = vc_op_out(o, S, vc_dt_of(b, logits));
+    vc_t idx = vc_op_out(o, S, VC_DT_I64);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    vc_t rw = vc__op_softmax(b, top, false);
+    vc_hold(b, rw);
+    vc_hold(b, idx);
+    /* grouped_mm_experts_forward */
+    vc_t ar = vc__op_new(b, "arange", T, VC_DT_I64);
+    vc_t tok = vc__op_nograd(b, "reshape", ar, -1, S, VC_DT_I64);
+    vc_t sel = index_rows(b, x, tok, S, H);
+    vc_t perm = nograd_tmp(b, "argsort", idx, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t inv = nograd_tmp(b, "argsort", perm, S, VC_DT_I64, S, VC_DT_I64);
+    vc_t eg = vc__op_nograd(b, "index", idx, perm, S, VC_DT_I64);
+    vc_t swg = index_rows(b, rw, perm, S, 1);
+    vc_t selg = index_rows(b, sel, perm, S, H);
+    vc_t bgu = index_rows(b, vc_weight(b, 3), eg, S, 2 * I); /* gate_up_proj_bias[expert_ids_g] */
+    vc_t bd = index_rows(b, vc_weight(b, 5), eg, S, H);      /* down_proj_bias[expert_ids_g] */
+    vc_t hin = vc__op_nograd(b, "_to_copy", eg, -1, S, VC_DT_I32);
+    vc_t cnt = vc__op_nograd(b, "histc", hin, -1, vc_n_fixed(E), VC_DT_I32);
+    vc_t offs = vc__op_nograd(b, "cumsum", cnt, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t locals[] = {tok, sel, perm, inv, eg, swg, selg, bgu, bd, hin, cnt, offs};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_hold(b, locals[i]);
+    vc_t gu = vc__op_add(b, grouped_mm(b, selg, vc_weight(b, 2), offs, S, 2 * I), bgu, vc_n_scale(S, 2 * I), false);
+    vc_hold(b, gu);
+    /* _apply_gate */
+    vc_dtype dt = vc_dt_of(b, gu);
+    vc_t g = vc__op_view(b, gu, SI, false), u = vc__op_view(b, gu, SI, false);
+    vc_t gc = vc__op_unary(b, "clamp", g, VC_SAVE_IN, false);
+    vc_t uc = vc__op_unary(b, "clamp", u, VC_SAVE_IN, false);
+    vc_t ga = vc__op_fresh(b, "mul", gc, SI); /* gate * alpha */
+    vc_t sg = vc__op_unary(b, "sigmoid", ga, VC_SAVE_OUT, false);
+    vc_t glu = mul_b(b, gc, sg, SI, dt);
+    /* gate, up and glu are _apply_gate's locals: alive until it returns */
+    vc_hold(b, gc);
+    vc_hold(b, uc);
+    vc_hold(b, glu);
+    vc_t u1 = vc__op_fresh(b, "add", uc, SI); /* up + 1 */
+    vc_t h = mul_b(b, u1, glu, SI, dt);
+    vc_hold(b, h);
+    vc_release(b, gc);
+    vc_release(b, uc);
+    vc_release(b, glu);
+    vc_t og = vc__op_add(b, grouped_mm(b, h, vc_weight(b, 4), offs, S, H), bd, vc_n_scale(S, H), false);
+    vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
+    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt);
+    vc_hold(b, og);
+    vc_t ops = index_rows(b, og, inv, S, H);
+    vc_hold(b, ops);
+    vc_t fin = vc__op_mean(b, ops, vc_n_scale(T, H));
+    vc_hold(b, fin);
+    vc_t out = vc__op_cast(b, fin, vc_dt_of(b, x));
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) vc_release(b, locals[i]);
+    const vc_t rest[] = {gu, h, og, ops, fin, rw, idx, logits};
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) vc_release(b, rest[i]);
+    vc_set_output(b, out);
+}
+
+/* The MXFP4 experts with the Triton kernels (transformers integrations/mxfp4.py @0189b1d0):
+ * mlp_forward replaces GptOssMLP.forward: router_logits = F.linear(x, router.weight,
+ * router.bias) (returned), triton_kernels routing(router_logits, top_k) -> RoutingData
+ * (gate_scal [S]) and the gather / scatter indices (two int32 [S] tensors shared by both,
+ * the expert histogram [E]); Mxfp4GptOssExperts.forward: matmul_ogs(x, gate_up_proj,
+ * gate_up_proj_bias.to(float32), gather_indx, fused swiglu) -> intermediate_cache1 [S, I],
+ * matmul_ogs(intermediate_cache1, down_proj, down_proj_bias.to(float32), scatter_indx,
+ * gammas=gate_scal) -> [T, H]. Inference only (Mxfp4HfQuantizer.is_trainable is False); the
+ * kernels' own scratch is not modelled. */
+static void moe_gptoss_mxfp4_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, I = c->inter, E = c->E;
+    vc_numel S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = vc__op_linear(b, x, vc_weight(b, 0), vc_weight(b, 1), L, H, E);
+    vc_hold(b, logits);
+    vc_t gs = vc__op_nograd(b, "routing", logits, -1, S, vc_dt_of(b, logits));
+    vc_t ti = vc__op_nograd(b, "routing", logits, -1, S, VC_DT_I32);
+    vc_t gi = vc__op_nograd(b, "routing", logits, -1, S, VC_DT_I32);
+    vc_t hist = vc__op_nograd(b, "routing", logits, -1, vc_n_fixed(E), VC_DT_I32);
+    const vc_t rt[] = {gs, ti, gi, hist};
+    for (size_t i = 0; i < sizeof rt / sizeof *rt; i++) vc_hold(b, rt[i]);
+    vc_t bgu = vc__op_cast(b, vc_weight(b, 3), VC_DT_F32);
+    vc_t i1 = vc__op_nograd(b, "matmul_ogs", x, bgu, vc_n_scale(S, I), dt);
+    vc_hold(b, i1);
+    vc_t bd = vc__op_cast(b, vc_weight(b, 5), VC_DT_F32);
+    vc_t out = vc__op_nograd(b, "matmul_ogs", i1, bd, vc_n_sample(L * H), dt);
+    vc_release(b, i1);
+    for (size_t i = 0; i < sizeof rt / sizeof *rt; i++) vc_release(b, rt[i]);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_GPT_OSS && vc_weight_format(b, vc_weight(b, 2)) == VC_WEIGHTS_MXFP4) {
+        moe_gptoss_mxfp4_emit(b, c);
+        return;
+    }
+    if (c->style == MOE_GPT_OSS) {
+        moe_gptoss_emit(b, c);
+        return;
+    }
     if (c->style == MOE_DEEPSEEK) {
         moe_deepseek_emit(b, c);
         return;

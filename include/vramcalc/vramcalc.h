@@ -214,14 +214,15 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
 #define VC_WEIGHTS_MAP(X)                                                   \
     X(DENSE, "dense") X(INT8, "int8") X(NF4, "nf4") X(FP4, "fp4")           \
     X(GPTQ, "gptq") X(AWQ, "awq") X(FP8, "fp8") X(FP8_CHANNEL, "fp8-channel") \
-    X(FP8_BLOCK, "fp8-block")
+    X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4")
 /* What --weights accepts, in --help's order: a format's name, with its bits
  * for the formats that have several widths (vc_quant_from_name reads these;
  * the option table's choices are this list). */
 #define VC_WEIGHTS_SPELLING_MAP(X)                                               \
     X(NF4, "nf4") X(FP4, "fp4") X(INT8, "int8") X(GPTQ, "gptq4") X(GPTQ, "gptq8") \
     X(GPTQ, "gptq3") X(GPTQ, "gptq2") X(AWQ, "awq4") X(FP8, "fp8")                \
-    X(FP8_CHANNEL, "fp8-channel") X(FP8_BLOCK, "fp8-block") X(DENSE, "dense")
+    X(FP8_CHANNEL, "fp8-channel") X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4")    \
+    X(DENSE, "dense")
 #define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
 typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
 typedef struct {
@@ -234,7 +235,8 @@ typedef struct {
 } vc_quant;
 /* A format by name with its defaults: "nf4" (blocksize 64, double quant, as
  * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
- * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "dense".
+ * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "mxfp4"
+ * (gpt-oss's stacked experts only), "dense".
  * -1 when unknown. */
 VC_EXTERN int vc_quant_from_name(const char *name, vc_quant *q);
 VC_EXTERN const char *vc_weights_name(vc_weights w);

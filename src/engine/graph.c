@@ -404,6 +404,11 @@ void vc_op_weight_temps(vc_op *o, vc_t w, vc_numel rows)
         }
 }
 
+int vc_weight_format(const vc_build *b, vc_t w)
+{
+    return w < 0 || b->t[w].param < 0 ? VC_WEIGHTS_DENSE : b->m->par[b->t[w].param].fmt;
+}
+
 int vc_weight_lora_style(const vc_build *b, vc_t w)
 {
     if (w < 0 || b->t[w].param < 0) return VC_LORA_LINEAR;

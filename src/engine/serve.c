@@ -247,6 +247,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_sim sim;
     st = vc_plan_simulate(p, rows, &sim, NULL, err);
     int64_t per_token = 0; /* K and V elements of one token, all layers */
+    /* the layers by attention kind (sliding_window, 0 full) for the hybrid KV cache manager */
+    struct { int64_t window, n; } kind[8];
+    int nkind = 0;
+    int64_t layer_el = -1;   /* one layer's elements per token when every layer has the same, else -2 */
     for (int i = 0; i < p->gen.nslot; i++) {
         const vc_kv_slot *s = &p->gen.slot[i];
         /* an MLA layer: vLLM's MLAAttentionSpec (vllm/v1/kv_cache_interface.py @ 001cabc1,
@@ -254,11 +258,18 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
          * num_kv_heads 1 and head_size kv_lora_rank + qk_rope_head_dim (vllm/model_executor/layers/
          * attention/mla_attention.py @ 90b0a26e, MLAAttention.get_kv_cache_spec): the latent, the
          * same on every tensor-parallel rank */
-        per_token += s->latent > 0 ? s->latent : (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
+        int64_t el = s->latent > 0 ? s->latent : (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
         if (s->latent > 0) {
             r->latent_layers++;
             r->latent = s->latent;
         }
+        per_token += el;
+        layer_el = layer_el == -1 || layer_el == el ? el : -2;
+        int k = 0;
+        while (k < nkind && kind[k].window != s->window) k++;
+        if (k == nkind && nkind < 8) { kind[nkind].window = s->window; kind[nkind++].n = 0; }
+        if (k < nkind) kind[k].n++;
+        else layer_el = -2; /* more kinds than tracked: sized as before */
     }
     int nlayers = p->gen.nslot;
     vc_dtype act = p->act_dt;
@@ -287,6 +298,36 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (__builtin_add_overflow(o->prompt, o->new_tokens, &r->request_tokens))
         return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^63");
     r->concurrency = r->blocks / cdiv(r->request_tokens, so->block_size);
+    if (nkind > 1 && layer_el > 0) {
+        /* sliding and full layers (gemma3, gpt-oss): vLLM's hybrid KV cache manager
+         * (vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the layers
+         * of each kind in groups of group_size (the fewest layers of a kind, or the most when
+         * that is under 1.5 times the fewest), one KVCacheTensor per group member shared by a
+         * layer of every group: a block is page_size x group_size bytes, num_blocks =
+         * available // page_size // group_size (get_num_blocks); _report_kv_cache_config's
+         * tokens: num_blocks // groups x block_size; get_max_concurrency_for_kv_cache_config:
+         * a request needs cdiv(tokens, block_size) blocks per full group and, per sliding group
+         * (SlidingWindowSpec.max_memory_usage_bytes), cdiv(min(sliding_window - 1 +
+         * max_num_batched_tokens, tokens), block_size) + 1 */
+        int64_t lo = kind[0].n, hi = kind[0].n, groups = 0, need = 0;
+        for (int k = 1; k < nkind; k++) {
+            lo = kind[k].n < lo ? kind[k].n : lo;
+            hi = kind[k].n > hi ? kind[k].n : hi;
+        }
+        int64_t g = (double)hi < 1.5 * (double)lo ? hi : lo;
+        for (int k = 0; k < nkind; k++) {
+            int64_t ng = cdiv(kind[k].n, g), t = r->request_tokens;
+            if (kind[k].window > 0 && kind[k].window - 1 + r->max_num_batched_tokens < t)
+                t = kind[k].window - 1 + r->max_num_batched_tokens;
+            groups += ng;
+            need += ng * (cdiv(t, so->block_size) + (kind[k].window > 0 ? 1 : 0));
+        }
+        if (__builtin_mul_overflow(layer_el * g, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
+            return vc_set_error(err, VC_ERR_OVERFLOW, "--serve", "a KV block passes 2^63 bytes");
+        r->blocks = r->kv_cache / r->page_bytes;
+        r->tokens = r->blocks / groups * so->block_size;
+        r->concurrency = r->blocks / need;
+    }
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, "--serve",
                             "one request of %lld tokens (--prompt + --new-tokens) needs more KV cache than the %lld tokens "

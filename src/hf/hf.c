@@ -281,6 +281,52 @@ const hf_family vc__hf_families[] = {
      .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "RobertaForSequenceClassification", .prefix = "roberta",
      .lora_targets = "query,value"},
 #undef BERT_KEYS
+    /* GptOssConfig (configuration_gpt_oss.py @ 02b8f42b: the class defaults are gpt-oss-120b's;
+     * layer_types "sliding_attention" if (i + 1) % 2 else "full_attention"); GptOssDecoderLayer
+     * (modular_gpt_oss.py, transformers 5): LlamaDecoderLayer's norms, GptOssAttention (q/k/v/o
+     * with attention_bias, sinks, eager attention only: _supports_sdpa = False), GptOssMLP
+     * (GptOssTopKRouter with bias, GptOssExperts stacked with biases, clamped SwiGLU) */
+    {.model_type = "gpt_oss", .config_class = "GptOssConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 201088), [K_HIDDEN] = DEF("hidden_size", 2880),
+              [K_LAYERS] = DEF("num_hidden_layers", 36), [K_HEADS] = DEF("num_attention_heads", 64),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 8), [K_HEAD_DIM] = DEF("head_dim", 64),
+              [K_INTER] = DEF("intermediate_size", 2880), [K_EPS] = DEF("rms_norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 1),
+              [K_O_BIAS] = DEF("attention_bias", 1), [K_WINDOW] = OFF_IF_NULL("sliding_window", 128),
+              [K_LAYER_TYPES] = DEF("layer_types", 0), [K_WINDOW_PATTERN] = FIXED(2),
+              [K_EXPERTS] = DEF("num_local_experts", 128), [K_TOPK] = DEF("num_experts_per_tok", 4),
+              [K_MOE_INTER] = DEF("intermediate_size", 2880), [K_SWIGLU_ALPHA] = DEF("swiglu_alpha", 1.702),
+              [K_SWIGLU_LIMIT] = DEF("swiglu_limit", 7.0)},
+     LLAMA_BLOCK, .norm = NORM_RMS_F32, .moe = MOE_GPT_OSS, .window = WIN_PATTERN, .eager = true, .sinks = true, .half_rope = true,
+     .lora_targets = NULL /* PEFT's mapping (peft @ 00073fe8 utils/constants.py) has no gpt_oss */},
+    /* Gemma3TextConfig (transformers 5: layer_types, else "sliding_attention" if (i + 1) %
+     * sliding_window_pattern (6) else "full_attention"); Gemma3DecoderLayer: Gemma2's four norms,
+     * Gemma3Attention with q_norm / k_norm (Gemma3RMSNorm over head_dim), scaling
+     * query_pre_attn_scalar**-0.5, sdpa by default (no soft-capping there); Gemma3TextModel:
+     * Gemma3TextScaledWordEmbedding (x embed_scale), a rotary embedding per layer type
+     * (rope_theta for full layers, rope_local_base_freq for sliding ones) */
+#define GEMMA3_KEYS                                                                                            \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 262208), [K_HIDDEN] = DEF("hidden_size", 2304),                \
+    [K_LAYERS] = DEF("num_hidden_layers", 26), [K_HEADS] = DEF("num_attention_heads", 8),                    \
+    [K_KV_HEADS] = DEF("num_key_value_heads", 4), [K_INTER] = DEF("intermediate_size", 9216),                \
+    [K_HEAD_DIM] = DEF("head_dim", 256), [K_MAXPOS] = DEF("max_position_embeddings", 131072),                \
+    [K_ACT] = {.key = "hidden_activation", .alt = "hidden_act", .sdef = "gelu_pytorch_tanh"},                \
+    [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),                        \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096),                  \
+    [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 0), [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 0), \
+    [K_LAYER_TYPES] = DEF("layer_types", 0), [K_WINDOW_PATTERN] = DEF("sliding_window_pattern", 6),          \
+    [K_QUERY_SCALAR] = DEF("query_pre_attn_scalar", 256), [K_ROPE_LOCAL] = DEF("rope_local_base_freq", 10000.0)
+#define GEMMA3_BLOCK                                                                                           \
+    LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_PATTERN, .embed_scale = true, \
+    .qk_norm = QK_PER_HEAD, .local_rope = true
+    {.model_type = "gemma3_text", .config_class = "Gemma3TextConfig", .keys = {GEMMA3_KEYS}, GEMMA3_BLOCK,
+     .lora_targets = "q_proj,v_proj" /* peft @ 00073fe8 utils/constants.py */},
+    /* Gemma3Config: the language model is Gemma3TextConfig's, read from text_config (the
+     * vision tower and projector of Gemma3ForConditionalGeneration are not modelled here) */
+    {.model_type = "gemma3", .config_class = "Gemma3TextConfig (Gemma3Config.text_config)", .keys = {GEMMA3_KEYS},
+     GEMMA3_BLOCK, .nested = "text_config", .lora_targets = NULL /* PEFT's mapping has gemma3_text only */},
+#undef GEMMA3_KEYS
+#undef GEMMA3_BLOCK
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -402,6 +448,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
     r.fam = a.f->model_type;
+    if (a.f->nested) { /* Gemma3Config: the language model's keys are text_config's */
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested);
+        if (!cJSON_IsObject(t))
+            return vc_set_error(err, VC_ERR_MODEL, a.f->nested, "expected an object: %s reads the language model's keys "
+                                "from it (%s)", r.fam, a.f->config_class);
+        r.cfg = t;
+        r.nested = a.f->nested;
+    }
     a.imbalance = o ? o->moe_imbalance : 1.0;
     a.experts_impl = o && o->experts == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
     a.ckpt = o && o->checkpoint;
@@ -461,7 +515,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
-    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s)", r.fam, r.fam);
+    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)", strcmp(r.fam, "gemma3_text") ? r.fam : "gemma3",
+             r.fam, a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;

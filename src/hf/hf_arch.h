@@ -38,7 +38,7 @@ enum {
     K_Q_LORA, K_KV_LORA, K_QK_NOPE, K_V_HEAD, K_N_SHARED, K_N_GROUP, K_TOPK_GROUP, K_FIRST_DENSE, K_NEXTN,
     K_ROPE_INTERLEAVE, K_ROUTED_SCALE,
     K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
-    K_COUNT
+    K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -71,7 +71,7 @@ enum {
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
     BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
 };
-enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
+enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
     PLACE_PRE,      /* norm before attention and MLP */
     PLACE_SANDWICH, /* gemma2: and after each, before the residual add */
@@ -94,6 +94,7 @@ enum {
     MOE_MIXTRAL,  /* block_sparse_moe, every layer */
     MOE_QWEN2,    /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */
     MOE_DEEPSEEK, /* DeepseekV3MoE from first_k_dense_replace on: sigmoid group-limited routing, shared experts */
+    MOE_GPT_OSS,  /* mlp: GptOssTopKRouter with bias, biased stacked experts, clamped SwiGLU; every layer */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -101,6 +102,7 @@ enum {
     WIN_FROM_LAYER,      /* layers from max_window_layers on slide (Qwen2Config / Qwen3Config layer_types) */
     WIN_ALTERNATE_BELOW, /* layer_idx % 2 == 0 below max_window_layers slides (Qwen2MoeConfig layer_types) */
     WIN_NOPE,            /* the NoPE layers slide (SmolLM3Config layer_types) */
+    WIN_PATTERN,         /* (i + 1) % pattern != 0 slides (Gemma3TextConfig's sliding_window_pattern, GptOssConfig: 2) */
 };
 enum {
     POS_ROPE,
@@ -130,6 +132,11 @@ typedef struct {
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
     const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */
+    /* issue 31 (gemma3, gpt_oss) */
+    const char *nested;  /* the keys are read from this object of the config (gemma3's text_config) */
+    bool sinks;          /* GptOssAttention.sinks: a learned logit per head (eager attention only) */
+    bool local_rope;     /* sliding layers use a second rotary embedding (Gemma3's rope_local_base_freq) */
+    bool half_rope;      /* GptOssRotaryEmbedding / _apply_rotary_emb: cos/sin of head_dim / 2, chunk-based rotation */
 } hf_family;
 
 extern const hf_family vc__hf_families[];
@@ -166,13 +173,16 @@ typedef struct {
     bool use_qk_norm; /* glm4_moe: use_qk_norm (rows without the key: the template's qk_norm alone) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
+    /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
+    int64_t window_pattern;            /* sliding_window_pattern */
+    double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -184,6 +194,7 @@ typedef struct {
     const char *fam;
     bool oom;
     int64_t sp; /* arch.sp: Linears and embeddings get their sequence-parallel keys */
+    const char *nested; /* the object the keys are read from (gemma3's text_config): errors name nested.key */
 } rd;
 
 /* hf_read.c: the family's keys (r->fam and a->fam set) read into a, with

@@ -84,6 +84,7 @@ static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     num(w, o, "hidden_size", (double)a->H);
     num(w, o, "eps", a->eps);
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
+    if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
 }
 
 static void layernorm(wr *w, const arch *a, const char *name, const char *in)
@@ -146,8 +147,11 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
         num(w, o, "qk_norm_eps", a->eps);
         if (a->f->qk_norm == QK_WHOLE) flag(w, o, "qk_norm_whole", true);
     }
+    if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
+    if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if (window > 0) num(w, o, "sliding_window", (double)window);
     if (a->f->eager) flag(w, o, "eager", true);
+    if (a->f->sinks) flag(w, o, "sinks", true); /* GptOssAttention.sinks */
     if (a->f->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
@@ -163,6 +167,7 @@ int64_t vc__hf_layer_window(const arch *a, int64_t i)
     case WIN_FROM_LAYER: return i >= a->window_layers ? a->window : 0;
     case WIN_ALTERNATE_BELOW: return i % 2 == 0 && i < a->window_layers ? a->window : 0;
     case WIN_NOPE: return vc__hf_layer_rope(a, i) ? 0 : a->window;
+    case WIN_PATTERN: return (i + 1) % a->window_pattern ? a->window : 0; /* "sliding_attention" if (i + 1) % pattern */
     default: return a->window;
     }
 }
@@ -176,7 +181,7 @@ bool vc__hf_layer_rope(const arch *a, int64_t i)
 
 static bool layer_is_moe(const arch *a, int64_t i)
 {
-    if (a->f->moe == MOE_MIXTRAL) return true;
+    if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS) return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
@@ -241,6 +246,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     bool fused = a->f->attn == ATTN_FUSED, g2 = a->f->place == PLACE_SANDWICH, post = a->f->place == PLACE_SUBLAYER;
     int64_t q = a->NH * a->D, kv = a->KV * a->D;
     const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
+    if (rope && a->f->local_rope && vc__hf_layer_window(a, i) > 0) rope = "model.rotary_emb_local"; /* Gemma3: rope_local_base_freq */
     const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
     if (!post) rmsnorm(w, a, "input_layernorm", NULL);
     if (a->f->attn == ATTN_MLA) {
@@ -263,7 +269,17 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
     const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
     if (!post) rmsnorm(w, a, norm, NULL);
-    if (layer_is_moe(a, i)) {
+    if (layer_is_moe(a, i) && a->f->moe == MOE_GPT_OSS) {
+        /* GptOssMLP: GptOssTopKRouter (weight, bias), GptOssExperts (stacked, biased) */
+        cJSON *o = add_layer(w, "SparseMoE", "mlp");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "gpt_oss");
+        if (a->imbalance > 1.0) num(w, o, "moe_imbalance", a->imbalance);
+        str(w, o, "experts_implementation", "grouped_mm");
+    } else if (layer_is_moe(a, i)) {
         bool mx = a->f->moe == MOE_MIXTRAL, ds = a->f->moe == MOE_DEEPSEEK;
         cJSON *o = add_layer(w, "SparseMoE", mx ? "block_sparse_moe" : "mlp");
         num(w, o, "hidden_size", (double)a->H);
@@ -631,6 +647,15 @@ static void build_layers(wr *w, const arch *a)
         ins(w, o, "input", NULL, NULL, NULL);
         num(w, o, "head_dim", (double)a->D);
         num(w, o, "rotary_dim", (double)a->R);
+        if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
+        bool local = false;
+        for (int64_t i = 0; i < a->N && a->f->local_rope; i++) local |= vc__hf_layer_window(a, i) > 0;
+        if (local) { /* Gemma3TextModel: the sliding layers' cos/sin (rope_local_base_freq), alive with the global pair */
+            o = add_layer(w, "RotaryEmbedding", "model.rotary_emb_local");
+            ins(w, o, "input", NULL, NULL, NULL);
+            num(w, o, "head_dim", (double)a->D);
+            num(w, o, "rotary_dim", (double)a->R);
+        }
     }
     layer_stack(w, a, "model.layers", first);
     rmsnorm(w, a, "model.norm", NULL);

@@ -26,6 +26,11 @@ static int bad(rd *r, const char *key, const char *fmt, ...) __attribute__((form
 static int bad(rd *r, const char *key, const char *fmt, ...)
 {
     va_list ap;
+    char path[160];
+    if (r->nested && key) { /* gemma3: the key of text_config */
+        snprintf(path, sizeof path, "%s.%s", r->nested, key);
+        key = path;
+    }
     va_start(ap, fmt);
     vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
     va_end(ap);
@@ -184,6 +189,9 @@ static const struct {
     [K_NEXTN] = {T_INT, offsetof(arch, nextn), 0, 0}, [K_ROPE_INTERLEAVE] = {T_BOOL, offsetof(arch, rope_interleave), 0, 0},
     [K_ROUTED_SCALE] = {T_NUM, offsetof(arch, routed_scale), 0, 1e9},
     [K_USE_QK_NORM] = {T_BOOL, offsetof(arch, use_qk_norm), 0, 0},
+    [K_WINDOW_PATTERN] = {T_INT, offsetof(arch, window_pattern), 1, 0}, [K_QUERY_SCALAR] = {T_NUM, offsetof(arch, query_scalar), 1e-9, 1e12},
+    [K_ROPE_LOCAL] = {T_NUM, offsetof(arch, rope_local), 1e-9, 1e30}, [K_SWIGLU_ALPHA] = {T_NUM, offsetof(arch, swiglu_alpha), 1e-9, 1e9},
+    [K_SWIGLU_LIMIT] = {T_NUM, offsetof(arch, swiglu_limit), 1e-9, 1e9},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -325,6 +333,11 @@ static int read_family(rd *r, arch *a)
     if (f->moe && a->K > a->E)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
+    if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
+        bool bidi = false;
+        if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
+        if (bidi) return bad(r, "use_bidirectional_attention", "true (bidirectional attention, an encoder) is not modelled");
+    }
     return 0;
 }
 
@@ -374,6 +387,12 @@ static int check_sizes(rd *r, const arch *a)
          __builtin_mul_overflow(t, 3, &t) || t > lim))
         return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
                    "are more than 2^40 wide or 2^48 elements", (long long)a->moe_I, (long long)a->n_shared, (long long)a->H);
+    if (a->f->moe == MOE_GPT_OSS && a->experts_impl == EXPERTS_PER_EXPERT) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert is not modelled for gpt_oss: "
+                     "GptOssExperts has stacked weights in every release (transformers 4.x looped over them in training "
+                     "and ran every expert on every token in inference); grouped_mm (transformers 5's default) is");
+        return -1;
+    }
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);

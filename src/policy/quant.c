@@ -20,6 +20,9 @@
  *   transformers integrations/finegrained_fp8.py FP8Linear.__init__, Fp8Quantize.convert,
  *     replace_with_fp8_linear; integrations/fbgemm_fp8.py FbgemmFp8Linear.__init__;
  *     quantizers' get_keys_to_not_convert.
+ *   transformers integrations/mxfp4.py @0189b1d0 Mxfp4GptOssExperts.__init__, mlp_forward,
+ *     convert_moe_packed_tensors; quantizers/quantizer_mxfp4.py @0001b3ee
+ *     Mxfp4HfQuantizer.validate_environment, param_needs_quantization, is_trainable.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,7 +258,36 @@ static void fp8_temps(const vc_param_entry *p, const vc_quant *q, vc_dtype compu
     *nb = 0;
 }
 
+/* ---- MXFP4 (OCP microscaling FP4, gpt-oss's checkpoints): Mxfp4GptOssExperts
+ * replaces GptOssExperts' gate_up_proj [E, H, 2I] and down_proj [E, I, H] with
+ *   <proj>_blocks uint8 [E, out, in / 32, 16]   (32 FP4 values, two per byte, per block)
+ *   <proj>_scales uint8 [E, out, in / 32]       (one E8M0 exponent per block)
+ * (param_needs_quantization: the experts' weights only; the biases, attention,
+ * router, embeddings and lm_head stay in the model's dtype). With the Triton
+ * kernels (load_and_swizzle_mxfp4) the two are re-laid out for matmul_ogs
+ * (swizzled, the same bytes here). in: the stacked weight's dims[1]. */
+static int mxfp4_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
+{
+    (void)q;
+    (void)dense;
+    int64_t in = p->nd == 3 ? p->dims[1] : in_of(p), blocks = p->numel / in * cdiv(in, 32);
+    out[0] = T(blocks * 16, VC_DT_U8);
+    out[1] = T(blocks, VC_DT_U8);
+    return 2;
+}
+
+/* the checkpoint's blocks hold whole 32-value blocks of the input dimension (hidden_size // 32) */
+static const char *mxfp4_misfit(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n)
+{
+    (void)q;
+    int64_t in = p->nd == 3 ? p->dims[1] : in_of(p);
+    if (in % 32 == 0) return NULL;
+    snprintf(buf, n, "the input dimension (%lld) is not a multiple of MXFP4's 32-value blocks", (long long)in);
+    return buf;
+}
+
 /* The config.json readers (the rows' from_config, below), by quant_method. */
+static vc_status qc_mxfp4(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_bnb(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_gptq(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_awq(const cJSON *qc, vc_quant *q, vc_error *err);
@@ -321,6 +353,17 @@ static const vc_weight_row rows[VC_WEIGHTS__N] = {
         .blocked = true, .block = 128,
         .compute = VC_PREC_BF16, .method = "fp8", .from_config = qc_fp8,
         .lora = VC_LORA_LINEAR, .tensors = fp8_tensors, .temps = fp8_temps,
+    },
+    /* Mxfp4HfQuantizer with the Triton kernels (triton >= 3.4 and the kernels package, compute
+     * capability >= 7.5: the gpt-oss model card's `pip install -U transformers kernels torch` on a
+     * Hopper GPU): the experts stay MXFP4 and run matmul_ogs (SparseMoE style gpt_oss, layers/llm.c);
+     * is_trainable False. Without the kernels, below 7.5, with use_kernels=True or
+     * Mxfp4Config(dequantize=True) it dequantizes to bf16 at load (convert_moe_packed_tensors):
+     * the dense model, --weights dense or "dequantize": true. */
+    [VC_WEIGHTS_MXFP4] = {
+        .name = "mxfp4", .summary = "transformers Mxfp4GptOssExperts: stacked experts as FP4 blocks + E8M0 scales (Triton matmul_ogs)",
+        .compute = VC_PREC_BF16, .method = "mxfp4", .from_config = qc_mxfp4,
+        .lora = VC_LORA_LINEAR, .tensors = mxfp4_tensors, .misfit = mxfp4_misfit,
     },
 };
 
@@ -403,6 +446,7 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
      * (the LM head, or GPT-NeoX's embed_out) stays in 16-bit, as do tied
      * weights (a tied Linear's weight is its Embedding's, not a Linear's) */
     int last = -1;
+    size_t converted = 0;
     for (size_t i = m->npar; i-- > 0 && last < 0;)
         if (!(m->par[i].flags & VC_PARAM_ADAPTER)) last = m->par[i].owner;
     for (size_t i = 0; i < m->npar; i++) {
@@ -417,20 +461,27 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
             pl = dot ? (size_t)(dot - p->name) : 0;
         }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
-        /* stacked experts: the FP8 formats only (transformers replace_with_fp8_linear swaps the experts
-         * module for FP8Experts; bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone) */
-        bool experts = p->flags & VC_PARAM_EXPERTS && (q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
-        if (!(p->flags & VC_PARAM_LINEAR || experts) || p->owner == last || skipped(full, q->skip)) continue;
+        /* stacked experts (VC_PARAM_EXPERTS): the FP8 formats (transformers replace_with_fp8_linear swaps the
+         * experts module for FP8Experts) and MXFP4, which replaces them alone (gpt-oss's GptOssExperts);
+         * bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone */
+        bool mx = q->format == VC_WEIGHTS_MXFP4;
+        bool experts = p->flags & VC_PARAM_EXPERTS && (mx || q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
+        bool linear = !mx && p->flags & VC_PARAM_LINEAR && p->owner != last;
+        if (!(linear || experts) || skipped(full, q->skip)) continue;
         char why[300];
         if (r->misfit && r->misfit(p, q, why, sizeof why))
             return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config", "%s (layer %s): %s",
                                 r->name, in->path, why);
         p->fmt = (uint8_t)q->format;
+        converted++;
         if (p->trainable) { /* Params4bit / Int8Params: requires_grad=False */
             p->trainable = false;
             m->ntrainable -= p->numel;
         }
     }
+    if (q->format == VC_WEIGHTS_MXFP4 && converted == 0) /* replace_with_mxfp4_linear swaps GptOssExperts only */
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config",
+                            "mxfp4 stores gpt-oss's stacked experts (GptOssExperts); this model has none");
     return VC_OK;
 }
 
@@ -595,6 +646,16 @@ static vc_status qc_fp8_fbgemm(const cJSON *qc, bool fbgemm, vc_quant *q, vc_err
     return qc_skip(qc, "modules_to_not_convert", q, err);
 }
 static vc_status qc_fp8(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_fp8_fbgemm(qc, false, q, err); }
+
+/* Mxfp4Config (utils/quantization_config.py): modules_to_not_convert, dequantize (false by
+ * default); dequantize true loads the experts as bf16 (the dense model). */
+static vc_status qc_mxfp4(const cJSON *qc, vc_quant *q, vc_error *err)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(qc, "dequantize");
+    if (d && !cJSON_IsNull(d) && !cJSON_IsBool(d)) return qc_fail(err, "dequantize", "expected true or false%s%s", "", "");
+    q->format = cJSON_IsTrue(d) ? VC_WEIGHTS_DENSE : VC_WEIGHTS_MXFP4;
+    return qc_skip(qc, "modules_to_not_convert", q, err);
+}
 static vc_status qc_fbgemm(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_fp8_fbgemm(qc, true, q, err); }
 
 /* The reader of the first row whose method the config names (rows[].method). */

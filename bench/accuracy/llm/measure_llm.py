@@ -152,7 +152,11 @@ def main(argv):
     tr.start(install=True)
     tr.O.opobs_set_compat_2x(1)
 
-    model = R.CausalLM(cfg, args.attn)
+    if cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
+        import gptoss_replica
+        model = gptoss_replica.CausalLM(cfg, args.attn)
+    else:
+        model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
@@ -273,6 +277,8 @@ def main(argv):
             # config has a sliding_window (Qwen2Config: sliding_window only with use_sliding_window,
             # sliding from max_window_layers on)
             n = cfg.num_hidden_layers
+            if cfg.model_type in ("gpt_oss", "gemma3_text"):  # DynamicCache(config=...) reads layer_types
+                return cfg.layer_types, cfg.sliding_window
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)

@@ -322,6 +322,34 @@ def cases():
         else:
             out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, prompt=s, new_tokens=o,
                             precision=p, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # issue 31: gpt-oss and Gemma 3 as transformers 5 runs them (gptoss_replica.py). gpt_oss_small:
+    # eager attention with sinks, sliding_window 16 on layers 0 and 2, 8 biased experts top-2 through
+    # grouped_mm, float32 norms; gemma3_small: q/k norms, layer_types sliding, sliding, full, two
+    # rotary pairs, scaled embeddings, sdpa within its window of 64 (generation runs past it: the
+    # sliding layers' cache keeps 63 tokens). Train (every third held out), then generation.
+    i31 = [
+        ("gpt_oss_small", 2, 64, "adamw", "fp32", False, 0, None),
+        ("gpt_oss_small", 2, 128, "sgd", "bf16", False, 0, "mean"),
+        ("gpt_oss_small", 1, 96, "adamw", "bf16", True, 0, None),
+        ("gpt_oss_small", 4, 48, "sgd", "fp32", False, 8, None),
+        ("gpt_oss_small", 2, 160, "sgd", "fp32", False, 0, "mean"),
+        ("gpt_oss_small", 3, 64, "adam", "bf16", False, 0, None),
+        ("gemma3_small", 2, 64, "adamw", "fp32", False, 0, None),
+        ("gemma3_small", 2, 64, "sgd", "bf16", False, 0, "mean"),
+        ("gemma3_small", 4, 48, "adamw", "bf16", True, 8, None),
+        ("gemma3_small", 1, 64, "sgd", "fp32", False, 16, "mean"),
+    ]
+    for i, (cfg, b, s, o, p, c, l, loss) in enumerate(i31):
+        d = dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                 ckpt=c, lora=l, held_out=(i % 3 == 2))
+        if loss:
+            d["loss"] = loss
+        out.append(d)
+    for cfg, b, p, m, prec, ho in (("gpt_oss_small", 1, 24, 24, "fp32", False), ("gpt_oss_small", 2, 48, 16, "bf16", False),
+                                   ("gpt_oss_small", 1, 8, 40, "bf16", True), ("gemma3_small", 1, 48, 32, "fp32", False),
+                                   ("gemma3_small", 2, 16, 60, "bf16", False), ("gemma3_small", 1, 64, 24, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
