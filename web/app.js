@@ -15,7 +15,7 @@ let M = null;          /* the emscripten module */
 let OPTIONS = {};      /* the option table by name: flag, type, choices, default */
 let FLAGS = {};        /* by the CLI's long name */
 let model = null;      /* {name, text, example} */
-let last = null;       /* the latest answer: {cli, main, maxBatch, sweep, ms} */
+let last = null;       /* the latest answer: {cli, main, maxBatch, maxSeq, sweep, ms} */
 
 /* ---- the library's calls ---- */
 function call(fn, args) {
@@ -137,6 +137,8 @@ function show(a) {
     const mb = a.maxBatch;
     $("maxbatch").textContent = mb ? (mb.ok ? tableLine(mb.table, /^\s+max (batch|seq)/) : mb.error) : "";
     $("maxbatch").dataset.batch = mb && mb.ok ? JSON.parse(mb.json).max_batch : "";
+    $("maxseq").textContent = a.maxSeq ? tableLine(a.maxSeq.table, /^\s+max seq/) : "";
+    $("maxseq").dataset.seq = a.maxSeq ? JSON.parse(a.maxSeq.json).max_seq : "";
     $("plot").innerHTML = a.sweep && a.sweep.ok && a.sweep.svg ? a.sweep.svg : "";
     if (a.sweep && !a.sweep.ok) $("plot").textContent = a.sweep.error;
     $("timing").textContent = `answered in ${a.ms.toFixed(0)} ms`;
@@ -144,15 +146,20 @@ function show(a) {
     document.body.dataset.state = "done";
 }
 
-/* ---- one answer: the estimate, the largest batch on the GPU, the sweep ---- */
+/* ---- one answer: the estimate, the largest batch (and sequence) on the GPU, the sweep ---- */
 function answer() {
     const t0 = performance.now(), f = formPairs(), mode = val("mode");
-    const a = {cli: cliCommand(f.pairs) + (val("extra") ? " " + val("extra") : ""), main: null, maxBatch: null, sweep: null};
+    const a = {cli: cliCommand(f.pairs) + (val("extra") ? " " + val("extra") : ""), main: null, maxBatch: null, maxSeq: null, sweep: null};
     f.pairs = f.pairs.concat(f.extra);
     a.main = f.error ? {ok: false, status: 2, error: f.error} : runRequest(f.pairs);
     const batchModes = ["train", "lora", "qlora", "infer", "generate"];
     if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory)
         a.maxBatch = runRequest(f.pairs.concat([["max_batch", null]]));
+    if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory) {
+        /* --max-seq: a config's sequence length; for a model file the library refuses it, and the page shows none */
+        const ms = runRequest(f.pairs.concat([["max_seq", null]]));
+        a.maxSeq = ms.ok ? ms : null;
+    }
     if (a.main.ok && val("sweep") && batchModes.includes(mode)) {
         const sp = f.pairs.filter(([n]) => n !== "batch").concat([["sweep", val("sweep")], ["plot", PLOT_FILE]]);
         a.sweep = runRequest(sp);

@@ -8,7 +8,7 @@
  *    option combinations: the page's JSON is the CLI's `-f json` for the
  *    command the page shows ("copy as CLI command"), its displayed peak the
  *    JSON's peak_allocated, its error line the CLI's stderr line;
- *  - --max-batch (the page's largest batch) equals the CLI's;
+ *  - --max-batch and --max-seq (the page's largest batch, sequence) equal the CLI's;
  *  - the sweep plot: the page's SVG text is the file the CLI's --plot writes,
  *    and the browser lays it out (a non-empty bounding box);
  *  - a config given by the file chooser and one dropped on the page;
@@ -58,9 +58,9 @@ async function answer(page, fragment) {
     await page.waitForFunction(() => document.body.dataset.state === "done", {timeout: 60000});
     return page.evaluate(() => {
         const a = window.vramcalcPage.last(), $ = (id) => document.getElementById(id);
-        return {cli: a.cli, main: a.main, maxBatch: a.maxBatch, sweep: a.sweep, ms: a.ms,
+        return {cli: a.cli, main: a.main, maxBatch: a.maxBatch, maxSeq: a.maxSeq, sweep: a.sweep, ms: a.ms,
             peak: $("peak").dataset.bytes, peakText: $("peak").textContent, error: $("error").hidden ? "" : $("error").textContent,
-            maxbatch: $("maxbatch").dataset.batch, plotBox: (() => {
+            maxbatch: $("maxbatch").dataset.batch, maxseq: $("maxseq").dataset.seq, plotBox: (() => {
                 const s = document.querySelector("#plot svg");
                 if (!s) return null;
                 const b = s.getBoundingClientRect();
@@ -92,6 +92,10 @@ function compare(name, a) {
         const m = JSON.parse(cli([...argv, "--max-batch", "-f", "json"]).out);
         check(a.maxbatch === String(m.max_batch), `${name}: the page's max batch is the CLI's --max-batch`,
             `${a.maxbatch} vs ${m.max_batch}`);
+    }
+    if (a.maxSeq) {
+        const m = JSON.parse(cli([...argv, "--max-seq", "-f", "json"]).out);
+        check(a.maxseq === String(m.max_seq), `${name}: the page's max seq is the CLI's --max-seq`, `${a.maxseq} vs ${m.max_seq}`);
     }
 }
 
@@ -182,7 +186,7 @@ async function main() {
         ms.sort((x, y) => x - y);
         console.log(`benchmark: ${what}: ${ms[2].toFixed(0)} ms (median of 5; min ${ms[0].toFixed(0)}, max ${ms[4].toFixed(0)})`);
     };
-    await bench("8B QLoRA (llama-3.1-8b --qlora --gpu rtx4090, the estimate and --max-batch)",
+    await bench("8B QLoRA (llama-3.1-8b --qlora --gpu rtx4090, the estimate, --max-batch and --max-seq)",
         "example=tests/data/hf/llama-3.1-8b.json&mode=qlora&gpu=rtx4090");
     await bench("ResNet-50 --max-batch --gpu a100-80gb (the estimate and --max-batch)",
         "example=examples/resnet50.json&gpu=a100-80gb");
