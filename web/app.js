@@ -139,6 +139,7 @@ function show(a) {
     $("maxbatch").dataset.batch = mb && mb.ok ? JSON.parse(mb.json).max_batch : "";
     $("maxseq").textContent = a.maxSeq ? tableLine(a.maxSeq.table, /^\s+max seq/) : "";
     $("maxseq").dataset.seq = a.maxSeq ? JSON.parse(a.maxSeq.json).max_seq : "";
+    /* the library's SVG (src/api/svg.c escapes every text it writes, the model's name included) */
     $("plot").innerHTML = a.sweep && a.sweep.ok && a.sweep.svg ? a.sweep.svg : "";
     if (a.sweep && !a.sweep.ok) $("plot").textContent = a.sweep.error;
     $("timing").textContent = `answered in ${a.ms.toFixed(0)} ms`;
@@ -153,9 +154,8 @@ function answer() {
     f.pairs = f.pairs.concat(f.extra);
     a.main = f.error ? {ok: false, status: 2, error: f.error} : runRequest(f.pairs);
     const batchModes = ["train", "lora", "qlora", "infer", "generate"];
-    if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory)
-        a.maxBatch = runRequest(f.pairs.concat([["max_batch", null]]));
     if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory) {
+        a.maxBatch = runRequest(f.pairs.concat([["max_batch", null]]));
         /* --max-seq: a config's sequence length; for a model file the library refuses it, and the page shows none */
         const ms = runRequest(f.pairs.concat([["max_seq", null]]));
         a.maxSeq = ms.ok ? ms : null;
@@ -267,7 +267,16 @@ async function start() {
     window.addEventListener("hashchange", () => { loadFragment(); modeChanged(); schedule(); });
     const copy = (text, btn) => {
         const done = () => { const t = btn.textContent; btn.textContent = "Copied"; setTimeout(() => (btn.textContent = t), 1200); };
-        if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, () => {});
+        const fallback = () => { /* no clipboard API (an older browser, a page not thought secure) */
+            const t = document.createElement("textarea");
+            t.value = text;
+            document.body.appendChild(t);
+            t.select();
+            if (document.execCommand("copy")) done();
+            t.remove();
+        };
+        if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, fallback);
+        else fallback();
     };
     $("copycli").addEventListener("click", () => copy(last ? last.cli : "", $("copycli")));
     $("copylink").addEventListener("click", () => copy(location.href, $("copylink")));

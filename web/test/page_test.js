@@ -11,6 +11,7 @@
  *  - --max-batch and --max-seq (the page's largest batch, sequence) equal the CLI's;
  *  - the sweep plot: the page's SVG text is the file the CLI's --plot writes,
  *    and the browser lays it out (a non-empty bounding box);
+ *  - "copy as CLI command" and the share link (a fresh page, the same answer);
  *  - a config given by the file chooser and one dropped on the page;
  *  - the CLI compiled to WebAssembly (NODE_CLI, under node) prints what the
  *    native one prints on figures above 4 GiB (32-bit size_t).
@@ -154,6 +155,26 @@ async function main() {
     cli(["examples/resnet50.json", "--gpu", "a100-80gb", "--sweep", "1,64,256,1024", "--plot", plotFile]);
     check(sw.sweep && fs.existsSync(plotFile) && sw.sweep.svg === fs.readFileSync(plotFile, "utf8"),
         "the page's plot is the CLI's --plot file");
+
+    /* the buttons: "copy as CLI command" copies the command compared above; the share link
+     * (the page's URL, options in the #fragment) opened afresh gives the same answer */
+    const shared = await answer(page, "example=tests/data/hf/qwen3-8b.json&mode=lora&lora=32&precision=bf16&gpu=a100-80gb&batch=2");
+    const copied = await page.evaluate(async () => {
+        const got = [];
+        Object.defineProperty(navigator, "clipboard", {value: {writeText: (t) => { got.push(t); return Promise.resolve(); }}});
+        document.getElementById("copycli").click();
+        document.getElementById("copylink").click();
+        return got;
+    });
+    check(copied[0] === shared.cli, "copy as CLI command: the command shown", JSON.stringify(copied));
+    check(/^file:.*#/.test(copied[1] || "") && /lora=32/.test(copied[1]) && /example=tests%2Fdata%2Fhf%2Fqwen3-8b\.json/.test(copied[1]),
+        "copy share link: the options and the example in the fragment", copied[1]);
+    const page2 = await browser.newPage();
+    await page2.goto(copied[1]);
+    await page2.waitForFunction(() => document.body.dataset.state === "done", {timeout: 60000});
+    const again = await page2.evaluate(() => window.vramcalcPage.last());
+    check(again.main.ok && again.main.json === shared.main.json && again.cli === shared.cli, "the share link gives the same answer");
+    await page2.close();
 
     /* a config by the file chooser, one dropped on the page */
     await answer(page, "mode=qlora&gpu=rtx4090");
