@@ -12,7 +12,8 @@
  *  - the sweep plot: the page's SVG text is the file the CLI's --plot writes,
  *    and the browser lays it out (a non-empty bounding box);
  *  - "copy as CLI command" and the share link (a fresh page, the same answer);
- *  - a config given by the file chooser and one dropped on the page;
+ *  - a config given by the file chooser, one dropped on the page, a pasted model
+ *    JSON and a broken one (its error line the CLI's for a file of that name);
  *  - the CLI compiled to WebAssembly (NODE_CLI, under node) prints what the
  *    native one prints on figures above 4 GiB (32-bit size_t).
  * Logs the page's answer times (benchmark figures, not assertions) and saves
@@ -39,9 +40,9 @@ function check(ok, what, detail) {
     }
 }
 
-function cli(args, exe = CLI) {
+function cli(args, exe = CLI, cwd = ROOT) {
     const r = spawnSync(exe === NODE_CLI ? "node" : exe, exe === NODE_CLI ? [NODE_CLI, ...args] : args,
-        {cwd: ROOT, encoding: "utf8"});
+        {cwd, encoding: "utf8"});
     return {out: r.stdout, err: r.stderr, rc: r.status};
 }
 
@@ -199,6 +200,29 @@ async function main() {
     check(got.main.ok && JSON.parse(got.main.json).memory.peak_allocated === JSON.parse(c.out).memory.peak_allocated,
         "a dropped config.json: the CLI's peak");
     check(got.cli.startsWith("vramcalc config.json --qlora"), "a dropped file: the command names it", got.cli);
+
+    /* pasted JSON: a model file, then a broken one (the CLI's line:col error for a file of that name) */
+    const paste = async (t) => {
+        await page.evaluate((x) => {
+            document.body.dataset.state = "busy";
+            document.getElementById("paste").value = x;
+            document.getElementById("usepaste").click();
+        }, t);
+        await page.waitForFunction(() => document.body.dataset.state === "done");
+        return page.evaluate(() => window.vramcalcPage.last());
+    };
+    await answer(page, "example=examples/mlp.json&batch=16");
+    const mlp = fs.readFileSync(path.join(ROOT, "examples/mlp.json"), "utf8");
+    got = await paste(mlp);
+    c = cli(["examples/mlp.json", "--batch", "16", "-f", "json"]);
+    check(got.main.ok && JSON.parse(got.main.json).memory.peak_allocated === JSON.parse(c.out).memory.peak_allocated,
+        "pasted model JSON: the CLI's peak");
+    const broken = mlp.replace(/"layers"/, '"layers" 3,');
+    got = await paste(broken);
+    fs.writeFileSync(path.join(OUT, "pasted.json"), broken);
+    c = cli(["pasted.json", "--batch", "16"], CLI, OUT);
+    check(!got.main.ok && c.rc === 2 && got.main.error === c.err.trim(), "pasted broken JSON: the CLI's error line",
+        `page: ${got.main.error}\ncli:  ${c.err.trim()}`);
 
     /* answer times (a benchmark, not an assertion): the median of 5, each a fresh answer */
     const bench = async (what, fragment) => {
