@@ -15,7 +15,7 @@ let M = null;          /* the emscripten module */
 let OPTIONS = {};      /* the option table by name: flag, type, choices, default */
 let FLAGS = {};        /* by the CLI's long name */
 let model = null;      /* {name, text, example} */
-let last = null;       /* the latest answer: {pairs, cli, main, maxBatch, sweep, ms} */
+let last = null;       /* the latest answer: {cli, main, maxBatch, maxSeq, sweep, ms} */
 
 /* ---- the library's calls ---- */
 function call(fn, args) {
@@ -41,18 +41,27 @@ function runRequest(pairs) {
 /* ---- the form into [name, value] pairs, in the CLI's order ---- */
 function val(id) { return $(id).value.trim(); }
 
-/* "--flag value --other" by the option table: a flag takes no value */
+/* "More options": the CLI's words ("--flag value", "--flag=value", "-b 4") by
+ * the option table; a flag takes no value. The messages are src/cli/main.c's. */
+function unquote(w) { return w.replace(/^(["'])(.*)\1$/, "$2"); }
 function parseExtra(text) {
     const pairs = [], words = text.match(/"[^"]*"|'[^']*'|\S+/g) || [];
     for (let i = 0; i < words.length; i++) {
-        let w = words[i].replace(/^(["'])(.*)\1$/, "$2"), v = null;
+        const word = unquote(words[i]);
+        let w = word, v = null, o = null;
         const eq = w.indexOf("=");
         if (w.startsWith("--") && eq > 0) { v = w.slice(eq + 1); w = w.slice(0, eq); }
-        const o = w.startsWith("--") ? FLAGS[w.slice(2)] : null;
-        if (!o) return {error: `vramcalc: unknown option '${w}' (see vramcalc --help)`};
+        if (w.startsWith("--")) o = FLAGS[w.slice(2)];
+        else if (/^-[A-Za-z]$/.test(w)) o = Object.values(OPTIONS).find((x) => x.letter === w[1]);
+        if (!o && /^-[A-Za-z]$/.test(w)) return {error: `vramcalc: unknown option '${w}' (see vramcalc --help)`};
+        if (!o) {
+            const near = M.ccall("vcw_suggest", "number", ["string"], [w]);
+            return {error: near ? `vramcalc: unknown option '${word}'; did you mean '--${M.UTF8ToString(near)}'?`
+                : `vramcalc: unknown option '${word}' (see vramcalc --help)`};
+        }
         if (o.arg && v === null) {
             if (i + 1 >= words.length) return {error: `vramcalc: ${w} needs a value (see vramcalc --help)`};
-            v = words[++i].replace(/^(["'])(.*)\1$/, "$2");
+            v = unquote(words[++i]);
         }
         pairs.push([o.name, o.arg ? v : null]);
     }
@@ -79,8 +88,7 @@ function formPairs() {
     add("parallel", "parallel");
     add("tp", "tp");
     const extra = parseExtra(val("extra"));
-    if (extra.error) return extra;
-    return {pairs: p.concat(extra.pairs)};
+    return {pairs: p, extra: extra.pairs || [], error: extra.error};
 }
 
 /* The command line for the same request: the option table's flags. */
@@ -129,6 +137,9 @@ function show(a) {
     const mb = a.maxBatch;
     $("maxbatch").textContent = mb ? (mb.ok ? tableLine(mb.table, /^\s+max (batch|seq)/) : mb.error) : "";
     $("maxbatch").dataset.batch = mb && mb.ok ? JSON.parse(mb.json).max_batch : "";
+    $("maxseq").textContent = a.maxSeq ? tableLine(a.maxSeq.table, /^\s+max seq/) : "";
+    $("maxseq").dataset.seq = a.maxSeq ? JSON.parse(a.maxSeq.json).max_seq : "";
+    /* the library's SVG (src/api/svg.c escapes every text it writes, the model's name included) */
     $("plot").innerHTML = a.sweep && a.sweep.ok && a.sweep.svg ? a.sweep.svg : "";
     if (a.sweep && !a.sweep.ok) $("plot").textContent = a.sweep.error;
     $("timing").textContent = `answered in ${a.ms.toFixed(0)} ms`;
@@ -136,15 +147,19 @@ function show(a) {
     document.body.dataset.state = "done";
 }
 
-/* ---- one answer: the estimate, the largest batch on the GPU, the sweep ---- */
+/* ---- one answer: the estimate, the largest batch (and sequence) on the GPU, the sweep ---- */
 function answer() {
     const t0 = performance.now(), f = formPairs(), mode = val("mode");
-    const a = {pairs: f.pairs || [], cli: f.error ? "" : cliCommand(f.pairs), main: null, maxBatch: null, sweep: null};
-    if (f.error) a.main = {ok: false, error: f.error};
-    else a.main = runRequest(f.pairs);
+    const a = {cli: cliCommand(f.pairs) + (val("extra") ? " " + val("extra") : ""), main: null, maxBatch: null, maxSeq: null, sweep: null};
+    f.pairs = f.pairs.concat(f.extra);
+    a.main = f.error ? {ok: false, status: 2, error: f.error} : runRequest(f.pairs);
     const batchModes = ["train", "lora", "qlora", "infer", "generate"];
-    if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory)
+    if (a.main.ok && val("gpu") && batchModes.includes(mode) && JSON.parse(a.main.json).memory) {
         a.maxBatch = runRequest(f.pairs.concat([["max_batch", null]]));
+        /* --max-seq: a config's sequence length; for a model file the library refuses it, and the page shows none */
+        const ms = runRequest(f.pairs.concat([["max_seq", null]]));
+        a.maxSeq = ms.ok ? ms : null;
+    }
     if (a.main.ok && val("sweep") && batchModes.includes(mode)) {
         const sp = f.pairs.filter(([n]) => n !== "batch").concat([["sweep", val("sweep")], ["plot", PLOT_FILE]]);
         a.sweep = runRequest(sp);
@@ -173,7 +188,7 @@ function saveFragment() {
 }
 function loadFragment() {
     const q = new URLSearchParams(location.hash.slice(1));
-    for (const id of FIELDS) if (q.has(id)) $(id).value = q.get(id);
+    for (const id of FIELDS) $(id).value = q.get(id) || (id === "mode" ? "train" : ""); /* absent: the default */
     if (q.has("example")) pickExample(q.get("example"));
 }
 
@@ -252,7 +267,16 @@ async function start() {
     window.addEventListener("hashchange", () => { loadFragment(); modeChanged(); schedule(); });
     const copy = (text, btn) => {
         const done = () => { const t = btn.textContent; btn.textContent = "Copied"; setTimeout(() => (btn.textContent = t), 1200); };
-        if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, () => {});
+        const fallback = () => { /* no clipboard API (an older browser, a page not thought secure) */
+            const t = document.createElement("textarea");
+            t.value = text;
+            document.body.appendChild(t);
+            t.select();
+            if (document.execCommand("copy")) done();
+            t.remove();
+        };
+        if (navigator.clipboard) navigator.clipboard.writeText(text).then(done, fallback);
+        else fallback();
     };
     $("copycli").addEventListener("click", () => copy(last ? last.cli : "", $("copycli")));
     $("copylink").addEventListener("click", () => copy(location.href, $("copylink")));

@@ -6,6 +6,7 @@
  * between JavaScript and a request:
  *   vcw_options()  the option table (vc_option_at) as JSON, for the form and
  *                  the "copy as CLI command" spelling (--flag)
+ *   vcw_suggest()  the nearest option to a misspelt one (vc_option_suggest)
  *   vcw_run()      options (table names and values, in order) and a model
  *                  file in emscripten's in-memory file system -> the
  *                  response as the CLI's table and JSON texts, the SVG of
@@ -73,6 +74,14 @@ char *vcw_options(void)
         if (o->help) cJSON_AddStringToObject(r, "help", help);
     }
     return print_free(a);
+}
+
+/* The option nearest to a misspelt one, as the CLI suggests it (its flag,
+ * without "--"), or NULL. */
+const char *vcw_suggest(const char *arg)
+{
+    const vc_option_info *o = vc_option_suggest(arg, VC_SPELL_CLI);
+    return o ? o->flag : NULL;
 }
 
 /* The CLI's error line (src/cli/parse.c, die_err): the message with its
