@@ -42,7 +42,7 @@ SAMPLES = {
     "prompt": [512], "new_tokens": [64], "kv_bits": [2], "kv_group_size": [32], "kv_residual_length": [64],
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
-    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16],
+    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "grad_ckpt_every": [2],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}
@@ -65,7 +65,7 @@ NEEDS = {
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
     "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
-    "columns": {"format": "csv"}, "activations": {"params": 10 ** 9},
+    "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "grad_ckpt_every": {"grad_ckpt": True},
 }
 MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}

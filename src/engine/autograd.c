@@ -439,6 +439,7 @@ static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
         s_unref(b, g, inst);
     }
     if (b->layout->grad && *pg == g) b->layout->grad(b, p, inst); /* its post-accumulate hook (ZeRO-2) */
+    if (b->o.optim_in_bwd) vc__step_in_backward(b, p); /* --optim-in-bwd: the step in the hook (state.c) */
 }
 
 static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
@@ -688,6 +689,44 @@ static void reset_run(vc_build *b)
     }
 }
 
+/* One step: forward and backward (twice with accumulation or a pipeline
+ * stage's micro-batches), then the optimizer step. `last`: the step whose
+ * forward's end is marked (the steady one). */
+static void train_step(vc_build *b, bool last)
+{
+    const int64_t micro = b->m->stage.micro_batches;
+    int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
+    for (int pass = 0; pass < passes && !b->st; pass++) {
+        if (pass) reset_run(b);
+        /* a pipeline stage (pipeline.c): the second backward of a step, into
+         * existing gradients, with the micro-batches its schedule then holds */
+        if (pass && b->npp) vc__pp_second(b);
+        if (pass == 0 && vc__pp_holds(b->m)) {
+            size_t s0 = b->ns;
+            forward(b);
+            sent_output(b);
+            vc__pp_hold(b, s0);
+            reset_run(b);
+        }
+        forward(b);
+        int32_t sent = sent_output(b);
+        if (pass == 0 && last && b->gen.split_op < 0) mark_fwd_end(b);
+        if (b->train) backward(b);
+        for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
+            s_unref(b, b->t[b->val_t[i]].stor, -1);
+        s_unref(b, sent, -1);
+    }
+    if (b->npp) vc__pp_release(b);
+    if (b->train && b->optim->steps) vc__optimizer_step(b);
+    else if (b->train) {
+        b->phase = VC_PHASE_IDLE;
+        for (size_t p = 0; p < b->m->npar; p++)
+            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+        for (size_t i = 0; i < b->nflat; i++)
+            if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
+    }
+}
+
 void vc__execute(vc_build *b)
 {
     b->cur_op = -1;
@@ -724,36 +763,13 @@ void vc__execute(vc_build *b)
         b->layout->flat(b);
         if (b->st) return;
     }
+    /* --first-step: the first step, its optimizer state made by step(), then a
+     * steady one (state.c lazy_states) */
+    b->lazy_pass = b->o.first_step && b->train && b->optim->steps;
+    int nsteps = b->lazy_pass ? 2 : 1;
     vc__persistent(b);
-    const int64_t micro = b->m->stage.micro_batches;
-    int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
-    for (int pass = 0; pass < passes && !b->st; pass++) {
-        if (pass) reset_run(b);
-        /* a pipeline stage (pipeline.c): the second backward of a step, into
-         * existing gradients, with the micro-batches its schedule then holds */
-        if (pass && b->npp) vc__pp_second(b);
-        if (pass == 0 && vc__pp_holds(b->m)) {
-            size_t s0 = b->ns;
-            forward(b);
-            sent_output(b);
-            vc__pp_hold(b, s0);
-            reset_run(b);
-        }
-        forward(b);
-        int32_t sent = sent_output(b);
-        if (pass == 0 && b->gen.split_op < 0) mark_fwd_end(b);
-        if (b->train) backward(b);
-        for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
-            s_unref(b, b->t[b->val_t[i]].stor, -1);
-        s_unref(b, sent, -1);
-    }
-    if (b->npp) vc__pp_release(b);
-    if (b->train && b->optim->steps) vc__optimizer_step(b);
-    else if (b->train) {
-        b->phase = VC_PHASE_IDLE;
-        for (size_t p = 0; p < b->m->npar; p++)
-            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
-        for (size_t i = 0; i < b->nflat; i++)
-            if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
+    for (int step = 0; step < nsteps && !b->st; step++) {
+        if (step) reset_run(b);
+        train_step(b, step == nsteps - 1);
     }
 }

@@ -260,6 +260,7 @@ struct vc_build {
     vc_status st;
     int64_t blo, bhi;             /* the batches this plan is valid for (vc_batch_range): [1, INT64_MAX] unless a layer narrowed it */
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
+    bool lazy_pass;               /* --first-step: the first step runs, the optimizer state is not made yet */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;
@@ -377,6 +378,7 @@ void vc__model_hook(vc_build *b, bool begin);
 /* state.c: the persistent state in steady state; the optimizer step and zero_grad */
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
+void vc__step_in_backward(vc_build *b, size_t p);
 
 /* What the layout files share (each layout's own hooks are static in its file,
  * reached through its descriptor: policy.h vc_layout_desc, layout.c's registry).

@@ -143,6 +143,7 @@ typedef struct {
     double imbalance;
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
+    int64_t ckpt_every; /* with ckpt: only layers i with (i + 1) % ckpt_every == 0 checkpointed (1: all) */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
 } arch;
 

@@ -29,6 +29,8 @@ def args_for(case):
          "-p", case["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
     if case.get("gradient_checkpointing"):
         a.append("--grad-ckpt")
+    if case.get("ckpt_every"):  # every N-th decoder layer checkpointed
+        a += ["--grad-ckpt-every", str(case["ckpt_every"])]
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
     if case.get("loss_chunks"):  # --loss chunked's num_output_chunks

@@ -235,6 +235,19 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(mean):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, loss="mean", held_out=(i % 3 == 2)))
+    # --grad-ckpt-every N (issue 26 item 3): every N-th decoder layer checkpointed (torchtune's
+    # ac_mode selective, ac_option N). Every third held out.
+    every = [
+        ("llama_small", 2, 64, "adamw", "fp32", 0, 2),
+        ("llama_small", 2, 64, "adamw", "bf16", 8, 2),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0, 3),
+        ("mixtral_small", 2, 40, "adamw", "bf16", 0, 2),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8, 2),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 0, 2),
+    ]
+    for i, (cfg, b, s, o, p, l, n) in enumerate(every):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, ckpt_every=n, lora=l, held_out=(i % 3 == 2)))
     return out
 
 
@@ -247,6 +260,8 @@ def argv_of(c):
         a += ["--seq", str(c["seq"]), "--optim", c["optim"]]
         if c["ckpt"]:
             a.append("--ckpt")
+        if c.get("ckpt_every"):
+            a += ["--ckpt-every", str(c["ckpt_every"])]
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
             if c.get("lora_targets"):
