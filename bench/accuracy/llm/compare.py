@@ -37,6 +37,8 @@ def args_for(case):
         a += ["--loss-chunks", str(case["loss_chunks"])]
     if case.get("zero_grad"):  # zero_grad(set_to_none=False)
         a += ["--zero-grad", case["zero_grad"]]
+    if case.get("optim_in_bwd"):  # torchtune's optimizer_in_bwd
+        a.append("--optim-in-bwd")
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
     lora = case.get("lora")

@@ -69,6 +69,9 @@ def parse_args(argv):
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
+    ap.add_argument("--optim-in-bwd", action="store_true",
+                    help="torchtune's optimizer_in_bwd: a one-parameter optimizer per trainable parameter, stepped "
+                    "and zero_grad(set_to_none=True) from its gradient hook inside backward (InBackward)")
     ap.add_argument("--hold-output", action="store_true",
                     help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
                     "out.loss.backward(); then dropped")
@@ -124,6 +127,39 @@ class KeepGrads:
                 grads.append(p.grad)
         if grads:
             torch._foreach_zero_(grads)
+
+
+class InBackward:
+    """torchtune's optimizer_in_bwd (recipes/full_finetune_single_device.py _setup_optimizer @ bd2a0fc7:
+    optim_dict = {p: optimizer([p])}; torchtune/training/memory.py register_optim_in_bwd_hooks:
+    p.register_post_accumulate_grad_hook(optim_step), optim_step = optim_dict[p].step();
+    optim_dict[p].zero_grad()). torch 1.13 has no register_post_accumulate_grad_hook (2.1+): the
+    pattern before it, a post hook on the parameter's AccumulateGrad node (kept alive here, so the
+    graph reuses it), runs at the same point: once AccumulateGrad has put the gradient in p.grad,
+    before the engine runs the next node. The loop's own step() and zero_grad() do nothing, as the
+    recipe skips them."""
+
+    def __init__(self, params, make):
+        self.opts = {p: make([p]) for p in params}
+        self.nodes = []
+        for p in params:
+            node = p.expand_as(p).grad_fn.next_functions[0][0]  # p's AccumulateGrad
+
+            def hook(grad_inputs, grad_outputs, p=p):
+                self.opts[p].step()
+                self.opts[p].zero_grad(set_to_none=True)
+            node.register_hook(hook)
+            self.nodes.append(node)
+
+    @property
+    def state(self):
+        return {k: v for o in self.opts.values() for k, v in o.state.items()}
+
+    def step(self):
+        pass
+
+    def zero_grad(self, set_to_none=True):
+        pass
 
 
 def main(argv):
@@ -220,7 +256,8 @@ def main(argv):
             tr.tag(name)
 
         model.train()
-        opt = optim2x.make(trainable, args.optim)
+        opt = optim2x.make(trainable, args.optim) if not args.optim_in_bwd else \
+            InBackward(trainable, lambda ps: optim2x.make(ps, args.optim))
         if args.zero_grad == "zero":
             opt = KeepGrads(opt, trainable)
         def per_op_log(step):
@@ -237,6 +274,7 @@ def main(argv):
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
             **({"hold_output": True} if args.hold_output else {}),
+            **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),

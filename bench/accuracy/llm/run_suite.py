@@ -248,6 +248,20 @@ def cases():
     for i, (cfg, b, s, o, p, l, n) in enumerate(every):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=True, ckpt_every=n, lora=l, held_out=(i % 3 == 2)))
+    # --optim-in-bwd (issue 26 item 4): torchtune's optimizer_in_bwd, a one-parameter optimizer
+    # stepped from each gradient's hook (measure_llm.py InBackward). Short sequences, so that the
+    # step, not the logits, holds the peak. Every third held out.
+    inbwd = [
+        ("llama_small", 1, 16, "adamw", "fp32", False, 0),
+        ("qwen2_small", 1, 16, "adam", "bf16", False, 0),
+        ("mixtral_small", 1, 16, "adamw", "bf16", False, 0),
+        ("llama_small", 2, 32, "sgd", "fp32", False, 0),
+        ("gemma2_small", 1, 16, "adamw", "bf16", True, 0),
+        ("llama_small", 1, 32, "adamw", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(inbwd):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, optim_in_bwd=True, held_out=(i % 3 == 2)))
     return out
 
 
@@ -276,6 +290,8 @@ def argv_of(c):
             a += ["--zero-grad", c["zero_grad"]]
         if c.get("hold_output"):
             a.append("--hold-output")
+        if c.get("optim_in_bwd"):
+            a.append("--optim-in-bwd")
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
