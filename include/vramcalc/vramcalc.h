@@ -464,6 +464,11 @@ typedef struct {
      * activations left; the peak and the reserve over both steps; 0, the steady state alone
      * (the state made before the step) */
     int first_step;
+    /* --grad-ckpt-ops (docs/llm.md): 1, every checkpointed region runs torchtitan's op-level
+     * selective activation checkpointing (SelectiveAC / _apply_op_sac): the outputs of its mm
+     * (every other one, from the first) and SDPA kernels kept from forward, the rest recomputed,
+     * the recompute run to the region's end (early_stop=False); 0, everything recomputed */
+    int ckpt_ops;
 } vc_options;
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */

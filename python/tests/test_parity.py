@@ -66,6 +66,7 @@ NEEDS = {
     "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "grad_ckpt_every": {"grad_ckpt": True},
+    "grad_ckpt_ops": {"grad_ckpt": True},
 }
 MODEL_OF = {"ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}

@@ -326,6 +326,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
     case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
     case VC_OPT_OPTIM_IN_BWD: o->optim_in_bwd = on; return VC_OK;
+    case VC_OPT_GRAD_CKPT_OPS: o->ckpt_ops = on; return VC_OK;
     case VC_OPT_FIRST_STEP: o->first_step = on; return VC_OK;
     case VC_OPT_ZERO_GRAD:
         o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;

@@ -5,6 +5,7 @@
  * step (src/engine/state.c). The result is the plan's batch-independent list of
  * alloc/free events (sizes are per-sample plus fixed element counts).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +147,39 @@ static int op_packs(vc_build *b, int32_t k)
     return r;
 }
 
+/* --grad-ckpt-ops: op k's output storage s kept from forward for its recompute
+ * (torch/utils/checkpoint.py _CachingTorchDispatchMode: a MUST_SAVE op's outputs, each
+ * detached, appended to storage[func]) */
+static void sac_keep(vc_build *b, int32_t k, int32_t s)
+{
+    GROW(b->sac, b->nsac, b->csac, b);
+    if (b->st) return;
+    s_ref(b, s);
+    if (!b->op[k].nsac) b->op[k].sac0 = (int32_t)b->nsac;
+    b->sac[b->nsac++] = s;
+    b->op[k].nsac++;
+}
+
+/* ... and handed back to the recompute in the same order, the reference moving to
+ * the recomputed tensor (_CachedTorchDispatchMode: storage[func].pop(0), the op not run) */
+static int32_t sac_take(vc_build *b, int32_t k, int *j)
+{
+    op_t *op = &b->op[k];
+    if (*j >= op->nsac) return -1;
+    int32_t s = b->sac[op->sac0 + *j];
+    b->sac[op->sac0 + (*j)++] = -1;
+    return s;
+}
+
+/* The outputs kept for a recompute that never ran go with the graph (the
+ * checkpoint frame's storage). */
+static void sac_drop(vc_build *b)
+{
+    for (size_t j = 0; j < b->nsac; j++) s_unref(b, b->sac[j], -1);
+    for (size_t k = 0; b->nsac && k < b->nop; k++) b->op[k].nsac = 0;
+    b->nsac = 0;
+}
+
 /* Runs op k's forward: outputs, extras, temporaries, saves. */
 static void fwd_op(vc_build *b, int32_t k, bool save)
 {
@@ -154,6 +188,10 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
     item_t *its = op_items(b, k);
     int32_t inst = op->inst;
     bool keep = op->rg && save;
+    /* --grad-ckpt-ops: a MUST_SAVE op of a region keeps its outputs in forward and
+     * gives them back in the recompute, where it does not run */
+    bool caching = op->sac && !save && b->train, cached = op->sac && b->recomputing && op->nsac > 0;
+    int taken = 0;
     op->sv0 = (int32_t)b->nsv;
     op->nsv = 0;
     for (int32_t i = 0; i < op->nit; i++) {
@@ -164,17 +202,21 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = b->t[t->base].stor;
                 s_ref(b, t->stor);
             } else {
-                t->stor = s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+                t->stor = cached ? sac_take(b, k, &taken) : s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+                if (caching) sac_keep(b, k, t->stor);
             }
         } else if (it->type == IT_EXTRA) {
             /* a parameter's gradient made in forward (vc_op_extra_grad) is a gradient */
             int32_t gt = it->in >= 0 ? in_tensor(b, k, it->in) : -1;
             bool pgrad = gt >= 0 && b->t[gt].param >= 0;
-            push_saved(b, s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst));
+            int32_t s = cached ? sac_take(b, k, &taken) : s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst);
+            if (caching) sac_keep(b, k, s);
+            push_saved(b, s);
             op->nsv++;
         }
     }
-    run_temps(b, its, op->nit, IT_FTEMP, inst);
+    if (cached) op->nsac = 0; /* all given back */
+    else run_temps(b, its, op->nit, IT_FTEMP, inst);
     if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
         b->nsv -= (size_t)op->nsv;
@@ -195,6 +237,38 @@ static void drop_ref(vc_build *b, int32_t t, int32_t inst)
 {
     if (b->t[t].persistent || b->t[t].stor < 0) return;
     s_unref(b, b->t[t].stor, inst);
+}
+
+/* --grad-ckpt-ops: torchtitan's op-level selective activation checkpointing, which
+ * ops of each region keep their outputs (torchtitan/distributed/activation_checkpoint.py
+ * _apply_op_sac @ 1f029641, with torchtitan/models/llama3/parallelize.py's _op_sac_save_list):
+ * the policy returns MUST_SAVE for an op in the save list (aten.mm, aten.linear, the
+ * _scaled_dot_product_{flash,efficient,cudnn}_attention kernels, aten.max, ...) except
+ * every second mm or linear of the region's forward (a counter per checkpoint call,
+ * `meta[mm_count_key] % 2 == 0`: the 2nd, 4th, ... recomputed), PREFER_RECOMPUTE for the
+ * rest. The ops are those the dispatch mode sees, below autograd: a Linear without a bias
+ * is aten.mm, with one (a 3-D contiguous input) aten.addmm, neither saved nor counted;
+ * eager or math attention's bmm and softmax are not in the list. Not modelled: the
+ * force-recompute list (per_op_sac_force_recompute_mm_shapes_by_fqns: torchtitan's
+ * "moe.router.gate" names no module of a Hugging Face model) and the communication ops
+ * (no _c10d_functional op in a one-GPU step). Refused without checkpoint regions. */
+static int sac_policy(vc_build *b)
+{
+    static const char *const saved[] = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                                        "_scaled_dot_product_cudnn_attention", "max", NULL};
+    int32_t *mm = calloc((size_t)b->nreg + 1, sizeof *mm);
+    if (!mm) return b->st = VC_ERR_NOMEM;
+    for (size_t k = 0; k < b->nop; k++) {
+        op_t *op = &b->op[k];
+        if (op->region < 0 || !op->name) continue;
+        if (!strcmp(op->name, "mm")) {
+            op->sac = ++mm[op->region] % 2 == 1;
+            continue;
+        }
+        for (int i = 0; saved[i]; i++) op->sac |= !strcmp(op->name, saved[i]);
+    }
+    free(mm);
+    return 0;
 }
 
 /* Liveness: per-op release lists for the forward (rel) and the checkpoint
@@ -225,6 +299,16 @@ static int build_liveness(vc_build *b)
             R->last = (int32_t)k;
             if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
         }
+        for (int r = 0; r < b->nreg; r++) b->reg[r].stop = b->o.ckpt_ops ? b->reg[r].last : b->reg[r].last_save;
+        if (b->o.ckpt_ops && sac_policy(b)) { free(last); free(rlast); return b->st; }
+    }
+    if (b->o.ckpt_ops && (b->nreg == 0 || b->o.ckpt_ops != 1) && b->train) {
+        free(last);
+        free(rlast);
+        b->why_opt = "--grad-ckpt-ops";
+        snprintf(b->why, sizeof b->why, "%s", b->o.ckpt_ops != 1 ? "invalid value"
+                 : "the model has no checkpointed layers: add --grad-ckpt (a config.json) or \"checkpoint\": true");
+        return b->st = VC_ERR_USAGE;
     }
     for (size_t i = 0; i < nt; i++) {
         last[i] = b->t[i].op;
@@ -258,8 +342,8 @@ static int build_liveness(vc_build *b)
         int r = t->op >= 0 ? b->op[t->op].region : -1;
         /* an explicit release (a C++ local, a Python variable) holds in the recompute too */
         if (r >= 0 && t->release > rlast[i] && b->op[t->release].region == r) rlast[i] = t->release;
-        if (r < 0 || t->op > b->reg[r].last_save) rlast[i] = -1;
-        else if (rlast[i] > b->reg[r].last_save) rlast[i] = b->reg[r].last_save;
+        if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
+        else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }
     for (size_t i = 0; i < nt; i++) {
         if (last[i] >= 0) b->rel_off[last[i] + 1]++;
@@ -413,11 +497,14 @@ static void recompute(vc_build *b, int r)
 {
     region_t *R = &b->reg[r];
     R->recomputed = true;
-    for (int32_t k = R->first; k <= R->last_save && !b->st; k++) {
-        if (k == R->last_save && op_packs(b, k) == 1) save_inputs_only(b, k);
+    b->recomputing = true;
+    for (int32_t k = R->first; k <= R->stop && !b->st; k++) {
+        /* --grad-ckpt-ops: torchtitan's early_stop=False, the region run to its end */
+        if (k == R->last_save && !b->o.ckpt_ops && op_packs(b, k) == 1) save_inputs_only(b, k);
         else fwd_op(b, k, true);
         release_list(b, b->rrel_off, b->rrel, k);
     }
+    b->recomputing = false;
 }
 
 /* AccumulateGrad for parameter p runs once its InputBuffer has every
@@ -624,6 +711,7 @@ static void backward(vc_build *b)
     int32_t loss_stor = b->loss_t >= 0 ? L->stor : -1;
     int32_t held_stor = b->held_out_t >= 0 ? b->t[b->held_out_t].stor : -1; /* --hold-output */
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
+        sac_drop(b);
         s_unref(b, loss_stor, -1);
         s_unref(b, held_stor, -1);
         return;
@@ -664,6 +752,7 @@ static void backward(vc_build *b)
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
         b->reg[r].nh = 0;
     }
+    sac_drop(b);
     for (size_t i = 0; i < b->nt; i++)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
     s_unref(b, root, -1);

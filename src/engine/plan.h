@@ -55,7 +55,9 @@ typedef struct {
     int32_t inst, region;
     int32_t it0, nit;
     bool rg, gemm, lt; /* lt: a GEMM through cuBLASLt (vc_op_gemm_lt) */
+    bool sac;         /* --grad-ckpt-ops: in a region, its outputs kept from forward (MUST_SAVE) */
     int32_t sv0, nsv; /* saved storages (execution) */
+    int32_t sac0, nsac; /* --grad-ckpt-ops: its outputs kept from forward, in b->sac */
 } op_t;
 
 typedef struct {
@@ -101,6 +103,7 @@ typedef struct {
 
 typedef struct {
     int32_t first, last, last_save;
+    int32_t stop;    /* the recompute's last op: last_save (early stop), or last (--grad-ckpt-ops) */
     int32_t h0, nh;  /* external input tensors held (in rel pool) */
     bool recomputed;
 } region_t;
@@ -281,6 +284,8 @@ struct vc_build {
     int32_t *rel_off, *rel;           /* per-op release lists (forward) */
     int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
     region_t *reg; int nreg;
+    int32_t *sac; size_t nsac, csac;  /* --grad-ckpt-ops: outputs kept from forward (op_t.sac0) */
+    bool recomputing;                 /* a region's forward runs again */
     int32_t *hold; size_t nhold;
     int32_t *pgrad;                   /* parameter -> grad storage (.grad) */
     int32_t *pedges;                  /* parameter -> gradient edges into its AccumulateGrad */

@@ -31,6 +31,8 @@ def args_for(case):
         a.append("--grad-ckpt")
     if case.get("ckpt_every"):  # every N-th decoder layer checkpointed
         a += ["--grad-ckpt-every", str(case["ckpt_every"])]
+    if case.get("ckpt_ops"):  # torchtitan's op-level selective AC
+        a.append("--grad-ckpt-ops")
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
     if case.get("loss_chunks"):  # --loss chunked's num_output_chunks

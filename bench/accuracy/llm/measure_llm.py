@@ -53,6 +53,8 @@ def parse_args(argv):
     ap.add_argument("--ckpt-every", type=int, default=1,
                     help="with --ckpt: only every N-th decoder layer checkpointed, counting from 1 (torchtune's "
                     "ac_mode selective, ac_option N)")
+    ap.add_argument("--ckpt-ops", action="store_true",
+                    help="with --ckpt: torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)")
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
     ap.add_argument("--lora-alpha", type=float, default=16)
     ap.add_argument("--lora-dropout", type=float, default=0.0)
@@ -192,6 +194,7 @@ def main(argv):
     if args.ckpt:
         model.gradient_checkpointing = True
         model.ckpt_every = args.ckpt_every
+        model.ckpt_ops = args.ckpt_ops
     if args.lora:
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
@@ -199,7 +202,7 @@ def main(argv):
                      autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype,
                      # --ckpt-every N > 1 is torchtune's selective layer AC: its LoRA recipes make no
                      # input require grad (PEFT's enable_input_require_grads is a PeftModel's)
-                     input_require_grads=args.ckpt_every == 1)
+                     input_require_grads=args.ckpt_every == 1 and not args.ckpt_ops)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
@@ -273,13 +276,15 @@ def main(argv):
             **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
+            **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),
                       **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
-                      "input_require_grads": bool(args.ckpt) and args.ckpt_every == 1} if args.lora else None),
+                      "input_require_grads": bool(args.ckpt) and args.ckpt_every == 1 and not args.ckpt_ops}
+                     if args.lora else None),
             "peak_allocated": int(tr.O.opobs_peak()),
             "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
             "after_build_bytes": int(after_build), "steady_bytes": int(steady),

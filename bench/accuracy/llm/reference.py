@@ -647,6 +647,7 @@ class CausalLM(nn.Module):
         # every N-th decoder layer checkpointed (counting from 1), 1: all: torchtune's selective layer
         # AC (torchtune/training/activations.py checkpoint_wrapper @ bd2a0fc7: `_count % every_x_layer == 0`)
         self.ckpt_every = 1
+        self.ckpt_ops = False  # torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)
         H, V = cfg.hidden_size, cfg.vocab_size
         if self.neox:
             self.embed_in = nn.Embedding(V, H)
@@ -676,6 +677,9 @@ class CausalLM(nn.Module):
         if self.gradient_checkpointing and self.training:
             count = next(i for i, m in enumerate(self.layers) if m is layer) + 1
             if count % self.ckpt_every == 0:
+                if self.ckpt_ops:
+                    import ac_replica
+                    return ac_replica.checkpoint_sac(layer.__call__, *args)
                 return vctorch._checkpoint2x(layer.__call__, *args)
         return layer(*args)
 

@@ -262,6 +262,20 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(inbwd):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, optim_in_bwd=True, held_out=(i % 3 == 2)))
+    # --grad-ckpt-ops (issue 26 item 3): torchtitan's op-level selective AC in each checkpointed
+    # layer (ac_replica.py: its policy through torch 1.13's TorchDispatchMode). Every third held out.
+    sac = [
+        ("llama_small", 2, 64, "adamw", "fp32", 0, 1),
+        ("llama_small", 4, 128, "sgd", "bf16", 0, 1),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0, 1),
+        ("mixtral_small", 2, 40, "sgd", "bf16", 0, 1),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8, 1),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 0, 2),
+    ]
+    for i, (cfg, b, s, o, p, l, n) in enumerate(sac):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, ckpt_ops=True, lora=l, held_out=(i % 3 == 2),
+                        **({"ckpt_every": n} if n > 1 else {})))
     return out
 
 
@@ -276,6 +290,8 @@ def argv_of(c):
             a.append("--ckpt")
         if c.get("ckpt_every"):
             a += ["--ckpt-every", str(c["ckpt_every"])]
+        if c.get("ckpt_ops"):
+            a.append("--ckpt-ops")
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
             if c.get("lora_targets"):
