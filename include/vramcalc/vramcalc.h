@@ -469,7 +469,14 @@ typedef struct {
      * (every other one, from the first) and SDPA kernels kept from forward, the rest recomputed,
      * the recompute run to the region's end (early_stop=False); 0, everything recomputed */
     int ckpt_ops;
+    /* --act-offload (docs/llm.md): torchtune's OffloadActivations around the model's forward
+     * (torchtune/training/_activation_offloading.py): VC_ACT_OFFLOAD_STREAMS (use_streams=True,
+     * its default) or _SYNC (use_streams=False); _NONE (0) none */
+    int act_offload;
 } vc_options;
+#define VC_ACT_OFFLOAD_NONE 0
+#define VC_ACT_OFFLOAD_STREAMS 1
+#define VC_ACT_OFFLOAD_SYNC 2
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
 #define VC_CUDA_DEFAULT 1300

@@ -42,7 +42,7 @@ SAMPLES = {
     "prompt": [512], "new_tokens": [64], "kv_bits": [2], "kv_group_size": [32], "kv_residual_length": [64],
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
-    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "grad_ckpt_every": [2],
+    "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "grad_ckpt_every": [2], "act_offload": ["sync"],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}

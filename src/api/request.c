@@ -327,6 +327,10 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
     case VC_OPT_OPTIM_IN_BWD: o->optim_in_bwd = on; return VC_OK;
     case VC_OPT_GRAD_CKPT_OPS: o->ckpt_ops = on; return VC_OK;
+    case VC_OPT_ACT_OFFLOAD:
+        o->act_offload = !strcmp(v, "none") ? VC_ACT_OFFLOAD_NONE : !strcmp(v, "streams") ? VC_ACT_OFFLOAD_STREAMS
+                       : !strcmp(v, "sync") ? VC_ACT_OFFLOAD_SYNC : -1;
+        return choose(name, v, o->act_offload, info->choices, err);
     case VC_OPT_FIRST_STEP: o->first_step = on; return VC_OK;
     case VC_OPT_ZERO_GRAD:
         o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;

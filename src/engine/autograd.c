@@ -180,6 +180,145 @@ static void sac_drop(vc_build *b)
     b->nsac = 0;
 }
 
+/* --act-offload: torchtune's OffloadActivations (torchtune/training/_activation_offloading.py
+ * @ bd2a0fc7), a saved_tensors_hooks pair around the model's forward (the recipes'
+ * `with self.activations_handling_ctx: outputs = self._model(**batch)`; the loss outside it;
+ * get_act_offloading_ctx_manager puts the output head under a NoOpManager).
+ *
+ * pack_tensor: every saved tensor gets the next id; one on the GPU of at least
+ * min_offload_size (1,024) bytes that is not a Parameter or buffer is copied into a pinned
+ * CPU tensor (empty_like(pin_memory=True), copy_(non_blocking=True)), and autograd keeps
+ * only the id: its GPU storage goes with the forward's own references. use_streams (the
+ * default): the copy runs on a second stream and the activation is kept in fwd_stash until
+ * a later offloaded pack whose id is max_fwd_stash_size (5) past it (`id <= tensor_id -
+ * max_fwd_stash_size`); what is left there at the end of forward goes in backward, after the
+ * first node that unpacks, and an id still there is unpacked from it, not from the CPU.
+ *
+ * unpack: the CPU copy brought back, `.to(device, non_blocking=True)`, a new GPU tensor.
+ * Without streams it is the node's until its apply returns; with streams it is kept in
+ * bwd_tensor_stash until the hook of the next node that unpacks an offloaded tensor has run
+ * (`prev_node_ids`, freed in that node's post hook), the last ones at backward's end
+ * (queue_callback). The GPU bytes are derived from this source; the copies' CPU side, the
+ * events and the streams' timing are not modelled (the stream's frees are taken at the
+ * hooks, where the code waits on the events). The 1,024-byte test is made at this plan's
+ * batch, the plan's batch range narrowed to where it holds (vc_batch_range). */
+#define OFF_MIN_BYTES 1024
+#define OFF_STASH 5
+
+static bool off_streams(const vc_build *b) { return b->o.act_offload == VC_ACT_OFFLOAD_STREAMS; }
+
+/* numel(n) x dts at batch B, saturated at 2^62 */
+static int64_t off_bytes(const vc_numel *n, int64_t B, int64_t dts)
+{
+    const int64_t cap = INT64_C(1) << 62;
+    int64_t e;
+    if (__builtin_mul_overflow(n->ps, B, &e) || __builtin_add_overflow(e, n->fx, &e)) return cap;
+    if (n->div > 1 && __builtin_mul_overflow(e / n->div, (int64_t)(n->mul > 0 ? n->mul : 1), &e)) return cap;
+    if (__builtin_mul_overflow(e, dts, &e) || e > cap) return cap;
+    return e;
+}
+
+/* Whether storage s (of a saved tensor) is big enough to offload at this plan's batch;
+ * the plan's batch range narrowed to the batches where the answer is the same (the bytes
+ * do not fall as the batch grows). */
+static bool off_big(vc_build *b, int32_t s)
+{
+    const vc_numel *n = &b->s[s].n;
+    int64_t d = (int64_t)vc_dtype_size((vc_dtype)b->s[s].dt), B = b->batch;
+    bool big = off_bytes(n, B, d) >= OFF_MIN_BYTES;
+    if (n->ps == 0) return big;
+    int64_t lo = 1, hi = B; /* big: the first batch that is (in [1, B]); else the last that is not */
+    if (big) {
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (off_bytes(n, mid, d) >= OFF_MIN_BYTES) hi = mid;
+            else lo = mid + 1;
+        }
+        vc_batch_range(b, lo, VC_BATCH_ANY);
+    } else {
+        lo = B, hi = INT64_C(1) << 40;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo + 1) / 2;
+            if (off_bytes(n, mid, d) < OFF_MIN_BYTES) lo = mid;
+            else hi = mid - 1;
+        }
+        vc_batch_range(b, 1, lo);
+    }
+    return big;
+}
+
+/* A Parameter or a buffer, which pack_tensor never offloads (the model's inputs are
+ * offloaded: the batch stays, and a copy is brought back). */
+static bool off_kept(const vc_build *b, int32_t t)
+{
+    if (b->t[t].param >= 0) return true;
+    for (size_t i = 0; b->t[t].persistent && i < b->m->nbuf; i++)
+        if (b->buf_t[i] == t) return true;
+    return false;
+}
+
+/* pack_tensor for a tensor op k saves, in storage s: true when it is offloaded (autograd
+ * keeps no GPU reference; with streams the stash keeps one). */
+static bool off_pack(vc_build *b, int32_t k, int32_t s, bool persistent)
+{
+    const op_t *op = &b->op[k];
+    if (!b->o.act_offload || s < 0 || k < b->npre || k >= b->loss_op0 || op->region >= 0) return false;
+    int32_t id = ++b->pack_id;
+    if (persistent || b->s[s].cat == CAT_GRAD || b->s[s].cat == CAT_WEIGHT || !off_big(b, s)) return false;
+    if (off_streams(b)) {
+        size_t keep = 0; /* the stash's ids ascend: those at most id - 5 go */
+        while (keep < b->nstash && b->stash[2 * keep] <= id - OFF_STASH) keep++;
+        for (size_t j = 0; j < keep; j++) s_unref(b, b->stash[2 * j + 1], op->inst);
+        memmove(b->stash, b->stash + 2 * keep, (b->nstash - keep) * 2 * sizeof *b->stash);
+        b->nstash -= keep;
+        if (2 * b->nstash + 2 > b->cstash) {
+            size_t nc = b->cstash ? 2 * b->cstash : 64;
+            int32_t *ns = realloc(b->stash, nc * sizeof *ns);
+            if (!ns) { b->st = VC_ERR_NOMEM; return false; }
+            b->stash = ns;
+            b->cstash = nc;
+        }
+        s_ref(b, s);
+        b->stash[2 * b->nstash] = id;
+        b->stash[2 * b->nstash++ + 1] = s;
+    }
+    return true;
+}
+
+/* The forward stash emptied (in backward, after the first unpacking node; or at its end). */
+static void off_stash_clear(vc_build *b, int32_t inst)
+{
+    for (size_t j = 0; j < b->nstash; j++) s_unref(b, b->stash[2 * j + 1], inst);
+    b->nstash = 0;
+}
+
+/* Node k's offloaded saved tensors unpacked before its apply: from the forward stash if
+ * there, else brought back into a new GPU tensor. Returns whether any was offloaded (the
+ * node registers the streams' hook). */
+static bool off_unpack(vc_build *b, int32_t k, int32_t *brought, int *nb)
+{
+    op_t *op = &b->op[k];
+    bool any = false;
+    *nb = 0;
+    for (int32_t j = 0; j < op->nsv; j++) {
+        int32_t e = b->sv[op->sv0 + j];
+        if (e >= 0 || e == -1) continue;
+        int32_t s = ~e;
+        any = true;
+        bool stashed = false;
+        for (size_t i = 0; i < b->nstash && !stashed; i++) stashed = b->stash[2 * i + 1] == s;
+        if (stashed) {
+            s_ref(b, s);
+            b->sv[op->sv0 + j] = s;
+            continue;
+        }
+        int32_t c = s_alloc(b, b->s[s].n, b->s[s].dt, CAT_ACT, op->inst);
+        b->sv[op->sv0 + j] = c;
+        if (*nb < VC_MAX_INPUTS * 4) brought[(*nb)++] = c;
+    }
+    return any;
+}
+
 /* Runs op k's forward: outputs, extras, temporaries, saves. */
 static void fwd_op(vc_build *b, int32_t k, bool save)
 {
@@ -223,10 +362,22 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
         op->nsv = 0;
         return;
     }
+    for (int32_t j = 0; j < op->nsv && b->o.act_offload; j++) { /* --act-offload: the extras packed */
+        int32_t s = b->sv[op->sv0 + j];
+        if (off_pack(b, k, s, false)) {
+            s_unref(b, s, inst);
+            b->sv[op->sv0 + j] = ~s;
+        }
+    }
     for (int32_t i = 0; i < op->nit; i++) {
         item_t *it = &its[i];
         if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
         int32_t s = b->t[it->t].stor;
+        if (off_pack(b, k, s, off_kept(b, it->t))) { /* --act-offload: only the id is kept */
+            push_saved(b, ~s);
+            op->nsv++;
+            continue;
+        }
         s_ref(b, s);
         push_saved(b, s);
         op->nsv++;
@@ -443,6 +594,7 @@ static void forward(vc_build *b)
 {
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
+    b->pack_id = 0; /* --act-offload: a new forward's ids (the tracker is empty again) */
     for (int32_t k = 0; k < b->npre && !b->st; k++) { /* the root pre-forward's input casts (plan.c cast_inputs) */
         fwd_op(b, k, true);
         release_list(b, b->rel_off, b->rel, k);
@@ -588,6 +740,10 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         op = &b->op[k];
         its = op_items(b, k);
     }
+    /* --act-offload: its offloaded saved tensors unpacked (off_unpack) */
+    int32_t brought[VC_MAX_INPUTS * 4];
+    int nbrought = 0;
+    bool unpacked = b->o.act_offload && off_unpack(b, k, brought, &nbrought);
     /* The node's backward (apply): new gradients and its transients. */
     int ng = 0, nfull = 0;
     int32_t full[VC_MAX_INPUTS * 4];
@@ -634,6 +790,14 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
         op->nsv = 0;
     }
+    /* --act-offload: a tensor brought back is apply's own without streams (gone when it
+     * returns); with streams bwd_tensor_stash keeps it (the reference moves there) */
+    for (int j = 0; j < nbrought; j++)
+        for (int32_t i = 0; i < op->nsv; i++)
+            if (b->sv[op->sv0 + i] == brought[j]) {
+                if (!off_streams(b)) s_unref(b, brought[j], op->inst);
+                b->sv[op->sv0 + i] = -1;
+            }
     /* validate_outputs: sum_to of gradients for broadcast inputs */
     for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
         item_t *it = &its[i];
@@ -654,6 +818,16 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
     for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
     op->nsv = 0;
+    if (unpacked && off_streams(b)) { /* the node's post hook: the forward stash, then the previous node's */
+        off_stash_clear(b, op->inst);
+        for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], op->inst);
+        b->nbwd = 0;
+        for (int j = 0; j < nbrought; j++) {
+            GROW(b->bwd, b->nbwd, b->cbwd, b);
+            if (b->st) break;
+            b->bwd[b->nbwd++] = brought[j];
+        }
+    }
     for (int32_t i = 0; i < op->nit; i++) {
         if (its[i].type != IT_OUT) continue;
         tens_t *t = &b->t[its[i].t];
@@ -712,6 +886,7 @@ static void backward(vc_build *b)
     int32_t held_stor = b->held_out_t >= 0 ? b->t[b->held_out_t].stor : -1; /* --hold-output */
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
         sac_drop(b);
+        off_stash_clear(b, -1);
         s_unref(b, loss_stor, -1);
         s_unref(b, held_stor, -1);
         return;
@@ -753,6 +928,9 @@ static void backward(vc_build *b)
         b->reg[r].nh = 0;
     }
     sac_drop(b);
+    off_stash_clear(b, -1); /* --act-offload: queue_callback's wait_and_del_remaining_references */
+    for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], -1);
+    b->nbwd = 0;
     for (size_t i = 0; i < b->nt; i++)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
     s_unref(b, root, -1);
@@ -816,9 +994,44 @@ static void train_step(vc_build *b, bool last)
     }
 }
 
+/* --act-offload: what it is modelled with, and the output head (torchtune's model.output, the
+ * NoOpManager's): the instance named lm_head (embed_out for GPT-NeoX), else none, as
+ * get_act_offloading_ctx_manager warns; the ops from its first on are not offloaded
+ * (loss_op0 moved there: torchtune's head and the loss after the model; a soft-capping
+ * between the two, which torchtune's Gemma-2 would offload, is not). 0, or VC_ERR_USAGE. */
+static int off_setup(vc_build *b)
+{
+    const vc_model *m = b->m;
+    b->head_inst = -1;
+    if (!b->o.act_offload) return 0;
+    const char *why = b->o.act_offload != VC_ACT_OFFLOAD_STREAMS && b->o.act_offload != VC_ACT_OFFLOAD_SYNC ? "invalid value"
+                    : !b->train ? "it offloads what training saves"
+                    : m->nregions > 0 ? "with checkpointed layers (the checkpoint's inputs offloaded, brought back by "
+                                        "its recompute) is not modelled"
+                    : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "modelled on one GPU (no parallel layout, no --pp)"
+                    : NULL;
+    if (why) {
+        b->why_opt = "--act-offload";
+        snprintf(b->why, sizeof b->why, "%s", why);
+        return b->st = VC_ERR_USAGE;
+    }
+    for (size_t i = 0; i < m->ninst; i++)
+        if (m->inst[i].name && (!strcmp(m->inst[i].name, "lm_head") || !strcmp(m->inst[i].name, "embed_out")))
+            b->head_inst = (int32_t)i;
+    /* the hooks see the ops before the head's first (after it: the head under the NoOpManager,
+     * what follows it in the model's forward, the loss outside the context) */
+    for (int32_t k = 0; k < b->loss_op0 && b->head_inst >= 0; k++)
+        if (b->op[k].inst == b->head_inst) {
+            b->loss_op0 = k;
+            break;
+        }
+    return 0;
+}
+
 void vc__execute(vc_build *b)
 {
     b->cur_op = -1;
+    if (off_setup(b)) return;
     size_t np = b->m->npar + 1;
     b->pgrad = malloc(np * sizeof *b->pgrad);
     b->pedges = calloc(np, sizeof *b->pedges);

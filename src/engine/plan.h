@@ -285,6 +285,13 @@ struct vc_build {
     int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
     region_t *reg; int nreg;
     int32_t *sac; size_t nsac, csac;  /* --grad-ckpt-ops: outputs kept from forward (op_t.sac0) */
+    /* --act-offload (autograd.c off_*): the ops the offload hooks see end before loss_op0 (the
+     * loss's first, or the output head's, head_inst, under torchtune's NoOpManager); pack_id counts the
+     * forward's packs; stash: (pack id, storage) kept on the GPU until the copy stream is done
+     * (fwd_stash); bwd: the tensors the last unpacking node brought back (bwd_tensor_stash) */
+    int32_t loss_op0, head_inst, pack_id;
+    int32_t *stash; size_t nstash, cstash; /* pairs */
+    int32_t *bwd; size_t nbwd, cbwd;
     bool recomputing;                 /* a region's forward runs again */
     int32_t *hold; size_t nhold;
     int32_t *pgrad;                   /* parameter -> grad storage (.grad) */

@@ -131,3 +131,50 @@ def checkpoint_sac(fn, *args):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack), _Caching(policy, storage):
         return fn(*args)
+
+
+class OffloadActivations(torch.autograd.graph.saved_tensors_hooks):
+    """torchtune's OffloadActivations with use_streams=False (torchtune/training/
+    _activation_offloading.py @ bd2a0fc7: pack_tensor, unpack_tensor_single_stream), on the CPU.
+    pack: every saved tensor gets the next id; one of at least min_offload_size (1,024) bytes that
+    is not a Parameter is copied out (empty_like(pin_memory=True) + copy_) and only the id is
+    kept; else the tensor itself. unpack: the copy brought back (`.to(device, non_blocking=True)`,
+    a new tensor), the tracker entry dropped. Here "the device" is c10's CPU allocator, which the
+    harness counts, and "the CPU" a NumPy array, which it does not (bf16 kept as int16 bits): the
+    counted bytes are the GPU's. torch 1.13 has no torch.nn.Buffer, so no buffer is singled out
+    (torchtune's hasattr test), as in a release without it."""
+
+    def __init__(self, min_offload_size=1024):
+        self.tracker = {}
+        self.tensor_id = 0
+        self.min_bytes = min_offload_size
+
+        def pack(activation):
+            self.tensor_id += 1
+            tid = self.tensor_id
+            num_bytes = activation.element_size() * activation.nelement()
+            if num_bytes >= self.min_bytes and not isinstance(activation, torch.nn.Parameter):
+                x = activation.detach()
+                bits = x.view(torch.int16) if x.dtype == torch.bfloat16 else x
+                self.tracker[tid] = (bits.numpy().copy(), x.dtype, tuple(x.shape), True)
+            else:
+                self.tracker[tid] = (activation, None, None, False)
+            return tid
+
+        def unpack(tid):
+            held, dtype, shape, modified = self.tracker.pop(tid)
+            if not modified:
+                return held
+            t = torch.from_numpy(held)
+            if dtype == torch.bfloat16:
+                t = t.view(torch.bfloat16)
+            return t.reshape(shape).clone()  # the copy brought back: one new tensor of the same bytes
+
+        super().__init__(pack, unpack)
+
+
+class NoOpManager(torch.autograd.graph.saved_tensors_hooks):
+    """torchtune's NoOpManager: identity hooks, so an outer OffloadActivations sees nothing."""
+
+    def __init__(self):
+        super().__init__(lambda t: t, lambda t: t)

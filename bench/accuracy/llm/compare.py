@@ -39,6 +39,8 @@ def args_for(case):
         a += ["--loss-chunks", str(case["loss_chunks"])]
     if case.get("zero_grad"):  # zero_grad(set_to_none=False)
         a += ["--zero-grad", case["zero_grad"]]
+    if case.get("act_offload"):  # torchtune's OffloadActivations
+        a += ["--act-offload", case["act_offload"]]
     if case.get("optim_in_bwd"):  # torchtune's optimizer_in_bwd
         a.append("--optim-in-bwd")
     if case.get("hold_output"):  # the loop keeps `out` through backward

@@ -74,6 +74,9 @@ def parse_args(argv):
     ap.add_argument("--optim-in-bwd", action="store_true",
                     help="torchtune's optimizer_in_bwd: a one-parameter optimizer per trainable parameter, stepped "
                     "and zero_grad(set_to_none=True) from its gradient hook inside backward (InBackward)")
+    ap.add_argument("--act-offload", default="none", choices=["none", "sync"],
+                    help="torchtune's OffloadActivations(use_streams=False) around the model's forward, the "
+                    "output head and what follows it under its NoOpManager (ac_replica.py)")
     ap.add_argument("--hold-output", action="store_true",
                     help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
                     "out.loss.backward(); then dropped")
@@ -244,13 +247,32 @@ def main(argv):
                 del logits
                 return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
-            loss, logits = model(input_ids, labels=labels)
+            if offload is not None:
+                # torchtune's `with self.activations_handling_ctx: outputs = self._model(...)`; the
+                # head's pre-hook enters the NoOpManager (get_act_offloading_ctx_manager), here kept
+                # until the model returns, so the loss computed after the head is not offloaded
+                with offload:
+                    loss, logits = model(input_ids, labels=labels)
+                    if noop_on:
+                        noop.__exit__()
+                        noop_on.clear()
+            else:
+                loss, logits = model(input_ids, labels=labels)
             if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
                 held.append(logits)
             del logits
             return loss
 
         held = []
+        offload = None
+        if args.act_offload == "sync":
+            import ac_replica
+            offload, noop, noop_on = ac_replica.OffloadActivations(), ac_replica.NoOpManager(), []
+
+            def enter_noop(*_):
+                noop.__enter__()
+                noop_on.append(1)
+            (model.embed_out if cfg.model_type == "gpt_neox" else model.lm_head).register_forward_pre_hook(enter_noop)
 
         def tag(name):
             # --hold-output: `out` goes once loss.backward() has returned (train_steps tags sN.opt next)
@@ -279,6 +301,7 @@ def main(argv):
             **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
+            **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),

@@ -276,6 +276,22 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=True, ckpt_ops=True, lora=l, held_out=(i % 3 == 2),
                         **({"ckpt_every": n} if n > 1 else {})))
+    # --act-offload sync (issue 26 item 3): torchtune's OffloadActivations(use_streams=False)
+    # (ac_replica.py: the copies kept outside the counted allocator). Every third held out.
+    offl = [
+        ("llama_small", 2, 64, "sgd", "fp32", 0),
+        ("llama_small", 2, 64, "adamw", "bf16", 0),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", 0),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8),
+        ("gpt_neox_small", 2, 64, "adamw", "bf16", 0),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 8),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", 0),
+        ("llama_small", 4, 128, "sgd", "bf16", 8),
+    ]
+    for i, (cfg, b, s, o, p, l) in enumerate(offl):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=l, act_offload="sync", held_out=(i % 3 == 2)))
     return out
 
 
@@ -292,6 +308,8 @@ def argv_of(c):
             a += ["--ckpt-every", str(c["ckpt_every"])]
         if c.get("ckpt_ops"):
             a.append("--ckpt-ops")
+        if c.get("act_offload"):
+            a += ["--act-offload", c["act_offload"]]
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
             if c.get("lora_targets"):
