@@ -264,7 +264,8 @@ static bool off_pack(vc_build *b, int32_t k, int32_t s, bool persistent)
     const op_t *op = &b->op[k];
     if (!b->o.act_offload || s < 0 || k < b->npre || k >= b->loss_op0 || op->region >= 0) return false;
     int32_t id = ++b->pack_id;
-    if (persistent || b->s[s].cat == CAT_GRAD || b->s[s].cat == CAT_WEIGHT || !off_big(b, s)) return false;
+    /* (storage 0, the first parameter's, is never offloaded: ~0 would read as none) */
+    if (persistent || s == 0 || b->s[s].cat == CAT_GRAD || b->s[s].cat == CAT_WEIGHT || !off_big(b, s)) return false;
     if (off_streams(b)) {
         size_t keep = 0; /* the stash's ids ascend: those at most id - 5 go */
         while (keep < b->nstash && b->stash[2 * keep] <= id - OFF_STASH) keep++;
