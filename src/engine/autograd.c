@@ -259,17 +259,24 @@ static bool off_kept(const vc_build *b, int32_t t)
 
 /* pack_tensor for a tensor op k saves, in storage s: true when it is offloaded (autograd
  * keeps no GPU reference; with streams the stash keeps one). */
+static bool off_pack_in(vc_build *b, int32_t s, bool persistent, int32_t inst);
 static bool off_pack(vc_build *b, int32_t k, int32_t s, bool persistent)
 {
     const op_t *op = &b->op[k];
     if (!b->o.act_offload || s < 0 || k < b->npre || k >= b->loss_op0 || op->region >= 0) return false;
+    return off_pack_in(b, s, persistent, op->inst);
+}
+
+/* ... the pack itself, in the offload context (instance inst) */
+static bool off_pack_in(vc_build *b, int32_t s, bool persistent, int32_t inst)
+{
     int32_t id = ++b->pack_id;
     /* (storage 0, the first parameter's, is never offloaded: ~0 would read as none) */
     if (persistent || s == 0 || b->s[s].cat == CAT_GRAD || b->s[s].cat == CAT_WEIGHT || !off_big(b, s)) return false;
     if (off_streams(b)) {
         size_t keep = 0; /* the stash's ids ascend: those at most id - 5 go */
         while (keep < b->nstash && b->stash[2 * keep] <= id - OFF_STASH) keep++;
-        for (size_t j = 0; j < keep; j++) s_unref(b, b->stash[2 * j + 1], op->inst);
+        for (size_t j = 0; j < keep; j++) s_unref(b, b->stash[2 * j + 1], inst);
         memmove(b->stash, b->stash + 2 * keep, (b->nstash - keep) * 2 * sizeof *b->stash);
         b->nstash -= keep;
         if (2 * b->nstash + 2 > b->cstash) {
@@ -315,7 +322,7 @@ static bool off_unpack(vc_build *b, int32_t k, int32_t *brought, int *nb)
         }
         int32_t c = s_alloc(b, b->s[s].n, b->s[s].dt, CAT_ACT, op->inst);
         b->sv[op->sv0 + j] = c;
-        if (*nb < VC_MAX_INPUTS * 4) brought[(*nb)++] = c;
+        if (*nb < VC_MAX_INPUTS * 4 - 1) brought[(*nb)++] = c; /* (one slot is the recompute's) */
     }
     return any;
 }
@@ -527,6 +534,9 @@ static void hold_region_inputs(vc_build *b, int r)
     region_t *R = &b->reg[r];
     R->h0 = (int32_t)b->nhold;
     R->nh = 0;
+    R->off_t = R->off_s = -1;
+    bool first = b->o.act_offload != 0;
+    if (first) b->pack_id++; /* _NoopSaveInputs' dummy: torch.empty((0,)), kept */
     for (int32_t k = R->first; k <= R->last; k++) {
         item_t *its = op_items(b, k);
         for (int32_t i = 0; i < b->op[k].nit; i++) {
@@ -535,7 +545,21 @@ static void hold_region_inputs(vc_build *b, int r)
             if (t->persistent || (t->op >= 0 && b->op[t->op].region == r)) continue;
             bool dup = false;
             for (int32_t j = 0; j < R->nh; j++) dup |= b->hold[R->h0 + j] == t->stor;
-            if (dup) continue;
+            if (dup || t->stor == R->off_s) continue;
+            /* --act-offload: torch.utils.checkpoint's _NoopSaveInputs saves the block's
+             * positional tensors under the offload hooks (2.x _checkpoint_without_reentrant_
+             * generator: `input_saver = _NoopSaveInputs.apply(dummy, kwargs, *args)` before
+             * its own hooks): a Hugging Face decoder layer's hidden states, its first input
+             * (GradientCheckpointingLayer passes the rest as keyword arguments, bound in a
+             * partial, which the frame keeps) */
+            if (first) {
+                first = false;
+                if (off_pack_in(b, t->stor, off_kept(b, its[i].t), b->op[k].inst)) {
+                    R->off_t = its[i].t;
+                    R->off_s = t->stor;
+                    continue;
+                }
+            }
             int32_t *nh = realloc(b->hold, (b->nhold + 1) * sizeof *nh);
             if (!nh) { b->st = VC_ERR_NOMEM; return; }
             b->hold = nh;
@@ -735,16 +759,39 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     int32_t newt[VC_MAX_INPUTS * 4];
     module_boundary(b, op->inst);
     b->cur_op = k;
+    int32_t brought[VC_MAX_INPUTS * 4];
+    int nbrought = 0;
+    bool unpacked = false;
     if (op->region >= 0 && !b->reg[op->region].recomputed) {
+        /* --act-offload: the recompute's first unpack brings the block's offloaded input
+         * back (its frame's `args`, from ctx.saved_tensors) for the recomputed forward to read;
+         * this node is the current autograd node then */
+        region_t *R = &b->reg[op->region];
+        int32_t arg = -1;
+        if (R->off_s >= 0) {
+            unpacked = true;
+            bool stashed = false;
+            for (size_t i = 0; i < b->nstash && !stashed; i++) stashed = b->stash[2 * i + 1] == R->off_s;
+            if (stashed) s_ref(b, arg = R->off_s);
+            else arg = s_alloc(b, b->s[R->off_s].n, b->s[R->off_s].dt, CAT_ACT, op->inst);
+            b->t[R->off_t].stor = arg;
+        }
         recompute(b, op->region);
         b->cur_op = k;
         op = &b->op[k];
         its = op_items(b, k);
+        /* `args` goes when the recompute returns; a copy brought back with streams stays in
+         * bwd_tensor_stash (until the next unpacking node's hook) */
+        if (arg >= 0 && arg != R->off_s && off_streams(b)) brought[nbrought++] = arg;
+        else if (arg >= 0) s_unref(b, arg, op->inst);
+        R->off_s = -1;
     }
     /* --act-offload: its offloaded saved tensors unpacked (off_unpack) */
-    int32_t brought[VC_MAX_INPUTS * 4];
-    int nbrought = 0;
-    bool unpacked = b->o.act_offload && off_unpack(b, k, brought, &nbrought);
+    if (b->o.act_offload) {
+        int nb = 0;
+        unpacked |= off_unpack(b, k, brought + nbrought, &nb);
+        nbrought += nb;
+    }
     /* The node's backward (apply): new gradients and its transients. */
     int ng = 0, nfull = 0;
     int32_t full[VC_MAX_INPUTS * 4];
@@ -1007,8 +1054,6 @@ static int off_setup(vc_build *b)
     if (!b->o.act_offload) return 0;
     const char *why = b->o.act_offload != VC_ACT_OFFLOAD_STREAMS && b->o.act_offload != VC_ACT_OFFLOAD_SYNC ? "invalid value"
                     : !b->train ? "it offloads what training saves"
-                    : m->nregions > 0 ? "with checkpointed layers (the checkpoint's inputs offloaded, brought back by "
-                                        "its recompute) is not modelled"
                     : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "modelled on one GPU (no parallel layout, no --pp)"
                     : NULL;
     if (why) {

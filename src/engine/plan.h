@@ -105,6 +105,7 @@ typedef struct {
     int32_t first, last, last_save;
     int32_t stop;    /* the recompute's last op: last_save (early stop), or last (--grad-ckpt-ops) */
     int32_t h0, nh;  /* external input tensors held (in rel pool) */
+    int32_t off_t, off_s; /* --act-offload: its first input (tensor, storage) offloaded, -1 none */
     bool recomputed;
 } region_t;
 

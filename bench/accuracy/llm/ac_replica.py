@@ -178,3 +178,72 @@ class NoOpManager(torch.autograd.graph.saved_tensors_hooks):
 
     def __init__(self):
         super().__init__(lambda t: t, lambda t: t)
+
+
+class _NoopSaveInputs(torch.autograd.Function):
+    """2.x torch/utils/checkpoint.py _NoopSaveInputs: saves the block's positional tensors
+    (with the dummy) under whatever saved-tensor hooks are active outside the checkpoint."""
+
+    @staticmethod
+    def forward(ctx, dummy, x):
+        ctx.save_for_backward(dummy, x)
+        return torch.empty((0,))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise AssertionError("Did not expect to backward on this graph")
+
+
+def checkpoint_saving_inputs(fn, x, *rest):
+    """vctorch._checkpoint2x (2.x non-reentrant checkpoint, early stop) with its inputs kept as
+    2.x keeps them: `input_saver = _NoopSaveInputs.apply(dummy, kwargs, *args)` before the
+    checkpoint's own hooks, so an outer OffloadActivations packs them; the recompute's
+    `args = ctx.get_args(ctx.saved_tensors)` unpacks them and drops them when it returns. x is
+    the decoder layer's hidden states, the one positional tensor of transformers'
+    GradientCheckpointingLayer (the rest are keyword arguments bound in a partial, which the
+    frame keeps as they are: `rest` here)."""
+    dummy = torch.empty((0,), requires_grad=True)
+    saver = _NoopSaveInputs.apply(dummy, x)
+    holders = []
+    recomputed = weakref.WeakKeyDictionary()
+    done = [False]
+
+    def pack(t):
+        h = vctorch._Holder()
+        holders.append(weakref.ref(h))
+        return h
+
+    def recompute():
+        count = [0]
+        _, xr = saver.grad_fn.saved_tensors
+
+        def rpack(t):
+            h = holders[count[0]]()
+            count[0] += 1
+            if h is not None:
+                h.handle = vctorch._Handle()
+                recomputed[h.handle] = t.detach()
+            if count[0] == len(holders):
+                vctorch.HOOKS.read("checkpoint-early-stop")
+                raise vctorch._StopRecomputation()
+            return t.detach()
+
+        try:
+            with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(rpack, lambda t: t):
+                fn(xr, *rest)
+        except RuntimeError as e:  # 1.13 re-raises a hook's exception as RuntimeError
+            if "_StopRecomputation" not in str(e):
+                raise
+        except vctorch._StopRecomputation:
+            pass
+        done[0] = True
+
+    def unpack(h):
+        if not done[0]:
+            recompute()
+        ret = recomputed[h.handle]
+        h.handle = None
+        return ret
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        return fn(x, *rest)

@@ -198,6 +198,9 @@ def main(argv):
         model.gradient_checkpointing = True
         model.ckpt_every = args.ckpt_every
         model.ckpt_ops = args.ckpt_ops
+        # with offloading, the checkpoint's input goes through the offload hooks, as 2.x's
+        # _NoopSaveInputs saves it (the harness's _checkpoint2x keeps it in its closure)
+        model.ckpt_save_inputs = args.act_offload != "none"
     if args.lora:
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,

@@ -648,6 +648,7 @@ class CausalLM(nn.Module):
         # AC (torchtune/training/activations.py checkpoint_wrapper @ bd2a0fc7: `_count % every_x_layer == 0`)
         self.ckpt_every = 1
         self.ckpt_ops = False  # torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)
+        self.ckpt_save_inputs = False  # the checkpoint's input saved under outer hooks (ac_replica.py)
         H, V = cfg.hidden_size, cfg.vocab_size
         if self.neox:
             self.embed_in = nn.Embedding(V, H)
@@ -680,6 +681,9 @@ class CausalLM(nn.Module):
                 if self.ckpt_ops:
                     import ac_replica
                     return ac_replica.checkpoint_sac(layer.__call__, *args)
+                if self.ckpt_save_inputs:
+                    import ac_replica
+                    return ac_replica.checkpoint_saving_inputs(layer.__call__, *args)
                 return vctorch._checkpoint2x(layer.__call__, *args)
         return layer(*args)
 

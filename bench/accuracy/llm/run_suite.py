@@ -292,6 +292,20 @@ def cases():
     for i, (cfg, b, s, o, p, l) in enumerate(offl):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=l, act_offload="sync", held_out=(i % 3 == 2)))
+    # --act-offload sync with --grad-ckpt: each checkpointed layer's hidden states saved by
+    # _NoopSaveInputs under the offload hooks (ac_replica.py checkpoint_saving_inputs), brought back
+    # by the recompute. Full fine-tuning (LoRA: see docs/llm.md). Every third held out.
+    offc = [
+        ("llama_small", 2, 64, "sgd", "fp32"),
+        ("llama_small", 4, 128, "adamw", "bf16"),
+        ("qwen2_small", 2, 64, "sgd", "bf16"),
+        ("mixtral_small", 2, 40, "sgd", "bf16"),
+        ("gemma2_small", 2, 40, "sgd", "fp32"),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16"),
+    ]
+    for i, (cfg, b, s, o, p) in enumerate(offc):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, lora=0, act_offload="sync", held_out=(i % 3 == 2)))
     return out
 
 
