@@ -19,6 +19,8 @@ _vramcalc() {
         --lora-dtype) COMPREPLY=($(compgen -W 'auto fp32 bf16 fp16 model' -- "$cur")); return ;;
         --peft) COMPREPLY=($(compgen -W 'lora rslora pissa dora ia3 ln_tuning' -- "$cur")); return ;;
         --modules-to-save) return ;;
+        --grad-ckpt-every) return ;;
+        --act-offload) COMPREPLY=($(compgen -W 'none streams sync' -- "$cur")); return ;;
         --zero-grad) COMPREPLY=($(compgen -W 'none zero' -- "$cur")); return ;;
         --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean' -- "$cur")); return ;;
         --loss-chunks) return ;;
@@ -67,7 +69,7 @@ _vramcalc() {
         --activations) return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--batch -b --input --seq --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --peft --modules-to-save --grad-ckpt --zero-grad --hold-output --loss --loss-chunks --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --attention --torch --transformers --workspace --context --cuda --module-loading --bound --cudnn-table --alloc-conf --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
+        COMPREPLY=($(compgen -W '--batch -b --input --seq --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --peft --modules-to-save --grad-ckpt --grad-ckpt-every --grad-ckpt-ops --act-offload --zero-grad --optim-in-bwd --first-step --hold-output --loss --loss-chunks --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --attention --torch --transformers --workspace --context --cuda --module-loading --bound --cudnn-table --alloc-conf --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))

@@ -290,6 +290,8 @@ typedef struct {
     int sp;               /* 1: with sequence parallelism (tp >= 2) */
     vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
     int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
+    int64_t ckpt_every;   /* with checkpoint: only every ckpt_every-th decoder layer (counting from 1) checkpointed
+                           * (torchtune's ac_mode selective, ac_option N; torchtitan's selective_ac_option N); 0, 1: all */
 } vc_hf_options;
 VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json
@@ -494,9 +496,33 @@ typedef struct {
         double gc_threshold;          /* garbage_collection_threshold, 0: off */
         int roundup_power2_divisions; /* roundup_power2_divisions (one value for every size), 0: off */
     } alloc_conf;
+    /* --optim-in-bwd (docs/llm.md): 1, the optimizer runs inside backward, one parameter at a
+     * time, from its post-accumulate-grad hook (torchtune's optimizer_in_bwd, the PyTorch
+     * tutorial's pattern: Tensor.register_post_accumulate_grad_hook, torch 2.1+): each
+     * gradient is stepped on and freed as soon as AccumulateGrad has made it; 0, one
+     * optimizer.step() after backward */
+    int optim_in_bwd;
+    /* --first-step (docs/llm.md): 1, the run's first step and the one after it: the optimizer's
+     * state made lazily inside the first step() (torch/optim's _init_group: zeros_like(p) on the
+     * first call), so the caching allocator places it among the blocks the first step's
+     * activations left; the peak and the reserve over both steps; 0, the steady state alone
+     * (the state made before the step) */
+    int first_step;
+    /* --grad-ckpt-ops (docs/llm.md): 1, every checkpointed region runs torchtitan's op-level
+     * selective activation checkpointing (SelectiveAC / _apply_op_sac): the outputs of its mm
+     * (every other one, from the first) and SDPA kernels kept from forward, the rest recomputed,
+     * the recompute run to the region's end (early_stop=False); 0, everything recomputed */
+    int ckpt_ops;
+    /* --act-offload (docs/llm.md): torchtune's OffloadActivations around the model's forward
+     * (torchtune/training/_activation_offloading.py): VC_ACT_OFFLOAD_STREAMS (use_streams=True,
+     * its default) or _SYNC (use_streams=False); _NONE (0) none */
+    int act_offload;
 } vc_options;
 #define VC_BOUND_LOW 0
 #define VC_BOUND_HIGH 1
+#define VC_ACT_OFFLOAD_NONE 0
+#define VC_ACT_OFFLOAD_STREAMS 1
+#define VC_ACT_OFFLOAD_SYNC 2
 /* The CUDA runtime of the measurements the context model is fitted on (the
  * H200 run: torch 2.11.0+cu130), and the oldest and newest --cuda accepts. */
 #define VC_CUDA_DEFAULT 1300

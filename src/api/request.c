@@ -327,10 +327,18 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         return choose(name, v, o->offload_device, info->choices, err);
     case VC_OPT_NVME_GDS: o->nvme_gds = on; return VC_OK;
     case VC_OPT_HOLD_OUTPUT: o->hold_output = on; return VC_OK;
+    case VC_OPT_OPTIM_IN_BWD: o->optim_in_bwd = on; return VC_OK;
+    case VC_OPT_GRAD_CKPT_OPS: o->ckpt_ops = on; return VC_OK;
+    case VC_OPT_ACT_OFFLOAD:
+        o->act_offload = !strcmp(v, "none") ? VC_ACT_OFFLOAD_NONE : !strcmp(v, "streams") ? VC_ACT_OFFLOAD_STREAMS
+                       : !strcmp(v, "sync") ? VC_ACT_OFFLOAD_SYNC : -1;
+        return choose(name, v, o->act_offload, info->choices, err);
+    case VC_OPT_FIRST_STEP: o->first_step = on; return VC_OK;
     case VC_OPT_ZERO_GRAD:
         o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;
         return choose(name, v, o->keep_grads, info->choices, err);
     case VC_OPT_GRAD_CKPT: q->hf_given = true; hf->checkpoint = on; return VC_OK;
+    case VC_OPT_GRAD_CKPT_EVERY: q->hf_given = true; return parse_count(name, v, 1, &hf->ckpt_every, err);
     case VC_OPT_EXPERTS:
         q->hf_given = true;
         return choose(name, v, (int)(hf->experts = (vc_experts_impl)vc_experts_impl_from_name(v)), info->choices, err);
@@ -542,6 +550,15 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
     if (q->o.keep_grads && (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE))
         return usage(err, OV("zero_grad", "zero") " (gradients kept between steps) is modelled on one GPU with an optimizer: "
                      "not with %s", q->o.optim == VC_OPTIM_NONE ? OV("optim", "none") : q->o.pp > 1 ? O("pp") : O("parallel"));
+    if ((q->o.optim_in_bwd || q->o.first_step) &&
+        (q->o.parallel != VC_PARALLEL_NONE || q->o.pp > 1 || q->o.optim == VC_OPTIM_NONE ||
+         (q->o.optim_in_bwd && (q->o.accumulate > 1 || q->o.keep_grads))))
+        return usage(err, "%s is modelled on one GPU with an optimizer%s: not with %s",
+                     q->o.optim_in_bwd ? O("optim_in_bwd") : O("first_step"), q->o.optim_in_bwd ? ", without accumulation" : "",
+                     q->o.optim == VC_OPTIM_NONE ? OV("optim", "none") : q->o.pp > 1 ? O("pp")
+                     : q->o.parallel != VC_PARALLEL_NONE ? O("parallel") : q->o.keep_grads ? OV("zero_grad", "zero") : O("accumulate"));
+    if (q->given[VC_OPT_GRAD_CKPT_EVERY] && !q->hf.checkpoint)
+        return usage(err, O("grad_ckpt_every") " says which decoder layers are checkpointed: it needs " O("grad_ckpt"));
     if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
         return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER

@@ -5,6 +5,7 @@
  * step (src/engine/state.c). The result is the plan's batch-independent list of
  * alloc/free events (sizes are per-sample plus fixed element counts).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,6 +147,186 @@ static int op_packs(vc_build *b, int32_t k)
     return r;
 }
 
+/* --grad-ckpt-ops: op k's output storage s kept from forward for its recompute
+ * (torch/utils/checkpoint.py _CachingTorchDispatchMode: a MUST_SAVE op's outputs, each
+ * detached, appended to storage[func]) */
+static void sac_keep(vc_build *b, int32_t k, int32_t s)
+{
+    GROW(b->sac, b->nsac, b->csac, b);
+    if (b->st) return;
+    s_ref(b, s);
+    if (!b->op[k].nsac) b->op[k].sac0 = (int32_t)b->nsac;
+    b->sac[b->nsac++] = s;
+    b->op[k].nsac++;
+}
+
+/* ... and handed back to the recompute in the same order, the reference moving to
+ * the recomputed tensor (_CachedTorchDispatchMode: storage[func].pop(0), the op not run) */
+static int32_t sac_take(vc_build *b, int32_t k, int *j)
+{
+    op_t *op = &b->op[k];
+    if (*j >= op->nsac) return -1;
+    int32_t s = b->sac[op->sac0 + *j];
+    b->sac[op->sac0 + (*j)++] = -1;
+    return s;
+}
+
+/* The outputs kept for a recompute that never ran go with the graph (the
+ * checkpoint frame's storage). */
+static void sac_drop(vc_build *b)
+{
+    for (size_t j = 0; j < b->nsac; j++) s_unref(b, b->sac[j], -1);
+    for (size_t k = 0; b->nsac && k < b->nop; k++) b->op[k].nsac = 0;
+    b->nsac = 0;
+}
+
+/* --act-offload: torchtune's OffloadActivations (torchtune/training/_activation_offloading.py
+ * @ bd2a0fc7), a saved_tensors_hooks pair around the model's forward (the recipes'
+ * `with self.activations_handling_ctx: outputs = self._model(**batch)`; the loss outside it;
+ * get_act_offloading_ctx_manager puts the output head under a NoOpManager).
+ *
+ * pack_tensor: every saved tensor gets the next id; one on the GPU of at least
+ * min_offload_size (1,024) bytes that is not a Parameter or buffer is copied into a pinned
+ * CPU tensor (empty_like(pin_memory=True), copy_(non_blocking=True)), and autograd keeps
+ * only the id: its GPU storage goes with the forward's own references. use_streams (the
+ * default): the copy runs on a second stream and the activation is kept in fwd_stash until
+ * a later offloaded pack whose id is max_fwd_stash_size (5) past it (`id <= tensor_id -
+ * max_fwd_stash_size`); what is left there at the end of forward goes in backward, after the
+ * first node that unpacks, and an id still there is unpacked from it, not from the CPU.
+ *
+ * unpack: the CPU copy brought back, `.to(device, non_blocking=True)`, a new GPU tensor.
+ * Without streams it is the node's until its apply returns; with streams it is kept in
+ * bwd_tensor_stash until the hook of the next node that unpacks an offloaded tensor has run
+ * (`prev_node_ids`, freed in that node's post hook), the last ones at backward's end
+ * (queue_callback). The GPU bytes are derived from this source; the copies' CPU side, the
+ * events and the streams' timing are not modelled (the stream's frees are taken at the
+ * hooks, where the code waits on the events). The 1,024-byte test is made at this plan's
+ * batch, the plan's batch range narrowed to where it holds (vc_batch_range). */
+#define OFF_MIN_BYTES 1024
+#define OFF_STASH 5
+
+static bool off_streams(const vc_build *b) { return b->o.act_offload == VC_ACT_OFFLOAD_STREAMS; }
+
+/* numel(n) x dts at batch B, saturated at 2^62 */
+static int64_t off_bytes(const vc_numel *n, int64_t B, int64_t dts)
+{
+    const int64_t cap = INT64_C(1) << 62;
+    int64_t e;
+    if (__builtin_mul_overflow(n->ps, B, &e) || __builtin_add_overflow(e, n->fx, &e)) return cap;
+    if (n->div > 1 && __builtin_mul_overflow(e / n->div, (int64_t)(n->mul > 0 ? n->mul : 1), &e)) return cap;
+    if (__builtin_mul_overflow(e, dts, &e) || e > cap) return cap;
+    return e;
+}
+
+/* Whether storage s (of a saved tensor) is big enough to offload at this plan's batch;
+ * the plan's batch range narrowed to the batches where the answer is the same (the bytes
+ * do not fall as the batch grows). */
+static bool off_big(vc_build *b, int32_t s)
+{
+    const vc_numel *n = &b->s[s].n;
+    int64_t d = (int64_t)vc_dtype_size((vc_dtype)b->s[s].dt), B = b->batch;
+    bool big = off_bytes(n, B, d) >= OFF_MIN_BYTES;
+    if (n->ps == 0) return big;
+    int64_t lo = 1, hi = B; /* big: the first batch that is (in [1, B]); else the last that is not */
+    if (big) {
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (off_bytes(n, mid, d) >= OFF_MIN_BYTES) hi = mid;
+            else lo = mid + 1;
+        }
+        vc_batch_range(b, lo, VC_BATCH_ANY);
+    } else {
+        lo = B, hi = INT64_C(1) << 40;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo + 1) / 2;
+            if (off_bytes(n, mid, d) < OFF_MIN_BYTES) lo = mid;
+            else hi = mid - 1;
+        }
+        vc_batch_range(b, 1, lo);
+    }
+    return big;
+}
+
+/* A Parameter or a buffer, which pack_tensor never offloads (the model's inputs are
+ * offloaded: the batch stays, and a copy is brought back). */
+static bool off_kept(const vc_build *b, int32_t t)
+{
+    if (b->t[t].param >= 0) return true;
+    for (size_t i = 0; b->t[t].persistent && i < b->m->nbuf; i++)
+        if (b->buf_t[i] == t) return true;
+    return false;
+}
+
+/* pack_tensor for a tensor op k saves, in storage s: true when it is offloaded (autograd
+ * keeps no GPU reference; with streams the stash keeps one). */
+static bool off_pack_in(vc_build *b, int32_t s, bool persistent, int32_t inst);
+static bool off_pack(vc_build *b, int32_t k, int32_t s, bool persistent)
+{
+    const op_t *op = &b->op[k];
+    if (!b->o.act_offload || s < 0 || k < b->npre || k >= b->loss_op0 || op->region >= 0) return false;
+    return off_pack_in(b, s, persistent, op->inst);
+}
+
+/* ... the pack itself, in the offload context (instance inst) */
+static bool off_pack_in(vc_build *b, int32_t s, bool persistent, int32_t inst)
+{
+    int32_t id = ++b->pack_id;
+    /* (storage 0, the first parameter's, is never offloaded: ~0 would read as none) */
+    if (persistent || s == 0 || b->s[s].cat == CAT_GRAD || b->s[s].cat == CAT_WEIGHT || !off_big(b, s)) return false;
+    if (off_streams(b)) {
+        size_t keep = 0; /* the stash's ids ascend: those at most id - 5 go */
+        while (keep < b->nstash && b->stash[2 * keep] <= id - OFF_STASH) keep++;
+        for (size_t j = 0; j < keep; j++) s_unref(b, b->stash[2 * j + 1], inst);
+        memmove(b->stash, b->stash + 2 * keep, (b->nstash - keep) * 2 * sizeof *b->stash);
+        b->nstash -= keep;
+        if (2 * b->nstash + 2 > b->cstash) {
+            size_t nc = b->cstash ? 2 * b->cstash : 64;
+            int32_t *ns = realloc(b->stash, nc * sizeof *ns);
+            if (!ns) { b->st = VC_ERR_NOMEM; return false; }
+            b->stash = ns;
+            b->cstash = nc;
+        }
+        s_ref(b, s);
+        b->stash[2 * b->nstash] = id;
+        b->stash[2 * b->nstash++ + 1] = s;
+    }
+    return true;
+}
+
+/* The forward stash emptied (in backward, after the first unpacking node; or at its end). */
+static void off_stash_clear(vc_build *b, int32_t inst)
+{
+    for (size_t j = 0; j < b->nstash; j++) s_unref(b, b->stash[2 * j + 1], inst);
+    b->nstash = 0;
+}
+
+/* Node k's offloaded saved tensors unpacked before its apply: from the forward stash if
+ * there, else brought back into a new GPU tensor. Returns whether any was offloaded (the
+ * node registers the streams' hook). */
+static bool off_unpack(vc_build *b, int32_t k, int32_t *brought, int *nb)
+{
+    op_t *op = &b->op[k];
+    bool any = false;
+    *nb = 0;
+    for (int32_t j = 0; j < op->nsv; j++) {
+        int32_t e = b->sv[op->sv0 + j];
+        if (e >= 0 || e == -1) continue;
+        int32_t s = ~e;
+        any = true;
+        bool stashed = false;
+        for (size_t i = 0; i < b->nstash && !stashed; i++) stashed = b->stash[2 * i + 1] == s;
+        if (stashed) {
+            s_ref(b, s);
+            b->sv[op->sv0 + j] = s;
+            continue;
+        }
+        int32_t c = s_alloc(b, b->s[s].n, b->s[s].dt, CAT_ACT, op->inst);
+        b->sv[op->sv0 + j] = c;
+        if (*nb < VC_MAX_INPUTS * 4 - 1) brought[(*nb)++] = c; /* (one slot is the recompute's) */
+    }
+    return any;
+}
+
 /* Runs op k's forward: outputs, extras, temporaries, saves. */
 static void fwd_op(vc_build *b, int32_t k, bool save)
 {
@@ -154,6 +335,10 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
     item_t *its = op_items(b, k);
     int32_t inst = op->inst;
     bool keep = op->rg && save;
+    /* --grad-ckpt-ops: a MUST_SAVE op of a region keeps its outputs in forward and
+     * gives them back in the recompute, where it does not run */
+    bool caching = op->sac && !save && b->train, cached = op->sac && b->recomputing && op->nsac > 0;
+    int taken = 0;
     op->sv0 = (int32_t)b->nsv;
     op->nsv = 0;
     for (int32_t i = 0; i < op->nit; i++) {
@@ -164,27 +349,43 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = b->t[t->base].stor;
                 s_ref(b, t->stor);
             } else {
-                t->stor = s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+                t->stor = cached ? sac_take(b, k, &taken) : s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+                if (caching) sac_keep(b, k, t->stor);
             }
         } else if (it->type == IT_EXTRA) {
             /* a parameter's gradient made in forward (vc_op_extra_grad) is a gradient */
             int32_t gt = it->in >= 0 ? in_tensor(b, k, it->in) : -1;
             bool pgrad = gt >= 0 && b->t[gt].param >= 0;
-            push_saved(b, s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst));
+            int32_t s = cached ? sac_take(b, k, &taken) : s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst);
+            if (caching) sac_keep(b, k, s);
+            push_saved(b, s);
             op->nsv++;
         }
     }
-    run_temps(b, its, op->nit, IT_FTEMP, inst);
+    if (cached) op->nsac = 0; /* all given back */
+    else run_temps(b, its, op->nit, IT_FTEMP, inst);
     if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
         b->nsv -= (size_t)op->nsv;
         op->nsv = 0;
         return;
     }
+    for (int32_t j = 0; j < op->nsv && b->o.act_offload; j++) { /* --act-offload: the extras packed */
+        int32_t s = b->sv[op->sv0 + j];
+        if (off_pack(b, k, s, false)) {
+            s_unref(b, s, inst);
+            b->sv[op->sv0 + j] = ~s;
+        }
+    }
     for (int32_t i = 0; i < op->nit; i++) {
         item_t *it = &its[i];
         if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
         int32_t s = b->t[it->t].stor;
+        if (off_pack(b, k, s, off_kept(b, it->t))) { /* --act-offload: only the id is kept */
+            push_saved(b, ~s);
+            op->nsv++;
+            continue;
+        }
         s_ref(b, s);
         push_saved(b, s);
         op->nsv++;
@@ -195,6 +396,38 @@ static void drop_ref(vc_build *b, int32_t t, int32_t inst)
 {
     if (b->t[t].persistent || b->t[t].stor < 0) return;
     s_unref(b, b->t[t].stor, inst);
+}
+
+/* --grad-ckpt-ops: torchtitan's op-level selective activation checkpointing, which
+ * ops of each region keep their outputs (torchtitan/distributed/activation_checkpoint.py
+ * _apply_op_sac @ 1f029641, with torchtitan/models/llama3/parallelize.py's _op_sac_save_list):
+ * the policy returns MUST_SAVE for an op in the save list (aten.mm, aten.linear, the
+ * _scaled_dot_product_{flash,efficient,cudnn}_attention kernels, aten.max, ...) except
+ * every second mm or linear of the region's forward (a counter per checkpoint call,
+ * `meta[mm_count_key] % 2 == 0`: the 2nd, 4th, ... recomputed), PREFER_RECOMPUTE for the
+ * rest. The ops are those the dispatch mode sees, below autograd: a Linear without a bias
+ * is aten.mm, with one (a 3-D contiguous input) aten.addmm, neither saved nor counted;
+ * eager or math attention's bmm and softmax are not in the list. Not modelled: the
+ * force-recompute list (per_op_sac_force_recompute_mm_shapes_by_fqns: torchtitan's
+ * "moe.router.gate" names no module of a Hugging Face model) and the communication ops
+ * (no _c10d_functional op in a one-GPU step). Refused without checkpoint regions. */
+static int sac_policy(vc_build *b)
+{
+    static const char *const saved[] = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                                        "_scaled_dot_product_cudnn_attention", "max", NULL};
+    int32_t *mm = calloc((size_t)b->nreg + 1, sizeof *mm);
+    if (!mm) return b->st = VC_ERR_NOMEM;
+    for (size_t k = 0; k < b->nop; k++) {
+        op_t *op = &b->op[k];
+        if (op->region < 0 || !op->name) continue;
+        if (!strcmp(op->name, "mm")) {
+            op->sac = ++mm[op->region] % 2 == 1;
+            continue;
+        }
+        for (int i = 0; saved[i]; i++) op->sac |= !strcmp(op->name, saved[i]);
+    }
+    free(mm);
+    return 0;
 }
 
 /* Liveness: per-op release lists for the forward (rel) and the checkpoint
@@ -225,6 +458,16 @@ static int build_liveness(vc_build *b)
             R->last = (int32_t)k;
             if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
         }
+        for (int r = 0; r < b->nreg; r++) b->reg[r].stop = b->o.ckpt_ops ? b->reg[r].last : b->reg[r].last_save;
+        if (b->o.ckpt_ops && sac_policy(b)) { free(last); free(rlast); return b->st; }
+    }
+    if (b->o.ckpt_ops && (b->nreg == 0 || b->o.ckpt_ops != 1) && b->train) {
+        free(last);
+        free(rlast);
+        b->why_opt = "--grad-ckpt-ops";
+        snprintf(b->why, sizeof b->why, "%s", b->o.ckpt_ops != 1 ? "invalid value"
+                 : "the model has no checkpointed layers: add --grad-ckpt (a config.json) or \"checkpoint\": true");
+        return b->st = VC_ERR_USAGE;
     }
     for (size_t i = 0; i < nt; i++) {
         last[i] = b->t[i].op;
@@ -258,8 +501,8 @@ static int build_liveness(vc_build *b)
         int r = t->op >= 0 ? b->op[t->op].region : -1;
         /* an explicit release (a C++ local, a Python variable) holds in the recompute too */
         if (r >= 0 && t->release > rlast[i] && b->op[t->release].region == r) rlast[i] = t->release;
-        if (r < 0 || t->op > b->reg[r].last_save) rlast[i] = -1;
-        else if (rlast[i] > b->reg[r].last_save) rlast[i] = b->reg[r].last_save;
+        if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
+        else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }
     for (size_t i = 0; i < nt; i++) {
         if (last[i] >= 0) b->rel_off[last[i] + 1]++;
@@ -291,6 +534,9 @@ static void hold_region_inputs(vc_build *b, int r)
     region_t *R = &b->reg[r];
     R->h0 = (int32_t)b->nhold;
     R->nh = 0;
+    R->off_t = R->off_s = -1;
+    bool first = b->o.act_offload != 0;
+    if (first) b->pack_id++; /* _NoopSaveInputs' dummy: torch.empty((0,)), kept */
     for (int32_t k = R->first; k <= R->last; k++) {
         item_t *its = op_items(b, k);
         for (int32_t i = 0; i < b->op[k].nit; i++) {
@@ -299,7 +545,21 @@ static void hold_region_inputs(vc_build *b, int r)
             if (t->persistent || (t->op >= 0 && b->op[t->op].region == r)) continue;
             bool dup = false;
             for (int32_t j = 0; j < R->nh; j++) dup |= b->hold[R->h0 + j] == t->stor;
-            if (dup) continue;
+            if (dup || t->stor == R->off_s) continue;
+            /* --act-offload: torch.utils.checkpoint's _NoopSaveInputs saves the block's
+             * positional tensors under the offload hooks (2.x _checkpoint_without_reentrant_
+             * generator: `input_saver = _NoopSaveInputs.apply(dummy, kwargs, *args)` before
+             * its own hooks): a Hugging Face decoder layer's hidden states, its first input
+             * (GradientCheckpointingLayer passes the rest as keyword arguments, bound in a
+             * partial, which the frame keeps) */
+            if (first) {
+                first = false;
+                if (off_pack_in(b, t->stor, off_kept(b, its[i].t), b->op[k].inst)) {
+                    R->off_t = its[i].t;
+                    R->off_s = t->stor;
+                    continue;
+                }
+            }
             int32_t *nh = realloc(b->hold, (b->nhold + 1) * sizeof *nh);
             if (!nh) { b->st = VC_ERR_NOMEM; return; }
             b->hold = nh;
@@ -359,6 +619,7 @@ static void forward(vc_build *b)
 {
     b->phase = b->gen.on ? VC_PHASE_PREFILL : VC_PHASE_FORWARD;
     b->hook_inst = -1;
+    b->pack_id = 0; /* --act-offload: a new forward's ids (the tracker is empty again) */
     for (int32_t k = 0; k < b->npre && !b->st; k++) { /* the root pre-forward's input casts (plan.c cast_inputs) */
         fwd_op(b, k, true);
         release_list(b, b->rel_off, b->rel, k);
@@ -413,11 +674,14 @@ static void recompute(vc_build *b, int r)
 {
     region_t *R = &b->reg[r];
     R->recomputed = true;
-    for (int32_t k = R->first; k <= R->last_save && !b->st; k++) {
-        if (k == R->last_save && op_packs(b, k) == 1) save_inputs_only(b, k);
+    b->recomputing = true;
+    for (int32_t k = R->first; k <= R->stop && !b->st; k++) {
+        /* --grad-ckpt-ops: torchtitan's early_stop=False, the region run to its end */
+        if (k == R->last_save && !b->o.ckpt_ops && op_packs(b, k) == 1) save_inputs_only(b, k);
         else fwd_op(b, k, true);
         release_list(b, b->rrel_off, b->rrel, k);
     }
+    b->recomputing = false;
 }
 
 /* AccumulateGrad for parameter p runs once its InputBuffer has every
@@ -439,6 +703,7 @@ static void accumulate_grad(vc_build *b, size_t p, int32_t inst)
         s_unref(b, g, inst);
     }
     if (b->layout->grad && *pg == g) b->layout->grad(b, p, inst); /* its post-accumulate hook (ZeRO-2) */
+    if (b->o.optim_in_bwd) vc__step_in_backward(b, p); /* --optim-in-bwd: the step in the hook (state.c) */
 }
 
 static void deliver(vc_build *b, int32_t ti, int32_t g, int32_t inst)
@@ -494,11 +759,38 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     int32_t newt[VC_MAX_INPUTS * 4];
     module_boundary(b, op->inst);
     b->cur_op = k;
+    int32_t brought[VC_MAX_INPUTS * 4];
+    int nbrought = 0;
+    bool unpacked = false;
     if (op->region >= 0 && !b->reg[op->region].recomputed) {
+        /* --act-offload: the recompute's first unpack brings the block's offloaded input
+         * back (its frame's `args`, from ctx.saved_tensors) for the recomputed forward to read;
+         * this node is the current autograd node then */
+        region_t *R = &b->reg[op->region];
+        int32_t arg = -1;
+        if (R->off_s >= 0) {
+            unpacked = true;
+            bool stashed = false;
+            for (size_t i = 0; i < b->nstash && !stashed; i++) stashed = b->stash[2 * i + 1] == R->off_s;
+            if (stashed) s_ref(b, arg = R->off_s);
+            else arg = s_alloc(b, b->s[R->off_s].n, b->s[R->off_s].dt, CAT_ACT, op->inst);
+            b->t[R->off_t].stor = arg;
+        }
         recompute(b, op->region);
         b->cur_op = k;
         op = &b->op[k];
         its = op_items(b, k);
+        /* `args` goes when the recompute returns; a copy brought back with streams stays in
+         * bwd_tensor_stash (until the next unpacking node's hook) */
+        if (arg >= 0 && arg != R->off_s && off_streams(b)) brought[nbrought++] = arg;
+        else if (arg >= 0) s_unref(b, arg, op->inst);
+        R->off_s = -1;
+    }
+    /* --act-offload: its offloaded saved tensors unpacked (off_unpack) */
+    if (b->o.act_offload) {
+        int nb = 0;
+        unpacked |= off_unpack(b, k, brought + nbrought, &nb);
+        nbrought += nb;
     }
     /* The node's backward (apply): new gradients and its transients. */
     int ng = 0, nfull = 0;
@@ -546,6 +838,14 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
         op->nsv = 0;
     }
+    /* --act-offload: a tensor brought back is apply's own without streams (gone when it
+     * returns); with streams bwd_tensor_stash keeps it (the reference moves there) */
+    for (int j = 0; j < nbrought; j++)
+        for (int32_t i = 0; i < op->nsv; i++)
+            if (b->sv[op->sv0 + i] == brought[j]) {
+                if (!off_streams(b)) s_unref(b, brought[j], op->inst);
+                b->sv[op->sv0 + i] = -1;
+            }
     /* validate_outputs: sum_to of gradients for broadcast inputs */
     for (int32_t i = 0; i < op->nit && ng < (int)(sizeof newg / sizeof *newg); i++) {
         item_t *it = &its[i];
@@ -566,6 +866,16 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
     for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
     op->nsv = 0;
+    if (unpacked && off_streams(b)) { /* the node's post hook: the forward stash, then the previous node's */
+        off_stash_clear(b, op->inst);
+        for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], op->inst);
+        b->nbwd = 0;
+        for (int j = 0; j < nbrought; j++) {
+            GROW(b->bwd, b->nbwd, b->cbwd, b);
+            if (b->st) break;
+            b->bwd[b->nbwd++] = brought[j];
+        }
+    }
     for (int32_t i = 0; i < op->nit; i++) {
         if (its[i].type != IT_OUT) continue;
         tens_t *t = &b->t[its[i].t];
@@ -623,6 +933,8 @@ static void backward(vc_build *b)
     int32_t loss_stor = b->loss_t >= 0 ? L->stor : -1;
     int32_t held_stor = b->held_out_t >= 0 ? b->t[b->held_out_t].stor : -1; /* --hold-output */
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
+        sac_drop(b);
+        off_stash_clear(b, -1);
         s_unref(b, loss_stor, -1);
         s_unref(b, held_stor, -1);
         return;
@@ -663,6 +975,10 @@ static void backward(vc_build *b)
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
         b->reg[r].nh = 0;
     }
+    sac_drop(b);
+    off_stash_clear(b, -1); /* --act-offload: queue_callback's wait_and_del_remaining_references */
+    for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], -1);
+    b->nbwd = 0;
     for (size_t i = 0; i < b->nt; i++)
         if (b->t[i].grad >= 0) { s_unref(b, b->t[i].grad, -1); b->t[i].grad = -1; }
     s_unref(b, root, -1);
@@ -688,9 +1004,80 @@ static void reset_run(vc_build *b)
     }
 }
 
+/* One step: forward and backward (twice with accumulation or a pipeline
+ * stage's micro-batches), then the optimizer step. `last`: the step whose
+ * forward's end is marked (the steady one). */
+static void train_step(vc_build *b, bool last)
+{
+    const int64_t micro = b->m->stage.micro_batches;
+    int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
+    for (int pass = 0; pass < passes && !b->st; pass++) {
+        if (pass) reset_run(b);
+        /* a pipeline stage (pipeline.c): the second backward of a step, into
+         * existing gradients, with the micro-batches its schedule then holds */
+        if (pass && b->npp) vc__pp_second(b);
+        if (pass == 0 && vc__pp_holds(b->m)) {
+            size_t s0 = b->ns;
+            forward(b);
+            sent_output(b);
+            vc__pp_hold(b, s0);
+            reset_run(b);
+        }
+        forward(b);
+        int32_t sent = sent_output(b);
+        if (pass == 0 && last && b->gen.split_op < 0) mark_fwd_end(b);
+        if (b->train) backward(b);
+        for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
+            s_unref(b, b->t[b->val_t[i]].stor, -1);
+        s_unref(b, sent, -1);
+    }
+    if (b->npp) vc__pp_release(b);
+    if (b->train && b->optim->steps) vc__optimizer_step(b);
+    else if (b->train) {
+        b->phase = VC_PHASE_IDLE;
+        for (size_t p = 0; p < b->m->npar; p++)
+            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
+        for (size_t i = 0; i < b->nflat; i++)
+            if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
+    }
+}
+
+/* --act-offload: what it is modelled with, and the output head (torchtune's model.output, the
+ * NoOpManager's): the instance named lm_head (embed_out for GPT-NeoX), else none, as
+ * get_act_offloading_ctx_manager warns; the ops from its first on are not offloaded
+ * (loss_op0 moved there: torchtune's head and the loss after the model; a soft-capping
+ * between the two, which torchtune's Gemma-2 would offload, is not). 0, or VC_ERR_USAGE. */
+static int off_setup(vc_build *b)
+{
+    const vc_model *m = b->m;
+    b->head_inst = -1;
+    if (!b->o.act_offload) return 0;
+    const char *why = b->o.act_offload != VC_ACT_OFFLOAD_STREAMS && b->o.act_offload != VC_ACT_OFFLOAD_SYNC ? "invalid value"
+                    : !b->train ? "it offloads what training saves"
+                    : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "modelled on one GPU (no parallel layout, no --pp)"
+                    : NULL;
+    if (why) {
+        b->why_opt = "--act-offload";
+        snprintf(b->why, sizeof b->why, "%s", why);
+        return b->st = VC_ERR_USAGE;
+    }
+    for (size_t i = 0; i < m->ninst; i++)
+        if (m->inst[i].name && (!strcmp(m->inst[i].name, "lm_head") || !strcmp(m->inst[i].name, "embed_out")))
+            b->head_inst = (int32_t)i;
+    /* the hooks see the ops before the head's first (after it: the head under the NoOpManager,
+     * what follows it in the model's forward, the loss outside the context) */
+    for (int32_t k = 0; k < b->loss_op0 && b->head_inst >= 0; k++)
+        if (b->op[k].inst == b->head_inst) {
+            b->loss_op0 = k;
+            break;
+        }
+    return 0;
+}
+
 void vc__execute(vc_build *b)
 {
     b->cur_op = -1;
+    if (off_setup(b)) return;
     size_t np = b->m->npar + 1;
     b->pgrad = malloc(np * sizeof *b->pgrad);
     b->pedges = calloc(np, sizeof *b->pedges);
@@ -724,36 +1111,13 @@ void vc__execute(vc_build *b)
         b->layout->flat(b);
         if (b->st) return;
     }
+    /* --first-step: the first step, its optimizer state made by step(), then a
+     * steady one (state.c lazy_states) */
+    b->lazy_pass = b->o.first_step && b->train && b->optim->steps;
+    int nsteps = b->lazy_pass ? 2 : 1;
     vc__persistent(b);
-    const int64_t micro = b->m->stage.micro_batches;
-    int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
-    for (int pass = 0; pass < passes && !b->st; pass++) {
-        if (pass) reset_run(b);
-        /* a pipeline stage (pipeline.c): the second backward of a step, into
-         * existing gradients, with the micro-batches its schedule then holds */
-        if (pass && b->npp) vc__pp_second(b);
-        if (pass == 0 && vc__pp_holds(b->m)) {
-            size_t s0 = b->ns;
-            forward(b);
-            sent_output(b);
-            vc__pp_hold(b, s0);
-            reset_run(b);
-        }
-        forward(b);
-        int32_t sent = sent_output(b);
-        if (pass == 0 && b->gen.split_op < 0) mark_fwd_end(b);
-        if (b->train) backward(b);
-        for (int i = 0; b->m->stage.recv && i < b->m->ninputs; i++) /* input_tensors.pop(0): the received input goes */
-            s_unref(b, b->t[b->val_t[i]].stor, -1);
-        s_unref(b, sent, -1);
-    }
-    if (b->npp) vc__pp_release(b);
-    if (b->train && b->optim->steps) vc__optimizer_step(b);
-    else if (b->train) {
-        b->phase = VC_PHASE_IDLE;
-        for (size_t p = 0; p < b->m->npar; p++)
-            if (b->pgrad[p] >= 0) s_unref(b, b->pgrad[p], -1);
-        for (size_t i = 0; i < b->nflat; i++)
-            if (b->flat[i].grad >= 0) s_unref(b, b->flat[i].grad, -1);
+    for (int step = 0; step < nsteps && !b->st; step++) {
+        if (step) reset_run(b);
+        train_step(b, step == nsteps - 1);
     }
 }

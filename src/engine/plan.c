@@ -172,6 +172,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     /* autocast's weight cache is cleared when the forward's autocast region exits */
     for (size_t p = 0; p < m->npar && !b->st; p++)
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
+    b->loss_op0 = (int32_t)b->nop; /* --act-offload: the loss runs outside the offload context */
     if (!b->st && b->train && (!m->stage.on || m->stage.last)) vc__emit_loss(b); /* infer: model(x) only; a pipeline stage: the last */
     if (!b->st && b->train && o->hold_output) { /* --hold-output: `out`, the loop's variable, until backward returns */
         if (o->hold_output != 1 || vc_loss_row_get(m->loss)->fused || m->stage.on) {
@@ -266,7 +267,7 @@ void vc_plan_free(vc_plan *p)
     if (!b) return;
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->part); free(b->comp); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
-    free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->pgrad); free(b->fwd_live);
+    free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->sac); free(b->stash); free(b->bwd); free(b->pgrad); free(b->fwd_live);
     free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);
     free(b->pp_held); free(b->pp_refs); free(b->pp_chunk); free(b->pp_copy); free(b->pp_live);

@@ -55,7 +55,9 @@ typedef struct {
     int32_t inst, region;
     int32_t it0, nit;
     bool rg, gemm, lt; /* lt: a GEMM through cuBLASLt (vc_op_gemm_lt) */
+    bool sac;         /* --grad-ckpt-ops: in a region, its outputs kept from forward (MUST_SAVE) */
     int32_t sv0, nsv; /* saved storages (execution) */
+    int32_t sac0, nsac; /* --grad-ckpt-ops: its outputs kept from forward, in b->sac */
 } op_t;
 
 typedef struct {
@@ -101,7 +103,9 @@ typedef struct {
 
 typedef struct {
     int32_t first, last, last_save;
+    int32_t stop;    /* the recompute's last op: last_save (early stop), or last (--grad-ckpt-ops) */
     int32_t h0, nh;  /* external input tensors held (in rel pool) */
+    int32_t off_t, off_s; /* --act-offload: its first input (tensor, storage) offloaded, -1 none */
     bool recomputed;
 } region_t;
 
@@ -263,6 +267,7 @@ struct vc_build {
     vc_status st;
     int64_t blo, bhi;             /* the batches this plan is valid for (vc_batch_range): [1, INT64_MAX] unless a layer narrowed it */
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
+    bool lazy_pass;               /* --first-step: the first step runs, the optimizer state is not made yet */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;
@@ -284,6 +289,15 @@ struct vc_build {
     int32_t *rel_off, *rel;           /* per-op release lists (forward) */
     int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
     region_t *reg; int nreg;
+    int32_t *sac; size_t nsac, csac;  /* --grad-ckpt-ops: outputs kept from forward (op_t.sac0) */
+    /* --act-offload (autograd.c off_*): the ops the offload hooks see end before loss_op0 (the
+     * loss's first, or the output head's, head_inst, under torchtune's NoOpManager); pack_id counts the
+     * forward's packs; stash: (pack id, storage) kept on the GPU until the copy stream is done
+     * (fwd_stash); bwd: the tensors the last unpacking node brought back (bwd_tensor_stash) */
+    int32_t loss_op0, head_inst, pack_id;
+    int32_t *stash; size_t nstash, cstash; /* pairs */
+    int32_t *bwd; size_t nbwd, cbwd;
+    bool recomputing;                 /* a region's forward runs again */
     int32_t *hold; size_t nhold;
     int32_t *pgrad;                   /* parameter -> grad storage (.grad) */
     int32_t *pedges;                  /* parameter -> gradient edges into its AccumulateGrad */
@@ -381,6 +395,7 @@ void vc__model_hook(vc_build *b, bool begin);
 /* state.c: the persistent state in steady state; the optimizer step and zero_grad */
 void vc__persistent(vc_build *b);
 void vc__optimizer_step(vc_build *b);
+void vc__step_in_backward(vc_build *b, size_t p);
 
 /* What the layout files share (each layout's own hooks are static in its file,
  * reached through its descriptor: policy.h vc_layout_desc, layout.c's registry).

@@ -60,9 +60,23 @@ static vc_param_entry *opt_tensors(const vc_build *b, size_t **src, size_t *n)
     return e;
 }
 
+/* The state tensors st[0..n) of a parameter owned by `owner`: in the caching
+ * allocator, or managed memory (outside). */
+static void alloc_state(vc_build *b, const vc_tspec *st, int n, int32_t owner)
+{
+    for (int k = 0; k < n; k++) {
+        int64_t bytes;
+        if (!st[k].outside) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, owner);
+        else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
+                 __builtin_add_overflow(b->outside, bytes, &b->outside))
+            b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
+    }
+}
+
 /* Parameter i's master copy and optimizer state (its row's), one per tensor
  * of ent[*j ..] that comes from it (opt_tensors, in parameter order; *j moves
- * past them). */
+ * past them). --first-step: the state is made by the first step() instead
+ * (lazy_states). */
 static void param_state(vc_build *b, size_t i, bool *shared, const vc_param_entry *ent, const size_t *src, size_t ne,
                         size_t *j)
 {
@@ -79,15 +93,33 @@ static void param_state(vc_build *b, size_t i, bool *shared, const vc_param_entr
     *shared |= n > 0;
     for (; *j < ne && src[*j] < i; (*j)++) {}
     for (; *j < ne && src[*j] == i; (*j)++) {
-        n = opt && opt->state ? opt->state(&ent[*j], &ctx, st) : 0;
-        for (int k = 0; k < n; k++) {
-            int64_t bytes;
-            if (!st[k].outside) vc__alloc(b, st[k].n, st[k].dt, CAT_OPT, p->owner);
-            else if (__builtin_mul_overflow(st[k].n.fx, (int64_t)vc_dtype_size((vc_dtype)st[k].dt), &bytes) ||
-                     __builtin_add_overflow(b->outside, bytes, &b->outside))
-                b->st = VC_ERR_OVERFLOW; /* managed memory: the bytes asked for, no 512-byte blocks */
-        }
+        n = opt && opt->state && !b->lazy_pass ? opt->state(&ent[*j], &ctx, st) : 0;
+        alloc_state(b, st, n, p->owner);
     }
+}
+
+/* --first-step: the optimizer's per-parameter state made inside the first
+ * step() (parameter `only`'s, or every one's for SIZE_MAX), before its
+ * arithmetic: torch/optim/adam.py Adam.step's "Lazy state initialization"
+ * (@ 005941eb; Adam._init_group in 2.x): `if len(state) == 0`: state["step"],
+ * then exp_avg and exp_avg_sq = torch.zeros_like(p, memory_format=
+ * torch.preserve_format), parameter after parameter, for the whole group
+ * before _single_tensor_adam / _multi_tensor_adam run; adamw.py alike.
+ * In the state row's order, as param_state makes it in the steady state. */
+static void lazy_states(vc_build *b, size_t only)
+{
+    const vc_optim_row *opt = b->optim;
+    size_t *src, ne;
+    vc_param_entry *ent = opt_tensors(b, &src, &ne);
+    if (!ent) { b->st = VC_ERR_NOMEM; return; }
+    for (size_t j = 0; j < ne && opt->state; j++) {
+        size_t i = src[j];
+        if (!steps_here(b, i) || (only != SIZE_MAX && i != only)) continue;
+        vc_optim_ctx ctx = {b->o.optim_impl, state_dt(b, i), &b->o};
+        vc_tspec st[VC_OPTIM_MAX];
+        alloc_state(b, st, opt->state(&ent[j], &ctx, st), opt_par(b, i)->owner);
+    }
+    free(ent), free(src);
 }
 
 /* The model's weights of storage format fmt at their largest ([out, in]). */
@@ -205,6 +237,24 @@ void vc__persistent(vc_build *b)
                  : "zero (gradients kept between steps) is modelled on one GPU with an optimizer");
         return;
     }
+    /* --optim-in-bwd, --first-step: one GPU, an optimizer that steps, no GradScaler
+     * (its unscale_ wants every gradient at once; torchtune trains in bf16 or fp32);
+     * torchtune refuses optimizer_in_bwd with gradient accumulation
+     * (recipes/full_finetune_single_device.py __init__ @ bd2a0fc7); --first-step:
+     * not bitsandbytes' 8-bit rows (their shared state, made by their first step
+     * too, is not modelled lazily) */
+    const char *why_inbwd = !b->train ? NULL
+                          : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "a parallel layout or --pp"
+                          : !b->optim->steps ? "--optim none"
+                          : b->prec->scaler ? "GradScaler (amp-fp16)"
+                          : b->o.optim_in_bwd && (b->o.accumulate > 1 || b->o.keep_grads) ? "gradient accumulation or --zero-grad zero"
+                          : b->o.first_step && b->optim->shared ? "an 8-bit optimizer (its shared state)" : NULL;
+    if ((b->o.optim_in_bwd || b->o.first_step) && why_inbwd) {
+        b->st = VC_ERR_USAGE;
+        b->why_opt = b->o.optim_in_bwd ? "--optim-in-bwd" : "--first-step";
+        snprintf(b->why, sizeof b->why, "modelled on one GPU with an optimizer that steps: not with %s", why_inbwd);
+        return;
+    }
     for (size_t p = 0; b->train && b->o.keep_grads && p < m->npar; p++) {
         const tens_t *t = &b->t[b->par_t[p]];
         if (m->par[p].trainable && m->par[p].numel > 0 && t->rg && b->pgrad[p] < 0)
@@ -273,6 +323,7 @@ static void run_step_programs(vc_build *b, size_t only)
     vc_step_op prog[VC_OPTIM_MAX];
     size_t *src, np;
     if (!r->step) return;
+    if (b->lazy_pass) lazy_states(b, only); /* --first-step: _init_group */
     vc_param_entry *ent = opt_tensors(b, &src, &np);
     if (!ent) { b->st = VC_ERR_NOMEM; return; }
     if (ctx.impl != VC_IMPL_FOREACH) {
@@ -326,7 +377,7 @@ void vc__optimizer_step(vc_build *b)
     vc__model_hook(b, true);
     bool alone = false;
     for (size_t i = 0; i < b->nflat; i++) alone |= b->flat[i].alone;
-    if (!alone) run_step_programs(b, SIZE_MAX);
+    if (!alone && !b->o.optim_in_bwd) run_step_programs(b, SIZE_MAX); /* --optim-in-bwd: stepped in backward */
     for (size_t i = 0; i < b->nflat && alone && b->layout->module; i++) { /* one step() call each (ZeRO-3's sub-groups) */
         b->layout->module(b, (int)i, VC_PHASE_OPTIMIZER, true);
         run_step_programs(b, i);
@@ -342,5 +393,23 @@ void vc__optimizer_step(vc_build *b)
         if (b->flat[i].grad >= 0) vc__free(b, b->flat[i].grad, -1);
         b->flat[i].grad = -1;
     }
+    b->lazy_pass = false; /* --first-step: the state is made */
+}
+
+/* --optim-in-bwd: parameter p's post-accumulate-grad hook, as torchtune's
+ * recipes register it (recipes/full_finetune_single_device.py _setup_optimizer
+ * @ bd2a0fc7: optim_dict = {param: config.instantiate(cfg_optimizer, [param])};
+ * training.register_optim_in_bwd_hooks -> torchtune/training/memory.py
+ * register_optim_in_bwd_hooks: `optim_dict[param].step(); optim_dict[param].zero_grad()`,
+ * on p.register_post_accumulate_grad_hook): AccumulateGrad has just made p.grad;
+ * the one-parameter optimizer steps (its state made on its first step under
+ * --first-step) and zero_grad(set_to_none=True) frees the gradient. So no full
+ * set of gradients is ever alive, and the step after backward does nothing. */
+void vc__step_in_backward(vc_build *b, size_t p)
+{
+    if (b->flat || p >= b->m->npar || b->pgrad[p] < 0 || !steps_here(b, p)) return;
+    run_step_programs(b, p);
+    vc__free(b, b->pgrad[p], -1);
+    b->pgrad[p] = -1;
 }
 

@@ -395,6 +395,7 @@ void vc_hf_options_init(vc_hf_options *o)
     o->sp = 0;
     o->experts = VC_EXPERTS_GROUPED_MM;
     o->loss_chunks = 8; /* CEWithChunkedOutputLoss(num_output_chunks=8) */
+    o->ckpt_every = 1;  /* every decoder layer checkpointed */
 }
 
 int vc_experts_impl_from_name(const char *s)
@@ -459,6 +460,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.imbalance = o ? o->moe_imbalance : 1.0;
     a.experts_impl = o && o->experts == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
     a.ckpt = o && o->checkpoint;
+    a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
@@ -491,6 +493,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
     const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
+    if (o && (o->ckpt_every < 0 || o->ckpt_every > MAX_SIZE)) /* 0: all, as torchtune's `not every_x_layer` */
+        return vc_set_error(err, VC_ERR_USAGE, "--grad-ckpt-every", "expected a positive number of layers, at most 2^40");
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
         return vc_set_error(err, VC_ERR_USAGE, "--loss-chunks", "expected a positive number of chunks, at most 2^40");
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */

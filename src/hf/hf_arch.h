@@ -172,6 +172,7 @@ typedef struct {
     double routed_scale;
     bool use_qk_norm; /* glm4_moe: use_qk_norm (rows without the key: the template's qk_norm alone) */
     bool ckpt;          /* gradient checkpointing per decoder layer */
+    int64_t ckpt_every; /* with ckpt: only layers i with (i + 1) % ckpt_every == 0 checkpointed (1: all) */
     int64_t sp;         /* --tp --sp: the TP degree the sequence is split over, 1 none */
     /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
     int64_t window_pattern;            /* sliding_window_pattern */

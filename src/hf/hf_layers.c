@@ -450,24 +450,33 @@ static void bert_layer(wr *w, const arch *a)
     layernorm(w, a, "output.LayerNorm", NULL);
 }
 
+/* Whether decoder layer i (from 0) is checkpointed. model.gradient_checkpointing_enable(
+ * gradient_checkpointing_kwargs={"use_reentrant": False}): each decoder layer's __call__
+ * through torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer). With
+ * ckpt_every N > 1, only every N-th: torchtune's selective layer AC
+ * (torchtune/training/activations.py checkpoint_wrapper @ bd2a0fc7, ac_mode "selective",
+ * ac_option N: a call counter from 1, the layer wrapped when `_count % every_x_layer == 0`,
+ * so layers N-1, 2N-1, ... from 0; torch.utils.checkpoint non-reentrant, early_stop's
+ * default True) and torchtitan's (torchtitan/distributed/activation_checkpoint.py
+ * _apply_layer_sac @ 1f029641, selective_ac_option N: the same counter rule). */
+static bool layer_ckpt(const arch *a, int64_t i) { return a->ckpt && (i + 1) % a->ckpt_every == 0; }
+
 /* Decoder layers in runs of identical ones: one Sequential with `repeat`
  * per run (Gemma2 alternates sliding and global layers, Qwen2-MoE may mix
- * dense and sparse ones). */
+ * dense and sparse ones; every N-th layer checkpointed splits runs). */
 static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
         while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
-               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i))
+               vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
+               layer_ckpt(a, j) == layer_ckpt(a, i))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
         if (j - i > 1) num(w, seq, "repeat", (double)(j - i));
-        /* model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=
-         * {"use_reentrant": False}): each decoder layer's __call__ through
-         * torch.utils.checkpoint, non-reentrant (GradientCheckpointingLayer) */
-        if (a->ckpt) flag(w, seq, "checkpoint", true);
+        if (layer_ckpt(a, i)) flag(w, seq, "checkpoint", true);
         cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
         if (!arr) {
             w->r->oom = true;

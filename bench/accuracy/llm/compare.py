@@ -30,12 +30,20 @@ def args_for(case):
          "-p", case["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
     if case.get("gradient_checkpointing"):
         a.append("--grad-ckpt")
+    if case.get("ckpt_every"):  # every N-th decoder layer checkpointed
+        a += ["--grad-ckpt-every", str(case["ckpt_every"])]
+    if case.get("ckpt_ops"):  # torchtitan's op-level selective AC
+        a.append("--grad-ckpt-ops")
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
     if case.get("loss_chunks"):  # --loss chunked's num_output_chunks
         a += ["--loss-chunks", str(case["loss_chunks"])]
     if case.get("zero_grad"):  # zero_grad(set_to_none=False)
         a += ["--zero-grad", case["zero_grad"]]
+    if case.get("act_offload"):  # torchtune's OffloadActivations
+        a += ["--act-offload", case["act_offload"]]
+    if case.get("optim_in_bwd"):  # torchtune's optimizer_in_bwd
+        a.append("--optim-in-bwd")
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
     peft = case.get("peft")  # measure_llm.py --peft dora|ia3 (peft_replica.py)

@@ -50,6 +50,11 @@ def parse_args(argv):
     ap.add_argument("-o", "--optim", default="adamw", choices=["sgd", "momentum", "adam", "adamw"])
     ap.add_argument("-p", "--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--ckpt", action="store_true", help="gradient checkpointing per decoder layer")
+    ap.add_argument("--ckpt-every", type=int, default=1,
+                    help="with --ckpt: only every N-th decoder layer checkpointed, counting from 1 (torchtune's "
+                    "ac_mode selective, ac_option N)")
+    ap.add_argument("--ckpt-ops", action="store_true",
+                    help="with --ckpt: torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)")
     ap.add_argument("--lora", type=int, default=0, help="LoRA rank (0: full fine-tuning)")
     ap.add_argument("--lora-alpha", type=float, default=16)
     ap.add_argument("--lora-dropout", type=float, default=0.0)
@@ -70,6 +75,12 @@ def parse_args(argv):
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
+    ap.add_argument("--optim-in-bwd", action="store_true",
+                    help="torchtune's optimizer_in_bwd: a one-parameter optimizer per trainable parameter, stepped "
+                    "and zero_grad(set_to_none=True) from its gradient hook inside backward (InBackward)")
+    ap.add_argument("--act-offload", default="none", choices=["none", "sync"],
+                    help="torchtune's OffloadActivations(use_streams=False) around the model's forward, the "
+                    "output head and what follows it under its NoOpManager (ac_replica.py)")
     ap.add_argument("--hold-output", action="store_true",
                     help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
                     "out.loss.backward(); then dropped")
@@ -127,6 +138,39 @@ class KeepGrads:
             torch._foreach_zero_(grads)
 
 
+class InBackward:
+    """torchtune's optimizer_in_bwd (recipes/full_finetune_single_device.py _setup_optimizer @ bd2a0fc7:
+    optim_dict = {p: optimizer([p])}; torchtune/training/memory.py register_optim_in_bwd_hooks:
+    p.register_post_accumulate_grad_hook(optim_step), optim_step = optim_dict[p].step();
+    optim_dict[p].zero_grad()). torch 1.13 has no register_post_accumulate_grad_hook (2.1+): the
+    pattern before it, a post hook on the parameter's AccumulateGrad node (kept alive here, so the
+    graph reuses it), runs at the same point: once AccumulateGrad has put the gradient in p.grad,
+    before the engine runs the next node. The loop's own step() and zero_grad() do nothing, as the
+    recipe skips them."""
+
+    def __init__(self, params, make):
+        self.opts = {p: make([p]) for p in params}
+        self.nodes = []
+        for p in params:
+            node = p.expand_as(p).grad_fn.next_functions[0][0]  # p's AccumulateGrad
+
+            def hook(grad_inputs, grad_outputs, p=p):
+                self.opts[p].step()
+                self.opts[p].zero_grad(set_to_none=True)
+            node.register_hook(hook)
+            self.nodes.append(node)
+
+    @property
+    def state(self):
+        return {k: v for o in self.opts.values() for k, v in o.state.items()}
+
+    def step(self):
+        pass
+
+    def zero_grad(self, set_to_none=True):
+        pass
+
+
 def main(argv):
     args = parse_args(argv)
     measure.reexec_with_preload()
@@ -163,6 +207,11 @@ def main(argv):
         model.to(torch.bfloat16)
     if args.ckpt:
         model.gradient_checkpointing = True
+        model.ckpt_every = args.ckpt_every
+        model.ckpt_ops = args.ckpt_ops
+        # with offloading, the checkpoint's input goes through the offload hooks, as 2.x's
+        # _NoopSaveInputs saves it (the harness's _checkpoint2x keeps it in its closure)
+        model.ckpt_save_inputs = args.act_offload != "none"
     if args.peft != "lora" or args.modules_to_save:  # peft_replica.py: DoRA, IA3, LN tuning, modules_to_save
         import peft_replica
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
@@ -175,7 +224,10 @@ def main(argv):
         adapter_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(args.lora_dtype)
         R.apply_lora(model, r=args.lora, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
                      targets=tuple(args.lora_targets.split(",")),
-                     autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype)
+                     autocast_adapter_dtype=args.lora_dtype != "model", adapter_dtype=adapter_dtype,
+                     # --ckpt-every N > 1 is torchtune's selective layer AC: its LoRA recipes make no
+                     # input require grad (PEFT's enable_input_require_grads is a PeftModel's)
+                     input_require_grads=args.ckpt_every == 1 and not args.ckpt_ops)
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     trainable = [p for p in params if p.requires_grad]
@@ -217,13 +269,32 @@ def main(argv):
                 del logits
                 return loss
             # transformers Trainer.compute_loss: outputs = model(**inputs); loss = outputs[0]
-            loss, logits = model(input_ids, labels=labels)
+            if offload is not None:
+                # torchtune's `with self.activations_handling_ctx: outputs = self._model(...)`; the
+                # head's pre-hook enters the NoOpManager (get_act_offloading_ctx_manager), here kept
+                # until the model returns, so the loss computed after the head is not offloaded
+                with offload:
+                    loss, logits = model(input_ids, labels=labels)
+                    if noop_on:
+                        noop.__exit__()
+                        noop_on.clear()
+            else:
+                loss, logits = model(input_ids, labels=labels)
             if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
                 held.append(logits)
             del logits
             return loss
 
         held = []
+        offload = None
+        if args.act_offload == "sync":
+            import ac_replica
+            offload, noop, noop_on = ac_replica.OffloadActivations(), ac_replica.NoOpManager(), []
+
+            def enter_noop(*_):
+                noop.__enter__()
+                noop_on.append(1)
+            (model.embed_out if cfg.model_type == "gpt_neox" else model.lm_head).register_forward_pre_hook(enter_noop)
 
         def tag(name):
             # --hold-output: `out` goes once loss.backward() has returned (train_steps tags sN.opt next)
@@ -232,7 +303,8 @@ def main(argv):
             tr.tag(name)
 
         model.train()
-        opt = optim2x.make(trainable, args.optim)
+        opt = optim2x.make(trainable, args.optim) if not args.optim_in_bwd else \
+            InBackward(trainable, lambda ps: optim2x.make(ps, args.optim))
         if args.zero_grad == "zero":
             opt = KeepGrads(opt, trainable)
         def per_op_log(step):
@@ -247,12 +319,17 @@ def main(argv):
             "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
+            **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
+            **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
+            **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
+            **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                       "targets": args.lora_targets.split(","),
                       "adapter_dtype": str(R.lora_dtype(model)).replace("torch.", ""),
                       **({"lora_dtype": args.lora_dtype} if args.lora_dtype != "auto" else {}),
-                      "input_require_grads": bool(args.ckpt)} if args.lora and args.peft == "lora" and not args.modules_to_save else None),
+                      "input_require_grads": bool(args.ckpt) and args.ckpt_every == 1 and not args.ckpt_ops}
+                     if args.lora and args.peft == "lora" and not args.modules_to_save else None),
             **({"peft": {"method": args.peft, "r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,
                          "targets": args.lora_targets.split(","),
                          "adapter_dtype": str(__import__("peft_replica").adapter_dtype_of(model)).replace("torch.", ""),

@@ -669,6 +669,11 @@ class CausalLM(nn.Module):
         self.attn_impl = attn_impl or ("eager" if t == "gemma2" else "sdpa")
         self.neox = t == "gpt_neox"
         self.gradient_checkpointing = False
+        # every N-th decoder layer checkpointed (counting from 1), 1: all: torchtune's selective layer
+        # AC (torchtune/training/activations.py checkpoint_wrapper @ bd2a0fc7: `_count % every_x_layer == 0`)
+        self.ckpt_every = 1
+        self.ckpt_ops = False  # torchtitan's op-level selective AC in each checkpointed layer (ac_replica.py)
+        self.ckpt_save_inputs = False  # the checkpoint's input saved under outer hooks (ac_replica.py)
         H, V = cfg.hidden_size, cfg.vocab_size
         if self.neox:
             self.embed_in = nn.Embedding(V, H)
@@ -698,7 +703,15 @@ class CausalLM(nn.Module):
 
     def _layer(self, layer, *args):
         if self.gradient_checkpointing and self.training:
-            return vctorch._checkpoint2x(layer.__call__, *args)
+            count = next(i for i, m in enumerate(self.layers) if m is layer) + 1
+            if count % self.ckpt_every == 0:
+                if self.ckpt_ops:
+                    import ac_replica
+                    return ac_replica.checkpoint_sac(layer.__call__, *args)
+                if self.ckpt_save_inputs:
+                    import ac_replica
+                    return ac_replica.checkpoint_saving_inputs(layer.__call__, *args)
+                return vctorch._checkpoint2x(layer.__call__, *args)
         return layer(*args)
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
@@ -843,7 +856,7 @@ def lora_dtype(model):
 
 
 def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "v_proj"),
-               autocast_adapter_dtype=True, adapter_dtype=None):
+               autocast_adapter_dtype=True, adapter_dtype=None, input_require_grads=True):
     """get_peft_model(model, LoraConfig(r, lora_alpha, lora_dropout, target_modules)):
     every parameter frozen (BaseTuner._mark_only_adapters_as_trainable with bias='none'),
     the target Linears wrapped; adapters created in fp32 and, with autocast_adapter_dtype
@@ -854,7 +867,8 @@ def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "
     autocast_adapter_dtype=False: the adapters keep the base weight's dtype
     (_move_adapter_to_device_of_base_layer, tuners_utils.py), as torchtune's LoRALinear
     built under set_default_dtype(dtype) does; adapter_dtype: that dtype whatever the
-    base's (the model cast to it after get_peft_model's cast)."""
+    base's (the model cast to it after get_peft_model's cast). input_require_grads=False:
+    no such hook, as torchtune's LoRA recipes (which never call it) run."""
     for p in model.parameters():
         p.requires_grad_(False)
     base_dtype = next(model.parameters()).dtype
@@ -868,6 +882,6 @@ def apply_lora(model, r=8, lora_alpha=16, lora_dropout=0.0, targets=("q_proj", "
                 n += 1
     if n == 0:
         raise ValueError("no LoRA target found")
-    if model.gradient_checkpointing:
+    if model.gradient_checkpointing and input_require_grads:
         model.get_input_embeddings().register_forward_hook(lambda m, i, o: o.requires_grad_(True))
     return model

@@ -350,6 +350,77 @@ def cases():
                                    ("gemma3_small", 2, 16, 60, "bf16", False), ("gemma3_small", 1, 64, 24, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
+    # --grad-ckpt-every N (issue 26 item 3): every N-th decoder layer checkpointed (torchtune's
+    # ac_mode selective, ac_option N). Every third held out.
+    every = [
+        ("llama_small", 2, 64, "adamw", "fp32", 0, 2),
+        ("llama_small", 2, 64, "adamw", "bf16", 8, 2),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0, 3),
+        ("mixtral_small", 2, 40, "adamw", "bf16", 0, 2),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8, 2),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 0, 2),
+    ]
+    for i, (cfg, b, s, o, p, l, n) in enumerate(every):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, ckpt_every=n, lora=l, held_out=(i % 3 == 2)))
+    # --optim-in-bwd (issue 26 item 4): torchtune's optimizer_in_bwd, a one-parameter optimizer
+    # stepped from each gradient's hook (measure_llm.py InBackward). Short sequences, so that the
+    # step, not the logits, holds the peak. Every third held out.
+    inbwd = [
+        ("llama_small", 1, 16, "adamw", "fp32", False, 0),
+        ("qwen2_small", 1, 16, "adam", "bf16", False, 0),
+        ("mixtral_small", 1, 16, "adamw", "bf16", False, 0),
+        ("llama_small", 2, 32, "sgd", "fp32", False, 0),
+        ("gemma2_small", 1, 16, "adamw", "bf16", True, 0),
+        ("llama_small", 1, 32, "adamw", "bf16", False, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(inbwd):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, optim_in_bwd=True, held_out=(i % 3 == 2)))
+    # --grad-ckpt-ops (issue 26 item 3): torchtitan's op-level selective AC in each checkpointed
+    # layer (ac_replica.py: its policy through torch 1.13's TorchDispatchMode). Every third held out.
+    sac = [
+        ("llama_small", 2, 64, "adamw", "fp32", 0, 1),
+        ("llama_small", 4, 128, "sgd", "bf16", 0, 1),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0, 1),
+        ("mixtral_small", 2, 40, "sgd", "bf16", 0, 1),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8, 1),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 0, 2),
+    ]
+    for i, (cfg, b, s, o, p, l, n) in enumerate(sac):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, ckpt_ops=True, lora=l, held_out=(i % 3 == 2),
+                        **({"ckpt_every": n} if n > 1 else {})))
+    # --act-offload sync (issue 26 item 3): torchtune's OffloadActivations(use_streams=False)
+    # (ac_replica.py: the copies kept outside the counted allocator). Every third held out.
+    offl = [
+        ("llama_small", 2, 64, "sgd", "fp32", 0),
+        ("llama_small", 2, 64, "adamw", "bf16", 0),
+        ("qwen2_small", 2, 64, "sgd", "bf16", 0),
+        ("mixtral_small", 2, 40, "sgd", "bf16", 0),
+        ("gemma2_small", 2, 40, "sgd", "fp32", 8),
+        ("gpt_neox_small", 2, 64, "adamw", "bf16", 0),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16", 8),
+        ("qwen2_vocab6k", 1, 96, "adamw", "bf16", 0),
+        ("llama_small", 4, 128, "sgd", "bf16", 8),
+    ]
+    for i, (cfg, b, s, o, p, l) in enumerate(offl):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=l, act_offload="sync", held_out=(i % 3 == 2)))
+    # --act-offload sync with --grad-ckpt: each checkpointed layer's hidden states saved by
+    # _NoopSaveInputs under the offload hooks (ac_replica.py checkpoint_saving_inputs), brought back
+    # by the recompute. Full fine-tuning (LoRA: see docs/llm.md). Every third held out.
+    offc = [
+        ("llama_small", 2, 64, "sgd", "fp32"),
+        ("llama_small", 4, 128, "adamw", "bf16"),
+        ("qwen2_small", 2, 64, "sgd", "bf16"),
+        ("mixtral_small", 2, 40, "sgd", "bf16"),
+        ("gemma2_small", 2, 40, "sgd", "fp32"),
+        ("llama_vocab8k", 2, 64, "sgd", "bf16"),
+    ]
+    for i, (cfg, b, s, o, p) in enumerate(offc):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=True, lora=0, act_offload="sync", held_out=(i % 3 == 2)))
     return out
 
 
@@ -362,6 +433,12 @@ def argv_of(c):
         a += ["--seq", str(c["seq"]), "--optim", c["optim"]]
         if c["ckpt"]:
             a.append("--ckpt")
+        if c.get("ckpt_every"):
+            a += ["--ckpt-every", str(c["ckpt_every"])]
+        if c.get("ckpt_ops"):
+            a.append("--ckpt-ops")
+        if c.get("act_offload"):
+            a += ["--act-offload", c["act_offload"]]
         if c["lora"]:
             a += ["--lora", str(c["lora"]), "--lora-dropout", str(c.get("lora_dropout", 0.0))]
             if c.get("lora_targets"):
@@ -383,6 +460,8 @@ def argv_of(c):
             a += ["--zero-grad", c["zero_grad"]]
         if c.get("hold_output"):
             a.append("--hold-output")
+        if c.get("optim_in_bwd"):
+            a.append("--optim-in-bwd")
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
