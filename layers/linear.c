@@ -179,11 +179,21 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_t w = vc_weight(b, 0), wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1), mag = vc_weight(b, ia + 2);
     vc_dtype da = vc_dt_of(b, wa);
     vc_numel io = vc_n_fixed(c->in * c->out), nout = vc_n_fixed(c->out); /* in x out: checked by setup */
+    /* under autocast lora_A and lora_B run in its dtype: the eye cast for the mm (the one its graph
+     * keeps; the fp32 eye dies with get_lora_weight's local), lora_weight made in it, then
+     * lora_weight.to(x.dtype) a new [out, in] (the 16-bit one freed) */
+    vc_dtype ac = vc_autocast_dt(b), dl = ac != VC_DT_F32 ? ac : da;
     vc_t eye = vc__op_new(b, "eye", vc_n_fixed(c->in * c->in), da);
-    vc_t ea = vc__op_nograd(b, "lora_A(x_eye)", eye, -1, vc_n_fixed(c->in * l->r), da);
-    vc_t lw = vc__op_nograd(b, "lora_B(...).T", ea, -1, io, da);
     vc_hold(b, eye);
+    vc_t ei = dl != da ? vc__op_nograd(b, "to", eye, -1, vc_n_fixed(c->in * c->in), dl) : eye;
+    if (ei != eye) vc_hold(b, ei);
+    vc_t ea = vc__op_nograd(b, "lora_A(x_eye)", ei, -1, vc_n_fixed(c->in * l->r), dl);
     vc_hold(b, ea);
+    vc_t lw = vc__op_nograd(b, "lora_B(...).T", ea, -1, io, dl);
+    if (ei != eye) {
+        vc_release(b, eye);
+        lw = vc__op_nograd(b, "to", lw, -1, io, da);
+    }
     vc_hold(b, lw);
     vc_t wt = w;
     if (style == VC_LORA_BNB4) { /* bnb.functional.dequantize_4bit: quant_state.dtype, the model's */
@@ -213,7 +223,7 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_t t1 = mul_promoted(b, br, vc__op_fresh(b, "sub", mns, nout), vc_numel_of(b, br));
     vc_t t3 = vc__op_fresh(b, "mul", mul_promoted(b, lr, mns, vc_numel_of(b, lr)), vc_numel_of(b, lr)); /* * scaling */
     vc_t d = add_promoted(b, t1, t3);
-    vc_release(b, eye);
+    vc_release(b, ei);
     vc_release(b, ea);
     vc_release(b, lw);
     if (wt != w) vc_release(b, wt);
