@@ -1,5 +1,5 @@
 /*
- * test_lora.c — LoRA adapters (vc_model_set_lora): which layers get them,
+ * test_lora.c — LoRA adapters and the other PEFT methods (vc_model_set_lora): which layers get them,
  * their parameters and dtypes, what is frozen, and the errors. Expected
  * values are worked out from PEFT's LoraLayer.update_layer (lora_A [r, in],
  * lora_B [out, r], bias-free, fp32 on a 16-bit model) and
@@ -278,11 +278,38 @@ static void test_peft_counts(void **state)
     vc_model_free(m);
 }
 
+/* DoRA's saved tensors and forward temporaries, from dora.py DoraLinearLayer.forward (peft 5d602fdb),
+ * fp32, r 8 on q_proj (in = out = 1,024, no bias; the input a batch of 16 x 1,024, needing no grad):
+ *  held for backward beyond LoRA's: lora_result [16, 1024] (mag_norm_scale * lora_result saves it for
+ *  the magnitude's gradient), base_result, q_proj's own output [16, 1024] ((mag_norm_scale - 1) *
+ *  base_result keeps it), mag_norm_scale [1024] (lora_result needs a gradient) and weight_norm [1024]
+ *  (the division's, for the magnitude): 65,536 + 65,536 + 4,096 + 4,096 = 139,264 bytes;
+ *  the forward peak, at get_weight_norm's add: torch.eye(1024), lora_weight, scaling * lora_weight and
+ *  the sum (4 x 4 MiB, fp32 like the adapters, the weight itself needing no cast), lora_A(eye) [1024, 8],
+ *  with the input and base_result live: 16,777,216 + 32,768 + 2 x 65,536 = 16,941,056 bytes. */
+static void test_dora_memory(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_peft(m, VC_PEFT_LORA, 8, "q_proj", &err), VC_OK);
+    vc_result r0 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(set_peft(m, VC_PEFT_DORA, 8, "q_proj", &err), VC_OK);
+    vc_result r1 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r1.memory.activations - r0.memory.activations, 139264);
+    assert_int_equal(r1.peak.phase, VC_PHASE_FORWARD);
+    assert_int_equal(r1.peak.activations + r1.peak.temporaries, 4 * 4194304 + 32768 + 2 * 65536);
+    vc_result_free(&r0);
+    vc_result_free(&r1);
+    vc_model_free(m);
+}
+
 /* IA3 on a feedforward module (a down_proj: PEFT's feedforward_modules for llama, mistral, qwen2,
  * gemma) learns [1, in_features] and scales the input: x.to(fp32) * ia3_scaling keeps the fp32
  * input for the vector's gradient (MulBackward0 saves self when other needs grad), 16 x 1024 x 4
- * bytes here on a bf16 model; the up Linear's output vector ([out, 1]) scales its output, whose
- * bf16 result the mul keeps: 16 x 1024 x 2. */
+ * bytes here on a bf16 model, and ia3_scaling [1024] fp32 (its input needs a gradient); the up
+ * Linear's vector ([out, 1]) scales its output, whose bf16 result the mul keeps: 16 x 1024 x 2
+ * (ia3_scaling not: that output needs no gradient, the batch feeding a frozen weight). */
 static void test_ia3_feedforward(void **state)
 {
     (void)state;
@@ -297,6 +324,11 @@ static void test_ia3_feedforward(void **state)
     assert_int_equal(vc_model_trainable_parameters(m), 1024); /* [1, in] */
     assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "up_proj,down_proj", &err), VC_OK);
     assert_int_equal(vc_model_trainable_parameters(m), 1024 + 1024); /* up: [out, 1]; down: [1, in] */
+    vc_result r = estimate(m, VC_PREC_BF16);
+    assert_int_equal(r.nlayers, 2);
+    assert_int_equal(r.layers[0].activations, 16 * 1024 * 2);
+    assert_int_equal(r.layers[1].activations, 16 * 1024 * 4 + 1024 * 4);
+    vc_result_free(&r);
     vc_model_free(m);
 }
 
@@ -412,7 +444,7 @@ int main(void)
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
         cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
         cmocka_unit_test(test_lora_dtype), cmocka_unit_test(test_peft_counts), cmocka_unit_test(test_ia3_feedforward),
-        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies), cmocka_unit_test(test_dora_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
