@@ -390,6 +390,25 @@ static void test_copies(void **state)
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--modules-to-save");
     vc_model_free(m);
+    /* a copy of either side of a tied weight (ModulesToSaveWrapper's deepcopy unties them; its
+     * tied_module path is another): refused, naming the layer */
+    static const char *const tied =
+        "{\"input\": {\"shape\": [16], \"dtype\": \"int64\"}, \"layers\": ["
+        "{\"type\": \"Embedding\", \"num_embeddings\": 512, \"embedding_dim\": 64, \"name\": \"embed_tokens\"},"
+        "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64, \"bias\": false, \"name\": \"q_proj\"},"
+        "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 512, \"bias\": false, \"name\": \"lm_head\", \"tie\": \"embed_tokens\"}]}";
+    if (vc_model_load_string(tied, strlen(tied), "tied.json", &m, &err)) fail_msg("load: %s", err.msg);
+    for (int i = 0; i < 2; i++) {
+        snprintf(l.targets, sizeof l.targets, "q_proj");
+        snprintf(l.modules_to_save, sizeof l.modules_to_save, "%s", i ? "lm_head" : "embed_tokens");
+        assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, "--modules-to-save");
+        assert_non_null(strstr(err.msg, i ? "lm_head's weight is tied" : "embed_tokens's weight is tied"));
+    }
+    l.modules_to_save[0] = 0;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK); /* the previous settings are back */
+    assert_int_equal(vc_model_trainable_parameters(m), 8 * 64 + 64 * 8); /* r 8 on q_proj */
+    vc_model_free(m);
 }
 
 /* A PEFT setting nobody honours is refused, naming the option, in one line. */

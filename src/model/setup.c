@@ -114,13 +114,17 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
 {
     vc_model *m = L->m;
     vc_inst *in = &m->inst[idx];
-    if (copy != COPY_NONE && tie_to >= 0)
-        return vc__fail(L, VC_ERR_USAGE, jpath, "%s of a layer whose weight is tied is not modelled",
-                        copy == COPY_SAVED ? "--modules-to-save" : "--peft ln_tuning");
+    const char *tied = copy != COPY_NONE && tie_to >= 0 ? L->name : NULL;
     for (int i = 0; i < P->np; i++) {
         if (i == 0 && tie_to >= 0) {
             int tp = m->inst[tie_to].params[0];
             const vc_param_entry *T = &m->par[tp];
+            /* a copy of a tied layer, or a layer tied to a copy (ModulesToSaveWrapper's deepcopy unties them;
+             * its tied_module path is another): not modelled */
+            if (!tied && vc__peft_on(&m->lora) && T->trainable && !(T->flags & VC_PARAM_ADAPTER)) tied = m->inst[tie_to].name;
+            if (tied)
+                return vc__fail(L, VC_ERR_USAGE, m->lora.modules_to_save[0] ? "--modules-to-save" : "--peft",
+                                "%.200s's weight is tied: a trained copy of a tied layer is not modelled", tied);
             if (T->nd != P->pnd[0] || memcmp(T->dims, P->pdims[0], (size_t)T->nd * sizeof *T->dims)) {
                 char p[300], a[200], c[200];
                 vc_shape sa = vc_shape_make(P->pnd[0], P->pdims[0]), sc = vc_shape_make(T->nd, T->dims);
