@@ -18,6 +18,7 @@ typedef struct {
     bool bias;
     int64_t gather, scatter; /* sequence parallelism: the TP degree, 1 none */
     bool ia3_ff;             /* --peft ia3: a feedforward module (set by setup) */
+    bool adapted;            /* a PEFT target: its adapters follow its own parameters (set by setup) */
 } linear_cfg;
 
 static int linear_parse(vc_args *a, void *p)
@@ -61,6 +62,7 @@ static int linear_setup(vc_setup *s, void *p)
     int64_t wd[2] = {c->out, c->in};
     if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
         return -1;
+    c->adapted = s->lora != NULL; /* (modules_to_save's frozen original may follow the parameters too) */
     if (!s->lora) return 0;
     /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,
      * bias=False), lora_B = nn.Linear(r, out, bias=False), then
@@ -241,7 +243,7 @@ static void linear_emit(vc_build *b, const void *p)
     }
     int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     const vc_lora *l = vc_lora_of(b);
-    if (vc_has_weight(b, ia) && vc_peft_row_get(l->method)->ia3) {
+    if (c->adapted && vc_peft_row_get(l->method)->ia3) {
         ia3_emit(b, c, x, c->bias ? vc_weight(b, 1) : -1, rows);
         return;
     }
@@ -250,7 +252,7 @@ static void linear_emit(vc_build *b, const void *p)
      * its bias is added after (output_ + bias), here inside the addmm (the same tensors
      * but for one [s/t, out] sum) */
     if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
-    if (!vc_has_weight(b, ia)) {
+    if (!c->adapted) {
         vc_set_output(b, y);
         return;
     }

@@ -156,7 +156,8 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         if (trainable) m->ntrainable += P->pn[i];
     }
     /* the original beside the copy, frozen and kept (LNTuningLayer.base_layer; ModulesToSaveWrapper's
-     * original_module.requires_grad_(False)): parameters nothing in the step reads */
+     * original_module.requires_grad_(False)): the instance's parameters after its own, which nothing
+     * in the step reads */
     for (int i = 0; copy != COPY_NONE && i < P->np; i++) {
         if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         char nm[300];
@@ -165,7 +166,8 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         const char *pname = vc_arena_strdup(m->arena, nm);
         if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
-        m->par[m->npar++] = (vc_param_entry){P->pn[i], false, P->pnd[i], (uint8_t)(P->pflags[i] | VC_PARAM_FROZEN), idx, pname, dims};
+        m->par[m->npar] = (vc_param_entry){P->pn[i], false, P->pnd[i], (uint8_t)(P->pflags[i] | VC_PARAM_FROZEN), idx, pname, dims};
+        in->params[in->np++] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
             __builtin_add_overflow(m->nparams, P->pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
             return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
@@ -249,7 +251,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     in->np = priv.np;
     in->nb = priv.nb;
-    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
+    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np * (copy != COPY_NONE ? 2 : 1) + 1) * sizeof(int));
     in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
     if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy)) return L->err->code;
