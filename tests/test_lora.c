@@ -385,7 +385,15 @@ static void test_copies(void **state)
     assert_int_equal(r.memory.gradients, (16384 + 524800) * 4);
     assert_int_equal(r.memory.optimizer_states, 2 * (16384 + 524800) * 4);
     vc_result_free(&r);
+    /* a module to save is no adapter's target (tuners_utils.py check_target_module_exists returns
+     * _ExcludedModule for it): q_proj named in both gets its copy (1,048,576) and no adapters */
+    snprintf(l.targets, sizeof l.targets, "q_proj,v_proj");
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "q_proj");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1048576 + 12288);
+    assert_int_equal(vc_model_parameters(m), base + 1048576 + 12288);
     /* a name no layer has */
+    snprintf(l.targets, sizeof l.targets, "q_proj");
     snprintf(l.modules_to_save, sizeof l.modules_to_save, "lm_head");
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--modules-to-save");
@@ -437,6 +445,17 @@ static void test_peft_refusals(void **state)
         {"ln_tuning", "lora_dtype", "auto", "peft=ln_tuning on 16-bit weights: PEFT upcasts the copied norms to fp32"},
         {"lora", "modules_to_save", "wte", "no layer is named wte"},
     };
+    /* a copy of a quantized Linear: _set_layer_requires_grad on Params4bit (uint8) fails */
+    {
+        vc_request *q = vc_request_new();
+        vc_response *resp = NULL;
+        assert_int_equal(vc_request_set(q, "qlora", "true", &err), VC_OK);
+        assert_int_equal(vc_request_set(q, "modules_to_save", "q_proj", &err), VC_OK);
+        assert_int_equal(vc_request_add_model(q, VC_TEST_DATA "/hf/llama-3.1-8b.json", &err), VC_OK);
+        assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
+        assert_non_null(strstr(err.msg, "self_attn.q_proj is stored as nf4: a quantized layer cannot be trained in full"));
+        vc_request_free(q);
+    }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vc_request *q = vc_request_new();
         vc_response *resp = NULL;

@@ -203,10 +203,12 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     priv.np = priv.nb = 0;
     const vc_peft_row *pr = vc_peft_row_get(m->lora.method);
     bool on = vc__peft_on(&m->lora);
-    const vc_lora *lora = on && (pr->lora || pr->ia3) && (k->flags & VC_KIND_LORA) && vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
-    /* LN tuning's targets (any module, LNTuningModel._create_new_module) and modules_to_save: trained copies */
-    int copy = on && pr->copy && vc__peft_match(L->name, m->lora.targets) ? COPY_LN_TUNING
-             : on && vc__peft_match(L->name, m->lora.modules_to_save) ? COPY_SAVED : COPY_NONE;
+    /* modules_to_save and LN tuning's targets (any module, LNTuningModel._create_new_module): trained copies;
+     * a module to save is never an adapter's target (tuners_utils.py check_target_module_exists: _ExcludedModule) */
+    int copy = on && vc__peft_match(L->name, m->lora.modules_to_save) ? COPY_SAVED
+             : on && pr->copy && vc__peft_match(L->name, m->lora.targets) ? COPY_LN_TUNING : COPY_NONE;
+    const vc_lora *lora = copy == COPY_NONE && on && (pr->lora || pr->ia3) && (k->flags & VC_KIND_LORA) &&
+                          vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
     if (lora || copy == COPY_LN_TUNING) m->nlora++;
     if (copy == COPY_SAVED) m->nsaved++;
     /* IA3Model._create_and_replace: is_feedforward = the target is one of feedforward_modules */
