@@ -185,6 +185,10 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
      * keeps; the fp32 eye dies with get_lora_weight's local), lora_weight made in it, then
      * lora_weight.to(x.dtype) a new [out, in] (the 16-bit one freed) */
     vc_dtype ac = vc_autocast_dt(b), dl = ac != VC_DT_F32 ? ac : da;
+    /* DoraLinearVariant.forward: x = dropout(x) first, its own local: Linear.forward's x (the cast
+     * input) stays referenced until the delta is back */
+    vc_hold(b, x);
+    vc_t xd = vc__op_dropout(b, x, l->dropout);
     vc_t eye = vc__op_new(b, "eye", vc_n_fixed(c->in * c->in), da);
     vc_hold(b, eye);
     vc_t ei = dl != da ? vc__op_nograd(b, "to", eye, -1, vc_n_fixed(c->in * c->in), dl) : eye;
@@ -217,11 +221,10 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_op_save_if(o, wn, im);
     vc_t mns = vc_op_out(o, nout, da);
     vc_op_end(o);
-    vc_t xd = vc__op_dropout(b, x, l->dropout);
     vc_t lr = vc__op_linear(b, vc__op_linear(b, xd, wa, -1, rows, c->in, l->r), wb, -1, rows, l->r, c->out);
     vc_t br = y;
     if (xd != x) br = vc__op_linear(b, xd, wt, -1, rows, c->in, c->out);
-    else if (c->bias) br = vc__op_fresh(b, "sub", y, vc_numel_of(b, y)); /* base_result - bias */
+    else if (c->bias) br = vc__op_add(b, y, vc_weight(b, 1), vc_numel_of(b, y), false); /* base_result - bias: sub, the gradient passes */
     vc_t t1 = mul_promoted(b, br, vc__op_fresh(b, "sub", mns, nout), vc_numel_of(b, br));
     vc_t t3 = vc__op_fresh(b, "mul", mul_promoted(b, lr, mns, vc_numel_of(b, lr)), vc_numel_of(b, lr)); /* * scaling */
     vc_t d = add_promoted(b, t1, t3);
@@ -229,6 +232,7 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_release(b, ea);
     vc_release(b, lw);
     if (wt != w) vc_release(b, wt);
+    vc_release(b, x);
     return d;
 }
 

@@ -92,6 +92,17 @@ class DoraLinear(R.LoraLinear):
         result_dora = (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * self.scaling
         return result_dora
 
+    def variant_forward(self, x, result):
+        # variants.py DoraLinearVariant.forward (its own frame: the caller's x, the cast input,
+        # stays referenced while this one's x is the dropped-out copy)
+        if self.lora_dropout_p == 0 or not self.training:
+            base_result = result
+        else:
+            x = vctorch.dropout2x(x, self.lora_dropout_p, self.training)
+            base_result = None
+        result = result + self.dora_forward(x, base_result)
+        return result
+
     def forward(self, x):
         # layer.py Linear.forward: result = base_layer(x); x = _cast_input_dtype(x, lora_A.weight.dtype);
         # result = lora_variant.forward(...); result = result.to(torch_result_dtype)
@@ -99,13 +110,7 @@ class DoraLinear(R.LoraLinear):
         torch_result_dtype = result.dtype
         if x.dtype != self.lora_A.weight.dtype:
             x = x.to(dtype=self.lora_A.weight.dtype)
-        # variants.py DoraLinearVariant.forward
-        if self.lora_dropout_p == 0 or not self.training:
-            base_result = result
-        else:
-            x = vctorch.dropout2x(x, self.lora_dropout_p, self.training)
-            base_result = None
-        result = result + self.dora_forward(x, base_result)
+        result = self.variant_forward(x, result)
         result = result.to(torch_result_dtype)
         return result
 
