@@ -897,7 +897,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             if (!lora->targets[0]) memcpy(lora->targets, dflt, strlen(dflt) + 1);
             if (!lora->targets[0]) {
                 const char *who = lora->method == VC_PEFT_IA3 ? OV("peft", "ia3") : lora->method == VC_PEFT_LN_TUNING ? OV("peft", "ln_tuning") : O("lora");
-                if (vc_model_lora_targets(m)[0]) /* a config.json */
+                if (vc_model_generated_json(m)) /* a config.json */
                     st = usage(err, "%s needs " O("lora_targets") ": PEFT has no default target_modules for this model_type", who);
                 else
                     st = usage(err, "%s needs " O("lora_targets") " (the names of the %s to adapt) for a vramcalc model file", who,
