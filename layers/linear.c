@@ -18,6 +18,7 @@ typedef struct {
     bool bias;
     int64_t gather, scatter; /* sequence parallelism: the TP degree, 1 none */
     bool ia3_ff;             /* --peft ia3: a feedforward module (set by setup) */
+    bool adapted;            /* a PEFT target: its adapters follow its own parameters (set by setup) */
 } linear_cfg;
 
 static int linear_parse(vc_args *a, void *p)
@@ -61,6 +62,7 @@ static int linear_setup(vc_setup *s, void *p)
     int64_t wd[2] = {c->out, c->in};
     if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
         return -1;
+    c->adapted = s->lora != NULL; /* (modules_to_save's frozen original may follow the parameters too) */
     if (!s->lora) return 0;
     /* peft/tuners/lora/layer.py LoraLayer.update_layer: lora_A = nn.Linear(in, r,
      * bias=False), lora_B = nn.Linear(r, out, bias=False), then
@@ -179,11 +181,25 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_t w = vc_weight(b, 0), wa = vc_weight(b, ia), wb = vc_weight(b, ia + 1), mag = vc_weight(b, ia + 2);
     vc_dtype da = vc_dt_of(b, wa);
     vc_numel io = vc_n_fixed(c->in * c->out), nout = vc_n_fixed(c->out); /* in x out: checked by setup */
+    /* under autocast lora_A and lora_B run in its dtype: the eye cast for the mm (the one its graph
+     * keeps; the fp32 eye dies with get_lora_weight's local), lora_weight made in it, then
+     * lora_weight.to(x.dtype) a new [out, in] (the 16-bit one freed) */
+    vc_dtype ac = vc_autocast_dt(b), dl = ac != VC_DT_F32 ? ac : da;
+    /* DoraLinearVariant.forward: x = dropout(x) first, its own local: Linear.forward's x (the cast
+     * input) stays referenced until the delta is back */
+    vc_hold(b, x);
+    vc_t xd = vc__op_dropout(b, x, l->dropout);
     vc_t eye = vc__op_new(b, "eye", vc_n_fixed(c->in * c->in), da);
-    vc_t ea = vc__op_nograd(b, "lora_A(x_eye)", eye, -1, vc_n_fixed(c->in * l->r), da);
-    vc_t lw = vc__op_nograd(b, "lora_B(...).T", ea, -1, io, da);
     vc_hold(b, eye);
+    vc_t ei = dl != da ? vc__op_nograd(b, "to", eye, -1, vc_n_fixed(c->in * c->in), dl) : eye;
+    if (ei != eye) vc_hold(b, ei);
+    vc_t ea = vc__op_nograd(b, "lora_A(x_eye)", ei, -1, vc_n_fixed(c->in * l->r), dl);
     vc_hold(b, ea);
+    vc_t lw = vc__op_nograd(b, "lora_B(...).T", ea, -1, io, dl);
+    if (ei != eye) {
+        vc_release(b, eye);
+        lw = vc__op_nograd(b, "to", lw, -1, io, da);
+    }
     vc_hold(b, lw);
     vc_t wt = w;
     if (style == VC_LORA_BNB4) { /* bnb.functional.dequantize_4bit: quant_state.dtype, the model's */
@@ -205,18 +221,18 @@ static vc_t dora_delta(vc_build *b, const linear_cfg *c, vc_t x, vc_t y, int64_t
     vc_op_save_if(o, wn, im);
     vc_t mns = vc_op_out(o, nout, da);
     vc_op_end(o);
-    vc_t xd = vc__op_dropout(b, x, l->dropout);
     vc_t lr = vc__op_linear(b, vc__op_linear(b, xd, wa, -1, rows, c->in, l->r), wb, -1, rows, l->r, c->out);
     vc_t br = y;
     if (xd != x) br = vc__op_linear(b, xd, wt, -1, rows, c->in, c->out);
-    else if (c->bias) br = vc__op_fresh(b, "sub", y, vc_numel_of(b, y)); /* base_result - bias */
+    else if (c->bias) br = vc__op_add(b, y, vc_weight(b, 1), vc_numel_of(b, y), false); /* base_result - bias: sub, the gradient passes */
     vc_t t1 = mul_promoted(b, br, vc__op_fresh(b, "sub", mns, nout), vc_numel_of(b, br));
     vc_t t3 = vc__op_fresh(b, "mul", mul_promoted(b, lr, mns, vc_numel_of(b, lr)), vc_numel_of(b, lr)); /* * scaling */
     vc_t d = add_promoted(b, t1, t3);
-    vc_release(b, eye);
+    vc_release(b, ei);
     vc_release(b, ea);
     vc_release(b, lw);
     if (wt != w) vc_release(b, wt);
+    vc_release(b, x);
     return d;
 }
 
@@ -231,7 +247,7 @@ static void linear_emit(vc_build *b, const void *p)
     }
     int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     const vc_lora *l = vc_lora_of(b);
-    if (vc_has_weight(b, ia) && vc_peft_row_get(l->method)->ia3) {
+    if (c->adapted && vc_peft_row_get(l->method)->ia3) {
         ia3_emit(b, c, x, c->bias ? vc_weight(b, 1) : -1, rows);
         return;
     }
@@ -240,7 +256,7 @@ static void linear_emit(vc_build *b, const void *p)
      * its bias is added after (output_ + bias), here inside the addmm (the same tensors
      * but for one [s/t, out] sum) */
     if (c->scatter > 1) y = vc__op_seq_scatter(b, y, c->scatter);
-    if (!vc_has_weight(b, ia)) {
+    if (!c->adapted) {
         vc_set_output(b, y);
         return;
     }

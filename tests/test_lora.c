@@ -1,5 +1,5 @@
 /*
- * test_lora.c — LoRA adapters (vc_model_set_lora): which layers get them,
+ * test_lora.c — LoRA adapters and the other PEFT methods (vc_model_set_lora): which layers get them,
  * their parameters and dtypes, what is frozen, and the errors. Expected
  * values are worked out from PEFT's LoraLayer.update_layer (lora_A [r, in],
  * lora_B [out, r], bias-free, fp32 on a 16-bit model) and
@@ -278,11 +278,38 @@ static void test_peft_counts(void **state)
     vc_model_free(m);
 }
 
+/* DoRA's saved tensors and forward temporaries, from dora.py DoraLinearLayer.forward (peft 5d602fdb),
+ * fp32, r 8 on q_proj (in = out = 1,024, no bias; the input a batch of 16 x 1,024, needing no grad):
+ *  held for backward beyond LoRA's: lora_result [16, 1024] (mag_norm_scale * lora_result saves it for
+ *  the magnitude's gradient), base_result, q_proj's own output [16, 1024] ((mag_norm_scale - 1) *
+ *  base_result keeps it), mag_norm_scale [1024] (lora_result needs a gradient) and weight_norm [1024]
+ *  (the division's, for the magnitude): 65,536 + 65,536 + 4,096 + 4,096 = 139,264 bytes;
+ *  the forward peak, at get_weight_norm's add: torch.eye(1024), lora_weight, scaling * lora_weight and
+ *  the sum (4 x 4 MiB, fp32 like the adapters, the weight itself needing no cast), lora_A(eye) [1024, 8],
+ *  with the input and base_result live: 16,777,216 + 32,768 + 2 x 65,536 = 16,941,056 bytes. */
+static void test_dora_memory(void **state)
+{
+    (void)state;
+    vc_model *m = load();
+    vc_error err;
+    assert_int_equal(set_peft(m, VC_PEFT_LORA, 8, "q_proj", &err), VC_OK);
+    vc_result r0 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(set_peft(m, VC_PEFT_DORA, 8, "q_proj", &err), VC_OK);
+    vc_result r1 = estimate(m, VC_PREC_FP32);
+    assert_int_equal(r1.memory.activations - r0.memory.activations, 139264);
+    assert_int_equal(r1.peak.phase, VC_PHASE_FORWARD);
+    assert_int_equal(r1.peak.activations + r1.peak.temporaries, 4 * 4194304 + 32768 + 2 * 65536);
+    vc_result_free(&r0);
+    vc_result_free(&r1);
+    vc_model_free(m);
+}
+
 /* IA3 on a feedforward module (a down_proj: PEFT's feedforward_modules for llama, mistral, qwen2,
  * gemma) learns [1, in_features] and scales the input: x.to(fp32) * ia3_scaling keeps the fp32
  * input for the vector's gradient (MulBackward0 saves self when other needs grad), 16 x 1024 x 4
- * bytes here on a bf16 model; the up Linear's output vector ([out, 1]) scales its output, whose
- * bf16 result the mul keeps: 16 x 1024 x 2. */
+ * bytes here on a bf16 model, and ia3_scaling [1024] fp32 (its input needs a gradient); the up
+ * Linear's vector ([out, 1]) scales its output, whose bf16 result the mul keeps: 16 x 1024 x 2
+ * (ia3_scaling not: that output needs no gradient, the batch feeding a frozen weight). */
 static void test_ia3_feedforward(void **state)
 {
     (void)state;
@@ -297,6 +324,11 @@ static void test_ia3_feedforward(void **state)
     assert_int_equal(vc_model_trainable_parameters(m), 1024); /* [1, in] */
     assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "up_proj,down_proj", &err), VC_OK);
     assert_int_equal(vc_model_trainable_parameters(m), 1024 + 1024); /* up: [out, 1]; down: [1, in] */
+    vc_result r = estimate(m, VC_PREC_BF16);
+    assert_int_equal(r.nlayers, 2);
+    assert_int_equal(r.layers[0].activations, 16 * 1024 * 2);
+    assert_int_equal(r.layers[1].activations, 16 * 1024 * 4 + 1024 * 4);
+    vc_result_free(&r);
     vc_model_free(m);
 }
 
@@ -353,10 +385,37 @@ static void test_copies(void **state)
     assert_int_equal(r.memory.gradients, (16384 + 524800) * 4);
     assert_int_equal(r.memory.optimizer_states, 2 * (16384 + 524800) * 4);
     vc_result_free(&r);
+    /* a module to save is no adapter's target (tuners_utils.py check_target_module_exists returns
+     * _ExcludedModule for it): q_proj named in both gets its copy (1,048,576) and no adapters */
+    snprintf(l.targets, sizeof l.targets, "q_proj,v_proj");
+    snprintf(l.modules_to_save, sizeof l.modules_to_save, "q_proj");
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+    assert_int_equal(vc_model_trainable_parameters(m), 1048576 + 12288);
+    assert_int_equal(vc_model_parameters(m), base + 1048576 + 12288);
     /* a name no layer has */
+    snprintf(l.targets, sizeof l.targets, "q_proj");
     snprintf(l.modules_to_save, sizeof l.modules_to_save, "lm_head");
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--modules-to-save");
+    vc_model_free(m);
+    /* a copy of either side of a tied weight (ModulesToSaveWrapper's deepcopy unties them; its
+     * tied_module path is another): refused, naming the layer */
+    static const char *const tied =
+        "{\"input\": {\"shape\": [16], \"dtype\": \"int64\"}, \"layers\": ["
+        "{\"type\": \"Embedding\", \"num_embeddings\": 512, \"embedding_dim\": 64, \"name\": \"embed_tokens\"},"
+        "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 64, \"bias\": false, \"name\": \"q_proj\"},"
+        "{\"type\": \"Linear\", \"in_features\": 64, \"out_features\": 512, \"bias\": false, \"name\": \"lm_head\", \"tie\": \"embed_tokens\"}]}";
+    if (vc_model_load_string(tied, strlen(tied), "tied.json", &m, &err)) fail_msg("load: %s", err.msg);
+    for (int i = 0; i < 2; i++) {
+        snprintf(l.targets, sizeof l.targets, "q_proj");
+        snprintf(l.modules_to_save, sizeof l.modules_to_save, "%s", i ? "lm_head" : "embed_tokens");
+        assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, "--modules-to-save");
+        assert_non_null(strstr(err.msg, i ? "lm_head's weight is tied" : "embed_tokens's weight is tied"));
+    }
+    l.modules_to_save[0] = 0;
+    assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK); /* the previous settings are back */
+    assert_int_equal(vc_model_trainable_parameters(m), 8 * 64 + 64 * 8); /* r 8 on q_proj */
     vc_model_free(m);
 }
 
@@ -386,6 +445,17 @@ static void test_peft_refusals(void **state)
         {"ln_tuning", "lora_dtype", "auto", "peft=ln_tuning on 16-bit weights: PEFT upcasts the copied norms to fp32"},
         {"lora", "modules_to_save", "wte", "no layer is named wte"},
     };
+    /* a copy of a quantized Linear: _set_layer_requires_grad on Params4bit (uint8) fails */
+    {
+        vc_request *q = vc_request_new();
+        vc_response *resp = NULL;
+        assert_int_equal(vc_request_set(q, "qlora", "true", &err), VC_OK);
+        assert_int_equal(vc_request_set(q, "modules_to_save", "q_proj", &err), VC_OK);
+        assert_int_equal(vc_request_add_model(q, VC_TEST_DATA "/hf/llama-3.1-8b.json", &err), VC_OK);
+        assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
+        assert_non_null(strstr(err.msg, "self_attn.q_proj is stored as nf4: a quantized layer cannot be trained in full"));
+        vc_request_free(q);
+    }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vc_request *q = vc_request_new();
         vc_response *resp = NULL;
@@ -412,7 +482,7 @@ int main(void)
         cmocka_unit_test(test_defaults), cmocka_unit_test(test_counts),   cmocka_unit_test(test_bf16_adapters_fp32),
         cmocka_unit_test(test_matching), cmocka_unit_test(test_errors),   cmocka_unit_test(test_dropout_saves),
         cmocka_unit_test(test_lora_dtype), cmocka_unit_test(test_peft_counts), cmocka_unit_test(test_ia3_feedforward),
-        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_peft_refusals), cmocka_unit_test(test_copies), cmocka_unit_test(test_dora_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,8 +200,10 @@ VC_EXTERN void vc_lora_init(vc_lora *l);
 VC_EXTERN const char *vc_model_lora_targets(const vc_model *m);
 
 /* Adds (or with l->r == 0 and a LoRA method removes) adapters and re-checks
- * the model. Fails with VC_ERR_USAGE when no Linear layer matches the
- * targets. l->method picks the PEFT method (ia3: r must be 0). */
+ * the model. Fails with VC_ERR_USAGE when no layer matches the targets (or
+ * l->modules_to_save). l->method picks the PEFT method (ia3 and ln_tuning:
+ * r must be 0); l->modules_to_save names layers trained as full copies, the
+ * originals kept frozen (PEFT's ModulesToSaveWrapper). */
 VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err);
 
 /* ---- quantized weights (docs/quantization.md) ----

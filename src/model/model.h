@@ -145,7 +145,7 @@ vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_
 vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
 
 /* PEFT methods (src/model/peft.c). vc__peft_on: l adds adapters (a rank, or IA3
- * with targets). vc__peft_match: PEFT's target_modules match of `name` against a
+ * or LN tuning with targets). vc__peft_match: PEFT's target_modules match of `name` against a
  * comma-separated list. */
 bool vc__peft_on(const vc_lora *l);
 bool vc__peft_match(const char *name, const char *list);

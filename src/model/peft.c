@@ -21,7 +21,7 @@
  *          DoraLinearLayer whose `weight` is an nn.Parameter of out_features,
  *          trainable, in adapter_layer_names, so cast like the adapters);
  *          DoraLinearVariant.forward / dora.py DoraLinearLayer.forward build the
- *          weight-norm temporaries every forward (layers/linear.c dora_emit).
+ *          weight-norm temporaries every forward (layers/linear.c dora_delta).
  *  ia3     IA3Config: tuners/ia3/layer.py IA3Layer.update_layer: ia3_l is
  *          [1, in] for a feedforward module, [out, 1] otherwise, trainable;
  *          Linear.forward multiplies the input (feedforward) or the output by it.

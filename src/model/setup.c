@@ -114,13 +114,17 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
 {
     vc_model *m = L->m;
     vc_inst *in = &m->inst[idx];
-    if (copy != COPY_NONE && tie_to >= 0)
-        return vc__fail(L, VC_ERR_USAGE, jpath, "%s of a layer whose weight is tied is not modelled",
-                        copy == COPY_SAVED ? "--modules-to-save" : "--peft ln_tuning");
+    const char *tied = copy != COPY_NONE && tie_to >= 0 ? L->name : NULL;
     for (int i = 0; i < P->np; i++) {
         if (i == 0 && tie_to >= 0) {
             int tp = m->inst[tie_to].params[0];
             const vc_param_entry *T = &m->par[tp];
+            /* a copy of a tied layer, or a layer tied to a copy (ModulesToSaveWrapper's deepcopy unties them;
+             * its tied_module path is another): not modelled */
+            if (!tied && vc__peft_on(&m->lora) && T->trainable && !(T->flags & VC_PARAM_ADAPTER)) tied = m->inst[tie_to].name;
+            if (tied)
+                return vc__fail(L, VC_ERR_USAGE, m->lora.modules_to_save[0] ? "--modules-to-save" : "--peft",
+                                "%.200s's weight is tied: a trained copy of a tied layer is not modelled", tied);
             if (T->nd != P->pnd[0] || memcmp(T->dims, P->pdims[0], (size_t)T->nd * sizeof *T->dims)) {
                 char p[300], a[200], c[200];
                 vc_shape sa = vc_shape_make(P->pnd[0], P->pdims[0]), sc = vc_shape_make(T->nd, T->dims);
@@ -152,7 +156,8 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         if (trainable) m->ntrainable += P->pn[i];
     }
     /* the original beside the copy, frozen and kept (LNTuningLayer.base_layer; ModulesToSaveWrapper's
-     * original_module.requires_grad_(False)): parameters nothing in the step reads */
+     * original_module.requires_grad_(False)): the instance's parameters after its own, which nothing
+     * in the step reads */
     for (int i = 0; copy != COPY_NONE && i < P->np; i++) {
         if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         char nm[300];
@@ -161,7 +166,8 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
         const char *pname = vc_arena_strdup(m->arena, nm);
         if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
-        m->par[m->npar++] = (vc_param_entry){P->pn[i], false, P->pnd[i], (uint8_t)(P->pflags[i] | VC_PARAM_FROZEN), idx, pname, dims};
+        m->par[m->npar] = (vc_param_entry){P->pn[i], false, P->pnd[i], (uint8_t)(P->pflags[i] | VC_PARAM_FROZEN), idx, pname, dims};
+        in->params[in->np++] = (int)m->npar++;
         if (__builtin_add_overflow(in->nparams, P->pn[i], &in->nparams) ||
             __builtin_add_overflow(m->nparams, P->pn[i], &m->nparams) || m->nparams > MAX_TENSOR_ELEMS)
             return vc__fail(L, VC_ERR_OVERFLOW, jpath, "the model has more than 2^56 parameters (the limit: byte counts would overflow 64-bit arithmetic)");
@@ -197,10 +203,12 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     priv.np = priv.nb = 0;
     const vc_peft_row *pr = vc_peft_row_get(m->lora.method);
     bool on = vc__peft_on(&m->lora);
-    const vc_lora *lora = on && (pr->lora || pr->ia3) && (k->flags & VC_KIND_LORA) && vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
-    /* LN tuning's targets (any module, LNTuningModel._create_new_module) and modules_to_save: trained copies */
-    int copy = on && pr->copy && vc__peft_match(L->name, m->lora.targets) ? COPY_LN_TUNING
-             : on && vc__peft_match(L->name, m->lora.modules_to_save) ? COPY_SAVED : COPY_NONE;
+    /* modules_to_save and LN tuning's targets (any module, LNTuningModel._create_new_module): trained copies;
+     * a module to save is never an adapter's target (tuners_utils.py check_target_module_exists: _ExcludedModule) */
+    int copy = on && vc__peft_match(L->name, m->lora.modules_to_save) ? COPY_SAVED
+             : on && pr->copy && vc__peft_match(L->name, m->lora.targets) ? COPY_LN_TUNING : COPY_NONE;
+    const vc_lora *lora = copy == COPY_NONE && on && (pr->lora || pr->ia3) && (k->flags & VC_KIND_LORA) &&
+                          vc__peft_match(L->name, m->lora.targets) ? &m->lora : NULL;
     if (lora || copy == COPY_LN_TUNING) m->nlora++;
     if (copy == COPY_SAVED) m->nsaved++;
     /* IA3Model._create_and_replace: is_feedforward = the target is one of feedforward_modules */
@@ -245,7 +253,7 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     in->np = priv.np;
     in->nb = priv.nb;
-    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np + 1) * sizeof(int));
+    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np * (copy != COPY_NONE ? 2 : 1) + 1) * sizeof(int));
     in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
     if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy)) return L->err->code;

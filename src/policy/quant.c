@@ -472,6 +472,11 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
         if (r->misfit && r->misfit(p, q, why, sizeof why))
             return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config", "%s (layer %s): %s",
                                 r->name, in->path, why);
+        /* a modules_to_save copy of a quantized Linear (the only trained Linear weight under PEFT):
+         * _set_layer_requires_grad on Params4bit / Int8Params, integer storage, fails */
+        if (p->trainable && vc__peft_on(&m->lora))
+            return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "%s is stored as %s: a quantized layer cannot be trained in "
+                                "full (its integer weight takes no gradient)", in->name ? in->name : in->path, r->name);
         p->fmt = (uint8_t)q->format;
         converted++;
         if (p->trainable) { /* Params4bit / Int8Params: requires_grad=False */

@@ -8,7 +8,7 @@ modules from the transformers source, measured with bench/accuracy's
 allocator counter on torch 1.13, CPU) it runs vramcalc on the same
 config.json and settings -- --seq, --batch, --optim, --precision (fp32 or
 bf16: the model .to(bfloat16), vramcalc's bf16), --grad-ckpt, --lora with
-its targets, alpha, dropout and --lora-dtype -- with --attention math (the CPU's SDPA) and
+its targets, alpha, dropout and --lora-dtype, --peft and --modules-to-save -- with --attention math (the CPU's SDPA) and
 --workspace 0 (no cuBLAS on a CPU), and prints the error of peak_allocated.
 Generation cases (--mode generate with the case's --prompt and --new-tokens)
 compare the prefill peak and the decoding peak separately, each against its
@@ -46,7 +46,7 @@ def args_for(case):
         a.append("--optim-in-bwd")
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
-    peft = case.get("peft")  # measure_llm.py --peft dora|ia3 (peft_replica.py)
+    peft = case.get("peft")  # measure_llm.py --peft dora|ia3|ln_tuning, --modules-to-save (peft_replica.py)
     if peft:
         a += ["--peft", peft["method"], "--lora-targets", ",".join(peft["targets"])]
         if peft["r"]:

@@ -20,13 +20,20 @@ caching (ENABLE_DORA_CACHING) is off, as in training; torch 1.13's CPU torch.eye
 bfloat16 kernel, so a bf16 eye is zeros(n, n).fill_diagonal_(1) (the same single allocation). Written without reading vramcalc's engine.
 """
 import copy
+import json
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import reference as R
-import vctorch
+if __name__ == "__main__":  # run on its own (--qlora-dora): measure_llm.py's import paths
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_here))), "tools"),
+                    os.path.dirname(_here), os.path.join(os.path.dirname(_here), "quant"), _here]
+import reference as R  # noqa: E402
+import vctorch  # noqa: E402
 
 COMMIT = "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40"
 
@@ -92,6 +99,17 @@ class DoraLinear(R.LoraLinear):
         result_dora = (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * self.scaling
         return result_dora
 
+    def variant_forward(self, x, result):
+        # variants.py DoraLinearVariant.forward (its own frame: the caller's x, the cast input,
+        # stays referenced while this one's x is the dropped-out copy)
+        if self.lora_dropout_p == 0 or not self.training:
+            base_result = result
+        else:
+            x = vctorch.dropout2x(x, self.lora_dropout_p, self.training)
+            base_result = None
+        result = result + self.dora_forward(x, base_result)
+        return result
+
     def forward(self, x):
         # layer.py Linear.forward: result = base_layer(x); x = _cast_input_dtype(x, lora_A.weight.dtype);
         # result = lora_variant.forward(...); result = result.to(torch_result_dtype)
@@ -99,13 +117,7 @@ class DoraLinear(R.LoraLinear):
         torch_result_dtype = result.dtype
         if x.dtype != self.lora_A.weight.dtype:
             x = x.to(dtype=self.lora_A.weight.dtype)
-        # variants.py DoraLinearVariant.forward
-        if self.lora_dropout_p == 0 or not self.training:
-            base_result = result
-        else:
-            x = vctorch.dropout2x(x, self.lora_dropout_p, self.training)
-            base_result = None
-        result = result + self.dora_forward(x, base_result)
+        result = self.variant_forward(x, result)
         result = result.to(torch_result_dtype)
         return result
 
@@ -230,3 +242,149 @@ def adapter_dtype_of(model):
         if isinstance(m, IA3Linear):
             return m.ia3_l.dtype
     return None
+
+
+# --------------------------------------------------------------------------
+# QLoRA + DoRA: bitsandbytes' allocations replayed (bench/accuracy/quant/measure_quant.py's
+# functions, bitsandbytes 0.50.1) under peft's lora.bnb.Linear4bit with use_dora=True
+# --------------------------------------------------------------------------
+
+QF, QR, QHEAD = 1024, 2048, 64  # measure_quant.py's sizes: [F, F] nf4 weights, R rows, a bf16 head
+
+
+def run_qlora_dora(torch, tr, MQ, dropout=0.0):
+    """measure_quant.py run_train's model with q under DoRA: q (nf4 + LoRA r 8 + magnitude, fp32
+    adapters), proj2 (nf4), lm_head (bf16); loss output.float().mean(); SGD (foreach), zero_grad(set_to_none);
+    the highest between-op reading over steps 2 and 3. peft bnb.py Linear4bit.forward: result =
+    base_layer(x).clone(); requires_conversion (no autocast): x = _cast_input_dtype(x, lora_A.weight.dtype);
+    result = DoraLinearVariant.forward(...); result = result.to(expected_dtype). dora.py's
+    dequantize_module_weight: dequantize_bnb_weight -> bnb.functional.dequantize_4bit."""
+    MQ.name2qmap.clear()
+    MM = MQ.matmul4bit_class(torch)
+    base = tr.current()
+    q_w, q_qs = MQ.quantize_4bit(torch, torch.empty((QF, QF), dtype=torch.bfloat16))
+    lora_A = torch.nn.Linear(QF, 8, bias=False)   # fp32 (autocast_adapter_dtype)
+    lora_B = torch.nn.Linear(8, QF, bias=False)
+    magnitude = torch.nn.Parameter(torch.ones(QF))  # lora_magnitude_vector: [out], fp32 like the adapters
+    p_w, p_qs = MQ.quantize_4bit(torch, torch.empty((QF, QF), dtype=torch.bfloat16))
+    head = torch.nn.Linear(QF, QHEAD, bias=False).to(torch.bfloat16).requires_grad_(False)
+    opt = torch.optim.SGD(list(lora_A.parameters()) + list(lora_B.parameters()) + [magnitude], lr=0.1, foreach=True)
+    x = torch.empty((QR, QF), dtype=torch.bfloat16)
+    scaling = 1.0
+    base_obs = tr.O.opobs_current() - (tr.current() - base)
+
+    def dora_forward(x, base_result):
+        x_eye = torch.eye(lora_A.weight.shape[1], dtype=lora_A.weight.dtype)     # get_lora_weight
+        lora_weight = lora_B(lora_A(x_eye)).T
+        del x_eye
+        lora_weight = lora_weight.to(x.dtype)
+        weight = MQ.dequantize_4bit(torch, q_w, q_qs)                             # dequantize_module_weight
+        weight = weight.to(x.dtype)
+        w2 = weight + scaling * lora_weight.detach()                              # get_weight_norm
+        weight_norm = torch.linalg.norm(w2, dim=1).to(w2.dtype)
+        del w2
+        weight_norm = weight_norm.detach()
+        mag_norm_scale = (magnitude / weight_norm).view(1, -1)
+        lora_result = lora_B(lora_A(x))
+        if base_result is None:  # lora_dropout > 0: F.linear(x, transpose(weight, fan_in_fan_out))
+            base_result = F.linear(x, weight)
+        return (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * scaling
+
+    def variant_forward(x, result):  # DoraLinearVariant.forward, its own frame
+        if dropout == 0:
+            base_result = result
+        else:
+            x = vctorch.dropout2x(x, dropout, True)
+            base_result = None
+        return result + dora_forward(x, base_result)
+
+    for step in range(3):
+        if step == 1:
+            tr.O.opobs_reset_peak()
+        result = MQ.linear4bit(torch, MM, x, q_w, q_qs)
+        result = result.clone()
+        expected_dtype = result.dtype
+        xa = x.to(lora_A.weight.dtype)
+        result = variant_forward(xa, result)
+        result = result.to(expected_dtype)
+        del xa
+        h = MQ.linear4bit(torch, MM, result, p_w, p_qs)
+        del result
+        out = torch.nn.functional.linear(h, head.weight)
+        del h
+        loss = out.float().mean()
+        del out
+        loss.backward()
+        del loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return tr.O.opobs_peak() - base_obs
+
+
+def vramcalc_qlora_dora(cli, dropout=0.0):
+    """vramcalc on the same model: q, proj2 [F, F], lm_head [64, F], input [R, F]; --qlora with DoRA on q."""
+    import subprocess
+    import tempfile
+    model = {"name": "quant", "input": [QR, QF], "layers": [
+        {"type": "Linear", "name": "q", "in_features": QF, "out_features": QF, "bias": False},
+        {"type": "Linear", "name": "proj2", "in_features": QF, "out_features": QF, "bias": False},
+        {"type": "Linear", "name": "lm_head", "in_features": QF, "out_features": QHEAD, "bias": False}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(model, f)
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    try:
+        out = subprocess.run([cli, f.name, "-p", "bf16", "--qlora", "--peft", "dora", "--lora-targets", "q", "-o", "sgd",
+                              "--lora-dropout", str(dropout), "--workspace", "0", "-f", "json"], check=True, capture_output=True, text=True, env=env).stdout
+    finally:
+        os.unlink(f.name)
+    return json.loads(out)["memory"]["peak_allocated"]
+
+
+QMEASURED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peft_qlora.json")
+
+
+def main(argv):
+    """peft_replica.py --qlora-dora [--cli build/vramcalc] [--write]: QLoRA + DoRA (lora_dropout 0 and
+    0.1) replayed and measured with bench/accuracy's allocator counter, each beside vramcalc's figure
+    (exit 1 when one differs, or a measurement differs from peft_qlora.json; --write stores them).
+    --compare --cli: the committed measurements (peft_qlora.json) against vramcalc, no measuring."""
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--qlora-dora", action="store_true", required=True)
+    ap.add_argument("--cli")
+    ap.add_argument("--compare", action="store_true")
+    ap.add_argument("--write", action="store_true")
+    args = ap.parse_args(argv)
+    if args.compare and (args.write or not args.cli):
+        ap.error("--compare needs --cli and measures nothing (no --write)")
+    with open(QMEASURED) as f:
+        stored = json.load(f)["cases"]
+    if args.compare:
+        measured = stored
+    else:
+        import measure  # bench/accuracy/measure.py
+        measure.reexec_with_preload()
+        import measure_quant as MQ  # bench/accuracy/quant/measure_quant.py: bitsandbytes 0.50.1's allocations
+        tr = measure.Tracker()
+        tr.start(True)
+        torch.set_num_threads(1)
+        measured = {"dropout %g" % d: run_qlora_dora(torch, tr, MQ, d) for d in (0.0, 0.1)}
+        if args.write:
+            with open(QMEASURED, "w") as f:
+                json.dump({"source": "bench/accuracy/llm/peft_replica.py --qlora-dora --write (torch %s, CPU)"
+                           % torch.__version__, "cases": measured}, f, indent=1)
+                f.write("\n")
+    bad = 0 if args.write or measured == stored else 1
+    for k, peak in measured.items():
+        line = "qlora-dora %-12s peak measured %12d" % (k, peak)
+        if args.cli:
+            v = vramcalc_qlora_dora(os.path.abspath(args.cli), float(k.split()[1]))
+            line += "  vramcalc %12d  %s" % (v, "same" if v == peak else "DIFFERS")
+            bad += v != peak
+        print(line)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
