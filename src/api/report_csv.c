@@ -111,6 +111,15 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell_i(c, "memory.cudnn.reserved_high", m->cudnn.reserved_high);
         cell_i(c, "memory.cudnn.total_high", m->cudnn.total_high);
     }
+    vc_nccl_info nc; /* src/engine/nccl.c: the JSON's memory.nccl */
+    vc_nccl_per_gpu(o, &nc);
+    if (nc.communicators) {
+        cell_i(c, "memory.nccl.communicators", nc.communicators);
+        cell_i(c, "memory.nccl.ring_communicators", nc.ring_communicators);
+        cell_i(c, "memory.nccl.p2p_peers", nc.p2p_peers);
+        cell_i(c, "memory.nccl.channels", nc.channels);
+        cell_i(c, "memory.nccl.bytes", nc.bytes);
+    }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
     cell_s(c, "peak.layer", r->peak.layer);
     cell_s(c, "peak.kind", r->peak.kind);
