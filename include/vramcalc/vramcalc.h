@@ -465,8 +465,7 @@ typedef struct {
     struct {
         int expandable_segments;      /* expandable_segments:True */
         int64_t max_split_size;       /* max_split_size_mb in bytes; 0: unlimited (SIZE_MAX) */
-        double gc_threshold;          /* garbage_collection_threshold, 0: off */
-        int roundup_power2_divisions; /* roundup_power2_divisions (one value for every size), 0: off */
+        double gc_threshold;          /* garbage_collection_threshold, 0: off (kept: no effect without a memory fraction) */
     } alloc_conf;
 } vc_options;
 #define VC_BOUND_LOW 0
