@@ -14,6 +14,7 @@ typedef enum {
     VC_REL_FLASH_HDIM,    /* flash attention's largest head dim (check_head_dim_size*) */
     VC_REL_OPTIM_DEFAULT, /* torch.optim's implementation when foreach/fused are not given: a vc_optim_impl */
     VC_REL_ADAFACTOR,     /* 1: torch.optim.Adafactor exists */
+    VC_REL_CUBLAS_WS_RETAINED, /* 1: ATen keeps a cuBLAS workspace per (handle, stream) in the caching allocator */
     VC_REL__N
 } vc_rel_what;
 

@@ -240,11 +240,59 @@ static void nccl_buffers(void **state)
     assert_int_equal(vc_nccl_ring_bytes(64, INT64_MAX, 0, &b, NULL), VC_ERR_OVERFLOW);
 }
 
+/* One GPU's NCCL line (vc_nccl_per_gpu, the reports' "nccl buffers"), by hand: every
+ * connection pair is a 10 MiB receive and a 2 MiB send (above); NCCL's fewest channels is 1
+ * for a ring (init.cc: ringGraph->minChannels = 1) and for a P2P peer (paths.cc:
+ * NCCL_MIN_P2P_NCHANNELS 1); a communicator per process group (ProcessGroupNCCL). */
+static vc_nccl_info nccl_of(vc_parallel par, int64_t gpus, int64_t tp, int64_t pp, int64_t ep, int64_t replicate)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.parallel = par;
+    o.gpus = gpus;
+    o.tp = tp;
+    o.pp = pp;
+    o.ep = ep;
+    o.fsdp_replicate = replicate;
+    vc_nccl_info n;
+    vc_nccl_per_gpu(&o, &n);
+    return n;
+}
+
+static void nccl_per_gpu(void **state)
+{
+    (void)state;
+    /* one GPU: no communicator */
+    vc_nccl_info n = nccl_of(VC_PARALLEL_NONE, 1, 1, 1, 1, 0);
+    assert_int_equal(n.communicators, 0);
+    assert_int_equal(n.bytes, 0);
+    /* DDP on 2 GPUs: the default group's ring, 1 channel: 1 x (10 + 2) = 12 MiB */
+    n = nccl_of(VC_PARALLEL_DDP, 2, 1, 1, 1, 0);
+    assert_int_equal(n.communicators, 1);
+    assert_int_equal(n.channels, 1);
+    assert_int_equal(n.bytes, 12 * MiB);
+    /* FSDP2 as HSDP (replicate 2 of 8): a shard group and a replicate group, two rings: 24 MiB */
+    n = nccl_of(VC_PARALLEL_FSDP2, 8, 1, 1, 1, 2);
+    assert_int_equal(n.ring_communicators, 2);
+    assert_int_equal(n.bytes, 24 * MiB);
+    /* Megatron tp 2, pp 4 on 16 GPUs: dp = 16 / 8 = 2, so DP and TP rings (2) and the pipeline
+     * group, whose middle stage has 2 neighbours: (2 + 2) x 12 = 48 MiB, 3 communicators */
+    n = nccl_of(VC_PARALLEL_MEGATRON, 16, 2, 4, 1, 0);
+    assert_int_equal(n.communicators, 3);
+    assert_int_equal(n.p2p_peers, 2);
+    assert_int_equal(n.bytes, 48 * MiB);
+    /* DDP with ep 8 on 8 GPUs: the DP ring and the all-to-all's 7 peers: (1 + 7) x 12 = 96 MiB */
+    n = nccl_of(VC_PARALLEL_DDP, 8, 1, 1, 8, 0);
+    assert_int_equal(n.communicators, 2);
+    assert_int_equal(n.bytes, 96 * MiB);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(h200_measured), cmocka_unit_test(other_devices), cmocka_unit_test(stacks),
         cmocka_unit_test(errors), cmocka_unit_test(engine), cmocka_unit_test(nccl_buffers),
+        cmocka_unit_test(nccl_per_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

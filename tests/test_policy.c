@@ -246,7 +246,7 @@ static void test_quant_rows(void **state)
  * min(CUBLASLT_WORKSPACE_SIZE 1024 KiB, 32 MiB) = 1 MiB; training adds the autograd device
  * thread's handle, another 32 MiB, and a checkpointed region re-runs its biased Linear
  * there, another 1 MiB. The totals are what the H200 run measured (docs/accuracy.md). */
-static int64_t workspace_of(const char *json, vc_mode mode, int64_t ws)
+static int64_t workspace_at(const char *json, vc_mode mode, int64_t ws, int torch)
 {
     vc_model *m = NULL;
     vc_error err;
@@ -256,6 +256,7 @@ static int64_t workspace_of(const char *json, vc_mode mode, int64_t ws)
     o.mode = mode;
     o.hopper = 1;
     o.workspace = ws;
+    o.torch_version = torch;
     vc_result r;
     if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate failed: %s", err.msg);
     int64_t w = r.memory.workspace;
@@ -263,6 +264,9 @@ static int64_t workspace_of(const char *json, vc_mode mode, int64_t ws)
     vc_model_free(m);
     return w;
 }
+
+/* 26a39059's behaviour (torch 2.11, the H200 run's): ATen's retained workspaces */
+static int64_t workspace_of(const char *json, vc_mode mode, int64_t ws) { return workspace_at(json, mode, ws, 211); }
 
 static void test_cublas_workspaces(void **state)
 {
@@ -279,6 +283,11 @@ static void test_cublas_workspaces(void **state)
     assert_int_equal(workspace_of(ckpt, VC_MODE_TRAIN, -1), 66 * MIB);              /* + the re-run's cuBLASLt */
     assert_int_equal(workspace_of(biased, VC_MODE_TRAIN, 512 * 1024), 3 * 512 * 1024); /* Lt capped at the cuBLAS size */
     assert_int_equal(workspace_of(biased, VC_MODE_TRAIN, 0), 0);                    /* --workspace 0: none */
+    /* torch 2.15 (src/policy/release.c VC_REL_CUBLAS_WS_RETAINED): the handle's workspace is
+     * cuBLAS's own, outside the caching allocator; the cuBLASLt workspaces stay */
+    assert_int_equal(workspace_at(square, VC_MODE_TRAIN, -1, 215), 0);
+    assert_int_equal(workspace_at(biased, VC_MODE_TRAIN, -1, 215), 1 * MIB);
+    assert_int_equal(workspace_at(ckpt, VC_MODE_TRAIN, -1, 215), 2 * MIB);
 }
 
 /* Lion, forloop (lion_pytorch.py update_fn): at the step the weight W, its

@@ -25,6 +25,7 @@ static vc_options h200(void)
     vc_options_init(&o);
     o.device = vc_gpu_find("h200");
     o.hopper = 1;
+    o.torch_version = 211; /* the run's torch 2.11: ATen's retained cuBLAS workspaces (src/policy/release.c) */
     return o;
 }
 

@@ -130,11 +130,24 @@ static void table_exact(void **state)
     assert_int_equal(r.memory.cudnn.peak_allocated_high, 3148800);
     assert_int_equal(r.memory.cudnn.peak_allocated_low, 3148800);
     vc_result_free(&r);
-    /* batch 2: no row, refused naming the option and the layer */
+    /* batch 2, a batch the table lacks (the allocator model's grid batches are such): the
+     * layer's one row scaled by the batch, 3 MiB x 2 / 1 = 6 MiB; the figures without it are
+     * weights 1,024 + input 1,536 + output 2,048 = 4,608 B: peak 4,608 + 6,291,456 */
     o.batch = 2;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    assert_int_equal(r.memory.peak_allocated, 4608 + 6 * MiB);
+    vc_result_free(&r);
+    vc_cudnn_table_free(t);
+    unlink(path);
+    /* a table without the model's convolution: refused naming the option and the layer */
+    path = write_tmp("{\"format\": \"vramcalc-cudnn-table-1\", \"precision\": \"fp32\", \"convolutions\": "
+                     "[{\"layer\": \"layers[9]\", \"batch\": 1, \"fwd\": 0, \"bwd_data\": 0, \"bwd_filter\": 0}]}");
+    assert_int_equal(vc_cudnn_table_load(path, &t, &err), VC_OK);
+    o.cudnn_table = t;
+    o.batch = 1;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(err.path, "--cudnn-table");
-    assert_non_null(strstr(err.msg, "no row for the convolution layers[0] at batch 2"));
+    assert_non_null(strstr(err.msg, "no row for the convolution layers[0]"));
     vc_model_free(m);
     vc_cudnn_table_free(t);
     unlink(path);

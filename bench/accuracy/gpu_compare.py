@@ -39,7 +39,11 @@ context model cannot tell from the cases alone:
   * conv_workspace: one case of each model with convolutions (measure.py
     --conv-workspace): every convolution's transient above its results, forward and
     backward (cuDNN's workspace);
-  * nccl: bench/accuracy/nccl_probe.py, NCCL's memory at world size 2 (two GPUs only).
+  * nccl: bench/accuracy/nccl_probe.py, NCCL's memory at world size 2 (two GPUs only);
+  * cudnn_table: for each model with convolutions and each precision, the --cudnn-table
+    file bench/accuracy/cudnn_calibrate.py writes at the cases' batches (each convolution's
+    cuDNN workspace per direction on this GPU); the rendering runs vramcalc with it beside
+    the interval --bound gives (docs/context.md "cuDNN workspaces").
 
 VRAMCALC_CUDA_DRYRUN=1 in the environment makes measure.py run the CUDA path on
 the CPU without measuring anything (every figure n/a): a check of this script and
@@ -192,6 +196,33 @@ def probes(args, cs, raw, raw_path):
         with open(raw_path, "w") as f:
             json.dump(raw, f, indent=1)
             f.write("\n")
+    # cuDNN's workspaces per convolution and direction: one table per (model, precision), at its cases' batches
+    groups = {}
+    for c in cs:
+        if has_conv(c["model"]):
+            groups.setdefault((c["model"], c["precision"]), set()).add(c["batch"])
+    tables = pr.setdefault("cudnn_table", {})
+    for (model, prec), batches in sorted(groups.items()):
+        out = "%s.cudnn.%s.%s.json" % (raw_path, model, prec)
+        cmd = [args.python, os.path.join(HERE, "cudnn_calibrate.py"),
+               os.path.join(ROOT, "tests", "data", "accuracy", "models", model + ".json"), "--precision", prec,
+               "--cli", args.cli, "-o", out] + [a for b in sorted(batches) for a in ("--batch", str(b))]
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=args.timeout)
+            err = [l for l in p.stderr.strip().splitlines() if l.strip()]
+            if p.returncode:
+                tables["%s/%s" % (model, prec)] = {"error": "exit %d: %s" % (p.returncode, err[-1] if err else "")}
+            else:
+                with open(out) as f:
+                    tables["%s/%s" % (model, prec)] = json.load(f)
+        except subprocess.TimeoutExpired:
+            tables["%s/%s" % (model, prec)] = {"error": "timed out after %d s" % args.timeout}
+        print("[probe] cudnn_table %s/%s %s" % (model, prec, tables["%s/%s" % (model, prec)].get("error", "ok")),
+              file=sys.stderr)
+        with open(raw_path, "w") as f:
+            json.dump(raw, f, indent=1)
+            f.write("\n")
     pr["nccl"] = run_probe(args, [args.python, os.path.join(HERE, "nccl_probe.py")])
     print("[probe %d/%d] nccl %s" % (len(todo) + 1, len(todo) + 1, pr["nccl"].get("error") or
                                      pr["nccl"].get("skipped") or "ok"), file=sys.stderr)
@@ -200,7 +231,41 @@ def probes(args, cs, raw, raw_path):
         f.write("\n")
 
 
-def probe_section(raw):
+def cudnn_table_rows(args, raw, preset):
+    """Markdown: each convolution case's measured peak against vramcalc's interval (--bound) and
+    with the probe's --cudnn-table (the workspaces measured on this GPU)."""
+    tables = (raw.get("probes") or {}).get("cudnn_table") or {}
+    L = []
+    for cid, rec in sorted(raw["cases"].items()):
+        c, m = rec["case"], rec.get("result")
+        t = tables.get("%s/%s" % (c["model"], c["precision"]))
+        if not m or not t or "error" in t:
+            continue
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(t, f)
+        try:
+            cmd = report.estimate_command(args.cli, dict(c, model="models/%s.json" % c["model"]), workspace=args.workspace,
+                                          attention=args.attention, gpu=preset, torch=release_of(m.get("torch")))
+            lo = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, text=True).stdout)["memory"]
+            ex = subprocess.run(cmd + ["--cudnn-table", f.name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        finally:
+            os.unlink(f.name)
+        cu = lo.get("cudnn") or {}
+        exact = json.loads(ex.stdout)["memory"]["peak_allocated"] if ex.returncode in (0, 1) else None
+        L.append("| `%s` | %s | %s | %s | %s | %s |" % (
+            cid, fmt_mib(m["peak_allocated"]), fmt_mib(cu.get("peak_allocated_low")), fmt_mib(cu.get("peak_allocated_high")),
+            fmt_mib(exact) if exact is not None else ex.stderr.strip().replace("|", "\\|"),
+            fmt_err(err(exact, m["peak_allocated"])) if exact is not None else "n/a"))
+    if not L:
+        return []
+    return ["### cuDNN workspaces: the interval and the measured table", "",
+            "| case | allocated | vramcalc low | high | with --cudnn-table | error |",
+            "|---|---:|---:|---:|---:|---:|"] + L + [""]
+
+
+def probe_section(raw, args=None, preset=None):
     """Markdown for raw["probes"] (none: no lines)."""
     pr = raw.get("probes")
     if not pr:
@@ -227,6 +292,8 @@ def probe_section(raw):
         L.append("- NCCL at world size 2: %s" % (n.get("skipped") or n.get("error") or json.dumps(
             n.get("outside_allocator_delta"))))
     L.append("")
+    if args is not None:
+        L += cudnn_table_rows(args, raw, preset)
     return L
 
 
@@ -366,7 +433,7 @@ def render(args, raw, cs):
             fmt_mib(m["nvidia_smi_total"]), fmt_mib(e["total"]), fmt_err(r["err_total"]),
             fmt_mib(r["cpu"]), "`%s`" % m["peak_where"] if m.get("peak_where") else "n/a"))
     w("")
-    for line in probe_section(raw):
+    for line in probe_section(raw, args, preset):
         w(line)
     if failures:
         w("Not measured:")

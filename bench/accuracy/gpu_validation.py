@@ -34,7 +34,8 @@ def main(argv):
     for c in log["cases"]:
         gpu = PRESETS[c["gpu"]["name"]]
         cmd = [a.cli, model, "--batch", str(c["batch"]), "--optim", c["optim"], "--mode", c["mode"],
-               "-p", c["precision"], "--attention", c["attention"], "--gpu", gpu, "-f", "json"]
+               "-p", c["precision"], "--attention", c["attention"], "--gpu", gpu, "-f", "json",
+               "--torch", ".".join(c["torch"].split("+")[0].split(".")[:2])]  # the release measured (2.11)
         est = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
         e, m = est["memory"]["peak_allocated"], c["peak_allocated"]
         err = 100.0 * (e - m) / m

@@ -495,8 +495,7 @@ typedef struct {
     struct {
         int expandable_segments;      /* expandable_segments:True */
         int64_t max_split_size;       /* max_split_size_mb in bytes; 0: unlimited (SIZE_MAX) */
-        double gc_threshold;          /* garbage_collection_threshold, 0: off */
-        int roundup_power2_divisions; /* roundup_power2_divisions (one value for every size), 0: off */
+        double gc_threshold;          /* garbage_collection_threshold, 0: off (kept: no effect without a memory fraction) */
     } alloc_conf;
     /* --optim-in-bwd (docs/llm.md): 1, the optimizer runs inside backward, one parameter at a
      * time, from its post-accumulate-grad hook (torchtune's optimizer_in_bwd, the PyTorch
@@ -824,6 +823,17 @@ VC_EXTERN vc_status vc_alloc_conf_parse(const char *s, vc_options *o, vc_error *
  * outside the caching allocator: *recv for a receive, *send for a send; read:
  * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
 VC_EXTERN void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
+/* One GPU's NCCL buffers in a multi-GPU layout (o->gpus, parallel, tp, pp, ep,
+ * fsdp_replicate), a lower bound: its communicators at NCCL's fewest channels
+ * (src/engine/nccl.c vc_nccl_per_gpu, docs/context.md "NCCL"). All 0 on one GPU. */
+typedef struct {
+    int64_t communicators;      /* process groups with an NCCL communicator on this GPU */
+    int64_t ring_communicators; /* ... of them, those whose collectives run as rings (DP, TP) */
+    int64_t p2p_peers;          /* peers of send/recv and all-to-all (pipeline neighbours, ep - 1) */
+    int64_t channels;           /* channels per ring and per peer: 1, NCCL's minimum */
+    int64_t bytes;              /* (ring_communicators + p2p_peers) x channels x (receive + send) */
+} vc_nccl_info;
+VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
 /* The rings of `communicators` communicators of `channels` channels each
  * (1-64): one receive and one send per channel on every GPU. */
 VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes,

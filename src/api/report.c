@@ -458,6 +458,19 @@ static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
     if (p->backward_kernels) row(f, t, "  backward kernels", p->backward_kernels, "(cuDNN/flash, training)");
 }
 
+/* NCCL's buffers on one GPU of a multi-GPU layout (src/engine/nccl.c): a lower
+ * bound, outside the caching allocator, not in total */
+static void nccl_row(FILE *f, const vc_report *rep)
+{
+    vc_nccl_info n;
+    vc_nccl_per_gpu(rep->opts, &n);
+    if (!n.communicators) return;
+    char note[96];
+    snprintf(note, sizeof note, "(%" PRId64 " comm%s: at least)", n.communicators,
+             n.communicators == 1 ? "" : "s");
+    row(f, &rep->term, "nccl buffers", n.bytes, note);
+}
+
 /* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
  * end under the figures, or where they come from a --cudnn-table */
 static void cudnn_rows(FILE *f, const vc_report *rep, const vc_memory *m)
@@ -513,6 +526,7 @@ void report_table(FILE *f, const vc_report *rep)
     context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
     cudnn_rows(f, rep, m);
+    nccl_row(f, rep);
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     ranks_table(f, r);
@@ -737,6 +751,12 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
+    vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
+    vc_nccl_per_gpu(o, &n);
+    if (n.communicators)
+        fprintf(f, ", \"nccl\": {\"communicators\": %" PRId64 ", \"ring_communicators\": %" PRId64 ", \"p2p_peers\": %" PRId64
+                   ", \"channels\": %" PRId64 ", \"bytes\": %" PRId64 ", \"lower_bound\": true, \"in_total\": false}",
+                n.communicators, n.ring_communicators, n.p2p_peers, n.channels, n.bytes);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);

@@ -101,15 +101,27 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell(c, "memory.context_parts.measured", "%s", p->measured ? "true" : "false");
     }
     cell_i(c, "memory.total", m->total);
-    if (m->cudnn.source != VC_CUDNN_NONE) { /* src/engine/cudnn.c: the JSON's memory.cudnn */
-        cell(c, "memory.cudnn.source", "%s", m->cudnn.source == VC_CUDNN_TABLE ? "table" : "bound");
+    /* src/engine/cudnn.c: the JSON's memory.cudnn, where a convolution runs, or when --columns names
+     * them (a model without a convolution: source none, both ends the figures) */
+    if (m->cudnn.source != VC_CUDNN_NONE || (rep->columns && strstr(rep->columns, "memory.cudnn."))) {
+        bool none = m->cudnn.source == VC_CUDNN_NONE;
+        cell(c, "memory.cudnn.source", "%s", none ? "none" : m->cudnn.source == VC_CUDNN_TABLE ? "table" : "bound");
         cell(c, "memory.cudnn.bound", "%s", o->bound == VC_BOUND_HIGH ? "high" : "low");
-        cell_i(c, "memory.cudnn.peak_allocated_low", m->cudnn.peak_allocated_low);
-        cell_i(c, "memory.cudnn.reserved_low", m->cudnn.reserved_low);
-        cell_i(c, "memory.cudnn.total_low", m->cudnn.total_low);
-        cell_i(c, "memory.cudnn.peak_allocated_high", m->cudnn.peak_allocated_high);
-        cell_i(c, "memory.cudnn.reserved_high", m->cudnn.reserved_high);
-        cell_i(c, "memory.cudnn.total_high", m->cudnn.total_high);
+        cell_i(c, "memory.cudnn.peak_allocated_low", none ? m->peak_allocated : m->cudnn.peak_allocated_low);
+        cell_i(c, "memory.cudnn.reserved_low", none ? m->reserved : m->cudnn.reserved_low);
+        cell_i(c, "memory.cudnn.total_low", none ? m->total : m->cudnn.total_low);
+        cell_i(c, "memory.cudnn.peak_allocated_high", none ? m->peak_allocated : m->cudnn.peak_allocated_high);
+        cell_i(c, "memory.cudnn.reserved_high", none ? m->reserved : m->cudnn.reserved_high);
+        cell_i(c, "memory.cudnn.total_high", none ? m->total : m->cudnn.total_high);
+    }
+    vc_nccl_info nc; /* src/engine/nccl.c: the JSON's memory.nccl */
+    vc_nccl_per_gpu(o, &nc);
+    if (nc.communicators) {
+        cell_i(c, "memory.nccl.communicators", nc.communicators);
+        cell_i(c, "memory.nccl.ring_communicators", nc.ring_communicators);
+        cell_i(c, "memory.nccl.p2p_peers", nc.p2p_peers);
+        cell_i(c, "memory.nccl.channels", nc.channels);
+        cell_i(c, "memory.nccl.bytes", nc.bytes);
     }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
     cell_s(c, "peak.layer", r->peak.layer);

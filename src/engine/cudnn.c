@@ -213,19 +213,38 @@ void vc_conv_workspace(vc_build *b, vc_conv_ws *ws)
     if (t) {
         const vc_inst *in = b->cur_inst >= 0 ? &b->m->inst[b->cur_inst] : NULL;
         vc_batch_dependent(b); /* the table's bytes are this batch's */
-        for (size_t i = 0; in && i < t->n; i++)
-            if (t->row[i].batch == b->batch && !strcmp(t->row[i].layer, in->path)) {
+        /* the row of this batch; at a batch the table lacks (the allocator model's grid
+         * batches, simulate.c, which `reserved` interpolates between), the layer's rows
+         * interpolated linearly in the batch, or scaled from the nearest one outside them */
+        const table_row *lo = NULL, *hi = NULL;
+        for (size_t i = 0; in && i < t->n; i++) {
+            const table_row *r = &t->row[i];
+            if (strcmp(r->layer, in->path)) continue;
+            if (r->batch == b->batch) {
                 ws->how = VC_CONV_WS_BYTES;
-                memcpy(&ws->fwd, t->row[i].ws, sizeof t->row[i].ws);
+                memcpy(&ws->fwd, r->ws, sizeof r->ws);
                 return;
             }
+            if (r->batch < b->batch && (!lo || r->batch > lo->batch)) lo = r;
+            if (r->batch > b->batch && (!hi || r->batch < hi->batch)) hi = r;
+        }
+        if (lo || hi) {
+            ws->how = VC_CONV_WS_BYTES;
+            for (int d = 0; d < 3; d++) {
+                double v = lo && hi ? lo->ws[d] + (double)(hi->ws[d] - lo->ws[d]) * (double)(b->batch - lo->batch) /
+                                                      (double)(hi->batch - lo->batch)
+                         : lo ? (double)lo->ws[d] * (double)b->batch / (double)lo->batch
+                              : (double)hi->ws[d] * (double)b->batch / (double)hi->batch;
+                (&ws->fwd)[d] = v > 0x1p52 ? INT64_C(1) << 52 : (int64_t)v;
+            }
+            return;
+        }
         if (!b->st) {
             b->st = VC_ERR_USAGE;
             b->why_opt = "--cudnn-table";
             char f[96];
             vc_escape_text(f, sizeof f, t->file);
-            snprintf(b->why, sizeof b->why, "%s has no row for the convolution %s at batch %" PRId64, f,
-                     in ? in->path : "(outside the model)", b->batch);
+            snprintf(b->why, sizeof b->why, "%s has no row for the convolution %s", f, in ? in->path : "(outside the model)");
         }
         return;
     }

@@ -35,6 +35,8 @@
  * NCCL_MAX_NCHANNELS pin it). Since NCCL 2.22 (NCCL_RUNTIME_CONNECT=1) the
  * connections of an algorithm are made at its first collective.
  */
+#include <string.h>
+
 #include "util.h"
 
 #define LL_BUFF (INT64_C(8) * 512 * 8 * 16)
@@ -64,4 +66,49 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
     if (__builtin_mul_overflow(per, communicators, bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, "communicators", "NCCL's buffers exceed 2^63 bytes");
     return VC_OK;
+}
+
+/* What one GPU of a multi-GPU layout holds at least (issue 27 item 3): its
+ * communicators and their connections, each at NCCL's fewest channels.
+ * Channels: init.cc sets ringGraph->minChannels = 1 (ncclTopoCompute's search
+ * finds more on fast links, and ncclTopoDupChannels doubles them at 25 GB/s
+ * and more: not modelled, the topology is not known), and P2P operations take
+ * at least NCCL_MIN_P2P_NCHANNELS = 1 channel per peer (paths.cc
+ * ncclTopoComputeP2pChannels). A connection pair (one receive and one send)
+ * holds 12 MiB in write mode and in read mode alike (10 + 2 or 6 + 6 MiB,
+ * vc_nccl_p2p_connection).
+ * Communicators per GPU (torch.distributed's ProcessGroupNCCL makes one
+ * ncclComm per process group and device, at its first collective):
+ *  - data parallel (ddp, zero1-torch, fsdp, shard-grad-op, fsdp2, DeepSpeed
+ *    zero1-3, megatron's DP group): one over the data-parallel ranks, when
+ *    there are two or more; HSDP (hybrid, fsdp2 with --fsdp-replicate) two,
+ *    the shard group and the replicate group;
+ *  - tensor parallel (--tp): one; a ring on each channel;
+ *  - pipeline (--pp): send/recv to the neighbouring stages, P2P connections
+ *    to each (a middle stage has two neighbours: the busiest rank's);
+ *  - expert parallel (--ep): an all-to-all, P2P connections to the ep - 1
+ *    other ranks.
+ * A ring collective connects one receive and one send per channel
+ * (ncclTransportRingConnect). Since NCCL 2.22 connections are made at an
+ * algorithm's first collective; trees, NVLS and the network transport add
+ * buffers not counted here: the figure is a lower bound. */
+void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
+{
+    memset(n, 0, sizeof *n);
+    int64_t tp = o->tp > 1 ? o->tp : 1, pp = o->pp > 1 ? o->pp : 1, ep = o->ep > 1 ? o->ep : 1;
+    int64_t world = o->gpus > 1 ? o->gpus : 1, dp = world % (tp * pp) == 0 ? world / (tp * pp) : 1;
+    if (world < 2) return;
+    int64_t dp_comms = 0;
+    if (dp > 1) {
+        bool hsdp = o->parallel == VC_PARALLEL_FSDP_HYBRID || (o->parallel == VC_PARALLEL_FSDP2 && o->fsdp_replicate > 1);
+        dp_comms = hsdp ? 2 : 1;
+    }
+    n->ring_communicators = dp_comms + (tp > 1);
+    n->p2p_peers = (pp > 2 ? 2 : pp > 1 ? 1 : 0) + (ep > 1 ? ep - 1 : 0);
+    n->communicators = n->ring_communicators + (pp > 1) + (ep > 1);
+    n->channels = 1;
+    int64_t recv, send;
+    vc_nccl_p2p_connection(0, &recv, &send);
+    /* at most a few thousand connection pairs of 12 MiB: no overflow (ep, tp, pp <= 2^20, checked by the options) */
+    n->bytes = (n->ring_communicators + n->p2p_peers) * n->channels * (recv + send);
 }

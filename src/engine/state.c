@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "release.h"
 
 /* The parameters the optimizer holds: the model's, or the layout's flat
  * ones (FSDP's shards) in their place. nopt: how many; opt_par: the i-th. */
@@ -167,9 +168,11 @@ static void workspaces(vc_build *b)
                  : !gemm ? 0 : o->hopper ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8;
     int64_t lt_ws = ws < 1048576 ? ws : 1048576;
     if (ws <= 0) return;
-    vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+    /* src/policy/release.c VC_REL_CUBLAS_WS_RETAINED: from 2.15 the handle's workspace is cuBLAS's own */
+    bool keep = vc_release_value(o->torch_version, VC_REL_CUBLAS_WS_RETAINED);
+    if (keep) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
     if (lt) vc__alloc(b, vc_n_fixed(lt_ws), VC_DT_U8, CAT_WS, -1);
-    if (bwd) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
+    if (bwd && keep) vc__alloc(b, vc_n_fixed(ws), VC_DT_U8, CAT_WS, -1);
     if (bwd_lt) vc__alloc(b, vc_n_fixed(lt_ws), VC_DT_U8, CAT_WS, -1);
 }
 

@@ -47,6 +47,21 @@ static const vc_rel_row rows[] = {
     /* torch/optim/_adafactor.py: torch.optim.Adafactor is new in 2.5 */
     {VC_REL_ADAFACTOR, 200, 0},
     {VC_REL_ADAFACTOR, 205, 1},
+    /* aten/src/ATen/cuda/CublasHandlePool.cpp @ 26a39059 (the H200 run's 2.11):
+     * getCurrentCUDABlasHandle calls setWorkspaceForHandle, which allocates
+     * getChosenWorkspaceSize() bytes (CUBLAS_WORKSPACE_CONFIG, default
+     * :4096:2:16:8 = 8,519,680 B, 4096 x 8 KiB = 32 MiB on sm90) from the
+     * caching allocator per (handle, stream) and keeps it. PyTorch 2.15's
+     * documentation (docs.pytorch.org/docs/2.15/cuda_environment_variables.html,
+     * TORCH_CUBLAS_WORKSPACE_CACHE: "If set to 1, retains ATen's cuBLAS and
+     * cuBLASLt workspaces per handle and stream"; torch.cuda.current_blas_handle:
+     * "the handle uses the BLAS library's default workspace unless ATen
+     * workspace caching is explicitly enabled") makes it off by default: the
+     * handle's workspace is cuBLAS's own, outside the caching allocator
+     * (src/engine/state.c). The first release without it is not pinned:
+     * 2.12-2.14 keep 2.11's row until a release's source is read. */
+    {VC_REL_CUBLAS_WS_RETAINED, 200, 1},
+    {VC_REL_CUBLAS_WS_RETAINED, 215, 0},
 };
 
 /* ---- --transformers: the transformers releases (huggingface/transformers) ---- */

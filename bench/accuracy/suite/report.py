@@ -478,6 +478,11 @@ def main(argv):
       "the default | `torch/optim/optimizer.py` `_default_to_fused_or_foreach`; PRs #92306, #95241 (#95415 in "
       "2.0), #95862; #177605 (fused by default) open |")
     w("| `--optim adafactor` | 2.5+ (older: exit 2) | `torch/optim/_adafactor.py` (new in 2.5) |")
+    w("| ATen's cuBLAS workspace per (handle, stream) in the caching allocator | 2.0-2.14 kept (`memory.workspace`: "
+      "8,519,680 B, 32 MiB on sm90+, and the backward thread's); 2.15 cuBLAS's own (not in `reserved`), the cuBLASLt "
+      "ones kept | `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059 `setWorkspaceForHandle`; PyTorch 2.15's "
+      "documentation of `TORCH_CUBLAS_WORKSPACE_CACHE` and `torch.cuda.current_blas_handle`; 2.12-2.14 not checked "
+      "(docs/context.md) |")
     w("")
     w("Not selectable: PR #178452 (\"Free q, k, v early in multi_head_attention_forward\", 2026-03): its diff and "
       "first release were not available to read, so every release keeps `q, k, v` until the function returns; "
