@@ -14,7 +14,7 @@
  * resident memory is under 6 GiB, a generous ceiling: the largest measured
  * here (2026-12-06, this test on a RelWithDebInfo build) was 4,244 MiB (RNN,
  * refused by VC_MAX_PLAN_EVENTS), then GRU 4,099, TransformerDecoderLayer
- * 3,997 (its 1,000,000 copies' parameters take ~1.8 GB to load), Conv2d
+ * 3,997 (loading its 1,000,000 copies takes 1.72 GiB), Conv2d
  * 3,544 (answered), down to 497 MiB for Identity, ELU and Add (vc_estimate's
  * per-layer rows included; through the CLI, bench/speed/limits.py, Identity
  * takes 258 MiB). CPU time is printed, not asserted (timed figures belong in
