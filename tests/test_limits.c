@@ -21,8 +21,8 @@
  * bench/speed, not in a test on a shared machine): 0.3 to 6.6 s a kind, 65 s
  * in all, 230 s of wall time on the shared 2-core container.
  * Issue 28 wants every kind within 2 s and 512 MB, which needs a kind's op
- * and tensor count before its copies are expanded and emitted: not met (1 of
- * 39 kinds, Identity).
+ * and tensor count before its copies are expanded and emitted: not met
+ * (through the CLI, 1 of 39 kinds: Identity).
  *
  * The kinds with no fixture whose output shape is its input's (a pooling
  * that shrinks, Embedding, Flatten, LSTM, the tensor ops that reshape) reach
