@@ -65,8 +65,8 @@ static int check_normalized(vc_setup *s, const int64_t *ns, int nns, int64_t *no
 {
     const vc_shape *x = &s->in[0];
     char want[160], got[160];
-    /* the shapes' text only for a message (formatting them for every layer was 2.4 M of a
-     * 2,000-layer model's 87 M instructions) */
+    /* the shapes' text only for a message (formatting them at every LayerNorm's setup was
+     * 2.2 M of the 2,000-layer sequence MLP's 87 M instructions, bench/speed) */
     if (nns > x->nd) {
         shape_list_str(ns, nns, want, sizeof want);
         vc_shape_str(x, got, sizeof got);

@@ -7,7 +7,8 @@
 #   2. `--sweep 1:1024` on it costs at most 10x one estimate;
 #   3. `--max-batch` at most 3x one estimate;
 #   4. resident memory under 32 MiB for a 10,000-layer model;
-#   5. issue 28's jobs (jobs.py): instructions and wall against jq.
+#   5. issue 28's jobs (jobs.py): instructions and wall against jq;
+#   6. with LIMITS=1, every layer kind at the layer limit (limits.py).
 #
 # Needs hyperfine (Debian: apt-get install hyperfine), jq, /usr/bin/time
 # (Debian: time) and /usr/bin/python3. Writes its models and results to
@@ -80,4 +81,6 @@ fi
 # runs an older build in the same rounds
 if command -v valgrind >/dev/null; then CG=; else CG=--no-callgrind; fi
 /usr/bin/python3 "$HERE/jobs.py" "$V" ${BEFORE:-} --rounds "${JOB_ROUNDS:-11}" $CG
+# every layer kind at the layer limit (issue 28 item 4): minutes and up to ~4.5 GB a run, so only with LIMITS=1
+if [ "${LIMITS:-0}" = 1 ]; then /usr/bin/python3 "$HERE/limits.py" "$V"; fi
 echo "results in $OUT"
