@@ -31,7 +31,9 @@ enum {
     K_FINAL_CAP, K_ATTN_CAP, K_EXPERTS, K_TOPK, K_MOE_INTER, K_SHARED_INTER, K_SPARSE_STEP, K_NORM_TOPK,
     K_MLP_ONLY, K_TYPES, K_LABELS, K_P_CLS, K_PAD, K_WINDOW_LAYERS, K_LAYER_TYPES,
     K_NOPE_LAYERS, K_NOPE_INTERVAL, K_EMB_MULT, K_RESID_MULT, K_LOGITS_SCALE, K_MULTI_QUERY,
-    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM, K_COUNT
+    K_PROJ_DIM, K_NORM_BEFORE, K_NORM_AFFINE, K_QK_LAYERNORM,
+    K_SINUSOIDAL, /* distilbert: sinusoidal_pos_embds */
+    K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -63,6 +65,7 @@ enum {
     BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
     BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
+    BLK_DISTILBERT, /* TransformerBlock: distilbert.transformer.layer.N.attention.q_lin, ffn.lin1 */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER };
 enum {
@@ -96,6 +99,7 @@ enum {
     HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
     HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
     HEAD_CLS,        /* RobertaForSequenceClassification: RobertaClassificationHead */
+    HEAD_DISTIL,     /* DistilBertForSequenceClassification: pre_classifier, ReLU, dropout, classifier */
 };
 
 typedef struct {
@@ -133,6 +137,7 @@ typedef struct {
     int64_t proj;                      /* opt: word_embed_proj_dim, the embeddings' width */
     bool norm_before, norm_affine;     /* opt: do_layer_norm_before, layer_norm_elementwise_affine */
     bool qk_layernorm;                 /* phi: qk_layernorm (refused: not modelled) */
+    bool sinusoidal;                   /* distilbert: sinusoidal_pos_embds (refused: a frozen position table) */
     int act;
     int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
@@ -150,7 +155,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, distilbert, xlm-roberta"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

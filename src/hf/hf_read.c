@@ -177,6 +177,7 @@ static const struct {
     [K_LOGITS_SCALE] = {T_NUM, offsetof(arch, logits_scale), 1e-9, 1e9}, [K_MULTI_QUERY] = {T_BOOL, offsetof(arch, mqa), 0, 0},
     [K_PROJ_DIM] = {T_INT, offsetof(arch, proj), 1, 0}, [K_NORM_BEFORE] = {T_BOOL, offsetof(arch, norm_before), 0, 0},
     [K_NORM_AFFINE] = {T_BOOL, offsetof(arch, norm_affine), 0, 0}, [K_QK_LAYERNORM] = {T_BOOL, offsetof(arch, qk_layernorm), 0, 0},
+    [K_SINUSOIDAL] = {T_BOOL, offsetof(arch, sinusoidal), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -287,6 +288,10 @@ static int read_family(rd *r, arch *a)
         return bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
     if (a->qk_layernorm) /* PhiAttention: q_layernorm / k_layernorm, LayerNorms per head */
         return bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
+    /* distilbert's Embeddings: create_sinusoidal_embeddings fills position_embeddings and sets its
+     * requires_grad False (modeling_distilbert.py @00b326f4): a frozen table is not modelled */
+    if (a->sinusoidal)
+        return bad(r, f->keys[K_SINUSOIDAL].key, "true (a fixed sinusoidal position table, requires_grad False) is not modelled");
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)

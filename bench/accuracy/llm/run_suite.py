@@ -296,6 +296,26 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=r, peft=m, **({"lora_dtype": dt} if dt else {}),
                         **({"modules_to_save": ms} if ms else {}), held_out=(i % 3 == 2)))
+    # the text encoders (issue 31 item 4): encoder_replica.py's *ForSequenceClassification
+    # (distilbert, xlm-roberta, and bert at MiniLM's shape: 12 heads of 32), training with a class
+    # label per sequence and inference (--mode infer: eval(), no_grad). Every third held out.
+    enc = [
+        ("distilbert_small", "train", 2, 64, "adamw", "fp32"),
+        ("distilbert_small", "train", 4, 128, "sgd", "bf16"),
+        ("distilbert_small", "infer", 4, 256, None, "fp32"),
+        ("distilbert_small", "infer", 1, 200, None, "bf16"),
+        ("xlm_roberta_small", "train", 2, 64, "adamw", "bf16"),
+        ("xlm_roberta_small", "train", 4, 128, "sgd", "fp32"),
+        ("xlm_roberta_small", "infer", 4, 256, None, "fp32"),
+        ("xlm_roberta_small", "infer", 2, 128, None, "bf16"),
+        ("minilm_small", "train", 2, 128, "adamw", "fp32"),
+        ("minilm_small", "train", 4, 96, "adam", "bf16"),
+        ("minilm_small", "infer", 4, 128, None, "fp32"),
+        ("distilbert_small", "train", 3, 80, "adamw", "bf16"),
+    ]
+    for i, (cfg, mode, b, s, o, p) in enumerate(enc):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=0, held_out=(i % 3 == 2)))
     return out
 
 
@@ -329,6 +349,8 @@ def argv_of(c):
             a += ["--zero-grad", c["zero_grad"]]
         if c.get("hold_output"):
             a.append("--hold-output")
+    elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
+        a += ["--seq", str(c["seq"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
