@@ -61,6 +61,19 @@ def _attention(q, k, v, p, training):
     return o.transpose(1, 2).contiguous()
 
 
+def _run(model, blk, h):
+    """Transformer.forward (D) / BertEncoder.forward (B): with gradient_checkpointing in training,
+    self._gradient_checkpointing_func(layer_module.__call__, ...), non-reentrant
+    (gradient_checkpointing_enable's default use_reentrant=False): the harness's port of 2.x's."""
+    if model.gradient_checkpointing and model.training:
+        return vctorch._checkpoint2x(blk.__call__, h)
+    return blk(h)
+
+
+def _input_embeddings(self):
+    return self.word_embeddings
+
+
 class _SelfAttention(nn.Module):
     def __init__(self, H, NH, p, names):
         super().__init__()
@@ -97,6 +110,7 @@ class DistilBlock(nn.Module):
 
 
 class DistilBertForSequenceClassification(nn.Module):
+    get_input_embeddings = _input_embeddings  # PeftModel's enable_input_require_grads hook
     def __init__(self, c):
         super().__init__()
         H = c["dim"]
@@ -107,6 +121,7 @@ class DistilBertForSequenceClassification(nn.Module):
         self.register_buffer("position_ids", torch.arange(c["max_position_embeddings"]).expand((1, -1)),
                              persistent=False)
         self.layer = nn.ModuleList(DistilBlock(c) for _ in range(c["n_layers"]))
+        self.gradient_checkpointing = False
         self.pre_classifier = vctorch._Linear2x(H, H)
         self.classifier = vctorch._Linear2x(H, _labels(c))
 
@@ -120,7 +135,7 @@ class DistilBertForSequenceClassification(nn.Module):
         del h
         h = inputs_embeds
         for blk in self.layer:
-            h = blk(h)
+            h = _run(self, blk, h)
         pooled = self.pre_classifier(h[:, 0])
         pooled = nn.ReLU()(pooled)
         pooled = vctorch.dropout2x(pooled, c["seq_classif_dropout"], self.training)
@@ -155,6 +170,7 @@ class BertLayer(nn.Module):
 class BertForSequenceClassification(nn.Module):
     """B: BertForSequenceClassification (pooler) / RobertaForSequenceClassification and
     XLMRobertaForSequenceClassification (no pooler, the classification head)."""
+    get_input_embeddings = _input_embeddings
 
     def __init__(self, c):
         super().__init__()
@@ -172,6 +188,7 @@ class BertForSequenceClassification(nn.Module):
         self.register_buffer("token_type_ids", torch.zeros((1, c["max_position_embeddings"]), dtype=torch.long),
                              persistent=False)
         self.layer = nn.ModuleList(BertLayer(c) for _ in range(c["num_hidden_layers"]))
+        self.gradient_checkpointing = False
         n = _labels(c)
         if self.roberta:
             self.dense = vctorch._Linear2x(H, H)
@@ -201,7 +218,7 @@ class BertForSequenceClassification(nn.Module):
         del h
         h = embedding_output
         for blk in self.layer:
-            h = blk(h)
+            h = _run(self, blk, h)
         x = h[:, 0]
         if self.roberta:  # RobertaClassificationHead
             x = vctorch.dropout2x(x, self.p_cls, self.training)

@@ -150,6 +150,8 @@ def main(argv):
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
         import peft_replica
         args.lora_targets = (peft_replica.IA3_TARGETS if args.peft == "ia3" else peft_replica.LN_TUNING_TARGETS)[cfg.model_type]
+    if args.lora_targets is None and cfg.model_type in ("distilbert", "bert", "roberta", "xlm-roberta"):
+        args.lora_targets = "q_lin,v_lin" if cfg.model_type == "distilbert" else "query,value"  # peft constants.py
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -160,10 +162,9 @@ def main(argv):
     import encoder_replica
     encoder = cfg.model_type in encoder_replica.ENCODERS  # *ForSequenceClassification (encoder_replica.py)
     if encoder:
-        if args.ckpt or args.lora or args.peft != "lora" or args.modules_to_save or args.mode == "generate" \
-                or args.loss != "hf":
-            raise SystemExit("measure_llm.py: %s: the encoder replica measures full training (--loss hf) and "
-                             "--mode infer only" % cfg.model_type)
+        if args.peft != "lora" or args.modules_to_save or args.mode == "generate" or args.loss != "hf":
+            raise SystemExit("measure_llm.py: %s: the encoder replica measures training (full, LoRA, --ckpt; "
+                             "--loss hf) and --mode infer only" % cfg.model_type)
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
     else:

@@ -316,6 +316,19 @@ def cases():
     for i, (cfg, mode, b, s, o, p) in enumerate(enc):
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=0, held_out=(i % 3 == 2)))
+    # the text encoders under gradient checkpointing (per layer, non-reentrant) and LoRA r=8 on
+    # PEFT's default targets (q_lin,v_lin; query,value). Every third held out.
+    enc2 = [
+        ("distilbert_small", 2, 128, "adamw", "fp32", True, 0),
+        ("xlm_roberta_small", 4, 256, "sgd", "bf16", True, 0),
+        ("distilbert_small", 4, 128, "adamw", "bf16", False, 8),
+        ("xlm_roberta_small", 4, 128, "adamw", "fp32", False, 8),
+        ("minilm_small", 2, 128, "adamw", "bf16", True, 8),
+        ("distilbert_small", 4, 256, "sgd", "bf16", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(enc2):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
     return out
 
 
