@@ -1011,6 +1011,13 @@ static void test_text_encoders(void **state)
         {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
          "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"type_vocab_size\":0}",
          "type_vocab_size"},
+        /* BertEmbeddings: only absolute positions are modelled (relative_key adds distance_embedding) */
+        {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,"
+         "\"position_embedding_type\":\"relative_key\"}", "position_embedding_type"},
+        {"{\"model_type\":\"bert\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":512,"
+         "\"position_embedding_type\":null}", "position_embedding_type"},
     };
 #undef DB
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

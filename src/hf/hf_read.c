@@ -292,6 +292,14 @@ static int read_family(rd *r, arch *a)
      * requires_grad False (modeling_distilbert.py @00b326f4): a frozen table is not modelled */
     if (a->sinusoidal)
         return bad(r, f->keys[K_SINUSOIDAL].key, "true (a fixed sinusoidal position table, requires_grad False) is not modelled");
+    /* BertEmbeddings / BertSelfAttention (modeling_bert.py, RoBERTa's and XLM-R's copies):
+     * "relative_key" / "relative_key_query" add distance_embedding and einsum scores, and any other
+     * value (null included) skips `embeddings += position_embeddings`: only "absolute" is modelled */
+    const cJSON *pet = f->block == BLK_BERT ? cJSON_GetObjectItemCaseSensitive(r->cfg, "position_embedding_type") : NULL;
+    if (pet) {
+        if (!cJSON_IsString(pet) || strcmp(pet->valuestring, "absolute"))
+            return bad(r, "position_embedding_type", "only \"absolute\" (BertConfig's default) is modelled");
+    }
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)
