@@ -168,6 +168,8 @@ def main(argv):
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
     else:
+        if args.mode == "infer":
+            raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py)")
         model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
     model.loss_chunks = args.loss_chunks
