@@ -152,6 +152,15 @@ static const flagship flagships[] = {
     {"gemma-3-1b-it.json", INT64_C(999885952), 0},
     {"gemma-3-4b-it.json", INT64_C(3880263168), 0},
     {"gemma-3-27b-it.json", INT64_C(27009346304), 0},
+    /* the text encoders (issue 31 item 4): the base model's count (DistilBertModel, XLMRobertaModel
+     * and BertModel with pooler) as bench/accuracy/llm/encoder_replica.py counts its modules on the
+     * meta device, + the sequence-classification head built: distilbert's pre_classifier H x H + H
+     * and classifier; xlm-roberta's RobertaClassificationHead (dense, the pooler's size) and
+     * out_proj; MiniLM's classifier. Checks: 66,362,880 is DistilBERT's 66M (Sanh et al. 2019,
+     * Table 3); all-MiniLM-L6-v2 (model_type bert) 22.7M on its model card. */
+    {"distilbert-base-uncased.json", INT64_C(66362880), 768 * 768 + 768 + 768 * 2 + 2},
+    {"xlm-roberta-base.json", INT64_C(278043648), 768 * 2 + 2},
+    {"all-minilm-l6-v2.json", INT64_C(22713216), 384 * 2 + 2},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -206,7 +215,8 @@ static void test_emit_roundtrip(void **state)
     static const char *const files[] = {"llama-3.1-8b.json", "qwen3-8b.json", "gemma-2-9b.json", "phi-3-mini-4k-instruct.json",
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
-                                        "starcoder.json", "opt-1.3b.json", "phi-2.json"};
+                                        "starcoder.json", "opt-1.3b.json", "phi-2.json", "distilbert-base-uncased.json",
+                                        "xlm-roberta-base.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -936,7 +946,7 @@ static void test_family_table(void **state)
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
         assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef);
-        assert_true(f->block <= BLK_PHI);
+        assert_true(f->block <= BLK_DISTILBERT);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];
@@ -1298,6 +1308,90 @@ static void test_gpt_oss_gemma3(void **state)
     vc_model_free(m);
 }
 
+/* The text encoders (issue 31 item 4): the count of the class each checkpoint's config names
+ * (architectures), from vramcalc's sequence-classification model less its head plus the checkpoint
+ * class's head, each head's shapes from its __init__ (modeling_distilbert.py @00b326f4
+ * DistilBertForMaskedLM: vocab_transform H x H + H, vocab_layer_norm 2H, vocab_projector tied, its
+ * bias V; modeling_roberta.py RobertaLMHead: dense, layer_norm, the decoder tied, bias V). The
+ * totals equal encoder_replica.py's meta-device module counts (`python3
+ * bench/accuracy/llm/encoder_replica.py tests/data/hf/<config>`): DistilBertForMaskedLM
+ * 66,985,530, XLMRobertaForMaskedLM 278,295,186, BertModel (all-MiniLM-L6-v2) 22,713,216.
+ * Then the new keys' bad values, each refused naming the key. */
+static void test_text_encoders(void **state)
+{
+    (void)state;
+    vc_model *m = load("distilbert-base-uncased.json", NULL);
+    int64_t H = 768, V = 30522;
+    int64_t base = vc_model_parameters(m) - (H * H + H) - (H * 2 + 2);
+    assert_int_equal(base + (H * H + H) + 2 * H + V, INT64_C(66985530)); /* DistilBertForMaskedLM */
+    assert_non_null(strstr(vc_model_generated_json(m), "\"shape\":\t[512]")); /* max_position_embeddings */
+    vc_model_free(m);
+    m = load("xlm-roberta-base.json", NULL);
+    V = 250002;
+    base = vc_model_parameters(m) - (H * H + H) - (H * 2 + 2); /* XLMRobertaModel without pooler */
+    assert_int_equal(base + (H * H + H) + 2 * H + V, INT64_C(278295186)); /* XLMRobertaForMaskedLM */
+    assert_non_null(strstr(vc_model_generated_json(m), "\"shape\":\t[512]")); /* 514 - (pad_token_id + 1) */
+    vc_model_free(m);
+    m = load("all-minilm-l6-v2.json", NULL);
+    assert_int_equal(vc_model_parameters(m) - (384 * 2 + 2), INT64_C(22713216)); /* BertModel */
+    vc_model_free(m);
+    /* id2label sets distilbert's classifier: 3 labels */
+#define DB "{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":64,\"n_layers\":1,\"n_heads\":4," \
+           "\"hidden_dim\":128,\"max_position_embeddings\":128"
+    int64_t two = count_of(DB "}");
+    /* embeddings 1000 x 64 + 128 x 64 + 2 x 64; a block 4 (64 x 64 + 64) + 2 x 128 + 64 x 128 + 128 + 128 x 64 + 64;
+     * pre_classifier 64 x 64 + 64; classifier 64 x 2 + 2 */
+    assert_int_equal(two, 1000 * 64 + 128 * 64 + 128 + 4 * (64 * 64 + 64) + 256 + 64 * 128 + 128 + 128 * 64 + 64 +
+                              64 * 64 + 64 + 64 * 2 + 2);
+    assert_int_equal(count_of(DB ",\"id2label\":{\"0\":\"a\",\"1\":\"b\",\"2\":\"c\"}}"), two + 65);
+    static const struct {
+        const char *js;
+        const char *path;
+    } bad[] = {
+        {DB ",\"sinusoidal_pos_embds\":true}", "sinusoidal_pos_embds"}, /* a frozen table: not modelled */
+        {DB ",\"sinusoidal_pos_embds\":3}", "sinusoidal_pos_embds"},
+        {DB ",\"activation\":\"swiglu\"}", "activation"},
+        {DB ",\"activation\":7}", "activation"},
+        {DB ",\"dropout\":1.5}", "dropout"},
+        {DB ",\"attention_dropout\":-0.1}", "attention_dropout"},
+        {DB ",\"seq_classif_dropout\":\"x\"}", "seq_classif_dropout"},
+        {DB ",\"id2label\":[]}", "id2label"},
+        {"{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":66,\"n_layers\":1,\"n_heads\":4,"
+         "\"hidden_dim\":128,\"max_position_embeddings\":128}", "n_heads"}, /* dim % n_heads */
+        {"{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":64,\"n_layers\":0,\"n_heads\":4,"
+         "\"hidden_dim\":128,\"max_position_embeddings\":128}", "n_layers"},
+        {"{\"model_type\":\"distilbert\",\"vocab_size\":1000,\"dim\":64,\"n_layers\":1,\"n_heads\":4,"
+         "\"max_position_embeddings\":128}", "hidden_dim"}, /* required */
+        {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"pad_token_id\":600}",
+         "pad_token_id"},
+        {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,\"type_vocab_size\":0}",
+         "type_vocab_size"},
+        /* BertEmbeddings: only absolute positions are modelled (relative_key adds distance_embedding) */
+        {"{\"model_type\":\"xlm-roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":514,"
+         "\"position_embedding_type\":\"relative_key\"}", "position_embedding_type"},
+        {"{\"model_type\":\"bert\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
+         "\"num_attention_heads\":4,\"intermediate_size\":128,\"max_position_embeddings\":512,"
+         "\"position_embedding_type\":null}", "position_embedding_type"},
+    };
+#undef DB
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_error err;
+        assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        assert_string_equal(err.path, bad[i].path);
+    }
+    /* --seq past the learned positions is refused naming --seq */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.seq = 513;
+    vc_error err;
+    assert_int_equal(vc_model_load_file_hf(HF "distilbert-base-uncased.json", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--seq");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1312,6 +1406,7 @@ int main(void)
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
+        cmocka_unit_test(test_text_encoders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -280,6 +280,13 @@ const hf_family vc__hf_families[] = {
      .block = BLK_BERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "RobertaForSequenceClassification", .prefix = "roberta",
      .lora_targets = "query,value"},
+    /* XLMRobertaConfig / modeling_xlm_roberta.py: RobertaConfig's keys and defaults, RoBERTa's modules
+     * ("Copied from transformers.models.roberta.modeling_roberta" throughout), the base model under
+     * `roberta` (XLMRobertaForSequenceClassification.roberta, XLMRobertaClassificationHead) */
+    {.model_type = "xlm-roberta", .config_class = "XLMRobertaConfig", .keys = {BERT_KEYS, [K_PAD] = DEF("pad_token_id", 1)},
+     .block = BLK_BERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED_PAD, .head = HEAD_CLS, .head_class = "XLMRobertaForSequenceClassification", .prefix = "roberta",
+     .lora_targets = "query,value"},
 #undef BERT_KEYS
     /* GptOssConfig (configuration_gpt_oss.py @ 02b8f42b: the class defaults are gpt-oss-120b's;
      * layer_types "sliding_attention" if (i + 1) % 2 else "full_attention"); GptOssDecoderLayer
@@ -327,6 +334,23 @@ const hf_family vc__hf_families[] = {
      GEMMA3_BLOCK, .nested = "text_config", .lora_targets = NULL /* PEFT's mapping has gemma3_text only */},
 #undef GEMMA3_KEYS
 #undef GEMMA3_BLOCK
+    /* DistilBertConfig (configuration_distilbert.py; the sizes required, as the bert row does) and
+     * modeling_distilbert.py (huggingface/transformers @00b326f4): Embeddings (word + learned positions,
+     * LayerNorm eps 1e-12, dropout; no token types), TransformerBlock (MultiHeadSelfAttention q/k/v/out_lin
+     * with biases, dropout on the probabilities; sa_layer_norm(out + x); FFN lin1, activation, lin2,
+     * dropout; output_layer_norm(ffn + sa)), DistilBertForSequenceClassification (hidden[:, 0],
+     * pre_classifier, ReLU, dropout(seq_classif_dropout), classifier). PEFT: q_lin, v_lin. */
+    {.model_type = "distilbert", .config_class = "DistilBertConfig",
+     .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("dim"), [K_LAYERS] = REQ("n_layers"),
+              [K_HEADS] = REQ("n_heads"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = FIXED(1e-12),
+              [K_MAXPOS] = REQ("max_position_embeddings"), [K_INTER] = REQ("hidden_dim"),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation", "gelu"),
+              [K_P_ATTN] = DEF("attention_dropout", 0.1), [K_P_RESID] = DEF("dropout", 0.1),
+              [K_LABELS] = {.key = "id2label"}, [K_P_CLS] = DEF("seq_classif_dropout", 0.2),
+              [K_SINUSOIDAL] = DEF("sinusoidal_pos_embds", 0)},
+     .block = BLK_DISTILBERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED, .head = HEAD_DISTIL, .head_class = "DistilBertForSequenceClassification", .prefix = "distilbert",
+     .lora_targets = "q_lin,v_lin"},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -482,7 +506,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, a.f->keys[K_MAXPOS].key, "%lld: the position table holds it + 2 rows "
                             "(OPT's offset), more than the limit of 2^40", (long long)a.maxpos);
     /* --loss: the causal LM's loss, a row of src/engine/loss.c's table by its option name */
-    bool encoder = a.f->block == BLK_BERT;
+    bool encoder = a.f->head != HEAD_LM; /* the encoders' sequence-classification heads */
     unsigned li = o ? (unsigned)o->loss : VC_LOSS_IMPL_HF;
 #define VC__LNAME(e, n) n,
     static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};

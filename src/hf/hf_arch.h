@@ -38,7 +38,9 @@ enum {
     K_Q_LORA, K_KV_LORA, K_QK_NOPE, K_V_HEAD, K_N_SHARED, K_N_GROUP, K_TOPK_GROUP, K_FIRST_DENSE, K_NEXTN,
     K_ROPE_INTERLEAVE, K_ROUTED_SCALE,
     K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
-    K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT, K_COUNT
+    K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT,
+    K_SINUSOIDAL, /* distilbert: sinusoidal_pos_embds */
+    K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -70,6 +72,7 @@ enum {
     BLK_BERT,    /* BertLayer: <prefix>.encoder.layer.N.attention.self.query */
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
     BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
+    BLK_DISTILBERT, /* TransformerBlock: distilbert.transformer.layer.N.attention.q_lin, ffn.lin1 */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -114,6 +117,7 @@ enum {
     HEAD_LM,         /* the causal LM head (lm_head, tied as tie_word_embeddings says) */
     HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
     HEAD_CLS,        /* RobertaForSequenceClassification: RobertaClassificationHead */
+    HEAD_DISTIL,     /* DistilBertForSequenceClassification: pre_classifier, ReLU, dropout, classifier */
 };
 
 typedef struct {
@@ -156,6 +160,7 @@ typedef struct {
     int64_t proj;                      /* opt: word_embed_proj_dim, the embeddings' width */
     bool norm_before, norm_affine;     /* opt: do_layer_norm_before, layer_norm_elementwise_affine */
     bool qk_layernorm;                 /* phi: qk_layernorm (refused: not modelled) */
+    bool sinusoidal;                   /* distilbert: sinusoidal_pos_embds (refused: a frozen position table) */
     int act;
     int64_t window, window_layers;
     int64_t pos_off;                   /* RoBERTa: positions start after pad_token_id */
@@ -183,7 +188,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

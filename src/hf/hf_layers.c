@@ -460,6 +460,30 @@ static void bert_layer(wr *w, const arch *a)
  * default True) and torchtitan's (torchtitan/distributed/activation_checkpoint.py
  * _apply_layer_sac @ 1f029641, selective_ac_option N: the same counter rule). */
 static bool layer_ckpt(const arch *a, int64_t i) { return a->ckpt && (i + 1) % a->ckpt_every == 0; }
+/* TransformerBlock.forward (modeling_distilbert.py @00b326f4): MultiHeadSelfAttention (q_lin, k_lin,
+ * v_lin with biases; bidirectional softmax attention with dropout on the weights; out_lin, no dropout
+ * after it), sa_layer_norm(sa_output + x), FFN.ff_chunk (lin1, activation, lin2, dropout),
+ * output_layer_norm(ffn_output + sa_output). transformers 5's DistilBertSelfAttention runs the same
+ * projections through the attention interface (sdpa by default), as BERT's does. */
+static void distilbert_layer(wr *w, const arch *a)
+{
+    int64_t q = a->NH * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    linear(w, "attention.q_lin", NULL, a->H, q, true);
+    linear(w, "attention.k_lin", "input", a->H, q, true);
+    linear(w, "attention.v_lin", "input", a->H, q, true);
+    attn_core(w, a, "attention.attention", false, "attention.q_lin", "attention.k_lin", "attention.v_lin", NULL, false, 0);
+    linear(w, "attention.out_lin", NULL, q, a->H, true);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "sa_residual"), prev, "input", NULL, NULL);
+    layernorm(w, a, "sa_layer_norm", NULL);
+    linear(w, "ffn.lin1", NULL, a->H, a->I, true);
+    act_layer(w, a, "ffn.activation");
+    linear(w, "ffn.lin2", NULL, a->I, a->H, true);
+    dropout(w, "ffn.dropout", a->p_resid);
+    prev = w->last;
+    ins(w, add_layer(w, "Add", "ffn_residual"), prev, "sa_layer_norm", NULL, NULL);
+    layernorm(w, a, "output_layer_norm", NULL);
+}
 
 /* Decoder layers in runs of identical ones: one Sequential with `repeat`
  * per run (Gemma2 alternates sliding and global layers, Qwen2-MoE may mix
@@ -489,6 +513,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_BERT: bert_layer(&inner, a); break;
         case BLK_OPT: opt_layer(&inner, a); break;
         case BLK_PHI: phi_layer(&inner, a); break;
+        case BLK_DISTILBERT: distilbert_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
         i = j;
@@ -567,6 +592,33 @@ static void build_encoder(wr *w, const arch *a)
     }
 }
 
+/* DistilBertForSequenceClassification (modeling_distilbert.py @00b326f4): Embeddings.forward
+ * (word_embeddings(input_ids) + position_embeddings(position_ids[:, :L]) -- the positions a [1, L]
+ * slice of the buffer, broadcast in the add --, LayerNorm, dropout), the Transformer's blocks, then
+ * hidden_state[:, 0], pre_classifier, nn.ReLU(), dropout(seq_classif_dropout), classifier. */
+static void build_distilbert(wr *w, const arch *a)
+{
+    cJSON *o = add_layer(w, "Embedding", "distilbert.embeddings.word_embeddings");
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    o = add_layer(w, "PositionEmbedding", "distilbert.embeddings.position_embeddings");
+    ins(w, o, "input", NULL, NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->maxpos);
+    num(w, o, "embedding_dim", (double)a->H);
+    ins(w, add_layer(w, "Add", "distilbert.embeddings.sum"), "distilbert.embeddings.word_embeddings",
+        "distilbert.embeddings.position_embeddings", NULL, NULL);
+    layernorm(w, a, "distilbert.embeddings.LayerNorm", NULL);
+    dropout(w, "distilbert.embeddings.dropout", a->p_resid);
+    layer_stack(w, a, "distilbert.transformer.layer", w->last);
+    o = add_layer(w, "Select", "first_token"); /* hidden_state[:, 0] */
+    num(w, o, "dim", 1);
+    num(w, o, "index", 0);
+    linear(w, "pre_classifier", NULL, a->H, a->H, true);
+    add_layer(w, "ReLU", "relu");
+    dropout(w, "dropout", a->p_cls);
+    linear(w, "classifier", NULL, a->H, a->labels, true);
+}
+
 static void build_layers(wr *w, const arch *a)
 {
     cJSON *o;
@@ -598,6 +650,9 @@ static void build_layers(wr *w, const arch *a)
         return;
     case BLK_BERT:
         build_encoder(w, a);
+        return;
+    case BLK_DISTILBERT:
+        build_distilbert(w, a);
         return;
     case BLK_PHI: /* PhiForCausalLM: embed_tokens, embed_dropout, the layers, final_layernorm, lm_head with bias */
         embedding(w, a, "model.embed_tokens");

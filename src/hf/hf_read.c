@@ -192,6 +192,7 @@ static const struct {
     [K_WINDOW_PATTERN] = {T_INT, offsetof(arch, window_pattern), 1, 0}, [K_QUERY_SCALAR] = {T_NUM, offsetof(arch, query_scalar), 1e-9, 1e12},
     [K_ROPE_LOCAL] = {T_NUM, offsetof(arch, rope_local), 1e-9, 1e30}, [K_SWIGLU_ALPHA] = {T_NUM, offsetof(arch, swiglu_alpha), 1e-9, 1e9},
     [K_SWIGLU_LIMIT] = {T_NUM, offsetof(arch, swiglu_limit), 1e-9, 1e9},
+    [K_SINUSOIDAL] = {T_BOOL, offsetof(arch, sinusoidal), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -328,6 +329,18 @@ static int read_family(rd *r, arch *a)
         return bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
     if (a->qk_layernorm) /* PhiAttention: q_layernorm / k_layernorm, LayerNorms per head */
         return bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
+    /* distilbert's Embeddings: create_sinusoidal_embeddings fills position_embeddings and sets its
+     * requires_grad False (modeling_distilbert.py @00b326f4): a frozen table is not modelled */
+    if (a->sinusoidal)
+        return bad(r, f->keys[K_SINUSOIDAL].key, "true (a fixed sinusoidal position table, requires_grad False) is not modelled");
+    /* BertEmbeddings / BertSelfAttention (modeling_bert.py, RoBERTa's and XLM-R's copies):
+     * "relative_key" / "relative_key_query" add distance_embedding and einsum scores, and any other
+     * value (null included) skips `embeddings += position_embeddings`: only "absolute" is modelled */
+    const cJSON *pet = f->block == BLK_BERT ? cJSON_GetObjectItemCaseSensitive(r->cfg, "position_embedding_type") : NULL;
+    if (pet) {
+        if (!cJSON_IsString(pet) || strcmp(pet->valuestring, "absolute"))
+            return bad(r, "position_embedding_type", "only \"absolute\" (BertConfig's default) is modelled");
+    }
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     if (f->moe && a->K > a->E)

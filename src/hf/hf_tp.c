@@ -85,7 +85,7 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;
     if (!o->sp) return 0;
-    if (a->f->block == BLK_BERT || a->E > 0)
+    if (a->f->head != HEAD_LM || a->E > 0)
         return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for the dense decoders only, not %s",
                             a->E > 0 ? "mixture-of-experts layers" : "encoders");
     if (a->seq % t)

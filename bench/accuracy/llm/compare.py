@@ -79,7 +79,7 @@ def main():
     ap.add_argument("--cases", default=os.path.join(HERE, "measured.json"))
     ap.add_argument("--bound", type=float, default=5.0, help="largest |error| in percent that passes")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--mode", choices=["train", "generate"], help="only the cases of this mode")
+    ap.add_argument("--mode", choices=["train", "generate", "infer"], help="only the cases of this mode")
     opt = ap.parse_args()
     cases = json.load(open(opt.cases))["cases"]
     rows, bad, gaps = [], 0, []
@@ -107,7 +107,11 @@ def main():
                              "what": what + (" kv%d" % c["kv_bits"] if c.get("kv_bits") else ""), "held_out": c.get("held_out", False), "measured": c[mk],
                              "estimate": g[ek], "error_pct": round(err, 2)})
             continue
-        p = run(opt.cli, c, args_for(c))
+        if c["mode"] == "infer":  # the text encoders' no_grad forward (encoder_replica.py): -m infer
+            p = run(opt.cli, c, [c["config"], "-m", "infer", "--seq", str(c["seq"]), "-b", str(c["batch"]), "-p",
+                                 c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"])
+        else:
+            p = run(opt.cli, c, args_for(c))
         if p.returncode != 0:
             rows.append({"id": c["id"], "error": p.stderr.strip()})
             bad += 1
@@ -120,7 +124,7 @@ def main():
             bad += abs(err) > opt.bound
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
                      "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora") or c.get("peft")),
-                     "loss": c.get("loss", "hf"),
+                     "loss": c.get("loss", "hf") if c["mode"] == "train" else "infer",
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})
     if opt.json:

@@ -44,7 +44,8 @@ import measure  # noqa: E402  bench/accuracy/measure.py: Tracker, ensure_built, 
 def parse_args(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
-    ap.add_argument("--mode", default="train", choices=["train", "generate"])
+    ap.add_argument("--mode", default="train", choices=["train", "generate", "infer"],
+                    help="infer: the text encoders' (encoder_replica.py) forward under torch.no_grad(), eval()")
     ap.add_argument("-b", "--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("-o", "--optim", default="adamw", choices=["sgd", "momentum", "adam", "adamw"])
@@ -184,11 +185,17 @@ def main(argv):
     tr = measure.Tracker()
     vctorch.HOOKS.fused = tr.fused
     vctorch.HOOKS.read = tr.read
-    cfg = R.Config.load(args.config)
+    with open(args.config) as f:
+        raw = json.load(f)
+    if raw.get("model_type") == "distilbert":  # DistilBertConfig names its heads n_heads (attribute_map)
+        raw.setdefault("num_attention_heads", raw.get("n_heads", 12))
+    cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
         import peft_replica
         args.lora_targets = (peft_replica.IA3_TARGETS if args.peft == "ia3" else peft_replica.LN_TUNING_TARGETS)[cfg.model_type]
+    if args.lora_targets is None and cfg.model_type in ("distilbert", "bert", "roberta", "xlm-roberta"):
+        args.lora_targets = "q_lin,v_lin" if cfg.model_type == "distilbert" else "query,value"  # peft constants.py
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -196,7 +203,17 @@ def main(argv):
     tr.start(install=True)
     tr.O.opobs_set_compat_2x(1)
 
-    if cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
+    import encoder_replica
+    encoder = cfg.model_type in encoder_replica.ENCODERS  # *ForSequenceClassification (encoder_replica.py)
+    if encoder:
+        if args.peft != "lora" or args.modules_to_save or args.mode == "generate" or args.loss != "hf":
+            raise SystemExit("measure_llm.py: %s: the encoder replica measures training (full, LoRA, --ckpt; "
+                             "--loss hf) and --mode infer only" % cfg.model_type)
+        model = encoder_replica.build(cfg.d)
+        model.attn_impl = "sdpa"
+    elif args.mode == "infer":
+        raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py)")
+    elif cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
         import gptoss_replica
         model = gptoss_replica.CausalLM(cfg, args.attn)
     else:
@@ -242,9 +259,27 @@ def main(argv):
     if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3"):
         result["experts_implementation"] = args.experts
 
-    if args.mode == "train":
+    if encoder and args.mode == "infer":
+        # model.eval(); with torch.no_grad(): logits = model(input_ids).logits -- run twice, the second
+        # measured; the logits dropped after
+        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        after_build = tr.O.opobs_current()
+        model.eval()
+        for rep in range(2):
+            if rep == 1:
+                tr.O.opobs_reset_peak()
+                tr.tag("infer")
+            with torch.no_grad():
+                logits = model(input_ids)[1]
+            del logits
+        result.update({"seq": args.seq, "peak_allocated": int(tr.O.opobs_peak()),
+                       "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
+                       "after_build_bytes": int(after_build)})
+    elif args.mode == "train":
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
         labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+        if encoder:  # a class index per sequence (single_label_classification)
+            labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)
         after_build = tr.O.opobs_current()
 
         if args.loss == "chunked":

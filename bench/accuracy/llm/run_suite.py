@@ -421,6 +421,39 @@ def cases():
     for i, (cfg, b, s, o, p) in enumerate(offc):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=True, lora=0, act_offload="sync", held_out=(i % 3 == 2)))
+    # the text encoders (issue 31 item 4): encoder_replica.py's *ForSequenceClassification
+    # (distilbert, xlm-roberta, and bert at MiniLM's shape: 12 heads of 32), training with a class
+    # label per sequence and inference (--mode infer: eval(), no_grad). Every third held out.
+    enc = [
+        ("distilbert_small", "train", 2, 64, "adamw", "fp32"),
+        ("distilbert_small", "train", 4, 128, "sgd", "bf16"),
+        ("distilbert_small", "infer", 4, 256, None, "fp32"),
+        ("distilbert_small", "infer", 1, 200, None, "bf16"),
+        ("xlm_roberta_small", "train", 2, 64, "adamw", "bf16"),
+        ("xlm_roberta_small", "train", 4, 128, "sgd", "fp32"),
+        ("xlm_roberta_small", "infer", 4, 256, None, "fp32"),
+        ("xlm_roberta_small", "infer", 2, 128, None, "bf16"),
+        ("minilm_small", "train", 2, 128, "adamw", "fp32"),
+        ("minilm_small", "train", 4, 96, "adam", "bf16"),
+        ("minilm_small", "infer", 4, 128, None, "fp32"),
+        ("distilbert_small", "train", 3, 80, "adamw", "bf16"),
+    ]
+    for i, (cfg, mode, b, s, o, p) in enumerate(enc):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=0, held_out=(i % 3 == 2)))
+    # the text encoders under gradient checkpointing (per layer, non-reentrant) and LoRA r=8 on
+    # PEFT's default targets (q_lin,v_lin; query,value). Every third held out.
+    enc2 = [
+        ("distilbert_small", 2, 128, "adamw", "fp32", True, 0),
+        ("xlm_roberta_small", 4, 256, "sgd", "bf16", True, 0),
+        ("distilbert_small", 4, 128, "adamw", "bf16", False, 8),
+        ("xlm_roberta_small", 4, 128, "adamw", "fp32", False, 8),
+        ("minilm_small", 2, 128, "adamw", "bf16", True, 8),
+        ("distilbert_small", 4, 256, "sgd", "bf16", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(enc2):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
     return out
 
 
@@ -462,6 +495,8 @@ def argv_of(c):
             a.append("--hold-output")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
+    elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
+        a += ["--seq", str(c["seq"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
