@@ -196,7 +196,10 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
  *    environment BEFORE taking memory snapshot ... NCCL buffers are allocated
  *    before we measure"): the CUDA context's base, NCCL's communicators and the
  *    custom all-reduce's buffers for tensor parallelism are already in the
- *    snapshot, so not subtracted;
+ *    snapshot, so not subtracted (@ 089eca13, vllm/distributed/
+ *    device_communicators/cuda_communicator.py CudaCommunicator.__init__, run
+ *    for each group ensure_model_parallel_initialized makes: PyNcclCommunicator
+ *    and CustomAllreduce when world_size > 1);
  *  - what grows after it, to the end of profile_run: the library modules the
  *    model's first forward loads (lazy module loading: PyTorch's default since
  *    1.13, CUDA's since 12.2): cuBLAS/cuBLASLt for the GEMMs and the attention
