@@ -114,6 +114,12 @@ static void report(void **state)
     const char *js = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"non_torch_increase\": 75497472, \"non_torch_parts\": {\"cublas\": 66060288, "
                                "\"attention_kernels\": 9437184}, \"nccl_counted\": false, \"cuda_graphs_counted\": false"));
+    /* --cuda and --module-loading set the stack with --serve: eager (CUDA 11.2's auto) loads every module
+     * before the snapshot */
+    js = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda 11.2 -f json");
+    assert_non_null(strstr(js, "\"non_torch_increase\": 0, \"non_torch_parts\": {\"cublas\": 0, \"attention_kernels\": 0}"));
+    tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --module-loading eager");
+    assert_non_null(strstr(tab, "  non-torch increase              0 B  (eager loading: loaded before vLLM's snapshot)"));
     /* one GPU: no NCCL line */
     tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16");
     assert_null(strstr(tab, "NCCL"));
