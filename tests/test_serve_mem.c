@@ -86,6 +86,16 @@ static void non_torch_lazy(void **state)
     serve_on(m, &o, "mi300x", &e);
     assert_int_equal(e.non_torch, 0);
     assert_int_equal(e.kv_cache, e.requested - e.profile_peak);
+    /* a stack the context model refuses is refused here too, naming the option */
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec g;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
+    o.cuda_version = 1000;
+    assert_int_equal(vc_serve(m, &o, &so, &g, &e, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--cuda");
     vc_model_free(m);
 }
 
@@ -120,6 +130,8 @@ static void report(void **state)
     assert_non_null(strstr(js, "\"non_torch_increase\": 0, \"non_torch_parts\": {\"cublas\": 0, \"attention_kernels\": 0}"));
     tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --module-loading eager");
     assert_non_null(strstr(tab, "  non-torch increase              0 B  (eager loading: loaded before vLLM's snapshot)"));
+    tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu mi300x");
+    assert_non_null(strstr(tab, "  non-torch increase              0 B  (not modelled on this GPU's vendor)"));
     /* one GPU: no NCCL line */
     tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16");
     assert_null(strstr(tab, "NCCL"));

@@ -131,8 +131,11 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     format_bytes(r->profile_peak, a, sizeof a);
     fprintf(f, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
     format_bytes(r->non_torch, a, sizeof a);
+    const bool amd = resp->gpu.preset && strcmp(resp->gpu.preset->vendor, "NVIDIA") != 0; /* context.c: not modelled */
     fprintf(f, "  %-22s %12s  (%s)\n", "non-torch increase", a,
-            r->non_torch ? "cuBLAS and attention kernels the profiling run loads" : "eager loading: loaded before vLLM's snapshot");
+            r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
+            : amd        ? "not modelled on this GPU's vendor"
+                         : "eager loading: loaded before vLLM's snapshot");
     if (o->tp > 1) fprintf(f, "  %-22s %12s  (set up before vLLM's snapshot)\n", "NCCL + all-reduce", "not counted");
     fprintf(f, "  %-22s %12s  (captured after the pool is sized)\n", "CUDA graphs", "not counted");
     format_bytes(r->kv_cache, a, sizeof a);

@@ -213,19 +213,22 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
  *  - the sampler's dummy run: in profile_run (_dummy_sampler_run), so in
  *    torch_peak_increase (profile_peak); compile_or_warm_up_model's second one
  *    runs after the pool is sized. */
-static void vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, unsigned uses, vc_serve_result *r)
+static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, unsigned uses, vc_serve_result *r,
+                                vc_error *err)
 {
     vc_options c = *o;
     c.mode = VC_MODE_INFER;
-    c.context = -1;
+    c.context = -1; /* the model's parts, not a given total */
     c.device = gpu->preset;
     vc_context_parts parts;
     int64_t total;
     /* the attention always runs in the backend's kernels, loaded at its first call */
-    if (vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, NULL)) return; /* refused earlier */
+    vc_status st = vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, err); /* --cuda, --module-loading */
+    if (st) return st;
     r->non_torch_cublas = parts.cublas;
     r->non_torch_kernels = parts.kernels;
     r->non_torch = parts.cublas + parts.kernels;
+    return VC_OK;
 }
 
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -335,7 +338,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->weights = sim.persistent[CAT_WEIGHT] + rope;
     r->profile_peak = sim.peak + rope;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
-    vllm_non_torch(o, gpu, uses, r);
+    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
     /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
     r->kv_cache = r->requested - r->profile_peak - r->non_torch;
     char a[32], b[32];
@@ -343,8 +346,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         gib(r->profile_peak + r->non_torch, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, "--serve",
-                            "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than --gpu-memory-utilization %.2f "
-                            "of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than "
+                            "--gpu-memory-utilization %.2f of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
                             so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
