@@ -874,6 +874,16 @@ typedef struct {
      * 0 when every layer keeps full keys and values; latent, the elements of
      * one token's latent in one such layer */
     int64_t latent_layers, latent;
+    /* vLLM's non-torch memory increase (memory_profiling's non_torch_increase,
+     * vllm-project/vllm @ a6d5c390 vllm/utils/mem_utils.py; gpu_worker.py @
+     * 35d5cda1): what the process holds outside PyTorch's allocator after the
+     * profiling run beyond what it held at vLLM's snapshot, subtracted from the
+     * pool (kv_cache = requested - profile_peak - non_torch). Its parts are the
+     * library modules the profiling run loads lazily (src/engine/context.c's
+     * cublas and kernels parts); 0 under eager module loading. NCCL's buffers
+     * and the custom all-reduce's (set up before the snapshot) and the CUDA
+     * graphs (captured after the pool is sized) are not in it at that commit. */
+    int64_t non_torch, non_torch_cublas, non_torch_kernels;
 } vc_serve_result;
 
 /* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision

@@ -106,6 +106,11 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                 resp->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, so->block_size,
                 vc_kv_dtype_name(so->kv_cache_dtype), vc_precision_name(o->precision), r->weights, r->profile_peak,
                 r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens, r->concurrency);
+        /* vLLM's non-torch memory (src/engine/serve.c vllm_non_torch): the increase it subtracts, by
+         * part, and what that commit's arithmetic leaves out */
+        fprintf(f, ",\n    \"non_torch_increase\": %" PRId64 ", \"non_torch_parts\": {\"cublas\": %" PRId64
+                   ", \"attention_kernels\": %" PRId64 "}, \"nccl_counted\": false, \"cuda_graphs_counted\": false",
+                r->non_torch, r->non_torch_cublas, r->non_torch_kernels);
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
@@ -125,6 +130,14 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     fprintf(f, "  %-22s %12s\n", "weights", a);
     format_bytes(r->profile_peak, a, sizeof a);
     fprintf(f, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
+    format_bytes(r->non_torch, a, sizeof a);
+    const bool amd = resp->gpu.preset && strcmp(resp->gpu.preset->vendor, "NVIDIA") != 0; /* context.c: not modelled */
+    fprintf(f, "  %-22s %12s  (%s)\n", "non-torch increase", a,
+            r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
+            : amd        ? "not modelled on this GPU's vendor"
+                         : "eager loading: loaded before vLLM's snapshot");
+    if (o->tp > 1) fprintf(f, "  %-22s %12s  (set up before vLLM's snapshot)\n", "NCCL + all-reduce", "not counted");
+    fprintf(f, "  %-22s %12s  (captured after the pool is sized)\n", "CUDA graphs", "not counted");
     format_bytes(r->kv_cache, a, sizeof a);
     fprintf(f, "  %-22s %12s\n", "KV cache pool", a);
     format_bytes(r->page_bytes, b, sizeof b);

@@ -23,9 +23,16 @@
  * LM head on each one's last row and their fp32 copy (the sampler skips
  * top-k/top-p while profiling).
  * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
- * Not modelled: the non-torch memory the profiling run adds (cuBLAS, NCCL),
- * and since v0.21 the CUDA graph memory estimate that V1 also subtracts
- * (docs/inference.md, "Published vLLM logs").
+ * vLLM's memory outside PyTorch's allocator (non_torch_memory below): the
+ * arithmetic at vllm-project/vllm @ 35d5cda1 is
+ *   available = requested_memory - non_kv_cache_memory,
+ *   requested_memory = total x gpu_memory_utilization (Worker.init_device),
+ *   non_kv_cache_memory = weights_memory + torch_peak_increase
+ *                         + non_torch_increase (memory_profiling);
+ * what is and is not in it is the table vllm_non_torch below. Not modelled:
+ * since v0.21 the CUDA graph memory estimate that V1 also subtracts
+ * (profile_cudagraph_memory: measured by capturing graphs on the GPU;
+ * docs/inference.md, "Published vLLM logs").
  */
 #include <math.h>
 #include <stdio.h>
@@ -175,6 +182,55 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
     return len;
 }
 
+/* vLLM's memory outside PyTorch's caching allocator, and whether its KV cache
+ * sizing counts it (vllm-project/vllm @ 35d5cda1, vllm/v1/worker/gpu_worker.py;
+ * @ a6d5c390, vllm/utils/mem_utils.py):
+ *  - MemorySnapshot.measure: non_torch_memory = (total - free, mem_get_info)
+ *    - memory_reserved(); memory_profiling: non_torch_increase = after the
+ *    profiling run less init_snapshot, so only what appears after the snapshot
+ *    is counted, and determine_available_memory subtracts it with the weights
+ *    and torch_peak_increase (the profiling run's allocated peak, weights
+ *    included here: profile_peak);
+ *  - Worker.init_device takes init_snapshot after set_device and
+ *    init_worker_distributed_environment ("Initialize the distributed
+ *    environment BEFORE taking memory snapshot ... NCCL buffers are allocated
+ *    before we measure"): the CUDA context's base, NCCL's communicators and the
+ *    custom all-reduce's buffers for tensor parallelism are already in the
+ *    snapshot, so not subtracted (@ 089eca13, vllm/distributed/
+ *    device_communicators/cuda_communicator.py CudaCommunicator.__init__, run
+ *    for each group ensure_model_parallel_initialized makes: PyNcclCommunicator
+ *    and CustomAllreduce when world_size > 1);
+ *  - what grows after it, to the end of profile_run: the library modules the
+ *    model's first forward loads (lazy module loading: PyTorch's default since
+ *    1.13, CUDA's since 12.2): cuBLAS/cuBLASLt for the GEMMs and the attention
+ *    backend's kernels (vllm/v1/attention/backends/, FlashAttention by default
+ *    on CUDA): src/engine/context.c's cublas and kernels parts (63 and 9 MiB:
+ *    FIT on the H200 run's PyTorch processes, EXTRAPOLATED to vLLM's);
+ *    under eager loading every module is loaded before the snapshot: 0;
+ *  - the CUDA graphs: compile_or_warm_up_model -> capture_model runs after
+ *    initialize_from_config has allocated the pool; the graph memory it
+ *    returns is only logged (a debug line): not subtracted;
+ *  - the sampler's dummy run: in profile_run (_dummy_sampler_run), so in
+ *    torch_peak_increase (profile_peak); compile_or_warm_up_model's second one
+ *    runs after the pool is sized. */
+static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, unsigned uses, vc_serve_result *r,
+                                vc_error *err)
+{
+    vc_options c = *o;
+    c.mode = VC_MODE_INFER;
+    c.context = -1; /* the model's parts, not a given total */
+    c.device = gpu->preset;
+    vc_context_parts parts;
+    int64_t total;
+    /* the attention always runs in the backend's kernels, loaded at its first call */
+    vc_status st = vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, err); /* --cuda, --module-loading */
+    if (st) return st;
+    r->non_torch_cublas = parts.cublas;
+    r->non_torch_kernels = parts.kernels;
+    r->non_torch = parts.cublas + parts.kernels;
+    return VC_OK;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -273,6 +329,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     }
     int nlayers = p->gen.nslot;
     vc_dtype act = p->act_dt;
+    const unsigned uses = vc__plan_uses(p);
     vc_plan_free(p);
     if (st) return st;
     if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has no attention layer: no KV cache to size");
@@ -281,14 +338,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->weights = sim.persistent[CAT_WEIGHT] + rope;
     r->profile_peak = sim.peak + rope;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
-    r->kv_cache = r->requested - r->profile_peak;
+    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
+    /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
+    r->kv_cache = r->requested - r->profile_peak - r->non_torch;
     char a[32], b[32];
     if (r->kv_cache <= 0) {
-        gib(r->profile_peak, a, sizeof a);
+        gib(r->profile_peak + r->non_torch, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, "--serve",
-                            "the weights and vLLM's profiling run take %s in %s, more than --gpu-memory-utilization %.2f "
-                            "of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than "
+                            "--gpu-memory-utilization %.2f of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
                             so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))

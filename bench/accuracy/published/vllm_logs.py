@@ -213,9 +213,11 @@ def compare(cli, row):
         c["pub_blocks"] = row["tokens"] // 16  # GPU KV cache size = num_blocks x block_size (16)
     c["e_w"] = pct(c["weights"], row["weights"])
     c["e_kv"] = pct(c["kv"], row["kv"])
-    # the pool less the non-torch memory the log prints (vramcalc does not model it): what is left to explain
+    # the pool less the non-torch memory the log prints, in place of vramcalc's (V1's non_torch_increase,
+    # serve.non_torch_increase): those V0 versions count the whole non-torch memory, CUDA context included
     nt = row.get("non_torch")
-    c["kv_nt"] = None if nt is None else c["kv"] - nt
+    c["non_torch"] = r["non_torch_increase"] / GIB
+    c["kv_nt"] = None if nt is None else c["kv"] + c["non_torch"] - nt
     c["e_kv_nt"] = None if nt is None or row["kv"] is None else pct(c["kv_nt"], row["kv"])
     # the bound applies to the error left once what is known to be unmodelled is taken out
     c["e_bound"] = c["e_kv_nt"] if c["e_kv_nt"] is not None else c["e_kv"]
@@ -242,8 +244,8 @@ def print_table(out, markdown):
         print("  activation GiB  %8s published  %8.2f vramcalc" % (fmt(row.get("act")), c["act"]))
         print("  KV pool GiB     %8s published  %8.2f vramcalc  %s" % (fmt(row["kv"]), c["kv"], fmt(c["e_kv"], "%+.1f%%")))
         if c["kv_nt"] is not None:
-            print("    less the log's non-torch %.2f GiB: %.2f  %s" % (row["non_torch"], c["kv_nt"],
-                                                                     fmt(c["e_kv_nt"], "%+.1f%%")))
+            print("    the log's non-torch %.2f GiB for vramcalc's %.2f: %.2f  %s" % (
+                row["non_torch"], c["non_torch"], c["kv_nt"], fmt(c["e_kv_nt"], "%+.1f%%")))
         print("  blocks          %8s published  %8d vramcalc  %s" % (
             fmt(c["pub_blocks"], "%d"), c["blocks"], fmt(pct(c["blocks"], c["pub_blocks"]) if c["pub_blocks"] else None,
                                                          "%+.1f%%")))
