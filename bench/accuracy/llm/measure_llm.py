@@ -63,10 +63,13 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
-                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels")
+                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
+                    "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
+                    "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
+                    "precompute_ref_log_probs=True, no reference")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
@@ -157,6 +160,14 @@ def main(argv):
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
+    ref_model = None
+    if args.loss == "dpo" and not args.lora and args.peft == "lora":
+        # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
+        ref_model = R.CausalLM(cfg, args.attn)
+        if args.precision == "bf16":
+            ref_model.to(torch.bfloat16)
+        ref_model.load_state_dict(model.state_dict())
+        ref_model.eval()
     if args.ckpt:
         model.gradient_checkpointing = True
     if args.peft != "lora" or args.modules_to_save:  # peft_replica.py: DoRA, IA3, LN tuning, modules_to_save
@@ -186,9 +197,14 @@ def main(argv):
     if cfg.model_type in ("mixtral", "qwen2_moe"):
         result["experts_implementation"] = args.experts
 
-    if args.mode == "train":
+    if args.mode == "train" and args.loss.startswith("dpo"):
+        import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
+        dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
+                              precompute=args.loss == "dpo-precomputed")
+    if args.mode == "train" and not args.loss.startswith("dpo"):
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
         labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+    if args.mode == "train":
         after_build = tr.O.opobs_current()
 
         if args.loss == "chunked":
@@ -196,6 +212,8 @@ def main(argv):
             loss_fn = chunked_replica.CEWithChunkedOutputLoss(args.loss_chunks)
 
         def compute_loss():
+            if args.loss.startswith("dpo"):
+                return dpo.compute_loss()
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs
