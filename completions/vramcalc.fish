@@ -20,7 +20,7 @@ complete -c vramcalc -l modules-to-save -x -d 'with a PEFT method: PEFT'\''s mod
 complete -c vramcalc -l grad-ckpt -d 'config.json: gradient checkpointing per decoder layer, non-reentrant'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'
-complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean'
+complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean dpo dpo-precomputed' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean, dpo,...'
 complete -c vramcalc -l loss-chunks -x -d 'with --loss chunked: torchtune'\''s num_output_chunks, the sequence'\''s...'
 complete -c vramcalc -l weights -x -a 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block dense' -d 'Linear weights stored as one of nf4, fp4, int8, gptq4, gptq8, gptq3,...'
 complete -c vramcalc -l qlora -d 'QLoRA: --weights nf4'
