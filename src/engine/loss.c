@@ -614,7 +614,7 @@ static vc_t dpo_logps(vc_build *b, vc_t s, int64_t L, int64_t V)
 
 /* per_token_logps[shift_completion_mask == 0] = 0.0 (a bool [2B, L-1]; index_put_ in place: the
  * masked positions' indices are as many as the prompts' tokens, data the plan does not see:
- * none counted), logps = per_token_logps.sum(dim=1) [2B] (SumBackward: expand, a new gradient). */
+ * none counted), logps = per_token_logps.sum(dim=1) [2B] (SumBackward: the gradient expanded, a view). */
 static vc_t dpo_sum(vc_build *b, vc_t lp, vc_t mask)
 {
     vc_op *o = vc_op_begin(b, "eq");
