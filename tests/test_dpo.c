@@ -11,6 +11,7 @@
  *    disabled (use_adapter): no copy; with precompute_ref_log_probs no reference at all.
  * 3. llama_vocab8k.json against the harness's measurements of bench/accuracy/llm/dpo_replica.py
  *    (measured.json llm175-llm177 and llm183, torch 1.13 CPU, the allocator counter).
+ * 4. One plan for every batch: an estimator's replays equal fresh estimates.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -183,12 +184,60 @@ static void test_measured(void **state)
     }
 }
 
+/* The plan is batch-symbolic (selective_log_softmax's per-row loop is one op whatever the
+ * batch): an estimator built once at 4 sequences gives, at every batch, exactly what a fresh
+ * estimate at that batch gives (the vc_estimator contract, vramcalc.h), across the boundary of
+ * entropy_from_logits' chunking: 63 shifted rows per sequence, so 2 sequences (126 rows) are
+ * one chunk of every row and 4 or more are 128-row chunks (vc_batch_range). */
+static void test_batch_symbolic(void **state)
+{
+    (void)state;
+    for (int lora = 0; lora <= 8; lora += 8) {
+        vc_hf_options hf;
+        vc_hf_options_init(&hf);
+        hf.seq = 64;
+        hf.loss = VC_LOSS_IMPL_DPO;
+        vc_options o;
+        vc_options_init(&o);
+        o.batch = 4;
+        o.precision = VC_PREC_BF16;
+        o.attention = VC_ATTN_MATH;
+        vc_error err;
+        vc_model *m = NULL;
+        assert_int_equal(vc_model_load_file_hf(LLMCFG "llama_vocab8k.json", &hf, &m, &err), VC_OK);
+        if (lora) {
+            vc_lora l;
+            vc_lora_init(&l);
+            l.r = lora;
+            snprintf(l.targets, sizeof l.targets, "q_proj,v_proj");
+            assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
+        }
+        vc_estimator *e = NULL;
+        assert_int_equal(vc_estimator_new(m, &o, 0, &e, &err), VC_OK);
+        const int64_t batches[] = {2, 4, 8, 16, 6};
+        for (size_t i = 0; i < sizeof batches / sizeof *batches; i++) {
+            vc_result a, f;
+            assert_int_equal(vc_estimator_run(e, batches[i], &a, &err), VC_OK);
+            o.batch = batches[i];
+            assert_int_equal(vc_estimate(m, &o, &f, &err), VC_OK);
+            assert_int_equal(a.memory.peak_allocated, f.memory.peak_allocated);
+            assert_int_equal(a.memory.reserved, f.memory.reserved);
+            assert_int_equal(a.memory.activations, f.memory.activations);
+            vc_result_free(&a);
+            vc_result_free(&f);
+        }
+        vc_estimator_free(e);
+        vc_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cli),
         cmocka_unit_test(test_reference_weights),
         cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_batch_symbolic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
