@@ -91,6 +91,8 @@ class DPO:
         assert batch % 2 == 0, "the batch counts the concatenated [chosen; rejected] sequences"
         self.model, self.ref_model, self.precompute, self.beta = model, ref_model, precompute, beta
         self.peft = any(isinstance(m, R.LoraLinear) for m in model.modules())
+        assert self.peft or ref_model is not None or precompute, \
+            "a reference: LoRA (its adapters disabled), a frozen copy, or precomputed log-probs"
         self.inputs = {
             "input_ids": torch.randint(0, vocab, (batch, seq), dtype=torch.int64),
             "attention_mask": torch.ones(batch, seq, dtype=torch.int64),
