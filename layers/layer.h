@@ -192,6 +192,9 @@ vc_dtype vc_autocast_dt(const vc_build *b);
  * w is not a parameter. For ops.c's vc__op_autocast_weight alone. */
 int32_t *vc__amp_cache(vc_build *b, vc_t w);
 bool vc_training(const vc_build *b);
+/* PEFT's disable_adapter is on (--loss dpo's reference forward, src/engine/plan.c
+ * vc__emit_reference): an adapter layer returns its base layer's output alone. */
+bool vc_adapters_disabled(const vc_build *b);
 /* The model's LoRA settings (r 0: none). */
 const vc_lora *vc_lora_of(const vc_build *b);
 /* A PEFT method's row (src/model/peft.c): what it adds to a target Linear. */

@@ -247,6 +247,11 @@ static void linear_emit(vc_build *b, const void *p)
     }
     int ia = c->bias ? 2 : 1; /* the adapters follow the layer's own parameters */
     const vc_lora *l = vc_lora_of(b);
+    /* peft tuners/lora/layer.py Linear.forward: if self.disable_adapters: result = self.base_layer(x) */
+    if (c->adapted && vc_adapters_disabled(b)) {
+        vc_set_output(b, vc__op_linear(b, x, vc_weight(b, 0), c->bias ? vc_weight(b, 1) : -1, rows, c->in, c->out));
+        return;
+    }
     if (c->adapted && vc_peft_row_get(l->method)->ia3) {
         ia3_emit(b, c, x, c->bias ? vc_weight(b, 1) : -1, rows);
         return;

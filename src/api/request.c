@@ -632,6 +632,18 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (counts && (q->weights || q->qlora))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate", q->qlora ? O("qlora") : O("weights"));
     if (q->have_acts && !counts) return usage(err, O("activations") " goes with " O("params"));
+    if (q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED) {
+        /* TRL's DataCollatorForPreference concatenates each pair's chosen and rejected sequences
+         * (src/engine/loss.c emit_dpo): --batch counts them, 2 x per_device_train_batch_size */
+        if (!q->batch_given) o->batch = 2; /* one pair */
+        else if (o->batch % 2)
+            return usage(err, O("batch") " %lld is odd: with " O("loss") " %s it counts the sequences of TRL's "
+                         "concatenated [chosen; rejected] batch, 2 x per_device_train_batch_size", (long long)o->batch,
+                         q->hf.loss == VC_LOSS_IMPL_DPO ? "dpo" : "dpo-precomputed");
+        if (q->max_batch || sweep)
+            return usage(err, "%s with " O("loss") " dpo is not modelled: it would count sequences, not pairs; give "
+                         O("batch") " as 2 x the pairs", q->max_batch ? O("max_batch") : O("sweep"));
+    }
     if (q->max_batch && !gpu) return usage(err, O("max_batch") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     if (q->plot && !sweep) return usage(err, O("plot") " needs " O("sweep") " (the batch sizes to draw)");
     if (q->plot && !strcmp(q->plot, "-")) return usage(err, O("plot") " writes an SVG file: give a file name, not '-'");

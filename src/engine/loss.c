@@ -516,6 +516,255 @@ static void emit_chunked(vc_build *b)
     free(lg);
 }
 
+/* ---- TRL's DPO step (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8; TRL below).
+ * trl/trainer/dpo_trainer.py: DataCollatorForPreference.torch_call builds one batch of
+ * prompt+chosen then prompt+rejected sequences (input_ids = prompt_chosen_ids +
+ * prompt_rejected_ids): input_ids, attention_mask and completion_mask, int64 [2B, L] each
+ * (B = per_device_train_batch_size pairs), made before the step like the input batch.
+ * vramcalc's --batch counts those 2B sequences (request.c refuses an odd --batch; a plan built at
+ * another batch, as the allocator model's grid does, is the same step over that many rows).
+ * DPOTrainer._compute_loss: */
+
+/* shift_logits = outputs.logits[..., :-1, :]: a view; SliceBackward (slice_backward: zeros of
+ * the input's sizes, the gradient copied in) makes a logits-sized gradient. */
+static vc_t dpo_shift(vc_build *b, vc_t y, int64_t L, int64_t V)
+{
+    vc_op *o = vc_op_begin(b, "slice");
+    int i = vc_op_in(o, y);
+    vc_t s = vc_op_out_view(o, i, vc_n_sample((L - 1) * V), false);
+    vc_op_end(o);
+    return s;
+}
+
+/* trl/trainer/utils.py selective_log_softmax(logits, index) on shift_logits [2B, L-1, V] and
+ * shift_labels = input_ids[..., 1:] (a view of the resident input_ids: nothing allocated).
+ * Both paths loop over the rows (`for ... in logits`: Tensor.__iter__ is unbind(0), whose
+ * UnbindBackward stacks the rows' gradients into one new shift-sized tensor). The loop is
+ * one op here, whatever the batch (a plan holds for every batch): each row's transients are
+ * its exact [L-1, V] sizes (fixed), the rows' saved tensors and gradients the whole batch's.
+ *   fp32/fp64 logits: selected_logits = torch.gather(logits, -1, index) [2B, L-1, 1];
+ *     logsumexp per row (ReduceOps.cpp logsumexp_out_impl: amax, then
+ *     at::sum_out(result, (self - maxes).exp_()): one [L-1, V] fp32 transient per row), the
+ *     [L-1] results listed, then torch.stack; per_token_logps = selected - lse.unsqueeze(-1).
+ *     LogsumexpBackward saves self (a row of the logits: their storage stays until backward)
+ *     and result; its backward logsumexp_backward = grad * (self - result).exp(): two [L-1, V]
+ *     temporaries of the row beside its [L-1, V] gradient. GatherBackward saves the index.
+ *   16-bit logits: per row row_logps = F.log_softmax(row_logits) [L-1, V] (LogSoftmaxBackward
+ *     saves it) and row_logps.gather(-1, row_labels) [L-1, 1]; torch.stack. Backward, a row at
+ *     a time (the engine runs the highest sequence number first: a row's gather, then its
+ *     log_softmax): gather_backward's zeros + scatter [L-1, V], then the row's
+ *     _log_softmax_backward_data [L-1, V] into UnbindBackward's buffer.
+ *   Without grad (the reference): nothing saved; the 16-bit loop's row_logps keeps the previous
+ *     row until the next is assigned (two rows), the last until the function returns.
+ * Returns per_token_logps [2B, L-1] in the logits' dtype. */
+static vc_t dpo_logps(vc_build *b, vc_t s, int64_t L, int64_t V)
+{
+    vc_dtype dt = (vc_dtype)b->t[s].dt;
+    vc_numel row = vc_n_fixed((L - 1) * V), tok = vc_n_sample(L - 1);
+    vc_op *o = vc_op_begin(b, "unbind");
+    int i = vc_op_in(o, s);
+    vc_t u = vc_op_out_view(o, i, b->t[s].n, false);
+    vc_op_end(o);
+    vc_t lp;
+    if (dt == VC_DT_F32) {
+        o = vc_op_begin(b, "gather");
+        vc_op_in(o, s);
+        vc_t sel = vc_op_out(o, tok, VC_DT_F32);
+        vc_op_end(o);
+        o = vc_op_begin(b, "logsumexp"); /* the rows, one at a time */
+        vc_op_in(o, u);
+        vc_op_ftemp(o, row, VC_DT_F32); /* (self - maxes).exp_() */
+        vc_t lse = vc_op_out(o, tok, VC_DT_F32);
+        vc_op_save(o, u);
+        vc_op_save(o, lse);
+        vc_op_btemp(o, row, VC_DT_F32); /* self - result */
+        vc_op_btemp(o, row, VC_DT_F32); /* its exp() */
+        vc_op_end(o);
+        o = vc_op_begin(b, "stack");
+        vc_op_grad(o, vc_op_in(o, lse), VC_GRAD_PASS);
+        vc_t st = vc_op_out(o, tok, VC_DT_F32);
+        vc_op_end(o);
+        vc__extend_life(b, lse); /* the list, until stack returns */
+        o = vc_op_begin(b, "sub");
+        vc_op_grad(o, vc_op_in(o, sel), VC_GRAD_PASS);
+        vc_op_in(o, st);
+        lp = vc_op_out(o, tok, VC_DT_F32);
+        vc_op_end(o);
+    } else {
+        o = vc_op_begin(b, "log_softmax+gather"); /* the rows, one at a time */
+        vc_op_in(o, u);
+        if (b->train && vc_requires_grad(b, u)) {
+            vc_op_extra(o, b->t[s].n, dt); /* every row's row_logps, saved */
+            vc_op_btemp(o, row, dt);         /* the row's gather_backward */
+        } else {
+            int a = vc_op_ftemp_keep(o, row, dt); /* row_logps of the previous row */
+            vc_op_ftemp_keep(o, row, dt);         /* and of this one */
+            vc_op_ftemp_free(o, a);
+        }
+        vc_t sel = vc_op_out(o, tok, dt);
+        vc_op_end(o);
+        o = vc_op_begin(b, "stack");
+        vc_op_grad(o, vc_op_in(o, sel), VC_GRAD_PASS);
+        lp = vc_op_out(o, tok, dt);
+        vc_op_end(o);
+        vc__extend_life(b, sel);
+    }
+    return lp;
+}
+
+/* per_token_logps[shift_completion_mask == 0] = 0.0 (a bool [2B, L-1]; index_put_ in place: the
+ * masked positions' indices are as many as the prompts' tokens, data the plan does not see:
+ * none counted), logps = per_token_logps.sum(dim=1) [2B] (SumBackward: the gradient expanded, a view). */
+static vc_t dpo_sum(vc_build *b, vc_t lp, vc_t mask)
+{
+    vc_op *o = vc_op_begin(b, "eq");
+    vc_op_in_nodiff(o, mask);
+    vc_op_ftemp(o, vc_n_sample(b->t[lp].n.ps), VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "sum");
+    vc_op_grad(o, vc_op_in(o, lp), VC_GRAD_PASS); /* sum_backward: grad.unsqueeze(1).expand(sizes), a view */
+    vc_t r = vc_op_out(o, vc_n_sample(1), (vc_dtype)b->t[lp].dt);
+    vc_op_end(o);
+    return r;
+}
+
+static vc_t dpo_binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_grad(o, vc_op_in(o, x), VC_GRAD_PASS);
+    if (y >= 0) vc_op_in(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
+static void emit_dpo(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_value *ov = &m->val[m->output];
+    vc_t y = b->val_t[m->output];
+    vc_dtype dt = (vc_dtype)b->t[y].dt;
+    bool pre = m->loss == VC_LOSS_DPO_PRECOMPUTED;
+    const char *what = pre ? "dpo-precomputed" : "dpo";
+    int64_t V = ov->shape.d[ov->shape.nd - 1], L = V ? b->t[y].n.ps / V : 0;
+    bool peft = m->lora.r > 0 || m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING;
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "%s under autocast (%s) is not modelled: use fp32, bf16, fp16 or mixed-* (the model loaded in its "
+                "dtype, as TRL's model_init_kwargs dtype does)", what, vc_precision_name(b->o.precision));
+        return;
+    }
+    if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
+        fail(b, "%s is modelled on one GPU (the reference model under a parallel layout is not)", what);
+        return;
+    }
+    if (b->o.hold_output) {
+        fail(b, "%s: DPOTrainer.compute_loss returns the loss only; --hold-output does not apply", what);
+        b->why_opt = "--hold-output";
+        return;
+    }
+    if (peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
+        fail(b, "%s: the reference pass with %s disabled is not modelled (LoRA, rsLoRA, PiSSA and DoRA are)", what,
+             m->lora.modules_to_save[0] ? "--modules-to-save" : vc_peft_row_get(m->lora.method)->name);
+        return;
+    }
+    if (L < 2) {
+        fail(b, "%s needs at least 2 tokens per sequence (the shifted labels)", what);
+        return;
+    }
+    for (size_t p = 0; !peft && !pre && p < m->npar; p++)
+        if (m->par[p].fmt != VC_WEIGHTS_DENSE) {
+            fail(b, "%s: a full fine-tune's reference copy of quantized weights is not modelled", what);
+            return;
+        }
+    /* the collator's attention_mask and completion_mask beside input_ids: int64 [2B, L] each,
+     * one resident block here (the replica's are 512-byte multiples: the same bytes) */
+    vc_t masks = vc__new_tensor(b, vc_n_sample(2 * L), VC_DT_I64);
+    if (masks < 0) return;
+    b->t[masks].persistent = true;
+    b->target_t = masks;
+    /* outputs = model(**model_kwargs) (use_cache=False; the collator's attention_mask is all ones
+     * without padding, which the sdpa path drops): the policy's logits in the model's dtype (no
+     * labels, so no .float()), then its log-probabilities */
+    vc_t s = dpo_shift(b, y, L, V);
+    vc_t logps = dpo_sum(b, dpo_logps(b, s, L, V), masks);
+    vc_numel half = vc_n_floor(1, 0, 2); /* [B]: chosen_logps, rejected_logps = logps.chunk(2) */
+    vc_t ry = -1, rs = -1, ref = -1;
+    if (!pre && !b->st) { /* the reference forward (plan.c), then its log-probabilities without grad */
+        ry = vc__emit_reference(b, !peft);
+        if (ry < 0) return;
+        b->cur_inst = -1;
+        b->cur_region = -1;
+        bool train = b->train;
+        b->train = false;
+        rs = dpo_shift(b, ry, L, V);
+        ref = dpo_sum(b, dpo_logps(b, rs, L, V), masks);
+        b->train = train;
+    }
+    /* chosen_logratios = chosen_logps - ref_chosen_logps (ref_*: the batch's precomputed fp32
+     * values with precompute_ref_log_probs), the same for rejected; f_divergence_type
+     * reverse_kl: the scores are the ratios; loss_type sigmoid:
+     * -F.logsigmoid(beta * (chosen - rejected)); loss += per_sequence_loss.mean() * 1.0 */
+    vc_dtype ldt = dt == VC_DT_F32 || pre ? VC_DT_F32 : dt;
+    vc_t c = dpo_binary(b, "sub", logps, ref, half, ldt);
+    vc_t r = dpo_binary(b, "sub", logps, ref, half, ldt);
+    vc_t d = dpo_binary(b, "sub", c, r, half, ldt);
+    d = dpo_binary(b, "mul", d, -1, half, ldt);
+    vc_op *o = vc_op_begin(b, "log_sigmoid_forward");
+    int i = vc_op_in(o, d);
+    vc_t ls = vc_op_out(o, half, ldt);
+    vc_op_save(o, d);
+    vc_op_grad(o, i, VC_GRAD_NEW);
+    vc_op_end(o);
+    ls = dpo_binary(b, "neg", ls, -1, half, ldt);
+    o = vc_op_begin(b, "mean");
+    vc_op_in(o, ls);
+    vc_t l = vc_op_out(o, vc_n_fixed(1), ldt);
+    vc_op_end(o);
+    l = dpo_binary(b, "mul", l, -1, vc_n_fixed(1), ldt); /* * loss_weight */
+    b->loss_t = dpo_binary(b, "add", l, -1, vc_n_fixed(1), ldt); /* 0.0 + */
+    /* the metrics, on shift_logits.detach() while outputs and ref_outputs are alive:
+     * utils.py entropy_from_logits: flat_logits = logits.reshape(-1, V), a copy of the
+     * non-contiguous slice [2B (L-1), V]; per chunk of 128 rows log_softmax, exp, their
+     * product (logps of the previous chunk still bound while the next is made: at most
+     * three chunk-sized tensors); then chosen_logits[chosen_mask.bool()] (a [B (L-1), V]
+     * copy: every token a completion token) .mean(-1), the same for rejected, and
+     * chosen_logits.argmax(-1), int64 [B, L-1] until the function returns. */
+    int64_t rows = 128;
+    if ((L - 1) * b->batch < 128) { /* one chunk of every row */
+        vc_batch_range(b, 1, 127 / (L - 1));
+        rows = -1;
+    } else {
+        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
+    }
+    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
+    o = vc_op_begin(b, "entropy_from_logits");
+    vc_op_in_nodiff(o, s);
+    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
+    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
+    vc_op_ftemp_free(o, flat);
+    vc_op_end(o);
+    for (int k = 0; k < 2; k++) { /* chosen, rejected */
+        o = vc_op_begin(b, "index");
+        vc_op_in_nodiff(o, s);
+        vc_op_ftemp(o, vc_n_floor((L - 1) * V, 0, 2), dt);
+        vc_op_end(o);
+    }
+    o = vc_op_begin(b, "argmax");
+    vc_op_in_nodiff(o, s);
+    vc_t am = vc_op_out(o, vc_n_floor(L - 1, 0, 2), VC_DT_I64);
+    vc_op_end(o);
+    vc__extend_life(b, am);
+    /* _compute_loss's locals until it returns: outputs, ref_outputs and the shifted views */
+    vc__extend_life(b, y);
+    vc__extend_life(b, s);
+    vc__extend_life(b, logps);
+    if (ry >= 0) {
+        vc__extend_life(b, ry);
+        vc__extend_life(b, rs);
+        vc__extend_life(b, ref);
+    }
+}
+
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
     [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
@@ -552,6 +801,14 @@ static const vc_loss_row rows[] = {
                              "loops take it", false, true, false, emit_logits_mean,
                              "a tensor-parallel rank holds a vocabulary shard of the logits; their mean over the whole "
                              "vocabulary is not modelled (--loss hf)"},
+    [VC_LOSS_DPO] = {"dpo", "dpo", "TRL's DPOTrainer step: the policy and a no-grad reference forward (LoRA: adapters "
+                     "disabled; else a frozen copy) over [chosen; rejected], selective_log_softmax, the sigmoid loss",
+                     true, true, false, emit_dpo,
+                     "TRL's DPO under Megatron tensor parallelism is not modelled (--loss hf)"},
+    [VC_LOSS_DPO_PRECOMPUTED] = {"dpo_precomputed", "dpo-precomputed", "TRL's DPOTrainer step with "
+                                 "precompute_ref_log_probs=True: the policy forward only, the reference log-probs "
+                                 "read from the batch", true, true, false, emit_dpo,
+                                 "TRL's DPO under Megatron tensor parallelism is not modelled (--loss hf)"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -207,7 +207,7 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
     for (size_t i = i0; i < i1 && !b->st; i++) {
         const vc_inst *in = &m->inst[i];
         b->cur_inst = (int)i;
-        b->cur_region = in->ckpt;
+        b->cur_region = b->no_regions ? -1 : in->ckpt;
         b->out_t = -1;
         b->unheld = 0;
         in->kind->emit(b, in->cfg);
@@ -228,6 +228,64 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
     }
+}
+
+/* --loss dpo's reference forward, as TRL's DPOTrainer._compute_loss runs it
+ * (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/dpo_trainer.py):
+ *   with torch.no_grad(), disable_gradient_checkpointing(self.model, ...):
+ *       if is_peft_model(model) and self.ref_model is None:
+ *           with use_adapter(model, adapter_name=None): ref_outputs = self.model(**ref_model_kwargs)
+ *       else: ref_outputs = self.ref_model(**ref_model_kwargs)
+ * no_grad: no op records a grad_fn (b->train off while the instances are emitted:
+ * graph.c op_input), so nothing is saved and every activation goes at its last use;
+ * disable_gradient_checkpointing: the instances run outside their checkpoint regions;
+ * use_adapter(None) (trl/trainer/utils.py -> PeftModel.disable_adapter): each LoRA
+ * Linear returns base_layer(x) (peft tuners/lora/layer.py Linear.forward, disable_adapters);
+ * the frozen reference (`copy`): create_model_from_path(ref_model_path, **ref_model_init_kwargs),
+ * the same checkpoint in the same dtype, its own weights and buffers, in eval mode
+ * (accelerator.prepare_model(evaluation_mode=True): no dropout, as vc_training is off).
+ * The policy's tensors (val_t, par_t, buf_t) are put back afterwards. */
+vc_t vc__emit_reference(vc_build *b, bool copy)
+{
+    const vc_model *m = b->m;
+    size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
+    int32_t *save = malloc((nv + np + nb) * sizeof *save);
+    if (copy) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
+    if (!save || (copy && !b->ref_t)) {
+        free(save);
+        b->st = VC_ERR_NOMEM;
+        return -1;
+    }
+    memcpy(save, b->val_t, nv * sizeof *save);
+    memcpy(save + nv, b->par_t, np * sizeof *save);
+    memcpy(save + nv + np, b->buf_t, nb * sizeof *save);
+    for (size_t p = 0; copy && p < m->npar + m->nbuf && !b->st; p++) { /* the copy: the model's dtypes */
+        bool par = p < m->npar;
+        vc_t src = par ? b->par_t[p] : b->buf_t[p - m->npar];
+        vc_t t = vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->ref_t[b->nref++] = t;
+        if (par) b->par_t[p] = t;
+        else b->buf_t[p - m->npar] = t;
+    }
+    bool train = b->train;
+    b->train = false;
+    b->no_regions = true;
+    b->adapters_off = !copy;
+    int32_t fl = b->fwd_local;
+    b->fwd_local = -1;
+    if (!b->st) vc__emit_instances(b, 0, m->ninst);
+    vc__end_forward(b);
+    vc_t out = b->st ? -1 : b->val_t[m->output];
+    b->fwd_local = fl;
+    b->train = train;
+    b->no_regions = b->adapters_off = false;
+    memcpy(b->val_t, save, nv * sizeof *save);
+    memcpy(b->par_t, save + nv, np * sizeof *save);
+    memcpy(b->buf_t, save + nv + np, nb * sizeof *save);
+    free(save);
+    return out;
 }
 
 void vc__end_forward(vc_build *b)
@@ -268,7 +326,7 @@ void vc_plan_free(vc_plan *p)
     free(b->t); free(b->op); free(b->it); free(b->val_t); free(b->par_t); free(b->buf_t);
     free(b->amp_cache); free(b->part); free(b->comp); free(b->s); free(b->ev); free(b->sv); free(b->rel_off); free(b->rel);
     free(b->rrel_off); free(b->rrel); free(b->reg); free(b->hold); free(b->sac); free(b->stash); free(b->bwd); free(b->pgrad); free(b->fwd_live);
-    free(b->pedges); free(b->parrived); free(b->ppending); free(b->owned);
+    free(b->pedges); free(b->ref_t); free(b->parrived); free(b->ppending); free(b->owned);
     free(b->flat); free(b->unit_of); free(b->lay_mask);
     free(b->pp_held); free(b->pp_refs); free(b->pp_chunk); free(b->pp_copy); free(b->pp_live);
     if (b->lay_free) b->lay_free(b->lay_state);

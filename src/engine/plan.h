@@ -307,6 +307,12 @@ struct vc_build {
     int32_t loss_t;
     int32_t held_out_t; /* --hold-output: the model's output, kept until backward returns, -1 */
     int32_t target_t; /* cross-entropy targets: resident like the input batch, -1 */
+    /* --loss dpo (loss.c emit_dpo, plan.c vc__emit_reference): TRL's reference forward.
+     * ref_t: the frozen reference copy's weights and buffers, persistent like the
+     * model's (state.c), nref of them; no_regions: instances emitted outside their
+     * checkpoint regions; adapters_off: PEFT's disable_adapter (layers/linear.c) */
+    int32_t *ref_t; size_t nref;
+    bool no_regions, adapters_off;
     uint8_t phase;
     int32_t cur_op;
     res_memo *memo; /* filled lazily by vc_plan_simulate (the plan is otherwise read-only) */
@@ -358,6 +364,10 @@ size_t vc__loss_forward_end(const vc_build *b);
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1);
 /* plan.c: the model's forward returns: its vc_forward_local tensor is let go. */
 void vc__end_forward(vc_build *b);
+/* --loss dpo: TRL's reference forward of the whole model under torch.no_grad() (plan.c):
+ * with `copy`, a frozen copy of the weights (ref_t), else the model's own with PEFT's
+ * adapters disabled; returns its output (the reference logits), -1 after an error. */
+vc_t vc__emit_reference(vc_build *b, bool copy);
 
 /* generate.c: --mode generate. vc__gen_begin loads the two models a generation
  * runs (the prompt's length, one token) before the plan's tensors are made;

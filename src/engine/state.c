@@ -271,6 +271,10 @@ void vc__persistent(vc_build *b)
         tens_t *t = &b->t[b->buf_t[i]];
         t->stor = vc__alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
     }
+    for (size_t i = 0; i < b->nref; i++) { /* --loss dpo: the frozen reference copy (plan.c vc__emit_reference) */
+        tens_t *t = &b->t[b->ref_t[i]];
+        t->stor = vc__alloc(b, t->n, t->dt, CAT_WEIGHT, -1);
+    }
     if (b->layout->resident) { /* the parallel layout's own state (DDP's buckets) */
         size_t first = b->ns;
         b->layout->resident(b);

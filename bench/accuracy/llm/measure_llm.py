@@ -69,10 +69,13 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
-                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels")
+                    "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
+                    "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
+                    "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
+                    "precompute_ref_log_probs=True, no reference")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
@@ -222,6 +225,14 @@ def main(argv):
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
+    ref_model = None
+    if args.loss == "dpo" and not args.lora and args.peft == "lora":
+        # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
+        ref_model = R.CausalLM(cfg, args.attn)
+        if args.precision == "bf16":
+            ref_model.to(torch.bfloat16)
+        ref_model.load_state_dict(model.state_dict())
+        ref_model.eval()
     if args.ckpt:
         model.gradient_checkpointing = True
         model.ckpt_every = args.ckpt_every
@@ -276,8 +287,13 @@ def main(argv):
                        "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
                        "after_build_bytes": int(after_build)})
     elif args.mode == "train":
-        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
-        labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+        if args.loss.startswith("dpo"):
+            import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
+            dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
+                                  precompute=args.loss == "dpo-precomputed")
+        else:
+            input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+            labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
         if encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)
         after_build = tr.O.opobs_current()
@@ -287,6 +303,8 @@ def main(argv):
             loss_fn = chunked_replica.CEWithChunkedOutputLoss(args.loss_chunks)
 
         def compute_loss():
+            if args.loss.startswith("dpo"):
+                return dpo.compute_loss()
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs

@@ -454,6 +454,26 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(enc2):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    # --loss dpo / dpo-precomputed (issue 26 item 5): TRL's DPOTrainer._compute_loss (dpo_replica.py,
+    # huggingface/trl @f2cd5771): the batch is the concatenated [chosen; rejected] sequences (2 x
+    # pairs), the reference forward with LoRA's adapters disabled or a frozen copy. Every third held out.
+    dpo = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0, "dpo"),
+        ("llama_vocab8k", 4, 64, "adamw", "fp32", False, 0, "dpo"),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 8, "dpo"),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8, "dpo"),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0, "dpo"),
+        ("llama_small", 2, 64, "adamw", "fp32", True, 8, "dpo"),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, 8, "dpo"),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8, "dpo"),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0, "dpo-precomputed"),
+        ("llama_wide", 2, 64, "sgd", "bf16", False, 0, "dpo"),
+        ("qwen2_small", 4, 48, "adamw", "bf16", False, 0, "dpo"),
+        ("llama_vocab8k", 2, 64, "adamw", "fp32", False, 8, "dpo-precomputed"),
+    ]
+    for i, (cfg, b, s, o, p, c, l, loss) in enumerate(dpo):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, loss=loss, held_out=(i % 3 == 2)))
     return out
 
 
