@@ -236,6 +236,13 @@ void vc_set_forward_local(vc_build *b, vc_t t);
  * `window`: the layer's sliding_window (0 none). false, nothing changed,
  * outside generation. */
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+/* --mode generate: a Gated DeltaNet layer's slot of Qwen3NextDynamicCache
+ * (modeling_qwen3_next.py @7515843b: conv_states and recurrent_states of its
+ * layer_idx), {conv state, recurrent state} tensors (-1 before the prefill
+ * made them) that the layer reads and rebinds; the cache keeps them to the
+ * end. *decode: a pass after the prefill (the states exist). NULL outside
+ * generation and in --serve's profiling run (no cache). */
+int32_t *vc_ssm_state(vc_build *b, bool *decode);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

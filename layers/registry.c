@@ -23,6 +23,7 @@ extern const vc_kind vc_kind_RotaryEmbedding, vc_kind_RotaryAttention, vc_kind_H
 extern const vc_kind vc_kind_Reshape, vc_kind_Permute, vc_kind_Transpose, vc_kind_Select, vc_kind_Slice, vc_kind_Mean, vc_kind_Matmul, vc_kind_Parameter, vc_kind_TopK, vc_kind_Gather; /* tensor.c */
 extern const vc_kind vc_kind_ShiftedWindowAttention, vc_kind_ShiftedWindowAttentionV2, vc_kind_RelativePositionBias; /* window.c */
 extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViTPositionalEncoding; /* mvit.c */
+extern const vc_kind vc_kind_GatedDeltaNet; /* deltanet.c */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -40,6 +41,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_Reshape, &vc_kind_Permute, &vc_kind_Transpose, &vc_kind_Select, &vc_kind_Slice, &vc_kind_Mean, &vc_kind_Matmul, &vc_kind_Parameter, &vc_kind_TopK, &vc_kind_Gather,
     &vc_kind_ShiftedWindowAttention, &vc_kind_ShiftedWindowAttentionV2, &vc_kind_RelativePositionBias,
     &vc_kind_MultiscaleAttention, &vc_kind_MViTPool, &vc_kind_MViTPositionalEncoding,
+    &vc_kind_GatedDeltaNet,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

@@ -651,6 +651,11 @@ typedef struct {
         int64_t decode_step;  /* the step of decode_peak (1 .. new_tokens - 1), 0 none */
         int64_t kv_cache;     /* bytes */
         int64_t kv_tokens;    /* tokens it holds per sequence (prompt + new_tokens - 1) */
+        /* a model with Gated DeltaNet layers (qwen3_next): their conv and recurrent states in
+         * Qwen3NextDynamicCache (all of them, the whole batch; a fixed size whatever the length),
+         * kv_cache then the full-attention layers' keys and values; 0 and 0 otherwise */
+        int64_t ssm_state;    /* bytes */
+        int64_t ssm_layers;
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */

@@ -506,7 +506,15 @@ void report_table(FILE *f, const vc_report *rep)
         }
         snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s)", r->generate.kv_tokens,
                  o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "");
+        if (r->generate.ssm_layers) /* Qwen3NextDynamicCache: keys and values on the full-attention layers only */
+            snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, full-attention layers%s)", r->generate.kv_tokens,
+                     o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "");
         row(f, t, "  KV cache", r->generate.kv_cache, note);
+        if (r->generate.ssm_layers) {
+            snprintf(note, sizeof note, "(conv + recurrent state of %" PRId64 " Gated DeltaNet layers, fixed size)",
+                     r->generate.ssm_layers);
+            row(f, t, "  DeltaNet state", r->generate.ssm_state, note);
+        }
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
@@ -746,11 +754,16 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
             r->peak.weights, r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries,
             r->peak.workspace);
     json_ranks(f, o, r, ind);
-    if (o->mode == VC_MODE_GENERATE)
+    if (o->mode == VC_MODE_GENERATE) {
         fprintf(f, ",\n%s\"generate\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"cache\": \"%s\", \"prefill_peak\": %" PRId64
-                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64 "}",
+                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64,
                 ind, o->prompt, o->new_tokens, vc_cache_name(o->cache), r->generate.prefill_peak, r->generate.decode_peak,
                 r->generate.decode_step, r->generate.kv_cache, r->generate.kv_tokens);
+        if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
+            fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
+                    r->generate.ssm_state, r->generate.ssm_layers);
+        fprintf(f, "}");
+    }
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);
