@@ -183,13 +183,29 @@ static vc_t masked_fill(vc_build *b, vc_t x, vc_t mask, bool inplace)
     return r;
 }
 
+/* Python's locals: alive until rebound or the function returns (what autograd saves
+ * stays for backward as ever); hold() keeps t, drop() ends the hold of the value it
+ * rebinds (-1: none) */
+static vc_t hold(vc_build *b, vc_t t)
+{
+    vc_hold(b, t);
+    return t;
+}
+static void drop(vc_build *b, vc_t t)
+{
+    if (t >= 0) vc_release(b, t);
+}
+
 /* torch_chunk_gated_delta_rule on q, k [L, Hv, Dk], v [L, Hv, Dv], g and beta [L, Hv]
  * (q and k l2-normed already): core_attn_out [L, Hv, Dv] before its cast back; the final
- * state in *state when state is not NULL (output_final_state) */
+ * state in *state when state is not NULL (output_final_state). The function's locals
+ * (query, key, value, beta, g, k_beta, v_beta, decay_mask, k_cumdecay, core_attn_out, and
+ * the chunk loop's) live until it returns or they are rebound. */
 static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k, vc_t v, vc_t g, vc_t beta, vc_t *state)
 {
     const int64_t Hv = c->hv, Dk = c->dk, Dv = c->dv, C = CHUNK;
     const int64_t nc = (L + C - 1) / C, Lp = nc * C;
+    const vc_dtype dt0 = vc_dt_of(b, q); /* initial_dtype */
     /* [x.transpose(1, 2).contiguous().to(torch.float32) for x in (query, key, value, beta, g)] */
     q = to_heads_f32(b, q, false);
     k = to_heads_f32(b, k, false);
@@ -202,17 +218,20 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
     v = vc__op_fresh(b, "constant_pad_nd", v, vc_n_sample(Hv * Lp * Dv));
     beta = vc__op_fresh(b, "constant_pad_nd", beta, vc_n_sample(Hv * Lp));
     g = vc__op_fresh(b, "constant_pad_nd", g, vc_n_sample(Hv * Lp));
-    q = vc__op_fresh(b, "mul", q, vc_numel_of(b, q)); /* query = query * scale */
-    vc_t v_beta = mul2(b, v, beta, vc_numel_of(b, v));
-    vc_t k_beta = mul2(b, k, beta, vc_numel_of(b, k));
+    q = hold(b, vc__op_fresh(b, "mul", q, vc_numel_of(b, q))); /* query = query * scale */
+    hold(b, k);
+    hold(b, beta);
+    vc_t v0 = hold(b, v);
+    vc_t v_beta = hold(b, mul2(b, v, beta, vc_numel_of(b, v)));
+    vc_t k_beta = hold(b, mul2(b, k, beta, vc_numel_of(b, k)));
     vc_t mask = vc__op_new(b, "triu", vc_n_fixed(C * C), VC_DT_BOOL);
-    g = vc__op_fresh(b, "cumsum", g, vc_numel_of(b, g));
+    g = hold(b, vc__op_fresh(b, "cumsum", g, vc_numel_of(b, g)));
     const vc_numel sq = vc_n_sample(Hv * Lp * C); /* [Hv, chunks, 64, 64] */
     /* decay_mask = ((g.unsqueeze(-1) - g.unsqueeze(-2)).tril().exp().float()).tril() */
     vc_t dm = add2(b, "sub", g, g, sq);
     dm = vc__op_fresh(b, "tril", dm, sq);
     dm = vc__op_unary(b, "exp", dm, VC_SAVE_OUT, false);
-    dm = vc__op_fresh(b, "tril", dm, sq);
+    dm = hold(b, vc__op_fresh(b, "tril", dm, sq));
     /* attn = -((k_beta @ key.transpose(-1, -2)) * decay_mask).masked_fill(mask, 0) */
     vc_t attn = vc__op_bmm(b, k_beta, vc__op_view(b, k, vc_numel_of(b, k), false), sq);
     attn = mul2(b, attn, dm, sq);
@@ -220,40 +239,55 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
     attn = vc__op_fresh(b, "neg", attn, sq);
     /* for i in range(1, chunk_size): row = attn[..., i, :i].clone(); sub = attn[..., :i, :i].clone()
      *     attn[..., i, :i] = row + (row.unsqueeze(-1) * sub).sum(-2) */
+    vc_t row = -1, sub = -1; /* the loop's variables: each freed when rebound, the last ones at the return */
     for (int64_t i = 1; i < C; i++) {
         vc_numel nr = vc_n_sample(Hv * nc * i), ns = vc_n_sample(Hv * nc * i * i);
-        vc_t row = vc__op_clone(b, vc__op_select(b, attn, nr, false));
-        vc_t sub = vc__op_clone(b, vc__op_select(b, attn, ns, false));
+        vc_t r0 = row, s0 = sub;
+        row = hold(b, vc__op_clone(b, vc__op_select(b, attn, nr, false)));
+        drop(b, r0);
+        sub = hold(b, vc__op_clone(b, vc__op_select(b, attn, ns, false)));
+        drop(b, s0);
         vc_t pr = mul2(b, row, sub, ns);
         vc_t sm = sum_to(b, pr, nr);
         vc_t nw = add2(b, "add", row, sm, nr);
         attn = copy_into(b, attn, nw);
     }
     vc_t eye = vc__op_new(b, "eye", vc_n_fixed(C * C), vc_dt_of(b, attn));
-    attn = add2(b, "add", attn, eye, sq);
-    v = vc__op_bmm(b, attn, v_beta, vc_n_sample(Hv * Lp * Dv)); /* value = attn @ v_beta */
+    attn = hold(b, add2(b, "add", attn, eye, sq));
+    v = hold(b, vc__op_bmm(b, attn, v_beta, vc_n_sample(Hv * Lp * Dv))); /* value = attn @ v_beta */
+    drop(b, v0);
     /* k_cumdecay = attn @ (k_beta * g.exp().unsqueeze(-1)) */
     vc_t ge = vc__op_unary(b, "exp", g, VC_SAVE_OUT, false);
-    vc_t kcd = vc__op_bmm(b, attn, mul2(b, k_beta, ge, vc_numel_of(b, k_beta)), vc_n_sample(Hv * Lp * Dk));
+    vc_t kcd = hold(b, vc__op_bmm(b, attn, mul2(b, k_beta, ge, vc_numel_of(b, k_beta)), vc_n_sample(Hv * Lp * Dk)));
     const vc_numel st = vc_n_sample(Hv * Dk * Dv);
     vc_t s = vc__op_new(b, "zeros", st, VC_DT_F32);
-    s = vc__op_cast(b, s, vc_dt_of(b, v)); /* .to(value) */
-    vc_t core = vc__op_new(b, "zeros_like", vc_numel_of(b, v), vc_dt_of(b, v));
+    s = hold(b, vc__op_cast(b, s, vc_dt_of(b, v))); /* .to(value) */
+    const vc_t core0 = hold(b, vc__op_new(b, "zeros_like", vc_numel_of(b, v), vc_dt_of(b, v)));
+    vc_t core = core0; /* written in place (copy_ into its chunks): the views share core0's storage */
     vc_t mask1 = vc__op_new(b, "triu", vc_n_fixed(C * C), VC_DT_BOOL);
     const vc_numel cq = vc_n_sample(Hv * C * Dk), cv = vc_n_sample(Hv * C * Dv), cc = vc_n_sample(Hv * C * C);
     const vc_numel cg = vc_n_sample(Hv * C), hv = vc_n_sample(Hv);
+    vc_t loc[4] = {attn, -1, -1, -1}; /* the loop's attn, v_prime, v_new, attn_inter */
     for (int64_t i = 0; i < nc; i++) {
         vc_t qi = vc__op_select(b, q, cq, false), ki = vc__op_select(b, k, cq, false), vi = vc__op_select(b, v, cv, false);
         /* attn = (q_i @ k_i.transpose(-1, -2) * decay_mask[:, :, i]).masked_fill_(mask, 0) */
         vc_t a = vc__op_bmm(b, qi, vc__op_view(b, ki, cq, false), cc);
         a = mul2(b, a, vc__op_select(b, dm, cc, false), cc);
         a = masked_fill(b, a, mask1, true);
+        drop(b, loc[0]);
+        loc[0] = hold(b, a);
         /* v_prime = k_cumdecay[:, :, i] @ last_recurrent_state; v_new = v_i - v_prime */
         vc_t vp = vc__op_bmm(b, vc__op_select(b, kcd, cq, false), s, cv);
         vc_t vn = add2(b, "sub", vi, vp, cv);
+        drop(b, loc[1]);
+        loc[1] = hold(b, vp);
+        drop(b, loc[2]);
+        loc[2] = hold(b, vn);
         /* attn_inter = (q_i * g[:, :, i, :, None].exp()) @ last_recurrent_state */
         vc_t gi = vc__op_unary(b, "exp", vc__op_select(b, g, cg, false), VC_SAVE_OUT, false);
         vc_t ai = vc__op_bmm(b, mul2(b, qi, gi, cq), s, cv);
+        drop(b, loc[3]);
+        loc[3] = hold(b, ai);
         /* core_attn_out[:, :, i] = attn_inter + attn @ v_new */
         vc_t av = vc__op_bmm(b, a, vn, cv);
         core = copy_into(b, core, add2(b, "add", ai, av, cv));
@@ -265,12 +299,18 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
         vc_t de = vc__op_unary(b, "exp", d, VC_SAVE_OUT, false);
         vc_t kd = mul2(b, ki, de, cq);
         vc_t s2 = vc__op_bmm(b, vc__op_view(b, kd, cq, false), vn, st);
-        s = add2(b, "add", s1, s2, st);
+        vc_t s0 = s;
+        s = hold(b, add2(b, "add", s1, s2, st));
+        drop(b, s0);
     }
     if (state) *state = s;
-    /* core_attn_out[:, :, :sequence_length].transpose(1, 2).contiguous() */
+    /* core_attn_out[:, :, :sequence_length].transpose(1, 2).contiguous().to(initial_dtype) */
     vc_t o = vc__op_select(b, core, vc_n_sample(Hv * L * Dv), false);
-    return vc__op_clone(b, vc__op_view(b, o, vc_numel_of(b, o), false));
+    o = vc__op_clone(b, vc__op_view(b, o, vc_numel_of(b, o), false));
+    o = vc__op_cast(b, o, dt0);
+    const vc_t locals[] = {q, k, beta, v_beta, k_beta, g, dm, v, kcd, core0, s, row, sub, loc[0], loc[1], loc[2], loc[3]};
+    for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) drop(b, locals[i]);
+    return o;
 }
 
 /* torch_recurrent_gated_delta_rule for one token with the cached state (fp32) *s:
@@ -343,7 +383,7 @@ static void gdn_emit(vc_build *b, const void *p)
     }
     /* mixed_qkv.transpose(1, 2); torch.split into query, key, value; reshape per head (views):
      * query, key and value rebound, their copies freed */
-    act = vc__op_view(b, act, vc_numel_of(b, act), false);
+    act = hold(b, vc__op_view(b, act, vc_numel_of(b, act), false)); /* mixed_qkv, a local to the end */
     query = vc__op_view(b, act, vc_n_sample(L * Kd), false);
     key = vc__op_view(b, act, vc_n_sample(L * Kd), false);
     value = vc__op_view(b, act, vc_n_sample(L * Vd), false);
@@ -357,11 +397,14 @@ static void gdn_emit(vc_build *b, const void *p)
     vc_t sp = vc__op_unary(b, "softplus", add2(b, "add", vc__op_cast(b, aa, VC_DT_F32), vc_weight(b, 0), vc_n_sample(L * Hv)),
                            VC_SAVE_IN, false);
     vc_t g = mul2(b, na, sp, vc_n_sample(L * Hv));
+    hold(b, beta);
+    hold(b, g);
     if (Hv > Hk) { /* query.repeat_interleave(num_v_heads // num_k_heads, dim=2), key likewise */
         query = vc__op_fresh(b, "repeat_interleave", query, vc_n_sample(L * Hv * Dk));
         key = vc__op_fresh(b, "repeat_interleave", key, vc_n_sample(L * Hv * Dk));
     }
-    /* use_qk_l2norm_in_kernel=True */
+    const vc_t q0 = hold(b, query), k0 = hold(b, key); /* the forward's query and key, to its end */
+    /* use_qk_l2norm_in_kernel=True: l2norm inside the rule, its results the rule's locals */
     query = l2norm(b, query, L * Hv);
     key = l2norm(b, key, L * Hv);
     vc_t core;
@@ -374,7 +417,7 @@ static void gdn_emit(vc_build *b, const void *p)
         core = chunk_rule(b, c, L, query, key, value, g, beta, cache ? &s : NULL);
         if (cache) cache[1] = s;
     }
-    core = vc__op_cast(b, core, dt); /* .to(initial_dtype) */
+    core = vc__op_cast(b, core, dt); /* .to(initial_dtype) (the chunk rule's own, a no-op then) */
     /* core_attn_out.reshape(-1, head_v_dim); z.reshape(-1, head_v_dim) (a copy of z's strided view
      * when the split made none); self.norm(core_attn_out, z); reshape back (views) */
     if (!split_copies) z = vc__op_clone(b, z);
@@ -383,6 +426,8 @@ static void gdn_emit(vc_build *b, const void *p)
     vc_release(b, held[1]);
     vc_release(b, held[2]);
     vc_release(b, held[3]);
+    const vc_t late[] = {act, beta, g, q0, k0};
+    for (size_t i = 0; i < sizeof late / sizeof *late; i++) vc_release(b, late[i]);
 }
 
 const vc_kind vc_kind_GatedDeltaNet = {
