@@ -69,10 +69,17 @@ static int gdn_setup(vc_setup *s, void *p)
     const int64_t L = x->d[0];
     if (ba->nd != 2 || ba->d[0] != L || ba->d[1] != 2 * c->hv)
         return vc_fail(s, "inputs", "the ba projection must be [%lld, %lld] per sample", (long long)L, (long long)(2 * c->hv));
-    /* the widest temporaries: the decay mask [v_heads, L padded, 64] and the state */
-    int64_t lp = (L + CHUNK - 1) / CHUNK * CHUNK;
-    if (vc_mul(s, c->hv, lp, &t) || vc_mul(s, t, CHUNK, &t) || vc_mul(s, c->hv, c->dk, &t) || vc_mul(s, t, c->dv, &t))
+    /* the widest temporaries, each at most 2^56 elements per sample: the decay mask and the
+     * intra-chunk matrix [v_heads, L padded, 64], the padded q/k/v [v_heads, L padded, head dim],
+     * the conv output [conv_dim, L + kernel - 1], the state [v_heads, head_k_dim, head_v_dim] */
+    const int64_t lim = INT64_C(1) << 56, lp = (L + CHUNK - 1) / CHUNK * CHUNK;
+    const int64_t wide = c->dk > c->dv ? (c->dk > CHUNK ? c->dk : CHUNK) : (c->dv > CHUNK ? c->dv : CHUNK);
+    int64_t t2, t3;
+    if (vc_mul(s, c->hv, lp, &t) || vc_mul(s, t, wide, &t) || vc_mul(s, c->hv, c->dk, &t2) || vc_mul(s, t2, c->dv, &t2) ||
+        vc_mul(s, conv, L + c->kernel - 1, &t3))
         return -1;
+    if (t > lim || t2 > lim || t3 > lim)
+        return vc_fail(s, NULL, "a temporary of the gated delta rule has more than 2^56 elements per sample");
     int64_t d[2] = {L, vd};
     s->out = vc_shape_make(2, d);
     /* named_parameters(): dt_bias, A_log, then the submodules conv1d, norm */

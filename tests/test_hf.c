@@ -1015,6 +1015,10 @@ static void test_qwen3_next(void **state)
         {"{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":1,\"layer_types\":\"full_attention\"}", "layer_types"},
         {"{\"model_type\":\"qwen3_next\",\"linear_num_value_heads\":1099511627776,\"linear_value_head_dim\":1099511627776}",
          "linear_num_value_heads"},
+        /* in_proj_qkvz 2 x 2^40 + 2 x 1024 wide (a Linear's out_features is at most 2^40) */
+        {"{\"model_type\":\"qwen3_next\",\"hidden_size\":1,\"num_attention_heads\":1,\"num_key_value_heads\":1,"
+         "\"head_dim\":2,\"linear_num_key_heads\":1,\"linear_key_head_dim\":1099511627776,\"linear_num_value_heads\":1024,"
+         "\"linear_value_head_dim\":1}", "linear_key_head_dim"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         vc_model *b = NULL;
