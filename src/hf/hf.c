@@ -353,8 +353,11 @@ static int check_seq(const arch *a, vc_error *err)
         return -1;
     }
     /* the Linear outputs: the LM head, the hidden size, the (fused) MLP up and attention projections */
+    /* qwen3_next: q_proj's query and gate, in_proj_qkvz's 2 key_dim + 2 value_dim */
     const int64_t widths[] = {a->V, a->H, a->f->mlp == MLP_GATED_FUSED ? 2 * a->I : a->I,
-                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D};
+                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D,
+                              a->f->hybrid ? 2 * a->NH * a->D : 0,
+                              a->f->hybrid ? 2 * a->lin_kh * a->lin_kd + 2 * a->lin_vh * a->lin_vd : 0};
     int64_t w = 0;
     for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) w = widths[i] > w ? widths[i] : w;
     if (__builtin_mul_overflow(w, a->seq, &t) || t > lim) {
