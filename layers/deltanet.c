@@ -275,6 +275,7 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
     const vc_numel cq = vc_n_sample(Hv * C * Dk), cv = vc_n_sample(Hv * C * Dv), cc = vc_n_sample(Hv * C * C);
     const vc_numel cg = vc_n_sample(Hv * C), hv = vc_n_sample(Hv);
     vc_t loc[4] = {attn, -1, -1, -1}; /* the loop's attn, v_prime, v_new, attn_inter */
+    vc_t dead[3] = {-1, -1, -1};     /* the unused final state's saved tensors */
     for (int64_t i = 0; i < nc; i++) {
         vc_t qi = vc__op_select(b, q, cq, false), ki = vc__op_select(b, k, cq, false), vi = vc__op_select(b, v, cv, false);
         /* attn = (q_i @ k_i.transpose(-1, -2) * decay_mask[:, :, i]).masked_fill_(mask, 0) */
@@ -300,14 +301,30 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
         core = copy_into(b, core, add2(b, "add", ai, av, cv));
         /* last_recurrent_state = last_recurrent_state * g[:, :, i, -1, None, None].exp()
          *     + (k_i * (g[:, :, i, -1, None] - g[:, :, i]).exp()[..., None]).transpose(-1, -2) @ v_new */
-        vc_t gl = vc__op_unary(b, "exp", vc__op_select(b, g, hv, false), VC_SAVE_OUT, false);
-        vc_t s1 = mul2(b, s, gl, st);
-        vc_t d = add2(b, "sub", vc__op_select(b, g, hv, false), vc__op_select(b, g, cg, false), cg);
-        vc_t de = vc__op_unary(b, "exp", d, VC_SAVE_OUT, false);
-        vc_t kd = mul2(b, ki, de, cq);
-        vc_t s2 = vc__op_bmm(b, vc__op_view(b, kd, cq, false), vn, st);
         vc_t s0 = s;
-        s = hold(b, add2(b, "add", s1, s2, st));
+        if (!state && i == nc - 1) {
+            /* the last chunk's state with output_final_state False: computed, then set to None at the
+             * return, a branch no gradient reaches; autograd's nodes on it (never run by backward) keep
+             * exp(g_last), the decay and k_i * decay until then, and free them with it */
+            vc_t gl = vc__op_nograd(b, "exp", vc__op_select(b, g, hv, false), -1, hv, VC_DT_F32);
+            vc_t s1 = vc__op_nograd(b, "mul", s, gl, st, vc_dt_of(b, s));
+            vc_t d = vc__op_nograd(b, "sub", vc__op_select(b, g, hv, false), vc__op_select(b, g, cg, false), cg, VC_DT_F32);
+            vc_t de = vc__op_nograd(b, "exp", d, -1, cg, VC_DT_F32);
+            vc_t kd = vc__op_nograd(b, "mul", ki, de, cq, vc_dt_of(b, ki));
+            vc_t s2 = vc__op_nograd(b, "bmm", kd, vn, st, vc_dt_of(b, kd));
+            s = hold(b, vc__op_nograd(b, "add", s1, s2, st, vc_dt_of(b, s1)));
+            dead[0] = hold(b, gl);
+            dead[1] = hold(b, de);
+            dead[2] = hold(b, kd);
+        } else {
+            vc_t gl = vc__op_unary(b, "exp", vc__op_select(b, g, hv, false), VC_SAVE_OUT, false);
+            vc_t s1 = mul2(b, s, gl, st);
+            vc_t d = add2(b, "sub", vc__op_select(b, g, hv, false), vc__op_select(b, g, cg, false), cg);
+            vc_t de = vc__op_unary(b, "exp", d, VC_SAVE_OUT, false);
+            vc_t kd = mul2(b, ki, de, cq);
+            vc_t s2 = vc__op_bmm(b, vc__op_view(b, kd, cq, false), vn, st);
+            s = hold(b, add2(b, "add", s1, s2, st));
+        }
         drop(b, s0);
     }
     if (state) *state = s;
@@ -315,7 +332,7 @@ static vc_t chunk_rule(vc_build *b, const gdn_cfg *c, int64_t L, vc_t q, vc_t k,
     vc_t o = vc__op_select(b, core, vc_n_sample(Hv * L * Dv), false);
     o = vc__op_clone(b, vc__op_view(b, o, vc_numel_of(b, o), false));
     o = vc__op_cast(b, o, dt0);
-    const vc_t locals[] = {q, k, beta, v_beta, k_beta, g, dm, v, kcd, core0, s, row, sub, loc[0], loc[1], loc[2], loc[3]};
+    const vc_t locals[] = {q, k, beta, v_beta, k_beta, g, dm, v, kcd, core0, s, row, sub, dead[0], dead[1], dead[2], loc[0], loc[1], loc[2], loc[3]};
     for (size_t i = 0; i < sizeof locals / sizeof *locals; i++) drop(b, locals[i]);
     return o;
 }
