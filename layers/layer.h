@@ -247,6 +247,13 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
  * latent instead, `latent` elements per token (kv_lora_rank +
  * qk_rope_head_dim, one head), which the slot records for the page size. */
 bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S);
+/* --mode generate: a Gated DeltaNet layer's slot of Qwen3NextDynamicCache
+ * (modeling_qwen3_next.py @7515843b: conv_states and recurrent_states of its
+ * layer_idx), {conv state, recurrent state} tensors (-1 before the prefill
+ * made them) that the layer reads and rebinds; the cache keeps them to the
+ * end. *decode: a pass after the prefill (the states exist). NULL outside
+ * generation and in --serve's profiling run (no cache). */
+int32_t *vc_ssm_state(vc_build *b, bool *decode);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

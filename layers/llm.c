@@ -211,6 +211,7 @@ typedef struct {
     int qk_variant;           /* q_norm / k_norm: 0 llama, 1 gemma (Gemma3RMSNorm: x * (1 + weight)) */
     int rope_style;           /* 0 rotate_half over [2, L, R]; 1 gpt_oss: _apply_rotary_emb over [2, L, R / 2] */
     bool sinks;               /* GptOssAttention.sinks: a learned logit per head joined to the scores (eager) */
+    bool output_gate;         /* Qwen3NextAttention: the query input is [L, 2 x heads x head_dim] (query and gate) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
@@ -226,12 +227,14 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "sliding_window", 0, 0, &c->window) || vc_arg_float(a, "dropout", 0.0, 0.0, 1.0, &c->dropout) ||
         vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap) ||
         vc_arg_enum(a, "qk_norm_variant", rms_variants, 0, &c->qk_variant) ||
-        vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks))
+        vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
+        vc_arg_bool(a, "output_gate", false, &c->output_gate))
         return -1;
     if (c->sinks && !c->eager)
         return vc_arg_fail(a, "sinks", "needs \"eager\": true (GptOssAttention's sinks join the scores in eager_attention_forward)");
     if (c->rope_style == 1 && c->R != c->D)
         return vc_arg_fail(a, "rope_style", "gpt_oss rotates the whole head: rotary_dim must equal head_dim (%lld)", (long long)c->D);
+    if (c->output_gate && c->fused) return vc_arg_fail(a, "output_gate", "needs separate q, k, v inputs");
     if (c->softcap > 0 && !c->eager)
         return vc_arg_fail(a, "softcap", "needs \"eager\": true (HF applies attn_logit_softcapping in eager attention only)");
     if (c->H % c->KV)
@@ -264,7 +267,7 @@ static int ra_setup(vc_setup *s, void *p)
     if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "an attention matrix has more than 2^56 elements per sample");
     if (c->fused) {
         if (ra_in_check(s, 0, "fused qkv projection", L, hd + 2 * kd)) return -1;
-    } else if (ra_in_check(s, 0, "query", L, hd) || ra_in_check(s, 1, "key", L, kd) || ra_in_check(s, 2, "value", L, kd)) {
+    } else if (ra_in_check(s, 0, c->output_gate ? "query and gate" : "query", L, c->output_gate ? 2 * hd : hd) || ra_in_check(s, 1, "key", L, kd) || ra_in_check(s, 2, "value", L, kd)) {
         return -1;
     }
     if (c->R > 0) {
@@ -501,6 +504,15 @@ static void ra_emit(vc_build *b, const void *p)
     const bool locals = c->qk_norm && !c->fused;
     if (locals)
         for (int i = 0; i < 3; i++) vc_input_unheld(b, i);
+    vc_t gate = -1;
+    if (c->output_gate) { /* modeling_qwen3_next.py @7515843b Qwen3NextAttention.forward: query_states, gate =
+                           * torch.chunk(q_proj(x).view(..., -1, head_dim * 2), 2, dim=-1) (strided views);
+                           * gate = gate.reshape(..., -1): a copy, a local until the forward returns */
+        vc_t qg = q;
+        q = vc__op_view(b, qg, vc_n_sample(L * H * D), false);
+        gate = vc__op_clone(b, vc__op_view(b, qg, vc_n_sample(L * H * D), false));
+        vc_hold(b, gate);
+    }
     if (c->qk_norm) { /* Qwen3Attention: self.q_norm(q_proj(x).view(hidden_shape)), per head;
                        * Olmo2Attention: self.q_norm(self.q_proj(hidden_states)), one row per token */
         vc_t qp = q, kp = k;
@@ -547,7 +559,13 @@ static void ra_emit(vc_build *b, const void *p)
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
-    vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
+    o = vc__op_view(b, o, vc_numel_of(b, o), true);
+    if (gate >= 0) { /* attn_output = attn_output * torch.sigmoid(gate) */
+        vc_t sg = vc__op_unary(b, "sigmoid", gate, VC_SAVE_OUT, false);
+        o = vc__op_mul(b, o, sg, vc_numel_of(b, o), false);
+        vc_release(b, gate);
+    }
+    vc_set_output(b, o);
     if (locals) vc_release(b, qs); /* the forward's locals, until it returns */
     if (locals && !cached) {
         vc_release(b, ks);

@@ -1392,6 +1392,95 @@ static void test_text_encoders(void **state)
     assert_string_equal(err.path, "--seq");
 }
 
+/* qwen3_next (Qwen3-Next-80B-A3B; src/hf/hf.c's row, layers/deltanet.c). The count is
+ * bench/accuracy/llm/params.py's _qwen3_next: every parameter's shape listed from the
+ * __init__s of modeling_qwen3_next.py @7515843b (Qwen3NextGatedDeltaNet, Qwen3NextAttention
+ * with q_proj 2 x heads x head_dim, Qwen3NextSparseMoeBlock, Qwen3NextDecoderLayer,
+ * Qwen3NextForCausalLM), without the checkpoint's mtp.* weights that transformers ignores
+ * (_keys_to_ignore_on_load_unexpected). Qwen3NextConfig's defaults are the same model's. */
+static void test_qwen3_next(void **state)
+{
+    (void)state;
+    vc_model *m = load("qwen3-next-80b-a3b-instruct.json", NULL);
+    assert_int_equal(vc_model_parameters(m), INT64_C(79674391296));
+    /* --mode generate: Qwen3NextDynamicCache keeps keys and values on the 12 full-attention
+     * layers (2 x 2 kv heads x 256 x 2 bytes a token, bf16) and, on the 36 Gated DeltaNet
+     * layers, conv_states [8192, 4] (bf16) and recurrent_states [32, 128, 128] (fp32) per
+     * sequence, whatever the length */
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.precision = VC_PREC_BF16;
+    o.batch = 2;
+    o.prompt = 100;
+    o.new_tokens = 8;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
+    assert_int_equal(r.generate.kv_tokens, 107);
+    assert_int_equal(r.generate.kv_cache, INT64_C(12) * 2 * 2 * 256 * 2 * 107 * 2);
+    assert_int_equal(r.generate.ssm_layers, 36);
+    assert_int_equal(r.generate.ssm_state, INT64_C(36) * (8192 * 4 * 2 + 32 * 128 * 128 * 4) * 2);
+    vc_result_free(&r);
+    /* generate()'s other caches have no DeltaNet state: refused, as --serve (vLLM's hybrid cache) */
+    o.cache = VC_CACHE_STATIC;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--cache");
+    vc_model_free(m);
+    assert_int_equal(count_of("{\"model_type\":\"qwen3_next\"}"), INT64_C(79674391296));
+    /* a small one by hand: hidden 64, 2 layers (layer_types: linear, full), dense MLPs (num_experts
+     * 0 is refused here: 1 expert on mlp_only_layers [0, 1]), vocab 100, untied.
+     * linear layer (key_dim 2 x 16 = 32, value_dim 4 x 16 = 64): in_proj_qkvz (2 x 32 + 2 x 64 = 192)
+     *   x 64 = 12,288; in_proj_ba 8 x 64 = 512; dt_bias 4, A_log 4; conv1d [conv_dim 2 x 32 + 64 = 128,
+     *   1, 4] = 512; norm 16; out_proj 64 x 64 = 4,096: 17,432
+     * full layer: q_proj 2 x 4 x 16 x 64 = 8,192, k/v 2 x 16 x 64 = 2,048 each, o_proj 4,096,
+     *   q_norm/k_norm 16 each: 16,416
+     * MLPs 3 x 64 x 128 = 24,576 each, two norms of 64 per layer, final norm 64,
+     * embed and lm_head 100 x 64 each */
+    const int64_t small = 17432 + 16416 + 2 * 24576 + 2 * 2 * 64 + 64 + 2 * 6400;
+    assert_int_equal(count_of("{\"model_type\":\"qwen3_next\",\"vocab_size\":100,\"hidden_size\":64,"
+                              "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+                              "\"intermediate_size\":128,\"linear_num_key_heads\":2,\"linear_num_value_heads\":4,"
+                              "\"linear_key_head_dim\":16,\"linear_value_head_dim\":16,\"num_experts\":1,\"num_experts_per_tok\":1,"
+                              "\"mlp_only_layers\":[0,1],\"layer_types\":[\"linear_attention\",\"full_attention\"]}"),
+                     small);
+    /* every bad value of the new keys exits 2 naming the key */
+    static const struct {
+        const char *js, *path;
+    } bad[] = {
+        {"{\"model_type\":\"qwen3_next\",\"linear_num_key_heads\":12}", "linear_num_value_heads"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_num_value_heads\":0}", "linear_num_value_heads"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_num_key_heads\":1.5}", "linear_num_key_heads"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_key_head_dim\":\"128\"}", "linear_key_head_dim"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_value_head_dim\":-1}", "linear_value_head_dim"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_conv_kernel_dim\":0}", "linear_conv_kernel_dim"},
+        {"{\"model_type\":\"qwen3_next\",\"full_attention_interval\":0}", "full_attention_interval"},
+        {"{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":2,\"layer_types\":[\"linear_attention\"]}", "layer_types"},
+        {"{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":2,\"layer_types\":[\"linear_attention\",\"sliding_attention\"]}",
+         "layer_types"},
+        {"{\"model_type\":\"qwen3_next\",\"num_hidden_layers\":1,\"layer_types\":\"full_attention\"}", "layer_types"},
+        {"{\"model_type\":\"qwen3_next\",\"linear_num_value_heads\":1099511627776,\"linear_value_head_dim\":1099511627776}",
+         "linear_num_value_heads"},
+        /* in_proj_qkvz 2 x 2^40 + 2 x 1024 wide (a Linear's out_features is at most 2^40) */
+        {"{\"model_type\":\"qwen3_next\",\"hidden_size\":1,\"num_attention_heads\":1,\"num_key_value_heads\":1,"
+         "\"head_dim\":2,\"linear_num_key_heads\":1,\"linear_key_head_dim\":1099511627776,\"linear_num_value_heads\":1024,"
+         "\"linear_value_head_dim\":1}", "linear_key_head_dim"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_model *b = NULL;
+        assert_int_equal(load_js(bad[i].js, NULL, &b, &err), VC_ERR_MODEL);
+        assert_null(b);
+        if (strcmp(err.path, bad[i].path)) fail_msg("case %zu: %s, expected %s (%s)", i, err.path, bad[i].path, err.msg);
+    }
+    /* the Gated DeltaNet layers' tensor-parallel split is not modelled: refused naming --tp */
+    vc_hf_options ho;
+    vc_hf_options_init(&ho);
+    ho.tp = 2;
+    vc_model *t = NULL;
+    assert_int_equal(vc_model_load_file_hf(HF "qwen3-next-80b-a3b-instruct.json", &ho, &t, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--tp");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1407,6 +1496,7 @@ int main(void)
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),
+        cmocka_unit_test(test_qwen3_next),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -683,6 +683,11 @@ typedef struct {
         int64_t kv_tokens;    /* tokens it holds per sequence (prompt + new_tokens - 1) */
         int64_t kv_mla;       /* MLA layers among them: transformers caches their full per-head keys and values
                                * (DeepseekV3Attention's key_states / value_states), not the latent */
+        /* a model with Gated DeltaNet layers (qwen3_next): their conv and recurrent states in
+         * Qwen3NextDynamicCache (all of them, the whole batch; a fixed size whatever the length),
+         * kv_cache then the full-attention layers' keys and values; 0 and 0 otherwise */
+        int64_t ssm_state;    /* bytes */
+        int64_t ssm_layers;
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */

@@ -517,10 +517,16 @@ void report_table(FILE *f, const vc_report *rep)
                          ? "the cache is requantized" : "the cache is longest");
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
-        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, all layers%s%s)", r->generate.kv_tokens,
+        snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, %s%s%s)", r->generate.kv_tokens,
+                 r->generate.ssm_layers ? "full-attention layers" /* Qwen3NextDynamicCache: K/V on those only */ : "all layers",
                  o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "",
                  r->generate.kv_mla ? "; MLA: full per-head K/V, not the latent" : "");
         row(f, t, "  KV cache", r->generate.kv_cache, note);
+        if (r->generate.ssm_layers) {
+            snprintf(note, sizeof note, "(conv + recurrent state of %" PRId64 " Gated DeltaNet layers, fixed size)",
+                     r->generate.ssm_layers);
+            row(f, t, "  DeltaNet state", r->generate.ssm_state, note);
+        }
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
@@ -774,6 +780,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 r->generate.decode_step, r->generate.kv_cache, r->generate.kv_tokens);
         if (r->generate.kv_mla) /* MLA layers: transformers caches their full per-head K/V (layers/mla.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_full_kv\", \"mla_layers\": %" PRId64, r->generate.kv_mla);
+        if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
+            fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
+                    r->generate.ssm_state, r->generate.ssm_layers);
         fprintf(f, "}");
     }
     if (rep->gpu) {

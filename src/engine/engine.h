@@ -65,6 +65,8 @@ typedef struct {
     int64_t peak_pre, peak_post;  /* the highest before / after the plan's marker (generate: prefill / decode; -1 none) */
     int64_t kv_cache, kv_tokens;  /* generate: the KV cache's bytes after the last step, its tokens per sequence */
     int64_t kv_mla;               /* generate: the cache's MLA layers (full per-head K/V of layers/mla.c) */
+    int64_t ssm_state;            /* generate: the Gated DeltaNet layers' conv + recurrent states (bytes, the batch) */
+    int ssm_layers;               /* generate: those layers */
     int64_t decode_step;          /* generate: the step peak_post is in (0: no decoding step) */
     int peak_inst;                /* instance index at the peak, -1 none */
     int64_t outside;              /* optimizer state outside the caching allocator (paged), bytes */

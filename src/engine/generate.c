@@ -61,11 +61,20 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                             (long long)m->max_positions);
     g->on = true;
     g->nkv = 0;
+    g->hybrid = false;
     /* vc_kv_update's callers (layers/llm.c, layers/mla.c) */
     static const char *const cached[] = {"RotaryAttention", "MLAttention"};
-    for (size_t i = 0; i < m->ninst; i++)
+    for (size_t i = 0; i < m->ninst; i++) {
         for (size_t j = 0; j < sizeof cached / sizeof *cached; j++)
             if (!strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
+        g->hybrid |= !strcmp(m->inst[i].kind->name, "GatedDeltaNet");
+    }
+    /* Qwen3NextModel.forward makes its own Qwen3NextDynamicCache whenever use_cache and no cache is
+     * passed (modeling_qwen3_next.py @7515843b); generate()'s other cache classes have no state for
+     * the Gated DeltaNet layers */
+    if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, "--cache", "a model with Gated DeltaNet layers (qwen3_next) runs its own "
+                            "Qwen3NextDynamicCache: only --cache dynamic");
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -172,6 +181,14 @@ static bool static_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t 
 static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt)
 {
     const int64_t L = b->gen.seq;
+    if (b->gen.hybrid && s->k < 0) {
+        /* Qwen3NextDynamicCache.update (modeling_qwen3_next.py @7515843b): the first update keeps
+         * key_states and value_states themselves (no copy); the attention reads them as they are */
+        s->k = *k;
+        s->v = *v;
+        s->len = L;
+        return false;
+    }
     int64_t in = kept(s, b->gen.past); /* cached tokens the update concatenates to */
     vc_numel nk = vc_n_sample(kpt * (in + L)), nv = vc_n_sample(vpt * (in + L));
     vc_t nk_t = vc__op_nograd(b, "cat", s->k, *k, nk, dt);
@@ -226,6 +243,25 @@ static const cache_row cache_rows[VC_CACHE__N] = {
     [VC_CACHE_OFFLOADED] = {"DynamicCache(offloading=True): prefetch, cat, offload", offloaded_update, offloaded_grow},
     [VC_CACHE_QUANTIZED] = {"QuantizedCache(backend=quanto): residual + requantized store", vc__kvq_update, vc__kvq_grow},
 };
+
+int32_t *vc_ssm_state(vc_build *b, bool *decode)
+{
+    vc_gen *g = &b->gen;
+    *decode = false;
+    if (!g->on || g->profile || b->st) return NULL;
+    if (g->pass == 0) {
+        GROW(g->ssm, g->nssm, g->cssm, b);
+        if (b->st) return NULL;
+        g->ssm[g->nssm][0] = g->ssm[g->nssm][1] = -1;
+        g->nssm++;
+    }
+    if (g->cur_ssm >= g->nssm) { /* the decoding pass has the prefill's layers */
+        b->st = VC_ERR_MODEL;
+        return NULL;
+    }
+    *decode = g->pass > 0;
+    return g->ssm[g->cur_ssm++];
+}
 
 static bool kv_update(vc_build *b, int64_t window, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
 {
@@ -313,6 +349,7 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
 {
     const vc_model *m = b->m, *one = b->gen.twin[1];
     b->gen.cur = 0;
+    b->gen.cur_ssm = 0;
     b->gen.mask = -1;
     b->m = at;
     b->val_t[0] = input;
@@ -409,6 +446,9 @@ void vc__gen_emit(vc_build *b)
         for (size_t j = 0; j < sizeof keep / sizeof *keep; j++)
             if (keep[j] >= 0) vc__extend_life(b, keep[j]);
     }
+    for (int i = 0; i < g->nssm; i++) /* Qwen3NextDynamicCache's conv and recurrent states */
+        for (int j = 0; j < 2; j++)
+            if (g->ssm[i][j] >= 0) vc__extend_life(b, g->ssm[i][j]);
     b->val_t[0] = prompt;
 }
 

@@ -333,5 +333,6 @@ void vc_plan_free(vc_plan *p)
     vc__memo_free(b->memo);
     vc__gen_end(b);
     free(b->gen.slot);
+    free(b->gen.ssm);
     free(b);
 }

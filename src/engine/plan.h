@@ -236,6 +236,11 @@ typedef struct {
     int32_t split2_op;        /* the first op of the second decoding step emitted, -1 none */
     int32_t ret[2];           /* states an update returned that the cache does not hold (vc_kv_end), -1 */
     int32_t mask;             /* StaticCache: this pass's 4-D attention mask, -1 */
+    /* Gated DeltaNet layers (layers/deltanet.c, vc_ssm_state): each one's {conv, recurrent}
+     * state in Qwen3NextDynamicCache, their number, capacity, the next this pass */
+    int32_t (*ssm)[2];
+    int nssm, cssm, cur_ssm;
+    bool hybrid;              /* the model has them: the cache is Qwen3NextDynamicCache */
     const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
 } vc_gen;

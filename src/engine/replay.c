@@ -893,6 +893,17 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
         if (sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
         if (sl->latent > 0) sim->kv_mla++;
     }
+    /* Qwen3NextDynamicCache's conv_states and recurrent_states (layers/deltanet.c): a fixed size */
+    for (int i = 0; i < g->nssm; i++)
+        for (int j = 0; j < 2; j++) {
+            if (g->ssm[i][j] < 0) continue;
+            const tens_t *t = &b->t[g->ssm[i][j]];
+            int64_t v;
+            if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
+                __builtin_add_overflow(sim->ssm_state, v, &sim->ssm_state))
+                return -1;
+        }
+    sim->ssm_layers = g->nssm;
     return 0;
 }
 

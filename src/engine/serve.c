@@ -250,6 +250,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens", "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    /* vLLM keeps a Gated DeltaNet layer's state per request in its hybrid KV cache manager (MambaSpec
+     * pages beside the attention layers' blocks): that pool's layout is not modelled */
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet"))
+            return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has Gated DeltaNet layers (qwen3_next): vLLM's hybrid "
+                                "cache (a fixed state per request beside the attention layers' KV blocks) is not modelled; "
+                                "--mode generate gives transformers' Qwen3NextDynamicCache");
     /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
      * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
      * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */

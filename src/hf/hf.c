@@ -183,6 +183,27 @@ const hf_family vc__hf_families[] = {
               [K_FIRST_DENSE] = DEF("first_k_dense_replace", 1), [K_NEXTN] = DEF("num_nextn_predict_layers", 0),
               [K_ROUTED_SCALE] = DEF("routed_scaling_factor", 1.0), [K_USE_QK_NORM] = DEF("use_qk_norm", 0)},
      LLAMA_BLOCK, .moe = MOE_DEEPSEEK, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* Qwen3NextConfig (configuration_qwen3_next.py at 008e5743; the class's defaults are
+     * Qwen/Qwen3-Next-80B-A3B's): Qwen3NextDecoderLayer (modeling_qwen3_next.py at 7515843b)
+     * is a Gated DeltaNet (linear_attn) or a gated full attention (self_attn: q_proj gives
+     * the query and a sigmoid gate on the output; q_norm / k_norm per head) by layer_types,
+     * else one full-attention layer every full_attention_interval; Qwen3NextRMSNorm is
+     * gemma's (x * (1 + weight)); the MoE is Qwen2Moe's with its shared expert and gate;
+     * partial_rotary_factor 0.25 by __post_init__'s default */
+    {.model_type = "qwen3_next", .config_class = "Qwen3NextConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 2048),
+              [K_LAYERS] = DEF("num_hidden_layers", 48), [K_HEADS] = DEF("num_attention_heads", 16),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 2), [K_HEAD_DIM] = DEF("head_dim", 256), [K_INTER] = DEF("intermediate_size", 5632),
+              [K_MAXPOS] = DEF("max_position_embeddings", 32768), [K_ROTARY] = DEF("partial_rotary_factor", 0.25),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_EXPERTS] = DEF("num_experts", 512), [K_TOPK] = DEF("num_experts_per_tok", 10),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 512), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 512),
+              [K_SPARSE_STEP] = DEF("decoder_sparse_step", 1), [K_NORM_TOPK] = DEF("norm_topk_prob", 1),
+              [K_MLP_ONLY] = DEF("mlp_only_layers", 0), [K_LIN_KH] = DEF("linear_num_key_heads", 16),
+              [K_LIN_VH] = DEF("linear_num_value_heads", 32), [K_LIN_KD] = DEF("linear_key_head_dim", 128),
+              [K_LIN_VD] = DEF("linear_value_head_dim", 128), [K_CONV_K] = DEF("linear_conv_kernel_dim", 4),
+              [K_FULL_INTERVAL] = DEF("full_attention_interval", 4), [K_HYBRID_TYPES] = DEF("layer_types", 0)},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .hybrid = true, .lora_targets = NULL},
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
               [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
@@ -445,8 +466,11 @@ static int check_seq(const arch *a, vc_error *err)
         return -1;
     }
     /* the Linear outputs: the LM head, the hidden size, the (fused) MLP up and attention projections */
+    /* qwen3_next: q_proj's query and gate, in_proj_qkvz's 2 key_dim + 2 value_dim */
     const int64_t widths[] = {a->V, a->H, a->f->mlp == MLP_GATED_FUSED ? 2 * a->I : a->I,
-                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D};
+                              a->f->attn == ATTN_FUSED ? (a->NH + 2 * a->KV) * a->D : a->NH * a->D,
+                              a->f->hybrid ? 2 * a->NH * a->D : 0,
+                              a->f->hybrid ? 2 * a->lin_kh * a->lin_kd + 2 * a->lin_vh * a->lin_vd : 0};
     int64_t w = 0;
     for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) w = widths[i] > w ? widths[i] : w;
     if (__builtin_mul_overflow(w, a->seq, &t) || t > lim) {

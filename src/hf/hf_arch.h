@@ -40,7 +40,7 @@ enum {
     K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
     K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT,
     K_SINUSOIDAL, /* distilbert: sinusoidal_pos_embds */
-    K_COUNT
+    K_LIN_KH, K_LIN_VH, K_LIN_KD, K_LIN_VD, K_CONV_K, K_FULL_INTERVAL, K_HYBRID_TYPES, K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -133,6 +133,7 @@ typedef struct {
     bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
     bool lm_bias;      /* the LM head has a bias (phi) */
     bool rope_scaling; /* rope_scaling is read and validated */
+    bool hybrid;       /* qwen3_next: Gated DeltaNet layers (linear_attention) between gated full-attention layers */
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
     const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */
@@ -168,6 +169,10 @@ typedef struct {
     bool norm_topk;
     const cJSON *mlp_only;             /* qwen2_moe: mlp_only_layers */
     const cJSON *layer_types;          /* "full_attention" / "sliding_attention" per layer, when the config lists them */
+    /* qwen3_next: the Gated DeltaNet (linear attention) layers' heads and widths, the conv kernel,
+     * full_attention_interval, and layer_types ("linear_attention" / "full_attention") when listed */
+    int64_t lin_kh, lin_vh, lin_kd, lin_vd, conv_k, full_interval;
+    const cJSON *hybrid_types;
     double imbalance;
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     /* deepseek_v3 / kimi_k2: MLA's ranks and head dims (the rope part is D), the MoE's shared experts,
@@ -188,7 +193,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -212,6 +217,8 @@ int vc__hf_read(rd *r, arch *a);
 int64_t vc__hf_layer_window(const arch *a, int64_t i);
 /* hf_layers.c: whether layer i applies the rotary embedding (false: a NoPE layer). */
 bool vc__hf_layer_rope(const arch *a, int64_t i);
+/* hf_layers.c: whether layer i is a Gated DeltaNet (linear_attention) layer (qwen3_next). */
+bool vc__hf_layer_linear(const arch *a, int64_t i);
 /* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_write(rd *r, cJSON *arr, const arch *a);
 

@@ -154,6 +154,8 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->sinks) flag(w, o, "sinks", true); /* GptOssAttention.sinks */
     if (a->f->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+    /* Qwen3NextAttention: attn_output * sigmoid(gate) (its Qwen3NextRMSNorm q/k norms: the gemma variant above) */
+    if (a->f->hybrid) flag(w, o, "output_gate", true);
 }
 
 int64_t vc__hf_layer_window(const arch *a, int64_t i)
@@ -177,6 +179,33 @@ bool vc__hf_layer_rope(const arch *a, int64_t i)
     if (!a->f->nope) return true;
     if (a->no_rope) return cJSON_GetArrayItem(a->no_rope, (int)i)->valuedouble != 0; /* no_rope_layers[i]: use_rope */
     return (i + 1) % a->nope_interval != 0; /* SmolLM3Config: int((layer_idx + 1) % no_rope_layer_interval != 0) */
+}
+
+bool vc__hf_layer_linear(const arch *a, int64_t i)
+{
+    if (!a->f->hybrid) return false;
+    if (a->hybrid_types) return !strcmp(cJSON_GetArrayItem(a->hybrid_types, (int)i)->valuestring, "linear_attention");
+    /* Qwen3NextConfig.__post_init__: "linear_attention" if bool((i + 1) % interval_pattern) */
+    return (i + 1) % a->full_interval != 0;
+}
+
+/* Qwen3NextGatedDeltaNet (modeling_qwen3_next.py at 7515843b): in_proj_qkvz and in_proj_ba
+ * (nn.Linear, no bias) on the normed hidden states, the rest of its forward (conv1d, the gated
+ * delta rule, the gated RMSNorm) in layers/deltanet.c, out_proj. */
+static void linear_attn(wr *w, const arch *a, const char *in)
+{
+    const int64_t kd = a->lin_kh * a->lin_kd, vd = a->lin_vh * a->lin_vd;
+    linear(w, "linear_attn.in_proj_qkvz", NULL, a->H, 2 * kd + 2 * vd, false);
+    linear(w, "linear_attn.in_proj_ba", in, a->H, 2 * a->lin_vh, false);
+    cJSON *o = add_layer(w, "GatedDeltaNet", "linear_attn");
+    ins(w, o, "linear_attn.in_proj_qkvz", "linear_attn.in_proj_ba", NULL, NULL);
+    num(w, o, "num_k_heads", (double)a->lin_kh);
+    num(w, o, "num_v_heads", (double)a->lin_vh);
+    num(w, o, "head_k_dim", (double)a->lin_kd);
+    num(w, o, "head_v_dim", (double)a->lin_vd);
+    num(w, o, "conv_kernel", (double)a->conv_k);
+    num(w, o, "eps", a->eps);
+    linear(w, "linear_attn.out_proj", NULL, vd, a->H, false);
 }
 
 static bool layer_is_moe(const arch *a, int64_t i)
@@ -249,7 +278,9 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     if (rope && a->f->local_rope && vc__hf_layer_window(a, i) > 0) rope = "model.rotary_emb_local"; /* Gemma3: rope_local_base_freq */
     const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
     if (!post) rmsnorm(w, a, "input_layernorm", NULL);
-    if (a->f->attn == ATTN_MLA) {
+    if (vc__hf_layer_linear(a, i)) {
+        linear_attn(w, a, in);
+    } else if (a->f->attn == ATTN_MLA) {
         mla_attention(w, a);
         q = a->NH * a->v_head; /* o_proj: heads x v_head_dim -> hidden */
     } else if (fused) {
@@ -257,13 +288,14 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         attn_core(w, a, "self_attn.attention", true, "self_attn.qkv_proj", NULL, NULL, rope, true,
                   vc__hf_layer_window(a, i));
     } else {
-        linear(w, "self_attn.q_proj", NULL, a->H, q, a->qkv_bias);
+        /* Qwen3NextAttention: q_proj gives num_heads x head_dim x 2 (the query and its gate) */
+        linear(w, "self_attn.q_proj", NULL, a->H, a->f->hybrid ? 2 * q : q, a->qkv_bias);
         linear(w, "self_attn.k_proj", in, a->H, kv, a->qkv_bias);
         linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
         attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", rope,
                   true, vc__hf_layer_window(a, i));
     }
-    linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
+    if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
     if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
     dropout(w, "resid_attn_dropout", a->p_resid);
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
@@ -494,7 +526,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         int64_t j = i + 1;
         while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
-               layer_ckpt(a, j) == layer_ckpt(a, i))
+               layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;

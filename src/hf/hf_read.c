@@ -153,7 +153,7 @@ static int read_rope_scaling(rd *r)
 /* ------------------------------------------------------------ the family's keys */
 
 /* The field each key role fills, its type and range (hf_arch.h's K_*). */
-enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES, T_FLAGS };
+enum { T_INT, T_NUM, T_BOOL, T_ACT, T_LIST, T_LABELS, T_TYPES, T_FLAGS, T_HYBRID };
 static const struct {
     unsigned char type;
     size_t off;
@@ -193,6 +193,10 @@ static const struct {
     [K_ROPE_LOCAL] = {T_NUM, offsetof(arch, rope_local), 1e-9, 1e30}, [K_SWIGLU_ALPHA] = {T_NUM, offsetof(arch, swiglu_alpha), 1e-9, 1e9},
     [K_SWIGLU_LIMIT] = {T_NUM, offsetof(arch, swiglu_limit), 1e-9, 1e9},
     [K_SINUSOIDAL] = {T_BOOL, offsetof(arch, sinusoidal), 0, 0},
+    [K_LIN_KH] = {T_INT, offsetof(arch, lin_kh), 1, 0}, [K_LIN_VH] = {T_INT, offsetof(arch, lin_vh), 1, 0},
+    [K_LIN_KD] = {T_INT, offsetof(arch, lin_kd), 1, 0}, [K_LIN_VD] = {T_INT, offsetof(arch, lin_vd), 1, 0},
+    [K_CONV_K] = {T_INT, offsetof(arch, conv_k), 1, 0}, [K_FULL_INTERVAL] = {T_INT, offsetof(arch, full_interval), 1, 0},
+    [K_HYBRID_TYPES] = {T_HYBRID, offsetof(arch, hybrid_types), 0, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -232,7 +236,7 @@ static int read_key(rd *r, arch *a, int role)
             case T_NUM: *(double *)field = none ? 0 : k->def; return 0;
             case T_BOOL: *(bool *)field = !none && k->def != 0; return 0;
             case T_ACT: break; /* read_act checks the default's name */
-            case T_LIST: case T_TYPES: case T_FLAGS: *(const cJSON **)field = NULL; return 0;
+            case T_LIST: case T_TYPES: case T_FLAGS: case T_HYBRID: *(const cJSON **)field = NULL; return 0;
             case T_LABELS: *(int64_t *)field = 2; return 0; /* num_labels without id2label */
             }
         }
@@ -257,6 +261,17 @@ static int read_key(rd *r, arch *a, int role)
         for (const cJSON *e = v->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "sliding_attention")))
                 return bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
+        *(const cJSON **)field = v;
+        return 0;
+    }
+    case T_HYBRID: { /* Qwen3NextConfig.layer_types: "linear_attention" or "full_attention" per layer */
+        const cJSON *v = key_of(r, key);
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
+            return bad(r, key, "expected a list of %lld layer types (\"linear_attention\" or \"full_attention\")",
+                       (long long)a->N);
+        for (const cJSON *e = v->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "linear_attention")))
+                return bad(r, key, "expected \"linear_attention\" or \"full_attention\" for each layer");
         *(const cJSON **)field = v;
         return 0;
     }
@@ -343,6 +358,11 @@ static int read_family(rd *r, arch *a)
     }
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
+    /* Qwen3NextGatedDeltaNet.fix_query_key_value_ordering views the projections as
+     * [.., num_k_heads, ...] groups of num_v_heads // num_k_heads value heads */
+    if (f->hybrid && a->lin_vh % a->lin_kh)
+        return bad(r, f->keys[K_LIN_VH].key, "%lld must be divisible by %s (%lld)", (long long)a->lin_vh,
+                   f->keys[K_LIN_KH].key, (long long)a->lin_kh);
     if (f->moe && a->K > a->E)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
@@ -375,6 +395,19 @@ static int check_sizes(rd *r, const arch *a)
     if (a->R % 2)
         return bad(r, a->D == a->H / a->NH ? role_key(r, a, K_HEADS, -1, "num_attention_heads") : role_key(r, a, K_HEAD_DIM, -1, "head_dim"),
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
+    if (a->f->hybrid) { /* in_proj_qkvz [2 key_dim + 2 value_dim, hidden] */
+        int64_t kd, vd;
+        if (__builtin_mul_overflow(a->lin_kh, a->lin_kd, &kd) || __builtin_mul_overflow(a->lin_vh, a->lin_vd, &vd) ||
+            kd > lim || vd > lim || __builtin_mul_overflow(2 * kd + 2 * vd, a->H, &t) || t > lim)
+            return bad(r, a->f->keys[K_LIN_VH].key, "the linear attention's projections are more than 2^48 elements");
+        /* in_proj_qkvz's width 2 key_dim + 2 value_dim, a Linear's out_features: at most 2^40 */
+        if (2 * kd + 2 * vd > MAX_SIZE)
+            return bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "in_proj_qkvz's width, 2 x %lld + 2 x %lld, is more "
+                       "than the limit of 2^40", (long long)kd, (long long)vd);
+        if (2 * a->NH * a->D > MAX_SIZE) /* Qwen3NextAttention's q_proj: the query and its gate */
+            return bad(r, role_key(r, a, K_HEADS, -1, "num_attention_heads"), "q_proj's width, 2 x %lld heads x %lld, is "
+                       "more than the limit of 2^40", (long long)a->NH, (long long)a->D);
+    }
     if (a->N > 1024) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
     if (a->f->attn == ATTN_MLA) { /* q_b_proj (or q_proj), kv_b_proj: heads x head dims x their input */
         const int64_t in_q = a->q_lora ? a->q_lora : a->H;

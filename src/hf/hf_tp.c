@@ -61,6 +61,9 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
     if (t <= 1) return o && o->sp ? vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more") : 0;
     if (t > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
+    if (a->f->hybrid) /* the Gated DeltaNet layers' split (vLLM's Qwen3NextGatedDeltaNet) is not modelled */
+        return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s: tensor parallelism over the Gated DeltaNet layers is not modelled",
+                            a->f->model_type);
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;

@@ -39,6 +39,8 @@ class MetaMode(TorchFunctionMode):
 
 
 def meta_count(cfg, lora=0):
+    if cfg["model_type"] == "qwen3_next":  # deltanet_replica.py: transformers 5's stacked experts
+        cfg = dict(cfg, _experts_implementation="grouped_mm")
     with MetaMode():
         m = R.CausalLM(R.Config(cfg))
         if lora:
@@ -56,7 +58,7 @@ def main():
         cfg = json.load(open(os.path.join(HERE, "configs", "real", e["file"])))
         n1 = params.count(cfg)
         n2 = lt = None
-        if cfg["model_type"] in ("llama", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox"):
+        if cfg["model_type"] in ("llama", "mistral", "qwen2", "gemma2", "mixtral", "gpt_neox", "qwen3_next"):
             n2, _ = meta_count(cfg)
             _, lt = meta_count(cfg, lora=8)
         ok = n1 == e["exact_params"] and (n2 is None or n2 == n1)

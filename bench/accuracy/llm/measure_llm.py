@@ -267,7 +267,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next"):
         result["experts_implementation"] = args.experts
 
     if encoder and args.mode == "infer":
@@ -429,6 +429,10 @@ def main(argv):
                     import kvq_replica
                     cache = kvq_replica.QuantizedCache(cfg.num_hidden_layers, args.kv_bits, args.kv_group_size,
                                                        args.kv_residual_length)
+                elif cfg.model_type == "qwen3_next":
+                    # Qwen3NextModel.forward: past_key_values = Qwen3NextDynamicCache(config) (deltanet_replica.py)
+                    import deltanet_replica
+                    cache = deltanet_replica.Qwen3NextDynamicCache(cfg)
                 else:
                     cache = R.DynamicCache(lt, sw)
                 cache_position = torch.arange(P, dtype=torch.int64)
@@ -476,7 +480,11 @@ def main(argv):
                 cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type != "gpt_neox":
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
-            kv_per_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
+            n_kv = cfg.num_hidden_layers
+            if cfg.model_type == "qwen3_next":  # keys and values on the full-attention layers only
+                import deltanet_replica
+                n_kv = deltanet_replica.layer_types(cfg).count("full_attention")
+            kv_per_token = n_kv * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
         result.update({
             "prompt": P, "new_tokens": M,
             "cache": "DynamicCache" if args.cache == "dynamic" else "QuantizedCache(quanto)",

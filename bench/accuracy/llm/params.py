@@ -93,6 +93,62 @@ def _qwen2_moe(cfg, h):
     return s
 
 
+def _qwen3_next(cfg):
+    # models/qwen3_next/modeling_qwen3_next.py @7515843b (configuration_qwen3_next.py @008e5743 for the
+    # defaults). Qwen3NextDecoderLayer: linear_attn = Qwen3NextGatedDeltaNet on "linear_attention"
+    # layers (layer_types, else "linear_attention" if (i + 1) % full_attention_interval), else
+    # self_attn = Qwen3NextAttention; mlp = Qwen3NextSparseMoeBlock unless i in mlp_only_layers or
+    # num_experts == 0 or (i + 1) % decoder_sparse_step, else Qwen3NextMLP(intermediate_size);
+    # input_layernorm / post_attention_layernorm Qwen3NextRMSNorm(hidden).
+    c = dict(cfg)
+    h, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+    nh, nkv, hd = c.get("num_attention_heads", 16), c.get("num_key_value_heads", 2), c.get("head_dim", 256)
+    hk, hv = c.get("linear_num_key_heads", 16), c.get("linear_num_value_heads", 32)
+    dk, dv, K = c.get("linear_key_head_dim", 128), c.get("linear_value_head_dim", 128), c.get("linear_conv_kernel_dim", 4)
+    E = c.get("num_experts", 512)
+    interval = c.get("full_attention_interval", 4)
+    types = c.get("layer_types") or ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(L)]
+    kd, vd = hk * dk, hv * dv
+    s = {"model.embed_tokens.weight": (V, h)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        if types[i] == "linear_attention":
+            # Qwen3NextGatedDeltaNet.__init__: dt_bias, A_log [num_v_heads]; conv1d depthwise
+            # (conv_dim, 1, kernel), bias=False; in_proj_qkvz (2 key_dim + 2 value_dim, h);
+            # in_proj_ba (2 num_v_heads, h); norm Qwen3NextRMSNormGated(head_v_dim); out_proj (h, value_dim)
+            q = p + "linear_attn."
+            s.update({q + "dt_bias": (hv,), q + "A_log": (hv,), q + "conv1d.weight": (2 * kd + vd, 1, K),
+                      q + "in_proj_qkvz.weight": (2 * kd + 2 * vd, h), q + "in_proj_ba.weight": (2 * hv, h),
+                      q + "norm.weight": (dv,), q + "out_proj.weight": (h, vd)})
+        else:
+            # Qwen3NextAttention.__init__: q_proj (num_heads * head_dim * 2, h) (query and gate);
+            # k/v (nkv * head_dim, h); o_proj (h, num_heads * head_dim); bias=attention_bias;
+            # q_norm / k_norm Qwen3NextRMSNorm(head_dim)
+            q = p + "self_attn."
+            b = c.get("attention_bias", False)
+            s.update({q + "q_proj.weight": (nh * hd * 2, h), q + "k_proj.weight": (nkv * hd, h),
+                      q + "v_proj.weight": (nkv * hd, h), q + "o_proj.weight": (h, nh * hd),
+                      q + "q_norm.weight": (hd,), q + "k_norm.weight": (hd,)})
+            if b:
+                s.update({q + "q_proj.bias": (nh * hd * 2,), q + "k_proj.bias": (nkv * hd,),
+                          q + "v_proj.bias": (nkv * hd,), q + "o_proj.bias": (h,)})
+        sparse = i not in (c.get("mlp_only_layers") or []) and E > 0 and (i + 1) % c.get("decoder_sparse_step", 1) == 0
+        if sparse:  # Qwen3NextSparseMoeBlock: gate, experts, shared_expert, shared_expert_gate
+            s[p + "mlp.gate.weight"] = (E, h)
+            for j in range(E):
+                s.update({p + k: v for k, v in _gated(c, h, c.get("moe_intermediate_size", 512), f"mlp.experts.{j}.").items()})
+            s.update({p + k: v for k, v in _gated(c, h, c.get("shared_expert_intermediate_size", 512), "mlp.shared_expert.").items()})
+            s[p + "mlp.shared_expert_gate.weight"] = (1, h)
+        else:
+            s.update({p + k: v for k, v in _gated(c, h, c.get("intermediate_size", 5632)).items()})
+        s[p + "input_layernorm.weight"] = (h,)
+        s[p + "post_attention_layernorm.weight"] = (h,)
+    s["model.norm.weight"] = (h,)
+    if not c.get("tie_word_embeddings", False):
+        s["lm_head.weight"] = (V, h)
+    return s
+
+
 def _gpt2(cfg):
     h, L, V, P = cfg["n_embd"], cfg["n_layer"], cfg["vocab_size"], cfg["n_positions"]
     inner = cfg.get("n_inner") or 4 * h
@@ -196,6 +252,8 @@ def hf_shapes(cfg):
         return _decoder(cfg, mlp=_mixtral_moe)
     if t == "qwen2_moe":
         return _decoder(cfg, qkv_bias=True, mlp=_qwen2_moe)
+    if t == "qwen3_next":
+        return _qwen3_next(cfg)
     if t == "gpt2":
         return _gpt2(cfg)
     if t == "gpt_neox":

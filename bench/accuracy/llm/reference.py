@@ -661,7 +661,7 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3"):
+        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and
@@ -687,8 +687,12 @@ class CausalLM(nn.Module):
             self.rotary_emb = RotaryEmbedding(rc, H // cfg.num_attention_heads)
             return
         self.embed_tokens = nn.Embedding(V, H, cfg.pad_token_id)
-        self.layers = nn.ModuleList([DecoderLayer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
-        Norm = Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm
+        if t == "qwen3_next":  # deltanet_replica.py: Gated DeltaNet and gated attention layers, Qwen3NextRMSNorm
+            import deltanet_replica
+            Layer, Norm = deltanet_replica.Qwen3NextDecoderLayer, deltanet_replica.Qwen3NextRMSNorm
+        else:
+            Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
+        self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
         self.norm = Norm(H, eps=cfg.rms_norm_eps)
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
         if t == "deepseek_v3":  # DeepseekV3Config: head_dim = qk_rope_head_dim (the rotary embedding's)
@@ -747,6 +751,9 @@ class CausalLM(nn.Module):
             if past_key_values is None:
                 hidden_states = self._layer(layer, hidden_states, causal_mask, position_embeddings,
                                             None, cache_position.shape[0], last_cache_position)
+            elif cfg.model_type == "qwen3_next":  # Qwen3NextGatedDeltaNet reads cache_position
+                hidden_states = layer(hidden_states, causal_mask, position_embeddings, past_key_values,
+                                      cache_position.shape[0], last_cache_position, cache_position)
             else:
                 hidden_states = layer(hidden_states, causal_mask, position_embeddings, past_key_values,
                                       cache_position.shape[0], last_cache_position)

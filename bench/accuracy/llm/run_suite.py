@@ -474,6 +474,32 @@ def cases():
     for i, (cfg, b, s, o, p, c, l, loss) in enumerate(dpo):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=c, lora=l, loss=loss, held_out=(i % 3 == 2)))
+    # qwen3_next (issue 31): Gated DeltaNet layers 3:1 with a gated full-attention layer, the torch path
+    # of modeling_qwen3_next.py @7515843b (deltanet_replica.py); dense MLPs (qwen3_next_small) and the
+    # sparse block with its shared expert, transformers 5's stacked experts (qwen3_next_moe_small).
+    # Sequences across the chunk of 64 (padding, two to four chunks). Every third held out.
+    qn = [
+        ("qwen3_next_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_next_small", 1, 200, "adamw", "bf16", False, 0),
+        ("qwen3_next_small", 2, 130, "adam", "fp32", True, 0),
+        ("qwen3_next_small", 3, 64, "adamw", "bf16", False, 8),
+        ("qwen3_next_moe_small", 2, 96, "adamw", "bf16", False, 0),
+        ("qwen3_next_moe_small", 1, 160, "sgd", "fp32", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(qn):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, experts="grouped_mm", held_out=(i % 3 == 2)))
+    # generate with Qwen3NextDynamicCache: the prefill's chunked rule, the decoding steps' recurrent rule
+    # and torch_causal_conv1d_update on the fixed state, K/V on the full layer
+    qn_gen = [
+        ("qwen3_next_small", 1, 64, 8, "fp32", False),
+        ("qwen3_next_small", 2, 100, 6, "bf16", False),
+        ("qwen3_next_moe_small", 2, 80, 6, "fp32", True),
+        ("qwen3_next_small", 1, 16, 40, "fp32", False),
+    ]
+    for cfg, b, pr, m, prec, ho in qn_gen:
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, experts="grouped_mm", held_out=ho))
     return out
 
 
