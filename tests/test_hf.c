@@ -1404,11 +1404,12 @@ static void test_text_encoders(void **state)
  * (32 buckets x heads) in block 0 of each stack; each stack's final_layer_norm; lm_head V x d
  * only when untied (flan-t5: tie_word_embeddings false). By hand, t5-small (V 32128, d 512,
  * 8 x 64, d_ff 2048, 6 + 6 blocks): 16,449,536 + 6 x 3,146,752 + 256 + 512 + 6 x 4,195,840 +
- * 256 + 512 = 60,506,624. The counts equal the checkpoints' (the brief's t5-small 60,506,624,
- * t5-base 222,903,552, flan-t5-base 247,577,856) and flan-t5-large 783,150,080 (32,899,072 x 2
- * + 24 x 12,847,104 + 24 x 17,042,432 + 2 x (512 + 1,024)); bench/accuracy/llm/t5_replica.py
- * --params builds the modules from the same source and counts named_parameters() to the same
- * numbers. The memory is not modelled: the build is refused naming model_type, with the count. */
+ * 256 + 512 = 60,506,624; flan-t5-large 32,899,072 x 2 + 24 x 12,847,104 + 24 x 17,042,432 +
+ * 2 x (512 + 1,024) = 783,150,080. They round to the Hub pages' figures (60.5M, 223M, 248M, 783M;
+ * as recalled, not re-fetched: no Hub access). bench/accuracy/llm/t5_replica.py builds the modules
+ * from the same source on the meta device and params.py lists their state-dict shapes: both give
+ * the same four numbers. The memory is not modelled: the build is refused naming model_type,
+ * with the count. */
 static void test_t5(void **state)
 {
     (void)state;
