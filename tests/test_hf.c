@@ -945,8 +945,8 @@ static void test_family_table(void **state)
     for (int i = 0; i < vc__hf_nfamilies; i++) {
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
-        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef);
-        assert_true(f->block <= BLK_DISTILBERT);
+        assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5); /* t5: feed_forward_proj (hf_t5.c) */
+        assert_true(f->block <= BLK_T5);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];
@@ -956,6 +956,10 @@ static void test_family_table(void **state)
         if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(err.path, f->nested);
+        } else if (f->block == BLK_T5) { /* read in full (T5Config's defaults), then refused: memory not modelled */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(err.path, "model_type");
+            assert_non_null(strstr(err.msg, "not modelled"));
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */
@@ -1481,6 +1485,96 @@ static void test_qwen3_next(void **state)
     assert_string_equal(err.path, "--tp");
 }
 
+/* t5 / flan-t5 (issue 31 item 4): T5ForConditionalGeneration's parameters, counted from the
+ * module definitions of modeling_t5.py (huggingface/transformers @ 6b8b757d; src/hf/hf_t5.c):
+ * shared V x d; per encoder block q, k, v, o (4 x d x heads*d_kv), T5DenseActDense wi, wo
+ * (2 x d x d_ff; T5DenseGatedActDense 3 x) and two T5LayerNorm weights (d each); a decoder
+ * block adds EncDecAttention (4 x d x heads*d_kv) and its layer norm; relative_attention_bias
+ * (32 buckets x heads) in block 0 of each stack; each stack's final_layer_norm; lm_head V x d
+ * only when untied (flan-t5: tie_word_embeddings false). By hand, t5-small (V 32128, d 512,
+ * 8 x 64, d_ff 2048, 6 + 6 blocks): 16,449,536 + 6 x 3,146,752 + 256 + 512 + 6 x 4,195,840 +
+ * 256 + 512 = 60,506,624; flan-t5-large 32,899,072 x 2 + 24 x 12,847,104 + 24 x 17,042,432 +
+ * 2 x (512 + 1,024) = 783,150,080. They round to the Hub pages' figures (60.5M, 223M, 248M, 783M;
+ * as recalled, not re-fetched: no Hub access). bench/accuracy/llm/t5_replica.py builds the modules
+ * from the same source on the meta device and params.py lists their state-dict shapes: both give
+ * the same four numbers. The memory is not modelled: the build is refused naming model_type,
+ * with the count. */
+static void test_t5(void **state)
+{
+    (void)state;
+    static const struct { const char *file; const char *count; } real[] = {
+        {"t5-small.json", " 60506624 parameters (lm_head tied"},
+        {"t5-base.json", " 222903552 parameters (lm_head tied"},
+        {"flan-t5-base.json", " 247577856 parameters (lm_head untied"},
+        {"flan-t5-large.json", " 783150080 parameters (lm_head untied"},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
+        char path[512];
+        snprintf(path, sizeof path, HF "%s", real[i].file);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_file_hf(path, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        assert_string_equal(err.path, "model_type");
+        if (!strstr(err.msg, real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
+        assert_non_null(strstr(err.msg, "not modelled"));
+    }
+    /* T5Config's defaults are t5-small's (configuration_t5.py); num_decoder_layers null is num_layers */
+    static const struct { const char *js; const char *count; } derived[] = {
+        {"{\"model_type\":\"t5\"}", " 60506624 parameters"},
+        {"{\"model_type\":\"t5\",\"num_decoder_layers\":null}", " 60506624 parameters"},
+        /* 2 decoder blocks instead of 6: 4 x 4,195,840 fewer */
+        {"{\"model_type\":\"t5\",\"num_decoder_layers\":2}", " 43723264 parameters"},
+        /* gated-silu: wi_0, wi_1, wo (12 x 512 x 2048 = 12,582,912 more); untied: + 32128 x 512 = 16,449,536 */
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gated-silu\",\"tie_word_embeddings\":false}",
+         " 89539072 parameters"},
+    };
+    for (size_t i = 0; i < sizeof derived / sizeof *derived; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(derived[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, "model_type");
+        if (!strstr(err.msg, derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
+    }
+    /* every bad or inconsistent key, refused naming it */
+    static const struct { const char *js; const char *path; } bad[] = {
+        /* T5Config: ValueError unless "ACT" or "gated-ACT" */
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gelu-gated\"}", "feed_forward_proj"},
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gated-gelu-new\"}", "feed_forward_proj"},
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gated-mish\"}", "feed_forward_proj"},
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":7}", "feed_forward_proj"},
+        /* a config's own is_gated_act / dense_act_fn override the derived ones (PretrainedConfig) */
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gated-gelu\",\"is_gated_act\":false}", "is_gated_act"},
+        {"{\"model_type\":\"t5\",\"is_gated_act\":\"yes\"}", "is_gated_act"},
+        {"{\"model_type\":\"t5\",\"feed_forward_proj\":\"gated-gelu\",\"dense_act_fn\":\"gelu\"}", "dense_act_fn"},
+        {"{\"model_type\":\"t5\",\"is_encoder_decoder\":false}", "is_encoder_decoder"},
+        /* _relative_position_bucket: max_exact divides, log(max_distance / max_exact) must be positive */
+        {"{\"model_type\":\"t5\",\"relative_attention_num_buckets\":3}", "relative_attention_num_buckets"},
+        {"{\"model_type\":\"t5\",\"relative_attention_max_distance\":16}", "relative_attention_max_distance"},
+        /* relative_attention_bias 2^40 buckets x 512 heads: more than 2^48 elements */
+        {"{\"model_type\":\"t5\",\"num_heads\":512,\"relative_attention_num_buckets\":1099511627776,"
+         "\"relative_attention_max_distance\":1099511627776}", "relative_attention_num_buckets"},
+        {"{\"model_type\":\"t5\",\"num_decoder_layers\":0}", "num_decoder_layers"},
+        {"{\"model_type\":\"t5\",\"num_decoder_layers\":1025}", "num_decoder_layers"},
+        {"{\"model_type\":\"t5\",\"num_layers\":1.5}", "num_layers"},
+        {"{\"model_type\":\"t5\",\"d_kv\":0}", "d_kv"},
+        {"{\"model_type\":\"t5\",\"d_ff\":-1}", "d_ff"},
+        {"{\"model_type\":\"t5\",\"d_model\":\"512\"}", "d_model"},
+        {"{\"model_type\":\"t5\",\"num_heads\":1099511627776}", "num_heads"},
+        {"{\"model_type\":\"t5\",\"vocab_size\":1099511627776}", "vocab_size"},
+        {"{\"model_type\":\"t5\",\"layer_norm_epsilon\":-1}", "layer_norm_epsilon"},
+        {"{\"model_type\":\"t5\",\"dropout_rate\":1.5}", "dropout_rate"},
+        {"{\"model_type\":\"t5\",\"tie_word_embeddings\":1}", "tie_word_embeddings"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s: %s: %s", bad[i].js, err.path, err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1497,6 +1591,7 @@ int main(void)
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),
         cmocka_unit_test(test_qwen3_next),
+        cmocka_unit_test(test_t5),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

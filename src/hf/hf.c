@@ -372,6 +372,20 @@ const hf_family vc__hf_families[] = {
      .block = BLK_DISTILBERT, .norm = NORM_LAYER, .place = PLACE_POST, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
      .pos = POS_LEARNED, .head = HEAD_DISTIL, .head_class = "DistilBertForSequenceClassification", .prefix = "distilbert",
      .lora_targets = "q_lin,v_lin"},
+    /* T5Config (configuration_t5.py) and T5ForConditionalGeneration (modeling_t5.py), huggingface/transformers
+     * @ 6b8b757d: every size has a default (t5-small's); layer_norm_epsilon, dropout_rate, tie_word_embeddings
+     * (PretrainedConfig: True; flan-t5 and T5 v1.1 false). feed_forward_proj, is_gated_act, dense_act_fn,
+     * is_encoder_decoder and the buckets' consistency: hf_t5.c, which counts the parameters; the memory is
+     * not modelled yet and vc_hf_build refuses it. PEFT: q, v. */
+    {.model_type = "t5", .config_class = "T5Config",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 32128), [K_HIDDEN] = DEF("d_model", 512), [K_LAYERS] = DEF("num_layers", 6),
+              [K_HEADS] = DEF("num_heads", 8), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-6),
+              [K_INTER] = DEF("d_ff", 2048), [K_HEAD_DIM] = DEF("d_kv", 64), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_RESID] = DEF("dropout_rate", 0.1), [K_DEC_LAYERS] = DEF("num_decoder_layers", 0),
+              [K_REL_BUCKETS] = DEF("relative_attention_num_buckets", 32),
+              [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
+     .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .head_class = "T5ForConditionalGeneration", .lora_targets = "q,v"},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -510,6 +524,12 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
+    if (a.f->block == BLK_T5) { /* the parameters are exact (hf_t5.c); the memory is not modelled: refused, not guessed */
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "t5: T5ForConditionalGeneration has %lld parameters (%s); "
+                            "the memory of an encoder-decoder (the relative position bias, the decoder's cross-attention, "
+                            "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
+                            a.tie ? "lm_head tied to shared" : "lm_head untied");
+    }
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off

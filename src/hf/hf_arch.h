@@ -40,7 +40,11 @@ enum {
     K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
     K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT,
     K_SINUSOIDAL, /* distilbert: sinusoidal_pos_embds */
-    K_LIN_KH, K_LIN_VH, K_LIN_KD, K_LIN_VD, K_CONV_K, K_FULL_INTERVAL, K_HYBRID_TYPES, K_COUNT
+    K_LIN_KH, K_LIN_VH, K_LIN_KD, K_LIN_VD, K_CONV_K, K_FULL_INTERVAL, K_HYBRID_TYPES,
+    /* t5: num_decoder_layers (absent or null: num_layers), relative_attention_num_buckets,
+     * relative_attention_max_distance (feed_forward_proj, is_gated_act, dense_act_fn: hf_t5.c) */
+    K_DEC_LAYERS, K_REL_BUCKETS, K_REL_MAXDIST,
+    K_COUNT
 };
 
 /* Where a key's value comes from when the config lacks it (or has null). */
@@ -73,6 +77,8 @@ enum {
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
     BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
     BLK_DISTILBERT, /* TransformerBlock: distilbert.transformer.layer.N.attention.q_lin, ffn.lin1 */
+    BLK_T5,         /* T5Block: encoder.block.N.layer.0.SelfAttention.q, decoder's layer.1.EncDecAttention
+                     * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -187,13 +193,16 @@ typedef struct {
     /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
     int64_t window_pattern;            /* sliding_window_pattern */
     double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
+    /* t5 (hf_t5.c): the decoder's layers, the relative-position buckets and their reach, the gated MLP */
+    int64_t dec_N, rel_buckets, rel_maxdist;
+    bool gated;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -221,6 +230,15 @@ bool vc__hf_layer_rope(const arch *a, int64_t i);
 bool vc__hf_layer_linear(const arch *a, int64_t i);
 /* hf_layers.c: a's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_t5.c: T5ForConditionalGeneration's parameters (a read by vc__hf_read), as
+ * named_parameters() counts them: the shared embedding once, lm_head only
+ * when untied. */
+int64_t vc__hf_t5_parameters(const arch *a);
+/* hf_t5.c: feed_forward_proj, is_gated_act, dense_act_fn, is_encoder_decoder
+ * and the buckets' consistency, read into a after the row's keys; -1 with
+ * r->err naming the key. */
+int vc__hf_t5_read(rd *r, arch *a);
 
 /* hf_tp.c: a's share on one of o->tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the

@@ -197,6 +197,9 @@ static const struct {
     [K_LIN_KD] = {T_INT, offsetof(arch, lin_kd), 1, 0}, [K_LIN_VD] = {T_INT, offsetof(arch, lin_vd), 1, 0},
     [K_CONV_K] = {T_INT, offsetof(arch, conv_k), 1, 0}, [K_FULL_INTERVAL] = {T_INT, offsetof(arch, full_interval), 1, 0},
     [K_HYBRID_TYPES] = {T_HYBRID, offsetof(arch, hybrid_types), 0, 0},
+    /* t5: num_decoder_layers absent or null reads 0 (the row's default), num_layers then (hf_t5.c) */
+    [K_DEC_LAYERS] = {T_INT, offsetof(arch, dec_N), 1, 0}, [K_REL_BUCKETS] = {T_INT, offsetof(arch, rel_buckets), 1, 0},
+    [K_REL_MAXDIST] = {T_INT, offsetof(arch, rel_maxdist), 1, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -366,6 +369,7 @@ static int read_family(rd *r, arch *a)
     if (f->moe && a->K > a->E)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
+    if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

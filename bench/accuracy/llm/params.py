@@ -9,7 +9,10 @@ transformers modeling source (see README.md for the commit read):
   the *Attention, *MLP / *SparseMoeBlock, *DecoderLayer, *Model and *ForCausalLM __init__s;
   gpt2: models/gpt2/modeling_gpt2.py (GPT2Attention c_attn/c_proj Conv1D, GPT2MLP, GPT2LMHeadModel);
   gpt_neox: models/gpt_neox/modeling_gpt_neox.py (query_key_value, dense, dense_h_to_4h, embed_out);
-  bert/roberta: BertModel/RobertaModel (with pooler) and the *ForMaskedLM head.
+  bert/roberta: BertModel/RobertaModel (with pooler) and the *ForMaskedLM head;
+  t5: models/t5/modeling_t5.py @6b8b757d T5ForConditionalGeneration (shared, encoder / decoder
+  T5Stack of T5Block: SelfAttention q/k/v/o, relative_attention_bias in block 0, EncDecAttention in
+  the decoder, DenseReluDense wi or wi_0/wi_1 and wo, T5LayerNorm weights; lm_head when untied).
 No torch needed. `python3 params.py` checks every config in configs/real/ against index.json.
 """
 import json, os, sys
@@ -231,6 +234,37 @@ def bert_variants(cfg, prefix):
     return base, mlm
 
 
+def _t5(cfg):
+    """T5ForConditionalGeneration.__init__ (T5Config's defaults; num_decoder_layers None -> num_layers;
+    is_gated_act from feed_forward_proj unless the file sets it; tie_word_embeddings default True)."""
+    d, V = cfg.get("d_model", 512), cfg.get("vocab_size", 32128)
+    inner = cfg.get("num_heads", 8) * cfg.get("d_kv", 64)
+    ff, heads, nb = cfg.get("d_ff", 2048), cfg.get("num_heads", 8), cfg.get("relative_attention_num_buckets", 32)
+    gated = cfg.get("is_gated_act", cfg.get("feed_forward_proj", "relu").split("-")[0] == "gated")
+    ndl = cfg.get("num_decoder_layers")
+    s = {"shared.weight": (V, d)}
+    for stack, n in (("encoder", cfg.get("num_layers", 6)), ("decoder", ndl if ndl is not None else cfg.get("num_layers", 6))):
+        for i in range(n):
+            p = f"{stack}.block.{i}.layer."
+            attn = ["0.SelfAttention."] + (["1.EncDecAttention."] if stack == "decoder" else [])
+            for a in attn:
+                for w in "qkv":
+                    s[p + a + w + ".weight"] = (inner, d)
+                s[p + a + "o.weight"] = (d, inner)
+                s[p + a.split(".")[0] + ".layer_norm.weight"] = (d,)
+            if i == 0:
+                s[p + "0.SelfAttention.relative_attention_bias.weight"] = (nb, heads)
+            f = p + ("2" if stack == "decoder" else "1") + "."
+            for w in (("wi_0", "wi_1") if gated else ("wi",)):
+                s[f + "DenseReluDense." + w + ".weight"] = (ff, d)
+            s[f + "DenseReluDense.wo.weight"] = (d, ff)
+            s[f + "layer_norm.weight"] = (d,)
+        s[stack + ".final_layer_norm.weight"] = (d,)
+    if not cfg.get("tie_word_embeddings", True):
+        s["lm_head.weight"] = (V, d)
+    return s
+
+
 def hf_shapes(cfg):
     t = cfg["model_type"]
     if t in ("llama", "mistral"):
@@ -260,6 +294,8 @@ def hf_shapes(cfg):
         return _gpt_neox(cfg)
     if t in ("bert", "roberta"):
         return bert_variants(cfg, t)[0]
+    if t == "t5":
+        return _t5(cfg)
     raise KeyError(f"model_type {t!r} not supported here")
 
 
