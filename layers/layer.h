@@ -244,6 +244,10 @@ bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
  * latent instead, `latent` elements per token (kv_lora_rank +
  * qk_rope_head_dim, one head), which the slot records for the page size. */
 bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S);
+/* The same for a layer whose vLLM cache keeps `paged` K and V elements per token
+ * while transformers caches *k and *v as given (falcon's new_decoder_architecture:
+ * keys and values broadcast to every head before the update). */
+bool vc_kv_update_paged(vc_build *b, int64_t paged, vc_t *k, vc_t *v, int64_t *S);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

@@ -362,7 +362,15 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
                 vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
     g.Hkv = a->Hkv;
-    if (a->Hkv != a->H && g.backend != BK_FLASH) {
+    if (a->Hkv != a->H && a->no_gqa) {
+        /* F.scaled_dot_product_attention(q, k, v) without enable_gqa (FalconAttention.forward,
+         * modeling_falcon.py @00dcc6dd): the fused kernels refuse differing head counts
+         * (sdp_utils.cpp check_batch_size_and_num_heads_dense), the math backend broadcasts
+         * k and v in its matmuls (at::matmul's expand + reshape: [B, H, S, D] copies that its
+         * bmm saves), as the repeat of enable_gqa does */
+        g.backend = BK_MATH;
+        g.gqa_inside = true;
+    } else if (a->Hkv != a->H && g.backend != BK_FLASH) {
         /* enable_gqa: flash reads the kv heads in place; the other backends
          * run on key/value.repeat_interleave(H / Hkv, -3): new [B, H, S, D]
          * tensors. The math backend makes them itself, after its fp32 copies

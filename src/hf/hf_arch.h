@@ -40,6 +40,7 @@ enum {
     K_USE_QK_NORM, /* glm4_moe: use_qk_norm turns the row's q_norm / k_norm on */
     K_WINDOW_PATTERN, K_QUERY_SCALAR, K_ROPE_LOCAL, K_SWIGLU_ALPHA, K_SWIGLU_LIMIT,
     K_SINUSOIDAL, /* distilbert: sinusoidal_pos_embds */
+    K_NEW_ARCH, K_ALIBI, K_NUM_LN, /* falcon: new_decoder_architecture, alibi, num_ln_in_parallel_attn */
     K_COUNT
 };
 
@@ -73,6 +74,7 @@ enum {
     BLK_OPT,     /* OPTDecoderLayer: model.decoder.layers.N.self_attn.q_proj, fc1, fc2 */
     BLK_PHI,     /* PhiDecoderLayer: model.layers.N.self_attn.q_proj/dense, mlp.fc1/fc2, parallel */
     BLK_DISTILBERT, /* TransformerBlock: distilbert.transformer.layer.N.attention.q_lin, ffn.lin1 */
+    BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -182,13 +184,17 @@ typedef struct {
     /* issue 31 (gemma3, gpt_oss): read to be checked; each changes a scale, no tensor's size */
     int64_t window_pattern;            /* sliding_window_pattern */
     double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
+    /* falcon: new_decoder_architecture (k and v broadcast to every head), alibi (refused),
+     * num_ln_in_parallel_attn (0: None) */
+    bool new_arch, alibi;
+    int64_t num_ln;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, falcon"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
