@@ -229,7 +229,7 @@ static void test_emit_roundtrip(void **state)
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
                                         "starcoder.json", "opt-1.3b.json", "phi-2.json", "distilbert-base-uncased.json",
-                                        "xlm-roberta-base.json"};
+                                        "xlm-roberta-base.json", "falcon-7b.json", "falcon-40b.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
