@@ -141,6 +141,7 @@ struct sdpa_s {
     int lout;                   /* set by the backend: the output's physical layout */
     int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
     bool gqa_inside;            /* math with enable_gqa: k and v have Hkv heads, repeated inside */
+    bool gqa_bcast;             /* math without enable_gqa: k and v broadcast by each matmul (FalconAttention) */
 };
 
 /* The backend scaled_dot_product_attention picks for g (sdpa.c, §4.4). */

@@ -254,6 +254,10 @@ bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t 
  * end. *decode: a pass after the prefill (the states exist). NULL outside
  * generation and in --serve's profiling run (no cache). */
 int32_t *vc_ssm_state(vc_build *b, bool *decode);
+/* The same for a layer whose vLLM cache keeps `paged` K and V elements per token
+ * while transformers caches *k and *v as given (falcon's new_decoder_architecture:
+ * keys and values broadcast to every head before the update). */
+bool vc_kv_update_paged(vc_build *b, int64_t paged, vc_t *k, vc_t *v, int64_t *S);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

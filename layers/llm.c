@@ -212,6 +212,8 @@ typedef struct {
     int rope_style;           /* 0 rotate_half over [2, L, R]; 1 gpt_oss: _apply_rotary_emb over [2, L, R / 2] */
     bool sinks;               /* GptOssAttention.sinks: a learned logit per head joined to the scores (eager) */
     bool output_gate;         /* Qwen3NextAttention: the query input is [L, 2 x heads x head_dim] (query and gate) */
+    bool falcon;              /* FalconAttention: _split_heads of query_key_value, F.sdpa without enable_gqa */
+    bool kv_expand;           /* falcon's new_decoder_architecture: k and v broadcast to num_heads before the cache */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
@@ -228,8 +230,15 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "eager", false, &c->eager) || vc_arg_float(a, "softcap", 0.0, 0.0, 1e9, &c->softcap) ||
         vc_arg_enum(a, "qk_norm_variant", rms_variants, 0, &c->qk_variant) ||
         vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
-        vc_arg_bool(a, "output_gate", false, &c->output_gate))
+        vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
+        vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand))
         return -1;
+    if (c->falcon && (!c->fused || c->qk_norm || c->eager || c->window > 0 || c->rope_style))
+        return vc_arg_fail(a, "falcon", "FalconAttention reads one fused query_key_value projection, without q/k norms, "
+                           "eager attention, sliding windows or gpt_oss's rotation");
+    if (c->kv_expand && !c->falcon) return vc_arg_fail(a, "kv_expand", "needs \"falcon\": true");
+    if (c->falcon && !c->kv_expand && c->KV != 1 && c->KV != c->H)
+        return vc_arg_fail(a, "num_kv_heads", "FalconAttention without kv_expand has one kv head (multi_query) or num_heads");
     if (c->sinks && !c->eager)
         return vc_arg_fail(a, "sinks", "needs \"eager\": true (GptOssAttention's sinks join the scores in eager_attention_forward)");
     if (c->rope_style == 1 && c->R != c->D)
@@ -470,6 +479,60 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
     return vc__op_bmm_raw(b, w, vr, vc_n_sample(H * L * D));
 }
 
+/* FalconAttention.forward with rotary embeddings (models/falcon/modeling_falcon.py @00dcc6dd, sdpa
+ * and eager share the class; the sdpa branch is the default) on fused_qkv [B, L, (H + 2 KV) D]:
+ *  - _split_heads: multi-head (KV == H): view [B, L, H, 3, D], q/k/v fused_qkv[..., i, :] (strided
+ *    views); multi_query (KV == 1): view [B, L, H + 2, D], q = [..., :-2, :] (a view), k and v
+ *    [..., [-2], :] / [..., [-1], :] (advanced indexing: new [B, L, 1, D] tensors);
+ *    new_decoder_architecture (kv_expand): view [B, L, KV, H / KV + 2, D], q = [:, :, :, :-2],
+ *    k / v = [:, :, :, [-2]] (new tensors), broadcast_to(q.shape), then flatten(2, 3) of each:
+ *    copies of [B, L, H, D] (the strides do not merge), k and v at num_heads heads;
+ *  - x.transpose(1, 2).reshape(B, heads, L, D): a copy of each non-contiguous one (a view of
+ *    multi_query's one-head k and v);
+ *  - apply_rotary_pos_emb (Llama's), layer_past.update (the cache holds what it is given: H heads
+ *    with kv_expand), F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p=0.0, is_causal)
+ *    without enable_gqa (the rotary branch applies no attention dropout);
+ *  - attn_output.transpose(1, 2).reshape(B, L, H * D), then dense (the caller's Linear). */
+static void falcon_emit(vc_build *b, const ra_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, D = c->D;
+    const int64_t KV = c->kv_expand ? H : c->KV; /* the heads k and v carry from _split_heads on */
+    vc_t qkv = vc_input(b, 0), cs = c->R > 0 ? vc_input(b, 1) : -1;
+    vc_t q = vc__op_select(b, qkv, vc_n_sample(L * H * D), false), k, v;
+    if (c->kv_expand) {
+        q = vc__op_clone(b, q); /* flatten(2, 3) */
+        k = vc__op_fresh(b, "index", qkv, vc_n_sample(L * c->KV * D));
+        v = vc__op_fresh(b, "index", qkv, vc_n_sample(L * c->KV * D));
+        k = vc__op_fresh(b, "flatten", k, vc_n_sample(L * H * D)); /* broadcast_to + flatten(2, 3) */
+        v = vc__op_fresh(b, "flatten", v, vc_n_sample(L * H * D));
+    } else if (c->KV == H) {
+        k = vc__op_select(b, qkv, vc_n_sample(L * H * D), false);
+        v = vc__op_select(b, qkv, vc_n_sample(L * H * D), false);
+    } else {
+        k = vc__op_fresh(b, "index", qkv, vc_n_sample(L * D));
+        v = vc__op_fresh(b, "index", qkv, vc_n_sample(L * D));
+    }
+    /* transpose(1, 2).reshape(B, heads, L, D): a copy unless one head */
+    q = vc__op_clone(b, vc__op_view(b, q, vc_numel_of(b, q), false));
+    k = KV > 1 ? vc__op_clone(b, vc__op_view(b, k, vc_numel_of(b, k), false)) : vc__op_view(b, k, vc_numel_of(b, k), true);
+    v = KV > 1 ? vc__op_clone(b, vc__op_view(b, v, vc_numel_of(b, v), false)) : vc__op_view(b, v, vc_numel_of(b, v), true);
+    if (c->R > 0) {
+        q = rope_apply(b, q, cs, H, L, D, c->R);
+        k = rope_apply(b, k, cs, KV, L, D, c->R);
+    }
+    vc_sdpa_args a = {H, KV, L, L, D, false, false, false, c->causal, 0.0, 0, true};
+    /* vLLM's FalconAttention (vllm/model_executor/models/falcon.py) pages num_kv_heads (kv_expand:
+     * the projection's c->KV) of K and V per token, not the broadcast heads transformers caches */
+    bool cached = c->kv_expand ? vc_kv_update_paged(b, 2 * c->KV * D, &k, &v, &a.S) : vc_kv_update(b, 0, &k, &v, &a.S);
+    if (cached) a.causal = c->causal && L > 1; /* is_causal: query_length > 1, no mask */
+    bool blhd = false;
+    vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    o = vc__op_view(b, o, vc_numel_of(b, o), blhd); /* transpose(1, 2).reshape: a copy unless [B, L, H, D] storage */
+    o = vc__op_contiguous(b, o);
+    vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
+    vc_kv_end(b);
+}
+
 /* LlamaAttention.forward between the projections and o_proj (Qwen3: q_norm /
  * k_norm on the [B, L, heads, D] view before the transpose; Phi3 and
  * GPT-NeoX: slices of one fused projection), then sdpa_attention_forward
@@ -478,6 +541,10 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
 static void ra_emit(vc_build *b, const void *p)
 {
     const ra_cfg *c = p;
+    if (c->falcon) {
+        falcon_emit(b, c);
+        return;
+    }
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, KV = c->KV, D = c->D;
     vc_t q, k, v, cs = c->R > 0 ? vc_input(b, c->fused ? 1 : 3) : -1;
     if (c->fused) { /* qkv[..., :q_pos] etc. (Phi3Attention.forward): strided views */
@@ -542,7 +609,7 @@ static void ra_emit(vc_build *b, const void *p)
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
      * estimate is the causal one). */
-    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0};
+    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0, false};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
     bool cached = vc_kv_update(b, c->window, &k, &v, &a.S);

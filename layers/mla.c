@@ -147,7 +147,7 @@ static void mla_emit(vc_build *b, const void *p)
     vc_t k = cat2(b, k_nope, k_rot, vc_n_sample(H * L * qk), VC_GRAD_REDUCE);
     /* sdpa_attention_forward: q, k contiguous [B, H, L, qk]; the value a view of
      * kv_b_proj's [B, L, H, nope + v] output */
-    vc_sdpa_args a = {H, H, L, L, qk, false, false, true, c->causal, c->dropout, c->v};
+    vc_sdpa_args a = {H, H, L, L, qk, false, false, true, c->causal, c->dropout, c->v, false};
     /* generate(): DynamicLayer.update(key_states, value_states) caches both, full
      * heads; vLLM keeps the latent, kv_lora_rank + rope per token (one head) */
     if (vc_kv_update_latent(b, c->kvl + c->rope, &k, &val, &a.S)) {

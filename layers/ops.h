@@ -88,6 +88,7 @@ typedef struct {
     bool q_blhd, k_blhd, v_blhd, causal;
     double p;
     int64_t Dv; /* the value's head dim when it differs from D (MLA, layers/mla.c); 0: D */
+    bool no_gqa; /* F.sdpa called without enable_gqa (FalconAttention): Hkv < H runs on the math backend */
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with

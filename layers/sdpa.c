@@ -89,7 +89,9 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     /* matmul reshapes [.., L, D] to [B*, L, D]: a copy (saved instead) when
      * the leading dims cannot merge */
     vc_t qm = g->fold_q ? copy_op(b, qs) : qs;
-    vc_t km = g->fold_k ? copy_op(b, ks) : ks;
+    /* gqa_bcast: at::matmul expands the [B, Hkv, ..] operand to the query's heads and reshapes it
+     * to 3-D: a [B*H, D, S] copy, made in the call (and saved by its bmm) */
+    vc_t km = g->gqa_bcast ? vc__op_fresh(b, "expand_reshape", ks, vc_n_sample(H * S * g->D)) : g->fold_k ? copy_op(b, ks) : ks;
     /* inside scaled_dot_product_attention the autocast key is excluded: no casts */
     vc_t attn = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     vc_release(b, ks); /* a temporary argument of matmul: alive until it returns */
@@ -108,7 +110,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * matmul result, its cast and the discarded second output (a copy for
      * fp16/bf16) are alive together whatever the evaluation order */
     vc_t second = is_half(odt) ? vc__op_cast(b, attn, odt) : -1;
-    vc_t vm = g->fold_v ? copy_op(b, ve) : ve;
+    vc_t vm = g->gqa_bcast ? vc__op_fresh(b, "expand_reshape", ve, vc_n_sample(H * S * Dv)) : g->fold_v ? copy_op(b, ve) : ve;
     vc_t o = vc__op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
     o = vc__op_cast(b, o, odt);
     /* C++ locals live until the function returns */
@@ -362,7 +364,15 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
                 vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
     g.Hkv = a->Hkv;
-    if (a->Hkv != a->H && g.backend != BK_FLASH) {
+    if (a->Hkv != a->H && a->no_gqa) {
+        /* F.scaled_dot_product_attention(q, k, v) without enable_gqa (FalconAttention.forward,
+         * modeling_falcon.py @00dcc6dd): the fused kernels refuse differing head counts
+         * (sdp_utils.cpp check_batch_size_and_num_heads_dense), the math backend broadcasts
+         * k and v in its matmuls (at::matmul's expand + reshape: [B, H, S, D] copies that its
+         * bmm saves, each made in its own matmul) */
+        g.backend = BK_MATH;
+        g.gqa_bcast = true;
+    } else if (a->Hkv != a->H && g.backend != BK_FLASH) {
         /* enable_gqa: flash reads the kv heads in place; the other backends
          * run on key/value.repeat_interleave(H / Hkv, -3): new [B, H, S, D]
          * tensors. The math backend makes them itself, after its fp32 copies
@@ -386,7 +396,7 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
     int *lay[3] = {&g.lq, &g.lk, &g.lv};
     bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
     for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
-    if (g.gqa_inside) g.fold_k = g.fold_v = false; /* the repeats are new [B, H, S, D] tensors */
+    if (g.gqa_inside || g.gqa_bcast) g.fold_k = g.fold_v = false; /* the repeats are new [B, H, S, D] tensors */
     vc_t y = vc_sdpa_run(b, q, k, v, &g);
     *out_blhd = g.lout == LAY_BLHD;
     return y;

@@ -161,6 +161,19 @@ static const flagship flagships[] = {
     {"distilbert-base-uncased.json", INT64_C(66362880), 768 * 768 + 768 + 768 * 2 + 2},
     {"xlm-roberta-base.json", INT64_C(278043648), 768 * 2 + 2},
     {"all-minilm-l6-v2.json", INT64_C(22713216), 384 * 2 + 2},
+    /* falcon (FalconForCausalLM, modeling_falcon.py @00dcc6dd; lm_head tied to word_embeddings): the
+     * sum of the module shapes, computed by hand and by bench/accuracy/llm/falcon_replica.py --check.
+     * falcon-7b (multi_query, 71 heads of 64, parallel_attn, one input_layernorm): word_embeddings
+     * 65024 x 4544 = 295,469,056; a layer: query_key_value 4544 x (4544 + 2 x 64) = 21,229,568, dense
+     * 20,647,936, dense_h_to_4h + dense_4h_to_h 2 x 4544 x 18176 = 165,183,488, input_layernorm 9,088:
+     * 207,070,080, x 32 = 6,626,242,560; ln_f 9,088: 6,921,720,704 (the Hub's 7.22B counts the stored
+     * lm_head copy: + 295,469,056 = 7,217,189,760). falcon-40b (new_decoder_architecture, 128 heads,
+     * 8 kv heads): word_embeddings 532,676,608; a layer: query_key_value 8192 x (128 + 16) x 64 =
+     * 75,497,472, dense 67,108,864, MLP 2 x 8192 x 32768 = 536,870,912, ln_attn + ln_mlp 32,768:
+     * 679,510,016, x 60 = 40,770,600,960; ln_f 16,384: 41,303,293,952 (41.8B on the Hub with the
+     * stored lm_head: 41,835,970,560). */
+    {"falcon-7b.json", INT64_C(6921720704), 0},
+    {"falcon-40b.json", INT64_C(41303293952), 0},
 };
 
 static vc_model *load(const char *file, const vc_hf_options *o)
@@ -216,7 +229,7 @@ static void test_emit_roundtrip(void **state)
                                         "mixtral-8x7b-v0.1.json", "gpt2.json", "gpt-neox-20b.json", "roberta-base.json",
                                         "smollm3-3b.json", "granite-3.3-8b-instruct.json", "olmo-2-1124-7b-instruct.json",
                                         "starcoder.json", "opt-1.3b.json", "phi-2.json", "distilbert-base-uncased.json",
-                                        "xlm-roberta-base.json"};
+                                        "xlm-roberta-base.json", "falcon-7b.json", "falcon-40b.json"};
     vc_hf_options o;
     vc_hf_options_init(&o);
     o.seq = 256;
@@ -946,7 +959,7 @@ static void test_family_table(void **state)
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
         assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5); /* t5: feed_forward_proj (hf_t5.c) */
-        assert_true(f->block <= BLK_T5);
+        assert_true(f->block <= BLK_FALCON);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];
@@ -1312,6 +1325,86 @@ static void test_gpt_oss_gemma3(void **state)
     vc_model_free(m);
 }
 
+/* falcon (issue 31 item 4): FalconConfig's switches on a small config (vocab 1000, hidden 64,
+ * 2 layers, 4 heads of 16, ffn_hidden_size 4 x 64 = 256), counts from modeling_falcon.py's module
+ * shapes @00dcc6dd: the default (multi_query, parallel_attn): input_layernorm 128, query_key_value
+ * 64 x (64 + 32) = 6,144, dense 4,096, dense_h_to_4h + dense_4h_to_h 32,768: 43,136 a layer, 86,272;
+ * word_embeddings 64,000 (lm_head tied), ln_f 128: 150,400. new_decoder_architecture with 2 kv heads:
+ * query_key_value 64 x 128 = 8,192, ln_attn + ln_mlp 256: 45,312 a layer, 154,752. Neither
+ * (falcon-rw's layout without alibi): query_key_value 64 x 192 = 12,288, input_layernorm +
+ * post_attention_layernorm 256: 49,408 a layer, 162,944. ffn_hidden_size 128: 117,632. */
+static void test_falcon(void **state)
+{
+    (void)state;
+#define FAL "{\"model_type\":\"falcon\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4"
+    assert_int_equal(count_of(FAL "}"), 150400);
+    assert_int_equal(count_of(FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":2}"), 154752);
+    assert_int_equal(count_of(FAL ",\"multi_query\":false,\"parallel_attn\":false}"), 162944);
+    assert_int_equal(count_of(FAL ",\"ffn_hidden_size\":128}"), 117632);
+    /* num_ln_in_parallel_attn 1 with new_decoder_architecture: one input_layernorm (falcon-11B's form) */
+    assert_int_equal(count_of(FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":2,\"num_ln_in_parallel_attn\":1}"),
+                     154752 - 2 * 128);
+    assert_int_equal(emitted(FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":2}", "\"kv_expand\":\ttrue"), 1);
+    assert_int_equal(emitted(FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":2}", "ln_mlp"), 2); /* the layer, dense_h_to_4h's input */
+    assert_int_equal(emitted(FAL ",\"multi_query\":false,\"parallel_attn\":false}", "post_attention_layernorm"), 1);
+    /* every bad or inconsistent key exits 2 naming it */
+    static const struct { const char *js, *path; } bad[] = {
+        {FAL ",\"alibi\":true}", "alibi"},
+        {FAL ",\"bias\":true}", "bias"},
+        {FAL ",\"alibi\":1}", "alibi"},
+        {FAL ",\"new_decoder_architecture\":true,\"parallel_attn\":false}", "parallel_attn"},
+        {FAL ",\"num_ln_in_parallel_attn\":2}", "num_ln_in_parallel_attn"},
+        {FAL ",\"num_ln_in_parallel_attn\":3,\"new_decoder_architecture\":true}", "num_ln_in_parallel_attn"},
+        {FAL ",\"num_ln_in_parallel_attn\":0}", "num_ln_in_parallel_attn"},
+        {FAL ",\"multi_query\":false,\"num_kv_heads\":2}", "num_kv_heads"},
+        {FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":3}", "num_kv_heads"},
+        {FAL ",\"ffn_hidden_size\":0}", "ffn_hidden_size"},
+        {FAL ",\"num_attention_heads\":5}", "num_attention_heads"},
+        {FAL ",\"activation\":\"swiglu\"}", "activation"},
+    };
+    vc_model *m = NULL;
+    vc_error err;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        assert_string_equal(err.path, bad[i].path);
+    }
+    /* generate: DynamicCache holds what FalconAttention gives it: one kv head with multi_query,
+     * the broadcast num_heads (4, not num_kv_heads 2) with new_decoder_architecture;
+     * 16 + 4 - 1 = 19 tokens x 2 layers x K and V x heads x 16 x 4 bytes */
+    static const struct { const char *js; int64_t heads; } gen[] = {
+        {FAL "}", 1}, {FAL ",\"new_decoder_architecture\":true,\"num_kv_heads\":2}", 4},
+        {FAL ",\"multi_query\":false}", 4}};
+    for (size_t i = 0; i < sizeof gen / sizeof *gen; i++) {
+        assert_int_equal(load_js(gen[i].js, NULL, &m, &err), VC_OK);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_GENERATE;
+        o.prompt = 16;
+        o.new_tokens = 4;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", err.path, err.msg);
+        assert_int_equal(r.generate.kv_cache, 19 * 2 * 2 * gen[i].heads * 16 * 4);
+        vc_result_free(&r);
+        /* --serve: vLLM's FalconAttention pages num_kv_heads (1, 2, 4) per layer: 16 tokens x 2
+         * layers x K and V x kv heads x 16 x 2 bytes (bf16) per block */
+        vc_options_init(&o);
+        o.precision = VC_PREC_BF16;
+        o.prompt = 64;
+        o.new_tokens = 64;
+        vc_serve_options so;
+        vc_serve_options_init(&so);
+        vc_gpu_spec h100;
+        assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+        vc_serve_result sr;
+        if (vc_serve(m, &o, &so, &h100, &sr, &err)) fail_msg("serve: %s", err.msg);
+        assert_int_equal(sr.page_bytes, 16 * 2 * 2 * (i == 1 ? 2 : gen[i].heads) * 16 * 2);
+        assert_int_equal(sr.latent_layers, 0);
+        vc_model_free(m);
+    }
+#undef FAL
+}
+
 /* The text encoders (issue 31 item 4): the count of the class each checkpoint's config names
  * (architectures), from vramcalc's sequence-classification model less its head plus the checkpoint
  * class's head, each head's shapes from its __init__ (modeling_distilbert.py @00b326f4
@@ -1592,6 +1685,7 @@ int main(void)
         cmocka_unit_test(test_text_encoders),
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_t5),
+        cmocka_unit_test(test_falcon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -263,14 +263,14 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
     return g->ssm[g->cur_ssm++];
 }
 
-static bool kv_update(vc_build *b, int64_t window, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
+static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
     if (!g->on || b->st) return false;
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
-        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent};
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged};
         return false;
     }
     vc_dtype dt = vc_dt_of(b, *k);
@@ -280,7 +280,7 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, vc_t *k, vc_t
         if (b->st) return false;
         /* QuantizedCache makes no sliding-window layer (QuantizedCache.__init__) */
         int64_t w = b->o.cache == VC_CACHE_QUANTIZED ? 0 : window;
-        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent};
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged};
     }
     if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
         b->st = VC_ERR_MODEL;
@@ -290,11 +290,16 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, vc_t *k, vc_t
     return cache_rows[b->o.cache].update(b, s, k, v, S, kpt, vpt, dt);
 }
 
-bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S) { return kv_update(b, window, 0, k, v, S); }
+bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S) { return kv_update(b, window, 0, 0, k, v, S); }
 
 bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
 {
-    return kv_update(b, 0, latent, k, v, S);
+    return kv_update(b, 0, latent, 0, k, v, S);
+}
+
+bool vc_kv_update_paged(vc_build *b, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
+{
+    return kv_update(b, 0, 0, paged, k, v, S);
 }
 
 void vc_kv_end(vc_build *b)

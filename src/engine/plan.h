@@ -219,6 +219,10 @@ typedef struct {
     /* --serve: elements per token vLLM's cache keeps for the layer instead of its
      * keys and values (MLA's compressed latent, MLAAttentionSpec); 0: K and V */
     int64_t latent;
+    /* --serve: K and V elements per token vLLM's cache keeps when they differ from the states
+     * transformers caches (falcon's new_decoder_architecture: num_kv_heads, not the broadcast
+     * heads; vllm/model_executor/models/falcon.py); 0: as cached */
+    int64_t paged;
 } vc_kv_slot;
 
 typedef struct {

@@ -321,7 +321,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
          * num_kv_heads 1 and head_size kv_lora_rank + qk_rope_head_dim (vllm/model_executor/layers/
          * attention/mla_attention.py @ 90b0a26e, MLAAttention.get_kv_cache_spec): the latent, the
          * same on every tensor-parallel rank */
-        int64_t el = s->latent > 0 ? s->latent : (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
+        int64_t el = s->latent > 0 ? s->latent : s->paged > 0 ? s->paged : (p->t[s->k].n.ps + p->t[s->v].n.ps) / s->len;
         if (s->latent > 0) {
             r->latent_layers++;
             r->latent = s->latent;

@@ -386,6 +386,27 @@ const hf_family vc__hf_families[] = {
               [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
      .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .head_class = "T5ForConditionalGeneration", .lora_targets = "q,v"},
+    /* FalconConfig (models/falcon/configuration_falcon.py; every key has a default: the class describes
+     * tiiuae/falcon-7b) and modeling_falcon.py @00dcc6dd: FalconModel (word_embeddings, rotary_emb,
+     * h, ln_f), FalconDecoderLayer (input_layernorm, or ln_attn + ln_mlp with new_decoder_architecture;
+     * parallel_attn: attention and MLP on the same normed input, mlp_output += attention_output),
+     * FalconAttention (query_key_value of (H + 2 KV) x D, KV = num_kv_heads with
+     * new_decoder_architecture, else 1 with multi_query, else H; dense), FalconMLP (dense_h_to_4h of
+     * ffn_hidden_size, default 4 x hidden, activation, dense_4h_to_h); FalconForCausalLM's lm_head tied
+     * (PretrainedConfig's tie_word_embeddings). alibi and bias are refused (hf_read.c read_falcon).
+     * PEFT: query_key_value. */
+    {.model_type = "falcon", .config_class = "FalconConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 65024), [K_HIDDEN] = DEF("hidden_size", 4544),
+              [K_LAYERS] = DEF("num_hidden_layers", 32), [K_HEADS] = DEF("num_attention_heads", 71),
+              [K_KV_HEADS] = {.key = "num_kv_heads", .how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 2048), [K_INTER] = {.key = "ffn_hidden_size", .how = D_4H},
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("activation", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_QKV_BIAS] = DEF("bias", 0), [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("hidden_dropout", 0),
+              [K_ROTARY] = FIXED(1), [K_PARALLEL] = DEF("parallel_attn", 1), [K_MULTI_QUERY] = DEF("multi_query", 1),
+              [K_NEW_ARCH] = DEF("new_decoder_architecture", 0), [K_ALIBI] = DEF("alibi", 0),
+              [K_NUM_LN] = OFF_IF_NULL("num_ln_in_parallel_attn", 0)},
+     .block = BLK_FALCON, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_ROPE,
+     .head = HEAD_LM, .rope_scaling = true, .lora_targets = "query_key_value" /* peft utils/constants.py */},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);

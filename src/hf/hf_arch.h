@@ -44,6 +44,7 @@ enum {
     /* t5: num_decoder_layers (absent or null: num_layers), relative_attention_num_buckets,
      * relative_attention_max_distance (feed_forward_proj, is_gated_act, dense_act_fn: hf_t5.c) */
     K_DEC_LAYERS, K_REL_BUCKETS, K_REL_MAXDIST,
+    K_NEW_ARCH, K_ALIBI, K_NUM_LN, /* falcon: new_decoder_architecture, alibi, num_ln_in_parallel_attn */
     K_COUNT
 };
 
@@ -79,6 +80,7 @@ enum {
     BLK_DISTILBERT, /* TransformerBlock: distilbert.transformer.layer.N.attention.q_lin, ffn.lin1 */
     BLK_T5,         /* T5Block: encoder.block.N.layer.0.SelfAttention.q, decoder's layer.1.EncDecAttention
                      * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
+    BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -196,13 +198,17 @@ typedef struct {
     /* t5 (hf_t5.c): the decoder's layers, the relative-position buckets and their reach, the gated MLP */
     int64_t dec_N, rel_buckets, rel_maxdist;
     bool gated;
+    /* falcon: new_decoder_architecture (k and v broadcast to every head), alibi (refused),
+     * num_ln_in_parallel_attn (0: None) */
+    bool new_arch, alibi;
+    int64_t num_ln;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

@@ -457,6 +457,52 @@ static void phi_layer(wr *w, const arch *a)
     ins(w, add_layer(w, "Add", "residual"), attn, mlp, "input", NULL);
 }
 
+/* FalconDecoderLayer.forward (modeling_falcon.py @00dcc6dd): ln_attn and ln_mlp on the input
+ * (new_decoder_architecture with num_ln_in_parallel_attn 2), else input_layernorm; FalconAttention
+ * (query_key_value, the core in layers/llm.c's falcon_emit, dense); parallel_attn or
+ * new_decoder_architecture: the MLP on the attention's normed input (or ln_mlp's),
+ * mlp_output += attention_output (in place), dropout_add(mlp_output, residual, hidden_dropout);
+ * otherwise residual = dropout_add(attention_output, residual, attention_dropout),
+ * post_attention_layernorm, the MLP, dropout_add. FalconLinear without bias is input @ weight.T:
+ * a Linear's tensors. */
+static void falcon_layer(wr *w, const arch *a)
+{
+    int64_t q = a->NH * a->D, kv = a->KV * a->D; /* H, or its 1/t on a tensor-parallel rank */
+    bool two = a->new_arch && a->num_ln == 2, par = a->parallel || a->new_arch;
+    const char *ln = two ? "ln_attn" : "input_layernorm";
+    layernorm(w, a, ln, NULL);
+    if (two) layernorm(w, a, "ln_mlp", "input");
+    linear(w, "self_attention.query_key_value", ln, a->H, q + 2 * kv, false);
+    cJSON *o = add_layer(w, "RotaryAttention", "self_attention.attention");
+    ins(w, o, "self_attention.query_key_value", "transformer.rotary_emb", NULL, NULL);
+    num(w, o, "num_heads", (double)a->NH);
+    num(w, o, "num_kv_heads", (double)a->KV);
+    num(w, o, "head_dim", (double)a->D);
+    flag(w, o, "fused_qkv", true);
+    flag(w, o, "falcon", true);
+    if (a->new_arch) flag(w, o, "kv_expand", true);
+    linear(w, "self_attention.dense", NULL, q, a->H, false);
+    const char *attn = w->last, *res = "input";
+    if (!par) {
+        dropout(w, "attention_dropout", a->p_attn);
+        const char *prev = w->last;
+        ins(w, add_layer(w, "Add", "attn_residual"), "input", prev, NULL, NULL);
+        layernorm(w, a, "post_attention_layernorm", NULL);
+        res = "attn_residual";
+    }
+    linear(w, "mlp.dense_h_to_4h", par ? (two ? "ln_mlp" : ln) : NULL, a->H, a->I, false);
+    act_layer(w, a, "mlp.act");
+    linear(w, "mlp.dense_4h_to_h", NULL, a->I, a->H, false);
+    if (par) {
+        o = add_layer(w, "Add", "mlp_output"); /* mlp_output += attention_output */
+        ins(w, o, "mlp.dense_4h_to_h", attn, NULL, NULL);
+        flag(w, o, "inplace", true);
+    }
+    dropout(w, "hidden_dropout", a->p_resid);
+    const char *prev = w->last;
+    ins(w, add_layer(w, "Add", "residual"), res, prev, NULL, NULL);
+}
+
 /* BertLayer.forward: BertSdpaSelfAttention (bidirectional, dropout on the
  * probabilities), BertSelfOutput (dense, dropout, LayerNorm(x + input)),
  * BertIntermediate (dense, gelu), BertOutput (dense, dropout, LayerNorm). */
@@ -546,6 +592,7 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_OPT: opt_layer(&inner, a); break;
         case BLK_PHI: phi_layer(&inner, a); break;
         case BLK_DISTILBERT: distilbert_layer(&inner, a); break;
+        case BLK_FALCON: falcon_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
         i = j;
@@ -685,6 +732,15 @@ static void build_layers(wr *w, const arch *a)
         return;
     case BLK_DISTILBERT:
         build_distilbert(w, a);
+        return;
+    case BLK_FALCON: /* FalconForCausalLM: word_embeddings, rotary_emb, h, ln_f, lm_head (tied) */
+        embedding(w, a, "transformer.word_embeddings");
+        o = add_layer(w, "RotaryEmbedding", "transformer.rotary_emb");
+        ins(w, o, "input", NULL, NULL, NULL);
+        num(w, o, "head_dim", (double)a->D);
+        layer_stack(w, a, "transformer.h", "transformer.word_embeddings");
+        layernorm(w, a, "transformer.ln_f", NULL);
+        lm_head(w, a, "transformer.word_embeddings", "lm_head");
         return;
     case BLK_PHI: /* PhiForCausalLM: embed_tokens, embed_dropout, the layers, final_layernorm, lm_head with bias */
         embedding(w, a, "model.embed_tokens");

@@ -200,6 +200,8 @@ static const struct {
     /* t5: num_decoder_layers absent or null reads 0 (the row's default), num_layers then (hf_t5.c) */
     [K_DEC_LAYERS] = {T_INT, offsetof(arch, dec_N), 1, 0}, [K_REL_BUCKETS] = {T_INT, offsetof(arch, rel_buckets), 1, 0},
     [K_REL_MAXDIST] = {T_INT, offsetof(arch, rel_maxdist), 1, 0},
+    [K_NEW_ARCH] = {T_BOOL, offsetof(arch, new_arch), 0, 0}, [K_ALIBI] = {T_BOOL, offsetof(arch, alibi), 0, 0},
+    [K_NUM_LN] = {T_INT, offsetof(arch, num_ln), 1, 0},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -324,6 +326,30 @@ static int read_deepseek(rd *r, const arch *a)
     return 0;
 }
 
+/* FalconConfig's switches as FalconAttention / FalconDecoderLayer read them (modeling_falcon.py
+ * @00dcc6dd): what they build, and the combinations transformers fails on, refused naming the key. */
+static int read_falcon(rd *r, arch *a)
+{
+    /* FalconModel.use_alibi: build_alibi_tensor, the scores upcast to fp32 with the bias, eager-style
+     * attention in FalconAttention.forward's alibi branch: not modelled */
+    if (a->alibi) return bad(r, "alibi", "true (ALiBi position biases instead of rotary) is not modelled");
+    /* FalconLinear: input @ weight.T, then + bias as a separate op: not modelled */
+    if (a->qkv_bias) return bad(r, "bias", "true (FalconLinear adds the bias after the matmul) is not modelled");
+    const char *ln = "num_ln_in_parallel_attn";
+    if (a->num_ln > 2) return bad(r, ln, "expected 1, 2 or null, got %lld", (long long)a->num_ln);
+    if (a->new_arch && !a->parallel) /* __init__ builds input_layernorm, forward reads ln_attn / mlp_layernorm_out */
+        return bad(r, "parallel_attn", "false with new_decoder_architecture: FalconDecoderLayer.forward fails on it");
+    if (a->new_arch && a->num_ln == 0) a->num_ln = 2; /* FalconDecoderLayer.__init__: None -> 2 */
+    if (!a->new_arch && a->num_ln == 2) /* __init__ builds ln_attn / ln_mlp, forward reads input_layernorm */
+        return bad(r, ln, "2 (ln_attn and ln_mlp) needs new_decoder_architecture: FalconDecoderLayer.forward fails on it");
+    if (a->new_arch) {
+        a->mqa = false; /* FalconAttention: num_kv_heads from the config, multi_query unread */
+    } else if (!a->mqa && a->KV != a->NH) /* _split_heads gives num_heads keys, reshaped to num_kv_heads */
+        return bad(r, "num_kv_heads", "%lld: without new_decoder_architecture or multi_query FalconAttention has "
+                   "num_attention_heads (%lld) kv heads", (long long)a->KV, (long long)a->NH);
+    return 0;
+}
+
 /* Every key of the family's row, in the order of hf_arch.h's K_*, with the
  * checks between them that need the keys read so far. */
 static int read_family(rd *r, arch *a)
@@ -359,6 +385,7 @@ static int read_family(rd *r, arch *a)
         if (!cJSON_IsString(pet) || strcmp(pet->valuestring, "absolute"))
             return bad(r, "position_embedding_type", "only \"absolute\" (BertConfig's default) is modelled");
     }
+    if (f->block == BLK_FALCON && read_falcon(r, a)) return -1;
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
     if (f->pos == POS_LEARNED_PAD) a->pos_off += 1; /* RoBERTa's positions start after padding_idx (pad_token_id) */
     /* Qwen3NextGatedDeltaNet.fix_query_key_value_ordering views the projections as

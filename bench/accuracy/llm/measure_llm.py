@@ -200,7 +200,7 @@ def main(argv):
     if args.lora_targets is None and cfg.model_type in ("distilbert", "bert", "roberta", "xlm-roberta"):
         args.lora_targets = "q_lin,v_lin" if cfg.model_type == "distilbert" else "query,value"  # peft constants.py
     if args.lora_targets is None:  # peft utils/constants.py
-        args.lora_targets = "query_key_value" if cfg.model_type == "gpt_neox" else "q_proj,v_proj"
+        args.lora_targets = "query_key_value" if cfg.model_type in ("gpt_neox", "falcon") else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
     gc.collect()
     tr.start(install=True)
@@ -216,6 +216,9 @@ def main(argv):
         model.attn_impl = "sdpa"
     elif args.mode == "infer":
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py)")
+    elif cfg.model_type == "falcon":  # FalconForCausalLM (falcon_replica.py)
+        import falcon_replica
+        model = falcon_replica.CausalLM(cfg, args.attn)
     elif cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
         import gptoss_replica
         model = gptoss_replica.CausalLM(cfg, args.attn)
@@ -478,6 +481,10 @@ def main(argv):
         if cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
             kv_per_token = cfg.num_hidden_layers * cfg.num_attention_heads * (
                 cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) * (2 if args.precision == "bf16" else 4)
+        elif cfg.model_type == "falcon":  # DynamicCache keeps what FalconAttention gives it (falcon_replica.py)
+            import falcon_replica
+            H, nh, kv, new, _ = falcon_replica.falcon_shape(cfg.d)
+            kv_per_token = cfg.num_hidden_layers * 2 * (nh if new else kv) * (H // nh) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type != "gpt_neox":
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
             n_kv = cfg.num_hidden_layers

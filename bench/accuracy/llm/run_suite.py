@@ -500,6 +500,28 @@ def cases():
     for cfg, b, pr, m, prec, ho in qn_gen:
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, experts="grouped_mm", held_out=ho))
+    # falcon (issue 31, falcon_replica.py): falcon-7b's layout (multi_query, parallel attention + MLP on
+    # one input_layernorm), falcon-40b's (new_decoder_architecture: ln_attn + ln_mlp, k and v
+    # broadcast to every head, 2 kv heads of 8), and the sequential multi-head one with dropouts 0.1;
+    # training (full, LoRA r=8 on query_key_value, checkpointing) and generate. Every third held out.
+    fal = [
+        ("falcon_small", 2, 64, "adamw", "fp32", False, 0),
+        ("falcon_small", 2, 64, "adamw", "bf16", True, 0),
+        ("falcon_new_small", 2, 96, "adam", "bf16", False, 0),
+        ("falcon_new_small", 1, 128, "adamw", "fp32", True, 8),
+        ("falcon_seq_small", 2, 64, "adamw", "fp32", False, 0),
+        ("falcon_small", 4, 48, "sgd", "bf16", False, 8),
+        ("falcon_seq_small", 2, 80, "adamw", "bf16", True, 8),
+        ("falcon_new_small", 2, 64, "adamw", "bf16", False, 8),
+        ("falcon_small", 1, 160, "adam", "fp32", True, 0),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(fal):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, p, m, prec, ho in (("falcon_small", 1, 32, 16, "fp32", False), ("falcon_new_small", 2, 24, 12, "bf16", False),
+                                   ("falcon_seq_small", 1, 48, 8, "fp32", True), ("falcon_new_small", 1, 64, 24, "fp32", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
