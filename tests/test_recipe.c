@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "recipe.h"
@@ -204,11 +205,57 @@ static void test_list(void **state)
     vc_request_free(q);
 }
 
+/* The CLI: sh's output of cmd (stderr too) and its exit status. */
+static char *sh(const char *cmd, int *rc)
+{
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    assert_non_null(out);
+    for (size_t k; (k = fread(out + n, 1, cap - 1 - n, p)) > 0;) {
+        n += k;
+        if (n + 1 == cap) assert_non_null(out = realloc(out, cap *= 2));
+    }
+    out[n] = 0;
+    int st = pclose(p);
+    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
+}
+
+/* On the command line: a flag the recipe turns on is turned off with =false (the same estimate as the
+ * options by hand without it), and an unknown recipe exits 2 with one line naming the choices. */
+static void test_cli(void **state)
+{
+    (void)state;
+    int rc;
+    char *a = sh(VC_CLI " " LLAMA31_8B " --seq 512 -f json --recipe torchtune:llama3_1/8B_full_single_device --grad-ckpt=false", &rc);
+    assert_int_equal(rc, 0);
+    char *b = sh(VC_CLI " " LLAMA31_8B " --seq 512 -f json -p bf16 -b 2 --optim paged_adamw8bit --optim-in-bwd --loss chunked "
+                 "--loss-chunks 8", &rc);
+    assert_int_equal(rc, 0);
+    char *at = strstr(a, "\n  \"recipe\": {"), *end = at ? strchr(at + 1, '\n') : NULL;
+    assert_non_null(end);
+    assert_null(strstr(at, "\"grad_ckpt\":"));
+    memmove(at, end, strlen(end) + 1);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    a = sh(VC_CLI " " LLAMA31_8B " --recipe torchtune:8B_lora", &rc);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(a, "vramcalc: --recipe: unknown recipe 'torchtune:8B_lora' (choose torchtune:llama3_1/8B_lora_single_device, "));
+    assert_int_equal(strchr(a, '\n') - a + 1, (long)strlen(a)); /* one line */
+    free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_by_hand), cmocka_unit_test(test_values_reported), cmocka_unit_test(test_explicit_wins),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_table),           cmocka_unit_test(test_list),
+        cmocka_unit_test(test_cli),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
