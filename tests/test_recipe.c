@@ -136,6 +136,32 @@ static void test_explicit_wins(void **state)
     vc_text_free(want);
 }
 
+/* A pair that goes with another (loss_chunks with loss, optim_impl with optim) is left out with it:
+ * --loss hf over a preset is the preset's other options with --loss hf, no --loss-chunks (which
+ * --loss hf refuses). */
+static void test_needs(void **state)
+{
+    (void)state;
+    vc_error err;
+    const vc_recipe_row *r = vc__recipe_find("torchtune:llama3_2/3B_lora_single_device");
+    assert_non_null(r);
+    kv hand[VC_RECIPE_MAX_SET + 2];
+    size_t n = 0;
+    for (size_t k = 0; k < vc__recipe_npairs(r); k++)
+        if (strncmp(r->set[k].option, "loss", 4) && strncmp(r->set[k].option, "optim", 5))
+            hand[n++] = (kv){r->set[k].option, r->set[k].value};
+    hand[n++] = (kv){"loss", "hf"};
+    hand[n++] = (kv){"optim", "adamw8bit"};
+    char *want = run_json(hand, n, LLAMA32_3B, false, &err);
+    if (!want) fail_msg("%s", err.msg);
+    const kv given[] = {{"loss", "hf"}, {"recipe", r->name}, {"optim", "adamw8bit"}};
+    char *got = run_json(given, 3, LLAMA32_3B, true, &err);
+    if (!got) fail_msg("%s", err.msg);
+    assert_string_equal(got, want);
+    vc_text_free(got);
+    vc_text_free(want);
+}
+
 /* Refusals: an unknown name (the choices named), a mode the recipes do not train in, a model file. */
 static void test_refusals(void **state)
 {
@@ -255,7 +281,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_by_hand), cmocka_unit_test(test_values_reported), cmocka_unit_test(test_explicit_wins),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_table),           cmocka_unit_test(test_list),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli),            cmocka_unit_test(test_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,7 +219,7 @@ static void recipe_lines(FILE *f, const vc_report *rep)
     for (int pass = 0; pass < 2; pass++) /* what the recipe set, then the options given in its place */
         for (size_t k = 0; k < vc__recipe_npairs(r) && at < sizeof t; k++) {
             if ((rep->recipe_set[k] ? 0 : 1) != pass) continue;
-            if (pass && !mine) at += (size_t)snprintf(t + at, sizeof t - at, "; overridden by the options given:"), mine = true;
+            if (pass && !mine) at += (size_t)snprintf(t + at, sizeof t - at, "; left to the options given:"), mine = true;
             if (at >= sizeof t) break;
             const vc_option_info *info = vc_option_find(r->set[k].option);
             at += (size_t)snprintf(t + at, sizeof t - at, pass ? " --%s" : info->arg ? " --%s %s" : " --%s", info->flag,

@@ -36,7 +36,7 @@
 
 #define TT "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1 recipes/configs/"
 #define TT_LORA_TARGETS {"lora_targets", "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
-#define TT_LOSS {"loss", "chunked"}, {"loss_chunks", "8"}
+#define TT_LOSS {"loss", "chunked"}, {"loss_chunks", "8", "loss"}
 /* LinearCrossEntropyLoss against CEWithChunkedOutputLoss (what --loss chunked models) */
 #define TT_LOSS_NOTE                                                                                                     \
     "loss LinearCrossEntropyLoss is estimated as --loss chunked (CEWithChunkedOutputLoss: 8 chunks, the fp32 upcast); "  \
@@ -49,14 +49,14 @@ static const vc_recipe_row recipes[] = {
     {"torchtune:llama3_1/8B_lora_single_device", TT "llama3_1/8B_lora_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
-      {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused"},
+      {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
       {"grad_ckpt", "true"}, TT_LOSS}},
     {"torchtune:llama3_1/8B_qlora_single_device", TT "llama3_1/8B_qlora_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; the base weights are torchao's NF4Tensor (to_nf4: blocks of 64, int8 scalers per 256 blocks), "
      "estimated as --qlora's bitsandbytes nf4 with double quantization; " TT_LOSS_NOTE,
      {{"qlora", "true"}, {"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS,
       {"lora_dtype", "model"}, {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"},
-      {"optim_impl", "fused"}, {"grad_ckpt", "true"}, TT_LOSS}},
+      {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"}, TT_LOSS}},
     {"torchtune:llama3_1/8B_full_single_device", TT "llama3_1/8B_full_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "2"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
@@ -64,7 +64,7 @@ static const vc_recipe_row recipes[] = {
     {"torchtune:llama3_2/3B_lora_single_device", TT "llama3_2/3B_lora_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"lora", "64"}, {"lora_alpha", "128"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
-      {"precision", "bf16"}, {"batch", "4"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused"},
+      {"precision", "bf16"}, {"batch", "4"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
       {"grad_ckpt", "true"}, TT_LOSS}},
     {"torchtune:llama3_2/3B_full_single_device", TT "llama3_2/3B_full_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,

@@ -15,6 +15,8 @@
 typedef struct {
     const char *option; /* the option table's name (options.def), e.g. "lora_alpha" */
     const char *value;  /* as vc_request_set takes it; a flag: "true" */
+    const char *needs;  /* NULL, or an option of an earlier pair: this one applies only where that one did
+                         * (loss_chunks with the recipe's loss: a --loss given leaves both out) */
 } vc_recipe_pair;
 
 typedef struct {
