@@ -62,7 +62,7 @@ out:
     return text;
 }
 
-/* Every row: --recipe NAME == its pairs given by hand, byte for byte but the "recipe" key. */
+/* Every row (transformers:Trainer's on the 8B): --recipe NAME == its pairs given by hand, byte for byte but the "recipe" key. */
 static void test_equals_by_hand(void **state)
 {
     (void)state;

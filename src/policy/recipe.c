@@ -70,6 +70,19 @@ static const vc_recipe_row recipes[] = {
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "4"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
       {"grad_ckpt", "true"}, TT_LOSS}},
+    /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,
+     * src/transformers/training_args.py): per_device_train_batch_size 8, gradient_accumulation_steps 1,
+     * optim default_optim = "adamw_torch" (torch.optim.AdamW, foreach left to torch: foreach on CUDA),
+     * gradient_checkpointing False, bf16 and fp16 False (no autocast), torch_compile False; the
+     * Trainer drops the outputs once compute_loss returns (vramcalc's default, --hold-output off) and
+     * its loss is the model's own (--loss hf, the default). */
+    {"transformers:Trainer", "huggingface/transformers@fd798335c275520af034c678b35e8167820c7c80 src/transformers/training_args.py",
+     "any Hugging Face causal LM",
+     "the precision: bf16 and fp16 False, the model trains in the dtype it was loaded in (from_pretrained's "
+     "torch_dtype; -p is yours, vramcalc's default fp32); later releases default optim to adamw_torch_fused from "
+     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s norm temporaries are not modelled; "
+     "the sequence (--seq) is the data's",
+     {{"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}}},
 };
 
 size_t vc__recipe_count(void) { return sizeof recipes / sizeof *recipes; }
