@@ -33,6 +33,19 @@ typedef struct {
     const char *name, *value;
 } kv;
 
+/* Whether the report's recipe "set" object names option (quoted). */
+static bool recipe_sets(const char *json, const char *option)
+{
+    const char *set = strstr(json, "\"set\": {");
+    assert_non_null(set);
+    const char *end = strchr(set, '}');
+    assert_non_null(end);
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", option);
+    const char *at = strstr(set, key);
+    return at && at < end;
+}
+
 /* The request's JSON (seq 512 to keep it quick), or NULL with err set. The
  * "recipe" line, when drop_recipe, left out. */
 static char *run_json(const kv *opts, size_t n, const char *model, bool drop_recipe, vc_error *err)
@@ -123,11 +136,10 @@ static void test_explicit_wins(void **state)
     for (int o = 0; o < 2; o++) {
         char *got = run_json(orders[o], 3, LLAMA31_8B, false, &err);
         if (!got) fail_msg("%s", err.msg);
-        const char *set = strstr(got, "\"set\": {");
-        assert_non_null(set);
-        assert_null(strstr(set, "\"batch\":"));
-        assert_null(strstr(set, "\"grad_ckpt\":"));
-        assert_non_null(strstr(set, "\"accumulate\": \"8\""));
+        assert_false(recipe_sets(got, "batch"));
+        assert_false(recipe_sets(got, "grad_ckpt"));
+        assert_true(recipe_sets(got, "accumulate"));
+        assert_non_null(strstr(got, "\"accumulate\": \"8\""));
         char *at = strstr(got, "\n  \"recipe\": {"), *end = strchr(at + 1, '\n');
         memmove(at, end, strlen(end) + 1);
         if (strcmp(got, want)) fail_msg("order %d: the options given did not win over the preset", o);
@@ -160,6 +172,26 @@ static void test_needs(void **state)
     assert_string_equal(got, want);
     vc_text_free(got);
     vc_text_free(want);
+}
+
+/* --sweep and --max-batch choose the batch: the preset's is left out (not "give either --batch or --sweep"). */
+static void test_sweep(void **state)
+{
+    (void)state;
+    vc_error err;
+    const kv sweep[] = {{"recipe", "torchtune:llama3_1/8B_qlora_single_device"}, {"sweep", "1,2"}};
+    char *a = run_json(sweep, 2, LLAMA31_8B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"sweep\": ["));
+    assert_false(recipe_sets(a, "batch"));
+    assert_true(recipe_sets(a, "accumulate"));
+    vc_text_free(a);
+    const kv maxb[] = {{"gpu", "rtx4090"}, {"max_batch", "true"}, {"recipe", "torchtune:llama3_1/8B_qlora_single_device"}};
+    a = run_json(maxb, 3, LLAMA31_8B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_false(recipe_sets(a, "batch"));
+    assert_true(recipe_sets(a, "accumulate"));
+    vc_text_free(a);
 }
 
 /* Refusals: an unknown name (the choices named), a mode the recipes do not train in, a model file. */
@@ -282,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_equals_by_hand), cmocka_unit_test(test_values_reported), cmocka_unit_test(test_explicit_wins),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_table),           cmocka_unit_test(test_list),
         cmocka_unit_test(test_cli),            cmocka_unit_test(test_needs),
+        cmocka_unit_test(test_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,7 +208,7 @@ static void title_line(FILE *f, const vc_report *rep)
     wrap_words(f, "", t, term_width(&rep->term), 2);
 }
 
-/* --recipe: "recipe NAME sets --lora 8 ...; given: --batch 4" and its source, wrapped. */
+/* --recipe: "recipe NAME sets --lora 8 ...; left to the options given: --batch" and its source, wrapped. */
 static void recipe_lines(FILE *f, const vc_report *rep)
 {
     const vc_recipe_row *r = rep->recipe;

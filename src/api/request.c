@@ -796,6 +796,7 @@ static vc_status apply_recipe(vc_request *q, vc_response *resp, vc_error *err)
         const vc_option_info *info = vc_option_find(r->set[k].option);
         if (!info) return usage(err, O("recipe") " %s: no option '%s' (src/policy/recipe.c)", r->name, r->set[k].option);
         if (q->told[info - vc_option_at(0)]) continue; /* the user's own wins */
+        if (info == vc_option_at(VC_OPT_BATCH) && (q->sweep || q->max_batch)) continue; /* they choose the batch */
         bool needed = true; /* the pair it goes with applied */
         for (size_t j = 0; r->set[k].needs && j < k; j++)
             if (!strcmp(r->set[j].option, r->set[k].needs)) needed = resp->recipe_set[j];
