@@ -44,6 +44,7 @@ SAMPLES = {
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
     "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"], "grad_ckpt_every": [2], "act_offload": ["sync"],
+    "recipe": ["torchtune:llama3_1/8B_lora_single_device", "torchtune:llama3_2/3B_full_single_device"],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
 }
@@ -72,7 +73,7 @@ NEEDS = {
     "modules_to_save": {"lora": 8},
     "grad_ckpt_every": {"grad_ckpt": True}, "grad_ckpt_ops": {"grad_ckpt": True},
 }
-MODEL_OF = {"peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
+MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE}
 
 

@@ -41,6 +41,8 @@ struct vc_request {
     char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;
     unsigned char given[VC_OPT__N]; /* options set (a flag: set on), for the rules of what applies */
+    unsigned char told[VC_OPT__N];  /* options set at all (a flag: on or off): --recipe's pairs yield to them */
+    int recipe;           /* --recipe: 1 + its row in src/policy/recipe.c; 0 none; -1 list */
     int64_t params, acts;
     size_t nmodels;
     bool have_acts, trace, batch_given, list_gpus, hf_given, loss_given, emit, gen_given, max_context, prompt_given,
@@ -73,6 +75,8 @@ struct vc_response {
     size_t nhints;
     bool hints_tried;
     vc_cudnn_table *cudnn_table; /* --cudnn-table's, o.cudnn_table */
+    int recipe;              /* the request's --recipe (1 + its row), 0 none */
+    unsigned char recipe_set[VC_RECIPE_MAX_SET]; /* 1: the recipe's pair k applied (the user did not give the option) */
     char file[4 * 4096 + 1], wdesc[96];
 };
 

@@ -208,6 +208,28 @@ static void title_line(FILE *f, const vc_report *rep)
     wrap_words(f, "", t, term_width(&rep->term), 2);
 }
 
+/* --recipe: "recipe NAME sets --lora 8 ...; left to the options given: --batch" and its source, wrapped. */
+static void recipe_lines(FILE *f, const vc_report *rep)
+{
+    const vc_recipe_row *r = rep->recipe;
+    if (!r) return;
+    char t[2048];
+    size_t at = (size_t)snprintf(t, sizeof t, "recipe %s sets", r->name);
+    bool mine = false;
+    for (int pass = 0; pass < 2; pass++) /* what the recipe set, then the options given in its place */
+        for (size_t k = 0; k < vc__recipe_npairs(r) && at < sizeof t; k++) {
+            if ((rep->recipe_set[k] ? 0 : 1) != pass) continue;
+            if (pass && !mine) at += (size_t)snprintf(t + at, sizeof t - at, "; left to the options given:"), mine = true;
+            if (at >= sizeof t) break;
+            const vc_option_info *info = vc_option_find(r->set[k].option);
+            at += (size_t)snprintf(t + at, sizeof t - at, pass ? " --%s" : info->arg ? " --%s %s" : " --%s", info->flag,
+                                   r->set[k].value);
+        }
+    wrap_words(f, "", t, term_width(&rep->term), 4);
+    snprintf(t, sizeof t, "from %s (not applied: vramcalc --recipe list)", r->source);
+    wrap_words(f, "", t, term_width(&rep->term), 4);
+}
+
 /* "train, batch 8, fp32, adam (foreach), attention auto", wrapped between items. */
 static void options_line(FILE *f, const vc_report *rep, bool with_batch)
 {
@@ -497,6 +519,7 @@ void report_table(FILE *f, const vc_report *rep)
     char b[64];
     title_line(f, rep);
     options_line(f, rep, true);
+    recipe_lines(f, rep);
     fprintf(f, "parameters %" PRId64 " (trainable %" PRId64 ")\n\n", r->parameters, r->trainable_parameters);
     fprintf(f, "  %-18s %12s  %18s\n", "component", "size", "bytes");
     row(f, t, "weights", m->weights, NULL);
@@ -718,6 +741,25 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
     if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
+    if (rep->recipe) { /* --recipe: its name, source, the options it set (the rest the user gave) */
+        fprintf(f, "%s\"recipe\": {\"name\": ", ind);
+        json_str(f, rep->recipe->name);
+        fprintf(f, ", \"source\": ");
+        json_str(f, rep->recipe->source);
+        fprintf(f, ", \"set\": {");
+        bool first = true;
+        for (size_t k = 0; k < vc__recipe_npairs(rep->recipe); k++) {
+            if (!rep->recipe_set[k]) continue;
+            fprintf(f, "%s", first ? "" : ", ");
+            json_str(f, rep->recipe->set[k].option);
+            fprintf(f, ": ");
+            json_str(f, rep->recipe->set[k].value);
+            first = false;
+        }
+        fprintf(f, "}, \"not_applied\": ");
+        json_str(f, rep->recipe->not_applied);
+        fprintf(f, "},\n");
+    }
     char cv[16];
     int loading = o->module_loading != VC_MODULE_LOADING_AUTO ? o->module_loading /* auto: lazy from CUDA 11.7 (src/engine/context.c) */
                 : o->cuda_version >= 1107 ? VC_MODULE_LOADING_LAZY : VC_MODULE_LOADING_EAGER;
@@ -868,6 +910,7 @@ void report_sweep_table_begin(FILE *f, const vc_report *rep)
 {
     title_line(f, rep);
     options_line(f, rep, false);
+    recipe_lines(f, rep);
     fprintf(f, "parameters %" PRId64 " (trainable %" PRId64 ")", rep->r->parameters, rep->r->trainable_parameters);
     if (sweep_narrow(rep)) {
         char w[32];

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "recipe.h"
 #include "vramcalc/vramcalc.h"
 
 /* The library's own: prefixed so that they cannot clash with a program's
@@ -95,6 +96,8 @@ typedef struct {
     const vc_hint *hints;     /* does not fit: what would, cheapest first (hints_tried: looked for) */
     size_t nhints;
     bool hints_tried;
+    const vc_recipe_row *recipe;       /* --recipe's row, NULL none */
+    const unsigned char *recipe_set;   /* recipe_set[k]: its pair k applied (not given by the user) */
 } vc_report;
 
 /* Whether r fits rep->gpu (true without a GPU). */

@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "layer.h"
+#include "recipe.h"
 #include "release.h"
 #include "model.h"
 #include "util.h"
@@ -280,6 +281,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     vc_hf_options *hf = &q->hf;
     vc_status st = VC_OK;
     q->given[id] = on;
+    q->told[id] = 1;
     switch (id) {
     case VC_OPT_BATCH: q->batch_given = true; return parse_count(name, v, 1, &o->batch, err);
     case VC_OPT_INPUT: return keep(&q->input, v, err);
@@ -445,6 +447,21 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_PARAMS: q->counts = true; return parse_count(name, v, 0, &q->params, err);
     case VC_OPT_ACTIVATIONS: q->have_acts = true; return parse_count(name, v, 0, &q->acts, err);
     case VC_OPT_LIST_GPUS: q->list_gpus = on; return VC_OK;
+    case VC_OPT_RECIPE: { /* src/policy/recipe.c; applied by vc_request_run, under the options given */
+        if (!strcmp(v, "list")) {
+            q->recipe = -1;
+            return VC_OK;
+        }
+        const vc_recipe_row *r = vc__recipe_find(v);
+        if (!r) {
+            char names[1024];
+            vc__recipe_names(names, sizeof names);
+            return usage(err, O("recipe") ": unknown recipe '%s' (choose %s; list: each one's options and source)", esc(&b, v),
+                         names);
+        }
+        q->recipe = 1 + (int)(r - vc__recipe_at(0));
+        return VC_OK;
+    }
     default: break; /* the front end's own (FRONT_END): refused above */
     }
     return usage(err, "unknown option '%s'", esc(&b, name));
@@ -749,6 +766,60 @@ static bool has_moe(const vc_model *m)
     return false;
 }
 
+/* --recipe list: every preset, the options it sets, what it leaves out, its source. */
+static char *recipe_list_text(size_t *len)
+{
+    char *t = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&t, &n);
+    if (!f) return NULL;
+    for (size_t i = 0; i < vc__recipe_count(); i++) {
+        const vc_recipe_row *r = vc__recipe_at(i);
+        fprintf(f, "%s%s\n  model   %s\n  source  %s\n  sets   ", i ? "\n" : "", r->name, r->model, r->source);
+        for (size_t k = 0; k < vc__recipe_npairs(r); k++) {
+            const vc_option_info *info = vc_option_find(r->set[k].option);
+            fprintf(f, " --%s", info ? info->flag : r->set[k].option);
+            if (info && info->arg) fprintf(f, " %s", r->set[k].value);
+        }
+        fprintf(f, "\n  not applied: %s\n", r->not_applied);
+    }
+    if (fclose(f)) {
+        free(t);
+        return NULL;
+    }
+    *len = n;
+    return t;
+}
+
+/* --recipe NAME: the row's (option, value) pairs set as if given, for each
+ * option the user did not set (q->told), whatever the order they came in;
+ * resp->recipe_set records which. The pairs name no option whose value
+ * vc_request_set strdup()s (test_recipe checks): q is a shallow copy. */
+static vc_status apply_recipe(vc_request *q, vc_response *resp, vc_error *err)
+{
+    const vc_recipe_row *r = vc__recipe_at((size_t)q->recipe - 1);
+    if (q->serve || q->counts)
+        return usage(err, O("recipe") " %s is a training config for a config.json: not with %s", r->name,
+                     q->serve ? O("serve") : O("params"));
+    if (q->o.mode != VC_MODE_TRAIN)
+        return usage(err, O("recipe") " %s is a training config: not with \x1fmode=%s\x1f", r->name, vc_mode_name(q->o.mode));
+    resp->recipe = q->recipe;
+    for (size_t k = 0; k < vc__recipe_npairs(r); k++) {
+        const vc_option_info *info = vc_option_find(r->set[k].option);
+        if (!info) return usage(err, O("recipe") " %s: no option '%s' (src/policy/recipe.c)", r->name, r->set[k].option);
+        if (q->told[info - vc_option_at(0)]) continue; /* the user's own wins */
+        if (info == vc_option_at(VC_OPT_BATCH) && (q->sweep || q->max_batch)) continue; /* they choose the batch */
+        bool needed = true; /* the pair it goes with applied */
+        for (size_t j = 0; r->set[k].needs && j < k; j++)
+            if (!strcmp(r->set[j].option, r->set[k].needs)) needed = resp->recipe_set[j];
+        if (!needed) continue;
+        vc_status st = vc_request_set(q, r->set[k].option, r->set[k].value, err);
+        if (st) return st;
+        resp->recipe_set[k] = 1;
+    }
+    return VC_OK;
+}
+
 /* The response text of a trace or an emitted model. */
 static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_error *err)
 {
@@ -826,6 +897,14 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         *out = resp;
         return VC_OK;
     }
+    if (q->recipe < 0) { /* --recipe list */
+        size_t n = 0;
+        char *t = recipe_list_text(&n);
+        if ((st = text_response(resp, t, n, err))) goto fail;
+        *out = resp;
+        return VC_OK;
+    }
+    if (q->recipe > 0 && (st = apply_recipe(q, resp, err))) goto fail;
     if (!q->impl_given) q->o.optim_impl = vc_optim_default_impl_at(q->o.optim, q->o.torch_version); /* forloop for adafactor */
     if (!q->given[VC_OPT_EXPERTS]) /* the --transformers release's experts */
         q->hf.experts = (vc_experts_impl)vc_transformers_value(q->transformers, VC_TF_EXPERTS);
@@ -870,6 +949,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         goto fail;
     }
     resp->rep = (vc_report){"", NULL, o, &resp->r, q->per_layer, q->counts, resp->have_gpu ? &resp->gpu : NULL, -1, {0}, -1};
+    if (resp->recipe) {
+        resp->rep.recipe = vc__recipe_at((size_t)resp->recipe - 1);
+        resp->rep.recipe_set = resp->recipe_set;
+    }
     resp->rep.max_seq = -1;
     if (q->columns) {
         resp->rep.columns = resp->columns;
@@ -919,10 +1002,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         const vc_hf_options *hf = &q->hf;
         if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
-                       q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
+                       q->emit ? O("emit_model") : resp->recipe ? O("recipe") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
                        : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : O("moe_imbalance"),
-                       hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
+                       resp->recipe ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;
         }

@@ -90,7 +90,9 @@ void cli_getopt_tables(struct option *lo, char *shorts)
     shorts[k++] = ':'; /* a missing value is ':', not '?' */
     for (size_t i = 0; i < n; i++) {
         const vc_option_info *o = vc_option_at(i);
-        lo[i] = (struct option){o->flag, o->arg ? required_argument : no_argument, NULL, CLI_OPT_BASE + (int)i};
+        /* a request's flag also takes =false (=true): how a flag --recipe turns on is turned off */
+        int has = o->arg ? required_argument : (o->applies & VC_APPLIES_FRONT_END) ? no_argument : optional_argument;
+        lo[i] = (struct option){o->flag, has, NULL, CLI_OPT_BASE + (int)i};
         if (o->letter) {
             shorts[k++] = o->letter;
             if (o->arg) shorts[k++] = ':';

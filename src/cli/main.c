@@ -172,12 +172,13 @@ int vc_cli_main(int argc, char **argv, FILE *out, FILE *errf)
             rc = print_text(st, text, n, &err);
             goto out;
         }
-        if (!strcmp(o->name, "force")) force = true; /* write_plot's O_EXCL; the request checks it too */
+        if (!strcmp(o->name, "force")) /* write_plot's O_EXCL; the request checks it too */
+            force = !optarg || (strcmp(optarg, "false") && strcmp(optarg, "0"));
         if (!strcmp(o->name, "no_color") || !strcmp(o->name, "no_colour")) {
             no_color = true;
             continue;
         }
-        if (vc_request_set(q, o->name, o->arg ? optarg : NULL, &err)) {
+        if (vc_request_set(q, o->name, optarg, &err)) { /* a flag's optarg: NULL, or its =false */
             rc = die_err(&err);
             goto out;
         }

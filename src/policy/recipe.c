@@ -1,0 +1,115 @@
+/*
+ * recipe.c — --recipe NAME: each row a library's training config as the
+ * vramcalc options that say the same thing (recipe.h). The request layer
+ * applies a row's pairs as defaults: an option the user gives wins.
+ *
+ * torchtune rows: pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1,
+ * recipes/configs/<name>.yaml. The keys, as the recipes read them
+ * (recipes/lora_finetune_single_device.py, full_finetune_single_device.py):
+ *   model.lora_attn_modules ['q_proj', 'v_proj', 'output_proj'] and
+ *   apply_lora_to_mlp True (w1, w2, w3)  -> --lora-targets in the config.json's
+ *                              names: q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj
+ *                              (torchtune's convert_weights maps output_proj to
+ *                              o_proj, w1 gate_proj, w2 down_proj, w3 up_proj)
+ *   lora_rank, lora_alpha, lora_dropout -> --lora, --lora-alpha, --lora-dropout
+ *   the LoRA model built under training.set_default_dtype(dtype): the adapters in
+ *                              the model's bf16 -> --lora-dtype model
+ *   qlora_llama3_1_8b (the base Linears' weights NF4Tensor) -> --qlora
+ *   dtype bf16 (the whole model, no autocast)  -> -p bf16
+ *   batch_size, gradient_accumulation_steps -> -b, --accumulate
+ *   optimizer torch.optim.AdamW fused: True  -> --optim adamw --optim-impl fused
+ *   optimizer bitsandbytes.optim.PagedAdamW8bit -> --optim paged_adamw8bit
+ *   optimizer_in_bwd True                   -> --optim-in-bwd
+ *   enable_activation_checkpointing True    -> --grad-ckpt (every decoder layer)
+ *   enable_activation_offloading False, compile False: vramcalc's defaults (eager,
+ *                              nothing offloaded)
+ *   loss torchtune.modules.loss.LinearCrossEntropyLoss (num_output_chunks=8 in
+ *                              modules/loss/cross_entropy_loss.py) -> --loss chunked
+ *                              --loss-chunks 8, see not_applied
+ * Left to the user: the sequence length (tokenizer.max_seq_len null, alpaca
+ * samples padded to the batch's longest: --seq), the GPU.
+ */
+#include "recipe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define TT "pytorch/torchtune@bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1 recipes/configs/"
+#define TT_LORA_TARGETS {"lora_targets", "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}
+#define TT_LOSS {"loss", "chunked"}, {"loss_chunks", "8", "loss"}
+/* LinearCrossEntropyLoss against CEWithChunkedOutputLoss (what --loss chunked models) */
+#define TT_LOSS_NOTE                                                                                                     \
+    "loss LinearCrossEntropyLoss is estimated as --loss chunked (CEWithChunkedOutputLoss: 8 chunks, the fp32 upcast); "  \
+    "LinearCrossEntropyLoss projects each chunk inside the loss, so the model's bf16 logits (batch x seq x vocab x 2 " \
+    "bytes) are not all held, and it drops the ignored tokens (labels -100, data-dependent) before the projection: "   \
+    "the estimate is high by up to those logits"
+#define TT_SEQ_NOTE "tokenizer.max_seq_len null, dataset packed False: the sequence is the batch's longest sample (--seq)"
+
+static const vc_recipe_row recipes[] = {
+    {"torchtune:llama3_1/8B_lora_single_device", TT "llama3_1/8B_lora_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
+      {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
+      {"grad_ckpt", "true"}, TT_LOSS}},
+    {"torchtune:llama3_1/8B_qlora_single_device", TT "llama3_1/8B_qlora_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
+     TT_SEQ_NOTE "; the base weights are torchao's NF4Tensor (to_nf4: blocks of 64, int8 scalers per 256 blocks), "
+     "estimated as --qlora's bitsandbytes nf4 with double quantization; " TT_LOSS_NOTE,
+     {{"qlora", "true"}, {"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS,
+      {"lora_dtype", "model"}, {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"},
+      {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"}, TT_LOSS}},
+    {"torchtune:llama3_1/8B_full_single_device", TT "llama3_1/8B_full_single_device.yaml", "meta-llama/Llama-3.1-8B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
+      {"grad_ckpt", "true"}, TT_LOSS}},
+    {"torchtune:llama3_2/3B_lora_single_device", TT "llama3_2/3B_lora_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"lora", "64"}, {"lora_alpha", "128"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
+      {"precision", "bf16"}, {"batch", "4"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
+      {"grad_ckpt", "true"}, TT_LOSS}},
+    {"torchtune:llama3_2/3B_full_single_device", TT "llama3_2/3B_full_single_device.yaml", "meta-llama/Llama-3.2-3B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"precision", "bf16"}, {"batch", "4"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
+      {"grad_ckpt", "true"}, TT_LOSS}},
+    /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,
+     * src/transformers/training_args.py): per_device_train_batch_size 8, gradient_accumulation_steps 1,
+     * optim default_optim = "adamw_torch" (torch.optim.AdamW, foreach left to torch: foreach on CUDA),
+     * gradient_checkpointing False, bf16 and fp16 False (no autocast), torch_compile False; the
+     * Trainer drops the outputs once compute_loss returns (vramcalc's default, --hold-output off) and
+     * its loss is the model's own (--loss hf, the default). */
+    {"transformers:Trainer", "huggingface/transformers@fd798335c275520af034c678b35e8167820c7c80 src/transformers/training_args.py",
+     "any Hugging Face causal LM",
+     "the precision: bf16 and fp16 False, the model trains in the dtype it was loaded in (from_pretrained's "
+     "torch_dtype; -p is yours, vramcalc's default fp32); later releases default optim to adamw_torch_fused from "
+     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s norm temporaries are not modelled; "
+     "the sequence (--seq) is the data's",
+     {{"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}}},
+};
+
+size_t vc__recipe_count(void) { return sizeof recipes / sizeof *recipes; }
+
+const vc_recipe_row *vc__recipe_at(size_t i) { return i < vc__recipe_count() ? &recipes[i] : NULL; }
+
+const vc_recipe_row *vc__recipe_find(const char *name)
+{
+    for (size_t i = 0; name && i < vc__recipe_count(); i++)
+        if (!strcmp(recipes[i].name, name)) return &recipes[i];
+    return NULL;
+}
+
+size_t vc__recipe_npairs(const vc_recipe_row *r)
+{
+    size_t n = 0;
+    while (n < VC_RECIPE_MAX_SET && r->set[n].option) n++;
+    return n;
+}
+
+void vc__recipe_names(char *buf, size_t n)
+{
+    size_t at = 0;
+    if (n) buf[0] = 0;
+    for (size_t i = 0; i < vc__recipe_count() && at < n; i++) {
+        int k = snprintf(buf + at, n - at, "%s%s", i ? ", " : "", recipes[i].name);
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+}
