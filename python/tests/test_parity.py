@@ -30,6 +30,7 @@ FILE = os.path.join(ROOT, "examples", "tiny_resnet.json")
 GPT = os.path.join(ROOT, "examples", "gpt2_small.json")
 CFG = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
 MOE = os.path.join(ROOT, "tests", "data", "hf", "mixtral-8x7b-v0.1.json")
+VLM = os.path.join(ROOT, "tests", "data", "hf", "qwen2.5-vl-3b-instruct.json")
 FAILS = []
 
 # values for the types without choices (a count, a real... : one that the option takes)
@@ -44,6 +45,7 @@ SAMPLES = {
     "gpu_memory_utilization": [0.8], "max_num_batched_tokens": [4096], "max_num_seqs": [128], "block_size": [32],
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
     "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"],
+    "image": ["640x480"], "images": [2],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
 }
@@ -69,10 +71,10 @@ NEEDS = {
     "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "no_hints": {"gpu": "1GiB"},
-    "modules_to_save": {"lora": 8},
+    "modules_to_save": {"lora": 8}, "images": {"image": "640x480"},
 }
 MODEL_OF = {"peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
-            "input": FILE}
+            "input": FILE, "image": VLM, "images": VLM}
 
 
 def check(cond, what):

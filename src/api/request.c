@@ -284,6 +284,19 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_BATCH: q->batch_given = true; return parse_count(name, v, 1, &o->batch, err);
     case VC_OPT_INPUT: return keep(&q->input, v, err);
     case VC_OPT_SEQ: q->hf_given = true; return parse_count(name, v, 1, &hf->seq, err);
+    case VC_OPT_IMAGE: { /* WxH: the image's width and height in pixels (src/hf/hf_vision.c resizes it) */
+        char *x = NULL, *end = NULL;
+        q->hf_given = true;
+        errno = 0;
+        long long w = strtoll(v, &x, 10), h = x && (*x == 'x' || *x == 'X') ? strtoll(x + 1, &end, 10) : 0;
+        if (errno || x == v || !end || end == x + 1 || *end || w < 1 || h < 1 || w > (1LL << 20) || h > (1LL << 20))
+            return usage(err, O("image") ": expected WxH, the width and height in pixels from 1 to 1048576, e.g. "
+                         "1280x720; got '%s'", esc(&b, v));
+        hf->image_w = w;
+        hf->image_h = h;
+        return VC_OK;
+    }
+    case VC_OPT_IMAGES: q->hf_given = true; return parse_count(name, v, 1, &hf->images, err);
     case VC_OPT_MOE_IMBALANCE: {
         char *end;
         errno = 0;
@@ -892,7 +905,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
                        q->emit ? O("emit_model") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
-                       : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : O("moe_imbalance"),
+                       : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : q->given[VC_OPT_IMAGE] ? O("image")
+                       : q->given[VC_OPT_IMAGES] ? O("images") : O("moe_imbalance"),
                        hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;

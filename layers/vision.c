@@ -1,0 +1,52 @@
+/*
+ * vision.c — what a vision-language model's tower reads (issue 31 item 4):
+ * PixelValues, the processor's pixel_values (or the tower's 2-D position ids)
+ * made inside the model, so that a config.json's model keeps its one input,
+ * the token ids (src/hf/hf_vision.c writes the tower after it).
+ */
+#include "layer.h"
+#include "ops.h"
+
+typedef struct {
+    int64_t n, dim; /* patches per sample, values per patch */
+    bool positions; /* the int64 position ids [n] instead */
+} pix_cfg;
+
+static int pix_parse(vc_args *a, void *p)
+{
+    pix_cfg *c = p;
+    if (vc_arg_int(a, "num_patches", VC_REQUIRED, 1, &c->n) || vc_arg_bool(a, "positions", false, &c->positions)) return -1;
+    return vc_arg_int(a, "patch_dim", c->positions ? 1 : VC_REQUIRED, 1, &c->dim);
+}
+
+static int pix_setup(vc_setup *s, void *p)
+{
+    const pix_cfg *c = p;
+    int64_t d[2] = {c->n, c->dim}, t;
+    if (vc_mul(s, c->n, c->dim, &t)) return -1;
+    if (t > (INT64_C(1) << 48)) return vc_fail(s, "num_patches", "the patches have more than 2^48 values per sample");
+    s->out = vc_shape_make(c->positions ? 1 : 2, d);
+    s->out_dt = c->positions ? VC_DT_I64 : VC_DT_FLOAT;
+    return 0;
+}
+
+/* Qwen2VLImageProcessor returns pixel_values [patches, C * T * P * P] float32
+ * (image_processing_qwen2_vl.py @ cb0fc56f _preprocess); Qwen2_5_VLModel
+ * casts them to the tower's dtype (pixel_values.type(self.visual.dtype)), a
+ * copy unless float32. The position ids: rot_pos_emb's pos_ids, int64. */
+static void pix_emit(vc_build *b, const void *p)
+{
+    const pix_cfg *c = p;
+    if (c->positions) {
+        vc_set_output(b, vc__op_new(b, "pos_ids", vc_n_sample(c->n), VC_DT_I64));
+        return;
+    }
+    vc_t x = vc__op_new(b, "pixel_values", vc_n_sample(c->n * c->dim), VC_DT_F32);
+    vc_set_output(b, vc__op_cast(b, x, vc_param_dt(b)));
+}
+
+const vc_kind vc_kind_PixelValues = {
+    .name = "PixelValues", .summary = "a VLM processor's pixel_values [patches, values] (or position ids [patches])",
+    .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(pix_cfg),
+    .parse = pix_parse, .setup = pix_setup, .emit = pix_emit,
+};
