@@ -226,6 +226,8 @@ bool vc_contiguous(const vc_build *b, vc_t t);
 /* Keeps t alive until vc_release (a Python variable that outlives its last use). */
 void vc_hold(vc_build *b, vc_t t);
 void vc_release(vc_build *b, vc_t t);
+/* Marks t as a tensor the step holds throughout, as its inputs (a VLM's pixel_values, layers/vision.c). */
+void vc_persist(vc_build *b, vc_t t);
 
 /* A tensor the model's forward makes once and keeps until it returns (HF's
  * 4-D causal mask, made by the first layer that needs it): -1 none yet. */

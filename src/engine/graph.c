@@ -129,6 +129,10 @@ void vc_release(vc_build *b, vc_t t)
 {
     if (t >= 0) b->t[t].release = (int32_t)b->nop - 1;
 }
+void vc_persist(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].persistent = true;
+}
 
 static item_t *add_item(vc_op *o, int type)
 {

@@ -30,8 +30,10 @@
  *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (freeze_vision_tower and
  *    freeze_multi_modal_projector true): its weights are resident, it runs forward with no
  *    autograd graph (nothing it computes needs a gradient), the language model trains;
- *  - every block attends over the sample's whole patch sequence (sdpa without a mask): the
- *    window blocks' cu_seqlens and the [1, n, n] bool mask each block builds are not modelled;
+ *  - every block attends over the sample's whole patch sequence with the [1, n, n] bool mask the
+ *    sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are those of
+ *    the whole sequence, as the class computes them; transformers runs the whole batch's patches
+ *    as one sequence ([1, B n, B n]), one sample's here (exact at batch 1);
  *  - the window reordering (hidden_states[window_index], argsort back) copies and the Conv3d's
  *    5-D view are written as one Linear over the patches (the same weights and output);
  *  - --mode generate and --serve: the images are refused for now; a config without --image
@@ -391,6 +393,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vnum(&b, o, "rotary_dim", (double)D);
     vflag(&b, o, "fused_qkv", true);
     vflag(&b, o, "causal", false);
+    vflag(&b, o, "block_mask", true); /* the sdpa class's [1, n, n] bool mask (RotaryAttention, layers/llm.c) */
     vlinear(&b, "attn.proj", NULL, C, C, true);
     vins(&b, lay(&b, "Add", "attn_residual"), "input", "attn.proj");
     vrms(&b, "norm2", NULL, C);

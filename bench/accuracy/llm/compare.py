@@ -30,6 +30,8 @@ def args_for(case):
          "-p", case["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
     if case.get("gradient_checkpointing"):
         a.append("--grad-ckpt")
+    if case.get("image"):  # qwen2_5_vl: measure_llm.py --image (qwen25vl_replica.py)
+        a += ["--image", case["image"], "--images", str(case.get("images", 1))]
     if case.get("loss", "hf") != "hf":
         a += ["--loss", case["loss"]]
     if case.get("loss_chunks"):  # --loss chunked's num_output_chunks
