@@ -33,7 +33,8 @@ static int pix_setup(vc_setup *s, void *p)
 /* Qwen2VLImageProcessor returns pixel_values [patches, C * T * P * P] float32
  * (image_processing_qwen2_vl.py @ cb0fc56f _preprocess); Qwen2_5_VLModel
  * casts them to the tower's dtype (pixel_values.type(self.visual.dtype)), a
- * copy unless float32. The batch is made before the step and held by the
+ * copy unless float32, held by the forward (rebinding its argument) until it
+ * returns. The batch is made before the step and held by the
  * training loop through it (as the token ids are): held here, never released.
  * The position ids: rot_pos_emb's pos_ids, int64. */
 static void pix_emit(vc_build *b, const void *p)
@@ -45,7 +46,11 @@ static void pix_emit(vc_build *b, const void *p)
     }
     vc_t x = vc__op_new(b, "pixel_values", vc_n_sample(c->n * c->dim), VC_DT_F32);
     vc_persist(b, x); /* the batch the loop holds (Trainer's inputs, like input_ids): alive through the step */
-    vc_set_output(b, vc__op_cast(b, x, vc_param_dt(b)));
+    vc_t y = vc__op_cast(b, x, vc_param_dt(b));
+    /* Qwen2_5_VLForConditionalGeneration.forward rebinds its argument to the copy: alive until the
+     * forward returns, after the language model and the loss */
+    if (y != x) vc_keep_forward(b, y);
+    vc_set_output(b, y);
 }
 
 const vc_kind vc_kind_PixelValues = {

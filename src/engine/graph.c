@@ -115,6 +115,10 @@ void vc_input_unheld(vc_build *b, int i)
 }
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
+void vc_keep_forward(vc_build *b, vc_t t)
+{
+    if (t >= 0 && b->nfwd_keep < (int)(sizeof b->fwd_keep / sizeof *b->fwd_keep)) b->fwd_keep[b->nfwd_keep++] = t;
+}
 
 vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0, 0, 0}; }
 vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }

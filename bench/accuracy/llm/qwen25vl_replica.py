@@ -265,16 +265,18 @@ def build(cfg, attn_impl=None):
             self.emb = emb
             self.visual = [visual]  # not a submodule here (the model holds it)
             self.weight = emb.weight
-            self.pixel_values = self.grid_thw = None
+            self.pixel_values = self.grid_thw = self.pv = None
 
         def forward(self, input_ids):
             inputs_embeds = self.emb(input_ids)
             if self.pixel_values is None:
                 return inputs_embeds
             vis = self.visual[0]
-            pv = self.pixel_values.type(vis.patch_embed.weight.dtype)
-            image_embeds = vis(pv, self.grid_thw)
-            del pv
+            # Qwen2_5_VLForConditionalGeneration.forward @ efa7189c: pixel_values = pixel_values.type(
+            # self.visual.dtype) rebinds the argument: the copy (bf16; float32 returns the same tensor)
+            # lives until that forward returns, after the language model and the loss (build's forward)
+            self.pv = self.pixel_values.type(vis.patch_embed.weight.dtype)
+            image_embeds = vis(self.pv, self.grid_thw)
             mask = (input_ids == cfg.d["image_token_id"]).unsqueeze(-1).expand_as(inputs_embeds)
             image_embeds = image_embeds.to(inputs_embeds.dtype)
             out = inputs_embeds.masked_scatter(mask, image_embeds)
@@ -290,6 +292,15 @@ def build(cfg, attn_impl=None):
     model.embed_tokens = Embed(emb, model.visual)
     for p in model.visual.parameters():
         p.requires_grad_(False)
+    inner = model.forward
+
+    def forward(*args, **kwargs):  # the forward's pixel_values copy dies as it returns
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            model.embed_tokens.pv = None
+
+    model.forward = forward
     return model
 
 
