@@ -1380,6 +1380,12 @@ static void test_qwen2_5_vl(void **state)
     assert_int_equal(vc_model_parameters(b), 282784);
     vc_model_free(a);
     vc_model_free(b);
+    /* text_config null: Qwen2_5_VLConfig builds the text config from the config's own keys */
+    char nul[sizeof flat + 32];
+    snprintf(nul, sizeof nul, "{\"text_config\":null,%s", flat + 1);
+    assert_int_equal(load_js(nul, NULL, &a, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(a), 282784);
+    vc_model_free(a);
     /* every bad vision_config value: exit 2 (VC_ERR_MODEL) naming the key */
     static const struct { const char *key, *val, *path; } bad[] = {
         {"depth", "0", "vision_config.depth"},

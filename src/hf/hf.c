@@ -464,7 +464,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
     r.fam = a.f->model_type;
-    if (a.f->nested && !(a.f->nested_opt && !cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested))) {
+    const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
+    if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
         /* Gemma3Config: the language model's keys are text_config's (Qwen2_5_VLConfig: when it has one) */
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested);
         if (!cJSON_IsObject(t))

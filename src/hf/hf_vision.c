@@ -17,9 +17,10 @@
  *     mlp: Qwen2_5_VLMLP(bias=True), down(act(gate(x)) * up(x))), then the merger
  *     (Qwen2_5_VLPatchMerger: ln_q RMSNorm, view(-1, dim * merge^2), Linear, GELU, Linear to
  *     out_hidden_size, the language model's width).
- *   Qwen2_5_VLModel.forward: inputs_embeds = embed_tokens(input_ids), image_embeds =
- *     visual(pixel_values.type(visual.dtype), grid_thw), inputs_embeds.masked_scatter(mask,
- *     image_embeds): the image tokens are positions of the language model's sequence.
+ *   Qwen2_5_VLForConditionalGeneration.forward: inputs_embeds = embed_tokens(input_ids),
+ *     pixel_values = pixel_values.type(visual.dtype), image_embeds = visual(pixel_values, grid_thw),
+ *     inputs_embeds.masked_scatter(mask, image_embeds): the image tokens are positions of the
+ *     language model's sequence.
  * models/qwen2_vl/image_processing_qwen2_vl.py @ cb0fc56f3caccab77d00d44051a67d4b0980cbd2:
  *   smart_resize(height, width, factor = patch_size * merge_size, min_pixels, max_pixels);
  *   grid_t = 1 for an image (the frame repeated temporal_patch_size times), grid_h = h / patch,
@@ -27,15 +28,17 @@
  *   processing_qwen2_5_vl.py: each image is grid_t * grid_h * grid_w / merge_size^2 tokens.
  *
  * What is modelled and what is not (docs/llm.md "Vision-language models"):
- *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (freeze_vision_tower and
- *    freeze_multi_modal_projector true): its weights are resident, it runs forward with no
+ *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (hparams/finetuning_args.py
+ *    FinetuningArguments: freeze_vision_tower and freeze_multi_modal_projector default True, the
+ *    language model trained): its weights are resident, it runs forward with no
  *    autograd graph (nothing it computes needs a gradient), the language model trains;
  *  - every block attends over the sample's whole patch sequence with the [1, n, n] bool mask the
  *    sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are those of
  *    the whole sequence, as the class computes them; transformers runs the whole batch's patches
  *    as one sequence ([1, B n, B n]), one sample's here (exact at batch 1);
- *  - the window reordering (hidden_states[window_index], argsort back) copies and the Conv3d's
- *    5-D view are written as one Linear over the patches (the same weights and output);
+ *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
+ *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
+ *    and output);
  *  - --mode generate and --serve: the images are refused for now; a config without --image
  *    loads the tower's weights (Parameter layers that cost nothing to run).
  */

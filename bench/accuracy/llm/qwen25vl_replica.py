@@ -256,9 +256,9 @@ def build(cfg, attn_impl=None):
             return hidden_states[reverse_indices, :]
 
     class Embed(nn.Module):
-        """Qwen2_5_VLModel.forward's inputs_embeds: embed_tokens(input_ids); pixel_values.type(
-        visual.dtype); image_embeds = visual(...); mask = input_ids == image_token_id, unsqueeze,
-        expand_as; inputs_embeds.masked_scatter(mask, image_embeds)."""
+        """Qwen2_5_VLForConditionalGeneration.forward @ efa7189c, its inputs_embeds: embed_tokens(
+        input_ids); pixel_values.type(visual.dtype); image_embeds = visual(...); mask = input_ids ==
+        image_token_id, unsqueeze, expand_as; inputs_embeds.masked_scatter(mask, image_embeds)."""
 
         def __init__(self, emb, visual):
             super().__init__()
