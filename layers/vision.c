@@ -2,7 +2,9 @@
  * vision.c — what a vision-language model's tower reads (issue 31 item 4):
  * PixelValues, the processor's pixel_values (or the tower's 2-D position ids)
  * made inside the model, so that a config.json's model keeps its one input,
- * the token ids (src/hf/hf_vision.c writes the tower after it).
+ * the token ids (src/hf/hf_vision.c writes the tower after it); and
+ * VisionWeights, a module's weights loaded and not run (the tower of a run
+ * without images).
  */
 #include "layer.h"
 #include "ops.h"
@@ -57,4 +59,51 @@ const vc_kind vc_kind_PixelValues = {
     .name = "PixelValues", .summary = "a VLM processor's pixel_values [patches, values] (or position ids [patches])",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(pix_cfg),
     .parse = pix_parse, .setup = pix_setup, .emit = pix_emit,
+};
+
+/* ---- VisionWeights: a module's weight (and bias) loaded and never run: the
+ * vision tower when no image is given (transformers loads every weight of the
+ * checkpoint; the tower's forward only runs on pixel_values). An nn.Linear's
+ * weight (2-D, "linear") is what a quantized storage format replaces
+ * (bitsandbytes quantizes every nn.Linear but the output embeddings); the
+ * output is an expand view of the weight, no memory. */
+
+typedef struct {
+    int64_t shape[2];
+    int nd;
+    bool bias, linear;
+} vw_cfg;
+
+static int vw_parse(vc_args *a, void *p)
+{
+    vw_cfg *c = p;
+    if (vc_arg_list(a, "shape", true, 1, c->shape, &c->nd)) return -1;
+    if (c->nd > 2) return vc_arg_fail(a, "shape", "expected [out, in] or [n], got %d dimensions", c->nd);
+    return vc_arg_bool(a, "bias", false, &c->bias) || vc_arg_bool(a, "linear", c->nd == 2, &c->linear);
+}
+
+static int vw_setup(vc_setup *s, void *p)
+{
+    const vw_cfg *c = p;
+    int64_t n;
+    if (c->nd == 2 && vc_mul(s, c->shape[0], c->shape[1], &n)) return -1;
+    s->out = vc_shape_make(c->nd, c->shape);
+    if (vc_param_shape(s, "weight", c->nd, c->shape, c->linear && c->nd == 2 ? VC_PARAM_LINEAR : 0)) return -1;
+    return c->bias ? vc_param(s, "bias", c->shape[0]) : 0;
+}
+
+static void vw_emit(vc_build *b, const void *p)
+{
+    (void)p;
+    vc_op *o = vc_op_begin(b, "expand");
+    int i = vc_op_in(o, vc_weight(b, 0));
+    vc_t y = vc_op_out_view(o, i, vc_n_sample(vc_shape_numel(vc_output_shape(b))), false);
+    vc_op_end(o);
+    vc_set_output(b, y);
+}
+
+const vc_kind vc_kind_VisionWeights = {
+    .name = "VisionWeights", .summary = "a module's weight and bias loaded and not run (a VLM's tower without images)",
+    .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(vw_cfg),
+    .parse = vw_parse, .setup = vw_setup, .emit = vw_emit,
 };

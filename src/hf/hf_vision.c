@@ -40,7 +40,7 @@
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
  *  - --mode generate and --serve: the images are refused for now; a config without --image
- *    loads the tower's weights (Parameter layers that cost nothing to run).
+ *    loads the tower's weights (VisionWeights layers that cost nothing to run).
  */
 #include <math.h>
 #include <stdio.h>
@@ -312,46 +312,44 @@ static void vact(vw *w, int act, const char *name)
         vstr(w, o, "approximate", act == A_GELU_TANH ? "tanh" : "none");
     }
 }
-/* A frozen weight the text-only run loads and never runs (a Parameter: an expand view, no memory). */
-static void vparam(vw *w, const char *name, int n, int64_t d0, int64_t d1)
+/* A frozen module the text-only run loads and never runs (VisionWeights, layers/vision.c: its
+ * weight [out, in] or [n], its bias; an expand view, no memory). */
+static void vweights(vw *w, const char *name, int64_t d0, int64_t d1, bool bias, bool linear)
 {
-    cJSON *o = lay(w, "Parameter", name);
+    cJSON *o = lay(w, "VisionWeights", name);
     int64_t d[2] = {d0, d1};
-    vshape(w, o, "shape", n, d);
+    vshape(w, o, "shape", d1 ? 2 : 1, d);
+    if (bias) vflag(w, o, "bias", true);
+    if (d1 && !linear) vflag(w, o, "linear", false);
 }
 
 /* The tower's weights only (no image): named_parameters() of
- * Qwen2_5_VisionTransformerPretrainedModel, each a frozen Parameter layer. */
+ * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
 static void write_weights(vw *w, const hf_vision *t)
 {
     char nm[120];
     const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
-    vparam(w, "visual.patch_embed.proj", 2, C, t->cin * t->T * t->P * t->P); /* Conv3d weight [C, cin, T, P, P] */
+    /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
     for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ps[] = {
-            {"norm1", 0}, {"attn.qkv", 1}, {"attn.qkv_bias", 2}, {"attn.proj", 3}, {"attn.proj_bias", 4}, {"norm2", 0},
-            {"mlp.gate_proj", 5}, {"mlp.gate_proj_bias", 6}, {"mlp.up_proj", 5}, {"mlp.up_proj_bias", 6},
-            {"mlp.down_proj", 7}, {"mlp.down_proj_bias", 4},
+        static const struct { const char *n; int which; } ms[] = {
+            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0},
+            {"mlp.gate_proj", 3}, {"mlp.up_proj", 3}, {"mlp.down_proj", 4},
         };
-        for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ps[i].n);
-            switch (ps[i].which) {
-            case 0: vparam(w, nm, 1, C, 0); break;
-            case 1: vparam(w, nm, 2, 3 * C, C); break;
-            case 2: vparam(w, nm, 1, 3 * C, 0); break;
-            case 3: vparam(w, nm, 2, C, C); break;
-            case 4: vparam(w, nm, 1, C, 0); break;
-            case 5: vparam(w, nm, 2, I, C); break;
-            case 6: vparam(w, nm, 1, I, 0); break;
-            default: vparam(w, nm, 2, C, I); break;
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
+            switch (ms[i].which) {
+            case 0: vweights(w, nm, C, 0, false, false); break;
+            case 1: vweights(w, nm, 3 * C, C, true, true); break;
+            case 2: vweights(w, nm, C, C, true, true); break;
+            case 3: vweights(w, nm, I, C, true, true); break;
+            default: vweights(w, nm, C, I, true, true); break;
             }
         }
     }
-    vparam(w, "visual.merger.ln_q", 1, C, 0);
-    vparam(w, "visual.merger.mlp.0", 2, H4, H4);
-    vparam(w, "visual.merger.mlp.0_bias", 1, H4, 0);
-    vparam(w, "visual.merger.mlp.2", 2, t->out, H4);
-    vparam(w, "visual.merger.mlp.2_bias", 1, t->out, 0);
+    vweights(w, "visual.merger.ln_q", C, 0, false, false);
+    vweights(w, "visual.merger.mlp.0", H4, H4, true, true);
+    vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
 }
 
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
