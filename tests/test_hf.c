@@ -1438,6 +1438,8 @@ static void test_qwen2_5_vl(void **state)
         {"qwen2-7b.json", 640, 480, 0, "--image"}, {"qwen2-7b.json", 0, 0, 2, "--images"},
         {"qwen2.5-vl-3b-instruct.json", 0, 0, 2, "--images"}, {"qwen2.5-vl-3b-instruct.json", 27, 480, 0, "--image"},
         {"qwen2.5-vl-3b-instruct.json", 12000, 50, 0, "--image"},
+        /* 64,680 patches per 8000x6000 image: 4,096 of them pass 2^56 attention elements (16 heads) */
+        {"qwen2.5-vl-3b-instruct.json", 8000, 6000, 4096, "--images"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         vc_hf_options_init(&o);

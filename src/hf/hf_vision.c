@@ -223,6 +223,17 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
                      (long long)t->images, (long long)per);
         return -1;
     }
+    /* each block's attention: heads x patches x patches scores and mask per sample (layers/llm.c's
+     * bound, checked here so that the error names the option) */
+    int64_t sc;
+    if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+        sc > (INT64_C(1) << 56)) {
+        vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? "--images" : "--image", "%lld patches per sample (%lld "
+                     "image(s) resized to %lldx%lld): the tower's attention (%lld heads x %lld x %lld) would have more "
+                     "than 2^56 elements", (long long)t->patches, (long long)t->images, (long long)t->w,
+                     (long long)t->h, (long long)t->NH, (long long)t->patches, (long long)t->patches);
+        return -1;
+    }
     t->tokens = t->patches / (t->M * t->M);
     return 0;
 }
