@@ -229,11 +229,16 @@ bool vc_contiguous(const vc_build *b, vc_t t);
 /* Keeps t alive until vc_release (a Python variable that outlives its last use). */
 void vc_hold(vc_build *b, vc_t t);
 void vc_release(vc_build *b, vc_t t);
+/* Marks t as a tensor the step holds throughout, as its inputs (a VLM's pixel_values, layers/vision.c). */
+void vc_persist(vc_build *b, vc_t t);
 
 /* A tensor the model's forward makes once and keeps until it returns (HF's
  * 4-D causal mask, made by the first layer that needs it): -1 none yet. */
 vc_t vc_forward_local(const vc_build *b);
 void vc_set_forward_local(vc_build *b, vc_t t);
+/* Keeps t until the model's forward returns, its loss computed (a variable of a
+ * *ForConditionalGeneration.forward: a VLM's pixel_values rebound to their cast copy, layers/vision.c). */
+void vc_keep_forward(vc_build *b, vc_t t);
 
 /* --mode generate (src/engine/generate.c): an attention layer's KV cache update
  * (transformers' DynamicLayer / DynamicSlidingWindowLayer / StaticLayer

@@ -214,6 +214,7 @@ typedef struct {
     bool output_gate;         /* Qwen3NextAttention: the query input is [L, 2 x heads x head_dim] (query and gate) */
     bool falcon;              /* FalconAttention: _split_heads of query_key_value, F.sdpa without enable_gqa */
     bool kv_expand;           /* falcon's new_decoder_architecture: k and v broadcast to num_heads before the cache */
+    bool block_mask;          /* a [1, L, L] bool mask passed to sdpa (Qwen2.5-VL's vision attention) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
@@ -231,7 +232,8 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_enum(a, "qk_norm_variant", rms_variants, 0, &c->qk_variant) ||
         vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
         vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
-        vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand))
+        vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
+        vc_arg_bool(a, "block_mask", false, &c->block_mask))
         return -1;
     if (c->falcon && (!c->fused || c->qk_norm || c->eager || c->window > 0 || c->rope_style))
         return vc_arg_fail(a, "falcon", "FalconAttention reads one fused query_key_value projection, without q/k norms, "
@@ -239,6 +241,8 @@ static int ra_parse(vc_args *a, void *p)
     if (c->kv_expand && !c->falcon) return vc_arg_fail(a, "kv_expand", "needs \"falcon\": true");
     if (c->falcon && !c->kv_expand && c->KV != 1 && c->KV != c->H)
         return vc_arg_fail(a, "num_kv_heads", "FalconAttention without kv_expand has one kv head (multi_query) or num_heads");
+    if (c->block_mask && (c->causal || c->eager))
+        return vc_arg_fail(a, "block_mask", "is a non-causal sdpa attention's mask (\"causal\": false, no \"eager\")");
     if (c->sinks && !c->eager)
         return vc_arg_fail(a, "sinks", "needs \"eager\": true (GptOssAttention's sinks join the scores in eager_attention_forward)");
     if (c->rope_style == 1 && c->R != c->D)
@@ -621,8 +625,23 @@ static void ra_emit(vc_build *b, const void *p)
             vc_release(b, vs);
         }
     }
+    /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
+     * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
+     * local until the forward returns; F.scaled_dot_product_attention converts it first
+     * (convert_boolean_attn_mask: where(logical_not(mask), -inf, 0) in the query's dtype), a C++
+     * local through the call; the backend adds it to the scores in place. One sample's patches
+     * here (transformers runs the whole batch's as one sequence: [1, B L, B L]) */
+    vc_t bmask = -1, fmask = -1;
+    if (c->block_mask) {
+        bmask = vc__op_new(b, "zeros", vc_n_sample(L * L), VC_DT_BOOL);
+        vc_hold(b, bmask);
+        vc_t notm = vc__op_nograd(b, "logical_not", bmask, -1, vc_n_sample(L * L), VC_DT_BOOL);
+        fmask = vc__op_nograd(b, "where", notm, -1, vc_n_sample(L * L), vc_dt_of(b, q));
+        vc_hold(b, fmask);
+    }
     bool blhd = false;
     vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    if (fmask >= 0) vc_release(b, fmask);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
@@ -633,6 +652,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, gate);
     }
     vc_set_output(b, o);
+    if (bmask >= 0) vc_release(b, bmask);
     if (locals) vc_release(b, qs); /* the forward's locals, until it returns */
     if (locals && !cached) {
         vc_release(b, ks);

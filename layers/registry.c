@@ -25,6 +25,7 @@ extern const vc_kind vc_kind_ShiftedWindowAttention, vc_kind_ShiftedWindowAttent
 extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViTPositionalEncoding; /* mvit.c */
 extern const vc_kind vc_kind_MLAttention; /* mla.c */
 extern const vc_kind vc_kind_GatedDeltaNet; /* deltanet.c */
+extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights; /* vision.c */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -44,6 +45,7 @@ static const vc_kind *const kinds[] = {
     &vc_kind_MultiscaleAttention, &vc_kind_MViTPool, &vc_kind_MViTPositionalEncoding,
     &vc_kind_MLAttention,
     &vc_kind_GatedDeltaNet,
+    &vc_kind_PixelValues, &vc_kind_VisionWeights,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

@@ -966,7 +966,10 @@ static void test_family_table(void **state)
         snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", f->model_type);
         vc_model *m = NULL;
         vc_error err;
-        if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
+        if (f->vision) { /* Qwen2_5_VLConfig()'s defaults: the merger's 3584 outputs, a language model 8192 wide */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(err.path, "vision_config.out_hidden_size");
+        } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(err.path, f->nested);
         } else if (f->block == BLK_T5) { /* read in full (T5Config's defaults), then refused: memory not modelled */
@@ -1668,6 +1671,158 @@ static void test_t5(void **state)
     }
 }
 
+/* Qwen2.5-VL (issue 31 item 4; src/hf/hf_vision.c, layers/vision.c).
+ * Counts: bench/accuracy/llm/qwen25vl_replica.py --check, from the module
+ * definitions of modeling_qwen2_5_vl.py @ efa7189c (and the same modules built
+ * with torch on the meta device): Qwen2.5-VL-7B-Instruct 8,292,166,656 (the
+ * Hub's "8.29B"; its language model is Qwen2-7B's 7,615,616,512, the tower and
+ * merger 676,550,144), Qwen2.5-VL-3B-Instruct 3,754,622,976 ("3.75B"; tied
+ * embeddings, language model 3,085,938,688, tower 668,684,288). The tower is
+ * frozen (LLaMA-Factory's default): trainable = the language model.
+ * Image tokens: smart_resize of image_processing_qwen2_vl.py @ cb0fc56f, run in
+ * Python for these sizes: 1280x720 -> 1288x728, 92 x 52 patches, 1,196 tokens;
+ * 8000x6000 (past max_pixels 12,845,056) -> 4116x3080, 16,170 tokens; 70x70
+ * (70 / 28 = 2.5 rounds to 2, half to even) -> 56x56, 4 tokens; 28x28 (under
+ * min_pixels 3,136) -> 56x56, 4 tokens. */
+static int64_t input_len(const vc_model *m)
+{
+    cJSON *j = cJSON_Parse(vc_model_generated_json(m));
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "input"), "shape");
+    int64_t n = (int64_t)cJSON_GetArrayItem(sh, 0)->valuedouble;
+    cJSON_Delete(j);
+    return n;
+}
+
+static void test_qwen2_5_vl(void **state)
+{
+    (void)state;
+    static const struct { const char *file; int64_t all, lm; } counts[] = {
+        {"qwen2.5-vl-7b-instruct.json", INT64_C(8292166656), INT64_C(7615616512)},
+        {"qwen2.5-vl-3b-instruct.json", INT64_C(3754622976), INT64_C(3085938688)},
+    };
+    vc_hf_options o;
+    for (size_t i = 0; i < 2; i++) {
+        vc_model *m = load(counts[i].file, NULL);
+        assert_int_equal(vc_model_parameters(m), counts[i].all);
+        assert_int_equal(vc_model_trainable_parameters(m), counts[i].lm);
+        vc_model_free(m);
+        vc_hf_options_init(&o); /* with an image the tower runs: the same parameters */
+        o.seq = 100;
+        o.image_w = 640;
+        o.image_h = 480;
+        m = load(counts[i].file, &o);
+        assert_int_equal(vc_model_parameters(m), counts[i].all);
+        assert_int_equal(vc_model_trainable_parameters(m), counts[i].lm);
+        assert_int_equal(input_len(m), 100 + 391); /* 644x476: 46 x 34 patches, 391 tokens */
+        vc_model_free(m);
+    }
+    static const struct { int64_t w, h, images, tokens; } sizes[] = {
+        {1280, 720, 1, 1196}, {1280, 720, 3, 3 * 1196}, {8000, 6000, 1, 16170}, {70, 70, 1, 4}, {28, 28, 2, 8},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        vc_hf_options_init(&o);
+        o.seq = 64;
+        o.image_w = sizes[i].w;
+        o.image_h = sizes[i].h;
+        o.images = sizes[i].images;
+        vc_model *m = load("qwen2.5-vl-3b-instruct.json", &o);
+        assert_int_equal(input_len(m), 64 + sizes[i].tokens);
+        vc_model_free(m);
+    }
+    /* the text model read from text_config (transformers 5's layout) counts the same */
+    static const char nested[] =
+        "{\"model_type\":\"qwen2_5_vl\",\"text_config\":{\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+        "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2},\"vision_config\":{\"depth\":2,"
+        "\"hidden_size\":32,\"intermediate_size\":48,\"num_heads\":2,\"out_hidden_size\":64}}";
+    static const char flat[] =
+        "{\"model_type\":\"qwen2_5_vl\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+        "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"vision_config\":{\"depth\":2,"
+        "\"hidden_size\":32,\"intermediate_size\":48,\"num_heads\":2,\"out_hidden_size\":64}}";
+    /* by hand (and qwen25vl_replica.py's text_count / vision_count / meta_count): LM embed 64,000 + head 64,000
+     * + norm 64 + 2 x (q 4,160 + k 2,080 + v 2,080 + o 4,096 + MLP 24,576 + norms 128) = 202,304; tower: patch
+     * 32 x 1,176 = 37,632, 2 x (norms 64 + qkv 3,168 + proj 1,056 + MLP 3 x 1,536 + 48 + 48 + 32) = 18,048,
+     * merger 32 + 16,512 + 8,256 = 24,800: 80,480; 282,784 in all */
+    vc_model *a = NULL, *b = NULL;
+    vc_error err;
+    assert_int_equal(load_js(nested, NULL, &a, &err), VC_OK);
+    assert_int_equal(load_js(flat, NULL, &b, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(a), 282784);
+    assert_int_equal(vc_model_parameters(b), 282784);
+    vc_model_free(a);
+    vc_model_free(b);
+    /* text_config null: Qwen2_5_VLConfig builds the text config from the config's own keys */
+    char nul[sizeof flat + 32];
+    snprintf(nul, sizeof nul, "{\"text_config\":null,%s", flat + 1);
+    assert_int_equal(load_js(nul, NULL, &a, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(a), 282784);
+    vc_model_free(a);
+    /* every bad vision_config value: exit 2 (VC_ERR_MODEL) naming the key */
+    static const struct { const char *key, *val, *path; } bad[] = {
+        {"depth", "0", "vision_config.depth"},
+        {"depth", "2000", "vision_config.depth"},
+        {"hidden_size", "\"wide\"", "vision_config.hidden_size"},
+        {"num_heads", "3", "vision_config.num_heads"},    /* 32 % 3 */
+        {"num_heads", "16", "vision_config.num_heads"},   /* head_dim 2: not a multiple of 4 */
+        {"intermediate_size", "0", "vision_config.intermediate_size"},
+        {"patch_size", "1.5", "vision_config.patch_size"},
+        {"spatial_merge_size", "-1", "vision_config.spatial_merge_size"},
+        {"temporal_patch_size", "0", "vision_config.temporal_patch_size"},
+        {"in_channels", "true", "vision_config.in_channels"},
+        {"window_size", "20", "vision_config.window_size"}, /* less than 2 x 14 */
+        {"out_hidden_size", "48", "vision_config.out_hidden_size"},
+        {"fullatt_block_indexes", "[0, 2]", "vision_config.fullatt_block_indexes"},
+        {"fullatt_block_indexes", "7", "vision_config.fullatt_block_indexes"},
+        {"hidden_act", "\"tanh\"", "vision_config.hidden_act"},
+        {"hidden_act", "3", "vision_config.hidden_act"},
+        {"tokens_per_second", "\"fast\"", "vision_config.tokens_per_second"},
+        {"hidden_size", "1099511627776", "vision_config.hidden_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        /* the tiny tower's keys, bad[i].key's replaced (or added) */
+        static const char *const base[][2] = {
+            {"depth", "2"}, {"hidden_size", "32"}, {"intermediate_size", "48"}, {"num_heads", "2"}, {"out_hidden_size", "64"}};
+        char vis[300] = "", js[800];
+        size_t at = 0;
+        bool seen = false;
+        for (size_t k = 0; k < sizeof base / sizeof *base; k++) {
+            bool mine = !strcmp(base[k][0], bad[i].key);
+            seen |= mine;
+            at += (size_t)snprintf(vis + at, sizeof vis - at, "%s\"%s\":%s", k ? "," : "", base[k][0], mine ? bad[i].val : base[k][1]);
+        }
+        if (!seen) snprintf(vis + at, sizeof vis - at, ",\"%s\":%s", bad[i].key, bad[i].val);
+        snprintf(js, sizeof js,
+                 "{\"model_type\":\"qwen2_5_vl\",\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                 "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"vision_config\":{%s}}", vis);
+        vc_model *m = NULL;
+        vc_status st = load_js(js, NULL, &m, &err);
+        if (st != VC_ERR_MODEL || strcmp(err.path, bad[i].path))
+            fail_msg("%s = %s: status %d at '%s' (%s)", bad[i].key, bad[i].val, (int)st, err.path, err.msg);
+        vc_model_free(m);
+    }
+    vc_model *m = NULL;
+    assert_int_equal(load_js("{\"model_type\":\"qwen2_5_vl\",\"vision_config\":5}", NULL, &m, &err),
+                     VC_ERR_MODEL);
+    assert_string_equal(err.path, "vision_config");
+    /* the options: refused for a text-only model, --images without --image, a too small or too long image */
+    static const struct { const char *file; int64_t w, h, n; const char *path; } refused[] = {
+        {"qwen2-7b.json", 640, 480, 0, "--image"}, {"qwen2-7b.json", 0, 0, 2, "--images"},
+        {"qwen2.5-vl-3b-instruct.json", 0, 0, 2, "--images"}, {"qwen2.5-vl-3b-instruct.json", 27, 480, 0, "--image"},
+        {"qwen2.5-vl-3b-instruct.json", 12000, 50, 0, "--image"},
+        /* 64,680 patches per 8000x6000 image: 4,096 of them pass 2^56 attention elements (16 heads) */
+        {"qwen2.5-vl-3b-instruct.json", 8000, 6000, 4096, "--images"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        vc_hf_options_init(&o);
+        o.image_w = refused[i].w;
+        o.image_h = refused[i].h;
+        o.images = refused[i].n;
+        char path[512];
+        snprintf(path, sizeof path, HF "%s", refused[i].file);
+        assert_int_equal(vc_model_load_file_hf(path, &o, &m, &err), VC_ERR_USAGE);
+        assert_string_equal(err.path, refused[i].path);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1686,6 +1841,7 @@ int main(void)
         cmocka_unit_test(test_qwen3_next),
         cmocka_unit_test(test_t5),
         cmocka_unit_test(test_falcon),
+        cmocka_unit_test(test_qwen2_5_vl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

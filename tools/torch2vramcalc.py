@@ -620,7 +620,7 @@ _OP_KINDS = OrderedDict([
 ] + [(k, ([], "not exported: written by vramcalc's Hugging Face config.json reader (src/hf/hf.c) for the "
               "transformers modules it models; a traced model exports their ops"))
      for k in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale",
-               "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet")])
+               "PositionEmbedding", "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights")])
 
 
 def _kind_table():

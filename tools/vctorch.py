@@ -1326,7 +1326,7 @@ def _llm_kind(name):
 
 
 for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale", "PositionEmbedding",
-           "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet"):
+           "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights"):
     _KINDS[_n] = (_llm_kind(_n), None, set())
 
 

@@ -286,6 +286,19 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_BATCH: q->batch_given = true; return parse_count(name, v, 1, &o->batch, err);
     case VC_OPT_INPUT: return keep(&q->input, v, err);
     case VC_OPT_SEQ: q->hf_given = true; return parse_count(name, v, 1, &hf->seq, err);
+    case VC_OPT_IMAGE: { /* WxH: the image's width and height in pixels (src/hf/hf_vision.c resizes it) */
+        char *x = NULL, *end = NULL;
+        q->hf_given = true;
+        errno = 0;
+        long long w = strtoll(v, &x, 10), h = x && (*x == 'x' || *x == 'X') ? strtoll(x + 1, &end, 10) : 0;
+        if (errno || x == v || !end || end == x + 1 || *end || w < 1 || h < 1 || w > (1LL << 20) || h > (1LL << 20))
+            return usage(err, O("image") ": expected WxH, the width and height in pixels from 1 to 1048576, e.g. "
+                         "1280x720; got '%s'", esc(&b, v));
+        hf->image_w = w;
+        hf->image_h = h;
+        return VC_OK;
+    }
+    case VC_OPT_IMAGES: q->hf_given = true; return parse_count(name, v, 1, &hf->images, err);
     case VC_OPT_MOE_IMBALANCE: {
         char *end;
         errno = 0;
@@ -610,6 +623,14 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (q->hf.seq > 0) return usage(err, O("seq") " does not go with " OV("mode", "generate") ": " O("prompt") " is the sequence's length");
         q->hf.seq = o->prompt; /* a config.json's report names the prompt's length */
     }
+    /* Qwen2.5-VL's vision tower as transformers runs it (modeling_qwen2_5_vl.py @ efa7189c, its
+     * sdpa path): the batch's image patches are one sequence under a [1, n, n] block mask, so its
+     * attention grows with the batch squared, which a per-sample plan cannot hold (measured:
+     * 21.8% low at batch 2, measured.json's known_gap); refused rather than under-estimated */
+    if (q->given[VC_OPT_IMAGE] && (o->batch > 1 || q->max_batch || sweep))
+        return usage(err, O("image") " is modelled at " O("batch") " 1: transformers runs a batch's image patches as one "
+                     "sequence through the vision tower's attention (its memory grows with the batch squared); "
+                     "not %s", sweep ? O("sweep") : q->max_batch ? O("max_batch") : O("batch") " above 1");
     const vc_peft_row *pr = vc_peft_row_get(q->lora.method);
     if (q->lora.method == VC_PEFT_IA3) { /* IA3Config: target_modules, feedforward_modules; no r, alpha, dropout */
         if (q->given[VC_OPT_LORA] || q->given[VC_OPT_LORA_ALPHA] || q->given[VC_OPT_LORA_DROPOUT])
@@ -1004,7 +1025,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
                        q->emit ? O("emit_model") : resp->recipe ? O("recipe") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
-                       : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : O("moe_imbalance"),
+                       : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : q->given[VC_OPT_IMAGE] ? O("image")
+                       : q->given[VC_OPT_IMAGES] ? O("images") : O("moe_imbalance"),
                        resp->recipe ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;

@@ -116,6 +116,10 @@ void vc_input_unheld(vc_build *b, int i)
 }
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
+void vc_keep_forward(vc_build *b, vc_t t)
+{
+    if (t >= 0 && b->nfwd_keep < (int)(sizeof b->fwd_keep / sizeof *b->fwd_keep)) b->fwd_keep[b->nfwd_keep++] = t;
+}
 
 vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0, 0, 0}; }
 vc_dtype vc_dt_of(const vc_build *b, vc_t t) { return t >= 0 ? (vc_dtype)b->t[t].dt : VC_DT_F32; }
@@ -129,6 +133,10 @@ void vc_hold(vc_build *b, vc_t t)
 void vc_release(vc_build *b, vc_t t)
 {
     if (t >= 0) b->t[t].release = (int32_t)b->nop - 1;
+}
+void vc_persist(vc_build *b, vc_t t)
+{
+    if (t >= 0) b->t[t].persistent = true;
 }
 
 static item_t *add_item(vc_op *o, int type)

@@ -134,6 +134,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->gen.split_op = b->gen.split2_op = b->gen.mask = -1;
     b->gen.ret[0] = b->gen.ret[1] = -1;
     b->fwd_local = -1;
+    b->nfwd_keep = 0;
     if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);
         if (st) {
@@ -174,6 +175,9 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         if (b->amp_cache[p] >= 0 && b->t[b->amp_cache[p]].release < 0) b->t[b->amp_cache[p]].release = (int32_t)b->nop - 1;
     b->loss_op0 = (int32_t)b->nop; /* --act-offload: the loss runs outside the offload context */
     if (!b->st && b->train && (!m->stage.on || m->stage.last)) vc__emit_loss(b); /* infer: model(x) only; a pipeline stage: the last */
+    /* vc_keep_forward: the locals of a *ForConditionalGeneration.forward, which computes the loss too */
+    for (int i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
+    b->nfwd_keep = 0;
     if (!b->st && b->train && o->hold_output) { /* --hold-output: `out`, the loop's variable, until backward returns */
         if (o->hold_output != 1 || vc_loss_row_get(m->loss)->fused || m->stage.on) {
             b->st = VC_ERR_USAGE;

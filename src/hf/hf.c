@@ -407,6 +407,20 @@ const hf_family vc__hf_families[] = {
               [K_NUM_LN] = OFF_IF_NULL("num_ln_in_parallel_attn", 0)},
      .block = BLK_FALCON, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .rope_scaling = true, .lora_targets = "query_key_value" /* peft utils/constants.py */},
+    /* Qwen2_5_VLConfig (configuration_qwen2_5_vl.py @ aa0dc95c): the language model is Qwen2's with its own
+     * defaults, read from text_config when the config has one (transformers 5), else from the config itself
+     * (the released checkpoints' config.json); the vision tower from vision_config (src/hf/hf_vision.c).
+     * Qwen2_5_VLAttention: q/k/v with biases, o_proj without; mrope (rope_scaling "mrope": 3-D positions,
+     * the cos/sin sizes of 1-D rope) */
+    {.model_type = "qwen2_5_vl", .config_class = "Qwen2_5_VLConfig",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 152064), [K_HIDDEN] = DEF("hidden_size", 8192),
+              [K_INTER] = DEF("intermediate_size", 29568), [K_LAYERS] = DEF("num_hidden_layers", 80),
+              [K_HEADS] = DEF("num_attention_heads", 64), [K_KV_HEADS] = DEF("num_key_value_heads", 8),
+              [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 32768),
+              [K_QKV_BIAS] = FIXED(1), [K_USE_WINDOW] = DEF("use_sliding_window", 0),
+              [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_WINDOW_LAYERS] = DEF("max_window_layers", 80)},
+     LLAMA_BLOCK, .window = WIN_FROM_LAYER, .nested = "text_config", .nested_opt = true, .vision = VIS_QWEN2_5,
+     .lora_targets = NULL /* none assumed: name --lora-targets (the tower has q/k/v as one qkv) */},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -476,6 +490,8 @@ void vc_hf_options_init(vc_hf_options *o)
     o->experts = VC_EXPERTS_GROUPED_MM;
     o->loss_chunks = 8; /* CEWithChunkedOutputLoss(num_output_chunks=8) */
     o->ckpt_every = 1;  /* every decoder layer checkpointed */
+    o->image_w = o->image_h = 0;
+    o->images = 0;
 }
 
 int vc_experts_impl_from_name(const char *s)
@@ -532,7 +548,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_MODEL, "model_type", "unsupported model_type \"%s\" (supported: " FAMILIES ")", e);
     }
     r.fam = a.f->model_type;
-    if (a.f->nested) { /* Gemma3Config: the language model's keys are text_config's */
+    const cJSON *nest = a.f->nested ? cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested) : NULL;
+    if (a.f->nested && !(a.f->nested_opt && (!nest || cJSON_IsNull(nest)))) {
+        /* Gemma3Config: the language model's keys are text_config's (Qwen2_5_VLConfig: when it has one) */
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, a.f->nested);
         if (!cJSON_IsObject(t))
             return vc_set_error(err, VC_ERR_MODEL, a.f->nested, "expected an object: %s reads the language model's keys "
@@ -551,6 +569,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
                             a.tie ? "lm_head tied to shared" : "lm_head untied");
     }
+    rd rv = {cfg, err, r.fam, false, 1};
+    if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
@@ -561,6 +581,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
     if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    /* the image tokens join the text: the language model's sequence is --seq + the images' tokens (hf_vision.c) */
+    if (a.vis.tokens > MAX_SIZE - a.seq)
+        return vc_set_error(err, VC_ERR_USAGE, "--image", "%lld text + %lld image tokens: more than 2^40",
+                            (long long)a.seq, (long long)a.vis.tokens);
+    a.seq += a.vis.tokens;
     if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
@@ -609,7 +634,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)", strcmp(r.fam, "gemma3_text") ? r.fam : "gemma3",
-             r.fam, a.f->nested ? ": the language model; the vision tower is not modelled" : "");
+             r.fam, a.f->vision ? "" : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;

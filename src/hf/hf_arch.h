@@ -150,7 +150,20 @@ typedef struct {
     bool sinks;          /* GptOssAttention.sinks: a learned logit per head (eager attention only) */
     bool local_rope;     /* sliding layers use a second rotary embedding (Gemma3's rope_local_base_freq) */
     bool half_rope;      /* GptOssRotaryEmbedding / _apply_rotary_emb: cos/sin of head_dim / 2, chunk-based rotation */
+    /* issue 31 item 4 (vision towers): the tower the config's vision_config describes (src/hf/hf_vision.c) */
+    unsigned char vision; /* VIS_* */
+    bool nested_opt;      /* .nested may be absent: the keys are then the config's own (Qwen2_5_VLConfig before text_config) */
 } hf_family;
+
+enum { VIS_NONE, VIS_QWEN2_5 /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */ };
+
+/* A vision tower (vision_config) and the images it sees (--image, --images). */
+typedef struct {
+    int64_t depth, C, I, NH, cin, P, M, T, out, window; /* Qwen2_5_VLVisionConfig */
+    int act;                                            /* A_*: hidden_act */
+    int64_t images, h, w;       /* per sample; the size after the processor's smart_resize (0: no image) */
+    int64_t patches, tokens;    /* per sample: the tower's patches and the image tokens the LM sees */
+} hf_vision;
 
 extern const hf_family vc__hf_families[];
 extern const int vc__hf_nfamilies;
@@ -202,13 +215,14 @@ typedef struct {
      * num_ln_in_parallel_attn (0: None) */
     bool new_arch, alibi;
     int64_t num_ln;
+    hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -245,6 +259,13 @@ int64_t vc__hf_t5_parameters(const arch *a);
  * and the buckets' consistency, read into a after the row's keys; -1 with
  * r->err naming the key. */
 int vc__hf_t5_read(rd *r, arch *a);
+/* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
+ * images of o (--image, --images) turned into patches and tokens as the processor does;
+ * a family without a tower refuses the options. -1 with r->err set. */
+int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o);
+/* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
+ * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
+const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_tp.c: a's share on one of o->tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the

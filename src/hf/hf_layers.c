@@ -780,8 +780,22 @@ static void build_layers(wr *w, const arch *a)
     default:
         break;
     }
+    /* a VLM's vision tower and projector first (hf_vision.c); the image embeddings replace their
+     * tokens' rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward),
+     * written as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor */
+    const char *img = vc__hf_vision_write(w->r, w->arr, a);
     embedding(w, a, "model.embed_tokens");
+    if (a->f->vision) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
     const char *first = "model.embed_tokens";
+    if (img) {
+        o = add_layer(w, "Slice", "model.text_embeds");
+        num(w, o, "dim", 1);
+        num(w, o, "start", (double)a->vis.tokens);
+        o = add_layer(w, "Cat", "model.inputs_embeds");
+        ins(w, o, img, "model.text_embeds", NULL, NULL);
+        num(w, o, "dim", 1);
+        first = "model.inputs_embeds";
+    }
     if (a->f->embed_scale) { /* hidden_states * normalizer (sqrt(hidden_size)) */
         o = add_layer(w, "Scale", "model.embed_scale");
         num(w, o, "factor", sqrt((double)a->H));

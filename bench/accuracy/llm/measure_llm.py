@@ -101,6 +101,9 @@ def parse_args(argv):
     ap.add_argument("--experts", default="per_expert", choices=["per_expert", "grouped_mm"],
                     help="MoE experts: per_expert, transformers 4.x's nn.ModuleList loop (reference.py); "
                     "grouped_mm, transformers 5's stacked experts and default (moe_v5_replica.py)")
+    ap.add_argument("--image", help="qwen2_5_vl: WxH, each sample's images (qwen25vl_replica.py: smart_resize, "
+                    "pixel_values resident like input_ids, the image tokens before --seq's text tokens)")
+    ap.add_argument("--images", type=int, default=1, help="with --image: images per sample")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     return ap.parse_args(argv)
@@ -222,6 +225,9 @@ def main(argv):
     elif cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
         import gptoss_replica
         model = gptoss_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
+        import qwen25vl_replica
+        model = qwen25vl_replica.build(cfg, args.attn)
     else:
         model = R.CausalLM(cfg, args.attn)
     model.loss_impl = args.loss
@@ -273,6 +279,16 @@ def main(argv):
     if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next"):
         result["experts_implementation"] = args.experts
 
+    image_tokens = 0
+    if args.image:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
+        import qwen25vl_replica
+        vk = qwen25vl_replica.vision_keys(cfg.d.get("vision_config") or {})
+        W, Hh = (int(x) for x in args.image.lower().split("x"))
+        rh, rw = qwen25vl_replica.smart_resize(Hh, W, vk["P"] * vk["M"])
+        gh, gw = rh // vk["P"], rw // vk["P"]
+        n_img = args.batch * args.images
+        image_tokens = args.images * gh * gw // vk["M"] ** 2
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     if encoder and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits -- run twice, the second
         # measured; the logits dropped after
@@ -295,7 +311,13 @@ def main(argv):
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
                                   precompute=args.loss == "dpo-precomputed")
         else:
-            input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+            input_ids = torch.randint(0, V, (args.batch, args.seq + image_tokens), dtype=torch.int64)
+            if image_tokens:  # the image tokens first, no other id equal to image_token_id
+                tid = cfg.d["image_token_id"]
+                input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
+                input_ids[:, :image_tokens] = tid
+                model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
+                model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
             labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
         if encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)

@@ -522,6 +522,20 @@ def cases():
                                    ("falcon_seq_small", 1, 48, 8, "fp32", True), ("falcon_new_small", 1, 64, 24, "fp32", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31 item 4: Qwen2.5-VL's vision tower and merger, frozen, before Qwen2's language model
+    # (qwen25vl_replica.py, measure_llm.py --image): the processor's pixel_values held through the
+    # step, the image tokens before --seq's text tokens. Every third held out.
+    vlm = [
+        (1, 64, "224x224", 1, "adamw", "fp32", 0),
+        (1, 64, "224x224", 1, "adamw", "bf16", 0),
+        (2, 48, "224x224", 1, "sgd", "fp32", 0),
+        (1, 32, "448x336", 1, "adamw", "fp32", 0),
+        (1, 64, "224x224", 2, "adamw", "bf16", 8),
+        (1, 96, "640x480", 1, "sgd", "fp32", 0),
+    ]
+    for i, (b, s, img, n, o, p, l) in enumerate(vlm):
+        out.append(dict(config="configs/qwen2_5_vl_small.json", mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=False, lora=l, image=img, images=n, held_out=(i % 3 == 2)))
     return out
 
 
@@ -565,6 +579,8 @@ def argv_of(c):
             a.append("--optim-in-bwd")
     elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
         a += ["--seq", str(c["seq"])]
+        if c.get("image"):  # qwen2_5_vl (qwen25vl_replica.py)
+            a += ["--image", c["image"], "--images", str(c["images"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
