@@ -134,9 +134,16 @@ static void header(FILE *f, const vc_plot *p)
     esc(f, p->title);
     fprintf(f, ": GPU memory against batch size (vramcalc %s)</title>\n", VC_VERSION);
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-    fprintf(f, "<text x=\"%d\" y=\"26\" font-size=\"17\" font-weight=\"bold\">", ML);
+    /* a long title is squeezed into the chart's width (textLength) rather than cut at the edge:
+     * 17 px bold DejaVu Sans is about 10.5 px a character */
+    const char *tail = ": memory against batch size";
+    size_t chars = strlen(tail);
+    for (const char *c = p->title; *c; c++) chars += ((unsigned char)*c & 0xC0) != 0x80;
+    fprintf(f, "<text x=\"%d\" y=\"26\" font-size=\"17\" font-weight=\"bold\"", ML);
+    if ((double)chars * 10.5 > W - ML - 12) fprintf(f, " textLength=\"%d\" lengthAdjust=\"spacingAndGlyphs\"", W - ML - 12);
+    fputc('>', f);
     esc(f, p->title);
-    fprintf(f, ": memory against batch size</text>\n<text x=\"%d\" y=\"46\" fill=\"#555555\">", ML);
+    fprintf(f, "%s</text>\n<text x=\"%d\" y=\"46\" fill=\"#555555\">", tail, ML);
     esc(f, p->subtitle);
     fprintf(f, "</text>\n");
 }
