@@ -1771,6 +1771,9 @@ static void test_hints(void **state)
         {{HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "512"}, {"--lora 16", "--qlora", "--parallel fsdp2 --gpus 4"}},
         {{HF("llama-3.1-8b"), "-p", "bf16", "--gpu", "rtx4090", "--seq", "2048", "-b", "4"}, {"--grad-ckpt --qlora"}},
         {{VC_EXAMPLES "/resnet50.json", "-b", "512", "--gpu", "rtx4090"}, {"--batch 128 --accumulate 4"}},
+        /* inference: quantized weights, then tensor parallelism (Llama-3.1-70B bf16 on an 80 GB H100) */
+        {{HF("llama-3.1-70b"), "-m", "infer", "-p", "bf16", "--gpu", "h100-80gb", "--seq", "2048"},
+         {"--weights int8", "--weights nf4", "--tp 2 --gpus 2"}},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         const char *args[24];

@@ -191,12 +191,12 @@ static bool try_gpus(const vc_request *given, vc_hint *h, vc_response **out)
         alt_begin(&a, given);
         char v[32];
         snprintf(v, sizeof v, "%" PRId64, n);
-        bool ok = train ? alt_set(&a, "parallel", "fsdp2") && alt_set(&a, "gpus", v) : alt_set(&a, "tp", v);
+        bool ok = (train ? alt_set(&a, "parallel", "fsdp2") : alt_set(&a, "tp", v)) && alt_set(&a, "gpus", v);
         ok = ok && alt_fits(&a, out);
         alt_end(&a);
         if (ok) {
-            if (train) hint_option(h, "parallel", "fsdp2");
-            hint_option(h, train ? "gpus" : "tp", v);
+            hint_option(h, train ? "parallel" : "tp", train ? "fsdp2" : v);
+            hint_option(h, "gpus", v);
             return true;
         }
     }
