@@ -277,7 +277,7 @@ static bool off_pack_in(vc_build *b, int32_t s, bool persistent, int32_t inst)
         size_t keep = 0; /* the stash's ids ascend: those at most id - 5 go */
         while (keep < b->nstash && b->stash[2 * keep] <= id - OFF_STASH) keep++;
         for (size_t j = 0; j < keep; j++) s_unref(b, b->stash[2 * j + 1], inst);
-        memmove(b->stash, b->stash + 2 * keep, (b->nstash - keep) * 2 * sizeof *b->stash);
+        if (keep) memmove(b->stash, b->stash + 2 * keep, (b->nstash - keep) * 2 * sizeof *b->stash);
         b->nstash -= keep;
         if (2 * b->nstash + 2 > b->cstash) {
             size_t nc = b->cstash ? 2 * b->cstash : 64;
