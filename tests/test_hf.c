@@ -1928,6 +1928,14 @@ static void test_llama4(void **state)
         assert_null(m);
         if (strcmp(err.path, bad[i].path)) fail_msg("%s: %s: %s", bad[i].js, err.path, err.msg);
     }
+    /* Llama4TextExperts is stacked (gate_up_proj, down_proj nn.Parameters): no per-expert loop to model */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.experts = VC_EXPERTS_PER_EXPERT;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js("{\"model_type\":\"llama4_text\"}", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--experts-implementation");
 }
 
 int main(void)

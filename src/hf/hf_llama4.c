@@ -73,6 +73,11 @@ static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->val
 
 int vc__hf_llama4_read(rd *r, arch *a)
 {
+    if (a->experts_impl == EXPERTS_PER_EXPERT) { /* Llama4TextExperts: stacked nn.Parameters, no per-expert modules */
+        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's experts are stacked "
+                     "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
+        return -1;
+    }
     /* num_key_value_heads: the class's 8 when absent, num_attention_heads when null (__post_init__; the
      * row reads both as the heads) */
     if (!cJSON_GetObjectItemCaseSensitive(r->cfg, "num_key_value_heads")) {
