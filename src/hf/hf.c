@@ -434,7 +434,7 @@ const hf_family vc__hf_families[] = {
 #define LLAMA4_KEYS                                                                                            \
     LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 202048), [K_HIDDEN] = DEF("hidden_size", 5120),               \
     [K_LAYERS] = DEF("num_hidden_layers", 48), [K_HEADS] = DEF("num_attention_heads", 40),                   \
-    [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS}, [K_HEAD_DIM] = DEF("head_dim", 128),                  \
+    [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS}, [K_HEAD_DIM] = DEF("head_dim", 128),    \
     [K_INTER] = DEF("intermediate_size_mlp", 16384), [K_EPS] = DEF("rms_norm_eps", 1e-5),                   \
     [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),            \
     [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("num_local_experts", 16),                       \

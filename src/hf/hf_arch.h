@@ -218,10 +218,8 @@ typedef struct {
     bool new_arch, alibi;
     int64_t num_ln;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
-    /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
-     * attention_chunk_size (0: None) */
+    /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1) */
     const cJSON *moe_layers;
-    int64_t chunk;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
