@@ -972,7 +972,8 @@ static void test_family_table(void **state)
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(err.path, f->nested);
-        } else if (f->block == BLK_T5) { /* read in full (T5Config's defaults), then refused: memory not modelled */
+        } else if (f->block == BLK_T5 || f->moe == MOE_LLAMA4) { /* read in full (the class's defaults), then refused:
+                                                                  * memory not modelled (hf_t5.c, hf_llama4.c) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(err.path, "model_type");
             assert_non_null(strstr(err.msg, "not modelled"));
@@ -1823,6 +1824,120 @@ static void test_qwen2_5_vl(void **state)
     }
 }
 
+/* Llama 4 (issue 31; src/hf/hf_llama4.c): Llama4ForCausalLM's parameters, counted from the module
+ * definitions of modeling_llama4.py (huggingface/transformers @ 000c33fd) and checked by
+ * bench/accuracy/llm/llama4_params.py, which builds those modules on the meta device and counts
+ * model.parameters(). The configs (tests/data/hf/llama-4-*.json) are the Instruct checkpoints'
+ * config.json as recalled (no Hub access): text_config with hidden 5120, 48 layers, 40 heads (8 kv)
+ * of 128, experts of 8192, dense MLPs of 16384, vocab 202048, untied. By hand:
+ *  - Scout-17B-16E: every layer MoE (16 experts); per layer attention 62,914,560 + norms 10,240 +
+ *    router 81,920 + 17 x 125,829,120 (16 experts and the shared one) = 2,202,101,760; x 48 +
+ *    embed and head 2 x 1,034,485,760 + norm 5,120 = 107,769,861,120 ("109B total" on the model
+ *    card counts the vision tower too); active: minus 48 x 15 experts = 17,172,894,720 ("17B active");
+ *  - Maverick-17B-128E: moe_layers 1, 3, ..., 47 (interleave_moe_layer_step 2): 24 x 16,295,536,640
+ *    + 24 dense x 314,583,040 + 2,068,976,640 = 400,711,848,960 ("400B total"); active 17,184,691,200.
+ * The memory is not modelled: the build is refused naming model_type, with the counts. */
+static void test_llama4(void **state)
+{
+    (void)state;
+    static const struct { const char *file; const char *count; } real[] = {
+        {"llama-4-scout-17b-16e-instruct.json", " 107769861120 parameters, 17172894720 active per token (top-1 of 16 experts "
+                                                "in 48 of 48 layers"},
+        {"llama-4-maverick-17b-128e-instruct.json", " 400711848960 parameters, 17184691200 active per token (top-1 of 128 "
+                                                    "experts in 24 of 48 layers"},
+    };
+    for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
+        char path[512];
+        snprintf(path, sizeof path, HF "%s", real[i].file);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_file_hf(path, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        assert_string_equal(err.path, "model_type");
+        if (!strstr(err.msg, real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
+        assert_non_null(strstr(err.msg, "not modelled"));
+    }
+    /* Llama4TextConfig's defaults are Scout's; small configs by hand (hidden 64, 2 layers, 4 heads of 16,
+     * 2 kv heads, experts of 32, dense MLP 128, vocab 100, 4 experts): attention 2 x 64 x 64 + 2 x 64 x 32
+     * = 12,288, norms 128; MoE router 256 + 5 x 6,144 = 30,976; dense 24,576; embed and head 12,800,
+     * norm 64 */
+    static const struct { const char *js; const char *count; } derived[] = {
+        {"{\"model_type\":\"llama4_text\"}", " 107769861120 parameters, 17172894720 active"},
+        /* two MoE layers: 12,864 + 2 x (12,416 + 30,976) = 99,648; active: minus 2 x 3 x 6,144 */
+        {"{\"model_type\":\"llama4_text\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"intermediate_size\":32,"
+         "\"intermediate_size_mlp\":128,\"num_local_experts\":4}", " 99648 parameters, 62784 active"},
+        /* interleave_moe_layer_step 2: layer 0 dense, layer 1 MoE: 12,864 + 36,992 + 43,392 = 93,248 */
+        {"{\"model_type\":\"llama4_text\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"intermediate_size\":32,"
+         "\"intermediate_size_mlp\":128,\"num_local_experts\":4,\"interleave_moe_layer_step\":2}", " 93248 parameters"},
+        /* moe_layers [0] overrides the step: layer 0 MoE, layer 1 dense (same count), tied: minus 6,400 */
+        {"{\"model_type\":\"llama4_text\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"intermediate_size\":32,"
+         "\"intermediate_size_mlp\":128,\"num_local_experts\":4,\"interleave_moe_layer_step\":2,\"moe_layers\":[0],"
+         "\"tie_word_embeddings\":true}", " 86848 parameters"},
+        /* head_dim and num_key_value_heads null: 64 // 4 and 4 heads: attention 4 x 4,096 = 16,384 (+ 4,096 a layer) */
+        {"{\"model_type\":\"llama4_text\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":null,\"head_dim\":null,\"intermediate_size\":32,"
+         "\"intermediate_size_mlp\":128,\"num_local_experts\":4}", " 107840 parameters"},
+        /* attention_bias: q 64 + k, v 2 x 32 + o 64 = 192 a layer */
+        {"{\"model_type\":\"llama4_text\",\"vocab_size\":100,\"hidden_size\":64,\"num_hidden_layers\":2,"
+         "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,\"intermediate_size\":32,"
+         "\"intermediate_size_mlp\":128,\"num_local_experts\":4,\"attention_bias\":true}", " 100032 parameters"},
+    };
+    for (size_t i = 0; i < sizeof derived / sizeof *derived; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(derived[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, "model_type");
+        if (!strstr(err.msg, derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
+    }
+    /* every bad key of the row, refused naming it (llama4: under text_config) */
+    static const struct { const char *js; const char *path; } bad[] = {
+        {"{\"model_type\":\"llama4_text\",\"moe_layers\":[48]}", "moe_layers"},
+        {"{\"model_type\":\"llama4_text\",\"moe_layers\":[0.5]}", "moe_layers"},
+        {"{\"model_type\":\"llama4_text\",\"moe_layers\":3}", "moe_layers"},
+        {"{\"model_type\":\"llama4_text\",\"no_rope_layers\":[1,0]}", "no_rope_layers"},
+        {"{\"model_type\":\"llama4_text\",\"no_rope_layers\":{}}", "no_rope_layers"},
+        {"{\"model_type\":\"llama4_text\",\"num_hidden_layers\":1,\"no_rope_layers\":[2]}", "no_rope_layers"},
+        {"{\"model_type\":\"llama4_text\",\"num_hidden_layers\":1,\"layer_types\":[\"sliding_attention\"]}", "layer_types"},
+        {"{\"model_type\":\"llama4_text\",\"layer_types\":[\"full_attention\"]}", "layer_types"},
+        {"{\"model_type\":\"llama4_text\",\"attention_chunk_size\":0}", "attention_chunk_size"},
+        {"{\"model_type\":\"llama4_text\",\"attention_chunk_size\":\"8192\"}", "attention_chunk_size"},
+        {"{\"model_type\":\"llama4_text\",\"attn_temperature_tuning\":\"yes\"}", "attn_temperature_tuning"},
+        {"{\"model_type\":\"llama4_text\",\"floor_scale\":0}", "floor_scale"},
+        {"{\"model_type\":\"llama4_text\",\"attn_scale\":\"0.1\"}", "attn_scale"},
+        {"{\"model_type\":\"llama4_text\",\"head_dim\":127}", "head_dim"},
+        {"{\"model_type\":\"llama4_text\",\"head_dim\":null,\"hidden_size\":100,\"num_attention_heads\":8,"
+         "\"num_key_value_heads\":8}", "num_attention_heads"},
+        {"{\"model_type\":\"llama4_text\",\"num_local_experts\":0}", "num_local_experts"},
+        {"{\"model_type\":\"llama4_text\",\"num_experts_per_tok\":17}", "num_experts_per_tok"},
+        {"{\"model_type\":\"llama4_text\",\"interleave_moe_layer_step\":0}", "interleave_moe_layer_step"},
+        {"{\"model_type\":\"llama4_text\",\"intermediate_size_mlp\":-1}", "intermediate_size_mlp"},
+        {"{\"model_type\":\"llama4_text\",\"use_qk_norm\":1}", "use_qk_norm"},
+        {"{\"model_type\":\"llama4_text\",\"no_rope_layer_interval\":0}", "no_rope_layer_interval"},
+        {"{\"model_type\":\"llama4_text\",\"rope_scaling\":{\"rope_type\":\"nope\"}}", "rope_scaling.rope_type"},
+        {"{\"model_type\":\"llama4\"}", "text_config"},
+        {"{\"model_type\":\"llama4\",\"text_config\":{\"moe_layers\":[-1]}}", "text_config.moe_layers"},
+        {"{\"model_type\":\"llama4\",\"text_config\":{\"attention_chunk_size\":1.5}}", "text_config.attention_chunk_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_null(m);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s: %s: %s", bad[i].js, err.path, err.msg);
+    }
+    /* Llama4TextExperts is stacked (gate_up_proj, down_proj nn.Parameters): no per-expert loop to model */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.experts = VC_EXPERTS_PER_EXPERT;
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(load_js("{\"model_type\":\"llama4_text\"}", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--experts-implementation");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1842,6 +1957,7 @@ int main(void)
         cmocka_unit_test(test_t5),
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_qwen2_5_vl),
+        cmocka_unit_test(test_llama4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -421,6 +421,33 @@ const hf_family vc__hf_families[] = {
               [K_WINDOW] = OFF_IF_NULL("sliding_window", 4096), [K_WINDOW_LAYERS] = DEF("max_window_layers", 80)},
      LLAMA_BLOCK, .window = WIN_FROM_LAYER, .nested = "text_config", .nested_opt = true, .vision = VIS_QWEN2_5,
      .lora_targets = NULL /* none assumed: name --lora-targets (the tower has q/k/v as one qkv) */},
+    /* Llama4TextConfig (configuration_llama4.py @ 008e5743: the class's defaults are
+     * Llama-4-Scout-17B-16E's) and modeling_llama4.py (huggingface/transformers @ 000c33fd):
+     * Llama4TextDecoderLayer (input_layernorm, Llama4TextAttention q/k/v/o with attention_bias,
+     * post_attention_layernorm, feed_forward: Llama4TextMoe in config.moe_layers, else
+     * Llama4TextMLP of intermediate_size_mlp); Llama4TextMoe: router nn.Linear(hidden,
+     * num_local_experts), Llama4TextExperts gate_up_proj [E, H, 2 intermediate_size] and
+     * down_proj [E, intermediate_size, H], shared_expert Llama4TextMLP(intermediate_size).
+     * The parameters are counted (hf_llama4.c); the memory is not modelled: vc_hf_build refuses
+     * it, naming what is missing. num_key_value_heads: absent 8, null num_attention_heads; head_dim:
+     * absent 128, null hidden_size // heads (__post_init__; hf_llama4.c) */
+#define LLAMA4_KEYS                                                                                            \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 202048), [K_HIDDEN] = DEF("hidden_size", 5120),               \
+    [K_LAYERS] = DEF("num_hidden_layers", 48), [K_HEADS] = DEF("num_attention_heads", 40),                   \
+    [K_KV_HEADS] = {.key = "num_key_value_heads", .how = D_HEADS}, [K_HEAD_DIM] = DEF("head_dim", 128),    \
+    [K_INTER] = DEF("intermediate_size_mlp", 16384), [K_EPS] = DEF("rms_norm_eps", 1e-5),                   \
+    [K_MAXPOS] = DEF("max_position_embeddings", 131072), [K_QKV_BIAS] = DEF("attention_bias", 0),            \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_EXPERTS] = DEF("num_local_experts", 16),                       \
+    [K_TOPK] = DEF("num_experts_per_tok", 1), [K_MOE_INTER] = DEF("intermediate_size", 8192),               \
+    [K_SPARSE_STEP] = DEF("interleave_moe_layer_step", 1), [K_USE_QK_NORM] = DEF("use_qk_norm", 1),          \
+    [K_NOPE_INTERVAL] = DEF("no_rope_layer_interval", 4)
+    {.model_type = "llama4_text", .config_class = "Llama4TextConfig", .keys = {LLAMA4_KEYS}, LLAMA_BLOCK,
+     .moe = MOE_LLAMA4, .nope = true, .lora_targets = NULL},
+    /* Llama4Config: the language model is Llama4TextConfig's, read from text_config (the vision
+     * tower and projector of Llama4ForConditionalGeneration are not counted) */
+    {.model_type = "llama4", .config_class = "Llama4TextConfig (Llama4Config.text_config)", .keys = {LLAMA4_KEYS},
+     LLAMA_BLOCK, .moe = MOE_LLAMA4, .nope = true, .nested = "text_config", .lora_targets = NULL},
+#undef LLAMA4_KEYS
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -568,6 +595,17 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             "the memory of an encoder-decoder (the relative position bias, the decoder's cross-attention, "
                             "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
                             a.tie ? "lm_head tied to shared" : "lm_head untied");
+    }
+    if (a.f->moe == MOE_LLAMA4) { /* the parameters are exact (hf_llama4.c); the memory is not modelled: refused */
+        int64_t active = 0, total = vc__hf_llama4_parameters(&a, &active), nmoe = 0;
+        for (int64_t i = 0; i < a.N; i++) nmoe += vc__hf_llama4_moe_layer(&a, i);
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: Llama4ForCausalLM%s has %lld parameters, %lld active per "
+                            "token (top-%lld of %lld experts in %lld of %lld layers, %s); not modelled yet: the memory "
+                            "(Llama4TextExperts' bmm runs all %lld experts on every token; complex rotary, L2 qk norm, "
+                            "temperature tuning, chunked attention and its cache)", r.fam,
+                            a.f->nested ? " (text_config; vision tower not counted)" : "", (long long)total,
+                            (long long)active, (long long)a.K, (long long)a.E, (long long)nmoe, (long long)a.N,
+                            a.tie ? "lm_head tied" : "lm_head untied", (long long)a.E);
     }
     rd rv = {cfg, err, r.fam, false, 1};
     if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */

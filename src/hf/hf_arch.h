@@ -106,6 +106,8 @@ enum {
     MOE_QWEN2,    /* mlp, decoder_sparse_step and mlp_only_layers; shared expert */
     MOE_DEEPSEEK, /* DeepseekV3MoE from first_k_dense_replace on: sigmoid group-limited routing, shared experts */
     MOE_GPT_OSS,  /* mlp: GptOssTopKRouter with bias, biased stacked experts, clamped SwiGLU; every layer */
+    MOE_LLAMA4,   /* feed_forward: Llama4TextMoe (router, experts, shared_expert) in moe_layers (hf_llama4.c:
+                   * parameters counted, the memory refused) */
 };
 enum {
     WIN_ALL,             /* every layer slides */
@@ -216,13 +218,15 @@ typedef struct {
     bool new_arch, alibi;
     int64_t num_ln;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
+    /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1) */
+    const cJSON *moe_layers;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -259,6 +263,15 @@ int64_t vc__hf_t5_parameters(const arch *a);
  * and the buckets' consistency, read into a after the row's keys; -1 with
  * r->err naming the key. */
 int vc__hf_t5_read(rd *r, arch *a);
+/* hf_llama4.c: Llama4TextConfig's keys the row's reading cannot check (null head_dim and
+ * num_key_value_heads, moe_layers, no_rope_layers, layer_types, attention_chunk_size, the
+ * temperature tuning), read into a after the row's keys; -1 with r->err naming the key. */
+int vc__hf_llama4_read(rd *r, arch *a);
+/* hf_llama4.c: Llama4ForCausalLM's parameters (named_parameters(), the lm_head counted unless
+ * tied) and, in *active, those one token runs through (top-k of the routed experts). */
+int64_t vc__hf_llama4_parameters(const arch *a, int64_t *active);
+/* hf_llama4.c: whether decoder layer i is a Llama4TextMoe layer (config.moe_layers). */
+bool vc__hf_llama4_moe_layer(const arch *a, int64_t i);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
  * a family without a tower refuses the options. -1 with r->err set. */

@@ -397,6 +397,7 @@ static int read_family(rd *r, arch *a)
         return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
     if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
+    if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;

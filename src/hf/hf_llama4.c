@@ -1,0 +1,180 @@
+/*
+ * hf_llama4.c — Llama 4's language model (model_type llama4_text, and llama4
+ * through text_config; issue 31): the keys of Llama4TextConfig that the row's
+ * generic reading (hf_read.c) cannot check, and Llama4ForCausalLM's parameters.
+ *
+ * Sources, huggingface/transformers:
+ *  - configuration_llama4.py @ 008e574391258935f3ecc3035c882e73bbcac419,
+ *    Llama4TextConfig.__post_init__: num_key_value_heads None -> num_attention_heads;
+ *    no_rope_layers empty or None -> [int((i + 1) % no_rope_layer_interval != 0)];
+ *    head_dim None -> hidden_size // num_attention_heads; moe_layers None ->
+ *    range(interleave_moe_layer_step - 1, num_hidden_layers, interleave_moe_layer_step);
+ *    layer_types None -> "chunked_attention" where no_rope_layers[i] else "full_attention".
+ *  - modeling_llama4.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6: Llama4TextExperts
+ *    (gate_up_proj [E, H, 2 intermediate_size], down_proj [E, intermediate_size, H]),
+ *    Llama4TextMLP (gate_proj, up_proj, down_proj without bias), Llama4TextL2Norm (no
+ *    weight), Llama4TextRMSNorm (a weight of H), Llama4Router (nn.Linear(H, E, bias=False)),
+ *    Llama4TextMoe (experts, router, shared_expert = Llama4TextMLP(config): intermediate_size),
+ *    Llama4TextAttention (q_proj [NH * D, H], k_proj / v_proj [KV * D, H], o_proj [H, NH * D],
+ *    each with attention_bias; use_rope = config.no_rope_layers[layer_idx]), Llama4TextDecoderLayer
+ *    (is_moe_layer = layer_idx in config.moe_layers, else Llama4TextMLP(intermediate_size_mlp);
+ *    input_layernorm, post_attention_layernorm; attention_type = config.layer_types[layer_idx],
+ *    a key of causal_mask_mapping: "full_attention" or "chunked_attention"), Llama4TextModel
+ *    (embed_tokens [V, H], layers, norm), Llama4ForCausalLM (lm_head [V, H], tied by
+ *    _tied_weights_keys under tie_word_embeddings).
+ *
+ * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c, with the count): the
+ * memory. Llama4TextMoe.forward does not route tokens: it repeats the tokens once per expert
+ * (hidden_states.repeat(E, 1)), scales them by the router's scores (sigmoid of the top-k
+ * logits scattered into -inf, 0 elsewhere) and Llama4TextExperts.forward runs torch.bmm over
+ * all E x T rows -- neither the stacked-experts grouped_mm path nor the per-expert loop the
+ * other MoE rows model. The attention applies the rotary embedding as complex numbers in
+ * float32 (apply_rotary_emb: view_as_complex), the weightless L2 qk norm in float32 on the
+ * rope layers, the temperature tuning on the NoPE layers, and a chunked causal mask
+ * (create_chunked_causal_mask) whose cache (transformers' chunked layers, vLLM's
+ * ChunkedLocalAttentionSpec) is not modelled either.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+static int l4_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int l4_bad(rd *r, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    char path[160];
+    if (r->nested) { /* llama4: the key of text_config */
+        snprintf(path, sizeof path, "%s.%s", r->nested, key);
+        key = path;
+    }
+    va_start(ap, fmt);
+    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Whether the config holds key with the value null. */
+static bool l4_null(rd *r, const char *key) { return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key)); }
+
+/* A key's value, null read as absent. */
+static const cJSON *l4_key(rd *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble); }
+
+int vc__hf_llama4_read(rd *r, arch *a)
+{
+    if (a->experts_impl == EXPERTS_PER_EXPERT) { /* Llama4TextExperts: stacked nn.Parameters, no per-expert modules */
+        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's experts are stacked "
+                     "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
+        return -1;
+    }
+    /* num_key_value_heads: the class's 8 when absent, num_attention_heads when null (__post_init__; the
+     * row reads both as the heads) */
+    if (!cJSON_GetObjectItemCaseSensitive(r->cfg, "num_key_value_heads")) {
+        a->KV = 8;
+        if (a->NH % a->KV)
+            return l4_bad(r, "num_attention_heads", "%lld must be divisible by num_key_value_heads (absent: 8)",
+                          (long long)a->NH);
+    }
+    /* head_dim: the class's 128 when absent (the row's default), hidden_size // num_attention_heads when null */
+    if (l4_null(r, "head_dim")) {
+        if (a->H % a->NH)
+            return l4_bad(r, "num_attention_heads", "%lld must divide hidden_size (%lld): head_dim is null",
+                          (long long)a->NH, (long long)a->H);
+        a->D = a->H / a->NH;
+        a->R = a->D;
+    }
+    if (a->D % 2) /* apply_rotary_emb: reshape(*shape[:-1], -1, 2), view_as_complex */
+        return l4_bad(r, "head_dim", "%lld: the rotary embedding pairs the head's values (view_as_complex): it must be "
+                      "even", (long long)a->D);
+    /* moe_layers: the decoder layers built as Llama4TextMoe (`layer_idx in config.moe_layers`) */
+    const cJSON *ml = l4_key(r, "moe_layers");
+    if (ml) {
+        if (!cJSON_IsArray(ml)) return l4_bad(r, "moe_layers", "expected a list of layer indices");
+        for (const cJSON *e = ml->child; e; e = e->next)
+            if (!is_int(e) || e->valuedouble < 0 || e->valuedouble >= (double)a->N)
+                return l4_bad(r, "moe_layers", "expected layer indices from 0 to %lld (num_hidden_layers - 1)",
+                              (long long)(a->N - 1));
+        a->moe_layers = ml;
+    }
+    /* no_rope_layers: use_rope = no_rope_layers[layer_idx] (empty: the interval's) */
+    const cJSON *nr = l4_key(r, "no_rope_layers");
+    if (nr && !cJSON_IsArray(nr)) return l4_bad(r, "no_rope_layers", "expected a list of 0 or 1 for each layer");
+    if (nr && cJSON_GetArraySize(nr) > 0) {
+        if (cJSON_GetArraySize(nr) < a->N)
+            return l4_bad(r, "no_rope_layers", "%d values for %lld layers: Llama4TextAttention indexes it by layer",
+                          cJSON_GetArraySize(nr), (long long)a->N);
+        for (const cJSON *e = nr->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
+                return l4_bad(r, "no_rope_layers", "expected 1 (rotary) or 0 (NoPE) for each layer");
+        a->no_rope = nr;
+    }
+    /* layer_types: a key of causal_mask_mapping per layer */
+    const cJSON *lt = l4_key(r, "layer_types");
+    if (lt) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) < a->N)
+            return l4_bad(r, "layer_types", "expected a list of %lld layer types (\"full_attention\" or "
+                          "\"chunked_attention\")", (long long)a->N);
+        for (const cJSON *e = lt->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "chunked_attention")))
+                return l4_bad(r, "layer_types", "expected \"full_attention\" or \"chunked_attention\" for each layer "
+                              "(Llama4TextModel's causal_mask_mapping has no other)");
+    }
+    /* attention_chunk_size: the chunked layers' window (None: no chunking) */
+    const cJSON *cs = l4_key(r, "attention_chunk_size");
+    if (cs && (!is_int(cs) || cs->valuedouble < 1 || cs->valuedouble > (double)MAX_SIZE))
+        return l4_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
+    /* the temperature tuning: a truth value (Python's: a number or a bool), floor_scale divides */
+    const cJSON *tt = l4_key(r, "attn_temperature_tuning");
+    if (tt && !cJSON_IsBool(tt) && !(cJSON_IsNumber(tt) && isfinite(tt->valuedouble)))
+        return l4_bad(r, "attn_temperature_tuning", "expected true or false");
+    const cJSON *fs = l4_key(r, "floor_scale");
+    if (fs && (!cJSON_IsNumber(fs) || !isfinite(fs->valuedouble) || fs->valuedouble <= 0))
+        return l4_bad(r, "floor_scale", "expected a positive number (it divides the positions)");
+    const cJSON *as = l4_key(r, "attn_scale");
+    if (as && (!cJSON_IsNumber(as) || !isfinite(as->valuedouble)))
+        return l4_bad(r, "attn_scale", "expected a number");
+    return 0;
+}
+
+bool vc__hf_llama4_moe_layer(const arch *a, int64_t i)
+{
+    if (a->moe_layers) {
+        for (const cJSON *e = a->moe_layers->child; e; e = e->next)
+            if (e->valuedouble == (double)i) return true;
+        return false;
+    }
+    /* range(step - 1, num_hidden_layers, step) */
+    return i >= a->sparse_step - 1 && (i - (a->sparse_step - 1)) % a->sparse_step == 0;
+}
+
+/* Every product is bounded by hf_read.c's check_sizes (vocab x hidden, the experts' 3 x E x H x
+ * intermediate and the attention projections at most 2^48 elements each, at most 1024 layers):
+ * the sum stays below 2^62. */
+int64_t vc__hf_llama4_parameters(const arch *a, int64_t *active)
+{
+    const int64_t H = a->H, q = a->NH * a->D, kv = a->KV * a->D;
+    /* Llama4TextAttention: q, k, v, o (+ their biases), and the two Llama4TextRMSNorm weights */
+    const int64_t attn = 2 * H * q + 2 * H * kv + (a->qkv_bias ? q + 2 * kv + H : 0) + 2 * H;
+    const int64_t expert = 3 * H * a->moe_I;           /* one expert's gate, up and down */
+    const int64_t moe = a->E * H + (a->E + 1) * expert; /* router, experts, shared_expert */
+    const int64_t dense = 3 * H * a->I;                 /* Llama4TextMLP(intermediate_size_mlp) */
+    int64_t total = a->V * H * (a->tie ? 1 : 2) + H, idle = 0; /* embed_tokens, lm_head, norm */
+    for (int64_t i = 0; i < a->N; i++) {
+        bool m = vc__hf_llama4_moe_layer(a, i);
+        total += attn + (m ? moe : dense);
+        if (m) idle += (a->E - a->K) * expert; /* the experts a token's top-k leaves out */
+    }
+    *active = total - idle;
+    return total;
+}
