@@ -155,6 +155,92 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
     return 0;
 }
 
+/* Gemma3 (model_type gemma3): SiglipVisionConfig (configuration_siglip.py: hidden_size 768,
+ * intermediate_size 3072, num_hidden_layers 12, num_attention_heads 12, num_channels 3, image_size 224,
+ * patch_size 16, hidden_act gelu_pytorch_tanh, layer_norm_eps 1e-6: the class's defaults, what
+ * Gemma3Config builds when vision_config is None) and Gemma3Config.mm_tokens_per_image (256).
+ * modeling_siglip.py @ efa7189c: SiglipVisionTransformer builds its pooling head
+ * (SiglipMultiheadAttentionPoolingHead) unless the config has vision_use_head false (hasattr: a
+ * config.json without the key gets the head); Gemma3MultiModalProjector (modeling_gemma3.py @ 0018aa64):
+ * patches_per_image = image_size // patch_size, tokens_per_side = int(mm_tokens_per_image ** 0.5),
+ * kernel_size = patches_per_image // tokens_per_side, AvgPool2d(kernel_size, stride=kernel_size). */
+static int read_siglip(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (vint(r, v, "num_hidden_layers", 12, 1, &t->depth) || vint(r, v, "hidden_size", 768, 1, &t->C) ||
+        vint(r, v, "intermediate_size", 3072, 1, &t->I) || vint(r, v, "num_attention_heads", 12, 1, &t->NH) ||
+        vint(r, v, "num_channels", 3, 1, &t->cin) || vint(r, v, "image_size", 224, 1, &t->img) ||
+        vint(r, v, "patch_size", 16, 1, &t->P))
+        return -1;
+    t->M = t->T = 1;
+    t->out = a->H; /* mm_input_projection_weight [vision hidden_size, text hidden_size] */
+    if (t->depth > 1024) return vbad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return vbad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld) "
+                    "(SiglipAttention)", (long long)t->C, (long long)t->NH);
+    if (t->P > t->img)
+        return vbad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)t->P, (long long)t->img);
+    const cJSON *eps = v ? cJSON_GetObjectItemCaseSensitive(v, "layer_norm_eps") : NULL;
+    if (eps && !cJSON_IsNull(eps) && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || !(eps->valuedouble < 1)))
+        return vbad(r, "layer_norm_eps", "expected a number between 0 and 1");
+    const cJSON *head = v ? cJSON_GetObjectItemCaseSensitive(v, "vision_use_head") : NULL;
+    if (head && !cJSON_IsBool(head)) return vbad(r, "vision_use_head", "expected true or false");
+    t->use_head = !head || cJSON_IsTrue(head);
+    const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+    const char *an = "gelu_pytorch_tanh";
+    if (act && !cJSON_IsNull(act)) {
+        if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
+        an = act->valuestring;
+    }
+    static const char *const names[] = {"gelu_pytorch_tanh", "gelu", "gelu_new", "quick_gelu", "silu", "relu"};
+    static const int acts[] = {A_GELU_TANH, A_GELU, A_GELU_TANH, -1, A_SILU, A_RELU};
+    t->act = -1;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(an, names[i])) t->act = acts[i];
+    if (t->act < 0) {
+        char e[64];
+        vc_escape(e, sizeof e, an);
+        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, gelu_new, silu or relu)", e);
+    }
+    /* mm_tokens_per_image: a key of Gemma3Config itself */
+    const cJSON *mm = cJSON_GetObjectItemCaseSensitive(r->cfg, "mm_tokens_per_image");
+    t->mm = 256;
+    if (mm && !cJSON_IsNull(mm)) {
+        double d = cJSON_IsNumber(mm) ? mm->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || d < 1 || d > (double)MAX_SIZE) {
+            vc_set_error(r->err, VC_ERR_MODEL, "mm_tokens_per_image", "expected a positive integer");
+            return -1;
+        }
+        t->mm = (int64_t)d;
+    }
+    const int64_t side = t->img / t->P;           /* patches_per_image (Conv2d, padding "valid") */
+    const int64_t tps = (int64_t)sqrt((double)t->mm); /* int(mm_tokens_per_image ** 0.5) */
+    const int64_t k = tps > 0 ? side / tps : 0;    /* the AvgPool2d's kernel and stride */
+    /* the pooled grid (side // k)^2 must be the processor's mm_tokens_per_image image tokens
+     * (Gemma3Model.get_placeholder_mask raises otherwise) */
+    if (k < 1 || (side / k) * (side / k) != t->mm) {
+        vc_set_error(r->err, VC_ERR_MODEL, "mm_tokens_per_image", "%lld: the projector pools the %lld x %lld patch grid "
+                     "(vision_config.image_size %lld / patch_size %lld) with a kernel of %lld, giving %lld tokens, not "
+                     "%lld", (long long)t->mm, (long long)side, (long long)side, (long long)t->img, (long long)t->P,
+                     (long long)k, (long long)(k ? (side / k) * (side / k) : 0), (long long)t->mm);
+        return -1;
+    }
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t x;
+    if (__builtin_mul_overflow(t->C, t->C, &x) || x > lim || __builtin_mul_overflow(t->I, t->C, &x) || x > lim ||
+        __builtin_mul_overflow(t->C, a->H, &x) || x > lim)
+        return vbad(r, "hidden_size", "the layers' weights (%lld wide, intermediate_size %lld) are more than 2^48 "
+                    "elements", (long long)t->C, (long long)t->I);
+    if (__builtin_mul_overflow(side, side, &x) || __builtin_mul_overflow(x, t->C, &x) || x > lim)
+        return vbad(r, "image_size", "%lld / patch_size %lld: the position embedding (%lld^2 x %lld) is more than 2^48 "
+                    "elements", (long long)t->img, (long long)t->P, (long long)side, (long long)t->C);
+    if (__builtin_mul_overflow(t->cin, t->P, &x) || __builtin_mul_overflow(x, t->P, &x) ||
+        __builtin_mul_overflow(x, t->C, &x) || x > lim)
+        return vbad(r, "patch_size", "a patch (%lld channels x %lld x %lld) is too large", (long long)t->cin,
+                    (long long)t->P, (long long)t->P);
+    return 0;
+}
+
 /* smart_resize (image_processing_qwen2_vl.py @ cb0fc56f): Python's round() is
  * round-half-to-even, which nearbyint() is in the default rounding mode. */
 static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, int64_t *oh, int64_t *ow)
@@ -176,6 +262,16 @@ static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, in
     return 0;
 }
 
+/* --image / --images for Gemma3: not modelled yet (the tower's weights load; its forward is not
+ * written), refused rather than under-estimated. */
+static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
+{
+    (void)a;
+    vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? "--image" : "--images", "the SigLIP tower's forward of %s is "
+                 "not modelled yet (its weights are counted and loaded without an image)", r->fam);
+    return -1;
+}
+
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
@@ -191,13 +287,16 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
         return -1;
     }
-    if (read_qwen2_5(r, a, v)) return -1;
-    if (o && o->tp > 1) {
+    if (a->f->vision == VIS_SIGLIP ? read_siglip(r, a, v) : read_qwen2_5(r, a, v)) return -1;
+    /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
+     * name the language model's layers only) */
+    if (o && o->tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, "--tp", "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }
     if (!want) return 0;
     hf_vision *t = &a->vis;
+    if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
         vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
         return -1;
@@ -363,13 +462,56 @@ static void write_weights(vw *w, const hf_vision *t)
     vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
 }
 
+/* named_parameters() of Gemma3ForConditionalGeneration's vision_tower (SiglipVisionModel) and
+ * multi_modal_projector, module by module (modeling_siglip.py @ efa7189c, modeling_gemma3.py @ 0018aa64):
+ * nn.Conv2d(num_channels, hidden, patch, stride patch) with its bias; nn.Embedding(num_positions, hidden);
+ * SiglipEncoderLayer: layer_norm1, self_attn.{q,k,v,out}_proj (nn.Linear with biases), layer_norm2,
+ * mlp.fc1 / fc2 (nn.Linear with biases); post_layernorm (nn.LayerNorm: weight and bias); the pooling
+ * head when built (probe [1, 1, hidden], nn.MultiheadAttention: in_proj_weight [3 hidden, hidden] and its
+ * bias, out_proj an nn.Linear; layernorm; mlp); the projector's mm_soft_emb_norm (Gemma3RMSNorm: weight
+ * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
+static void write_siglip_weights(vw *w, const hf_vision *t)
+{
+    char nm[120];
+    const int64_t C = t->C, I = t->I, side = t->img / t->P;
+    vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
+    vweights(w, "vision_tower.vision_model.embeddings.position_embedding", side * side, C, false, false);
+    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
+        static const struct { const char *n; int which; } ms[] = {
+            {"layer_norm1", 0}, {"self_attn.q_proj", 1}, {"self_attn.k_proj", 1}, {"self_attn.v_proj", 1},
+            {"self_attn.out_proj", 1}, {"layer_norm2", 0}, {"mlp.fc1", 2}, {"mlp.fc2", 3},
+        };
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "vision_tower.vision_model.encoder.layers.%lld.%s", (long long)b, ms[i].n);
+            switch (ms[i].which) {
+            case 0: vweights(w, nm, C, 0, true, false); break;
+            case 1: vweights(w, nm, C, C, true, true); break;
+            case 2: vweights(w, nm, I, C, true, true); break;
+            default: vweights(w, nm, C, I, true, true); break;
+            }
+        }
+    }
+    vweights(w, "vision_tower.vision_model.post_layernorm", C, 0, true, false);
+    if (t->use_head) {
+        vweights(w, "vision_tower.vision_model.head.probe", C, 0, false, false);
+        vweights(w, "vision_tower.vision_model.head.attention.in_proj", 3 * C, C, true, false);
+        vweights(w, "vision_tower.vision_model.head.attention.out_proj", C, C, true, true);
+        vweights(w, "vision_tower.vision_model.head.layernorm", C, 0, true, false);
+        vweights(w, "vision_tower.vision_model.head.mlp.fc1", I, C, true, true);
+        vweights(w, "vision_tower.vision_model.head.mlp.fc2", C, I, true, true);
+    }
+    vweights(w, "multi_modal_projector.mm_soft_emb_norm", C, 0, false, false);
+    vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (t->patches == 0) {
-        write_weights(&w, t);
+        if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
+        else write_weights(&w, t);
         return NULL;
     }
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
