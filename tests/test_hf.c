@@ -1909,6 +1909,48 @@ static void test_gemma3_vision(void **state)
     snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",%s,\"vision_config\":[]}", tiny_text);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "vision_config");
+    /* --image: Gemma3ImageProcessor resizes any image to image_size (896) and Gemma3Processor's
+     * full_image_sequence ("\n\n", boi, 256 image tokens, eoi, "\n\n") replaces the prompt's boi
+     * placeholder: the language model sees --seq + 260 tokens; the parameters are the same */
+    static const int64_t sizes[][2] = {{640, 480}, {1, 1}, {8000, 6000}, {896, 896}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        vc_hf_options_init(&o);
+        o.seq = 100;
+        o.image_w = sizes[i][0];
+        o.image_h = sizes[i][1];
+        m = load("gemma-3-4b-it.json", &o);
+        assert_int_equal(input_len(m), 100 + 260);
+        assert_int_equal(vc_model_parameters(m), INT64_C(4300079472));
+        assert_int_equal(vc_model_trainable_parameters(m), INT64_C(3880263168));
+        vc_model_free(m);
+    }
+    /* refused: several images a sample, --images without --image, the pooling head's forward (the tiny
+     * config without vision_use_head), the tower on tensor-parallel ranks with an image */
+    static const struct { int64_t n, tp; bool tiny; const char *path; } refused[] = {
+        {2, 1, false, "--images"}, {0, 1, true, "--image"}, {0, 2, false, "--tp"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        vc_hf_options_init(&o);
+        o.image_w = 640;
+        o.image_h = 480;
+        o.images = refused[i].n;
+        o.tp = refused[i].tp;
+        m = NULL;
+        vc_status st;
+        if (refused[i].tiny) {
+            snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":4,%s,\"vision_config\":{%s}}",
+                     tiny_text, tiny_vis);
+            st = load_js(js, &o, &m, &err);
+        } else {
+            st = vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err);
+        }
+        assert_int_equal(st, VC_ERR_USAGE);
+        assert_string_equal(err.path, refused[i].path);
+    }
+    vc_hf_options_init(&o);
+    o.images = 2;
+    assert_int_equal(vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--images");
 }
 
 int main(void)

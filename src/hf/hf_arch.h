@@ -170,6 +170,8 @@ typedef struct {
     /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
     int64_t img, mm;
     bool use_head;
+    int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
+                     * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
 
 extern const hf_family vc__hf_families[];

@@ -262,14 +262,50 @@ static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, in
     return 0;
 }
 
-/* --image / --images for Gemma3: not modelled yet (the tower's weights load; its forward is not
- * written), refused rather than under-estimated. */
+/* --image / --images for Gemma3. Gemma3ImageProcessor (image_processing_gemma3.py) resizes every
+ * image to its size (the checkpoints' preprocessor_config.json: 896 x 896, vision_config.image_size;
+ * do_pan_and_scan False by default, Gemma3ProcessorKwargs), whatever its size: pixel_values
+ * [images, num_channels, image_size, image_size] float32. Gemma3Processor (processing_gemma3.py)
+ * replaces each image's boi token in the prompt by full_image_sequence, "\n\n" boi, image_seq_length
+ * (256) image tokens, eoi, "\n\n": as the Qwen2.5-VL rows count it (--seq: the text without the image's
+ * placeholder), an image adds 260 tokens ("\n\n" is one token of Gemma's vocabulary; a newline next to
+ * the placeholder merges with it, one token fewer: vLLM's gemma3_mm.py _apply_token_matches), of which
+ * mm_tokens_per_image rows get the projector's embeddings (masked_scatter). One image per sample here:
+ * SiglipVisionModel runs the images as a batch dimension ([B x images, C, H, W], attention within each
+ * image), which a per-sample plan holds at one image a sample. */
 static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
 {
-    (void)a;
-    vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? "--image" : "--images", "the SigLIP tower's forward of %s is "
-                 "not modelled yet (its weights are counted and loaded without an image)", r->fam);
-    return -1;
+    hf_vision *t = &a->vis;
+    if (o->image_w <= 0) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
+        return -1;
+    }
+    if (o->images > 1) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--images", "%lld: %s is modelled at one image per sample (the SigLIP "
+                     "tower runs a sample's images as a batch dimension, which a per-sample plan holds at one)",
+                     (long long)o->images, r->fam);
+        return -1;
+    }
+    if (t->use_head) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--image", "the SigLIP pooling head (vision_config.vision_use_head absent or "
+                     "true: SiglipVisionTransformer runs it) is not modelled; the Gemma 3 checkpoints set it false");
+        return -1;
+    }
+    const int64_t side = t->img / t->P;
+    t->images = 1;
+    t->h = t->w = t->img; /* the processor's resize */
+    t->patches = side * side;
+    int64_t sc;
+    if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+        sc > (INT64_C(1) << 56)) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lld patches (vision_config.image_size %lld / patch_size %lld): "
+                     "the tower's attention would have more than 2^56 elements", (long long)t->patches,
+                     (long long)t->img, (long long)t->P);
+        return -1;
+    }
+    t->embeds = t->mm;
+    t->tokens = t->mm + 4; /* "\n\n", boi, eoi, "\n\n" */
+    return 0;
 }
 
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
@@ -333,7 +369,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
                      (long long)t->h, (long long)t->NH, (long long)t->patches, (long long)t->patches);
         return -1;
     }
-    t->tokens = t->patches / (t->M * t->M);
+    t->tokens = t->embeds = t->patches / (t->M * t->M);
     return 0;
 }
 
@@ -504,6 +540,107 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
     vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
 }
 
+static void vln(vw *w, const char *name, const char *in, int64_t width)
+{
+    cJSON *o = lay(w, "LayerNorm", name);
+    if (in) vins(w, o, in, NULL);
+    int64_t d[1] = {width};
+    vshape(w, o, "normalized_shape", 1, d);
+    vnum(w, o, "eps", 1e-6); /* SiglipVisionConfig.layer_norm_eps (the memory does not depend on it) */
+}
+
+/* Gemma3Model.get_image_features (modeling_gemma3.py @ 0018aa64): vision_tower(pixel_values)
+ * .last_hidden_state, then multi_modal_projector; one image of the sample (siglip_images).
+ *  - SiglipVisionEmbeddings.forward: patch_embedding(pixel_values.to(dtype)) (a Conv2d with kernel =
+ *    stride = patch_size: written as one Linear over each patch's num_channels x P x P values, the same
+ *    weights and output), flatten(2).transpose(1, 2), + position_embedding(position_ids);
+ *  - SiglipEncoderLayer x num_hidden_layers: x + self_attn(layer_norm1(x)), x + mlp(layer_norm2(x));
+ *    SiglipSdpaAttention (sdpa, transformers' default): q/k/v_proj, view + transpose, no mask (Gemma3
+ *    passes none), F.scaled_dot_product_attention non-causal, transpose(1, 2).contiguous(), out_proj;
+ *    SiglipMLP: fc1, the activation, fc2;
+ *  - post_layernorm;
+ *  - Gemma3MultiModalProjector.forward: transpose(1, 2).reshape(b, C, side, side) (a copy of the
+ *    transposed view), AvgPool2d(kernel), flatten(2).transpose(1, 2), mm_soft_emb_norm (Gemma3RMSNorm:
+ *    x.float() ... * (1 + weight.float()), type_as), matmul(mm_input_projection_weight).
+ * Frozen and run without autograd (the Qwen2.5-VL rows' default): nothing is saved. */
+static const char *write_siglip(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, side = t->img / t->P, n = t->patches;
+    const int64_t pd = t->cin * t->P * t->P, k = side / (int64_t)sqrt((double)t->mm), ps = side / k;
+    cJSON *o = lay(w, "PixelValues", "pixel_values");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "patch_dim", (double)pd);
+    vflag(w, o, "local_cast", true);
+    vlinear(w, "vision_tower.vision_model.embeddings.patch_embedding", "pixel_values", pd, C, true);
+    o = lay(w, "PixelValues", "vision_tower.position_ids");
+    vnum(w, o, "num_patches", (double)n);
+    vflag(w, o, "positions", true);
+    o = lay(w, "PositionEmbedding", "vision_tower.vision_model.embeddings.position_embedding");
+    vins(w, o, "vision_tower.position_ids", NULL);
+    vnum(w, o, "num_embeddings", (double)(side * side));
+    vnum(w, o, "embedding_dim", (double)C);
+    o = lay(w, "Add", "vision_tower.vision_model.embeddings");
+    vins(w, o, "vision_tower.vision_model.embeddings.patch_embedding", "vision_tower.vision_model.embeddings.position_embedding");
+    cJSON *seq = lay(w, "Sequential", "vision_tower.vision_model.encoder.layers");
+    vins(w, seq, "vision_tower.vision_model.embeddings", NULL);
+    if (t->depth > 1) vnum(w, seq, "repeat", (double)t->depth);
+    cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!inner) {
+        w->r->oom = true;
+        return NULL;
+    }
+    vw b = {w->r, inner};
+    vln(&b, "layer_norm1", NULL, C);
+    vlinear(&b, "self_attn.q_proj", "layer_norm1", C, C, true);
+    vlinear(&b, "self_attn.k_proj", "layer_norm1", C, C, true);
+    vlinear(&b, "self_attn.v_proj", "layer_norm1", C, C, true);
+    o = lay(&b, "RotaryAttention", "self_attn.attention");
+    if (o) {
+        const char *qkv[3] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
+        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+            cJSON_Delete(arr);
+            w->r->oom = true;
+        }
+    }
+    vnum(&b, o, "num_heads", (double)NH);
+    vnum(&b, o, "num_kv_heads", (double)NH);
+    vnum(&b, o, "head_dim", (double)D);
+    vnum(&b, o, "rotary_dim", 0);
+    vflag(&b, o, "causal", false);
+    vlinear(&b, "self_attn.out_proj", NULL, C, C, true);
+    vins(&b, lay(&b, "Add", "attn_residual"), "input", "self_attn.out_proj");
+    vln(&b, "layer_norm2", NULL, C);
+    vlinear(&b, "mlp.fc1", NULL, C, t->I, true);
+    vact(&b, t->act, "mlp.activation_fn");
+    vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
+    vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.fc2");
+    vln(w, "vision_tower.vision_model.post_layernorm", NULL, C);
+    /* the projector */
+    o = lay(w, "Transpose", "multi_modal_projector.transpose");
+    vnum(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    vnum(w, o, "dim1", 2);
+    o = lay(w, "Reshape", "multi_modal_projector.reshape");
+    int64_t d3[3] = {C, side, side};
+    vshape(w, o, "shape", 3, d3);
+    o = lay(w, "AvgPool2d", "multi_modal_projector.avg_pool");
+    vnum(w, o, "kernel_size", (double)k);
+    vnum(w, o, "stride", (double)k);
+    o = lay(w, "Reshape", "multi_modal_projector.flatten");
+    int64_t d2[2] = {C, ps * ps};
+    vshape(w, o, "shape", 2, d2);
+    o = lay(w, "Transpose", "multi_modal_projector.transpose2");
+    vnum(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    vnum(w, o, "dim1", 2);
+    o = lay(w, "HFRMSNorm", "multi_modal_projector.mm_soft_emb_norm");
+    vnum(w, o, "hidden_size", (double)C);
+    vnum(w, o, "eps", 1e-6);
+    vstr(w, o, "variant", "gemma");
+    /* torch.matmul(x, mm_input_projection_weight [C, H]): a Linear's memory without bias */
+    vlinear(w, "multi_modal_projector.mm_input_projection_weight", NULL, C, t->out, false);
+    return "multi_modal_projector.mm_input_projection_weight";
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
@@ -514,6 +651,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         else write_weights(&w, t);
         return NULL;
     }
+    if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M;
     cJSON *o = lay(&w, "PixelValues", "pixel_values"); /* the processor's pixel_values, .type(visual.dtype) */
