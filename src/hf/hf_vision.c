@@ -27,6 +27,10 @@
  *   grid_w = w / patch; pixel_values [grid_t * grid_h * grid_w, C * T * P * P] float32;
  *   processing_qwen2_5_vl.py: each image is grid_t * grid_h * grid_w / merge_size^2 tokens.
  *
+ * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
+ * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
+ * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
+ *
  * What is modelled and what is not (docs/llm.md "Vision-language models"):
  *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (hparams/finetuning_args.py
  *    FinetuningArguments: freeze_vision_tower and freeze_multi_modal_projector default True, the
