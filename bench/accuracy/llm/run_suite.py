@@ -541,16 +541,21 @@ def cases():
     # full_image_sequence (68 tokens here) before --seq's text, token_type_ids' bidirectional image
     # blocks in the training masks. gemma3_vl448_small: 1,024 patches, the tower's attention the peak.
     # LoRA's default q_proj,v_proj adapt the tower's too (PEFT matches the names' ends). Every third held out.
+    # The last two at batch 2: SiglipVisionModel runs the images as a batch dimension, so the
+    # per-sample plan holds (vc_estimate at batch 2: -0.07% and -0.06%), but the CLI refuses --image
+    # above batch 1 for every model type (request.c's Qwen2.5-VL rule): known gaps until it asks the family.
     g3 = [
-        ("gemma3_vl_small", 64, "640x480", "adamw", "fp32", 0),
-        ("gemma3_vl_small", 64, "640x480", "adamw", "bf16", 0),
-        ("gemma3_vl448_small", 32, "1280x720", "adamw", "fp32", 0),
-        ("gemma3_vl_small", 32, "224x224", "adamw", "fp32", 8),
-        ("gemma3_vl448_small", 96, "640x480", "sgd", "bf16", 0),
-        ("gemma3_vl_small", 128, "100x100", "sgd", "fp32", 0),
+        ("gemma3_vl_small", 1, 64, "640x480", "adamw", "fp32", 0),
+        ("gemma3_vl_small", 1, 64, "640x480", "adamw", "bf16", 0),
+        ("gemma3_vl448_small", 1, 32, "1280x720", "adamw", "fp32", 0),
+        ("gemma3_vl_small", 1, 32, "224x224", "adamw", "fp32", 8),
+        ("gemma3_vl448_small", 1, 96, "640x480", "sgd", "bf16", 0),
+        ("gemma3_vl_small", 1, 128, "100x100", "sgd", "fp32", 0),
+        ("gemma3_vl448_small", 2, 32, "640x480", "adamw", "fp32", 0),
+        ("gemma3_vl_small", 2, 64, "640x480", "adamw", "bf16", 0),
     ]
-    for i, (cfg, s, img, o, p, l) in enumerate(g3):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=1, seq=s, optim=o, precision=p,
+    for i, (cfg, b, s, img, o, p, l) in enumerate(g3):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, image=img, images=1, held_out=(i % 3 == 2)))
     return out
 
