@@ -1883,6 +1883,7 @@ static void test_gemma3_vision(void **state)
         {"layer_norm_eps", "\"1e-6\"", "vision_config.layer_norm_eps"},
         {"vision_use_head", "1", "vision_config.vision_use_head"},
         {"hidden_act", "\"quick_gelu\"", "vision_config.hidden_act"},
+        {"hidden_act", "\"gelu_new\"", "vision_config.hidden_act"},
         {"hidden_act", "3", "vision_config.hidden_act"},
         {"hidden_size", "1099511627776", "vision_config.hidden_size"},
         {"image_size", "1099511627776", "vision_config.image_size"},

@@ -196,15 +196,17 @@ static int read_siglip(rd *r, arch *a, const cJSON *v)
         if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
         an = act->valuestring;
     }
-    static const char *const names[] = {"gelu_pytorch_tanh", "gelu", "gelu_new", "quick_gelu", "silu", "relu"};
-    static const int acts[] = {A_GELU_TANH, A_GELU, A_GELU_TANH, -1, A_SILU, A_RELU};
+    /* ACT2FN: nn.GELU(approximate="tanh"), nn.GELU(), SiLU, ReLU (gelu_new / quick_gelu are Python
+     * expressions with their own temporaries: not modelled) */
+    static const char *const names[] = {"gelu_pytorch_tanh", "gelu", "silu", "relu"};
+    static const int acts[] = {A_GELU_TANH, A_GELU, A_SILU, A_RELU};
     t->act = -1;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 4; i++)
         if (!strcmp(an, names[i])) t->act = acts[i];
     if (t->act < 0) {
         char e[64];
         vc_escape(e, sizeof e, an);
-        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, gelu_new, silu or relu)", e);
+        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, silu or relu)", e);
     }
     /* mm_tokens_per_image: a key of Gemma3Config itself */
     const cJSON *mm = cJSON_GetObjectItemCaseSensitive(r->cfg, "mm_tokens_per_image");
