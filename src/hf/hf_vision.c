@@ -577,7 +577,8 @@ static const char *write_siglip(vw *w, const hf_vision *t)
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "patch_dim", (double)pd);
     vflag(w, o, "local_cast", true);
-    vlinear(w, "vision_tower.vision_model.embeddings.patch_embedding", "pixel_values", pd, C, true);
+    o = vlinear(w, "vision_tower.vision_model.embeddings.patch_embedding", "pixel_values", pd, C, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv2d: bitsandbytes leaves it */
     o = lay(w, "PixelValues", "vision_tower.position_ids");
     vnum(w, o, "num_patches", (double)n);
     vflag(w, o, "positions", true);
@@ -642,8 +643,10 @@ static const char *write_siglip(vw *w, const hf_vision *t)
     vnum(w, o, "hidden_size", (double)C);
     vnum(w, o, "eps", 1e-6);
     vstr(w, o, "variant", "gemma");
-    /* torch.matmul(x, mm_input_projection_weight [C, H]): a Linear's memory without bias */
-    vlinear(w, "multi_modal_projector.mm_input_projection_weight", NULL, C, t->out, false);
+    /* torch.matmul(x, mm_input_projection_weight [C, H]): a Linear's memory without bias, its weight an
+     * nn.Parameter that quantizers leave */
+    o = vlinear(w, "multi_modal_projector.mm_input_projection_weight", NULL, C, t->out, false);
+    vflag(w, o, "quantizable", false);
     return "multi_modal_projector.mm_input_projection_weight";
 }
 
