@@ -19,6 +19,8 @@ typedef struct {
     int64_t gather, scatter; /* sequence parallelism: the TP degree, 1 none */
     bool ia3_ff;             /* --peft ia3: a feedforward module (set by setup) */
     bool adapted;            /* a PEFT target: its adapters follow its own parameters (set by setup) */
+    bool quantizable;        /* false: a bare nn.Parameter used by matmul (Gemma3's mm_input_projection_weight),
+                              * which weight quantizers (bitsandbytes: nn.Linear only) leave */
 } linear_cfg;
 
 static int linear_parse(vc_args *a, void *p)
@@ -26,7 +28,8 @@ static int linear_parse(vc_args *a, void *p)
     linear_cfg *c = p;
     return vc_arg_int(a, "in_features", VC_REQUIRED, 1, &c->in) ||
            vc_arg_int(a, "out_features", VC_REQUIRED, 1, &c->out) ||
-           vc_arg_bool(a, "bias", true, &c->bias) || vc_arg_int(a, "sequence_gather", 1, 1, &c->gather) ||
+           vc_arg_bool(a, "bias", true, &c->bias) || vc_arg_bool(a, "quantizable", true, &c->quantizable) ||
+           vc_arg_int(a, "sequence_gather", 1, 1, &c->gather) ||
            vc_arg_int(a, "sequence_scatter", 1, 1, &c->scatter) ||
            (c->gather > 1 && c->scatter > 1 ? vc_arg_fail(a, "sequence_scatter", "a Linear gathers or scatters the sequence, not both") : 0);
 }
@@ -60,7 +63,7 @@ static int linear_setup(vc_setup *s, void *p)
         return vc_fail(s, c->gather > 1 ? "sequence_gather" : "sequence_scatter", "LoRA adapters on a sequence-parallel Linear are not modelled");
     int64_t w;
     int64_t wd[2] = {c->out, c->in};
-    if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, VC_PARAM_LINEAR) || (c->bias && vc_param(s, "bias", c->out)))
+    if (vc_mul(s, c->in, c->out, &w) || vc_param_shape(s, "weight", 2, wd, c->quantizable ? VC_PARAM_LINEAR : 0) || (c->bias && vc_param(s, "bias", c->out)))
         return -1;
     c->adapted = s->lora != NULL; /* (modules_to_save's frozen original may follow the parameters too) */
     if (!s->lora) return 0;

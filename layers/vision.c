@@ -12,12 +12,15 @@
 typedef struct {
     int64_t n, dim; /* patches per sample, values per patch */
     bool positions; /* the int64 position ids [n] instead */
+    bool local_cast; /* the cast copy a temporary of the first layer's call (SigLIP), not kept to the forward's end */
 } pix_cfg;
 
 static int pix_parse(vc_args *a, void *p)
 {
     pix_cfg *c = p;
-    if (vc_arg_int(a, "num_patches", VC_REQUIRED, 1, &c->n) || vc_arg_bool(a, "positions", false, &c->positions)) return -1;
+    if (vc_arg_int(a, "num_patches", VC_REQUIRED, 1, &c->n) || vc_arg_bool(a, "positions", false, &c->positions) ||
+        vc_arg_bool(a, "local_cast", false, &c->local_cast))
+        return -1;
     return vc_arg_int(a, "patch_dim", c->positions ? 1 : VC_REQUIRED, 1, &c->dim);
 }
 
@@ -51,7 +54,9 @@ static void pix_emit(vc_build *b, const void *p)
     vc_t y = vc__op_cast(b, x, vc_param_dt(b));
     /* Qwen2_5_VLForConditionalGeneration.forward rebinds its argument to the copy: alive until the
      * forward returns, after the language model and the loss */
-    if (y != x) vc_keep_forward(b, y);
+    if (y != x && !c->local_cast) vc_keep_forward(b, y);
+    /* local_cast: SiglipVisionEmbeddings.forward (modeling_siglip.py @ efa7189c) calls
+     * self.patch_embedding(pixel_values.to(dtype=target_dtype)): the copy dies when the call returns */
     vc_set_output(b, y);
 }
 

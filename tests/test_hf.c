@@ -145,13 +145,9 @@ static const flagship flagships[] = {
     {"qwen3-30b-a3b.json", INT64_C(30532122624), 0},
     {"opt-1.3b.json", INT64_C(1315758080), 0},
     {"phi-2.json", INT64_C(2779683840), 0},
-    /* issue 31: gemma-3-1b-it's published 999,885,952; gemma-3-4b-it / 27b-it: the language model of
-     * Gemma3ForConditionalGeneration, whose totals with the SigLIP tower and the projector are the
-     * published 4,300,079,472 and 27,432,406,640 (bench/accuracy/llm/gptoss_replica.py --params
-     * computes both from the module definitions) */
+    /* issue 31: gemma-3-1b-it's published 999,885,952; gemma-3-4b-it / 27b-it (Gemma3ForConditionalGeneration
+     * with its SigLIP tower, frozen: trainable below the total) in test_gemma3_vision */
     {"gemma-3-1b-it.json", INT64_C(999885952), 0},
-    {"gemma-3-4b-it.json", INT64_C(3880263168), 0},
-    {"gemma-3-27b-it.json", INT64_C(27009346304), 0},
     /* the text encoders (issue 31 item 4): the base model's count (DistilBertModel, XLMRobertaModel
      * and BertModel with pooler) as bench/accuracy/llm/encoder_replica.py counts its modules on the
      * meta device, + the sequence-classification head built: distilbert's pre_classifier H x H + H
@@ -966,7 +962,7 @@ static void test_family_table(void **state)
         snprintf(js, sizeof js, "{\"model_type\":\"%s\"}", f->model_type);
         vc_model *m = NULL;
         vc_error err;
-        if (f->vision) { /* Qwen2_5_VLConfig()'s defaults: the merger's 3584 outputs, a language model 8192 wide */
+        if (f->vision == VIS_QWEN2_5) { /* Qwen2_5_VLConfig()'s defaults: the merger's 3584 outputs, a language model 8192 wide */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(err.path, "vision_config.out_hidden_size");
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
@@ -1938,6 +1934,141 @@ static void test_llama4(void **state)
     assert_string_equal(err.path, "--experts-implementation");
 }
 
+/* Gemma 3's vision part (issue 31 item 4; src/hf/hf_vision.c): SiglipVisionModel and
+ * Gemma3MultiModalProjector counted from the module definitions (modeling_siglip.py @ efa7189c,
+ * modeling_gemma3.py @ 0018aa64), frozen: trainable = the language model. The tiny config's counts by
+ * hand and by bench/accuracy/llm/gemma3vl_replica.py's vision_count (its modules on the meta device):
+ * language model 64,000 + 2 x (q/k/v/o 12,288 + q/k norms 32 + MLP 24,576 + norms 256) + 64 = 138,368;
+ * tower: patch Conv2d 32 x 3 x 14 x 14 + 32 = 18,848, positions 16 x 32 = 512, 2 x (layer norms 128 +
+ * q/k/v/out 4,224 + fc1 1,584 + fc2 1,568) = 15,008, post_layernorm 64; projector 32 + 32 x 64 = 2,080:
+ * 36,512, 174,880 in all; the pooling head (vision_use_head absent: SiglipVisionTransformer builds it)
+ * adds probe 32 + in_proj 3,168 + out_proj 1,056 + layernorm 64 + mlp 3,152 = 7,472. */
+static void test_gemma3_vision(void **state)
+{
+    (void)state;
+    /* the published 4,300,079,472 and 27,432,406,640: gemma3vl_replica.py --check builds the tower and
+     * projector on the meta device (419,816,304 and 423,060,336) and adds the language model
+     * (3,880,263,168 and 27,009,346,304, gptoss_replica.py --params) */
+    static const struct { const char *file; int64_t all, lm; } counts[] = {
+        {"gemma-3-4b-it.json", INT64_C(4300079472), INT64_C(3880263168)},
+        {"gemma-3-27b-it.json", INT64_C(27432406640), INT64_C(27009346304)},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        vc_model *m = load(counts[i].file, NULL);
+        assert_int_equal(vc_model_parameters(m), counts[i].all);
+        assert_int_equal(vc_model_trainable_parameters(m), counts[i].lm);
+        vc_model_free(m);
+    }
+    const char *tiny_text = "\"text_config\":{\"vocab_size\":1000,\"hidden_size\":64,\"intermediate_size\":128,"
+                            "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16}";
+    const char *tiny_vis = "\"hidden_size\":32,\"intermediate_size\":48,\"num_hidden_layers\":2,\"num_attention_heads\":2,"
+                           "\"image_size\":56,\"patch_size\":14";
+    char js[900];
+    vc_model *m = NULL;
+    vc_error err;
+    snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":4,%s,\"vision_config\":{%s,"
+             "\"vision_use_head\":false}}", tiny_text, tiny_vis);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), 174880);
+    assert_int_equal(vc_model_trainable_parameters(m), 138368);
+    vc_model_free(m);
+    snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":4,%s,\"vision_config\":{%s}}", tiny_text,
+             tiny_vis);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), 174880 + 7472);
+    vc_model_free(m);
+    /* without images the tower's weights are replicated on tensor-parallel ranks: --tp loads */
+    vc_hf_options o;
+    vc_hf_options_init(&o);
+    o.tp = 2;
+    m = load("gemma-3-4b-it.json", &o);
+    vc_model_free(m);
+    /* every bad vision_config value (and mm_tokens_per_image): exit 2 (VC_ERR_MODEL) naming the key */
+    static const struct { const char *key, *val, *path; } bad[] = {
+        {"num_hidden_layers", "0", "vision_config.num_hidden_layers"},
+        {"num_hidden_layers", "5000", "vision_config.num_hidden_layers"},
+        {"hidden_size", "\"wide\"", "vision_config.hidden_size"},
+        {"num_attention_heads", "3", "vision_config.num_attention_heads"}, /* 32 % 3 */
+        {"intermediate_size", "0", "vision_config.intermediate_size"},
+        {"patch_size", "1.5", "vision_config.patch_size"},
+        {"patch_size", "57", "vision_config.patch_size"}, /* larger than image_size 56 */
+        {"image_size", "-1", "vision_config.image_size"},
+        {"num_channels", "true", "vision_config.num_channels"},
+        {"layer_norm_eps", "0", "vision_config.layer_norm_eps"},
+        {"layer_norm_eps", "\"1e-6\"", "vision_config.layer_norm_eps"},
+        {"vision_use_head", "1", "vision_config.vision_use_head"},
+        {"hidden_act", "\"quick_gelu\"", "vision_config.hidden_act"},
+        {"hidden_act", "\"gelu_new\"", "vision_config.hidden_act"},
+        {"hidden_act", "3", "vision_config.hidden_act"},
+        {"hidden_size", "1099511627776", "vision_config.hidden_size"},
+        {"image_size", "1099511627776", "vision_config.image_size"},
+        {"image_size", "42", "mm_tokens_per_image"}, /* a 3 x 3 patch grid cannot pool to 2 x 2 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        /* the bad key first: cJSON reads a repeated key's first value */
+        snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":4,%s,\"vision_config\":{\"%s\":%s,%s}}",
+                 tiny_text, bad[i].key, bad[i].val, tiny_vis);
+        m = NULL;
+        vc_status st = load_js(js, NULL, &m, &err);
+        if (st != VC_ERR_MODEL || strcmp(err.path, bad[i].path))
+            fail_msg("%s = %s: status %d at '%s' (%s)", bad[i].key, bad[i].val, (int)st, err.path, err.msg);
+        vc_model_free(m);
+    }
+    static const char *const bad_mm[] = {"0", "5", "\"256\"", "2.5", "9"}; /* 9: 3 x 3 from a 4 x 4 grid (kernel 1: 16) */
+    for (size_t i = 0; i < sizeof bad_mm / sizeof *bad_mm; i++) {
+        snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":%s,%s,\"vision_config\":{%s}}",
+                 bad_mm[i], tiny_text, tiny_vis);
+        m = NULL;
+        assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+        assert_string_equal(err.path, "mm_tokens_per_image");
+    }
+    snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",%s,\"vision_config\":[]}", tiny_text);
+    assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "vision_config");
+    /* --image: Gemma3ImageProcessor resizes any image to image_size (896) and Gemma3Processor's
+     * full_image_sequence ("\n\n", boi, 256 image tokens, eoi, "\n\n") replaces the prompt's boi
+     * placeholder: the language model sees --seq + 260 tokens; the parameters are the same */
+    static const int64_t sizes[][2] = {{640, 480}, {1, 1}, {8000, 6000}, {896, 896}};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        vc_hf_options_init(&o);
+        o.seq = 100;
+        o.image_w = sizes[i][0];
+        o.image_h = sizes[i][1];
+        m = load("gemma-3-4b-it.json", &o);
+        assert_int_equal(input_len(m), 100 + 260);
+        assert_int_equal(vc_model_parameters(m), INT64_C(4300079472));
+        assert_int_equal(vc_model_trainable_parameters(m), INT64_C(3880263168));
+        vc_model_free(m);
+    }
+    /* refused: several images a sample, --images without --image, the pooling head's forward (the tiny
+     * config without vision_use_head), the tower on tensor-parallel ranks with an image */
+    static const struct { int64_t n, tp; bool tiny; const char *path; } refused[] = {
+        {2, 1, false, "--images"}, {0, 1, true, "--image"}, {0, 2, false, "--tp"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        vc_hf_options_init(&o);
+        o.image_w = 640;
+        o.image_h = 480;
+        o.images = refused[i].n;
+        o.tp = refused[i].tp;
+        m = NULL;
+        vc_status st;
+        if (refused[i].tiny) {
+            snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",\"mm_tokens_per_image\":4,%s,\"vision_config\":{%s}}",
+                     tiny_text, tiny_vis);
+            st = load_js(js, &o, &m, &err);
+        } else {
+            st = vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err);
+        }
+        assert_int_equal(st, VC_ERR_USAGE);
+        assert_string_equal(err.path, refused[i].path);
+    }
+    vc_hf_options_init(&o);
+    o.images = 2;
+    assert_int_equal(vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err), VC_ERR_USAGE);
+    assert_string_equal(err.path, "--images");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1958,6 +2089,7 @@ int main(void)
         cmocka_unit_test(test_falcon),
         cmocka_unit_test(test_qwen2_5_vl),
         cmocka_unit_test(test_llama4),
+        cmocka_unit_test(test_gemma3_vision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

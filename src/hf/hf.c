@@ -349,10 +349,12 @@ const hf_family vc__hf_families[] = {
     .qk_norm = QK_PER_HEAD, .local_rope = true
     {.model_type = "gemma3_text", .config_class = "Gemma3TextConfig", .keys = {GEMMA3_KEYS}, GEMMA3_BLOCK,
      .lora_targets = "q_proj,v_proj" /* peft @ 00073fe8 utils/constants.py */},
-    /* Gemma3Config: the language model is Gemma3TextConfig's, read from text_config (the
-     * vision tower and projector of Gemma3ForConditionalGeneration are not modelled here) */
+    /* Gemma3Config: the language model is Gemma3TextConfig's, read from text_config; the SigLIP
+     * tower and Gemma3MultiModalProjector of Gemma3ForConditionalGeneration from vision_config and
+     * mm_tokens_per_image (src/hf/hf_vision.c) */
     {.model_type = "gemma3", .config_class = "Gemma3TextConfig (Gemma3Config.text_config)", .keys = {GEMMA3_KEYS},
-     GEMMA3_BLOCK, .nested = "text_config", .lora_targets = NULL /* PEFT's mapping has gemma3_text only */},
+     GEMMA3_BLOCK, .nested = "text_config", .vision = VIS_SIGLIP,
+     .lora_targets = NULL /* PEFT's mapping has gemma3_text only */},
 #undef GEMMA3_KEYS
 #undef GEMMA3_BLOCK
     /* DistilBertConfig (configuration_distilbert.py; the sizes required, as the bert row does) and

@@ -157,7 +157,11 @@ typedef struct {
     bool nested_opt;      /* .nested may be absent: the keys are then the config's own (Qwen2_5_VLConfig before text_config) */
 } hf_family;
 
-enum { VIS_NONE, VIS_QWEN2_5 /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */ };
+enum {
+    VIS_NONE,
+    VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
+    VIS_SIGLIP   /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
+};
 
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
 typedef struct {
@@ -165,6 +169,11 @@ typedef struct {
     int act;                                            /* A_*: hidden_act */
     int64_t images, h, w;       /* per sample; the size after the processor's smart_resize (0: no image) */
     int64_t patches, tokens;    /* per sample: the tower's patches and the image tokens the LM sees */
+    /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
+    int64_t img, mm;
+    bool use_head;
+    int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
+                     * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
 
 extern const hf_family vc__hf_families[];

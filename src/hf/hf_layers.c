@@ -790,7 +790,7 @@ static void build_layers(wr *w, const arch *a)
     if (img) {
         o = add_layer(w, "Slice", "model.text_embeds");
         num(w, o, "dim", 1);
-        num(w, o, "start", (double)a->vis.tokens);
+        num(w, o, "start", (double)a->vis.embeds); /* the rows the image embeddings replace */
         o = add_layer(w, "Cat", "model.inputs_embeds");
         ins(w, o, img, "model.text_embeds", NULL, NULL);
         num(w, o, "dim", 1);

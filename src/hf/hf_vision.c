@@ -27,6 +27,10 @@
  *   grid_w = w / patch; pixel_values [grid_t * grid_h * grid_w, C * T * P * P] float32;
  *   processing_qwen2_5_vl.py: each image is grid_t * grid_h * grid_w / merge_size^2 tokens.
  *
+ * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
+ * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
+ * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
+ *
  * What is modelled and what is not (docs/llm.md "Vision-language models"):
  *  - the tower is frozen, as LLaMA-Factory's defaults train a VLM (hparams/finetuning_args.py
  *    FinetuningArguments: freeze_vision_tower and freeze_multi_modal_projector default True, the
@@ -155,6 +159,94 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
     return 0;
 }
 
+/* Gemma3 (model_type gemma3): SiglipVisionConfig (configuration_siglip.py: hidden_size 768,
+ * intermediate_size 3072, num_hidden_layers 12, num_attention_heads 12, num_channels 3, image_size 224,
+ * patch_size 16, hidden_act gelu_pytorch_tanh, layer_norm_eps 1e-6: the class's defaults, what
+ * Gemma3Config builds when vision_config is None) and Gemma3Config.mm_tokens_per_image (256).
+ * modeling_siglip.py @ efa7189c: SiglipVisionTransformer builds its pooling head
+ * (SiglipMultiheadAttentionPoolingHead) unless the config has vision_use_head false (hasattr: a
+ * config.json without the key gets the head); Gemma3MultiModalProjector (modeling_gemma3.py @ 0018aa64):
+ * patches_per_image = image_size // patch_size, tokens_per_side = int(mm_tokens_per_image ** 0.5),
+ * kernel_size = patches_per_image // tokens_per_side, AvgPool2d(kernel_size, stride=kernel_size). */
+static int read_siglip(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (vint(r, v, "num_hidden_layers", 12, 1, &t->depth) || vint(r, v, "hidden_size", 768, 1, &t->C) ||
+        vint(r, v, "intermediate_size", 3072, 1, &t->I) || vint(r, v, "num_attention_heads", 12, 1, &t->NH) ||
+        vint(r, v, "num_channels", 3, 1, &t->cin) || vint(r, v, "image_size", 224, 1, &t->img) ||
+        vint(r, v, "patch_size", 16, 1, &t->P))
+        return -1;
+    t->M = t->T = 1;
+    t->out = a->H; /* mm_input_projection_weight [vision hidden_size, text hidden_size] */
+    if (t->depth > 1024) return vbad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return vbad(r, "num_attention_heads", "hidden_size (%lld) must be divisible by num_attention_heads (%lld) "
+                    "(SiglipAttention)", (long long)t->C, (long long)t->NH);
+    if (t->P > t->img)
+        return vbad(r, "patch_size", "%lld: larger than image_size (%lld), no patch", (long long)t->P, (long long)t->img);
+    const cJSON *eps = v ? cJSON_GetObjectItemCaseSensitive(v, "layer_norm_eps") : NULL;
+    if (eps && !cJSON_IsNull(eps) && (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || !(eps->valuedouble < 1)))
+        return vbad(r, "layer_norm_eps", "expected a number between 0 and 1");
+    const cJSON *head = v ? cJSON_GetObjectItemCaseSensitive(v, "vision_use_head") : NULL;
+    if (head && !cJSON_IsBool(head)) return vbad(r, "vision_use_head", "expected true or false");
+    t->use_head = !head || cJSON_IsTrue(head);
+    const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+    const char *an = "gelu_pytorch_tanh";
+    if (act && !cJSON_IsNull(act)) {
+        if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
+        an = act->valuestring;
+    }
+    /* ACT2FN: nn.GELU(approximate="tanh"), nn.GELU(), SiLU, ReLU (gelu_new / quick_gelu are Python
+     * expressions with their own temporaries: not modelled) */
+    static const char *const names[] = {"gelu_pytorch_tanh", "gelu", "silu", "relu"};
+    static const int acts[] = {A_GELU_TANH, A_GELU, A_SILU, A_RELU};
+    t->act = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(an, names[i])) t->act = acts[i];
+    if (t->act < 0) {
+        char e[64];
+        vc_escape(e, sizeof e, an);
+        return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, silu or relu)", e);
+    }
+    /* mm_tokens_per_image: a key of Gemma3Config itself */
+    const cJSON *mm = cJSON_GetObjectItemCaseSensitive(r->cfg, "mm_tokens_per_image");
+    t->mm = 256;
+    if (mm && !cJSON_IsNull(mm)) {
+        double d = cJSON_IsNumber(mm) ? mm->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || d < 1 || d > (double)MAX_SIZE) {
+            vc_set_error(r->err, VC_ERR_MODEL, "mm_tokens_per_image", "expected a positive integer");
+            return -1;
+        }
+        t->mm = (int64_t)d;
+    }
+    const int64_t side = t->img / t->P;           /* patches_per_image (Conv2d, padding "valid") */
+    const int64_t tps = (int64_t)sqrt((double)t->mm); /* int(mm_tokens_per_image ** 0.5) */
+    const int64_t k = tps > 0 ? side / tps : 0;    /* the AvgPool2d's kernel and stride */
+    /* the pooled grid (side // k)^2 must be the processor's mm_tokens_per_image image tokens
+     * (Gemma3Model.get_placeholder_mask raises otherwise) */
+    if (k < 1 || (side / k) * (side / k) != t->mm) {
+        vc_set_error(r->err, VC_ERR_MODEL, "mm_tokens_per_image", "%lld: the projector pools the %lld x %lld patch grid "
+                     "(vision_config.image_size %lld / patch_size %lld) with a kernel of %lld, giving %lld tokens, not "
+                     "%lld", (long long)t->mm, (long long)side, (long long)side, (long long)t->img, (long long)t->P,
+                     (long long)k, (long long)(k ? (side / k) * (side / k) : 0), (long long)t->mm);
+        return -1;
+    }
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t x;
+    if (__builtin_mul_overflow(t->C, t->C, &x) || x > lim || __builtin_mul_overflow(t->I, t->C, &x) || x > lim ||
+        __builtin_mul_overflow(t->C, a->H, &x) || x > lim)
+        return vbad(r, "hidden_size", "the layers' weights (%lld wide, intermediate_size %lld) are more than 2^48 "
+                    "elements", (long long)t->C, (long long)t->I);
+    if (__builtin_mul_overflow(side, side, &x) || __builtin_mul_overflow(x, t->C, &x) || x > lim)
+        return vbad(r, "image_size", "%lld / patch_size %lld: the position embedding (%lld^2 x %lld) is more than 2^48 "
+                    "elements", (long long)t->img, (long long)t->P, (long long)side, (long long)t->C);
+    if (__builtin_mul_overflow(t->cin, t->P, &x) || __builtin_mul_overflow(x, t->P, &x) ||
+        __builtin_mul_overflow(x, t->C, &x) || x > lim)
+        return vbad(r, "patch_size", "a patch (%lld channels x %lld x %lld) is too large", (long long)t->cin,
+                    (long long)t->P, (long long)t->P);
+    return 0;
+}
+
 /* smart_resize (image_processing_qwen2_vl.py @ cb0fc56f): Python's round() is
  * round-half-to-even, which nearbyint() is in the default rounding mode. */
 static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, int64_t *oh, int64_t *ow)
@@ -176,6 +268,52 @@ static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, in
     return 0;
 }
 
+/* --image / --images for Gemma3. Gemma3ImageProcessor (image_processing_gemma3.py) resizes every
+ * image to its size (the checkpoints' preprocessor_config.json: 896 x 896, vision_config.image_size;
+ * do_pan_and_scan False by default, Gemma3ProcessorKwargs), whatever its size: pixel_values
+ * [images, num_channels, image_size, image_size] float32. Gemma3Processor (processing_gemma3.py)
+ * replaces each image's boi token in the prompt by full_image_sequence, "\n\n" boi, image_seq_length
+ * (256) image tokens, eoi, "\n\n": as the Qwen2.5-VL rows count it (--seq: the text without the image's
+ * placeholder), an image adds 260 tokens ("\n\n" is one token of Gemma's vocabulary; a newline next to
+ * the placeholder merges with it, one token fewer: vLLM's gemma3_mm.py _apply_token_matches), of which
+ * mm_tokens_per_image rows get the projector's embeddings (masked_scatter). One image per sample here:
+ * SiglipVisionModel runs the images as a batch dimension ([B x images, C, H, W], attention within each
+ * image), which a per-sample plan holds at one image a sample. */
+static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
+{
+    hf_vision *t = &a->vis;
+    if (o->image_w <= 0) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
+        return -1;
+    }
+    if (o->images > 1) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--images", "%lld: %s is modelled at one image per sample (the SigLIP "
+                     "tower runs a sample's images as a batch dimension, which a per-sample plan holds at one)",
+                     (long long)o->images, r->fam);
+        return -1;
+    }
+    if (t->use_head) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--image", "the SigLIP pooling head (vision_config.vision_use_head absent or "
+                     "true: SiglipVisionTransformer runs it) is not modelled; the Gemma 3 checkpoints set it false");
+        return -1;
+    }
+    const int64_t side = t->img / t->P;
+    t->images = 1;
+    t->h = t->w = t->img; /* the processor's resize */
+    t->patches = side * side;
+    int64_t sc;
+    if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
+        sc > (INT64_C(1) << 56)) {
+        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lld patches (vision_config.image_size %lld / patch_size %lld): "
+                     "the tower's attention would have more than 2^56 elements", (long long)t->patches,
+                     (long long)t->img, (long long)t->P);
+        return -1;
+    }
+    t->embeds = t->mm;
+    t->tokens = t->mm + 4; /* "\n\n", boi, eoi, "\n\n" */
+    return 0;
+}
+
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
@@ -191,13 +329,16 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
         return -1;
     }
-    if (read_qwen2_5(r, a, v)) return -1;
-    if (o && o->tp > 1) {
+    if (a->f->vision == VIS_SIGLIP ? read_siglip(r, a, v) : read_qwen2_5(r, a, v)) return -1;
+    /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
+     * name the language model's layers only) */
+    if (o && o->tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, "--tp", "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }
     if (!want) return 0;
     hf_vision *t = &a->vis;
+    if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
         vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
         return -1;
@@ -234,7 +375,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
                      (long long)t->h, (long long)t->NH, (long long)t->patches, (long long)t->patches);
         return -1;
     }
-    t->tokens = t->patches / (t->M * t->M);
+    t->tokens = t->embeds = t->patches / (t->M * t->M);
     return 0;
 }
 
@@ -363,15 +504,163 @@ static void write_weights(vw *w, const hf_vision *t)
     vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
 }
 
+/* named_parameters() of Gemma3ForConditionalGeneration's vision_tower (SiglipVisionModel) and
+ * multi_modal_projector, module by module (modeling_siglip.py @ efa7189c, modeling_gemma3.py @ 0018aa64):
+ * nn.Conv2d(num_channels, hidden, patch, stride patch) with its bias; nn.Embedding(num_positions, hidden);
+ * SiglipEncoderLayer: layer_norm1, self_attn.{q,k,v,out}_proj (nn.Linear with biases), layer_norm2,
+ * mlp.fc1 / fc2 (nn.Linear with biases); post_layernorm (nn.LayerNorm: weight and bias); the pooling
+ * head when built (probe [1, 1, hidden], nn.MultiheadAttention: in_proj_weight [3 hidden, hidden] and its
+ * bias, out_proj an nn.Linear; layernorm; mlp); the projector's mm_soft_emb_norm (Gemma3RMSNorm: weight
+ * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
+static void write_siglip_weights(vw *w, const hf_vision *t)
+{
+    char nm[120];
+    const int64_t C = t->C, I = t->I, side = t->img / t->P;
+    vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
+    vweights(w, "vision_tower.vision_model.embeddings.position_embedding", side * side, C, false, false);
+    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
+        static const struct { const char *n; int which; } ms[] = {
+            {"layer_norm1", 0}, {"self_attn.q_proj", 1}, {"self_attn.k_proj", 1}, {"self_attn.v_proj", 1},
+            {"self_attn.out_proj", 1}, {"layer_norm2", 0}, {"mlp.fc1", 2}, {"mlp.fc2", 3},
+        };
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "vision_tower.vision_model.encoder.layers.%lld.%s", (long long)b, ms[i].n);
+            switch (ms[i].which) {
+            case 0: vweights(w, nm, C, 0, true, false); break;
+            case 1: vweights(w, nm, C, C, true, true); break;
+            case 2: vweights(w, nm, I, C, true, true); break;
+            default: vweights(w, nm, C, I, true, true); break;
+            }
+        }
+    }
+    vweights(w, "vision_tower.vision_model.post_layernorm", C, 0, true, false);
+    if (t->use_head) {
+        vweights(w, "vision_tower.vision_model.head.probe", C, 0, false, false);
+        vweights(w, "vision_tower.vision_model.head.attention.in_proj", 3 * C, C, true, false);
+        vweights(w, "vision_tower.vision_model.head.attention.out_proj", C, C, true, true);
+        vweights(w, "vision_tower.vision_model.head.layernorm", C, 0, true, false);
+        vweights(w, "vision_tower.vision_model.head.mlp.fc1", I, C, true, true);
+        vweights(w, "vision_tower.vision_model.head.mlp.fc2", C, I, true, true);
+    }
+    vweights(w, "multi_modal_projector.mm_soft_emb_norm", C, 0, false, false);
+    vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
+}
+
+static void vln(vw *w, const char *name, const char *in, int64_t width)
+{
+    cJSON *o = lay(w, "LayerNorm", name);
+    if (in) vins(w, o, in, NULL);
+    int64_t d[1] = {width};
+    vshape(w, o, "normalized_shape", 1, d);
+    vnum(w, o, "eps", 1e-6); /* SiglipVisionConfig.layer_norm_eps (the memory does not depend on it) */
+}
+
+/* Gemma3Model.get_image_features (modeling_gemma3.py @ 0018aa64): vision_tower(pixel_values)
+ * .last_hidden_state, then multi_modal_projector; one image of the sample (siglip_images).
+ *  - SiglipVisionEmbeddings.forward: patch_embedding(pixel_values.to(dtype)) (a Conv2d with kernel =
+ *    stride = patch_size: written as one Linear over each patch's num_channels x P x P values, the same
+ *    weights and output), flatten(2).transpose(1, 2), + position_embedding(position_ids);
+ *  - SiglipEncoderLayer x num_hidden_layers: x + self_attn(layer_norm1(x)), x + mlp(layer_norm2(x));
+ *    SiglipSdpaAttention (sdpa, transformers' default): q/k/v_proj, view + transpose, no mask (Gemma3
+ *    passes none), F.scaled_dot_product_attention non-causal, transpose(1, 2).contiguous(), out_proj;
+ *    SiglipMLP: fc1, the activation, fc2;
+ *  - post_layernorm;
+ *  - Gemma3MultiModalProjector.forward: transpose(1, 2).reshape(b, C, side, side) (a copy of the
+ *    transposed view), AvgPool2d(kernel), flatten(2).transpose(1, 2), mm_soft_emb_norm (Gemma3RMSNorm:
+ *    x.float() ... * (1 + weight.float()), type_as), matmul(mm_input_projection_weight).
+ * Frozen and run without autograd (the Qwen2.5-VL rows' default): nothing is saved. */
+static const char *write_siglip(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, side = t->img / t->P, n = t->patches;
+    const int64_t pd = t->cin * t->P * t->P, k = side / (int64_t)sqrt((double)t->mm), ps = side / k;
+    cJSON *o = lay(w, "PixelValues", "pixel_values");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "patch_dim", (double)pd);
+    vflag(w, o, "local_cast", true);
+    o = vlinear(w, "vision_tower.vision_model.embeddings.patch_embedding", "pixel_values", pd, C, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv2d: bitsandbytes leaves it */
+    o = lay(w, "PixelValues", "vision_tower.position_ids");
+    vnum(w, o, "num_patches", (double)n);
+    vflag(w, o, "positions", true);
+    o = lay(w, "PositionEmbedding", "vision_tower.vision_model.embeddings.position_embedding");
+    vins(w, o, "vision_tower.position_ids", NULL);
+    vnum(w, o, "num_embeddings", (double)(side * side));
+    vnum(w, o, "embedding_dim", (double)C);
+    o = lay(w, "Add", "vision_tower.vision_model.embeddings");
+    vins(w, o, "vision_tower.vision_model.embeddings.patch_embedding", "vision_tower.vision_model.embeddings.position_embedding");
+    cJSON *seq = lay(w, "Sequential", "vision_tower.vision_model.encoder.layers");
+    vins(w, seq, "vision_tower.vision_model.embeddings", NULL);
+    if (t->depth > 1) vnum(w, seq, "repeat", (double)t->depth);
+    cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!inner) {
+        w->r->oom = true;
+        return NULL;
+    }
+    vw b = {w->r, inner};
+    vln(&b, "layer_norm1", NULL, C);
+    vlinear(&b, "self_attn.q_proj", "layer_norm1", C, C, true);
+    vlinear(&b, "self_attn.k_proj", "layer_norm1", C, C, true);
+    vlinear(&b, "self_attn.v_proj", "layer_norm1", C, C, true);
+    o = lay(&b, "RotaryAttention", "self_attn.attention");
+    if (o) {
+        const char *qkv[3] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+        cJSON *arr = cJSON_CreateStringArray(qkv, 3);
+        if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+            cJSON_Delete(arr);
+            w->r->oom = true;
+        }
+    }
+    vnum(&b, o, "num_heads", (double)NH);
+    vnum(&b, o, "num_kv_heads", (double)NH);
+    vnum(&b, o, "head_dim", (double)D);
+    vnum(&b, o, "rotary_dim", 0);
+    vflag(&b, o, "causal", false);
+    vlinear(&b, "self_attn.out_proj", NULL, C, C, true);
+    vins(&b, lay(&b, "Add", "attn_residual"), "input", "self_attn.out_proj");
+    vln(&b, "layer_norm2", NULL, C);
+    vlinear(&b, "mlp.fc1", NULL, C, t->I, true);
+    vact(&b, t->act, "mlp.activation_fn");
+    vlinear(&b, "mlp.fc2", NULL, t->I, C, true);
+    vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.fc2");
+    vln(w, "vision_tower.vision_model.post_layernorm", NULL, C);
+    /* the projector */
+    o = lay(w, "Transpose", "multi_modal_projector.transpose");
+    vnum(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    vnum(w, o, "dim1", 2);
+    o = lay(w, "Reshape", "multi_modal_projector.reshape");
+    int64_t d3[3] = {C, side, side};
+    vshape(w, o, "shape", 3, d3);
+    o = lay(w, "AvgPool2d", "multi_modal_projector.avg_pool");
+    vnum(w, o, "kernel_size", (double)k);
+    vnum(w, o, "stride", (double)k);
+    o = lay(w, "Reshape", "multi_modal_projector.flatten");
+    int64_t d2[2] = {C, ps * ps};
+    vshape(w, o, "shape", 2, d2);
+    o = lay(w, "Transpose", "multi_modal_projector.transpose2");
+    vnum(w, o, "dim0", 1); /* dims count the batch (Transpose, layers/tensor.c) */
+    vnum(w, o, "dim1", 2);
+    o = lay(w, "HFRMSNorm", "multi_modal_projector.mm_soft_emb_norm");
+    vnum(w, o, "hidden_size", (double)C);
+    vnum(w, o, "eps", 1e-6);
+    vstr(w, o, "variant", "gemma");
+    /* torch.matmul(x, mm_input_projection_weight [C, H]): a Linear's memory without bias, its weight an
+     * nn.Parameter that quantizers leave */
+    o = vlinear(w, "multi_modal_projector.mm_input_projection_weight", NULL, C, t->out, false);
+    vflag(w, o, "quantizable", false);
+    return "multi_modal_projector.mm_input_projection_weight";
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
     vw w = {r, arr};
     if (!a->f->vision) return NULL;
     if (t->patches == 0) {
-        write_weights(&w, t);
+        if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
+        else write_weights(&w, t);
         return NULL;
     }
+    if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M;
     cJSON *o = lay(&w, "PixelValues", "pixel_values"); /* the processor's pixel_values, .type(visual.dtype) */

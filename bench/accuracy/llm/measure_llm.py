@@ -195,6 +195,10 @@ def main(argv):
         raw = json.load(f)
     if raw.get("model_type") == "distilbert":  # DistilBertConfig names its heads n_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("n_heads", 12))
+    if raw.get("model_type") == "gemma3":  # Gemma3Config: the language model's keys are text_config's
+        raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
+                   mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
+                   image_token_index=raw.get("image_token_index", 262144))
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -225,6 +229,9 @@ def main(argv):
     elif cfg.model_type in ("gpt_oss", "gemma3_text"):  # transformers 5's gpt-oss and Gemma 3 (gptoss_replica.py)
         import gptoss_replica
         model = gptoss_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "gemma3":  # the SigLIP tower and projector, frozen, with Gemma 3's LM (gemma3vl_replica.py)
+        import gemma3vl_replica
+        model = gemma3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
@@ -280,7 +287,18 @@ def main(argv):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
-    if args.image:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
+    if args.image and cfg.model_type == "gemma3":
+        # Gemma3ImageProcessor: every image resized to image_size, pixel_values [images, C, S, S] float32;
+        # Gemma3Processor: each image's full_image_sequence ("\n\n", boi, mm_tokens_per_image image
+        # tokens, eoi, "\n\n") before the --seq text tokens; token_type_ids 1 at the image tokens
+        import gemma3vl_replica
+        gk = gemma3vl_replica.siglip_keys(cfg.d["vision_config"])
+        n_img = args.batch * args.images
+        if args.images != 1:
+            raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
+        image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
+    elif args.image:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
         import qwen25vl_replica
         vk = qwen25vl_replica.vision_keys(cfg.d.get("vision_config") or {})
         W, Hh = (int(x) for x in args.image.lower().split("x"))
@@ -312,7 +330,13 @@ def main(argv):
                                   precompute=args.loss == "dpo-precomputed")
         else:
             input_ids = torch.randint(0, V, (args.batch, args.seq + image_tokens), dtype=torch.int64)
-            if image_tokens:  # the image tokens first, no other id equal to image_token_id
+            if image_tokens and cfg.model_type == "gemma3":
+                tid, mmt = cfg.d["image_token_index"], cfg.d["mm_tokens_per_image"]
+                input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
+                input_ids[:, 2:2 + mmt] = tid  # after "\n\n" and boi; eoi and "\n\n" follow
+                model.pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
+                model.token_type_ids = (input_ids == tid).long()  # the processor's mm_token_type_ids, held
+            elif image_tokens:  # the image tokens first, no other id equal to image_token_id
                 tid = cfg.d["image_token_id"]
                 input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
                 input_ids[:, :image_tokens] = tid
