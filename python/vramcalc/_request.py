@@ -321,10 +321,12 @@ def _error(err, rename, option=None):
         msg = re.sub(r"(?<![\w.])%s=" % table_name, py + "=", msg)
     if rename:
         msg, cli = msg.replace(rename[0], rename[1]), cli.replace(rename[0], rename[1])
-    msg, literal = py_spell(msg)
-    if option is None:  # the first option the message marks ("\x1f" "name" "\x1f" or "\x1f" "name=value" "\x1f")
-        m = re.search("\x1f([a-z0-9_]+)[=\x1f]", err.msg.decode("utf-8", "replace"))
-        option = m.group(1) if m else literal
+    msg = msg.replace("vramcalc --help", "help(vramcalc.estimate)")
+    if option is None:  # the first option the error marks, its path's ("\x1f" "sp" "\x1f") or its message's
+        path, text = err.path.decode("utf-8", "replace"), err.msg.decode("utf-8", "replace")
+        marked = text + path if err.line == -1 and not err.file else path + "\n" + text  # -1: path continues msg
+        m = re.search("\x1f-?([a-z0-9_]+)[=\x1f]", marked)
+        option = m.group(1) if m else None
     e = VramcalcError(msg, err.code, PY_NAME.get(option, option))
     e.cli_message = cli
     return e

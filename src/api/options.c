@@ -99,7 +99,9 @@ size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap)
 }
 
 /* "\x1fmax_batch\x1f" -> "--max-batch" or "max_batch="; "\x1fmode=generate\x1f"
- * -> "--mode generate" or "mode=generate". Text outside the marks is copied. */
+ * -> "--mode generate" or "mode=generate"; "\x1f-precision=fp32\x1f" (the
+ * short form) -> "-p fp32" or "precision=fp32". Text outside the marks is
+ * copied. */
 void vc__spell_marks(const char *in, vc_spelling how, char *out, size_t cap)
 {
     size_t k = 0;
@@ -115,13 +117,19 @@ void vc__spell_marks(const char *in, vc_spelling how, char *out, size_t cap)
             continue;
         }
         char name[80];
-        size_t n = strcspn(p + 1, "=\x1f");
+        bool shrt = p[1] == '-'; /* OS(): the CLI's short form */
+        const char *start = p + 1 + shrt;
+        size_t n = strcspn(start, "=\x1f");
         if (n >= sizeof name) n = sizeof name - 1;
-        memcpy(name, p + 1, n);
+        memcpy(name, start, n);
         name[n] = '\0';
-        const char *value = p[1 + n] == '=' ? p + 2 + n : NULL;
+        const char *value = start[n] == '=' ? start + 1 + n : NULL;
         const vc_option_info *o = vc_option_find(name);
-        if (how == VC_SPELL_CLI) {
+        if (how == VC_SPELL_CLI && shrt && o && o->letter) {
+            PUT('-');
+            PUT(o->letter);
+            if (value) PUT(' ');
+        } else if (how == VC_SPELL_CLI) {
             PUT('-');
             PUT('-');
             for (const char *f = o ? o->flag : name; *f; f++) PUT(*f);
@@ -163,5 +171,6 @@ void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t
     }
     vc_error e = *err;
     vc__spell_marks(err->msg, how, e.msg, sizeof e.msg);
+    vc__spell_marks(err->path, how, e.path, sizeof e.path); /* an option's error: O("sp") */
     vc_error_format(&e, buf, n);
 }

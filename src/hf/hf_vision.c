@@ -181,7 +181,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     const bool want = o && (o->image_w > 0 || o->images > 0);
     if (!a->f->vision) {
         if (want)
-            return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? "--image" : "--images",
+            return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"),
                                 "model_type %s is a text-only model (no vision tower)", r->fam);
         return 0;
     }
@@ -193,25 +193,25 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     }
     if (read_qwen2_5(r, a, v)) return -1;
     if (o && o->tp > 1) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--tp", "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
+        vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }
     if (!want) return 0;
     hf_vision *t = &a->vis;
     if (o->image_w <= 0) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
         return -1;
     }
     const int64_t factor = t->P * t->M, W = o->image_w, H = o->image_h;
     /* smart_resize's checks: each side at least the factor, the aspect ratio at most 200 */
     if (H < factor || W < factor) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lldx%lld: height and width must be at least %lld "
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: height and width must be at least %lld "
                      "(patch_size x spatial_merge_size; Qwen2VLImageProcessor's smart_resize)", (long long)W, (long long)H,
                      (long long)factor);
         return -1;
     }
     if ((double)(W > H ? W : H) / (double)(W > H ? H : W) > 200) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lldx%lld: the aspect ratio must be at most 200 (smart_resize)",
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: the aspect ratio must be at most 200 (smart_resize)",
                      (long long)W, (long long)H);
         return -1;
     }
@@ -219,7 +219,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     t->images = o->images > 0 ? o->images : 1;
     int64_t per = (t->h / t->P) * (t->w / t->P); /* grid_t (1) x grid_h x grid_w */
     if (__builtin_mul_overflow(per, t->images, &t->patches) || t->patches > (INT64_C(1) << 32)) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "%lld images of %lld patches: more than 2^32 patches per sample",
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld patches: more than 2^32 patches per sample",
                      (long long)t->images, (long long)per);
         return -1;
     }
@@ -228,7 +228,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     int64_t sc;
     if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
         sc > (INT64_C(1) << 56)) {
-        vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? "--images" : "--image", "%lld patches per sample (%lld "
+        vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld patches per sample (%lld "
                      "image(s) resized to %lldx%lld): the tower's attention (%lld heads x %lld x %lld) would have more "
                      "than 2^56 elements", (long long)t->patches, (long long)t->images, (long long)t->w,
                      (long long)t->h, (long long)t->NH, (long long)t->patches, (long long)t->patches);
