@@ -35,22 +35,38 @@ const vc_option_info *vc_option_find_flag(const char *flag)
     return NULL;
 }
 
-static const char *const section_title[VC_SECTION__N] = {
-    [VC_SECTION_MODEL] = "the model and the step",
-    [VC_SECTION_TRAINING] = "training",
-    [VC_SECTION_FINETUNE] = "fine-tuning and quantized weights",
-    [VC_SECTION_PARALLEL] = "more than one GPU",
-    [VC_SECTION_GENERATE] = "generation (--mode generate)",
-    [VC_SECTION_SERVE] = "serving (vLLM)",
-    [VC_SECTION_GPU] = "the GPU, searches and sweeps",
-    [VC_SECTION_OUTPUT] = "output",
-    [VC_SECTION_COUNTS] = "counts only (no model)",
-    [VC_SECTION_INFO] = "information",
-};
+/* The sections' titles, once: marked (the library's words) and as the CLI
+ * writes them (vc_option_section_title, a pointer to keep). CLI_OV spells a
+ * mark as vc__spell_marks does where the table name is the flag ("mode"). */
+#define CLI_OV(name, value) "--" name " " value
+#define SECTION_TITLES(OV)                                          \
+    {                                                               \
+        [VC_SECTION_MODEL] = "the model and the step",              \
+        [VC_SECTION_TRAINING] = "training",                         \
+        [VC_SECTION_FINETUNE] = "fine-tuning and quantized weights", \
+        [VC_SECTION_PARALLEL] = "more than one GPU",                \
+        [VC_SECTION_GENERATE] = "generation (" OV("mode", "generate") ")", \
+        [VC_SECTION_SERVE] = "serving (vLLM)",                      \
+        [VC_SECTION_GPU] = "the GPU, searches and sweeps",          \
+        [VC_SECTION_OUTPUT] = "output",                             \
+        [VC_SECTION_COUNTS] = "counts only (no model)",             \
+        [VC_SECTION_INFO] = "information",                          \
+    }
+static const char *const section_title[VC_SECTION__N] = SECTION_TITLES(OV);
+static const char *const section_title_cli[VC_SECTION__N] = SECTION_TITLES(CLI_OV);
+#undef SECTION_TITLES
+#undef CLI_OV
 
 const char *vc_option_section_title(vc_option_section s)
 {
-    return (unsigned)s < VC_SECTION__N ? section_title[s] : "";
+    return (unsigned)s < VC_SECTION__N ? section_title_cli[s] : "";
+}
+
+size_t vc_option_section_title_for(vc_option_section s, vc_spelling how, char *buf, size_t n)
+{
+    if (!n) return 0;
+    vc__spell_marks((unsigned)s < VC_SECTION__N ? section_title[s] : "", how, buf, n);
+    return strlen(buf);
 }
 
 const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
@@ -81,22 +97,26 @@ const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
     return best;
 }
 
-size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap)
+size_t vc_option_help_for(const vc_option_info *o, vc_spelling how, char *buf, size_t cap)
 {
+    char text[4096]; /* the row's text, "{}" replaced, its option marks spelt below */
     size_t k = 0;
     if (!cap) return 0;
-    for (const char *p = o && o->help ? o->help : ""; *p && k + 1 < cap; p++) {
+    for (const char *p = o && o->help ? o->help : ""; *p && k + 1 < sizeof text; p++) {
         if (p[0] == '{' && p[1] == '}' && o->choices) {
             size_t n = strlen(o->choices);
-            if (n > cap - 1 - k) n = cap - 1 - k;
-            memcpy(buf + k, o->choices, n);
+            if (n > sizeof text - 1 - k) n = sizeof text - 1 - k;
+            memcpy(text + k, o->choices, n);
             k += n;
             p++;
-        } else buf[k++] = *p;
+        } else text[k++] = *p;
     }
-    buf[k] = '\0';
-    return k;
+    text[k] = '\0';
+    vc__spell_marks(text, how, buf, cap);
+    return strlen(buf);
 }
+
+size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap) { return vc_option_help_for(o, VC_SPELL_CLI, buf, cap); }
 
 /* "\x1fmax_batch\x1f" -> "--max-batch" or "max_batch="; "\x1fmode=generate\x1f"
  * -> "--mode generate" or "mode=generate"; "\x1f-precision=fp32\x1f" (the

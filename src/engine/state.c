@@ -250,7 +250,7 @@ void vc__persistent(vc_build *b)
                           : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "a parallel layout or " O("pp")
                           : !b->optim->steps ? OV("optim", "none")
                           : b->prec->scaler ? "GradScaler (amp-fp16)"
-                          : b->o.optim_in_bwd && (b->o.accumulate > 1 || b->o.keep_grads) ? "gradient accumulation or " O("zero_grad") " zero"
+                          : b->o.optim_in_bwd && (b->o.accumulate > 1 || b->o.keep_grads) ? "gradient accumulation or " OV("zero_grad", "zero")
                           : b->o.first_step && b->optim->shared ? "an 8-bit optimizer (its shared state)" : NULL;
     if ((b->o.optim_in_bwd || b->o.first_step) && why_inbwd) {
         b->st = VC_ERR_USAGE;

@@ -95,7 +95,7 @@ static const char *nvme_refusal(const vc_options *o, const char **opt)
     *opt = O("nvme_gds");
     if (o->nvme_gds != 0 && o->nvme_gds != 1) return "invalid value";
     if (o->nvme_gds && o->offload_device != VC_OFFLOAD_DEVICE_NVME)
-        return "use_gds is the NVMe swapper's (aio section): give " O("offload_device") " nvme";
+        return "use_gds is the NVMe swapper's (aio section): give " OV("offload_device", "nvme");
     return NULL;
 }
 
