@@ -118,7 +118,9 @@ typedef struct {
  * that does not fit is cut at a character boundary. */
 VC_EXTERN void vc_escape_text(char *buf, size_t n, const char *s);
 
-/* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
+/* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out),
+ * the options it names spelt as the CLI writes them (vc_error_format_for with
+ * VC_SPELL_CLI). */
 VC_EXTERN void vc_error_format(const vc_error *err, char *buf, size_t n);
 
 /* ---- limits (documented in README) ---- */

@@ -192,5 +192,5 @@ void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t
     vc_error e = *err;
     vc__spell_marks(err->msg, how, e.msg, sizeof e.msg);
     vc__spell_marks(err->path, how, e.path, sizeof e.path); /* an option's error: O("sp") */
-    vc_error_format(&e, buf, n);
+    vc__error_format_plain(&e, buf, n);
 }

@@ -130,7 +130,11 @@ void vc_error_clear(vc_error *err)
 
 static void error_format(const vc_error *err, char *buf, size_t n, bool marks);
 
-void vc_error_format(const vc_error *err, char *buf, size_t n) { error_format(err, buf, n, false); }
+/* The option marks spelt as the CLI writes them (--tp): vc_error_format_for
+ * spells them, then formats with vc__error_format_plain. */
+void vc_error_format(const vc_error *err, char *buf, size_t n) { vc_error_format_for(err, VC_SPELL_CLI, buf, n); }
+
+void vc__error_format_plain(const vc_error *err, char *buf, size_t n) { error_format(err, buf, n, false); }
 
 void vc__error_format_marked(const vc_error *err, char *buf, size_t n) { error_format(err, buf, n, true); }
 

@@ -36,6 +36,9 @@ void vc_escape(char *buf, size_t n, const char *s);
 void vc__escape_marked(char *buf, size_t n, const char *s);
 /* vc_error_format, keeping the option marks of path and msg (for a message that quotes another). */
 void vc__error_format_marked(const vc_error *err, char *buf, size_t n);
+/* vc_error_format with every control byte escaped, marks too (what vc_error_format_for formats
+ * once it has spelt them). */
+void vc__error_format_plain(const vc_error *err, char *buf, size_t n);
 
 /* buf = a + b + c, truncated to n - 1 bytes like snprintf (for hot paths:
  * a layer's JSON path is built several times per layer while loading). */
