@@ -34,6 +34,19 @@
 
 #include "vramcalc/vramcalc.h"
 
+#ifndef VC_OPTION_MARKS /* the same in src/util/util.h and layers/layer.h (layers/ includes only its own headers) */
+#define VC_OPTION_MARKS
+/* An option named in a message, between option marks (VC_OPTION_MARK), by its
+ * table name (src/api/options.def): vc_error_format_for spells it as the front
+ * end does. O("tp"): --tp, tp=; OV("mode", "generate"): --mode generate,
+ * mode=generate; OS("precision", "fp32"): the CLI's short form, -p fp32,
+ * precision=fp32. vc_set_error keeps marks that name an option of the table
+ * (and escapes any other control byte, as before). */
+#define O(name) "\x1f" name "\x1f"
+#define OV(name, value) "\x1f" name "=" value "\x1f"
+#define OS(name, value) "\x1f-" name "=" value "\x1f"
+#endif
+
 /* ---- shapes and dtypes ---- */
 typedef struct {
     int nd;

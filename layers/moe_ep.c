@@ -46,17 +46,17 @@
 int vc__moe_ep_setup(vc_setup *s, const vc_moe_ep *c, bool silu, bool shared, bool renorm)
 {
     if (c->E % c->ep)
-        return vc_fail(s, "num_experts", "--ep: %lld expert-parallel ranks do not divide num_experts (%lld)", (long long)c->ep,
+        return vc_fail(s, "num_experts", O("ep") ": %lld expert-parallel ranks do not divide num_experts (%lld)", (long long)c->ep,
                        (long long)c->E);
     if (c->E / c->ep > EP_MAX_LOCAL)
-        return vc_fail(s, "num_experts", "--ep: %lld experts on each of %lld expert-parallel ranks: more than the %d a rank's "
-                       "layer holds (256 parameter tensors); give --ep %lld or more", (long long)(c->E / c->ep),
+        return vc_fail(s, "num_experts", O("ep") ": %lld experts on each of %lld expert-parallel ranks: more than the %d a rank's "
+                       "layer holds (256 parameter tensors); give " OV("ep", "%lld") " or more", (long long)(c->E / c->ep),
                        (long long)c->ep, EP_MAX_LOCAL, (long long)((c->E + EP_MAX_LOCAL - 1) / EP_MAX_LOCAL));
     if (shared)
-        return vc_fail(s, "shared_expert_intermediate_size", "--ep: a shared expert (Megatron's SharedExpertMLP) is not modelled");
-    if (!silu) return vc_fail(s, "activation", "--ep: the experts' activation must be silu (Megatron's fused weighted SwiGLU)");
+        return vc_fail(s, "shared_expert_intermediate_size", O("ep") ": a shared expert (Megatron's SharedExpertMLP) is not modelled");
+    if (!silu) return vc_fail(s, "activation", O("ep") ": the experts' activation must be silu (Megatron's fused weighted SwiGLU)");
     if (!renorm)
-        return vc_fail(s, "norm_topk_prob", "--ep: top-k probabilities without renormalisation (moe_router_pre_softmax) are not modelled");
+        return vc_fail(s, "norm_topk_prob", O("ep") ": top-k probabilities without renormalisation (moe_router_pre_softmax) are not modelled");
     if (vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) return -1;
     char n[80];
     for (int64_t j = 0; j < c->E / c->ep; j++) {

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 #define MiB (INT64_C(1) << 20)
 
@@ -138,13 +139,13 @@ static void errors(void **state)
     o.module_loading = VC_MODULE_LOADING_LAZY;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_context_estimate(&o, 0, &p, &t, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--module-loading");
-    assert_non_null(strstr(err.msg, "11.7"));
+    assert_string_equal(CLI_PATH(&err), "--module-loading");
+    assert_non_null(strstr(CLI_MSG(&err), "11.7"));
     o.cuda_version = 1400;
     o.module_loading = VC_MODULE_LOADING_AUTO;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_context_estimate(&o, 0, &p, &t, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--cuda");
+    assert_string_equal(CLI_PATH(&err), "--cuda");
     /* names */
     char buf[16];
     assert_int_equal(vc_cuda_from_name("12.4"), 1204);
@@ -236,7 +237,7 @@ static void nccl_buffers(void **state)
     vc_error err;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_nccl_ring_bytes(65, 1, 0, &b, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "channels");
+    assert_string_equal(CLI_PATH(&err), "channels");
     assert_int_equal(vc_nccl_ring_bytes(64, INT64_MAX, 0, &b, NULL), VC_ERR_OVERFLOW);
 }
 

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 /* Linear(10, 300), Linear(300, 1000), Linear(1000, 50), no biases: weights
  * 12,000, 1,200,000 and 200,000 B, in blocks 12,288 + 1,200,128 + 200,192 =
@@ -196,7 +197,7 @@ static void test_refused(void **state)
         o.accumulate = bad[i].accumulate;
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, bad[i].path);
+        assert_string_equal(CLI_PATH(&err), bad[i].path);
     }
     /* --parameters-as-bucket-view with --accumulate is modelled (it moves weights only) */
     vc_options o = opts(VC_PARALLEL_ZERO1_TORCH, 2, VC_OPTIM_SGD, 0, 1);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 static const char *const moe =
     "{\"input\": [16, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64, \"intermediate_size\": 48,"
@@ -34,7 +35,7 @@ static vc_model *load_ep(const char *extra, int64_t ep, vc_status want, const ch
     if (vc_model_load_string(json, strlen(json), "moe.json", &m, &err)) fail_msg("load failed: %s", err.msg);
     vc_status st = vc_model_set_ep(m, ep, &err);
     assert_int_equal(st, want);
-    if (want_path) assert_string_equal(err.path, want_path);
+    if (want_path) assert_string_equal(CLI_PATH(&err), want_path);
     return m;
 }
 
@@ -158,7 +159,7 @@ static void test_ep_rules(void **state)
     const char *lin = "{\"input\": [8], \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8}]}";
     if (vc_model_load_string(lin, strlen(lin), "lin.json", &d, &err)) fail_msg("load failed: %s", err.msg);
     assert_int_equal(vc_model_set_ep(d, 2, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--ep");
+    assert_string_equal(CLI_PATH(&err), "--ep");
     vc_model_free(d);
     m = load_ep("", 2, VC_OK, NULL);
     vc_result r;
@@ -179,7 +180,7 @@ static void test_ep_rules(void **state)
         o.tp = bad[i].tp;
         o.parallel = bad[i].par;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, bad[i].opt);
+        assert_string_equal(CLI_PATH(&err), bad[i].opt);
     }
     vc_model_free(m);
 }
@@ -242,7 +243,7 @@ static void test_ep_pipeline(void **state)
     /* gpus not a multiple of tp x ep x pp (parallel_state.py): 4 = 2 x 2 holds, 6 does not */
     o.gpus = 6;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--ep");
+    assert_string_equal(CLI_PATH(&err), "--ep");
     vc_model_free(m);
 }
 

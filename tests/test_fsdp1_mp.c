@@ -16,6 +16,7 @@
  * -> 1,998,336; the [1, 999] and [1, 1000] bf16 activations and bias gradients
  * -> 2,048; the fp32 input [1, 1000] -> 4,096.
  */
+#include "cli_spelt.h"
 #include "parallel_test.h"
 
 static vc_options mp_opts(vc_parallel par, int64_t gpus, vc_fsdp_dtype pdt, vc_fsdp_dtype rdt, int orig)
@@ -275,8 +276,8 @@ static void test_refused(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, cases[i].path);
-        assert_non_null(strstr(err.msg, cases[i].why));
+        assert_string_equal(CLI_PATH(&err), cases[i].path);
+        assert_non_null(strstr(CLI_MSG(&err), cases[i].why));
     }
     vc_model_free(m);
     static const char *const mixed =
@@ -288,8 +289,8 @@ static void test_refused(void **state)
     vc_options o = mp_opts(VC_PARALLEL_FSDP, 2, VC_FSDP_DTYPE_NONE, VC_FSDP_DTYPE_NONE, 1);
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--parallel");
-    assert_non_null(strstr(err.msg, "the frozen ones get gradients too"));
+    assert_string_equal(CLI_PATH(&err), "--parallel");
+    assert_non_null(strstr(CLI_MSG(&err), "the frozen ones get gradients too"));
     vc_model_free(m);
 }
 

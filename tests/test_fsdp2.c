@@ -4,6 +4,7 @@
  * reshard_after_forward (False, True given, an int), CPUOffloadPolicy and HSDP. Values
  * derived by hand from the source cited in layout_fsdp2.c and plan.c.
  */
+#include "cli_spelt.h"
 #include "parallel_test.h"
 
 /* Sizes chosen so that no two tensors share a 512-rounded size: input
@@ -242,8 +243,8 @@ static void test_fsdp2_reshard_refused(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "--fsdp-reshard-after-forward");
-        assert_non_null(strstr(err.msg, cases[i].why));
+        assert_string_equal(CLI_PATH(&err), "--fsdp-reshard-after-forward");
+        assert_non_null(strstr(CLI_MSG(&err), cases[i].why));
     }
     vc_model_free(m);
 }
@@ -348,8 +349,8 @@ static void test_fsdp2_hsdp(void **state)
         b.fsdp_reshard = bad[i].r;
         vc_error e = {0};
         assert_int_equal(vc_estimate(m, &b, &h, &e), VC_ERR_USAGE);
-        assert_string_equal(e.path, bad[i].path);
-        assert_non_null(strstr(e.msg, bad[i].why));
+        assert_string_equal(CLI_PATH(&e), bad[i].path);
+        assert_non_null(strstr(CLI_MSG(&e), bad[i].why));
     }
     vc_model_free(m);
 }

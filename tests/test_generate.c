@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
 
@@ -153,24 +154,24 @@ static void refusals(void **state)
     o.mode = VC_MODE_GENERATE;
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--mode");
+    assert_string_equal(CLI_PATH(&err), "--mode");
     vc_model_free(m);
     m = load_file(HF "llama-small-measured.json");
     o.prompt = VC_MAX_DIM_SIZE;
     o.new_tokens = 2;
     memset(&err, 0, sizeof err); /* the first error recorded in err stays */
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--new-tokens");
+    assert_string_equal(CLI_PATH(&err), "--new-tokens");
     vc_model_free(m);
     m = load_file(HF "llama-3.1-8b.json");
     o.prompt = 131072;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--prompt");
+    assert_string_equal(CLI_PATH(&err), "--prompt");
     o.prompt = 0;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--prompt");
+    assert_string_equal(CLI_PATH(&err), "--prompt");
     vc_model_free(m);
 }
 
@@ -262,7 +263,7 @@ static void serve(void **state)
     assert_int_equal(r.max_num_seqs, 256);
     /* 16 GiB x 0.9 < the bf16 weights: refused, naming --serve */
     assert_int_equal(vc_serve(m, &o, &so, &small, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--serve");
+    assert_string_equal(CLI_PATH(&err), "--serve");
     /* vLLM's rotary cos/sin cache (rotary_embedding/base.py: [max_position_embeddings, rotary_dim]
      * in the model's dtype, one per model through get_rope's _ROPE_DICT) is counted with the
      * weights: Meta-Llama-3-8B has Llama-3.1-8B's parameters but 8192 positions, not 131072, so its
@@ -514,12 +515,12 @@ static void quantized_refusals(void **state)
     vc_result r;
     vc_error err;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--kv-bits");
+    assert_string_equal(CLI_PATH(&err), "--kv-bits");
     o.kv_bits = 4;
     o.prompt = 63;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--kv-group-size");
-    assert_non_null(strstr(err.msg, "2016"));
+    assert_string_equal(CLI_PATH(&err), "--kv-group-size");
+    assert_non_null(strstr(CLI_MSG(&err), "2016"));
     vc_model_free(m);
 }
 

@@ -110,6 +110,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 #include "hf.h"      /* vc_hf_families */
 #include "hf_arch.h" /* the family table, vc__hf_families */
@@ -443,7 +444,7 @@ static void test_max_seq_limits(void **state)
     vc_result a, b;
     assert_int_equal(vc_estimate(m, &o, &a, &err), VC_OK);
     assert_int_equal(vc_model_set_seq(m, 1025, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--seq");
+    assert_string_equal(CLI_PATH(&err), "--seq");
     assert_int_equal(vc_estimate(m, &o, &b, &err), VC_OK);
     assert_int_equal(a.memory.total, b.memory.total);
     assert_non_null(strstr(vc_model_name(m), "seq 1024)"));
@@ -458,7 +459,7 @@ static void test_max_seq_limits(void **state)
     static const char js[] = "{\"input\": [16], \"layers\": [{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 4}]}";
     assert_int_equal(vc_model_load_string(js, sizeof js - 1, "lin", &m, &err), VC_OK);
     assert_int_equal(vc_model_max_seq(m, &o, INT64_C(80) << 30, &n, &limited, NULL, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--max-seq");
+    assert_string_equal(CLI_PATH(&err), "--max-seq");
     assert_int_equal(vc_model_set_seq(m, 100, &err), VC_ERR_USAGE);
     vc_model_free(m);
 }
@@ -693,7 +694,7 @@ static void test_config_refusals(void **state)
         vc_error err;
         assert_int_equal(load_js(cases[i].js, NULL, &m, &err), cases[i].code);
         assert_null(m);
-        assert_string_equal(err.path, cases[i].path);
+        assert_string_equal(CLI_PATH(&err), cases[i].path);
     }
     /* pad_token_id 1 (the default) leaves 512 of the 514 positions */
     assert_int_equal(count_of("{\"model_type\":\"roberta\",\"vocab_size\":1000,\"hidden_size\":64,\"num_hidden_layers\":1,"
@@ -707,8 +708,8 @@ static void test_config_refusals(void **state)
     vc_model *m = NULL;
     vc_error err;
     assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--seq");
-    assert_null(strstr(err.msg, "layers["));
+    assert_string_equal(CLI_PATH(&err), "--seq");
+    assert_null(strstr(CLI_MSG(&err), "layers["));
     /* the largest that passes the bound: 32 heads x 2^25 x 2^25 = 2^55 */
     o.seq = INT64_C(1) << 25;
     assert_int_equal(vc_model_load_file_hf(HF "llama-3.1-8b.json", &o, &m, &err), VC_OK);
@@ -762,10 +763,10 @@ static void test_near_llama(void **state)
     vc_model *m = NULL;
     vc_error err;
     assert_int_equal(load_js(ol, &o, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--tp");
+    assert_string_equal(CLI_PATH(&err), "--tp");
     /* a bad no_rope_layers names the key */
     assert_int_equal(load_js("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[1,1]}", NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "no_rope_layers");
+    assert_string_equal(CLI_PATH(&err), "no_rope_layers");
     /* GPTBigCode (GPT-2's block, nn.Linear): vocab 1000, n_embd 64, 2 layers,
      * 4 heads of 16, 128 positions, n_inner 4 x 64 = 256. multi_query (the
      * default): c_attn 64 x (64 + 2 x 16) + 96 = 6,240, c_proj 4,160, ln_1
@@ -797,7 +798,7 @@ static void test_near_llama(void **state)
     /* LayerNorms without affine parameters are refused naming the key */
     snprintf(js, sizeof js, "%s,\"layer_norm_elementwise_affine\":false}", op);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "layer_norm_elementwise_affine");
+    assert_string_equal(CLI_PATH(&err), "layer_norm_elementwise_affine");
     /* Phi: vocab 1000, hidden 64, MLP 128, 2 layers, 4 heads of 16
      * (partial_rotary_factor 0.5: 8 rotary dims). input_layernorm 128,
      * q/k/v_proj and dense 4 x (64 x 64 + 64) = 16,640, fc1 8,320, fc2 8,256:
@@ -810,7 +811,7 @@ static void test_near_llama(void **state)
     assert_int_equal(emitted(js, "\"rotary_dim\":\t8"), 2); /* model.rotary_emb and the attention */
     snprintf(js, sizeof js, "%s,\"qk_layernorm\":true}", ph);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "qk_layernorm");
+    assert_string_equal(CLI_PATH(&err), "qk_layernorm");
 #undef SMALL
 }
 
@@ -859,7 +860,7 @@ static void test_moe_any_size(void **state)
         vc_status st = vc_model_set_ep(m, ep, &err);
         if (ep == 2) {
             assert_int_not_equal(st, VC_OK);
-            if (!strstr(err.msg, "give --ep 4 or more")) fail_msg("%s: %s", err.path, err.msg);
+            if (!strstr(CLI_MSG(&err), "give --ep 4 or more")) fail_msg("%s: %s", err.path, err.msg);
             continue;
         }
         assert_int_equal(st, VC_OK);
@@ -877,7 +878,7 @@ static void test_moe_any_size(void **state)
                              " \"intermediate_size\": 8, \"num_experts\": 85, \"experts_implementation\": \"per_expert\"}]}";
     m = NULL;
     assert_int_equal(vc_model_load_string(pe, strlen(pe), "pe", &m, &err), VC_ERR_MODEL);
-    assert_non_null(strstr(err.path, "num_experts"));
+    assert_non_null(strstr(CLI_PATH(&err), "num_experts"));
 }
 
 /* SparseMoE style deepseek_v3 (DeepseekV3MoE / Glm4MoeMoE of transformers 5:
@@ -924,7 +925,7 @@ static void test_moe_deepseek_style(void **state)
             vc_model_free(m);
         } else {
             assert_int_equal(st, VC_ERR_MODEL);
-            assert_non_null(strstr(err.path, cases[i].key));
+            assert_non_null(strstr(CLI_PATH(&err), cases[i].key));
         }
     }
 }
@@ -964,15 +965,15 @@ static void test_family_table(void **state)
         vc_error err;
         if (f->vision == VIS_QWEN2_5) { /* Qwen2_5_VLConfig()'s defaults: the merger's 3584 outputs, a language model 8192 wide */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-            assert_string_equal(err.path, "vision_config.out_hidden_size");
+            assert_string_equal(CLI_PATH(&err), "vision_config.out_hidden_size");
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-            assert_string_equal(err.path, f->nested);
+            assert_string_equal(CLI_PATH(&err), f->nested);
         } else if (f->block == BLK_T5 || f->moe == MOE_LLAMA4) { /* read in full (the class's defaults), then refused:
                                                                   * memory not modelled (hf_t5.c, hf_llama4.c) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-            assert_string_equal(err.path, "model_type");
-            assert_non_null(strstr(err.msg, "not modelled"));
+            assert_string_equal(CLI_PATH(&err), "model_type");
+            assert_non_null(strstr(CLI_MSG(&err), "not modelled"));
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */
@@ -980,7 +981,7 @@ static void test_family_table(void **state)
             vc_model_free(m);
         } else {
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-            assert_string_equal(err.path, f->keys[K_VOCAB].key); /* the first role every other row requires */
+            assert_string_equal(CLI_PATH(&err), f->keys[K_VOCAB].key); /* the first role every other row requires */
         }
     }
 }
@@ -1125,7 +1126,7 @@ static void test_mla(void **state)
     vc_hf_options_init(&ho);
     ho.experts = VC_EXPERTS_PER_EXPERT;
     assert_int_equal(load_js(tiny, &ho, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--experts-implementation");
+    assert_string_equal(CLI_PATH(&err), "--experts-implementation");
 }
 
 /* glm4_moe (GLM-4.5 / 4.5-Air / 4.6): Glm4MoeAttention (q/k/v biased by
@@ -1152,11 +1153,11 @@ static void test_glm4_moe(void **state)
     assert_int_equal(emitted(GLM "}", "\"rotary_dim\":\t8"), 3); /* partial_rotary_factor 0.5 of 16: the embedding, 2 layers */
     vc_error err;
     assert_int_equal(load_js(GLM ",\"use_qk_norm\":1}", NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "use_qk_norm");
+    assert_string_equal(CLI_PATH(&err), "use_qk_norm");
     assert_int_equal(load_js(GLM ",\"partial_rotary_factor\":2}", NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "partial_rotary_factor");
+    assert_string_equal(CLI_PATH(&err), "partial_rotary_factor");
     assert_int_equal(load_js(GLM ",\"n_group\":3}", NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "n_group");
+    assert_string_equal(CLI_PATH(&err), "n_group");
     /* generate and --serve: full K/V per layer (2 kv heads x 16), no MLA */
     assert_int_equal(load_js(GLM "}", NULL, &m, &err), VC_OK);
     vc_options o;
@@ -1367,7 +1368,7 @@ static void test_falcon(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
         assert_null(m);
-        assert_string_equal(err.path, bad[i].path);
+        assert_string_equal(CLI_PATH(&err), bad[i].path);
     }
     /* generate: DynamicCache holds what FalconAttention gives it: one kv head with multi_query,
      * the broadcast num_heads (4, not num_kv_heads 2) with new_decoder_architecture;
@@ -1478,7 +1479,7 @@ static void test_text_encoders(void **state)
         vc_error err;
         assert_int_equal(load_js(bad[i].js, NULL, &m, &err), VC_ERR_MODEL);
         assert_null(m);
-        assert_string_equal(err.path, bad[i].path);
+        assert_string_equal(CLI_PATH(&err), bad[i].path);
     }
     /* --seq past the learned positions is refused naming --seq */
     vc_hf_options o;
@@ -1486,7 +1487,7 @@ static void test_text_encoders(void **state)
     o.seq = 513;
     vc_error err;
     assert_int_equal(vc_model_load_file_hf(HF "distilbert-base-uncased.json", &o, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--seq");
+    assert_string_equal(CLI_PATH(&err), "--seq");
 }
 
 /* qwen3_next (Qwen3-Next-80B-A3B; src/hf/hf.c's row, layers/deltanet.c). The count is
@@ -1522,7 +1523,7 @@ static void test_qwen3_next(void **state)
     /* generate()'s other caches have no DeltaNet state: refused, as --serve (vLLM's hybrid cache) */
     o.cache = VC_CACHE_STATIC;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--cache");
+    assert_string_equal(CLI_PATH(&err), "--cache");
     vc_model_free(m);
     assert_int_equal(count_of("{\"model_type\":\"qwen3_next\"}"), INT64_C(79674391296));
     /* a small one by hand: hidden 64, 2 layers (layer_types: linear, full), dense MLPs (num_experts
@@ -1575,7 +1576,7 @@ static void test_qwen3_next(void **state)
     ho.tp = 2;
     vc_model *t = NULL;
     assert_int_equal(vc_model_load_file_hf(HF "qwen3-next-80b-a3b-instruct.json", &ho, &t, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--tp");
+    assert_string_equal(CLI_PATH(&err), "--tp");
 }
 
 /* t5 / flan-t5 (issue 31 item 4): T5ForConditionalGeneration's parameters, counted from the
@@ -1608,9 +1609,9 @@ static void test_t5(void **state)
         vc_error err;
         assert_int_equal(vc_model_load_file_hf(path, NULL, &m, &err), VC_ERR_MODEL);
         assert_null(m);
-        assert_string_equal(err.path, "model_type");
-        if (!strstr(err.msg, real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
-        assert_non_null(strstr(err.msg, "not modelled"));
+        assert_string_equal(CLI_PATH(&err), "model_type");
+        if (!strstr(CLI_MSG(&err), real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
+        assert_non_null(strstr(CLI_MSG(&err), "not modelled"));
     }
     /* T5Config's defaults are t5-small's (configuration_t5.py); num_decoder_layers null is num_layers */
     static const struct { const char *js; const char *count; } derived[] = {
@@ -1626,8 +1627,8 @@ static void test_t5(void **state)
         vc_model *m = NULL;
         vc_error err;
         assert_int_equal(load_js(derived[i].js, NULL, &m, &err), VC_ERR_MODEL);
-        assert_string_equal(err.path, "model_type");
-        if (!strstr(err.msg, derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
+        assert_string_equal(CLI_PATH(&err), "model_type");
+        if (!strstr(CLI_MSG(&err), derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
     }
     /* every bad or inconsistent key, refused naming it */
     static const struct { const char *js; const char *path; } bad[] = {
@@ -1799,7 +1800,7 @@ static void test_qwen2_5_vl(void **state)
     vc_model *m = NULL;
     assert_int_equal(load_js("{\"model_type\":\"qwen2_5_vl\",\"vision_config\":5}", NULL, &m, &err),
                      VC_ERR_MODEL);
-    assert_string_equal(err.path, "vision_config");
+    assert_string_equal(CLI_PATH(&err), "vision_config");
     /* the options: refused for a text-only model, --images without --image, a too small or too long image */
     static const struct { const char *file; int64_t w, h, n; const char *path; } refused[] = {
         {"qwen2-7b.json", 640, 480, 0, "--image"}, {"qwen2-7b.json", 0, 0, 2, "--images"},
@@ -1816,7 +1817,7 @@ static void test_qwen2_5_vl(void **state)
         char path[512];
         snprintf(path, sizeof path, HF "%s", refused[i].file);
         assert_int_equal(vc_model_load_file_hf(path, &o, &m, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, refused[i].path);
+        assert_string_equal(CLI_PATH(&err), refused[i].path);
     }
 }
 
@@ -1849,9 +1850,9 @@ static void test_llama4(void **state)
         vc_error err;
         assert_int_equal(vc_model_load_file_hf(path, NULL, &m, &err), VC_ERR_MODEL);
         assert_null(m);
-        assert_string_equal(err.path, "model_type");
-        if (!strstr(err.msg, real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
-        assert_non_null(strstr(err.msg, "not modelled"));
+        assert_string_equal(CLI_PATH(&err), "model_type");
+        if (!strstr(CLI_MSG(&err), real[i].count)) fail_msg("%s: %s", real[i].file, err.msg);
+        assert_non_null(strstr(CLI_MSG(&err), "not modelled"));
     }
     /* Llama4TextConfig's defaults are Scout's; small configs by hand (hidden 64, 2 layers, 4 heads of 16,
      * 2 kv heads, experts of 32, dense MLP 128, vocab 100, 4 experts): attention 2 x 64 x 64 + 2 x 64 x 32
@@ -1885,8 +1886,8 @@ static void test_llama4(void **state)
         vc_model *m = NULL;
         vc_error err;
         assert_int_equal(load_js(derived[i].js, NULL, &m, &err), VC_ERR_MODEL);
-        assert_string_equal(err.path, "model_type");
-        if (!strstr(err.msg, derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
+        assert_string_equal(CLI_PATH(&err), "model_type");
+        if (!strstr(CLI_MSG(&err), derived[i].count)) fail_msg("%s: %s", derived[i].js, err.msg);
     }
     /* every bad key of the row, refused naming it (llama4: under text_config) */
     static const struct { const char *js; const char *path; } bad[] = {
@@ -1931,7 +1932,7 @@ static void test_llama4(void **state)
     vc_model *m = NULL;
     vc_error err;
     assert_int_equal(load_js("{\"model_type\":\"llama4_text\"}", &o, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--experts-implementation");
+    assert_string_equal(CLI_PATH(&err), "--experts-implementation");
 }
 
 /* Gemma 3's vision part (issue 31 item 4; src/hf/hf_vision.c): SiglipVisionModel and
@@ -2020,11 +2021,11 @@ static void test_gemma3_vision(void **state)
                  bad_mm[i], tiny_text, tiny_vis);
         m = NULL;
         assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-        assert_string_equal(err.path, "mm_tokens_per_image");
+        assert_string_equal(CLI_PATH(&err), "mm_tokens_per_image");
     }
     snprintf(js, sizeof js, "{\"model_type\":\"gemma3\",%s,\"vision_config\":[]}", tiny_text);
     assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "vision_config");
+    assert_string_equal(CLI_PATH(&err), "vision_config");
     /* --image: Gemma3ImageProcessor resizes any image to image_size (896) and Gemma3Processor's
      * full_image_sequence ("\n\n", boi, 256 image tokens, eoi, "\n\n") replaces the prompt's boi
      * placeholder: the language model sees --seq + 260 tokens; the parameters are the same */
@@ -2061,12 +2062,12 @@ static void test_gemma3_vision(void **state)
             st = vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err);
         }
         assert_int_equal(st, VC_ERR_USAGE);
-        assert_string_equal(err.path, refused[i].path);
+        assert_string_equal(CLI_PATH(&err), refused[i].path);
     }
     vc_hf_options_init(&o);
     o.images = 2;
     assert_int_equal(vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--images");
+    assert_string_equal(CLI_PATH(&err), "--images");
 }
 
 int main(void)

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 /* q (1024 -> 1024, no bias), a ReLU, v (1024 -> 512, bias), a LayerNorm. */
 static const char *const model =
@@ -116,8 +117,8 @@ static void test_matching(void **state)
     assert_int_equal(set_lora(m, 4, "v_proj", 0, &err), VC_OK);
     assert_int_equal(vc_model_trainable_parameters(m), 4 * 1024 + 512 * 4);
     assert_int_equal(set_lora(m, 4, "proj,q", 0, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora-targets");
-    assert_string_equal(err.msg, "no Linear layer is named proj,q (LoRA adapts Linear layers by their \"name\")");
+    assert_string_equal(CLI_PATH(&err), "--lora-targets");
+    assert_string_equal(CLI_MSG(&err), "no Linear layer is named proj,q (LoRA adapts Linear layers by their \"name\")");
     /* the failed call left the previous adapters in place */
     assert_int_equal(vc_model_trainable_parameters(m), 4 * 1024 + 512 * 4);
     vc_model_free(m);
@@ -130,11 +131,11 @@ static void test_errors(void **state)
     vc_model *m = load();
     vc_error err;
     assert_int_equal(set_lora(m, -1, "q_proj", 0, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora");
+    assert_string_equal(CLI_PATH(&err), "--lora");
     assert_int_equal(set_lora(m, 8, "", 0, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora-targets");
+    assert_string_equal(CLI_PATH(&err), "--lora-targets");
     assert_int_equal(set_lora(m, 8, "q_proj", 1.0, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora-dropout");
+    assert_string_equal(CLI_PATH(&err), "--lora-dropout");
     vc_model_free(m);
 }
 
@@ -227,7 +228,7 @@ static void test_lora_dtype(void **state)
     snprintf(l.targets, sizeof l.targets, "q_proj");
     vc_error err;
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora-dtype");
+    assert_string_equal(CLI_PATH(&err), "--lora-dtype");
     vc_model_free(m);
 }
 
@@ -396,7 +397,7 @@ static void test_copies(void **state)
     snprintf(l.targets, sizeof l.targets, "q_proj");
     snprintf(l.modules_to_save, sizeof l.modules_to_save, "lm_head");
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--modules-to-save");
+    assert_string_equal(CLI_PATH(&err), "--modules-to-save");
     vc_model_free(m);
     /* a copy of either side of a tied weight (ModulesToSaveWrapper's deepcopy unties them; its
      * tied_module path is another): refused, naming the layer */
@@ -410,8 +411,8 @@ static void test_copies(void **state)
         snprintf(l.targets, sizeof l.targets, "q_proj");
         snprintf(l.modules_to_save, sizeof l.modules_to_save, "%s", i ? "lm_head" : "embed_tokens");
         assert_int_equal(vc_model_set_lora(m, &l, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "--modules-to-save");
-        assert_non_null(strstr(err.msg, i ? "lm_head's weight is tied" : "embed_tokens's weight is tied"));
+        assert_string_equal(CLI_PATH(&err), "--modules-to-save");
+        assert_non_null(strstr(CLI_MSG(&err), i ? "lm_head's weight is tied" : "embed_tokens's weight is tied"));
     }
     l.modules_to_save[0] = 0;
     assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK); /* the previous settings are back */
@@ -426,11 +427,11 @@ static void test_peft_refusals(void **state)
     vc_model *m = load();
     vc_error err;
     assert_int_equal(set_peft(m, VC_PEFT_IA3, 8, "q_proj", &err), VC_ERR_USAGE); /* IA3Config has no r */
-    assert_string_equal(err.path, "--peft");
+    assert_string_equal(CLI_PATH(&err), "--peft");
     assert_int_equal(set_peft(m, VC_PEFT__N, 8, "q_proj", &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--peft");
+    assert_string_equal(CLI_PATH(&err), "--peft");
     assert_int_equal(set_peft(m, VC_PEFT_IA3, 0, "k_proj", &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--lora-targets");
+    assert_string_equal(CLI_PATH(&err), "--lora-targets");
     vc_model_free(m);
     assert_int_equal(vc_peft_from_name("dora"), VC_PEFT_DORA);
     assert_int_equal(vc_peft_from_name("adalora"), -1);
@@ -453,7 +454,7 @@ static void test_peft_refusals(void **state)
         assert_int_equal(vc_request_set(q, "modules_to_save", "q_proj", &err), VC_OK);
         assert_int_equal(vc_request_add_model(q, VC_TEST_DATA "/hf/llama-3.1-8b.json", &err), VC_OK);
         assert_int_equal(vc_request_run(q, &resp, &err), VC_ERR_USAGE);
-        assert_non_null(strstr(err.msg, "self_attn.q_proj is stored as nf4: a quantized layer cannot be trained in full"));
+        assert_non_null(strstr(CLI_MSG(&err), "self_attn.q_proj is stored as nf4: a quantized layer cannot be trained in full"));
         vc_request_free(q);
     }
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

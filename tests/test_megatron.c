@@ -35,6 +35,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 static const char *const two =
     "{\"input\": [1000], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 999},"
@@ -232,7 +233,7 @@ static void test_megatron_refusals(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(run(&o, &r, &err), VC_ERR_USAGE);
-        assert_non_null(strstr(err.path, cases[i].opt));
+        assert_non_null(strstr(CLI_PATH(&err), cases[i].opt));
     }
 }
 

@@ -32,6 +32,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 static const char *const two =
     "{\"input\": [1000], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 999},"
@@ -248,8 +249,8 @@ static void expect_refusal(const char *json, const vc_options *o, const char *op
     vc_result r;
     vc_error err = {0};
     assert_int_equal(estimate(json, o, &r, &err), VC_ERR_USAGE);
-    if (!strstr(err.msg, opt) && !strstr(err.path, opt)) fail_msg("'%s' not named in: %s", opt, err.msg);
-    if (!strstr(err.msg, words)) fail_msg("'%s' not in: %s", words, err.msg);
+    if (!strstr(CLI_MSG(&err), opt) && !strstr(CLI_PATH(&err), opt)) fail_msg("'%s' not named in: %s", opt, err.msg);
+    if (!strstr(CLI_MSG(&err), words)) fail_msg("'%s' not in: %s", words, err.msg);
 }
 
 /* What DeepSpeed refuses, and what has no NVMe. */

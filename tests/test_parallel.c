@@ -17,6 +17,7 @@
  * 512-byte blocks: 1,000,000 B -> 1,000,448; 4,000,000 and 3,999,996 B ->
  * 4,000,256; 3,996,000 B -> 3,996,160; 4,000 and 3,996 B -> 4,096.
  */
+#include "cli_spelt.h"
 #include "parallel_test.h"
 
 /* Resident state per rank: the two shards, their sharded gradients and
@@ -184,7 +185,7 @@ static void test_fsdp_hybrid(void **state)
     vc_error err = {0}; /* vc_set_error keeps the first error: start clean */
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--gpus");
+    assert_string_equal(CLI_PATH(&err), "--gpus");
     vc_model_free(m);
 }
 
@@ -206,8 +207,8 @@ static void test_fsdp_mixed_unit(void **state)
     vc_options o = opts(VC_PARALLEL_FSDP, 2, VC_OPTIM_ADAM);
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--parallel");
-    assert_non_null(strstr(err.msg, "layers[0][0].layers[1] mixes frozen and trainable"));
+    assert_string_equal(CLI_PATH(&err), "--parallel");
+    assert_non_null(strstr(CLI_MSG(&err), "layers[0][0].layers[1] mixes frozen and trainable"));
     /* DDP has no such rule */
     o.parallel = VC_PARALLEL_DDP;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
@@ -538,8 +539,8 @@ static void test_offload_refused(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "--offload");
-        assert_non_null(strstr(err.msg, cases[i].why));
+        assert_string_equal(CLI_PATH(&err), "--offload");
+        assert_non_null(strstr(CLI_MSG(&err), cases[i].why));
     }
     vc_model_free(m);
 }
@@ -837,8 +838,8 @@ static void test_fsdp2_refused(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, cases[i].path);
-        assert_non_null(strstr(err.msg, cases[i].why));
+        assert_string_equal(CLI_PATH(&err), cases[i].path);
+        assert_non_null(strstr(CLI_MSG(&err), cases[i].why));
     }
     vc_model_free(m);
 }

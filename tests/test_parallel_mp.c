@@ -4,6 +4,7 @@
  * src/parallel/pipeline.c), each expected value derived by hand from Megatron's source
  * (docs/parallel.md 2.6) or from the single-GPU estimate it must equal.
  */
+#include "cli_spelt.h"
 #include "parallel_test.h"
 
 /* ---- Megatron tensor and sequence parallelism (--tp, --sp; src/hf/hf_tp.c) ----
@@ -164,17 +165,17 @@ static void test_tp_errors(void **state)
     const char *l70 = VC_TEST_DATA "/hf/llama-3.1-70b.json";
     assert_null(load_tp(l70, 0, 3, 0, &st, &err)); /* 64 heads */
     assert_int_equal(st, VC_ERR_USAGE);
-    assert_string_equal(err.path, "--tp");
-    assert_non_null(strstr(err.msg, "num_attention_heads (64)"));
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "num_attention_heads (64)"));
     assert_null(load_tp(l70, 0, 16, 0, &st, &err)); /* 8 kv heads */
-    assert_string_equal(err.path, "--tp");
-    assert_non_null(strstr(err.msg, "num_key_value_heads (8)"));
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "num_key_value_heads (8)"));
     assert_null(load_tp(l70, 0, 1, 1, &st, &err));
-    assert_string_equal(err.path, "--sp");
+    assert_string_equal(CLI_PATH(&err), "--sp");
     assert_null(load_tp(l70, 1001, 8, 1, &st, &err)); /* 1001 tokens over 8 ranks */
-    assert_string_equal(err.path, "--sp");
+    assert_string_equal(CLI_PATH(&err), "--sp");
     assert_null(load_tp(VC_TEST_DATA "/hf/bert-base-uncased.json", 128, 2, 1, &st, &err));
-    assert_string_equal(err.path, "--sp");
+    assert_string_equal(CLI_PATH(&err), "--sp");
     /* a model loaded for one split, estimated with another; a model file with --tp */
     vc_model *m = load_tp(l70, 512, 8, 0, &st, &err);
     assert_non_null(m);
@@ -182,13 +183,13 @@ static void test_tp_errors(void **state)
     vc_options_init(&o);
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--tp");
+    assert_string_equal(CLI_PATH(&err), "--tp");
     vc_model_free(m);
     m = load();
     o.tp = 2;
     o.gpus = 2;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--tp");
+    assert_string_equal(CLI_PATH(&err), "--tp");
     vc_model_free(m);
     /* generation's decoding step has one token: no sequence to split */
     m = load_tp(l70, 512, 8, 1, &st, &err);
@@ -198,7 +199,7 @@ static void test_tp_errors(void **state)
     o.sp = 1;
     o.mode = VC_MODE_GENERATE;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--sp");
+    assert_string_equal(CLI_PATH(&err), "--sp");
     vc_model_free(m);
 }
 
@@ -369,10 +370,10 @@ static void test_pp_split(void **state)
     assert_int_equal(c[2], 3);
     assert_int_equal(c[3], 2);
     assert_int_equal(vc__pp_split(3, 4, c, &err), VC_ERR_USAGE); /* more stages than layers */
-    assert_string_equal(err.path, "--pp");
+    assert_string_equal(CLI_PATH(&err), "--pp");
     memset(&err, 0, sizeof err);
     assert_int_equal(vc__pp_split(5, 4, c, &err), VC_ERR_USAGE); /* 2 on each middle stage leaves 1 for both ends */
-    assert_string_equal(err.path, "--pp");
+    assert_string_equal(CLI_PATH(&err), "--pp");
 }
 
 /* GPT-2 small with tied embeddings (examples/gpt2_small.json; counts from
@@ -426,7 +427,7 @@ static void test_pp_refused(void **state)
         vc_result r;
         memset(&err, 0, sizeof err);
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, cases[i].opt);
+        assert_string_equal(CLI_PATH(&err), cases[i].opt);
     }
     /* the counts-only calculator has no layers to split */
     vc_options o = opts(VC_PARALLEL_NONE, 2, VC_OPTIM_SGD);
@@ -434,7 +435,7 @@ static void test_pp_refused(void **state)
     vc_result r;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate_counts(1000, 10, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--pp");
+    assert_string_equal(CLI_PATH(&err), "--pp");
     vc_model_free(m);
 }
 
@@ -669,7 +670,7 @@ static void test_pp_interleaved_refused(void **state)
         vc_result r;
         memset(&err, 0, sizeof err);
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, cases[i].opt);
+        assert_string_equal(CLI_PATH(&err), cases[i].opt);
         vc_model_free(m);
     }
 }

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 /* Two bias-free 1024 x 1024 Linears on 16 rows. */
 static const char *const model =
@@ -124,7 +125,7 @@ static void test_refusals(void **state)
     vc_result r;
     vc_error err;
     assert_int_equal(run(VC_OPTIM_ADAM, 1, 0, 2, &r, &err), VC_ERR_USAGE);
-    assert_non_null(strstr(err.msg, "accumulation"));
+    assert_non_null(strstr(CLI_MSG(&err), "accumulation"));
     assert_int_equal(run(VC_OPTIM_NONE, 1, 0, 1, &r, &err), VC_ERR_USAGE);
     assert_int_equal(run(VC_OPTIM_NONE, 0, 1, 1, &r, &err), VC_ERR_USAGE);
 }
@@ -223,8 +224,8 @@ static void test_ops_policy(void **state)
     vc_result_free(&k);
     /* refused, naming the option, where nothing is checkpointed */
     assert_int_equal(run_ops(model, 1, &k, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--grad-ckpt-ops");
-    assert_non_null(strstr(err.msg, "no checkpointed layers"));
+    assert_string_equal(CLI_PATH(&err), "--grad-ckpt-ops");
+    assert_non_null(strstr(CLI_MSG(&err), "no checkpointed layers"));
 }
 
 /* --grad-ckpt-ops on the replica's llama (batch 4, 128 tokens, bf16 SGD): measured on torch

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "cli_spelt.h"
 #include "plan.h"
 #include "util.h"
 
@@ -113,8 +114,8 @@ static void test_layout_registry(void **state)
     o.offload = VC_OFFLOAD_OPTIMIZER; /* refused for FSDP1 too */
     vc_error_clear(&err);
     assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--gpus");
-    assert_string_equal(err.msg, "hybrid shards within 8-GPU nodes: 12 GPUs is not a whole number of nodes");
+    assert_string_equal(CLI_PATH(&err), "--gpus");
+    assert_string_equal(CLI_MSG(&err), "hybrid shards within 8-GPU nodes: 12 GPUs is not a whole number of nodes");
     o.gpus = 16; /* two nodes */
     o.offload = VC_OFFLOAD_PARAMS;
     vc_error_clear(&err);
@@ -126,15 +127,15 @@ static void test_layout_registry(void **state)
     o.fsdp_replicate = 3; /* does not divide 8 either */
     vc_error_clear(&err);
     assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--parallel");
-    assert_string_equal(err.msg, "fsdp2 is modelled for --mode train and infer");
+    assert_string_equal(CLI_PATH(&err), "--parallel");
+    assert_string_equal(CLI_MSG(&err), "fsdp2 is modelled for --mode train and infer");
     vc_options_init(&o);
     o.parallel = VC_PARALLEL_MEGATRON;
     o.gpus = 8;
     o.fsdp_replicate = 2; /* fp32 is refused by megatron's own check, which comes after */
     vc_error_clear(&err);
     assert_int_equal(vc__check_options(&o, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--fsdp-replicate");
+    assert_string_equal(CLI_PATH(&err), "--fsdp-replicate");
 }
 
 /* The quant-format rows (src/policy/quant.c): the --weights names and defaults, the settings
@@ -197,7 +198,7 @@ static void test_quant_rows(void **state)
     assert_int_equal(qcheck(&q, &err), VC_OK);
     q.group = 8192;
     assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
-    assert_string_equal(err.msg, "nf4: group/block size 8192 is not supported");
+    assert_string_equal(CLI_MSG(&err), "nf4: group/block size 8192 is not supported");
     q.group = 96;
     assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
     q.group = 16;
@@ -205,7 +206,7 @@ static void test_quant_rows(void **state)
     assert_int_equal(vc_quant_from_name("gptq8", &q), 0);
     q.bits = 5;
     assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
-    assert_string_equal(err.msg, "gptq: 5 bits is not a supported width");
+    assert_string_equal(CLI_MSG(&err), "gptq: 5 bits is not a supported width");
     q.bits = 8;
     q.group = -1; /* one group per input row */
     assert_int_equal(qcheck(&q, &err), VC_OK);
@@ -219,7 +220,7 @@ static void test_quant_rows(void **state)
     assert_string_equal(d, "fp8-block (128x128)");
     q.block[1] = 0;
     assert_int_equal(qcheck(&q, &err), VC_ERR_USAGE);
-    assert_string_equal(err.msg, "fp8-block: the block sizes must be positive");
+    assert_string_equal(CLI_MSG(&err), "fp8-block: the block sizes must be positive");
     assert_int_equal(vc_quant_from_name("fp8", &q), 0);
     assert_int_equal(q.block[0], 0);
     assert_int_equal(vc_quant_compute_precision(&q), VC_PREC_BF16);
@@ -328,8 +329,8 @@ static void test_lion_fused_refused(void **state)
     vc_result r;
     vc_error err;
     assert_int_equal(run_optim(square, VC_OPTIM_LION, VC_IMPL_FUSED, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--optim-impl");
-    assert_string_equal(err.msg, "lion has no fused implementation (it has foreach, forloop)");
+    assert_string_equal(CLI_PATH(&err), "--optim-impl");
+    assert_string_equal(CLI_MSG(&err), "lion has no fused implementation (it has foreach, forloop)");
 }
 
 /* Adam's row: exp_avg and exp_avg_sq per parameter (2 x 4 MiB here); fused
@@ -584,7 +585,7 @@ static void test_ddp_buckets(void **state)
     o.gpus = 2;
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--gpus");
+    assert_string_equal(CLI_PATH(&err), "--gpus");
     vc_model_free(m);
 }
 

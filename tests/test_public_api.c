@@ -126,6 +126,32 @@ static void test_requests_in_threads(void **state)
     }
 }
 
+/* A library error names an option by its table name between option marks
+ * (src/util/util.h's O("seq")): vc_error_format writes it as the CLI always
+ * printed it (--seq, --input: the message of src/model/model.c's
+ * vc_model_set_seq before the marks), vc_error_format_for as Python does. */
+static void test_error_names_options_per_front_end(void **state)
+{
+    (void)state;
+    char path[1024], buf[1024];
+    snprintf(path, sizeof path, "%s/mlp.json", VC_EXAMPLES);
+    vc_error err;
+    vc_model *m = NULL;
+    assert_int_equal(vc_model_load_file(path, &m, &err), VC_OK);
+    assert_int_equal(vc_model_set_seq(m, 128, &err), VC_ERR_USAGE);
+    const char *cli = ": --seq: the sequence length applies to a Hugging Face config.json; this is a vramcalc model "
+                      "file (use --input)";
+    const char *py = ": seq=: the sequence length applies to a Hugging Face config.json; this is a vramcalc model "
+                     "file (use input=)";
+    vc_error_format(&err, buf, sizeof buf);
+    assert_true(strlen(buf) > strlen(cli) && !strcmp(buf + strlen(buf) - strlen(cli), cli));
+    vc_error_format_for(&err, VC_SPELL_CLI, buf, sizeof buf);
+    assert_true(strlen(buf) > strlen(cli) && !strcmp(buf + strlen(buf) - strlen(cli), cli));
+    vc_error_format_for(&err, VC_SPELL_PYTHON, buf, sizeof buf);
+    assert_true(strlen(buf) > strlen(py) && !strcmp(buf + strlen(buf) - strlen(py), py));
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -133,6 +159,7 @@ int main(void)
         cmocka_unit_test(test_library_reports_header_version),
         cmocka_unit_test(test_request_gives_struct_api_figures),
         cmocka_unit_test(test_requests_in_threads),
+        cmocka_unit_test(test_error_names_options_per_front_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

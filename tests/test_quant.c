@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 /* proj: a 4096 x 4096 weight (16,777,216 elements) the format replaces;
  * lm_head: the last module, left in 16-bit (get_keys_to_not_convert):
@@ -273,16 +274,16 @@ static void test_config_keys(void **state)
     assert_int_equal(vc_model_weights(m, NULL), VC_WEIGHTS_GPTQ);
     vc_model_free(m);
     assert_int_equal(load_config(", \"quantization_config\": {\"quant_method\": \"hqq\"}", &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "quantization_config.quant_method");
+    assert_string_equal(CLI_PATH(&err), "quantization_config.quant_method");
     assert_int_equal(load_config(", \"quantization_config\": {\"quant_method\": \"gptq\"}", &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "quantization_config.bits");
+    assert_string_equal(CLI_PATH(&err), "quantization_config.bits");
     assert_int_equal(load_config(", \"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 3}", &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "quantization_config.bits");
+    assert_string_equal(CLI_PATH(&err), "quantization_config.bits");
     assert_int_equal(load_config(", \"quantization_config\": {\"quant_method\": \"fp8\", \"weight_block_size\": [128]}", &err),
                      VC_ERR_MODEL);
-    assert_string_equal(err.path, "quantization_config.weight_block_size");
+    assert_string_equal(CLI_PATH(&err), "quantization_config.weight_block_size");
     assert_int_equal(load_config(", \"quantization_config\": {\"quant_method\": \"bitsandbytes\"}", &err), VC_ERR_MODEL);
-    assert_string_equal(err.path, "quantization_config.load_in_4bit");
+    assert_string_equal(CLI_PATH(&err), "quantization_config.load_in_4bit");
 }
 
 /* What an estimate with quantized weights refuses. */
@@ -298,13 +299,13 @@ static void test_errors(void **state)
     /* fp32 precision: the compute dtype is 16-bit */
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--weights");
+    assert_string_equal(CLI_PATH(&err), "--weights");
     /* training a purely quantized model */
     o.mode = VC_MODE_TRAIN;
     o.precision = VC_PREC_BF16;
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--weights");
+    assert_string_equal(CLI_PATH(&err), "--weights");
     vc_model_free(m);
     /* int8 under LoRA: MatMul8bitLt keeps the input's outlier columns (data-dependent): inference only */
     m = load(model);
@@ -318,7 +319,7 @@ static void test_errors(void **state)
     assert_int_equal(vc_model_set_weights(m, &q8, &err), VC_OK);
     memset(&err, 0, sizeof err);
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--weights");
+    assert_string_equal(CLI_PATH(&err), "--weights");
     vc_model_free(m);
     /* AWQ: 100 input features is no multiple of the group of 128 (WQLinear_GEMM's assert) */
     static const char *const odd = "{\"input\": [100], \"layers\": ["
@@ -328,7 +329,7 @@ static void test_errors(void **state)
     vc_quant q;
     assert_int_equal(vc_quant_from_name("awq4", &q), 0);
     assert_int_equal(vc_model_set_weights(m, &q, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--weights");
+    assert_string_equal(CLI_PATH(&err), "--weights");
     assert_int_equal(vc_model_weights(m, NULL), VC_WEIGHTS_DENSE); /* the model is left as it was */
     assert_int_equal(vc_quant_from_name("gptq5", &q), -1);
     assert_int_equal(vc_quant_from_name("nf3", &q), -1);

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
 #define MIB(n) ((int64_t)(n) << 20)
@@ -95,7 +96,7 @@ static void non_torch_lazy(void **state)
     assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
     o.cuda_version = 1000;
     assert_int_equal(vc_serve(m, &o, &so, &g, &e, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--cuda");
+    assert_string_equal(CLI_PATH(&err), "--cuda");
     vc_model_free(m);
 }
 

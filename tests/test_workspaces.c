@@ -25,6 +25,7 @@
 
 #include "engine.h"
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 #define MiB (INT64_C(1) << 20)
 
@@ -146,8 +147,8 @@ static void table_exact(void **state)
     o.cudnn_table = t;
     o.batch = 1;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--cudnn-table");
-    assert_non_null(strstr(err.msg, "no row for the convolution layers[0]"));
+    assert_string_equal(CLI_PATH(&err), "--cudnn-table");
+    assert_non_null(strstr(CLI_MSG(&err), "no row for the convolution layers[0]"));
     vc_model_free(m);
     vc_cudnn_table_free(t);
     unlink(path);
@@ -187,8 +188,8 @@ static void table_errors(void **state)
         assert_int_equal(vc_cudnn_table_load(path, &t, &err), VC_ERR_USAGE);
         assert_null(t);
         assert_string_equal(err.file, path);
-        assert_string_equal(err.path, bad[i].path);
-        if (!strstr(err.msg, bad[i].msg)) fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
+        assert_string_equal(CLI_PATH(&err), bad[i].path);
+        if (!strstr(CLI_MSG(&err), bad[i].msg)) fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].msg);
         unlink(path);
     }
     vc_cudnn_table *t = NULL;
@@ -211,16 +212,16 @@ static void conf_parse(void **state)
     assert_true(o.alloc_conf.gc_threshold > 0.59 && o.alloc_conf.gc_threshold < 0.61);
     /* AllocatorConfig.cpp parseMaxSplitSize: at least kLargeBuffer / 1 MiB = 20 */
     assert_int_equal(vc_alloc_conf_parse("max_split_size_mb:19", &o, &err), VC_ERR_USAGE);
-    assert_non_null(strstr(err.msg, "max_split_size_mb"));
+    assert_non_null(strstr(CLI_MSG(&err), "max_split_size_mb"));
     assert_int_equal(o.alloc_conf.max_split_size, 0); /* a refused string leaves the defaults */
     /* parseGarbageCollectionThreshold: (0, 1) */
     assert_int_equal(vc_alloc_conf_parse("garbage_collection_threshold:1", &o, &err), VC_ERR_USAGE);
     assert_int_equal(vc_alloc_conf_parse("expandable_segments:yes", &o, &err), VC_ERR_USAGE);
     assert_int_equal(vc_alloc_conf_parse("expandable_segments", &o, &err), VC_ERR_USAGE);
     assert_int_equal(vc_alloc_conf_parse("max_split_size:128", &o, &err), VC_ERR_USAGE);
-    assert_non_null(strstr(err.msg, "unknown key 'max_split_size'"));
+    assert_non_null(strstr(CLI_MSG(&err), "unknown key 'max_split_size'"));
     assert_int_equal(vc_alloc_conf_parse("roundup_power2_divisions:4", &o, &err), VC_ERR_USAGE);
-    assert_non_null(strstr(err.msg, "does not model"));
+    assert_non_null(strstr(CLI_MSG(&err), "does not model"));
 }
 
 typedef struct {

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 static const char *const two =
     "{\"input\": [1000], \"layers\": [{\"type\": \"Linear\", \"in_features\": 1000, \"out_features\": 999},"
@@ -234,8 +235,8 @@ static void test_zero1_refused(void **state)
     vc_error err = {0};
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(err.path, "--offload");
-    assert_non_null(strstr(err.msg, "offload_param is stage 3's"));
+    assert_string_equal(CLI_PATH(&err), "--offload");
+    assert_non_null(strstr(CLI_MSG(&err), "offload_param is stage 3's"));
     vc_model_free(m);
 }
 
@@ -380,8 +381,8 @@ static void test_overlap_refused(void **state)
         vc_error err = {0};
         vc_result r;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "--ds-overlap-comm");
-        assert_non_null(strstr(err.msg, bad[i].msg));
+        assert_string_equal(CLI_PATH(&err), "--ds-overlap-comm");
+        assert_non_null(strstr(CLI_MSG(&err), bad[i].msg));
         vc_model_free(m);
     }
 }

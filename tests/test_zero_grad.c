@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
 
 /* q (1024 -> 1024, no bias), a ReLU, v (1024 -> 512, bias), a LayerNorm; 16 rows. */
 static const char *const model =
@@ -125,8 +126,8 @@ static void test_refusals(void **state)
         o.parallel = cases[i].par;
         o.optim = cases[i].optim;
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-        assert_string_equal(err.path, "--zero-grad");
-        assert_string_equal(err.msg, cases[i].msg);
+        assert_string_equal(CLI_PATH(&err), "--zero-grad");
+        assert_string_equal(CLI_MSG(&err), cases[i].msg);
     }
     vc_model_free(m);
 }

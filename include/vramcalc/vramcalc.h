@@ -118,7 +118,9 @@ typedef struct {
  * that does not fit is cut at a character boundary. */
 VC_EXTERN void vc_escape_text(char *buf, size_t n, const char *s);
 
-/* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out). */
+/* Formats err as one line: "FILE:LINE:COL: PATH: MSG" (absent parts left out),
+ * the options it names spelt as the CLI writes them (vc_error_format_for with
+ * VC_SPELL_CLI). */
 VC_EXTERN void vc_error_format(const vc_error *err, char *buf, size_t n);
 
 /* ---- limits (documented in README) ---- */
@@ -1022,8 +1024,13 @@ typedef enum { VC_SPELL_CLI, VC_SPELL_PYTHON } vc_spelling;
  * "bach", or by the table name, "bach"), within an edit distance of 2 and a
  * third of its length; NULL when none is that close. */
 VC_EXTERN const vc_option_info *vc_option_suggest(const char *name, vc_spelling how);
-/* The help text with "{}" replaced by the choices; returns its length. */
+/* The help text with "{}" replaced by the choices and its options spelt as
+ * the CLI writes them (--mode generate); returns its length. */
 VC_EXTERN size_t vc_option_help(const vc_option_info *o, char *buf, size_t n);
+/* The same, its options spelt for a front end (VC_SPELL_PYTHON: mode=generate). */
+VC_EXTERN size_t vc_option_help_for(const vc_option_info *o, vc_spelling how, char *buf, size_t n);
+/* A section's title spelt for a front end (vc_option_section_title: the CLI's); returns its length. */
+VC_EXTERN size_t vc_option_section_title_for(vc_option_section s, vc_spelling how, char *buf, size_t n);
 /* vc_error_format, the option marks spelt for a front end: --max-batch and
  * --mode generate (CLI), max_batch= and mode=generate (Python). A request's
  * message longer than msg continues in path (then line is -1, file ""):

@@ -15,7 +15,9 @@
 * every long option of `vramcalc --help` is a row of the library's table (vramcalc.options())
   and a keyword argument of estimate();
 * the options' names (kv_group_size, kv_residual_length) and their earlier aliases give the
-  CLI's JSON.
+  CLI's JSON;
+* a refusal deep in the library (the config reader, a layer, a layout) names its options in
+  Python's words (sp=, seq=, tp=2, precision=fp32), the CLI's line in the CLI's (--sp, -p fp32).
 Exit 0 when every check passes; each failure is one FAIL line.
 """
 
@@ -177,7 +179,7 @@ def test_table(vc):
             check(py in params and params[py].kind == params[py].KEYWORD_ONLY or py == "input_size",
                   "--%s: estimate() has no keyword argument %s" % (f, py))
             from vramcalc import _request
-            check(o.help and _request.py_spell(o.help)[0] in vc.estimate.__doc__,
+            check(o.help and o.help in vc.estimate.__doc__,
                   "--%s: help(vramcalc.estimate) has not its help" % f)
 
 
@@ -229,6 +231,50 @@ def test_hostile(vc):
             check(False, "hostile case %d: %s %s" % (i, type(e).__name__, e))
 
 
+def test_deep_errors(vc):
+    """A refusal deep in the library (its model loader, a layer, a layout) names the option in
+    Python's words, as the CLI names it in its own: the library marks the option by its table name
+    (src/util/util.h's O/OV/OS) and each front end spells it (vc_error_format_for). The expected
+    CLI lines are what build/vramcalc printed before the marks (the messages' own text)."""
+    hf = os.path.join(ROOT, "tests", "data", "hf")
+    cases = [  # model, keyword arguments, the option, Python's message after "model: ", the CLI's
+        ("llama-3.1-8b.json", dict(sp=True), "sp",  # src/policy/options.c vc_options_check
+         "sp=: sequence parallelism needs tp=2 or more", "--sp: sequence parallelism needs --tp 2 or more"),
+        ("gpt2.json", dict(seq=2000), "seq",  # src/hf/hf.c, the config reader
+         "seq=: 2000 tokens: gpt2 has 1024 learned positions (n_positions)",
+         "--seq: 2000 tokens: gpt2 has 1024 learned positions (n_positions)"),
+        ("qwen3-30b-a3b.json", dict(ep=3, gpus=3, parallel="ddp"), "ep",  # layers/moe_ep.c, a layer's setup
+         "ep=: 3 expert-parallel ranks do not divide num_experts (128)",
+         "--ep: 3 expert-parallel ranks do not divide num_experts (128)"),
+        ("llama-3.1-8b.json", dict(tp=2, gpus=2, sp=True, seq=1023), "sp",  # src/hf/hf_tp.c
+         "sp=: the sequence (1023 tokens) is not divisible by tp=2",
+         "--sp: the sequence (1023 tokens) is not divisible by --tp 2"),
+        ("llama-3.1-8b.json", dict(gpus=8, parallel="megatron"), "precision",  # the CLI's short form: -p
+         "precision=: megatron with precision=fp32: Megatron's bf16 mode (bf16 parameters, fp32 main_grad and "
+         "main params) is precision=mixed-bf16, the only precision modelled (--fp16's fp16 main_grad and loss "
+         "scaler are not)",
+         "--precision: megatron with -p fp32: Megatron's bf16 mode (bf16 parameters, fp32 main_grad and main "
+         "params) is -p mixed-bf16, the only precision modelled (--fp16's fp16 main_grad and loss scaler are not)"),
+    ]
+    for model, kw, option, py, cli_words in cases:
+        path = os.path.join(hf, model)
+        try:
+            vc.estimate(path, **kw)
+            check(False, "%s %r: no error" % (model, kw))
+            continue
+        except vc.VramcalcError as e:
+            err = e
+        check(str(err) == "%s: %s" % (path, py) and err.option == option,
+              "%s %r: %r (option %r), want %r" % (model, kw, str(err), err.option, py))
+        check("--" + option not in str(err), "%s %r: %r spells --%s" % (model, kw, str(err), option))
+        args = [path]
+        for k, v in kw.items():
+            args += ["--" + k.replace("_", "-")] + ([] if v is True else [str(v)])
+        rc, out, stderr = cli(args)
+        check(rc == 2 and stderr == "vramcalc: %s: %s\n" % (path, cli_words) and err.cli_message == stderr[10:-1],
+              "%s %r: the CLI exits %d: %r (Python's cli_message %r)" % (model, kw, rc, stderr, err.cli_message))
+
+
 def main():
     global A
     ap = argparse.ArgumentParser()
@@ -238,7 +284,7 @@ def main():
     os.environ["VRAMCALC_LIB"] = os.path.abspath(A.lib)
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import vramcalc as vc
-    for t in (test_integers, test_nul, test_unknown, test_table, test_names, test_hostile):
+    for t in (test_integers, test_nul, test_unknown, test_table, test_names, test_hostile, test_deep_errors):
         t(vc)
     print("%d checks, %d failed" % (N[0], len(FAILS)))
     return 1 if FAILS else 0

@@ -497,10 +497,10 @@ def _signature_and_doc():
             continue
         name = "input_size" if o.name == "input" else o.name
         sections.setdefault(o.section, []).append("    %s (%s%s; --%s): %s" % (
-            name, o.type, ", default %s" % o.default if o.default else "", o.flag, _request.py_spell(o.help)[0]))
+            name, o.type, ", default %s" % o.default if o.default else "", o.flag, o.help))
     lines = []
     for title, rows in sections.items():
-        lines += ["", "  %s:" % _request.py_spell(title)[0]] + rows
+        lines += ["", "  %s:" % title] + rows
     estimate.__doc__ += "\n    Options (the library's table, by --help's sections):\n" + "\n".join(lines) + "\n"
 
 

@@ -47,6 +47,8 @@ PROTOS = {
     "vc_option_find": (P(vc_option_info), [c_char_p]),
     "vc_option_suggest": (P(vc_option_info), [c_char_p, c_int]),
     "vc_option_help": (c_size_t, [P(vc_option_info), ctypes.c_char_p, c_size_t]),
+    "vc_option_help_for": (c_size_t, [P(vc_option_info), c_int, ctypes.c_char_p, c_size_t]),
+    "vc_option_section_title_for": (c_size_t, [c_int, c_int, ctypes.c_char_p, c_size_t]),
     "vc_option_section_title": (c_char_p, [c_int]),
     "vc_error_format_for": (None, [P(_capi.vc_error), c_int, ctypes.c_char_p, c_size_t]),
     "vc_request_new": (_vp, []),
@@ -92,13 +94,15 @@ class Option:
         self.letter = info.letter.decode() if info.letter and info.letter != b"\0" else None
         self.arg = _s(info.arg)
         self.type = TYPE_NAMES[info.type] if 0 <= info.type < len(TYPE_NAMES) else str(info.type)
-        self.section = _s(L.vc_option_section_title(info.section))
+        buf = ctypes.create_string_buffer(256)
+        L.vc_option_section_title_for(info.section, SPELL_PYTHON, buf, len(buf))
+        self.section = _s(buf.value)  # in Python's words, as help is
         self.applies = {k for k, bit in APPLIES.items() if info.applies & bit}
         self.default = _s(info.default_text) or ""
         self.choices = [c.strip() for c in _s(info.choices).split(",") if c.strip()] if info.choices else None
         if info.help:
             buf = ctypes.create_string_buffer(4096)
-            L.vc_option_help(ctypes.byref(info), buf, len(buf))
+            L.vc_option_help_for(ctypes.byref(info), SPELL_PYTHON, buf, len(buf))  # options as keywords
             self.help = _s(buf.value)
         else:
             self.help = None  # a hidden alias
@@ -271,47 +275,6 @@ def run(model_path, pairs, rename=None):
 PY_NAME = {"input": "input_size"}
 
 
-_LITERAL = re.compile(r"(?<![\w/.-])(--[a-z0-9][a-z0-9-]*|-[a-zA-Z])(?![\w-])( [^\s,;:()]+)?")
-
-
-def py_spell(msg):
-    """Options the library's message names as literal CLI flags ("--tp 2", "-f csv"; the ones it
-    marks are spelt by vc_error_format_for already) in Python's spelling (tp=2, format=csv), as
-    VC_SPELL_PYTHON spells marked ones; (message, first option named or None)."""
-    table = table_by_flag()
-    first = []
-    msg = msg.replace("vramcalc --help", "help(vramcalc.estimate)")
-
-    def sub(m):
-        flag, val = m.group(1), m.group(2)
-        o = table.get(flag[2:]) if flag.startswith("--") else table.get(flag[1:])
-        if o is None or "front_end" in o.applies:
-            return m.group(0)
-        first.append(o.name)
-        v = val[1:] if val else ""
-        takes = o.arg and v and ((o.choices and v in o.choices) or
-                                 (o.type in (COUNT_T, REAL_T, SIZE_T) and v[0].isdigit()) or
-                                 (o.type == STRING_T and any(c.isdigit() for c in v)))
-        return "%s=%s" % (PY_NAME.get(o.name, o.name), v if takes else "") + ("" if takes or not val else val)
-    out = _LITERAL.sub(sub, msg)
-    return out, (first[0] if first else None)
-
-
-_BY_FLAG = None
-
-
-def table_by_flag():
-    """{long flag or short letter: Option}."""
-    global _BY_FLAG
-    if _BY_FLAG is None:
-        _BY_FLAG = {}
-        for o in table().values():
-            _BY_FLAG[o.flag] = o
-            if o.letter:
-                _BY_FLAG[o.letter] = o
-    return _BY_FLAG
-
-
 def _error(err, rename, option=None):
     """VramcalcError of the library's err, spelt for Python (.option: the keyword argument it is
     about, the first one it names); .cli_message: the same spelt as the CLI prints it (what
@@ -321,10 +284,12 @@ def _error(err, rename, option=None):
         msg = re.sub(r"(?<![\w.])%s=" % table_name, py + "=", msg)
     if rename:
         msg, cli = msg.replace(rename[0], rename[1]), cli.replace(rename[0], rename[1])
-    msg, literal = py_spell(msg)
-    if option is None:  # the first option the message marks ("\x1f" "name" "\x1f" or "\x1f" "name=value" "\x1f")
-        m = re.search("\x1f([a-z0-9_]+)[=\x1f]", err.msg.decode("utf-8", "replace"))
-        option = m.group(1) if m else literal
+    msg = msg.replace("vramcalc --help", "help(vramcalc.estimate)")
+    if option is None:  # the first option the error marks, its path's ("\x1f" "sp" "\x1f") or its message's
+        path, text = err.path.decode("utf-8", "replace"), err.msg.decode("utf-8", "replace")
+        marked = text + path if err.line == -1 and not err.file else path + "\n" + text  # -1: path continues msg
+        m = re.search("\x1f-?([a-z0-9_]+)[=\x1f]", marked)
+        option = m.group(1) if m else None
     e = VramcalcError(msg, err.code, PY_NAME.get(option, option))
     e.cli_message = cli
     return e

@@ -35,22 +35,38 @@ const vc_option_info *vc_option_find_flag(const char *flag)
     return NULL;
 }
 
-static const char *const section_title[VC_SECTION__N] = {
-    [VC_SECTION_MODEL] = "the model and the step",
-    [VC_SECTION_TRAINING] = "training",
-    [VC_SECTION_FINETUNE] = "fine-tuning and quantized weights",
-    [VC_SECTION_PARALLEL] = "more than one GPU",
-    [VC_SECTION_GENERATE] = "generation (--mode generate)",
-    [VC_SECTION_SERVE] = "serving (vLLM)",
-    [VC_SECTION_GPU] = "the GPU, searches and sweeps",
-    [VC_SECTION_OUTPUT] = "output",
-    [VC_SECTION_COUNTS] = "counts only (no model)",
-    [VC_SECTION_INFO] = "information",
-};
+/* The sections' titles, once: marked (the library's words) and as the CLI
+ * writes them (vc_option_section_title, a pointer to keep). CLI_OV spells a
+ * mark as vc__spell_marks does where the table name is the flag ("mode"). */
+#define CLI_OV(name, value) "--" name " " value
+#define SECTION_TITLES(OV)                                          \
+    {                                                               \
+        [VC_SECTION_MODEL] = "the model and the step",              \
+        [VC_SECTION_TRAINING] = "training",                         \
+        [VC_SECTION_FINETUNE] = "fine-tuning and quantized weights", \
+        [VC_SECTION_PARALLEL] = "more than one GPU",                \
+        [VC_SECTION_GENERATE] = "generation (" OV("mode", "generate") ")", \
+        [VC_SECTION_SERVE] = "serving (vLLM)",                      \
+        [VC_SECTION_GPU] = "the GPU, searches and sweeps",          \
+        [VC_SECTION_OUTPUT] = "output",                             \
+        [VC_SECTION_COUNTS] = "counts only (no model)",             \
+        [VC_SECTION_INFO] = "information",                          \
+    }
+static const char *const section_title[VC_SECTION__N] = SECTION_TITLES(OV);
+static const char *const section_title_cli[VC_SECTION__N] = SECTION_TITLES(CLI_OV);
+#undef SECTION_TITLES
+#undef CLI_OV
 
 const char *vc_option_section_title(vc_option_section s)
 {
-    return (unsigned)s < VC_SECTION__N ? section_title[s] : "";
+    return (unsigned)s < VC_SECTION__N ? section_title_cli[s] : "";
+}
+
+size_t vc_option_section_title_for(vc_option_section s, vc_spelling how, char *buf, size_t n)
+{
+    if (!n) return 0;
+    vc__spell_marks((unsigned)s < VC_SECTION__N ? section_title[s] : "", how, buf, n);
+    return strlen(buf);
 }
 
 const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
@@ -81,25 +97,31 @@ const vc_option_info *vc_option_suggest(const char *name, vc_spelling how)
     return best;
 }
 
-size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap)
+size_t vc_option_help_for(const vc_option_info *o, vc_spelling how, char *buf, size_t cap)
 {
+    char text[4096]; /* the row's text, "{}" replaced, its option marks spelt below */
     size_t k = 0;
     if (!cap) return 0;
-    for (const char *p = o && o->help ? o->help : ""; *p && k + 1 < cap; p++) {
+    for (const char *p = o && o->help ? o->help : ""; *p && k + 1 < sizeof text; p++) {
         if (p[0] == '{' && p[1] == '}' && o->choices) {
             size_t n = strlen(o->choices);
-            if (n > cap - 1 - k) n = cap - 1 - k;
-            memcpy(buf + k, o->choices, n);
+            if (n > sizeof text - 1 - k) n = sizeof text - 1 - k;
+            memcpy(text + k, o->choices, n);
             k += n;
             p++;
-        } else buf[k++] = *p;
+        } else text[k++] = *p;
     }
-    buf[k] = '\0';
-    return k;
+    text[k] = '\0';
+    vc__spell_marks(text, how, buf, cap);
+    return strlen(buf);
 }
 
+size_t vc_option_help(const vc_option_info *o, char *buf, size_t cap) { return vc_option_help_for(o, VC_SPELL_CLI, buf, cap); }
+
 /* "\x1fmax_batch\x1f" -> "--max-batch" or "max_batch="; "\x1fmode=generate\x1f"
- * -> "--mode generate" or "mode=generate". Text outside the marks is copied. */
+ * -> "--mode generate" or "mode=generate"; "\x1f-precision=fp32\x1f" (the
+ * short form) -> "-p fp32" or "precision=fp32". Text outside the marks is
+ * copied. */
 void vc__spell_marks(const char *in, vc_spelling how, char *out, size_t cap)
 {
     size_t k = 0;
@@ -115,13 +137,19 @@ void vc__spell_marks(const char *in, vc_spelling how, char *out, size_t cap)
             continue;
         }
         char name[80];
-        size_t n = strcspn(p + 1, "=\x1f");
+        bool shrt = p[1] == '-'; /* OS(): the CLI's short form */
+        const char *start = p + 1 + shrt;
+        size_t n = strcspn(start, "=\x1f");
         if (n >= sizeof name) n = sizeof name - 1;
-        memcpy(name, p + 1, n);
+        memcpy(name, start, n);
         name[n] = '\0';
-        const char *value = p[1 + n] == '=' ? p + 2 + n : NULL;
+        const char *value = start[n] == '=' ? start + 1 + n : NULL;
         const vc_option_info *o = vc_option_find(name);
-        if (how == VC_SPELL_CLI) {
+        if (how == VC_SPELL_CLI && shrt && o && o->letter) {
+            PUT('-');
+            PUT(o->letter);
+            if (value) PUT(' ');
+        } else if (how == VC_SPELL_CLI) {
             PUT('-');
             PUT('-');
             for (const char *f = o ? o->flag : name; *f; f++) PUT(*f);
@@ -163,5 +191,6 @@ void vc_error_format_for(const vc_error *err, vc_spelling how, char *buf, size_t
     }
     vc_error e = *err;
     vc__spell_marks(err->msg, how, e.msg, sizeof e.msg);
-    vc_error_format(&e, buf, n);
+    vc__spell_marks(err->path, how, e.path, sizeof e.path); /* an option's error: O("sp") */
+    vc__error_format_plain(&e, buf, n);
 }

@@ -28,10 +28,6 @@
 #include "model.h"
 #include "util.h"
 
-/* An option's mark, and one with a value: "--mode generate", mode=generate. */
-#define O(name) "\x1f" name "\x1f"
-#define OV(name, value) "\x1f" name "=" value "\x1f"
-
 /* A usage error: the message (marks and all) as given; what the user typed
  * must already be escaped (ESC). */
 static vc_status usage(vc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -771,7 +767,7 @@ static vc_status check_plot(const vc_request *q, const char *model, vc_error *er
  * saw: issue 29); a vramcalc model file's paths are the user's own. */
 static vc_status opt_err(const vc_request *q, const vc_model *m, const char *flag, vc_error *err, vc_status st)
 {
-    if (m && vc_model_generated_json(m) && err->path[0] && err->path[0] != '-') {
+    if (m && vc_model_generated_json(m) && err->path[0] && err->path[0] != VC_OPTION_MARK) {
         snprintf(err->path, sizeof err->path, "%s", flag);
         err->line = err->col = 0;
     }
@@ -882,7 +878,7 @@ static vc_status run_sweep(vc_request *q, vc_response *resp, vc_estimator *e, vc
     for (size_t i = 0; i < resp->nsweep; i++) {
         if (vc_estimator_run(e, resp->sweep[i], &resp->rows[i], err)) { /* the file, then the batch */
             char msg[1200], m[512];
-            vc_error_format(err, msg, sizeof msg);
+            vc__error_format_marked(err, msg, sizeof msg);
             vc_status code = err->code;
             esc(&b, q->model && !q->counts ? q->model : "");
             snprintf(m, sizeof m, "%s", msg);
@@ -909,7 +905,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     vc_model *m = NULL;
     vc_estimator *e = NULL;
     if (q->columns && (q->format != VC_FORMAT_CSV || q->list_gpus || q->serve)) {
-        st = usage(err, O("columns") " chooses the estimate's CSV columns: it needs -f csv%s",
+        st = usage(err, O("columns") " chooses the estimate's CSV columns: it needs " OS("format", "csv") "%s",
                    q->list_gpus ? ", not " O("list_gpus") : q->serve ? ", not " O("serve") : "");
         goto fail;
     }
@@ -1010,7 +1006,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         if (st) {
             /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's */
-            if (o->mode == VC_MODE_GENERATE && !strcmp(err->path, "--seq")) snprintf(err->path, sizeof err->path, "--prompt");
+            if (o->mode == VC_MODE_GENERATE && !strcmp(err->path, O("seq"))) snprintf(err->path, sizeof err->path, O("prompt"));
             lib_err(q, err, st);
             goto fail;
         }
@@ -1081,16 +1077,16 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 goto fail;
             }
             if ((st = vc_model_set_lora(m, lora, err))) {
-                opt_err(q, m, "--lora", err, st);
+                opt_err(q, m, O("lora"), err, st);
                 goto fail;
             }
         }
         if (o->ep > 1 && (st = vc_model_set_ep(m, o->ep, err))) { /* one expert-parallel rank's experts (docs/parallel.md 6) */
-            opt_err(q, m, "--ep", err, st);
+            opt_err(q, m, O("ep"), err, st);
             goto fail;
         }
         if ((q->weights || q->qlora) && (st = vc_model_set_weights(m, &q->quant, err))) {
-            opt_err(q, m, q->qlora ? "--qlora" : "--weights", err, st);
+            opt_err(q, m, q->qlora ? O("qlora") : O("weights"), err, st);
             goto fail;
         }
         if (q->input) {

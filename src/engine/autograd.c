@@ -464,9 +464,9 @@ static int build_liveness(vc_build *b)
     if (b->o.ckpt_ops && (b->nreg == 0 || b->o.ckpt_ops != 1) && b->train) {
         free(last);
         free(rlast);
-        b->why_opt = "--grad-ckpt-ops";
+        b->why_opt = O("grad_ckpt_ops");
         snprintf(b->why, sizeof b->why, "%s", b->o.ckpt_ops != 1 ? "invalid value"
-                 : "the model has no checkpointed layers: add --grad-ckpt (a config.json) or \"checkpoint\": true");
+                 : "the model has no checkpointed layers: add " O("grad_ckpt") " (a config.json) or \"checkpoint\": true");
         return b->st = VC_ERR_USAGE;
     }
     for (size_t i = 0; i < nt; i++) {
@@ -1054,10 +1054,10 @@ static int off_setup(vc_build *b)
     if (!b->o.act_offload) return 0;
     const char *why = b->o.act_offload != VC_ACT_OFFLOAD_STREAMS && b->o.act_offload != VC_ACT_OFFLOAD_SYNC ? "invalid value"
                     : !b->train ? "it offloads what training saves"
-                    : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "modelled on one GPU (no parallel layout, no --pp)"
+                    : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "modelled on one GPU (no parallel layout, no " O("pp") ")"
                     : NULL;
     if (why) {
-        b->why_opt = "--act-offload";
+        b->why_opt = O("act_offload");
         snprintf(b->why, sizeof b->why, "%s", why);
         return b->st = VC_ERR_USAGE;
     }

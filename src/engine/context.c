@@ -112,14 +112,14 @@ vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_par
     *total = 0;
     int cuda = o->cuda_version ? o->cuda_version : VC_CUDA_DEFAULT;
     if (cuda < VC_CUDA_OLDEST || cuda > VC_CUDA_NEWEST || cuda % 100 > 9)
-        return vc_set_error(err, VC_ERR_USAGE, "--cuda", "must be a CUDA release from 11.0 to 13.9 (e.g. 12.4)");
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda"), "must be a CUDA release from 11.0 to 13.9 (e.g. 12.4)");
     int loading = o->module_loading;
     if (loading < VC_MODULE_LOADING_AUTO || loading > VC_MODULE_LOADING_EAGER)
-        return vc_set_error(err, VC_ERR_USAGE, "--module-loading", "must be auto, lazy or eager");
+        return vc_set_error(err, VC_ERR_USAGE, O("module_loading"), "must be auto, lazy or eager");
     if (loading == VC_MODULE_LOADING_AUTO) loading = cuda >= 1107 ? VC_MODULE_LOADING_LAZY : VC_MODULE_LOADING_EAGER;
     if (loading == VC_MODULE_LOADING_LAZY && cuda < 1107)
-        return vc_set_error(err, VC_ERR_USAGE, "--module-loading",
-                            "lazy needs CUDA 11.7 or later (CUDA_MODULE_LOADING=LAZY); --cuda is %d.%d", cuda / 100,
+        return vc_set_error(err, VC_ERR_USAGE, O("module_loading"),
+                            "lazy needs CUDA 11.7 or later (CUDA_MODULE_LOADING=LAZY); " O("cuda") " is %d.%d", cuda / 100,
                             cuda % 100);
     if (o->context >= 0) {
         parts->given = 1;

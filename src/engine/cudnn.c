@@ -131,7 +131,7 @@ vc_status vc_cudnn_table_load(const char *file, vc_cudnn_table **out, vc_error *
     else if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "vramcalc-cudnn-table-1") != 0)
         at = "format", msg = "expected \"vramcalc-cudnn-table-1\"";
     else if (!cJSON_IsString(prec) || vc_precision_from_name(prec->valuestring) < 0)
-        at = "precision", msg = "expected a --precision name (fp32, bf16, amp-bf16, ...)";
+        at = "precision", msg = "expected a " O("precision") " name (fp32, bf16, amp-bf16, ...)";
     else if (!cJSON_IsArray(convs)) at = "convolutions", msg = "expected an array";
     if (msg) goto fail;
     static const char *const known[] = {"format", "precision", "convolutions", "gpu", "cudnn", "torch", "model", "command"};
@@ -241,7 +241,7 @@ void vc_conv_workspace(vc_build *b, vc_conv_ws *ws)
         }
         if (!b->st) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--cudnn-table";
+            b->why_opt = O("cudnn_table");
             char f[96];
             vc_escape_text(f, sizeof f, t->file);
             snprintf(b->why, sizeof b->why, "%s has no row for the convolution %s", f, in ? in->path : "(outside the model)");

@@ -175,9 +175,9 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--pp", "needs a model: the counts-only estimate has no layers to split into stages");
-    if (params < 0) return vc_set_error(err, VC_ERR_USAGE, "--params", "must be a non-negative integer");
-    if (acts < 0) return vc_set_error(err, VC_ERR_USAGE, "--activations", "must be a non-negative integer");
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("pp"), "needs a model: the counts-only estimate has no layers to split into stages");
+    if (params < 0) return vc_set_error(err, VC_ERR_USAGE, O("params"), "must be a non-negative integer");
+    if (acts < 0) return vc_set_error(err, VC_ERR_USAGE, O("activations"), "must be a non-negative integer");
     bool train = o->mode == VC_MODE_TRAIN;
     /* bytes per parameter from the precision's row: weights (+ the fp32
      * master copy in training), gradients, each optimizer state; and per
@@ -240,7 +240,7 @@ vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, 
     vc_error_clear(err);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, "--trace", "not available with --pp: trace one stage as its own model");
+    if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("trace"), "not available with " O("pp") ": trace one stage as its own model");
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;
     st = vc_plan_trace(p, o->batch, line, ctx);

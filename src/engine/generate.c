@@ -45,17 +45,17 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
     if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
-        return vc_set_error(err, VC_ERR_USAGE, g->profile ? "--serve" : "--mode",
+        return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : O("mode"),
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
     if (m->gen_json && m->hf.sp) /* a decoding step's one token does not split over the ranks */
-        return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for training and --mode infer, not for generation");
+        return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for training and " OV("mode", "infer") ", not for generation");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^40");
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^40");
     /* the model is fed prompt + new tokens - 1 tokens (the last one chosen is not fed back) */
     if (!g->profile && m->max_positions > 0 && total - 1 > m->max_positions)
-        return vc_set_error(err, VC_ERR_USAGE, "--prompt",
+        return vc_set_error(err, VC_ERR_USAGE, O("prompt"),
                             "prompt + new tokens - 1 (%lld tokens fed to the model) pass its %lld positions "
                             "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
                             (long long)m->max_positions);
@@ -73,8 +73,8 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
      * passed (modeling_qwen3_next.py @7515843b); generate()'s other cache classes have no state for
      * the Gated DeltaNet layers */
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
-        return vc_set_error(err, VC_ERR_USAGE, "--cache", "a model with Gated DeltaNet layers (qwen3_next) runs its own "
-                            "Qwen3NextDynamicCache: only --cache dynamic");
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
+                            "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -86,7 +86,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     g->twin[0] = t0;
     g->twin[1] = t1;
     if (st != VC_OK) {
-        if (!err->path[0]) snprintf(err->path, sizeof err->path, "--prompt");
+        if (!err->path[0]) snprintf(err->path, sizeof err->path, O("prompt"));
         return st;
     }
     return VC_OK;
@@ -486,8 +486,8 @@ vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity
     *max_prompt = 0;
     if (estimates) *estimates = 0;
     if (o->mode != VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, "--max-context", "needs --mode generate");
-    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+        return vc_set_error(err, VC_ERR_USAGE, O("max_context"), "needs " OV("mode", "generate"));
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     /* prompt + new tokens stay within 2^40 and the model's positions */
     const int64_t limit = m->max_positions > 0 ? m->max_positions - o->new_tokens + 1 : VC_MAX_DIM_SIZE - o->new_tokens;
     int n = 0, f;

@@ -289,7 +289,7 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
 {
     memset(out, 0, sizeof *out);
     out->percent = 100;
-    if (!spec || !*spec) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a GPU preset (see --list-gpus) or a size such as 24GiB");
+    if (!spec || !*spec) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a GPU preset (see " O("list_gpus") ") or a size such as 24GiB");
     if (strlen(spec) >= sizeof out->name)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "'%.40s...' is not a GPU preset or a size", spec);
     char base[sizeof out->name];
@@ -340,10 +340,10 @@ vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
             snprintf(list + u, sizeof list - u, "%s'%s'", np ? " or " : "", gpus[i].name);
             if (++np == 3) break;
         }
-        if (np) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean %s? see --list-gpus)", base, list);
+        if (np) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean %s? see " O("list_gpus") ")", base, list);
         const char *s = vc_gpu_suggest(base);
-        if (s) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean '%s'? see --list-gpus)", base, s);
-        return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (see --list-gpus, or give a size such as 24GiB)", base);
+        if (s) return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (did you mean '%s'? see " O("list_gpus") ")", base, s);
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "unknown GPU '%s' (see " O("list_gpus") ", or give a size such as 24GiB)", base);
     }
     out->capacity = (int64_t)((i128)out->total * pm / (100 * pow10i(ps)));
     return VC_OK;

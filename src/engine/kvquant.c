@@ -125,7 +125,7 @@ static bool group_fits(vc_build *b, int64_t per_token)
         int64_t T = g->prompt + j * C, n;
         if (__builtin_mul_overflow(per_token, T, &n) || n < gs || n % gs) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--kv-group-size";
+            b->why_opt = O("kv_group_size");
             snprintf(b->why, sizeof b->why,
                      "quanto groups the %lld elements of a layer's keys per sequence at %lld tokens into groups of %lld "
                      "(optimum-quanto grouped.py group: the group size must divide them)",

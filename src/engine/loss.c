@@ -164,7 +164,7 @@ static void fail(vc_build *b, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     b->st = VC_ERR_USAGE;
-    b->why_opt = "--loss";
+    b->why_opt = O("loss");
     vsnprintf(b->why, sizeof b->why, fmt, ap);
     va_end(ap);
 }
@@ -183,7 +183,7 @@ static bool head_ok(vc_build *b, const char *what, const char *reads)
     for (int i = 0; i < head->np; i++) {
         const vc_param_entry *p = &m->par[head->params[i]];
         const char *why = p->flags & VC_PARAM_ADAPTER
-                              ? "bypassing its LoRA adapters: leave the LM head out of --lora-targets"
+                              ? "bypassing its LoRA adapters: leave the LM head out of " O("lora_targets")
                           : i == 1 ? "which takes no bias: the head has one"
                           : p->fmt != VC_WEIGHTS_DENSE ? "as a dense tensor: the head is quantized"
                               : NULL;
@@ -396,7 +396,7 @@ static void emit_chunked(vc_build *b)
     for (int i = 0; i < head->np; i++) {
         const vc_param_entry *p = &m->par[head->params[i]];
         const char *why = p->flags & VC_PARAM_ADAPTER ? "has LoRA adapters (torchtune's apply_lora_to_output), not "
-                                                        "modelled: leave the LM head out of --lora-targets"
+                                                        "modelled: leave the LM head out of " O("lora_targets")
                           : i == 1 ? "has a bias, which torchtune's output projection has not"
                           : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
         if (why) {
@@ -658,13 +658,13 @@ static void emit_dpo(vc_build *b)
         return;
     }
     if (b->o.hold_output) {
-        fail(b, "%s: DPOTrainer.compute_loss returns the loss only; --hold-output does not apply", what);
-        b->why_opt = "--hold-output";
+        fail(b, "%s: DPOTrainer.compute_loss returns the loss only; " O("hold_output") " does not apply", what);
+        b->why_opt = O("hold_output");
         return;
     }
     if (peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
         fail(b, "%s: the reference pass with %s disabled is not modelled (LoRA, rsLoRA, PiSSA and DoRA are)", what,
-             m->lora.modules_to_save[0] ? "--modules-to-save" : vc_peft_row_get(m->lora.method)->name);
+             m->lora.modules_to_save[0] ? O("modules_to_save") : vc_peft_row_get(m->lora.method)->name);
         return;
     }
     if (L < 2) {
@@ -773,42 +773,42 @@ static const vc_loss_row rows[] = {
     [VC_LOSS_CAUSAL_LM] = {"causal_lm", "hf", "transformers' ForCausalLMLoss: fp32 logits, shifted labels, "
                            "cross_entropy", true, true, false, emit_causal_lm, NULL},
     [VC_LOSS_VOCAB_PARALLEL] = {"vocab_parallel", NULL, "Megatron's vocab-parallel cross-entropy of one tensor-parallel "
-                                "rank's logits (--tp)", true, true, false, emit_vocab_parallel, NULL},
+                                "rank's logits (" O("tp") ")", true, true, false, emit_vocab_parallel, NULL},
     [VC_LOSS_LIGER] = {"liger_fused_linear_ce", "liger", "Liger-Kernel's LigerFusedLinearCrossEntropyFunction: the "
                        "LM head and cross-entropy in chunks, gradients in forward", true, true, true, emit_liger,
                        /* linkedin/Liger-Kernel @ ead96b6: ops/fused_linear_cross_entropy.py takes no process
                         * group; its Megatron support (megatron/cross_entropy.py, examples/megatron/README.md)
                         * is the unfused ops/vocab_parallel_cross_entropy.py, not this op */
                        "Liger's fused linear cross-entropy has no vocabulary-parallel mode (its softmax would "
-                       "cover one rank's vocabulary shard); --tp's loss is Megatron's vocab-parallel cross-entropy "
-                       "(--loss hf)"},
+                       "cover one rank's vocabulary shard); " O("tp") "'s loss is Megatron's vocab-parallel cross-entropy "
+                       "(" OV("loss", "hf") ")"},
     [VC_LOSS_CCE] = {"cut_cross_entropy", "cce", "Apple's Cut Cross-Entropy (cut_cross_entropy.linear_cross_entropy): the "
                      "logits tiled on chip, the hidden states kept for its backward kernel", true, true, true, emit_cce,
                      /* apple/ml-cross-entropy @ d42911f: README "Vocabulary Parallelism" (VocabParallelOptions,
                       * linear_cross_entropy.py l.137) is a separate path the transformers integration (cce_patch,
                       * utils.py apply_lce) never takes, and it is not replicated here */
                      "Cut Cross-Entropy's vocabulary-parallel path (VocabParallelOptions) is not replicated and "
-                     "its transformers integration does not use it; --tp's loss is Megatron's vocab-parallel "
-                     "cross-entropy (--loss hf)"},
+                     "its transformers integration does not use it; " O("tp") "'s loss is Megatron's vocab-parallel "
+                     "cross-entropy (" OV("loss", "hf") ")"},
     [VC_LOSS_CHUNKED] = {"chunked_ce", "chunked", "torchtune's CEWithChunkedOutputLoss: the output projection in "
                          "\"loss_chunks\" chunks of the sequence, each upcast to fp32 for its cross-entropy", true, true,
                          true, emit_chunked,
                          /* torchtune @ bd2a0fc7: compute_cross_entropy calls logits.full_tensor() on a DTensor
                           * (its loss-parallel path), not replicated */
                          "torchtune's chunked loss gathers a DTensor's logits (full_tensor) and is not replicated "
-                         "under tensor parallelism; --tp's loss is Megatron's vocab-parallel cross-entropy (--loss hf)"},
+                         "under tensor parallelism; " O("tp") "'s loss is Megatron's vocab-parallel cross-entropy (" OV("loss", "hf") ")"},
     [VC_LOSS_LOGITS_MEAN] = {"logits_mean", "mean", "outputs.logits.mean() in the logits' dtype, as the simplest training "
                              "loops take it", false, true, false, emit_logits_mean,
                              "a tensor-parallel rank holds a vocabulary shard of the logits; their mean over the whole "
-                             "vocabulary is not modelled (--loss hf)"},
+                             "vocabulary is not modelled (" OV("loss", "hf") ")"},
     [VC_LOSS_DPO] = {"dpo", "dpo", "TRL's DPOTrainer step: the policy and a no-grad reference forward (LoRA: adapters "
                      "disabled; else a frozen copy) over [chosen; rejected], selective_log_softmax, the sigmoid loss",
                      true, true, false, emit_dpo,
-                     "TRL's DPO under Megatron tensor parallelism is not modelled (--loss hf)"},
+                     "TRL's DPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
     [VC_LOSS_DPO_PRECOMPUTED] = {"dpo_precomputed", "dpo-precomputed", "TRL's DPOTrainer step with "
                                  "precompute_ref_log_probs=True: the policy forward only, the reference log-probs "
                                  "read from the batch", true, true, false, emit_dpo,
-                                 "TRL's DPO under Megatron tensor parallelism is not modelled (--loss hf)"},
+                                 "TRL's DPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -43,9 +43,9 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
 {
     *refused = false;
     vc_model *c = NULL;
-    vc_status st = __builtin_mul_overflow(seq, S->unit, &seq) ? vc_set_error(err, VC_ERR_USAGE, "--seq", "too long")
+    vc_status st = __builtin_mul_overflow(seq, S->unit, &seq) ? vc_set_error(err, VC_ERR_USAGE, O("seq"), "too long")
                                                               : vc__model_load_seq(S->m, seq, &c, err);
-    if ((st == VC_ERR_USAGE && !strcmp(err->path, "--seq")) ||
+    if ((st == VC_ERR_USAGE && !strcmp(err->path, O("seq"))) ||
         (seq > S->s0 && (st == VC_ERR_MODEL || st == VC_ERR_OVERFLOW || st == VC_ERR_LIMIT))) {
         *refused = true;
         return VC_OK;
@@ -95,11 +95,11 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (!m || !o) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model or no options");
     if (err) snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
-        return vc_set_error(err, VC_ERR_USAGE, "--max-seq",
+        return vc_set_error(err, VC_ERR_USAGE, O("max_seq"),
                             "the sequence length is a Hugging Face config.json's option; this is a vramcalc model file");
     if (m->has_override)
-        return vc_set_error(err, VC_ERR_USAGE, "--max-seq", "--input replaced the model's input: the length is what --max-seq searches");
-    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+        return vc_set_error(err, VC_ERR_USAGE, O("max_seq"), O("input") " replaced the model's input: the length is what " O("max_seq") " searches");
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     /* start from the model's own length (its input: [seq] token ids) */
     int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
     /* with --sp the sequence splits over the TP ranks: lengths in units of tp */

@@ -181,7 +181,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (!b->st && b->train && o->hold_output) { /* --hold-output: `out`, the loop's variable, until backward returns */
         if (o->hold_output != 1 || vc_loss_row_get(m->loss)->fused || m->stage.on) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--hold-output";
+            b->why_opt = O("hold_output");
             snprintf(b->why, sizeof b->why, "%s", o->hold_output != 1 ? "invalid value"
                      : m->stage.on ? "a pipeline stage's output is sent on, not held: not modelled"
                      : "a fused or chunked loss makes no logits tensor to hold (the LM head runs inside it)");

@@ -239,24 +239,24 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                    vc_serve_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
-    if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "needs --gpu (the card vLLM runs on)");
+    if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "needs " O("gpu") " (the card vLLM runs on)");
     if (!(so->gpu_memory_utilization > 0 && so->gpu_memory_utilization <= 1))
-        return vc_set_error(err, VC_ERR_USAGE, "--gpu-memory-utilization", "expected a fraction in (0, 1]");
+        return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"), "expected a fraction in (0, 1]");
     if (so->block_size < 1 || so->block_size > 1024)
-        return vc_set_error(err, VC_ERR_USAGE, "--block-size", "expected 1 to 1024 tokens");
-    if ((unsigned)so->kv_cache_dtype >= VC_KV__N) return vc_set_error(err, VC_ERR_USAGE, "--kv-cache-dtype", "invalid dtype");
+        return vc_set_error(err, VC_ERR_USAGE, O("block_size"), "expected 1 to 1024 tokens");
+    if ((unsigned)so->kv_cache_dtype >= VC_KV__N) return vc_set_error(err, VC_ERR_USAGE, O("kv_cache_dtype"), "invalid dtype");
     if (so->max_num_batched_tokens < 0 || so->max_num_batched_tokens > VC_MAX_DIM_SIZE || so->max_num_seqs < 0 ||
         so->max_num_seqs > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens", "expected 1 to 2^40");
+        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     /* vLLM keeps a Gated DeltaNet layer's state per request in its hybrid KV cache manager (MambaSpec
      * pages beside the attention layers' blocks): that pool's layout is not modelled */
     for (size_t i = 0; i < m->ninst; i++)
         if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet"))
-            return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has Gated DeltaNet layers (qwen3_next): vLLM's hybrid "
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has Gated DeltaNet layers (qwen3_next): vLLM's hybrid "
                                 "cache (a fixed state per request beside the attention layers' KV blocks) is not modelled; "
-                                "--mode generate gives transformers' Qwen3NextDynamicCache");
+                                OV("mode", "generate") " gives transformers' Qwen3NextDynamicCache");
     /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
      * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
      * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
@@ -269,8 +269,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
      * max_num_batched_tokens < max_model_len, applies only with chunked prefill off, and V1 turns it on
      * for every generating model (arg_utils.py _set_default_args: enable_chunked_prefill = True) */
     if (r->max_num_batched_tokens < r->max_num_seqs)
-        return vc_set_error(err, VC_ERR_USAGE, "--max-num-batched-tokens",
-                            "%lld is less than --max-num-seqs %lld: vLLM refuses to start (SchedulerConfig: "
+        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"),
+                            "%lld is less than " OV("max_num_seqs", "%lld") ": vLLM refuses to start (SchedulerConfig: "
                             "max_num_batched_tokens must be greater than or equal to max_num_seqs)",
                             (long long)r->max_num_batched_tokens, (long long)r->max_num_seqs);
     /* the requests' length is the max_model_len they need: at most the model's (vllm_max_model_len) */
@@ -279,7 +279,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     double max_len = vllm_max_model_len(m, &len_key, &scaled);
     /* (a model that cannot generate is refused by the profiling run's build below, which says so) */
     if (max_len > 0 && vc_loss_row_get(m->loss)->causal && (double)o->prompt + (double)o->new_tokens > max_len)
-        return vc_set_error(err, VC_ERR_USAGE, "--prompt",
+        return vc_set_error(err, VC_ERR_USAGE, O("prompt"),
                             "prompt + new tokens (%lld tokens) pass the model's length, %.0f (%s%s): vLLM refuses a "
                             "max_model_len over it (ModelConfig: \"User-specified max_model_len ... is greater than the "
                             "derived max_model_len\")", (long long)o->prompt + (long long)o->new_tokens, max_len,
@@ -298,10 +298,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
          * with a path of the model a config becomes */
         if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
             vc_error_clear(err); /* replaces the build's message (vc_set_error keeps a first one) */
-            return vc_set_error(err, VC_ERR_USAGE, "--max-num-seqs",
+            return vc_set_error(err, VC_ERR_USAGE, O("max_num_seqs"),
                                 "the profiling run's %lld dummy request%s of %lld tokens pass%s the model's %.0f "
-                                "positions, and vramcalc builds each as one sequence: give --max-num-seqs %lld or "
-                                "more, or a smaller --max-num-batched-tokens",
+                                "positions, and vramcalc builds each as one sequence: give " OV("max_num_seqs", "%lld") " or "
+                                "more, or a smaller " O("max_num_batched_tokens"),
                                 (long long)rows, rows > 1 ? "s" : "", (long long)len, rows > 1 ? "" : "es",
                                 max_len, (long long)cdiv(r->max_num_batched_tokens, (int64_t)max_len));
         }
@@ -339,7 +339,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     const unsigned uses = vc__plan_uses(p);
     vc_plan_free(p);
     if (st) return st;
-    if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, "--serve", "the model has no attention layer: no KV cache to size");
+    if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
     /* the rotary cache is allocated with the weights and counted with them */
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
     r->weights = sim.persistent[CAT_WEIGHT] + rope;
@@ -352,17 +352,17 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (r->kv_cache <= 0) {
         gib(r->profile_peak + r->non_torch, a, sizeof a);
         gib(r->requested, b, sizeof b);
-        return vc_set_error(err, VC_ERR_USAGE, "--serve",
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"),
                             "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than "
-                            "--gpu-memory-utilization %.2f of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
                             so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
-        return vc_set_error(err, VC_ERR_OVERFLOW, "--serve", "a KV block passes 2^63 bytes");
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
     r->blocks = r->kv_cache / r->page_bytes; /* get_num_blocks: available // page_size // num_layers */
     r->tokens = r->blocks * so->block_size;
     if (__builtin_add_overflow(o->prompt, o->new_tokens, &r->request_tokens))
-        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "prompt + new tokens pass 2^63");
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
     r->concurrency = r->blocks / cdiv(r->request_tokens, so->block_size);
     if (nkind > 1 && layer_el > 0) {
         /* sliding and full layers (gemma3, gpt-oss): vLLM's hybrid KV cache manager
@@ -389,14 +389,14 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
             need += ng * (cdiv(t, so->block_size) + (kind[k].window > 0 ? 1 : 0));
         }
         if (__builtin_mul_overflow(layer_el * g, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
-            return vc_set_error(err, VC_ERR_OVERFLOW, "--serve", "a KV block passes 2^63 bytes");
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
         r->blocks = r->kv_cache / r->page_bytes;
         r->tokens = r->blocks / groups * so->block_size;
         r->concurrency = r->blocks / need;
     }
     if (r->concurrency == 0)
-        return vc_set_error(err, VC_ERR_USAGE, "--serve",
-                            "one request of %lld tokens (--prompt + --new-tokens) needs more KV cache than the %lld tokens "
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"),
+                            "one request of %lld tokens (" O("prompt") " + " O("new_tokens") ") needs more KV cache than the %lld tokens "
                             "left on %s (vLLM refuses to start: max_model_len larger than the KV cache)",
                             (long long)r->request_tokens, (long long)r->tokens, gpu->name);
     return VC_OK;

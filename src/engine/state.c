@@ -235,7 +235,7 @@ void vc__persistent(vc_build *b)
     if (b->o.keep_grads != 0 && (b->o.keep_grads != 1 || (b->train && (b->o.parallel != VC_PARALLEL_NONE || m->stage.on ||
                                                                         !b->optim->steps)))) {
         b->st = VC_ERR_USAGE;
-        b->why_opt = "--zero-grad";
+        b->why_opt = O("zero_grad");
         snprintf(b->why, sizeof b->why, "%s", b->o.keep_grads != 1 ? "invalid value"
                  : "zero (gradients kept between steps) is modelled on one GPU with an optimizer");
         return;
@@ -247,14 +247,14 @@ void vc__persistent(vc_build *b)
      * not bitsandbytes' 8-bit rows (their shared state, made by their first step
      * too, is not modelled lazily) */
     const char *why_inbwd = !b->train ? NULL
-                          : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "a parallel layout or --pp"
-                          : !b->optim->steps ? "--optim none"
+                          : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "a parallel layout or " O("pp")
+                          : !b->optim->steps ? OV("optim", "none")
                           : b->prec->scaler ? "GradScaler (amp-fp16)"
-                          : b->o.optim_in_bwd && (b->o.accumulate > 1 || b->o.keep_grads) ? "gradient accumulation or --zero-grad zero"
+                          : b->o.optim_in_bwd && (b->o.accumulate > 1 || b->o.keep_grads) ? "gradient accumulation or " OV("zero_grad", "zero")
                           : b->o.first_step && b->optim->shared ? "an 8-bit optimizer (its shared state)" : NULL;
     if ((b->o.optim_in_bwd || b->o.first_step) && why_inbwd) {
         b->st = VC_ERR_USAGE;
-        b->why_opt = b->o.optim_in_bwd ? "--optim-in-bwd" : "--first-step";
+        b->why_opt = b->o.optim_in_bwd ? O("optim_in_bwd") : O("first_step");
         snprintf(b->why, sizeof b->why, "modelled on one GPU with an optimizer that steps: not with %s", why_inbwd);
         return;
     }

@@ -245,7 +245,7 @@ static vc_status plan_for(vc_estimator *e, int64_t batch, vc_error *err)
 
 static vc_status check_batch(int64_t batch, vc_error *err)
 {
-    if (batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
+    if (batch < 1) return vc_set_error(err, VC_ERR_USAGE, O("batch"), "must be a positive integer");
     return VC_OK;
 }
 
@@ -374,7 +374,7 @@ vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max
     search S = {e, capacity, 0, VC_OK, err, 0, 0, 0, 0, 0, 0};
     *max_batch = 0;
     if (estimates) *estimates = 0;
-    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, "--gpu", "capacity must not be negative");
+    if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     int f = probe(&S, 1);
     if (f <= 0) goto out;
     const int64_t t1 = S.tlo;

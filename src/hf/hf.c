@@ -540,7 +540,7 @@ static int check_seq(const arch *a, vc_error *err)
     const int64_t lim = INT64_C(1) << 56;
     int64_t t;
     if (__builtin_mul_overflow(a->NH, a->seq, &t) || __builtin_mul_overflow(t, a->seq, &t) || t > lim) {
-        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: the attention scores (%lld heads x %lld x %lld) would have "
+        vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: the attention scores (%lld heads x %lld x %lld) would have "
                      "more than 2^56 elements per sample", (long long)a->seq, (long long)a->NH, (long long)a->seq,
                      (long long)a->seq);
         return -1;
@@ -554,7 +554,7 @@ static int check_seq(const arch *a, vc_error *err)
     int64_t w = 0;
     for (size_t i = 0; i < sizeof widths / sizeof *widths; i++) w = widths[i] > w ? widths[i] : w;
     if (__builtin_mul_overflow(w, a->seq, &t) || t > lim) {
-        vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: a layer's output (%lld x %lld) would have more than 2^56 "
+        vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: a layer's output (%lld x %lld) would have more than 2^56 "
                      "elements per sample", (long long)a->seq, (long long)a->seq, (long long)w);
         return -1;
     }
@@ -618,12 +618,12 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
     if (!(o && o->seq > 0) && npos > 0 && npos < a.seq) a.seq = npos;
     if (npos > 0 && a.seq > npos)
-        return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
+        return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
-    if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: more than 2^40", (long long)a.seq);
+    if (a.seq > MAX_SIZE) return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: more than 2^40", (long long)a.seq);
     /* the image tokens join the text: the language model's sequence is --seq + the images' tokens (hf_vision.c) */
     if (a.vis.tokens > MAX_SIZE - a.seq)
-        return vc_set_error(err, VC_ERR_USAGE, "--image", "%lld text + %lld image tokens: more than 2^40",
+        return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lld text + %lld image tokens: more than 2^40",
                             (long long)a.seq, (long long)a.vis.tokens);
     a.seq += a.vis.tokens;
     if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
@@ -641,18 +641,18 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
 #define VC__LNAME(e, n) n,
     static const char *const loss_opts[] = {VC_LOSS_MAP(VC__LNAME) NULL};
 #undef VC__LNAME
-    if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    if (li >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, O("loss"), "unknown loss");
     int lrow = vc__loss_from_option(loss_opts[li]);
     if (encoder && li != VC_LOSS_IMPL_HF)
-        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s is a causal-LM loss; %s is an encoder with a classification "
+        return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s is a causal-LM loss; %s is an encoder with a classification "
                             "head (cross_entropy)", loss_opts[li], r.fam);
     const vc_loss_row *lr = lrow >= 0 ? vc_loss_row_get((vc_loss)lrow) : NULL;
     if (o && (o->ckpt_every < 0 || o->ckpt_every > MAX_SIZE)) /* 0: all, as torchtune's `not every_x_layer` */
-        return vc_set_error(err, VC_ERR_USAGE, "--grad-ckpt-every", "expected a positive number of layers, at most 2^40");
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "expected a positive number of layers, at most 2^40");
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
-        return vc_set_error(err, VC_ERR_USAGE, "--loss-chunks", "expected a positive number of chunks, at most 2^40");
+        return vc_set_error(err, VC_ERR_USAGE, O("loss_chunks"), "expected a positive number of chunks, at most 2^40");
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
-        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --tp is not modelled: %s", loss_opts[li], lr->tp_why);
+        return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;

@@ -74,7 +74,7 @@ static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->val
 int vc__hf_llama4_read(rd *r, arch *a)
 {
     if (a->experts_impl == EXPERTS_PER_EXPERT) { /* Llama4TextExperts: stacked nn.Parameters, no per-expert modules */
-        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's experts are stacked "
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert: %s's experts are stacked "
                      "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
         return -1;
     }

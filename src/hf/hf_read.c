@@ -319,7 +319,7 @@ static int read_deepseek(rd *r, const arch *a)
     if (a->f->attn == ATTN_MLA && a->D % 2)
         return bad(r, role_key(r, a, K_HEAD_DIM, -1, "qk_rope_head_dim"), "%lld: the rotary part must be even", (long long)a->D);
     if (a->experts_impl == EXPERTS_PER_EXPERT) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert: %s's routed experts are modelled with "
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert: %s's routed experts are modelled with "
                      "transformers 5's stacked experts (grouped_mm)", r->fam);
         return -1;
     }
@@ -466,7 +466,7 @@ static int check_sizes(rd *r, const arch *a)
         return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
                    "are more than 2^40 wide or 2^48 elements", (long long)a->moe_I, (long long)a->n_shared, (long long)a->H);
     if (a->f->moe == MOE_GPT_OSS && a->experts_impl == EXPERTS_PER_EXPERT) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--experts-implementation", "per_expert is not modelled for gpt_oss: "
+        vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert is not modelled for gpt_oss: "
                      "GptOssExperts has stacked weights in every release (transformers 4.x looped over them in training "
                      "and ran every expert on every token in inference); grouped_mm (transformers 5's default) is");
         return -1;

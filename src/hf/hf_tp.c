@@ -58,30 +58,30 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
 {
     int64_t t = o ? o->tp : 1;
     a->sp = 1;
-    if (t <= 1) return o && o->sp ? vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more") : 0;
+    if (t <= 1) return o && o->sp ? vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more") : 0;
     if (t > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
     if (a->f->hybrid) /* the Gated DeltaNet layers' split (vLLM's Qwen3NextGatedDeltaNet) is not modelled */
-        return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s: tensor parallelism over the Gated DeltaNet layers is not modelled",
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism over the Gated DeltaNet layers is not modelled",
                             a->f->model_type);
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
         if (*v % t && tp_split[i].role == K_KV_HEADS && a->mqa)
-            return vc_set_error(err, VC_ERR_USAGE, "--tp", "multi_query keeps one kv head, which %lld tensor-parallel ranks "
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "multi_query keeps one kv head, which %lld tensor-parallel ranks "
                                 "do not divide", (long long)t);
         if (*v % t)
-            return vc_set_error(err, VC_ERR_USAGE, "--tp", "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
                                 key, (long long)*v);
         *v /= t;
     }
     /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
      * spans the whole projection); Megatron's layer spec has no such norm */
     if (a->f->qk_norm == QK_WHOLE)
-        return vc_set_error(err, VC_ERR_USAGE, "--tp", "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s's q_norm / k_norm span the whole projection: its tensor-parallel "
                             "split is not modelled", a->f->model_type);
     if (a->proj && a->proj != a->H) /* OPTDecoder.project_in / project_out: no Megatron counterpart */
-        return vc_set_error(err, VC_ERR_USAGE, "--tp", "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
                             "project_in / project_out under tensor parallelism are not modelled", (long long)a->proj,
                             (long long)a->H);
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
@@ -89,10 +89,10 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
     a->V = padded / t;
     if (!o->sp) return 0;
     if (a->f->head != HEAD_LM || a->E > 0)
-        return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism is modelled for the dense decoders only, not %s",
+        return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for the dense decoders only, not %s",
                             a->E > 0 ? "mixture-of-experts layers" : "encoders");
     if (a->seq % t)
-        return vc_set_error(err, VC_ERR_USAGE, "--sp", "the sequence (%lld tokens) is not divisible by --tp %lld",
+        return vc_set_error(err, VC_ERR_USAGE, O("sp"), "the sequence (%lld tokens) is not divisible by " OV("tp", "%lld"),
                             (long long)a->seq, (long long)t);
     a->sp = t;
     return 0;
@@ -129,8 +129,8 @@ vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err)
     bool ms = config && m->hf.sp;
     if (o->tp == mt && !o->sp == !ms) return VC_OK;
     if (!config)
-        return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? "--tp" : "--sp",
+        return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? O("tp") : O("sp"),
                             "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
-    return vc_set_error(err, VC_ERR_USAGE, "--tp", "the model was loaded for --tp %lld%s, the options ask for --tp %lld%s",
-                        (long long)mt, ms ? " --sp" : "", (long long)o->tp, o->sp ? " --sp" : "");
+    return vc_set_error(err, VC_ERR_USAGE, O("tp"), "the model was loaded for " OV("tp", "%lld") "%s, the options ask for " OV("tp", "%lld") "%s",
+                        (long long)mt, ms ? " " O("sp") : "", (long long)o->tp, o->sp ? " " O("sp") : "");
 }

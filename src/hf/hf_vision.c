@@ -283,17 +283,17 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
 {
     hf_vision *t = &a->vis;
     if (o->image_w <= 0) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
         return -1;
     }
     if (o->images > 1) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "%lld: %s is modelled at one image per sample (the SigLIP "
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld: %s is modelled at one image per sample (the SigLIP "
                      "tower runs a sample's images as a batch dimension, which a per-sample plan holds at one)",
                      (long long)o->images, r->fam);
         return -1;
     }
     if (t->use_head) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "the SigLIP pooling head (vision_config.vision_use_head absent or "
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "the SigLIP pooling head (vision_config.vision_use_head absent or "
                      "true: SiglipVisionTransformer runs it) is not modelled; the Gemma 3 checkpoints set it false");
         return -1;
     }
@@ -304,7 +304,7 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
     int64_t sc;
     if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
         sc > (INT64_C(1) << 56)) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lld patches (vision_config.image_size %lld / patch_size %lld): "
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lld patches (vision_config.image_size %lld / patch_size %lld): "
                      "the tower's attention would have more than 2^56 elements", (long long)t->patches,
                      (long long)t->img, (long long)t->P);
         return -1;
@@ -319,7 +319,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     const bool want = o && (o->image_w > 0 || o->images > 0);
     if (!a->f->vision) {
         if (want)
-            return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? "--image" : "--images",
+            return vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"),
                                 "model_type %s is a text-only model (no vision tower)", r->fam);
         return 0;
     }
@@ -333,26 +333,26 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
     if (o && o->tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--tp", "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
+        vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }
     if (!want) return 0;
     hf_vision *t = &a->vis;
     if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "needs --image WxH (the images' size)");
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
         return -1;
     }
     const int64_t factor = t->P * t->M, W = o->image_w, H = o->image_h;
     /* smart_resize's checks: each side at least the factor, the aspect ratio at most 200 */
     if (H < factor || W < factor) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lldx%lld: height and width must be at least %lld "
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: height and width must be at least %lld "
                      "(patch_size x spatial_merge_size; Qwen2VLImageProcessor's smart_resize)", (long long)W, (long long)H,
                      (long long)factor);
         return -1;
     }
     if ((double)(W > H ? W : H) / (double)(W > H ? H : W) > 200) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--image", "%lldx%lld: the aspect ratio must be at most 200 (smart_resize)",
+        vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%lldx%lld: the aspect ratio must be at most 200 (smart_resize)",
                      (long long)W, (long long)H);
         return -1;
     }
@@ -360,7 +360,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     t->images = o->images > 0 ? o->images : 1;
     int64_t per = (t->h / t->P) * (t->w / t->P); /* grid_t (1) x grid_h x grid_w */
     if (__builtin_mul_overflow(per, t->images, &t->patches) || t->patches > (INT64_C(1) << 32)) {
-        vc_set_error(r->err, VC_ERR_USAGE, "--images", "%lld images of %lld patches: more than 2^32 patches per sample",
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld patches: more than 2^32 patches per sample",
                      (long long)t->images, (long long)per);
         return -1;
     }
@@ -369,7 +369,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     int64_t sc;
     if (__builtin_mul_overflow(t->patches, t->patches, &sc) || __builtin_mul_overflow(sc, t->NH, &sc) ||
         sc > (INT64_C(1) << 56)) {
-        vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? "--images" : "--image", "%lld patches per sample (%lld "
+        vc_set_error(r->err, VC_ERR_USAGE, o->images > 1 ? O("images") : O("image"), "%lld patches per sample (%lld "
                      "image(s) resized to %lldx%lld): the tower's attention (%lld heads x %lld x %lld) would have more "
                      "than 2^56 elements", (long long)t->patches, (long long)t->images, (long long)t->w,
                      (long long)t->h, (long long)t->NH, (long long)t->patches, (long long)t->patches);

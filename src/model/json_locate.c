@@ -171,7 +171,7 @@ static bool loc_walk(const char *p, const char *e, const char *path, int nth, co
 void vc__locate_error(const char *text, size_t len, vc_error *err, bool at_key, int nth)
 {
     if (!err || err->code == VC_OK || err->line > 0 || !text) return;
-    if (err->code == VC_ERR_USAGE && !strncmp(err->path, "--", 2)) return; /* a command-line option (--seq, --tp) has no place in the file */
+    if (err->code == VC_ERR_USAGE && err->path[0] == VC_OPTION_MARK) return; /* an option (O("seq"), O("tp")) has no place in the file */
     const char *val = NULL, *key = NULL;
     bool full = loc_walk(text, text + len, err->path, nth > 0 ? nth : 1, &val, &key);
     const char *at = full && at_key && key ? key : val;

@@ -620,7 +620,7 @@ static vc_status load_inputs(loader *L, const cJSON *root)
     if (check_duplicates(L, ins, "inputs")) return L->err->code;
     int n = cJSON_GetArraySize(ins);
     if (n > 64) return vc__fail(L, VC_ERR_LIMIT, "inputs", "%d inputs: more than the limit of 64", n);
-    if (L->override && n != 1) return vc__fail(L, VC_ERR_USAGE, "inputs", "--input needs a model with a single input, this one has %d", n);
+    if (L->override && n != 1) return vc__fail(L, VC_ERR_USAGE, "inputs", O("input") " needs a model with a single input, this one has %d", n);
     m->input_names = vc_arena_alloc(m->arena, (size_t)n * sizeof(char *));
     if (!m->input_names) return vc__fail(L, VC_ERR_NOMEM, NULL, "out of memory");
     for (const cJSON *c = ins->child; c; c = c->next) {

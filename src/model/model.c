@@ -220,17 +220,17 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (ndim < 1 || ndim > VC_MAX_DIMS)
-        return vc_set_error(err, VC_ERR_USAGE, "--input", "expected 1 to %d dimensions, got %d", VC_MAX_DIMS, ndim);
+        return vc_set_error(err, VC_ERR_USAGE, O("input"), "expected 1 to %d dimensions, got %d", VC_MAX_DIMS, ndim);
     if (m->input_fixed)
-        return vc_set_error(err, VC_ERR_USAGE, "--input",
+        return vc_set_error(err, VC_ERR_USAGE, O("input"),
                             "this file's sizes were exported for its input and do not follow another one (%.600s): "
                             "export the model again at the new input size", m->input_fixed);
     for (int i = 0; i < ndim; i++)
         if (dims[i] < 1 || dims[i] > VC_MAX_DIM_SIZE)
-            return vc_set_error(err, VC_ERR_USAGE, "--input", "dimension %d is %lld: expected 1 to 2^40", i + 1, (long long)dims[i]);
+            return vc_set_error(err, VC_ERR_USAGE, O("input"), "dimension %d is %lld: expected 1 to 2^40", i + 1, (long long)dims[i]);
     vc_shape s = vc_shape_make(ndim, dims);
     if (vc_shape_numel(&s) < 0 || vc_shape_numel(&s) > (INT64_C(1) << 56))
-        return vc_set_error(err, VC_ERR_OVERFLOW, "--input", "the shape has more than 2^56 elements");
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("input"), "the shape has more than 2^56 elements");
     bool had = m->has_override;
     vc_shape old = m->override;
     m->has_override = true;
@@ -264,8 +264,8 @@ vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
-        return vc_set_error(err, VC_ERR_USAGE, "--seq", "the sequence length applies to a Hugging Face config.json; this is a vramcalc model file (use --input)");
-    if (seq < 1) return vc_set_error(err, VC_ERR_USAGE, "--seq", "%lld tokens: expected a positive integer", (long long)seq);
+        return vc_set_error(err, VC_ERR_USAGE, O("seq"), "the sequence length applies to a Hugging Face config.json; this is a vramcalc model file (use " O("input") ")");
+    if (seq < 1) return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: expected a positive integer", (long long)seq);
     vc_hf_options hf = m->hf;
     hf.seq = seq;
     return set_hf(m, &hf, err);
@@ -279,7 +279,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err)
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
         return tp == 1 && !sp ? VC_OK
-                              : vc_set_error(err, VC_ERR_USAGE, tp > 1 ? "--tp" : "--sp",
+                              : vc_set_error(err, VC_ERR_USAGE, tp > 1 ? O("tp") : O("sp"),
                                              "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
     vc_hf_options hf = m->hf;
     hf.tp = tp;
@@ -294,9 +294,9 @@ vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
-        return vc_set_error(err, VC_ERR_USAGE, "--loss", "the loss option applies to a Hugging Face config.json; a vramcalc "
+        return vc_set_error(err, VC_ERR_USAGE, O("loss"), "the loss option applies to a Hugging Face config.json; a vramcalc "
                             "model file names its loss in its \"loss\" key");
-    if ((unsigned)loss >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, "--loss", "unknown loss");
+    if ((unsigned)loss >= VC_LOSS_IMPL__N) return vc_set_error(err, VC_ERR_USAGE, O("loss"), "unknown loss");
     vc_hf_options hf = m->hf;
     hf.loss = loss;
     return set_hf(m, &hf, err);
@@ -327,27 +327,27 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (l->r < 0 || l->r > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--lora", "the rank is %lld: expected 1 to 2^40 (0: no adapters)", (long long)l->r);
-    if ((unsigned)l->method >= VC_PEFT__N) return vc_set_error(err, VC_ERR_USAGE, "--peft", "unknown PEFT method");
+        return vc_set_error(err, VC_ERR_USAGE, O("lora"), "the rank is %lld: expected 1 to 2^40 (0: no adapters)", (long long)l->r);
+    if ((unsigned)l->method >= VC_PEFT__N) return vc_set_error(err, VC_ERR_USAGE, O("peft"), "unknown PEFT method");
     const vc_peft_row *pr = vc_peft_row_get(l->method);
     if (!pr->lora && l->r > 0) /* IA3Config and LNTuningConfig have no r */
-        return vc_set_error(err, VC_ERR_USAGE, "--peft", "%s %s: it takes no rank (--lora R)", pr->name,
+        return vc_set_error(err, VC_ERR_USAGE, O("peft"), "%s %s: it takes no rank (" O("lora") " R)", pr->name,
                             pr->ia3 ? "learns one vector per target module" : "trains a copy of each target module");
     if (!pr->lora && !memchr(l->targets, 0, sizeof l->targets))
-        return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the modules to adapt, e.g. k_proj,v_proj,down_proj");
+        return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "expected the names of the modules to adapt, e.g. k_proj,v_proj,down_proj");
     if (!pr->lora && (unsigned)l->dtype >= VC_LORA_DTYPE__N)
-        return vc_set_error(err, VC_ERR_USAGE, "--lora-dtype", "expected auto, fp32, bf16, fp16 or model");
+        return vc_set_error(err, VC_ERR_USAGE, O("lora_dtype"), "expected auto, fp32, bf16, fp16 or model");
     if (!memchr(l->modules_to_save, 0, sizeof l->modules_to_save))
-        return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "expected the names of the modules to train in full, e.g. lm_head");
+        return vc_set_error(err, VC_ERR_USAGE, O("modules_to_save"), "expected the names of the modules to train in full, e.g. lm_head");
     if (l->r > 0) {
         if (!(l->alpha > 0) || l->alpha > 1e12)
-            return vc_set_error(err, VC_ERR_USAGE, "--lora-alpha", "expected a positive number");
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_alpha"), "expected a positive number");
         if (!(l->dropout >= 0 && l->dropout < 1))
-            return vc_set_error(err, VC_ERR_USAGE, "--lora-dropout", "expected a probability in [0, 1)");
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_dropout"), "expected a probability in [0, 1)");
         if (!l->targets[0] || !memchr(l->targets, 0, sizeof l->targets))
-            return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "expected the names of the Linear layers to adapt, e.g. q_proj,v_proj");
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "expected the names of the Linear layers to adapt, e.g. q_proj,v_proj");
         if ((unsigned)l->dtype >= VC_LORA_DTYPE__N)
-            return vc_set_error(err, VC_ERR_USAGE, "--lora-dtype", "expected auto, fp32, bf16, fp16 or model");
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_dtype"), "expected auto, fp32, bf16, fp16 or model");
     }
     vc_lora old = m->lora;
     m->lora = *l;
@@ -358,9 +358,9 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
         vc_error_clear(err);
         snprintf(err->file, sizeof err->file, "%s", m->file);
         if (pr->copy)
-            return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "no layer is named %.200s (LN tuning copies layers by their \"name\")",
+            return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "no layer is named %.200s (LN tuning copies layers by their \"name\")",
                                 l->targets);
-        return vc_set_error(err, VC_ERR_USAGE, "--lora-targets", "no Linear layer is named %.200s (LoRA adapts Linear layers by their \"name\")",
+        return vc_set_error(err, VC_ERR_USAGE, O("lora_targets"), "no Linear layer is named %.200s (LoRA adapts Linear layers by their \"name\")",
                             l->targets);
     }
     if (st == VC_OK && vc__peft_on(l) && l->modules_to_save[0] && m->nsaved == 0) {
@@ -368,7 +368,7 @@ vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *err)
         reload(m, m->has_override, &m->override, &old, err);
         vc_error_clear(err);
         snprintf(err->file, sizeof err->file, "%s", m->file);
-        return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "no layer is named %.200s (modules_to_save names layers by their \"name\")",
+        return vc_set_error(err, VC_ERR_USAGE, O("modules_to_save"), "no layer is named %.200s (modules_to_save names layers by their \"name\")",
                             l->modules_to_save);
     }
     return st;
@@ -381,7 +381,7 @@ vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err)
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (vc__quant_settings_check(q, err)) return VC_ERR_USAGE; /* bits, group, block against the format's row */
-    if (!memchr(q->skip, 0, sizeof q->skip)) return vc_set_error(err, VC_ERR_USAGE, "--weights", "the module list is not terminated");
+    if (!memchr(q->skip, 0, sizeof q->skip)) return vc_set_error(err, VC_ERR_USAGE, O("weights"), "the module list is not terminated");
     vc_quant old = m->quant;
     bool had = m->has_quant;
     m->quant = *q;
@@ -392,7 +392,7 @@ vc_status vc_model_set_weights(vc_model *m, const vc_quant *q, vc_error *err)
         m->has_quant = had;
         vc_error again;
         reload(m, m->has_override, &m->override, &m->lora, &again);
-        if (!strcmp(err->path, "--weights")) err->line = err->col = 0; /* an option's error: no place in the file */
+        if (!strcmp(err->path, O("weights"))) err->line = err->col = 0; /* an option's error: no place in the file */
     }
     return st;
 }
@@ -407,26 +407,26 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
     vc_error_clear(err);
     snprintf(err->file, sizeof err->file, "%s", m->file);
     if (ep < 1 || ep > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)ep);
+        return vc_set_error(err, VC_ERR_USAGE, O("ep"), "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)ep);
     int64_t old = m->ep;
     m->ep = ep;
     vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
     if (st == VC_OK && ep > 1 && m->nmoe == 0) {
         vc_error_clear(err);
         snprintf(err->file, sizeof err->file, "%s", m->file);
-        st = vc_set_error(err, VC_ERR_USAGE, "--ep", "expert parallelism needs mixture-of-experts layers (SparseMoE): this model has none");
+        st = vc_set_error(err, VC_ERR_USAGE, O("ep"), "expert parallelism needs mixture-of-experts layers (SparseMoE): this model has none");
     }
     if (st != VC_OK) {
         m->ep = old;
         vc_error again;
         reload(m, m->has_override, &m->override, &m->lora, &again);
-        if (strstr(err->msg, "--ep")) { /* a SparseMoE layer's refusal: the option's error */
+        if (strstr(err->msg, O("ep"))) { /* a SparseMoE layer's refusal: the option's error */
             char msg[sizeof err->msg];
-            const char *w = strstr(err->msg, "--ep: ");
+            const char *w = strstr(err->msg, O("ep") ": ");
             snprintf(msg, sizeof msg, "%s", w ? w + 6 : err->msg);
             vc_error_clear(err);
             snprintf(err->file, sizeof err->file, "%s", m->file);
-            st = vc_set_error(err, VC_ERR_USAGE, "--ep", "%s", msg);
+            st = vc_set_error(err, VC_ERR_USAGE, O("ep"), "%s", msg);
         }
     }
     return st;
@@ -437,7 +437,7 @@ vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
     int64_t me = m->ep > 1 ? m->ep : 1;
     if (o->ep == me) return VC_OK;
-    return vc_set_error(err, VC_ERR_USAGE, "--ep", "the model was loaded for --ep %lld, the options ask for --ep %lld", (long long)me,
+    return vc_set_error(err, VC_ERR_USAGE, O("ep"), "the model was loaded for " OV("ep", "%lld") ", the options ask for " OV("ep", "%lld"), (long long)me,
                         (long long)o->ep);
 }
 

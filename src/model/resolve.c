@@ -202,6 +202,6 @@ vc_status vc__model_side_quant(const char *config_path, vc_error *err)
     snprintf(err->file, sizeof err->file, "%s", p);
     return vc_set_error(err, VC_ERR_MODEL, "quantization.quant_algo",
                         "%s%s%sNVIDIA ModelOpt's quantization, which transformers does not load, is not modelled: "
-                        "give the config.json itself with --weights for a format that is (docs/quantization.md)",
+                        "give the config.json itself with " O("weights") " for a format that is (docs/quantization.md)",
                         q[0] ? "\"" : "", q, q[0] ? "\": " : "");
 }

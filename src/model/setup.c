@@ -123,7 +123,7 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
              * its tied_module path is another): not modelled */
             if (!tied && vc__peft_on(&m->lora) && T->trainable && !(T->flags & VC_PARAM_ADAPTER)) tied = m->inst[tie_to].name;
             if (tied)
-                return vc__fail(L, VC_ERR_USAGE, m->lora.modules_to_save[0] ? "--modules-to-save" : "--peft",
+                return vc__fail(L, VC_ERR_USAGE, m->lora.modules_to_save[0] ? O("modules_to_save") : O("peft"),
                                 "%.200s's weight is tied: a trained copy of a tied layer is not modelled", tied);
             if (T->nd != P->pnd[0] || memcmp(T->dims, P->pdims[0], (size_t)T->nd * sizeof *T->dims)) {
                 char p[300], a[200], c[200];

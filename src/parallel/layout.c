@@ -21,7 +21,7 @@
 static const vc_layout_desc vc_layout_none = {
     .id = VC_PARALLEL_NONE,
     .caps = VC_LAYOUT_PP | VC_LAYOUT_EP,
-    .offload_why = "offload needs a sharded --parallel layout (zero1, zero2, zero3, fsdp)",
+    .offload_why = "offload needs a sharded " O("parallel") " layout (zero1, zero2, zero3, fsdp)",
 };
 
 /* The registry: every layout's descriptor, in the order the refusals list
@@ -86,25 +86,25 @@ static const char *offload_refusal(const vc_layout_desc *d, vc_offload f)
  * swappers (AsyncIOBuilder's handle always). NULL: modelled. */
 static const char *nvme_refusal(const vc_options *o, const char **opt)
 {
-    *opt = "--offload-device";
+    *opt = O("offload_device");
     if (o->offload_device != VC_OFFLOAD_DEVICE_CPU && o->offload_device != VC_OFFLOAD_DEVICE_NVME) return "invalid value";
     if (o->offload_device == VC_OFFLOAD_DEVICE_NVME && o->offload == VC_OFFLOAD_NONE)
-        return "nvme is where --offload optimizer or params puts what leaves the GPU: give --offload";
+        return "nvme is where " OV("offload", "optimizer") " or params puts what leaves the GPU: give " O("offload");
     if (o->offload_device == VC_OFFLOAD_DEVICE_NVME && !(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_ZERO_CONFIG))
         return "nvme is DeepSpeed ZeRO's (offload_optimizer / offload_param device): FSDP offloads to the CPU only";
-    *opt = "--nvme-gds";
+    *opt = O("nvme_gds");
     if (o->nvme_gds != 0 && o->nvme_gds != 1) return "invalid value";
     if (o->nvme_gds && o->offload_device != VC_OFFLOAD_DEVICE_NVME)
-        return "use_gds is the NVMe swapper's (aio section): give --offload-device nvme";
+        return "use_gds is the NVMe swapper's (aio section): give " OV("offload_device", "nvme");
     return NULL;
 }
 
 vc_status vc__layout_offload_check(const vc_options *o, vc_error *err)
 {
-    if ((unsigned)o->offload >= VC_OFFLOAD__N) return vc_set_error(err, VC_ERR_USAGE, "--offload", "invalid value");
+    if ((unsigned)o->offload >= VC_OFFLOAD__N) return vc_set_error(err, VC_ERR_USAGE, O("offload"), "invalid value");
     const char *why = o->offload == VC_OFFLOAD_NONE ? NULL : offload_refusal(vc__layout_desc(o->parallel), o->offload);
     if (why)
-        return vc_set_error(err, VC_ERR_USAGE, "--offload", "%s with --parallel %s: %s", vc_offload_name(o->offload),
+        return vc_set_error(err, VC_ERR_USAGE, O("offload"), "%s with " OV("parallel", "%s") ": %s", vc_offload_name(o->offload),
                             vc_parallel_name(o->parallel), why);
     const char *nopt, *nwhy = nvme_refusal(o, &nopt); /* the device of an offload the layout has */
     return nwhy ? vc_set_error(err, VC_ERR_USAGE, nopt, "%s", nwhy) : VC_OK;
@@ -119,20 +119,20 @@ vc_status vc__layout_view_check(const vc_options *o, vc_error *err)
     unsigned caps = vc__layout_desc(o->parallel)->caps;
     char names[128];
     if (o->gradient_as_bucket_view && !(caps & VC_LAYOUT_GRAD_VIEW))
-        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "a DistributedDataParallel setting: --parallel "
+        return vc_set_error(err, VC_ERR_USAGE, O("gradient_as_bucket_view"), "a DistributedDataParallel setting: " O("parallel") " "
                             "%s, not %s", vc__layout_names(VC_LAYOUT_GRAD_VIEW, " or ", names, sizeof names),
                             vc_parallel_name(o->parallel));
     if (o->parameters_as_bucket_view && !(caps & VC_LAYOUT_PARAM_VIEW))
-        return vc_set_error(err, VC_ERR_USAGE, "--parameters-as-bucket-view", "a ZeroRedundancyOptimizer setting: --parallel "
+        return vc_set_error(err, VC_ERR_USAGE, O("parameters_as_bucket_view"), "a ZeroRedundancyOptimizer setting: " O("parallel") " "
                             "%s, not %s", vc__layout_names(VC_LAYOUT_PARAM_VIEW, " or ", names, sizeof names),
                             vc_parallel_name(o->parallel));
-    const char *opt = o->gradient_as_bucket_view ? "--gradient-as-bucket-view" : "--parameters-as-bucket-view";
+    const char *opt = o->gradient_as_bucket_view ? O("gradient_as_bucket_view") : O("parameters_as_bucket_view");
     if ((o->gradient_as_bucket_view || o->parameters_as_bucket_view) && o->pp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "not modelled with --pp");
+        return vc_set_error(err, VC_ERR_USAGE, opt, "not modelled with " O("pp"));
     /* under no_sync() DDP's hook returns early (autograd_hook: !expect_autograd_hooks_) and .grad stays
      * AccumulateGrad's own until the last micro-batch; without no_sync it is the view from the first */
     if (o->gradient_as_bucket_view && o->accumulate > 1)
-        return vc_set_error(err, VC_ERR_USAGE, "--gradient-as-bucket-view", "not modelled with --accumulate (what "
+        return vc_set_error(err, VC_ERR_USAGE, O("gradient_as_bucket_view"), "not modelled with " O("accumulate") " (what "
                             ".grad is between micro-batches depends on no_sync())");
     return VC_OK;
 }

@@ -137,7 +137,7 @@ static void fsdp_units(vc_build *b, int64_t group)
          * too: not modelled */
         if (f->numel > 0 && (dt != f->dt || e->trainable != f->e.trainable)) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--parallel";
+            b->why_opt = O("parallel");
             if (dt == f->dt && b->o.fsdp_use_orig_params)
                 snprintf(b->why, sizeof b->why, "the FSDP unit of %s mixes frozen and trainable parameters (%s): with "
                          "use_orig_params=True the frozen ones get gradients too, not modelled",
@@ -155,7 +155,7 @@ static void fsdp_units(vc_build *b, int64_t group)
     }
     for (size_t u = 0; u < b->nflat && b->o.fsdp_use_orig_params; u++)
         if (b->flat[u].numel > 0) b->flat[u].numel = aligned_pad(b->flat[u].numel, group);
-    if (b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE && !vc__layout_dense_only(b, "--fsdp-param-dtype", "FSDP1's MixedPrecision"))
+    if (b->o.fsdp_param_dtype != VC_FSDP_DTYPE_NONE && !vc__layout_dense_only(b, O("fsdp_param_dtype"), "FSDP1's MixedPrecision"))
         return;
     bool off = b->o.offload == VC_OFFLOAD_PARAMS;
     for (size_t u = 0; u < b->nflat; u++) {
@@ -491,9 +491,9 @@ vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
 {
     char names[128];
     if (o->fsdp_use_orig_params && !(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_FSDP1_OPTIONS))
-        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-use-orig-params", "use_orig_params is FSDP1's: give --parallel %s",
+        return vc_set_error(err, VC_ERR_USAGE, O("fsdp_use_orig_params"), "use_orig_params is FSDP1's: give " OV("parallel", "%s"),
                             vc__layout_names(VC_LAYOUT_FSDP1_OPTIONS, " or ", names, sizeof names));
-    const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? "--fsdp-param-dtype" : "--fsdp-reduce-dtype";
+    const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? O("fsdp_param_dtype") : O("fsdp_reduce_dtype");
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr->master || pr->amp_dt != VC_DT_F32)
@@ -506,7 +506,7 @@ vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err)
 /* CPUOffload(offload_params=True) moves the parameters, and with them their gradients and the
  * optimizer step, to the CPU: there is no optimizer-only offload. */
 #define FSDP1_OFFLOAD_WHY "FSDP1 has no optimizer-only offload (CPUOffload moves the parameters, their gradients " \
-                          "and optimizer state): --offload params"
+                          "and optimizer state): " OV("offload", "params")
 #define FSDP1_HOOKS(module_, flat_) \
     {.module = module_, .flat = flat_, .compute = vc__fsdp_compute, .slices = fsdp1_slices, .cast_inputs = true}
 

@@ -190,7 +190,7 @@ static void fsdp2_flat(vc_build *b)
     z->causal = vc_loss_row_get(m->loss)->causal;
     z->last_inst = (int32_t)m->ninst - 1;
     z->saved = -1;
-    if (!vc__layout_dense_only(b, "--parallel", "fsdp2")) return;
+    if (!vc__layout_dense_only(b, O("parallel"), "fsdp2")) return;
     if (!f2_groups(b, z)) b->st = VC_ERR_NOMEM;
 }
 
@@ -549,7 +549,7 @@ void vc__fsdp_compute(const vc_options *o, vc_dtype *dt)
  * sharded parameters are the optimizer's). */
 vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
 {
-    const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? "--fsdp-param-dtype" : "--fsdp-reduce-dtype";
+    const char *opt = o->fsdp_param_dtype != VC_FSDP_DTYPE_NONE ? O("fsdp_param_dtype") : O("fsdp_reduce_dtype");
     if ((unsigned)o->fsdp_param_dtype >= VC_FSDP_DTYPE__N || (unsigned)o->fsdp_reduce_dtype >= VC_FSDP_DTYPE__N)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid dtype");
     unsigned caps = vc__layout_desc(o->parallel)->caps;
@@ -557,16 +557,16 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
     char names[128], names1[128];
     vc__layout_names(VC_LAYOUT_FSDP2_OPTIONS, " or ", names, sizeof names);
     if (o->fsdp_replicate > 1 && !fsdp2)
-        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "HSDP's mesh is fully_shard's here: give --parallel %s "
-                            "(FSDP1's is --parallel hybrid)", names);
+        return vc_set_error(err, VC_ERR_USAGE, O("fsdp_replicate"), "HSDP's mesh is fully_shard's here: give " OV("parallel", "%s") " "
+                            "(FSDP1's is " OV("parallel", "hybrid") ")", names);
     if (o->fsdp_replicate > 1 && (o->fsdp_replicate > vc_dp_world(o) || vc_dp_world(o) % o->fsdp_replicate != 0))
-        return vc_set_error(err, VC_ERR_USAGE, "--fsdp-replicate", "%" PRId64 " replicas do not divide the data-parallel "
+        return vc_set_error(err, VC_ERR_USAGE, O("fsdp_replicate"), "%" PRId64 " replicas do not divide the data-parallel "
                             "world size %" PRId64 " (a (replicas, shards) DeviceMesh)", o->fsdp_replicate, vc_dp_world(o));
     if (o->fsdp_reshard != VC_FSDP_RESHARD_AUTO) {
-        const char *opt_r = "--fsdp-reshard-after-forward";
+        const char *opt_r = O("fsdp_reshard_after_forward");
         int64_t w = vc_dp_world(o) / (o->fsdp_replicate > 1 ? o->fsdp_replicate : 1), r = o->fsdp_reshard;
         if (!fsdp2)
-            return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give --parallel %s", names);
+            return vc_set_error(err, VC_ERR_USAGE, opt_r, "reshard_after_forward is fully_shard's: give " OV("parallel", "%s"), names);
         if (r != VC_FSDP_RESHARD_TRUE && r != VC_FSDP_RESHARD_FALSE && (r < 1 || r > w || w % r != 0))
             return vc_set_error(err, VC_ERR_USAGE, opt_r, "%" PRId64 " does not divide the data-parallel world size %" PRId64
                                 " (_get_post_forward_mesh_info: an int must be a factor of the shard mesh size)", r, w);
@@ -575,12 +575,12 @@ vc_status vc__fsdp_mp_check(const vc_options *o, vc_error *err)
     if (o->fsdp_use_orig_params || (caps & VC_LAYOUT_FSDP1_OPTIONS)) return vc__fsdp1_mp_check(o, err);
     if (o->fsdp_param_dtype == VC_FSDP_DTYPE_NONE && o->fsdp_reduce_dtype == VC_FSDP_DTYPE_NONE) return VC_OK;
     if (!fsdp2)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "mixed precision is FSDP's: give --parallel %s (MixedPrecisionPolicy) "
+        return vc_set_error(err, VC_ERR_USAGE, opt, "mixed precision is FSDP's: give " OV("parallel", "%s") " (MixedPrecisionPolicy) "
                             "or %s (FSDP1's MixedPrecision)", names,
                             vc__layout_names(VC_LAYOUT_FSDP1_OPTIONS, ", ", names1, sizeof names1));
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr->master || pr->amp_dt != VC_DT_F32)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP2's mixed precision casts a model kept in one dtype: give -p fp32 "
+        return vc_set_error(err, VC_ERR_USAGE, opt, "FSDP2's mixed precision casts a model kept in one dtype: give " OS("precision", "fp32") " "
                             "(or fp16, bf16), not %s", vc_precision_name(o->precision));
     return VC_OK;
 }
@@ -592,7 +592,7 @@ const vc_layout_desc vc_layout_fsdp2 = {
     .caps = VC_LAYOUT_FSDP2_OPTIONS,
     .offload = 1u << VC_OFFLOAD_PARAMS,
     .offload_why = "FSDP2 has no optimizer-only offload (CPUOffloadPolicy moves the sharded parameters, their "
-                   "gradients and the optimizer step): --offload params",
+                   "gradients and the optimizer step): " OV("offload", "params"),
     .mp_class = "MixedPrecisionPolicy",
-    .generate_why = "fsdp2 is modelled for --mode train and infer",
+    .generate_why = "fsdp2 is modelled for " OV("mode", "train") " and infer",
 };

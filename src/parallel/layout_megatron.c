@@ -104,7 +104,7 @@ static int mg_layout(vc_build *b, mg_state *s)
         uint8_t dt = b->t[b->par_t[p]].dt;
         if (dt != VC_DT_BF16) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--parallel";
+            b->why_opt = O("parallel");
             snprintf(b->why, sizeof b->why, "Megatron's bf16 training keeps every trainable parameter in bfloat16; %s is not "
                      "(fp32 adapters are not modelled)", e->name ? e->name : "a parameter");
             return -1;
@@ -240,17 +240,17 @@ static vc_status megatron_check(const vc_options *o, vc_error *err)
 {
     const char *n = vc_parallel_name(o->parallel);
     if (o->mode != VC_MODE_TRAIN)
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s is Megatron's training wrapper: --mode train", n);
+        return vc_set_error(err, VC_ERR_USAGE, O("parallel"), "%s is Megatron's training wrapper: " OV("mode", "train"), n);
     /* arguments.py: --bf16 keeps bf16 parameters with fp32 main grads and main params; --fp16's dynamic
      * loss scaling and fp16 main_grad (copied to fp32 by .float() each step), and fp32 training, are not modelled */
     if (o->precision != VC_PREC_MIXED_BF16)
-        return vc_set_error(err, VC_ERR_USAGE, "--precision", "%s with -p %s: Megatron's bf16 mode (bf16 parameters, fp32 "
-                            "main_grad and main params) is -p mixed-bf16, the only precision modelled (--fp16's fp16 main_grad "
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "%s with " OS("precision", "%s") ": Megatron's bf16 mode (bf16 parameters, fp32 "
+                            "main_grad and main params) is " OS("precision", "mixed-bf16") ", the only precision modelled (--fp16's fp16 main_grad "
                             "and loss scaler are not)", n,
                             vc_precision_name(o->precision));
     if (o->optim != VC_OPTIM_ADAM && o->optim != VC_OPTIM_ADAMW)
-        return vc_set_error(err, VC_ERR_USAGE, "--optim", "%s with %s: Megatron's optimizer here is adam (FusedAdam, or "
-                            "torch.optim.Adam/AdamW without TE and apex): --optim adam or adamw", n, vc_optim_name(o->optim));
+        return vc_set_error(err, VC_ERR_USAGE, O("optim"), "%s with %s: Megatron's optimizer here is adam (FusedAdam, or "
+                            "torch.optim.Adam/AdamW without TE and apex): " OV("optim", "adam") " or adamw", n, vc_optim_name(o->optim));
     return VC_OK;
 }
 

@@ -213,7 +213,7 @@ static void z3_nvme(vc_build *b, z3_state *z)
         bool swappable = part * (int64_t)vc_dtype_size((vc_dtype)b->t[b->par_t[p]].dt) >= Z3_NVME_MIN_BYTES;
         if (swappable && part > Z3_NVME_BUFFER) {
             b->st = VC_ERR_USAGE;
-            b->why_opt = "--offload-device";
+            b->why_opt = O("offload_device");
             snprintf(b->why, sizeof b->why, "nvme: a parameter's partition of %lld elements is larger than "
                      "offload_param's buffer_size (1e8 elements; DeepSpeed's get_buffer asserts): use more GPUs",
                      (long long)part);
@@ -387,7 +387,7 @@ static bool z3_swap_in(vc_build *b, const int32_t *list, size_t n)
     for (size_t k = 0; k < n; k++) need += z->on_nvme[list[k]] && !z->held[list[k]];
     if (z->nheld + need > Z3_NVME_BUFFERS) {
         b->st = VC_ERR_USAGE;
-        b->why_opt = "--offload-device";
+        b->why_opt = O("offload_device");
         snprintf(b->why, sizeof b->why, "nvme: a gather needs %lld parameter swap buffers with %lld of offload_param's "
                  "buffer_count (5) in use (DeepSpeed's swap_in asserts 'Not enough buffers')", (long long)need,
                  (long long)z->nheld);

@@ -94,7 +94,7 @@ static size_t split_units(const vc_model *m, size_t *start)
 vc_status vc__pp_split(size_t units, int64_t pp, int64_t *count, vc_error *err)
 {
     if ((int64_t)units < pp)
-        return vc_set_error(err, VC_ERR_USAGE, "--pp", "%lld stages for %zu layers: more stages than layers", (long long)pp, units);
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "%lld stages for %zu layers: more stages than layers", (long long)pp, units);
     int64_t l = (int64_t)units, c = l / pp;
     if (l % pp) { /* the middle stages ceil(l / pp) each, the first and the last the rest, halved */
         c = l / pp + 1;
@@ -102,7 +102,7 @@ vc_status vc__pp_split(size_t units, int64_t pp, int64_t *count, vc_error *err)
         count[0] = rest / 2;
         count[pp - 1] = rest - rest / 2;
         if (count[0] < 1)
-            return vc_set_error(err, VC_ERR_USAGE, "--pp", "%zu layers do not split into %lld stages (%lld on each middle "
+            return vc_set_error(err, VC_ERR_USAGE, O("pp"), "%zu layers do not split into %lld stages (%lld on each middle "
                                 "stage leaves %lld for the first and last)", units, (long long)pp, (long long)c, (long long)rest);
         for (int64_t r = 1; r < pp - 1; r++) count[r] = c;
         return VC_OK;
@@ -143,7 +143,7 @@ static vc_status interleaved_split(const vc_model *m, const size_t *ustart, size
 {
     int64_t l = (int64_t)nunits;
     if (l % (pp * v))
-        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "%zu layers do not split into %lld stages x %lld model chunks "
+        return vc_set_error(err, VC_ERR_USAGE, O("pp_virtual"), "%zu layers do not split into %lld stages x %lld model chunks "
                             "(Megatron asserts num_layers divisible by pp, and that quotient by the virtual size)",
                             nunits, (long long)pp, (long long)v);
     int64_t per = l / pp, k = per / v;
@@ -152,7 +152,7 @@ static vc_status interleaved_split(const vc_model *m, const size_t *ustart, size
         for (int64_t i = 0; i < per; i++) {
             int64_t runs = ((i / k) * pp + r) * k + i % k, stands = r * per + i;
             if (runs != stands && !unit_same(m, ustart, nunits, (size_t)runs, (size_t)stands))
-                return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "rank %lld's chunks run layer %lld where its contiguous "
+                return vc_set_error(err, VC_ERR_USAGE, O("pp_virtual"), "rank %lld's chunks run layer %lld where its contiguous "
                                     "stage has layer %lld, and the two differ: not modelled (the layers must repeat)",
                                     (long long)r, (long long)runs, (long long)stands);
         }
@@ -421,8 +421,8 @@ vc_status vc__pp_new(const vc_model *m, const vc_options *o, unsigned flags, vc_
     /* a fused loss replaces the model's LM head (src/engine/loss.c, m->loss_head): which
      * instance that is on the last stage is not carried into the stage models */
     if (vc_loss_row_get(m->loss)->fused)
-        return vc_set_error(err, VC_ERR_USAGE, "--loss", "%s with --pp is not modelled (the fused loss replaces "
-                            "the LM head, on the last stage): use --loss hf", vc_loss_row_get(m->loss)->option);
+        return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("pp") " is not modelled (the fused loss replaces "
+                            "the LM head, on the last stage): use " OV("loss", "hf"), vc_loss_row_get(m->loss)->option);
     vc_pipeline *p = calloc(1, sizeof *p);
     size_t *ustart = malloc((m->ninst + 1) * sizeof *ustart);
     int64_t *count = malloc(((size_t)o->pp + 1) * sizeof *count);

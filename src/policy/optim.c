@@ -264,7 +264,7 @@ static const vc_optim_row rows[VC_OPTIM__N] = {
     },
     [VC_OPTIM_ADAM8BIT] = {
         .summary = "bitsandbytes Adam8bit: uint8 states + per-2048 absmax (fp32 under 4,096 elements); "
-                   "in-place kernel, --optim-impl does not apply",
+                   "in-place kernel, " O("optim_impl") " does not apply",
         .impls = ALL_IMPLS, .steps = true, .state = adam8bit_state, .shared = adam8bit_shared,
     },
     [VC_OPTIM_ADAMW8BIT] = {

@@ -135,28 +135,28 @@ const char *vc_torch_name(int version, char *buf, size_t n)
 static vc_status ep_check(const vc_options *o, vc_error *err)
 {
     if (o->ep < 1 || o->ep > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)o->ep);
+        return vc_set_error(err, VC_ERR_USAGE, O("ep"), "expected 1 to 2^20 expert-parallel ranks, got %lld", (long long)o->ep);
     if (o->ep == 1) return VC_OK;
     if (o->mode == VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, "--ep", "expert parallelism is modelled for training and one forward (--mode train, infer), not generate");
+        return vc_set_error(err, VC_ERR_USAGE, O("ep"), "expert parallelism is modelled for training and one forward (" OV("mode", "train") ", infer), not generate");
     /* MoELayer.forward raises ValueError in training when tp > 1 without sequence_parallel; the
      * experts' own split (expert_tensor_parallel_size, the TP size by default) and MoE under --sp are not modelled */
     if (o->tp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, "--ep", "--ep with --tp is not modelled (Megatron needs --sequence-parallel with both, "
+        return vc_set_error(err, VC_ERR_USAGE, O("ep"), O("ep") " with " O("tp") " is not modelled (Megatron needs --sequence-parallel with both, "
                             "and splits each expert over expert_tensor_parallel_size)");
     /* the distributed optimizer shards expert parameters over the expert-data-parallel group (gpus / (etp x ep x pp)),
      * the others over the data-parallel group (theoretical_memory_usage.py's two num_bytes_per_parameter):
      * the layouts with VC_LAYOUT_EP */
     char names[128];
     if (!(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_EP))
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --ep is not modelled: expert parameters shard over the "
+        return vc_set_error(err, VC_ERR_USAGE, O("parallel"), "%s with " O("ep") " is not modelled: expert parameters shard over the "
                             "expert-data-parallel group (gpus / ep), the others over all data-parallel ranks (%s are modelled)",
                             par_names[o->parallel], vc__layout_names(VC_LAYOUT_EP, " and ", names, sizeof names));
     /* parallel_state.initialize_model_parallel: RuntimeError unless world_size is divisible by
      * expert_tensor x expert_model x pipeline parallel size */
     if (o->gpus % (o->tp * o->pp * o->ep))
-        return vc_set_error(err, VC_ERR_USAGE, "--ep", "%lld GPUs are not divisible by expert_tensor x expert_model x pipeline parallel "
-                            "size (%lld x %lld x %lld): give --gpus a multiple of --ep", (long long)o->gpus, (long long)o->tp,
+        return vc_set_error(err, VC_ERR_USAGE, O("ep"), "%lld GPUs are not divisible by expert_tensor x expert_model x pipeline parallel "
+                            "size (%lld x %lld x %lld): give " O("gpus") " a multiple of " O("ep"), (long long)o->gpus, (long long)o->tp,
                             (long long)o->ep, (long long)o->pp);
     return VC_OK;
 }
@@ -168,94 +168,94 @@ static vc_status ep_check(const vc_options *o, vc_error *err)
  * modelled: docs/parallel.md 1.10). */
 static vc_status zero_overlap_check(const vc_options *o, vc_error *err)
 {
-    const char *opt = "--ds-overlap-comm";
+    const char *opt = O("ds_overlap_comm");
     if (o->ds_overlap_comm < VC_DS_OVERLAP_OFF || o->ds_overlap_comm > VC_DS_OVERLAP_ON)
         return vc_set_error(err, VC_ERR_USAGE, opt, "invalid value (true or false)");
     if (o->ds_overlap_comm == VC_DS_OVERLAP_AUTO) return VC_OK;
     char names[128];
     if (!(vc__layout_desc(o->parallel)->caps & VC_LAYOUT_ZERO_CONFIG))
-        return vc_set_error(err, VC_ERR_USAGE, opt, "overlap_comm is DeepSpeed ZeRO's: give --parallel %s%s%s",
+        return vc_set_error(err, VC_ERR_USAGE, opt, "overlap_comm is DeepSpeed ZeRO's: give " OV("parallel", "%s") "%s%s",
                             vc__layout_names(VC_LAYOUT_ZERO_CONFIG, " or ", names, sizeof names),
                             o->parallel != VC_PARALLEL_NONE ? ", not " : "", o->parallel != VC_PARALLEL_NONE ? par_names[o->parallel] : "");
     if (o->pp > 1 && o->ds_overlap_comm == VC_DS_OVERLAP_ON)
-        return vc_set_error(err, VC_ERR_USAGE, opt, "true with --pp is not modelled (PipelineEngine's reduce_gradients with the "
+        return vc_set_error(err, VC_ERR_USAGE, opt, "true with " O("pp") " is not modelled (PipelineEngine's reduce_gradients with the "
                             "gradient hooks' reduction)");
     return VC_OK;
 }
 
 vc_status vc__check_options(const vc_options *o, vc_error *err)
 {
-    if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, "--batch", "must be a positive integer");
-    if (o->accumulate < 1) return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "must be a positive integer");
+    if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, O("batch"), "must be a positive integer");
+    if (o->accumulate < 1) return vc_set_error(err, VC_ERR_USAGE, O("accumulate"), "must be a positive integer");
     if ((unsigned)o->optim >= VC_OPTIM__N || (unsigned)o->optim_impl >= VC_IMPL__N ||
         (unsigned)o->precision >= VC_PREC__N || (unsigned)o->mode >= VC_MODE__N ||
         (unsigned)o->attention >= VC_ATTN__N)
         return vc_set_error(err, VC_ERR_USAGE, NULL, "invalid option value");
     if (o->torch_version && (o->torch_version < VC_TORCH_OLDEST || o->torch_version > VC_TORCH_DEFAULT))
-        return vc_set_error(err, VC_ERR_USAGE, "--torch", "unsupported PyTorch release");
-    if (!vc__layout_desc(o->parallel)) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "invalid layout");
+        return vc_set_error(err, VC_ERR_USAGE, O("torch"), "unsupported PyTorch release");
+    if (!vc__layout_desc(o->parallel)) return vc_set_error(err, VC_ERR_USAGE, O("parallel"), "invalid layout");
     if (o->gpus < 1 || o->gpus > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
+        return vc_set_error(err, VC_ERR_USAGE, O("gpus"), "expected 1 to 2^20 GPUs, got %lld", (long long)o->gpus);
     if (o->tp < 1 || o->tp > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--tp", "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)o->tp);
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)o->tp);
     if (o->pp < 1 || o->pp > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--pp", "expected 1 to 2^20 pipeline stages, got %lld", (long long)o->pp);
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "expected 1 to 2^20 pipeline stages, got %lld", (long long)o->pp);
     if (o->micro_batches < 0 || o->micro_batches > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "expected 1 to 2^20 micro-batches, got %lld", (long long)o->micro_batches);
-    if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, "--sp", "sequence parallelism needs --tp 2 or more");
+        return vc_set_error(err, VC_ERR_USAGE, O("micro_batches"), "expected 1 to 2^20 micro-batches, got %lld", (long long)o->micro_batches);
+    if (o->sp && o->tp < 2) return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more");
     if (o->pp_virtual < 0 || o->pp_virtual > (INT64_C(1) << 20))
-        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "expected 1 to 2^20 model chunks per pipeline rank, got %lld", (long long)o->pp_virtual);
+        return vc_set_error(err, VC_ERR_USAGE, O("pp_virtual"), "expected 1 to 2^20 model chunks per pipeline rank, got %lld", (long long)o->pp_virtual);
     if (o->pp_virtual > 1 && o->pp < 2)
-        return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "virtual pipeline stages are a pipeline's: give --pp 2 or more");
+        return vc_set_error(err, VC_ERR_USAGE, O("pp_virtual"), "virtual pipeline stages are a pipeline's: give " OV("pp", "2") " or more");
     /* forward_backward_pipelining_with_interleaving (MEG schedules.py): microbatch_group_size_per_vp_stage
      * (pp by default, model_parallel_config.py __post_init__) must lie in [pp, M], and a last group of M mod
      * pp micro-batches is refused ("The remainder of M ... should be 0, or larger than or equal to the
      * pipeline-parallel size"): M a multiple of pp */
     if (o->pp_virtual > 1 && o->micro_batches && o->micro_batches % o->pp)
-        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "the interleaved schedule needs a multiple of --pp (%lld) "
+        return vc_set_error(err, VC_ERR_USAGE, O("micro_batches"), "the interleaved schedule needs a multiple of " O("pp") " (%lld) "
                             "micro-batches, got %lld", (long long)o->pp, (long long)o->micro_batches);
     /* a layout whose pipeline engine has no interleaved schedule (DeepSpeed's PipelineEngine, zero1's) */
     const vc_layout_desc *lay = vc__layout_desc(o->parallel);
-    if (o->pp_virtual > 1 && lay->interleaved_why) return vc_set_error(err, VC_ERR_USAGE, "--pp-virtual", "%s", lay->interleaved_why);
+    if (o->pp_virtual > 1 && lay->interleaved_why) return vc_set_error(err, VC_ERR_USAGE, O("pp_virtual"), "%s", lay->interleaved_why);
     if (o->micro_batches && o->pp < 2)
-        return vc_set_error(err, VC_ERR_USAGE, "--micro-batches", "micro-batches are a pipeline's: give --pp 2 or more");
+        return vc_set_error(err, VC_ERR_USAGE, O("micro_batches"), "micro-batches are a pipeline's: give " OV("pp", "2") " or more");
     if (o->pp > 1 && o->mode != VC_MODE_TRAIN)
-        return vc_set_error(err, VC_ERR_USAGE, "--pp", "pipeline parallelism is modelled for training (--mode train)");
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "pipeline parallelism is modelled for training (" OV("mode", "train") ")");
     if (o->pp > 1 && o->accumulate > 1)
-        return vc_set_error(err, VC_ERR_USAGE, "--accumulate", "under --pp the micro-batches are the accumulation: give --micro-batches");
+        return vc_set_error(err, VC_ERR_USAGE, O("accumulate"), "under " O("pp") " the micro-batches are the accumulation: give " O("micro_batches"));
     /* the layouts with VC_LAYOUT_PP: DeepSpeed's PipelineEngine refuses ZeRO-2/3 (deepspeed/runtime/pipe/engine.py
      * PipelineEngine.__init__: "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism") and takes stage 1;
      * FSDP's units under a 1F1B schedule are not modelled */
     char names[128];
     if (o->pp > 1 && !(lay->caps & VC_LAYOUT_PP))
-        return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s with --pp is not modelled (%s are)", par_names[o->parallel],
+        return vc_set_error(err, VC_ERR_USAGE, O("parallel"), "%s with " O("pp") " is not modelled (%s are)", par_names[o->parallel],
                             vc__layout_names(VC_LAYOUT_PP, " and ", names, sizeof names));
     if (o->gpus % (o->tp * o->pp))
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
+        return vc_set_error(err, VC_ERR_USAGE, O("gpus"), "%lld GPUs are not a whole number of tensor x pipeline groups (tp %lld x pp %lld)",
                             (long long)o->gpus, (long long)o->tp, (long long)o->pp);
     if (ep_check(o, err)) return VC_ERR_USAGE;
     if (vc_dp_world(o) > 1 && o->parallel == VC_PARALLEL_NONE)
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%lld data-parallel ranks need a --parallel layout (ddp)", (long long)vc_dp_world(o));
-    if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, "--cache", "invalid cache");
+        return vc_set_error(err, VC_ERR_USAGE, O("gpus"), "%lld data-parallel ranks need a " O("parallel") " layout (ddp)", (long long)vc_dp_world(o));
+    if ((unsigned)o->cache >= VC_CACHE__N) return vc_set_error(err, VC_ERR_USAGE, O("cache"), "invalid cache");
     /* QuantoQuantizedLayer.__init__: "`nbits` for `quanto` backend has to be one of [`2`, `4`]" */
     if (o->kv_bits != 2 && o->kv_bits != 4)
-        return vc_set_error(err, VC_ERR_USAGE, "--kv-bits", "the quanto backend of QuantizedCache takes 2 or 4 bits, got %d", o->kv_bits);
+        return vc_set_error(err, VC_ERR_USAGE, O("kv_bits"), "the quanto backend of QuantizedCache takes 2 or 4 bits, got %d", o->kv_bits);
     if (o->kv_group < 1 || o->kv_group > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--kv-group-size", "expected 1 to 2^40 elements, got %lld", (long long)o->kv_group);
+        return vc_set_error(err, VC_ERR_USAGE, O("kv_group_size"), "expected 1 to 2^40 elements, got %lld", (long long)o->kv_group);
     if (o->kv_residual < 0 || o->kv_residual > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--kv-residual-length", "expected 0 to 2^40 tokens, got %lld", (long long)o->kv_residual);
+        return vc_set_error(err, VC_ERR_USAGE, O("kv_residual_length"), "expected 0 to 2^40 tokens, got %lld", (long long)o->kv_residual);
     if (o->prompt < 1 || o->prompt > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--prompt", "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
+        return vc_set_error(err, VC_ERR_USAGE, O("prompt"), "expected 1 to 2^40 tokens, got %lld", (long long)o->prompt);
     if (o->new_tokens < 1 || o->new_tokens > VC_MAX_DIM_SIZE)
-        return vc_set_error(err, VC_ERR_USAGE, "--new-tokens", "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "expected 1 to 2^40 tokens, got %lld", (long long)o->new_tokens);
     if (lay->node_gpus && vc_dp_world(o) > lay->node_gpus && vc_dp_world(o) % lay->node_gpus)
-        return vc_set_error(err, VC_ERR_USAGE, "--gpus", "%s shards within %d-GPU nodes: %lld GPUs is not a whole number of nodes",
+        return vc_set_error(err, VC_ERR_USAGE, O("gpus"), "%s shards within %d-GPU nodes: %lld GPUs is not a whole number of nodes",
                             par_names[o->parallel], lay->node_gpus, (long long)o->gpus);
     if (vc__layout_offload_check(o, err)) return VC_ERR_USAGE; /* --offload (layout.c) */
     if (vc__layout_view_check(o, err)) return VC_ERR_USAGE; /* the bucket views (layout.c) */
     if (o->optim == VC_OPTIM_ADAFACTOR && !vc_release_value(o->torch_version, VC_REL_ADAFACTOR))
-        return vc_set_error(err, VC_ERR_USAGE, "--optim", "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (--torch 2.5 or later)");
-    if (o->mode == VC_MODE_GENERATE && lay->generate_why) return vc_set_error(err, VC_ERR_USAGE, "--parallel", "%s", lay->generate_why);
+        return vc_set_error(err, VC_ERR_USAGE, O("optim"), "adafactor is torch.optim.Adafactor, new in PyTorch 2.5 (" OV("torch", "2.5") " or later)");
+    if (o->mode == VC_MODE_GENERATE && lay->generate_why) return vc_set_error(err, VC_ERR_USAGE, O("parallel"), "%s", lay->generate_why);
     if (vc__fsdp_mp_check(o, err)) return VC_ERR_USAGE; /* the --fsdp-* options (layout_fsdp2.c) */
     if (lay->check && lay->check(o, err)) return VC_ERR_USAGE; /* the layout's own refusals */
     if (zero_overlap_check(o, err)) return VC_ERR_USAGE;
@@ -267,7 +267,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
                 size_t l = strlen(have);
                 snprintf(have + l, sizeof have - l, "%s%s", l ? ", " : "", impl_names[i]);
             }
-        return vc_set_error(err, VC_ERR_USAGE, "--optim-impl", "%s has no %s implementation (it has %s)",
+        return vc_set_error(err, VC_ERR_USAGE, O("optim_impl"), "%s has no %s implementation (it has %s)",
                             optim_names[o->optim], impl_names[o->optim_impl], have);
     }
     return VC_OK;

@@ -404,7 +404,7 @@ int vc_quant_from_name(const char *name, vc_quant *q)
 vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err)
 {
     const vc_weight_row *r = vc_weight_row_get(q->format);
-    if (!r) return vc_set_error(err, VC_ERR_USAGE, "--weights", "unknown storage format");
+    if (!r) return vc_set_error(err, VC_ERR_USAGE, O("weights"), "unknown storage format");
     bool bits_ok = !r->bits || (q->bits >= 0 && q->bits < 32 && (r->bits & (1u << q->bits)));
     bool group_ok = q->group == -1 || (q->group >= 1 && q->group <= VC_MAX_DIM_SIZE);
     if (r->blocks) { /* a power of two among the row's */
@@ -412,10 +412,10 @@ vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err)
         for (int k = 0; group_ok && k < 32; k++)
             if (q->group == INT64_C(1) << k) group_ok = (r->blocks >> k) & 1u;
     }
-    if (!bits_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: %lld bits is not a supported width", r->name, (long long)q->bits);
-    if (!group_ok) return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: group/block size %lld is not supported", r->name, (long long)q->group);
+    if (!bits_ok) return vc_set_error(err, VC_ERR_USAGE, O("weights"), "%s: %lld bits is not a supported width", r->name, (long long)q->bits);
+    if (!group_ok) return vc_set_error(err, VC_ERR_USAGE, O("weights"), "%s: group/block size %lld is not supported", r->name, (long long)q->group);
     if (r->blocked && (q->block[0] < 1 || q->block[1] < 1 || q->block[0] > VC_MAX_DIM_SIZE || q->block[1] > VC_MAX_DIM_SIZE))
-        return vc_set_error(err, VC_ERR_USAGE, "--weights", "%s: the block sizes must be positive", r->name);
+        return vc_set_error(err, VC_ERR_USAGE, O("weights"), "%s: the block sizes must be positive", r->name);
     return VC_OK;
 }
 
@@ -470,12 +470,12 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
         if (!(linear || experts) || skipped(full, q->skip)) continue;
         char why[300];
         if (r->misfit && r->misfit(p, q, why, sizeof why))
-            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config", "%s (layer %s): %s",
+            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config", "%s (layer %s): %s",
                                 r->name, in->path, why);
         /* a modules_to_save copy of a quantized Linear (the only trained Linear weight under PEFT):
          * _set_layer_requires_grad on Params4bit / Int8Params, integer storage, fails */
         if (p->trainable && vc__peft_on(&m->lora))
-            return vc_set_error(err, VC_ERR_USAGE, "--modules-to-save", "%s is stored as %s: a quantized layer cannot be trained in "
+            return vc_set_error(err, VC_ERR_USAGE, O("modules_to_save"), "%s is stored as %s: a quantized layer cannot be trained in "
                                 "full (its integer weight takes no gradient)", in->name ? in->name : in->path, r->name);
         p->fmt = (uint8_t)q->format;
         converted++;
@@ -485,7 +485,7 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
         }
     }
     if (q->format == VC_WEIGHTS_MXFP4 && converted == 0) /* replace_with_mxfp4_linear swaps GptOssExperts only */
-        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "quantization_config",
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "mxfp4 stores gpt-oss's stacked experts (GptOssExperts); this model has none");
     return VC_OK;
 }
@@ -497,19 +497,19 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
     if (w == VC_WEIGHTS_DENSE) return VC_OK;
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr && (pr->param_dt == VC_DT_F32 || pr->master || pr->amp_dt != VC_DT_F32))
-        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--precision",
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("precision"),
                             "%s weights%s keep the other parameters and the compute in 16-bit (torch_dtype, bnb_4bit_compute_dtype): "
-                            "use --precision bf16 or fp16, not %s", vc_weights_name(w),
+                            "use " OV("precision", "bf16") " or fp16, not %s", vc_weights_name(w),
                             m->has_quant ? "" : " (the config's quantization_config)", vc_precision_name(o->precision));
     /* --peft over quantized weights: DoRA's dequantize_module_weight (peft utils/integrations.py) is
      * modelled for bitsandbytes' Params4bit and Int8Params; IA3's bnb layers (tuners/ia3/bnb.py) not */
     if (vc__peft_on(&m->lora) && (m->lora.method == VC_PEFT_IA3 || (m->lora.method == VC_PEFT_DORA && rows[w].lora == VC_LORA_LINEAR)))
-        return vc_set_error(err, VC_ERR_USAGE, "--peft", "%s over %s weights is not modelled%s", vc_peft_row_get(m->lora.method)->name,
+        return vc_set_error(err, VC_ERR_USAGE, O("peft"), "%s over %s weights is not modelled%s", vc_peft_row_get(m->lora.method)->name,
                             vc_weights_name(w), m->lora.method == VC_PEFT_DORA ? " (DoRA is, over nf4, fp4 and int8)" : "");
     if (o->mode == VC_MODE_TRAIN && !vc__peft_on(&m->lora))
-        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
-                            "%s weights are frozen: training them needs --lora (transformers refuses to fine-tune a purely "
-                            "quantized model), or use --mode infer", vc_weights_name(w));
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("mode"),
+                            "%s weights are frozen: training them needs " O("lora") " (transformers refuses to fine-tune a purely "
+                            "quantized model), or use " OV("mode", "infer"), vc_weights_name(w));
     if (o->mode == VC_MODE_TRAIN && !rows[w].trains) {
         char names[128] = "";
         int n = 0, k = 0;
@@ -519,8 +519,8 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
                 size_t l = strlen(names);
                 snprintf(names + l, sizeof names - l, "%s%s", ++k == 1 ? "" : k == n ? " and " : ", ", rows[f].name);
             }
-        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? "--weights" : "--mode",
-                            "%s weights are modelled for inference only (--mode infer); LoRA training is modelled on %s",
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("mode"),
+                            "%s weights are modelled for inference only (" OV("mode", "infer") "); LoRA training is modelled on %s",
                             vc_weights_name(w), names);
     }
     return VC_OK;

@@ -43,7 +43,26 @@ static int utf8_len(const unsigned char *s)
     return n;
 }
 
-void vc_escape(char *buf, size_t n, const char *s)
+/* The length of the option mark at s ("\x1f" "tp" "\x1f", "\x1f" "mode=generate"
+ * "\x1f", "\x1f" "-precision=fp32" "\x1f": util.h's O, OV, OS) naming an option
+ * of the table, or 0. */
+static size_t option_mark_len(const char *s)
+{
+    if (*s != VC_OPTION_MARK) return 0;
+    const char *p = s + 1 + (s[1] == '-'), *end = strchr(p, VC_OPTION_MARK);
+    size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    char name[64];
+    if (!end || !n || n >= sizeof name || (p[n] != '=' && p + n != end)) return 0;
+    for (const char *v = p + n; v < end; v++)
+        if ((unsigned char)*v < 0x20 || *v == 0x7f) return 0;
+    memcpy(name, p, n);
+    name[n] = '\0';
+    const vc_option_info *o = vc_option_find(name);
+    if (!o || (s[1] == '-' && !o->letter)) return 0;
+    return (size_t)(end - s) + 1;
+}
+
+static void escape(char *buf, size_t n, const char *s, bool marks)
 {
     size_t o = 0;
     if (n == 0) return;
@@ -52,6 +71,14 @@ void vc_escape(char *buf, size_t n, const char *s)
         unsigned char c = u[0];
         char e[8];
         int len = utf8_len(u);
+        size_t mark = marks ? option_mark_len(s) : 0;
+        if (mark) {
+            if (o + mark >= n) break;
+            memcpy(buf + o, s, mark);
+            o += mark;
+            s += mark;
+            continue;
+        }
         if (c == '\n') snprintf(e, sizeof e, "\\n");
         else if (c == '\r') snprintf(e, sizeof e, "\\r");
         else if (c == '\t') snprintf(e, sizeof e, "\\t");
@@ -70,6 +97,10 @@ void vc_escape(char *buf, size_t n, const char *s)
     buf[o] = '\0';
 }
 
+void vc_escape(char *buf, size_t n, const char *s) { escape(buf, n, s, false); }
+
+void vc__escape_marked(char *buf, size_t n, const char *s) { escape(buf, n, s, true); }
+
 void vc_escape_text(char *buf, size_t n, const char *s) { vc_escape(buf, n, s ? s : ""); }
 
 vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const char *fmt, va_list ap)
@@ -77,9 +108,9 @@ vc_status vc_set_errorv(vc_error *err, vc_status code, const char *path, const c
     if (!err || err->code != VC_OK) return code;
     char tmp[sizeof err->msg];
     err->code = code;
-    vc_escape(err->path, sizeof err->path, path ? path : "");
+    vc__escape_marked(err->path, sizeof err->path, path ? path : "");
     vsnprintf(tmp, sizeof tmp, fmt, ap);
-    vc_escape(err->msg, sizeof err->msg, tmp);
+    vc__escape_marked(err->msg, sizeof err->msg, tmp);
     return code;
 }
 
@@ -97,7 +128,17 @@ void vc_error_clear(vc_error *err)
     if (err) memset(err, 0, sizeof *err);
 }
 
-void vc_error_format(const vc_error *err, char *buf, size_t n)
+static void error_format(const vc_error *err, char *buf, size_t n, bool marks);
+
+/* The option marks spelt as the CLI writes them (--tp): vc_error_format_for
+ * spells them, then formats with vc__error_format_plain. */
+void vc_error_format(const vc_error *err, char *buf, size_t n) { vc_error_format_for(err, VC_SPELL_CLI, buf, n); }
+
+void vc__error_format_plain(const vc_error *err, char *buf, size_t n) { error_format(err, buf, n, false); }
+
+void vc__error_format_marked(const vc_error *err, char *buf, size_t n) { error_format(err, buf, n, true); }
+
+static void error_format(const vc_error *err, char *buf, size_t n, bool marks)
 {
     size_t used = 0;
     if (n == 0) return;
@@ -115,10 +156,10 @@ void vc_error_format(const vc_error *err, char *buf, size_t n)
         APPEND(": ");
     }
     if (err->path[0]) {
-        vc_escape(esc, sizeof esc, err->path);
+        escape(esc, sizeof esc, err->path, marks);
         APPEND("%s: ", esc);
     }
-    vc_escape(esc, sizeof esc, err->msg[0] ? err->msg : vc_strerror(err->code));
+    escape(esc, sizeof esc, err->msg[0] ? err->msg : vc_strerror(err->code), marks);
     APPEND("%s", esc);
 #undef APPEND
 }

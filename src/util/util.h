@@ -11,6 +11,19 @@
 
 #include "vramcalc/vramcalc.h"
 
+#ifndef VC_OPTION_MARKS /* the same in src/util/util.h and layers/layer.h (layers/ includes only its own headers) */
+#define VC_OPTION_MARKS
+/* An option named in a message, between option marks (VC_OPTION_MARK), by its
+ * table name (src/api/options.def): vc_error_format_for spells it as the front
+ * end does. O("tp"): --tp, tp=; OV("mode", "generate"): --mode generate,
+ * mode=generate; OS("precision", "fp32"): the CLI's short form, -p fp32,
+ * precision=fp32. vc_set_error keeps marks that name an option of the table
+ * (and escapes any other control byte, as before). */
+#define O(name) "\x1f" name "\x1f"
+#define OV(name, value) "\x1f" name "=" value "\x1f"
+#define OS(name, value) "\x1f-" name "=" value "\x1f"
+#endif
+
 /* Fills err (if not NULL and not already set) and returns code. `path` may be NULL. */
 vc_status vc_set_error(vc_error *err, vc_status code, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -19,6 +32,13 @@ void vc_error_clear(vc_error *err);
 /* Copies s into buf (size n) with control bytes escaped (\n, \xNN): user text
  * quoted in an error stays on one line. Truncates to fit. */
 void vc_escape(char *buf, size_t n, const char *s);
+/* vc_escape, keeping the option marks that name an option of the table (O, OV, OS). */
+void vc__escape_marked(char *buf, size_t n, const char *s);
+/* vc_error_format, keeping the option marks of path and msg (for a message that quotes another). */
+void vc__error_format_marked(const vc_error *err, char *buf, size_t n);
+/* vc_error_format with every control byte escaped, marks too (what vc_error_format_for formats
+ * once it has spelt them). */
+void vc__error_format_plain(const vc_error *err, char *buf, size_t n);
 
 /* buf = a + b + c, truncated to n - 1 bytes like snprintf (for hot paths:
  * a layer's JSON path is built several times per layer while loading). */
