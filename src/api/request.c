@@ -619,14 +619,6 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (q->hf.seq > 0) return usage(err, O("seq") " does not go with " OV("mode", "generate") ": " O("prompt") " is the sequence's length");
         q->hf.seq = o->prompt; /* a config.json's report names the prompt's length */
     }
-    /* Qwen2.5-VL's vision tower as transformers runs it (modeling_qwen2_5_vl.py @ efa7189c, its
-     * sdpa path): the batch's image patches are one sequence under a [1, n, n] block mask, so its
-     * attention grows with the batch squared, which a per-sample plan cannot hold (measured:
-     * 21.8% low at batch 2, measured.json's known_gap); refused rather than under-estimated */
-    if (q->given[VC_OPT_IMAGE] && (o->batch > 1 || q->max_batch || sweep))
-        return usage(err, O("image") " is modelled at " O("batch") " 1: transformers runs a batch's image patches as one "
-                     "sequence through the vision tower's attention (its memory grows with the batch squared); "
-                     "not %s", sweep ? O("sweep") : q->max_batch ? O("max_batch") : O("batch") " above 1");
     const vc_peft_row *pr = vc_peft_row_get(q->lora.method);
     if (q->lora.method == VC_PEFT_IA3) { /* IA3Config: target_modules, feedforward_modules; no r, alpha, dropout */
         if (q->given[VC_OPT_LORA] || q->given[VC_OPT_LORA_ALPHA] || q->given[VC_OPT_LORA_DROPOUT])
@@ -1059,6 +1051,17 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             }
             if ((st = text_response(resp, t, n + 1, err))) goto fail;
             goto done;
+        }
+        /* Qwen2.5-VL's vision tower as transformers runs it (modeling_qwen2_5_vl.py @ efa7189c, its
+         * sdpa path): the batch's image patches are one sequence under a [1, n, n] block mask, so its
+         * attention grows with the batch squared, which a per-sample plan cannot hold (measured:
+         * 21.8% low at batch 2, measured.json's known_gap); refused rather than under-estimated.
+         * Gemma 3's SigLIP runs the images as a batch dimension: any batch (vc_hf_images_one_sequence) */
+        if (q->given[VC_OPT_IMAGE] && m->images_one_sequence && (o->batch > 1 || q->max_batch || q->sweep)) {
+            st = usage(err, O("image") " is modelled at " O("batch") " 1 for this vision tower: transformers runs a batch's "
+                       "image patches as one sequence through its attention (Qwen2.5-VL's; its memory grows with the batch "
+                       "squared); not %s", q->sweep ? O("sweep") : q->max_batch ? O("max_batch") : O("batch") " above 1");
+            goto fail;
         }
         vc_lora *lora = &q->lora;
         if (lora->r > 0 || !vc_peft_row_get(lora->method)->lora) {

@@ -481,6 +481,17 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
     return f && f->lora_targets ? f->lora_targets : ""; /* none: PEFT's mapping lacks the model_type */
 }
 
+/* Whether the family's vision tower runs a batch's images as one sequence:
+ * Qwen2.5-VL's (Qwen2_5_VisionTransformerPretrainedModel, modeling_qwen2_5_vl.py
+ * @ efa7189c: the patches of every image concatenated, attention under a
+ * [1, n, n] block mask, its memory growing with the batch squared), not
+ * SigLIP's (SiglipVisionModel: the images a batch dimension). */
+bool vc_hf_images_one_sequence(const cJSON *cfg)
+{
+    const hf_family *f = family_of(cfg);
+    return f && f->vision == VIS_QWEN2_5;
+}
+
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads
  * config.dtype (transformers turns a config.json's "torch_dtype" into it);
  * _STR_DTYPE_TO_TORCH_DTYPE names; _FLOAT16_NOT_SUPPORTED_MODELS. */

@@ -21,6 +21,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
 const char *vc_hf_families(void);
 /* PEFT's default LoRA target_modules for the config's model_type ("" when none). */
 const char *vc_hf_lora_targets(const cJSON *cfg);
+/* Whether the family's vision tower runs a batch's images as one sequence (Qwen2.5-VL's), so that
+ * its memory is not per sample: --image is refused above batch 1 there (src/api/request.c). */
+bool vc_hf_images_one_sequence(const cJSON *cfg);
 /* The config's "dtype" (transformers v5) or "torch_dtype": float32, float16
  * or bfloat16 (with their torch aliases), -1 when absent or another name;
  * *no_fp16 when vLLM refuses float16 for its model_type. */

@@ -765,6 +765,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
+        m->images_one_sequence = vc_hf_images_one_sequence(root);
         const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
         vc__peft_defaults(cJSON_IsString(mt) ? mt->valuestring : NULL, &m->ia3_targets, &m->ia3_feedforward, &m->ln_targets);
         m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);

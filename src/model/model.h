@@ -98,6 +98,7 @@ struct vc_model {
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
+    bool images_one_sequence; /* its vision tower runs a batch's images as one sequence (vc_hf_images_one_sequence) */
     const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
                                                           * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
