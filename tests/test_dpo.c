@@ -26,48 +26,10 @@
 
 #include <cmocka.h>
 
+#include "cli_run.h"
 #include "vramcalc/vramcalc.h"
 
 #define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
-
-typedef struct {
-    int status;
-    char out[8192], err[2048];
-} cli_run;
-
-static void slurp(const char *path, char *buf, size_t n)
-{
-    FILE *f = fopen(path, "rb");
-    size_t k = f ? fread(buf, 1, n - 1, f) : 0;
-    buf[k] = 0;
-    if (f) fclose(f);
-}
-
-static void run(cli_run *r, const char *args)
-{
-    char cmd[2048], o[] = "/tmp/vc_dpo_outXXXXXX", e[] = "/tmp/vc_dpo_errXXXXXX";
-    int fo = mkstemp(o), fe = mkstemp(e);
-    assert_true(fo >= 0 && fe >= 0);
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", VC_CLI, args, o, e);
-    int st = system(cmd);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    slurp(o, r->out, sizeof r->out);
-    slurp(e, r->err, sizeof r->err);
-    close(fo);
-    close(fe);
-    remove(o);
-    remove(e);
-}
-
-/* exit 2, no stdout, one stderr line that contains `want` */
-static void assert_usage(const char *args, const char *want)
-{
-    cli_run r;
-    run(&r, args);
-    if (r.status != 2 || r.out[0] || !strstr(r.err, want) || strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
-        fail_msg("vramcalc %s\n  exit %d, stdout %zu bytes, stderr: %s  wanted exit 2 and one line with: %s", args,
-                 r.status, strlen(r.out), r.err, want);
-}
 
 static void test_cli(void **state)
 {
