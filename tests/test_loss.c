@@ -117,6 +117,14 @@ static const char tiny[] =
     "{\"type\": \"Embedding\", \"name\": \"emb\", \"num_embeddings\": 100, \"embedding_dim\": 32},"
     "{\"type\": \"Linear\", \"name\": \"lm_head\", \"in_features\": 32, \"out_features\": 100, \"bias\": false}]}";
 
+/* tiny with its "loss" value replaced by `loss` (JSON text: "\"chunked_ce\", \"loss_chunks\": 4"). */
+static void tiny_with_loss(char *json, size_t n, const char *loss)
+{
+    const char *k = strstr(tiny, "\"liger_fused_linear_ce\"");
+    assert_non_null(k);
+    snprintf(json, n, "%.*s%s%s", (int)(k - tiny), tiny, loss, k + strlen("\"liger_fused_linear_ce\""));
+}
+
 /* The hand-written model: Embedding(100, 32) then the head Linear(32, 100), 16 tokens,
  * batch 1, fp32, sgd, no workspace. Liger's forward (src/engine/loss.c emit_liger, the
  * source's lines): BT 16, H 32, V 100: inc_factor ceil(100/32) = 4, chunk_size
@@ -171,9 +179,7 @@ static void test_tiny_bytes_cce(void **state)
     o.optim = VC_OPTIM_SGD;
     o.workspace = 0;
     char json[sizeof tiny + 16];
-    const char *k = strstr(tiny, "liger_fused_linear_ce");
-    assert_non_null(k);
-    snprintf(json, sizeof json, "%.*scut_cross_entropy%s", (int)(k - tiny), tiny, k + strlen("liger_fused_linear_ce"));
+    tiny_with_loss(json, sizeof json, "\"cut_cross_entropy\"");
     vc_result r;
     vc_error err;
     assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_OK);
@@ -212,10 +218,7 @@ static void test_tiny_bytes_chunked(void **state)
     o.optim = VC_OPTIM_SGD;
     o.workspace = 0;
     char json[sizeof tiny + 64];
-    const char *k = strstr(tiny, "\"liger_fused_linear_ce\"");
-    assert_non_null(k);
-    snprintf(json, sizeof json, "%.*s\"chunked_ce\", \"loss_chunks\": 4%s", (int)(k - tiny), tiny,
-             k + strlen("\"liger_fused_linear_ce\""));
+    tiny_with_loss(json, sizeof json, "\"chunked_ce\", \"loss_chunks\": 4");
     vc_result r;
     vc_error err;
     assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_OK);
@@ -227,12 +230,10 @@ static void test_tiny_bytes_chunked(void **state)
     assert_int_equal(r.peak.activations, 3072);
     vc_result_free(&r);
     /* "loss_chunks" goes with "chunked_ce", and is a positive integer */
-    snprintf(json, sizeof json, "%.*s\"chunked_ce\", \"loss_chunks\": 0%s", (int)(k - tiny), tiny,
-             k + strlen("\"liger_fused_linear_ce\""));
+    tiny_with_loss(json, sizeof json, "\"chunked_ce\", \"loss_chunks\": 0");
     assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "loss_chunks");
-    snprintf(json, sizeof json, "%.*s\"causal_lm\", \"loss_chunks\": 4%s", (int)(k - tiny), tiny,
-             k + strlen("\"liger_fused_linear_ce\""));
+    tiny_with_loss(json, sizeof json, "\"causal_lm\", \"loss_chunks\": 4");
     assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_ERR_MODEL);
     assert_string_equal(err.path, "loss_chunks");
 }
@@ -254,9 +255,7 @@ static void test_tiny_bytes_mean(void **state)
     o.optim = VC_OPTIM_SGD;
     o.workspace = 0;
     char json[sizeof tiny + 16];
-    const char *k = strstr(tiny, "liger_fused_linear_ce");
-    assert_non_null(k);
-    snprintf(json, sizeof json, "%.*slogits_mean%s", (int)(k - tiny), tiny, k + strlen("liger_fused_linear_ce"));
+    tiny_with_loss(json, sizeof json, "\"logits_mean\"");
     vc_result r;
     vc_error err;
     assert_int_equal(estimate(json, NULL, &o, &r, &err), VC_OK);
