@@ -19,6 +19,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FAM = ["llama", "qwen2", "gemma2", "gpt_neox", "mixtral"]
 
 
+def train_cases(out, rows, **extra):
+    """Training cases from rows of (config, batch, seq, optim, precision, ckpt, lora), each with the
+    settings in extra; every third held out."""
+    for i, (cfg, b, s, o, p, c, l) in enumerate(rows):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
+                        ckpt=c, lora=l, **extra, held_out=(i % 3 == 2)))
+
+
 def cases():
     out = []
     # the grid: every family x {full, LoRA r=8} x {no ckpt, ckpt} x {fp32, bf16}, batch 2, seq 64, AdamW
@@ -80,9 +88,7 @@ def cases():
         ("llama_vocab8k", 3, 80, "sgd", "fp32", False, 0),
         ("qwen2_vocab6k", 2, 72, "sgd", "fp32", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(liger):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, loss="liger", held_out=(i % 3 == 2)))
+    train_cases(out, liger, loss="liger")
     # --loss cce: Apple's Cut Cross-Entropy (cce_replica.py: the wrappers' allocations, kernels as
     # in-place writes). Every third held out.
     cce = [
@@ -96,9 +102,7 @@ def cases():
         ("mixtral_small", 2, 40, "sgd", "fp32", False, 0),
         ("llama_vocab8k", 3, 80, "sgd", "fp32", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(cce):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, loss="cce", held_out=(i % 3 == 2)))
+    train_cases(out, cce, loss="cce")
     # the same large-vocabulary steps with transformers' ForCausalLMLoss, for the contrast
     for cfg, b, s, o, p in (("llama_vocab8k", 2, 64, "sgd", "fp32"), ("llama_vocab8k", 2, 64, "sgd", "bf16")):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
@@ -207,9 +211,7 @@ def cases():
         ("mixtral_small", 2, 40, "adamw", "bf16", True, 0),
         ("llama_small", 2, 64, "adamw", "bf16", False, 8),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(keep):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, zero_grad="zero", held_out=(i % 3 == 2)))
+    train_cases(out, keep, zero_grad="zero")
     # --hold-output (issue 26 item 5): the loop keeps `out` (the logits) until backward returns.
     # Every third held out.
     hold = [
@@ -220,9 +222,7 @@ def cases():
         ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
         ("gemma2_small", 2, 40, "sgd", "bf16", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(hold):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, hold_output=True, held_out=(i % 3 == 2)))
+    train_cases(out, hold, hold_output=True)
     # --loss mean (issue 26 item 2): model(ids).logits.mean(), the simplest loop. Every third held out.
     mean = [
         ("llama_vocab8k", 2, 64, "sgd", "bf16", False, 0),
@@ -232,9 +232,7 @@ def cases():
         ("llama_small", 2, 64, "adam", "fp32", True, 0),
         ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(mean):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, loss="mean", held_out=(i % 3 == 2)))
+    train_cases(out, mean, loss="mean")
     # Qwen3 (issue 31): q_norm / k_norm on the per-head projections, whose outputs are temporaries
     # inside q_norm(...) (reference.py Attention, modeling_qwen3.py @000c33fd Qwen3Attention.forward);
     # configs/qwen3_small.json has attention 4x the hidden size (Qwen3-0.6B has 2x). Generation
@@ -374,9 +372,7 @@ def cases():
         ("gemma2_small", 1, 16, "adamw", "bf16", True, 0),
         ("llama_small", 1, 32, "adamw", "bf16", False, 8),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(inbwd):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, optim_in_bwd=True, held_out=(i % 3 == 2)))
+    train_cases(out, inbwd, optim_in_bwd=True)
     # --grad-ckpt-ops (issue 26 item 3): torchtitan's op-level selective AC in each checkpointed
     # layer (ac_replica.py: its policy through torch 1.13's TorchDispatchMode). Every third held out.
     sac = [
@@ -451,9 +447,7 @@ def cases():
         ("minilm_small", 2, 128, "adamw", "bf16", True, 8),
         ("distilbert_small", 4, 256, "sgd", "bf16", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(enc2):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    train_cases(out, enc2, lora_dropout=0.0)
     # --loss dpo / dpo-precomputed (issue 26 item 5): TRL's DPOTrainer._compute_loss (dpo_replica.py,
     # huggingface/trl @f2cd5771): the batch is the concatenated [chosen; rejected] sequences (2 x
     # pairs), the reference forward with LoRA's adapters disabled or a frozen copy. Every third held out.
@@ -486,9 +480,7 @@ def cases():
         ("qwen3_next_moe_small", 2, 96, "adamw", "bf16", False, 0),
         ("qwen3_next_moe_small", 1, 160, "sgd", "fp32", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(qn):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, experts="grouped_mm", held_out=(i % 3 == 2)))
+    train_cases(out, qn, experts="grouped_mm")
     # generate with Qwen3NextDynamicCache: the prefill's chunked rule, the decoding steps' recurrent rule
     # and torch_causal_conv1d_update on the fixed state, K/V on the full layer
     qn_gen = [
@@ -515,9 +507,7 @@ def cases():
         ("falcon_new_small", 2, 64, "adamw", "bf16", False, 8),
         ("falcon_small", 1, 160, "adam", "fp32", True, 0),
     ]
-    for i, (cfg, b, s, o, p, c, l) in enumerate(fal):
-        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
-                        ckpt=c, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    train_cases(out, fal, lora_dropout=0.0)
     for cfg, b, p, m, prec, ho in (("falcon_small", 1, 32, 16, "fp32", False), ("falcon_new_small", 2, 24, 12, "bf16", False),
                                    ("falcon_seq_small", 1, 48, 8, "fp32", True), ("falcon_new_small", 1, 64, 24, "fp32", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
