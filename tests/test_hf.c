@@ -986,6 +986,22 @@ static void test_family_table(void **state)
     }
 }
 
+/* --serve on an h100-80gb in bf16 with vLLM's defaults, requests of 64 + 64 tokens. */
+static void serve_bf16_h100(const vc_model *m, vc_serve_result *sr)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 64;
+    o.new_tokens = 64;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec h100;
+    vc_error err;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
+    if (vc_serve(m, &o, &so, &h100, sr, &err)) fail_msg("serve: %s", err.msg);
+}
+
 /* MLA and DeepSeek-V3's MoE (issue 31; layers/mla.c, the deepseek_v3 and
  * kimi_k2 rows). Counts from the module shapes of modeling_deepseek_v3.py @
  * 00b676f8 (DeepseekV3ForCausalLM.named_parameters(): e_score_correction_bias
@@ -1077,16 +1093,8 @@ static void test_mla(void **state)
     }
     /* --serve: vLLM's MLAAttentionSpec, one head of kv_lora_rank + qk_rope_head_dim
      * = 20 per token and layer, bf16: 16 tokens x 2 layers x 20 x 2 bytes per block */
-    vc_options_init(&o);
-    o.precision = VC_PREC_BF16;
-    o.prompt = 64;
-    o.new_tokens = 64;
-    vc_serve_options so;
-    vc_serve_options_init(&so);
-    vc_gpu_spec h100;
-    assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
     vc_serve_result sr;
-    if (vc_serve(m, &o, &so, &h100, &sr, &err)) fail_msg("serve: %s", err.msg);
+    serve_bf16_h100(m, &sr);
     assert_int_equal(sr.page_bytes, 16 * 2 * 20 * 2);
     assert_int_equal(sr.latent_layers, 2);
     assert_int_equal(sr.latent, 20);
@@ -1389,16 +1397,8 @@ static void test_falcon(void **state)
         vc_result_free(&r);
         /* --serve: vLLM's FalconAttention pages num_kv_heads (1, 2, 4) per layer: 16 tokens x 2
          * layers x K and V x kv heads x 16 x 2 bytes (bf16) per block */
-        vc_options_init(&o);
-        o.precision = VC_PREC_BF16;
-        o.prompt = 64;
-        o.new_tokens = 64;
-        vc_serve_options so;
-        vc_serve_options_init(&so);
-        vc_gpu_spec h100;
-        assert_int_equal(vc_gpu_parse("h100-80gb", &h100, &err), VC_OK);
         vc_serve_result sr;
-        if (vc_serve(m, &o, &so, &h100, &sr, &err)) fail_msg("serve: %s", err.msg);
+        serve_bf16_h100(m, &sr);
         assert_int_equal(sr.page_bytes, 16 * 2 * 2 * (i == 1 ? 2 : gen[i].heads) * 16 * 2);
         assert_int_equal(sr.latent_layers, 0);
         vc_model_free(m);
