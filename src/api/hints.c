@@ -101,20 +101,6 @@ static bool alt_set(alt_request *a, const char *name, const char *value)
     return vc_request_set(&a->q, name, value, &e) == VC_OK;
 }
 
-/* Runs it: true when it is a request the library takes and it fits. */
-static bool alt_fits(const alt_request *a, vc_response **out)
-{
-    vc_error e;
-    vc_response *r = NULL;
-    if (vc_request_run(&a->q, &r, &e)) return false;
-    if (r->kind != VC_RESP_ESTIMATE || r->status) {
-        vc_response_free(r);
-        return false;
-    }
-    *out = r;
-    return true;
-}
-
 /* name=value in the hint (replacing an earlier value of name: nf4 after int8). */
 static void hint_option(vc_hint *h, const char *name, const char *value)
 {
@@ -132,6 +118,32 @@ static void hint_keep(vc_response *resp, vc_hint *h, const vc_response *r)
     h->total = r->r.memory.total;
     h->peak_allocated = r->r.memory.peak_allocated;
     resp->hints[resp->nhints++] = *h;
+}
+
+/* The given request with the hint's options set (false: one refused). */
+static bool hint_apply(alt_request *a, const vc_hint *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (!alt_set(a, h->name[i], h->value[i])) return false;
+    return true;
+}
+
+/* Runs the given request with the hint's options: 1 fits (*out its
+ * response), 0 taken but does not fit, -1 refused. */
+static int run_hint(const vc_request *given, const vc_hint *h, vc_response **out)
+{
+    alt_request a;
+    alt_begin(&a, given);
+    int got = -1;
+    vc_error e;
+    vc_response *r = NULL;
+    if (hint_apply(&a, h) && !vc_request_run(&a.q, &r, &e)) {
+        got = r->kind == VC_RESP_ESTIMATE && !r->status;
+        if (got) *out = r;
+        else vc_response_free(r);
+    }
+    alt_end(&a);
+    return got;
 }
 
 /* The largest batch that fits (0: none), by the library's own search. */
@@ -164,20 +176,16 @@ static bool try_micro_batch(const vc_request *given, vc_hint *h, vc_response **o
         mb = b / k;
         if (given->o.accumulate > INT64_MAX / k) return false;
     }
-    alt_request a;
-    alt_begin(&a, given);
-    char v[32], acc[32];
+    vc_hint c = *h;
+    char v[32];
     snprintf(v, sizeof v, "%" PRId64, mb);
-    bool ok = alt_set(&a, "batch", v);
+    hint_option(&c, "batch", v);
     if (given->o.mode == VC_MODE_TRAIN) {
-        snprintf(acc, sizeof acc, "%" PRId64, given->o.accumulate * (b / mb));
-        ok = ok && alt_set(&a, "accumulate", acc);
+        snprintf(v, sizeof v, "%" PRId64, given->o.accumulate * (b / mb));
+        hint_option(&c, "accumulate", v);
     }
-    ok = ok && alt_fits(&a, out);
-    alt_end(&a);
-    if (!ok) return false;
-    hint_option(h, "batch", v);
-    if (given->o.mode == VC_MODE_TRAIN) hint_option(h, "accumulate", acc);
+    if (run_hint(given, &c, out) != 1) return false;
+    *h = c;
     return true;
 }
 
@@ -187,46 +195,17 @@ static bool try_gpus(const vc_request *given, vc_hint *h, vc_response **out)
 {
     bool train = given->o.mode == VC_MODE_TRAIN;
     for (int64_t n = 2; n <= MAX_GPUS; n *= 2) {
-        alt_request a;
-        alt_begin(&a, given);
+        vc_hint c = *h;
         char v[32];
         snprintf(v, sizeof v, "%" PRId64, n);
-        bool ok = (train ? alt_set(&a, "parallel", "fsdp2") : alt_set(&a, "tp", v)) && alt_set(&a, "gpus", v);
-        ok = ok && alt_fits(&a, out);
-        alt_end(&a);
-        if (ok) {
-            hint_option(h, train ? "parallel" : "tp", train ? "fsdp2" : v);
-            hint_option(h, "gpus", v);
+        hint_option(&c, train ? "parallel" : "tp", train ? "fsdp2" : v);
+        hint_option(&c, "gpus", v);
+        if (run_hint(given, &c, out) == 1) {
+            *h = c;
             return true;
         }
     }
     return false;
-}
-
-/* The given request with the hint's options set (false: one refused). */
-static bool hint_apply(alt_request *a, const vc_hint *h)
-{
-    for (int i = 0; i < h->n; i++)
-        if (!alt_set(a, h->name[i], h->value[i])) return false;
-    return true;
-}
-
-/* Runs the given request with the hint's options: 1 fits (*out its
- * response), 0 taken but does not fit, -1 refused. */
-static int run_hint(const vc_request *given, const vc_hint *h, vc_response **out)
-{
-    alt_request a;
-    alt_begin(&a, given);
-    int got = -1;
-    vc_error e;
-    vc_response *r = NULL;
-    if (hint_apply(&a, h) && !vc_request_run(&a.q, &r, &e)) {
-        got = r->kind == VC_RESP_ESTIMATE && !r->status;
-        if (got) *out = r;
-        else vc_response_free(r);
-    }
-    alt_end(&a);
-    return got;
 }
 
 /* An option of a hint in a few words. */
@@ -261,11 +240,8 @@ void vc__hints(const vc_request *given, vc_response *resp)
         } else if (row->kind == H_GPUS) {
             ok = try_gpus(given, &h, &r);
         } else {
-            alt_request a;
-            alt_begin(&a, given);
-            ok = alt_set(&a, row->name[0], value) && alt_fits(&a, &r);
-            alt_end(&a);
-            if (ok) hint_option(&h, row->name[0], value);
+            hint_option(&h, row->name[0], value);
+            ok = run_hint(given, &h, &r) == 1;
         }
         if (ok) hint_keep(resp, &h, r);
         vc_response_free(r);
