@@ -22,6 +22,14 @@
  *    carrying the [v_heads, head_k_dim, head_v_dim] fp32 state;
  *  - torch_recurrent_gated_delta_rule (a decoding step with a cached state);
  *  - Qwen3NextRMSNormGated.forward.
+ * Qwen3.5 / Qwen3.6 (model_type qwen3_5, qwen3_5_moe; huggingface/transformers
+ * 8940358a, src/transformers/models/qwen3_5/modular_qwen3_5.py
+ * Qwen3_5GatedDeltaNet, which Qwen3_5MoeGatedDeltaNet is): the same layer with
+ * four projections instead of two (in_proj_qkv [2 key_dim + value_dim],
+ * in_proj_z [value_dim], in_proj_b and in_proj_a [num_v_heads]) and no
+ * fix_query_key_value_ordering: mixed_qkv is in_proj_qkv's output itself
+ * (transposed, no cat), rebound to the conv's output, and z, b, a are the
+ * projections' contiguous outputs (split_projections: true, four inputs).
  * What is modelled is this torch path, the one that runs when the `fla`
  * package (and causal_conv1d) is absent: fla's chunk_gated_delta_rule is a
  * Triton autograd.Function that saves its inputs and recomputes the rest,
@@ -38,6 +46,7 @@
 typedef struct {
     int64_t hk, hv, dk, dv, kernel;
     double eps;
+    bool split; /* Qwen3_5GatedDeltaNet: inputs [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a] */
 } gdn_cfg;
 
 static int gdn_parse(vc_args *a, void *p)
@@ -45,7 +54,8 @@ static int gdn_parse(vc_args *a, void *p)
     gdn_cfg *c = p;
     if (vc_arg_int(a, "num_k_heads", VC_REQUIRED, 1, &c->hk) || vc_arg_int(a, "num_v_heads", VC_REQUIRED, 1, &c->hv) ||
         vc_arg_int(a, "head_k_dim", VC_REQUIRED, 1, &c->dk) || vc_arg_int(a, "head_v_dim", VC_REQUIRED, 1, &c->dv) ||
-        vc_arg_int(a, "conv_kernel", 4, 1, &c->kernel) || vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps))
+        vc_arg_int(a, "conv_kernel", 4, 1, &c->kernel) || vc_arg_float(a, "eps", 1e-6, 0.0, 1.0, &c->eps) ||
+        vc_arg_bool(a, "split_projections", false, &c->split))
         return -1;
     if (c->hv % c->hk)
         return vc_arg_fail(a, "num_v_heads", "must be divisible by num_k_heads (%lld), got %lld", (long long)c->hk,
@@ -62,13 +72,24 @@ static int gdn_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->hk, c->dk, &kd) || vc_mul(s, c->hv, c->dv, &vd) || vc_add(s, 2 * kd, vd, &conv) ||
         vc_add(s, 2 * kd, 2 * vd, &qkvz) || vc_mul(s, conv, c->kernel, &t))
         return -1;
-    if (s->nin != 2) return vc_fail(s, "inputs", "GatedDeltaNet takes [in_proj_qkvz, in_proj_ba]");
-    const vc_shape *x = &s->in[0], *ba = &s->in[1];
-    if (x->nd != 2 || x->d[1] != qkvz)
-        return vc_fail(s, "inputs", "the qkvz projection must be [L, %lld] per sample", (long long)qkvz);
-    const int64_t L = x->d[0];
-    if (ba->nd != 2 || ba->d[0] != L || ba->d[1] != 2 * c->hv)
-        return vc_fail(s, "inputs", "the ba projection must be [%lld, %lld] per sample", (long long)L, (long long)(2 * c->hv));
+    if (c->split) { /* Qwen3_5GatedDeltaNet: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a */
+        if (s->nin != 4)
+            return vc_fail(s, "inputs", "GatedDeltaNet with split_projections takes [in_proj_qkv, in_proj_z, in_proj_b, in_proj_a]");
+        const int64_t w[4] = {conv, vd, c->hv, c->hv};
+        static const char *const nm[4] = {"qkv", "z", "b", "a"};
+        for (int i = 0; i < 4; i++)
+            if (s->in[i].nd != 2 || s->in[i].d[0] != s->in[0].d[0] || s->in[i].d[1] != w[i])
+                return vc_fail(s, "inputs", "the %s projection must be [L, %lld] per sample", nm[i], (long long)w[i]);
+    } else {
+        if (s->nin != 2) return vc_fail(s, "inputs", "GatedDeltaNet takes [in_proj_qkvz, in_proj_ba]");
+        const vc_shape *x = &s->in[0], *ba = &s->in[1];
+        if (x->nd != 2 || x->d[1] != qkvz)
+            return vc_fail(s, "inputs", "the qkvz projection must be [L, %lld] per sample", (long long)qkvz);
+        if (ba->nd != 2 || ba->d[0] != x->d[0] || ba->d[1] != 2 * c->hv)
+            return vc_fail(s, "inputs", "the ba projection must be [%lld, %lld] per sample", (long long)x->d[0],
+                           (long long)(2 * c->hv));
+    }
+    const int64_t L = s->in[0].d[0];
     /* the widest temporaries, each at most 2^56 elements per sample: the decay mask and the
      * intra-chunk matrix [v_heads, L padded, 64], the padded q/k/v [v_heads, L padded, head dim],
      * the conv output [conv_dim, L + kernel - 1], the state [v_heads, head_k_dim, head_v_dim] */
@@ -367,26 +388,41 @@ static void gdn_emit(vc_build *b, const void *p)
     const gdn_cfg *c = p;
     const int64_t L = vc_input_shape(b, 0)->d[0], Hk = c->hk, Hv = c->hv, Dk = c->dk, Dv = c->dv;
     const int64_t Kd = Hk * Dk, Vd = Hv * Dv, Cd = 2 * Kd + Vd, K = c->kernel;
-    const bool split_copies = Hk > 1; /* the reshapes across the key-head groups copy */
-    vc_t qkvz = vc_input(b, 0), ba = vc_input(b, 1);
-    vc_dtype dt = vc_dt_of(b, qkvz);
+    const bool split_copies = !c->split && Hk > 1; /* the reshapes across the key-head groups copy */
+    vc_dtype dt = vc_dt_of(b, vc_input(b, 0));
     bool decode = false;
     int32_t *cache = vc_ssm_state(b, &decode); /* Qwen3NextDynamicCache's slot, NULL without one */
     decode = decode && L == 1;                 /* use_precomputed_states */
-    /* fix_query_key_value_ordering: torch.split views of the grouped projections, value and
-     * z reshaped across the groups (copies), b and a likewise; then query and key reshaped
-     * to [.., key_dim] (copies) */
-    vc_t qv = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false), kv = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false);
-    vc_t vv = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false), zv = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false);
-    vc_t value = split_copies ? vc__op_clone(b, vv) : vv, z = split_copies ? vc__op_clone(b, zv) : zv;
-    vc_t bv = vc__op_view(b, ba, vc_n_sample(L * Hv), false), av = vc__op_view(b, ba, vc_n_sample(L * Hv), false);
-    vc_t bb = split_copies ? vc__op_clone(b, bv) : bv, aa = split_copies ? vc__op_clone(b, av) : av;
-    vc_t query = split_copies ? vc__op_clone(b, qv) : qv, key = split_copies ? vc__op_clone(b, kv) : kv;
-    vc_t held[] = {value, z, bb, aa, query, key};
-    for (int i = 0; i < 6; i++) vc_hold(b, held[i]); /* the forward's locals */
-    vc_t parts[3] = {query, key, value};
-    vc_t mixed = cat(b, parts, 3, vc_n_sample(L * Cd), dt); /* torch.cat((query, key, value), dim=-1) */
-    mixed = vc__op_view(b, mixed, vc_numel_of(b, mixed), false); /* .transpose(1, 2) */
+    vc_t held[6] = {-1, -1, -1, -1, -1, -1};   /* value, z, b, a, query, key: the forward's locals */
+    vc_t z, bb, aa, mixed;
+    if (c->split) {
+        /* Qwen3_5GatedDeltaNet.forward: mixed_qkv = in_proj_qkv(h).transpose(1, 2), rebound to
+         * the conv's output (its reference ends there); z = in_proj_z(h).reshape(..) (a view of
+         * the contiguous output), b = in_proj_b(h), a = in_proj_a(h): locals to the end */
+        vc_input_unheld(b, 0);
+        z = vc_input(b, 1);
+        bb = vc_input(b, 2);
+        aa = vc_input(b, 3);
+        mixed = vc__op_view(b, vc_input(b, 0), vc_n_sample(L * Cd), false); /* .transpose(1, 2) */
+    } else {
+        vc_t qkvz = vc_input(b, 0), ba = vc_input(b, 1);
+        /* fix_query_key_value_ordering: torch.split views of the grouped projections, value and
+         * z reshaped across the groups (copies), b and a likewise; then query and key reshaped
+         * to [.., key_dim] (copies) */
+        vc_t qv = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false), kv = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false);
+        vc_t vv = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false), zv = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false);
+        vc_t value = split_copies ? vc__op_clone(b, vv) : vv;
+        z = split_copies ? vc__op_clone(b, zv) : zv;
+        vc_t bv = vc__op_view(b, ba, vc_n_sample(L * Hv), false), av = vc__op_view(b, ba, vc_n_sample(L * Hv), false);
+        bb = split_copies ? vc__op_clone(b, bv) : bv;
+        aa = split_copies ? vc__op_clone(b, av) : av;
+        vc_t query = split_copies ? vc__op_clone(b, qv) : qv, key = split_copies ? vc__op_clone(b, kv) : kv;
+        const vc_t h[6] = {value, z, bb, aa, query, key};
+        for (int i = 0; i < 6; i++) vc_hold(b, held[i] = h[i]); /* the forward's locals */
+        vc_t parts[3] = {query, key, value};
+        mixed = cat(b, parts, 3, vc_n_sample(L * Cd), dt); /* torch.cat((query, key, value), dim=-1) */
+        mixed = vc__op_view(b, mixed, vc_numel_of(b, mixed), false); /* .transpose(1, 2) */
+    }
     vc_t w_conv = vc_weight(b, 2);
     vc_t act;
     if (decode) {
@@ -408,12 +444,12 @@ static void gdn_emit(vc_build *b, const void *p)
     /* mixed_qkv.transpose(1, 2); torch.split into query, key, value; reshape per head (views):
      * query, key and value rebound, their copies freed */
     act = hold(b, vc__op_view(b, act, vc_numel_of(b, act), false)); /* mixed_qkv, a local to the end */
-    query = vc__op_view(b, act, vc_n_sample(L * Kd), false);
-    key = vc__op_view(b, act, vc_n_sample(L * Kd), false);
-    value = vc__op_view(b, act, vc_n_sample(L * Vd), false);
-    vc_release(b, held[0]);
-    vc_release(b, held[4]);
-    vc_release(b, held[5]);
+    vc_t query = vc__op_view(b, act, vc_n_sample(L * Kd), false);
+    vc_t key = vc__op_view(b, act, vc_n_sample(L * Kd), false);
+    vc_t value = vc__op_view(b, act, vc_n_sample(L * Vd), false);
+    drop(b, held[0]);
+    drop(b, held[4]);
+    drop(b, held[5]);
     /* beta = b.sigmoid(); g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias) */
     vc_t beta = vc__op_unary(b, "sigmoid", bb, VC_SAVE_OUT, false);
     vc_t ea = vc__op_unary(b, "exp", vc__op_cast(b, vc_weight(b, 1), VC_DT_F32), VC_SAVE_OUT, false);
@@ -444,19 +480,32 @@ static void gdn_emit(vc_build *b, const void *p)
     core = vc__op_cast(b, core, dt); /* .to(initial_dtype) (the chunk rule's own, a no-op then) */
     /* core_attn_out.reshape(-1, head_v_dim); z.reshape(-1, head_v_dim) (a copy of z's strided view
      * when the split made none); self.norm(core_attn_out, z); reshape back (views) */
-    if (!split_copies) z = vc__op_clone(b, z);
+    if (!c->split && !split_copies) z = vc__op_clone(b, z);
     vc_t out = gated_norm(b, core, z, vc_weight(b, 3), L * Hv);
     vc_set_output(b, vc__op_view(b, out, vc_numel_of(b, out), true));
-    vc_release(b, held[1]);
-    vc_release(b, held[2]);
-    vc_release(b, held[3]);
+    drop(b, held[1]);
+    drop(b, held[2]);
+    drop(b, held[3]);
     const vc_t late[] = {act, beta, g, q0, k0};
     for (size_t i = 0; i < sizeof late / sizeof *late; i++) vc_release(b, late[i]);
 }
 
 const vc_kind vc_kind_GatedDeltaNet = {
     .name = "GatedDeltaNet",
-    .summary = "Qwen3-Next's Gated DeltaNet (torch fallback): [qkvz, ba] projections -> conv1d, gated delta rule, gated norm -> [L, v_heads*head_v_dim]",
-    .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(gdn_cfg),
+    .summary = "Qwen3-Next's / Qwen3.5's Gated DeltaNet (torch fallback): [qkvz, ba] or [qkv, z, b, a] projections -> conv1d, gated delta rule, gated norm -> [L, v_heads*head_v_dim]",
+    .min_inputs = 2, .max_inputs = 4, .cfg_size = sizeof(gdn_cfg),
     .parse = gdn_parse, .setup = gdn_setup, .emit = gdn_emit,
 };
+
+/* vLLM's per-request state of one Gated DeltaNet layer (src/engine/serve.c): vllm-project/vllm @ 2afe1e85,
+ * vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator.gated_delta_net_state_shape
+ * (tensor parallel size 1, no speculative tokens): the conv state (conv_kernel - 1, 2 key_dim + value_dim)
+ * and the temporal state (num_v_heads, head_k_dim, head_v_dim), in elements; *qwen3_5: the layer is
+ * Qwen3_5GatedDeltaNet's (its model keeps both states in float32, serve.c). */
+void vc__gdn_state(const void *cfg, int64_t *conv, int64_t *ssm, bool *qwen3_5)
+{
+    const gdn_cfg *c = cfg;
+    *conv = (c->kernel - 1) * (2 * c->hk * c->dk + c->hv * c->dv);
+    *ssm = c->hv * c->dk * c->dv;
+    *qwen3_5 = c->split;
+}

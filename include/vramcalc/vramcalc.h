@@ -894,6 +894,12 @@ typedef struct {
      * and the custom all-reduce's (set up before the snapshot) and the CUDA
      * graphs (captured after the pool is sized) are not in it at that commit. */
     int64_t non_torch, non_torch_cublas, non_torch_kernels;
+    /* a hybrid model's Gated DeltaNet layers (qwen3_next, qwen3_5; src/engine/serve.c): vLLM keeps each
+     * one's conv and recurrent state per request (MambaSpec), one page beside the attention layers'
+     * paged keys and values; block_size is the attention block size vLLM then uses (raised so that an
+     * attention page holds a state page: HybridAttentionMambaModelConfig), state_layers the DeltaNet
+     * layers (0: none), state_bytes one layer's state of one request before padding to the page */
+    int64_t block_size, state_layers, state_bytes;
 } vc_serve_result;
 
 /* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision

@@ -103,7 +103,7 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                    "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
                    ", \"page_bytes\": %" PRId64 ", \"blocks\": %" PRId64 ", \"tokens\": %" PRId64 ", \"request_tokens\": %" PRId64
                    ", \"concurrency\": %" PRId64,
-                resp->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, so->block_size,
+                resp->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, r->block_size,
                 vc_kv_dtype_name(so->kv_cache_dtype), vc_precision_name(o->precision), r->weights, r->profile_peak,
                 r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens, r->concurrency);
         /* vLLM's non-torch memory (src/engine/serve.c vllm_non_torch): the increase it subtracts, by
@@ -114,6 +114,9 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
+        if (r->state_layers > 0) /* Gated DeltaNet: a fixed state per request beside the paged K/V (src/engine/serve.c) */
+            fprintf(f, ", \"kv_cache_kind\": \"deltanet_state+paged_kv\", \"state_layers\": %" PRId64
+                       ", \"state_bytes_per_request_layer\": %" PRId64, r->state_layers, r->state_bytes);
         fprintf(f, "}\n}\n");
         return;
     }
@@ -141,10 +144,16 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     format_bytes(r->kv_cache, a, sizeof a);
     fprintf(f, "  %-22s %12s\n", "KV cache pool", a);
     format_bytes(r->page_bytes, b, sizeof b);
-    fprintf(f, "  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, so->block_size, b);
+    fprintf(f, "  %-22s %12" PRId64 "  (%" PRId64 " tokens each, %s per block)\n", "blocks", r->blocks, r->block_size, b);
     if (r->latent_layers > 0) /* MLA: vLLM pages the compressed latent, not per-head K and V */
         fprintf(f, "  %-22s %12s  (%" PRId64 " layers x %" PRId64 " per token: kv_lora_rank + qk_rope_head_dim, one head)\n",
                 "cache kind", "MLA latent", r->latent_layers, r->latent);
+    if (r->state_layers > 0) { /* Gated DeltaNet: vLLM's MambaSpec pages beside the attention layers' blocks */
+        format_bytes(r->state_bytes, a, sizeof a);
+        fprintf(f, "  %-22s %12s  (%" PRId64 " Gated DeltaNet layers: conv + recurrent state, %s per request and "
+                   "layer, one block each; the attention layers' K/V paged)\n", "cache kind", "DeltaNet state",
+                r->state_layers, a);
+    }
     fprintf(f, "  %-22s %12" PRId64 "\n", "tokens", r->tokens);
     snprintf(d, sizeof d, "%" PRId64 "+%" PRId64, o->prompt, o->new_tokens);
     fprintf(f, "  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,

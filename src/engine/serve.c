@@ -235,6 +235,59 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
 
+/* The hybrid KV cache of a model with Gated DeltaNet layers (qwen3_next, qwen3_5, qwen3_5_moe) as vLLM
+ * sizes it without prefix caching for the Mamba-like layers (mamba_cache_mode "none"):
+ *  - each DeltaNet layer keeps, per request, a conv state and a temporal (recurrent) state: MambaSpec
+ *    (vllm-project/vllm @ bc8282e6, vllm/v1/kv_cache_interface.py: page_size_bytes = the sum of the
+ *    states' prod(shape) x dtype size, or page_size_padded; max_memory_usage_bytes with
+ *    mamba_cache_mode "none": one page per request), their shapes layers/deltanet.c vc__gdn_state
+ *    (mamba_utils.py @ 2afe1e85 gated_delta_net_state_shape). Their dtype: Qwen3NextForCausalLM's
+ *    get_mamba_state_dtype_from_config, gated_delta_net_state_dtype(model dtype, mamba_cache_dtype
+ *    "auto"): the model's dtype for both (mamba_utils.py @ 2afe1e85); Qwen3.5's
+ *    (vllm/model_executor/models/qwen3_5.py @ 36c110bd Qwen3_5ForConditionalGeneration
+ *    .get_mamba_state_dtype_from_config: "Qwen3.5 uses float32 for mamba cache dtype"): float32 for both;
+ *  - the attention layers keep paged K and V, and their block size is raised until one attention
+ *    page holds a state page (vllm/model_executor/models/config.py @ 1936cf38,
+ *    HybridAttentionMambaModelConfig.verify_and_update_config, without prefix caching:
+ *    attn_block_size = 16 x cdiv(mamba_page_size, 16 x attn_page_size_1_token), kept when the user's
+ *    block_size is larger; the state page is then padded to the attention page, mamba_page_size_padded);
+ *  - one page size for every layer: the layers of each kind in groups of group_size (the fewest layers
+ *    of a kind, or the most when under 1.5 times the fewest: _get_kv_cache_groups_uniform_page_size in
+ *    vllm/v1/core/kv_cache_utils.py, as for sliding and full layers above), group_size KVCacheTensors a
+ *    layer of every group shares: num_blocks = available // page_size // group_size (get_num_blocks);
+ *    get_max_concurrency_for_kv_cache_config: a request needs cdiv(tokens, block_size) blocks per
+ *    attention group and one block per DeltaNet group.
+ * With prefix caching on (vLLM's mamba_cache_mode "align" for models that support it), block sizes and
+ * state pages per request differ: not modelled (docs/inference.md). */
+static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dtype act, int64_t n_gdn, int64_t conv,
+                           int64_t ssm, bool f32, int64_t n_attn, int nkind, int64_t layer_el, vc_error *err)
+{
+    if (nkind > 1 || layer_el <= 0)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "Gated DeltaNet layers beside attention layers of differing "
+                            "kinds or sizes: vLLM's hybrid cache for that mix is not modelled");
+    const int64_t sdt = f32 ? 4 : vc_dtype_size(act);
+    int64_t state, one_tok, page, blk, t;
+    if (__builtin_mul_overflow(conv + ssm, sdt, &state) ||
+        __builtin_mul_overflow(layer_el, (int64_t)kv_size(so->kv_cache_dtype, act), &one_tok) ||
+        __builtin_mul_overflow(16, one_tok, &t))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a DeltaNet state page passes 2^63 bytes");
+    blk = 16 * cdiv(state, t); /* attn_block_size */
+    if (so->block_size > blk) blk = so->block_size;
+    const int64_t g = (double)(n_gdn > n_attn ? n_gdn : n_attn) < 1.5 * (double)(n_gdn < n_attn ? n_gdn : n_attn)
+                          ? (n_gdn > n_attn ? n_gdn : n_attn)
+                          : (n_gdn < n_attn ? n_gdn : n_attn);
+    const int64_t ga = cdiv(n_attn, g), gs = cdiv(n_gdn, g);
+    if (__builtin_mul_overflow(blk, one_tok, &page) || __builtin_mul_overflow(page, g, &r->page_bytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
+    r->block_size = blk;
+    r->state_layers = n_gdn;
+    r->state_bytes = state;
+    r->blocks = r->kv_cache / r->page_bytes;
+    r->tokens = r->blocks / (ga + gs) * blk;
+    r->concurrency = r->blocks / (ga * cdiv(r->request_tokens, blk) + gs);
+    return VC_OK;
+}
+
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err)
 {
@@ -250,13 +303,14 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    /* vLLM keeps a Gated DeltaNet layer's state per request in its hybrid KV cache manager (MambaSpec
-     * pages beside the attention layers' blocks): that pool's layout is not modelled */
+    /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
+    int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
+    bool gdn_f32 = false;
     for (size_t i = 0; i < m->ninst; i++)
-        if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet"))
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has Gated DeltaNet layers (qwen3_next): vLLM's hybrid "
-                                "cache (a fixed state per request beside the attention layers' KV blocks) is not modelled; "
-                                OV("mode", "generate") " gives transformers' Qwen3NextDynamicCache");
+        if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
+            vc__gdn_state(m->inst[i].cfg, &gdn_conv, &gdn_ssm, &gdn_f32);
+            gdn_n++;
+        }
     /* EngineArgs.get_batch_defaults: the OpenAI API server's defaults; max_num_seqs's at most
      * max_num_batched_tokens (vllm-project/vllm @ 99d7eb5d, vllm/engine/arg_utils.py
      * EngineArgs._set_default_args: min(default_max_num_seqs, max_num_batched_tokens)) */
@@ -394,6 +448,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         r->tokens = r->blocks / groups * so->block_size;
         r->concurrency = r->blocks / need;
     }
+    r->block_size = so->block_size;
+    if (gdn_n > 0 && (st = gdn_state(r, so, act, gdn_n, gdn_conv, gdn_ssm, gdn_f32, nlayers, nkind, layer_el, err))) return st;
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
                             "one request of %lld tokens (" O("prompt") " + " O("new_tokens") ") needs more KV cache than the %lld tokens "

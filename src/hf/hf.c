@@ -204,6 +204,40 @@ const hf_family vc__hf_families[] = {
               [K_LIN_VD] = DEF("linear_value_head_dim", 128), [K_CONV_K] = DEF("linear_conv_kernel_dim", 4),
               [K_FULL_INTERVAL] = DEF("full_attention_interval", 4), [K_HYBRID_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .hybrid = true, .lora_targets = NULL},
+    /* Qwen3.5 / Qwen3.6 (issue 31): Qwen3_5Config / Qwen3_5MoeConfig (configuration_qwen3_5.py @ 8116e632,
+     * modular_qwen3_5_moe.py @ e36255cb) nest the language model in text_config (Qwen3_5TextConfig,
+     * Qwen3_5MoeTextConfig: Qwen3NextConfig's keys, their defaults Qwen3.5-9B's and Qwen3.5-35B-A3B's;
+     * layer_types, else "linear_attention" if (i + 1) % full_attention_interval (kwargs, 4);
+     * partial_rotary_factor 0.25 by kwargs.setdefault) beside vision_config (src/hf/hf_vision.c).
+     * Qwen3_5DecoderLayer (modular_qwen3_5.py @ 8940358a): Qwen3NextAttention (gated, q/k norms),
+     * Qwen3_5GatedDeltaNet (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a: layers/deltanet.c's
+     * split_projections), Qwen3NextRMSNorm ((1 + weight)), a dense Qwen3_5MLP(intermediate_size) on
+     * every layer; Qwen3_5MoeDecoderLayer: Qwen3NextSparseMoeBlock on every layer (no
+     * decoder_sparse_step, mlp_only_layers or norm_topk_prob: Qwen3_5MoeTopKRouter, Qwen3-VL-MoE's,
+     * renormalizes the top-k), stacked experts and a gated shared expert. The MTP layers of the
+     * checkpoints (mtp_num_hidden_layers) are not built: _keys_to_ignore_on_load_unexpected ^mtp.* */
+#define QWEN3_5_KEYS                                                                                           \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 248320), [K_HEADS] = DEF("num_attention_heads", 16),           \
+    [K_HEAD_DIM] = DEF("head_dim", 256), [K_MAXPOS] = DEF("max_position_embeddings", 32768),                \
+    [K_ROTARY] = DEF("partial_rotary_factor", 0.25), [K_QKV_BIAS] = DEF("attention_bias", 0),               \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_LIN_KH] = DEF("linear_num_key_heads", 16),                     \
+    [K_LIN_VH] = DEF("linear_num_value_heads", 32), [K_LIN_KD] = DEF("linear_key_head_dim", 128),           \
+    [K_LIN_VD] = DEF("linear_value_head_dim", 128), [K_CONV_K] = DEF("linear_conv_kernel_dim", 4),          \
+    [K_FULL_INTERVAL] = DEF("full_attention_interval", 4), [K_HYBRID_TYPES] = DEF("layer_types", 0)
+    {.model_type = "qwen3_5", .config_class = "Qwen3_5TextConfig (Qwen3_5Config.text_config)",
+     .keys = {QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 4096), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 4), [K_INTER] = DEF("intermediate_size", 12288)},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .qk_norm = QK_PER_HEAD, .hybrid = true, .gdn_split = true,
+     .nested = "text_config", .vision = VIS_QWEN3_5, .lora_targets = NULL},
+    {.model_type = "qwen3_5_moe", .config_class = "Qwen3_5MoeTextConfig (Qwen3_5MoeConfig.text_config)",
+     .keys = {QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 2048), [K_LAYERS] = DEF("num_hidden_layers", 40),
+              [K_KV_HEADS] = DEF("num_key_value_heads", 2), [K_INTER] = FIXED(0) /* del self.intermediate_size */,
+              [K_EXPERTS] = DEF("num_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
+              [K_MOE_INTER] = DEF("moe_intermediate_size", 512), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 512),
+              [K_SPARSE_STEP] = FIXED(1), [K_NORM_TOPK] = FIXED(1)},
+     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .hybrid = true, .gdn_split = true,
+     .nested = "text_config", .vision = VIS_QWEN3_5, .lora_targets = NULL},
+#undef QWEN3_5_KEYS
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
               [K_HEADS] = REQ("n_head"), [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("layer_norm_epsilon", 1e-5),

@@ -155,12 +155,16 @@ typedef struct {
     /* issue 31 item 4 (vision towers): the tower the config's vision_config describes (src/hf/hf_vision.c) */
     unsigned char vision; /* VIS_* */
     bool nested_opt;      /* .nested may be absent: the keys are then the config's own (Qwen2_5_VLConfig before text_config) */
+    /* issue 31 (qwen3_5, qwen3_5_moe): Qwen3_5GatedDeltaNet's four projections in_proj_qkv, in_proj_z,
+     * in_proj_b, in_proj_a instead of Qwen3NextGatedDeltaNet's in_proj_qkvz and in_proj_ba */
+    bool gdn_split;
 } hf_family;
 
 enum {
     VIS_NONE,
     VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
-    VIS_SIGLIP   /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
+    VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
+    VIS_QWEN3_5  /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers): weights counted, --image refused */
 };
 
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
@@ -172,6 +176,7 @@ typedef struct {
     /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
     int64_t img, mm;
     bool use_head;
+    int64_t npos;   /* VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows) */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
@@ -235,7 +240,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

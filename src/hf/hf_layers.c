@@ -195,10 +195,21 @@ bool vc__hf_layer_linear(const arch *a, int64_t i)
 static void linear_attn(wr *w, const arch *a, const char *in)
 {
     const int64_t kd = a->lin_kh * a->lin_kd, vd = a->lin_vh * a->lin_vd;
-    linear(w, "linear_attn.in_proj_qkvz", NULL, a->H, 2 * kd + 2 * vd, false);
-    linear(w, "linear_attn.in_proj_ba", in, a->H, 2 * a->lin_vh, false);
-    cJSON *o = add_layer(w, "GatedDeltaNet", "linear_attn");
-    ins(w, o, "linear_attn.in_proj_qkvz", "linear_attn.in_proj_ba", NULL, NULL);
+    cJSON *o;
+    if (a->f->gdn_split) { /* Qwen3_5GatedDeltaNet (modular_qwen3_5.py @ 8940358a): in_proj_qkv, _z, _b, _a */
+        linear(w, "linear_attn.in_proj_qkv", NULL, a->H, 2 * kd + vd, false);
+        linear(w, "linear_attn.in_proj_z", in, a->H, vd, false);
+        linear(w, "linear_attn.in_proj_b", in, a->H, a->lin_vh, false);
+        linear(w, "linear_attn.in_proj_a", in, a->H, a->lin_vh, false);
+        o = add_layer(w, "GatedDeltaNet", "linear_attn");
+        ins(w, o, "linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b", "linear_attn.in_proj_a");
+        flag(w, o, "split_projections", true);
+    } else {
+        linear(w, "linear_attn.in_proj_qkvz", NULL, a->H, 2 * kd + 2 * vd, false);
+        linear(w, "linear_attn.in_proj_ba", in, a->H, 2 * a->lin_vh, false);
+        o = add_layer(w, "GatedDeltaNet", "linear_attn");
+        ins(w, o, "linear_attn.in_proj_qkvz", "linear_attn.in_proj_ba", NULL, NULL);
+    }
     num(w, o, "num_k_heads", (double)a->lin_kh);
     num(w, o, "num_v_heads", (double)a->lin_vh);
     num(w, o, "head_k_dim", (double)a->lin_kd);

@@ -314,6 +314,45 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
     return 0;
 }
 
+/* Qwen3.5 / Qwen3.6 (model_type qwen3_5, qwen3_5_moe): Qwen3_5VisionConfig (configuration_qwen3_5.py
+ * @ 8116e632: depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304,
+ * num_heads 16, in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2,
+ * out_hidden_size 3584, num_position_embeddings 2304) and Qwen3_5VisionModel (modular_qwen3_5.py
+ * @ 8940358a: Qwen3VLVisionModel less deepstack_merger_list). Its weights are counted (write_qwen3_5
+ * below); the tower's forward (learned position embeddings interpolated per image, LayerNorm blocks)
+ * is not modelled: --image is refused. */
+static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
+        vint(r, v, "intermediate_size", 4304, 1, &t->I) || vint(r, v, "num_heads", 16, 1, &t->NH) ||
+        vint(r, v, "in_channels", 3, 1, &t->cin) || vint(r, v, "patch_size", 16, 1, &t->P) ||
+        vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
+        vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
+        return -1;
+    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
+    if (t->out != a->H) /* Qwen3_5Model.forward: inputs_embeds.masked_scatter(image_mask, image_embeds) */
+        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
+                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t x, m2, pd;
+    if (__builtin_mul_overflow(t->C, t->C, &x) || __builtin_mul_overflow(x, 3, &x) || x > lim ||
+        __builtin_mul_overflow(t->I, t->C, &x) || x > lim || __builtin_mul_overflow(t->npos, t->C, &x) || x > lim)
+        return vbad(r, "hidden_size", "the tower's weights (%lld wide, intermediate_size %lld, %lld positions) are more "
+                    "than 2^48 elements", (long long)t->C, (long long)t->I, (long long)t->npos);
+    if (__builtin_mul_overflow(t->M, t->M, &m2) || __builtin_mul_overflow(t->C, m2, &x) || x > MAX_SIZE ||
+        __builtin_mul_overflow(x, x > t->out ? x : t->out, &x) || x > lim)
+        return vbad(r, "spatial_merge_size", "the merger's weights (hidden_size %lld x %lld merged patches) are more "
+                    "than 2^48 elements", (long long)t->C, (long long)m2);
+    if (__builtin_mul_overflow(t->cin, t->T, &pd) || __builtin_mul_overflow(pd, t->P, &pd) ||
+        __builtin_mul_overflow(pd, t->P, &pd) || pd > MAX_SIZE || __builtin_mul_overflow(pd, t->C, &x) || x > lim)
+        return vbad(r, "patch_size", "a patch (%lld channels x %lld frames x %lld x %lld) is too large",
+                    (long long)t->cin, (long long)t->T, (long long)t->P, (long long)t->P);
+    return 0;
+}
+
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
@@ -329,7 +368,9 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
         return -1;
     }
-    if (a->f->vision == VIS_SIGLIP ? read_siglip(r, a, v) : read_qwen2_5(r, a, v)) return -1;
+    if (a->f->vision == VIS_SIGLIP ? read_siglip(r, a, v) : a->f->vision == VIS_QWEN3_5 ? read_qwen3_5(r, a, v)
+                                                                                         : read_qwen2_5(r, a, v))
+        return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
     if (o && o->tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
@@ -337,6 +378,11 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         return -1;
     }
     if (!want) return 0;
+    if (a->f->vision == VIS_QWEN3_5) {
+        vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the vision tower's weights "
+                     "are counted, its forward (Qwen3_5VisionModel) is not modelled yet: run without images", r->fam);
+        return -1;
+    }
     hf_vision *t = &a->vis;
     if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
@@ -546,6 +592,38 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
     vweights(w, "multi_modal_projector.mm_input_projection_weight", C, t->out, false, false);
 }
 
+/* named_parameters() of Qwen3_5VisionModel (modeling_qwen3_vl.py @ 68a7b7e2, the classes it inherits):
+ * Qwen3VLVisionPatchEmbed.proj (nn.Conv3d(in_channels, hidden, [T, P, P]) with its bias), pos_embed
+ * (nn.Embedding(num_position_embeddings, hidden)), Qwen3VLVisionBlock (norm1, norm2: nn.LayerNorm with
+ * weight and bias; attn.qkv, attn.proj, mlp.linear_fc1, mlp.linear_fc2: nn.Linear with biases), merger
+ * (Qwen3VLVisionPatchMerger without the post-shuffle norm: norm nn.LayerNorm(hidden), linear_fc1
+ * (hidden x merge^2 square), linear_fc2 to out_hidden_size, both with biases). */
+static void write_qwen3_5_weights(vw *w, const hf_vision *t)
+{
+    char nm[120];
+    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
+    vweights(w, "visual.pos_embed", t->npos, C, false, false);
+    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
+        static const struct { const char *n; int which; } ms[] = {
+            {"norm1", 0}, {"norm2", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
+        };
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
+            switch (ms[i].which) {
+            case 0: vweights(w, nm, C, 0, true, false); break;
+            case 1: vweights(w, nm, 3 * C, C, true, true); break;
+            case 2: vweights(w, nm, C, C, true, true); break;
+            case 3: vweights(w, nm, I, C, true, true); break;
+            default: vweights(w, nm, C, I, true, true); break;
+            }
+        }
+    }
+    vweights(w, "visual.merger.norm", C, 0, true, false);
+    vweights(w, "visual.merger.linear_fc1", H4, H4, true, true);
+    vweights(w, "visual.merger.linear_fc2", t->out, H4, true, true);
+}
+
 static void vln(vw *w, const char *name, const char *in, int64_t width)
 {
     cJSON *o = lay(w, "LayerNorm", name);
@@ -657,6 +735,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     if (!a->f->vision) return NULL;
     if (t->patches == 0) {
         if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
+        else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);
         else write_weights(&w, t);
         return NULL;
     }
