@@ -80,7 +80,10 @@ static vc_status load_js(const char *js, const vc_hf_options *o, vc_model **m, v
  *    conv1d 40,960, dt_bias and A_log 96, norm 128, out_proj 5120 x 6144 = 31,457,280: 115,876,064;
  *  - the language model 2,542,796,800 + 5,120 + 64 x 267,397,120 + 16 x 104,858,112
  *    + 48 x 115,876,064 = 26,895,998,464; the tower as above but linear_fc2 5120 x 4608 + 5120:
- *    460,730,096; in all 27,356,728,560. */
+ *    460,730,096; in all 27,356,728,560.
+ * Both totals (and the trainable counts) are also what bench/accuracy/llm's reference.py CausalLM
+ * with deltanet_replica.py's Qwen3_5 classes holds, built from these two configs on the meta device
+ * (check_params.py's MetaMode): 35,107,181,936 / 34,660,610,688 and 27,356,728,560 / 26,895,998,464. */
 static void test_counts(void **state)
 {
     (void)state;

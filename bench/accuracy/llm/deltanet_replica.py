@@ -407,3 +407,205 @@ class Qwen3NextDecoderLayer(nn.Module):
         hidden_states = self.mlp(hidden_states)
         hidden_states = residual + hidden_states
         return hidden_states
+
+
+# ---------------------------------------------------------------------------------------------------
+# Qwen3.5 / Qwen3.6 (model_type qwen3_5, qwen3_5_moe), written from huggingface/transformers
+# src/transformers/models/qwen3_5/modular_qwen3_5.py @ 8940358af7421e958995b05136ca14ce54bef39c (Q35
+# below), models/qwen3_5_moe/modular_qwen3_5_moe.py @ e36255cb9af68ea2c16fefd6b1c798882cafda16 (Q35M)
+# and models/qwen3_vl/modeling_qwen3_vl.py @ 68a7b7e272a36928120316249af3ee3cac595818 (QVL: the classes
+# Q35 inherits), each class named after the one it replicates; what Q35 takes unchanged from
+# modeling_qwen3_next.py (Qwen3NextAttention, Qwen3NextRMSNorm(Gated), the torch delta rules,
+# torch_causal_conv1d_update, Qwen3NextDynamicCache) is the code above.
+# ---------------------------------------------------------------------------------------------------
+
+class Qwen3_5GatedDeltaNet(Qwen3NextGatedDeltaNet):
+    """Q35 Qwen3_5GatedDeltaNet: Qwen3NextGatedDeltaNet's modules with in_proj_qkv [2 key_dim +
+    value_dim], in_proj_z [value_dim], in_proj_b and in_proj_a [num_v_heads] in place of in_proj_qkvz and
+    in_proj_ba (built here without the two it deletes), and its forward: no fix_query_key_value_ordering,
+    mixed_qkv the projection itself."""
+
+    def __init__(self, cfg, layer_idx):
+        nn.Module.__init__(self)
+        self.hidden_size = cfg.hidden_size
+        self.num_v_heads = cfg.d.get("linear_num_value_heads", 32)
+        self.num_k_heads = cfg.d.get("linear_num_key_heads", 16)
+        self.head_k_dim = cfg.d.get("linear_key_head_dim", 128)
+        self.head_v_dim = cfg.d.get("linear_value_head_dim", 128)
+        self.key_dim = self.head_k_dim * self.num_k_heads
+        self.value_dim = self.head_v_dim * self.num_v_heads
+        self.conv_kernel_size = cfg.d.get("linear_conv_kernel_dim", 4)
+        self.layer_idx = layer_idx
+        self.conv_dim = self.key_dim * 2 + self.value_dim
+        self.conv1d = nn.Conv1d(in_channels=self.conv_dim, out_channels=self.conv_dim, bias=False,
+                                kernel_size=self.conv_kernel_size, groups=self.conv_dim,
+                                padding=self.conv_kernel_size - 1)
+        self.dt_bias = nn.Parameter(torch.ones(self.num_v_heads))
+        A = torch.empty(self.num_v_heads).uniform_(0, 16)
+        self.A_log = nn.Parameter(torch.log(A))
+        self.norm = Qwen3NextRMSNormGated(self.head_v_dim, eps=cfg.rms_norm_eps)
+        self.out_proj = R.Linear(self.value_dim, self.hidden_size, bias=False)
+        self.in_proj_qkv = R.Linear(self.hidden_size, self.key_dim * 2 + self.value_dim, bias=False)
+        self.in_proj_z = R.Linear(self.hidden_size, self.value_dim, bias=False)
+        self.in_proj_b = R.Linear(self.hidden_size, self.num_v_heads, bias=False)
+        self.in_proj_a = R.Linear(self.hidden_size, self.num_v_heads, bias=False)
+
+    def forward(self, hidden_states, cache_params=None, cache_position=None, attention_mask=None):
+        # apply_mask_to_padding_states: a no-op without a mask (or with one row / one token)
+        if attention_mask is not None and attention_mask.shape[1] > 1 and attention_mask.shape[0] > 1:
+            dtype = hidden_states.dtype
+            hidden_states = (hidden_states * attention_mask[:, :, None]).to(dtype)
+        batch_size, seq_len, _ = hidden_states.shape
+        use_precomputed_states = (cache_params is not None and cache_params.has_previous_state and seq_len == 1
+                                  and cache_position is not None)
+        if cache_params is not None:
+            conv_state = cache_params.conv_states[self.layer_idx]
+            recurrent_state = cache_params.recurrent_states[self.layer_idx]
+        mixed_qkv = self.in_proj_qkv(hidden_states)
+        mixed_qkv = mixed_qkv.transpose(1, 2)
+        z = self.in_proj_z(hidden_states)
+        z = z.reshape(batch_size, seq_len, -1, self.head_v_dim)
+        b = self.in_proj_b(hidden_states)
+        a = self.in_proj_a(hidden_states)
+        if use_precomputed_states:
+            mixed_qkv = torch_causal_conv1d_update(mixed_qkv, conv_state, self.conv1d.weight.squeeze(1), self.conv1d.bias,
+                                                   "silu")
+        else:
+            if cache_params is not None:
+                conv_state = F.pad(mixed_qkv, (self.conv_kernel_size - mixed_qkv.shape[-1], 0))
+                cache_params.conv_states[self.layer_idx] = conv_state
+            mixed_qkv = F.silu(self.conv1d(mixed_qkv)[:, :, :seq_len])
+        mixed_qkv = mixed_qkv.transpose(1, 2)
+        query, key, value = torch.split(mixed_qkv, [self.key_dim, self.key_dim, self.value_dim], dim=-1)
+        query = query.reshape(batch_size, seq_len, -1, self.head_k_dim)
+        key = key.reshape(batch_size, seq_len, -1, self.head_k_dim)
+        value = value.reshape(batch_size, seq_len, -1, self.head_v_dim)
+        beta = b.sigmoid()
+        g = -self.A_log.float().exp() * F.softplus(a.float() + self.dt_bias)
+        if self.num_v_heads // self.num_k_heads > 1:
+            query = query.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
+            key = key.repeat_interleave(self.num_v_heads // self.num_k_heads, dim=2)
+        if not use_precomputed_states:
+            core_attn_out, last_recurrent_state = torch_chunk_gated_delta_rule(
+                query, key, value, g=g, beta=beta, initial_state=None, output_final_state=cache_params is not None,
+                use_qk_l2norm_in_kernel=True)
+        else:
+            core_attn_out, last_recurrent_state = torch_recurrent_gated_delta_rule(
+                query, key, value, g=g, beta=beta, initial_state=recurrent_state,
+                output_final_state=cache_params is not None, use_qk_l2norm_in_kernel=True)
+        if cache_params is not None:
+            cache_params.recurrent_states[self.layer_idx] = last_recurrent_state
+        core_attn_out = core_attn_out.reshape(-1, self.head_v_dim)
+        z = z.reshape(-1, self.head_v_dim)
+        core_attn_out = self.norm(core_attn_out, z)
+        core_attn_out = core_attn_out.reshape(batch_size, seq_len, -1)
+        output = self.out_proj(core_attn_out)
+        return output
+
+
+class Qwen3_5DecoderLayer(Qwen3NextDecoderLayer):
+    """Q35 Qwen3_5DecoderLayer: linear_attn (Qwen3_5GatedDeltaNet) or self_attn (Qwen3NextAttention) by
+    layer_types, mlp a Qwen3_5MLP(intermediate_size) (LlamaMLP's ops, reference.GatedMLP) on every layer;
+    Q35M Qwen3_5MoeDecoderLayer: Qwen3NextSparseMoeBlock on every layer (Qwen3_5MoeTopKRouter, Qwen3-VL-MoE's
+    router, renormalizes the top-k: norm_topk_prob True; stacked experts, moe_v5_replica.py). The forward
+    is Qwen3NextDecoderLayer's."""
+
+    def __init__(self, cfg, layer_idx, attn_impl):
+        nn.Module.__init__(self)
+        self.layer_type = layer_types(cfg)[layer_idx]
+        if self.layer_type == "linear_attention":
+            self.linear_attn = Qwen3_5GatedDeltaNet(cfg, layer_idx)
+        else:
+            self.self_attn = Qwen3NextAttention(cfg, layer_idx, attn_impl)
+        if cfg.model_type == "qwen3_5_moe":
+            import moe_v5_replica
+            if cfg.d.get("_experts_implementation") != "grouped_mm":
+                raise ValueError("qwen3_5_moe's experts are replicated as transformers 5's: --experts grouped_mm")
+            cfg.d["norm_topk_prob"] = True
+            self.mlp = moe_v5_replica.Qwen2MoeSparseMoeBlock(
+                cfg, R.act_fn(cfg.hidden_act), R.GatedMLP(cfg, cfg.hidden_act, cfg.shared_expert_intermediate_size), R.Linear)
+        else:
+            self.mlp = R.GatedMLP(cfg, cfg.hidden_act)
+        self.input_layernorm = Qwen3NextRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+        self.post_attention_layernorm = Qwen3NextRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
+
+
+class Qwen3_5TextRotaryEmbedding(nn.Module):
+    """Q35 Qwen3_5TextRotaryEmbedding (QVL Qwen3VLTextRotaryEmbedding.forward, apply_interleaved_mrope):
+    inv_freq of int(head_dim x rope_parameters' partial_rotary_factor) dims, the 3-D position ids
+    (Qwen3_5TextModel.forward: cache_position.view(1, 1, -1).expand(3, batch, -1) without images),
+    freqs [3, B, L, dim / 2] in float32, the H and W sections written into freqs[0] in place, cat,
+    cos / sin x attention_scaling, .to(x.dtype)."""
+
+    def __init__(self, cfg, head_dim):
+        super().__init__()
+        rp = cfg.d.get("rope_parameters") or {}
+        base = rp.get("rope_theta", cfg.d.get("rope_theta", 10000.0))
+        dim = int(head_dim * rp.get("partial_rotary_factor", cfg.d.get("partial_rotary_factor", 0.25)))
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.attention_scaling = 1.0
+        self.mrope_section = rp.get("mrope_section", [11, 11, 10])
+
+    def apply_interleaved_mrope(self, freqs, mrope_section):
+        freqs_t = freqs[0]
+        for dim, offset in enumerate((1, 2), start=1):
+            length = mrope_section[dim] * 3
+            idx = slice(offset, length, 3)
+            freqs_t[..., idx] = freqs[dim, ..., idx]
+        return freqs_t
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        if position_ids.ndim == 2:
+            position_ids = position_ids[None, ...].expand(3, position_ids.shape[0], -1)
+        inv_freq_expanded = self.inv_freq[None, None, :, None].float().expand(3, position_ids.shape[1], -1, 1)
+        position_ids_expanded = position_ids[:, :, None, :].float()
+        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(2, 3)
+        freqs = self.apply_interleaved_mrope(freqs, self.mrope_section)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos() * self.attention_scaling
+        sin = emb.sin() * self.attention_scaling
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
+class Qwen3_5VisionModel(nn.Module):
+    """Q35 Qwen3_5VisionModel (QVL Qwen3VLVisionModel less deepstack_merger_list) as built, its forward not
+    run (no images): patch_embed.proj nn.Conv3d(in_channels, hidden, [T, P, P], bias=True), pos_embed
+    nn.Embedding(num_position_embeddings, hidden), rotary_pos_emb (Qwen3VLVisionRotaryEmbedding(head_dim
+    // 2): the inv_freq buffer), blocks (Qwen3VLVisionBlock: norm1, norm2 nn.LayerNorm(hidden, eps=1e-6),
+    attn.qkv / attn.proj, mlp.linear_fc1 / linear_fc2, nn.Linear with biases), merger
+    (Qwen3VLVisionPatchMerger(use_postshuffle_norm=False): norm nn.LayerNorm(hidden), linear_fc1
+    (hidden x merge^2, square), linear_fc2 to out_hidden_size). Frozen, as vramcalc models a VLM's tower
+    (LLaMA-Factory's freeze_vision_tower default; src/hf/hf_vision.c)."""
+
+    def __init__(self, v):
+        super().__init__()
+        C, I, NH = v.get("hidden_size", 1152), v.get("intermediate_size", 4304), v.get("num_heads", 16)
+        P, T, M = v.get("patch_size", 16), v.get("temporal_patch_size", 2), v.get("spatial_merge_size", 2)
+        cin, npos, out = v.get("in_channels", 3), v.get("num_position_embeddings", 2304), v.get("out_hidden_size", 3584)
+        self.patch_embed = nn.Module()
+        self.patch_embed.proj = nn.Conv3d(cin, C, kernel_size=[T, P, P], stride=[T, P, P], bias=True)
+        self.pos_embed = nn.Embedding(npos, C)
+        rdim = (C // NH) // 2
+        self.rotary_pos_emb = nn.Module()
+        self.rotary_pos_emb.register_buffer(
+            "inv_freq", 1.0 / (10000.0 ** (torch.arange(0, rdim, 2, dtype=torch.float) / rdim)), persistent=False)
+        self.blocks = nn.ModuleList()
+        for _ in range(v.get("depth", 27)):
+            blk = nn.Module()
+            blk.norm1 = nn.LayerNorm(C, eps=1e-6)
+            blk.norm2 = nn.LayerNorm(C, eps=1e-6)
+            blk.attn = nn.Module()
+            blk.attn.qkv = nn.Linear(C, 3 * C, bias=True)
+            blk.attn.proj = nn.Linear(C, C)
+            blk.mlp = nn.Module()
+            blk.mlp.linear_fc1 = nn.Linear(C, I, bias=True)
+            blk.mlp.linear_fc2 = nn.Linear(I, C, bias=True)
+            self.blocks.append(blk)
+        H4 = C * M * M
+        self.merger = nn.Module()
+        self.merger.norm = nn.LayerNorm(C, eps=1e-6)
+        self.merger.linear_fc1 = nn.Linear(H4, H4)
+        self.merger.linear_fc2 = nn.Linear(H4, out)
+        self.requires_grad_(False)

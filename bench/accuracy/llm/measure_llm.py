@@ -199,6 +199,8 @@ def main(argv):
         raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
                    image_token_index=raw.get("image_token_index", 262144))
+    if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
+        raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {})
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -283,7 +285,7 @@ def main(argv):
               "attn_implementation": model.attn_impl, "params": n_params,
               "trainable_params": n_train, "weights_bytes": weights_bytes,
               "torch": torch.__version__}
-    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next"):
+    if cfg.model_type in ("mixtral", "qwen2_moe", "deepseek_v3", "qwen3_next", "qwen3_5_moe"):
         result["experts_implementation"] = args.experts
 
     image_tokens = 0
@@ -478,8 +480,9 @@ def main(argv):
                     import kvq_replica
                     cache = kvq_replica.QuantizedCache(cfg.num_hidden_layers, args.kv_bits, args.kv_group_size,
                                                        args.kv_residual_length)
-                elif cfg.model_type == "qwen3_next":
-                    # Qwen3NextModel.forward: past_key_values = Qwen3NextDynamicCache(config) (deltanet_replica.py)
+                elif cfg.model_type in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):
+                    # Qwen3NextModel.forward: past_key_values = Qwen3NextDynamicCache(config) (deltanet_replica.py);
+                    # Qwen3_5TextModel.forward: Qwen3_5DynamicCache, the same class (modular_qwen3_5.py @ 8940358a)
                     import deltanet_replica
                     cache = deltanet_replica.Qwen3NextDynamicCache(cfg)
                 else:
@@ -534,7 +537,7 @@ def main(argv):
         elif cfg.model_type != "gpt_neox":
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
             n_kv = cfg.num_hidden_layers
-            if cfg.model_type == "qwen3_next":  # keys and values on the full-attention layers only
+            if cfg.model_type in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):  # keys and values on the full-attention layers only
                 import deltanet_replica
                 n_kv = deltanet_replica.layer_types(cfg).count("full_attention")
             kv_per_token = n_kv * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)

@@ -661,7 +661,8 @@ class CausalLM(nn.Module):
         super().__init__()
         self.cfg = cfg
         t = cfg.model_type
-        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next"):
+        if t not in ("llama", "mistral", "qwen2", "qwen3", "gemma2", "mixtral", "gpt_neox", "qwen2_moe", "deepseek_v3", "qwen3_next",
+                     "qwen3_5", "qwen3_5_moe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
         # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and
@@ -690,6 +691,9 @@ class CausalLM(nn.Module):
         if t == "qwen3_next":  # deltanet_replica.py: Gated DeltaNet and gated attention layers, Qwen3NextRMSNorm
             import deltanet_replica
             Layer, Norm = deltanet_replica.Qwen3NextDecoderLayer, deltanet_replica.Qwen3NextRMSNorm
+        elif t in ("qwen3_5", "qwen3_5_moe"):  # deltanet_replica.py: Qwen3_5DecoderLayer (Qwen3_5TextModel's layers)
+            import deltanet_replica
+            Layer, Norm = deltanet_replica.Qwen3_5DecoderLayer, deltanet_replica.Qwen3NextRMSNorm
         else:
             Layer, Norm = DecoderLayer, (Gemma2RMSNorm if t == "gemma2" else LlamaRMSNorm)
         self.layers = nn.ModuleList([Layer(cfg, i, self.attn_impl) for i in range(cfg.num_hidden_layers)])
@@ -697,7 +701,14 @@ class CausalLM(nn.Module):
         head_dim = cfg.head_dim or H // cfg.num_attention_heads
         if t == "deepseek_v3":  # DeepseekV3Config: head_dim = qk_rope_head_dim (the rotary embedding's)
             head_dim = cfg.d["qk_rope_head_dim"]
-        self.rotary_emb = RotaryEmbedding(cfg, head_dim)
+        if t in ("qwen3_5", "qwen3_5_moe"):
+            # Qwen3_5ForConditionalGeneration: model.visual (its weights, frozen; no image is run) beside
+            # model.language_model, whose rotary embedding is Qwen3_5TextRotaryEmbedding (mrope)
+            import deltanet_replica
+            self.rotary_emb = deltanet_replica.Qwen3_5TextRotaryEmbedding(cfg, head_dim)
+            self.visual = deltanet_replica.Qwen3_5VisionModel(cfg.d.get("vision_config") or {})
+        else:
+            self.rotary_emb = RotaryEmbedding(cfg, head_dim)
         self.lm_head = Linear(H, V, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
@@ -729,6 +740,10 @@ class CausalLM(nn.Module):
         if cache_position is None:
             cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
         position_ids = cache_position.unsqueeze(0)
+        if cfg.model_type in ("qwen3_5", "qwen3_5_moe"):
+            # Qwen3_5TextModel.forward: position_ids = cache_position.view(1, 1, -1).expand(3, batch, -1)
+            # (Qwen3_5Model.forward passes none without images: compute_3d_position_ids' text-only case)
+            position_ids = cache_position.view(1, 1, -1).expand(3, inputs_embeds.shape[0], -1)
         S = inputs_embeds.shape[1]
         causal_mask = None
         last_cache_position = 0
@@ -751,7 +766,7 @@ class CausalLM(nn.Module):
             if past_key_values is None:
                 hidden_states = self._layer(layer, hidden_states, causal_mask, position_embeddings,
                                             None, cache_position.shape[0], last_cache_position)
-            elif cfg.model_type == "qwen3_next":  # Qwen3NextGatedDeltaNet reads cache_position
+            elif cfg.model_type in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):  # the GatedDeltaNet reads cache_position
                 hidden_states = layer(hidden_states, causal_mask, position_embeddings, past_key_values,
                                       cache_position.shape[0], last_cache_position, cache_position)
             else:

@@ -547,6 +547,25 @@ def cases():
     for i, (cfg, b, s, img, o, p, l) in enumerate(g3):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, image=img, images=1, held_out=(i % 3 == 2)))
+    # issue 31: Qwen3.5 / Qwen3.6 (qwen3_5 dense, qwen3_5_moe with the shared expert; deltanet_replica.py's
+    # Qwen3_5 classes from modular_qwen3_5.py @ 8940358a): Qwen3_5GatedDeltaNet's four projections, the
+    # mrope rotary embedding, the vision tower's weights loaded and frozen (no image). Training (full,
+    # LoRA r=8 on q_proj,v_proj: PEFT's mapping has no qwen3_5, so the targets are named; checkpointing)
+    # and generate with Qwen3_5DynamicCache. Every third held out.
+    q35 = [
+        ("qwen3_5_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_5_small", 1, 200, "adamw", "bf16", False, 0),
+        ("qwen3_5_small", 2, 130, "adam", "fp32", True, 0),
+        ("qwen3_5_small", 3, 64, "adamw", "bf16", False, 8),
+        ("qwen3_5_moe_small", 2, 96, "adamw", "bf16", False, 0),
+        ("qwen3_5_moe_small", 1, 160, "sgd", "fp32", True, 0),
+        ("qwen3_5_moe_small", 2, 64, "adamw", "fp32", False, 8),
+    ]
+    train_cases(out, q35, experts="grouped_mm", lora_targets="q_proj,v_proj")
+    for cfg, b, pr, m, prec, ho in (("qwen3_5_small", 1, 64, 8, "fp32", False), ("qwen3_5_small", 2, 100, 6, "bf16", False),
+                                    ("qwen3_5_moe_small", 2, 80, 6, "fp32", True), ("qwen3_5_moe_small", 1, 16, 40, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, experts="grouped_mm", held_out=ho))
     return out
 
 
