@@ -84,6 +84,8 @@ static vc_status load_js(const char *js, const vc_hf_options *o, vc_model **m, v
  * Both totals (and the trainable counts) are also what bench/accuracy/llm's reference.py CausalLM
  * with deltanet_replica.py's Qwen3_5 classes holds, built from these two configs on the meta device
  * (check_params.py's MetaMode): 35,107,181,936 / 34,660,610,688 and 27,356,728,560 / 26,895,998,464. */
+#define LT4 "\"linear_attention\",\"linear_attention\",\"linear_attention\",\"full_attention\""
+#define LT10 LT4 "," LT4 "," LT4 "," LT4 "," LT4 "," LT4 "," LT4 "," LT4 "," LT4 "," LT4
 static void test_counts(void **state)
 {
     (void)state;
@@ -98,6 +100,24 @@ static void test_counts(void **state)
     m = load(HF "qwen3.6-27b.json");
     assert_int_equal(vc_model_parameters(m), INT64_C(27356728560));
     assert_int_equal(vc_model_trainable_parameters(m), INT64_C(26895998464));
+    vc_model_free(m);
+    /* the text config itself (model_type qwen3_5_moe_text: Qwen3_5MoeForCausalLM, no tower): the
+     * language model's 34,660,610,688 */
+    vc_error err;
+    m = NULL;
+    assert_int_equal(load_js("{\"model_type\":\"qwen3_5_moe_text\",\"layer_types\":[" LT10 "]}", NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), INT64_C(34660610688));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(34660610688));
+    vc_model_free(m);
+    /* Qwen3_5TextConfig's defaults (Qwen3.5-9B's: hidden 4096, 32 layers, 8 full, intermediate 12288,
+     * heads 16, kv 4, DeltaNet 16 / 32 heads of 128): embed + lm_head 2 x 248320 x 4096 = 2,034,237,440,
+     * norm 4,096; per layer norms 8,192 + MLP 3 x 4096 x 12288 = 150,994,944; a full layer q_proj 8192 x
+     * 4096 + k/v 2 x 1024 x 4096 + o_proj 4096 x 4096 + 512 = 58,720,768; a DeltaNet layer in_proj_qkv
+     * 8192 x 4096 + in_proj_z 4096 x 4096 + b/a 2 x 32 x 4096 + conv1d 32,768 + 64 + 128 + out_proj
+     * 4096 x 4096 = 67,403,968: 2,034,241,536 + 32 x 151,003,136 + 8 x 58,720,768 + 24 x 67,403,968 */
+    assert_int_equal(load_js("{\"model_type\":\"qwen3_5_text\"}", NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m),
+                     INT64_C(2034241536) + 32 * INT64_C(151003136) + 8 * INT64_C(58720768) + 24 * INT64_C(67403968));
     vc_model_free(m);
 }
 

@@ -224,19 +224,30 @@ const hf_family vc__hf_families[] = {
     [K_LIN_VH] = DEF("linear_num_value_heads", 32), [K_LIN_KD] = DEF("linear_key_head_dim", 128),           \
     [K_LIN_VD] = DEF("linear_value_head_dim", 128), [K_CONV_K] = DEF("linear_conv_kernel_dim", 4),          \
     [K_FULL_INTERVAL] = DEF("full_attention_interval", 4), [K_HYBRID_TYPES] = DEF("layer_types", 0)
-    {.model_type = "qwen3_5", .config_class = "Qwen3_5TextConfig (Qwen3_5Config.text_config)",
-     .keys = {QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 4096), [K_LAYERS] = DEF("num_hidden_layers", 32),
-              [K_KV_HEADS] = DEF("num_key_value_heads", 4), [K_INTER] = DEF("intermediate_size", 12288)},
-     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .qk_norm = QK_PER_HEAD, .hybrid = true, .gdn_split = true,
-     .nested = "text_config", .vision = VIS_QWEN3_5, .lora_targets = NULL},
+#define QWEN3_5_DENSE_KEYS                                                                                     \
+    QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 4096), [K_LAYERS] = DEF("num_hidden_layers", 32),           \
+    [K_KV_HEADS] = DEF("num_key_value_heads", 4), [K_INTER] = DEF("intermediate_size", 12288)
+#define QWEN3_5_MOE_KEYS                                                                                       \
+    QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 2048), [K_LAYERS] = DEF("num_hidden_layers", 40),           \
+    [K_KV_HEADS] = DEF("num_key_value_heads", 2), [K_INTER] = FIXED(0) /* del self.intermediate_size */,      \
+    [K_EXPERTS] = DEF("num_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),                         \
+    [K_MOE_INTER] = DEF("moe_intermediate_size", 512), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 512), \
+    [K_SPARSE_STEP] = FIXED(1), [K_NORM_TOPK] = FIXED(1)
+#define QWEN3_5_BLOCK LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .qk_norm = QK_PER_HEAD, .hybrid = true, .gdn_split = true
+    {.model_type = "qwen3_5", .config_class = "Qwen3_5TextConfig (Qwen3_5Config.text_config)", .keys = {QWEN3_5_DENSE_KEYS},
+     QWEN3_5_BLOCK, .nested = "text_config", .vision = VIS_QWEN3_5, .lora_targets = NULL},
     {.model_type = "qwen3_5_moe", .config_class = "Qwen3_5MoeTextConfig (Qwen3_5MoeConfig.text_config)",
-     .keys = {QWEN3_5_KEYS, [K_HIDDEN] = DEF("hidden_size", 2048), [K_LAYERS] = DEF("num_hidden_layers", 40),
-              [K_KV_HEADS] = DEF("num_key_value_heads", 2), [K_INTER] = FIXED(0) /* del self.intermediate_size */,
-              [K_EXPERTS] = DEF("num_experts", 256), [K_TOPK] = DEF("num_experts_per_tok", 8),
-              [K_MOE_INTER] = DEF("moe_intermediate_size", 512), [K_SHARED_INTER] = DEF("shared_expert_intermediate_size", 512),
-              [K_SPARSE_STEP] = FIXED(1), [K_NORM_TOPK] = FIXED(1)},
-     LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .moe = MOE_QWEN2, .qk_norm = QK_PER_HEAD, .hybrid = true, .gdn_split = true,
-     .nested = "text_config", .vision = VIS_QWEN3_5, .lora_targets = NULL},
+     .keys = {QWEN3_5_MOE_KEYS}, QWEN3_5_BLOCK, .moe = MOE_QWEN2, .nested = "text_config", .vision = VIS_QWEN3_5,
+     .lora_targets = NULL},
+    /* the text configs themselves (AutoModelForCausalLM: Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, which
+     * drop the checkpoint's model.visual.* and mtp.* on load: no tower) */
+    {.model_type = "qwen3_5_text", .config_class = "Qwen3_5TextConfig", .keys = {QWEN3_5_DENSE_KEYS}, QWEN3_5_BLOCK,
+     .lora_targets = NULL},
+    {.model_type = "qwen3_5_moe_text", .config_class = "Qwen3_5MoeTextConfig", .keys = {QWEN3_5_MOE_KEYS}, QWEN3_5_BLOCK,
+     .moe = MOE_QWEN2, .lora_targets = NULL},
+#undef QWEN3_5_DENSE_KEYS
+#undef QWEN3_5_MOE_KEYS
+#undef QWEN3_5_BLOCK
 #undef QWEN3_5_KEYS
     {.model_type = "gpt2", .config_class = "GPT2Config",
      .keys = {[K_VOCAB] = REQ("vocab_size"), [K_HIDDEN] = REQ("n_embd"), [K_LAYERS] = REQ("n_layer"),
