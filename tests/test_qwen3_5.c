@@ -285,6 +285,33 @@ static void test_serve(void **state)
     assert_int_equal(r.blocks, r.kv_cache / 13369344);
     assert_int_equal(r.concurrency, r.blocks / 7);
     assert_int_equal(r.tokens, r.blocks / 4 * 544);
+    /* vLLM reads the language model's keys from text_config (hf_text_config): its rotary cos/sin cache,
+     * max_position_embeddings 262144 x rotary_dim 64 (256 x 0.25) in bf16 = 33,554,432 bytes, is in the
+     * weights beside the parameters (the weights of an inference estimate in bf16), and a request past
+     * those 262,144 positions is refused naming --prompt */
+    {
+        vc_model *m = load(HF "qwen3.6-35b-a3b.json");
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result e;
+        vc_error err;
+        assert_int_equal(vc_estimate(m, &o, &e, &err), VC_OK);
+        r = serve(HF "qwen3.6-35b-a3b.json", "h200", 0.9, 0, 0);
+        assert_int_equal(r.weights - e.memory.weights, INT64_C(262144) * 64 * 2);
+        vc_result_free(&e);
+        o.mode = VC_MODE_TRAIN;
+        o.prompt = 262144;
+        o.new_tokens = 1;
+        vc_serve_options so;
+        vc_serve_options_init(&so);
+        vc_gpu_spec g;
+        assert_int_equal(vc_gpu_parse("h200", &g, &err), VC_OK);
+        assert_int_equal(vc_serve(m, &o, &so, &g, &r, &err), VC_ERR_USAGE);
+        assert_string_equal(CLI_PATH(&err), "--prompt");
+        vc_model_free(m);
+    }
     /* an attention model keeps its block size and has no state */
     r = serve(HF "qwen3-8b.json", "h200", 0.9, 0, 0);
     assert_int_equal(r.state_layers, 0);

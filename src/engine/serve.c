@@ -100,6 +100,15 @@ static const char *const vllm_rope_plain[] = {
     "llama3",  /* Llama3RotaryEmbedding: the base class's cache, other inv_freq */
 };
 
+/* The config vLLM reads the language model's keys from, hf_text_config (vllm-project/vllm @ e23031f0,
+ * vllm/transformers_utils/config.py get_hf_text_config: config.get_text_config(), a multimodal
+ * config's text_config): max_model_len and the rotary cache come from it (Qwen3.5's text_config). */
+static const cJSON *hf_text_config(const cJSON *root)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    return cJSON_IsObject(t) ? t : root;
+}
+
 /* Elements of that cache for a Hugging Face config, 0 when the model has no
  * rotary embedding or its rope type sizes the cache otherwise (linear,
  * dynamic, yarn, longrope: not modelled). rotary_dim is read from the
@@ -113,8 +122,9 @@ static int64_t vllm_rope_cache(const vc_model *m)
     if (!half || !m->gen_json || !m->text) return 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
-    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_position_embeddings");
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    const cJSON *tc = hf_text_config(root);
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(tc, "max_position_embeddings");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(tc, "rope_scaling");
     const cJSON *t = cJSON_IsObject(rs) ? cJSON_GetObjectItemCaseSensitive(rs, "rope_type") : NULL;
     if (cJSON_IsObject(rs) && !t) t = cJSON_GetObjectItemCaseSensitive(rs, "type");
     bool plain = !cJSON_IsObject(rs);
@@ -149,22 +159,23 @@ static double vllm_max_model_len(const vc_model *m, const char **key, bool *scal
     if (!m->gen_json || !m->text) return m->max_positions > 0 ? (double)m->max_positions : 0;
     cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
     if (!root) return 0;
+    const cJSON *tc = hf_text_config(root);
     double len = 0;
     for (size_t i = 0; i < sizeof vllm_len_keys / sizeof *vllm_len_keys; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, vllm_len_keys[i]);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, vllm_len_keys[i]);
         if (cJSON_IsNumber(v) && (len == 0 || v->valuedouble < len)) {
             len = v->valuedouble;
             *key = vllm_len_keys[i];
         }
     }
-    const cJSON *mml = cJSON_GetObjectItemCaseSensitive(root, "model_max_length");
+    const cJSON *mml = cJSON_GetObjectItemCaseSensitive(tc, "model_max_length");
     if (cJSON_IsNumber(mml) && mml->valuedouble != 0) {
         len = mml->valuedouble;
         *key = "model_max_length";
     }
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (!cJSON_IsObject(rs)) rs = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(tc, "rope_scaling");
+    if (!cJSON_IsObject(rs)) rs = cJSON_GetObjectItemCaseSensitive(tc, "rope_parameters");
     if (len > 0 && cJSON_IsObject(rs) && !(cJSON_IsString(mt) && strstr(mt->valuestring, "gemma3"))) {
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
         if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(rs, "type"); /* patch_rope_parameters */

@@ -432,10 +432,12 @@ static int check_sizes(rd *r, const arch *a)
         if (__builtin_mul_overflow(a->lin_kh, a->lin_kd, &kd) || __builtin_mul_overflow(a->lin_vh, a->lin_vd, &vd) ||
             kd > lim || vd > lim || __builtin_mul_overflow(2 * kd + 2 * vd, a->H, &t) || t > lim)
             return bad(r, a->f->keys[K_LIN_VH].key, "the linear attention's projections are more than 2^48 elements");
-        /* in_proj_qkvz's width 2 key_dim + 2 value_dim, a Linear's out_features: at most 2^40 */
+        /* in_proj_qkvz's width 2 key_dim + 2 value_dim, a Linear's out_features: at most 2^40 (Qwen3_5GatedDeltaNet's
+         * in_proj_qkv, 2 key_dim + value_dim, and in_proj_z, value_dim, held to the same sum) */
         if (2 * kd + 2 * vd > MAX_SIZE)
-            return bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "in_proj_qkvz's width, 2 x %lld + 2 x %lld, is more "
-                       "than the limit of 2^40", (long long)kd, (long long)vd);
+            return bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "%s's width, 2 x %lld + 2 x %lld, is more "
+                       "than the limit of 2^40", a->f->gdn_split ? "in_proj_qkv + in_proj_z" : "in_proj_qkvz", (long long)kd,
+                       (long long)vd);
         if (2 * a->NH * a->D > MAX_SIZE) /* Qwen3NextAttention's q_proj: the query and its gate */
             return bad(r, role_key(r, a, K_HEADS, -1, "num_attention_heads"), "q_proj's width, 2 x %lld heads x %lld, is "
                        "more than the limit of 2^40", (long long)a->NH, (long long)a->D);
