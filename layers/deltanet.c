@@ -383,9 +383,69 @@ static vc_t recurrent_rule(vc_build *b, const gdn_cfg *c, vc_t q, vc_t k, vc_t v
     return core;
 }
 
+/* --serve's profiling run: vLLM's layer, whose core does nothing there (vllm-project/vllm @ 6365b387,
+ * vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet: forward, then _forward_core "if
+ * attn_metadata is None: # V1 profile run: return"; profile_run's _dummy_run builds no attention
+ * metadata). What the forward allocates:
+ *  - Qwen3NextGatedDeltaNet.forward: in_proj_qkvz, in_proj_ba (the inputs, locals to the end);
+ *    fix_query_key_value_ordering (torch.split views; value, z, b, a reshaped across the key-head groups:
+ *    copies when there is more than one group), query / key / value rearranged "l p d -> l (p d)"
+ *    (query and key copies then, value a view of its copy), mixed_qkv = torch.cat((query, key, value));
+ *  - Qwen3_5GatedDeltaNet.forward (vllm/model_executor/models/qwen3_5.py @ 36c110bd): in_proj_qkv,
+ *    in_proj_z (reshaped: a view), in_proj_b, in_proj_a (.contiguous(): themselves), no split or cat;
+ *  - both: core_attn_out = torch.zeros((tokens, v_heads, head_v_dim), hidden dtype), left as it is;
+ *    z.reshape(-1, head_v_dim) (a copy of a strided view: Qwen3-Next with one key-head group);
+ *    self.norm (RMSNormGated: rmsnorm_fn -> layer_norm_fwd, vllm/model_executor/layers/fla/ops/
+ *    layernorm_guard.py: out = torch.empty_like(x) and rstd float32 [rows], freed on return), the
+ *    reshapes and rearrange (views) before out_proj. */
+static void gdn_emit_vllm_profile(vc_build *b, const gdn_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], Hk = c->hk, Hv = c->hv, Dk = c->dk, Dv = c->dv;
+    const int64_t Kd = Hk * Dk, Vd = Hv * Dv, Cd = 2 * Kd + Vd;
+    const vc_dtype dt = vc_dt_of(b, vc_input(b, 0));
+    vc_t z, locals[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    int nl = 0;
+    if (c->split) {
+        z = vc_input(b, 1);
+    } else {
+        const bool copies = Hk > 1;
+        vc_t qkvz = vc_input(b, 0), ba = vc_input(b, 1);
+        vc_t q = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false), k = vc__op_view(b, qkvz, vc_n_sample(L * Kd), false);
+        vc_t v = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false);
+        z = vc__op_view(b, qkvz, vc_n_sample(L * Vd), false);
+        vc_t bv = vc__op_view(b, ba, vc_n_sample(L * Hv), false), av = vc__op_view(b, ba, vc_n_sample(L * Hv), false);
+        if (copies) {
+            v = vc__op_clone(b, v);
+            z = vc__op_clone(b, z);
+            locals[nl++] = vc__op_clone(b, bv);
+            locals[nl++] = vc__op_clone(b, av);
+            q = vc__op_clone(b, q);
+            k = vc__op_clone(b, k);
+        }
+        locals[nl++] = v;
+        locals[nl++] = q;
+        locals[nl++] = k;
+        for (int i = 0; i < nl; i++) vc_hold(b, locals[i]);
+        locals[nl++] = hold(b, vc__op_nograd(b, "cat", q, k, vc_n_sample(L * Cd), dt)); /* mixed_qkv */
+        if (!copies) z = vc__op_clone(b, z); /* z.reshape(-1, head_v_dim) of the strided view */
+        locals[nl++] = hold(b, z);
+    }
+    vc_t core = hold(b, vc__op_new(b, "zeros", vc_n_sample(L * Vd), dt)); /* core_attn_out */
+    vc_t rstd = vc__op_nograd(b, "layer_norm_fwd", core, z, vc_n_sample(L * Hv), VC_DT_F32);
+    vc_t y = vc__op_nograd(b, "layer_norm_fwd", core, z, vc_n_sample(L * Vd), dt);
+    vc_release(b, rstd);
+    vc_set_output(b, vc__op_view(b, y, vc_numel_of(b, y), true));
+    vc_release(b, core);
+    for (int i = 0; i < nl; i++) vc_release(b, locals[i]);
+}
+
 static void gdn_emit(vc_build *b, const void *p)
 {
     const gdn_cfg *c = p;
+    if (vc_serve_profile(b)) {
+        gdn_emit_vllm_profile(b, c);
+        return;
+    }
     const int64_t L = vc_input_shape(b, 0)->d[0], Hk = c->hk, Hv = c->hv, Dk = c->dk, Dv = c->dv;
     const int64_t Kd = Hk * Dk, Vd = Hv * Dv, Cd = 2 * Kd + Vd, K = c->kernel;
     const bool split_copies = !c->split && Hk > 1; /* the reshapes across the key-head groups copy */

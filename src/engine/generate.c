@@ -244,6 +244,8 @@ static const cache_row cache_rows[VC_CACHE__N] = {
     [VC_CACHE_QUANTIZED] = {"QuantizedCache(backend=quanto): residual + requantized store", vc__kvq_update, vc__kvq_grow},
 };
 
+bool vc_serve_profile(const vc_build *b) { return b->gen.on && b->gen.profile; }
+
 int32_t *vc_ssm_state(vc_build *b, bool *decode)
 {
     vc_gen *g = &b->gen;
