@@ -385,8 +385,9 @@ static vc_t recurrent_rule(vc_build *b, const gdn_cfg *c, vc_t q, vc_t k, vc_t v
 
 /* --serve's profiling run: vLLM's layer, whose core does nothing there (vllm-project/vllm @ 6365b387,
  * vllm/model_executor/models/qwen3_next.py Qwen3NextGatedDeltaNet: forward, then _forward_core "if
- * attn_metadata is None: # V1 profile run: return"; profile_run's _dummy_run builds no attention
- * metadata). What the forward allocates:
+ * attn_metadata is None: # V1 profile run: return"; vllm/v1/worker/gpu_model_runner.py @ 4e179065
+ * _dummy_run builds attention metadata only with force_attention or a FULL cudagraph, which
+ * profile_run's call has not). What the forward allocates:
  *  - Qwen3NextGatedDeltaNet.forward: in_proj_qkvz, in_proj_ba (the inputs, locals to the end);
  *    fix_query_key_value_ordering (torch.split views; value, z, b, a reshaped across the key-head groups:
  *    copies when there is more than one group), query / key / value rearranged "l p d -> l (p d)"
