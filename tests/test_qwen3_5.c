@@ -3,9 +3,11 @@
  * the Gated DeltaNet families (qwen3_next, qwen3_5, qwen3_5_moe).
  *
  * 1. The published configs (tests/data/hf/qwen3.6-35b-a3b.json: Qwen/Qwen3.6-35B-A3B's config.json
- *    as a public copy pins it byte for byte; qwen3.6-27b.json: Qwen3.6-27B's text_config and
- *    vision_config values as a public test transcribes them, max_position_embeddings and
- *    rope_parameters the 35B's) load with their exact parameter counts, each computed by hand in
+ *    as a public copy pins it byte for byte; qwen3.6-27b.json: the 27B's text_config and vision_config
+ *    values as a public checkpoint validator transcribes them, the geometry THUDM/slime's
+ *    scripts/models/qwen3.5-27B.sh also gives (64 layers, hidden 5120, ffn 17408, 24 heads, 4 kv heads,
+ *    head_dim 256, vocab 248320, untied), max_position_embeddings and rope_parameters the 35B's) load
+ *    with their exact parameter counts, each computed by hand in
  *    the comment from the modules' __init__s: huggingface/transformers modular_qwen3_5.py @ 8940358a
  *    (Qwen3_5GatedDeltaNet, Qwen3_5MLP, Qwen3_5DecoderLayer), modular_qwen3_5_moe.py @ e36255cb
  *    (Qwen3_5MoeDecoderLayer: Qwen3NextSparseMoeBlock on every layer), modeling_qwen3_next.py @
