@@ -430,8 +430,10 @@ const hf_family vc__hf_families[] = {
      * Llama4TextMLP of intermediate_size_mlp); Llama4TextMoe: router nn.Linear(hidden,
      * num_local_experts), Llama4TextExperts gate_up_proj [E, H, 2 intermediate_size] and
      * down_proj [E, intermediate_size, H], shared_expert Llama4TextMLP(intermediate_size).
-     * The parameters are counted (hf_llama4.c); the memory is not modelled: vc_hf_build refuses
-     * it, naming what is missing. num_key_value_heads: absent 8, null num_attention_heads; head_dim:
+     * The parameters are counted (hf_llama4.c), the layers written by hf_layers.c (Llama4TextMoe as
+     * SparseMoE style llama4, Llama4TextAttention as RotaryAttention with rope_style llama4, the L2
+     * qk norm, the temperature tuning and the chunked layers' cache). num_key_value_heads: absent 8,
+     * null num_attention_heads; head_dim:
      * absent 128, null hidden_size // heads (__post_init__; hf_llama4.c) */
 #define LLAMA4_KEYS                                                                                            \
     LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 202048), [K_HIDDEN] = DEF("hidden_size", 5120),               \
@@ -608,17 +610,6 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             "the memory of an encoder-decoder (the relative position bias, the decoder's cross-attention, "
                             "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
                             a.tie ? "lm_head tied to shared" : "lm_head untied");
-    }
-    if (a.f->moe == MOE_LLAMA4) { /* the parameters are exact (hf_llama4.c); the memory is not modelled: refused */
-        int64_t active = 0, total = vc__hf_llama4_parameters(&a, &active), nmoe = 0;
-        for (int64_t i = 0; i < a.N; i++) nmoe += vc__hf_llama4_moe_layer(&a, i);
-        return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: Llama4ForCausalLM%s has %lld parameters, %lld active per "
-                            "token (top-%lld of %lld experts in %lld of %lld layers, %s); not modelled yet: the memory "
-                            "(Llama4TextExperts' bmm runs all %lld experts on every token; complex rotary, L2 qk norm, "
-                            "temperature tuning, chunked attention and its cache)", r.fam,
-                            a.f->nested ? " (text_config; vision tower not counted)" : "", (long long)total,
-                            (long long)active, (long long)a.K, (long long)a.E, (long long)nmoe, (long long)a.N,
-                            a.tie ? "lm_head tied" : "lm_head untied", (long long)a.E);
     }
     rd rv = {cfg, err, r.fam, false, 1};
     if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */

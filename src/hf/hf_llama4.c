@@ -121,6 +121,7 @@ int vc__hf_llama4_read(rd *r, arch *a)
     }
     /* layer_types: a key of causal_mask_mapping per layer */
     const cJSON *lt = l4_key(r, "layer_types");
+    a->l4_types = lt;
     if (lt) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) < a->N)
             return l4_bad(r, "layer_types", "expected a list of %lld layer types (\"full_attention\" or "
@@ -134,10 +135,15 @@ int vc__hf_llama4_read(rd *r, arch *a)
     const cJSON *cs = l4_key(r, "attention_chunk_size");
     if (cs && (!is_int(cs) || cs->valuedouble < 1 || cs->valuedouble > (double)MAX_SIZE))
         return l4_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
+    /* Llama4TextConfig's attention_chunk_size=8192 when absent; null: None (create_chunked_causal_mask
+     * then masks causally, DynamicCache keeps every token) */
+    a->chunk = cs ? (int64_t)cs->valuedouble : l4_null(r, "attention_chunk_size") ? 0 : 8192;
     /* the temperature tuning: a truth value (Python's: a number or a bool), floor_scale divides */
     const cJSON *tt = l4_key(r, "attn_temperature_tuning");
     if (tt && !cJSON_IsBool(tt) && !(cJSON_IsNumber(tt) && isfinite(tt->valuedouble)))
         return l4_bad(r, "attn_temperature_tuning", "expected true or false");
+    /* Llama4TextConfig's attn_temperature_tuning=True when absent; Python's truth of the value */
+    a->temp_tuning = !tt ? !l4_null(r, "attn_temperature_tuning") : cJSON_IsBool(tt) ? cJSON_IsTrue(tt) : tt->valuedouble != 0;
     const cJSON *fs = l4_key(r, "floor_scale");
     if (fs && (!cJSON_IsNumber(fs) || !isfinite(fs->valuedouble) || fs->valuedouble <= 0))
         return l4_bad(r, "floor_scale", "expected a positive number (it divides the positions)");
@@ -156,6 +162,15 @@ bool vc__hf_llama4_moe_layer(const arch *a, int64_t i)
     }
     /* range(step - 1, num_hidden_layers, step) */
     return i >= a->sparse_step - 1 && (i - (a->sparse_step - 1)) % a->sparse_step == 0;
+}
+
+int64_t vc__hf_llama4_chunk(const arch *a, int64_t i)
+{
+    if (a->chunk <= 0) return 0;
+    if (a->l4_types) /* the config's layer_types: causal_mask_mapping[decoder_layer.attention_type] */
+        return strcmp(cJSON_GetArrayItem(a->l4_types, (int)i)->valuestring, "chunked_attention") ? 0 : a->chunk;
+    /* Llama4TextConfig.__post_init__: "chunked_attention" if no_rope_layers[i] else "full_attention" */
+    return vc__hf_layer_rope(a, i) ? a->chunk : 0;
 }
 
 /* Every product is bounded by hf_read.c's check_sizes (vocab x hidden, the experts' 3 x E x H x
