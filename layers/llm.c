@@ -1643,15 +1643,21 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     vc_t rep = vc__op_fresh(b, "repeat", x, vc_n_sample(L * E * H));
     vc_t col = vc__op_clone(b, vc__op_view(b, rs, TE, false));
     vc_t ri = mul_b(b, rep, col, vc_n_sample(L * E * H), promote(vc_dt_of(b, rep), vc_dt_of(b, col)));
+    vc_hold(b, ri); /* routed_in: the block's local until it returns */
     vc_t gu = bmm_param(b, ri, vc_weight(b, 1), vc_n_sample(L * E * 2 * I));
+    vc_hold(b, gu); /* gate_up (and its gate, up views): Llama4TextExperts.forward's locals until it returns */
     vc_numel EI = vc_n_sample(L * E * I);
     vc_t g = vc__op_view(b, gu, EI, false), u = vc__op_view(b, gu, EI, false);
     vc_t act = act_op(b, c->act, g);
     vc_t h = vc__op_mul(b, u, act, EI, false);
     vc_t ro = bmm_param(b, h, vc_weight(b, 2), vc_n_sample(L * E * H));
+    vc_release(b, gu);
+    vc_hold(b, ro); /* routed_out: the block's local until it returns */
     vc_t out = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
     vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
     out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
+    vc_release(b, ri);
+    vc_release(b, ro);
     vc_release(b, rs);
     vc_release(b, logits);
     vc_set_output(b, out);
