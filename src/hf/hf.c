@@ -675,7 +675,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
-    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)", strcmp(r.fam, "gemma3_text") ? r.fam : "gemma3",
+    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
+             !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
              r.fam, a.f->vision ? "" : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
