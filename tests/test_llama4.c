@@ -10,7 +10,8 @@
  * 3. Scout's KV cache under --mode generate (transformers' DynamicCache(config): a
  *    DynamicSlidingWindowLayer of attention_chunk_size on each chunked layer) and under --serve
  *    (vLLM: every token on every layer), derived by hand.
- * 4. What is refused: --ep, per_expert.
+ * 4. llama4's vision tower and projector, counted (frozen, not run), by hand; --image refused.
+ * 5. What is refused: --ep, --moe-imbalance, per_expert.
  * The activations are checked against llama4_replica.py's measured cases (llm300-llm315,
  * bench/accuracy/llm/measured.json) by CTest's llm_train_measured / generate_measured.
  */
@@ -199,6 +200,53 @@ static void test_serve(void **state)
     cJSON_Delete(j);
 }
 
+/* llama4 is Llama4ForConditionalGeneration: its vision_model and multi_modal_projector are loaded (frozen,
+ * never run). By hand from modeling_llama4.py @ 000c33fd for the checkpoints' vision_config (hidden 1408,
+ * intermediate 5632, 34 layers, patch 14 over 3 channels, image 336, projector dims 4096, vision_output_dim
+ * 4096) and the text hidden size 5120:
+ *   patch_embedding.linear 3 x 14 x 14 x 1,408 = 827,904; class_embedding 1,408;
+ *   positional_embedding_vlm ((336 // 14)^2 + 1) x 1,408 = 577 x 1,408 = 812,416; layernorm_pre/post 5,632;
+ *   a Llama4VisionEncoderLayer: q/k/v/o 4 x (1,408^2 + 1,408) = 7,935,488, fc1 1,408 x 5,632 + 5,632 =
+ *   7,935,488, fc2 5,632 x 1,408 + 1,408 = 7,931,264, two LayerNorms 5,632: 23,807,872, x 34 = 809,467,648;
+ *   vision_adapter.mlp fc1 5,632 x 4,096 + fc2 4,096 x 4,096 = 39,845,888;
+ *   multi_modal_projector.linear_1 4,096 x 5,120 = 20,971,520;
+ *   in all 871,932,416 (llama4_params.py counts the same modules on the meta device to it).
+ * Scout: 107,769,861,120 + 871,932,416 = 108,641,793,536, of which the language model's trainable. */
+static void test_vision(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file_hf(SCOUT, NULL, &m, &err) != VC_OK) fail_msg("%s: %s", err.path, err.msg);
+    assert_int_equal(vc_model_parameters(m), INT64_C(108641793536));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(107769861120));
+    vc_model_free(m);
+    /* bad vision_config keys name the key; no image is run */
+    assert_usage(SCOUT " --image 336x336", "--image: llama4: Llama4VisionModel's forward");
+    char js[256];
+    static const struct { const char *vc, *path; } bad[] = {
+        {"{\"num_attention_heads\":15}", "vision_config.num_attention_heads"},
+        {"{\"patch_size\":0}", "vision_config.patch_size"},
+        {"{\"image_size\":[336,336]}", "vision_config.image_size"},
+        {"{\"patch_size\":500}", "vision_config.patch_size"},
+        {"[]", "vision_config"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(js, sizeof js, "{\"model_type\":\"llama4\",\"text_config\":{},\"vision_config\":%s}", bad[i].vc);
+        assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
+        if (strcmp(err.path, bad[i].path)) fail_msg("%s: %s: %s", js, err.path, err.msg);
+    }
+    /* vision_config absent: Llama4VisionConfig()'s defaults (hidden 768, image 448, vision_output_dim 7680):
+     * patch 588 x 768 = 451,584; class 768; positions (32^2 + 1) x 768 = 787,200; norms 3,072; a layer
+     * 4 x (768^2 + 768) + (768 x 5,632 + 5,632) + (5,632 x 768 + 768) + 3,072 = 11,022,592, x 34 =
+     * 374,768,128; adapter 39,845,888; projector 7,680 x 5,120 = 39,321,600: 455,178,240 over
+     * Llama4TextConfig()'s 107,769,861,120 */
+    snprintf(js, sizeof js, "{\"model_type\":\"llama4\",\"text_config\":{}}");
+    assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_parameters(m), INT64_C(107769861120) + INT64_C(455178240));
+    vc_model_free(m);
+}
+
 /* What is not modelled is refused naming the option. */
 static void test_refused(void **state)
 {
@@ -218,6 +266,7 @@ int main(void)
         cmocka_unit_test(test_active),
         cmocka_unit_test(test_generate_cache),
         cmocka_unit_test(test_serve),
+        cmocka_unit_test(test_vision),
         cmocka_unit_test(test_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

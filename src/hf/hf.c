@@ -612,7 +612,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             a.tie ? "lm_head tied to shared" : "lm_head untied");
     }
     rd rv = {cfg, err, r.fam, false, 1};
-    if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
+    if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
+    if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off

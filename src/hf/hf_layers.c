@@ -821,8 +821,9 @@ static void build_layers(wr *w, const arch *a)
      * tokens' rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward),
      * written as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor */
     const char *img = vc__hf_vision_write(w->r, w->arr, a);
+    if (a->f->moe == MOE_LLAMA4) vc__hf_llama4_vision_write(w->r, w->arr, a); /* llama4's tower, not run (hf_llama4.c) */
     embedding(w, a, "model.embed_tokens");
-    if (a->f->vision) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+    if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
     const char *first = "model.embed_tokens";
     if (img) {
         o = add_layer(w, "Slice", "model.text_embeds");
