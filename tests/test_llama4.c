@@ -253,6 +253,12 @@ static void test_refused(void **state)
     (void)state;
     /* Llama4TextMoe runs every expert on every token: no dispatcher to split over expert-parallel ranks */
     assert_usage(SMALL " --seq 64 --ep 2 --gpus 2", "--ep: expert parallelism is not modelled for style llama4");
+    /* an activation the experts' kind does not run */
+    vc_model *m = NULL;
+    vc_error err;
+    const char *js = "{\"model_type\":\"llama4_text\",\"hidden_act\":\"gelu_new\"}";
+    assert_int_equal(vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "hidden_act");
     /* the routing changes no allocation */
     assert_usage(SMALL " --seq 64 --moe-imbalance 2", "--moe-imbalance");
     /* Llama4TextExperts is stacked: no per-expert loop */

@@ -678,7 +678,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
-             r.fam, a.f->vision ? "" : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
+             r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"
+                                : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;

@@ -78,6 +78,9 @@ int vc__hf_llama4_read(rd *r, arch *a)
                      "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
         return -1;
     }
+    if (a->act > A_RELU) /* SparseMoE style llama4 runs silu, gelu, gelu_tanh or relu (ACT2FN's torch ones) */
+        return l4_bad(r, "hidden_act", "not modelled for Llama4TextMoe's experts (silu, gelu, gelu_pytorch_tanh or "
+                      "relu)");
     /* num_key_value_heads: the class's 8 when absent, num_attention_heads when null (__post_init__; the
      * row reads both as the heads) */
     if (!cJSON_GetObjectItemCaseSensitive(r->cfg, "num_key_value_heads")) {
