@@ -1096,6 +1096,9 @@ static int moe_setup(vc_setup *s, void *p)
     if (s->ep > 1 && c->style == MOE_LLAMA4) /* moe_ep.c's MoELayer routes; Llama4TextMoe runs every expert on every token */
         return vc_fail(s, "ep", "expert parallelism is not modelled for style llama4 (transformers' Llama4TextMoe runs "
                        "every expert on every token; a dispatcher's top-1 sigmoid routing is not written)");
+    /* Llama4TextMoe runs every token through every expert: [E x L, max(2I, H)] per sample */
+    if (c->style == MOE_LLAMA4 && (vc_mul(s, x->d[0], c->E, &t) || vc_mul(s, t, 2 * c->inter > c->hidden ? 2 * c->inter : c->hidden, &t)))
+        return -1;
     if (c->style == MOE_LLAMA4) /* Llama4TextMoe.__init__: experts (nn.Parameters), router (Llama4Router, an
                                  * nn.Linear without bias), shared_expert (Llama4TextMLP) */
         return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
