@@ -1618,8 +1618,62 @@ static vc_t bmm_param(vc_build *b, vc_t x, vc_t w, vc_numel out)
  *  - out = shared_expert(hidden_states) (Llama4TextMLP: act(gate_proj(x)) * up_proj(x), down_proj),
  *    out.add_(routed_out.reshape(E, -1, H).sum(dim=0)) in place.
  * Weights: router.weight 0, experts.gate_up_proj 1, experts.down_proj 2, shared_expert 3-5. */
+/* vLLM's Llama4MoE.forward (vllm/model_executor/models/llama4.py @ 0121c95e), what --serve's profiling
+ * run executes instead of transformers' block: router_logits = self.router(x) (ReplicatedLinear [T, E]);
+ * shared_out = self.shared_expert(x) (LlamaMLP: gate_up_proj [T, 2I], SiluAndMul [T, I], down_proj);
+ * routed_out = self.experts(x, router_logits) (FusedMoE with Llama4MoE.custom_routing_function:
+ * fast_topk values and int64 indices, sigmoid(values.float()), indices.to(int32); then
+ * fused_experts_impl, vllm/model_executor/layers/fused_moe/fused_moe.py @ 000d1458: out_hidden_states =
+ * torch.empty_like(hidden_states), cache13 = torch.empty(M x top_k x max(N, K)) shared by
+ * intermediate_cache1 [M, top_k, N = 2I] and intermediate_cache3 [M, top_k, K = H],
+ * intermediate_cache2 [M x top_k, N / 2], M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE 32768); the
+ * kernels write into them); experts_out = routed_out + shared_out. No autograd (inference).
+ * moe_align_block_size's int32 index tensors (top_k x tokens + E x (BLOCK_SIZE_M - 1) entries) are
+ * not modelled. */
+static void moe_llama4_vllm_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E, I = c->inter, S = c->shared;
+    vc_numel T = vc_n_sample(L), K = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* router_logits: Llama4MoE.forward's local */
+    vc_t g = lin_rows(b, x, vc_weight(b, 3), T, S); /* gate_up_proj's [T, 2I]: its gate and up halves */
+    vc_t u = lin_rows(b, x, vc_weight(b, 4), T, S);
+    vc_t a = vc__op_nograd(b, "silu_and_mul", g, u, vc_n_sample(L * S), dt);
+    vc_t shared = lin_rows(b, a, vc_weight(b, 5), T, H);
+    vc_hold(b, shared);
+    vc_t top = vc__op_nograd(b, "topk", logits, -1, K, vc_dt_of(b, logits));
+    vc_t idx = vc__op_nograd(b, "topk", logits, -1, K, VC_DT_I64);
+    vc_t tw = vc__op_nograd(b, "sigmoid", vc__op_cast(b, top, VC_DT_F32), -1, K, VC_DT_F32);
+    vc_t ti = vc__op_nograd(b, "_to_copy", idx, -1, K, VC_DT_I32);
+    vc_hold(b, tw);
+    vc_hold(b, ti);
+    vc_t out = vc__op_nograd(b, "empty_like", x, -1, vc_n_sample(L * H), dt);
+    vc_hold(b, out);
+    int64_t w13 = 2 * I > H ? 2 * I : H;
+    /* the caches, alive together through the kernels that write them (cache1, silu_and_mul into cache2,
+     * cache3, moe_sum into out), freed when fused_experts_impl returns */
+    vc_t c13 = vc__op_new(b, "empty", vc_n_sample(L * c->k * w13), dt);
+    vc_hold(b, c13);
+    vc_t c2 = vc__op_new(b, "empty", vc_n_sample(L * c->k * I), dt);
+    vc_release(b, c2);
+    vc_release(b, c13);
+    vc_release(b, tw);
+    vc_release(b, ti);
+    vc_release(b, out);
+    vc_t y = vc__op_nograd(b, "add", out, shared, vc_n_sample(L * H), dt);
+    vc_release(b, shared);
+    vc_release(b, logits);
+    vc_set_output(b, y);
+}
+
 static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
 {
+    if (vc_serving(b)) {
+        moe_llama4_vllm_emit(b, c);
+        return;
+    }
     int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E, I = c->inter;
     vc_numel T = vc_n_sample(L), TE = vc_n_sample(L * E), K = vc_n_sample(L * c->k);
     vc_t x = vc_input(b, 0);

@@ -197,6 +197,10 @@ static void test_serve(void **state)
     assert_int_equal(num_at(j, "serve", "concurrency"), blocks / 80);
     /* the weights: 107,769,861,120 bf16 parameters over 8 ranks, the replicated router and norms */
     assert_true(num_at(j, "serve", "weights") > INT64_C(107769861120) * 2 / 8);
+    /* the profiling run's MoE layers are vLLM's FusedMoE (layers/llm.c moe_llama4_vllm_emit): no
+     * [E x tokens, H] tensor, whose one copy transformers' Llama4TextMoe would make 16 x 8,192 x 5,120 x 2 B
+     * = 1,342,177,280 B at the profile's 8,192 tokens; the whole run's activations stay below it */
+    assert_true(num_at(j, "serve", "profile_peak") - num_at(j, "serve", "weights") < INT64_C(1342177280));
     cJSON_Delete(j);
 }
 

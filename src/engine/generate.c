@@ -307,6 +307,8 @@ bool vc_kv_update_chunked(vc_build *b, int64_t chunk, vc_t *k, vc_t *v, int64_t 
     return kv_update(b, b->gen.profile ? 0 : chunk, 0, 0, k, v, S);
 }
 
+bool vc_serving(const vc_build *b) { return b->gen.profile; }
+
 bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
 {
     return kv_update(b, 0, latent, 0, k, v, S);
