@@ -138,8 +138,8 @@ int vc__hf_llama4_read(rd *r, arch *a)
     const cJSON *cs = l4_key(r, "attention_chunk_size");
     if (cs && (!is_int(cs) || cs->valuedouble < 1 || cs->valuedouble > (double)MAX_SIZE))
         return l4_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
-    /* Llama4TextConfig's attention_chunk_size=8192 when absent; null: None (create_chunked_causal_mask
-     * then masks causally, DynamicCache keeps every token) */
+    /* Llama4TextConfig's attention_chunk_size=8192 when absent; null: None, modelled as no chunking (the
+     * "chunked_attention" layers attend and cache as full ones) */
     a->chunk = cs ? (int64_t)cs->valuedouble : l4_null(r, "attention_chunk_size") ? 0 : 8192;
     /* the temperature tuning: a truth value (Python's: a number or a bool), floor_scale divides */
     const cJSON *tt = l4_key(r, "attn_temperature_tuning");
