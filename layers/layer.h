@@ -260,6 +260,13 @@ void vc_keep_forward(vc_build *b, vc_t t);
  * `window`: the layer's sliding_window (0 none). false, nothing changed,
  * outside generation. */
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S);
+/* The same for a chunked-attention layer (Llama 4's attention_chunk_size): transformers' cache keeps
+ * chunk - 1 tokens as a sliding layer's; under --serve vLLM keeps every token (its hybrid KV cache
+ * manager is off for chunked local attention by default; src/engine/generate.c). */
+bool vc_kv_update_chunked(vc_build *b, int64_t chunk, vc_t *k, vc_t *v, int64_t *S);
+/* --serve's profiling run (vLLM's forward, src/engine/serve.c): a layer whose vLLM module runs other
+ * kernels than transformers' says so (SparseMoE style llama4: FusedMoE). */
+bool vc_serving(const vc_build *b);
 /* The same for an MLA layer (layers/mla.c): transformers caches its full
  * key_states and value_states as above; vLLM (--serve) keeps the compressed
  * latent instead, `latent` elements per token (kv_lora_rank +

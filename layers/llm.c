@@ -28,14 +28,17 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct {
     int64_t head_dim, rotary_dim;
     bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
+    bool complex; /* Llama4TextRotaryEmbedding: freqs_cis, complex64 [L, rotary_dim / 2] (as float32 [2, L, R / 2]) */
 } rope_cfg;
 
 static int rope_parse(vc_args *a, void *p)
 {
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
-        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half))
+        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
+        vc_arg_bool(a, "complex", false, &c->complex))
         return -1;
+    if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
     if (c->rotary_dim > c->head_dim)
         return vc_arg_fail(a, "rotary_dim", "%lld is more than head_dim %lld", (long long)c->rotary_dim, (long long)c->head_dim);
@@ -50,7 +53,7 @@ static int rope_setup(vc_setup *s, void *p)
     if (s->in[0].nd != 1) return vc_fail(s, "inputs", "RotaryEmbedding takes the token ids [L]");
     int64_t n;
     if (vc_mul(s, s->in[0].d[0], c->rotary_dim, &n)) return -1;
-    int64_t d[3] = {2, s->in[0].d[0], c->half ? c->rotary_dim / 2 : c->rotary_dim};
+    int64_t d[3] = {2, s->in[0].d[0], c->half || c->complex ? c->rotary_dim / 2 : c->rotary_dim};
     s->out = vc_shape_make(3, d);
     /* inv_freq: a non-persistent buffer of rotary_dim / 2 fp32 (_compute_default_rope_parameters) */
     return vc_buffer(s, "inv_freq", c->rotary_dim / 2, VC_DT_F32);
@@ -63,9 +66,35 @@ static int rope_setup(vc_setup *s, void *p)
  * sin(), * attention_scaling (new tensors even for 1.0), .to(x.dtype). The
  * cos/sin pair is returned to every decoder layer and saved by their
  * q * cos / k * cos products: alive until backward is done with them. */
+/* Llama4TextRotaryEmbedding.forward (modeling_llama4.py @ 000c33fd; @torch.no_grad, autocast off):
+ * position_ids[:, None, :].float() [1, 1, L], inv_freq_expanded @ it -> freqs [1, R/2, L] float32
+ * (transposed: a view), torch.polar(torch.ones_like(freqs), freqs) -> freqs_cis complex64 [1, L, R/2],
+ * * attention_scaling (a new tensor). The result stays complex64 whatever the model's dtype (8 bytes
+ * an element: the bytes of float32 [2, L, R/2]), shared by every decoder layer. */
+static void rope_complex_emit(vc_build *b, const rope_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], R = c->rotary_dim;
+    vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
+    vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
+    vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * R / 2), VC_DT_F32);
+    vc_t ones = vc__op_new(b, "ones_like", vc_n_fixed(L * R / 2), VC_DT_F32);
+    vc_t cis = vc__op_new(b, "polar", vc_n_fixed(L * R), VC_DT_F32);
+    vc_release(b, ones);
+    vc_release(b, freqs);
+    vc_t out = vc__op_new(b, "mul", vc_n_fixed(L * R), VC_DT_F32); /* freqs_cis * self.attention_scaling */
+    vc_release(b, cis);
+    vc_release(b, pos);
+    vc_release(b, posf);
+    vc_set_output(b, out);
+}
+
 static void rope_emit(vc_build *b, const void *p)
 {
     const rope_cfg *c = p;
+    if (c->complex) {
+        rope_complex_emit(b, c);
+        return;
+    }
     int64_t L = vc_input_shape(b, 0)->d[0], R = c->half ? c->rotary_dim / 2 : c->rotary_dim;
     vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
@@ -215,9 +244,14 @@ typedef struct {
     bool falcon;              /* FalconAttention: _split_heads of query_key_value, F.sdpa without enable_gqa */
     bool kv_expand;           /* falcon's new_decoder_architecture: k and v broadcast to num_heads before the cache */
     bool block_mask;          /* a [1, L, L] bool mask passed to sdpa (Qwen2.5-VL's vision attention) */
+    /* Llama4TextAttention (modeling_llama4.py @ 000c33fd): rope_style 2 (apply_rotary_emb on complex
+     * numbers), l2_qk_norm (Llama4TextL2Norm: no weight), temperature_tuning (the NoPE layers' q
+     * scaled by attn_scales), chunk (attention_chunk_size of a "chunked_attention" layer, 0 none) */
+    bool l2_qk, temp;
+    int64_t chunk;
 } ra_cfg;
 
-static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
+static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
 
 static int ra_parse(vc_args *a, void *p)
 {
@@ -233,8 +267,16 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
         vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
-        vc_arg_bool(a, "block_mask", false, &c->block_mask))
+        vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
+        vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk))
         return -1;
+    if ((c->rope_style == 2 || c->l2_qk || c->temp || c->chunk) && (c->fused || c->qk_norm || c->eager || c->window > 0 ||
+                                                                   c->falcon || c->output_gate || c->sinks || c->block_mask))
+        return vc_arg_fail(a, c->rope_style == 2 ? "rope_style" : c->l2_qk ? "l2_qk_norm" : c->temp ? "temperature_tuning"
+                           : "attention_chunk_size", "is Llama4TextAttention's: separate q, k, v, sdpa, no sliding_window, "
+                           "qk_norm, sinks or output gate");
+    if (c->rope_style == 2 && c->R != c->D)
+        return vc_arg_fail(a, "rope_style", "llama4 rotates the whole head: rotary_dim must equal head_dim (%lld)", (long long)c->D);
     if (c->falcon && (!c->fused || c->qk_norm || c->eager || c->window > 0 || c->rope_style))
         return vc_arg_fail(a, "falcon", "FalconAttention reads one fused query_key_value projection, without q/k norms, "
                            "eager attention, sliding windows or gpt_oss's rotation");
@@ -285,7 +327,7 @@ static int ra_setup(vc_setup *s, void *p)
     }
     if (c->R > 0) {
         const vc_shape *r = &s->in[nqkv];
-        int64_t rw = c->rope_style == 1 ? c->R / 2 : c->R; /* gpt_oss: a "half" RotaryEmbedding's */
+        int64_t rw = c->rope_style ? c->R / 2 : c->R; /* gpt_oss: a "half" RotaryEmbedding's; llama4: a "complex" one's */
         if (r->nd != 3 || r->d[0] != 2 || r->d[1] != L || r->d[2] != rw)
             return vc_fail(s, "inputs", "the rope input must be a RotaryEmbedding's [2, %lld, %lld]", (long long)L, (long long)rw);
     }
@@ -542,6 +584,47 @@ static void falcon_emit(vc_build *b, const ra_cfg *c)
  * GPT-NeoX: slices of one fused projection), then sdpa_attention_forward
  * (enable_gqa when no mask, torch >= 2.5) and
  * attn_output.transpose(1, 2).contiguous().reshape(B, L, -1). */
+/* apply_rotary_emb (modeling_llama4.py @ 000c33fd) on xq [B, L, H, D] and xk [B, L, KV, D] with the
+ * complex freqs_cis: xq_ = view_as_complex(xq.float().reshape(..., -1, 2)) (the float copy of a 16-bit
+ * q; q itself in float32), xk_ likewise, xq_out = view_as_real(xq_ * freqs_cis).flatten(3) (a complex64
+ * product: float32's bytes; mul saves freqs_cis alone, which needs no grad), xk_out likewise, then
+ * xq_out.type_as(xq), xk_out.type_as(xk) (copies for a 16-bit model, the products themselves in
+ * float32). The float copies and the products are the function's locals until it returns. */
+static void llama4_rope(vc_build *b, vc_t *q, vc_t *k, vc_t cs, int64_t H, int64_t KV, int64_t L, int64_t D)
+{
+    vc_dtype dt = vc_dt_of(b, *q);
+    vc_t qf = vc__op_cast(b, *q, VC_DT_F32), kf = vc__op_cast(b, *k, VC_DT_F32);
+    vc_hold(b, qf);
+    vc_hold(b, kf);
+    vc_t qo = mul_b(b, qf, cs, vc_n_sample(L * H * D), VC_DT_F32);
+    vc_hold(b, qo);
+    vc_t ko = mul_b(b, kf, cs, vc_n_sample(L * KV * D), VC_DT_F32);
+    vc_hold(b, ko);
+    vc_t q2 = vc__op_cast(b, qo, dt), k2 = vc__op_cast(b, ko, dt);
+    vc_release(b, qf);
+    vc_release(b, kf);
+    vc_release(b, qo);
+    vc_release(b, ko);
+    vc_release(b, *q); /* the projections' views, rebound */
+    vc_release(b, *k);
+    *q = q2;
+    *k = k2;
+}
+
+/* Llama4TextAttention.forward's temperature tuning (attn_temperature_tuning, a NoPE layer):
+ * attn_scales = log1p(floor((cache_position.float() + 1.0) / floor_scale)) * attn_scale + 1.0, a
+ * float32 [L] local until the forward returns (its intermediates are [L] too, not modelled), viewed
+ * [1, L, 1, 1] and expanded; query_states * attn_scales is float32 (a 16-bit q times a float32 tensor
+ * promotes; mul saves attn_scales alone), .to(query_states.dtype) a 16-bit copy. */
+static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc_t *scales)
+{
+    vc_dtype dt = vc_dt_of(b, q);
+    *scales = vc__op_new(b, "attn_scales", vc_n_fixed(L), VC_DT_F32);
+    vc_hold(b, *scales);
+    vc_t m = mul_b(b, q, *scales, vc_n_sample(L * width), VC_DT_F32);
+    return vc__op_cast(b, m, dt);
+}
+
 static void ra_emit(vc_build *b, const void *p)
 {
     const ra_cfg *c = p;
@@ -572,7 +655,8 @@ static void ra_emit(vc_build *b, const void *p)
      * locals too, freed once apply_rotary_pos_emb rebinds them, but modelling that alone
      * leaves its other lifetimes short (the module's hidden_states argument, freed here
      * after v_proj), which the measured llama, qwen2 and mixtral cases show. */
-    const bool locals = c->qk_norm && !c->fused;
+    const bool l4 = c->rope_style == 2 || c->l2_qk || c->temp; /* Llama4TextAttention: the projections are locals */
+    const bool locals = (c->qk_norm && !c->fused) || l4;
     if (locals)
         for (int i = 0; i < 3; i++) vc_input_unheld(b, i);
     vc_t gate = -1;
@@ -596,7 +680,9 @@ static void ra_emit(vc_build *b, const void *p)
     q = vc__op_view(b, q, vc_numel_of(b, q), false);
     k = vc__op_view(b, k, vc_numel_of(b, k), false);
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
-    if (c->R > 0 && c->rope_style == 1) { /* GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb */
+    if (c->R > 0 && c->rope_style == 2) { /* Llama4TextAttention: apply_rotary_emb */
+        llama4_rope(b, &q, &k, cs, H, KV, L, D);
+    } else if (c->R > 0 && c->rope_style == 1) { /* GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb */
         q = rope_apply_half(b, q, cs, H, L, D);
         k = rope_apply_half(b, k, cs, KV, L, D);
     } else if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
@@ -608,6 +694,19 @@ static void ra_emit(vc_build *b, const void *p)
             vc_release(b, k0);
         }
     }
+    if (c->l2_qk) { /* query_states = self.qk_norm(query_states); key_states likewise (the rebound ones freed) */
+        vc_t q0 = q, k0 = k;
+        q = hf_rmsnorm(b, q, -1, vc_n_sample(L * H), 0);
+        vc_release(b, q0);
+        k = hf_rmsnorm(b, k, -1, vc_n_sample(L * KV), 0);
+        vc_release(b, k0);
+    }
+    vc_t scales = -1;
+    if (c->temp) { /* Llama4TextAttention.forward, attn_temperature_tuning and not use_rope */
+        vc_t q0 = q;
+        q = llama4_temperature(b, q, L, H * D, &scales);
+        vc_release(b, q0);
+    }
     const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
     /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
      * where HF's sdpa path also runs is_causal without a mask. Longer
@@ -616,7 +715,7 @@ static void ra_emit(vc_build *b, const void *p)
     vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0, false};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
-    bool cached = vc_kv_update(b, c->window, &k, &v, &a.S);
+    bool cached = c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
     if (cached) {
         a.k_blhd = a.v_blhd = false;
         a.causal = c->causal && L > 1;
@@ -653,6 +752,7 @@ static void ra_emit(vc_build *b, const void *p)
     }
     vc_set_output(b, o);
     if (bmask >= 0) vc_release(b, bmask);
+    if (scales >= 0) vc_release(b, scales);
     if (locals) vc_release(b, qs); /* the forward's locals, until it returns */
     if (locals && !cached) {
         vc_release(b, ks);
@@ -887,8 +987,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4 };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -934,13 +1034,23 @@ static int moe_parse(vc_args *a, void *p)
         if (c->shared < 1)
             return vc_arg_fail(a, "shared_expert_intermediate_size", "style deepseek_v3 has shared experts: "
                                "moe_intermediate_size x n_shared_experts");
+    } else if (c->style == MOE_LLAMA4) { /* Llama4TextMoe: one way to run its experts */
+        if (vc_arg_type(a, "experts_implementation"))
+            return vc_arg_fail(a, "experts_implementation", "style llama4 runs Llama4TextExperts' torch.bmm over every "
+                               "expert (no per-expert loop, no grouped_mm)");
+        if (c->shared < 1)
+            return vc_arg_fail(a, "shared_expert_intermediate_size", "style llama4 has a shared expert (Llama4TextMLP of "
+                               "intermediate_size)");
+        if (c->imbalance > 1.0)
+            return vc_arg_fail(a, "moe_imbalance", "style llama4 runs every token through every expert: the routing "
+                               "changes no allocation");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
         return vc_arg_fail(a, vc_arg_type(a, "n_group") ? "n_group" : "topk_group", "only style deepseek_v3 routes by groups");
     if (c->k > c->E)
         return vc_arg_fail(a, "top_k", "top_k (%lld) is more than num_experts (%lld)", (long long)c->k, (long long)c->E);
-    if (c->impl == MOE_PER_EXPERT && c->E * 3 + 4 > 256)
+    if (c->impl == MOE_PER_EXPERT && c->style != MOE_LLAMA4 && c->E * 3 + 4 > 256)
         return vc_arg_fail(a, "num_experts", "%lld experts: more than the 84 per_expert holds (256 parameter tensors; "
                            "experts_implementation grouped_mm stacks them)", (long long)c->E);
     return 0;
@@ -983,6 +1093,20 @@ static int moe_setup(vc_setup *s, void *p)
         return -1;
     if (s->ep > 1 && c->style == MOE_GPT_OSS) /* moe_ep.c's MoELayer has no expert biases or clamped SwiGLU */
         return vc_fail(s, "ep", "expert parallelism is not modelled for style gpt_oss (biased experts, clamped SwiGLU)");
+    if (s->ep > 1 && c->style == MOE_LLAMA4) /* moe_ep.c's MoELayer routes; Llama4TextMoe runs every expert on every token */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style llama4 (transformers' Llama4TextMoe runs "
+                       "every expert on every token; a dispatcher's top-1 sigmoid routing is not written)");
+    /* Llama4TextMoe runs every token through every expert: [E x L, max(2I, H)] per sample */
+    if (c->style == MOE_LLAMA4 && (vc_mul(s, x->d[0], c->E, &t) || vc_mul(s, t, 2 * c->inter > c->hidden ? 2 * c->inter : c->hidden, &t)))
+        return -1;
+    if (c->style == MOE_LLAMA4) /* Llama4TextMoe.__init__: experts (nn.Parameters), router (Llama4Router, an
+                                 * nn.Linear without bias), shared_expert (Llama4TextMLP) */
+        return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
+               vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, 0) ||
+               vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, 0) ||
+               vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+               vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
+               vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
     if (s->ep > 1) { /* one Megatron-Core expert-parallel rank's MoELayer (layers/moe_ep.c) */
         c->ep = s->ep;
         s->ep_used = true;
@@ -1472,10 +1596,138 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* torch.bmm(x, w) with w an [E, in, out] parameter (Llama4TextExperts): autocast casts both. */
+static vc_t bmm_param(vc_build *b, vc_t x, vc_t w, vc_numel out)
+{
+    return vc__op_bmm_raw(b, vc__op_autocast(b, x), vc__op_autocast_weight(b, w), out);
+}
+
+/* Llama4TextMoe.forward (modeling_llama4.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6):
+ *  - Llama4Router.forward: router_logits = nn.Linear's forward [T, E] (returned: the decoder layer
+ *    binds it to `_` until it returns); topk(logits, top_k, dim=1) (values, int64 indices);
+ *    full_like(logits, -inf).scatter_(1, indices, values) (scatter_'s backward gathers: the indices
+ *    saved); sigmoid(scores.float()) (a float32 copy of 16-bit scores; sigmoid saves its result),
+ *    .to(scores.dtype); router_scores is the block's local until it returns;
+ *  - routed_in = hidden_states.repeat(E, 1): [E x T, H], every token once per expert; routed_in *
+ *    router_scores.transpose(0, 1).reshape(-1, 1) (the reshape of the transpose a copy, [E x T, 1]; the
+ *    product saves each operand the other's gradient needs: the repeat for the router's, the column
+ *    for the tokens');
+ *  - Llama4TextExperts.forward: view(E, -1, H), gate_up = torch.bmm(x, gate_up_proj) [E, T, 2I],
+ *    gate, up = chunk(2) (views), torch.bmm(up * act_fn(gate), down_proj) [E, T, H] (act saves the
+ *    gate view, the product both factors, each bmm its input for the experts' gradient);
+ *  - out = shared_expert(hidden_states) (Llama4TextMLP: act(gate_proj(x)) * up_proj(x), down_proj),
+ *    out.add_(routed_out.reshape(E, -1, H).sum(dim=0)) in place.
+ * Weights: router.weight 0, experts.gate_up_proj 1, experts.down_proj 2, shared_expert 3-5. */
+/* vLLM's Llama4MoE.forward (vllm/model_executor/models/llama4.py @ 0121c95e), what --serve's profiling
+ * run executes instead of transformers' block: router_logits = self.router(x) (ReplicatedLinear [T, E]);
+ * shared_out = self.shared_expert(x) (LlamaMLP: gate_up_proj [T, 2I], SiluAndMul [T, I], down_proj);
+ * routed_out = self.experts(x, router_logits) (FusedMoE with Llama4MoE.custom_routing_function:
+ * fast_topk values and int64 indices, sigmoid(values.float()), indices.to(int32); then
+ * fused_experts_impl, vllm/model_executor/layers/fused_moe/fused_moe.py @ 000d1458: out_hidden_states =
+ * torch.empty_like(hidden_states), cache13 = torch.empty(M x top_k x max(N, K)) shared by
+ * intermediate_cache1 [M, top_k, N = 2I] and intermediate_cache3 [M, top_k, K = H],
+ * intermediate_cache2 [M x top_k, N / 2], M = min(tokens, VLLM_FUSED_MOE_CHUNK_SIZE 32768); the
+ * kernels write into them); experts_out = routed_out + shared_out. No autograd (inference).
+ * moe_align_block_size's int32 index tensors (top_k x tokens + E x (BLOCK_SIZE_M - 1) entries) are
+ * not modelled. */
+static void moe_llama4_vllm_emit(vc_build *b, const moe_cfg *c)
+{
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E, I = c->inter, S = c->shared;
+    vc_numel T = vc_n_sample(L), K = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_dtype dt = vc_dt_of(b, x);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits); /* router_logits: Llama4MoE.forward's local */
+    vc_t g = lin_rows(b, x, vc_weight(b, 3), T, S); /* gate_up_proj's [T, 2I]: its gate and up halves */
+    vc_t u = lin_rows(b, x, vc_weight(b, 4), T, S);
+    vc_t a = vc__op_nograd(b, "silu_and_mul", g, u, vc_n_sample(L * S), dt);
+    vc_t shared = lin_rows(b, a, vc_weight(b, 5), T, H);
+    vc_hold(b, shared);
+    vc_t top = vc__op_nograd(b, "topk", logits, -1, K, vc_dt_of(b, logits));
+    vc_t idx = vc__op_nograd(b, "topk", logits, -1, K, VC_DT_I64);
+    vc_t tw = vc__op_nograd(b, "sigmoid", vc__op_cast(b, top, VC_DT_F32), -1, K, VC_DT_F32);
+    vc_t ti = vc__op_nograd(b, "_to_copy", idx, -1, K, VC_DT_I32);
+    vc_hold(b, tw);
+    vc_hold(b, ti);
+    vc_t out = vc__op_nograd(b, "empty_like", x, -1, vc_n_sample(L * H), dt);
+    vc_hold(b, out);
+    int64_t w13 = 2 * I > H ? 2 * I : H;
+    /* the caches, alive together through the kernels that write them (cache1, silu_and_mul into cache2,
+     * cache3, moe_sum into out), freed when fused_experts_impl returns */
+    vc_t c13 = vc__op_new(b, "empty", vc_n_sample(L * c->k * w13), dt);
+    vc_hold(b, c13);
+    vc_t c2 = vc__op_new(b, "empty", vc_n_sample(L * c->k * I), dt);
+    vc_release(b, c2);
+    vc_release(b, c13);
+    vc_release(b, tw);
+    vc_release(b, ti);
+    vc_release(b, out);
+    vc_t y = vc__op_nograd(b, "add", out, shared, vc_n_sample(L * H), dt);
+    vc_release(b, shared);
+    vc_release(b, logits);
+    vc_set_output(b, y);
+}
+
+static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
+{
+    if (vc_serving(b)) {
+        moe_llama4_vllm_emit(b, c);
+        return;
+    }
+    int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E, I = c->inter;
+    vc_numel T = vc_n_sample(L), TE = vc_n_sample(L * E), K = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
+    vc_hold(b, logits);
+    vc_dtype ldt = vc_dt_of(b, logits);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, logits);
+    vc_t top = vc_op_out(o, K, ldt);
+    vc_t idx = vc_op_out(o, K, VC_DT_I64);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    vc_t full = vc__op_new(b, "full_like", TE, ldt);
+    o = vc_op_begin(b, "scatter_");
+    int ifl = vc_op_in_nodiff(o, full);
+    vc_op_in(o, top);
+    vc_op_in_nodiff(o, idx);
+    vc_t sc = vc_op_out_view(o, ifl, TE, true);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    vc_t sg = vc__op_unary(b, "sigmoid", vc__op_cast(b, sc, VC_DT_F32), VC_SAVE_OUT, false);
+    vc_t rs = vc__op_cast(b, sg, ldt);
+    vc_hold(b, rs);
+    vc_t rep = vc__op_fresh(b, "repeat", x, vc_n_sample(L * E * H));
+    vc_t col = vc__op_clone(b, vc__op_view(b, rs, TE, false));
+    vc_t ri = mul_b(b, rep, col, vc_n_sample(L * E * H), promote(vc_dt_of(b, rep), vc_dt_of(b, col)));
+    vc_hold(b, ri); /* routed_in: the block's local until it returns */
+    vc_t gu = bmm_param(b, ri, vc_weight(b, 1), vc_n_sample(L * E * 2 * I));
+    vc_hold(b, gu); /* gate_up (and its gate, up views): Llama4TextExperts.forward's locals until it returns */
+    vc_numel EI = vc_n_sample(L * E * I);
+    vc_t g = vc__op_view(b, gu, EI, false), u = vc__op_view(b, gu, EI, false);
+    vc_t act = act_op(b, c->act, g);
+    vc_t h = vc__op_mul(b, u, act, EI, false);
+    vc_t ro = bmm_param(b, h, vc_weight(b, 2), vc_n_sample(L * E * H));
+    vc_release(b, gu);
+    vc_hold(b, ro); /* routed_out: the block's local until it returns */
+    vc_t out = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
+    out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
+    vc_release(b, ri);
+    vc_release(b, ro);
+    vc_release(b, rs);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */
 static void moe_emit(vc_build *b, const void *p)
 {
     const moe_cfg *c = p;
+    if (c->style == MOE_LLAMA4) {
+        moe_llama4_emit(b, c);
+        return;
+    }
     if (c->ep > 1) {
         vc_moe_ep e = moe_ep_of(c);
         vc__moe_ep_emit(b, &e);

@@ -294,6 +294,23 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged
 
 bool vc_kv_update(vc_build *b, int64_t window, vc_t *k, vc_t *v, int64_t *S) { return kv_update(b, window, 0, 0, k, v, S); }
 
+/* A "chunked_attention" layer (Llama 4). transformers: DynamicCache(config) makes it a
+ * DynamicSlidingWindowLayer(sliding_window=attention_chunk_size) ("from a cache point of view, both
+ * sliding and chunked are the same", cache_utils.py @ 004999d9 DynamicCache.__init__): the last
+ * chunk - 1 tokens kept. vLLM (--serve): ChunkedLocalAttentionSpec, but vllm/config/vllm.py disables
+ * the hybrid KV cache manager for chunked local attention while vllm/envs.py defaults
+ * VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE to 0 ("There is a latency regression when using
+ * chunked local attention with the hybrid KV cache manager. Disabling it, by default"), and
+ * unify_hybrid_kv_cache_specs (vllm/v1/core/kv_cache_utils.py) turns the spec into a
+ * FullAttentionSpec: every token's K and V kept, as a full layer's. (Later releases default it to 1:
+ * the hybrid manager's chunked pages are not modelled; docs/llm.md "Llama 4".) */
+bool vc_kv_update_chunked(vc_build *b, int64_t chunk, vc_t *k, vc_t *v, int64_t *S)
+{
+    return kv_update(b, b->gen.profile ? 0 : chunk, 0, 0, k, v, S);
+}
+
+bool vc_serving(const vc_build *b) { return b->gen.profile; }
+
 bool vc_kv_update_latent(vc_build *b, int64_t latent, vc_t *k, vc_t *v, int64_t *S)
 {
     return kv_update(b, 0, latent, 0, k, v, S);

@@ -475,8 +475,10 @@ const hf_family vc__hf_families[] = {
      * Llama4TextMLP of intermediate_size_mlp); Llama4TextMoe: router nn.Linear(hidden,
      * num_local_experts), Llama4TextExperts gate_up_proj [E, H, 2 intermediate_size] and
      * down_proj [E, intermediate_size, H], shared_expert Llama4TextMLP(intermediate_size).
-     * The parameters are counted (hf_llama4.c); the memory is not modelled: vc_hf_build refuses
-     * it, naming what is missing. num_key_value_heads: absent 8, null num_attention_heads; head_dim:
+     * The parameters are counted (hf_llama4.c), the layers written by hf_layers.c (Llama4TextMoe as
+     * SparseMoE style llama4, Llama4TextAttention as RotaryAttention with rope_style llama4, the L2
+     * qk norm, the temperature tuning and the chunked layers' cache). num_key_value_heads: absent 8,
+     * null num_attention_heads; head_dim:
      * absent 128, null hidden_size // heads (__post_init__; hf_llama4.c) */
 #define LLAMA4_KEYS                                                                                            \
     LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 202048), [K_HIDDEN] = DEF("hidden_size", 5120),               \
@@ -654,19 +656,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
                             a.tie ? "lm_head tied to shared" : "lm_head untied");
     }
-    if (a.f->moe == MOE_LLAMA4) { /* the parameters are exact (hf_llama4.c); the memory is not modelled: refused */
-        int64_t active = 0, total = vc__hf_llama4_parameters(&a, &active), nmoe = 0;
-        for (int64_t i = 0; i < a.N; i++) nmoe += vc__hf_llama4_moe_layer(&a, i);
-        return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: Llama4ForCausalLM%s has %lld parameters, %lld active per "
-                            "token (top-%lld of %lld experts in %lld of %lld layers, %s); not modelled yet: the memory "
-                            "(Llama4TextExperts' bmm runs all %lld experts on every token; complex rotary, L2 qk norm, "
-                            "temperature tuning, chunked attention and its cache)", r.fam,
-                            a.f->nested ? " (text_config; vision tower not counted)" : "", (long long)total,
-                            (long long)active, (long long)a.K, (long long)a.E, (long long)nmoe, (long long)a.N,
-                            a.tie ? "lm_head tied" : "lm_head untied", (long long)a.E);
-    }
     rd rv = {cfg, err, r.fam, false, 1};
-    if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
+    if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
+    if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
@@ -729,8 +721,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
-    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)", strcmp(r.fam, "gemma3_text") ? r.fam : "gemma3",
-             r.fam, a.f->vision ? "" : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
+    snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
+             !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
+             r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"
+                                : a.f->nested ? ": the language model; the vision tower is not modelled" : "");
     cJSON *in = cJSON_AddStringToObject(m, "name", nm) && cJSON_AddStringToObject(m, "source", src)
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;

@@ -232,8 +232,14 @@ typedef struct {
     bool new_arch, alibi;
     int64_t num_ln;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
-    /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1) */
-    const cJSON *moe_layers;
+    /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
+     * layer_types ("chunked_attention" / "full_attention"; NULL: chunked where the layer has rope),
+     * attention_chunk_size (0: None), attn_temperature_tuning */
+    const cJSON *moe_layers, *l4_types;
+    int64_t chunk;
+    bool temp_tuning;
+    /* llama4 (Llama4Config): vision_config's Llama4VisionModel and the projector, loaded, not run */
+    struct { int64_t H, I, N, NH, cin, P, img, pin, pout, vout; bool on; } l4v;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
@@ -286,6 +292,15 @@ int vc__hf_llama4_read(rd *r, arch *a);
 int64_t vc__hf_llama4_parameters(const arch *a, int64_t *active);
 /* hf_llama4.c: whether decoder layer i is a Llama4TextMoe layer (config.moe_layers). */
 bool vc__hf_llama4_moe_layer(const arch *a, int64_t i);
+/* hf_llama4.c: llama4's vision_config (Llama4VisionConfig's defaults), read into a->l4v and checked
+ * (errors name vision_config.KEY; r reads the config's root); --image and --images refused. */
+int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o);
+/* hf_llama4.c: Llama4VisionModel's and Llama4MultiModalProjector's weights appended to arr as frozen
+ * VisionWeights layers (loaded, not run), when a->l4v.on. */
+void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a);
+/* hf_llama4.c: layer i's attention_chunk_size when it is a "chunked_attention" layer with a
+ * chunk size, else 0 (full attention). */
+int64_t vc__hf_llama4_chunk(const arch *a, int64_t i);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
  * a family without a tower refuses the options. -1 with r->err set. */

@@ -223,6 +223,7 @@ static bool layer_is_moe(const arch *a, int64_t i)
 {
     if (a->f->moe == MOE_MIXTRAL || a->f->moe == MOE_GPT_OSS) return true;
     if (a->f->moe == MOE_DEEPSEEK) return i >= a->first_dense; /* DeepseekV3DecoderLayer: layer_idx >= first_k_dense_replace */
+    if (a->f->moe == MOE_LLAMA4) return vc__hf_llama4_moe_layer(a, i); /* layer_idx in config.moe_layers */
     if (a->f->moe != MOE_QWEN2 || a->E < 1 || (i + 1) % a->sparse_step) return false;
     for (const cJSON *e = a->mlp_only ? a->mlp_only->child : NULL; e; e = e->next)
         if (cJSON_IsNumber(e) && e->valuedouble == (double)i) return false;
@@ -274,6 +275,26 @@ static void mla_attention(wr *w, const arch *a)
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
 }
 
+/* Llama4TextAttention (modeling_llama4.py @ 000c33fd) on the RotaryAttention just written: the
+ * rope layers rotate q and k as complex numbers (apply_rotary_emb) and, with use_qk_norm, L2-normalize
+ * them (Llama4TextL2Norm, no weight); the NoPE layers scale q by the temperature tuning
+ * (attn_temperature_tuning); a "chunked_attention" layer's cache keeps attention_chunk_size - 1
+ * tokens (DynamicCache: DynamicSlidingWindowLayer) and vLLM serves it as ChunkedLocalAttention
+ * (layers/llm.c). */
+static void llama4_attn(wr *w, const arch *a, int64_t i)
+{
+    cJSON *o = cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1);
+    bool rope = vc__hf_layer_rope(a, i);
+    if (rope) str(w, o, "rope_style", "llama4");
+    if (rope && a->use_qk_norm) { /* self.qk_norm = Llama4TextL2Norm(config.rms_norm_eps) */
+        flag(w, o, "l2_qk_norm", true);
+        num(w, o, "qk_norm_eps", a->eps);
+    }
+    if (!rope && a->temp_tuning) flag(w, o, "temperature_tuning", true);
+    int64_t chunk = vc__hf_llama4_chunk(a, i);
+    if (chunk > 0) num(w, o, "attention_chunk_size", (double)chunk);
+}
+
 /* One LlamaDecoderLayer (and its relatives: MistralDecoderLayer,
  * Qwen2/Qwen3DecoderLayer, GemmaDecoderLayer, Gemma2DecoderLayer with its
  * four norms, Phi3DecoderLayer with fused projections and residual
@@ -305,6 +326,7 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
         linear(w, "self_attn.v_proj", in, a->H, kv, a->qkv_bias);
         attn_core(w, a, "self_attn.attention", false, "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", rope,
                   true, vc__hf_layer_window(a, i));
+        if (a->f->moe == MOE_LLAMA4) llama4_attn(w, a, i);
     }
     if (!vc__hf_layer_linear(a, i)) linear(w, "self_attn.o_proj", NULL, q, a->H, a->o_bias);
     if (g2 || post) rmsnorm(w, a, "post_attention_layernorm", NULL);
@@ -312,7 +334,19 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
     const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
     if (!post) rmsnorm(w, a, norm, NULL);
-    if (layer_is_moe(a, i) && a->f->moe == MOE_GPT_OSS) {
+    const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
+    if (layer_is_moe(a, i) && l4) {
+        /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
+         * expert), shared_expert (Llama4TextMLP of intermediate_size) */
+        cJSON *o = add_layer(w, "SparseMoE", "feed_forward");
+        num(w, o, "hidden_size", (double)a->H);
+        num(w, o, "intermediate_size", (double)a->moe_I);
+        num(w, o, "num_experts", (double)a->E);
+        num(w, o, "top_k", (double)a->K);
+        str(w, o, "style", "llama4");
+        num(w, o, "shared_expert_intermediate_size", (double)a->moe_I);
+        if (a->act <= A_RELU) str(w, o, "activation", act_json[a->act]);
+    } else if (layer_is_moe(a, i) && a->f->moe == MOE_GPT_OSS) {
         /* GptOssMLP: GptOssTopKRouter (weight, bias), GptOssExperts (stacked, biased) */
         cJSON *o = add_layer(w, "SparseMoE", "mlp");
         num(w, o, "hidden_size", (double)a->H);
@@ -351,11 +385,13 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
          * down_proj(act_fn(gate_proj(x)) * up_proj(x)) in Python's order:
          * gate_proj, act_fn (the gate is a temporary: freed here under
          * no_grad), up_proj, the product. */
-        linear(w, "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
-        act_layer(w, a, "mlp.act_fn");
-        linear(w, "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
-        ins(w, add_layer(w, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
-        linear(w, "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
+        /* Llama4TextMLP(intermediate_size_mlp): feed_forward.gate_proj, ... (the same order) */
+        linear(w, l4 ? "feed_forward.gate_proj" : "mlp.gate_proj", NULL, a->H, a->I, a->mlp_bias);
+        act_layer(w, a, l4 ? "feed_forward.activation_fn" : "mlp.act_fn");
+        linear(w, l4 ? "feed_forward.up_proj" : "mlp.up_proj", norm, a->H, a->I, a->mlp_bias);
+        ins(w, add_layer(w, "Mul", l4 ? "feed_forward.mul" : "mlp.mul"), l4 ? "feed_forward.activation_fn" : "mlp.act_fn",
+            l4 ? "feed_forward.up_proj" : "mlp.up_proj", NULL, NULL);
+        linear(w, l4 ? "feed_forward.down_proj" : "mlp.down_proj", NULL, a->I, a->H, a->mlp_bias);
     }
     if (g2 || post) rmsnorm(w, a, "post_feedforward_layernorm", NULL);
     dropout(w, "resid_mlp_dropout", a->p_resid);
@@ -583,7 +619,8 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         int64_t j = i + 1;
         while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
-               layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i))
+               layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i) &&
+               (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)))
             j++;
         cJSON *seq = add_layer(w, "Sequential", NULL);
         if (!seq) return;
@@ -795,8 +832,9 @@ static void build_layers(wr *w, const arch *a)
      * tokens' rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward),
      * written as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor */
     const char *img = vc__hf_vision_write(w->r, w->arr, a);
+    if (a->f->moe == MOE_LLAMA4) vc__hf_llama4_vision_write(w->r, w->arr, a); /* llama4's tower, not run (hf_llama4.c) */
     embedding(w, a, "model.embed_tokens");
-    if (a->f->vision) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+    if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
     const char *first = "model.embed_tokens";
     if (img) {
         o = add_layer(w, "Slice", "model.text_embeds");
@@ -825,6 +863,7 @@ static void build_layers(wr *w, const arch *a)
         num(w, o, "head_dim", (double)a->D);
         num(w, o, "rotary_dim", (double)a->R);
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
+        if (a->f->moe == MOE_LLAMA4) flag(w, o, "complex", true); /* Llama4TextRotaryEmbedding: freqs_cis */
         bool local = false;
         for (int64_t i = 0; i < a->N && a->f->local_rope; i++) local |= vc__hf_layer_window(a, i) > 0;
         if (local) { /* Gemma3TextModel: the sliding layers' cos/sin (rope_local_base_freq), alive with the global pair */

@@ -78,6 +78,9 @@ int vc__hf_llama4_read(rd *r, arch *a)
                      "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
         return -1;
     }
+    if (a->act > A_RELU) /* SparseMoE style llama4 runs silu, gelu, gelu_tanh or relu (ACT2FN's torch ones) */
+        return l4_bad(r, "hidden_act", "not modelled for Llama4TextMoe's experts (silu, gelu, gelu_pytorch_tanh or "
+                      "relu)");
     /* num_key_value_heads: the class's 8 when absent, num_attention_heads when null (__post_init__; the
      * row reads both as the heads) */
     if (!cJSON_GetObjectItemCaseSensitive(r->cfg, "num_key_value_heads")) {
@@ -121,6 +124,7 @@ int vc__hf_llama4_read(rd *r, arch *a)
     }
     /* layer_types: a key of causal_mask_mapping per layer */
     const cJSON *lt = l4_key(r, "layer_types");
+    a->l4_types = lt;
     if (lt) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) < a->N)
             return l4_bad(r, "layer_types", "expected a list of %lld layer types (\"full_attention\" or "
@@ -134,10 +138,15 @@ int vc__hf_llama4_read(rd *r, arch *a)
     const cJSON *cs = l4_key(r, "attention_chunk_size");
     if (cs && (!is_int(cs) || cs->valuedouble < 1 || cs->valuedouble > (double)MAX_SIZE))
         return l4_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
+    /* Llama4TextConfig's attention_chunk_size=8192 when absent; null: None, modelled as no chunking (the
+     * "chunked_attention" layers attend and cache as full ones) */
+    a->chunk = cs ? (int64_t)cs->valuedouble : l4_null(r, "attention_chunk_size") ? 0 : 8192;
     /* the temperature tuning: a truth value (Python's: a number or a bool), floor_scale divides */
     const cJSON *tt = l4_key(r, "attn_temperature_tuning");
     if (tt && !cJSON_IsBool(tt) && !(cJSON_IsNumber(tt) && isfinite(tt->valuedouble)))
         return l4_bad(r, "attn_temperature_tuning", "expected true or false");
+    /* Llama4TextConfig's attn_temperature_tuning=True when absent; Python's truth of the value */
+    a->temp_tuning = !tt ? !l4_null(r, "attn_temperature_tuning") : cJSON_IsBool(tt) ? cJSON_IsTrue(tt) : tt->valuedouble != 0;
     const cJSON *fs = l4_key(r, "floor_scale");
     if (fs && (!cJSON_IsNumber(fs) || !isfinite(fs->valuedouble) || fs->valuedouble <= 0))
         return l4_bad(r, "floor_scale", "expected a positive number (it divides the positions)");
@@ -156,6 +165,15 @@ bool vc__hf_llama4_moe_layer(const arch *a, int64_t i)
     }
     /* range(step - 1, num_hidden_layers, step) */
     return i >= a->sparse_step - 1 && (i - (a->sparse_step - 1)) % a->sparse_step == 0;
+}
+
+int64_t vc__hf_llama4_chunk(const arch *a, int64_t i)
+{
+    if (a->chunk <= 0) return 0;
+    if (a->l4_types) /* the config's layer_types: causal_mask_mapping[decoder_layer.attention_type] */
+        return strcmp(cJSON_GetArrayItem(a->l4_types, (int)i)->valuestring, "chunked_attention") ? 0 : a->chunk;
+    /* Llama4TextConfig.__post_init__: "chunked_attention" if no_rope_layers[i] else "full_attention" */
+    return vc__hf_layer_rope(a, i) ? a->chunk : 0;
 }
 
 /* Every product is bounded by hf_read.c's check_sizes (vocab x hidden, the experts' 3 x E x H x
@@ -177,4 +195,131 @@ int64_t vc__hf_llama4_parameters(const arch *a, int64_t *active)
     }
     *active = total - idle;
     return total;
+}
+
+/* ---- llama4: the vision tower and projector of Llama4ForConditionalGeneration, counted, not run.
+ * Llama4VisionConfig's defaults (configuration_llama4.py @ 008e5743) and the modules' parameters
+ * (modeling_llama4.py @ 000c33fd): Llama4VisionModel (patch_embedding = Llama4UnfoldConvolution: an
+ * nn.Linear(num_channels x patch_size^2, hidden_size, bias=False); class_embedding [H];
+ * positional_embedding_vlm [(image_size // patch_size)^2 + 1, H]; layernorm_pre, layernorm_post
+ * (nn.LayerNorm: weight and bias); model.layers: Llama4VisionEncoderLayer (self_attn q/k/v/o_proj
+ * nn.Linear(H, H) with biases, mlp fc1 (H -> intermediate_size) and fc2 with biases, input_layernorm
+ * and post_attention_layernorm); vision_adapter.mlp = Llama4VisionMLP2 (fc1 nn.Linear(intermediate_size,
+ * projector_input_dim), fc2 nn.Linear(projector_output_dim, projector_output_dim), no biases));
+ * Llama4MultiModalProjector (linear_1 nn.Linear(vision_output_dim, text hidden_size, bias=False)).
+ * No image is run: --image is refused (the tower's forward, pixel shuffle and the image tokens are
+ * not written). */
+
+static int l4v_int(rd *r, const cJSON *v, const char *key, int64_t def, int64_t *out)
+{
+    const cJSON *x = v ? cJSON_GetObjectItemCaseSensitive(v, key) : NULL;
+    char path[96];
+    snprintf(path, sizeof path, "vision_config.%s", key);
+    if (!x || cJSON_IsNull(x)) {
+        *out = def;
+        return 0;
+    }
+    if (!is_int(x) || x->valuedouble < 1 || x->valuedouble > (double)MAX_SIZE) {
+        vc_set_error(r->err, VC_ERR_MODEL, path, "expected a positive integer (at most 2^40)");
+        return -1;
+    }
+    *out = (int64_t)x->valuedouble;
+    return 0;
+}
+
+int vc__hf_llama4_vision_read(rd *r, arch *a, const vc_hf_options *o)
+{
+    if (o && (o->image_w > 0 || o->images > 0))
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%s: Llama4VisionModel's forward (the unfold patches, "
+                            "the complex 2-D rotary, pixel shuffle) and the image tokens are not modelled: the tower's "
+                            "weights are counted, no image is run", r->fam),
+               -1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+        return vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (Llama4VisionConfig's keys)"), -1;
+    if (v && cJSON_IsNull(v)) v = NULL; /* Llama4Config.__post_init__: None -> Llama4VisionConfig() */
+    if (l4v_int(r, v, "hidden_size", 768, &a->l4v.H) || l4v_int(r, v, "intermediate_size", 5632, &a->l4v.I) ||
+        l4v_int(r, v, "num_hidden_layers", 34, &a->l4v.N) || l4v_int(r, v, "num_attention_heads", 16, &a->l4v.NH) ||
+        l4v_int(r, v, "num_channels", 3, &a->l4v.cin) || l4v_int(r, v, "image_size", 448, &a->l4v.img) ||
+        l4v_int(r, v, "patch_size", 14, &a->l4v.P) || l4v_int(r, v, "projector_input_dim", 4096, &a->l4v.pin) ||
+        l4v_int(r, v, "projector_output_dim", 4096, &a->l4v.pout) ||
+        l4v_int(r, v, "vision_output_dim", 7680, &a->l4v.vout))
+        return -1;
+    if (a->l4v.H % a->l4v.NH)
+        return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_attention_heads", "%lld must divide hidden_size "
+                            "(%lld): Llama4VisionAttention's head_dim is hidden_size // num_attention_heads",
+                            (long long)a->l4v.NH, (long long)a->l4v.H), -1;
+    if (a->l4v.P > a->l4v.img)
+        return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.patch_size", "%lld is larger than image_size (%lld): "
+                            "no patch", (long long)a->l4v.P, (long long)a->l4v.img), -1;
+    /* every weight below 2^48 elements, as hf_read.c bounds the language model's */
+    const int64_t lim = INT64_C(1) << 48, side = a->l4v.img / a->l4v.P;
+    const struct { int64_t x, y; const char *key; } prods[] = {
+        {a->l4v.H, a->l4v.H, "hidden_size"}, {a->l4v.H, a->l4v.I, "intermediate_size"},
+        {a->l4v.cin * a->l4v.P, a->l4v.P * a->l4v.H, "patch_size"}, {side * side + 1, a->l4v.H, "image_size"},
+        {a->l4v.I, a->l4v.pin, "projector_input_dim"}, {a->l4v.pout, a->l4v.pout, "projector_output_dim"},
+        {a->l4v.vout, a->H, "vision_output_dim"}, {a->l4v.N, 1, "num_hidden_layers"},
+    };
+    for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
+        int64_t t;
+        char path[96];
+        snprintf(path, sizeof path, "vision_config.%s", prods[i].key);
+        if (prods[i].x > lim || prods[i].y > lim || __builtin_mul_overflow(prods[i].x, prods[i].y, &t) || t > lim)
+            return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the vision tower would have more than 2^48 "
+                                "elements"), -1;
+    }
+    if (a->l4v.N > 1024)
+        return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_hidden_layers", "%lld: more than 1024 layers",
+                            (long long)a->l4v.N), -1;
+    a->l4v.on = true;
+    return 0;
+}
+
+static void l4v_weights(rd *r, cJSON *arr, const char *name, int64_t d0, int64_t d1, bool bias, bool linear)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        r->oom = true;
+        return;
+    }
+    cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+    cJSON *n0 = cJSON_CreateNumber((double)d0), *n1 = d1 ? cJSON_CreateNumber((double)d1) : NULL;
+    bool a0 = shape && n0 && cJSON_AddItemToArray(shape, n0), a1 = !d1 || (shape && n1 && cJSON_AddItemToArray(shape, n1));
+    if (!a0) cJSON_Delete(n0);
+    if (!a1) cJSON_Delete(n1);
+    if (!a0 || !a1 || !cJSON_AddStringToObject(o, "type", "VisionWeights") || !cJSON_AddStringToObject(o, "name", name) ||
+        !cJSON_AddBoolToObject(o, "frozen", true) || (bias && !cJSON_AddBoolToObject(o, "bias", true)) ||
+        (d1 && !linear && !cJSON_AddBoolToObject(o, "linear", false)))
+        r->oom = true;
+}
+
+void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a)
+{
+    if (!a->l4v.on) return;
+    const int64_t H = a->l4v.H, I = a->l4v.I, side = a->l4v.img / a->l4v.P;
+    char nm[120];
+    l4v_weights(r, arr, "vision_model.patch_embedding.linear", H, a->l4v.cin * a->l4v.P * a->l4v.P, false, true);
+    l4v_weights(r, arr, "vision_model.class_embedding", H, 0, false, false);
+    l4v_weights(r, arr, "vision_model.positional_embedding_vlm", side * side + 1, H, false, false);
+    l4v_weights(r, arr, "vision_model.layernorm_pre", H, 0, true, false);
+    l4v_weights(r, arr, "vision_model.layernorm_post", H, 0, true, false);
+    static const char *const proj[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"};
+    for (int64_t l = 0; l < a->l4v.N && !r->oom; l++) {
+        for (int j = 0; j < 4; j++) {
+            snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.%s", (long long)l, proj[j]);
+            l4v_weights(r, arr, nm, H, H, true, true);
+        }
+        snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.mlp.fc1", (long long)l);
+        l4v_weights(r, arr, nm, I, H, true, true);
+        snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.mlp.fc2", (long long)l);
+        l4v_weights(r, arr, nm, H, I, true, true);
+        snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.input_layernorm", (long long)l);
+        l4v_weights(r, arr, nm, H, 0, true, false);
+        snprintf(nm, sizeof nm, "vision_model.model.layers.%lld.post_attention_layernorm", (long long)l);
+        l4v_weights(r, arr, nm, H, 0, true, false);
+    }
+    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc1", a->l4v.pin, I, false, true);
+    l4v_weights(r, arr, "vision_model.vision_adapter.mlp.fc2", a->l4v.pout, a->l4v.pout, false, true);
+    l4v_weights(r, arr, "multi_modal_projector.linear_1", a->H, a->l4v.vout, false, true);
 }

@@ -105,6 +105,47 @@ class Llama4ForCausalLM(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
 
 
+# Llama4ForConditionalGeneration's vision_model and multi_modal_projector (modeling_llama4.py @ 000c33fd,
+# Llama4VisionConfig's defaults from configuration_llama4.py @ 008e5743), parameters only
+class Llama4VisionEncoderLayer(nn.Module):
+    def __init__(self, v):
+        super().__init__()
+        H, I = v["hidden_size"], v["intermediate_size"]
+        self.q_proj, self.k_proj, self.v_proj, self.o_proj = (nn.Linear(H, H, bias=True) for _ in range(4))
+        self.fc1 = nn.Linear(H, I, bias=True)  # Llama4VisionMLP
+        self.fc2 = nn.Linear(I, H, bias=True)
+        self.input_layernorm = nn.LayerNorm(H, device="meta")
+        self.post_attention_layernorm = nn.LayerNorm(H, device="meta")
+
+
+class Llama4VisionModel(nn.Module):
+    def __init__(self, v):
+        super().__init__()
+        H, P = v["hidden_size"], v["patch_size"]
+        self.patch_embedding = nn.Linear(v["num_channels"] * P * P, H, bias=False)  # Llama4UnfoldConvolution.linear
+        self.class_embedding = nn.Parameter(torch.empty(H))
+        self.positional_embedding_vlm = nn.Parameter(torch.empty((v["image_size"] // P) ** 2 + 1, H))
+        self.layernorm_pre = nn.LayerNorm(H, device="meta")
+        self.layernorm_post = nn.LayerNorm(H, device="meta")
+        self.layers = nn.ModuleList([Llama4VisionEncoderLayer(v) for _ in range(v["num_hidden_layers"])])
+        # vision_adapter.mlp = Llama4VisionMLP2
+        self.adapter_fc1 = nn.Linear(v["intermediate_size"], v["projector_input_dim"], bias=False)
+        self.adapter_fc2 = nn.Linear(v["projector_output_dim"], v["projector_output_dim"], bias=False)
+
+
+VISION_DEFAULTS = {"hidden_size": 768, "num_hidden_layers": 34, "num_attention_heads": 16, "num_channels": 3,
+                   "intermediate_size": 5632, "vision_output_dim": 7680, "image_size": 448, "patch_size": 14,
+                   "projector_input_dim": 4096, "projector_output_dim": 4096}
+
+
+def vision_count(cfg):
+    v = dict(VISION_DEFAULTS, **(cfg.get("vision_config") or {}))
+    with _meta():
+        m = Llama4VisionModel(v)
+        proj = nn.Linear(v["vision_output_dim"], cfg["text_config"].get("hidden_size", 5120), bias=False)
+    return sum(p.numel() for p in m.parameters()) + sum(p.numel() for p in proj.parameters())
+
+
 def counts(d):
     c = Cfg(d)
     with torch.device("meta") if hasattr(torch, "device") and hasattr(torch.device, "__enter__") else _meta():
@@ -140,6 +181,12 @@ EXPECT = {  # tests/test_hf.c test_llama4
     "llama-4-maverick-17b-128e-instruct.json": (400711848960, 17184691200),
 }
 
+# Llama4ForConditionalGeneration with its vision tower and projector (tests/test_llama4.c test_vision)
+EXPECT_ALL = {
+    "llama-4-scout-17b-16e-instruct.json": 108641793536,
+    "llama-4-maverick-17b-128e-instruct.json": 401583781376,
+}
+
 if __name__ == "__main__":
     bad = 0
     for f, want in EXPECT.items():
@@ -147,4 +194,8 @@ if __name__ == "__main__":
         got = counts(cfg.get("text_config", cfg))
         print(f"{f}: {got[0]:,} parameters, {got[1]:,} active" + ("" if got == want else f"  MISMATCH, expected {want}"))
         bad += got != want
+        allp = got[0] + vision_count(cfg)
+        print(f"  with the vision tower and projector: {allp:,}" +
+              ("" if allp == EXPECT_ALL[f] else f"  MISMATCH, expected {EXPECT_ALL[f]:,}"))
+        bad += allp != EXPECT_ALL[f]
     sys.exit(1 if bad else 0)

@@ -234,6 +234,9 @@ def main(argv):
     elif cfg.model_type == "gemma3":  # the SigLIP tower and projector, frozen, with Gemma 3's LM (gemma3vl_replica.py)
         import gemma3vl_replica
         model = gemma3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
+        import llama4_replica
+        model = llama4_replica.CausalLM(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)
@@ -460,6 +463,9 @@ def main(argv):
             n = cfg.num_hidden_layers
             if cfg.model_type in ("gpt_oss", "gemma3_text"):  # DynamicCache(config=...) reads layer_types
                 return cfg.layer_types, cfg.sliding_window
+            if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
+                import llama4_replica
+                return llama4_replica.cache_layer_types(cfg.d)
             if cfg.model_type in ("qwen2", "qwen3"):  # Qwen3Config: the same layer_types
                 sw = cfg.sliding_window if cfg.d.get("use_sliding_window") else None
                 mwl = cfg.d.get("max_window_layers", n)

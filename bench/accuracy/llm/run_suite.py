@@ -566,6 +566,33 @@ def cases():
                                     ("qwen3_5_moe_small", 2, 80, 6, "fp32", True), ("qwen3_5_moe_small", 1, 16, 40, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, experts="grouped_mm", held_out=ho))
+    # issue 31: Llama 4's language model as transformers runs it (llama4_replica.py). llama4_small:
+    # Maverick's alternation (interleave_moe_layer_step 2: layers 1 and 3 Llama4TextMoe, 8 experts
+    # top-1, the shared expert), layer 3 NoPE with the temperature tuning, L2 qk norm on the rope
+    # layers, chunk 128 (every sequence within it); llama4_scout_small: Scout's layout (every layer
+    # MoE, 16 experts, no qk norm) with attention_chunk_size 32, so that training at 64 tokens runs the
+    # chunked mask and generation past 32 tokens the chunked layers' cache ring. LoRA on q_proj,
+    # v_proj. Train (every third held out), then generation.
+    l4 = [
+        ("llama4_small", 2, 64, "adamw", "fp32", False, 0),
+        ("llama4_small", 2, 64, "adamw", "bf16", False, 0),
+        ("llama4_small", 2, 64, "adamw", "fp32", True, 0),
+        ("llama4_small", 2, 96, "sgd", "bf16", False, 8),
+        ("llama4_small", 4, 48, "adam", "bf16", True, 0),
+        ("llama4_scout_small", 2, 31, "adamw", "fp32", False, 0),
+        ("llama4_scout_small", 4, 31, "sgd", "fp32", False, 0),
+        ("llama4_scout_small", 1, 24, "adam", "bf16", True, 8),
+        ("llama4_scout_small", 2, 64, "adamw", "bf16", False, 0),
+        ("llama4_scout_small", 2, 48, "sgd", "fp32", False, 16),
+    ]
+    train_cases(out, l4)
+    for cfg, b, p, m, prec, ho in (("llama4_small", 1, 64, 16, "fp32", False), ("llama4_small", 2, 32, 24, "bf16", False),
+                                   ("llama4_scout_small", 1, 16, 12, "fp32", True),
+                                   ("llama4_scout_small", 2, 24, 30, "bf16", False),
+                                   ("llama4_scout_small", 1, 8, 60, "fp32", False),
+                                   ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
