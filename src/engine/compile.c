@@ -53,11 +53,11 @@ static const char *const point_ops[] = {
     "expand", "expand_reshape", "repeat_kv", NULL};
 /* torch/_inductor/decomposition.py (with torch/_decomp's core aten decompositions): the norms
  * and softmaxes the joint graph holds as var_mean / amax / exp / sum / mul ... */
-static const char *const decomp_ops[] = {"native_layer_norm", "_softmax", "_softmax.out", "softmax", "_log_softmax",
-                                         "log_softmax", NULL};
-/* functorch 1.13's list for compiler="inductor" lacks copy_, the where-like masked_fill,
- * argmax-free ... : the 1.13 rules use the same table (the ops of the reference models,
- * bench/accuracy/compile_partition.py, are all in both lists) */
+static const char *const decomp_ops[] = {"native_layer_norm", "_softmax", "_softmax.out", "softmax", "_safe_softmax",
+                                         "_log_softmax", "log_softmax", NULL};
+/* VC_COMPILE_FUNCTORCH_113 uses the same table: the reference models' ops
+ * (bench/accuracy/compile_partition.py) are in both lists but for the views 1.13's lacks
+ * (_reshape_alias, t, transpose: should_ban) */
 
 static bool in_list(const char *const *l, const char *s)
 {
@@ -208,6 +208,7 @@ typedef struct {
     int32_t *dist;      /* dist_from_bw */
     bool *saved;        /* per tensor: in the cut */
     bool *mat_bw;       /* per tensor: is_materialized_backwards */
+    bool *mm_bw;        /* per tensor: saved by an mm or bmm (1.13's banned views) */
     int32_t *stamp;     /* per tensor: the op whose saves are being collected */
     int32_t *stack;
 } part_t_;
@@ -235,6 +236,10 @@ static bool should_ban(const part_t_ *P, int32_t t)
     if (c == CL_VIEW && !v113) return false; /* ban_recomputation_if_allowed: never a view */
     if (!recomputable(c)) return true;       /* ban_recompute_not_in_allowlist */
     if (!v113 && P->mat_bw[t]) return true; /* ban_recompute_materialized_backward */
+    /* 1.13: aten's matmul reads an mm's (a Linear without bias on a 3-D input: Linear.cpp's
+     * matmul path) and a bmm's saved operands through _reshape_alias, transpose and expand,
+     * which 1.13's list lacks: the values those backwards read are banned */
+    if (v113 && P->mm_bw[t]) return true;
     /* max_dist_from_bw: 4 under inductor in 1.13; 1000 (off: `dist < 1000 and dist > 1000`) in 2.x */
     if (v113 && P->dist[t] > 4) return true;
     /* ban_recompute_reductions: an output 4x smaller than its inputs */
@@ -335,13 +340,14 @@ int vc__compile_plan(vc_build *b)
     P.dist = malloc((nt + 1) * sizeof *P.dist);
     P.saved = calloc(nt + 1, sizeof *P.saved);
     P.mat_bw = calloc(nt + 1, sizeof *P.mat_bw);
+    P.mm_bw = calloc(nt + 1, sizeof *P.mm_bw);
     P.stamp = malloc((nt + 1) * sizeof *P.stamp);
     P.stack = malloc((nt + 1) * sizeof *P.stack);
     int32_t *gedges = calloc(nt + 1, sizeof *gedges);
     int32_t *guser = malloc((nt + 1) * sizeof *guser);
     bool *mat = calloc(nt + 1, sizeof *mat);
     int ok = c->cls && c->fused && c->gfused && c->sv_off && P.bwd_n && P.fwd_n && P.bwd_nonfus && P.fwd_nonfus &&
-             P.dist && P.saved && P.mat_bw && P.stamp && P.stack && gedges && guser && mat;
+             P.dist && P.saved && P.mat_bw && P.mm_bw && P.stamp && P.stack && gedges && guser && mat;
     if (!ok) goto nomem;
     for (size_t k = 0; k < nop; k++) c->cls[k] = (uint8_t)op_class(b, (int32_t)k);
     for (size_t t = 0; t < nt; t++) {
@@ -366,6 +372,7 @@ int vc__compile_plan(vc_build *b)
             } else if (it->type == IT_SAVE && b->train && op->rg && save_on(b, (int32_t)k, it)) {
                 P.bwd_n[it->t]++;
                 if (!fusible(cl)) P.bwd_nonfus[it->t] = true;
+                if (op->name && (!strcmp(op->name, "mm") || !strncmp(op->name, "bmm", 3))) P.mm_bw[it->t] = true;
                 P.dist[it->t] = 1; /* a backward user: dist_from_bw 0, plus one */
             }
         }
@@ -441,11 +448,38 @@ int vc__compile_plan(vc_build *b)
         c->sv_off[nop] = (int32_t)nlist;
         c->sv = list;
         list = NULL;
-        for (size_t t = 0; t < nt; t++)
-            if (P.saved[t] && !is_primal(b, (int32_t)t)) c->saved_compiled += raw_bytes(b, (int32_t)t);
-        /* eager's figure: each saved tensor once */
-        for (size_t t = 0; t < nt; t++)
-            if (P.bwd_n[t] && !is_primal(b, (int32_t)t)) c->saved_eager += raw_bytes(b, (int32_t)t);
+        /* the saved bytes both ways: the storages the saved tensors keep (a view's base),
+         * each once, not the inputs' (parameters, the batch) nor their views'; the extras
+         * (masks, statistics), saved both ways */
+        bool *ke = calloc(nt + 1, sizeof *ke), *kc = calloc(nt + 1, sizeof *kc);
+        if (!ke || !kc) {
+            free(ke);
+            free(kc);
+            goto nomem;
+        }
+        for (size_t t = 0; t < nt; t++) {
+            int32_t r = (int32_t)t;
+            while (b->t[r].base >= 0) r = b->t[r].base;
+            if (is_primal(b, r)) continue;
+            ke[r] |= P.bwd_n[t] > 0;
+            kc[r] |= P.saved[t];
+        }
+        for (size_t t = 0; t < nt; t++) {
+            c->saved_eager += ke[t] ? raw_bytes(b, (int32_t)t) : 0;
+            c->saved_compiled += kc[t] ? raw_bytes(b, (int32_t)t) : 0;
+        }
+        free(ke);
+        free(kc);
+        for (size_t k = 0; k < nop; k++) {
+            const op_t *op = &b->op[k];
+            const item_t *its = &b->it[op->it0];
+            for (int32_t i = 0; op->rg && i < op->nit; i++)
+                if (its[i].type == IT_EXTRA) {
+                    int64_t e = vc_n_at(its[i].n, b->batch), by = e * vc_dtype_size((vc_dtype)its[i].dt);
+                    c->saved_eager += by;
+                    c->saved_compiled += by;
+                }
+        }
     }
 
     /* inductor's fusion: a fusible op's output is allocated when it is saved, an output
@@ -467,12 +501,12 @@ int vc__compile_plan(vc_build *b)
         c->gfused[t] = b->train && T->op >= 0 && T->param < 0 && gedges[t] == 1 && guser[t] >= 0 &&
                        fusible(c->cls[guser[t]]) && c->cls[T->op] != CL_VIEW && fusible(c->cls[T->op]);
     }
-    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw);
+    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw);
     free(P.stamp); free(P.stack); free(gedges); free(guser); free(mat);
     free(f.head); free(f.next); free(f.to); free(f.cap); free(f.level); free(f.iter); free(f.queue); free(path);
     return 0;
 nomem:
-    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw);
+    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw);
     free(P.stamp); free(P.stack); free(gedges); free(guser); free(mat); free(list);
     free(f.head); free(f.next); free(f.to); free(f.cap); free(f.level); free(f.iter); free(f.queue); free(path);
     return b->st = VC_ERR_NOMEM;
