@@ -1,7 +1,7 @@
 /*
  * compile.c — --compile: what torch.compile (the inductor backend, default mode)
  * changes in the step's memory, decided per op of the recorded graph
- * (docs/autograd.md §12 "--compile"):
+ * (docs/autograd.md §13 "torch.compile"):
  *
  *  1. AOTAutograd's min-cut partitioner chooses which forward values are saved
  *     for backward and which the backward recomputes
