@@ -142,6 +142,81 @@ static void test_llama_functorch_113(void **state)
     }
 }
 
+/* Fusion, by hand. A Linear (no bias) to 4096 features, SiLU, Tanh, a Linear back to 16,
+ * fp32, no cuBLAS workspace. SiLU's output is read by Tanh only (both fusible, neither saves
+ * it: silu saves its input, tanh its result): inductor fuses the two and the SiLU output is
+ * never allocated; the first Linear's output (an extern kernel's) and Tanh's (the second
+ * Linear reads it) are. */
+static vc_result chain(const char *json, vc_mode mode, int compile)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(json, strlen(json), "chain.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.optim = VC_OPTIM_SGD;
+    o.workspace = 0;
+    o.mode = mode;
+    o.compile = compile;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s", err.msg);
+    vc_model_free(m);
+    return r;
+}
+
+/* Inference on a [16, 1024] input (65,536 B). Eager: the largest live set is inside SiLU,
+ * the input, the mm output and SiLU's output, 65,536 + 2 x 262,144 = 589,824. Compiled: the
+ * mm output goes after SiLU (its last reader) and SiLU's output is never made, so the
+ * largest set is at the second Linear: the input, Tanh's output and the Linear's
+ * [16, 16] output, 65,536 + 262,144 + 1,024 = 328,704; the peak falls by the difference. */
+static void test_fusion_forward(void **state)
+{
+    (void)state;
+    static const char *const json =
+        "{\"input\": [16, 1024], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 4096, \"bias\": false},"
+        "{\"type\": \"SiLU\"}, {\"type\": \"Tanh\"},"
+        "{\"type\": \"Linear\", \"in_features\": 4096, \"out_features\": 16, \"bias\": false}]}";
+    vc_result e = chain(json, VC_MODE_INFER, 0), c = chain(json, VC_MODE_INFER, VC_COMPILE_INDUCTOR);
+    assert_int_equal(e.memory.activations, 589824);
+    assert_int_equal(c.memory.activations, 328704);
+    assert_int_equal(c.memory.compile.eager_activations, 589824);
+    assert_int_equal(e.memory.peak_allocated - c.memory.peak_allocated, 589824 - 328704);
+    assert_int_equal(c.memory.compile.saved_compiled, 0); /* inference: nothing saved */
+    vc_result_free(&e);
+    vc_result_free(&c);
+}
+
+/* Training on a [256, 16] input (16,384 B), weights 2 x 262,144, SGD. Saved both ways: the
+ * mm output (SiLU's input, an extern output: banned) and Tanh's output (the second mm's
+ * backward reads it: banned as materialized in backward), 2 x 4,194,304 = 8,388,608.
+ * Eager's peak is Tanh's backward: weights 524,288, the input and the saved tensors
+ * 8,404,992, the second weight's gradient 262,144, the gradients of Tanh's output and of
+ * SiLU's output 2 x 4,194,304, the loss and its root gradient 2 x 512: 17,581,056. Compiled,
+ * Tanh's and SiLU's backwards are one kernel: the gradient between them is never made, and
+ * the peak is the second Linear's backward, the same in both: weights, input and saved
+ * tensors, Tanh's output gradient, the weight gradient 262,144, the mean's backward
+ * expansion of [256, 16] 16,384, the loss and the root 1,024: 13,403,136. */
+static void test_fusion_backward(void **state)
+{
+    (void)state;
+    static const char *const json =
+        "{\"input\": [256, 16], \"layers\": ["
+        "{\"type\": \"Linear\", \"in_features\": 16, \"out_features\": 4096, \"bias\": false},"
+        "{\"type\": \"SiLU\"}, {\"type\": \"Tanh\"},"
+        "{\"type\": \"Linear\", \"in_features\": 4096, \"out_features\": 16, \"bias\": false}]}";
+    vc_result e = chain(json, VC_MODE_TRAIN, 0), c = chain(json, VC_MODE_TRAIN, VC_COMPILE_INDUCTOR);
+    assert_int_equal(c.memory.compile.saved_eager, 8388608);
+    assert_int_equal(c.memory.compile.saved_compiled, 8388608);
+    assert_int_equal(e.memory.peak_allocated, 17581056);
+    assert_int_equal(c.memory.peak_allocated, 13403136);
+    assert_int_equal(c.memory.compile.eager_peak_allocated, 17581056);
+    assert_int_equal(c.peak.phase, VC_PHASE_BACKWARD);
+    assert_string_equal(c.peak.layer, "layers[3]");
+    vc_result_free(&e);
+    vc_result_free(&c);
+}
+
 /* Refusals: checkpointed layers, a parallel layout, generation; exit 2 and one line naming the option. */
 static void test_refusals(void **state)
 {
@@ -157,6 +232,8 @@ int main(void)
         cmocka_unit_test(test_mlp_block_functorch_113),
         cmocka_unit_test(test_mlp_block_inductor),
         cmocka_unit_test(test_llama_functorch_113),
+        cmocka_unit_test(test_fusion_forward),
+        cmocka_unit_test(test_fusion_backward),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
