@@ -255,10 +255,11 @@ static int64_t weight(const part_t_ *P, int32_t t)
 {
     const vc_build *b = P->b;
     double d = P->dist[t] > 100 ? 100 : P->dist[t] < 1 ? 1 : P->dist[t];
-    int64_t w = (int64_t)((double)raw_bytes(b, t) * pow(1.1, d));
+    double w = (double)raw_bytes(b, t) * pow(1.1, d);
     /* is_materialized: a placeholder, or a user it cannot fuse with */
     bool mat = is_primal(b, t) || !fusible(P->c->cls[b->t[t].op]) || P->fwd_nonfus[t] || P->bwd_nonfus[t];
-    return mat ? w : w * 2;
+    const double cap = (double)(CAP_INF / 8); /* (past it: saturated, below the infinite edges) */
+    return w >= cap ? (int64_t)cap : mat ? (int64_t)w : 2 * (int64_t)w;
 }
 
 /* The values op k's backward needs in place of eager's saved tensor t: t when it is
