@@ -12,7 +12,7 @@
  *     doubled when all its users are fusible), inputs and banned values joined
  *     to the source, the values backward uses to the sink; the minimum cut is
  *     the saved set. Each op's saved tensors become the cut values its backward
- *     recomputes them from (vc__compile_saves).
+ *     recomputes them from (collect).
  *  2. Inductor fuses pointwise ops: a value whose producer and users are all
  *     fusible, that is not saved nor an output, is a fused kernel's local and
  *     is never allocated (forward); a gradient passed between two fusible
@@ -187,6 +187,12 @@ static int64_t raw_bytes(const vc_build *b, int32_t t)
     return r;
 }
 
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 /* whether op k's IT_SAVE item i is saved (its condition met, docs/autograd.md §1.1) */
 static bool save_on(const vc_build *b, int32_t k, const item_t *it)
 {
@@ -268,11 +274,11 @@ static bool collect(part_t_ *P, int32_t k, int32_t t, int32_t **out, size_t *n, 
 {
     vc_build *b = P->b;
     int32_t sp = 0;
+    if (P->stamp[t] == k) return true;
+    P->stamp[t] = k; /* stamped when pushed: each tensor once per op, the stack within nt */
     P->stack[sp++] = t;
     while (sp > 0) {
         int32_t u = P->stack[--sp];
-        if (P->stamp[u] == k) continue;
-        P->stamp[u] = k;
         if (P->saved[u] || is_primal(b, u)) {
             if (*n == *cap) {
                 size_t nc = *cap ? 2 * *cap : 256;
@@ -287,7 +293,10 @@ static bool collect(part_t_ *P, int32_t k, int32_t t, int32_t **out, size_t *n, 
         const op_t *op = &b->op[b->t[u].op];
         const item_t *its = &b->it[op->it0];
         for (int32_t i = 0; i < op->nit; i++)
-            if (its[i].type == IT_IN && P->stamp[its[i].t] != k) P->stack[sp++] = its[i].t;
+            if (its[i].type == IT_IN && P->stamp[its[i].t] != k) {
+                P->stamp[its[i].t] = k;
+                P->stack[sp++] = its[i].t;
+            }
     }
     return true;
 }
@@ -466,8 +475,8 @@ int vc__compile_plan(vc_build *b)
             kc[r] |= P.saved[t];
         }
         for (size_t t = 0; t < nt; t++) {
-            c->saved_eager += ke[t] ? raw_bytes(b, (int32_t)t) : 0;
-            c->saved_compiled += kc[t] ? raw_bytes(b, (int32_t)t) : 0;
+            c->saved_eager = sat_add(c->saved_eager, ke[t] ? raw_bytes(b, (int32_t)t) : 0);
+            c->saved_compiled = sat_add(c->saved_compiled, kc[t] ? raw_bytes(b, (int32_t)t) : 0);
         }
         free(ke);
         free(kc);
@@ -476,9 +485,10 @@ int vc__compile_plan(vc_build *b)
             const item_t *its = &b->it[op->it0];
             for (int32_t i = 0; op->rg && i < op->nit; i++)
                 if (its[i].type == IT_EXTRA) {
-                    int64_t e = vc_n_at(its[i].n, b->batch), by = e * vc_dtype_size((vc_dtype)its[i].dt);
-                    c->saved_eager += by;
-                    c->saved_compiled += by;
+                    int64_t e = vc_n_at(its[i].n, b->batch), by;
+                    if (e < 0 || __builtin_mul_overflow(e, (int64_t)vc_dtype_size((vc_dtype)its[i].dt), &by)) by = INT64_MAX;
+                    c->saved_eager = sat_add(c->saved_eager, by);
+                    c->saved_compiled = sat_add(c->saved_compiled, by);
                 }
         }
     }
