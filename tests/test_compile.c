@@ -217,6 +217,31 @@ static void test_fusion_backward(void **state)
     vc_result_free(&c);
 }
 
+/* ban_recompute_long_fusible_chains, by hand: a Linear (16 -> 1024, no bias) on a [64, 16]
+ * input, 110 Tanh, a Linear back to 16, fp32. Eager, each Tanh saves its result:
+ * 110 x 262,144 = 28,835,840. Compiled: the last Tanh's result is read by the second mm's
+ * backward (banned: materialized in backward), the first mm's output is an extern kernel's
+ * (banned), and the chain of Tanh from the first reaches more than 100 ops past its start
+ * with nothing else left to visit: the Tanh reached there is banned. The cut keeps the mm
+ * output (recomputing Tanh 1 to 100 from it costs 262,144 x 1.1^2 against 2 x 262,144 x 1.1
+ * for any fused Tanh output), the banned Tanh's output (the cheapest cut after it: the
+ * outputs after it weigh the same, the source side is the nearest) and the last Tanh's:
+ * 3 x 262,144 = 786,432 (without the chain rule the middle one would be recomputed: 524,288). */
+static void test_long_fusible_chain(void **state)
+{
+    (void)state;
+    char json[8192];
+    int n = snprintf(json, sizeof json, "{\"input\": [64, 16], \"layers\": [{\"type\": \"Linear\", \"in_features\": "
+                     "16, \"out_features\": 1024, \"bias\": false}");
+    for (int i = 0; i < 110; i++) n += snprintf(json + n, sizeof json - (size_t)n, ", {\"type\": \"Tanh\"}");
+    snprintf(json + n, sizeof json - (size_t)n,
+             ", {\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 16, \"bias\": false}]}");
+    vc_result c = chain(json, VC_MODE_TRAIN, VC_COMPILE_INDUCTOR);
+    assert_int_equal(c.memory.compile.saved_eager, 28835840);
+    assert_int_equal(c.memory.compile.saved_compiled, 786432);
+    vc_result_free(&c);
+}
+
 /* Refusals: checkpointed layers, a parallel layout, generation; exit 2 and one line naming the option. */
 static void test_refusals(void **state)
 {
@@ -234,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_llama_functorch_113),
         cmocka_unit_test(test_fusion_forward),
         cmocka_unit_test(test_fusion_backward),
+        cmocka_unit_test(test_long_fusible_chain),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,8 +22,7 @@
  *     calls as extern kernels (matmuls, convolutions, attention kernels), and
  *     their workspaces. Not modelled: graph breaks, dynamic shapes, custom
  *     kernels, inductor's peak-memory reordering (torch/_inductor/memory.py)
- *     and its buffer reuse inside a graph, the 2.x partitioner's
- *     used-far-apart and long-fusible-chain bans (both only ban more, save more).
+ *     and its buffer reuse inside a graph.
  */
 #include <math.h>
 #include <stdio.h>
@@ -215,6 +214,7 @@ typedef struct {
     bool *saved;        /* per tensor: in the cut */
     bool *mat_bw;       /* per tensor: is_materialized_backwards */
     bool *mm_bw;        /* per tensor: saved by an mm or bmm (1.13's banned views) */
+    bool *ban;          /* per tensor: joined to the source (a primal, or banned from recompute) */
     int32_t *stamp;     /* per tensor: the op whose saves are being collected */
     int32_t *stack;
 } part_t_;
@@ -301,6 +301,178 @@ static bool collect(part_t_ *P, int32_t k, int32_t t, int32_t **out, size_t *n, 
     return true;
 }
 
+/* ------------------------------------------------ 2.x's two more bans (solve_min_cut) */
+
+/* the forward users of each tensor: the outputs of the ops that read it (fx's node.users) */
+typedef struct {
+    int32_t *off, *u;
+} users_t;
+
+static bool users_build(const vc_build *b, users_t *U)
+{
+    size_t nt = b->nt, n = 0;
+    U->off = calloc(nt + 2, sizeof *U->off);
+    if (!U->off) return false;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t k = 0; k < b->nop; k++) {
+            const op_t *op = &b->op[k];
+            const item_t *its = &b->it[op->it0];
+            for (int32_t i = 0; i < op->nit; i++) {
+                if (its[i].type != IT_IN) continue;
+                for (int32_t j = 0; j < op->nit; j++) {
+                    if (its[j].type != IT_OUT) continue;
+                    if (pass == 0) U->off[its[i].t + 2]++;
+                    else U->u[U->off[its[i].t + 1]++] = its[j].t;
+                }
+            }
+        }
+        if (pass == 0) {
+            for (size_t t = 0; t < nt; t++) U->off[t + 2] += U->off[t + 1];
+            n = (size_t)U->off[nt + 1];
+            U->u = malloc((n + 1) * sizeof *U->u);
+            if (!U->u) return false;
+        }
+    }
+    return true; /* users of t: u[off[t] .. off[t + 1]) */
+}
+
+/* fx's node order in the joint graph: the producing op's (a primal's -1), then the tensor */
+static int64_t order_of(const vc_build *b, int32_t t) { return b->t[t].op; }
+
+/* is_fusible(a, b): both fusible ops, or b a cat */
+static bool fuse_ab(const part_t_ *P, int32_t a, int32_t u)
+{
+    const vc_build *b = P->b;
+    if (b->t[u].op >= 0 && P->c->cls[b->t[u].op] == CL_CAT) return true;
+    return b->t[a].op >= 0 && b->t[u].op >= 0 && fusible(P->c->cls[b->t[a].op]) && fusible(P->c->cls[b->t[u].op]);
+}
+
+typedef struct {
+    int64_t ord;
+    int32_t t;
+    bool fus;
+} hent;
+
+typedef struct {
+    hent *h;
+    size_t n, cap;
+} heap_t;
+
+static bool hless(const hent *a, const hent *b) { return a->ord != b->ord ? a->ord < b->ord : a->t < b->t; }
+
+static bool hpush(heap_t *H, hent e)
+{
+    if (H->n == H->cap) {
+        size_t nc = H->cap ? 2 * H->cap : 64;
+        hent *nh = realloc(H->h, nc * sizeof *nh);
+        if (!nh) return false;
+        H->h = nh;
+        H->cap = nc;
+    }
+    size_t i = H->n++;
+    while (i > 0 && hless(&e, &H->h[(i - 1) / 2])) {
+        H->h[i] = H->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    H->h[i] = e;
+    return true;
+}
+
+static hent hpop(heap_t *H)
+{
+    hent top = H->h[0], last = H->h[--H->n];
+    size_t i = 0;
+    while (2 * i + 1 < H->n) {
+        size_t c = 2 * i + 1;
+        if (c + 1 < H->n && hless(&H->h[c + 1], &H->h[c])) c++;
+        if (!hless(&H->h[c], &last)) break;
+        H->h[i] = H->h[c];
+        i = c;
+    }
+    if (H->n) H->h[i] = last;
+    return top;
+}
+
+/* ban_recomputation_if_allowed: never a view */
+static void ban(part_t_ *P, int32_t t)
+{
+    if (P->b->t[t].op >= 0 && P->c->cls[P->b->t[t].op] != CL_VIEW) P->ban[t] = true;
+}
+
+/* the pops one search may make: past it the search stops where it is (a guard for a
+ * pathological graph; the source's heap has none) */
+#define HEAP_POPS 1000000
+
+/* find_first_unfusible: from the users of a value, in forward order, the first user reached
+ * through fusible edges that is itself reached by an unfusible one; max_range if none */
+static int64_t first_unfusible(const part_t_ *P, const users_t *U, heap_t *H, int32_t t, int64_t max_range, bool *ok)
+{
+    H->n = 0;
+    for (int32_t j = U->off[t]; j < U->off[t + 1]; j++)
+        if (!hpush(H, (hent){order_of(P->b, U->u[j]), U->u[j], true})) return *ok = false, max_range;
+    for (long pops = 0; H->n > 0 && pops < HEAP_POPS; pops++) {
+        hent e = hpop(H);
+        if (!e.fus) return e.ord;
+        for (int32_t j = U->off[e.t]; j < U->off[e.t + 1]; j++) {
+            int32_t u = U->u[j];
+            if (order_of(P->b, u) > max_range) continue;
+            if (!hpush(H, (hent){order_of(P->b, u), u, fuse_ab(P, e.t, u)})) return *ok = false, max_range;
+        }
+    }
+    return max_range;
+}
+
+/* ban_recompute_used_far_apart and ban_recompute_long_fusible_chains (solve_min_cut @
+ * c28ba8e5), over the forward tensors in order: a fusible user of a value that comes after
+ * the first unfusible op reached from the value's users is banned (recomputing both near
+ * and far users would not fuse); a chain of fusible users reaching more than 100 nodes past
+ * its start, where the chain is the only thing left to visit, is cut by banning the node
+ * reached there. The engine's ops stand for fx's nodes (its graph has fewer: no weight
+ * transposes, views only where the layers record them). */
+static bool far_and_chains(part_t_ *P)
+{
+    const vc_build *b = P->b;
+    users_t U = {0};
+    heap_t H = {0};
+    bool ok = users_build(b, &U), *visited = calloc(b->nt + 1, sizeof *visited);
+    ok = ok && visited;
+    for (size_t t = 0; ok && t < b->nt; t++) { /* used far apart */
+        if (b->t[t].op < 0 || U.off[t] == U.off[t + 1]) continue;
+        int64_t max_order = -1;
+        for (int32_t j = U.off[t]; j < U.off[t + 1]; j++)
+            if (order_of(b, U.u[j]) > max_order) max_order = order_of(b, U.u[j]);
+        int64_t first = first_unfusible(P, &U, &H, (int32_t)t, max_order, &ok);
+        for (int32_t j = U.off[t]; ok && j < U.off[t + 1]; j++) {
+            int32_t u = U.u[j];
+            if (order_of(b, u) > first && fuse_ab(P, (int32_t)t, u) && !P->ban[u]) ban(P, u);
+        }
+    }
+    for (size_t s = 0; ok && s < b->nt; s++) { /* long fusible chains */
+        if (b->t[s].op < 0) continue;
+        int64_t start = order_of(b, (int32_t)s);
+        H.n = 0;
+        ok = hpush(&H, (hent){start, (int32_t)s, true});
+        while (ok && H.n > 0) {
+            hent e = hpop(&H);
+            if (visited[e.t]) continue;
+            visited[e.t] = true;
+            if (e.ord > start + 100 && H.n == 0) {
+                ban(P, e.t);
+                break;
+            }
+            for (int32_t j = U.off[e.t]; ok && j < U.off[e.t + 1]; j++) {
+                int32_t u = U.u[j];
+                if (fuse_ab(P, e.t, u) && !P->ban[u]) ok = hpush(&H, (hent){order_of(b, u), u, true});
+            }
+        }
+    }
+    free(U.off);
+    free(U.u);
+    free(H.h);
+    free(visited);
+    return ok;
+}
+
 void vc__compile_free(vc_compile *c)
 {
     if (!c) return;
@@ -351,13 +523,14 @@ int vc__compile_plan(vc_build *b)
     P.saved = calloc(nt + 1, sizeof *P.saved);
     P.mat_bw = calloc(nt + 1, sizeof *P.mat_bw);
     P.mm_bw = calloc(nt + 1, sizeof *P.mm_bw);
+    P.ban = calloc(nt + 1, sizeof *P.ban);
     P.stamp = malloc((nt + 1) * sizeof *P.stamp);
     P.stack = malloc((nt + 1) * sizeof *P.stack);
     int32_t *gedges = calloc(nt + 1, sizeof *gedges);
     int32_t *guser = malloc((nt + 1) * sizeof *guser);
     bool *mat = calloc(nt + 1, sizeof *mat);
     int ok = c->cls && c->fused && c->gfused && c->sv_off && P.bwd_n && P.fwd_n && P.bwd_nonfus && P.fwd_nonfus &&
-             P.dist && P.saved && P.mat_bw && P.mm_bw && P.stamp && P.stack && gedges && guser && mat;
+             P.dist && P.saved && P.mat_bw && P.mm_bw && P.ban && P.stamp && P.stack && gedges && guser && mat;
     if (!ok) goto nomem;
     for (size_t k = 0; k < nop; k++) c->cls[k] = (uint8_t)op_class(b, (int32_t)k);
     for (size_t t = 0; t < nt; t++) {
@@ -402,6 +575,9 @@ int vc__compile_plan(vc_build *b)
 
     mat_backward(&P);
     if (b->train) {
+        for (size_t t = 0; t < nt; t++)
+            P.ban[t] = is_primal(b, (int32_t)t) || should_ban(&P, (int32_t)t);
+        if (b->o.compile == VC_COMPILE_INDUCTOR && !far_and_chains(&P)) goto nomem;
         /* the flow graph: source 0, sink 1, tensor t's in 2 + 2t, out 3 + 2t */
         f.nv = (int32_t)(2 + 2 * nt);
         f.head = malloc((size_t)f.nv * sizeof *f.head);
@@ -416,7 +592,7 @@ int vc__compile_plan(vc_build *b)
             bool primal = is_primal(b, (int32_t)t);
             if (!primal && P.fwd_n[t] == 0 && P.bwd_n[t] == 0 && (int32_t)t != b->loss_t && (int32_t)t != out_t) continue;
             if (P.bwd_n[t] && !edge(&f, out, 1, CAP_INF)) goto nomem;
-            if ((primal || should_ban(&P, (int32_t)t)) && !edge(&f, 0, in, CAP_INF)) goto nomem;
+            if (P.ban[t] && !edge(&f, 0, in, CAP_INF)) goto nomem;
             if (!edge(&f, in, out, weight(&P, (int32_t)t))) goto nomem;
         }
         for (size_t k = 0; k < nop; k++) {
@@ -512,12 +688,12 @@ int vc__compile_plan(vc_build *b)
         c->gfused[t] = b->train && T->op >= 0 && T->param < 0 && gedges[t] == 1 && guser[t] >= 0 &&
                        fusible(c->cls[guser[t]]) && c->cls[T->op] != CL_VIEW && fusible(c->cls[T->op]);
     }
-    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw);
+    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw); free(P.ban);
     free(P.stamp); free(P.stack); free(gedges); free(guser); free(mat);
     free(f.head); free(f.next); free(f.to); free(f.cap); free(f.level); free(f.iter); free(f.queue); free(path);
     return 0;
 nomem:
-    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw);
+    free(P.bwd_n); free(P.fwd_n); free(P.bwd_nonfus); free(P.fwd_nonfus); free(P.dist); free(P.saved); free(P.mat_bw); free(P.mm_bw); free(P.ban);
     free(P.stamp); free(P.stack); free(gedges); free(guser); free(mat); free(list);
     free(f.head); free(f.next); free(f.to); free(f.cap); free(f.level); free(f.iter); free(f.queue); free(path);
     return b->st = VC_ERR_NOMEM;
