@@ -253,7 +253,7 @@ static bool should_ban(const part_t_ *P, int32_t t)
     const item_t *its = &b->it[op->it0];
     int64_t in = 0;
     for (int32_t i = 0; i < op->nit; i++)
-        if (its[i].type == IT_IN) in += raw_bytes(b, its[i].t);
+        if (its[i].type == IT_IN) in = sat_add(in, raw_bytes(b, its[i].t));
     return raw_bytes(b, t) * 4 < in;
 }
 
