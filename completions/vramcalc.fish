@@ -23,6 +23,7 @@ complete -c vramcalc -l grad-ckpt -d 'config.json: gradient checkpointing per de
 complete -c vramcalc -l grad-ckpt-every -x -d 'with --grad-ckpt: only every N-th decoder layer checkpointed'
 complete -c vramcalc -l grad-ckpt-ops -d 'torchtitan'\''s op-level selective checkpointing in every checkpointed...'
 complete -c vramcalc -l act-offload -x -a 'none streams sync' -d 'torchtune'\''s activation offloading'
+complete -c vramcalc -l compile -d 'the model under torch.compile'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'
 complete -c vramcalc -l optim-in-bwd -d 'the optimizer steps inside backward, one parameter at a time from its...'
 complete -c vramcalc -l first-step -d 'the run'\''s first step and the next: the optimizer state made lazily by...'

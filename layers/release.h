@@ -15,6 +15,7 @@ typedef enum {
     VC_REL_OPTIM_DEFAULT, /* torch.optim's implementation when foreach/fused are not given: a vc_optim_impl */
     VC_REL_ADAFACTOR,     /* 1: torch.optim.Adafactor exists */
     VC_REL_CUBLAS_WS_RETAINED, /* 1: ATen keeps a cuBLAS workspace per (handle, stream) in the caching allocator */
+    VC_REL_INDUCTOR_REORDER, /* 1: inductor's reorder_for_peak_memory pass is on by default (--compile) */
     VC_REL__N
 } vc_rel_what;
 

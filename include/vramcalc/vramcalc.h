@@ -523,7 +523,16 @@ typedef struct {
      * (torchtune/training/_activation_offloading.py): VC_ACT_OFFLOAD_STREAMS (use_streams=True,
      * its default) or _SYNC (use_streams=False); _NONE (0) none */
     int act_offload;
+    /* --compile (docs/autograd.md §13): VC_COMPILE_INDUCTOR, the model under torch.compile
+     * (inductor, default mode, one graph): AOTAutograd's min-cut partitioner decides what is
+     * saved for backward, inductor's fusion drops the fused kernels' intermediates;
+     * VC_COMPILE_FUNCTORCH_113, the same with functorch 1.13's partitioner rules
+     * (min_cut_rematerialization_partition, compiler="inductor"), the CPU validation's
+     * (bench/accuracy/compile_partition.py); 0 eager */
+    int compile;
 } vc_options;
+#define VC_COMPILE_INDUCTOR 1
+#define VC_COMPILE_FUNCTORCH_113 2
 #define VC_BOUND_LOW 0
 #define VC_BOUND_HIGH 1
 #define VC_ACT_OFFLOAD_NONE 0
@@ -649,6 +658,15 @@ typedef struct {
         int64_t peak_allocated_low, reserved_low, total_low;
         int64_t peak_allocated_high, reserved_high, total_high;
     } cudnn;
+    /* --compile (src/engine/compile.c, docs/autograd.md §13): the figures above are the
+     * compiled step's; these the same step run eagerly, and the saved activations both ways
+     * (bytes, unrounded: eager's saved tensors, the partitioner's saved values); reorder 1:
+     * the --torch release runs inductor's peak-memory reordering (not modelled). on 0: none */
+    struct {
+        int on, reorder;
+        int64_t eager_activations, eager_peak_allocated, eager_reserved, eager_total;
+        int64_t saved_eager, saved_compiled;
+    } compile;
 } vc_memory;
 #define VC_CUDNN_NONE 0
 #define VC_CUDNN_BOUND 1

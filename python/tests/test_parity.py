@@ -46,7 +46,7 @@ SAMPLES = {
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
     "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"], "grad_ckpt_every": [2], "act_offload": ["sync"],
     "recipe": ["torchtune:llama3_1/8B_lora_single_device", "torchtune:llama3_2/3B_full_single_device"],
-    "image": ["640x480"], "images": [2],
+    "image": ["640x480"], "images": [2], "compile": [True, False],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
 }

@@ -510,6 +510,25 @@ static void cudnn_rows(FILE *f, const vc_report *rep, const vc_memory *m)
         high ? "(--bound high: above)" : "(--bound high)");
 }
 
+/* --compile (src/engine/compile.c): the eager step's figures under the compiled ones, the
+ * saved activations both ways, and what the model leaves out */
+static const char *const compile_modelled = "the min-cut partitioner's saved values, inductor's fusion (forward and backward)";
+static const char *const compile_not = "graph breaks, dynamic shapes, custom kernels, inductor's buffer reuse, its peak-memory reordering";
+
+static void compile_rows(FILE *f, const vc_report *rep, const vc_memory *m)
+{
+    const vc_term *t = &rep->term;
+    if (!m->compile.on) return;
+    row(f, t, "  eager peak", m->compile.eager_peak_allocated, "(not compiled)");
+    row(f, t, "  eager total", m->compile.eager_total, "(not compiled)");
+    if (rep->opts->mode == VC_MODE_TRAIN) {
+        row(f, t, "  saved, eager", m->compile.saved_eager, "(autograd's)");
+        row(f, t, "  saved, compiled", m->compile.saved_compiled, "(partitioner's)");
+    }
+    fprintf(f, "  torch.compile, modelled: %s\n  not modelled: %s\n", compile_modelled, compile_not);
+    if (m->compile.reorder) fputs("  (the reordering is on at this --torch release: the figures are its upper end)\n", f);
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -555,6 +574,7 @@ void report_table(FILE *f, const vc_report *rep)
     context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
     cudnn_rows(f, rep, m);
+    compile_rows(f, rep, m);
     nccl_row(f, rep);
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
@@ -681,6 +701,21 @@ static void json_cudnn(FILE *f, const vc_options *o, const vc_memory *m)
                 m->cudnn.reserved_high, m->cudnn.total_high);
 }
 
+static void json_compile(FILE *f, const vc_memory *m)
+{
+    if (!m->compile.on) return;
+    fprintf(f, ", \"compile\": {\"eager_activations\": %" PRId64 ", \"eager_peak_allocated\": %" PRId64
+               ", \"eager_reserved\": %" PRId64 ", \"eager_total\": %" PRId64 ", \"saved_eager\": %" PRId64
+               ", \"saved_compiled\": %" PRId64 ", \"reorder_for_peak_memory\": %s, \"modelled\": ",
+            m->compile.eager_activations, m->compile.eager_peak_allocated, m->compile.eager_reserved,
+            m->compile.eager_total, m->compile.saved_eager, m->compile.saved_compiled,
+            m->compile.reorder ? "true" : "false");
+    json_str(f, compile_modelled);
+    fputs(", \"not_modelled\": ", f);
+    json_str(f, compile_not);
+    fputc('}', f);
+}
+
 static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
 {
     fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
@@ -691,6 +726,7 @@ static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
+    json_compile(f, m);
     fputc('}', f);
 }
 
@@ -799,6 +835,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
+    json_compile(f, m);
     vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
     vc_nccl_per_gpu(o, &n);
     if (n.communicators)

@@ -345,6 +345,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
                        : !strcmp(v, "sync") ? VC_ACT_OFFLOAD_SYNC : -1;
         return choose(name, v, o->act_offload, info->choices, err);
     case VC_OPT_FIRST_STEP: o->first_step = on; return VC_OK;
+    case VC_OPT_COMPILE: o->compile = on ? VC_COMPILE_INDUCTOR : 0; return VC_OK;
     case VC_OPT_ZERO_GRAD:
         o->keep_grads = !strcmp(v, "zero") ? 1 : !strcmp(v, "none") ? 0 : -1;
         return choose(name, v, o->keep_grads, info->choices, err);

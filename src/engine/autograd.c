@@ -349,7 +349,9 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
                 t->stor = b->t[t->base].stor;
                 s_ref(b, t->stor);
             } else {
-                t->stor = cached ? sac_take(b, k, &taken) : s_alloc(b, t->n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
+                /* --compile: a fused kernel's local takes no storage (compile.c) */
+                vc_numel n = b->cmp && b->cmp->fused[it->t] ? vc_n_fixed(0) : t->n;
+                t->stor = cached ? sac_take(b, k, &taken) : s_alloc(b, n, t->dt, it->t == b->loss_t ? CAT_TEMP : CAT_ACT, inst);
                 if (caching) sac_keep(b, k, t->stor);
             }
         } else if (it->type == IT_EXTRA) {
@@ -363,7 +365,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
         }
     }
     if (cached) op->nsac = 0; /* all given back */
-    else run_temps(b, its, op->nit, IT_FTEMP, inst);
+    else if (!vc__compile_fusible(b, k)) run_temps(b, its, op->nit, IT_FTEMP, inst);
     if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
         b->nsv -= (size_t)op->nsv;
@@ -376,6 +378,16 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
             s_unref(b, s, inst);
             b->sv[op->sv0 + j] = ~s;
         }
+    }
+    if (b->cmp && b->cmp->sv) { /* --compile: the partitioner's saved values for this node (compile.c) */
+        for (int32_t j = b->cmp->sv_off[k]; j < b->cmp->sv_off[k + 1]; j++) {
+            int32_t t = b->cmp->sv[j];
+            if (t < 0 || b->t[t].stor < 0) continue;
+            s_ref(b, b->t[t].stor);
+            push_saved(b, b->t[t].stor);
+            op->nsv++;
+        }
+        return;
     }
     for (int32_t i = 0; i < op->nit; i++) {
         item_t *it = &its[i];
@@ -488,6 +500,10 @@ static int build_liveness(vc_build *b)
                 rlast[t] = (int32_t)k;
         }
     }
+    /* --compile: a saved value is held from its op on (compile.c) */
+    for (size_t k = 0; b->cmp && b->cmp->sv && k < nop; k++)
+        for (int32_t j = b->cmp->sv_off[k]; j < b->cmp->sv_off[k + 1]; j++)
+            if (b->cmp->sv[j] >= 0 && (int32_t)k > last[b->cmp->sv[j]]) last[b->cmp->sv[j]] = (int32_t)k;
     int32_t end = (int32_t)nop - 1;
     for (size_t i = 0; i < nt; i++) {
         tens_t *t = &b->t[i];
@@ -792,6 +808,15 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         unpacked |= off_unpack(b, k, brought + nbrought, &nb);
         nbrought += nb;
     }
+    /* --compile: values the partitioner recomputes that this (not fusible) backward reads
+     * materialized, alive while it runs (compile.c) */
+    int32_t remat[VC_MAX_INPUTS * 4];
+    int nremat = 0;
+    for (int32_t j = b->cmp && b->cmp->sv ? b->cmp->sv_off[k] : 0; b->cmp && b->cmp->sv && j < b->cmp->sv_off[k + 1]; j++)
+        if (b->cmp->sv[j] < 0 && nremat < (int)(sizeof remat / sizeof *remat)) {
+            const tens_t *t = &b->t[~b->cmp->sv[j]];
+            remat[nremat++] = s_alloc(b, t->n, t->dt, CAT_TEMP, op->inst);
+        }
     /* The node's backward (apply): new gradients and its transients. */
     int ng = 0, nfull = 0;
     int32_t full[VC_MAX_INPUTS * 4];
@@ -822,13 +847,15 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         } else {
             vc_numel n = it->in == 1 ? it->n : t->n;
             uint8_t dt = it->in == 1 ? it->dt : t->dt;
+            if (b->cmp && b->cmp->gfused[it->t]) n = vc_n_fixed(0); /* --compile: inside a fused backward kernel */
             g = s_alloc(b, n, dt, t->param >= 0 ? CAT_GRAD : CAT_TEMP, op->inst);
             if (g >= 0) b->s[g].gview = it->gview;
         }
         newg[ng] = g;
         newt[ng++] = it->t;
     }
-    run_temps(b, its, op->nit, IT_BTEMP, op->inst);
+    if (!vc__compile_fusible(b, k)) run_temps(b, its, op->nit, IT_BTEMP, op->inst);
+    for (int j = 0; j < nremat; j++) s_unref(b, remat[j], op->inst);
     /* A checkpointed node's saved tensors are recomputed ones that only
      * its backward holds (2.x checkpoint drops the handle on unpack):
      * they go when apply returns. Other nodes release theirs after the
@@ -1077,7 +1104,7 @@ static int off_setup(vc_build *b)
 void vc__execute(vc_build *b)
 {
     b->cur_op = -1;
-    if (off_setup(b)) return;
+    if (off_setup(b) || vc__compile_plan(b)) return;
     size_t np = b->m->npar + 1;
     b->pgrad = malloc(np * sizeof *b->pgrad);
     b->pedges = calloc(np, sizeof *b->pedges);

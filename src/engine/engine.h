@@ -32,6 +32,13 @@ size_t vc_plan_events(const vc_plan *p);
 const char *vc_plan_note(const vc_plan *p);
 /* context.c: the libraries the plan's ops run (VC_USES_*), for the CUDA context model */
 unsigned vc__plan_uses(const vc_plan *p);
+/* compile.c: --compile's saved activations (bytes, unrounded, at the plan's batch): eager's
+ * saved tensors and the partitioner's saved values; 0 and 0 without --compile or training */
+void vc__plan_compile_saved(const vc_plan *p, int64_t *eager, int64_t *compiled);
+/* estimate.c: --compile's eager figures in r (the same step without it, at o->batch) and
+ * the saved activations (vc__plan_compile_saved's); nothing without --compile */
+vc_status vc__compile_eager(const vc_model *m, const vc_options *o, const int64_t saved[2], vc_result *r,
+                            vc_error *err);
 /* src/engine/cudnn.c: the plan runs a convolution */
 bool vc__plan_has_conv(const vc_plan *p);
 /* estimate.c: r's cuDNN workspace interval (vc_memory.cudnn) for options o at

@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "pipeline.h"
 #include "policy.h"
+#include "release.h"
 #include "util.h"
 
 /* The CUDA context from what the step runs (`uses`, VC_USES_*): src/engine/context.c;
@@ -121,6 +122,33 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
     return VC_OK;
 }
 
+/* --compile: the same step run eagerly, beside the compiled figures (src/engine/compile.c) */
+vc_status vc__compile_eager(const vc_model *m, const vc_options *o, const int64_t saved[2], vc_result *r,
+                            vc_error *err)
+{
+    if (!o->compile) return VC_OK;
+    vc_memory *mm = &r->memory;
+    vc_options eager = *o;
+    eager.compile = 0;
+    vc_plan *p = NULL;
+    vc_status st = vc_plan_build(m, &eager, &p, err);
+    if (st) return st;
+    vc_sim s;
+    st = vc_plan_simulate(p, eager.batch, &s, NULL, err);
+    vc_plan_free(p);
+    if (st) return st;
+    mm->compile.on = 1;
+    mm->compile.reorder = vc_release_value(o->torch_version, VC_REL_INDUCTOR_REORDER);
+    mm->compile.eager_activations = s.activations;
+    mm->compile.eager_peak_allocated = s.peak;
+    mm->compile.eager_reserved = s.reserved;
+    mm->compile.saved_eager = saved[0];
+    mm->compile.saved_compiled = saved[1];
+    if (__builtin_add_overflow(s.reserved, mm->cuda_context, &mm->compile.eager_total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    return VC_OK;
+}
+
 vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err)
 {
     vc_error_clear(err); /* an out-parameter, as the loaders' (model.c) */
@@ -148,6 +176,8 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     vc_cat3(note, sizeof note, vc_plan_note(p), "", ""); /* the attention kernel chosen, and why */
     unsigned uses = vc__plan_uses(p);
     bool conv = vc__plan_has_conv(p);
+    int64_t saved[2];
+    vc__plan_compile_saved(p, &saved[0], &saved[1]);
     vc_plan_free(p);
     if (st) {
         free(act);
@@ -158,7 +188,8 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     if (st) return st;
     memcpy(r->attention, note, sizeof note);
     if ((st = finish(r, o, uses, err))) return st;
-    return vc__cudnn_interval(m, o, conv, r, err);
+    if ((st = vc__cudnn_interval(m, o, conv, r, err))) return st;
+    return vc__compile_eager(m, o, saved, r, err);
 }
 
 static vc_status counts_term(int64_t a, int64_t b, int64_t *acc, vc_error *err)

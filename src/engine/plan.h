@@ -249,6 +249,17 @@ typedef struct {
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
 } vc_gen;
 
+/* --compile (compile.c): the partition and inductor's fusion, decided per op
+ * and per tensor before the graph runs */
+typedef struct {
+    uint8_t *cls;          /* per op: its class (compile.c op_class) */
+    bool *fused;           /* per tensor: a fused kernel's local, never allocated (forward) */
+    bool *gfused;          /* per tensor: its gradient never allocated (between fusible backwards) */
+    int32_t *sv_off, *sv;  /* per op k, sv[sv_off[k] .. sv_off[k + 1]): t saved for its backward,
+                            * ~t recomputed and materialized by its (not fusible) backward */
+    int64_t saved_eager, saved_compiled; /* bytes (unrounded) of the saved activations at the plan's batch */
+} vc_compile;
+
 struct vc_build {
     const vc_model *m;
     vc_options o;
@@ -337,6 +348,7 @@ struct vc_build {
     int64_t *pp_live;                                /* per chunk: copies held now, made; the extras' (pipeline.c) */
     int32_t pp_like;                                 /* the storage the schedule's p2p-shaped extras copy, -1 */
     size_t npp, npp_first;
+    vc_compile *cmp; /* --compile: NULL without */
 };
 
 struct vc_op {
@@ -430,6 +442,12 @@ int32_t vc__fsdp_units(const vc_model *m, int32_t *unit_of, bool span);
 vc_status vc__fsdp1_mp_check(const vc_options *o, vc_error *err);
 /* layout_fsdp2.c: the FSDP layouts' compute hook (--fsdp-param-dtype) */
 void vc__fsdp_compute(const vc_options *o, vc_dtype *dt);
+
+/* compile.c: --compile's decisions (b->cmp) from the recorded graph; b->st on an error */
+int vc__compile_plan(vc_build *b);
+void vc__compile_free(vc_compile *c);
+/* op k runs inside an inductor kernel that fuses it (its eager transients are not made) */
+bool vc__compile_fusible(const vc_build *b, int32_t k);
 
 /* autograd.c: runs the recorded graph (forward, backward, optimizer step) into b->ev */
 void vc__execute(vc_build *b);

@@ -62,6 +62,15 @@ static const vc_rel_row rows[] = {
      * 2.12-2.14 keep 2.11's row until a release's source is read. */
     {VC_REL_CUBLAS_WS_RETAINED, 200, 1},
     {VC_REL_CUBLAS_WS_RETAINED, 215, 0},
+    /* torch/_inductor/config.py reorder_for_peak_memory, the scheduler pass of
+     * torch/_inductor/memory.py reorder_for_peak_memory (a memory-aware topological sort of
+     * the fused nodes, the lowest estimated peak of its methods): PR #134874 (2024-08-30)
+     * added it behind TORCHINDUCTOR_REORDER_FOR_PEAK_MEMORY=1; PR #137205 ("restructuring
+     * memory.py and turn on the flag", October 2024, after the 2.5 branch) made it
+     * `reorder_for_peak_memory = True`, first in 2.6. --compile reports it, the estimate
+     * does not model it (src/engine/compile.c). */
+    {VC_REL_INDUCTOR_REORDER, 200, 0},
+    {VC_REL_INDUCTOR_REORDER, 206, 1},
 };
 
 /* ---- --transformers: the transformers releases (huggingface/transformers) ---- */

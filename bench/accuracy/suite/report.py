@@ -478,6 +478,10 @@ def main(argv):
       "the default | `torch/optim/optimizer.py` `_default_to_fused_or_foreach`; PRs #92306, #95241 (#95415 in "
       "2.0), #95862; #177605 (fused by default) open |")
     w("| `--optim adafactor` | 2.5+ (older: exit 2) | `torch/optim/_adafactor.py` (new in 2.5) |")
+    w("| inductor's peak-memory reordering (`--compile`) | 2.0-2.5 off; 2.6+ on (`reorder_for_peak_memory = True`); "
+      "reported in `memory.compile`, not modelled (the compiled figures are its upper end) | `torch/_inductor/config.py`, "
+      "`torch/_inductor/memory.py` `reorder_for_peak_memory`; PR #134874 (behind an environment variable), PR #137205 "
+      "\"turn on the flag\" (October 2024, 2.6) |")
     w("| ATen's cuBLAS workspace per (handle, stream) in the caching allocator | 2.0-2.14 kept (`memory.workspace`: "
       "8,519,680 B, 32 MiB on sm90+, and the backward thread's); 2.15 cuBLAS's own (not in `reserved`), the cuBLASLt "
       "ones kept | `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059 `setWorkspaceForHandle`; PyTorch 2.15's "
