@@ -215,6 +215,8 @@ typedef struct {
     bool falcon;              /* FalconAttention: _split_heads of query_key_value, F.sdpa without enable_gqa */
     bool kv_expand;           /* falcon's new_decoder_architecture: k and v broadcast to num_heads before the cache */
     bool block_mask;          /* a [1, L, L] bool mask passed to sdpa (Qwen2.5-VL's vision attention) */
+    int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
+    bool local_mask;          /* with bidir: this layer reads the sliding-window one */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", NULL};
@@ -233,8 +235,13 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_enum(a, "rope_style", rope_styles, 0, &c->rope_style) || vc_arg_bool(a, "sinks", false, &c->sinks) ||
         vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
-        vc_arg_bool(a, "block_mask", false, &c->block_mask))
+        vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
+        vc_arg_bool(a, "local_mask", false, &c->local_mask))
         return -1;
+    if (c->bidir && (c->causal || c->eager || c->block_mask || c->window > 0 || c->fused == false))
+        return vc_arg_fail(a, "bidir_masks", "is ModernBERT's non-causal sdpa attention on a fused Wqkv (\"causal\": false, "
+                           "\"fused_qkv\": true, no \"eager\", \"block_mask\" or \"sliding_window\")");
+    if (c->local_mask && !c->bidir) return vc_arg_fail(a, "local_mask", "needs \"bidir_masks\"");
     if (c->falcon && (!c->fused || c->qk_norm || c->eager || c->window > 0 || c->rope_style))
         return vc_arg_fail(a, "falcon", "FalconAttention reads one fused query_key_value projection, without q/k norms, "
                            "eager attention, sliding windows or gpt_oss's rotation");
@@ -420,6 +427,54 @@ static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
     vc_op_end(o);
     vc_set_forward_local(b, m);
     return m;
+}
+
+/* ModernBertModel._update_attention_mask (models/modernbert/modeling_modernbert.py @ 000c33fd),
+ * run once per forward on the [B, L] ones attention_mask, its results held until the model returns
+ * (the forward's attention_mask and sliding_window_mask): global_attention_mask =
+ * _prepare_4d_attention_mask(mask, self.dtype) (modeling_attn_mask_utils.py _expand_mask:
+ * mask[:, None, None, :].expand(B, 1, L, L).to(dtype), inverted = 1.0 - expanded,
+ * inverted.masked_fill(inverted.to(torch.bool), finfo.min): [B, 1, L, L] of the model's dtype, the
+ * two locals alive until it returns); rows = arange(L)[None], distance = abs(rows - rows.T) (int64
+ * [L, L], the difference a temporary), window_mask = distance <= local_attention // 2 (bool [L, L]),
+ * sliding_window_mask = global.masked_fill(window_mask.logical_not(), finfo.min) ([B, 1, L, L]);
+ * rows, distance and window_mask live until the method returns. *g and *s: the two masks. */
+static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
+{
+    *g = vc_forward_local(b);
+    *s = vc_forward_local2(b);
+    if (*g >= 0 && *s >= 0) return;
+    const vc_dtype dt = vc_param_dt(b); /* self.dtype: the parameters' */
+    const vc_numel bll = vc_n_sample(L * L), ll = vc_n_fixed(L * L);
+    vc_t e = mask_op(b, "_to_copy", -1, bll, dt);
+    vc_hold(b, e);
+    vc_t inv = mask_op(b, "rsub", e, bll, dt);
+    vc_hold(b, inv);
+    vc_t tb = mask_op(b, "_to_copy", inv, bll, VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "masked_fill");
+    vc_op_in_nodiff(o, inv);
+    vc_op_in_nodiff(o, tb);
+    *g = vc_op_out(o, bll, dt);
+    vc_op_end(o);
+    vc_release(b, e);
+    vc_release(b, inv);
+    vc_t rows = mask_op(b, "arange", -1, vc_n_fixed(L), VC_DT_I64);
+    vc_hold(b, rows);
+    vc_t dist = mask_op(b, "abs", mask_op(b, "sub", rows, ll, VC_DT_I64), ll, VC_DT_I64);
+    vc_hold(b, dist);
+    vc_t win = mask_op(b, "le", dist, ll, VC_DT_BOOL);
+    vc_hold(b, win);
+    vc_t notw = mask_op(b, "logical_not", win, ll, VC_DT_BOOL);
+    o = vc_op_begin(b, "masked_fill");
+    vc_op_in_nodiff(o, *g);
+    vc_op_in_nodiff(o, notw);
+    *s = vc_op_out(o, bll, dt);
+    vc_op_end(o);
+    vc_release(b, rows);
+    vc_release(b, dist);
+    vc_release(b, win);
+    vc_set_forward_local(b, *g);
+    vc_set_forward_local2(b, *s);
 }
 
 static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v, int64_t L, int64_t S, bool kv_blhd)
@@ -631,6 +686,14 @@ static void ra_emit(vc_build *b, const void *p)
      * (convert_boolean_attn_mask: where(logical_not(mask), -inf, 0) in the query's dtype), a C++
      * local through the call; the backend adds it to the scores in place. One sample's patches
      * here (transformers runs the whole batch's as one sequence: [1, B L, B L]) */
+    /* ModernBERT's sdpa_attention_forward: attn_mask = sliding_window_mask on local layers, else
+     * the global attention_mask; F.scaled_dot_product_attention(q, k, v, dropout_p, attn_mask) */
+    if (c->bidir) {
+        vc_t gm, sm;
+        bidir_masks(b, L, &gm, &sm);
+        a.masked = true;
+        a.mask = c->local_mask ? sm : gm;
+    }
     vc_t bmask = -1, fmask = -1;
     if (c->block_mask) {
         bmask = vc__op_new(b, "zeros", vc_n_sample(L * L), VC_DT_BOOL);

@@ -547,6 +547,28 @@ def cases():
     for i, (cfg, b, s, img, o, p, l) in enumerate(g3):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, image=img, images=1, held_out=(i % 3 == 2)))
+    # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
+    # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
+    # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
+    # dropouts 0.1); training (full, LoRA r=8 on Wqkv and both Wo, checkpointing) and --mode infer. Every
+    # third held out.
+    mb = [
+        ("modernbert_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("modernbert_small", "train", 4, 128, "sgd", "bf16", False, 0),
+        ("modernbert_small", "infer", 2, 256, None, "fp32", False, 0),
+        ("modernbert_mean_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("modernbert_mean_small", "train", 2, 128, "adamw", "fp32", True, 0),
+        ("modernbert_small", "infer", 1, 512, None, "bf16", False, 0),
+        ("modernbert_small", "train", 2, 128, "adamw", "fp32", False, 8),
+        ("modernbert_mean_small", "infer", 4, 100, None, "fp32", False, 0),
+        ("modernbert_small", "train", 1, 200, "adam", "bf16", True, 0),
+        ("modernbert_mean_small", "train", 4, 64, "adamw", "bf16", False, 8),
+        ("modernbert_small", "train", 3, 80, "adamw", "fp32", True, 8),
+        ("modernbert_mean_small", "infer", 2, 300, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(mb):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, lora_targets="Wqkv,Wo" if l else None, held_out=(i % 3 == 2)))
     return out
 
 
