@@ -81,10 +81,10 @@ static void test_layers(void **state)
     assert_non_null(js);
     int locals = 0, norms = 0;
     for (const char *p = js; (p = strstr(p, "\"local_mask\"")); p++) locals++;
-    for (const char *p = js; (p = strstr(p, "\"attn_norm\"")); p++) norms++;
-    /* runs: [0], [1, 2] repeated, [3]: one local RotaryAttention in the JSON, attn_norm in two runs */
-    assert_int_equal(locals, 1);
-    assert_int_equal(norms, 2);
+    for (const char *p = js; (p = strstr(p, "\"name\":\t\"attn_norm\"")); p++) norms++;
+    /* one Sequential per layer: layers 1 and 2 local, attn_norm on layers 1 to 3 */
+    assert_int_equal(locals, 2);
+    assert_int_equal(norms, 3);
     assert_non_null(strstr(js, "\"bidir_masks\":\t32"));
     assert_non_null(strstr(js, "\"first_token\""));
     assert_null(strstr(js, "\"pool.mean\""));

@@ -203,34 +203,51 @@ static void mb_act_layer(mw *w, int act, const char *name)
     }
 }
 
-/* ModernBertEncoderLayer.forward (layer i) */
+/* A Sequential of its own inside w: the block's input is held until its last layer returns, as a
+ * module's argument is through its forward (src/engine/plan.c vc__emit_instances). */
+static cJSON *mb_block(mw *w, const char *name, const char *in, mw *inner)
+{
+    cJSON *seq = mb_layer(w, "Sequential", name);
+    if (in) mb_ins(w, seq, in, NULL);
+    cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (seq && !arr) w->r->oom = true;
+    *inner = (mw){w->r, arr, NULL};
+    return arr;
+}
+
+/* ModernBertEncoderLayer.forward (layer i): self.attn(self.attn_norm(h)) -- the normed input is
+ * ModernBertAttention.forward's hidden_states, alive until it returns --, h + it;
+ * self.mlp(self.mlp_norm(h)) -- ModernBertMLP.forward's argument, and Wi's output, whose chunks
+ * input and gate are its locals until it returns --, h + it. */
 static void mb_encoder_layer(mw *w, const arch *a, int64_t i)
 {
     const bool local = vc__hf_modernbert_local(a, i);
     if (i > 0) mb_norm(w, a, "attn_norm"); /* layer 0: nn.Identity */
-    mb_linear(w, "attn.Wqkv", a->H, 3 * a->H, a->qkv_bias);
-    cJSON *o = mb_layer(w, "RotaryAttention", "attn.attention");
-    mb_ins(w, o, "attn.Wqkv", local ? "model.rotary_emb_local" : "model.rotary_emb");
-    mb_num(w, o, "num_heads", (double)a->NH);
-    mb_num(w, o, "head_dim", (double)a->D);
-    mb_flag(w, o, "fused_qkv", true);
-    mb_flag(w, o, "causal", false);
-    mb_num(w, o, "bidir_masks", (double)a->window);
-    if (local) mb_flag(w, o, "local_mask", true);
-    if (a->p_attn > 0) mb_num(w, o, "dropout", a->p_attn);
-    mb_linear(w, "attn.Wo", a->H, a->H, a->o_bias);
-    mb_dropout(w, "attn.out_drop", a->p_attn);
-    const char *prev = w->last;
-    mb_ins(w, mb_layer(w, "Add", "attn_residual"), "input", prev);
+    mw at, ml, mi;
+    if (!mb_block(w, "attn", i > 0 ? "attn_norm" : "input", &at)) return;
+    mb_linear(&at, "attn.Wqkv", a->H, 3 * a->H, a->qkv_bias);
+    cJSON *o = mb_layer(&at, "RotaryAttention", "attn.attention");
+    mb_ins(&at, o, "attn.Wqkv", local ? "model.rotary_emb_local" : "model.rotary_emb");
+    mb_num(&at, o, "num_heads", (double)a->NH);
+    mb_num(&at, o, "head_dim", (double)a->D);
+    mb_flag(&at, o, "fused_qkv", true);
+    mb_flag(&at, o, "causal", false);
+    mb_num(&at, o, "bidir_masks", (double)a->window);
+    if (local) mb_flag(&at, o, "local_mask", true);
+    if (a->p_attn > 0) mb_num(&at, o, "dropout", a->p_attn);
+    mb_linear(&at, "attn.Wo", a->H, a->H, a->o_bias);
+    mb_dropout(&at, "attn.out_drop", a->p_attn);
+    mb_ins(w, mb_layer(w, "Add", "attn_residual"), "input", "attn");
     mb_norm(w, a, "mlp_norm");
-    mb_linear(w, "mlp.Wi", a->H, 2 * a->I, a->mlp_bias);
-    o = mb_layer(w, "GatedActivation", "mlp.act"); /* input, gate = chunk(2); act(input) * gate */
-    mb_flag(w, o, "fused", true);
-    mb_str(w, o, "activation", a->act == A_SILU ? "silu" : a->act == A_RELU ? "relu" : a->act == A_GELU_TANH ? "gelu_tanh" : "gelu");
-    mb_dropout(w, "mlp.drop", a->p_resid);
-    mb_linear(w, "mlp.Wo", a->I, a->H, a->mlp_bias);
-    prev = w->last;
-    mb_ins(w, mb_layer(w, "Add", "mlp_residual"), "attn_residual", prev);
+    if (!mb_block(w, "mlp", "mlp_norm", &ml)) return;
+    mb_linear(&ml, "mlp.Wi", a->H, 2 * a->I, a->mlp_bias);
+    if (!mb_block(&ml, "mlp.glu", "mlp.Wi", &mi)) return;
+    o = mb_layer(&mi, "GatedActivation", "mlp.act"); /* input, gate = chunk(2); act(input) * gate */
+    mb_flag(&mi, o, "fused", true);
+    mb_str(&mi, o, "activation", a->act == A_SILU ? "silu" : a->act == A_RELU ? "relu" : a->act == A_GELU_TANH ? "gelu_tanh" : "gelu");
+    mb_dropout(&mi, "mlp.drop", a->p_resid);
+    mb_linear(&mi, "mlp.Wo", a->I, a->H, a->mlp_bias);
+    mb_ins(w, mb_layer(w, "Add", "mlp_residual"), "attn_residual", "mlp");
 }
 
 static bool mb_ckpt(const arch *a, int64_t i) { return a->ckpt && (i + 1) % a->ckpt_every == 0; }
@@ -253,16 +270,13 @@ void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a)
         mb_ins(&w, o, "input", NULL);
         mb_num(&w, o, "head_dim", (double)a->D);
     }
-    /* the layers in runs of identical ones (layer 0 has no attn_norm; global and local alternate) */
-    for (int64_t i = 0; i < a->N && !r->oom;) {
-        int64_t j = i + 1;
-        while (j < a->N && i > 0 && vc__hf_modernbert_local(a, j) == vc__hf_modernbert_local(a, i) &&
-               mb_ckpt(a, j) == mb_ckpt(a, i))
-            j++;
+    /* one Sequential per layer, no runs with `repeat`: a run keeps its input (the previous layer's
+     * output) until its last layer returns, which ModernBertModel.forward's loop does not (hidden_states
+     * rebound to each layer's output): one [B, L, H] too many through an inference run */
+    for (int64_t i = 0; i < a->N && !r->oom; i++) {
         cJSON *seq = mb_layer(&w, "Sequential", NULL);
         if (!seq) return;
         if (i == 0) mb_ins(&w, seq, first, NULL);
-        if (j - i > 1) mb_num(&w, seq, "repeat", (double)(j - i));
         if (mb_ckpt(a, i)) mb_flag(&w, seq, "checkpoint", true);
         cJSON *inner = cJSON_AddArrayToObject(seq, "layers");
         if (!inner) {
@@ -271,7 +285,6 @@ void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a)
         }
         mw iw = {r, inner, NULL};
         mb_encoder_layer(&iw, a, i);
-        i = j;
     }
     cJSON *lastl = cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1);
     if (lastl && !cJSON_AddStringToObject(lastl, "name", "model.layers")) r->oom = true;
