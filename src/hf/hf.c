@@ -450,6 +450,20 @@ const hf_family vc__hf_families[] = {
     {.model_type = "llama4", .config_class = "Llama4TextConfig (Llama4Config.text_config)", .keys = {LLAMA4_KEYS},
      LLAMA_BLOCK, .moe = MOE_LLAMA4, .nope = true, .nested = "text_config", .lora_targets = NULL},
 #undef LLAMA4_KEYS
+    /* Qwen3VLConfig (configuration_qwen3_vl.py @ 000c33fd): the language model is Qwen3VLTextConfig's, read
+     * from text_config (its defaults: Qwen3-VL-4B's shapes but intermediate_size 22016, 32 layers, kv heads
+     * 32, head_dim 128, max_position_embeddings 128000); Qwen3VLTextModel (modeling_qwen3_vl.py @ 00709b86)
+     * is Qwen3's decoder (q_norm / k_norm per head, q/k/v/o with attention_bias) with interleaved MRoPE
+     * (rope_scaling's mrope_section: the 1-D rope's cos / sin sizes at 3-D positions); the vision tower
+     * from vision_config (src/hf/hf_vision.c: its weights, frozen; images refused for now) */
+    {.model_type = "qwen3_vl", .config_class = "Qwen3VLTextConfig (Qwen3VLConfig.text_config)",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 22016), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 32),
+              [K_HEAD_DIM] = DEF("head_dim", 128), [K_MAXPOS] = DEF("max_position_embeddings", 128000),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .qk_norm = QK_PER_HEAD, .nested = "text_config", .vision = VIS_QWEN3,
+     .lora_targets = NULL /* PEFT's mapping has no qwen3_vl: name --lora-targets */},
     /* ModernBertConfig (configuration_modernbert.py: every size has a default, ModernBERT-base's) and
      * modeling_modernbert.py @ 000c33fd (src/hf/hf_modernbert.c): ModernBertForSequenceClassification on
      * sdpa with its float global and sliding-window masks (layers/llm.c bidir_masks), a local layer

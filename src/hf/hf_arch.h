@@ -162,7 +162,8 @@ typedef struct {
 enum {
     VIS_NONE,
     VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
-    VIS_SIGLIP   /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
+    VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
+    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel (its weights; the images refused for now) */
 };
 
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
@@ -174,6 +175,7 @@ typedef struct {
     /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
     int64_t img, mm;
     bool use_head;
+    int64_t npos, ndeep; /* VIS_QWEN3: num_position_embeddings, len(deepstack_visual_indexes) */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
@@ -243,7 +245,7 @@ typedef struct {
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
     "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, " \
-    "modernbert"
+    "modernbert, qwen3_vl"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)

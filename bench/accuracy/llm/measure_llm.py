@@ -199,6 +199,8 @@ def main(argv):
         raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
                    image_token_index=raw.get("image_token_index", 262144))
+    if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
+        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {})
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -232,6 +234,11 @@ def main(argv):
     elif cfg.model_type == "gemma3":  # the SigLIP tower and projector, frozen, with Gemma 3's LM (gemma3vl_replica.py)
         import gemma3vl_replica
         model = gemma3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
+        if args.image:
+            raise SystemExit("measure_llm.py: qwen3_vl: images are not replicated (qwen3vl_replica.py)")
+        import qwen3vl_replica
+        model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)

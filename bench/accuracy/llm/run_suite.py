@@ -569,6 +569,21 @@ def cases():
     for i, (cfg, mode, b, s, o, p, c, l) in enumerate(mb):
         out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
                         lora=l, lora_dropout=0.0, lora_targets="Wqkv,Wo" if l else None, held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen3-VL on text alone (qwen3vl_replica.py, modeling_qwen3_vl.py @00709b86): Qwen3's
+    # decoder with interleaved MRoPE, the vision tower's weights frozen and never run; training (full, LoRA
+    # r=8 on q_proj,v_proj, checkpointing) and generate. Every third held out.
+    q3vl = [
+        ("qwen3_vl_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_vl_small", 2, 128, "adamw", "bf16", True, 0),
+        ("qwen3_vl_small", 4, 96, "sgd", "bf16", False, 0),
+        ("qwen3_vl_small", 2, 64, "adamw", "fp32", False, 8),
+        ("qwen3_vl_small", 1, 200, "adamw", "bf16", True, 8),
+        ("qwen3_vl_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, q3vl, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("qwen3_vl_small", 1, 64, 16, "fp32", False), ("qwen3_vl_small", 2, 32, 24, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
