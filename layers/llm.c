@@ -28,13 +28,17 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 typedef struct {
     int64_t head_dim, rotary_dim;
     bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
+    int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
 } rope_cfg;
+
+static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
 static int rope_parse(vc_args *a, void *p)
 {
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
-        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half))
+        vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
+        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir))
         return -1;
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
     if (c->rotary_dim > c->head_dim)
@@ -68,6 +72,10 @@ static void rope_emit(vc_build *b, const void *p)
     const rope_cfg *c = p;
     int64_t L = vc_input_shape(b, 0)->d[0], R = c->half ? c->rotary_dim / 2 : c->rotary_dim;
     vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
+    if (c->bidir) { /* ModernBertModel.forward: _update_attention_mask before the embeddings, outside the layers */
+        vc_t gm, sm;
+        bidir_masks(b, L, &gm, &sm);
+    }
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -664,6 +672,12 @@ static void ra_emit(vc_build *b, const void *p)
         }
     }
     const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
+    /* ModernBERT's sdpa_attention_forward (modeling_modernbert.py @ 000c33fd): query and key, rebound to
+     * apply_rotary_pos_emb's results, are its locals until F.scaled_dot_product_attention returns */
+    if (c->bidir) {
+        vc_hold(b, qs);
+        vc_hold(b, ks);
+    }
     /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
@@ -693,6 +707,14 @@ static void ra_emit(vc_build *b, const void *p)
         bidir_masks(b, L, &gm, &sm);
         a.masked = true;
         a.mask = c->local_mask ? sm : gm;
+        /* ModernBertEncoderLayer receives both masks (attention_mask, sliding_window_mask): under gradient
+         * checkpointing GradientCheckpointingLayer binds them in the partial its checkpoint keeps until the
+         * layer's backward, whichever one the layer reads; a view of the two, recorded, allocates nothing */
+        vc_op *o = vc_op_begin(b, "kwargs");
+        int i0 = vc_op_in_nodiff(o, gm);
+        vc_op_in_nodiff(o, sm);
+        (void)vc_op_out_view(o, i0, vc_numel_of(b, gm), true);
+        vc_op_end(o);
     }
     vc_t bmask = -1, fmask = -1;
     if (c->block_mask) {
@@ -705,6 +727,10 @@ static void ra_emit(vc_build *b, const void *p)
     bool blhd = false;
     vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
     if (fmask >= 0) vc_release(b, fmask);
+    if (c->bidir) {
+        vc_release(b, qs);
+        vc_release(b, ks);
+    }
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);

@@ -81,6 +81,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
         vc_release(b, tril); /* replaced by the converted mask after `where` */
     }
+    if (g->masked) mask = g->mask; /* a float attn_mask (ModernBERT's): the caller's, added in place below */
     vc_t ke = ka, ve = va;
     if (g->gqa_inside) { /* pre_process_group_query_attention_input: key_acc.repeat_interleave(H / Hkv, -3) */
         ke = vc__op_fresh(b, "repeat_interleave", ka, vc_n_sample(H * S * g->D));
@@ -124,7 +125,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         vc_release(b, ve);
     }
     vc_release(b, qs);
-    vc_release(b, mask);
+    if (!g->masked) vc_release(b, mask);
     g->lout = LAY_BHLD;
     return o;
 }
@@ -302,12 +303,14 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     int64_t sz[4] = {N, H, L, Dv};
     /* compute_logsumexp: inputs require grad and grad mode is on */
     bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
-    /* an attn_mask (attention.cpp preprocess_mask): a last dim not a multiple of 16 is padded
-     * (pad_bias: at::pad to the multiple, then sliced back), a new [B, 1, L, round16(S)]; the
-     * kernel's attn_bias, saved for backward (derivatives.yaml) */
+    /* an attn_mask (aten/src/ATen/native/transformers/attention.cpp preprocess_mask, PyTorch 2.x main):
+     * expand_symint to [B, H, L, S] (a view), then, when S is not a multiple of mem_eff_alignment (16),
+     * pad_bias (at::pad_symint to the multiple, sliced back): a new [B, H, L, round16(S)] of the expanded
+     * mask. Older releases padded the [B, 1, L, S] mask to 8 before expanding: not modelled. The
+     * kernel's attn_bias is saved for backward (derivatives.yaml) */
     vc_t bias = g->masked ? g->mask : -1;
     if (bias >= 0 && g->S % 16)
-        bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(L * round_up(g->S, 16)), vc_dt_of(b, bias));
+        bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(H * L * round_up(g->S, 16)), vc_dt_of(b, bias));
     vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
     vc_op_in(o, q);
     vc_op_in(o, k);

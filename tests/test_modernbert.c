@@ -8,7 +8,8 @@
  * 2. The layers: a local (sliding-window) attention wherever layer % global_attn_every_n_layers
  *    != 0, no attn_norm on layer 0, LayerNorms without bias unless norm_bias.
  * 3. The measured cases of bench/accuracy/llm/measured.json (llm300-llm311, torch 1.13 CPU, the
- *    allocator counter; --attention math, --workspace 0) within 5%.
+ *    allocator counter; --attention math, --workspace 0) within 2.5% (11 of 12 within 0.05%; llm310,
+ *    checkpointing with LoRA, -1.94%).
  * 4. The masks on a GPU: flash takes no attn_mask, so auto runs the memory-efficient kernel.
  * 5. Refusals naming the key or option.
  */
@@ -135,7 +136,7 @@ static int64_t estimate(const char *cfg, vc_mode mode, int64_t batch, int64_t se
     return v;
 }
 
-/* measured.json llm300-llm311 (run_suite.py's modernbert rows): within compare.py's 5% */
+/* measured.json llm300-llm311 (run_suite.py's modernbert rows): within 2.5% (compare.py's bound is 5%) */
 static void test_measured(void **state)
 {
     (void)state;
@@ -166,7 +167,7 @@ static void test_measured(void **state)
                              VC_ATTN_MATH);
         double err = 100.0 * (double)(e - c[i].measured) / (double)c[i].measured;
         printf("llm%zu %s %+.2f%%\n", 300 + i, c[i].cfg, err);
-        if (err > 5.0 || err < -5.0) fail_msg("llm%zu: estimate %lld, measured %lld", 300 + i, (long long)e, (long long)c[i].measured);
+        if (err > 2.5 || err < -2.5) fail_msg("llm%zu: estimate %lld, measured %lld", 300 + i, (long long)e, (long long)c[i].measured);
     }
 }
 
@@ -186,6 +187,13 @@ static void test_no_flash(void **state)
      * efficient kernel; xlm-roberta's unmasked sdpa at the same shape goes to flash */
     assert_true(eff > estimate("modernbert_small.json", VC_MODE_INFER, 2, 512, VC_OPTIM_ADAMW, VC_PREC_BF16, false, 0,
                                VC_ATTN_EFFICIENT));
+    /* attention.cpp preprocess_mask: a key length not a multiple of 16 makes each layer's kernel pad the
+     * expanded [B, heads, L, S] mask to [B, heads, L, round16(S)] and keep it for backward: 4 layers of
+     * [2, 4, 500, 512] bf16, 4,096,000 bytes each, 16,384,000 in all, against what 12 fewer tokens save
+     * (under 2 MB here): 500 tokens need more than 512 */
+    int64_t e500 = estimate("modernbert_small.json", VC_MODE_TRAIN, 2, 500, VC_OPTIM_ADAMW, VC_PREC_BF16, false, 0,
+                            VC_ATTN_EFFICIENT);
+    assert_true(e500 - eff > 4 * INT64_C(4096000) - INT64_C(2000000));
 }
 
 /* the refusals: exit 2, one stderr line naming the key (or option) */

@@ -255,21 +255,26 @@ static bool mb_ckpt(const arch *a, int64_t i) { return a->ckpt && (i + 1) % a->c
 void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a)
 {
     mw w = {r, arr, NULL};
-    cJSON *o = mb_layer(&w, "Embedding", "model.embeddings.tok_embeddings");
+    /* ModernBertModel.forward: _update_attention_mask's two masks first (made by the first rotary layer,
+     * outside every decoder layer and checkpoint), the embeddings, then position_embeddings[layer_type] =
+     * self.rotary_emb(hidden_states, position_ids, layer_type) for each type, both alive through the layers
+     * (the rotary tables are written before the embeddings here: a few L x head_dim tensors) */
+    bool any_local = false;
+    for (int64_t i = 0; i < a->N; i++) any_local |= vc__hf_modernbert_local(a, i);
+    cJSON *o;
+    for (int k = 0; k < 1 + any_local; k++) {
+        o = mb_layer(&w, "RotaryEmbedding", k ? "model.rotary_emb_local" : "model.rotary_emb");
+        mb_ins(&w, o, "input", NULL);
+        mb_num(&w, o, "head_dim", (double)a->D);
+        if (!k) mb_num(&w, o, "bidir_masks", (double)a->window);
+    }
+    o = mb_layer(&w, "Embedding", "model.embeddings.tok_embeddings");
+    mb_ins(&w, o, "input", NULL);
     mb_num(&w, o, "num_embeddings", (double)a->V);
     mb_num(&w, o, "embedding_dim", (double)a->H);
     mb_norm(&w, a, "model.embeddings.norm");
     mb_dropout(&w, "model.embeddings.drop", a->p_embd);
     const char *first = w.last;
-    /* ModernBertModel.forward: position_embeddings[layer_type] = self.rotary_emb(hidden_states, position_ids,
-     * layer_type) for each type, both alive through the layers */
-    bool any_local = false;
-    for (int64_t i = 0; i < a->N; i++) any_local |= vc__hf_modernbert_local(a, i);
-    for (int k = 0; k < 1 + any_local; k++) {
-        o = mb_layer(&w, "RotaryEmbedding", k ? "model.rotary_emb_local" : "model.rotary_emb");
-        mb_ins(&w, o, "input", NULL);
-        mb_num(&w, o, "head_dim", (double)a->D);
-    }
     /* one Sequential per layer, no runs with `repeat`: a run keeps its input (the previous layer's
      * output) until its last layer returns, which ModernBertModel.forward's loop does not (hidden_states
      * rebound to each layer's output): one [B, L, H] too many through an inference run */
