@@ -111,6 +111,20 @@ static void test_refusals(void **state)
 {
     (void)state;
     assert_usage(HF "qwen3-vl-8b-instruct.json --image 640x480", "qwen3_vl: the images' memory is not modelled yet");
+    {
+        char path[] = "/tmp/vc_q3tXXXXXX.json", args[600];
+        int fd = mkstemps(path, 5);
+        assert_true(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        fprintf(f, "{\"model_type\": \"qwen3_vl\", \"tie_word_embeddings\": true, \"text_config\": {\"vocab_size\": 1000, "
+                   "\"hidden_size\": 128, \"intermediate_size\": 256, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2}, "
+                   "\"vision_config\": {\"depth\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, \"num_heads\": 4, "
+                   "\"out_hidden_size\": 128, \"deepstack_visual_indexes\": [0]}}");
+        fclose(f);
+        snprintf(args, sizeof args, "%s --seq 64", path);
+        assert_usage(args, "tie_word_embeddings: true, but text_config's is false");
+        remove(path);
+    }
     static const struct {
         const char *vision, *want;
     } c[] = {

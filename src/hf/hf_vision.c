@@ -207,6 +207,16 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
             return vbad(r, "deepstack_visual_indexes", "%lld features for %lld decoder layers", (long long)t->ndeep,
                         (long long)a->N);
     }
+    /* lm_head's tie: Qwen3VLConfig and its Qwen3VLTextConfig each take a tie_word_embeddings (both false by
+     * default); text_config's is read (the decoder's config, get_text_config); a top-level value that
+     * disagrees with it is refused rather than one of them guessed */
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(r->cfg, "tie_word_embeddings");
+    if (cJSON_IsBool(tie) && cJSON_IsTrue(tie) != a->tie) {
+        vc_set_error(r->err, VC_ERR_MODEL, "tie_word_embeddings", "%s, but text_config's is %s: which one ties lm_head "
+                     "is not settled here; give both the same value", cJSON_IsTrue(tie) ? "true" : "false",
+                     a->tie ? "true" : "false");
+        return -1;
+    }
     int64_t x;
     if (__builtin_mul_overflow(t->npos, t->C, &x) || x > (INT64_C(1) << 48))
         return vbad(r, "num_position_embeddings", "pos_embed (%lld x %lld) is more than 2^48 elements", (long long)t->npos,
