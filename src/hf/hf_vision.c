@@ -407,8 +407,8 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     if (a->f->vision == VIS_QWEN3) { /* the tower's forward is not written yet: refused, not guessed */
         vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the images' memory is not "
                      "modelled yet (Qwen3VLVisionModel: pos_embed's bilinear interpolation, per-image attention, the "
-                     "deepstack mergers and their features added to the first decoder layers); without images the "
-                     "language model and the tower's weights are", r->fam);
+                     "deepstack mergers and their features added to the first decoder layers); a run without images is "
+                     "(the language model, the tower's weights loaded and frozen)", r->fam);
         return -1;
     }
     hf_vision *t = &a->vis;
