@@ -142,6 +142,8 @@ struct sdpa_s {
     int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
     bool gqa_inside;            /* math with enable_gqa: k and v have Hkv heads, repeated inside */
     bool gqa_bcast;             /* math without enable_gqa: k and v broadcast by each matmul (FalconAttention) */
+    bool masked;                /* a float attn_mask is passed (vc_sdpa_args.masked): not flash */
+    vc_t mask;                  /* that mask (the memory-efficient kernel saves it for backward) */
 };
 
 /* The backend scaled_dot_product_attention picks for g (sdpa.c, §4.4). */

@@ -249,6 +249,9 @@ void vc_persist(vc_build *b, vc_t t);
  * 4-D causal mask, made by the first layer that needs it): -1 none yet. */
 vc_t vc_forward_local(const vc_build *b);
 void vc_set_forward_local(vc_build *b, vc_t t);
+/* A second such tensor (ModernBertModel's sliding-window mask beside its global one). */
+vc_t vc_forward_local2(const vc_build *b);
+void vc_set_forward_local2(vc_build *b, vc_t t);
 /* Keeps t until the model's forward returns, its loss computed (a variable of a
  * *ForConditionalGeneration.forward: a VLM's pixel_values rebound to their cast copy, layers/vision.c). */
 void vc_keep_forward(vc_build *b, vc_t t);

@@ -29,14 +29,17 @@ typedef struct {
     int64_t head_dim, rotary_dim;
     bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
     bool complex; /* Llama4TextRotaryEmbedding: freqs_cis, complex64 [L, rotary_dim / 2] (as float32 [2, L, R / 2]) */
+    int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
 } rope_cfg;
+
+static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
 static int rope_parse(vc_args *a, void *p)
 {
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
-        vc_arg_bool(a, "complex", false, &c->complex))
+        vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir))
         return -1;
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
@@ -97,6 +100,10 @@ static void rope_emit(vc_build *b, const void *p)
     }
     int64_t L = vc_input_shape(b, 0)->d[0], R = c->half ? c->rotary_dim / 2 : c->rotary_dim;
     vc_dtype dt = vc_param_dt(b); /* x = inputs_embeds: the embedding weight's dtype */
+    if (c->bidir) { /* ModernBertModel.forward: _update_attention_mask before the embeddings, outside the layers */
+        vc_t gm, sm;
+        bidir_masks(b, L, &gm, &sm);
+    }
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -249,6 +256,8 @@ typedef struct {
      * scaled by attn_scales), chunk (attention_chunk_size of a "chunked_attention" layer, 0 none) */
     bool l2_qk, temp;
     int64_t chunk;
+    int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
+    bool local_mask;          /* with bidir: this layer reads the sliding-window one */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -268,7 +277,8 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "output_gate", false, &c->output_gate) ||
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
         vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
-        vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk))
+        vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk) ||
+        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask))
         return -1;
     if ((c->rope_style == 2 || c->l2_qk || c->temp || c->chunk) && (c->fused || c->qk_norm || c->eager || c->window > 0 ||
                                                                    c->falcon || c->output_gate || c->sinks || c->block_mask))
@@ -277,6 +287,10 @@ static int ra_parse(vc_args *a, void *p)
                            "qk_norm, sinks or output gate");
     if (c->rope_style == 2 && c->R != c->D)
         return vc_arg_fail(a, "rope_style", "llama4 rotates the whole head: rotary_dim must equal head_dim (%lld)", (long long)c->D);
+    if (c->bidir && (c->causal || c->eager || c->block_mask || c->window > 0 || c->fused == false))
+        return vc_arg_fail(a, "bidir_masks", "is ModernBERT's non-causal sdpa attention on a fused Wqkv (\"causal\": false, "
+                           "\"fused_qkv\": true, no \"eager\", \"block_mask\" or \"sliding_window\")");
+    if (c->local_mask && !c->bidir) return vc_arg_fail(a, "local_mask", "needs \"bidir_masks\"");
     if (c->falcon && (!c->fused || c->qk_norm || c->eager || c->window > 0 || c->rope_style))
         return vc_arg_fail(a, "falcon", "FalconAttention reads one fused query_key_value projection, without q/k norms, "
                            "eager attention, sliding windows or gpt_oss's rotation");
@@ -462,6 +476,54 @@ static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
     vc_op_end(o);
     vc_set_forward_local(b, m);
     return m;
+}
+
+/* ModernBertModel._update_attention_mask (models/modernbert/modeling_modernbert.py @ 000c33fd),
+ * run once per forward on the [B, L] ones attention_mask, its results held until the model returns
+ * (the forward's attention_mask and sliding_window_mask): global_attention_mask =
+ * _prepare_4d_attention_mask(mask, self.dtype) (modeling_attn_mask_utils.py _expand_mask:
+ * mask[:, None, None, :].expand(B, 1, L, L).to(dtype), inverted = 1.0 - expanded,
+ * inverted.masked_fill(inverted.to(torch.bool), finfo.min): [B, 1, L, L] of the model's dtype, the
+ * two locals alive until it returns); rows = arange(L)[None], distance = abs(rows - rows.T) (int64
+ * [L, L], the difference a temporary), window_mask = distance <= local_attention // 2 (bool [L, L]),
+ * sliding_window_mask = global.masked_fill(window_mask.logical_not(), finfo.min) ([B, 1, L, L]);
+ * rows, distance and window_mask live until the method returns. *g and *s: the two masks. */
+static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
+{
+    *g = vc_forward_local(b);
+    *s = vc_forward_local2(b);
+    if (*g >= 0 && *s >= 0) return;
+    const vc_dtype dt = vc_param_dt(b); /* self.dtype: the parameters' */
+    const vc_numel bll = vc_n_sample(L * L), ll = vc_n_fixed(L * L);
+    vc_t e = mask_op(b, "_to_copy", -1, bll, dt);
+    vc_hold(b, e);
+    vc_t inv = mask_op(b, "rsub", e, bll, dt);
+    vc_hold(b, inv);
+    vc_t tb = mask_op(b, "_to_copy", inv, bll, VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "masked_fill");
+    vc_op_in_nodiff(o, inv);
+    vc_op_in_nodiff(o, tb);
+    *g = vc_op_out(o, bll, dt);
+    vc_op_end(o);
+    vc_release(b, e);
+    vc_release(b, inv);
+    vc_t rows = mask_op(b, "arange", -1, vc_n_fixed(L), VC_DT_I64);
+    vc_hold(b, rows);
+    vc_t dist = mask_op(b, "abs", mask_op(b, "sub", rows, ll, VC_DT_I64), ll, VC_DT_I64);
+    vc_hold(b, dist);
+    vc_t win = mask_op(b, "le", dist, ll, VC_DT_BOOL);
+    vc_hold(b, win);
+    vc_t notw = mask_op(b, "logical_not", win, ll, VC_DT_BOOL);
+    o = vc_op_begin(b, "masked_fill");
+    vc_op_in_nodiff(o, *g);
+    vc_op_in_nodiff(o, notw);
+    *s = vc_op_out(o, bll, dt);
+    vc_op_end(o);
+    vc_release(b, rows);
+    vc_release(b, dist);
+    vc_release(b, win);
+    vc_set_forward_local(b, *g);
+    vc_set_forward_local2(b, *s);
 }
 
 static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v, int64_t L, int64_t S, bool kv_blhd)
@@ -708,6 +770,12 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, q0);
     }
     const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
+    /* ModernBERT's sdpa_attention_forward (modeling_modernbert.py @ 000c33fd): query and key, rebound to
+     * apply_rotary_pos_emb's results, are its locals until F.scaled_dot_product_attention returns */
+    if (c->bidir) {
+        vc_hold(b, qs);
+        vc_hold(b, ks);
+    }
     /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
@@ -730,6 +798,22 @@ static void ra_emit(vc_build *b, const void *p)
      * (convert_boolean_attn_mask: where(logical_not(mask), -inf, 0) in the query's dtype), a C++
      * local through the call; the backend adds it to the scores in place. One sample's patches
      * here (transformers runs the whole batch's as one sequence: [1, B L, B L]) */
+    /* ModernBERT's sdpa_attention_forward: attn_mask = sliding_window_mask on local layers, else
+     * the global attention_mask; F.scaled_dot_product_attention(q, k, v, dropout_p, attn_mask) */
+    if (c->bidir) {
+        vc_t gm, sm;
+        bidir_masks(b, L, &gm, &sm);
+        a.masked = true;
+        a.mask = c->local_mask ? sm : gm;
+        /* ModernBertEncoderLayer receives both masks (attention_mask, sliding_window_mask): under gradient
+         * checkpointing GradientCheckpointingLayer binds them in the partial its checkpoint keeps until the
+         * layer's backward, whichever one the layer reads; a view of the two, recorded, allocates nothing */
+        vc_op *o = vc_op_begin(b, "kwargs");
+        int i0 = vc_op_in_nodiff(o, gm);
+        vc_op_in_nodiff(o, sm);
+        (void)vc_op_out_view(o, i0, vc_numel_of(b, gm), true);
+        vc_op_end(o);
+    }
     vc_t bmask = -1, fmask = -1;
     if (c->block_mask) {
         bmask = vc__op_new(b, "zeros", vc_n_sample(L * L), VC_DT_BOOL);
@@ -741,6 +825,10 @@ static void ra_emit(vc_build *b, const void *p)
     bool blhd = false;
     vc_t o = c->eager ? eager_attention(b, c, q, k, v, L, a.S, a.k_blhd) : vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
     if (fmask >= 0) vc_release(b, fmask);
+    if (c->bidir) {
+        vc_release(b, qs);
+        vc_release(b, ks);
+    }
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);

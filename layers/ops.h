@@ -89,6 +89,8 @@ typedef struct {
     double p;
     int64_t Dv; /* the value's head dim when it differs from D (MLA, layers/mla.c); 0: D */
     bool no_gqa; /* F.sdpa called without enable_gqa (FalconAttention): Hkv < H runs on the math backend */
+    bool masked; /* an explicit float attn_mask (ModernBERT's): no flash; .mask is that tensor */
+    vc_t mask;
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with

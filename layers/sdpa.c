@@ -21,7 +21,8 @@
 int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
 {
     bool half = is_half(dt);
-    bool flash = g->fused && half && g->D == g->Dv && g->D <= vc_release_value(vc__op_torch(b), VC_REL_FLASH_HDIM);
+    /* sdp_utils.cpp check_for_attn_mask: flash takes no attn_mask (ModernBERT's float masks) */
+    bool flash = !g->masked && g->fused && half && g->D == g->Dv && g->D <= vc_release_value(vc__op_torch(b), VC_REL_FLASH_HDIM);
     int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
     bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
     switch (vc_opts(b)->attention) {
@@ -80,6 +81,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         mask = nodiff(b, "where", notm, vc_n_fixed(L * S), vc_dt_of(b, qs));
         vc_release(b, tril); /* replaced by the converted mask after `where` */
     }
+    if (g->masked) mask = g->mask; /* a float attn_mask (ModernBERT's): the caller's, added in place below */
     vc_t ke = ka, ve = va;
     if (g->gqa_inside) { /* pre_process_group_query_attention_input: key_acc.repeat_interleave(H / Hkv, -3) */
         ke = vc__op_fresh(b, "repeat_interleave", ka, vc_n_sample(H * S * g->D));
@@ -123,7 +125,7 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
         vc_release(b, ve);
     }
     vc_release(b, qs);
-    vc_release(b, mask);
+    if (!g->masked) vc_release(b, mask);
     g->lout = LAY_BHLD;
     return o;
 }
@@ -301,10 +303,19 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     int64_t sz[4] = {N, H, L, Dv};
     /* compute_logsumexp: inputs require grad and grad mode is on */
     bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
+    /* an attn_mask (aten/src/ATen/native/transformers/attention.cpp preprocess_mask, PyTorch 2.x main):
+     * expand_symint to [B, H, L, S] (a view), then, when S is not a multiple of mem_eff_alignment (16),
+     * pad_bias (at::pad_symint to the multiple, sliced back): a new [B, H, L, round16(S)] of the expanded
+     * mask. Older releases padded the [B, 1, L, S] mask to 8 before expanding: not modelled. The
+     * kernel's attn_bias is saved for backward (derivatives.yaml) */
+    vc_t bias = g->masked ? g->mask : -1;
+    if (bias >= 0 && g->S % 16)
+        bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(H * L * round_up(g->S, 16)), vc_dt_of(b, bias));
     vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
     vc_op_in(o, q);
     vc_op_in(o, k);
     vc_op_in(o, v);
+    if (bias >= 0) vc_op_in_nodiff(o, bias);
     vc_t out = vc_op_out(o, vc_n_sample(H * L * Dv), dt); /* res [B, L, H, Dv] */
     if (lse) vc_op_extra(o, vc_n_sample(H * round_up(L, 32)), VC_DT_F32);
     /* output_accum [B, L, H, Dv] fp32 when a 16-bit output needs more than
@@ -314,6 +325,7 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_op_save(o, k);
     vc_op_save(o, v);
     vc_op_save(o, out);
+    if (bias >= 0) vc_op_save(o, bias);
     /* backward: grad_out.contiguous() ([B, L, H, Dv] order); delta [B, H, L]
      * fp32 (fp32 kernels compute it as (grad_out * out).sum(-1): an fp32
      * [B, L, H, Dv] product and a [B, L, H] sum); the workspace */
@@ -362,6 +374,8 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
     sdpa_t g = {vc_batch(b), a->H, a->L, a->S, a->D, Dv, true, a->q_blhd ? LAY_BLHD : LAY_BHLD,
                 a->k_blhd ? LAY_BLHD : LAY_BHLD, a->v_blhd ? LAY_BLHD : LAY_BHLD, -1, false, false, false,
                 vc_training(b) ? a->p : 0.0, a->causal, BK_MATH, LAY_BHLD, 0};
+    g.masked = a->masked;
+    g.mask = a->masked ? a->mask : -1;
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
     g.Hkv = a->Hkv;
     if (a->Hkv != a->H && a->no_gqa) {

@@ -116,6 +116,8 @@ void vc_input_unheld(vc_build *b, int i)
 }
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
+vc_t vc_forward_local2(const vc_build *b) { return b->fwd_local2; }
+void vc_set_forward_local2(vc_build *b, vc_t t) { b->fwd_local2 = t; }
 void vc_keep_forward(vc_build *b, vc_t t)
 {
     if (t >= 0 && b->nfwd_keep < (int)(sizeof b->fwd_keep / sizeof *b->fwd_keep)) b->fwd_keep[b->nfwd_keep++] = t;

@@ -133,7 +133,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (profile) b->gen = *profile;
     b->gen.split_op = b->gen.split2_op = b->gen.mask = -1;
     b->gen.ret[0] = b->gen.ret[1] = -1;
-    b->fwd_local = -1;
+    b->fwd_local = b->fwd_local2 = -1;
     b->nfwd_keep = 0;
     if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);
@@ -277,12 +277,13 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     b->train = false;
     b->no_regions = true;
     b->adapters_off = !copy;
-    int32_t fl = b->fwd_local;
-    b->fwd_local = -1;
+    int32_t fl = b->fwd_local, fl2 = b->fwd_local2;
+    b->fwd_local = b->fwd_local2 = -1;
     if (!b->st) vc__emit_instances(b, 0, m->ninst);
     vc__end_forward(b);
     vc_t out = b->st ? -1 : b->val_t[m->output];
     b->fwd_local = fl;
+    b->fwd_local2 = fl2;
     b->train = train;
     b->no_regions = b->adapters_off = false;
     memcpy(b->val_t, save, nv * sizeof *save);
@@ -295,7 +296,8 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
 void vc__end_forward(vc_build *b)
 {
     if (b->fwd_local >= 0) vc__extend_life(b, b->fwd_local);
-    b->fwd_local = -1;
+    if (b->fwd_local2 >= 0) vc__extend_life(b, b->fwd_local2);
+    b->fwd_local = b->fwd_local2 = -1;
 }
 
 void vc_plan_batch_range(const vc_plan *p, int64_t *lo, int64_t *hi)

@@ -339,6 +339,7 @@ struct vc_build {
     char note[192]; /* vc_note: the first attention layer's kernel choice */
     vc_gen gen;     /* --mode generate */
     int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
+    int32_t fwd_local2; /* vc_forward_local2: a second one (ModernBERT's sliding-window mask), -1 */
     int32_t fwd_keep[8]; /* vc_keep_forward: more tensors kept until the forward returns */
     int nfwd_keep;
     /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other

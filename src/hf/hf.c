@@ -497,6 +497,40 @@ const hf_family vc__hf_families[] = {
     {.model_type = "llama4", .config_class = "Llama4TextConfig (Llama4Config.text_config)", .keys = {LLAMA4_KEYS},
      LLAMA_BLOCK, .moe = MOE_LLAMA4, .nope = true, .nested = "text_config", .lora_targets = NULL},
 #undef LLAMA4_KEYS
+    /* Qwen3VLConfig (configuration_qwen3_vl.py @ 000c33fd): the language model is Qwen3VLTextConfig's, read
+     * from text_config (its defaults: Qwen3-VL-4B's shapes but intermediate_size 22016, 32 layers, kv heads
+     * 32, head_dim 128, max_position_embeddings 128000); Qwen3VLTextModel (modeling_qwen3_vl.py @ 00709b86)
+     * is Qwen3's decoder (q_norm / k_norm per head, q/k/v/o with attention_bias) with interleaved MRoPE
+     * (rope_scaling's mrope_section: the 1-D rope's cos / sin sizes at 3-D positions); the vision tower
+     * from vision_config (src/hf/hf_vision.c: its weights, frozen; images refused for now) */
+    {.model_type = "qwen3_vl", .config_class = "Qwen3VLTextConfig (Qwen3VLConfig.text_config)",
+     .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
+              [K_INTER] = DEF("intermediate_size", 22016), [K_LAYERS] = DEF("num_hidden_layers", 32),
+              [K_HEADS] = DEF("num_attention_heads", 32), [K_KV_HEADS] = DEF("num_key_value_heads", 32),
+              [K_HEAD_DIM] = DEF("head_dim", 128), [K_MAXPOS] = DEF("max_position_embeddings", 128000),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0)},
+     LLAMA_BLOCK, .qk_norm = QK_PER_HEAD, .nested = "text_config", .vision = VIS_QWEN3,
+     .lora_targets = NULL /* PEFT's mapping has no qwen3_vl: name --lora-targets */},
+    /* ModernBertConfig (configuration_modernbert.py: every size has a default, ModernBERT-base's) and
+     * modeling_modernbert.py @ 000c33fd (src/hf/hf_modernbert.c): ModernBertForSequenceClassification on
+     * sdpa with its float global and sliding-window masks (layers/llm.c bidir_masks), a local layer
+     * wherever layer_id % global_attn_every_n_layers != 0 (window local_attention // 2 each side), GeGLU
+     * MLP, LayerNorms without bias unless norm_bias. PEFT's mapping has no modernbert: --lora-targets. */
+    {.model_type = "modernbert", .config_class = "ModernBertConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 50368), [K_HIDDEN] = DEF("hidden_size", 768),
+              [K_LAYERS] = DEF("num_hidden_layers", 22), [K_HEADS] = DEF("num_attention_heads", 12),
+              [K_KV_HEADS] = {.how = D_HEADS}, [K_EPS] = DEF("norm_eps", 1e-5),
+              [K_MAXPOS] = DEF("max_position_embeddings", 8192), [K_INTER] = DEF("intermediate_size", 1152),
+              [K_HEAD_DIM] = {.how = D_SPLIT}, [K_ACT] = ACT("hidden_activation", "gelu"),
+              [K_QKV_BIAS] = DEF("attention_bias", 0), [K_O_BIAS] = DEF("attention_bias", 0),
+              [K_MLP_BIAS] = DEF("mlp_bias", 0), [K_P_ATTN] = DEF("attention_dropout", 0),
+              [K_P_EMBD] = DEF("embedding_dropout", 0), [K_P_RESID] = DEF("mlp_dropout", 0),
+              [K_P_CLS] = DEF("classifier_dropout", 0), [K_LABELS] = {.key = "id2label"}, [K_ROTARY] = FIXED(1),
+              [K_USE_WINDOW] = FIXED(1), [K_WINDOW] = DEF("local_attention", 128),
+              [K_WINDOW_PATTERN] = DEF("global_attn_every_n_layers", 3), [K_LAYER_TYPES] = DEF("layer_types", 0)},
+     .block = BLK_MODERNBERT, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_FUSED, .mlp = MLP_GATED_FUSED,
+     .pos = POS_ROPE, .head = HEAD_MODERNBERT, .head_class = "ModernBertForSequenceClassification", .prefix = "model",
+     .lora_targets = NULL},
 };
 #pragma GCC diagnostic pop
 const int vc__hf_nfamilies = (int)(sizeof vc__hf_families / sizeof vc__hf_families[0]);
@@ -701,6 +735,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, O("loss_chunks"), "expected a positive number of chunks, at most 2^40");
     if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
+    if (a.f->block == BLK_MODERNBERT && o && o->tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
     if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;

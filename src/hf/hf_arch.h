@@ -81,6 +81,7 @@ enum {
     BLK_T5,         /* T5Block: encoder.block.N.layer.0.SelfAttention.q, decoder's layer.1.EncDecAttention
                      * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
     BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
+    BLK_MODERNBERT, /* ModernBertEncoderLayer: model.layers.N.attn.Wqkv, mlp.Wi (hf_modernbert.c) */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -128,6 +129,7 @@ enum {
     HEAD_POOLER_CLS, /* BertForSequenceClassification: pooler, dropout, classifier */
     HEAD_CLS,        /* RobertaForSequenceClassification: RobertaClassificationHead */
     HEAD_DISTIL,     /* DistilBertForSequenceClassification: pre_classifier, ReLU, dropout, classifier */
+    HEAD_MODERNBERT, /* ModernBertForSequenceClassification: pooling, head (dense, act, norm), drop, classifier */
 };
 
 typedef struct {
@@ -164,7 +166,8 @@ enum {
     VIS_NONE,
     VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
-    VIS_QWEN3_5  /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers): weights counted, --image refused */
+    VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers): weights counted, --image refused */
+    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel (its weights; the images refused for now) */
 };
 
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
@@ -176,7 +179,8 @@ typedef struct {
     /* VIS_SIGLIP (SiglipVisionConfig, Gemma3Config): image_size, vision_use_head, mm_tokens_per_image */
     int64_t img, mm;
     bool use_head;
-    int64_t npos;   /* VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows) */
+    int64_t npos, ndeep; /* VIS_QWEN3 and VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows);
+                          * VIS_QWEN3: len(deepstack_visual_indexes) */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
@@ -240,13 +244,18 @@ typedef struct {
     bool temp_tuning;
     /* llama4 (Llama4Config): vision_config's Llama4VisionModel and the projector, loaded, not run */
     struct { int64_t H, I, N, NH, cin, P, img, pin, pout, vout; bool on; } l4v;
+    /* modernbert (hf_modernbert.c): norm_bias, classifier_pooling "mean", classifier_bias, classifier_activation */
+    struct {
+        bool norm_bias, pool_mean, cls_bias;
+        int cls_act;
+    } mb;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -308,6 +317,15 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o);
 /* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
+
+/* hf_modernbert.c: ModernBertConfig's keys the row does not read (norm_bias, classifier_pooling,
+ * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against
+ * global_attn_every_n_layers), read into a after the row's keys; -1 with r->err naming the key. */
+int vc__hf_modernbert_read(rd *r, arch *a);
+/* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
+bool vc__hf_modernbert_local(const arch *a, int64_t i);
+/* hf_modernbert.c: ModernBertForSequenceClassification's layers appended to arr. */
+void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a);
 
 /* hf_tp.c: a's share on one of o->tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the

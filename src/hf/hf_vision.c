@@ -89,6 +89,8 @@ static int vint(rd *r, const cJSON *v, const char *key, int64_t def, int64_t min
     return 0;
 }
 
+static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def);
+
 static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
@@ -125,8 +127,15 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
                 e->valuedouble >= (double)t->depth)
                 return vbad(r, "fullatt_block_indexes", "expected block indices from 0 to depth - 1 (%lld)", (long long)t->depth - 1);
     }
+    return tower_act_sizes(r, t, v, "silu");
+}
+
+/* hidden_act (def when absent) and the products that become the tower's tensor sizes, checked so
+ * that the error names the key (Qwen2.5-VL's and Qwen3-VL's towers alike) */
+static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def)
+{
     const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
-    const char *an = "silu";
+    const char *an = def;
     if (act && !cJSON_IsNull(act)) {
         if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
         an = act->valuestring;
@@ -157,6 +166,62 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
         return vbad(r, "patch_size", "a patch (%lld channels x %lld frames x %lld x %lld) is too large",
                     (long long)t->cin, (long long)t->T, (long long)t->P, (long long)t->P);
     return 0;
+}
+
+/* Qwen3-VL (model_type qwen3_vl): Qwen3VLVisionConfig's defaults (configuration_qwen3_vl.py @ 000c33fd:
+ * depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304, num_heads 16,
+ * in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2, out_hidden_size 3584,
+ * num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24]). Qwen3VLVisionModel
+ * (modeling_qwen3_vl.py @ 00709b86): pos_embed nn.Embedding(num_position_embeddings, hidden), read
+ * on an int(sqrt(num_position_embeddings)) grid; a deepstack merger per index, run after that block. */
+static int read_qwen3(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
+        vint(r, v, "intermediate_size", 4304, 1, &t->I) || vint(r, v, "num_heads", 16, 1, &t->NH) ||
+        vint(r, v, "in_channels", 3, 1, &t->cin) || vint(r, v, "patch_size", 16, 1, &t->P) ||
+        vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
+        vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
+        return -1;
+    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
+    if (t->out != a->H) /* the merged embeddings replace the image tokens' rows, and deepstack adds to them */
+        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
+                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    const cJSON *ds = v ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
+    t->ndeep = 3;
+    if ((!ds || cJSON_IsNull(ds)) && t->depth <= 24) /* a merger per index, run after that block */
+        return vbad(r, "deepstack_visual_indexes", "absent: Qwen3VLVisionConfig's default [8, 16, 24] names blocks past "
+                    "depth %lld", (long long)t->depth);
+    if (ds && !cJSON_IsNull(ds)) {
+        if (!cJSON_IsArray(ds)) return vbad(r, "deepstack_visual_indexes", "expected a list of block indices");
+        t->ndeep = cJSON_GetArraySize(ds);
+        for (const cJSON *e = ds->child; e; e = e->next)
+            if (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 0 ||
+                e->valuedouble >= (double)t->depth)
+                return vbad(r, "deepstack_visual_indexes", "expected block indices from 0 to depth - 1 (%lld)",
+                            (long long)t->depth - 1);
+        /* Qwen3VLTextModel adds deepstack feature k to decoder layer k's output */
+        if (t->ndeep > a->N)
+            return vbad(r, "deepstack_visual_indexes", "%lld features for %lld decoder layers", (long long)t->ndeep,
+                        (long long)a->N);
+    }
+    /* lm_head's tie: Qwen3VLConfig and its Qwen3VLTextConfig each take a tie_word_embeddings (both false by
+     * default); text_config's is read (the decoder's config, get_text_config); a top-level value that
+     * disagrees with it is refused rather than one of them guessed */
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(r->cfg, "tie_word_embeddings");
+    if (cJSON_IsBool(tie) && cJSON_IsTrue(tie) != a->tie) {
+        vc_set_error(r->err, VC_ERR_MODEL, "tie_word_embeddings", "%s, but text_config's is %s: which one ties lm_head "
+                     "is not settled here; give both the same value", cJSON_IsTrue(tie) ? "true" : "false",
+                     a->tie ? "true" : "false");
+        return -1;
+    }
+    int64_t x;
+    if (__builtin_mul_overflow(t->npos, t->C, &x) || x > (INT64_C(1) << 48))
+        return vbad(r, "num_position_embeddings", "pos_embed (%lld x %lld) is more than 2^48 elements", (long long)t->npos,
+                    (long long)t->C);
+    return tower_act_sizes(r, t, v, "gelu_pytorch_tanh");
 }
 
 /* Gemma3 (model_type gemma3): SiglipVisionConfig (configuration_siglip.py: hidden_size 768,
@@ -368,8 +433,10 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (the vision tower's keys)");
         return -1;
     }
-    if (a->f->vision == VIS_SIGLIP ? read_siglip(r, a, v) : a->f->vision == VIS_QWEN3_5 ? read_qwen3_5(r, a, v)
-                                                                                         : read_qwen2_5(r, a, v))
+    if (a->f->vision == VIS_SIGLIP    ? read_siglip(r, a, v)
+        : a->f->vision == VIS_QWEN3_5 ? read_qwen3_5(r, a, v)
+        : a->f->vision == VIS_QWEN3   ? read_qwen3(r, a, v)
+                                      : read_qwen2_5(r, a, v))
         return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
@@ -381,6 +448,13 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
     if (a->f->vision == VIS_QWEN3_5) {
         vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the vision tower's weights "
                      "are counted, its forward (Qwen3_5VisionModel) is not modelled yet: run without images", r->fam);
+        return -1;
+    }
+    if (a->f->vision == VIS_QWEN3) { /* the tower's forward is not written yet: refused, not guessed */
+        vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the images' memory is not "
+                     "modelled yet (Qwen3VLVisionModel: pos_embed's bilinear interpolation, per-image attention, the "
+                     "deepstack mergers and their features added to the first decoder layers); a run without images is "
+                     "(the language model, the tower's weights loaded and frozen)", r->fam);
         return -1;
     }
     hf_vision *t = &a->vis;
@@ -548,6 +622,45 @@ static void write_weights(vw *w, const hf_vision *t)
     vweights(w, "visual.merger.ln_q", C, 0, false, false);
     vweights(w, "visual.merger.mlp.0", H4, H4, true, true);
     vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
+}
+
+/* named_parameters() of Qwen3VLVisionModel (modeling_qwen3_vl.py @ 00709b86), module by module:
+ * patch_embed.proj (nn.Conv3d with bias), pos_embed (nn.Embedding), the blocks (norm1 / norm2
+ * nn.LayerNorm with bias, attn.qkv and attn.proj, mlp.linear_fc1 / linear_fc2, all with biases), merger
+ * (Qwen3VLVisionPatchMerger: norm LayerNorm(hidden), linear_fc1 [4 hidden, 4 hidden], linear_fc2 to
+ * out_hidden_size) and the deepstack mergers (use_postshuffle_norm: norm LayerNorm(4 hidden)). */
+static void write_qwen3_weights(vw *w, const hf_vision *t)
+{
+    char nm[120];
+    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
+    vweights(w, "visual.pos_embed", t->npos, C, false, false);
+    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
+        static const struct { const char *n; int which; } ms[] = {
+            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
+        };
+        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
+            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
+            switch (ms[i].which) {
+            case 0: vweights(w, nm, C, 0, true, false); break;
+            case 1: vweights(w, nm, 3 * C, C, true, true); break;
+            case 2: vweights(w, nm, C, C, true, true); break;
+            case 3: vweights(w, nm, I, C, true, true); break;
+            default: vweights(w, nm, C, I, true, true); break;
+            }
+        }
+    }
+    for (int64_t k = -1; k < t->ndeep && !w->r->oom; k++) {
+        char pre[64];
+        if (k < 0) snprintf(pre, sizeof pre, "visual.merger");
+        else snprintf(pre, sizeof pre, "visual.deepstack_merger_list.%lld", (long long)k);
+        snprintf(nm, sizeof nm, "%s.norm", pre);
+        vweights(w, nm, k < 0 ? C : H4, 0, true, false);
+        snprintf(nm, sizeof nm, "%s.linear_fc1", pre);
+        vweights(w, nm, H4, H4, true, true);
+        snprintf(nm, sizeof nm, "%s.linear_fc2", pre);
+        vweights(w, nm, t->out, H4, true, true);
+    }
 }
 
 /* named_parameters() of Gemma3ForConditionalGeneration's vision_tower (SiglipVisionModel) and
@@ -736,6 +849,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     if (t->patches == 0) {
         if (a->f->vision == VIS_SIGLIP) write_siglip_weights(&w, t);
         else if (a->f->vision == VIS_QWEN3_5) write_qwen3_5_weights(&w, t);
+        else if (a->f->vision == VIS_QWEN3) write_qwen3_weights(&w, t);
         else write_weights(&w, t);
         return NULL;
     }

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 
 import vctorch
 
-ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta")
+ENCODERS = ("distilbert", "bert", "roberta", "xlm-roberta", "modernbert")  # modernbert: modernbert_replica.py
 
 
 def _act(name):
@@ -233,6 +233,9 @@ class BertForSequenceClassification(nn.Module):
 
 
 def build(cfg):
+    if cfg["model_type"] == "modernbert":
+        import modernbert_replica
+        return modernbert_replica.ModernBertForSequenceClassification(cfg)
     return (DistilBertForSequenceClassification if cfg["model_type"] == "distilbert" else BertForSequenceClassification)(cfg)
 
 

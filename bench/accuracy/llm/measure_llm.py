@@ -201,6 +201,8 @@ def main(argv):
                    image_token_index=raw.get("image_token_index", 262144))
     if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {})
+    if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
+        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {})
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -237,6 +239,11 @@ def main(argv):
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
+        if args.image:
+            raise SystemExit("measure_llm.py: qwen3_vl: images are not replicated (qwen3vl_replica.py)")
+        import qwen3vl_replica
+        model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
         import qwen25vl_replica
         model = qwen25vl_replica.build(cfg, args.attn)

@@ -591,6 +591,41 @@ def cases():
                                    ("llama4_scout_small", 2, 24, 30, "bf16", False),
                                    ("llama4_scout_small", 1, 8, 60, "fp32", False),
                                    ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+    # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
+    # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
+    # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
+    # dropouts 0.1); training (full, LoRA r=8 on Wqkv and both Wo, checkpointing) and --mode infer. Every
+    # third held out.
+    mb = [
+        ("modernbert_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("modernbert_small", "train", 4, 128, "sgd", "bf16", False, 0),
+        ("modernbert_small", "infer", 2, 256, None, "fp32", False, 0),
+        ("modernbert_mean_small", "train", 2, 96, "adamw", "bf16", False, 0),
+        ("modernbert_mean_small", "train", 2, 128, "adamw", "fp32", True, 0),
+        ("modernbert_small", "infer", 1, 512, None, "bf16", False, 0),
+        ("modernbert_small", "train", 2, 128, "adamw", "fp32", False, 8),
+        ("modernbert_mean_small", "infer", 4, 100, None, "fp32", False, 0),
+        ("modernbert_small", "train", 1, 200, "adam", "bf16", True, 0),
+        ("modernbert_mean_small", "train", 4, 64, "adamw", "bf16", False, 8),
+        ("modernbert_small", "train", 3, 80, "adamw", "fp32", True, 8),
+        ("modernbert_mean_small", "infer", 2, 300, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(mb):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, lora_targets="Wqkv,Wo" if l else None, held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen3-VL on text alone (qwen3vl_replica.py, modeling_qwen3_vl.py @00709b86): Qwen3's
+    # decoder with interleaved MRoPE, the vision tower's weights frozen and never run; training (full, LoRA
+    # r=8 on q_proj,v_proj, checkpointing) and generate. Every third held out.
+    q3vl = [
+        ("qwen3_vl_small", 2, 64, "adamw", "fp32", False, 0),
+        ("qwen3_vl_small", 2, 128, "adamw", "bf16", True, 0),
+        ("qwen3_vl_small", 4, 96, "sgd", "bf16", False, 0),
+        ("qwen3_vl_small", 2, 64, "adamw", "fp32", False, 8),
+        ("qwen3_vl_small", 1, 200, "adamw", "bf16", True, 8),
+        ("qwen3_vl_small", 3, 80, "adam", "fp32", False, 0),
+    ]
+    train_cases(out, q3vl, lora_dropout=0.0, lora_targets="q_proj,v_proj")
+    for cfg, b, p, m, prec, ho in (("qwen3_vl_small", 1, 64, 16, "fp32", False), ("qwen3_vl_small", 2, 32, 24, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
     return out
