@@ -142,6 +142,9 @@ struct sdpa_s {
     int64_t Hkv;                /* kv heads when fewer than H (enable_gqa, flash only); 0 otherwise */
     bool gqa_inside;            /* math with enable_gqa: k and v have Hkv heads, repeated inside */
     bool gqa_bcast;             /* math without enable_gqa: k and v broadcast by each matmul (FalconAttention) */
+    bool bias_on;               /* an attn_mask (converted to the query's dtype): bias, [L, S] */
+    vc_t bias;
+    int64_t varlen;             /* flash: flash-attn's varlen kernel over this many packed sequences; 0 none */
 };
 
 /* The backend scaled_dot_product_attention picks for g (sdpa.c, §4.4). */

@@ -89,6 +89,12 @@ typedef struct {
     double p;
     int64_t Dv; /* the value's head dim when it differs from D (MLA, layers/mla.c); 0: D */
     bool no_gqa; /* F.sdpa called without enable_gqa (FalconAttention): Hkv < H runs on the math backend */
+    /* packed sequences (--packing, layers/llm.c ra_emit): masked, an attn_mask already converted to
+     * the query's dtype ([L, S], bias), which rules out SDPA's flash backend; or varlen, the number
+     * of sequences flash-attn's varlen kernel runs over (transformers' flash_attention_2) */
+    bool masked;
+    vc_t bias;
+    int64_t varlen;
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with

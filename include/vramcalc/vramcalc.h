@@ -523,6 +523,10 @@ typedef struct {
      * (torchtune/training/_activation_offloading.py): VC_ACT_OFFLOAD_STREAMS (use_streams=True,
      * its default) or _SYNC (use_streams=False); _NONE (0) none */
     int act_offload;
+    /* --packing (docs/llm.md "Packed sequences"): the number of sequences packed into the step's
+     * one row (TRL's padding_free / packing, torchtune's packed=True): batch is then 1 and the
+     * row's length their sum, the attention follows it (layers/llm.c ra_packed); 0 or 1: none */
+    int64_t packing;
 } vc_options;
 #define VC_BOUND_LOW 0
 #define VC_BOUND_HIGH 1

@@ -161,6 +161,15 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     /* none yet: a pass that stops on an error (a refused option mid-emit) leaves the rest unset */
     for (size_t v = 0; v <= m->nval; v++) b->val_t[v] = -1;
     model_tensors(b);
+    /* --packing: modelled for the HF attention core (layers/llm.c ra_emit: sdpa's block mask or
+     * flash_attention_2's varlen kernel); the other attention kinds take the row as one sequence */
+    for (size_t i = 0; o->packing > 1 && i < m->ninst && !b->st; i++) {
+        const char *k = m->inst[i].kind->name;
+        if (strstr(k, "Attention") && strcmp(k, "RotaryAttention"))
+            vc_refuse(b, O("packing"), "packed sequences through %s (%.80s) are not modelled", k, m->inst[i].path);
+        else if (!strcmp(k, "GatedDeltaNet") || !strcmp(k, "PixelValues") || !strncmp(k, "Transformer", 11))
+            vc_refuse(b, O("packing"), "packed sequences through %s (%.80s) are not modelled", k, m->inst[i].path);
+    }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
         vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */

@@ -76,6 +76,9 @@ def parse_args(argv):
                     "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
                     "precompute_ref_log_probs=True, no reference")
+    ap.add_argument("--packing", action="store_true",
+                    help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
+                    "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
@@ -328,6 +331,13 @@ def main(argv):
             import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
                                   precompute=args.loss == "dpo-precomputed")
+        elif args.packing:
+            import packing_replica  # the collator's one row, resident like the inputs below
+            if image_tokens or args.loss != "hf" or encoder:
+                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf")
+            packed = packing_replica.collate_padding_free(args.batch, args.seq, V)
+            input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
+            del packed
         else:
             input_ids = torch.randint(0, V, (args.batch, args.seq + image_tokens), dtype=torch.int64)
             if image_tokens and cfg.model_type == "gemma3":
@@ -380,6 +390,8 @@ def main(argv):
                     if noop_on:
                         noop.__exit__()
                         noop_on.clear()
+            elif args.packing:
+                loss, logits = model(input_ids, labels=labels, position_ids=position_ids)
             else:
                 loss, logits = model(input_ids, labels=labels)
             if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
@@ -424,6 +436,7 @@ def main(argv):
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
             **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
+            **({"packing": True} if args.packing else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,

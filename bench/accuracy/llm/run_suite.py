@@ -547,6 +547,23 @@ def cases():
     for i, (cfg, b, s, img, o, p, l) in enumerate(g3):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, image=img, images=1, held_out=(i % 3 == 2)))
+    # --packing (issue 26 item 5): TRL's padding_free collator (trl @f2cd5771 sft_trainer.py), the
+    # --batch sequences of --seq tokens as one row with position_ids, and transformers' sdpa path under
+    # the block-causal mask masking_utils.py builds for them (@00c4411c; packing_replica.py): llama,
+    # qwen2 (biases), qwen3 (q/k norms), mixtral, GQA and MHA, full and LoRA, with checkpointing (the
+    # mask an argument of every checkpointed layer). Every third held out.
+    pk = [
+        ("llama_small", 4, 64, "adamw", "bf16", False, 0),
+        ("qwen2_small", 3, 48, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, 8),
+        ("qwen3_small", 4, 32, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "fp32", True, 8),
+        ("llama_wide", 3, 64, "sgd", "bf16", False, 0),
+        ("llama_small", 8, 32, "adamw", "fp32", False, 0),
+        ("qwen2_vocab6k", 2, 96, "adamw", "bf16", True, 8),
+    ]
+    train_cases(out, pk, packing=True)
     return out
 
 
@@ -586,6 +603,8 @@ def argv_of(c):
             a += ["--zero-grad", c["zero_grad"]]
         if c.get("hold_output"):
             a.append("--hold-output")
+        if c.get("packing"):
+            a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
     elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
