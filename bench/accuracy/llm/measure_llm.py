@@ -69,13 +69,14 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
                     "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
-                    "precompute_ref_log_probs=True, no reference")
+                    "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
+                    "--batch counts the 2 x pairs sequences), no reference")
     ap.add_argument("--packing", action="store_true",
                     help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
                     "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
@@ -331,6 +332,9 @@ def main(argv):
             import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
                                   precompute=args.loss == "dpo-precomputed")
+        elif args.loss == "orpo":
+            import orpo_replica  # DPODataCollatorWithPadding's chosen/rejected batch, resident like the inputs below
+            orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
         elif args.packing:
             import packing_replica  # the collator's one row, resident like the inputs below
             if image_tokens or args.loss != "hf" or encoder:
@@ -364,6 +368,8 @@ def main(argv):
         def compute_loss():
             if args.loss.startswith("dpo"):
                 return dpo.compute_loss()
+            if args.loss == "orpo":
+                return orpo.compute_loss()
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs

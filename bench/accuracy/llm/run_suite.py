@@ -564,6 +564,22 @@ def cases():
         ("qwen2_vocab6k", 2, 96, "adamw", "bf16", True, 8),
     ]
     train_cases(out, pk, packing=True)
+    # --loss orpo (issue 26 item 5): TRL's ORPOTrainer step (orpo_replica.py, huggingface/trl @f2cd5771,
+    # trl/experimental/orpo/orpo_trainer.py): the concatenated [chosen; rejected] batch (2 x pairs),
+    # the chosen half's cross-entropy, the odds ratio on the average log-probs, no reference. The last
+    # four were first run after the model was settled. Every third held out.
+    orpo = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "fp32", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, 8),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("qwen3_small", 4, 48, "adamw", "bf16", False, 0),
+        ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
+    ]
+    train_cases(out, orpo, loss="orpo")
     return out
 
 
