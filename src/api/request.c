@@ -659,19 +659,26 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (counts && (q->weights || q->qlora))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate", q->qlora ? O("qlora") : O("weights"));
     if (q->have_acts && !counts) return usage(err, O("activations") " goes with " O("params"));
-    if (q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED || q->hf.loss == VC_LOSS_IMPL_ORPO) {
+    if (q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED || q->hf.loss == VC_LOSS_IMPL_ORPO ||
+        q->hf.loss == VC_LOSS_IMPL_KTO) {
         /* TRL's DataCollatorForPreference concatenates each pair's chosen and rejected sequences
          * (src/engine/loss.c emit_dpo), ORPO's concatenated_forward the same (emit_orpo): --batch
-         * counts them, 2 x per_device_train_batch_size */
-        if (!q->batch_given) o->batch = 2; /* one pair */
+         * counts them, 2 x per_device_train_batch_size. KTO's batch is unpaired (emit_kto): --batch
+         * counts its examples, modelled half desirable, half not */
+        const bool kto = q->hf.loss == VC_LOSS_IMPL_KTO;
+        const char *ln = q->hf.loss == VC_LOSS_IMPL_DPO ? "dpo" : q->hf.loss == VC_LOSS_IMPL_ORPO ? "orpo"
+                       : kto ? "kto" : "dpo-precomputed";
+        if (!q->batch_given) o->batch = 2; /* one pair; KTO: two examples (its KL term needs more than one) */
+        else if (o->batch % 2 && kto)
+            return usage(err, O("batch") " %lld is odd: with " O("loss") " kto it counts the examples, modelled half "
+                         "desirable and half undesirable", (long long)o->batch);
         else if (o->batch % 2)
             return usage(err, O("batch") " %lld is odd: with " O("loss") " %s it counts the sequences of TRL's "
-                         "concatenated [chosen; rejected] batch, 2 x per_device_train_batch_size", (long long)o->batch,
-                         q->hf.loss == VC_LOSS_IMPL_DPO ? "dpo" : q->hf.loss == VC_LOSS_IMPL_ORPO ? "orpo" : "dpo-precomputed");
+                         "concatenated [chosen; rejected] batch, 2 x per_device_train_batch_size", (long long)o->batch, ln);
         if (q->max_batch || sweep)
-            return usage(err, "%s with " O("loss") " %s is not modelled: it would count sequences, not pairs; give "
-                         O("batch") " as 2 x the pairs", q->max_batch ? O("max_batch") : O("sweep"),
-                         q->hf.loss == VC_LOSS_IMPL_ORPO ? "orpo" : "dpo");
+            return usage(err, "%s with " O("loss") " %s is not modelled: %s", q->max_batch ? O("max_batch") : O("sweep"), ln,
+                         kto ? "the batch's halves are its desirable and undesirable examples; give " O("batch")
+                             : "it would count sequences, not pairs; give " O("batch") " as 2 x the pairs");
     }
     if (o->packing) {
         /* TRL's DataCollatorForLanguageModeling with padding_free (trl/trainer/sft_trainer.py @ f2cd5771,
@@ -681,7 +688,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
         const char *other = q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq")
                           : q->given[VC_OPT_IMAGE] ? O("image") : o->tp > 1 ? O("tp") : o->pp > 1 ? O("pp") : o->ep > 1 ? O("ep")
                           : q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED ? OV("loss", "dpo")
-                          : q->hf.loss == VC_LOSS_IMPL_ORPO ? OV("loss", "orpo") : NULL;
+                          : q->hf.loss == VC_LOSS_IMPL_ORPO ? OV("loss", "orpo") : q->hf.loss == VC_LOSS_IMPL_KTO ? OV("loss", "kto") : NULL;
         if (other)
             return usage(err, O("packing") " packs " O("batch") " sequences of " O("seq") " tokens into one row; with %s it is "
                          "not modelled", other);

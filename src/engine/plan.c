@@ -263,7 +263,8 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     const vc_model *m = b->m;
     size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
     int32_t *save = malloc((nv + np + nb) * sizeof *save);
-    if (copy) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
+    const bool again = copy && b->ref_t; /* --loss kto: the reference's second forward, its copy made */
+    if (copy && !again) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
     if (!save || (copy && !b->ref_t)) {
         free(save);
         b->st = VC_ERR_NOMEM;
@@ -275,10 +276,10 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     for (size_t p = 0; copy && p < m->npar + m->nbuf && !b->st; p++) { /* the copy: the model's dtypes */
         bool par = p < m->npar;
         vc_t src = par ? b->par_t[p] : b->buf_t[p - m->npar];
-        vc_t t = vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
+        vc_t t = again ? b->ref_t[p] : vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
         if (t < 0) break;
         b->t[t].persistent = true;
-        b->ref_t[b->nref++] = t;
+        if (!again) b->ref_t[b->nref++] = t;
         if (par) b->par_t[p] = t;
         else b->buf_t[p - m->npar] = t;
     }

@@ -69,14 +69,15 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
                     "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
                     "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
-                    "--batch counts the 2 x pairs sequences), no reference")
+                    "--batch counts the 2 x pairs sequences), no reference; kto: TRL's KTOTrainer step (kto_replica.py; "
+                    "the first half desirable), the KL sequences, a reference as dpo's")
     ap.add_argument("--packing", action="store_true",
                     help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
                     "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
@@ -246,7 +247,7 @@ def main(argv):
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     ref_model = None
-    if args.loss == "dpo" and not args.lora and args.peft == "lora":
+    if args.loss in ("dpo", "kto") and not args.lora and args.peft == "lora":
         # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
         ref_model = R.CausalLM(cfg, args.attn)
         if args.precision == "bf16":
@@ -332,6 +333,9 @@ def main(argv):
             import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
                                   precompute=args.loss == "dpo-precomputed")
+        elif args.loss == "kto":
+            import kto_replica  # DataCollatorForUnpairedPreference's batch, resident like the inputs below
+            kto = kto_replica.KTO(model, args.batch, args.seq, V, ref_model=ref_model)
         elif args.loss == "orpo":
             import orpo_replica  # DPODataCollatorWithPadding's chosen/rejected batch, resident like the inputs below
             orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
@@ -370,6 +374,8 @@ def main(argv):
                 return dpo.compute_loss()
             if args.loss == "orpo":
                 return orpo.compute_loss()
+            if args.loss == "kto":
+                return kto.compute_loss()
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs

@@ -580,6 +580,22 @@ def cases():
         ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
     ]
     train_cases(out, orpo, loss="orpo")
+    # --loss kto (issue 26 item 5): TRL's KTOTrainer step (kto_replica.py, huggingface/trl @f2cd5771,
+    # trl/trainer/kto_trainer.py): the unpaired batch (half desirable) with its KL sequences, the policy's
+    # no-grad KL forward, its forward with grad, the reference's two no-grad forwards (LoRA: adapters
+    # disabled; else a frozen copy), the metrics' copies. Every third held out.
+    kto = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "fp32", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, 8),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("qwen3_small", 4, 48, "adamw", "bf16", False, 0),
+        ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
+    ]
+    train_cases(out, kto, loss="kto")
     return out
 
 
