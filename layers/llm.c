@@ -544,7 +544,8 @@ static void falcon_emit(vc_build *b, const ra_cfg *c)
 
 /* --packing (vc_options.packing: n sequences in the one row of T tokens): the collator's
  * position_ids [1, T] int64 (TRL DataCollatorForLanguageModeling with padding_free, trl @f2cd5771
- * sft_trainer.py torch_call), resident like input_ids; made by the first attention layer. */
+ * sft_trainer.py torch_call), resident like input_ids; made by the RotaryEmbedding (a model
+ * without one: its first attention layer). */
 static vc_t packed_position_ids(vc_build *b, int64_t T)
 {
     vc_t pid = vc__op_new(b, "position_ids", vc_n_fixed(T), VC_DT_I64);
