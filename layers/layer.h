@@ -245,6 +245,10 @@ void vc_release(vc_build *b, vc_t t);
 /* Marks t as a tensor the step holds throughout, as its inputs (a VLM's pixel_values, layers/vision.c). */
 void vc_persist(vc_build *b, vc_t t);
 
+/* Refuses the step as not modelled (VC_ERR_USAGE naming option `opt`, an O() mark, and why);
+ * the emitting layer then returns. */
+void vc_refuse(vc_build *b, const char *opt, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A tensor the model's forward makes once and keeps until it returns (HF's
  * 4-D causal mask, made by the first layer that needs it): -1 none yet. */
 vc_t vc_forward_local(const vc_build *b);

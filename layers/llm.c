@@ -23,6 +23,9 @@
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+static vc_t packed_position_ids(vc_build *b, int64_t T);
+static vc_t packed_mask(vc_build *b, int64_t T);
+
 /* ================================================== RotaryEmbedding */
 
 typedef struct {
@@ -104,6 +107,8 @@ static void rope_emit(vc_build *b, const void *p)
         vc_t gm, sm;
         bidir_masks(b, L, &gm, &sm);
     }
+    if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
+        vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -641,6 +646,99 @@ static void falcon_emit(vc_build *b, const ra_cfg *c)
     vc_kv_end(b);
 }
 
+/* --packing (vc_options.packing: n sequences in the one row of T tokens): the collator's
+ * position_ids [1, T] int64 (TRL DataCollatorForLanguageModeling with padding_free, trl @f2cd5771
+ * sft_trainer.py torch_call), resident like input_ids; made by the RotaryEmbedding (a model
+ * without one: its first attention layer). */
+static vc_t packed_position_ids(vc_build *b, int64_t T)
+{
+    vc_t pid = vc__op_new(b, "position_ids", vc_n_fixed(T), VC_DT_I64);
+    vc_persist(b, pid);
+    return pid;
+}
+
+/* The block-causal mask transformers builds for sdpa when position_ids say the row is packed
+ * (huggingface/transformers @00c4411cbe15d4c56d54d3b56d4d171e9c289dac, masking_utils.py), made
+ * once per forward and kept until it returns (LlamaModel.forward's causal_mask):
+ *  _preprocess_mask_arguments -> find_packed_sequence_indices(position_ids): position_ids[:, :1] - 1,
+ *    torch.diff(prepend=...) (at::diff: cat [1, T + 1], then the difference [1, T]),
+ *    (position_diff != 1).cumsum(-1) -> packed_sequence_mask int64 [1, T], [:, -1] == 0 and all();
+ *  create_causal_mask: and_masks(causal_mask_function, packed_sequence_mask_function), and
+ *    allow_is_causal_skip = False; sdpa_mask (use_vmap False): arange(1) twice, arange(T) + 0 for
+ *    q and kv (int64 [T], locals until it returns), then and_mask: result = new_ones(()) (0-d bool);
+ *    result = result & (kv_idx <= q_idx) ([1, 1, T, T] bool, then the & a new one);
+ *    result = result & (psm[b, q_idx] == psm[b, kv_idx]) (two int64 index results [T], their ==
+ *    [1, 1, T, T] and the & a new one: three T x T bools alive at once); expand (a view); torch >=
+ *    2.5 skips allow_torch_fix. The bool [1, 1, T, T] is the mask every layer passes to sdpa. */
+static vc_t packed_mask(vc_build *b, int64_t T)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    const vc_numel t = vc_n_fixed(T), tt = vc_n_fixed(T * T), one = vc_n_fixed(1);
+    vc_t pid = packed_position_ids(b, T);
+    vc_t first = mask_op(b, "sub", pid, one, VC_DT_I64); /* position_ids[:, :1] - 1 */
+    vc_hold(b, first);
+    vc_t cat = mask_op(b, "cat", first, vc_n_fixed(T + 1), VC_DT_I64);
+    vc_t diff = mask_op(b, "sub", cat, t, VC_DT_I64);
+    vc_hold(b, diff);
+    vc_t psm = mask_op(b, "cumsum", mask_op(b, "ne", diff, t, VC_DT_BOOL), t, VC_DT_I64);
+    vc_hold(b, psm);
+    vc_t last = mask_op(b, "eq", psm, one, VC_DT_BOOL);
+    mask_op(b, "all", last, one, VC_DT_BOOL);
+    vc_release(b, first); /* find_packed_sequence_indices returns */
+    vc_release(b, diff);
+    vc_t ar[4];
+    for (int i = 0; i < 4; i++) { /* batch_arange, head_arange, q_arange, kv_arange */
+        ar[i] = i < 2 ? mask_op(b, "arange", -1, one, VC_DT_I64) : mask_op(b, "add", mask_op(b, "arange", -1, t, VC_DT_I64), t, VC_DT_I64);
+        vc_hold(b, ar[i]);
+    }
+    vc_t r = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
+    vc_op *o = vc_op_begin(b, "le"); /* kv_idx <= q_idx */
+    vc_op_in_nodiff(o, ar[3]);
+    vc_op_in_nodiff(o, ar[2]);
+    vc_t c = vc_op_out(o, tt, VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "and");
+    vc_op_in_nodiff(o, r);
+    vc_op_in_nodiff(o, c);
+    r = vc_op_out(o, tt, VC_DT_BOOL);
+    vc_op_end(o);
+    vc_t iq = mask_op(b, "index", psm, t, VC_DT_I64), ik = mask_op(b, "index", psm, t, VC_DT_I64);
+    o = vc_op_begin(b, "eq");
+    vc_op_in_nodiff(o, iq);
+    vc_op_in_nodiff(o, ik);
+    vc_t e = vc_op_out(o, tt, VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "and");
+    vc_op_in_nodiff(o, r);
+    vc_op_in_nodiff(o, e);
+    m = vc_op_out(o, tt, VC_DT_BOOL);
+    vc_op_end(o);
+    for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
+    vc_release(b, psm);                              /* create_causal_mask returns */
+    vc_set_forward_local(b, m);
+    return m;
+}
+
+/* The refusals of --packing by attention layer: what transformers' packed paths do not run as
+ * modelled here. Returns false after a refusal. */
+static bool packed_ok(vc_build *b, const ra_cfg *c, int64_t T, bool flash)
+{
+    const char *why = c->falcon ? "FalconAttention (its own mask path)" : c->eager ? "eager attention (this family's default)"
+                    : !c->causal || c->block_mask ? "a non-causal attention" : NULL;
+    if (!why && !flash && c->window > 0)
+        why = "sliding-window layers under sdpa (" OV("attention", "flash") " passes the window to its kernel)";
+    const vc_dtype dt = vc_autocast_dt(b) != VC_DT_F32 ? vc_autocast_dt(b) : vc_act_dt(b);
+    if (!why && flash && dt != VC_DT_F16 && dt != VC_DT_BF16)
+        why = "flash_attention_2 in fp32 (flash-attn: \"FlashAttention only support fp16 and bf16 data type\"; use a 16-bit "
+              O("precision") ")";
+    if (!why && flash && c->D > 256)
+        why = "flash_attention_2 with a head dim above 256 (flash-attn supports at most 256)";
+    if (!why) return true;
+    vc_refuse(b, O("packing"), "packed sequences with %s are not modelled (%lld tokens in one row)", why, (long long)T);
+    return false;
+}
+
 /* LlamaAttention.forward between the projections and o_proj (Qwen3: q_norm /
  * k_norm on the [B, L, heads, D] view before the transpose; Phi3 and
  * GPT-NeoX: slices of one fused projection), then sdpa_attention_forward
@@ -690,6 +788,10 @@ static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc
 static void ra_emit(vc_build *b, const void *p)
 {
     const ra_cfg *c = p;
+    /* --packing: n sequences in the row (1: find_packed_sequence_indices finds none, as unpacked) */
+    const int64_t npack = vc_opts(b)->packing > 1 ? vc_opts(b)->packing : 0;
+    const bool pflash = npack && vc_opts(b)->attention == VC_ATTN_FLASH;
+    if (npack && !packed_ok(b, c, vc_input_shape(b, 0)->d[0], pflash)) return;
     if (c->falcon) {
         falcon_emit(b, c);
         return;
@@ -784,6 +886,35 @@ static void ra_emit(vc_build *b, const void *p)
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
     bool cached = c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
+    vc_t pmask = -1;
+    if (npack && pflash) {
+        /* attn_implementation="flash_attention_2" (modeling_flash_attention_utils.py
+         * _flash_attention_forward @00c4411c): no mask (flash_attention_mask returns None), the
+         * packed position_ids give cu_seqlens (prepare_fa_kwargs_from_position_ids; its transients,
+         * a [T] bool and small int tensors, not counted), q/k/v viewed [T, heads, D] (contiguous: no copy), then
+         * flash_attn_varlen_func: the flash kernel over the row, causal within each sequence */
+        if (vc_forward_local(b) < 0) vc_set_forward_local(b, packed_position_ids(b, L));
+        a.varlen = npack;
+    } else if (npack) {
+        /* attn_implementation="sdpa" (integrations/sdpa_attention.py sdpa_attention_forward): with a
+         * mask, use_gqa_in_sdpa is false: repeat_kv (expand + reshape: [1, H, T, D] copies) and
+         * is_causal False; scaled_dot_product_attention converts the bool mask first
+         * (convert_boolean_attn_mask: where(mask, 0.0, scalar_tensor(-inf)), [T, T] in the query's
+         * dtype, alive through the call) and picks efficient or math (vc__op_sdpa_gqa) */
+        vc_t bm = packed_mask(b, L);
+        if (KV != H) {
+            k = vc__op_fresh(b, "repeat_kv", k, vc_n_sample(H * L * D));
+            v = vc__op_fresh(b, "repeat_kv", v, vc_n_sample(H * L * D));
+            a.Hkv = H;
+            a.k_blhd = a.v_blhd = false;
+        }
+        vc_t inf = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), vc_dt_of(b, q));
+        pmask = vc__op_nograd(b, "where", bm, inf, vc_n_fixed(L * L), vc_dt_of(b, q));
+        vc_hold(b, pmask);
+        a.causal = false;
+        a.masked = true;
+        a.mask = pmask;
+    }
     if (cached) {
         a.k_blhd = a.v_blhd = false;
         a.causal = c->causal && L > 1;
@@ -829,6 +960,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, qs);
         vc_release(b, ks);
     }
+    if (pmask >= 0) vc_release(b, pmask);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);

@@ -89,8 +89,12 @@ typedef struct {
     double p;
     int64_t Dv; /* the value's head dim when it differs from D (MLA, layers/mla.c); 0: D */
     bool no_gqa; /* F.sdpa called without enable_gqa (FalconAttention): Hkv < H runs on the math backend */
-    bool masked; /* an explicit float attn_mask (ModernBERT's): no flash; .mask is that tensor */
+    /* masked: an explicit float attn_mask, already in the query's dtype (ModernBERT's masks; --packing's
+     * block-causal mask, layers/llm.c ra_emit): no flash backend, .mask is that tensor; varlen: the
+     * number of sequences flash-attn's varlen kernel runs over (--packing under flash_attention_2) */
+    bool masked;
     vc_t mask;
+    int64_t varlen;
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with

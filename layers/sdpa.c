@@ -199,10 +199,13 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_op_in(o, k);
     vc_op_in(o, v);
     vc_t out = vc_op_out(o, vc_n_sample(H * L * D8), dt); /* empty_like(q): q's layout */
-    vc_op_extra(o, vc_n_sample(H * L), VC_DT_F32);        /* softmax_lse [B, H, L] */
+    vc_op_extra(o, vc_n_sample(H * L), VC_DT_F32);        /* softmax_lse [B, H, L] (varlen: [H, total_q]) */
     vc_op_extra(o, vc_n_fixed(2), VC_DT_I64);             /* rng_state uint64 [2] */
-    vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);             /* _unused uint64 [] */
-    if (g->p == 0.0) { /* split-KV accumulators */
+    /* _unused uint64 []; varlen: FlashAttnVarlenFunc saves cu_seqlens_q and _k, one int32 [n + 1]
+     * tensor (transformers' prepare_fa_kwargs_from_position_ids: cu_seq_lens_k = cu_seq_lens_q) */
+    if (g->varlen) vc_op_extra(o, vc_n_fixed(g->varlen + 1), VC_DT_I32);
+    else vc_op_extra(o, vc_n_fixed(1), VC_DT_I64);
+    if (g->p == 0.0 && !g->varlen) { /* split-KV accumulators (mha_varlen_fwd: for decoding only) */
         int64_t s = flash_splits_batch(b, g, D8);
         if (s > 1) {
             int64_t dr = round_up(D8, D8 <= 128 ? 32 : 64);
@@ -220,8 +223,12 @@ static vc_t sdpa_flash(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
      * [B, L, H, D] order, softmax_d [B, H, round128(L)], dq_accum
      * [B, round128(L), H, round(D)] fp32, alive together with dq, dk, dv */
     tparts t = {0};
-    tp_add(&t, vc_n_sample(H * round_up(L, 128)), VC_DT_F32, 0);
-    tp_add(&t, vc_n_sample(round_up(L, 128) * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32, 0);
+    /* varlen (flash-attn csrc/flash_attn/flash_api.cpp mha_varlen_bwd, Dao-AILab/flash-attention
+     * @765fbd92): softmax_d [H, total_q + 128 b] and dq_accum [total_q + 128 b, H, round(D)], b the
+     * sequences: 128 rows per sequence instead of the row's length rounded to 128 */
+    const int64_t Lr = g->varlen ? L + 128 * g->varlen : round_up(L, 128);
+    tp_add(&t, vc_n_sample(H * Lr), VC_DT_F32, 0);
+    tp_add(&t, vc_n_sample(Lr * H * round_up(D8, D8 <= 128 ? 32 : 64)), VC_DT_F32, 0);
     if (!lay_contig(lgrad, sz, ORD_BLHD)) tp_add(&t, vc_n_sample(H * L * D8), dt, 0);
     if (!lay_contig(lq, sz, ORD_BLHD)) tp_add(&t, vc_n_sample(H * L * D8), dt, 0);
     /* GQA (flash_api.cpp mha_bwd): dk_expanded and dv_expanded [B, S, H, D]
@@ -378,6 +385,14 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
     g.mask = a->masked ? a->mask : -1;
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
     g.Hkv = a->Hkv;
+    g.varlen = a->varlen;
+    if (a->varlen) g.backend = BK_FLASH; /* flash-attn's own kernel, whatever SDPA would pick (ra_emit checks dtype and head dim) */
+    if (a->masked && g.backend == BK_FLASH) {
+        /* an explicit attn_mask: SDPA's flash backend takes none (sdp_utils.cpp check_for_attn_mask),
+         * so the choice falls to efficient or math; sdpa_efficient pads and saves the mask */
+        const int64_t align = is_half(vc_dt_of(b, q)) ? 8 : 4; /* as vc_sdpa_pick */
+        g.backend = g.D % align == 0 && g.Dv % align == 0 ? BK_EFFICIENT : BK_MATH;
+    }
     if (a->Hkv != a->H && a->no_gqa) {
         /* F.scaled_dot_product_attention(q, k, v) without enable_gqa (FalconAttention.forward,
          * modeling_falcon.py @00dcc6dd): the fused kernels refuse differing head counts

@@ -272,7 +272,7 @@ VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded 
  * CEWithChunkedOutputLoss ("chunked_ce", loss_chunks chunks), mean = the simplest loop's
  * outputs.logits.mean() ("logits_mean"), a row each of src/engine/loss.c's table. */
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean") \
-    X(DPO, "dpo") X(DPO_PRECOMPUTED, "dpo-precomputed")
+    X(DPO, "dpo") X(DPO_PRECOMPUTED, "dpo-precomputed") X(ORPO, "orpo") X(KTO, "kto")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
@@ -530,6 +530,10 @@ typedef struct {
      * (min_cut_rematerialization_partition, compiler="inductor"), the CPU validation's
      * (bench/accuracy/compile_partition.py); 0 eager */
     int compile;
+    /* --packing (docs/llm.md "Packed sequences"): the number of sequences packed into the step's
+     * one row (TRL's padding_free / packing, torchtune's packed=True): batch is then 1 and the
+     * row's length their sum, the attention follows it (layers/llm.c ra_packed); 0 or 1: none */
+    int64_t packing;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2

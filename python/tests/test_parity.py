@@ -74,6 +74,7 @@ NEEDS = {
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "no_hints": {"gpu": "1GiB"},
     "modules_to_save": {"lora": 8},
     "grad_ckpt_every": {"grad_ckpt": True}, "grad_ckpt_ops": {"grad_ckpt": True}, "images": {"image": "640x480"},
+    "packing": {"batch": 2, "seq": 256, "precision": "bf16"},
 }
 MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE, "image": VLM, "images": VLM}

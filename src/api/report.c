@@ -238,7 +238,8 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
     text_line l;
     line_begin(&l, f, term_width(&rep->term), 2, vc_mode_name(o->mode));
     if (with_batch) {
-        snprintf(it, sizeof it, "batch %" PRId64, o->batch);
+        if (o->packing > 1) snprintf(it, sizeof it, "batch %" PRId64 " (%" PRId64 " sequences packed)", o->batch, o->packing);
+        else snprintf(it, sizeof it, "batch %" PRId64, o->batch);
         line_item(&l, ", ", it);
     }
     line_item(&l, ", ", vc_precision_name(o->precision));
@@ -777,6 +778,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
             ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
     if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
+    if (o->packing > 1) fprintf(f, "%s\"packing\": %" PRId64 ",\n", ind, o->packing); /* sequences in the one row */
     if (rep->recipe) { /* --recipe: its name, source, the options it set (the rest the user gave) */
         fprintf(f, "%s\"recipe\": {\"name\": ", ind);
         json_str(f, rep->recipe->name);

@@ -357,6 +357,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LOSS:
         q->hf_given = q->loss_given = true;
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
+    case VC_OPT_PACKING: q->hf_given = true; o->packing = on; return VC_OK;
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
@@ -659,17 +660,47 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (counts && (q->weights || q->qlora))
         return usage(err, "%s needs a model file: " O("params") " makes a counts-only estimate", q->qlora ? O("qlora") : O("weights"));
     if (q->have_acts && !counts) return usage(err, O("activations") " goes with " O("params"));
-    if (q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED) {
+    if (q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED || q->hf.loss == VC_LOSS_IMPL_ORPO ||
+        q->hf.loss == VC_LOSS_IMPL_KTO) {
         /* TRL's DataCollatorForPreference concatenates each pair's chosen and rejected sequences
-         * (src/engine/loss.c emit_dpo): --batch counts them, 2 x per_device_train_batch_size */
-        if (!q->batch_given) o->batch = 2; /* one pair */
+         * (src/engine/loss.c emit_dpo), ORPO's concatenated_forward the same (emit_orpo): --batch
+         * counts them, 2 x per_device_train_batch_size. KTO's batch is unpaired (emit_kto): --batch
+         * counts its examples, modelled half desirable, half not */
+        const bool kto = q->hf.loss == VC_LOSS_IMPL_KTO;
+        const char *ln = q->hf.loss == VC_LOSS_IMPL_DPO ? "dpo" : q->hf.loss == VC_LOSS_IMPL_ORPO ? "orpo"
+                       : kto ? "kto" : "dpo-precomputed";
+        if (!q->batch_given) o->batch = 2; /* one pair; KTO: two examples (its KL term needs more than one) */
+        else if (o->batch % 2 && kto)
+            return usage(err, O("batch") " %lld is odd: with " O("loss") " kto it counts the examples, modelled half "
+                         "desirable and half undesirable", (long long)o->batch);
         else if (o->batch % 2)
             return usage(err, O("batch") " %lld is odd: with " O("loss") " %s it counts the sequences of TRL's "
-                         "concatenated [chosen; rejected] batch, 2 x per_device_train_batch_size", (long long)o->batch,
-                         q->hf.loss == VC_LOSS_IMPL_DPO ? "dpo" : "dpo-precomputed");
+                         "concatenated [chosen; rejected] batch, 2 x per_device_train_batch_size", (long long)o->batch, ln);
         if (q->max_batch || sweep)
-            return usage(err, "%s with " O("loss") " dpo is not modelled: it would count sequences, not pairs; give "
-                         O("batch") " as 2 x the pairs", q->max_batch ? O("max_batch") : O("sweep"));
+            return usage(err, "%s with " O("loss") " %s is not modelled: %s", q->max_batch ? O("max_batch") : O("sweep"), ln,
+                         kto ? "the batch's halves are its desirable and undesirable examples; give " O("batch")
+                             : "it would count sequences, not pairs; give " O("batch") " as 2 x the pairs");
+    }
+    if (o->packing) {
+        /* TRL's DataCollatorForLanguageModeling with padding_free (trl/trainer/sft_trainer.py @ f2cd5771,
+         * torch_call: the examples' input_ids concatenated into one row, position_ids restarting at 0
+         * per example, no attention_mask); torchtune's PackedDataset the same: the step runs one row of
+         * B x L tokens (layers/llm.c ra_emit reads how many sequences it holds) */
+        const char *other = q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq")
+                          : q->given[VC_OPT_IMAGE] ? O("image") : o->tp > 1 ? O("tp") : o->pp > 1 ? O("pp") : o->ep > 1 ? O("ep")
+                          : q->hf.loss == VC_LOSS_IMPL_DPO || q->hf.loss == VC_LOSS_IMPL_DPO_PRECOMPUTED ? OV("loss", "dpo")
+                          : q->hf.loss == VC_LOSS_IMPL_ORPO ? OV("loss", "orpo") : q->hf.loss == VC_LOSS_IMPL_KTO ? OV("loss", "kto") : NULL;
+        if (other)
+            return usage(err, O("packing") " packs " O("batch") " sequences of " O("seq") " tokens into one row; with %s it is "
+                         "not modelled", other);
+        int64_t L = q->hf.seq > 0 ? q->hf.seq : VC_HF_DEFAULT_SEQ, T;
+        if (L > (INT64_C(1) << 31) / o->batch)
+            return usage(err, O("packing") ": " O("batch") " %lld x " O("seq") " %lld tokens in one row is more than 2^31",
+                         (long long)o->batch, (long long)L);
+        o->packing = o->batch;
+        T = L * o->batch;
+        q->hf.seq = T;
+        o->batch = 1;
     }
     if (q->max_batch && !gpu) return usage(err, O("max_batch") " needs " O("gpu") " (a preset such as h100-80gb, or a size such as 24GiB)");
     if (q->plot && !sweep) return usage(err, O("plot") " needs " O("sweep") " (the batch sizes to draw)");
@@ -1012,11 +1043,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         const vc_hf_options *hf = &q->hf;
         if ((q->hf_given || q->emit) && !vc_model_generated_json(m)) {
             st = usage(err, "%s applies to a Hugging Face config.json; this is a vramcalc model file%s",
-                       q->emit ? O("emit_model") : resp->recipe ? O("recipe") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
+                       q->emit ? O("emit_model") : resp->recipe ? O("recipe") : o->packing ? O("packing") : hf->seq ? O("seq") : hf->checkpoint ? O("grad_ckpt") : q->loss_given ? O("loss")
                        : q->given[VC_OPT_EXPERTS] ? O("experts_implementation")
                        : q->given[VC_OPT_TRANSFORMERS] ? O("transformers") : q->given[VC_OPT_IMAGE] ? O("image")
                        : q->given[VC_OPT_IMAGES] ? O("images") : O("moe_imbalance"),
-                       resp->recipe ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
+                       resp->recipe || o->packing ? "" : hf->seq ? " (use " O("input") ")" : hf->checkpoint ? " (add \"checkpoint\": true to its layers)"
                        : q->loss_given ? " (it names its loss in its \"loss\" key: \"liger_fused_linear_ce\")" : "");
             goto fail;
         }

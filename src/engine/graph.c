@@ -3,6 +3,7 @@
  * recorded as autograd ops (tensors, inputs, outputs, saved tensors,
  * temporaries), and the loss after the model's output.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,17 @@ void vc_input_unheld(vc_build *b, int i)
 {
     if (i >= 0 && i < 32) b->unheld |= 1u << i;
 }
+void vc_refuse(vc_build *b, const char *opt, const char *fmt, ...)
+{
+    if (b->st) return;
+    va_list ap;
+    va_start(ap, fmt);
+    b->st = VC_ERR_USAGE;
+    b->why_opt = opt;
+    vsnprintf(b->why, sizeof b->why, fmt, ap);
+    va_end(ap);
+}
+
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 vc_t vc_forward_local2(const vc_build *b) { return b->fwd_local2; }

@@ -594,8 +594,13 @@ static vc_t dpo_logps(vc_build *b, vc_t s, int64_t L, int64_t V)
         o = vc_op_begin(b, "log_softmax+gather"); /* the rows, one at a time */
         vc_op_in(o, u);
         if (b->train && vc_requires_grad(b, u)) {
-            vc_op_extra(o, b->t[s].n, dt); /* every row's row_logps, saved */
-            vc_op_btemp(o, row, dt);         /* the row's gather_backward */
+            /* every row's row_logps, saved. Backward, row by row: the row's gather_backward zeros
+             * and its log_softmax gradient, its saved row_logps freed as its node returns; at the
+             * row r of R, R + 2 rows are alive (saved R - r + 1, gradients r + 1): never more than
+             * the saved set and the gradients together (2R rows, R >= 2: the batch of pairs), which
+             * is what this op holds, then UnbindBackward's stack beside the gradients (2R rows) */
+            vc_op_extra(o, b->t[s].n, dt);
+            (void)row;
         } else {
             int a = vc_op_ftemp_keep(o, row, dt); /* row_logps of the previous row */
             vc_op_ftemp_keep(o, row, dt);         /* and of this one */
@@ -765,6 +770,347 @@ static void emit_dpo(vc_build *b)
     }
 }
 
+/* ---- TRL's ORPO step (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8,
+ * trl/experimental/orpo/orpo_trainer.py ORPOTrainer, the default config: beta 0.1, no aux loss, a
+ * decoder-only model). DPODataCollatorWithPadding's batch holds chosen_ and rejected_ input_ids,
+ * attention_mask and labels, int64 [B, L] each, resident like the input batch; --batch counts the
+ * 2B sequences concatenated_forward runs (request.c refuses an odd --batch).
+ * concatenated_forward: concatenated_inputs cats them into concatenated_input_ids, _attention_mask
+ * and _labels [2B, L] (locals until it returns); all_logits = model(...).logits in the model's
+ * dtype (no labels, no .float()); labels = input_ids.clone(), where(attention_mask == 1, labels,
+ * -100); chosen_nll_loss = cross_entropy_loss(all_logits[:B], labels[:B]): logits[..., :-1, :]
+ * .contiguous() (a copy of the chosen half), labels[..., 1:].contiguous(), nn.CrossEntropyLoss
+ * (log_softmax in the logits' dtype, saved; nll_loss); get_batch_logps(all_logits, labels,
+ * average_log_prob=True): labels[:, 1:].clone(), loss_mask = labels != -100, where(labels == -100,
+ * 0, labels), selective_log_softmax (as DPO's), (per_token_logps * loss_mask).sum(-1) /
+ * loss_mask.sum(-1); odds_ratio_loss on the halves' log-probs .float(): log1mexp, logsigmoid;
+ * loss = policy_nll_loss - losses.mean(). The halves' logits views keep all_logits until
+ * compute_loss returns. No reference model. */
+static vc_t orpo_small(vc_build *b, const char *name, vc_t x, int ntemp)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_grad(o, vc_op_in(o, x), VC_GRAD_NEW);
+    for (int k = 0; k < ntemp; k++) vc_op_ftemp(o, b->t[x].n, (vc_dtype)b->t[x].dt);
+    vc_t r = vc_op_out(o, b->t[x].n, (vc_dtype)b->t[x].dt);
+    vc_op_save(o, x);
+    vc_op_end(o);
+    return r;
+}
+
+static void emit_orpo(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_value *ov = &m->val[m->output];
+    vc_t y = b->val_t[m->output];
+    vc_dtype dt = (vc_dtype)b->t[y].dt;
+    int64_t V = ov->shape.d[ov->shape.nd - 1], L = V ? b->t[y].n.ps / V : 0;
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "orpo under autocast (%s) is not modelled: use fp32, bf16, fp16 or mixed-*", vc_precision_name(b->o.precision));
+        return;
+    }
+    if (b->o.hold_output) {
+        fail(b, "orpo: ORPOTrainer.compute_loss returns the loss only; " O("hold_output") " does not apply");
+        b->why_opt = O("hold_output");
+        return;
+    }
+    if (L < 2) {
+        fail(b, "orpo needs at least 2 tokens per sequence (the shifted labels)");
+        return;
+    }
+    /* the collator's attention masks and labels beside the ids (the input batch): resident */
+    vc_t res = vc__new_tensor(b, vc_n_sample(2 * L), VC_DT_I64);
+    if (res < 0) return;
+    b->t[res].persistent = true;
+    b->target_t = res;
+    /* concatenated_inputs' three [2B, L] cats, until concatenated_forward returns */
+    vc_op *o = vc_op_begin(b, "cat");
+    vc_op_in_nodiff(o, res);
+    vc_t cat = vc_op_out(o, vc_n_sample(3 * L), VC_DT_I64);
+    vc_op_end(o);
+    /* labels = input_ids.clone(); torch.where(attention_mask == 1, labels, -100) */
+    o = vc_op_begin(b, "clone+eq+where");
+    vc_op_in_nodiff(o, cat);
+    int cl = vc_op_ftemp_keep(o, vc_n_sample(L), VC_DT_I64);
+    vc_op_ftemp(o, vc_n_sample(L), VC_DT_BOOL);
+    vc_t lab = vc_op_out(o, vc_n_sample(L), VC_DT_I64);
+    vc_op_ftemp_free(o, cl);
+    vc_op_end(o);
+    /* cross_entropy_loss(all_logits[:B], labels[:B]) */
+    const vc_numel half_lv = vc_n_floor((L - 1) * V, 0, 2), half_l = vc_n_floor(L - 1, 0, 2);
+    o = vc_op_begin(b, "slice"); /* all_logits[:B]: SliceBackward makes a logits-sized gradient */
+    int i = vc_op_in(o, y);
+    vc_t h = vc_op_out_view(o, i, vc_n_floor(L * V, 0, 2), false);
+    vc_op_end(o);
+    o = vc_op_begin(b, "slice+contiguous"); /* logits[..., :-1, :].contiguous(): a copy */
+    vc_op_in(o, h);
+    vc_t c = vc_op_out(o, half_lv, dt);
+    vc_op_end(o);
+    o = vc_op_begin(b, "contiguous"); /* labels[..., 1:].contiguous() */
+    vc_op_in_nodiff(o, lab);
+    vc_t tc = vc_op_out(o, half_l, VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "log_softmax");
+    vc_op_in(o, c);
+    vc_t lp = vc_op_out(o, half_lv, dt);
+    vc_op_save(o, lp);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nll_loss");
+    vc_op_in(o, lp);
+    vc_op_in_nodiff(o, tc);
+    vc_t nll = vc_op_out(o, vc_n_fixed(1), dt);
+    vc_op_extra(o, vc_n_fixed(1), dt); /* total_weight */
+    vc_op_save(o, tc);
+    vc_op_end(o);
+    vc__extend_life(b, c); /* cross_entropy_loss's local `logits`, until it returns */
+    /* get_batch_logps(all_logits, concatenated_labels, average_log_prob=True) */
+    o = vc_op_begin(b, "clone"); /* labels[:, 1:].clone() */
+    vc_op_in_nodiff(o, cat);
+    vc_t l1 = vc_op_out(o, vc_n_sample(L - 1), VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "ne"); /* loss_mask = labels != -100 */
+    vc_op_in_nodiff(o, l1);
+    vc_t mask = vc_op_out(o, vc_n_sample(L - 1), VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "eq+where"); /* labels = torch.where(labels == -100, 0, labels) */
+    vc_op_in_nodiff(o, l1);
+    vc_op_ftemp(o, vc_n_sample(L - 1), VC_DT_BOOL);
+    vc_t l2 = vc_op_out(o, vc_n_sample(L - 1), VC_DT_I64);
+    vc_op_end(o);
+    vc_t s = dpo_shift(b, y, L, V);
+    vc_t tok = dpo_logps(b, s, L, V);
+    vc__extend_life(b, l2); /* the index selective_log_softmax gathers with */
+    o = vc_op_begin(b, "mul"); /* per_token_logps * loss_mask: MulBackward saves the mask */
+    vc_op_grad(o, vc_op_in(o, tok), VC_GRAD_NEW);
+    vc_op_in_nodiff(o, mask);
+    vc_t pm = vc_op_out(o, vc_n_sample(L - 1), (vc_dtype)b->t[tok].dt);
+    vc_op_save(o, mask);
+    vc_op_end(o);
+    o = vc_op_begin(b, "sum");
+    vc_op_grad(o, vc_op_in(o, pm), VC_GRAD_PASS);
+    vc_t sm = vc_op_out(o, vc_n_sample(1), (vc_dtype)b->t[tok].dt);
+    vc_op_end(o);
+    o = vc_op_begin(b, "sum"); /* loss_mask.sum(-1): int64 */
+    vc_op_in_nodiff(o, mask);
+    vc_t cnt = vc_op_out(o, vc_n_sample(1), VC_DT_I64);
+    vc_op_end(o);
+    o = vc_op_begin(b, "div"); /* DivBackward saves the counts */
+    vc_op_grad(o, vc_op_in(o, sm), VC_GRAD_NEW);
+    vc_op_in_nodiff(o, cnt);
+    vc_t logps = vc_op_out(o, vc_n_sample(1), (vc_dtype)b->t[tok].dt);
+    vc_op_save(o, cnt);
+    vc_op_end(o);
+    vc__extend_life(b, cat); /* concatenated_forward returns */
+    vc__extend_life(b, lab);
+    /* odds_ratio_loss(chosen, rejected): .float() of each [B] half, log_odds = (c - r) -
+     * (log1mexp(c) - log1mexp(r)) (log1mexp: where(x < t, log1p(-exp(x)), log(-expm1(x))), both
+     * branches computed), ratio = logsigmoid(log_odds), losses = beta * ratio */
+    const vc_numel half = vc_n_floor(1, 0, 2);
+    vc_t side[2];
+    for (int k = 0; k < 2; k++) { /* all_logps[:B], [B:]: views; .float() a copy of 16-bit ones */
+        o = vc_op_begin(b, "select+float");
+        int li = vc_op_in(o, logps);
+        if (b->t[logps].dt == VC_DT_F32) {
+            side[k] = vc_op_out_view(o, li, half, true);
+            vc_op_grad(o, li, VC_GRAD_PASS);
+        } else {
+            vc_op_grad(o, li, VC_GRAD_NEW);
+            side[k] = vc_op_out(o, half, VC_DT_F32);
+        }
+        vc_op_end(o);
+    }
+    vc_t d = dpo_binary(b, "sub", side[0], side[1], half, VC_DT_F32);
+    vc_t e0 = orpo_small(b, "log1mexp", side[0], 4), e1 = orpo_small(b, "log1mexp", side[1], 4);
+    vc_t de = dpo_binary(b, "sub", e0, e1, half, VC_DT_F32);
+    vc_t lo = dpo_binary(b, "sub", d, de, half, VC_DT_F32);
+    o = vc_op_begin(b, "log_sigmoid_forward");
+    vc_op_grad(o, vc_op_in(o, lo), VC_GRAD_NEW);
+    vc_t ratio = vc_op_out(o, half, VC_DT_F32);
+    vc_op_extra(o, half, VC_DT_F32); /* buffer */
+    vc_op_save(o, lo);
+    vc_op_end(o);
+    vc_t ls = dpo_binary(b, "mul", ratio, -1, half, VC_DT_F32);
+    o = vc_op_begin(b, "mean");
+    vc_op_in(o, ls);
+    vc_t mn = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+    /* loss = policy_nll_loss - losses.mean(): the model's dtype with fp32, promoted to fp32 */
+    o = vc_op_begin(b, "sub");
+    vc_op_grad(o, vc_op_in(o, nll), VC_GRAD_NEW);
+    vc_op_grad(o, vc_op_in(o, mn), VC_GRAD_PASS);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+    vc__extend_life(b, y); /* chosen_logits / rejected_logits, views of all_logits, until compute_loss returns */
+    vc__extend_life(b, ratio);
+    vc__extend_life(b, lo);
+}
+
+/* ---- TRL's KTO step (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/kto_trainer.py
+ * KTOTrainer._compute_loss with its defaults: loss_type "kto" (calculate_KL), beta 0.1, both weights 1,
+ * no precomputed reference log-probs, no liger). DataCollatorForUnpairedPreference's batch: input_ids,
+ * attention_mask, completion_mask and the KL_ ones (each example's prompt with the next example's
+ * completion), int64 [B, L] each, and `label` [B], resident like the input batch; --batch counts the B
+ * examples, the first half desirable (the labels are data: request.c refuses an odd --batch).
+ *  1. KL_logps = _compute_kl_logps(model, batch): under no_grad the policy's forward on the KL
+ *     sequences and their log-probs. It runs before the policy's forward, with less alive than the
+ *     reference's own KL forward later (the same shapes, the step's activations absent): only its
+ *     [B] result is counted here (the policy's forward is the plan's first).
+ *  2. outputs = model(**model_kwargs); shift_logits = outputs.logits[:, :-1, :]; selective_log_softmax
+ *     (DPO's), per_token_logps[completion_mask[:, 1:] == 0] = 0.0, .sum(-1);
+ *  3. with no_grad and checkpointing disabled: the reference (LoRA: adapters disabled; else the
+ *     frozen copy) on the KL sequences (_compute_kl_logps: its logits freed when it returns), then on
+ *     the batch (ref_outputs kept until _compute_loss returns), their log-probs;
+ *  4. the kl estimate, the losses ([B], sigmoid), losses.nanmean();
+ *  5. the metrics: entropy_from_logits(shift_logits.detach()) (DPO's), shift_logits.detach()
+ *     .index_select(0, chosen_idx) and (0, rejected_idx) (copies of the two halves, locals until the
+ *     return), and each half's [mask.bool()] copy of its tokens' logits, one at a time. */
+static void emit_kto(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_value *ov = &m->val[m->output];
+    vc_t y = b->val_t[m->output];
+    vc_dtype dt = (vc_dtype)b->t[y].dt;
+    int64_t V = ov->shape.d[ov->shape.nd - 1], L = V ? b->t[y].n.ps / V : 0;
+    bool peft = m->lora.r > 0 || m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING;
+    if (b->amp_dt != VC_DT_F32) {
+        fail(b, "kto under autocast (%s) is not modelled: use fp32, bf16, fp16 or mixed-*", vc_precision_name(b->o.precision));
+        return;
+    }
+    if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
+        fail(b, "kto is modelled on one GPU (the reference model under a parallel layout is not)");
+        return;
+    }
+    if (b->o.hold_output) {
+        fail(b, "kto: KTOTrainer.compute_loss returns the loss only; " O("hold_output") " does not apply");
+        b->why_opt = O("hold_output");
+        return;
+    }
+    if (peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
+        fail(b, "kto: the reference pass with %s disabled is not modelled (LoRA, rsLoRA, PiSSA and DoRA are)",
+             m->lora.modules_to_save[0] ? O("modules_to_save") : vc_peft_row_get(m->lora.method)->name);
+        return;
+    }
+    if (L < 2) {
+        fail(b, "kto needs at least 2 tokens per sequence (the shifted labels)");
+        return;
+    }
+    for (size_t p = 0; !peft && p < m->npar; p++)
+        if (m->par[p].fmt != VC_WEIGHTS_DENSE) {
+            fail(b, "kto: a full fine-tune's reference copy of quantized weights is not modelled");
+            return;
+        }
+    /* the collator's tensors beside input_ids: five int64 [B, L] and the [B] labels, resident */
+    vc_t res = vc__new_tensor(b, vc_n_sample(5 * L + 1), VC_DT_I64);
+    if (res < 0) return;
+    b->t[res].persistent = true;
+    b->target_t = res;
+    vc_t kl = vc__new_tensor(b, vc_n_sample(1), dt); /* 1. the policy's KL_logps [B], from before the forward */
+    if (kl < 0) return;
+    vc_t s = dpo_shift(b, y, L, V);
+    vc_t logps = dpo_sum(b, dpo_logps(b, s, L, V), res);
+    /* bool_labels, chosen_idx, rejected_idx (nonzero: int64 [B/2] each), completion_logps.index_select */
+    vc_t sel[2];
+    for (int k = 0; k < 2; k++) {
+        vc_op *o = vc_op_begin(b, "index_select");
+        vc_op_grad(o, vc_op_in(o, logps), VC_GRAD_NEW);
+        vc_op_extra(o, vc_n_floor(1, 0, 2), VC_DT_I64); /* the index, saved */
+        sel[k] = vc_op_out(o, vc_n_floor(1, 0, 2), (vc_dtype)b->t[logps].dt);
+        vc_op_end(o);
+    }
+    /* 3. the reference: its KL forward and log-probs (logits freed on return), then the batch's */
+    vc_t ry = -1, rs = -1, rkl = -1, ref = -1;
+    if (!b->st) {
+        bool train = b->train;
+        for (int pass = 0; pass < 2 && !b->st; pass++) {
+            vc_t out = vc__emit_reference(b, !peft);
+            if (out < 0) return;
+            b->cur_inst = -1;
+            b->cur_region = -1;
+            b->train = false;
+            vc_t sh = dpo_shift(b, out, L, V);
+            vc_t lp = dpo_sum(b, dpo_logps(b, sh, L, V), res);
+            b->train = train;
+            if (pass == 0) {
+                rkl = lp;
+            } else {
+                ry = out;
+                rs = sh;
+                ref = lp;
+            }
+        }
+        if (b->st) return;
+    }
+    /* 4. kl = (KL_logps - ref_KL_logps).mean().detach().clamp(min=0); the losses on each half:
+     * 1 - sigmoid(beta * (logratios - kl)), cat, nanmean */
+    vc_op *o = vc_op_begin(b, "sub+mean+clamp");
+    vc_op_in_nodiff(o, kl);
+    vc_op_in_nodiff(o, rkl);
+    vc_op_ftemp(o, vc_n_sample(1), dt);
+    vc_t klv = vc_op_out(o, vc_n_fixed(1), dt);
+    vc_op_end(o);
+    vc_t half[2];
+    for (int k = 0; k < 2; k++) {
+        vc_t r = dpo_binary(b, "index_select", ref, -1, vc_n_floor(1, 0, 2), (vc_dtype)b->t[ref].dt);
+        vc_t lr = dpo_binary(b, "sub", sel[k], r, vc_n_floor(1, 0, 2), (vc_dtype)b->t[sel[k]].dt);
+        lr = dpo_binary(b, "sub", lr, klv, vc_n_floor(1, 0, 2), (vc_dtype)b->t[lr].dt);
+        lr = dpo_binary(b, "mul", lr, -1, vc_n_floor(1, 0, 2), (vc_dtype)b->t[lr].dt);
+        o = vc_op_begin(b, "sigmoid"); /* SigmoidBackward saves its result */
+        vc_op_grad(o, vc_op_in(o, lr), VC_GRAD_NEW);
+        vc_t sg = vc_op_out(o, vc_n_floor(1, 0, 2), (vc_dtype)b->t[lr].dt);
+        vc_op_save(o, sg);
+        vc_op_end(o);
+        half[k] = dpo_binary(b, "rsub", sg, -1, vc_n_floor(1, 0, 2), (vc_dtype)b->t[sg].dt);
+        half[k] = dpo_binary(b, "mul", half[k], -1, vc_n_floor(1, 0, 2), (vc_dtype)b->t[sg].dt); /* * weight */
+    }
+    o = vc_op_begin(b, "cat");
+    vc_op_grad(o, vc_op_in(o, half[0]), VC_GRAD_PASS);
+    vc_op_grad(o, vc_op_in(o, half[1]), VC_GRAD_PASS);
+    vc_t losses = vc_op_out(o, vc_n_sample(1), (vc_dtype)b->t[half[0]].dt);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nanmean"); /* isnan, logical_not, sum, nansum, div */
+    vc_op_grad(o, vc_op_in(o, losses), VC_GRAD_NEW);
+    vc_op_ftemp(o, vc_n_sample(1), VC_DT_BOOL);
+    vc_op_extra(o, vc_n_sample(1), VC_DT_BOOL);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[losses].dt);
+    vc_op_end(o);
+    /* 5. the metrics while outputs and ref_outputs are alive (as DPO's entropy, then the copies) */
+    int64_t rows = 128;
+    if ((L - 1) * b->batch < 128) {
+        vc_batch_range(b, 1, 127 / (L - 1));
+        rows = -1;
+    } else {
+        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
+    }
+    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
+    o = vc_op_begin(b, "entropy_from_logits");
+    vc_op_in_nodiff(o, s);
+    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
+    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
+    vc_op_ftemp_free(o, flat);
+    vc_op_end(o);
+    vc_t cp[2];
+    for (int k = 0; k < 2; k++) { /* shift_logits.detach().index_select(0, idx): [B/2, L-1, V] copies */
+        o = vc_op_begin(b, "index_select");
+        vc_op_in_nodiff(o, s);
+        cp[k] = vc_op_out(o, vc_n_floor((L - 1) * V, 0, 2), dt);
+        vc_op_end(o);
+    }
+    for (int k = 0; k < 2; k++) { /* the masks' index_select, then logits[mask.bool()].mean(-1).sum() */
+        o = vc_op_begin(b, "index+mean");
+        vc_op_in_nodiff(o, cp[k]);
+        vc_op_ftemp(o, vc_n_floor(L - 1, 0, 2), VC_DT_I64);
+        vc_op_ftemp(o, vc_n_floor(L - 1, 0, 2), VC_DT_BOOL);
+        vc_op_ftemp(o, vc_n_floor((L - 1) * V, 0, 2), dt);
+        vc_op_end(o);
+    }
+    vc__extend_life(b, cp[0]);
+    vc__extend_life(b, cp[1]);
+    vc__extend_life(b, y);
+    vc__extend_life(b, s);
+    vc__extend_life(b, ry);
+    vc__extend_life(b, rs);
+    vc__extend_life(b, kl);
+}
+
 /* The rows, indexed by vc_loss (model.h). */
 static const vc_loss_row rows[] = {
     [VC_LOSS_MEAN] = {"mean", NULL, "output.float().mean()", false, false, false, emit_mean, NULL},
@@ -809,6 +1155,14 @@ static const vc_loss_row rows[] = {
                                  "precompute_ref_log_probs=True: the policy forward only, the reference log-probs "
                                  "read from the batch", true, true, false, emit_dpo,
                                  "TRL's DPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_ORPO] = {"orpo", "orpo", "TRL's ORPOTrainer step: the policy over [chosen; rejected], the chosen half's "
+                      "cross-entropy and the odds-ratio term on the average log-probs; no reference",
+                      true, true, false, emit_orpo,
+                      "TRL's ORPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_KTO] = {"kto", "kto", "TRL's KTOTrainer step: the policy with grad, the reference's no-grad forwards on "
+                     "the KL sequences and the batch (LoRA: adapters disabled; else a frozen copy), the kto loss",
+                     true, true, false, emit_kto,
+                     "TRL's KTO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

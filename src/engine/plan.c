@@ -161,6 +161,15 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     /* none yet: a pass that stops on an error (a refused option mid-emit) leaves the rest unset */
     for (size_t v = 0; v <= m->nval; v++) b->val_t[v] = -1;
     model_tensors(b);
+    /* --packing: modelled for the HF attention core (layers/llm.c ra_emit: sdpa's block mask or
+     * flash_attention_2's varlen kernel); the other attention kinds take the row as one sequence */
+    for (size_t i = 0; o->packing > 1 && i < m->ninst && !b->st; i++) {
+        const char *k = m->inst[i].kind->name;
+        if (strstr(k, "Attention") && strcmp(k, "RotaryAttention"))
+            vc_refuse(b, O("packing"), "packed sequences through %s (%.80s) are not modelled", k, m->inst[i].path);
+        else if (!strcmp(k, "GatedDeltaNet") || !strcmp(k, "PixelValues") || !strncmp(k, "Transformer", 11))
+            vc_refuse(b, O("packing"), "packed sequences through %s (%.80s) are not modelled", k, m->inst[i].path);
+    }
     if (b->gen.on) vc__gen_emit(b); /* the prefill and the last decoding step */
     else {
         vc__emit_instances(b, 0, vc__loss_forward_end(b)); /* a fused loss runs the LM head itself */
@@ -254,7 +263,8 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     const vc_model *m = b->m;
     size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
     int32_t *save = malloc((nv + np + nb) * sizeof *save);
-    if (copy) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
+    const bool again = copy && b->ref_t; /* --loss kto: the reference's second forward, its copy made */
+    if (copy && !again) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
     if (!save || (copy && !b->ref_t)) {
         free(save);
         b->st = VC_ERR_NOMEM;
@@ -266,10 +276,10 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
     for (size_t p = 0; copy && p < m->npar + m->nbuf && !b->st; p++) { /* the copy: the model's dtypes */
         bool par = p < m->npar;
         vc_t src = par ? b->par_t[p] : b->buf_t[p - m->npar];
-        vc_t t = vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
+        vc_t t = again ? b->ref_t[p] : vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
         if (t < 0) break;
         b->t[t].persistent = true;
-        b->ref_t[b->nref++] = t;
+        if (!again) b->ref_t[b->nref++] = t;
         if (par) b->par_t[p] = t;
         else b->buf_t[p - m->npar] = t;
     }

@@ -187,6 +187,8 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
 {
     if (o->batch < 1) return vc_set_error(err, VC_ERR_USAGE, O("batch"), "must be a positive integer");
     if (o->accumulate < 1) return vc_set_error(err, VC_ERR_USAGE, O("accumulate"), "must be a positive integer");
+    if (o->packing < 0 || (o->packing > 1 && o->batch != 1))
+        return vc_set_error(err, VC_ERR_USAGE, O("packing"), "sequences packed into one row: a count of 0 or more, with batch 1 (the row)");
     if ((unsigned)o->optim >= VC_OPTIM__N || (unsigned)o->optim_impl >= VC_IMPL__N ||
         (unsigned)o->precision >= VC_PREC__N || (unsigned)o->mode >= VC_MODE__N ||
         (unsigned)o->attention >= VC_ATTN__N)

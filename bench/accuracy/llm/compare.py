@@ -48,6 +48,8 @@ def args_for(case):
         a.append("--optim-in-bwd")
     if case.get("hold_output"):  # the loop keeps `out` through backward
         a.append("--hold-output")
+    if case.get("packing"):  # TRL's padding_free row (packing_replica.py)
+        a.append("--packing")
     peft = case.get("peft")  # measure_llm.py --peft dora|ia3|ln_tuning, --modules-to-save (peft_replica.py)
     if peft:
         a += ["--peft", peft["method"], "--lora-targets", ",".join(peft["targets"])]
@@ -130,6 +132,7 @@ def main():
         rows.append({"id": c["id"], "config": os.path.basename(c["config"]), "prec": c["precision"],
                      "ckpt": bool(c.get("gradient_checkpointing")), "lora": bool(c.get("lora") or c.get("peft")),
                      "loss": c.get("loss", "hf") if c["mode"] == "train" else "infer",
+                     **({"packing": True} if c.get("packing") else {}),
                      "held_out": c.get("held_out", False), "measured": c["peak_allocated"], "estimate": est,
                      "error_pct": round(err, 2)})
     if opt.json:
@@ -143,7 +146,7 @@ def main():
                       f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
                       f" {r['error_pct']:+7.2f}%")
             else:
-                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])} {r['loss']:<5}"
+                print(f"{r['id']} {r['config']:<22} {r['prec']:<5} ckpt={int(r['ckpt'])} lora={int(r['lora'])} {r['loss'] + (' packed' if r.get('packing') else ''):<5}"
                       f"{' HO' if r['held_out'] else '   '} measured {r['measured']:>10} estimate {r['estimate']:>10}"
                       f" {r['error_pct']:+7.2f}%")
         for g in gaps:

@@ -69,13 +69,18 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
                     "DPOTrainer._compute_loss (dpo_replica.py; --batch counts the 2 x pairs sequences), with a "
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
-                    "precompute_ref_log_probs=True, no reference")
+                    "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
+                    "--batch counts the 2 x pairs sequences), no reference; kto: TRL's KTOTrainer step (kto_replica.py; "
+                    "the first half desirable), the KL sequences, a reference as dpo's")
+    ap.add_argument("--packing", action="store_true",
+                    help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
+                    "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
     ap.add_argument("--loss-chunks", type=int, default=8, help="chunked: num_output_chunks (torchtune's default 8)")
     ap.add_argument("--zero-grad", default="none", choices=["none", "zero"],
                     help="none: opt.zero_grad(set_to_none=True); zero: set_to_none=False (the gradients kept, zeroed in place)")
@@ -254,7 +259,7 @@ def main(argv):
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     ref_model = None
-    if args.loss == "dpo" and not args.lora and args.peft == "lora":
+    if args.loss in ("dpo", "kto") and not args.lora and args.peft == "lora":
         # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
         ref_model = R.CausalLM(cfg, args.attn)
         if args.precision == "bf16":
@@ -340,6 +345,19 @@ def main(argv):
             import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
                                   precompute=args.loss == "dpo-precomputed")
+        elif args.loss == "kto":
+            import kto_replica  # DataCollatorForUnpairedPreference's batch, resident like the inputs below
+            kto = kto_replica.KTO(model, args.batch, args.seq, V, ref_model=ref_model)
+        elif args.loss == "orpo":
+            import orpo_replica  # DPODataCollatorWithPadding's chosen/rejected batch, resident like the inputs below
+            orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
+        elif args.packing:
+            import packing_replica  # the collator's one row, resident like the inputs below
+            if image_tokens or args.loss != "hf" or encoder:
+                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf")
+            packed = packing_replica.collate_padding_free(args.batch, args.seq, V)
+            input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
+            del packed
         else:
             input_ids = torch.randint(0, V, (args.batch, args.seq + image_tokens), dtype=torch.int64)
             if image_tokens and cfg.model_type == "gemma3":
@@ -366,6 +384,10 @@ def main(argv):
         def compute_loss():
             if args.loss.startswith("dpo"):
                 return dpo.compute_loss()
+            if args.loss == "orpo":
+                return orpo.compute_loss()
+            if args.loss == "kto":
+                return kto.compute_loss()
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs
@@ -392,6 +414,8 @@ def main(argv):
                     if noop_on:
                         noop.__exit__()
                         noop_on.clear()
+            elif args.packing:
+                loss, logits = model(input_ids, labels=labels, position_ids=position_ids)
             else:
                 loss, logits = model(input_ids, labels=labels)
             if args.hold_output:  # out = model(...); out.loss.backward(): the logits held by `out`
@@ -436,6 +460,7 @@ def main(argv):
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
             **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
+            **({"packing": True} if args.packing else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,

@@ -252,9 +252,15 @@ def sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.
             key = repeat_kv(key, n_rep)
             value = repeat_kv(value, n_rep)
     is_causal = query.shape[2] > 1 and attention_mask is None
+    if attention_mask is not None and attention_mask.dtype == torch.bool:
+        # a packed row's block-causal mask (packing_replica.py): scaled_dot_product_attention converts
+        # it before the backend, a local of the call
+        import packing_replica
+        attention_mask = packing_replica.bool_to_additive(attention_mask, query.dtype)
     attn_output = vctorch._sdpa_math_2x(query, key, value, attn_mask=attention_mask,
                                         dropout_p=dropout, is_causal=is_causal, scale=scaling,
                                         enable_gqa=enable_gqa)
+    del attention_mask
     attn_output = attn_output.transpose(1, 2).contiguous()
     return attn_output, None
 
@@ -730,22 +736,32 @@ class CausalLM(nn.Module):
         return layer(*args)
 
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
-                attention_mask=None, logits_to_keep=0):
-        """Returns (loss, logits). attention_mask (2-D) only in generation."""
+                attention_mask=None, logits_to_keep=0, position_ids=None):
+        """Returns (loss, logits). attention_mask (2-D) only in generation; position_ids: a packed
+        row's (packing_replica.py), given with no attention_mask."""
         cfg = self.cfg
         if self.neox:
+            if position_ids is not None:
+                raise ValueError("packing: replicated for the Llama-style models")
             return self._neox_forward(input_ids, labels, logits_to_keep)
         inputs_embeds = self.embed_tokens(input_ids)
         past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         if cache_position is None:
             cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
-        position_ids = cache_position.unsqueeze(0)
-        if cfg.model_type in ("qwen3_5", "qwen3_5_moe"):
-            # Qwen3_5TextModel.forward: position_ids = cache_position.view(1, 1, -1).expand(3, batch, -1)
-            # (Qwen3_5Model.forward passes none without images: compute_3d_position_ids' text-only case)
-            position_ids = cache_position.view(1, 1, -1).expand(3, inputs_embeds.shape[0], -1)
+        packed = position_ids is not None
+        if not packed:
+            position_ids = cache_position.unsqueeze(0)
+            if cfg.model_type in ("qwen3_5", "qwen3_5_moe"):
+                # Qwen3_5TextModel.forward: position_ids = cache_position.view(1, 1, -1).expand(3, batch, -1)
+                # (Qwen3_5Model.forward passes none without images: compute_3d_position_ids' text-only case)
+                position_ids = cache_position.view(1, 1, -1).expand(3, inputs_embeds.shape[0], -1)
         S = inputs_embeds.shape[1]
         causal_mask = None
+        if packed:  # masking_utils.create_causal_mask with the packed position_ids (packing_replica.py)
+            if self.attn_impl != "sdpa" or past_key_values is not None:
+                raise ValueError("packing: replicated for sdpa training")
+            import packing_replica
+            causal_mask = packing_replica.create_causal_mask(inputs_embeds, position_ids)
         last_cache_position = 0
         if self.attn_impl == "eager":
             if cfg.model_type == "gemma2":

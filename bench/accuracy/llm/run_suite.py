@@ -628,6 +628,55 @@ def cases():
     for cfg, b, p, m, prec, ho in (("qwen3_vl_small", 1, 64, 16, "fp32", False), ("qwen3_vl_small", 2, 32, 24, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
                         precision=prec, held_out=ho))
+    # --packing (issue 26 item 5): TRL's padding_free collator (trl @f2cd5771 sft_trainer.py), the
+    # --batch sequences of --seq tokens as one row with position_ids, and transformers' sdpa path under
+    # the block-causal mask masking_utils.py builds for them (@00c4411c; packing_replica.py): llama,
+    # qwen2 (biases), qwen3 (q/k norms), mixtral, GQA and MHA, full and LoRA, with checkpointing (the
+    # mask an argument of every checkpointed layer). Every third held out.
+    pk = [
+        ("llama_small", 4, 64, "adamw", "bf16", False, 0),
+        ("qwen2_small", 3, 48, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("mixtral_small", 2, 40, "adamw", "bf16", False, 8),
+        ("qwen3_small", 4, 32, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 2, 64, "adamw", "fp32", True, 8),
+        ("llama_wide", 3, 64, "sgd", "bf16", False, 0),
+        ("llama_small", 8, 32, "adamw", "fp32", False, 0),
+        ("qwen2_vocab6k", 2, 96, "adamw", "bf16", True, 8),
+    ]
+    train_cases(out, pk, packing=True)
+    # --loss orpo (issue 26 item 5): TRL's ORPOTrainer step (orpo_replica.py, huggingface/trl @f2cd5771,
+    # trl/experimental/orpo/orpo_trainer.py): the concatenated [chosen; rejected] batch (2 x pairs),
+    # the chosen half's cross-entropy, the odds ratio on the average log-probs, no reference. The last
+    # four were first run after the model was settled. Every third held out.
+    orpo = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "fp32", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, 8),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("qwen3_small", 4, 48, "adamw", "bf16", False, 0),
+        ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
+    ]
+    train_cases(out, orpo, loss="orpo")
+    # --loss kto (issue 26 item 5): TRL's KTOTrainer step (kto_replica.py, huggingface/trl @f2cd5771,
+    # trl/trainer/kto_trainer.py): the unpaired batch (half desirable) with its KL sequences, the policy's
+    # no-grad KL forward, its forward with grad, the reference's two no-grad forwards (LoRA: adapters
+    # disabled; else a frozen copy), the metrics' copies. Every third held out.
+    kto = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "fp32", False, 0),
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 8),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 4, 64, "sgd", "bf16", True, 0),
+        ("gemma2_small", 2, 40, "adamw", "bf16", False, 8),
+        ("mixtral_small", 2, 40, "sgd", "bf16", False, 8),
+        ("qwen3_small", 4, 48, "adamw", "bf16", False, 0),
+        ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
+    ]
+    train_cases(out, kto, loss="kto")
     return out
 
 
@@ -667,6 +716,8 @@ def argv_of(c):
             a += ["--zero-grad", c["zero_grad"]]
         if c.get("hold_output"):
             a.append("--hold-output")
+        if c.get("packing"):
+            a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
     elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
