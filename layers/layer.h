@@ -229,6 +229,17 @@ const vc_shape *vc_output_shape(const vc_build *b);
  * holds it until the layer returns, its reference ends at its last use here
  * (autograd's saved tensors keep what backward needs as ever). At most 32 inputs. */
 void vc_input_unheld(vc_build *b, int i);
+/* The first input of the layer that made input i: the argument of the projection
+ * that made it (LlamaAttention.forward's hidden_states, which q_proj(hidden_states)
+ * reads); -1 when input i is a model input or its layer has no input. */
+vc_t vc_input_arg(const vc_build *b, int i);
+/* Keeps t alive at least until the last op emitted so far: a Python reference that
+ * outlives its last use here (unlike vc_release, it never shortens a life). */
+void vc_keep_to_here(vc_build *b, vc_t t);
+/* Keeps t alive until the enclosing block (the Sequential copy this layer is in: a
+ * Hugging Face decoder layer) returns: a local of the block's forward that outlives its
+ * last use (FalconDecoderLayer.forward's attention_layernorm_out). */
+void vc_keep_through_block(vc_build *b, vc_t t);
 vc_t vc_weight(vc_build *b, int i); /* the layer's i-th parameter */
 vc_t vc_buf(vc_build *b, int i);    /* the layer's i-th buffer */
 bool vc_has_weight(const vc_build *b, int i);

@@ -114,6 +114,32 @@ void vc_input_unheld(vc_build *b, int i)
 {
     if (i >= 0 && i < 32) b->unheld |= 1u << i;
 }
+void vc_keep_to_here(vc_build *b, vc_t t)
+{
+    if (t >= 0 && !b->t[t].held) vc__extend_life(b, t);
+}
+void vc_keep_through_block(vc_build *b, vc_t t)
+{
+    const vc_model *m = b->m;
+    const char *p = m->inst[b->cur_inst].path, *dot = strrchr(p, '.');
+    size_t j = (size_t)b->cur_inst, n = dot ? (size_t)(dot - p) + 1 : 0;
+    /* the instances of the enclosing block copy share its path ("layers[2][1].") */
+    while (n && j + 1 < m->ninst && !strncmp(m->inst[j + 1].path, p, n)) j++;
+    if (!n || j == (size_t)b->cur_inst || b->nblk_keep == (int)(sizeof b->blk_keep / sizeof *b->blk_keep)) {
+        vc_keep_to_here(b, t);
+        return;
+    }
+    b->blk_keep[b->nblk_keep] = t;
+    b->blk_keep_at[b->nblk_keep++] = (int32_t)j;
+}
+vc_t vc_input_arg(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    if (i < 0 || i >= in->nin) return -1;
+    int p = b->m->val[in->in[i]].producer;
+    if (p < 0 || b->m->inst[p].nin < 1) return -1;
+    return b->val_t[b->m->inst[p].in[0]];
+}
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 void vc_keep_forward(vc_build *b, vc_t t)

@@ -208,6 +208,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
 {
     const vc_model *m = b->m;
+    b->nblk_keep = 0;
     for (size_t i = i0; i < i1 && !b->st; i++) {
         const vc_inst *in = &m->inst[i];
         b->cur_inst = (int)i;
@@ -231,6 +232,8 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
             if (!(k < 32 && (b->unheld >> k & 1u))) vc__extend_life(b, b->val_t[in->in[k]]);
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
+        for (int k = 0; k < b->nblk_keep; k++) /* vc_keep_through_block: a local of the block's forward */
+            if (b->blk_keep_at[k] == (int)i) vc_keep_to_here(b, b->blk_keep[k]);
     }
 }
 
