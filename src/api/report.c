@@ -510,6 +510,19 @@ static void cudnn_rows(FILE *f, const vc_report *rep, const vc_memory *m)
         high ? "(--bound high: above)" : "(--bound high)");
 }
 
+/* --first-step: the run's first steps beside the steady figures above, where they differ */
+static void first_step_rows(FILE *f, const vc_report *rep, const vc_memory *m)
+{
+    const vc_term *t = &rep->term;
+    if (!m->first_step.computed) return;
+    if (m->first_step.peak_allocated != m->peak_allocated)
+        row(f, t, "  first step peak", m->first_step.peak_allocated, "(state made in step())");
+    if (m->first_step.total != m->total)
+        row(f, t, "  two-step total", m->first_step.total, "(reserve of steps 1-2)");
+    if (m->first_step.peak_allocated == m->peak_allocated && m->first_step.total == m->total)
+        fprintf(f, "  %-18s (--first-step: the first two steps' peak and total are the same)\n", "");
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -554,6 +567,7 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
+    first_step_rows(f, rep, m);
     cudnn_rows(f, rep, m);
     nccl_row(f, rep);
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
@@ -681,6 +695,14 @@ static void json_cudnn(FILE *f, const vc_options *o, const vc_memory *m)
                 m->cudnn.reserved_high, m->cudnn.total_high);
 }
 
+/* --first-step: the run's first steps (src/engine/estimate.c vc__first_step); the figures beside it are the steady step's */
+static void json_first_step(FILE *f, const vc_memory *m)
+{
+    if (!m->first_step.computed) return;
+    fprintf(f, ", \"first_step\": {\"peak_allocated\": %" PRId64 ", \"reserved\": %" PRId64 ", \"total\": %" PRId64 "}",
+            m->first_step.peak_allocated, m->first_step.reserved, m->first_step.total);
+}
+
 static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
 {
     fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
@@ -691,6 +713,7 @@ static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
+    json_first_step(f, m);
     fputc('}', f);
 }
 
@@ -799,6 +822,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_context_total(f, o, m);
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
+    json_first_step(f, m);
     vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
     vc_nccl_per_gpu(o, &n);
     if (n.communicators)

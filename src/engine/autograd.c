@@ -1111,10 +1111,10 @@ void vc__execute(vc_build *b)
         b->layout->flat(b);
         if (b->st) return;
     }
-    /* --first-step: the first step, its optimizer state made by step(), then a
-     * steady one (state.c lazy_states) */
-    b->lazy_pass = b->o.first_step && b->train && b->optim->steps;
-    int nsteps = b->lazy_pass ? 2 : 1;
+    /* --first-step (vc__plan_build_first_step): the first step, its optimizer state made by
+     * step() (state.c lazy_states), then with 2 a steady one; otherwise the steady step alone */
+    b->lazy_pass = b->first_steps > 0 && b->train && b->optim->steps;
+    int nsteps = b->lazy_pass ? b->first_steps : 1;
     vc__persistent(b);
     for (int step = 0; step < nsteps && !b->st; step++) {
         if (step) reset_run(b);

@@ -277,6 +277,7 @@ struct vc_build {
     int64_t blo, bhi;             /* the batches this plan is valid for (vc_batch_range): [1, INT64_MAX] unless a layer narrowed it */
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
     bool lazy_pass;               /* --first-step: the first step runs, the optimizer state is not made yet */
+    int first_steps;              /* vc__plan_build_first_step: the run's first steps simulated (1 or 2), 0: the steady step */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;
