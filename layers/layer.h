@@ -233,6 +233,9 @@ void vc_input_unheld(vc_build *b, int i);
  * that made it (LlamaAttention.forward's hidden_states, which q_proj(hidden_states)
  * reads); -1 when input i is a model input or its layer has no input. */
 vc_t vc_input_arg(const vc_build *b, int i);
+/* true when the model holds that argument until the next layer returns ("held_until" on the
+ * layer that made it names the layer after this one: the source module's last, its o_proj) */
+bool vc_input_arg_held_next(const vc_build *b, int i);
 /* Keeps t alive at least until the last op emitted so far: a Python reference that
  * outlives its last use here (unlike vc_release, it never shortens a life). */
 void vc_keep_to_here(vc_build *b, vc_t t);
@@ -240,6 +243,11 @@ void vc_keep_to_here(vc_build *b, vc_t t);
  * Hugging Face decoder layer) returns: a local of the block's forward that outlives its
  * last use (FalconDecoderLayer.forward's attention_layernorm_out). */
 void vc_keep_through_block(vc_build *b, vc_t t);
+/* Keeps t alive at least as long as `owner` (an earlier tensor) is referenced: the locals of a
+ * module's forward, which live until it returns, tied to its argument, which the caller keeps
+ * until then ("held_until" on the layer that made it: LlamaAttention.forward's query_states
+ * until o_proj returns). */
+void vc_keep_with(vc_build *b, vc_t t, vc_t owner);
 vc_t vc_weight(vc_build *b, int i); /* the layer's i-th parameter */
 vc_t vc_buf(vc_build *b, int i);    /* the layer's i-th buffer */
 bool vc_has_weight(const vc_build *b, int i);

@@ -687,12 +687,18 @@ static void ra_emit(vc_build *b, const void *p)
     }
     vc_set_output(b, o);
     if (bmask >= 0) vc_release(b, bmask);
-    vc_keep_to_here(b, qs); /* the forward's locals, until it returns */
+    /* the forward's locals, until it returns: with its argument where the caller holds that to
+     * the next layer, the module's output projection ("held_until" on the norm that made it) */
+    const vc_t owner = vc_input_arg_held_next(b, 0) ? arg : -1;
+    vc_keep_to_here(b, arg);
+    vc_keep_to_here(b, qs);
+    vc_keep_with(b, qs, owner);
     if (!cached) {
         vc_keep_to_here(b, ks);
         vc_keep_to_here(b, vs);
+        vc_keep_with(b, ks, owner);
+        vc_keep_with(b, vs, owner);
     }
-    vc_keep_to_here(b, arg);
     vc_kv_end(b);
 }
 

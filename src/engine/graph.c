@@ -92,7 +92,7 @@ int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt)
     t->n = n;
     t->dt = (uint8_t)resolve(b, dt);
     t->contig = true;
-    t->op = t->base = t->param = t->release = t->last = -1;
+    t->op = t->base = t->param = t->release = t->last = t->with = -1;
     t->stor = t->grad = -1;
     return (int32_t)b->nt++;
 }
@@ -131,6 +131,21 @@ void vc_keep_through_block(vc_build *b, vc_t t)
     }
     b->blk_keep[b->nblk_keep] = t;
     b->blk_keep_at[b->nblk_keep++] = (int32_t)j;
+}
+void vc_keep_with(vc_build *b, vc_t t, vc_t owner)
+{
+    if (t >= 0 && owner >= 0 && owner < t && !b->t[t].held) b->t[t].with = owner;
+}
+bool vc_input_arg_held_next(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    if (i < 0 || i >= in->nin) return false;
+    int p = b->m->val[in->in[i]].producer;
+    if (p < 0 || b->m->inst[p].nin < 1) return false;
+    int v = b->m->inst[p].in[0];
+    for (size_t k = 0; k < b->m->nhold && !b->gen.profile; k++)
+        if (b->m->hold_val[k] == v && b->m->hold_last[k] == b->cur_inst + 1) return true;
+    return false;
 }
 vc_t vc_input_arg(const vc_build *b, int i)
 {

@@ -238,6 +238,8 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
             if (!(k < 32 && (b->unheld >> k & 1u))) vc__extend_life(b, b->val_t[in->in[k]]);
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
+        for (size_t k = 0; k < m->nhold && !b->gen.profile; k++) /* "held_until" (model.h) */
+            if (m->hold_last[k] == (int)i) vc__extend_life(b, b->val_t[m->hold_val[k]]);
         for (int k = 0; k < b->nblk_keep; k++) /* vc_keep_through_block: a local of the block's forward */
             if (b->blk_keep_at[k] == (int)i) vc_keep_to_here(b, b->blk_keep[k]);
     }
