@@ -612,7 +612,7 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
         int prod = L->m->val[S.pos[i]].producer;
         if (!e || e->seq || e->inst < 0 || e->inst <= prod) {
             vc__describe(h, got, sizeof got);
-            st = vc__fail(L, VC_ERR_MODEL, p, "expected the name of a later layer (not a Sequential) of this list, got %s", got);
+            st = vc__fail(L, VC_ERR_MODEL, p, "expected the name of a later layer (not a Sequential), got %s", got);
         } else {
             st = hold_value(L, S.pos[i], e->inst, p);
         }
