@@ -475,6 +475,24 @@ void vc_op_save_if(vc_op *o, vc_t t, int in)
 }
 void vc_op_save(vc_op *o, vc_t t) { vc_op_save_if(o, t, -1); }
 
+void vc_op_leaf_grad(vc_op *o)
+{
+    if (live_op(o) && o->b->train) o->b->op[o->idx].rg = true;
+}
+
+bool vc_peft_input_grads(const vc_build *b)
+{
+    const vc_model *m = b->m;
+    return b->train && (m->nlora > 0 || m->nsaved > 0) && m->nregions > 0 && m->hf.ckpt_every <= 1 && !b->o.ckpt_ops &&
+           (m->gen_json || m->hf_part);
+}
+
+bool vc_input_is_model_input(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    return i >= 0 && i < in->nin && b->m->val[in->in[i]].producer < 0;
+}
+
 void vc_op_gemm(vc_op *o)
 {
     if (live_op(o)) o->b->op[o->idx].gemm = true;
