@@ -26,7 +26,7 @@ complete -c vramcalc -l act-offload -x -a 'none streams sync' -d 'torchtune'\''s
 complete -c vramcalc -l compile -d 'the model under torch.compile'
 complete -c vramcalc -l zero-grad -x -a 'none zero' -d 'optimizer.zero_grad: none'
 complete -c vramcalc -l optim-in-bwd -d 'the optimizer steps inside backward, one parameter at a time from its...'
-complete -c vramcalc -l first-step -d 'the run'\''s first step and the next: the optimizer state made lazily by...'
+complete -c vramcalc -l first-step -d 'also the run'\''s first steps, beside the steady state'\''s figures'
 complete -c vramcalc -l hold-output -d 'the loop keeps the model'\''s output'
 complete -c vramcalc -l loss -x -a 'hf liger cce chunked mean dpo dpo-precomputed orpo kto' -d 'config.json: the causal-LM loss, hf, liger, cce, chunked, mean, dpo,...'
 complete -c vramcalc -l packing -d 'config.json: the --batch sequences of --seq tokens packed into one...'

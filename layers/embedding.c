@@ -163,8 +163,15 @@ static void emb_emit(vc_build *b, const void *p)
     vc_op *o = vc_op_begin(b, "embedding");
     int iw = vc_op_in(o, w);
     vc_op_in_nodiff(o, idx);
+    /* PEFT with gradient checkpointing (vc_peft_input_grads): the input embeddings' output made
+     * to require grad, a leaf whose AccumulateGrad node keeps it (and the gradient it gets) until
+     * the graph is freed after backward: saved here, this node running last in backward; the
+     * ops between it and the first checkpointed layer record their graph for it */
+    bool leaf = !vc_requires_grad(b, w) && vc_peft_input_grads(b) && vc_input_is_model_input(b, 0);
+    if (leaf) vc_op_leaf_grad(o);
     vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(per), c->dim), vc_dt_of(b, w));
     vc_op_save_if(o, idx, iw);
+    if (leaf) vc_op_save(o, y);
     if (vc_training(b) && vc_requires_grad(b, w)) {
         int64_t n = smul(vc_batch(b), per);
         if (n > 3072 || c->scale_grad) sort_path(b, o, c, per);

@@ -229,6 +229,33 @@ const vc_shape *vc_output_shape(const vc_build *b);
  * holds it until the layer returns, its reference ends at its last use here
  * (autograd's saved tensors keep what backward needs as ever). At most 32 inputs. */
 void vc_input_unheld(vc_build *b, int i);
+/* The first input of the layer that made input i: the argument of the projection
+ * that made it (LlamaAttention.forward's hidden_states, which q_proj(hidden_states)
+ * reads); -1 when input i is a model input or its layer has no input. */
+vc_t vc_input_arg(const vc_build *b, int i);
+/* true when the model holds that argument until the next layer returns ("held_until" on the
+ * layer that made it names the layer after this one: the source module's last, its o_proj) */
+bool vc_input_arg_held_next(const vc_build *b, int i);
+/* Keeps t alive at least until the last op emitted so far: a Python reference that
+ * outlives its last use here (unlike vc_release, it never shortens a life). */
+void vc_keep_to_here(vc_build *b, vc_t t);
+/* Keeps t alive until the enclosing block (the Sequential copy this layer is in: a
+ * Hugging Face decoder layer) returns: a local of the block's forward that outlives its
+ * last use (FalconDecoderLayer.forward's attention_layernorm_out). */
+void vc_keep_through_block(vc_build *b, vc_t t);
+/* Keeps t alive at least as long as `owner` (an earlier tensor) is referenced: the locals of a
+ * module's forward, which live until it returns, tied to its argument, which the caller keeps
+ * until then ("held_until" on the layer that made it: LlamaAttention.forward's query_states
+ * until o_proj returns). */
+void vc_keep_with(vc_build *b, vc_t t, vc_t owner);
+/* PEFT's enable_input_require_grads applies (peft_model.py PeftModel.__init__ ->
+ * _prepare_model_for_gradient_checkpointing with gradient checkpointing on; transformers'
+ * modeling_utils.py enable_input_require_grads: a forward hook on get_input_embeddings() doing
+ * output.requires_grad_(True)): training a Hugging Face model with adapters, every decoder layer
+ * checkpointed whole. */
+bool vc_peft_input_grads(const vc_build *b);
+/* Input i is a model input (the token ids), not a layer's output. */
+bool vc_input_is_model_input(const vc_build *b, int i);
 vc_t vc_weight(vc_build *b, int i); /* the layer's i-th parameter */
 vc_t vc_buf(vc_build *b, int i);    /* the layer's i-th buffer */
 bool vc_has_weight(const vc_build *b, int i);
@@ -345,6 +372,10 @@ void vc_op_extra(vc_op *o, vc_numel n, vc_dtype dt);
 void vc_op_extra_grad(vc_op *o, int in, vc_numel n, vc_dtype dt);
 /* Saved for backward: always / only when input `in`'s gradient is needed. */
 void vc_op_save(vc_op *o, vc_t t);
+/* The op's output is a leaf that requires grad though no input does (a forward hook's
+ * output.requires_grad_(True)): the ops that read it record their graph for it. Before
+ * vc_op_out. */
+void vc_op_leaf_grad(vc_op *o);
 void vc_op_save_if(vc_op *o, vc_t t, int in);
 /* Transient allocations inside the forward / backward call. */
 void vc_op_ftemp(vc_op *o, vc_numel n, vc_dtype dt);

@@ -600,12 +600,19 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
  *    new_decoder_architecture (kv_expand): view [B, L, KV, H / KV + 2, D], q = [:, :, :, :-2],
  *    k / v = [:, :, :, [-2]] (new tensors), broadcast_to(q.shape), then flatten(2, 3) of each:
  *    copies of [B, L, H, D] (the strides do not merge), k and v at num_heads heads;
- *  - x.transpose(1, 2).reshape(B, heads, L, D): a copy of each non-contiguous one (a view of
- *    multi_query's one-head k and v);
+ *  - x.transpose(1, 2).reshape(B, heads, L, D): the reshape keeps the transpose's own shape, which
+ *    at::reshape always views (computeStride succeeds for unchanged sizes): no copy, the
+ *    [B, L, heads, D] stride order stays, and with it that of apply_rotary_pos_emb's products
+ *    (TensorIterator), so matmul copies q and k when it folds them to 3-D, as it does v;
  *  - apply_rotary_pos_emb (Llama's), layer_past.update (the cache holds what it is given: H heads
  *    with kv_expand), F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p=0.0, is_causal)
  *    without enable_gqa (the rotary branch applies no attention dropout);
- *  - attn_output.transpose(1, 2).reshape(B, L, H * D), then dense (the caller's Linear). */
+ *  - attn_output.transpose(1, 2).reshape(B, L, H * D), then dense (the caller's Linear).
+ * Lifetimes: fused_qkv (this layer's input) is a local until the forward returns; so are
+ * query_layer / key_layer (apply_rotary_pos_emb's results; their arguments, freed when it
+ * returns) and value_layer (until update rebinds it). The argument, attention_layernorm_out, is
+ * FalconDecoderLayer.forward's local until the decoder layer returns (its MLP and residuals
+ * included), whatever the projection saves. */
 static void falcon_emit(vc_build *b, const ra_cfg *c)
 {
     const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, D = c->D;
@@ -625,24 +632,37 @@ static void falcon_emit(vc_build *b, const ra_cfg *c)
         k = vc__op_fresh(b, "index", qkv, vc_n_sample(L * D));
         v = vc__op_fresh(b, "index", qkv, vc_n_sample(L * D));
     }
-    /* transpose(1, 2).reshape(B, heads, L, D): a copy unless one head */
-    q = vc__op_clone(b, vc__op_view(b, q, vc_numel_of(b, q), false));
-    k = KV > 1 ? vc__op_clone(b, vc__op_view(b, k, vc_numel_of(b, k), false)) : vc__op_view(b, k, vc_numel_of(b, k), true);
-    v = KV > 1 ? vc__op_clone(b, vc__op_view(b, v, vc_numel_of(b, v), false)) : vc__op_view(b, v, vc_numel_of(b, v), true);
+    /* transpose(1, 2).reshape(B, heads, L, D): views */
+    q = vc__op_view(b, q, vc_numel_of(b, q), false);
+    k = vc__op_view(b, k, vc_numel_of(b, k), KV == 1);
+    v = vc__op_view(b, v, vc_numel_of(b, v), KV == 1);
     if (c->R > 0) {
+        vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply(b, q, cs, H, L, D, c->R);
         k = rope_apply(b, k, cs, KV, L, D, c->R);
+        vc_release(b, q0);
+        vc_release(b, k0);
     }
-    vc_sdpa_args a = {H, KV, L, L, D, false, false, false, c->causal, 0.0, 0, true};
+    const vc_t qs = q, ks = k, vs = v;
+    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, 0.0, 0, true};
     /* vLLM's FalconAttention (vllm/model_executor/models/falcon.py) pages num_kv_heads (kv_expand:
      * the projection's c->KV) of K and V per token, not the broadcast heads transformers caches */
     bool cached = c->kv_expand ? vc_kv_update_paged(b, 2 * c->KV * D, &k, &v, &a.S) : vc_kv_update(b, 0, &k, &v, &a.S);
-    if (cached) a.causal = c->causal && L > 1; /* is_causal: query_length > 1, no mask */
+    if (cached) {
+        a.k_blhd = a.v_blhd = false; /* the cache's contiguous [B, heads, S, D] states */
+        a.causal = c->causal && L > 1; /* is_causal: query_length > 1, no mask */
+    }
     bool blhd = false;
     vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd); /* transpose(1, 2).reshape: a copy unless [B, L, H, D] storage */
     o = vc__op_contiguous(b, o);
     vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
+    vc_keep_to_here(b, qs); /* the forward's locals, until it returns */
+    if (!cached) {
+        vc_keep_to_here(b, ks);
+        vc_keep_to_here(b, vs);
+    }
+    vc_keep_through_block(b, vc_input_arg(b, 0));
     vc_kv_end(b);
 }
 
@@ -808,21 +828,25 @@ static void ra_emit(vc_build *b, const void *p)
         k = vc_input(b, 1);
         v = vc_input(b, 2);
     }
-    /* With q/k norms the projections' outputs are no arguments of the module but
-     * temporaries and locals of its forward (modeling_qwen3.py Qwen3Attention.forward,
-     * modeling_olmo2.py Olmo2Attention.forward @000c33fd): q_proj(x) is q_norm's argument,
-     * alive until the norm returns; query_states (the norm's result) until
-     * apply_rotary_pos_emb's results rebind it, and those until the forward returns;
-     * key_states and value_states until past_key_values.update's results rebind them,
-     * else the return. What autograd saves stays for backward as ever. Without the
-     * norms the projections stay held as the module's inputs: LlamaAttention's are
-     * locals too, freed once apply_rotary_pos_emb rebinds them, but modelling that alone
-     * leaves its other lifetimes short (the module's hidden_states argument, freed here
-     * after v_proj), which the measured llama, qwen2 and mixtral cases show. */
-    const bool l4 = c->rope_style == 2 || c->l2_qk || c->temp; /* Llama4TextAttention: the projections are locals */
-    const bool locals = (c->qk_norm && !c->fused) || l4;
+    /* LlamaAttention.forward (modeling_llama.py @5dd4a63; Qwen3Attention, Olmo2Attention,
+     * Qwen3NextAttention @000c33fd / @7515843b alike) from its argument to its return:
+     *  - hidden_states, the module's argument (q_proj(hidden_states) reads it; the decoder
+     *    layer's local of the same name until the call returns), alive until the forward
+     *    returns, whatever its projections save: held here to the end;
+     *  - separate projections: q_proj(x) / k_proj(x) (with q/k norms, q_norm's argument, its
+     *    result in their place) are no arguments of the module but locals, rebound to
+     *    apply_rotary_pos_emb's results when it returns (freed then, as autograd saves
+     *    nothing of them); value_states until past_key_values.update's results rebind it,
+     *    else the return;
+     *  - a fused projection (GPTNeoXAttention's qkv, Phi3Attention's qkv): a local until
+     *    the return, q/k/v its views: held as the input;
+     *  - apply_rotary_pos_emb's results (query_states, key_states), until the return (the
+     *    key until update rebinds it).
+     * What autograd saves stays for backward as ever. */
+    const bool locals = !c->fused;
     if (locals)
         for (int i = 0; i < 3; i++) vc_input_unheld(b, i);
+    const vc_t arg = vc_input_arg(b, 0);
     vc_t gate = -1;
     if (c->output_gate) { /* modeling_qwen3_next.py @7515843b Qwen3NextAttention.forward: query_states, gate =
                            * torch.chunk(q_proj(x).view(..., -1, head_dim * 2), 2, dim=-1) (strided views);
@@ -844,11 +868,16 @@ static void ra_emit(vc_build *b, const void *p)
     q = vc__op_view(b, q, vc_numel_of(b, q), false);
     k = vc__op_view(b, k, vc_numel_of(b, k), false);
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
-    if (c->R > 0 && c->rope_style == 2) { /* Llama4TextAttention: apply_rotary_emb */
+    if (c->R > 0 && c->rope_style == 2) { /* Llama4TextAttention: apply_rotary_emb (frees its arguments, rebound) */
         llama4_rope(b, &q, &k, cs, H, KV, L, D);
     } else if (c->R > 0 && c->rope_style == 1) { /* GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb */
+        vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply_half(b, q, cs, H, L, D);
         k = rope_apply_half(b, k, cs, KV, L, D);
+        if (locals) {
+            vc_release(b, q0);
+            vc_release(b, k0);
+        }
     } else if (c->R > 0) { /* the products keep q's [B, L, H, D] stride order (TensorIterator) */
         vc_t q0 = q, k0 = k; /* apply_rotary_pos_emb's arguments, until it returns */
         q = rope_apply(b, q, cs, H, L, D, c->R);
@@ -882,7 +911,11 @@ static void ra_emit(vc_build *b, const void *p)
      * where HF's sdpa path also runs is_causal without a mask. Longer
      * sequences get an explicit mask in HF; that path is not modelled (the
      * estimate is the causal one). */
-    vc_sdpa_args a = {H, KV, L, L, D, true, true, true, c->causal, c->dropout, 0, false};
+    /* partial rotary: apply_rotary_pos_emb's last torch.cat((q_embed, q_pass), dim=-1) makes a
+     * contiguous [B, heads, L, D] tensor (cat's output takes the default memory format), which
+     * matmul folds to 3-D without a copy; the full rotation's sum keeps [B, L, heads, D] strides */
+    const bool cat_rope = c->R > 0 && c->R < c->D && c->rope_style == 0;
+    vc_sdpa_args a = {H, KV, L, L, D, !cat_rope, !cat_rope, true, c->causal, c->dropout, 0, false};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
     bool cached = c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
@@ -973,10 +1006,17 @@ static void ra_emit(vc_build *b, const void *p)
     vc_set_output(b, o);
     if (bmask >= 0) vc_release(b, bmask);
     if (scales >= 0) vc_release(b, scales);
-    if (locals) vc_release(b, qs); /* the forward's locals, until it returns */
-    if (locals && !cached) {
-        vc_release(b, ks);
-        vc_release(b, vs);
+    /* the forward's locals, until it returns: with its argument where the caller holds that to
+     * the next layer, the module's output projection ("held_until" on the norm that made it) */
+    const vc_t owner = vc_input_arg_held_next(b, 0) ? arg : -1;
+    vc_keep_to_here(b, arg);
+    vc_keep_to_here(b, qs);
+    vc_keep_with(b, qs, owner);
+    if (!cached) {
+        vc_keep_to_here(b, ks);
+        vc_keep_to_here(b, vs);
+        vc_keep_with(b, ks, owner);
+        vc_keep_with(b, vs, owner);
     }
     vc_kv_end(b);
 }

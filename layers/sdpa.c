@@ -424,7 +424,13 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
     vc_t x[3] = {q, k, v};
     int *lay[3] = {&g.lq, &g.lk, &g.lv};
     bool *fold[3] = {&g.fold_q, &g.fold_k, &g.fold_v};
-    for (int i = 0; i < 3; i++) *fold[i] = *lay[i] != LAY_BHLD || !vc_contiguous(b, x[i]);
+    /* at::matmul reshapes [B, heads, ., .] to [B * heads, ., .]: a view when B and heads merge
+     * (stride[B] == heads * stride[heads], or either of size 1: one sample, one head), else a copy */
+    for (int i = 0; i < 3; i++) {
+        int64_t sz[4] = {g.N, i == 0 ? g.H : g.Hkv, i == 0 ? g.L : g.S, i == 2 ? g.Dv : g.D};
+        bool one = sz[DB] == 1 || sz[DH] == 1;
+        *fold[i] = *lay[i] != LAY_BHLD ? !lay_merge(*lay[i], sz, DB, DH) : !vc_contiguous(b, x[i]) && !one;
+    }
     if (g.gqa_inside || g.gqa_bcast) g.fold_k = g.fold_v = false; /* the repeats are new [B, H, S, D] tensors */
     vc_t y = vc_sdpa_run(b, q, k, v, &g);
     *out_blhd = g.lout == LAY_BLHD;

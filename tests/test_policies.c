@@ -107,6 +107,14 @@ static void test_first_step(void **state)
     assert_int_equal(f.memory.peak_allocated, a.memory.peak_allocated);
     assert_int_equal(f.peak.optimizer_states, 16777216);
     assert_true(f.memory.reserved >= f.memory.peak_allocated);
+    /* the flag adds memory.first_step and leaves the steady figures as they are; here the peak
+     * is in step() either way (the state made first, then the update's temporaries) */
+    assert_int_equal(a.memory.first_step.computed, 0);
+    assert_int_equal(f.memory.first_step.computed, 1);
+    assert_int_equal(f.memory.reserved, a.memory.reserved);
+    assert_int_equal(f.memory.total, a.memory.total);
+    assert_int_equal(f.memory.first_step.peak_allocated, a.memory.peak_allocated);
+    assert_true(f.memory.first_step.reserved >= f.memory.first_step.peak_allocated);
     vc_result_free(&a);
     vc_result_free(&f);
     /* with the step in backward too: the same peak as the steady in-backward one */
@@ -115,6 +123,44 @@ static void test_first_step(void **state)
     assert_int_equal(f.memory.peak_allocated, a.memory.peak_allocated);
     vc_result_free(&a);
     vc_result_free(&f);
+}
+
+/* --first-step where the first step differs: SmolLM3-3B (tests/data/hf/smollm3-3b.json), bf16,
+ * AdamW, 2,048 tokens. The steady step peaks in backward with the 11.5 GiB of state alive;
+ * the first step's forward and backward run without it, so its peak is its step()'s, where the
+ * state is made: the steady step's optimizer phase (weights, gradients, states and the
+ * update's temporaries; no activations), the peak of the same step with --grad-ckpt, whose
+ * steady peak is there. Its reserve over two steps is above the steady one: the state lands in
+ * the blocks the first backward freed and the second forward needs segments of its own. */
+static void test_first_step_differs(void **state)
+{
+    (void)state;
+    vc_result r[3];
+    for (int i = 0; i < 3; i++) {
+        vc_hf_options hf;
+        vc_hf_options_init(&hf);
+        hf.seq = 2048;
+        hf.checkpoint = i == 2;
+        vc_options o;
+        vc_options_init(&o);
+        o.precision = VC_PREC_BF16;
+        o.optim = VC_OPTIM_ADAMW;
+        o.first_step = i == 1;
+        vc_error err;
+        vc_model *m = NULL;
+        if (vc_model_load_file_hf(VC_TEST_DATA "/hf/smollm3-3b.json", &hf, &m, &err) || vc_estimate(m, &o, &r[i], &err))
+            fail_msg("%s", err.msg);
+        vc_model_free(m);
+    }
+    assert_int_equal(r[1].memory.peak_allocated, r[0].memory.peak_allocated);
+    assert_int_equal(r[1].memory.reserved, r[0].memory.reserved);
+    assert_int_equal(r[0].peak.phase, VC_PHASE_BACKWARD);
+    assert_int_equal(r[2].peak.phase, VC_PHASE_OPTIMIZER);
+    assert_int_equal(r[1].memory.first_step.peak_allocated, r[2].memory.peak_allocated);
+    assert_true(r[1].memory.first_step.peak_allocated < r[1].memory.peak_allocated);
+    assert_true(r[1].memory.first_step.reserved > r[1].memory.reserved);
+    assert_int_equal(r[1].memory.first_step.total, r[1].memory.first_step.reserved + r[1].memory.cuda_context);
+    for (int i = 0; i < 3; i++) vc_result_free(&r[i]);
 }
 
 /* Refused, naming the option: accumulation with the step in backward (torchtune's recipes
@@ -322,7 +368,7 @@ static void test_offload_measured(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_in_bwd_sgd), cmocka_unit_test(test_in_bwd_adam), cmocka_unit_test(test_first_step),
+        cmocka_unit_test(test_in_bwd_sgd), cmocka_unit_test(test_in_bwd_adam), cmocka_unit_test(test_first_step), cmocka_unit_test(test_first_step_differs),
         cmocka_unit_test(test_refusals), cmocka_unit_test(test_every), cmocka_unit_test(test_in_bwd_measured),
         cmocka_unit_test(test_ops_policy), cmocka_unit_test(test_ops_measured),
         cmocka_unit_test(test_offload), cmocka_unit_test(test_offload_measured),

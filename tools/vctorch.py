@@ -1368,7 +1368,7 @@ _KINDS["Matmul"] = (lambda kw, c: _Matmul(stock=(c != "2x"), **kw), 2, set())
 _KINDS["ScaledDotProductAttention"] = (lambda kw, c: _SDPA(stock=(c != "2x"), **kw), 3, set())
 _KINDS["Parameter"] = (lambda kw, c: _Param(**kw), 0, set())
 
-_GRAPH_KEYS = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "module"}
+_GRAPH_KEYS = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "module", "held_until"}
 
 
 def _check_dims(kind, kw, path):

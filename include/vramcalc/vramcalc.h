@@ -508,11 +508,12 @@ typedef struct {
      * gradient is stepped on and freed as soon as AccumulateGrad has made it; 0, one
      * optimizer.step() after backward */
     int optim_in_bwd;
-    /* --first-step (docs/llm.md): 1, the run's first step and the one after it: the optimizer's
-     * state made lazily inside the first step() (torch/optim's _init_group: zeros_like(p) on the
-     * first call), so the caching allocator places it among the blocks the first step's
-     * activations left; the peak and the reserve over both steps; 0, the steady state alone
-     * (the state made before the step) */
+    /* --first-step (docs/llm.md): 1, vc_estimate also simulates the run's first step and the one
+     * after it (vc_memory.first_step): the optimizer's state made lazily inside the first step()
+     * (torch/optim's _init_group: zeros_like(p) on the first call), so the caching allocator
+     * places it among the blocks the first step's activations left. The result's other figures
+     * are the steady state's (the state made before the step) either way; --max-batch and
+     * --sweep search on those. */
     int first_step;
     /* --grad-ckpt-ops (docs/llm.md): 1, every checkpointed region runs torchtitan's op-level
      * selective activation checkpointing (SelectiveAC / _apply_op_sac): the outputs of its mm
@@ -671,6 +672,17 @@ typedef struct {
         int64_t eager_activations, eager_peak_allocated, eager_reserved, eager_total;
         int64_t saved_eager, saved_compiled;
     } compile;
+    /* --first-step (docs/llm.md): the run's first steps, where torch.optim makes the optimizer
+     * state inside the first step() (after backward, among the blocks the activations left).
+     * computed: 1 when asked (training with an optimizer that steps); peak_allocated: the first
+     * step's max_memory_allocated() (its forward and backward run without the state);
+     * reserved: max_memory_reserved() over the first two steps (the next forward's segments on
+     * top of the state's); total: reserved + cuda_context. The figures above stay the steady
+     * state's (the state made before the step, as on a resumed run) with or without it. */
+    struct {
+        int computed;
+        int64_t peak_allocated, reserved, total;
+    } first_step;
 } vc_memory;
 #define VC_CUDNN_NONE 0
 #define VC_CUDNN_BOUND 1

@@ -530,6 +530,19 @@ static void compile_rows(FILE *f, const vc_report *rep, const vc_memory *m)
     if (m->compile.reorder) fputs("  (the reordering is on at this --torch release: the figures are its upper end)\n", f);
 }
 
+/* --first-step: the run's first steps beside the steady figures above, where they differ */
+static void first_step_rows(FILE *f, const vc_report *rep, const vc_memory *m)
+{
+    const vc_term *t = &rep->term;
+    if (!m->first_step.computed) return;
+    if (m->first_step.peak_allocated != m->peak_allocated)
+        row(f, t, "  first step peak", m->first_step.peak_allocated, "(state made in step())");
+    if (m->first_step.total != m->total)
+        row(f, t, "  two-step total", m->first_step.total, "(reserve of steps 1-2)");
+    if (m->first_step.peak_allocated == m->peak_allocated && m->first_step.total == m->total)
+        fprintf(f, "  %-18s (--first-step: the first two steps' peak and total are the same)\n", "");
+}
+
 void report_table(FILE *f, const vc_report *rep)
 {
     const vc_options *o = rep->opts;
@@ -574,6 +587,7 @@ void report_table(FILE *f, const vc_report *rep)
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
     row(f, t, "total", m->total, "(reserved + context)");
+    first_step_rows(f, rep, m);
     cudnn_rows(f, rep, m);
     compile_rows(f, rep, m);
     nccl_row(f, rep);
@@ -717,6 +731,14 @@ static void json_compile(FILE *f, const vc_memory *m)
     fputc('}', f);
 }
 
+/* --first-step: the run's first steps (src/engine/estimate.c vc__first_step); the figures beside it are the steady step's */
+static void json_first_step(FILE *f, const vc_memory *m)
+{
+    if (!m->first_step.computed) return;
+    fprintf(f, ", \"first_step\": {\"peak_allocated\": %" PRId64 ", \"reserved\": %" PRId64 ", \"total\": %" PRId64 "}",
+            m->first_step.peak_allocated, m->first_step.reserved, m->first_step.total);
+}
+
 static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
 {
     fprintf(f, "{\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
@@ -728,6 +750,7 @@ static void json_memory(FILE *f, const vc_options *o, const vc_memory *m)
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
     json_compile(f, m);
+    json_first_step(f, m);
     fputc('}', f);
 }
 
@@ -838,6 +861,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     if (m->optimizer_states_paged) fprintf(f, ", \"optimizer_states_paged\": %" PRId64, m->optimizer_states_paged);
     json_cudnn(f, o, m);
     json_compile(f, m);
+    json_first_step(f, m);
     vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
     vc_nccl_per_gpu(o, &n);
     if (n.communicators)

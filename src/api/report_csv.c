@@ -114,6 +114,17 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell_i(c, "memory.cudnn.reserved_high", none ? m->reserved : m->cudnn.reserved_high);
         cell_i(c, "memory.cudnn.total_high", none ? m->total : m->cudnn.total_high);
     }
+    /* --first-step: the JSON's memory.first_step when computed; empty cells when --columns names
+     * them and it was not */
+    if (m->first_step.computed) {
+        cell_i(c, "memory.first_step.peak_allocated", m->first_step.peak_allocated);
+        cell_i(c, "memory.first_step.reserved", m->first_step.reserved);
+        cell_i(c, "memory.first_step.total", m->first_step.total);
+    } else if (rep->columns && strstr(rep->columns, "memory.first_step.")) {
+        cell(c, "memory.first_step.peak_allocated", "%s", "");
+        cell(c, "memory.first_step.reserved", "%s", "");
+        cell(c, "memory.first_step.total", "%s", "");
+    }
     vc_nccl_info nc; /* src/engine/nccl.c: the JSON's memory.nccl */
     vc_nccl_per_gpu(o, &nc);
     if (nc.communicators) {

@@ -511,12 +511,16 @@ static int build_liveness(vc_build *b)
         if (t->persistent || (int32_t)i == b->loss_t || (int32_t)i == b->held_out_t) { last[i] = rlast[i] = -1; continue; }
         if (t->release > last[i]) last[i] = t->release;
         if (t->held && t->release < 0) last[i] = end;
+        /* vc_keep_with: alive as long as its owner (an earlier tensor, its life final by now) */
+        int32_t wl = t->with >= 0 ? last[t->with] : -1;
+        if (wl > last[i]) last[i] = wl;
         t->last = last[i];
         /* recompute replays a region up to its last saving op: tensors made
          * later are never recomputed, earlier ones are dropped by then */
         int r = t->op >= 0 ? b->op[t->op].region : -1;
         /* an explicit release (a C++ local, a Python variable) holds in the recompute too */
         if (r >= 0 && t->release > rlast[i] && b->op[t->release].region == r) rlast[i] = t->release;
+        if (r >= 0 && wl > rlast[i] && b->op[wl].region == r) rlast[i] = wl;
         if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
         else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }
@@ -1138,10 +1142,10 @@ void vc__execute(vc_build *b)
         b->layout->flat(b);
         if (b->st) return;
     }
-    /* --first-step: the first step, its optimizer state made by step(), then a
-     * steady one (state.c lazy_states) */
-    b->lazy_pass = b->o.first_step && b->train && b->optim->steps;
-    int nsteps = b->lazy_pass ? 2 : 1;
+    /* --first-step (vc__plan_build_first_step): the first step, its optimizer state made by
+     * step() (state.c lazy_states), then with 2 a steady one; otherwise the steady step alone */
+    b->lazy_pass = b->first_steps > 0 && b->train && b->optim->steps;
+    int nsteps = b->lazy_pass ? b->first_steps : 1;
     vc__persistent(b);
     for (int step = 0; step < nsteps && !b->st; step++) {
         if (step) reset_run(b);

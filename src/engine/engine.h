@@ -20,6 +20,13 @@ typedef enum { CAT_WEIGHT, CAT_GRAD, CAT_OPT, CAT_ACT, CAT_TEMP, CAT_WS, CAT__N 
 typedef struct vc_build vc_plan;
 
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err);
+/* --first-step (estimate.c): the plan of the run's first `steps` steps (1: the first alone, 2: it
+ * and the next), the optimizer state made lazily by the first step(); vc_plan_build's is the
+ * steady step, the state made before it. */
+vc_status vc__plan_build_first_step(const vc_model *m, const vc_options *o, int steps, vc_plan **out, vc_error *err);
+/* --first-step: r->memory.first_step (the run's first step, the first two steps' reserve) from plans
+ * of their own, when o asks for it in training with an optimizer that steps; else nothing. */
+vc_status vc__first_step(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err);
 void vc_plan_free(vc_plan *p);
 
 /* The batches the plan holds for, lo <= batch <= hi (hi INT64_MAX: no upper

@@ -60,6 +60,30 @@ vc_status vc__cudnn_interval(const vc_model *m, const vc_options *o, bool conv, 
     return VC_OK;
 }
 
+/* --first-step: the run's first step (its peak allocated) and the first two steps (their
+ * reserve), each a plan of its own (vc__plan_build_first_step); the result's other figures
+ * are the steady step's. */
+vc_status vc__first_step(const vc_model *m, const vc_options *o, vc_result *r, vc_error *err)
+{
+    vc_memory *mm = &r->memory;
+    if (!o->first_step || o->mode != VC_MODE_TRAIN || !vc_optim_row_get(o->optim)->steps) return VC_OK;
+    for (int steps = 1; steps <= 2; steps++) {
+        vc_plan *p = NULL;
+        vc_status st = vc__plan_build_first_step(m, o, steps, &p, err);
+        if (st) return st;
+        vc_sim s;
+        st = vc_plan_simulate(p, o->batch, &s, NULL, err);
+        vc_plan_free(p);
+        if (st) return st;
+        if (steps == 1) mm->first_step.peak_allocated = s.peak;
+        else mm->first_step.reserved = s.reserved;
+    }
+    if (__builtin_add_overflow(mm->first_step.reserved, mm->cuda_context, &mm->first_step.total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    mm->first_step.computed = 1;
+    return VC_OK;
+}
+
 /* A simulation's figures as a result (everything but cuda_context and
  * total); the per-layer table too when inst_act is given. Shared by
  * vc_estimate and the estimator (sweep.c). */
@@ -188,6 +212,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     if (st) return st;
     memcpy(r->attention, note, sizeof note);
     if ((st = finish(r, o, uses, err))) return st;
+    if ((st = vc__first_step(m, o, r, err))) return st;
     if ((st = vc__cudnn_interval(m, o, conv, r, err))) return st;
     return vc__compile_eager(m, o, saved, r, err);
 }

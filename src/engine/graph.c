@@ -93,7 +93,7 @@ int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt)
     t->n = n;
     t->dt = (uint8_t)resolve(b, dt);
     t->contig = true;
-    t->op = t->base = t->param = t->release = t->last = -1;
+    t->op = t->base = t->param = t->release = t->last = t->with = -1;
     t->stor = t->grad = -1;
     return (int32_t)b->nt++;
 }
@@ -126,6 +126,47 @@ void vc_refuse(vc_build *b, const char *opt, const char *fmt, ...)
     va_end(ap);
 }
 
+void vc_keep_to_here(vc_build *b, vc_t t)
+{
+    if (t >= 0 && !b->t[t].held) vc__extend_life(b, t);
+}
+void vc_keep_through_block(vc_build *b, vc_t t)
+{
+    const vc_model *m = b->m;
+    const char *p = m->inst[b->cur_inst].path, *dot = strrchr(p, '.');
+    size_t j = (size_t)b->cur_inst, n = dot ? (size_t)(dot - p) + 1 : 0;
+    /* the instances of the enclosing block copy share its path ("layers[2][1].") */
+    while (n && j + 1 < m->ninst && !strncmp(m->inst[j + 1].path, p, n)) j++;
+    if (!n || j == (size_t)b->cur_inst || b->nblk_keep == (int)(sizeof b->blk_keep / sizeof *b->blk_keep)) {
+        vc_keep_to_here(b, t);
+        return;
+    }
+    b->blk_keep[b->nblk_keep] = t;
+    b->blk_keep_at[b->nblk_keep++] = (int32_t)j;
+}
+void vc_keep_with(vc_build *b, vc_t t, vc_t owner)
+{
+    if (t >= 0 && owner >= 0 && owner < t && !b->t[t].held) b->t[t].with = owner;
+}
+bool vc_input_arg_held_next(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    if (i < 0 || i >= in->nin) return false;
+    int p = b->m->val[in->in[i]].producer;
+    if (p < 0 || b->m->inst[p].nin < 1) return false;
+    int v = b->m->inst[p].in[0];
+    for (size_t k = 0; k < b->m->nhold && !b->gen.profile; k++)
+        if (b->m->hold_val[k] == v && b->m->hold_last[k] == b->cur_inst + 1) return true;
+    return false;
+}
+vc_t vc_input_arg(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    if (i < 0 || i >= in->nin) return -1;
+    int p = b->m->val[in->in[i]].producer;
+    if (p < 0 || b->m->inst[p].nin < 1) return -1;
+    return b->val_t[b->m->inst[p].in[0]];
+}
 vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 vc_t vc_forward_local2(const vc_build *b) { return b->fwd_local2; }
@@ -447,6 +488,24 @@ void vc_op_save_if(vc_op *o, vc_t t, int in)
     it->in = (int16_t)in;
 }
 void vc_op_save(vc_op *o, vc_t t) { vc_op_save_if(o, t, -1); }
+
+void vc_op_leaf_grad(vc_op *o)
+{
+    if (live_op(o) && o->b->train) o->b->op[o->idx].rg = true;
+}
+
+bool vc_peft_input_grads(const vc_build *b)
+{
+    const vc_model *m = b->m;
+    return b->train && (m->nlora > 0 || m->nsaved > 0) && m->nregions > 0 && m->hf.ckpt_every <= 1 && !b->o.ckpt_ops &&
+           (m->gen_json || m->hf_part);
+}
+
+bool vc_input_is_model_input(const vc_build *b, int i)
+{
+    const vc_inst *in = cur(b);
+    return i >= 0 && i < in->nin && b->m->val[in->in[i]].producer < 0;
+}
 
 void vc_op_gemm(vc_op *o)
 {

@@ -11,17 +11,22 @@
 #include "util.h"
 
 static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
-                       vc_plan **out, vc_error *err);
+                       int first_steps, vc_plan **out, vc_error *err);
 
 vc_status vc_plan_build(const vc_model *m, const vc_options *o, vc_plan **out, vc_error *err)
 {
-    return build(m, o, vc_layout_row_get(o), NULL, out, err);
+    return build(m, o, vc_layout_row_get(o), NULL, 0, out, err);
+}
+
+vc_status vc__plan_build_first_step(const vc_model *m, const vc_options *o, int steps, vc_plan **out, vc_error *err)
+{
+    return build(m, o, vc_layout_row_get(o), NULL, steps, out, err);
 }
 
 vc_status vc__plan_build_layout(const vc_model *m, const vc_options *o, const vc_layout_row *layout, vc_plan **out,
                                 vc_error *err)
 {
-    return build(m, o, layout, NULL, out, err);
+    return build(m, o, layout, NULL, 0, out, err);
 }
 
 vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t tokens, int64_t rows, vc_plan **out,
@@ -34,7 +39,7 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
     g.head_rows = rows;
     vc_options t = *o;
     t.mode = VC_MODE_INFER;
-    return build(m, &t, vc_layout_row_get(&t), &g, out, err);
+    return build(m, &t, vc_layout_row_get(&t), &g, 0, out, err);
 }
 
 static void cast_inputs(vc_build *b);
@@ -99,7 +104,7 @@ static void cast_inputs(vc_build *b)
 
 /* A plan; profile: vLLM's profiling run (serve.c) instead of o's mode. */
 static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_row *layout, const vc_gen *profile,
-                       vc_plan **out, vc_error *err)
+                       int first_steps, vc_plan **out, vc_error *err)
 {
     vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
     if (!qst) qst = vc__tp_check(m, o, err);    /* the tensor-parallel split it was loaded with (src/hf/hf_tp.c) */
@@ -109,6 +114,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
     b->m = m;
     b->o = *o;
+    b->first_steps = first_steps;
     b->batch = o->batch;
     b->blo = 1;
     b->bhi = VC_BATCH_ANY;
@@ -217,6 +223,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
 void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
 {
     const vc_model *m = b->m;
+    b->nblk_keep = 0;
     for (size_t i = i0; i < i1 && !b->st; i++) {
         const vc_inst *in = &m->inst[i];
         b->cur_inst = (int)i;
@@ -240,6 +247,10 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
             if (!(k < 32 && (b->unheld >> k & 1u))) vc__extend_life(b, b->val_t[in->in[k]]);
         for (size_t k = 0; k < m->nblk; k++)
             if (m->blk_last[k] == (int)i) vc__extend_life(b, b->val_t[m->blk_val[k]]);
+        for (size_t k = 0; k < m->nhold && !b->gen.profile; k++) /* "held_until" (model.h) */
+            if (m->hold_last[k] == (int)i) vc__extend_life(b, b->val_t[m->hold_val[k]]);
+        for (int k = 0; k < b->nblk_keep; k++) /* vc_keep_through_block: a local of the block's forward */
+            if (b->blk_keep_at[k] == (int)i) vc_keep_to_here(b, b->blk_keep[k]);
     }
 }
 

@@ -46,6 +46,7 @@ typedef struct {
     int32_t base;    /* tensor whose storage this view shares, -1 none */
     int32_t param;   /* parameter index, -1 */
     int32_t release; /* explicit release point (vc_release), -1 */
+    int32_t with;    /* vc_keep_with: an earlier tensor whose Python reference this one outlives not, -1 */
     int32_t last;    /* liveness: op after which the reference is dropped */
     int32_t stor, grad;
 } tens_t;
@@ -288,6 +289,7 @@ struct vc_build {
     int64_t blo, bhi;             /* the batches this plan is valid for (vc_batch_range): [1, INT64_MAX] unless a layer narrowed it */
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
     bool lazy_pass;               /* --first-step: the first step runs, the optimizer state is not made yet */
+    int first_steps;              /* vc__plan_build_first_step: the run's first steps simulated (1 or 2), 0: the steady step */
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;
@@ -342,6 +344,8 @@ struct vc_build {
     int32_t fwd_local2; /* vc_forward_local2: a second one (ModernBERT's sliding-window mask), -1 */
     int32_t fwd_keep[8]; /* vc_keep_forward: more tensors kept until the forward returns */
     int nfwd_keep;
+    int32_t blk_keep[16], blk_keep_at[16]; /* vc_keep_through_block: kept until instance blk_keep_at[i] returns */
+    int nblk_keep;
     /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the
      * first npp_first are the first micro-batch's */

@@ -278,6 +278,7 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */
     vc_options o = e->o; /* cuDNN's workspace interval (src/engine/cudnn.c) */
     o.batch = batch;
+    if ((st = vc__first_step(e->m, &o, r, err))) return st; /* --first-step: the run's first steps too */
     if ((st = vc__cudnn_interval(e->m, &o, vc__plan_has_conv(e->plan), r, err))) return st;
     int64_t saved[2]; /* --compile: the eager step beside it (src/engine/compile.c) */
     vc__plan_compile_saved(e->plan, &saved[0], &saved[1]);

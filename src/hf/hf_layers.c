@@ -77,7 +77,7 @@ static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64
     return o;
 }
 
-static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
+static cJSON *rmsnorm(wr *w, const arch *a, const char *name, const char *in)
 {
     cJSON *o = add_layer(w, "HFRMSNorm", name);
     if (in) ins(w, o, in, NULL, NULL, NULL);
@@ -85,6 +85,7 @@ static void rmsnorm(wr *w, const arch *a, const char *name, const char *in)
     num(w, o, "eps", a->eps);
     if (a->f->norm == NORM_RMS_GEMMA) str(w, o, "variant", "gemma");
     if (a->f->norm == NORM_RMS_F32) str(w, o, "variant", "gpt_oss");
+    return o;
 }
 
 static void layernorm(wr *w, const arch *a, const char *name, const char *in)
@@ -309,7 +310,12 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     const char *rope = vc__hf_layer_rope(a, i) ? "model.rotary_emb" : NULL;
     if (rope && a->f->local_rope && vc__hf_layer_window(a, i) > 0) rope = "model.rotary_emb_local"; /* Gemma3: rope_local_base_freq */
     const char *in = post ? "input" : "input_layernorm"; /* what the projections read */
-    if (!post) rmsnorm(w, a, "input_layernorm", NULL);
+    /* LlamaDecoderLayer.forward: hidden_states = self.input_layernorm(hidden_states), then
+     * self.self_attn(hidden_states=hidden_states, ...): the normed tensor is the attention's
+     * argument and the layer's local until the attention returns, its output projection (o_proj,
+     * linear_attn's out_proj) the last layer of it here */
+    cJSON *ln = post ? NULL : rmsnorm(w, a, "input_layernorm", NULL);
+    if (ln) str(w, ln, "held_until", vc__hf_layer_linear(a, i) ? "linear_attn.out_proj" : "self_attn.o_proj");
     if (vc__hf_layer_linear(a, i)) {
         linear_attn(w, a, in);
     } else if (a->f->attn == ATTN_MLA) {
@@ -333,8 +339,11 @@ static void decoder_layer(wr *w, const arch *a, int64_t i)
     dropout(w, "resid_attn_dropout", a->p_resid);
     residual_add(w, a, "attn_residual", "input", "attn_residual_multiplier");
     const char *norm = g2 ? "pre_feedforward_layernorm" : post ? "attn_residual" : "post_attention_layernorm";
-    if (!post) rmsnorm(w, a, norm, NULL);
+    /* the MLP's argument (LlamaMLP.forward's x, the decoder layer's hidden_states) until it
+     * returns: down_proj, after up_proj, its last reader (a MoE block is one layer here) */
     const bool l4 = a->f->moe == MOE_LLAMA4; /* Llama4TextDecoderLayer.feed_forward */
+    cJSON *mn = post ? NULL : rmsnorm(w, a, norm, NULL);
+    if (mn && !layer_is_moe(a, i)) str(w, mn, "held_until", l4 ? "feed_forward.down_proj" : "mlp.down_proj");
     if (layer_is_moe(a, i) && l4) {
         /* Llama4TextMoe: router (Llama4Router), experts (Llama4TextExperts: stacked, torch.bmm over every
          * expert), shared_expert (Llama4TextMLP of intermediate_size) */

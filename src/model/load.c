@@ -200,6 +200,18 @@ static vc_status hold_block_input(loader *L, int val, const char *path)
     return VC_OK;
 }
 
+/* "held_until": value `val` stays alive through instance `last`. */
+static vc_status hold_value(loader *L, int val, int last, const char *path)
+{
+    vc_model *m = L->m;
+    if (GROWV(m->hold_val, m->nhold, m->cap_hold)) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
+    m->hold_last = vc__realloc_or_free(m->hold_last, m->cap_hold * sizeof *m->hold_last);
+    if (!m->hold_last) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
+    m->hold_val[m->nhold] = val;
+    m->hold_last[m->nhold++] = last;
+    return VC_OK;
+}
+
 static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, const char *iprefix,
                             const scope *parent, int input, int depth, bool frozen, int region, int *out);
 
@@ -219,8 +231,9 @@ static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, con
     return VC_OK;
 }
 
-static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module", NULL};
-#define NCOMMON 8
+static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module",
+                                          "held_until", NULL};
+#define NCOMMON 9
 
 static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
 {
@@ -584,6 +597,25 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
         vc_cat_index(jp, sizeof jp, path, "", i);
         vc_cat_index(ip, sizeof ip, iprefix, iprefix[0] ? ".layers" : "layers", i);
         st = load_item(L, &S, item, i, jp, ip, depth, frozen, region);
+    }
+    /* "held_until": "name": the layer's output stays referenced until that later layer returns
+     * (a Python variable: LlamaDecoderLayer.forward's hidden_states, the attention's argument,
+     * until self_attn returns, o_proj its last layer here) */
+    i = 0;
+    for (const cJSON *item = arr->child; item && !st; item = item->next, i++) {
+        const cJSON *h = cJSON_IsObject(item) ? cJSON_GetObjectItemCaseSensitive(item, "held_until") : NULL;
+        if (!h) continue;
+        char jp[300], p[300], got[80];
+        vc_cat_index(jp, sizeof jp, path, "", i);
+        vc__join(p, sizeof p, jp, "held_until");
+        const name_entry *e = cJSON_IsString(h) ? vc__scope_lookup(&S, h->valuestring) : NULL;
+        int prod = L->m->val[S.pos[i]].producer;
+        if (!e || e->seq || e->inst < 0 || e->inst <= prod) {
+            vc__describe(h, got, sizeof got);
+            st = vc__fail(L, VC_ERR_MODEL, p, "expected the name of a later layer (not a Sequential), got %s", got);
+        } else {
+            st = hold_value(L, S.pos[i], e->inst, p);
+        }
     }
     if (!st) *out = S.pos[n - 1];
     free(S.pos);

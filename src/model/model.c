@@ -23,6 +23,10 @@ static void reset_model(vc_model *m)
     free(m->blk_last);
     m->blk_val = m->blk_last = NULL;
     m->nblk = m->cap_blk = 0;
+    free(m->hold_val);
+    free(m->hold_last);
+    m->hold_val = m->hold_last = NULL;
+    m->nhold = m->cap_hold = 0;
     m->inst = NULL;
     m->val = NULL;
     m->par = NULL;

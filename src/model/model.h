@@ -79,6 +79,12 @@ struct vc_model {
      * (nn.Sequential's `input`): value blk_val[i] lives through instance blk_last[i]. */
     int *blk_val, *blk_last;
     size_t nblk, cap_blk;
+    /* "held_until" (a Python variable of the source: a decoder layer's normed hidden_states, the
+     * attention's argument until o_proj returns): value hold_val[i] lives through instance
+     * hold_last[i]. Not applied to vLLM's profiling run (--serve: vLLM's own model code, whose
+     * fused in-place add + norm the engine does not model). */
+    int *hold_val, *hold_last;
+    size_t nhold, cap_hold;
     vc_loss loss;
     int loss_head;      /* a fused loss: the LM head's instance (vc__loss_head), -1 */
     int64_t loss_chunks; /* "loss_chunks": chunked_ce's num_output_chunks (default 8) */

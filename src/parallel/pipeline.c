@@ -255,6 +255,12 @@ static vc_status stage_fill(stage_build *S, size_t i0, size_t i1, const bool *vr
         s->blk_val[s->nblk] = S->vmap[v];
         s->blk_last[s->nblk++] = m->blk_last[k] - (int)i0;
     }
+    for (size_t k = 0; k < m->nhold; k++) { /* "held_until" holds within the stage */
+        int v = m->hold_val[k];
+        if (m->hold_last[k] < (int)i0 || m->hold_last[k] >= (int)i1 || S->vmap[v] < 0) continue;
+        s->hold_val[s->nhold] = S->vmap[v];
+        s->hold_last[s->nhold++] = m->hold_last[k] - (int)i0;
+    }
     s->output = S->vmap[m->inst[i1 - 1].out];
     return VC_OK;
 }
@@ -289,12 +295,16 @@ static vc_status stage_model(const vc_model *m, size_t i0, size_t i1, const bool
     s->buf = malloc((m->nbuf + 1) * sizeof *s->buf);
     s->blk_val = malloc((m->nblk + 1) * sizeof *s->blk_val);
     s->blk_last = malloc((m->nblk + 1) * sizeof *s->blk_last);
-    if (!s->arena || !s->inst || !s->val || !s->par || !s->buf || !s->blk_val || !s->blk_last) goto done;
+    s->hold_val = malloc((m->nhold + 1) * sizeof *s->hold_val);
+    s->hold_last = malloc((m->nhold + 1) * sizeof *s->hold_last);
+    if (!s->arena || !s->inst || !s->val || !s->par || !s->buf || !s->blk_val || !s->blk_last || !s->hold_val || !s->hold_last)
+        goto done;
     s->cap_inst = i1 - i0 + 1;
     s->cap_val = m->nval + 1;
     s->cap_par = m->npar + 1;
     s->cap_buf = m->nbuf + 1;
     s->cap_blk = m->nblk + 1;
+    s->cap_hold = m->nhold + 1;
     st = stage_fill(&S, i0, i1, vrg);
 done:
     free(S.vmap);

@@ -193,6 +193,13 @@ What the comparison showed, and what is left:
   the fix the BF16 rows were +8.9% at worst (0.5B at 30,720: 2.548 GiB for 2.34), mean 2.2%;
   after it, mean 1.3%, max 3.0%. The CPU generation suite moved too: llm56's prefill
   (llama_small, fp32) from +0.81% to -0.65%.
+- **Then the arguments' lifetimes**: a module's argument lives until the module returns, not until
+  its last reader: the decoder layer's normed `hidden_states` is `Qwen2Attention.forward`'s
+  argument until `o_proj` returns (the engine freed it after `v_proj`) and `Qwen2MLP.forward`'s
+  `x` until `down_proj` returns (freed after `up_proj`); the attention's rotated `q`/`k` and `v`
+  are its locals until it returns (`layers/llm.c`, `"held_until"` on the norms in
+  `src/hf/hf_layers.c`; docs/llm.md, Limits). Under `no_grad` nothing else keeps them: all rows'
+  mean 2.8% → 1.9%, BF16 mean 1.5% → 0.9%, max 3.3% → 2.5% (the table above is after it).
 - **GPTQ-Int4, then 2–4% under**: transformers' GPTQ integration selects the ExLlama (v1) kernel
   for 4 bits (`GPTQConfig` `exllama_config` version 1), and AutoGPTQ's `autogptq_post_init`
   (`auto_gptq/modeling/_utils.py`, AutoGPTQ@9f7d370) allocates one `temp_dq` buffer of
@@ -215,7 +222,7 @@ What the comparison showed, and what is left:
   GPU before `tie_weights` points it at `embed_tokens`. The explanation is not confirmed
   from transformers' loading code, or from the checkpoints' file lists (not reachable here),
   so these three rows stay outside the bound.
-- The figures are rounded to 0.01 GiB (±0.5% at 1 GiB); the remaining BF16 error is -3% to +1%,
+- The figures are rounded to 0.01 GiB (±0.5% at 1 GiB); the remaining BF16 error is -2.5% to 0%,
   a little below in prefill on the small models (kernel scratch that `max_memory_allocated`
   counts and vramcalc does not model: see below).
 
