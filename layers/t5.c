@@ -281,13 +281,14 @@ const vc_kind vc_kind_T5PositionBias = {
  * hidden_states until layer_outputs rebinds it) and its sub-layers' outputs (the
  * self_attention_outputs / cross_attention_outputs tuples); T5Attention.forward's
  * query/key/value states and the normed states its caller holds; T5LayerFF.forward's
- * forwarded_states (the norm's output until DenseReluDense's result rebinds it). */
-static int se_parse(vc_args *a, void *p)
-{
-    (void)a;
-    (void)p;
-    return 0;
-}
+ * forwarded_states (the norm's output until DenseReluDense's result rebinds it). "keep_forward":
+ * the output lives until the model's forward returns: T5ForConditionalGeneration.forward keeps
+ * encoder_outputs (its last_hidden_state) to the end, as Seq2SeqLMOutput.encoder_last_hidden_state. */
+typedef struct {
+    bool keep; /* the output lives until the model's forward returns (T5ForConditionalGeneration's encoder_outputs) */
+} se_cfg;
+
+static int se_parse(vc_args *a, void *p) { return vc_arg_bool(a, "keep_forward", false, &((se_cfg *)p)->keep); }
 
 static int se_setup(vc_setup *s, void *p)
 {
@@ -298,14 +299,15 @@ static int se_setup(vc_setup *s, void *p)
 
 static void se_emit(vc_build *b, const void *p)
 {
-    (void)p;
     vc_t x = vc_input(b, 0);
-    vc_set_output(b, vc__op_view(b, x, vc_numel_of(b, x), true));
+    vc_t y = vc__op_view(b, x, vc_numel_of(b, x), true);
+    if (((const se_cfg *)p)->keep) vc_keep_forward(b, y);
+    vc_set_output(b, y);
 }
 
 const vc_kind vc_kind_T5Return = {
     .name = "T5Return", .summary = "a T5 module's return: its output (input 0), the locals it held (inputs 1..) released",
-    .min_inputs = 1, .max_inputs = 8, .cfg_size = sizeof(int),
+    .min_inputs = 1, .max_inputs = 8, .cfg_size = sizeof(se_cfg),
     .parse = se_parse, .setup = se_setup, .emit = se_emit,
 };
 

@@ -398,6 +398,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_dropout(&w, a, "encoder.final_dropout");
     static const char *const elocals[] = {"shared", "encoder.mask", ebias};
     t5_end(&w, "encoder", w.last, elocals, 3);
+    t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* encoder_outputs */
     const char *enc = "encoder"; /* encoder_outputs[0] */
     /* decoder_input_ids and the decoder */
     o = t5_lay(&w, "T5DecoderIds", "decoder_input_ids");
@@ -422,9 +423,14 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_dropout(&w, a, "decoder.final_dropout");
     static const char *const dlocals[] = {"decoder.embed_tokens", "decoder.causal_mask", "decoder.encoder_mask", dbias, xbias};
     t5_end(&w, "decoder", w.last, dlocals, 5);
+    t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* decoder_outputs */
     if (a->tie) { /* sequence_output * (self.model_dim ** -0.5) */
         o = t5_lay(&w, "Scale", "lm_head_rescale");
         t5_num(&w, o, "factor", 1.0 / sqrt((double)a->H));
+        /* sequence_output, rebound to the product: a local until the forward returns */
+        o = t5_lay(&w, "T5Return", "sequence_output");
+        t5_ins(&w, o, "lm_head_rescale", NULL, NULL, NULL);
+        t5_flag(&w, o, "keep_forward", true);
     }
     o = t5_lay(&w, "Linear", "lm_head");
     t5_num(&w, o, "in_features", (double)a->H);

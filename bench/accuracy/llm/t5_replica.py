@@ -420,7 +420,9 @@ class T5ForConditionalGeneration(nn.Module):
         hidden_states, _ = self.encoder(input_ids)
         if labels is not None and decoder_input_ids is None:
             decoder_input_ids = self._shift_right(labels)
-        sequence_output, past = self.decoder(decoder_input_ids, encoder_hidden_states=hidden_states)
+        # decoder_outputs (last_hidden_state, past_key_values) is a local until the forward returns
+        decoder_outputs = self.decoder(decoder_input_ids, encoder_hidden_states=hidden_states)
+        sequence_output = decoder_outputs[0]
         if self.config.tie_word_embeddings:
             sequence_output = sequence_output * (self.model_dim ** -0.5)
         lm_logits = self.lm_head(sequence_output)
