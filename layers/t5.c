@@ -324,7 +324,7 @@ const vc_kind vc_kind_T5Return = {
  *   attn_output = torch.matmul(attn_weights, value_states)
  *   attn_output.transpose(1, 2).contiguous().view(B, -1, inner_dim)
  * matmul folds [B, heads, ., .] to 3-D: the transposed views of [B, L, heads, d] storage are copied
- * (reshape) when their length is above 1, and the copies are what bmm keeps. */
+ * (reshape) when their length is above 1 and the batch is not 1, and the copies are what bmm keeps. */
 typedef struct {
     int64_t heads, dim;
     double dropout;
@@ -367,8 +367,10 @@ static void ta_emit(vc_build *b, const void *p)
     q = vc__op_view(b, q, vc_numel_of(b, q), false); /* .view().transpose(1, 2) */
     k = vc__op_view(b, k, vc_numel_of(b, k), false);
     v = vc__op_view(b, v, vc_numel_of(b, v), false);
-    vc_t qm = L > 1 ? vc__op_clone(b, q) : q;
-    vc_t km = S > 1 ? vc__op_clone(b, k) : k;
+    /* at batch 1 the [1, heads, ., .] views fold to [heads, ., .] without a copy */
+    const bool one = vc_batch_is_one(b);
+    vc_t qm = L > 1 && !one ? vc__op_clone(b, q) : q;
+    vc_t km = S > 1 && !one ? vc__op_clone(b, k) : k;
     vc_t w = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     w = vc__op_add(b, w, pb, vc_numel_of(b, w), true); /* scores += position_bias_masked */
     const vc_t scores = w;
@@ -378,7 +380,7 @@ static void ta_emit(vc_build *b, const void *p)
     w = vc__op_softmax(b, w, false);
     if (dt != VC_DT_F32) w = vc__op_cast(b, w, dt); /* .type_as(scores) */
     w = vc__op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
-    vc_t vm = S > 1 ? vc__op_clone(b, v) : v; /* the second matmul's copy of value_states */
+    vc_t vm = S > 1 && !one ? vc__op_clone(b, v) : v; /* the second matmul's copy of value_states */
     vc_t o = vc__op_bmm_raw(b, w, vm, vc_n_sample(H * L * D));
     o = vc__op_view(b, o, vc_numel_of(b, o), false); /* transpose(1, 2) */
     o = vc__op_contiguous(b, o);
