@@ -2,8 +2,10 @@
  * t5.c — the pieces of T5ForConditionalGeneration (issue 31 item 4: t5 /
  * flan-t5) that no other kind has: T5LayerNorm, the relative position bias
  * the first block of each T5Stack computes and every block shares
- * (T5PositionBias), T5Attention's eager core with that bias added to its
- * scores (T5Attention), and the decoder's input ids (T5DecoderIds).
+ * (T5PositionBias) from the mask its stack prepares (T5StackMask), T5Attention's
+ * eager core with that bias added to its scores (T5Attention), the modules'
+ * returns that end their locals' lives (T5Return), and the decoder's input ids
+ * (T5DecoderIds).
  * src/hf/hf_t5.c writes a config.json's model with them.
  *
  * Source: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0,
@@ -66,7 +68,6 @@ static void t5ln_emit(vc_build *b, const void *p)
     const vc_shape *xs = vc_input_shape(b, 0);
     int64_t rows = 1;
     for (int i = 0; i < xs->nd - 1; i++) rows *= xs->d[i];
-    vc_dtype in_dt = vc_dt_of(b, x);
     vc_numel full = vc_numel_of(b, x), nr = vc_n_sample(rows);
     vc_t h = vc__op_cast(b, x, VC_DT_F32); /* .to(torch.float32): x itself when fp32 */
     vc_op *o = vc_op_begin(b, "pow");      /* pow_backward: grad * 2 * self: saves self */
@@ -82,7 +83,6 @@ static void t5ln_emit(vc_build *b, const void *p)
     vc_dtype wdt = vc_dt_of(b, w);
     if (wdt == VC_DT_BF16 || wdt == VC_DT_F16) hn = vc__op_cast(b, hn, wdt); /* .to(self.weight.dtype) */
     vc_dtype odt = wdt == VC_DT_F32 || vc_dt_of(b, hn) == VC_DT_F32 ? VC_DT_F32 : wdt;
-    (void)in_dt;
     vc_set_output(b, mul_rows(b, w, hn, full, odt));
 }
 

@@ -25,10 +25,10 @@
  *    wi, wo; no biases) and T5LayerNorm (a weight of d_model, no bias) after
  *    each sub-layer's layer_norm; T5Attention._relative_position_bucket (below).
  *
- * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c): the
- * memory of training, inference and generation -- the encoder on the source,
- * the decoder on the target, the position bias held through each stack, the
- * cross-attention on the encoder's output and EncoderDecoderCache.
+ * The memory of training and inference: vc__hf_t5_write below, with layers/t5.c.
+ * What is not modelled is refused: generation and --serve (vc__gen_begin,
+ * src/engine/generate.c), checkpointing, --loss and --tp (vc_hf_build,
+ * src/hf/hf.c), fp16, autocast, quantized weights and --pp (vc__t5_check below).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -235,6 +235,15 @@ static void t5_dropout(t5w *w, const arch *a, const char *name)
     cJSON *o = t5_lay(w, "Dropout", name);
     t5_num(w, o, "p", a->p_resid);
 }
+/* dropout of `in` (not the last layer): the name of what follows reads, `in` itself when p is 0 */
+static const char *t5_dropout_of(t5w *w, const arch *a, const char *name, const char *in)
+{
+    if (a->p_resid <= 0) return in;
+    cJSON *o = t5_lay(w, "Dropout", name);
+    t5_ins(w, o, in, NULL, NULL, NULL);
+    t5_num(w, o, "p", a->p_resid);
+    return name;
+}
 static void t5_act_layer(t5w *w, const arch *a, const char *name)
 {
     if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) { /* ACT2FN's NewGELUActivation / FastGELUActivation */
@@ -255,7 +264,8 @@ static void t5_end(t5w *w, const char *name, const char *out, const char *const 
 {
     cJSON *o = t5_lay(w, "T5Return", name);
     const char *v[8] = {out};
-    for (int i = 0; i < n && i < 7; i++) v[i + 1] = locals[i];
+    if (n > 7) n = 7; /* T5Return takes 8 inputs at most */
+    for (int i = 0; i < n; i++) v[i + 1] = locals[i];
     cJSON *arr = o ? cJSON_CreateStringArray(v, n + 1) : NULL;
     if (o && (!arr || !cJSON_AddItemToObject(o, "inputs", arr))) {
         cJSON_Delete(arr);
@@ -386,11 +396,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_num(&w, o, "num_embeddings", (double)a->V);
     t5_num(&w, o, "embedding_dim", (double)a->H);
     t5_mask(&w, "encoder.mask", "shared", "padding");
-    o = t5_lay(&w, "Dropout", "encoder.dropout");
-    t5_ins(&w, o, "shared", NULL, NULL, NULL);
-    t5_num(&w, o, "p", a->p_resid);
-    if (a->p_resid <= 0) cJSON_DeleteItemFromArray(arr, cJSON_GetArraySize(arr) - 1), w.last = "encoder.mask";
-    const char *emb = a->p_resid > 0 ? "encoder.dropout" : "shared";
+    const char *emb = t5_dropout_of(&w, a, "encoder.dropout", "shared"); /* self.dropout(inputs_embeds) */
     static const char ebias[] = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias";
     t5_bias(&w, a, ebias, emb, emb, "encoder.mask", true, true);
     t5_blocks(&w, a, "encoder.block", emb, a->N, false, NULL, ebias, NULL);
@@ -409,11 +415,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_str(&w, o, "tie", "shared"); /* T5Stack(config, self.shared): the same module */
     t5_mask(&w, "decoder.causal_mask", "decoder.embed_tokens", "causal");
     t5_mask(&w, "decoder.encoder_mask", enc, "cross");
-    o = t5_lay(&w, "Dropout", "decoder.dropout");
-    t5_ins(&w, o, "decoder.embed_tokens", NULL, NULL, NULL);
-    t5_num(&w, o, "p", a->p_resid);
-    if (a->p_resid <= 0) cJSON_DeleteItemFromArray(arr, cJSON_GetArraySize(arr) - 1);
-    const char *demb = a->p_resid > 0 ? "decoder.dropout" : "decoder.embed_tokens";
+    const char *demb = t5_dropout_of(&w, a, "decoder.dropout", "decoder.embed_tokens");
     static const char dbias[] = "decoder.block.0.layer.0.SelfAttention.relative_attention_bias";
     static const char xbias[] = "decoder.encoder_decoder_position_bias";
     t5_bias(&w, a, dbias, demb, demb, "decoder.causal_mask", true, false);
