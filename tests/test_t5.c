@@ -180,6 +180,8 @@ static void refusals(void **state)
     assert_usage(HF "t5-small.json --grad-ckpt", "--grad-ckpt: t5: T5Stack's gradient checkpointing");
     assert_usage(HF "t5-small.json --loss liger", "--loss: t5:");
     assert_usage(HF "t5-small.json --qlora", "wo in float32 and unquantized");
+    /* 8 heads x 10^8 x 10^8 decoder scores: past 2^56 elements per sample, refused naming the option */
+    assert_usage(HF "t5-small.json --target-seq 100000000", "--target-seq: 100000000 tokens: the decoder's attention scores");
 }
 
 int main(void)

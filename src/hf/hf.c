@@ -649,6 +649,17 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         a.tgt = o && o->target_seq > 0 ? o->target_seq : a.seq;
         if (a.tgt > MAX_SIZE)
             return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: more than 2^40", (long long)a.tgt);
+        /* the decoder's self- and cross-attention biases and scores (heads x target x target, heads x target x
+         * seq) and its widest output (target x the vocabulary or d_ff) within 2^56 elements per sample, as
+         * check_seq bounds the encoder's */
+        const int64_t lim = INT64_C(1) << 56, wide = a.V > a.I ? a.V : a.I, kmax = a.tgt > a.seq ? a.tgt : a.seq;
+        int64_t t;
+        if (__builtin_mul_overflow(a.NH, a.tgt, &t) || __builtin_mul_overflow(t, kmax, &t) || t > lim ||
+            __builtin_mul_overflow(wide, a.tgt, &t) || t > lim)
+            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: the decoder's attention scores (%lld "
+                                "heads x %lld x %lld) or its widest output (%lld x %lld) would have more than 2^56 "
+                                "elements per sample", (long long)a.tgt, (long long)a.NH, (long long)a.tgt,
+                                (long long)kmax, (long long)a.tgt, (long long)wide);
     }
     if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
