@@ -339,8 +339,8 @@ struct vc_build {
     char note[192]; /* vc_note: the first attention layer's kernel choice */
     vc_gen gen;     /* --mode generate */
     int32_t fwd_local; /* vc_forward_local: kept until the forward returns, -1 */
-    int32_t fwd_keep[8]; /* vc_keep_forward: more tensors kept until the forward returns */
-    int nfwd_keep;
+    int32_t *fwd_keep; /* vc_keep_forward: more tensors kept until the forward returns */
+    size_t nfwd_keep, cfwd_keep;
     /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the
      * first npp_first are the first micro-batch's */
