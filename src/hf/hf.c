@@ -652,9 +652,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
     if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
-        if (a.ckpt)
-            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "t5: T5Stack's gradient checkpointing (each T5Block, "
-                                "block 0's position bias an output of its checkpoint, use_cache turned off) is not modelled");
+        if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "
+                                "stacks; every N-th layer (torchtune's selective AC) is not modelled for it");
         if (o && o->loss != VC_LOSS_IMPL_HF)
             return vc_set_error(err, VC_ERR_USAGE, O("loss"), "t5: T5ForConditionalGeneration computes its own "
                                 "CrossEntropyLoss on the decoder's logits; only " OV("loss", "hf") " is modelled");

@@ -26,9 +26,16 @@
  *    each sub-layer's layer_norm; T5Attention._relative_position_bucket (below).
  *
  * The memory of training and inference: vc__hf_t5_write below, with layers/t5.c.
+ * Gradient checkpointing (modeling_t5.py T5Stack.forward: use_cache = False in training, then
+ * self._gradient_checkpointing_func(layer_module.forward, ...) for every T5Block of both stacks;
+ * non-reentrant): each stack's blocks a checkpointed Sequential (t5_blocks). Not modelled there:
+ * block 0 computes the position biases inside its checkpoint (the estimate computes them before
+ * it: T5PositionBias), and T5Attention.forward's position_bias.requires_grad = True on the
+ * cross-attention's zeros under checkpointing (docs/llm.md: within 2.5% of the measured cases).
  * What is not modelled is refused: generation and --serve (vc__gen_begin,
- * src/engine/generate.c), checkpointing, --loss and --tp (vc_hf_build,
- * src/hf/hf.c), fp16, autocast, quantized weights and --pp (vc__t5_check below).
+ * src/engine/generate.c), every N-th block checkpointed, --loss and --tp (vc_hf_build,
+ * src/hf/hf.c), fp16, autocast, quantized weights, --pp, op-level checkpointing and
+ * activation offloading (vc__t5_check below).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -352,14 +359,17 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
     cJSON *seq = t5_lay(w, "Sequential", name);
     t5_ins(w, seq, in, NULL, NULL, NULL);
     if (n > 1) t5_num(w, seq, "repeat", (double)n);
+    if (a->ckpt) t5_flag(w, seq, "checkpoint", true); /* every T5Block (T5Stack.forward's _gradient_checkpointing_func) */
     cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
     if (!arr) {
         w->r->oom = true;
         return;
     }
     t5w b = {w->r, arr, NULL};
-    t5_attention(&b, a, 0, NULL, NULL, bias, decoder); /* the decoder's self-attention is cached */
-    if (decoder) t5_attention(&b, a, 1, "layer.0.residual", enc, cross_bias, true);
+    /* the decoder's attention is cached (EncoderDecoderCache) unless checkpointing turned use_cache off */
+    const bool cache = decoder && !a->ckpt;
+    t5_attention(&b, a, 0, NULL, NULL, bias, cache);
+    if (decoder) t5_attention(&b, a, 1, "layer.0.residual", enc, cross_bias, cache);
     t5_ff(&b, a, decoder ? 2 : 1, decoder ? "layer.1.residual" : "layer.0.residual");
     /* T5Block.forward returns: its input (T5Stack's hidden_states) and the sub-layers' outputs
      * (self_attention_outputs, cross_attention_outputs) die then */
@@ -466,5 +476,10 @@ vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err)
                             "quantized T5 weights are not modelled");
     if (o->pp > 1)
         return vc_set_error(err, VC_ERR_USAGE, O("pp"), "t5: pipeline stages of an encoder-decoder are not modelled");
+    if (o->ckpt_ops) /* T5Stack's checkpoint is the whole T5Block's (hf_t5.c t5_blocks) */
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "t5: T5Stack checkpoints whole T5Blocks; "
+                            "torchtitan's op-level selective checkpointing is not modelled for it");
+    if (o->act_offload != VC_ACT_OFFLOAD_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "t5: offloading the saved activations is not modelled for it");
     return VC_OK;
 }

@@ -231,8 +231,10 @@ def main(argv):
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
     elif cfg.model_type == "t5":  # T5ForConditionalGeneration (t5_replica.py)
-        if args.mode == "generate" or args.ckpt or args.peft != "lora" or args.loss != "hf" or args.modules_to_save:
-            raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA; --loss hf) and --mode infer")
+        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
+                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+            raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA, --ckpt of every T5Block; "
+                             "--loss hf) and --mode infer")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif args.mode == "infer":

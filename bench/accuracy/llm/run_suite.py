@@ -617,6 +617,20 @@ def cases():
                                 ("t5_small", 1, 512, 32, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="infer", batch=b, seq=s, target_seq=t, precision=p,
                         held_out=ho))
+    # T5Stack's gradient checkpointing of every T5Block in both stacks (t5_replica.py: the non-reentrant
+    # checkpoint, block 0's position biases outputs of its checkpoint, the cross-attention's zeros made to
+    # require grad, use_cache off). Every third held out.
+    t5c = [
+        ("t5_small", 4, 256, 128, "sgd", "fp32", 0),
+        ("t5_small", 4, 256, 128, "adamw", "bf16", 0),
+        ("flan_t5_small", 2, 192, 96, "sgd", "fp32", 0),
+        ("t5_small", 2, 256, 128, "adamw", "fp32", 8),
+        ("flan_t5_small", 2, 128, 160, "sgd", "bf16", 0),
+        ("t5_small", 1, 320, 64, "sgd", "fp32", 0),
+    ]
+    for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
+                        precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
     return out
 
 

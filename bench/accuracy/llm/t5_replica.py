@@ -47,6 +47,14 @@ Source read: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0
       T5ForConditionalGeneration.forward: encoder; decoder_input_ids = _shift_right(labels) when
           labels are given; decoder; sequence_output * d_model ** -0.5 when tied; lm_head;
           CrossEntropyLoss(ignore_index=-100)(logits.view(-1, V), labels.view(-1)).
+      Gradient checkpointing (model.gradient_checkpointing, measure_llm.py --ckpt): gradient_checkpointing_enable
+          sets every module's gradient_checkpointing (modeling_utils.py _set_gradient_checkpointing);
+          T5Stack.forward then sets use_cache = False in training and calls
+          self._gradient_checkpointing_func(layer_module.forward, hidden_states, causal_mask, position_bias,
+          encoder_hidden_states, encoder_extended_attention_mask, encoder_decoder_position_bias, ..., None, ...)
+          for every block (run non-reentrant: vctorch._checkpoint2x, the harness's port of 2.x's);
+          T5Attention.forward: position_bias.requires_grad = True on the zeros bias when
+          self.gradient_checkpointing and self.training.
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every dropout
 vctorch.dropout2x and the norm's mean vctorch.mean2x, as the harness's other replicas.
 """
@@ -199,6 +207,9 @@ class T5Attention(nn.Module):
         self.o = Linear(inner, c.d_model, bias=False)
         if has_relative_attention_bias:
             self.relative_attention_bias = nn.Embedding(c.relative_attention_num_buckets, c.num_heads)
+        # set by gradient_checkpointing_enable (modeling_utils.py _set_gradient_checkpointing: every module
+        # with the attribute); here by T5ForConditionalGeneration.forward from its own
+        self.gradient_checkpointing = False
 
     @staticmethod
     def _relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -250,6 +261,8 @@ class T5Attention(nn.Module):
             key_length = key_states.shape[-2]
             if not self.has_relative_attention_bias:
                 position_bias = torch.zeros((1, self.n_heads, seq_length, key_length), dtype=scores.dtype)
+                if self.gradient_checkpointing and self.training:
+                    position_bias.requires_grad = True
             else:
                 position_bias = self.compute_bias(seq_length, key_length)
                 position_bias = position_bias[:, :, -seq_length:, :]
@@ -344,12 +357,16 @@ class T5Stack(nn.Module):
         self.block = nn.ModuleList([T5Block(c, has_relative_attention_bias=bool(i == 0), layer_idx=i) for i in range(n)])
         self.final_layer_norm = T5LayerNorm(c.d_model, eps=c.layer_norm_epsilon)
         self.p = c.dropout_rate
+        self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states=None):
         inputs_embeds = self.embed_tokens(input_ids)
         batch_size, seq_length = input_ids.shape
         dtype = inputs_embeds.dtype
-        past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache()) if self.use_cache else None
+        use_cache = self.use_cache
+        if self.gradient_checkpointing and self.training:
+            use_cache = False  # "`use_cache=True` is incompatible with gradient checkpointing"
+        past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache()) if use_cache else None
         cache_position = torch.arange(0, seq_length)
         attention_mask = torch.ones(batch_size, seq_length)
         if self.is_decoder:
@@ -380,6 +397,16 @@ class T5Stack(nn.Module):
         encoder_decoder_position_bias = None
         hidden_states = _drop(inputs_embeds, self.p, self.training)
         for layer_module in self.block:
+            if self.gradient_checkpointing and self.training:
+                # self._gradient_checkpointing_func(layer_module.forward, hidden_states, causal_mask, position_bias,
+                # encoder_hidden_states, encoder_extended_attention_mask, encoder_decoder_position_bias, ...,
+                # None (past_key_value), ...): torch.utils.checkpoint with use_reentrant=False
+                # (gradient_checkpointing_kwargs={"use_reentrant": False}, as the harness runs every family): the
+                # harness's port of 2.x's. Block 0's position biases are outputs of its checkpoint.
+                hidden_states, position_bias, encoder_decoder_position_bias = vctorch._checkpoint2x(
+                    layer_module.forward, hidden_states, causal_mask, position_bias, encoder_hidden_states,
+                    encoder_extended_attention_mask, encoder_decoder_position_bias, None)
+                continue
             hidden_states, position_bias, encoder_decoder_position_bias = layer_module(
                 hidden_states, causal_mask, position_bias, encoder_hidden_states, encoder_extended_attention_mask,
                 encoder_decoder_position_bias, past_key_values)
@@ -417,6 +444,11 @@ class T5ForConditionalGeneration(nn.Module):
         return shifted_input_ids
 
     def forward(self, input_ids, labels=None, decoder_input_ids=None):
+        # gradient_checkpointing_enable: T5Stack.gradient_checkpointing and T5Attention.gradient_checkpointing
+        # (_set_gradient_checkpointing sets every module's attribute)
+        for m in self.modules():
+            if m is not self and hasattr(m, "gradient_checkpointing"):
+                m.gradient_checkpointing = self.gradient_checkpointing
         hidden_states, _ = self.encoder(input_ids)
         if labels is not None and decoder_input_ids is None:
             decoder_input_ids = self._shift_right(labels)
