@@ -48,7 +48,8 @@ Source read: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0
           labels are given; decoder; sequence_output * d_model ** -0.5 when tied; lm_head;
           CrossEntropyLoss(ignore_index=-100)(logits.view(-1, V), labels.view(-1)).
       Gradient checkpointing (model.gradient_checkpointing, measure_llm.py --ckpt): gradient_checkpointing_enable
-          sets every module's gradient_checkpointing (modeling_utils.py _set_gradient_checkpointing);
+          sets every module's gradient_checkpointing (modeling_utils.py _set_gradient_checkpointing, not read
+          at this commit; T5Stack.__init__ and T5Attention.__init__ define the attribute);
           T5Stack.forward then sets use_cache = False in training and calls
           self._gradient_checkpointing_func(layer_module.forward, hidden_states, causal_mask, position_bias,
           encoder_hidden_states, encoder_extended_attention_mask, encoder_decoder_position_bias, ..., None, ...)
