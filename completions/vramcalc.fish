@@ -2,6 +2,7 @@
 complete -c vramcalc -s b -l batch -x -d 'samples per step'
 complete -c vramcalc -l input -x -d 'a vramcalc model file: override the per-sample input shape, e.g....'
 complete -c vramcalc -l seq -x -d 'Hugging Face config.json: tokens per sample'
+complete -c vramcalc -l target-seq -x -d 'an encoder-decoder config.json'
 complete -c vramcalc -l image -x -d 'a vision-language config.json'
 complete -c vramcalc -l images -x -d 'with --image: images per sample'
 complete -c vramcalc -l moe-imbalance -x -d 'config.json MoE: the busiest expert gets F x the even share'

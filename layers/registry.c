@@ -26,6 +26,8 @@ extern const vc_kind vc_kind_MultiscaleAttention, vc_kind_MViTPool, vc_kind_MViT
 extern const vc_kind vc_kind_MLAttention; /* mla.c */
 extern const vc_kind vc_kind_GatedDeltaNet; /* deltanet.c */
 extern const vc_kind vc_kind_PixelValues, vc_kind_VisionWeights; /* vision.c */
+extern const vc_kind vc_kind_T5LayerNorm, vc_kind_T5StackMask, vc_kind_T5PositionBias, vc_kind_T5Return, vc_kind_T5Attention,
+    vc_kind_T5DecoderIds; /* t5.c */
 
 static const vc_kind *const kinds[] = {
     &vc_kind_Conv1d, &vc_kind_Conv2d, &vc_kind_Conv3d, &vc_kind_ConvTranspose1d, &vc_kind_ConvTranspose2d, &vc_kind_ConvTranspose3d,
@@ -46,6 +48,8 @@ static const vc_kind *const kinds[] = {
     &vc_kind_MLAttention,
     &vc_kind_GatedDeltaNet,
     &vc_kind_PixelValues, &vc_kind_VisionWeights,
+    &vc_kind_T5LayerNorm, &vc_kind_T5StackMask, &vc_kind_T5PositionBias, &vc_kind_T5Return, &vc_kind_T5Attention,
+    &vc_kind_T5DecoderIds,
 };
 
 #define NKINDS (sizeof kinds / sizeof *kinds)

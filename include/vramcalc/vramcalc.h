@@ -299,6 +299,7 @@ typedef struct {
                            * (torchtune's ac_mode selective, ac_option N; torchtitan's selective_ac_option N); 0, 1: all */
     int64_t image_w, image_h; /* --image WxH: each image's size before the processor resizes it (0: no image) */
     int64_t images;           /* --images N: images per sample (default 1 with --image) */
+    int64_t target_seq;       /* --target-seq N: an encoder-decoder's (t5) decoder tokens per sample; 0: seq */
 } vc_hf_options;
 VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
 /* vc_model_load_file / vc_model_load_string with options for a config.json

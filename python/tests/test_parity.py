@@ -31,6 +31,7 @@ GPT = os.path.join(ROOT, "examples", "gpt2_small.json")
 CFG = os.path.join(ROOT, "tests", "data", "hf", "llama-3.1-8b.json")
 MOE = os.path.join(ROOT, "tests", "data", "hf", "mixtral-8x7b-v0.1.json")
 VLM = os.path.join(ROOT, "tests", "data", "hf", "qwen2.5-vl-3b-instruct.json")
+T5 = os.path.join(ROOT, "tests", "data", "hf", "t5-small.json")
 FAILS = []
 
 # values for the types without choices (a count, a real... : one that the option takes)
@@ -46,7 +47,7 @@ SAMPLES = {
     "sweep": ["1,2,4", (1, 8), "1:4096:x2"], "plot": ["PLOT"], "columns": ["batch,memory.total"],
     "params": [7_000_000_000], "activations": [1000], "loss_chunks": [16], "modules_to_save": ["lm_head"], "grad_ckpt_every": [2], "act_offload": ["sync"],
     "recipe": ["torchtune:llama3_1/8B_lora_single_device", "torchtune:llama3_2/3B_full_single_device"],
-    "image": ["640x480"], "images": [2], "compile": [True, False],
+    "image": ["640x480"], "images": [2], "compile": [True, False], "target_seq": [128],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
 }
@@ -77,7 +78,7 @@ NEEDS = {
     "packing": {"batch": 2, "seq": 256, "precision": "bf16"},
 }
 MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
-            "input": FILE, "image": VLM, "images": VLM}
+            "input": FILE, "image": VLM, "images": VLM, "target_seq": T5}
 
 
 def check(cond, what):

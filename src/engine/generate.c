@@ -44,6 +44,16 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
+    for (size_t i = 0; i < m->ninst; i++) /* an encoder-decoder (layers/t5.c): refused with its reason */
+        if (!strcmp(m->inst[i].kind->name, "T5Attention"))
+            return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : OV("mode", "generate"), "%s",
+                                g->profile
+                                    ? "vLLM has no T5ForConditionalGeneration (vllm/model_executor/models/registry.py "
+                                      "@0002bff0: its one encoder-decoder is WhisperForConditionalGeneration, the others "
+                                      "were removed with the V0 engine)"
+                                    : "t5: generate() of an encoder-decoder (the encoder once, then the decoder with "
+                                      "EncoderDecoderCache's growing self-attention and fixed cross-attention caches) is "
+                                      "not modelled yet; " OV("mode", "infer") " estimates one forward");
     if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : O("mode"),
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "

@@ -173,7 +173,9 @@ vc_t vc_forward_local2(const vc_build *b) { return b->fwd_local2; }
 void vc_set_forward_local2(vc_build *b, vc_t t) { b->fwd_local2 = t; }
 void vc_keep_forward(vc_build *b, vc_t t)
 {
-    if (t >= 0 && b->nfwd_keep < (int)(sizeof b->fwd_keep / sizeof *b->fwd_keep)) b->fwd_keep[b->nfwd_keep++] = t;
+    if (t < 0) return;
+    GROW(b->fwd_keep, b->nfwd_keep, b->cfwd_keep, b); /* a T5 decoder keeps 4 cache states per layer (layers/t5.c) */
+    if (!b->st) b->fwd_keep[b->nfwd_keep++] = t;
 }
 
 vc_numel vc_numel_of(const vc_build *b, vc_t t) { return t >= 0 ? b->t[t].n : (vc_numel){0, 0, 0, 0}; }

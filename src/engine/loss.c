@@ -104,6 +104,35 @@ static void emit_ce(vc_build *b, bool shift)
 }
 
 static void emit_cross_entropy(vc_build *b) { emit_ce(b, false); }
+
+/* T5ForConditionalGeneration.forward (models/t5/modeling_t5.py @ 6b8b757d): loss_fct =
+ * CrossEntropyLoss(ignore_index=-100); loss_fct(lm_logits.view(-1, V), labels.view(-1)): the logits
+ * in the model's dtype (no .float()), the labels unshifted (the decoder's inputs are the shifted
+ * ones, src/hf/hf_t5.c); log_softmax keeps its result in that dtype. */
+static void emit_seq2seq(vc_build *b)
+{
+    const vc_value *ov = &b->m->val[b->m->output];
+    vc_t y = b->val_t[b->m->output];
+    vc_numel n = b->t[y].n;
+    int64_t classes = ov->shape.d[ov->shape.nd - 1];
+    vc_t padded;
+    vc_t lab = targets(b, classes ? n.ps / classes : 0, false, &padded);
+    if (lab < 0) return;
+    vc_op *o = vc_op_begin(b, "log_softmax");
+    vc_op_in(o, y);
+    vc_t lp = vc_op_out(o, n, (vc_dtype)b->t[y].dt);
+    vc_op_save(o, lp);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nll_loss");
+    vc_op_in(o, lp);
+    vc_op_in_nodiff(o, lab);
+    vc_t l = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
+    vc_op_extra(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt); /* total_weight */
+    vc_op_save(o, lab);
+    vc_op_end(o);
+    vc__extend_life(b, y);
+    b->loss_t = l;
+}
 static void emit_causal_lm(vc_build *b) { emit_ce(b, true); }
 
 /* Megatron's vocab-parallel cross-entropy on a tensor-parallel rank's fp32
@@ -1163,6 +1192,8 @@ static const vc_loss_row rows[] = {
                      "the KL sequences and the batch (LoRA: adapters disabled; else a frozen copy), the kto loss",
                      true, true, false, emit_kto,
                      "TRL's KTO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
+    [VC_LOSS_SEQ2SEQ_LM] = {"seq2seq_lm", NULL, "T5ForConditionalGeneration's CrossEntropyLoss on the decoder's logits "
+                            "in their dtype, unshifted labels", true, false, false, emit_seq2seq, NULL},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

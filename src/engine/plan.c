@@ -109,6 +109,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
     if (!qst) qst = vc__tp_check(m, o, err);    /* the tensor-parallel split it was loaded with (src/hf/hf_tp.c) */
     if (!qst) qst = vc__ep_check(m, o, err);    /* the expert-parallel split it was loaded with (src/model/model.c) */
+    if (!qst) qst = vc__t5_check(m, o, err);    /* what a T5 model's estimate does not model (src/hf/hf_t5.c) */
     if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
@@ -191,7 +192,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->loss_op0 = (int32_t)b->nop; /* --act-offload: the loss runs outside the offload context */
     if (!b->st && b->train && (!m->stage.on || m->stage.last)) vc__emit_loss(b); /* infer: model(x) only; a pipeline stage: the last */
     /* vc_keep_forward: the locals of a *ForConditionalGeneration.forward, which computes the loss too */
-    for (int i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
+    for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
     b->nfwd_keep = 0;
     if (!b->st && b->train && o->hold_output) { /* --hold-output: `out`, the loop's variable, until backward returns */
         if (o->hold_output != 1 || vc_loss_row_get(m->loss)->fused || m->stage.on) {
@@ -362,5 +363,6 @@ void vc_plan_free(vc_plan *p)
     vc__gen_end(b);
     free(b->gen.slot);
     free(b->gen.ssm);
+    free(b->fwd_keep);
     free(b);
 }

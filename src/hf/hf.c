@@ -613,6 +613,7 @@ void vc_hf_options_init(vc_hf_options *o)
     o->ckpt_every = 1;  /* every decoder layer checkpointed */
     o->image_w = o->image_h = 0;
     o->images = 0;
+    o->target_seq = 0; /* 0: the encoder's --seq */
 }
 
 int vc_experts_impl_from_name(const char *s)
@@ -684,11 +685,18 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */
-    if (a.f->block == BLK_T5) { /* the parameters are exact (hf_t5.c); the memory is not modelled: refused, not guessed */
-        return vc_set_error(err, VC_ERR_MODEL, "model_type", "t5: T5ForConditionalGeneration has %lld parameters (%s); "
-                            "the memory of an encoder-decoder (the relative position bias, the decoder's cross-attention, "
-                            "EncoderDecoderCache) is not modelled yet", (long long)vc__hf_t5_parameters(&a),
-                            a.tie ? "lm_head tied to shared" : "lm_head untied");
+    if (a.f->block == BLK_T5) { /* T5ForConditionalGeneration (hf_t5.c): what is not modelled is refused */
+        if (a.ckpt && a.ckpt_every > 1) /* T5Stack checkpoints every T5Block (hf_t5.c) */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "t5: T5Stack checkpoints every T5Block of both "
+                                "stacks; every N-th layer (torchtune's selective AC) is not modelled for it");
+        if (o && o->loss != VC_LOSS_IMPL_HF)
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "t5: T5ForConditionalGeneration computes its own "
+                                "CrossEntropyLoss on the decoder's logits; only " OV("loss", "hf") " is modelled");
+        if (o && o->tp > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "t5: tensor parallelism of an encoder-decoder is not modelled");
+    } else if (o && o->target_seq > 0) {
+        return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5); %s "
+                            "has one sequence: " O("seq"), r.fam);
     }
     rd rv = {cfg, err, r.fam, false, 1};
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
@@ -708,6 +716,22 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lld text + %lld image tokens: more than 2^40",
                             (long long)a.seq, (long long)a.vis.tokens);
     a.seq += a.vis.tokens;
+    if (a.f->block == BLK_T5) { /* the decoder's length: --target-seq, else the encoder's */
+        a.tgt = o && o->target_seq > 0 ? o->target_seq : a.seq;
+        if (a.tgt > MAX_SIZE)
+            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: more than 2^40", (long long)a.tgt);
+        /* the decoder's self- and cross-attention biases and scores (heads x target x target, heads x target x
+         * seq) and its widest output (target x the vocabulary or d_ff) within 2^56 elements per sample, as
+         * check_seq bounds the encoder's */
+        const int64_t lim = INT64_C(1) << 56, wide = a.V > a.I ? a.V : a.I, kmax = a.tgt > a.seq ? a.tgt : a.seq;
+        int64_t t;
+        if (__builtin_mul_overflow(a.NH, a.tgt, &t) || __builtin_mul_overflow(t, kmax, &t) || t > lim ||
+            __builtin_mul_overflow(wide, a.tgt, &t) || t > lim)
+            return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "%lld tokens: the decoder's attention scores (%lld "
+                                "heads x %lld x %lld) or its widest output (%lld x %lld) would have more than 2^56 "
+                                "elements per sample", (long long)a.tgt, (long long)a.NH, (long long)a.tgt,
+                                (long long)kmax, (long long)a.tgt, (long long)wide);
+    }
     if (a.f->pos == POS_LEARNED_PAD && npos <= 0) /* RoBERTa: position ids from padding_idx + 1 up */
         return vc_set_error(err, VC_ERR_MODEL, "pad_token_id", "%lld: the positions start after it, at %lld, past "
                             "max_position_embeddings (%lld): no position is left for a token",
@@ -741,7 +765,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
-    const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
+    const char *loss_name = a.f->block == BLK_T5 ? "seq2seq_lm" /* T5ForConditionalGeneration's CrossEntropyLoss */
+                            : encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -757,6 +782,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     if (a.f->head_class) /* the task head built, whatever the checkpoint's class */
         snprintf(an, sizeof an, "%s", a.f->head_class);
     snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld)", r.fam, an[0] ? " " : "", an, (long long)a.seq);
+    if (a.f->block == BLK_T5)
+        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
+                 (long long)a.seq, (long long)a.tgt);
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
              r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"

@@ -231,6 +231,7 @@ typedef struct {
     /* t5 (hf_t5.c): the decoder's layers, the relative-position buckets and their reach, the gated MLP */
     int64_t dec_N, rel_buckets, rel_maxdist;
     bool gated;
+    int64_t tgt; /* the decoder's tokens per sample (--target-seq, else --seq) */
     /* falcon: new_decoder_architecture (k and v broadcast to every head), alibi (refused),
      * num_ln_in_parallel_attn (0: None) */
     bool new_arch, alibi;
@@ -292,6 +293,8 @@ int64_t vc__hf_t5_parameters(const arch *a);
  * and the buckets' consistency, read into a after the row's keys; -1 with
  * r->err naming the key. */
 int vc__hf_t5_read(rd *r, arch *a);
+/* hf_t5.c: T5ForConditionalGeneration's layers appended to arr (r->oom set when out of memory). */
+void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a);
 /* hf_llama4.c: Llama4TextConfig's keys the row's reading cannot check (null head_dim and
  * num_key_value_heads, moe_layers, no_rope_layers, layer_types, attention_chunk_size, the
  * temperature tuning), read into a after the row's keys; -1 with r->err naming the key. */

@@ -793,6 +793,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_MODERNBERT: /* ModernBertForSequenceClassification (hf_modernbert.c) */
         vc__hf_modernbert_write(w->r, w->arr, a);
         return;
+    case BLK_T5: /* T5ForConditionalGeneration (hf_t5.c) */
+        vc__hf_t5_write(w->r, w->arr, a);
+        return;
     case BLK_FALCON: /* FalconForCausalLM: word_embeddings, rotary_emb, h, ln_f, lm_head (tied) */
         embedding(w, a, "transformer.word_embeddings");
         o = add_layer(w, "RotaryEmbedding", "transformer.rotary_emb");

@@ -25,11 +25,19 @@
  *    wi, wo; no biases) and T5LayerNorm (a weight of d_model, no bias) after
  *    each sub-layer's layer_norm; T5Attention._relative_position_bucket (below).
  *
- * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c): the
- * memory of training, inference and generation -- the encoder on the source,
- * the decoder on the target, the position bias held through each stack, the
- * cross-attention on the encoder's output and EncoderDecoderCache.
+ * The memory of training and inference: vc__hf_t5_write below, with layers/t5.c.
+ * Gradient checkpointing (modeling_t5.py T5Stack.forward: use_cache = False in training, then
+ * self._gradient_checkpointing_func(layer_module.forward, ...) for every T5Block of both stacks;
+ * non-reentrant): each stack's blocks a checkpointed Sequential (t5_blocks). Not modelled there:
+ * block 0 computes the position biases inside its checkpoint (the estimate computes them before
+ * it: T5PositionBias), and T5Attention.forward's position_bias.requires_grad = True on the
+ * cross-attention's zeros under checkpointing (docs/llm.md: within 2.5% of the measured cases).
+ * What is not modelled is refused: generation and --serve (vc__gen_begin,
+ * src/engine/generate.c), every N-th block checkpointed, --loss and --tp (vc_hf_build,
+ * src/hf/hf.c), fp16, autocast, quantized weights, --pp, op-level checkpointing and
+ * activation offloading (vc__t5_check below).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,6 +45,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "model.h"
 #include "util.h"
 
 static int t5_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -148,4 +157,329 @@ int64_t vc__hf_t5_parameters(const arch *a)
     const int64_t encoder = a->N * enc_block + bias + H; /* + final_layer_norm */
     const int64_t decoder = a->dec_N * dec_block + bias + H;
     return shared + encoder + decoder + (a->tie ? 0 : shared); /* lm_head: its own weight when untied */
+}
+
+/* ---- the layers (issue 31 item 4: the memory) ----
+ *
+ * T5ForConditionalGeneration.forward with labels (training) or decoder_input_ids (inference), as
+ * modeling_t5.py @ 6b8b757d runs it, written with layers/t5.c's kinds:
+ *  - encoder = T5Stack (is_decoder False, use_cache False: T5ForConditionalGeneration.__init__'s
+ *    encoder_config): embed_tokens (the shared nn.Embedding), dropout, the blocks, final_layer_norm,
+ *    dropout; block 0's compute_bias (bidirectional buckets) plus the padding mask is the
+ *    position_bias every block adds (T5PositionBias, before block 0);
+ *  - decoder_input_ids = _shift_right(labels) (T5DecoderIds);
+ *  - decoder = T5Stack (is_decoder True, use_cache = config.use_cache, True by default: an
+ *    EncoderDecoderCache that keeps every layer's self- and cross-attention key and value states
+ *    until the output is dropped): the causal mask and block 0's unidirectional bias, the
+ *    cross-attention's zeros plus the encoder's inverted mask, each shared by the blocks;
+ *    T5Block: T5LayerSelfAttention, T5LayerCrossAttention (q on the decoder, k and v on the
+ *    encoder's output), T5LayerFF (T5DenseActDense wi, act, dropout, wo; or T5DenseGatedActDense
+ *    act(wi_0) * wi_1, dropout, wo), each `hidden_states + dropout(sublayer(layer_norm(h)))`;
+ *  - sequence_output * d_model ** -0.5 when tie_word_embeddings, lm_head, then the loss
+ *    (CrossEntropyLoss on the logits in their dtype: src/engine/loss.c "seq2seq_lm").
+ * The dropouts are config.dropout_rate's (attention weights too: T5Attention.dropout). The cache's
+ * states in training: DynamicCache.update's first update keeps key_states itself, so the
+ * projections' outputs live until the forward returns (the harness's loop drops `outputs` then). */
+typedef struct {
+    rd *r;
+    cJSON *arr;
+    const char *last;
+} t5w;
+
+static cJSON *t5_lay(t5w *w, const char *type, const char *name)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
+        cJSON_Delete(o);
+        w->r->oom = true;
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
+    w->last = name;
+    return o;
+}
+static void t5_num(t5w *w, cJSON *o, const char *k, double v)
+{
+    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
+}
+static void t5_str(t5w *w, cJSON *o, const char *k, const char *v)
+{
+    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
+}
+static void t5_flag(t5w *w, cJSON *o, const char *k, bool v)
+{
+    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
+}
+static void t5_ins(t5w *w, cJSON *o, const char *a, const char *b, const char *c, const char *d)
+{
+    if (!o) return;
+    const char *v[4] = {a, b, c, d};
+    int n = 0;
+    while (n < 4 && v[n]) n++;
+    cJSON *arr = cJSON_CreateStringArray(v, n);
+    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
+        cJSON_Delete(arr);
+        w->r->oom = true;
+    }
+}
+static void t5_linear(t5w *w, const char *name, const char *in, int64_t nin, int64_t nout)
+{
+    cJSON *o = t5_lay(w, "Linear", name);
+    if (in) t5_ins(w, o, in, NULL, NULL, NULL);
+    t5_num(w, o, "in_features", (double)nin);
+    t5_num(w, o, "out_features", (double)nout);
+    t5_flag(w, o, "bias", false);
+}
+static void t5_norm(t5w *w, const arch *a, const char *name)
+{
+    cJSON *o = t5_lay(w, "T5LayerNorm", name);
+    t5_num(w, o, "hidden_size", (double)a->H);
+    t5_num(w, o, "eps", a->eps);
+}
+static void t5_dropout(t5w *w, const arch *a, const char *name)
+{
+    if (a->p_resid <= 0) return; /* nn.Dropout(0.0) returns its input */
+    cJSON *o = t5_lay(w, "Dropout", name);
+    t5_num(w, o, "p", a->p_resid);
+}
+/* dropout of `in` (not the last layer): the name of what follows reads, `in` itself when p is 0 */
+static const char *t5_dropout_of(t5w *w, const arch *a, const char *name, const char *in)
+{
+    if (a->p_resid <= 0) return in;
+    cJSON *o = t5_lay(w, "Dropout", name);
+    t5_ins(w, o, in, NULL, NULL, NULL);
+    t5_num(w, o, "p", a->p_resid);
+    return name;
+}
+static void t5_act_layer(t5w *w, const arch *a, const char *name)
+{
+    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) { /* ACT2FN's NewGELUActivation / FastGELUActivation */
+        cJSON *o = t5_lay(w, "NewGELU", name);
+        t5_str(w, o, "variant", a->act == A_GELU_NEW ? "new" : "fast");
+    } else if (a->act == A_SILU) {
+        t5_lay(w, "SiLU", name);
+    } else if (a->act == A_RELU) {
+        t5_lay(w, "ReLU", name);
+    } else {
+        cJSON *o = t5_lay(w, "GELU", name);
+        t5_str(w, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    }
+}
+
+/* a T5 module's return (layers/t5.c T5Return): `out`, the locals it held released */
+static void t5_end(t5w *w, const char *name, const char *out, const char *const *locals, int n)
+{
+    cJSON *o = t5_lay(w, "T5Return", name);
+    const char *v[8] = {out};
+    if (n > 7) n = 7; /* T5Return takes 8 inputs at most */
+    for (int i = 0; i < n; i++) v[i + 1] = locals[i];
+    cJSON *arr = o ? cJSON_CreateStringArray(v, n + 1) : NULL;
+    if (o && (!arr || !cJSON_AddItemToObject(o, "inputs", arr))) {
+        cJSON_Delete(arr);
+        w->r->oom = true;
+    }
+}
+
+/* hidden_states + dropout(x): the sublayer's residual add */
+static void t5_residual(t5w *w, const arch *a, const char *name, const char *residual, const char *drop)
+{
+    t5_dropout(w, a, drop);
+    const char *prev = w->last;
+    t5_ins(w, t5_lay(w, "Add", name), residual, prev, NULL, NULL);
+}
+
+/* T5LayerSelfAttention (sub 0) or T5LayerCrossAttention (sub 1, k and v on kv) */
+static void t5_attention(t5w *w, const arch *a, int sub, const char *residual, const char *kv, const char *bias, bool cache)
+{
+    const int64_t inner = a->NH * a->D;
+    char ln[48], q[64], k[64], v[64], at[64], o[64], dr[48], res[48], rt[64];
+    const char *m = sub ? "EncDecAttention" : "SelfAttention";
+    snprintf(ln, sizeof ln, "layer.%d.layer_norm", sub);
+    snprintf(q, sizeof q, "layer.%d.%s.q", sub, m);
+    snprintf(k, sizeof k, "layer.%d.%s.k", sub, m);
+    snprintf(v, sizeof v, "layer.%d.%s.v", sub, m);
+    snprintf(at, sizeof at, "layer.%d.%s.attention", sub, m);
+    snprintf(o, sizeof o, "layer.%d.%s.o", sub, m);
+    snprintf(dr, sizeof dr, "layer.%d.dropout", sub);
+    snprintf(res, sizeof res, "layer.%d.residual", sub);
+    cJSON *n = t5_lay(w, "T5LayerNorm", ln);
+    if (residual) t5_ins(w, n, residual, NULL, NULL, NULL);
+    t5_num(w, n, "hidden_size", (double)a->H);
+    t5_num(w, n, "eps", a->eps);
+    t5_linear(w, q, ln, a->H, inner);
+    t5_linear(w, k, kv ? kv : ln, a->H, inner);
+    t5_linear(w, v, kv ? kv : ln, a->H, inner);
+    cJSON *c = t5_lay(w, "T5Attention", at);
+    t5_ins(w, c, q, k, v, bias);
+    t5_num(w, c, "num_heads", (double)a->NH);
+    t5_num(w, c, "head_dim", (double)a->D);
+    if (a->p_resid > 0) t5_num(w, c, "dropout", a->p_resid);
+    if (cache) t5_flag(w, c, "cache", true);
+    t5_linear(w, o, NULL, inner, a->H);
+    /* T5Attention.forward returns after self.o: its states and the caller's normed input die then */
+    snprintf(rt, sizeof rt, "layer.%d.%s.return", sub, m);
+    const char *held[] = {ln, q, k, v};
+    t5_end(w, rt, o, held, 4);
+    t5_residual(w, a, res, residual ? residual : "input", dr);
+}
+
+/* T5LayerFF: layer_norm, DenseReluDense, dropout, the residual */
+static void t5_ff(t5w *w, const arch *a, int sub, const char *residual)
+{
+    char ln[48], wi[64], wi1[64], act[64], mul[64], dd[64], wo[64], dr[48], res[48], rt[64];
+    snprintf(ln, sizeof ln, "layer.%d.layer_norm", sub);
+    snprintf(wi, sizeof wi, "layer.%d.DenseReluDense.%s", sub, a->gated ? "wi_0" : "wi");
+    snprintf(wi1, sizeof wi1, "layer.%d.DenseReluDense.wi_1", sub);
+    snprintf(act, sizeof act, "layer.%d.DenseReluDense.act", sub);
+    snprintf(mul, sizeof mul, "layer.%d.DenseReluDense.mul", sub);
+    snprintf(dd, sizeof dd, "layer.%d.DenseReluDense.dropout", sub);
+    snprintf(wo, sizeof wo, "layer.%d.DenseReluDense.wo", sub);
+    snprintf(dr, sizeof dr, "layer.%d.dropout", sub);
+    snprintf(res, sizeof res, "layer.%d.residual", sub);
+    t5_norm(w, a, ln);
+    t5_linear(w, wi, NULL, a->H, a->I);
+    t5_act_layer(w, a, act);
+    if (a->gated) { /* hidden_gelu = act(wi_0(h)); hidden_linear = wi_1(h); hidden_gelu * hidden_linear */
+        t5_linear(w, wi1, ln, a->H, a->I);
+        t5_ins(w, t5_lay(w, "Mul", mul), act, wi1, NULL, NULL);
+    }
+    t5_dropout(w, a, dd);
+    t5_linear(w, wo, NULL, a->I, a->H);
+    /* T5LayerFF.forward: forwarded_states (the norm's output) until DenseReluDense returns */
+    snprintf(rt, sizeof rt, "layer.%d.DenseReluDense.return", sub);
+    const char *held[] = {ln};
+    t5_end(w, rt, wo, held, 1);
+    t5_residual(w, a, res, residual, dr);
+}
+
+/* One T5Stack's blocks: a Sequential repeated n times. */
+static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, int64_t n, bool decoder, const char *enc,
+                      const char *bias, const char *cross_bias)
+{
+    cJSON *seq = t5_lay(w, "Sequential", name);
+    t5_ins(w, seq, in, NULL, NULL, NULL);
+    if (n > 1) t5_num(w, seq, "repeat", (double)n);
+    if (a->ckpt) t5_flag(w, seq, "checkpoint", true); /* every T5Block (T5Stack.forward's _gradient_checkpointing_func) */
+    cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!arr) {
+        w->r->oom = true;
+        return;
+    }
+    t5w b = {w->r, arr, NULL};
+    /* the decoder's attention is cached (EncoderDecoderCache) unless checkpointing turned use_cache off */
+    const bool cache = decoder && !a->ckpt;
+    t5_attention(&b, a, 0, NULL, NULL, bias, cache);
+    if (decoder) t5_attention(&b, a, 1, "layer.0.residual", enc, cross_bias, cache);
+    t5_ff(&b, a, decoder ? 2 : 1, decoder ? "layer.1.residual" : "layer.0.residual");
+    /* T5Block.forward returns: its input (T5Stack's hidden_states) and the sub-layers' outputs
+     * (self_attention_outputs, cross_attention_outputs) die then */
+    const char *held[] = {"input", "layer.0.residual", "layer.1.residual"};
+    t5_end(&b, "return", decoder ? "layer.2.residual" : "layer.1.residual", held, decoder ? 3 : 2);
+    w->last = name;
+}
+
+static void t5_mask(t5w *w, const char *name, const char *in, const char *kind)
+{
+    cJSON *o = t5_lay(w, "T5StackMask", name);
+    t5_ins(w, o, in, NULL, NULL, NULL);
+    t5_str(w, o, "mask", kind);
+}
+
+static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, const char *k, const char *mask, bool buckets,
+                    bool bidirectional)
+{
+    cJSON *o = t5_lay(w, "T5PositionBias", name);
+    t5_ins(w, o, q, k, mask, NULL);
+    t5_num(w, o, "num_heads", (double)a->NH);
+    if (buckets) {
+        t5_num(w, o, "num_buckets", (double)a->rel_buckets);
+        t5_num(w, o, "max_distance", (double)a->rel_maxdist);
+        t5_flag(w, o, "bidirectional", bidirectional);
+    }
+}
+
+void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
+{
+    t5w w = {r, arr, NULL};
+    /* the encoder */
+    cJSON *o = t5_lay(&w, "Embedding", "shared");
+    t5_num(&w, o, "num_embeddings", (double)a->V);
+    t5_num(&w, o, "embedding_dim", (double)a->H);
+    t5_mask(&w, "encoder.mask", "shared", "padding");
+    const char *emb = t5_dropout_of(&w, a, "encoder.dropout", "shared"); /* self.dropout(inputs_embeds) */
+    static const char ebias[] = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias";
+    t5_bias(&w, a, ebias, emb, emb, "encoder.mask", true, true);
+    t5_blocks(&w, a, "encoder.block", emb, a->N, false, NULL, ebias, NULL);
+    t5_norm(&w, a, "encoder.final_layer_norm");
+    t5_dropout(&w, a, "encoder.final_dropout");
+    static const char *const elocals[] = {"shared", "encoder.mask", ebias};
+    t5_end(&w, "encoder", w.last, elocals, 3);
+    t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* encoder_outputs */
+    const char *enc = "encoder"; /* encoder_outputs[0] */
+    /* decoder_input_ids and the decoder */
+    o = t5_lay(&w, "T5DecoderIds", "decoder_input_ids");
+    t5_num(&w, o, "length", (double)a->tgt);
+    o = t5_lay(&w, "Embedding", "decoder.embed_tokens");
+    t5_num(&w, o, "num_embeddings", (double)a->V);
+    t5_num(&w, o, "embedding_dim", (double)a->H);
+    t5_str(&w, o, "tie", "shared"); /* T5Stack(config, self.shared): the same module */
+    t5_mask(&w, "decoder.causal_mask", "decoder.embed_tokens", "causal");
+    t5_mask(&w, "decoder.encoder_mask", enc, "cross");
+    const char *demb = t5_dropout_of(&w, a, "decoder.dropout", "decoder.embed_tokens");
+    static const char dbias[] = "decoder.block.0.layer.0.SelfAttention.relative_attention_bias";
+    static const char xbias[] = "decoder.encoder_decoder_position_bias";
+    t5_bias(&w, a, dbias, demb, demb, "decoder.causal_mask", true, false);
+    t5_bias(&w, a, xbias, demb, enc, "decoder.encoder_mask", false, false);
+    t5_blocks(&w, a, "decoder.block", demb, a->dec_N, true, enc, dbias, xbias);
+    t5_norm(&w, a, "decoder.final_layer_norm");
+    t5_dropout(&w, a, "decoder.final_dropout");
+    static const char *const dlocals[] = {"decoder.embed_tokens", "decoder.causal_mask", "decoder.encoder_mask", dbias, xbias};
+    t5_end(&w, "decoder", w.last, dlocals, 5);
+    t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* decoder_outputs */
+    if (a->tie) { /* sequence_output * (self.model_dim ** -0.5) */
+        o = t5_lay(&w, "Scale", "lm_head_rescale");
+        t5_num(&w, o, "factor", 1.0 / sqrt((double)a->H));
+        /* sequence_output, rebound to the product: a local until the forward returns */
+        o = t5_lay(&w, "T5Return", "sequence_output");
+        t5_ins(&w, o, "lm_head_rescale", NULL, NULL, NULL);
+        t5_flag(&w, o, "keep_forward", true);
+    }
+    o = t5_lay(&w, "Linear", "lm_head");
+    t5_num(&w, o, "in_features", (double)a->H);
+    t5_num(&w, o, "out_features", (double)a->V);
+    t5_flag(&w, o, "bias", false);
+    if (a->tie) t5_str(&w, o, "tie", "shared");
+}
+
+/* What a T5 model's estimate does not model, refused before the plan (src/engine/plan.c):
+ *  - precisions other than fp32 and bf16 (the model cast whole, model.to(torch.bfloat16)):
+ *    fp16 runs T5Block's clamp of every sub-layer's output (torch.where(isinf(h).any(), ...),
+ *    torch.clamp), and autocast meets T5DenseActDense's hidden_states.to(self.wo.weight.dtype)
+ *    (an fp32 copy before wo); mixed-* keep fp32 master weights beside them;
+ *  - quantized weights: from_pretrained keeps T5PreTrainedModel._keep_in_fp32_modules ["wo"] in
+ *    float32 and unquantized, which the storage formats here do not express;
+ *  - pipeline stages (the decoder reads the encoder's output in every block). */
+vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err)
+{
+    bool t5 = false;
+    for (size_t i = 0; i < m->ninst && !t5; i++) t5 = !strcmp(m->inst[i].kind->name, "T5Attention");
+    if (!t5) return VC_OK;
+    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "t5 is modelled in fp32 and bf16 (the model cast whole); %s",
+                            o->precision == VC_PREC_FP16 ? "fp16 adds T5Block's clamp of every sub-layer, not modelled"
+                            : o->precision == VC_PREC_AMP_FP16 || o->precision == VC_PREC_AMP_BF16
+                                ? "under autocast T5DenseActDense casts its input to wo's float32 first, not modelled"
+                                : "fp32 master weights beside 16-bit ones are not modelled for it");
+    if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                            "t5: from_pretrained keeps wo in float32 and unquantized (_keep_in_fp32_modules); "
+                            "quantized T5 weights are not modelled");
+    if (o->pp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "t5: pipeline stages of an encoder-decoder are not modelled");
+    if (o->ckpt_ops) /* T5Stack's checkpoint is the whole T5Block's (hf_t5.c t5_blocks) */
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "t5: T5Stack checkpoints whole T5Blocks; "
+                            "torchtitan's op-level selective checkpointing is not modelled for it");
+    if (o->act_offload != VC_ACT_OFFLOAD_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "t5: offloading the saved activations is not modelled for it");
+    return VC_OK;
 }

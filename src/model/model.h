@@ -56,7 +56,7 @@ typedef struct {
 /* The model's loss: a row of src/engine/loss.c's table each. VOCAB_PARALLEL: Megatron's
  * vocab-parallel cross-entropy of a tensor-parallel rank's logits (src/hf/hf.c writes it for --tp). */
 typedef enum { VC_LOSS_MEAN, VC_LOSS_CROSS_ENTROPY, VC_LOSS_CAUSAL_LM, VC_LOSS_VOCAB_PARALLEL, VC_LOSS_LIGER, VC_LOSS_CCE, VC_LOSS_CHUNKED, VC_LOSS_LOGITS_MEAN,
-               VC_LOSS_DPO, VC_LOSS_DPO_PRECOMPUTED, VC_LOSS_ORPO, VC_LOSS_KTO } vc_loss;
+               VC_LOSS_DPO, VC_LOSS_DPO_PRECOMPUTED, VC_LOSS_ORPO, VC_LOSS_KTO, VC_LOSS_SEQ2SEQ_LM } vc_loss;
 
 struct vc_model {
     char *name;
@@ -138,6 +138,8 @@ struct vc_model {
 vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
 vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* src/hf/hf_t5.c: what a T5 model's estimate refuses (precision, quantized weights, pipeline stages). */
+vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).

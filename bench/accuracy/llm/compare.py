@@ -34,6 +34,8 @@ def args_for(case):
         a += ["--grad-ckpt-every", str(case["ckpt_every"])]
     if case.get("ckpt_ops"):  # torchtitan's op-level selective AC
         a.append("--grad-ckpt-ops")
+    if case.get("target_seq"):  # t5: the decoder's tokens (measure_llm.py --target-seq, t5_replica.py)
+        a += ["--target-seq", str(case["target_seq"])]
     if case.get("image"):  # qwen2_5_vl: measure_llm.py --image (qwen25vl_replica.py)
         a += ["--image", case["image"], "--images", str(case.get("images", 1))]
     if case.get("loss", "hf") != "hf":
@@ -113,7 +115,8 @@ def main():
             continue
         if c["mode"] == "infer":  # the text encoders' no_grad forward (encoder_replica.py): -m infer
             p = run(opt.cli, c, [c["config"], "-m", "infer", "--seq", str(c["seq"]), "-b", str(c["batch"]), "-p",
-                                 c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"])
+                                 c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
+                    + (["--target-seq", str(c["target_seq"])] if c.get("target_seq") else []))
         else:
             p = run(opt.cli, c, args_for(c))
         if p.returncode != 0 and c.get("known_gap"):  # a gap the CLI refuses rather than under-estimates

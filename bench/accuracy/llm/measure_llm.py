@@ -48,6 +48,8 @@ def parse_args(argv):
                     help="infer: the text encoders' (encoder_replica.py) forward under torch.no_grad(), eval()")
     ap.add_argument("-b", "--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--target-seq", type=int, help="t5 (t5_replica.py): the decoder's tokens per sample (labels in "
+                    "training, decoder_input_ids with --mode infer); default --seq")
     ap.add_argument("-o", "--optim", default="adamw", choices=["sgd", "momentum", "adam", "adamw"])
     ap.add_argument("-p", "--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--ckpt", action="store_true", help="gradient checkpointing per decoder layer")
@@ -200,6 +202,9 @@ def main(argv):
         raw = json.load(f)
     if raw.get("model_type") == "distilbert":  # DistilBertConfig names its heads n_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("n_heads", 12))
+    if raw.get("model_type") == "t5":  # T5Config names its heads num_heads (attribute_map)
+        raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
+        raw.setdefault("vocab_size", 32128)
     if raw.get("model_type") == "gemma3":  # Gemma3Config: the language model's keys are text_config's
         raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
@@ -215,6 +220,8 @@ def main(argv):
         args.lora_targets = (peft_replica.IA3_TARGETS if args.peft == "ia3" else peft_replica.LN_TUNING_TARGETS)[cfg.model_type]
     if args.lora_targets is None and cfg.model_type in ("distilbert", "bert", "roberta", "xlm-roberta"):
         args.lora_targets = "q_lin,v_lin" if cfg.model_type == "distilbert" else "query,value"  # peft constants.py
+    if args.lora_targets is None and cfg.model_type == "t5":
+        args.lora_targets = "q,v"  # peft utils/constants.py: "t5": ["q", "v"]
     if args.lora_targets is None:  # peft utils/constants.py
         args.lora_targets = "query_key_value" if cfg.model_type in ("gpt_neox", "falcon") else "q_proj,v_proj"
     dtype = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -230,6 +237,13 @@ def main(argv):
                              "--loss hf) and --mode infer only" % cfg.model_type)
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
+    elif cfg.model_type == "t5":  # T5ForConditionalGeneration (t5_replica.py)
+        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
+                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+            raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA, --ckpt of every T5Block; "
+                             "--loss hf) and --mode infer")
+        import t5_replica
+        model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif args.mode == "infer":
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py)")
     elif cfg.model_type == "falcon":  # FalconForCausalLM (falcon_replica.py)
@@ -324,7 +338,32 @@ def main(argv):
         n_img = args.batch * args.images
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
-    if encoder and args.mode == "infer":
+    t5 = cfg.model_type == "t5"
+    T = args.target_seq or args.seq
+    if t5:
+        result["target_seq"] = T
+    if t5 and args.mode == "infer":
+        # model.eval(); with torch.no_grad(): logits = model(input_ids, decoder_input_ids=...).logits --
+        # run twice, the second measured; the batch's decoder_input_ids resident like input_ids
+        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        dec_ids = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
+        after_build = tr.O.opobs_current()
+        model.eval()
+        for rep in range(2):
+            if rep == 1:
+                tr.O.opobs_reset_peak()
+                tr.tag("infer")
+                if args.per_op_file:
+                    tr.O.opobs_log_open(args.per_op_file.encode())
+            with torch.no_grad():
+                logits = model(input_ids, decoder_input_ids=dec_ids)[1]
+            del logits
+        if args.per_op_file:
+            tr.O.opobs_log_close()
+        result.update({"seq": args.seq, "peak_allocated": int(tr.O.opobs_peak()),
+                       "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
+                       "after_build_bytes": int(after_build)})
+    elif encoder and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits -- run twice, the second
         # measured; the logits dropped after
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
@@ -373,6 +412,8 @@ def main(argv):
                 model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
                 model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
             labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+            if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
+                labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)
         after_build = tr.O.opobs_current()

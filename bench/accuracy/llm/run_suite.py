@@ -677,6 +677,44 @@ def cases():
         ("llama_wide", 2, 64, "sgd", "fp32", True, 0),
     ]
     train_cases(out, kto, loss="kto")
+    # issue 31 item 4: T5ForConditionalGeneration (t5_replica.py, modeling_t5.py @ 6b8b757d): t5_small
+    # (relu, tied: the d_model ** -0.5 rescale) and flan_t5_small (gated-gelu, untied, 2 encoder and 3
+    # decoder blocks), dropout 0.1; --seq the encoder's tokens, target_seq the labels'; training (full,
+    # LoRA r=8 on PEFT's q,v or on q,k,v,o) and the no_grad forward with decoder_input_ids (infer).
+    # Every third held out.
+    t5 = [
+        ("t5_small", 4, 256, 128, "sgd", "fp32", 0, None),
+        ("t5_small", 4, 256, 128, "sgd", "bf16", 0, None),
+        ("flan_t5_small", 2, 192, 96, "adamw", "fp32", 0, None),
+        ("t5_small", 2, 256, 64, "adamw", "bf16", 8, None),
+        ("t5_small", 2, 256, 64, "adamw", "fp32", 8, None),
+        ("flan_t5_small", 2, 128, 160, "adam", "bf16", 0, None),
+        ("t5_small", 2, 128, 128, "adamw", "bf16", 8, "q,k,v,o"),
+        ("flan_t5_small", 1, 320, 48, "sgd", "fp32", 8, None),
+        ("t5_small", 3, 96, 200, "adam", "fp32", 0, None),
+    ]
+    for i, (cfg, b, s, t, o, p, l, tg) in enumerate(t5):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
+                        precision=p, ckpt=False, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                        **({"lora_targets": tg} if tg else {})))
+    for cfg, b, s, t, p, ho in (("t5_small", 4, 256, 128, "fp32", False), ("flan_t5_small", 2, 192, 96, "bf16", False),
+                                ("t5_small", 1, 512, 32, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="infer", batch=b, seq=s, target_seq=t, precision=p,
+                        held_out=ho))
+    # T5Stack's gradient checkpointing of every T5Block in both stacks (t5_replica.py: the non-reentrant
+    # checkpoint, block 0's position biases outputs of its checkpoint, the cross-attention's zeros made to
+    # require grad, use_cache off). Every third held out.
+    t5c = [
+        ("t5_small", 4, 256, 128, "sgd", "fp32", 0),
+        ("t5_small", 4, 256, 128, "adamw", "bf16", 0),
+        ("flan_t5_small", 2, 192, 96, "sgd", "fp32", 0),
+        ("t5_small", 2, 256, 128, "adamw", "fp32", 8),
+        ("flan_t5_small", 2, 128, 160, "sgd", "bf16", 0),
+        ("t5_small", 1, 320, 64, "sgd", "fp32", 0),
+    ]
+    for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
+                        precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
     return out
 
 
@@ -720,12 +758,14 @@ def argv_of(c):
             a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
-    elif c["mode"] == "infer":  # the text encoders' forward under no_grad (encoder_replica.py)
+    elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py) and t5 (t5_replica.py)
         a += ["--seq", str(c["seq"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
         if c.get("cache") == "quantized":
             a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-residual-length", str(c["kv_residual"])]
+    if c.get("target_seq"):  # t5 (t5_replica.py): the decoder's tokens
+        a += ["--target-seq", str(c["target_seq"])]
     if c.get("image"):  # qwen2_5_vl (qwen25vl_replica.py), gemma3 (gemma3vl_replica.py): the training cases' too
         a += ["--image", c["image"], "--images", str(c["images"])]
     return a
