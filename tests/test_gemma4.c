@@ -176,6 +176,13 @@ static void test_rules(void **state)
     js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "}}", NULL, "model_type",
                " 11936 parameters (11936 active per token, lm_head tied to embed_tokens) + 0 vision tower + 0 audio "
                "tower = 11936");
+    /* gemma4: the lm_head tied by Gemma4Config's tie_word_embeddings, not text_config's (transformers 5's
+     * get_expanded_tied_weights_keys reads the model's own config): untied, 100 x 16 more */
+    js_refused("{\"model_type\":\"gemma4\",\"tie_word_embeddings\":false,\"text_config\":{" SMALL
+               ",\"tie_word_embeddings\":true}}", NULL, "model_type", " 13536 parameters (13536 active per token, "
+               "lm_head untied)");
+    js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL ",\"tie_word_embeddings\":false}}", NULL,
+               "model_type", " 11936 parameters (11936 active per token, lm_head tied");
     /* Gemma4VisionConfig() with this text model: 589,824 + 15,728,640 + 16 x 9,440,384 + 768 x 16 = 167,376,896 */
     js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "},\"vision_config\":{}}", NULL, "model_type",
                "+ 167376896 vision tower + 0 audio tower = 167388832");

@@ -45,7 +45,8 @@
  *    layers, norm (H); with hidden_size_per_layer_input: embed_tokens_per_layer
  *    [vocab_size_per_layer_input, N x P], per_layer_model_projection nn.Linear(H, N x P),
  *    per_layer_projection_norm (P). Gemma4ForCausalLM: lm_head [V, H], tied to embed_tokens
- *    (_tied_weights_keys). Gemma4VisionModel: patch_embedder (input_proj nn.Linear(3 x
+ *    (_tied_weights_keys) under its config's tie_word_embeddings (Gemma4ForConditionalGeneration: Gemma4Config's,
+ *    True when absent, whatever text_config says). Gemma4VisionModel: patch_embedder (input_proj nn.Linear(3 x
  *    patch_size^2, H), position_embedding_table [2, position_embedding_size, H]), encoder.layers
  *    (Gemma4VisionAttention: q/k/v/o Gemma4ClippableLinear without bias -- the clip bounds are
  *    buffers --, q_norm and k_norm of head_dim, v_norm without weight; Gemma4VisionMLP gate/up/down;
@@ -168,7 +169,7 @@ int vc__hf_gemma4_read(rd *r, arch *a)
     for (int64_t i = 0; i < a->N; i++) full |= !vc__hf_gemma4_sliding(a, i);
     if (a->g4.keqv && full) {
         if (a->g4.gKV == 0)
-            return g4_bad(r, "num_global_key_value_heads", "null with attention_k_eq_v: Gemma4TextAttention divides "
+            return g4_bad(r, "num_global_key_value_heads", "absent or null with attention_k_eq_v: Gemma4TextAttention divides "
                           "num_attention_heads by it on the full-attention layers");
         if (a->NH % a->g4.gKV)
             return g4_bad(r, "num_global_key_value_heads", "num_attention_heads (%lld) must be divisible by it (%lld)",
@@ -244,6 +245,13 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
                             "rotary, the pooler) and the image tokens are not modelled: the tower's weights are counted, "
                             "no image is run", r->fam),
                -1;
+    /* the lm_head is tied by the model's own config: PreTrainedModel.get_expanded_tied_weights_keys (transformers 5,
+     * modeling_utils.py) returns no tie unless self.config.tie_word_embeddings -- Gemma4Config's (True when absent),
+     * not text_config's */
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(r->cfg, "tie_word_embeddings");
+    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie))
+        return vc_set_error(r->err, VC_ERR_MODEL, "tie_word_embeddings", "expected true or false"), -1;
+    a->tie = !cJSON_IsBool(tie) || cJSON_IsTrue(tie);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
     const cJSON *au = cJSON_GetObjectItemCaseSensitive(r->cfg, "audio_config");
     if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))

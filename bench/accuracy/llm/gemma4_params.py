@@ -235,6 +235,8 @@ def counts(cfg):
     """(language model, active per token, vision tower + embedder, audio tower + embedder)"""
     nested = cfg.get("model_type") == "gemma4"
     t = text_cfg(cfg.get("text_config") or {} if nested else cfg)
+    if nested:  # get_expanded_tied_weights_keys reads the model's own config: Gemma4Config's (True when absent)
+        t.tie_word_embeddings = cfg.get("tie_word_embeddings", True)
     lm = Gemma4ForCausalLM(t)
     total = n(lm)
     idle = 0
