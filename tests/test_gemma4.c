@@ -203,6 +203,8 @@ static void test_refusals(void **state)
                "required with enable_moe_block");
     js_refused(T(",\"enable_moe_block\":true,\"num_experts\":4,\"top_k_experts\":5,\"moe_intermediate_size\":8"), NULL,
                "top_k_experts", "more than the 4 experts");
+    js_refused("{\"model_type\":\"gemma4_text\",\"num_hidden_layers\":1099511627776}", NULL, "num_hidden_layers",
+               "more than the limit of 1024");
     js_refused(T(",\"enable_moe_block\":1"), NULL, "enable_moe_block", "expected true or false");
     js_refused(T(",\"layer_types\":[" SLIDE "]"), NULL, "layer_types", "expected a list of 4 layer types");
     js_refused(T(",\"layer_types\":[" SLIDE "," SLIDE "," SLIDE ",\"chunked_attention\"]"), NULL, "layer_types",

@@ -403,7 +403,7 @@ const hf_family vc__hf_families[] = {
 #undef GEMMA3_KEYS
 #undef GEMMA3_BLOCK
     /* Gemma4TextConfig (configuration_gemma4.py, transformers v5.5) and modeling_gemma4.py @ 0246b4f3
-     * (src/hf/hf_gemma4.c): Gemma 3's (1 + w)-free Gemma4RMSNorm (x * w), the four norms, q_norm / k_norm,
+     * (src/hf/hf_gemma4.c): Gemma4RMSNorm (x * w, not Gemma 3's x * (1 + w)), the four norms, q_norm / k_norm,
      * scaled embeddings and final softcapping, with the full-attention layers' global_head_dim and
      * num_global_key_value_heads, attention_k_eq_v, the kv-shared layers, the per-layer embeddings and
      * the MoE block beside the dense MLP. The parameters are counted; the memory is refused (hf.c). */

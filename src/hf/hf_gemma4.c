@@ -140,6 +140,8 @@ static bool kv_shared(const arch *a, int64_t i) { return first_shared(a) >= 0 &&
 int vc__hf_gemma4_read(rd *r, arch *a)
 {
     bool null = false;
+    /* hf_read.c's check_sizes bounds the layers after this runs: the loops below need it first */
+    if (a->N > 1024) return g4_bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
     if (lt && !cJSON_IsNull(lt)) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != a->N)
@@ -187,10 +189,9 @@ int vc__hf_gemma4_read(rd *r, arch *a)
                           (long long)first);
     }
     if (a->g4.moe) {
-        bool n1 = false, n2 = false, n3 = false;
-        if (g4_int(r, r->cfg, NULL, "num_experts", 0, 1, &a->E, &n1) ||
-            g4_int(r, r->cfg, NULL, "top_k_experts", 0, 1, &a->K, &n2) ||
-            g4_int(r, r->cfg, NULL, "moe_intermediate_size", 0, 1, &a->moe_I, &n3))
+        if (g4_int(r, r->cfg, NULL, "num_experts", 0, 1, &a->E, NULL) ||
+            g4_int(r, r->cfg, NULL, "top_k_experts", 0, 1, &a->K, NULL) ||
+            g4_int(r, r->cfg, NULL, "moe_intermediate_size", 0, 1, &a->moe_I, NULL))
             return -1;
         const char *miss = !a->E ? "num_experts" : !a->K ? "top_k_experts" : !a->moe_I ? "moe_intermediate_size" : NULL;
         if (miss) return g4_bad(r, miss, "required with enable_moe_block (Gemma4TextConfig's None builds no experts)");
