@@ -956,7 +956,7 @@ static void test_family_table(void **state)
         const hf_family *f = &vc__hf_families[i];
         assert_non_null(f->config_class);
         assert_true(f->keys[K_ACT].key || f->keys[K_ACT].sdef || f->block == BLK_T5); /* t5: feed_forward_proj (hf_t5.c) */
-        assert_true(f->block <= BLK_MODERNBERT);
+        assert_true(f->block <= BLK_GEMMA4);
         assert_true(!f->moe || f->keys[K_EXPERTS].key);
         assert_true(!f->lora_targets || *f->lora_targets);
         char js[128];
@@ -969,6 +969,11 @@ static void test_family_table(void **state)
         } else if (f->nested) { /* gemma3: the language model's keys are an object's (text_config) */
             assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
             assert_string_equal(CLI_PATH(&err), f->nested);
+        } else if (f->block == BLK_GEMMA4) { /* read in full (the class's defaults),
+                                          * then refused: memory not modelled (hf_gemma4.c) */
+            assert_int_equal(load_js(js, NULL, &m, &err), VC_ERR_MODEL);
+            assert_string_equal(CLI_PATH(&err), "model_type");
+            assert_non_null(strstr(CLI_MSG(&err), "not modelled"));
         } else if (f->keys[K_VOCAB].how != D_REQUIRED) {
             /* a class whose every key has a default (GptOssConfig, Gemma3TextConfig: transformers'
              * AutoConfig.for_model(model_type) builds it) loads from model_type alone */

@@ -402,6 +402,28 @@ const hf_family vc__hf_families[] = {
      .lora_targets = NULL /* PEFT's mapping has gemma3_text only */},
 #undef GEMMA3_KEYS
 #undef GEMMA3_BLOCK
+    /* Gemma4TextConfig (configuration_gemma4.py, transformers v5.5) and modeling_gemma4.py @ 0246b4f3
+     * (src/hf/hf_gemma4.c): Gemma4RMSNorm (x * w, not Gemma 3's x * (1 + w)), the four norms, q_norm / k_norm,
+     * scaled embeddings and final softcapping, with the full-attention layers' global_head_dim and
+     * num_global_key_value_heads, attention_k_eq_v, the kv-shared layers, the per-layer embeddings and
+     * the MoE block beside the dense MLP. The parameters are counted; the memory is refused (hf.c). */
+#define GEMMA4_KEYS                                                                                            \
+    LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 262144), [K_HIDDEN] = DEF("hidden_size", 2304),                \
+    [K_LAYERS] = DEF("num_hidden_layers", 30), [K_HEADS] = DEF("num_attention_heads", 8),                    \
+    [K_KV_HEADS] = DEF("num_key_value_heads", 4), [K_INTER] = DEF("intermediate_size", 9216),                \
+    [K_HEAD_DIM] = DEF("head_dim", 256), [K_MAXPOS] = DEF("max_position_embeddings", 131072),                \
+    [K_ACT] = {.key = "hidden_activation", .sdef = "gelu_pytorch_tanh"},                                     \
+    [K_TIE] = DEF("tie_word_embeddings", 1), [K_QKV_BIAS] = DEF("attention_bias", 0),                        \
+    [K_O_BIAS] = DEF("attention_bias", 0), [K_WINDOW] = DEF("sliding_window", 512),                          \
+    [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 0)
+    {.model_type = "gemma4_text", .config_class = "Gemma4TextConfig", .keys = {GEMMA4_KEYS}, LLAMA_BLOCK,
+     .block = BLK_GEMMA4, .embed_scale = true, .qk_norm = QK_PER_HEAD, .lora_targets = NULL},
+    /* Gemma4Config: the language model from text_config; vision_config's Gemma4VisionModel and
+     * audio_config's Gemma4AudioModel with their Gemma4MultimodalEmbedders counted (hf_gemma4.c) */
+    {.model_type = "gemma4", .config_class = "Gemma4TextConfig (Gemma4Config.text_config)", .keys = {GEMMA4_KEYS},
+     LLAMA_BLOCK, .block = BLK_GEMMA4, .embed_scale = true, .qk_norm = QK_PER_HEAD, .nested = "text_config",
+     .lora_targets = NULL},
+#undef GEMMA4_KEYS
     /* DistilBertConfig (configuration_distilbert.py; the sizes required, as the bert row does) and
      * modeling_distilbert.py (huggingface/transformers @00b326f4): Embeddings (word + learned positions,
      * LayerNorm eps 1e-12, dropout; no token types), TransformerBlock (MultiHeadSelfAttention q/k/v/out_lin
@@ -699,6 +721,20 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             "has one sequence: " O("seq"), r.fam);
     }
     rd rv = {cfg, err, r.fam, false, 1};
+    if (a.f->block == BLK_GEMMA4) { /* the parameters are exact (hf_gemma4.c); the memory is not modelled: refused */
+        if (a.f->nested && vc__hf_gemma4_towers_read(&rv, &a, o)) return err->code;
+        if (!a.f->nested && o && (o->image_w > 0 || o->images > 0))
+            return vc_set_error(err, VC_ERR_USAGE, O("image"), "gemma4_text has no vision tower (Gemma4ForCausalLM)");
+        int64_t active, total = vc__hf_gemma4_parameters(&a, &active);
+        char towers[160] = "";
+        if (a.f->nested)
+            snprintf(towers, sizeof towers, " + %lld vision tower + %lld audio tower = %lld", (long long)a.g4.vision,
+                     (long long)a.g4.audio, (long long)(total + a.g4.vision + a.g4.audio));
+        return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: the language model has %lld parameters (%lld active per "
+                            "token, %s)%s; the memory of Gemma 4 (per-layer embeddings, kv-shared layers, keys as values, "
+                            "the MoE block beside the MLP) is not modelled yet", r.fam, (long long)total, (long long)active,
+                            a.tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers);
+    }
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */

@@ -82,6 +82,8 @@ enum {
                      * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
     BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
     BLK_MODERNBERT, /* ModernBertEncoderLayer: model.layers.N.attn.Wqkv, mlp.Wi (hf_modernbert.c) */
+    BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted; the memory not modelled,
+                     * the build refused) */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -250,13 +252,21 @@ typedef struct {
         bool norm_bias, pool_mean, cls_bias;
         int cls_act;
     } mb;
+    /* gemma4 (hf_gemma4.c): global_head_dim (its falsy value: head_dim), num_global_key_value_heads (0: None),
+     * num_kv_shared_layers, hidden_size_per_layer_input (0: none), vocab_size_per_layer_input, layer_types
+     * (NULL: the default 5:1), attention_k_eq_v, enable_moe_block, use_double_wide_mlp; the towers' parameters */
+    struct {
+        int64_t gD, gKV, S, P, Vp, vision, audio;
+        const cJSON *types;
+        bool keqv, moe, wide;
+    } g4;
 } arch;
 
 /* The supported model_types, as the errors list them: each row's model_type
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -313,6 +323,19 @@ void vc__hf_llama4_vision_write(rd *r, cJSON *arr, const arch *a);
 /* hf_llama4.c: layer i's attention_chunk_size when it is a "chunked_attention" layer with a
  * chunk size, else 0 (full attention). */
 int64_t vc__hf_llama4_chunk(const arch *a, int64_t i);
+/* hf_gemma4.c: Gemma4TextConfig's keys the row's reading cannot check (layer_types with the last
+ * layer forced full, global_head_dim, num_global_key_value_heads, attention_k_eq_v, the kv-shared
+ * layers, the per-layer embeddings, the MoE block), read into a->g4; -1 with r->err naming the key. */
+int vc__hf_gemma4_read(rd *r, arch *a);
+/* hf_gemma4.c: whether decoder layer i is a "sliding_attention" layer (Gemma4TextConfig.__post_init__). */
+bool vc__hf_gemma4_sliding(const arch *a, int64_t i);
+/* hf_gemma4.c: the language model's parameters (Gemma4ForCausalLM's named_parameters(), the lm_head
+ * counted unless tied) and, in *active, those one token runs through (top-k of the experts). */
+int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active);
+/* hf_gemma4.c: gemma4's vision_config and audio_config (r reads the config's root; errors name
+ * vision_config.KEY / audio_config.KEY), the towers' and embedders' parameters into a->g4.vision and
+ * a->g4.audio; --image and --images refused. */
+int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
  * a family without a tower refuses the options. -1 with r->err set. */

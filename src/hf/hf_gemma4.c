@@ -1,0 +1,345 @@
+/*
+ * hf_gemma4.c — Gemma 4 (model_type gemma4_text, and gemma4 through text_config; issue 31):
+ * the keys of Gemma4TextConfig that the row's generic reading (hf_read.c) cannot check, the
+ * towers of Gemma4ForConditionalGeneration (vision_config, audio_config), and the parameters.
+ *
+ * Sources, huggingface/transformers:
+ *  - configuration_gemma4.py (v5.5: the release whose modeling file is below; its Gemma4TextConfig
+ *    holds num_global_key_value_heads None and global_head_dim 512 as fields), Gemma4TextConfig:
+ *    vocab_size 262144, hidden_size 2304, intermediate_size 9216, num_hidden_layers 30,
+ *    num_attention_heads 8, num_key_value_heads 4, head_dim 256, hidden_activation
+ *    gelu_pytorch_tanh, tie_word_embeddings True, attention_bias False, sliding_window 512,
+ *    use_bidirectional_attention None ("all" / "vision"), vocab_size_per_layer_input 262144,
+ *    hidden_size_per_layer_input 256, attention_k_eq_v False, num_kv_shared_layers 0,
+ *    enable_moe_block False, use_double_wide_mlp False, num_experts / top_k_experts /
+ *    moe_intermediate_size None; __post_init__: layer_types None -> "sliding_attention" if
+ *    (i + 1) % 6 else "full_attention", and the last layer forced to "full_attention" whatever
+ *    the config lists. Gemma4VisionConfig: hidden_size 768, intermediate_size 3072,
+ *    num_hidden_layers 16, num_attention_heads 12, num_key_value_heads 12, head_dim 64,
+ *    patch_size 16, position_embedding_size 10240. Gemma4AudioConfig: hidden_size 1024,
+ *    num_hidden_layers 12, num_attention_heads 8, subsampling_conv_channels [128, 32],
+ *    conv_kernel_size 5, output_proj_dims 1536. Gemma4Config: text_config None ->
+ *    Gemma4TextConfig(), vision_config / audio_config None -> no tower.
+ *  - modeling_gemma4.py @ 0246b4f3335464614ef1de66531f9131a44ec801:
+ *    Gemma4TextAttention.__init__: is_sliding = layer_types[i] == "sliding_attention";
+ *    head_dim = global_head_dim if not is_sliding and global_head_dim else head_dim;
+ *    use_alternative_attention = attention_k_eq_v and not is_sliding, its kv heads
+ *    num_global_key_value_heads (else num_key_value_heads); first_kv_shared_layer_idx =
+ *    num_hidden_layers - num_kv_shared_layers, is_kv_shared_layer = layer_idx >= first >= 0;
+ *    q_proj [heads x head_dim, H] and q_norm (head_dim) always; k_norm, v_norm (with_scale=False:
+ *    no weight), k_proj and v_proj (None under use_alternative_attention: the keys are the values)
+ *    only when the layer is not kv-shared; o_proj; every projection with attention_bias.
+ *    forward: a kv-shared layer reads shared_kv_states[layer_type], stored by the last earlier
+ *    layer of its type (store_full_length_kv): a type none of the first layers has fails.
+ *    Gemma4TextMLP: intermediate_size x 2 when use_double_wide_mlp and layer_idx >= first > 0;
+ *    gate_proj, up_proj, down_proj without bias. Gemma4TextRouter: norm (no weight), proj
+ *    nn.Linear(H, num_experts, bias=False), scale [H], per_expert_scale [num_experts].
+ *    Gemma4TextExperts: gate_up_proj [E, 2 moe_intermediate_size, H], down_proj
+ *    [E, H, moe_intermediate_size]. Gemma4TextDecoderLayer: self_attn, mlp, input_layernorm,
+ *    post_attention_layernorm, pre_feedforward_layernorm, post_feedforward_layernorm (Gemma4RMSNorm:
+ *    a weight of H), layer_scalar (a buffer); with hidden_size_per_layer_input (truthy):
+ *    per_layer_input_gate nn.Linear(H, P), per_layer_projection nn.Linear(P, H),
+ *    post_per_layer_input_norm (H); with enable_moe_block: router, experts and
+ *    post_feedforward_layernorm_1, post_feedforward_layernorm_2, pre_feedforward_layernorm_2 --
+ *    the dense MLP runs beside the experts on every layer. Gemma4TextModel: embed_tokens [V, H],
+ *    layers, norm (H); with hidden_size_per_layer_input: embed_tokens_per_layer
+ *    [vocab_size_per_layer_input, N x P], per_layer_model_projection nn.Linear(H, N x P),
+ *    per_layer_projection_norm (P). Gemma4ForCausalLM: lm_head [V, H], tied to embed_tokens
+ *    (_tied_weights_keys) under its config's tie_word_embeddings (Gemma4ForConditionalGeneration: Gemma4Config's,
+ *    True when absent, whatever text_config says). Gemma4VisionModel: patch_embedder (input_proj nn.Linear(3 x
+ *    patch_size^2, H), position_embedding_table [2, position_embedding_size, H]), encoder.layers
+ *    (Gemma4VisionAttention: q/k/v/o Gemma4ClippableLinear without bias -- the clip bounds are
+ *    buffers --, q_norm and k_norm of head_dim, v_norm without weight; Gemma4VisionMLP gate/up/down;
+ *    four norms of H). Gemma4AudioModel: subsample_conv_projection (layer0 nn.Conv2d(1, c0, 3x3,
+ *    bias=False) + nn.LayerNorm(c0, bias=False), layer1 nn.Conv2d(c0, c1, 3x3) + LayerNorm(c1),
+ *    input_proj_linear nn.Linear((c0 // 4) x c1, H)), layers (Gemma4AudioLayer: feed_forward1 and
+ *    feed_forward2 = ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre_ and post_layer_norm; self_attn
+ *    = q/k/v_proj H -> heads x (H // heads), post H -> H, relative_k_proj, per_dim_scale
+ *    [H // heads]; lconv1d = linear_start H -> 2H, linear_end H -> H, depthwise_conv1d
+ *    nn.Conv1d(H, H, conv_kernel_size, groups=H, bias=False), pre_layer_norm, conv_norm;
+ *    norm_pre_attn, norm_post_attn, norm_out), output_proj nn.Linear(H, output_proj_dims,
+ *    bias=True). Gemma4MultimodalEmbedder: embedding_projection nn.Linear(output_proj_dims (audio)
+ *    or hidden_size (vision), text hidden_size, bias=False), its norm without weight.
+ *
+ * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c, with the counts): the
+ * memory. The per-layer embeddings' [B, L, N, P] inputs read by every layer, the full-attention
+ * layers' wider heads and own kv heads, keys that are the values (k_eq_v, v_norm), kv-shared
+ * layers reading another layer's keys and values (and caching none), the dense MLP and the
+ * experts side by side, and the towers' forward are not written as layers.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "util.h"
+
+static int g4_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int g4_bad(rd *r, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    char path[160];
+    if (r->nested) { /* gemma4: the key of text_config */
+        snprintf(path, sizeof path, "%s.%s", r->nested, key);
+        key = path;
+    }
+    va_start(ap, fmt);
+    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble); }
+
+/* An integer key in [min, 2^40] of obj: def when absent, *isnull set (and def) when null. */
+static int g4_int(rd *r, const cJSON *obj, const char *prefix, const char *key, int64_t def, int64_t min, int64_t *out,
+                  bool *isnull)
+{
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    char path[160];
+    if (isnull) *isnull = cJSON_IsNull(v);
+    if (!v || cJSON_IsNull(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!is_int(v) || v->valuedouble < (double)min || v->valuedouble > (double)MAX_SIZE) {
+        if (prefix) {
+            snprintf(path, sizeof path, "%s.%s", prefix, key);
+            return vc_set_error(r->err, VC_ERR_MODEL, path, "expected an integer from %lld to 2^40", (long long)min), -1;
+        }
+        return g4_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
+    }
+    *out = (int64_t)v->valuedouble;
+    return 0;
+}
+
+static int g4_bool(rd *r, const char *key, bool *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    *out = false; /* Gemma4TextConfig: False */
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsBool(v)) return g4_bad(r, key, "expected true or false");
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+bool vc__hf_gemma4_sliding(const arch *a, int64_t i)
+{
+    if (i == a->N - 1) return false; /* __post_init__: the last layer forced to "full_attention" */
+    if (a->g4.types) return !strcmp(cJSON_GetArrayItem(a->g4.types, (int)i)->valuestring, "sliding_attention");
+    return (i + 1) % 6 != 0; /* sliding_window_pattern = 6 */
+}
+
+/* first_kv_shared_layer_idx = num_hidden_layers - num_kv_shared_layers */
+static int64_t first_shared(const arch *a) { return a->N - a->g4.S; }
+static bool kv_shared(const arch *a, int64_t i) { return first_shared(a) >= 0 && i >= first_shared(a); }
+
+int vc__hf_gemma4_read(rd *r, arch *a)
+{
+    bool null = false;
+    /* hf_read.c's check_sizes bounds the layers after this runs: the loops below need it first */
+    if (a->N > 1024) return g4_bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
+    if (lt && !cJSON_IsNull(lt)) {
+        if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != a->N)
+            return g4_bad(r, "layer_types", "expected a list of %lld layer types (one per layer: \"sliding_attention\" or "
+                          "\"full_attention\")", (long long)a->N);
+        for (const cJSON *e = lt->child; e; e = e->next)
+            if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention")))
+                return g4_bad(r, "layer_types", "expected \"sliding_attention\" or \"full_attention\" for each layer "
+                              "(Gemma4TextModel's masks and rotary embeddings have no other)");
+        a->g4.types = lt;
+    }
+    if (g4_int(r, r->cfg, NULL, "global_head_dim", 512, 0, &a->g4.gD, NULL)) return -1;
+    if (a->g4.gD == 0) a->g4.gD = a->D; /* `global_head_dim if ... and config.global_head_dim else head_dim` */
+    if (g4_int(r, r->cfg, NULL, "num_global_key_value_heads", 0, 1, &a->g4.gKV, &null)) return -1;
+    if (g4_bool(r, "attention_k_eq_v", &a->g4.keqv) || g4_bool(r, "enable_moe_block", &a->g4.moe) ||
+        g4_bool(r, "use_double_wide_mlp", &a->g4.wide))
+        return -1;
+    if (g4_int(r, r->cfg, NULL, "num_kv_shared_layers", 0, 0, &a->g4.S, NULL)) return -1;
+    if (g4_int(r, r->cfg, NULL, "hidden_size_per_layer_input", 256, 0, &a->g4.P, &null)) return -1;
+    if (null) a->g4.P = 0; /* None: no per-layer embeddings (`if self.hidden_size_per_layer_input`) */
+    if (g4_int(r, r->cfg, NULL, "vocab_size_per_layer_input", 262144, 1, &a->g4.Vp, NULL)) return -1;
+    const cJSON *bi = cJSON_GetObjectItemCaseSensitive(r->cfg, "use_bidirectional_attention");
+    if (bi && !cJSON_IsNull(bi) && !(cJSON_IsString(bi) && (!strcmp(bi->valuestring, "all") || !strcmp(bi->valuestring, "vision"))))
+        return g4_bad(r, "use_bidirectional_attention", "expected \"all\", \"vision\" or null");
+    /* the full-attention layers' kv heads: num_global_key_value_heads under attention_k_eq_v */
+    bool full = false;
+    for (int64_t i = 0; i < a->N; i++) full |= !vc__hf_gemma4_sliding(a, i);
+    if (a->g4.keqv && full) {
+        if (a->g4.gKV == 0)
+            return g4_bad(r, "num_global_key_value_heads", "absent or null with attention_k_eq_v: Gemma4TextAttention divides "
+                          "num_attention_heads by it on the full-attention layers");
+        if (a->NH % a->g4.gKV)
+            return g4_bad(r, "num_global_key_value_heads", "num_attention_heads (%lld) must be divisible by it (%lld)",
+                          (long long)a->NH, (long long)a->g4.gKV);
+    }
+    /* a kv-shared layer reads the keys and values the last earlier layer of its type stored */
+    const int64_t first = first_shared(a);
+    for (int64_t i = first < 0 ? a->N : first; i < a->N; i++) {
+        bool found = false;
+        for (int64_t j = 0; j < first && !found; j++) found = vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i);
+        if (!found)
+            return g4_bad(r, "num_kv_shared_layers", "%lld: layer %lld (%s) shares the keys and values of an earlier "
+                          "layer of its type, and none of the first %lld layers is one (shared_kv_states has no entry)",
+                          (long long)a->g4.S, (long long)i, vc__hf_gemma4_sliding(a, i) ? "sliding_attention" : "full_attention",
+                          (long long)first);
+    }
+    if (a->g4.moe) {
+        if (g4_int(r, r->cfg, NULL, "num_experts", 0, 1, &a->E, NULL) ||
+            g4_int(r, r->cfg, NULL, "top_k_experts", 0, 1, &a->K, NULL) ||
+            g4_int(r, r->cfg, NULL, "moe_intermediate_size", 0, 1, &a->moe_I, NULL))
+            return -1;
+        const char *miss = !a->E ? "num_experts" : !a->K ? "top_k_experts" : !a->moe_I ? "moe_intermediate_size" : NULL;
+        if (miss) return g4_bad(r, miss, "required with enable_moe_block (Gemma4TextConfig's None builds no experts)");
+        if (a->K > a->E)
+            return g4_bad(r, "top_k_experts", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+    }
+    /* every new weight below 2^48 elements, as hf_read.c bounds the others */
+    const int64_t lim = INT64_C(1) << 48;
+    const struct { int64_t x, y, z; const char *key; } prods[] = {
+        {a->g4.Vp, a->N, a->g4.P, "vocab_size_per_layer_input"}, {a->H, a->N, a->g4.P, "hidden_size_per_layer_input"},
+        {a->NH, a->g4.gD, a->H, "global_head_dim"}, {a->E, 3 * a->moe_I, a->H, "moe_intermediate_size"},
+        {2 * a->I, a->H, 3, "intermediate_size"},
+    };
+    for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
+        int64_t t;
+        if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim)
+            return g4_bad(r, prods[i].key, "a weight would have more than 2^48 elements");
+    }
+    return 0;
+}
+
+/* Every product is bounded above (2^48 elements a weight, at most 1024 layers): the sum stays below 2^62. */
+int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
+{
+    const int64_t H = a->H, P = a->g4.P, first = first_shared(a);
+    int64_t total = a->V * H * (a->tie ? 1 : 2) + H, idle = 0; /* embed_tokens, lm_head, norm */
+    if (P) total += a->g4.Vp * a->N * P + H * a->N * P + P; /* embed_tokens_per_layer, per_layer_model_projection, norm */
+    for (int64_t i = 0; i < a->N; i++) {
+        const bool sliding = vc__hf_gemma4_sliding(a, i), alt = a->g4.keqv && !sliding;
+        const int64_t d = sliding ? a->D : a->g4.gD, kv = (alt ? a->g4.gKV : a->KV) * d, q = a->NH * d;
+        int64_t n = 2 * H * q + d + (a->qkv_bias ? q : 0) + (a->o_bias ? H : 0); /* q_proj, q_norm, o_proj */
+        if (!kv_shared(a, i)) n += d + (alt ? 1 : 2) * (H * kv + (a->qkv_bias ? kv : 0)); /* k_norm, k_proj, v_proj */
+        const int64_t inter = a->I * (a->g4.wide && i >= first && first > 0 ? 2 : 1);
+        n += 3 * H * inter + 4 * H; /* mlp; the four norms */
+        if (P) n += 2 * H * P + H; /* per_layer_input_gate, per_layer_projection, post_per_layer_input_norm */
+        if (a->g4.moe) {
+            n += H * a->E + H + a->E + 3 * a->E * H * a->moe_I + 3 * H; /* router; experts; three norms */
+            idle += 3 * (a->E - a->K) * H * a->moe_I;
+        }
+        total += n;
+    }
+    *active = total - idle;
+    return total;
+}
+
+/* ---- gemma4: the towers of Gemma4ForConditionalGeneration, read from the config's root. */
+
+int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
+{
+    if (o && (o->image_w > 0 || o->images > 0))
+        return vc_set_error(r->err, VC_ERR_USAGE, O("image"), "%s: Gemma4VisionModel's forward (the patches, the 2-D "
+                            "rotary, the pooler) and the image tokens are not modelled: the tower's weights are counted, "
+                            "no image is run", r->fam),
+               -1;
+    /* the lm_head is tied by the model's own config: PreTrainedModel.get_expanded_tied_weights_keys (transformers 5,
+     * modeling_utils.py) returns no tie unless self.config.tie_word_embeddings -- Gemma4Config's (True when absent),
+     * not text_config's */
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(r->cfg, "tie_word_embeddings");
+    if (tie && !cJSON_IsNull(tie) && !cJSON_IsBool(tie))
+        return vc_set_error(r->err, VC_ERR_MODEL, "tie_word_embeddings", "expected true or false"), -1;
+    a->tie = !cJSON_IsBool(tie) || cJSON_IsTrue(tie);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, "vision_config");
+    const cJSON *au = cJSON_GetObjectItemCaseSensitive(r->cfg, "audio_config");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v))
+        return vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (Gemma4VisionConfig's keys) or null"), -1;
+    if (au && !cJSON_IsNull(au) && !cJSON_IsObject(au))
+        return vc_set_error(r->err, VC_ERR_MODEL, "audio_config", "expected an object (Gemma4AudioConfig's keys) or null"), -1;
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t t;
+    if (cJSON_IsObject(v)) { /* Gemma4Config: None -> no vision tower */
+        int64_t H, I, N, NH, KV, D, p, pe;
+        const char *x = "vision_config";
+        if (g4_int(r, v, x, "hidden_size", 768, 1, &H, NULL) || g4_int(r, v, x, "intermediate_size", 3072, 1, &I, NULL) ||
+            g4_int(r, v, x, "num_hidden_layers", 16, 0, &N, NULL) ||
+            g4_int(r, v, x, "num_attention_heads", 12, 1, &NH, NULL) ||
+            g4_int(r, v, x, "num_key_value_heads", 12, 1, &KV, NULL) || g4_int(r, v, x, "head_dim", 64, 1, &D, NULL) ||
+            g4_int(r, v, x, "patch_size", 16, 1, &p, NULL) ||
+            g4_int(r, v, x, "position_embedding_size", 10240, 1, &pe, NULL))
+            return -1;
+        if (NH % KV)
+            return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_key_value_heads", "num_attention_heads (%lld) "
+                                "must be divisible by it (%lld)", (long long)NH, (long long)KV), -1;
+        if (N > 1024)
+            return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_hidden_layers", "%lld: more than 1024 layers",
+                                (long long)N), -1;
+        const struct { int64_t x, y, z; const char *key; } prods[] = {
+            {NH, D, H, "head_dim"}, {I, H, 1, "intermediate_size"}, {3 * p, p, H, "patch_size"},
+            {2, pe, H, "position_embedding_size"}, {H, a->H, 1, "hidden_size"},
+        };
+        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
+            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
+                char path[96];
+                snprintf(path, sizeof path, "vision_config.%s", prods[i].key);
+                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the vision tower would have more than 2^48 "
+                                    "elements"), -1;
+            }
+        }
+        /* patch_embedder; per layer q/k/v/o, q_norm, k_norm, gate/up/down, four norms; embed_vision */
+        a->g4.vision = 3 * p * p * H + 2 * pe * H +
+                       N * (2 * H * NH * D + 2 * H * KV * D + 2 * D + 3 * H * I + 4 * H) + H * a->H;
+    }
+    if (cJSON_IsObject(au)) { /* Gemma4Config: None -> no audio tower */
+        int64_t H, N, NH, k, od, c[2] = {128, 32};
+        const char *x = "audio_config";
+        if (g4_int(r, au, x, "hidden_size", 1024, 1, &H, NULL) || g4_int(r, au, x, "num_hidden_layers", 12, 0, &N, NULL) ||
+            g4_int(r, au, x, "num_attention_heads", 8, 1, &NH, NULL) ||
+            g4_int(r, au, x, "conv_kernel_size", 5, 1, &k, NULL) || g4_int(r, au, x, "output_proj_dims", 1536, 1, &od, NULL))
+            return -1;
+        const cJSON *ch = cJSON_GetObjectItemCaseSensitive(au, "subsampling_conv_channels");
+        if (ch && !cJSON_IsNull(ch)) {
+            if (!cJSON_IsArray(ch) || cJSON_GetArraySize(ch) != 2)
+                return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.subsampling_conv_channels", "expected a list of "
+                                    "two channel counts"), -1;
+            for (int i = 0; i < 2; i++) {
+                const cJSON *e = cJSON_GetArrayItem(ch, i);
+                if (!is_int(e) || e->valuedouble < 1 || e->valuedouble > (double)MAX_SIZE)
+                    return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.subsampling_conv_channels", "expected "
+                                        "positive integers (at most 2^40)"), -1;
+                c[i] = (int64_t)e->valuedouble;
+            }
+        }
+        if (H % NH) /* head_dim = hidden_size // num_attention_heads; post reads hidden_size values */
+            return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.num_attention_heads", "%lld must divide hidden_size "
+                                "(%lld): Gemma4AudioAttention's post projection reads heads x head_dim values",
+                                (long long)NH, (long long)H), -1;
+        if (N > 1024)
+            return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.num_hidden_layers", "%lld: more than 1024 layers",
+                                (long long)N), -1;
+        const struct { int64_t x, y, z; const char *key; } prods[] = {
+            {4 * H, H, 1, "hidden_size"}, {c[0], c[1], 9, "subsampling_conv_channels"},
+            {c[0] / 4 * c[1], H, 1, "subsampling_conv_channels"}, {H, k, 1, "conv_kernel_size"},
+            {od, H > a->H ? H : a->H, 1, "output_proj_dims"},
+        };
+        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
+            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
+                char path[96];
+                snprintf(path, sizeof path, "audio_config.%s", prods[i].key);
+                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the audio tower would have more than 2^48 "
+                                    "elements"), -1;
+            }
+        }
+        const int64_t hd = H / NH;
+        const int64_t ff = 8 * H * H + 2 * H;                         /* one Gemma4AudioFeedForward */
+        const int64_t attn = 4 * H * NH * hd + H * H + hd;            /* q, k, v, relative_k; post; per_dim_scale */
+        const int64_t conv = 2 * H * H + H * H + H * k + 2 * H;        /* linear_start, linear_end, depthwise, norms */
+        a->g4.audio = 9 * c[0] + c[0] + 9 * c[0] * c[1] + c[1] + c[0] / 4 * c[1] * H /* subsample_conv_projection */
+                      + N * (2 * ff + attn + conv + 3 * H) + H * od + od  /* layers, output_proj */
+                      + od * a->H;                                       /* embed_audio */
+    }
+    return 0;
+}
