@@ -63,12 +63,14 @@ static void add_emit(vc_build *b, const void *p) { eltwise_emit(b, p, false); }
 static void mul_emit(vc_build *b, const void *p) { eltwise_emit(b, p, true); }
 
 const vc_kind vc_kind_Add = {
+    .ops = 2,
     .name = "Add", .summary = "sum of 2+ inputs with broadcasting; inplace: out += other",
     .min_inputs = 2, .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
     .parse = eltwise_parse, .setup = broadcast_setup, .emit = add_emit,
 };
 
 const vc_kind vc_kind_Mul = {
+    .ops = 1,
     .name = "Mul", .summary = "product of 2 inputs with broadcasting (gates); saves each for the other's grad",
     .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(merge_cfg),
     .parse = eltwise_parse, .setup = broadcast_setup, .emit = mul_emit,
@@ -119,6 +121,7 @@ static void cat_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Cat = {
+    .ops = 1,
     .name = "Cat", .summary = "concatenation along dim (required); saves nothing",
     .min_inputs = 1, /* torch.cat([x], 1) is a copy (DenseNet's first dense layer) */ .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
     .parse = cat_parse, .setup = cat_setup, .emit = cat_emit,

@@ -388,6 +388,22 @@ typedef struct {
     int tie_to; /* the tied instance's index in m->inst, or -1 */
 } copies_t;
 
+/* After the first of `repeat` copies, which declared `per` autograd ops (vc_kind.ops):
+ * refuses the copies when all of them would pass VC_MAX_PLAN_OPS, before they are made. */
+static vc_status check_copies_ops(loader *L, const char *jpath, const char *what, int64_t repeat, int64_t per)
+{
+    int64_t rest, all;
+    if (repeat < 2 || per <= 0) return VC_OK;
+    if (!__builtin_mul_overflow(per, repeat - 1, &rest) && !__builtin_add_overflow(L->ops, rest, &all) &&
+        all <= VC_MAX_PLAN_OPS)
+        return VC_OK;
+    char p[300];
+    vc__join(p, sizeof p, jpath, "repeat");
+    return vc__fail(L, VC_ERR_LIMIT, p, "%lld copies of %s record up to %lld autograd ops each in one step (what its "
+                    "kinds declare): more than the limit of %d in all (docs/limits.md)",
+                    (long long)repeat, what, (long long)per, VC_MAX_PLAN_OPS);
+}
+
 /* A Sequential's `repeat` copies, each a scope of its own. */
 static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, int *out_val)
 {
@@ -412,7 +428,9 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
         else vc_cat3(ip, sizeof ip, ipath, "", "");
         int r = region >= 0 ? region : ck ? m->nregions++ : -1;
         size_t copy_first = m->ninst;
+        int64_t ops0 = L->ops;
         if (load_scope(L, layers, jpath, ip, S, cur, depth + 1, fz, r, &out)) return L->err->code;
+        if (c == 0 && check_copies_ops(L, jpath, "the block", repeat, L->ops - ops0)) return L->err->code;
         /* x = block(x): x lives until this copy returns */
         if (repeat > 1 && m->ninst > copy_first && hold_block_input(L, cur, jpath)) return L->err->code;
         /* refuse a repeat that will exceed the layer limit now, not after a million copies */
@@ -463,8 +481,10 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
         if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c);
         else vc_cat3(ip, sizeof ip, ipath, "", "");
         int r = region >= 0 ? region : ck ? m->nregions++ : -1;
+        int64_t ops0 = L->ops;
         if (vc__instantiate(L, k, cfg, jpath, ip, cur, cp->nin, fz, r, cp->tie_to, &out))
             return L->err->code;
+        if (c == 0 && check_copies_ops(L, jpath, kname, repeat, L->ops - ops0)) return L->err->code;
         if (repeat > 1 && !vc_shape_eq(&m->val[out].shape, &m->val[cur[0]].shape)) {
             char a2[96], b2[96];
             vc_shape_str(&m->val[cur[0]].shape, a2, sizeof a2);
