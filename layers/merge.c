@@ -26,16 +26,20 @@ static int broadcast_setup(vc_setup *s, void *p)
     s->out = s->in[0];
     for (int i = 1; i < s->nin; i++) {
         const vc_shape *x = &s->in[i];
-        vc_shape_str(&s->out, a, sizeof a);
-        vc_shape_str(x, b, sizeof b);
-        if (x->nd != s->out.nd)
+        vc_shape was = s->out; /* the shapes in a message are formatted only when there is one */
+        if (x->nd != s->out.nd) {
+            vc_shape_str(&was, a, sizeof a);
+            vc_shape_str(x, b, sizeof b);
             return vc_fail(s, "inputs", "inputs must have the same number of dimensions per sample to broadcast, got %s and %s", a, b);
+        }
         for (int d = 0; d < x->nd; d++) {
             if (x->d[d] == s->out.d[d] || x->d[d] == 1) continue;
             if (s->out.d[d] == 1) {
                 s->out.d[d] = x->d[d];
                 continue;
             }
+            vc_shape_str(&was, a, sizeof a);
+            vc_shape_str(x, b, sizeof b);
             return vc_fail(s, "inputs", "shapes %s and %s do not broadcast (dimension %d: %lld vs %lld)", a, b, d + 1,
                            (long long)s->out.d[d], (long long)x->d[d]);
         }
