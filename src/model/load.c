@@ -58,6 +58,17 @@ int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer)
     return (int)m->nval++;
 }
 
+/* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): obj's first member named key, NULL at a
+ * member without a name; the first bytes compared before strcmp (each layer's object is asked for its
+ * common keys, most of them absent) */
+static const cJSON *member(const cJSON *obj, const char *key)
+{
+    if (!obj || !key) return NULL;
+    const cJSON *c = obj->child;
+    while (c && c->string && (c->string[0] != key[0] || strcmp(key, c->string))) c = c->next;
+    return c && c->string ? c : NULL;
+}
+
 void vc__join(char *buf, size_t n, const char *path, const char *key)
 {
     vc_cat3(buf, n, path, path[0] ? "." : "", key);
@@ -156,8 +167,8 @@ static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, 
         if (check_duplicates(L, v, path)) return L->err->code;
         static const char *const ok[] = {"shape", "dtype"};
         if (unknown_keys(L, v, path, ok, 2, 0, "for an input")) return L->err->code;
-        shape = cJSON_GetObjectItemCaseSensitive(v, "shape");
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "dtype");
+        shape = member(v, "shape");
+        const cJSON *d = member(v, "dtype");
         if (d) {
             vc__join(p, sizeof p, path, "dtype");
             char got[80];
@@ -222,7 +233,7 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 
 static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, const char *path, bool *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
+    const cJSON *v = member(item, key);
     if (!v) return VC_OK;
     if (!cJSON_IsBool(v)) {
         char got[80], p[300];
@@ -253,7 +264,7 @@ static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *
  * get placeholder values. */
 static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, const char *jpath, const vc_args *a)
 {
-    if (!a->failed[0] || strchr(a->failed, '[') || cJSON_GetObjectItemCaseSensitive(item, a->failed)) return;
+    if (!a->failed[0] || strchr(a->failed, '[') || member(item, a->failed)) return;
     vc_error scratch;
     memset(&scratch, 0, sizeof scratch);
     vc_args probe;
@@ -284,7 +295,7 @@ static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, c
 static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool *seq_out, const vc_kind **k_out)
 {
     char p[300], got[80];
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
+    const cJSON *type = member(item, "type");
     vc__join(p, sizeof p, jpath, "type");
     if (!type) {
         for (const cJSON *c = item->child; c; c = c->next)
@@ -319,7 +330,7 @@ static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const ch
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int tie_to = -1; /* an index: m->inst grows (realloc) while the layer is built */
-    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(item, "tie");
+    const cJSON *tv = member(item, "tie");
     if (tv) {
         vc__join(p, sizeof p, jpath, "tie");
         if (!k || !(k->flags & VC_KIND_TIEABLE)) return vc__fail(L, VC_ERR_MODEL, p, "only Linear and Embedding accept tie, this is a %s", kname);
@@ -349,7 +360,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
     const char *kname = k ? k->name : "Sequential";
     int nin = 0;
     for (int j = 0; j < VC_MAX_INPUTS; j++) ins[j] = -1;
-    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(item, "inputs");
+    const cJSON *iv = member(item, "inputs");
     vc__join(p, sizeof p, jpath, "inputs");
     if (iv) {
         if (cJSON_IsString(iv)) {
@@ -432,7 +443,7 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
 
     static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint"};
     if (unknown_keys(L, item, jpath, ok, 7, 0, "for Sequential")) return L->err->code;
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(item, "layers");
+    const cJSON *layers = member(item, "layers");
     if (!layers) return vc__fail(L, VC_ERR_MODEL, jpath, "missing \"layers\" (the block's list of layers)");
     if (depth + 1 > VC_MAX_DEPTH)
         return vc__fail(L, VC_ERR_LIMIT, jpath, "Sequential blocks nest deeper than the limit of %d", VC_MAX_DEPTH);
@@ -523,14 +534,14 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         return vc__fail(L, VC_ERR_MODEL, jpath, "expected a layer object such as {\"type\": \"Linear\", ...}, got %s", got);
     }
     if (check_duplicates(L, item, jpath)) return L->err->code;
-    bool seq;
-    const vc_kind *k;
+    bool seq = false;
+    const vc_kind *k = NULL;
     if (item_kind(L, item, jpath, &seq, &k)) return L->err->code;
     const char *kname = seq ? "Sequential" : k->name;
 
     /* common keys */
     const char *name = NULL;
-    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(item, "name");
+    const cJSON *nv = member(item, "name");
     if (nv && (!cJSON_IsString(nv) || !nv->valuestring[0])) {
         vc__join(p, sizeof p, jpath, "name");
         if (cJSON_IsString(nv)) return vc__fail(L, VC_ERR_MODEL, p, "a name may not be empty");
@@ -539,7 +550,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (nv) name = nv->valuestring;
     const char *module = NULL; /* the module's qualified name in the source (the exporter writes it) */
-    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(item, "module");
+    const cJSON *mv = member(item, "module");
     if (mv && (!cJSON_IsString(mv) || !mv->valuestring[0] || strlen(mv->valuestring) > 200)) {
         vc__join(p, sizeof p, jpath, "module");
         vc__describe(mv, got, sizeof got);
@@ -547,7 +558,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (mv) module = mv->valuestring;
     int64_t repeat = 1;
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(item, "repeat");
+    const cJSON *rv = member(item, "repeat");
     if (rv) {
         vc__join(p, sizeof p, jpath, "repeat");
         vc__describe(rv, got, sizeof got);
@@ -629,8 +640,8 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 static vc_status load_inputs(loader *L, const cJSON *root)
 {
     vc_model *m = L->m;
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+    const cJSON *in = member(root, "input");
+    const cJSON *ins = member(root, "inputs");
     if (in && ins) {
         L->at_key = true;
         return vc__fail(L, VC_ERR_MODEL, "inputs", "give either \"input\" or \"inputs\", not both");
@@ -684,7 +695,7 @@ static vc_status load_inputs(loader *L, const cJSON *root)
  * note; vc_model_set_input_shape refuses then). Optional. */
 static vc_status load_input_fixed(loader *L, const cJSON *root)
 {
-    const cJSON *fx = cJSON_GetObjectItemCaseSensitive(root, "input_fixed");
+    const cJSON *fx = member(root, "input_fixed");
     if (!fx) return VC_OK;
     if (!cJSON_IsString(fx) || !fx->valuestring[0] || strlen(fx->valuestring) > 1000) {
         char got[80];
@@ -701,7 +712,7 @@ static vc_status load_input_fixed(loader *L, const cJSON *root)
 
 static vc_status load_max_positions(loader *L, const cJSON *root)
 {
-    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
+    const cJSON *mp = member(root, "max_positions");
     if (mp && (vc__json_int(mp, &L->m->max_positions) || L->m->max_positions < 1)) {
         char got[80];
         vc__describe(mp, got, sizeof got);
@@ -714,8 +725,8 @@ static vc_status load_max_positions(loader *L, const cJSON *root)
 /* The "loss" key: a row of the loss table (src/engine/loss.c) by its name. */
 static vc_status load_loss(loader *L, const cJSON *root)
 {
-    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
-    if (!loss && cJSON_GetObjectItemCaseSensitive(root, "loss_chunks"))
+    const cJSON *loss = member(root, "loss");
+    if (!loss && member(root, "loss_chunks"))
         return vc__fail(L, VC_ERR_MODEL, "loss_chunks", "goes with \"loss\": \"chunked_ce\"");
     if (!loss) return VC_OK;
     const char *losses[16];
@@ -730,7 +741,7 @@ static vc_status load_loss(loader *L, const cJSON *root)
     if (k >= 0) {
         L->m->loss = (vc_loss)k;
         /* "loss_chunks": chunked_ce's num_output_chunks (torchtune's CEWithChunkedOutputLoss) */
-        const cJSON *nc = cJSON_GetObjectItemCaseSensitive(root, "loss_chunks");
+        const cJSON *nc = member(root, "loss_chunks");
         if (nc && (k != VC_LOSS_CHUNKED || vc__json_int(nc, &L->m->loss_chunks) || L->m->loss_chunks < 1 ||
                    L->m->loss_chunks > (INT64_C(1) << 40))) {
             vc__describe(nc, got, sizeof got);
@@ -801,7 +812,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         m->images_one_sequence = vc_hf_images_one_sequence(root);
-        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+        const cJSON *mt = member(root, "model_type");
         vc__peft_defaults(cJSON_IsString(mt) ? mt->valuestring : NULL, &m->ia3_targets, &m->ia3_feedforward, &m->ln_targets);
         m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);
         cJSON_Delete(root);
@@ -820,7 +831,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
                                      "input_fixed", "loss_chunks"};
     if ((st = unknown_keys(&L, root, "", ok, 10, 0, "at the top level")) != VC_OK) goto done;
     if ((st = load_max_positions(&L, root)) != VC_OK || (st = load_input_fixed(&L, root)) != VC_OK) goto done;
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
+    const cJSON *nm = member(root, "name");
     if (nm && !cJSON_IsString(nm)) {
         vc__describe(nm, got, sizeof got);
         st = vc__fail(&L, VC_ERR_MODEL, "name", "expected a string, got %s", got);
@@ -837,7 +848,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         goto done;
     }
     for (const char *key = "description"; key; key = strcmp(key, "description") ? NULL : "source") {
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, key);
+        const cJSON *d = member(root, key);
         if (d && !cJSON_IsString(d)) {
             vc__describe(d, got, sizeof got);
             st = vc__fail(&L, VC_ERR_MODEL, key, "expected a string, got %s", got);
@@ -846,7 +857,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     if ((st = load_loss(&L, root)) != VC_OK) goto done;
     if ((st = load_inputs(&L, root)) != VC_OK) goto done;
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    const cJSON *layers = member(root, "layers");
     if (!layers) {
         st = vc__fail(&L, VC_ERR_MODEL, "layers", "missing: the list of layers");
         goto done;
