@@ -14,6 +14,8 @@
  *    512 MB). The kinds that declare at most 4 ops a copy are built as before
  *    (0.4 to 6.5 s, 0.26 to 3.5 GiB a kind): CTest limits_kinds, registered
  *    with -DVRAMCALC_HEAVY_TESTS=ON;
+ *  - a Sequential block's `repeat`: refused after its first copy the same way;
+ *    a repeat whose shape changes keeps its own error, checked first;
  *  - TransformerEncoderLayer(d_model 8) x 10,000 (38 ops a copy declared,
  *    380,000 in all: under the limit), a sweep of batches 1..40: answered
  *    (two plans: batch 1, and 2 and above), within a ceiling of about 1.6x
@@ -131,6 +133,30 @@ static void test_decoder_refused(void **state)
     assert_true(cpu < 1.0);
 }
 
+/* A Sequential block's copies: refused after the first copy (2 x 38 declared ops a copy of
+ * two TransformerEncoderLayers, x 60,000 = 4,560,000); a repeat whose output shape is not its
+ * input's is refused for that first, as before the counts (the loader's checks keep their order). */
+static void test_block_and_order(void **state)
+{
+    (void)state;
+    static const char blk[] =
+        "{\"input\":[4,8],\"layers\":[{\"type\":\"Sequential\",\"repeat\":60000,\"layers\":["
+        "{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,\"batch_first\":true},"
+        "{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,\"batch_first\":true}]}]}";
+    static const char shape[] =
+        "{\"input\":[24,40],\"layers\":[{\"type\":\"Conv1d\",\"in_channels\":24,\"out_channels\":12,"
+        "\"kernel_size\":1,\"repeat\":1000000}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(blk, strlen(blk), "blk.json", &m, &err), VC_ERR_LIMIT);
+    assert_string_equal(err.path, "layers[0].repeat");
+    assert_non_null(strstr(err.msg, "60000 copies of the block record up to 76 autograd ops each in one step"));
+    /* Conv1d 24 -> 12 channels x 1,000,000 (5 ops declared a copy): its shape error first */
+    assert_int_equal(vc_model_load_string(shape, strlen(shape), "shape.json", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layers[0].repeat");
+    assert_non_null(strstr(err.msg, "repeat needs the output shape to equal the input shape, but [24, 40] becomes [12, 40]"));
+}
+
 /* every kind whose declared ops x 1,000,000 pass the limit: refused before the copies are made */
 static void test_kinds_refused_early(void **state)
 {
@@ -169,6 +195,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoder_refused),
         cmocka_unit_test(test_kinds_refused_early),
+        cmocka_unit_test(test_block_and_order),
         cmocka_unit_test(test_encoder_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

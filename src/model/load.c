@@ -456,7 +456,6 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
         size_t copy_first = m->ninst;
         int64_t ops0 = L->ops;
         if (load_scope(L, layers, jpath, ip, S, cur, depth + 1, fz, r, &out)) return L->err->code;
-        if (c == 0 && check_copies_ops(L, jpath, "the block", repeat, L->ops - ops0)) return L->err->code;
         /* x = block(x): x lives until this copy returns */
         if (repeat > 1 && m->ninst > copy_first && hold_block_input(L, cur, jpath)) return L->err->code;
         /* refuse a repeat that will exceed the layer limit now, not after a million copies */
@@ -471,6 +470,8 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
             vc__join(p, sizeof p, jpath, "repeat");
             return vc__fail(L, VC_ERR_MODEL, p, "repeat needs the output shape to equal the input shape, but %s becomes %s", a, b2);
         }
+        /* the ops the copies declare, before the other copies are made */
+        if (c == 0 && check_copies_ops(L, jpath, "the block", repeat, L->ops - ops0)) return L->err->code;
         cur = out;
     }
     *out_val = out;
@@ -510,7 +511,6 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
         int64_t ops0 = L->ops;
         if (vc__instantiate(L, k, cfg, jpath, ip, cur, cp->nin, fz, r, cp->tie_to, &out))
             return L->err->code;
-        if (c == 0 && check_copies_ops(L, jpath, kname, repeat, L->ops - ops0)) return L->err->code;
         if (repeat > 1 && !vc_shape_eq(&m->val[out].shape, &m->val[cur[0]].shape)) {
             char a2[96], b2[96];
             vc_shape_str(&m->val[cur[0]].shape, a2, sizeof a2);
@@ -518,6 +518,8 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
             vc__join(p, sizeof p, jpath, "repeat");
             return vc__fail(L, VC_ERR_MODEL, p, "repeat needs the output shape to equal the input shape, but %s becomes %s", a2, b2);
         }
+        /* the ops the copies declare, before the other copies are made */
+        if (c == 0 && check_copies_ops(L, jpath, kname, repeat, L->ops - ops0)) return L->err->code;
         cur[0] = out;
     }
     *out_val = out;
