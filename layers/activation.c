@@ -71,6 +71,7 @@ static void act_emit(vc_build *b, const act_info *info, const act_cfg *c)
         act_emit(b, &info, p);                                                           \
     }                                                                                    \
     const vc_kind vc_kind_##NAME = {                                                     \
+        .ops = 1,                                                                        \
         .name = #NAME, .summary = SUMMARY, .min_inputs = 1, .max_inputs = 1,             \
         .cfg_size = sizeof(act_cfg), .parse = PARSE, .setup = act_setup, .emit = NAME##_emit, \
     };
@@ -142,12 +143,14 @@ static void log_softmax_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Softmax = {
+    .ops = 1,
     .name = "Softmax", .summary = "softmax along dim (required); keeps its output",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(act_cfg),
     .parse = softmax_parse, .setup = softmax_setup, .emit = softmax_emit,
 };
 
 const vc_kind vc_kind_LogSoftmax = {
+    .ops = 1,
     .name = "LogSoftmax", .summary = "log-softmax along dim (required); keeps its output",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(act_cfg),
     .parse = softmax_parse, .setup = softmax_setup, .emit = log_softmax_emit,

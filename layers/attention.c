@@ -550,6 +550,7 @@ static void mha_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_MultiheadAttention = {
+    .ops = 39,
     .name = "MultiheadAttention",
     .summary = "multi-head attention (batch_first; need_weights: explicit LxS path, else SDPA)",
     .min_inputs = 1, .max_inputs = 3, .cfg_size = sizeof(mha_cfg),
@@ -638,6 +639,7 @@ static void sdpa_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_ScaledDotProductAttention = {
+    .ops = 18,
     .name = "ScaledDotProductAttention",
     .summary = "F.scaled_dot_product_attention(q, k, v): flash / efficient / math per --attention",
     .min_inputs = 3, .max_inputs = 3, .cfg_size = sizeof(sdpa_cfg),
@@ -863,6 +865,7 @@ static void tf_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_TransformerEncoderLayer = {
+    .ops = 38,
     .name = "TransformerEncoderLayer",
     .summary = "self-attention + feed-forward block with LayerNorms (post-norm or norm_first)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tf_cfg),
@@ -870,6 +873,7 @@ const vc_kind vc_kind_TransformerEncoderLayer = {
 };
 
 const vc_kind vc_kind_TransformerDecoderLayer = {
+    .ops = 70,
     .name = "TransformerDecoderLayer",
     .summary = "self-attention + cross-attention on memory + feed-forward (inputs [tgt, memory])",
     .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(tf_cfg),

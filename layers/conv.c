@@ -211,6 +211,7 @@ static void conv_emit(vc_build *b, const void *p)
 #define CONV_KIND(NAME, ND, TR, SUMMARY)                                                   \
     static int NAME##_parse(vc_args *a, void *p) { return conv_parse(a, p, ND, TR); }    \
     const vc_kind vc_kind_##NAME = {                                                     \
+        .ops = 5,                                                                        \
         .name = #NAME, .summary = SUMMARY, .min_inputs = 1, .max_inputs = 1,             \
         .cfg_size = sizeof(conv_cfg), .parse = NAME##_parse, .setup = conv_setup, .emit = conv_emit, \
     };

@@ -102,18 +102,21 @@ static void sd_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Dropout = {
+    .ops = 2,
     .name = "Dropout", .summary = "zeroes elements with probability p in training; keeps a bool mask",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(drop_cfg),
     .parse = drop_parse, .setup = drop_setup, .emit = dropout_emit,
 };
 
 const vc_kind vc_kind_Dropout2d = {
+    .ops = 2,
     .name = "Dropout2d", .summary = "zeroes whole channels with probability p in training; keeps [N, C] noise",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(drop_cfg),
     .parse = drop_parse, .setup = drop_setup, .emit = dropout2d_emit,
 };
 
 const vc_kind vc_kind_StochasticDepth = {
+    .ops = 2,
     .name = "StochasticDepth", .summary = "drops whole samples (row) or the batch with probability p; keeps the noise",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(drop_cfg),
     .parse = sd_parse, .setup = drop_setup, .emit = sd_emit,

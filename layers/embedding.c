@@ -184,6 +184,7 @@ static void emb_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Embedding = {
+    .ops = 2,
     .name = "Embedding", .summary = "lookup table of num_embeddings x embedding_dim over int64 ids",
     .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_INT_INPUT | VC_KIND_TIEABLE, .cfg_size = sizeof(emb_cfg),
     .parse = emb_parse, .setup = emb_setup, .emit = emb_emit,

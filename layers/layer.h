@@ -111,6 +111,7 @@ typedef struct vc_setup {
     int64_t ep;              /* --ep: the expert-parallel ranks (vc_model_set_ep), 1 none */
     bool ep_used;            /* set by a kind that took ep > 1 (SparseMoE: its experts split) */
     bool ia3_feedforward;    /* with lora->method ia3: a feedforward module (its vector scales the input) */
+    int64_t ops;             /* the kind's `ops`, unless setup sets a count that depends on the config */
 } vc_setup;
 
 /* Parameter flags. */
@@ -451,6 +452,14 @@ typedef struct vc_kind {
     int (*parse)(vc_args *a, void *cfg);
     int (*setup)(vc_setup *s, void *cfg);
     void (*emit)(vc_build *b, const void *cfg);
+    /* The most autograd ops one copy records in a step (docs/limits.md): the
+     * loader adds it up over every layer and `repeat` copy and refuses a model
+     * over VC_MAX_PLAN_OPS before it expands the copies. The most measured
+     * over the fixtures under training, inference, autocast, mixed precision
+     * and each attention kernel (CTest kind_ops checks it against emission);
+     * LoRA, quantized weights and parallel layouts add ops the build counts.
+     * A setup whose count depends on its config may set vc_setup.ops. */
+    int ops;
 } vc_kind;
 
 const vc_kind *vc_kind_find(const char *name);

@@ -299,6 +299,7 @@ static void linear_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Linear = {
+    .ops = 4,
     .name = "Linear", .summary = "y = x W^T + b over the last dimension",
     .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_TIEABLE | VC_KIND_LORA, .cfg_size = sizeof(linear_cfg),
     .parse = linear_parse, .setup = linear_setup, .emit = linear_emit,
@@ -381,6 +382,7 @@ static void flatten_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Flatten = {
+    .ops = 2,
     .name = "Flatten", .summary = "merges dims start_dim..end_dim (a view)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(flatten_cfg),
     .parse = flatten_parse, .setup = flatten_setup, .emit = flatten_emit,

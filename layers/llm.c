@@ -132,6 +132,7 @@ static void rope_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_RotaryEmbedding = {
+    .ops = 17, /* ModernBERT's: its two masks are made here (bidir_masks) */
     .name = "RotaryEmbedding", .summary = "HF rotary cos/sin [2, L, rotary_dim] from the token ids (one per model)",
     .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_INT_INPUT, .cfg_size = sizeof(rope_cfg),
     .parse = rope_parse, .setup = rope_setup, .emit = rope_emit,
@@ -234,6 +235,7 @@ static void hfrms_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_HFRMSNorm = {
+    .ops = 10,
     .name = "HFRMSNorm", .summary = "HF's RMSNorm (llama/gemma variant): fp32 upcast, pow, mean, rsqrt, mul",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(hfrms_cfg),
     .parse = hfrms_parse, .setup = hfrms_setup, .emit = hfrms_emit,
@@ -1022,6 +1024,7 @@ static void ra_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_RotaryAttention = {
+    .ops = 58,
     .name = "RotaryAttention",
     .summary = "HF attention core: q/k/v (or fused qkv) + rope -> GQA SDPA -> [L, H*D] (q/k norm, partial rotary)",
     .min_inputs = 1, .max_inputs = 4, .cfg_size = sizeof(ra_cfg),
@@ -1090,6 +1093,7 @@ static void gate_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_GatedActivation = {
+    .ops = 4,
     .name = "GatedActivation", .summary = "act(gate) * up (SwiGLU/GeGLU); inputs [gate, up] or one fused [.., 2I]",
     .min_inputs = 1, .max_inputs = 2, .cfg_size = sizeof(gate_cfg),
     .parse = gate_parse, .setup = gate_setup, .emit = gate_emit,
@@ -1125,6 +1129,7 @@ static void scale_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Scale = {
+    .ops = 1,
     .name = "Scale", .summary = "x * factor (gemma's embedding normalizer, softcapping): saves nothing",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(scale_cfg),
     .parse = scale_parse, .setup = scale_setup, .emit = scale_emit,
@@ -1186,6 +1191,7 @@ static void pos_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_PositionEmbedding = {
+    .ops = 2,
     .name = "PositionEmbedding", .summary = "learned positions (or token types) looked up for [L] ids: [L, dim]",
     .min_inputs = 1, .max_inputs = 1, .flags = VC_KIND_INT_INPUT, .cfg_size = sizeof(pos_cfg),
     .parse = pos_parse, .setup = pos_setup, .emit = pos_emit,
@@ -1240,6 +1246,7 @@ static void ngelu_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_NewGELU = {
+    .ops = 9,
     .name = "NewGELU", .summary = "HF's gelu_new / gelu_fast written in Python ops (GPT-2, GPT-NeoX): keeps several tensors",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ngelu_cfg),
     .parse = ngelu_parse, .setup = scale_setup, .emit = ngelu_emit,

@@ -26,16 +26,20 @@ static int broadcast_setup(vc_setup *s, void *p)
     s->out = s->in[0];
     for (int i = 1; i < s->nin; i++) {
         const vc_shape *x = &s->in[i];
-        vc_shape_str(&s->out, a, sizeof a);
-        vc_shape_str(x, b, sizeof b);
-        if (x->nd != s->out.nd)
+        vc_shape was = s->out; /* the shapes in a message are formatted only when there is one */
+        if (x->nd != s->out.nd) {
+            vc_shape_str(&was, a, sizeof a);
+            vc_shape_str(x, b, sizeof b);
             return vc_fail(s, "inputs", "inputs must have the same number of dimensions per sample to broadcast, got %s and %s", a, b);
+        }
         for (int d = 0; d < x->nd; d++) {
             if (x->d[d] == s->out.d[d] || x->d[d] == 1) continue;
             if (s->out.d[d] == 1) {
                 s->out.d[d] = x->d[d];
                 continue;
             }
+            vc_shape_str(&was, a, sizeof a);
+            vc_shape_str(x, b, sizeof b);
             return vc_fail(s, "inputs", "shapes %s and %s do not broadcast (dimension %d: %lld vs %lld)", a, b, d + 1,
                            (long long)s->out.d[d], (long long)x->d[d]);
         }
@@ -63,12 +67,14 @@ static void add_emit(vc_build *b, const void *p) { eltwise_emit(b, p, false); }
 static void mul_emit(vc_build *b, const void *p) { eltwise_emit(b, p, true); }
 
 const vc_kind vc_kind_Add = {
+    .ops = 2,
     .name = "Add", .summary = "sum of 2+ inputs with broadcasting; inplace: out += other",
     .min_inputs = 2, .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
     .parse = eltwise_parse, .setup = broadcast_setup, .emit = add_emit,
 };
 
 const vc_kind vc_kind_Mul = {
+    .ops = 1,
     .name = "Mul", .summary = "product of 2 inputs with broadcasting (gates); saves each for the other's grad",
     .min_inputs = 2, .max_inputs = 2, .cfg_size = sizeof(merge_cfg),
     .parse = eltwise_parse, .setup = broadcast_setup, .emit = mul_emit,
@@ -119,6 +125,7 @@ static void cat_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Cat = {
+    .ops = 1,
     .name = "Cat", .summary = "concatenation along dim (required); saves nothing",
     .min_inputs = 1, /* torch.cat([x], 1) is a copy (DenseNet's first dense layer) */ .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(merge_cfg),
     .parse = cat_parse, .setup = cat_setup, .emit = cat_emit,

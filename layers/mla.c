@@ -165,6 +165,7 @@ static void mla_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_MLAttention = {
+    .ops = 47,
     .name = "MLAttention",
     .summary = "DeepSeek's multi-head latent attention core: q states + compressed_kv + rope -> kv_a_layernorm, kv_b_proj, "
                "SDPA -> [L, H*v]",

@@ -365,6 +365,7 @@ static void msa_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_MultiscaleAttention = {
+    .ops = 98,
     .name = "MultiscaleAttention",
     .summary = "torchvision MViT pooling attention over [1 + T*H*W, C] tokens: qkv, Conv3d pools, rel pos, residual pool",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(msa_cfg),
@@ -443,6 +444,7 @@ static void mpool_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_MViTPool = {
+    .ops = 9,
     .name = "MViTPool",
     .summary = "torchvision MViT's pool_skip: MaxPool3d over the [1 + T*H*W, C] tokens, the class token kept",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(mpool_cfg),
@@ -529,6 +531,7 @@ static void mpe_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_MViTPositionalEncoding = {
+    .ops = 7,
     .name = "MViTPositionalEncoding",
     .summary = "torchvision MViT's class token and (v1) spatio-temporal position table on [T*H*W, C] tokens",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(mpe_cfg),

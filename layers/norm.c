@@ -470,48 +470,56 @@ static void rmsnorm_emit(vc_build *b, const void *p)
 /* ------------------------------------------------------------ the kinds */
 
 const vc_kind vc_kind_BatchNorm1d = {
+    .ops = 1,
     .name = "BatchNorm1d", .summary = "batch norm over [C] or [C, L]; keeps its input and [C] stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(bn_cfg),
     .parse = bn_parse, .setup = bn1d_setup, .emit = bn_emit,
 };
 
 const vc_kind vc_kind_BatchNorm2d = {
+    .ops = 1,
     .name = "BatchNorm2d", .summary = "batch norm over [C, H, W]; keeps its input and [C] stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(bn_cfg),
     .parse = bn_parse, .setup = bn2d_setup, .emit = bn_emit,
 };
 
 const vc_kind vc_kind_BatchNorm3d = {
+    .ops = 1,
     .name = "BatchNorm3d", .summary = "batch norm over [C, D, H, W]; keeps its input and [C] stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(bn_cfg),
     .parse = bn_parse, .setup = bn3d_setup, .emit = bn_emit,
 };
 
 const vc_kind vc_kind_InstanceNorm1d = {
+    .ops = 9,
     .name = "InstanceNorm1d", .summary = "instance norm over [C, L] (batch norm on [1, N*C, L])",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(bn_cfg),
     .parse = in_parse, .setup = in1d_setup, .emit = in_emit,
 };
 
 const vc_kind vc_kind_InstanceNorm2d = {
+    .ops = 9,
     .name = "InstanceNorm2d", .summary = "instance norm over [C, H, W] (batch norm on [1, N*C, H, W])",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(bn_cfg),
     .parse = in_parse, .setup = in2d_setup, .emit = in_emit,
 };
 
 const vc_kind vc_kind_LayerNorm = {
+    .ops = 2,
     .name = "LayerNorm", .summary = "layer norm over the trailing normalized_shape; keeps its input and fp32 stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ln_cfg),
     .parse = ln_parse, .setup = ln_setup, .emit = ln_emit,
 };
 
 const vc_kind vc_kind_GroupNorm = {
+    .ops = 2,
     .name = "GroupNorm", .summary = "group norm over [C, *]; keeps its input and [N, G] stats",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(gn_cfg),
     .parse = gn_parse, .setup = gn_setup, .emit = gn_emit,
 };
 
 const vc_kind vc_kind_RMSNorm = {
+    .ops = 1,
     .name = "RMSNorm", .summary = "RMS norm over the trailing normalized_shape; keeps its input and fp32 rstd",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(ln_cfg),
     .parse = rms_parse, .setup = rms_setup, .emit = rmsnorm_emit,

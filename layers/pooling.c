@@ -178,6 +178,7 @@ static void pool_emit(vc_build *b, const void *p)
 
 #define POOL_KIND(NAME, PARSE, SUMMARY)                                                       \
     const vc_kind vc_kind_##NAME = {                                                        \
+        .ops = 1,                                                                           \
         .name = #NAME, .summary = SUMMARY, .min_inputs = 1, .max_inputs = 1,                \
         .cfg_size = sizeof(pool_cfg), .parse = PARSE, .setup = pool_setup, .emit = pool_emit, \
     };

@@ -181,6 +181,7 @@ static void upsample_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Upsample = {
+    .ops = 1,
     .name = "Upsample", .summary = "interpolation to size or scale_factor (nearest/linear/bilinear/bicubic/trilinear)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(upsample_cfg),
     .parse = upsample_parse, .setup = upsample_setup, .emit = upsample_emit,
@@ -229,6 +230,7 @@ static void shuffle_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_PixelShuffle = {
+    .ops = 1,
     .name = "PixelShuffle", .summary = "[C*r^2, H, W] -> [C, H*r, W*r] (one copy; keeps nothing)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(shuffle_cfg),
     .parse = shuffle_parse, .setup = shuffle_setup, .emit = shuffle_emit,

@@ -362,6 +362,7 @@ static void rnn_emit(vc_build *b, const void *p)
     const vc_kind vc_kind_##NAME = {                                                                   \
         .name = #NAME, .summary = SUMMARY, .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(rnn_cfg), \
         .parse = PARSE, .setup = rnn_setup, .emit = rnn_emit,                                           \
+        .ops = 8,                                                                                       \
     };
 
 RNN_KIND(RNN, rnn_parse, "Elman RNN (tanh/relu), cuDNN; batch_first [L, input_size] -> [L, D*hidden_size]")

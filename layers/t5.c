@@ -87,6 +87,7 @@ static void t5ln_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5LayerNorm = {
+    .ops = 8,
     .name = "T5LayerNorm", .summary = "T5's RMS norm: x.to(float32).pow(2).mean, x * rsqrt, .to(weight dtype), weight *",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(t5ln_cfg),
     .parse = t5ln_parse, .setup = t5ln_setup, .emit = t5ln_emit,
@@ -164,6 +165,7 @@ static void sm_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5StackMask = {
+    .ops = 12,
     .name = "T5StackMask", .summary = "the additive mask a T5Stack prepares: padding, causal or the inverted encoder mask",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(sm_cfg),
     .parse = sm_parse, .setup = sm_setup, .emit = sm_emit,
@@ -269,6 +271,7 @@ static void pb_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5PositionBias = {
+    .ops = 23,
     .name = "T5PositionBias", .summary = "T5's relative position bias (or zeros) plus its stack's mask, shared by its blocks",
     .min_inputs = 3, .max_inputs = 3, .cfg_size = sizeof(pb_cfg),
     .parse = pb_parse, .setup = pb_setup, .emit = pb_emit,
@@ -306,6 +309,7 @@ static void se_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5Return = {
+    .ops = 1,
     .name = "T5Return", .summary = "a T5 module's return: its output (input 0), the locals it held (inputs 1..) released",
     .min_inputs = 1, .max_inputs = 8, .cfg_size = sizeof(se_cfg),
     .parse = se_parse, .setup = se_setup, .emit = se_emit,
@@ -389,6 +393,7 @@ static void ta_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5Attention = {
+    .ops = 13,
     .name = "T5Attention", .summary = "T5Attention's eager core: q k^T (no scaling) + position bias, fp32 softmax, dropout, x v",
     .min_inputs = 4, .max_inputs = 4, .cfg_size = sizeof(ta_cfg),
     .parse = ta_parse, .setup = ta_setup, .emit = ta_emit,
@@ -444,6 +449,7 @@ static void di_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_T5DecoderIds = {
+    .ops = 5,
     .name = "T5DecoderIds", .summary = "T5's decoder input ids: _shift_right(labels) in training, given in inference",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(di_cfg),
     .parse = di_parse, .setup = di_setup, .emit = di_emit,

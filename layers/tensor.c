@@ -72,6 +72,7 @@ static void reshape_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Reshape = {
+    .ops = 2,
     .name = "Reshape", .summary = "reshape to a per-sample shape (a view; copies non-contiguous input)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = reshape_parse, .setup = reshape_setup, .emit = reshape_emit,
@@ -117,6 +118,7 @@ static void view_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Permute = {
+    .ops = 1,
     .name = "Permute", .summary = "reorders dims (a view; dims[0] must be 0)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = permute_parse, .setup = permute_setup, .emit = view_emit,
@@ -145,6 +147,7 @@ static int transpose_setup(vc_setup *s, void *p)
 }
 
 const vc_kind vc_kind_Transpose = {
+    .ops = 1,
     .name = "Transpose", .summary = "swaps two dims (a view)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = transpose_parse, .setup = transpose_setup, .emit = view_emit,
@@ -183,6 +186,7 @@ static void select_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Select = {
+    .ops = 1,
     .name = "Select", .summary = "x.select(dim, index) (a view; backward builds a full-size grad)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = select_parse, .setup = select_setup, .emit = select_emit,
@@ -216,6 +220,7 @@ static int slice_setup(vc_setup *s, void *p)
 }
 
 const vc_kind vc_kind_Slice = {
+    .ops = 1,
     .name = "Slice", .summary = "x[..., start:end:step] along dim (a view; backward builds a full-size grad)",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = slice_parse, .setup = slice_setup, .emit = select_emit,
@@ -269,6 +274,7 @@ static void mean_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Mean = {
+    .ops = 1,
     .name = "Mean", .summary = "mean over dim(s); saves nothing",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = mean_parse, .setup = mean_setup, .emit = mean_emit,
@@ -325,6 +331,7 @@ static void matmul_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Matmul = {
+    .ops = 4,
     .name = "Matmul", .summary = "torch.matmul of two inputs (bmm; saves both)",
     .min_inputs = 2, .max_inputs = 2, .cfg_size = 0,
     .parse = matmul_parse, .setup = matmul_setup, .emit = matmul_emit,
@@ -360,6 +367,7 @@ static void parameter_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Parameter = {
+    .ops = 2,
     .name = "Parameter", .summary = "a learned tensor of per-sample shape (class token, positional embedding)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = parameter_parse, .setup = parameter_setup, .emit = parameter_emit,
@@ -428,6 +436,7 @@ static void topk_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_TopK = {
+    .ops = 1,
     .name = "TopK", .summary = "torch.topk along dim: the values (indices kept for backward) or the int64 indices",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(tensor_cfg),
     .parse = topk_parse, .setup = topk_setup, .emit = topk_emit,
@@ -489,6 +498,7 @@ static void gather_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_Gather = {
+    .ops = 1,
     .name = "Gather", .summary = "torch.gather(x, dim, index) with an int64 index input (saves x and the index)",
     .min_inputs = 2, .max_inputs = 2, .flags = VC_KIND_INDEX_INPUT, .cfg_size = sizeof(tensor_cfg),
     .parse = gather_parse, .setup = gather_setup, .emit = gather_emit,

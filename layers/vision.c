@@ -108,6 +108,7 @@ static void vw_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_VisionWeights = {
+    .ops = 1,
     .name = "VisionWeights", .summary = "a module's weight and bias loaded and not run (a VLM's tower without images)",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(vw_cfg),
     .parse = vw_parse, .setup = vw_setup, .emit = vw_emit,

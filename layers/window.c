@@ -339,6 +339,7 @@ static void win_emit(vc_build *b, const void *p)
 }
 
 const vc_kind vc_kind_ShiftedWindowAttention = {
+    .ops = 47,
     .name = "ShiftedWindowAttention",
     .summary = "torchvision Swin window attention over [H, W, C]: pad, roll, windows, qkv, bias, mask, softmax, proj",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(win_cfg),
@@ -346,6 +347,7 @@ const vc_kind vc_kind_ShiftedWindowAttention = {
 };
 
 const vc_kind vc_kind_ShiftedWindowAttentionV2 = {
+    .ops = 63,
     .name = "ShiftedWindowAttentionV2",
     .summary = "torchvision Swin V2 window attention: cosine attention, logit scale, cpb_mlp position bias",
     .min_inputs = 1, .max_inputs = 1, .cfg_size = sizeof(win_cfg),
@@ -381,6 +383,7 @@ static int rpb_setup(vc_setup *s, void *p)
 static void rpb_emit(vc_build *b, const void *p) { vc_set_output(b, rel_bias(b, p, vc_weight(b, 0), vc_buf(b, 0))); }
 
 const vc_kind vc_kind_RelativePositionBias = {
+    .ops = 3,
     .name = "RelativePositionBias",
     .summary = "a [(2w-1)^2, heads] table gathered to [1, heads, N, N] (MaxViT's relative position bias); no batch",
     .min_inputs = 0, .max_inputs = 0, .flags = VC_KIND_NO_INPUT, .cfg_size = sizeof(win_cfg),

@@ -1156,9 +1156,11 @@ static void test_width_terminal(void **state)
 /* Cost bounds for every kind (issue 16, docs/limits.md). A 169-byte file of
  * TransformerDecoderLayer(d_model 8) x 100,000 took 24.6 s and 4.9 GB (the
  * issue: 16 s, 4.8 GB; ~48 GB at the 10^6-layer limit): a decoder layer records
- * 52 autograd ops in training (VC_MAX_PLAN_OPS = 4,000,000 is reached inside
- * copy 76,923: 76,923 x 52 = 3,999,996, one more layer passes it), so it is
- * refused there, naming the layer. A plan that holds for one batch only
+ * 52 autograd ops in fp32 training and up to 70 under amp-fp16, the count its
+ * kind declares (vc_kind.ops, checked by CTest kind_ops); 100,000 x 70 =
+ * 7,000,000 passes VC_MAX_PLAN_OPS = 4,000,000, so the loader refuses the
+ * `repeat` after its first copy (issue 28; before, the build refused it inside
+ * copy 76,923). A plan that holds for one batch only
  * (SparseMoE with moe_imbalance > 1 sizes its busiest expert, ceil(F T k / E)
  * in floating point, for the batch it is built for: vc_batch_dependent; evenly
  * spread tokens are a floor count valid at every batch, test_sweep_plans) is
@@ -1183,8 +1185,9 @@ static void test_cost_limits(void **state)
                     "\"num_experts\":2,\"top_k\":1,\"moe_imbalance\":1.5,\"repeat\":10000}]}");
     run_result r;
     RUN(&r, dec);
-    check_usage_error(&r, "dec.json: layers[0][76923]: the model records more than 4000000 autograd ops in one step "
-                          "by this layer: the limit (docs/limits.md)");
+    check_usage_error(&r, "dec.json:1:160: layers[0].repeat: 100000 copies of TransformerDecoderLayer record up to 70 "
+                          "autograd ops each in one step (what its kinds declare): more than the limit of 4000000 in "
+                          "all (docs/limits.md)");
     run_free(&r);
     RUN(&r, enc, "--sweep", "1:100");
     check_usage_error(&r, "enc.json: batch ");

@@ -1,18 +1,29 @@
 /*
  * test_stress.c — the oversized inputs of issue 28 (docs/limits.md), each run
- * in a child process so that its peak memory is its own (wait4's ru_maxrss):
- *  - TransformerDecoderLayer(d_model 8) x 100,000, trained: refused with the
- *    autograd-op limit inside copy 76,923 (52 ops a copy: 76,923 x 52 =
- *    3,999,996, one more copy passes VC_MAX_PLAN_OPS = 4,000,000; the same
- *    message as CTest cli_limits);
- *  - TransformerEncoderLayer(d_model 8) x 10,000, a sweep of batches 1..40:
- *    answered (two plans: batch 1, and 2 and above).
- * What is asserted is the answer and a generous memory ceiling (about 1.6x
- * the peak measured here on the development container, 2026-12-06, a
- * RelWithDebInfo build: 1,295 MiB and 737 MiB; ceilings 2,048 and 1,200
- * MiB); the CPU time is printed, not asserted (timed figures belong in
- * bench/speed, not in a test on a shared machine). Issue 28 wants both within
- * 2 s and 512 MB, which needs each kind's op count before emission: not yet.
+ * in a child process so that its peak memory and CPU time are its own
+ * (wait4's rusage):
+ *  - TransformerDecoderLayer(d_model 8) x 100,000: refused by the loader
+ *    before it makes the copies, the op count its kind declares (vc_kind.ops,
+ *    layers/layer.h: 70 a copy, the most it records, under amp-fp16; 52 in fp32
+ *    training) x 100,000 = 7,000,000 over VC_MAX_PLAN_OPS = 4,000,000. Before
+ *    the counts were declared it was refused inside copy 76,923 of the build,
+ *    after 1.0 s of CPU and 1.27 GiB; issue 28 asks for 100 ms and 64 MB;
+ *  - every kind of limits_cases.h (a fixture x 1,000,000, the layer limit)
+ *    whose declared count x 1,000,000 passes VC_MAX_PLAN_OPS: refused the
+ *    same way, within 64 MB (issue 28: every kind at the limits within 2 s and
+ *    512 MB). The kinds that declare at most 4 ops a copy are built as before
+ *    (0.4 to 6.5 s, 0.26 to 3.5 GiB a kind): CTest limits_kinds, registered
+ *    with -DVRAMCALC_HEAVY_TESTS=ON;
+ *  - a Sequential block's `repeat`: refused after its first copy the same way;
+ *    a repeat whose shape changes keeps its own error, checked first;
+ *  - TransformerEncoderLayer(d_model 8) x 10,000 (38 ops a copy declared,
+ *    380,000 in all: under the limit), a sweep of batches 1..40: answered
+ *    (two plans: batch 1, and 2 and above), within a ceiling of about 1.6x
+ *    the 737 MiB measured (2026-12-06, RelWithDebInfo): not within issue
+ *    28's bounds, which need a lighter plan, not an earlier refusal.
+ * Memory is asserted; CPU time is asserted only where it is a loader's
+ * refusal (under 0.1 s here, asserted under 1 s: the machine is shared), and
+ * printed otherwise (timed figures belong in bench/speed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +39,9 @@
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "layer.h" /* vc_kind_find, vc_kind.ops */
+
+#include "limits_cases.h"
 
 #define MIB (1024L * 1024L)
 
@@ -38,25 +52,35 @@ static const char enc_json[] =
     "{\"input\":[4,8],\"layers\":[{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,"
     "\"batch_first\":true,\"repeat\":10000}]}";
 
-/* child: 0 when the decoder file is refused with the op limit at copy 76,923 */
+/* child: 0 when the decoder file is refused by the loader with the declared op counts */
 static int run_dec(void)
 {
     vc_model *m = NULL;
     vc_error err;
-    if (vc_model_load_string(dec_json, strlen(dec_json), "dec.json", &m, &err)) return 10;
-    vc_options o;
-    vc_options_init(&o);
-    vc_result r;
-    vc_status st = vc_estimate(m, &o, &r, &err);
-    vc_model_free(m);
+    vc_status st = vc_model_load_string(dec_json, strlen(dec_json), "dec.json", &m, &err);
     if (st == VC_OK) {
-        vc_result_free(&r);
+        vc_model_free(m);
         return 11;
     }
     if (st != VC_ERR_LIMIT) return 12;
-    if (!strstr(err.msg, "layers[0][76923]: the model records more than 4000000 autograd ops in one step by this layer"))
+    if (strcmp(err.path, "layers[0].repeat") ||
+        !strstr(err.msg, "100000 copies of TransformerDecoderLayer record up to 70 autograd ops "
+                         "each in one step (what its kinds declare): more than the limit of 4000000 in all "
+                         "(docs/limits.md)"))
         return 13;
     return 0;
+}
+
+/* child: 0 when limits_cases.h's case `kase` is refused by the loader */
+static size_t kase;
+static int run_kind(void)
+{
+    const kind_case *c = &cases[kase];
+    vc_model *m = NULL;
+    vc_error err;
+    vc_status st = vc_model_load_string(c->json, strlen(c->json), "kind.json", &m, &err);
+    if (st == VC_OK) vc_model_free(m);
+    return st == VC_ERR_LIMIT && strstr(err.msg, "autograd ops each in one step (what its kinds declare)") ? 0 : 1;
 }
 
 /* child: 0 when every batch of 1..40 of the encoder file is answered, totals not falling */
@@ -104,8 +128,56 @@ static void test_decoder_refused(void **state)
     long kib;
     double cpu;
     assert_int_equal(in_child(run_dec, &kib, &cpu), 0);
-    printf("TransformerDecoderLayer x 100,000: refused, %.2f s CPU, %ld MiB peak\n", cpu, kib / 1024);
-    assert_true(kib * 1024L < 2048 * MIB);
+    printf("TransformerDecoderLayer x 100,000: refused, %.3f s CPU, %ld MiB peak\n", cpu, kib / 1024);
+    assert_true(kib * 1024L < 64 * MIB);
+    assert_true(cpu < 1.0);
+}
+
+/* A Sequential block's copies: refused after the first copy (2 x 38 declared ops a copy of
+ * two TransformerEncoderLayers, x 60,000 = 4,560,000); a repeat whose output shape is not its
+ * input's is refused for that first, as before the counts (the loader's checks keep their order). */
+static void test_block_and_order(void **state)
+{
+    (void)state;
+    static const char blk[] =
+        "{\"input\":[4,8],\"layers\":[{\"type\":\"Sequential\",\"repeat\":60000,\"layers\":["
+        "{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,\"batch_first\":true},"
+        "{\"type\":\"TransformerEncoderLayer\",\"d_model\":8,\"nhead\":2,\"batch_first\":true}]}]}";
+    static const char shape[] =
+        "{\"input\":[24,40],\"layers\":[{\"type\":\"Conv1d\",\"in_channels\":24,\"out_channels\":12,"
+        "\"kernel_size\":1,\"repeat\":1000000}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(blk, strlen(blk), "blk.json", &m, &err), VC_ERR_LIMIT);
+    assert_string_equal(err.path, "layers[0].repeat");
+    assert_non_null(strstr(err.msg, "60000 copies of the block record up to 76 autograd ops each in one step"));
+    /* Conv1d 24 -> 12 channels x 1,000,000 (5 ops declared a copy): its shape error first */
+    assert_int_equal(vc_model_load_string(shape, strlen(shape), "shape.json", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layers[0].repeat");
+    assert_non_null(strstr(err.msg, "repeat needs the output shape to equal the input shape, but [24, 40] becomes [12, 40]"));
+}
+
+/* every kind whose declared ops x 1,000,000 pass the limit: refused before the copies are made */
+static void test_kinds_refused_early(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (kase = 0; kase < sizeof cases / sizeof cases[0]; kase++) {
+        const vc_kind *k = vc_kind_find(cases[kase].kind);
+        assert_non_null(k);
+        if ((int64_t)k->ops * VC_MAX_LAYERS <= VC_MAX_PLAN_OPS) continue; /* built: limits_kinds */
+        long kib;
+        double cpu;
+        int code = in_child(run_kind, &kib, &cpu);
+        printf("%-26s x 1,000,000 (%d ops declared a copy): %s, %.3f s CPU, %ld MiB peak\n", k->name, k->ops,
+               code ? "NOT REFUSED BY THE LOADER" : "refused", cpu, kib / 1024);
+        assert_int_equal(code, 0);
+        assert_true(kib * 1024L < 64 * MIB);
+        assert_true(cpu < 1.0);
+        n++;
+    }
+    printf("%d of %zu kinds refused by the loader\n", n, sizeof cases / sizeof cases[0]);
+    assert_true(n > 0);
 }
 
 static void test_encoder_sweep(void **state)
@@ -122,6 +194,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decoder_refused),
+        cmocka_unit_test(test_kinds_refused_early),
+        cmocka_unit_test(test_block_and_order),
         cmocka_unit_test(test_encoder_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,7 +85,7 @@ const char *vc__nearest(const char *word, const char *const *cands, int n)
 static void known(vc_args *a, const char *key)
 {
     for (int i = 0; i < a->nknown; i++)
-        if (!strcmp(a->known[i], key)) return;
+        if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
     if (a->nknown < MAX_KNOWN) a->known[a->nknown++] = key;
 }
 
@@ -114,7 +114,12 @@ int vc_arg_fail(vc_args *a, const char *key, const char *fmt, ...)
 static const cJSON *get(vc_args *a, const char *key)
 {
     known(a, key);
-    return cJSON_GetObjectItemCaseSensitive(a->obj, key);
+    /* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): the first member named key, NULL at a member
+     * without a name; the first bytes compared before strcmp (a layer object has a dozen keys, read one by one) */
+    if (!a->obj) return NULL;
+    const cJSON *c = a->obj->child;
+    while (c && c->string && (c->string[0] != key[0] || strcmp(key, c->string))) c = c->next;
+    return c && c->string ? c : NULL;
 }
 
 static int json_type(const cJSON *v)
@@ -283,14 +288,20 @@ int vc_arg_enum(vc_args *a, const char *key, const char *const *choices, int def
 {
     const cJSON *v = get(a, key);
     if (!v && def < 0 && a->probe) def = 0;
-    char list[256] = "";
-    size_t used = 0;
     int nc = 0;
     for (int i = 0; choices[i]; i++, nc++) {
         if (v && cJSON_IsString(v) && !strcmp(v->valuestring, choices[i])) {
             *out = i;
             return 0;
         }
+    }
+    if (!v && def >= 0) {
+        *out = def;
+        return 0;
+    }
+    char list[256] = ""; /* the choices, for the message (formatted only when there is one) */
+    size_t used = 0;
+    for (int i = 0; i < nc; i++) {
         int w = snprintf(list + used, sizeof list - used, "%s\"%s\"", i ? ", " : "", choices[i]);
         if (w > 0) used = used + (size_t)w < sizeof list ? used + (size_t)w : sizeof list - 1;
     }

@@ -58,12 +58,23 @@ int vc__new_value(loader *L, const vc_shape *s, vc_dtype dt, int producer)
     return (int)m->nval++;
 }
 
+/* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): obj's first member named key, NULL at a
+ * member without a name; the first bytes compared before strcmp (each layer's object is asked for its
+ * common keys, most of them absent) */
+static const cJSON *member(const cJSON *obj, const char *key)
+{
+    if (!obj || !key) return NULL;
+    const cJSON *c = obj->child;
+    while (c && c->string && (c->string[0] != key[0] || strcmp(key, c->string))) c = c->next;
+    return c && c->string ? c : NULL;
+}
+
 void vc__join(char *buf, size_t n, const char *path, const char *key)
 {
     vc_cat3(buf, n, path, path[0] ? "." : "", key);
 }
 
-/* Duplicate keys: the one whose second occurrence comes first. O(n log n). */
+/* Duplicate keys: the one whose second occurrence comes first. O(n log n) (up to 16 keys: O(n^2), no sort). */
 typedef struct {
     const char *key;
     int idx;
@@ -81,6 +92,21 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
     int n = 0;
     for (const cJSON *c = obj->child; c; c = c->next) n++;
     if (n < 2) return VC_OK;
+    if (n <= 16) { /* a layer's few keys: the first key equal to an earlier one is the answer, with no sort */
+        const cJSON *c = obj->child->next;
+        for (; c; c = c->next) {
+            const char *kc = c->string ? c->string : "";
+            for (const cJSON *e = obj->child; e != c; e = e->next)
+                if (!strcmp(kc, e->string ? e->string : "")) {
+                    char p[300];
+                    vc__join(p, sizeof p, path, kc);
+                    L->at_key = true;
+                    L->nth = 2;
+                    return vc__fail(L, VC_ERR_MODEL, p, "duplicate key: \"%.60s\" is given twice in this object", kc);
+                }
+        }
+        return VC_OK;
+    }
     key_ref *k = malloc((size_t)n * sizeof *k);
     if (!k) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
     int i = 0;
@@ -112,7 +138,7 @@ static vc_status unknown_keys(loader *L, const cJSON *obj, const char *path, con
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
         bool found = false;
-        for (int i = 0; i < nok && !found; i++) found = !strcmp(c->string, ok[i]);
+        for (int i = 0; i < nok && !found; i++) found = c->string[0] == ok[i][0] && !strcmp(c->string, ok[i]);
         if (found) continue;
         const char *s = vc__nearest(c->string, ok, nok);
         char p[300];
@@ -141,8 +167,8 @@ static vc_status parse_shape_value(loader *L, const cJSON *v, const char *path, 
         if (check_duplicates(L, v, path)) return L->err->code;
         static const char *const ok[] = {"shape", "dtype"};
         if (unknown_keys(L, v, path, ok, 2, 0, "for an input")) return L->err->code;
-        shape = cJSON_GetObjectItemCaseSensitive(v, "shape");
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "dtype");
+        shape = member(v, "shape");
+        const cJSON *d = member(v, "dtype");
         if (d) {
             vc__join(p, sizeof p, path, "dtype");
             char got[80];
@@ -219,7 +245,7 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 
 static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, const char *path, bool *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
+    const cJSON *v = member(item, key);
     if (!v) return VC_OK;
     if (!cJSON_IsBool(v)) {
         char got[80], p[300];
@@ -251,7 +277,7 @@ static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *
  * get placeholder values. */
 static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, const char *jpath, const vc_args *a)
 {
-    if (!a->failed[0] || strchr(a->failed, '[') || cJSON_GetObjectItemCaseSensitive(item, a->failed)) return;
+    if (!a->failed[0] || strchr(a->failed, '[') || member(item, a->failed)) return;
     vc_error scratch;
     memset(&scratch, 0, sizeof scratch);
     vc_args probe;
@@ -282,7 +308,7 @@ static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, c
 static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool *seq_out, const vc_kind **k_out)
 {
     char p[300], got[80];
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
+    const cJSON *type = member(item, "type");
     vc__join(p, sizeof p, jpath, "type");
     if (!type) {
         for (const cJSON *c = item->child; c; c = c->next)
@@ -317,7 +343,7 @@ static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const ch
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int tie_to = -1; /* an index: m->inst grows (realloc) while the layer is built */
-    const cJSON *tv = cJSON_GetObjectItemCaseSensitive(item, "tie");
+    const cJSON *tv = member(item, "tie");
     if (tv) {
         vc__join(p, sizeof p, jpath, "tie");
         if (!k || !(k->flags & VC_KIND_TIEABLE)) return vc__fail(L, VC_ERR_MODEL, p, "only Linear and Embedding accept tie, this is a %s", kname);
@@ -347,7 +373,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
     const char *kname = k ? k->name : "Sequential";
     int nin = 0;
     for (int j = 0; j < VC_MAX_INPUTS; j++) ins[j] = -1;
-    const cJSON *iv = cJSON_GetObjectItemCaseSensitive(item, "inputs");
+    const cJSON *iv = member(item, "inputs");
     vc__join(p, sizeof p, jpath, "inputs");
     if (iv) {
         if (cJSON_IsString(iv)) {
@@ -360,7 +386,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
             int j = 0;
             for (const cJSON *e = iv->child; e; e = e->next, j++) {
                 char pj[320];
-                snprintf(pj, sizeof pj, "%s[%d]", p, j);
+                vc_cat_index(pj, sizeof pj, p, "", j); /* snprintf "%s[%d]": the same bytes */
                 if (!cJSON_IsString(e)) {
                     vc__describe(e, got, sizeof got);
                     return vc__fail(L, VC_ERR_MODEL, pj, "expected a layer name, \"input\" or \"layers[k]\", got %s", got);
@@ -401,6 +427,22 @@ typedef struct {
     int tie_to; /* the tied instance's index in m->inst, or -1 */
 } copies_t;
 
+/* After the first of `repeat` copies, which declared `per` autograd ops (vc_kind.ops):
+ * refuses the copies when all of them would pass VC_MAX_PLAN_OPS, before they are made. */
+static vc_status check_copies_ops(loader *L, const char *jpath, const char *what, int64_t repeat, int64_t per)
+{
+    int64_t rest, all;
+    if (repeat < 2 || per <= 0) return VC_OK;
+    if (!__builtin_mul_overflow(per, repeat - 1, &rest) && !__builtin_add_overflow(L->ops, rest, &all) &&
+        all <= VC_MAX_PLAN_OPS)
+        return VC_OK;
+    char p[300];
+    vc__join(p, sizeof p, jpath, "repeat");
+    return vc__fail(L, VC_ERR_LIMIT, p, "%lld copies of %s record up to %lld autograd ops each in one step (what its "
+                    "kinds declare): more than the limit of %d in all (docs/limits.md)",
+                    (long long)repeat, what, (long long)per, VC_MAX_PLAN_OPS);
+}
+
 /* A Sequential's `repeat` copies, each a scope of its own. */
 static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, int *out_val)
 {
@@ -414,7 +456,7 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
 
     static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint"};
     if (unknown_keys(L, item, jpath, ok, 7, 0, "for Sequential")) return L->err->code;
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(item, "layers");
+    const cJSON *layers = member(item, "layers");
     if (!layers) return vc__fail(L, VC_ERR_MODEL, jpath, "missing \"layers\" (the block's list of layers)");
     if (depth + 1 > VC_MAX_DEPTH)
         return vc__fail(L, VC_ERR_LIMIT, jpath, "Sequential blocks nest deeper than the limit of %d", VC_MAX_DEPTH);
@@ -425,6 +467,7 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
         else vc_cat3(ip, sizeof ip, ipath, "", "");
         int r = region >= 0 ? region : ck ? m->nregions++ : -1;
         size_t copy_first = m->ninst;
+        int64_t ops0 = L->ops;
         if (load_scope(L, layers, jpath, ip, S, cur, depth + 1, fz, r, &out)) return L->err->code;
         /* x = block(x): x lives until this copy returns */
         if (repeat > 1 && m->ninst > copy_first && hold_block_input(L, cur, jpath)) return L->err->code;
@@ -440,6 +483,8 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
             vc__join(p, sizeof p, jpath, "repeat");
             return vc__fail(L, VC_ERR_MODEL, p, "repeat needs the output shape to equal the input shape, but %s becomes %s", a, b2);
         }
+        /* the ops the copies declare, before the other copies are made */
+        if (c == 0 && check_copies_ops(L, jpath, "the block", repeat, L->ops - ops0)) return L->err->code;
         cur = out;
     }
     *out_val = out;
@@ -476,6 +521,7 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
         if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c);
         else vc_cat3(ip, sizeof ip, ipath, "", "");
         int r = region >= 0 ? region : ck ? m->nregions++ : -1;
+        int64_t ops0 = L->ops;
         if (vc__instantiate(L, k, cfg, jpath, ip, cur, cp->nin, fz, r, cp->tie_to, &out))
             return L->err->code;
         if (repeat > 1 && !vc_shape_eq(&m->val[out].shape, &m->val[cur[0]].shape)) {
@@ -485,6 +531,8 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
             vc__join(p, sizeof p, jpath, "repeat");
             return vc__fail(L, VC_ERR_MODEL, p, "repeat needs the output shape to equal the input shape, but %s becomes %s", a2, b2);
         }
+        /* the ops the copies declare, before the other copies are made */
+        if (c == 0 && check_copies_ops(L, jpath, kname, repeat, L->ops - ops0)) return L->err->code;
         cur[0] = out;
     }
     *out_val = out;
@@ -501,14 +549,14 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         return vc__fail(L, VC_ERR_MODEL, jpath, "expected a layer object such as {\"type\": \"Linear\", ...}, got %s", got);
     }
     if (check_duplicates(L, item, jpath)) return L->err->code;
-    bool seq;
-    const vc_kind *k;
+    bool seq = false;
+    const vc_kind *k = NULL;
     if (item_kind(L, item, jpath, &seq, &k)) return L->err->code;
     const char *kname = seq ? "Sequential" : k->name;
 
     /* common keys */
     const char *name = NULL;
-    const cJSON *nv = cJSON_GetObjectItemCaseSensitive(item, "name");
+    const cJSON *nv = member(item, "name");
     if (nv && (!cJSON_IsString(nv) || !nv->valuestring[0])) {
         vc__join(p, sizeof p, jpath, "name");
         if (cJSON_IsString(nv)) return vc__fail(L, VC_ERR_MODEL, p, "a name may not be empty");
@@ -517,7 +565,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (nv) name = nv->valuestring;
     const char *module = NULL; /* the module's qualified name in the source (the exporter writes it) */
-    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(item, "module");
+    const cJSON *mv = member(item, "module");
     if (mv && (!cJSON_IsString(mv) || !mv->valuestring[0] || strlen(mv->valuestring) > 200)) {
         vc__join(p, sizeof p, jpath, "module");
         vc__describe(mv, got, sizeof got);
@@ -525,7 +573,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (mv) module = mv->valuestring;
     int64_t repeat = 1;
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(item, "repeat");
+    const cJSON *rv = member(item, "repeat");
     if (rv) {
         vc__join(p, sizeof p, jpath, "repeat");
         vc__describe(rv, got, sizeof got);
@@ -558,7 +606,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     for (size_t t = (size_t)first_inst; module && !seq && t < m->ninst; t++) { /* a repeat copy: module.N */
         char qn[224], shown[224 * 4 + 1];
         if (repeat > 1) snprintf(qn, sizeof qn, "%s.%zu", module, t - (size_t)first_inst);
-        else snprintf(qn, sizeof qn, "%s", module);
+        else vc_cat3(qn, sizeof qn, module, "", ""); /* snprintf "%s": the same bytes, cut alike */
         vc_escape(shown, sizeof shown, qn); /* reports print it: control bytes and invalid UTF-8 escaped */
         if (!(m->inst[t].module = vc_arena_strdup(m->arena, shown))) return vc__fail(L, VC_ERR_NOMEM, NULL, "out of memory");
     }
@@ -626,8 +674,8 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 static vc_status load_inputs(loader *L, const cJSON *root)
 {
     vc_model *m = L->m;
-    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
-    const cJSON *ins = cJSON_GetObjectItemCaseSensitive(root, "inputs");
+    const cJSON *in = member(root, "input");
+    const cJSON *ins = member(root, "inputs");
     if (in && ins) {
         L->at_key = true;
         return vc__fail(L, VC_ERR_MODEL, "inputs", "give either \"input\" or \"inputs\", not both");
@@ -681,7 +729,7 @@ static vc_status load_inputs(loader *L, const cJSON *root)
  * note; vc_model_set_input_shape refuses then). Optional. */
 static vc_status load_input_fixed(loader *L, const cJSON *root)
 {
-    const cJSON *fx = cJSON_GetObjectItemCaseSensitive(root, "input_fixed");
+    const cJSON *fx = member(root, "input_fixed");
     if (!fx) return VC_OK;
     if (!cJSON_IsString(fx) || !fx->valuestring[0] || strlen(fx->valuestring) > 1000) {
         char got[80];
@@ -698,7 +746,7 @@ static vc_status load_input_fixed(loader *L, const cJSON *root)
 
 static vc_status load_max_positions(loader *L, const cJSON *root)
 {
-    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(root, "max_positions");
+    const cJSON *mp = member(root, "max_positions");
     if (mp && (vc__json_int(mp, &L->m->max_positions) || L->m->max_positions < 1)) {
         char got[80];
         vc__describe(mp, got, sizeof got);
@@ -711,8 +759,8 @@ static vc_status load_max_positions(loader *L, const cJSON *root)
 /* The "loss" key: a row of the loss table (src/engine/loss.c) by its name. */
 static vc_status load_loss(loader *L, const cJSON *root)
 {
-    const cJSON *loss = cJSON_GetObjectItemCaseSensitive(root, "loss");
-    if (!loss && cJSON_GetObjectItemCaseSensitive(root, "loss_chunks"))
+    const cJSON *loss = member(root, "loss");
+    if (!loss && member(root, "loss_chunks"))
         return vc__fail(L, VC_ERR_MODEL, "loss_chunks", "goes with \"loss\": \"chunked_ce\"");
     if (!loss) return VC_OK;
     const char *losses[16];
@@ -727,7 +775,7 @@ static vc_status load_loss(loader *L, const cJSON *root)
     if (k >= 0) {
         L->m->loss = (vc_loss)k;
         /* "loss_chunks": chunked_ce's num_output_chunks (torchtune's CEWithChunkedOutputLoss) */
-        const cJSON *nc = cJSON_GetObjectItemCaseSensitive(root, "loss_chunks");
+        const cJSON *nc = member(root, "loss_chunks");
         if (nc && (k != VC_LOSS_CHUNKED || vc__json_int(nc, &L->m->loss_chunks) || L->m->loss_chunks < 1 ||
                    L->m->loss_chunks > (INT64_C(1) << 40))) {
             vc__describe(nc, got, sizeof got);
@@ -798,7 +846,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         m->images_one_sequence = vc_hf_images_one_sequence(root);
-        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+        const cJSON *mt = member(root, "model_type");
         vc__peft_defaults(cJSON_IsString(mt) ? mt->valuestring : NULL, &m->ia3_targets, &m->ia3_feedforward, &m->ln_targets);
         m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);
         cJSON_Delete(root);
@@ -817,7 +865,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
                                      "input_fixed", "loss_chunks"};
     if ((st = unknown_keys(&L, root, "", ok, 10, 0, "at the top level")) != VC_OK) goto done;
     if ((st = load_max_positions(&L, root)) != VC_OK || (st = load_input_fixed(&L, root)) != VC_OK) goto done;
-    const cJSON *nm = cJSON_GetObjectItemCaseSensitive(root, "name");
+    const cJSON *nm = member(root, "name");
     if (nm && !cJSON_IsString(nm)) {
         vc__describe(nm, got, sizeof got);
         st = vc__fail(&L, VC_ERR_MODEL, "name", "expected a string, got %s", got);
@@ -834,7 +882,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         goto done;
     }
     for (const char *key = "description"; key; key = strcmp(key, "description") ? NULL : "source") {
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, key);
+        const cJSON *d = member(root, key);
         if (d && !cJSON_IsString(d)) {
             vc__describe(d, got, sizeof got);
             st = vc__fail(&L, VC_ERR_MODEL, key, "expected a string, got %s", got);
@@ -843,7 +891,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     }
     if ((st = load_loss(&L, root)) != VC_OK) goto done;
     if ((st = load_inputs(&L, root)) != VC_OK) goto done;
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    const cJSON *layers = member(root, "layers");
     if (!layers) {
         st = vc__fail(&L, VC_ERR_MODEL, "layers", "missing: the list of layers");
         goto done;

@@ -96,6 +96,7 @@ typedef struct {
     bool at_key;        /* the error is about a key (unknown, duplicate), not its value */
     int nth;            /* ... and its nth occurrence */
     int64_t nbuffer;    /* buffer elements so far */
+    int64_t ops;        /* the autograd ops the layers so far declare (vc_kind.ops) */
     const char *name;   /* the `name` of the layer being instantiated (LoRA targets), NULL none */
 } loader;
 

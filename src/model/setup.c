@@ -214,10 +214,16 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     /* IA3Model._create_and_replace: is_feedforward = the target is one of feedforward_modules */
     bool ff = lora && lora->method == VC_PEFT_IA3 && vc__ia3_feedforward(m->ia3_feedforward, L->name);
     vc_setup s = {nin, shapes, dts, {0, {0}}, VC_DT_FLOAT, lora, &priv, m->ep > 1 ? m->ep : 1, false, ff};
+    s.ops = k->ops;
     if (k->setup(&s, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", k->name);
         return L->err->code;
     }
+    /* the ops the kind declares (docs/limits.md): refused here, before the plan is built */
+    if (s.ops < 0 || __builtin_add_overflow(L->ops, s.ops, &L->ops) || L->ops > VC_MAX_PLAN_OPS)
+        return vc__fail(L, VC_ERR_LIMIT, jpath, "the layers up to this one record up to %lld autograd ops in one step "
+                        "(what their kinds declare): more than the limit of %d (docs/limits.md)",
+                        (long long)L->ops, VC_MAX_PLAN_OPS);
     if (s.ep_used) m->nmoe++;
     if (s.out.nd < 1 || s.out.nd > VC_MAX_DIMS)
         return vc__fail(L, VC_ERR_MODEL, jpath, "the output would have %d dimensions per sample (1 to %d allowed)", s.out.nd, VC_MAX_DIMS);
