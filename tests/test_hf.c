@@ -1224,6 +1224,49 @@ static void test_fp8_experts(void **state)
     }
 }
 
+/* The other stacked-expert styles under the FP8 formats: transformers' _replace_with_fp8_linear
+ * (integrations/finegrained_fp8.py @0095b976) swaps any parameter named "...gate_up_proj" or
+ * "...experts...down_proj" for FP8Expert (fp8 [E, out, in], fp32 scales [E, ceil(out/128),
+ * ceil(in/128)]), not only DeepSeek's: a qwen2_moe-style SparseMoE (Qwen3-MoE, Qwen3-Next,
+ * Qwen3.5-MoE FP8 checkpoints) of 64 experts of 16 on hidden 64 with a shared expert 32 wide, then
+ * a Linear(64, 8) (the output layer, 16-bit), bf16, fp8-block, each tensor rounded to 512 B: the
+ * router (Qwen2MoeTopKRouter, an nn.Parameter: bf16) 64 x 64 x 2 = 8,192; gate_up_proj [64, 32, 64]
+ * 131,072 + 64 scales (256 -> 512); down_proj [64, 64, 16] 65,536 + 512; the shared expert's three
+ * nn.Linear 3 x (2,048 + 512); shared_expert_gate [1, 64] 512 + 512; the Linear 1,024 + its bias
+ * 512: 216,064 B (411,648 with the experts left bf16, as before the fix). mixtral style (no shared
+ * expert): 8,192 + 131,584 + 66,048 + 1,536 = 207,360 B. */
+static void test_fp8_stacked_experts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *style;
+        const char *shared;
+        int64_t bytes;
+    } cases[] = {{"qwen2_moe", ", \"shared_expert_intermediate_size\": 32", 216064}, {"mixtral", "", 207360}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char js[600];
+        snprintf(js, sizeof js, "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                 " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": 6, \"style\": \"%s\","
+                 " \"experts_implementation\": \"grouped_mm\"%s}, {\"type\": \"Linear\", \"in_features\": 64,"
+                 " \"out_features\": 8}]}", cases[i].style, cases[i].shared);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(js, strlen(js), "fp8s", &m, &err), VC_OK);
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name("fp8-block", &q), 0);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s: %s", cases[i].style, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", cases[i].style, err.msg);
+        assert_int_equal(r.memory.weights, cases[i].bytes);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+}
+
 /* issue 31: gpt-oss and gemma3. Counts: OpenAI's model card (gpt-oss-20b 20,914,757,184,
  * gpt-oss-120b 116,829,156,672), recomputed from the module definitions by
  * bench/accuracy/llm/gptoss_replica.py --params. MXFP4 (Mxfp4GptOssExperts): the experts'
@@ -2074,6 +2117,7 @@ int main(void)
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
+        cmocka_unit_test(test_fp8_stacked_experts),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),
