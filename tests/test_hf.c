@@ -1267,6 +1267,48 @@ static void test_fp8_stacked_experts(void **state)
     }
 }
 
+/* A repeated Sequential's input in inference: nn.Sequential's caller and Module._call_impl's args
+ * keep it until the whole block returns; a Python loop over a ModuleList (`for layer in layers:
+ * h = layer(h)`, "loop": true) rebinds the name as each copy returns, so it dies after the first
+ * copy; "keep" holds an earlier output through the block (LlamaModel.forward's inputs_embeds).
+ * Linear(1024, 1024) without bias, then a Sequential of 3 copies of one, fp32 inference, batch 1:
+ * in copy 2 the live set is the model's input (the caller's, 4,096 B), the copy's input and output
+ * (4,096 B each) plus, without the loop, the block's input: the largest live set is 16,384 B as
+ * nn.Sequential, 12,288 B as a loop, 16,384 B again with the first Linear's output (the block's
+ * input) kept. The weights (4 x 4 MiB) are the same in all three. */
+static void test_loop_keep(void **state)
+{
+    (void)state;
+    static const char *const tails[] = {"", ", \"loop\": true", ", \"loop\": true, \"keep\": \"first\""};
+    static const int64_t act[] = {16384, 12288, 16384};
+    for (size_t i = 0; i < 3; i++) {
+        char js[400];
+        snprintf(js, sizeof js, "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"name\": \"first\","
+                 " \"in_features\": 1024, \"out_features\": 1024, \"bias\": false}, {\"type\": \"Sequential\","
+                 " \"repeat\": 3%s, \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024,"
+                 " \"bias\": false}]}]}", tails[i]);
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string(js, strlen(js), "loop", &m, &err)) fail_msg("%zu: %s: %s", i, err.path, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%zu: %s", i, err.msg);
+        assert_int_equal(r.memory.weights, 4 * 4194304);
+        if (r.memory.activations != act[i]) fail_msg("%zu: activations %lld", i, (long long)r.memory.activations);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+    /* a bad "keep" names the key */
+    static const char bad[] = "{\"input\": [8], \"layers\": [{\"type\": \"Sequential\", \"repeat\": 2, \"keep\": 3,"
+                              " \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8}]}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(bad, strlen(bad), "keep", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layers[0].keep");
+}
+
 /* issue 31: gpt-oss and gemma3. Counts: OpenAI's model card (gpt-oss-20b 20,914,757,184,
  * gpt-oss-120b 116,829,156,672), recomputed from the module definitions by
  * bench/accuracy/llm/gptoss_replica.py --params. MXFP4 (Mxfp4GptOssExperts): the experts'
@@ -2118,6 +2160,7 @@ int main(void)
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
         cmocka_unit_test(test_fp8_stacked_experts),
+        cmocka_unit_test(test_loop_keep),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),
