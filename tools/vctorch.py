@@ -1495,23 +1495,24 @@ class _Block(nn.Module):
         h = box[0]
         box.clear()
         for m in self.copies:
-            h = m(h, *rest)
+            h = self._copy(m, (h,) + rest)
         return h
+
+    def _copy(self, m, args):
+        if self.ckpt and torch.is_grad_enabled() and args:
+            # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
+            # CUDA too (no device memory), so it is not taken here.
+            if self.compat == "2x":
+                return _checkpoint2x(m, *args)
+            return _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
+        return m(*args)
 
     def forward(self, *args):
         if HOOKS.layer is not None:
             HOOKS.layer(self.path)
         y = None
         for m in self.copies:
-            if self.ckpt and torch.is_grad_enabled() and args:
-                # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
-                # CUDA too (no device memory), so it is not taken here.
-                if self.compat == "2x":
-                    y = _checkpoint2x(m, *args)
-                else:
-                    y = _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
-            else:
-                y = m(*args)
+            y = self._copy(m, args)
             if len(self.copies) > 1:
                 args = (y,) + tuple(args[1:])
         return y

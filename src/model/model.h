@@ -140,11 +140,11 @@ vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
-/* model.c: a new model from m's text with its config.json options but
- * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 /* vc_model_load_file_hf with the transformers release the config runs as (src/api/request.c). */
 vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, vc_model **out,
                                  vc_error *err);
+/* model.c: a new model from m's text with its config.json options but
+ * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
 /* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
