@@ -1383,8 +1383,8 @@ static int moe_setup(vc_setup *s, void *p)
     if (c->impl == MOE_GROUPED_MM) {
         /* transformers 5: the router (MixtralTopKRouter / Qwen2MoeTopKRouter) and
          * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
-         * nn.Parameters, no nn.Linear: a quantized format (bitsandbytes'
-         * _replace_with_bnb_linear replaces nn.Linear modules) leaves them dense */
+         * nn.Parameters, no nn.Linear: a format of nn.Linear modules (bitsandbytes'
+         * _replace_with_bnb_linear) leaves them dense, the FP8 formats replace the experts */
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -1393,10 +1393,15 @@ static int moe_setup(vc_setup *s, void *p)
                    vc_param_shape(s, "experts.gate_up_proj_bias", 2, (int64_t[2]){c->E, 2 * c->inter}, 0) ||
                    vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
                    vc_param_shape(s, "experts.down_proj_bias", 2, (int64_t[2]){c->E, c->hidden}, 0);
-        bool ds = c->style == MOE_DEEPSEEK; /* DeepseekV3MoE.__init__: experts, gate, shared_experts */
+        /* DeepseekV3MoE.__init__: experts, gate, shared_experts. Every style's stacked experts are
+         * VC_PARAM_EXPERTS: transformers' _replace_with_fp8_linear (integrations/finegrained_fp8.py
+         * @0095b976) swaps a parameter whose name holds "gate_up_proj", or "down_proj" and "experts",
+         * for FP8Expert whatever the model (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts,
+         * Qwen3NextExperts, DeepseekV3's), unless modules_to_not_convert names it */
+        bool ds = c->style == MOE_DEEPSEEK;
         if ((!ds && vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0)) ||
-            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, ds ? VC_PARAM_EXPERTS : 0) ||
-            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, ds ? VC_PARAM_EXPERTS : 0))
+            vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+            vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS))
             return -1;
         if (ds) /* DeepseekV3TopkRouter: weight, and e_score_correction_bias a float32 buffer (not a parameter) */
             return vc_param_shape(s, "gate.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||

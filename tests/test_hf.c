@@ -1224,6 +1224,91 @@ static void test_fp8_experts(void **state)
     }
 }
 
+/* The other stacked-expert styles under the FP8 formats: transformers' _replace_with_fp8_linear
+ * (integrations/finegrained_fp8.py @0095b976) swaps any parameter named "...gate_up_proj" or
+ * "...experts...down_proj" for FP8Expert (fp8 [E, out, in], fp32 scales [E, ceil(out/128),
+ * ceil(in/128)]), not only DeepSeek's: a qwen2_moe-style SparseMoE (Qwen3-MoE, Qwen3-Next,
+ * Qwen3.5-MoE FP8 checkpoints) of 64 experts of 16 on hidden 64 with a shared expert 32 wide, then
+ * a Linear(64, 8) (the output layer, 16-bit), bf16, fp8-block, each tensor rounded to 512 B: the
+ * router (Qwen2MoeTopKRouter, an nn.Parameter: bf16) 64 x 64 x 2 = 8,192; gate_up_proj [64, 32, 64]
+ * 131,072 + 64 scales (256 -> 512); down_proj [64, 64, 16] 65,536 + 512; the shared expert's three
+ * nn.Linear 3 x (2,048 + 512); shared_expert_gate [1, 64] 512 + 512; the Linear 1,024 + its bias
+ * 512: 216,064 B (411,648 with the experts left bf16, as before the fix). mixtral style (no shared
+ * expert): 8,192 + 131,584 + 66,048 + 1,536 = 207,360 B. */
+static void test_fp8_stacked_experts(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *style;
+        const char *shared;
+        int64_t bytes;
+    } cases[] = {{"qwen2_moe", ", \"shared_expert_intermediate_size\": 32", 216064}, {"mixtral", "", 207360}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char js[600];
+        snprintf(js, sizeof js, "{\"input\": [32, 64], \"layers\": [{\"type\": \"SparseMoE\", \"hidden_size\": 64,"
+                 " \"intermediate_size\": 16, \"num_experts\": 64, \"top_k\": 6, \"style\": \"%s\","
+                 " \"experts_implementation\": \"grouped_mm\"%s}, {\"type\": \"Linear\", \"in_features\": 64,"
+                 " \"out_features\": 8}]}", cases[i].style, cases[i].shared);
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(js, strlen(js), "fp8s", &m, &err), VC_OK);
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name("fp8-block", &q), 0);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s: %s", cases[i].style, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        o.precision = VC_PREC_BF16;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", cases[i].style, err.msg);
+        assert_int_equal(r.memory.weights, cases[i].bytes);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+}
+
+/* A repeated Sequential's input in inference: nn.Sequential's caller and Module._call_impl's args
+ * keep it until the whole block returns; a Python loop over a ModuleList (`for layer in layers:
+ * h = layer(h)`, "loop": true) rebinds the name as each copy returns, so it dies after the first
+ * copy; "keep" holds an earlier output through the block (LlamaModel.forward's inputs_embeds).
+ * Linear(1024, 1024) without bias, then a Sequential of 3 copies of one, fp32 inference, batch 1:
+ * in copy 2 the live set is the model's input (the caller's, 4,096 B), the copy's input and output
+ * (4,096 B each) plus, without the loop, the block's input: the largest live set is 16,384 B as
+ * nn.Sequential, 12,288 B as a loop, 16,384 B again with the first Linear's output (the block's
+ * input) kept. The weights (4 x 4 MiB) are the same in all three. */
+static void test_loop_keep(void **state)
+{
+    (void)state;
+    static const char *const tails[] = {"", ", \"loop\": true", ", \"loop\": true, \"keep\": \"first\""};
+    static const int64_t act[] = {16384, 12288, 16384};
+    for (size_t i = 0; i < 3; i++) {
+        char js[400];
+        snprintf(js, sizeof js, "{\"input\": [1024], \"layers\": [{\"type\": \"Linear\", \"name\": \"first\","
+                 " \"in_features\": 1024, \"out_features\": 1024, \"bias\": false}, {\"type\": \"Sequential\","
+                 " \"repeat\": 3%s, \"layers\": [{\"type\": \"Linear\", \"in_features\": 1024, \"out_features\": 1024,"
+                 " \"bias\": false}]}]}", tails[i]);
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string(js, strlen(js), "loop", &m, &err)) fail_msg("%zu: %s: %s", i, err.path, err.msg);
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = VC_MODE_INFER;
+        vc_result r;
+        if (vc_estimate(m, &o, &r, &err)) fail_msg("%zu: %s", i, err.msg);
+        assert_int_equal(r.memory.weights, 4 * 4194304);
+        if (r.memory.activations != act[i]) fail_msg("%zu: activations %lld", i, (long long)r.memory.activations);
+        vc_result_free(&r);
+        vc_model_free(m);
+    }
+    /* a bad "keep" names the key */
+    static const char bad[] = "{\"input\": [8], \"layers\": [{\"type\": \"Sequential\", \"repeat\": 2, \"keep\": 3,"
+                              " \"layers\": [{\"type\": \"Linear\", \"in_features\": 8, \"out_features\": 8}]}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(bad, strlen(bad), "keep", &m, &err), VC_ERR_MODEL);
+    assert_string_equal(err.path, "layers[0].keep");
+}
+
 /* issue 31: gpt-oss and gemma3. Counts: OpenAI's model card (gpt-oss-20b 20,914,757,184,
  * gpt-oss-120b 116,829,156,672), recomputed from the module definitions by
  * bench/accuracy/llm/gptoss_replica.py --params. MXFP4 (Mxfp4GptOssExperts): the experts'
@@ -2069,6 +2154,8 @@ int main(void)
         cmocka_unit_test(test_family_table),
         cmocka_unit_test(test_moe_any_size),       cmocka_unit_test(test_moe_deepseek_style),
         cmocka_unit_test(test_mla),                cmocka_unit_test(test_fp8_experts),
+        cmocka_unit_test(test_fp8_stacked_experts),
+        cmocka_unit_test(test_loop_keep),
         cmocka_unit_test(test_glm4_moe),
         cmocka_unit_test(test_gpt_oss_gemma3),
         cmocka_unit_test(test_text_encoders),

@@ -29,6 +29,7 @@
 #include "vramcalc/vramcalc.h"
 
 #define MIXTRAL VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json"
+#define SCOUT VC_TEST_DATA "/hf/llama-4-scout-17b-16e-instruct.json"
 
 static void test_names(void **state)
 {
@@ -91,12 +92,34 @@ static void test_cli(void **state)
                  "--transformers applies to a Hugging Face config.json; this is a vramcalc model file");
 }
 
+/* The release's MoE default applies to the families whose experts it governs: Llama 4's
+ * Llama4TextExperts runs torch.bmm over stacked weights in every release since 4.51 added it
+ * (modeling_llama4.py @000c33fd; the family row's experts_fixed), so --transformers 4.51 or 4.57
+ * gives Llama-4-Scout the report of the default release, not 4.x's per_expert refusal; asking for
+ * per_expert is still refused, and so is --moe-imbalance (every token goes through every expert). */
+static void test_llama4_release(void **state)
+{
+    (void)state;
+    static char a[16384], b[16384];
+    json_of(SCOUT " -m infer -f json", a, sizeof a);
+    json_of(SCOUT " -m infer -f json --transformers 4.51", b, sizeof b);
+    assert_string_equal(a, b);
+    json_of(SCOUT " -m infer -f json --transformers 4.57", b, sizeof b);
+    assert_string_equal(a, b);
+    assert_usage(SCOUT " -m infer --transformers 4.57 --experts-implementation per_expert",
+                 "--experts-implementation: per_expert: llama4's experts are stacked");
+    assert_usage(SCOUT " -m infer --transformers 4.51 --moe-imbalance 2",
+                 "--moe-imbalance: llama4 runs every token through every expert");
+    /* Mixtral's experts are the release's: 4.57 still changes its report (test_cli) */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_llama4_release),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1484,20 +1484,36 @@ class _Block(nn.Module):
         self.path = path
         self.compat = compat
 
+    loop = False
+
+    def run_loop(self, box):
+        """A "loop" Sequential, called with its arguments in a list it empties: copy k's input is
+        referenced only while copy k runs (`for layer in self.layers: h = layer(h)`), no
+        Module.__call__ frame holding the first input through the whole block."""
+        if HOOKS.layer is not None:
+            HOOKS.layer(self.path)
+        rest = tuple(box[1:])
+        h = box[0]
+        box.clear()
+        for m in self.copies:
+            h = self._copy(m, (h,) + rest)
+        return h
+
+    def _copy(self, m, args):
+        if self.ckpt and torch.is_grad_enabled() and args:
+            # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
+            # CUDA too (no device memory), so it is not taken here.
+            if self.compat == "2x":
+                return _checkpoint2x(m, *args)
+            return _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
+        return m(*args)
+
     def forward(self, *args):
         if HOOKS.layer is not None:
             HOOKS.layer(self.path)
         y = None
         for m in self.copies:
-            if self.ckpt and torch.is_grad_enabled() and args:
-                # non-reentrant, as SPEC asks.  The RNG snapshot is a CPU tensor on
-                # CUDA too (no device memory), so it is not taken here.
-                if self.compat == "2x":
-                    y = _checkpoint2x(m, *args)
-                else:
-                    y = _checkpoint(m, *args, use_reentrant=False, preserve_rng_state=False)
-            else:
-                y = m(*args)
+            y = self._copy(m, args)
             if len(self.copies) > 1:
                 args = (y,) + tuple(args[1:])
         return y
@@ -1516,6 +1532,7 @@ class _Scope(nn.Module):
             raise ModelError("%s: layers must be a non-empty list" % path)
         self.items = nn.ModuleList()
         self.refs = []
+        self.keeps = []
         names = {}
         nin = len(input_names)
         for i, cfg in enumerate(cfgs):
@@ -1524,6 +1541,9 @@ class _Scope(nn.Module):
                 raise ModelError("%s: a layer is an object with a \"type\"" % lpath)
             block, arity = _build_layer(cfg, lpath, compat, registry)
             refs = []
+            keep = None
+            if cfg["type"] == "Sequential" and "keep" in cfg:  # held until this block returns, not passed
+                keep = self._resolve(cfg["keep"], i, names, input_names, lpath + ".keep")
             if "inputs" in cfg:
                 spec = cfg["inputs"]
                 if not isinstance(spec, list):
@@ -1547,10 +1567,11 @@ class _Scope(nn.Module):
                 registry.setdefault("names", {}).setdefault(nm, block)
             self.items.append(block)
             self.refs.append(refs)
+            self.keeps.append(keep)
         n = len(self.refs)
         last = {}
         for i, refs in enumerate(self.refs):
-            for r in refs:
+            for r in refs + ([self.keeps[i]] if self.keeps[i] else []):
                 last[r] = i
         # values to drop after item i ran
         self.free_after = [[] for _ in range(n)]
@@ -1587,7 +1608,16 @@ class _Scope(nn.Module):
         ins = list(inputs)
         for i in range(n):
             args = [ins[k] if kind == "in" else outs[k] for kind, k in self.refs[i]]
-            outs[i] = self.items[i](*args)
+            if self.items[i].loop:  # its input dropped here when this is its last use (run_loop)
+                for kind, k in self.free_after[i]:
+                    if (kind, k) == self.refs[i][0] and self.keeps[i] != (kind, k):
+                        if kind == "in":
+                            ins[k] = None
+                        else:
+                            outs[k] = None
+                outs[i] = self.items[i].run_loop(args)
+            else:
+                outs[i] = self.items[i](*args)
             del args
             for kind, k in self.free_after[i]:
                 if kind == "in":
@@ -1606,7 +1636,7 @@ def _build_layer(cfg, path, compat, registry):
     ckpt = bool(cfg.get("checkpoint", False))
     copies = []
     if kind == "Sequential":
-        extra = set(cfg) - _GRAPH_KEYS - {"layers"}
+        extra = set(cfg) - _GRAPH_KEYS - {"layers", "loop", "keep"}
         if extra:
             raise ModelError("%s (Sequential): unknown key(s) %s" % (path, ", ".join(sorted(extra))))
         for _ in range(repeat):
@@ -1639,7 +1669,11 @@ def _build_layer(cfg, path, compat, registry):
         for m in copies:
             for p in m.parameters():
                 p.requires_grad_(False)
-    return _Block(copies, ckpt, path, compat), arity
+    blk = _Block(copies, ckpt, path, compat)
+    if kind == "Sequential":
+        # "loop": a Python loop over the copies (h = layer(h)): each copy's input dies as it returns
+        blk.loop = bool(cfg.get("loop", False)) and repeat > 1
+    return blk, arity
 
 
 class Model(nn.Module):

@@ -1024,7 +1024,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c) */
         q->hf.sp = o->sp;
-        st = vc_model_load_file_hf(q->model, &q->hf, &m, err);
+        /* the release a config runs as; its MoE default for the families whose experts it governs
+         * (vc_hf_build) when the experts option is not given */
+        vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
+        st = vc__model_load_file_tf(q->model, &q->hf, &rel, &m, err);
         if (q->json_arena) {
             cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
             json_arena_release();

@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "hf.h"
+#include "release.h"
 #include "hf_arch.h"
 #include "model.h"
 #include "util.h"
@@ -512,12 +513,15 @@ const hf_family vc__hf_families[] = {
     [K_TOPK] = DEF("num_experts_per_tok", 1), [K_MOE_INTER] = DEF("intermediate_size", 8192),               \
     [K_SPARSE_STEP] = DEF("interleave_moe_layer_step", 1), [K_USE_QK_NORM] = DEF("use_qk_norm", 1),          \
     [K_NOPE_INTERVAL] = DEF("no_rope_layer_interval", 4)
+    /* experts_fixed: Llama4TextExperts holds stacked nn.Parameters and runs torch.bmm over them
+     * (modeling_llama4.py @000c33fd Llama4TextExperts.forward) in every release since 4.51 added
+     * Llama 4: no per-expert nn.ModuleList, so 4.x's per_expert default is not its */
     {.model_type = "llama4_text", .config_class = "Llama4TextConfig", .keys = {LLAMA4_KEYS}, LLAMA_BLOCK,
-     .moe = MOE_LLAMA4, .nope = true, .lora_targets = NULL},
+     .moe = MOE_LLAMA4, .nope = true, .lora_targets = NULL, .experts_fixed = true},
     /* Llama4Config: the language model is Llama4TextConfig's, read from text_config (the vision
      * tower and projector of Llama4ForConditionalGeneration are not counted) */
     {.model_type = "llama4", .config_class = "Llama4TextConfig (Llama4Config.text_config)", .keys = {LLAMA4_KEYS},
-     LLAMA_BLOCK, .moe = MOE_LLAMA4, .nope = true, .nested = "text_config", .lora_targets = NULL},
+     LLAMA_BLOCK, .moe = MOE_LLAMA4, .nope = true, .nested = "text_config", .lora_targets = NULL, .experts_fixed = true},
 #undef LLAMA4_KEYS
     /* Qwen3VLConfig (configuration_qwen3_vl.py @ 000c33fd): the language model is Qwen3VLTextConfig's, read
      * from text_config (its defaults: Qwen3-VL-4B's shapes but intermediate_size 22016, 32 layers, kv heads
@@ -676,7 +680,7 @@ static int check_seq(const arch *a, vc_error *err)
     return 0;
 }
 
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_release *rel, cJSON **model, vc_error *err)
 {
     *model = NULL;
     rd r = {cfg, err, "", false, 1};
@@ -703,7 +707,12 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         r.nested = a.f->nested;
     }
     a.imbalance = o ? o->moe_imbalance : 1.0;
-    a.experts_impl = o && o->experts == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
+    /* the experts: as the options set them, or the release's default for the family (a family whose
+     * experts run one way in every release keeps the library's, grouped_mm) */
+    vc_experts_impl ex = o ? o->experts : VC_EXPERTS_GROUPED_MM;
+    if (rel && rel->experts_default)
+        ex = a.f->experts_fixed ? VC_EXPERTS_GROUPED_MM : (vc_experts_impl)vc_transformers_value(rel->release, VC_TF_EXPERTS);
+    a.experts_impl = ex == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */

@@ -148,6 +148,8 @@ typedef struct {
     bool lm_bias;      /* the LM head has a bias (phi) */
     bool rope_scaling; /* rope_scaling is read and validated */
     bool hybrid;       /* qwen3_next: Gated DeltaNet layers (linear_attention) between gated full-attention layers */
+    bool experts_fixed; /* its experts run one way in every transformers release (llama4: Llama4TextExperts'
+                         * torch.bmm): the --transformers release's MoE default (VC_TF_EXPERTS) does not apply */
     const char *head_class; /* encoders: the task model built, whatever the checkpoint's class */
     const char *prefix;     /* encoders: the base model's attribute (bert, roberta) */
     const char *lora_targets; /* PEFT's default target_modules (peft/utils/constants.py) */

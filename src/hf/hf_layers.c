@@ -635,6 +635,12 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         if (!seq) return;
         if (i == 0) ins(w, seq, in, NULL, NULL, NULL);
         if (j - i > 1) num(w, seq, "repeat", (double)(j - i));
+        /* the model's forward loops over its ModuleList (`hidden_states = decoder_layer(hidden_states)`):
+         * a run after the first is a loop, its input dead once its first layer returns; the first
+         * run's input stays alive as the forward's own local (LlamaModel.forward's inputs_embeds,
+         * BertModel.forward's embedding_output) */
+        if (i > 0 && j - i > 1) flag(w, seq, "loop", true);
+        if (i > 0 && j == a->N && in) str(w, seq, "keep", in); /* that local: alive to the loop's end */
         if (layer_ckpt(a, i)) flag(w, seq, "checkpoint", true);
         cJSON *arr = cJSON_AddArrayToObject(seq, "layers");
         if (!arr) {

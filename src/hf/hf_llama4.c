@@ -78,6 +78,11 @@ int vc__hf_llama4_read(rd *r, arch *a)
                      "(Llama4TextExperts' gate_up_proj / down_proj) and run by torch.bmm; there is no per-expert loop", r->fam);
         return -1;
     }
+    if (a->imbalance > 1.0) { /* Llama4TextMoe.forward: hidden_states.repeat(E, 1), every token through every expert */
+        vc_set_error(r->err, VC_ERR_USAGE, O("moe_imbalance"), "%s runs every token through every expert "
+                     "(Llama4TextMoe: torch.bmm over all of them): no expert is busier than another", r->fam);
+        return -1;
+    }
     if (a->act > A_RELU) /* SparseMoE style llama4 runs silu, gelu, gelu_tanh or relu (ACT2FN's torch ones) */
         return l4_bad(r, "hidden_act", "not modelled for Llama4TextMoe's experts (silu, gelu, gelu_pytorch_tanh or "
                       "relu)");

@@ -14,9 +14,18 @@
 
 /* A config.json: an object with "model_type" and no "layers". */
 bool vc_hf_is_config(const cJSON *root);
+/* The transformers release a config runs as (--transformers, src/policy/release.c): the
+ * release, 100*major + minor (0: VC_TRANSFORMERS_DEFAULT), and whether the experts'
+ * implementation is the release's default for the family (the option not given) rather than
+ * vc_hf_options.experts as set. A zeroed one (the C API's loads): the newest release, the
+ * options as set. */
+typedef struct {
+    int release;
+    bool experts_default;
+} vc_hf_release;
 /* The equivalent vramcalc model tree (the caller deletes it), or an error
- * naming the config key. */
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err);
+ * naming the config key. rel may be NULL (a zeroed one). */
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_release *rel, cJSON **model, vc_error *err);
 /* "llama, mistral, ..." */
 const char *vc_hf_families(void);
 /* PEFT's default LoRA target_modules for the config's model_type ("" when none). */

@@ -454,8 +454,8 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
     bool fz = cp->frozen, ck = cp->ckpt;
     scope *S = cp->S;
 
-    static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint"};
-    if (unknown_keys(L, item, jpath, ok, 7, 0, "for Sequential")) return L->err->code;
+    static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint", "loop", "keep"};
+    if (unknown_keys(L, item, jpath, ok, 9, 0, "for Sequential")) return L->err->code;
     const cJSON *layers = member(item, "layers");
     if (!layers) return vc__fail(L, VC_ERR_MODEL, jpath, "missing \"layers\" (the block's list of layers)");
     if (depth + 1 > VC_MAX_DEPTH)
@@ -582,8 +582,9 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
             return vc__fail(L, VC_ERR_LIMIT, p, "%.0f copies: more than the limit of %d layers", rv->valuedouble, VC_MAX_LAYERS);
         if (rc || repeat < 1) return vc__fail(L, VC_ERR_MODEL, p, "expected a positive integer, got %s", got);
     }
-    bool fz = false, ck = false;
-    if (get_bool_key(L, item, "frozen", jpath, &fz) || get_bool_key(L, item, "checkpoint", jpath, &ck))
+    bool fz = false, ck = false, loop = false;
+    if (get_bool_key(L, item, "frozen", jpath, &fz) || get_bool_key(L, item, "checkpoint", jpath, &ck) ||
+        (seq && get_bool_key(L, item, "loop", jpath, &loop)))
         return L->err->code;
     fz = fz || frozen;
 
@@ -610,8 +611,27 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         vc_escape(shown, sizeof shown, qn); /* reports print it: control bytes and invalid UTF-8 escaped */
         if (!(m->inst[t].module = vc_arena_strdup(m->arena, shown))) return vc__fail(L, VC_ERR_NOMEM, NULL, "out of memory");
     }
-    /* the caller holds the block's input until the whole block returns */
-    if ((seq || repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath)) return L->err->code;
+    /* the caller holds the block's input until the whole block returns: nn.Sequential's caller
+     * (`x = self.blocks(x)`) and Module._call_impl's args do (torch/nn/modules/module.py). A
+     * "loop" Sequential is a Python loop over the copies instead (`for layer in self.layers:
+     * hidden_states = layer(hidden_states)`): the name is rebound as each copy returns, so the
+     * block's input lives through its first copy only (load_block's hold of each copy's input) */
+    if ((seq || repeat > 1) && !(loop && repeat > 1) && (int)m->ninst > first_inst && hold_block_input(L, ins[0], jpath))
+        return L->err->code;
+    /* "keep": an earlier value that a Python local of the enclosing forward still references while
+     * this block runs (LlamaModel.forward's inputs_embeds through its layer loop): alive until the
+     * block returns */
+    const cJSON *kv = seq ? cJSON_GetObjectItemCaseSensitive(item, "keep") : NULL;
+    if (kv) {
+        vc__join(p, sizeof p, jpath, "keep");
+        if (!cJSON_IsString(kv)) {
+            vc__describe(kv, got, sizeof got);
+            return vc__fail(L, VC_ERR_MODEL, p, "expected a layer name, \"input\" or \"layers[k]\", got %s", got);
+        }
+        int kval = vc__resolve(L, S, kv->valuestring, i, p);
+        if (kval < 0) return L->err->code;
+        if ((int)m->ninst > first_inst && hold_block_input(L, kval, p)) return L->err->code;
+    }
     S->pos[i] = out;
     if (name) return vc__add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
     return VC_OK;
@@ -843,7 +863,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf/hf.c): load the model it describes */
         cJSON *gen = NULL;
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
-        if ((st = vc_hf_build(root, &m->hf, &gen, err)) != VC_OK) goto done;
+        if ((st = vc_hf_build(root, &m->hf, &m->tf, &gen, err)) != VC_OK) goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         m->images_one_sequence = vc_hf_images_one_sequence(root);
         const cJSON *mt = member(root, "model_type");

@@ -64,24 +64,26 @@ const char *vc__model_peft_targets(const vc_model *m, vc_peft p)
 /* A model from text: hf its config.json options (NULL: the defaults), lora
  * the adapters to load it with (NULL: none). */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_lora *lora, const vc_model *weights_of, vc_model **out, vc_error *err);
+                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, vc_model **out,
+                           vc_error *err);
 
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)
 {
-    return load_text(json, len, name, hf, NULL, NULL, out, err);
+    return load_text(json, len, name, hf, NULL, NULL, NULL, out, err);
 }
 
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
     vc_hf_options hf = m->hf;
     hf.seq = seq;
-    return load_text(m->text, m->text_len, m->file, &hf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, out, err);
+    return load_text(m->text, m->text_len, m->file, &hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, out, err);
 }
 
 /* weights_of: a model whose --weights (vc_model_set_weights) the new one takes, or NULL. */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_lora *lora, const vc_model *weights_of, vc_model **out, vc_error *err)
+                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, vc_model **out,
+                           vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -111,6 +113,7 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     m->text_len = len;
     if (hf) m->hf = *hf;
     else vc_hf_options_init(&m->hf);
+    if (tf) m->tf = *tf;
     if (lora) m->lora = *lora;
     if (weights_of) {
         m->quant = weights_of->quant;
@@ -142,6 +145,7 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     memcpy(t->text, m->text, m->text_len + 1);
     t->text_len = m->text_len;
     t->hf = m->hf;
+    t->tf = m->tf;
     t->lora = m->lora;
     t->quant = m->quant; /* --weights */
     t->has_quant = m->has_quant;
@@ -167,6 +171,12 @@ vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
 
 vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err)
 {
+    return vc__model_load_file_tf(path, hf, NULL, out, err);
+}
+
+vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, vc_model **out,
+                                 vc_error *err)
+{
     vc_error local;
     if (!err) err = &local;
     vc_error_clear(err);
@@ -185,7 +195,7 @@ vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_mo
     size_t len;
     vc_status st = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
     if (st == VC_OK) {
-        st = vc_model_load_string_hf(buf, len, path, hf, out, err);
+        st = load_text(buf, len, path, hf, tf, NULL, NULL, out, err);
         free(buf);
     }
     /* a config without quantization_config beside an hf_quant_config.json (resolve.c) */

@@ -9,6 +9,7 @@
 #ifndef VC_MODEL_H
 #define VC_MODEL_H
 
+#include "hf.h"
 #include "layer.h"
 
 
@@ -101,6 +102,7 @@ struct vc_model {
     int nlora;          /* layers that got adapters */
     int nsaved;         /* layers copied by modules_to_save (vc_lora.modules_to_save) */
     vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf/hf.c) */
+    vc_hf_release tf;   /* ... and the transformers release it runs as (--transformers; zeroed: the newest) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
     bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
@@ -146,6 +148,9 @@ vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
+/* vc_model_load_file_hf with the transformers release the config runs as (src/api/request.c). */
+vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, vc_model **out,
+                                 vc_error *err);
 /* model.c: a new model from m's text with its config.json options but
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
