@@ -320,6 +320,11 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
 #define VC_REPORT_LEGEND                                                                                    \
     "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
     "(the caching allocator's segments); total adds the CUDA context (docs/context.md): what nvidia-smi shows"
+/* ... where a multi-GPU layout holds NCCL's buffers (src/engine/nccl.c) */
+#define VC_REPORT_LEGEND_NCCL                                                                               \
+    "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
+    "(the caching allocator's segments); total adds the CUDA context and NCCL's buffers (docs/context.md): "   \
+    "what nvidia-smi shows"
 
 static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
 {
@@ -576,7 +581,7 @@ void report_table(FILE *f, const vc_report *rep)
         }
         line_end(&l);
         if (r->attention[0]) wrap_words(f, "  attention kernel:", r->attention, term_width(t), 4);
-        wrap_words(f, "  legend:", VC_REPORT_LEGEND, term_width(t), 4);
+        wrap_words(f, "  legend:", m->nccl ? VC_REPORT_LEGEND_NCCL : VC_REPORT_LEGEND, term_width(t), 4);
     }
     bar(f, rep);
     hints_table(f, rep);
