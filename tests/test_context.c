@@ -357,6 +357,12 @@ static void nccl_per_gpu(void **state)
     assert_string_equal(CLI_PATH(&err), "--nccl-topology");
     o.nccl_topology = VC_NCCL_TOPO_PCIE;
     assert_int_equal(vc_nccl_check(&o, &err), VC_OK);
+    /* an AMD card runs RCCL: only the PCIe row stands for it */
+    o.device = vc_gpu_find("mi300x");
+    o.nccl_topology = VC_NCCL_TOPO_NVSWITCH;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_nccl_check(&o, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "RCCL"));
 }
 
 int main(void)

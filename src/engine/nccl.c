@@ -207,6 +207,10 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
 {
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
+    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE)
+        return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
+                            "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
+                            vc_nccl_topology_name(t), o->device->name);
     if (t == VC_NCCL_TOPO_NVSWITCH && sm < 80)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
                             "nvswitch: NCCL's rows are A100, H100/H200 and B200 boards (sm80 and later); %s is sm%d",
