@@ -302,8 +302,8 @@ static vc_status estimator_total(vc_estimator *e, int64_t batch, int64_t limit, 
     if (e->pipe) return vc__pp_total(e->pipe, batch, total, err);
     if ((st = plan_for(e, batch, err))) return st;
     vc_sim s;
-    int64_t outside = e->context + e->nccl; /* both < 2^40 */
-    int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit > outside ? limit - outside : 0;
+    int64_t outside = e->context + e->nccl; /* the context < 2^40, NCCL's < 2^51: no overflow */
+    int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit - outside; /* limit >= 0 */
     if ((st = vc_plan_simulate_limit(e->plan, batch, peak_limit, &s, err))) return st;
     return sim_total(e, &s, total, err);
 }
