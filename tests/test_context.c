@@ -241,14 +241,20 @@ static void nccl_buffers(void **state)
     assert_int_equal(vc_nccl_ring_bytes(64, INT64_MAX, 0, &b, NULL), VC_ERR_OVERFLOW);
 }
 
-/* One GPU's NCCL line (vc_nccl_per_gpu, the reports' "nccl buffers"), by hand: every
- * connection pair is a 10 MiB receive and a 2 MiB send (above); NCCL's fewest channels is 1
- * for a ring (init.cc: ringGraph->minChannels = 1) and for a P2P peer (paths.cc:
- * NCCL_MIN_P2P_NCHANNELS 1); a communicator per process group (ProcessGroupNCCL). */
-static vc_nccl_info nccl_of(vc_parallel par, int64_t gpus, int64_t tp, int64_t pp, int64_t ep, int64_t replicate)
+/* One GPU's NCCL line (vc_nccl_per_gpu, the reports' "nccl buffers"), by hand from
+ * NVIDIA/nccl@5067397c: every connection pair is a 10 MiB receive and a 2 MiB send (above);
+ * a communicator per process group (ProcessGroupNCCL); its collective channels are
+ * ncclTopoPostset's 2 x the ring graph's (connect.cc), P2P peers connect p2pnChannelsPerPeer
+ * channels each (enqueue.cc "Mark channels that need pre-connect"; paths.cc
+ * ncclTopoComputeP2pChannels), NVLS holds heads x nvlsChannels x 2 x 1 MiB (nvls.cc
+ * ncclNvlsBufferSetup: NCCL_NVLS_CHUNKSIZE 128 KiB x NCCL_STEPS 8 = 1 MiB). The graphs'
+ * channels are derived in src/engine/nccl.c's table (topos[]) from search.cc's speed arrays. */
+static vc_nccl_info nccl_on(const char *gpu, vc_parallel par, int64_t gpus, int64_t tp, int64_t pp, int64_t ep,
+                            int64_t replicate)
 {
     vc_options o;
     vc_options_init(&o);
+    o.device = gpu ? vc_gpu_find(gpu) : NULL;
     o.parallel = par;
     o.gpus = gpus;
     o.tp = tp;
@@ -260,6 +266,11 @@ static vc_nccl_info nccl_of(vc_parallel par, int64_t gpus, int64_t tp, int64_t p
     return n;
 }
 
+static vc_nccl_info nccl_of(vc_parallel par, int64_t gpus, int64_t tp, int64_t pp, int64_t ep, int64_t replicate)
+{
+    return nccl_on(NULL, par, gpus, tp, pp, ep, replicate);
+}
+
 static void nccl_per_gpu(void **state)
 {
     (void)state;
@@ -267,25 +278,91 @@ static void nccl_per_gpu(void **state)
     vc_nccl_info n = nccl_of(VC_PARALLEL_NONE, 1, 1, 1, 1, 0);
     assert_int_equal(n.communicators, 0);
     assert_int_equal(n.bytes, 0);
-    /* DDP on 2 GPUs: the default group's ring, 1 channel: 1 x (10 + 2) = 12 MiB */
+    /* DDP on 2 GPUs without --gpu: the context model's A100, an SXM4 board on NVSwitch. The ring
+     * search at 40 GB/s finds 6 channels (12 NVLink x 20 GB/s = 240 = totalBw), DupChannels 12,
+     * Postset 24: one ring of 24 channels x 12 MiB = 288 MiB; no NVLS before sm90 */
     n = nccl_of(VC_PARALLEL_DDP, 2, 1, 1, 1, 0);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_NVSWITCH);
     assert_int_equal(n.communicators, 1);
-    assert_int_equal(n.channels, 1);
-    assert_int_equal(n.bytes, 12 * MiB);
-    /* FSDP2 as HSDP (replicate 2 of 8): a shard group and a replicate group, two rings: 24 MiB */
-    n = nccl_of(VC_PARALLEL_FSDP2, 8, 1, 1, 1, 2);
-    assert_int_equal(n.ring_communicators, 2);
-    assert_int_equal(n.bytes, 24 * MiB);
-    /* Megatron tp 2, pp 4 on 16 GPUs: dp = 16 / 8 = 2, so DP and TP rings (2) and the pipeline
-     * group, whose middle stage has 2 neighbours: (2 + 2) x 12 = 48 MiB, 3 communicators */
-    n = nccl_of(VC_PARALLEL_MEGATRON, 16, 2, 4, 1, 0);
+    assert_int_equal(n.channels, 24);
+    assert_int_equal(n.nvls_bytes, 0);
+    assert_int_equal(n.bytes, 288 * MiB);
+    /* DDP on 8 H100 SXM: 18 NVLink x 20.6 = 370.8 GB/s; 6 channels at 60 GB/s, dup 12, Postset 24:
+     * 288 MiB of ring; NVLS: 8 heads x 16 channels x 2 x 1 MiB = 256 MiB; 544 MiB */
+    n = nccl_on("h100-80gb", VC_PARALLEL_DDP, 8, 1, 1, 1, 0);
+    assert_int_equal(n.channels, 24);
+    assert_int_equal(n.nvls_channels, 16);
+    assert_int_equal(n.ring_bytes, 288 * MiB);
+    assert_int_equal(n.nvls_bytes, 256 * MiB);
+    assert_int_equal(n.bytes, 544 * MiB);
+    /* ... with ep 8 (NCCL issue #1685's all-to-all on 8 H100): p2pnChannels pow2Up(24) = 32,
+     * per peer min(32, pow2Up(2 x 18 = 36) = 64) = 32 (the issue's log: channels 00-31 per
+     * peer); 7 peers x 32 x 12 MiB = 2688 MiB, + the DP ring and NVLS: 3232 MiB */
+    n = nccl_on("h100-80gb", VC_PARALLEL_DDP, 8, 1, 1, 8, 0);
+    assert_int_equal(n.communicators, 2);
+    assert_int_equal(n.p2p_channels, 32);
+    assert_int_equal(n.p2p_channels_per_peer, 32);
+    assert_int_equal(n.p2p_bytes, 2688 * MiB);
+    assert_int_equal(n.bytes, 3232 * MiB);
+    /* Megatron tp 2, pp 4 on 16 B200: dp 2; the DP and TP rings, 32 channels each (8 at 90 GB/s of
+     * 18 x 40.1 = 721.8, dup 16, Postset 32): 2 x 32 x 12 = 768 MiB; NVLS 24 channels (one node's
+     * NVLS_NCHANNELS_SM100_NVL) x 2 heads x 2 MiB = 96 MiB per group, 192; the middle stage's 2
+     * pipeline neighbours x 32 channels x 12 MiB = 768 MiB; 1728 MiB, 3 communicators */
+    n = nccl_on("b200", VC_PARALLEL_MEGATRON, 16, 2, 4, 1, 0);
     assert_int_equal(n.communicators, 3);
     assert_int_equal(n.p2p_peers, 2);
-    assert_int_equal(n.bytes, 48 * MiB);
-    /* DDP with ep 8 on 8 GPUs: the DP ring and the all-to-all's 7 peers: (1 + 7) x 12 = 96 MiB */
-    n = nccl_of(VC_PARALLEL_DDP, 8, 1, 1, 8, 0);
-    assert_int_equal(n.communicators, 2);
+    assert_int_equal(n.channels, 32);
+    assert_int_equal(n.nvls_bytes, 192 * MiB);
+    assert_int_equal(n.bytes, 1728 * MiB);
+    /* a pipeline stage's options (gpus / pp, pp 1, nccl_stages pp) give the same figure */
+    vc_options o;
+    vc_options_init(&o);
+    o.device = vc_gpu_find("b200");
+    o.parallel = VC_PARALLEL_MEGATRON;
+    o.gpus = 4;
+    o.tp = 2;
+    o.nccl_stages = 4;
+    vc_nccl_info st;
+    vc_nccl_per_gpu(&o, &st);
+    assert_int_equal(st.bytes, n.bytes);
+    /* FSDP2 as HSDP (replicate 2 of 8) on RTX 4090s (PCIe Gen4: 2 channels at 12 GB/s, no dup,
+     * Postset 4): the shard and replicate rings, 2 x 4 x 12 MiB = 96 MiB */
+    n = nccl_on("rtx4090", VC_PARALLEL_FSDP2, 8, 1, 1, 1, 2);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_PCIE);
+    assert_int_equal(n.ring_communicators, 2);
+    assert_int_equal(n.channels, 4);
+    assert_int_equal(n.p2p_channels_per_peer, 2);
     assert_int_equal(n.bytes, 96 * MiB);
+    /* two H100 NVL on their bridges (12 x 20.6 = 247.2 GB/s): 4 channels at 60, dup 8, Postset 16 */
+    n = nccl_on("h100-nvl", VC_PARALLEL_DDP, 2, 1, 1, 1, 0);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_NVLINK);
+    assert_int_equal(n.bytes, 16 * 12 * MiB);
+    /* NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = 2 on two H100 SXM: a 2-channel ring (24 MiB) and
+     * NVLS, which the channel variables do not change: 2 heads x 16 x 2 MiB = 64 MiB */
+    vc_options_init(&o);
+    o.device = vc_gpu_find("h100-80gb");
+    o.parallel = VC_PARALLEL_DDP;
+    o.gpus = 2;
+    o.nccl_channels = 2;
+    vc_nccl_per_gpu(&o, &n);
+    assert_int_equal(n.p2p_channels, 2);
+    assert_int_equal(n.bytes, 88 * MiB);
+    /* a topology with no row for the card */
+    o.device = vc_gpu_find("t4");
+    o.nccl_topology = VC_NCCL_TOPO_NVSWITCH;
+    o.nccl_channels = 0;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_nccl_check(&o, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--nccl-topology");
+    o.nccl_topology = VC_NCCL_TOPO_PCIE;
+    assert_int_equal(vc_nccl_check(&o, &err), VC_OK);
+    /* an AMD card runs RCCL: only the PCIe row stands for it */
+    o.device = vc_gpu_find("mi300x");
+    o.nccl_topology = VC_NCCL_TOPO_NVSWITCH;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_nccl_check(&o, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "RCCL"));
 }
 
 int main(void)

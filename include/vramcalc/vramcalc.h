@@ -395,6 +395,8 @@ typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp
 
 /* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
 typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
+/* NCCL's topology (vc_options.nccl_topology; src/engine/nccl.c): AUTO from --gpu's preset. */
+typedef enum { VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE } vc_nccl_topology;
 /* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
 typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
 /* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
@@ -478,6 +480,12 @@ typedef struct {
      * VC_MODULE_LOADING_AUTO (lazy from CUDA 11.7, eager before), _LAZY, _EAGER */
     int cuda_version;
     vc_module_loading module_loading;
+    /* NCCL (src/engine/nccl.c): --nccl-topology (AUTO: --gpu's), --nccl-channels (0: NCCL's
+     * search; N: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N); nccl_stages: a pipeline
+     * stage's options (pp 1) keep the layout's stage count here for NCCL's P2P peers */
+    vc_nccl_topology nccl_topology;
+    int64_t nccl_channels;
+    int64_t nccl_stages;
     /* --zero-grad (docs/llm.md): 0 ("none"), optimizer.zero_grad(set_to_none=True), the
      * gradients freed after each step (PyTorch 2.x's default); 1 ("zero"), set_to_none=False:
      * they stay allocated between steps, zeroed in place, and backward adds into them */
@@ -645,7 +653,10 @@ typedef struct {
     int64_t peak_allocated;   /* max_memory_allocated() */
     int64_t reserved;         /* max_memory_reserved() */
     int64_t cuda_context;     /* context + library handles outside the allocator */
-    int64_t total;            /* reserved + cuda_context */
+    int64_t total;            /* reserved + cuda_context + nccl */
+    /* NCCL's buffers on this GPU (src/engine/nccl.c vc_nccl_per_gpu): outside the
+     * caching allocator, in total; 0 on one GPU */
+    int64_t nccl;
     /* optimizer state outside PyTorch's caching allocator: bitsandbytes'
      * paged optimizers (cudaMallocManaged); in none of the figures above
      * (torch.cuda.memory_allocated() does not see it; nvidia-smi does while
@@ -869,16 +880,30 @@ VC_EXTERN vc_status vc_alloc_conf_parse(const char *s, vc_options *o, vc_error *
  * NCCL's P2P read mode (NVLink between sm80 GPUs), else write mode. */
 VC_EXTERN void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send);
 /* One GPU's NCCL buffers in a multi-GPU layout (o->gpus, parallel, tp, pp, ep,
- * fsdp_replicate), a lower bound: its communicators at NCCL's fewest channels
- * (src/engine/nccl.c vc_nccl_per_gpu, docs/context.md "NCCL"). All 0 on one GPU. */
+ * fsdp_replicate; o->nccl_topology, nccl_channels, device): its communicators
+ * at the channels NCCL's topology search opens (src/engine/nccl.c
+ * vc_nccl_per_gpu, docs/context.md "NCCL"); in memory.total. All 0 on one GPU. */
 typedef struct {
     int64_t communicators;      /* process groups with an NCCL communicator on this GPU */
     int64_t ring_communicators; /* ... of them, those whose collectives run as rings (DP, TP) */
     int64_t p2p_peers;          /* peers of send/recv and all-to-all (pipeline neighbours, ep - 1) */
-    int64_t channels;           /* channels per ring and per peer: 1, NCCL's minimum */
-    int64_t bytes;              /* (ring_communicators + p2p_peers) x channels x (receive + send) */
+    int64_t channels;           /* collective channels per communicator (comm->nChannels) */
+    int64_t p2p_channels;       /* p2pnChannels */
+    int64_t p2p_channels_per_peer; /* p2pnChannelsPerPeer */
+    int64_t nvls_channels;      /* nvlsChannels: 0 where NVLS is not opened */
+    int64_t ring_bytes;         /* ring_communicators x channels x (receive + send) */
+    int64_t p2p_bytes;          /* p2p_peers x p2p_channels_per_peer x (receive + send) */
+    int64_t nvls_bytes;         /* per ring communicator: heads x nvls_channels x 2 x 1 MiB */
+    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes */
+    vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
+    const char *topology_row;   /* the table's row, in words */
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
+/* VC_ERR_USAGE where the options name a topology with no row for the GPU, or
+ * channels outside 1-64. */
+VC_EXTERN vc_status vc_nccl_check(const vc_options *o, vc_error *err);
+VC_EXTERN int vc_nccl_topology_from_name(const char *s); /* -1 when unknown */
+VC_EXTERN const char *vc_nccl_topology_name(int t);
 /* The rings of `communicators` communicators of `channels` channels each
  * (1-64): one receive and one send per channel on every GPU. */
 VC_EXTERN vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes,

@@ -75,12 +75,12 @@ bool report_fits(const vc_report *rep) { return !rep->gpu || rep->r->memory.tota
  * The total, split exactly into what is live at the peak, the allocator's
  * cache (reserved - peak allocated) and the CUDA context, drawn against the
  * GPU's capacity (or against the total without --gpu). */
-enum { SEG_N = 8, BAR_W = 60 };
+enum { SEG_N = 9, BAR_W = 60 };
 static const char *const seg_name[SEG_N] = {"weights", "gradients", "optimizer states", "activations",
-                                            "temporaries", "workspace", "allocator cache", "cuda context"};
-static const char seg_ascii[SEG_N] = {'W', 'G', 'O', 'A', 'T', 'S', 'C', 'X'};
-static const char *const seg_utf8[SEG_N] = {"\u2588", "\u2593", "\u2592", "\u2591", "\u259a", "\u259e", "\u2584", "\u2580"};
-static const int seg_color[SEG_N] = {34, 35, 33, 32, 36, 31, 37, 90};
+                                            "temporaries", "workspace", "allocator cache", "cuda context", "nccl buffers"};
+static const char seg_ascii[SEG_N] = {'W', 'G', 'O', 'A', 'T', 'S', 'C', 'X', 'N'};
+static const char *const seg_utf8[SEG_N] = {"\u2588", "\u2593", "\u2592", "\u2591", "\u259a", "\u259e", "\u2584", "\u2580", "\u2596"};
+static const int seg_color[SEG_N] = {34, 35, 33, 32, 36, 31, 37, 90, 94};
 
 static void segments(const vc_result *r, int64_t seg[SEG_N])
 {
@@ -93,6 +93,7 @@ static void segments(const vc_result *r, int64_t seg[SEG_N])
     seg[5] = p->workspace;
     seg[6] = r->memory.reserved - r->memory.peak_allocated;
     seg[7] = r->memory.cuda_context;
+    seg[8] = r->memory.nccl; /* src/engine/nccl.c: 0 on one GPU */
     for (int i = 0; i < SEG_N; i++)
         if (seg[i] < 0) seg[i] = 0;
 }
@@ -320,6 +321,11 @@ static void options_line(FILE *f, const vc_report *rep, bool with_batch)
 #define VC_REPORT_LEGEND                                                                                    \
     "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
     "(the caching allocator's segments); total adds the CUDA context (docs/context.md): what nvidia-smi shows"
+/* ... where a multi-GPU layout holds NCCL's buffers (src/engine/nccl.c) */
+#define VC_REPORT_LEGEND_NCCL                                                                               \
+    "peak allocated is what torch.cuda.max_memory_allocated() reports; reserved, max_memory_reserved() "  \
+    "(the caching allocator's segments); total adds the CUDA context and NCCL's buffers (docs/context.md): "   \
+    "what nvidia-smi shows"
 
 static void max_batch_line(FILE *f, const vc_report *rep, bool limit_note)
 {
@@ -481,17 +487,17 @@ static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
     if (p->backward_kernels) row(f, t, "  backward kernels", p->backward_kernels, "(cuDNN/flash, training)");
 }
 
-/* NCCL's buffers on one GPU of a multi-GPU layout (src/engine/nccl.c): a lower
- * bound, outside the caching allocator, not in total */
+/* NCCL's buffers on one GPU of a multi-GPU layout (src/engine/nccl.c): outside
+ * the caching allocator, in total */
 static void nccl_row(FILE *f, const vc_report *rep)
 {
     vc_nccl_info n;
     vc_nccl_per_gpu(rep->opts, &n);
     if (!n.communicators) return;
-    char note[96];
-    snprintf(note, sizeof note, "(%" PRId64 " comm%s: at least)", n.communicators,
-             n.communicators == 1 ? "" : "s");
-    row(f, &rep->term, "nccl buffers", n.bytes, note);
+    char note[128];
+    snprintf(note, sizeof note, "(%" PRId64 " comm%s, %" PRId64 " ch%s)", n.communicators,
+             n.communicators == 1 ? "" : "s", n.channels, n.nvls_bytes ? ", NVLS" : "");
+    row(f, &rep->term, "nccl buffers", rep->r->memory.nccl, note);
 }
 
 /* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
@@ -586,11 +592,11 @@ void report_table(FILE *f, const vc_report *rep)
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
-    row(f, t, "total", m->total, "(reserved + context)");
+    nccl_row(f, rep);
+    row(f, t, "total", m->total, m->nccl ? "(reserved+context+nccl)" : "(reserved + context)");
     first_step_rows(f, rep, m);
     cudnn_rows(f, rep, m);
     compile_rows(f, rep, m);
-    nccl_row(f, rep);
     if (m->optimizer_states_paged) /* bitsandbytes' paged state: not in the allocator, not in total */
         row(f, t, "paged states", m->optimizer_states_paged, "(cudaMallocManaged: nvidia-smi only, not in total)");
     ranks_table(f, r);
@@ -610,7 +616,7 @@ void report_table(FILE *f, const vc_report *rep)
         }
         line_end(&l);
         if (r->attention[0]) wrap_words(f, "  attention kernel:", r->attention, term_width(t), 4);
-        wrap_words(f, "  legend:", VC_REPORT_LEGEND, term_width(t), 4);
+        wrap_words(f, "  legend:", m->nccl ? VC_REPORT_LEGEND_NCCL : VC_REPORT_LEGEND, term_width(t), 4);
     }
     bar(f, rep);
     hints_table(f, rep);
@@ -865,9 +871,12 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
     vc_nccl_per_gpu(o, &n);
     if (n.communicators)
-        fprintf(f, ", \"nccl\": {\"communicators\": %" PRId64 ", \"ring_communicators\": %" PRId64 ", \"p2p_peers\": %" PRId64
-                   ", \"channels\": %" PRId64 ", \"bytes\": %" PRId64 ", \"lower_bound\": true, \"in_total\": false}",
-                n.communicators, n.ring_communicators, n.p2p_peers, n.channels, n.bytes);
+        fprintf(f, ", \"nccl\": {\"topology\": \"%s\", \"communicators\": %" PRId64 ", \"ring_communicators\": %" PRId64
+                   ", \"p2p_peers\": %" PRId64 ", \"channels\": %" PRId64 ", \"p2p_channels\": %" PRId64
+                   ", \"p2p_channels_per_peer\": %" PRId64 ", \"nvls_channels\": %" PRId64 ", \"ring_bytes\": %" PRId64
+                   ", \"p2p_bytes\": %" PRId64 ", \"nvls_bytes\": %" PRId64 ", \"bytes\": %" PRId64 ", \"in_total\": true}",
+                vc_nccl_topology_name(n.topology), n.communicators, n.ring_communicators, n.p2p_peers, n.channels,
+                n.p2p_channels, n.p2p_channels_per_peer, n.nvls_channels, n.ring_bytes, n.p2p_bytes, n.nvls_bytes, n.bytes);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);
@@ -1034,16 +1043,18 @@ void report_sweep_table_end(FILE *f, const vc_report *rep)
 {
     if (rep->gpu) {
         fputs("\n  bar: ", f);
-        int64_t seg[SEG_N] = {0};
+        vc_nccl_info n; /* the nccl segment, on the last line, where the layout has one */
+        vc_nccl_per_gpu(rep->opts, &n);
         for (int i = 0; i < SEG_N; i++) {
             int cur = 0;
-            (void)seg;
+            if (i == SEG_N - 1 && !n.communicators) continue;
+            if (i == SEG_N - 1) fputs("\n       ", f);
             put_cell(f, &rep->term, i, &cur);
             if (rep->term.color) fputs("\033[0m", f);
             fprintf(f, " %s  ", seg_name[i]);
             if (i == 3) fputs("\n       ", f);
         }
-        fprintf(f, "\n       %s capacity\n", rep->term.utf8 ? "\u2502 or ]" : "| or ]");
+        fprintf(f, "%s%s capacity\n", n.communicators ? "" : "\n       ", rep->term.utf8 ? "\u2502 or ]" : "| or ]");
     }
     if (rep->max_batch >= 0 && rep->gpu) {
         fputc('\n', f);

@@ -128,10 +128,17 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
     vc_nccl_info nc; /* src/engine/nccl.c: the JSON's memory.nccl */
     vc_nccl_per_gpu(o, &nc);
     if (nc.communicators) {
+        cell_s(c, "memory.nccl.topology", vc_nccl_topology_name(nc.topology));
         cell_i(c, "memory.nccl.communicators", nc.communicators);
         cell_i(c, "memory.nccl.ring_communicators", nc.ring_communicators);
         cell_i(c, "memory.nccl.p2p_peers", nc.p2p_peers);
         cell_i(c, "memory.nccl.channels", nc.channels);
+        cell_i(c, "memory.nccl.p2p_channels", nc.p2p_channels);
+        cell_i(c, "memory.nccl.p2p_channels_per_peer", nc.p2p_channels_per_peer);
+        cell_i(c, "memory.nccl.nvls_channels", nc.nvls_channels);
+        cell_i(c, "memory.nccl.ring_bytes", nc.ring_bytes);
+        cell_i(c, "memory.nccl.p2p_bytes", nc.p2p_bytes);
+        cell_i(c, "memory.nccl.nvls_bytes", nc.nvls_bytes);
         cell_i(c, "memory.nccl.bytes", nc.bytes);
     }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));

@@ -432,6 +432,17 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         if (m >= 0) o->module_loading = m;
         return choose(name, v, m, info->choices, err);
     }
+    case VC_OPT_NCCL_TOPOLOGY: { /* src/engine/nccl.c */
+        int t = vc_nccl_topology_from_name(v);
+        if (t >= 0) o->nccl_topology = (vc_nccl_topology)t;
+        return choose(name, v, t, info->choices, err);
+    }
+    case VC_OPT_NCCL_CHANNELS: { /* NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (src/engine/nccl.c) */
+        vc_status cs = parse_count(name, v, 1, &o->nccl_channels, err);
+        if (!cs && o->nccl_channels > 64)
+            return usage(err, O("nccl_channels") ": must be from 1 to 64 (NCCL's MAXCHANNELS), got %lld", (long long)o->nccl_channels);
+        return cs;
+    }
     case VC_OPT_BOUND: /* src/engine/cudnn.c */
         o->bound = !strcmp(v, "low") ? VC_BOUND_LOW : !strcmp(v, "high") ? VC_BOUND_HIGH : -1;
         return choose(name, v, o->bound, info->choices, err);
@@ -762,6 +773,10 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (q->cudnn_table && (q->given[VC_OPT_BOUND] || q->max_batch || sweep))
         return usage(err, O("cudnn_table") " gives the workspaces measured at its batches (exact: no interval): it does not go with %s",
                      q->given[VC_OPT_BOUND] ? O("bound") : q->max_batch ? O("max_batch") : O("sweep"));
+    /* NCCL's buffers (src/engine/nccl.c): a multi-GPU training or inference layout's; vLLM's (--serve) are not counted */
+    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS]) && (o->gpus < 2 || q->serve))
+        return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: %s", q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : O("nccl_channels"),
+                     q->serve ? "with " O("serve") " vLLM's are not counted" : "give " O("gpus") " N (2 or more)");
     /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
         return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",

@@ -14,13 +14,17 @@
 #include "util.h"
 
 /* The CUDA context from what the step runs (`uses`, VC_USES_*): src/engine/context.c;
- * --context overrides it. */
+ * --context overrides it. NCCL's buffers join the total (src/engine/nccl.c). */
 static vc_status finish(vc_result *r, const vc_options *o, unsigned uses, vc_error *err)
 {
     vc_memory *mm = &r->memory;
     vc_status st = vc_context_estimate(o, uses, &mm->context_parts, &mm->cuda_context, err);
     if (st) return st;
-    if (__builtin_add_overflow(mm->reserved, mm->cuda_context, &mm->total))
+    vc_nccl_info n; /* NCCL's buffers, outside the allocator (src/engine/nccl.c) */
+    vc_nccl_per_gpu(o, &n);
+    mm->nccl = n.bytes;
+    if (__builtin_add_overflow(mm->reserved, mm->cuda_context, &mm->total) ||
+        __builtin_add_overflow(mm->total, mm->nccl, &mm->total))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     return VC_OK;
 }
@@ -46,7 +50,7 @@ vc_status vc__cudnn_interval(const vc_model *m, const vc_options *o, bool conv, 
     vc_plan_free(p);
     if (st) return st;
     int64_t total;
-    if (__builtin_add_overflow(s.reserved, mm->cuda_context, &total))
+    if (__builtin_add_overflow(s.reserved, mm->cuda_context, &total) || __builtin_add_overflow(total, mm->nccl, &total))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     if (other.bound == VC_BOUND_HIGH) {
         mm->cudnn.peak_allocated_high = s.peak;

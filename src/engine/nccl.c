@@ -30,10 +30,10 @@
  * rank and a send to the next (src/transport/generic.cc ncclTransportRingConnect:
  * ncclTransportP2pConnect(comm, c, 1, &ring.prev, 1, &ring.next, 0) per channel),
  * so one communicator's ring holds channels x (receive + send) on each GPU.
- * How many channels NCCL opens follows its topology search (src/graph/
- * search.cc), not modelled here: the caller gives it (NCCL_MIN_NCHANNELS /
- * NCCL_MAX_NCHANNELS pin it). Since NCCL 2.22 (NCCL_RUNTIME_CONNECT=1) the
- * connections of an algorithm are made at its first collective.
+ * How many channels NCCL opens follows its topology search: the table
+ * topos[] below, one row per topology, derived from the same commit.
+ * Since NCCL 2.22 (NCCL_RUNTIME_CONNECT=1) the connections of an algorithm
+ * are made at its first collective.
  */
 #include <string.h>
 
@@ -44,6 +44,7 @@
 #define SIMPLE_BUFF (INT64_C(1) << 22)
 #define CONN_MEM 4096                   /* sizeof(struct ncclSendMem) = sizeof(struct ncclRecvMem) */
 #define IPC_MIN (INT64_C(2) << 20)      /* CUDA_IPC_MIN, and cuMem's granularity */
+#define NVLS_BUFF (INT64_C(128) * 1024 * 8) /* nvls.cc: NCCL_NVLS_CHUNKSIZE 128 KiB x NCCL_STEPS */
 
 static int64_t align_ipc(int64_t n) { return (n + IPC_MIN - 1) / IPC_MIN * IPC_MIN; }
 
@@ -68,47 +69,232 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
     return VC_OK;
 }
 
-/* What one GPU of a multi-GPU layout holds at least (issue 27 item 3): its
- * communicators and their connections, each at NCCL's fewest channels.
- * Channels: init.cc sets ringGraph->minChannels = 1 (ncclTopoCompute's search
- * finds more on fast links, and ncclTopoDupChannels doubles them at 25 GB/s
- * and more: not modelled, the topology is not known), and P2P operations take
- * at least NCCL_MIN_P2P_NCHANNELS = 1 channel per peer (paths.cc
- * ncclTopoComputeP2pChannels). A connection pair (one receive and one send)
- * holds 12 MiB in write mode and in read mode alike (10 + 2 or 6 + 6 MiB,
- * vc_nccl_p2p_connection).
+
+/* ---- Channels by topology (issue 27 item 3) ----
+ * NVIDIA/nccl@5067397c, per communicator:
+ *  - collective channels: ncclTopoCompute (src/graph/search.cc) searches the
+ *    ring graph (init.cc: ringGraph minChannels 1, maxChannels MAXCHANNELS/2
+ *    = 32) from the fastest speed of the architecture's array that the links
+ *    allow (speedArrayIntra {40, 30, 20, 18, 15, 12, 10, ...};
+ *    sm90SpeedArrayIntra {60, 50, 40, 30, 24, 20, ...}; sm100SpeedArrayIntra
+ *    {90, 80, 70, 60, 50, 45, 40, ...} GB/s), each channel taking its speed
+ *    from every link it crosses; pass 1 keeps the graph of the largest
+ *    channels x speed, trying slower speeds while the next is > 0.49 x the
+ *    best's and stopping when channels x speed reaches the GPU's totalBw;
+ *    ncclTopoDupChannels then doubles the channels (halving the speed) unless
+ *    the speed is < 25 GB/s, or (ccMin > 80) < 50 GB/s with more than 4
+ *    channels; pass 2 retries faster speeds with those channels. A GPU's
+ *    NVLink bandwidth is its links x ncclTopoNVLinkBw (src/graph/topo.h:
+ *    SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s);
+ *    PCIe is what the slot reads (Gen3 x16 12, Gen4 x16 24, Gen5 x16 48 GB/s).
+ *    ncclTopoPostset (src/graph/connect.cc) doubles again: comm->nChannels =
+ *    min(MAXCHANNELS, 2 x graph channels) ("Duplication should be complete
+ *    now"), then clamps to [NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS].
+ *  - P2P channels (src/graph/paths.cc): ncclTopoComputeP2pChannelsPerPeer
+ *    takes, over the peers, the fewest of ncclTopoGetNchannels: NVLink
+ *    2 x max(1, path bw / ncclTopoNVLinkBw), PCIe 2, network per NIC;
+ *    ncclTopoComputeP2pChannels: p2pnChannels = pow2Up(min(nChannels,
+ *    NCCL_MAX_P2P_NCHANNELS = 64)), p2pnChannelsPerPeer = min(p2pnChannels,
+ *    pow2Up(that fewest)). Every send/recv peer connects p2pnChannelsPerPeer
+ *    channels (connIndex 1: P2P write mode, 10 + 2 MiB per channel).
+ *  - NVLS (src/transport/nvls.cc): NCCL_NVLS_ENABLE defaults to 2 (on where
+ *    the driver reports multicast, i.e. NVSwitch sm90+ systems); the NVLS
+ *    graph is searched only with an NVSwitch and ccMin >= 90 (search.cc);
+ *    ncclNvlsTuning: nvlsChannels NVLS_NCHANNELS_SM90 16, sm100 on one node
+ *    NVLS_NCHANNELS_SM100_NVL 24; ncclNvlsBufferSetup, at the first NVLS
+ *    collective (all-reduce, reduce-scatter, all-gather): buffSize =
+ *    NCCL_NVLS_CHUNKSIZE (128 KiB) x NCCL_STEPS (8) = 1 MiB, nvlsTotalSize
+ *    = nHeads x nvlsChannels x 2 x buffSize of unicast memory on each GPU,
+ *    nHeads = the NVLS graph's channels = the node's GPUs of the
+ *    communicator (maxChannels min(NCCL_MAX_NVLS_ARITY 32, GPUs), forced as
+ *    minChannels on one node).
+ *
+ * The rows (graph = the ring graph ncclTopoCompute returns):
+ *  nvswitch sm80 (A100 SXM4: 12 NVLink3 x 20 = 240 GB/s to the NVSwitches):
+ *    40 GB/s: 6 channels = 240 = totalBw, done; dup -> 12 x 20 (ccMin 80 is
+ *    not > 80); pass 2: 12 x 30 = 360 > 240 fails. Postset 24. P2P: path 240
+ *    / 20 = 12 -> 24 -> pow2Up 32; p2pnChannels pow2Up(24) = 32 -> 32, 32.
+ *  nvswitch sm90 (H100/H200 SXM5: 18 NVLink4 x 20.6 = 370.8 GB/s): 60 GB/s:
+ *    6 channels (360 < 370.8); 50: 7 x 50 = 350, 40: 9 x 40 = 360, 30:
+ *    12 x 30 = 360, none larger; 24 / 60 < 0.49 stops. dup (60 >= 50) ->
+ *    12 x 30; pass 2: 12 x 40 = 480 fails. Postset 24. P2P: 370.8 / 20.6 = 18
+ *    -> 36 -> 64; p2pnChannels pow2Up(24) = 32 -> 32, 32. NVLS 16 channels.
+ *  nvswitch sm100 (B200: 18 NVLink5 x 40.1 = 721.8 GB/s): 90 GB/s: 8
+ *    channels (720); 80: 9 x 80 = 720, 70: 700, 60: 720, 50: 700, 45: 720,
+ *    none larger; 40 / 90 < 0.49 stops. dup -> 16 x 45; pass 2: 16 x 50 =
+ *    800 fails. Postset 32. P2P: 18 -> 36 -> 64; pow2Up(32) = 32 -> 32, 32.
+ *    NVLS 24 channels (one node).
+ *  nvlink sm80 (two A100s on NVLink bridges, 12 links, 240 GB/s): the ring
+ *    of two crosses the one 240 GB/s link each way: as nvswitch sm80, 24;
+ *    P2P 32, 32 (read mode for the rings: 6 + 6 MiB, the same 12 MiB).
+ *  nvlink sm90 (two H100 NVL on bridges, 12 links x 20.6 = 247.2 GB/s): 60:
+ *    4 channels (240); 50: 200, 40: 240, 30: 240; 24 / 60 stops. dup -> 8 x
+ *    30; pass 2: 8 x 40 = 320 fails. Postset 16. P2P: 12 -> 24 -> 32;
+ *    pow2Up(16) = 16 -> 16, 16. No NVSwitch: no NVLS.
+ *  pcie sm80+ (Gen4 x16, 24 GB/s; sm90's Gen5 48 GB/s gives the same):
+ *    speeds above the 24 GB/s path skipped; 20: 1 channel; 18, 15: 1; 12 (12
+ *    / 20 > 0.49): 2 x 12 = 24 = totalBw, done (sm90 Gen5: 40: 1, 30: 1, 24:
+ *    2 x 24 = 48, done); no dup (< 25 GB/s); pass 2 fails. Postset 4. P2P:
+ *    PCIe 2 per peer; pow2Up(4) = 4 -> 4, 2.
+ *  pcie before sm80 (T4, V100 PCIe: Gen3 x16, 12 GB/s): 12: 1 channel = 12
+ *    = totalBw, done; no dup. Postset 2. P2P: pow2Up(2) = 2 -> 2, 2. */
+typedef struct {
+    vc_nccl_topology topo;
+    int sm_from;            /* compute capability x 10: the row holds from here to the next row's */
+    int coll;               /* comm->nChannels after ncclTopoPostset */
+    int per_peer_topo;      /* pow2Up of ncclTopoGetNchannels' fewest over the peers */
+    int nvls;               /* nvlsChannels: 0 where NVLS is not searched */
+    const char *what;
+} topo_row;
+
+static const topo_row topos[] = {
+    {VC_NCCL_TOPO_NVSWITCH, 0, 24, 32, 0, "NVSwitch, A100 SXM4 (12 NVLink3)"},
+    {VC_NCCL_TOPO_NVSWITCH, 90, 24, 64, 16, "NVSwitch, H100/H200 SXM5 (18 NVLink4, NVLS)"},
+    {VC_NCCL_TOPO_NVSWITCH, 100, 32, 64, 24, "NVSwitch, B200 (18 NVLink5, NVLS)"},
+    {VC_NCCL_TOPO_NVLINK, 0, 24, 32, 0, "NVLink bridge pair, A100 (12 links)"},
+    {VC_NCCL_TOPO_NVLINK, 90, 16, 32, 0, "NVLink bridge pair, H100 NVL (12 links)"},
+    {VC_NCCL_TOPO_PCIE, 0, 2, 2, 0, "PCIe Gen3 x16"},
+    {VC_NCCL_TOPO_PCIE, 80, 4, 2, 0, "PCIe Gen4/Gen5 x16"},
+};
+
+static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie"};
+
+int vc_nccl_topology_from_name(const char *s)
+{
+    for (int i = 0; s && i < (int)(sizeof topo_names / sizeof topo_names[0]); i++)
+        if (strcmp(s, topo_names[i]) == 0) return i;
+    return -1;
+}
+
+const char *vc_nccl_topology_name(int t)
+{
+    return t >= 0 && t < (int)(sizeof topo_names / sizeof topo_names[0]) ? topo_names[t] : "?";
+}
+
+/* The topology of --gpu's preset, without --nccl-topology: the SXM boards
+ * multi-GPU training runs on are NVSwitch systems (A100 SXM4, H100/H200 SXM5,
+ * B200; the a100 presets stand for SXM4 and PCIe alike: SXM4's), an H100 NVL
+ * is sold as a bridged pair, every other card sits on PCIe. Without --gpu,
+ * the context model's device (an A100, src/engine/context.c): NVSwitch. */
+static vc_nccl_topology auto_topology(const vc_gpu *g)
+{
+    if (!g) return VC_NCCL_TOPO_NVSWITCH;
+    static const char *const sxm[] = {"a100-40gb", "a100-80gb", "h100-80gb", "h200", "b200"};
+    for (size_t i = 0; i < sizeof sxm / sizeof sxm[0]; i++)
+        if (strcmp(g->name, sxm[i]) == 0) return VC_NCCL_TOPO_NVSWITCH;
+    return strcmp(g->name, "h100-nvl") == 0 ? VC_NCCL_TOPO_NVLINK : VC_NCCL_TOPO_PCIE;
+}
+
+static const topo_row *find_row(vc_nccl_topology t, int sm)
+{
+    const topo_row *r = NULL;
+    for (size_t i = 0; i < sizeof topos / sizeof topos[0]; i++)
+        if (topos[i].topo == t && topos[i].sm_from <= sm) r = &topos[i];
+    return r;
+}
+
+static int pow2_up(int n)
+{
+    int p = 1;
+    while (p < n) p <<= 1;
+    return p;
+}
+
+/* The node of an NVSwitch row: an HGX/DGX board's 8 GPUs. */
+#define NODE_GPUS 8
+
+vc_status vc_nccl_check(const vc_options *o, vc_error *err)
+{
+    int sm = o->device && o->device->sm ? o->device->sm : 80;
+    vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
+    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE)
+        return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
+                            "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
+                            vc_nccl_topology_name(t), o->device->name);
+    if (t == VC_NCCL_TOPO_NVSWITCH && sm < 80)
+        return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
+                            "nvswitch: NCCL's rows are A100, H100/H200 and B200 boards (sm80 and later); %s is sm%d",
+                            o->device ? o->device->name : "the GPU", sm);
+    if (t == VC_NCCL_TOPO_NVLINK && (sm < 80 || sm == 86 || sm == 89 || sm >= 100))
+        return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
+                            "nvlink: NCCL's rows are bridged A100 and H100 NVL pairs (12 links); %s is sm%d",
+                            o->device ? o->device->name : "the GPU", sm);
+    if (o->nccl_channels < 0 || o->nccl_channels > 64)
+        return vc_set_error(err, VC_ERR_USAGE, O("nccl_channels"), "must be from 1 to 64 (NCCL's MAXCHANNELS)");
+    return VC_OK;
+}
+
+/* What one GPU of a multi-GPU layout holds (issue 27 item 3), its
+ * communicators at the channels NCCL opens on the topology (topos[]).
  * Communicators per GPU (torch.distributed's ProcessGroupNCCL makes one
  * ncclComm per process group and device, at its first collective):
  *  - data parallel (ddp, zero1-torch, fsdp, shard-grad-op, fsdp2, DeepSpeed
  *    zero1-3, megatron's DP group): one over the data-parallel ranks, when
  *    there are two or more; HSDP (hybrid, fsdp2 with --fsdp-replicate) two,
  *    the shard group and the replicate group;
- *  - tensor parallel (--tp): one; a ring on each channel;
- *  - pipeline (--pp): send/recv to the neighbouring stages, P2P connections
- *    to each (a middle stage has two neighbours: the busiest rank's);
- *  - expert parallel (--ep): an all-to-all, P2P connections to the ep - 1
- *    other ranks.
- * A ring collective connects one receive and one send per channel
- * (ncclTransportRingConnect). Since NCCL 2.22 connections are made at an
- * algorithm's first collective; trees, NVLS and the network transport add
- * buffers not counted here: the figure is a lower bound. */
+ *  - tensor parallel (--tp): one;
+ *    each a ring on every collective channel (ncclTransportRingConnect: one
+ *    receive and one send per channel), and on NVSwitch sm90+ the NVLS
+ *    buffers of its all-reduce / reduce-scatter / all-gather;
+ *  - pipeline (--pp): send/recv to the neighbouring stages, p2pnChannelsPerPeer
+ *    channels to each (a middle stage has two neighbours: the busiest rank's);
+ *  - expert parallel (--ep): an all-to-all, p2pnChannelsPerPeer channels to
+ *    each of the ep - 1 other ranks.
+ * Not counted: tree connections (the default tuning on one node runs rings,
+ * NVLS and P2P), the network transport of groups that span nodes (an NVSwitch
+ * row's node is 8 GPUs), NCCL's work FIFO and proxy state (host memory). */
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
-    int64_t tp = o->tp > 1 ? o->tp : 1, pp = o->pp > 1 ? o->pp : 1, ep = o->ep > 1 ? o->ep : 1;
-    int64_t world = o->gpus > 1 ? o->gpus : 1, dp = world % (tp * pp) == 0 ? world / (tp * pp) : 1;
+    int64_t stages = o->pp > 1 ? o->pp : o->nccl_stages > 1 ? o->nccl_stages : 1;
+    int64_t tp = o->tp > 1 ? o->tp : 1, ep = o->ep > 1 ? o->ep : 1;
+    int64_t world = (o->gpus > 1 ? o->gpus : 1) * (o->pp > 1 ? 1 : stages); /* a stage's options: gpus / pp */
+    int64_t dp = world % (tp * stages) == 0 ? world / (tp * stages) : 1;
     if (world < 2) return;
-    int64_t dp_comms = 0;
+    int sm = o->device && o->device->sm ? o->device->sm : 80;
+    vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
+    const topo_row *row = find_row(t, sm);
+    if (!row) row = find_row(VC_NCCL_TOPO_PCIE, sm); /* vc_nccl_check refused the others */
+    n->topology = t;
+    n->topology_row = row->what;
+    int64_t groups[3] = {0, 0, 0}; /* the ring communicators' sizes */
+    int ng = 0;
     if (dp > 1) {
         bool hsdp = o->parallel == VC_PARALLEL_FSDP_HYBRID || (o->parallel == VC_PARALLEL_FSDP2 && o->fsdp_replicate > 1);
-        dp_comms = hsdp ? 2 : 1;
+        if (hsdp && o->parallel == VC_PARALLEL_FSDP2 && dp % o->fsdp_replicate == 0) {
+            groups[ng++] = dp / o->fsdp_replicate; /* the shard group */
+            groups[ng++] = o->fsdp_replicate;      /* the replicate group */
+        } else if (hsdp) { /* FSDP1 HYBRID_SHARD: the shard group is the node's ranks */
+            int64_t node = dp < NODE_GPUS ? dp : NODE_GPUS;
+            groups[ng++] = node;
+            groups[ng++] = dp / node;
+        } else
+            groups[ng++] = dp;
     }
-    n->ring_communicators = dp_comms + (tp > 1);
-    n->p2p_peers = (pp > 2 ? 2 : pp > 1 ? 1 : 0) + (ep > 1 ? ep - 1 : 0);
-    n->communicators = n->ring_communicators + (pp > 1) + (ep > 1);
-    n->channels = 1;
+    if (tp > 1) groups[ng++] = tp;
+    int kept = 0; /* a group of one rank connects nothing */
+    for (int i = 0; i < ng; i++)
+        if (groups[i] > 1) groups[kept++] = groups[i];
+    ng = kept;
+    n->ring_communicators = ng;
+    n->p2p_peers = (stages > 2 ? 2 : stages > 1 ? 1 : 0) + (ep > 1 ? ep - 1 : 0);
+    n->communicators = n->ring_communicators + (stages > 1) + (ep > 1);
+    /* ncclTopoPostset: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N pins comm->nChannels */
+    n->channels = o->nccl_channels > 0 ? o->nccl_channels : row->coll;
+    /* ncclTopoComputeP2pChannels */
+    int p2pn = pow2_up((int)(n->channels < 64 ? n->channels : 64));
+    n->p2p_channels = p2pn;
+    n->p2p_channels_per_peer = row->per_peer_topo < p2pn ? row->per_peer_topo : p2pn;
     int64_t recv, send;
     vc_nccl_p2p_connection(0, &recv, &send);
-    /* at most a few thousand connection pairs of 12 MiB: no overflow (ep, tp, pp <= 2^20, checked by the options) */
-    n->bytes = (n->ring_communicators + n->p2p_peers) * n->channels * (recv + send);
+    /* every count here is small (channels <= 64, peers < 2^20, the options' checks): no overflow */
+    n->ring_bytes = n->ring_communicators * n->channels * (recv + send);
+    n->p2p_bytes = n->p2p_peers * n->p2p_channels_per_peer * (recv + send);
+    n->nvls_channels = row->nvls;
+    for (int i = 0; i < ng && row->nvls; i++) {
+        if (groups[i] < 2) continue;
+        int64_t heads = groups[i] < NODE_GPUS ? groups[i] : NODE_GPUS;
+        n->nvls_bytes += heads * row->nvls * 2 * NVLS_BUFF;
+    }
+    n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes;
 }

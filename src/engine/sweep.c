@@ -50,6 +50,7 @@ struct vc_estimator {
     vc_grid *grid;        /* the allocator model's grid values, shared by the plans */
     int64_t context;      /* cuda_context of the plan being estimated (src/engine/context.c) */
     vc_context_parts parts; /* ... and its parts */
+    int64_t nccl;         /* NCCL's buffers of the layout (src/engine/nccl.c): the same for every batch */
     int64_t params, acts; /* counts-only */
     int64_t *act;         /* per-instance scratch */
     size_t rebuilt;       /* events of the plans built so far (VC_MAX_REBUILT_EVENTS) */
@@ -90,6 +91,9 @@ static vc_status new_common(const vc_options *o, vc_estimator **out, vc_error *e
     e->o = *o;
     e->context = r.memory.cuda_context;
     e->parts = r.memory.context_parts;
+    vc_nccl_info n; /* the full options: a pipeline stage's keep its stages in nccl_stages */
+    vc_nccl_per_gpu(o, &n);
+    e->nccl = n.bytes;
     vc_result_free(&r);
     *out = e;
     return VC_OK;
@@ -251,7 +255,7 @@ static vc_status check_batch(int64_t batch, vc_error *err)
 
 static vc_status sim_total(const vc_estimator *e, const vc_sim *s, int64_t *total, vc_error *err)
 {
-    if (__builtin_add_overflow(s->reserved, e->context, total))
+    if (__builtin_add_overflow(s->reserved, e->context, total) || __builtin_add_overflow(*total, e->nccl, total))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     return VC_OK;
 }
@@ -273,6 +277,7 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     if ((st = vc_plan_simulate(e->plan, batch, &s, layers ? e->act : NULL, err))) return st;
     r->memory.cuda_context = e->context;
     r->memory.context_parts = e->parts;
+    r->memory.nccl = e->nccl;
     if ((st = sim_total(e, &s, &r->memory.total, err))) return st;
     if ((st = vc_result_from_sim(e->m, e->o.optim, &s, layers ? e->act : NULL, r, err))) return st;
     vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */
@@ -301,7 +306,8 @@ static vc_status estimator_total(vc_estimator *e, int64_t batch, int64_t limit, 
     if (e->pipe) return vc__pp_total(e->pipe, batch, total, err);
     if ((st = plan_for(e, batch, err))) return st;
     vc_sim s;
-    int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit - e->context; /* both >= 0 */
+    int64_t outside = e->context + e->nccl; /* the context < 2^40, NCCL's < 2^51: no overflow */
+    int64_t peak_limit = limit == INT64_MAX ? INT64_MAX : limit - outside; /* limit >= 0 */
     if ((st = vc_plan_simulate_limit(e->plan, batch, peak_limit, &s, err))) return st;
     return sim_total(e, &s, total, err);
 }

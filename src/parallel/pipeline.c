@@ -380,6 +380,7 @@ static vc_options stage_options(const vc_options *o)
     vc_options s = *o;
     s.gpus = o->gpus / o->pp;
     s.pp = 1;
+    s.nccl_stages = o->pp; /* NCCL's P2P peers of the stage (src/engine/nccl.c) */
     s.micro_batches = 0;
     s.pp_virtual = 0;
     return s;

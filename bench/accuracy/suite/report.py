@@ -463,7 +463,7 @@ def main(argv):
     w("| `workspace` (cuBLAS/cuDNN) | cuBLAS's documented default workspace (4 MiB + 8×16 KiB, 32 MiB on Hopper) | estimate; not measured (CPU has none); `--workspace 0` here |")
     w("| `reserved` | model of the CUDA caching allocator (`src/engine/alloc.c`: 2 MiB small / 20 MiB large segments, best fit, splitting), replayed at grid batches (1-8, then two per octave; for a model whose plan depends on the batch, each with the plan built for that batch), the most over the grid batches so far, interpolated linearly in between and never below the allocated peak, so that `total` never decreases as the batch grows (PyTorch's own reserve rises and falls by a few segments with best-fit packing) | estimate; not measured (needs a GPU) |")
     w("| `cuda_context` | `src/engine/context.c`: a runtime part, the GPU's local memory, cuBLAS, cuDNN or flash kernels and training terms, from what the step runs ([context.md](context.md); `--context` to override) | fitted on the H200 run below (every case within 2 MiB); other GPUs, CUDA runtimes and eager loading extrapolated |")
-    w("| `total` | `reserved + cuda_context` | estimate |")
+    w("| `total` | `reserved + cuda_context`, + NCCL's buffers on several GPUs (`memory.nccl`) | estimate |")
     w("")
     w("## The PyTorch release followed")
     w("")
