@@ -291,8 +291,6 @@ typedef struct {
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
     vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
-    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
-    int sp;               /* 1: with sequence parallelism (tp >= 2) */
     vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
     int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
     int64_t ckpt_every;   /* with checkpoint: only every ckpt_every-th decoder layer (counting from 1) checkpointed
@@ -316,19 +314,22 @@ VC_EXTERN vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
  * keeping its other options and its LoRA adapters; on failure the model is left as it was.
  * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
 VC_EXTERN vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
-/* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
- * sequence parallelism), what vc_hf_options.tp/.sp give at load time
- * (docs/parallel.md): the options of an estimate must then carry the same
- * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
+/* A config.json's model built as one of tp Megatron tensor-parallel ranks (sp:
+ * with sequence parallelism; docs/parallel.md), so that its parameters and
+ * layers are one rank's. An estimate needs no call: vc_options.tp and .sp say
+ * the split, and an estimate of a model built for another one builds it again
+ * at the options' (kept with the model for the next estimate). A model file
+ * refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
 VC_EXTERN vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* The model as one of ep Megatron-Core expert-parallel ranks (docs/parallel.md
  * section 5): every SparseMoE layer holds num_experts / ep local experts and
  * runs Megatron's MoELayer with the all-to-all token dispatcher. Any model
- * with SparseMoE layers (a config.json or a model file); the options of an
- * estimate must then carry the same ep. VC_ERR_USAGE naming --ep when ep
- * does not divide a layer's experts, the model has no SparseMoE layer, or a
- * layer is of a form not modelled (a shared expert, an activation other than
- * SiLU, softmax-then-top-k without renormalisation). */
+ * with SparseMoE layers (a config.json or a model file); as with
+ * vc_model_set_tp, an estimate follows vc_options.ep whatever the model was
+ * built for. VC_ERR_USAGE naming --ep when ep does not divide a layer's
+ * experts, the model has no SparseMoE layer, or a layer is of a form not
+ * modelled (a shared expert, an activation other than SiLU, softmax-then-top-k
+ * without renormalisation). */
 VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 
 /* ---- options ----

@@ -33,7 +33,7 @@ vc_status vc__usage_long(vc_error *err, const char *text);
 
 struct vc_request {
     vc_options o;
-    vc_hf_options hf;     /* --seq, --moe-imbalance, --grad-ckpt, --loss (tp and sp: o's, at load) */
+    vc_hf_options hf;     /* --seq, --moe-imbalance, --grad-ckpt, --loss (the split: o's tp and sp) */
     int transformers;     /* --transformers, 100*major + minor (0: VC_TRANSFORMERS_DEFAULT) */
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */

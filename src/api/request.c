@@ -989,9 +989,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             cJSON_Hooks hooks = {json_alloc, json_free};
             cJSON_InitHooks(&hooks);
         }
-        q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c) */
-        q->hf.sp = o->sp;
-        st = vc_model_load_file_hf(q->model, &q->hf, &m, err);
+        /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c) */
+        st = vc__model_load_file_split(q->model, &q->hf, o->tp, o->sp, &m, err);
         if (q->json_arena) {
             cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
             json_arena_release();

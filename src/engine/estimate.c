@@ -127,6 +127,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     memset(r, 0, sizeof *r);
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     if (o->pp > 1) { /* each pipeline stage, the busiest rank's figures (pipeline.c) */
         vc_pipeline *pl = NULL;
         if ((st = vc__pp_new(m, o, 0, &pl, err))) return st;
@@ -241,6 +242,7 @@ vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, 
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("trace"), "not available with " O("pp") ": trace one stage as its own model");
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;
     st = vc_plan_trace(p, o->batch, line, ctx);

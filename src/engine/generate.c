@@ -48,7 +48,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : O("mode"),
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
-    if (m->gen_json && m->hf.sp) /* a decoding step's one token does not split over the ranks */
+    if (m->gen_json && m->sp) /* a decoding step's one token does not split over the ranks */
         return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for training and " OV("mode", "infer") ", not for generation");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)

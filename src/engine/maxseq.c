@@ -102,8 +102,10 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     /* start from the model's own length (its input: [seq] token ids) */
     int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
+    vc_status st = vc__model_at(m, o, &m, err); /* the model at the options' tp, sp and ep */
+    if (st) return st;
     /* with --sp the sequence splits over the TP ranks: lengths in units of tp */
-    int64_t unit = m->hf.sp && m->hf.tp > 1 ? m->hf.tp : 1;
+    int64_t unit = m->sp && m->tp > 1 ? m->tp : 1;
     s0 = s0 / unit > 0 ? s0 / unit : 1;
     search S = {m, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
     int f = probe(&S, s0);

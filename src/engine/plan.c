@@ -102,8 +102,6 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
                        vc_plan **out, vc_error *err)
 {
     vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
-    if (!qst) qst = vc__tp_check(m, o, err);    /* the tensor-parallel split it was loaded with (src/hf/hf_tp.c) */
-    if (!qst) qst = vc__ep_check(m, o, err);    /* the expert-parallel split it was loaded with (src/model/model.c) */
     if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);
     if (!b) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");

@@ -250,6 +250,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     /* vLLM keeps a Gated DeltaNet layer's state per request in its hybrid KV cache manager (MambaSpec
      * pages beside the attention layers' blocks): that pool's layout is not modelled */
     for (size_t i = 0; i < m->ninst; i++)

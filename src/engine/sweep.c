@@ -189,6 +189,10 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
     vc_estimator *e;
     vc_status st = new_common(o, &e, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) { /* the model at the options' tp, sp and ep */
+        vc_estimator_free(e);
+        return st;
+    }
     e->m = m;
     e->flags = flags;
     e->act = calloc(m->ninst + 1, sizeof *e->act);

@@ -525,8 +525,6 @@ void vc_hf_options_init(vc_hf_options *o)
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
     o->loss = VC_LOSS_IMPL_HF;
-    o->tp = 1;
-    o->sp = 0;
     o->experts = VC_EXPERTS_GROUPED_MM;
     o->loss_chunks = 8; /* CEWithChunkedOutputLoss(num_output_chunks=8) */
     o->ckpt_every = 1;  /* every decoder layer checkpointed */
@@ -572,7 +570,7 @@ static int check_seq(const arch *a, vc_error *err)
     return 0;
 }
 
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err)
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, cJSON **model, vc_error *err)
 {
     *model = NULL;
     rd r = {cfg, err, "", false, 1};
@@ -621,7 +619,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
                             a.tie ? "lm_head tied" : "lm_head untied", (long long)a.E);
     }
     rd rv = {cfg, err, r.fam, false, 1};
-    if (vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
+    if (vc__hf_vision_read(&rv, &a, o, split.tp)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
@@ -662,13 +660,13 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
         return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "expected a positive number of layers, at most 2^40");
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
         return vc_set_error(err, VC_ERR_USAGE, O("loss_chunks"), "expected a positive number of chunks, at most 2^40");
-    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
+    if (lr && lr->tp_why && split.tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
-    if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
-    const char *loss_name = encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
+    const char *loss_name = encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -697,7 +695,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, v
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
-    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(o && o->tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
+    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(split.tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */

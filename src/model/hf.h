@@ -7,6 +7,7 @@
 #define VC_HF_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -14,9 +15,16 @@
 
 /* A config.json: an object with "model_type" and no "layers". */
 bool vc_hf_is_config(const cJSON *root);
+/* The tensor-parallel split a config.json's model is built for (the estimate's
+ * vc_options.tp and .sp): one of tp Megatron ranks (1: none), sp with sequence
+ * parallelism. */
+typedef struct {
+    int64_t tp;
+    int sp;
+} vc_hf_split;
 /* The equivalent vramcalc model tree (the caller deletes it), or an error
  * naming the config key. */
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, cJSON **model, vc_error *err);
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, cJSON **model, vc_error *err);
 /* "llama, mistral, ..." */
 const char *vc_hf_families(void);
 /* PEFT's default LoRA target_modules for the config's model_type ("" when none). */

@@ -96,12 +96,15 @@ struct vc_model {
     int nsaved;         /* layers copied by modules_to_save (vc_lora.modules_to_save) */
     vc_hf_options hf;   /* a Hugging Face config.json: its options (src/hf/hf.c) */
     char *gen_json;     /* ... and the model it became (malloc'd), NULL otherwise */
-    bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     bool images_one_sequence; /* its vision tower runs a batch's images as one sequence (vc_hf_images_one_sequence) */
     const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
                                                           * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
+    int64_t tp;         /* a config.json: the tensor-parallel ranks it was built for one of (vc_model_set_tp), 0/1 none */
+    int sp;             /* ... with sequence parallelism */
+    struct vc_model *split; /* m built at the other splits estimates asked for, a list through their own .split
+                             * (vc__model_at; freed with m, or when m is built again), NULL */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
@@ -128,10 +131,14 @@ struct vc_model {
     } stage;
 };
 
-/* model.c: o's --ep equals the split m was loaded with (vc_model_set_ep). */
-vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err);
-/* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
-vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* model.c: m as the estimate's options split it (o->tp, o->sp, o->ep; they are the one
+ * place that says so): m itself when it was built for that split (the request loads it so;
+ * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed
+ * with m) for the next estimate. Errors as vc_model_set_tp's and vc_model_set_ep's. */
+vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err);
+/* model.c: vc_model_load_file_hf at a tensor-parallel split (the request's: o->tp, o->sp). */
+vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, int64_t tp, int sp, vc_model **out,
+                                    vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).
