@@ -638,7 +638,6 @@ static void hints_table(FILE *f, const vc_report *rep)
 
 /* ---- the options echoed (options.def's VC_OPTION_JSON rows) ---- */
 
-typedef enum { VC_JSON_STEP, VC_JSON_STACK, VC_JSON_LAYOUT, VC_JSON_PIPELINE, VC_JSON_GENERATE } json_place;
 enum { SAME_LINE, NEW_LINE };
 
 typedef struct {
@@ -681,15 +680,19 @@ static bool echo_key(json_echo_state *e, const char *object, bool when, int line
 }
 
 static void echo_int(FILE *f, int64_t v) { fprintf(f, "%" PRId64, v); }
+static void echo_real(FILE *f, double v) { fprintf(f, "%.6g", v); }
 static void echo_bool(FILE *f, bool v) { fputs(v ? "true" : "false", f); }
 
-/* The rows of place, each after a separator (lead: none before the first). */
-static void json_echo(FILE *f, const vc_report *rep, json_place place, const char *ind, bool lead)
+void json_echo(FILE *f, const vc_json_echo *ctx, vc_json_place place, const char *ind, bool lead)
 {
-    const vc_options *o = rep->opts;
+    const vc_options *o = ctx->o;
+    const vc_report *rep = ctx->rep;
+    const vc_serve_options *so = ctx->so;
+    const vc_serve_result *sr = ctx->sr;
     char buf[64];
     json_echo_state e = {f, ind, lead, NULL, false};
 #define JSON_INT(v) echo_int(f, (int64_t)(v))
+#define JSON_REAL(v) echo_real(f, (double)(v))
 #define JSON_BOOL(v) echo_bool(f, (v) != 0)
 #define JSON_STR(s) json_str(f, (s))
 #define VC_OPTION_JSON(id, pl, object, key, when, value, line) \
@@ -697,10 +700,17 @@ static void json_echo(FILE *f, const vc_report *rep, json_place place, const cha
 #include "options.def"
 #undef VC_OPTION_JSON
 #undef JSON_INT
+#undef JSON_REAL
 #undef JSON_BOOL
 #undef JSON_STR
     echo_close(&e);
-    (void)buf;
+    (void)o, (void)rep, (void)so, (void)sr, (void)buf;
+}
+
+static void echo(FILE *f, const vc_report *rep, vc_json_place place, const char *ind, bool lead)
+{
+    vc_json_echo ctx = {rep->opts, rep, NULL, NULL};
+    json_echo(f, &ctx, place, ind, lead);
 }
 
 /* "would_fit": [{"options": {"grad_ckpt": true}, "total": N, "peak_allocated": N}, ...] */
@@ -778,7 +788,7 @@ static void json_ranks(FILE *f, const vc_report *rep, const vc_result *r, const 
 {
     if (!r->nranks) return;
     const vc_options *o = rep->opts;
-    json_echo(f, rep, VC_JSON_PIPELINE, ind, false);
+    echo(f, rep, VC_JSON_PIPELINE, ind, false);
     fprintf(f, ",\n%s\"ranks\": [", ind);
     for (size_t i = 0; i < r->nranks; i++) {
         const vc_rank_info *k = &r->ranks[i];
@@ -802,7 +812,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     const vc_memory *m = &r->memory;
     fprintf(f, "%s\"schema_version\": 1,\n%s\"model\": ", ind, ind);
     json_str(f, rep->model);
-    json_echo(f, rep, VC_JSON_STEP, ind, false);
+    echo(f, rep, VC_JSON_STEP, ind, false);
     if (rep->recipe) { /* --recipe: its name, source, the options it set (the rest the user gave) */
         fprintf(f, ",\n%s\"recipe\": {\"name\": ", ind);
         json_str(f, rep->recipe->name);
@@ -822,10 +832,10 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         json_str(f, rep->recipe->not_applied);
         fprintf(f, "}");
     }
-    json_echo(f, rep, VC_JSON_STACK, ind, false);
+    echo(f, rep, VC_JSON_STACK, ind, false);
     fprintf(f, ", \"attention_kernel\": ");
     json_str(f, r->attention);
-    json_echo(f, rep, VC_JSON_LAYOUT, ind, false);
+    echo(f, rep, VC_JSON_LAYOUT, ind, false);
     fprintf(f, ",\n");
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
@@ -854,7 +864,7 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_ranks(f, rep, r, ind);
     if (o->mode == VC_MODE_GENERATE) {
         fprintf(f, ",\n%s\"generate\": {", ind);
-        json_echo(f, rep, VC_JSON_GENERATE, ind, true);
+        echo(f, rep, VC_JSON_GENERATE, ind, true);
         fprintf(f, ", \"prefill_peak\": %" PRId64 ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64
                    ", \"kv_tokens\": %" PRId64,
                 r->generate.prefill_peak, r->generate.decode_peak, r->generate.decode_step, r->generate.kv_cache,
