@@ -485,6 +485,9 @@ vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity
 {
     *max_prompt = 0;
     if (estimates) *estimates = 0;
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (o->mode != VC_MODE_GENERATE)
         return vc_set_error(err, VC_ERR_USAGE, O("max_context"), "needs " OV("mode", "generate"));
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "policy.h"
 #include "util.h"
 
 /* The longest length hf.c accepts (its --seq check, "more than 2^40"). */
@@ -93,6 +94,9 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (estimates) *estimates = 0;
     if (err) vc_error_clear(err);
     if (!m || !o) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model or no options");
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (err) snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
         return vc_set_error(err, VC_ERR_USAGE, O("max_seq"),

@@ -37,6 +37,7 @@
  */
 #include <string.h>
 
+#include "policy.h"
 #include "util.h"
 
 #define LL_BUFF (INT64_C(8) * 512 * 8 * 16)
@@ -95,6 +96,8 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    if (vc__options_in(&o, &full_o, NULL)) return;
     int64_t tp = o->tp > 1 ? o->tp : 1, pp = o->pp > 1 ? o->pp : 1, ep = o->ep > 1 ? o->ep : 1;
     int64_t world = o->gpus > 1 ? o->gpus : 1, dp = world % (tp * pp) == 0 ? world / (tp * pp) : 1;
     if (world < 2) return;

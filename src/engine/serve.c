@@ -239,6 +239,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                    vc_serve_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "needs " O("gpu") " (the card vLLM runs on)");
     if (!(so->gpu_memory_utilization > 0 && so->gpu_memory_utilization <= 1))
         return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"), "expected a fraction in (0, 1]");

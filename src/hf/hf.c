@@ -20,6 +20,7 @@
  * with a PretrainedConfig default takes that default.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -519,8 +520,9 @@ bool vc_hf_is_config(const cJSON *root)
            !cJSON_GetObjectItemCaseSensitive(root, "layers");
 }
 
-void vc_hf_options_init(vc_hf_options *o)
+static void defaults(vc_hf_options *o)
 {
+    memset(o, 0, sizeof *o);
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
@@ -530,6 +532,33 @@ void vc_hf_options_init(vc_hf_options *o)
     o->ckpt_every = 1;  /* every decoder layer checkpointed */
     o->image_w = o->image_h = 0;
     o->images = 0;
+}
+
+void vc_hf_options_init_size(vc_hf_options *o, size_t size)
+{
+    vc_hf_options d;
+    defaults(&d);
+    d.size = size;
+    memcpy(o, &d, size < sizeof d ? size : sizeof d);
+}
+
+void(vc_hf_options_init)(vc_hf_options *o) { vc_hf_options_init_size(o, sizeof *o); }
+
+/* The first vc_hf_options with a size (release 0.1): up to images. */
+#define HF_OPTIONS_SIZE_FIRST (offsetof(vc_hf_options, images) + sizeof(int64_t))
+
+vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err)
+{
+    size_t n = (*o)->size;
+    if (n == sizeof **o) return VC_OK;
+    if (n < HF_OPTIONS_SIZE_FIRST || n > sizeof **o)
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "vc_hf_options of %zu bytes: this library takes %zu to %zu (set it up "
+                            "with vc_hf_options_init before setting a field)", n, (size_t)HF_OPTIONS_SIZE_FIRST, sizeof **o);
+    defaults(full);
+    memcpy(full, *o, n);
+    full->size = sizeof *full;
+    *o = full;
+    return VC_OK;
 }
 
 int vc_experts_impl_from_name(const char *s)

@@ -22,6 +22,8 @@ typedef struct {
     int64_t tp;
     int sp;
 } vc_hf_split;
+/* A caller's vc_hf_options as this library's (policy.h's vc__options_in for vc_options). */
+vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err);
 /* The equivalent vramcalc model tree (the caller deletes it), or an error
  * naming the config key. */
 vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, cJSON **model, vc_error *err);

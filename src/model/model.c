@@ -89,6 +89,9 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     vc_error_clear(err);
     *out = NULL;
     snprintf(err->file, sizeof err->file, "%s", name ? name : "");
+    vc_hf_options full_hf;
+    vc_status in_st = hf ? vc__hf_options_in(&hf, &full_hf, err) : VC_OK; /* the legacy struct's size (vramcalc.h) */
+    if (in_st) return in_st;
     if (len > VC_MAX_FILE_BYTES)
         return vc_set_error(err, VC_ERR_LIMIT, NULL, "the file is larger than the limit of %u MiB", VC_MAX_FILE_BYTES >> 20);
     if (!json && len) return vc_set_error(err, VC_ERR_USAGE, NULL, "no text");
