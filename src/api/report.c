@@ -656,25 +656,29 @@ static void echo_close(json_echo_state *e)
     e->in_object = false;
 }
 
+/* The separator before a key or an object at the place's level: none first (lead), else
+ * ", " or ",\n" and the indent. */
+static void echo_sep(json_echo_state *e, int line)
+{
+    if (e->lead) e->lead = false;
+    else if (line == NEW_LINE) fprintf(e->f, ",\n%s", e->ind);
+    else fputs(", ", e->f);
+}
+
 /* Before a row's value: its separator and key, and its object's opening; false: the row is not there. */
 static bool echo_key(json_echo_state *e, const char *object, bool when, int line, const char *key)
 {
-    if (!same_object(object, e->object)) { /* the object's first row: the object is there when it is */
+    if (!same_object(object, e->object)) { /* the object's first row: the object is there when this row is */
         echo_close(e);
         e->object = object;
         if (object && when) {
-            if (!e->lead) fputs(line == NEW_LINE ? ",\n" : ", ", e->f);
-            if (line == NEW_LINE) fputs(e->ind, e->f);
+            echo_sep(e, line);
             fprintf(e->f, "\"%s\": {", object);
             e->in_object = e->lead = true;
         }
     }
     if (!when || (object && !e->in_object)) return false;
-    if (e->lead) e->lead = false;
-    else {
-        fputs(object || line == SAME_LINE ? ", " : ",\n", e->f);
-        if (!object && line == NEW_LINE) fputs(e->ind, e->f);
-    }
+    echo_sep(e, object ? SAME_LINE : line); /* inside an object: one line */
     fprintf(e->f, "\"%s\": ", key);
     return true;
 }
@@ -704,7 +708,7 @@ void json_echo(FILE *f, const vc_json_echo *ctx, vc_json_place place, const char
 #undef JSON_BOOL
 #undef JSON_STR
     echo_close(&e);
-    (void)o, (void)rep, (void)so, (void)sr, (void)buf;
+    (void)o, (void)rep, (void)so, (void)sr, (void)buf; /* what no row reads */
 }
 
 static void echo(FILE *f, const vc_report *rep, vc_json_place place, const char *ind, bool lead)
