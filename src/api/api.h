@@ -56,6 +56,8 @@ struct vc_response {
     vc_response_kind kind;
     vc_format format;        /* the request's */
     vc_options o;            /* as estimated (defaults applied, the batch of the report) */
+    vc_hf_options hf;        /* the config.json's options and the adapters' as run (rep.hf, rep.lora: the JSON echo) */
+    vc_lora lora;
     vc_serve_options so;
     vc_serve_result sr;
     vc_gpu_spec gpu;

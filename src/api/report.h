@@ -97,6 +97,8 @@ typedef struct {
     const vc_hint *hints;     /* does not fit: what would, cheapest first (hints_tried: looked for) */
     size_t nhints;
     bool hints_tried;
+    const vc_hf_options *hf;  /* the config.json's options as run (--seq, --loss, ...; the defaults for a model file) */
+    const vc_lora *lora;      /* the adapters' (--lora, --peft, ...; r 0: none) */
     const vc_recipe_row *recipe;       /* --recipe's row, NULL none */
     const unsigned char *recipe_set;   /* recipe_set[k]: its pair k applied (not given by the user) */
 } vc_report;

@@ -958,6 +958,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         goto fail;
     }
     resp->rep = (vc_report){"", NULL, o, &resp->r, q->per_layer, q->counts, resp->have_gpu ? &resp->gpu : NULL, -1, {0}, -1};
+    resp->hf = q->hf; /* as set now; again when the run is done */
+    resp->lora = q->lora;
+    resp->rep.hf = &resp->hf;
+    resp->rep.lora = &resp->lora;
     if (resp->recipe) {
         resp->rep.recipe = vc__recipe_at((size_t)resp->recipe - 1);
         resp->rep.recipe_set = resp->recipe_set;
@@ -1207,6 +1211,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->rep.nhints = resp->nhints;
     resp->rep.hints_tried = resp->hints_tried;
 done:
+    resp->hf = q->hf;
+    resp->lora = q->lora;
     vc_estimator_free(e);
     vc_model_free(m);
     *out = resp;
