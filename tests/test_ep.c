@@ -172,7 +172,6 @@ static void test_ep_rules(void **state)
         {2, 2, 2, VC_PARALLEL_NONE, "--ep"},     /* with --tp: not modelled */
         {2, 1, 2, VC_PARALLEL_ZERO1_TORCH, "--parallel"}, /* only ddp's replicas are modelled with --ep */
         {4, 1, 2, VC_PARALLEL_ZERO2, "--parallel"}, /* the expert-data-parallel group: not modelled */
-        {2, 1, 1, VC_PARALLEL_DDP, "--ep"},      /* the model was set up for ep 2 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         vc_options o = ep_opts(bad[i].ep, VC_OPTIM_SGD);
@@ -182,6 +181,19 @@ static void test_ep_rules(void **state)
         assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
         assert_string_equal(CLI_PATH(&err), bad[i].opt);
     }
+    /* the options say the split (vc_options.ep): the model set up for ep 2, estimated at ep 1, gives
+     * the model's own ep 1 figures to the byte (src/model/model.c vc__model_at) and stays at ep 2 */
+    vc_model *one = load_ep("", 1, VC_OK, NULL);
+    vc_options o = ep_opts(1, VC_OPTIM_ADAM);
+    vc_result r1;
+    if (vc_estimate(m, &o, &r, &err) || vc_estimate(one, &o, &r1, &err)) fail_msg("estimate failed: %s", err.msg);
+    assert_int_equal(r.memory.peak_allocated, r1.memory.peak_allocated);
+    assert_int_equal(r.memory.total, r1.memory.total);
+    assert_int_equal(r.parameters, vc_model_parameters(one));
+    vc_result_free(&r);
+    vc_result_free(&r1);
+    assert_true(vc_model_parameters(m) < vc_model_parameters(one)); /* still one rank's experts */
+    vc_model_free(one);
     vc_model_free(m);
 }
 

@@ -757,13 +757,12 @@ static void test_near_llama(void **state)
     assert_int_equal(emitted(ol, "input_layernorm"), 0);
     assert_int_equal(emitted(ol, "\"qk_norm_whole\":\ttrue"), 1);
     /* its tensor-parallel split is refused (Olmo2Config's tp plan replicates q/k/v) */
-    vc_hf_options o;
-    vc_hf_options_init(&o);
-    o.tp = 2;
     vc_model *m = NULL;
     vc_error err;
-    assert_int_equal(load_js(ol, &o, &m, &err), VC_ERR_USAGE);
+    assert_int_equal(load_js(ol, NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_set_tp(m, 2, 0, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--tp");
+    vc_model_free(m);
     /* a bad no_rope_layers names the key */
     assert_int_equal(load_js("{\"model_type\":\"smollm3\"," SMALL ",\"no_rope_layers\":[1,1]}", NULL, &m, &err), VC_ERR_MODEL);
     assert_string_equal(CLI_PATH(&err), "no_rope_layers");
@@ -1656,12 +1655,11 @@ static void test_qwen3_next(void **state)
         if (strcmp(err.path, bad[i].path)) fail_msg("case %zu: %s, expected %s (%s)", i, err.path, bad[i].path, err.msg);
     }
     /* the Gated DeltaNet layers' tensor-parallel split is not modelled: refused naming --tp */
-    vc_hf_options ho;
-    vc_hf_options_init(&ho);
-    ho.tp = 2;
     vc_model *t = NULL;
-    assert_int_equal(vc_model_load_file_hf(HF "qwen3-next-80b-a3b-instruct.json", &ho, &t, &err), VC_ERR_USAGE);
+    assert_int_equal(vc_model_load_file(HF "qwen3-next-80b-a3b-instruct.json", &t, &err), VC_OK);
+    assert_int_equal(vc_model_set_tp(t, 2, 0, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--tp");
+    vc_model_free(t);
 }
 
 /* t5 / flan-t5 (issue 31 item 4): T5ForConditionalGeneration's parameters, counted from the
@@ -2053,8 +2051,8 @@ static void test_gemma3_vision(void **state)
     /* without images the tower's weights are replicated on tensor-parallel ranks: --tp loads */
     vc_hf_options o;
     vc_hf_options_init(&o);
-    o.tp = 2;
     m = load("gemma-3-4b-it.json", &o);
+    if (vc_model_set_tp(m, 2, 0, &err)) fail_msg("%s", err.msg);
     vc_model_free(m);
     /* every bad vision_config value (and mm_tokens_per_image): exit 2 (VC_ERR_MODEL) naming the key */
     static const struct { const char *key, *val, *path; } bad[] = {
@@ -2123,7 +2121,6 @@ static void test_gemma3_vision(void **state)
         o.image_w = 640;
         o.image_h = 480;
         o.images = refused[i].n;
-        o.tp = refused[i].tp;
         m = NULL;
         vc_status st;
         if (refused[i].tiny) {
@@ -2133,6 +2130,8 @@ static void test_gemma3_vision(void **state)
         } else {
             st = vc_model_load_file_hf(HF "gemma-3-4b-it.json", &o, &m, &err);
         }
+        if (!st && refused[i].tp > 1) st = vc_model_set_tp(m, refused[i].tp, 0, &err); /* the model stays as it was */
+        vc_model_free(m);
         assert_int_equal(st, VC_ERR_USAGE);
         assert_string_equal(CLI_PATH(&err), refused[i].path);
     }

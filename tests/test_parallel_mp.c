@@ -18,10 +18,12 @@ static vc_model *load_tp(const char *file, int64_t seq, int64_t tp, int sp, vc_s
     vc_hf_options hf;
     vc_hf_options_init(&hf);
     hf.seq = seq;
-    hf.tp = tp;
-    hf.sp = sp;
     vc_model *m = NULL;
     *st = vc_model_load_file_hf(file, &hf, &m, err);
+    if (!*st && (tp > 1 || sp) && (*st = vc_model_set_tp(m, tp, sp, err))) {
+        vc_model_free(m);
+        m = NULL;
+    }
     return m;
 }
 
@@ -176,16 +178,11 @@ static void test_tp_errors(void **state)
     assert_string_equal(CLI_PATH(&err), "--sp");
     assert_null(load_tp(VC_TEST_DATA "/hf/bert-base-uncased.json", 128, 2, 1, &st, &err));
     assert_string_equal(CLI_PATH(&err), "--sp");
-    /* a model loaded for one split, estimated with another; a model file with --tp */
-    vc_model *m = load_tp(l70, 512, 8, 0, &st, &err);
-    assert_non_null(m);
+    /* a model file with --tp */
     vc_options o;
     vc_options_init(&o);
     vc_result r;
-    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
-    assert_string_equal(CLI_PATH(&err), "--tp");
-    vc_model_free(m);
-    m = load();
+    vc_model *m = load();
     o.tp = 2;
     o.gpus = 2;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
@@ -201,6 +198,66 @@ static void test_tp_errors(void **state)
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--sp");
     vc_model_free(m);
+}
+
+/* The options say the split, once (vc_options.tp, .sp): a model built for another split is
+ * estimated as the options split it (src/model/model.c vc__model_at), to the byte what a
+ * model built for the options' split gives, and the model stays as it was built. */
+static void test_tp_split_follows_options(void **state)
+{
+    (void)state;
+    vc_status st;
+    vc_error err;
+    const char *l70 = VC_TEST_DATA "/hf/llama-3.1-70b.json";
+    vc_model *one = load_tp(l70, 512, 1, 0, &st, &err), *eight = load_tp(l70, 512, 8, 1, &st, &err);
+    assert_non_null(one);
+    assert_non_null(eight);
+    const int64_t params_one = vc_model_parameters(one), params_eight = vc_model_parameters(eight);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    vc_result a, b;
+    for (int pass = 0; pass < 2; pass++) { /* the second estimate of each reuses the model built at the other split */
+        o.tp = 1;
+        o.sp = 0;
+        o.gpus = 1;
+        if (vc_estimate(eight, &o, &a, &err) || vc_estimate(one, &o, &b, &err)) fail_msg("%s", err.msg);
+        assert_int_equal(a.memory.total, b.memory.total);
+        assert_int_equal(a.memory.peak_allocated, b.memory.peak_allocated);
+        assert_int_equal(a.parameters, params_one);
+        vc_result_free(&a);
+        vc_result_free(&b);
+        o.tp = 8;
+        o.sp = 1;
+        o.gpus = 8;
+        if (vc_estimate(one, &o, &a, &err) || vc_estimate(eight, &o, &b, &err)) fail_msg("%s", err.msg);
+        assert_int_equal(a.memory.total, b.memory.total);
+        assert_int_equal(a.memory.peak_allocated, b.memory.peak_allocated);
+        assert_int_equal(a.parameters, params_eight); /* test_tp_params_llama70b's 8,821,940,224 */
+        vc_result_free(&a);
+        vc_result_free(&b);
+    }
+    assert_int_equal(vc_model_parameters(one), params_one);
+    assert_int_equal(vc_model_parameters(eight), params_eight);
+    assert_int_equal(params_eight, INT64_C(8821940224));
+    /* an estimator at one split keeps its model while estimates ask for others */
+    vc_estimator *e = NULL;
+    if (vc_estimator_new(one, &o, 0, &e, &err)) fail_msg("%s", err.msg); /* tp 8 + sp */
+    o.tp = 2;
+    o.sp = 0;
+    o.gpus = 2;
+    if (vc_estimate(one, &o, &b, &err)) fail_msg("%s", err.msg);
+    vc_result_free(&b);
+    o.tp = 8;
+    o.sp = 1;
+    o.gpus = 8;
+    if (vc_estimator_run(e, 1, &a, &err) || vc_estimate(eight, &o, &b, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(a.memory.total, b.memory.total);
+    vc_result_free(&a);
+    vc_result_free(&b);
+    vc_estimator_free(e);
+    vc_model_free(one);
+    vc_model_free(eight);
 }
 
 /* --max-seq with --sp searches lengths the TP degree divides (src/engine/maxseq.c;
@@ -442,7 +499,7 @@ static void test_pp_refused(void **state)
 /* --max-batch answers per GPU: the largest micro-batch at which every stage
  * fits, so the busiest stage's total at it fits and one more does not. */
 /* --tp with --pp: the stages of a config split for tensor parallelism keep the
- * split (src/parallel/pipeline.c hf_part; hf_tp.c vc__tp_check). Llama-3.1-405B
+ * split (src/parallel/pipeline.c stage_model copies it; src/model/model.c vc__model_at). Llama-3.1-405B
  * (126 layers) at tp 8 and pp 16 on 1,024 GPUs: the stages hold 7, 14 x 8
  * and 7 layers (test_pp_split), each of a tensor-parallel rank's width, so the
  * ranks' parameters add up to the tp-8 rank's whole model. */
@@ -682,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_tp_korthikanti),
         cmocka_unit_test(test_tp_vocab_parallel_loss),
         cmocka_unit_test(test_tp_errors),
+        cmocka_unit_test(test_tp_split_follows_options),
         cmocka_unit_test(test_tp_max_seq),
         cmocka_unit_test(test_pp_stage_timeline),
         cmocka_unit_test(test_pp_ranks),

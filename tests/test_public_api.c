@@ -93,6 +93,71 @@ static void test_request_gives_struct_api_figures(void **state)
     assert_int_equal(struct_total("mlp.json", 32), INT64_C(744488960));
 }
 
+/* The legacy structs begin with their size (the header's top): vc_options_init sets it to the
+ * caller's sizeof, the library reads no byte past it and takes the defaults for the fields a
+ * smaller struct lacks, and refuses a size no release had. The first release with the size
+ * field ends at act_offload (vc_hf_options: at images); a program built then passes that. */
+static void test_struct_size(void **state)
+{
+    (void)state;
+    const size_t first = offsetof(vc_options, act_offload) + sizeof(int);
+    vc_options o;
+    vc_options_init(&o);
+    assert_int_equal(o.size, sizeof(vc_options));
+    memset(&o, 0, sizeof o);
+    (vc_options_init)(&o); /* the function, for bindings: the library's size */
+    assert_int_equal(o.size, sizeof(vc_options));
+    /* init writes nothing past the size it is given */
+    union {
+        vc_options o;
+        unsigned char b[sizeof(vc_options) + 64];
+    } u;
+    memset(u.b, 0xab, sizeof u.b);
+    vc_options_init_size(&u.o, first);
+    for (size_t i = first; i < sizeof u.b; i++) assert_int_equal(u.b[i], 0xab);
+    /* a struct of the first size gives the full struct's figures (mlp.json at batch 32: 744,488,960 B,
+     * test_request_gives_struct_api_figures) */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", VC_EXAMPLES, "mlp.json");
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file(path, &m, &err)) fail_msg("%s", err.msg);
+    vc_options *old = &u.o;
+    old->batch = 32;
+    vc_result r;
+    if (vc_estimate(m, old, &r, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r.memory.total, INT64_C(744488960));
+    vc_result_free(&r);
+    /* not set up by vc_options_init, or from a newer header: refused, naming vc_options_init */
+    vc_options_init(&o);
+    o.size = 0;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "vc_options_init"));
+    o.size = sizeof o + 8;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    o.size = first - 1;
+    assert_int_equal(vc_estimator_new(m, &o, 0, &(vc_estimator *){NULL}, &err), VC_ERR_USAGE);
+    vc_model_free(m);
+    /* vc_hf_options the same */
+    vc_hf_options h;
+    vc_hf_options_init(&h);
+    assert_int_equal(h.size, sizeof(vc_hf_options));
+    const char *cfg = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, "
+                      "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                      "\"vocab_size\": 1000, \"max_position_embeddings\": 256}";
+    h.seq = 128;
+    if (vc_model_load_string_hf(cfg, strlen(cfg), "tiny.json", &h, &m, &err)) fail_msg("%s", err.msg);
+    const int64_t params = vc_model_parameters(m);
+    vc_model_free(m);
+    h.size = 0;
+    assert_int_equal(vc_model_load_string_hf(cfg, strlen(cfg), "tiny.json", &h, &m, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "vc_hf_options_init"));
+    h.size = offsetof(vc_hf_options, images) + sizeof(int64_t);
+    if (vc_model_load_string_hf(cfg, strlen(cfg), "tiny.json", &h, &m, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(vc_model_parameters(m), params);
+    vc_model_free(m);
+}
+
 /* Separate requests in separate threads (the header's "Threads"): each gives
  * what it gives alone. */
 typedef struct {
@@ -160,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_request_gives_struct_api_figures),
         cmocka_unit_test(test_requests_in_threads),
         cmocka_unit_test(test_error_names_options_per_front_end),
+        cmocka_unit_test(test_struct_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,10 +219,11 @@ static void test_bad(void **state)
     vc_error err;
     assert_int_equal(load_js(small_dense, &ho, &m, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--image");
-    vc_hf_options_init(&ho);
-    ho.tp = 2;
-    assert_int_equal(load_js(small_dense, &ho, &m, &err), VC_ERR_USAGE);
+    /* the split is the estimate's (vc_model_set_tp builds the model at it): refused naming --tp */
+    assert_int_equal(load_js(small_dense, NULL, &m, &err), VC_OK);
+    assert_int_equal(vc_model_set_tp(m, 2, 0, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--tp");
+    vc_model_free(m);
 }
 
 static vc_serve_result serve(const char *file, const char *gpu, double util, int64_t tokens, int64_t seqs)

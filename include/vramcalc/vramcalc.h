@@ -22,11 +22,15 @@
  * opaque, and a new option is a new name for vc_request_set (a row of the
  * option table, vc_option_at), not a new field. The structs vc_options
  * and vc_hf_options with vc_estimate and the functions taking them are the
- * legacy struct API, kept for programs that use them: their layout is part
- * of the ABI, so a field added there (an option the engine needs) is an ABI
- * change, and the release that carries it raises the major version (and
- * with it the shared library's SOVERSION). A program that needs a stable
- * ABI uses the request.
+ * legacy struct API, kept for programs that use them. Each begins with its
+ * size: vc_options_init and vc_hf_options_init (macros) set it to the size
+ * the program was compiled with, and the library reads no byte past it,
+ * taking the defaults for the fields a smaller struct lacks. Fields are only
+ * appended (never removed, moved or retyped within a major version), so a
+ * program built against an older header runs with a newer library; a struct
+ * whose size is not one a release had (not set up by its init, or from a
+ * newer header than the library) is refused with VC_ERR_USAGE. Such a struct
+ * is set up by its init before any field is set.
  *
  * Threads: the library keeps no global state a call changes, but one: the
  * JSON arena of vc_request_set_json_arena, which swaps cJSON's process-wide
@@ -284,15 +288,14 @@ VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
 typedef enum { VC_EXPERTS_MAP(VC__ENUM_EXPERTS) VC_EXPERTS__N } vc_experts_impl;
 VC_EXTERN int vc_experts_impl_from_name(const char *s); /* -1 when unknown */
 /* A config.json's load options: part of the legacy struct API (the top of
- * this header): its layout is part of the ABI; the request sets every load
- * option by name (vc_request_set). */
+ * this header: set up by vc_hf_options_init, fields only appended); the
+ * request sets every load option by name (vc_request_set). */
 typedef struct {
+    size_t size;          /* the struct's size as the program was compiled: vc_hf_options_init sets it */
     int64_t seq;          /* tokens per sample; 0: VC_HF_DEFAULT_SEQ or the model's position limit */
     double moe_imbalance; /* busiest expert's share of the routed tokens over the even share (>= 1) */
     int checkpoint;       /* 1: gradient_checkpointing_enable(), each decoder layer checkpointed */
     vc_loss_impl loss;    /* a causal LM's loss (default hf); an encoder refuses another */
-    int64_t tp;           /* one of tp Megatron tensor-parallel ranks (docs/parallel.md), 1 none */
-    int sp;               /* 1: with sequence parallelism (tp >= 2) */
     vc_experts_impl experts; /* the MoE experts' implementation (default grouped_mm) */
     int64_t loss_chunks;  /* loss chunked: torchtune's num_output_chunks (default 8) */
     int64_t ckpt_every;   /* with checkpoint: only every ckpt_every-th decoder layer (counting from 1) checkpointed
@@ -301,7 +304,13 @@ typedef struct {
     int64_t images;           /* --images N: images per sample (default 1 with --image) */
     int64_t target_seq;       /* --target-seq N: an encoder-decoder's (t5) decoder tokens per sample; 0: seq */
 } vc_hf_options;
+/* Defaults into the first `size` bytes of o (size: sizeof(vc_hf_options) as
+ * the caller was compiled), o->size = size. vc_hf_options_init(o) is it with
+ * the caller's sizeof; as a function (for bindings that cannot use the
+ * macro), the library's. */
+VC_EXTERN void vc_hf_options_init_size(vc_hf_options *o, size_t size);
 VC_EXTERN void vc_hf_options_init(vc_hf_options *o);
+#define vc_hf_options_init(o) vc_hf_options_init_size((o), sizeof(vc_hf_options))
 /* vc_model_load_file / vc_model_load_string with options for a config.json
  * (hf may be NULL: the defaults; the options do nothing to other files). */
 VC_EXTERN vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err);
@@ -317,19 +326,22 @@ VC_EXTERN vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err);
  * keeping its other options and its LoRA adapters; on failure the model is left as it was.
  * VC_ERR_USAGE (naming --loss) for a model file or an encoder. */
 VC_EXTERN vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err);
-/* A config.json's model as one of tp Megatron tensor-parallel ranks (sp: with
- * sequence parallelism), what vc_hf_options.tp/.sp give at load time
- * (docs/parallel.md): the options of an estimate must then carry the same
- * tp and sp. A model file refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
+/* A config.json's model built as one of tp Megatron tensor-parallel ranks (sp:
+ * with sequence parallelism; docs/parallel.md), so that its parameters and
+ * layers are one rank's. An estimate needs no call: vc_options.tp and .sp say
+ * the split, and an estimate of a model built for another one builds it again
+ * at the options' (kept with the model for the next estimate). A model file
+ * refuses tp > 1 (VC_ERR_USAGE, "--tp"). */
 VC_EXTERN vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err);
 /* The model as one of ep Megatron-Core expert-parallel ranks (docs/parallel.md
  * section 5): every SparseMoE layer holds num_experts / ep local experts and
  * runs Megatron's MoELayer with the all-to-all token dispatcher. Any model
- * with SparseMoE layers (a config.json or a model file); the options of an
- * estimate must then carry the same ep. VC_ERR_USAGE naming --ep when ep
- * does not divide a layer's experts, the model has no SparseMoE layer, or a
- * layer is of a form not modelled (a shared expert, an activation other than
- * SiLU, softmax-then-top-k without renormalisation). */
+ * with SparseMoE layers (a config.json or a model file); as with
+ * vc_model_set_tp, an estimate follows vc_options.ep whatever the model was
+ * built for. VC_ERR_USAGE naming --ep when ep does not divide a layer's
+ * experts, the model has no SparseMoE layer, or a layer is of a form not
+ * modelled (a shared expert, an activation other than SiLU, softmax-then-top-k
+ * without renormalisation). */
 VC_EXTERN vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err);
 
 /* ---- options ----
@@ -402,10 +414,11 @@ typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device
 /* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
 typedef enum { VC_DS_OVERLAP_OFF = -1, VC_DS_OVERLAP_AUTO = 0, VC_DS_OVERLAP_ON = 1 } vc_ds_overlap;
 
-/* An estimate's options: the legacy struct API (the top of this header):
- * its layout is part of the ABI (a field added is an ABI change); the
+/* An estimate's options: the legacy struct API (the top of this header: set
+ * up by vc_options_init, fields only appended, a new one at the end); the
  * request sets every option by name (vc_request_set). */
 typedef struct {
+    size_t size;            /* the struct's size as the program was compiled: vc_options_init sets it */
     int64_t batch;          /* samples per step, >= 1 */
     vc_optim optim;
     vc_optim_impl optim_impl;
@@ -570,8 +583,14 @@ typedef struct {
 #define VC_TORCH_OLDEST 200
 
 /* Defaults: batch 1, adam, foreach, no accumulation, fp32, train, auto
- * attention, modelled workspace and context, non-Hopper, PyTorch 2.15. */
+ * attention, modelled workspace and context, non-Hopper, PyTorch 2.15; into
+ * the first `size` bytes of o (size: sizeof(vc_options) as the caller was
+ * compiled), o->size = size. vc_options_init(o) is it with the caller's
+ * sizeof; as a function (for bindings that cannot use the macro), the
+ * library's. */
+VC_EXTERN void vc_options_init_size(vc_options *o, size_t size);
 VC_EXTERN void vc_options_init(vc_options *o);
+#define vc_options_init(o) vc_options_init_size((o), sizeof(vc_options))
 
 /* The data-parallel world size of o: gpus / (tp * pp), 1 when that does not
  * divide (vc_estimate refuses such options). */

@@ -33,7 +33,7 @@ vc_status vc__usage_long(vc_error *err, const char *text);
 
 struct vc_request {
     vc_options o;
-    vc_hf_options hf;     /* --seq, --moe-imbalance, --grad-ckpt, --loss (tp and sp: o's, at load) */
+    vc_hf_options hf;     /* --seq, --moe-imbalance, --grad-ckpt, --loss (the split: o's tp and sp) */
     int transformers;     /* --transformers, 100*major + minor (0: VC_TRANSFORMERS_DEFAULT) */
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */
@@ -56,6 +56,8 @@ struct vc_response {
     vc_response_kind kind;
     vc_format format;        /* the request's */
     vc_options o;            /* as estimated (defaults applied, the batch of the report) */
+    vc_hf_options hf;        /* the config.json's options and the adapters' as run (rep.hf, rep.lora: the JSON echo) */
+    vc_lora lora;
     vc_serve_options so;
     vc_serve_result sr;
     vc_gpu_spec gpu;

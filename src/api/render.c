@@ -97,15 +97,15 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     if (format == VC_FORMAT_JSON) {
         fprintf(f, "{\n  \"schema_version\": 1,\n  \"serve\": {\"gpu\": ");
         json_str(f, resp->gpu.name);
-        fprintf(f, ", \"tensor_parallel_size\": %" PRId64, o->tp > 1 ? o->tp : (int64_t)1);
-        fprintf(f, ", \"gpu_total\": %" PRId64 ", \"gpu_memory_utilization\": %.6g, \"max_num_batched_tokens\": %" PRId64
-                   ", \"max_num_seqs\": %" PRId64 ", \"block_size\": %" PRId64 ", \"kv_cache_dtype\": \"%s\", \"precision\": \"%s\",\n"
-                   "    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
+        const vc_json_echo echo = {o, rep, so, r}; /* the options: options.def's VC_OPTION_JSON rows */
+        json_echo(f, &echo, VC_JSON_SERVE_GPU, "    ", false);
+        fprintf(f, ", \"gpu_total\": %" PRId64, resp->gpu.total);
+        json_echo(f, &echo, VC_JSON_SERVE, "    ", false);
+        fprintf(f, ",\n    \"weights\": %" PRId64 ", \"profile_peak\": %" PRId64 ", \"requested\": %" PRId64 ", \"kv_cache\": %" PRId64
                    ", \"page_bytes\": %" PRId64 ", \"blocks\": %" PRId64 ", \"tokens\": %" PRId64 ", \"request_tokens\": %" PRId64
                    ", \"concurrency\": %" PRId64,
-                resp->gpu.total, so->gpu_memory_utilization, r->max_num_batched_tokens, r->max_num_seqs, r->block_size,
-                vc_kv_dtype_name(so->kv_cache_dtype), vc_precision_name(o->precision), r->weights, r->profile_peak,
-                r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens, r->concurrency);
+                r->weights, r->profile_peak, r->requested, r->kv_cache, r->page_bytes, r->blocks, r->tokens, r->request_tokens,
+                r->concurrency);
         /* vLLM's non-torch memory (src/engine/serve.c vllm_non_torch): the increase it subtracts, by
          * part, and what that commit's arithmetic leaves out */
         fprintf(f, ",\n    \"non_torch_increase\": %" PRId64 ", \"non_torch_parts\": {\"cublas\": %" PRId64

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api.h"
 #include "report.h"
 
 void format_bytes(int64_t bytes, char *buf, size_t n)
@@ -676,6 +677,87 @@ static void hints_table(FILE *f, const vc_report *rep)
     }
 }
 
+/* ---- the options echoed (options.def's VC_OPTION_JSON rows) ---- */
+
+enum { SAME_LINE, NEW_LINE };
+
+typedef struct {
+    FILE *f;
+    const char *ind;
+    bool lead;          /* the next key of the place needs no separator (its object was just opened) */
+    const char *object; /* the object of the rows read last (NULL: none) */
+    bool in_object;     /* ... and it is there (its first row was) */
+} json_echo_state;
+
+static bool same_object(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static void echo_close(json_echo_state *e)
+{
+    if (e->in_object) fputc('}', e->f);
+    e->in_object = false;
+}
+
+/* The separator before a key or an object at the place's level: none first (lead), else
+ * ", " or ",\n" and the indent. */
+static void echo_sep(json_echo_state *e, int line)
+{
+    if (e->lead) e->lead = false;
+    else if (line == NEW_LINE) fprintf(e->f, ",\n%s", e->ind);
+    else fputs(", ", e->f);
+}
+
+/* Before a row's value: its separator and key, and its object's opening; false: the row is not there. */
+static bool echo_key(json_echo_state *e, const char *object, bool when, int line, const char *key)
+{
+    if (!same_object(object, e->object)) { /* the object's first row: the object is there when this row is */
+        echo_close(e);
+        e->object = object;
+        if (object && when) {
+            echo_sep(e, line);
+            fprintf(e->f, "\"%s\": {", object);
+            e->in_object = e->lead = true;
+        }
+    }
+    if (!when || (object && !e->in_object)) return false;
+    echo_sep(e, object ? SAME_LINE : line); /* inside an object: one line */
+    fprintf(e->f, "\"%s\": ", key);
+    return true;
+}
+
+static void echo_int(FILE *f, int64_t v) { fprintf(f, "%" PRId64, v); }
+static void echo_real(FILE *f, double v) { fprintf(f, "%.6g", v); }
+static void echo_bool(FILE *f, bool v) { fputs(v ? "true" : "false", f); }
+
+void json_echo(FILE *f, const vc_json_echo *ctx, vc_json_place place, const char *ind, bool lead)
+{
+    const vc_options *o = ctx->o;
+    const vc_report *rep = ctx->rep;
+    const vc_serve_options *so = ctx->so;
+    const vc_serve_result *sr = ctx->sr;
+    char buf[64];
+    json_echo_state e = {f, ind, lead, NULL, false};
+#define JSON_INT(v) echo_int(f, (int64_t)(v))
+#define JSON_REAL(v) echo_real(f, (double)(v))
+#define JSON_BOOL(v) echo_bool(f, (v) != 0)
+#define JSON_STR(s) json_str(f, (s))
+#define VC_OPTION_JSON(id, pl, object, key, when, value, line) \
+    if ((void)VC_OPT_##id, pl == place && echo_key(&e, object, (when) != 0, line, key)) value;
+#include "options.def"
+#undef VC_OPTION_JSON
+#undef JSON_INT
+#undef JSON_REAL
+#undef JSON_BOOL
+#undef JSON_STR
+    echo_close(&e);
+    (void)o, (void)rep, (void)so, (void)sr, (void)buf; /* what no row reads */
+}
+
+static void echo(FILE *f, const vc_report *rep, vc_json_place place, const char *ind, bool lead)
+{
+    vc_json_echo ctx = {rep->opts, rep, NULL, NULL};
+    json_echo(f, &ctx, place, ind, lead);
+}
+
 /* "would_fit": [{"options": {"grad_ckpt": true}, "total": N, "peak_allocated": N}, ...] */
 static void json_hints(FILE *f, const vc_report *rep, const char *ind)
 {
@@ -772,13 +854,12 @@ static void json_peak(FILE *f, const vc_peak *p)
 }
 
 /* --pp: "pipeline" and the "ranks" list (one object per kind of rank). */
-static void json_ranks(FILE *f, const vc_options *o, const vc_result *r, const char *ind)
+static void json_ranks(FILE *f, const vc_report *rep, const vc_result *r, const char *ind)
 {
     if (!r->nranks) return;
-    char sched[64] = "\"1f1b\""; /* --pp-virtual: "interleaved" and its model chunks per rank */
-    if (o->pp_virtual > 1) snprintf(sched, sizeof sched, "\"interleaved\", \"virtual_stages\": %" PRId64, o->pp_virtual);
-    fprintf(f, ",\n%s\"pipeline\": {\"stages\": %" PRId64 ", \"micro_batches\": %" PRId64 ", \"schedule\": %s},\n%s\"ranks\": [",
-            ind, o->pp, o->micro_batches ? o->micro_batches : o->pp, sched, ind);
+    const vc_options *o = rep->opts;
+    echo(f, rep, VC_JSON_PIPELINE, ind, false);
+    fprintf(f, ",\n%s\"ranks\": [", ind);
     for (size_t i = 0; i < r->nranks; i++) {
         const vc_rank_info *k = &r->ranks[i];
         fprintf(f, "%s\n%s  {\"kind\": \"%s\", \"stages\": [%" PRId64 ", %" PRId64 "], \"ranks\": [%" PRId64 ", %" PRId64
@@ -801,15 +882,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     const vc_memory *m = &r->memory;
     fprintf(f, "%s\"schema_version\": 1,\n%s\"model\": ", ind, ind);
     json_str(f, rep->model);
-    fprintf(f, ", \"mode\": \"%s\", \"batch\": %" PRId64 ", \"precision\": \"%s\",\n", vc_mode_name(o->mode), o->batch,
-            vc_precision_name(o->precision));
-    char tv[16];
-    fprintf(f, "%s\"optimizer\": \"%s\", \"optimizer_impl\": \"%s\", \"accumulate\": %" PRId64 ", \"attention\": \"%s\",\n",
-            ind, vc_optim_name(o->optim), vc_optim_impl_name(o->optim_impl), o->accumulate, vc_attention_name(o->attention));
-    if (rep->weights) fprintf(f, "%s\"weights\": \"%s\",\n", ind, rep->weights);
-    if (o->packing > 1) fprintf(f, "%s\"packing\": %" PRId64 ",\n", ind, o->packing); /* sequences in the one row */
+    echo(f, rep, VC_JSON_STEP, ind, false);
     if (rep->recipe) { /* --recipe: its name, source, the options it set (the rest the user gave) */
-        fprintf(f, "%s\"recipe\": {\"name\": ", ind);
+        fprintf(f, ",\n%s\"recipe\": {\"name\": ", ind);
         json_str(f, rep->recipe->name);
         fprintf(f, ", \"source\": ");
         json_str(f, rep->recipe->source);
@@ -825,38 +900,13 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         }
         fprintf(f, "}, \"not_applied\": ");
         json_str(f, rep->recipe->not_applied);
-        fprintf(f, "},\n");
+        fprintf(f, "}");
     }
-    char cv[16];
-    int loading = o->module_loading != VC_MODULE_LOADING_AUTO ? o->module_loading /* auto: lazy from CUDA 11.7 (src/engine/context.c) */
-                : o->cuda_version >= 1107 ? VC_MODULE_LOADING_LAZY : VC_MODULE_LOADING_EAGER;
-    fprintf(f, "%s\"torch_version\": \"%s\", \"cuda_version\": \"%s\", \"module_loading\": \"%s\", \"attention_kernel\": ", ind,
-            vc_torch_name(o->torch_version, tv, sizeof tv), vc_cuda_name(o->cuda_version, cv, sizeof cv),
-            vc_module_loading_name(loading));
+    echo(f, rep, VC_JSON_STACK, ind, false);
+    fprintf(f, ", \"attention_kernel\": ");
     json_str(f, r->attention);
+    echo(f, rep, VC_JSON_LAYOUT, ind, false);
     fprintf(f, ",\n");
-    if (o->parallel != VC_PARALLEL_NONE)
-        fprintf(f, "%s\"parallel\": {\"layout\": \"%s\", \"gpus\": %" PRId64 "%s%s%s%s%s%s%s%s%s", ind, vc_parallel_name(o->parallel),
-                o->gpus, o->offload ? ", \"offload\": \"" : "", o->offload ? vc_offload_name(o->offload) : "", o->offload ? "\"" : "",
-                o->fsdp_param_dtype ? ", \"param_dtype\": \"" : "", o->fsdp_param_dtype ? vc_fsdp_dtype_name(o->fsdp_param_dtype) : "",
-                o->fsdp_param_dtype ? "\"" : "", o->fsdp_reduce_dtype ? ", \"reduce_dtype\": \"" : "",
-                o->fsdp_reduce_dtype ? vc_fsdp_dtype_name(o->fsdp_reduce_dtype) : "", o->fsdp_reduce_dtype ? "\"" : "");
-    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard) /* fully_shard's reshard_after_forward: true, false or N */
-        fprintf(f, ", \"reshard_after_forward\": %s", o->fsdp_reshard == VC_FSDP_RESHARD_TRUE ? "true"
-                : o->fsdp_reshard == VC_FSDP_RESHARD_FALSE ? "false" : "");
-    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_reshard > 0) fprintf(f, "%" PRId64, o->fsdp_reshard);
-    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_replicate > 1) fprintf(f, ", \"replicate\": %" PRId64, o->fsdp_replicate);
-    if (o->parallel != VC_PARALLEL_NONE && o->gradient_as_bucket_view) fprintf(f, ", \"gradient_as_bucket_view\": true");
-    if (o->parallel != VC_PARALLEL_NONE && o->parameters_as_bucket_view) fprintf(f, ", \"parameters_as_bucket_view\": true");
-    if (o->parallel != VC_PARALLEL_NONE && o->fsdp_use_orig_params) fprintf(f, ", \"use_orig_params\": true");
-    if (o->parallel != VC_PARALLEL_NONE && o->ds_overlap_comm) /* DeepSpeed ZeRO's overlap_comm, given */
-        fprintf(f, ", \"overlap_comm\": %s", o->ds_overlap_comm == VC_DS_OVERLAP_ON ? "true" : "false");
-    if (o->parallel != VC_PARALLEL_NONE && o->offload_device == VC_OFFLOAD_DEVICE_NVME) /* ZeRO-Infinity */
-        fprintf(f, ", \"offload_device\": \"nvme\", \"use_gds\": %s", o->nvme_gds ? "true" : "false");
-    if (o->parallel != VC_PARALLEL_NONE) fprintf(f, "},\n");
-    if (o->tp > 1)
-        fprintf(f, "%s\"tensor_parallel\": {\"tp\": %" PRId64 ", \"sp\": %s},\n", ind, o->tp, o->sp ? "true" : "false");
-    if (o->ep > 1) fprintf(f, "%s\"expert_parallel\": {\"ep\": %" PRId64 "},\n", ind, o->ep);
     fprintf(f, "%s\"parameters\": %" PRId64 ", \"trainable_parameters\": %" PRId64 ",\n", ind, r->parameters, r->trainable_parameters);
     fprintf(f, "%s\"memory\": {\"weights\": %" PRId64 ", \"gradients\": %" PRId64 ", \"optimizer_states\": %" PRId64
                ", \"activations\": %" PRId64 ", \"workspace\": %" PRId64 ", \"peak_allocated\": %" PRId64
@@ -886,12 +936,14 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                ", \"activations\": %" PRId64 ", \"temporaries\": %" PRId64 ", \"workspace\": %" PRId64 "}",
             r->peak.weights, r->peak.gradients, r->peak.optimizer_states, r->peak.activations, r->peak.temporaries,
             r->peak.workspace);
-    json_ranks(f, o, r, ind);
+    json_ranks(f, rep, r, ind);
     if (o->mode == VC_MODE_GENERATE) {
-        fprintf(f, ",\n%s\"generate\": {\"prompt\": %" PRId64 ", \"new_tokens\": %" PRId64 ", \"cache\": \"%s\", \"prefill_peak\": %" PRId64
-                   ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"kv_tokens\": %" PRId64,
-                ind, o->prompt, o->new_tokens, vc_cache_name(o->cache), r->generate.prefill_peak, r->generate.decode_peak,
-                r->generate.decode_step, r->generate.kv_cache, r->generate.kv_tokens);
+        fprintf(f, ",\n%s\"generate\": {", ind);
+        echo(f, rep, VC_JSON_GENERATE, ind, true);
+        fprintf(f, ", \"prefill_peak\": %" PRId64 ", \"decode_peak\": %" PRId64 ", \"decode_step\": %" PRId64 ", \"kv_cache\": %" PRId64
+                   ", \"kv_tokens\": %" PRId64,
+                r->generate.prefill_peak, r->generate.decode_peak, r->generate.decode_step, r->generate.kv_cache,
+                r->generate.kv_tokens);
         if (r->generate.kv_mla) /* MLA layers: transformers caches their full per-head K/V (layers/mla.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_full_kv\", \"mla_layers\": %" PRId64, r->generate.kv_mla);
         if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */

@@ -15,6 +15,7 @@
 /* The library's own: prefixed so that they cannot clash with a program's
  * symbols (the reports moved here from the CLI, issue 25). */
 #define format_bytes vc__format_bytes
+#define json_echo vc__json_echo
 #define line_begin vc__line_begin
 #define line_end vc__line_end
 #define line_item vc__line_item
@@ -96,9 +97,31 @@ typedef struct {
     const vc_hint *hints;     /* does not fit: what would, cheapest first (hints_tried: looked for) */
     size_t nhints;
     bool hints_tried;
+    const vc_hf_options *hf;  /* the config.json's options as run (--seq, --loss, ...; the defaults for a model file) */
+    const vc_lora *lora;      /* the adapters' (--lora, --peft, ...; r 0: none) */
     const vc_recipe_row *recipe;       /* --recipe's row, NULL none */
     const unsigned char *recipe_set;   /* recipe_set[k]: its pair k applied (not given by the user) */
 } vc_report;
+
+/* The options -f json reports (options.def's VC_OPTION_JSON rows), at a place of a
+ * report; what the rows' expressions read: o, rep, and for --serve so and sr (NULL else). */
+typedef enum {
+    VC_JSON_STEP,       /* top level, after "model" */
+    VC_JSON_STACK,      /* top level, after "recipe", before "attention_kernel" */
+    VC_JSON_LAYOUT,     /* top level, after "attention_kernel" */
+    VC_JSON_PIPELINE,   /* top level, after "peak", with the ranks */
+    VC_JSON_GENERATE,   /* inside "generate", before its results */
+    VC_JSON_SERVE_GPU,  /* inside "serve", after "gpu" */
+    VC_JSON_SERVE,      /* inside "serve", after "gpu_total" */
+} vc_json_place;
+typedef struct {
+    const vc_options *o;
+    const vc_report *rep;
+    const vc_serve_options *so;
+    const vc_serve_result *sr;
+} vc_json_echo;
+/* place's rows, each after its separator (", " or ",\n" and ind; lead: none before the first). */
+void json_echo(FILE *f, const vc_json_echo *e, vc_json_place place, const char *ind, bool lead);
 
 /* Whether r fits rep->gpu (true without a GPU). */
 bool report_fits(const vc_report *rep);

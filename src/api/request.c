@@ -1006,6 +1006,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         goto fail;
     }
     resp->rep = (vc_report){"", NULL, o, &resp->r, q->per_layer, q->counts, resp->have_gpu ? &resp->gpu : NULL, -1, {0}, -1};
+    resp->hf = q->hf; /* as set now; again when the run is done */
+    resp->lora = q->lora;
+    resp->rep.hf = &resp->hf;
+    resp->rep.lora = &resp->lora;
     if (resp->recipe) {
         resp->rep.recipe = vc__recipe_at((size_t)resp->recipe - 1);
         resp->rep.recipe_set = resp->recipe_set;
@@ -1037,12 +1041,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             cJSON_Hooks hooks = {json_alloc, json_free};
             cJSON_InitHooks(&hooks);
         }
-        q->hf.tp = o->tp; /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c) */
-        q->hf.sp = o->sp;
-        /* the release a config runs as; its MoE default for the families whose experts it governs
+        /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c), as the
+         * release it runs as: its MoE default for the families whose experts it governs
          * (vc_hf_build) when the experts option is not given */
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
-        st = vc__model_load_file_tf(q->model, &q->hf, &rel, &m, err);
+        st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, &m, err);
         if (q->json_arena) {
             cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
             json_arena_release();
@@ -1259,6 +1262,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->rep.nhints = resp->nhints;
     resp->rep.hints_tried = resp->hints_tried;
 done:
+    resp->hf = q->hf;
+    resp->lora = q->lora;
     vc_estimator_free(e);
     vc_model_free(m);
     *out = resp;

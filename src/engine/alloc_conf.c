@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy.h"
 #include "util.h"
 
 static vc_status bad(vc_error *err, const char *key, const char *fmt, const char *v)
@@ -40,6 +41,10 @@ static vc_status bad(vc_error *err, const char *key, const char *fmt, const char
 vc_status vc_alloc_conf_parse(const char *s, vc_options *o, vc_error *err)
 {
     vc_error_clear(err);
+    const vc_options *given = o; /* the legacy struct's size (vramcalc.h): any a release had holds alloc_conf */
+    vc_options full_o;
+    vc_status in_st = vc__options_in(&given, &full_o, err);
+    if (in_st) return in_st;
     memset(&o->alloc_conf, 0, sizeof o->alloc_conf);
     size_t n = strlen(s);
     char *buf = malloc(n + 1);

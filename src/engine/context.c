@@ -110,6 +110,9 @@ vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_par
 {
     memset(parts, 0, sizeof *parts);
     *total = 0;
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     int cuda = o->cuda_version ? o->cuda_version : VC_CUDA_DEFAULT;
     if (cuda < VC_CUDA_OLDEST || cuda > VC_CUDA_NEWEST || cuda % 100 > 9)
         return vc_set_error(err, VC_ERR_USAGE, O("cuda"), "must be a CUDA release from 11.0 to 13.9 (e.g. 12.4)");

@@ -181,8 +181,12 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
 {
     vc_error_clear(err); /* an out-parameter, as the loaders' (model.c) */
     memset(r, 0, sizeof *r);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     if (o->pp > 1) { /* each pipeline stage, the busiest rank's figures (pipeline.c) */
         vc_pipeline *pl = NULL;
         if ((st = vc__pp_new(m, o, 0, &pl, err))) return st;
@@ -233,6 +237,9 @@ vc_status vc_estimate_counts(int64_t params, int64_t acts, const vc_options *o, 
 {
     vc_error_clear(err);
     memset(r, 0, sizeof *r);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("pp"), "needs a model: the counts-only estimate has no layers to split into stages");
@@ -298,9 +305,13 @@ void vc_result_free(vc_result *r)
 vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, const char *), void *ctx, vc_error *err)
 {
     vc_error_clear(err);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("trace"), "not available with " O("pp") ": trace one stage as its own model");
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;
     st = vc_plan_trace(p, o->batch, line, ctx);

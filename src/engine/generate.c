@@ -58,7 +58,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : O("mode"),
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
-    if (m->gen_json && m->hf.sp) /* a decoding step's one token does not split over the ranks */
+    if (m->gen_json && m->sp) /* a decoding step's one token does not split over the ranks */
         return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for training and " OV("mode", "infer") ", not for generation");
     int64_t total;
     if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
@@ -514,6 +514,9 @@ vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity
 {
     *max_prompt = 0;
     if (estimates) *estimates = 0;
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (o->mode != VC_MODE_GENERATE)
         return vc_set_error(err, VC_ERR_USAGE, O("max_context"), "needs " OV("mode", "generate"));
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");

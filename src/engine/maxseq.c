@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "policy.h"
 #include "util.h"
 
 /* The longest length hf.c accepts (its --seq check, "more than 2^40"). */
@@ -93,6 +94,9 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (estimates) *estimates = 0;
     if (err) vc_error_clear(err);
     if (!m || !o) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model or no options");
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (err) snprintf(err->file, sizeof err->file, "%s", m->file);
     if (!m->gen_json)
         return vc_set_error(err, VC_ERR_USAGE, O("max_seq"),
@@ -102,8 +106,10 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     /* start from the model's own length (its input: [seq] token ids) */
     int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
+    vc_status st = vc__model_at(m, o, &m, err); /* the model at the options' tp, sp and ep */
+    if (st) return st;
     /* with --sp the sequence splits over the TP ranks: lengths in units of tp */
-    int64_t unit = m->hf.sp && m->hf.tp > 1 ? m->hf.tp : 1;
+    int64_t unit = m->sp && m->tp > 1 ? m->tp : 1;
     s0 = s0 / unit > 0 ? s0 / unit : 1;
     search S = {m, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
     int f = probe(&S, s0);

@@ -37,6 +37,7 @@
  */
 #include <string.h>
 
+#include "policy.h"
 #include "util.h"
 
 #define LL_BUFF (INT64_C(8) * 512 * 8 * 16)
@@ -246,6 +247,8 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    if (vc__options_in(&o, &full_o, NULL)) return;
     int64_t stages = o->pp > 1 ? o->pp : o->nccl_stages > 1 ? o->nccl_stages : 1;
     int64_t tp = o->tp > 1 ? o->tp : 1, ep = o->ep > 1 ? o->ep : 1;
     int64_t world = (o->gpus > 1 ? o->gpus : 1) * (o->pp > 1 ? 1 : stages); /* a stage's options: gpus / pp */

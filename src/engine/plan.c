@@ -107,8 +107,6 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
                        int first_steps, vc_plan **out, vc_error *err)
 {
     vc_status qst = vc__quant_check(m, o, err); /* quantized weights: their precision and mode (src/policy/quant.c) */
-    if (!qst) qst = vc__tp_check(m, o, err);    /* the tensor-parallel split it was loaded with (src/hf/hf_tp.c) */
-    if (!qst) qst = vc__ep_check(m, o, err);    /* the expert-parallel split it was loaded with (src/model/model.c) */
     if (!qst) qst = vc__t5_check(m, o, err);    /* what a T5 model's estimate does not model (src/hf/hf_t5.c) */
     if (qst) return qst;
     vc_build *b = calloc(1, sizeof *b);

@@ -303,6 +303,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                    vc_serve_result *r, vc_error *err)
 {
     memset(r, 0, sizeof *r);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     if (!gpu || gpu->total <= 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "needs " O("gpu") " (the card vLLM runs on)");
     if (!(so->gpu_memory_utilization > 0 && so->gpu_memory_utilization <= 1))
         return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"), "expected a fraction in (0, 1]");
@@ -314,6 +317,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;

@@ -190,9 +190,16 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
 {
     vc_error_clear(err);
     if (!m) return vc_set_error(err, VC_ERR_USAGE, NULL, "no model");
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     vc_estimator *e;
     vc_status st = new_common(o, &e, err);
     if (st) return st;
+    if ((st = vc__model_at(m, o, &m, err))) { /* the model at the options' tp, sp and ep */
+        vc_estimator_free(e);
+        return st;
+    }
     e->m = m;
     e->flags = flags;
     e->act = calloc(m->ninst + 1, sizeof *e->act);
@@ -222,6 +229,10 @@ vc_status vc_estimator_new(const vc_model *m, const vc_options *o, unsigned flag
 vc_status vc_estimator_new_counts(int64_t params, int64_t activations_per_sample, const vc_options *o,
                                   vc_estimator **out, vc_error *err)
 {
+    vc_error_clear(err);
+    vc_options full_o; /* the legacy struct's size (vramcalc.h) */
+    vc_status in_st = vc__options_in(&o, &full_o, err);
+    if (in_st) return in_st;
     vc_estimator *e;
     vc_result r;
     /* validate the counts once, with the first batch */

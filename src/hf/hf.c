@@ -20,6 +20,7 @@
  * with a PretrainedConfig default takes that default.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -626,20 +627,46 @@ bool vc_hf_is_config(const cJSON *root)
            !cJSON_GetObjectItemCaseSensitive(root, "layers");
 }
 
-void vc_hf_options_init(vc_hf_options *o)
+static void defaults(vc_hf_options *o)
 {
+    memset(o, 0, sizeof *o);
     o->seq = 0; /* 0: VC_HF_DEFAULT_SEQ, or the learned-position limit when smaller */
     o->moe_imbalance = 1.0;
     o->checkpoint = 0;
     o->loss = VC_LOSS_IMPL_HF;
-    o->tp = 1;
-    o->sp = 0;
     o->experts = VC_EXPERTS_GROUPED_MM;
     o->loss_chunks = 8; /* CEWithChunkedOutputLoss(num_output_chunks=8) */
     o->ckpt_every = 1;  /* every decoder layer checkpointed */
     o->image_w = o->image_h = 0;
     o->images = 0;
     o->target_seq = 0; /* 0: the encoder's --seq */
+}
+
+void vc_hf_options_init_size(vc_hf_options *o, size_t size)
+{
+    vc_hf_options d;
+    defaults(&d);
+    d.size = size;
+    memcpy(o, &d, size < sizeof d ? size : sizeof d);
+}
+
+void(vc_hf_options_init)(vc_hf_options *o) { vc_hf_options_init_size(o, sizeof *o); }
+
+/* The first vc_hf_options with a size (release 0.1): up to images. */
+#define HF_OPTIONS_SIZE_FIRST (offsetof(vc_hf_options, images) + sizeof(int64_t))
+
+vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err)
+{
+    size_t n = (*o)->size;
+    if (n == sizeof **o) return VC_OK;
+    if (n < HF_OPTIONS_SIZE_FIRST || n > sizeof **o)
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "vc_hf_options of %zu bytes: this library takes %zu to %zu (set it up "
+                            "with vc_hf_options_init before setting a field)", n, (size_t)HF_OPTIONS_SIZE_FIRST, sizeof **o);
+    defaults(full);
+    memcpy(full, *o, n);
+    full->size = sizeof *full;
+    *o = full;
+    return VC_OK;
 }
 
 int vc_experts_impl_from_name(const char *s)
@@ -680,7 +707,8 @@ static int check_seq(const arch *a, vc_error *err)
     return 0;
 }
 
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_release *rel, cJSON **model, vc_error *err)
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, const vc_hf_release *rel, cJSON **model,
+                      vc_error *err)
 {
     *model = NULL;
     rd r = {cfg, err, "", false, 1};
@@ -723,7 +751,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_rele
         if (o && o->loss != VC_LOSS_IMPL_HF)
             return vc_set_error(err, VC_ERR_USAGE, O("loss"), "t5: T5ForConditionalGeneration computes its own "
                                 "CrossEntropyLoss on the decoder's logits; only " OV("loss", "hf") " is modelled");
-        if (o && o->tp > 1)
+        if (split.tp > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "t5: tensor parallelism of an encoder-decoder is not modelled");
     } else if (o && o->target_seq > 0) {
         return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5); %s "
@@ -745,7 +773,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_rele
                             a.tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers);
     }
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
-    if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o)) return err->code; /* vision_config, --image (hf_vision.c) */
+    if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split.tp)) return err->code; /* vision_config, --image (hf_vision.c) */
     /* the sequence: --seq, else 2048, or the learned positions when fewer */
     int64_t npos = a.f->pos == POS_LEARNED || a.f->pos == POS_LEARNED_OPT ? a.maxpos
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
@@ -802,16 +830,16 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_rele
         return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "expected a positive number of layers, at most 2^40");
     if (o && (o->loss_chunks < 1 || o->loss_chunks > MAX_SIZE))
         return vc_set_error(err, VC_ERR_USAGE, O("loss_chunks"), "expected a positive number of chunks, at most 2^40");
-    if (lr && lr->tp_why && o && o->tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
+    if (lr && lr->tp_why && split.tp > 1) /* a row a tensor-parallel rank cannot run (src/engine/loss.c) */
         return vc_set_error(err, VC_ERR_USAGE, O("loss"), "%s with " O("tp") " is not modelled: %s", loss_opts[li], lr->tp_why);
-    if (a.f->block == BLK_MODERNBERT && o && o->tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
+    if (a.f->block == BLK_MODERNBERT && split.tp > 1) /* Megatron's split of Wqkv / Wi is not modelled */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "modernbert: tensor parallelism is not modelled");
-    if (vc__hf_tp_split(&a, o, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
+    if (vc__hf_tp_split(&a, split, err)) return err->code; /* one tensor-parallel rank's share (hf_tp.c) */
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
     const char *loss_name = a.f->block == BLK_T5 ? "seq2seq_lm" /* T5ForConditionalGeneration's CrossEntropyLoss */
-                            : encoder ? "cross_entropy" : o && o->tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
+                            : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
     cJSON *layers = m ? cJSON_CreateArray() : NULL;
@@ -845,7 +873,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_rele
     }
     ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
-    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(o && o->tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
+    if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(split.tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;
     /* the positions a generation may reach: max_position_embeddings (n_positions), unless a
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */

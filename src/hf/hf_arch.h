@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "hf.h"
 #include "vramcalc/vramcalc.h"
 
 /* ------------------------------------------------------------ the family table
@@ -340,8 +341,9 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active);
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
- * a family without a tower refuses the options. -1 with r->err set. */
-int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o);
+ * a family without a tower refuses the options, a tower refuses tp > 1 ranks. -1 with
+ * r->err set. */
+int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp);
 /* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
@@ -355,10 +357,10 @@ bool vc__hf_modernbert_local(const arch *a, int64_t i);
 /* hf_modernbert.c: ModernBertForSequenceClassification's layers appended to arr. */
 void vc__hf_modernbert_write(rd *r, cJSON *arr, const arch *a);
 
-/* hf_tp.c: a's share on one of o->tp tensor-parallel ranks (Megatron's
+/* hf_tp.c: a's share on one of s.tp tensor-parallel ranks (Megatron's
  * split, docs/parallel.md 2.6): the column-parallel widths divided, the
  * vocabulary padded and divided. Errors name --tp / --sp. */
-int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err);
+int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err);
 /* With --sp: "sequence_gather" for a column-parallel Linear, "sequence_scatter"
  * for a row-parallel one (by the HF module name's last part), NULL otherwise. */
 const char *vc__hf_sp_role(const char *name);

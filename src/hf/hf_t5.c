@@ -183,7 +183,7 @@ int64_t vc__hf_t5_parameters(const arch *a)
 typedef struct {
     rd *r;
     cJSON *arr;
-    const char *last;
+    char last[128]; /* the name of the layer written last ("" none): a copy, the names are often the callers' locals */
 } t5w;
 
 static cJSON *t5_lay(t5w *w, const char *type, const char *name)
@@ -195,7 +195,7 @@ static cJSON *t5_lay(t5w *w, const char *type, const char *name)
         return NULL;
     }
     if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
-    w->last = name;
+    snprintf(w->last, sizeof w->last, "%s", name ? name : "");
     return o;
 }
 static void t5_num(t5w *w, cJSON *o, const char *k, double v)
@@ -269,8 +269,10 @@ static void t5_act_layer(t5w *w, const arch *a, const char *name)
 /* a T5 module's return (layers/t5.c T5Return): `out`, the locals it held released */
 static void t5_end(t5w *w, const char *name, const char *out, const char *const *locals, int n)
 {
+    char out_name[sizeof w->last]; /* out may be w->last, which t5_lay rewrites */
+    snprintf(out_name, sizeof out_name, "%s", out ? out : "");
     cJSON *o = t5_lay(w, "T5Return", name);
-    const char *v[8] = {out};
+    const char *v[8] = {out ? out_name : NULL};
     if (n > 7) n = 7; /* T5Return takes 8 inputs at most */
     for (int i = 0; i < n; i++) v[i + 1] = locals[i];
     cJSON *arr = o ? cJSON_CreateStringArray(v, n + 1) : NULL;
@@ -284,8 +286,9 @@ static void t5_end(t5w *w, const char *name, const char *out, const char *const 
 static void t5_residual(t5w *w, const arch *a, const char *name, const char *residual, const char *drop)
 {
     t5_dropout(w, a, drop);
-    const char *prev = w->last;
-    t5_ins(w, t5_lay(w, "Add", name), residual, prev, NULL, NULL);
+    char prev[sizeof w->last]; /* what the dropout wrote, before t5_lay rewrites w->last */
+    snprintf(prev, sizeof prev, "%s", w->last);
+    t5_ins(w, t5_lay(w, "Add", name), residual, *prev ? prev : NULL, NULL, NULL);
 }
 
 /* T5LayerSelfAttention (sub 0) or T5LayerCrossAttention (sub 1, k and v on kv) */
@@ -365,7 +368,7 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
         w->r->oom = true;
         return;
     }
-    t5w b = {w->r, arr, NULL};
+    t5w b = {w->r, arr, ""};
     /* the decoder's attention is cached (EncoderDecoderCache) unless checkpointing turned use_cache off */
     const bool cache = decoder && !a->ckpt;
     t5_attention(&b, a, 0, NULL, NULL, bias, cache);
@@ -375,7 +378,7 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
      * (self_attention_outputs, cross_attention_outputs) die then */
     const char *held[] = {"input", "layer.0.residual", "layer.1.residual"};
     t5_end(&b, "return", decoder ? "layer.2.residual" : "layer.1.residual", held, decoder ? 3 : 2);
-    w->last = name;
+    snprintf(w->last, sizeof w->last, "%s", name);
 }
 
 static void t5_mask(t5w *w, const char *name, const char *in, const char *kind)
@@ -400,7 +403,7 @@ static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, cons
 
 void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
 {
-    t5w w = {r, arr, NULL};
+    t5w w = {r, arr, ""};
     /* the encoder */
     cJSON *o = t5_lay(&w, "Embedding", "shared");
     t5_num(&w, o, "num_embeddings", (double)a->V);
@@ -413,7 +416,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_norm(&w, a, "encoder.final_layer_norm");
     t5_dropout(&w, a, "encoder.final_dropout");
     static const char *const elocals[] = {"shared", "encoder.mask", ebias};
-    t5_end(&w, "encoder", w.last, elocals, 3);
+    t5_end(&w, "encoder", *w.last ? w.last : NULL, elocals, 3);
     t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* encoder_outputs */
     const char *enc = "encoder"; /* encoder_outputs[0] */
     /* decoder_input_ids and the decoder */
@@ -434,7 +437,7 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_norm(&w, a, "decoder.final_layer_norm");
     t5_dropout(&w, a, "decoder.final_dropout");
     static const char *const dlocals[] = {"decoder.embed_tokens", "decoder.causal_mask", "decoder.encoder_mask", dbias, xbias};
-    t5_end(&w, "decoder", w.last, dlocals, 5);
+    t5_end(&w, "decoder", *w.last ? w.last : NULL, dlocals, 5);
     t5_flag(&w, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "keep_forward", true); /* decoder_outputs */
     if (a->tie) { /* sequence_output * (self.model_dim ** -0.5) */
         o = t5_lay(&w, "Scale", "lm_head_rescale");

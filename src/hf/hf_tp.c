@@ -35,7 +35,6 @@
 #include <string.h>
 
 #include "hf_arch.h"
-#include "model.h"
 #include "util.h"
 
 #define MEG_VOCAB_DIVISIBLE_BY 128 /* arguments.py --make-vocab-size-divisible-by default */
@@ -54,11 +53,11 @@ static const struct {
     {offsetof(arch, shared_I), K_SHARED_INTER, "shared_expert_intermediate_size"},
 };
 
-int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
+int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
 {
-    int64_t t = o ? o->tp : 1;
+    int64_t t = s.tp;
     a->sp = 1;
-    if (t <= 1) return o && o->sp ? vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more") : 0;
+    if (t <= 1) return s.sp ? vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more") : 0;
     if (t > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
     if (a->f->hybrid) /* the Gated DeltaNet layers' split (vLLM's Qwen3NextGatedDeltaNet) is not modelled */
@@ -87,7 +86,7 @@ int vc__hf_tp_split(arch *a, const vc_hf_options *o, vc_error *err)
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;
-    if (!o->sp) return 0;
+    if (!s.sp) return 0;
     if (a->f->head != HEAD_LM || a->E > 0)
         return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for the dense decoders only, not %s",
                             a->E > 0 ? "mixture-of-experts layers" : "encoders");
@@ -116,21 +115,4 @@ const char *vc__hf_sp_role(const char *name)
     for (size_t i = 0; i < sizeof scatter_names / sizeof scatter_names[0]; i++)
         if (!strcmp(last, scatter_names[i])) return "sequence_scatter";
     return NULL;
-}
-
-/* The options' --tp/--sp against the split the model was loaded with: a
- * config.json is split when it is loaded (vc_hf_options.tp, .sp), a model
- * file cannot be (which of its Linears is column- or row-parallel is not in
- * the file). */
-vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err)
-{
-    bool config = m->gen_json || m->hf_part;
-    int64_t mt = config ? m->hf.tp : 1;
-    bool ms = config && m->hf.sp;
-    if (o->tp == mt && !o->sp == !ms) return VC_OK;
-    if (!config)
-        return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? O("tp") : O("sp"),
-                            "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
-    return vc_set_error(err, VC_ERR_USAGE, O("tp"), "the model was loaded for " OV("tp", "%lld") "%s, the options ask for " OV("tp", "%lld") "%s",
-                        (long long)mt, ms ? " " O("sp") : "", (long long)o->tp, o->sp ? " " O("sp") : "");
 }

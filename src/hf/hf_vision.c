@@ -418,7 +418,7 @@ static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
     return 0;
 }
 
-int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
+int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
     if (!a->f->vision) {
@@ -440,7 +440,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o)
         return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
-    if (o && o->tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
+    if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }

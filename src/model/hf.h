@@ -7,6 +7,7 @@
 #define VC_HF_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -23,9 +24,19 @@ typedef struct {
     int release;
     bool experts_default;
 } vc_hf_release;
+/* The tensor-parallel split a config.json's model is built for (the estimate's
+ * vc_options.tp and .sp): one of tp Megatron ranks (1: none), sp with sequence
+ * parallelism. */
+typedef struct {
+    int64_t tp;
+    int sp;
+} vc_hf_split;
+/* A caller's vc_hf_options as this library's (policy.h's vc__options_in for vc_options). */
+vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err);
 /* The equivalent vramcalc model tree (the caller deletes it), or an error
  * naming the config key. rel may be NULL (a zeroed one). */
-vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, const vc_hf_release *rel, cJSON **model, vc_error *err);
+vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split split, const vc_hf_release *rel, cJSON **model,
+                      vc_error *err);
 /* "llama, mistral, ..." */
 const char *vc_hf_families(void);
 /* PEFT's default LoRA target_modules for the config's model_type ("" when none). */

@@ -46,6 +46,8 @@ static void reset_model(vc_model *m)
     m->loss_chunks = 8; /* torchtune's CEWithChunkedOutputLoss default */
     m->max_positions = 0;
     m->input_fixed = NULL;
+    vc_model_free(m->split); /* built from what m was */
+    m->split = NULL;
 }
 
 vc_status vc_model_load_string(const char *json, size_t len, const char *name, vc_model **out, vc_error *err)
@@ -62,27 +64,30 @@ const char *vc__model_peft_targets(const vc_model *m, vc_peft p)
 }
 
 /* A model from text: hf its config.json options (NULL: the defaults), lora
- * the adapters to load it with (NULL: none). */
+ * the adapters to load it with (NULL: none), split its tensor-parallel split
+ * (NULL: weights_of's, or none). */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, vc_model **out,
+                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, const vc_hf_split *split,
+                           vc_model **out,
                            vc_error *err);
 
 vc_status vc_model_load_string_hf(const char *json, size_t len, const char *name, const vc_hf_options *hf,
                                   vc_model **out, vc_error *err)
 {
-    return load_text(json, len, name, hf, NULL, NULL, NULL, out, err);
+    return load_text(json, len, name, hf, NULL, NULL, NULL, NULL, out, err);
 }
 
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
     vc_hf_options hf = m->hf;
     hf.seq = seq;
-    return load_text(m->text, m->text_len, m->file, &hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, out, err);
+    return load_text(m->text, m->text_len, m->file, &hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, out, err);
 }
 
-/* weights_of: a model whose --weights (vc_model_set_weights) the new one takes, or NULL. */
+/* weights_of: a model whose --weights (vc_model_set_weights) and split (--ep, --tp, --sp) the new one takes, or NULL. */
 static vc_status load_text(const char *json, size_t len, const char *name, const vc_hf_options *hf,
-                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, vc_model **out,
+                           const vc_hf_release *tf, const vc_lora *lora, const vc_model *weights_of, const vc_hf_split *split,
+                           vc_model **out,
                            vc_error *err)
 {
     vc_error local;
@@ -90,6 +95,9 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     vc_error_clear(err);
     *out = NULL;
     snprintf(err->file, sizeof err->file, "%s", name ? name : "");
+    vc_hf_options full_hf;
+    vc_status in_st = hf ? vc__hf_options_in(&hf, &full_hf, err) : VC_OK; /* the legacy struct's size (vramcalc.h) */
+    if (in_st) return in_st;
     if (len > VC_MAX_FILE_BYTES)
         return vc_set_error(err, VC_ERR_LIMIT, NULL, "the file is larger than the limit of %u MiB", VC_MAX_FILE_BYTES >> 20);
     if (!json && len) return vc_set_error(err, VC_ERR_USAGE, NULL, "no text");
@@ -119,6 +127,12 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
         m->quant = weights_of->quant;
         m->has_quant = weights_of->has_quant;
         m->ep = weights_of->ep; /* --ep (vc_model_set_ep) */
+        m->tp = weights_of->tp; /* --tp, --sp (vc_model_set_tp) */
+        m->sp = weights_of->sp;
+    }
+    if (split) {
+        m->tp = split->tp;
+        m->sp = split->sp;
     }
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
@@ -129,6 +143,10 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     if (st) {
         vc_model_free(m);
         return st;
+    }
+    if (!m->gen_json) { /* a model file: the split is a config.json's (vc__model_at refuses --tp for it) */
+        m->tp = 1;
+        m->sp = 0;
     }
     *out = m;
     return VC_OK;
@@ -150,6 +168,8 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->quant = m->quant; /* --weights */
     t->has_quant = m->has_quant;
     t->ep = m->ep;
+    t->tp = m->tp;
+    t->sp = m->sp;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);
@@ -169,13 +189,23 @@ vc_status vc_model_load_file(const char *path, vc_model **out, vc_error *err)
     return vc_model_load_file_hf(path, NULL, out, err);
 }
 
+static vc_status load_file(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, const vc_hf_split *split,
+                           vc_model **out, vc_error *err);
+
 vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_model **out, vc_error *err)
 {
-    return vc__model_load_file_tf(path, hf, NULL, out, err);
+    return load_file(path, hf, NULL, NULL, out, err);
 }
 
-vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, vc_model **out,
-                                 vc_error *err)
+vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, int64_t tp, int sp,
+                                    vc_model **out, vc_error *err)
+{
+    vc_hf_split s = {tp, sp};
+    return load_file(path, hf, tf, &s, out, err);
+}
+
+static vc_status load_file(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, const vc_hf_split *split,
+                           vc_model **out, vc_error *err)
 {
     vc_error local;
     if (!err) err = &local;
@@ -195,7 +225,7 @@ vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, cons
     size_t len;
     vc_status st = vc_read_file(path, (size_t)VC_MAX_FILE_BYTES + 1, &buf, &len, err);
     if (st == VC_OK) {
-        st = load_text(buf, len, path, hf, tf, NULL, NULL, out, err);
+        st = load_text(buf, len, path, hf, tf, NULL, NULL, split, out, err);
         free(buf);
     }
     /* a config without quantization_config beside an hf_quant_config.json (resolve.c) */
@@ -252,23 +282,33 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
     return reload(m, had, &old, &m->lora, err);
 }
 
-/* A config.json's model built again with the options hf (its --seq or its
- * tensor-parallel split, its --loss); on failure the old options are put back. */
-static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
+/* A config.json's model built again with the options hf (its --seq, its --loss)
+ * and the tensor-parallel split s; on failure the old ones are put back. */
+static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split s, vc_error *err)
 {
     vc_hf_options old = m->hf;
+    vc_hf_split old_split = {m->tp, m->sp};
     m->hf = *hf;
+    m->tp = s.tp;
+    m->sp = s.sp;
     free(m->gen_json); /* the model JSON of the new options */
     m->gen_json = NULL;
     vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
     if (st != VC_OK) {
         m->hf = old;
+        m->tp = old_split.tp;
+        m->sp = old_split.sp;
         vc_error again;
         free(m->gen_json);
         m->gen_json = NULL;
         reload(m, m->has_override, &m->override, &m->lora, &again);
     }
     return st;
+}
+
+static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
+{
+    return set_hf_split(m, hf, (vc_hf_split){m->tp, m->sp}, err);
 }
 
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
@@ -295,10 +335,7 @@ vc_status vc_model_set_tp(vc_model *m, int64_t tp, int sp, vc_error *err)
         return tp == 1 && !sp ? VC_OK
                               : vc_set_error(err, VC_ERR_USAGE, tp > 1 ? O("tp") : O("sp"),
                                              "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
-    vc_hf_options hf = m->hf;
-    hf.tp = tp;
-    hf.sp = sp;
-    return set_hf(m, &hf, err);
+    return set_hf_split(m, &m->hf, (vc_hf_split){tp, sp}, err);
 }
 
 vc_status vc_model_set_loss(vc_model *m, vc_loss_impl loss, vc_error *err)
@@ -446,13 +483,39 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
     return st;
 }
 
-/* The options' --ep against the split the model was loaded with (vc_model_set_ep). */
-vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err)
+static bool at_split(const vc_model *m, const vc_options *o)
 {
-    int64_t me = m->ep > 1 ? m->ep : 1;
-    if (o->ep == me) return VC_OK;
-    return vc_set_error(err, VC_ERR_USAGE, O("ep"), "the model was loaded for " OV("ep", "%lld") ", the options ask for " OV("ep", "%lld"), (long long)me,
-                        (long long)o->ep);
+    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && (m->ep > 1 ? m->ep : 1) == o->ep;
+}
+
+vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err)
+{
+    *use = m;
+    if (m->stage.on) return VC_OK; /* a pipeline stage: made from a model at the split */
+    if (!m->gen_json && (o->tp > 1 || o->sp)) /* the split is made when a config.json is read */
+        return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? O("tp") : O("sp"),
+                            "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
+    if (at_split(m, o)) return VC_OK;
+    for (const vc_model *s = m->split; s; s = s->split) /* built before: kept, an estimator may hold it */
+        if (at_split(s, o)) {
+            *use = s;
+            return VC_OK;
+        }
+    /* m's text with its options, adapters, weights and input, at the options' split */
+    vc_model *c = NULL;
+    vc_status st = load_text(m->text, m->text_len, m->file, &m->hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, &c, err);
+    if (!st && m->has_override) st = vc_model_set_input_shape(c, m->override.d, m->override.nd, err);
+    if (!st && ((c->tp > 1 ? c->tp : 1) != o->tp || !c->sp != !o->sp)) st = vc_model_set_tp(c, o->tp, o->sp, err);
+    if (!st && (c->ep > 1 ? c->ep : 1) != o->ep) st = vc_model_set_ep(c, o->ep, err);
+    if (st) {
+        vc_model_free(c);
+        return st;
+    }
+    vc_model *mm = (vc_model *)m; /* the cache: a model belongs to one thread at a time (vramcalc.h) */
+    c->split = mm->split;
+    mm->split = c;
+    *use = c;
+    return VC_OK;
 }
 
 void vc_model_free(vc_model *m)

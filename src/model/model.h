@@ -110,6 +110,10 @@ struct vc_model {
     const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
                                                           * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
+    int64_t tp;         /* a config.json: the tensor-parallel ranks it was built for one of (vc_model_set_tp), 0/1 none */
+    int sp;             /* ... with sequence parallelism */
+    struct vc_model *split; /* m built at the other splits estimates asked for, a list through their own .split
+                             * (vc__model_at; freed with m, or when m is built again), NULL */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
     int cfg_dtype;      /* its config's dtype (vc_hf_dtype), -1 none: --serve's default precision */
     bool cfg_no_fp16;   /* vLLM refuses float16 for its model_type */
@@ -136,21 +140,23 @@ struct vc_model {
     } stage;
 };
 
-/* model.c: o's --ep equals the split m was loaded with (vc_model_set_ep). */
-vc_status vc__ep_check(const vc_model *m, const vc_options *o, vc_error *err);
-/* hf_tp.c: o's --tp/--sp equal the split m was loaded with (vc_hf_options). */
-vc_status vc__tp_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* src/hf/hf_t5.c: what a T5 model's estimate refuses (precision, quantized weights, pipeline stages). */
 vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* model.c: m as the estimate's options split it (o->tp, o->sp, o->ep; they are the one
+ * place that says so): m itself when it was built for that split (the request loads it so;
+ * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed
+ * with m) for the next estimate. Errors as vc_model_set_tp's and vc_model_set_ep's. */
+vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err);
+/* model.c: vc_model_load_file_hf at a tensor-parallel split (the request's: o->tp, o->sp), as the
+ * transformers release the config runs as (tf: NULL, a zeroed one). */
+vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, int64_t tp, int sp,
+                                    vc_model **out, vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
-/* vc_model_load_file_hf with the transformers release the config runs as (src/api/request.c). */
-vc_status vc__model_load_file_tf(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, vc_model **out,
-                                 vc_error *err);
 /* model.c: a new model from m's text with its config.json options but
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);

@@ -287,8 +287,10 @@ static vc_status stage_model(const vc_model *m, size_t i0, size_t i1, const bool
     s->cfg_quant = m->cfg_quant;
     s->hf = m->hf;
     s->tf = m->tf;
-    s->hf_part = m->gen_json || m->hf_part; /* the tensor-parallel split it was loaded with (hf_tp.c) */
-    s->ep = m->ep; /* the expert-parallel split it was loaded with (vc_model_set_ep) */
+    s->hf_part = m->gen_json || m->hf_part; /* made from a config.json's model (vc_peft_input_grads) */
+    s->ep = m->ep; /* the split it was built for (vc__model_at) */
+    s->tp = m->tp;
+    s->sp = m->sp;
     s->arena = vc_arena_new();
     s->inst = malloc((i1 - i0 + 1) * sizeof *s->inst);
     s->val = malloc((m->nval + 1) * sizeof *s->val);

@@ -2,6 +2,7 @@
  * options.c — vc_options: defaults, the checks every estimate makes, and
  * the names of each choice (from the X-macro lists in vramcalc.h).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,7 +74,7 @@ const char *vc_kv_dtype_name(vc_kv_dtype k) { return (unsigned)k < VC_KV__N ? kv
 const char *vc_cache_name(vc_cache c) { return (unsigned)c < VC_CACHE__N ? cache_names[c] : "?"; }
 const char *vc_optim_summary(vc_optim o) { return (unsigned)o < VC_OPTIM__N ? vc_optim_row_get(o)->summary : "?"; }
 
-void vc_options_init(vc_options *o)
+static void defaults(vc_options *o)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
@@ -103,8 +104,38 @@ void vc_options_init(vc_options *o)
     o->ep = 1;
 }
 
+void vc_options_init_size(vc_options *o, size_t size)
+{
+    vc_options d;
+    defaults(&d);
+    d.size = size;
+    memcpy(o, &d, size < sizeof d ? size : sizeof d);
+}
+
+void(vc_options_init)(vc_options *o) { vc_options_init_size(o, sizeof *o); }
+
+/* The first vc_options with a size (release 0.1): up to act_offload. A field appended
+ * later is read from a caller whose size reaches its end; this stays. */
+#define OPTIONS_SIZE_FIRST (offsetof(vc_options, act_offload) + sizeof(int))
+
+vc_status vc__options_in(const vc_options **o, vc_options *full, vc_error *err)
+{
+    size_t n = (*o)->size;
+    if (n == sizeof **o) return VC_OK;
+    if (n < OPTIONS_SIZE_FIRST || n > sizeof **o)
+        return vc_set_error(err, VC_ERR_USAGE, NULL, "vc_options of %zu bytes: this library takes %zu to %zu (set it up with "
+                            "vc_options_init before setting a field)", n, (size_t)OPTIONS_SIZE_FIRST, sizeof **o);
+    defaults(full);
+    memcpy(full, *o, n);
+    full->size = sizeof *full;
+    *o = full;
+    return VC_OK;
+}
+
 int64_t vc_dp_world(const vc_options *o)
 {
+    vc_options full;
+    if (vc__options_in(&o, &full, NULL)) return 1;
     int64_t mp = o->tp * o->pp; /* both bounded by vc__check_options */
     return mp >= 1 && o->gpus % mp == 0 ? o->gpus / mp : 1;
 }

@@ -311,5 +311,10 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);
+/* options.c: a caller's vc_options as this library's: *o itself when it has the library's
+ * size, else its o->size bytes over the defaults in *full, and *o = full (the legacy struct
+ * API's rule, vramcalc.h); VC_ERR_USAGE for a size no release had. Every public function
+ * taking a vc_options runs it before reading a field. */
+vc_status vc__options_in(const vc_options **o, vc_options *full, vc_error *err);
 
 #endif
