@@ -71,8 +71,10 @@ static int64_t peak(const train_case *c)
     snprintf(l.targets, sizeof l.targets, "%s", c->targets);
     if (vc_model_set_lora(m, &l, &err) || vc_estimate(m, &o, &r, &err)) fail_msg("%s: %s", c->config, err.msg);
     vc_model_free(m);
-    printf("%-24s peak %lld\n", c->config, (long long)r.memory.peak_allocated);
-    return r.memory.peak_allocated;
+    const int64_t peak_allocated = r.memory.peak_allocated;
+    vc_result_free(&r);
+    printf("%-24s peak %lld\n", c->config, (long long)peak_allocated);
+    return peak_allocated;
 }
 
 /* llm07: llama_small, batch 2, seq 64, AdamW. Measured 1,084,416 at the last layer's recomputed
