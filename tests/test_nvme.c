@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
@@ -303,6 +305,62 @@ static void test_swap_buffers(void **state)
     expect_refusal(l3, &o, "--offload-device", "needs 6 parameter swap buffers");
 }
 
+/* The CLI's exit status, its stdout and its stderr for `args`,
+ * under MALLOC_PERTURB_=254: glibc fills every fresh malloc/realloc block with
+ * 254 ^ 0xff = 0x01 bytes, so a read of a never-written int32 is 0x01010101 (a
+ * storage index far past the end) instead of whatever the heap held. */
+static int cli_perturbed(const char *args, char *out, size_t nout, char *err, size_t nerr)
+{
+    char cmd[2048], e[] = "/tmp/vc_nvme_errXXXXXX";
+    int fe = mkstemp(e);
+    assert_true(fe >= 0);
+    snprintf(cmd, sizeof cmd, "MALLOC_PERTURB_=254 %s %s 2>%s", VC_CLI, args, e);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t k = fread(out, 1, nout - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    FILE *f = fdopen(fe, "rb");
+    assert_non_null(f);
+    k = fread(err, 1, nerr - 1, f);
+    err[k] = 0;
+    fclose(f);
+    remove(e);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* A refusal in the middle of forward, while ops hold saved tensors. DeepSeek-V2-Lite
+ * (tests/data/hf/deepseek-v2-lite-shape.json, model_type deepseek_v3: hidden 2048, vocab
+ * 102400, 27 layers, 64 routed experts of moe_intermediate 1408, 2 shared) under zero3 at
+ * 8 GPUs, fp32 (the default), offload_param nvme with use_gds (without it the same
+ * refusal, the same crash before). At lm_head's pre-forward fetch the last decoder
+ * layer's five swappable partitions are still swapped in, each holding one of
+ * buffer_count's 5 buffers: experts.gate_up_proj (64 x 2 x 1408 x 2048 = 369,098,752
+ * elements, a partition of 46,137,344), experts.down_proj (184,549,376 -> 23,068,672)
+ * and the three shared_experts weights (2816 x 2048 = 5,767,168 -> 720,896 elements,
+ * 2,883,584 B >= MIN_AIO_BYTES), all kept AVAILABLE because backward uses them again
+ * within stage3_max_reuse_distance (1e9 elements: only the final norm and lm_head's
+ * 209,715,200, forward then backward, come between; partitioned_param_coordinator.py
+ * __params_to_release).
+ * lm_head.weight (102400 x 2048 = 209,715,200 -> 26,214,400 elements, 104,857,600 B)
+ * is on NVMe and needs a sixth: AsyncPartitionedParameterSwapper.swap_in asserts
+ * 'Not enough buffers' (the counts checked in gdb at the refusal: nheld 5, need 1).
+ * The build stopped there used to unwind saved-tensor counts whose entries were never
+ * written (autograd.c push_saved) and crashed in s_unref: the CLI gives exit 2, one
+ * line, no stdout. */
+static void test_refusal_mid_forward(void **state)
+{
+    (void)state;
+    char out[4096], err[2048];
+    int st = cli_perturbed(VC_TEST_DATA "/hf/deepseek-v2-lite-shape.json --parallel zero3 --gpus 8 --offload params "
+                           "--offload-device nvme --nvme-gds", out, sizeof out, err, sizeof err);
+    assert_int_equal(st, 2);
+    assert_string_equal(out, "");
+    assert_string_equal(err, "vramcalc: " VC_TEST_DATA "/hf/deepseek-v2-lite-shape.json: --offload-device: nvme: "
+                             "a gather needs 1 parameter swap buffers with 5 of offload_param's buffer_count (5) in "
+                             "use (DeepSpeed's swap_in asserts 'Not enough buffers')\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_buffer_size),
         cmocka_unit_test(test_swap_buffers),
+        cmocka_unit_test(test_refusal_mid_forward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,10 +90,15 @@ static void run_temps(vc_build *b, const item_t *its, int32_t nit, int type, int
     for (int j = 0; j < nk; j++) s_unref(b, kept[j][1], inst);
 }
 
-static void push_saved(vc_build *b, int32_t s)
+/* Op `op`'s next saved storage: op->nsv counts only the entries written, so a
+ * build stopped by an error (b->st set, nothing pushed any more) unwinds only
+ * what is there (its saved lists are freed after the error). */
+static void push_saved(vc_build *b, op_t *op, int32_t s)
 {
     GROW(b->sv, b->nsv, b->csv, b);
-    if (!b->st) b->sv[b->nsv++] = s;
+    if (b->st) return;
+    b->sv[b->nsv++] = s;
+    op->nsv++;
 }
 
 /* Op k's input number `in`: its tensor. */
@@ -360,8 +365,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
             bool pgrad = gt >= 0 && b->t[gt].param >= 0;
             int32_t s = cached ? sac_take(b, k, &taken) : s_alloc(b, it->n, it->dt, pgrad ? CAT_GRAD : CAT_ACT, inst);
             if (caching) sac_keep(b, k, s);
-            push_saved(b, s);
-            op->nsv++;
+            push_saved(b, op, s);
         }
     }
     if (cached) op->nsac = 0; /* all given back */
@@ -384,8 +388,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
             int32_t t = b->cmp->sv[j];
             if (t < 0 || b->t[t].stor < 0) continue;
             s_ref(b, b->t[t].stor);
-            push_saved(b, b->t[t].stor);
-            op->nsv++;
+            push_saved(b, op, b->t[t].stor);
         }
         return;
     }
@@ -394,13 +397,11 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
         if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
         int32_t s = b->t[it->t].stor;
         if (off_pack(b, k, s, off_kept(b, it->t))) { /* --act-offload: only the id is kept */
-            push_saved(b, ~s);
-            op->nsv++;
+            push_saved(b, op, ~s);
             continue;
         }
         s_ref(b, s);
-        push_saved(b, s);
-        op->nsv++;
+        push_saved(b, op, s);
     }
 }
 
@@ -680,8 +681,7 @@ static void save_inputs_only(vc_build *b, int32_t k)
         if (it->type != IT_SAVE || (it->in >= 0 && !in_rg(b, k, it->in))) continue;
         int32_t st = b->t[it->t].stor;
         s_ref(b, st);
-        push_saved(b, st);
-        op->nsv++;
+        push_saved(b, op, st);
     }
 }
 
