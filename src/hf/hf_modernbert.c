@@ -133,39 +133,13 @@ typedef struct {
 
 static cJSON *mb_layer(mw *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
     w->last = name;
-    return o;
+    return vc__hf_layer(w->r, w->arr, type, name);
 }
-
-static void mb_num(mw *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_flag(mw *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_str(mw *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_ins(mw *w, cJSON *o, const char *a, const char *b)
-{
-    if (!o) return;
-    const char *v[2] = {a, b};
-    cJSON *arr = cJSON_CreateStringArray(v, b ? 2 : 1);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
-}
+static void mb_num(mw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void mb_flag(mw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void mb_str(mw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void mb_ins(mw *w, cJSON *o, const char *a, const char *b) { vc__hf_ins(w->r, o, a, b, NULL, NULL); }
 
 static void mb_linear(mw *w, const char *name, int64_t in, int64_t out, bool bias)
 {

@@ -188,39 +188,15 @@ typedef struct {
 
 static cJSON *t5_lay(t5w *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
     snprintf(w->last, sizeof w->last, "%s", name ? name : "");
-    return o;
+    return vc__hf_layer(w->r, w->arr, type, name);
 }
-static void t5_num(t5w *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void t5_str(t5w *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void t5_flag(t5w *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
+static void t5_num(t5w *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void t5_str(t5w *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void t5_flag(t5w *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
 static void t5_ins(t5w *w, cJSON *o, const char *a, const char *b, const char *c, const char *d)
 {
-    if (!o) return;
-    const char *v[4] = {a, b, c, d};
-    int n = 0;
-    while (n < 4 && v[n]) n++;
-    cJSON *arr = cJSON_CreateStringArray(v, n);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
+    vc__hf_ins(w->r, o, a, b, c, d);
 }
 static void t5_linear(t5w *w, const char *name, const char *in, int64_t nin, int64_t nout)
 {

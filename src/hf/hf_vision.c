@@ -508,39 +508,14 @@ typedef struct {
 
 static cJSON *lay(vw *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name)) ||
-        !cJSON_AddBoolToObject(o, "frozen", true)) /* the tower is frozen (the file's comment) */
-        w->r->oom = true;
+    cJSON *o = vc__hf_layer(w->r, w->arr, type, name);
+    vc__hf_flag(w->r, o, "frozen", true); /* the tower is frozen (the file's comment) */
     return o;
 }
-static void vnum(vw *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void vflag(vw *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
-static void vstr(vw *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void vins(vw *w, cJSON *o, const char *a, const char *b)
-{
-    if (!o) return;
-    const char *v[2] = {a, b};
-    cJSON *arr = cJSON_CreateStringArray(v, b ? 2 : 1);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
-}
+static void vnum(vw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void vflag(vw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void vstr(vw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void vins(vw *w, cJSON *o, const char *a, const char *b) { vc__hf_ins(w->r, o, a, b, NULL, NULL); }
 static void vshape(vw *w, cJSON *o, const char *k, int n, const int64_t *d)
 {
     if (!o) return;
