@@ -570,30 +570,45 @@ static void vweights(vw *w, const char *name, int64_t d0, int64_t d1, bool bias,
     if (d1 && !linear) vflag(w, o, "linear", false);
 }
 
-/* The tower's weights only (no image): named_parameters() of
- * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
-static void write_weights(vw *w, const hf_vision *t)
+/* The towers' blocks, module by module: depth blocks named <prefix>.<b>.<module>, each module a
+ * norm of the hidden size (with its bias when norm_bias) or an nn.Linear with its bias: V_QKV
+ * [3 hidden, hidden], V_SQUARE [hidden, hidden], V_UP [intermediate, hidden], V_DOWN [hidden,
+ * intermediate]. */
+enum { V_NORM, V_QKV, V_SQUARE, V_UP, V_DOWN };
+typedef struct {
+    const char *n;
+    int which;
+} vmodule;
+static void vblock_weights(vw *w, const hf_vision *t, const char *prefix, const vmodule *ms, size_t n, bool norm_bias)
 {
     char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
-    /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
-    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
+    const int64_t C = t->C, I = t->I;
     for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0},
-            {"mlp.gate_proj", 3}, {"mlp.up_proj", 3}, {"mlp.down_proj", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
+        for (size_t i = 0; i < n; i++) {
+            snprintf(nm, sizeof nm, "%s.%lld.%s", prefix, (long long)b, ms[i].n);
             switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, false, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
+            case V_NORM: vweights(w, nm, C, 0, norm_bias, false); break;
+            case V_QKV: vweights(w, nm, 3 * C, C, true, true); break;
+            case V_SQUARE: vweights(w, nm, C, C, true, true); break;
+            case V_UP: vweights(w, nm, I, C, true, true); break;
             default: vweights(w, nm, C, I, true, true); break;
             }
         }
     }
+}
+
+/* The tower's weights only (no image): named_parameters() of
+ * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
+static void write_weights(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
+    /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"norm2", V_NORM},
+        {"mlp.gate_proj", V_UP}, {"mlp.up_proj", V_UP}, {"mlp.down_proj", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, false);
     vweights(w, "visual.merger.ln_q", C, 0, false, false);
     vweights(w, "visual.merger.mlp.0", H4, H4, true, true);
     vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
@@ -607,24 +622,13 @@ static void write_weights(vw *w, const hf_vision *t)
 static void write_qwen3_weights(vw *w, const hf_vision *t)
 {
     char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"norm2", V_NORM}, {"mlp.linear_fc1", V_UP}, {"mlp.linear_fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
     for (int64_t k = -1; k < t->ndeep && !w->r->oom; k++) {
         char pre[64];
         if (k < 0) snprintf(pre, sizeof pre, "visual.merger");
@@ -648,25 +652,14 @@ static void write_qwen3_weights(vw *w, const hf_vision *t)
  * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
 static void write_siglip_weights(vw *w, const hf_vision *t)
 {
-    char nm[120];
     const int64_t C = t->C, I = t->I, side = t->img / t->P;
     vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
     vweights(w, "vision_tower.vision_model.embeddings.position_embedding", side * side, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"layer_norm1", 0}, {"self_attn.q_proj", 1}, {"self_attn.k_proj", 1}, {"self_attn.v_proj", 1},
-            {"self_attn.out_proj", 1}, {"layer_norm2", 0}, {"mlp.fc1", 2}, {"mlp.fc2", 3},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "vision_tower.vision_model.encoder.layers.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, C, C, true, true); break;
-            case 2: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"layer_norm1", V_NORM}, {"self_attn.q_proj", V_SQUARE}, {"self_attn.k_proj", V_SQUARE}, {"self_attn.v_proj", V_SQUARE},
+        {"self_attn.out_proj", V_SQUARE}, {"layer_norm2", V_NORM}, {"mlp.fc1", V_UP}, {"mlp.fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "vision_tower.vision_model.encoder.layers", ms, sizeof ms / sizeof *ms, true);
     vweights(w, "vision_tower.vision_model.post_layernorm", C, 0, true, false);
     if (t->use_head) {
         vweights(w, "vision_tower.vision_model.head.probe", C, 0, false, false);
@@ -688,25 +681,13 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
  * (hidden x merge^2 square), linear_fc2 to out_hidden_size, both with biases). */
 static void write_qwen3_5_weights(vw *w, const hf_vision *t)
 {
-    char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"norm2", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"norm2", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"mlp.linear_fc1", V_UP}, {"mlp.linear_fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
     vweights(w, "visual.merger.norm", C, 0, true, false);
     vweights(w, "visual.merger.linear_fc1", H4, H4, true, true);
     vweights(w, "visual.merger.linear_fc2", t->out, H4, true, true);
