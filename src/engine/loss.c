@@ -672,6 +672,28 @@ static vc_t dpo_binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n
     return r;
 }
 
+/* trl's entropy_from_logits (utils.py) on the shift logits s [B, L-1, V] (detached): flat_logits =
+ * logits.reshape(-1, V), a copy of the non-contiguous slice, then per chunk of 128 rows
+ * log_softmax, exp, their product (at most three chunk-sized tensors); a batch of fewer than 128
+ * rows is one chunk of every row. DPO's and KTO's metrics. */
+static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt)
+{
+    int64_t rows = 128;
+    if ((L - 1) * b->batch < 128) { /* one chunk of every row */
+        vc_batch_range(b, 1, 127 / (L - 1));
+        rows = -1;
+    } else {
+        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
+    }
+    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
+    vc_op *o = vc_op_begin(b, "entropy_from_logits");
+    vc_op_in_nodiff(o, s);
+    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
+    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
+    vc_op_ftemp_free(o, flat);
+    vc_op_end(o);
+}
+
 static void emit_dpo(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -763,20 +785,7 @@ static void emit_dpo(vc_build *b)
      * three chunk-sized tensors); then chosen_logits[chosen_mask.bool()] (a [B (L-1), V]
      * copy: every token a completion token) .mean(-1), the same for rejected, and
      * chosen_logits.argmax(-1), int64 [B, L-1] until the function returns. */
-    int64_t rows = 128;
-    if ((L - 1) * b->batch < 128) { /* one chunk of every row */
-        vc_batch_range(b, 1, 127 / (L - 1));
-        rows = -1;
-    } else {
-        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
-    }
-    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
-    o = vc_op_begin(b, "entropy_from_logits");
-    vc_op_in_nodiff(o, s);
-    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
-    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
-    vc_op_ftemp_free(o, flat);
-    vc_op_end(o);
+    dpo_entropy(b, s, L, V, dt);
     for (int k = 0; k < 2; k++) { /* chosen, rejected */
         o = vc_op_begin(b, "index");
         vc_op_in_nodiff(o, s);
@@ -1102,20 +1111,7 @@ static void emit_kto(vc_build *b)
     b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[losses].dt);
     vc_op_end(o);
     /* 5. the metrics while outputs and ref_outputs are alive (as DPO's entropy, then the copies) */
-    int64_t rows = 128;
-    if ((L - 1) * b->batch < 128) {
-        vc_batch_range(b, 1, 127 / (L - 1));
-        rows = -1;
-    } else {
-        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
-    }
-    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
-    o = vc_op_begin(b, "entropy_from_logits");
-    vc_op_in_nodiff(o, s);
-    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
-    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
-    vc_op_ftemp_free(o, flat);
-    vc_op_end(o);
+    dpo_entropy(b, s, L, V, dt);
     vc_t cp[2];
     for (int k = 0; k < 2; k++) { /* shift_logits.detach().index_select(0, idx): [B/2, L-1, V] copies */
         o = vc_op_begin(b, "index_select");
