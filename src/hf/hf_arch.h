@@ -284,6 +284,9 @@ typedef struct {
     const char *nested; /* the object the keys are read from (gemma3's text_config): errors name nested.key */
 } rd;
 
+/* hf_read.c: an error (VC_ERR_MODEL, -1 returned) naming key, as r->nested.key when the keys are
+ * read from a nested object (text_config); every family's reader reports through it. */
+int vc__hf_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* hf_read.c: the family's keys (r->fam and a->fam set) read into a, with
  * their PretrainedConfig defaults, then the products that become tensor
  * sizes checked. -1 with r->err naming the key. */
