@@ -72,6 +72,25 @@ static vc_t targets(vc_build *b, int64_t rows, bool shift, vc_t *padded)
     return lab;
 }
 
+/* F.cross_entropy(x, lab) as ATen runs it: log_softmax of x (n elements in dt, saved for its
+ * backward), then nll_loss on it with the labels (saved): the loss and its total_weight, 0-d in dt. */
+static vc_t cross_entropy(vc_build *b, vc_t x, vc_t lab, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "log_softmax");
+    vc_op_in(o, x);
+    vc_t lp = vc_op_out(o, n, dt);
+    vc_op_save(o, lp);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nll_loss");
+    vc_op_in(o, lp);
+    vc_op_in_nodiff(o, lab);
+    vc_t l = vc_op_out(o, vc_n_fixed(1), dt);
+    vc_op_extra(o, vc_n_fixed(1), dt); /* total_weight */
+    vc_op_save(o, lab);
+    vc_op_end(o);
+    return l;
+}
+
 /* F.cross_entropy(logits, targets): log_softmax over the class dim (saves result),
  * then nll_loss (saves target and total_weight); backward: nll grad zeros + log_softmax
  * grad. The logits are an argument of cross_entropy: alive until nll_loss has returned.
@@ -86,18 +105,7 @@ static void emit_ce(vc_build *b, bool shift)
     vc_t padded;
     vc_t lab = targets(b, classes ? n.ps / classes : 0, shift, &padded);
     if (lab < 0) return;
-    vc_op *o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, y);
-    vc_t lp = vc_op_out(o, n, VC_DT_F32);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, lab);
-    vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-    vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-    vc_op_save(o, lab);
-    vc_op_end(o);
+    vc_t l = cross_entropy(b, y, lab, n, VC_DT_F32);
     vc__extend_life(b, y);
     vc__extend_life(b, padded);
     b->loss_t = l;
@@ -118,18 +126,7 @@ static void emit_seq2seq(vc_build *b)
     vc_t padded;
     vc_t lab = targets(b, classes ? n.ps / classes : 0, false, &padded);
     if (lab < 0) return;
-    vc_op *o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, y);
-    vc_t lp = vc_op_out(o, n, (vc_dtype)b->t[y].dt);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, lab);
-    vc_t l = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
-    vc_op_extra(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt); /* total_weight */
-    vc_op_save(o, lab);
-    vc_op_end(o);
+    vc_t l = cross_entropy(b, y, lab, n, (vc_dtype)b->t[y].dt);
     vc__extend_life(b, y);
     b->loss_t = l;
 }
@@ -511,18 +508,7 @@ static void emit_chunked(vc_build *b)
             f = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
             vc_op_end(o);
         }
-        o = vc_op_begin(b, "log_softmax");
-        vc_op_in(o, f);
-        vc_t lp = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
-        vc_op_save(o, lp);
-        vc_op_end(o);
-        o = vc_op_begin(b, "nll_loss");
-        vc_op_in(o, lp);
-        vc_op_in_nodiff(o, lab[c]);
-        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-        vc_op_save(o, lab[c]);
-        vc_op_end(o);
+        vc_t l = cross_entropy(b, f, lab[c], vc_n_sample(tc * V), VC_DT_F32);
         vc__extend_life(b, f); /* cross_entropy's argument until it returns */
         o = vc_op_begin(b, "add"); /* total_loss += ...: 0.0 + the first, then a sum each */
         if (total >= 0) vc_op_grad(o, vc_op_in(o, total), VC_GRAD_PASS);
@@ -887,18 +873,7 @@ static void emit_orpo(vc_build *b)
     vc_op_in_nodiff(o, lab);
     vc_t tc = vc_op_out(o, half_l, VC_DT_I64);
     vc_op_end(o);
-    o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, c);
-    vc_t lp = vc_op_out(o, half_lv, dt);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, tc);
-    vc_t nll = vc_op_out(o, vc_n_fixed(1), dt);
-    vc_op_extra(o, vc_n_fixed(1), dt); /* total_weight */
-    vc_op_save(o, tc);
-    vc_op_end(o);
+    vc_t nll = cross_entropy(b, c, tc, half_lv, dt);
     vc__extend_life(b, c); /* cross_entropy_loss's local `logits`, until it returns */
     /* get_batch_logps(all_logits, concatenated_labels, average_log_prob=True) */
     o = vc_op_begin(b, "clone"); /* labels[:, 1:].clone() */
