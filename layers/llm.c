@@ -414,6 +414,17 @@ static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype 
     return y;
 }
 
+/* The same with two inputs (where, masked_fill, le, eq, and): a new tensor, nothing saved. */
+static vc_t mask_op2(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
 /* The model's 4-D causal mask, made once per forward (the model keeps it
  * until it returns): _prepare_4d_causal_attention_mask_with_cache_position,
  * full((L, S), min) -> triu(1) -> *= arange(S) > cache_position -> expand
@@ -459,11 +470,7 @@ static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
     vc_t bl = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
     vc_t m1 = mask_op(b, "where", bl, vc_n_sample(L * S), vc_act_dt(b));
     vc_t bl2 = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "where"); /* the second mask, the pair as one tensor */
-    vc_op_in_nodiff(o, bl2);
-    vc_op_in_nodiff(o, m1);
-    m = vc_op_out(o, vc_n_sample(2 * L * S), vc_act_dt(b));
-    vc_op_end(o);
+    m = mask_op2(b, "where", bl2, m1, vc_n_sample(2 * L * S), vc_act_dt(b)); /* the second mask, the pair as one tensor */
     vc_set_forward_local(b, m);
     return m;
 }
@@ -490,11 +497,7 @@ static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
     vc_t inv = mask_op(b, "rsub", e, bll, dt);
     vc_hold(b, inv);
     vc_t tb = mask_op(b, "_to_copy", inv, bll, VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "masked_fill");
-    vc_op_in_nodiff(o, inv);
-    vc_op_in_nodiff(o, tb);
-    *g = vc_op_out(o, bll, dt);
-    vc_op_end(o);
+    *g = mask_op2(b, "masked_fill", inv, tb, bll, dt);
     vc_release(b, e);
     vc_release(b, inv);
     vc_t rows = mask_op(b, "arange", -1, vc_n_fixed(L), VC_DT_I64);
@@ -504,11 +507,7 @@ static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
     vc_t win = mask_op(b, "le", dist, ll, VC_DT_BOOL);
     vc_hold(b, win);
     vc_t notw = mask_op(b, "logical_not", win, ll, VC_DT_BOOL);
-    o = vc_op_begin(b, "masked_fill");
-    vc_op_in_nodiff(o, *g);
-    vc_op_in_nodiff(o, notw);
-    *s = vc_op_out(o, bll, dt);
-    vc_op_end(o);
+    *s = mask_op2(b, "masked_fill", *g, notw, bll, dt);
     vc_release(b, rows);
     vc_release(b, dist);
     vc_release(b, win);
@@ -524,11 +523,7 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
     if (mask >= 0 && c->window > 0 && !c->sinks) {
         vc_t ones = mask_op(b, "ones_like", mask, vc_n_sample(L * S), VC_DT_BOOL);
         vc_t tril = mask_op(b, "tril", ones, vc_n_sample(L * S), VC_DT_BOOL);
-        vc_op *o = vc_op_begin(b, "where");
-        vc_op_in_nodiff(o, tril);
-        vc_op_in_nodiff(o, mask);
-        mask = vc_op_out(o, vc_n_sample(L * S), vc_act_dt(b));
-        vc_op_end(o);
+        mask = mask_op2(b, "where", tril, mask, vc_n_sample(L * S), vc_act_dt(b));
     }
     vc_t kr = k, vr = v;
     if (KV != H) {
@@ -698,27 +693,11 @@ static vc_t packed_mask(vc_build *b, int64_t T)
         vc_hold(b, ar[i]);
     }
     vc_t r = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "le"); /* kv_idx <= q_idx */
-    vc_op_in_nodiff(o, ar[3]);
-    vc_op_in_nodiff(o, ar[2]);
-    vc_t c = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
-    o = vc_op_begin(b, "and");
-    vc_op_in_nodiff(o, r);
-    vc_op_in_nodiff(o, c);
-    r = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
+    vc_t c = mask_op2(b, "le", ar[3], ar[2], tt, VC_DT_BOOL); /* kv_idx <= q_idx */
+    r = mask_op2(b, "and", r, c, tt, VC_DT_BOOL);
     vc_t iq = mask_op(b, "index", psm, t, VC_DT_I64), ik = mask_op(b, "index", psm, t, VC_DT_I64);
-    o = vc_op_begin(b, "eq");
-    vc_op_in_nodiff(o, iq);
-    vc_op_in_nodiff(o, ik);
-    vc_t e = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
-    o = vc_op_begin(b, "and");
-    vc_op_in_nodiff(o, r);
-    vc_op_in_nodiff(o, e);
-    m = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
+    vc_t e = mask_op2(b, "eq", iq, ik, tt, VC_DT_BOOL);
+    m = mask_op2(b, "and", r, e, tt, VC_DT_BOOL);
     for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
     vc_release(b, psm);                              /* create_causal_mask returns */
     vc_set_forward_local(b, m);
