@@ -168,13 +168,11 @@ static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def)
     return 0;
 }
 
-/* Qwen3-VL (model_type qwen3_vl): Qwen3VLVisionConfig's defaults (configuration_qwen3_vl.py @ 000c33fd:
- * depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304, num_heads 16,
- * in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2, out_hidden_size 3584,
- * num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24]). Qwen3VLVisionModel
- * (modeling_qwen3_vl.py @ 00709b86): pos_embed nn.Embedding(num_position_embeddings, hidden), read
- * on an int(sqrt(num_position_embeddings)) grid; a deepstack merger per index, run after that block. */
-static int read_qwen3(rd *r, arch *a, const cJSON *v)
+/* The keys Qwen3VLVisionConfig and Qwen3_5VisionConfig share, with the same defaults (below), and
+ * their checks: the tower's size, its heads, and the merger's width, which must be the language
+ * model's: the merged embeddings replace the image tokens' rows (Qwen3VLModel / Qwen3_5Model.forward:
+ * inputs_embeds.masked_scatter(image_mask, image_embeds)), and Qwen3-VL's deepstack adds to them. */
+static int read_qwen3_keys(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
     if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
@@ -186,9 +184,22 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
     if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
     if (t->C % t->NH)
         return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
-    if (t->out != a->H) /* the merged embeddings replace the image tokens' rows, and deepstack adds to them */
+    if (t->out != a->H)
         return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
                     "which its image tokens replace", (long long)t->out, (long long)a->H);
+    return 0;
+}
+
+/* Qwen3-VL (model_type qwen3_vl): Qwen3VLVisionConfig's defaults (configuration_qwen3_vl.py @ 000c33fd:
+ * depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304, num_heads 16,
+ * in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2, out_hidden_size 3584,
+ * num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24]). Qwen3VLVisionModel
+ * (modeling_qwen3_vl.py @ 00709b86): pos_embed nn.Embedding(num_position_embeddings, hidden), read
+ * on an int(sqrt(num_position_embeddings)) grid; a deepstack merger per index, run after that block. */
+static int read_qwen3(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (read_qwen3_keys(r, a, v)) return -1;
     const cJSON *ds = v ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
     t->ndeep = 3;
     if ((!ds || cJSON_IsNull(ds)) && t->depth <= 24) /* a merger per index, run after that block */
@@ -389,18 +400,7 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
 static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
-    if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
-        vint(r, v, "intermediate_size", 4304, 1, &t->I) || vint(r, v, "num_heads", 16, 1, &t->NH) ||
-        vint(r, v, "in_channels", 3, 1, &t->cin) || vint(r, v, "patch_size", 16, 1, &t->P) ||
-        vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
-        vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
-        return -1;
-    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
-    if (t->C % t->NH)
-        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
-    if (t->out != a->H) /* Qwen3_5Model.forward: inputs_embeds.masked_scatter(image_mask, image_embeds) */
-        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
-                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    if (read_qwen3_keys(r, a, v)) return -1;
     const int64_t lim = INT64_C(1) << 48;
     int64_t x, m2, pd;
     if (__builtin_mul_overflow(t->C, t->C, &x) || __builtin_mul_overflow(x, 3, &x) || x > lim ||
