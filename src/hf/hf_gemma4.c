@@ -221,6 +221,25 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
     return total;
 }
 
+/* A tower's weights (x * y * z elements each) within 2^48 elements, else an error naming cfg.key. */
+typedef struct {
+    int64_t x, y, z;
+    const char *key;
+} g4_prod;
+static int g4_prods(rd *r, const char *cfg, const char *tower, const g4_prod *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t t;
+        if (__builtin_mul_overflow(p[i].x, p[i].y, &t) || __builtin_mul_overflow(t, p[i].z, &t) || t > (INT64_C(1) << 48)) {
+            char path[96];
+            snprintf(path, sizeof path, "%s.%s", cfg, p[i].key);
+            return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the %s tower would have more than 2^48 elements",
+                                tower), -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- gemma4: the towers of Gemma4ForConditionalGeneration, read from the config's root. */
 
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
@@ -243,8 +262,6 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         return vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (Gemma4VisionConfig's keys) or null"), -1;
     if (au && !cJSON_IsNull(au) && !cJSON_IsObject(au))
         return vc_set_error(r->err, VC_ERR_MODEL, "audio_config", "expected an object (Gemma4AudioConfig's keys) or null"), -1;
-    const int64_t lim = INT64_C(1) << 48;
-    int64_t t;
     if (cJSON_IsObject(v)) { /* Gemma4Config: None -> no vision tower */
         int64_t H, I, N, NH, KV, D, p, pe;
         const char *x = "vision_config";
@@ -261,18 +278,11 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         if (N > 1024)
             return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_hidden_layers", "%lld: more than 1024 layers",
                                 (long long)N), -1;
-        const struct { int64_t x, y, z; const char *key; } prods[] = {
+        const g4_prod prods[] = {
             {NH, D, H, "head_dim"}, {I, H, 1, "intermediate_size"}, {3 * p, p, H, "patch_size"},
             {2, pe, H, "position_embedding_size"}, {H, a->H, 1, "hidden_size"},
         };
-        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
-            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
-                char path[96];
-                snprintf(path, sizeof path, "vision_config.%s", prods[i].key);
-                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the vision tower would have more than 2^48 "
-                                    "elements"), -1;
-            }
-        }
+        if (g4_prods(r, "vision_config", "vision", prods, sizeof prods / sizeof *prods)) return -1;
         /* patch_embedder; per layer q/k/v/o, q_norm, k_norm, gate/up/down, four norms; embed_vision */
         a->g4.vision = 3 * p * p * H + 2 * pe * H +
                        N * (2 * H * NH * D + 2 * H * KV * D + 2 * D + 3 * H * I + 4 * H) + H * a->H;
@@ -304,19 +314,12 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         if (N > 1024)
             return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.num_hidden_layers", "%lld: more than 1024 layers",
                                 (long long)N), -1;
-        const struct { int64_t x, y, z; const char *key; } prods[] = {
+        const g4_prod prods[] = {
             {4 * H, H, 1, "hidden_size"}, {c[0], c[1], 9, "subsampling_conv_channels"},
             {c[0] / 4 * c[1], H, 1, "subsampling_conv_channels"}, {H, k, 1, "conv_kernel_size"},
             {od, H > a->H ? H : a->H, 1, "output_proj_dims"},
         };
-        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
-            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
-                char path[96];
-                snprintf(path, sizeof path, "audio_config.%s", prods[i].key);
-                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the audio tower would have more than 2^48 "
-                                    "elements"), -1;
-            }
-        }
+        if (g4_prods(r, "audio_config", "audio", prods, sizeof prods / sizeof *prods)) return -1;
         const int64_t hd = H / NH;
         const int64_t ff = 8 * H * H + 2 * H;                         /* one Gemma4AudioFeedForward */
         const int64_t attn = 4 * H * NH * hd + H * H + hd;            /* q, k, v, relative_k; post; per_dim_scale */
