@@ -110,19 +110,8 @@ static int gdn_setup(vc_setup *s, void *p)
 
 static vc_dtype promote(vc_dtype a, vc_dtype b) { return a == VC_DT_F32 || b == VC_DT_F32 ? VC_DT_F32 : a; }
 
-/* x * y broadcast to out (type promotion): each operand saved when the other needs its gradient */
-static vc_t mul2(vc_build *b, vc_t x, vc_t y, vc_numel out)
-{
-    vc_op *o = vc_op_begin(b, "mul");
-    int ix = vc_op_in(o, x), iy = vc_op_in(o, y);
-    vc_t r = vc_op_out(o, out, promote(vc_dt_of(b, x), vc_dt_of(b, y)));
-    vc_op_save_if(o, y, ix);
-    vc_op_save_if(o, x, iy);
-    if (!vc_n_same(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
-    if (!vc_n_same(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
-    vc_op_end(o);
-    return r;
-}
+/* x * y broadcast to out (type promotion) */
+static vc_t mul2(vc_build *b, vc_t x, vc_t y, vc_numel out) { return vc__op_mul_dt(b, x, y, out, promote(vc_dt_of(b, x), vc_dt_of(b, y))); }
 
 /* x + y or x - y broadcast to out: nothing saved */
 static vc_t add2(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel out)

@@ -169,23 +169,6 @@ static int hfrms_setup(vc_setup *s, void *p)
     return vc_param(s, "weight", c->hidden);
 }
 
-/* mul of a full tensor by a per-row or per-feature one: saves each operand
- * when the other needs its gradient (the engine reduces a broadcast grad). */
-static vc_t mul_b(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, "mul");
-    int ix = vc_op_in(o, x);
-    int iy = vc_op_in(o, y);
-    vc_t r = vc_op_out(o, out, dt);
-    vc_op_save_if(o, y, ix);
-    vc_op_save_if(o, x, iy);
-    vc_numel nx = vc_numel_of(b, x), ny = vc_numel_of(b, y);
-    if (!vc_n_same(nx, out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
-    if (!vc_n_same(ny, out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
-    vc_op_end(o);
-    return r;
-}
-
 static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 == VC_DT_F32 ? VC_DT_F32 : a; }
 
 /* LlamaRMSNorm.forward / Qwen3RMSNorm (the same code), GemmaRMSNorm.forward:
@@ -207,18 +190,18 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
     vc_t var = vc__op_mean(b, sq, rows);
     vc_t ve = vc__op_fresh(b, "add", var, rows); /* variance + eps: a new tensor */
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
-    vc_t hn = mul_b(b, h, r, full, VC_DT_F32);
+    vc_t hn = vc__op_mul_dt(b, h, r, full, VC_DT_F32);
     if (w < 0) return vc__op_cast(b, hn, in_dt);
     if (variant == 1) {
         vc_t wf = vc__op_cast(b, w, VC_DT_F32);                       /* weight.float() */
         vc_t w1 = vc__op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
-        vc_t y = mul_b(b, hn, w1, full, VC_DT_F32);
+        vc_t y = vc__op_mul_dt(b, hn, w1, full, VC_DT_F32);
         return vc__op_cast(b, y, in_dt); /* type_as(x) */
     }
     if (variant == 2) /* GptOssRMSNorm: (self.weight * hidden_states).to(input_dtype) */
-        return vc__op_cast(b, mul_b(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
+        return vc__op_cast(b, vc__op_mul_dt(b, w, hn, full, promote(vc_dt_of(b, w), VC_DT_F32)), in_dt);
     vc_t hc = vc__op_cast(b, hn, in_dt); /* h.to(input_dtype) */
-    return mul_b(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
+    return vc__op_mul_dt(b, w, hc, full, promote(vc_dt_of(b, w), in_dt));
 }
 
 static int64_t rows_of(const vc_shape *x)
@@ -372,8 +355,8 @@ static vc_t rope_apply_half(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t
     vc_numel half = vc_n_sample(heads * L * D / 2);
     vc_dtype dt = vc_dt_of(b, x);
     vc_t x1 = vc__op_select(b, x, half, false), x2 = vc__op_select(b, x, half, false);
-    vc_t a = vc__op_add(b, mul_b(b, x1, cs, half, dt), mul_b(b, x2, cs, half, dt), half, false);
-    vc_t c = vc__op_add(b, mul_b(b, x2, cs, half, dt), mul_b(b, x1, cs, half, dt), half, false);
+    vc_t a = vc__op_add(b, vc__op_mul_dt(b, x1, cs, half, dt), vc__op_mul_dt(b, x2, cs, half, dt), half, false);
+    vc_t c = vc__op_add(b, vc__op_mul_dt(b, x2, cs, half, dt), vc__op_mul_dt(b, x1, cs, half, dt), half, false);
     vc_op *o = vc_op_begin(b, "cat");
     vc_op_grad(o, vc_op_in(o, a), VC_GRAD_PASS);
     vc_op_grad(o, vc_op_in(o, c), VC_GRAD_PASS);
@@ -394,7 +377,7 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
 {
     vc_numel rot = vc_n_sample(heads * L * R), half = vc_n_sample(heads * L * R / 2);
     vc_t xr = R < D ? vc__op_select(b, x, rot, false) : x;
-    vc_t a = mul_b(b, xr, cs, rot, vc_dt_of(b, x));
+    vc_t a = vc__op_mul_dt(b, xr, cs, rot, vc_dt_of(b, x));
     vc_t x2 = vc__op_select(b, xr, half, false);
     vc_t x1 = vc__op_select(b, xr, half, false);
     vc_t nx2 = vc__op_unary(b, "neg", x2, VC_SAVE_NONE, false);
@@ -403,7 +386,7 @@ static vc_t rope_apply(vc_build *b, vc_t x, vc_t cs, int64_t heads, int64_t L, i
     vc_op_grad(o, vc_op_in(o, x1), VC_GRAD_PASS);
     vc_t rh = vc_op_out(o, rot, vc_dt_of(b, x));
     vc_op_end(o);
-    vc_t c = mul_b(b, rh, cs, rot, vc_dt_of(b, x));
+    vc_t c = vc__op_mul_dt(b, rh, cs, rot, vc_dt_of(b, x));
     vc_t e = vc__op_add(b, a, c, rot, false);
     if (R == D) return e;
     vc_t pass = vc__op_select(b, x, vc_n_sample(heads * L * (D - R)), false);
@@ -429,6 +412,17 @@ static vc_t mask_op(vc_build *b, const char *name, vc_t x, vc_numel n, vc_dtype 
     vc_t y = vc_op_out(o, n, dt);
     vc_op_end(o);
     return y;
+}
+
+/* The same with two inputs (where, masked_fill, le, eq, and): a new tensor, nothing saved. */
+static vc_t mask_op2(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_in_nodiff(o, x);
+    vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
 }
 
 /* The model's 4-D causal mask, made once per forward (the model keeps it
@@ -476,11 +470,7 @@ static vc_t v5_masks(vc_build *b, int64_t L, int64_t S)
     vc_t bl = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
     vc_t m1 = mask_op(b, "where", bl, vc_n_sample(L * S), vc_act_dt(b));
     vc_t bl2 = mask_op(b, "sdpa_mask", ar, vc_n_sample(L * S), VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "where"); /* the second mask, the pair as one tensor */
-    vc_op_in_nodiff(o, bl2);
-    vc_op_in_nodiff(o, m1);
-    m = vc_op_out(o, vc_n_sample(2 * L * S), vc_act_dt(b));
-    vc_op_end(o);
+    m = mask_op2(b, "where", bl2, m1, vc_n_sample(2 * L * S), vc_act_dt(b)); /* the second mask, the pair as one tensor */
     vc_set_forward_local(b, m);
     return m;
 }
@@ -507,11 +497,7 @@ static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
     vc_t inv = mask_op(b, "rsub", e, bll, dt);
     vc_hold(b, inv);
     vc_t tb = mask_op(b, "_to_copy", inv, bll, VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "masked_fill");
-    vc_op_in_nodiff(o, inv);
-    vc_op_in_nodiff(o, tb);
-    *g = vc_op_out(o, bll, dt);
-    vc_op_end(o);
+    *g = mask_op2(b, "masked_fill", inv, tb, bll, dt);
     vc_release(b, e);
     vc_release(b, inv);
     vc_t rows = mask_op(b, "arange", -1, vc_n_fixed(L), VC_DT_I64);
@@ -521,11 +507,7 @@ static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s)
     vc_t win = mask_op(b, "le", dist, ll, VC_DT_BOOL);
     vc_hold(b, win);
     vc_t notw = mask_op(b, "logical_not", win, ll, VC_DT_BOOL);
-    o = vc_op_begin(b, "masked_fill");
-    vc_op_in_nodiff(o, *g);
-    vc_op_in_nodiff(o, notw);
-    *s = vc_op_out(o, bll, dt);
-    vc_op_end(o);
+    *s = mask_op2(b, "masked_fill", *g, notw, bll, dt);
     vc_release(b, rows);
     vc_release(b, dist);
     vc_release(b, win);
@@ -541,11 +523,7 @@ static vc_t eager_attention(vc_build *b, const ra_cfg *c, vc_t q, vc_t k, vc_t v
     if (mask >= 0 && c->window > 0 && !c->sinks) {
         vc_t ones = mask_op(b, "ones_like", mask, vc_n_sample(L * S), VC_DT_BOOL);
         vc_t tril = mask_op(b, "tril", ones, vc_n_sample(L * S), VC_DT_BOOL);
-        vc_op *o = vc_op_begin(b, "where");
-        vc_op_in_nodiff(o, tril);
-        vc_op_in_nodiff(o, mask);
-        mask = vc_op_out(o, vc_n_sample(L * S), vc_act_dt(b));
-        vc_op_end(o);
+        mask = mask_op2(b, "where", tril, mask, vc_n_sample(L * S), vc_act_dt(b));
     }
     vc_t kr = k, vr = v;
     if (KV != H) {
@@ -715,27 +693,11 @@ static vc_t packed_mask(vc_build *b, int64_t T)
         vc_hold(b, ar[i]);
     }
     vc_t r = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
-    vc_op *o = vc_op_begin(b, "le"); /* kv_idx <= q_idx */
-    vc_op_in_nodiff(o, ar[3]);
-    vc_op_in_nodiff(o, ar[2]);
-    vc_t c = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
-    o = vc_op_begin(b, "and");
-    vc_op_in_nodiff(o, r);
-    vc_op_in_nodiff(o, c);
-    r = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
+    vc_t c = mask_op2(b, "le", ar[3], ar[2], tt, VC_DT_BOOL); /* kv_idx <= q_idx */
+    r = mask_op2(b, "and", r, c, tt, VC_DT_BOOL);
     vc_t iq = mask_op(b, "index", psm, t, VC_DT_I64), ik = mask_op(b, "index", psm, t, VC_DT_I64);
-    o = vc_op_begin(b, "eq");
-    vc_op_in_nodiff(o, iq);
-    vc_op_in_nodiff(o, ik);
-    vc_t e = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
-    o = vc_op_begin(b, "and");
-    vc_op_in_nodiff(o, r);
-    vc_op_in_nodiff(o, e);
-    m = vc_op_out(o, tt, VC_DT_BOOL);
-    vc_op_end(o);
+    vc_t e = mask_op2(b, "eq", iq, ik, tt, VC_DT_BOOL);
+    m = mask_op2(b, "and", r, e, tt, VC_DT_BOOL);
     for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
     vc_release(b, psm);                              /* create_causal_mask returns */
     vc_set_forward_local(b, m);
@@ -778,9 +740,9 @@ static void llama4_rope(vc_build *b, vc_t *q, vc_t *k, vc_t cs, int64_t H, int64
     vc_t qf = vc__op_cast(b, *q, VC_DT_F32), kf = vc__op_cast(b, *k, VC_DT_F32);
     vc_hold(b, qf);
     vc_hold(b, kf);
-    vc_t qo = mul_b(b, qf, cs, vc_n_sample(L * H * D), VC_DT_F32);
+    vc_t qo = vc__op_mul_dt(b, qf, cs, vc_n_sample(L * H * D), VC_DT_F32);
     vc_hold(b, qo);
-    vc_t ko = mul_b(b, kf, cs, vc_n_sample(L * KV * D), VC_DT_F32);
+    vc_t ko = vc__op_mul_dt(b, kf, cs, vc_n_sample(L * KV * D), VC_DT_F32);
     vc_hold(b, ko);
     vc_t q2 = vc__op_cast(b, qo, dt), k2 = vc__op_cast(b, ko, dt);
     vc_release(b, qf);
@@ -803,7 +765,7 @@ static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc
     vc_dtype dt = vc_dt_of(b, q);
     *scales = vc__op_new(b, "attn_scales", vc_n_fixed(L), VC_DT_F32);
     vc_hold(b, *scales);
-    vc_t m = mul_b(b, q, *scales, vc_n_sample(L * width), VC_DT_F32);
+    vc_t m = vc__op_mul_dt(b, q, *scales, vc_n_sample(L * width), VC_DT_F32);
     return vc__op_cast(b, m, dt);
 }
 
@@ -1612,7 +1574,7 @@ static vc_t experts_grouped(vc_build *b, const moe_cfg *c, vc_t x, vc_t idx, vc_
     vc_hold(b, h);
     vc_t og = grouped_mm(b, h, vc_weight(b, wd), offs, S, H);
     vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
-    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
+    og = vc__op_mul_dt(b, og, swg, vc_numel_of(b, og), pdt); /* * sample_weights_g.unsqueeze(-1) */
     vc_hold(b, og);
     vc_t ops = index_rows(b, og, inv, S, H); /* out_per_sample_g[inv_perm] */
     vc_hold(b, ops);
@@ -1757,20 +1719,20 @@ static void moe_gptoss_emit(vc_build *b, const moe_cfg *c)
     vc_t uc = vc__op_unary(b, "clamp", u, VC_SAVE_IN, false);
     vc_t ga = vc__op_fresh(b, "mul", gc, SI); /* gate * alpha */
     vc_t sg = vc__op_unary(b, "sigmoid", ga, VC_SAVE_OUT, false);
-    vc_t glu = mul_b(b, gc, sg, SI, dt);
+    vc_t glu = vc__op_mul_dt(b, gc, sg, SI, dt);
     /* gate, up and glu are _apply_gate's locals: alive until it returns */
     vc_hold(b, gc);
     vc_hold(b, uc);
     vc_hold(b, glu);
     vc_t u1 = vc__op_fresh(b, "add", uc, SI); /* up + 1 */
-    vc_t h = mul_b(b, u1, glu, SI, dt);
+    vc_t h = vc__op_mul_dt(b, u1, glu, SI, dt);
     vc_hold(b, h);
     vc_release(b, gc);
     vc_release(b, uc);
     vc_release(b, glu);
     vc_t og = vc__op_add(b, grouped_mm(b, h, vc_weight(b, 4), offs, S, H), bd, vc_n_scale(S, H), false);
     vc_dtype pdt = vc_dt_of(b, og) == VC_DT_F32 || vc_dt_of(b, swg) == VC_DT_F32 ? VC_DT_F32 : vc_dt_of(b, og);
-    og = mul_b(b, og, swg, vc_numel_of(b, og), pdt);
+    og = vc__op_mul_dt(b, og, swg, vc_numel_of(b, og), pdt);
     vc_hold(b, og);
     vc_t ops = index_rows(b, og, inv, S, H);
     vc_hold(b, ops);
@@ -1861,7 +1823,7 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     if (c->shared) { /* sigmoid(shared_expert_gate(x)) * shared_expert_output; expert_output += it */
         vc_t sg = lin_rows(b, x, vc_weight(b, sw + 3), T, 1);
         sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
-        vc_t s2 = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
+        vc_t s2 = vc__op_mul_dt(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
         vc_release(b, se);
         out = vc__op_add(b, out, s2, vc_n_scale(T, H), true);
     }
@@ -1971,7 +1933,7 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     vc_hold(b, rs);
     vc_t rep = vc__op_fresh(b, "repeat", x, vc_n_sample(L * E * H));
     vc_t col = vc__op_clone(b, vc__op_view(b, rs, TE, false));
-    vc_t ri = mul_b(b, rep, col, vc_n_sample(L * E * H), promote(vc_dt_of(b, rep), vc_dt_of(b, col)));
+    vc_t ri = vc__op_mul_dt(b, rep, col, vc_n_sample(L * E * H), promote(vc_dt_of(b, rep), vc_dt_of(b, col)));
     vc_hold(b, ri); /* routed_in: the block's local until it returns */
     vc_t gu = bmm_param(b, ri, vc_weight(b, 1), vc_n_sample(L * E * 2 * I));
     vc_hold(b, gu); /* gate_up (and its gate, up views): Llama4TextExperts.forward's locals until it returns */
@@ -2063,7 +2025,7 @@ static void moe_emit(vc_build *b, const void *p)
         vc_t wsel = vc_op_out(o, rows, dt);
         vc_op_save(o, nz);
         vc_op_end(o);
-        y = mul_b(b, y, wsel, vc_numel_of(b, y), vc_dt_of(b, y));
+        y = vc__op_mul_dt(b, y, wsel, vc_numel_of(b, y), vc_dt_of(b, y));
         /* final_hidden_states.index_add_(0, top_x, current_hidden_states.to(dtype)) */
         y = vc__op_cast(b, y, dt);
         o = vc_op_begin(b, "index_add_");
@@ -2084,7 +2046,7 @@ static void moe_emit(vc_build *b, const void *p)
         vc_t se = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, i), vc_weight(b, i + 1), vc_weight(b, i + 2));
         vc_t sg = lin_rows(b, x, vc_weight(b, i + 3), vc_n_sample(L), 1);
         sg = vc__op_unary(b, "sigmoid", sg, VC_SAVE_OUT, false);
-        se = mul_b(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
+        se = vc__op_mul_dt(b, sg, se, vc_numel_of(b, se), vc_dt_of(b, se));
         fin = vc__op_add(b, fin, se, vc_n_sample(L * H), false);
     }
     vc_set_output(b, fin);

@@ -270,6 +270,20 @@ vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace)
     return binary(b, inplace ? "mul_" : "mul", x, y, out, inplace, true);
 }
 
+vc_t vc__op_mul_dt(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "mul");
+    int ix = vc_op_in(o, x);
+    int iy = vc_op_in(o, y);
+    vc_t r = vc_op_out(o, out, dt);
+    vc_op_save_if(o, y, ix);
+    vc_op_save_if(o, x, iy);
+    if (!same_numel(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
+    if (!same_numel(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
+    vc_op_end(o);
+    return r;
+}
+
 vc_t vc__op_dropout(vc_build *b, vc_t x, double p)
 {
     if (!vc_training(b) || p <= 0.0) return x; /* _dropout_impl returns the input itself */

@@ -57,6 +57,10 @@ vc_t vc__op_conv(vc_build *b, vc_t x, vc_t w, vc_t bias, vc_numel out);
 /* x + y (or x * y) broadcast to `out` elements; inplace writes into x. */
 vc_t vc__op_add(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
 vc_t vc__op_mul(vc_build *b, vc_t x, vc_t y, vc_numel out, bool inplace);
+/* x * y broadcast to `out` elements in dtype dt (a new tensor: a per-row or per-feature factor,
+ * type promotion): each operand saved when the other needs its gradient, a broadcast operand's
+ * output-sized gradient reduced by the engine. */
+vc_t vc__op_mul_dt(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt);
 /* Dropout(p) in training: native_dropout (bool mask saved); identity when
  * p == 0 or not training. */
 vc_t vc__op_dropout(vc_build *b, vc_t x, double p);

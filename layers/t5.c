@@ -46,21 +46,6 @@ static int t5ln_setup(vc_setup *s, void *p)
     return vc_param(s, "weight", c->hidden);
 }
 
-/* x * y, y one value per row (or x the weight): each saved when the other needs its gradient */
-static vc_t mul_rows(vc_build *b, vc_t x, vc_t y, vc_numel out, vc_dtype dt)
-{
-    vc_op *o = vc_op_begin(b, "mul");
-    int ix = vc_op_in(o, x);
-    int iy = vc_op_in(o, y);
-    vc_t r = vc_op_out(o, out, dt);
-    vc_op_save_if(o, y, ix);
-    vc_op_save_if(o, x, iy);
-    if (!vc_n_same(vc_numel_of(b, x), out)) vc_op_grad(o, ix, VC_GRAD_NEW_REDUCE);
-    if (!vc_n_same(vc_numel_of(b, y), out)) vc_op_grad(o, iy, VC_GRAD_NEW_REDUCE);
-    vc_op_end(o);
-    return r;
-}
-
 static void t5ln_emit(vc_build *b, const void *p)
 {
     (void)p;
@@ -79,11 +64,11 @@ static void t5ln_emit(vc_build *b, const void *p)
     vc_t var = vc__op_mean(b, sq, nr);
     vc_t ve = vc__op_fresh(b, "add", var, nr); /* variance + eps */
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
-    vc_t hn = mul_rows(b, x, r, full, VC_DT_F32); /* hidden_states * rsqrt(...): fp32 by promotion */
+    vc_t hn = vc__op_mul_dt(b, x, r, full, VC_DT_F32); /* hidden_states * rsqrt(...): fp32 by promotion */
     vc_dtype wdt = vc_dt_of(b, w);
     if (wdt == VC_DT_BF16 || wdt == VC_DT_F16) hn = vc__op_cast(b, hn, wdt); /* .to(self.weight.dtype) */
     vc_dtype odt = wdt == VC_DT_F32 || vc_dt_of(b, hn) == VC_DT_F32 ? VC_DT_F32 : wdt;
-    vc_set_output(b, mul_rows(b, w, hn, full, odt));
+    vc_set_output(b, vc__op_mul_dt(b, w, hn, full, odt));
 }
 
 const vc_kind vc_kind_T5LayerNorm = {

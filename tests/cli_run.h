@@ -1,7 +1,8 @@
 /*
  * cli_run.h — a test's run of the CLI (VC_CLI) through the shell: its exit
  * status, stdout and stderr; and the check of a usage error (exit 2, no
- * stdout, one stderr line). Include after <cmocka.h>; needs <stdio.h>,
+ * stdout, one stderr line); a JSON field of a run, and the check of measured cases.
+ * Include after <cmocka.h>; needs <stdio.h>,
  * <stdlib.h>, <string.h>, <sys/wait.h>, <unistd.h>.
  */
 #ifndef VC_TEST_CLI_RUN_H
@@ -45,6 +46,40 @@ static void assert_usage(const char *args, const char *want)
     if (r.status != 2 || r.out[0] || !strstr(r.err, want) || strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
         fail_msg("vramcalc %s\n  exit %d, stdout %zu bytes, stderr: %s  wanted exit 2 and one line with: %s", args,
                  r.status, strlen(r.out), r.err, want);
+}
+
+/* The integer after `key` (e.g. "\"peak_allocated\": ") in the CLI's JSON for `args` run as the
+ * harness measures (bench/accuracy/llm/measure_llm.py: SDPA's math backend, no cuBLAS workspace);
+ * fails the test when the run fails or the key is missing. Static inline: an includer may not use it. */
+static inline long long cli_json_field(const char *args, const char *key)
+{
+    cli_run r;
+    char a[1024];
+    snprintf(a, sizeof a, "%s --attention math --workspace 0 -f json", args);
+    run(&r, a);
+    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", a, r.status, r.err);
+    const char *p = strstr(r.out, key);
+    assert_non_null(p);
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* A case of bench/accuracy/llm/measured.json: the CLI's arguments (a config of
+ * bench/accuracy/llm/configs/ first) and the harness's peak_allocated in bytes. */
+typedef struct {
+    const char *args;
+    long long measured;
+} cli_measured;
+
+/* Each case's estimated peak_allocated (its arguments + `extra`) within +-bound percent of the measured. */
+static inline void assert_measured(const cli_measured *cases, size_t n, const char *extra, double bound)
+{
+    char a[1024];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(a, sizeof a, VC_TEST_DATA "/../../bench/accuracy/llm/configs/%s%s", cases[i].args, extra);
+        long long e = cli_json_field(a, "\"peak_allocated\": ");
+        double err = 100.0 * (double)(e - cases[i].measured) / (double)cases[i].measured;
+        if (err < -bound || err > bound) fail_msg("%s: estimate %lld, measured %lld (%+.2f%%)", a, e, cases[i].measured, err);
+    }
 }
 
 #endif

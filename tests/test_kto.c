@@ -50,18 +50,6 @@ static void test_refused(void **state)
     assert_non_null(strstr(r.out, "train, batch 2,"));
 }
 
-static long long field(const char *args, const char *key)
-{
-    cli_run r;
-    char a[1024];
-    snprintf(a, sizeof a, "%s --attention math --workspace 0 -f json", args);
-    run(&r, a);
-    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", a, r.status, r.err);
-    const char *p = strstr(r.out, key);
-    assert_non_null(p);
-    return strtoll(p + strlen(key), NULL, 10);
-}
-
 /* KTOTrainer's reference is DPOTrainer's (create_model_from_path; use_adapter(None) with PEFT): one copy
  * for both of its forwards, so the weights equal --loss dpo's (twice the model's without PEFT) */
 static void test_reference(void **state)
@@ -72,12 +60,13 @@ static void test_reference(void **state)
     snprintf(k, sizeof k, "%s --loss kto", c);
     snprintf(d, sizeof d, "%s --loss dpo", c);
     snprintf(h, sizeof h, "%s --loss hf", c);
-    long long wk = field(k, "\"weights\": "), wd = field(d, "\"weights\": "), wh = field(h, "\"weights\": ");
+    long long wk = cli_json_field(k, "\"weights\": "), wd = cli_json_field(d, "\"weights\": "),
+              wh = cli_json_field(h, "\"weights\": ");
     assert_int_equal(wk, wd);
     assert_int_equal(wk, 2 * wh);
     snprintf(k, sizeof k, "%s --loss kto --lora 8", c);
     snprintf(h, sizeof h, "%s --loss hf --lora 8", c);
-    assert_int_equal(field(k, "\"weights\": "), field(h, "\"weights\": "));
+    assert_int_equal(cli_json_field(k, "\"weights\": "), cli_json_field(h, "\"weights\": "));
 }
 
 static void test_measured(void **state)
@@ -85,10 +74,7 @@ static void test_measured(void **state)
     (void)state;
     /* bench/accuracy/llm/measured.json, run_suite.py's `kto` rows: measure_llm.py --loss kto, peak_allocated
      * in bytes (the estimates' errors when they were measured: -0.02% ... -1.63%) */
-    static const struct {
-        const char *args;
-        long long measured;
-    } cases[] = {
+    static const cli_measured cases[] = {
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p bf16", 34470912},
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p fp32", 59398144},
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p bf16 --lora 8 --lora-alpha 16 --lora-dropout 0 "
@@ -97,13 +83,7 @@ static void test_measured(void **state)
          "--lora-targets q_proj,v_proj", 31221248},
         {"llama_wide.json --seq 64 -b 2 -o sgd -p fp32 --grad-ckpt", 76616704},
     };
-    char a[1024];
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        snprintf(a, sizeof a, LLMCFG "%s --loss kto", cases[i].args);
-        long long e = field(a, "\"peak_allocated\": ");
-        double err = 100.0 * (double)(e - cases[i].measured) / (double)cases[i].measured;
-        if (err < -0.1 || err > 0.1) fail_msg("%s: estimate %lld, measured %lld (%+.2f%%)", a, e, cases[i].measured, err);
-    }
+    assert_measured(cases, sizeof cases / sizeof *cases, " --loss kto", 0.1);
 }
 
 int main(void)

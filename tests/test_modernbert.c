@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "cli_run.h"
+#include "hf_estimate.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
@@ -102,38 +103,9 @@ static void test_layers(void **state)
 static int64_t estimate(const char *cfg, vc_mode mode, int64_t batch, int64_t seq, vc_optim opt, vc_precision p,
                         bool ckpt, int64_t lora, vc_attention attn)
 {
-    vc_hf_options h;
-    vc_hf_options_init(&h);
-    h.seq = seq;
-    h.checkpoint = ckpt;
-    vc_model *m = NULL;
-    vc_error err;
     char path[512];
     snprintf(path, sizeof path, LLMCFG "%s", cfg);
-    assert_int_equal(vc_model_load_file_hf(path, &h, &m, &err), VC_OK);
-    if (lora) {
-        vc_lora l;
-        vc_lora_init(&l);
-        l.r = lora;
-        l.alpha = 16;
-        l.dropout = 0.0;
-        snprintf(l.targets, sizeof l.targets, "Wqkv,Wo");
-        assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
-    }
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = mode;
-    o.batch = batch;
-    o.optim = opt;
-    o.precision = p;
-    o.attention = attn;
-    o.workspace = 0;
-    vc_result r;
-    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
-    int64_t v = r.memory.peak_allocated;
-    vc_result_free(&r);
-    vc_model_free(m);
-    return v;
+    return hf_estimate(&(hf_case){path, mode, batch, seq, opt, p, ckpt, lora, "Wqkv,Wo", attn});
 }
 
 /* measured.json llm327-llm338 (run_suite.py's modernbert rows): within 2.5% (compare.py's bound is 5%) */

@@ -50,18 +50,6 @@ static void test_refused(void **state)
     assert_non_null(strstr(r.out, "train, batch 2,")); /* one pair */
 }
 
-static long long field(const char *args, const char *key)
-{
-    cli_run r;
-    char a[1024];
-    snprintf(a, sizeof a, "%s --attention math --workspace 0 -f json", args);
-    run(&r, a);
-    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", a, r.status, r.err);
-    const char *p = strstr(r.out, key);
-    assert_non_null(p);
-    return strtoll(p + strlen(key), NULL, 10);
-}
-
 /* ORPO keeps no reference: the persistent weights are those of the plain step (--loss hf), where
  * --loss dpo without PEFT holds a frozen copy beside them */
 static void test_no_reference(void **state)
@@ -71,7 +59,7 @@ static void test_no_reference(void **state)
     char a[512], h[512];
     snprintf(a, sizeof a, "%s --loss orpo", c);
     snprintf(h, sizeof h, "%s --loss hf", c);
-    assert_int_equal(field(a, "\"weights\": "), field(h, "\"weights\": "));
+    assert_int_equal(cli_json_field(a, "\"weights\": "), cli_json_field(h, "\"weights\": "));
 }
 
 static void test_measured(void **state)
@@ -80,10 +68,7 @@ static void test_measured(void **state)
     /* bench/accuracy/llm/measured.json, run_suite.py's `orpo` rows: measure_llm.py --loss orpo,
      * peak_allocated in bytes, and the bound each is held to here (the estimates' errors when the
      * rows were measured: -0.02% ... -1.49%) */
-    static const struct {
-        const char *args;
-        long long measured;
-    } cases[] = {
+    static const cli_measured cases[] = {
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p bf16", 19718144},
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p fp32", 46232064},
         {"llama_vocab8k.json --seq 64 -b 4 -o adamw -p bf16 --lora 8 --lora-alpha 16 --lora-dropout 0 "
@@ -93,13 +78,7 @@ static void test_measured(void **state)
         {"llama_small.json --seq 64 -b 4 -o sgd -p bf16 --grad-ckpt", 1827328},
         {"llama_wide.json --seq 64 -b 2 -o sgd -p fp32 --grad-ckpt", 51437568},
     };
-    char a[1024];
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        snprintf(a, sizeof a, LLMCFG "%s --loss orpo", cases[i].args);
-        long long e = field(a, "\"peak_allocated\": ");
-        double err = 100.0 * (double)(e - cases[i].measured) / (double)cases[i].measured;
-        if (err < -0.5 || err > 0.5) fail_msg("%s: estimate %lld, measured %lld (%+.2f%%)", a, e, cases[i].measured, err);
-    }
+    assert_measured(cases, sizeof cases / sizeof *cases, " --loss orpo", 0.5);
 }
 
 int main(void)

@@ -56,28 +56,12 @@ static void test_refused(void **state)
     assert_non_null(strstr(r.out, "train, batch 1 (4 sequences packed),"));
 }
 
-/* peak_allocated of the CLI's JSON for `args` */
-static long long peak(const char *args, const char *key)
-{
-    cli_run r;
-    char a[1024];
-    snprintf(a, sizeof a, "%s --attention math --workspace 0 -f json", args);
-    run(&r, a);
-    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", a, r.status, r.err);
-    const char *p = strstr(r.out, key);
-    assert_non_null(p);
-    return strtoll(p + strlen(key), NULL, 10);
-}
-
 static void test_measured(void **state)
 {
     (void)state;
     /* bench/accuracy/llm/measured.json, the packing cases appended after llm299 (run_suite.py's `pk` rows):
      * measure_llm.py --packing, peak_allocated in bytes */
-    static const struct {
-        const char *args;
-        long long measured;
-    } cases[] = {
+    static const cli_measured cases[] = {
         {"llama_small.json --seq 64 -b 4 -o adamw -p bf16", 6415360},                    /* llm347 */
         {"qwen2_small.json --seq 48 -b 3 -o adamw -p fp32 --lora 8 --lora-alpha 16 "
          "--lora-dropout 0 --lora-targets q_proj,v_proj", 5732864},                     /* llm348 */
@@ -87,15 +71,9 @@ static void test_measured(void **state)
          "--lora-dropout 0 --lora-targets q_proj,v_proj", 17327616},                    /* llm352 */
         {"llama_small.json --seq 32 -b 8 -o adamw -p fp32", 8027136},                    /* llm354 */
     };
-    char a[1024];
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        snprintf(a, sizeof a, LLMCFG "%s --packing", cases[i].args);
-        long long e = peak(a, "\"peak_allocated\": ");
-        double err = 100.0 * (double)(e - cases[i].measured) / (double)cases[i].measured;
-        /* within 1%: five of the six are exact; llm351 (qwen3, q/k norms) is -0.78% since the attention's
-         * lifetimes were taken from the Python frames (layers/llm.c ra_emit), a 58,368 B difference not traced */
-        if (err < -1.0 || err > 1.0) fail_msg("%s: estimate %lld, measured %lld (%+.2f%%)", a, e, cases[i].measured, err);
-    }
+    /* within 1%: five of the six are exact; llm351 (qwen3, q/k norms) is -0.78% since the attention's
+     * lifetimes were taken from the Python frames (layers/llm.c ra_emit), a 58,368 B difference not traced */
+    assert_measured(cases, sizeof cases / sizeof *cases, " --packing", 1.0);
 }
 
 /* What the packed row adds over the same 256 tokens unpacked (-b 1 --seq 256), in the activations

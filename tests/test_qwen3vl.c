@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "cli_run.h"
+#include "hf_estimate.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
@@ -54,34 +55,8 @@ static void test_counts(void **state)
 
 static int64_t estimate(int64_t batch, int64_t seq, vc_optim opt, vc_precision p, bool ckpt, int64_t lora)
 {
-    vc_hf_options h;
-    vc_hf_options_init(&h);
-    h.seq = seq;
-    h.checkpoint = ckpt;
-    vc_model *m = NULL;
-    vc_error err;
-    assert_int_equal(vc_model_load_file_hf(LLMCFG "qwen3_vl_small.json", &h, &m, &err), VC_OK);
-    if (lora) {
-        vc_lora l;
-        vc_lora_init(&l);
-        l.r = lora;
-        l.alpha = 16;
-        snprintf(l.targets, sizeof l.targets, "q_proj,v_proj");
-        assert_int_equal(vc_model_set_lora(m, &l, &err), VC_OK);
-    }
-    vc_options o;
-    vc_options_init(&o);
-    o.batch = batch;
-    o.optim = opt;
-    o.precision = p;
-    o.attention = VC_ATTN_MATH;
-    o.workspace = 0;
-    vc_result r;
-    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_OK);
-    int64_t v = r.memory.peak_allocated;
-    vc_result_free(&r);
-    vc_model_free(m);
-    return v;
+    return hf_estimate(
+        &(hf_case){LLMCFG "qwen3_vl_small.json", VC_MODE_TRAIN, batch, seq, opt, p, ckpt, lora, "q_proj,v_proj", VC_ATTN_MATH});
 }
 
 /* measured.json llm339-llm344 (run_suite.py's q3vl rows, qwen3vl_replica.py) */

@@ -72,6 +72,25 @@ static vc_t targets(vc_build *b, int64_t rows, bool shift, vc_t *padded)
     return lab;
 }
 
+/* F.cross_entropy(x, lab) as ATen runs it: log_softmax of x (n elements in dt, saved for its
+ * backward), then nll_loss on it with the labels (saved): the loss and its total_weight, 0-d in dt. */
+static vc_t cross_entropy(vc_build *b, vc_t x, vc_t lab, vc_numel n, vc_dtype dt)
+{
+    vc_op *o = vc_op_begin(b, "log_softmax");
+    vc_op_in(o, x);
+    vc_t lp = vc_op_out(o, n, dt);
+    vc_op_save(o, lp);
+    vc_op_end(o);
+    o = vc_op_begin(b, "nll_loss");
+    vc_op_in(o, lp);
+    vc_op_in_nodiff(o, lab);
+    vc_t l = vc_op_out(o, vc_n_fixed(1), dt);
+    vc_op_extra(o, vc_n_fixed(1), dt); /* total_weight */
+    vc_op_save(o, lab);
+    vc_op_end(o);
+    return l;
+}
+
 /* F.cross_entropy(logits, targets): log_softmax over the class dim (saves result),
  * then nll_loss (saves target and total_weight); backward: nll grad zeros + log_softmax
  * grad. The logits are an argument of cross_entropy: alive until nll_loss has returned.
@@ -86,18 +105,7 @@ static void emit_ce(vc_build *b, bool shift)
     vc_t padded;
     vc_t lab = targets(b, classes ? n.ps / classes : 0, shift, &padded);
     if (lab < 0) return;
-    vc_op *o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, y);
-    vc_t lp = vc_op_out(o, n, VC_DT_F32);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, lab);
-    vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-    vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-    vc_op_save(o, lab);
-    vc_op_end(o);
+    vc_t l = cross_entropy(b, y, lab, n, VC_DT_F32);
     vc__extend_life(b, y);
     vc__extend_life(b, padded);
     b->loss_t = l;
@@ -118,18 +126,7 @@ static void emit_seq2seq(vc_build *b)
     vc_t padded;
     vc_t lab = targets(b, classes ? n.ps / classes : 0, false, &padded);
     if (lab < 0) return;
-    vc_op *o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, y);
-    vc_t lp = vc_op_out(o, n, (vc_dtype)b->t[y].dt);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, lab);
-    vc_t l = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt);
-    vc_op_extra(o, vc_n_fixed(1), (vc_dtype)b->t[y].dt); /* total_weight */
-    vc_op_save(o, lab);
-    vc_op_end(o);
+    vc_t l = cross_entropy(b, y, lab, n, (vc_dtype)b->t[y].dt);
     vc__extend_life(b, y);
     b->loss_t = l;
 }
@@ -511,18 +508,7 @@ static void emit_chunked(vc_build *b)
             f = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
             vc_op_end(o);
         }
-        o = vc_op_begin(b, "log_softmax");
-        vc_op_in(o, f);
-        vc_t lp = vc_op_out(o, vc_n_sample(tc * V), VC_DT_F32);
-        vc_op_save(o, lp);
-        vc_op_end(o);
-        o = vc_op_begin(b, "nll_loss");
-        vc_op_in(o, lp);
-        vc_op_in_nodiff(o, lab[c]);
-        vc_t l = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
-        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32); /* total_weight */
-        vc_op_save(o, lab[c]);
-        vc_op_end(o);
+        vc_t l = cross_entropy(b, f, lab[c], vc_n_sample(tc * V), VC_DT_F32);
         vc__extend_life(b, f); /* cross_entropy's argument until it returns */
         o = vc_op_begin(b, "add"); /* total_loss += ...: 0.0 + the first, then a sum each */
         if (total >= 0) vc_op_grad(o, vc_op_in(o, total), VC_GRAD_PASS);
@@ -672,6 +658,28 @@ static vc_t dpo_binary(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n
     return r;
 }
 
+/* trl's entropy_from_logits (utils.py) on the shift logits s [B, L-1, V] (detached): flat_logits =
+ * logits.reshape(-1, V), a copy of the non-contiguous slice, then per chunk of 128 rows
+ * log_softmax, exp, their product (at most three chunk-sized tensors); a batch of fewer than 128
+ * rows is one chunk of every row. DPO's and KTO's metrics. */
+static void dpo_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt)
+{
+    int64_t rows = 128;
+    if ((L - 1) * b->batch < 128) { /* one chunk of every row */
+        vc_batch_range(b, 1, 127 / (L - 1));
+        rows = -1;
+    } else {
+        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
+    }
+    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
+    vc_op *o = vc_op_begin(b, "entropy_from_logits");
+    vc_op_in_nodiff(o, s);
+    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
+    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
+    vc_op_ftemp_free(o, flat);
+    vc_op_end(o);
+}
+
 static void emit_dpo(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -763,20 +771,7 @@ static void emit_dpo(vc_build *b)
      * three chunk-sized tensors); then chosen_logits[chosen_mask.bool()] (a [B (L-1), V]
      * copy: every token a completion token) .mean(-1), the same for rejected, and
      * chosen_logits.argmax(-1), int64 [B, L-1] until the function returns. */
-    int64_t rows = 128;
-    if ((L - 1) * b->batch < 128) { /* one chunk of every row */
-        vc_batch_range(b, 1, 127 / (L - 1));
-        rows = -1;
-    } else {
-        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
-    }
-    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
-    o = vc_op_begin(b, "entropy_from_logits");
-    vc_op_in_nodiff(o, s);
-    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
-    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
-    vc_op_ftemp_free(o, flat);
-    vc_op_end(o);
+    dpo_entropy(b, s, L, V, dt);
     for (int k = 0; k < 2; k++) { /* chosen, rejected */
         o = vc_op_begin(b, "index");
         vc_op_in_nodiff(o, s);
@@ -878,18 +873,7 @@ static void emit_orpo(vc_build *b)
     vc_op_in_nodiff(o, lab);
     vc_t tc = vc_op_out(o, half_l, VC_DT_I64);
     vc_op_end(o);
-    o = vc_op_begin(b, "log_softmax");
-    vc_op_in(o, c);
-    vc_t lp = vc_op_out(o, half_lv, dt);
-    vc_op_save(o, lp);
-    vc_op_end(o);
-    o = vc_op_begin(b, "nll_loss");
-    vc_op_in(o, lp);
-    vc_op_in_nodiff(o, tc);
-    vc_t nll = vc_op_out(o, vc_n_fixed(1), dt);
-    vc_op_extra(o, vc_n_fixed(1), dt); /* total_weight */
-    vc_op_save(o, tc);
-    vc_op_end(o);
+    vc_t nll = cross_entropy(b, c, tc, half_lv, dt);
     vc__extend_life(b, c); /* cross_entropy_loss's local `logits`, until it returns */
     /* get_batch_logps(all_logits, concatenated_labels, average_log_prob=True) */
     o = vc_op_begin(b, "clone"); /* labels[:, 1:].clone() */
@@ -1102,20 +1086,7 @@ static void emit_kto(vc_build *b)
     b->loss_t = vc_op_out(o, vc_n_fixed(1), (vc_dtype)b->t[losses].dt);
     vc_op_end(o);
     /* 5. the metrics while outputs and ref_outputs are alive (as DPO's entropy, then the copies) */
-    int64_t rows = 128;
-    if ((L - 1) * b->batch < 128) {
-        vc_batch_range(b, 1, 127 / (L - 1));
-        rows = -1;
-    } else {
-        vc_batch_range(b, (128 + L - 2) / (L - 1), VC_BATCH_ANY);
-    }
-    vc_numel chunk = rows > 0 ? vc_n_fixed(rows * V) : vc_n_sample((L - 1) * V);
-    o = vc_op_begin(b, "entropy_from_logits");
-    vc_op_in_nodiff(o, s);
-    int flat = vc_op_ftemp_keep(o, vc_n_sample((L - 1) * V), dt);
-    for (int k = 0; k < 3; k++) vc_op_ftemp_keep(o, chunk, dt);
-    vc_op_ftemp_free(o, flat);
-    vc_op_end(o);
+    dpo_entropy(b, s, L, V, dt);
     vc_t cp[2];
     for (int k = 0; k < 2; k++) { /* shift_logits.detach().index_select(0, idx): [B/2, L-1, V] copies */
         o = vc_op_begin(b, "index_select");

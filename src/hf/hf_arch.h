@@ -284,6 +284,9 @@ typedef struct {
     const char *nested; /* the object the keys are read from (gemma3's text_config): errors name nested.key */
 } rd;
 
+/* hf_read.c: an error (VC_ERR_MODEL, -1 returned) naming key, as r->nested.key when the keys are
+ * read from a nested object (text_config); every family's reader reports through it. */
+int vc__hf_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* hf_read.c: the family's keys (r->fam and a->fam set) read into a, with
  * their PretrainedConfig defaults, then the products that become tensor
  * sizes checked. -1 with r->err naming the key. */
@@ -352,6 +355,17 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);
  * classifier_bias, classifier_activation, the rotary bases, reference_compile, layer_types against
  * global_attn_every_n_layers), read into a after the row's keys; -1 with r->err naming the key. */
 int vc__hf_modernbert_read(rd *r, arch *a);
+/* hf_layers.c: the JSON writer every family's writer builds its layers with (hf_layers.c,
+ * hf_t5.c, hf_modernbert.c, hf_vision.c); each sets r->oom when cJSON runs out of memory.
+ * vc__hf_layer: {"type": type, "name": name (when not NULL)} appended to arr (NULL: out of
+ * memory); vc__hf_num / _flag / _str: o[k] = v (nothing when o is NULL); vc__hf_ins:
+ * o["inputs"] = [a, b, c, d] up to the first NULL. */
+cJSON *vc__hf_layer(rd *r, cJSON *arr, const char *type, const char *name);
+void vc__hf_num(rd *r, cJSON *o, const char *k, double v);
+void vc__hf_flag(rd *r, cJSON *o, const char *k, bool v);
+void vc__hf_str(rd *r, cJSON *o, const char *k, const char *v);
+void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, const char *d);
+
 /* hf_modernbert.c: whether layer i is a local (sliding-window) attention layer. */
 bool vc__hf_modernbert_local(const arch *a, int64_t i);
 /* hf_modernbert.c: ModernBertForSequenceClassification's layers appended to arr. */

@@ -68,7 +68,6 @@
  * experts side by side, and the towers' forward are not written as layers.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -76,21 +75,6 @@
 
 #include "hf_arch.h"
 #include "util.h"
-
-static int g4_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int g4_bad(rd *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    char path[160];
-    if (r->nested) { /* gemma4: the key of text_config */
-        snprintf(path, sizeof path, "%s.%s", r->nested, key);
-        key = path;
-    }
-    va_start(ap, fmt);
-    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static bool is_int(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble == floor(v->valuedouble); }
 
@@ -110,7 +94,7 @@ static int g4_int(rd *r, const cJSON *obj, const char *prefix, const char *key, 
             snprintf(path, sizeof path, "%s.%s", prefix, key);
             return vc_set_error(r->err, VC_ERR_MODEL, path, "expected an integer from %lld to 2^40", (long long)min), -1;
         }
-        return g4_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
+        return vc__hf_bad(r, key, "expected an integer from %lld to 2^40", (long long)min);
     }
     *out = (int64_t)v->valuedouble;
     return 0;
@@ -121,7 +105,7 @@ static int g4_bool(rd *r, const char *key, bool *out)
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
     *out = false; /* Gemma4TextConfig: False */
     if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsBool(v)) return g4_bad(r, key, "expected true or false");
+    if (!cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -141,15 +125,15 @@ int vc__hf_gemma4_read(rd *r, arch *a)
 {
     bool null = false;
     /* hf_read.c's check_sizes bounds the layers after this runs: the loops below need it first */
-    if (a->N > 1024) return g4_bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
+    if (a->N > 1024) return vc__hf_bad(r, "num_hidden_layers", "%lld layers: more than the limit of 1024", (long long)a->N);
     const cJSON *lt = cJSON_GetObjectItemCaseSensitive(r->cfg, "layer_types");
     if (lt && !cJSON_IsNull(lt)) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != a->N)
-            return g4_bad(r, "layer_types", "expected a list of %lld layer types (one per layer: \"sliding_attention\" or "
+            return vc__hf_bad(r, "layer_types", "expected a list of %lld layer types (one per layer: \"sliding_attention\" or "
                           "\"full_attention\")", (long long)a->N);
         for (const cJSON *e = lt->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention")))
-                return g4_bad(r, "layer_types", "expected \"sliding_attention\" or \"full_attention\" for each layer "
+                return vc__hf_bad(r, "layer_types", "expected \"sliding_attention\" or \"full_attention\" for each layer "
                               "(Gemma4TextModel's masks and rotary embeddings have no other)");
         a->g4.types = lt;
     }
@@ -165,16 +149,16 @@ int vc__hf_gemma4_read(rd *r, arch *a)
     if (g4_int(r, r->cfg, NULL, "vocab_size_per_layer_input", 262144, 1, &a->g4.Vp, NULL)) return -1;
     const cJSON *bi = cJSON_GetObjectItemCaseSensitive(r->cfg, "use_bidirectional_attention");
     if (bi && !cJSON_IsNull(bi) && !(cJSON_IsString(bi) && (!strcmp(bi->valuestring, "all") || !strcmp(bi->valuestring, "vision"))))
-        return g4_bad(r, "use_bidirectional_attention", "expected \"all\", \"vision\" or null");
+        return vc__hf_bad(r, "use_bidirectional_attention", "expected \"all\", \"vision\" or null");
     /* the full-attention layers' kv heads: num_global_key_value_heads under attention_k_eq_v */
     bool full = false;
     for (int64_t i = 0; i < a->N; i++) full |= !vc__hf_gemma4_sliding(a, i);
     if (a->g4.keqv && full) {
         if (a->g4.gKV == 0)
-            return g4_bad(r, "num_global_key_value_heads", "absent or null with attention_k_eq_v: Gemma4TextAttention divides "
+            return vc__hf_bad(r, "num_global_key_value_heads", "absent or null with attention_k_eq_v: Gemma4TextAttention divides "
                           "num_attention_heads by it on the full-attention layers");
         if (a->NH % a->g4.gKV)
-            return g4_bad(r, "num_global_key_value_heads", "num_attention_heads (%lld) must be divisible by it (%lld)",
+            return vc__hf_bad(r, "num_global_key_value_heads", "num_attention_heads (%lld) must be divisible by it (%lld)",
                           (long long)a->NH, (long long)a->g4.gKV);
     }
     /* a kv-shared layer reads the keys and values the last earlier layer of its type stored */
@@ -183,7 +167,7 @@ int vc__hf_gemma4_read(rd *r, arch *a)
         bool found = false;
         for (int64_t j = 0; j < first && !found; j++) found = vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i);
         if (!found)
-            return g4_bad(r, "num_kv_shared_layers", "%lld: layer %lld (%s) shares the keys and values of an earlier "
+            return vc__hf_bad(r, "num_kv_shared_layers", "%lld: layer %lld (%s) shares the keys and values of an earlier "
                           "layer of its type, and none of the first %lld layers is one (shared_kv_states has no entry)",
                           (long long)a->g4.S, (long long)i, vc__hf_gemma4_sliding(a, i) ? "sliding_attention" : "full_attention",
                           (long long)first);
@@ -194,9 +178,9 @@ int vc__hf_gemma4_read(rd *r, arch *a)
             g4_int(r, r->cfg, NULL, "moe_intermediate_size", 0, 1, &a->moe_I, NULL))
             return -1;
         const char *miss = !a->E ? "num_experts" : !a->K ? "top_k_experts" : !a->moe_I ? "moe_intermediate_size" : NULL;
-        if (miss) return g4_bad(r, miss, "required with enable_moe_block (Gemma4TextConfig's None builds no experts)");
+        if (miss) return vc__hf_bad(r, miss, "required with enable_moe_block (Gemma4TextConfig's None builds no experts)");
         if (a->K > a->E)
-            return g4_bad(r, "top_k_experts", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+            return vc__hf_bad(r, "top_k_experts", "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     }
     /* every new weight below 2^48 elements, as hf_read.c bounds the others */
     const int64_t lim = INT64_C(1) << 48;
@@ -208,7 +192,7 @@ int vc__hf_gemma4_read(rd *r, arch *a)
     for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
         int64_t t;
         if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim)
-            return g4_bad(r, prods[i].key, "a weight would have more than 2^48 elements");
+            return vc__hf_bad(r, prods[i].key, "a weight would have more than 2^48 elements");
     }
     return 0;
 }
@@ -237,6 +221,25 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
     return total;
 }
 
+/* A tower's weights (x * y * z elements each) within 2^48 elements, else an error naming cfg.key. */
+typedef struct {
+    int64_t x, y, z;
+    const char *key;
+} g4_prod;
+static int g4_prods(rd *r, const char *cfg, const char *tower, const g4_prod *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int64_t t;
+        if (__builtin_mul_overflow(p[i].x, p[i].y, &t) || __builtin_mul_overflow(t, p[i].z, &t) || t > (INT64_C(1) << 48)) {
+            char path[96];
+            snprintf(path, sizeof path, "%s.%s", cfg, p[i].key);
+            return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the %s tower would have more than 2^48 elements",
+                                tower), -1;
+        }
+    }
+    return 0;
+}
+
 /* ---- gemma4: the towers of Gemma4ForConditionalGeneration, read from the config's root. */
 
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
@@ -259,8 +262,6 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         return vc_set_error(r->err, VC_ERR_MODEL, "vision_config", "expected an object (Gemma4VisionConfig's keys) or null"), -1;
     if (au && !cJSON_IsNull(au) && !cJSON_IsObject(au))
         return vc_set_error(r->err, VC_ERR_MODEL, "audio_config", "expected an object (Gemma4AudioConfig's keys) or null"), -1;
-    const int64_t lim = INT64_C(1) << 48;
-    int64_t t;
     if (cJSON_IsObject(v)) { /* Gemma4Config: None -> no vision tower */
         int64_t H, I, N, NH, KV, D, p, pe;
         const char *x = "vision_config";
@@ -277,18 +278,11 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         if (N > 1024)
             return vc_set_error(r->err, VC_ERR_MODEL, "vision_config.num_hidden_layers", "%lld: more than 1024 layers",
                                 (long long)N), -1;
-        const struct { int64_t x, y, z; const char *key; } prods[] = {
+        const g4_prod prods[] = {
             {NH, D, H, "head_dim"}, {I, H, 1, "intermediate_size"}, {3 * p, p, H, "patch_size"},
             {2, pe, H, "position_embedding_size"}, {H, a->H, 1, "hidden_size"},
         };
-        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
-            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
-                char path[96];
-                snprintf(path, sizeof path, "vision_config.%s", prods[i].key);
-                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the vision tower would have more than 2^48 "
-                                    "elements"), -1;
-            }
-        }
+        if (g4_prods(r, "vision_config", "vision", prods, sizeof prods / sizeof *prods)) return -1;
         /* patch_embedder; per layer q/k/v/o, q_norm, k_norm, gate/up/down, four norms; embed_vision */
         a->g4.vision = 3 * p * p * H + 2 * pe * H +
                        N * (2 * H * NH * D + 2 * H * KV * D + 2 * D + 3 * H * I + 4 * H) + H * a->H;
@@ -320,19 +314,12 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
         if (N > 1024)
             return vc_set_error(r->err, VC_ERR_MODEL, "audio_config.num_hidden_layers", "%lld: more than 1024 layers",
                                 (long long)N), -1;
-        const struct { int64_t x, y, z; const char *key; } prods[] = {
+        const g4_prod prods[] = {
             {4 * H, H, 1, "hidden_size"}, {c[0], c[1], 9, "subsampling_conv_channels"},
             {c[0] / 4 * c[1], H, 1, "subsampling_conv_channels"}, {H, k, 1, "conv_kernel_size"},
             {od, H > a->H ? H : a->H, 1, "output_proj_dims"},
         };
-        for (size_t i = 0; i < sizeof prods / sizeof *prods; i++) {
-            if (__builtin_mul_overflow(prods[i].x, prods[i].y, &t) || __builtin_mul_overflow(t, prods[i].z, &t) || t > lim) {
-                char path[96];
-                snprintf(path, sizeof path, "audio_config.%s", prods[i].key);
-                return vc_set_error(r->err, VC_ERR_MODEL, path, "a weight of the audio tower would have more than 2^48 "
-                                    "elements"), -1;
-            }
-        }
+        if (g4_prods(r, "audio_config", "audio", prods, sizeof prods / sizeof *prods)) return -1;
         const int64_t hd = H / NH;
         const int64_t ff = 8 * H * H + 2 * H;                         /* one Gemma4AudioFeedForward */
         const int64_t attn = 4 * H * NH * hd + H * H + hd;            /* q, k, v, relative_k; post; per_dim_scale */

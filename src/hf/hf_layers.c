@@ -26,33 +26,30 @@ typedef struct {
 
 static const char *const act_json[] = {"silu", "gelu", "gelu_tanh", "relu", "new", "fast"};
 
-static cJSON *add_layer(wr *w, const char *type, const char *name)
+cJSON *vc__hf_layer(rd *r, cJSON *arr, const char *type, const char *name)
 {
     cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
         cJSON_Delete(o);
-        w->r->oom = true;
+        r->oom = true;
         return NULL;
     }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
-    w->last = name;
+    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) r->oom = true;
     return o;
 }
-
-static void num(wr *w, cJSON *o, const char *k, double v)
+void vc__hf_num(rd *r, cJSON *o, const char *k, double v)
 {
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
+    if (o && !cJSON_AddNumberToObject(o, k, v)) r->oom = true;
 }
-static void flag(wr *w, cJSON *o, const char *k, bool v)
+void vc__hf_flag(rd *r, cJSON *o, const char *k, bool v)
 {
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
+    if (o && !cJSON_AddBoolToObject(o, k, v)) r->oom = true;
 }
-static void str(wr *w, cJSON *o, const char *k, const char *v)
+void vc__hf_str(rd *r, cJSON *o, const char *k, const char *v)
 {
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
+    if (o && !cJSON_AddStringToObject(o, k, v)) r->oom = true;
 }
-/* "inputs": [a, b, ...] (NULL-terminated) */
-static void ins(wr *w, cJSON *o, const char *a, const char *b, const char *c, const char *d)
+void vc__hf_ins(rd *r, cJSON *o, const char *a, const char *b, const char *c, const char *d)
 {
     if (!o) return;
     const char *v[4] = {a, b, c, d};
@@ -61,9 +58,20 @@ static void ins(wr *w, cJSON *o, const char *a, const char *b, const char *c, co
     cJSON *arr = cJSON_CreateStringArray(v, n);
     if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
         cJSON_Delete(arr);
-        w->r->oom = true;
+        r->oom = true;
     }
 }
+
+static cJSON *add_layer(wr *w, const char *type, const char *name)
+{
+    w->last = name;
+    return vc__hf_layer(w->r, w->arr, type, name);
+}
+static void num(wr *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void flag(wr *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void str(wr *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+/* "inputs": [a, b, ...] (NULL-terminated) */
+static void ins(wr *w, cJSON *o, const char *a, const char *b, const char *c, const char *d) { vc__hf_ins(w->r, o, a, b, c, d); }
 
 static cJSON *linear(wr *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
 {

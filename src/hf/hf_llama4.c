@@ -35,7 +35,6 @@
  * ChunkedLocalAttentionSpec) is not modelled either.
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,21 +42,6 @@
 
 #include "hf_arch.h"
 #include "util.h"
-
-static int l4_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int l4_bad(rd *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    char path[160];
-    if (r->nested) { /* llama4: the key of text_config */
-        snprintf(path, sizeof path, "%s.%s", r->nested, key);
-        key = path;
-    }
-    va_start(ap, fmt);
-    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* Whether the config holds key with the value null. */
 static bool l4_null(rd *r, const char *key) { return cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(r->cfg, key)); }
@@ -84,47 +68,47 @@ int vc__hf_llama4_read(rd *r, arch *a)
         return -1;
     }
     if (a->act > A_RELU) /* SparseMoE style llama4 runs silu, gelu, gelu_tanh or relu (ACT2FN's torch ones) */
-        return l4_bad(r, "hidden_act", "not modelled for Llama4TextMoe's experts (silu, gelu, gelu_pytorch_tanh or "
+        return vc__hf_bad(r, "hidden_act", "not modelled for Llama4TextMoe's experts (silu, gelu, gelu_pytorch_tanh or "
                       "relu)");
     /* num_key_value_heads: the class's 8 when absent, num_attention_heads when null (__post_init__; the
      * row reads both as the heads) */
     if (!cJSON_GetObjectItemCaseSensitive(r->cfg, "num_key_value_heads")) {
         a->KV = 8;
         if (a->NH % a->KV)
-            return l4_bad(r, "num_attention_heads", "%lld must be divisible by num_key_value_heads (absent: 8)",
+            return vc__hf_bad(r, "num_attention_heads", "%lld must be divisible by num_key_value_heads (absent: 8)",
                           (long long)a->NH);
     }
     /* head_dim: the class's 128 when absent (the row's default), hidden_size // num_attention_heads when null */
     if (l4_null(r, "head_dim")) {
         if (a->H % a->NH)
-            return l4_bad(r, "num_attention_heads", "%lld must divide hidden_size (%lld): head_dim is null",
+            return vc__hf_bad(r, "num_attention_heads", "%lld must divide hidden_size (%lld): head_dim is null",
                           (long long)a->NH, (long long)a->H);
         a->D = a->H / a->NH;
         a->R = a->D;
     }
     if (a->D % 2) /* apply_rotary_emb: reshape(*shape[:-1], -1, 2), view_as_complex */
-        return l4_bad(r, "head_dim", "%lld: the rotary embedding pairs the head's values (view_as_complex): it must be "
+        return vc__hf_bad(r, "head_dim", "%lld: the rotary embedding pairs the head's values (view_as_complex): it must be "
                       "even", (long long)a->D);
     /* moe_layers: the decoder layers built as Llama4TextMoe (`layer_idx in config.moe_layers`) */
     const cJSON *ml = l4_key(r, "moe_layers");
     if (ml) {
-        if (!cJSON_IsArray(ml)) return l4_bad(r, "moe_layers", "expected a list of layer indices");
+        if (!cJSON_IsArray(ml)) return vc__hf_bad(r, "moe_layers", "expected a list of layer indices");
         for (const cJSON *e = ml->child; e; e = e->next)
             if (!is_int(e) || e->valuedouble < 0 || e->valuedouble >= (double)a->N)
-                return l4_bad(r, "moe_layers", "expected layer indices from 0 to %lld (num_hidden_layers - 1)",
+                return vc__hf_bad(r, "moe_layers", "expected layer indices from 0 to %lld (num_hidden_layers - 1)",
                               (long long)(a->N - 1));
         a->moe_layers = ml;
     }
     /* no_rope_layers: use_rope = no_rope_layers[layer_idx] (empty: the interval's) */
     const cJSON *nr = l4_key(r, "no_rope_layers");
-    if (nr && !cJSON_IsArray(nr)) return l4_bad(r, "no_rope_layers", "expected a list of 0 or 1 for each layer");
+    if (nr && !cJSON_IsArray(nr)) return vc__hf_bad(r, "no_rope_layers", "expected a list of 0 or 1 for each layer");
     if (nr && cJSON_GetArraySize(nr) > 0) {
         if (cJSON_GetArraySize(nr) < a->N)
-            return l4_bad(r, "no_rope_layers", "%d values for %lld layers: Llama4TextAttention indexes it by layer",
+            return vc__hf_bad(r, "no_rope_layers", "%d values for %lld layers: Llama4TextAttention indexes it by layer",
                           cJSON_GetArraySize(nr), (long long)a->N);
         for (const cJSON *e = nr->child; e; e = e->next)
             if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
-                return l4_bad(r, "no_rope_layers", "expected 1 (rotary) or 0 (NoPE) for each layer");
+                return vc__hf_bad(r, "no_rope_layers", "expected 1 (rotary) or 0 (NoPE) for each layer");
         a->no_rope = nr;
     }
     /* layer_types: a key of causal_mask_mapping per layer */
@@ -132,32 +116,32 @@ int vc__hf_llama4_read(rd *r, arch *a)
     a->l4_types = lt;
     if (lt) {
         if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) < a->N)
-            return l4_bad(r, "layer_types", "expected a list of %lld layer types (\"full_attention\" or "
+            return vc__hf_bad(r, "layer_types", "expected a list of %lld layer types (\"full_attention\" or "
                           "\"chunked_attention\")", (long long)a->N);
         for (const cJSON *e = lt->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "chunked_attention")))
-                return l4_bad(r, "layer_types", "expected \"full_attention\" or \"chunked_attention\" for each layer "
+                return vc__hf_bad(r, "layer_types", "expected \"full_attention\" or \"chunked_attention\" for each layer "
                               "(Llama4TextModel's causal_mask_mapping has no other)");
     }
     /* attention_chunk_size: the chunked layers' window (None: no chunking) */
     const cJSON *cs = l4_key(r, "attention_chunk_size");
     if (cs && (!is_int(cs) || cs->valuedouble < 1 || cs->valuedouble > (double)MAX_SIZE))
-        return l4_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
+        return vc__hf_bad(r, "attention_chunk_size", "expected a positive integer (at most 2^40) or null");
     /* Llama4TextConfig's attention_chunk_size=8192 when absent; null: None, modelled as no chunking (the
      * "chunked_attention" layers attend and cache as full ones) */
     a->chunk = cs ? (int64_t)cs->valuedouble : l4_null(r, "attention_chunk_size") ? 0 : 8192;
     /* the temperature tuning: a truth value (Python's: a number or a bool), floor_scale divides */
     const cJSON *tt = l4_key(r, "attn_temperature_tuning");
     if (tt && !cJSON_IsBool(tt) && !(cJSON_IsNumber(tt) && isfinite(tt->valuedouble)))
-        return l4_bad(r, "attn_temperature_tuning", "expected true or false");
+        return vc__hf_bad(r, "attn_temperature_tuning", "expected true or false");
     /* Llama4TextConfig's attn_temperature_tuning=True when absent; Python's truth of the value */
     a->temp_tuning = !tt ? !l4_null(r, "attn_temperature_tuning") : cJSON_IsBool(tt) ? cJSON_IsTrue(tt) : tt->valuedouble != 0;
     const cJSON *fs = l4_key(r, "floor_scale");
     if (fs && (!cJSON_IsNumber(fs) || !isfinite(fs->valuedouble) || fs->valuedouble <= 0))
-        return l4_bad(r, "floor_scale", "expected a positive number (it divides the positions)");
+        return vc__hf_bad(r, "floor_scale", "expected a positive number (it divides the positions)");
     const cJSON *as = l4_key(r, "attn_scale");
     if (as && (!cJSON_IsNumber(as) || !isfinite(as->valuedouble)))
-        return l4_bad(r, "attn_scale", "expected a number");
+        return vc__hf_bad(r, "attn_scale", "expected a number");
     return 0;
 }
 

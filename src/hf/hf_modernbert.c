@@ -34,16 +34,6 @@
 
 /* ------------------------------------------------------------ reading */
 
-static int mb_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int mb_bad(rd *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static const cJSON *mb_key(const rd *r, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
@@ -57,7 +47,7 @@ static int mb_bool(rd *r, const char *key, bool def, bool *out)
         *out = def;
         return 0;
     }
-    if (!cJSON_IsBool(v)) return mb_bad(r, key, "expected true or false");
+    if (!cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -69,7 +59,7 @@ static int mb_act(rd *r, const char *key, int *out)
     static const int acts[] = {A_GELU, A_GELU_TANH, A_SILU, A_SILU, A_RELU};
     const cJSON *v = mb_key(r, key);
     const char *s = v ? (cJSON_IsString(v) ? v->valuestring : NULL) : "gelu"; /* ModernBertConfig: "gelu" */
-    if (!s) return mb_bad(r, key, "expected a string naming an activation");
+    if (!s) return vc__hf_bad(r, key, "expected a string naming an activation");
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(s, names[i])) {
             *out = acts[i];
@@ -77,7 +67,7 @@ static int mb_act(rd *r, const char *key, int *out)
         }
     char e[64];
     vc_escape(e, sizeof e, s);
-    return mb_bad(r, key, "activation \"%s\" is not modelled (gelu, gelu_pytorch_tanh, silu, swish or relu)", e);
+    return vc__hf_bad(r, key, "activation \"%s\" is not modelled (gelu, gelu_pytorch_tanh, silu, swish or relu)", e);
 }
 
 bool vc__hf_modernbert_local(const arch *a, int64_t i)
@@ -92,14 +82,14 @@ int vc__hf_modernbert_read(rd *r, arch *a)
         return -1;
     const cJSON *p = mb_key(r, "classifier_pooling"); /* ModernBertConfig.__init__ raises on any other value */
     if (p && (!cJSON_IsString(p) || (strcmp(p->valuestring, "cls") && strcmp(p->valuestring, "mean"))))
-        return mb_bad(r, "classifier_pooling", "expected \"cls\" or \"mean\"");
+        return vc__hf_bad(r, "classifier_pooling", "expected \"cls\" or \"mean\"");
     a->mb.pool_mean = p && !strcmp(p->valuestring, "mean");
     /* the rotary bases change cos / sin values, no tensor's size: checked, not used */
     for (int i = 0; i < 2; i++) {
         const char *k = i ? "local_rope_theta" : "global_rope_theta";
         const cJSON *v = mb_key(r, k);
         if (v && (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0))
-            return mb_bad(r, k, "expected a positive number");
+            return vc__hf_bad(r, k, "expected a positive number");
     }
     /* ModernBertPreTrainedModel._maybe_set_compile: reference_compile true compiles the MLP, the
      * embeddings and the MaskedLM head with torch.compile (Inductor's fused kernels): not modelled.
@@ -107,7 +97,7 @@ int vc__hf_modernbert_read(rd *r, arch *a)
     bool compile = false;
     if (mb_bool(r, "reference_compile", false, &compile)) return -1;
     if (compile)
-        return mb_bad(r, "reference_compile", "true (torch.compile of the MLP, embeddings and head) is not modelled; "
+        return vc__hf_bad(r, "reference_compile", "true (torch.compile of the MLP, embeddings and head) is not modelled; "
                       "false or null gives the eager modules modelled here");
     /* layer_types picks each layer's rotary (ModernBertEncoderLayer.attention_type), the pattern its
      * window (ModernBertAttention): a list that disagrees mixes them, not modelled */
@@ -115,7 +105,7 @@ int vc__hf_modernbert_read(rd *r, arch *a)
         const cJSON *t = cJSON_GetArrayItem(a->layer_types, (int)i);
         bool sliding = !strcmp(t->valuestring, "sliding_attention");
         if (sliding != vc__hf_modernbert_local(a, i))
-            return mb_bad(r, "layer_types", "layer %lld is \"%s\" but global_attn_every_n_layers (%lld) makes it %s: "
+            return vc__hf_bad(r, "layer_types", "layer %lld is \"%s\" but global_attn_every_n_layers (%lld) makes it %s: "
                           "ModernBertAttention takes the window from the pattern and the rotary from layer_types, a mix "
                           "not modelled", (long long)i, t->valuestring, (long long)a->window_pattern,
                           sliding ? "global" : "local");
@@ -133,39 +123,13 @@ typedef struct {
 
 static cJSON *mb_layer(mw *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
     w->last = name;
-    return o;
+    return vc__hf_layer(w->r, w->arr, type, name);
 }
-
-static void mb_num(mw *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_flag(mw *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_str(mw *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void mb_ins(mw *w, cJSON *o, const char *a, const char *b)
-{
-    if (!o) return;
-    const char *v[2] = {a, b};
-    cJSON *arr = cJSON_CreateStringArray(v, b ? 2 : 1);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
-}
+static void mb_num(mw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void mb_flag(mw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void mb_str(mw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void mb_ins(mw *w, cJSON *o, const char *a, const char *b) { vc__hf_ins(w->r, o, a, b, NULL, NULL); }
 
 static void mb_linear(mw *w, const char *name, int64_t in, int64_t out, bool bias)
 {

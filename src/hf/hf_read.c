@@ -22,8 +22,7 @@
 
 /* ------------------------------------------------------------ reading keys */
 
-static int bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(rd *r, const char *key, const char *fmt, ...)
+int vc__hf_bad(rd *r, const char *key, const char *fmt, ...)
 {
     va_list ap;
     char path[160];
@@ -65,13 +64,13 @@ static int get_int(rd *r, const char *key, int64_t def, int64_t min, int64_t *ou
             *out = def;
             return 0;
         }
-        return bad(r, key, "missing: model_type \"%s\" needs \"%s\" (supported families: " FAMILIES ")", r->fam, key);
+        return vc__hf_bad(r, key, "missing: model_type \"%s\" needs \"%s\" (supported families: " FAMILIES ")", r->fam, key);
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!cJSON_IsNumber(v) || !isfinite(d) || d != floor(d))
-        return bad(r, key, "expected an integer");
-    if (d < (double)min) return bad(r, key, "expected an integer of at least %lld, got %.17g", (long long)min, d);
-    if (d > (double)MAX_SIZE) return bad(r, key, "%.17g is larger than the limit of 2^40", d);
+        return vc__hf_bad(r, key, "expected an integer");
+    if (d < (double)min) return vc__hf_bad(r, key, "expected an integer of at least %lld, got %.17g", (long long)min, d);
+    if (d > (double)MAX_SIZE) return vc__hf_bad(r, key, "%.17g is larger than the limit of 2^40", d);
     *out = (int64_t)d;
     return 0;
 }
@@ -84,7 +83,7 @@ static int get_num(rd *r, const char *key, double def, double min, double max, d
         return 0;
     }
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min || v->valuedouble > max)
-        return bad(r, key, "expected a number from %g to %g", min, max);
+        return vc__hf_bad(r, key, "expected a number from %g to %g", min, max);
     *out = v->valuedouble;
     return 0;
 }
@@ -96,7 +95,7 @@ static int get_bool(rd *r, const char *key, bool def, bool *out)
         *out = def;
         return 0;
     }
-    if (!cJSON_IsBool(v)) return bad(r, key, "expected true or false");
+    if (!cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
     *out = cJSON_IsTrue(v);
     return 0;
 }
@@ -108,7 +107,7 @@ static int get_str(rd *r, const char *key, const char *def, const char **out)
         *out = def;
         return 0;
     }
-    if (!cJSON_IsString(v)) return bad(r, key, "expected a string");
+    if (!cJSON_IsString(v)) return vc__hf_bad(r, key, "expected a string");
     *out = v->valuestring;
     return 0;
 }
@@ -128,7 +127,7 @@ static int read_act(rd *r, const char *key, const char *def, bool gated, int *ou
         }
     char e[64];
     vc_escape(e, sizeof e, s);
-    return bad(r, key, "activation \"%s\" is not modelled (%s)", e,
+    return vc__hf_bad(r, key, "activation \"%s\" is not modelled (%s)", e,
                gated ? "silu, swish, gelu, gelu_pytorch_tanh or relu" : "gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu or silu");
 }
 
@@ -138,16 +137,16 @@ static int read_rope_scaling(rd *r)
 {
     const cJSON *v = key_of(r, "rope_scaling");
     if (!v) return 0;
-    if (!cJSON_IsObject(v)) return bad(r, "rope_scaling", "expected an object or null");
+    if (!cJSON_IsObject(v)) return vc__hf_bad(r, "rope_scaling", "expected an object or null");
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "rope_type");
     if (!t) t = cJSON_GetObjectItemCaseSensitive(v, "type");
-    if (!cJSON_IsString(t)) return bad(r, "rope_scaling.rope_type", "missing: the scaling type (a string)");
+    if (!cJSON_IsString(t)) return vc__hf_bad(r, "rope_scaling.rope_type", "missing: the scaling type (a string)");
     static const char *const ok[] = {"default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope"};
     for (int i = 0; i < 8; i++)
         if (!strcmp(t->valuestring, ok[i])) return 0;
     char e[64];
     vc_escape(e, sizeof e, t->valuestring);
-    return bad(r, "rope_scaling.rope_type", "unknown rope scaling \"%s\" (default, linear, dynamic, yarn, longrope, llama3)", e);
+    return vc__hf_bad(r, "rope_scaling.rope_type", "unknown rope scaling \"%s\" (default, linear, dynamic, yarn, longrope, llama3)", e);
 }
 
 /* ------------------------------------------------------------ the family's keys */
@@ -209,7 +208,7 @@ static const struct {
 static int split_heads(rd *r, const hf_family *f, int64_t H, int64_t NH, int64_t *out)
 {
     if (H % NH)
-        return bad(r, f->keys[K_HEADS].key, "%s (%lld) must be divisible by %s (%lld)", f->keys[K_HIDDEN].key, (long long)H,
+        return vc__hf_bad(r, f->keys[K_HEADS].key, "%s (%lld) must be divisible by %s (%lld)", f->keys[K_HIDDEN].key, (long long)H,
                    f->keys[K_HEADS].key, (long long)NH);
     *out = H / NH;
     return 0;
@@ -254,45 +253,45 @@ static int read_key(rd *r, arch *a, int role)
     case T_ACT: return read_act(r, key ? key : "hidden_act", k->sdef, f->mlp != MLP_PLAIN, field);
     case T_LIST: {
         const cJSON *v = key_of(r, key);
-        if (!cJSON_IsArray(v)) return bad(r, key, "expected a list of layer indices");
+        if (!cJSON_IsArray(v)) return vc__hf_bad(r, key, "expected a list of layer indices");
         *(const cJSON **)field = v;
         return 0;
     }
     case T_TYPES: { /* layer_types: one "full_attention" or "sliding_attention" per layer */
         const cJSON *v = key_of(r, key);
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
-            return bad(r, key, "expected a list of %lld layer types (\"full_attention\" or \"sliding_attention\")",
+            return vc__hf_bad(r, key, "expected a list of %lld layer types (\"full_attention\" or \"sliding_attention\")",
                        (long long)a->N);
         for (const cJSON *e = v->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "sliding_attention")))
-                return bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
+                return vc__hf_bad(r, key, "expected \"full_attention\" or \"sliding_attention\" for each layer");
         *(const cJSON **)field = v;
         return 0;
     }
     case T_HYBRID: { /* Qwen3NextConfig.layer_types: "linear_attention" or "full_attention" per layer */
         const cJSON *v = key_of(r, key);
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != a->N)
-            return bad(r, key, "expected a list of %lld layer types (\"linear_attention\" or \"full_attention\")",
+            return vc__hf_bad(r, key, "expected a list of %lld layer types (\"linear_attention\" or \"full_attention\")",
                        (long long)a->N);
         for (const cJSON *e = v->child; e; e = e->next)
             if (!cJSON_IsString(e) || (strcmp(e->valuestring, "full_attention") && strcmp(e->valuestring, "linear_attention")))
-                return bad(r, key, "expected \"linear_attention\" or \"full_attention\" for each layer");
+                return vc__hf_bad(r, key, "expected \"linear_attention\" or \"full_attention\" for each layer");
         *(const cJSON **)field = v;
         return 0;
     }
     case T_FLAGS: { /* no_rope_layers: 1 (rotary) or 0 (NoPE) for at least every layer */
         const cJSON *v = key_of(r, key);
         if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < a->N)
-            return bad(r, key, "expected a list of 0 or 1 for each of the %lld layers", (long long)a->N);
+            return vc__hf_bad(r, key, "expected a list of 0 or 1 for each of the %lld layers", (long long)a->N);
         for (const cJSON *e = v->child; e; e = e->next)
             if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
-                return bad(r, key, "expected 1 (rotary) or 0 (no rotary) for each layer");
+                return vc__hf_bad(r, key, "expected 1 (rotary) or 0 (no rotary) for each layer");
         *(const cJSON **)field = v;
         return 0;
     }
     case T_LABELS: { /* num_labels: len(id2label) (PretrainedConfig) */
         const cJSON *ids = key_of(r, key);
-        if (!cJSON_IsObject(ids) || !ids->child) return bad(r, key, "expected an object of labels");
+        if (!cJSON_IsObject(ids) || !ids->child) return vc__hf_bad(r, key, "expected an object of labels");
         *(int64_t *)field = cJSON_GetArraySize(ids);
         return 0;
     }
@@ -308,16 +307,16 @@ static int read_deepseek(rd *r, const arch *a)
 {
     const char *ng = role_key(r, a, K_N_GROUP, -1, "n_group"), *tg = role_key(r, a, K_TOPK_GROUP, -1, "topk_group");
     if (a->E % a->n_group || a->E / a->n_group < 2)
-        return bad(r, ng, "%lld groups: n_routed_experts (%lld) must split into groups of at least 2 experts (each group's "
+        return vc__hf_bad(r, ng, "%lld groups: n_routed_experts (%lld) must split into groups of at least 2 experts (each group's "
                    "score is its top-2 sum)", (long long)a->n_group, (long long)a->E);
     if (a->topk_group > a->n_group)
-        return bad(r, tg, "%lld is more than n_group (%lld)", (long long)a->topk_group, (long long)a->n_group);
+        return vc__hf_bad(r, tg, "%lld is more than n_group (%lld)", (long long)a->topk_group, (long long)a->n_group);
     if (a->K > a->E / a->n_group * a->topk_group)
-        return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts of "
+        return vc__hf_bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts of "
                    "the %lld groups kept (topk_group)", (long long)a->K, (long long)(a->E / a->n_group * a->topk_group),
                    (long long)a->topk_group);
     if (a->f->attn == ATTN_MLA && a->D % 2)
-        return bad(r, role_key(r, a, K_HEAD_DIM, -1, "qk_rope_head_dim"), "%lld: the rotary part must be even", (long long)a->D);
+        return vc__hf_bad(r, role_key(r, a, K_HEAD_DIM, -1, "qk_rope_head_dim"), "%lld: the rotary part must be even", (long long)a->D);
     if (a->experts_impl == EXPERTS_PER_EXPERT) {
         vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert: %s's routed experts are modelled with "
                      "transformers 5's stacked experts (grouped_mm)", r->fam);
@@ -332,20 +331,20 @@ static int read_falcon(rd *r, arch *a)
 {
     /* FalconModel.use_alibi: build_alibi_tensor, the scores upcast to fp32 with the bias, eager-style
      * attention in FalconAttention.forward's alibi branch: not modelled */
-    if (a->alibi) return bad(r, "alibi", "true (ALiBi position biases instead of rotary) is not modelled");
+    if (a->alibi) return vc__hf_bad(r, "alibi", "true (ALiBi position biases instead of rotary) is not modelled");
     /* FalconLinear: input @ weight.T, then + bias as a separate op: not modelled */
-    if (a->qkv_bias) return bad(r, "bias", "true (FalconLinear adds the bias after the matmul) is not modelled");
+    if (a->qkv_bias) return vc__hf_bad(r, "bias", "true (FalconLinear adds the bias after the matmul) is not modelled");
     const char *ln = "num_ln_in_parallel_attn";
-    if (a->num_ln > 2) return bad(r, ln, "expected 1, 2 or null, got %lld", (long long)a->num_ln);
+    if (a->num_ln > 2) return vc__hf_bad(r, ln, "expected 1, 2 or null, got %lld", (long long)a->num_ln);
     if (a->new_arch && !a->parallel) /* __init__ builds input_layernorm, forward reads ln_attn / mlp_layernorm_out */
-        return bad(r, "parallel_attn", "false with new_decoder_architecture: FalconDecoderLayer.forward fails on it");
+        return vc__hf_bad(r, "parallel_attn", "false with new_decoder_architecture: FalconDecoderLayer.forward fails on it");
     if (a->new_arch && a->num_ln == 0) a->num_ln = 2; /* FalconDecoderLayer.__init__: None -> 2 */
     if (!a->new_arch && a->num_ln == 2) /* __init__ builds ln_attn / ln_mlp, forward reads input_layernorm */
-        return bad(r, ln, "2 (ln_attn and ln_mlp) needs new_decoder_architecture: FalconDecoderLayer.forward fails on it");
+        return vc__hf_bad(r, ln, "2 (ln_attn and ln_mlp) needs new_decoder_architecture: FalconDecoderLayer.forward fails on it");
     if (a->new_arch) {
         a->mqa = false; /* FalconAttention: num_kv_heads from the config, multi_query unread */
     } else if (!a->mqa && a->KV != a->NH) /* _split_heads gives num_heads keys, reshaped to num_kv_heads */
-        return bad(r, "num_kv_heads", "%lld: without new_decoder_architecture or multi_query FalconAttention has "
+        return vc__hf_bad(r, "num_kv_heads", "%lld: without new_decoder_architecture or multi_query FalconAttention has "
                    "num_attention_heads (%lld) kv heads", (long long)a->KV, (long long)a->NH);
     return 0;
 }
@@ -360,7 +359,7 @@ static int read_family(rd *r, arch *a)
         if ((role == K_WINDOW || role == K_WINDOW_LAYERS) && !a->use_window) continue;
         if (read_key(r, a, role)) return -1;
         if (role == K_KV_HEADS && a->NH % a->KV)
-            return bad(r, role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), "%s (%lld) must be divisible by %s (%lld)",
+            return vc__hf_bad(r, role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), "%s (%lld) must be divisible by %s (%lld)",
                        role_key(r, a, K_HEADS, -1, "num_attention_heads"), (long long)a->NH,
                        role_key(r, a, K_KV_HEADS, K_HEADS, "num_key_value_heads"), (long long)a->KV);
         if (role == K_MAXPOS && f->rope_scaling && read_rope_scaling(r)) return -1;
@@ -370,20 +369,20 @@ static int read_family(rd *r, arch *a)
      * GPT-NeoX's rotary_ndims) */
     a->R = !f->keys[K_ROTARY].key ? (f->keys[K_ROTARY].def > 0 ? a->D : 0) : (int64_t)((double)a->D * a->rotary) / 2 * 2;
     if (f->keys[K_NORM_AFFINE].key && !a->norm_affine) /* OPTDecoderLayer: LayerNorm(elementwise_affine=...) */
-        return bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
+        return vc__hf_bad(r, f->keys[K_NORM_AFFINE].key, "false (LayerNorms without weight and bias) is not modelled");
     if (a->qk_layernorm) /* PhiAttention: q_layernorm / k_layernorm, LayerNorms per head */
-        return bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
+        return vc__hf_bad(r, f->keys[K_QK_LAYERNORM].key, "true (LayerNorm on q and k per head) is not modelled");
     /* distilbert's Embeddings: create_sinusoidal_embeddings fills position_embeddings and sets its
      * requires_grad False (modeling_distilbert.py @00b326f4): a frozen table is not modelled */
     if (a->sinusoidal)
-        return bad(r, f->keys[K_SINUSOIDAL].key, "true (a fixed sinusoidal position table, requires_grad False) is not modelled");
+        return vc__hf_bad(r, f->keys[K_SINUSOIDAL].key, "true (a fixed sinusoidal position table, requires_grad False) is not modelled");
     /* BertEmbeddings / BertSelfAttention (modeling_bert.py, RoBERTa's and XLM-R's copies):
      * "relative_key" / "relative_key_query" add distance_embedding and einsum scores, and any other
      * value (null included) skips `embeddings += position_embeddings`: only "absolute" is modelled */
     const cJSON *pet = f->block == BLK_BERT ? cJSON_GetObjectItemCaseSensitive(r->cfg, "position_embedding_type") : NULL;
     if (pet) {
         if (!cJSON_IsString(pet) || strcmp(pet->valuestring, "absolute"))
-            return bad(r, "position_embedding_type", "only \"absolute\" (BertConfig's default) is modelled");
+            return vc__hf_bad(r, "position_embedding_type", "only \"absolute\" (BertConfig's default) is modelled");
     }
     if (f->block == BLK_FALCON && read_falcon(r, a)) return -1;
     if (a->mqa) a->KV = 1; /* GPTBigCodeAttention: kv_heads = 1 if multi_query else num_heads */
@@ -391,10 +390,10 @@ static int read_family(rd *r, arch *a)
     /* Qwen3NextGatedDeltaNet.fix_query_key_value_ordering views the projections as
      * [.., num_k_heads, ...] groups of num_v_heads // num_k_heads value heads */
     if (f->hybrid && a->lin_vh % a->lin_kh)
-        return bad(r, f->keys[K_LIN_VH].key, "%lld must be divisible by %s (%lld)", (long long)a->lin_vh,
+        return vc__hf_bad(r, f->keys[K_LIN_VH].key, "%lld must be divisible by %s (%lld)", (long long)a->lin_vh,
                    f->keys[K_LIN_KH].key, (long long)a->lin_kh);
     if (f->moe && a->K > a->E)
-        return bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
+        return vc__hf_bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
     if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
@@ -403,7 +402,7 @@ static int read_family(rd *r, arch *a)
     if (f->local_rope) { /* Gemma3TextConfig.use_bidirectional_attention (EmbeddingGemma): not causal, window // 2 + 1 */
         bool bidi = false;
         if (get_bool(r, "use_bidirectional_attention", false, &bidi)) return -1;
-        if (bidi) return bad(r, "use_bidirectional_attention", "true (bidirectional attention, an encoder) is not modelled");
+        if (bidi) return vc__hf_bad(r, "use_bidirectional_attention", "true (bidirectional attention, an encoder) is not modelled");
     }
     return 0;
 }
@@ -415,51 +414,51 @@ static int check_sizes(rd *r, const arch *a)
     int64_t t;
     int64_t width = a->H > a->proj ? a->H : a->proj; /* OPT's embeddings are word_embed_proj_dim wide */
     if (__builtin_mul_overflow(a->V, width, &t) || t > lim)
-        return bad(r, role_key(r, a, K_VOCAB, -1, "vocab_size"), "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
+        return vc__hf_bad(r, role_key(r, a, K_VOCAB, -1, "vocab_size"), "vocab_size x hidden size (%lld x %lld) is more than 2^48 elements: the embedding would not fit any memory", (long long)a->V, (long long)width);
     int64_t w = a->I > a->moe_I ? a->I : a->moe_I;
     if (__builtin_mul_overflow(w, a->H, &t) || __builtin_mul_overflow(t, 3 * (a->E > 0 ? a->E : 1), &t) || t > lim)
-        return bad(r, role_key(r, a, a->I >= a->moe_I ? K_INTER : K_MOE_INTER, K_HIDDEN, "intermediate_size"), "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
+        return vc__hf_bad(r, role_key(r, a, a->I >= a->moe_I ? K_INTER : K_MOE_INTER, K_HIDDEN, "intermediate_size"), "the MLP weights (%lld x %lld) are more than 2^48 elements", (long long)w, (long long)a->H);
     if (__builtin_mul_overflow(a->shared_I, a->H, &t) || __builtin_mul_overflow(t, 3, &t) || t > lim)
-        return bad(r, role_key(r, a, K_SHARED_INTER, K_HIDDEN, "shared_expert_intermediate_size"), "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
+        return vc__hf_bad(r, role_key(r, a, K_SHARED_INTER, K_HIDDEN, "shared_expert_intermediate_size"), "the shared expert's weights (%lld x %lld) are more than 2^48 elements",
                    (long long)a->shared_I, (long long)a->H);
     int64_t qk = (a->NH + 2 * a->KV);
     if (__builtin_mul_overflow(qk, a->D, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
-        return bad(r, role_key(r, a, K_HEADS, K_HIDDEN, "num_attention_heads"), "the attention projections are more than 2^48 elements");
-    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "the model has more than 2^48 parameters");
+        return vc__hf_bad(r, role_key(r, a, K_HEADS, K_HIDDEN, "num_attention_heads"), "the attention projections are more than 2^48 elements");
+    if (__builtin_mul_overflow(a->N, t, &t) || t > lim) return vc__hf_bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "the model has more than 2^48 parameters");
     if (a->R % 2)
-        return bad(r, a->D == a->H / a->NH ? role_key(r, a, K_HEADS, -1, "num_attention_heads") : role_key(r, a, K_HEAD_DIM, -1, "head_dim"),
+        return vc__hf_bad(r, a->D == a->H / a->NH ? role_key(r, a, K_HEADS, -1, "num_attention_heads") : role_key(r, a, K_HEAD_DIM, -1, "head_dim"),
                    "the rotary part of each head (%lld of head_dim %lld) must be even", (long long)a->R, (long long)a->D);
     if (a->f->hybrid) { /* in_proj_qkvz [2 key_dim + 2 value_dim, hidden] */
         int64_t kd, vd;
         if (__builtin_mul_overflow(a->lin_kh, a->lin_kd, &kd) || __builtin_mul_overflow(a->lin_vh, a->lin_vd, &vd) ||
             kd > lim || vd > lim || __builtin_mul_overflow(2 * kd + 2 * vd, a->H, &t) || t > lim)
-            return bad(r, a->f->keys[K_LIN_VH].key, "the linear attention's projections are more than 2^48 elements");
+            return vc__hf_bad(r, a->f->keys[K_LIN_VH].key, "the linear attention's projections are more than 2^48 elements");
         /* in_proj_qkvz's width 2 key_dim + 2 value_dim, a Linear's out_features: at most 2^40 (Qwen3_5GatedDeltaNet's
          * in_proj_qkv, 2 key_dim + value_dim, and in_proj_z, value_dim, held to the same sum) */
         if (2 * kd + 2 * vd > MAX_SIZE)
-            return bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "%s's width, 2 x %lld + 2 x %lld, is more "
+            return vc__hf_bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "%s's width, 2 x %lld + 2 x %lld, is more "
                        "than the limit of 2^40", a->f->gdn_split ? "in_proj_qkv + in_proj_z" : "in_proj_qkvz", (long long)kd,
                        (long long)vd);
         if (2 * a->NH * a->D > MAX_SIZE) /* Qwen3NextAttention's q_proj: the query and its gate */
-            return bad(r, role_key(r, a, K_HEADS, -1, "num_attention_heads"), "q_proj's width, 2 x %lld heads x %lld, is "
+            return vc__hf_bad(r, role_key(r, a, K_HEADS, -1, "num_attention_heads"), "q_proj's width, 2 x %lld heads x %lld, is "
                        "more than the limit of 2^40", (long long)a->NH, (long long)a->D);
     }
-    if (a->N > 1024) return bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
+    if (a->N > 1024) return vc__hf_bad(r, role_key(r, a, K_LAYERS, -1, "num_hidden_layers"), "%lld layers: more than the limit of 1024", (long long)a->N);
     if (a->f->attn == ATTN_MLA) { /* q_b_proj (or q_proj), kv_b_proj: heads x head dims x their input */
         const int64_t in_q = a->q_lora ? a->q_lora : a->H;
         /* q_a_proj [q_lora_rank, hidden], kv_a_proj_with_mqa [kv_lora_rank + rope, hidden] */
         if (__builtin_mul_overflow(a->q_lora, a->H, &t) || t > lim)
-            return bad(r, role_key(r, a, K_Q_LORA, -1, "q_lora_rank"), "q_a_proj (%lld x %lld) is more than 2^48 elements",
+            return vc__hf_bad(r, role_key(r, a, K_Q_LORA, -1, "q_lora_rank"), "q_a_proj (%lld x %lld) is more than 2^48 elements",
                        (long long)a->q_lora, (long long)a->H);
         if (a->kv_lora + a->D > MAX_SIZE || __builtin_mul_overflow(a->kv_lora + a->D, a->H, &t) || t > lim)
-            return bad(r, role_key(r, a, K_KV_LORA, -1, "kv_lora_rank"), "kv_a_proj_with_mqa ((%lld + %lld) x %lld) is more than "
+            return vc__hf_bad(r, role_key(r, a, K_KV_LORA, -1, "kv_lora_rank"), "kv_a_proj_with_mqa ((%lld + %lld) x %lld) is more than "
                        "2^40 wide or 2^48 elements", (long long)a->kv_lora, (long long)a->D, (long long)a->H);
         if (__builtin_mul_overflow(a->NH, a->qk_nope + a->D, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, in_q, &t) || t > lim)
-            return bad(r, role_key(r, a, K_QK_NOPE, -1, "qk_nope_head_dim"), "the query projection (%lld heads x (%lld + %lld) "
+            return vc__hf_bad(r, role_key(r, a, K_QK_NOPE, -1, "qk_nope_head_dim"), "the query projection (%lld heads x (%lld + %lld) "
                        "x %lld) is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->D, (long long)in_q);
         if (__builtin_mul_overflow(a->NH, a->qk_nope + a->v_head, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->kv_lora, &t) || t > lim ||
             __builtin_mul_overflow(a->NH, a->v_head, &t) || __builtin_mul_overflow(t, a->H, &t) || t > lim)
-            return bad(r, role_key(r, a, K_V_HEAD, -1, "v_head_dim"), "kv_b_proj or o_proj (%lld heads x (%lld + %lld) x %lld) "
+            return vc__hf_bad(r, role_key(r, a, K_V_HEAD, -1, "v_head_dim"), "kv_b_proj or o_proj (%lld heads x (%lld + %lld) x %lld) "
                        "is more than 2^40 wide or 2^48 elements", (long long)a->NH, (long long)a->qk_nope, (long long)a->v_head,
                        (long long)a->kv_lora);
     }
@@ -467,7 +466,7 @@ static int check_sizes(rd *r, const arch *a)
     if (a->f->moe == MOE_DEEPSEEK &&
         (__builtin_mul_overflow(a->moe_I, a->n_shared, &t) || t > MAX_SIZE || __builtin_mul_overflow(t, a->H, &t) ||
          __builtin_mul_overflow(t, 3, &t) || t > lim))
-        return bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
+        return vc__hf_bad(r, role_key(r, a, K_N_SHARED, -1, "n_shared_experts"), "the shared experts (%lld x %lld wide, hidden %lld) "
                    "are more than 2^40 wide or 2^48 elements", (long long)a->moe_I, (long long)a->n_shared, (long long)a->H);
     if (a->f->moe == MOE_GPT_OSS && a->experts_impl == EXPERTS_PER_EXPERT) {
         vc_set_error(r->err, VC_ERR_USAGE, O("experts_implementation"), "per_expert is not modelled for gpt_oss: "
@@ -476,7 +475,7 @@ static int check_sizes(rd *r, const arch *a)
         return -1;
     }
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
-        return bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
+        return vc__hf_bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);
     return 0;
 }
@@ -492,13 +491,13 @@ static int check_dtype(rd *r)
     for (int k = 0; k < 2; k++) {
         const cJSON *v = key_of(r, keys[k]);
         if (!v) continue;
-        if (!cJSON_IsString(v)) return bad(r, keys[k], "expected a string such as \"bfloat16\"");
+        if (!cJSON_IsString(v)) return vc__hf_bad(r, keys[k], "expected a string such as \"bfloat16\"");
         bool known = false;
         for (int i = 0; i < 5; i++) known |= !strcmp(v->valuestring, ok[i]);
         if (!known) {
             char e[64];
             vc_escape(e, sizeof e, v->valuestring);
-            return bad(r, keys[k], "\"%s\" is not a dtype modelled for a checkpoint's weights (float32, float16, bfloat16)", e);
+            return vc__hf_bad(r, keys[k], "\"%s\" is not a dtype modelled for a checkpoint's weights (float32, float16, bfloat16)", e);
         }
     }
     return 0;

@@ -38,7 +38,6 @@
  * activation offloading (vc__t5_check below).
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,16 +46,6 @@
 #include "hf_arch.h"
 #include "model.h"
 #include "util.h"
-
-static int t5_bad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int t5_bad(rd *r, const char *key, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vc_set_errorv(r->err, VC_ERR_MODEL, key, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* A key's value, null read as absent (as hf_read.c's key_of). */
 static const cJSON *t5_key(rd *r, const char *key)
@@ -81,17 +70,17 @@ int vc__hf_t5_read(rd *r, arch *a)
 {
     if (!a->dec_N) a->dec_N = a->N; /* num_decoder_layers absent or null: num_layers */
     if (a->dec_N > 1024)
-        return t5_bad(r, "num_decoder_layers", "%lld layers: more than the limit of 1024", (long long)a->dec_N);
+        return vc__hf_bad(r, "num_decoder_layers", "%lld layers: more than the limit of 1024", (long long)a->dec_N);
     /* feed_forward_proj: "ACT" or "gated-ACT" (T5Config's ValueError otherwise) */
     const cJSON *fp = t5_key(r, "feed_forward_proj");
-    if (fp && !cJSON_IsString(fp)) return t5_bad(r, "feed_forward_proj", "expected a string such as \"relu\" or \"gated-gelu\"");
+    if (fp && !cJSON_IsString(fp)) return vc__hf_bad(r, "feed_forward_proj", "expected a string such as \"relu\" or \"gated-gelu\"");
     const char *s = fp ? fp->valuestring : "relu";
     char e[64];
     vc_escape(e, sizeof e, s);
     const char *dash = strchr(s, '-');
     bool gated = dash && (size_t)(dash - s) == 5 && !strncmp(s, "gated", 5);
     if ((dash && !gated) || (dash && strchr(dash + 1, '-')))
-        return t5_bad(r, "feed_forward_proj", "\"%s\" is not of the form \"gated-ACT\" or \"ACT\" (T5Config raises ValueError)", e);
+        return vc__hf_bad(r, "feed_forward_proj", "\"%s\" is not of the form \"gated-ACT\" or \"ACT\" (T5Config raises ValueError)", e);
     const char *act = dash ? dash + 1 : s;
     size_t alen = strlen(act);
     if (!strcmp(s, "gated-gelu")) { /* T5Config: "for backwards compatibility" */
@@ -101,27 +90,27 @@ int vc__hf_t5_read(rd *r, arch *a)
     /* is_gated_act / dense_act_fn written in the file replace the derived ones (PretrainedConfig's kwargs):
      * one that disagrees with feed_forward_proj is refused rather than silently followed */
     const cJSON *ga = t5_key(r, "is_gated_act");
-    if (ga && !cJSON_IsBool(ga)) return t5_bad(r, "is_gated_act", "expected true or false");
+    if (ga && !cJSON_IsBool(ga)) return vc__hf_bad(r, "is_gated_act", "expected true or false");
     if (ga && cJSON_IsTrue(ga) != gated)
-        return t5_bad(r, "is_gated_act", "%s disagrees with feed_forward_proj \"%s\" (transformers would build %s MLP)",
+        return vc__hf_bad(r, "is_gated_act", "%s disagrees with feed_forward_proj \"%s\" (transformers would build %s MLP)",
                       cJSON_IsTrue(ga) ? "true" : "false", e, cJSON_IsTrue(ga) ? "the gated" : "the ungated");
     const cJSON *da = t5_key(r, "dense_act_fn");
-    if (da && !cJSON_IsString(da)) return t5_bad(r, "dense_act_fn", "expected a string such as \"gelu_new\"");
+    if (da && !cJSON_IsString(da)) return vc__hf_bad(r, "dense_act_fn", "expected a string such as \"gelu_new\"");
     if (da && (strlen(da->valuestring) != alen || strncmp(da->valuestring, act, alen))) {
         char d[64];
         vc_escape(d, sizeof d, da->valuestring);
-        return t5_bad(r, "dense_act_fn", "\"%s\" disagrees with feed_forward_proj \"%s\" (which gives \"%.*s\")", d, e,
+        return vc__hf_bad(r, "dense_act_fn", "\"%s\" disagrees with feed_forward_proj \"%s\" (which gives \"%.*s\")", d, e,
                       (int)alen, act);
     }
     a->gated = gated;
     a->act = t5_act(act, alen);
     if (a->act < 0)
-        return t5_bad(r, "feed_forward_proj", "\"%s\": the activation is not modelled (relu, gelu, gelu_new, gelu_fast, "
+        return vc__hf_bad(r, "feed_forward_proj", "\"%s\": the activation is not modelled (relu, gelu, gelu_new, gelu_fast, "
                       "gelu_pytorch_tanh, silu or swish, optionally gated-)", e);
     const cJSON *ed = t5_key(r, "is_encoder_decoder");
-    if (ed && !cJSON_IsBool(ed)) return t5_bad(r, "is_encoder_decoder", "expected true or false");
+    if (ed && !cJSON_IsBool(ed)) return vc__hf_bad(r, "is_encoder_decoder", "expected true or false");
     if (ed && !cJSON_IsTrue(ed))
-        return t5_bad(r, "is_encoder_decoder", "false: T5ForConditionalGeneration is an encoder-decoder (generate() "
+        return vc__hf_bad(r, "is_encoder_decoder", "false: T5ForConditionalGeneration is an encoder-decoder (generate() "
                       "reads this flag to run the encoder first)");
     /* _relative_position_bucket: the encoder's bidirectional buckets halve num_buckets, then
      * max_exact = num_buckets // 2 and math.log(max_distance / max_exact) divides by it (a
@@ -129,15 +118,15 @@ int vc__hf_t5_read(rd *r, arch *a)
      * max_distance at or below max_exact makes that log 0 or negative: NaN or negative buckets,
      * an out-of-range nn.Embedding index once positions reach max_exact */
     if (a->rel_buckets < 4)
-        return t5_bad(r, "relative_attention_num_buckets", "%lld: at least 4 (the encoder's max_exact, num_buckets // 4, "
+        return vc__hf_bad(r, "relative_attention_num_buckets", "%lld: at least 4 (the encoder's max_exact, num_buckets // 4, "
                       "divides in _relative_position_bucket)", (long long)a->rel_buckets);
     if (a->rel_maxdist <= a->rel_buckets / 2)
-        return t5_bad(r, "relative_attention_max_distance", "%lld: must be more than relative_attention_num_buckets // 2 "
+        return vc__hf_bad(r, "relative_attention_max_distance", "%lld: must be more than relative_attention_num_buckets // 2 "
                       "(%lld, the decoder's max_exact): log(max_distance / max_exact) must be positive",
                       (long long)a->rel_maxdist, (long long)(a->rel_buckets / 2));
     int64_t t;
     if (__builtin_mul_overflow(a->rel_buckets, a->NH, &t) || t > (INT64_C(1) << 48))
-        return t5_bad(r, "relative_attention_num_buckets", "relative_attention_bias (%lld x %lld heads) is more than 2^48 "
+        return vc__hf_bad(r, "relative_attention_num_buckets", "relative_attention_bias (%lld x %lld heads) is more than 2^48 "
                       "elements", (long long)a->rel_buckets, (long long)a->NH);
     return 0;
 }
@@ -188,39 +177,15 @@ typedef struct {
 
 static cJSON *t5_lay(t5w *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name))) w->r->oom = true;
     snprintf(w->last, sizeof w->last, "%s", name ? name : "");
-    return o;
+    return vc__hf_layer(w->r, w->arr, type, name);
 }
-static void t5_num(t5w *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void t5_str(t5w *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void t5_flag(t5w *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
+static void t5_num(t5w *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void t5_str(t5w *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void t5_flag(t5w *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
 static void t5_ins(t5w *w, cJSON *o, const char *a, const char *b, const char *c, const char *d)
 {
-    if (!o) return;
-    const char *v[4] = {a, b, c, d};
-    int n = 0;
-    while (n < 4 && v[n]) n++;
-    cJSON *arr = cJSON_CreateStringArray(v, n);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
+    vc__hf_ins(w->r, o, a, b, c, d);
 }
 static void t5_linear(t5w *w, const char *name, const char *in, int64_t nin, int64_t nout)
 {

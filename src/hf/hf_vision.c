@@ -168,13 +168,11 @@ static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def)
     return 0;
 }
 
-/* Qwen3-VL (model_type qwen3_vl): Qwen3VLVisionConfig's defaults (configuration_qwen3_vl.py @ 000c33fd:
- * depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304, num_heads 16,
- * in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2, out_hidden_size 3584,
- * num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24]). Qwen3VLVisionModel
- * (modeling_qwen3_vl.py @ 00709b86): pos_embed nn.Embedding(num_position_embeddings, hidden), read
- * on an int(sqrt(num_position_embeddings)) grid; a deepstack merger per index, run after that block. */
-static int read_qwen3(rd *r, arch *a, const cJSON *v)
+/* The keys Qwen3VLVisionConfig and Qwen3_5VisionConfig share, with the same defaults (below), and
+ * their checks: the tower's size, its heads, and the merger's width, which must be the language
+ * model's: the merged embeddings replace the image tokens' rows (Qwen3VLModel / Qwen3_5Model.forward:
+ * inputs_embeds.masked_scatter(image_mask, image_embeds)), and Qwen3-VL's deepstack adds to them. */
+static int read_qwen3_keys(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
     if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
@@ -186,9 +184,22 @@ static int read_qwen3(rd *r, arch *a, const cJSON *v)
     if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
     if (t->C % t->NH)
         return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
-    if (t->out != a->H) /* the merged embeddings replace the image tokens' rows, and deepstack adds to them */
+    if (t->out != a->H)
         return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
                     "which its image tokens replace", (long long)t->out, (long long)a->H);
+    return 0;
+}
+
+/* Qwen3-VL (model_type qwen3_vl): Qwen3VLVisionConfig's defaults (configuration_qwen3_vl.py @ 000c33fd:
+ * depth 27, hidden_size 1152, hidden_act gelu_pytorch_tanh, intermediate_size 4304, num_heads 16,
+ * in_channels 3, patch_size 16, spatial_merge_size 2, temporal_patch_size 2, out_hidden_size 3584,
+ * num_position_embeddings 2304, deepstack_visual_indexes [8, 16, 24]). Qwen3VLVisionModel
+ * (modeling_qwen3_vl.py @ 00709b86): pos_embed nn.Embedding(num_position_embeddings, hidden), read
+ * on an int(sqrt(num_position_embeddings)) grid; a deepstack merger per index, run after that block. */
+static int read_qwen3(rd *r, arch *a, const cJSON *v)
+{
+    hf_vision *t = &a->vis;
+    if (read_qwen3_keys(r, a, v)) return -1;
     const cJSON *ds = v ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
     t->ndeep = 3;
     if ((!ds || cJSON_IsNull(ds)) && t->depth <= 24) /* a merger per index, run after that block */
@@ -389,18 +400,7 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
 static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
-    if (vint(r, v, "depth", 27, 1, &t->depth) || vint(r, v, "hidden_size", 1152, 1, &t->C) ||
-        vint(r, v, "intermediate_size", 4304, 1, &t->I) || vint(r, v, "num_heads", 16, 1, &t->NH) ||
-        vint(r, v, "in_channels", 3, 1, &t->cin) || vint(r, v, "patch_size", 16, 1, &t->P) ||
-        vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
-        vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
-        return -1;
-    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
-    if (t->C % t->NH)
-        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
-    if (t->out != a->H) /* Qwen3_5Model.forward: inputs_embeds.masked_scatter(image_mask, image_embeds) */
-        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
-                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    if (read_qwen3_keys(r, a, v)) return -1;
     const int64_t lim = INT64_C(1) << 48;
     int64_t x, m2, pd;
     if (__builtin_mul_overflow(t->C, t->C, &x) || __builtin_mul_overflow(x, 3, &x) || x > lim ||
@@ -508,39 +508,14 @@ typedef struct {
 
 static cJSON *lay(vw *w, const char *type, const char *name)
 {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(w->arr, o)) {
-        cJSON_Delete(o);
-        w->r->oom = true;
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "type", type) || (name && !cJSON_AddStringToObject(o, "name", name)) ||
-        !cJSON_AddBoolToObject(o, "frozen", true)) /* the tower is frozen (the file's comment) */
-        w->r->oom = true;
+    cJSON *o = vc__hf_layer(w->r, w->arr, type, name);
+    vc__hf_flag(w->r, o, "frozen", true); /* the tower is frozen (the file's comment) */
     return o;
 }
-static void vnum(vw *w, cJSON *o, const char *k, double v)
-{
-    if (o && !cJSON_AddNumberToObject(o, k, v)) w->r->oom = true;
-}
-static void vflag(vw *w, cJSON *o, const char *k, bool v)
-{
-    if (o && !cJSON_AddBoolToObject(o, k, v)) w->r->oom = true;
-}
-static void vstr(vw *w, cJSON *o, const char *k, const char *v)
-{
-    if (o && !cJSON_AddStringToObject(o, k, v)) w->r->oom = true;
-}
-static void vins(vw *w, cJSON *o, const char *a, const char *b)
-{
-    if (!o) return;
-    const char *v[2] = {a, b};
-    cJSON *arr = cJSON_CreateStringArray(v, b ? 2 : 1);
-    if (!arr || !cJSON_AddItemToObject(o, "inputs", arr)) {
-        cJSON_Delete(arr);
-        w->r->oom = true;
-    }
-}
+static void vnum(vw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void vflag(vw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void vstr(vw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void vins(vw *w, cJSON *o, const char *a, const char *b) { vc__hf_ins(w->r, o, a, b, NULL, NULL); }
 static void vshape(vw *w, cJSON *o, const char *k, int n, const int64_t *d)
 {
     if (!o) return;
@@ -595,30 +570,45 @@ static void vweights(vw *w, const char *name, int64_t d0, int64_t d1, bool bias,
     if (d1 && !linear) vflag(w, o, "linear", false);
 }
 
-/* The tower's weights only (no image): named_parameters() of
- * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
-static void write_weights(vw *w, const hf_vision *t)
+/* The towers' blocks, module by module: depth blocks named <prefix>.<b>.<module>, each module a
+ * norm of the hidden size (with its bias when norm_bias) or an nn.Linear with its bias: V_QKV
+ * [3 hidden, hidden], V_SQUARE [hidden, hidden], V_UP [intermediate, hidden], V_DOWN [hidden,
+ * intermediate]. */
+enum { V_NORM, V_QKV, V_SQUARE, V_UP, V_DOWN };
+typedef struct {
+    const char *n;
+    int which;
+} vmodule;
+static void vblock_weights(vw *w, const hf_vision *t, const char *prefix, const vmodule *ms, size_t n, bool norm_bias)
 {
     char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
-    /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
-    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
+    const int64_t C = t->C, I = t->I;
     for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0},
-            {"mlp.gate_proj", 3}, {"mlp.up_proj", 3}, {"mlp.down_proj", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
+        for (size_t i = 0; i < n; i++) {
+            snprintf(nm, sizeof nm, "%s.%lld.%s", prefix, (long long)b, ms[i].n);
             switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, false, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
+            case V_NORM: vweights(w, nm, C, 0, norm_bias, false); break;
+            case V_QKV: vweights(w, nm, 3 * C, C, true, true); break;
+            case V_SQUARE: vweights(w, nm, C, C, true, true); break;
+            case V_UP: vweights(w, nm, I, C, true, true); break;
             default: vweights(w, nm, C, I, true, true); break;
             }
         }
     }
+}
+
+/* The tower's weights only (no image): named_parameters() of
+ * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
+static void write_weights(vw *w, const hf_vision *t)
+{
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
+    /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
+    vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"norm2", V_NORM},
+        {"mlp.gate_proj", V_UP}, {"mlp.up_proj", V_UP}, {"mlp.down_proj", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, false);
     vweights(w, "visual.merger.ln_q", C, 0, false, false);
     vweights(w, "visual.merger.mlp.0", H4, H4, true, true);
     vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
@@ -632,24 +622,13 @@ static void write_weights(vw *w, const hf_vision *t)
 static void write_qwen3_weights(vw *w, const hf_vision *t)
 {
     char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"norm2", 0}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"norm2", V_NORM}, {"mlp.linear_fc1", V_UP}, {"mlp.linear_fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
     for (int64_t k = -1; k < t->ndeep && !w->r->oom; k++) {
         char pre[64];
         if (k < 0) snprintf(pre, sizeof pre, "visual.merger");
@@ -673,25 +652,14 @@ static void write_qwen3_weights(vw *w, const hf_vision *t)
  * only) and mm_input_projection_weight [vision hidden, text hidden] (an nn.Parameter, not an nn.Linear). */
 static void write_siglip_weights(vw *w, const hf_vision *t)
 {
-    char nm[120];
     const int64_t C = t->C, I = t->I, side = t->img / t->P;
     vweights(w, "vision_tower.vision_model.embeddings.patch_embedding", C, t->cin * t->P * t->P, true, false);
     vweights(w, "vision_tower.vision_model.embeddings.position_embedding", side * side, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"layer_norm1", 0}, {"self_attn.q_proj", 1}, {"self_attn.k_proj", 1}, {"self_attn.v_proj", 1},
-            {"self_attn.out_proj", 1}, {"layer_norm2", 0}, {"mlp.fc1", 2}, {"mlp.fc2", 3},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "vision_tower.vision_model.encoder.layers.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, C, C, true, true); break;
-            case 2: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"layer_norm1", V_NORM}, {"self_attn.q_proj", V_SQUARE}, {"self_attn.k_proj", V_SQUARE}, {"self_attn.v_proj", V_SQUARE},
+        {"self_attn.out_proj", V_SQUARE}, {"layer_norm2", V_NORM}, {"mlp.fc1", V_UP}, {"mlp.fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "vision_tower.vision_model.encoder.layers", ms, sizeof ms / sizeof *ms, true);
     vweights(w, "vision_tower.vision_model.post_layernorm", C, 0, true, false);
     if (t->use_head) {
         vweights(w, "vision_tower.vision_model.head.probe", C, 0, false, false);
@@ -713,25 +681,13 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
  * (hidden x merge^2 square), linear_fc2 to out_hidden_size, both with biases). */
 static void write_qwen3_5_weights(vw *w, const hf_vision *t)
 {
-    char nm[120];
-    const int64_t C = t->C, I = t->I, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
-    for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
-        static const struct { const char *n; int which; } ms[] = {
-            {"norm1", 0}, {"norm2", 0}, {"attn.qkv", 1}, {"attn.proj", 2}, {"mlp.linear_fc1", 3}, {"mlp.linear_fc2", 4},
-        };
-        for (size_t i = 0; i < sizeof ms / sizeof *ms; i++) {
-            snprintf(nm, sizeof nm, "visual.blocks.%lld.%s", (long long)b, ms[i].n);
-            switch (ms[i].which) {
-            case 0: vweights(w, nm, C, 0, true, false); break;
-            case 1: vweights(w, nm, 3 * C, C, true, true); break;
-            case 2: vweights(w, nm, C, C, true, true); break;
-            case 3: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
-            }
-        }
-    }
+    static const vmodule ms[] = {
+        {"norm1", V_NORM}, {"norm2", V_NORM}, {"attn.qkv", V_QKV}, {"attn.proj", V_SQUARE}, {"mlp.linear_fc1", V_UP}, {"mlp.linear_fc2", V_DOWN},
+    };
+    vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
     vweights(w, "visual.merger.norm", C, 0, true, false);
     vweights(w, "visual.merger.linear_fc1", H4, H4, true, true);
     vweights(w, "visual.merger.linear_fc2", t->out, H4, true, true);

@@ -25,6 +25,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import qwen3vl_replica  # MRoPE: Qwen3VLTextRotaryEmbedding, which Qwen3_5TextRotaryEmbedding inherits
 import reference as R
 
 
@@ -530,15 +531,15 @@ class Qwen3_5DecoderLayer(Qwen3NextDecoderLayer):
         self.post_attention_layernorm = Qwen3NextRMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps)
 
 
-class Qwen3_5TextRotaryEmbedding(nn.Module):
+class Qwen3_5TextRotaryEmbedding(qwen3vl_replica.MRoPE):
     """Q35 Qwen3_5TextRotaryEmbedding (QVL Qwen3VLTextRotaryEmbedding.forward, apply_interleaved_mrope):
     inv_freq of int(head_dim x rope_parameters' partial_rotary_factor) dims, the 3-D position ids
     (Qwen3_5TextModel.forward: cache_position.view(1, 1, -1).expand(3, batch, -1) without images),
     freqs [3, B, L, dim / 2] in float32, the H and W sections written into freqs[0] in place, cat,
-    cos / sin x attention_scaling, .to(x.dtype)."""
+    cos / sin x attention_scaling, .to(x.dtype): qwen3vl_replica.MRoPE's forward, as the class inherits it."""
 
     def __init__(self, cfg, head_dim):
-        super().__init__()
+        nn.Module.__init__(self)
         rp = cfg.d.get("rope_parameters") or {}
         base = rp.get("rope_theta", cfg.d.get("rope_theta", 10000.0))
         dim = int(head_dim * rp.get("partial_rotary_factor", cfg.d.get("partial_rotary_factor", 0.25)))
@@ -546,27 +547,6 @@ class Qwen3_5TextRotaryEmbedding(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.attention_scaling = 1.0
         self.mrope_section = rp.get("mrope_section", [11, 11, 10])
-
-    def apply_interleaved_mrope(self, freqs, mrope_section):
-        freqs_t = freqs[0]
-        for dim, offset in enumerate((1, 2), start=1):
-            length = mrope_section[dim] * 3
-            idx = slice(offset, length, 3)
-            freqs_t[..., idx] = freqs[dim, ..., idx]
-        return freqs_t
-
-    @torch.no_grad()
-    def forward(self, x, position_ids):
-        if position_ids.ndim == 2:
-            position_ids = position_ids[None, ...].expand(3, position_ids.shape[0], -1)
-        inv_freq_expanded = self.inv_freq[None, None, :, None].float().expand(3, position_ids.shape[1], -1, 1)
-        position_ids_expanded = position_ids[:, :, None, :].float()
-        freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(2, 3)
-        freqs = self.apply_interleaved_mrope(freqs, self.mrope_section)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos = emb.cos() * self.attention_scaling
-        sin = emb.sin() * self.attention_scaling
-        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
 
 
 class Qwen3_5VisionModel(nn.Module):

@@ -342,11 +342,11 @@ def main(argv):
     T = args.target_seq or args.seq
     if t5:
         result["target_seq"] = T
-    if t5 and args.mode == "infer":
-        # model.eval(); with torch.no_grad(): logits = model(input_ids, decoder_input_ids=...).logits --
-        # run twice, the second measured; the batch's decoder_input_ids resident like input_ids
+    if (t5 or encoder) and args.mode == "infer":
+        # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
+        # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
-        dec_ids = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
+        kw = {"decoder_input_ids": torch.randint(0, V, (args.batch, T), dtype=torch.int64)} if t5 else {}
         after_build = tr.O.opobs_current()
         model.eval()
         for rep in range(2):
@@ -356,26 +356,10 @@ def main(argv):
                 if args.per_op_file:
                     tr.O.opobs_log_open(args.per_op_file.encode())
             with torch.no_grad():
-                logits = model(input_ids, decoder_input_ids=dec_ids)[1]
+                logits = model(input_ids, **kw)[1]
             del logits
         if args.per_op_file:
             tr.O.opobs_log_close()
-        result.update({"seq": args.seq, "peak_allocated": int(tr.O.opobs_peak()),
-                       "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
-                       "after_build_bytes": int(after_build)})
-    elif encoder and args.mode == "infer":
-        # model.eval(); with torch.no_grad(): logits = model(input_ids).logits -- run twice, the second
-        # measured; the logits dropped after
-        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
-        after_build = tr.O.opobs_current()
-        model.eval()
-        for rep in range(2):
-            if rep == 1:
-                tr.O.opobs_reset_peak()
-                tr.tag("infer")
-            with torch.no_grad():
-                logits = model(input_ids)[1]
-            del logits
         result.update({"seq": args.seq, "peak_allocated": int(tr.O.opobs_peak()),
                        "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
                        "after_build_bytes": int(after_build)})
