@@ -71,7 +71,7 @@ static void check_result(const vc_model *m, const vc_result *r)
     CHECK(mm->weights >= 0 && mm->gradients >= 0 && mm->optimizer_states >= 0);
     CHECK(mm->activations >= 0 && mm->workspace >= 0);
     CHECK(mm->peak_allocated >= 0 && mm->reserved >= 0 && mm->cuda_context >= 0);
-    CHECK(mm->total == mm->reserved + mm->cuda_context);
+    CHECK(mm->nccl >= 0 && mm->total == mm->reserved + mm->cuda_context + mm->nccl); /* NCCL's buffers on several GPUs (nccl.c) */
     const vc_peak *pk = &r->peak;
     CHECK(pk->weights >= 0 && pk->gradients >= 0 && pk->optimizer_states >= 0);
     CHECK(pk->activations >= 0 && pk->temporaries >= 0 && pk->workspace >= 0);
