@@ -68,9 +68,11 @@ static int t5_act(const char *s, size_t n)
 
 int vc__hf_t5_read(rd *r, arch *a)
 {
-    if (!a->dec_N) a->dec_N = a->N; /* num_decoder_layers absent or null: num_layers */
-    if (a->dec_N > 1024)
-        return vc__hf_bad(r, "num_decoder_layers", "%lld layers: more than the limit of 1024", (long long)a->dec_N);
+    const bool own = a->dec_N != 0;
+    if (!own) a->dec_N = a->N; /* num_decoder_layers absent or null: num_layers */
+    if (a->dec_N > 1024) /* the key that gave the count */
+        return vc__hf_bad(r, own ? "num_decoder_layers" : "num_layers", "%lld decoder layers: more than the limit of 1024",
+                          (long long)a->dec_N);
     /* feed_forward_proj: "ACT" or "gated-ACT" (T5Config's ValueError otherwise) */
     const cJSON *fp = t5_key(r, "feed_forward_proj");
     if (fp && !cJSON_IsString(fp)) return vc__hf_bad(r, "feed_forward_proj", "expected a string such as \"relu\" or \"gated-gelu\"");
