@@ -439,6 +439,9 @@ static int check_sizes(rd *r, const arch *a)
             return vc__hf_bad(r, a->f->keys[kd >= vd ? K_LIN_KD : K_LIN_VD].key, "%s's width, 2 x %lld + 2 x %lld, is more "
                        "than the limit of 2^40", a->f->gdn_split ? "in_proj_qkv + in_proj_z" : "in_proj_qkvz", (long long)kd,
                        (long long)vd);
+        if (__builtin_mul_overflow(2 * kd + vd, a->conv_k, &t) || t > lim) /* conv1d's weight [2 key_dim + value_dim, 1, K] */
+            return vc__hf_bad(r, a->f->keys[K_CONV_K].key, "the short convolution's weight (%lld channels x %lld) is more "
+                       "than 2^48 elements", (long long)(2 * kd + vd), (long long)a->conv_k);
         if (2 * a->NH * a->D > MAX_SIZE) /* Qwen3NextAttention's q_proj: the query and its gate */
             return vc__hf_bad(r, role_key(r, a, K_HEADS, -1, "num_attention_heads"), "q_proj's width, 2 x %lld heads x %lld, is "
                        "more than the limit of 2^40", (long long)a->NH, (long long)a->D);
