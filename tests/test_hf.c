@@ -1688,11 +1688,7 @@ static void test_t5(void **state)
         {"flan-t5-large.json", INT64_C(783150080)},
     };
     for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
-        char path[512];
-        snprintf(path, sizeof path, HF "%s", real[i].file);
-        vc_model *m = NULL;
-        vc_error err;
-        if (vc_model_load_file_hf(path, NULL, &m, &err) != VC_OK) fail_msg("%s: %s: %s", real[i].file, err.path, err.msg);
+        vc_model *m = load(real[i].file, NULL);
         assert_int_equal(vc_model_parameters(m), real[i].count);
         vc_model_free(m);
     }
@@ -1922,11 +1918,7 @@ static void test_llama4(void **state)
         {"llama-4-maverick-17b-128e-instruct.json", INT64_C(400711848960) + INT64_C(871932416)},
     };
     for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
-        char path[512];
-        snprintf(path, sizeof path, HF "%s", real[i].file);
-        vc_model *m = NULL;
-        vc_error err;
-        if (vc_model_load_file_hf(path, NULL, &m, &err) != VC_OK) fail_msg("%s: %s: %s", real[i].file, err.path, err.msg);
+        vc_model *m = load(real[i].file, NULL);
         assert_int_equal(vc_model_parameters(m), real[i].count);
         vc_model_free(m);
     }
