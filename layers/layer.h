@@ -323,6 +323,18 @@ bool vc_serve_profile(const vc_build *b);
  * while transformers caches *k and *v as given (falcon's new_decoder_architecture:
  * keys and values broadcast to every head before the update). */
 bool vc_kv_update_paged(vc_build *b, int64_t paged, vc_t *k, vc_t *v, int64_t *S);
+/* --mode generate of an encoder-decoder (src/engine/generate.c "Encoder-decoders"): true while
+ * generate() runs the model (the encoder once, then the decoder a step at a time); the masks come from
+ * generate's attention_mask and cache_position. *past: the tokens the decoder's self-attention cache held
+ * before this step (0 in the encoder and at the first step). */
+bool vc_gen_seq2seq(const vc_build *b, int64_t *past);
+/* ... the decoder's self-attention cache (EncoderDecoderCache.self_attention_cache, a DynamicCache whose
+ * first update keeps the states, later ones torch.cat): as vc_kv_update. false outside it. */
+bool vc_kv_update_self(vc_build *b, vc_t *k, vc_t *v, int64_t *S);
+/* ... a cross-attention's cache, when input key_input of the current layer is a projection of the
+ * encoder's output: the first step keeps *k and *v (their tensors), later steps set them to the kept ones
+ * (the projections do not run then: their inputs read -1). false otherwise. */
+bool vc_kv_cross(vc_build *b, int key_input, vc_t *k, vc_t *v);
 /* The attention module returns: states its update returned that no cache holds
  * (a quantized cache's dequantized copies) die with its locals. */
 void vc_kv_end(vc_build *b);

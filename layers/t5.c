@@ -88,7 +88,12 @@ const vc_kind vc_kind_T5LayerNorm = {
  *    causal[..., :k] = causal[..., :k].masked_fill(padding_mask, min) (a copy_);
  *  "cross" (the decoder's encoder_extended_attention_mask, [1, k]): torch.ones((B, k), dtype=torch.long),
  *    invert_attention_mask: [:, None, None, :].to(dtype), (1.0 - m) * finfo(dtype).min.
- * Input: the stack's embeddings (causal, padding) or the encoder's output (cross), for the lengths. */
+ * Input: the stack's embeddings (causal, padding) or the encoder's output (cross), for the lengths.
+ * Under generate() (vc_gen_seq2seq; generation/utils.py @000034a passes the encoder's attention_mask, an
+ * int64 [B, P], and cache_position): "padding" and "cross" convert that mask (.to(dtype): a copy, no
+ * ones); "causal" is the decoder's at one query: T5Stack.forward's ones(B, past + 1) (float32), no arange
+ * (cache_position given), full((1, past + 1), min), no triu (sequence_length 1), the rest as above with
+ * the key length past + 1 (the self-attention cache after this step's update). */
 enum { MASK_PADDING, MASK_CAUSAL, MASK_CROSS };
 static const char *const mask_names[] = {"padding", "causal", "cross", NULL};
 
@@ -116,14 +121,16 @@ static vc_t ng(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dty
 static void sm_emit(vc_build *b, const void *p)
 {
     const sm_cfg *c = p;
-    const int64_t k = vc_input_shape(b, 0)->d[0], q = k;
+    int64_t k = vc_input_shape(b, 0)->d[0], q = k, past;
     vc_dtype dt = vc_act_dt(b);
+    const bool gen = vc_gen_seq2seq(b, &past);
     if (c->mask == MASK_CAUSAL) {
+        if (gen) k = past + q;
         const vc_numel qk = vc_n_fixed(q * k);
-        vc_t ones = vc__op_new(b, "ones", vc_n_sample(q), VC_DT_F32);
-        vc_t pos = vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64); /* cache_position */
+        vc_t ones = vc__op_new(b, "ones", vc_n_sample(k), VC_DT_F32);
+        vc_t pos = gen ? -1 : vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64); /* cache_position */
         vc_t full = vc__op_new(b, "full", qk, dt);
-        vc_t tri = ng(b, "triu", full, -1, qk, dt);
+        vc_t tri = q > 1 || !gen ? ng(b, "triu", full, -1, qk, dt) : full;
         vc_t ar = vc__op_new(b, "arange", vc_n_fixed(k), VC_DT_I64);
         vc_t gt = ng(b, "gt", ar, pos, qk, VC_DT_BOOL);
         vc_op *o = vc_op_begin(b, "mul_");
@@ -142,9 +149,9 @@ static void sm_emit(vc_build *b, const void *p)
         vc_op_end(o);
         return;
     }
-    vc_t ones = vc__op_new(b, "ones", vc_n_sample(k), c->mask == MASK_CROSS ? VC_DT_I64 : VC_DT_F32);
+    vc_t ones = gen ? -1 : vc__op_new(b, "ones", vc_n_sample(k), c->mask == MASK_CROSS ? VC_DT_I64 : VC_DT_F32);
     vc_t m = ones;
-    if (c->mask == MASK_CROSS || dt != VC_DT_F32) m = ng(b, "_to_copy", ones, -1, vc_n_sample(k), dt);
+    if (gen || c->mask == MASK_CROSS || dt != VC_DT_F32) m = ng(b, "_to_copy", ones, -1, vc_n_sample(k), dt);
     vc_t inv = ng(b, "rsub", m, -1, vc_n_sample(k), dt);
     vc_set_output(b, ng(b, "mul", inv, -1, vc_n_sample(k), dt));
 }
@@ -166,7 +173,10 @@ const vc_kind vc_kind_T5StackMask = {
  *    [q, k, heads], permute([2, 0, 1]).unsqueeze(0), [:, :, -q:, :] (views);
  *  - buckets 0 (the cross-attention, no relative bias): torch.zeros((1, heads, q, k));
  *  - position_bias + causal_mask: [B, heads, q, k].
- * Inputs: the query side's states [q, d_model], the key side's [k, d_model], the mask. */
+ * Inputs: the query side's states [q, d_model], the key side's [k, d_model], the mask.
+ * Under generate() (vc_gen_seq2seq) the decoder's bias is compute_bias(cache_position[-1] + 1, key_length,
+ * cache_position=cache_position) over the self-attention cache after this step's update: context_position
+ * = cache_position[:, None] (a view: no arange), key_length = past + q. */
 typedef struct {
     int64_t heads, buckets, max_distance;
     bool bidirectional;
@@ -197,14 +207,16 @@ static int pb_setup(vc_setup *s, void *p)
 static void pb_emit(vc_build *b, const void *p)
 {
     const pb_cfg *c = p;
-    const int64_t q = vc_input_shape(b, 0)->d[0], k = vc_input_shape(b, 1)->d[0];
+    int64_t q = vc_input_shape(b, 0)->d[0], k = vc_input_shape(b, 1)->d[0], past;
     const int64_t H = c->heads;
+    const bool gen = c->buckets > 0 && !c->bidirectional && vc_gen_seq2seq(b, &past); /* the decoder's, generating */
+    if (gen) k = past + q;
     vc_dtype dt = vc_act_dt(b);
     const vc_numel qk = vc_n_fixed(q * k);
     vc_t mask = vc_input(b, 2), bias;
     if (c->buckets > 0) {
         /* compute_bias and _relative_position_bucket: int64 [q, k] tensors on constants */
-        vc_t ctx = vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64);
+        vc_t ctx = gen ? -1 : vc__op_new(b, "arange", vc_n_fixed(q), VC_DT_I64);
         vc_t mem = vc__op_new(b, "arange", vc_n_fixed(k), VC_DT_I64);
         vc_t rp = ng(b, "sub", mem, ctx, qk, VC_DT_I64);
         vc_t rb = -1;
@@ -312,8 +324,15 @@ const vc_kind vc_kind_T5Return = {
  *   attn_weights = dropout(attn_weights, p=self.dropout, training=self.training)
  *   attn_output = torch.matmul(attn_weights, value_states)
  *   attn_output.transpose(1, 2).contiguous().view(B, -1, inner_dim)
+ * scores and attn_weights are locals of the forward: alive until self.o's output is returned (under
+ * no_grad too: measured at batch 1, where no copy of value_states comes between them and the end).
  * matmul folds [B, heads, ., .] to 3-D: the transposed views of [B, L, heads, d] storage are copied
- * (reshape) when their length is above 1 and the batch is not 1, and the copies are what bmm keeps. */
+ * (reshape) when their length is above 1 and the batch is not 1, and the copies are what bmm keeps.
+ * Under generate() (src/engine/generate.c "Encoder-decoders") the cache is EncoderDecoderCache's:
+ * the cross-attention's keys and values of the encoder's output are made at the first step and reused
+ * (vc_kv_cross: is_updated), the self-attention's are the DynamicCache's (vc_kv_update_self: the first
+ * update keeps the states, later ones torch.cat, a contiguous [B, heads, S, d] that matmul folds without
+ * a copy). */
 typedef struct {
     int64_t heads, dim;
     double dropout;
@@ -347,9 +366,19 @@ static int ta_setup(vc_setup *s, void *p)
 static void ta_emit(vc_build *b, const void *p)
 {
     const ta_cfg *c = p;
-    const int64_t H = c->heads, D = c->dim, L = vc_input_shape(b, 0)->d[0], S = vc_input_shape(b, 1)->d[0];
+    const int64_t H = c->heads, D = c->dim, L = vc_input_shape(b, 0)->d[0];
+    int64_t S = vc_input_shape(b, 1)->d[0], past;
     vc_t q = vc_input(b, 0), k = vc_input(b, 1), v = vc_input(b, 2), pb = vc_input(b, 3);
-    if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */
+    bool cat = false; /* the keys and values are a torch.cat's result (contiguous) */
+    vc_t qlen = -1; /* T5Block.forward's query_length=cache_position[-1] + 1, the cross-attention's argument */
+    if (c->cache && vc_gen_seq2seq(b, &past)) {
+        if (vc_kv_cross(b, 1, &k, &v)) {
+            qlen = vc__op_new(b, "add", vc_n_fixed(1), VC_DT_I64);
+            vc_hold(b, qlen);
+        } else {
+            cat = vc_kv_update_self(b, &k, &v, &S);
+        }
+    } else if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */
         vc_keep_forward(b, k);
         vc_keep_forward(b, v);
     }
@@ -359,7 +388,7 @@ static void ta_emit(vc_build *b, const void *p)
     /* at batch 1 the [1, heads, ., .] views fold to [heads, ., .] without a copy */
     const bool one = vc_batch_is_one(b);
     vc_t qm = L > 1 && !one ? vc__op_clone(b, q) : q;
-    vc_t km = S > 1 && !one ? vc__op_clone(b, k) : k;
+    vc_t km = S > 1 && !one && !cat ? vc__op_clone(b, k) : k;
     vc_t w = vc__op_bmm_raw(b, qm, km, vc_n_sample(H * L * S));
     w = vc__op_add(b, w, pb, vc_numel_of(b, w), true); /* scores += position_bias_masked */
     const vc_t scores = w;
@@ -369,12 +398,16 @@ static void ta_emit(vc_build *b, const void *p)
     w = vc__op_softmax(b, w, false);
     if (dt != VC_DT_F32) w = vc__op_cast(b, w, dt); /* .type_as(scores) */
     w = vc__op_dropout(b, w, vc_training(b) ? c->dropout : 0.0);
-    vc_t vm = S > 1 && !one ? vc__op_clone(b, v) : v; /* the second matmul's copy of value_states */
+    const vc_t weights = w;
+    vc_hold(b, weights); /* `attn_weights`, a local until the forward returns too */
+    vc_t vm = S > 1 && !one && !cat ? vc__op_clone(b, v) : v; /* the second matmul's copy of value_states */
     vc_t o = vc__op_bmm_raw(b, w, vm, vc_n_sample(H * L * D));
     o = vc__op_view(b, o, vc_numel_of(b, o), false); /* transpose(1, 2) */
     o = vc__op_contiguous(b, o);
     vc_set_output(b, vc__op_view(b, o, vc_numel_of(b, o), true));
     vc_release(b, scores);
+    vc_release(b, weights);
+    vc_release(b, qlen);
 }
 
 const vc_kind vc_kind_T5Attention = {

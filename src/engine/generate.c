@@ -40,20 +40,26 @@
 
 const vc_model *vc__gen_input_model(const vc_build *b) { return b->gen.on ? b->gen.twin[0] : b->m; }
 
+static int decoder_ids(const vc_model *m, size_t enc);
+static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err);
+static void encdec_emit(vc_build *b);
+
 vc_status vc__gen_begin(vc_build *b, vc_error *err)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
-    for (size_t i = 0; i < m->ninst; i++) /* an encoder-decoder (layers/t5.c): refused with its reason */
-        if (!strcmp(m->inst[i].kind->name, "T5Attention"))
-            return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : OV("mode", "generate"), "%s",
-                                g->profile
-                                    ? "vLLM has no T5ForConditionalGeneration (vllm/model_executor/models/registry.py "
-                                      "@0002bff0: its one encoder-decoder is WhisperForConditionalGeneration, the others "
-                                      "were removed with the V0 engine)"
-                                    : "t5: generate() of an encoder-decoder (the encoder once, then the decoder with "
-                                      "EncoderDecoderCache's growing self-attention and fixed cross-attention caches) is "
-                                      "not modelled yet; " OV("mode", "infer") " estimates one forward");
+    for (size_t i = 0; i < m->ninst; i++) /* an encoder-decoder: "Encoder-decoders" below */
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "encoder") && decoder_ids(m, i) >= 0) {
+            bool t5 = false;
+            for (size_t j = 0; j < m->ninst && !t5; j++) t5 = !strcmp(m->inst[j].kind->name, "T5Attention");
+            if (g->profile)
+                return vc_set_error(err, VC_ERR_USAGE, O("serve"), "%s",
+                                    t5 ? "vLLM has no T5ForConditionalGeneration (vllm/model_executor/models/registry.py "
+                                         "@0002bff0: its one encoder-decoder is WhisperForConditionalGeneration, the others "
+                                         "were removed with the V0 engine)"
+                                       : "vLLM's serving of an encoder-decoder is not modelled");
+            return encdec_begin(b, i, err);
+        }
     if (!vc_loss_row_get(m->loss)->causal || m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
         return vc_set_error(err, VC_ERR_USAGE, g->profile ? O("serve") : O("mode"),
                             "generate needs a causal language model: a Hugging Face config.json, or a model file "
@@ -191,8 +197,9 @@ static bool static_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t 
 static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t *S, int64_t kpt, int64_t vpt, vc_dtype dt)
 {
     const int64_t L = b->gen.seq;
-    if (b->gen.hybrid && s->k < 0) {
-        /* Qwen3NextDynamicCache.update (modeling_qwen3_next.py @7515843b): the first update keeps
+    if ((b->gen.hybrid || b->gen.encdec) && s->k < 0) {
+        /* Qwen3NextDynamicCache.update (modeling_qwen3_next.py @7515843b), and the DynamicCache an
+         * encoder-decoder's self_attention_cache is (below, "Encoder-decoders"): the first update keeps
          * key_states and value_states themselves (no copy); the attention reads them as they are */
         s->k = *k;
         s->v = *v;
@@ -214,7 +221,7 @@ static bool dynamic_update(vc_build *b, vc_kv_slot *s, vc_t *k, vc_t *v, int64_t
  * (the steps in between each allocate the grown tensor before freeing the old one). */
 static void dynamic_grow(vc_build *b, vc_kv_slot *s, int64_t step)
 {
-    if (s->k < 0) return;
+    if (s->k < 0 || s->cross) return; /* the cross-attention's keys and values: the encoder's tokens, fixed */
     /* the storage after the step before: (what it kept) + 1 token */
     int64_t len = kept(s, b->gen.prompt + step - 2) + 1;
     if (len == s->len) return;
@@ -282,7 +289,7 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
-        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged};
+        if (!b->st) g->slot[g->nslot++] = (vc_kv_slot){*k, *v, window, L, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged, false};
         return false;
     }
     vc_dtype dt = vc_dt_of(b, *k);
@@ -292,7 +299,7 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged
         if (b->st) return false;
         /* QuantizedCache makes no sliding-window layer (QuantizedCache.__init__) */
         int64_t w = b->o.cache == VC_CACHE_QUANTIZED ? 0 : window;
-        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged};
+        g->slot[g->nslot++] = (vc_kv_slot){-1, -1, w, 0, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, latent, paged, false};
     }
     if (g->cur >= g->nslot) { /* the decoding pass has the prefill's layers */
         b->st = VC_ERR_MODEL;
@@ -357,8 +364,10 @@ typedef struct {
 static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
 {
     b->cur_inst = b->cur_region = -1; /* outside the model */
-    vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
-    ls->mask = vc__op_nograd(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
+    if (ls->mask >= 0) { /* an encoder-decoder's has none (its decoder_attention_mask is not given) */
+        vc_t ones = vc__op_nograd(b, "new_ones", -1, -1, vc_n_sample(1), VC_DT_I64);
+        ls->mask = vc__op_nograd(b, "cat", ls->mask, ones, vc_n_sample(ls->len + 1), VC_DT_I64);
+    }
     vc_t last = vc__op_select(b, ls->pos, vc_n_fixed(1), true);
     ls->pos = vc__op_nograd(b, "add", last, -1, vc_n_fixed(1), VC_DT_I64);
     vc_t prev_logits = ls->logits32, prev_next = ls->next;
@@ -404,6 +413,10 @@ void vc__gen_emit(vc_build *b)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
+    if (g->encdec) {
+        encdec_emit(b);
+        return;
+    }
     size_t head = m->ninst;
     for (size_t i = m->ninst; i-- > 0;)
         if (!strcmp(m->inst[i].kind->name, "Linear")) {
@@ -483,6 +496,230 @@ void vc__gen_emit(vc_build *b)
     for (int i = 0; i < g->nssm; i++) /* Qwen3NextDynamicCache's conv and recurrent states */
         for (int j = 0; j < 2; j++)
             if (g->ssm[i][j] >= 0) vc__extend_life(b, g->ssm[i][j]);
+    b->val_t[0] = prompt;
+}
+
+/* ---- Encoder-decoders ----
+ *
+ * generate() of an encoder-decoder (T5ForConditionalGeneration: src/hf/hf_t5.c, layers/t5.c), greedy,
+ * as transformers runs it (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f, GenerationMixin):
+ *  - _prepare_attention_mask_for_generation: the encoder's attention_mask [B, P] int64 (ones, or
+ *    inputs.ne(pad).long() where the prompt holds pad_token_id: default * ~can_infer + from_padding *
+ *    can_infer), kept in model_kwargs to the end;
+ *  - _prepare_encoder_decoder_kwargs_for_generation: encoder(input_ids, attention_mask, return_dict=True)
+ *    once; model_kwargs["encoder_outputs"] keeps its last_hidden_state to the end, the encoder's other
+ *    tensors die when it returns;
+ *  - _prepare_decoder_input_ids_for_generation: torch.ones((B, 1), dtype=long) * decoder_start_token_id:
+ *    the decoder's input_ids, one token;
+ *  - _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache());
+ *  - _sample: per step prepare_inputs_for_generation (_cache_dependant_input_preparation: input_ids[:,
+ *    cache_position], a new tensor once input_ids is longer than cache_position; then
+ *    model_inputs["decoder_input_ids"] = input_ids.clone(); attention_mask, the encoder's, passed as is;
+ *    no decoder_attention_mask), model(**model_inputs) (encoder_outputs given: the decoder only), then as a
+ *    decoder-only model's (step_end) except that _update_model_kwargs_for_generation grows no mask.
+ * The model's side (modeling_t5.py @6b8b757d, whose T5Attention reads the cache's key_cache[layer_idx]: the
+ * list DynamicCache of its release, whose first update keeps the states themselves and later ones
+ * torch.cat): each decoder self-attention's cache (vc_kv_update_self: the first step keeps the states,
+ * later steps cat, old and new alive together), each cross-attention's (vc_kv_cross: k(encoder_hidden_states)
+ * and v(...) at the first step, kept; is_updated then reuses them and the projections do not run), the
+ * masks built from generate's attention_mask and the decoder's cache length, the position bias of every
+ * step from cache_position (layers/t5.c, vc_gen_seq2seq).
+ *
+ * The contract with a model (any family): the instance named "encoder" returns the encoder's output, every
+ * instance up to it is the encoder; the instance named "decoder_input_ids" (no inputs) stands for the
+ * decoder's token ids, replaced by the loop's; an instance with parameters whose every input is the
+ * encoder's output is a cross-attention's key or value projection (skipped after the first step, its
+ * output then -1); the decoder's attention layers call vc_kv_update_self and vc_kv_cross; the output is the
+ * logits of the decoder's positions (one per step).
+ *
+ * The plan: the first pass is the encoder, then the decoder's first step (the prefill peak); the second the
+ * last decoding step, whose live set is the largest (the self-attention caches one token longer each
+ * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow). */
+
+/* Instance i: a projection of the encoder's output (a cross-attention's keys or values). */
+static bool encoder_projection(const vc_model *m, const vc_gen *g, int i)
+{
+    if (i < 0 || (size_t)i < g->enc_end || m->inst[i].np == 0 || m->inst[i].nin < 1) return false;
+    for (int k = 0; k < m->inst[i].nin; k++)
+        if (m->inst[i].in[k] != g->enc_val) return false;
+    return true;
+}
+
+bool vc_gen_seq2seq(const vc_build *b, int64_t *past)
+{
+    *past = b->gen.on && b->gen.encdec && !b->gen.profile ? b->gen.past : 0;
+    return b->gen.on && b->gen.encdec && !b->gen.profile;
+}
+
+bool vc_kv_update_self(vc_build *b, vc_t *k, vc_t *v, int64_t *S)
+{
+    if (!b->gen.encdec) return false;
+    return kv_update(b, 0, 0, 0, k, v, S);
+}
+
+bool vc_kv_cross(vc_build *b, int key_input, vc_t *k, vc_t *v)
+{
+    vc_gen *g = &b->gen;
+    if (!g->on || !g->encdec || g->profile || b->st || b->cur_inst < 0) return false;
+    const vc_inst *in = &b->m->inst[b->cur_inst];
+    if (key_input < 0 || key_input >= in->nin || !encoder_projection(b->m, g, b->m->val[in->in[key_input]].producer))
+        return false;
+    if (g->pass == 0) { /* EncoderDecoderCache.cross_attention_cache.update: the first update keeps them */
+        GROW(g->slot, g->nslot, g->cslot, b);
+        if (b->st) return false;
+        g->slot[g->nslot++] = (vc_kv_slot){*k, *v, 0, g->enc_len, -1, -1, 0, 0, {-1, -1, -1, -1, -1, -1}, 0, 0, 0, true};
+    }
+    if (g->cur >= g->nslot || !g->slot[g->cur].cross) { /* the decoding pass has the first step's layers */
+        b->st = VC_ERR_MODEL;
+        return false;
+    }
+    const vc_kv_slot *s = &g->slot[g->cur++];
+    *k = s->k; /* is_updated: key_cache[layer_idx], value_cache[layer_idx] */
+    *v = s->v;
+    return true;
+}
+
+/* The decoder's input-ids instance after the encoder's "encoder" output, -1 none (not an encoder-decoder). */
+static int decoder_ids(const vc_model *m, size_t enc)
+{
+    for (size_t i = enc + 1; i < m->ninst; i++)
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "decoder_input_ids") && m->inst[i].nin == 0) return (int)i;
+    return -1;
+}
+
+static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    if (b->o.cache != VC_CACHE_DYNAMIC)
+        return vc_set_error(err, VC_ERR_USAGE, O("cache"), "an encoder-decoder's generate() is modelled with the "
+                            "EncoderDecoderCache of two DynamicCaches it makes: only " OV("cache", "dynamic"));
+    if (m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate needs an encoder-decoder with one int64 input of "
+                            "token ids [seq]");
+    g->ids_inst = decoder_ids(m, enc);
+    if (b->o.new_tokens > VC_MAX_DIM_SIZE)
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "more than 2^40");
+    g->on = g->encdec = true;
+    g->enc_end = enc + 1;
+    g->enc_val = m->inst[enc].out;
+    g->enc_t = -1;
+    g->enc_len = b->o.prompt;
+    g->nkv = 0;
+    g->hybrid = false;
+    g->prompt = 1; /* the decoder's first input: decoder_start_token_id */
+    g->steps = b->o.new_tokens;
+    g->head_rows = 1;
+    /* the model at the prompt's length with a decoder of one token (each step feeds one): m's options with
+     * --target-seq 1 (a copy of m's struct for vc__model_twin, which reads its text and options) */
+    vc_model at = *m;
+    at.hf.target_seq = 1;
+    vc_model *t0 = NULL;
+    vc_status st = vc__model_twin(&at, b->o.prompt, &t0, err);
+    g->twin[0] = t0;
+    g->twin[1] = NULL;
+    if (st != VC_OK && !err->path[0]) snprintf(err->path, sizeof err->path, O("prompt"));
+    return st;
+}
+
+/* One forward of the decoder: step k (0: the first, after the encoder). */
+static void decoder_step(vc_build *b, loop_state *ls, int64_t k)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    b->cur_inst = b->cur_region = -1;
+    /* prepare_inputs_for_generation: input_ids[:, cache_position] once input_ids is longer (a new tensor),
+     * then .clone(): model_inputs["decoder_input_ids"], held through the forward */
+    vc_t cur = k > 0 ? vc__op_nograd(b, "index", ls->ids, ls->pos, vc_n_sample(1), VC_DT_I64) : ls->ids;
+    vc_t ids = vc__op_nograd(b, "clone", cur, -1, vc_n_sample(1), VC_DT_I64);
+    g->cur = 0;
+    g->mask = -1;
+    b->m = g->twin[0];
+    b->val_t[g->enc_val] = g->enc_t; /* model_kwargs["encoder_outputs"] */
+    size_t from = g->enc_end;
+    for (size_t i = g->enc_end; i <= m->ninst && !b->st; i++) {
+        bool ids_here = i < m->ninst && (int)i == g->ids_inst;
+        bool skip = i < m->ninst && k > 0 && encoder_projection(m, g, (int)i); /* is_updated: not run */
+        if (i < m->ninst && !ids_here && !skip) continue;
+        vc__emit_instances(b, from, i);
+        if (i < m->ninst) b->val_t[m->inst[i].out] = ids_here ? ids : -1;
+        from = i + 1;
+    }
+    vc__end_forward(b);
+    /* the forward's locals (vc_keep_forward: decoder_outputs, sequence_output) die when it returns */
+    for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
+    b->nfwd_keep = 0;
+    vc__extend_life(b, ids);
+    b->m = m;
+}
+
+static void encdec_emit(vc_build *b)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    const int64_t P = g->enc_len, M = g->steps;
+    const vc_t prompt = b->val_t[0];
+    const int64_t vocab = vc_shape_numel(&g->twin[0]->val[m->output].shape); /* [1, V] a sample */
+    b->cur_inst = b->cur_region = -1;
+    /* _prepare_attention_mask_for_generation (pad_token_id set): default_attention_mask = ones(B, P) long;
+     * isin(inputs, pad).any(); attention_mask_from_padding = inputs.ne(pad).long(); the mask =
+     * from_padding * can_infer + default * ~can_infer (the 0-d factors not counted) */
+    vc_t dflt = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+    vc__op_nograd(b, "isin", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+    vc_t ne = vc__op_nograd(b, "ne", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+    vc_t pad_mask = vc__op_nograd(b, "_to_copy", ne, -1, vc_n_sample(P), VC_DT_I64);
+    vc_t x = vc__op_nograd(b, "mul", pad_mask, -1, vc_n_sample(P), VC_DT_I64);
+    vc_t y = vc__op_nograd(b, "mul", dflt, -1, vc_n_sample(P), VC_DT_I64);
+    vc_t attn_mask = vc__op_nograd(b, "add", x, y, vc_n_sample(P), VC_DT_I64);
+    vc__extend_life(b, dflt); /* locals until the function returns */
+    vc__extend_life(b, pad_mask);
+    /* the encoder, once */
+    g->pass = 0;
+    g->past = 0;
+    g->seq = 1;
+    b->m = g->twin[0];
+    b->val_t[0] = prompt;
+    vc__emit_instances(b, 0, g->enc_end);
+    vc__end_forward(b);
+    for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
+    b->nfwd_keep = 0;
+    g->enc_t = b->val_t[g->enc_val];
+    b->m = m;
+    b->cur_inst = b->cur_region = -1;
+    /* decoder_start_token_id: torch.ones((B, 1), dtype=torch.long) * the start token */
+    vc_t ones = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
+    loop_state ls = {vc__op_nograd(b, "mul", ones, -1, vc_n_sample(1), VC_DT_I64), -1, -1, -1, -1, -1, -1, 1};
+    /* _sample: unfinished_sequences, the pad token, cache_position (one position) */
+    ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
+    ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
+    ls.pos = vc__op_new(b, "arange", vc_n_fixed(1), VC_DT_I64);
+    decoder_step(b, &ls, 0);
+    step_end(b, &ls, b->val_t[m->output], vocab);
+    g->dstep[0] = M >= 2 ? M - 1 : 0;
+    g->dstep[1] = 0;
+    if (g->dstep[0] && !b->st) {
+        const int64_t k = g->dstep[0];
+        g->split_op = (int32_t)b->nop;
+        g->pass = 1;
+        g->past = k; /* the decoder's tokens cached: the start token and k - 1 generated */
+        g->seq = 1;
+        b->cur_inst = b->cur_region = -1;
+        if (ls.len < 1 + k) { /* the steps before this one: caches and ids grown */
+            grow_caches(b, k);
+            ls.ids = vc__op_nograd(b, "cat", ls.ids, -1, vc_n_sample(1 + k), VC_DT_I64);
+            ls.len = 1 + k;
+        }
+        decoder_step(b, &ls, k);
+        step_end(b, &ls, b->val_t[m->output], vocab);
+    }
+    /* what generate() still holds when it returns: the loop's tensors, model_kwargs' attention_mask and
+     * encoder_outputs, the EncoderDecoderCache */
+    vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t};
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
+    for (int i = 0; i < g->nslot; i++) {
+        vc__extend_life(b, g->slot[i].k);
+        vc__extend_life(b, g->slot[i].v);
+    }
     b->val_t[0] = prompt;
 }
 

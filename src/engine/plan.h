@@ -224,6 +224,9 @@ typedef struct {
      * transformers caches (falcon's new_decoder_architecture: num_kv_heads, not the broadcast
      * heads; vllm/model_executor/models/falcon.py); 0: as cached */
     int64_t paged;
+    /* an encoder-decoder's cross-attention (generate.c vc_kv_cross): k and v the keys and values of
+     * the encoder's output (len: its tokens), kept from the first decoding step to the end */
+    bool cross;
 } vc_kv_slot;
 
 typedef struct {
@@ -248,6 +251,14 @@ typedef struct {
     bool hybrid;              /* the model has them: the cache is Qwen3NextDynamicCache */
     const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
+    /* an encoder-decoder (generate.c "Encoder-decoders"): instances [0, enc_end) the encoder, run once;
+     * enc_val its output value (encoder_outputs.last_hidden_state), enc_t its tensor; ids_inst the
+     * decoder's input-ids instance (the loop's ids instead); enc_len the encoder's tokens */
+    bool encdec;
+    size_t enc_end;
+    int enc_val, ids_inst;
+    int32_t enc_t;
+    int64_t enc_len;
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op

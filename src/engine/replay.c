@@ -890,7 +890,8 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
                 __builtin_add_overflow(sim->kv_cache, v, &sim->kv_cache))
                 return -1;
         }
-        if (sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
+        /* the tokens are the decoder's: an encoder-decoder's cross-attention slots hold the encoder's */
+        if (!sl->cross && sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
         if (sl->latent > 0) sim->kv_mla++;
     }
     /* Qwen3NextDynamicCache's conv_states and recurrent_states (layers/deltanet.c): a fixed size */

@@ -238,10 +238,10 @@ def main(argv):
         model = encoder_replica.build(cfg.d)
         model.attn_impl = "sdpa"
     elif cfg.model_type == "t5":  # T5ForConditionalGeneration (t5_replica.py)
-        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
-                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+        if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt_every != 1 or args.ckpt_ops
+                or args.act_offload != "none" or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: t5: the replica measures training (full, LoRA, --ckpt of every T5Block; "
-                             "--loss hf) and --mode infer")
+                             "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif args.mode == "infer":
@@ -340,7 +340,7 @@ def main(argv):
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     t5 = cfg.model_type == "t5"
     T = args.target_seq or args.seq
-    if t5:
+    if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T
     if (t5 or encoder) and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
@@ -530,7 +530,34 @@ def main(argv):
             sw = cfg.sliding_window
             return ["sliding_attention" if sw else "full_attention"] * n, sw
 
+        def generate_t5(record):
+            # t5_replica.generate: GenerationMixin.generate of an encoder-decoder (the encoder once, then the
+            # decoder a step at a time with EncoderDecoderCache); phase 0 is the encoder and the first step
+            import t5_replica
+            cur = [None]
+
+            def on_phase(name):
+                if not record:
+                    return
+                if cur[0] is not None:  # the step before ends here
+                    phases[cur[0]] = (int(tr.O.opobs_peak()), tr.O.opobs_peak_where().decode(errors="replace"))
+                cur[0] = 0 if name == "prefill" else int(name[6:])
+                tr.O.opobs_reset_peak()
+                if args.per_op_file and name == "prefill":
+                    tr.O.opobs_log_open(args.per_op_file.encode())
+                tr.tag(name)
+
+            def on_step_end():
+                if record:
+                    tr.read("step-end")
+                    phases[cur[0]] = (int(tr.O.opobs_peak()), tr.O.opobs_peak_where().decode(errors="replace"))
+
+            with torch.no_grad():
+                return t5_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
+
         def generate(record):
+            if t5:
+                return generate_t5(record)
             # GU: GenerationMixin._sample, greedy (do_sample=False), DynamicCache(config=...),
             # logits_to_keep=1; has_eos_stopping_criteria (the configs have eos_token_id)
             with torch.no_grad():
@@ -590,7 +617,10 @@ def main(argv):
         decode = {s: v for s, v in phases.items() if s > 0}
         dstep = max(decode, key=lambda s: decode[s][0]) if decode else None
         kv_per_token = 0
-        if cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
+        if t5:  # the decoder's self-attention keys and values per generated token (the cross-attention's: the prompt's)
+            kv_per_token = raw.get("num_decoder_layers") or raw.get("num_layers", 6)
+            kv_per_token *= 2 * raw.get("num_heads", 8) * raw.get("d_kv", 64) * (2 if args.precision == "bf16" else 4)
+        elif cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states
             kv_per_token = cfg.num_hidden_layers * cfg.num_attention_heads * (
                 cfg.d["qk_nope_head_dim"] + cfg.d["qk_rope_head_dim"] + cfg.d["v_head_dim"]) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "falcon":  # DynamicCache keeps what FalconAttention gives it (falcon_replica.py)

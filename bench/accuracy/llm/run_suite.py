@@ -591,6 +591,8 @@ def cases():
                                    ("llama4_scout_small", 2, 24, 30, "bf16", False),
                                    ("llama4_scout_small", 1, 8, 60, "fp32", False),
                                    ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
     # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
     # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
@@ -715,6 +717,25 @@ def cases():
     for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
                         precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    # issue 31 item 4: T5ForConditionalGeneration's generate() (t5_replica.generate: generation/utils.py
+    # @000034a's encoder-decoder path, modeling_t5.py @6b8b757d's cached forward): the encoder once over
+    # --prompt, then the decoder one token a step with EncoderDecoderCache (the self-attention's cat, the
+    # cross-attention's states of the first step); prefill (the encoder and the first step) and decoding
+    # peaks. Three held out.
+    t5g = [
+        ("t5_small", 2, 128, 16, "fp32", False),
+        ("t5_small", 2, 128, 16, "bf16", False),
+        ("flan_t5_small", 2, 96, 24, "fp32", True),
+        ("flan_t5_small", 1, 64, 48, "bf16", False),
+        ("t5_small", 4, 32, 64, "fp32", False),    # decode-dominated: the self-attention cache grows to 64 tokens
+        ("t5_small", 1, 256, 8, "fp32", True),
+        ("t5_small", 3, 100, 2, "bf16", False),
+        ("flan_t5_small", 4, 160, 12, "bf16", True),
+        ("t5_small", 1, 16, 96, "fp32", False),
+    ]
+    for cfg, b, pr, m, prec, ho in t5g:
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 

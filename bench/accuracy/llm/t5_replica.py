@@ -56,6 +56,17 @@ Source read: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0
           for every block (run non-reentrant: vctorch._checkpoint2x, the harness's port of 2.x's);
           T5Attention.forward: position_bias.requires_grad = True on the zeros bias when
           self.gradient_checkpointing and self.training.
+  generate() (generate() below, measure_llm.py --mode generate): GenerationMixin.generate of
+      generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f for an encoder-decoder, greedy:
+      _prepare_attention_mask_for_generation, _prepare_encoder_decoder_kwargs_for_generation (the encoder
+      once, its last_hidden_state kept), _prepare_decoder_input_ids_for_generation (ones((B, 1)) *
+      decoder_start_token_id), EncoderDecoderCache(DynamicCache(), DynamicCache()), _sample's loop
+      (prepare_inputs_for_generation's input_ids[:, cache_position] and clone, the model forward with
+      encoder_outputs, the fp32 copy of the last logits, argmax, cat); modeling_t5.py's cached paths
+      (T5Stack.forward with past_key_values and cache_position: ones(B, past + 1), the causal mask at
+      target_length past + 1, invert_attention_mask of generate's mask; T5Block's query_length =
+      cache_position[-1] + 1; T5Attention.forward's is_updated reuse of the cross-attention's states,
+      DynamicCache.update, compute_bias at cache_position).
 Every nn.Linear is reference.Linear (at::linear as PyTorch 2.x runs it), every dropout
 vctorch.dropout2x and the norm's mean vctorch.mean2x, as the harness's other replicas.
 """
@@ -244,7 +255,23 @@ class T5Attention(nn.Module):
         values = self.relative_attention_bias(relative_position_bucket)
         return values.permute([2, 0, 1]).unsqueeze(0)
 
-    def forward(self, hidden_states, mask=None, key_value_states=None, position_bias=None, past_key_value=None):
+    def compute_bias_at(self, key_length, cache_position):
+        # compute_bias(real_seq_length, key_length, cache_position=cache_position) as generate() calls it:
+        # context_position = cache_position[:, None] (a view), memory_position = arange(key_length)[None, :]
+        context_position = cache_position[:, None]
+        memory_position = torch.arange(key_length, dtype=torch.long)[None, :]
+        relative_position = memory_position - context_position
+        relative_position_bucket = self._relative_position_bucket(
+            relative_position, bidirectional=(not self.is_decoder), num_buckets=self.relative_attention_num_buckets,
+            max_distance=self.relative_attention_max_distance)
+        values = self.relative_attention_bias(relative_position_bucket)
+        return values.permute([2, 0, 1]).unsqueeze(0)
+
+    def forward(self, hidden_states, mask=None, key_value_states=None, position_bias=None, past_key_value=None,
+                query_length=None, cache_position=None):
+        if cache_position is not None:  # generate(): modeling_t5.py T5Attention.forward with a cache_position
+            return self._forward_cached(hidden_states, mask, key_value_states, position_bias, past_key_value,
+                                        query_length, cache_position)
         batch_size, seq_length = hidden_states.shape[:2]
         is_cross_attention = key_value_states is not None
         query_states = self.q(hidden_states)
@@ -279,6 +306,51 @@ class T5Attention(nn.Module):
         attn_output = self.o(attn_output)
         return attn_output, position_bias
 
+    def _forward_cached(self, hidden_states, mask, key_value_states, position_bias, past_key_value, query_length,
+                        cache_position):
+        # T5Attention.forward @6b8b757d under generate(): the EncoderDecoderCache's is_updated reuse of the
+        # cross-attention's states, the self-attention's DynamicCache.update, the bias at cache_position
+        batch_size, seq_length = hidden_states.shape[:2]
+        is_cross_attention = key_value_states is not None
+        query_states = self.q(hidden_states)
+        query_states = query_states.view(batch_size, -1, self.n_heads, self.key_value_proj_dim).transpose(1, 2)
+        is_updated = past_key_value.is_updated.get(self.layer_idx)
+        curr_past_key_value = (past_key_value.cross_attention_cache if is_cross_attention
+                               else past_key_value.self_attention_cache)
+        current_states = key_value_states if is_cross_attention else hidden_states
+        if is_cross_attention and is_updated:
+            key_states = curr_past_key_value.key_cache[self.layer_idx]
+            value_states = curr_past_key_value.value_cache[self.layer_idx]
+        else:
+            key_states = self.k(current_states)
+            value_states = self.v(current_states)
+            key_states = key_states.view(batch_size, -1, self.n_heads, self.key_value_proj_dim).transpose(1, 2)
+            value_states = value_states.view(batch_size, -1, self.n_heads, self.key_value_proj_dim).transpose(1, 2)
+            key_states, value_states = curr_past_key_value.update(key_states, value_states, self.layer_idx)
+            if is_cross_attention:
+                past_key_value.is_updated[self.layer_idx] = True
+        scores = torch.matmul(query_states, key_states.transpose(3, 2))
+        if position_bias is None:
+            key_length = key_states.shape[-2]
+            # real_seq_length = query_length if query_length is not None else cache_position[-1] + 1
+            real_seq_length = query_length if query_length is not None else cache_position[-1] + 1  # noqa: F841
+            if not self.has_relative_attention_bias:
+                position_bias = torch.zeros((1, self.n_heads, seq_length, key_length), dtype=scores.dtype)
+            else:
+                position_bias = self.compute_bias_at(key_length, cache_position)
+                position_bias = position_bias[:, :, -seq_length:, :]
+            if mask is not None:
+                causal_mask = mask[:, :, :, : key_states.shape[-2]]
+                position_bias = position_bias + causal_mask
+        scores += position_bias
+        attn_weights = F.softmax(scores.float(), dim=-1).type_as(scores)
+        attn_weights = _drop(attn_weights, self.dropout, self.training)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous()
+        attn_output = attn_output.view(batch_size, -1, self.inner_dim)
+        attn_output = self.o(attn_output)
+        return attn_output, position_bias
+
 
 class T5LayerSelfAttention(nn.Module):
     def __init__(self, c, has_relative_attention_bias=False, layer_idx=0):
@@ -287,10 +359,11 @@ class T5LayerSelfAttention(nn.Module):
         self.layer_norm = T5LayerNorm(c.d_model, eps=c.layer_norm_epsilon)
         self.p = c.dropout_rate
 
-    def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None):
+    def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None,
+                cache_position=None):
         normed = self.layer_norm(hidden_states)
         out, position_bias = self.SelfAttention(normed, mask=attention_mask, position_bias=position_bias,
-                                                past_key_value=past_key_value)
+                                                past_key_value=past_key_value, cache_position=cache_position)
         return hidden_states + _drop(out, self.p, self.training), position_bias
 
 
@@ -301,10 +374,12 @@ class T5LayerCrossAttention(nn.Module):
         self.layer_norm = T5LayerNorm(c.d_model, eps=c.layer_norm_epsilon)
         self.p = c.dropout_rate
 
-    def forward(self, hidden_states, key_value_states, attention_mask=None, position_bias=None, past_key_value=None):
+    def forward(self, hidden_states, key_value_states, attention_mask=None, position_bias=None, past_key_value=None,
+                query_length=None, cache_position=None):
         normed = self.layer_norm(hidden_states)
         out, position_bias = self.EncDecAttention(normed, mask=attention_mask, key_value_states=key_value_states,
-                                                  position_bias=position_bias, past_key_value=past_key_value)
+                                                  position_bias=position_bias, past_key_value=past_key_value,
+                                                  query_length=query_length, cache_position=cache_position)
         return hidden_states + _drop(out, self.p, self.training), position_bias
 
 
@@ -318,12 +393,14 @@ class T5Block(nn.Module):
         self.layer.append(T5LayerFF(c))
 
     def forward(self, hidden_states, attention_mask, position_bias, encoder_hidden_states, encoder_attention_mask,
-                encoder_decoder_position_bias, past_key_value):
-        hidden_states, position_bias = self.layer[0](hidden_states, attention_mask, position_bias, past_key_value)
+                encoder_decoder_position_bias, past_key_value, cache_position=None):
+        hidden_states, position_bias = self.layer[0](hidden_states, attention_mask, position_bias, past_key_value,
+                                                     cache_position)
         if self.is_decoder and encoder_hidden_states is not None:
+            # T5Block.forward: query_length=cache_position[-1] + 1 (generate(): cache_position given)
             hidden_states, encoder_decoder_position_bias = self.layer[1](
                 hidden_states, encoder_hidden_states, encoder_attention_mask, encoder_decoder_position_bias,
-                past_key_value)
+                past_key_value, *((cache_position[-1] + 1, cache_position) if cache_position is not None else ()))
         hidden_states = self.layer[-1](hidden_states)
         return hidden_states, position_bias, encoder_decoder_position_bias
 
@@ -347,6 +424,11 @@ class DynamicCache:
 class EncoderDecoderCache:
     def __init__(self, self_attention_cache, cross_attention_cache):
         self.self_attention_cache, self.cross_attention_cache = self_attention_cache, cross_attention_cache
+        self.is_updated = {}  # EncoderDecoderCache.is_updated: the cross-attention layers already filled
+
+    def get_seq_length(self):  # self_attention_cache.get_seq_length(): layer 0's tokens
+        kc = self.self_attention_cache.key_cache
+        return kc[0].shape[-2] if kc else 0
 
 
 class T5Stack(nn.Module):
@@ -360,7 +442,11 @@ class T5Stack(nn.Module):
         self.p = c.dropout_rate
         self.gradient_checkpointing = False
 
-    def forward(self, input_ids, encoder_hidden_states=None):
+    def forward(self, input_ids, encoder_hidden_states=None, attention_mask=None, encoder_attention_mask=None,
+                past_key_values=None, cache_position=None):
+        if cache_position is not None:  # the decoder under generate()
+            return self._forward_cached(input_ids, encoder_hidden_states, encoder_attention_mask, past_key_values,
+                                        cache_position)
         inputs_embeds = self.embed_tokens(input_ids)
         batch_size, seq_length = input_ids.shape
         dtype = inputs_embeds.dtype
@@ -369,7 +455,8 @@ class T5Stack(nn.Module):
             use_cache = False  # "`use_cache=True` is incompatible with gradient checkpointing"
         past_key_values = EncoderDecoderCache(DynamicCache(), DynamicCache()) if use_cache else None
         cache_position = torch.arange(0, seq_length)
-        attention_mask = torch.ones(batch_size, seq_length)
+        if attention_mask is None:  # generate() passes the encoder its attention_mask (int64)
+            attention_mask = torch.ones(batch_size, seq_length)
         if self.is_decoder:
             # _update_causal_mask (eager) -> _prepare_4d_causal_attention_mask_with_cache_position
             min_dtype = torch.finfo(dtype).min
@@ -411,6 +498,45 @@ class T5Stack(nn.Module):
             hidden_states, position_bias, encoder_decoder_position_bias = layer_module(
                 hidden_states, causal_mask, position_bias, encoder_hidden_states, encoder_extended_attention_mask,
                 encoder_decoder_position_bias, past_key_values)
+        hidden_states = self.final_layer_norm(hidden_states)
+        hidden_states = _drop(hidden_states, self.p, self.training)
+        return hidden_states, past_key_values
+
+    def _forward_cached(self, input_ids, encoder_hidden_states, encoder_attention_mask, past_key_values, cache_position):
+        # T5Stack.forward @6b8b757d, the decoder under generate(): past_key_values (EncoderDecoderCache) and
+        # cache_position given, attention_mask None, encoder_attention_mask generate()'s int64 mask
+        inputs_embeds = self.embed_tokens(input_ids)
+        batch_size, seq_length = input_ids.shape
+        dtype = inputs_embeds.dtype
+        past_key_values_length = past_key_values.get_seq_length()
+        mask_seq_length = past_key_values_length + seq_length
+        attention_mask = torch.ones(batch_size, mask_seq_length)
+        # _update_causal_mask (eager): target_length = attention_mask.shape[-1];
+        # _prepare_4d_causal_attention_mask_with_cache_position
+        min_dtype = torch.finfo(dtype).min
+        target_length = attention_mask.shape[-1]
+        causal_mask = torch.full((seq_length, target_length), fill_value=min_dtype, dtype=dtype)
+        if seq_length != 1:
+            causal_mask = torch.triu(causal_mask, diagonal=1)
+        causal_mask *= torch.arange(target_length) > cache_position.reshape(-1, 1)
+        causal_mask = causal_mask[None, None, :, :].expand(batch_size, 1, -1, -1)
+        causal_mask = causal_mask.clone()
+        mask_length = attention_mask.shape[-1]
+        padding_mask = causal_mask[:, :, :, :mask_length] + attention_mask[:, None, None, :]
+        padding_mask = padding_mask == 0
+        causal_mask[:, :, :, :mask_length] = causal_mask[:, :, :, :mask_length].masked_fill(padding_mask, min_dtype)
+        del padding_mask
+        # invert_attention_mask(encoder_attention_mask)
+        ext = encoder_attention_mask[:, None, None, :].to(dtype=dtype)
+        encoder_extended_attention_mask = (1.0 - ext) * torch.finfo(dtype).min
+        del ext
+        position_bias = None
+        encoder_decoder_position_bias = None
+        hidden_states = _drop(inputs_embeds, self.p, self.training)
+        for layer_module in self.block:
+            hidden_states, position_bias, encoder_decoder_position_bias = layer_module(
+                hidden_states, causal_mask, position_bias, encoder_hidden_states, encoder_extended_attention_mask,
+                encoder_decoder_position_bias, past_key_values, cache_position)
         hidden_states = self.final_layer_norm(hidden_states)
         hidden_states = _drop(hidden_states, self.p, self.training)
         return hidden_states, past_key_values
@@ -464,6 +590,76 @@ class T5ForConditionalGeneration(nn.Module):
             loss_fct = nn.CrossEntropyLoss(ignore_index=-100)
             loss = loss_fct(lm_logits.view(-1, lm_logits.size(-1)), labels.view(-1))
         return loss, lm_logits
+
+
+    def forward_cached(self, decoder_input_ids, encoder_hidden_states, attention_mask, past_key_values,
+                       cache_position):
+        # T5ForConditionalGeneration.forward as generate() calls it: encoder_outputs given (hidden_states =
+        # encoder_outputs[0]), the decoder with the cache, the rescale when tied, lm_head over the decoder's
+        # positions (no logits_to_keep in this forward); the Seq2SeqLMOutput's logits
+        decoder_outputs = self.decoder(decoder_input_ids, encoder_hidden_states=encoder_hidden_states,
+                                       encoder_attention_mask=attention_mask, past_key_values=past_key_values,
+                                       cache_position=cache_position)
+        sequence_output = decoder_outputs[0]
+        if self.config.tie_word_embeddings:
+            sequence_output = sequence_output * (self.model_dim ** -0.5)
+        return self.lm_head(sequence_output)
+
+
+def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
+    """GenerationMixin.generate (generation/utils.py @000034a44ef887621d9b36001a5eb7c46e64cb3f) for an
+    encoder-decoder, greedy (do_sample False, num_beams 1), under torch.no_grad(), as it runs
+    T5ForConditionalGeneration: on_phase("prefill") before anything (the encoder and the first step),
+    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+    B = input_ids.shape[0]
+    on_phase("prefill")
+    # _prepare_special_tokens: pad_token_id, eos_token_id, decoder_start_token_id as tensors (T5Config: 0, 1, 0)
+    pad = torch.tensor(0, dtype=torch.long)
+    eos = torch.tensor([1], dtype=torch.long)
+    decoder_start = torch.tensor(0, dtype=torch.long)
+    # _prepare_attention_mask_for_generation
+    default_attention_mask = torch.ones(input_ids.shape[:2], dtype=torch.long)
+    is_pad_token_in_inputs = torch.isin(input_ids, pad).any()
+    is_pad_token_not_equal_to_eos_token_id = ~(torch.isin(eos, pad).any())
+    can_infer_attention_mask = is_pad_token_in_inputs * is_pad_token_not_equal_to_eos_token_id
+    attention_mask_from_padding = input_ids.ne(pad).long()
+    attention_mask = (attention_mask_from_padding * can_infer_attention_mask
+                      + default_attention_mask * ~can_infer_attention_mask)
+    del default_attention_mask, is_pad_token_in_inputs, is_pad_token_not_equal_to_eos_token_id
+    del can_infer_attention_mask, attention_mask_from_padding
+    # _prepare_encoder_decoder_kwargs_for_generation: encoder(input_ids, attention_mask, return_dict=True)
+    encoder_hidden_states = model.encoder(input_ids, attention_mask=attention_mask)[0]
+    # _prepare_decoder_input_ids_for_generation: torch.ones((batch_size, 1), dtype=long) * decoder_start_token_id
+    dec_ids = torch.ones((B, 1), dtype=torch.long) * decoder_start
+    # _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache())
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    # _sample: unfinished_sequences; _get_initial_cache_position: torch.ones(cur_len).cumsum(0) - 1
+    unfinished_sequences = torch.ones(B, dtype=torch.long)
+    cache_position = torch.ones(dec_ids.shape[1], dtype=torch.int64).cumsum(0) - 1
+    model_inputs = None
+    for step in range(max_new_tokens):
+        if step:
+            on_phase("decode%d" % step)
+        # prepare_inputs_for_generation: _cache_dependant_input_preparation (input_ids[:, cache_position] when
+        # input_ids is longer than cache_position), decoder_input_ids = input_ids.clone(); the dict rebound
+        cur = dec_ids
+        if cur.shape[1] != cache_position.shape[0]:
+            cur = cur[:, cache_position]
+        model_inputs = {"decoder_input_ids": cur.clone(memory_format=torch.contiguous_format)}
+        del cur
+        logits = model.forward_cached(model_inputs["decoder_input_ids"], encoder_hidden_states, attention_mask, cache,
+                                      cache_position)
+        # _update_model_kwargs_for_generation (encoder-decoder, no decoder_attention_mask): cache_position only
+        cache_position = cache_position[-1:] + 1
+        next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        next_tokens = torch.argmax(next_token_logits, dim=-1)
+        next_tokens = next_tokens * unfinished_sequences + pad * (1 - unfinished_sequences)
+        dec_ids = torch.cat([dec_ids, next_tokens[:, None]], dim=-1)
+        # `del outputs`: the logits; next_token_logits and next_tokens live until rebound
+        del logits
+        on_step_end()
+    del cache, model_inputs, encoder_hidden_states, attention_mask
+    return dec_ids
 
 
 def count(cfg):

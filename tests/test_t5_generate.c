@@ -1,0 +1,119 @@
+/*
+ * test_t5_generate.c — --mode generate of t5 / flan-t5 (issue 31 item 4; src/engine/generate.c
+ * "Encoder-decoders", layers/t5.c): generate() as transformers runs it for
+ * T5ForConditionalGeneration (generation/utils.py @000034a: the encoder once over --prompt, the decoder
+ * from decoder_start_token_id one token a step, EncoderDecoderCache), against the peaks measured from
+ * bench/accuracy/llm/t5_replica.py's generate() (written from that source and modeling_t5.py @6b8b757d,
+ * measured by measure_llm.py --mode generate on torch 1.13 CPU: bench/accuracy/llm/measured.json, cases
+ * llm392 to llm400; the held-out llm394, llm397 and llm399 are not asserted here), the cache it reports,
+ * and what is refused.
+ *
+ * The configs are bench/accuracy/llm/configs/t5_small.json (relu, tied: the d_model ** -0.5 rescale;
+ * 2 + 2 blocks, 8 heads of 32) and flan_t5_small.json (gated-gelu, untied, 2 encoder and 3 decoder
+ * blocks, 6 heads of 32), run through the CLI as compare.py runs them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cli_run.h"
+
+#define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
+
+/* the CLI's generate figures for a case, as compare.py runs it (math SDPA, no cuBLAS workspace) */
+static long long field(const char *cfg, int batch, int prompt, int new_tokens, const char *prec, const char *key)
+{
+    char args[512];
+    snprintf(args, sizeof args, CFG "%s.json -m generate --prompt %d --new-tokens %d -b %d -p %s --attention math "
+             "--workspace 0 -f json", cfg, prompt, new_tokens, batch, prec);
+    return cli_json_field(args, key);
+}
+
+/* The prefill peak (generate's attention mask, the encoder over the prompt, the decoder's first step)
+ * and the decoding peak (the last step: the self-attention cache longest, its torch.cat's old and new
+ * tensors together) against measured.json's. The estimates are 1,536 to 2,560 bytes (3 to 5 allocations
+ * of 512 bytes) low: T5Stack's small mask tensors of the decoder (its float32 ones(B, past + 1), the
+ * arange and the comparison of _prepare_4d_causal_attention_mask_with_cache_position) are freed at their
+ * last use rather than when the stack returns, as in -m infer (test_t5.c infer_measured), and block 0's
+ * real_seq_length (cache_position[-1] + 1, a local of its self-attention) is not modelled. */
+static void measured(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cfg;
+        int batch, prompt, new_tokens;
+        const char *prec;
+        long long prefill, decode; /* measured.json prefill_peak, decode_peak */
+        int prefill_low, decode_low; /* bytes the estimate is below them */
+    } cases[] = {
+        {"t5_small", 2, 128, 16, "fp32", 22042112, 18560512, 2560, 1536},   /* llm392 */
+        {"t5_small", 2, 128, 16, "bf16", 12335104, 9293312, 2560, 1536},    /* llm393 */
+        {"flan_t5_small", 1, 64, 48, "bf16", 7335936, 7211008, 2048, 1536}, /* llm395 */
+        {"t5_small", 4, 32, 64, "fp32", 18500096, 18833408, 2048, 2048},    /* llm396: the decoding peak is the larger */
+        {"t5_small", 3, 100, 2, "bf16", 12206592, 9391104, 2560, 1536},     /* llm398 */
+        {"t5_small", 1, 16, 96, "fp32", 16999936, 17389056, 2048, 1536},    /* llm400 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        long long p = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+                            "\"prefill_peak\": ");
+        long long d = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+                            "\"decode_peak\": ");
+        if (p != cases[i].prefill - cases[i].prefill_low || d != cases[i].decode - cases[i].decode_low)
+            fail_msg("case %zu: prefill %lld (measured %lld), decode %lld (measured %lld)", i, p, cases[i].prefill, d,
+                     cases[i].decode);
+    }
+}
+
+/* The cache generate() leaves: EncoderDecoderCache's self-attention keys and values of the decoder's
+ * tokens (decoder_start_token_id and the new tokens but the last: --new-tokens) and the cross-attention's
+ * of the encoder's --prompt tokens, per decoder layer, batch and dtype. t5_small, batch 2, fp32, prompt
+ * 128, 16 new tokens: 2 layers x 2 (K, V) x 2 x 256 (8 heads x 32) x 4 bytes x (16 + 128) = 1,179,648. */
+static void cache(void **state)
+{
+    (void)state;
+    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (16 + 128));
+    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_tokens\": "), 16);
+    /* flan_t5_small, bf16, batch 1, prompt 64, 48 new tokens: 3 decoder layers x 2 x 192 (6 x 32) x 2 bytes */
+    assert_int_equal(field("flan_t5_small", 1, 64, 48, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (48 + 64));
+    /* one new token: the first step only (the start token's keys and values, the cross-attention's) */
+    assert_int_equal(field("t5_small", 2, 128, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (1 + 128));
+    assert_int_equal(field("t5_small", 2, 128, 1, "fp32", "\"decode_step\": "), 0);
+    /* the timeline: the encoder's activations are freed before decoding, so a long prompt's prefill peak
+     * (its attention scores) stays above the decoding peak, which the cache's growth sets for a short one */
+    assert_true(field("t5_small", 1, 256, 8, "fp32", "\"prefill_peak\": ") >
+                field("t5_small", 1, 256, 8, "fp32", "\"decode_peak\": "));
+    assert_true(field("t5_small", 4, 32, 64, "fp32", "\"decode_peak\": ") >
+                field("t5_small", 4, 32, 64, "fp32", "\"prefill_peak\": "));
+}
+
+/* Bad or unmodelled values exit 2 with one line naming the option. */
+static void refusals(void **state)
+{
+    (void)state;
+    assert_usage(CFG "t5_small.json -m generate --cache static",
+                 "--cache: an encoder-decoder's generate() is modelled with the EncoderDecoderCache");
+    assert_usage(CFG "t5_small.json -m generate --cache quantized", "--cache:");
+    assert_usage(CFG "t5_small.json -m generate --new-tokens 0", "--new-tokens");
+    assert_usage(CFG "t5_small.json -m generate --prompt 0", "--prompt");
+    assert_usage(CFG "t5_small.json -m generate --seq 64", "--seq does not go with --mode generate");
+    assert_usage(CFG "t5_small.json -m generate --target-seq 8", "--target-seq");
+    assert_usage(CFG "t5_small.json -m generate -p fp16", "--precision: t5 is modelled in fp32 and bf16");
+    assert_usage(CFG "t5_small.json --serve --gpu h100-80gb", "--serve: vLLM has no T5ForConditionalGeneration");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(measured),
+        cmocka_unit_test(cache),
+        cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
