@@ -6,7 +6,9 @@
  * eager core with that bias added to its scores (T5Attention), the modules'
  * returns that end their locals' lives (T5Return), and the decoder's input ids
  * (T5DecoderIds).
- * src/hf/hf_t5.c writes a config.json's model with them.
+ * src/hf/hf_t5.c writes a config.json's model with them. Under --mode generate (src/engine/generate.c
+ * "Encoder-decoders") the masks, the decoder's bias and the attention follow generate()'s cached
+ * forward (vc_gen_seq2seq, vc_kv_update_self, vc_kv_cross).
  *
  * Source: huggingface/transformers @ 6b8b757dfcb582379a64f013cdce46c43629f2b0,
  * src/transformers/models/t5/modeling_t5.py (the function each piece follows is
@@ -371,11 +373,11 @@ static void ta_emit(vc_build *b, const void *p)
     vc_t q = vc_input(b, 0), k = vc_input(b, 1), v = vc_input(b, 2), pb = vc_input(b, 3);
     bool cat = false; /* the keys and values are a torch.cat's result (contiguous) */
     vc_t qlen = -1; /* T5Block.forward's query_length=cache_position[-1] + 1, the cross-attention's argument */
-    if (c->cache && vc_gen_seq2seq(b, &past)) {
+    if (vc_gen_seq2seq(b, &past)) { /* use_cache: the decoder's attention is always cached under generate() */
         if (vc_kv_cross(b, 1, &k, &v)) {
             qlen = vc__op_new(b, "add", vc_n_fixed(1), VC_DT_I64);
             vc_hold(b, qlen);
-        } else {
+        } else if (c->cache) {
             cat = vc_kv_update_self(b, &k, &v, &S);
         }
     } else if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */

@@ -1051,8 +1051,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             json_arena_release();
         }
         if (st) {
-            /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's */
-            if (o->mode == VC_MODE_GENERATE && !strcmp(err->path, O("seq"))) snprintf(err->path, sizeof err->path, O("prompt"));
+            /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's
+             * (an encoder-decoder's decoder too: it is built at the prompt's length, --target-seq not given) */
+            if (o->mode == VC_MODE_GENERATE && (!strcmp(err->path, O("seq")) || !strcmp(err->path, O("target_seq"))))
+                snprintf(err->path, sizeof err->path, O("prompt"));
             lib_err(q, err, st);
             goto fail;
         }

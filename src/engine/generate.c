@@ -41,6 +41,7 @@
 const vc_model *vc__gen_input_model(const vc_build *b) { return b->gen.on ? b->gen.twin[0] : b->m; }
 
 static int decoder_ids(const vc_model *m, size_t enc);
+static bool encdec_contract(const vc_model *m, size_t enc);
 static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err);
 static void encdec_emit(vc_build *b);
 
@@ -49,7 +50,7 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
     for (size_t i = 0; i < m->ninst; i++) /* an encoder-decoder: "Encoder-decoders" below */
-        if (m->inst[i].name && !strcmp(m->inst[i].name, "encoder") && decoder_ids(m, i) >= 0) {
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "encoder") && encdec_contract(m, i)) {
             bool t5 = false;
             for (size_t j = 0; j < m->ninst && !t5; j++) t5 = !strcmp(m->inst[j].kind->name, "T5Attention");
             if (g->profile)
@@ -537,11 +538,42 @@ void vc__gen_emit(vc_build *b)
  * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow). */
 
 /* Instance i: a projection of the encoder's output (a cross-attention's keys or values). */
-static bool encoder_projection(const vc_model *m, const vc_gen *g, int i)
+static bool projection_of(const vc_model *m, size_t enc_end, int enc_val, int i)
 {
-    if (i < 0 || (size_t)i < g->enc_end || m->inst[i].np == 0 || m->inst[i].nin < 1) return false;
+    if (i < 0 || (size_t)i < enc_end || m->inst[i].np == 0 || m->inst[i].nin < 1) return false;
     for (int k = 0; k < m->inst[i].nin; k++)
-        if (m->inst[i].in[k] != g->enc_val) return false;
+        if (m->inst[i].in[k] != enc_val) return false;
+    return true;
+}
+
+static bool encoder_projection(const vc_model *m, const vc_gen *g, int i) { return projection_of(m, g->enc_end, g->enc_val, i); }
+
+/* The layers that may read such a projection, and at which inputs: those that take it from
+ * vc_kv_cross after the first step (the projection is not run then), or only hold it as a local.
+ * A family's cross-attention kind joins this list (whisper's would). */
+static const struct { const char *kind; int first, last; } cross_readers[] = {
+    {"T5Attention", 1, 2}, /* layers/t5.c: the keys and values */
+    {"T5Return", 1, 7},    /* layers/t5.c: the locals a module's return releases */
+};
+
+/* m follows the contract from its "encoder" instance enc: a "decoder_input_ids" instance after it, and
+ * every projection of the encoder's output read only by cross_readers. */
+static bool encdec_contract(const vc_model *m, size_t enc)
+{
+    if (decoder_ids(m, enc) < 0) return false;
+    const int ev = m->inst[enc].out;
+    for (size_t i = enc + 1; i < m->ninst; i++) {
+        if (!projection_of(m, enc + 1, ev, (int)i)) continue;
+        for (size_t j = i + 1; j < m->ninst; j++)
+            for (int k = 0; k < m->inst[j].nin; k++) {
+                if (m->inst[j].in[k] != m->inst[i].out) continue;
+                bool ok = false;
+                for (size_t r = 0; r < sizeof cross_readers / sizeof *cross_readers && !ok; r++)
+                    ok = !strcmp(m->inst[j].kind->name, cross_readers[r].kind) && k >= cross_readers[r].first &&
+                         k <= cross_readers[r].last;
+                if (!ok) return false;
+            }
+    }
     return true;
 }
 

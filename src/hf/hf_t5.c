@@ -32,8 +32,12 @@
  * block 0 computes the position biases inside its checkpoint (the estimate computes them before
  * it: T5PositionBias), and T5Attention.forward's position_bias.requires_grad = True on the
  * cross-attention's zeros under checkpointing (docs/llm.md: within 2.5% of the measured cases).
- * What is not modelled is refused: generation and --serve (vc__gen_begin,
- * src/engine/generate.c), every N-th block checkpointed, --loss and --tp (vc_hf_build,
+ * Generation (--mode generate): src/engine/generate.c's encoder-decoder path runs the layers written here
+ * as generate() does (the encoder up to the layer named "encoder" once; the decoder a token a step, its
+ * "decoder_input_ids" the loop's; the cross-attention's k and v, projections of "encoder", run at the
+ * first step only), with layers/t5.c's cached attention, masks and bias.
+ * What is not modelled is refused: --serve (vc__gen_begin, src/engine/generate.c: vLLM has no
+ * T5ForConditionalGeneration), every N-th block checkpointed, --loss and --tp (vc_hf_build,
  * src/hf/hf.c), fp16, autocast, quantized weights, --pp, op-level checkpointing and
  * activation offloading (vc__t5_check below).
  */
