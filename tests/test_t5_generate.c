@@ -80,6 +80,9 @@ static void cache(void **state)
     (void)state;
     assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (16 + 128));
     assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_tokens\": "), 16);
+    /* of it the cross-attention's: 2 layers x 2 x 2 x 256 x 4 bytes x 128 encoder tokens */
+    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 128);
+    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"cross_tokens\": "), 128);
     /* flan_t5_small, bf16, batch 1, prompt 64, 48 new tokens: 3 decoder layers x 2 x 192 (6 x 32) x 2 bytes */
     assert_int_equal(field("flan_t5_small", 1, 64, 48, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (48 + 64));
     /* one new token: the first step only (the start token's keys and values, the cross-attention's) */

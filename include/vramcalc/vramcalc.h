@@ -757,6 +757,11 @@ typedef struct {
          * kv_cache then the full-attention layers' keys and values; 0 and 0 otherwise */
         int64_t ssm_state;    /* bytes */
         int64_t ssm_layers;
+        /* an encoder-decoder (t5): the cross-attention's keys and values of the encoder's output kept
+         * beside the decoder's (part of kv_cache; every decoder layer, the whole batch) and the
+         * encoder's tokens they hold; 0 and 0 otherwise */
+        int64_t cross_cache;  /* bytes */
+        int64_t cross_tokens;
     } generate;
     size_t nlayers;           /* per-layer rows (top-level instances) */
     vc_layer_info *layers;    /* owned; freed by vc_result_free */

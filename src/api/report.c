@@ -573,7 +573,9 @@ void report_table(FILE *f, const vc_report *rep)
     else snprintf(note, sizeof note, "(%s%s%s)", vc_phase_name(r->peak.phase), r->peak.kind[0] ? ", " : "", r->peak.kind);
     row(f, t, "peak allocated", m->peak_allocated, note);
     if (o->mode == VC_MODE_GENERATE && r->generate.kv_tokens) { /* issue 13: the phases apart */
-        row(f, t, "  prefill peak", r->generate.prefill_peak, "(the prompt's forward, logits of its last token)");
+        row(f, t, "  prefill peak", r->generate.prefill_peak,
+            r->generate.cross_cache ? "(the encoder over the prompt, the decoder's first token)"
+                                    : "(the prompt's forward, logits of its last token)");
         if (r->generate.decode_step) {
             snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": %s)", r->generate.decode_step, o->new_tokens - 1,
                      o->cache == VC_CACHE_QUANTIZED && r->generate.decode_step % (o->kv_residual > 2 ? o->kv_residual : 2) == 0
@@ -584,7 +586,13 @@ void report_table(FILE *f, const vc_report *rep)
                  r->generate.ssm_layers ? "full-attention layers" /* Qwen3NextDynamicCache: K/V on those only */ : "all layers",
                  o->cache == VC_CACHE_OFFLOADED ? ", in host memory" : "",
                  r->generate.kv_mla ? "; MLA: full per-head K/V, not the latent" : "");
+        if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's two parts */
+            snprintf(note, sizeof note, "(%" PRId64 " decoder + %" PRId64 " encoder tokens, all decoder layers)",
+                     r->generate.kv_tokens, r->generate.cross_tokens);
         row(f, t, "  KV cache", r->generate.kv_cache, note);
+        if (r->generate.cross_cache) {
+            row(f, t, "    cross K/V", r->generate.cross_cache, "(of it: K/V of the encoder output)");
+        }
         if (r->generate.ssm_layers) {
             snprintf(note, sizeof note, "(conv + recurrent state of %" PRId64 " Gated DeltaNet layers, fixed size)",
                      r->generate.ssm_layers);
@@ -949,6 +957,9 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         if (r->generate.ssm_layers) /* Gated DeltaNet layers (a model without them prints as before) */
             fprintf(f, ", \"cache_class\": \"Qwen3NextDynamicCache\", \"deltanet_state\": %" PRId64 ", \"deltanet_layers\": %" PRId64,
                     r->generate.ssm_state, r->generate.ssm_layers);
+        if (r->generate.cross_cache) /* an encoder-decoder: EncoderDecoderCache's cross-attention part of kv_cache */
+            fprintf(f, ", \"cache_class\": \"EncoderDecoderCache\", \"cross_cache\": %" PRId64 ", \"cross_tokens\": %" PRId64,
+                    r->generate.cross_cache, r->generate.cross_tokens);
         fprintf(f, "}");
     }
     if (rep->gpu) {

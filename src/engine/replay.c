@@ -892,6 +892,16 @@ static int gen_kv(const vc_build *b, int64_t batch, vc_sim *sim)
         }
         /* the tokens are the decoder's: an encoder-decoder's cross-attention slots hold the encoder's */
         if (!sl->cross && sl->len + sl->qlen > sim->kv_tokens) sim->kv_tokens = sl->len + sl->qlen;
+        if (sl->cross) {
+            for (int j = 0; j < 2; j++) {
+                const tens_t *t = &b->t[j ? sl->v : sl->k];
+                int64_t v;
+                if (__builtin_mul_overflow(t->n.ps, batch, &v) || __builtin_mul_overflow(v, vc_dtype_size((vc_dtype)t->dt), &v) ||
+                    __builtin_add_overflow(sim->kv_cross, v, &sim->kv_cross))
+                    return -1;
+            }
+            sim->kv_cross_tokens = sl->len;
+        }
         if (sl->latent > 0) sim->kv_mla++;
     }
     /* Qwen3NextDynamicCache's conv_states and recurrent_states (layers/deltanet.c): a fixed size */
