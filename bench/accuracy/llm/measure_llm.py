@@ -22,7 +22,9 @@ generate: model.eval(), torch.no_grad(); greedy generation as transformers'
 GenerationMixin._sample runs it (generation/utils.py @000034a) with a DynamicCache
 (reference.DynamicCache, cache_utils.py @004999d: every update a torch.cat):
 prefill over the prompt with logits_to_keep=1, then one token per step; run twice, the
-second measured; prefill and decode peaks reported separately.
+second measured; prefill and decode peaks reported separately. t5 (t5_replica.generate): generate() of
+an encoder-decoder, the prefill phase the attention mask, the encoder over --prompt and the decoder's first
+step.
 """
 
 import argparse
