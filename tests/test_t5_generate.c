@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "vramcalc/vramcalc.h"
 #include "cli_run.h"
 
 #define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
@@ -96,6 +97,63 @@ static void cache(void **state)
                 field("t5_small", 4, 32, 64, "fp32", "\"prefill_peak\": "));
 }
 
+static const char T5_SMALL[] =
+    "{\"model_type\": \"t5\", \"architectures\": [\"T5ForConditionalGeneration\"], \"vocab_size\": 2048, "
+    "\"d_model\": 256, \"d_kv\": 32, \"d_ff\": 1024, \"num_layers\": 2, \"num_heads\": 8, "
+    "\"relative_attention_num_buckets\": 32, \"relative_attention_max_distance\": 128, \"dropout_rate\": 0.1, "
+    "\"layer_norm_epsilon\": 1e-6, \"feed_forward_proj\": \"relu\", \"is_encoder_decoder\": true, "
+    "\"tie_word_embeddings\": true, \"decoder_start_token_id\": 0, \"pad_token_id\": 0, \"eos_token_id\": 1}";
+
+static vc_status gen(const vc_model *m, vc_result *r, vc_error *err)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_GENERATE;
+    o.batch = 2;
+    o.prompt = 128;
+    o.new_tokens = 16;
+    o.workspace = 0;
+    o.attention = VC_ATTN_MATH;
+    return vc_estimate(m, &o, r, err);
+}
+
+/* The encoder-decoder path is the engine's, not the t5 row's: the model t5_small's config.json becomes
+ * (its decoder one token long, --target-seq 1) loaded as a model file generates to the same figures; it
+ * keys on the layers named "encoder" and "decoder_input_ids" (src/engine/generate.c "Encoder-decoders"),
+ * and without the second the model is no encoder-decoder: generate refuses it as for any model that is
+ * not a causal LM. */
+static void model_file(void **state)
+{
+    (void)state;
+    vc_hf_options h;
+    vc_hf_options_init(&h);
+    h.seq = 128;
+    h.target_seq = 1;
+    vc_model *hf = NULL, *file = NULL, *bad = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string_hf(T5_SMALL, strlen(T5_SMALL), "config.json", &h, &hf, &err), VC_OK);
+    const char *js = vc_model_generated_json(hf);
+    assert_int_equal(vc_model_load_string(js, strlen(js), "t5.json", &file, &err), VC_OK);
+    vc_result a, b;
+    assert_int_equal(gen(hf, &a, &err), VC_OK);
+    assert_int_equal(gen(file, &b, &err), VC_OK);
+    assert_int_equal(a.generate.prefill_peak, b.generate.prefill_peak);
+    assert_int_equal(a.generate.decode_peak, b.generate.decode_peak);
+    assert_int_equal(b.generate.kv_cache, 2LL * 2 * 2 * 256 * 4 * (16 + 128));
+    vc_result_free(&a);
+    vc_result_free(&b);
+    char *renamed = strdup(js), *at = strstr(renamed, "\"decoder_input_ids\"");
+    assert_non_null(at);
+    memcpy(at + 1, "decoder_input_idz", 17);
+    assert_int_equal(vc_model_load_string(renamed, strlen(renamed), "t5.json", &bad, &err), VC_OK);
+    assert_int_equal(gen(bad, &a, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "generate needs a causal language model"));
+    free(renamed);
+    vc_model_free(bad);
+    vc_model_free(file);
+    vc_model_free(hf);
+}
+
 /* Bad or unmodelled values exit 2 with one line naming the option. */
 static void refusals(void **state)
 {
@@ -116,6 +174,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(measured),
         cmocka_unit_test(cache),
+        cmocka_unit_test(model_file),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
