@@ -35,7 +35,6 @@ import re
 import sys
 
 UNSOURCED = {  # file: unsourced figures it may still hold (lower it as they are gone through)
-    "docs/inference.md": 64,
     "docs/llm.md": 65,
     "docs/models.md": 101,
     "docs/parallel.md": 578,
@@ -53,8 +52,8 @@ UNIT = re.compile(r"\s?(?:[KMGTP]i?B|bytes?)\b|\sB\b(?!\s*param)")
 MARKED = re.compile(r"\d[\d,]*(?:\.\d+)?<!-- figure: .+? -->")
 CODE = re.compile(r"`[^`]*`")
 # A figure is derived on its line when an operator stands next to it: "4 × 4,096 × 2 B =
-# 32,768 B", "blocks = 262,144" (a range "1-5 MiB" is not, nor a sign "| +512 B").
-DERIVED_BEFORE = re.compile(r"(?:[\w)\]*]\s*[+−]|[×*÷=≈·]|(?<!\w)x)\s*\(?\**\s*$")
+# 32,768 B", "blocks = 262,144", "cdiv(2,195,456, ..." (a range "1-5 MiB" is not, nor a sign "| +512 B").
+DERIVED_BEFORE = re.compile(r"(?:[\w)\]*]\s*[+−]|[×*÷=≈·]|(?<!\w)x|\b(?:cdiv|ceil|floor|min|max|round)\()\s*\(?\**\s*$")
 DERIVED_AFTER = re.compile(r"^\**\)?\s*(?:[×*÷+=≈−·]|x(?!\w))")
 
 # where a sentence ends: ". " before a capital, a bracket or a code span, or a list item's start
