@@ -44,7 +44,7 @@ import re
 import sys
 
 UNSOURCED = {  # file: unsourced figures it may still hold (lower it as they are gone through)
-    "docs/parallel.md": 165,
+    "docs/parallel.md": 159,
 }
 
 PASTED_CLI = re.compile(r"^\$ (?:\S*/)?vramcalc\b")
@@ -186,7 +186,10 @@ def figures(path, root):
             continue  # a pasted block or a table that names its measurement passes on its note too
         shown = "\n".join(lines[first + 1:last] if kind == "fence" else lines[first:last + 1]).replace(",", "")
         near = [x for x in bl[max(0, b - 3):b] if x[2] == "para" and lines[x[1]].strip() != OUTPUT][-1:]
-        near += [x for x in bl[b + 1:b + 2] if x[2] == "para"]
+        for x in bl[b + 1:b + 4]:  # the paragraphs after it that discuss it, up to a heading or a block
+            if x[2] != "para" or lines[x[0]].startswith("#"):
+                break
+            near.append(x)
         for x in near:
             for k in range(x[0], x[1] + 1):
                 shown_in[k] = shown
