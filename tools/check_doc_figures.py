@@ -44,7 +44,6 @@ import re
 import sys
 
 UNSOURCED = {  # file: unsourced figures it may still hold (lower it as they are gone through)
-    "docs/parallel.md": 105,
 }
 
 PASTED_CLI = re.compile(r"^\$ (?:\S*/)?vramcalc\b")
@@ -62,13 +61,13 @@ MARKED = re.compile(r"\d[\d,]*(?:\.\d+)?<!-- figure: .+? -->")
 CODE = re.compile(r"`[^`]*`")
 # A figure is derived on its line when an operator stands next to it: "4 × 4,096 × 2 B =
 # 32,768 B", "blocks = 262,144", "cdiv(2,195,456, ..." (a range "1-5 MiB" is not, nor a sign "| +512 B").
-DERIVED_BEFORE = re.compile(r"(?:[\w)\]*]\s*[+−]|[×*÷=≈·]|(?<!\w)x|\b(?:cdiv|ceil|floor|min|max|round)\()\s*\(?\**\s*$")
-DERIVED_AFTER = re.compile(r"^\**\)?\s*(?:[×*÷+=≈−·]|x(?!\w))")
+DERIVED_BEFORE = re.compile(r"(?:[\w)\]*]\s*[+−]|[\w)\]*]\s+-\s+|[×*÷=≈·]|(?<!\w)x|\b(?:cdiv|ceil|floor|min|max|round)\()\s*\(?\**\s*$")
+DERIVED_AFTER = re.compile(r"^\**\)?\s*(?:[×*÷+=≈−·]|x(?!\w)|-\s+(?=\d))")
 
 # where a sentence ends: ". " before a capital, a bracket or a code span, or a list item's start
 SENTENCE_END = re.compile(r"[.!?]\)?\s+(?=[A-Z(\[`*_])|\n(?=\s*(?:[-*]|\d+\.)\s)")
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:bench|tests|src|layers|python|tools|examples|docs|include|fuzz|web)/[\w./+-]*\w)")
-UPSTREAM = re.compile(r"https?://|\b[0-9a-f]{40}\b|@[0-9a-f]{7,40}\b|\b[\w-]+(?:/[\w.-]+)+\.(?:py|cpp|cu|cuh|h|hpp|c|cc)\b|\barXiv\b|\bmodel card\b")
+UPSTREAM = re.compile(r"https?://|\b[0-9a-f]{40}\b|@[0-9a-f]{7,40}\b|\b[\w-]+(?:/[\w.-]+)+\.(?:py|cpp|cu|cuh|h|hpp|c|cc|rst)\b|\barXiv\b|\bmodel card\b")
 
 
 def cites(text, root):
