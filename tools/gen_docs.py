@@ -26,7 +26,14 @@
    and each command killed after TIMEOUT seconds (an error: the docs check has to stay
    fast). A command that prints nothing is an error too (a typo in a path prints one).
 
-3. Figures in prose: a number followed at once by
+3. Markdown a command prints (a table that should render as one): the lines between
+
+       <!-- markdown: COMMAND -->
+       <!-- end markdown -->
+
+   are what COMMAND prints (run as a block's command), pasted as Markdown.
+
+4. Figures in prose: a number followed at once by
 
        <!-- figure: COMMAND -->
 
@@ -151,6 +158,30 @@ def outputs(text, cli, root, scratch):
     return "\n".join(out)
 
 
+MARKDOWN = re.compile(r"^<!-- markdown: (.+) -->$")
+MARKDOWN_END = "<!-- end markdown -->"
+
+
+def markdown(text, cli, root, scratch):
+    """text with every marked Markdown output regenerated."""
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        out.append(lines[i])
+        m = MARKDOWN.match(lines[i].strip())
+        i += 1
+        if not m:
+            continue
+        end = i
+        while end < len(lines) and lines[end].strip() != MARKDOWN_END:
+            end += 1
+        if end == len(lines):
+            sys.exit("gen_docs.py: %s has no %s" % (lines[i - 1].strip(), MARKDOWN_END))
+        out.extend(run(m.group(1), cli, root, scratch).rstrip("\n").split("\n"))
+        i = end
+    return "\n".join(out)
+
+
 FIGURE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)<!-- figure: (.+?) -->")
 
 
@@ -191,7 +222,8 @@ def regen(name, helptext, cli, root, scratch):
     """(name, its text, the text regenerated)."""
     with open(name, encoding="utf-8") as f:
         text = f.read()
-    return name, text, figures(outputs(options(text, helptext, name), cli, root, scratch), cli, root, scratch)
+    new = outputs(options(text, helptext, name), cli, root, scratch)
+    return name, text, figures(markdown(new, cli, root, scratch), cli, root, scratch)
 
 
 def main():
