@@ -317,6 +317,8 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode);
 /* --serve (src/engine/serve.c): a GatedDeltaNet layer's (cfg: its instance's parsed config) state per
  * request as vLLM keeps it, conv and temporal elements; *qwen3_5: Qwen3_5GatedDeltaNet (layers/deltanet.c). */
 void vc__gdn_state(const void *cfg, int64_t *conv, int64_t *ssm, bool *qwen3_5);
+/* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve refuses (src/engine/serve.c). */
+bool vc__ra_v_norm(const void *cfg);
 /* --serve's profiling run (vLLM's profile_run: no attention metadata, no cache; src/engine/generate.c). */
 bool vc_serve_profile(const vc_build *b);
 /* The same for a layer whose vLLM cache keeps `paged` K and V elements per token

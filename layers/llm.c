@@ -144,10 +144,11 @@ typedef struct {
     int64_t hidden;
     double eps;
     int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
-                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules) */
+                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules),
+                  * 3 gemma4 ((x * weight.float()).type_as(x)) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -175,6 +176,9 @@ static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 =
  *   h = x.to(float32); variance = h.pow(2).mean(-1, keepdim=True)
  *   h = h * torch.rsqrt(variance + eps); return weight * h.to(input_dtype)
  * gemma: out = h * (1.0 + weight.float()); return out.type_as(x).
+ * gemma4 (Gemma4RMSNorm, modeling_gemma4.py @ 0246b4f3: _norm(x.float()) = x * torch.pow(x.pow(2).mean(-1,
+ * keepdim=True) + eps, -0.5), then normed_output * self.weight.float() (with_scale), .type_as(x)): pow(v, -0.5)
+ * saves its input where rsqrt saves its output, both [rows] float32: the same sizes.
  * rows: rows per sample (the mean's size), or fixed rows when fixed. */
 static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
 {
@@ -192,6 +196,10 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
     vc_t hn = vc__op_mul_dt(b, h, r, full, VC_DT_F32);
     if (w < 0) return vc__op_cast(b, hn, in_dt);
+    if (variant == 3) { /* Gemma4RMSNorm: (normed_output * self.weight.float()).type_as(x) */
+        vc_t wf = vc__op_cast(b, w, VC_DT_F32);
+        return vc__op_cast(b, vc__op_mul_dt(b, hn, wf, full, VC_DT_F32), in_dt);
+    }
     if (variant == 1) {
         vc_t wf = vc__op_cast(b, w, VC_DT_F32);                       /* weight.float() */
         vc_t w1 = vc__op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
@@ -248,6 +256,7 @@ typedef struct {
     int64_t chunk;
     int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
     bool local_mask;          /* with bidir: this layer reads the sliding-window one */
+    bool v_norm;              /* Gemma4TextAttention: v_norm (Gemma4RMSNorm(head_dim, with_scale=False)) on the values */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -268,8 +277,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
         vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
         vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk) ||
-        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask))
+        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask) ||
+        vc_arg_bool(a, "v_norm", false, &c->v_norm))
         return -1;
+    if (c->v_norm && (c->fused || c->falcon || c->rope_style))
+        return vc_arg_fail(a, "v_norm", "is Gemma4TextAttention's: separate q, k, v inputs, llama's rotation");
     if ((c->rope_style == 2 || c->l2_qk || c->temp || c->chunk) && (c->fused || c->qk_norm || c->eager || c->window > 0 ||
                                                                    c->falcon || c->output_gate || c->sinks || c->block_mask))
         return vc_arg_fail(a, c->rope_style == 2 ? "rope_style" : c->l2_qk ? "l2_qk_norm" : c->temp ? "temperature_tuning"
@@ -864,6 +876,12 @@ static void ra_emit(vc_build *b, const void *p)
         q = llama4_temperature(b, q, L, H * D, &scales);
         vc_release(b, q0);
     }
+    if (c->v_norm) { /* Gemma4TextAttention.forward: value_states = self.v_norm(value_states) after the key's rotation
+                      * (a Gemma4RMSNorm without weight, per head: (x.float() * pow(...)).type_as(x)); with
+                      * attention_k_eq_v the value is k_proj's output itself (the same input twice) */
+        v = hf_rmsnorm(b, v, -1, vc_n_sample(L * KV), c->qk_variant);
+        if (locals) vc_release(b, vc_input(b, 2)); /* v_proj(x) (k_proj(x) under k_eq_v), rebound */
+    }
     const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
     /* ModernBERT's sdpa_attention_forward (modeling_modernbert.py @ 000c33fd): query and key, rebound to
      * apply_rotary_pos_emb's results, are its locals until F.scaled_dot_product_attention returns */
@@ -984,6 +1002,8 @@ static void ra_emit(vc_build *b, const void *p)
     }
     vc_kv_end(b);
 }
+
+bool vc__ra_v_norm(const void *cfg) { return ((const ra_cfg *)cfg)->v_norm; }
 
 const vc_kind vc_kind_RotaryAttention = {
     .ops = 58,

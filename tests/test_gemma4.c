@@ -3,8 +3,9 @@
  *
  * The parameters are counted from the modules' __init__s of huggingface/transformers
  * modeling_gemma4.py @ 0246b4f3335464614ef1de66531f9131a44ec801 and the defaults of
- * configuration_gemma4.py (v5.5: Gemma4TextConfig, Gemma4VisionConfig, Gemma4AudioConfig); the
- * memory is not modelled yet, so every build exits 2 naming model_type with the counts in its line.
+ * configuration_gemma4.py (v5.5: Gemma4TextConfig, Gemma4VisionConfig, Gemma4AudioConfig). The dense
+ * models load (sliding and full attention, attention_k_eq_v: the 31B); a config with per-layer inputs,
+ * kv-shared layers or the MoE block exits 2 naming model_type with the counts in its line.
  *
  * 1. The four checkpoints (tests/data/hf/gemma-4-*.json: each google/gemma-4-*-it config's text, vision
  *    and audio geometry as public third-party loaders transcribe it from the checkpoints' config.json --
@@ -22,6 +23,10 @@
  *    full layers' head_dim and kv heads, k_eq_v, kv-shared layers, the double-wide MLP, the per-layer
  *    embeddings, the MoE block), by hand.
  * 3. Every bad value of the keys exits 2 naming the key; --image is refused.
+ * 4. The memory of the dense layers (hf_gemma4.c vc__hf_gemma4_write): the layers written from
+ *    modeling_gemma4.py @ 0246b4f3, the 31B's KV cache by hand; the peaks are checked against
+ *    bench/accuracy/llm/gemma4_replica.py's measured cases (llm392-llm407) by CTest's
+ *    llm_train_measured / generate_measured, and two of them here.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,11 +36,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
+#define SMALL_CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_small.json"
 
 static void file_refused(const char *file, const char *want)
 {
@@ -45,6 +52,18 @@ static void file_refused(const char *file, const char *want)
     assert_string_equal(CLI_PATH(&err), "model_type");
     if (!strstr(CLI_MSG(&err), want)) fail_msg("%s: %s\n  wanted: %s", file, CLI_MSG(&err), want);
     assert_non_null(strstr(CLI_MSG(&err), "is not modelled yet"));
+}
+
+/* A config that loads, with its parameters (the towers' among them, frozen) and the trainable ones. */
+static void js_params(const char *js, int64_t total, int64_t trainable)
+{
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_string_hf(js, strlen(js), "config.json", NULL, &m, &err) != VC_OK)
+        fail_msg("%s\n  %s: %s", js, CLI_PATH(&err), CLI_MSG(&err));
+    assert_int_equal(vc_model_parameters(m), total);
+    assert_int_equal(vc_model_trainable_parameters(m), trainable);
+    vc_model_free(m);
 }
 
 /* The message (path model_type) or the path a config gives. */
@@ -112,8 +131,13 @@ static void js_refused(const char *js, const vc_hf_options *o, const char *path,
 static void test_checkpoints(void **state)
 {
     (void)state;
-    file_refused(HF "gemma-4-31b-it.json", "gemma4: the language model has 30697345280 parameters (30697345280 "
-                 "active per token, lm_head tied to embed_tokens) + 575741232 vision tower + 0 audio tower = 31273086512");
+    /* the 31B is dense (no per-layer inputs, no kv sharing, no MoE): it loads, the vision tower frozen */
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(HF "gemma-4-31b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(vc_model_parameters(m), INT64_C(31273086512));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(30697345280));
+    vc_model_free(m);
     file_refused(HF "gemma-4-26b-a4b-it.json", "the language model has 25233141760 parameters (3822530560 active "
                  "per token, lm_head tied to embed_tokens) + 572792112 vision tower + 0 audio tower = 25805933872");
     file_refused(HF "gemma-4-e2b-it.json", "the language model has 4628569344 parameters (4628569344 active per "
@@ -150,15 +174,14 @@ static void test_rules(void **state)
                "(5077177856 active per token, lm_head tied to embed_tokens); the memory");
     /* every layer listed sliding: __post_init__ forces the last to full: 1,616 + 3 x 2,384 + 3,168 = 11,936
      * (11,152 were it sliding) */
-    js_refused(T(",\"layer_types\":[" SLIDE "," SLIDE "," SLIDE "," SLIDE "]"), NULL, "model_type", " 11936 parameters");
+    js_params(T(",\"layer_types\":[" SLIDE "," SLIDE "," SLIDE "," SLIDE "]"), 11936, 11936);
     /* untied: lm_head [100, 16] more */
-    js_refused(T(",\"tie_word_embeddings\":false"), NULL, "model_type", " 13536 parameters (13536 active per token, "
-               "lm_head untied)");
+    js_params(T(",\"tie_word_embeddings\":false"), 13536, 13536);
     /* global_head_dim 0 (falsy): the full layers keep head_dim 8: 1,616 + 4 x 2,384 = 11,152 */
-    js_refused(T_NO_GD(",\"global_head_dim\":0"), NULL, "model_type", " 11152 parameters");
+    js_params(T_NO_GD(",\"global_head_dim\":0"), 11152, 11152);
     /* attention_k_eq_v with 1 global kv head: the full layer's k_proj 1 x 16 x 16 = 256, no v_proj:
      * 3,168 - 256 = 2,912; 1,616 + 3 x 2,384 + 2,912 = 11,680 */
-    js_refused(T(",\"attention_k_eq_v\":true,\"num_global_key_value_heads\":1"), NULL, "model_type", " 11680 parameters");
+    js_params(T(",\"attention_k_eq_v\":true,\"num_global_key_value_heads\":1"), 11680, 11680);
     /* 2 kv-shared layers and the double-wide MLP (layers 2, 3: no k_proj, v_proj, k_norm; ffn 64):
      * sliding, full, shared sliding 256 + 256 + 8 + 3 x 16 x 64 + 64 = 3,656, shared full 512 + 512 + 16 +
      * 3,072 + 64 = 4,176: 1,616 + 2,384 + 3,168 + 3,656 + 4,176 = 15,000 */
@@ -173,19 +196,14 @@ static void test_rules(void **state)
     js_refused(T(",\"enable_moe_block\":true,\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":8"), NULL,
                "model_type", " 18608 parameters (15536 active per token");
     /* gemma4 without towers: the language model alone, "+ 0 vision tower + 0 audio tower" */
-    js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "}}", NULL, "model_type",
-               " 11936 parameters (11936 active per token, lm_head tied to embed_tokens) + 0 vision tower + 0 audio "
-               "tower = 11936");
+    js_params("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "}}", 11936, 11936);
     /* gemma4: the lm_head tied by Gemma4Config's tie_word_embeddings, not text_config's (transformers 5's
      * get_expanded_tied_weights_keys reads the model's own config): untied, 100 x 16 more */
-    js_refused("{\"model_type\":\"gemma4\",\"tie_word_embeddings\":false,\"text_config\":{" SMALL
-               ",\"tie_word_embeddings\":true}}", NULL, "model_type", " 13536 parameters (13536 active per token, "
-               "lm_head untied)");
-    js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL ",\"tie_word_embeddings\":false}}", NULL,
-               "model_type", " 11936 parameters (11936 active per token, lm_head tied");
+    js_params("{\"model_type\":\"gemma4\",\"tie_word_embeddings\":false,\"text_config\":{" SMALL
+              ",\"tie_word_embeddings\":true}}", 13536, 13536);
+    js_params("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL ",\"tie_word_embeddings\":false}}", 11936, 11936);
     /* Gemma4VisionConfig() with this text model: 589,824 + 15,728,640 + 16 x 9,440,384 + 768 x 16 = 167,376,896 */
-    js_refused("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "},\"vision_config\":{}}", NULL, "model_type",
-               "+ 167376896 vision tower + 0 audio tower = 167388832");
+    js_params("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "},\"vision_config\":{}}", 167388832, 11936);
 }
 
 static void test_refusals(void **state)
@@ -228,12 +246,169 @@ static void test_refusals(void **state)
     js_refused(T(""), &o, "--image", "gemma4_text has no vision tower");
 }
 
+/* Every layer object named `name` (at any depth of the Sequentials), in order. */
+static int find_layers(const cJSON *arr, const char *name, const cJSON **out, int max, int n)
+{
+    for (const cJSON *l = arr ? arr->child : NULL; l; l = l->next) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(l, "name");
+        if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name) && n < max) out[n++] = l;
+        n = find_layers(cJSON_GetObjectItemCaseSensitive(l, "layers"), name, out, max, n);
+    }
+    return n;
+}
+static double num_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v)) fail_msg("no number %s", k);
+    return v->valuedouble;
+}
+static const char *input_of(const cJSON *o, int i)
+{
+    const cJSON *v = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "inputs"), i);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* 4. gemma4_small.json (bench/accuracy/llm/configs: layer_types S, S, F, S, S, F; head_dim 32, global_head_dim
+ *    64; 2 kv heads, attention_k_eq_v with 1 global kv head; sliding_window 64) written as modeling_gemma4.py
+ *    @ 0246b4f3 runs it: runs of one layer type (S S, F, S S, F); Gemma4TextAttention's sliding layers with
+ *    head_dim 32, 2 kv heads, the window and the sliding rotary pair; its full layers with global_head_dim 64,
+ *    num_global_key_value_heads 1, no v_proj (use_alternative_attention: value_states = key_states, so
+ *    k_proj's output is the value input too) and the full rotary pair; every layer q_norm / k_norm
+ *    (Gemma4RMSNorm: x * weight.float()) and v_norm (no weight). */
+static void test_layers(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(SMALL_CFG, NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    cJSON *j = cJSON_Parse(vc_model_generated_json(m));
+    assert_non_null(j);
+    const cJSON *at[8], *vp[8];
+    assert_int_equal(find_layers(cJSON_GetObjectItemCaseSensitive(j, "layers"), "self_attn.attention", at, 8, 0), 4);
+    assert_int_equal(find_layers(cJSON_GetObjectItemCaseSensitive(j, "layers"), "self_attn.v_proj", vp, 8, 0), 2);
+    for (int i = 0; i < 4; i++) {
+        const bool full = i % 2 == 1;
+        assert_int_equal((int)num_of(at[i], "head_dim"), full ? 64 : 32);
+        assert_int_equal((int)num_of(at[i], "num_kv_heads"), full ? 1 : 2);
+        assert_string_equal(input_of(at[i], 1), "self_attn.k_proj");
+        assert_string_equal(input_of(at[i], 2), full ? "self_attn.k_proj" : "self_attn.v_proj");
+        assert_string_equal(input_of(at[i], 3), full ? "model.rotary_emb" : "model.rotary_emb_local");
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(at[i], "v_norm")));
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(at[i], "qk_norm_variant")->valuestring, "gemma4");
+        if (full) assert_null(cJSON_GetObjectItemCaseSensitive(at[i], "sliding_window"));
+        else assert_int_equal((int)num_of(at[i], "sliding_window"), 64);
+    }
+    cJSON_Delete(j);
+    vc_model_free(m);
+}
+
+static vc_result estimate(const char *file, vc_mode mode, vc_precision prec, int64_t batch, int64_t seq, int64_t prompt,
+                          int64_t new_tokens)
+{
+    vc_error err;
+    vc_model *m = NULL;
+    vc_hf_options h;
+    vc_hf_options_init(&h);
+    h.seq = seq;
+    if (vc_model_load_file_hf(file, &h, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = mode;
+    o.precision = prec;
+    o.batch = batch;
+    o.optim = VC_OPTIM_ADAMW;
+    o.workspace = 0;
+    o.attention = VC_ATTN_MATH;
+    if (prompt) o.prompt = prompt;
+    if (new_tokens) o.new_tokens = new_tokens;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err) != VC_OK) fail_msg("estimate: %s", CLI_MSG(&err));
+    vc_model_free(m);
+    return r;
+}
+
+/* The 31B's KV cache in bf16 under --mode generate, by hand (DynamicCache(config): a DynamicLayer per full layer,
+ * a DynamicSlidingWindowLayer per sliding one, whose update keeps the cat of window - 1 tokens and the new one:
+ * sliding_window tokens of storage once past it). Per token: a sliding layer 2 x 16 kv heads x 256 x 2 B = 16,384,
+ * a full layer (attention_k_eq_v: 4 global kv heads of 512; key_states and value_states both cached, k_norm's and
+ * v_norm's outputs) 2 x 4 x 512 x 2 B = 8,192. 512 + 256 tokens (767 held): 767 x (50 x 16,384 + 10 x 8,192) =
+ * 691,159,040; 1024 + 256 (1279 held): 50 x 16,384 x 1,024 + 10 x 8,192 x 1,279 = 838,860,800 + 104,775,680 =
+ * 943,636,480. */
+static void test_kv_cache(void **state)
+{
+    (void)state;
+    vc_result r = estimate(HF "gemma-4-31b-it.json", VC_MODE_GENERATE, VC_PREC_BF16, 1, 0, 512, 256);
+    assert_int_equal(r.generate.kv_tokens, 767);
+    assert_int_equal(r.generate.kv_cache, INT64_C(691159040));
+    vc_result_free(&r);
+    r = estimate(HF "gemma-4-31b-it.json", VC_MODE_GENERATE, VC_PREC_BF16, 1, 0, 1024, 256);
+    assert_int_equal(r.generate.kv_tokens, 1279);
+    assert_int_equal(r.generate.kv_cache, INT64_C(943636480));
+    vc_result_free(&r);
+}
+
+/* Two of gemma4_replica.py's measured cases (bench/accuracy/llm/measured.json, torch 1.13 CPU, the harness's
+ * allocator counter): llm392 (gemma4_small, batch 2, seq 64, AdamW, fp32: 15,230,976 B, at the loss's
+ * backward) and llm404 (generate, batch 1, prompt 48 + 32 new tokens, fp32: prefill 2,243,072 B, decode
+ * 2,196,992 B past the 64-token window), each estimate within 1%. */
+static void within(int64_t est, int64_t measured)
+{
+    double e = ((double)est - (double)measured) / (double)measured;
+    if (e > 0.01 || e < -0.01) fail_msg("estimate %lld, measured %lld: %+.2f%%", (long long)est, (long long)measured, 100 * e);
+}
+static void test_measured(void **state)
+{
+    (void)state;
+    vc_result r = estimate(SMALL_CFG, VC_MODE_TRAIN, VC_PREC_FP32, 2, 64, 0, 0);
+    within(r.memory.peak_allocated, INT64_C(15230976));
+    vc_result_free(&r);
+    r = estimate(SMALL_CFG, VC_MODE_GENERATE, VC_PREC_FP32, 1, 0, 48, 32);
+    within(r.generate.prefill_peak, INT64_C(2243072));
+    within(r.generate.decode_peak, INT64_C(2196992));
+    vc_result_free(&r);
+}
+
+/* What the dense layers do not cover is refused naming the option: a tensor-parallel rank (Gemma 4's Megatron
+ * split is not written), and --serve (vLLM's vllm/model_executor/models/gemma4.py not read). */
+static void test_unmodelled(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(SMALL_CFG, NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options o;
+    vc_options_init(&o);
+    o.tp = 2;
+    o.gpus = 2;
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "tensor parallelism of Gemma 4 is not modelled"));
+    vc_model_free(m);
+    if (vc_model_load_file_hf(SMALL_CFG, NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec gpu;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
+    vc_serve_result sr;
+    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--serve");
+    assert_non_null(strstr(CLI_MSG(&err), "vLLM's Gemma 4 (vllm/model_executor/models/gemma4.py) is not modelled"));
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_kv_cache),
+        cmocka_unit_test(test_measured),
+        cmocka_unit_test(test_unmodelled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -221,6 +221,29 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
     return total;
 }
 
+int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err)
+{
+    int64_t active, total = vc__hf_gemma4_parameters(a, &active);
+    const char *why = a->g4.P ? "the per-layer inputs (embed_tokens_per_layer, per_layer_model_projection and each "
+                                "layer's per_layer_input_gate / per_layer_projection)"
+                      : a->g4.S ? "the kv-shared layers (later layers reading an earlier layer's keys and values "
+                                  "through shared_kv_states)"
+                      : a->g4.moe ? "the MoE block beside the MLP (Gemma4TextRouter, Gemma4TextExperts)"
+                                  : NULL;
+    if (tp)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
+    if (!why) return 0;
+    char towers[160] = "";
+    if (a->f->nested)
+        snprintf(towers, sizeof towers, " + %lld vision tower + %lld audio tower = %lld", (long long)a->g4.vision,
+                 (long long)a->g4.audio, (long long)(total + a->g4.vision + a->g4.audio));
+    return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: the language model has %lld parameters (%lld active per "
+                        "token, %s)%s; the memory of %s is not modelled yet (the dense layers are: sliding and full "
+                        "attention, keys as values)", fam, (long long)total, (long long)active,
+                        a->tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers, why),
+           -1;
+}
+
 /* A tower's weights (x * y * z elements each) within 2^48 elements, else an error naming cfg.key. */
 typedef struct {
     int64_t x, y, z;
@@ -329,4 +352,151 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
                       + od * a->H;                                       /* embed_audio */
     }
     return 0;
+}
+
+/* ---- the language model's layers (Gemma4ForCausalLM; gemma4's towers loaded, not run).
+ *
+ * modeling_gemma4.py @ 0246b4f3:
+ *  - Gemma4TextModel.forward: inputs_embeds = embed_tokens(input_ids) (Gemma4TextScaledWordEmbedding:
+ *    super().forward(input_ids) * embed_scale), position_embeddings[layer_type] = rotary_emb(hidden_states,
+ *    position_ids, layer_type) for each type the layers have (Gemma4TextRotaryEmbedding: cos / sin of the
+ *    type's head_dim -- "proportional" rope (modeling_rope_utils.py _compute_proportional_rope_parameters)
+ *    returns inv_freq of head_dim // 2 whatever partial_rotary_factor, zeros past the rotated angles), the
+ *    layers, norm; Gemma4ForCausalLM: lm_head, final_logit_softcapping (/ cap, tanh, * cap), loss.
+ *  - Gemma4TextDecoderLayer.forward: input_layernorm, self_attn, post_attention_layernorm, + residual;
+ *    pre_feedforward_layernorm, mlp (down_proj(act_fn(gate_proj(x)) * up_proj(x))),
+ *    post_feedforward_layernorm, + residual; hidden_states *= self.layer_scalar (in place, a [1] buffer:
+ *    nothing allocated, nothing of the hidden states saved; not written as a layer).
+ *  - Gemma4TextAttention.forward: q_proj(x).view, q_norm, apply_rotary_pos_emb; k_proj(x).view and
+ *    v_proj(x).view (under attention_k_eq_v on a full layer: value_states = key_states, k_proj's output
+ *    itself), k_norm, rotary, v_norm (Gemma4RMSNorm without weight); past_key_values.update; the
+ *    attention interface with scaling 1.0 and the layer's sliding_window; o_proj. The full layers have
+ *    global_head_dim and (k_eq_v) num_global_key_value_heads.
+ * Every Gemma4RMSNorm is x.float() * pow(mean(x^2) + eps, -0.5) (* weight.float()), type_as(x): HFRMSNorm's
+ * "gemma4" variant (layers/llm.c). */
+
+static void g4_norm(rd *r, cJSON *arr, const arch *a, const char *name, const char *held_until)
+{
+    cJSON *o = vc__hf_layer(r, arr, "HFRMSNorm", name);
+    vc__hf_num(r, o, "hidden_size", (double)a->H);
+    vc__hf_num(r, o, "eps", a->eps);
+    vc__hf_str(r, o, "variant", "gemma4");
+    if (held_until) vc__hf_str(r, o, "held_until", held_until);
+}
+
+static void g4_linear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Linear", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_num(r, o, "in_features", (double)nin);
+    vc__hf_num(r, o, "out_features", (double)nout);
+    vc__hf_flag(r, o, "bias", bias);
+}
+
+static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    const bool sliding = vc__hf_gemma4_sliding(a, i), alt = a->g4.keqv && !sliding;
+    const int64_t d = sliding ? a->D : a->g4.gD, kv = alt ? a->g4.gKV : a->KV;
+    g4_norm(r, arr, a, "input_layernorm", "self_attn.o_proj");
+    g4_linear(r, arr, "self_attn.q_proj", NULL, a->H, a->NH * d, a->qkv_bias);
+    g4_linear(r, arr, "self_attn.k_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    if (!alt) g4_linear(r, arr, "self_attn.v_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    cJSON *o = vc__hf_layer(r, arr, "RotaryAttention", "self_attn.attention");
+    vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.k_proj", alt ? "self_attn.k_proj" : "self_attn.v_proj",
+               sliding ? "model.rotary_emb_local" : "model.rotary_emb");
+    vc__hf_num(r, o, "num_heads", (double)a->NH);
+    vc__hf_num(r, o, "num_kv_heads", (double)kv);
+    vc__hf_num(r, o, "head_dim", (double)d);
+    vc__hf_num(r, o, "rotary_dim", (double)d);
+    vc__hf_flag(r, o, "causal", true);
+    vc__hf_flag(r, o, "qk_norm", true);
+    vc__hf_num(r, o, "qk_norm_eps", a->eps);
+    vc__hf_str(r, o, "qk_norm_variant", "gemma4");
+    vc__hf_flag(r, o, "v_norm", true);
+    if (sliding) vc__hf_num(r, o, "sliding_window", (double)a->window);
+    if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
+    g4_linear(r, arr, "self_attn.o_proj", NULL, a->NH * d, a->H, a->o_bias);
+    g4_norm(r, arr, a, "post_attention_layernorm", NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "attn_residual"), "input", "post_attention_layernorm", NULL, NULL);
+    g4_norm(r, arr, a, "pre_feedforward_layernorm", "mlp.down_proj");
+    g4_linear(r, arr, "mlp.gate_proj", NULL, a->H, a->I, false);
+    o = vc__hf_layer(r, arr, "GELU", "mlp.act_fn"); /* hidden_activation gelu_pytorch_tanh (checked by hf.c) */
+    vc__hf_str(r, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    g4_linear(r, arr, "mlp.up_proj", "pre_feedforward_layernorm", a->H, a->I, false);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
+    g4_linear(r, arr, "mlp.down_proj", NULL, a->I, a->H, false);
+    g4_norm(r, arr, a, "post_feedforward_layernorm", NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mlp_residual"), "attn_residual", "post_feedforward_layernorm", NULL, NULL);
+}
+
+/* A tower loaded and not run: its parameters as one frozen weight (VisionWeights, layers/vision.c). */
+static void g4_tower(rd *r, cJSON *arr, const char *name, int64_t n)
+{
+    if (n <= 0) return;
+    cJSON *o = vc__hf_layer(r, arr, "VisionWeights", name);
+    cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+    cJSON *v = cJSON_CreateNumber((double)n);
+    if (!shape || !v || !cJSON_AddItemToArray(shape, v)) {
+        cJSON_Delete(v);
+        r->oom = true;
+    }
+    vc__hf_flag(r, o, "frozen", true);
+}
+
+void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
+{
+    g4_tower(r, arr, "model.vision_tower", a->g4.vision); /* with embed_vision */
+    g4_tower(r, arr, "model.audio_tower", a->g4.audio);   /* with embed_audio */
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
+    if (a->g4.vision || a->g4.audio) vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    o = vc__hf_layer(r, arr, "Scale", "model.embed_scale"); /* * embed_scale (hidden_size ** 0.5) */
+    vc__hf_num(r, o, "factor", sqrt((double)a->H));
+    bool types[2] = {false, false}; /* full, sliding */
+    for (int64_t i = 0; i < a->N; i++) types[vc__hf_gemma4_sliding(a, i)] = true;
+    for (int t = 1; t >= 0; t--) {
+        if (!types[t]) continue;
+        o = vc__hf_layer(r, arr, "RotaryEmbedding", t ? "model.rotary_emb_local" : "model.rotary_emb");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "head_dim", (double)(t ? a->D : a->g4.gD));
+        vc__hf_num(r, o, "rotary_dim", (double)(t ? a->D : a->g4.gD));
+    }
+    /* the layers in runs of one type (and one checkpointing), one Sequential with `repeat` each, as
+     * hf_layers.c's layer_stack writes them: a run after the first is a loop, the first run's input
+     * (the forward's inputs_embeds) alive to the loop's end */
+    for (int64_t i = 0; i < a->N && !r->oom;) {
+        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
+        int64_t j = i + 1;
+        while (j < a->N && vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i) &&
+               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck)
+            j++;
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
+        if (!seq) return;
+        if (i == 0) vc__hf_ins(r, seq, "model.embed_scale", NULL, NULL, NULL);
+        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
+        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
+        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "model.embed_scale");
+        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
+        if (!layers) {
+            r->oom = true;
+            return;
+        }
+        g4_layer(r, layers, a, i);
+        i = j;
+    }
+    g4_norm(r, arr, a, "model.norm", NULL);
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    if (a->final_cap > 0) { /* Gemma4ForCausalLM.forward: logits / cap; tanh; * cap */
+        o = vc__hf_layer(r, arr, "Scale", "final_logit_softcapping.div");
+        vc__hf_num(r, o, "factor", 1.0 / a->final_cap);
+        vc__hf_layer(r, arr, "Tanh", "final_logit_softcapping.tanh");
+        o = vc__hf_layer(r, arr, "Scale", "final_logit_softcapping.mul");
+        vc__hf_num(r, o, "factor", a->final_cap);
+    }
 }

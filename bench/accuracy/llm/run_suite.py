@@ -591,6 +591,8 @@ def cases():
                                    ("llama4_scout_small", 2, 24, 30, "bf16", False),
                                    ("llama4_scout_small", 1, 8, 60, "fp32", False),
                                    ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
     # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
     # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
@@ -715,6 +717,35 @@ def cases():
     for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
                         precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    # issue 31: Gemma 4's dense language model as transformers runs it (gemma4_replica.py, modeling_gemma4.py
+    # @ 0246b4f3): gemma4_small: the 31B's kind (attention_k_eq_v on the full layers with 1 global kv head,
+    # global_head_dim 64 over head_dim 32, 2:1 sliding / full, window 64, final soft-capping, tied);
+    # gemma4_dense_small: separate values, global_head_dim 48 over 16, Gemma4TextConfig's default 5:1
+    # pattern with the last layer forced full, window 96, untied. Training (full, LoRA on q_proj, v_proj,
+    # checkpointing; every sequence within the window), --mode infer and generate (past the window: the
+    # sliding layers' ring). Every third held out.
+    g4 = [
+        ("gemma4_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_small", "train", 1, 64, "sgd", "fp32", False, 16),
+        ("gemma4_dense_small", "train", 2, 96, "adamw", "fp32", False, 0),
+        ("gemma4_dense_small", "train", 2, 80, "adamw", "bf16", True, 0),
+        ("gemma4_dense_small", "train", 3, 64, "adam", "bf16", False, 8),
+        ("gemma4_small", "train", 2, 64, "adamw", "fp32", True, 0),
+        ("gemma4_dense_small", "train", 1, 96, "sgd", "fp32", True, 8),
+        ("gemma4_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("gemma4_small", "infer", 4, 48, None, "bf16", False, 0),
+        ("gemma4_dense_small", "infer", 2, 96, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_small", 1, 48, 32, "fp32", False), ("gemma4_small", 2, 16, 60, "bf16", False),
+                                    ("gemma4_dense_small", 2, 64, 48, "fp32", True),
+                                    ("gemma4_dense_small", 1, 96, 24, "bf16", False)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
@@ -758,7 +789,8 @@ def argv_of(c):
             a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
-    elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py) and t5 (t5_replica.py)
+    elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py), t5 (t5_replica.py)
+        # and gemma4_text (gemma4_replica.py)
         a += ["--seq", str(c["seq"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]

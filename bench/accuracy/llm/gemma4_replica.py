@@ -1,0 +1,232 @@
+"""Gemma 4's language model (Gemma4ForCausalLM, model_type gemma4_text) as transformers runs it, for
+torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): the dense layers that
+vramcalc models (sliding and full attention with the full layers' global_head_dim, attention_k_eq_v,
+q/k/v norms, the layer scalar, final soft-capping). The per-layer inputs, the kv-shared layers and the
+MoE block are not replicated (vramcalc refuses them; build() refuses them too).
+
+Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
+0246b4f3335464614ef1de66531f9131a44ec801 (the file bench/accuracy/llm/gemma4_params.py counts from):
+  Gemma4RMSNorm (_norm: x * torch.pow(x.pow(2).mean(-1, keepdim=True) + eps, -0.5) on x.float();
+      with_scale: * self.weight.float(); .type_as(x)),
+  apply_rotary_pos_emb on [B, L, heads, D] with unsqueeze_dim=2 (rotate_half: cat(-x2, x1)),
+  Gemma4TextRotaryEmbedding.forward (one cos / sin pair per layer type, of that type's head_dim: the
+      full layers' "proportional" rope, modeling_rope_utils.py _compute_proportional_rope_parameters,
+      returns head_dim // 2 inverse frequencies whatever partial_rotary_factor),
+  Gemma4TextAttention.forward (q_proj(x).view, q_norm, rotary, transpose; k_proj(x).view, v_proj(x).view
+      or, under attention_k_eq_v on a full layer, value_states = key_states; k_norm, rotary, transpose;
+      v_norm (no weight), transpose; past_key_values.update; sdpa with scaling 1.0; reshape, contiguous,
+      o_proj),
+  Gemma4TextMLP (down_proj(act_fn(gate_proj(x)) * up_proj(x))),
+  Gemma4TextDecoderLayer.forward (input_layernorm, self_attn, post_attention_layernorm, + residual;
+      pre_feedforward_layernorm, mlp, post_feedforward_layernorm, + residual; hidden_states *=
+      self.layer_scalar, a [1] buffer),
+  Gemma4TextScaledWordEmbedding (super().forward(ids) * embed_scale.to(weight.dtype)),
+  Gemma4TextModel.forward (embed, rotary per type, the layers, norm), Gemma4ForCausalLM.forward
+      (lm_head, final_logit_softcapping: / cap, tanh, * cap; loss_function);
+and configuration_gemma4.py (v5.5) Gemma4TextConfig's defaults and __post_init__ (layer_types: sliding
+unless (i + 1) % 6 == 0, the last layer forced to "full_attention").
+transformers' default attention here is sdpa; every training sequence stays within sliding_window, where
+sdpa_mask returns None (allow_is_causal_skip), as gptoss_replica.py's Gemma 3 does; generation runs past
+it, DynamicSlidingWindowLayer keeping window - 1 tokens (reference.DynamicCache).
+"""
+import torch
+import torch.nn as nn
+
+import reference as R
+import vctorch
+
+DEFAULTS = dict(  # Gemma4TextConfig (configuration_gemma4.py, v5.5)
+    vocab_size=262144, hidden_size=2304, intermediate_size=9216, num_hidden_layers=30, num_attention_heads=8,
+    num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+    attention_bias=False, sliding_window=512, hidden_size_per_layer_input=256, vocab_size_per_layer_input=262144,
+    num_global_key_value_heads=None, global_head_dim=512, attention_k_eq_v=False, num_kv_shared_layers=0,
+    enable_moe_block=False, use_double_wide_mlp=False, final_logit_softcapping=None, rms_norm_eps=1e-6,
+    attention_dropout=0.0, layer_types=None)
+
+
+def resolve(raw):
+    """The config dict with Gemma4TextConfig's defaults and __post_init__'s layer_types."""
+    d = dict(DEFAULTS)
+    d.update(raw)
+    n = d["num_hidden_layers"]
+    lt = list(d["layer_types"]) if d["layer_types"] is not None else \
+        ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
+    lt[-1] = "full_attention"  # __post_init__: the last layer is always full attention
+    d["layer_types"] = lt
+    if d["hidden_size_per_layer_input"] or d["num_kv_shared_layers"] or d["enable_moe_block"]:
+        raise SystemExit("gemma4_replica.py: per-layer inputs, kv-shared layers and the MoE block are not replicated")
+    return d
+
+
+def kv_bytes_per_token(d, elem):
+    """DynamicCache's key_states and value_states per token per sequence: each layer's kv heads x head_dim."""
+    n = 0
+    for t in d["layer_types"]:
+        full = t == "full_attention"
+        hd = d["global_head_dim"] if full and d["global_head_dim"] else d["head_dim"]
+        kv = d["num_global_key_value_heads"] if full and d["attention_k_eq_v"] else d["num_key_value_heads"]
+        n += 2 * kv * hd * elem
+    return n
+
+
+class Gemma4RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6, with_scale=True):
+        super().__init__()
+        self.eps = eps
+        self.with_scale = with_scale
+        if with_scale:
+            self.weight = nn.Parameter(torch.ones(dim))
+
+    def _norm(self, hidden_states):
+        # .mean(-1, keepdim=True) with 2.x's MeanBackward1 (vctorch.mean2x)
+        mean_squared = vctorch.mean2x(hidden_states.pow(2), -1, keepdim=True) + self.eps
+        return hidden_states * torch.pow(mean_squared, -0.5)
+
+    def forward(self, hidden_states):
+        normed_output = self._norm(hidden_states.float())
+        if self.with_scale:
+            normed_output = normed_output * self.weight.float()
+        return normed_output.type_as(hidden_states)
+
+
+def apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=2):
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    return (x * cos) + (R.rotate_half(x) * sin)
+
+
+class Gemma4TextAttention(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d = cfg.d
+        self.layer_idx = layer_idx
+        self.is_sliding = d["layer_types"][layer_idx] == "sliding_attention"
+        self.head_dim = d["global_head_dim"] if not self.is_sliding and d["global_head_dim"] else d["head_dim"]
+        self.use_alternative_attention = d["attention_k_eq_v"] and not self.is_sliding
+        nkv = d["num_global_key_value_heads"] if self.use_alternative_attention else d["num_key_value_heads"]
+        self.num_key_value_groups = d["num_attention_heads"] // nkv
+        self.scaling = 1.0
+        self.attention_dropout = d["attention_dropout"]
+        H, nh, b, eps = d["hidden_size"], d["num_attention_heads"], d["attention_bias"], d["rms_norm_eps"]
+        self.q_proj = R.Linear(H, nh * self.head_dim, bias=b)
+        self.q_norm = Gemma4RMSNorm(self.head_dim, eps)
+        self.k_norm = Gemma4RMSNorm(self.head_dim, eps)
+        self.v_norm = Gemma4RMSNorm(self.head_dim, eps, with_scale=False)
+        self.k_proj = R.Linear(H, nkv * self.head_dim, bias=b)
+        self.v_proj = R.Linear(H, nkv * self.head_dim, bias=b) if not self.use_alternative_attention else None
+        self.o_proj = R.Linear(nh * self.head_dim, H, bias=b)
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_values=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        cos, sin = position_embeddings
+        query_states = self.q_proj(hidden_states).view(hidden_shape)
+        query_states = self.q_norm(query_states)
+        query_states = apply_rotary_pos_emb(query_states, cos, sin, unsqueeze_dim=2)
+        query_states = query_states.transpose(1, 2)
+        key_states = self.k_proj(hidden_states).view(hidden_shape)
+        value_states = self.v_proj(hidden_states).view(hidden_shape) if self.v_proj is not None else key_states
+        key_states = self.k_norm(key_states)
+        key_states = apply_rotary_pos_emb(key_states, cos, sin, unsqueeze_dim=2)
+        key_states = key_states.transpose(1, 2)
+        value_states = self.v_norm(value_states)
+        value_states = value_states.transpose(1, 2)
+        if past_key_values is not None:
+            key_states, value_states = past_key_values.update(key_states, value_states, self.layer_idx)
+        attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states, attention_mask,
+                                                  self.attention_dropout if self.training else 0.0, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Gemma4TextDecoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d = cfg.d
+        H, eps = d["hidden_size"], d["rms_norm_eps"]
+        self.self_attn = Gemma4TextAttention(cfg, layer_idx)
+        self.mlp = R.GatedMLP(cfg, d["hidden_activation"])  # Gemma4TextMLP (no double-wide MLP without kv sharing)
+        self.input_layernorm = Gemma4RMSNorm(H, eps)
+        self.post_attention_layernorm = Gemma4RMSNorm(H, eps)
+        self.pre_feedforward_layernorm = Gemma4RMSNorm(H, eps)
+        self.post_feedforward_layernorm = Gemma4RMSNorm(H, eps)
+        self.register_buffer("layer_scalar", torch.ones(1))
+        self.attention_type = d["layer_types"][layer_idx]
+
+    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_values=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_values)
+        hidden_states = self.post_attention_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.pre_feedforward_layernorm(hidden_states)
+        hidden_states = self.mlp(hidden_states)
+        hidden_states = self.post_feedforward_layernorm(hidden_states)
+        hidden_states = residual + hidden_states
+        hidden_states *= self.layer_scalar
+        return hidden_states
+
+
+class CausalLM(R.CausalLM):
+    """Gemma4ForCausalLM: Gemma4TextModel (embed_tokens, layers, norm, rotary_emb) and lm_head (tied by
+    tie_word_embeddings); reference.CausalLM's _layer (gradient checkpointing per decoder layer) and the
+    loss of its _head."""
+
+    def __init__(self, cfg, attn_impl=None):
+        nn.Module.__init__(self)
+        if attn_impl not in (None, "sdpa"):
+            raise ValueError("gemma4 is replicated with transformers' default sdpa")
+        self.cfg = cfg
+        d = cfg.d
+        self.attn_impl = "sdpa"
+        self.neox = False
+        self.gradient_checkpointing = False
+        self.ckpt_every = 1
+        self.ckpt_ops = False
+        self.ckpt_save_inputs = False
+        H, V = d["hidden_size"], d["vocab_size"]
+        self.embed_tokens = nn.Embedding(V, H, d.get("pad_token_id"))
+        self.embed_scale = torch.tensor(H ** 0.5)  # Gemma4TextScaledWordEmbedding's buffer (non-persistent)
+        self.layers = nn.ModuleList([Gemma4TextDecoderLayer(cfg, i) for i in range(d["num_hidden_layers"])])
+        self.norm = Gemma4RMSNorm(H, d["rms_norm_eps"])
+        # Gemma4TextRotaryEmbedding: one inv_freq per layer type (the frequencies' values do not change a size)
+        self.rotary = nn.ModuleDict()
+        for t in set(d["layer_types"]):
+            hd = d["global_head_dim"] if t == "full_attention" and d["global_head_dim"] else d["head_dim"]
+            self.rotary[t] = R.RotaryEmbedding(cfg, hd)
+        self.lm_head = R.Linear(H, V, bias=False)
+        if d["tie_word_embeddings"]:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
+                attention_mask=None, logits_to_keep=0):
+        inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
+        past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
+        if cache_position is None:
+            cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
+        position_ids = cache_position.unsqueeze(0)
+        hidden_states = inputs_embeds
+        # sdpa: the sequences stay within sliding_window, no padding: sdpa_mask returns None for both types
+        pes = {t: self.rotary[t](hidden_states, position_ids) for t in self.rotary}
+        for layer in self.layers:
+            a = (hidden_states, None, pes[layer.attention_type])
+            if past_key_values is None:
+                hidden_states = self._layer(layer, *a)
+            else:
+                hidden_states = layer(*a, past_key_values)
+        hidden_states = self.norm(hidden_states)
+        return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
+
+    def _head(self, hidden_states, labels, logits_to_keep, head):
+        # Gemma4ForCausalLM.forward: logits = lm_head(hidden_states[:, slice_indices, :]); softcapping; loss
+        logits = head(hidden_states[:, slice(-logits_to_keep, None), :])
+        fc = self.cfg.d["final_logit_softcapping"]
+        if fc is not None:
+            logits = logits / fc
+            logits = torch.tanh(logits)
+            logits = logits * fc
+        loss = None
+        if labels is not None:
+            loss = R.for_causal_lm_loss(logits, labels, self.cfg.d["vocab_size"])
+        return loss, logits
