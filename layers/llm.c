@@ -1236,8 +1236,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4 };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1293,6 +1293,10 @@ static int moe_parse(vc_args *a, void *p)
         if (c->imbalance > 1.0)
             return vc_arg_fail(a, "moe_imbalance", "style llama4 runs every token through every expert: the routing "
                                "changes no allocation");
+    } else if (c->style == MOE_GEMMA4 && (c->impl != MOE_GROUPED_MM || c->shared)) {
+        return vc_arg_fail(a, c->shared ? "shared_expert_intermediate_size" : "experts_implementation", "style gemma4 "
+                           "(Gemma4TextRouter, Gemma4TextExperts) is modelled with grouped_mm (transformers 5) and has "
+                           "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
@@ -1340,6 +1344,9 @@ static int moe_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
         vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
         return -1;
+    if (s->ep > 1 && c->style == MOE_GEMMA4) /* moe_ep.c's MoELayer routes with softmax top-k, no per_expert_scale */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style gemma4 (Gemma4TextRouter's normed input, "
+                       "scale and per_expert_scale)");
     if (s->ep > 1 && c->style == MOE_GPT_OSS) /* moe_ep.c's MoELayer has no expert biases or clamped SwiGLU */
         return vc_fail(s, "ep", "expert parallelism is not modelled for style gpt_oss (biased experts, clamped SwiGLU)");
     if (s->ep > 1 && c->style == MOE_LLAMA4) /* moe_ep.c's MoELayer routes; Llama4TextMoe runs every expert on every token */
@@ -1367,6 +1374,13 @@ static int moe_setup(vc_setup *s, void *p)
          * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
          * nn.Parameters, no nn.Linear: a format of nn.Linear modules (bitsandbytes'
          * _replace_with_bnb_linear) leaves them dense, the FP8 formats replace the experts */
+        if (c->style == MOE_GEMMA4) /* Gemma4TextDecoderLayer's router (Gemma4TextRouter: proj nn.Linear(H, E), scale [H],
+                                     * per_expert_scale [E]), experts (Gemma4TextExperts) and pre_feedforward_layernorm_2 */
+            return vc_param_shape(s, "router.proj.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param(s, "router.scale", c->hidden) || vc_param(s, "router.per_expert_scale", c->E) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_param(s, "pre_feedforward_layernorm_2.weight", c->hidden);
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -1799,8 +1813,53 @@ static void moe_gptoss_mxfp4_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* Gemma4TextDecoderLayer.forward's MoE branch (modeling_gemma4.py @ 0246b4f3) on its input, the residual
+ * (hidden_states_flat = residual.reshape(-1, H), a view), up to the experts' output:
+ *  - Gemma4TextRouter.forward: norm (Gemma4RMSNorm without weight), * self.scale, * scalar_root_size,
+ *    proj (nn.Linear(H, E)), softmax(dim=-1) in the activations' dtype, topk, top_k_weights /= sum
+ *    (in place), * per_expert_scale[top_k_index]; it returns router_probabilities, top_k_weights,
+ *    top_k_index, which the decoder layer binds (`_, top_k_weights, top_k_index = self.router(...)`):
+ *    locals until the decoder layer returns;
+ *  - pre_feedforward_layernorm_2(hidden_states_flat) (Gemma4RMSNorm), then Gemma4TextExperts under
+ *    @use_experts_implementation: grouped_mm_experts_forward as for the other styles (experts_grouped).
+ * post_feedforward_layernorm_2 and the sum with the dense MLP's branch follow as their own layers. */
+static void moe_gemma4_emit(vc_build *b, const moe_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    const vc_numel T = vc_n_sample(L), TH = vc_n_sample(L * H), S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_t h = hf_rmsnorm(b, x, -1, T, 3);                        /* self.norm(hidden_states) */
+    h = vc__op_mul_dt(b, h, vc_weight(b, 1), TH, vc_dt_of(b, h)); /* * self.scale */
+    h = vc__op_fresh(b, "mul", h, TH);                           /* * self.scalar_root_size */
+    vc_hold(b, h); /* the router's hidden_states, a local until it returns */
+    vc_t scores = lin_rows(b, h, vc_weight(b, 0), T, E);         /* expert_scores = self.proj(hidden_states) */
+    vc_t probs = vc__op_unary(b, "_softmax", scores, VC_SAVE_OUT, false);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, probs);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, probs));
+    vc_t idx = vc_op_out(o, S, VC_DT_I64);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    rw = topk_renorm(b, rw, T, false);                          /* top_k_weights /= sum(-1, keepdim=True) */
+    vc_t pes = index_rows(b, vc_weight(b, 2), idx, S, 1);       /* self.per_expert_scale[top_k_index] */
+    rw = vc__op_mul_dt(b, rw, pes, S, vc_dt_of(b, rw));
+    vc_release(b, h);
+    vc_keep_through_block(b, probs); /* the decoder layer's `_`, top_k_weights, top_k_index */
+    vc_keep_through_block(b, rw);
+    vc_keep_through_block(b, idx);
+    vc_t xn = hf_rmsnorm(b, x, vc_weight(b, 5), T, 3);          /* pre_feedforward_layernorm_2(hidden_states_flat) */
+    vc_hold(b, xn); /* hidden_states_2, the experts' argument: rebound to their result when they return */
+    vc_t out = experts_grouped(b, c, xn, idx, rw, 3, 4);
+    vc_release(b, xn);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_GEMMA4) {
+        moe_gemma4_emit(b, c);
+        return;
+    }
     if (c->style == MOE_GPT_OSS && vc_weight_format(b, vc_weight(b, 2)) == VC_WEIGHTS_MXFP4) {
         moe_gptoss_mxfp4_emit(b, c);
         return;

@@ -3,9 +3,9 @@
  *
  * The parameters are counted from the modules' __init__s of huggingface/transformers
  * modeling_gemma4.py @ 0246b4f3335464614ef1de66531f9131a44ec801 and the defaults of
- * configuration_gemma4.py (v5.5: Gemma4TextConfig, Gemma4VisionConfig, Gemma4AudioConfig). The dense
- * models load (sliding and full attention, attention_k_eq_v: the 31B); a config with per-layer inputs,
- * kv-shared layers or the MoE block exits 2 naming model_type with the counts in its line.
+ * configuration_gemma4.py (v5.5: Gemma4TextConfig, Gemma4VisionConfig, Gemma4AudioConfig). The 31B and
+ * the 26B-A4B load (sliding and full attention, attention_k_eq_v, the MoE block beside the MLP); a config
+ * with per-layer inputs or kv-shared layers (E2B, E4B) exits 2 naming model_type with the counts in its line.
  *
  * 1. The four checkpoints (tests/data/hf/gemma-4-*.json: each google/gemma-4-*-it config's text, vision
  *    and audio geometry as public third-party loaders transcribe it from the checkpoints' config.json --
@@ -23,10 +23,10 @@
  *    full layers' head_dim and kv heads, k_eq_v, kv-shared layers, the double-wide MLP, the per-layer
  *    embeddings, the MoE block), by hand.
  * 3. Every bad value of the keys exits 2 naming the key; --image is refused.
- * 4. The memory of the dense layers (hf_gemma4.c vc__hf_gemma4_write): the layers written from
- *    modeling_gemma4.py @ 0246b4f3, the 31B's KV cache by hand; the peaks are checked against
- *    bench/accuracy/llm/gemma4_replica.py's measured cases (llm392-llm407) by CTest's
- *    llm_train_measured / generate_measured, and two of them here.
+ * 4. The memory (hf_gemma4.c vc__hf_gemma4_write): the layers written from modeling_gemma4.py @ 0246b4f3
+ *    (the MoE block too), the 31B's KV cache by hand; the peaks are checked against
+ *    bench/accuracy/llm/gemma4_replica.py's measured cases (llm392-llm417) by CTest's
+ *    llm_train_measured / generate_measured, and three of them here.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -138,8 +138,11 @@ static void test_checkpoints(void **state)
     assert_int_equal(vc_model_parameters(m), INT64_C(31273086512));
     assert_int_equal(vc_model_trainable_parameters(m), INT64_C(30697345280));
     vc_model_free(m);
-    file_refused(HF "gemma-4-26b-a4b-it.json", "the language model has 25233141760 parameters (3822530560 active "
-                 "per token, lm_head tied to embed_tokens) + 572792112 vision tower + 0 audio tower = 25805933872");
+    /* the 26B-A4B: the MoE block beside the MLP, modelled (SparseMoE style gemma4): 25,233,141,760 + 572,792,112 */
+    if (vc_model_load_file_hf(HF "gemma-4-26b-a4b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(vc_model_parameters(m), INT64_C(25805933872));
+    assert_int_equal(vc_model_trainable_parameters(m), INT64_C(25233141760));
+    vc_model_free(m);
     file_refused(HF "gemma-4-e2b-it.json", "the language model has 4628569344 parameters (4628569344 active per "
                  "token, lm_head tied to embed_tokens) + 168544256 vision tower + 307183904 audio tower = 5104297504");
     file_refused(HF "gemma-4-e4b-it.json", "the language model has 7463013376 parameters (7463013376 active per "
@@ -193,8 +196,13 @@ static void test_rules(void **state)
                " 13572 parameters");
     /* the MoE block, 4 experts of 8, top 2: per layer router 16 x 4 + 16 + 4, experts 3 x 4 x 16 x 8 = 1,536,
      * three norms 48 (1,668): 11,936 + 6,672 = 18,608; active: 2 idle experts x 384 x 4 layers less */
-    js_refused(T(",\"enable_moe_block\":true,\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":8"), NULL,
-               "model_type", " 18608 parameters (15536 active per token");
+    js_params(T(",\"enable_moe_block\":true,\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":8"),
+              18608, 18608);
+    /* with per-layer embeddings of 4 over 50 tokens (refused: their memory is not modelled) the counts stay in the
+     * line: 13,572 + 6,672 = 20,244, active 20,244 - 2 x 384 x 4 = 17,172 */
+    js_refused(T_NO_P(",\"hidden_size_per_layer_input\":4,\"vocab_size_per_layer_input\":50,\"enable_moe_block\":true,"
+                      "\"num_experts\":4,\"top_k_experts\":2,\"moe_intermediate_size\":8"), NULL, "model_type",
+               " 20244 parameters (17172 active per token");
     /* gemma4 without towers: the language model alone, "+ 0 vision tower + 0 audio tower" */
     js_params("{\"model_type\":\"gemma4\",\"text_config\":{" SMALL "}}", 11936, 11936);
     /* gemma4: the lm_head tied by Gemma4Config's tie_word_embeddings, not text_config's (transformers 5's
@@ -302,6 +310,37 @@ static void test_layers(void **state)
     vc_model_free(m);
 }
 
+/* gemma4_moe_small.json (16 experts of 32, top 4, the MLP of 96): each layer's dense MLP, then
+ * post_feedforward_layernorm_1, the SparseMoE (style gemma4: the router and pre_feedforward_layernorm_2 on the
+ * residual, attn_residual), post_feedforward_layernorm_2, their sum, post_feedforward_layernorm; the MLP's output
+ * held until the sum (`hidden_states` is rebound there). */
+static void test_moe_layers(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_moe_small.json", NULL, &m, &err) != VC_OK)
+        fail_msg("%s", CLI_MSG(&err));
+    cJSON *j = cJSON_Parse(vc_model_generated_json(m));
+    const cJSON *moe[4], *down[4], *sum[4];
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j, "layers");
+    assert_int_equal(find_layers(ls, "moe", moe, 4, 0), 2); /* runs S S and F F */
+    assert_int_equal(find_layers(ls, "mlp.down_proj", down, 4, 0), 2);
+    assert_int_equal(find_layers(ls, "moe_sum", sum, 4, 0), 2);
+    for (int i = 0; i < 2; i++) {
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(moe[i], "style")->valuestring, "gemma4");
+        assert_string_equal(input_of(moe[i], 0), "attn_residual");
+        assert_int_equal((int)num_of(moe[i], "num_experts"), 16);
+        assert_int_equal((int)num_of(moe[i], "top_k"), 4);
+        assert_int_equal((int)num_of(moe[i], "intermediate_size"), 32);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(down[i], "held_until")->valuestring, "moe_sum");
+        assert_string_equal(input_of(sum[i], 0), "post_feedforward_layernorm_1");
+        assert_string_equal(input_of(sum[i], 1), "post_feedforward_layernorm_2");
+    }
+    cJSON_Delete(j);
+    vc_model_free(m);
+}
+
 static vc_result estimate(const char *file, vc_mode mode, vc_precision prec, int64_t batch, int64_t seq, int64_t prompt,
                           int64_t new_tokens)
 {
@@ -366,6 +405,11 @@ static void test_measured(void **state)
     within(r.generate.prefill_peak, INT64_C(2243072));
     within(r.generate.decode_peak, INT64_C(2196992));
     vc_result_free(&r);
+    /* llm408: gemma4_moe_small, batch 2, seq 64, AdamW, fp32: 16,593,920 B */
+    r = estimate(VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_moe_small.json", VC_MODE_TRAIN, VC_PREC_FP32, 2,
+                 64, 0, 0);
+    within(r.memory.peak_allocated, INT64_C(16593920));
+    vc_result_free(&r);
 }
 
 /* What the dense layers do not cover is refused naming the option: a tensor-parallel rank (Gemma 4's Megatron
@@ -406,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_rules),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_moe_layers),
         cmocka_unit_test(test_kv_cache),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_unmodelled),

@@ -228,10 +228,13 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *
                                 "layer's per_layer_input_gate / per_layer_projection)"
                       : a->g4.S ? "the kv-shared layers (later layers reading an earlier layer's keys and values "
                                   "through shared_kv_states)"
-                      : a->g4.moe ? "the MoE block beside the MLP (Gemma4TextRouter, Gemma4TextExperts)"
                                   : NULL;
     if (tp)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
+    if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
+        return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
+                            "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "
+                            "modelled: Gemma4TextExperts runs grouped_mm", fam);
     if (!why) return 0;
     char towers[160] = "";
     if (a->f->nested)
@@ -425,6 +428,26 @@ static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     g4_linear(r, arr, "mlp.up_proj", "pre_feedforward_layernorm", a->H, a->I, false);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
     g4_linear(r, arr, "mlp.down_proj", NULL, a->I, a->H, false);
+    /* with the MoE block, hidden_states (the MLP's output) stays bound until `hidden_states = hidden_states_1 +
+     * hidden_states_2` rebinds it */
+    if (a->g4.moe) vc__hf_str(r, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "held_until", "moe_sum");
+    if (a->g4.moe) { /* enable_moe_block: the experts beside the MLP, routed from the residual (layers/llm.c
+                      * SparseMoE style gemma4: the router, pre_feedforward_layernorm_2 and the experts) */
+        g4_norm(r, arr, a, "post_feedforward_layernorm_1", NULL);
+        o = vc__hf_layer(r, arr, "SparseMoE", "moe");
+        vc__hf_ins(r, o, "attn_residual", NULL, NULL, NULL);
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_num(r, o, "intermediate_size", (double)a->moe_I);
+        vc__hf_num(r, o, "num_experts", (double)a->E);
+        vc__hf_num(r, o, "top_k", (double)a->K);
+        vc__hf_str(r, o, "style", "gemma4");
+        vc__hf_str(r, o, "activation", a->act == A_GELU_TANH ? "gelu_tanh" : "gelu");
+        vc__hf_str(r, o, "experts_implementation", "grouped_mm");
+        if (a->imbalance > 1.0) vc__hf_num(r, o, "moe_imbalance", a->imbalance);
+        g4_norm(r, arr, a, "post_feedforward_layernorm_2", NULL);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "moe_sum"), "post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                   NULL, NULL); /* hidden_states_1 + hidden_states_2 */
+    }
     g4_norm(r, arr, a, "post_feedforward_layernorm", NULL);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mlp_residual"), "attn_residual", "post_feedforward_layernorm", NULL, NULL);
 }

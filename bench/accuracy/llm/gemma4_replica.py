@@ -1,8 +1,8 @@
 """Gemma 4's language model (Gemma4ForCausalLM, model_type gemma4_text) as transformers runs it, for
-torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): the dense layers that
+torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): the layers that
 vramcalc models (sliding and full attention with the full layers' global_head_dim, attention_k_eq_v,
-q/k/v norms, the layer scalar, final soft-capping). The per-layer inputs, the kv-shared layers and the
-MoE block are not replicated (vramcalc refuses them; build() refuses them too).
+q/k/v norms, the layer scalar, final soft-capping, the MoE block beside the MLP). The per-layer inputs
+and the kv-shared layers are not replicated (vramcalc refuses them; resolve() refuses them too).
 
 Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
 0246b4f3335464614ef1de66531f9131a44ec801 (the file bench/accuracy/llm/gemma4_params.py counts from):
@@ -17,8 +17,15 @@ Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
       v_norm (no weight), transpose; past_key_values.update; sdpa with scaling 1.0; reshape, contiguous,
       o_proj),
   Gemma4TextMLP (down_proj(act_fn(gate_proj(x)) * up_proj(x))),
+  Gemma4TextRouter.forward (norm without weight, * scale * scalar_root_size, proj, softmax(dim=-1) in the
+      activations' dtype, topk, in-place renormalisation, * per_expert_scale[top_k_index]),
+  Gemma4TextExperts (gate_up_proj [E, 2 moe_intermediate_size, H], down_proj [E, H, moe_intermediate_size])
+      under @use_experts_implementation: transformers 5's default grouped_mm, integrations/moe.py
+      grouped_mm_experts_forward (moe_v5_replica.MixtralExperts.forward, @8b584a67),
   Gemma4TextDecoderLayer.forward (input_layernorm, self_attn, post_attention_layernorm, + residual;
-      pre_feedforward_layernorm, mlp, post_feedforward_layernorm, + residual; hidden_states *=
+      pre_feedforward_layernorm, mlp, with enable_moe_block post_feedforward_layernorm_1 of it and
+      the router on the residual, pre_feedforward_layernorm_2, experts, post_feedforward_layernorm_2,
+      their sum; post_feedforward_layernorm, + residual; hidden_states *=
       self.layer_scalar, a [1] buffer),
   Gemma4TextScaledWordEmbedding (super().forward(ids) * embed_scale.to(weight.dtype)),
   Gemma4TextModel.forward (embed, rotary per type, the layers, norm), Gemma4ForCausalLM.forward
@@ -34,13 +41,15 @@ import torch.nn as nn
 
 import reference as R
 import vctorch
+from moe_v5_replica import MixtralExperts
 
 DEFAULTS = dict(  # Gemma4TextConfig (configuration_gemma4.py, v5.5)
     vocab_size=262144, hidden_size=2304, intermediate_size=9216, num_hidden_layers=30, num_attention_heads=8,
     num_key_value_heads=4, head_dim=256, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
     attention_bias=False, sliding_window=512, hidden_size_per_layer_input=256, vocab_size_per_layer_input=262144,
     num_global_key_value_heads=None, global_head_dim=512, attention_k_eq_v=False, num_kv_shared_layers=0,
-    enable_moe_block=False, use_double_wide_mlp=False, final_logit_softcapping=None, rms_norm_eps=1e-6,
+    enable_moe_block=False, use_double_wide_mlp=False, num_experts=None, top_k_experts=None,
+    moe_intermediate_size=None, final_logit_softcapping=None, rms_norm_eps=1e-6,
     attention_dropout=0.0, layer_types=None)
 
 
@@ -53,8 +62,8 @@ def resolve(raw):
         ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
     lt[-1] = "full_attention"  # __post_init__: the last layer is always full attention
     d["layer_types"] = lt
-    if d["hidden_size_per_layer_input"] or d["num_kv_shared_layers"] or d["enable_moe_block"]:
-        raise SystemExit("gemma4_replica.py: per-layer inputs, kv-shared layers and the MoE block are not replicated")
+    if d["hidden_size_per_layer_input"] or d["num_kv_shared_layers"]:
+        raise SystemExit("gemma4_replica.py: per-layer inputs and kv-shared layers are not replicated")
     return d
 
 
@@ -139,6 +148,43 @@ class Gemma4TextAttention(nn.Module):
         return self.o_proj(attn_output)
 
 
+class Gemma4TextRouter(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.hidden_size = d["hidden_size"]
+        self.scalar_root_size = self.hidden_size ** -0.5
+        self.top_k = d["top_k_experts"]
+        self.norm = Gemma4RMSNorm(self.hidden_size, d["rms_norm_eps"], with_scale=False)
+        self.proj = R.Linear(self.hidden_size, d["num_experts"], bias=False)
+        self.scale = nn.Parameter(torch.ones(self.hidden_size))
+        self.per_expert_scale = nn.Parameter(torch.ones(d["num_experts"]))
+
+    def forward(self, hidden_states):
+        hidden_states = self.norm(hidden_states)
+        hidden_states = hidden_states * self.scale * self.scalar_root_size
+        expert_scores = self.proj(hidden_states)
+        router_probabilities = nn.functional.softmax(expert_scores, dim=-1)
+        top_k_weights, top_k_index = torch.topk(router_probabilities, k=self.top_k, dim=-1)
+        top_k_weights /= top_k_weights.sum(dim=-1, keepdim=True)
+        top_k_weights = top_k_weights * self.per_expert_scale[top_k_index]
+        return router_probabilities, top_k_weights, top_k_index
+
+
+class Gemma4TextExperts(MixtralExperts):
+    """Gemma4TextExperts.__init__'s stacked weights; forward: grouped_mm_experts_forward (MixtralExperts')."""
+
+    def __init__(self, d):
+        nn.Module.__init__(self)
+        self.num_experts = d["num_experts"]
+        self.hidden_dim = d["hidden_size"]
+        self.intermediate_dim = d["moe_intermediate_size"]
+        self.gate_up_proj = nn.Parameter(torch.empty(self.num_experts, 2 * self.intermediate_dim, self.hidden_dim))
+        self.down_proj = nn.Parameter(torch.empty(self.num_experts, self.hidden_dim, self.intermediate_dim))
+        nn.init.normal_(self.gate_up_proj, std=0.02)
+        nn.init.normal_(self.down_proj, std=0.02)
+        self.act_fn = R.act_fn(d["hidden_activation"])
+
+
 class Gemma4TextDecoderLayer(nn.Module):
     def __init__(self, cfg, layer_idx):
         super().__init__()
@@ -152,6 +198,13 @@ class Gemma4TextDecoderLayer(nn.Module):
         self.post_feedforward_layernorm = Gemma4RMSNorm(H, eps)
         self.register_buffer("layer_scalar", torch.ones(1))
         self.attention_type = d["layer_types"][layer_idx]
+        self.enable_moe_block = d["enable_moe_block"]
+        if self.enable_moe_block:
+            self.router = Gemma4TextRouter(d)
+            self.experts = Gemma4TextExperts(d)
+            self.post_feedforward_layernorm_1 = Gemma4RMSNorm(H, eps)
+            self.post_feedforward_layernorm_2 = Gemma4RMSNorm(H, eps)
+            self.pre_feedforward_layernorm_2 = Gemma4RMSNorm(H, eps)
 
     def forward(self, hidden_states, attention_mask, position_embeddings, past_key_values=None):
         residual = hidden_states
@@ -162,6 +215,15 @@ class Gemma4TextDecoderLayer(nn.Module):
         residual = hidden_states
         hidden_states = self.pre_feedforward_layernorm(hidden_states)
         hidden_states = self.mlp(hidden_states)
+        if self.enable_moe_block:
+            hidden_states_1 = self.post_feedforward_layernorm_1(hidden_states)
+            hidden_states_flat = residual.reshape(-1, residual.shape[-1])
+            _, top_k_weights, top_k_index = self.router(hidden_states_flat)
+            hidden_states_2 = self.pre_feedforward_layernorm_2(hidden_states_flat)
+            hidden_states_2 = self.experts(hidden_states_2, top_k_index, top_k_weights)
+            hidden_states_2 = hidden_states_2.reshape(residual.shape)
+            hidden_states_2 = self.post_feedforward_layernorm_2(hidden_states_2)
+            hidden_states = hidden_states_1 + hidden_states_2
         hidden_states = self.post_feedforward_layernorm(hidden_states)
         hidden_states = residual + hidden_states
         hidden_states *= self.layer_scalar

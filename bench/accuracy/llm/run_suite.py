@@ -746,6 +746,27 @@ def cases():
                                     ("gemma4_dense_small", 1, 96, 24, "bf16", False)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31: Gemma 4's MoE block beside the MLP (gemma4_replica.py: Gemma4TextRouter, Gemma4TextExperts through
+    # transformers 5's grouped_mm_experts_forward): gemma4_moe_small, the 26B-A4B's kind (16 experts of 32, top 4,
+    # the dense MLP of 96 beside them, attention_k_eq_v, layers S, S, F, F). Training, infer, generate; every
+    # third held out.
+    g4m = [
+        ("gemma4_moe_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_moe_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_moe_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_moe_small", "train", 1, 64, "sgd", "fp32", False, 8),
+        ("gemma4_moe_small", "train", 3, 48, "adam", "fp32", True, 0),
+        ("gemma4_moe_small", "train", 2, 64, "sgd", "bf16", False, 0),
+        ("gemma4_moe_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("gemma4_moe_small", "infer", 4, 64, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4m):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_moe_small", 1, 48, 32, "fp32", False),
+                                    ("gemma4_moe_small", 2, 16, 50, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
