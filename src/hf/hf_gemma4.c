@@ -61,11 +61,11 @@
  *    bias=True). Gemma4MultimodalEmbedder: embedding_projection nn.Linear(output_proj_dims (audio)
  *    or hidden_size (vision), text hidden_size, bias=False), its norm without weight.
  *
- * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c, with the counts): the
- * memory. The per-layer embeddings' [B, L, N, P] inputs read by every layer, the full-attention
- * layers' wider heads and own kv heads, keys that are the values (k_eq_v, v_norm), kv-shared
- * layers reading another layer's keys and values (and caching none), the dense MLP and the
- * experts side by side, and the towers' forward are not written as layers.
+ * The layers (vc__hf_gemma4_write, below): the sliding and full layers with their own head widths,
+ * kv heads and rotary pairs, keys that are the values (k_eq_v, v_norm), the MoE block beside the
+ * dense MLP; the towers' weights loaded frozen, not run. What is not modelled yet, and so refused
+ * with the counts (vc__hf_gemma4_unmodelled): the per-layer embeddings' [B, L, N, P] inputs read by
+ * every layer, and kv-shared layers reading another layer's keys and values (and caching none).
  */
 #include <math.h>
 #include <stdio.h>
@@ -241,8 +241,8 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *
         snprintf(towers, sizeof towers, " + %lld vision tower + %lld audio tower = %lld", (long long)a->g4.vision,
                  (long long)a->g4.audio, (long long)(total + a->g4.vision + a->g4.audio));
     return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: the language model has %lld parameters (%lld active per "
-                        "token, %s)%s; the memory of %s is not modelled yet (the dense layers are: sliding and full "
-                        "attention, keys as values)", fam, (long long)total, (long long)active,
+                        "token, %s)%s; the memory of %s is not modelled yet (the rest is: sliding and full attention, keys "
+                        "as values, the MoE block)", fam, (long long)total, (long long)active,
                         a->tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers, why),
            -1;
 }
