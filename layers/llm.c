@@ -257,6 +257,12 @@ typedef struct {
     int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
     bool local_mask;          /* with bidir: this layer reads the sliding-window one */
     bool v_norm;              /* Gemma4TextAttention: v_norm (Gemma4RMSNorm(head_dim, with_scale=False)) on the values */
+    /* Gemma4TextAttention's kv sharing (shared_kv_states): kv_store, the last layer of its type (kv_type: 0 sliding,
+     * 1 full) before the shared ones (every model's, sharing or not) stores its keys and values; kv_shared, a
+     * shared layer reading them (inputs [q, rope], no k_norm); kv_last, the model's last layer (the dict's
+     * entries live until Gemma4TextModel.forward returns: here until that layer's block returns) */
+    bool kv_store, kv_shared, kv_last;
+    int64_t kv_type;
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -278,8 +284,15 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
         vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk) ||
         vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask) ||
-        vc_arg_bool(a, "v_norm", false, &c->v_norm))
+        vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
+        vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
+        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type))
         return -1;
+    if ((c->kv_store || c->kv_shared || c->kv_last) && !c->v_norm)
+        return vc_arg_fail(a, c->kv_store ? "kv_store" : c->kv_shared ? "kv_shared" : "kv_last",
+                           "is Gemma4TextAttention's kv sharing (needs \"v_norm\")");
+    if (c->kv_type > 1) return vc_arg_fail(a, "kv_type", "expected 0 (sliding_attention) or 1 (full_attention)");
+    if (c->kv_store && c->kv_shared) return vc_arg_fail(a, "kv_shared", "a layer stores or reads the shared keys, not both");
     if (c->v_norm && (c->fused || c->falcon || c->rope_style))
         return vc_arg_fail(a, "v_norm", "is Gemma4TextAttention's: separate q, k, v inputs, llama's rotation");
     if ((c->rope_style == 2 || c->l2_qk || c->temp || c->chunk) && (c->fused || c->qk_norm || c->eager || c->window > 0 ||
@@ -327,7 +340,10 @@ static int ra_in_check(vc_setup *s, int i, const char *what, int64_t L, int64_t 
 static int ra_setup(vc_setup *s, void *p)
 {
     const ra_cfg *c = p;
-    int nqkv = c->fused ? 1 : 3, want = nqkv + (c->R > 0 ? 1 : 0);
+    int nqkv = c->fused || c->kv_shared ? 1 : 3, want = nqkv + (c->R > 0 ? 1 : 0);
+    if (c->kv_shared && s->nin != want)
+        return vc_fail(s, "inputs", "a kv-shared RotaryAttention takes [q%s]: %d inputs, got %d", c->R > 0 ? ", rope" : "",
+                       want, s->nin);
     if (s->nin != want)
         return vc_fail(s, "inputs", "RotaryAttention takes %s%s: %d inputs, got %d", c->fused ? "[qkv" : "[q, k, v",
                        c->R > 0 ? ", rope]" : "]", want, s->nin);
@@ -338,6 +354,8 @@ static int ra_setup(vc_setup *s, void *p)
     if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "an attention matrix has more than 2^56 elements per sample");
     if (c->fused) {
         if (ra_in_check(s, 0, "fused qkv projection", L, hd + 2 * kd)) return -1;
+    } else if (c->kv_shared) {
+        if (ra_in_check(s, 0, "query", L, hd)) return -1;
     } else if (ra_in_check(s, 0, c->output_gate ? "query and gate" : "query", L, c->output_gate ? 2 * hd : hd) || ra_in_check(s, 1, "key", L, kd) || ra_in_check(s, 2, "value", L, kd)) {
         return -1;
     }
@@ -350,8 +368,8 @@ static int ra_setup(vc_setup *s, void *p)
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
-    if (c->qk_norm && (vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D) || vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)))
-        return -1;
+    if (c->qk_norm && vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D)) return -1;
+    if (c->qk_norm && !c->kv_shared && vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)) return -1;
     if (c->sinks && vc_param(s, "sinks", c->H)) return -1; /* GptOssAttention: nn.Parameter(torch.empty(num_attention_heads)) */
     return 0;
 }
@@ -781,9 +799,73 @@ static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc
     return vc__op_cast(b, m, dt);
 }
 
+/* shared_kv_states' entries, held since their layers stored them: alive until the last decoder layer returns
+ * (Gemma4TextModel.forward drops the dict when it returns, after the final norm). */
+static void kv_dict_end(vc_build *b)
+{
+    for (int t = 0; t < 2; t++) {
+        vc_t kt, vt;
+        int64_t St;
+        bool bt;
+        if (!vc_kv_share_get(b, t, &kt, &vt, &St, &bt)) continue;
+        vc_release(b, kt);
+        vc_release(b, vt);
+        vc_keep_through_block(b, kt);
+        vc_keep_through_block(b, vt);
+    }
+}
+
+/* Gemma4TextAttention.forward on a kv-shared layer (modeling_gemma4.py @ 0246b4f3): query_states =
+ * q_proj(x).view, q_norm, apply_rotary_pos_emb, transpose; key_states, value_states =
+ * shared_kv_states[self.layer_type] (what the storing layer put there: its keys and values after
+ * past_key_values.update, no cache update here); the attention interface; o_proj (the caller's Linear).
+ * The dict's entries live until Gemma4TextModel.forward returns: kept here until the last shared layer's
+ * decoder layer returns (the model's final norm alone runs after it). */
+static void ra_shared_emit(vc_build *b, const ra_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, KV = c->KV, D = c->D;
+    vc_t q = vc_input(b, 0), cs = c->R > 0 ? vc_input(b, 1) : -1, k, v;
+    int64_t S;
+    bool kblhd;
+    if (!vc_kv_share_get(b, (int)c->kv_type, &k, &v, &S, &kblhd)) {
+        vc_refuse(b, NULL, "a kv-shared attention layer runs before any layer stored the keys and values of its type");
+        return;
+    }
+    vc_input_unheld(b, 0);
+    const vc_t arg = vc_input_arg(b, 0);
+    if (c->qk_norm) { /* query_states = self.q_norm(query_states): the projection freed when it returns */
+        vc_t qp = q;
+        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(L * H), c->qk_variant);
+        vc_release(b, qp);
+    }
+    q = vc__op_view(b, q, vc_numel_of(b, q), false);
+    if (c->R > 0) {
+        vc_t q0 = q;
+        q = rope_apply(b, q, cs, H, L, D, c->R);
+        vc_release(b, q0);
+    }
+    const vc_t qs = q;
+    vc_sdpa_args a = {H, KV, L, S, D, true, kblhd, kblhd, c->causal && L > 1, c->dropout, 0, false};
+    bool blhd = false;
+    vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
+    o = vc__op_contiguous(b, o);
+    o = vc__op_view(b, o, vc_numel_of(b, o), true);
+    vc_set_output(b, o);
+    const vc_t owner = vc_input_arg_held_next(b, 0) ? arg : -1;
+    vc_keep_to_here(b, arg);
+    vc_keep_to_here(b, qs);
+    vc_keep_with(b, qs, owner);
+    if (c->kv_last) kv_dict_end(b);
+}
+
 static void ra_emit(vc_build *b, const void *p)
 {
     const ra_cfg *c = p;
+    if (c->kv_shared) {
+        ra_shared_emit(b, c);
+        return;
+    }
     /* --packing: n sequences in the row (1: find_packed_sequence_indices finds none, as unpacked) */
     const int64_t npack = vc_opts(b)->packing > 1 ? vc_opts(b)->packing : 0;
     const bool pflash = npack && vc_opts(b)->attention == VC_ATTN_FLASH;
@@ -938,6 +1020,11 @@ static void ra_emit(vc_build *b, const void *p)
             vc_release(b, vs);
         }
     }
+    if (c->kv_store) { /* shared_kv_states[self.layer_type] = key_states, value_states (after the cache's update) */
+        vc_hold(b, k);
+        vc_hold(b, v);
+        vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
+    }
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
      * local until the forward returns; F.scaled_dot_product_attention converts it first
@@ -1001,6 +1088,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_keep_with(b, vs, owner);
     }
     vc_kv_end(b);
+    if (c->kv_last) kv_dict_end(b);
 }
 
 bool vc__ra_v_norm(const void *cfg) { return ((const ra_cfg *)cfg)->v_norm; }

@@ -408,8 +408,7 @@ const hf_family vc__hf_families[] = {
      * (src/hf/hf_gemma4.c): Gemma4RMSNorm (x * w, not Gemma 3's x * (1 + w)), the four norms, q_norm / k_norm,
      * scaled embeddings and final softcapping, with the full-attention layers' global_head_dim and
      * num_global_key_value_heads, attention_k_eq_v, the kv-shared layers, the per-layer embeddings and
-     * the MoE block beside the dense MLP. The parameters are counted, the layers written (hf_gemma4.c); the
-     * per-layer inputs and kv-shared layers refused. */
+     * the MoE block beside the dense MLP. The parameters are counted, the layers written (hf_gemma4.c). */
 #define GEMMA4_KEYS                                                                                            \
     LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 262144), [K_HIDDEN] = DEF("hidden_size", 2304),                \
     [K_LAYERS] = DEF("num_hidden_layers", 30), [K_HEADS] = DEF("num_attention_heads", 8),                    \

@@ -63,9 +63,9 @@
  *
  * The layers (vc__hf_gemma4_write, below): the sliding and full layers with their own head widths,
  * kv heads and rotary pairs, keys that are the values (k_eq_v, v_norm), the MoE block beside the
- * dense MLP; the towers' weights loaded frozen, not run. What is not modelled yet, and so refused
- * with the counts (vc__hf_gemma4_unmodelled): the per-layer embeddings' [B, L, N, P] inputs read by
- * every layer, and kv-shared layers reading another layer's keys and values (and caching none).
+ * dense MLP, the per-layer embeddings' [B, L, N, P] inputs, the kv-shared layers and the
+ * shared_kv_states dict every model fills; the towers' weights loaded frozen, not run. Refused
+ * (vc__hf_gemma4_unmodelled): gradient checkpointing (the dict's life through backward), --tp.
  */
 #include <math.h>
 #include <stdio.h>
@@ -223,28 +223,22 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
 
 int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err)
 {
-    int64_t active, total = vc__hf_gemma4_parameters(a, &active);
-    const char *why = a->g4.P ? "the per-layer inputs (embed_tokens_per_layer, per_layer_model_projection and each "
-                                "layer's per_layer_input_gate / per_layer_projection)"
-                      : a->g4.S ? "the kv-shared layers (later layers reading an earlier layer's keys and values "
-                                  "through shared_kv_states)"
-                                  : NULL;
     if (tp)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
+    /* GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer keeps for its
+     * recompute: the dict lives until backward ends, holding the storing layers' keys and values and, once their
+     * recompute has run, the recomputed ones with their autograd graph (k_proj's and the norms' saved inputs):
+     * measured with bench/accuracy/llm/gemma4_replica.py, 1.5% to 10.6% over an estimate without it */
+    if (a->ckpt)
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "%s: gradient checkpointing is not modelled: "
+                            "shared_kv_states, which every checkpointed layer's recompute keeps, holds the keys and "
+                            "values of the last layer of each type (and, after their recompute, its recomputed graph) "
+                            "until backward ends", fam);
     if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
         return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
                             "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "
                             "modelled: Gemma4TextExperts runs grouped_mm", fam);
-    if (!why) return 0;
-    char towers[160] = "";
-    if (a->f->nested)
-        snprintf(towers, sizeof towers, " + %lld vision tower + %lld audio tower = %lld", (long long)a->g4.vision,
-                 (long long)a->g4.audio, (long long)(total + a->g4.vision + a->g4.audio));
-    return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: the language model has %lld parameters (%lld active per "
-                        "token, %s)%s; the memory of %s is not modelled yet (the rest is: sliding and full attention, keys "
-                        "as values, the MoE block)", fam, (long long)total, (long long)active,
-                        a->tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers, why),
-           -1;
+    return 0;
 }
 
 /* A tower's weights (x * y * z elements each) within 2^48 elements, else an error naming cfg.key. */
@@ -396,17 +390,31 @@ static void g4_linear(rd *r, cJSON *arr, const char *name, const char *in, int64
     vc__hf_flag(r, o, "bias", bias);
 }
 
+/* Gemma4TextAttention.__init__: store_full_length_kv, the last layer of its type before the kv-shared ones
+ * (computed for every model: the dense ones store too, in a dict nothing reads) */
+static bool kv_store(const arch *a, int64_t i)
+{
+    if (kv_shared(a, i)) return false;
+    const int64_t first = first_shared(a) < a->N ? first_shared(a) : a->N;
+    for (int64_t j = i + 1; j < first; j++)
+        if (vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i)) return false;
+    return true;
+}
+
 static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
 {
-    const bool sliding = vc__hf_gemma4_sliding(a, i), alt = a->g4.keqv && !sliding;
+    const bool sliding = vc__hf_gemma4_sliding(a, i), alt = a->g4.keqv && !sliding, shared = kv_shared(a, i);
     const int64_t d = sliding ? a->D : a->g4.gD, kv = alt ? a->g4.gKV : a->KV;
+    const int64_t first = first_shared(a); /* Gemma4TextMLP: double-wide on the kv-shared layers (first > 0) */
+    const int64_t inter = a->I * (a->g4.wide && i >= first && first > 0 ? 2 : 1);
     g4_norm(r, arr, a, "input_layernorm", "self_attn.o_proj");
     g4_linear(r, arr, "self_attn.q_proj", NULL, a->H, a->NH * d, a->qkv_bias);
-    g4_linear(r, arr, "self_attn.k_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
-    if (!alt) g4_linear(r, arr, "self_attn.v_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    if (!shared) g4_linear(r, arr, "self_attn.k_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    if (!shared && !alt) g4_linear(r, arr, "self_attn.v_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
     cJSON *o = vc__hf_layer(r, arr, "RotaryAttention", "self_attn.attention");
-    vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.k_proj", alt ? "self_attn.k_proj" : "self_attn.v_proj",
-               sliding ? "model.rotary_emb_local" : "model.rotary_emb");
+    const char *rope = sliding ? "model.rotary_emb_local" : "model.rotary_emb";
+    if (shared) vc__hf_ins(r, o, "self_attn.q_proj", rope, NULL, NULL);
+    else vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.k_proj", alt ? "self_attn.k_proj" : "self_attn.v_proj", rope);
     vc__hf_num(r, o, "num_heads", (double)a->NH);
     vc__hf_num(r, o, "num_kv_heads", (double)kv);
     vc__hf_num(r, o, "head_dim", (double)d);
@@ -416,18 +424,22 @@ static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     vc__hf_num(r, o, "qk_norm_eps", a->eps);
     vc__hf_str(r, o, "qk_norm_variant", "gemma4");
     vc__hf_flag(r, o, "v_norm", true);
+    if (kv_store(a, i)) vc__hf_flag(r, o, "kv_store", true);
+    if (shared) vc__hf_flag(r, o, "kv_shared", true);
+    if (kv_store(a, i) || shared) vc__hf_num(r, o, "kv_type", sliding ? 0 : 1);
+    if (i == a->N - 1) vc__hf_flag(r, o, "kv_last", true);
     if (sliding) vc__hf_num(r, o, "sliding_window", (double)a->window);
     if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
     g4_linear(r, arr, "self_attn.o_proj", NULL, a->NH * d, a->H, a->o_bias);
     g4_norm(r, arr, a, "post_attention_layernorm", NULL);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "attn_residual"), "input", "post_attention_layernorm", NULL, NULL);
     g4_norm(r, arr, a, "pre_feedforward_layernorm", "mlp.down_proj");
-    g4_linear(r, arr, "mlp.gate_proj", NULL, a->H, a->I, false);
+    g4_linear(r, arr, "mlp.gate_proj", NULL, a->H, inter, false);
     o = vc__hf_layer(r, arr, "GELU", "mlp.act_fn"); /* hidden_activation gelu_pytorch_tanh (checked by hf.c) */
     vc__hf_str(r, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
-    g4_linear(r, arr, "mlp.up_proj", "pre_feedforward_layernorm", a->H, a->I, false);
+    g4_linear(r, arr, "mlp.up_proj", "pre_feedforward_layernorm", a->H, inter, false);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
-    g4_linear(r, arr, "mlp.down_proj", NULL, a->I, a->H, false);
+    g4_linear(r, arr, "mlp.down_proj", NULL, inter, a->H, false);
     /* with the MoE block, hidden_states (the MLP's output) stays bound until `hidden_states = hidden_states_1 +
      * hidden_states_2` rebinds it */
     if (a->g4.moe) vc__hf_str(r, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "held_until", "moe_sum");
@@ -450,6 +462,21 @@ static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
     }
     g4_norm(r, arr, a, "post_feedforward_layernorm", NULL);
     vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mlp_residual"), "attn_residual", "post_feedforward_layernorm", NULL, NULL);
+    if (a->g4.P) { /* hidden_size_per_layer_input: residual + post_per_layer_input_norm(per_layer_projection(
+                    * act_fn(per_layer_input_gate(h)) * per_layer_input)), per_layer_input = per_layer_inputs[:, :, i, :] */
+        g4_linear(r, arr, "per_layer_input_gate", NULL, a->H, a->g4.P, false);
+        o = vc__hf_layer(r, arr, "GELU", "act_fn");
+        vc__hf_str(r, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+        o = vc__hf_layer(r, arr, "Select", "per_layer_input");
+        vc__hf_ins(r, o, "model.per_layer_inputs", NULL, NULL, NULL);
+        vc__hf_num(r, o, "dim", 2);
+        vc__hf_num(r, o, "index", (double)i);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "per_layer_mul"), "act_fn", "per_layer_input", NULL, NULL);
+        g4_linear(r, arr, "per_layer_projection", NULL, a->g4.P, a->H, false);
+        g4_norm(r, arr, a, "post_per_layer_input_norm", NULL);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "per_layer_residual"), "mlp_residual", "post_per_layer_input_norm", NULL,
+                   NULL);
+    }
 }
 
 /* A tower loaded and not run: its parameters as one frozen weight (VisionWeights, layers/vision.c). */
@@ -476,6 +503,49 @@ void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
     vc__hf_num(r, o, "embedding_dim", (double)a->H);
     o = vc__hf_layer(r, arr, "Scale", "model.embed_scale"); /* * embed_scale (hidden_size ** 0.5) */
     vc__hf_num(r, o, "factor", sqrt((double)a->H));
+    if (a->g4.P) { /* Gemma4TextModel.forward's per-layer inputs [B, L, N, P], a local to the end of its layer loop */
+        const int64_t N = a->N, P = a->g4.P;
+        /* get_per_layer_inputs: embed_tokens_per_layer(input_ids) (a Gemma4TextScaledWordEmbedding: * P ** 0.5),
+         * reshaped to [B, L, N, P]; project_per_layer_inputs' argument until it returns */
+        o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens_per_layer");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "num_embeddings", (double)a->g4.Vp);
+        vc__hf_num(r, o, "embedding_dim", (double)(N * P));
+        o = vc__hf_layer(r, arr, "Scale", "model.embed_scale_per_layer");
+        vc__hf_num(r, o, "factor", sqrt((double)P));
+        vc__hf_str(r, o, "held_until", "model.per_layer_inputs");
+        cJSON *sh[2];
+        o = vc__hf_layer(r, arr, "Reshape", "model.per_layer_identity");
+        cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+        sh[0] = shape;
+        /* project_per_layer_inputs: per_layer_model_projection(inputs_embeds) * hidden_size ** -0.5, reshaped,
+         * per_layer_projection_norm; (projection + per_layer_inputs) * 2 ** -0.5 */
+        g4_linear(r, arr, "model.per_layer_model_projection", "model.embed_scale", a->H, N * P, false);
+        o = vc__hf_layer(r, arr, "Scale", "model.per_layer_model_projection_scale");
+        vc__hf_num(r, o, "factor", 1.0 / sqrt((double)a->H));
+        o = vc__hf_layer(r, arr, "Reshape", "model.per_layer_projection_view");
+        sh[1] = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+        for (int k = 0; k < 2; k++) {
+            const double dims[3] = {-1, (double)N, (double)P}; /* [B, L, N, P]: L the input's */
+            for (int j = 0; j < 3; j++) {
+                cJSON *v = cJSON_CreateNumber(dims[j]);
+                if (!sh[k] || !v || !cJSON_AddItemToArray(sh[k], v)) {
+                    cJSON_Delete(v);
+                    r->oom = true;
+                }
+            }
+        }
+        o = vc__hf_layer(r, arr, "HFRMSNorm", "model.per_layer_projection_norm");
+        vc__hf_num(r, o, "hidden_size", (double)P);
+        vc__hf_num(r, o, "eps", a->eps);
+        vc__hf_str(r, o, "variant", "gemma4");
+        vc__hf_str(r, o, "held_until", "model.per_layer_inputs");
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "model.per_layer_sum"), "model.per_layer_projection_norm",
+                   "model.per_layer_identity", NULL, NULL);
+        o = vc__hf_layer(r, arr, "Scale", "model.per_layer_inputs");
+        vc__hf_num(r, o, "factor", sqrt(0.5));
+        vc__hf_str(r, o, "held_until", "model.norm");
+    }
     bool types[2] = {false, false}; /* full, sliding */
     for (int64_t i = 0; i < a->N; i++) types[vc__hf_gemma4_sliding(a, i)] = true;
     for (int t = 1; t >= 0; t--) {
@@ -491,8 +561,11 @@ void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
     for (int64_t i = 0; i < a->N && !r->oom;) {
         const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
         int64_t j = i + 1;
-        while (j < a->N && vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i) &&
-               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck)
+        /* one run: the same type, checkpointing, kv sharing; not the last layer (kv_last), no per-layer inputs
+         * (each layer selects its own slice) */
+        while (j < a->N - 1 && !a->g4.P && vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i) &&
+               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck && kv_store(a, j) == kv_store(a, i) &&
+               kv_shared(a, j) == kv_shared(a, i))
             j++;
         cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
         if (!seq) return;

@@ -1,8 +1,9 @@
 """Gemma 4's language model (Gemma4ForCausalLM, model_type gemma4_text) as transformers runs it, for
-torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): the layers that
-vramcalc models (sliding and full attention with the full layers' global_head_dim, attention_k_eq_v,
-q/k/v norms, the layer scalar, final soft-capping, the MoE block beside the MLP). The per-layer inputs
-and the kv-shared layers are not replicated (vramcalc refuses them; resolve() refuses them too).
+torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): sliding and full
+attention with the full layers' global_head_dim, attention_k_eq_v, q/k/v norms, the layer scalar, final
+soft-capping, the MoE block beside the MLP, the per-layer inputs, the kv-shared layers and the
+shared_kv_states dict every model fills. (Gradient checkpointing runs reference.CausalLM's per-layer
+non-reentrant checkpoint; with it the dict, passed to every checkpointed layer, lives through backward.)
 
 Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
 0246b4f3335464614ef1de66531f9131a44ec801 (the file bench/accuracy/llm/gemma4_params.py counts from):
@@ -22,6 +23,14 @@ Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
   Gemma4TextExperts (gate_up_proj [E, 2 moe_intermediate_size, H], down_proj [E, H, moe_intermediate_size])
       under @use_experts_implementation: transformers 5's default grouped_mm, integrations/moe.py
       grouped_mm_experts_forward (moe_v5_replica.MixtralExperts.forward, @8b584a67),
+  Gemma4TextAttention.__init__ (is_kv_shared_layer: layer_idx >= num_hidden_layers - num_kv_shared_layers;
+      store_full_length_kv: the last layer of its type before them) and forward (a shared layer takes
+      shared_kv_states[layer_type] and updates no cache; a storing layer puts its keys and values there after
+      past_key_values.update), Gemma4TextMLP's double-wide MLP on the shared layers,
+  Gemma4TextModel.get_per_layer_inputs / project_per_layer_inputs (embed_tokens_per_layer * P ** 0.5,
+      per_layer_model_projection * H ** -0.5, reshape, per_layer_projection_norm, (sum) * 2 ** -0.5) and the
+      decoder layer's per-layer branch (per_layer_input_gate, act_fn, * per_layer_inputs[:, :, i, :],
+      per_layer_projection, post_per_layer_input_norm, + residual),
   Gemma4TextDecoderLayer.forward (input_layernorm, self_attn, post_attention_layernorm, + residual;
       pre_feedforward_layernorm, mlp, with enable_moe_block post_feedforward_layernorm_1 of it and
       the router on the residual, pre_feedforward_layernorm_2, experts, post_feedforward_layernorm_2,
@@ -62,8 +71,6 @@ def resolve(raw):
         ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(n)]
     lt[-1] = "full_attention"  # __post_init__: the last layer is always full attention
     d["layer_types"] = lt
-    if d["hidden_size_per_layer_input"] or d["num_kv_shared_layers"]:
-        raise SystemExit("gemma4_replica.py: per-layer inputs and kv-shared layers are not replicated")
     return d
 
 
@@ -109,7 +116,15 @@ class Gemma4TextAttention(nn.Module):
         super().__init__()
         d = cfg.d
         self.layer_idx = layer_idx
-        self.is_sliding = d["layer_types"][layer_idx] == "sliding_attention"
+        self.layer_type = d["layer_types"][layer_idx]
+        self.is_sliding = self.layer_type == "sliding_attention"
+        # shared kv cache: the last num_kv_shared_layers layers read the keys and values the last earlier layer of
+        # their type stored (store_full_length_kv, computed for every model, kv sharing or not)
+        first = d["num_hidden_layers"] - d["num_kv_shared_layers"]
+        self.is_kv_shared_layer = layer_idx >= first >= 0
+        prev = d["layer_types"][:first]
+        self.store_full_length_kv = not self.is_kv_shared_layer and layer_idx == len(prev) - 1 - prev[::-1].index(
+            self.layer_type)
         self.head_dim = d["global_head_dim"] if not self.is_sliding and d["global_head_dim"] else d["head_dim"]
         self.use_alternative_attention = d["attention_k_eq_v"] and not self.is_sliding
         nkv = d["num_global_key_value_heads"] if self.use_alternative_attention else d["num_key_value_heads"]
@@ -119,13 +134,14 @@ class Gemma4TextAttention(nn.Module):
         H, nh, b, eps = d["hidden_size"], d["num_attention_heads"], d["attention_bias"], d["rms_norm_eps"]
         self.q_proj = R.Linear(H, nh * self.head_dim, bias=b)
         self.q_norm = Gemma4RMSNorm(self.head_dim, eps)
-        self.k_norm = Gemma4RMSNorm(self.head_dim, eps)
-        self.v_norm = Gemma4RMSNorm(self.head_dim, eps, with_scale=False)
-        self.k_proj = R.Linear(H, nkv * self.head_dim, bias=b)
-        self.v_proj = R.Linear(H, nkv * self.head_dim, bias=b) if not self.use_alternative_attention else None
+        if not self.is_kv_shared_layer:  # layers sharing kv states don't need any weight matrices
+            self.k_norm = Gemma4RMSNorm(self.head_dim, eps)
+            self.v_norm = Gemma4RMSNorm(self.head_dim, eps, with_scale=False)
+            self.k_proj = R.Linear(H, nkv * self.head_dim, bias=b)
+            self.v_proj = R.Linear(H, nkv * self.head_dim, bias=b) if not self.use_alternative_attention else None
         self.o_proj = R.Linear(nh * self.head_dim, H, bias=b)
 
-    def forward(self, hidden_states, position_embeddings, attention_mask, past_key_values=None):
+    def forward(self, hidden_states, position_embeddings, attention_mask, shared_kv_states, past_key_values=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         cos, sin = position_embeddings
@@ -133,15 +149,20 @@ class Gemma4TextAttention(nn.Module):
         query_states = self.q_norm(query_states)
         query_states = apply_rotary_pos_emb(query_states, cos, sin, unsqueeze_dim=2)
         query_states = query_states.transpose(1, 2)
-        key_states = self.k_proj(hidden_states).view(hidden_shape)
-        value_states = self.v_proj(hidden_states).view(hidden_shape) if self.v_proj is not None else key_states
-        key_states = self.k_norm(key_states)
-        key_states = apply_rotary_pos_emb(key_states, cos, sin, unsqueeze_dim=2)
-        key_states = key_states.transpose(1, 2)
-        value_states = self.v_norm(value_states)
-        value_states = value_states.transpose(1, 2)
-        if past_key_values is not None:
+        if self.is_kv_shared_layer:
+            key_states, value_states = shared_kv_states[self.layer_type]
+        else:
+            key_states = self.k_proj(hidden_states).view(hidden_shape)
+            value_states = self.v_proj(hidden_states).view(hidden_shape) if self.v_proj is not None else key_states
+            key_states = self.k_norm(key_states)
+            key_states = apply_rotary_pos_emb(key_states, cos, sin, unsqueeze_dim=2)
+            key_states = key_states.transpose(1, 2)
+            value_states = self.v_norm(value_states)
+            value_states = value_states.transpose(1, 2)
+        if past_key_values is not None and not self.is_kv_shared_layer:
             key_states, value_states = past_key_values.update(key_states, value_states, self.layer_idx)
+        if self.store_full_length_kv:
+            shared_kv_states[self.layer_type] = key_states, value_states
         attn_output, _ = R.sdpa_attention_forward(self, query_states, key_states, value_states, attention_mask,
                                                   self.attention_dropout if self.training else 0.0, self.scaling)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
@@ -191,7 +212,10 @@ class Gemma4TextDecoderLayer(nn.Module):
         d = cfg.d
         H, eps = d["hidden_size"], d["rms_norm_eps"]
         self.self_attn = Gemma4TextAttention(cfg, layer_idx)
-        self.mlp = R.GatedMLP(cfg, d["hidden_activation"])  # Gemma4TextMLP (no double-wide MLP without kv sharing)
+        # Gemma4TextMLP: intermediate_size x 2 on the kv-shared layers under use_double_wide_mlp
+        first = d["num_hidden_layers"] - d["num_kv_shared_layers"]
+        wide = d["use_double_wide_mlp"] and layer_idx >= first > 0
+        self.mlp = R.GatedMLP(cfg, d["hidden_activation"], inter=d["intermediate_size"] * (2 if wide else 1))
         self.input_layernorm = Gemma4RMSNorm(H, eps)
         self.post_attention_layernorm = Gemma4RMSNorm(H, eps)
         self.pre_feedforward_layernorm = Gemma4RMSNorm(H, eps)
@@ -205,11 +229,20 @@ class Gemma4TextDecoderLayer(nn.Module):
             self.post_feedforward_layernorm_1 = Gemma4RMSNorm(H, eps)
             self.post_feedforward_layernorm_2 = Gemma4RMSNorm(H, eps)
             self.pre_feedforward_layernorm_2 = Gemma4RMSNorm(H, eps)
+        self.hidden_size_per_layer_input = d["hidden_size_per_layer_input"]
+        if self.hidden_size_per_layer_input:
+            P = self.hidden_size_per_layer_input
+            self.act_fn = R.act_fn(d["hidden_activation"])
+            self.per_layer_input_gate = R.Linear(H, P, bias=False)
+            self.per_layer_projection = R.Linear(P, H, bias=False)
+            self.post_per_layer_input_norm = Gemma4RMSNorm(H, eps)
 
-    def forward(self, hidden_states, attention_mask, position_embeddings, past_key_values=None):
+    def forward(self, hidden_states, per_layer_input, shared_kv_states, attention_mask, position_embeddings,
+                past_key_values=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past_key_values)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, shared_kv_states,
+                                       past_key_values)
         hidden_states = self.post_attention_layernorm(hidden_states)
         hidden_states = residual + hidden_states
         residual = hidden_states
@@ -226,6 +259,14 @@ class Gemma4TextDecoderLayer(nn.Module):
             hidden_states = hidden_states_1 + hidden_states_2
         hidden_states = self.post_feedforward_layernorm(hidden_states)
         hidden_states = residual + hidden_states
+        if self.hidden_size_per_layer_input:
+            residual = hidden_states
+            hidden_states = self.per_layer_input_gate(hidden_states)
+            hidden_states = self.act_fn(hidden_states)
+            hidden_states = hidden_states * per_layer_input
+            hidden_states = self.per_layer_projection(hidden_states)
+            hidden_states = self.post_per_layer_input_norm(hidden_states)
+            hidden_states = residual + hidden_states
         hidden_states *= self.layer_scalar
         return hidden_states
 
@@ -251,6 +292,15 @@ class CausalLM(R.CausalLM):
         self.embed_tokens = nn.Embedding(V, H, d.get("pad_token_id"))
         self.embed_scale = torch.tensor(H ** 0.5)  # Gemma4TextScaledWordEmbedding's buffer (non-persistent)
         self.layers = nn.ModuleList([Gemma4TextDecoderLayer(cfg, i) for i in range(d["num_hidden_layers"])])
+        self.hidden_size_per_layer_input = P = d["hidden_size_per_layer_input"]
+        if P:  # Per-Layer Embeddings: embed_tokens_per_layer (scaled by P ** 0.5), the projection and its norm
+            N = d["num_hidden_layers"]
+            self.embed_tokens_per_layer = nn.Embedding(d["vocab_size_per_layer_input"], N * P, d.get("pad_token_id"))
+            self.embed_scale_per_layer = torch.tensor(P ** 0.5)
+            self.per_layer_input_scale = 2.0 ** -0.5
+            self.per_layer_model_projection = R.Linear(H, N * P, bias=False)
+            self.per_layer_model_projection_scale = H ** -0.5
+            self.per_layer_projection_norm = Gemma4RMSNorm(P, d["rms_norm_eps"])
         self.norm = Gemma4RMSNorm(H, d["rms_norm_eps"])
         # Gemma4TextRotaryEmbedding: one inv_freq per layer type (the frequencies' values do not change a size)
         self.rotary = nn.ModuleDict()
@@ -264,6 +314,18 @@ class CausalLM(R.CausalLM):
     def forward(self, input_ids, labels=None, past_key_values=None, cache_position=None,
                 attention_mask=None, logits_to_keep=0):
         inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
+        per_layer_inputs = None
+        if self.hidden_size_per_layer_input:
+            N, P = self.cfg.d["num_hidden_layers"], self.hidden_size_per_layer_input
+            # get_per_layer_inputs: embed_tokens_per_layer(input_ids) (Gemma4TextScaledWordEmbedding), reshaped
+            per_layer_inputs = (self.embed_tokens_per_layer(input_ids) * self.embed_scale_per_layer.to(
+                self.embed_tokens_per_layer.weight.dtype)).reshape(*input_ids.shape, N, P)
+            # project_per_layer_inputs
+            per_layer_projection = self.per_layer_model_projection(inputs_embeds) * self.per_layer_model_projection_scale
+            per_layer_projection = per_layer_projection.reshape(*inputs_embeds.shape[:-1], N, P)
+            per_layer_projection = self.per_layer_projection_norm(per_layer_projection)
+            per_layer_inputs = (per_layer_projection + per_layer_inputs) * self.per_layer_input_scale
+            del per_layer_projection
         past_seen = past_key_values.get_seq_length() if past_key_values is not None else 0
         if cache_position is None:
             cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
@@ -271,13 +333,16 @@ class CausalLM(R.CausalLM):
         hidden_states = inputs_embeds
         # sdpa: the sequences stay within sliding_window, no padding: sdpa_mask returns None for both types
         pes = {t: self.rotary[t](hidden_states, position_ids) for t in self.rotary}
-        for layer in self.layers:
-            a = (hidden_states, None, pes[layer.attention_type])
+        shared_kv_states = {}  # UserDict() in transformers: the same dict for every layer
+        for i, layer in enumerate(self.layers):
+            per_layer_input = per_layer_inputs[:, :, i, :] if per_layer_inputs is not None else None
+            a = (hidden_states, per_layer_input, shared_kv_states, None, pes[layer.attention_type])
             if past_key_values is None:
                 hidden_states = self._layer(layer, *a)
             else:
                 hidden_states = layer(*a, past_key_values)
         hidden_states = self.norm(hidden_states)
+        del shared_kv_states, per_layer_inputs, per_layer_input, a, inputs_embeds, pes  # Gemma4TextModel.forward returns
         return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
 
     def _head(self, hidden_states, labels, logits_to_keep, head):

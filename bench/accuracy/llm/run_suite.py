@@ -767,6 +767,26 @@ def cases():
                                     ("gemma4_moe_small", 2, 16, 50, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31: Gemma 4's E models' kind (gemma4_replica.py): gemma4_e_small, per-layer inputs of 16 over the
+    # vocabulary, layers S S F S S F with the last 3 kv-shared (reading layer 1's and layer 2's keys and values
+    # through shared_kv_states, the double-wide MLP on them), 1 kv head. Training, infer, generate; every third
+    # held out.
+    g4e = [
+        ("gemma4_e_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_e_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_e_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_e_small", "train", 1, 64, "sgd", "fp32", False, 8),
+        ("gemma4_e_small", "train", 2, 64, "adamw", "fp32", True, 0),
+        ("gemma4_e_small", "infer", 4, 48, None, "bf16", False, 0),
+        ("gemma4_e_small", "infer", 2, 64, None, "fp32", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4e):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_e_small", 1, 48, 32, "fp32", False),
+                                    ("gemma4_e_small", 2, 16, 60, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
