@@ -45,7 +45,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
     ap.add_argument("--mode", default="train", choices=["train", "generate", "infer"],
-                    help="infer: the text encoders' (encoder_replica.py) forward under torch.no_grad(), eval()")
+                    help="infer: the text encoders' (encoder_replica.py), t5's and gemma4_text's (gemma4_replica.py) forward "
+                    "under torch.no_grad(), eval()")
     ap.add_argument("-b", "--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--target-seq", type=int, help="t5 (t5_replica.py): the decoder's tokens per sample (labels in "
