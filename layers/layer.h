@@ -287,6 +287,11 @@ void vc_set_forward_local2(vc_build *b, vc_t t);
 /* Keeps t until the model's forward returns, its loss computed (a variable of a
  * *ForConditionalGeneration.forward: a VLM's pixel_values rebound to their cast copy, layers/vision.c). */
 void vc_keep_forward(vc_build *b, vc_t t);
+/* Gemma 4's shared_kv_states (Gemma4TextModel.forward's dict, layers/llm.c): the keys and values a layer of
+ * type `type` (0, 1) stores for the kv-shared layers of its type after it, with their sequence length S and
+ * whether their storage is [B, S, heads, D] (blhd); _get: false when none was stored in this forward. */
+void vc_kv_share_set(vc_build *b, int type, vc_t k, vc_t v, int64_t S, bool blhd);
+bool vc_kv_share_get(const vc_build *b, int type, vc_t *k, vc_t *v, int64_t *S, bool *blhd);
 
 /* --mode generate (src/engine/generate.c): an attention layer's KV cache update
  * (transformers' DynamicLayer / DynamicSlidingWindowLayer / StaticLayer
@@ -317,6 +322,8 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode);
 /* --serve (src/engine/serve.c): a GatedDeltaNet layer's (cfg: its instance's parsed config) state per
  * request as vLLM keeps it, conv and temporal elements; *qwen3_5: Qwen3_5GatedDeltaNet (layers/deltanet.c). */
 void vc__gdn_state(const void *cfg, int64_t *conv, int64_t *ssm, bool *qwen3_5);
+/* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve refuses (src/engine/serve.c). */
+bool vc__ra_v_norm(const void *cfg);
 /* --serve's profiling run (vLLM's profile_run: no attention metadata, no cache; src/engine/generate.c). */
 bool vc_serve_profile(const vc_build *b);
 /* The same for a layer whose vLLM cache keeps `paged` K and V elements per token

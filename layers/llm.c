@@ -144,10 +144,11 @@ typedef struct {
     int64_t hidden;
     double eps;
     int variant; /* 0 llama (weight * x.to(dtype)), 1 gemma (x * (1 + weight.float())).type_as(x),
-                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules) */
+                  * 2 gpt_oss ((weight * x).to(dtype), the weight float32: _keep_in_fp32_modules),
+                  * 3 gemma4 ((x * weight.float()).type_as(x)) */
 } hfrms_cfg;
 
-static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", NULL};
+static const char *const rms_variants[] = {"llama", "gemma", "gpt_oss", "gemma4", NULL};
 
 static int hfrms_parse(vc_args *a, void *p)
 {
@@ -175,6 +176,9 @@ static vc_dtype promote(vc_dtype a, vc_dtype b2) { return a == VC_DT_F32 || b2 =
  *   h = x.to(float32); variance = h.pow(2).mean(-1, keepdim=True)
  *   h = h * torch.rsqrt(variance + eps); return weight * h.to(input_dtype)
  * gemma: out = h * (1.0 + weight.float()); return out.type_as(x).
+ * gemma4 (Gemma4RMSNorm, modeling_gemma4.py @ 0246b4f3: _norm(x.float()) = x * torch.pow(x.pow(2).mean(-1,
+ * keepdim=True) + eps, -0.5), then normed_output * self.weight.float() (with_scale), .type_as(x)): pow(v, -0.5)
+ * saves its input where rsqrt saves its output, both [rows] float32: the same sizes.
  * rows: rows per sample (the mean's size), or fixed rows when fixed. */
 static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
 {
@@ -192,6 +196,10 @@ static vc_t hf_rmsnorm(vc_build *b, vc_t x, vc_t w, vc_numel rows, int variant)
     vc_t r = vc__op_unary(b, "rsqrt", ve, VC_SAVE_OUT, false);
     vc_t hn = vc__op_mul_dt(b, h, r, full, VC_DT_F32);
     if (w < 0) return vc__op_cast(b, hn, in_dt);
+    if (variant == 3) { /* Gemma4RMSNorm: (normed_output * self.weight.float()).type_as(x) */
+        vc_t wf = vc__op_cast(b, w, VC_DT_F32);
+        return vc__op_cast(b, vc__op_mul_dt(b, hn, wf, full, VC_DT_F32), in_dt);
+    }
     if (variant == 1) {
         vc_t wf = vc__op_cast(b, w, VC_DT_F32);                       /* weight.float() */
         vc_t w1 = vc__op_fresh(b, "add", wf, vc_numel_of(b, wf));      /* 1.0 + weight */
@@ -248,6 +256,13 @@ typedef struct {
     int64_t chunk;
     int64_t bidir;            /* ModernBERT's local_attention: the model's global and sliding-window masks, 0 none */
     bool local_mask;          /* with bidir: this layer reads the sliding-window one */
+    bool v_norm;              /* Gemma4TextAttention: v_norm (Gemma4RMSNorm(head_dim, with_scale=False)) on the values */
+    /* Gemma4TextAttention's kv sharing (shared_kv_states): kv_store, the last layer of its type (kv_type: 0 sliding,
+     * 1 full) before the shared ones (every model's, sharing or not) stores its keys and values; kv_shared, a
+     * shared layer reading them (inputs [q, rope], no k_norm); kv_last, the model's last layer (the dict's
+     * entries live until Gemma4TextModel.forward returns: here until that layer's block returns) */
+    bool kv_store, kv_shared, kv_last;
+    int64_t kv_type;
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -268,8 +283,18 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_bool(a, "falcon", false, &c->falcon) || vc_arg_bool(a, "kv_expand", false, &c->kv_expand) ||
         vc_arg_bool(a, "block_mask", false, &c->block_mask) || vc_arg_bool(a, "l2_qk_norm", false, &c->l2_qk) ||
         vc_arg_bool(a, "temperature_tuning", false, &c->temp) || vc_arg_int(a, "attention_chunk_size", 0, 0, &c->chunk) ||
-        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask))
+        vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask) ||
+        vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
+        vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
+        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type))
         return -1;
+    if ((c->kv_store || c->kv_shared || c->kv_last) && !c->v_norm)
+        return vc_arg_fail(a, c->kv_store ? "kv_store" : c->kv_shared ? "kv_shared" : "kv_last",
+                           "is Gemma4TextAttention's kv sharing (needs \"v_norm\")");
+    if (c->kv_type > 1) return vc_arg_fail(a, "kv_type", "expected 0 (sliding_attention) or 1 (full_attention)");
+    if (c->kv_store && c->kv_shared) return vc_arg_fail(a, "kv_shared", "a layer stores or reads the shared keys, not both");
+    if (c->v_norm && (c->fused || c->falcon || c->rope_style))
+        return vc_arg_fail(a, "v_norm", "is Gemma4TextAttention's: separate q, k, v inputs, llama's rotation");
     if ((c->rope_style == 2 || c->l2_qk || c->temp || c->chunk) && (c->fused || c->qk_norm || c->eager || c->window > 0 ||
                                                                    c->falcon || c->output_gate || c->sinks || c->block_mask))
         return vc_arg_fail(a, c->rope_style == 2 ? "rope_style" : c->l2_qk ? "l2_qk_norm" : c->temp ? "temperature_tuning"
@@ -315,7 +340,10 @@ static int ra_in_check(vc_setup *s, int i, const char *what, int64_t L, int64_t 
 static int ra_setup(vc_setup *s, void *p)
 {
     const ra_cfg *c = p;
-    int nqkv = c->fused ? 1 : 3, want = nqkv + (c->R > 0 ? 1 : 0);
+    int nqkv = c->fused || c->kv_shared ? 1 : 3, want = nqkv + (c->R > 0 ? 1 : 0);
+    if (c->kv_shared && s->nin != want)
+        return vc_fail(s, "inputs", "a kv-shared RotaryAttention takes [q%s]: %d inputs, got %d", c->R > 0 ? ", rope" : "",
+                       want, s->nin);
     if (s->nin != want)
         return vc_fail(s, "inputs", "RotaryAttention takes %s%s: %d inputs, got %d", c->fused ? "[qkv" : "[q, k, v",
                        c->R > 0 ? ", rope]" : "]", want, s->nin);
@@ -326,6 +354,8 @@ static int ra_setup(vc_setup *s, void *p)
     if (t > (INT64_C(1) << 56)) return vc_fail(s, NULL, "an attention matrix has more than 2^56 elements per sample");
     if (c->fused) {
         if (ra_in_check(s, 0, "fused qkv projection", L, hd + 2 * kd)) return -1;
+    } else if (c->kv_shared) {
+        if (ra_in_check(s, 0, "query", L, hd)) return -1;
     } else if (ra_in_check(s, 0, c->output_gate ? "query and gate" : "query", L, c->output_gate ? 2 * hd : hd) || ra_in_check(s, 1, "key", L, kd) || ra_in_check(s, 2, "value", L, kd)) {
         return -1;
     }
@@ -338,8 +368,8 @@ static int ra_setup(vc_setup *s, void *p)
     int64_t d[2] = {L, hd};
     s->out = vc_shape_make(2, d);
     if (c->qk_whole && !c->qk_norm) return vc_fail(s, "qk_norm_whole", "needs \"qk_norm\": true");
-    if (c->qk_norm && (vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D) || vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)))
-        return -1;
+    if (c->qk_norm && vc_param(s, "q_norm.weight", c->qk_whole ? hd : c->D)) return -1;
+    if (c->qk_norm && !c->kv_shared && vc_param(s, "k_norm.weight", c->qk_whole ? kd : c->D)) return -1;
     if (c->sinks && vc_param(s, "sinks", c->H)) return -1; /* GptOssAttention: nn.Parameter(torch.empty(num_attention_heads)) */
     return 0;
 }
@@ -769,9 +799,73 @@ static vc_t llama4_temperature(vc_build *b, vc_t q, int64_t L, int64_t width, vc
     return vc__op_cast(b, m, dt);
 }
 
+/* shared_kv_states' entries, held since their layers stored them: alive until the last decoder layer returns
+ * (Gemma4TextModel.forward drops the dict when it returns, after the final norm). */
+static void kv_dict_end(vc_build *b)
+{
+    for (int t = 0; t < 2; t++) {
+        vc_t kt, vt;
+        int64_t St;
+        bool bt;
+        if (!vc_kv_share_get(b, t, &kt, &vt, &St, &bt)) continue;
+        vc_release(b, kt);
+        vc_release(b, vt);
+        vc_keep_through_block(b, kt);
+        vc_keep_through_block(b, vt);
+    }
+}
+
+/* Gemma4TextAttention.forward on a kv-shared layer (modeling_gemma4.py @ 0246b4f3): query_states =
+ * q_proj(x).view, q_norm, apply_rotary_pos_emb, transpose; key_states, value_states =
+ * shared_kv_states[self.layer_type] (what the storing layer put there: its keys and values after
+ * past_key_values.update, no cache update here); the attention interface; o_proj (the caller's Linear).
+ * The dict's entries live until Gemma4TextModel.forward returns: kept here until the last shared layer's
+ * decoder layer returns (the model's final norm alone runs after it). */
+static void ra_shared_emit(vc_build *b, const ra_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->H, KV = c->KV, D = c->D;
+    vc_t q = vc_input(b, 0), cs = c->R > 0 ? vc_input(b, 1) : -1, k, v;
+    int64_t S;
+    bool kblhd;
+    if (!vc_kv_share_get(b, (int)c->kv_type, &k, &v, &S, &kblhd)) {
+        vc_refuse(b, NULL, "a kv-shared attention layer runs before any layer stored the keys and values of its type");
+        return;
+    }
+    vc_input_unheld(b, 0);
+    const vc_t arg = vc_input_arg(b, 0);
+    if (c->qk_norm) { /* query_states = self.q_norm(query_states): the projection freed when it returns */
+        vc_t qp = q;
+        q = hf_rmsnorm(b, q, vc_weight(b, 0), vc_n_sample(L * H), c->qk_variant);
+        vc_release(b, qp);
+    }
+    q = vc__op_view(b, q, vc_numel_of(b, q), false);
+    if (c->R > 0) {
+        vc_t q0 = q;
+        q = rope_apply(b, q, cs, H, L, D, c->R);
+        vc_release(b, q0);
+    }
+    const vc_t qs = q;
+    vc_sdpa_args a = {H, KV, L, S, D, true, kblhd, kblhd, c->causal && L > 1, c->dropout, 0, false};
+    bool blhd = false;
+    vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
+    o = vc__op_contiguous(b, o);
+    o = vc__op_view(b, o, vc_numel_of(b, o), true);
+    vc_set_output(b, o);
+    const vc_t owner = vc_input_arg_held_next(b, 0) ? arg : -1;
+    vc_keep_to_here(b, arg);
+    vc_keep_to_here(b, qs);
+    vc_keep_with(b, qs, owner);
+    if (c->kv_last) kv_dict_end(b);
+}
+
 static void ra_emit(vc_build *b, const void *p)
 {
     const ra_cfg *c = p;
+    if (c->kv_shared) {
+        ra_shared_emit(b, c);
+        return;
+    }
     /* --packing: n sequences in the row (1: find_packed_sequence_indices finds none, as unpacked) */
     const int64_t npack = vc_opts(b)->packing > 1 ? vc_opts(b)->packing : 0;
     const bool pflash = npack && vc_opts(b)->attention == VC_ATTN_FLASH;
@@ -864,6 +958,12 @@ static void ra_emit(vc_build *b, const void *p)
         q = llama4_temperature(b, q, L, H * D, &scales);
         vc_release(b, q0);
     }
+    if (c->v_norm) { /* Gemma4TextAttention.forward: value_states = self.v_norm(value_states) after the key's rotation
+                      * (a Gemma4RMSNorm without weight, per head: (x.float() * pow(...)).type_as(x)); with
+                      * attention_k_eq_v the value is k_proj's output itself (the same input twice) */
+        v = hf_rmsnorm(b, v, -1, vc_n_sample(L * KV), c->qk_variant);
+        if (locals) vc_release(b, vc_input(b, 2)); /* v_proj(x) (k_proj(x) under k_eq_v), rebound */
+    }
     const vc_t qs = q, ks = k, vs = v; /* query_states, key_states, value_states */
     /* ModernBERT's sdpa_attention_forward (modeling_modernbert.py @ 000c33fd): query and key, rebound to
      * apply_rotary_pos_emb's results, are its locals until F.scaled_dot_product_attention returns */
@@ -919,6 +1019,11 @@ static void ra_emit(vc_build *b, const void *p)
             vc_release(b, ks);
             vc_release(b, vs);
         }
+    }
+    if (c->kv_store) { /* shared_kv_states[self.layer_type] = key_states, value_states (after the cache's update) */
+        vc_hold(b, k);
+        vc_hold(b, v);
+        vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
@@ -983,7 +1088,10 @@ static void ra_emit(vc_build *b, const void *p)
         vc_keep_with(b, vs, owner);
     }
     vc_kv_end(b);
+    if (c->kv_last) kv_dict_end(b);
 }
+
+bool vc__ra_v_norm(const void *cfg) { return ((const ra_cfg *)cfg)->v_norm; }
 
 const vc_kind vc_kind_RotaryAttention = {
     .ops = 58,
@@ -1216,8 +1324,8 @@ const vc_kind vc_kind_NewGELU = {
 
 /* ================================================== SparseMoE */
 
-enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4 };
-static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", NULL};
+enum { MOE_MIXTRAL, MOE_QWEN2, MOE_DEEPSEEK, MOE_GPT_OSS, MOE_LLAMA4, MOE_GEMMA4 };
+static const char *const moe_styles[] = {"mixtral", "qwen2_moe", "deepseek_v3", "gpt_oss", "llama4", "gemma4", NULL};
 /* experts_implementation: per_expert, transformers 4.x's nn.ModuleList of
  * per-expert MLPs looped over (the kind's default, the hand-written model
  * format's meaning since issue 12); grouped_mm, transformers 5's stacked
@@ -1273,6 +1381,10 @@ static int moe_parse(vc_args *a, void *p)
         if (c->imbalance > 1.0)
             return vc_arg_fail(a, "moe_imbalance", "style llama4 runs every token through every expert: the routing "
                                "changes no allocation");
+    } else if (c->style == MOE_GEMMA4 && (c->impl != MOE_GROUPED_MM || c->shared)) {
+        return vc_arg_fail(a, c->shared ? "shared_expert_intermediate_size" : "experts_implementation", "style gemma4 "
+                           "(Gemma4TextRouter, Gemma4TextExperts) is modelled with grouped_mm (transformers 5) and has "
+                           "no shared expert (the dense MLP beside it is its own layers)");
     } else if (c->style == MOE_GPT_OSS && c->impl != MOE_GROUPED_MM) {
         return vc_arg_fail(a, "experts_implementation", "style gpt_oss is modelled with grouped_mm (transformers 5)");
     } else if (vc_arg_type(a, "n_group") || vc_arg_type(a, "topk_group"))
@@ -1320,6 +1432,9 @@ static int moe_setup(vc_setup *s, void *p)
     if (vc_mul(s, c->hidden, c->inter, &t) || vc_mul(s, t, 3 * c->E, &t) || vc_mul(s, x->d[0], c->k, &t) ||
         vc_mul(s, t, c->inter > c->hidden ? 2 * c->inter : c->hidden, &t))
         return -1;
+    if (s->ep > 1 && c->style == MOE_GEMMA4) /* moe_ep.c's MoELayer routes with softmax top-k, no per_expert_scale */
+        return vc_fail(s, "ep", "expert parallelism is not modelled for style gemma4 (Gemma4TextRouter's normed input, "
+                       "scale and per_expert_scale)");
     if (s->ep > 1 && c->style == MOE_GPT_OSS) /* moe_ep.c's MoELayer has no expert biases or clamped SwiGLU */
         return vc_fail(s, "ep", "expert parallelism is not modelled for style gpt_oss (biased experts, clamped SwiGLU)");
     if (s->ep > 1 && c->style == MOE_LLAMA4) /* moe_ep.c's MoELayer routes; Llama4TextMoe runs every expert on every token */
@@ -1347,6 +1462,13 @@ static int moe_setup(vc_setup *s, void *p)
          * the experts (MixtralExperts, Qwen2MoeExperts, Qwen3MoeExperts) hold
          * nn.Parameters, no nn.Linear: a format of nn.Linear modules (bitsandbytes'
          * _replace_with_bnb_linear) leaves them dense, the FP8 formats replace the experts */
+        if (c->style == MOE_GEMMA4) /* Gemma4TextDecoderLayer's router (Gemma4TextRouter: proj nn.Linear(H, E), scale [H],
+                                     * per_expert_scale [E]), experts (Gemma4TextExperts) and pre_feedforward_layernorm_2 */
+            return vc_param_shape(s, "router.proj.weight", 2, (int64_t[2]){c->E, c->hidden}, VC_PARAM_LINEAR) ||
+                   vc_param(s, "router.scale", c->hidden) || vc_param(s, "router.per_expert_scale", c->E) ||
+                   vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, 2 * c->inter, c->hidden}, VC_PARAM_EXPERTS) ||
+                   vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->hidden, c->inter}, VC_PARAM_EXPERTS) ||
+                   vc_param(s, "pre_feedforward_layernorm_2.weight", c->hidden);
         if (c->style == MOE_GPT_OSS) /* GptOssMLP: router (GptOssTopKRouter: weight, bias), experts (GptOssExperts,
                                       * is_transposed: gate_up_proj [E, H, 2I], down_proj [E, I, H], and biases) */
             return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
@@ -1779,8 +1901,53 @@ static void moe_gptoss_mxfp4_emit(vc_build *b, const moe_cfg *c)
     vc_set_output(b, out);
 }
 
+/* Gemma4TextDecoderLayer.forward's MoE branch (modeling_gemma4.py @ 0246b4f3) on its input, the residual
+ * (hidden_states_flat = residual.reshape(-1, H), a view), up to the experts' output:
+ *  - Gemma4TextRouter.forward: norm (Gemma4RMSNorm without weight), * self.scale, * scalar_root_size,
+ *    proj (nn.Linear(H, E)), softmax(dim=-1) in the activations' dtype, topk, top_k_weights /= sum
+ *    (in place), * per_expert_scale[top_k_index]; it returns router_probabilities, top_k_weights,
+ *    top_k_index, which the decoder layer binds (`_, top_k_weights, top_k_index = self.router(...)`):
+ *    locals until the decoder layer returns;
+ *  - pre_feedforward_layernorm_2(hidden_states_flat) (Gemma4RMSNorm), then Gemma4TextExperts under
+ *    @use_experts_implementation: grouped_mm_experts_forward as for the other styles (experts_grouped).
+ * post_feedforward_layernorm_2 and the sum with the dense MLP's branch follow as their own layers. */
+static void moe_gemma4_emit(vc_build *b, const moe_cfg *c)
+{
+    const int64_t L = vc_input_shape(b, 0)->d[0], H = c->hidden, E = c->E;
+    const vc_numel T = vc_n_sample(L), TH = vc_n_sample(L * H), S = vc_n_sample(L * c->k);
+    vc_t x = vc_input(b, 0);
+    vc_t h = hf_rmsnorm(b, x, -1, T, 3);                        /* self.norm(hidden_states) */
+    h = vc__op_mul_dt(b, h, vc_weight(b, 1), TH, vc_dt_of(b, h)); /* * self.scale */
+    h = vc__op_fresh(b, "mul", h, TH);                           /* * self.scalar_root_size */
+    vc_hold(b, h); /* the router's hidden_states, a local until it returns */
+    vc_t scores = lin_rows(b, h, vc_weight(b, 0), T, E);         /* expert_scores = self.proj(hidden_states) */
+    vc_t probs = vc__op_unary(b, "_softmax", scores, VC_SAVE_OUT, false);
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, probs);
+    vc_t rw = vc_op_out(o, S, vc_dt_of(b, probs));
+    vc_t idx = vc_op_out(o, S, VC_DT_I64);
+    vc_op_save(o, idx);
+    vc_op_end(o);
+    rw = topk_renorm(b, rw, T, false);                          /* top_k_weights /= sum(-1, keepdim=True) */
+    vc_t pes = index_rows(b, vc_weight(b, 2), idx, S, 1);       /* self.per_expert_scale[top_k_index] */
+    rw = vc__op_mul_dt(b, rw, pes, S, vc_dt_of(b, rw));
+    vc_release(b, h);
+    vc_keep_through_block(b, probs); /* the decoder layer's `_`, top_k_weights, top_k_index */
+    vc_keep_through_block(b, rw);
+    vc_keep_through_block(b, idx);
+    vc_t xn = hf_rmsnorm(b, x, vc_weight(b, 5), T, 3);          /* pre_feedforward_layernorm_2(hidden_states_flat) */
+    vc_hold(b, xn); /* hidden_states_2, the experts' argument: rebound to their result when they return */
+    vc_t out = experts_grouped(b, c, xn, idx, rw, 3, 4);
+    vc_release(b, xn);
+    vc_set_output(b, out);
+}
+
 static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
 {
+    if (c->style == MOE_GEMMA4) {
+        moe_gemma4_emit(b, c);
+        return;
+    }
     if (c->style == MOE_GPT_OSS && vc_weight_format(b, vc_weight(b, 2)) == VC_WEIGHTS_MXFP4) {
         moe_gptoss_mxfp4_emit(b, c);
         return;

@@ -171,6 +171,23 @@ vc_t vc_forward_local(const vc_build *b) { return b->fwd_local; }
 void vc_set_forward_local(vc_build *b, vc_t t) { b->fwd_local = t; }
 vc_t vc_forward_local2(const vc_build *b) { return b->fwd_local2; }
 void vc_set_forward_local2(vc_build *b, vc_t t) { b->fwd_local2 = t; }
+void vc_kv_share_set(vc_build *b, int type, vc_t k, vc_t v, int64_t S, bool blhd)
+{
+    if (type < 0 || type > 1) return;
+    b->kv_share[type].k = k;
+    b->kv_share[type].v = v;
+    b->kv_share[type].S = S;
+    b->kv_share[type].blhd = blhd;
+}
+bool vc_kv_share_get(const vc_build *b, int type, vc_t *k, vc_t *v, int64_t *S, bool *blhd)
+{
+    if (type < 0 || type > 1 || b->kv_share[type].k < 0) return false;
+    *k = b->kv_share[type].k;
+    *v = b->kv_share[type].v;
+    *S = b->kv_share[type].S;
+    *blhd = b->kv_share[type].blhd;
+    return true;
+}
 void vc_keep_forward(vc_build *b, vc_t t)
 {
     if (t < 0) return;

@@ -140,6 +140,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
     b->gen.ret[0] = b->gen.ret[1] = -1;
     b->fwd_local = b->fwd_local2 = -1;
     b->nfwd_keep = 0;
+    for (int i = 0; i < 2; i++) b->kv_share[i].k = b->kv_share[i].v = -1;
     if (o->mode == VC_MODE_GENERATE || profile) {
         vc_status st = vc__gen_begin(b, err);
         if (st) {

@@ -356,6 +356,9 @@ struct vc_build {
     int32_t *fwd_keep; /* vc_keep_forward: more tensors kept until the forward returns */
     size_t nfwd_keep, cfwd_keep;
     int32_t blk_keep[16], blk_keep_at[16]; /* vc_keep_through_block: kept until instance blk_keep_at[i] returns */
+    /* vc_kv_share_set: the keys and values a layer stores for later layers of its type (Gemma 4's
+     * shared_kv_states, layers/llm.c), per type: k, v, their sequence length, [B, S, heads, D] storage */
+    struct { int32_t k, v; int64_t S; bool blhd; } kv_share[2];
     int nblk_keep;
     /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the

@@ -321,6 +321,12 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;
+    for (size_t i = 0; i < m->ninst; i++) /* Gemma4TextAttention (v_norm): vLLM's gemma4.py is not modelled */
+        if (!strcmp(m->inst[i].kind->name, "RotaryAttention") && vc__ra_v_norm(m->inst[i].cfg))
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "gemma4: vLLM's Gemma 4 (vllm/model_executor/models/"
+                                "gemma4.py) is not modelled: how its cache pages the sliding and full layers of "
+                                "different head sizes, and the keys used as values, is not read; " OV("mode", "generate")
+                                " models transformers' cache");
     for (size_t i = 0; i < m->ninst; i++)
         if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
             vc__gdn_state(m->inst[i].cfg, &gdn_conv, &gdn_ssm, &gdn_f32);

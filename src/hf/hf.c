@@ -408,7 +408,7 @@ const hf_family vc__hf_families[] = {
      * (src/hf/hf_gemma4.c): Gemma4RMSNorm (x * w, not Gemma 3's x * (1 + w)), the four norms, q_norm / k_norm,
      * scaled embeddings and final softcapping, with the full-attention layers' global_head_dim and
      * num_global_key_value_heads, attention_k_eq_v, the kv-shared layers, the per-layer embeddings and
-     * the MoE block beside the dense MLP. The parameters are counted; the memory is refused (hf.c). */
+     * the MoE block beside the dense MLP. The parameters are counted, the layers written (hf_gemma4.c). */
 #define GEMMA4_KEYS                                                                                            \
     LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 262144), [K_HIDDEN] = DEF("hidden_size", 2304),                \
     [K_LAYERS] = DEF("num_hidden_layers", 30), [K_HEADS] = DEF("num_attention_heads", 8),                    \
@@ -758,19 +758,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                             "has one sequence: " O("seq"), r.fam);
     }
     rd rv = {cfg, err, r.fam, false, 1};
-    if (a.f->block == BLK_GEMMA4) { /* the parameters are exact (hf_gemma4.c); the memory is not modelled: refused */
+    if (a.f->block == BLK_GEMMA4) { /* hf_gemma4.c: the parameters exact, the memory of the dense models written */
         if (a.f->nested && vc__hf_gemma4_towers_read(&rv, &a, o)) return err->code;
         if (!a.f->nested && o && (o->image_w > 0 || o->images > 0))
             return vc_set_error(err, VC_ERR_USAGE, O("image"), "gemma4_text has no vision tower (Gemma4ForCausalLM)");
-        int64_t active, total = vc__hf_gemma4_parameters(&a, &active);
-        char towers[160] = "";
-        if (a.f->nested)
-            snprintf(towers, sizeof towers, " + %lld vision tower + %lld audio tower = %lld", (long long)a.g4.vision,
-                     (long long)a.g4.audio, (long long)(total + a.g4.vision + a.g4.audio));
-        return vc_set_error(err, VC_ERR_MODEL, "model_type", "%s: the language model has %lld parameters (%lld active per "
-                            "token, %s)%s; the memory of Gemma 4 (per-layer embeddings, kv-shared layers, keys as values, "
-                            "the MoE block beside the MLP) is not modelled yet", r.fam, (long long)total, (long long)active,
-                            a.tie ? "lm_head tied to embed_tokens" : "lm_head untied", towers);
+        if (vc__hf_gemma4_unmodelled(&a, r.fam, split.tp > 1 || split.sp > 1, err)) return err->code;
     }
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split.tp)) return err->code; /* vision_config, --image (hf_vision.c) */

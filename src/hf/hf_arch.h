@@ -83,8 +83,7 @@ enum {
                      * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
     BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
     BLK_MODERNBERT, /* ModernBertEncoderLayer: model.layers.N.attn.Wqkv, mlp.Wi (hf_modernbert.c) */
-    BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted; the memory not modelled,
-                     * the build refused) */
+    BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted, the layers written) */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
 enum {
@@ -342,6 +341,11 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active);
  * vision_config.KEY / audio_config.KEY), the towers' and embedders' parameters into a->g4.vision and
  * a->g4.audio; --image and --images refused. */
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o);
+/* hf_gemma4.c: 0, or -1 with err naming the option the layers do not model for Gemma 4 (a tensor-parallel
+ * rank, gradient checkpointing, per_expert experts). */
+int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err);
+/* hf_gemma4.c: Gemma4ForCausalLM's layers (gemma4's towers as frozen weights first) appended to arr. */
+void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
  * a family without a tower refuses the options, a tower refuses tp > 1 ranks. -1 with

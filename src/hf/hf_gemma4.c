@@ -61,11 +61,11 @@
  *    bias=True). Gemma4MultimodalEmbedder: embedding_projection nn.Linear(output_proj_dims (audio)
  *    or hidden_size (vision), text hidden_size, bias=False), its norm without weight.
  *
- * What is not modelled yet (and so refused by vc_hf_build, src/hf/hf.c, with the counts): the
- * memory. The per-layer embeddings' [B, L, N, P] inputs read by every layer, the full-attention
- * layers' wider heads and own kv heads, keys that are the values (k_eq_v, v_norm), kv-shared
- * layers reading another layer's keys and values (and caching none), the dense MLP and the
- * experts side by side, and the towers' forward are not written as layers.
+ * The layers (vc__hf_gemma4_write, below): the sliding and full layers with their own head widths,
+ * kv heads and rotary pairs, keys that are the values (k_eq_v, v_norm), the MoE block beside the
+ * dense MLP, the per-layer embeddings' [B, L, N, P] inputs, the kv-shared layers and the
+ * shared_kv_states dict every model fills; the towers' weights loaded frozen, not run. Refused
+ * (vc__hf_gemma4_unmodelled): gradient checkpointing (the dict's life through backward), --tp.
  */
 #include <math.h>
 #include <stdio.h>
@@ -221,6 +221,26 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
     return total;
 }
 
+int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err)
+{
+    if (tp)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
+    /* GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer keeps for its
+     * recompute: the dict lives until backward ends, holding the storing layers' keys and values and, once their
+     * recompute has run, the recomputed ones with their autograd graph (k_proj's and the norms' saved inputs):
+     * measured with bench/accuracy/llm/gemma4_replica.py, 1.5% to 10.6% over an estimate without it */
+    if (a->ckpt)
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "%s: gradient checkpointing is not modelled: "
+                            "shared_kv_states, which every checkpointed layer's recompute keeps, holds the keys and "
+                            "values of the last layer of each type (and, after their recompute, its recomputed graph) "
+                            "until backward ends", fam);
+    if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
+        return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
+                            "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "
+                            "modelled: Gemma4TextExperts runs grouped_mm", fam);
+    return 0;
+}
+
 /* A tower's weights (x * y * z elements each) within 2^48 elements, else an error naming cfg.key. */
 typedef struct {
     int64_t x, y, z;
@@ -329,4 +349,250 @@ int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o)
                       + od * a->H;                                       /* embed_audio */
     }
     return 0;
+}
+
+/* ---- the language model's layers (Gemma4ForCausalLM; gemma4's towers loaded, not run).
+ *
+ * modeling_gemma4.py @ 0246b4f3:
+ *  - Gemma4TextModel.forward: inputs_embeds = embed_tokens(input_ids) (Gemma4TextScaledWordEmbedding:
+ *    super().forward(input_ids) * embed_scale), position_embeddings[layer_type] = rotary_emb(hidden_states,
+ *    position_ids, layer_type) for each type the layers have (Gemma4TextRotaryEmbedding: cos / sin of the
+ *    type's head_dim -- "proportional" rope (modeling_rope_utils.py _compute_proportional_rope_parameters)
+ *    returns inv_freq of head_dim // 2 whatever partial_rotary_factor, zeros past the rotated angles), the
+ *    layers, norm; Gemma4ForCausalLM: lm_head, final_logit_softcapping (/ cap, tanh, * cap), loss.
+ *  - Gemma4TextDecoderLayer.forward: input_layernorm, self_attn, post_attention_layernorm, + residual;
+ *    pre_feedforward_layernorm, mlp (down_proj(act_fn(gate_proj(x)) * up_proj(x))),
+ *    post_feedforward_layernorm, + residual; hidden_states *= self.layer_scalar (in place, a [1] buffer:
+ *    nothing allocated, nothing of the hidden states saved; not written as a layer).
+ *  - Gemma4TextAttention.forward: q_proj(x).view, q_norm, apply_rotary_pos_emb; k_proj(x).view and
+ *    v_proj(x).view (under attention_k_eq_v on a full layer: value_states = key_states, k_proj's output
+ *    itself), k_norm, rotary, v_norm (Gemma4RMSNorm without weight); past_key_values.update; the
+ *    attention interface with scaling 1.0 and the layer's sliding_window; o_proj. The full layers have
+ *    global_head_dim and (k_eq_v) num_global_key_value_heads.
+ * Every Gemma4RMSNorm is x.float() * pow(mean(x^2) + eps, -0.5) (* weight.float()), type_as(x): HFRMSNorm's
+ * "gemma4" variant (layers/llm.c). */
+
+static void g4_norm(rd *r, cJSON *arr, const arch *a, const char *name, const char *held_until)
+{
+    cJSON *o = vc__hf_layer(r, arr, "HFRMSNorm", name);
+    vc__hf_num(r, o, "hidden_size", (double)a->H);
+    vc__hf_num(r, o, "eps", a->eps);
+    vc__hf_str(r, o, "variant", "gemma4");
+    if (held_until) vc__hf_str(r, o, "held_until", held_until);
+}
+
+static void g4_linear(rd *r, cJSON *arr, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = vc__hf_layer(r, arr, "Linear", name);
+    if (in) vc__hf_ins(r, o, in, NULL, NULL, NULL);
+    vc__hf_num(r, o, "in_features", (double)nin);
+    vc__hf_num(r, o, "out_features", (double)nout);
+    vc__hf_flag(r, o, "bias", bias);
+}
+
+/* Gemma4TextAttention.__init__: store_full_length_kv, the last layer of its type before the kv-shared ones
+ * (computed for every model: the dense ones store too, in a dict nothing reads) */
+static bool kv_store(const arch *a, int64_t i)
+{
+    if (kv_shared(a, i)) return false;
+    const int64_t first = first_shared(a) < a->N ? first_shared(a) : a->N;
+    for (int64_t j = i + 1; j < first; j++)
+        if (vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i)) return false;
+    return true;
+}
+
+static void g4_layer(rd *r, cJSON *arr, const arch *a, int64_t i)
+{
+    const bool sliding = vc__hf_gemma4_sliding(a, i), alt = a->g4.keqv && !sliding, shared = kv_shared(a, i);
+    const int64_t d = sliding ? a->D : a->g4.gD, kv = alt ? a->g4.gKV : a->KV;
+    const int64_t first = first_shared(a); /* Gemma4TextMLP: double-wide on the kv-shared layers (first > 0) */
+    const int64_t inter = a->I * (a->g4.wide && i >= first && first > 0 ? 2 : 1);
+    g4_norm(r, arr, a, "input_layernorm", "self_attn.o_proj");
+    g4_linear(r, arr, "self_attn.q_proj", NULL, a->H, a->NH * d, a->qkv_bias);
+    if (!shared) g4_linear(r, arr, "self_attn.k_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    if (!shared && !alt) g4_linear(r, arr, "self_attn.v_proj", "input_layernorm", a->H, kv * d, a->qkv_bias);
+    cJSON *o = vc__hf_layer(r, arr, "RotaryAttention", "self_attn.attention");
+    const char *rope = sliding ? "model.rotary_emb_local" : "model.rotary_emb";
+    if (shared) vc__hf_ins(r, o, "self_attn.q_proj", rope, NULL, NULL);
+    else vc__hf_ins(r, o, "self_attn.q_proj", "self_attn.k_proj", alt ? "self_attn.k_proj" : "self_attn.v_proj", rope);
+    vc__hf_num(r, o, "num_heads", (double)a->NH);
+    vc__hf_num(r, o, "num_kv_heads", (double)kv);
+    vc__hf_num(r, o, "head_dim", (double)d);
+    vc__hf_num(r, o, "rotary_dim", (double)d);
+    vc__hf_flag(r, o, "causal", true);
+    vc__hf_flag(r, o, "qk_norm", true);
+    vc__hf_num(r, o, "qk_norm_eps", a->eps);
+    vc__hf_str(r, o, "qk_norm_variant", "gemma4");
+    vc__hf_flag(r, o, "v_norm", true);
+    if (kv_store(a, i)) vc__hf_flag(r, o, "kv_store", true);
+    if (shared) vc__hf_flag(r, o, "kv_shared", true);
+    if (kv_store(a, i) || shared) vc__hf_num(r, o, "kv_type", sliding ? 0 : 1);
+    if (i == a->N - 1) vc__hf_flag(r, o, "kv_last", true);
+    if (sliding) vc__hf_num(r, o, "sliding_window", (double)a->window);
+    if (a->p_attn > 0) vc__hf_num(r, o, "dropout", a->p_attn);
+    g4_linear(r, arr, "self_attn.o_proj", NULL, a->NH * d, a->H, a->o_bias);
+    g4_norm(r, arr, a, "post_attention_layernorm", NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "attn_residual"), "input", "post_attention_layernorm", NULL, NULL);
+    g4_norm(r, arr, a, "pre_feedforward_layernorm", "mlp.down_proj");
+    g4_linear(r, arr, "mlp.gate_proj", NULL, a->H, inter, false);
+    o = vc__hf_layer(r, arr, "GELU", "mlp.act_fn"); /* hidden_activation gelu_pytorch_tanh (checked by hf.c) */
+    vc__hf_str(r, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    g4_linear(r, arr, "mlp.up_proj", "pre_feedforward_layernorm", a->H, inter, false);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "mlp.mul"), "mlp.act_fn", "mlp.up_proj", NULL, NULL);
+    g4_linear(r, arr, "mlp.down_proj", NULL, inter, a->H, false);
+    /* with the MoE block, hidden_states (the MLP's output) stays bound until `hidden_states = hidden_states_1 +
+     * hidden_states_2` rebinds it */
+    if (a->g4.moe) vc__hf_str(r, cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1), "held_until", "moe_sum");
+    if (a->g4.moe) { /* enable_moe_block: the experts beside the MLP, routed from the residual (layers/llm.c
+                      * SparseMoE style gemma4: the router, pre_feedforward_layernorm_2 and the experts) */
+        g4_norm(r, arr, a, "post_feedforward_layernorm_1", NULL);
+        o = vc__hf_layer(r, arr, "SparseMoE", "moe");
+        vc__hf_ins(r, o, "attn_residual", NULL, NULL, NULL);
+        vc__hf_num(r, o, "hidden_size", (double)a->H);
+        vc__hf_num(r, o, "intermediate_size", (double)a->moe_I);
+        vc__hf_num(r, o, "num_experts", (double)a->E);
+        vc__hf_num(r, o, "top_k", (double)a->K);
+        vc__hf_str(r, o, "style", "gemma4");
+        vc__hf_str(r, o, "activation", a->act == A_GELU_TANH ? "gelu_tanh" : "gelu");
+        vc__hf_str(r, o, "experts_implementation", "grouped_mm");
+        if (a->imbalance > 1.0) vc__hf_num(r, o, "moe_imbalance", a->imbalance);
+        g4_norm(r, arr, a, "post_feedforward_layernorm_2", NULL);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "moe_sum"), "post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                   NULL, NULL); /* hidden_states_1 + hidden_states_2 */
+    }
+    g4_norm(r, arr, a, "post_feedforward_layernorm", NULL);
+    vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "mlp_residual"), "attn_residual", "post_feedforward_layernorm", NULL, NULL);
+    if (a->g4.P) { /* hidden_size_per_layer_input: residual + post_per_layer_input_norm(per_layer_projection(
+                    * act_fn(per_layer_input_gate(h)) * per_layer_input)), per_layer_input = per_layer_inputs[:, :, i, :] */
+        g4_linear(r, arr, "per_layer_input_gate", NULL, a->H, a->g4.P, false);
+        o = vc__hf_layer(r, arr, "GELU", "act_fn");
+        vc__hf_str(r, o, "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+        o = vc__hf_layer(r, arr, "Select", "per_layer_input");
+        vc__hf_ins(r, o, "model.per_layer_inputs", NULL, NULL, NULL);
+        vc__hf_num(r, o, "dim", 2);
+        vc__hf_num(r, o, "index", (double)i);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Mul", "per_layer_mul"), "act_fn", "per_layer_input", NULL, NULL);
+        g4_linear(r, arr, "per_layer_projection", NULL, a->g4.P, a->H, false);
+        g4_norm(r, arr, a, "post_per_layer_input_norm", NULL);
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "per_layer_residual"), "mlp_residual", "post_per_layer_input_norm", NULL,
+                   NULL);
+    }
+}
+
+/* A tower loaded and not run: its parameters as one frozen weight (VisionWeights, layers/vision.c). */
+static void g4_tower(rd *r, cJSON *arr, const char *name, int64_t n)
+{
+    if (n <= 0) return;
+    cJSON *o = vc__hf_layer(r, arr, "VisionWeights", name);
+    cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+    cJSON *v = cJSON_CreateNumber((double)n);
+    if (!shape || !v || !cJSON_AddItemToArray(shape, v)) {
+        cJSON_Delete(v);
+        r->oom = true;
+    }
+    vc__hf_flag(r, o, "frozen", true);
+}
+
+void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
+{
+    g4_tower(r, arr, "model.vision_tower", a->g4.vision); /* with embed_vision */
+    g4_tower(r, arr, "model.audio_tower", a->g4.audio);   /* with embed_audio */
+    cJSON *o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens");
+    if (a->g4.vision || a->g4.audio) vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+    vc__hf_num(r, o, "num_embeddings", (double)a->V);
+    vc__hf_num(r, o, "embedding_dim", (double)a->H);
+    o = vc__hf_layer(r, arr, "Scale", "model.embed_scale"); /* * embed_scale (hidden_size ** 0.5) */
+    vc__hf_num(r, o, "factor", sqrt((double)a->H));
+    if (a->g4.P) { /* Gemma4TextModel.forward's per-layer inputs [B, L, N, P], a local to the end of its layer loop */
+        const int64_t N = a->N, P = a->g4.P;
+        /* get_per_layer_inputs: embed_tokens_per_layer(input_ids) (a Gemma4TextScaledWordEmbedding: * P ** 0.5),
+         * reshaped to [B, L, N, P]; project_per_layer_inputs' argument until it returns */
+        o = vc__hf_layer(r, arr, "Embedding", "model.embed_tokens_per_layer");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "num_embeddings", (double)a->g4.Vp);
+        vc__hf_num(r, o, "embedding_dim", (double)(N * P));
+        o = vc__hf_layer(r, arr, "Scale", "model.embed_scale_per_layer");
+        vc__hf_num(r, o, "factor", sqrt((double)P));
+        vc__hf_str(r, o, "held_until", "model.per_layer_inputs");
+        cJSON *sh[2];
+        o = vc__hf_layer(r, arr, "Reshape", "model.per_layer_identity");
+        cJSON *shape = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+        sh[0] = shape;
+        /* project_per_layer_inputs: per_layer_model_projection(inputs_embeds) * hidden_size ** -0.5, reshaped,
+         * per_layer_projection_norm; (projection + per_layer_inputs) * 2 ** -0.5 */
+        g4_linear(r, arr, "model.per_layer_model_projection", "model.embed_scale", a->H, N * P, false);
+        o = vc__hf_layer(r, arr, "Scale", "model.per_layer_model_projection_scale");
+        vc__hf_num(r, o, "factor", 1.0 / sqrt((double)a->H));
+        o = vc__hf_layer(r, arr, "Reshape", "model.per_layer_projection_view");
+        sh[1] = o ? cJSON_AddArrayToObject(o, "shape") : NULL;
+        for (int k = 0; k < 2; k++) {
+            const double dims[3] = {-1, (double)N, (double)P}; /* [B, L, N, P]: L the input's */
+            for (int j = 0; j < 3; j++) {
+                cJSON *v = cJSON_CreateNumber(dims[j]);
+                if (!sh[k] || !v || !cJSON_AddItemToArray(sh[k], v)) {
+                    cJSON_Delete(v);
+                    r->oom = true;
+                }
+            }
+        }
+        o = vc__hf_layer(r, arr, "HFRMSNorm", "model.per_layer_projection_norm");
+        vc__hf_num(r, o, "hidden_size", (double)P);
+        vc__hf_num(r, o, "eps", a->eps);
+        vc__hf_str(r, o, "variant", "gemma4");
+        vc__hf_str(r, o, "held_until", "model.per_layer_inputs");
+        vc__hf_ins(r, vc__hf_layer(r, arr, "Add", "model.per_layer_sum"), "model.per_layer_projection_norm",
+                   "model.per_layer_identity", NULL, NULL);
+        o = vc__hf_layer(r, arr, "Scale", "model.per_layer_inputs");
+        vc__hf_num(r, o, "factor", sqrt(0.5));
+        vc__hf_str(r, o, "held_until", "model.norm");
+    }
+    bool types[2] = {false, false}; /* full, sliding */
+    for (int64_t i = 0; i < a->N; i++) types[vc__hf_gemma4_sliding(a, i)] = true;
+    for (int t = 1; t >= 0; t--) {
+        if (!types[t]) continue;
+        o = vc__hf_layer(r, arr, "RotaryEmbedding", t ? "model.rotary_emb_local" : "model.rotary_emb");
+        vc__hf_ins(r, o, "input", NULL, NULL, NULL);
+        vc__hf_num(r, o, "head_dim", (double)(t ? a->D : a->g4.gD));
+        vc__hf_num(r, o, "rotary_dim", (double)(t ? a->D : a->g4.gD));
+    }
+    /* the layers in runs of one type (and one checkpointing), one Sequential with `repeat` each, as
+     * hf_layers.c's layer_stack writes them: a run after the first is a loop, the first run's input
+     * (the forward's inputs_embeds) alive to the loop's end */
+    for (int64_t i = 0; i < a->N && !r->oom;) {
+        const bool ck = a->ckpt && (i + 1) % a->ckpt_every == 0;
+        int64_t j = i + 1;
+        /* one run: the same type, checkpointing, kv sharing; not the last layer (kv_last), no per-layer inputs
+         * (each layer selects its own slice) */
+        while (j < a->N - 1 && !a->g4.P && vc__hf_gemma4_sliding(a, j) == vc__hf_gemma4_sliding(a, i) &&
+               (a->ckpt && (j + 1) % a->ckpt_every == 0) == ck && kv_store(a, j) == kv_store(a, i) &&
+               kv_shared(a, j) == kv_shared(a, i))
+            j++;
+        cJSON *seq = vc__hf_layer(r, arr, "Sequential", j == a->N ? "model.layers" : NULL);
+        if (!seq) return;
+        if (i == 0) vc__hf_ins(r, seq, "model.embed_scale", NULL, NULL, NULL);
+        if (j - i > 1) vc__hf_num(r, seq, "repeat", (double)(j - i));
+        if (i > 0 && j - i > 1) vc__hf_flag(r, seq, "loop", true);
+        if (i > 0 && j == a->N) vc__hf_str(r, seq, "keep", "model.embed_scale");
+        if (ck) vc__hf_flag(r, seq, "checkpoint", true);
+        cJSON *layers = cJSON_AddArrayToObject(seq, "layers");
+        if (!layers) {
+            r->oom = true;
+            return;
+        }
+        g4_layer(r, layers, a, i);
+        i = j;
+    }
+    g4_norm(r, arr, a, "model.norm", NULL);
+    o = vc__hf_layer(r, arr, "Linear", "lm_head");
+    vc__hf_num(r, o, "in_features", (double)a->H);
+    vc__hf_num(r, o, "out_features", (double)a->V);
+    vc__hf_flag(r, o, "bias", false);
+    if (a->tie) vc__hf_str(r, o, "tie", "model.embed_tokens");
+    if (a->final_cap > 0) { /* Gemma4ForCausalLM.forward: logits / cap; tanh; * cap */
+        o = vc__hf_layer(r, arr, "Scale", "final_logit_softcapping.div");
+        vc__hf_num(r, o, "factor", 1.0 / a->final_cap);
+        vc__hf_layer(r, arr, "Tanh", "final_logit_softcapping.tanh");
+        o = vc__hf_layer(r, arr, "Scale", "final_logit_softcapping.mul");
+        vc__hf_num(r, o, "factor", a->final_cap);
+    }
 }

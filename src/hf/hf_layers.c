@@ -854,6 +854,9 @@ static void build_layers(wr *w, const arch *a)
         lm_head(w, a, emb, "lm_head");
         return;
     }
+    case BLK_GEMMA4: /* Gemma4ForCausalLM (hf_gemma4.c) */
+        vc__hf_gemma4_write(w->r, w->arr, a);
+        return;
     default:
         break;
     }

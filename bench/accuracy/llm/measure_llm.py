@@ -47,7 +47,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("config")
     ap.add_argument("--mode", default="train", choices=["train", "generate", "infer"],
-                    help="infer: the text encoders' (encoder_replica.py) forward under torch.no_grad(), eval()")
+                    help="infer: the text encoders' (encoder_replica.py), t5's and gemma4_text's (gemma4_replica.py) forward "
+                    "under torch.no_grad(), eval()")
     ap.add_argument("-b", "--batch", type=int, default=1)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--target-seq", type=int, help="t5 (t5_replica.py): the decoder's tokens per sample (labels in "
@@ -215,6 +216,9 @@ def main(argv):
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {})
     if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
         raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {})
+    if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
+        import gemma4_replica
+        raw = gemma4_replica.resolve(raw)
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -246,8 +250,9 @@ def main(argv):
                              "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
-    elif args.mode == "infer":
-        raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py)")
+    elif args.mode == "infer" and cfg.model_type != "gemma4_text":
+        raise SystemExit("measure_llm.py: --mode infer is the text encoders' (encoder_replica.py) and Gemma 4's "
+                         "(gemma4_replica.py) forward")
     elif cfg.model_type == "falcon":  # FalconForCausalLM (falcon_replica.py)
         import falcon_replica
         model = falcon_replica.CausalLM(cfg, args.attn)
@@ -257,6 +262,9 @@ def main(argv):
     elif cfg.model_type == "gemma3":  # the SigLIP tower and projector, frozen, with Gemma 3's LM (gemma3vl_replica.py)
         import gemma3vl_replica
         model = gemma3vl_replica.build(cfg, args.attn)
+    elif cfg.model_type == "gemma4_text":  # Gemma4ForCausalLM's dense layers (gemma4_replica.py)
+        import gemma4_replica
+        model = gemma4_replica.CausalLM(cfg, args.attn)
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
@@ -344,7 +352,7 @@ def main(argv):
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T
-    if (t5 or encoder) and args.mode == "infer":
+    if (t5 or encoder or cfg.model_type == "gemma4_text") and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
         input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
@@ -520,7 +528,7 @@ def main(argv):
             # config has a sliding_window (Qwen2Config: sliding_window only with use_sliding_window,
             # sliding from max_window_layers on)
             n = cfg.num_hidden_layers
-            if cfg.model_type in ("gpt_oss", "gemma3_text"):  # DynamicCache(config=...) reads layer_types
+            if cfg.model_type in ("gpt_oss", "gemma3_text", "gemma4_text"):  # DynamicCache(config=...) reads layer_types
                 return cfg.layer_types, cfg.sliding_window
             if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
                 import llama4_replica
@@ -629,6 +637,9 @@ def main(argv):
             import falcon_replica
             H, nh, kv, new, _ = falcon_replica.falcon_shape(cfg.d)
             kv_per_token = cfg.num_hidden_layers * 2 * (nh if new else kv) * (H // nh) * (2 if args.precision == "bf16" else 4)
+        elif cfg.model_type == "gemma4_text":  # each layer's kv heads and head_dim (gemma4_replica.py)
+            import gemma4_replica
+            kv_per_token = gemma4_replica.kv_bytes_per_token(cfg.d, 2 if args.precision == "bf16" else 4)
         elif cfg.model_type != "gpt_neox":
             hd = cfg.head_dim or cfg.hidden_size // cfg.num_attention_heads
             n_kv = cfg.num_hidden_layers

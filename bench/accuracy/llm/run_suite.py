@@ -736,6 +736,76 @@ def cases():
     for cfg, b, pr, m, prec, ho in t5g:
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31: Gemma 4's dense language model as transformers runs it (gemma4_replica.py, modeling_gemma4.py
+    # @ 0246b4f3): gemma4_small: the 31B's kind (attention_k_eq_v on the full layers with 1 global kv head,
+    # global_head_dim 64 over head_dim 32, 2:1 sliding / full, window 64, final soft-capping, tied);
+    # gemma4_dense_small: separate values, global_head_dim 48 over 16, Gemma4TextConfig's default 5:1
+    # pattern with the last layer forced full, window 96, untied. Training (full, LoRA on q_proj, v_proj,
+    # checkpointing; every sequence within the window), --mode infer and generate (past the window: the
+    # sliding layers' ring). Every third held out.
+    g4 = [
+        ("gemma4_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_small", "train", 1, 64, "sgd", "fp32", False, 16),
+        ("gemma4_dense_small", "train", 2, 96, "adamw", "fp32", False, 0),
+        ("gemma4_dense_small", "train", 2, 80, "adamw", "bf16", True, 0),
+        ("gemma4_dense_small", "train", 3, 64, "adam", "bf16", False, 8),
+        ("gemma4_small", "train", 2, 64, "adamw", "fp32", True, 0),
+        ("gemma4_dense_small", "train", 1, 96, "sgd", "fp32", True, 8),
+        ("gemma4_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("gemma4_small", "infer", 4, 48, None, "bf16", False, 0),
+        ("gemma4_dense_small", "infer", 2, 96, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_small", 1, 48, 32, "fp32", False), ("gemma4_small", 2, 16, 60, "bf16", False),
+                                    ("gemma4_dense_small", 2, 64, 48, "fp32", True),
+                                    ("gemma4_dense_small", 1, 96, 24, "bf16", False)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
+    # issue 31: Gemma 4's MoE block beside the MLP (gemma4_replica.py: Gemma4TextRouter, Gemma4TextExperts through
+    # transformers 5's grouped_mm_experts_forward): gemma4_moe_small, the 26B-A4B's kind (16 experts of 32, top 4,
+    # the dense MLP of 96 beside them, attention_k_eq_v, layers S, S, F, F). Training, infer, generate; every
+    # third held out.
+    g4m = [
+        ("gemma4_moe_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_moe_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_moe_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_moe_small", "train", 1, 64, "sgd", "fp32", False, 8),
+        ("gemma4_moe_small", "train", 3, 48, "adam", "fp32", True, 0),
+        ("gemma4_moe_small", "train", 2, 64, "sgd", "bf16", False, 0),
+        ("gemma4_moe_small", "infer", 2, 64, None, "fp32", False, 0),
+        ("gemma4_moe_small", "infer", 4, 64, None, "bf16", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4m):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_moe_small", 1, 48, 32, "fp32", False),
+                                    ("gemma4_moe_small", 2, 16, 50, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
+    # issue 31: Gemma 4's E models' kind (gemma4_replica.py): gemma4_e_small, per-layer inputs of 16 over the
+    # vocabulary, layers S S F S S F with the last 3 kv-shared (reading layer 1's and layer 2's keys and values
+    # through shared_kv_states, the double-wide MLP on them), 1 kv head. Training, infer, generate; every third
+    # held out.
+    g4e = [
+        ("gemma4_e_small", "train", 2, 64, "adamw", "fp32", False, 0),
+        ("gemma4_e_small", "train", 2, 64, "adamw", "bf16", False, 0),
+        ("gemma4_e_small", "train", 4, 48, "adamw", "bf16", True, 8),
+        ("gemma4_e_small", "train", 1, 64, "sgd", "fp32", False, 8),
+        ("gemma4_e_small", "train", 2, 64, "adamw", "fp32", True, 0),
+        ("gemma4_e_small", "infer", 4, 48, None, "bf16", False, 0),
+        ("gemma4_e_small", "infer", 2, 64, None, "fp32", False, 0),
+    ]
+    for i, (cfg, mode, b, s, o, p, c, l) in enumerate(g4e):
+        out.append(dict(config="configs/%s.json" % cfg, mode=mode, batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    for cfg, b, pr, m, prec, ho in (("gemma4_e_small", 1, 48, 32, "fp32", False),
+                                    ("gemma4_e_small", 2, 16, 60, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=ho))
     return out
 
 
@@ -779,7 +849,8 @@ def argv_of(c):
             a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
-    elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py) and t5 (t5_replica.py)
+    elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py), t5 (t5_replica.py)
+        # and gemma4_text (gemma4_replica.py)
         a += ["--seq", str(c["seq"])]
     else:
         a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"])]
