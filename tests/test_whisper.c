@@ -169,6 +169,58 @@ static void infer_measured(void **state)
     vc_model_free(m);
 }
 
+/* --grad-ckpt: every WhisperEncoderLayer and WhisperDecoderLayer through _gradient_checkpointing_func
+ * (non-reentrant), the decoder's use_cache off (WhisperDecoder.forward). Full fine-tuning is exact
+ * (llm404, llm405; llm406 held out); LoRA on q_proj,v_proj is 0.99% and 1.02% high (llm407, llm408;
+ * llm409 held out, +0.82%): the measured peak, in the recompute of the second encoder layer, holds one
+ * [batch, max_source_positions, d_model] tensor less than the estimate's (not identified yet) and
+ * PEFT's enable_input_require_grads leaf on get_input_embeddings() (the decoder's embed_tokens), which
+ * the estimate does not model (docs/llm.md). */
+static void ckpt_measured(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cfg;
+        int64_t batch, target;
+        vc_optim optim;
+        vc_precision p;
+        bool lora;
+        int64_t measured;
+        double bound; /* percent */
+    } cases[] = {
+        {WH_SMALL, 2, 64, VC_OPTIM_ADAMW, VC_PREC_FP32, false, INT64_C(102846464), 0.0}, /* llm404 */
+        {WH_V3_SMALL, 2, 48, VC_OPTIM_SGD, VC_PREC_BF16, false, INT64_C(28122624), 0.0}, /* llm405 */
+        {WH_SMALL, 2, 64, VC_OPTIM_ADAMW, VC_PREC_BF16, true, INT64_C(24394240), 1.1},   /* llm407 */
+        {WH_V3_SMALL, 2, 40, VC_OPTIM_ADAMW, VC_PREC_FP32, true, INT64_C(31571968), 1.1}, /* llm408 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        vc_hf_options h;
+        vc_hf_options_init(&h);
+        h.target_seq = cases[i].target;
+        h.checkpoint = true;
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string_hf(cases[i].cfg, strlen(cases[i].cfg), "config.json", &h, &m, &err))
+            fail_msg("load: %s: %s", err.path, err.msg);
+        /* both stacks' layers checkpointed, the decoder's attention without its cache */
+        const char *js = vc_model_generated_json(m);
+        const char *enc = strstr(js, "\"model.encoder.layers\""), *dec = strstr(js, "\"model.decoder.layers\"");
+        assert_non_null(enc);
+        assert_non_null(dec);
+        assert_non_null(strstr(enc, "\"checkpoint\":\ttrue"));
+        assert_non_null(strstr(dec, "\"checkpoint\":\ttrue"));
+        assert_null(strstr(js, "\"cache\""));
+        if (cases[i].lora) set_lora(m, "q_proj,v_proj");
+        int64_t got = peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
+        double e = 100.0 * (double)(got - cases[i].measured) / (double)cases[i].measured;
+        if (e > cases[i].bound || e < -cases[i].bound)
+            fail_msg("case %zu: estimate %lld, measured %lld (%+.2f%%)", i, (long long)got, (long long)cases[i].measured, e);
+        vc_model_free(m);
+    }
+    assert_usage(HF "whisper-tiny.json --grad-ckpt --grad-ckpt-every 2", "--grad-ckpt-every: whisper: WhisperEncoder and "
+                 "WhisperDecoder checkpoint every layer");
+}
+
 /* --seq and --target-seq both give the decoder's tokens (the labels; T5DecoderIds' "length"); without
  * either it is max_target_positions; past it WhisperForConditionalGeneration.forward raises ValueError,
  * refused naming the option; the two options disagreeing is refused. The encoder's input is fixed:
@@ -220,7 +272,6 @@ static void refusals(void **state)
     vc_model_free(m);
     assert_usage(HF "whisper-tiny.json -m generate --prompt 64", "--mode generate: whisper: generate() of an encoder-decoder");
     assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb", "--serve: whisper: generate() of an encoder-decoder");
-    assert_usage(HF "whisper-tiny.json --grad-ckpt", "--grad-ckpt: whisper: gradient checkpointing");
     assert_usage(HF "whisper-tiny.json --tp 2", "--tp: whisper: tensor parallelism");
     assert_usage(HF "whisper-tiny.json --pp 2 --gpus 2", "--pp: whisper: pipeline stages");
     assert_usage(HF "whisper-tiny.json --loss liger", "--loss: whisper:");
@@ -236,6 +287,7 @@ int main(void)
         cmocka_unit_test(checkpoint_params),
         cmocka_unit_test(train_measured),
         cmocka_unit_test(infer_measured),
+        cmocka_unit_test(ckpt_measured),
         cmocka_unit_test(decoder_length),
         cmocka_unit_test(refusals),
     };

@@ -773,9 +773,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (split.tp > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "t5: tensor parallelism of an encoder-decoder is not modelled");
     } else if (a.f->block == BLK_WHISPER) { /* WhisperForConditionalGeneration (hf_whisper.c): what is not modelled */
-        if (a.ckpt) /* WhisperEncoder / WhisperDecoder._gradient_checkpointing_func per layer: not written */
-            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "whisper: gradient checkpointing of its encoder and "
-                                "decoder layers is not modelled");
+        if (a.ckpt && a.ckpt_every > 1) /* WhisperEncoder / WhisperDecoder checkpoint every layer (hf_whisper.c) */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "whisper: WhisperEncoder and WhisperDecoder "
+                                "checkpoint every layer; every N-th layer (torchtune's selective AC) is not modelled for it");
         if (o && o->loss != VC_LOSS_IMPL_HF)
             return vc_set_error(err, VC_ERR_USAGE, O("loss"), "whisper: WhisperForConditionalGeneration computes its own "
                                 "CrossEntropyLoss on proj_out's logits; only " OV("loss", "hf") " is modelled");

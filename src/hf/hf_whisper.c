@@ -25,8 +25,9 @@
  * layerdrops 0, apply_spec_augment False), attribute_map hidden_size -> d_model.
  *
  * The forward (vc__hf_whisper_write below): WhisperForConditionalGeneration.forward with labels
- * (training) or decoder_input_ids (inference). What is not modelled is refused: gradient
- * checkpointing, --loss and --tp (vc_hf_build, src/hf/hf.c), generation and --serve, fp16, autocast,
+ * (training) or decoder_input_ids (inference); --grad-ckpt: every layer of both stacks checkpointed,
+ * the decoder's cache off. What is not modelled is refused: every N-th layer checkpointed, --loss
+ * and --tp (vc_hf_build, src/hf/hf.c), generation and --serve, fp16, autocast,
  * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
@@ -244,11 +245,14 @@ static void keep(whw *w, const char *name, const char *in)
     flag(w, o, "keep_forward", true);
 }
 
-static cJSON *blocks(whw *w, const char *name, const char *in, int64_t n)
+/* A stack's layers: a Sequential repeated n times; with gradient checkpointing every layer through
+ * self._gradient_checkpointing_func(layer.__call__, ...) (WhisperEncoder.forward, WhisperDecoder.forward) */
+static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, int64_t n)
 {
     cJSON *seq = lay(w, "Sequential", name);
     ins(w, seq, in, NULL, NULL);
     if (n > 1) num(w, seq, "repeat", (double)n);
+    if (a->ckpt) flag(w, seq, "checkpoint", true);
     cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
     if (!arr) w->r->oom = true;
     return arr;
@@ -276,7 +280,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     num(&w, o, "embedding_dim", (double)a->H);
     flag(&w, o, "frozen", true); /* embed_positions.requires_grad_(False) */
     const char *h = dropout(&w, "model.encoder.dropout", "model.encoder.embed_positions", a->p_resid);
-    cJSON *la = blocks(&w, "model.encoder.layers", h, a->N);
+    cJSON *la = blocks(&w, a, "model.encoder.layers", h, a->N);
     if (!la) return;
     whw b = {r, la};
     attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->NH, false, false, "self_attn.residual");
@@ -297,12 +301,14 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     flag(&w, o, "per_sample", true); /* position_ids = cache_position.unsqueeze(0).repeat(B, 1) */
     ins(&w, lay(&w, "Add", "model.decoder.inputs"), "model.decoder.embed_tokens", "model.decoder.embed_positions", NULL);
     h = dropout(&w, "model.decoder.dropout", "model.decoder.inputs", a->p_resid);
-    la = blocks(&w, "model.decoder.layers", h, a->dec_N);
+    la = blocks(&w, a, "model.decoder.layers", h, a->dec_N);
     if (!la) return;
     b.arr = la;
-    attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->wh.dec_NH, true, true, "self_attn.residual");
+    /* the cache: WhisperDecoder.forward sets use_cache False under gradient checkpointing in training */
+    const bool cache = !a->ckpt;
+    attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->wh.dec_NH, true, cache, "self_attn.residual");
     attention(&b, a, "encoder_attn", "encoder_attn_layer_norm", "self_attn.residual", "model.encoder", a->wh.dec_NH, false,
-              true, "encoder_attn.residual");
+              cache, "encoder_attn.residual");
     mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
     layer_norm(&w, a, "model.decoder.layer_norm", NULL, NULL);
     keep(&w, "model.decoder", "model.decoder.layer_norm"); /* outputs[0], held by `outputs` */

@@ -248,9 +248,10 @@ def main(argv):
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
-        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save or args.ckpt
-                or args.act_offload != "none"):
-            raise SystemExit("measure_llm.py: whisper: the replica measures training (full, LoRA; --loss hf) and --mode infer")
+        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
+                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+            raise SystemExit("measure_llm.py: whisper: the replica measures training (full, LoRA, --ckpt of every layer; "
+                             "--loss hf) and --mode infer")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer":

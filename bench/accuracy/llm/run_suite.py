@@ -742,6 +742,21 @@ def cases():
                              ("whisper_30s_small", 2, 448, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="infer", batch=b, seq=t, target_seq=t, precision=p,
                         held_out=ho))
+    # --grad-ckpt: every WhisperEncoderLayer and WhisperDecoderLayer through _gradient_checkpointing_func (the
+    # harness's non-reentrant checkpoint), the decoder's cache off; LoRA r=8 on q_proj,v_proj with PEFT's
+    # enable_input_require_grads hook on get_input_embeddings() (the decoder's embed_tokens). Every third held out.
+    whc = [
+        ("whisper_small", 2, 64, "adamw", "fp32", 0),
+        ("whisper_v3_small", 2, 48, "sgd", "bf16", 0),
+        ("whisper_30s_small", 1, 64, "adamw", "bf16", 0),
+        ("whisper_small", 2, 64, "adamw", "bf16", 8),
+        ("whisper_v3_small", 2, 40, "adamw", "fp32", 8),
+        ("whisper_small", 1, 64, "adamw", "fp32", 8),
+    ]
+    for i, (cfg, b, t, o, p, l) in enumerate(whc):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=t, target_seq=t, optim=o,
+                        precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                        **({"lora_targets": "q_proj,v_proj"} if l else {})))
     return out
 
 

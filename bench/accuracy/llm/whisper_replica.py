@@ -34,6 +34,10 @@ Source read: huggingface/transformers @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e
           cache_position.unsqueeze(0).repeat(B, 1); inputs_embeds + positions, dropout;
           _update_causal_mask: None for sdpa without an attention mask
           (AttentionMaskConverter._ignore_causal_mask_sdpa); the layers; layer_norm;
+      WhisperEncoder.forward / WhisperDecoder.forward under gradient_checkpointing and training: every layer through
+          self._gradient_checkpointing_func(layer.__call__, ...) (run non-reentrant: vctorch._checkpoint2x), the
+          decoder's use_cache set False ("incompatible with gradient checkpointing");
+      WhisperModel.get_input_embeddings: decoder.embed_tokens (PEFT's enable_input_require_grads hooks it);
       WhisperModel.forward: _mask_input_features (apply_spec_augment False: unchanged), encoder, decoder;
       WhisperForConditionalGeneration.__init__: proj_out nn.Linear(d_model, vocab_size, bias=False) tied to
           embed_tokens (_tied_weights_keys); forward: labels -> decoder_input_ids = shift_tokens_right(labels,
@@ -210,6 +214,7 @@ class WhisperEncoder(nn.Module):
         self.embed_positions.requires_grad_(False)
         self.layers = nn.ModuleList([WhisperEncoderLayer(c) for _ in range(c.encoder_layers)])
         self.layer_norm = LayerNorm(c.d_model)
+        self.gradient_checkpointing = False
 
     def forward(self, input_features):
         expected_seq_length = self.config.max_source_positions * self.conv1.stride[0] * self.conv2.stride[0]
@@ -224,6 +229,12 @@ class WhisperEncoder(nn.Module):
         for layer in self.layers:
             if self.training:
                 torch.rand([])  # LayerDrop's dropout_probability (layerdrop 0.0: never skipped)
+            if self.gradient_checkpointing and self.training:
+                # self._gradient_checkpointing_func(encoder_layer.__call__, hidden_states, None, head_mask,
+                # output_attentions): torch.utils.checkpoint with use_reentrant=False (as the harness runs every
+                # family): the harness's port of 2.x's
+                hidden_states = vctorch._checkpoint2x(layer.__call__, hidden_states)
+                continue
             hidden_states = layer(hidden_states)
         hidden_states = self.layer_norm(hidden_states)
         return hidden_states
@@ -238,11 +249,14 @@ class WhisperDecoder(nn.Module):
         self.embed_positions = nn.Embedding(c.max_target_positions, c.d_model)  # WhisperPositionalEmbedding
         self.layers = nn.ModuleList([WhisperDecoderLayer(c) for _ in range(c.decoder_layers)])
         self.layer_norm = LayerNorm(c.d_model)
+        self.gradient_checkpointing = False
 
     def forward(self, input_ids, encoder_hidden_states):
         input_shape = input_ids.size()
         inputs_embeds = self.embed_tokens(input_ids)
         use_cache = self.config.use_cache
+        if self.gradient_checkpointing and self.training:
+            use_cache = False  # "`use_cache = True` is incompatible with gradient checkpointing"
         # EncoderDecoderCache(DynamicCache(), DynamicCache()): per layer (self, cross) key/value states
         caches = ([], []) if use_cache else (None, None)
         cache_position = torch.arange(0, input_shape[1])
@@ -253,6 +267,11 @@ class WhisperDecoder(nn.Module):
         for layer in self.layers:
             if self.training:
                 torch.rand([])
+            if self.gradient_checkpointing and self.training:
+                # self._gradient_checkpointing_func(decoder_layer.__call__, hidden_states, causal_mask (None),
+                # encoder_hidden_states, None, ..., None (past_key_value), ...)
+                hidden_states = vctorch._checkpoint2x(layer.__call__, hidden_states, encoder_hidden_states, None, None)
+                continue
             hidden_states = layer(hidden_states, encoder_hidden_states, caches[0], caches[1])
         hidden_states = self.layer_norm(hidden_states)
         return hidden_states, caches
@@ -278,9 +297,12 @@ class WhisperForConditionalGeneration(nn.Module):
         shifted_input_ids.masked_fill_(shifted_input_ids == -100, c.pad_token_id)
         return shifted_input_ids
 
+    def get_input_embeddings(self):  # WhisperModel.get_input_embeddings: the decoder's embed_tokens
+        return self.decoder.embed_tokens
+
     def forward(self, input_features, labels=None, decoder_input_ids=None):
-        if self.gradient_checkpointing:
-            raise ValueError("whisper_replica.py: gradient checkpointing is not replicated")
+        # gradient_checkpointing_enable sets WhisperEncoder's and WhisperDecoder's gradient_checkpointing
+        self.encoder.gradient_checkpointing = self.decoder.gradient_checkpointing = self.gradient_checkpointing
         if labels is not None:
             if labels.shape[1] > self.config.max_target_positions:
                 raise ValueError("Labels' sequence length cannot exceed max_target_positions")
