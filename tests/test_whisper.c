@@ -172,8 +172,9 @@ static void infer_measured(void **state)
 /* --grad-ckpt: every WhisperEncoderLayer and WhisperDecoderLayer through _gradient_checkpointing_func
  * (non-reentrant), the decoder's use_cache off (WhisperDecoder.forward). Full fine-tuning is exact
  * (llm404, llm405; llm406 held out); LoRA on q_proj,v_proj is 0.99% and 1.02% high (llm407, llm408;
- * llm409 held out, +0.82%): the measured peak, in the recompute of the second encoder layer, holds one
- * [batch, max_source_positions, d_model] tensor less than the estimate's (not identified yet) and
+ * llm409 held out, +0.82%): from the encoder's final layer_norm backward on (the peak is in the last
+ * encoder layer's recompute) the measured step holds one [batch, max_source_positions, d_model] tensor
+ * less than the estimate (freed there in the measured trace; not identified yet), and
  * PEFT's enable_input_require_grads leaf on get_input_embeddings() (the decoder's embed_tokens), which
  * the estimate does not model (docs/llm.md). */
 static void ckpt_measured(void **state)
