@@ -23,6 +23,10 @@
  *    embed_tokens under tie_word_embeddings (named_parameters() counts the tensor once).
  * configuration_whisper.py WhisperConfig.__init__: the defaults (whisper-tiny's sizes, dropouts 0,
  * layerdrops 0, apply_spec_augment False), attribute_map hidden_size -> d_model.
+ * feature_extraction_whisper.py (@ 017010ff550f4da0f2d3f6ab1d1ad8390806d5b8) WhisperFeatureExtractor:
+ * __init__ n_samples = chunk_length (30) x sampling_rate (16000), nb_max_frame = n_samples // hop_length
+ * (160) = 3000; __call__ pads (padding "max_length", max_length n_samples) or truncates every clip to
+ * 30 s and returns float32 input_features [feature_size (num_mel_bins), 3000].
  *
  * The forward (vc__hf_whisper_write below): WhisperForConditionalGeneration.forward with labels
  * (training) or decoder_input_ids (inference); --grad-ckpt: every layer of both stacks checkpointed,
