@@ -457,6 +457,25 @@ const hf_family vc__hf_families[] = {
               [K_REL_MAXDIST] = DEF("relative_attention_max_distance", 128)},
      .block = BLK_T5, .norm = NORM_RMS, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN, .pos = POS_ROPE,
      .head = HEAD_LM, .head_class = "T5ForConditionalGeneration", .lora_targets = "q,v"},
+    /* WhisperConfig (configuration_whisper.py: every size has a default, whisper-tiny's: d_model 384, 4 + 4
+     * layers of 6 heads, ffn 1536, 80 mel bins, 1500 source and 448 target positions, vocab 51865; dropouts
+     * 0; tie_word_embeddings PretrainedConfig's True) and WhisperForConditionalGeneration (modeling_whisper.py
+     * @ efa7189c, src/hf/hf_whisper.c): conv1 / conv2 and the frozen sinusoidal embed_positions before pre-LN
+     * encoder layers, a decoder with learned positions, self- and cross-attention, proj_out tied to
+     * embed_tokens. The decoder's keys, the layerdrops, apply_spec_augment: hf_whisper.c. PEFT's mapping (peft
+     * @ 00073fe8 utils/constants.py) has no whisper: --lora-targets. */
+    {.model_type = "whisper", .config_class = "WhisperConfig",
+     .keys = {[K_VOCAB] = DEF("vocab_size", 51865), [K_HIDDEN] = DEF("d_model", 384), [K_LAYERS] = DEF("encoder_layers", 4),
+              [K_HEADS] = DEF("encoder_attention_heads", 6), [K_KV_HEADS] = {.how = D_HEADS},
+              [K_EPS] = FIXED(1e-5) /* nn.LayerNorm(d_model) */, [K_MAXPOS] = DEF("max_target_positions", 448),
+              [K_INTER] = DEF("encoder_ffn_dim", 1536), [K_HEAD_DIM] = {.how = D_SPLIT},
+              [K_ACT] = ACT("activation_function", "gelu"), [K_TIE] = DEF("tie_word_embeddings", 1),
+              [K_P_ATTN] = DEF("attention_dropout", 0), [K_P_RESID] = DEF("dropout", 0),
+              [K_DEC_LAYERS] = DEF("decoder_layers", 4), [K_DEC_HEADS] = DEF("decoder_attention_heads", 6),
+              [K_DEC_INTER] = DEF("decoder_ffn_dim", 1536), [K_MEL] = DEF("num_mel_bins", 80),
+              [K_SRC_POS] = DEF("max_source_positions", 1500), [K_P_ACT] = DEF("activation_dropout", 0)},
+     .block = BLK_WHISPER, .norm = NORM_LAYER, .place = PLACE_PRE, .attn = ATTN_SPLIT, .mlp = MLP_PLAIN,
+     .pos = POS_LEARNED, .head = HEAD_LM, .head_class = "WhisperForConditionalGeneration", .lora_targets = NULL},
     /* FalconConfig (models/falcon/configuration_falcon.py; every key has a default: the class describes
      * tiiuae/falcon-7b) and modeling_falcon.py @00dcc6dd: FalconModel (word_embeddings, rotary_emb,
      * h, ln_f), FalconDecoderLayer (input_layernorm, or ln_attn + ln_mlp with new_decoder_architecture;
@@ -753,9 +772,22 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                                 "CrossEntropyLoss on the decoder's logits; only " OV("loss", "hf") " is modelled");
         if (split.tp > 1)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "t5: tensor parallelism of an encoder-decoder is not modelled");
+    } else if (a.f->block == BLK_WHISPER) { /* WhisperForConditionalGeneration (hf_whisper.c): what is not modelled */
+        if (a.ckpt && a.ckpt_every > 1) /* WhisperEncoder / WhisperDecoder checkpoint every layer (hf_whisper.c) */
+            return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_every"), "whisper: WhisperEncoder and WhisperDecoder "
+                                "checkpoint every layer; every N-th layer (torchtune's selective AC) is not modelled for it");
+        if (o && o->loss != VC_LOSS_IMPL_HF)
+            return vc_set_error(err, VC_ERR_USAGE, O("loss"), "whisper: WhisperForConditionalGeneration computes its own "
+                                "CrossEntropyLoss on proj_out's logits; only " OV("loss", "hf") " is modelled");
+        if (split.tp > 1)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "whisper: tensor parallelism of an encoder-decoder is not modelled");
+        if (o && o->target_seq > 0 && o->seq > 0 && o->seq != o->target_seq)
+            return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld and " O("target_seq") " %lld: whisper's encoder always "
+                                "reads the feature extractor's 30 s of mel frames; both options give the decoder's tokens "
+                                "(the labels)", (long long)o->seq, (long long)o->target_seq);
     } else if (o && o->target_seq > 0) {
-        return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5); %s "
-                            "has one sequence: " O("seq"), r.fam);
+        return vc_set_error(err, VC_ERR_USAGE, O("target_seq"), "is the decoder's length of an encoder-decoder (t5, whisper); "
+                            "%s has one sequence: " O("seq"), r.fam);
     }
     rd rv = {cfg, err, r.fam, false, 1};
     if (a.f->block == BLK_GEMMA4) { /* hf_gemma4.c: the parameters exact, the memory of the dense models written */
@@ -771,7 +803,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                    : a.f->pos == POS_LEARNED_PAD                      ? a.maxpos - a.pos_off
                                                                       : 0;
     a.seq = o && o->seq > 0 ? o->seq : VC_HF_DEFAULT_SEQ;
-    if (!(o && o->seq > 0) && npos > 0 && npos < a.seq) a.seq = npos;
+    if (a.f->block == BLK_WHISPER && o && o->target_seq > 0) /* the labels' tokens: --target-seq or --seq (hf_whisper.c) */
+        a.seq = o->target_seq;
+    if (!(o && (o->seq > 0 || (a.f->block == BLK_WHISPER && o->target_seq > 0))) && npos > 0 && npos < a.seq) a.seq = npos;
+    if (a.f->block == BLK_WHISPER && a.seq > npos) /* WhisperForConditionalGeneration.forward's ValueError */
+        return vc_set_error(err, VC_ERR_USAGE, o && o->target_seq > 0 ? O("target_seq") : O("seq"), "%lld decoder tokens: "
+                            "whisper's decoder has %lld learned positions (max_target_positions; "
+                            "WhisperForConditionalGeneration.forward raises ValueError past them)", (long long)a.seq,
+                            (long long)npos);
     if (npos > 0 && a.seq > npos)
         return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld tokens: %s has %lld learned positions (%s)", (long long)a.seq,
                             r.fam, (long long)npos, a.f->keys[K_MAXPOS].key);
@@ -830,7 +869,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
-    const char *loss_name = a.f->block == BLK_T5 ? "seq2seq_lm" /* T5ForConditionalGeneration's CrossEntropyLoss */
+    const char *loss_name = a.f->block == BLK_T5 || a.f->block == BLK_WHISPER
+                                ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
     cJSON *m = cJSON_CreateObject();
@@ -850,6 +890,11 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.f->block == BLK_T5)
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, seq %lld, target %lld)", r.fam, an[0] ? " " : "", an,
                  (long long)a.seq, (long long)a.tgt);
+    if (a.f->block == BLK_WHISPER) { /* a.tgt: the decoder's tokens; the encoder's input is fixed (hf_whisper.c) */
+        a.tgt = a.seq;
+        snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld mel bins x %lld frames, target %lld)", r.fam,
+                 an[0] ? " " : "", an, (long long)a.wh.mel, (long long)(2 * a.wh.src), (long long)a.tgt);
+    }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
              r.fam, a.f->vision ? "" : a.l4v.on ? ": the vision tower's weights loaded, not run"
@@ -858,12 +903,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
                     ? cJSON_AddObjectToObject(m, "input") : NULL;
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;
     bool ok = shape != NULL;
-    if (ok) {
-        cJSON *len = cJSON_CreateNumber((double)a.seq);
+    /* whisper: input_features [num_mel_bins, 2 x max_source_positions] in the model's dtype (hf_whisper.c) */
+    const int64_t dims[2] = {a.f->block == BLK_WHISPER ? a.wh.mel : a.seq, 2 * a.wh.src};
+    for (int d = 0; ok && d < (a.f->block == BLK_WHISPER ? 2 : 1); d++) {
+        cJSON *len = cJSON_CreateNumber((double)dims[d]);
         ok = len && cJSON_AddItemToArray(shape, len);
         if (!ok) cJSON_Delete(len);
     }
-    ok = ok && cJSON_AddStringToObject(in, "dtype", "int64") &&
+    ok = ok && cJSON_AddStringToObject(in, "dtype", a.f->block == BLK_WHISPER ? "float32" : "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
     if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(split.tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;
@@ -871,7 +918,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
      * sliding window bounds what attention sees (generate.c refuses longer prompts) */
     bool slides = false;
     for (int64_t i = 0; i < a.N && !slides; i++) slides = vc__hf_layer_window(&a, i) > 0;
-    if (ok && a.maxpos > 0 && !slides && !encoder)
+    if (ok && a.maxpos > 0 && !slides && !encoder && a.f->block != BLK_WHISPER)
         ok = cJSON_AddNumberToObject(m, "max_positions", (double)a.maxpos) != NULL;
     if (!ok || !cJSON_AddItemToObject(m, "layers", layers)) {
         cJSON_Delete(layers);

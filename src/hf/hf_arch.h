@@ -46,6 +46,9 @@ enum {
      * relative_attention_max_distance (feed_forward_proj, is_gated_act, dense_act_fn: hf_t5.c) */
     K_DEC_LAYERS, K_REL_BUCKETS, K_REL_MAXDIST,
     K_NEW_ARCH, K_ALIBI, K_NUM_LN, /* falcon: new_decoder_architecture, alibi, num_ln_in_parallel_attn */
+    /* whisper (hf_whisper.c): decoder_attention_heads, decoder_ffn_dim, num_mel_bins, max_source_positions,
+     * activation_dropout (decoder_layers: K_DEC_LAYERS; max_target_positions: K_MAXPOS) */
+    K_DEC_HEADS, K_DEC_INTER, K_MEL, K_SRC_POS, K_P_ACT,
     K_COUNT
 };
 
@@ -83,6 +86,8 @@ enum {
                      * (hf_t5.c: the parameters counted; the memory not modelled, the build refused) */
     BLK_FALCON,     /* FalconDecoderLayer: transformer.h.N.self_attention.query_key_value, mlp.dense_h_to_4h */
     BLK_MODERNBERT, /* ModernBertEncoderLayer: model.layers.N.attn.Wqkv, mlp.Wi (hf_modernbert.c) */
+    BLK_WHISPER,    /* WhisperEncoderLayer / WhisperDecoderLayer: model.encoder.layers.N.self_attn.q_proj,
+                     * model.decoder.layers.N.encoder_attn (hf_whisper.c) */
     BLK_GEMMA4,     /* Gemma4TextDecoderLayer (hf_gemma4.c: the parameters counted, the layers written) */
 };
 enum { NORM_RMS, NORM_RMS_GEMMA /* (1 + weight) */, NORM_LAYER, NORM_RMS_F32 /* GptOssRMSNorm: a float32 weight, (w * x).to(dtype) */ };
@@ -240,6 +245,12 @@ typedef struct {
      * num_ln_in_parallel_attn (0: None) */
     bool new_arch, alibi;
     int64_t num_ln;
+    /* whisper (hf_whisper.c): the decoder's heads and MLP width, the mel bins, the encoder's positions
+     * (the feature extractor's frames are twice as many), activation_dropout, the layerdrops */
+    struct {
+        int64_t dec_NH, dec_I, mel, src;
+        double p_act, enc_drop, dec_drop;
+    } wh;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),
      * layer_types ("chunked_attention" / "full_attention"; NULL: chunked where the layer has rope),
@@ -268,7 +279,7 @@ typedef struct {
  * once (test_hf test_family_table checks it). */
 #define FAMILIES                                                                                                  \
     "llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, mixtral, qwen2_moe, gpt2, gpt_neox, bert, roberta, smollm3, " \
-    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4"
+    "granite, olmo2, gpt_bigcode, opt, phi, qwen3_moe, deepseek_v3, kimi_k2, glm4_moe, gpt_oss, gemma3_text, gemma3, distilbert, xlm-roberta, qwen3_next, t5, falcon, qwen2_5_vl, llama4_text, llama4, qwen3_5, qwen3_5_moe, qwen3_5_text, qwen3_5_moe_text, modernbert, qwen3_vl, gemma4_text, gemma4, whisper"
 
 /* The largest size a key or --seq may give: 2^40. */
 #define MAX_SIZE (INT64_C(1) << 40)
@@ -310,6 +321,15 @@ int64_t vc__hf_t5_parameters(const arch *a);
 int vc__hf_t5_read(rd *r, arch *a);
 /* hf_t5.c: T5ForConditionalGeneration's layers appended to arr (r->oom set when out of memory). */
 void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a);
+/* hf_whisper.c: WhisperConfig's keys the row's reading cannot check (the decoder's heads dividing
+ * d_model, the layerdrops, apply_spec_augment, is_encoder_decoder, scale_embedding), read into a->wh
+ * after the row's keys; -1 with r->err naming the key. */
+int vc__hf_whisper_read(rd *r, arch *a);
+/* hf_whisper.c: WhisperForConditionalGeneration's parameters (named_parameters(): proj_out counted
+ * only when untied; the encoder's frozen embed_positions included). */
+int64_t vc__hf_whisper_parameters(const arch *a);
+/* hf_whisper.c: WhisperForConditionalGeneration's layers appended to arr (r->oom set when out of memory). */
+void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a);
 /* hf_llama4.c: Llama4TextConfig's keys the row's reading cannot check (null head_dim and
  * num_key_value_heads, moe_layers, no_rope_layers, layer_types, attention_chunk_size, the
  * temperature tuning), read into a after the row's keys; -1 with r->err naming the key. */

@@ -807,6 +807,9 @@ static void build_layers(wr *w, const arch *a)
     case BLK_MODERNBERT: /* ModernBertForSequenceClassification (hf_modernbert.c) */
         vc__hf_modernbert_write(w->r, w->arr, a);
         return;
+    case BLK_WHISPER: /* WhisperForConditionalGeneration (hf_whisper.c) */
+        vc__hf_whisper_write(w->r, w->arr, a);
+        return;
     case BLK_T5: /* T5ForConditionalGeneration (hf_t5.c) */
         vc__hf_t5_write(w->r, w->arr, a);
         return;

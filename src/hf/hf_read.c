@@ -201,6 +201,9 @@ static const struct {
     [K_REL_MAXDIST] = {T_INT, offsetof(arch, rel_maxdist), 1, 0},
     [K_NEW_ARCH] = {T_BOOL, offsetof(arch, new_arch), 0, 0}, [K_ALIBI] = {T_BOOL, offsetof(arch, alibi), 0, 0},
     [K_NUM_LN] = {T_INT, offsetof(arch, num_ln), 1, 0},
+    [K_DEC_HEADS] = {T_INT, offsetof(arch, wh.dec_NH), 1, 0}, [K_DEC_INTER] = {T_INT, offsetof(arch, wh.dec_I), 1, 0},
+    [K_MEL] = {T_INT, offsetof(arch, wh.mel), 1, 0},       [K_SRC_POS] = {T_INT, offsetof(arch, wh.src), 1, 0},
+    [K_P_ACT] = {T_NUM, offsetof(arch, wh.p_act), 0, 1},
 };
 
 /* head_dim = hidden size / heads, which must divide it (the error names
@@ -396,6 +399,7 @@ static int read_family(rd *r, arch *a)
         return vc__hf_bad(r, role_key(r, a, K_TOPK, -1, "num_experts_per_tok"), "top-k (%lld) is more than the %lld experts", (long long)a->K, (long long)a->E);
     if (f->moe == MOE_DEEPSEEK && read_deepseek(r, a)) return -1;
     if (f->block == BLK_T5 && vc__hf_t5_read(r, a)) return -1; /* feed_forward_proj and the rest (hf_t5.c) */
+    if (f->block == BLK_WHISPER && vc__hf_whisper_read(r, a)) return -1; /* the decoder's heads and the rest (hf_whisper.c) */
     if (f->moe == MOE_LLAMA4 && vc__hf_llama4_read(r, a)) return -1; /* moe_layers and the rest (hf_llama4.c) */
     if (f->block == BLK_MODERNBERT && vc__hf_modernbert_read(r, a)) return -1; /* norm_bias and the rest (hf_modernbert.c) */
     if (f->block == BLK_GEMMA4 && vc__hf_gemma4_read(r, a)) return -1; /* layer_types and the rest (hf_gemma4.c) */

@@ -142,6 +142,9 @@ struct vc_model {
 
 /* src/hf/hf_t5.c: what a T5 model's estimate refuses (precision, quantized weights, pipeline stages). */
 vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* src/hf/hf_whisper.c: what a Whisper model's estimate refuses (generate and serve, precision, quantized
+ * weights, pipeline stages). */
+vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err);
 /* model.c: m as the estimate's options split it (o->tp, o->sp, o->ep; they are the one
  * place that says so): m itself when it was built for that split (the request loads it so;
  * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed

@@ -208,6 +208,9 @@ def main(argv):
     if raw.get("model_type") == "t5":  # T5Config names its heads num_heads (attribute_map)
         raw.setdefault("num_attention_heads", raw.get("num_heads", 8))
         raw.setdefault("vocab_size", 32128)
+    if raw.get("model_type") == "whisper":  # WhisperConfig: attribute_map num_attention_heads -> encoder_attention_heads
+        raw.setdefault("num_attention_heads", raw.get("encoder_attention_heads", 6))
+        raw.setdefault("vocab_size", 51865)
     if raw.get("model_type") == "gemma3":  # Gemma3Config: the language model's keys are text_config's
         raw = dict(raw["text_config"], model_type="gemma3", vision_config=raw.get("vision_config") or {},
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
@@ -250,6 +253,13 @@ def main(argv):
                              "--loss hf), --mode infer and --mode generate (t5_replica.generate, its own cache)")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
+    elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
+        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
+                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+            raise SystemExit("measure_llm.py: whisper: the replica measures training (full, LoRA, --ckpt of every layer; "
+                             "--loss hf) and --mode infer")
+        import whisper_replica
+        model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type != "gemma4_text":
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' (encoder_replica.py) and Gemma 4's "
                          "(gemma4_replica.py) forward")
@@ -348,14 +358,21 @@ def main(argv):
         n_img = args.batch * args.images
         image_tokens = args.images * gh * gw // vk["M"] ** 2
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
-    t5 = cfg.model_type == "t5"
+    whisper = cfg.model_type == "whisper"
+    t5 = cfg.model_type == "t5" or whisper  # an encoder-decoder: labels / decoder_input_ids of --target-seq tokens
     T = args.target_seq or args.seq
     if t5 and args.mode != "generate":  # generate: the decoder's tokens are the new ones
         result["target_seq"] = T
+
+    def features():
+        # whisper: WhisperFeatureExtractor's input_features [B, num_mel_bins, 2 x max_source_positions] (30 s), cast
+        # to the model's dtype by the caller before the forward; resident like input_ids
+        wc = model.config
+        return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
     if (t5 or encoder or cfg.model_type == "gemma4_text") and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
-        input_ids = torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
         kw = {"decoder_input_ids": torch.randint(0, V, (args.batch, T), dtype=torch.int64)} if t5 else {}
         after_build = tr.O.opobs_current()
         model.eval()
@@ -392,7 +409,8 @@ def main(argv):
             input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
             del packed
         else:
-            input_ids = torch.randint(0, V, (args.batch, args.seq + image_tokens), dtype=torch.int64)
+            input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
+                                                                 dtype=torch.int64)
             if image_tokens and cfg.model_type == "gemma3":
                 tid, mmt = cfg.d["image_token_index"], cfg.d["mm_tokens_per_image"]
                 input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
@@ -405,7 +423,7 @@ def main(argv):
                 input_ids[:, :image_tokens] = tid
                 model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
                 model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
-            labels = input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
+            labels = None if whisper else input_ids.clone()  # DataCollatorForLanguageModeling(mlm=False): labels = input_ids.clone()
             if t5:  # DataCollatorForSeq2Seq: the target's ids, [B, target_seq]
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder:  # a class index per sequence (single_label_classification)

@@ -806,6 +806,46 @@ def cases():
                                     ("gemma4_e_small", 2, 16, 60, "bf16", True)):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, held_out=ho))
+    # issue 31 item 4: WhisperForConditionalGeneration (whisper_replica.py, modeling_whisper.py @ efa7189c, sdpa):
+    # whisper_small (tied, dropouts 0, 300 source positions: 600 mel frames), whisper_v3_small (128 mel bins,
+    # untied, dropouts 0.1, 6 encoder and 3 decoder heads, 2 + 3 layers), whisper_30s_small (the real 1500
+    # positions: 3000 frames, 30 s); the encoder always reads 2 x max_source_positions frames, seq = target_seq
+    # the decoder's tokens (labels in training, decoder_input_ids with --mode infer); training (full, LoRA r=8)
+    # and the no_grad forward. Every third held out.
+    wh = [
+        ("whisper_small", 2, 64, "adamw", "fp32", 0, None),
+        ("whisper_small", 2, 64, "adamw", "bf16", 0, None),
+        ("whisper_v3_small", 2, 48, "sgd", "fp32", 0, None),
+        ("whisper_small", 2, 64, "adamw", "fp32", 8, "q_proj,v_proj"),
+        ("whisper_v3_small", 1, 96, "adam", "bf16", 0, None),
+        ("whisper_v3_small", 2, 40, "adamw", "bf16", 8, "q_proj,k_proj,v_proj,out_proj"),
+        ("whisper_30s_small", 1, 128, "adamw", "fp32", 0, None),
+        ("whisper_small", 3, 200, "sgd", "bf16", 8, "q_proj,v_proj"),
+        ("whisper_30s_small", 2, 32, "adam", "bf16", 0, None),
+    ]
+    for i, (cfg, b, t, o, p, l, tg) in enumerate(wh):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=t, target_seq=t, optim=o,
+                        precision=p, ckpt=False, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                        **({"lora_targets": tg} if tg else {})))
+    for cfg, b, t, p, ho in (("whisper_small", 2, 64, "fp32", False), ("whisper_v3_small", 2, 96, "bf16", False),
+                             ("whisper_30s_small", 2, 448, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="infer", batch=b, seq=t, target_seq=t, precision=p,
+                        held_out=ho))
+    # --grad-ckpt: every WhisperEncoderLayer and WhisperDecoderLayer through _gradient_checkpointing_func (the
+    # harness's non-reentrant checkpoint), the decoder's cache off; LoRA r=8 on q_proj,v_proj with PEFT's
+    # enable_input_require_grads hook on get_input_embeddings() (the decoder's embed_tokens). Every third held out.
+    whc = [
+        ("whisper_small", 2, 64, "adamw", "fp32", 0),
+        ("whisper_v3_small", 2, 48, "sgd", "bf16", 0),
+        ("whisper_30s_small", 1, 64, "adamw", "bf16", 0),
+        ("whisper_small", 2, 64, "adamw", "bf16", 8),
+        ("whisper_v3_small", 2, 40, "adamw", "fp32", 8),
+        ("whisper_small", 1, 64, "adamw", "fp32", 8),
+    ]
+    for i, (cfg, b, t, o, p, l) in enumerate(whc):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=t, target_seq=t, optim=o,
+                        precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
+                        **({"lora_targets": "q_proj,v_proj"} if l else {})))
     return out
 
 

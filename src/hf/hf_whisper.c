@@ -1,0 +1,357 @@
+/*
+ * hf_whisper.c — whisper (model_type whisper; issue 31, item 4): the keys of
+ * WhisperConfig that the row's generic reading (hf_read.c) cannot check,
+ * WhisperForConditionalGeneration's parameters and its layers for training
+ * and inference.
+ *
+ * Sources, huggingface/transformers @ efa7189c5546a94e8c1194b2ccc6669e0f7ad65e,
+ * src/transformers/models/whisper/modeling_whisper.py:
+ *  - WhisperEncoder.__init__: conv1 nn.Conv1d(num_mel_bins, d_model, kernel_size=3, padding=1),
+ *    conv2 nn.Conv1d(d_model, d_model, kernel_size=3, stride=2, padding=1), embed_positions
+ *    nn.Embedding(max_source_positions, d_model) with requires_grad_(False) (filled with
+ *    sinusoids() by WhisperPreTrainedModel._init_weights), layers, layer_norm nn.LayerNorm(d_model);
+ *  - WhisperEncoderLayer.__init__: self_attn (WhisperAttention: k_proj nn.Linear(bias=False), v_proj,
+ *    q_proj, out_proj with biases), self_attn_layer_norm, fc1 (d_model -> encoder_ffn_dim), fc2,
+ *    final_layer_norm; WhisperDecoderLayer.__init__: self_attn, self_attn_layer_norm, encoder_attn,
+ *    encoder_attn_layer_norm, fc1 (decoder_ffn_dim), fc2, final_layer_norm; WhisperAttention.__init__
+ *    raises ValueError unless embed_dim is divisible by num_heads;
+ *  - WhisperDecoder.__init__: embed_tokens nn.Embedding(vocab_size, d_model, padding_idx),
+ *    embed_positions WhisperPositionalEmbedding(max_target_positions, d_model) (an nn.Embedding),
+ *    layers, layer_norm;
+ *  - WhisperForConditionalGeneration.__init__: model (WhisperModel: encoder, decoder), proj_out
+ *    nn.Linear(d_model, vocab_size, bias=False), _tied_weights_keys ["proj_out.weight"]: tied to
+ *    embed_tokens under tie_word_embeddings (named_parameters() counts the tensor once).
+ * configuration_whisper.py WhisperConfig.__init__: the defaults (whisper-tiny's sizes, dropouts 0,
+ * layerdrops 0, apply_spec_augment False), attribute_map hidden_size -> d_model.
+ * feature_extraction_whisper.py (@ 017010ff550f4da0f2d3f6ab1d1ad8390806d5b8) WhisperFeatureExtractor:
+ * __init__ n_samples = chunk_length (30) x sampling_rate (16000), nb_max_frame = n_samples // hop_length
+ * (160) = 3000; __call__ pads (padding "max_length", max_length n_samples) or truncates every clip to
+ * 30 s and returns float32 input_features [feature_size (num_mel_bins), 3000].
+ *
+ * The forward (vc__hf_whisper_write below): WhisperForConditionalGeneration.forward with labels
+ * (training) or decoder_input_ids (inference); --grad-ckpt: every layer of both stacks checkpointed,
+ * the decoder's cache off. What is not modelled is refused: every N-th layer checkpointed, --loss
+ * and --tp (vc_hf_build, src/hf/hf.c), generation and --serve, fp16, autocast,
+ * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
+ * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf_arch.h"
+#include "model.h"
+#include "util.h"
+
+/* A key's value, null read as absent (as hf_read.c's key_of). */
+static const cJSON *wh_key(rd *r, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->cfg, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static int wh_bool(rd *r, const char *key, bool def, bool *out)
+{
+    const cJSON *v = wh_key(r, key);
+    if (v && !cJSON_IsBool(v)) return vc__hf_bad(r, key, "expected true or false");
+    *out = v ? cJSON_IsTrue(v) : def;
+    return 0;
+}
+
+static int wh_prob(rd *r, const char *key, double *out)
+{
+    const cJSON *v = wh_key(r, key);
+    if (v && (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1)))
+        return vc__hf_bad(r, key, "expected a probability from 0 to 1");
+    *out = v ? v->valuedouble : 0.0; /* WhisperConfig: 0.0 */
+    return 0;
+}
+
+int vc__hf_whisper_read(rd *r, arch *a)
+{
+    /* WhisperAttention.__init__: embed_dim must be divisible by num_heads (the encoder's through the row's
+     * head_dim split, naming encoder_attention_heads) */
+    if (a->H % a->wh.dec_NH)
+        return vc__hf_bad(r, "decoder_attention_heads", "d_model (%lld) must be divisible by decoder_attention_heads (%lld) "
+                          "(WhisperAttention raises ValueError)", (long long)a->H, (long long)a->wh.dec_NH);
+    if (a->dec_N > 1024)
+        return vc__hf_bad(r, "decoder_layers", "%lld decoder layers: more than the limit of 1024", (long long)a->dec_N);
+    /* WhisperEncoder.forward / WhisperDecoder.forward: LayerDrop skips a layer when torch.rand([]) <
+     * layerdrop in training; the estimate is the step that runs every layer (the largest) */
+    if (wh_prob(r, "encoder_layerdrop", &a->wh.enc_drop) || wh_prob(r, "decoder_layerdrop", &a->wh.dec_drop)) return -1;
+    bool spec = false, ed = true, scale = false;
+    if (wh_bool(r, "apply_spec_augment", false, &spec) || wh_bool(r, "is_encoder_decoder", true, &ed) ||
+        wh_bool(r, "scale_embedding", false, &scale))
+        return -1;
+    /* WhisperModel._mask_input_features: SpecAugment's masks (numpy spans, input_features[mask] = 0) in training */
+    if (spec) return vc__hf_bad(r, "apply_spec_augment", "true: SpecAugment's masking of input_features is not modelled");
+    if (!ed)
+        return vc__hf_bad(r, "is_encoder_decoder", "false: WhisperForConditionalGeneration is an encoder-decoder (false "
+                          "is WhisperForCausalLM's decoder alone, not modelled)");
+    /* the sizes each key makes, bounded so that the error names the key (2^48 elements in a weight) */
+    const int64_t lim = INT64_C(1) << 48;
+    int64_t t;
+    if (__builtin_mul_overflow(a->wh.dec_I, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "decoder_ffn_dim", "fc1 / fc2 (%lld x %lld) are more than 2^48 elements", (long long)a->wh.dec_I,
+                          (long long)a->H);
+    if (__builtin_mul_overflow(a->wh.mel, 3 * a->H, &t) || t > lim)
+        return vc__hf_bad(r, "num_mel_bins", "conv1's weight (%lld x %lld x 3) is more than 2^48 elements", (long long)a->H,
+                          (long long)a->wh.mel);
+    if (__builtin_mul_overflow(a->wh.mel, 2 * a->wh.src, &t) || t > lim)
+        return vc__hf_bad(r, "num_mel_bins", "input_features (%lld x %lld frames) are more than 2^48 values per sample",
+                          (long long)a->wh.mel, (long long)(2 * a->wh.src));
+    /* the encoder's attention over max_source_positions frames: heads x frames x frames scores */
+    if (__builtin_mul_overflow(a->wh.src, 2 * a->H, &t) || t > lim || __builtin_mul_overflow(a->NH, a->wh.src, &t) ||
+        __builtin_mul_overflow(t, a->wh.src + 128, &t) || t > (INT64_C(1) << 56))
+        return vc__hf_bad(r, "max_source_positions", "%lld: the encoder's positions (x d_model) or attention scores (x %lld "
+                          "heads x itself) are too large", (long long)a->wh.src, (long long)a->NH);
+    if (__builtin_mul_overflow(a->maxpos, a->H, &t) || t > lim)
+        return vc__hf_bad(r, "max_target_positions", "embed_positions (%lld x %lld) is more than 2^48 elements",
+                          (long long)a->maxpos, (long long)a->H);
+    return 0;
+}
+
+/* Every product is bounded by hf_read.c's check_sizes and the checks above (each weight at most 2^48
+ * elements, at most 1024 layers per stack): the sum stays below 2^62. */
+int64_t vc__hf_whisper_parameters(const arch *a)
+{
+    const int64_t d = a->H;
+    const int64_t attn = 4 * d * d + 3 * d; /* q, v, out_proj with biases, k_proj without */
+    const int64_t ln = 2 * d;               /* nn.LayerNorm: weight and bias */
+    const int64_t enc_layer = attn + ln + (d * a->I + a->I) + (a->I * d + d) + ln;
+    const int64_t dec_layer = attn + ln + attn + ln + (d * a->wh.dec_I + a->wh.dec_I) + (a->wh.dec_I * d + d) + ln;
+    const int64_t conv = (a->wh.mel * d * 3 + d) + (d * d * 3 + d);
+    const int64_t encoder = conv + a->wh.src * d + a->N * enc_layer + ln; /* embed_positions: frozen, counted */
+    const int64_t decoder = a->V * d + a->maxpos * d + a->dec_N * dec_layer + ln;
+    return encoder + decoder + (a->tie ? 0 : a->V * d); /* proj_out: its own weight when untied */
+}
+
+/* ---- the layers ----
+ *
+ * WhisperForConditionalGeneration.forward as modeling_whisper.py @ efa7189c runs it:
+ *  - labels given (training): decoder_input_ids = shift_tokens_right(labels, pad, decoder_start):
+ *    new_zeros, [:, 1:] = labels[:, :-1].clone(), [:, 0] = start, masked_fill_(== -100, pad) (t5.c's
+ *    T5DecoderIds: _shift_right is the same ops); inference: the batch's decoder_input_ids;
+ *  - WhisperModel.forward: _mask_input_features (a no-op: apply_spec_augment False), the encoder:
+ *    gelu(conv1(input_features)), gelu(conv2(.)), permute(0, 2, 1) + embed_positions.weight
+ *    (WhisperEncoderPositions), dropout, the layers (WhisperEncoderLayer.forward: residual +
+ *    dropout(self_attn(self_attn_layer_norm(h))); residual + dropout(fc2(dropout(act(fc1(
+ *    final_layer_norm(h)))), activation_dropout)), layer_norm: encoder_outputs, whose
+ *    last_hidden_state lives until the output is dropped (Seq2SeqLMOutput.encoder_last_hidden_state);
+ *  - the decoder (WhisperDecoder.forward): embed_tokens(input_ids) + embed_positions(input_ids,
+ *    position_ids = cache_position.unsqueeze(0).repeat(B, 1)) (WhisperPositionalEmbedding:
+ *    self.weight[position_ids], per sample), dropout, no mask for sdpa (_update_causal_mask: None,
+ *    is_causal in the self-attention), use_cache = config.use_cache (True): an EncoderDecoderCache whose
+ *    DynamicCaches keep each layer's self- and cross-attention key and value states until the output
+ *    is dropped; WhisperDecoderLayer.forward: self_attn, encoder_attn (k_proj / v_proj on the encoder's
+ *    last_hidden_state), the MLP, each pre-LN with its residual; layer_norm;
+ *  - lm_logits = self.proj_out(outputs[0]); CrossEntropyLoss()(lm_logits.view(-1, V), labels.reshape(-1)):
+ *    the logits in the model's dtype (src/engine/loss.c "seq2seq_lm").
+ * The input_features are the model's input, [num_mel_bins, 2 x max_source_positions] (WhisperFeatureExtractor
+ * pads every clip to 30 s, 3000 frames; WhisperEncoder.forward raises ValueError on any other length) in the
+ * model's dtype: the caller casts the extractor's float32 features before the call. */
+typedef struct {
+    rd *r;
+    cJSON *arr;
+} whw;
+
+static cJSON *lay(whw *w, const char *type, const char *name) { return vc__hf_layer(w->r, w->arr, type, name); }
+static void num(whw *w, cJSON *o, const char *k, double v) { vc__hf_num(w->r, o, k, v); }
+static void flag(whw *w, cJSON *o, const char *k, bool v) { vc__hf_flag(w->r, o, k, v); }
+static void str(whw *w, cJSON *o, const char *k, const char *v) { vc__hf_str(w->r, o, k, v); }
+static void ins(whw *w, cJSON *o, const char *a, const char *b, const char *c) { vc__hf_ins(w->r, o, a, b, c, NULL); }
+
+static void linear(whw *w, const char *name, const char *in, int64_t nin, int64_t nout, bool bias)
+{
+    cJSON *o = lay(w, "Linear", name);
+    if (in) ins(w, o, in, NULL, NULL);
+    num(w, o, "in_features", (double)nin);
+    num(w, o, "out_features", (double)nout);
+    flag(w, o, "bias", bias);
+}
+
+static void layer_norm(whw *w, const arch *a, const char *name, const char *in, const char *held_until)
+{
+    cJSON *o = lay(w, "LayerNorm", name);
+    if (in) ins(w, o, in, NULL, NULL);
+    num(w, o, "normalized_shape", (double)a->H);
+    if (held_until) str(w, o, "held_until", held_until);
+}
+
+/* nn.functional.dropout(h, p, training): nothing when p is 0 (returns `in`), else the layer's name */
+static const char *dropout(whw *w, const char *name, const char *in, double p)
+{
+    if (p <= 0) return in;
+    cJSON *o = lay(w, "Dropout", name);
+    ins(w, o, in, NULL, NULL);
+    num(w, o, "p", p);
+    return name;
+}
+
+/* ACT2FN[activation_function] (GELUActivation: F.gelu for "gelu") */
+static void act_layer(whw *w, const arch *a, const char *name)
+{
+    if (a->act == A_GELU_NEW || a->act == A_GELU_FAST) {
+        str(w, lay(w, "NewGELU", name), "variant", a->act == A_GELU_NEW ? "new" : "fast");
+    } else if (a->act == A_SILU) {
+        lay(w, "SiLU", name);
+    } else if (a->act == A_RELU) {
+        lay(w, "ReLU", name);
+    } else {
+        str(w, lay(w, "GELU", name), "approximate", a->act == A_GELU_TANH ? "tanh" : "none");
+    }
+}
+
+/* One attention sub-layer of a Whisper layer: `pre`_layer_norm, q/k/v_proj, the core, out_proj,
+ * dropout, the residual add (named res). kv: the encoder's output for the cross-attention. */
+static void attention(whw *w, const arch *a, const char *mod, const char *ln, const char *residual, const char *kv,
+                      int64_t heads, bool causal, bool cache, const char *res)
+{
+    char q[64], k[64], v[64], core[64], out[64], dr[64];
+    snprintf(q, sizeof q, "%s.q_proj", mod);
+    snprintf(k, sizeof k, "%s.k_proj", mod);
+    snprintf(v, sizeof v, "%s.v_proj", mod);
+    snprintf(core, sizeof core, "%s.attention", mod);
+    snprintf(out, sizeof out, "%s.out_proj", mod);
+    snprintf(dr, sizeof dr, "%s.dropout", mod);
+    /* the normed states: an argument of the attention until it returns (after out_proj) */
+    layer_norm(w, a, ln, residual, out);
+    linear(w, q, ln, a->H, a->H, true);
+    linear(w, k, kv ? kv : ln, a->H, a->H, false); /* "no bias in the k_proj in original code" */
+    linear(w, v, kv ? kv : ln, a->H, a->H, true);
+    cJSON *o = lay(w, "WhisperAttention", core);
+    ins(w, o, q, k, v);
+    num(w, o, "num_heads", (double)heads);
+    if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
+    if (causal) flag(w, o, "causal", true);
+    if (cache) flag(w, o, "cache", true);
+    linear(w, out, core, a->H, a->H, true);
+    ins(w, lay(w, "Add", res), residual ? residual : "input", dropout(w, dr, out, a->p_resid), NULL);
+}
+
+/* fc1, act, dropout(activation_dropout), fc2, dropout, the residual */
+static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
+{
+    layer_norm(w, a, "final_layer_norm", residual, NULL);
+    linear(w, "fc1", "final_layer_norm", a->H, inter, true);
+    act_layer(w, a, "activation_fn");
+    const char *h = dropout(w, "activation_dropout", "activation_fn", a->wh.p_act);
+    linear(w, "fc2", h, inter, a->H, true);
+    ins(w, lay(w, "Add", "residual"), residual, dropout(w, "fc2.dropout", "fc2", a->p_resid), NULL);
+}
+
+/* a module's output kept until the model's forward returns (t5.c's T5Return with keep_forward) */
+static void keep(whw *w, const char *name, const char *in)
+{
+    cJSON *o = lay(w, "T5Return", name);
+    ins(w, o, in, NULL, NULL);
+    flag(w, o, "keep_forward", true);
+}
+
+/* A stack's layers: a Sequential repeated n times; with gradient checkpointing every layer through
+ * self._gradient_checkpointing_func(layer.__call__, ...) (WhisperEncoder.forward, WhisperDecoder.forward) */
+static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, int64_t n)
+{
+    cJSON *seq = lay(w, "Sequential", name);
+    ins(w, seq, in, NULL, NULL);
+    if (n > 1) num(w, seq, "repeat", (double)n);
+    if (a->ckpt) flag(w, seq, "checkpoint", true);
+    cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+    if (!arr) w->r->oom = true;
+    return arr;
+}
+
+void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
+{
+    whw w = {r, arr};
+    /* the encoder: input_features [num_mel_bins, frames] (the model's input) */
+    cJSON *o = lay(&w, "Conv1d", "model.encoder.conv1");
+    num(&w, o, "in_channels", (double)a->wh.mel);
+    num(&w, o, "out_channels", (double)a->H);
+    num(&w, o, "kernel_size", 3);
+    num(&w, o, "padding", 1);
+    str(&w, lay(&w, "GELU", "model.encoder.conv1.gelu"), "approximate", "none"); /* nn.functional.gelu */
+    o = lay(&w, "Conv1d", "model.encoder.conv2");
+    num(&w, o, "in_channels", (double)a->H);
+    num(&w, o, "out_channels", (double)a->H);
+    num(&w, o, "kernel_size", 3);
+    num(&w, o, "stride", 2);
+    num(&w, o, "padding", 1);
+    str(&w, lay(&w, "GELU", "model.encoder.conv2.gelu"), "approximate", "none");
+    o = lay(&w, "WhisperEncoderPositions", "model.encoder.embed_positions");
+    num(&w, o, "num_positions", (double)a->wh.src);
+    num(&w, o, "embedding_dim", (double)a->H);
+    flag(&w, o, "frozen", true); /* embed_positions.requires_grad_(False) */
+    const char *h = dropout(&w, "model.encoder.dropout", "model.encoder.embed_positions", a->p_resid);
+    cJSON *la = blocks(&w, a, "model.encoder.layers", h, a->N);
+    if (!la) return;
+    whw b = {r, la};
+    attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->NH, false, false, "self_attn.residual");
+    mlp(&b, a, "self_attn.residual", a->I);
+    layer_norm(&w, a, "model.encoder.layer_norm", NULL, NULL);
+    keep(&w, "model.encoder", "model.encoder.layer_norm"); /* encoder_outputs.last_hidden_state */
+    /* the decoder */
+    o = lay(&w, "T5DecoderIds", "model.decoder.input_ids"); /* shift_tokens_right(labels), or the batch's */
+    num(&w, o, "length", (double)a->tgt);
+    o = lay(&w, "Embedding", "model.decoder.embed_tokens");
+    ins(&w, o, "model.decoder.input_ids", NULL, NULL);
+    num(&w, o, "num_embeddings", (double)a->V);
+    num(&w, o, "embedding_dim", (double)a->H);
+    o = lay(&w, "PositionEmbedding", "model.decoder.embed_positions");
+    ins(&w, o, "model.decoder.input_ids", NULL, NULL);
+    num(&w, o, "num_embeddings", (double)a->maxpos);
+    num(&w, o, "embedding_dim", (double)a->H);
+    flag(&w, o, "per_sample", true); /* position_ids = cache_position.unsqueeze(0).repeat(B, 1) */
+    ins(&w, lay(&w, "Add", "model.decoder.inputs"), "model.decoder.embed_tokens", "model.decoder.embed_positions", NULL);
+    h = dropout(&w, "model.decoder.dropout", "model.decoder.inputs", a->p_resid);
+    la = blocks(&w, a, "model.decoder.layers", h, a->dec_N);
+    if (!la) return;
+    b.arr = la;
+    /* the cache: WhisperDecoder.forward sets use_cache False under gradient checkpointing in training */
+    const bool cache = !a->ckpt;
+    attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->wh.dec_NH, true, cache, "self_attn.residual");
+    attention(&b, a, "encoder_attn", "encoder_attn_layer_norm", "self_attn.residual", "model.encoder", a->wh.dec_NH, false,
+              cache, "encoder_attn.residual");
+    mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
+    layer_norm(&w, a, "model.decoder.layer_norm", NULL, NULL);
+    keep(&w, "model.decoder", "model.decoder.layer_norm"); /* outputs[0], held by `outputs` */
+    o = lay(&w, "Linear", "proj_out");
+    num(&w, o, "in_features", (double)a->H);
+    num(&w, o, "out_features", (double)a->V);
+    flag(&w, o, "bias", false);
+    if (a->tie) str(&w, o, "tie", "model.decoder.embed_tokens");
+}
+
+/* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
+ *  - generation and vLLM serving (generate() runs the encoder once, then the decoder a token at a time
+ *    with EncoderDecoderCache's growing self-attention and fixed cross-attention caches; vLLM's
+ *    WhisperForConditionalGeneration keeps the cross-attention states per request): not modelled yet;
+ *  - precisions other than fp32 and bf16 (the model cast whole): fp16 runs WhisperEncoderLayer's
+ *    isinf / isnan check and clamp; autocast and mixed-* are not modelled for it;
+ *  - quantized weights, pipeline stages, op-level checkpointing and activation offloading. */
+vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err)
+{
+    bool wh = false;
+    for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
+    if (!wh) return VC_OK;
+    if (serve || o->mode == VC_MODE_GENERATE)
+        return vc_set_error(err, VC_ERR_USAGE, serve ? O("serve") : OV("mode", "generate"),
+                            "whisper: generate() of an encoder-decoder (the encoder once, then the decoder with growing "
+                            "self-attention and fixed cross-attention caches) is not modelled yet; " OV("mode", "infer")
+                            " estimates one forward");
+    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
+                            o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
+                                                         : "autocast and fp32 master weights are not modelled for it");
+    if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                            "whisper: quantized weights are not modelled");
+    if (o->pp > 1 || m->stage.on) /* a stage's options carry pp 1 (src/parallel/pipeline.c) */
+        return vc_set_error(err, VC_ERR_USAGE, O("pp"), "whisper: pipeline stages of an encoder-decoder are not modelled");
+    if (o->ckpt_ops)
+        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "whisper: op-level selective checkpointing is not modelled");
+    if (o->act_offload != VC_ACT_OFFLOAD_NONE)
+        return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "whisper: offloading the saved activations is not modelled");
+    return VC_OK;
+}
