@@ -591,6 +591,8 @@ def cases():
                                    ("llama4_scout_small", 2, 24, 30, "bf16", False),
                                    ("llama4_scout_small", 1, 8, 60, "fp32", False),
                                    ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
     # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
     # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
@@ -715,6 +717,23 @@ def cases():
     for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
                         precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    # --loss chunked-nll (issue 26): TRL SFTTrainer's default loss_type "chunked_nll" (trl_sft_replica.py,
+    # huggingface/trl @f2cd5771 sft_trainer.py _chunked_cross_entropy_loss): the shifted hidden states sorted
+    # by label validity, 256-token chunks each under 2.x's non-reentrant checkpoint, fp32 logits per chunk
+    # (16-bit: fp32 copies of h and the head weight); the collator's attention_mask resident. 1 to 4 chunks,
+    # full and LoRA r=8, with and without layer checkpointing. Every third held out (first run in the suite).
+    trl_sft = [
+        ("llama_vocab8k", 4, 200, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 200, "adamw", "fp32", False, 0),
+        ("qwen2_vocab6k", 3, 170, "adamw", "bf16", True, 0),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 8, 128, "sgd", "bf16", True, 0),
+        ("llama_vocab8k", 6, 100, "sgd", "fp32", False, 8),
+        ("llama_wide", 2, 200, "adamw", "bf16", True, 8),
+        ("qwen3_small", 3, 120, "adamw", "bf16", False, 0),
+        ("llama_wide", 1, 300, "adamw", "fp32", True, 0),
+    ]
+    train_cases(out, trl_sft, loss="chunked-nll")
     return out
 
 
