@@ -591,8 +591,8 @@ static void emit_chunked_nll(vc_build *b)
     const vc_model *m = b->m;
     const vc_inst *head = &m->inst[m->loss_head];
     const char *hn = head->name ? head->name : head->path;
-    const char *why = b->amp_dt != VC_DT_F32 ? "under autocast is not modelled: use fp32, bf16 or fp16 (the model loaded "
-                                               "in that dtype, SFTConfig's model_init_kwargs dtype)"
+    const char *why = b->amp_dt != VC_DT_F32 ? "under autocast is not modelled: use fp32, bf16, fp16 or mixed-* (the "
+                                               "model loaded in its dtype, SFTConfig's model_init_kwargs dtype)"
                       : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "is modelled on one GPU (under FSDP2 the head "
                                                "weight's full_tensor() is not)"
                       : b->o.compile ? "with " O("compile") " is not modelled (checkpoints inside a compiled graph)"

@@ -101,7 +101,7 @@ static const vc_recipe_row recipes[] = {
     {"trl:sft", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/sft_config.py",
      "any Hugging Face causal LM",
      "bf16 True is accelerate's bf16 autocast over the model as loaded (model_init_kwargs dtype, default float32: "
-     "mixed-bf16), under which chunked-nll is not modelled: the preset takes the model loaded in bfloat16 "
+     "-p amp-bf16), under which chunked-nll is not modelled: the preset takes the model loaded in bfloat16 "
      "(model_init_kwargs={'dtype': torch.bfloat16}, as TRL's docs show) and leaves out autocast's casts (its bf16 "
      "matmuls and fp32 softmax and norm inputs); the sequence (--seq) is the data's: max_length 1024 truncates a "
      "sample, a batch is padded to its longest; max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled",
