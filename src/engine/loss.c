@@ -538,12 +538,12 @@ static void emit_chunked(vc_build *b)
  * (l.237-378): with labels, the backbone runs without lm_head (outputs.last_hidden_state kept by
  * `outputs` until the patched forward returns) and _chunked_cross_entropy_loss (l.117-234) takes
  * the hidden states and lm_head.weight (a PEFT adapter on the head is refused, l.1309-1318):
- *   l.184-185  hidden = hidden_states[..., :-1, :].reshape(-1, H): [N, H], N = B (L - 1), a copy
+ *   l.182-183  hidden = hidden_states[..., :-1, :].reshape(-1, H): [N, H], N = B (L - 1), a copy
  *              unless B == 1 (SliceBackward: zeros of the hidden states' size); labels[..., 1:]
  *              .reshape(-1) the same, int64
- *   l.187-188  valid = labels != -100 (bool [N]), n_valid_tensor = valid.sum()
- *   l.190-191  correct, entropy_sum = new_zeros((), float32)
- *   l.192      n_valid_tensor == 0: a bool scalar (no label is -100 here: every token counts)
+ *   l.185-186  valid = labels != -100 (bool [N]), n_valid_tensor = valid.sum()
+ *   l.188-189  correct, entropy_sum = new_zeros((), float32)
+ *   l.190      n_valid_tensor == 0: a bool scalar (no label is -100 here: every token counts)
  *   l.202-204  order = valid.to(int8).argsort(descending=True, stable=True) (int8 [N], sort's
  *              values int8 and indices int64 [N]); hidden = hidden[order] (index: a new [N, H];
  *              IndexBackward saves the indices, its backward zeros_like(self).index_put_),
@@ -597,12 +597,15 @@ static void emit_chunked_nll(vc_build *b)
                                                "weight's full_tensor() is not)"
                       : b->o.compile ? "with " O("compile") " is not modelled (checkpoints inside a compiled graph)"
                       : b->o.act_offload ? "with " O("act_offload") " is not modelled"
-                      : b->o.hold_output ? "returns no logits (logits=None): " O("hold_output") " does not apply"
                       : head->out != m->output ? "with the head's soft-capping or logit scale is not modelled"
                                                : NULL;
     if (why) {
         fail(b, "chunked-nll %s", why);
-        if (b->o.hold_output) b->why_opt = O("hold_output");
+        return;
+    }
+    if (b->o.hold_output) { /* the patched forward returns logits=None */
+        fail(b, "chunked-nll returns no logits (logits=None): " O("hold_output") " does not apply");
+        b->why_opt = O("hold_output");
         return;
     }
     for (int i = 0; i < head->np; i++) {
