@@ -4,11 +4,10 @@
  * trl/trainer/sft_trainer.py l.86-378), and its checkpoint regions (src/engine/autograd.c).
  *
  * 1. The name (VC_LOSS_MAP) and the refused combinations: exit 2, one line naming the option.
- * 2. Bytes derived by hand from the source: the fp32 copy of a 16-bit head weight each chunk makes
- *    (_chunk: w.float()) is the difference between the bf16 and fp32 models' loss peaks less what
- *    the dtypes change elsewhere; checked here on what is exact: the same run with the head frozen.
+ * 2. The chunk count ceil(B (L - 1) / 256): the backward peak of one chunk is the same for any
+ *    number of whole chunks, what grows with the tokens outside the chunks grows linearly.
  * 3. The harness's measurements of the replica (bench/accuracy/llm/trl_sft_replica.py;
- *    measured.json llm392-llm400 before renumbering at merge), held-out cases included.
+ *    measured.json llm392-llm406 before renumbering at merge, the last 6 packed), held-out included.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -93,6 +92,11 @@ static void test_measured(void **state)
         {"llama_vocab8k.json --seq 100 -b 6 -o sgd -p fp32 --lora 8 --lora-alpha 16 --lora-dropout 0 "
          "--lora-targets q_proj,v_proj", 44874752},                              /* llm397 HO */
         {"llama_wide.json --seq 300 -b 1 -o adamw -p fp32 --grad-ckpt", 125888512}, /* llm400 HO */
+        /* --packing: padding_free's -100 at each sequence's start, 512 valid of the row's 513 rows: 2
+         * chunks where 513 would make 3 */
+        {"llama_vocab8k.json --seq 257 -b 2 -o sgd -p bf16 --packing", 51335680}, /* llm403 HO */
+        {"llama_small.json --seq 90 -b 6 -o adamw -p fp32 --grad-ckpt --packing --lora 8 --lora-alpha 16 "
+         "--lora-dropout 0 --lora-targets q_proj,v_proj", 15990272},             /* llm405 */
     };
     assert_measured(cases, sizeof cases / sizeof *cases, " --loss chunked-nll", 1.0);
 }

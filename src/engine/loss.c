@@ -633,7 +633,19 @@ static void emit_chunked_nll(vc_build *b)
     }
     vc_batch_dependent(b); /* the chunks follow B x (L - 1) */
     const int64_t C = 256; /* _CHUNKED_LM_HEAD_CHUNK_SIZE */
-    int64_t nc = (N + C - 1) / C, vh, cv, chh;
+    /* --packing (padding_free): one row of P sequences, and the collator's
+     * output["labels"][output["position_ids"] == 0] = -100 (sft_trainer.py l.502): after the shift the
+     * P - 1 later sequences' first labels are ignored, so n_valid is P (L / P - 1) of the row's L - 1
+     * tokens; n_padded covers whole chunks of the valid ones, the last chunk's slice stops at L - 1 */
+    int64_t P = b->o.packing > 1 ? b->o.packing : 1, nv = N;
+    if (P > 1) {
+        if (L % P || L / P < 2) {
+            fail(b, "chunked-nll with " O("packing") " needs at least 2 tokens per packed sequence");
+            return;
+        }
+        nv = P * (L / P - 1);
+    }
+    int64_t nc = (nv + C - 1) / C, vh, cv, chh;
     if (__builtin_mul_overflow(V, H, &vh) || __builtin_mul_overflow(C, V, &cv) || __builtin_mul_overflow(C, H, &chh)) {
         b->st = VC_ERR_OVERFLOW;
         return;
@@ -694,7 +706,8 @@ static void emit_chunked_nll(vc_build *b)
     vc_t npad = vc_op_out(o, vc_n_fixed(1), VC_DT_I64);
     vc_op_end(o);
     vc_t loss = nll_small(b, "new_zeros", nvalid, -1, vc_n_fixed(1), VC_DT_F32, false);
-    int64_t sizes[3] = {C, C, N - (nc - 1) * C};
+    int64_t last = N - (nc - 1) * C; /* rows past n_valid (packing) are sliced too, up to N */
+    int64_t sizes[3] = {C, C, last < C ? last : C};
     int first = nc >= 3 ? 0 : nc == 2 ? 1 : 2;
     for (int k = first; k < 3 && !b->st; k++) {
         int64_t c = sizes[k];

@@ -377,8 +377,8 @@ def main(argv):
             orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
         elif args.packing:
             import packing_replica  # the collator's one row, resident like the inputs below
-            if image_tokens or args.loss != "hf" or encoder:
-                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf")
+            if image_tokens or args.loss not in ("hf", "chunked-nll") or encoder:
+                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf or chunked-nll")
             packed = packing_replica.collate_padding_free(args.batch, args.seq, V)
             input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
             del packed
@@ -406,7 +406,8 @@ def main(argv):
             # padding; the sdpa path drops it), resident with the batch
             if encoder or t5 or image_tokens or cfg.model_type in ("gemma2", "gpt_neox"):
                 raise SystemExit("measure_llm.py: --loss chunked-nll: a Llama-style text causal LM")
-            attention_mask = torch.ones_like(input_ids)  # noqa: F841  (held, as the batch dict holds it)
+            if not args.packing:  # padding_free: position_ids instead (packing_replica.py), already held
+                attention_mask = torch.ones_like(input_ids)  # noqa: F841  (held, as the batch dict holds it)
             import trl_sft_replica
 
             def trl_head(hidden_states, labels, logits_to_keep, head):
@@ -435,7 +436,8 @@ def main(argv):
                 # transformers Trainer.training_step: num_items_in_batch (get_batch_samples: the labels'
                 # non -100 count, a scalar on the device) passed into the patched forward
                 num_items[0] = (labels[..., 1:] != -100).sum()
-                loss, logits = model(input_ids, labels=labels)
+                kw = {"position_ids": position_ids} if args.packing else {}
+                loss, logits = model(input_ids, labels=labels, **kw)
                 num_items[0] = None
                 return loss
             if args.loss == "chunked":

@@ -734,6 +734,18 @@ def cases():
         ("llama_wide", 1, 300, "adamw", "fp32", True, 0),
     ]
     train_cases(out, trl_sft, loss="chunked-nll")
+    # --loss chunked-nll --packing: TRL's padding_free collator (packing_replica.py: one row, position_ids,
+    # labels -100 at each sequence's start, sft_trainer.py l.502), so n_valid is B (L - 1) of the row's
+    # B L - 1 tokens and the last chunk may take masked rows. Every third held out (first run in the suite).
+    trl_sft_packed = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 5, 100, "adamw", "fp32", True, 0),
+        ("llama_vocab8k", 2, 257, "sgd", "bf16", False, 0),
+        ("qwen2_vocab6k", 3, 130, "adamw", "bf16", False, 8),
+        ("llama_small", 6, 90, "adamw", "fp32", True, 8),
+        ("qwen3_small", 4, 150, "adamw", "bf16", True, 0),
+    ]
+    train_cases(out, trl_sft_packed, loss="chunked-nll", packing=True)
     return out
 
 
