@@ -80,7 +80,8 @@ def parse_args(argv):
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
                     "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
                     "--batch counts the 2 x pairs sequences), no reference; kto: TRL's KTOTrainer step (kto_replica.py; "
-                    "the first half desirable), the KL sequences, a reference as dpo's")
+                    "the first half desirable), the KL sequences, a reference as dpo's; chunked-nll: TRL SFTTrainer's "
+                    "default loss_type chunked_nll (trl_sft_replica.py), with --packing the padding-free collator")
     ap.add_argument("--packing", action="store_true",
                     help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
                     "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
