@@ -25,7 +25,7 @@ _vramcalc() {
         --grad-ckpt-every) return ;;
         --act-offload) COMPREPLY=($(compgen -W 'none streams sync' -- "$cur")); return ;;
         --zero-grad) COMPREPLY=($(compgen -W 'none zero' -- "$cur")); return ;;
-        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto' -- "$cur")); return ;;
+        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll' -- "$cur")); return ;;
         --loss-chunks) return ;;
         --recipe) return ;;
         --weights) COMPREPLY=($(compgen -W 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 dense' -- "$cur")); return ;;

@@ -22,11 +22,12 @@
 
 #define LLAMA31_8B VC_TEST_DATA "/hf/llama-3.1-8b.json"
 #define LLAMA32_3B VC_TEST_DATA "/hf/llama-3.2-3b.json"
+#define LLAMA31_70B VC_TEST_DATA "/hf/llama-3.1-70b.json"
 
 /* the config.json each row's model stands for (tests/data/hf) */
 static const char *model_of(const vc_recipe_row *r)
 {
-    return strstr(r->name, "llama3_2/3B") ? LLAMA32_3B : LLAMA31_8B;
+    return strstr(r->name, "llama3_2/3B") ? LLAMA32_3B : strstr(r->name, "llama3_1/70B") ? LLAMA31_70B : LLAMA31_8B;
 }
 
 typedef struct {
@@ -308,13 +309,74 @@ static void test_cli(void **state)
     free(a);
 }
 
+/* The JSON number after key (quoted, with ": ") in text's "memory" object. */
+static long long num_after(const char *text, const char *key)
+{
+    text = strstr(text, "\"memory\": {");
+    assert_non_null(text);
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\": ", key);
+    const char *at = strstr(text, k);
+    if (!at) fail_msg("no %s", key);
+    return atoll(at + strlen(k));
+}
+
+/* The distributed torchtune presets and trl:sft: what each sets, as its config says it (recipe.c's
+ * comments cite the files), reaches the report, and the estimate's persistent state follows from it.
+ * 16,060,522,496 bytes: Llama 3.1 8B's 8,030,261,248 parameters in bf16 (the config's shapes). */
+static void test_distributed_and_trl(void **state)
+{
+    (void)state;
+    vc_error err;
+    const long long w8 = 16060522496LL;
+    /* llama3_1/8B_full.yaml: dtype bf16, batch_size 2, AdamW fused, activation checkpointing, 4 devices
+     * (tune run --nproc_per_node 4), fully_shard per layer and the root: FSDP2 keeps a 1/4 shard of each
+     * parameter (padded to the world, F2P chunk(world, dim 0)), its gradient and AdamW's two states per rank */
+    kv rec = {"recipe", "torchtune:llama3_1/8B_full"};
+    char *a = run_json(&rec, 1, LLAMA31_8B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"batch\": 2, \"precision\": \"bf16\""));
+    assert_non_null(strstr(a, "\"optimizer\": \"adamw\", \"optimizer_impl\": \"fused\", \"accumulate\": 1,"));
+    assert_non_null(strstr(a, "\"parallel\": {\"layout\": \"fsdp2\", \"gpus\": 4"));
+    assert_true(recipe_sets(a, "grad_ckpt") && recipe_sets(a, "loss_chunks"));
+    long long w = num_after(a, "weights");
+    assert_true(w >= w8 / 4 && w < w8 / 4 + (1 << 20)); /* each tensor's padding: under 1 MiB in all */
+    /* exp_avg and exp_avg_sq shaped as the shards, and fused AdamW's `step` tensor per parameter on the
+     * device (a 512-byte block each, 291 parameters: under 512 KiB) */
+    assert_true(num_after(a, "optimizer_states") >= 2 * w && num_after(a, "optimizer_states") < 2 * w + (512 << 10));
+    vc_text_free(a);
+    /* llama3_1/70B_full.yaml: fsdp_cpu_offload True (CPUOffloadPolicy: the sharded parameters, their
+     * gradients and the optimizer on the CPU), AdamW fused False, 8 devices: no gradient or state on the GPU */
+    rec.value = "torchtune:llama3_1/70B_full";
+    a = run_json(&rec, 1, LLAMA31_70B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"optimizer\": \"adamw\", \"optimizer_impl\": \"foreach\", \"accumulate\": 1,"));
+    assert_non_null(strstr(a, "\"parallel\": {\"layout\": \"fsdp2\", \"gpus\": 8, \"offload\": \"params\"}"));
+    assert_int_equal(num_after(a, "gradients"), 0);
+    assert_int_equal(num_after(a, "optimizer_states"), 0);
+    vc_text_free(a);
+    /* trl:sft: SFTConfig's defaults at trl@f2cd5771 with TrainingArguments' per_device_train_batch_size 8 and
+     * adamw_torch, the model loaded in bf16: a full fine-tune's bf16 weights, gradients and two AdamW states */
+    rec.value = "trl:sft";
+    a = run_json(&rec, 1, LLAMA31_8B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"batch\": 8, \"precision\": \"bf16\""));
+    assert_non_null(strstr(a, "\"optimizer\": \"adamw\", \"optimizer_impl\": \"foreach\""));
+    assert_non_null(strstr(a, "\"loss\": \"chunked-nll\""));
+    assert_true(recipe_sets(a, "grad_ckpt"));
+    assert_int_equal(num_after(a, "weights"), w8 + 512); /* and the rotary embedding's inv_freq buffer */
+    assert_int_equal(num_after(a, "gradients"), w8);
+    assert_int_equal(num_after(a, "optimizer_states"), 2 * w8);
+    vc_text_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_by_hand), cmocka_unit_test(test_values_reported), cmocka_unit_test(test_explicit_wins),
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_table),           cmocka_unit_test(test_list),
         cmocka_unit_test(test_cli),            cmocka_unit_test(test_needs),
-        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_sweep),          cmocka_unit_test(test_distributed_and_trl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

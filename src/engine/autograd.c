@@ -152,6 +152,10 @@ static int op_packs(vc_build *b, int32_t k)
     return r;
 }
 
+/* --grad-ckpt-ops applies to region r: one of the model's layers (the loss's checkpoints,
+ * loss.c emit_chunked_nll, are plain torch.utils.checkpoint calls) */
+static bool sac_region(const vc_build *b, int r) { return b->o.ckpt_ops && r < b->m->nregions; }
+
 /* --grad-ckpt-ops: op k's output storage s kept from forward for its recompute
  * (torch/utils/checkpoint.py _CachingTorchDispatchMode: a MUST_SAVE op's outputs, each
  * detached, appended to storage[func]) */
@@ -339,7 +343,10 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
     op_t *op = &b->op[k];
     item_t *its = op_items(b, k);
     int32_t inst = op->inst;
-    bool keep = op->rg && save;
+    /* torch/utils/checkpoint.py (2.x) _recomputation_hook's pack_hook: a recomputed tensor whose
+     * holder is gone (its node freed: nothing reached from the loss) is not stored. Only the
+     * loss's regions (the model's keep their behaviour) */
+    bool keep = op->rg && save && !(b->recomputing && op->dead && op->region >= b->m->nregions);
     /* --grad-ckpt-ops: a MUST_SAVE op of a region keeps its outputs in forward and
      * gives them back in the recompute, where it does not run */
     bool caching = op->sac && !save && b->train, cached = op->sac && b->recomputing && op->nsac > 0;
@@ -432,7 +439,7 @@ static int sac_policy(vc_build *b)
     if (!mm) return b->st = VC_ERR_NOMEM;
     for (size_t k = 0; k < b->nop; k++) {
         op_t *op = &b->op[k];
-        if (op->region < 0 || !op->name) continue;
+        if (op->region < 0 || op->region >= b->m->nregions || !op->name) continue; /* the model's layers only */
         if (!strcmp(op->name, "mm")) {
             op->sac = ++mm[op->region] % 2 == 1;
             continue;
@@ -458,7 +465,7 @@ static int build_liveness(vc_build *b)
         return b->st = VC_ERR_NOMEM;
     }
     /* checkpoint regions */
-    b->nreg = b->m->nregions;
+    b->nreg = b->m->nregions + b->nloss_reg; /* the model's, then the loss's (loss.c emit_chunked_nll) */
     if (b->nreg > 0) {
         b->reg = calloc((size_t)b->nreg, sizeof *b->reg);
         if (!b->reg) { free(last); free(rlast); return b->st = VC_ERR_NOMEM; }
@@ -471,10 +478,10 @@ static int build_liveness(vc_build *b)
             R->last = (int32_t)k;
             if (op_packs(b, (int32_t)k)) R->last_save = (int32_t)k;
         }
-        for (int r = 0; r < b->nreg; r++) b->reg[r].stop = b->o.ckpt_ops ? b->reg[r].last : b->reg[r].last_save;
+        for (int r = 0; r < b->nreg; r++) b->reg[r].stop = sac_region(b, r) ? b->reg[r].last : b->reg[r].last_save;
         if (b->o.ckpt_ops && sac_policy(b)) { free(last); free(rlast); return b->st; }
     }
-    if (b->o.ckpt_ops && (b->nreg == 0 || b->o.ckpt_ops != 1) && b->train) {
+    if (b->o.ckpt_ops && (b->m->nregions == 0 || b->o.ckpt_ops != 1) && b->train) {
         free(last);
         free(rlast);
         b->why_opt = O("grad_ckpt_ops");
@@ -556,7 +563,7 @@ static void hold_region_inputs(vc_build *b, int r)
     R->h0 = (int32_t)b->nhold;
     R->nh = 0;
     R->off_t = R->off_s = -1;
-    bool first = b->o.act_offload != 0;
+    bool first = b->o.act_offload != 0 && r < b->m->nregions;
     if (first) b->pack_id++; /* _NoopSaveInputs' dummy: torch.empty((0,)), kept */
     for (int32_t k = R->first; k <= R->last; k++) {
         item_t *its = op_items(b, k);
@@ -697,7 +704,7 @@ static void recompute(vc_build *b, int r)
     b->recomputing = true;
     for (int32_t k = R->first; k <= R->stop && !b->st; k++) {
         /* --grad-ckpt-ops: torchtitan's early_stop=False, the region run to its end */
-        if (k == R->last_save && !b->o.ckpt_ops && op_packs(b, k) == 1) save_inputs_only(b, k);
+        if (k == R->last_save && !sac_region(b, r) && op_packs(b, k) == 1) save_inputs_only(b, k);
         else fwd_op(b, k, true);
         release_list(b, b->rrel_off, b->rrel, k);
     }
@@ -948,6 +955,7 @@ static void free_unreached(vc_build *b, int32_t loss_t)
         }
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], -1);
         op->nsv = 0;
+        op->dead = true;
     }
     free(need);
 }

@@ -531,6 +531,294 @@ static void emit_chunked(vc_build *b)
     free(lg);
 }
 
+/* ---- TRL SFTTrainer's default loss, loss_type "chunked_nll" (huggingface/trl @
+ * f2cd57710ae345ea6428ae95363267fcf38a3dc8, trl/trainer/sft_trainer.py; SFTConfig.__post_init__,
+ * trl/trainer/sft_config.py: an unset loss_type becomes "chunked_nll" unless use_liger_kernel).
+ * SFTTrainer.__init__ (l.1298-1319) patches the model's forward with _patch_chunked_ce_lm_head
+ * (l.237-378): with labels, the backbone runs without lm_head (outputs.last_hidden_state kept by
+ * `outputs` until the patched forward returns) and _chunked_cross_entropy_loss (l.117-234) takes
+ * the hidden states and lm_head.weight (a PEFT adapter on the head is refused, l.1309-1318):
+ *   l.182-183  hidden = hidden_states[..., :-1, :].reshape(-1, H): [N, H], N = B (L - 1), a copy
+ *              unless B == 1 (SliceBackward: zeros of the hidden states' size); labels[..., 1:]
+ *              .reshape(-1) the same, int64
+ *   l.185-186  valid = labels != -100 (bool [N]), n_valid_tensor = valid.sum()
+ *   l.188-189  correct, entropy_sum = new_zeros((), float32)
+ *   l.190      n_valid_tensor == 0: a bool scalar (no label is -100 here: every token counts)
+ *   l.202-204  order = valid.to(int8).argsort(descending=True, stable=True) (int8 [N], sort's
+ *              values int8 and indices int64 [N]); hidden = hidden[order] (index: a new [N, H];
+ *              IndexBackward saves the indices, its backward zeros_like(self).index_put_),
+ *              labels = labels[order] (int64 [N]); the first hidden and labels freed
+ *   l.207      n_padded = (n_valid_tensor / 256).ceil().to(int64) * 256: ceil(N / 256) chunks,
+ *              the last N - (n - 1) 256 rows (the slice stops at N)
+ *   l.211-226  per chunk h_chunk = hidden[start:start + 256] (a view; SliceBackward: zeros [N, H]
+ *              and a copy, summed in place in the index node's input buffer), lbl_chunk a view,
+ *              torch.utils.checkpoint.checkpoint(_chunk, ..., use_reentrant=False): the chunk's
+ *              forward saves nothing; backward recomputes it up to the last saved tensor (2.x
+ *              early stop; autograd.c recompute). _chunk (l.99-114): h.float() and w.float()
+ *              (fp32 copies of a 16-bit h [256, H] and of the whole head weight [V, H]; none in
+ *              fp32), logits = h @ w.t() (MmBackward saves the fp32 weight for h's gradient, the
+ *              fp32 h for the weight's), log_softmax (saved), nll_loss (reduction "sum"), valid,
+ *              the accuracy (argmax, ==, &, sum, float: no grad) and the entropy ((-(log_p.exp()
+ *              * log_p).sum(-1) * valid).sum(): exp saved, the product saving both, `* valid`
+ *              saving valid, the last tensor saved); `logits` and `log_p` are locals to the
+ *              return. No gradient reaches the entropy from the loss: its nodes go with
+ *              entropy_sum when compute_loss returns, and the recompute keeps none of their saved
+ *              tensors (checkpoint.py _recomputation_hook: the holder is gone) though it runs
+ *              through them to `* valid`. Backward: the fp32 weight gradient [V, H] (mm, then
+ *              .t()) and its ToCopyBackward copy in the weight's dtype, each chunk's summed in
+ *              lm_head.weight's AccumulateGrad input buffer.
+ *   l.224-233  loss = loss + chunk_loss (and the metrics), then loss / num_items_in_batch (the
+ *              Trainer's count of the batch's labels, a scalar like n_valid_tensor)
+ * DataCollatorForLanguageModeling (padding_free False) makes input_ids, attention_mask and labels,
+ * int64 [B, L] each: the mask and the labels resident beside the input batch. Only the steady
+ * pattern matters for the peak, as in emit_liger: the first chunk, one middle one (each holds the
+ * same) and the last; the chunk count follows B x (L - 1), so the plan is this batch's.
+ * Not modelled: CUDA sort's and index_put_'s int64 [N] scratch (argsort, IndexBackward's
+ * index_put_ with accumulate sorts its indices), under 8 N bytes each. */
+static vc_t nll_small(vc_build *b, const char *name, vc_t x, vc_t y, vc_numel n, vc_dtype dt, bool diff)
+{
+    vc_op *o = vc_op_begin(b, name);
+    if (diff) vc_op_grad(o, vc_op_in(o, x), VC_GRAD_PASS);
+    else vc_op_in_nodiff(o, x);
+    if (y >= 0) vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, n, dt);
+    vc_op_end(o);
+    return r;
+}
+
+static void emit_chunked_nll(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_inst *head = &m->inst[m->loss_head];
+    const char *hn = head->name ? head->name : head->path;
+    const char *why = b->amp_dt != VC_DT_F32 ? "under autocast is not modelled: use fp32, bf16, fp16 or mixed-* (the "
+                                               "model loaded in its dtype, SFTConfig's model_init_kwargs dtype)"
+                      : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "is modelled on one GPU (under FSDP2 the head "
+                                               "weight's full_tensor() is not)"
+                      : b->o.compile ? "with " O("compile") " is not modelled (checkpoints inside a compiled graph)"
+                      : b->o.act_offload ? "with " O("act_offload") " is not modelled"
+                      : head->out != m->output ? "with the head's soft-capping or logit scale is not modelled"
+                                               : NULL;
+    if (why) {
+        fail(b, "chunked-nll %s", why);
+        return;
+    }
+    if (b->o.hold_output) { /* the patched forward returns logits=None */
+        fail(b, "chunked-nll returns no logits (logits=None): " O("hold_output") " does not apply");
+        b->why_opt = O("hold_output");
+        return;
+    }
+    for (int i = 0; i < head->np; i++) {
+        const vc_param_entry *p = &m->par[head->params[i]];
+        why = p->flags & VC_PARAM_ADAPTER ? "has LoRA adapters, which SFTTrainer refuses with chunked_nll: leave the LM "
+                                            "head out of " O("lora_targets")
+              : i == 1 ? "has a bias (lm_head_bias), not modelled"
+              : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
+        if (why) {
+            fail(b, "chunked-nll: the LM head %s %s", hn, why);
+            return;
+        }
+    }
+    const vc_param_entry *wp = &m->par[head->params[0]];
+    int64_t V = wp->dims[0], H = wp->dims[1];
+    vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
+    int64_t L = H ? b->t[x].n.ps / H : 0, N;
+    if (L < 2) {
+        fail(b, "chunked-nll needs at least 2 tokens per sequence (the shifted labels)");
+        return;
+    }
+    if (__builtin_mul_overflow(L - 1, b->batch, &N)) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc_batch_dependent(b); /* the chunks follow B x (L - 1) */
+    const int64_t C = 256; /* _CHUNKED_LM_HEAD_CHUNK_SIZE */
+    /* --packing (padding_free): one row of P sequences, and the collator's
+     * output["labels"][output["position_ids"] == 0] = -100 (sft_trainer.py l.502): after the shift the
+     * P - 1 later sequences' first labels are ignored, so n_valid is P (L / P - 1) of the row's L - 1
+     * tokens; n_padded covers whole chunks of the valid ones, the last chunk's slice stops at L - 1 */
+    int64_t P = b->o.packing > 1 ? b->o.packing : 1, nv = N;
+    if (P > 1) {
+        if (L % P || L / P < 2) {
+            fail(b, "chunked-nll with " O("packing") " needs at least 2 tokens per packed sequence");
+            return;
+        }
+        nv = P * (L / P - 1);
+    }
+    int64_t nc = (nv + C - 1) / C, vh, cv, chh;
+    if (__builtin_mul_overflow(V, H, &vh) || __builtin_mul_overflow(C, V, &cv) || __builtin_mul_overflow(C, H, &chh)) {
+        b->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc_dtype xdt = (vc_dtype)b->t[x].dt, wdt = (vc_dtype)b->t[w].dt;
+    bool one = vc_batch_is_one(b);
+    b->cur_inst = -1;
+    b->cur_region = -1;
+    /* the collator's labels and attention_mask, int64 [B, L] each, resident */
+    vc_t res = vc__new_tensor(b, vc_n_sample(2 * L), VC_DT_I64);
+    if (res < 0) return;
+    b->t[res].persistent = true;
+    b->target_t = res;
+    const vc_numel tok = vc_n_sample(L - 1), rows = vc_n_sample((L - 1) * H);
+    vc_op *o = vc_op_begin(b, "slice"); /* hidden_states[..., :-1, :]: SliceBackward, zeros of their size */
+    int i = vc_op_in(o, x);
+    vc_t hs = vc_op_out_view(o, i, rows, one);
+    vc_op_end(o);
+    if (!one) { /* .reshape(-1, H) of a non-contiguous slice: a copy */
+        o = vc_op_begin(b, "clone");
+        vc_op_grad(o, vc_op_in(o, hs), VC_GRAD_PASS);
+        hs = vc_op_out(o, rows, xdt);
+        vc_op_end(o);
+    }
+    o = vc_op_begin(b, "slice"); /* labels[..., 1:] */
+    i = vc_op_in_nodiff(o, res);
+    vc_t lab = vc_op_out_view(o, i, tok, one);
+    vc_op_end(o);
+    if (!one) lab = nll_small(b, "clone", lab, -1, tok, VC_DT_I64, false);
+    vc_t valid = nll_small(b, "ne", lab, -1, tok, VC_DT_BOOL, false);
+    vc_t nvalid = nll_small(b, "sum", valid, -1, vc_n_fixed(1), VC_DT_I64, false);
+    vc_t correct = nll_small(b, "new_zeros", nvalid, -1, vc_n_fixed(1), VC_DT_F32, false);
+    vc_t entropy = nll_small(b, "new_zeros", nvalid, -1, vc_n_fixed(1), VC_DT_F32, false);
+    o = vc_op_begin(b, "eq"); /* n_valid_tensor == 0 */
+    vc_op_in_nodiff(o, nvalid);
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_BOOL);
+    vc_op_end(o);
+    o = vc_op_begin(b, "argsort"); /* valid.to(int8).argsort(descending=True, stable=True) */
+    vc_op_in_nodiff(o, valid);
+    int i8 = vc_op_ftemp_keep(o, tok, VC_DT_I8);
+    int sv = vc_op_ftemp_keep(o, tok, VC_DT_I8); /* sort's values */
+    vc_t order = vc_op_out(o, tok, VC_DT_I64);
+    vc_op_ftemp_free(o, sv);
+    vc_op_ftemp_free(o, i8);
+    vc_op_end(o);
+    o = vc_op_begin(b, "index"); /* hidden[order] */
+    vc_op_in(o, hs);
+    vc_op_in_nodiff(o, order);
+    vc_t g = vc_op_out(o, rows, xdt);
+    vc_op_save(o, order);
+    vc_op_end(o);
+    vc_t glab = nll_small(b, "index", lab, order, tok, VC_DT_I64, false); /* labels[order] */
+    o = vc_op_begin(b, "div+ceil+mul"); /* n_padded */
+    vc_op_in_nodiff(o, nvalid);
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_ftemp(o, vc_n_fixed(1), VC_DT_I64);
+    vc_t npad = vc_op_out(o, vc_n_fixed(1), VC_DT_I64);
+    vc_op_end(o);
+    vc_t loss = nll_small(b, "new_zeros", nvalid, -1, vc_n_fixed(1), VC_DT_F32, false);
+    int64_t last = N - (nc - 1) * C; /* rows past n_valid (packing) are sliced too, up to N */
+    int64_t sizes[3] = {C, C, last < C ? last : C};
+    int first = nc >= 3 ? 0 : nc == 2 ? 1 : 2;
+    for (int k = first; k < 3 && !b->st; k++) {
+        int64_t c = sizes[k];
+        vc_numel cH = vc_n_fixed(c == C ? chh : c * H), cV = vc_n_fixed(c == C ? cv : c * V), c1 = vc_n_fixed(c);
+        o = vc_op_begin(b, "slice"); /* h_chunk: SliceBackward, zeros [N, H] */
+        i = vc_op_in(o, g);
+        vc_t hc = vc_op_out_view(o, i, cH, true);
+        vc_op_end(o);
+        o = vc_op_begin(b, "slice");
+        i = vc_op_in_nodiff(o, glab);
+        vc_t lc = vc_op_out_view(o, i, c1, true);
+        vc_op_end(o);
+        b->cur_region = m->nregions + b->nloss_reg++; /* checkpoint(_chunk, ...) */
+        vc_t h32 = hc, w32 = w;
+        if (xdt != VC_DT_F32) { /* h.float(): ToCopyBackward, a gradient in h's dtype */
+            o = vc_op_begin(b, "_to_copy");
+            vc_op_in(o, hc);
+            h32 = vc_op_out(o, cH, VC_DT_F32);
+            vc_op_end(o);
+        }
+        if (wdt != VC_DT_F32) {
+            o = vc_op_begin(b, "_to_copy"); /* w.float() */
+            vc_op_in(o, w);
+            w32 = vc_op_out(o, vc_n_fixed(vh), VC_DT_F32);
+            vc_op_end(o);
+        }
+        o = vc_op_begin(b, "mm");
+        int ih = vc_op_in(o, h32), iw = vc_op_in(o, w32);
+        vc_t logits = vc_op_out(o, cV, VC_DT_F32);
+        vc_op_save_if(o, h32, iw);
+        vc_op_save_if(o, w32, ih);
+        vc_op_grad_view(o, iw); /* (h.t() @ grad).t() */
+        vc_op_gemm(o);
+        vc_op_end(o);
+        o = vc_op_begin(b, "log_softmax");
+        vc_op_in(o, logits);
+        vc_t lp = vc_op_out(o, cV, VC_DT_F32);
+        vc_op_save(o, lp);
+        vc_op_end(o);
+        o = vc_op_begin(b, "nll_loss"); /* reduction="sum": the loss and total_weight */
+        vc_op_in(o, lp);
+        vc_op_in_nodiff(o, lc);
+        vc_t cl = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_extra(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_save(o, lc);
+        vc_op_end(o);
+        vc_t vc = nll_small(b, "ne", lc, -1, c1, VC_DT_BOOL, false);
+        o = vc_op_begin(b, "argmax+eq+and+sum+float"); /* chunk_correct: no grad */
+        vc_op_in_nodiff(o, logits);
+        vc_op_in_nodiff(o, lc);
+        vc_op_in_nodiff(o, vc);
+        int am = vc_op_ftemp_keep(o, c1, VC_DT_I64);
+        int eq = vc_op_ftemp_keep(o, c1, VC_DT_BOOL);
+        vc_op_ftemp_free(o, am);
+        int an = vc_op_ftemp_keep(o, c1, VC_DT_BOOL);
+        vc_op_ftemp_free(o, eq);
+        int su = vc_op_ftemp_keep(o, vc_n_fixed(1), VC_DT_I64);
+        vc_op_ftemp_free(o, an);
+        vc_t cc = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_ftemp_free(o, su);
+        vc_op_end(o);
+        o = vc_op_begin(b, "exp"); /* log_p.exp(): ExpBackward saves its result */
+        vc_op_in(o, lp);
+        vc_t ex = vc_op_out(o, cV, VC_DT_F32);
+        vc_op_save(o, ex);
+        vc_op_end(o);
+        o = vc_op_begin(b, "mul"); /* * log_p: both saved */
+        vc_op_in(o, ex);
+        vc_op_in(o, lp);
+        vc_t pr = vc_op_out(o, cV, VC_DT_F32);
+        vc_op_save(o, ex);
+        vc_op_save(o, lp);
+        vc_op_end(o);
+        vc_t s = nll_small(b, "sum", pr, -1, c1, VC_DT_F32, true);
+        s = nll_small(b, "neg", s, -1, c1, VC_DT_F32, true);
+        o = vc_op_begin(b, "mul"); /* * valid: saves valid (packed before the kernel: the recompute stops here) */
+        vc_op_in(o, s);
+        vc_op_in_nodiff(o, vc);
+        vc_t mv = vc_op_out(o, c1, VC_DT_F32);
+        vc_op_save(o, vc);
+        vc_op_end(o);
+        vc_t ce = nll_small(b, "sum", mv, -1, vc_n_fixed(1), VC_DT_F32, true);
+        vc__extend_life(b, logits); /* _chunk's locals until it returns */
+        vc__extend_life(b, lp);
+        b->cur_region = -1;
+        o = vc_op_begin(b, "add"); /* loss = loss + chunk_loss */
+        vc_op_grad(o, vc_op_in(o, loss), VC_GRAD_PASS);
+        vc_op_grad(o, vc_op_in(o, cl), VC_GRAD_PASS);
+        loss = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+        correct = nll_small(b, "add", correct, cc, vc_n_fixed(1), VC_DT_F32, false);
+        o = vc_op_begin(b, "add"); /* entropy_sum + chunk_entropy: a graph nothing differentiates */
+        vc_op_grad(o, vc_op_in(o, entropy), VC_GRAD_PASS);
+        vc_op_grad(o, vc_op_in(o, ce), VC_GRAD_PASS);
+        entropy = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+        vc_op_end(o);
+    }
+    if (b->st) return;
+    o = vc_op_begin(b, "div"); /* loss / num_items_in_batch: DivBackward0 saves other */
+    vc_op_grad(o, vc_op_in(o, loss), VC_GRAD_NEW);
+    vc_op_in_nodiff(o, nvalid);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_save(o, nvalid);
+    vc_op_end(o);
+    /* _chunked_cross_entropy_loss's and the patched forward's locals until they return: the
+     * hidden states (`outputs`), valid, order, the gathered hidden and labels, n_padded; the
+     * returned metrics until compute_loss has logged them */
+    const vc_t locals[] = {x, valid, nvalid, order, g, glab, npad, correct, entropy};
+    for (size_t j = 0; j < sizeof locals / sizeof *locals; j++) vc__extend_life(b, locals[j]);
+}
+
 /* ---- TRL's DPO step (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8; TRL below).
  * trl/trainer/dpo_trainer.py: DataCollatorForPreference.torch_call builds one batch of
  * prompt+chosen then prompt+rejected sequences (input_ids = prompt_chosen_ids +
@@ -1165,6 +1453,12 @@ static const vc_loss_row rows[] = {
                      "TRL's KTO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
     [VC_LOSS_SEQ2SEQ_LM] = {"seq2seq_lm", NULL, "T5ForConditionalGeneration's CrossEntropyLoss on the decoder's logits "
                             "in their dtype, unshifted labels", true, false, false, emit_seq2seq, NULL},
+    [VC_LOSS_CHUNKED_NLL] = {"chunked_nll", "chunked-nll", "TRL SFTTrainer's default loss_type chunked_nll: the LM head "
+                             "and cross-entropy over 256-token chunks of the shifted hidden states, each chunk under a "
+                             "non-reentrant checkpoint, in fp32 (a 16-bit head weight copied to fp32 per chunk)",
+                             true, true, true, emit_chunked_nll,
+                             "TRL's chunked_nll takes a DTensor head's full_tensor() (FSDP2), not a vocabulary shard; "
+                             "under " O("tp") " it is not modelled (" OV("loss", "hf") ")"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)

@@ -59,6 +59,8 @@ typedef struct {
     bool sac;         /* --grad-ckpt-ops: in a region, its outputs kept from forward (MUST_SAVE) */
     int32_t sv0, nsv; /* saved storages (execution) */
     int32_t sac0, nsac; /* --grad-ckpt-ops: its outputs kept from forward, in b->sac */
+    bool dead;        /* no gradient reaches the loss from it (free_unreached): a loss region's recompute
+                       * keeps nothing it saves (its checkpoint holder is gone) */
 } op_t;
 
 typedef struct {
@@ -322,6 +324,7 @@ struct vc_build {
     int32_t *rel_off, *rel;           /* per-op release lists (forward) */
     int32_t *rrel_off, *rrel;         /* per-op release lists (recompute) */
     region_t *reg; int nreg;
+    int nloss_reg;                    /* checkpoint regions the loss opened (numbered after the model's) */
     int32_t *sac; size_t nsac, csac;  /* --grad-ckpt-ops: outputs kept from forward (op_t.sac0) */
     /* --act-offload (autograd.c off_*): the ops the offload hooks see end before loss_op0 (the
      * loss's first, or the output head's, head_inst, under torchtune's NoOpManager); pack_id counts the

@@ -43,6 +43,10 @@
     "LinearCrossEntropyLoss projects each chunk inside the loss, so the model's bf16 logits (batch x seq x vocab x 2 " \
     "bytes) are not all held, and it drops the ignored tokens (labels -100, data-dependent) before the projection: "   \
     "the estimate is high by up to those logits"
+#define TT_CUSTOM_SHARDED_NOTE                                                                                           \
+    "custom_sharded_layers ['tok_embeddings', 'output'] gives the embedding and the output projection their own "     \
+    "fully_shard (resharded after forward), not modelled: here they are the root's, kept unsharded from forward "      \
+    "through backward (high by up to their gathered bf16 weights)"
 #define TT_SEQ_NOTE "tokenizer.max_seq_len null, dataset packed False: the sequence is the batch's longest sample (--seq)"
 
 static const vc_recipe_row recipes[] = {
@@ -70,6 +74,40 @@ static const vc_recipe_row recipes[] = {
      TT_SEQ_NOTE "; " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "4"}, {"optim", "paged_adamw8bit"}, {"optim_in_bwd", "true"},
       {"grad_ckpt", "true"}, TT_LOSS}},
+    /* full_finetune_distributed (recipes/full_finetune_distributed.py _setup_model l.584-720 at the same
+     * commit): the model built in dtype bf16 (training.set_default_dtype, no MixedPrecisionPolicy), every
+     * TransformerSelfAttentionLayer checkpointed (enable_activation_checkpointing True), then
+     * training.shard_model (torchtune/training/_distributed.py l.661-714): fully_shard of each layer
+     * (get_shard_conditions: "layers.i") with reshard_after_forward True (fsdp_reshard_after_forward's
+     * default) and of the root with False -> --parallel fsdp2 (fully_shard per repeated block and the
+     * root, reshard_after_forward None: the same); fsdp_cpu_offload True -> CPUOffloadPolicy, --offload
+     * params. --gpus: the config's launch line (tune run --nproc_per_node N). */
+    {"torchtune:llama3_1/8B_full", TT "llama3_1/8B_full.yaml", "meta-llama/Llama-3.1-8B-Instruct",
+     TT_SEQ_NOTE "; " TT_CUSTOM_SHARDED_NOTE "; " TT_LOSS_NOTE,
+     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"},
+      {"parallel", "fsdp2"}, {"gpus", "4"}, TT_LOSS}},
+    {"torchtune:llama3_1/70B_full", TT "llama3_1/70B_full.yaml", "meta-llama/Llama-3.1-70B-Instruct",
+     TT_SEQ_NOTE "; " TT_CUSTOM_SHARDED_NOTE "; fsdp_cpu_offload True also runs the optimizer step on the CPU "
+     "(offload_ops_to_cpu); " TT_LOSS_NOTE,
+     {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, {"grad_ckpt", "true"},
+      {"parallel", "fsdp2"}, {"gpus", "8"}, {"offload", "params"}, TT_LOSS}},
+    /* TRL's SFTTrainer with SFTConfig's defaults (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8):
+     * trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
+     * sft_trainer.py l.1332-1334 sets use_reentrant False), bf16 True unless fp16; trl/trainer/sft_config.py:
+     * loss_type None -> "chunked_nll" (__post_init__) -> --loss chunked-nll, max_length 1024 (the longest a
+     * sample is cut to: --seq left to the user), packing and padding_free False (the collator pads to the batch's longest);
+     * the rest is TrainingArguments' (transformers @ fd798335 as transformers:Trainer below):
+     * per_device_train_batch_size 8, optim adamw_torch. Without a peft_config, a full fine-tune. */
+    {"trl:sft", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/sft_config.py",
+     "any Hugging Face causal LM",
+     "bf16 True is accelerate's bf16 autocast over the model as loaded (model_init_kwargs dtype, default float32: "
+     "-p amp-bf16), under which chunked-nll is not modelled: the preset takes the model loaded in bfloat16 "
+     "(model_init_kwargs={'dtype': torch.bfloat16}, as TRL's docs show) and leaves out autocast's casts (its bf16 "
+     "matmuls and fp32 softmax and norm inputs); the sequence (--seq) is the data's: max_length 1024 truncates a "
+     "sample, a batch is padded to its longest; later transformers releases default optim to adamw_torch_fused from "
+     "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s temporaries are not modelled",
+     {{"precision", "bf16"}, {"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"},
+      {"grad_ckpt", "true"}, {"loss", "chunked-nll"}}},
     /* transformers' Trainer with TrainingArguments' defaults (huggingface/transformers @ fd798335,
      * src/transformers/training_args.py): per_device_train_batch_size 8, gradient_accumulation_steps 1,
      * optim default_optim = "adamw_torch" (torch.optim.AdamW, foreach left to torch: foreach on CUDA),

@@ -74,7 +74,8 @@ def parse_args(argv):
                     "(IA3Config) and ln_tuning (LNTuningConfig; --lora-targets default PEFT's mapping): peft_replica.py")
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
-    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto"],
+    ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
+                                                         "chunked-nll"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
@@ -82,7 +83,8 @@ def parse_args(argv):
                     "reference forward (LoRA: adapters disabled; else a frozen copy); dpo-precomputed: "
                     "precompute_ref_log_probs=True, no reference; orpo: TRL's ORPOTrainer step (orpo_replica.py; "
                     "--batch counts the 2 x pairs sequences), no reference; kto: TRL's KTOTrainer step (kto_replica.py; "
-                    "the first half desirable), the KL sequences, a reference as dpo's")
+                    "the first half desirable), the KL sequences, a reference as dpo's; chunked-nll: TRL SFTTrainer's "
+                    "default loss_type chunked_nll (trl_sft_replica.py), with --packing the padding-free collator")
     ap.add_argument("--packing", action="store_true",
                     help="TRL's padding_free collator: the --batch sequences of --seq tokens as one row with "
                     "position_ids, transformers' sdpa block-causal mask (packing_replica.py)")
@@ -403,8 +405,8 @@ def main(argv):
             orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
         elif args.packing:
             import packing_replica  # the collator's one row, resident like the inputs below
-            if image_tokens or args.loss != "hf" or encoder:
-                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf")
+            if image_tokens or args.loss not in ("hf", "chunked-nll") or encoder:
+                raise SystemExit("measure_llm.py: --packing: a text causal LM with --loss hf or chunked-nll")
             packed = packing_replica.collate_padding_free(args.batch, args.seq, V)
             input_ids, labels, position_ids = packed["input_ids"], packed["labels"], packed["position_ids"]
             del packed
@@ -428,6 +430,24 @@ def main(argv):
                 labels = torch.randint(0, V, (args.batch, T), dtype=torch.int64)
         if encoder:  # a class index per sequence (single_label_classification)
             labels = torch.randint(0, encoder_replica._labels(cfg.d), (args.batch,), dtype=torch.int64)
+        if args.loss == "chunked-nll":
+            # TRL's DataCollatorForLanguageModeling also returns the attention_mask (all ones: no
+            # padding; the sdpa path drops it), resident with the batch
+            if encoder or t5 or image_tokens or cfg.model_type in ("gemma2", "gpt_neox"):
+                raise SystemExit("measure_llm.py: --loss chunked-nll: a Llama-style text causal LM")
+            if not args.packing:  # padding_free: position_ids instead (packing_replica.py), already held
+                attention_mask = torch.ones_like(input_ids)  # noqa: F841  (held, as the batch dict holds it)
+            import trl_sft_replica
+
+            def trl_head(hidden_states, labels, logits_to_keep, head):
+                # _patch_chunked_ce_lm_head's forward: the backbone's last_hidden_state and
+                # lm_head.weight into _chunked_cross_entropy_loss; logits=None
+                loss = trl_sft_replica.chunked_cross_entropy_loss(
+                    hidden_states, head.weight, trl_sft_replica.CHUNK_SIZE, labels=labels,
+                    num_items_in_batch=num_items[0])[0]
+                return loss, None
+            model._head = trl_head
+            num_items = [None]
         after_build = tr.O.opobs_current()
 
         if args.loss == "chunked":
@@ -441,6 +461,14 @@ def main(argv):
                 return orpo.compute_loss()
             if args.loss == "kto":
                 return kto.compute_loss()
+            if args.loss == "chunked-nll":
+                # transformers Trainer.training_step: num_items_in_batch (get_batch_samples: the labels'
+                # non -100 count, a scalar on the device) passed into the patched forward
+                num_items[0] = (labels[..., 1:] != -100).sum()
+                kw = {"position_ids": position_ids} if args.packing else {}
+                loss, logits = model(input_ids, labels=labels, **kw)
+                num_items[0] = None
+                return loss
             if args.loss == "chunked":
                 # torchtune recipes/lora_finetune_single_device.py _loss_step: outputs =
                 # self._model(**batch); loss = self._loss_fn(outputs, labels); del outputs

@@ -846,6 +846,35 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=t, target_seq=t, optim=o,
                         precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2),
                         **({"lora_targets": "q_proj,v_proj"} if l else {})))
+    # --loss chunked-nll (issue 26): TRL SFTTrainer's default loss_type "chunked_nll" (trl_sft_replica.py,
+    # huggingface/trl @f2cd5771 sft_trainer.py _chunked_cross_entropy_loss): the shifted hidden states sorted
+    # by label validity, 256-token chunks each under 2.x's non-reentrant checkpoint, fp32 logits per chunk
+    # (16-bit: fp32 copies of h and the head weight); the collator's attention_mask resident. 1 to 4 chunks,
+    # full and LoRA r=8, with and without layer checkpointing. Every third held out (first run in the suite).
+    trl_sft = [
+        ("llama_vocab8k", 4, 200, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 4, 200, "adamw", "fp32", False, 0),
+        ("qwen2_vocab6k", 3, 170, "adamw", "bf16", True, 0),
+        ("qwen2_vocab6k", 2, 96, "adamw", "fp32", False, 8),
+        ("llama_small", 8, 128, "sgd", "bf16", True, 0),
+        ("llama_vocab8k", 6, 100, "sgd", "fp32", False, 8),
+        ("llama_wide", 2, 200, "adamw", "bf16", True, 8),
+        ("qwen3_small", 3, 120, "adamw", "bf16", False, 0),
+        ("llama_wide", 1, 300, "adamw", "fp32", True, 0),
+    ]
+    train_cases(out, trl_sft, loss="chunked-nll")
+    # --loss chunked-nll --packing: TRL's padding_free collator (packing_replica.py: one row, position_ids,
+    # labels -100 at each sequence's start, sft_trainer.py l.502), so n_valid is B (L - 1) of the row's
+    # B L - 1 tokens and the last chunk may take masked rows. Every third held out (first run in the suite).
+    trl_sft_packed = [
+        ("llama_vocab8k", 4, 64, "adamw", "bf16", False, 0),
+        ("llama_vocab8k", 5, 100, "adamw", "fp32", True, 0),
+        ("llama_vocab8k", 2, 257, "sgd", "bf16", False, 0),
+        ("qwen2_vocab6k", 3, 130, "adamw", "bf16", False, 8),
+        ("llama_small", 6, 90, "adamw", "fp32", True, 8),
+        ("qwen3_small", 4, 150, "adamw", "bf16", True, 0),
+    ]
+    train_cases(out, trl_sft_packed, loss="chunked-nll", packing=True)
     return out
 
 
