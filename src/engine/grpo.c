@@ -214,8 +214,9 @@ void vc__grpo_emit(vc_build *b)
     vc_op *o = vc_op_begin(b, "div_");
     int i = vc_op_in(o, y);
     vc_op_grad(o, i, VC_GRAD_NEW);                   /* CopySlices' result: base-sized */
-    vc_op_btemp(o, vc_n_sample(C * V), dt);          /* grad_slice.clone() */
-    vc_op_btemp(o, vc_n_sample(C * V), dt);          /* DivBackward0: grad / other */
+    /* grad_slice.clone() alive while DivBackward0 makes grad / other: together (one request here) */
+    const vc_part cp[2] = {{vc_n_sample(C * V), dt, 0, 0, 0}, {vc_n_sample(C * V), dt, 0, 0, 0}};
+    vc_op_btemp_parts(o, cp, 2, false);
     vc_t yd = vc_op_out_view(o, i, b->t[y].n, true);
     vc_op_end(o);
     vc_t s = vc__trl_shift(b, yd, C + 1, V);
