@@ -699,6 +699,9 @@ static vc_status check_request(vc_request *q, vc_error *err)
         /* TRL's GRPOTrainer step (src/engine/grpo.c; trl/trainer/grpo_trainer.py and grpo_config.py @f2cd5771):
          * per_device_train_batch_size completions, num_generations per prompt, generated and trained on in the
          * step (steps_per_generation 1); the model runs prompt + max_completion_length tokens */
+        if (o->mode != VC_MODE_TRAIN)
+            return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
+                         vc_mode_name(o->mode));
         const char *no = q->hf.seq > 0 ? O("seq") : q->hf.checkpoint ? O("grad_ckpt") : o->accumulate > 1 ? O("accumulate")
                        : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
                        : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
@@ -712,7 +715,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          : !strcmp(no, O("accumulate")) ? "steps_per_generation > 1 (one generation for several steps) "
                            "is not modelled"
                          : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"
-                         : "the step's generation and its training phase are modelled apart (src/engine/grpo.c)");
+                         : "the step's generation and training phases are two plans (src/engine/grpo.c) that it "
+                           "does not run");
         if (o->num_generations < 2)
             return usage(err, O("num_generations") " %lld: GRPO needs at least 2 generations per prompt (GRPOConfig "
                          "raises below 2)", (long long)o->num_generations);
