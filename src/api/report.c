@@ -592,8 +592,7 @@ void report_table(FILE *f, const vc_report *rep)
         }
     }
     if (r->grpo.on) { /* --loss grpo (src/engine/grpo.c): the step's phases apart */
-        snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " new tokens, state resident)", r->grpo.generation_batch,
-                 o->new_tokens);
+        snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " tokens sampled)", r->grpo.generation_batch, o->new_tokens);
         row(f, t, "  generation peak", r->grpo.generate_peak, note);
         row(f, t, "  KV cache", r->grpo.kv_cache, "(its last decoding step)");
         row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
