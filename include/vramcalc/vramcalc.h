@@ -557,7 +557,7 @@ typedef struct {
      * one row (TRL's padding_free / packing, torchtune's packed=True): batch is then 1 and the
      * row's length their sum, the attention follows it (layers/llm.c ra_packed); 0 or 1: none */
     int64_t packing;
-    /* --loss grpo (docs/llm.md "GRPO"): TRL's GRPOTrainer step, its generation of prompt + new_tokens
+    /* --loss grpo (docs/llm.md, "--loss grpo"): TRL's GRPOTrainer step, its generation of prompt + new_tokens
      * tokens per sequence (max_completion_length = new_tokens) inside it. grpo_beta: GRPOConfig.beta,
      * the KL coefficient (0, its default: no reference model); num_generations: GRPOConfig's, the
      * completions per prompt (default 8), which must divide the generation batch */
