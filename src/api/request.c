@@ -1090,7 +1090,9 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         if (st) {
             /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's */
-            if (o->mode == VC_MODE_GENERATE && !strcmp(err->path, O("seq"))) snprintf(err->path, sizeof err->path, O("prompt"));
+            /* (--loss grpo: at prompt + new tokens, --prompt's too) */
+            if ((o->mode == VC_MODE_GENERATE || q->hf.loss == VC_LOSS_IMPL_GRPO) && !strcmp(err->path, O("seq")))
+                snprintf(err->path, sizeof err->path, O("prompt"));
             lib_err(q, err, st);
             goto fail;
         }
