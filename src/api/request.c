@@ -724,9 +724,10 @@ static vc_status check_request(vc_request *q, vc_error *err)
         else if (o->batch % o->num_generations)
             return usage(err, O("batch") " %lld is not a multiple of " O("num_generations") " %lld: GRPOConfig requires "
                          "generation_batch_size %% num_generations == 0", (long long)o->batch, (long long)o->num_generations);
-        if (o->prompt + o->new_tokens > VC_MAX_DIM_SIZE)
+        int64_t total;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > VC_MAX_DIM_SIZE)
             return usage(err, O("new_tokens") ": prompt + new tokens pass 2^40");
-        q->hf.seq = o->prompt + o->new_tokens;
+        q->hf.seq = total;
     } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS]) {
         return usage(err, "%s is GRPOConfig's: it needs " OV("loss", "grpo"),
                      q->given[VC_OPT_BETA] ? O("beta") : O("num_generations"));
