@@ -702,7 +702,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (o->mode != VC_MODE_TRAIN)
             return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
                          vc_mode_name(o->mode));
-        const char *no = q->hf.seq > 0 ? O("seq") : q->hf.checkpoint ? O("grad_ckpt") : o->accumulate > 1 ? O("accumulate")
+        const char *no = q->hf.seq > 0 ? O("seq") : q->given[VC_OPT_GRAD_CKPT_EVERY] ? O("grad_ckpt_every")
+                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 ? O("accumulate")
                        : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
                        : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
                        : o->optim_in_bwd ? O("optim_in_bwd") : o->hold_output ? O("hold_output") : o->act_offload ? O("act_offload")
@@ -710,8 +711,8 @@ static vc_status check_request(vc_request *q, vc_error *err)
         if (no)
             return usage(err, OV("loss", "grpo") " is modelled without %s: %s", no,
                          !strcmp(no, O("seq")) ? "the sequence is " O("prompt") " + " O("new_tokens")
-                         : !strcmp(no, O("grad_ckpt")) ? "in training mode transformers' GradientCheckpointingLayer drops "
-                           "past_key_values, so TRL's generation would run without the KV cache (not modelled)"
+                         : !strcmp(no, O("grad_ckpt_every")) || !strcmp(no, O("grad_ckpt_ops"))
+                           ? "TRL checkpoints every decoder layer whole (transformers' gradient_checkpointing_enable)"
                          : !strcmp(no, O("accumulate")) ? "steps_per_generation > 1 (one generation for several steps) "
                            "is not modelled"
                          : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"

@@ -85,6 +85,10 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
                             "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
+    /* --loss grpo with --grad-ckpt: TRL generates with the model in training mode, where transformers'
+     * GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for each decoder
+     * layer: the cache is never written, every step runs its own tokens alone (src/engine/grpo.c) */
+    g->nocache = !g->profile && m->loss == VC_LOSS_GRPO && m->hf.checkpoint;
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -278,7 +282,7 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
 static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
-    if (!g->on || b->st) return false;
+    if (!g->on || b->st || g->nocache) return false;
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);

@@ -248,6 +248,7 @@ typedef struct {
     bool hybrid;              /* the model has them: the cache is Qwen3NextDynamicCache */
     const vc_model *twin[2];  /* the model at the prompt's length and at the head's rows (one token; --serve: the requests) (owned) */
     int64_t head_rows;        /* rows of the LM head's input: 1 (logits_to_keep=1), --serve: the requests */
+    bool nocache;             /* --loss grpo with --grad-ckpt: the layers run without the cache (generate.c) */
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op

@@ -64,9 +64,14 @@ class GRPO:
         cache_position = torch.arange(P, dtype=torch.int64)
         unfinished = torch.ones(B, dtype=torch.long)
         pad = torch.tensor(0, dtype=torch.long)
+        # the model is in training mode here (Trainer.training_step calls model.train() before _prepare_inputs):
+        # with gradient checkpointing, transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets
+        # past_key_values=None for every decoder layer, so the cache is never written and each step's tokens
+        # attend to themselves alone (reference.py's layers then run through its checkpoint, under no_grad)
+        nocache = model.gradient_checkpointing and model.training
         for _ in range(C):
             cur = input_ids[:, -cache_position.shape[0]:]
-            _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
+            _, logits = model(cur, past_key_values=None if nocache else cache, cache_position=cache_position,
                               attention_mask=attention_mask, logits_to_keep=1)
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones((B, 1))], dim=-1)
             cache_position = cache_position[-1:] + 1

@@ -375,9 +375,8 @@ def main(argv):
             kto = kto_replica.KTO(model, args.batch, args.seq, V, ref_model=ref_model)
         elif args.loss == "grpo":
             import grpo_replica  # the step generates its own batch (_prepare_inputs), --prompt + --new-tokens tokens
-            if args.ckpt:
-                raise SystemExit("measure_llm.py: --loss grpo: generation under gradient checkpointing runs without "
-                                 "the cache (GradientCheckpointingLayer.__call__): not replicated")
+            if args.ckpt and (args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+                raise SystemExit("measure_llm.py: --loss grpo: --ckpt of every decoder layer only")
             grpo = grpo_replica.GRPO(model, args.batch, args.prompt, args.new_tokens, V, ref_model=ref_model,
                                      beta=args.beta, num_generations=args.num_generations)
             grpo_phases = {}

@@ -737,6 +737,21 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
                         ckpt=False, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
                         num_generations=g, held_out=(i % 3 == 2)))
+    # --loss grpo with gradient checkpointing (GRPOConfig's default): the generation in training mode without
+    # the cache (GradientCheckpointingLayer drops past_key_values), the policy's forward checkpointed per
+    # decoder layer, the reference's not. Every third held out.
+    grpo_ckpt = [
+        ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
+        ("llama_small", 8, 32, 32, "adamw", "bf16", 8, 0.0, 4),
+        ("llama_vocab8k", 4, 16, 16, "adamw", "bf16", 0, 0.04, 2),
+        ("qwen2_vocab6k", 4, 32, 32, "adamw", "bf16", 8, 0.04, 2),
+        ("llama_wide", 4, 48, 16, "sgd", "fp32", 0, 0.0, 4),
+        ("qwen2_small", 8, 24, 40, "adamw", "bf16", 8, 0.1, 8),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, beta, g) in enumerate(grpo_ckpt):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=True, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
+                        num_generations=g, held_out=(i % 3 == 2)))
     return out
 
 
