@@ -4,8 +4,8 @@
  * grpo_config.py's defaults (issue 26 item 5).
  *
  * 1. The refusals through the CLI: exit 2, nothing on stdout, one stderr line naming the option.
- * 2. The phases: the step's peak is the larger of the generation's and the training's; the KV cache and
- *    the reference's weights derived by hand.
+ * 2. The phases: the step's peak is the larger of the generation's and the training's; the KV cache (none
+ *    under --grad-ckpt) and the reference's weights derived by hand.
  * 3. The harness's measurements of bench/accuracy/llm/grpo_replica.py (measured.json, the grpo cases
  *    appended after the t5 ones; torch 1.13 CPU, the allocator counter): the step's peak and the
  *    generation phase's.
@@ -35,8 +35,8 @@ static void test_refused(void **state)
     static const struct {
         const char *args, *msg;
     } bad[] = {
-        {"--loss grpo --grad-ckpt", "--loss grpo is modelled without --grad-ckpt: in training mode transformers' "
-                                    "GradientCheckpointingLayer drops past_key_values"},
+        {"--loss grpo --grad-ckpt --grad-ckpt-every 2", "--loss grpo is modelled without --grad-ckpt-every: TRL "
+                                                    "checkpoints every decoder layer whole"},
         {"--loss grpo -b 6 --num-generations 4", "--batch 6 is not a multiple of --num-generations 4"},
         {"--loss grpo --num-generations 1", "--num-generations 1: GRPO needs at least 2 generations per prompt"},
         {"--loss grpo --seq 64", "--loss grpo is modelled without --seq: the sequence is --prompt + --new-tokens"},
@@ -78,6 +78,10 @@ static void test_phases(void **state)
      * values [4, 2 kv heads, 31, head_dim 16] fp32 = 15,872 B each (a 512 multiple), 2 layers: 63,488 */
     assert_int_equal(cli_json_field(a, "\"kv_cache\": "), 63488);
     assert_int_equal(cli_json_field(a, "\"generation_batch\": "), 4);
+    /* with --grad-ckpt the generation runs in training mode without the cache (GradientCheckpointingLayer):
+     * none left after the last step */
+    snprintf(a, sizeof a, "%s --grad-ckpt", c);
+    assert_int_equal(cli_json_field(a, "\"kv_cache\": "), 0);
     /* beta > 0 without PEFT: create_model_from_path's frozen copy beside the policy, twice the weights;
      * with LoRA the adapters are disabled for the reference: no copy */
     snprintf(a, sizeof a, "%s --beta 0.04", c);
@@ -88,7 +92,7 @@ static void test_phases(void **state)
     assert_int_equal(cli_json_field(a, "\"weights\": "), cli_json_field(h, "\"weights\": "));
 }
 
-/* bench/accuracy/llm/measured.json, run_suite.py's `grpo` rows (llm392-llm400 when appended): measure_llm.py
+/* bench/accuracy/llm/measured.json, run_suite.py's `grpo` and `grpo_ckpt` rows (llm392-llm406 when appended): measure_llm.py
  * --loss grpo, peak_allocated and generate_peak in bytes (the estimates' errors when they were measured:
  * the step -0.10% ... +0.05%, the generation -0.81% ... 0.00%) */
 static const struct {
@@ -109,6 +113,18 @@ static const struct {
     {"llama_small.json --prompt 32 --new-tokens 48 -b 8 -o sgd -p fp32 --beta 0.04 --num-generations 8", 12512256, 2093056},
     {"llama_wide.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0 --num-generations 2 --lora 8 "
      "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 27803648, 15706112},
+    /* with gradient checkpointing (llm401-llm406): the generation without the cache, the policy checkpointed
+     * (the errors when measured: the step -0.03% ... +0.09%, the generation -0.36% ... 0.00%) */
+    {"llama_small.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p fp32 --beta 0 --num-generations 2 --grad-ckpt", 3011072, 1912320},
+    {"llama_small.json --prompt 32 --new-tokens 32 -b 8 -o adamw -p bf16 --beta 0 --num-generations 4 --grad-ckpt --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 3281920, 1138176},
+    {"llama_vocab8k.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --grad-ckpt",
+     15593472, 9604608},
+    {"qwen2_vocab6k.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --grad-ckpt "
+     "--lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 11642880, 2450432},
+    {"llama_wide.json --prompt 48 --new-tokens 16 -b 4 -o sgd -p fp32 --beta 0 --num-generations 4 --grad-ckpt", 55635456, 30027776},
+    {"qwen2_small.json --prompt 24 --new-tokens 40 -b 8 -o adamw -p bf16 --beta 0.1 --num-generations 8 --grad-ckpt --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 4733952, 1606656},
 };
 
 static void test_measured(void **state)

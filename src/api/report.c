@@ -594,7 +594,8 @@ void report_table(FILE *f, const vc_report *rep)
     if (r->grpo.on) { /* --loss grpo (src/engine/grpo.c): the step's phases apart */
         snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " tokens sampled)", r->grpo.generation_batch, o->new_tokens);
         row(f, t, "  generation peak", r->grpo.generate_peak, note);
-        row(f, t, "  KV cache", r->grpo.kv_cache, "(its last decoding step)");
+        row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
+                                                                                : "(its last decoding step)");
         row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");

@@ -721,7 +721,7 @@ def cases():
     # trl/trainer/grpo_trainer.py): batch completions of new_tokens sampled after prompt tokens with the KV
     # cache (num_generations per prompt), the reference's no-grad log-probs when beta > 0 (LoRA: adapters
     # disabled; else a frozen copy), the policy's forward and backward with logits_to_keep, the dapo loss.
-    # The last three were first run after the model was settled. Every third held out.
+    # The last two were first run after the model was settled. Every third held out.
     grpo = [
         ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
         ("llama_small", 4, 16, 16, "adamw", "bf16", 0, 0.04, 2),
