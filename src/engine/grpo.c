@@ -1,5 +1,6 @@
 /*
- * grpo.c — --loss grpo: one step of TRL's GRPOTrainer with its defaults (issue 26 item 5; docs/llm.md "GRPO").
+ * grpo.c — --loss grpo: one step of TRL's GRPOTrainer with its defaults (issue 26 item 5; docs/llm.md, the
+ * section "Reinforcement learning with generation inside the step: --loss grpo").
  *
  * Followed: huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8 (TRL below), trl/trainer/grpo_trainer.py
  * and grpo_config.py (use_vllm False, num_iterations 1, steps_per_generation = gradient_accumulation_steps = 1,
@@ -32,9 +33,12 @@
  *     coef_2 = clamp, * advantages (fp32: type promotion), minimum, neg, (beta) + beta * kl, * mask, sum,
  *     / num_items_in_batch.clamp(min=1.0). The logging metrics after it ([B, C] bools and fp32 products made and
  *     freed while the saved activations alone are alive) are not counted.
- * Refused (src/api/request.c and below): gradient checkpointing (transformers' GradientCheckpointingLayer.__call__
- * drops past_key_values in training mode, so generation would run without the cache: not modelled),
- * accumulation (steps_per_generation > 1), autocast, parallel layouts, vLLM.
+ * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model generates in training mode,
+ * where transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for
+ * each decoder layer: generate.c writes no cache for such a plan (vc_gen.nocache); the policy's forward here is
+ * checkpointed per decoder layer, the reference's not (disable_gradient_checkpointing: no_regions).
+ * Refused (src/api/request.c and below): accumulation (steps_per_generation > 1), autocast, parallel layouts,
+ * vLLM, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,12 +293,14 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
      * gradients kept by --zero-grad zero, the previous step's buffered batch */
     vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
     vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, dt);
-    int64_t bufb = bn.ps * o->batch + bn.fx, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT];
-    bufb = (bufb + 511) / 512 * 512;
-    int64_t off = st->persistent[CAT_OPT] + extra_w + bufb + (o->keep_grads ? st->persistent[CAT_GRAD] : 0);
-    int64_t gpk, grs;
-    if (__builtin_add_overflow(sg.peak, off, &gpk) || __builtin_add_overflow(sg.reserved, off, &grs))
+    int64_t bufb, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT], off, gpk, grs;
+    if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
+        __builtin_add_overflow(st->persistent[CAT_OPT], extra_w, &off) ||
+        __builtin_add_overflow(off, bufb / 512 * 512, &off) ||
+        __builtin_add_overflow(off, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &off) ||
+        __builtin_add_overflow(sg.peak, off, &gpk) || __builtin_add_overflow(sg.reserved, off, &grs))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    bufb = bufb / 512 * 512;
     r->grpo.on = 1;
     r->grpo.generation_batch = g.batch;
     r->grpo.generate_peak = gpk;
