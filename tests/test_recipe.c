@@ -56,7 +56,10 @@ static char *run_json(const kv *opts, size_t n, const char *model, bool drop_rec
     char *text = NULL;
     size_t len = 0;
     assert_non_null(q);
-    assert_int_equal(vc_request_set(q, "seq", "512", err), VC_OK);
+    bool grpo = false; /* --loss grpo runs --prompt + --new-tokens tokens, no --seq (trl:grpo) */
+    for (size_t i = 0; i < n; i++)
+        grpo |= !strcmp(opts[i].value, "grpo") || !strcmp(opts[i].value, "trl:grpo");
+    assert_int_equal(vc_request_set(q, grpo ? "prompt" : "seq", grpo ? "64" : "512", err), VC_OK);
     assert_int_equal(vc_request_set(q, "format", "json", err), VC_OK);
     for (size_t i = 0; i < n; i++)
         if (vc_request_set(q, opts[i].name, opts[i].value, err)) goto out;

@@ -278,7 +278,7 @@ VC_EXTERN size_t vc_model_layer_count(const vc_model *m);           /* expanded 
  * ("chunked_nll": 256-token chunks, each under a checkpoint), a row each of src/engine/loss.c's table. */
 #define VC_LOSS_MAP(X) X(HF, "hf") X(LIGER, "liger") X(CCE, "cce") X(CHUNKED, "chunked") X(MEAN, "mean") \
     X(DPO, "dpo") X(DPO_PRECOMPUTED, "dpo-precomputed") X(ORPO, "orpo") X(KTO, "kto") \
-    X(CHUNKED_NLL, "chunked-nll")
+    X(CHUNKED_NLL, "chunked-nll") X(GRPO, "grpo")
 #define VC__ENUM_LOSS(e, n) VC_LOSS_IMPL_##e,
 typedef enum { VC_LOSS_MAP(VC__ENUM_LOSS) VC_LOSS_IMPL__N } vc_loss_impl;
 VC_EXTERN int vc_loss_impl_from_name(const char *s); /* -1 when unknown */
@@ -559,6 +559,12 @@ typedef struct {
      * one row (TRL's padding_free / packing, torchtune's packed=True): batch is then 1 and the
      * row's length their sum, the attention follows it (layers/llm.c ra_packed); 0 or 1: none */
     int64_t packing;
+    /* --loss grpo (docs/llm.md, "--loss grpo"): TRL's GRPOTrainer step, its generation of prompt + new_tokens
+     * tokens per sequence (max_completion_length = new_tokens) inside it. grpo_beta: GRPOConfig.beta,
+     * the KL coefficient (0, its default: no reference model); num_generations: GRPOConfig's, the
+     * completions per prompt (default 8), which must divide the generation batch */
+    double grpo_beta;
+    int64_t num_generations;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -772,6 +778,17 @@ typedef struct {
      * figures above are the busiest rank's. 0 entries without --pp. */
     size_t nranks;
     struct vc_rank_info *ranks; /* owned; freed by vc_result_free */
+    /* --loss grpo (src/engine/grpo.c): the step's phases apart. on 1 when computed; generation_batch:
+     * the sequences generated together; generate_peak: the generation's max_memory_allocated() with the
+     * training state resident (weights, optimizer state, the previous step's buffered batch; no
+     * gradients: zero_grad(set_to_none=True)), generate_reserved its reserve; kv_cache: the cache's
+     * bytes after the last decoding step; train_peak / train_reserved: the rest of the step (the
+     * reference pass when beta > 0, the policy's forward and backward, the optimizer step).
+     * peak_allocated and reserved above are the larger of the two. */
+    struct {
+        int on;
+        int64_t generation_batch, generate_peak, generate_reserved, kv_cache, train_peak, train_reserved;
+    } grpo;
 } vc_result;
 
 /* One kind of pipeline rank: its stages and global ranks (the pipeline rank

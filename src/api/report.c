@@ -599,6 +599,13 @@ void report_table(FILE *f, const vc_report *rep)
             row(f, t, "  DeltaNet state", r->generate.ssm_state, note);
         }
     }
+    if (r->grpo.on) { /* --loss grpo (src/engine/grpo.c): the step's phases apart */
+        snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " tokens sampled)", r->grpo.generation_batch, o->new_tokens);
+        row(f, t, "  generation peak", r->grpo.generate_peak, note);
+        row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
+                                                                                : "(its last decoding step)");
+        row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
+    }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
     nccl_row(f, rep);
@@ -962,6 +969,13 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                     r->generate.cross_cache, r->generate.cross_tokens);
         fprintf(f, "}");
     }
+    if (r->grpo.on) /* --loss grpo: the step's phases (src/engine/grpo.c) */
+        fprintf(f, ",\n%s\"grpo\": {\"beta\": %.6g, \"num_generations\": %" PRId64 ", \"prompt\": %" PRId64
+                   ", \"max_completion_length\": %" PRId64 ", \"generation_batch\": %" PRId64 ", \"generate_peak\": %" PRId64
+                   ", \"generate_reserved\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"train_peak\": %" PRId64
+                   ", \"train_reserved\": %" PRId64 "}",
+                ind, o->grpo_beta, o->num_generations, o->prompt, o->new_tokens, r->grpo.generation_batch,
+                r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved);
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

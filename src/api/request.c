@@ -360,6 +360,8 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         return choose(name, v, (int)(hf->loss = (vc_loss_impl)vc_loss_impl_from_name(v)), info->choices, err);
     case VC_OPT_PACKING: q->hf_given = true; o->packing = on; return VC_OK;
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
+    case VC_OPT_BETA: return parse_real(name, v, 0, 1e6, &o->grpo_beta, err);
+    case VC_OPT_NUM_GENERATIONS: return parse_count(name, v, 1, &o->num_generations, err);
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
         return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
@@ -693,6 +695,44 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          kto ? "the batch's halves are its desirable and undesirable examples; give " O("batch")
                              : "it would count sequences, not pairs; give " O("batch") " as 2 x the pairs");
     }
+    if (q->hf.loss == VC_LOSS_IMPL_GRPO) {
+        /* TRL's GRPOTrainer step (src/engine/grpo.c; trl/trainer/grpo_trainer.py and grpo_config.py @f2cd5771):
+         * per_device_train_batch_size completions, num_generations per prompt, generated and trained on in the
+         * step (steps_per_generation 1); the model runs prompt + max_completion_length tokens */
+        if (o->mode != VC_MODE_TRAIN)
+            return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
+                         vc_mode_name(o->mode));
+        const char *no = q->hf.seq > 0 ? O("seq") : q->given[VC_OPT_GRAD_CKPT_EVERY] ? O("grad_ckpt_every")
+                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 ? O("accumulate")
+                       : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
+                       : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
+                       : o->optim_in_bwd ? O("optim_in_bwd") : o->hold_output ? O("hold_output") : o->act_offload ? O("act_offload")
+                       : o->tp > 1 ? O("tp") : o->pp > 1 ? O("pp") : NULL;
+        if (no)
+            return usage(err, OV("loss", "grpo") " is modelled without %s: %s", no,
+                         !strcmp(no, O("seq")) ? "the sequence is " O("prompt") " + " O("new_tokens")
+                         : !strcmp(no, O("grad_ckpt_every")) || !strcmp(no, O("grad_ckpt_ops"))
+                           ? "TRL checkpoints every decoder layer whole (transformers' gradient_checkpointing_enable)"
+                         : !strcmp(no, O("accumulate")) ? "steps_per_generation > 1 (one generation for several steps) "
+                           "is not modelled"
+                         : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"
+                         : "the step's generation and training phases are two plans (src/engine/grpo.c) that it "
+                           "does not run");
+        if (o->num_generations < 2)
+            return usage(err, O("num_generations") " %lld: GRPO needs at least 2 generations per prompt (GRPOConfig "
+                         "raises below 2)", (long long)o->num_generations);
+        if (!q->batch_given) o->batch = o->num_generations;
+        else if (o->batch % o->num_generations)
+            return usage(err, O("batch") " %lld is not a multiple of " O("num_generations") " %lld: GRPOConfig requires "
+                         "generation_batch_size %% num_generations == 0", (long long)o->batch, (long long)o->num_generations);
+        int64_t total;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > VC_MAX_DIM_SIZE)
+            return usage(err, O("new_tokens") ": prompt + new tokens pass 2^40");
+        q->hf.seq = total;
+    } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS]) {
+        return usage(err, "%s is GRPOConfig's: it needs " OV("loss", "grpo"),
+                     q->given[VC_OPT_BETA] ? O("beta") : O("num_generations"));
+    }
     if (o->packing) {
         /* TRL's DataCollatorForLanguageModeling with padding_free (trl/trainer/sft_trainer.py @ f2cd5771,
          * torch_call: the examples' input_ids concatenated into one row, position_ids restarting at 0
@@ -724,7 +764,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      q->trace ? O("trace") : q->input ? O("input") : O("per_layer"));
     if (q->trace && (q->max_batch || q->format != VC_FORMAT_TABLE))
         return usage(err, O("trace") " prints one batch's timeline: it does not go with %s", q->max_batch ? O("max_batch") : O("format"));
-    if (q->gen_given && o->mode != VC_MODE_GENERATE && !q->serve)
+    if (q->gen_given && o->mode != VC_MODE_GENERATE && !q->serve && q->hf.loss != VC_LOSS_IMPL_GRPO)
         return usage(err, O("prompt") ", " O("new_tokens") " and " O("cache") " go with " OV("mode", "generate") " (or " O("serve") ")");
     if (q->kvq_given && o->cache != VC_CACHE_QUANTIZED)
         return usage(err, O("kv_bits") ", " O("kv_group_size") " and " O("kv_residual_length") " go with " OV("cache", "quantized")
@@ -1052,8 +1092,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         }
         if (st) {
             /* generate loads a config.json at the prompt's length (check_request): its limits are --prompt's
-             * (an encoder-decoder's decoder too: it is built at the prompt's length, --target-seq not given) */
-            if (o->mode == VC_MODE_GENERATE && (!strcmp(err->path, O("seq")) || !strcmp(err->path, O("target_seq"))))
+             * (an encoder-decoder's decoder too: it is built at the prompt's length, --target-seq not given;
+             * --loss grpo: at prompt + new tokens, --prompt's too) */
+            if ((o->mode == VC_MODE_GENERATE || q->hf.loss == VC_LOSS_IMPL_GRPO) &&
+                (!strcmp(err->path, O("seq")) || !strcmp(err->path, O("target_seq"))))
                 snprintf(err->path, sizeof err->path, O("prompt"));
             lib_err(q, err, st);
             goto fail;

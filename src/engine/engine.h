@@ -97,6 +97,9 @@ vc_status vc_plan_simulate_limit(const vc_plan *p, int64_t batch, int64_t limit,
 /* estimate.c: a simulation as a result, all but cuda_context and total; layers when inst_act != NULL */
 vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s, const int64_t *inst_act,
                              vc_result *r, vc_error *err);
+/* grpo.c: --loss grpo, the generation phase as its own plan beside the training state of st (the
+ * step's other phases, the plan just simulated); r->grpo and the step's peak and reserve. */
+vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err);
 
 /* Writes one line per alloc/free event (phase, kind, category, bytes,
  * running total, layer, op) through `line`. */

@@ -221,6 +221,7 @@ vc_status vc_estimate(const vc_model *m, const vc_options *o, vc_result *r, vc_e
     free(act);
     if (st) return st;
     memcpy(r->attention, note, sizeof note);
+    if (m->loss == VC_LOSS_GRPO && o->mode == VC_MODE_TRAIN && (st = vc__grpo_phases(m, o, &s, r, err))) return st;
     if ((st = finish(r, o, uses, err))) return st;
     if ((st = vc__first_step(m, o, r, err))) return st;
     if ((st = vc__cudnn_interval(m, o, conv, r, err))) return st;

@@ -92,6 +92,10 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     if (g->hybrid && !g->profile && b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "a model with Gated DeltaNet layers (qwen3_next) runs its own "
                             "Qwen3NextDynamicCache: only " OV("cache", "dynamic"));
+    /* --loss grpo with --grad-ckpt: TRL generates with the model in training mode, where transformers'
+     * GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for each decoder
+     * layer: the cache is never written, every step runs its own tokens alone (src/engine/grpo.c) */
+    g->nocache = !g->profile && m->loss == VC_LOSS_GRPO && m->hf.checkpoint;
     if (!g->profile) {
         g->prompt = b->o.prompt;
         g->steps = b->o.new_tokens;
@@ -286,7 +290,7 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode)
 static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged, vc_t *k, vc_t *v, int64_t *S)
 {
     vc_gen *g = &b->gen;
-    if (!g->on || b->st) return false;
+    if (!g->on || b->st || g->nocache) return false;
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
@@ -359,6 +363,7 @@ static void grow_caches(vc_build *b, int64_t step)
 typedef struct {
     vc_t ids, mask, pos, unfinished, pad, logits32, next;
     int64_t len; /* tokens in ids and mask */
+    vc_t probs;  /* do_sample (--loss grpo): _sample's probs, a local like next_token_logits; -1 */
 } loop_state;
 
 /* _sample after model(**model_inputs): the logits' copy, the next tokens, the grown ids and mask. */
@@ -374,7 +379,24 @@ static void step_end(vc_build *b, loop_state *ls, vc_t logits, int64_t vocab)
     vc_t prev_logits = ls->logits32, prev_next = ls->next;
     ls->logits32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(vocab), VC_DT_F32);
     if (prev_logits >= 0) vc__extend_life(b, prev_logits); /* rebound now: freed after this op */
-    vc_t nt = vc__op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t nt;
+    if (b->m->loss == VC_LOSS_GRPO) {
+        /* TRL's GRPOTrainer generates with GenerationConfig(do_sample=True, temperature 1.0, top_p 1.0,
+         * top_k 0, repetition_penalty 1.0) (trl/trainer/grpo_trainer.py @f2cd5771 __init__): no logits
+         * processor, so _sample takes probs = softmax(next_token_scores, -1) and torch.multinomial(probs, 1):
+         * ATen's one-sample path (native/Distributions.cpp multinomial) q = empty_like(probs).exponential_(),
+         * div_out(q, probs, q), argmax_out(result [B, 1] int64) */
+        vc_t prev_probs = ls->probs;
+        ls->probs = vc__op_nograd(b, "softmax", ls->logits32, -1, vc_n_sample(vocab), VC_DT_F32);
+        if (prev_probs >= 0) vc__extend_life(b, prev_probs);
+        vc_op *o = vc_op_begin(b, "multinomial");
+        vc_op_in_nodiff(o, ls->probs);
+        vc_op_ftemp(o, vc_n_sample(vocab), VC_DT_F32); /* q */
+        nt = vc_op_out(o, vc_n_sample(1), VC_DT_I64);
+        vc_op_end(o);
+    } else {
+        nt = vc__op_nograd(b, "argmax", ls->logits32, -1, vc_n_sample(1), VC_DT_I64);
+    }
     vc_t a = vc__op_nograd(b, "mul", nt, ls->unfinished, vc_n_sample(1), VC_DT_I64);
     vc_t r = vc__op_nograd(b, "rsub", ls->unfinished, -1, vc_n_sample(1), VC_DT_I64);
     vc_t p = vc__op_nograd(b, "mul", ls->pad, r, vc_n_sample(1), VC_DT_I64);
@@ -443,7 +465,7 @@ void vc__gen_emit(vc_build *b)
         b->val_t[0] = prompt;
         return;
     }
-    loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P};
+    loop_state ls = {prompt, -1, -1, -1, -1, -1, -1, P, -1};
     b->cur_inst = b->cur_region = -1;
     /* generate(): the attention mask (ones), cache_position (arange), unfinished_sequences (ones) and the pad token */
     ls.mask = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
@@ -484,7 +506,7 @@ void vc__gen_emit(vc_build *b)
         step_end(b, &ls, b->val_t[m->output], vocab);
     }
     /* what generate() still holds when it returns */
-    vc_t held[] = {ls.ids, ls.mask, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next};
+    vc_t held[] = {ls.ids, ls.mask, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, ls.probs};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
     for (int i = 0; i < g->nslot; i++) {
         const vc_kv_slot *s = &g->slot[i];

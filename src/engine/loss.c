@@ -1459,6 +1459,12 @@ static const vc_loss_row rows[] = {
                              true, true, true, emit_chunked_nll,
                              "TRL's chunked_nll takes a DTensor head's full_tensor() (FSDP2), not a vocabulary shard; "
                              "under " O("tp") " it is not modelled (" OV("loss", "hf") ")"},
+    /* src/engine/grpo.c: the row runs the whole forward itself (vc__loss_forward_end), the reference's before the
+     * policy's, each with its LM head on the completion's positions (logits_to_keep) */
+    [VC_LOSS_GRPO] = {"grpo", "grpo", "TRL's GRPOTrainer step: the completions generated with the KV cache, the "
+                      "reference's no-grad log-probs when beta > 0, the policy's forward and backward on prompt + "
+                      "completion, the dapo loss", true, true, true, vc__grpo_emit,
+                      "TRL's GRPO under Megatron tensor parallelism is not modelled (" OV("loss", "hf") ")"},
 };
 
 const vc_loss_row *vc_loss_row_get(vc_loss l)
@@ -1509,6 +1515,7 @@ int vc__loss_head(const vc_model *m)
 size_t vc__loss_forward_end(const vc_build *b)
 {
     const vc_loss_row *r = vc_loss_row_get(b->m->loss);
+    if (b->train && b->m->loss == VC_LOSS_GRPO) return 0; /* grpo.c emits the forwards in the step's order */
     return b->train && r->fused && b->m->loss_head >= 0 ? (size_t)b->m->loss_head : b->m->ninst;
 }
 
@@ -1525,3 +1532,9 @@ void vc__emit_loss(vc_build *b)
         vc_op_end(o);
     }
 }
+
+/* DPO's pieces that GRPO's loss (src/engine/grpo.c) runs on its own logits: the [.., :-1, :] view,
+ * trl's selective_log_softmax and entropy_from_logits (the same utils.py functions) */
+vc_t vc__trl_shift(vc_build *b, vc_t y, int64_t L, int64_t V) { return dpo_shift(b, y, L, V); }
+vc_t vc__trl_logps(vc_build *b, vc_t s, int64_t L, int64_t V) { return dpo_logps(b, s, L, V); }
+void vc__trl_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt) { dpo_entropy(b, s, L, V, dt); }

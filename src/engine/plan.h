@@ -261,6 +261,7 @@ typedef struct {
     int enc_val, ids_inst;
     int32_t enc_t;
     int64_t enc_len;
+    bool nocache;             /* --loss grpo with --grad-ckpt: the layers run without the cache (generate.c) */
 } vc_gen;
 
 /* --compile (compile.c): the partition and inductor's fusion, decided per op
@@ -413,6 +414,12 @@ void vc__end_forward(vc_build *b);
  * with `copy`, a frozen copy of the weights (ref_t), else the model's own with PEFT's
  * adapters disabled; returns its output (the reference logits), -1 after an error. */
 vc_t vc__emit_reference(vc_build *b, bool copy);
+/* grpo.c: --loss grpo's row (the reference's and the policy's forwards in the step's order, the
+ * loss); loss.c: DPO's [.., :-1, :] view, selective_log_softmax and entropy_from_logits for it. */
+void vc__grpo_emit(vc_build *b);
+vc_t vc__trl_shift(vc_build *b, vc_t y, int64_t L, int64_t V);
+vc_t vc__trl_logps(vc_build *b, vc_t s, int64_t L, int64_t V);
+void vc__trl_entropy(vc_build *b, vc_t s, int64_t L, int64_t V, vc_dtype dt);
 
 /* generate.c: --mode generate. vc__gen_begin loads the two models a generation
  * runs (the prompt's length, one token) before the plan's tensors are made;

@@ -294,6 +294,12 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
     vc_cat3(r->attention, sizeof r->attention, vc_plan_note(e->plan), "", ""); /* attention kernel chosen */
     vc_options o = e->o; /* cuDNN's workspace interval (src/engine/cudnn.c) */
     o.batch = batch;
+    if (e->m->loss == VC_LOSS_GRPO && o.mode == VC_MODE_TRAIN) { /* --loss grpo: its generation phase too (grpo.c) */
+        if ((st = vc__grpo_phases(e->m, &o, &s, r, err))) return st;
+        if (__builtin_add_overflow(r->memory.reserved, r->memory.cuda_context, &r->memory.total) ||
+            __builtin_add_overflow(r->memory.total, r->memory.nccl, &r->memory.total))
+            return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    }
     if ((st = vc__first_step(e->m, &o, r, err))) return st; /* --first-step: the run's first steps too */
     if ((st = vc__cudnn_interval(e->m, &o, vc__plan_has_conv(e->plan), r, err))) return st;
     int64_t saved[2]; /* --compile: the eager step beside it (src/engine/compile.c) */

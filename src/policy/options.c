@@ -102,6 +102,7 @@ static void defaults(vc_options *o)
     o->micro_batches = 0;
     o->sp = 0;
     o->ep = 1;
+    o->num_generations = 8; /* GRPOConfig.num_generations */
 }
 
 void vc_options_init_size(vc_options *o, size_t size)

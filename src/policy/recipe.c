@@ -121,6 +121,19 @@ static const vc_recipe_row recipes[] = {
      "torch 2.8 (add --optim-impl fused); max_grad_norm 1.0: clip_grad_norm_'s norm temporaries are not modelled; "
      "the sequence (--seq) is the data's",
      {{"batch", "8"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}}},
+    /* TRL's GRPOTrainer with GRPOConfig's defaults (huggingface/trl @ f2cd5771, trl/trainer/grpo_config.py;
+     * src/engine/grpo.c): per_device_train_batch_size 8 (TrainingArguments'), num_generations 8,
+     * max_completion_length 512, beta 0.0 (no reference model), loss_type "dapo", use_vllm False (the
+     * transformers generate() path), steps_per_generation = gradient_accumulation_steps 1, optim adamw_torch,
+     * gradient_checkpointing True (GRPOConfig's own default: the generation then without the cache);
+     * bf16 True, GRPOConfig's own default too: see not_applied. */
+    {"trl:grpo", "huggingface/trl@f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/trainer/grpo_config.py",
+     "any Hugging Face causal LM",
+     "bf16 True (autocast over the model in the dtype it was loaded in) is estimated as -p bf16, the model in bf16 "
+     "without autocast; the prompt's length (--prompt) is the data's; max_grad_norm 1.0: clip_grad_norm_'s "
+     "temporaries are not modelled",
+     {{"loss", "grpo"}, {"num_generations", "8", "loss"}, {"new_tokens", "512", "loss"}, {"batch", "8"},
+      {"precision", "bf16"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, {"grad_ckpt", "true"}}},
 };
 
 size_t vc__recipe_count(void) { return sizeof recipes / sizeof *recipes; }

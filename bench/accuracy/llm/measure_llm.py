@@ -75,7 +75,7 @@ def parse_args(argv):
     ap.add_argument("--modules-to-save", default="", help="PEFT's modules_to_save (peft_replica.py ModulesToSaveWrapper)")
     ap.add_argument("--attn", choices=["eager", "sdpa"], help="default: sdpa, gemma2 eager")
     ap.add_argument("--loss", default="hf", choices=["hf", "liger", "cce", "chunked", "mean", "dpo", "dpo-precomputed", "orpo", "kto",
-                                                         "chunked-nll"],
+                                                         "chunked-nll", "grpo"],
                     help="hf: ForCausalLMLoss; liger: Liger-Kernel's fused linear cross-entropy (liger_replica.py); "
                     "cce: Apple's Cut Cross-Entropy (cce_replica.py); chunked: torchtune's chunked output and "
                     "CEWithChunkedOutputLoss (chunked_replica.py); mean: model(ids).logits.mean(), no labels; dpo: TRL's "
@@ -100,6 +100,8 @@ def parse_args(argv):
     ap.add_argument("--hold-output", action="store_true",
                     help="the loop keeps the model's output (logits) until loss.backward() returns: out = model(...); "
                     "out.loss.backward(); then dropped")
+    ap.add_argument("--beta", type=float, default=0.0, help="grpo: GRPOConfig.beta (0.0: no reference model)")
+    ap.add_argument("--num-generations", type=int, default=2, help="grpo: GRPOConfig.num_generations")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -295,7 +297,7 @@ def main(argv):
     if args.precision == "bf16":
         model.to(torch.bfloat16)
     ref_model = None
-    if args.loss in ("dpo", "kto") and not args.lora and args.peft == "lora":
+    if (args.loss in ("dpo", "kto") or (args.loss == "grpo" and args.beta != 0.0)) and not args.lora and args.peft == "lora":
         # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
         ref_model = R.CausalLM(cfg, args.attn)
         if args.precision == "bf16":
@@ -400,6 +402,18 @@ def main(argv):
         elif args.loss == "kto":
             import kto_replica  # DataCollatorForUnpairedPreference's batch, resident like the inputs below
             kto = kto_replica.KTO(model, args.batch, args.seq, V, ref_model=ref_model)
+        elif args.loss == "grpo":
+            import grpo_replica  # the step generates its own batch (_prepare_inputs), --prompt + --new-tokens tokens
+            if args.ckpt and (args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+                raise SystemExit("measure_llm.py: --loss grpo: --ckpt of every decoder layer only")
+            grpo = grpo_replica.GRPO(model, args.batch, args.prompt, args.new_tokens, V, ref_model=ref_model,
+                                     beta=args.beta, num_generations=args.num_generations)
+            grpo_phases = {}
+
+            def on_phase(name, call):  # step 2 (the first measured): the peak since its start
+                if call == 2:
+                    grpo_phases[name] = int(tr.O.opobs_peak())
+            grpo.on_phase = on_phase
         elif args.loss == "orpo":
             import orpo_replica  # DPODataCollatorWithPadding's chosen/rejected batch, resident like the inputs below
             orpo = orpo_replica.ORPO(model, args.batch, args.seq, V)
@@ -459,6 +473,8 @@ def main(argv):
                 return dpo.compute_loss()
             if args.loss == "orpo":
                 return orpo.compute_loss()
+            if args.loss == "grpo":
+                return grpo.compute_loss()
             if args.loss == "kto":
                 return kto.compute_loss()
             if args.loss == "chunked-nll":
@@ -535,13 +551,16 @@ def main(argv):
         measure.train_steps(tr, compute_loss, opt, args.steps, tag=tag, at_step=per_op_log)
         steady = tr.O.opobs_current()
         result.update({
-            "seq": args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
+            "seq": args.prompt + args.new_tokens if args.loss == "grpo" else args.seq, "optim": args.optim, "gradient_checkpointing": bool(args.ckpt), "loss": args.loss,
             **({"loss_chunks": args.loss_chunks} if args.loss == "chunked" else {}),
             **({"zero_grad": "zero"} if args.zero_grad == "zero" else {}),
             **({"ckpt_every": args.ckpt_every} if args.ckpt and args.ckpt_every != 1 else {}),
             **({"ckpt_ops": True} if args.ckpt and args.ckpt_ops else {}),
             **({"hold_output": True} if args.hold_output else {}),
             **({"packing": True} if args.packing else {}),
+            **({"prompt": args.prompt, "new_tokens": args.new_tokens, "beta": args.beta,
+                "num_generations": args.num_generations,
+                "generate_peak": grpo_phases.get("generate")} if args.loss == "grpo" else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),
             "lora": ({"r": args.lora, "alpha": args.lora_alpha, "dropout": args.lora_dropout,

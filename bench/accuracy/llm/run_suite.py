@@ -875,6 +875,41 @@ def cases():
         ("qwen3_small", 4, 150, "adamw", "bf16", True, 0),
     ]
     train_cases(out, trl_sft_packed, loss="chunked-nll", packing=True)
+    # --loss grpo (issue 26 item 5): TRL's GRPOTrainer step (grpo_replica.py, huggingface/trl @f2cd5771,
+    # trl/trainer/grpo_trainer.py): batch completions of new_tokens sampled after prompt tokens with the KV
+    # cache (num_generations per prompt), the reference's no-grad log-probs when beta > 0 (LoRA: adapters
+    # disabled; else a frozen copy), the policy's forward and backward with logits_to_keep, the dapo loss.
+    # The last two were first run after the model was settled. Every third held out.
+    grpo = [
+        ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
+        ("llama_small", 4, 16, 16, "adamw", "bf16", 0, 0.04, 2),
+        ("llama_small", 16, 64, 64, "adamw", "fp32", 8, 0.0, 4),
+        ("llama_vocab8k", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
+        ("llama_vocab8k", 8, 24, 40, "adamw", "bf16", 8, 0.04, 4),
+        ("qwen2_small", 8, 32, 32, "adamw", "bf16", 8, 0.04, 2),
+        ("qwen2_vocab6k", 4, 32, 16, "adamw", "bf16", 8, 0.1, 2),
+        ("llama_small", 8, 32, 48, "sgd", "fp32", 0, 0.04, 8),
+        ("llama_wide", 4, 32, 32, "adamw", "bf16", 8, 0.0, 2),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, beta, g) in enumerate(grpo):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=False, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
+                        num_generations=g, held_out=(i % 3 == 2)))
+    # --loss grpo with gradient checkpointing (GRPOConfig's default): the generation in training mode without
+    # the cache (GradientCheckpointingLayer drops past_key_values), the policy's forward checkpointed per
+    # decoder layer, the reference's not. Every third held out.
+    grpo_ckpt = [
+        ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 0.0, 2),
+        ("llama_small", 8, 32, 32, "adamw", "bf16", 8, 0.0, 4),
+        ("llama_vocab8k", 4, 16, 16, "adamw", "bf16", 0, 0.04, 2),
+        ("qwen2_vocab6k", 4, 32, 32, "adamw", "bf16", 8, 0.04, 2),
+        ("llama_wide", 4, 48, 16, "sgd", "fp32", 0, 0.0, 4),
+        ("qwen2_small", 8, 24, 40, "adamw", "bf16", 8, 0.1, 8),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, beta, g) in enumerate(grpo_ckpt):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=True, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
+                        num_generations=g, held_out=(i % 3 == 2)))
     return out
 
 
@@ -918,6 +953,9 @@ def argv_of(c):
             a.append("--packing")
         if c.get("optim_in_bwd"):
             a.append("--optim-in-bwd")
+        if c.get("loss") == "grpo":  # grpo_replica.py: the step generates prompt + new_tokens
+            a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"]), "--beta", str(c["beta"]),
+                  "--num-generations", str(c["num_generations"])]
     elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py), t5 (t5_replica.py)
         # and gemma4_text (gemma4_replica.py)
         a += ["--seq", str(c["seq"])]

@@ -1,0 +1,330 @@
+/*
+ * grpo.c — --loss grpo: one step of TRL's GRPOTrainer with its defaults (issue 26 item 5; docs/llm.md, the
+ * section "Reinforcement learning with generation inside the step: --loss grpo").
+ *
+ * Followed: huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8 (TRL below), trl/trainer/grpo_trainer.py
+ * and grpo_config.py (use_vllm False, num_iterations 1, steps_per_generation = gradient_accumulation_steps = 1,
+ * temperature 1.0, loss_type "dapo", epsilon 0.2, importance_sampling_level "token", entropy_coef 0.0,
+ * beta the user's, 0.0 by default: no reference model). A step, in Trainer.training_step -> _prepare_inputs:
+ *  1. _generate_and_score_completions -> _generate_single_turn: unwrap_model_for_generation + torch.no_grad():
+ *     model.generate(prompt ids [B, P], GenerationConfig(max_new_tokens=max_completion_length, do_sample=True)):
+ *     transformers' _sample with the DynamicCache growing by concatenation, as --mode generate models it
+ *     (src/engine/generate.c; do_sample's softmax and multinomial there). The training state stays resident:
+ *     weights, the optimizer's state, and the previous step's buffered batch (self._buffered_inputs is only
+ *     replaced after this generation); no gradients (zero_grad(set_to_none=True) after the last step).
+ *     vc__grpo_phases runs it as its own generate plan with those bytes added.
+ *  2. with beta != 0, under torch.no_grad() and disable_gradient_checkpointing:
+ *     _get_per_token_logps_and_entropies(ref_model or the PEFT model with its adapters disabled,
+ *     prompt_completion_ids, attention_mask, logits_to_keep=C, batch_size=per_device_train_batch_size):
+ *     model(..., logits_to_keep=C + 1, use_cache=False) (the LM head on the last C + 1 positions),
+ *     logits[:, :-1, :], logits[:, -C:, :], logits.div_(temperature), selective_log_softmax; the generation's
+ *     padded ids and masks and their concatenations alive beside it. (vc__grpo_emit, first)
+ *  3. shuffle_sequence_dict / split_tensor_dict: the batch's prompt_ids, prompt_mask, completion_ids,
+ *     completion_mask [B, P] / [B, C] int64, advantages [B] fp32, num_items_in_batch (0-d int64) and
+ *     ref_per_token_logps [B, C] kept in self._buffered_inputs through the step (one resident block here:
+ *     the target of the plan, state.c);
+ *  4. _compute_loss: input_ids = cat (the plan's input, [B, P + C]), attention_mask = cat; the policy's forward
+ *     with grad and logits_to_keep = C + 1; logits[:, :-1, :] and logits.div_(temperature) (in place on a view:
+ *     the base's grad_fn becomes CopySlices(DivBackward0), the view's a slice of the base:
+ *     torch/csrc/autograd/functions/tensor.cpp CopySlices::apply allocates a base-sized result, a contiguous
+ *     clone of the view's gradient and DivBackward0's grad / other); selective_log_softmax (DPO's, loss.c);
+ *     entropy_from_logits under no_grad (DPO's metric, loss.c); torch.cat of the one chunk's log-probs and
+ *     entropies (copies); the dapo loss on [B, C] tensors: log_ratio, coef_1 = exp, (beta) per_token_kl,
+ *     coef_2 = clamp, * advantages (fp32: type promotion), minimum, neg, (beta) + beta * kl, * mask, sum,
+ *     / num_items_in_batch.clamp(min=1.0). The logging metrics after it ([B, C] bools and fp32 products made and
+ *     freed while the saved activations alone are alive) are not counted.
+ * With --grad-ckpt (GRPOConfig's default gradient_checkpointing=True) the model generates in training mode,
+ * where transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for
+ * each decoder layer: generate.c writes no cache for such a plan (vc_gen.nocache); the policy's forward here is
+ * checkpointed per decoder layer, the reference's not (disable_gradient_checkpointing: no_regions).
+ * Refused (src/api/request.c and below): accumulation (steps_per_generation > 1), autocast, parallel layouts,
+ * vLLM, --grad-ckpt-every / --grad-ckpt-ops.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "ops.h"
+#include "plan.h"
+#include "util.h"
+
+/* The bytes of the buffered batch per sample and fixed (3.): ids and masks, advantages, ref log-probs. */
+static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, vc_dtype dt)
+{
+    vc_numel n = vc_n_sample(8 * (2 * P + 2 * C) + 4 + (beta ? C * vc_dtype_size(dt) : 0));
+    n.fx = 512; /* num_items_in_batch, a 0-d int64 */
+    return n;
+}
+
+static bool peft_on(const vc_model *m)
+{
+    return m->lora.r > 0 || m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING;
+}
+
+/* The model's forward with its LM head on the last `keep` positions (transformers' logits_to_keep:
+ * hidden_states[:, -keep:, :], a view, then lm_head): the instances before the head at the full
+ * length, the head and what follows from `tw`, the model at `keep` tokens. */
+static vc_t forward_keep(vc_build *b, const vc_model *tw)
+{
+    const vc_model *m = b->m;
+    size_t head = (size_t)m->loss_head;
+    vc__emit_instances(b, 0, head);
+    if (b->st) return -1;
+    int hv = m->inst[head].in[0];
+    b->val_t[hv] = vc__op_select(b, b->val_t[hv], vc_n_sample(vc_shape_numel(&tw->val[hv].shape)), false);
+    b->m = tw;
+    vc__emit_instances(b, head, m->ninst);
+    b->m = m;
+    vc__end_forward(b);
+    return b->st ? -1 : b->val_t[m->output];
+}
+
+/* 2.: the reference's no-grad forward (the frozen copy's weights, or the policy's with its adapters
+ * disabled), as plan.c's vc__emit_reference runs DPO's, with the head on C + 1 positions; then its
+ * selective_log_softmax. Returns the [B, C] log-probs, -1 after an error. */
+static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t C, int64_t V)
+{
+    const vc_model *m = b->m;
+    size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
+    int32_t *save = malloc((nv + np + nb) * sizeof *save);
+    if (copy) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
+    if (!save || (copy && !b->ref_t)) {
+        free(save);
+        b->st = VC_ERR_NOMEM;
+        return -1;
+    }
+    memcpy(save, b->val_t, nv * sizeof *save);
+    memcpy(save + nv, b->par_t, np * sizeof *save);
+    memcpy(save + nv + np, b->buf_t, nb * sizeof *save);
+    for (size_t p = 0; copy && p < m->npar + m->nbuf && !b->st; p++) { /* create_model_from_path: the model's dtypes */
+        bool par = p < m->npar;
+        vc_t src = par ? b->par_t[p] : b->buf_t[p - m->npar];
+        vc_t t = vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
+        if (t < 0) break;
+        b->t[t].persistent = true;
+        b->ref_t[b->nref++] = t;
+        if (par) b->par_t[p] = t;
+        else b->buf_t[p - m->npar] = t;
+    }
+    bool train = b->train;
+    b->train = false;
+    b->no_regions = true;
+    b->adapters_off = !copy;
+    vc_t lp = -1;
+    vc_t y = b->st ? -1 : forward_keep(b, tw);
+    if (y >= 0) {
+        b->cur_inst = b->cur_region = -1;
+        vc_t s = vc__trl_shift(b, y, C + 1, V);
+        vc_op *o = vc_op_begin(b, "div_"); /* logits.div_(temperature): in place */
+        int i = vc_op_in(o, s);
+        s = vc_op_out_view(o, i, b->t[s].n, false);
+        vc_op_end(o);
+        lp = vc__trl_logps(b, s, C + 1, V);
+    }
+    b->train = train;
+    b->no_regions = b->adapters_off = false;
+    memcpy(b->val_t, save, nv * sizeof *save);
+    memcpy(b->par_t, save + nv, np * sizeof *save);
+    memcpy(b->buf_t, save + nv + np, nb * sizeof *save);
+    free(save);
+    return lp;
+}
+
+/* A [B, C] op of the loss: x (and y, -1 none) in, a new tensor of dt out; save: 1 x, 2 y, 4 the result.
+ * x's gradient as `grad`; y's new when y requires grad (a resident operand's does not). */
+static vc_t small(vc_build *b, const char *name, vc_t x, vc_t y, vc_dtype dt, int grad, int save)
+{
+    vc_op *o = vc_op_begin(b, name);
+    vc_op_grad(o, vc_op_in(o, x), grad);
+    if (y >= 0 && vc_requires_grad(b, y)) vc_op_grad(o, vc_op_in(o, y), VC_GRAD_NEW);
+    else if (y >= 0) vc_op_in_nodiff(o, y);
+    vc_t r = vc_op_out(o, b->t[x].n, dt);
+    if (save & 1) vc_op_save(o, x);
+    if (save & 2) vc_op_save(o, y);
+    if (save & 4) vc_op_save(o, r);
+    vc_op_end(o);
+    return r;
+}
+
+void vc__grpo_emit(vc_build *b)
+{
+    const vc_model *m = b->m;
+    const vc_value *ov = &m->val[m->output];
+    const int64_t P = b->o.prompt, C = b->o.new_tokens, L = vc_shape_numel(&m->val[0].shape);
+    const bool beta = b->o.grpo_beta != 0.0, peft = peft_on(m);
+    if (b->amp_dt != VC_DT_F32) {
+        vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
+                  "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
+        return;
+    }
+    if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
+        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU (the generation and the reference under a "
+                  "parallel layout are not)");
+        return;
+    }
+    if (m->loss_head < 0 || ov->shape.nd < 1 || L != P + C) {
+        vc_refuse(b, O("loss"), "grpo needs a causal LM config.json loaded at " O("prompt") " + " O("new_tokens")
+                  " tokens");
+        return;
+    }
+    if (beta && peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
+        vc_refuse(b, O("beta"), "the reference pass with %s disabled is not modelled (LoRA, rsLoRA, PiSSA and "
+                  "DoRA are)", m->lora.modules_to_save[0] ? O("modules_to_save") : vc_peft_row_get(m->lora.method)->name);
+        return;
+    }
+    for (size_t p = 0; beta && !peft && p < m->npar; p++)
+        if (m->par[p].fmt != VC_WEIGHTS_DENSE) {
+            vc_refuse(b, O("beta"), "a full fine-tune's reference copy of quantized weights is not modelled");
+            return;
+        }
+    const int64_t V = ov->shape.d[ov->shape.nd - 1];
+    vc_model *tw = NULL;
+    vc_error e;
+    memset(&e, 0, sizeof e);
+    if (vc__model_twin(m, C + 1, &tw, &e)) {
+        b->st = e.code ? e.code : VC_ERR_NOMEM;
+        b->why_opt = O("new_tokens");
+        snprintf(b->why, sizeof b->why, "%s", e.msg);
+        return;
+    }
+    vc_dtype dt = b->param_dt; /* the logits' (no autocast), checked below */
+    /* 3.: the buffered batch, resident through the step */
+    vc_t buf = vc__new_tensor(b, buffer_numel(P, C, beta, dt), VC_DT_U8);
+    if (buf < 0) goto out;
+    b->t[buf].persistent = true;
+    b->target_t = buf;
+    b->cur_inst = b->cur_region = -1;
+    if (beta) { /* 2.: the generation's ids and masks ([B, P] and [B, C] x 2, their cats [B, P + C] x 2) beside it */
+        vc_t gen = vc__op_new(b, "pad", vc_n_sample(8 * (2 * P + 2 * C) + 16 * (P + C)), VC_DT_U8);
+        vc_t ref = reference_logps(b, tw, !peft, C, V);
+        if (ref < 0 || b->st) goto out;
+        b->cur_inst = b->cur_region = -1;
+        vc_t cat = vc__op_nograd(b, "cat", ref, -1, b->t[ref].n, (vc_dtype)b->t[ref].dt); /* torch.cat(all_logps) */
+        vc__extend_life(b, gen);
+        vc__extend_life(b, ref);
+        vc__extend_life(b, cat);
+    }
+    /* 4.: _compute_loss */
+    vc_t am = vc__op_new(b, "cat", vc_n_sample(L), VC_DT_I64); /* attention_mask = cat([prompt_mask, completion_mask]) */
+    vc_t y = forward_keep(b, tw);
+    if (y < 0 || b->st) goto out;
+    if ((vc_dtype)b->t[y].dt != dt) {
+        vc_refuse(b, O("precision"), "grpo: the logits in another dtype than the weights are not modelled");
+        goto out;
+    }
+    b->cur_inst = b->cur_region = -1;
+    /* logits.div_(T) on logits[:, :-1, :]: CopySlices on the base, the view a slice of it (see the top) */
+    vc_op *o = vc_op_begin(b, "div_");
+    int i = vc_op_in(o, y);
+    vc_op_grad(o, i, VC_GRAD_NEW);                   /* CopySlices' result: base-sized */
+    /* grad_slice.clone() alive while DivBackward0 makes grad / other: together (one request here) */
+    const vc_part cp[2] = {{vc_n_sample(C * V), dt, 0, 0, 0}, {vc_n_sample(C * V), dt, 0, 0, 0}};
+    vc_op_btemp_parts(o, cp, 2, false);
+    vc_t yd = vc_op_out_view(o, i, b->t[y].n, true);
+    vc_op_end(o);
+    vc_t s = vc__trl_shift(b, yd, C + 1, V);
+    vc_t lp = vc__trl_logps(b, s, C + 1, V);
+    vc__trl_entropy(b, s, C + 1, V, dt); /* under no_grad: entropies [B, C] */
+    vc_t ent = vc__op_nograd(b, "entropy", s, -1, vc_n_sample(C), dt);
+    vc_t entc = vc__op_nograd(b, "cat", ent, -1, vc_n_sample(C), dt); /* torch.cat(all_entropies) */
+    o = vc_op_begin(b, "cat"); /* torch.cat(all_logps): a copy; CatBackward passes slices of its gradient */
+    vc_op_grad(o, vc_op_in(o, lp), VC_GRAD_PASS);
+    vc_t logps = vc_op_out(o, b->t[lp].n, dt);
+    vc_op_end(o);
+    /* the dapo loss (advantages [B, 1] fp32 and completion_mask int64 from the resident buffer: saved,
+     * nothing kept for them); coef_1 * advantages promotes to fp32 */
+    vc_t lr = small(b, "sub", logps, -1, dt, VC_GRAD_PASS, 0);        /* per_token_logps - old (detached) */
+    vc_t c1 = small(b, "exp", lr, -1, dt, VC_GRAD_NEW, 4);            /* coef_1: ExpBackward saves the result */
+    vc_t kl = -1;
+    if (beta) { /* exp(ref - logps) - (ref - logps) - 1 */
+        vc_t d1 = small(b, "rsub", logps, -1, dt, VC_GRAD_PASS, 0);
+        vc_t e1 = small(b, "exp", d1, -1, dt, VC_GRAD_NEW, 4);
+        vc_t d2 = small(b, "rsub", logps, -1, dt, VC_GRAD_PASS, 0);
+        vc_t k1 = small(b, "sub", e1, d2, dt, VC_GRAD_PASS, 0);
+        kl = small(b, "sub", k1, -1, dt, VC_GRAD_PASS, 0);
+    }
+    vc_t c2 = small(b, "clamp", c1, -1, dt, VC_GRAD_NEW, 1);          /* ClampBackward saves self */
+    vc_t l1 = small(b, "mul", c1, -1, VC_DT_F32, VC_GRAD_NEW, 0);     /* coef_1 * advantages */
+    vc_t l2 = small(b, "mul", c2, -1, VC_DT_F32, VC_GRAD_NEW, 0);
+    vc_t pl = small(b, "minimum", l1, l2, VC_DT_F32, VC_GRAD_NEW, 3);
+    pl = small(b, "neg", pl, -1, VC_DT_F32, VC_GRAD_NEW, 0);
+    if (beta) {
+        vc_t kb = small(b, "mul", kl, -1, dt, VC_GRAD_NEW, 0);        /* beta * per_token_kl */
+        pl = small(b, "add", pl, kb, VC_DT_F32, VC_GRAD_PASS, 0);
+    }
+    vc_t pm = small(b, "mul", pl, -1, VC_DT_F32, VC_GRAD_NEW, 0);     /* * mask */
+    o = vc_op_begin(b, "sum");
+    vc_op_grad(o, vc_op_in(o, pm), VC_GRAD_NEW); /* sum_backward: grad.expand(sizes), materialized by mul's backward */
+    vc_t sm = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_end(o);
+    vc_t nrm = vc__op_nograd(b, "clamp", -1, -1, vc_n_fixed(1), VC_DT_F32); /* num_items_in_batch.clamp(min=1.0) / 1 */
+    o = vc_op_begin(b, "div");
+    vc_op_grad(o, vc_op_in(o, sm), VC_GRAD_NEW);
+    vc_op_in_nodiff(o, nrm);
+    b->loss_t = vc_op_out(o, vc_n_fixed(1), VC_DT_F32);
+    vc_op_save(o, nrm);
+    vc_op_end(o);
+    /* _compute_loss's locals until it returns */
+    vc__extend_life(b, am);
+    vc__extend_life(b, entc);
+    vc__extend_life(b, logps);
+    vc__extend_life(b, c1);
+    vc__extend_life(b, c2);
+    vc__extend_life(b, kl);
+out:
+    vc_model_free(tw);
+}
+
+/* 1.: the generation as its own plan, with the training state resident beside it. */
+vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
+{
+    vc_options g = *o;
+    g.mode = VC_MODE_GENERATE;
+    g.cache = VC_CACHE_DYNAMIC;
+    vc_plan *p = NULL;
+    vc_status s = vc_plan_build(m, &g, &p, err);
+    if (s) return s;
+    vc_sim sg;
+    s = vc_plan_simulate(p, g.batch, &sg, NULL, err);
+    vc_plan_free(p);
+    if (s) return s;
+    /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
+     * gradients kept by --zero-grad zero, the previous step's buffered batch */
+    vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
+    vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, dt);
+    int64_t bufb, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT], off, gpk, grs;
+    if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
+        __builtin_add_overflow(st->persistent[CAT_OPT], extra_w, &off) ||
+        __builtin_add_overflow(off, bufb / 512 * 512, &off) ||
+        __builtin_add_overflow(off, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &off) ||
+        __builtin_add_overflow(sg.peak, off, &gpk) || __builtin_add_overflow(sg.reserved, off, &grs))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    bufb = bufb / 512 * 512;
+    r->grpo.on = 1;
+    r->grpo.generation_batch = g.batch;
+    r->grpo.generate_peak = gpk;
+    r->grpo.generate_reserved = grs;
+    r->grpo.kv_cache = sg.kv_cache;
+    r->grpo.train_peak = r->memory.peak_allocated;
+    r->grpo.train_reserved = r->memory.reserved;
+    if (grs > r->memory.reserved) r->memory.reserved = grs;
+    if (gpk > r->memory.peak_allocated) { /* the generation sets the step's peak */
+        vc_peak *pk = &r->peak;
+        r->memory.peak_allocated = gpk;
+        pk->phase = sg.phase;
+        pk->weights = sg.at_peak[CAT_WEIGHT] + extra_w;
+        pk->gradients = o->keep_grads ? st->persistent[CAT_GRAD] : 0;
+        pk->optimizer_states = st->persistent[CAT_OPT];
+        pk->activations = sg.at_peak[CAT_ACT] + bufb;
+        pk->temporaries = sg.at_peak[CAT_TEMP];
+        pk->workspace = sg.at_peak[CAT_WS];
+        pk->layer[0] = pk->kind[0] = 0;
+        if (sg.peak_inst >= 0 && (size_t)sg.peak_inst < m->ninst) {
+            const vc_inst *pi = &m->inst[sg.peak_inst];
+            vc_cat3(pk->layer, sizeof pk->layer, pi->module ? pi->module : pi->path, "", "");
+            vc_cat3(pk->kind, sizeof pk->kind, pi->kind->name, "", "");
+        }
+    }
+    return VC_OK;
+}

@@ -1,0 +1,153 @@
+/*
+ * test_grpo.c — `--loss grpo` (src/engine/grpo.c): TRL's GRPOTrainer step, its generation inside, as
+ * trl/trainer/grpo_trainer.py runs it at huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8 with
+ * grpo_config.py's defaults (issue 26 item 5).
+ *
+ * 1. The refusals through the CLI: exit 2, nothing on stdout, one stderr line naming the option.
+ * 2. The phases: the step's peak is the larger of the generation's and the training's; the KV cache (none
+ *    under --grad-ckpt) and the reference's weights derived by hand.
+ * 3. The harness's measurements of bench/accuracy/llm/grpo_replica.py (measured.json, the grpo cases
+ *    appended after the t5 ones; torch 1.13 CPU, the allocator counter): the step's peak and the
+ *    generation phase's.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli_run.h"
+
+#define LLMCFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
+
+static void test_refused(void **state)
+{
+    (void)state;
+    const char *c = LLMCFG "llama_small.json";
+    char a[1024];
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"--loss grpo --grad-ckpt --grad-ckpt-every 2", "--loss grpo is modelled without --grad-ckpt-every: TRL "
+                                                    "checkpoints every decoder layer whole"},
+        {"--loss grpo -b 6 --num-generations 4", "--batch 6 is not a multiple of --num-generations 4"},
+        {"--loss grpo --num-generations 1", "--num-generations 1: GRPO needs at least 2 generations per prompt"},
+        {"--loss grpo --seq 64", "--loss grpo is modelled without --seq: the sequence is --prompt + --new-tokens"},
+        {"--loss grpo --accumulate 2", "--loss grpo is modelled without --accumulate: steps_per_generation > 1"},
+        {"--loss grpo --cache static", "--loss grpo is modelled without --cache"},
+        {"--loss grpo --max-batch --gpu 24GiB", "--loss grpo is modelled without --max-batch"},
+        {"-m generate --loss grpo", "--loss grpo is a training step (its generation inside): not with --mode generate"},
+        {"--beta 0.1", "--beta is GRPOConfig's: it needs --loss grpo"},
+        {"--num-generations 4", "--num-generations is GRPOConfig's: it needs --loss grpo"},
+        {"--loss grpo --beta -1", "--beta: expected a number from 0 to 1e+06"},
+        {"--prompt 16", "--prompt, --new-tokens and --cache go with --mode generate"},
+        {"--loss grpo -p amp-bf16", "--precision: grpo under autocast (amp-bf16) is not modelled"},
+        {"--loss grpo --parallel ddp --gpus 2", "--parallel: grpo is modelled on one GPU"},
+        {"--loss grpo --beta 0.1 --peft ia3", "--beta: the reference pass with ia3 disabled is not modelled"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(a, sizeof a, "%s %s", c, bad[i].args);
+        assert_usage(a, bad[i].msg);
+    }
+    cli_run r;
+    snprintf(a, sizeof a, "%s --loss grpo --prompt 16 --new-tokens 16", c); /* batch: num_generations (8) */
+    run(&r, a);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "train, batch 8,"));
+    assert_non_null(strstr(r.out, "generation peak"));
+}
+
+static void test_phases(void **state)
+{
+    (void)state;
+    char a[512], h[512];
+    const char *c = LLMCFG "llama_small.json --loss grpo --prompt 16 --new-tokens 16 -b 4 --num-generations 2 "
+                           "--attention math --workspace 0";
+    snprintf(a, sizeof a, "%s", c);
+    long long peak = cli_json_field(a, "\"peak_allocated\": "), gen = cli_json_field(a, "\"generate_peak\": "),
+              train = cli_json_field(a, "\"train_peak\": ");
+    assert_int_equal(peak, gen > train ? gen : train);
+    /* DynamicCache after the last decoding step: prompt + new tokens - 1 = 31 tokens fed, per layer keys and
+     * values [4, 2 kv heads, 31, head_dim 16] fp32 = 15,872 B each (a 512 multiple), 2 layers: 63,488 */
+    assert_int_equal(cli_json_field(a, "\"kv_cache\": "), 63488);
+    assert_int_equal(cli_json_field(a, "\"generation_batch\": "), 4);
+    /* with --grad-ckpt the generation runs in training mode without the cache (GradientCheckpointingLayer):
+     * none left after the last step */
+    snprintf(a, sizeof a, "%s --grad-ckpt", c);
+    assert_int_equal(cli_json_field(a, "\"kv_cache\": "), 0);
+    /* beta > 0 without PEFT: create_model_from_path's frozen copy beside the policy, twice the weights;
+     * with LoRA the adapters are disabled for the reference: no copy */
+    snprintf(a, sizeof a, "%s --beta 0.04", c);
+    snprintf(h, sizeof h, "%s", c);
+    assert_int_equal(cli_json_field(a, "\"weights\": "), 2 * cli_json_field(h, "\"weights\": "));
+    snprintf(a, sizeof a, "%s --beta 0.04 --lora 8", c);
+    snprintf(h, sizeof h, "%s --lora 8", c);
+    assert_int_equal(cli_json_field(a, "\"weights\": "), cli_json_field(h, "\"weights\": "));
+}
+
+/* bench/accuracy/llm/measured.json, run_suite.py's `grpo` and `grpo_ckpt` rows (llm469-llm483): measure_llm.py
+ * --loss grpo, peak_allocated and generate_peak in bytes (the estimates' errors when they were measured:
+ * the step -0.10% ... +0.05%, the generation -0.81% ... 0.00%) */
+static const struct {
+    const char *args;
+    long long peak, generate;
+} measured[] = {
+    {"llama_small.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p fp32 --beta 0 --num-generations 2", 3808256, 1945088},
+    {"llama_small.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2", 2493440, 1330176},
+    {"llama_small.json --prompt 64 --new-tokens 64 -b 16 -o adamw -p fp32 --beta 0 --num-generations 4 --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 30106112, 5411328},
+    {"llama_vocab8k.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p fp32 --beta 0 --num-generations 2", 25920512, 14292992},
+    {"llama_vocab8k.json --prompt 24 --new-tokens 40 -b 8 -o adamw -p bf16 --beta 0.04 --num-generations 4 --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 28411904, 3537920},
+    {"qwen2_small.json --prompt 32 --new-tokens 32 -b 8 -o adamw -p bf16 --beta 0.04 --num-generations 2 --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 10002432, 2014208},
+    {"qwen2_vocab6k.json --prompt 32 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.1 --num-generations 2 --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 9521664, 2512896},
+    {"llama_small.json --prompt 32 --new-tokens 48 -b 8 -o sgd -p fp32 --beta 0.04 --num-generations 8", 12512256, 2093056},
+    {"llama_wide.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0 --num-generations 2 --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 27803648, 15706112},
+    /* with gradient checkpointing (llm478-llm483): the generation without the cache, the policy checkpointed
+     * (the errors when measured: the step -0.03% ... +0.09%, the generation -0.36% ... 0.00%) */
+    {"llama_small.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p fp32 --beta 0 --num-generations 2 --grad-ckpt", 3011072, 1912320},
+    {"llama_small.json --prompt 32 --new-tokens 32 -b 8 -o adamw -p bf16 --beta 0 --num-generations 4 --grad-ckpt --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 3281920, 1138176},
+    {"llama_vocab8k.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --grad-ckpt",
+     15593472, 9604608},
+    {"qwen2_vocab6k.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --grad-ckpt "
+     "--lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 11642880, 2450432},
+    {"llama_wide.json --prompt 48 --new-tokens 16 -b 4 -o sgd -p fp32 --beta 0 --num-generations 4 --grad-ckpt", 55635456, 30027776},
+    {"qwen2_small.json --prompt 24 --new-tokens 40 -b 8 -o adamw -p bf16 --beta 0.1 --num-generations 8 --grad-ckpt --lora 8 "
+     "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 4733952, 1606656},
+};
+
+static void test_measured(void **state)
+{
+    (void)state;
+    cli_measured steps[sizeof measured / sizeof *measured];
+    for (size_t i = 0; i < sizeof measured / sizeof *measured; i++) steps[i] = (cli_measured){measured[i].args, measured[i].peak};
+    assert_measured(steps, sizeof steps / sizeof *steps, " --loss grpo --attention math --workspace 0", 0.2);
+    char a[1024];
+    for (size_t i = 0; i < sizeof measured / sizeof *measured; i++) {
+        snprintf(a, sizeof a, LLMCFG "%s --loss grpo --attention math --workspace 0", measured[i].args);
+        long long e = cli_json_field(a, "\"generate_peak\": ");
+        double err = 100.0 * (double)(e - measured[i].generate) / (double)measured[i].generate;
+        if (err < -1.0 || err > 1.0) fail_msg("%s: generation %lld, measured %lld (%+.2f%%)", a, e, measured[i].generate, err);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_phases),
+        cmocka_unit_test(test_measured),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
