@@ -25,7 +25,7 @@ _vramcalc() {
         --grad-ckpt-every) return ;;
         --act-offload) COMPREPLY=($(compgen -W 'none streams sync' -- "$cur")); return ;;
         --zero-grad) COMPREPLY=($(compgen -W 'none zero' -- "$cur")); return ;;
-        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll' -- "$cur")); return ;;
+        --loss) COMPREPLY=($(compgen -W 'hf liger cce chunked mean dpo dpo-precomputed orpo kto chunked-nll grpo' -- "$cur")); return ;;
         --loss-chunks) return ;;
         --beta) return ;;
         --num-generations) return ;;
