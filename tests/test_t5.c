@@ -247,6 +247,8 @@ static void refusals(void **state)
     assert_usage(HF "t5-small.json --grad-ckpt --grad-ckpt-every 2", "--grad-ckpt-every: t5: T5Stack checkpoints every T5Block");
     assert_usage(HF "t5-small.json --grad-ckpt --grad-ckpt-ops", "--grad-ckpt-ops: t5: T5Stack checkpoints whole T5Blocks");
     assert_usage(HF "t5-small.json --act-offload sync", "--act-offload: t5: offloading");
+    /* a pipeline stage is built with pp 1 in its options (src/parallel/pipeline.c): the refusal reads m->stage.on */
+    assert_usage(HF "t5-small.json --pp 2 --gpus 2", "--pp: t5: pipeline stages of an encoder-decoder are not modelled");
     assert_usage(HF "t5-small.json --loss liger", "--loss: t5:");
     assert_usage(HF "t5-small.json --qlora", "wo in float32 and unquantized");
     /* 8 heads x 10^8 x 10^8 decoder scores: past 2^56 elements per sample, refused naming the option */

@@ -448,7 +448,7 @@ vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "t5: from_pretrained keeps wo in float32 and unquantized (_keep_in_fp32_modules); "
                             "quantized T5 weights are not modelled");
-    if (o->pp > 1)
+    if (o->pp > 1 || m->stage.on) /* a stage's options carry pp 1 (src/parallel/pipeline.c) */
         return vc_set_error(err, VC_ERR_USAGE, O("pp"), "t5: pipeline stages of an encoder-decoder are not modelled");
     if (o->ckpt_ops) /* T5Stack's checkpoint is the whole T5Block's (hf_t5.c t5_blocks) */
         return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt_ops"), "t5: T5Stack checkpoints whole T5Blocks; "
