@@ -235,6 +235,7 @@ typedef struct {
     double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
     /* t5 (hf_t5.c): the decoder's layers, the relative-position buckets and their reach, the gated MLP */
     int64_t dec_N, rel_buckets, rel_maxdist;
+    int64_t param_bound; /* an upper bound of the language model's parameters (hf_read.c check_total; towers add theirs) */
     bool gated;
     int64_t tgt; /* the decoder's tokens per sample (--target-seq, else --seq) */
     /* falcon: new_decoder_architecture (k and v broadcast to every head), alibi (refused),

@@ -418,6 +418,35 @@ static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
     return 0;
 }
 
+/* The tower's parameters bounded from above (its blocks: qkv and proj 4 hidden^2, the MLP up to three
+ * intermediate x hidden matrices, norms and biases; the merger and deepstack mergers; the patch and
+ * position embeddings), added to the language model's bound (hf_read.c check_total): past 2^56 the
+ * engine's byte counts would overflow, so the config is refused naming the tower's depth. */
+static int tower_total(rd *r, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t blk, x, y, tot, H4;
+    bool ovf = __builtin_mul_overflow(t->C, 4 * t->C, &blk) || __builtin_mul_overflow(t->I, 3 * t->C, &x) ||
+               __builtin_add_overflow(blk, x, &blk) || __builtin_add_overflow(blk, 16 * (t->C + t->I), &blk) ||
+               __builtin_mul_overflow(blk, t->depth, &tot);
+    /* the mergers: H4^2 + H4 x out each, the final one and any deepstack ones */
+    ovf = ovf || __builtin_mul_overflow(t->C, t->M * t->M, &H4) || __builtin_mul_overflow(H4, H4 + t->out + 4, &x) ||
+          __builtin_mul_overflow(x, 1 + t->ndeep, &x) || __builtin_add_overflow(tot, x, &tot);
+    /* patch_embed, pos_embed (or SigLIP's (image_size / patch_size)^2 positions), the projector */
+    ovf = ovf || __builtin_mul_overflow(t->cin * t->T * t->P * t->P + t->npos + 1, t->C, &y) ||
+          __builtin_add_overflow(tot, y, &tot) || __builtin_add_overflow(tot, a->param_bound, &tot);
+    if (t->img && t->P) {
+        const int64_t side = t->img / t->P;
+        ovf = ovf || __builtin_mul_overflow(side * side + a->H, t->C, &y) || __builtin_add_overflow(tot, y, &tot);
+    }
+    if (ovf || tot > lim)
+        return vbad(r, a->f->vision == VIS_SIGLIP ? "num_hidden_layers" : "depth", "%lld blocks of up to %lld parameters "
+                    "each beside the language model's are more than 2^56 parameters: byte counts would overflow 64-bit "
+                    "arithmetic", (long long)t->depth, (long long)blk);
+    return 0;
+}
+
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
@@ -438,6 +467,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
         : a->f->vision == VIS_QWEN3   ? read_qwen3(r, a, v)
                                       : read_qwen2_5(r, a, v))
         return -1;
+    if (tower_total(r, a)) return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
     if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
