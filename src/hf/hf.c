@@ -592,12 +592,15 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
 /* Whether the family's vision tower runs a batch's images as one sequence:
  * Qwen2.5-VL's (Qwen2_5_VisionTransformerPretrainedModel, modeling_qwen2_5_vl.py
  * @ efa7189c: the patches of every image concatenated, attention under a
- * [1, n, n] block mask, its memory growing with the batch squared), not
- * SigLIP's (SiglipVisionModel: the images a batch dimension). */
+ * [1, n, n] block mask, its memory growing with the batch squared), Qwen3-VL's
+ * and Qwen3.5's (Qwen3VLVisionAttention, modeling_qwen3_vl.py @ 00709b86: the
+ * patches concatenated, sdpa run on one image after another, so that a batch's
+ * attention temporaries are one image's, which a per-sample plan would scale by
+ * the batch), not SigLIP's (SiglipVisionModel: the images a batch dimension). */
 bool vc_hf_images_one_sequence(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f && f->vision == VIS_QWEN2_5;
+    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5);
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads

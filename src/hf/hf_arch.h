@@ -175,6 +175,7 @@ enum {
     VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel (its weights; the images refused for now) */
 };
 
+#define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
 typedef struct {
     int64_t depth, C, I, NH, cin, P, M, T, out, window; /* Qwen2_5_VLVisionConfig */
@@ -186,6 +187,7 @@ typedef struct {
     bool use_head;
     int64_t npos, ndeep; /* VIS_QWEN3 and VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows);
                           * VIS_QWEN3: len(deepstack_visual_indexes) */
+    int64_t deep[HF_MAX_DEEPSTACK]; /* VIS_QWEN3 with images: deepstack_visual_indexes, ascending */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;

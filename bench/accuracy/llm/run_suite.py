@@ -591,6 +591,8 @@ def cases():
                                    ("llama4_scout_small", 2, 24, 30, "bf16", False),
                                    ("llama4_scout_small", 1, 8, 60, "fp32", False),
                                    ("llama4_scout_small", 1, 64, 16, "bf16", True)):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=p, new_tokens=m,
+                        precision=prec, held_out=ho))
     # issue 31 item 4: ModernBertForSequenceClassification on sdpa (modernbert_replica.py, modeling_modernbert.py
     # @000c33fd): the global and sliding-window float masks, global every 3rd layer (modernbert_small: cls
     # pooling, window 32, no biases) or every 2nd (modernbert_mean_small: mean pooling, window 16, every bias,
@@ -715,6 +717,32 @@ def cases():
     for i, (cfg, b, s, t, o, p, l) in enumerate(t5c):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, target_seq=t, optim=o,
                         precision=p, ckpt=True, lora=l, lora_dropout=0.0, held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen3.5's vision tower run on images (qwen3vl_tower_replica.py, modular_qwen3_5.py @
+    # 8940358a with modeling_qwen3_vl.py @ 68a7b7e2's blocks): smart_resize with the checkpoints' 65536 / 16777216
+    # pixels (factor 32), patch_embed, pos_embed interpolated to the grid, float32 2-D rope, sdpa per image, the
+    # merger; image_outputs and the cat copy kept to Qwen3_5Model.forward's end; the image tokens before --seq's
+    # text. Training (full, LoRA r=8 on q_proj,v_proj) and --mode infer (the no_grad forward); 1280x960 and
+    # 1024x768 make the tower's attention the peak. Batch 1: the tower runs a batch's images as one sequence,
+    # one image's sdpa after another (refused above batch 1, request.c). Every third held out.
+    q35v = [
+        ("train", 1, 64, "adamw", "fp32", "224x224", 1, 0),
+        ("train", 1, 64, "adamw", "bf16", "224x224", 1, 0),
+        ("train", 1, 32, "sgd", "fp32", "640x480", 1, 0),
+        ("train", 1, 64, "adamw", "bf16", "448x336", 2, 8),
+        ("train", 1, 96, "adamw", "fp32", "320x320", 1, 0),
+        ("train", 1, 48, "adamw", "fp32", "512x512", 2, 8),
+        ("infer", 1, 64, None, "fp32", "640x480", 1, 0),
+        ("infer", 1, 32, None, "fp32", "1280x960", 1, 0),
+        ("infer", 1, 32, None, "fp32", "1024x768", 2, 0),
+        ("infer", 1, 64, None, "bf16", "448x448", 1, 0),
+        ("infer", 1, 32, None, "bf16", "1024x768", 1, 0),
+    ]
+    for i, (m, b, s, o, p, img, n, l) in enumerate(q35v):
+        c = dict(config="configs/qwen3_5_vl_small.json", mode=m, batch=b, seq=s, precision=p, image=img, images=n,
+                 experts="grouped_mm", held_out=(i % 3 == 2))
+        if m == "train":
+            c.update(optim=o, ckpt=False, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
+        out.append(c)
     return out
 
 
