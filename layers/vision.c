@@ -422,3 +422,90 @@ const vc_kind vc_kind_VisionOutputs = {
     .min_inputs = 3, .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(vout_cfg),
     .parse = vout_parse, .setup = vout_setup, .emit = vout_emit,
 };
+
+/* DeepstackAdd: Qwen3VLTextModel._deepstack_process (modeling_qwen3_vl.py @ 00709b86), run by
+ * Qwen3VLTextModel.forward after decoder layer k for each of the tower's deepstack features:
+ *   hidden_states = hidden_states.clone()                       (a copy; CloneBackward passes)
+ *   local_this = hidden_states[visual_pos_masks, :] + visual_embeds
+ *     (index with the bool mask: its nonzero() indices [K, 2] int64, saved by IndexBackward, whose
+ *     backward makes a zero tensor of the hidden states' size; the gather [K, H] a temporary, the
+ *     sum a local until the return; the feature needs no gradient: the tower is frozen)
+ *   hidden_states[visual_pos_masks, :] = local_this
+ *     (index_put_ in place on the copy: the indices made again and saved; backward makes the
+ *     hidden states' gradient anew and the values' [K, H])
+ * Inputs: [the decoder layer's output, the feature [K, H], the previous such output...]: the
+ * forward's `layer_outputs` holds a layer's own output (the clone's source) until the next layer
+ * returns, so the layer after a deepstack layer lists that output as a third input (read here, no
+ * op). "pass": no feature (the layer after the last deepstack layer): the output is the input. */
+typedef struct {
+    int64_t K; /* the image tokens per sample */
+    bool pass;
+    int nin; /* set by setup */
+} dsa_cfg;
+
+static int dsa_parse(vc_args *a, void *p)
+{
+    dsa_cfg *c = p;
+    return vc_arg_bool(a, "pass", false, &c->pass) || vc_arg_int(a, "image_tokens", c->pass ? 1 : VC_REQUIRED, 1, &c->K);
+}
+
+static int dsa_setup(vc_setup *s, void *p)
+{
+    dsa_cfg *c = p;
+    c->nin = s->nin;
+    const vc_shape *x = &s->in[0];
+    if (x->nd != 2) return vc_fail(s, "inputs", "DeepstackAdd takes the hidden states [L, H]");
+    if (c->pass) {
+        if (s->nin != 2) return vc_fail(s, "inputs", "a pass DeepstackAdd takes [hidden states, the previous layer's output]");
+    } else {
+        if (s->nin < 2 || s->nin > 3)
+            return vc_fail(s, "inputs", "DeepstackAdd takes [hidden states, feature] and the previous layer's output");
+        if (c->K > x->d[0]) return vc_fail(s, "image_tokens", "%lld image tokens in %lld positions", (long long)c->K, (long long)x->d[0]);
+        if (vc_shape_numel(&s->in[1]) != c->K * x->d[1])
+            return vc_fail(s, "inputs", "the feature must be [image_tokens, %lld]", (long long)x->d[1]);
+    }
+    s->out = *x;
+    return 0;
+}
+
+static void dsa_emit(vc_build *b, const void *p)
+{
+    const dsa_cfg *c = p;
+    vc_t x = vc_input(b, 0);
+    if (c->pass) {
+        vc_keep_to_here(b, vc_input(b, 1));
+        vc_set_output(b, x);
+        return;
+    }
+    const vc_shape *sh = vc_input_shape(b, 0);
+    const int64_t H = sh->d[1], K = c->K;
+    if (c->nin > 2) vc_keep_to_here(b, vc_input(b, 2));
+    vc_t y = vc__op_clone(b, x);
+    vc_t nz = vc__op_new(b, "nonzero", vc_n_sample(2 * K), VC_DT_I64);
+    vc_op *o = vc_op_begin(b, "index");
+    int iy = vc_op_in(o, y);
+    vc_op_grad(o, iy, VC_GRAD_NEW);
+    vc_op_in_nodiff(o, nz);
+    vc_op_save(o, nz);
+    vc_t g = vc_op_out(o, vc_n_sample(K * H), vc_dt_of(b, y));
+    vc_op_end(o);
+    vc_t lt = vc__op_add(b, g, vc_input(b, 1), vc_n_sample(K * H), false);
+    vc_t nz2 = vc__op_new(b, "nonzero", vc_n_sample(2 * K), VC_DT_I64);
+    o = vc_op_begin(b, "index_put_");
+    iy = vc_op_in(o, y);
+    vc_op_grad(o, iy, VC_GRAD_NEW);
+    int il = vc_op_in(o, lt);
+    vc_op_grad(o, il, VC_GRAD_NEW);
+    vc_op_in_nodiff(o, nz2);
+    vc_op_save(o, nz2);
+    vc_t out = vc_op_out_view(o, iy, vc_n_sample(sh->d[0] * H), true);
+    vc_op_end(o);
+    vc_set_output(b, out);
+}
+
+const vc_kind vc_kind_DeepstackAdd = {
+    .ops = 6,
+    .name = "DeepstackAdd", .summary = "Qwen3-VL's deepstack feature added at the image tokens after a decoder layer",
+    .min_inputs = 2, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
+    .parse = dsa_parse, .setup = dsa_setup, .emit = dsa_emit,
+};

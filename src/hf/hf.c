@@ -529,7 +529,7 @@ const hf_family vc__hf_families[] = {
      * 32, head_dim 128, max_position_embeddings 128000); Qwen3VLTextModel (modeling_qwen3_vl.py @ 00709b86)
      * is Qwen3's decoder (q_norm / k_norm per head, q/k/v/o with attention_bias) with interleaved MRoPE
      * (rope_scaling's mrope_section: the 1-D rope's cos / sin sizes at 3-D positions); the vision tower
-     * from vision_config (src/hf/hf_vision.c: its weights, frozen; images refused for now) */
+     * from vision_config (src/hf/hf_vision.c: its weights, frozen; run with its deepstack on --image) */
     {.model_type = "qwen3_vl", .config_class = "Qwen3VLTextConfig (Qwen3VLConfig.text_config)",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
               [K_INTER] = DEF("intermediate_size", 22016), [K_LAYERS] = DEF("num_hidden_layers", 32),

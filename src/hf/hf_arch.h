@@ -171,8 +171,8 @@ enum {
     VIS_NONE,
     VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
-    VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers): weights counted, --image refused */
-    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel (its weights; the images refused for now) */
+    VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers), run on --image */
+    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
 };
 
 #define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */

@@ -27,6 +27,11 @@
  *   grid_w = w / patch; pixel_values [grid_t * grid_h * grid_w, C * T * P * P] float32;
  *   processing_qwen2_5_vl.py: each image is grid_t * grid_h * grid_w / merge_size^2 tokens.
  *
+ * Qwen3.5 / Qwen3.6 (qwen3_5, qwen3_5_moe) and Qwen3-VL (qwen3_vl): write_qwen3_tower below
+ * (modular_qwen3_5.py @ 8940358a, modeling_qwen3_vl.py @ 00709b86 / 68a7b7e2), smart_resize with the
+ * checkpoints' 65536 / 16777216 pixels; Qwen3-VL's deepstack features added after the first decoder
+ * layers by src/hf/hf_layers.c deepstack_add.
+ *
  * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
  * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
  * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
@@ -36,10 +41,11 @@
  *    FinetuningArguments: freeze_vision_tower and freeze_multi_modal_projector default True, the
  *    language model trained): its weights are resident, it runs forward with no
  *    autograd graph (nothing it computes needs a gradient), the language model trains;
- *  - every block attends over the sample's whole patch sequence with the [1, n, n] bool mask the
- *    sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are those of
- *    the whole sequence, as the class computes them; transformers runs the whole batch's patches
- *    as one sequence ([1, B n, B n]), one sample's here (exact at batch 1);
+ *  - Qwen2.5-VL: every block attends over the sample's whole patch sequence with the [1, n, n] bool
+ *    mask the sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are
+ *    those of the whole sequence, as the class computes them; transformers runs the whole batch's
+ *    patches as one sequence ([1, B n, B n]), one sample's here (exact at batch 1); Qwen3-VL and
+ *    Qwen3.5 run sdpa on one image after another (exact at batch 1 too);
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
@@ -453,6 +459,32 @@ static int tower_total(rd *r, const arch *a)
     return 0;
 }
 
+/* Qwen3-VL with images: deepstack_visual_indexes as the tower runs them (Qwen3VLVisionModel.forward: after
+ * each block in the list, in block order, deepstack_merger_list[list.index(block)]; Qwen3VLTextModel.forward
+ * adds the k-th feature after decoder layer k), ascending in t->deep. A block listed twice would run one
+ * merger and leave the other unused: refused, as more than HF_MAX_DEEPSTACK features are. */
+static int qwen3_deep(rd *r, hf_vision *t, const cJSON *v)
+{
+    const cJSON *ds = v ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
+    if (!ds || cJSON_IsNull(ds)) { /* Qwen3VLVisionConfig's default (read_qwen3 checked depth) */
+        t->deep[0] = 8, t->deep[1] = 16, t->deep[2] = 24;
+        return 0;
+    }
+    if (t->ndeep > HF_MAX_DEEPSTACK)
+        return vbad(r, "deepstack_visual_indexes", "%lld features: more than the %d modelled with images", (long long)t->ndeep,
+                    HF_MAX_DEEPSTACK);
+    int64_t n = 0;
+    for (const cJSON *e = ds->child; e; e = e->next) {
+        int64_t x = (int64_t)e->valuedouble, j = n++;
+        for (; j > 0 && t->deep[j - 1] > x; j--) t->deep[j] = t->deep[j - 1];
+        if (j > 0 && t->deep[j - 1] == x)
+            return vbad(r, "deepstack_visual_indexes", "block %lld is listed twice (one merger would run, the other not)",
+                        (long long)x);
+        t->deep[j] = x;
+    }
+    return 0;
+}
+
 /* Qwen3_5VisionConfig.hidden_act (gelu_pytorch_tanh by default), read when the tower runs */
 static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
 {
@@ -508,13 +540,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
     if ((a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN3) && (a->vis.C / a->vis.NH) % 4)
         return vbad(r, "num_heads", "head_dim %lld (hidden_size / num_heads) must be a multiple of 4 for the tower to run "
                     "(2-D rotary: a quarter per axis, twice)", (long long)(a->vis.C / a->vis.NH));
-    if (a->f->vision == VIS_QWEN3) { /* the tower's forward is not written yet: refused, not guessed */
-        vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the images' memory is not "
-                     "modelled yet (Qwen3VLVisionModel: pos_embed's bilinear interpolation, per-image attention, the "
-                     "deepstack mergers and their features added to the first decoder layers); a run without images is "
-                     "(the language model, the tower's weights loaded and frozen)", r->fam);
-        return -1;
-    }
+    if (a->f->vision == VIS_QWEN3 && qwen3_deep(r, &a->vis, v)) return -1;
     hf_vision *t = &a->vis;
     if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
@@ -877,7 +903,7 @@ static const char *write_siglip(vw *w, const hf_vision *t)
  *    linear_fc1, nn.GELU(), linear_fc2 to out_hidden_size;
  *  - what the model's forward keeps (VisionOutputs): the cat copy of the image embeddings, and
  *    Qwen3.5's last_hidden_state and pooler_output, Qwen3-VL's deepstack features. */
-static const char *write_qwen3_tower(vw *w, const hf_vision *t)
+static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
 {
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M, gh = t->h / t->P, gw = t->w / t->P;
@@ -992,7 +1018,7 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t)
             w->r->oom = true;
         }
     }
-    if (t->ndeep == 0) vflag(w, o, "keep_last", true); /* Qwen3_5Model.forward's image_outputs */
+    if (keep_last) vflag(w, o, "keep_last", true); /* Qwen3_5Model.forward's image_outputs */
     return "visual.outputs";
 }
 
@@ -1009,7 +1035,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         return NULL;
     }
     if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
-    if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t);
+    if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t, a->f->vision == VIS_QWEN3_5);
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M;
     cJSON *o = lay(&w, "PixelValues", "pixel_values"); /* the processor's pixel_values, .type(visual.dtype) */

@@ -213,7 +213,8 @@ def main(argv):
         raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
                    image_token_id=raw.get("image_token_id"))
     if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
-        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {})
+        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {},
+                   image_token_id=raw.get("image_token_id"))
     cfg = R.Config(raw)
     cfg.d["_experts_implementation"] = args.experts
     if args.lora_targets is None and args.peft in ("ia3", "ln_tuning"):  # peft utils/constants.py (peft_replica.py)
@@ -245,7 +246,7 @@ def main(argv):
                              "--loss hf) and --mode infer")
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
-    elif args.mode == "infer" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe")):
+    elif args.mode == "infer" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py) and the "
                          "Qwen3.5 tower's with --image (qwen3vl_tower_replica.py)")
     elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
@@ -263,9 +264,10 @@ def main(argv):
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "qwen3_vl" and args.image:  # the tower and deepstack run on images (qwen3vl_tower_replica.py)
+        import qwen3vl_tower_replica
+        model = qwen3vl_tower_replica.build_qwen3_vl(cfg, args.attn)
     elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
-        if args.image:
-            raise SystemExit("measure_llm.py: qwen3_vl: images are not replicated (qwen3vl_replica.py)")
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
@@ -334,7 +336,7 @@ def main(argv):
             raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
-    elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):
+    elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
         # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
         import qwen3vl_tower_replica
         vk = qwen3vl_tower_replica.vision_keys(cfg.d.get("vision_config") or {})

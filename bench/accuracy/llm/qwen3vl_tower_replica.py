@@ -345,3 +345,78 @@ def build_qwen3_5(cfg, attn_impl=None):
         model.embed_tokens.stash = None
     model.norm.register_forward_hook(drop)
     return model
+
+
+def deepstack_process(hidden_states, visual_pos_masks, visual_embeds):
+    """QVL Qwen3VLTextModel._deepstack_process @00709b86."""
+    visual_pos_masks = visual_pos_masks.to(hidden_states.device)
+    visual_embeds = visual_embeds.to(hidden_states.device, hidden_states.dtype)
+    hidden_states = hidden_states.clone()
+    local_this = hidden_states[visual_pos_masks, :] + visual_embeds
+    hidden_states[visual_pos_masks, :] = local_this
+    return hidden_states
+
+
+class EmbedVL(Embed):
+    """QVL Qwen3VLModel.forward @00709b86 up to the language model: get_image_features (pixel_values.type,
+    a local; visual returns the merger's output and the deepstack list; torch.split), image_embeds =
+    torch.cat(...).to(dtype) rebinding the name (the split views and the merger's output die),
+    get_placeholder_mask, masked_scatter, visual_pos_masks = image_mask[..., 0], deepstack_visual_embeds,
+    get_rope_index's [3, B, L] positions: kept until the forward returns (stash, dropped after the final
+    norm as in Embed)."""
+
+    def forward(self, input_ids):
+        inputs_embeds = self.emb(input_ids)
+        if self.pixel_values is None:
+            return inputs_embeds
+        vis = self.visual[0]
+        pv = self.pixel_values.type(vis.patch_embed.proj.weight.dtype)  # get_image_features' local
+        last, merged, deep = vis(pv, self.grid_thw)
+        del pv, last  # Qwen3VLVisionModel.forward returns (hidden_states after the merger, deepstack_feature_lists)
+        split_sizes = (self.grid_thw.prod(-1) // vis.spatial_merge_size ** 2).tolist()
+        image_embeds = torch.split(merged, split_sizes)
+        del merged
+        image_embeds = torch.cat(image_embeds, dim=0).to(inputs_embeds.dtype)
+        special_image_mask = input_ids == self.image_token_id
+        special_image_mask = special_image_mask.unsqueeze(-1).expand_as(inputs_embeds)
+        if inputs_embeds[special_image_mask].numel() != image_embeds.numel():
+            raise ValueError("image features and image tokens do not match")
+        inputs_embeds = inputs_embeds.masked_scatter(special_image_mask, image_embeds)
+        visual_pos_masks = special_image_mask[..., 0]
+        per = self.grid_thw.shape[0] // input_ids.shape[0]
+        grids = [[tuple(int(x) for x in g) for g in self.grid_thw[i * per:(i + 1) * per]] for i in range(input_ids.shape[0])]
+        position_ids = get_rope_index(input_ids, grids, self.image_token_id, vis.spatial_merge_size)
+        self.stash = [image_embeds, special_image_mask, visual_pos_masks, position_ids, deep]
+        return inputs_embeds
+
+
+def build_qwen3_vl(cfg, attn_impl=None):
+    """Qwen3VLForConditionalGeneration at small width (qwen3vl_replica.build: Qwen3's language model with
+    MRoPE), its tower run on images (VisionModel with the deepstack mergers, frozen) and
+    Qwen3VLTextModel.forward's deepstack: after decoder layer k < len(deepstack_visual_embeds),
+    _deepstack_process; the loop's layer_outputs keeps each layer's own output until the next layer
+    returns (model._layer_outputs)."""
+    import qwen3vl_replica
+    model = qwen3vl_replica.build(cfg, attn_impl)
+    model.visual = VisionModel(cfg.d.get("vision_config") or {}, deepstack=True)
+    emb = model.embed_tokens
+    model.embed_tokens = EmbedVL(emb, model.visual, cfg.d["image_token_id"])
+    index = {id(m): i for i, m in enumerate(model.layers)}
+    inner = model._layer
+    model._layer_outputs = None
+
+    def _layer(layer, *args):
+        out = inner(layer, *args)
+        model._layer_outputs = out  # layer_outputs = decoder_layer(...): the previous layer's output dies now
+        st = model.embed_tokens.stash
+        i = index[id(layer)]
+        if st is not None and i < len(st[4]):
+            out = deepstack_process(out, st[2], st[4][i])
+        return out
+    model._layer = _layer
+
+    def drop(*_):
+        model.embed_tokens.stash = None
+        model._layer_outputs = None
+    model.norm.register_forward_hook(drop)
+    return model
