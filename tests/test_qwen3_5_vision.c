@@ -19,7 +19,8 @@
  *    the allocator counter) within 1%.
  * 4. Refusals, exit 2 naming the option or key: an image under 32 pixels a side, an aspect ratio over
  *    200, --image above --batch 1 (the tower runs a batch's images as one sequence), an activation of
- *    the tower that is not modelled, a head_dim that is not a multiple of 4 (the 2-D rotary).
+ *    the tower that is not modelled, a head_dim that is not a multiple of 4 (the 2-D rotary), more than
+ *    64 images per sample.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -132,6 +133,7 @@ static void test_refusals(void **state)
     assert_usage(HF "qwen3.6-27b.json --image 40x9000", "--image: 40x9000: the aspect ratio must be at most 200");
     assert_usage(HF "qwen3.6-27b.json --image 640x480 --batch 2", "--image is modelled at --batch 1 for this vision tower");
     assert_usage(HF "qwen3.6-27b.json --images 2", "--images: needs --image WxH");
+    assert_usage(HF "qwen3.6-27b.json --image 64x64 --images 65", "--images: 65 images per sample: the Qwen3 towers are modelled with at most 64");
     char path[] = "/tmp/vc_q35vXXXXXX.json", args[600];
     int fd = mkstemps(path, 5);
     assert_true(fd >= 0);

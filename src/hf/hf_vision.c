@@ -564,6 +564,11 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
     smart_resize(H, W, factor, q3 ? QWEN3_MIN_PIXELS : QWEN_MIN_PIXELS, q3 ? QWEN3_MAX_PIXELS : QWEN_MAX_PIXELS, &t->h,
                  &t->w);
     t->images = o->images > 0 ? o->images : 1;
+    if (q3 && t->images > 64) { /* layers/vision.c: the tower's per-image pieces (VPE_MAX_IMAGES) */
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images per sample: the Qwen3 towers are modelled with at most "
+                     "64", (long long)t->images);
+        return -1;
+    }
     int64_t per = (t->h / t->P) * (t->w / t->P); /* grid_t (1) x grid_h x grid_w */
     if (__builtin_mul_overflow(per, t->images, &t->patches) || t->patches > (INT64_C(1) << 32)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld patches: more than 2^32 patches per sample",

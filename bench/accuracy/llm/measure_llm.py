@@ -248,7 +248,7 @@ def main(argv):
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif args.mode == "infer" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py) and the "
-                         "Qwen3.5 tower's with --image (qwen3vl_tower_replica.py)")
+                         "Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py)")
     elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
         model = qwen3vl_tower_replica.build_qwen3_5(cfg, args.attn)
