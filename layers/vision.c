@@ -376,7 +376,10 @@ const vc_kind vc_kind_VisionAttention = {
  * Qwen3_5Model.forward (modular_qwen3_5.py @ 8940358a): image_outputs (BaseModelOutputWithPooling:
  * last_hidden_state, the last block's output, and pooler_output, the split merger output) is a
  * local until the return, as the cat copy image_embeds is ("keep_last"). The output: that copy,
- * which masked_scatter writes into inputs_embeds. */
+ * which masked_scatter writes into inputs_embeds. The last input, the token ids [L], sizes the 3-D
+ * mrope positions both forwards make for the language model (Qwen3VLModel.get_rope_index @ 00709b86,
+ * Qwen3_5Model.compute_3d_position_ids @ 8940358a: position_ids = torch.ones(3, B, L, int64) filled
+ * with each image's t / h / w grid and the text's positions), kept until the forward returns. */
 typedef struct {
     bool keep_last;
     int nin; /* set by setup */
@@ -392,11 +395,13 @@ static int vout_setup(vc_setup *s, void *p)
 {
     vout_cfg *c = p;
     c->nin = s->nin;
-    if (s->nin < 3)
-        return vc_fail(s, "inputs", "VisionOutputs takes [pixel values, last hidden states, merger output, deepstack features...]");
-    for (int i = 3; i < s->nin; i++)
+    if (s->nin < 4)
+        return vc_fail(s, "inputs", "VisionOutputs takes [pixel values, last hidden states, merger output, deepstack "
+                       "features..., token ids]");
+    for (int i = 3; i < s->nin - 1; i++)
         if (vc_shape_numel(&s->in[i]) != vc_shape_numel(&s->in[2]))
             return vc_fail(s, "inputs", "a deepstack feature must be the merger output's size");
+    if (s->in[s->nin - 1].nd != 1) return vc_fail(s, "inputs", "the last input must be the token ids [L]");
     s->out = s->in[2];
     return 0;
 }
@@ -412,14 +417,16 @@ static void vout_emit(vc_build *b, const void *p)
         vc_keep_forward(b, vc_input(b, 1));
         vc_keep_forward(b, m);
     }
-    for (int i = 3; i < c->nin; i++) vc_keep_forward(b, vc_input(b, i));
+    for (int i = 3; i < c->nin - 1; i++) vc_keep_forward(b, vc_input(b, i));
+    const int64_t L = vc_input_shape(b, c->nin - 1)->d[0];
+    vc_keep_forward(b, vc__op_new(b, "position_ids", vc_n_sample(3 * L), VC_DT_I64));
     vc_set_output(b, y);
 }
 
 const vc_kind vc_kind_VisionOutputs = {
-    .ops = 1,
+    .ops = 2,
     .name = "VisionOutputs", .summary = "a Qwen3-VL tower's outputs the model's forward keeps; the image embeddings' copy",
-    .min_inputs = 3, .max_inputs = VC_MAX_INPUTS, .cfg_size = sizeof(vout_cfg),
+    .min_inputs = 4, .max_inputs = VC_MAX_INPUTS, .flags = VC_KIND_INDEX_INPUT, .cfg_size = sizeof(vout_cfg),
     .parse = vout_parse, .setup = vout_setup, .emit = vout_emit,
 };
 

@@ -907,7 +907,8 @@ static const char *write_siglip(vw *w, const hf_vision *t)
  *  - merger (use_postshuffle_norm False): norm LayerNorm(hidden), view(-1, hidden * merge^2),
  *    linear_fc1, nn.GELU(), linear_fc2 to out_hidden_size;
  *  - what the model's forward keeps (VisionOutputs): the cat copy of the image embeddings, and
- *    Qwen3.5's last_hidden_state and pooler_output, Qwen3-VL's deepstack features. */
+ *    Qwen3.5's last_hidden_state and pooler_output, Qwen3-VL's deepstack features; the 3-D mrope
+ *    positions [3, L] int64 per sample. */
 static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
 {
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
@@ -1018,6 +1019,7 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
             snprintf(f2, sizeof f2, "visual.deepstack_merger_list.%lld.linear_fc2", (long long)k);
             ok = cJSON_AddItemToArray(arr, cJSON_CreateString(f2));
         }
+        ok = ok && cJSON_AddItemToArray(arr, cJSON_CreateString("input")); /* the token ids: the 3-D positions' length */
         if (!ok || !cJSON_AddItemToObject(o, "inputs", arr)) {
             cJSON_Delete(ok ? NULL : arr);
             w->r->oom = true;
