@@ -1020,8 +1020,8 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
             ok = cJSON_AddItemToArray(arr, cJSON_CreateString(f2));
         }
         ok = ok && cJSON_AddItemToArray(arr, cJSON_CreateString("input")); /* the token ids: the 3-D positions' length */
-        if (!ok || !cJSON_AddItemToObject(o, "inputs", arr)) {
-            cJSON_Delete(ok ? NULL : arr);
+        if (!ok || !cJSON_AddItemToObject(o, "inputs", arr)) { /* not attached: ours to free */
+            cJSON_Delete(arr);
             w->r->oom = true;
         }
     }
