@@ -2,7 +2,7 @@
  * test_qwen3vl.c — model_type "qwen3_vl" (issue 31 item 4): Qwen3VLForConditionalGeneration's language
  * model (Qwen3's decoder from text_config, interleaved MRoPE) and its vision tower's weights, frozen
  * (src/hf/hf_vision.c write_qwen3_weights), as modeling_qwen3_vl.py @ 00709b86 and
- * configuration_qwen3_vl.py @ 000c33fd build them; images are refused for now.
+ * configuration_qwen3_vl.py @ 000c33fd build them; with --image the tower and its deepstack run.
  *
  * 1. Qwen3-VL-8B-Instruct's parameters by hand from the module shapes (= bench/accuracy/llm/
  *    qwen3vl_replica.py's count on the meta device), the model card's 8.77B; the language model
@@ -10,6 +10,8 @@
  * 2. The measured text-only training cases of bench/accuracy/llm/measured.json (llm339-llm344, torch
  *    1.13 CPU, the allocator counter; --attention math, --workspace 0) within 1%.
  * 3. Refusals naming the option or the key.
+ * 4. Images: the tower with its deepstack mergers and the features added after the first decoder
+ *    layers (test_images), measured (llm495-llm504) within 1%.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -85,7 +87,8 @@ static void test_measured(void **state)
 static void test_refusals(void **state)
 {
     (void)state;
-    assert_usage(HF "qwen3-vl-8b-instruct.json --image 640x480", "qwen3_vl: the images' memory is not modelled yet");
+    /* images (test_images): above batch 1, a block listed twice in deepstack_visual_indexes */
+    assert_usage(HF "qwen3-vl-8b-instruct.json --image 640x480 --batch 2", "--image is modelled at --batch 1 for this vision tower");
     {
         char path[] = "/tmp/vc_q3tXXXXXX.json", args[600];
         int fd = mkstemps(path, 5);
@@ -103,6 +106,8 @@ static void test_refusals(void **state)
     static const struct {
         const char *vision, *want;
     } c[] = {
+        /* with an image: one merger would run for block 1, the other not */
+        {"\"out_hidden_size\": 128, \"deepstack_visual_indexes\": [1, 1]", "vision_config.deepstack_visual_indexes: block 1 is listed twice"},
         {"\"out_hidden_size\": 128, \"deepstack_visual_indexes\": [0, 9]",
          "vision_config.deepstack_visual_indexes: expected block indices from 0 to depth - 1 (1)"},
         {"\"out_hidden_size\": 128", "vision_config.deepstack_visual_indexes: absent: Qwen3VLVisionConfig's default [8, 16, 24] "
@@ -124,10 +129,59 @@ static void test_refusals(void **state)
                    "\"head_dim\": 32}, \"vision_config\": {\"depth\": 2, \"hidden_size\": 64, \"intermediate_size\": 128, "
                    "\"num_heads\": 4, %s}}", c[i].vision);
         fclose(f);
-        snprintf(args, sizeof args, "%s --seq 64", path);
+        snprintf(args, sizeof args, "%s --seq 64%s", path, strstr(c[i].vision, "[1, 1]") ? " --image 64x64" : "");
         assert_usage(args, c[i].want);
         remove(path);
     }
+}
+
+/* Images (src/hf/hf_vision.c write_qwen3_tower with the deepstack mergers; src/hf/hf_layers.c
+ * deepstack_add; layers/vision.c DeepstackAdd): the image tokens as Qwen3.5's processor gives them
+ * (smart_resize with 65536 / 16777216 pixels, factor 32: 640x480 -> 300 tokens, 224x224 -> 256x256,
+ * 64; tests/test_qwen3_5_vision.c), the parameters unchanged, and measured.json llm495-llm504
+ * (run_suite.py's q3vi rows, qwen3vl_tower_replica.py build_qwen3_vl: the tower with deepstack mergers
+ * after blocks 0 and 2, the features added after decoder layers 0 and 1) within 1%. */
+static void test_images(void **state)
+{
+    (void)state;
+    static const struct { int64_t w, h, n, tokens; } sz[] = {{640, 480, 1, 300}, {224, 224, 1, 64}, {640, 480, 2, 600}};
+    for (size_t i = 0; i < sizeof sz / sizeof *sz; i++) {
+        vc_hf_options o;
+        vc_hf_options_init(&o);
+        o.seq = 100;
+        o.image_w = sz[i].w;
+        o.image_h = sz[i].h;
+        o.images = sz[i].n;
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_file_hf(HF "qwen3-vl-8b-instruct.json", &o, &m, &err), VC_OK);
+        assert_int_equal(vc_model_parameters(m), INT64_C(8767123696));
+        assert_int_equal(vc_model_trainable_parameters(m), INT64_C(8190735360));
+        char args[300];
+        snprintf(args, sizeof args, HF "qwen3-vl-8b-instruct.json --seq 100 --image %lldx%lld --images %lld -m infer -p bf16",
+                 (long long)sz[i].w, (long long)sz[i].h, (long long)sz[i].n);
+        cli_run r;
+        run(&r, args);
+        char want[64];
+        snprintf(want, sizeof want, "seq %lld)", (long long)(100 + sz[i].tokens));
+        if (r.status != 0 || !strstr(r.out, want)) fail_msg("%s: exit %d, no \"%s\" in %s", args, r.status, want, r.out);
+        vc_model_free(m);
+    }
+    static const cli_measured c[] = {
+        {"qwen3_vl_img_small.json --seq 64 -o adamw -p fp32 --image 224x224", 19602944},
+        {"qwen3_vl_img_small.json --seq 64 -o adamw -p bf16 --image 448x336 --images 2", 30753280},
+        {"qwen3_vl_img_small.json --seq 96 -o sgd -p fp32 --image 640x480", 67630080},
+        {"qwen3_vl_img_small.json --seq 64 -o adamw -p fp32 --image 320x320 --lora 8 --lora-alpha 16 --lora-dropout 0 "
+         "--lora-targets q_proj,v_proj", 14629888},
+        {"qwen3_vl_img_small.json --seq 128 -o adamw -p bf16 --image 224x224 --grad-ckpt", 10872320},
+        {"qwen3_vl_img_small.json --seq 48 -o adam -p fp32 --image 512x512 --images 2 --lora 8 --lora-alpha 16 "
+         "--lora-dropout 0 --lora-targets q_proj,v_proj", 61215232},
+        {"qwen3_vl_img_small.json -m infer --seq 64 -p fp32 --image 640x480", 67609600},
+        {"qwen3_vl_img_small.json -m infer --seq 32 -p fp32 --image 1280x960", 877355520},
+        {"qwen3_vl_img_small.json -m infer --seq 256 -p bf16 --image 224x224", 9603072},
+        {"qwen3_vl_img_small.json -m infer --seq 32 -p bf16 --image 1024x768 --images 2", 410219520},
+    };
+    assert_measured(c, sizeof c / sizeof *c, "", 1.0);
 }
 
 int main(void)
@@ -136,6 +190,7 @@ int main(void)
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_images),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

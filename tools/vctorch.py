@@ -1327,6 +1327,7 @@ def _llm_kind(name):
 
 for _n in ("RotaryEmbedding", "RotaryAttention", "HFRMSNorm", "GatedActivation", "Scale", "PositionEmbedding",
            "SparseMoE", "NewGELU", "MLAttention", "GatedDeltaNet", "PixelValues", "VisionWeights",
+           "VisionPosEmbed", "VisionRotary", "VisionAttention", "VisionOutputs", "DeepstackAdd",
            "T5LayerNorm", "T5StackMask", "T5PositionBias", "T5Return", "T5Attention", "T5DecoderIds",
            "WhisperAttention", "WhisperEncoderPositions"):
     _KINDS[_n] = (_llm_kind(_n), None, set())

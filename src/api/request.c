@@ -1157,8 +1157,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
          * Gemma 3's SigLIP runs the images as a batch dimension: any batch (vc_hf_images_one_sequence) */
         if (q->given[VC_OPT_IMAGE] && m->images_one_sequence && (o->batch > 1 || q->max_batch || q->sweep)) {
             st = usage(err, O("image") " is modelled at " O("batch") " 1 for this vision tower: transformers runs a batch's "
-                       "image patches as one sequence through its attention (Qwen2.5-VL's; its memory grows with the batch "
-                       "squared); not %s", q->sweep ? O("sweep") : q->max_batch ? O("max_batch") : O("batch") " above 1");
+                       "image patches as one sequence through its attention (Qwen2.5-VL's, whose memory grows with the batch "
+                       "squared; Qwen3-VL's and Qwen3.5's, one image after another); not %s", q->sweep ? O("sweep") : q->max_batch ? O("max_batch") : O("batch") " above 1");
             goto fail;
         }
         vc_lora *lora = &q->lora;

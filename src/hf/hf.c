@@ -548,7 +548,7 @@ const hf_family vc__hf_families[] = {
      * 32, head_dim 128, max_position_embeddings 128000); Qwen3VLTextModel (modeling_qwen3_vl.py @ 00709b86)
      * is Qwen3's decoder (q_norm / k_norm per head, q/k/v/o with attention_bias) with interleaved MRoPE
      * (rope_scaling's mrope_section: the 1-D rope's cos / sin sizes at 3-D positions); the vision tower
-     * from vision_config (src/hf/hf_vision.c: its weights, frozen; images refused for now) */
+     * from vision_config (src/hf/hf_vision.c: its weights, frozen; run with its deepstack on --image) */
     {.model_type = "qwen3_vl", .config_class = "Qwen3VLTextConfig (Qwen3VLConfig.text_config)",
      .keys = {LLAMA_KEYS, [K_VOCAB] = DEF("vocab_size", 151936), [K_HIDDEN] = DEF("hidden_size", 4096),
               [K_INTER] = DEF("intermediate_size", 22016), [K_LAYERS] = DEF("num_hidden_layers", 32),
@@ -611,12 +611,15 @@ const char *vc_hf_lora_targets(const cJSON *cfg)
 /* Whether the family's vision tower runs a batch's images as one sequence:
  * Qwen2.5-VL's (Qwen2_5_VisionTransformerPretrainedModel, modeling_qwen2_5_vl.py
  * @ efa7189c: the patches of every image concatenated, attention under a
- * [1, n, n] block mask, its memory growing with the batch squared), not
- * SigLIP's (SiglipVisionModel: the images a batch dimension). */
+ * [1, n, n] block mask, its memory growing with the batch squared), Qwen3-VL's
+ * and Qwen3.5's (Qwen3VLVisionAttention, modeling_qwen3_vl.py @ 00709b86: the
+ * patches concatenated, sdpa run on one image after another, so that a batch's
+ * attention temporaries are one image's, which a per-sample plan would scale by
+ * the batch), not SigLIP's (SiglipVisionModel: the images a batch dimension). */
 bool vc_hf_images_one_sequence(const cJSON *cfg)
 {
     const hf_family *f = family_of(cfg);
-    return f && f->vision == VIS_QWEN2_5;
+    return f && (f->vision == VIS_QWEN2_5 || f->vision == VIS_QWEN3 || f->vision == VIS_QWEN3_5);
 }
 
 /* vllm/config/model.py (vllm-project/vllm @ 18ec6629): _find_dtype reads

@@ -175,10 +175,11 @@ enum {
     VIS_NONE,
     VIS_QWEN2_5, /* Qwen2_5_VisionTransformerPretrainedModel + Qwen2_5_VLPatchMerger */
     VIS_SIGLIP,  /* Gemma3: SiglipVisionModel + Gemma3MultiModalProjector */
-    VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers): weights counted, --image refused */
-    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel (its weights; the images refused for now) */
+    VIS_QWEN3_5, /* Qwen3.5: Qwen3_5VisionModel (Qwen3VLVisionModel without the deepstack mergers), run on --image */
+    VIS_QWEN3,   /* Qwen3-VL: Qwen3VLVisionModel with its deepstack mergers, run on --image */
 };
 
+#define HF_MAX_DEEPSTACK 64 /* deepstack_visual_indexes read with images */
 /* A vision tower (vision_config) and the images it sees (--image, --images). */
 typedef struct {
     int64_t depth, C, I, NH, cin, P, M, T, out, window; /* Qwen2_5_VLVisionConfig */
@@ -190,6 +191,7 @@ typedef struct {
     bool use_head;
     int64_t npos, ndeep; /* VIS_QWEN3 and VIS_QWEN3_5: num_position_embeddings (Qwen3VLVisionModel.pos_embed's rows);
                           * VIS_QWEN3: len(deepstack_visual_indexes) */
+    int64_t deep[HF_MAX_DEEPSTACK]; /* VIS_QWEN3 with images: deepstack_visual_indexes, ascending */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
 } hf_vision;
@@ -239,6 +241,7 @@ typedef struct {
     double query_scalar, rope_local, swiglu_alpha, swiglu_limit;
     /* t5 (hf_t5.c): the decoder's layers, the relative-position buckets and their reach, the gated MLP */
     int64_t dec_N, rel_buckets, rel_maxdist;
+    int64_t param_bound; /* an upper bound of the language model's parameters (hf_read.c check_total; towers add theirs) */
     bool gated;
     int64_t tgt; /* the decoder's tokens per sample (--target-seq, else --seq) */
     /* falcon: new_decoder_architecture (k and v broadcast to every head), alibi (refused),

@@ -627,14 +627,40 @@ static void distilbert_layer(wr *w, const arch *a)
     layernorm(w, a, "output_layer_norm", NULL);
 }
 
+/* Qwen3VLTextModel.forward (modeling_qwen3_vl.py @ 00709b86) with images: after decoder layer k of the
+ * first len(deepstack_visual_embeds), hidden_states = self._deepstack_process(hidden_states,
+ * visual_pos_masks, deepstack_visual_embeds[k]) (DeepstackAdd, layers/vision.c), while the loop's
+ * layer_outputs keeps layer k's own output until layer k + 1 returns: each of layers 0 .. ndeep is a
+ * Sequential of its own, named, followed by its DeepstackAdd (layer ndeep's a pass that holds layer
+ * ndeep - 1's output to there). */
+static void deepstack_add(wr *w, const arch *a, cJSON *seq, int64_t i, int64_t ds)
+{
+    char nm[64], prev[64], add[80], feat[96];
+    snprintf(nm, sizeof nm, "model.layers.%lld", (long long)i);
+    snprintf(prev, sizeof prev, "model.layers.%lld", (long long)(i - 1));
+    snprintf(add, sizeof add, "model.layers.%lld.deepstack", (long long)i);
+    str(w, seq, "name", nm);
+    cJSON *o = add_layer(w, "DeepstackAdd", add);
+    if (i < ds) {
+        snprintf(feat, sizeof feat, "visual.deepstack_merger_list.%lld.linear_fc2", (long long)i);
+        ins(w, o, nm, feat, i > 0 ? prev : NULL, NULL);
+        num(w, o, "image_tokens", (double)a->vis.embeds);
+    } else {
+        ins(w, o, nm, prev, NULL, NULL);
+        flag(w, o, "pass", true);
+    }
+}
+
 /* Decoder layers in runs of identical ones: one Sequential with `repeat`
  * per run (Gemma2 alternates sliding and global layers, Qwen2-MoE may mix
  * dense and sparse ones; every N-th layer checkpointed splits runs). */
 static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
 {
+    /* Qwen3-VL with images: the deepstack features added after the first decoder layers (deepstack_add) */
+    const int64_t ds = a->f->vision == VIS_QWEN3 && a->vis.patches > 0 && !strcmp(name, "model.layers") ? a->vis.ndeep : 0;
     for (int64_t i = 0; i < a->N && !w->r->oom;) {
         int64_t j = i + 1;
-        while (j < a->N && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
+        while (j < a->N && (ds == 0 || i > ds) && layer_is_moe(a, j) == layer_is_moe(a, i) && a->f->window != WIN_ALTERNATE &&
                vc__hf_layer_window(a, j) == vc__hf_layer_window(a, i) && vc__hf_layer_rope(a, j) == vc__hf_layer_rope(a, i) &&
                layer_ckpt(a, j) == layer_ckpt(a, i) && vc__hf_layer_linear(a, j) == vc__hf_layer_linear(a, i) &&
                (a->f->moe != MOE_LLAMA4 || vc__hf_llama4_chunk(a, j) == vc__hf_llama4_chunk(a, i)))
@@ -666,10 +692,12 @@ static void layer_stack(wr *w, const arch *a, const char *name, const char *in)
         case BLK_FALCON: falcon_layer(&inner, a); break;
         default: decoder_layer(&inner, a, i); break;
         }
+        if (ds > 0 && i <= ds) deepstack_add(w, a, seq, i, ds);
         i = j;
     }
     /* name the stack's output for what follows */
     cJSON *last = cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1);
+    if (last) cJSON_DeleteItemFromObjectCaseSensitive(last, "name"); /* a deepstack layer's own name */
     if (last && !cJSON_AddStringToObject(last, "name", name)) w->r->oom = true;
     w->last = name;
 }

@@ -411,8 +411,68 @@ static int read_family(rd *r, arch *a)
     return 0;
 }
 
+/* The whole model's parameters, bounded from above while the keys are read: every weight above is at
+ * most 2^48 elements, but their sum over the layers can pass 2^56, where the engine's byte counts would
+ * overflow (src/model/setup.c refuses such a model naming a path of the generated model, not the key).
+ * An upper bound of one layer's parameters (attention projections with o_proj, each MLP or expert's
+ * three matrices and the router, shared experts, MLA's low-rank projections, a Gated DeltaNet's, and a
+ * slack for norms and biases) times num_hidden_layers, plus the input and output embeddings: above
+ * 2^56 the config is refused naming the layer count (one layer alone stays far below: each of its
+ * weights is at most 2^48). Every product is overflow-checked. */
+static bool acc3(int64_t *sum, int64_t x, int64_t y, int64_t z)
+{
+    int64_t t;
+    return __builtin_mul_overflow(x, y, &t) || __builtin_mul_overflow(t, z, &t) || __builtin_add_overflow(*sum, t, sum);
+}
+
+static int check_total(rd *r, arch *a)
+{
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t width = a->H > a->proj ? a->H : a->proj, w = a->I > a->moe_I ? a->I : a->moe_I, E = a->E > 0 ? a->E : 1;
+    int64_t layer = 0, t = 0, emb = 0;
+    bool ovf = false;
+    ovf |= acc3(&layer, a->NH + 2 * a->KV, a->D, a->H); /* q, k, v */
+    ovf |= acc3(&layer, a->NH, a->D > a->v_head ? a->D : a->v_head, a->H); /* o_proj (v_head_dim under MLA) */
+    ovf |= acc3(&layer, w, a->H, 3 * E);                 /* gate, up, down of each expert (or the MLP) */
+    ovf |= acc3(&layer, a->H, E, 1);                     /* the router */
+    if (a->I > 0 && a->f->moe) ovf |= acc3(&layer, a->I, a->H, 3); /* a dense layer's MLP beside the experts' */
+    ovf |= acc3(&layer, a->shared_I, a->H, 3);
+    ovf |= acc3(&layer, a->moe_I, a->n_shared, 3 * a->H);
+    if (a->f->attn == ATTN_MLA) {
+        const int64_t in_q = a->q_lora ? a->q_lora : a->H;
+        ovf |= acc3(&layer, a->q_lora, a->H, 1);
+        ovf |= acc3(&layer, a->kv_lora + a->D, a->H, 1);
+        ovf |= acc3(&layer, a->NH, a->qk_nope + a->D, in_q);
+        ovf |= acc3(&layer, a->NH, a->qk_nope + a->v_head, a->kv_lora);
+    }
+    if (a->f->hybrid) {
+        const int64_t kd = a->lin_kh * a->lin_kd, vd = a->lin_vh * a->lin_vd; /* each at most 2^48 (checked above) */
+        ovf |= acc3(&layer, 2 * kd + 2 * vd, a->H, 1); /* in_proj_qkvz (or in_proj_qkv + in_proj_z) */
+        ovf |= acc3(&layer, 2 * kd + vd, a->conv_k, 1); /* conv1d */
+        ovf |= acc3(&layer, vd, a->H, 1);               /* out_proj */
+        ovf |= acc3(&layer, 2 * a->lin_vh, a->H, 1);    /* in_proj_ba */
+    }
+    ovf |= acc3(&layer, 16, a->H + w + a->NH * a->D, 1); /* norms and biases */
+    const char *key = role_key(r, a, K_LAYERS, -1, "num_hidden_layers");
+    if (ovf || __builtin_mul_overflow(a->V, width, &emb) || __builtin_mul_overflow(emb, 2, &emb) ||
+        __builtin_mul_overflow(layer, a->N > 0 ? a->N : 1, &t) || __builtin_add_overflow(t, emb, &t) || t > lim)
+        return vc__hf_bad(r, key, "%lld layers of up to %lld parameters each (and %lld in the embeddings) are more than "
+                   "2^56 parameters: byte counts would overflow 64-bit arithmetic", (long long)a->N, (long long)layer,
+                   (long long)emb);
+    if (a->f->block == BLK_T5) { /* T5Stack's decoder: its blocks add cross-attention (at most twice an encoder block's) */
+        const cJSON *dk = cJSON_GetObjectItemCaseSensitive(r->cfg, "num_decoder_layers");
+        int64_t d;
+        if (__builtin_mul_overflow(layer, 2 * a->dec_N, &d) || __builtin_add_overflow(t, d, &t) || t > lim)
+            return vc__hf_bad(r, dk && !cJSON_IsNull(dk) ? "num_decoder_layers" : key, "%lld decoder layers of up to %lld "
+                       "parameters each beside %lld encoder layers are more than 2^56 parameters: byte counts would overflow "
+                       "64-bit arithmetic", (long long)a->dec_N, (long long)(2 * layer), (long long)a->N);
+    }
+    a->param_bound = t;
+    return 0;
+}
+
 /* Products that become tensor sizes, checked here so the error names a key. */
-static int check_sizes(rd *r, const arch *a)
+static int check_sizes(rd *r, arch *a)
 {
     const int64_t lim = INT64_C(1) << 48; /* elements in one weight: 2^48 is 512 TiB in bf16 */
     int64_t t;
@@ -484,7 +544,7 @@ static int check_sizes(rd *r, const arch *a)
     if (a->f->moe && a->experts_impl == EXPERTS_PER_EXPERT && a->E * 3 + 4 > 256)
         return vc__hf_bad(r, a->f->keys[K_EXPERTS].key, "%lld experts: more than the 84 the per-expert modules of transformers 4.x "
                    "hold here", (long long)a->E);
-    return 0;
+    return check_total(r, a);
 }
 
 /* "dtype" (transformers v5) and "torch_dtype": the names vc_hf_dtype (hf.c)

@@ -27,6 +27,11 @@
  *   grid_w = w / patch; pixel_values [grid_t * grid_h * grid_w, C * T * P * P] float32;
  *   processing_qwen2_5_vl.py: each image is grid_t * grid_h * grid_w / merge_size^2 tokens.
  *
+ * Qwen3.5 / Qwen3.6 (qwen3_5, qwen3_5_moe) and Qwen3-VL (qwen3_vl): write_qwen3_tower below
+ * (modular_qwen3_5.py @ 8940358a, modeling_qwen3_vl.py @ 00709b86 / 68a7b7e2), smart_resize with the
+ * checkpoints' 65536 / 16777216 pixels; Qwen3-VL's deepstack features added after the first decoder
+ * layers by src/hf/hf_layers.c deepstack_add.
+ *
  * Gemma 3 (model_type gemma3): SiglipVisionModel and Gemma3MultiModalProjector, read_siglip,
  * siglip_images, write_siglip_weights and write_siglip below (modeling_siglip.py @ efa7189c,
  * modeling_gemma3.py and processing_gemma3.py @ 0018aa64 / 0068e970).
@@ -36,10 +41,11 @@
  *    FinetuningArguments: freeze_vision_tower and freeze_multi_modal_projector default True, the
  *    language model trained): its weights are resident, it runs forward with no
  *    autograd graph (nothing it computes needs a gradient), the language model trains;
- *  - every block attends over the sample's whole patch sequence with the [1, n, n] bool mask the
- *    sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are those of
- *    the whole sequence, as the class computes them; transformers runs the whole batch's patches
- *    as one sequence ([1, B n, B n]), one sample's here (exact at batch 1);
+ *  - Qwen2.5-VL: every block attends over the sample's whole patch sequence with the [1, n, n] bool
+ *    mask the sdpa class builds (and sdpa's float copy of it): the scores of the window blocks are
+ *    those of the whole sequence, as the class computes them; transformers runs the whole batch's
+ *    patches as one sequence ([1, B n, B n]), one sample's here (exact at batch 1); Qwen3-VL and
+ *    Qwen3.5 run sdpa on one image after another (exact at batch 1 too);
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
@@ -60,6 +66,12 @@
  * default max_pixels is 28 * 28 * 1280) */
 #define QWEN_MIN_PIXELS INT64_C(3136)
 #define QWEN_MAX_PIXELS INT64_C(12845056)
+/* The Qwen3-VL and Qwen3.5 / 3.6 checkpoints' preprocessor_config.json (Qwen2VLImageProcessorFast,
+ * Qwen3VLProcessor): size {"shortest_edge": 65536, "longest_edge": 16777216} (smart_resize's
+ * min_pixels and max_pixels), patch_size 16, merge_size 2 (vision_config's patch_size and
+ * spatial_merge_size), temporal_patch_size 2 */
+#define QWEN3_MIN_PIXELS INT64_C(65536)
+#define QWEN3_MAX_PIXELS INT64_C(16777216)
 
 static int vbad(rd *r, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int vbad(rd *r, const char *key, const char *fmt, ...)
@@ -325,17 +337,17 @@ static int read_siglip(rd *r, arch *a, const cJSON *v)
 
 /* smart_resize (image_processing_qwen2_vl.py @ cb0fc56f): Python's round() is
  * round-half-to-even, which nearbyint() is in the default rounding mode. */
-static int smart_resize(rd *r, int64_t height, int64_t width, int64_t factor, int64_t *oh, int64_t *ow)
+static int smart_resize(int64_t height, int64_t width, int64_t factor, int64_t min_px, int64_t max_px, int64_t *oh,
+                        int64_t *ow)
 {
-    (void)r;
     double h = (double)height, w = (double)width, f = (double)factor;
     int64_t hb = (int64_t)nearbyint(h / f) * factor, wb = (int64_t)nearbyint(w / f) * factor;
-    if ((double)hb * (double)wb > (double)QWEN_MAX_PIXELS) {
-        double beta = sqrt(h * w / (double)QWEN_MAX_PIXELS);
+    if ((double)hb * (double)wb > (double)max_px) {
+        double beta = sqrt(h * w / (double)max_px);
         hb = (int64_t)floor(h / beta / f) * factor;
         wb = (int64_t)floor(w / beta / f) * factor;
-    } else if ((double)hb * (double)wb < (double)QWEN_MIN_PIXELS) {
-        double beta = sqrt((double)QWEN_MIN_PIXELS / (h * w));
+    } else if ((double)hb * (double)wb < (double)min_px) {
+        double beta = sqrt((double)min_px / (h * w));
         hb = (int64_t)ceil(h * beta / f) * factor;
         wb = (int64_t)ceil(w * beta / f) * factor;
     }
@@ -418,6 +430,82 @@ static int read_qwen3_5(rd *r, arch *a, const cJSON *v)
     return 0;
 }
 
+/* The tower's parameters bounded from above (its blocks: qkv and proj 4 hidden^2, the MLP up to three
+ * intermediate x hidden matrices, norms and biases; the merger and deepstack mergers; the patch and
+ * position embeddings), added to the language model's bound (hf_read.c check_total): past 2^56 the
+ * engine's byte counts would overflow, so the config is refused naming the tower's depth. */
+static int tower_total(rd *r, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    const int64_t lim = INT64_C(1) << 56;
+    int64_t blk, x, y, tot, H4;
+    bool ovf = __builtin_mul_overflow(t->C, 4 * t->C, &blk) || __builtin_mul_overflow(t->I, 3 * t->C, &x) ||
+               __builtin_add_overflow(blk, x, &blk) || __builtin_add_overflow(blk, 16 * (t->C + t->I), &blk) ||
+               __builtin_mul_overflow(blk, t->depth, &tot);
+    /* the mergers: H4^2 + H4 x out each, the final one and any deepstack ones */
+    ovf = ovf || __builtin_mul_overflow(t->C, t->M * t->M, &H4) || __builtin_mul_overflow(H4, H4 + t->out + 4, &x) ||
+          __builtin_mul_overflow(x, 1 + t->ndeep, &x) || __builtin_add_overflow(tot, x, &tot);
+    /* patch_embed, pos_embed (or SigLIP's (image_size / patch_size)^2 positions), the projector */
+    ovf = ovf || __builtin_mul_overflow(t->cin * t->T * t->P * t->P + t->npos + 1, t->C, &y) ||
+          __builtin_add_overflow(tot, y, &tot) || __builtin_add_overflow(tot, a->param_bound, &tot);
+    if (t->img && t->P) {
+        const int64_t side = t->img / t->P;
+        ovf = ovf || __builtin_mul_overflow(side * side + a->H, t->C, &y) || __builtin_add_overflow(tot, y, &tot);
+    }
+    if (ovf || tot > lim)
+        return vbad(r, a->f->vision == VIS_SIGLIP ? "num_hidden_layers" : "depth", "%lld blocks of up to %lld parameters "
+                    "each beside the language model's are more than 2^56 parameters: byte counts would overflow 64-bit "
+                    "arithmetic", (long long)t->depth, (long long)blk);
+    return 0;
+}
+
+/* Qwen3-VL with images: deepstack_visual_indexes as the tower runs them (Qwen3VLVisionModel.forward: after
+ * each block in the list, in block order, deepstack_merger_list[list.index(block)]; Qwen3VLTextModel.forward
+ * adds the k-th feature after decoder layer k), ascending in t->deep. A block listed twice would run one
+ * merger and leave the other unused: refused, as more than HF_MAX_DEEPSTACK features are. */
+static int qwen3_deep(rd *r, hf_vision *t, const cJSON *v)
+{
+    const cJSON *ds = v ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
+    if (!ds || cJSON_IsNull(ds)) { /* Qwen3VLVisionConfig's default (read_qwen3 checked depth) */
+        t->deep[0] = 8, t->deep[1] = 16, t->deep[2] = 24;
+        return 0;
+    }
+    if (t->ndeep > HF_MAX_DEEPSTACK)
+        return vbad(r, "deepstack_visual_indexes", "%lld features: more than the %d modelled with images", (long long)t->ndeep,
+                    HF_MAX_DEEPSTACK);
+    int64_t n = 0;
+    for (const cJSON *e = ds->child; e; e = e->next) {
+        int64_t x = (int64_t)e->valuedouble, j = n++;
+        for (; j > 0 && t->deep[j - 1] > x; j--) t->deep[j] = t->deep[j - 1];
+        if (j > 0 && t->deep[j - 1] == x)
+            return vbad(r, "deepstack_visual_indexes", "block %lld is listed twice (one merger would run, the other not)",
+                        (long long)x);
+        t->deep[j] = x;
+    }
+    return 0;
+}
+
+/* Qwen3_5VisionConfig.hidden_act (gelu_pytorch_tanh by default), read when the tower runs */
+static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
+{
+    const cJSON *act = v ? cJSON_GetObjectItemCaseSensitive(v, "hidden_act") : NULL;
+    const char *an = "gelu_pytorch_tanh";
+    if (act && !cJSON_IsNull(act)) {
+        if (!cJSON_IsString(act)) return vbad(r, "hidden_act", "expected a string");
+        an = act->valuestring;
+    }
+    static const char *const names[] = {"gelu_pytorch_tanh", "gelu", "silu", "swish", "relu"};
+    static const int acts[] = {A_GELU_TANH, A_GELU, A_SILU, A_SILU, A_RELU};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(an, names[i])) {
+            t->act = acts[i];
+            return 0;
+        }
+    char e[64];
+    vc_escape(e, sizeof e, an);
+    return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, silu, swish or relu)", e);
+}
+
 int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
 {
     const bool want = o && (o->image_w > 0 || o->images > 0);
@@ -438,6 +526,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
         : a->f->vision == VIS_QWEN3   ? read_qwen3(r, a, v)
                                       : read_qwen2_5(r, a, v))
         return -1;
+    if (tower_total(r, a)) return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
      * name the language model's layers only) */
     if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
@@ -445,18 +534,13 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
         return -1;
     }
     if (!want) return 0;
-    if (a->f->vision == VIS_QWEN3_5) {
-        vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the vision tower's weights "
-                     "are counted, its forward (Qwen3_5VisionModel) is not modelled yet: run without images", r->fam);
-        return -1;
-    }
-    if (a->f->vision == VIS_QWEN3) { /* the tower's forward is not written yet: refused, not guessed */
-        vc_set_error(r->err, VC_ERR_USAGE, o->image_w > 0 ? O("image") : O("images"), "%s: the images' memory is not "
-                     "modelled yet (Qwen3VLVisionModel: pos_embed's bilinear interpolation, per-image attention, the "
-                     "deepstack mergers and their features added to the first decoder layers); a run without images is "
-                     "(the language model, the tower's weights loaded and frozen)", r->fam);
-        return -1;
-    }
+    if (a->f->vision == VIS_QWEN3_5 && read_qwen3_5_act(r, &a->vis, v)) return -1;
+    /* rot_pos_emb: Qwen3VLVisionRotaryEmbedding(head_dim // 2), head_dim / 4 frequencies per axis, the h and
+     * w ones cat'ed and doubled back to head_dim (modeling_qwen3_vl.py): head_dim must be a multiple of 4 */
+    if ((a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN3) && (a->vis.C / a->vis.NH) % 4)
+        return vbad(r, "num_heads", "head_dim %lld (hidden_size / num_heads) must be a multiple of 4 for the tower to run "
+                    "(2-D rotary: a quarter per axis, twice)", (long long)(a->vis.C / a->vis.NH));
+    if (a->f->vision == VIS_QWEN3 && qwen3_deep(r, &a->vis, v)) return -1;
     hf_vision *t = &a->vis;
     if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
     if (o->image_w <= 0) {
@@ -476,8 +560,15 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
                      (long long)W, (long long)H);
         return -1;
     }
-    smart_resize(r, H, W, factor, &t->h, &t->w);
+    const bool q3 = a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN3;
+    smart_resize(H, W, factor, q3 ? QWEN3_MIN_PIXELS : QWEN_MIN_PIXELS, q3 ? QWEN3_MAX_PIXELS : QWEN_MAX_PIXELS, &t->h,
+                 &t->w);
     t->images = o->images > 0 ? o->images : 1;
+    if (q3 && t->images > 64) { /* layers/vision.c: the tower's per-image pieces (VPE_MAX_IMAGES) */
+        vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images per sample: the Qwen3 towers are modelled with at most "
+                     "64", (long long)t->images);
+        return -1;
+    }
     int64_t per = (t->h / t->P) * (t->w / t->P); /* grid_t (1) x grid_h x grid_w */
     if (__builtin_mul_overflow(per, t->images, &t->patches) || t->patches > (INT64_C(1) << 32)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("images"), "%lld images of %lld patches: more than 2^32 patches per sample",
@@ -797,6 +888,147 @@ static const char *write_siglip(vw *w, const hf_vision *t)
     return "multi_modal_projector.mm_input_projection_weight";
 }
 
+/* Qwen3VLVisionModel.forward (modeling_qwen3_vl.py @ 00709b86) and Qwen3_5VisionModel.forward
+ * (modular_qwen3_5.py @ 8940358a, the blocks and merger of modeling_qwen3_vl.py @ 68a7b7e2) on the
+ * processor's pixel_values, frozen and run without autograd (nothing saved):
+ *  - get_image_features: pixel_values.type(self.visual.dtype), a local of that function (a copy
+ *    unless float32), dead once the tower returns (written as the first layer's temporary);
+ *  - patch_embed (Qwen3VLVisionPatchEmbed: view(-1, C, T, P, P), Conv3d with kernel = stride and a
+ *    bias, view(-1, hidden): one Linear over each patch's values, the same weights and output);
+ *  - pos_embeds = fast_pos_embed_interpolate(grid_thw) (VisionPosEmbed, layers/vision.c);
+ *    hidden_states = hidden_states + pos_embeds (.to(input_dtype): the same dtype);
+ *  - rot_pos_emb, emb = cat, (emb.cos(), emb.sin()) float32 (VisionRotary);
+ *  - the blocks (Qwen3VLVisionBlock): x + attn(norm1(x)), x + mlp(norm2(x)); nn.LayerNorm eps 1e-6
+ *    with bias; attn: qkv, VisionAttention (float32 rope, sdpa per image), proj; mlp: linear_fc1,
+ *    hidden_act, linear_fc2;
+ *  - Qwen3-VL: after each block of deepstack_visual_indexes, its deepstack merger
+ *    (Qwen3VLVisionPatchMerger(use_postshuffle_norm=True): x.view(-1, hidden * merge^2), norm
+ *    LayerNorm(hidden * merge^2), linear_fc1, GELU, linear_fc2);
+ *  - merger (use_postshuffle_norm False): norm LayerNorm(hidden), view(-1, hidden * merge^2),
+ *    linear_fc1, nn.GELU(), linear_fc2 to out_hidden_size;
+ *  - what the model's forward keeps (VisionOutputs): the cat copy of the image embeddings, and
+ *    Qwen3.5's last_hidden_state and pooler_output, Qwen3-VL's deepstack features; the 3-D mrope
+ *    positions [3, L] int64 per sample. */
+static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
+{
+    const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
+    const int64_t H4 = C * t->M * t->M, gh = t->h / t->P, gw = t->w / t->P;
+    cJSON *o = lay(w, "PixelValues", "pixel_values");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "patch_dim", (double)pd);
+    vflag(w, o, "local_cast", true); /* get_image_features' local: read by VisionOutputs, dead after the tower */
+    o = vlinear(w, "visual.patch_embed.proj", "pixel_values", pd, C, true);
+    vflag(w, o, "quantizable", false); /* an nn.Conv3d: bitsandbytes leaves it */
+    o = lay(w, "VisionPosEmbed", "visual.pos_embed");
+    vnum(w, o, "num_embeddings", (double)t->npos);
+    vnum(w, o, "embedding_dim", (double)C);
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "images", (double)t->images);
+    o = lay(w, "Add", "visual.embeds");
+    vins(w, o, "visual.patch_embed.proj", "visual.pos_embed");
+    o = lay(w, "VisionRotary", "visual.rotary_pos_emb");
+    vnum(w, o, "num_patches", (double)n);
+    vnum(w, o, "head_dim", (double)D);
+    vnum(w, o, "max_grid", (double)(gh > gw ? gh : gw));
+    /* the blocks: one Sequential per run between deepstack taps */
+    const char *prev = "visual.embeds";
+    char nm[64], dn[64];
+    int64_t b0 = 0;
+    for (int64_t k = 0; k <= t->ndeep && !w->r->oom; k++) {
+        const int64_t end = k < t->ndeep ? t->deep[k] + 1 : t->depth;
+        if (end > b0) {
+            /* one run: "visual.blocks" (transformers' own name); runs between deepstack taps: their ranges */
+            if (t->ndeep == 0) snprintf(nm, sizeof nm, "visual.blocks");
+            else snprintf(nm, sizeof nm, "visual.blocks.%lld-%lld", (long long)b0, (long long)(end - 1));
+            cJSON *seq = lay(w, "Sequential", nm);
+            vins(w, seq, prev, NULL);
+            if (end - b0 > 1) vnum(w, seq, "repeat", (double)(end - b0));
+            cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
+            if (!inner) {
+                w->r->oom = true;
+                return NULL;
+            }
+            vw b = {w->r, inner};
+            o = lay(&b, "LayerNorm", "norm1");
+            int64_t ns[1] = {C};
+            vshape(&b, o, "normalized_shape", 1, ns);
+            vnum(&b, o, "eps", 1e-6);
+            vstr(&b, o, "held_until", "attn.proj"); /* the attention's argument until its forward returns */
+            vlinear(&b, "attn.qkv", NULL, C, 3 * C, true);
+            o = lay(&b, "VisionAttention", "attn.attention");
+            vins(&b, o, "attn.qkv", "visual.rotary_pos_emb");
+            vnum(&b, o, "num_heads", (double)NH);
+            vnum(&b, o, "head_dim", (double)D);
+            vnum(&b, o, "images", (double)t->images);
+            vlinear(&b, "attn.proj", NULL, C, C, true);
+            vins(&b, lay(&b, "Add", "attn_residual"), "input", "attn.proj");
+            o = lay(&b, "LayerNorm", "norm2");
+            vshape(&b, o, "normalized_shape", 1, ns);
+            vnum(&b, o, "eps", 1e-6);
+            vlinear(&b, "mlp.linear_fc1", NULL, C, t->I, true);
+            vact(&b, t->act, "mlp.act_fn");
+            vlinear(&b, "mlp.linear_fc2", NULL, t->I, C, true);
+            vins(&b, lay(&b, "Add", "mlp_residual"), "attn_residual", "mlp.linear_fc2");
+            snprintf(dn, sizeof dn, "%s", nm);
+            b0 = end;
+            prev = dn;
+        }
+        if (k == t->ndeep) break;
+        /* deepstack_merger_list[k] on the block's output: view, norm, linear_fc1, GELU, linear_fc2 */
+        char pre[64], vn[96], nn_[96], f1[96], ga[96], f2[96];
+        snprintf(pre, sizeof pre, "visual.deepstack_merger_list.%lld", (long long)k);
+        snprintf(vn, sizeof vn, "%s.view", pre);
+        snprintf(nn_, sizeof nn_, "%s.norm", pre);
+        snprintf(f1, sizeof f1, "%s.linear_fc1", pre);
+        snprintf(ga, sizeof ga, "%s.act_fn", pre);
+        snprintf(f2, sizeof f2, "%s.linear_fc2", pre);
+        o = lay(w, "Reshape", vn);
+        vins(w, o, prev, NULL);
+        int64_t d[2] = {n / (t->M * t->M), H4};
+        vshape(w, o, "shape", 2, d);
+        o = lay(w, "LayerNorm", nn_);
+        int64_t ns4[1] = {H4};
+        vshape(w, o, "normalized_shape", 1, ns4);
+        vnum(w, o, "eps", 1e-6);
+        vlinear(w, f1, NULL, H4, H4, true);
+        o = lay(w, "GELU", ga);
+        vstr(w, o, "approximate", "none");
+        vlinear(w, f2, NULL, H4, t->out, true);
+    }
+    /* the merger */
+    o = lay(w, "LayerNorm", "visual.merger.norm");
+    vins(w, o, prev, NULL);
+    int64_t ns[1] = {C};
+    vshape(w, o, "normalized_shape", 1, ns);
+    vnum(w, o, "eps", 1e-6);
+    o = lay(w, "Reshape", "visual.merger.view");
+    int64_t d[2] = {n / (t->M * t->M), H4};
+    vshape(w, o, "shape", 2, d);
+    vlinear(w, "visual.merger.linear_fc1", NULL, H4, H4, true);
+    o = lay(w, "GELU", "visual.merger.act_fn");
+    vstr(w, o, "approximate", "none");
+    vlinear(w, "visual.merger.linear_fc2", NULL, H4, t->out, true);
+    o = lay(w, "VisionOutputs", "visual.outputs");
+    if (o) {
+        cJSON *arr = cJSON_CreateArray();
+        char f2[96];
+        bool ok = arr && cJSON_AddItemToArray(arr, cJSON_CreateString("pixel_values")) &&
+                  cJSON_AddItemToArray(arr, cJSON_CreateString(prev)) &&
+                  cJSON_AddItemToArray(arr, cJSON_CreateString("visual.merger.linear_fc2"));
+        for (int64_t k = 0; ok && k < t->ndeep; k++) {
+            snprintf(f2, sizeof f2, "visual.deepstack_merger_list.%lld.linear_fc2", (long long)k);
+            ok = cJSON_AddItemToArray(arr, cJSON_CreateString(f2));
+        }
+        ok = ok && cJSON_AddItemToArray(arr, cJSON_CreateString("input")); /* the token ids: the 3-D positions' length */
+        if (!ok || !cJSON_AddItemToObject(o, "inputs", arr)) { /* not attached: ours to free */
+            cJSON_Delete(arr);
+            w->r->oom = true;
+        }
+    }
+    if (keep_last) vflag(w, o, "keep_last", true); /* Qwen3_5Model.forward's image_outputs */
+    return "visual.outputs";
+}
+
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
 {
     const hf_vision *t = &a->vis;
@@ -810,6 +1042,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
         return NULL;
     }
     if (a->f->vision == VIS_SIGLIP) return write_siglip(&w, t);
+    if (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) return write_qwen3_tower(&w, t, a->f->vision == VIS_QWEN3_5);
     const int64_t C = t->C, NH = t->NH, D = t->C / t->NH, n = t->patches, pd = t->cin * t->T * t->P * t->P;
     const int64_t H4 = C * t->M * t->M;
     cJSON *o = lay(&w, "PixelValues", "pixel_values"); /* the processor's pixel_values, .type(visual.dtype) */

@@ -120,7 +120,8 @@ def main():
         if c["mode"] == "infer":  # the text encoders' no_grad forward (encoder_replica.py): -m infer
             p = run(opt.cli, c, [c["config"], "-m", "infer", "--seq", str(c["seq"]), "-b", str(c["batch"]), "-p",
                                  c["precision"], "--attention", "math", "--workspace", "0", "-f", "json"]
-                    + (["--target-seq", str(c["target_seq"])] if c.get("target_seq") else []))
+                    + (["--target-seq", str(c["target_seq"])] if c.get("target_seq") else [])
+                    + (["--image", c["image"], "--images", str(c.get("images", 1))] if c.get("image") else []))
         else:
             p = run(opt.cli, c, args_for(c))
         if p.returncode != 0 and c.get("known_gap"):  # a gap the CLI refuses rather than under-estimates

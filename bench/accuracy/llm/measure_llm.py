@@ -220,9 +220,11 @@ def main(argv):
                    mm_tokens_per_image=raw.get("mm_tokens_per_image", 256),
                    image_token_index=raw.get("image_token_index", 262144))
     if raw.get("model_type") in ("qwen3_5", "qwen3_5_moe"):  # Qwen3_5Config: text_config and vision_config
-        raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {})
+        raw = dict(raw["text_config"], model_type=raw["model_type"], vision_config=raw.get("vision_config") or {},
+                   image_token_id=raw.get("image_token_id"))
     if raw.get("model_type") == "qwen3_vl":  # Qwen3VLConfig: the language model's keys are text_config's
-        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {})
+        raw = dict(raw["text_config"], model_type="qwen3_vl", vision_config=raw.get("vision_config") or {},
+                   image_token_id=raw.get("image_token_id"))
     if raw.get("model_type") == "gemma4_text":  # Gemma4TextConfig's defaults and layer_types (gemma4_replica.py)
         import gemma4_replica
         raw = gemma4_replica.resolve(raw)
@@ -264,9 +266,12 @@ def main(argv):
                              "--loss hf) and --mode infer")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
-    elif args.mode == "infer" and cfg.model_type != "gemma4_text":
-        raise SystemExit("measure_llm.py: --mode infer is the text encoders' (encoder_replica.py) and Gemma 4's "
-                         "(gemma4_replica.py) forward")
+    elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl")):
+        raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
+                         "(gemma4_replica.py) and the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py)")
+    elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
+        import qwen3vl_tower_replica
+        model = qwen3vl_tower_replica.build_qwen3_5(cfg, args.attn)
     elif cfg.model_type == "falcon":  # FalconForCausalLM (falcon_replica.py)
         import falcon_replica
         model = falcon_replica.CausalLM(cfg, args.attn)
@@ -282,9 +287,10 @@ def main(argv):
     elif cfg.model_type == "llama4_text":  # Llama4ForCausalLM (llama4_replica.py)
         import llama4_replica
         model = llama4_replica.CausalLM(cfg, args.attn)
+    elif cfg.model_type == "qwen3_vl" and args.image:  # the tower and deepstack run on images (qwen3vl_tower_replica.py)
+        import qwen3vl_tower_replica
+        model = qwen3vl_tower_replica.build_qwen3_vl(cfg, args.attn)
     elif cfg.model_type == "qwen3_vl":  # Qwen3-VL on text: Qwen3's LM with MRoPE, the tower frozen (qwen3vl_replica.py)
-        if args.image:
-            raise SystemExit("measure_llm.py: qwen3_vl: images are not replicated (qwen3vl_replica.py)")
         import qwen3vl_replica
         model = qwen3vl_replica.build(cfg, args.attn)
     elif cfg.model_type == "qwen2_5_vl":  # the Qwen2.5-VL tower, frozen, before Qwen2's LM (qwen25vl_replica.py)
@@ -353,6 +359,16 @@ def main(argv):
             raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
+    elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
+        # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
+        import qwen3vl_tower_replica
+        vk = qwen3vl_tower_replica.vision_keys(cfg.d.get("vision_config") or {})
+        W, Hh = (int(x) for x in args.image.lower().split("x"))
+        rh, rw = qwen3vl_tower_replica.smart_resize(Hh, W, vk["P"] * vk["M"])
+        gh, gw = rh // vk["P"], rw // vk["P"]
+        n_img = args.batch * args.images
+        image_tokens = args.images * gh * gw // vk["M"] ** 2
+        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
     elif args.image:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
         import qwen25vl_replica
         vk = qwen25vl_replica.vision_keys(cfg.d.get("vision_config") or {})
@@ -373,10 +389,17 @@ def main(argv):
         # to the model's dtype by the caller before the forward; resident like input_ids
         wc = model.config
         return torch.randn(args.batch, wc.num_mel_bins, 2 * wc.max_source_positions, dtype=dtype)
-    if (t5 or encoder or cfg.model_type == "gemma4_text") and args.mode == "infer":
+    if (t5 or encoder or image_tokens or cfg.model_type == "gemma4_text") and args.mode == "infer":
         # model.eval(); with torch.no_grad(): logits = model(input_ids).logits (t5: with decoder_input_ids, the
         # batch's, resident like input_ids) -- run twice, the second measured; the logits dropped after
-        input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq), dtype=torch.int64)
+        input_ids = features() if whisper else torch.randint(0, V, (args.batch, args.seq + image_tokens),
+                                                             dtype=torch.int64)
+        if image_tokens:  # the image tokens first (Qwen3.5: qwen3vl_tower_replica.py), pixel_values resident
+            tid = cfg.d["image_token_id"]
+            input_ids = torch.where(input_ids == tid, torch.full_like(input_ids, tid + 1), input_ids)
+            input_ids[:, :image_tokens] = tid
+            model.embed_tokens.pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
+            model.embed_tokens.grid_thw = torch.tensor([[1, gh, gw]] * n_img)
         kw = {"decoder_input_ids": torch.randint(0, V, (args.batch, T), dtype=torch.int64)} if t5 else {}
         after_build = tr.O.opobs_current()
         model.eval()

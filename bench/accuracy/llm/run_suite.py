@@ -910,6 +910,57 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
                         ckpt=True, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
                         num_generations=g, held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen3.5's vision tower run on images (qwen3vl_tower_replica.py, modular_qwen3_5.py @
+    # 8940358a with modeling_qwen3_vl.py @ 68a7b7e2's blocks): smart_resize with the checkpoints' 65536 / 16777216
+    # pixels (factor 32), patch_embed, pos_embed interpolated to the grid, float32 2-D rope, sdpa per image, the
+    # merger; image_outputs and the cat copy kept to Qwen3_5Model.forward's end; the image tokens before --seq's
+    # text. Training (full, LoRA r=8 on q_proj,v_proj) and --mode infer (the no_grad forward); 1280x960 and
+    # 1024x768 make the tower's attention the peak. Batch 1: the tower runs a batch's images as one sequence,
+    # one image's sdpa after another (refused above batch 1, request.c). Every third held out.
+    q35v = [
+        ("train", 1, 64, "adamw", "fp32", "224x224", 1, 0),
+        ("train", 1, 64, "adamw", "bf16", "224x224", 1, 0),
+        ("train", 1, 32, "sgd", "fp32", "640x480", 1, 0),
+        ("train", 1, 64, "adamw", "bf16", "448x336", 2, 8),
+        ("train", 1, 96, "adamw", "fp32", "320x320", 1, 0),
+        ("train", 1, 48, "adamw", "fp32", "512x512", 2, 8),
+        ("infer", 1, 64, None, "fp32", "640x480", 1, 0),
+        ("infer", 1, 32, None, "fp32", "1280x960", 1, 0),
+        ("infer", 1, 32, None, "fp32", "1024x768", 2, 0),
+        ("infer", 1, 64, None, "bf16", "448x448", 1, 0),
+        ("infer", 1, 32, None, "bf16", "1024x768", 1, 0),
+    ]
+    for i, (m, b, s, o, p, img, n, l) in enumerate(q35v):
+        c = dict(config="configs/qwen3_5_vl_small.json", mode=m, batch=b, seq=s, precision=p, image=img, images=n,
+                 experts="grouped_mm", held_out=(i % 3 == 2))
+        if m == "train":
+            c.update(optim=o, ckpt=False, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
+        out.append(c)
+    # issue 31 item 4: Qwen3-VL's tower and deepstack run on images (qwen3vl_tower_replica.py build_qwen3_vl,
+    # modeling_qwen3_vl.py @ 00709b86): the tower of the Qwen3.5 rows with a deepstack merger after blocks 0 and 2
+    # (configs/qwen3_vl_img_small.json), Qwen3VLModel.forward's image path (the cat copy, the deepstack list and
+    # visual_pos_masks kept to its end, the merger's output dead after the cat), and Qwen3VLTextModel's
+    # _deepstack_process after decoder layers 0 and 1 (clone, the masked gather + feature, index_put_; the loop's
+    # layer_outputs alive until the next layer returns). Training (full, LoRA r=8 on q_proj,v_proj, checkpointing)
+    # and --mode infer, batch 1. Every third held out.
+    q3vi = [
+        ("train", 1, 64, "adamw", "fp32", "224x224", 1, 0, False),
+        ("train", 1, 64, "adamw", "bf16", "448x336", 2, 0, False),
+        ("train", 1, 96, "sgd", "fp32", "640x480", 1, 0, False),
+        ("train", 1, 64, "adamw", "fp32", "320x320", 1, 8, False),
+        ("train", 1, 128, "adamw", "bf16", "224x224", 1, 0, True),
+        ("train", 1, 48, "adam", "fp32", "512x512", 2, 8, False),
+        ("infer", 1, 64, None, "fp32", "640x480", 1, 0, False),
+        ("infer", 1, 32, None, "fp32", "1280x960", 1, 0, False),
+        ("infer", 1, 256, None, "bf16", "224x224", 1, 0, False),
+        ("infer", 1, 32, None, "bf16", "1024x768", 2, 0, False),
+    ]
+    for i, (m, b, s, o, p, img, n, l, ck) in enumerate(q3vi):
+        c = dict(config="configs/qwen3_vl_img_small.json", mode=m, batch=b, seq=s, precision=p, image=img, images=n,
+                 held_out=(i % 3 == 2))
+        if m == "train":
+            c.update(optim=o, ckpt=ck, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
+        out.append(c)
     return out
 
 
