@@ -123,7 +123,11 @@ typedef struct {
      * expandable_segments:True, and max_split_size_mb in bytes (0: unlimited) */
     int expandable;
     int64_t max_split;
+    /* set by the caller: VC_POOL_SMALL or VC_POOL_LARGE when every request is of that pool (replay.c's
+     * streams, one per pool), VC_POOL_EITHER (0, as zero-initialised) otherwise */
+    int pool;
 } vc_alloc_scratch;
+enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
 /* Requests of at most this many bytes come from the small pool (kSmallSize). */
 #define VC_ALLOC_SMALL_SIZE (INT64_C(1) << 20)
