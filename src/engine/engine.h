@@ -135,4 +135,10 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
 static inline int vc_alloc_small(int64_t size) { return size <= VC_ALLOC_SMALL_SIZE; }
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
 
+/* vc_estimator_total for a caller that asks only whether the total is at most
+ * `limit` (>= 0): a total over it may be any value over it (the allocator
+ * model is not replayed past the limit by the allocated peak); at most the
+ * limit, it is vc_estimator_total's (sweep.c). */
+vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err);
+
 #endif
