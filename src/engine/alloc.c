@@ -522,16 +522,16 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     /* each malloc makes at most two blocks (a segment and a remainder): size
      * the arrays once (pages not used are not touched), and keep them for
      * the next replay */
-    if (h->capb < 2 * n + 1) {
-        block *nb = realloc(h->b, (2 * n + 1) * sizeof *nb);
-        if (!nb) return -1;
-        h->b = nb;
+    if (h->capb < 2 * n + 1) { /* their contents are not kept (reset or the snapshot writes them): no copy */
+        free(h->b);
+        h->capb = 0;
+        if (!(h->b = malloc((2 * n + 1) * sizeof *h->b))) return -1;
         h->capb = 2 * n + 1;
     }
     if (h->capblk < n + 1) {
-        int32_t *nk = realloc(h->blk, (n + 1) * sizeof *nk);
-        if (!nk) return -1;
-        h->blk = nk;
+        free(h->blk);
+        h->capblk = 0;
+        if (!(h->blk = malloc((n + 1) * sizeof *h->blk))) return -1;
         h->capblk = n + 1;
     }
     if (prefix > n) prefix = n;
