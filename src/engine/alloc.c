@@ -87,6 +87,7 @@ struct vc_alloc_state {
     size_class *cls;
     int32_t ncls, capcls;
     uint64_t bits[NSMALL / 64], summary; /* small classes with a free block; words of bits that are not 0 */
+    uint64_t held[NSMALL / 64];          /* small classes whose heap array is allocated (vc_alloc_scratch_free) */
     class_key *key; /* the large pool's classes with a free block, by size */
     int32_t nkey, capkey;
     int32_t *spare;
@@ -231,7 +232,10 @@ static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, 
     int32_t ci = small ? small_class(B->size) : large_class(h, B->size);
     if (ci < 0) return false;
     size_class *c = &h->cls[ci];
-    if (c->n == c->cap && !grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+    if (c->n == c->cap) {
+        if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+        if (small) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
+    }
     if (small && !c->n) set_bit(h, ci);
     B->free = true;
     B->cls = ci;
@@ -406,10 +410,13 @@ static bool reset(heap *h)
     }
     h->nb = 0;
     h->nkey = 0;
+    /* the small classes with a free block are the bits' (push_free and drop_free keep them so) */
+    for (int w = 0; w < NSMALL / 64; w++)
+        for (uint64_t m = h->bits[w]; m; m &= m - 1) h->cls[(w << 6) + __builtin_ctzll(m)].n = 0;
     memset(h->bits, 0, sizeof h->bits);
     h->summary = 0;
     h->nspare = 0;
-    for (int32_t c = 0; c < h->ncls; c++) h->cls[c].n = 0;
+    for (int32_t c = NSMALL; c < h->ncls; c++) h->cls[c].n = 0;
     for (int32_t c = h->ncls - 1; c >= NSMALL; c--) h->spare[h->nspare++] = c;
     h->reserved = 0;
     h->last = -1;
@@ -476,8 +483,10 @@ static bool restore_snapshot(heap *h)
     for (int32_t i = 0; i < h->snap.ncls; i++) {
         int32_t ci = h->snap.cls[i];
         size_class *c = &h->cls[ci];
-        while (c->cap < h->snap.nent[i])
+        while (c->cap < h->snap.nent[i]) {
             if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+            if (ci < NSMALL) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
+        }
         memcpy(c->h, e, (size_t)h->snap.nent[i] * sizeof *e);
         c->n = h->snap.nent[i];
         e += c->n;
@@ -564,7 +573,9 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
     heap *h = sc->st;
     if (!h) return;
     drop_snapshot(h);
-    for (int32_t c = 0; c < h->ncls; c++) free(h->cls[c].h);
+    for (int w = 0; w < NSMALL / 64; w++) /* the small classes' heaps that were allocated */
+        for (uint64_t m = h->held[w]; m; m &= m - 1) free(h->cls[(w << 6) + __builtin_ctzll(m)].h);
+    for (int32_t c = NSMALL; c < h->ncls; c++) free(h->cls[c].h);
     free(h->cls);
     free(h->spare);
     free(h->key);
