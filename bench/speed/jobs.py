@@ -42,12 +42,13 @@ def jobs(seq):
 
 
 def wall(cmd):
+    """wall seconds, CPU seconds (user + system) and minor page faults of one run"""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t1 = time.perf_counter()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return t1 - t0, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return t1 - t0, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), r1.ru_minflt - r0.ru_minflt
 
 
 def instructions(cmd):
@@ -87,23 +88,34 @@ def main():
         for c in cmds.values():  # warm-up
             wall(c)
         t = {k: [] for k in cmds}
+        cpu = {k: [] for k in cmds}
+        flt = {k: [] for k in cmds}
         for _ in range(rounds):
             for k, c in cmds.items():
-                t[k].append(wall(c)[0])
+                w, u, f = wall(c)
+                t[k].append(w)
+                cpu[k].append(u)
+                flt[k].append(f)
         ratio = {tag: statistics.median([x / y for x, y in zip(t[tag], t["jq"])]) for tag, _ in bins}
+        # CPU time is counted in clock ticks: the ratio of the rounds' sums, not a median of per-round ratios
+        cratio = {tag: sum(cpu[tag]) / sum(cpu["jq"]) if sum(cpu["jq"]) else float("nan") for tag, _ in bins}
         rows.append((name, ir, ratio, statistics.median(t["jq"]), {tag: statistics.median(t[tag]) for tag, _ in bins},
-                     target))
-    print(f"{rounds} interleaved rounds; wall medians in ms; ratio = median of per-round wall / jq")
+                     target, cratio, {k: statistics.median(v) for k, v in flt.items()}))
+    print(f"{rounds} interleaved rounds; wall medians in ms; / jq = median of per-round wall / jq; "
+          "cpu / jq = the rounds' user + system CPU time over jq's; faults = median minor page faults")
     tags = [tag for tag, _ in bins][::-1]
     head = "| job | " + " | ".join(f"instructions {t}" for t in tags) + " | jq ms | " + \
-        " | ".join(f"ms {t} | / jq {t}" for t in tags) + " | target |"
+        " | ".join(f"ms {t} | / jq {t}" for t in tags) + " | " + " | ".join(f"cpu / jq {t}" for t in tags) + \
+        " | faults jq | " + " | ".join(f"faults {t}" for t in tags) + " | target |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
-    for name, ir, ratio, jq, ms, target in rows:
+    for name, ir, ratio, jq, ms, target, cratio, flt in rows:
         cells = [f"{ir[t] / 1e6:.1f} M" if ir[t] else "-" for t in tags]
         cells += [f"{jq * 1e3:.1f}"]
         for t in tags:
             cells += [f"{ms[t] * 1e3:.1f}", f"{ratio[t]:.2f}"]
+        cells += [f"{cratio[t]:.2f}" for t in tags]
+        cells += [f"{flt['jq']:,.0f}"] + [f"{flt[t]:,.0f}" for t in tags]
         print(f"| {name} | " + " | ".join(cells) + f" | {target} |")
 
 

@@ -87,6 +87,7 @@ struct vc_alloc_state {
     size_class *cls;
     int32_t ncls, capcls;
     uint64_t bits[NSMALL / 64], summary; /* small classes with a free block; words of bits that are not 0 */
+    uint64_t held[NSMALL / 64];          /* small classes whose heap array is allocated (vc_alloc_scratch_free) */
     class_key *key; /* the large pool's classes with a free block, by size */
     int32_t nkey, capkey;
     int32_t *spare;
@@ -153,7 +154,8 @@ static void sift_down(heap *h, size_class *c, int32_t i, heap_ent e)
     put(h, c, i, e);
 }
 
-static int32_t small_class(int64_t size) { return (int32_t)(size / 512) - 1; }
+/* a block's size is a positive multiple of 512: a shift, not a signed division */
+static int32_t small_class(int64_t size) { return (int32_t)(size >> 9) - 1; }
 
 static void set_bit(heap *h, int32_t c)
 {
@@ -217,21 +219,31 @@ static int32_t large_class(heap *h, int64_t size)
     return c;
 }
 
-static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i)
+/* The hot functions take the pool as a constant K (POOL_*: the replay's
+ * requests are all of one pool, the model's case, or of either), so each
+ * pool's replay loop is compiled without the other pool's branches. */
+enum { POOL_LARGE = VC_POOL_LARGE, POOL_SMALL = VC_POOL_SMALL, POOL_EITHER = VC_POOL_EITHER };
+#define IS_SMALL(K, B) ((K) == POOL_EITHER ? (B)->small : (K) == POOL_SMALL)
+
+static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, const int K)
 {
     block *B = &h->b[i];
-    int32_t ci = B->small ? small_class(B->size) : large_class(h, B->size);
+    bool small = IS_SMALL(K, B);
+    int32_t ci = small ? small_class(B->size) : large_class(h, B->size);
     if (ci < 0) return false;
     size_class *c = &h->cls[ci];
-    if (c->n == c->cap && !grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
-    if (B->small && !c->n) set_bit(h, ci);
+    if (c->n == c->cap) {
+        if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+        if (small) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
+    }
+    if (small && !c->n) set_bit(h, ci);
     B->free = true;
     B->cls = ci;
     sift_up(h, c, c->n++, (heap_ent){B->addr, i});
     return true;
 }
 
-static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i)
+static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i, const int K)
 {
     block *B = &h->b[i];
     size_class *c = &h->cls[B->cls];
@@ -243,7 +255,7 @@ static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i)
         else sift_down(h, c, at, last);
     }
     if (c->n) return;
-    if (B->small) { /* the class is empty */
+    if (IS_SMALL(K, B)) { /* the class is empty */
         clear_bit(h, B->cls);
         return;
     }
@@ -260,9 +272,9 @@ static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
     return (int32_t)h->nb++;
 }
 
-static int32_t h_malloc(heap *h, int64_t size)
+static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t size, const int K)
 {
-    bool small = size <= SMALL_SIZE;
+    bool small = K == POOL_EITHER ? size <= SMALL_SIZE : K == POOL_SMALL;
     int32_t best = -1, c = -1;
     if (small) {
         c = small_next(h, small_class(size));
@@ -274,7 +286,7 @@ static int32_t h_malloc(heap *h, int64_t size)
         best = h->cls[c].h[0].blk;
         int64_t ms = h->max_split, bs = h->b[best].size;
         if (ms > 0 && ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER))) best = c = -1; /* oversize */
-        else drop_free(h, best);
+        else drop_free(h, best, K);
     }
     if (c < 0) {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
@@ -293,29 +305,29 @@ static int32_t h_malloc(heap *h, int64_t size)
         h->b[r].next = B->next;
         if (B->next >= 0) h->b[B->next].prev = r;
         B->next = r;
-        if (!push_free(h, r)) return -1;
+        if (!push_free(h, r, K)) return -1;
     }
     return best;
 }
 
-static bool h_free(heap *h, int32_t i)
+static inline __attribute__((always_inline)) bool h_free(heap *h, int32_t i, const int K)
 {
     block *B = &h->b[i];
     int32_t n = B->next, p = B->prev;
     if (n >= 0 && h->b[n].free) { /* absorb the next block */
-        drop_free(h, n);
+        drop_free(h, n, K);
         B->size += h->b[n].size;
         B->next = h->b[n].next;
         if (B->next >= 0) h->b[B->next].prev = i;
     }
     if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
-        drop_free(h, p);
+        drop_free(h, p, K);
         h->b[p].size += B->size;
         h->b[p].next = B->next;
         if (B->next >= 0) h->b[B->next].prev = p;
-        return push_free(h, p);
+        return push_free(h, p, K);
     }
-    return push_free(h, i);
+    return push_free(h, i, K);
 }
 
 /* expandable_segments:True (see the top): page 2 MiB (small pool) or 20 MiB (large) */
@@ -324,7 +336,7 @@ static int32_t e_malloc(heap *h, int64_t size, int64_t page)
     int32_t best = -1, t = h->last, at = key_lower_bound(h, size);
     if (at < h->nkey) { /* a free block inside the segment */
         best = h->cls[h->key[at].cls].h[0].blk;
-        drop_free(h, best);
+        drop_free(h, best, POOL_LARGE);
     } else if (t >= 0 && h->b[t].free) { /* the free block at the end, grown by the pages it lacks */
         int64_t lack = size - h->b[t].size, map = lack > 0 ? (lack + page - 1) / page * page : 0;
         if (__builtin_add_overflow(h->reserved, map, &h->reserved)) return -2;
@@ -353,7 +365,7 @@ static int32_t e_malloc(heap *h, int64_t size, int64_t page)
             h->last = r;
             h->b[r].free = true;
             h->b[r].cls = -1;
-        } else if (!push_free(h, r)) {
+        } else if (!push_free(h, r, POOL_LARGE)) {
             return -1;
         }
     }
@@ -365,14 +377,14 @@ static bool e_free(heap *h, int32_t i)
     block *B = &h->b[i];
     int32_t n = B->next, p = B->prev;
     if (n >= 0 && h->b[n].free) { /* absorb the next block (the end's is in no class) */
-        if (h->b[n].cls >= 0) drop_free(h, n);
+        if (h->b[n].cls >= 0) drop_free(h, n, POOL_LARGE);
         B->size += h->b[n].size;
         B->next = h->b[n].next;
         if (B->next >= 0) h->b[B->next].prev = i;
         if (h->last == n) h->last = i;
     }
     if (p >= 0 && h->b[p].free) { /* the previous block absorbs this one */
-        drop_free(h, p);
+        drop_free(h, p, POOL_LARGE);
         h->b[p].size += B->size;
         h->b[p].next = B->next;
         if (B->next >= 0) h->b[B->next].prev = p;
@@ -384,7 +396,7 @@ static bool e_free(heap *h, int32_t i)
         h->b[i].cls = -1;
         return true;
     }
-    return push_free(h, i);
+    return push_free(h, i, POOL_LARGE);
 }
 
 /* empty; false when out of memory (the first time: the small classes) */
@@ -398,10 +410,13 @@ static bool reset(heap *h)
     }
     h->nb = 0;
     h->nkey = 0;
+    /* the small classes with a free block are the bits' (push_free and drop_free keep them so) */
+    for (int w = 0; w < NSMALL / 64; w++)
+        for (uint64_t m = h->bits[w]; m; m &= m - 1) h->cls[(w << 6) + __builtin_ctzll(m)].n = 0;
     memset(h->bits, 0, sizeof h->bits);
     h->summary = 0;
     h->nspare = 0;
-    for (int32_t c = 0; c < h->ncls; c++) h->cls[c].n = 0;
+    for (int32_t c = NSMALL; c < h->ncls; c++) h->cls[c].n = 0;
     for (int32_t c = h->ncls - 1; c >= NSMALL; c--) h->spare[h->nspare++] = c;
     h->reserved = 0;
     h->last = -1;
@@ -468,8 +483,10 @@ static bool restore_snapshot(heap *h)
     for (int32_t i = 0; i < h->snap.ncls; i++) {
         int32_t ci = h->snap.cls[i];
         size_class *c = &h->cls[ci];
-        while (c->cap < h->snap.nent[i])
+        while (c->cap < h->snap.nent[i]) {
             if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
+            if (ci < NSMALL) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
+        }
         memcpy(c->h, e, (size_t)h->snap.nent[i] * sizeof *e);
         c->n = h->snap.nent[i];
         e += c->n;
@@ -481,6 +498,32 @@ static bool restore_snapshot(heap *h)
     return true;
 }
 
+/* events [from, to) of one replay, the pool mode K a constant in each copy: 0, or a negative status */
+static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_alloc_event *ev, size_t from, size_t to,
+                                                          const int K, int64_t page)
+{
+    int32_t *blk = h->blk;
+    for (size_t i = from; i < to; i++) {
+        if (ev[i].block < 0) {
+            /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
+            int64_t v = ev[i].size;
+            if (v <= 0 || (v & 511)) return -1;
+            if (v > (INT64_C(1) << 61)) return -2;
+            if ((blk[i] = h->expandable ? e_malloc(h, v, page) : h_malloc(h, v, K)) < 0) return blk[i];
+        } else if (!(h->expandable ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, int K, int64_t page)
+{
+    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, page);
+    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, page);
+    return run_k(h, ev, from, to, POOL_EITHER, page);
+}
+
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
 {
     if (!sc->st && !(sc->st = calloc(1, sizeof *sc->st))) return -1;
@@ -488,16 +531,16 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     /* each malloc makes at most two blocks (a segment and a remainder): size
      * the arrays once (pages not used are not touched), and keep them for
      * the next replay */
-    if (h->capb < 2 * n + 1) {
-        block *nb = realloc(h->b, (2 * n + 1) * sizeof *nb);
-        if (!nb) return -1;
-        h->b = nb;
+    if (h->capb < 2 * n + 1) { /* their contents are not kept (reset or the snapshot writes them): no copy */
+        free(h->b);
+        h->capb = 0;
+        if (!(h->b = malloc((2 * n + 1) * sizeof *h->b))) return -1;
         h->capb = 2 * n + 1;
     }
     if (h->capblk < n + 1) {
-        int32_t *nk = realloc(h->blk, (n + 1) * sizeof *nk);
-        if (!nk) return -1;
-        h->blk = nk;
+        free(h->blk);
+        h->capblk = 0;
+        if (!(h->blk = malloc((n + 1) * sizeof *h->blk))) return -1;
         h->capblk = n + 1;
     }
     if (prefix > n) prefix = n;
@@ -513,18 +556,15 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     } else if (!reset(h)) {
         return -1;
     }
-    int32_t *blk = h->blk;
-    for (size_t i = start; i < n; i++) {
-        if (i == prefix && prefix && h->snap.prefix != prefix) save_snapshot(h, prefix);
-        if (ev[i].block < 0) {
-            /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
-            if (ev[i].size <= 0 || ev[i].size % 512) return -1;
-            if (ev[i].size > (INT64_C(1) << 61)) return -2;
-            if ((blk[i] = h->expandable ? e_malloc(h, ev[i].size, page) : h_malloc(h, ev[i].size)) < 0) return blk[i];
-        } else if (!(h->expandable ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block]))) {
-            return -1;
-        }
+    /* the requests' pool, as the caller says (replay.c: one per stream); expandable segments keep no small blocks */
+    int K = sc->pool == VC_POOL_SMALL || sc->pool == VC_POOL_LARGE ? sc->pool : POOL_EITHER;
+    int64_t r;
+    if (start < prefix) { /* up to the prefix, then the state is kept */
+        if ((r = run(h, ev, start, prefix, K, page)) < 0) return r;
+        if (prefix < n && h->snap.prefix != prefix) save_snapshot(h, prefix); /* as before: kept when events follow */
+        start = prefix;
     }
+    if ((r = run(h, ev, start, n, K, page)) < 0) return r;
     return h->reserved;
 }
 
@@ -533,7 +573,9 @@ void vc_alloc_scratch_free(vc_alloc_scratch *sc)
     heap *h = sc->st;
     if (!h) return;
     drop_snapshot(h);
-    for (int32_t c = 0; c < h->ncls; c++) free(h->cls[c].h);
+    for (int w = 0; w < NSMALL / 64; w++) /* the small classes' heaps that were allocated */
+        for (uint64_t m = h->held[w]; m; m &= m - 1) free(h->cls[(w << 6) + __builtin_ctzll(m)].h);
+    for (int32_t c = NSMALL; c < h->ncls; c++) free(h->cls[c].h);
     free(h->cls);
     free(h->spare);
     free(h->key);

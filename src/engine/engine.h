@@ -127,12 +127,22 @@ typedef struct {
      * expandable_segments:True, and max_split_size_mb in bytes (0: unlimited) */
     int expandable;
     int64_t max_split;
+    /* set by the caller: VC_POOL_SMALL or VC_POOL_LARGE when every request is of that pool (replay.c's
+     * streams, one per pool), VC_POOL_EITHER (0, as zero-initialised) otherwise */
+    int pool;
 } vc_alloc_scratch;
+enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
 /* Requests of at most this many bytes come from the small pool (kSmallSize). */
 #define VC_ALLOC_SMALL_SIZE (INT64_C(1) << 20)
 /* 1 when a request of `size` bytes comes from the small pool, 0 the large one */
 static inline int vc_alloc_small(int64_t size) { return size <= VC_ALLOC_SMALL_SIZE; }
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
+
+/* vc_estimator_total for a caller that asks only whether the total is at most
+ * `limit` (>= 0): a total over it may be any value over it (the allocator
+ * model is not replayed past the limit by the allocated peak); at most the
+ * limit, it is vc_estimator_total's (sweep.c). */
+vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err);
 
 #endif

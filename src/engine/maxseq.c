@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine.h"
 #include "model.h"
 #include "policy.h"
 #include "util.h"
@@ -53,7 +54,10 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
     }
     if (st) return st;
     vc_estimator *e = NULL;
-    if (!(st = vc_estimator_new(c, S->o, VC_EST_NO_LAYERS, &e, err))) st = vc_estimator_total(e, S->o->batch, total, err);
+    /* only "total <= cap" matters: past the capacity by its allocated peak the allocator model is not replayed (as
+     * the max-batch search does, sweep.c); such a total is still over the capacity */
+    if (!(st = vc_estimator_new(c, S->o, VC_EST_NO_LAYERS, &e, err)))
+        st = vc__estimator_total_limit(e, S->o->batch, S->cap, total, err);
     vc_estimator_free(e);
     vc_model_free(c);
     return st;

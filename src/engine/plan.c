@@ -44,6 +44,38 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
 
 static void cast_inputs(vc_build *b);
 
+/* The sizes of the last plan built on this thread, as the first capacity of
+ * the next one's growing arrays (GROW, plan.h: doubling from 64 copies each
+ * array about once over, and a --max-seq probe, a pipeline's chunks or a
+ * grid batch's plan is built again at about the same size). Only where the
+ * arrays are allocated changes; at most 2^20 elements each. */
+static _Thread_local size_t last_size[6];
+#define HINT_MAX ((size_t)1 << 20)
+
+static void *reserve(size_t hint, size_t elem, size_t *cap)
+{
+    if (hint <= 64 || hint > HINT_MAX) return NULL; /* GROW's own first capacity */
+    void *p = malloc(hint * elem);
+    *cap = p ? hint : 0;
+    return p;
+}
+
+static void reserve_arrays(vc_build *b)
+{
+    b->t = reserve(last_size[0], sizeof *b->t, &b->ct);
+    b->op = reserve(last_size[1], sizeof *b->op, &b->cop);
+    b->it = reserve(last_size[2], sizeof *b->it, &b->cit);
+    b->s = reserve(last_size[3], sizeof *b->s, &b->cs);
+    b->ev = reserve(last_size[4], sizeof *b->ev, &b->cev);
+    b->sv = reserve(last_size[5], sizeof *b->sv, &b->csv);
+}
+
+static void keep_sizes(const vc_build *b)
+{
+    const size_t n[6] = {b->nt, b->nop, b->nit, b->ns, b->nev, b->nsv};
+    memcpy(last_size, n, sizeof n);
+}
+
 /* The tensors the step starts with: parameters (their dtype from the
  * precision row, or pinned: vc_param_pinned_dt), buffers and the model's inputs. */
 static void model_tensors(vc_build *b)
@@ -157,6 +189,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         b->act_dt = b->param_dt;
     }
 
+    reserve_arrays(b);
     b->val_t = malloc((m->nval + 1) * sizeof *b->val_t);
     b->par_t = malloc((m->npar + 1) * sizeof *b->par_t);
     b->buf_t = malloc((m->nbuf + 1) * sizeof *b->buf_t);
@@ -217,6 +250,7 @@ static vc_status build(const vc_model *m, const vc_options *o, const vc_layout_r
         vc_plan_free(b);
         return vc_set_error(err, st, opt, "%s", why);
     }
+    keep_sizes(b);
     *out = b;
     return VC_OK;
 }

@@ -38,28 +38,32 @@ static int build_folds(const vc_build *b)
     const size_t n = M->ncode;
     M->fold = malloc((n + 1) * sizeof *M->fold);
     if (!M->fold) return -1;
-    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
+    fold_t f = {INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN}, *fold = M->fold;
+    size_t nfold = M->nfold; /* a local: the folds' stores cannot change it, so it is not read again each time */
+    const int32_t *code = M->code;
+    const int64_t *cs = M->c, *sz = M->sz;
+    const uint8_t *cat = M->cat;
     M->fwd_fold = (size_t)-1;
     for (size_t i = 0; i <= n; i++) {
         if (i == M->fwd_end) { /* the marker ends a fold: the peaks before and after it stay apart */
             if (f.fmax != INT64_MIN || f.fdelta || f.adelta) {
                 f.pos = (int32_t)i;
-                M->fold[M->nfold++] = f;
+                fold[nfold++] = f;
                 f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
             }
-            M->fwd_fold = M->nfold;
+            M->fwd_fold = nfold;
             M->fwd_aoff = 0;
         }
-        int32_t c = i < n ? M->code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
-        if (c == INT32_MIN || M->c[st] > 0) {
+        int32_t c = i < n ? code[i] : INT32_MIN, st = c >= 0 ? c : ~c;
+        if (c == INT32_MIN || cs[st] > 0) {
             f.code = c;
             f.pos = (int32_t)i;
-            M->fold[M->nfold++] = f;
+            fold[nfold++] = f;
             f = (fold_t){INT32_MIN, -1, -1, 0, INT64_MIN, 0, INT64_MIN};
             continue;
         }
-        int64_t v = M->sz[st];
-        bool act = M->cat[st] == CAT_ACT;
+        int64_t v = sz[st];
+        bool act = cat[st] == CAT_ACT;
         if (c < 0) {
             f.fdelta -= v;
             if (act) f.adelta -= v;
@@ -74,6 +78,7 @@ static int build_folds(const vc_build *b)
         }
         if (act && f.adelta > f.amax) f.amax = f.adelta;
     }
+    M->nfold = nfold;
     return 0;
 }
 
@@ -354,18 +359,29 @@ static bool same_stream(const vc_alloc_event *a, const vc_alloc_event *c, size_t
 /* the requests of events [from, to) into the pools' streams ev[], from j[] on */
 static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *const ev[2], size_t j[2])
 {
+    /* locals: the streams' stores cannot change them, so they are not read again at every event */
+    const int32_t *code = M->code;
+    const int64_t *sz = M->sz;
+    int32_t *evidx = M->evidx;
+    vc_alloc_event *e0 = ev[0], *e1 = ev[1];
+    size_t j0 = j[0], j1 = j[1];
     for (size_t i = from; i < to; i++) {
-        int32_t s = M->code[i];
-        int64_t v = M->sz[s >= 0 ? s : ~s];
+        int32_t s = code[i];
+        int64_t v = sz[s >= 0 ? s : ~s];
         if (!v) continue; /* zero-element tensors take no block */
-        int p = vc_alloc_small(v);
-        if (s >= 0) {
-            M->evidx[s] = (int32_t)j[p];
-            ev[p][j[p]++] = (vc_alloc_event){v, -1};
+        int32_t blk = -1;
+        if (vc_alloc_small(v)) {
+            if (s >= 0) evidx[s] = (int32_t)j1;
+            else blk = evidx[~s];
+            e1[j1++] = (vc_alloc_event){v, blk};
         } else {
-            ev[p][j[p]++] = (vc_alloc_event){v, M->evidx[~s]};
+            if (s >= 0) evidx[s] = (int32_t)j0;
+            else blk = evidx[~s];
+            e0[j0++] = (vc_alloc_event){v, blk};
         }
     }
+    j[0] = j0;
+    j[1] = j1;
 }
 
 /* The caching allocator model's reserved bytes for a replay at `batch`:
@@ -413,6 +429,7 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
         if (r < 0 || M->pool[p].n[o] != j[p] || !same_stream(M->pool[p].ev[o] + pre, ev[p] + pre, j[p] - pre)) {
             M->pool[p].scratch.expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
             M->pool[p].scratch.max_split = b->o.alloc_conf.max_split_size;
+            M->pool[p].scratch.pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
             if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
             M->pool[p].last = r;
             M->pool[p].cur = o; /* this stream is now the last one */

@@ -334,6 +334,11 @@ vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_
     return estimator_total(e, batch, INT64_MAX, total, err);
 }
 
+vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err)
+{
+    return estimator_total(e, batch, limit, total, err);
+}
+
 /* The max-batch search. total(batch) is non-decreasing (docs/contract.md §5) and close
  * to linear, so the boundary is predicted from the points already known and
  * both sides of the prediction are tried; a bisection step follows any
