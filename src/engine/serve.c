@@ -317,7 +317,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
+    if ((st = vc__model_at_vllm(m, o, &m, err))) return st; /* the model at vLLM's split of the options' tp (hf_tp.c) */
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;

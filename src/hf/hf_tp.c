@@ -30,6 +30,30 @@
  *    vocabulary padded to a multiple of make_vocab_size_divisible_by (128) x
  *    tp, VocabParallelEmbedding's num_embeddings_per_partition = padded / tp.
  *    At --tp 1 nothing is padded: the Hugging Face model as it is.
+ *
+ * vLLM's split (--serve, s.vllm) is the same table but for the kv heads, which
+ * vLLM replicates when there are fewer of them than ranks, VLLM =
+ * vllm-project/vllm:
+ *  - vllm/model_executor/layers/linear.py @ 0036d38d QKVParallelLinear.__init__:
+ *    num_heads = divide(total_num_heads, tp_size); if tp_size >=
+ *    total_num_kv_heads: num_kv_heads = 1, num_kv_head_replicas =
+ *    divide(tp_size, total_num_kv_heads) (divide asserts divisibility), else
+ *    num_kv_heads = divide(total_num_kv_heads, tp_size): a rank's k_proj and
+ *    v_proj shards hold num_kv_heads x head_size outputs, one head copied to
+ *    tp / kv ranks (weight_loader: shard_rank = tp_rank // num_kv_head_replicas);
+ *  - the attention layer of the model files, e.g. vllm/model_executor/models/
+ *    qwen3_moe.py @ 002456df Qwen3MoeAttention.__init__: assert tp_size %
+ *    total_num_kv_heads == 0 when the kv heads are fewer, num_kv_heads =
+ *    max(1, total_num_kv_heads // tp_size), Attention(num_kv_heads=...), so the
+ *    KV cache of a rank holds one head (vllm/config/model.py @ 0052a5b8
+ *    ModelConfig.get_num_kv_heads: max(1, total_num_kv_heads //
+ *    tensor_parallel_size)); multi_query's one kv head likewise
+ *    (get_total_num_kv_heads: 1; vllm/model_executor/models/gpt_bigcode.py
+ *    @ 002800f0 GPTBigCodeAttention: the query column-parallel, c_attn_kv whole
+ *    on every rank, num_kv_heads 1);
+ *  - the query heads are split as Megatron splits them: ModelConfig
+ *    .verify_with_parallel_config (config/model.py @ 0052a5b8) raises "Total
+ *    number of attention heads (...) must be divisible by tensor parallel size".
  */
 #include <stddef.h>
 #include <string.h>
@@ -66,6 +90,14 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
+        if (s.vllm && tp_split[i].role == K_KV_HEADS && *v > 0 && *v < t) { /* vLLM replicates them (above) */
+            if (t % *v)
+                return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are not a multiple of %s (%lld): "
+                                    "vLLM replicates fewer kv heads than ranks only an equal number of times "
+                                    "(QKVParallelLinear: divide(tp_size, total_num_kv_heads))", (long long)t, key, (long long)*v);
+            *v = 1;
+            continue;
+        }
         if (*v % t && tp_split[i].role == K_KV_HEADS && a->mqa)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "multi_query keeps one kv head, which %lld tensor-parallel ranks "
                                 "do not divide", (long long)t);

@@ -129,10 +129,12 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
         m->ep = weights_of->ep; /* --ep (vc_model_set_ep) */
         m->tp = weights_of->tp; /* --tp, --sp (vc_model_set_tp) */
         m->sp = weights_of->sp;
+        m->vllm = weights_of->vllm;
     }
     if (split) {
         m->tp = split->tp;
         m->sp = split->sp;
+        m->vllm = split->vllm && split->tp > 1;
     }
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
@@ -147,6 +149,7 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     if (!m->gen_json) { /* a model file: the split is a config.json's (vc__model_at refuses --tp for it) */
         m->tp = 1;
         m->sp = 0;
+        m->vllm = 0;
     }
     *out = m;
     return VC_OK;
@@ -170,6 +173,7 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->ep = m->ep;
     t->tp = m->tp;
     t->sp = m->sp;
+    t->vllm = m->vllm;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);
@@ -198,9 +202,9 @@ vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_mo
 }
 
 vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, int64_t tp, int sp,
-                                    vc_model **out, vc_error *err)
+                                    int vllm, vc_model **out, vc_error *err)
 {
-    vc_hf_split s = {tp, sp};
+    vc_hf_split s = {tp, sp, vllm};
     return load_file(path, hf, tf, &s, out, err);
 }
 
@@ -287,10 +291,11 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
 static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split s, vc_error *err)
 {
     vc_hf_options old = m->hf;
-    vc_hf_split old_split = {m->tp, m->sp};
+    vc_hf_split old_split = {m->tp, m->sp, m->vllm};
     m->hf = *hf;
     m->tp = s.tp;
     m->sp = s.sp;
+    m->vllm = s.vllm && s.tp > 1;
     free(m->gen_json); /* the model JSON of the new options */
     m->gen_json = NULL;
     vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
@@ -298,6 +303,7 @@ static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split 
         m->hf = old;
         m->tp = old_split.tp;
         m->sp = old_split.sp;
+        m->vllm = old_split.vllm;
         vc_error again;
         free(m->gen_json);
         m->gen_json = NULL;
@@ -308,7 +314,7 @@ static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split 
 
 static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
 {
-    return set_hf_split(m, hf, (vc_hf_split){m->tp, m->sp}, err);
+    return set_hf_split(m, hf, (vc_hf_split){m->tp, m->sp, m->vllm}, err);
 }
 
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
@@ -483,21 +489,35 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
     return st;
 }
 
-static bool at_split(const vc_model *m, const vc_options *o)
+static bool at_split(const vc_model *m, const vc_options *o, int vllm)
 {
-    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && (m->ep > 1 ? m->ep : 1) == o->ep;
+    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && (m->ep > 1 ? m->ep : 1) == o->ep &&
+           !m->vllm == !(vllm && o->tp > 1);
 }
 
+static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, const vc_model **use, vc_error *err);
+
 vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err)
+{
+    return model_at(m, o, 0, use, err);
+}
+
+vc_status vc__model_at_vllm(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err)
+{
+    return model_at(m, o, 1, use, err);
+}
+
+/* vllm: vLLM's split of the tensor-parallel ranks (--serve, src/hf/hf_tp.c), else Megatron's */
+static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, const vc_model **use, vc_error *err)
 {
     *use = m;
     if (m->stage.on) return VC_OK; /* a pipeline stage: made from a model at the split */
     if (!m->gen_json && (o->tp > 1 || o->sp)) /* the split is made when a config.json is read */
         return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? O("tp") : O("sp"),
                             "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
-    if (at_split(m, o)) return VC_OK;
+    if (at_split(m, o, vllm)) return VC_OK;
     for (const vc_model *s = m->split; s; s = s->split) /* built before: kept, an estimator may hold it */
-        if (at_split(s, o)) {
+        if (at_split(s, o, vllm)) {
             *use = s;
             return VC_OK;
         }
@@ -505,7 +525,11 @@ vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **
     vc_model *c = NULL;
     vc_status st = load_text(m->text, m->text_len, m->file, &m->hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, &c, err);
     if (!st && m->has_override) st = vc_model_set_input_shape(c, m->override.d, m->override.nd, err);
-    if (!st && ((c->tp > 1 ? c->tp : 1) != o->tp || !c->sp != !o->sp)) st = vc_model_set_tp(c, o->tp, o->sp, err);
+    if (!st && ((c->tp > 1 ? c->tp : 1) != o->tp || !c->sp != !o->sp || !c->vllm != !(vllm && o->tp > 1))) {
+        vc_error_clear(err);
+        snprintf(err->file, sizeof err->file, "%s", c->file);
+        st = set_hf_split(c, &c->hf, (vc_hf_split){o->tp, o->sp, vllm}, err);
+    }
     if (!st && (c->ep > 1 ? c->ep : 1) != o->ep) st = vc_model_set_ep(c, o->ep, err);
     if (st) {
         vc_model_free(c);
