@@ -62,7 +62,7 @@ static void serve_tp(const vc_model *m, int64_t tp, const char *gpu, vc_serve_re
 
 /* The elements of the parameters of the first instance whose name ends in `suffix` (its weight and bias)
  * in the model vLLM's split makes at tp ranks (vc__model_at_vllm, as vc_serve takes it). */
-static int64_t rank_params(const vc_model *m, int64_t tp, const char *suffix)
+static int64_t rank_params_at(const vc_model *m, int64_t tp, int mxfp4_align, const char *suffix)
 {
     vc_options o;
     vc_options_init(&o);
@@ -71,7 +71,7 @@ static int64_t rank_params(const vc_model *m, int64_t tp, const char *suffix)
     const vc_model *r = NULL;
     vc_error err;
     memset(&err, 0, sizeof err);
-    if (vc__model_at_vllm(m, &o, &r, &err)) fail_msg("vLLM's split at tp %lld: %s", (long long)tp, err.msg);
+    if (vc__model_at_vllm(m, &o, mxfp4_align, &r, &err)) fail_msg("vLLM's split at tp %lld: %s", (long long)tp, err.msg);
     size_t ls = strlen(suffix);
     for (size_t i = 0; i < r->ninst; i++) {
         const char *n = r->inst[i].name;
@@ -83,6 +83,8 @@ static int64_t rank_params(const vc_model *m, int64_t tp, const char *suffix)
     fail_msg("no layer named *%s at tp %lld", suffix, (long long)tp);
     return 0;
 }
+
+static int64_t rank_params(const vc_model *m, int64_t tp, const char *suffix) { return rank_params_at(m, tp, 0, suffix); }
 
 static int64_t up512(int64_t bytes) { return (bytes + 511) / 512 * 512; } /* the caching allocator's rounding */
 
@@ -156,6 +158,42 @@ static void kv_replicated_gemma3(void **state)
     vc_model_free(m);
 }
 
+/* gpt-oss-20b's MXFP4 experts (32 of intermediate_size 2880, hidden 2880, 24 layers) under vLLM's Triton
+ * kernels on Hopper (serve.c vc__vllm_mxfp4_align: mxfp4.py @ 007d5005 get_mxfp4_backend, TRITON for
+ * capability 9.0; Mxfp4MoEMethod.create_weights: round_up(intermediate_size_per_partition, 64)) */
+static void mxfp4_padded_gpt_oss(void **state)
+{
+    (void)state;
+    vc_gpu_spec h200, b200;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_gpu_parse("h200", &h200, &err), VC_OK);
+    assert_int_equal(vc_gpu_parse("b200", &b200, &err), VC_OK);
+    assert_int_equal(vc__vllm_mxfp4_align(&h200), 64);
+    assert_int_equal(vc__vllm_mxfp4_align(&b200), 0); /* FlashInfer's 256 and padded hidden size: not modelled */
+    vc_model *m = load_file(HF "gpt-oss-20b.json");
+    /* 8 ranks: 2880 / 8 = 360 -> 384; the SparseMoE block of a rank: the router (replicated) 2880 x 32 + 32,
+     * gate_up_proj [32, 2880, 2 x 384] + its bias [32, 2 x 384], down_proj [32, 384, 2880] + its bias [32, 2880] */
+    assert_int_equal(rank_params_at(m, 8, 64, "mlp"),
+                     2880 * 32 + 32 + 32 * (2880 * 2 * 384 + 2 * 384) + 32 * (384 * 2880 + 2880));
+    vc_serve_result r8;
+    serve_tp(m, 8, "h200", &r8);
+    /* 8 kv heads of 64 on 8 ranks: one each; 12 sliding and 12 full layers, groups of 12:
+     * page 2 x 16 x 1 x 64 x 2 bytes x 12 */
+    assert_int_equal(r8.page_bytes, INT64_C(2) * 16 * 64 * 2 * 12);
+    /* 2 ranks: 1440 -> 1472 on the H200; on the B200 the experts stay at 1440 (not modelled there), the rest of
+     * the weights the same: the difference is 32 more intermediate rows per expert, 24 layers x 32 experts x
+     * (w13_weight 2 x 32 x 2880 / 2 + w13_weight_scale 2 x 32 x 2880 / 32 + w13_bias 2 x 32 x 2 bytes +
+     *  w2_weight 2880 x 32 / 2 + w2_weight_scale 2880 x 32 / 32) = 24 x 32 x 147008 bytes (every stacked tensor
+     * a multiple of the allocator's 512 bytes) */
+    vc_serve_result h, b;
+    serve_tp(m, 2, "h200", &h);
+    serve_tp(m, 2, "b200", &b);
+    assert_int_equal(2 * 32 * 2880 / 2 + 2 * 32 * 2880 / 32 + 2 * 32 * 2 + 2880 * 32 / 2 + 2880 * 32 / 32, 147008);
+    assert_int_equal(h.weights - b.weights, INT64_C(24) * 32 * 147008);
+    vc_model_free(m);
+}
+
 /* what stays refused, exit 2 naming the option and the key */
 static void refusals(void **state)
 {
@@ -164,6 +202,9 @@ static void refusals(void **state)
     assert_usage(HF "falcon-7b.json --serve --gpu h200 --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide "
                  "num_attention_heads (71)");
     assert_usage(HF "gpt2.json --serve --gpu h200 --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide n_head (12)");
+    /* MXFP4 experts where vLLM's backend pads otherwise (FlashInfer on the B200: not modelled): 360 values a rank */
+    assert_usage(HF "gpt-oss-20b.json --serve --gpu b200 --tp 8 --gpus 8", "quantization_config: mxfp4 (layer "
+                 "layers[2].layers[8]): the input dimension (360) is not a multiple of MXFP4's 32-value blocks");
     /* Megatron's split (no --serve) keeps refusing fewer kv heads than ranks */
     assert_usage(HF "qwen3-30b-a3b.json -m infer --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide "
                  "num_key_value_heads (4)");
@@ -188,6 +229,7 @@ int main(void)
         cmocka_unit_test(kv_replicated_qwen3_moe),
         cmocka_unit_test(mqa_starcoder),
         cmocka_unit_test(kv_replicated_gemma3),
+        cmocka_unit_test(mxfp4_padded_gpt_oss),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

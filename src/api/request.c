@@ -1045,7 +1045,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
          * release it runs as: its MoE default for the families whose experts it governs
          * (vc_hf_build) when the experts option is not given */
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
-        st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, &m, err); /* --serve: vLLM's split */
+        st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */
+                                       q->serve && resp->have_gpu ? vc__vllm_mxfp4_align(&resp->gpu) : 0, &m, err);
         if (q->json_arena) {
             cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
             json_arena_release();

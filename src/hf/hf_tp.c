@@ -51,6 +51,14 @@
  *    (get_total_num_kv_heads: 1; vllm/model_executor/models/gpt_bigcode.py
  *    @ 002800f0 GPTBigCodeAttention: the query column-parallel, c_attn_kv whole
  *    on every rank, num_kv_heads 1);
+ *  - vLLM's MXFP4 experts (gpt-oss; s.mxfp4_align, src/engine/serve.c vc__vllm_mxfp4_align):
+ *    vllm/model_executor/layers/quantization/mxfp4.py @ 007d5005 Mxfp4MoEMethod.create_weights pads
+ *    intermediate_size_per_partition (FusedMoE's intermediate_size // tp_size) to the backend's multiple,
+ *    round_up(..., 64) under the Triton kernels of Hopper: w13_weight [E, 2 x I_pad, hidden / 2] and
+ *    w13_weight_scale [E, 2 x I_pad, hidden / 32] uint8, w13_bias [E, 2 x I_pad], w2_weight
+ *    [E, hidden, I_pad / 2], w2_weight_scale [E, hidden, I_pad / 32]: the stacked experts at I_pad
+ *    (src/policy/quant.c mxfp4_tensors packs them so). 2880 / 8 = 360 values, not whole 32-value blocks
+ *    in the checkpoint's split, become 384;
  *  - the query heads are split as Megatron splits them: ModelConfig
  *    .verify_with_parallel_config (config/model.py @ 0052a5b8) raises "Total
  *    number of attention heads (...) must be divisible by tensor parallel size".
@@ -115,6 +123,8 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
                             "project_in / project_out under tensor parallelism are not modelled", (long long)a->proj,
                             (long long)a->H);
+    if (s.vllm && s.mxfp4_align > 0 && a->moe_I > 0) /* Mxfp4MoEMethod.create_weights (above) */
+        a->moe_I = (a->moe_I + s.mxfp4_align - 1) / s.mxfp4_align * s.mxfp4_align;
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;

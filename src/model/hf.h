@@ -32,6 +32,8 @@ typedef struct {
     int64_t tp;
     int sp;
     int vllm;
+    int mxfp4_align; /* vllm: the multiple vLLM's MXFP4 MoE backend pads the experts' per-rank intermediate
+                      * size to (hf_tp.c), 0 none or not modelled */
 } vc_hf_split;
 /* A caller's vc_hf_options as this library's (policy.h's vc__options_in for vc_options). */
 vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err);
