@@ -194,6 +194,39 @@ static void mxfp4_padded_gpt_oss(void **state)
     vc_model_free(m);
 }
 
+/* Qwen3-Next-80B-A3B (36 Gated DeltaNet layers of 16 key and 32 value heads of 128, conv kernel 4; 12 attention
+ * layers of 16 query and 2 kv heads of 256; hidden 2048) on 8 H200s, vLLM's split (vllm-project/vllm @ 00545a8a,
+ * vllm/model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention.__init__): 2 key and
+ * 4 value heads a rank */
+static void deltanet_qwen3_next(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "qwen3-next-80b-a3b-instruct.json");
+    /* in_proj_qkvz MergedColumnParallelLinear: (2 x 16 x 128 + 2 x 32 x 128) / 8 outputs; in_proj_ba 2 x 32 / 8;
+     * out_proj RowParallelLinear: 32 x 128 / 8 inputs */
+    assert_int_equal(rank_params(m, 8, "linear_attn.in_proj_qkvz"), 2048 * 1536);
+    assert_int_equal(rank_params(m, 8, "linear_attn.in_proj_ba"), 2048 * 8);
+    assert_int_equal(rank_params(m, 8, "linear_attn.out_proj"), 512 * 2048);
+    /* dt_bias and A_log divide(32, 8) = 4 each, conv1d ColumnParallelLinear [conv_dim / 8 = 1024, 1, 4], the
+     * gated norm's head_v_dim 128 whole */
+    assert_int_equal(rank_params(m, 8, "linear_attn"), 4 + 4 + 1024 * 4 + 128);
+    vc_serve_result r;
+    serve_tp(m, 8, "h200", &r);
+    /* gated_delta_net_state_shape(tp_size 8, ...): conv state [1024, 4 - 1], recurrent [32 / 8, 128, 128], in
+     * the model's dtype (bf16): (3072 + 65536) x 2 = 137216 bytes a layer and request */
+    assert_int_equal(r.state_layers, 36);
+    assert_int_equal(r.state_bytes, (1024 * 3 + 4 * 128 * 128) * 2);
+    /* the attention layers' one kv head (2 kv heads on 8 ranks) of 256: 1024 bytes a token and layer; the block
+     * raised to hold a state page, 16 x cdiv(137216, 16 x 1024) = 144 tokens; groups of 12 layers (12 attention,
+     * 36 DeltaNet: 36 is not under 1.5 x 12): a block 144 x 1024 x 12 bytes; a request takes cdiv(1280, 144)
+     * blocks of the attention group and one of each of the 3 DeltaNet groups */
+    assert_int_equal(r.block_size, 144);
+    assert_int_equal(r.page_bytes, INT64_C(144) * 1024 * 12);
+    assert_int_equal(r.blocks, r.kv_cache / (INT64_C(144) * 1024 * 12));
+    assert_int_equal(r.concurrency, r.blocks / (9 + 3));
+    vc_model_free(m);
+}
+
 /* what stays refused, exit 2 naming the option and the key */
 static void refusals(void **state)
 {
@@ -209,6 +242,22 @@ static void refusals(void **state)
     assert_usage(HF "qwen3-30b-a3b.json -m infer --tp 8 --gpus 8", "--tp: 8 tensor-parallel ranks do not divide "
                  "num_key_value_heads (4)");
     assert_usage(HF "starcoder.json -m infer --tp 2 --gpus 2", "--tp: multi_query keeps one kv head");
+    /* Megatron's split of the DeltaNet layers, and vLLM's uneven one (head_partition.py), are not modelled */
+    assert_usage(HF "qwen3-next-80b-a3b-instruct.json -m infer --tp 2 --gpus 2", "--tp: qwen3_next: tensor parallelism over "
+                 "the Gated DeltaNet layers is not modelled");
+    char gdn[] = "/tmp/vc_serve_tp_gdn_XXXXXX.json";
+    int gfd = mkstemps(gdn, 5);
+    assert_true(gfd >= 0);
+    close(gfd);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "sed -e 's/\"linear_num_key_heads\": 16/\"linear_num_key_heads\": 2/' -e "
+             "'s/\"linear_num_value_heads\": 32/\"linear_num_value_heads\": 4/' %s > %s",
+             HF "qwen3-next-80b-a3b-instruct.json", gdn);
+    assert_int_equal(system(cmd), 0);
+    char gargs[256];
+    snprintf(gargs, sizeof gargs, "%s --serve --gpu h200 --tp 4 --gpus 4", gdn);
+    assert_usage(gargs, "--tp: 4 tensor-parallel ranks do not divide linear_num_key_heads (2) and linear_num_value_heads (4)");
+    remove(gdn);
     /* 3 kv heads on 4 ranks: QKVParallelLinear's divide(tp_size, total_num_kv_heads) asserts */
     char path[] = "/tmp/vc_serve_tp_XXXXXX.json";
     int fd = mkstemps(path, 5);
@@ -230,6 +279,7 @@ int main(void)
         cmocka_unit_test(mqa_starcoder),
         cmocka_unit_test(kv_replicated_gemma3),
         cmocka_unit_test(mxfp4_padded_gpt_oss),
+        cmocka_unit_test(deltanet_qwen3_next),
         cmocka_unit_test(refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

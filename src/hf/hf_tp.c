@@ -32,7 +32,8 @@
  *    At --tp 1 nothing is padded: the Hugging Face model as it is.
  *
  * vLLM's split (--serve, s.vllm) is the same table but for the kv heads, which
- * vLLM replicates when there are fewer of them than ranks, VLLM =
+ * vLLM replicates when there are fewer of them than ranks, the MXFP4 experts'
+ * padding and the Gated DeltaNet layers' heads (in vc__hf_tp_split), VLLM =
  * vllm-project/vllm:
  *  - vllm/model_executor/layers/linear.py @ 0036d38d QKVParallelLinear.__init__:
  *    num_heads = divide(total_num_heads, tp_size); if tp_size >=
@@ -92,9 +93,26 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
     if (t <= 1) return s.sp ? vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more") : 0;
     if (t > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
-    if (a->f->hybrid) /* the Gated DeltaNet layers' split (vLLM's Qwen3NextGatedDeltaNet) is not modelled */
+    if (a->f->hybrid && !s.vllm) /* the Gated DeltaNet layers' split: vLLM's only (below) */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism over the Gated DeltaNet layers is not modelled",
                             a->f->model_type);
+    if (a->f->hybrid) {
+        /* vLLM's Gated DeltaNet layers (vllm-project/vllm @ 00545a8a, vllm/model_executor/layers/mamba/gdn/
+         * qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention.__init__): conv1d ColumnParallelLinear over
+         * conv_dim (2 key_dim + value_dim), in_proj_qkvz / in_proj_ba MergedColumnParallelLinear (2 key_dim +
+         * 2 value_dim, 2 num_v_heads; Qwen3.5's in_proj_qkv/z/b/a likewise), dt_bias and A_log
+         * divide(num_v_heads, tp_size), the gated norm of head_v_dim whole, out_proj RowParallelLinear over
+         * value_dim; its state (get_state_shape: mamba_utils gated_delta_net_state_shape(tp_size, ...)) the
+         * conv state of conv_dim / tp channels and num_v_heads / tp recurrent heads: a rank's layer is the
+         * layer of num_k_heads / tp and num_v_heads / tp heads. A split that does not divide them takes
+         * layers/mamba/gdn/head_partition.py's padded uneven ranks: not modelled */
+        if (a->lin_kh % t || a->lin_vh % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide linear_num_key_heads (%lld) "
+                                "and linear_num_value_heads (%lld): vLLM's uneven Gated DeltaNet head partition is not modelled",
+                                (long long)t, (long long)a->lin_kh, (long long)a->lin_vh);
+        a->lin_kh /= t;
+        a->lin_vh /= t;
+    }
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
