@@ -495,12 +495,17 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
     return st;
 }
 
-/* vllm: vLLM's split (0 Megatron's, else 1 + the MXFP4 alignment), as a model holds it */
-static bool at_split(const vc_model *m, const vc_options *o, int vllm)
+/* vllm: vLLM's split (0 Megatron's, else 1 + the MXFP4 alignment): whether m's tensor-parallel split is the
+ * options' (tp_at) and its expert-parallel one too (at_split) */
+static bool tp_at(const vc_model *m, const vc_options *o, int vllm)
 {
     const bool v = vllm && o->tp > 1;
-    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && (m->ep > 1 ? m->ep : 1) == o->ep && !m->vllm == !v &&
-           m->mxfp4_align == (v ? vllm - 1 : 0);
+    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && !m->vllm == !v && m->mxfp4_align == (v ? vllm - 1 : 0);
+}
+
+static bool at_split(const vc_model *m, const vc_options *o, int vllm)
+{
+    return tp_at(m, o, vllm) && (m->ep > 1 ? m->ep : 1) == o->ep;
 }
 
 static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, const vc_model **use, vc_error *err);
@@ -534,7 +539,7 @@ static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, cons
     vc_model *c = NULL;
     vc_status st = load_text(m->text, m->text_len, m->file, &m->hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, &c, err);
     if (!st && m->has_override) st = vc_model_set_input_shape(c, m->override.d, m->override.nd, err);
-    if (!st && ((c->tp > 1 ? c->tp : 1) != o->tp || !c->sp != !o->sp || !at_split(c, o, vllm))) {
+    if (!st && !tp_at(c, o, vllm)) {
         vc_error_clear(err);
         snprintf(err->file, sizeof err->file, "%s", c->file);
         st = set_hf_split(c, &c->hf, (vc_hf_split){o->tp, o->sp, vllm > 0, vllm > 0 ? vllm - 1 : 0}, err);
