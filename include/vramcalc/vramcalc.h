@@ -1006,7 +1006,10 @@ typedef struct {
 } vc_serve_result;
 
 /* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision
- * and attention; o->prompt + o->new_tokens is one request's length. Fails
+ * and attention; o->prompt + o->new_tokens is one request's length; o->tp > 1:
+ * one of vLLM's tensor_parallel_size workers, m split as vLLM splits it (kv
+ * heads replicated below o->tp, MXFP4 experts padded on Hopper, Gated DeltaNet
+ * heads: src/hf/hf_tp.c), not as Megatron does. Fails
  * with VC_ERR_USAGE when nothing is left for the cache or one request does
  * not fit in it (vLLM refuses to start). */
 VC_EXTERN vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *s, const vc_gpu_spec *gpu,

@@ -1081,11 +1081,12 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             cJSON_Hooks hooks = {json_alloc, json_free};
             cJSON_InitHooks(&hooks);
         }
-        /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c), as the
+        /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c: vLLM's under --serve), as the
          * release it runs as: its MoE default for the families whose experts it governs
          * (vc_hf_build) when the experts option is not given */
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
-        st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, &m, err);
+        st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */
+                                       q->serve && resp->have_gpu ? vc__vllm_mxfp4_align(&resp->gpu) : 0, &m, err);
         if (q->json_arena) {
             cJSON_InitHooks(NULL); /* the loader has freed its JSON tree: drop the arena with it */
             json_arena_release();
@@ -1233,7 +1234,8 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             goto done;
         }
     }
-    if ((q->sweep || q->max_batch || !q->per_layer) && !(q->max_context && !q->prompt_given)) {
+    if ((q->sweep || q->max_batch || !q->per_layer) && !(q->max_context && !q->prompt_given) && !q->serve) {
+        /* (--serve sizes vLLM's pool from its own plan of vLLM's split, vc_serve: no estimator) */
         /* (--max-context without --prompt: the report is at the prompt it finds, not at the default's) */
         /* one plan for every batch size (the first one tried is o->batch); without
          * --per-layer, even for one batch: no per-layer rows to fill */

@@ -242,6 +242,22 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
     return VC_OK;
 }
 
+/* vLLM's MXFP4 MoE backend (vllm-project/vllm @ 007d5005, vllm/model_executor/layers/quantization/
+ * mxfp4.py get_mxfp4_backend, without LoRA) and the multiple Mxfp4MoEMethod.create_weights pads a rank's
+ * intermediate_size_per_partition to:
+ *  - compute capability 9.0 (H100, H200): SM90_FI_MXFP4_BF16 only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1
+ *    (vllm/envs.py: "0" by default); else TRITON where triton_kernels run ((9, 0) <= capability < (11, 0),
+ *    torch >= 2.8), unless VLLM_MXFP4_USE_MARLIN: its branch (the last else) is round_up(
+ *    intermediate_size_per_partition, 64), hidden_size unpadded: 64;
+ *  - the 10.x family (B200) with FlashInfer: SM100_FI_MXFP4_BF16, round_up(..., 256) and hidden_size
+ *    round_up(hidden_size, 256) too; other cards (Ampere, Ada: no triton_kernels) MARLIN, 128 and a hidden
+ *    size padded to 256, then prepare_moe_fp4_layer_for_marlin's repacking: not modelled, 0 (the experts
+ *    as the checkpoint splits them). */
+int vc__vllm_mxfp4_align(const vc_gpu_spec *gpu)
+{
+    return gpu && gpu->preset && gpu->preset->sm == 90 ? 64 : 0;
+}
+
 static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static void gib(int64_t v, char *buf, size_t n) { snprintf(buf, n, "%.2f GiB", (double)v / (double)(INT64_C(1) << 30)); }
@@ -317,7 +333,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "expected 1 to 2^40");
     vc_status st = vc__check_options(o, err);
     if (st) return st;
-    if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
+    if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;

@@ -30,6 +30,39 @@
  *    vocabulary padded to a multiple of make_vocab_size_divisible_by (128) x
  *    tp, VocabParallelEmbedding's num_embeddings_per_partition = padded / tp.
  *    At --tp 1 nothing is padded: the Hugging Face model as it is.
+ *
+ * vLLM's split (--serve, s.vllm) is the same table but for the kv heads, which
+ * vLLM replicates when there are fewer of them than ranks, the MXFP4 experts'
+ * padding and the Gated DeltaNet layers' heads (in vc__hf_tp_split), VLLM =
+ * vllm-project/vllm:
+ *  - vllm/model_executor/layers/linear.py @ 0036d38d QKVParallelLinear.__init__:
+ *    num_heads = divide(total_num_heads, tp_size); if tp_size >=
+ *    total_num_kv_heads: num_kv_heads = 1, num_kv_head_replicas =
+ *    divide(tp_size, total_num_kv_heads) (divide asserts divisibility), else
+ *    num_kv_heads = divide(total_num_kv_heads, tp_size): a rank's k_proj and
+ *    v_proj shards hold num_kv_heads x head_size outputs, one head copied to
+ *    tp / kv ranks (weight_loader: shard_rank = tp_rank // num_kv_head_replicas);
+ *  - the attention layer of the model files, e.g. vllm/model_executor/models/
+ *    qwen3_moe.py @ 002456df Qwen3MoeAttention.__init__: assert tp_size %
+ *    total_num_kv_heads == 0 when the kv heads are fewer, num_kv_heads =
+ *    max(1, total_num_kv_heads // tp_size), Attention(num_kv_heads=...), so the
+ *    KV cache of a rank holds one head (vllm/config/model.py @ 0052a5b8
+ *    ModelConfig.get_num_kv_heads: max(1, total_num_kv_heads //
+ *    tensor_parallel_size)); multi_query's one kv head likewise
+ *    (get_total_num_kv_heads: 1; vllm/model_executor/models/gpt_bigcode.py
+ *    @ 002800f0 GPTBigCodeAttention: the query column-parallel, c_attn_kv whole
+ *    on every rank, num_kv_heads 1);
+ *  - vLLM's MXFP4 experts (gpt-oss; s.mxfp4_align, src/engine/serve.c vc__vllm_mxfp4_align):
+ *    vllm/model_executor/layers/quantization/mxfp4.py @ 007d5005 Mxfp4MoEMethod.create_weights pads
+ *    intermediate_size_per_partition (FusedMoE's intermediate_size // tp_size) to the backend's multiple,
+ *    round_up(..., 64) under the Triton kernels of Hopper: w13_weight [E, 2 x I_pad, hidden / 2] and
+ *    w13_weight_scale [E, 2 x I_pad, hidden / 32] uint8, w13_bias [E, 2 x I_pad], w2_weight
+ *    [E, hidden, I_pad / 2], w2_weight_scale [E, hidden, I_pad / 32]: the stacked experts at I_pad
+ *    (src/policy/quant.c mxfp4_tensors packs them so). 2880 / 8 = 360 values, not whole 32-value blocks
+ *    in the checkpoint's split, become 384;
+ *  - the query heads are split as Megatron splits them: ModelConfig
+ *    .verify_with_parallel_config (config/model.py @ 0052a5b8) raises "Total
+ *    number of attention heads (...) must be divisible by tensor parallel size".
  */
 #include <stddef.h>
 #include <string.h>
@@ -60,12 +93,37 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
     if (t <= 1) return s.sp ? vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism needs " OV("tp", "2") " or more") : 0;
     if (t > (INT64_C(1) << 20))
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "expected 1 to 2^20 tensor-parallel ranks, got %lld", (long long)t);
-    if (a->f->hybrid) /* the Gated DeltaNet layers' split (vLLM's Qwen3NextGatedDeltaNet) is not modelled */
+    if (a->f->hybrid && !s.vllm) /* the Gated DeltaNet layers' split: vLLM's only (below) */
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism over the Gated DeltaNet layers is not modelled",
                             a->f->model_type);
+    if (a->f->hybrid) {
+        /* vLLM's Gated DeltaNet layers (vllm-project/vllm @ 00545a8a, vllm/model_executor/layers/mamba/gdn/
+         * qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention.__init__): conv1d ColumnParallelLinear over
+         * conv_dim (2 key_dim + value_dim), in_proj_qkvz / in_proj_ba MergedColumnParallelLinear (2 key_dim +
+         * 2 value_dim, 2 num_v_heads; Qwen3.5's in_proj_qkv/z/b/a likewise), dt_bias and A_log
+         * divide(num_v_heads, tp_size), the gated norm of head_v_dim whole, out_proj RowParallelLinear over
+         * value_dim; its state (get_state_shape: mamba_utils gated_delta_net_state_shape(tp_size, ...)) the
+         * conv state of conv_dim / tp channels and num_v_heads / tp recurrent heads: a rank's layer is the
+         * layer of num_k_heads / tp and num_v_heads / tp heads. A split that does not divide them takes
+         * layers/mamba/gdn/head_partition.py's padded uneven ranks: not modelled */
+        if (a->lin_kh % t || a->lin_vh % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide linear_num_key_heads (%lld) "
+                                "and linear_num_value_heads (%lld): vLLM's uneven Gated DeltaNet head partition is not modelled",
+                                (long long)t, (long long)a->lin_kh, (long long)a->lin_vh);
+        a->lin_kh /= t;
+        a->lin_vh /= t;
+    }
     for (size_t i = 0; i < sizeof tp_split / sizeof tp_split[0]; i++) {
         int64_t *v = (int64_t *)((char *)a + tp_split[i].off);
         const char *key = a->f->keys[tp_split[i].role].key ? a->f->keys[tp_split[i].role].key : tp_split[i].key;
+        if (s.vllm && tp_split[i].role == K_KV_HEADS && *v > 0 && *v < t) { /* vLLM replicates them (above) */
+            if (t % *v)
+                return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are not a multiple of %s (%lld): "
+                                    "vLLM replicates fewer kv heads than ranks only an equal number of times "
+                                    "(QKVParallelLinear: divide(tp_size, total_num_kv_heads))", (long long)t, key, (long long)*v);
+            *v = 1;
+            continue;
+        }
         if (*v % t && tp_split[i].role == K_KV_HEADS && a->mqa)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "multi_query keeps one kv head, which %lld tensor-parallel ranks "
                                 "do not divide", (long long)t);
@@ -83,6 +141,8 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "word_embed_proj_dim (%lld) differs from hidden_size (%lld): "
                             "project_in / project_out under tensor parallelism are not modelled", (long long)a->proj,
                             (long long)a->H);
+    if (s.vllm && s.mxfp4_align > 0 && a->moe_I > 0) /* Mxfp4MoEMethod.create_weights (above) */
+        a->moe_I = (a->moe_I + s.mxfp4_align - 1) / s.mxfp4_align * s.mxfp4_align;
     int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
     int64_t padded = (a->V + mult - 1) / mult * mult;
     a->V = padded / t;

@@ -26,10 +26,14 @@ typedef struct {
 } vc_hf_release;
 /* The tensor-parallel split a config.json's model is built for (the estimate's
  * vc_options.tp and .sp): one of tp Megatron ranks (1: none), sp with sequence
- * parallelism. */
+ * parallelism; vllm: one of vLLM's tensor_parallel_size ranks instead (--serve:
+ * the model files' split, src/hf/hf_tp.c), meaningful at tp > 1 only. */
 typedef struct {
     int64_t tp;
     int sp;
+    int vllm;
+    int mxfp4_align; /* vllm: the multiple vLLM's MXFP4 MoE backend pads the experts' per-rank intermediate
+                      * size to (hf_tp.c), 0 none or not modelled */
 } vc_hf_split;
 /* A caller's vc_hf_options as this library's (policy.h's vc__options_in for vc_options). */
 vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err);

@@ -129,10 +129,14 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
         m->ep = weights_of->ep; /* --ep (vc_model_set_ep) */
         m->tp = weights_of->tp; /* --tp, --sp (vc_model_set_tp) */
         m->sp = weights_of->sp;
+        m->vllm = weights_of->vllm;
+        m->mxfp4_align = weights_of->mxfp4_align;
     }
     if (split) {
         m->tp = split->tp;
         m->sp = split->sp;
+        m->vllm = split->vllm && split->tp > 1;
+        m->mxfp4_align = m->vllm ? split->mxfp4_align : 0;
     }
     m->file = vc_arena_strdup(m->arena, name ? name : "");
     if (!m->file) {
@@ -147,6 +151,8 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     if (!m->gen_json) { /* a model file: the split is a config.json's (vc__model_at refuses --tp for it) */
         m->tp = 1;
         m->sp = 0;
+        m->vllm = 0;
+        m->mxfp4_align = 0;
     }
     *out = m;
     return VC_OK;
@@ -170,6 +176,8 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->ep = m->ep;
     t->tp = m->tp;
     t->sp = m->sp;
+    t->vllm = m->vllm;
+    t->mxfp4_align = m->mxfp4_align;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);
@@ -198,9 +206,9 @@ vc_status vc_model_load_file_hf(const char *path, const vc_hf_options *hf, vc_mo
 }
 
 vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, int64_t tp, int sp,
-                                    vc_model **out, vc_error *err)
+                                    int vllm, int mxfp4_align, vc_model **out, vc_error *err)
 {
-    vc_hf_split s = {tp, sp};
+    vc_hf_split s = {tp, sp, vllm, mxfp4_align};
     return load_file(path, hf, tf, &s, out, err);
 }
 
@@ -287,10 +295,12 @@ vc_status vc_model_set_input_shape(vc_model *m, const int64_t *dims, int ndim, v
 static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split s, vc_error *err)
 {
     vc_hf_options old = m->hf;
-    vc_hf_split old_split = {m->tp, m->sp};
+    vc_hf_split old_split = {m->tp, m->sp, m->vllm, m->mxfp4_align};
     m->hf = *hf;
     m->tp = s.tp;
     m->sp = s.sp;
+    m->vllm = s.vllm && s.tp > 1;
+    m->mxfp4_align = m->vllm ? s.mxfp4_align : 0;
     free(m->gen_json); /* the model JSON of the new options */
     m->gen_json = NULL;
     vc_status st = reload(m, m->has_override, &m->override, &m->lora, err);
@@ -298,6 +308,8 @@ static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split 
         m->hf = old;
         m->tp = old_split.tp;
         m->sp = old_split.sp;
+        m->vllm = old_split.vllm;
+        m->mxfp4_align = old_split.mxfp4_align;
         vc_error again;
         free(m->gen_json);
         m->gen_json = NULL;
@@ -308,7 +320,7 @@ static vc_status set_hf_split(vc_model *m, const vc_hf_options *hf, vc_hf_split 
 
 static vc_status set_hf(vc_model *m, const vc_hf_options *hf, vc_error *err)
 {
-    return set_hf_split(m, hf, (vc_hf_split){m->tp, m->sp}, err);
+    return set_hf_split(m, hf, (vc_hf_split){m->tp, m->sp, m->vllm, m->mxfp4_align}, err);
 }
 
 vc_status vc_model_set_seq(vc_model *m, int64_t seq, vc_error *err)
@@ -483,21 +495,43 @@ vc_status vc_model_set_ep(vc_model *m, int64_t ep, vc_error *err)
     return st;
 }
 
-static bool at_split(const vc_model *m, const vc_options *o)
+/* vllm: vLLM's split (0 Megatron's, else 1 + the MXFP4 alignment): whether m's tensor-parallel split is the
+ * options' (tp_at) and its expert-parallel one too (at_split) */
+static bool tp_at(const vc_model *m, const vc_options *o, int vllm)
 {
-    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && (m->ep > 1 ? m->ep : 1) == o->ep;
+    const bool v = vllm && o->tp > 1;
+    return (m->tp > 1 ? m->tp : 1) == o->tp && !m->sp == !o->sp && !m->vllm == !v && m->mxfp4_align == (v ? vllm - 1 : 0);
 }
 
+static bool at_split(const vc_model *m, const vc_options *o, int vllm)
+{
+    return tp_at(m, o, vllm) && (m->ep > 1 ? m->ep : 1) == o->ep;
+}
+
+static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, const vc_model **use, vc_error *err);
+
 vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err)
+{
+    return model_at(m, o, 0, use, err);
+}
+
+vc_status vc__model_at_vllm(const vc_model *m, const vc_options *o, int mxfp4_align, const vc_model **use, vc_error *err)
+{
+    return model_at(m, o, 1 + (mxfp4_align > 0 ? mxfp4_align : 0), use, err);
+}
+
+/* vllm: vLLM's split of the tensor-parallel ranks (--serve, src/hf/hf_tp.c), 1 + its MXFP4 alignment; 0
+ * Megatron's */
+static vc_status model_at(const vc_model *m, const vc_options *o, int vllm, const vc_model **use, vc_error *err)
 {
     *use = m;
     if (m->stage.on) return VC_OK; /* a pipeline stage: made from a model at the split */
     if (!m->gen_json && (o->tp > 1 || o->sp)) /* the split is made when a config.json is read */
         return vc_set_error(err, VC_ERR_USAGE, o->tp > 1 ? O("tp") : O("sp"),
                             "tensor parallelism needs a Hugging Face config.json: a model file does not say which Linears are column- or row-parallel");
-    if (at_split(m, o)) return VC_OK;
+    if (at_split(m, o, vllm)) return VC_OK;
     for (const vc_model *s = m->split; s; s = s->split) /* built before: kept, an estimator may hold it */
-        if (at_split(s, o)) {
+        if (at_split(s, o, vllm)) {
             *use = s;
             return VC_OK;
         }
@@ -505,7 +539,11 @@ vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **
     vc_model *c = NULL;
     vc_status st = load_text(m->text, m->text_len, m->file, &m->hf, &m->tf, vc__peft_on(&m->lora) ? &m->lora : NULL, m, NULL, &c, err);
     if (!st && m->has_override) st = vc_model_set_input_shape(c, m->override.d, m->override.nd, err);
-    if (!st && ((c->tp > 1 ? c->tp : 1) != o->tp || !c->sp != !o->sp)) st = vc_model_set_tp(c, o->tp, o->sp, err);
+    if (!st && !tp_at(c, o, vllm)) {
+        vc_error_clear(err);
+        snprintf(err->file, sizeof err->file, "%s", c->file);
+        st = set_hf_split(c, &c->hf, (vc_hf_split){o->tp, o->sp, vllm > 0, vllm > 0 ? vllm - 1 : 0}, err);
+    }
     if (!st && (c->ep > 1 ? c->ep : 1) != o->ep) st = vc_model_set_ep(c, o->ep, err);
     if (st) {
         vc_model_free(c);

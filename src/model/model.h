@@ -113,6 +113,8 @@ struct vc_model {
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
     int64_t tp;         /* a config.json: the tensor-parallel ranks it was built for one of (vc_model_set_tp), 0/1 none */
     int sp;             /* ... with sequence parallelism */
+    int vllm;           /* ... as vLLM's ranks (--serve, src/hf/hf_tp.c), not Megatron's: 0 at tp <= 1 */
+    int mxfp4_align;    /* ... vLLM's MXFP4 experts padded to it per rank (vc__vllm_mxfp4_align), 0 none */
     struct vc_model *split; /* m built at the other splits estimates asked for, a list through their own .split
                              * (vc__model_at; freed with m, or when m is built again), NULL */
     int nmoe;           /* SparseMoE layers set up for ep > 1 (layers/llm.c) */
@@ -151,10 +153,16 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
  * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed
  * with m) for the next estimate. Errors as vc_model_set_tp's and vc_model_set_ep's. */
 vc_status vc__model_at(const vc_model *m, const vc_options *o, const vc_model **use, vc_error *err);
+/* model.c: vc__model_at at vLLM's split of the options' tensor_parallel_size (--serve, src/hf/hf_tp.c), its
+ * MXFP4 experts' intermediate size padded per rank to a multiple of mxfp4_align (vc__vllm_mxfp4_align). */
+vc_status vc__model_at_vllm(const vc_model *m, const vc_options *o, int mxfp4_align, const vc_model **use, vc_error *err);
+/* src/engine/serve.c: the multiple vLLM's MXFP4 MoE backend on the card pads a rank's intermediate size to
+ * (Mxfp4MoEMethod.create_weights), 0 where that backend's padding is not modelled. */
+int vc__vllm_mxfp4_align(const vc_gpu_spec *gpu);
 /* model.c: vc_model_load_file_hf at a tensor-parallel split (the request's: o->tp, o->sp), as the
  * transformers release the config runs as (tf: NULL, a zeroed one). */
 vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, const vc_hf_release *tf, int64_t tp, int sp,
-                                    vc_model **out, vc_error *err);
+                                    int vllm, int mxfp4_align, vc_model **out, vc_error *err);
 
 /* model.c: m loaded again with its input [seq] (its text, Hugging Face
  * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).
