@@ -557,6 +557,12 @@ typedef struct {
      * one row (TRL's padding_free / packing, torchtune's packed=True): batch is then 1 and the
      * row's length their sum, the attention follows it (layers/llm.c ra_packed); 0 or 1: none */
     int64_t packing;
+    /* NCCL across nodes (src/engine/nccl.c, docs/context.md "NCCL"): --gpus-per-node, the
+     * GPUs of one node (0: 8); a world of more spans nodes joined by the network transport.
+     * nccl_stage: a pipeline stage's options carry the stage, 1 to pp, for its neighbours
+     * (0: the busiest stage's) */
+    int64_t gpus_per_node;
+    int64_t nccl_stage;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -921,8 +927,13 @@ typedef struct {
     int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes */
     vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
     const char *topology_row;   /* the table's row, in words */
+    int64_t nodes;              /* nodes the world spans (--gpus-per-node) */
+    int64_t net_bytes;          /* ... of ring_bytes and p2p_bytes, the network transport's device buffers */
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
+/* The breakdown whose bytes are `bytes` (a pipeline's memory.nccl: the stage its total
+ * is of; o->pp stages, o->nccl_stage 0), else vc_nccl_per_gpu's. */
+VC_EXTERN void vc_nccl_per_gpu_of(const vc_options *o, int64_t bytes, vc_nccl_info *n);
 /* VC_ERR_USAGE where the options name a topology with no row for the GPU, or
  * channels outside 1-64. */
 VC_EXTERN vc_status vc_nccl_check(const vc_options *o, vc_error *err);
