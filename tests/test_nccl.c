@@ -57,17 +57,17 @@ static void rings_across_nodes(void **state)
 {
     (void)state;
     /* DDP on 16 A100 SXM4 (no --gpu: the A100), 2 nodes of 8: the ring's 24 channels each enter
-     * and leave a node once, spread over its 8 GPUs: the busiest holds 3 channels' network
-     * receive (10 MiB) and send (10 MiB, PXN: the NIC's GPU) beside its own P2P send to the next
-     * local GPU (2 MiB): 3 x 22 = 66 MiB, and 21 channels of P2P pairs, 21 x 12 = 252: 318 MiB,
-     * of it the network's 3 x 20 = 60 MiB */
+     * a node at one GPU (connect.cc ringRecv = ringIntra[0]) and leave from another (ringSend =
+     * ringIntra[7]), spread over the 8: a GPU holds 24 / 8 = 3 network receives (10 MiB, in place
+     * of a P2P receive's 10 MiB) and 3 network sends (10 MiB, in place of a P2P send's 2 MiB):
+     * 24 x 12 + 3 x (10 - 10) + 3 x (10 - 2) = 312 MiB, of it the network's 3 x 20 = 60 MiB */
     vc_options o = opts(NULL, VC_PARALLEL_DDP, 16, 1, 1, 1);
     vc_nccl_info n = info(&o);
     assert_int_equal(n.nodes, 2);
     assert_int_equal(n.channels, 24);
-    assert_int_equal(n.ring_bytes, 318 * MiB);
+    assert_int_equal(n.ring_bytes, 312 * MiB);
     assert_int_equal(n.net_bytes, 60 * MiB);
-    assert_int_equal(n.bytes, 318 * MiB);
+    assert_int_equal(n.bytes, 312 * MiB);
     /* the same 16 GPUs as one node (--gpus-per-node 16): 24 P2P pairs, 288 MiB, no network */
     o.gpus_per_node = 16;
     n = info(&o);
@@ -86,7 +86,8 @@ static void rings_across_nodes(void **state)
     assert_int_equal(n.nvls_bytes, 256 * MiB);
     assert_int_equal(n.bytes, 1024 * MiB);
     /* DDP on 16 RTX 4090 (PCIe: no GPU Direct RDMA, the network's buffers in host memory): 4
-     * channels over 8 GPUs, the busiest GPU one with no network end: 4 x 12 = 48 MiB */
+     * channels over 8 GPUs, the busiest GPU one with no network end (4 / 8 = 0 of each kind):
+     * 4 x 12 = 48 MiB */
     o = opts("rtx4090", VC_PARALLEL_DDP, 16, 1, 1, 1);
     n = info(&o);
     assert_int_equal(n.nodes, 2);
@@ -137,12 +138,12 @@ static void experts_across_nodes(void **state)
 {
     (void)state;
     /* ep 16 on 16 H100, 2 nodes: 7 peers on the node (7 x 32 x 12 = 2688 MiB) and 8 on the other
-     * through one pool pair (128 MiB): 2816 MiB; the DDP ring 318 MiB (above); NVLS 256 MiB */
+     * through one pool pair (128 MiB): 2816 MiB; the DDP ring 312 MiB (above); NVLS 256 MiB */
     vc_options o = opts("h100-80gb", VC_PARALLEL_DDP, 16, 1, 1, 16);
     vc_nccl_info n = info(&o);
     assert_int_equal(n.p2p_peers, 15);
     assert_int_equal(n.p2p_bytes, 2816 * MiB);
-    assert_int_equal(n.bytes, (2816 + 318 + 256) * MiB);
+    assert_int_equal(n.bytes, (2816 + 312 + 256) * MiB);
 }
 
 static void errors(void **state)

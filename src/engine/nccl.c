@@ -249,9 +249,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
  *    9,109,504 B, ALIGN_SIZE(.., CUDA_IPC_MIN) -> 10 MiB; LL in host memory;
  *  - ncclSendMem / ncclRecvMem: host memory (dev 0) on both sides.
  * With PXN (NCCL_PXN_DISABLE 0, ncclTopoGetNetDev's proxyRank) a send's
- * proxy is the NIC's GPU, whose process allocates the buffer: per channel
- * a node's ring enters at one GPU (a receive from the network) and leaves by
- * a NIC, both ends counted on the NIC's GPU. Send/recv operations
+ * proxy is the NIC's GPU, whose process allocates the buffer. Send/recv operations
  * (connIndex 1, NCCL_NET_SHARED_BUFFERS default on) share one pool per
  * direction (sharedNetBuffersInit: nChannels x NCCL_SHARED_STEPS 16 x
  * p2pChunkSize, p2pnChannels channels; computeBuffSizes, src/init.cc: with
@@ -275,10 +273,15 @@ static int64_t on_node(int64_t stride, int64_t size, int64_t gpn)
 
 /* One ring communicator on the busiest GPU: `local` of its members on the
  * node. On one node every channel holds a receive and a send (P2P). Across
- * nodes each channel enters and leaves the node once: a network receive and
- * send (PXN: both on the NIC's GPU), spread over the local members; the
- * busiest takes ceil(channels / local) of them, with its own P2P send to the
- * next local member (none where it is the only one). *net: the network's part. */
+ * nodes each channel enters the node at the first GPU of its intra-node
+ * order and leaves from the last (src/graph/connect.cc: ringRecv =
+ * ringIntra[0], ringSend = ringIntra[localRanks - 1]): the first's receive
+ * and the last's send are network connections (with PXN the send's buffer
+ * is on the NIC's GPU, which holds it instead: the node's sum is the same).
+ * Spread evenly over the local members, a GPU holds ceil or floor of
+ * channels / local ends of each kind, the busiest whichever weighs more; a
+ * group with one GPU on the node has both ends of every channel.
+ * *net: the network's part. */
 static int64_t ring_group(int64_t channels, int64_t local, int64_t size, bool gdr, int64_t *net)
 {
     int64_t recv, send;
@@ -286,12 +289,10 @@ static int64_t ring_group(int64_t channels, int64_t local, int64_t size, bool gd
     int64_t pair = recv + send;
     *net = 0;
     if (local >= size) return channels * pair;
-    int64_t netpair = gdr ? align_ipc(NET_RECV_DEV) + align_ipc(NET_SEND_DEV) : 0;
-    int64_t entry = netpair + (local > 1 ? send : 0);
-    int64_t most = local > 1 ? (channels + local - 1) / local : channels, fewest = local > 1 ? channels / local : channels;
-    int64_t a = most * entry + (channels - most) * pair, b = fewest * entry + (channels - fewest) * pair;
-    *net = (a >= b ? most : fewest) * netpair;
-    return a >= b ? a : b;
+    int64_t netpair = gdr ? align_ipc(NET_RECV_DEV) + align_ipc(NET_SEND_DEV) : 0, delta = netpair - pair;
+    int64_t ends = local == 1 ? channels : delta > 0 ? (channels + local - 1) / local : channels / local;
+    *net = ends * netpair;
+    return channels * pair + ends * delta;
 }
 
 /* The device bytes of a communicator's send/recv pools across nodes. */
