@@ -54,7 +54,7 @@ complete -c vramcalc -l fsdp-replicate -x -d '--parallel fsdp2: HSDP, a 2-D mesh
 complete -c vramcalc -l gradient-as-bucket-view -d '--parallel ddp, zero1-torch: DistributedDataParallel'\''s...'
 complete -c vramcalc -l parameters-as-bucket-view -d '--parallel zero1-torch: ZeroRedundancyOptimizer'\''s...'
 complete -c vramcalc -l ds-overlap-comm -x -a 'true false' -d '--parallel zero1, zero2, zero3: DeepSpeed'\''s overlap_comm, true or false'
-complete -c vramcalc -l nccl-topology -x -a 'auto nvswitch nvlink pcie' -d 'multi-GPU: how the GPUs are joined, for NCCL'\''s channels and buffers'
+complete -c vramcalc -l nccl-topology -x -a 'auto nvswitch nvlink pcie shm' -d 'multi-GPU: how the GPUs are joined, for NCCL'\''s channels and buffers'
 complete -c vramcalc -l nccl-channels -x -d 'multi-GPU: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N, 1 to 64'
 complete -c vramcalc -l gpus-per-node -x -d 'multi-GPU: the GPUs of one node, 1 to 72'
 complete -c vramcalc -l attention -x -a 'auto flash efficient math' -d 'one of: auto, flash, efficient, math'

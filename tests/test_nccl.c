@@ -146,6 +146,35 @@ static void experts_across_nodes(void **state)
     assert_int_equal(n.bytes, (2816 + 312 + 256) * MiB);
 }
 
+/* PCIe without peer access: NCCL's SHM transport */
+static void shm_transport(void **state)
+{
+    (void)state;
+    /* two RTX 4090 (no peer access on the stock driver): shm.cc puts ncclSendMem / ncclRecvMem and
+     * every protocol's buffer in host memory (ncclShmAllocateShareableBuffer): the communicator
+     * and its 4 channels (the pcie row) are there, 0 bytes on the GPU, where pcie's P2P transport
+     * holds 4 x 12 = 48 MiB */
+    vc_options o = opts("rtx4090", VC_PARALLEL_DDP, 2, 1, 1, 1);
+    assert_int_equal(info(&o).bytes, 48 * MiB);
+    o.nccl_topology = VC_NCCL_TOPO_SHM;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(vc_nccl_check(&o, &err), VC_OK);
+    vc_nccl_info n = info(&o);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_SHM);
+    assert_int_equal(n.communicators, 1);
+    assert_int_equal(n.channels, 4);
+    assert_int_equal(n.bytes, 0);
+    /* ... with 4 pipeline stages of 4 GPUs on 2 nodes (no GDR: the network's in host memory too) */
+    o = opts("rtx4090", VC_PARALLEL_DDP, 16, 1, 4, 1);
+    o.nccl_topology = VC_NCCL_TOPO_SHM;
+    n = info(&o);
+    assert_int_equal(n.p2p_peers, 2);
+    assert_int_equal(n.bytes, 0);
+    assert_string_equal(vc_nccl_topology_name(VC_NCCL_TOPO_SHM), "shm");
+    assert_int_equal(vc_nccl_topology_from_name("shm"), VC_NCCL_TOPO_SHM);
+}
+
 static void errors(void **state)
 {
     (void)state;
@@ -165,6 +194,7 @@ int main(void)
         cmocka_unit_test(rings_across_nodes),
         cmocka_unit_test(pipeline_stages),
         cmocka_unit_test(experts_across_nodes),
+        cmocka_unit_test(shm_transport),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

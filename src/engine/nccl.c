@@ -158,7 +158,7 @@ static const topo_row topos[] = {
     {VC_NCCL_TOPO_PCIE, 80, 4, 2, 0, "PCIe Gen4/Gen5 x16"},
 };
 
-static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie"};
+static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm"};
 
 int vc_nccl_topology_from_name(const char *s)
 {
@@ -211,7 +211,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
 {
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
-    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE)
+    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
                             "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
                             vc_nccl_topology_name(t), o->device->name);
@@ -282,11 +282,8 @@ static int64_t on_node(int64_t stride, int64_t size, int64_t gpn)
  * channels / local ends of each kind, the busiest whichever weighs more; a
  * group with one GPU on the node has both ends of every channel.
  * *net: the network's part. */
-static int64_t ring_group(int64_t channels, int64_t local, int64_t size, bool gdr, int64_t *net)
+static int64_t ring_group(int64_t channels, int64_t local, int64_t size, int64_t pair, bool gdr, int64_t *net)
 {
-    int64_t recv, send;
-    vc_nccl_p2p_connection(0, &recv, &send);
-    int64_t pair = recv + send;
     *net = 0;
     if (local >= size) return channels * pair;
     int64_t netpair = gdr ? align_ipc(NET_RECV_DEV) + align_ipc(NET_SEND_DEV) : 0, delta = netpair - pair;
@@ -334,6 +331,15 @@ static void stage_peers(int64_t r, int64_t stages, int64_t per, int64_t gpn, int
  * Peers on other nodes (o->gpus_per_node, default 8) connect through the
  * network transport (above): a spanning ring's network channels, one
  * send/recv pool pair per P2P communicator with a peer elsewhere.
+ * --nccl-topology shm: GPUs without peer access (p2pCanConnect,
+ * src/transport/p2p.cc: cudaDeviceCanAccessPeer says no, as on GeForce cards
+ * with the stock driver; NVIDIA/nccl#1127, NVIDIA/nccl-tests#117) connect
+ * through the SHM transport (src/transport/shm.cc): shmSendSetup and
+ * shmRecvSetup size ncclSendMem / ncclRecvMem + every protocol's buffer
+ * (on the receive side, NCCL_SHM_LOCALITY's default) and
+ * ncclShmAllocateShareableBuffer allocates it in host memory
+ * (ncclCuMemHostAlloc or /dev/shm): none of it on the GPU. The channels are
+ * the pcie row's.
  * Not counted: tree connections (on one node the default tuning runs rings,
  * NVLS and P2P; across nodes all-reduce may take trees at its first
  * tree-sized call), NCCL's work FIFO and proxy state (host memory). */
@@ -350,7 +356,8 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     int64_t gpn = o->gpus_per_node > 0 ? o->gpus_per_node : NODE_GPUS;
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
-    const topo_row *row = find_row(t, sm);
+    /* SHM: the PCIe rows' channels (the search's), each connection in host memory */
+    const topo_row *row = find_row(t == VC_NCCL_TOPO_SHM ? VC_NCCL_TOPO_PCIE : t, sm);
     if (!row) row = find_row(VC_NCCL_TOPO_PCIE, sm); /* vc_nccl_check refused the others */
     bool gdr = t == VC_NCCL_TOPO_NVSWITCH;
     n->topology = t;
@@ -396,22 +403,25 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     n->p2p_channels_per_peer = row->per_peer_topo < p2pn ? row->per_peer_topo : p2pn;
     int64_t recv, send;
     vc_nccl_p2p_connection(0, &recv, &send);
+    if (t == VC_NCCL_TOPO_SHM) /* shm.cc shmSendSetup/shmRecvSetup: ncclShmAllocateShareableBuffer, host memory */
+        recv = send = 0;
     /* every count here is small (channels <= 64, peers < 2^20, the options' checks): no overflow */
     for (int i = 0; i < ng; i++) {
         int64_t net, local = on_node(strides[i], groups[i], gpn);
-        n->ring_bytes += ring_group(n->channels, local, groups[i], gdr, &net);
+        n->ring_bytes += ring_group(n->channels, local, groups[i], recv + send, gdr, &net);
         n->net_bytes += net;
     }
-    /* pipeline neighbours: the given stage's, else the busiest stage's (a local
-     * peer's channels outweigh the network pools: 2 x 64 x 2 MiB at most) */
+    /* pipeline neighbours: the given stage's, else the busiest stage's (on
+     * equal bytes the one with more peers) */
     int64_t pp_local = 0, pp_remote = 0, per = world / stages, pool = net_p2p_pools(p2pn, gdr);
     int64_t peer_bytes = n->p2p_channels_per_peer * (recv + send);
     int64_t best = -1;
     for (int64_t r = o->nccl_stage > 0 ? o->nccl_stage - 1 : 0; stages > 1 && r < stages; r++) {
         int64_t l, m;
         stage_peers(r, stages, per, gpn, &l, &m);
-        if (l * peer_bytes + (m ? pool : 0) > best) {
-            best = l * peer_bytes + (m ? pool : 0);
+        int64_t b = l * peer_bytes + (m ? pool : 0);
+        if (b > best || (b == best && l + m > pp_local + pp_remote)) {
+            best = b;
             pp_local = l;
             pp_remote = m;
         }
