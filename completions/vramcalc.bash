@@ -45,8 +45,9 @@ _vramcalc() {
         --fsdp-reshard-after-forward) return ;;
         --fsdp-replicate) return ;;
         --ds-overlap-comm) COMPREPLY=($(compgen -W 'true false' -- "$cur")); return ;;
-        --nccl-topology) COMPREPLY=($(compgen -W 'auto nvswitch nvlink pcie' -- "$cur")); return ;;
+        --nccl-topology) COMPREPLY=($(compgen -W 'auto nvswitch nvlink pcie shm' -- "$cur")); return ;;
         --nccl-channels) return ;;
+        --gpus-per-node) return ;;
         --attention) COMPREPLY=($(compgen -W 'auto flash efficient math' -- "$cur")); return ;;
         --torch) return ;;
         --transformers) return ;;

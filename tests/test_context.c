@@ -306,14 +306,16 @@ static void nccl_per_gpu(void **state)
     assert_int_equal(n.bytes, 3232 * MiB);
     /* Megatron tp 2, pp 4 on 16 B200: dp 2; the DP and TP rings, 32 channels each (8 at 90 GB/s of
      * 18 x 40.1 = 721.8, dup 16, Postset 32): 2 x 32 x 12 = 768 MiB; NVLS 24 channels (one node's
-     * NVLS_NCHANNELS_SM100_NVL) x 2 heads x 2 MiB = 96 MiB per group, 192; the middle stage's 2
-     * pipeline neighbours x 32 channels x 12 MiB = 768 MiB; 1728 MiB, 3 communicators */
+     * NVLS_NCHANNELS_SM100_NVL) x 2 heads x 2 MiB = 96 MiB per group, 192; two nodes of 8 (stages
+     * 0-1, 2-3): a middle stage has one neighbour on its node (32 channels x 12 MiB = 384 MiB) and
+     * one across (net.cc's send/recv pools, 2 x 32 x 16 x 128 KiB = 128 MiB, tests/test_nccl.c):
+     * 512 MiB; 1472 MiB, 3 communicators */
     n = nccl_on("b200", VC_PARALLEL_MEGATRON, 16, 2, 4, 1, 0);
     assert_int_equal(n.communicators, 3);
     assert_int_equal(n.p2p_peers, 2);
     assert_int_equal(n.channels, 32);
     assert_int_equal(n.nvls_bytes, 192 * MiB);
-    assert_int_equal(n.bytes, 1728 * MiB);
+    assert_int_equal(n.bytes, 1472 * MiB);
     /* a pipeline stage's options (gpus / pp, pp 1, nccl_stages pp) give the same figure */
     vc_options o;
     vc_options_init(&o);

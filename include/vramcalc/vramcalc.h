@@ -409,8 +409,9 @@ typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp
 
 /* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
 typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
-/* NCCL's topology (vc_options.nccl_topology; src/engine/nccl.c): AUTO from --gpu's preset. */
-typedef enum { VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE } vc_nccl_topology;
+/* NCCL's topology (vc_options.nccl_topology; src/engine/nccl.c): AUTO from --gpu's preset;
+ * SHM: PCIe without peer access (NCCL's SHM transport, its buffers in host memory). */
+typedef enum { VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE, VC_NCCL_TOPO_SHM } vc_nccl_topology;
 /* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
 typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
 /* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
@@ -565,6 +566,12 @@ typedef struct {
      * completions per prompt (default 8), which must divide the generation batch */
     double grpo_beta;
     int64_t num_generations;
+    /* NCCL across nodes (src/engine/nccl.c, docs/context.md "NCCL"): --gpus-per-node, the
+     * GPUs of one node (0: 8); a world of more spans nodes joined by the network transport.
+     * nccl_stage: a pipeline stage's options carry the stage, 1 to pp, for its neighbours
+     * (0: the busiest stage's) */
+    int64_t gpus_per_node;
+    int64_t nccl_stage;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -940,8 +947,13 @@ typedef struct {
     int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes */
     vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
     const char *topology_row;   /* the table's row, in words */
+    int64_t nodes;              /* nodes the world spans (--gpus-per-node) */
+    int64_t net_bytes;          /* ... of ring_bytes and p2p_bytes, the network transport's device buffers */
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
+/* The breakdown whose bytes are `bytes` (a pipeline's memory.nccl: the stage its total
+ * is of; o->pp stages, o->nccl_stage 0), else vc_nccl_per_gpu's. */
+VC_EXTERN void vc_nccl_per_gpu_of(const vc_options *o, int64_t bytes, vc_nccl_info *n);
 /* VC_ERR_USAGE where the options name a topology with no row for the GPU, or
  * channels outside 1-64. */
 VC_EXTERN vc_status vc_nccl_check(const vc_options *o, vc_error *err);

@@ -493,11 +493,12 @@ static void context_rows(FILE *f, const vc_report *rep, const vc_memory *m)
 static void nccl_row(FILE *f, const vc_report *rep)
 {
     vc_nccl_info n;
-    vc_nccl_per_gpu(rep->opts, &n);
+    vc_nccl_per_gpu_of(rep->opts, rep->r->memory.nccl, &n);
     if (!n.communicators) return;
-    char note[128];
-    snprintf(note, sizeof note, "(%" PRId64 " comm%s, %" PRId64 " ch%s)", n.communicators,
-             n.communicators == 1 ? "" : "s", n.channels, n.nvls_bytes ? ", NVLS" : "");
+    char note[128], nodes[40] = "";
+    if (n.nodes > 1) snprintf(nodes, sizeof nodes, ", %" PRId64 " nodes", n.nodes);
+    snprintf(note, sizeof note, "(%" PRId64 " comm%s, %" PRId64 " ch%s%s)", n.communicators,
+             n.communicators == 1 ? "" : "s", n.channels, n.nvls_bytes ? ", NVLS" : "", nodes);
     row(f, &rep->term, "nccl buffers", rep->r->memory.nccl, note);
 }
 
@@ -934,14 +935,17 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     json_compile(f, m);
     json_first_step(f, m);
     vc_nccl_info n; /* src/engine/nccl.c: one GPU's NCCL buffers in a multi-GPU layout */
-    vc_nccl_per_gpu(o, &n);
+    vc_nccl_per_gpu_of(o, m->nccl, &n);
     if (n.communicators)
         fprintf(f, ", \"nccl\": {\"topology\": \"%s\", \"communicators\": %" PRId64 ", \"ring_communicators\": %" PRId64
                    ", \"p2p_peers\": %" PRId64 ", \"channels\": %" PRId64 ", \"p2p_channels\": %" PRId64
                    ", \"p2p_channels_per_peer\": %" PRId64 ", \"nvls_channels\": %" PRId64 ", \"ring_bytes\": %" PRId64
-                   ", \"p2p_bytes\": %" PRId64 ", \"nvls_bytes\": %" PRId64 ", \"bytes\": %" PRId64 ", \"in_total\": true}",
+                   ", \"p2p_bytes\": %" PRId64 ", \"nvls_bytes\": %" PRId64 ", \"bytes\": %" PRId64 ", \"in_total\": true",
                 vc_nccl_topology_name(n.topology), n.communicators, n.ring_communicators, n.p2p_peers, n.channels,
                 n.p2p_channels, n.p2p_channels_per_peer, n.nvls_channels, n.ring_bytes, n.p2p_bytes, n.nvls_bytes, n.bytes);
+    if (n.communicators && n.nodes > 1) /* across nodes (--gpus-per-node): the network transport's part */
+        fprintf(f, ", \"nodes\": %" PRId64 ", \"net_bytes\": %" PRId64, n.nodes, n.net_bytes);
+    if (n.communicators) fputc('}', f);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));
     json_str(f, r->peak.layer);

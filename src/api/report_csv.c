@@ -126,7 +126,7 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell(c, "memory.first_step.total", "%s", "");
     }
     vc_nccl_info nc; /* src/engine/nccl.c: the JSON's memory.nccl */
-    vc_nccl_per_gpu(o, &nc);
+    vc_nccl_per_gpu_of(o, m->nccl, &nc);
     if (nc.communicators) {
         cell_s(c, "memory.nccl.topology", vc_nccl_topology_name(nc.topology));
         cell_i(c, "memory.nccl.communicators", nc.communicators);
@@ -140,6 +140,10 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell_i(c, "memory.nccl.p2p_bytes", nc.p2p_bytes);
         cell_i(c, "memory.nccl.nvls_bytes", nc.nvls_bytes);
         cell_i(c, "memory.nccl.bytes", nc.bytes);
+        if (nc.nodes > 1) { /* across nodes (--gpus-per-node) */
+            cell_i(c, "memory.nccl.nodes", nc.nodes);
+            cell_i(c, "memory.nccl.net_bytes", nc.net_bytes);
+        }
     }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));
     cell_s(c, "peak.layer", r->peak.layer);

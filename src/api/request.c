@@ -439,6 +439,12 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         if (t >= 0) o->nccl_topology = (vc_nccl_topology)t;
         return choose(name, v, t, info->choices, err);
     }
+    case VC_OPT_GPUS_PER_NODE: { /* the node's GPUs, for NCCL's network transport (src/engine/nccl.c) */
+        vc_status cs = parse_count(name, v, 1, &o->gpus_per_node, err);
+        if (!cs && o->gpus_per_node > 72)
+            return usage(err, O("gpus_per_node") ": must be from 1 to 72 (an NVL72 rack's NVLink domain), got %lld", (long long)o->gpus_per_node);
+        return cs;
+    }
     case VC_OPT_NCCL_CHANNELS: { /* NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS (src/engine/nccl.c) */
         vc_status cs = parse_count(name, v, 1, &o->nccl_channels, err);
         if (!cs && o->nccl_channels > 64)
@@ -814,8 +820,9 @@ static vc_status check_request(vc_request *q, vc_error *err)
         return usage(err, O("cudnn_table") " gives the workspaces measured at its batches (exact: no interval): it does not go with %s",
                      q->given[VC_OPT_BOUND] ? O("bound") : q->max_batch ? O("max_batch") : O("sweep"));
     /* NCCL's buffers (src/engine/nccl.c): a multi-GPU training or inference layout's; vLLM's (--serve) are not counted */
-    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS]) && (o->gpus < 2 || q->serve))
-        return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: %s", q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : O("nccl_channels"),
+    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS] || q->given[VC_OPT_GPUS_PER_NODE]) && (o->gpus < 2 || q->serve))
+        return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: %s",
+                     q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : q->given[VC_OPT_NCCL_CHANNELS] ? O("nccl_channels") : O("gpus_per_node"),
                      q->serve ? "with " O("serve") " vLLM's are not counted" : "give " O("gpus") " N (2 or more)");
     /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))

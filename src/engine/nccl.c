@@ -158,7 +158,7 @@ static const topo_row topos[] = {
     {VC_NCCL_TOPO_PCIE, 80, 4, 2, 0, "PCIe Gen4/Gen5 x16"},
 };
 
-static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie"};
+static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm"};
 
 int vc_nccl_topology_from_name(const char *s)
 {
@@ -201,14 +201,17 @@ static int pow2_up(int n)
     return p;
 }
 
-/* The node of an NVSwitch row: an HGX/DGX board's 8 GPUs. */
+/* A node without --gpus-per-node: an HGX/DGX board's 8 GPUs (the NVSwitch
+ * rows'; a PCIe server's 8 slots). The largest: an NVL72 rack's NVLink
+ * domain, 72 GPUs. */
 #define NODE_GPUS 8
+#define MAX_NODE_GPUS 72
 
 vc_status vc_nccl_check(const vc_options *o, vc_error *err)
 {
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
-    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE)
+    if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
                             "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
                             vc_nccl_topology_name(t), o->device->name);
@@ -222,7 +225,89 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
                             o->device ? o->device->name : "the GPU", sm);
     if (o->nccl_channels < 0 || o->nccl_channels > 64)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_channels"), "must be from 1 to 64 (NCCL's MAXCHANNELS)");
+    if (o->gpus_per_node < 0 || o->gpus_per_node > MAX_NODE_GPUS)
+        return vc_set_error(err, VC_ERR_USAGE, O("gpus_per_node"), "must be from 1 to %d", MAX_NODE_GPUS);
     return VC_OK;
+}
+
+
+/* ---- Across nodes: the network transport (issue 27 item 3) ----
+ * NVIDIA/nccl@5067397c src/transport/net.cc. A connection between GPUs of
+ * two nodes runs over the network (IB/RoCE); its buffers are set up by the
+ * proxy thread of the rank that drives the NIC (sendProxyConnect,
+ * recvProxyConnect), in device memory where GPU Direct RDMA is on
+ * (resources->useGdr: ncclTopoCheckGdr, src/graph/paths.cc, the NIC within
+ * PATH_PXB of the GPU, i.e. behind the same PCIe switch: the NVSwitch rows'
+ * HGX/DGX boards, one NIC beside each GPU; a PCIe server's NIC hangs off the
+ * CPU, no GDR, every buffer in pinned host memory, nothing on the GPU).
+ * Ring and tree connections (connIndex 0: shared 0) get dedicated buffers,
+ * NCCL_NET_MAP_ADD_POINTER(map, 0, dev, proxyState->buffSizes[p], ...):
+ *  - recvProxyConnect: every protocol on the device with GDR, LL 524,288 +
+ *    LL128 4,915,200 + SIMPLE 4,194,304 = 9,633,792 B, allocated with
+ *    ncclP2pAllocateShareableBuffer (cuMem, 2 MiB granularity) -> 10 MiB;
+ *  - sendProxyConnect: "p != NCCL_PROTO_LL && useGdr": LL128 + SIMPLE =
+ *    9,109,504 B, ALIGN_SIZE(.., CUDA_IPC_MIN) -> 10 MiB; LL in host memory;
+ *  - ncclSendMem / ncclRecvMem: host memory (dev 0) on both sides.
+ * With PXN (NCCL_PXN_DISABLE 0, ncclTopoGetNetDev's proxyRank) a send's
+ * proxy is the NIC's GPU, whose process allocates the buffer. Send/recv operations
+ * (connIndex 1, NCCL_NET_SHARED_BUFFERS default on) share one pool per
+ * direction (sharedNetBuffersInit: nChannels x NCCL_SHARED_STEPS 16 x
+ * p2pChunkSize, p2pnChannels channels; computeBuffSizes, src/init.cc: with
+ * nNodes > 1 p2pChunkSize = NCCL_P2P_NET_CHUNKSIZE 128 KiB on x86 hosts),
+ * allocated once per communicator and direction, whatever the peers.
+ * Not replicated: the ring graph's search through the NICs (the channels
+ * are the node's row's), the trees (see docs/context.md "NCCL"). */
+#define NET_RECV_DEV (LL_BUFF + LL128_BUFF + SIMPLE_BUFF) /* -> 10 MiB */
+#define NET_SEND_DEV (LL128_BUFF + SIMPLE_BUFF)           /* -> 10 MiB */
+#define NET_SHARED_STEPS 16                              /* NCCL_SHARED_STEPS (net.cc) */
+#define NET_P2P_CHUNK (INT64_C(1) << 17)                 /* NCCL_P2P_NET_CHUNKSIZE (init.cc) */
+
+/* Members of a group on one node: the group's ranks lie `stride` apart
+ * (Megatron's rank order "tp-cp-ep-dp-pp", megatron/core/parallel_state.py:
+ * TP innermost, DP next, PP outermost), a node holds gpn consecutive ranks. */
+static int64_t on_node(int64_t stride, int64_t size, int64_t gpn)
+{
+    int64_t l = stride >= gpn ? 1 : gpn / stride;
+    return l < size ? l : size;
+}
+
+/* One ring communicator on the busiest GPU: `local` of its members on the
+ * node. On one node every channel holds a receive and a send (P2P). Across
+ * nodes each channel enters the node at the first GPU of its intra-node
+ * order and leaves from the last (src/graph/connect.cc: ringRecv =
+ * ringIntra[0], ringSend = ringIntra[localRanks - 1]): the first's receive
+ * and the last's send are network connections (with PXN the send's buffer
+ * is on the NIC's GPU, which holds it instead: the node's sum is the same).
+ * Spread evenly over the local members, a GPU holds ceil or floor of
+ * channels / local ends of each kind, the busiest whichever weighs more; a
+ * group with one GPU on the node has both ends of every channel.
+ * *net: the network's part. */
+static int64_t ring_group(int64_t channels, int64_t local, int64_t size, int64_t pair, bool gdr, int64_t *net)
+{
+    *net = 0;
+    if (local >= size) return channels * pair;
+    int64_t netpair = gdr ? align_ipc(NET_RECV_DEV) + align_ipc(NET_SEND_DEV) : 0, delta = netpair - pair;
+    int64_t ends = local == 1 ? channels : delta > 0 ? (channels + local - 1) / local : channels / local;
+    *net = ends * netpair;
+    return channels * pair + ends * delta;
+}
+
+/* The device bytes of a communicator's send/recv pools across nodes. */
+static int64_t net_p2p_pools(int64_t p2p_channels, bool gdr)
+{
+    return gdr ? 2 * align_ipc(p2p_channels * NET_SHARED_STEPS * NET_P2P_CHUNK) : 0;
+}
+
+/* A pipeline stage's neighbours (stage r of `stages`, 0-based) on its node
+ * and on others: stage r's ranks begin at r x per (Megatron's order). */
+static void stage_peers(int64_t r, int64_t stages, int64_t per, int64_t gpn, int64_t *local, int64_t *remote)
+{
+    *local = *remote = 0;
+    for (int64_t s = r - 1; s <= r + 1; s += 2) {
+        if (s < 0 || s >= stages) continue;
+        if (r * per / gpn == s * per / gpn) ++*local;
+        else ++*remote;
+    }
 }
 
 /* What one GPU of a multi-GPU layout holds (issue 27 item 3), its
@@ -236,14 +321,28 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
  *  - tensor parallel (--tp): one;
  *    each a ring on every collective channel (ncclTransportRingConnect: one
  *    receive and one send per channel), and on NVSwitch sm90+ the NVLS
- *    buffers of its all-reduce / reduce-scatter / all-gather;
+ *    buffers of its all-reduce / reduce-scatter / all-gather (the node's
+ *    members are the NVLS heads);
  *  - pipeline (--pp): send/recv to the neighbouring stages, p2pnChannelsPerPeer
- *    channels to each (a middle stage has two neighbours: the busiest rank's);
+ *    channels to each on the node; a first or last stage has one neighbour,
+ *    a middle one two (o->nccl_stage: the stage; 0, the busiest stage's);
  *  - expert parallel (--ep): an all-to-all, p2pnChannelsPerPeer channels to
- *    each of the ep - 1 other ranks.
- * Not counted: tree connections (the default tuning on one node runs rings,
- * NVLS and P2P), the network transport of groups that span nodes (an NVSwitch
- * row's node is 8 GPUs), NCCL's work FIFO and proxy state (host memory). */
+ *    each of the ep - 1 other ranks on the node.
+ * Peers on other nodes (o->gpus_per_node, default 8) connect through the
+ * network transport (above): a spanning ring's network channels, one
+ * send/recv pool pair per P2P communicator with a peer elsewhere.
+ * --nccl-topology shm: GPUs without peer access (p2pCanConnect,
+ * src/transport/p2p.cc: cudaDeviceCanAccessPeer says no, as on GeForce cards
+ * with the stock driver; NVIDIA/nccl#1127, NVIDIA/nccl-tests#117) connect
+ * through the SHM transport (src/transport/shm.cc): shmSendSetup and
+ * shmRecvSetup size ncclSendMem / ncclRecvMem + every protocol's buffer
+ * (on the receive side, NCCL_SHM_LOCALITY's default) and
+ * ncclShmAllocateShareableBuffer allocates it in host memory
+ * (ncclCuMemHostAlloc or /dev/shm): none of it on the GPU. The channels are
+ * the pcie row's.
+ * Not counted: tree connections (on one node the default tuning runs rings,
+ * NVLS and P2P; across nodes all-reduce may take trees at its first
+ * tree-sized call), NCCL's work FIFO and proxy state (host memory). */
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
@@ -254,33 +353,47 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     int64_t world = (o->gpus > 1 ? o->gpus : 1) * (o->pp > 1 ? 1 : stages); /* a stage's options: gpus / pp */
     int64_t dp = world % (tp * stages) == 0 ? world / (tp * stages) : 1;
     if (world < 2) return;
+    int64_t gpn = o->gpus_per_node > 0 ? o->gpus_per_node : NODE_GPUS;
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
-    const topo_row *row = find_row(t, sm);
+    /* SHM: the PCIe rows' channels (the search's), each connection in host memory */
+    const topo_row *row = find_row(t == VC_NCCL_TOPO_SHM ? VC_NCCL_TOPO_PCIE : t, sm);
     if (!row) row = find_row(VC_NCCL_TOPO_PCIE, sm); /* vc_nccl_check refused the others */
+    bool gdr = t == VC_NCCL_TOPO_NVSWITCH;
     n->topology = t;
     n->topology_row = row->what;
-    int64_t groups[3] = {0, 0, 0}; /* the ring communicators' sizes */
+    n->nodes = (world + gpn - 1) / gpn;
+    int64_t groups[3] = {0, 0, 0}, strides[3] = {1, 1, 1}; /* the ring communicators' sizes, their ranks' spacing */
     int ng = 0;
     if (dp > 1) {
         bool hsdp = o->parallel == VC_PARALLEL_FSDP_HYBRID || (o->parallel == VC_PARALLEL_FSDP2 && o->fsdp_replicate > 1);
         if (hsdp && o->parallel == VC_PARALLEL_FSDP2 && dp % o->fsdp_replicate == 0) {
+            strides[ng] = tp;
             groups[ng++] = dp / o->fsdp_replicate; /* the shard group */
+            strides[ng] = tp * (dp / o->fsdp_replicate);
             groups[ng++] = o->fsdp_replicate;      /* the replicate group */
         } else if (hsdp) { /* FSDP1 HYBRID_SHARD: the shard group is the node's ranks */
-            int64_t node = dp < NODE_GPUS ? dp : NODE_GPUS;
+            int64_t node = dp < gpn ? dp : gpn;
             groups[ng++] = node;
+            strides[ng] = node;
             groups[ng++] = dp / node;
-        } else
+        } else {
+            strides[ng] = tp;
             groups[ng++] = dp;
+        }
     }
-    if (tp > 1) groups[ng++] = tp;
+    if (tp > 1) {
+        strides[ng] = 1;
+        groups[ng++] = tp;
+    }
     int kept = 0; /* a group of one rank connects nothing */
     for (int i = 0; i < ng; i++)
-        if (groups[i] > 1) groups[kept++] = groups[i];
+        if (groups[i] > 1) {
+            strides[kept] = strides[i];
+            groups[kept++] = groups[i];
+        }
     ng = kept;
     n->ring_communicators = ng;
-    n->p2p_peers = (stages > 2 ? 2 : stages > 1 ? 1 : 0) + (ep > 1 ? ep - 1 : 0);
     n->communicators = n->ring_communicators + (stages > 1) + (ep > 1);
     /* ncclTopoPostset: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N pins comm->nChannels */
     n->channels = o->nccl_channels > 0 ? o->nccl_channels : row->coll;
@@ -290,14 +403,55 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     n->p2p_channels_per_peer = row->per_peer_topo < p2pn ? row->per_peer_topo : p2pn;
     int64_t recv, send;
     vc_nccl_p2p_connection(0, &recv, &send);
+    if (t == VC_NCCL_TOPO_SHM) /* shm.cc shmSendSetup/shmRecvSetup: ncclShmAllocateShareableBuffer, host memory */
+        recv = send = 0;
     /* every count here is small (channels <= 64, peers < 2^20, the options' checks): no overflow */
-    n->ring_bytes = n->ring_communicators * n->channels * (recv + send);
-    n->p2p_bytes = n->p2p_peers * n->p2p_channels_per_peer * (recv + send);
+    for (int i = 0; i < ng; i++) {
+        int64_t net, local = on_node(strides[i], groups[i], gpn);
+        n->ring_bytes += ring_group(n->channels, local, groups[i], recv + send, gdr, &net);
+        n->net_bytes += net;
+    }
+    /* pipeline neighbours: the given stage's, else the busiest stage's (on
+     * equal bytes the one with more peers) */
+    int64_t pp_local = 0, pp_remote = 0, per = world / stages, pool = net_p2p_pools(p2pn, gdr);
+    int64_t peer_bytes = n->p2p_channels_per_peer * (recv + send);
+    int64_t best = -1;
+    for (int64_t r = o->nccl_stage > 0 ? o->nccl_stage - 1 : 0; stages > 1 && r < stages; r++) {
+        int64_t l, m;
+        stage_peers(r, stages, per, gpn, &l, &m);
+        int64_t b = l * peer_bytes + (m ? pool : 0);
+        if (b > best || (b == best && l + m > pp_local + pp_remote)) {
+            best = b;
+            pp_local = l;
+            pp_remote = m;
+        }
+        if (o->nccl_stage > 0) break;
+    }
+    int64_t ep_local = ep > 1 ? on_node(tp, ep, gpn) - 1 : 0, ep_remote = ep > 1 ? ep - 1 - ep_local : 0;
+    n->p2p_peers = pp_local + pp_remote + ep_local + ep_remote;
+    n->p2p_bytes = (pp_local + ep_local) * peer_bytes;
+    n->net_bytes += (pp_remote ? pool : 0) + (ep_remote ? pool : 0);
+    n->p2p_bytes += (pp_remote ? pool : 0) + (ep_remote ? pool : 0);
     n->nvls_channels = row->nvls;
     for (int i = 0; i < ng && row->nvls; i++) {
-        if (groups[i] < 2) continue;
-        int64_t heads = groups[i] < NODE_GPUS ? groups[i] : NODE_GPUS;
-        n->nvls_bytes += heads * row->nvls * 2 * NVLS_BUFF;
+        int64_t heads = on_node(strides[i], groups[i], gpn);
+        if (heads >= 2) n->nvls_bytes += heads * row->nvls * 2 * NVLS_BUFF;
     }
     n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes;
+}
+
+/* The breakdown behind a figure: a pipeline's report shows the busiest
+ * stage's total, whose NCCL bytes are `bytes`; the first stage with those
+ * bytes (the stages differ in their neighbours only). */
+void vc_nccl_per_gpu_of(const vc_options *o, int64_t bytes, vc_nccl_info *n)
+{
+    vc_nccl_per_gpu(o, n);
+    vc_options full_o;
+    if (n->bytes == bytes || vc__options_in(&o, &full_o, NULL) || o->pp < 2 || o->nccl_stage > 0) return;
+    vc_options x = *o;
+    for (x.nccl_stage = 1; x.nccl_stage <= o->pp; x.nccl_stage++) {
+        vc_nccl_per_gpu(&x, n);
+        if (n->bytes == bytes) return;
+    }
+    vc_nccl_per_gpu(o, n);
 }

@@ -388,6 +388,19 @@ static vc_options stage_options(const vc_options *o)
     return s;
 }
 
+/* Stage a's NCCL buffers no more than stage b's (across nodes a middle
+ * stage's neighbours may lie on its node or on others: src/engine/nccl.c). */
+static bool nccl_below(const vc_options *so, int64_t a, int64_t b)
+{
+    vc_options x = *so;
+    vc_nccl_info na, nb;
+    x.nccl_stage = a;
+    vc_nccl_per_gpu(&x, &na);
+    x.nccl_stage = b;
+    vc_nccl_per_gpu(&x, &nb);
+    return na.bytes <= nb.bytes;
+}
+
 static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *count, const size_t *ustart,
                               size_t nunits, vc_error *err)
 {
@@ -417,8 +430,9 @@ static vc_status build_stages(vc_pipeline *p, unsigned flags, const int64_t *cou
         }
         for (int64_t c = 0; c < p->v; c++) /* chunk c: the stage's blocks c x count / v on (the prefix joins chunk 0) */
             s->stage.chunk_first[c] = c ? (int32_t)(ustart[u + (size_t)(c * (count[r] / p->v))] - i0) : 0;
+        so.nccl_stage = r + 1; /* its neighbours: one for the first and last stage (src/engine/nccl.c) */
         if (r > 1 && r < p->pp - 1 && s->stage.in_flight <= p->sm[1]->stage.in_flight && same_stage(s, p->sm[1]) &&
-            vc__pp_below(s->stage.hold, p->sm[1]->stage.hold)) {
+            vc__pp_below(s->stage.hold, p->sm[1]->stage.hold) && nccl_below(&so, r + 1, 2)) {
             u += (size_t)count[r]; /* dominated by stage 1: not estimated (same_stage) */
             continue;
         }

@@ -304,7 +304,7 @@ vc_status vc__check_options(const vc_options *o, vc_error *err)
         return vc_set_error(err, VC_ERR_USAGE, O("optim_impl"), "%s has no %s implementation (it has %s)",
                             optim_names[o->optim], impl_names[o->optim_impl], have);
     }
-    if ((unsigned)o->nccl_topology > VC_NCCL_TOPO_PCIE) return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"), "invalid topology");
+    if ((unsigned)o->nccl_topology > VC_NCCL_TOPO_SHM) return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"), "invalid topology");
     if (o->gpus > 1 || o->nccl_stages > 1) return vc_nccl_check(o, err); /* src/engine/nccl.c: a row for the GPU */
     return VC_OK;
 }
