@@ -373,6 +373,45 @@ static void test_distributed_and_trl(void **state)
     vc_text_free(a);
 }
 
+/* The distributed LoRA presets (lora_finetune_distributed, recipe.c): the yaml's values reach the report,
+ * and the per-GPU persistent state is derived by hand. Adapters on q, v, o, gate, up, down (rank r):
+ * lora_A [r, in] + lora_B [out, r]; 8B (hidden 4096, kv 1024, intermediate 14336, 32 layers) at r 8:
+ * 614,400 per layer, 19,660,800 in all; 70B (8192, 1024, 28672, 80 layers; 70,553,706,496 parameters) at
+ * r 16: 2,441,216 per layer, 195,297,280. fully_shard over 2 (8B) or 8 (70B) ranks, no shard padded (every
+ * dim 0 divides): weights 1/world of every parameter in bf16 (frozen and adapters: F2P sharded
+ * parameters) + the inv_freq buffer's 512 B; gradients 1/world of the adapters (only they are
+ * reduce-scattered: F2G post_backward's fsdp_params_with_grad); fused AdamW's exp_avg and exp_avg_sq as
+ * the adapters' shards and a `step` tensor on the device (a 512-byte block) per adapter parameter
+ * (32 x 12 = 384 for 8B, 80 x 12 = 960 for 70B): no state for a frozen parameter (no .grad). */
+static void test_distributed_lora(void **state)
+{
+    (void)state;
+    vc_error err;
+    kv rec = {"recipe", "torchtune:llama3_1/8B_lora"};
+    char *a = run_json(&rec, 1, LLAMA31_8B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"batch\": 2, \"precision\": \"bf16\""));
+    assert_non_null(strstr(a, "\"optimizer\": \"adamw\", \"optimizer_impl\": \"fused\", \"accumulate\": 8,"));
+    assert_non_null(strstr(a, "\"parallel\": {\"layout\": \"fsdp2\", \"gpus\": 2"));
+    assert_false(recipe_sets(a, "grad_ckpt")); /* enable_activation_checkpointing: False */
+    const long long l8 = 19660800LL;
+    assert_int_equal(num_after(a, "weights"), (8030261248LL + l8) * 2 / 2 + 512);
+    assert_int_equal(num_after(a, "gradients"), l8 * 2 / 2);
+    assert_int_equal(num_after(a, "optimizer_states"), 2 * (l8 * 2 / 2) + 384 * 512);
+    vc_text_free(a);
+    rec.value = "torchtune:llama3_1/70B_lora";
+    a = run_json(&rec, 1, LLAMA31_70B, false, &err);
+    if (!a) fail_msg("%s", err.msg);
+    assert_non_null(strstr(a, "\"optimizer\": \"adamw\", \"optimizer_impl\": \"fused\", \"accumulate\": 1,"));
+    assert_non_null(strstr(a, "\"parallel\": {\"layout\": \"fsdp2\", \"gpus\": 8"));
+    assert_true(recipe_sets(a, "grad_ckpt") && recipe_sets(a, "lora_dtype"));
+    const long long l70 = 195297280LL;
+    assert_int_equal(num_after(a, "weights"), (70553706496LL + l70) * 2 / 8 + 512);
+    assert_int_equal(num_after(a, "gradients"), l70 * 2 / 8);
+    assert_int_equal(num_after(a, "optimizer_states"), 2 * (l70 * 2 / 8) + 960 * 512);
+    vc_text_free(a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -380,6 +419,7 @@ int main(void)
         cmocka_unit_test(test_refusals),       cmocka_unit_test(test_table),           cmocka_unit_test(test_list),
         cmocka_unit_test(test_cli),            cmocka_unit_test(test_needs),
         cmocka_unit_test(test_sweep),          cmocka_unit_test(test_distributed_and_trl),
+        cmocka_unit_test(test_distributed_lora),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

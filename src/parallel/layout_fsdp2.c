@@ -167,6 +167,51 @@ static bool f2_groups(vc_build *b, f2_state *z)
     return true;
 }
 
+/* The parameters fully_shard is modelled over: dense ones (no quantized
+ * weights), all of one dtype. A LoRA model is sharded as any other
+ * (torchtune lora_finetune_distributed.py _setup_model: set_trainable_params
+ * on the adapters, then training.shard_model's fully_shard per layer and on
+ * the root, pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1):
+ * each FSDPParamGroup holds the layer's frozen base weights and its
+ * adapters. Its all-gather is one flat buffer of every parameter's shard,
+ * the frozen ones included (F2C foreach_all_gather over the group's
+ * fsdp_params); only parameters with a gradient are reduce-scattered (F2G
+ * FSDPParamGroup.post_backward: fsdp_params_with_grad, the unsharded
+ * parameters whose .grad is set; here b->pgrad), so the sharded gradients
+ * and the optimizer's state are the adapters' shards (AdamW makes no state
+ * for a parameter without .grad). Mixed dtypes in one group (fp32 adapters
+ * in a 16-bit model, an fp32-pinned norm) make the all-gather a uint8 one
+ * (F2C _get_all_gather_input_metadatas) and are not modelled; nor is a
+ * pinned parameter under param_dtype (the layer computes in its pinned
+ * dtype, fully_shard casts it). Refuses (b->st) and returns false then. */
+static const char *f2_dt_name(vc_dtype d)
+{
+    return d == VC_DT_F32 ? "fp32" : d == VC_DT_BF16 ? "bf16" : d == VC_DT_F16 ? "fp16" : "?";
+}
+
+static bool f2_params_ok(vc_build *b, const f2_state *z)
+{
+    const vc_model *m = b->m;
+    for (size_t p = 0; p < m->npar; p++) {
+        const vc_param_entry *e = &m->par[p];
+        vc_dtype dt = vc_param_pinned_dt(e->flags, (vc_dtype)z->orig_dt);
+        if (e->fmt == VC_WEIGHTS_DENSE && dt == (vc_dtype)z->orig_dt && (!z->mp || !(e->flags & VC_PARAM_PINNED))) continue;
+        b->st = VC_ERR_USAGE;
+        b->why_opt = O("parallel");
+        if (e->fmt != VC_WEIGHTS_DENSE)
+            snprintf(b->why, sizeof b->why, "fsdp2 over quantized parameters (%s) is not modelled", e->name ? e->name : "?");
+        else if (dt != (vc_dtype)z->orig_dt)
+            snprintf(b->why, sizeof b->why, "fsdp2 over %s %s parameters (%s) in a %s model is not modelled (a uint8 all-gather)",
+                     f2_dt_name(dt), e->flags & VC_PARAM_ADAPTER ? "LoRA adapter" : "pinned", e->name ? e->name : "?",
+                     f2_dt_name((vc_dtype)z->orig_dt));
+        else
+            snprintf(b->why, sizeof b->why, "fsdp2's param_dtype over %s-pinned parameters (%s) is not modelled",
+                     f2_dt_name(dt), e->name ? e->name : "?");
+        return false;
+    }
+    return true;
+}
+
 /* The flat hook: the groups (one per unit, vc__fsdp_units, and the root's),
  * the dtypes, and one flat entry per parameter. */
 static void fsdp2_flat(vc_build *b)
@@ -190,7 +235,7 @@ static void fsdp2_flat(vc_build *b)
     z->causal = vc_loss_row_get(m->loss)->causal;
     z->last_inst = (int32_t)m->ninst - 1;
     z->saved = -1;
-    if (!vc__layout_dense_only(b, O("parallel"), "fsdp2")) return;
+    if (!f2_params_ok(b, z)) return;
     if (!f2_groups(b, z)) b->st = VC_ERR_NOMEM;
 }
 

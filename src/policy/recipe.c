@@ -91,6 +91,28 @@ static const vc_recipe_row recipes[] = {
      "(offload_ops_to_cpu); " TT_LOSS_NOTE,
      {{"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "foreach", "optim"}, {"grad_ckpt", "true"},
       {"parallel", "fsdp2"}, {"gpus", "8"}, {"offload", "params"}, TT_LOSS}},
+    /* lora_finetune_distributed (recipes/lora_finetune_distributed.py _setup_model l.472-600 at the same
+     * commit): the LoRA model built in dtype bf16 (training.set_default_dtype: base and adapters bf16, no
+     * MixedPrecisionPolicy) -> -p bf16 --lora-dtype model; set_trainable_params(model,
+     * get_adapter_params(model)): only the adapters train; enable_activation_checkpointing as the yaml says
+     * (8B False: vramcalc's default, no pair; 70B True: set_activation_checkpointing on every TransformerSelfAttentionLayer); training.shard_model
+     * (torchtune/training/_distributed.py l.661-714) with custom_sharded_layers None (cfg.get default, l.324;
+     * 70B_lora.yaml has it commented out): fully_shard of each "layers.i" (get_shard_conditions) with
+     * reshard_after_forward True (fsdp_reshard_after_forward's default, l.326) and of the root with False
+     * -> --parallel fsdp2 (layout_fsdp2.c: each group all-gathers its frozen weights and its adapters, only
+     * the adapters are reduce-scattered); fsdp_cpu_offload absent (False). The optimizer is built on
+     * model.parameters() (_setup_optimizer l.632): AdamW keeps no state for a frozen parameter (no .grad).
+     * --gpus: the config's launch line (tune run --nproc_per_node N). */
+    {"torchtune:llama3_1/8B_lora", TT "llama3_1/8B_lora.yaml", "meta-llama/Llama-3.1-8B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"lora", "8"}, {"lora_alpha", "16"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
+      {"precision", "bf16"}, {"batch", "2"}, {"accumulate", "8"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"},
+      {"parallel", "fsdp2"}, {"gpus", "2"}, TT_LOSS}},
+    {"torchtune:llama3_1/70B_lora", TT "llama3_1/70B_lora.yaml", "meta-llama/Llama-3.1-70B-Instruct",
+     TT_SEQ_NOTE "; " TT_LOSS_NOTE,
+     {{"lora", "16"}, {"lora_alpha", "32"}, {"lora_dropout", "0"}, TT_LORA_TARGETS, {"lora_dtype", "model"},
+      {"precision", "bf16"}, {"batch", "2"}, {"optim", "adamw"}, {"optim_impl", "fused", "optim"}, {"grad_ckpt", "true"},
+      {"parallel", "fsdp2"}, {"gpus", "8"}, TT_LOSS}},
     /* TRL's SFTTrainer with SFTConfig's defaults (huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8):
      * trl/trainer/base_config.py _BaseConfig: gradient_checkpointing True (non-reentrant:
      * sft_trainer.py l.1332-1334 sets use_reentrant False), bf16 True unless fp16; trl/trainer/sft_config.py:

@@ -76,16 +76,22 @@ CASES = [
     (GPTSTACK, "gptstack", 4, "adam", 4, "bf16", "fp32", False, None, 2),
     (MLP, "mlp", 64, "adam", 4, "bf16", None, True, None, 2),
     (LLAMA, "llama", 2, "adamw", 4, "bf16", "fp32", True, None, 2),
+    # LoRA (the last element its rank, on q_proj and v_proj; reference.py apply_lora, fp32 adapters in the
+    # fp32 model): each layer's group holds its frozen weights and adapters, only the adapters get .grad
+    (LLAMA, "llama", 2, "adamw", 2, None, None, False, None, None, 8),
+    (LLAMA, "llama", 2, "adamw", 4, None, None, False, None, None, 8),
+    (LLAMA, "llama", 2, "adamw", 4, None, None, True, None, None, 64),
 ]
 SEQ = 64  # tokens per sample for a config.json (the llm suite's default)
 DT = {None: None, "fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def case_id(short, batch, optim, world, pdt, rdt, raf=None, rep=None):
+def case_id(short, batch, optim, world, pdt, rdt, raf=None, rep=None, lora=None):
     mp = "" if not pdt and not rdt else "-mp%s%s" % (pdt or "", "-r" + rdt if rdt else "")
     raf = "" if raf is None else "-raf%s" % str(raf).lower()
     rep = "" if not rep or rep == 1 else "-hsdp%d" % rep
-    return "%s-b%d-%s-fsdp2-w%d%s%s%s" % (short, batch, optim, world, mp, raf, rep)
+    lora = "-lora%d" % lora if lora else ""
+    return "%s-b%d-%s-fsdp2-w%d%s%s%s%s" % (short, batch, optim, world, mp, raf, rep, lora)
 
 
 def post_world(raf, world, root):
@@ -532,7 +538,7 @@ def fully_shard(torch, model, world, pdt, rdt, raf=None, rep=1):
     return states, sharded
 
 
-def run_case(model, batch, optim, world, pdt, rdt, raf=None, rep=1):
+def run_case(model, batch, optim, world, pdt, rdt, raf=None, rep=1, lora=0):
     import torch
     import optim2x
     import vctorch
@@ -549,6 +555,8 @@ def run_case(model, batch, optim, world, pdt, rdt, raf=None, rep=1):
         R = importlib.util.module_from_spec(spec_)
         spec_.loader.exec_module(R)
         module = R.CausalLM(R.Config.load(os.path.join(ROOT, model)))
+        if lora:  # get_peft_model(LoraConfig(r, target_modules q_proj, v_proj)): the base frozen, fp32 adapters
+            R.apply_lora(module, r=lora, lora_alpha=2 * lora, targets=("q_proj", "v_proj"))
         ids = torch.randint(0, module.cfg.vocab_size, (batch, SEQ), dtype=torch.int64)
         labels = ids.clone()
     else:
@@ -589,6 +597,8 @@ def cli_args(c):
         a += ["--fsdp-replicate", str(c["replicate"])]
     if c.get("reshard_after_forward") is not None:
         a += ["--fsdp-reshard-after-forward", str(c["reshard_after_forward"]).lower()]
+    if c.get("lora"):
+        a += ["--lora", str(c["lora"]), "--lora-alpha", str(2 * c["lora"]), "--lora-targets", "q_proj,v_proj"]
     return a
 
 
@@ -623,9 +633,11 @@ def main(argv):
     ap.add_argument("--reshard-after-forward", type=lambda v: {"true": True, "false": False}.get(v) if v in
                     ("true", "false") else int(v), default=None, help="true, false or N (default: None, auto)")
     ap.add_argument("--replicate", type=int, default=1, help="HSDP's replicas (default 1: none)")
+    ap.add_argument("--lora", type=int, default=0, help="LoRA rank on q_proj, v_proj (a config.json model; default 0: none)")
     a = ap.parse_args(argv)
     rc = tracking.compare_or_one(a, compare, lambda: run_case(a.model, a.batch, a.optim, a.world, a.param_dtype,
-                                                              a.reduce_dtype, a.reshard_after_forward, a.replicate))
+                                                              a.reduce_dtype, a.reshard_after_forward, a.replicate,
+                                                              a.lora))
     if rc is not None:
         return rc
     recs = tracking.load_records(OUT, a.redo)
@@ -633,7 +645,8 @@ def main(argv):
     for model, short, batch, optim, world, pdt, rdt, held, *rest in CASES:
         raf = rest[0] if rest else None
         rep = rest[1] if len(rest) > 1 else None
-        cid = case_id(short, batch, optim, world, pdt, rdt, raf, rep)
+        lora = rest[2] if len(rest) > 2 else None
+        cid = case_id(short, batch, optim, world, pdt, rdt, raf, rep, lora)
         if cid in have:
             continue
         cmd = [sys.executable, os.path.abspath(__file__), "--model", model, "--batch", str(batch), "--optim", optim,
@@ -642,6 +655,7 @@ def main(argv):
         cmd += ["--reduce-dtype", rdt] if rdt else []
         cmd += ["--reshard-after-forward", str(raf).lower()] if raf is not None else []
         cmd += ["--replicate", str(rep)] if rep else []
+        cmd += ["--lora", str(lora)] if lora else []
         r = tracking.run_preloaded(cmd)
         cfg = {"model": model, "batch": batch, "optim": optim, "world_size": world, "param_dtype": pdt,
                "reduce_dtype": rdt}
@@ -649,6 +663,8 @@ def main(argv):
             cfg["reshard_after_forward"] = raf
         if rep:
             cfg["replicate"] = rep
+        if lora:
+            cfg["lora"] = lora
         r.update({"case": cid, "held_out": held, "config": cfg})
         recs.append(r)
         print("%s %s %d" % (cid, r["peak_phase"], r["peak_allocated"]), file=sys.stderr)
