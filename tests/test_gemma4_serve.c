@@ -40,7 +40,8 @@ typedef struct {
     int64_t block_size;  /* the smallest block_size, as _report_kv_cache_config logs it */
     int64_t groups;      /* KV cache groups */
     int64_t need;        /* blocks one request needs, all groups */
-    int64_t qkv_extra;   /* bytes of vLLM's qkv_proj / k_norm slots the checkpoint has not */
+    int64_t qkv_extra;   /* bytes of vLLM's qkv_proj / k_norm slots the checkpoint has not, and of
+                          * Gemma4ForConditionalGeneration's per-layer-embeddings buffer (gemma4_mm.py @ 01bae219) */
     int64_t rope;        /* bytes of vLLM's rotary cache (serve.c vllm_rope_cache: the first rotary layer's) */
 } g4_case;
 
@@ -113,11 +114,12 @@ static void test_26b_a4b(void **state)
  * cdiv(8192, 32) + 1 = 257 x 5, full cdiv(8192, 16) = 512: 1797 blocks.
  * qkv_extra: the 18 shared layers (full at 29, 35, 41) have K, V and k_norm in vLLM only:
  * 15 x (2 x 2 x 256 x 2560 + 256) + 3 x (2 x 2 x 512 x 2560 + 512) = 55055616 elements x 2 bytes.
- * rope: max_position_embeddings 131072 x 256 x 2 bytes. */
+ * The per-layer-embeddings buffer: max_num_batched_tokens 8192 x 42 layers x 256 (hidden_size_per_layer_input)
+ * elements x 2 bytes. rope: max_position_embeddings 131072 x 256 x 2 bytes. */
 static void test_e4b(void **state)
 {
     (void)state;
-    const g4_case c = {HF "gemma-4-e4b-it.json", 262144, 16, 6, 1797, INT64_C(55055616) * 2, INT64_C(131072) * 256 * 2};
+    const g4_case c = {HF "gemma-4-e4b-it.json", 262144, 16, 6, 1797, (INT64_C(55055616) + INT64_C(8192) * 42 * 256) * 2, INT64_C(131072) * 256 * 2};
     check(&c);
 }
 

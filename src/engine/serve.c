@@ -357,6 +357,30 @@ static int64_t gemma4_qkv_extra(const vc_model *m)
     return n;
 }
 
+/* Gemma4ForConditionalGeneration (a config with text_config: model_type gemma4) pre-allocates, with the
+ * model, a per-layer-embeddings buffer for CUDA graphs (vllm-project/vllm @ 01bae2190e1c298115941f50bd6ed508216f24e7,
+ * vllm/model_executor/models/gemma4_mm.py Gemma4ForConditionalGeneration.__init__: torch.zeros(
+ * max_num_batched_tokens, num_hidden_layers, hidden_size_per_layer_input, dtype=the model's) when
+ * hidden_size_per_layer_input is > 0): elements, counted with the weights ("Model loading took"). Its towers
+ * (vision_tower, audio_tower when audio_config is set) are loaded as the model's frozen towers are.
+ * -1: the buffer passes 2^63 elements. */
+static int64_t gemma4_ple_buffer(const vc_model *m, int64_t max_num_batched_tokens)
+{
+    if (!m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    const cJSON *p = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "hidden_size_per_layer_input") : NULL;
+    const cJSON *l = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "num_hidden_layers") : NULL;
+    int64_t n = 0;
+    if (cJSON_IsNumber(p) && p->valuedouble > 0 && cJSON_IsNumber(l) && l->valuedouble > 0 && /* checked by the loader */
+        (__builtin_mul_overflow(max_num_batched_tokens, (int64_t)l->valuedouble, &n) ||
+         __builtin_mul_overflow(n, (int64_t)p->valuedouble, &n)))
+        n = -1;
+    cJSON_Delete(root);
+    return n;
+}
+
 static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_dtype act, vc_serve_result *r,
                               vc_error *err)
 {
@@ -527,8 +551,12 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
     bool gemma4 = false;
     for (size_t i = 0; i < m->ninst && !gemma4; i++) gemma4 = is_gemma4_attn(&m->inst[i]);
-    /* Gemma 4: vLLM's qkv_proj slots beyond the checkpoint's tensors (gemma4_qkv_extra) */
-    const int64_t qkv_extra = gemma4 ? gemma4_qkv_extra(m) * vc_dtype_size(act) : 0;
+    /* Gemma 4: vLLM's qkv_proj slots beyond the checkpoint's tensors (gemma4_qkv_extra), the multimodal
+     * model's per-layer-embeddings buffer (gemma4_ple_buffer) */
+    const int64_t ple = gemma4 ? gemma4_ple_buffer(m, r->max_num_batched_tokens) : 0;
+    int64_t qkv_extra = 0;
+    if (ple < 0 || (gemma4 && __builtin_mul_overflow(gemma4_qkv_extra(m) + ple, (int64_t)vc_dtype_size(act), &qkv_extra)))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "Gemma 4's per-layer-embeddings buffer passes 2^63 bytes");
     r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
     r->profile_peak = sim.peak + rope + qkv_extra;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
