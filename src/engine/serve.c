@@ -327,7 +327,7 @@ static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dt
  *    block_size) pages (FullAttentionSpec), per sliding group cdiv(min(sliding_window - 1 +
  *    max_num_batched_tokens, max_model_len), block_size) + 1 (SlidingWindowSpec), each at its own
  *    block_size.
- * Not modelled (docs/llm.md "### Gemma 4"): the multimodal processor's encoder profiling run for the
+ * Not modelled (docs/inference.md "Gemma 4: pages of two sizes, kv-shared layers"): the multimodal processor's encoder profiling run for the
  * towers, the per-token-head quantized caches' page padding (kv_cache_page_size_padded), the attention
  * backend vLLM picks for the 512-wide heads. */
 static bool is_gemma4_attn(const vc_inst *in) { return !strcmp(in->kind->name, "RotaryAttention") && vc__ra_v_norm(in->cfg); }
