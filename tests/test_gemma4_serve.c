@@ -42,7 +42,9 @@ typedef struct {
     int64_t need;        /* blocks one request needs, all groups */
     int64_t qkv_extra;   /* bytes of vLLM's qkv_proj / k_norm slots the checkpoint has not, and of
                           * Gemma4ForConditionalGeneration's per-layer-embeddings buffer (gemma4_mm.py @ 01bae219) */
-    int64_t rope;        /* bytes of vLLM's rotary cache (serve.c vllm_rope_cache: the first rotary layer's) */
+    int64_t rope;        /* bytes of vLLM's two rotary caches: the sliding layers' [max_position_embeddings, 256]
+                          * and the full layers' Gemma4RotaryEmbedding [max_position_embeddings, 512]
+                          * (gemma4_rope.py @ 41c5903d: rotary_dim = head_size) */
 } g4_case;
 
 static void check(const g4_case *c)
@@ -87,12 +89,11 @@ static void check(const g4_case *c)
  * page_bytes 262144 x 10 = 2621440. A request: sliding min(1023 + 8192, 8192) = 8192 tokens,
  * cdiv(8192, 16) + 1 = 513 blocks per group x 5, full cdiv(8192, 32) = 256: 2821.
  * qkv_extra: the V slot of the 10 full layers, 10 x 4 x 512 x 5376 = 110100480 elements, x 2 bytes.
- * rope: max_position_embeddings 262144 x head_dim 256 (the sliding layers' rotary_emb_local, rotary_dim
- * 256: cos and sin of 128) x 2 bytes. */
+ * rope: max_position_embeddings 262144 x (256 + 512) x 2 bytes. */
 static void test_31b(void **state)
 {
     (void)state;
-    const g4_case c = {HF "gemma-4-31b-it.json", 2621440, 16, 6, 2821, INT64_C(110100480) * 2, INT64_C(262144) * 256 * 2};
+    const g4_case c = {HF "gemma-4-31b-it.json", 2621440, 16, 6, 2821, INT64_C(110100480) * 2, INT64_C(262144) * (256 + 512) * 2};
     check(&c);
 }
 
@@ -103,7 +104,7 @@ static void test_31b(void **state)
 static void test_26b_a4b(void **state)
 {
     (void)state;
-    const g4_case c = {HF "gemma-4-26b-a4b-it.json", 655360, 16, 6, 2821, INT64_C(14417920) * 2, INT64_C(262144) * 256 * 2};
+    const g4_case c = {HF "gemma-4-26b-a4b-it.json", 655360, 16, 6, 2821, INT64_C(14417920) * 2, INT64_C(262144) * (256 + 512) * 2};
     check(&c);
 }
 
@@ -115,11 +116,11 @@ static void test_26b_a4b(void **state)
  * qkv_extra: the 18 shared layers (full at 29, 35, 41) have K, V and k_norm in vLLM only:
  * 15 x (2 x 2 x 256 x 2560 + 256) + 3 x (2 x 2 x 512 x 2560 + 512) = 55055616 elements x 2 bytes.
  * The per-layer-embeddings buffer: max_num_batched_tokens 8192 x 42 layers x 256 (hidden_size_per_layer_input)
- * elements x 2 bytes. rope: max_position_embeddings 131072 x 256 x 2 bytes. */
+ * elements x 2 bytes. rope: max_position_embeddings 131072 x (256 + 512) x 2 bytes. */
 static void test_e4b(void **state)
 {
     (void)state;
-    const g4_case c = {HF "gemma-4-e4b-it.json", 262144, 16, 6, 1797, (INT64_C(55055616) + INT64_C(8192) * 42 * 256) * 2, INT64_C(131072) * 256 * 2};
+    const g4_case c = {HF "gemma-4-e4b-it.json", 262144, 16, 6, 1797, (INT64_C(55055616) + INT64_C(8192) * 42 * 256) * 2, INT64_C(131072) * (256 + 512) * 2};
     check(&c);
 }
 

@@ -381,6 +381,35 @@ static int64_t gemma4_ple_buffer(const vc_model *m, int64_t max_num_batched_toke
     return n;
 }
 
+/* Gemma 4's second rotary cache: vLLM builds one get_rope per layer type (Gemma4Attention.__init__,
+ * rope_parameters[layer_type]; _ROPE_DICT keeps one per key), the sliding layers' plain RotaryEmbedding
+ * (vllm_rope_cache counts it: the model's first RotaryEmbedding) and the full layers' "proportional"
+ * Gemma4RotaryEmbedding, whose cos/sin cache is [max_position_embeddings, head_size] whatever
+ * partial_rotary_factor (vllm-project/vllm @ 41c5903d049b80b83a6e570f52f0f55e31316e49,
+ * vllm/model_executor/layers/rotary_embedding/gemma4_rope.py Gemma4RotaryEmbedding.__init__: rotary_dim =
+ * head_size, the non-rotated pairs zero frequencies). The model's rotary layers after the first hold that
+ * head_size / 2 in their inv_freq (hf_gemma4.c: the proportional rope's cos / sin of the full
+ * global_head_dim): elements of those caches. */
+static int64_t gemma4_rope_rest(const vc_model *m)
+{
+    int64_t half = 0;
+    bool first = true;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "RotaryEmbedding") && m->inst[i].nb > 0) {
+            if (!first) half += m->buf[m->inst[i].bufs[0]].numel;
+            first = false;
+        }
+    if (!half || !m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "max_position_embeddings");
+    int64_t n = 0;
+    if (cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble <= (double)VC_MAX_DIM_SIZE)
+        n = (int64_t)mp->valuedouble * 2 * half;
+    cJSON_Delete(root);
+    return n;
+}
+
 static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_dtype act, vc_serve_result *r,
                               vc_error *err)
 {
@@ -551,11 +580,11 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
     bool gemma4 = false;
     for (size_t i = 0; i < m->ninst && !gemma4; i++) gemma4 = is_gemma4_attn(&m->inst[i]);
-    /* Gemma 4: vLLM's qkv_proj slots beyond the checkpoint's tensors (gemma4_qkv_extra), the multimodal
-     * model's per-layer-embeddings buffer (gemma4_ple_buffer) */
+    /* Gemma 4: vLLM's qkv_proj slots beyond the checkpoint's tensors (gemma4_qkv_extra), the full layers'
+     * rotary cache (gemma4_rope_rest), the multimodal model's per-layer-embeddings buffer (gemma4_ple_buffer) */
     const int64_t ple = gemma4 ? gemma4_ple_buffer(m, r->max_num_batched_tokens) : 0;
     int64_t qkv_extra = 0;
-    if (ple < 0 || (gemma4 && __builtin_mul_overflow(gemma4_qkv_extra(m) + ple, (int64_t)vc_dtype_size(act), &qkv_extra)))
+    if (ple < 0 || (gemma4 && __builtin_mul_overflow(gemma4_qkv_extra(m) + gemma4_rope_rest(m) + ple, (int64_t)vc_dtype_size(act), &qkv_extra)))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "Gemma 4's per-layer-embeddings buffer passes 2^63 bytes");
     r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
     r->profile_peak = sim.peak + rope + qkv_extra;
