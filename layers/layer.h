@@ -322,8 +322,10 @@ int32_t *vc_ssm_state(vc_build *b, bool *decode);
 /* --serve (src/engine/serve.c): a GatedDeltaNet layer's (cfg: its instance's parsed config) state per
  * request as vLLM keeps it, conv and temporal elements; *qwen3_5: Qwen3_5GatedDeltaNet (layers/deltanet.c). */
 void vc__gdn_state(const void *cfg, int64_t *conv, int64_t *ssm, bool *qwen3_5);
-/* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve refuses (src/engine/serve.c). */
+/* A RotaryAttention config with v_norm: Gemma4TextAttention's (layers/llm.c), which --serve pages as vLLM's Gemma 4 (src/engine/serve.c). */
 bool vc__ra_v_norm(const void *cfg);
+/* a RotaryAttention's kv heads, head_dim, sliding_window (0 none) and Gemma 4's kv_shared (--serve's pages) */
+void vc__ra_kv_layout(const void *cfg, int64_t *kv_heads, int64_t *head_dim, int64_t *window, bool *kv_shared);
 /* --serve's profiling run (vLLM's profile_run: no attention metadata, no cache; src/engine/generate.c). */
 bool vc_serve_profile(const vc_build *b);
 /* The same for a layer whose vLLM cache keeps `paged` K and V elements per token

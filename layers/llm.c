@@ -1093,6 +1093,15 @@ static void ra_emit(vc_build *b, const void *p)
 
 bool vc__ra_v_norm(const void *cfg) { return ((const ra_cfg *)cfg)->v_norm; }
 
+void vc__ra_kv_layout(const void *cfg, int64_t *kv_heads, int64_t *head_dim, int64_t *window, bool *kv_shared)
+{
+    const ra_cfg *c = cfg;
+    *kv_heads = c->KV;
+    *head_dim = c->D;
+    *window = c->window;
+    *kv_shared = c->kv_shared;
+}
+
 const vc_kind vc_kind_RotaryAttention = {
     .ops = 58,
     .name = "RotaryAttention",

@@ -484,8 +484,7 @@ static void test_kv_shared(void **state)
 }
 
 /* What is not modelled is refused naming the option: a tensor-parallel rank (Gemma 4's Megatron split is not
- * written), gradient checkpointing (the dict's lifetime through backward), and --serve (vLLM's
- * vllm/model_executor/models/gemma4.py not read). */
+ * written) and gradient checkpointing (the dict's lifetime through backward). --serve: test_gemma4_serve.c. */
 static void test_unmodelled(void **state)
 {
     (void)state;
@@ -509,18 +508,6 @@ static void test_unmodelled(void **state)
     assert_int_equal(vc_model_load_file_hf(SMALL_CFG, &h, &m, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--grad-ckpt");
     assert_non_null(strstr(CLI_MSG(&err), "gradient checkpointing is not modelled: shared_kv_states"));
-    if (vc_model_load_file_hf(SMALL_CFG, NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
-    vc_options_init(&o);
-    o.precision = VC_PREC_BF16;
-    vc_serve_options so;
-    vc_serve_options_init(&so);
-    vc_gpu_spec gpu;
-    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
-    vc_serve_result sr;
-    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
-    assert_string_equal(CLI_PATH(&err), "--serve");
-    assert_non_null(strstr(CLI_MSG(&err), "vLLM's Gemma 4 (vllm/model_executor/models/gemma4.py) is not modelled"));
-    vc_model_free(m);
 }
 
 int main(void)

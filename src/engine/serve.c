@@ -315,6 +315,173 @@ static vc_status gdn_state(vc_serve_result *r, const vc_serve_options *so, vc_dt
     return VC_OK;
 }
 
+/* Gemma 4 (gemma4_text, gemma4) under vLLM, vllm-project/vllm @ 001cabc1be16a59a70d720ed61a13b678c060a18:
+ *  - vllm/model_executor/models/gemma4.py Gemma4DecoderLayer.__init__: head_dim global_head_dim on the
+ *    full_attention layers, head_dim on the sliding ones; num_global_key_value_heads kv heads on a full
+ *    layer under attention_k_eq_v, num_key_value_heads otherwise (the model's RotaryAttention layers hold
+ *    the same, vc__ra_kv_layout); Gemma4Attention.__init__: one QKVParallelLinear(hidden, head_dim,
+ *    heads, kv heads, bias=attention_bias) on every layer ("k_eq_v layers load K weights into both K and
+ *    V slots"; a kv-shared layer builds it too, and k_norm of head_dim), where transformers'
+ *    Gemma4TextAttention has no v_proj under k_eq_v and no k_proj, v_proj, k_norm on a kv-shared layer:
+ *    vLLM's weights hold those slots more (gemma4_qkv_extra);
+ *  - Gemma4Attention.__init__: a layer among the last num_kv_shared_layers gets
+ *    kv_sharing_target_layer_name (the last earlier layer of its type), and vLLM's
+ *    GPUModelRunner.get_kv_cache_spec (vllm/v1/worker/gpu_model_runner.py) skips such a layer ("We skip
+ *    creating a KVCacheSpec for it"): it has no page of its own;
+ *  - each other layer's Attention(per_layer_sliding_window = sliding_window on the sliding layers) is a
+ *    SlidingWindowSpec or FullAttentionSpec (vllm/v1/kv_cache_interface.py AttentionSpec
+ *    .real_page_size_bytes: 2 x block_size x num_kv_heads x head_size x dtype size; the keys-as-values
+ *    layers keep both, the V slot a copy of K);
+ *  - vllm/v1/core/kv_cache_utils.py get_kv_cache_groups: neither one spec nor one type (sliding and
+ *    full), so unify_kv_cache_spec_page_size: the largest page stays, a smaller one's block_size is
+ *    multiplied by max_page // page (NotImplementedError when it does not divide); then
+ *    _get_kv_cache_groups_uniform_page_size: the layers of each spec in groups of group_size (the fewest
+ *    layers of a spec, the most when under 1.5 times the fewest); get_kv_cache_config_from_groups:
+ *    num_blocks = available // page_size // group_size (get_num_blocks); _report_kv_cache_config: tokens
+ *    num_blocks // groups x the smallest block_size; get_max_concurrency_for_kv_cache_config: num_blocks /
+ *    cdiv(sum of the groups' max_memory_usage_bytes, page_size): per full group cdiv(max_model_len,
+ *    block_size) pages (FullAttentionSpec), per sliding group cdiv(min(sliding_window - 1 +
+ *    max_num_batched_tokens, max_model_len), block_size) + 1 (SlidingWindowSpec), each at its own
+ *    block_size.
+ * Not modelled (docs/inference.md "Gemma 4: pages of two sizes, kv-shared layers"): the multimodal processor's encoder profiling run for the
+ * towers, the per-token-head quantized caches' page padding (kv_cache_page_size_padded), the attention
+ * backend vLLM picks for the 512-wide heads. */
+static bool is_gemma4_attn(const vc_inst *in) { return !strcmp(in->kind->name, "RotaryAttention") && vc__ra_v_norm(in->cfg); }
+
+/* the elements vLLM's qkv_proj and k_norm hold beyond the model's (the V slot of a keys-as-values layer,
+ * K, V and k_norm of a kv-shared one), from the config vLLM reads (hf_text_config) */
+static int64_t gemma4_qkv_extra(const vc_model *m)
+{
+    if (!m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *tc = hf_text_config(root);
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(tc, "hidden_size");
+    const bool keqv = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "attention_k_eq_v"));
+    const bool bias = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "attention_bias"));
+    const int64_t H = cJSON_IsNumber(h) ? (int64_t)h->valuedouble : 0;
+    cJSON_Delete(root);
+    int64_t n = 0;
+    for (size_t i = 0; i < m->ninst; i++) {
+        if (!is_gemma4_attn(&m->inst[i])) continue;
+        int64_t kv, d, w;
+        bool shared;
+        vc__ra_kv_layout(m->inst[i].cfg, &kv, &d, &w, &shared);
+        const int64_t slots = shared ? 2 : keqv && w == 0 ? 1 : 0;
+        n += slots * kv * d * (H + (bias ? 1 : 0)) + (shared ? d : 0);
+    }
+    return n;
+}
+
+/* Gemma4ForConditionalGeneration (a config with text_config: model_type gemma4) pre-allocates, with the
+ * model, a per-layer-embeddings buffer for CUDA graphs (vllm-project/vllm @ 01bae2190e1c298115941f50bd6ed508216f24e7,
+ * vllm/model_executor/models/gemma4_mm.py Gemma4ForConditionalGeneration.__init__: torch.zeros(
+ * max_num_batched_tokens, num_hidden_layers, hidden_size_per_layer_input, dtype=the model's) when
+ * hidden_size_per_layer_input is > 0): elements, counted with the weights ("Model loading took"). Its towers
+ * (vision_tower, audio_tower when audio_config is set) are loaded as the model's frozen towers are.
+ * -1: the buffer passes 2^63 elements. */
+static int64_t gemma4_ple_buffer(const vc_model *m, int64_t max_num_batched_tokens)
+{
+    if (!m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    const cJSON *p = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "hidden_size_per_layer_input") : NULL;
+    const cJSON *l = cJSON_IsObject(tc) ? cJSON_GetObjectItemCaseSensitive(tc, "num_hidden_layers") : NULL;
+    int64_t n = 0;
+    if (cJSON_IsNumber(p) && p->valuedouble > 0 && cJSON_IsNumber(l) && l->valuedouble > 0 && /* checked by the loader */
+        (__builtin_mul_overflow(max_num_batched_tokens, (int64_t)l->valuedouble, &n) ||
+         __builtin_mul_overflow(n, (int64_t)p->valuedouble, &n)))
+        n = -1;
+    cJSON_Delete(root);
+    return n;
+}
+
+/* Gemma 4's second rotary cache: vLLM builds one get_rope per layer type (Gemma4Attention.__init__,
+ * rope_parameters[layer_type]; _ROPE_DICT keeps one per key), the sliding layers' plain RotaryEmbedding
+ * (vllm_rope_cache counts it: the model's first RotaryEmbedding) and the full layers' "proportional"
+ * Gemma4RotaryEmbedding, whose cos/sin cache is [max_position_embeddings, head_size] whatever
+ * partial_rotary_factor (vllm-project/vllm @ 41c5903d049b80b83a6e570f52f0f55e31316e49,
+ * vllm/model_executor/layers/rotary_embedding/gemma4_rope.py Gemma4RotaryEmbedding.__init__: rotary_dim =
+ * head_size, the non-rotated pairs zero frequencies). The model's rotary layers after the first hold that
+ * head_size / 2 in their inv_freq (hf_gemma4.c: the proportional rope's cos / sin of the full
+ * global_head_dim): elements of those caches. */
+static int64_t gemma4_rope_rest(const vc_model *m)
+{
+    int64_t half = 0;
+    bool first = true;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "RotaryEmbedding") && m->inst[i].nb > 0) {
+            if (!first) half += m->buf[m->inst[i].bufs[0]].numel;
+            first = false;
+        }
+    if (!half || !m->gen_json || !m->text) return 0;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return 0;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "max_position_embeddings");
+    int64_t n = 0;
+    if (cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble <= (double)VC_MAX_DIM_SIZE)
+        n = (int64_t)mp->valuedouble * 2 * half;
+    cJSON_Delete(root);
+    return n;
+}
+
+static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_dtype act, vc_serve_result *r,
+                              vc_error *err)
+{
+    struct { int64_t window, kv, d, page, blk, n; } kind[8];
+    int nkind = 0;
+    const int64_t es = kv_size(so->kv_cache_dtype, act);
+    int64_t maxp = 0;
+    for (size_t i = 0; i < m->ninst; i++) {
+        if (!is_gemma4_attn(&m->inst[i])) continue;
+        int64_t kv, d, w;
+        bool shared;
+        vc__ra_kv_layout(m->inst[i].cfg, &kv, &d, &w, &shared);
+        if (shared) continue; /* kv_sharing_target_layer_name: no KVCacheSpec */
+        int k = 0;
+        while (k < nkind && !(kind[k].window == w && kind[k].kv == kv && kind[k].d == d)) k++;
+        if (k == nkind) {
+            if (nkind == 8) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "gemma4: more than 8 kinds of attention layer");
+            int64_t page;
+            if (__builtin_mul_overflow(2 * so->block_size * es, kv * d, &page))
+                return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
+            kind[nkind].window = w, kind[nkind].kv = kv, kind[nkind].d = d, kind[nkind].page = page, kind[nkind++].n = 0;
+            maxp = page > maxp ? page : maxp;
+        }
+        kind[k].n++;
+    }
+    if (nkind == 0) return VC_OK;
+    int64_t lo = kind[0].n, hi = kind[0].n, minblk = 0;
+    for (int k = 0; k < nkind; k++) {
+        if (maxp % kind[k].page)
+            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "gemma4: a layer's KV page (%lld bytes) does not divide the "
+                                "largest (%lld bytes): vLLM cannot unify the page sizes (unify_kv_cache_spec_page_size: "
+                                "NotImplementedError)", (long long)kind[k].page, (long long)maxp);
+        kind[k].blk = so->block_size * (maxp / kind[k].page);
+        minblk = minblk == 0 || kind[k].blk < minblk ? kind[k].blk : minblk;
+        lo = kind[k].n < lo ? kind[k].n : lo;
+        hi = kind[k].n > hi ? kind[k].n : hi;
+    }
+    const int64_t g = (double)hi < 1.5 * (double)lo ? hi : lo;
+    int64_t groups = 0, need = 0;
+    for (int k = 0; k < nkind; k++) {
+        const int64_t ng = cdiv(kind[k].n, g);
+        int64_t t = r->request_tokens;
+        if (kind[k].window > 0 && kind[k].window - 1 + r->max_num_batched_tokens < t)
+            t = kind[k].window - 1 + r->max_num_batched_tokens;
+        groups += ng;
+        need += ng * (cdiv(t, kind[k].blk) + (kind[k].window > 0 ? 1 : 0));
+    }
+    if (__builtin_mul_overflow(maxp, g, &r->page_bytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
+    r->blocks = r->kv_cache / r->page_bytes;
+    r->tokens = r->blocks / groups * minblk;
+    r->block_size = minblk;
+    r->concurrency = r->blocks / need;
+    return VC_OK;
+}
+
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err)
 {
@@ -337,12 +504,6 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;
-    for (size_t i = 0; i < m->ninst; i++) /* Gemma4TextAttention (v_norm): vLLM's gemma4.py is not modelled */
-        if (!strcmp(m->inst[i].kind->name, "RotaryAttention") && vc__ra_v_norm(m->inst[i].cfg))
-            return vc_set_error(err, VC_ERR_USAGE, O("serve"), "gemma4: vLLM's Gemma 4 (vllm/model_executor/models/"
-                                "gemma4.py) is not modelled: how its cache pages the sliding and full layers of "
-                                "different head sizes, and the keys used as values, is not read; " OV("mode", "generate")
-                                " models transformers' cache");
     for (size_t i = 0; i < m->ninst; i++)
         if (!strcmp(m->inst[i].kind->name, "GatedDeltaNet")) {
             vc__gdn_state(m->inst[i].cfg, &gdn_conv, &gdn_ssm, &gdn_f32);
@@ -433,8 +594,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
     /* the rotary cache is allocated with the weights and counted with them */
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
-    r->weights = sim.persistent[CAT_WEIGHT] + rope;
-    r->profile_peak = sim.peak + rope;
+    bool gemma4 = false;
+    for (size_t i = 0; i < m->ninst && !gemma4; i++) gemma4 = is_gemma4_attn(&m->inst[i]);
+    /* Gemma 4: vLLM's qkv_proj slots beyond the checkpoint's tensors (gemma4_qkv_extra), the full layers'
+     * rotary cache (gemma4_rope_rest), the multimodal model's per-layer-embeddings buffer (gemma4_ple_buffer) */
+    const int64_t ple = gemma4 ? gemma4_ple_buffer(m, r->max_num_batched_tokens) : 0;
+    int64_t qkv_extra = 0;
+    if (ple < 0 || (gemma4 && __builtin_mul_overflow(gemma4_qkv_extra(m) + gemma4_rope_rest(m) + ple, (int64_t)vc_dtype_size(act), &qkv_extra)))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "Gemma 4's per-layer-embeddings buffer passes 2^63 bytes");
+    r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
+    r->profile_peak = sim.peak + rope + qkv_extra;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
     if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
     /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
@@ -486,6 +655,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         r->concurrency = r->blocks / need;
     }
     r->block_size = so->block_size;
+    if (gemma4 && (st = gemma4_pages(m, so, act, r, err))) return st;
     if (gdn_n > 0 && (st = gdn_state(r, so, act, gdn_n, gdn_conv, gdn_ssm, gdn_f32, nlayers, nkind, layer_el, err))) return st;
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
