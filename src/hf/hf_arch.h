@@ -194,6 +194,8 @@ typedef struct {
     int64_t deep[HF_MAX_DEEPSTACK]; /* VIS_QWEN3 with images: deepstack_visual_indexes, ascending */
     int64_t embeds; /* per sample: the image embeddings' rows (Qwen2.5-VL: tokens; Gemma3: mm_tokens_per_image
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
+    int64_t tp;     /* the Qwen towers under vLLM's split (--serve --tp): the ranks their weights are split over
+                     * (hf_vision.c vision_tp); 0 or 1 whole */
 } hf_vision;
 
 extern const hf_family vc__hf_families[];
@@ -371,9 +373,9 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *
 void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the
  * images of o (--image, --images) turned into patches and tokens as the processor does;
- * a family without a tower refuses the options, a tower refuses tp > 1 ranks. -1 with
- * r->err set. */
-int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp);
+ * a family without a tower refuses the options; over tp > 1 ranks the Qwen towers are split as
+ * vLLM splits them (split.vllm, without images) and refused otherwise. -1 with r->err set. */
+int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split);
 /* hf_vision.c: the tower's layers appended to arr, before the language model; returns the
  * name of the image embeddings' layer (NULL: the tower's weights only, no image). */
 const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a);

@@ -50,7 +50,8 @@
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
  *  - --mode generate and --serve: the images are refused for now; a config without --image
- *    loads the tower's weights (VisionWeights layers that cost nothing to run).
+ *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
+ *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
  */
 #include <math.h>
 #include <stdio.h>
@@ -506,8 +507,51 @@ static int read_qwen3_5_act(rd *r, hf_vision *t, const cJSON *v)
     return vbad(r, "hidden_act", "activation \"%s\" is not modelled (gelu_pytorch_tanh, gelu, silu, swish or relu)", e);
 }
 
-int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
+/* vLLM's Qwen towers over tensor-parallel ranks (--serve --tp, split.vllm), as its default
+ * mm_encoder_tp_mode "weights" builds them (vllm-project/vllm, vllm/config/multimodal.py @ 01230b40
+ * MultiModalConfig.mm_encoder_tp_mode: "weights" by default, "split the weights of each layer across TP
+ * ranks"; "data", the whole tower on every rank, is the per-model opt-in not modelled here):
+ *  - vllm/model_executor/models/qwen2_5_vl.py @ 002d181a: Qwen2_5_VisionAttention.__init__
+ *    num_attention_heads_per_partition = dist_utils.divide(num_heads, tp_size), qkv QKVParallelLinear(
+ *    total_num_heads = total_num_kv_heads = num_heads, bias) and proj RowParallelLinear(projection_size,
+ *    embed_dim); Qwen2_5_VisionMLP gate_up_proj MergedColumnParallelLinear([intermediate] x 2, bias) and
+ *    down_proj RowParallelLinear; Qwen2_5_VisionPatchMerger mlp.0 ColumnParallelLinear(hidden x merge^2
+ *    square, bias) and mlp.2 RowParallelLinear(to out_hidden_size, bias); patch_embed a ReplicatedLinear
+ *    and the RMSNorms whole;
+ *  - vllm/model_executor/models/qwen3_vl.py @ 002d7b93: Qwen3_VisionBlock's attn the same
+ *    Qwen2_5_VisionAttention, Qwen3_VisionMLP linear_fc1 ColumnParallelLinear and linear_fc2
+ *    RowParallelLinear, Qwen3_VisionPatchMerger (the merger and each deepstack merger) linear_fc1
+ *    ColumnParallelLinear and linear_fc2 RowParallelLinear; patch_embed (nn.Conv3d), pos_embed
+ *    (nn.Embedding) and the LayerNorms whole on every rank;
+ *  - vllm/model_executor/models/qwen3_5.py @ 00def4f8: Qwen3_5ForConditionalGeneration and
+ *    Qwen3_5MoeForConditionalGeneration build the visual tower as Qwen3_VisionTransformer (the
+ *    config's empty deepstack_visual_indexes: no deepstack merger).
+ * vllm/model_executor/layers/linear.py: ColumnParallelLinear holds output_size / tp rows and as many
+ * bias values, MergedColumnParallelLinear divides each output (output_partition_sizes = [divide(
+ * output_size, tp_size) ...]: divide asserts divisibility), RowParallelLinear input_size / tp columns
+ * and its whole bias. So a rank holds qkv [3 hidden / t, hidden], proj [hidden, hidden / t], the MLP's up
+ * (and gate) [intermediate / t, hidden] and down [hidden, intermediate / t], the mergers' first Linear
+ * [hidden m^2 / t, hidden m^2] and second [out, hidden m^2 / t], their column biases divided, the row
+ * biases whole. A num_heads or intermediate_size the ranks do not divide is refused (vLLM's divide
+ * asserts: Qwen2.5-VL-7B's 3,420 over 8). */
+static int vision_tp(rd *r, hf_vision *t, int64_t tp)
 {
+    if (t->NH % tp)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide vision_config.num_heads "
+                            "(%lld): vLLM splits the vision tower's heads over the ranks (Qwen2_5_VisionAttention: "
+                            "divide(num_heads, tp_size))", (long long)tp, (long long)t->NH);
+    if (t->I % tp)
+        return vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide "
+                            "vision_config.intermediate_size (%lld): vLLM splits the vision tower's MLP over the ranks "
+                            "(its column-parallel Linear: divide(intermediate_size, tp_size))", (long long)tp,
+                            (long long)t->I);
+    t->tp = tp; /* hidden_size = head_dim x num_heads: hidden and hidden x merge^2 divide too */
+    return 0;
+}
+
+int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
+{
+    const int64_t tp = split.tp;
     const bool want = o && (o->image_w > 0 || o->images > 0);
     if (!a->f->vision) {
         if (want)
@@ -528,8 +572,11 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, int64_t tp)
         return -1;
     if (tower_total(r, a)) return -1;
     /* Gemma3 without images: the tower's weights replicated on every rank (transformers' tp plans
-     * name the language model's layers only) */
-    if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
+     * name the language model's layers only); the Qwen towers without images under vLLM's split:
+     * vision_tp above */
+    if (tp > 1 && split.vllm && !want && a->f->vision != VIS_SIGLIP) {
+        if (vision_tp(r, &a->vis, tp)) return -1;
+    } else if (tp > 1 && (want || a->f->vision != VIS_SIGLIP)) {
         vc_set_error(r->err, VC_ERR_USAGE, O("tp"), "the vision tower of %s on tensor-parallel ranks is not modelled", r->fam);
         return -1;
     }
@@ -664,7 +711,8 @@ static void vweights(vw *w, const char *name, int64_t d0, int64_t d1, bool bias,
 /* The towers' blocks, module by module: depth blocks named <prefix>.<b>.<module>, each module a
  * norm of the hidden size (with its bias when norm_bias) or an nn.Linear with its bias: V_QKV
  * [3 hidden, hidden], V_SQUARE [hidden, hidden], V_UP [intermediate, hidden], V_DOWN [hidden,
- * intermediate]. */
+ * intermediate]; a rank's shards of them under vLLM's split (t->tp, vision_tp: V_SQUARE is then the
+ * row-parallel attn.proj, the Qwen towers' only one; SigLIP's q/k/v/out are never split). */
 enum { V_NORM, V_QKV, V_SQUARE, V_UP, V_DOWN };
 typedef struct {
     const char *n;
@@ -673,16 +721,16 @@ typedef struct {
 static void vblock_weights(vw *w, const hf_vision *t, const char *prefix, const vmodule *ms, size_t n, bool norm_bias)
 {
     char nm[120];
-    const int64_t C = t->C, I = t->I;
+    const int64_t C = t->C, I = t->I, k = t->tp > 1 ? t->tp : 1; /* vLLM's ranks (vision_tp) */
     for (int64_t b = 0; b < t->depth && !w->r->oom; b++) {
         for (size_t i = 0; i < n; i++) {
             snprintf(nm, sizeof nm, "%s.%lld.%s", prefix, (long long)b, ms[i].n);
             switch (ms[i].which) {
             case V_NORM: vweights(w, nm, C, 0, norm_bias, false); break;
-            case V_QKV: vweights(w, nm, 3 * C, C, true, true); break;
-            case V_SQUARE: vweights(w, nm, C, C, true, true); break;
-            case V_UP: vweights(w, nm, I, C, true, true); break;
-            default: vweights(w, nm, C, I, true, true); break;
+            case V_QKV: vweights(w, nm, 3 * C / k, C, true, true); break;
+            case V_SQUARE: vweights(w, nm, C, C / k, true, true); break; /* row-parallel: its bias whole */
+            case V_UP: vweights(w, nm, I / k, C, true, true); break;
+            default: vweights(w, nm, C, I / k, true, true); break;
             }
         }
     }
@@ -692,7 +740,7 @@ static void vblock_weights(vw *w, const hf_vision *t, const char *prefix, const 
  * Qwen2_5_VisionTransformerPretrainedModel, module by module. */
 static void write_weights(vw *w, const hf_vision *t)
 {
-    const int64_t C = t->C, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M, k = t->tp > 1 ? t->tp : 1;
     /* the Conv3d weight [C, cin, T, P, P] (not an nn.Linear: bitsandbytes leaves it) */
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, false, false);
     static const vmodule ms[] = {
@@ -701,8 +749,8 @@ static void write_weights(vw *w, const hf_vision *t)
     };
     vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, false);
     vweights(w, "visual.merger.ln_q", C, 0, false, false);
-    vweights(w, "visual.merger.mlp.0", H4, H4, true, true);
-    vweights(w, "visual.merger.mlp.2", t->out, H4, true, true);
+    vweights(w, "visual.merger.mlp.0", H4 / k, H4, true, true); /* vision_tp: column- then row-parallel */
+    vweights(w, "visual.merger.mlp.2", t->out, H4 / k, true, true);
 }
 
 /* named_parameters() of Qwen3VLVisionModel (modeling_qwen3_vl.py @ 00709b86), module by module:
@@ -713,7 +761,7 @@ static void write_weights(vw *w, const hf_vision *t)
 static void write_qwen3_weights(vw *w, const hf_vision *t)
 {
     char nm[120];
-    const int64_t C = t->C, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M, tp = t->tp > 1 ? t->tp : 1;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
     static const vmodule ms[] = {
@@ -726,10 +774,10 @@ static void write_qwen3_weights(vw *w, const hf_vision *t)
         else snprintf(pre, sizeof pre, "visual.deepstack_merger_list.%lld", (long long)k);
         snprintf(nm, sizeof nm, "%s.norm", pre);
         vweights(w, nm, k < 0 ? C : H4, 0, true, false);
-        snprintf(nm, sizeof nm, "%s.linear_fc1", pre);
-        vweights(w, nm, H4, H4, true, true);
+        snprintf(nm, sizeof nm, "%s.linear_fc1", pre); /* vision_tp: column- then row-parallel */
+        vweights(w, nm, H4 / tp, H4, true, true);
         snprintf(nm, sizeof nm, "%s.linear_fc2", pre);
-        vweights(w, nm, t->out, H4, true, true);
+        vweights(w, nm, t->out, H4 / tp, true, true);
     }
 }
 
@@ -772,7 +820,7 @@ static void write_siglip_weights(vw *w, const hf_vision *t)
  * (hidden x merge^2 square), linear_fc2 to out_hidden_size, both with biases). */
 static void write_qwen3_5_weights(vw *w, const hf_vision *t)
 {
-    const int64_t C = t->C, H4 = t->C * t->M * t->M;
+    const int64_t C = t->C, H4 = t->C * t->M * t->M, k = t->tp > 1 ? t->tp : 1;
     vweights(w, "visual.patch_embed.proj", C, t->cin * t->T * t->P * t->P, true, false);
     vweights(w, "visual.pos_embed", t->npos, C, false, false);
     static const vmodule ms[] = {
@@ -780,8 +828,8 @@ static void write_qwen3_5_weights(vw *w, const hf_vision *t)
     };
     vblock_weights(w, t, "visual.blocks", ms, sizeof ms / sizeof *ms, true);
     vweights(w, "visual.merger.norm", C, 0, true, false);
-    vweights(w, "visual.merger.linear_fc1", H4, H4, true, true);
-    vweights(w, "visual.merger.linear_fc2", t->out, H4, true, true);
+    vweights(w, "visual.merger.linear_fc1", H4 / k, H4, true, true); /* vision_tp: column- then row-parallel */
+    vweights(w, "visual.merger.linear_fc2", t->out, H4 / k, true, true);
 }
 
 static void vln(vw *w, const char *name, const char *in, int64_t width)
