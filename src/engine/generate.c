@@ -555,6 +555,13 @@ void vc__gen_emit(vc_build *b)
  * output then -1); the decoder's attention layers call vc_kv_update_self and vc_kv_cross; the output is the
  * logits of the decoder's positions (one per step).
  *
+ * A model whose input is not token ids (whisper's float input_features [num_mel_bins, frames]) is run as
+ * WhisperGenerationMixin.generate runs it (generation_whisper.py @000dccdb, short-form: src/hf/hf_whisper.c):
+ * the encoder's input is the features' segment copy, generate's attention mask its default
+ * ones(B, num_mel_bins), and the decoder starts from the decoder_input_ids it passes (the generation
+ * config's init tokens, --prompt of them: the first step feeds them at once, the model loaded with a
+ * decoder of that length, twin[0], the later steps with one, twin[1]).
+ *
  * The plan: the first pass is the encoder, then the decoder's first step (the prefill peak); the second the
  * last decoding step, whose live set is the largest (the self-attention caches one token longer each
  * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow). */
@@ -758,18 +765,18 @@ static void encdec_emit(vc_build *b)
          * torch.ones(inputs_tensor.shape[:2], dtype=torch.long), [B, num_mel_bins], kept in model_kwargs */
         attn_mask = vc__op_new(b, "ones", vc_n_sample(m->val[0].shape.d[0]), VC_DT_I64);
     } else {
-    /* _prepare_attention_mask_for_generation (pad_token_id set): default_attention_mask = ones(B, P) long;
-     * isin(inputs, pad).any(); attention_mask_from_padding = inputs.ne(pad).long(); the mask =
-     * from_padding * can_infer + default * ~can_infer (the 0-d factors not counted) */
-    vc_t dflt = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
-    vc__op_nograd(b, "isin", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
-    vc_t ne = vc__op_nograd(b, "ne", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
-    vc_t pad_mask = vc__op_nograd(b, "_to_copy", ne, -1, vc_n_sample(P), VC_DT_I64);
-    vc_t x = vc__op_nograd(b, "mul", pad_mask, -1, vc_n_sample(P), VC_DT_I64);
-    vc_t y = vc__op_nograd(b, "mul", dflt, -1, vc_n_sample(P), VC_DT_I64);
-    attn_mask = vc__op_nograd(b, "add", x, y, vc_n_sample(P), VC_DT_I64);
-    vc__extend_life(b, dflt); /* locals until the function returns */
-    vc__extend_life(b, pad_mask);
+        /* _prepare_attention_mask_for_generation (pad_token_id set): default_attention_mask = ones(B, P) long;
+         * isin(inputs, pad).any(); attention_mask_from_padding = inputs.ne(pad).long(); the mask =
+         * from_padding * can_infer + default * ~can_infer (the 0-d factors not counted) */
+        vc_t dflt = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+        vc__op_nograd(b, "isin", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+        vc_t ne = vc__op_nograd(b, "ne", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+        vc_t pad_mask = vc__op_nograd(b, "_to_copy", ne, -1, vc_n_sample(P), VC_DT_I64);
+        vc_t x = vc__op_nograd(b, "mul", pad_mask, -1, vc_n_sample(P), VC_DT_I64);
+        vc_t y = vc__op_nograd(b, "mul", dflt, -1, vc_n_sample(P), VC_DT_I64);
+        attn_mask = vc__op_nograd(b, "add", x, y, vc_n_sample(P), VC_DT_I64);
+        vc__extend_life(b, dflt); /* locals until the function returns */
+        vc__extend_life(b, pad_mask);
     }
     /* the encoder, once */
     g->pass = 0;
