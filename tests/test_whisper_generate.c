@@ -42,9 +42,10 @@ static long long field(const char *cfg, int batch, int prompt, int new_tokens, c
 
 /* The prefill peak (the segment copy of the features, the encoder, the decoder's first step over the
  * --prompt init tokens: every measured one equal) and the decoding peak (the last step: the
- * self-attention cache longest) against measured.json's. The decoding estimates are 0 to 1,536 bytes
- * (up to 3 allocations of 512 bytes) above the measured: small int64 tensors of the loop whose lifetimes
- * are not yet attributed one by one. */
+ * self-attention cache longest) against measured.json's. The decoding estimates are within 1,024 bytes
+ * (two allocations of 512 bytes) either way of the measured (3,072 in the held-out llm489): small int64
+ * tensors of the loop and of WhisperDecoder.forward (position_ids) whose lifetimes are not yet attributed
+ * one by one. */
 static void measured(void **state)
 {
     (void)state;
@@ -53,21 +54,21 @@ static void measured(void **state)
         int batch, prompt, new_tokens;
         const char *prec;
         long long prefill, decode; /* measured.json prefill_peak, decode_peak */
-        int decode_high;           /* bytes the decoding estimate is above it */
+        int decode_diff;           /* bytes the decoding estimate is above it (negative: below) */
     } cases[] = {
-        {"whisper_small", 2, 4, 8, "fp32", 32294912, 25342464, 1536},     /* llm484 */
-        {"whisper_small", 2, 4, 8, "bf16", 21541888, 14235136, 512},      /* llm485 */
-        {"whisper_v3_small", 1, 4, 64, "bf16", 12606464, 9312256, 0},     /* llm487 */
-        {"whisper_30s_small", 1, 4, 32, "fp32", 53873152, 12697600, 0},   /* llm488 */
-        {"whisper_30s_small", 2, 1, 8, "bf16", 96730624, 13482496, 0},    /* llm490 */
-        {"whisper_small", 1, 4, 2, "fp32", 26519552, 23019008, 512},      /* llm491 */
+        {"whisper_small", 2, 4, 8, "fp32", 32294912, 25347072, 1024},     /* llm484 */
+        {"whisper_small", 2, 4, 8, "bf16", 21541888, 14237696, 0},        /* llm485 */
+        {"whisper_v3_small", 1, 4, 64, "bf16", 12606464, 9313792, -512},  /* llm487 */
+        {"whisper_30s_small", 1, 4, 32, "fp32", 53873152, 12699136, -512}, /* llm488 */
+        {"whisper_30s_small", 2, 1, 8, "bf16", 96730624, 13484032, -512}, /* llm490 */
+        {"whisper_small", 1, 4, 2, "fp32", 26519552, 23021568, 0},        /* llm491 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         long long p = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"prefill_peak\": ");
         long long d = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"decode_peak\": ");
-        if (p != cases[i].prefill || d != cases[i].decode + cases[i].decode_high)
+        if (p != cases[i].prefill || d != cases[i].decode + cases[i].decode_diff)
             fail_msg("case %zu: prefill %lld (measured %lld), decode %lld (measured %lld)", i, p, cases[i].prefill, d,
                      cases[i].decode);
     }

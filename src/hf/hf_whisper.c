@@ -244,10 +244,10 @@ static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
 }
 
 /* a module's output kept until the model's forward returns (t5.c's T5Return with keep_forward) */
-static void keep(whw *w, const char *name, const char *in)
+static void keep(whw *w, const char *name, const char *in, const char *local1, const char *local2)
 {
     cJSON *o = lay(w, "T5Return", name);
-    ins(w, o, in, NULL, NULL);
+    ins(w, o, in, local1, local2);
     flag(w, o, "keep_forward", true);
 }
 
@@ -294,7 +294,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     layer_norm(&w, a, "model.encoder.layer_norm", NULL, NULL);
     /* encoder_outputs.last_hidden_state; named "encoder" and "decoder_input_ids" below for generate()
      * (src/engine/generate.c "Encoder-decoders") */
-    keep(&w, "encoder", "model.encoder.layer_norm");
+    keep(&w, "encoder", "model.encoder.layer_norm", NULL, NULL);
     /* the decoder */
     o = lay(&w, "T5DecoderIds", "decoder_input_ids"); /* shift_tokens_right(labels), or the batch's */
     num(&w, o, "length", (double)a->tgt);
@@ -319,7 +319,9 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
               cache, "encoder_attn.residual");
     mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
     layer_norm(&w, a, "model.decoder.layer_norm", NULL, NULL);
-    keep(&w, "model.decoder", "model.decoder.layer_norm"); /* outputs[0], held by `outputs` */
+    /* outputs[0], held by `outputs`; WhisperDecoder.forward's locals inputs_embeds and positions live until it
+     * returns */
+    keep(&w, "model.decoder", "model.decoder.layer_norm", "model.decoder.embed_tokens", "model.decoder.embed_positions");
     o = lay(&w, "Linear", "proj_out");
     num(&w, o, "in_features", (double)a->H);
     num(&w, o, "out_features", (double)a->V);

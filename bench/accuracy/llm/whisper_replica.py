@@ -382,8 +382,7 @@ def forward_cached(model, decoder_input_ids, encoder_hidden_states, cache, cache
     inputs_embeds = dec.embed_tokens(decoder_input_ids)
     position_ids = cache_position.unsqueeze(0).repeat(decoder_input_ids.shape[0], 1)
     positions = dec.embed_positions.weight[position_ids]
-    hidden_states = inputs_embeds + positions
-    del inputs_embeds, positions, position_ids
+    hidden_states = inputs_embeds + positions  # inputs_embeds, positions, position_ids: locals until it returns
     for idx, layer in enumerate(dec.layers):
         hidden_states = _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, idx, cache)
     hidden_states = dec.layer_norm(hidden_states)
