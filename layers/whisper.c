@@ -30,7 +30,12 @@
  *       is_causal=is_causal)
  *   attn_output.transpose(1, 2).reshape(bsz, tgt_len, embed_dim): a copy unless viewable
  * query_states, key_states and value_states are locals until forward returns, after out_proj
- * (the next layer): kept with the argument the caller holds ("held_until" on the norm). */
+ * (the next layer): kept with the argument the caller holds ("held_until" on the norm).
+ * Under generate() (src/engine/generate.c "Encoder-decoders") the cache is EncoderDecoderCache's:
+ * the cross-attention's _shape copies of the encoder's projections are made at the first step and
+ * reused after it (vc_kv_cross: is_updated, k_proj and v_proj not run), the self-attention's are
+ * DynamicCache's (vc_kv_update_self: the first update keeps the states, later ones torch.cat); with
+ * the cache the decoding steps' queries are one token (is_causal False) over past + 1 keys. */
 typedef struct {
     int64_t heads;
     double dropout;
@@ -67,11 +72,16 @@ static int wa_setup(vc_setup *s, void *p)
 static void wa_emit(vc_build *b, const void *p)
 {
     const wa_cfg *c = p;
-    const int64_t L = vc_input_shape(b, 0)->d[0], S = vc_input_shape(b, 1)->d[0], E = vc_input_shape(b, 0)->d[1];
+    const int64_t L = vc_input_shape(b, 0)->d[0], E = vc_input_shape(b, 0)->d[1];
+    int64_t S = vc_input_shape(b, 1)->d[0], past;
     const int64_t H = c->heads, D = E / H;
     const vc_t arg = vc_input_arg(b, 0); /* hidden_states: the normed input q_proj read */
-    vc_t st[3];
+    vc_t st[3] = {-1, -1, -1};
+    const bool gen = vc_gen_seq2seq(b, &past);
+    /* a later step's cross-attention: the projections were not run, the cache holds their copies */
+    const bool reuse = gen && vc_input(b, 1) < 0 && vc_kv_cross(b, 1, &st[1], &st[2]);
     for (int i = 0; i < 3; i++) {
+        if (i > 0 && reuse) continue;
         /* self.q_proj(hidden_states) etc.: temporaries of the expression, no caller holds them */
         vc_input_unheld(b, i);
         vc_t x = vc_input(b, i);
@@ -79,7 +89,9 @@ static void wa_emit(vc_build *b, const void *p)
         x = vc__op_view(b, x, vc_numel_of(b, x), len == 1 || H == 1); /* .view(...).transpose(1, 2) */
         st[i] = vc__op_contiguous(b, x);                               /* .contiguous() */
     }
-    if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */
+    if (gen) { /* use_cache: the decoder's attention is always cached under generate() */
+        if (!reuse && !vc_kv_cross(b, 1, &st[1], &st[2]) && c->cache) vc_kv_update_self(b, &st[1], &st[2], &S);
+    } else if (c->cache) { /* EncoderDecoderCache: the states until the output is dropped */
         vc_keep_forward(b, st[1]);
         vc_keep_forward(b, st[2]);
     }

@@ -236,7 +236,7 @@ static void decoder_length(void **state)
     vc_error err;
     assert_int_equal(vc_model_load_string_hf(WH_SMALL, strlen(WH_SMALL), "config.json", &h, &a, &err), VC_OK);
     assert_int_equal(peak(a, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32), peak(b, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32));
-    assert_non_null(strstr(vc_model_generated_json(a), "\"name\":\t\"model.decoder.input_ids\",\n\t\t\t\"length\":\t96\n"));
+    assert_non_null(strstr(vc_model_generated_json(a), "\"name\":\t\"decoder_input_ids\",\n\t\t\t\"length\":\t96\n"));
     assert_non_null(strstr(vc_model_name(a), "80 mel bins x 600 frames, target 96"));
     vc_model_free(a);
     vc_model_free(b);
@@ -258,7 +258,6 @@ static void refusals(void **state)
     vc_result r;
     vc_error err;
     static const struct { vc_mode mode; vc_precision p; const char *path, *why; } bad[] = {
-        {VC_MODE_GENERATE, VC_PREC_FP32, "--mode generate", "generate() of an encoder-decoder"},
         {VC_MODE_TRAIN, VC_PREC_FP16, "--precision", "isinf / isnan clamp"}, /* WhisperEncoderLayer's fp16 clamp */
         {VC_MODE_TRAIN, VC_PREC_AMP_BF16, "--precision", "autocast"},
         {VC_MODE_TRAIN, VC_PREC_MIXED_BF16, "--precision", "master weights"},
@@ -271,8 +270,12 @@ static void refusals(void **state)
         if (!strstr(CLI_MSG(&err), bad[i].why)) fail_msg("%zu: %s", i, err.msg);
     }
     vc_model_free(m);
-    assert_usage(HF "whisper-tiny.json -m generate --prompt 64", "--mode generate: whisper: generate() of an encoder-decoder");
-    assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb", "--serve: whisper: generate() of an encoder-decoder");
+    /* WhisperGenerationMixin._set_max_new_tokens_and_length: decoder_input_ids + max_new_tokens <= max_target_positions (448) */
+    assert_usage(HF "whisper-tiny.json -m generate --prompt 4 --new-tokens 445", "--new-tokens: 445 with a decoder prompt "
+                 "(--prompt) of 4: whisper's generate() allows at most max_target_positions (448)");
+    /* --prompt is the decoder's: the default 1024 is past its 448 positions */
+    assert_usage(HF "whisper-tiny.json -m generate", "--prompt: 1024 decoder tokens: whisper's decoder has 448 learned positions");
+    assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb --prompt 4", "--serve: whisper: vLLM's WhisperForConditionalGeneration");
     assert_usage(HF "whisper-tiny.json --tp 2", "--tp: whisper: tensor parallelism");
     assert_usage(HF "whisper-tiny.json --pp 2 --gpus 2", "--pp: whisper: pipeline stages");
     assert_usage(HF "whisper-tiny.json --loss liger", "--loss: whisper:");

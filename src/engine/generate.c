@@ -555,6 +555,13 @@ void vc__gen_emit(vc_build *b)
  * output then -1); the decoder's attention layers call vc_kv_update_self and vc_kv_cross; the output is the
  * logits of the decoder's positions (one per step).
  *
+ * A model whose input is not token ids (whisper's float input_features [num_mel_bins, frames]) is run as
+ * WhisperGenerationMixin.generate runs it (generation_whisper.py @000dccdb, short-form: src/hf/hf_whisper.c):
+ * the encoder's input is the features' segment copy, generate's attention mask its default
+ * ones(B, num_mel_bins), and the decoder starts from the decoder_input_ids it passes (the generation
+ * config's init tokens, --prompt of them: the first step feeds them at once, the model loaded with a
+ * decoder of that length, twin[0], the later steps with one, twin[1]).
+ *
  * The plan: the first pass is the encoder, then the decoder's first step (the prefill peak); the second the
  * last decoding step, whose live set is the largest (the self-attention caches one token longer each
  * step, the cross-attention's fixed); the caches and the ids grow in between (dynamic_grow). */
@@ -572,10 +579,11 @@ static bool encoder_projection(const vc_model *m, const vc_gen *g, int i) { retu
 
 /* The layers that may read such a projection, and at which inputs: those that take it from
  * vc_kv_cross after the first step (the projection is not run then), or only hold it as a local.
- * A family's cross-attention kind joins this list (whisper's would). */
+ * A family's cross-attention kind joins this list. */
 static const struct { const char *kind; int first, last; } cross_readers[] = {
     {"T5Attention", 1, 2}, /* layers/t5.c: the keys and values */
     {"T5Return", 1, 7},    /* layers/t5.c: the locals a module's return releases */
+    {"WhisperAttention", 1, 2}, /* layers/whisper.c: the keys and values */
 };
 
 /* m follows the contract from its "encoder" instance enc: a "decoder_input_ids" instance after it, and
@@ -648,9 +656,15 @@ static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err)
     if (b->o.cache != VC_CACHE_DYNAMIC)
         return vc_set_error(err, VC_ERR_USAGE, O("cache"), "an encoder-decoder's generate() is modelled with the "
                             "EncoderDecoderCache of two DynamicCaches it makes: only " OV("cache", "dynamic"));
-    if (m->ninputs != 1 || m->val[0].dt != VC_DT_I64 || m->val[0].shape.nd != 1)
+    if (m->ninputs != 1)
+        return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate needs an encoder-decoder with one input");
+    /* the encoder's input: token ids [seq] (t5: --prompt their length), or features of a fixed length (whisper's
+     * input_features [num_mel_bins, frames]: --prompt the decoder's forced prompt, the decoder_input_ids
+     * WhisperGenerationMixin.generate passes to GenerationMixin.generate) */
+    g->features = m->val[0].dt != VC_DT_I64;
+    if (!g->features && m->val[0].shape.nd != 1)
         return vc_set_error(err, VC_ERR_USAGE, O("mode"), "generate needs an encoder-decoder with one int64 input of "
-                            "token ids [seq]");
+                            "token ids [seq], or one floating-point input of features");
     g->ids_inst = decoder_ids(m, enc);
     if (b->o.new_tokens > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "more than 2^40");
@@ -658,21 +672,35 @@ static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err)
     g->enc_end = enc + 1;
     g->enc_val = m->inst[enc].out;
     g->enc_t = -1;
-    g->enc_len = b->o.prompt;
     g->nkv = 0;
     g->hybrid = false;
-    g->prompt = 1; /* the decoder's first input: decoder_start_token_id */
+    /* the decoder's first input: decoder_start_token_id (t5), the forced prompt (whisper) */
+    g->prompt = g->features ? b->o.prompt : 1;
     g->steps = b->o.new_tokens;
     g->head_rows = 1;
-    /* the model at the prompt's length with a decoder of one token (each step feeds one): m's options with
-     * --target-seq 1 (a copy of m's struct for vc__model_twin, which reads its text and options) */
-    vc_model at = *m;
-    at.hf.target_seq = 1;
-    vc_model *t0 = NULL;
-    vc_status st = vc__model_twin(&at, b->o.prompt, &t0, err);
+    vc_model *t0 = NULL, *t1 = NULL;
+    vc_status st;
+    if (g->features) {
+        /* the model with the prompt's decoder tokens (the encoder and the first step), and with one (each
+         * later step feeds one) */
+        st = vc__model_load_seq(m, g->prompt, &t0, err);
+        if (st == VC_OK && g->prompt > 1) st = vc__model_load_seq(m, 1, &t1, err);
+        for (int i = 0; i < 2 && st == VC_OK; i++) {
+            const vc_model *t = i ? t1 : t0;
+            if (t && (t->ninst != m->ninst || t->nval != m->nval || t->npar != m->npar))
+                st = vc_set_error(err, VC_ERR_MODEL, NULL, "the model changes its structure with the decoder's length");
+        }
+    } else {
+        /* the model at the prompt's length with a decoder of one token (each step feeds one): m's options with
+         * --target-seq 1 (a copy of m's struct for vc__model_twin, which reads its text and options) */
+        vc_model at = *m;
+        at.hf.target_seq = 1;
+        st = vc__model_twin(&at, b->o.prompt, &t0, err);
+    }
     g->twin[0] = t0;
-    g->twin[1] = NULL;
+    g->twin[1] = t1;
     if (st != VC_OK && !err->path[0]) snprintf(err->path, sizeof err->path, O("prompt"));
+    if (st == VC_OK) g->enc_len = t0->val[g->enc_val].shape.d[0]; /* the encoder's positions */
     return st;
 }
 
@@ -684,11 +712,12 @@ static void decoder_step(vc_build *b, loop_state *ls, int64_t k)
     b->cur_inst = b->cur_region = -1;
     /* prepare_inputs_for_generation: input_ids[:, cache_position] once input_ids is longer (a new tensor),
      * then .clone(): model_inputs["decoder_input_ids"], held through the forward */
+    const int64_t n = k > 0 ? 1 : g->prompt; /* the tokens this step feeds */
     vc_t cur = k > 0 ? vc__op_nograd(b, "index", ls->ids, ls->pos, vc_n_sample(1), VC_DT_I64) : ls->ids;
-    vc_t ids = vc__op_nograd(b, "clone", cur, -1, vc_n_sample(1), VC_DT_I64);
+    vc_t ids = vc__op_nograd(b, "clone", cur, -1, vc_n_sample(n), VC_DT_I64);
     g->cur = 0;
     g->mask = -1;
-    b->m = g->twin[0];
+    b->m = k > 0 && g->twin[1] ? g->twin[1] : g->twin[0];
     b->val_t[g->enc_val] = g->enc_t; /* model_kwargs["encoder_outputs"] */
     size_t from = g->enc_end;
     for (size_t i = g->enc_end; i <= m->ninst && !b->st; i++) {
@@ -711,28 +740,50 @@ static void encdec_emit(vc_build *b)
 {
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
-    const int64_t P = g->enc_len, M = g->steps;
+    const int64_t P = g->enc_len, M = g->steps, D = g->prompt;
     const vc_t prompt = b->val_t[0];
-    const int64_t vocab = vc_shape_numel(&g->twin[0]->val[m->output].shape); /* [1, V] a sample */
+    const int64_t vocab = vc_shape_numel(&g->twin[0]->val[m->output].shape) / D; /* [D, V] a sample */
     b->cur_inst = b->cur_region = -1;
-    /* _prepare_attention_mask_for_generation (pad_token_id set): default_attention_mask = ones(B, P) long;
-     * isin(inputs, pad).any(); attention_mask_from_padding = inputs.ne(pad).long(); the mask =
-     * from_padding * can_infer + default * ~can_infer (the 0-d factors not counted) */
-    vc_t dflt = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
-    vc__op_nograd(b, "isin", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
-    vc_t ne = vc__op_nograd(b, "ne", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
-    vc_t pad_mask = vc__op_nograd(b, "_to_copy", ne, -1, vc_n_sample(P), VC_DT_I64);
-    vc_t x = vc__op_nograd(b, "mul", pad_mask, -1, vc_n_sample(P), VC_DT_I64);
-    vc_t y = vc__op_nograd(b, "mul", dflt, -1, vc_n_sample(P), VC_DT_I64);
-    vc_t attn_mask = vc__op_nograd(b, "add", x, y, vc_n_sample(P), VC_DT_I64);
-    vc__extend_life(b, dflt); /* locals until the function returns */
-    vc__extend_life(b, pad_mask);
+    vc_t attn_mask = -1, feats = prompt, dids = -1;
+    vc_t wh[5] = {-1, -1, -1, -1, -1}; /* WhisperGenerationMixin.generate's locals, held to the end */
+    if (g->features) {
+        /* WhisperGenerationMixin.generate (generation_whisper.py @000dccdb), short-form (one segment of the
+         * encoder's frames): _retrieve_init_tokens: torch.as_tensor(init_tokens, long).expand(B, -1) (one row);
+         * _retrieve_max_frames_and_seek: max_frames = ones((B,), long) * frames, seek = zeros((B,), long);
+         * seek_num_frames = (max_frames - seek).clamp(max=num_segment_frames); _get_input_segment: the per-sample
+         * slices torch.cat(dim=0), a copy of the features; _prepare_decoder_input_ids: init_tokens[batch_idx_map] */
+        const int64_t fe = vc_shape_numel(&m->val[0].shape);
+        wh[0] = vc__op_new(b, "as_tensor", vc_n_fixed(D), VC_DT_I64);
+        vc_t one = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
+        wh[1] = vc__op_nograd(b, "mul", one, -1, vc_n_sample(1), VC_DT_I64);
+        wh[2] = vc__op_new(b, "zeros", vc_n_sample(1), VC_DT_I64);
+        vc_t d = vc__op_nograd(b, "sub", wh[1], wh[2], vc_n_sample(1), VC_DT_I64);
+        wh[3] = vc__op_nograd(b, "clamp", d, -1, vc_n_sample(1), VC_DT_I64);
+        feats = wh[4] = vc__op_nograd(b, "cat", prompt, -1, vc_n_sample(fe), vc_dt_of(b, prompt));
+        dids = vc__op_nograd(b, "index", wh[0], -1, vc_n_sample(D), VC_DT_I64);
+        /* GenerationMixin._prepare_attention_mask_for_generation: not token ids: default_attention_mask =
+         * torch.ones(inputs_tensor.shape[:2], dtype=torch.long), [B, num_mel_bins], kept in model_kwargs */
+        attn_mask = vc__op_new(b, "ones", vc_n_sample(m->val[0].shape.d[0]), VC_DT_I64);
+    } else {
+        /* _prepare_attention_mask_for_generation (pad_token_id set): default_attention_mask = ones(B, P) long;
+         * isin(inputs, pad).any(); attention_mask_from_padding = inputs.ne(pad).long(); the mask =
+         * from_padding * can_infer + default * ~can_infer (the 0-d factors not counted) */
+        vc_t dflt = vc__op_new(b, "ones", vc_n_sample(P), VC_DT_I64);
+        vc__op_nograd(b, "isin", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+        vc_t ne = vc__op_nograd(b, "ne", prompt, -1, vc_n_sample(P), VC_DT_BOOL);
+        vc_t pad_mask = vc__op_nograd(b, "_to_copy", ne, -1, vc_n_sample(P), VC_DT_I64);
+        vc_t x = vc__op_nograd(b, "mul", pad_mask, -1, vc_n_sample(P), VC_DT_I64);
+        vc_t y = vc__op_nograd(b, "mul", dflt, -1, vc_n_sample(P), VC_DT_I64);
+        attn_mask = vc__op_nograd(b, "add", x, y, vc_n_sample(P), VC_DT_I64);
+        vc__extend_life(b, dflt); /* locals until the function returns */
+        vc__extend_life(b, pad_mask);
+    }
     /* the encoder, once */
     g->pass = 0;
     g->past = 0;
     g->seq = 1;
     b->m = g->twin[0];
-    b->val_t[0] = prompt;
+    b->val_t[0] = feats;
     vc__emit_instances(b, 0, g->enc_end);
     vc__end_forward(b);
     for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
@@ -740,13 +791,18 @@ static void encdec_emit(vc_build *b)
     g->enc_t = b->val_t[g->enc_val];
     b->m = m;
     b->cur_inst = b->cur_region = -1;
-    /* decoder_start_token_id: torch.ones((B, 1), dtype=torch.long) * the start token */
+    /* _prepare_decoder_input_ids_for_generation: decoder_start_token_id as torch.ones((B, 1), dtype=torch.long)
+     * * the start token; the decoder_input_ids given (whisper's forced prompt, WhisperGenerationMixin.
+     * _prepare_decoder_input_ids: init_tokens[batch_idx_map], [B, D]) start with it and are kept as they are */
     vc_t ones = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
-    loop_state ls = {vc__op_nograd(b, "mul", ones, -1, vc_n_sample(1), VC_DT_I64), -1, -1, -1, -1, -1, -1, 1};
+    vc_t start = vc__op_nograd(b, "mul", ones, -1, vc_n_sample(1), VC_DT_I64);
+    if (g->features) start = dids;
+    loop_state ls = {start, -1, -1, -1, -1, -1, -1, D};
     /* _sample: unfinished_sequences, the pad token, cache_position (one position) */
     ls.unfinished = vc__op_new(b, "ones", vc_n_sample(1), VC_DT_I64);
     ls.pad = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), VC_DT_I64);
-    ls.pos = vc__op_new(b, "arange", vc_n_fixed(1), VC_DT_I64);
+    ls.pos = vc__op_new(b, "arange", vc_n_fixed(D), VC_DT_I64);
+    g->seq = D; /* the first step feeds the D tokens */
     decoder_step(b, &ls, 0);
     step_end(b, &ls, b->val_t[m->output], vocab);
     g->dstep[0] = M >= 2 ? M - 1 : 0;
@@ -755,13 +811,13 @@ static void encdec_emit(vc_build *b)
         const int64_t k = g->dstep[0];
         g->split_op = (int32_t)b->nop;
         g->pass = 1;
-        g->past = k; /* the decoder's tokens cached: the start token and k - 1 generated */
+        g->past = D + k - 1; /* the decoder's tokens cached: the D first (start, prompt) and k - 1 generated */
         g->seq = 1;
         b->cur_inst = b->cur_region = -1;
-        if (ls.len < 1 + k) { /* the steps before this one: caches and ids grown */
+        if (ls.len < D + k) { /* the steps before this one: caches and ids grown */
             grow_caches(b, k);
-            ls.ids = vc__op_nograd(b, "cat", ls.ids, -1, vc_n_sample(1 + k), VC_DT_I64);
-            ls.len = 1 + k;
+            ls.ids = vc__op_nograd(b, "cat", ls.ids, -1, vc_n_sample(D + k), VC_DT_I64);
+            ls.len = D + k;
         }
         decoder_step(b, &ls, k);
         step_end(b, &ls, b->val_t[m->output], vocab);
@@ -770,6 +826,7 @@ static void encdec_emit(vc_build *b)
      * encoder_outputs, the EncoderDecoderCache */
     vc_t held[] = {ls.ids, ls.pos, ls.unfinished, ls.pad, ls.logits32, ls.next, attn_mask, g->enc_t};
     for (size_t i = 0; i < sizeof held / sizeof *held; i++) vc__extend_life(b, held[i]);
+    for (size_t i = 0; i < sizeof wh / sizeof *wh; i++) vc__extend_life(b, wh[i]);
     for (int i = 0; i < g->nslot; i++) {
         vc__extend_life(b, g->slot[i].k);
         vc__extend_life(b, g->slot[i].v);

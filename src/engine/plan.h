@@ -257,6 +257,7 @@ typedef struct {
      * enc_val its output value (encoder_outputs.last_hidden_state), enc_t its tensor; ids_inst the
      * decoder's input-ids instance (the loop's ids instead); enc_len the encoder's tokens */
     bool encdec;
+    bool features; /* the encoder reads features (whisper's input_features), not token ids: no attention mask */
     size_t enc_end;
     int enc_val, ids_inst;
     int32_t enc_t;

@@ -30,8 +30,10 @@
  *
  * The forward (vc__hf_whisper_write below): WhisperForConditionalGeneration.forward with labels
  * (training) or decoder_input_ids (inference); --grad-ckpt: every layer of both stacks checkpointed,
- * the decoder's cache off. What is not modelled is refused: every N-th layer checkpointed, --loss
- * and --tp (vc_hf_build, src/hf/hf.c), generation and --serve, fp16, autocast,
+ * the decoder's cache off; --mode generate: src/engine/generate.c's encoder-decoder path (the layer named
+ * "encoder" once, the decoder from "decoder_input_ids", --prompt of them, a token a step; layers/whisper.c's
+ * cached attention). What is not modelled is refused: every N-th layer checkpointed, --loss
+ * and --tp (vc_hf_build, src/hf/hf.c), --serve, fp16, autocast,
  * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
@@ -242,10 +244,10 @@ static void mlp(whw *w, const arch *a, const char *residual, int64_t inter)
 }
 
 /* a module's output kept until the model's forward returns (t5.c's T5Return with keep_forward) */
-static void keep(whw *w, const char *name, const char *in)
+static void keep(whw *w, const char *name, const char *in, const char *local1, const char *local2)
 {
     cJSON *o = lay(w, "T5Return", name);
-    ins(w, o, in, NULL, NULL);
+    ins(w, o, in, local1, local2);
     flag(w, o, "keep_forward", true);
 }
 
@@ -290,16 +292,18 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->NH, false, false, "self_attn.residual");
     mlp(&b, a, "self_attn.residual", a->I);
     layer_norm(&w, a, "model.encoder.layer_norm", NULL, NULL);
-    keep(&w, "model.encoder", "model.encoder.layer_norm"); /* encoder_outputs.last_hidden_state */
+    /* encoder_outputs.last_hidden_state; named "encoder" and "decoder_input_ids" below for generate()
+     * (src/engine/generate.c "Encoder-decoders") */
+    keep(&w, "encoder", "model.encoder.layer_norm", NULL, NULL);
     /* the decoder */
-    o = lay(&w, "T5DecoderIds", "model.decoder.input_ids"); /* shift_tokens_right(labels), or the batch's */
+    o = lay(&w, "T5DecoderIds", "decoder_input_ids"); /* shift_tokens_right(labels), or the batch's */
     num(&w, o, "length", (double)a->tgt);
     o = lay(&w, "Embedding", "model.decoder.embed_tokens");
-    ins(&w, o, "model.decoder.input_ids", NULL, NULL);
+    ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->V);
     num(&w, o, "embedding_dim", (double)a->H);
     o = lay(&w, "PositionEmbedding", "model.decoder.embed_positions");
-    ins(&w, o, "model.decoder.input_ids", NULL, NULL);
+    ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->maxpos);
     num(&w, o, "embedding_dim", (double)a->H);
     flag(&w, o, "per_sample", true); /* position_ids = cache_position.unsqueeze(0).repeat(B, 1) */
@@ -311,11 +315,13 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     /* the cache: WhisperDecoder.forward sets use_cache False under gradient checkpointing in training */
     const bool cache = !a->ckpt;
     attention(&b, a, "self_attn", "self_attn_layer_norm", NULL, NULL, a->wh.dec_NH, true, cache, "self_attn.residual");
-    attention(&b, a, "encoder_attn", "encoder_attn_layer_norm", "self_attn.residual", "model.encoder", a->wh.dec_NH, false,
+    attention(&b, a, "encoder_attn", "encoder_attn_layer_norm", "self_attn.residual", "encoder", a->wh.dec_NH, false,
               cache, "encoder_attn.residual");
     mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
     layer_norm(&w, a, "model.decoder.layer_norm", NULL, NULL);
-    keep(&w, "model.decoder", "model.decoder.layer_norm"); /* outputs[0], held by `outputs` */
+    /* outputs[0], held by `outputs`; WhisperDecoder.forward's locals inputs_embeds and positions live until it
+     * returns */
+    keep(&w, "model.decoder", "model.decoder.layer_norm", "model.decoder.embed_tokens", "model.decoder.embed_positions");
     o = lay(&w, "Linear", "proj_out");
     num(&w, o, "in_features", (double)a->H);
     num(&w, o, "out_features", (double)a->V);
@@ -324,9 +330,10 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 }
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
- *  - generation and vLLM serving (generate() runs the encoder once, then the decoder a token at a time
- *    with EncoderDecoderCache's growing self-attention and fixed cross-attention caches; vLLM's
- *    WhisperForConditionalGeneration keeps the cross-attention states per request): not modelled yet;
+ *  - vLLM serving (vLLM's WhisperForConditionalGeneration keeps the cross-attention states per request);
+ *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
+ *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
+ *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
  *  - precisions other than fp32 and bf16 (the model cast whole): fp16 runs WhisperEncoderLayer's
  *    isinf / isnan check and clamp; autocast and mixed-* are not modelled for it;
  *  - quantized weights, pipeline stages, op-level checkpointing and activation offloading. */
@@ -335,11 +342,22 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     bool wh = false;
     for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
     if (!wh) return VC_OK;
-    if (serve || o->mode == VC_MODE_GENERATE)
-        return vc_set_error(err, VC_ERR_USAGE, serve ? O("serve") : OV("mode", "generate"),
-                            "whisper: generate() of an encoder-decoder (the encoder once, then the decoder with growing "
-                            "self-attention and fixed cross-attention caches) is not modelled yet; " OV("mode", "infer")
-                            " estimates one forward");
+    if (serve)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM's WhisperForConditionalGeneration (its "
+                            "per-request cross-attention states) is not modelled; " OV("mode", "generate") " estimates "
+                            "transformers' generate()");
+    /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
+     * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
+    int64_t total, maxpos = 0; /* max_target_positions: the rows of the decoder's embed_positions weight */
+    for (size_t i = 0; i < m->ninst && !maxpos; i++)
+        if (m->inst[i].name && !strcmp(m->inst[i].name, "model.decoder.embed_positions") && m->inst[i].np == 1 &&
+            m->par[m->inst[i].params[0]].nd == 2)
+            maxpos = m->par[m->inst[i].params[0]].dims[0];
+    if (o->mode == VC_MODE_GENERATE && maxpos > 0 &&
+        (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > maxpos))
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld with a decoder prompt (" O("prompt") ") of %lld: "
+                            "whisper's generate() allows at most max_target_positions (%lld) tokens in all (ValueError)",
+                            (long long)o->new_tokens, (long long)o->prompt, (long long)maxpos);
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
         return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
                             o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"

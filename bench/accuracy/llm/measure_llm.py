@@ -260,10 +260,12 @@ def main(argv):
         import t5_replica
         model = t5_replica.T5ForConditionalGeneration(t5_replica.Config(raw))
     elif cfg.model_type == "whisper":  # WhisperForConditionalGeneration (whisper_replica.py)
-        if (args.mode == "generate" or args.peft != "lora" or args.loss != "hf" or args.modules_to_save
-                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
+        if (args.peft != "lora" or args.loss != "hf" or args.modules_to_save
+                or args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"
+                or (args.mode == "generate" and (args.cache != "dynamic" or args.lora))):
             raise SystemExit("measure_llm.py: whisper: the replica measures training (full, LoRA, --ckpt of every layer; "
-                             "--loss hf) and --mode infer")
+                             "--loss hf), --mode infer and --mode generate (whisper_replica.generate: --prompt the "
+                             "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
     elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl")):
@@ -606,7 +608,8 @@ def main(argv):
         })
     else:
         B, P, M = args.batch, args.prompt, args.new_tokens
-        prompt_ids = torch.randint(0, V, (B, P), dtype=torch.int64)
+        # whisper: the input_features (features()), --prompt the decoder's init tokens (whisper_replica.generate)
+        prompt_ids = features() if whisper else torch.randint(0, V, (B, P), dtype=torch.int64)
         after_build = tr.O.opobs_current()
         model.eval()
         phases = {}
@@ -651,6 +654,9 @@ def main(argv):
                     phases[cur[0]] = (int(tr.O.opobs_peak()), tr.O.opobs_peak_where().decode(errors="replace"))
 
             with torch.no_grad():
+                if whisper:
+                    import whisper_replica
+                    return whisper_replica.generate(model, prompt_ids, P, M, on_phase, on_step_end)
                 return t5_replica.generate(model, prompt_ids, M, on_phase, on_step_end)
 
         def generate(record):
@@ -715,7 +721,9 @@ def main(argv):
         decode = {s: v for s, v in phases.items() if s > 0}
         dstep = max(decode, key=lambda s: decode[s][0]) if decode else None
         kv_per_token = 0
-        if t5:  # the decoder's self-attention keys and values per generated token (the cross-attention's: the prompt's)
+        if whisper:  # the decoder's self-attention keys and values per token (d_model each)
+            kv_per_token = raw.get("decoder_layers", 4) * 2 * raw.get("d_model", 384) * (2 if args.precision == "bf16" else 4)
+        elif t5:  # the decoder's self-attention keys and values per generated token (the cross-attention's: the prompt's)
             kv_per_token = raw.get("num_decoder_layers") or raw.get("num_layers", 6)
             kv_per_token *= 2 * raw.get("num_heads", 8) * raw.get("d_kv", 64) * (2 if args.precision == "bf16" else 4)
         elif cfg.model_type == "deepseek_v3":  # MLA: DynamicCache keeps key_states (qk_head_dim) and value_states

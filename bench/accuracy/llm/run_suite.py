@@ -961,6 +961,26 @@ def cases():
         if m == "train":
             c.update(optim=o, ckpt=ck, lora=l, lora_dropout=0.0, lora_targets="q_proj,v_proj" if l else None)
         out.append(c)
+    # issue 31 item 4: WhisperForConditionalGeneration's generate() (whisper_replica.generate:
+    # generation_whisper.py @000dccdb's short-form path, GenerationMixin's encoder-decoder loop as
+    # t5_replica.generate, modeling_whisper.py @efa7189c's cached sdpa attention): the features' segment copy,
+    # the encoder once, the decoder from --prompt init tokens (1: a config without lang_to_id; 4:
+    # <|startoftranscript|>, language, task, <|notimestamps|>) a token a step with EncoderDecoderCache.
+    # Every third held out.
+    whg = [
+        ("whisper_small", 2, 4, 8, "fp32"),
+        ("whisper_small", 2, 4, 8, "bf16"),
+        ("whisper_v3_small", 2, 1, 16, "fp32"),
+        ("whisper_v3_small", 1, 4, 64, "bf16"),
+        ("whisper_30s_small", 1, 4, 32, "fp32"),
+        ("whisper_small", 4, 2, 96, "fp32"),  # decode-dominated: the self-attention cache grows to 97 tokens
+        ("whisper_30s_small", 2, 1, 8, "bf16"),
+        ("whisper_small", 1, 4, 2, "fp32"),
+        ("whisper_v3_small", 3, 3, 200, "bf16"),
+    ]
+    for i, (cfg, b, pr, m, prec) in enumerate(whg):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=prec, held_out=(i % 3 == 2)))
     return out
 
 

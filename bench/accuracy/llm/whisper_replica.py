@@ -319,6 +319,146 @@ class WhisperForConditionalGeneration(nn.Module):
         return loss, lm_logits
 
 
+# ---- generate() (issue 31 item 4): the cached forward and the loop ----
+
+def _attention_cached(attn, hidden_states, layer_idx, cache, key_value_states=None):
+    """WhisperSdpaAttention.forward (modeling_whisper.py @ efa7189c) with past_key_value an EncoderDecoderCache:
+    is_updated = past_key_value.is_updated.get(layer_idx); the cross-attention sets is_updated[layer_idx] and uses
+    cross_attention_cache, the self-attention self_attention_cache; a cross-attention already updated takes
+    key_cache[layer_idx] / value_cache[layer_idx] (k_proj and v_proj not run), otherwise key/value_states =
+    _shape(k_proj(current_states)) and past_key_value.update(...) (DynamicCache.update: the first update keeps them,
+    later ones torch.cat); no attention mask under generate (sdpa: _update_causal_mask None), is_causal = self.is_causal
+    and tgt_len > 1."""
+    is_cross_attention = key_value_states is not None
+    bsz, tgt_len, _ = hidden_states.size()
+    query_states = attn._shape(attn.q_proj(hidden_states), tgt_len, bsz)
+    is_updated = cache.is_updated.get(layer_idx)
+    if is_cross_attention:
+        cache.is_updated[layer_idx] = True
+        kv_cache = cache.cross_attention_cache
+    else:
+        kv_cache = cache.self_attention_cache
+    current_states = key_value_states if key_value_states is not None else hidden_states
+    if is_cross_attention and len(kv_cache.key_cache) > layer_idx and is_updated:
+        key_states = kv_cache.key_cache[layer_idx]
+        value_states = kv_cache.value_cache[layer_idx]
+    else:
+        key_states = attn._shape(attn.k_proj(current_states), -1, bsz)
+        value_states = attn._shape(attn.v_proj(current_states), -1, bsz)
+        key_states, value_states = kv_cache.update(key_states, value_states, layer_idx)
+    is_causal = True if attn.is_causal and tgt_len > 1 else False
+    attn_output = _sdpa(query_states, key_states, value_states, 0.0, is_causal)
+    attn_output = attn_output.transpose(1, 2)
+    attn_output = attn_output.reshape(bsz, tgt_len, attn.embed_dim)
+    attn_output = attn.out_proj(attn_output)
+    return attn_output
+
+
+def _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, layer_idx, cache):
+    """WhisperDecoderLayer.forward (eval: the dropouts are identities) with the EncoderDecoderCache."""
+    residual = hidden_states
+    hidden_states = layer.self_attn_layer_norm(hidden_states)
+    hidden_states = _attention_cached(layer.self_attn, hidden_states, layer_idx, cache)
+    hidden_states = residual + hidden_states
+    residual = hidden_states
+    hidden_states = layer.encoder_attn_layer_norm(hidden_states)
+    hidden_states = _attention_cached(layer.encoder_attn, hidden_states, layer_idx, cache, encoder_hidden_states)
+    hidden_states = residual + hidden_states
+    residual = hidden_states
+    hidden_states = layer.final_layer_norm(hidden_states)
+    hidden_states = layer.activation_fn(layer.fc1(hidden_states))
+    hidden_states = layer.fc2(hidden_states)
+    hidden_states = residual + hidden_states
+    return hidden_states
+
+
+def forward_cached(model, decoder_input_ids, encoder_hidden_states, cache, cache_position):
+    """WhisperForConditionalGeneration.forward as generate() calls it (encoder_outputs given: the encoder not run):
+    WhisperDecoder.forward: inputs_embeds = embed_tokens(input_ids); position_ids =
+    cache_position.unsqueeze(0).repeat(B, 1); positions = embed_positions.weight[position_ids]; hidden_states =
+    inputs_embeds + positions; the layers with the cache; layer_norm; lm_logits = proj_out(outputs[0]) (every
+    position: no logits_to_keep at efa7189c)."""
+    dec = model.decoder
+    inputs_embeds = dec.embed_tokens(decoder_input_ids)
+    position_ids = cache_position.unsqueeze(0).repeat(decoder_input_ids.shape[0], 1)
+    positions = dec.embed_positions.weight[position_ids]
+    hidden_states = inputs_embeds + positions  # inputs_embeds, positions, position_ids: locals until it returns
+    for idx, layer in enumerate(dec.layers):
+        hidden_states = _decoder_layer_cached(layer, hidden_states, encoder_hidden_states, idx, cache)
+    hidden_states = dec.layer_norm(hidden_states)
+    return model.proj_out(hidden_states)
+
+
+def generate(model, input_features, init_len, max_new_tokens, on_phase=lambda name: None, on_step_end=lambda: None):
+    """WhisperGenerationMixin.generate (generation_whisper.py @000dccdb6476f364e7997578cb3e25b570b6e838), short-form
+    (the features' 2 x max_source_positions frames = num_segment_frames), greedy (temperature None: one pass of
+    generate_with_fallback), under torch.no_grad(), with a generation_config whose init tokens are init_len long
+    (_retrieve_init_tokens: [decoder_start_token_id] alone for a config without lang_to_id / forced_decoder_ids /
+    no_timestamps_token_id; [<|startoftranscript|>, language, task, <|notimestamps|>] for a published multilingual
+    one given the language) and no suppress_tokens / begin_suppress_tokens / no_speech_threshold (no logits
+    processor). GenerationMixin.generate's encoder-decoder path as t5_replica.generate follows it
+    (generation/utils.py @000034a). on_phase("prefill") before anything (the encoder and the first step),
+    on_phase("decodeK") before step K >= 1, on_step_end() after each step."""
+    c = model.config
+    B = input_features.shape[0]
+    on_phase("prefill")
+    # 2: input_stride = conv1.stride * conv2.stride; num_segment_frames = input_stride * max_source_positions
+    num_segment_frames = 2 * c.max_source_positions
+    total_input_frames = input_features.shape[-1]
+    # _retrieve_init_tokens: torch.as_tensor(init_tokens, dtype=long).expand(batch_size, -1)
+    tokens = [c.decoder_start_token_id] + [(c.decoder_start_token_id + 1 + i) % c.vocab_size for i in range(init_len - 1)]
+    init_tokens = torch.as_tensor([tokens], dtype=torch.long).expand(B, -1)
+    # _retrieve_max_frames_and_seek (short-form): ones((B,), long) * total_input_frames, zeros((B,), long)
+    max_frames = torch.ones((B,), dtype=torch.long) * total_input_frames
+    seek = torch.zeros((B,), dtype=torch.long)
+    batch_idx_map = list(range(B))
+    # 6: while (seek < max_frames).any(): one segment for short-form
+    seek_num_frames = (max_frames - seek).clamp(max=num_segment_frames)
+    # _get_input_segment: input_features[i : i + 1, :, seek : seek + seek_num_frames] per sample, torch.cat(dim=0)
+    segment_input = torch.cat([input_features[i:i + 1, :, seek[i]:seek[i] + seek_num_frames[i]] for i in range(B)],
+                              dim=0)
+    # _prepare_decoder_input_ids: init_tokens[batch_idx_map] (no previous segment, no prompt_ids)
+    decoder_input_ids = init_tokens[batch_idx_map]
+    # generate_with_fallback -> GenerationMixin.generate(segment_input, decoder_input_ids=..., attention_mask=None)
+    # _prepare_attention_mask_for_generation: not input ids (float features) -> default_attention_mask =
+    # torch.ones(inputs_tensor.shape[:2], dtype=torch.long), kept in model_kwargs
+    attention_mask = torch.ones(segment_input.shape[:2], dtype=torch.long)
+    # _prepare_encoder_decoder_kwargs_for_generation: encoder(segment_input) (the mask ignored by WhisperEncoder)
+    encoder_hidden_states = model.encoder(segment_input)
+    # _prepare_decoder_input_ids_for_generation: decoder_input_ids_start = ones((B, 1), long) * decoder_start;
+    # whisper's decoder_input_ids are kept as given (they start with it)
+    decoder_input_ids_start = torch.ones((B, 1), dtype=torch.long) * c.decoder_start_token_id
+    del decoder_input_ids_start
+    dec_ids = decoder_input_ids
+    # _prepare_cache_for_generation: EncoderDecoderCache(DynamicCache(), DynamicCache())
+    from t5_replica import DynamicCache, EncoderDecoderCache
+    cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+    unfinished_sequences = torch.ones(B, dtype=torch.long)
+    pad = torch.tensor(c.pad_token_id, dtype=torch.long)  # _prepare_special_tokens
+    cache_position = torch.ones(dec_ids.shape[1], dtype=torch.int64).cumsum(0) - 1
+    model_inputs = None
+    for step in range(max_new_tokens):
+        if step:
+            on_phase("decode%d" % step)
+        cur = dec_ids
+        if cur.shape[1] != cache_position.shape[0]:
+            cur = cur[:, cache_position]
+        model_inputs = {"decoder_input_ids": cur.clone(memory_format=torch.contiguous_format)}
+        del cur
+        logits = forward_cached(model, model_inputs["decoder_input_ids"], encoder_hidden_states, cache,
+                                cache_position)
+        cache_position = cache_position[-1:] + 1
+        next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
+        next_tokens = torch.argmax(next_token_logits, dim=-1)
+        next_tokens = next_tokens * unfinished_sequences + pad * (1 - unfinished_sequences)
+        dec_ids = torch.cat([dec_ids, next_tokens[:, None]], dim=-1)
+        del logits
+        on_step_end()
+    del cache, model_inputs, encoder_hidden_states, attention_mask
+    del segment_input, decoder_input_ids, init_tokens, max_frames, seek, seek_num_frames
+    return dec_ids
+
+
 def count(cfg):
     from check_params import MetaMode  # every factory call makes a meta tensor: no storage
     with MetaMode():

@@ -1,0 +1,131 @@
+/*
+ * test_whisper_generate.c — --mode generate of whisper (issue 31 item 4; src/engine/generate.c
+ * "Encoder-decoders", layers/whisper.c, src/hf/hf_whisper.c): WhisperGenerationMixin.generate's
+ * short-form path (generation_whisper.py @000dccdb: the features' segment copy, the encoder once, the
+ * decoder from the --prompt init tokens one token a step with EncoderDecoderCache) against the peaks
+ * measured from bench/accuracy/llm/whisper_replica.py's generate() (written from that source,
+ * generation/utils.py @000034a's encoder-decoder loop and modeling_whisper.py @efa7189c's cached sdpa
+ * attention; measured by measure_llm.py --mode generate on torch 1.13 CPU: bench/accuracy/llm/measured.json,
+ * cases llm505 to llm513; the held-out llm507, llm510 and llm513 are not asserted here), the cache it
+ * reports, and what is refused.
+ *
+ * The configs are bench/accuracy/llm/configs/whisper_small.json (d_model 256, 2 + 2 layers, 300 source
+ * positions: 600 mel frames, tied), whisper_v3_small.json (128 mel bins, d_model 192, 2 + 3 layers, 250
+ * positions, untied) and whisper_30s_small.json (d_model 128, the real 1500 positions: 3000 frames), run
+ * through the CLI as compare.py runs them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_run.h"
+
+#define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
+#define HF VC_TEST_DATA "/hf/"
+
+/* the CLI's generate figures for a case, as compare.py runs it (math SDPA, no cuBLAS workspace) */
+static long long field(const char *cfg, int batch, int prompt, int new_tokens, const char *prec, const char *key)
+{
+    char args[512];
+    snprintf(args, sizeof args, CFG "%s.json -m generate --prompt %d --new-tokens %d -b %d -p %s --attention math "
+             "--workspace 0 -f json", cfg, prompt, new_tokens, batch, prec);
+    return cli_json_field(args, key);
+}
+
+/* The prefill peak (the segment copy of the features, the encoder, the decoder's first step over the
+ * --prompt init tokens: every measured one equal) and the decoding peak (the last step: the
+ * self-attention cache longest) against measured.json's. The decoding estimates are within 1,024 bytes
+ * (two allocations of 512 bytes) either way of the measured (3,072 in the held-out llm510): small int64
+ * tensors of the loop and of WhisperDecoder.forward (position_ids) whose lifetimes are not yet attributed
+ * one by one. */
+static void measured(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *cfg;
+        int batch, prompt, new_tokens;
+        const char *prec;
+        long long prefill, decode; /* measured.json prefill_peak, decode_peak */
+        int decode_diff;           /* bytes the decoding estimate is above it (negative: below) */
+    } cases[] = {
+        {"whisper_small", 2, 4, 8, "fp32", 32294912, 25347072, 1024},     /* llm505 */
+        {"whisper_small", 2, 4, 8, "bf16", 21541888, 14237696, 0},        /* llm506 */
+        {"whisper_v3_small", 1, 4, 64, "bf16", 12606464, 9313792, -512},  /* llm508 */
+        {"whisper_30s_small", 1, 4, 32, "fp32", 53873152, 12699136, -512}, /* llm509 */
+        {"whisper_30s_small", 2, 1, 8, "bf16", 96730624, 13484032, -512}, /* llm511 */
+        {"whisper_small", 1, 4, 2, "fp32", 26519552, 23021568, 0},        /* llm512 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        long long p = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+                            "\"prefill_peak\": ");
+        long long d = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+                            "\"decode_peak\": ");
+        if (p != cases[i].prefill || d != cases[i].decode + cases[i].decode_diff)
+            fail_msg("case %zu: prefill %lld (measured %lld), decode %lld (measured %lld)", i, p, cases[i].prefill, d,
+                     cases[i].decode);
+    }
+}
+
+/* The cache generate() leaves, derived by hand: EncoderDecoderCache's self-attention keys and values of
+ * the decoder's tokens (the --prompt init tokens and the new tokens but the last) and the
+ * cross-attention's of the encoder's max_source_positions outputs, per decoder layer, sample and dtype
+ * (d_model each: decoder_attention_heads x head_dim). */
+static void cache(void **state)
+{
+    (void)state;
+    /* whisper_small, batch 2, fp32, prompt 4, 8 new tokens: 2 layers x 2 (K, V) x 2 x 256 x 4 bytes x (11 + 300) */
+    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 8 - 1 + 300));
+    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"kv_tokens\": "), 11);
+    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 300);
+    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"cross_tokens\": "), 300);
+    /* whisper_v3_small, bf16, batch 1, prompt 4, 64 new tokens: 3 decoder layers x 2 x 192 x 2 bytes x (67 + 250) */
+    assert_int_equal(field("whisper_v3_small", 1, 4, 64, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (67 + 250));
+    /* whisper_30s_small, bf16, batch 2, prompt 1: 2 x 2 x 2 x 128 x 2 bytes x (8 + 1500): the 30 s encoder's
+     * cross-attention states are the cache's bulk */
+    assert_int_equal(field("whisper_30s_small", 2, 1, 8, "bf16", "\"kv_cache\": "), 2LL * 2 * 2 * 128 * 2 * (8 + 1500));
+    /* one new token: the first step only (the prompt's keys and values, the cross-attention's) */
+    assert_int_equal(field("whisper_small", 2, 4, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 300));
+    assert_int_equal(field("whisper_small", 2, 4, 1, "fp32", "\"decode_step\": "), 0);
+    /* the first step runs the --prompt tokens at once (no decoding step of its own); the prefill peak is
+     * the encoder's over its frames (its last layer's MLP), which the decoder's few tokens stay below */
+    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"prefill_peak\": "),
+                     field("whisper_small", 2, 1, 8, "fp32", "\"prefill_peak\": "));
+    assert_int_equal(field("whisper_small", 2, 1, 8, "fp32", "\"decode_step\": "), 7);
+}
+
+/* Bad or unmodelled values exit 2 with one line naming the option. */
+static void refusals(void **state)
+{
+    (void)state;
+    /* WhisperGenerationMixin._set_max_new_tokens_and_length: ValueError past max_target_positions (448) */
+    assert_usage(CFG "whisper_small.json -m generate --prompt 4 --new-tokens 445",
+                 "--new-tokens: 445 with a decoder prompt (--prompt) of 4: whisper's generate() allows at most "
+                 "max_target_positions (448)");
+    assert_usage(CFG "whisper_small.json -m generate --prompt 449 --new-tokens 1", "--prompt: 449 decoder tokens");
+    assert_usage(HF "whisper-tiny.json -m generate", "--prompt: 1024 decoder tokens");
+    assert_usage(CFG "whisper_small.json -m generate --prompt 0", "--prompt");
+    assert_usage(CFG "whisper_small.json -m generate --prompt 4 --new-tokens 0", "--new-tokens");
+    assert_usage(CFG "whisper_small.json -m generate --prompt 4 --cache static",
+                 "--cache: an encoder-decoder's generate() is modelled with the EncoderDecoderCache");
+    assert_usage(CFG "whisper_small.json -m generate --prompt 4 -p fp16", "--precision: whisper is modelled in fp32 and bf16");
+    assert_usage(CFG "whisper_small.json --serve --gpu h100-80gb --prompt 4",
+                 "--serve: whisper: vLLM's WhisperForConditionalGeneration");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(measured),
+        cmocka_unit_test(cache),
+        cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
