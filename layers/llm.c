@@ -1446,8 +1446,8 @@ static int moe_setup(vc_setup *s, void *p)
     if (c->style == MOE_LLAMA4) /* Llama4TextMoe.__init__: experts (nn.Parameters), router (Llama4Router, an
                                  * nn.Linear without bias), shared_expert (Llama4TextMLP) */
         return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
-               vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, 0) ||
-               vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, 0) ||
+               vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, VC_PARAM_LLAMA4_EXPERTS) ||
+               vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, VC_PARAM_LLAMA4_EXPERTS) ||
                vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
