@@ -66,6 +66,37 @@ static void test_experts_weights(void **state)
     assert_int_equal(weights_of("fp8-channel", "experts"), 57856);
 }
 
+/* FbgemmFp8Llama4TextExperts.forward's loop (layers/llm.c moe_llama4_fbgemm), the same model, 32 tokens,
+ * bf16 inference. Before the experts the block holds the input x [32, 64] 4,096 B, router_logits [32, 8]
+ * 512 B, router_scores 512 B, routed_in [256, 64] 32,768 B and next_states (empty_like) 32,768 B:
+ * 70,656 B. The peak is in the down_proj call of an expert after the first: expert_quantized fp8 [32, 64]
+ * 2,048 B, expert_scale fp32 [32] 512, gate / up / activated bf16 [32, 16] 3 x 1,024, activated_quantized
+ * fp8 [32, 16] 512, activated_scale 512, the previous expert_output bf16 [32, 64] 4,096 (rebound only once
+ * the call returns) and the new one 4,096: 14,848 B of activations, plus the .contiguous() fp8 [64, 16] copy
+ * of down_proj[i].transpose(0, 1), 1,024 B, a temporary of the call. Activations 70,656 + 14,848 =
+ * 85,504 B; the peak 36,864 (weights) + 85,504 + 1,024 + 1 MiB (the cuBLAS workspace of the router's
+ * bf16 Linear) = 1,171,968 B. */
+static void test_experts_forward(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(moe_js, strlen(moe_js), "l4fp8", &m, &err)) fail_msg("%s: %s", err.path, err.msg);
+    vc_quant q;
+    assert_int_equal(vc_quant_from_name("fp8-channel", &q), 0);
+    if (vc_model_set_weights(m, &q, &err)) fail_msg("%s", err.msg);
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r.memory.activations, 85504);
+    assert_int_equal(r.memory.peak_allocated, 36864 + 85504 + 1024 + 1048576);
+    vc_result_free(&r);
+    vc_model_free(m);
+}
+
 /* The published-style config (tests/data/hf/llama-4-maverick-17b-128e-instruct-fp8.json: fbgemm_fp8,
  * self_attn, router, vision_model, multi_modal_projector and lm_head not converted) against the same
  * model in bf16: H 5,120, I 8,192, intermediate_size_mlp 16,384, E 128, 24 MoE and 24 dense layers.
@@ -124,6 +155,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_experts_weights),
+        cmocka_unit_test(test_experts_forward),
         cmocka_unit_test(test_maverick_fp8),
         cmocka_unit_test(test_bad_skip),
     };
