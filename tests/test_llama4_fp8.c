@@ -97,8 +97,9 @@ static void test_experts_forward(void **state)
     vc_model_free(m);
 }
 
-/* The published-style config (tests/data/hf/llama-4-maverick-17b-128e-instruct-fp8.json: fbgemm_fp8,
- * self_attn, router, vision_model, multi_modal_projector and lm_head not converted) against the same
+/* Maverick's config with an fbgemm_fp8 quantization_config (tests/data/hf/llama-4-maverick-17b-128e-instruct-fp8.json:
+ * self_attn, router, vision_model, multi_modal_projector and lm_head not converted; the published FP8
+ * checkpoint itself names compressed-tensors, not read here: docs/quantization.md) against the same
  * model in bf16: H 5,120, I 8,192, intermediate_size_mlp 16,384, E 128, 24 MoE and 24 dense layers.
  * Per MoE layer the bytes saved: gate_up_proj 2 x 128 x 5,120 x 16,384 B bf16 -> half in fp8 plus the
  * scale 4 x 128 x 16,384 B: 10,737,418,240 - 8,388,608; down_proj 5,368,709,120 - 2,621,440 (scale)

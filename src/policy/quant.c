@@ -18,7 +18,8 @@
  *   AutoGPTQ auto_gptq/nn_modules/qlinear/qlinear_exllama.py QuantLinear.__init__.
  *   AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM.__init__.
  *   transformers integrations/finegrained_fp8.py FP8Linear.__init__, Fp8Quantize.convert,
- *     replace_with_fp8_linear; integrations/fbgemm_fp8.py FbgemmFp8Linear.__init__;
+ *     replace_with_fp8_linear; integrations/fbgemm_fp8.py @000c33fd FbgemmFp8Linear.__init__,
+ *     FbgemmFp8Llama4TextExperts.__init__, replace_with_fbgemm_fp8_linear;
  *     quantizers' get_keys_to_not_convert.
  *   transformers integrations/mxfp4.py @0189b1d0 Mxfp4GptOssExperts.__init__, mlp_forward,
  *     convert_moe_packed_tensors; quantizers/quantizer_mxfp4.py @0001b3ee
