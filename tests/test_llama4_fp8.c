@@ -139,6 +139,29 @@ static void test_maverick_fp8(void **state)
     assert_int_equal(w[0] - w[1], INT64_C(395336724480));
 }
 
+/* transformers' finegrained FP8 (_replace_with_fp8_linear, finegrained_fp8.py @0095b976) swaps
+ * Llama4TextExperts for FP8Expert, whose forward(hidden_states, top_k_index, top_k_weights)
+ * Llama4TextMoe's self.experts(routed_in) cannot call: fp8 and fp8-block refuse Llama 4's experts,
+ * naming the option; with the experts in modules_to_not_convert they load. */
+static void test_finegrained_refused(void **state)
+{
+    (void)state;
+    static const char *const fmts[] = {"fp8", "fp8-block"};
+    for (int i = 0; i < 2; i++) {
+        vc_model *m = NULL;
+        vc_error err;
+        if (vc_model_load_string(moe_js, strlen(moe_js), "l4fp8", &m, &err)) fail_msg("%s: %s", err.path, err.msg);
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name(fmts[i], &q), 0);
+        assert_int_not_equal(vc_model_set_weights(m, &q, &err), VC_OK);
+        assert_string_equal(CLI_PATH(&err), "--weights");
+        assert_non_null(strstr(CLI_MSG(&err), "FP8Expert"));
+        snprintf(q.skip, sizeof q.skip, "experts");
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s with experts skipped: %s", fmts[i], err.msg);
+        vc_model_free(m);
+    }
+}
+
 /* A bad modules_to_not_convert exits naming the key. */
 static void test_bad_skip(void **state)
 {
@@ -158,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_experts_weights),
         cmocka_unit_test(test_experts_forward),
         cmocka_unit_test(test_maverick_fp8),
+        cmocka_unit_test(test_finegrained_refused),
         cmocka_unit_test(test_bad_skip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -475,6 +475,16 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
         /* stacked experts (VC_PARAM_EXPERTS): the FP8 formats (transformers replace_with_fp8_linear swaps the
          * experts module for FP8Experts) and MXFP4, which replaces them alone (gpt-oss's GptOssExperts);
          * bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone */
+        /* transformers' _replace_with_fp8_linear (finegrained_fp8.py @0095b976) swaps the module of any
+         * parameter named gate_up_proj for FP8Expert(config=model.config): FP8Expert's gate_up_proj is
+         * [E, 2I, H] and its forward(hidden_states, top_k_index, top_k_weights), which Llama4TextMoe's
+         * self.experts(routed_in) cannot call (modeling_llama4.py @000c33fd): refused, not estimated */
+        if (p->flags & VC_PARAM_LLAMA4_EXPERTS && (q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK) &&
+            !skipped(full, q->skip))
+            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                                "%s (layer %s): transformers' finegrained FP8 replaces Llama4TextExperts by FP8Expert, "
+                                "whose forward Llama4TextMoe cannot call; Llama 4's FP8 experts are modelled as "
+                                "fbgemm_fp8 (" OV("weights", "fp8-channel") ")", r->name, in->path);
         bool mx = q->format == VC_WEIGHTS_MXFP4;
         bool experts = p->flags & VC_PARAM_EXPERTS && (mx || q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
         /* replace_with_fbgemm_fp8_linear (fbgemm_fp8.py @000c33fd): a module whose class is Llama4TextExperts
