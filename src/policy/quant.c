@@ -472,9 +472,6 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
             pl = dot ? (size_t)(dot - p->name) : 0;
         }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
-        /* stacked experts (VC_PARAM_EXPERTS): the FP8 formats (transformers replace_with_fp8_linear swaps the
-         * experts module for FP8Experts) and MXFP4, which replaces them alone (gpt-oss's GptOssExperts);
-         * bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone */
         /* transformers' _replace_with_fp8_linear (finegrained_fp8.py @0095b976) swaps the module of any
          * parameter named gate_up_proj for FP8Expert(config=model.config): FP8Expert's gate_up_proj is
          * [E, 2I, H] and its forward(hidden_states, top_k_index, top_k_weights), which Llama4TextMoe's
@@ -485,6 +482,9 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
                                 "%s (layer %s): transformers' finegrained FP8 replaces Llama4TextExperts by FP8Expert, "
                                 "whose forward Llama4TextMoe cannot call; Llama 4's FP8 experts are modelled as "
                                 "fbgemm_fp8 (" OV("weights", "fp8-channel") ")", r->name, in->path);
+        /* stacked experts (VC_PARAM_EXPERTS): the FP8 formats (transformers replace_with_fp8_linear swaps the
+         * experts module for FP8Experts) and MXFP4, which replaces them alone (gpt-oss's GptOssExperts);
+         * bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone */
         bool mx = q->format == VC_WEIGHTS_MXFP4;
         bool experts = p->flags & VC_PARAM_EXPERTS && (mx || q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
         /* replace_with_fbgemm_fp8_linear (fbgemm_fp8.py @000c33fd): a module whose class is Llama4TextExperts
