@@ -122,9 +122,12 @@ enum {
     VC_PARAM_LINEAR = 1u << 3,  /* an nn.Linear's weight [out, in]: what a quantized storage format replaces (src/policy/quant.c) */
     VC_PARAM_BF16 = 1u << 4,    /* kept in bfloat16 whatever the precision (--lora-dtype bf16) */
     VC_PARAM_F16 = 1u << 5,     /* kept in float16 whatever the precision (--lora-dtype fp16) */
-    VC_PARAM_EXPERTS = 1u << 6  /* stacked experts (Mixtral/DeepSeek [E, out, in]; GptOssExperts [E, in, out]): what
+    VC_PARAM_EXPERTS = 1u << 6, /* stacked experts (Mixtral/DeepSeek [E, out, in]; GptOssExperts [E, in, out]): what
                                  * the FP8 formats (transformers finegrained_fp8.py FP8Experts, vLLM's Fp8MoEMethod) and
                                  * MXFP4 replace, unlike nn.Linear-only formats (src/policy/quant.c) */
+    VC_PARAM_LLAMA4_EXPERTS = 1u << 7 /* Llama4TextExperts' stacked gate_up_proj [E, H, 2I] / down_proj [E, I, H]:
+                                       * what transformers' replace_with_fbgemm_fp8_linear swaps for
+                                       * FbgemmFp8Llama4TextExperts (integrations/fbgemm_fp8.py; src/policy/quant.c) */
 };
 #define VC_PARAM_PINNED (VC_PARAM_F32 | VC_PARAM_BF16 | VC_PARAM_F16)
 /* A parameter's dtype: its pinned one (VC_PARAM_F32, _BF16, _F16), else dflt (the precision's). */

@@ -1455,8 +1455,8 @@ static int moe_setup(vc_setup *s, void *p)
     if (c->style == MOE_LLAMA4) /* Llama4TextMoe.__init__: experts (nn.Parameters), router (Llama4Router, an
                                  * nn.Linear without bias), shared_expert (Llama4TextMLP) */
         return vc_param_shape(s, "router.weight", 2, (int64_t[2]){c->E, c->hidden}, 0) ||
-               vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, 0) ||
-               vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, 0) ||
+               vc_param_shape(s, "experts.gate_up_proj", 3, (int64_t[3]){c->E, c->hidden, 2 * c->inter}, VC_PARAM_LLAMA4_EXPERTS) ||
+               vc_param_shape(s, "experts.down_proj", 3, (int64_t[3]){c->E, c->inter, c->hidden}, VC_PARAM_LLAMA4_EXPERTS) ||
                vc_param_shape(s, "shared_expert.gate_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.up_proj.weight", 2, (int64_t[2]){c->shared, c->hidden}, VC_PARAM_LINEAR) ||
                vc_param_shape(s, "shared_expert.down_proj.weight", 2, (int64_t[2]){c->hidden, c->shared}, VC_PARAM_LINEAR);
@@ -2012,6 +2012,89 @@ static vc_t bmm_param(vc_build *b, vc_t x, vc_t w, vc_numel out)
     return vc__op_bmm_raw(b, vc__op_autocast(b, x), vc__op_autocast_weight(b, w), out);
 }
 
+/* FbgemmFp8Llama4TextExperts.forward (transformers integrations/fbgemm_fp8.py @000c33fd), what the
+ * experts run under fbgemm_fp8 (inference only: FbgemmFp8HfQuantizer.is_trainable is False):
+ * hidden_states.view(E, -1, H); next_states = torch.empty_like(hidden_states) [E x T, H]; then a Python
+ * loop over the experts, each iteration binding, in order:
+ *   expert_quantized, expert_scale = quantize_fp8_per_row(expert_hidden)  fp8 [T, H], fp32 [T]
+ *   gate = f8f8bf16_rowwise(expert_quantized, gate_up_proj[i].transpose(0, 1)[:I].contiguous(), ...)
+ *          bf16 [T, I]; the .contiguous() of the transposed slice an fp8 [I, H] copy alive for the call
+ *          (the scales' .to(torch.float32) and .view(-1, 1).contiguous() are no-op views: fp32 already)
+ *   up = the same with [I:]                                               bf16 [T, I], fp8 [I, H] copy
+ *   activated = up * self.act_fn(gate)                                    bf16 [T, I] (act_fn's a temporary)
+ *   activated_quantized, activated_scale = quantize_fp8_per_row(activated) fp8 [T, I], fp32 [T]
+ *   expert_output = f8f8bf16_rowwise(..., down_proj[i].transpose(0, 1).contiguous(), ...)
+ *          bf16 [T, H], the fp8 [H, I] copy alive for the call; next_states[i] = expert_output (copy_ in place).
+ * quantize_fp8_per_row (pytorch/FBGEMM fbgemm_gpu/experimental/gen_ai/src/quantize/quantize.cu):
+ * quantized_input = torch::empty(input's shape, fp8 e4m3), scales = torch::empty(input's shape
+ * without its last dim, float32), nothing else. f8f8bf16_rowwise returns a new bf16 [rows, out].
+ * A name rebound in the next iteration frees its old tensor once the new one exists, so every local
+ * of iteration i - 1 lives into iteration i until its own rebinding; all die as forward returns, and
+ * next_states (viewed [E x T, H]) is routed_out. */
+static vc_t moe_llama4_fbgemm(vc_build *b, const moe_cfg *c, vc_t ri, int64_t L)
+{
+    int64_t H = c->hidden, I = c->inter;
+    vc_dtype dt = vc_dt_of(b, ri);
+    vc_t ns = vc__op_new(b, "empty_like", vc_n_sample(L * c->E * H), dt);
+    vc_hold(b, ns);
+    enum { EQ, ES, GATE, UP, ACT, AQ, AS, EO, NLOC };
+    vc_t loc[NLOC];
+    for (int k = 0; k < NLOC; k++) loc[k] = -1;
+#define REBIND(k, t) do { vc_t t_ = (t); vc_hold(b, t_); if (loc[k] >= 0) vc_release(b, loc[k]); loc[k] = t_; } while (0)
+    for (int64_t e = 0; e < c->E; e++) {
+        for (int q = 0; q < 2; q++) { /* quantize_fp8_per_row of the expert's rows, then of activated */
+            vc_op *o = vc_op_begin(b, "quantize_fp8_per_row");
+            vc_op_in_nodiff(o, q ? loc[ACT] : ri);
+            vc_t xq = vc_op_out(o, vc_n_sample(L * (q ? I : H)), VC_DT_F8);
+            vc_t xs = vc_op_out(o, vc_n_sample(L), VC_DT_F32);
+            vc_op_end(o);
+            REBIND(q ? AQ : EQ, xq);
+            REBIND(q ? AS : ES, xs);
+            if (q) break;
+            for (int g = 0; g < 2; g++) { /* gate, then up: f8f8bf16_rowwise over a contiguous fp8 [I, H] copy */
+                o = vc_op_begin(b, "f8f8bf16_rowwise");
+                vc_op_in_nodiff(o, loc[EQ]);
+                vc_op_in_nodiff(o, loc[ES]);
+                vc_op_in_nodiff(o, vc_weight(b, 1));
+                vc_op_ftemp(o, vc_n_fixed(I * H), VC_DT_F8);
+                vc_t y = vc_op_out(o, vc_n_sample(L * I), VC_DT_BF16);
+                vc_op_end(o);
+                REBIND(g ? UP : GATE, y);
+            }
+            REBIND(ACT, vc__op_mul(b, loc[UP], act_op(b, c->act, loc[GATE]), vc_n_sample(L * I), false));
+        }
+        vc_op *o = vc_op_begin(b, "f8f8bf16_rowwise");
+        vc_op_in_nodiff(o, loc[AQ]);
+        vc_op_in_nodiff(o, loc[AS]);
+        vc_op_in_nodiff(o, vc_weight(b, 2));
+        vc_op_ftemp(o, vc_n_fixed(H * I), VC_DT_F8);
+        vc_t y = vc_op_out(o, vc_n_sample(L * H), VC_DT_BF16);
+        vc_op_end(o);
+        REBIND(EO, y);
+    }
+#undef REBIND
+    for (int k = 0; k < NLOC; k++) vc_release(b, loc[k]);
+    return ns; /* held: moe_llama4_tail releases it as routed_out */
+}
+
+/* The end of Llama4TextMoe.forward, after the experts: out = shared_expert(hidden_states),
+ * out.add_(routed_out.reshape(E, -1, H).sum(dim=0)); routed_in, routed_out, router_scores and
+ * router_logits die as it returns. */
+static void moe_llama4_tail(vc_build *b, const moe_cfg *c, vc_t ri, vc_t ro, vc_t rs, vc_t logits, int64_t L)
+{
+    int64_t H = c->hidden;
+    vc_t x = vc_input(b, 0);
+    vc_hold(b, ro); /* routed_out: the block's local until it returns */
+    vc_t out = expert_mlp(b, c, x, vc_n_sample(L), c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
+    vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
+    out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
+    vc_release(b, ri);
+    vc_release(b, ro);
+    vc_release(b, rs);
+    vc_release(b, logits);
+    vc_set_output(b, out);
+}
+
 /* Llama4TextMoe.forward (modeling_llama4.py @ 000c33fdfde12e1ffafbfcdb3c926df5727a00b6):
  *  - Llama4Router.forward: router_logits = nn.Linear's forward [T, E] (returned: the decoder layer
  *    binds it to `_` until it returns); topk(logits, top_k, dim=1) (values, int64 indices);
@@ -2111,6 +2194,10 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     vc_t col = vc__op_clone(b, vc__op_view(b, rs, TE, false));
     vc_t ri = vc__op_mul_dt(b, rep, col, vc_n_sample(L * E * H), promote(vc_dt_of(b, rep), vc_dt_of(b, col)));
     vc_hold(b, ri); /* routed_in: the block's local until it returns */
+    if (vc_weight_format(b, vc_weight(b, 1)) == VC_WEIGHTS_FP8_CHANNEL) {
+        moe_llama4_tail(b, c, ri, moe_llama4_fbgemm(b, c, ri, L), rs, logits, L);
+        return;
+    }
     vc_t gu = bmm_param(b, ri, vc_weight(b, 1), vc_n_sample(L * E * 2 * I));
     vc_hold(b, gu); /* gate_up (and its gate, up views): Llama4TextExperts.forward's locals until it returns */
     vc_numel EI = vc_n_sample(L * E * I);
@@ -2119,15 +2206,7 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     vc_t h = vc__op_mul(b, u, act, EI, false);
     vc_t ro = bmm_param(b, h, vc_weight(b, 2), vc_n_sample(L * E * H));
     vc_release(b, gu);
-    vc_hold(b, ro); /* routed_out: the block's local until it returns */
-    vc_t out = expert_mlp(b, c, x, T, c->shared, vc_weight(b, 3), vc_weight(b, 4), vc_weight(b, 5));
-    vc_t sum = vc__op_mean(b, ro, vc_n_sample(L * H));
-    out = vc__op_add(b, out, sum, vc_n_sample(L * H), true);
-    vc_release(b, ri);
-    vc_release(b, ro);
-    vc_release(b, rs);
-    vc_release(b, logits);
-    vc_set_output(b, out);
+    moe_llama4_tail(b, c, ri, ro, rs, logits, L);
 }
 
 /* MixtralSparseMoeBlock.forward / Qwen2MoeSparseMoeBlock.forward. */

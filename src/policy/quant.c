@@ -18,7 +18,8 @@
  *   AutoGPTQ auto_gptq/nn_modules/qlinear/qlinear_exllama.py QuantLinear.__init__.
  *   AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM.__init__.
  *   transformers integrations/finegrained_fp8.py FP8Linear.__init__, Fp8Quantize.convert,
- *     replace_with_fp8_linear; integrations/fbgemm_fp8.py FbgemmFp8Linear.__init__;
+ *     replace_with_fp8_linear; integrations/fbgemm_fp8.py @000c33fd FbgemmFp8Linear.__init__,
+ *     FbgemmFp8Llama4TextExperts.__init__, replace_with_fbgemm_fp8_linear;
  *     quantizers' get_keys_to_not_convert.
  *   transformers integrations/mxfp4.py @0189b1d0 Mxfp4GptOssExperts.__init__, mlp_forward,
  *     convert_moe_packed_tensors; quantizers/quantizer_mxfp4.py @0001b3ee
@@ -234,6 +235,16 @@ static int fp8_channel_tensors(const vc_param_entry *p, const vc_quant *q, vc_dt
     (void)q;
     (void)dense;
     out[0] = T(p->numel, VC_DT_F8);
+    if (p->flags & VC_PARAM_LLAMA4_EXPERTS) {
+        /* FbgemmFp8Llama4TextExperts.__init__ (fbgemm_fp8.py @000c33fd), in registration order:
+         * gate_up_proj fp8 [E, H, 2I], gate_up_proj_scale fp32 [E, 1, 2I]; down_proj fp8 [E, I, H],
+         * down_proj_scale fp32 [E, H, 1]; then the module's one buffer input_scale_ub fp32 [1]
+         * (register_buffer, persistent=False), counted with down_proj. Both scales: E x dims[2]. */
+        out[1] = T(p->dims[0] * p->dims[2], VC_DT_F32);
+        if (strstr(p->name, "gate_up_proj")) return 2;
+        out[2] = T(1, VC_DT_F32);
+        return 3;
+    }
     out[1] = T(out_of(p), VC_DT_F32);
     out[2] = T(1, VC_DT_F32);
     return 3;
@@ -456,16 +467,30 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
          * Linear modules (SparseMoE: gate, experts.0.w1) the parameter's prefix */
         char full[300];
         size_t pl = strlen(p->name) > 7 ? strlen(p->name) - 7 : 0; /* without ".weight" */
-        if (p->flags & VC_PARAM_EXPERTS) { /* experts.gate_up_proj: the module is experts (FP8Experts) */
+        if (p->flags & (VC_PARAM_EXPERTS | VC_PARAM_LLAMA4_EXPERTS)) { /* experts.gate_up_proj: the module is experts (FP8Experts) */
             const char *dot = strrchr(p->name, '.');
             pl = dot ? (size_t)(dot - p->name) : 0;
         }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
+        /* transformers' _replace_with_fp8_linear (finegrained_fp8.py @0095b976) swaps the module of any
+         * parameter named gate_up_proj for FP8Expert(config=model.config): FP8Expert's gate_up_proj is
+         * [E, 2I, H] and its forward(hidden_states, top_k_index, top_k_weights), which Llama4TextMoe's
+         * self.experts(routed_in) cannot call (modeling_llama4.py @000c33fd): refused, not estimated */
+        if (p->flags & VC_PARAM_LLAMA4_EXPERTS && (q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK) &&
+            !skipped(full, q->skip))
+            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                                "%s (layer %s): transformers' finegrained FP8 replaces Llama4TextExperts by FP8Expert, "
+                                "whose forward Llama4TextMoe cannot call; Llama 4's FP8 experts are modelled as "
+                                "fbgemm_fp8 (" OV("weights", "fp8-channel") ")", r->name, in->path);
         /* stacked experts (VC_PARAM_EXPERTS): the FP8 formats (transformers replace_with_fp8_linear swaps the
          * experts module for FP8Experts) and MXFP4, which replaces them alone (gpt-oss's GptOssExperts);
          * bitsandbytes, GPTQ and AWQ replace nn.Linear modules alone */
         bool mx = q->format == VC_WEIGHTS_MXFP4;
         bool experts = p->flags & VC_PARAM_EXPERTS && (mx || q->format == VC_WEIGHTS_FP8 || q->format == VC_WEIGHTS_FP8_BLOCK);
+        /* replace_with_fbgemm_fp8_linear (fbgemm_fp8.py @000c33fd): a module whose class is Llama4TextExperts
+         * becomes FbgemmFp8Llama4TextExperts (no other stacked experts: they stay 16-bit), unless
+         * should_convert_module finds it in modules_to_not_convert */
+        experts |= p->flags & VC_PARAM_LLAMA4_EXPERTS && q->format == VC_WEIGHTS_FP8_CHANNEL;
         bool linear = !mx && p->flags & VC_PARAM_LINEAR && p->owner != last;
         if (!(linear || experts) || skipped(full, q->skip)) continue;
         char why[300];
