@@ -111,14 +111,14 @@ static void kv_replicated_qwen3_moe(void **state)
      * two RMSNorms of 2048, the router 2048x128 (replicated: vLLM's ReplicatedLinear gate), the experts
      * 128 x (2048 x 2 x 96 + 96 x 2048) (moe_intermediate_size 768 / 8, FusedMoE's
      * intermediate_size_per_partition); the final norm; embed_tokens and lm_head of the vocabulary's rows
-     * on the rank (151936 padded to a multiple of 128 x 8 as Megatron pads it, 19072 rows: vLLM's
-     * VocabParallelEmbedding pads to 64, 18992 rows, a difference hf_tp.c keeps, docs/inference.md);
+     * on the rank (vLLM's VocabParallelEmbedding: 151936 is a multiple of 64 already, 151936 / 8 = 18992
+     * rows; Megatron's 128 x 8 padding would give 19072, the test vocab_rows_vllm below);
      * vLLM's rotary cos_sin_cache [40960, 128] (serve.c vllm_rope_cache) and the RotaryEmbedding's
      * inv_freq (64 fp32) */
     const int64_t layer = up512(2048 * 512 * 2) + 2 * up512(2048 * 128 * 2) + up512(512 * 2048 * 2) + 2 * up512(128 * 2) +
                           2 * up512(2048 * 2) + up512(2048 * 128 * 2) + up512(INT64_C(128) * 2048 * 192 * 2) +
                           up512(INT64_C(128) * 96 * 2048 * 2);
-    const int64_t w = 48 * layer + up512(2048 * 2) + 2 * up512(INT64_C(19072) * 2048 * 2) + up512(64 * 4) +
+    const int64_t w = 48 * layer + up512(2048 * 2) + 2 * up512(INT64_C(18992) * 2048 * 2) + up512(64 * 4) +
                       INT64_C(40960) * 128 * 2;
     assert_int_equal(r.weights, w);
     /* at 4 ranks the kv heads divide (1 each): the same k and v per rank, twice the queries */
@@ -270,6 +270,84 @@ static void refusals(void **state)
     snprintf(args, sizeof args, "%s --serve --gpu h200 --tp 4 --gpus 4", path);
     assert_usage(args, "--tp: 4 tensor-parallel ranks are not a multiple of num_key_value_heads (3)");
     remove(path);
+    /* a vocabulary of 320 (5 x 64) on 3 ranks: VocabParallelEmbedding's divide(num_embeddings_padded, tp_size)
+     * asserts (vllm/distributed/utils.py ensure_divisibility); the heads and widths divide */
+    char vpath[] = "/tmp/vc_serve_tp_vocab_XXXXXX.json";
+    int vfd = mkstemps(vpath, 5);
+    assert_true(vfd >= 0);
+    const char *vcfg = "{\"model_type\": \"llama\", \"hidden_size\": 96, \"intermediate_size\": 384, "
+                       "\"num_attention_heads\": 6, \"num_key_value_heads\": 3, \"num_hidden_layers\": 2, "
+                       "\"vocab_size\": 300, \"max_position_embeddings\": 4096}";
+    assert_int_equal(write(vfd, vcfg, strlen(vcfg)), (ssize_t)strlen(vcfg));
+    close(vfd);
+    snprintf(args, sizeof args, "%s --serve --gpu h200 --tp 3 --gpus 3", vpath);
+    assert_usage(args, "--tp: 3 tensor-parallel ranks do not divide the vocabulary padded to a multiple of 64 (320 of "
+                 "vocab_size 300)");
+    /* Megatron's split pads to 128 x 3 instead: -m infer at tp 3 runs */
+    snprintf(args, sizeof args, "%s -m infer --tp 3 --gpus 3", vpath);
+    cli_run ok;
+    run(&ok, args);
+    if (ok.status != 0) fail_msg("vramcalc %s: exit %d: %s", args, ok.status, ok.err);
+    remove(vpath);
+}
+
+/* The elements of the first instance whose name ends in `suffix` in Megatron's split at tp ranks (vc__model_at:
+ * training, -m infer, -m generate). */
+static int64_t megatron_params(const vc_model *m, int64_t tp, const char *suffix)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.tp = tp;
+    o.gpus = tp;
+    const vc_model *r = NULL;
+    vc_error err;
+    memset(&err, 0, sizeof err);
+    if (vc__model_at(m, &o, &r, &err)) fail_msg("Megatron's split at tp %lld: %s", (long long)tp, err.msg);
+    size_t ls = strlen(suffix);
+    for (size_t i = 0; i < r->ninst; i++) {
+        const char *n = r->inst[i].name;
+        if (!n || strlen(n) < ls || strcmp(n + strlen(n) - ls, suffix)) continue;
+        int64_t s = 0;
+        for (int k = 0; k < r->inst[i].np; k++) s += r->par[r->inst[i].params[k]].numel;
+        return s;
+    }
+    fail_msg("no layer named *%s at tp %lld", suffix, (long long)tp);
+    return 0;
+}
+
+/* The vocabulary rows of a rank under --serve: vllm/model_executor/layers/vocab_parallel_embedding.py @ 7f5d141a
+ * VocabParallelEmbedding.__init__ (ParallelLMHead likewise): num_embeddings_padded = pad_vocab_size(vocab_size,
+ * DEFAULT_VOCAB_PADDING_SIZE 64), num_embeddings_per_partition = divide(num_embeddings_padded, tp_size); the
+ * training split keeps Megatron's (training/vocab_utils.py: padded to a multiple of 128 x tp, then / tp). */
+static void vocab_rows_vllm(void **state)
+{
+    (void)state;
+    /* Qwen3-30B-A3B, vocab 151936 (2374 x 64), hidden 2048, untied: 151936 / 8 = 18992 rows a rank under vLLM
+     * (Megatron's 128 x 8 padding, 152576 / 8 = 19072, is not reachable: its split refuses 4 kv heads on 8
+     * ranks); tp 4: 151936 / 4 = 37984 under vLLM, Megatron 151936 up to a multiple of 512 = 152064, / 4 = 38016 */
+    vc_model *q = load_file(HF "qwen3-30b-a3b.json");
+    assert_int_equal(rank_params(q, 8, "embed_tokens"), INT64_C(18992) * 2048);
+    assert_int_equal(rank_params(q, 8, "lm_head"), INT64_C(18992) * 2048);
+    assert_int_equal(rank_params(q, 4, "embed_tokens"), INT64_C(37984) * 2048);
+    assert_int_equal(rank_params(q, 4, "lm_head"), INT64_C(37984) * 2048);
+    assert_int_equal(megatron_params(q, 4, "embed_tokens"), INT64_C(38016) * 2048);
+    vc_model_free(q);
+    /* Llama-3.1-8B, vocab 128256 (2004 x 64), hidden 4096, untied: tp 2 64128 rows (Megatron: a multiple of
+     * 256 is 128256 too, the same 64128), tp 8 16032 (Megatron: 129024 / 8 = 16128) */
+    vc_model *l = load_file(HF "llama-3.1-8b.json");
+    assert_int_equal(rank_params(l, 2, "embed_tokens"), INT64_C(64128) * 4096);
+    assert_int_equal(rank_params(l, 2, "lm_head"), INT64_C(64128) * 4096);
+    assert_int_equal(megatron_params(l, 2, "embed_tokens"), INT64_C(64128) * 4096);
+    assert_int_equal(rank_params(l, 8, "embed_tokens"), INT64_C(16032) * 4096);
+    assert_int_equal(rank_params(l, 8, "lm_head"), INT64_C(16032) * 4096);
+    assert_int_equal(megatron_params(l, 8, "embed_tokens"), INT64_C(16128) * 4096);
+    vc_model_free(l);
+    /* Llama-3.2-3B, tied (tie_word_embeddings: lm_head is embed_tokens), vocab 128256, hidden 3072: tp 8
+     * 16032 rows (Megatron 16128) in the one tensor */
+    vc_model *t = load_file(HF "llama-3.2-3b.json");
+    assert_int_equal(rank_params(t, 8, "embed_tokens"), INT64_C(16032) * 3072);
+    assert_int_equal(megatron_params(t, 8, "embed_tokens"), INT64_C(16128) * 3072);
+    vc_model_free(t);
 }
 
 int main(void)
@@ -281,6 +359,7 @@ int main(void)
         cmocka_unit_test(mxfp4_padded_gpt_oss),
         cmocka_unit_test(deltanet_qwen3_next),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(vocab_rows_vllm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

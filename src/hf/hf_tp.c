@@ -33,7 +33,8 @@
  *
  * vLLM's split (--serve, s.vllm) is the same table but for the kv heads, which
  * vLLM replicates when there are fewer of them than ranks, the MXFP4 experts'
- * padding and the Gated DeltaNet layers' heads (in vc__hf_tp_split), VLLM =
+ * padding, the vocabulary's padding and the Gated DeltaNet layers' heads (in
+ * vc__hf_tp_split), VLLM =
  * vllm-project/vllm:
  *  - vllm/model_executor/layers/linear.py @ 0036d38d QKVParallelLinear.__init__:
  *    num_heads = divide(total_num_heads, tp_size); if tp_size >=
@@ -60,6 +61,17 @@
  *    [E, hidden, I_pad / 2], w2_weight_scale [E, hidden, I_pad / 32]: the stacked experts at I_pad
  *    (src/policy/quant.c mxfp4_tensors packs them so). 2880 / 8 = 360 values, not whole 32-value blocks
  *    in the checkpoint's split, become 384;
+ *  - the vocabulary: vllm/model_executor/layers/vocab_parallel_embedding.py @ 7f5d141a
+ *    VocabParallelEmbedding.__init__ (ParallelLMHead is one): org_vocab_size_padded = pad_vocab_size(
+ *    org_vocab_size, padding_size), num_embeddings_padded = pad_vocab_size(org_vocab_size_padded +
+ *    num_added_embeddings, padding_size), padding_size DEFAULT_VOCAB_PADDING_SIZE 64 (pad_vocab_size:
+ *    ((vocab_size + pad_to - 1) // pad_to) * pad_to); without LoRA the models pass config.vocab_size as
+ *    both (no added rows); num_embeddings_per_partition = divide(num_embeddings_padded, tp_size), the weight
+ *    [num_embeddings_per_partition, embedding_dim] (create_weights); divide() asserts divisibility
+ *    (vllm/distributed/utils.py @ 01996904 ensure_divisibility), so a tp that does not divide the padded
+ *    vocabulary is refused. Megatron pads to 128 x tp instead: Qwen3's 151936 rows at tp 8 are 18992
+ *    a rank under vLLM, 19072 under Megatron. At tp 1 nothing is split or padded (vLLM's 64-padding
+ *    at tp 1 is not modelled: the model as loaded);
  *  - the query heads are split as Megatron splits them: ModelConfig
  *    .verify_with_parallel_config (config/model.py @ 0052a5b8) raises "Total
  *    number of attention heads (...) must be divisible by tensor parallel size".
@@ -71,6 +83,7 @@
 #include "util.h"
 
 #define MEG_VOCAB_DIVISIBLE_BY 128 /* arguments.py --make-vocab-size-divisible-by default */
+#define VLLM_VOCAB_PADDING_SIZE 64 /* vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE */
 
 /* The widths a rank holds 1/t of; 0 (absent in the family) stays 0. The
  * error names the family's key for the width (the row's), else .key. */
@@ -143,9 +156,18 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
                             (long long)a->H);
     if (s.vllm && s.mxfp4_align > 0 && a->moe_I > 0) /* Mxfp4MoEMethod.create_weights (above) */
         a->moe_I = (a->moe_I + s.mxfp4_align - 1) / s.mxfp4_align * s.mxfp4_align;
-    int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
-    int64_t padded = (a->V + mult - 1) / mult * mult;
-    a->V = padded / t;
+    if (s.vllm) { /* vLLM's VocabParallelEmbedding / ParallelLMHead (above): a multiple of 64, then divide() */
+        int64_t padded = (a->V + VLLM_VOCAB_PADDING_SIZE - 1) / VLLM_VOCAB_PADDING_SIZE * VLLM_VOCAB_PADDING_SIZE;
+        if (padded % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide the vocabulary padded "
+                                "to a multiple of 64 (%lld of vocab_size %lld): vLLM's VocabParallelEmbedding asserts "
+                                "divide(num_embeddings_padded, tp_size)", (long long)t, (long long)padded, (long long)a->V);
+        a->V = padded / t;
+    } else {
+        int64_t mult = MEG_VOCAB_DIVISIBLE_BY * t; /* t <= 2^20: no overflow */
+        int64_t padded = (a->V + mult - 1) / mult * mult;
+        a->V = padded / t;
+    }
     if (!s.sp) return 0;
     if (a->f->head != HEAD_LM || a->E > 0)
         return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for the dense decoders only, not %s",
