@@ -133,6 +133,22 @@ static void test_maverick_fp8(void **state)
             assert_int_not_equal(vc_estimate(m, &o, &r, &err), VC_OK);
             assert_string_equal(CLI_PATH(&err), "--mode");
             assert_non_null(strstr(CLI_MSG(&err), "fp8-channel weights are frozen"));
+            /* vLLM's FBGEMMFp8Config.get_quant_method (fbgemm_fp8.py @04843c7c) quantizes LinearBase layers,
+             * not FusedMoE: --serve refuses the FP8 experts naming the config's key (src/engine/serve.c) */
+            vc_serve_options so;
+            vc_serve_options_init(&so);
+            vc_gpu_spec gpu;
+            assert_int_equal(vc_gpu_parse("h200", &gpu, &err), VC_OK);
+            vc_serve_result sr;
+            vc_options_init(&o);
+            o.mode = VC_MODE_GENERATE;
+            o.precision = VC_PREC_BF16;
+            vc_model *fresh = NULL;
+            if (vc_model_load_file(path, &fresh, &err)) fail_msg("%s", err.msg);
+            assert_int_equal(vc_serve(fresh, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
+            vc_model_free(fresh);
+            assert_string_equal(CLI_PATH(&err), "quantization_config");
+            assert_non_null(strstr(CLI_MSG(&err), "not FusedMoE"));
         }
         vc_model_free(m);
     }

@@ -501,6 +501,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if ((st = vc__model_at_vllm(m, o, vc__vllm_mxfp4_align(gpu), &m, err))) return st; /* vLLM's split of the options' tp (hf_tp.c) */
+    /* vLLM's FBGEMMFp8Config.get_quant_method (vllm-project/vllm @ 04843c7c, vllm/model_executor/layers/
+     * quantization/fbgemm_fp8.py) quantizes LinearBase layers only, not FusedMoE: what it makes of Llama 4's
+     * FP8 experts (transformers' FbgemmFp8Llama4TextExperts, src/policy/quant.c) is not modelled */
+    const vc_quant *wq = m->has_quant ? &m->quant : &m->cfg_quant;
+    if (wq->format == VC_WEIGHTS_FP8_CHANNEL)
+        for (size_t i = 0; i < m->npar; i++)
+            if (m->par[i].flags & VC_PARAM_LLAMA4_EXPERTS)
+                return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                                    "fbgemm_fp8: vLLM's FBGEMMFp8Config quantizes Linear layers, not FusedMoE; "
+                                    "Llama 4's FP8 experts under " O("serve") " are not modelled");
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;
