@@ -253,12 +253,8 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
-    vc_plan *p = NULL;
-    vc_status s = vc_plan_build(m, &g, &p, err);
-    if (s) return s;
     vc_sim sg;
-    s = vc_plan_simulate(p, g.batch, &sg, NULL, err);
-    vc_plan_free(p);
+    vc_status s = vc__simulate_as(m, &g, &sg, err);
     if (s) return s;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
      * gradients kept by --zero-grad zero, the previous step's buffered batch */
