@@ -1628,6 +1628,19 @@ static vc_t grouped_mm(vc_build *b, vc_t x, vc_t w, vc_t offs, vc_numel S, int64
     return y;
 }
 
+/* torch.topk(x, k) recorded: the values (n of dt) and the int64 indices (*idx, n), the indices
+ * saved for backward (TopkBackward0 scatters the values' gradient by them). */
+static vc_t topk_op(vc_build *b, vc_t x, vc_numel n, vc_dtype dt, vc_t *idx)
+{
+    vc_op *o = vc_op_begin(b, "topk");
+    vc_op_in(o, x);
+    vc_t v = vc_op_out(o, n, dt);
+    *idx = vc_op_out(o, n, VC_DT_I64);
+    vc_op_save(o, *idx);
+    vc_op_end(o);
+    return v;
+}
+
 /* transformers 5's sparse MoE block with stacked experts, as its default
  * experts implementation runs it (huggingface/transformers
  * 8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3; PreTrainedModel
@@ -1816,12 +1829,8 @@ static void moe_gptoss_emit(vc_build *b, const moe_cfg *c)
     vc_t x = vc_input(b, 0);
     vc_t logits = vc__op_linear(b, x, vc_weight(b, 0), vc_weight(b, 1), L, H, E);
     vc_hold(b, logits);
-    vc_op *o = vc_op_begin(b, "topk");
-    vc_op_in(o, logits);
-    vc_t top = vc_op_out(o, S, vc_dt_of(b, logits));
-    vc_t idx = vc_op_out(o, S, VC_DT_I64);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t idx;
+    vc_t top = topk_op(b, logits, S, vc_dt_of(b, logits), &idx);
     vc_t rw = vc__op_softmax(b, top, false);
     vc_hold(b, rw);
     vc_hold(b, idx);
@@ -1931,12 +1940,8 @@ static void moe_gemma4_emit(vc_build *b, const moe_cfg *c)
     vc_hold(b, h); /* the router's hidden_states, a local until it returns */
     vc_t scores = lin_rows(b, h, vc_weight(b, 0), T, E);         /* expert_scores = self.proj(hidden_states) */
     vc_t probs = vc__op_unary(b, "_softmax", scores, VC_SAVE_OUT, false);
-    vc_op *o = vc_op_begin(b, "topk");
-    vc_op_in(o, probs);
-    vc_t rw = vc_op_out(o, S, vc_dt_of(b, probs));
-    vc_t idx = vc_op_out(o, S, VC_DT_I64);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t idx;
+    vc_t rw = topk_op(b, probs, S, vc_dt_of(b, probs), &idx);
     rw = topk_renorm(b, rw, T, false);                          /* top_k_weights /= sum(-1, keepdim=True) */
     vc_t pes = index_rows(b, vc_weight(b, 2), idx, S, 1);       /* self.per_expert_scale[top_k_index] */
     rw = vc__op_mul_dt(b, rw, pes, S, vc_dt_of(b, rw));
@@ -1982,12 +1987,8 @@ static void moe_grouped_emit(vc_build *b, const moe_cfg *c)
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
     vc_hold(b, logits); /* returned to the block: `_, top_k_weights, top_k_index = self.gate(x)` binds it until the block returns */
     vc_t sm = vc__op_unary(b, "_softmax", vc__op_cast(b, logits, VC_DT_F32), VC_SAVE_OUT, false);
-    vc_op *o = vc_op_begin(b, "topk");
-    vc_op_in(o, sm);
-    vc_t rw = vc_op_out(o, S, VC_DT_F32);
-    vc_t idx = vc_op_out(o, S, VC_DT_I64); /* top_k_index: the block's local */
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t idx; /* top_k_index: the block's local */
+    vc_t rw = topk_op(b, sm, S, VC_DT_F32, &idx);
     if (c->style == MOE_MIXTRAL || c->norm_topk) rw = topk_renorm(b, rw, T, false);
     if (c->style != MOE_MIXTRAL) rw = vc__op_cast(b, rw, vc_dt_of(b, logits)); /* .to(router_logits.dtype) */
     vc_hold(b, rw);
@@ -2173,14 +2174,10 @@ static void moe_llama4_emit(vc_build *b, const moe_cfg *c)
     vc_t logits = lin_rows(b, x, vc_weight(b, 0), T, E);
     vc_hold(b, logits);
     vc_dtype ldt = vc_dt_of(b, logits);
-    vc_op *o = vc_op_begin(b, "topk");
-    vc_op_in(o, logits);
-    vc_t top = vc_op_out(o, K, ldt);
-    vc_t idx = vc_op_out(o, K, VC_DT_I64);
-    vc_op_save(o, idx);
-    vc_op_end(o);
+    vc_t idx;
+    vc_t top = topk_op(b, logits, K, ldt, &idx);
     vc_t full = vc__op_new(b, "full_like", TE, ldt);
-    o = vc_op_begin(b, "scatter_");
+    vc_op *o = vc_op_begin(b, "scatter_");
     int ifl = vc_op_in_nodiff(o, full);
     vc_op_in(o, top);
     vc_op_in_nodiff(o, idx);

@@ -94,6 +94,9 @@ vc_status vc_plan_simulate(const vc_plan *p, int64_t batch, vc_sim *s, int64_t *
  * not modelled: it is set to the peak, a lower bound (for the max-batch
  * search, where such a batch does not fit whatever reserved is). */
 vc_status vc_plan_simulate_limit(const vc_plan *p, int64_t batch, int64_t limit, vc_sim *s, vc_error *err);
+/* estimate.c: the step under other options (the cuDNN interval's other bound, --compile's eager
+ * step, --loss grpo's generation): its plan built, replayed for o->batch samples into s, freed. */
+vc_status vc__simulate_as(const vc_model *m, const vc_options *o, vc_sim *s, vc_error *err);
 /* estimate.c: a simulation as a result, all but cuda_context and total; layers when inst_act != NULL */
 vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s, const int64_t *inst_act,
                              vc_result *r, vc_error *err);

@@ -29,6 +29,16 @@ static vc_status finish(vc_result *r, const vc_options *o, unsigned uses, vc_err
     return VC_OK;
 }
 
+vc_status vc__simulate_as(const vc_model *m, const vc_options *o, vc_sim *s, vc_error *err)
+{
+    vc_plan *p = NULL;
+    vc_status st = vc_plan_build(m, o, &p, err);
+    if (st) return st;
+    st = vc_plan_simulate(p, o->batch, s, NULL, err);
+    vc_plan_free(p);
+    return st;
+}
+
 /* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
  * end, from the same options with the other --bound; a --cudnn-table's
  * workspaces are exact, the one figure both ends. */
@@ -42,12 +52,8 @@ vc_status vc__cudnn_interval(const vc_model *m, const vc_options *o, bool conv, 
     if (mm->cudnn.source != VC_CUDNN_BOUND) return VC_OK;
     vc_options other = *o;
     other.bound = o->bound == VC_BOUND_HIGH ? VC_BOUND_LOW : VC_BOUND_HIGH;
-    vc_plan *p = NULL;
-    vc_status st = vc_plan_build(m, &other, &p, err);
-    if (st) return st;
     vc_sim s;
-    st = vc_plan_simulate(p, other.batch, &s, NULL, err);
-    vc_plan_free(p);
+    vc_status st = vc__simulate_as(m, &other, &s, err);
     if (st) return st;
     int64_t total;
     if (__builtin_add_overflow(s.reserved, mm->cuda_context, &total) || __builtin_add_overflow(total, mm->nccl, &total))
@@ -160,12 +166,8 @@ vc_status vc__compile_eager(const vc_model *m, const vc_options *o, const int64_
     vc_memory *mm = &r->memory;
     vc_options eager = *o;
     eager.compile = 0;
-    vc_plan *p = NULL;
-    vc_status st = vc_plan_build(m, &eager, &p, err);
-    if (st) return st;
     vc_sim s;
-    st = vc_plan_simulate(p, eager.batch, &s, NULL, err);
-    vc_plan_free(p);
+    vc_status st = vc__simulate_as(m, &eager, &s, err);
     if (st) return st;
     mm->compile.on = 1;
     mm->compile.reorder = vc_release_value(o->torch_version, VC_REL_INDUCTOR_REORDER);

@@ -85,32 +85,8 @@ static vc_t forward_keep(vc_build *b, const vc_model *tw)
  * selective_log_softmax. Returns the [B, C] log-probs, -1 after an error. */
 static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t C, int64_t V)
 {
-    const vc_model *m = b->m;
-    size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
-    int32_t *save = malloc((nv + np + nb) * sizeof *save);
-    if (copy) b->ref_t = malloc((m->npar + m->nbuf + 1) * sizeof *b->ref_t);
-    if (!save || (copy && !b->ref_t)) {
-        free(save);
-        b->st = VC_ERR_NOMEM;
-        return -1;
-    }
-    memcpy(save, b->val_t, nv * sizeof *save);
-    memcpy(save + nv, b->par_t, np * sizeof *save);
-    memcpy(save + nv + np, b->buf_t, nb * sizeof *save);
-    for (size_t p = 0; copy && p < m->npar + m->nbuf && !b->st; p++) { /* create_model_from_path: the model's dtypes */
-        bool par = p < m->npar;
-        vc_t src = par ? b->par_t[p] : b->buf_t[p - m->npar];
-        vc_t t = vc__new_tensor(b, b->t[src].n, (vc_dtype)b->t[src].dt);
-        if (t < 0) break;
-        b->t[t].persistent = true;
-        b->ref_t[b->nref++] = t;
-        if (par) b->par_t[p] = t;
-        else b->buf_t[p - m->npar] = t;
-    }
-    bool train = b->train;
-    b->train = false;
-    b->no_regions = true;
-    b->adapters_off = !copy;
+    vc_ref_scope sc;
+    if (vc__reference_enter(b, copy, &sc)) return -1; /* copy: create_model_from_path, the model's dtypes */
     vc_t lp = -1;
     vc_t y = b->st ? -1 : forward_keep(b, tw);
     if (y >= 0) {
@@ -122,12 +98,7 @@ static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t 
         vc_op_end(o);
         lp = vc__trl_logps(b, s, C + 1, V);
     }
-    b->train = train;
-    b->no_regions = b->adapters_off = false;
-    memcpy(b->val_t, save, nv * sizeof *save);
-    memcpy(b->par_t, save + nv, np * sizeof *save);
-    memcpy(b->buf_t, save + nv + np, nb * sizeof *save);
-    free(save);
+    vc__reference_leave(b, &sc);
     return lp;
 }
 
@@ -282,12 +253,8 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
-    vc_plan *p = NULL;
-    vc_status s = vc_plan_build(m, &g, &p, err);
-    if (s) return s;
     vc_sim sg;
-    s = vc_plan_simulate(p, g.batch, &sg, NULL, err);
-    vc_plan_free(p);
+    vc_status s = vc__simulate_as(m, &g, &sg, err);
     if (s) return s;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
      * gradients kept by --zero-grad zero, the previous step's buffered batch */

@@ -387,6 +387,26 @@ static void emit_cce(vc_build *b)
     vc_op_end(o);
 }
 
+/* The fused chunked losses (torchtune's chunked, TRL's chunked-nll) read the LM head's weight
+ * alone: a head with adapters (`adapters`), a bias (`bias`) or quantized weights is refused,
+ * "<loss>: the LM head <name> <why>". Returns true when refused (b's error set). */
+static bool head_refused(vc_build *b, const vc_inst *head, const char *loss, const char *adapters, const char *bias)
+{
+    const vc_model *m = b->m;
+    const char *hn = head->name ? head->name : head->path;
+    for (int i = 0; i < head->np; i++) {
+        const vc_param_entry *p = &m->par[head->params[i]];
+        const char *why = p->flags & VC_PARAM_ADAPTER ? adapters
+                          : i == 1 ? bias
+                          : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
+        if (why) {
+            fail(b, "%s: the LM head %s %s", loss, hn, why);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* torchtune's chunked output projection and CEWithChunkedOutputLoss as its recipes run them
  * (pytorch/torchtune @ bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1; the loss file last changed
  * at 0a08c2f5): CEWithChunkedOutputLoss.set_model_output calls
@@ -419,17 +439,9 @@ static void emit_chunked(vc_build *b)
                 "soft-capping, not modelled", hn);
         return;
     }
-    for (int i = 0; i < head->np; i++) {
-        const vc_param_entry *p = &m->par[head->params[i]];
-        const char *why = p->flags & VC_PARAM_ADAPTER ? "has LoRA adapters (torchtune's apply_lora_to_output), not "
-                                                        "modelled: leave the LM head out of " O("lora_targets")
-                          : i == 1 ? "has a bias, which torchtune's output projection has not"
-                          : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
-        if (why) {
-            fail(b, "chunked: the LM head %s %s", hn, why);
-            return;
-        }
-    }
+    if (head_refused(b, head, "chunked", "has LoRA adapters (torchtune's apply_lora_to_output), not modelled: "
+                     "leave the LM head out of " O("lora_targets"), "has a bias, which torchtune's output projection has not"))
+        return;
     const vc_param_entry *wp = &m->par[head->params[0]];
     int64_t V = wp->dims[0], H = wp->dims[1], n = m->loss_chunks;
     vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];
@@ -590,7 +602,6 @@ static void emit_chunked_nll(vc_build *b)
 {
     const vc_model *m = b->m;
     const vc_inst *head = &m->inst[m->loss_head];
-    const char *hn = head->name ? head->name : head->path;
     const char *why = b->amp_dt != VC_DT_F32 ? "under autocast is not modelled: use fp32, bf16, fp16 or mixed-* (the "
                                                "model loaded in its dtype, SFTConfig's model_init_kwargs dtype)"
                       : b->o.parallel != VC_PARALLEL_NONE || m->stage.on ? "is modelled on one GPU (under FSDP2 the head "
@@ -608,17 +619,9 @@ static void emit_chunked_nll(vc_build *b)
         b->why_opt = O("hold_output");
         return;
     }
-    for (int i = 0; i < head->np; i++) {
-        const vc_param_entry *p = &m->par[head->params[i]];
-        why = p->flags & VC_PARAM_ADAPTER ? "has LoRA adapters, which SFTTrainer refuses with chunked_nll: leave the LM "
-                                            "head out of " O("lora_targets")
-              : i == 1 ? "has a bias (lm_head_bias), not modelled"
-              : p->fmt != VC_WEIGHTS_DENSE ? "is quantized" : NULL;
-        if (why) {
-            fail(b, "chunked-nll: the LM head %s %s", hn, why);
-            return;
-        }
-    }
+    if (head_refused(b, head, "chunked-nll", "has LoRA adapters, which SFTTrainer refuses with chunked_nll: leave "
+                     "the LM head out of " O("lora_targets"), "has a bias (lm_head_bias), not modelled"))
+        return;
     const vc_param_entry *wp = &m->par[head->params[0]];
     int64_t V = wp->dims[0], H = wp->dims[1];
     vc_t x = b->val_t[head->in[0]], w = b->par_t[head->params[0]];

@@ -307,6 +307,22 @@ void vc__emit_instances(vc_build *b, size_t i0, size_t i1)
 vc_t vc__emit_reference(vc_build *b, bool copy)
 {
     const vc_model *m = b->m;
+    vc_ref_scope sc;
+    if (vc__reference_enter(b, copy, &sc)) return -1;
+    int32_t fl = b->fwd_local, fl2 = b->fwd_local2;
+    b->fwd_local = b->fwd_local2 = -1;
+    if (!b->st) vc__emit_instances(b, 0, m->ninst);
+    vc__end_forward(b);
+    vc_t out = b->st ? -1 : b->val_t[m->output];
+    b->fwd_local = fl;
+    b->fwd_local2 = fl2;
+    vc__reference_leave(b, &sc);
+    return out;
+}
+
+int vc__reference_enter(vc_build *b, bool copy, vc_ref_scope *sc)
+{
+    const vc_model *m = b->m;
     size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
     int32_t *save = malloc((nv + np + nb) * sizeof *save);
     const bool again = copy && b->ref_t; /* --loss kto: the reference's second forward, its copy made */
@@ -329,24 +345,25 @@ vc_t vc__emit_reference(vc_build *b, bool copy)
         if (par) b->par_t[p] = t;
         else b->buf_t[p - m->npar] = t;
     }
-    bool train = b->train;
+    sc->save = save;
+    sc->train = b->train;
     b->train = false;
     b->no_regions = true;
     b->adapters_off = !copy;
-    int32_t fl = b->fwd_local, fl2 = b->fwd_local2;
-    b->fwd_local = b->fwd_local2 = -1;
-    if (!b->st) vc__emit_instances(b, 0, m->ninst);
-    vc__end_forward(b);
-    vc_t out = b->st ? -1 : b->val_t[m->output];
-    b->fwd_local = fl;
-    b->fwd_local2 = fl2;
-    b->train = train;
+    return 0;
+}
+
+void vc__reference_leave(vc_build *b, vc_ref_scope *sc)
+{
+    const vc_model *m = b->m;
+    size_t nv = m->nval + 1, np = m->npar + 1, nb = m->nbuf + 1;
+    b->train = sc->train;
     b->no_regions = b->adapters_off = false;
-    memcpy(b->val_t, save, nv * sizeof *save);
-    memcpy(b->par_t, save + nv, np * sizeof *save);
-    memcpy(b->buf_t, save + nv + np, nb * sizeof *save);
-    free(save);
-    return out;
+    memcpy(b->val_t, sc->save, nv * sizeof *sc->save);
+    memcpy(b->par_t, sc->save + nv, np * sizeof *sc->save);
+    memcpy(b->buf_t, sc->save + nv + np, nb * sizeof *sc->save);
+    free(sc->save);
+    sc->save = NULL;
 }
 
 void vc__end_forward(vc_build *b)

@@ -415,6 +415,17 @@ void vc__end_forward(vc_build *b);
  * with `copy`, a frozen copy of the weights (ref_t), else the model's own with PEFT's
  * adapters disabled; returns its output (the reference logits), -1 after an error. */
 vc_t vc__emit_reference(vc_build *b, bool copy);
+/* plan.c: the reference forward's scope, shared by vc__emit_reference (DPO, KTO) and grpo.c's
+ * reference_logps. enter: the policy's tensors (val_t, par_t, buf_t) saved, with `copy` the frozen
+ * copy's tensors made (or, made already, reused) and put in par_t/buf_t, then no_grad (b->train off),
+ * no checkpoint regions, the adapters off without `copy`; -1 after an error (b->st set, nothing
+ * to leave). leave: all of it put back. */
+typedef struct {
+    int32_t *save;
+    bool train;
+} vc_ref_scope;
+int vc__reference_enter(vc_build *b, bool copy, vc_ref_scope *sc);
+void vc__reference_leave(vc_build *b, vc_ref_scope *sc);
 /* grpo.c: --loss grpo's row (the reference's and the policy's forwards in the step's order, the
  * loss); loss.c: DPO's [.., :-1, :] view, selective_log_softmax and entropy_from_logits for it. */
 void vc__grpo_emit(vc_build *b);

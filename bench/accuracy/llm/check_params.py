@@ -38,6 +38,15 @@ class MetaMode(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def meta_numel(build):
+    """The parameters of the module build() makes under MetaMode (no storage), each shared tensor once
+    (parameters()): the checkpoints' counts of the encoder-decoder replicas (t5_replica.py, whisper_replica.py)."""
+    with MetaMode():
+        m = build()
+    assert all(p.device.type == "meta" for p in m.parameters())
+    return sum(p.numel() for p in m.parameters())
+
+
 def meta_count(cfg, lora=0):
     if cfg["model_type"] == "qwen3_next":  # deltanet_replica.py: transformers 5's stacked experts
         cfg = dict(cfg, _experts_implementation="grouped_mm")

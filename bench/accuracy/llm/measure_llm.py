@@ -361,21 +361,15 @@ def main(argv):
             raise SystemExit("measure_llm.py: gemma3: one image per sample (vramcalc's model)")
         image_tokens = args.images * (cfg.d["mm_tokens_per_image"] + gemma3vl_replica.IMAGE_EXTRA)
         result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
-    elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
-        # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
-        import qwen3vl_tower_replica
-        vk = qwen3vl_tower_replica.vision_keys(cfg.d.get("vision_config") or {})
+    elif args.image:
+        if cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
+            # Qwen2VLImageProcessorFast with the checkpoints' min / max pixels (qwen3vl_tower_replica.smart_resize)
+            import qwen3vl_tower_replica as vrep
+        else:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
+            import qwen25vl_replica as vrep
+        vk = vrep.vision_keys(cfg.d.get("vision_config") or {})
         W, Hh = (int(x) for x in args.image.lower().split("x"))
-        rh, rw = qwen3vl_tower_replica.smart_resize(Hh, W, vk["P"] * vk["M"])
-        gh, gw = rh // vk["P"], rw // vk["P"]
-        n_img = args.batch * args.images
-        image_tokens = args.images * gh * gw // vk["M"] ** 2
-        result.update({"image": args.image, "images": args.images, "image_tokens": image_tokens})
-    elif args.image:  # Qwen2VLImageProcessor: pixel_values [patches, C*T*P*P] float32, image_grid_thw
-        import qwen25vl_replica
-        vk = qwen25vl_replica.vision_keys(cfg.d.get("vision_config") or {})
-        W, Hh = (int(x) for x in args.image.lower().split("x"))
-        rh, rw = qwen25vl_replica.smart_resize(Hh, W, vk["P"] * vk["M"])
+        rh, rw = vrep.smart_resize(Hh, W, vk["P"] * vk["M"])
         gh, gw = rh // vk["P"], rw // vk["P"]
         n_img = args.batch * args.images
         image_tokens = args.images * gh * gw // vk["M"] ** 2

@@ -40,7 +40,6 @@ Sources read (huggingface/transformers):
   checkpoints' preprocessor_config.json: size {"shortest_edge": 65536, "longest_edge": 16777216}, factor
   patch_size 16 x merge_size 2; pixel_values [patches, C * T * P * P] float32, image_grid_thw [1, h/P, w/P].
 """
-import math
 
 import torch
 import torch.nn as nn
@@ -50,21 +49,10 @@ import reference as R
 
 
 def smart_resize(height, width, factor=32, min_pixels=65536, max_pixels=16777216):
-    if height < factor or width < factor:
-        raise ValueError("height:%d or width:%d must be larger than factor:%d" % (height, width, factor))
-    if max(height, width) / min(height, width) > 200:
-        raise ValueError("absolute aspect ratio must be smaller than 200")
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = math.floor(height / beta / factor) * factor
-        w_bar = math.floor(width / beta / factor) * factor
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+    """image_processing_qwen2_vl.py's smart_resize (qwen25vl_replica.py) with the Qwen3.5 / Qwen3-VL
+    checkpoints' shortest_edge / longest_edge."""
+    import qwen25vl_replica
+    return qwen25vl_replica.smart_resize(height, width, factor, min_pixels, max_pixels)
 
 
 def vision_keys(v):

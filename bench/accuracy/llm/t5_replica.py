@@ -663,11 +663,8 @@ def generate(model, input_ids, max_new_tokens, on_phase=lambda name: None, on_st
 
 
 def count(cfg):
-    from check_params import MetaMode  # every factory call makes a meta tensor: no storage
-    with MetaMode():
-        m = T5ForConditionalGeneration(Config(cfg))
-    assert all(p.device.type == "meta" for p in m.parameters())
-    return sum(p.numel() for p in m.parameters())  # parameters(): each shared tensor once
+    from check_params import meta_numel  # every factory call makes a meta tensor: no storage
+    return meta_numel(lambda: T5ForConditionalGeneration(Config(cfg)))
 
 
 def main(paths):
