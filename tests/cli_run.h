@@ -63,6 +63,18 @@ static inline long long cli_json_field(const char *args, const char *key)
     return strtoll(p + strlen(key), NULL, 10);
 }
 
+/* A generate case of bench/accuracy/llm/measured.json (cfg: a config of bench/accuracy/llm/configs/, without
+ * ".json"): the integer after `key` in the CLI's -m generate JSON, run as cli_json_field runs it. */
+static inline long long cli_generate_field(const char *cfg, int batch, int prompt, int new_tokens, const char *prec,
+                                           const char *key)
+{
+    char args[512];
+    snprintf(args, sizeof args,
+             VC_TEST_DATA "/../../bench/accuracy/llm/configs/%s.json -m generate --prompt %d --new-tokens %d -b %d -p %s",
+             cfg, prompt, new_tokens, batch, prec);
+    return cli_json_field(args, key);
+}
+
 /* A case of bench/accuracy/llm/measured.json: the CLI's arguments (a config of
  * bench/accuracy/llm/configs/ first) and the harness's peak_allocated in bytes. */
 typedef struct {

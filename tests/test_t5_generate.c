@@ -28,15 +28,6 @@
 
 #define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 
-/* the CLI's generate figures for a case, as compare.py runs it (math SDPA, no cuBLAS workspace) */
-static long long field(const char *cfg, int batch, int prompt, int new_tokens, const char *prec, const char *key)
-{
-    char args[512];
-    snprintf(args, sizeof args, CFG "%s.json -m generate --prompt %d --new-tokens %d -b %d -p %s --attention math "
-             "--workspace 0 -f json", cfg, prompt, new_tokens, batch, prec);
-    return cli_json_field(args, key);
-}
-
 /* The prefill peak (generate's attention mask, the encoder over the prompt, the decoder's first step)
  * and the decoding peak (the last step: the self-attention cache longest, its torch.cat's old and new
  * tensors together) against measured.json's. The estimates are 1,536 to 2,560 bytes (3 to 5 allocations
@@ -62,9 +53,9 @@ static void measured(void **state)
         {"t5_small", 1, 16, 96, "fp32", 16999936, 17389056, 2048, 1536},    /* llm400 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        long long p = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+        long long p = cli_generate_field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"prefill_peak\": ");
-        long long d = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+        long long d = cli_generate_field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"decode_peak\": ");
         if (p != cases[i].prefill - cases[i].prefill_low || d != cases[i].decode - cases[i].decode_low)
             fail_msg("case %zu: prefill %lld (measured %lld), decode %lld (measured %lld)", i, p, cases[i].prefill, d,
@@ -79,22 +70,22 @@ static void measured(void **state)
 static void cache(void **state)
 {
     (void)state;
-    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (16 + 128));
-    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"kv_tokens\": "), 16);
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 16, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (16 + 128));
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 16, "fp32", "\"kv_tokens\": "), 16);
     /* of it the cross-attention's: 2 layers x 2 x 2 x 256 x 4 bytes x 128 encoder tokens */
-    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 128);
-    assert_int_equal(field("t5_small", 2, 128, 16, "fp32", "\"cross_tokens\": "), 128);
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 16, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 128);
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 16, "fp32", "\"cross_tokens\": "), 128);
     /* flan_t5_small, bf16, batch 1, prompt 64, 48 new tokens: 3 decoder layers x 2 x 192 (6 x 32) x 2 bytes */
-    assert_int_equal(field("flan_t5_small", 1, 64, 48, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (48 + 64));
+    assert_int_equal(cli_generate_field("flan_t5_small", 1, 64, 48, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (48 + 64));
     /* one new token: the first step only (the start token's keys and values, the cross-attention's) */
-    assert_int_equal(field("t5_small", 2, 128, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (1 + 128));
-    assert_int_equal(field("t5_small", 2, 128, 1, "fp32", "\"decode_step\": "), 0);
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (1 + 128));
+    assert_int_equal(cli_generate_field("t5_small", 2, 128, 1, "fp32", "\"decode_step\": "), 0);
     /* the timeline: the encoder's activations are freed before decoding, so a long prompt's prefill peak
      * (its attention scores) stays above the decoding peak, which the cache's growth sets for a short one */
-    assert_true(field("t5_small", 1, 256, 8, "fp32", "\"prefill_peak\": ") >
-                field("t5_small", 1, 256, 8, "fp32", "\"decode_peak\": "));
-    assert_true(field("t5_small", 4, 32, 64, "fp32", "\"decode_peak\": ") >
-                field("t5_small", 4, 32, 64, "fp32", "\"prefill_peak\": "));
+    assert_true(cli_generate_field("t5_small", 1, 256, 8, "fp32", "\"prefill_peak\": ") >
+                cli_generate_field("t5_small", 1, 256, 8, "fp32", "\"decode_peak\": "));
+    assert_true(cli_generate_field("t5_small", 4, 32, 64, "fp32", "\"decode_peak\": ") >
+                cli_generate_field("t5_small", 4, 32, 64, "fp32", "\"prefill_peak\": "));
 }
 
 static const char T5_SMALL[] =

@@ -31,15 +31,6 @@
 #define CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/"
 #define HF VC_TEST_DATA "/hf/"
 
-/* the CLI's generate figures for a case, as compare.py runs it (math SDPA, no cuBLAS workspace) */
-static long long field(const char *cfg, int batch, int prompt, int new_tokens, const char *prec, const char *key)
-{
-    char args[512];
-    snprintf(args, sizeof args, CFG "%s.json -m generate --prompt %d --new-tokens %d -b %d -p %s --attention math "
-             "--workspace 0 -f json", cfg, prompt, new_tokens, batch, prec);
-    return cli_json_field(args, key);
-}
-
 /* The prefill peak (the segment copy of the features, the encoder, the decoder's first step over the
  * --prompt init tokens: every measured one equal) and the decoding peak (the last step: the
  * self-attention cache longest) against measured.json's. The decoding estimates are within 1,024 bytes
@@ -64,9 +55,9 @@ static void measured(void **state)
         {"whisper_small", 1, 4, 2, "fp32", 26519552, 23021568, 0},        /* llm512 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        long long p = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+        long long p = cli_generate_field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"prefill_peak\": ");
-        long long d = field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
+        long long d = cli_generate_field(cases[i].cfg, cases[i].batch, cases[i].prompt, cases[i].new_tokens, cases[i].prec,
                             "\"decode_peak\": ");
         if (p != cases[i].prefill || d != cases[i].decode + cases[i].decode_diff)
             fail_msg("case %zu: prefill %lld (measured %lld), decode %lld (measured %lld)", i, p, cases[i].prefill, d,
@@ -82,23 +73,23 @@ static void cache(void **state)
 {
     (void)state;
     /* whisper_small, batch 2, fp32, prompt 4, 8 new tokens: 2 layers x 2 (K, V) x 2 x 256 x 4 bytes x (11 + 300) */
-    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 8 - 1 + 300));
-    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"kv_tokens\": "), 11);
-    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 300);
-    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"cross_tokens\": "), 300);
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 8, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 8 - 1 + 300));
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 8, "fp32", "\"kv_tokens\": "), 11);
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 8, "fp32", "\"cross_cache\": "), 2LL * 2 * 2 * 256 * 4 * 300);
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 8, "fp32", "\"cross_tokens\": "), 300);
     /* whisper_v3_small, bf16, batch 1, prompt 4, 64 new tokens: 3 decoder layers x 2 x 192 x 2 bytes x (67 + 250) */
-    assert_int_equal(field("whisper_v3_small", 1, 4, 64, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (67 + 250));
+    assert_int_equal(cli_generate_field("whisper_v3_small", 1, 4, 64, "bf16", "\"kv_cache\": "), 3LL * 2 * 192 * 2 * (67 + 250));
     /* whisper_30s_small, bf16, batch 2, prompt 1: 2 x 2 x 2 x 128 x 2 bytes x (8 + 1500): the 30 s encoder's
      * cross-attention states are the cache's bulk */
-    assert_int_equal(field("whisper_30s_small", 2, 1, 8, "bf16", "\"kv_cache\": "), 2LL * 2 * 2 * 128 * 2 * (8 + 1500));
+    assert_int_equal(cli_generate_field("whisper_30s_small", 2, 1, 8, "bf16", "\"kv_cache\": "), 2LL * 2 * 2 * 128 * 2 * (8 + 1500));
     /* one new token: the first step only (the prompt's keys and values, the cross-attention's) */
-    assert_int_equal(field("whisper_small", 2, 4, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 300));
-    assert_int_equal(field("whisper_small", 2, 4, 1, "fp32", "\"decode_step\": "), 0);
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 1, "fp32", "\"kv_cache\": "), 2LL * 2 * 2 * 256 * 4 * (4 + 300));
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 1, "fp32", "\"decode_step\": "), 0);
     /* the first step runs the --prompt tokens at once (no decoding step of its own); the prefill peak is
      * the encoder's over its frames (its last layer's MLP), which the decoder's few tokens stay below */
-    assert_int_equal(field("whisper_small", 2, 4, 8, "fp32", "\"prefill_peak\": "),
-                     field("whisper_small", 2, 1, 8, "fp32", "\"prefill_peak\": "));
-    assert_int_equal(field("whisper_small", 2, 1, 8, "fp32", "\"decode_step\": "), 7);
+    assert_int_equal(cli_generate_field("whisper_small", 2, 4, 8, "fp32", "\"prefill_peak\": "),
+                     cli_generate_field("whisper_small", 2, 1, 8, "fp32", "\"prefill_peak\": "));
+    assert_int_equal(cli_generate_field("whisper_small", 2, 1, 8, "fp32", "\"decode_step\": "), 7);
 }
 
 /* Bad or unmodelled values exit 2 with one line naming the option. */
