@@ -110,12 +110,14 @@ static void test_persistent_per_gpu(void **state)
     assert_int_equal(r.memory.weights, (n_base + n_lora) * 2 / 8 + 512); /* 2,009,269,760 */
     assert_int_equal(r.memory.gradients, n_lora * 2 / 8);                /* 1,703,936 */
     assert_int_equal(r.memory.optimizer_states, 2 * (n_lora * 2 / 8));          /* 3,407,872 */
+    vc_result_free(&r);
     /* fp32 throughout (-p fp32, PEFT's fp32 adapters): the same counts at 4 bytes */
     o.precision = VC_PREC_FP32;
     if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate fp32: %s", err.msg);
     assert_int_equal(r.memory.weights, (n_base + n_lora) * 4 / 8 + 512);
     assert_int_equal(r.memory.gradients, n_lora * 4 / 8);
     assert_int_equal(r.memory.optimizer_states, 2 * (n_lora * 4 / 8));
+    vc_result_free(&r);
     vc_model_free(m);
 }
 
