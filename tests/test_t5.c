@@ -26,6 +26,7 @@
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 #include "cli_run.h"
+#include "hf_estimate.h"
 
 #define HF VC_TEST_DATA "/hf/"
 
@@ -55,36 +56,6 @@ static vc_model *load(const char *js, int64_t seq, int64_t target)
     return m;
 }
 
-/* the harness's settings: no cuBLAS workspace and the math SDPA on a CPU (compare.py) */
-static int64_t peak(const vc_model *m, vc_mode mode, int64_t batch, vc_optim optim, vc_precision p)
-{
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = mode;
-    o.batch = batch;
-    o.optim = optim;
-    o.precision = p;
-    o.workspace = 0;
-    o.attention = VC_ATTN_MATH;
-    vc_result r;
-    vc_error err;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s: %s", err.path, err.msg);
-    int64_t v = r.memory.peak_allocated;
-    vc_result_free(&r);
-    return v;
-}
-
-static void set_lora(vc_model *m, const char *targets)
-{
-    vc_lora l;
-    vc_lora_init(&l);
-    l.r = 8;
-    l.alpha = 16;
-    snprintf(l.targets, sizeof l.targets, "%s", targets);
-    vc_error err;
-    if (vc_model_set_lora(m, &l, &err)) fail_msg("lora: %s", err.msg);
-}
-
 /* Training: the whole step's peak (at the loss, the end of the forward), equal to the measured one. */
 static void train_measured(void **state)
 {
@@ -108,8 +79,8 @@ static void train_measured(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         vc_model *m = load(cases[i].cfg, cases[i].seq, cases[i].target);
-        if (cases[i].lora) set_lora(m, cases[i].lora);
-        int64_t got = peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
+        if (cases[i].lora) hf_set_lora(m, cases[i].lora);
+        int64_t got = hf_peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
         if (got != cases[i].measured)
             fail_msg("case %zu: estimate %lld, measured %lld", i, (long long)got, (long long)cases[i].measured);
         vc_model_free(m);
@@ -123,10 +94,10 @@ static void infer_measured(void **state)
 {
     (void)state;
     vc_model *m = load(T5_SMALL, 256, 128);
-    assert_int_equal(peak(m, VC_MODE_INFER, 4, VC_OPTIM_ADAM, VC_PREC_FP32), INT64_C(50368512) - 10240); /* llm383 */
+    assert_int_equal(hf_peak(m, VC_MODE_INFER, 4, VC_OPTIM_ADAM, VC_PREC_FP32), INT64_C(50368512) - 10240); /* llm383 */
     vc_model_free(m);
     m = load(FLAN_T5_SMALL, 192, 96);
-    assert_int_equal(peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_BF16), INT64_C(13091840) - 4608); /* llm384 */
+    assert_int_equal(hf_peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_BF16), INT64_C(13091840) - 4608); /* llm384 */
     vc_model_free(m);
 }
 
@@ -165,7 +136,7 @@ static void ckpt_measured(void **state)
         vc_error err;
         if (vc_model_load_string_hf(cases[i].cfg, strlen(cases[i].cfg), "config.json", &h, &m, &err))
             fail_msg("load: %s: %s", err.path, err.msg);
-        if (cases[i].lora) set_lora(m, "q,v");
+        if (cases[i].lora) hf_set_lora(m, "q,v");
         /* the generated model checkpoints both stacks' blocks */
         const char *js = vc_model_generated_json(m);
         const char *enc = strstr(js, "\"encoder.block\""), *dec = strstr(js, "\"decoder.block\"");
@@ -173,7 +144,7 @@ static void ckpt_measured(void **state)
         assert_non_null(dec);
         assert_non_null(strstr(enc, "\"checkpoint\":\ttrue"));
         assert_non_null(strstr(dec, "\"checkpoint\":\ttrue"));
-        int64_t got = peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
+        int64_t got = hf_peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
         double e = 100.0 * (double)(got - cases[i].measured) / (double)cases[i].measured;
         if (e > 2.5 || e < -2.5)
             fail_msg("case %zu: estimate %lld, measured %lld (%+.2f%%)", i, (long long)got, (long long)cases[i].measured, e);
@@ -182,7 +153,7 @@ static void ckpt_measured(void **state)
     /* checkpointing t5_small's llm374 (not checkpointed: 175,309,824 bytes measured, estimated exactly)
      * gives llm386's 92,588,032: the estimate falls below the unchecked one */
     vc_model *m = load(T5_SMALL, 256, 128);
-    int64_t full = peak(m, VC_MODE_TRAIN, 4, VC_OPTIM_SGD, VC_PREC_FP32);
+    int64_t full = hf_peak(m, VC_MODE_TRAIN, 4, VC_OPTIM_SGD, VC_PREC_FP32);
     vc_model_free(m);
     assert_int_equal(full, INT64_C(175309824));
     vc_hf_options h;
@@ -192,7 +163,7 @@ static void ckpt_measured(void **state)
     h.checkpoint = true;
     vc_error err;
     assert_int_equal(vc_model_load_string_hf(T5_SMALL, strlen(T5_SMALL), "config.json", &h, &m, &err), VC_OK);
-    assert_true(peak(m, VC_MODE_TRAIN, 4, VC_OPTIM_SGD, VC_PREC_FP32) < full / 2 + full / 20);
+    assert_true(hf_peak(m, VC_MODE_TRAIN, 4, VC_OPTIM_SGD, VC_PREC_FP32) < full / 2 + full / 20);
     vc_model_free(m);
 }
 
@@ -202,7 +173,7 @@ static void target_seq(void **state)
 {
     (void)state;
     vc_model *a = load(T5_SMALL, 64, 0), *b = load(T5_SMALL, 64, 64), *c = load(T5_SMALL, 64, 128);
-    assert_int_equal(peak(a, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32), peak(b, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32));
+    assert_int_equal(hf_peak(a, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32), hf_peak(b, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32));
     assert_non_null(strstr(vc_model_generated_json(a), "\"name\":\t\"decoder_input_ids\",\n\t\t\t\"length\":\t64\n"));
     assert_non_null(strstr(vc_model_generated_json(c), "\"name\":\t\"decoder_input_ids\",\n\t\t\t\"length\":\t128\n"));
     assert_non_null(strstr(vc_model_name(c), "seq 64, target 128"));

@@ -26,6 +26,7 @@
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 #include "cli_run.h"
+#include "hf_estimate.h"
 
 #define HF VC_TEST_DATA "/hf/"
 
@@ -57,36 +58,6 @@ static vc_model *load(const char *js, int64_t target)
     vc_error err;
     if (vc_model_load_string_hf(js, strlen(js), "config.json", &h, &m, &err)) fail_msg("load: %s: %s", err.path, err.msg);
     return m;
-}
-
-/* the harness's settings: no cuBLAS workspace and the math SDPA on a CPU (compare.py) */
-static int64_t peak(const vc_model *m, vc_mode mode, int64_t batch, vc_optim optim, vc_precision p)
-{
-    vc_options o;
-    vc_options_init(&o);
-    o.mode = mode;
-    o.batch = batch;
-    o.optim = optim;
-    o.precision = p;
-    o.workspace = 0;
-    o.attention = VC_ATTN_MATH;
-    vc_result r;
-    vc_error err;
-    if (vc_estimate(m, &o, &r, &err)) fail_msg("estimate: %s: %s", err.path, err.msg);
-    int64_t v = r.memory.peak_allocated;
-    vc_result_free(&r);
-    return v;
-}
-
-static void set_lora(vc_model *m, const char *targets)
-{
-    vc_lora l;
-    vc_lora_init(&l);
-    l.r = 8;
-    l.alpha = 16;
-    snprintf(l.targets, sizeof l.targets, "%s", targets);
-    vc_error err;
-    if (vc_model_set_lora(m, &l, &err)) fail_msg("lora: %s", err.msg);
 }
 
 /* The published checkpoints (tests/data/hf/whisper-*.json: the architecture keys of openai/whisper-*'s
@@ -147,8 +118,8 @@ static void train_measured(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         vc_model *m = load(cases[i].cfg, cases[i].target);
-        if (cases[i].lora) set_lora(m, cases[i].lora);
-        int64_t got = peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
+        if (cases[i].lora) hf_set_lora(m, cases[i].lora);
+        int64_t got = hf_peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
         if (got != cases[i].measured)
             fail_msg("case %zu: estimate %lld, measured %lld", i, (long long)got, (long long)cases[i].measured);
         vc_model_free(m);
@@ -162,10 +133,10 @@ static void infer_measured(void **state)
 {
     (void)state;
     vc_model *m = load(WH_SMALL, 64);
-    assert_int_equal(peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_FP32), INT64_C(31907840) - 2 * 64 * 8); /* llm445 */
+    assert_int_equal(hf_peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_FP32), INT64_C(31907840) - 2 * 64 * 8); /* llm445 */
     vc_model_free(m);
     m = load(WH_V3_SMALL, 96);
-    assert_int_equal(peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_BF16), INT64_C(17323520) - 2 * 96 * 8); /* llm446 */
+    assert_int_equal(hf_peak(m, VC_MODE_INFER, 2, VC_OPTIM_ADAM, VC_PREC_BF16), INT64_C(17323520) - 2 * 96 * 8); /* llm446 */
     vc_model_free(m);
 }
 
@@ -211,8 +182,8 @@ static void ckpt_measured(void **state)
         assert_non_null(strstr(enc, "\"checkpoint\":\ttrue"));
         assert_non_null(strstr(dec, "\"checkpoint\":\ttrue"));
         assert_null(strstr(js, "\"cache\""));
-        if (cases[i].lora) set_lora(m, "q_proj,v_proj");
-        int64_t got = peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
+        if (cases[i].lora) hf_set_lora(m, "q_proj,v_proj");
+        int64_t got = hf_peak(m, VC_MODE_TRAIN, cases[i].batch, cases[i].optim, cases[i].p);
         double e = 100.0 * (double)(got - cases[i].measured) / (double)cases[i].measured;
         if (e > cases[i].bound || e < -cases[i].bound)
             fail_msg("case %zu: estimate %lld, measured %lld (%+.2f%%)", i, (long long)got, (long long)cases[i].measured, e);
@@ -235,7 +206,7 @@ static void decoder_length(void **state)
     vc_model *a = NULL, *b = load(WH_SMALL, 96);
     vc_error err;
     assert_int_equal(vc_model_load_string_hf(WH_SMALL, strlen(WH_SMALL), "config.json", &h, &a, &err), VC_OK);
-    assert_int_equal(peak(a, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32), peak(b, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32));
+    assert_int_equal(hf_peak(a, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32), hf_peak(b, VC_MODE_TRAIN, 1, VC_OPTIM_SGD, VC_PREC_FP32));
     assert_non_null(strstr(vc_model_generated_json(a), "\"name\":\t\"decoder_input_ids\",\n\t\t\t\"length\":\t96\n"));
     assert_non_null(strstr(vc_model_name(a), "80 mel bins x 600 frames, target 96"));
     vc_model_free(a);
