@@ -41,6 +41,7 @@
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
 #include "hf_arch.h" /* vc__hf_gemma4_parameters */
+#include "hf_text_config.h"
 
 #define HF VC_TEST_DATA "/hf/"
 #define SMALL_CFG VC_TEST_DATA "/../../bench/accuracy/llm/configs/gemma4_small.json"
@@ -420,28 +421,8 @@ static void test_active(void **state)
         {HF "gemma-4-26b-a4b-it.json", INT64_C(25233141760), INT64_C(3822530560)},
         {HF "gemma-4-e2b-it.json", INT64_C(4628569344), INT64_C(4628569344)},
     };
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        FILE *fp = fopen(c[i].file, "rb");
-        assert_non_null(fp);
-        static char buf[16384];
-        size_t n = fread(buf, 1, sizeof buf - 1, fp);
-        fclose(fp);
-        buf[n] = 0;
-        cJSON *cfg = cJSON_Parse(buf);
-        assert_non_null(cfg);
-        vc_error err;
-        rd r = {cJSON_GetObjectItemCaseSensitive(cfg, "text_config"), &err, "gemma4", false, 1, "text_config"};
-        arch a;
-        memset(&a, 0, sizeof a);
-        for (int k = 0; k < vc__hf_nfamilies; k++)
-            if (!strcmp(vc__hf_families[k].model_type, "gemma4")) a.f = &vc__hf_families[k];
-        assert_non_null(a.f);
-        if (vc__hf_read(&r, &a)) fail_msg("%s: %s", err.path, err.msg);
-        int64_t active = 0;
-        assert_int_equal(vc__hf_gemma4_parameters(&a, &active), c[i].total);
-        assert_int_equal(active, c[i].active);
-        cJSON_Delete(cfg);
-    }
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        assert_text_config_params(c[i].file, "gemma4", vc__hf_gemma4_parameters, c[i].total, c[i].active);
 }
 
 /* gemma4_e_small.json (the E models' kind: per-layer inputs of 16, 6 layers S S F S S F, the last 3 kv-shared,

@@ -31,6 +31,7 @@
 
 #include "cli_run.h"
 #include "hf_arch.h" /* vc__hf_llama4_parameters */
+#include "hf_text_config.h"
 #include "vramcalc/vramcalc.h"
 
 #define HF VC_TEST_DATA "/hf/"
@@ -133,28 +134,8 @@ static void test_active(void **state)
         {SCOUT, INT64_C(107769861120), INT64_C(17172894720)},
         {MAVERICK, INT64_C(400711848960), INT64_C(17184691200)},
     };
-    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-        FILE *fp = fopen(c[i].file, "rb");
-        assert_non_null(fp);
-        char buf[16384];
-        size_t n = fread(buf, 1, sizeof buf - 1, fp);
-        fclose(fp);
-        buf[n] = 0;
-        cJSON *cfg = cJSON_Parse(buf);
-        assert_non_null(cfg);
-        vc_error err;
-        rd r = {cJSON_GetObjectItemCaseSensitive(cfg, "text_config"), &err, "llama4", false, 1, "text_config"};
-        arch a;
-        memset(&a, 0, sizeof a);
-        for (int k = 0; k < vc__hf_nfamilies; k++)
-            if (!strcmp(vc__hf_families[k].model_type, "llama4")) a.f = &vc__hf_families[k];
-        assert_non_null(a.f);
-        if (vc__hf_read(&r, &a)) fail_msg("%s: %s", err.path, err.msg);
-        int64_t active = 0;
-        assert_int_equal(vc__hf_llama4_parameters(&a, &active), c[i].total);
-        assert_int_equal(active, c[i].active);
-        cJSON_Delete(cfg);
-    }
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        assert_text_config_params(c[i].file, "llama4", vc__hf_llama4_parameters, c[i].total, c[i].active);
 }
 
 /* Scout's cache in bf16 under --mode generate. One layer's keys and values per token: 2 x 8 kv heads
