@@ -104,6 +104,26 @@ static int vint(rd *r, const cJSON *v, const char *key, int64_t def, int64_t min
 
 static int tower_act_sizes(rd *r, hf_vision *t, const cJSON *v, const char *def);
 
+/* The Qwen towers' blocks: at most 1024, and heads dividing the width */
+static int tower_blocks_ok(rd *r, const hf_vision *t)
+{
+    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
+    if (t->C % t->NH)
+        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
+    return 0;
+}
+
+/* The merger's output width: the merged embeddings are scattered into inputs_embeds, so it is the
+ * language model's */
+static int tower_out_ok(rd *r, const arch *a)
+{
+    const hf_vision *t = &a->vis;
+    if (t->out != a->H)
+        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
+                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    return 0;
+}
+
 static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
 {
     hf_vision *t = &a->vis;
@@ -116,9 +136,7 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
         return -1;
     int64_t tps;
     if (vint(r, v, "tokens_per_second", 4, 0, &tps)) return -1; /* videos' temporal positions: read to be checked */
-    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
-    if (t->C % t->NH)
-        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
+    if (tower_blocks_ok(r, t)) return -1;
     /* rot_pos_emb: Qwen2_5_VisionRotaryEmbedding(head_dim // 2) gives head_dim / 4 frequencies per axis,
      * h and w cat'ed and doubled back to head_dim: head_dim must be a multiple of 4 */
     if ((t->C / t->NH) % 4)
@@ -128,10 +146,7 @@ static int read_qwen2_5(rd *r, arch *a, const cJSON *v)
     if (t->window / t->M / t->P < 1)
         return vbad(r, "window_size", "%lld pixels: less than one merged patch (spatial_merge_size %lld x patch_size "
                     "%lld); get_window_index would divide by zero", (long long)t->window, (long long)t->M, (long long)t->P);
-    /* the merged embeddings are scattered into inputs_embeds: the language model's width */
-    if (t->out != a->H)
-        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
-                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    if (tower_out_ok(r, a)) return -1;
     const cJSON *fb = v ? cJSON_GetObjectItemCaseSensitive(v, "fullatt_block_indexes") : NULL;
     if (fb && !cJSON_IsNull(fb)) {
         if (!cJSON_IsArray(fb)) return vbad(r, "fullatt_block_indexes", "expected a list of block indices");
@@ -194,12 +209,8 @@ static int read_qwen3_keys(rd *r, arch *a, const cJSON *v)
         vint(r, v, "spatial_merge_size", 2, 1, &t->M) || vint(r, v, "temporal_patch_size", 2, 1, &t->T) ||
         vint(r, v, "out_hidden_size", 3584, 1, &t->out) || vint(r, v, "num_position_embeddings", 2304, 1, &t->npos))
         return -1;
-    if (t->depth > 1024) return vbad(r, "depth", "%lld blocks: more than the limit of 1024", (long long)t->depth);
-    if (t->C % t->NH)
-        return vbad(r, "num_heads", "hidden_size (%lld) must be divisible by num_heads (%lld)", (long long)t->C, (long long)t->NH);
-    if (t->out != a->H)
-        return vbad(r, "out_hidden_size", "%lld: the merger's output must be the language model's hidden_size (%lld), "
-                    "which its image tokens replace", (long long)t->out, (long long)a->H);
+    if (tower_blocks_ok(r, t)) return -1;
+    if (tower_out_ok(r, a)) return -1;
     return 0;
 }
 
