@@ -217,6 +217,67 @@ static void test_error_names_options_per_front_end(void **state)
     vc_model_free(m);
 }
 
+/* Every function that takes a vc_error * clears it first (vramcalc.h, at vc_error): an error struct
+ * reused after a refusal holds the new call's own error, or none. A stale error used to survive in
+ * vc_serve, vc_gpu_parse, the estimator, the request and render calls: vc_set_error keeps the first
+ * error, so a second call that failed reported the first call's message. The expected messages are
+ * each function's own (src/engine/gpu.c, nccl.c, sweep.c, serve.c; src/api/request.c). */
+static void stale(vc_error *err)
+{
+    memset(err, 0, sizeof *err);
+    err->code = VC_ERR_USAGE;
+    snprintf(err->msg, sizeof err->msg, "stale");
+}
+
+static void test_error_cleared_first(void **state)
+{
+    (void)state;
+    vc_error err;
+    int64_t n = 0;
+    vc_gpu_spec gpu;
+    stale(&err);
+    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
+    assert_int_equal(err.code, VC_OK);
+    stale(&err);
+    assert_int_equal(vc_parse_size("12XB", &n, &err), VC_ERR_USAGE);
+    assert_string_not_equal(err.msg, "stale");
+    stale(&err);
+    assert_int_equal(vc_nccl_ring_bytes(0, 1, 0, &n, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "MAXCHANNELS"));
+
+    char path[1024];
+    snprintf(path, sizeof path, "%s/mlp.json", VC_EXAMPLES);
+    vc_model *m = NULL;
+    assert_int_equal(vc_model_load_file(path, &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    vc_estimator *e = NULL;
+    assert_int_equal(vc_estimator_new(m, &o, 0, &e, &err), VC_OK);
+    int64_t total = 0;
+    stale(&err);
+    assert_int_equal(vc_estimator_total(e, 32, &total, &err), VC_OK);
+    assert_int_equal(err.code, VC_OK);
+    vc_estimator_free(e);
+    /* --serve without a card: vc_serve's own refusal, not the stale one */
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec none;
+    memset(&none, 0, sizeof none);
+    vc_serve_result sr;
+    o.mode = VC_MODE_GENERATE;
+    stale(&err);
+    assert_int_equal(vc_serve(m, &o, &so, &none, &sr, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(err.msg, "the card vLLM runs on"));
+    vc_model_free(m);
+
+    vc_request *q = vc_request_new();
+    assert_non_null(q);
+    stale(&err);
+    assert_int_equal(vc_request_set(q, "batch", "8", &err), VC_OK);
+    assert_int_equal(err.code, VC_OK);
+    vc_request_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +287,7 @@ int main(void)
         cmocka_unit_test(test_requests_in_threads),
         cmocka_unit_test(test_error_names_options_per_front_end),
         cmocka_unit_test(test_struct_size),
+        cmocka_unit_test(test_error_cleared_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,9 @@ typedef enum {
 /* A static description of a status code. */
 VC_EXTERN const char *vc_strerror(vc_status s);
 
-/* Everything known about the first error: where and what. */
+/* Everything known about the first error: where and what. Every function that
+ * takes a vc_error * clears it first, then holds the first error of that call
+ * (none on success); it may be NULL. */
 typedef struct {
     vc_status code;
     char file[256];   /* model file name ("-" for stdin), "" when not file-related */

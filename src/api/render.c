@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "util.h"
 
 static vc_status nomem(vc_error *err)
 {
@@ -211,6 +212,7 @@ static int print_sweep(FILE *f, vc_format format, const vc_response *resp)
 vc_status vc_response_render(const vc_response *resp, vc_format format, const vc_render_options *ro, char **text,
                              size_t *len, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     *text = NULL;
     if (len) *len = 0;
     if (format == VC_FORMAT_DEFAULT) format = resp->format;
@@ -250,6 +252,7 @@ vc_status vc_response_render(const vc_response *resp, vc_format format, const vc
 
 vc_status vc_response_plot_svg(const vc_response *resp, char **svg, size_t *len, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     *svg = NULL;
     if (len) *len = 0;
     if (resp->kind != VC_RESP_SWEEP || !resp->plot) return VC_OK;
@@ -289,6 +292,7 @@ vc_status vc_response_plot_svg(const vc_response *resp, char **svg, size_t *len,
 
 vc_status vc_layer_list_text(int width, char **text, size_t *len, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);

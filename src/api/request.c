@@ -256,6 +256,7 @@ static vc_status keep(char **slot, const char *value, vc_error *err)
 
 vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     esc_buf b;
     if (!q) return usage(err, "no request");
     const vc_option_info *info = vc_option_find(name);
@@ -500,6 +501,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
 
 vc_status vc_request_add_model(vc_request *q, const char *path, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     if (!q || !path) return usage(err, "no model file given");
     q->nmodels++;
     if (q->nmodels == 1) return keep(&q->model, path, err);
@@ -979,6 +981,7 @@ static vc_status run_sweep(vc_request *q, vc_response *resp, vc_estimator *e, vc
 
 vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     vc_request copy = *given; /* the defaults and rules apply to a copy: a request may run again */
     vc_request *q = &copy;
     esc_buf b;

@@ -108,6 +108,7 @@ const char *vc_module_loading_name(int m) { return m >= 0 && m < 3 ? loading_nam
 vc_status vc_context_estimate(const vc_options *o, unsigned uses, vc_context_parts *parts, int64_t *total,
                               vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     memset(parts, 0, sizeof *parts);
     *total = 0;
     vc_options full_o; /* the legacy struct's size (vramcalc.h) */

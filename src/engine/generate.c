@@ -860,6 +860,7 @@ static int prompt_fits(const vc_model *m, const vc_options *o, int64_t prompt, i
 vc_status vc_max_prompt(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_prompt, int *estimates,
                         vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     *max_prompt = 0;
     if (estimates) *estimates = 0;
     vc_options full_o; /* the legacy struct's size (vramcalc.h) */

@@ -238,6 +238,7 @@ static i128 pow10i(int n)
 
 vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     static const struct {
         const char *u;
         int64_t m;
@@ -287,6 +288,7 @@ vc_status vc_parse_size(const char *s, int64_t *bytes, vc_error *err)
 
 vc_status vc_gpu_parse(const char *spec, vc_gpu_spec *out, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     memset(out, 0, sizeof *out);
     out->percent = 100;
     if (!spec || !*spec) return vc_set_error(err, VC_ERR_USAGE, NULL, "expected a GPU preset (see " O("list_gpus") ") or a size such as 24GiB");

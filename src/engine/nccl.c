@@ -57,6 +57,7 @@ void vc_nccl_p2p_connection(int read, int64_t *recv, int64_t *send)
 
 vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, int64_t *bytes, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     *bytes = 0;
     if (channels < 1 || channels > 64) /* MAXCHANNELS (src/include/device.h) */
         return vc_set_error(err, VC_ERR_USAGE, "channels", "must be from 1 to 64 (NCCL's MAXCHANNELS)");
@@ -209,6 +210,7 @@ static int pow2_up(int n)
 
 vc_status vc_nccl_check(const vc_options *o, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     int sm = o->device && o->device->sm ? o->device->sm : 80;
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
     if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)

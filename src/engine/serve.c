@@ -485,6 +485,7 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     memset(r, 0, sizeof *r);
     vc_options full_o; /* the legacy struct's size (vramcalc.h) */
     vc_status in_st = vc__options_in(&o, &full_o, err);

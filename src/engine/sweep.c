@@ -273,6 +273,7 @@ static vc_status sim_total(const vc_estimator *e, const vc_sim *s, int64_t *tota
 
 vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     memset(r, 0, sizeof *r);
     vc_status st = check_batch(batch, err);
     if (st) return st;
@@ -331,6 +332,7 @@ static vc_status estimator_total(vc_estimator *e, int64_t batch, int64_t limit, 
 
 vc_status vc_estimator_total(vc_estimator *e, int64_t batch, int64_t *total, vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     return estimator_total(e, batch, INT64_MAX, total, err);
 }
 
@@ -403,6 +405,7 @@ static int64_t muldiv(int64_t a, int64_t b, int64_t c)
 vc_status vc_estimator_max_batch(vc_estimator *e, int64_t capacity, int64_t *max_batch, int *estimates,
                                  vc_error *err)
 {
+    vc_error_clear(err); /* an out-parameter: cleared first (vramcalc.h) */
     search S = {e, capacity, 0, VC_OK, err, 0, 0, 0, 0, 0, 0};
     *max_batch = 0;
     if (estimates) *estimates = 0;
