@@ -244,8 +244,9 @@ static void refusals(void **state)
     /* WhisperGenerationMixin._set_max_new_tokens_and_length: decoder_input_ids + max_new_tokens <= max_target_positions (448) */
     assert_usage(HF "whisper-tiny.json -m generate --prompt 4 --new-tokens 445", "--new-tokens: 445 with a decoder prompt "
                  "(--prompt) of 4: whisper's generate() allows at most max_target_positions (448)");
-    /* --prompt is the decoder's: the default 1024 is past its 448 positions */
-    assert_usage(HF "whisper-tiny.json -m generate", "--prompt: 1024 decoder tokens: whisper's decoder has 448 learned positions");
+    /* --prompt is the decoder's: a prompt past its 448 positions (the default is generate()'s forced prompt:
+     * test_whisper_generate's defaults) */
+    assert_usage(HF "whisper-tiny.json -m generate --prompt 1024 --new-tokens 1", "--prompt: 1024 decoder tokens: whisper's decoder has 448 learned positions");
     assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb --prompt 4", "--serve: whisper: vLLM's WhisperForConditionalGeneration");
     assert_usage(HF "whisper-tiny.json --tp 2", "--tp: whisper: tensor parallelism");
     assert_usage(HF "whisper-tiny.json --pp 2 --gpus 2", "--pp: whisper: pipeline stages");
