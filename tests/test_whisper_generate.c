@@ -217,7 +217,7 @@ static void refusals(void **state)
                  "--cache: an encoder-decoder's generate() is modelled with the EncoderDecoderCache");
     assert_usage(CFG "whisper_small.json -m generate --prompt 4 -p fp16", "--precision: whisper is modelled in fp32 and bf16");
     assert_usage(CFG "whisper_small.json --serve --gpu h100-80gb --prompt 4",
-                 "--serve: whisper: vLLM's WhisperForConditionalGeneration");
+                 "--serve: whisper: vLLM serves WhisperForConditionalGeneration");
 }
 
 int main(void)

@@ -332,7 +332,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 }
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
- *  - vLLM serving (vLLM's WhisperForConditionalGeneration keeps the cross-attention states per request);
+ *  - vLLM serving (its profiling run, below);
  *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
  *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
  *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
@@ -344,9 +344,17 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     bool wh = false;
     for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
     if (!wh) return VC_OK;
+    /* vLLM does serve it (vllm/model_executor/models/whisper.py @00a23257a13090193fb098c7573598c5fdb4b15e
+     * WhisperForConditionalGeneration on the V1 engine: decoder self-attention and CrossAttention layers, the
+     * encoder's MMEncoderAttention without a cache, proj_out always tied, zero k_proj biases made for the fused
+     * qkv_proj / kv_proj; FLASH_ATTN and TRITON_ATTN take AttentionType.ENCODER_DECODER, Triton on every
+     * compute capability): what is not modelled is its profiling run (the encoder over the dummy 30 s clip
+     * of WhisperDummyInputsBuilder, the decoder's dummy batch) that the pool is sized after; docs/llm.md
+     * "Whisper under vLLM" derives the rest */
     if (serve)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM's WhisperForConditionalGeneration (its "
-                            "per-request cross-attention states) is not modelled; " OV("mode", "generate") " estimates "
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM serves WhisperForConditionalGeneration (a "
+                            "cross-attention KV cache of its 1500 encoder positions per request beside the decoder's), but "
+                            "its profiling run, which sizes the pool, is not modelled; " OV("mode", "generate") " estimates "
                             "transformers' generate()");
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
