@@ -304,6 +304,9 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->V);
     num(&w, o, "embedding_dim", (double)a->H);
+    /* WhisperModel.get_input_embeddings: self.decoder.embed_tokens, the module PEFT's
+     * enable_input_require_grads hooks (output.requires_grad_(True)) under gradient checkpointing */
+    flag(&w, o, "input_embeddings", true);
     o = lay(&w, "PositionEmbedding", "model.decoder.embed_positions");
     ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->maxpos);
