@@ -187,12 +187,17 @@ static void defaults(void **state)
               "{\"decoder_start_token_id\": 50258, \"forced_decoder_ids\": null, \"max_length\": 448}");
     assert_gen(dir, 3, 445);
     rm_dir(dir);
-    /* refused: past max_target_positions, a gap in forced_decoder_ids (ValueError), a prompt not shorter than
-     * max_length (ValueError) */
+    /* refused: max_length or max_new_tokens past max_target_positions, a gap in forced_decoder_ids (ValueError),
+     * a prompt not shorter than max_length (ValueError) */
     model_dir(dir, sizeof dir, NULL, "{\"decoder_start_token_id\": 50258, \"max_length\": 500}");
     snprintf(args, sizeof args, "%s -m generate", dir);
     assert_usage(args, "--new-tokens: not given: the generation config's max_length (500) passes whisper's "
                        "max_target_positions (448)");
+    rm_dir(dir);
+    model_dir(dir, sizeof dir, NULL, "{\"decoder_start_token_id\": 50258, \"max_new_tokens\": 448}");
+    snprintf(args, sizeof args, "%s -m generate", dir);
+    assert_usage(args, "--new-tokens: not given: the generation config's max_new_tokens (448) and the 1-token decoder "
+                       "prompt pass whisper's max_target_positions (448)");
     rm_dir(dir);
     model_dir(dir, sizeof dir, NULL, "{\"decoder_start_token_id\": 50258, \"forced_decoder_ids\": [[1, 5], [3, 6]]}");
     snprintf(args, sizeof args, "%s -m generate", dir);

@@ -551,6 +551,13 @@ vc_status vc__whisper_gen_defaults(const char *path, bool prompt_given, int64_t 
         }
         if (mnt) {
             n = (int64_t)mnt->valuedouble;
+            if (n > maxpos - p) { /* _set_max_new_tokens_and_length's ValueError */
+                st = vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "not given: the generation config's max_new_tokens "
+                                  "(%lld) and the %lld-token decoder prompt pass whisper's max_target_positions (%lld): "
+                                  "generate() raises ValueError; give " O("new_tokens") " (at most %lld)",
+                                  (long long)n, (long long)p, (long long)maxpos, (long long)(maxpos - p));
+                goto out;
+            }
         } else {
             int64_t L = ml ? (int64_t)ml->valuedouble : 20; /* GenerationConfig's max_length */
             if (L > MAX_SIZE) L = MAX_SIZE;
