@@ -22,6 +22,8 @@
 typedef struct {
     int64_t num, dim, padding_idx;
     bool has_padding, has_max_norm, scale_grad, sparse;
+    bool input_embeddings; /* "input_embeddings": the model's get_input_embeddings() whose ids are not the model's
+                            * input (WhisperModel's: decoder.embed_tokens over decoder_input_ids) */
     double max_norm, norm_type;
     int64_t scatter;
 } emb_cfg;
@@ -49,7 +51,8 @@ static int emb_parse(vc_args *a, void *p)
         c->has_max_norm = true;
     }
     if (vc_arg_float(a, "norm_type", 2.0, -1e308, 1e308, &c->norm_type) ||
-        vc_arg_bool(a, "scale_grad_by_freq", false, &c->scale_grad) || vc_arg_bool(a, "sparse", false, &c->sparse))
+        vc_arg_bool(a, "scale_grad_by_freq", false, &c->scale_grad) || vc_arg_bool(a, "sparse", false, &c->sparse) ||
+        vc_arg_bool(a, "input_embeddings", false, &c->input_embeddings))
         return -1;
     if (c->sparse)
         return vc_arg_fail(a, "sparse", "sparse gradients are not supported (use sparse: false)");
@@ -166,8 +169,10 @@ static void emb_emit(vc_build *b, const void *p)
     /* PEFT with gradient checkpointing (vc_peft_input_grads): the input embeddings' output made
      * to require grad, a leaf whose AccumulateGrad node keeps it (and the gradient it gets) until
      * the graph is freed after backward: saved here, this node running last in backward; the
-     * ops between it and the first checkpointed layer record their graph for it */
-    bool leaf = !vc_requires_grad(b, w) && vc_peft_input_grads(b) && vc_input_is_model_input(b, 0);
+     * ops between it and the first checkpointed layer record their graph for it. The hooked module is
+     * get_input_embeddings(): the embedding of the model's input ids, or the one a model names
+     * ("input_embeddings": whisper's decoder.embed_tokens, over the decoder's ids) */
+    bool leaf = !vc_requires_grad(b, w) && vc_peft_input_grads(b) && (vc_input_is_model_input(b, 0) || c->input_embeddings);
     if (leaf) vc_op_leaf_grad(o);
     vc_t y = vc_op_out(o, vc_n_scale(vc_n_sample(per), c->dim), vc_dt_of(b, w));
     vc_op_save_if(o, idx, iw);

@@ -1094,6 +1094,14 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         /* a config.json is loaded as one tensor-parallel rank's share (src/hf/hf_tp.c: vLLM's under --serve), as the
          * release it runs as: its MoE default for the families whose experts it governs
          * (vc_hf_build) when the experts option is not given */
+        /* whisper's generate(): its forced decoder prompt and length when --prompt / --new-tokens are not given
+         * (src/hf/hf_whisper.c), the config loaded at that prompt (check_request) */
+        if (o->mode == VC_MODE_GENERATE && !q->serve &&
+            (st = vc__whisper_gen_defaults(q->model, q->prompt_given, &o->prompt, q->given[VC_OPT_NEW_TOKENS], &o->new_tokens, err))) {
+            lib_err(q, err, st);
+            goto fail;
+        }
+        if (o->mode == VC_MODE_GENERATE) q->hf.seq = o->prompt;
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
         st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */
                                        q->serve && resp->have_gpu ? vc__vllm_mxfp4_align(&resp->gpu) : 0, &m, err);

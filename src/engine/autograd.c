@@ -57,6 +57,16 @@ static void s_unref(vc_build *b, int32_t s, int32_t inst)
     b->ev[b->nev++] = (ev_t){s, EV_FREE, b->phase, inst, b->cur_op};
 }
 
+/* One more reference to s, dropped when backward ends (op_t.leaf) */
+static void leaf_keep(vc_build *b, int32_t s)
+{
+    if (s < 0) return;
+    GROW(b->leafkeep, b->nleafkeep, b->cleafkeep, b);
+    if (b->st) return;
+    s_ref(b, s);
+    b->leafkeep[b->nleafkeep++] = s;
+}
+
 /* An op's transient allocations of one type (IT_FTEMP, IT_BTEMP), in
  * order: each is freed as soon as it is made, except the held ones (item
  * `in` 1: a quantized weight's dequantized copy, vc_op_weight_temps), which
@@ -902,6 +912,14 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
         }
     }
     for (int j = 0; j < nfull; j++) s_unref(b, full[j], op->inst);
+    /* a leaf made to require grad (PEFT's hooked input embeddings, vc_op_leaf_grad): its AccumulateGrad node
+     * holds the leaf, whose .grad the gradient becomes, until the graph is freed when backward ends (the
+     * node is not the last to run when other branches remain: whisper's encoder) */
+    if (op->leaf) {
+        for (int32_t j = 0; j < op->nsv; j++) leaf_keep(b, b->sv[op->sv0 + j]);
+        for (int32_t i = 0; i < op->nit; i++)
+            if (its[i].type == IT_OUT && b->t[its[i].t].grad >= 0) leaf_keep(b, b->t[its[i].t].grad);
+    }
     for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], op->inst);
     op->nsv = 0;
     if (unpacked && off_streams(b)) { /* the node's post hook: the forward stash, then the previous node's */
@@ -1014,6 +1032,8 @@ static void backward(vc_build *b)
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], -1);
         b->reg[r].nh = 0;
     }
+    for (size_t j = 0; j < b->nleafkeep; j++) s_unref(b, b->leafkeep[j], -1);
+    b->nleafkeep = 0;
     sac_drop(b);
     off_stash_clear(b, -1); /* --act-offload: queue_callback's wait_and_del_remaining_references */
     for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], -1);

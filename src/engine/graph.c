@@ -510,7 +510,7 @@ void vc_op_save(vc_op *o, vc_t t) { vc_op_save_if(o, t, -1); }
 
 void vc_op_leaf_grad(vc_op *o)
 {
-    if (live_op(o) && o->b->train) o->b->op[o->idx].rg = true;
+    if (live_op(o) && o->b->train) o->b->op[o->idx].rg = o->b->op[o->idx].leaf = true;
 }
 
 bool vc_peft_input_grads(const vc_build *b)

@@ -61,6 +61,8 @@ typedef struct {
     int32_t sac0, nsac; /* --grad-ckpt-ops: its outputs kept from forward, in b->sac */
     bool dead;        /* no gradient reaches the loss from it (free_unreached): a loss region's recompute
                        * keeps nothing it saves (its checkpoint holder is gone) */
+    bool leaf;        /* its output a leaf made to require grad (vc_op_leaf_grad): kept, with its .grad, by
+                       * the AccumulateGrad node until the graph is freed after backward */
 } op_t;
 
 typedef struct {
@@ -335,6 +337,7 @@ struct vc_build {
     int32_t loss_op0, head_inst, pack_id;
     int32_t *stash; size_t nstash, cstash; /* pairs */
     int32_t *bwd; size_t nbwd, cbwd;
+    int32_t *leafkeep; size_t nleafkeep, cleafkeep; /* storages op_t.leaf keeps until backward ends */
     bool recomputing;                 /* a region's forward runs again */
     int32_t *hold; size_t nhold;
     int32_t *pgrad;                   /* parameter -> grad storage (.grad) */

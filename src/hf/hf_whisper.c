@@ -38,11 +38,13 @@
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "hf_arch.h"
+#include "load.h"
 #include "model.h"
 #include "util.h"
 
@@ -302,6 +304,9 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->V);
     num(&w, o, "embedding_dim", (double)a->H);
+    /* WhisperModel.get_input_embeddings: self.decoder.embed_tokens, the module PEFT's
+     * enable_input_require_grads hooks (output.requires_grad_(True)) under gradient checkpointing */
+    flag(&w, o, "input_embeddings", true);
     o = lay(&w, "PositionEmbedding", "model.decoder.embed_positions");
     ins(&w, o, "decoder_input_ids", NULL, NULL);
     num(&w, o, "num_embeddings", (double)a->maxpos);
@@ -330,7 +335,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 }
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
- *  - vLLM serving (vLLM's WhisperForConditionalGeneration keeps the cross-attention states per request);
+ *  - vLLM serving (its profiling run, below);
  *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
  *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
  *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
@@ -342,9 +347,17 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     bool wh = false;
     for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
     if (!wh) return VC_OK;
+    /* vLLM does serve it (vllm/model_executor/models/whisper.py @00a23257a13090193fb098c7573598c5fdb4b15e
+     * WhisperForConditionalGeneration on the V1 engine: decoder self-attention and CrossAttention layers, the
+     * encoder's MMEncoderAttention without a cache, proj_out always tied, zero k_proj biases made for the fused
+     * qkv_proj / kv_proj; FLASH_ATTN and TRITON_ATTN take AttentionType.ENCODER_DECODER, Triton on every
+     * compute capability): what is not modelled is its profiling run (the encoder over the dummy 30 s clip
+     * of WhisperDummyInputsBuilder, the decoder's dummy batch) that the pool is sized after; docs/llm.md
+     * "Whisper under vLLM" derives the rest */
     if (serve)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM's WhisperForConditionalGeneration (its "
-                            "per-request cross-attention states) is not modelled; " OV("mode", "generate") " estimates "
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM serves WhisperForConditionalGeneration (a "
+                            "cross-attention KV cache of its 1500 encoder positions per request beside the decoder's), but "
+                            "its profiling run, which sizes the pool, is not modelled; " OV("mode", "generate") " estimates "
                             "transformers' generate()");
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
@@ -372,4 +385,207 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     if (o->act_offload != VC_ACT_OFFLOAD_NONE)
         return vc_set_error(err, VC_ERR_USAGE, O("act_offload"), "whisper: offloading the saved activations is not modelled");
     return VC_OK;
+}
+
+/* ---- generate()'s defaults: the forced decoder prompt and the length ----
+ *
+ * What model.generate(input_features) decodes when neither --prompt nor --new-tokens is given, as
+ * transformers builds it (generation_whisper.py @000dccdb6476f364e7997578cb3e25b570b6e838):
+ *  - the generation config: from_pretrained's generation_config.json beside config.json when there is one
+ *    (a model directory or a Hugging Face id: read here as resolve.c reads hf_quant_config.json), every key
+ *    an attribute; else GenerationConfig.from_model_config(config), which keeps only GenerationConfig's own
+ *    attributes (generation/configuration_utils.py @008f5c8c GenerationConfig.__init__: max_length 20,
+ *    max_new_tokens, forced_decoder_ids, decoder_start_token_id; "Additional attributes" not set under
+ *    _from_model_config: no lang_to_id, task_to_id nor no_timestamps_token_id from a config.json);
+ *  - WhisperGenerationMixin.generate: _set_return_timestamps leaves return_timestamps None (short-form);
+ *    _retrieve_init_tokens: init_tokens = [decoder_start_token_id], then forced_decoder_ids' tokens at
+ *    indices 1, 2, ... in order (the generation config's, else config.forced_decoder_ids; a gap raises
+ *    ValueError; dropped when task or language is set); the language in slot 1 (given, or detect_language's
+ *    when lang_to_id exists and slot 1 is missing or None: one more forward over the encoder and one decoder
+ *    token, under no_grad, whose tensors are each no larger than the first step's that follows: not modelled
+ *    apart); the task appended when given (transcribe when only the language is); no_timestamps_token_id
+ *    appended unless it is already last; None tokens dropped. A published multilingual checkpoint's
+ *    generation_config.json (forced_decoder_ids [[1, null], [2, <|transcribe|>]], lang_to_id,
+ *    no_timestamps_token_id) gives 4: <|startoftranscript|> <|lang|> <|transcribe|> <|notimestamps|>;
+ *  - the length: _set_max_new_tokens_and_length raises ValueError when max_new_tokens + the prompt pass
+ *    max_target_positions, and otherwise leaves generation_config.max_length as it is (its local max_length is
+ *    not written back); GenerationMixin._prepare_generated_length (generation/utils.py @000034a4) makes the
+ *    default max_length of 20 (GenerationConfig().max_length) 20 + the prompt, and _validate_generated_length
+ *    raises ValueError when the prompt is not shorter than max_length: the new tokens are max_new_tokens
+ *    when set, else max_length - the prompt (the loop's MaxLengthCriteria). Past max_target_positions the
+ *    decoder's embed_positions has no row (an IndexError mid-generation): refused, naming --new-tokens. */
+
+typedef struct {
+    const cJSON *cfg, *gen; /* config.json; generation_config.json (NULL: from_model_config) */
+    const char *file;       /* the generation config's file, for errors */
+    const char *cfg_file;   /* config.json's */
+    vc_error *err;
+} whg;
+
+static vc_status whg_bad(whg *g, const char *key, const char *msg, long long a, long long b)
+{
+    vc_status st = vc_set_error(g->err, VC_ERR_USAGE, key, msg, a, b);
+    snprintf(g->err->file, sizeof g->err->file, "%s", g->file);
+    return st;
+}
+
+/* the generation config's key (null read as absent); from a config.json only GenerationConfig's own */
+static const cJSON *whg_key(const whg *g, const char *key, bool own)
+{
+    const cJSON *v = g->gen ? cJSON_GetObjectItemCaseSensitive(g->gen, key)
+                            : own ? cJSON_GetObjectItemCaseSensitive(g->cfg, key) : NULL;
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+static bool whg_int(const cJSON *v) { return cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble; }
+
+#define WH_NONE INT64_MIN      /* a None token (dropped at the end) */
+#define WH_LANG (INT64_MIN + 1) /* the language's id: given or detected, a token either way */
+
+/* _retrieve_init_tokens for language=None, task=None, return_timestamps=None (generate's arguments) and the
+ * generation config's own task and language when it has them: the tokens it builds, counted */
+static vc_status whg_prompt(whg *g, int64_t *out)
+{
+    const cJSON *task = whg_key(g, "task", false), *lang = whg_key(g, "language", false);
+    const cJSON *l2id = whg_key(g, "lang_to_id", false), *t2id = whg_key(g, "task_to_id", false);
+    const cJSON *nts = whg_key(g, "no_timestamps_token_id", false), *start = whg_key(g, "decoder_start_token_id", true);
+    const cJSON *forced = whg_key(g, "forced_decoder_ids", true);
+    const char *ffile = g->file;
+    if (!forced && g->gen) { /* elif hasattr(config, "forced_decoder_ids") and config.forced_decoder_ids is not None */
+        forced = cJSON_GetObjectItemCaseSensitive(g->cfg, "forced_decoder_ids");
+        if (cJSON_IsNull(forced)) forced = NULL;
+        ffile = g->cfg_file;
+    }
+    const int nf = cJSON_GetArraySize(forced);
+    if (forced && (!cJSON_IsArray(forced) || nf > 4096)) {
+        g->file = ffile;
+        return whg_bad(g, "forced_decoder_ids", "expected a list of [index, token id] pairs (at most 4096)", 0, 0);
+    }
+    if (task || lang) forced = NULL; /* "forced_decoder_ids will be ignored in favor of task= / language=" */
+    int64_t tok[4096 + 8];
+    int n = 0;
+    tok[n++] = whg_int(start) ? (int64_t)start->valuedouble : WH_NONE; /* [generation_config.decoder_start_token_id] */
+    const cJSON *e;
+    int64_t i = 1;
+    cJSON_ArrayForEach(e, forced)
+    {
+        const cJSON *ix = cJSON_GetArrayItem(e, 0), *t = cJSON_GetArrayItem(e, 1);
+        if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !whg_int(ix) || !(cJSON_IsNull(t) || whg_int(t))) {
+            g->file = ffile;
+            return whg_bad(g, "forced_decoder_ids", "expected a list of [index, token id] pairs", 0, 0);
+        }
+        if (i == 1 && (int64_t)ix->valuedouble != 1) break; /* forced_decoder_ids[0][0] != 1: none taken */
+        if ((int64_t)ix->valuedouble != i) {
+            g->file = ffile;
+            return whg_bad(g, "forced_decoder_ids", "index %lld after %lld: generate() raises ValueError (it needs an entry for "
+                           "every index from 1 on)", (long long)ix->valuedouble, (long long)(i - 1));
+        }
+        tok[n++] = cJSON_IsNull(t) ? WH_NONE : (int64_t)t->valuedouble;
+        i++;
+    }
+    const bool lang_undefined = n <= 1 || tok[1] == WH_NONE;
+    if (lang || (l2id && lang_undefined)) { /* language_to_id, or detect_language's */
+        if (n > 1) tok[1] = WH_LANG;
+        else tok[n++] = WH_LANG;
+    }
+    if (task) {
+        tok[n++] = WH_LANG + 1; /* task_to_id[task], appended (replace_or_add's result is not kept) */
+    } else if (lang && t2id) { /* "if language is defined, but no task id is in init_tokens, default to transcribe" */
+        bool has = false;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, t2id) for (int k = 0; k < n && !has; k++) has = whg_int(v) && tok[k] == (int64_t)v->valuedouble;
+        if (!has) tok[n++] = WH_LANG + 1;
+    }
+    /* <|notimestamps|> unless it is the last token already */
+    if (nts && !(whg_int(nts) && tok[n - 1] == (int64_t)nts->valuedouble)) tok[n++] = whg_int(nts) ? (int64_t)nts->valuedouble : 0;
+    int64_t count = 0;
+    for (int k = 0; k < n; k++) count += tok[k] != WH_NONE;
+    if (!count) return whg_bad(g, "decoder_start_token_id", "null: generate() has no decoder start token", 0, 0);
+    *out = count;
+    return VC_OK;
+}
+
+vc_status vc__whisper_gen_defaults(const char *path, bool prompt_given, int64_t *prompt, bool new_given, int64_t *new_tokens,
+                                   vc_error *err)
+{
+    if ((prompt_given && new_given) || !path[0] || !strcmp(path, "-")) return VC_OK; /* standard input is read once */
+    char *resolved = NULL, *buf = NULL, *gbuf = NULL;
+    size_t len;
+    vc_error e;
+    vc_error_clear(&e);
+    /* not readable, not JSON, not whisper: nothing here (the loader says what it is) */
+    if (vc__model_resolve(path, &resolved, &e) != VC_OK) return VC_OK;
+    const char *cfg_path = resolved ? resolved : path;
+    vc_status st = VC_OK;
+    cJSON *cfg = NULL, *gen = NULL;
+    if (vc_read_file(cfg_path, (size_t)VC_MAX_FILE_BYTES, &buf, &len, &e) != VC_OK) goto out;
+    cfg = cJSON_ParseWithLength(buf, len);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "whisper")) goto out;
+    /* generation_config.json beside a directory's (or a Hugging Face id's) config.json */
+    char gpath[4096];
+    const char *slash = resolved ? strrchr(resolved, '/') : NULL;
+    if (slash && snprintf(gpath, sizeof gpath, "%.*s/generation_config.json", (int)(slash - resolved), resolved) <
+                     (int)sizeof gpath &&
+        vc_read_file(gpath, (size_t)VC_MAX_FILE_BYTES, &gbuf, &len, &e) == VC_OK) {
+        gen = cJSON_ParseWithLength(gbuf, len);
+        if (!cJSON_IsObject(gen)) {
+            st = vc_set_error(err, VC_ERR_USAGE, NULL, "not a JSON object (GenerationConfig.from_pretrained reads it)");
+            snprintf(err->file, sizeof err->file, "%s", gpath);
+            goto out;
+        }
+    }
+    whg g = {cfg, gen, gen ? gpath : cfg_path, cfg_path, err};
+    int64_t p = *prompt;
+    if (!prompt_given && (st = whg_prompt(&g, &p))) goto out;
+    g.file = gen ? gpath : cfg_path;
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(cfg, "max_target_positions");
+    const int64_t maxpos = whg_int(mp) ? (int64_t)mp->valuedouble : 448; /* WhisperConfig's default */
+    int64_t n = *new_tokens;
+    if (!new_given) {
+        const cJSON *mnt = whg_key(&g, "max_new_tokens", true), *ml = whg_key(&g, "max_length", true);
+        if ((mnt && (!whg_int(mnt) || mnt->valuedouble < 1)) || (ml && (!whg_int(ml) || ml->valuedouble < 1))) {
+            st = whg_bad(&g, mnt && (!whg_int(mnt) || mnt->valuedouble < 1) ? "max_new_tokens" : "max_length",
+                         "expected a positive integer", 0, 0);
+            goto out;
+        }
+        if (mnt) {
+            n = (int64_t)mnt->valuedouble;
+            if (n > maxpos - p) { /* _set_max_new_tokens_and_length's ValueError */
+                st = vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "not given: the generation config's max_new_tokens "
+                                  "(%lld) and the %lld-token decoder prompt pass whisper's max_target_positions (%lld): "
+                                  "generate() raises ValueError; give " O("new_tokens") " (at most %lld)",
+                                  (long long)n, (long long)p, (long long)maxpos, (long long)(maxpos - p));
+                goto out;
+            }
+        } else {
+            int64_t L = ml ? (int64_t)ml->valuedouble : 20; /* GenerationConfig's max_length */
+            if (L > MAX_SIZE) L = MAX_SIZE;
+            if (L == 20) L += p; /* _prepare_generated_length: "by default let's always generate 20 new tokens" */
+            if (p >= L) {
+                st = vc_set_error(err, VC_ERR_USAGE, O("prompt"), "%lld decoder tokens: not fewer than the generation config's "
+                                  "max_length (%lld): generate() raises ValueError (a shorter prompt, or " O("new_tokens")
+                                  " given)",
+                                  (long long)p, (long long)L);
+                goto out;
+            }
+            n = L - p;
+            if (L > maxpos) {
+                st = vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "not given: the generation config's max_length (%lld) "
+                                  "passes whisper's max_target_positions (%lld), where generate() runs out of the decoder's "
+                                  "positions; give " O("new_tokens") " (at most %lld after %lld decoder prompt tokens)",
+                                  (long long)L, (long long)maxpos, (long long)(maxpos - p), (long long)p);
+                goto out;
+            }
+        }
+    }
+    *prompt = p;
+    *new_tokens = n;
+out:
+    cJSON_Delete(cfg);
+    cJSON_Delete(gen);
+    free(buf);
+    free(gbuf);
+    free(resolved);
+    return st;
 }

@@ -148,6 +148,12 @@ vc_status vc__t5_check(const vc_model *m, const vc_options *o, vc_error *err);
 /* src/hf/hf_whisper.c: what a Whisper model's estimate refuses (generate and serve, precision, quantized
  * weights, pipeline stages). */
 vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, vc_error *err);
+/* src/hf/hf_whisper.c: for a whisper config at path (a file, a directory, a Hugging Face id), what
+ * WhisperGenerationMixin.generate decodes when --prompt / --new-tokens are not given: its forced decoder
+ * prompt's length into *prompt, its new tokens into *new_tokens (those given are kept, and a given *prompt is
+ * the one the new tokens follow); nothing for another file. VC_ERR_USAGE where generate() would fail. */
+vc_status vc__whisper_gen_defaults(const char *path, bool prompt_given, int64_t *prompt, bool new_given, int64_t *new_tokens,
+                                   vc_error *err);
 /* model.c: m as the estimate's options split it (o->tp, o->sp, o->ep; they are the one
  * place that says so): m itself when it was built for that split (the request loads it so;
  * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed
