@@ -71,7 +71,7 @@ NEEDS = {
     "kv_group_size": dict(GEN, cache="quantized"), "kv_residual_length": dict(GEN, cache="quantized"),
     "max_context": dict(GEN, gpu="rtx4090"), "serve": {"gpu": "h100-80gb"},
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
-    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
+    "kv_cache_dtype": SERVE, "enforce_eager": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "no_hints": {"gpu": "1GiB"},
     "modules_to_save": {"lora": 8},
