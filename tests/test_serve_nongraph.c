@@ -108,7 +108,7 @@ static void graphs(void **state)
     o.enforce_eager = 1;
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
     assert_int_equal(r.graphs_why, VC_SERVE_GRAPHS_EAGER);
-    assert_int_equal(r.graphs_piecewise + r.graphs_full + r.graphs_floor + r.graphs_profiled, 0);
+    assert_int_equal(r.graphs_piecewise + r.graphs_full + r.graphs_floor + r.graphs_profiled + r.graphs_subtracted, 0);
     assert_int_equal(r.kv_cache, pool);
     /* an AMD card: profiled on CUDA only (is_cuda()) */
     o.enforce_eager = 0;
@@ -190,6 +190,41 @@ static void snapshot_tp2(void **state)
     vc_model_free(m);
 }
 
+/* --cuda-graph-memory: vLLM's logged measure taken off the pool (determine_available_memory:
+ * requested - non_kv_cache_memory - cudagraph_memory_estimate_applied), refused where vLLM's estimate
+ * is 0 */
+static void given_measure(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    vc_options o;
+    llama_opts(&o, 1);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r, g;
+    vc_error err;
+    assert_int_equal(o.cuda_graph_memory, -1); /* vc_options_init: not given */
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
+    assert_int_equal(r.graphs_subtracted, 0);
+    o.cuda_graph_memory = MIB(512);
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &g, &err), VC_OK);
+    assert_int_equal(g.graphs_subtracted, MIB(512));
+    assert_int_equal(g.kv_cache, r.kv_cache - MIB(512));
+    assert_int_equal(g.blocks, g.kv_cache / MIB(2)); /* 2 MiB blocks: 16 tokens x 32 layers x 2 x 8 x 128 x 2 B */
+    assert_int_equal(r.blocks - g.blocks, 256);      /* 512 MiB / 2 MiB, the pool's remainder the same */
+    o.enforce_eager = 1;
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &g, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--cuda-graph-memory");
+    o.enforce_eager = 0;
+    assert_int_equal(serve_on(m, &o, &so, "mi300x", &g, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--cuda-graph-memory");
+    vc_model_free(m);
+    m = load_file(HF "qwen3-8b.json");
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &g, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "V2 model runner"));
+    vc_model_free(m);
+}
+
 static char *run(const char *args)
 {
     char cmd[1024];
@@ -219,10 +254,16 @@ static void report(void **state)
     assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 301989888, \"custom_all_reduce\": "
                                "25168384, \"symmetric_memory\": 67108864}"));
     assert_non_null(strstr(js, "\"cuda_graphs\": {\"piecewise\": 51, \"largest_piecewise\": 512, \"full\": 51, \"largest_full\": "
-                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600}"));
+                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0}"));
     assert_non_null(strstr(js, "\"enforce_eager\": false"));
     tab = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --enforce-eager");
     assert_non_null(strstr(tab, "  CUDA graphs                    none  (enforce_eager: none captured)\n"));
+    js = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB -f json");
+    assert_non_null(strstr(js, "\"cuda_graphs_counted\": true"));
+    assert_non_null(strstr(js, "\"floor\": 104857600, \"subtracted\": 536870912}"));
+    tab = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB");
+    assert_non_null(strstr(tab, "  CUDA graphs               512.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
+                                "vLLM's measure as given, taken off the pool)\n"));
     tab = run(HF "qwen3-8b.json --serve --gpu h100-80gb");
     assert_non_null(strstr(tab, "the V2 model runner's profile_cudagraph_memory is 0)\n"));
 }
@@ -232,6 +273,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(graphs),
         cmocka_unit_test(snapshot_tp2),
+        cmocka_unit_test(given_measure),
         cmocka_unit_test(report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

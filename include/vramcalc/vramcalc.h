@@ -575,6 +575,11 @@ typedef struct {
     /* --serve --enforce-eager (src/engine/serve.c vllm_graphs): vLLM's enforce_eager, which sets
      * cudagraph_mode NONE, so no CUDA graph is captured or profiled; 0: graphs (vLLM's default) */
     int64_t enforce_eager;
+    /* --serve --cuda-graph-memory (src/engine/serve.c vllm_graphs): vLLM's start-up measure of its CUDA
+     * graphs in bytes, as its log prints it ("Estimated CUDA graph memory: X GiB total"), subtracted
+     * from the pool as Worker.determine_available_memory does; -1 (the default): not given, the pool
+     * before it (vramcalc does not estimate the measure) */
+    int64_t cuda_graph_memory;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -1027,6 +1032,7 @@ typedef struct {
      * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
     int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
     int64_t graphs_profiled, graphs_floor, graphs_why;
+    int64_t graphs_subtracted; /* what the pool had taken off for them: vc_options.cuda_graph_memory as given, else 0 */
     /* What the process holds at vLLM's memory snapshot (Worker.init_device, after the
      * distributed set-up; src/engine/serve.c vllm_snapshot): the CUDA context before the
      * first forward (src/engine/context.c's runtime, local memory and eager parts), and for

@@ -376,6 +376,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_MAX_NUM_SEQS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_seqs, err);
     case VC_OPT_BLOCK_SIZE: q->serve_given = true; return parse_count(name, v, 1, &q->so.block_size, err);
     case VC_OPT_ENFORCE_EAGER: q->serve_given = true; o->enforce_eager = on; return VC_OK;
+    case VC_OPT_CUDA_GRAPH_MEMORY: q->serve_given = true; return parse_size(name, v, &o->cuda_graph_memory, err);
     case VC_OPT_KV_CACHE_DTYPE:
         q->serve_given = q->kv_dtype_given = true;
         return choose(name, v, q->so.kv_cache_dtype = vc_kv_dtype_from_name(v), info->choices, err);
@@ -785,7 +786,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      "in generate(): " OV("cache", "quantized"));
     if (q->serve_given && !q->serve)
         return usage(err, O("gpu_memory_utilization") ", " O("max_num_batched_tokens") ", " O("max_num_seqs") ", " O("block_size")
-                     " and " O("kv_cache_dtype") " go with " O("serve"));
+                     ", " O("kv_cache_dtype") ", " O("enforce_eager") " and " O("cuda_graph_memory") " go with " O("serve"));
     if (q->serve && !q->mode_given) o->mode = VC_MODE_INFER; /* vLLM serves: no training state */
     if (q->serve && (!gpu || counts || q->max_batch || sweep || q->trace || q->max_context || (o->mode == VC_MODE_TRAIN && q->mode_given)))
         return usage(err, O("serve") " sizes vLLM's KV cache on one " O("gpu") " for a model file: it does not go with %s",

@@ -791,6 +791,12 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
     if ((st = vllm_snapshot(o, gpu, uses, r, err))) return st;
     vllm_graphs(m, o, gpu, r);
+    if (o->cuda_graph_memory >= 0 && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
+                            r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
+                            : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
+                                                                       : "on this GPU's vendor (it profiles graphs on CUDA only)");
+    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
     const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
     if (gpu->total - held < r->requested) {
         gib(gpu->total - held, a, sizeof a);
@@ -801,13 +807,16 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                             o->tp > 1 ? ", NCCL and the all-reduce buffers" : "", so->gpu_memory_utilization, b);
     }
     /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
-    r->kv_cache = r->requested - r->profile_peak - r->non_torch;
+    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or 0) */
+    if (__builtin_sub_overflow(r->requested - r->profile_peak - r->non_torch, r->graphs_subtracted, &r->kv_cache))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("cuda_graph_memory"), "passes 2^63 bytes");
     if (r->kv_cache <= 0) {
-        gib(r->profile_peak + r->non_torch, a, sizeof a);
+        gib(r->profile_peak + r->non_torch + r->graphs_subtracted, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
-                            "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than "
-                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            "the weights, vLLM's profiling run and its non-torch memory%s take %s in %s, more than "
+                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
+                            r->graphs_subtracted ? " (with " O("cuda_graph_memory") ")" : "", a, vc_precision_name(o->precision),
                             so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
