@@ -86,6 +86,8 @@ complete -c vramcalc -l max-num-batched-tokens -x -d '--serve: the profiling run
 complete -c vramcalc -l max-num-seqs -x -d '--serve: the sampled requests'
 complete -c vramcalc -l block-size -x -d '--serve: tokens per KV block'
 complete -c vramcalc -l kv-cache-dtype -x -a 'auto fp16 bf16 fp8' -d '--serve: auto, fp16, bf16, fp8'
+complete -c vramcalc -l enforce-eager -d '--serve: vLLM'\''s enforce_eager: no CUDA graphs, so none captured or...'
+complete -c vramcalc -l cuda-graph-memory -x -d '--serve: vLLM'\''s start-up measure of its CUDA graphs, as its log...'
 complete -c vramcalc -l sweep -x -d 'one row per batch size: 1,8,32 or 1:64 or 1:64:8'
 complete -c vramcalc -l plot -r -F -d 'with --sweep: draw the components against batch size as an SVG chart'
 complete -c vramcalc -l force -d 'overwrite an existing output file'

@@ -574,6 +574,14 @@ typedef struct {
      * (0: the busiest stage's) */
     int64_t gpus_per_node;
     int64_t nccl_stage;
+    /* --serve --enforce-eager (src/engine/serve.c vllm_graphs): vLLM's enforce_eager, which sets
+     * cudagraph_mode NONE, so no CUDA graph is captured or profiled; 0: graphs (vLLM's default) */
+    int64_t enforce_eager;
+    /* --serve --cuda-graph-memory (src/engine/serve.c vllm_graphs): vLLM's start-up measure of its CUDA
+     * graphs in bytes, as its log prints it ("Estimated CUDA graph memory: X GiB total"), subtracted
+     * from the pool as Worker.determine_available_memory does; -1 (the default): not given, the pool
+     * before it (vramcalc does not estimate the measure) */
+    int64_t cuda_graph_memory;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -1017,7 +1025,30 @@ typedef struct {
      * attention page holds a state page: HybridAttentionMambaModelConfig), state_layers the DeltaNet
      * layers (0: none), state_bytes one layer's state of one request before padding to the page */
     int64_t block_size, state_layers, state_bytes;
+    /* vLLM's CUDA graphs (vllm-project/vllm @ 9aaf83ef; src/engine/serve.c vllm_graphs): the
+     * graphs its cudagraph_mode FULL_AND_PIECEWISE captures, PIECEWISE for every capture size and
+     * FULL for the uniform-decode sizes up to max_num_seqs, each mode's largest (0 and 0 with
+     * enforce_eager); graphs_profiled 1: Worker.determine_available_memory subtracts its measure
+     * of them (profile_cudagraph_memory, on the GPU) from the pool, which vramcalc does not
+     * estimate; graphs_floor, that measure's least (one MiB a graph past each mode's first);
+     * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
+    int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
+    int64_t graphs_profiled, graphs_floor, graphs_why;
+    int64_t graphs_subtracted; /* what the pool had taken off for them: vc_options.cuda_graph_memory as given, else 0 */
+    /* What the process holds at vLLM's memory snapshot (Worker.init_device, after the
+     * distributed set-up; src/engine/serve.c vllm_snapshot): the CUDA context before the
+     * first forward (src/engine/context.c's runtime, local memory and eager parts), and for
+     * --tp the TP group's NCCL ring (PyNcclCommunicator's warm-up all-reduce), the custom
+     * all-reduce's IPC buffers and rank data, and the symmetric-memory buffer. Not
+     * subtracted from the pool; vLLM refuses to start when the card's memory less these is
+     * under gpu_memory_utilization x the card's */
+    int64_t snapshot_context, snapshot_nccl, snapshot_custom_ar, snapshot_symm_mem;
 } vc_serve_result;
+/* vc_serve_result.graphs_why */
+#define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */
+#define VC_SERVE_GRAPHS_EAGER 1     /* --enforce-eager: none */
+#define VC_SERVE_GRAPHS_NOT_CUDA 2  /* an AMD card: vLLM profiles them on CUDA only */
+#define VC_SERVE_GRAPHS_V2_RUNNER 3 /* the V2 model runner, whose profile_cudagraph_memory returns 0 */
 
 /* Sizes vLLM's KV cache for m on gpu (its total memory) with o's precision
  * and attention; o->prompt + o->new_tokens is one request's length; o->tp > 1:

@@ -50,7 +50,7 @@ SAMPLES = {
     "image": ["640x480"], "images": [2], "compile": [True, False], "target_seq": [128],
     "cudnn_table": [os.path.join(ROOT, "tests", "data", "cudnn", "tiny_resnet_fixture.json")],
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
-    "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4],
+    "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4], "cuda_graph_memory": ["512MiB"],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}
@@ -71,7 +71,7 @@ NEEDS = {
     "kv_group_size": dict(GEN, cache="quantized"), "kv_residual_length": dict(GEN, cache="quantized"),
     "max_context": dict(GEN, gpu="rtx4090"), "serve": {"gpu": "h100-80gb"},
     "gpu_memory_utilization": SERVE, "max_num_batched_tokens": SERVE, "max_num_seqs": SERVE, "block_size": SERVE,
-    "kv_cache_dtype": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
+    "kv_cache_dtype": SERVE, "enforce_eager": SERVE, "cuda_graph_memory": SERVE, "plot": {"sweep": "1,2"}, "force": {"sweep": "1,2", "plot": "PLOT"},
     "moe_imbalance": {"experts_implementation": "per_expert"}, "loss_chunks": {"loss": "chunked"}, "lora_dtype": {"lora": 8},
     "columns": {"format": "csv"}, "activations": {"params": 10 ** 9}, "no_hints": {"gpu": "1GiB"},
     "modules_to_save": {"lora": 8},

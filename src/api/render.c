@@ -110,8 +110,19 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         /* vLLM's non-torch memory (src/engine/serve.c vllm_non_torch): the increase it subtracts, by
          * part, and what that commit's arithmetic leaves out */
         fprintf(f, ",\n    \"non_torch_increase\": %" PRId64 ", \"non_torch_parts\": {\"cublas\": %" PRId64
-                   ", \"attention_kernels\": %" PRId64 "}, \"nccl_counted\": false, \"cuda_graphs_counted\": false",
-                r->non_torch, r->non_torch_cublas, r->non_torch_kernels);
+                   ", \"attention_kernels\": %" PRId64 "}, \"nccl_counted\": false, \"cuda_graphs_counted\": %s",
+                r->non_torch, r->non_torch_cublas, r->non_torch_kernels, o->cuda_graph_memory >= 0 ? "true" : "false");
+        /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
+        static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
+        fprintf(f, ",\n    \"at_snapshot\": {\"cuda_context\": %" PRId64 ", \"nccl\": %" PRId64 ", \"custom_all_reduce\": %" PRId64
+                   ", \"symmetric_memory\": %" PRId64 "}",
+                r->snapshot_context, r->snapshot_nccl, r->snapshot_custom_ar, r->snapshot_symm_mem);
+        fprintf(f, ",\n    \"cuda_graphs\": {\"piecewise\": %" PRId64 ", \"largest_piecewise\": %" PRId64 ", \"full\": %" PRId64
+                   ", \"largest_full\": %" PRId64 ", \"subtracted_by_vllm\": %s, \"why\": \"%s\", \"floor\": %" PRId64
+                   ", \"subtracted\": %" PRId64 "}",
+                r->graphs_piecewise, r->graphs_largest_piecewise, r->graphs_full, r->graphs_largest_full,
+                r->graphs_profiled ? "true" : "false", r->graphs_why >= 0 && r->graphs_why < 4 ? why[r->graphs_why] : "?",
+                r->graphs_floor, r->graphs_subtracted);
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
@@ -140,8 +151,33 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
             r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
             : amd        ? "not modelled on this GPU's vendor"
                          : "eager loading: loaded before vLLM's snapshot");
-    if (o->tp > 1) fprintf(f, "  %-22s %12s  (set up before vLLM's snapshot)\n", "NCCL + all-reduce", "not counted");
-    fprintf(f, "  %-22s %12s  (captured after the pool is sized)\n", "CUDA graphs", "not counted");
+    if (o->tp > 1) { /* held at vLLM's snapshot, not subtracted (src/engine/serve.c vllm_snapshot) */
+        format_bytes(r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem, a, sizeof a);
+        char n[32], c[32], s[32];
+        format_bytes(r->snapshot_nccl, n, sizeof n);
+        format_bytes(r->snapshot_custom_ar, c, sizeof c);
+        format_bytes(r->snapshot_symm_mem, s, sizeof s);
+        fprintf(f, "  %-22s %12s  (held at vLLM's snapshot, not subtracted: NCCL ring %s, custom all-reduce %s, "
+                   "symmetric memory %s)\n", "NCCL + all-reduce", a, n, c, s);
+    }
+    /* vLLM's CUDA graphs (src/engine/serve.c vllm_graphs) */
+    if (r->graphs_why == VC_SERVE_GRAPHS_EAGER) fprintf(f, "  %-22s %12s  (enforce_eager: none captured)\n", "CUDA graphs", "none");
+    else {
+        char g[96];
+        snprintf(g, sizeof g, "%" PRId64 " PIECEWISE (largest %" PRId64 ") + %" PRId64 " FULL (largest %" PRId64 ")",
+                 r->graphs_piecewise, r->graphs_largest_piecewise, r->graphs_full, r->graphs_largest_full);
+        if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
+            format_bytes(r->graphs_subtracted, a, sizeof a);
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure as given, taken off the pool)\n", "CUDA graphs", a, g);
+        } else if (r->graphs_profiled) {
+            format_bytes(r->graphs_floor, a, sizeof a);
+            fprintf(f, "  %-22s %12s  (%s: vLLM subtracts its start-up measure of them, at least this; "
+                       "the pool below does not)\n", "CUDA graphs", a, g);
+        } else
+            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: %s)\n", "CUDA graphs", "not counted", g,
+                    r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "the V2 model runner's profile_cudagraph_memory is 0"
+                                                              : "vLLM profiles them on CUDA only");
+    }
     format_bytes(r->kv_cache, a, sizeof a);
     fprintf(f, "  %-22s %12s\n", "KV cache pool", a);
     format_bytes(r->page_bytes, b, sizeof b);

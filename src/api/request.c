@@ -376,6 +376,8 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_MAX_NUM_BATCHED_TOKENS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_batched_tokens, err);
     case VC_OPT_MAX_NUM_SEQS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_seqs, err);
     case VC_OPT_BLOCK_SIZE: q->serve_given = true; return parse_count(name, v, 1, &q->so.block_size, err);
+    case VC_OPT_ENFORCE_EAGER: q->serve_given = true; o->enforce_eager = on; return VC_OK;
+    case VC_OPT_CUDA_GRAPH_MEMORY: q->serve_given = true; return parse_size(name, v, &o->cuda_graph_memory, err);
     case VC_OPT_KV_CACHE_DTYPE:
         q->serve_given = q->kv_dtype_given = true;
         return choose(name, v, q->so.kv_cache_dtype = vc_kv_dtype_from_name(v), info->choices, err);
@@ -786,7 +788,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      "in generate(): " OV("cache", "quantized"));
     if (q->serve_given && !q->serve)
         return usage(err, O("gpu_memory_utilization") ", " O("max_num_batched_tokens") ", " O("max_num_seqs") ", " O("block_size")
-                     " and " O("kv_cache_dtype") " go with " O("serve"));
+                     ", " O("kv_cache_dtype") ", " O("enforce_eager") " and " O("cuda_graph_memory") " go with " O("serve"));
     if (q->serve && !q->mode_given) o->mode = VC_MODE_INFER; /* vLLM serves: no training state */
     if (q->serve && (!gpu || counts || q->max_batch || sweep || q->trace || q->max_context || (o->mode == VC_MODE_TRAIN && q->mode_given)))
         return usage(err, O("serve") " sizes vLLM's KV cache on one " O("gpu") " for a model file: it does not go with %s",
@@ -821,11 +823,11 @@ static vc_status check_request(vc_request *q, vc_error *err)
     if (q->cudnn_table && (q->given[VC_OPT_BOUND] || q->max_batch || sweep))
         return usage(err, O("cudnn_table") " gives the workspaces measured at its batches (exact: no interval): it does not go with %s",
                      q->given[VC_OPT_BOUND] ? O("bound") : q->max_batch ? O("max_batch") : O("sweep"));
-    /* NCCL's buffers (src/engine/nccl.c): a multi-GPU training or inference layout's; vLLM's (--serve) are not counted */
-    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS] || q->given[VC_OPT_GPUS_PER_NODE]) && (o->gpus < 2 || q->serve))
-        return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: %s",
-                     q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : q->given[VC_OPT_NCCL_CHANNELS] ? O("nccl_channels") : O("gpus_per_node"),
-                     q->serve ? "with " O("serve") " vLLM's are not counted" : "give " O("gpus") " N (2 or more)");
+    /* NCCL's buffers (src/engine/nccl.c): a multi-GPU training or inference layout's, or vLLM's tensor-parallel
+     * group's (--serve --tp: src/engine/serve.c vllm_snapshot) */
+    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS] || q->given[VC_OPT_GPUS_PER_NODE]) && o->gpus < 2)
+        return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: give " O("gpus") " N (2 or more)",
+                     q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : q->given[VC_OPT_NCCL_CHANNELS] ? O("nccl_channels") : O("gpus_per_node"));
     /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
         return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",

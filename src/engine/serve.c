@@ -242,6 +242,178 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
     return VC_OK;
 }
 
+/* vLLM's CUDA graphs and whether its KV sizing subtracts them (vllm-project/vllm
+ * @ 9aaf83ef502fc37bc647f6e474314d48ba36cd1c, v0.21 and later):
+ *  - vllm/config/vllm.py VllmConfig.__post_init__: enforce_eager sets
+ *    cudagraph_mode NONE and no capture sizes; otherwise the optimization
+ *    level's (-O2 by default, OPTIMIZATION_LEVEL_02) cudagraph_mode is
+ *    FULL_AND_PIECEWISE;
+ *  - _set_cudagraph_sizes: max_cudagraph_capture_size = min(max_num_seqs x
+ *    decode_query_len (1 without speculative decoding) x 2, 512), at most
+ *    max_num_batched_tokens; the sizes 1, 2, 4, then 8 to 248 by 8, then 256
+ *    to that maximum by 16, those up to it, and max_num_batched_tokens
+ *    when it is at most the maximum (sequence parallelism, which would keep
+ *    multiples of tp only, is off: pass_config enable_sp = IS_DENSE = False);
+ *  - vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys: PIECEWISE
+ *    (the mixed mode) one key per capture size; FULL (the decode mode, a
+ *    separate routine) one per capture size of at most uniform_decode_query_len
+ *    x max_num_seqs; the attention backends vramcalc's models run on CUDA
+ *    (FlashAttention: ALWAYS or UNIFORM_BATCH, FlashInfer:
+ *    UNIFORM_SINGLE_TOKEN_DECODE or better, Triton: ALWAYS,
+ *    vllm/v1/attention/backends/) keep FULL decode graphs; LoRA cases: none;
+ *  - vllm/v1/worker/gpu_worker.py Worker.determine_available_memory: on CUDA
+ *    (current_platform.is_cuda(): not ROCm) with cudagraph_mode != NONE,
+ *    model_runner.profile_cudagraph_memory(), subtracted when
+ *    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (vllm/envs.py: "1" by
+ *    default since v0.21.0, #38284): available = requested_memory -
+ *    non_kv_cache_memory - cudagraph_memory_estimate_applied;
+ *  - vllm/v1/worker/gpu_model_runner.py profile_cudagraph_memory: per mode,
+ *    captures the two largest graphs into a temporary pool with a minimal KV
+ *    cache and reads mem_get_info around each; estimate = the largest
+ *    first capture + sum over modes of (graphs - 1) x max(second capture,
+ *    1 MiB). Those captures are measured on the GPU: vramcalc does not
+ *    estimate them, and reports the counts and the 1 MiB-a-graph floor;
+ *  - vllm/config/vllm.py use_v2_model_runner: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
+ *    = {Qwen3ForCausalLM}, not MoE, not quantized, runs the V2 model runner,
+ *    whose profile_cudagraph_memory (vllm/v1/worker/gpu/model_runner.py)
+ *    returns 0: nothing subtracted. */
+static bool vllm_v2_runner(const vc_model *m)
+{
+    if (!m->gen_json || !m->text || m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE) return false;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return false;
+    bool v2 = false;
+    const cJSON *a, *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (cJSON_IsArray(archs))
+        cJSON_ArrayForEach(a, archs) v2 |= cJSON_IsString(a) && !strcmp(a->valuestring, "Qwen3ForCausalLM");
+    cJSON_Delete(root);
+    return v2;
+}
+
+#define MIB (INT64_C(1) << 20)
+
+static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_serve_result *r)
+{
+    r->graphs_why = VC_SERVE_GRAPHS_PROFILED;
+    if (o->enforce_eager) {
+        r->graphs_why = VC_SERVE_GRAPHS_EAGER;
+        return;
+    }
+    const int64_t seqs = r->max_num_seqs, tokens = r->max_num_batched_tokens;
+    int64_t max = seqs < 256 ? 2 * seqs : 512;
+    if (tokens < max) max = tokens;
+    int64_t size[64];
+    int n = 0;
+    for (int64_t s = 1; s <= 4 && s <= max; s *= 2) size[n++] = s;
+    for (int64_t s = 8; s < 256 && s <= max; s += 8) size[n++] = s;
+    for (int64_t s = 256; s <= max; s += 16) size[n++] = s;
+    bool has = false;
+    for (int i = 0; i < n; i++) has |= size[i] == tokens;
+    if (tokens <= max && !has) size[n++] = tokens; /* above every other size: max is at most tokens */
+    for (int i = 0; i < n; i++) {
+        r->graphs_piecewise++;
+        r->graphs_largest_piecewise = size[i]; /* ascending */
+        if (size[i] <= seqs) { /* uniform_decode_query_len 1 */
+            r->graphs_full++;
+            r->graphs_largest_full = size[i];
+        }
+    }
+    r->graphs_floor = (r->graphs_piecewise - 1 + (r->graphs_full > 0 ? r->graphs_full - 1 : 0)) * MIB;
+    if (gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0) r->graphs_why = VC_SERVE_GRAPHS_NOT_CUDA;
+    else if (vllm_v2_runner(m)) r->graphs_why = VC_SERVE_GRAPHS_V2_RUNNER;
+    r->graphs_profiled = r->graphs_why == VC_SERVE_GRAPHS_PROFILED;
+}
+
+/* What vLLM's memory snapshot already holds (vllm-project/vllm @ 9aaf83ef):
+ *  - vllm/v1/worker/gpu_worker.py Worker.init_device: set_device, then
+ *    init_worker_distributed_environment ("Initialize the distributed
+ *    environment BEFORE taking memory snapshot"), then init_snapshot =
+ *    MemorySnapshot() and requested_memory = total x gpu_memory_utilization
+ *    (vllm/utils/mem_utils.py request_memory), which raises ValueError ("Free
+ *    memory on device ... on startup is less than desired GPU memory
+ *    utilization") when the snapshot's free memory is less;
+ *  - the CUDA context before the first forward: src/engine/context.c's
+ *    runtime, local memory and eager parts (the cuBLAS and attention kernel
+ *    modules load in the profiling run: vllm_non_torch);
+ *  - for tensor_parallel_size > 1, each model-parallel group with two or more
+ *    ranks gets a CudaCommunicator (vllm/distributed/device_communicators/
+ *    cuda_communicator.py CudaCommunicator.__init__); with only --tp, the TP
+ *    group:
+ *    . PyNcclCommunicator (pynccl.py __init__): its own NCCL communicator and
+ *      a warm-up all_reduce of one float, which connects the ring (since
+ *      NCCL 2.22 connections are made at an algorithm's first collective):
+ *      src/engine/nccl.c's ring bytes for one communicator of tp ranks;
+ *      NVLS buffers, connected by a first NVLS-sized all-reduce, are not
+ *      counted;
+ *    . SymmMemCommunicator (symm_mem.py, VLLM_ALLREDUCE_USE_SYMM_MEM "1" by
+ *      default, CUDA only): where SYMM_MEM_ALL_REDUCE_MAX_SIZES
+ *      (all_reduce_utils.py) has the compute capability and tp, a buffer of
+ *      that many bytes (torch_symm_mem.empty(max_size // 2, bfloat16)), kept
+ *      in self.buffer whether or not the rendezvous then finds multicast; it
+ *      is usable (not disabled) only with multicast: the NVSwitch boards;
+ *      torch's signal pad is not counted;
+ *    . CustomAllreduce (custom_all_reduce.py __init__, default max_size
+ *      8192 x 1024): world sizes 2, 4, 6, 8 on one node, and above 2 only
+ *      fully connected by NVLink (the nvswitch topology), and with P2P (not
+ *      --nccl-topology shm); max_size = min(CUSTOM_ALL_REDUCE_MAX_SIZES[cc][tp],
+ *      8 MiB) when the symmetric-memory communicator is usable; it allocates
+ *      meta_size() + max_size (csrc/custom_all_reduce.cu meta_size:
+ *      sizeof(vllm::Signal) = two alignas(128) uint32[36][8] arrays and
+ *      uint32[36], 2,560 B) and max_size with cudaMalloc, and 8 MiB of
+ *      rank_data with torch.empty. */
+static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
+    /* all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES and CUSTOM_ALL_REDUCE_MAX_SIZES, by world size */
+    {90, {[2] = 64 * MIB, [4] = 32 * MIB, [6] = 64 * MIB, [8] = 64 * MIB},
+     {[2] = 64 * MIB, [4] = 32 * MIB, [6] = MIB / 2, [8] = MIB / 4}},
+    {100, {[2] = 8 * MIB, [4] = 32 * MIB, [6] = 128 * MIB, [8] = 128 * MIB},
+     {[2] = 2 * MIB, [4] = 2 * MIB, [6] = MIB, [8] = MIB}},
+    {103, {[2] = 4 * MIB, [4] = 32 * MIB, [6] = 32 * MIB, [8] = 64 * MIB},
+     {[2] = 4 * MIB, [4] = 4 * MIB, [6] = 8 * MIB, [8] = 4 * MIB}},
+};
+#define VLLM_CA_META 2560 /* sizeof(vllm::Signal) */
+#define VLLM_CA_MAX (INT64_C(8192) * 1024)
+#define VLLM_CA_RANK_DATA (INT64_C(8) * 1024 * 1024)
+
+static vc_status vllm_snapshot(const vc_options *o, const vc_gpu_spec *gpu, unsigned uses, vc_serve_result *r,
+                               vc_error *err)
+{
+    vc_options c = *o;
+    c.mode = VC_MODE_INFER;
+    c.context = -1;
+    c.device = gpu->preset;
+    vc_context_parts parts;
+    int64_t total;
+    vc_status st = vc_context_estimate(&c, uses | VC_USES_FLASH, &parts, &total, err);
+    if (st) return st;
+    r->snapshot_context = parts.runtime + parts.local_memory + parts.eager;
+    const bool nvidia = !gpu->preset || !strcmp(gpu->preset->vendor, "NVIDIA");
+    const int64_t tp = o->tp;
+    if (tp > 1 && nvidia) {
+        c.gpus = tp;
+        c.pp = 1;
+        c.ep = 1;
+        c.nccl_stages = 1;
+        vc_nccl_info n;
+        vc_nccl_per_gpu(&c, &n);
+        r->snapshot_nccl = n.ring_bytes;
+        const int sm = gpu->preset && gpu->preset->sm ? gpu->preset->sm : 80;
+        const vc_nccl_topology t = (vc_nccl_topology)n.topology;
+        int row = -1;
+        for (int i = 0; i < (int)(sizeof vllm_ar_sizes / sizeof *vllm_ar_sizes); i++)
+            if (vllm_ar_sizes[i].sm == sm) row = i;
+        if (row >= 0 && tp <= 8) r->snapshot_symm_mem = vllm_ar_sizes[row].symm[tp];
+        const bool symm_usable = r->snapshot_symm_mem > 0 && t == VC_NCCL_TOPO_NVSWITCH; /* multicast */
+        const int64_t gpn = o->gpus_per_node > 0 ? o->gpus_per_node : 8;
+        if ((tp == 2 || tp == 4 || tp == 6 || tp == 8) && tp <= gpn && t != VC_NCCL_TOPO_SHM &&
+            (tp == 2 || t == VC_NCCL_TOPO_NVSWITCH)) {
+            int64_t max = VLLM_CA_MAX;
+            if (symm_usable && vllm_ar_sizes[row].ca[tp] < max) max = vllm_ar_sizes[row].ca[tp];
+            r->snapshot_custom_ar = VLLM_CA_META + max + max + VLLM_CA_RANK_DATA;
+        }
+    }
+    return VC_OK;
+}
+
 /* vLLM's MXFP4 MoE backend (vllm-project/vllm @ 007d5005, vllm/model_executor/layers/quantization/
  * mxfp4.py get_mxfp4_backend, without LoRA) and the multiple Mxfp4MoEMethod.create_weights pads a rank's
  * intermediate_size_per_partition to:
@@ -616,16 +788,36 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
     r->profile_peak = sim.peak + rope + qkv_extra;
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
-    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
-    /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
-    r->kv_cache = r->requested - r->profile_peak - r->non_torch;
     char a[32], b[32];
+    if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
+    if ((st = vllm_snapshot(o, gpu, uses, r, err))) return st;
+    vllm_graphs(m, o, gpu, r);
+    if (o->cuda_graph_memory >= 0 && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
+                            r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
+                            : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
+                                                                       : "on this GPU's vendor (it profiles graphs on CUDA only)");
+    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
+    const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
+    if (gpu->total - held < r->requested) {
+        gib(gpu->total - held, a, sizeof a);
+        gib(r->requested, b, sizeof b);
+        return vc_set_error(err, VC_ERR_USAGE, O("gpu_memory_utilization"),
+                            "vLLM refuses to start: free memory at its snapshot (%s of %s, less the CUDA context%s) is less than "
+                            OV("gpu_memory_utilization", "%g") " of it (%s)", a, gpu->name,
+                            o->tp > 1 ? ", NCCL and the all-reduce buffers" : "", so->gpu_memory_utilization, b);
+    }
+    /* determine_available_memory: requested_memory - (weights + torch_peak_increase + non_torch_increase) */
+    /* determine_available_memory @ 9aaf83ef: ... - cudagraph_memory_estimate_applied (given, or 0) */
+    if (__builtin_sub_overflow(r->requested - r->profile_peak - r->non_torch, r->graphs_subtracted, &r->kv_cache))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("cuda_graph_memory"), "passes 2^63 bytes");
     if (r->kv_cache <= 0) {
-        gib(r->profile_peak + r->non_torch, a, sizeof a);
+        gib(r->profile_peak + r->non_torch + r->graphs_subtracted, a, sizeof a);
         gib(r->requested, b, sizeof b);
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
-                            "the weights, vLLM's profiling run and its non-torch memory take %s in %s, more than "
-                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache", a, vc_precision_name(o->precision),
+                            "the weights, vLLM's profiling run and its non-torch memory%s take %s in %s, more than "
+                            OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
+                            r->graphs_subtracted ? " (with " O("cuda_graph_memory") ")" : "", a, vc_precision_name(o->precision),
                             so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))

@@ -78,6 +78,7 @@ static void defaults(vc_options *o)
 {
     memset(o, 0, sizeof *o);
     o->batch = 1;
+    o->cuda_graph_memory = -1; /* --serve: vLLM's CUDA graph measure not given */
     o->optim = VC_OPTIM_ADAM;
     o->optim_impl = VC_IMPL_FOREACH;
     o->accumulate = 1;

@@ -161,7 +161,7 @@ ROWS = [
         ],
         "engine": "V1", "version": "V1, v0.15.1 (stated), eager: no CUDA graphs",
         "config": "tests/data/hf/llama-3.1-8b.json", "gpu": "39.39GiB", "preset": "a100-40gb",
-        "util": 0.90, "max_model_len": 131072, "mnbt": 8192, "mns": 256, "tp": 1, "args": ["-p", "bf16"],
+        "util": 0.90, "max_model_len": 131072, "mnbt": 8192, "mns": 256, "tp": 1, "args": ["-p", "bf16", "--enforce-eager"],
         "defaults": "max_num_seqs 256: vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, LLM_CLASS on a card "
                     "under 70 GiB. The log does not print the card's CUDA total: 39.39 GiB is what PyTorch reports "
                     "for an A100 40GB (\"GPU 0; 39.39 GiB total capacity\" in its out-of-memory messages, the same "
