@@ -17,10 +17,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
+#include <stdlib.h>
 
 #include "vramcalc/vramcalc.h"
 #include "cli_spelt.h"
+#include "read_file.h"
 
 #define HF VC_TEST_DATA "/hf/"
 
@@ -165,6 +168,10 @@ static void test_targets_ignore(void **state)
      * fp16 [out, 1] of 128, 64, 128, 256, 256 and 128 B, each 512 B: 3,072 B */
     assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
                               "[\"lm_head\", \"re:model\\\\.layers\\\\.1\\\\..*\", \"re:.*k_proj$\"]")) - d, 3072);
+    /* Python's \d in a pattern (model.layers.<n>.self_attn.*): the attention of both layers ignored, the
+     * six MLP Linears quantized (gate, up 256 B, down 128 B of scales: 512 B each): 3,072 B */
+    assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
+                              "[\"lm_head\", \"re:model\\\\.layers\\\\.\\\\d+\\\\.self_attn\\\\..*\"]")) - d, 3072);
     /* targets by pattern: the two down_proj, 2 x 512 B; lm_head is not matched */
     assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"re:.*down_proj$\"]", "[]")) - d, 1024);
     /* "Linear" with nothing ignored: lm_head [256, 64] too (compressed-tensors does not spare the last
@@ -199,6 +206,71 @@ static void test_pack_quantized(void **state)
                               "[\"Linear\"]", "[\"lm_head\"]")) - d, 14336);
 }
 
+/* Llama 4 Maverick (tests/data/hf/llama-4-maverick-17b-128e-instruct.json) with an FP8-dynamic
+ * compressed-tensors block targeting "Linear" and ignoring attention, routers, the vision tower, the
+ * projector and language_model.lm_head (Llama4ForConditionalGeneration's name of lm_head), bf16:
+ * - the experts matched: transformers' CompressedExpertsLinear (a loop over one Llama4TextMLP per expert)
+ *   is refused, naming the config;
+ * - the experts ignored too: the quantized Linears are the 24 dense layers' feed_forward gate_proj and
+ *   up_proj [16384, 5120] and down_proj [5120, 16384], and the 24 MoE layers' shared_expert gate_proj
+ *   and up_proj [8192, 5120] and down_proj [5120, 8192]; each adds a bf16 weight_scale [out, 1]:
+ *   24 x (32,768 + 32,768 + 10,240) + 24 x (16,384 + 16,384 + 10,240) = 1,818,624 + 1,032,192 =
+ *   2,850,816 B over the bf16 model. */
+static vc_status maverick(const char *extra_ignore, int64_t *weights, vc_error *err)
+{
+    char *text = read_file(HF "llama-4-maverick-17b-128e-instruct.json");
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    char qc[2048];
+    snprintf(qc, sizeof qc, CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
+                               "[\"re:.*self_attn.*\", \"re:.*router\", \"re:vision_model.*\", \"re:multi_modal_projector.*\", "
+                               "\"language_model.lm_head\"%s]"),
+             extra_ignore);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization_config");
+    cJSON_AddItemToObject(root, "quantization_config", cJSON_Parse(qc));
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    vc_model *m = NULL;
+    vc_status st = vc_model_load_string(js, strlen(js), "maverick", &m, err);
+    free(js);
+    if (st) return st;
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, err)) fail_msg("%s", CLI_MSG(err));
+    *weights = r.memory.weights;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return VC_OK;
+}
+
+static void test_maverick(void **state)
+{
+    (void)state;
+    vc_error err = {0};
+    int64_t w = 0, d;
+    vc_model *dense = load(HF "llama-4-maverick-17b-128e-instruct.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    vc_result r;
+    if (vc_estimate(dense, &o, &r, &err)) fail_msg("%s", CLI_MSG(&err));
+    d = r.memory.weights;
+    vc_result_free(&r);
+    vc_model_free(dense);
+    assert_int_equal(maverick("", &w, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "CompressedExpertsLinear"));
+    memset(&err, 0, sizeof err);
+    assert_int_equal(maverick(", \"re:.*feed_forward\\\\.experts.*\"", &w, &err), VC_OK);
+    assert_int_equal(w - d, 2850816);
+}
+
 /* Refusals: training, and the keys' errors name the key */
 static void test_refusals(void **state)
 {
@@ -226,7 +298,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_transformers), cmocka_unit_test(test_llama_vllm), cmocka_unit_test(test_targets_ignore),
-        cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_maverick), cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -567,7 +567,9 @@ static bool skipped(const char *name, const char *keys)
  * name from its start (_match_name: re.match), or when it names a class of the module
  * (_match_class: "Linear" for an nn.Linear). Targeted and not ignored: quantized. The qualified
  * name is the one transformers gives the module (model.layers.3.mlp.down_proj): the generated
- * model's layer names along the instance's path, with each repeat copy's index. */
+ * model's layer names along the instance's path, with each repeat copy's index. (Families whose
+ * generated layers are not one repeated block, Llama 4's, name a layer's modules without the
+ * layers.N prefix: a pattern that needs it does not match them.) */
 static bool qual_name(const cJSON *root, const char *path, char *out, size_t n)
 {
     const cJSON *cur = root;
@@ -612,9 +614,24 @@ static int ct_match(const char *entries, const char *name, bool linear, const ch
         snprintf(pat, sizeof pat, "%.*s", (int)len, k);
         k += len + (e ? 1 : 0);
         if (!strncmp(pat, "re:", 3)) {
-            char anchored[530];
+            char anchored[3200]; /* each of 520 bytes becomes at most 6 */
             regex_t re;
-            snprintf(anchored, sizeof anchored, "^(%s)", pat + 3); /* re.match: from the start */
+            /* re.match: from the start; Python's \d, \w and \s as POSIX classes (ERE leaves them undefined) */
+            size_t a = 0;
+            anchored[a++] = '^';
+            anchored[a++] = '(';
+            for (const char *c = pat + 3; *c && a < sizeof anchored - 16; c++) {
+                const char *cls = c[0] == '\\' ? (c[1] == 'd' ? "[0-9]" : c[1] == 'w' ? "[[:alnum:]_]" : c[1] == 's' ? "[[:space:]]" : NULL) : NULL;
+                if (cls) {
+                    a += (size_t)snprintf(anchored + a, sizeof anchored - a, "%s", cls);
+                    c++;
+                } else {
+                    if (c[0] == '\\' && c[1]) anchored[a++] = *c++;
+                    anchored[a++] = *c;
+                }
+            }
+            anchored[a++] = ')';
+            anchored[a] = 0;
             if (strstr(pat, "(?") || regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB))
                 return vc_set_error(err, VC_ERR_MODEL, key, "\"%.60s\": a pattern beyond POSIX extended regular expressions", pat),
                        -1;
@@ -622,6 +639,11 @@ static int ct_match(const char *entries, const char *name, bool linear, const ch
             regfree(&re);
             if (hit) return 1;
         } else if (!strcmp(pat, name) || (linear && (!strcmp(pat, "Linear") || !strcmp(pat, "Module")))) {
+            return 1;
+        } else if (!strchr(name, '.') && strlen(pat) > strlen(name) + 1 && !strcmp(pat + strlen(pat) - strlen(name), name) &&
+                   pat[strlen(pat) - strlen(name) - 1] == '.') {
+            /* a top-level module of the text model under a wrapper's prefix: Llama4ForConditionalGeneration's
+             * language_model.lm_head is the generated model's lm_head */
             return 1;
         }
     }
@@ -648,8 +670,14 @@ static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, co
         if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts) return VC_OK;
     } else {
         if (!(p->flags & VC_PARAM_LINEAR) && !experts) return VC_OK;
-        int t = ct_match(q->ct_targets, name, !experts, "quantization_config.config_groups", err);
-        int i = t > 0 ? ct_match(q->skip, name, !experts, "quantization_config.ignore", err) : 0;
+        /* stacked experts: matched as the nn.Linear modules transformers would hold for them (Llama 4's
+         * CompressedExpertsLinear: experts.expert_modules.E.gate_proj ...; the first stands for all) */
+        if (experts) {
+            size_t used = strlen(name);
+            snprintf(name + used, sizeof name - used, ".expert_modules.0.gate_proj");
+        }
+        int t = ct_match(q->ct_targets, name, true, "quantization_config.config_groups", err);
+        int i = t > 0 ? ct_match(q->skip, name, true, "quantization_config.ignore", err) : 0;
         if (t < 0 || i < 0) return err->code;
         if (!t || i) return VC_OK;
         if (experts)
