@@ -685,8 +685,10 @@ static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, co
              * CompressedExpertsLinear, a loop over num_local_experts Llama4TextMLP modules; stacked
              * experts have no nn.Linear for CompressedLinear to replace */
             return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors (layer %s): quantized MoE experts are not modelled "
-                                "(transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per expert); "
-                                "ignore them to estimate the rest", in->path);
+                                "(%s); ignore them to estimate the rest", in->path,
+                                p->flags & VC_PARAM_LLAMA4_EXPERTS
+                                    ? "transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per expert"
+                                    : "stacked experts hold no nn.Linear for CompressedLinear to replace");
     }
     char why[300];
     if (rows[VC_WEIGHTS_CT].misfit(p, q, why, sizeof why))
