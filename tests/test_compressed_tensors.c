@@ -50,17 +50,20 @@ static int64_t infer_weights(const vc_model *m, vc_mode mode)
     return w;
 }
 
-static vc_status serve(const vc_model *m, vc_serve_result *sr, vc_error *err)
+static vc_status serve_tp(const vc_model *m, int64_t tp, vc_serve_result *sr, vc_error *err)
 {
     vc_options o;
     vc_options_init(&o);
     o.precision = VC_PREC_FP16;
+    o.tp = o.gpus = tp;
     vc_serve_options so;
     vc_serve_options_init(&so);
     vc_gpu_spec gpu;
     assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, err), VC_OK);
     return vc_serve(m, &o, &so, &gpu, sr, err);
 }
+
+static vc_status serve(const vc_model *m, vc_serve_result *sr, vc_error *err) { return serve_tp(m, 1, sr, err); }
 
 /* Llama-3.1-8B's Linear weights per decoder layer, [out, in]: q_proj and o_proj [4096, 4096], k_proj and
  * v_proj [1024, 4096], gate_proj and up_proj [14336, 4096], down_proj [4096, 14336]: 43,008 output rows,
@@ -123,6 +126,18 @@ static void test_llama_vllm(void **state)
         assert_int_equal(sr.weights - d, -INT64_C(6973816832));
         vc_model_free(m);
     }
+    /* tensor_parallel_size 2: each rank's half of the Linear weights (3,489,660,928 B saved by fp8) and the
+     * fp32 scales [out / 2, 1] of the column-parallel q, k, v, gate, up, [out, 1] of the row-parallel o and
+     * down (ChannelQuantScaleParameter, output_dim 0): 8,192 + 2,048 + 2,048 + 16,384 + 28,672 + 28,672 +
+     * 16,384 = 102,400 B a layer, x 32 = 3,276,800 B: -3,486,384,128 B against the dense rank */
+    dense = load(HF "llama-3.1-8b.json");
+    assert_int_equal(serve_tp(dense, 2, &sr, &err), VC_OK);
+    d = sr.weights;
+    vc_model_free(dense);
+    vc_model *t2 = load(files[0]);
+    if (serve_tp(t2, 2, &sr, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(sr.weights - d, -INT64_C(3486384128));
+    vc_model_free(t2);
     /* W4A16: vLLM's CompressedTensorsWNA16 repacks for Marlin / Machete: refused, naming the config */
     vc_model *m = load(HF "llama-3.1-8b-w4a16.json");
     memset(&err, 0, sizeof err);
