@@ -286,6 +286,25 @@ static void test_maverick(void **state)
     assert_int_equal(w - d, 2850816);
 }
 
+/* --serve refuses a static per-tensor activation scale (vLLM keeps one per fused qkv_proj / gate_up_proj) */
+static void test_serve_static(void **state)
+{
+    (void)state;
+    const char *js = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 4, \"vocab_size\": 256, \"max_position_embeddings\": 512, \"quantization_config\": " CT(
+                         "int-quantized", "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"channel\"}",
+                         "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"tensor\", \"dynamic\": false}", "[\"Linear\"]",
+                         "[\"lm_head\"]") "}";
+    vc_model *m = NULL;
+    vc_error err = {0};
+    if (vc_model_load_string(js, strlen(js), "static", &m, &err)) fail_msg("%s", CLI_MSG(&err));
+    vc_serve_result sr;
+    assert_int_equal(serve(m, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "static activations"));
+    vc_model_free(m);
+}
+
 /* Refusals: training, and the keys' errors name the key */
 static void test_refusals(void **state)
 {
@@ -313,7 +332,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_transformers), cmocka_unit_test(test_llama_vllm), cmocka_unit_test(test_targets_ignore),
-        cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_maverick), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_maverick), cmocka_unit_test(test_serve_static),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,18 +363,17 @@ static int ct_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense
 
 /* The same weights as vLLM keeps them (--serve): CompressedTensorsW8A8Fp8.create_weights (fp8 weights
  * with fp8 activations): weight float8_e4m3fn [out, in] and weight_scale fp32 (create_fp8_scale_parameter:
- * channel [out, 1], block [cdiv(out, b0), cdiv(in, b1)]), input_scale fp32 (static activations) reduced
- * to its max(), one element, by process_weights_after_loading; CompressedTensorsW8A8Int8.create_weights
- * (int8 weights with int8 activations): weight int8 [out, in], channel weight_scale fp32 [out, 1], static
- * input_scale fp32 [1]. process_weights_after_loading transposes the weight (weight.t(), a view: the same
- * bytes). The schemes vc__quant_vllm_check refuses have no row here. */
+ * channel [out, 1], block [cdiv(out, b0), cdiv(in, b1)]); CompressedTensorsW8A8Int8.create_weights
+ * (int8 weights with int8 activations): weight int8 [out, in], channel weight_scale fp32 [out, 1].
+ * process_weights_after_loading transposes the weight (weight.t(), a view: the same bytes). Dynamic
+ * activations only: a static input_scale is one per fused layer (qkv_proj), which the per-projection
+ * weights here do not have; vc__quant_vllm_check refuses it and the other schemes not followed. */
 static int ct_vllm_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
 {
     (void)dense;
     int k = 0;
     out[k++] = T(p->numel, q->ct_float ? VC_DT_F8 : VC_DT_I8);
     out[k++] = T(ct_scale_n(p, q), VC_DT_F32);
-    if (q->ct_input == 2) out[k++] = T(1, VC_DT_F32);
     return k;
 }
 
@@ -843,6 +842,8 @@ vc_status vc__quant_vllm_check(const vc_model *m, vc_error *err)
         why = "CompressedTensorsW8A8Fp8 takes tensor, channel and block scales, CompressedTensorsW8A8Int8 tensor and channel";
     else if (q->ct_asymmetric)
         why = "asymmetric weights (weight_zero_point) have no W8A8 scheme";
+    else if (q->ct_input == 2) /* create_fp8_input_scale: one per logical partition, max() per fused layer */
+        why = "static activations keep one input_scale per fused layer (qkv_proj, gate_up_proj), not per projection";
     if (!why) return VC_OK;
     return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors under " O("serve") ": %s; not modelled", why);
 }
