@@ -150,7 +150,10 @@ static void test_llama_vllm(void **state)
 /* A small llama (hidden 64, intermediate 128, 2 layers, 4 heads of 16, 2 KV heads, vocab 256):
  * Linear [out, in] q_proj and o_proj [64, 64], k_proj and v_proj [32, 64], gate_proj and up_proj
  * [128, 64], down_proj [64, 128]. */
-static int64_t small(const char *qc)
+static int64_t small_q(const char *qc, const char *weights, const char *skip);
+static int64_t small(const char *qc) { return small_q(qc, NULL, NULL); }
+
+static int64_t small_q(const char *qc, const char *weights, const char *skip)
 {
     char js[4096];
     snprintf(js, sizeof js,
@@ -162,6 +165,12 @@ static int64_t small(const char *qc)
     vc_model *m = NULL;
     vc_error err;
     if (vc_model_load_string(js, strlen(js), "small", &m, &err)) fail_msg("%s: %s", err.path, CLI_MSG(&err));
+    if (weights) { /* --weights: vc_quant_from_name's preset, skip as modules_to_not_convert */
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name(weights, &q), 0);
+        if (skip) snprintf(q.skip, sizeof q.skip, "%s", skip);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s", CLI_MSG(&err));
+    }
     int64_t w = infer_weights(m, VC_MODE_INFER);
     vc_model_free(m);
     return w;
@@ -189,6 +198,10 @@ static void test_targets_ignore(void **state)
                               "[\"lm_head\", \"re:model\\\\.layers\\\\.\\\\d+\\\\.self_attn\\\\..*\"]")) - d, 3072);
     /* targets by pattern: the two down_proj, 2 x 512 B; lm_head is not matched */
     assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"re:.*down_proj$\"]", "[]")) - d, 1024);
+    /* --weights compressed-tensors (FP8_DYNAMIC): every Linear but the output layer, 14 x 512 B of scales;
+     * skip (modules_to_not_convert) "k_proj": 12 x 512 B */
+    assert_int_equal(small_q(NULL, "compressed-tensors", NULL) - d, 7168);
+    assert_int_equal(small_q(NULL, "compressed-tensors", "k_proj") - d, 6144);
     /* "Linear" with nothing ignored: lm_head [256, 64] too (compressed-tensors does not spare the last
      * module): 14 x 512 + 512 B */
     assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]", "[]")) - d, 7680);

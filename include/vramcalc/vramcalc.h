@@ -249,7 +249,9 @@ typedef struct {
     int ct_actorder;     /* actorder "group": weight_g_idx */
     int ct_packed;       /* format "pack-quantized" (weights packed in int32 words), else one per element */
     int ct_input;        /* input_activations: 0 none (weights only), 1 dynamic (no parameter), 2 static (input_scale per tensor) */
-    char ct_targets[512]; /* the config group's targets, comma-separated ("Linear") */
+    char ct_targets[512]; /* the config group's targets, newline-separated ("Linear"; its ignore list is skip,
+                           * newline-separated too: a pattern may hold commas); "" under --weights: every Linear
+                           * but the output layer and those in skip (comma-separated) */
 } vc_quant;
 enum { VC_CT_TENSOR, VC_CT_CHANNEL, VC_CT_GROUP, VC_CT_BLOCK };
 /* A format by name with its defaults: "nf4" (blocksize 64, double quant, as

@@ -665,8 +665,8 @@ static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, co
         snprintf(name + used, sizeof name - used, "%s%.*s", used ? "." : "", (int)pl, p->name);
     }
     bool experts = p->flags & (VC_PARAM_EXPERTS | VC_PARAM_LLAMA4_EXPERTS);
-    if (!q->ct_targets[0]) { /* --weights compressed-tensors */
-        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts) return VC_OK;
+    if (!q->ct_targets[0]) { /* --weights compressed-tensors: as the other formats (skip: modules_to_not_convert) */
+        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts || skipped(name, q->skip)) return VC_OK;
     } else {
         if (!(p->flags & VC_PARAM_LINEAR) && !experts) return VC_OK;
         /* stacked experts: matched as the nn.Linear modules transformers would hold for them (Llama 4's
