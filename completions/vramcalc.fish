@@ -35,7 +35,7 @@ complete -c vramcalc -l loss-chunks -x -d 'with --loss chunked: torchtune'\''s n
 complete -c vramcalc -l beta -x -d 'with --loss grpo: GRPOConfig.beta, the KL coefficient'
 complete -c vramcalc -l num-generations -x -d 'with --loss grpo: GRPOConfig.num_generations, the completions sampled...'
 complete -c vramcalc -l recipe -x -d 'config.json: a library'\''s training config as defaults, each option...'
-complete -c vramcalc -l weights -x -a 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 dense' -d 'Linear weights stored as one of nf4, fp4, int8, gptq4, gptq8, gptq3,...'
+complete -c vramcalc -l weights -x -a 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 compressed-tensors dense' -d 'Linear weights stored as one of nf4, fp4, int8, gptq4, gptq8, gptq3,...'
 complete -c vramcalc -l qlora -d 'QLoRA: --weights nf4'
 complete -c vramcalc -l gpus -x -d 'GPUs in all'
 complete -c vramcalc -l tp -x -d 'tensor-parallel ranks'

@@ -224,7 +224,7 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
 #define VC_WEIGHTS_MAP(X)                                                   \
     X(DENSE, "dense") X(INT8, "int8") X(NF4, "nf4") X(FP4, "fp4")           \
     X(GPTQ, "gptq") X(AWQ, "awq") X(FP8, "fp8") X(FP8_CHANNEL, "fp8-channel") \
-    X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4")
+    X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4") X(CT, "compressed-tensors")
 /* What --weights accepts, in --help's order: a format's name, with its bits
  * for the formats that have several widths (vc_quant_from_name reads these;
  * the option table's choices are this list). */
@@ -232,7 +232,7 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
     X(NF4, "nf4") X(FP4, "fp4") X(INT8, "int8") X(GPTQ, "gptq4") X(GPTQ, "gptq8") \
     X(GPTQ, "gptq3") X(GPTQ, "gptq2") X(AWQ, "awq4") X(FP8, "fp8")                \
     X(FP8_CHANNEL, "fp8-channel") X(FP8_BLOCK, "fp8-block") X(MXFP4, "mxfp4")    \
-    X(DENSE, "dense")
+    X(CT, "compressed-tensors") X(DENSE, "dense")
 #define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
 typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
 typedef struct {
@@ -242,11 +242,25 @@ typedef struct {
     int double_quant;    /* nf4/fp4: bnb_4bit_use_double_quant (compress_statistics) */
     int64_t block[2];    /* fp8-block: weight_block_size [out, in] */
     char skip[512];      /* modules_to_not_convert, comma-separated, besides the output layer */
+    /* compressed-tensors (a config.json's quant_method "compressed-tensors"; docs/quantization.md):
+     * its config group's weights and input_activations; bits, group (group_size) and block
+     * (block_structure) above hold num_bits and the group or block */
+    int ct_float;        /* weights type "float" (fp8 e4m3), else "int" */
+    int ct_strategy;     /* weights strategy: VC_CT_TENSOR, VC_CT_CHANNEL, VC_CT_GROUP, VC_CT_BLOCK */
+    int ct_asymmetric;   /* weights symmetric false: a zero point beside each scale */
+    int ct_actorder;     /* actorder "group": weight_g_idx */
+    int ct_packed;       /* format "pack-quantized" (weights packed in int32 words), else one per element */
+    int ct_input;        /* input_activations: 0 none (weights only), 1 dynamic (no parameter), 2 static (input_scale per tensor) */
+    char ct_targets[512]; /* the config group's targets, newline-separated ("Linear"; its ignore list is skip,
+                           * newline-separated too: a pattern may hold commas); "" under --weights: every Linear
+                           * but the output layer and those in skip (comma-separated) */
 } vc_quant;
+enum { VC_CT_TENSOR, VC_CT_CHANNEL, VC_CT_GROUP, VC_CT_BLOCK };
 /* A format by name with its defaults: "nf4" (blocksize 64, double quant, as
  * --qlora), "fp4", "int8", "gptq4"/"gptq8"/"gptq3"/"gptq2" (group 128),
  * "awq4" (group 128), "fp8", "fp8-channel", "fp8-block" (128x128), "mxfp4"
- * (gpt-oss's stacked experts only), "dense".
+ * (gpt-oss's stacked experts only), "compressed-tensors" (its FP8_DYNAMIC preset:
+ * fp8 weights per channel, dynamic activations), "dense".
  * -1 when unknown. */
 VC_EXTERN int vc_quant_from_name(const char *name, vc_quant *q);
 VC_EXTERN const char *vc_weights_name(vc_weights w);

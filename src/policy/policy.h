@@ -290,6 +290,9 @@ typedef struct vc_weight_row {
     /* What the GPU keeps for weight p, data first (dense: one tensor of the
      * precision's dtype). Returns the count. */
     int (*tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
+    /* What vLLM keeps for it (--serve's profiling run), when that differs from tensors; NULL: tensors.
+     * vc__quant_vllm_check refuses the settings it does not cover. */
+    int (*vllm_tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
     /* Kept once for every weight in the format (a cached code book, a kernel's
      * scratch sized by the largest weight, x); NULL none. */
     int (*shared)(const vc_quant *q, const vc_quant_extent *x, vc_tspec out[VC_QUANT_MAX]);
@@ -308,6 +311,9 @@ const vc_quant *vc__model_quant(const vc_model *m);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* quant.c: what --serve refuses of the model's quantized weights (vLLM's schemes not modelled),
+ * VC_ERR_USAGE naming --weights or the config's key. */
+vc_status vc__quant_vllm_check(const vc_model *m, vc_error *err);
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);

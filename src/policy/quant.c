@@ -24,10 +24,21 @@
  *   transformers integrations/mxfp4.py @0189b1d0 Mxfp4GptOssExperts.__init__, mlp_forward,
  *     convert_moe_packed_tensors; quantizers/quantizer_mxfp4.py @0001b3ee
  *     Mxfp4HfQuantizer.validate_environment, param_needs_quantization, is_trainable.
+ *   compressed-tensors (github neuralmagic/compressed-tensors @52792be0): quantization/quant_args.py
+ *     QuantizationArgs (validate_model_after, pytorch_dtype), quantization/quant_scheme.py (the
+ *     presets), quantization/lifecycle/apply.py apply_quantization_config, lifecycle/initialize.py
+ *     initialize_module_for_quantization, initialize_qparams, linear/compressed_linear.py
+ *     CompressedLinear.from_linear and forward, compressors/quantized_compressors/pack_quantized.py and
+ *     naive_quantized.py compression_param_info, utils/match.py is_match, _match_name, _match_class;
+ *     transformers quantizers/quantizer_compressed_tensors.py @1f6ed71f CompressedTensorsHfQuantizer;
+ *     vLLM compressed_tensors/schemes/compressed_tensors_w8a8_fp8.py @00cb05c3 CompressedTensorsW8A8Fp8,
+ *     compressed_tensors_w8a8_int8.py @00ba7ff1 CompressedTensorsW8A8Int8.create_weights and
+ *     process_weights_after_loading, utils/fp8_utils.py create_fp8_scale_parameter.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <regex.h>
 #include <strings.h>
 
 #include "load.h"
@@ -297,6 +308,92 @@ static const char *mxfp4_misfit(const vc_param_entry *p, const vc_quant *q, char
     return buf;
 }
 
+/* ---- compressed-tensors: a config group's weights as transformers' CompressedLinear holds them
+ * (run_compressed, CompressedTensorsConfig's default, on a checkpoint whose quantization_status is
+ * "compressed": CompressedTensorsHfQuantizer._process_model_before_weight_loading calls
+ * apply_quantization_config(model, config, run_compressed=True), which turns each targeted
+ * nn.Linear into CompressedLinear.from_linear). In order of registration:
+ *   input_scale   [1]   (input_activations static: initialize_qparams "input", strategy tensor)
+ *   weight_scale  per strategy (initialize_qparams "weight": tensor (1,), channel (out, 1), group
+ *                 (out, strategy_cdiv(in, group_size)), block (cdiv(out, b0), cdiv(in, b1))), in the
+ *                 Linear's dtype (scale_dtype = observed_dtype: fp16, bf16 or fp32)
+ *   weight_zero_point  the scale's shape, pytorch_dtype() (int8; float8_e4m3fn for type float), when
+ *                 symmetric is false (force_zero_point=False for a compressed checkpoint)
+ *   weight_g_idx  int32 [in] (actorder "group")
+ * then compression_param_info's tensors: naive/int/float-quantized "weight" [out, in] in
+ * pytorch_dtype(); pack-quantized weight_packed int32 [out, ceil(in / (32 // num_bits))],
+ * weight_shape int32 [2] and, asymmetric with group or channel, weight_zero_point int32
+ * [ceil(out / (32 // num_bits)), in // group] in place of the one above.
+ * CompressedLinear.forward decompresses on its first call (compressor.decompress_module:
+ * dequantize to the scale's dtype) and registers the result as "weight", kept from then on
+ * (quantization_status FROZEN): for naive formats it replaces the stored weight, for pack-quantized
+ * it is held beside weight_packed. What is modelled is that state, from the first forward on: the
+ * dense weight first, then the others. The decompression's own temporaries, during each layer's
+ * first call, are not. */
+static int64_t ct_scale_n(const vc_param_entry *p, const vc_quant *q)
+{
+    int64_t o = out_of(p), in = in_of(p);
+    switch (q->ct_strategy) {
+    case VC_CT_CHANNEL: return o;
+    case VC_CT_GROUP: return o * cdiv(in, q->group);
+    case VC_CT_BLOCK: return cdiv(o, q->block[0]) * cdiv(in, q->block[1]);
+    default: return 1;
+    }
+}
+
+static int ct_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
+{
+    /* initialize_qparams: scale_dtype = observed_dtype, bf16 unless one of fp16, bf16, fp32 (fp64) */
+    vc_dtype sdt = dense == VC_DT_F16 || dense == VC_DT_BF16 || dense == VC_DT_F32 ? dense : VC_DT_BF16;
+    int64_t in = in_of(p), o = out_of(p), s = ct_scale_n(p, q), pf = 32 / (q->bits > 0 ? q->bits : 8);
+    bool packed_zp = q->ct_packed && q->ct_asymmetric && (q->ct_strategy == VC_CT_GROUP || q->ct_strategy == VC_CT_CHANNEL);
+    int k = 0;
+    out[k++] = T(p->numel, sdt); /* the decompressed weight (CompressedLinear.forward) */
+    if (q->ct_input == 2) out[k++] = T(1, sdt);
+    out[k++] = T(s, sdt);
+    if (q->ct_asymmetric && !packed_zp) out[k++] = T(s, q->ct_float ? VC_DT_F8 : VC_DT_I8);
+    if (q->ct_actorder) out[k++] = T(in, VC_DT_I32);
+    if (q->ct_packed) {
+        out[k++] = T(o * cdiv(in, pf), VC_DT_I32);
+        out[k++] = T(2, VC_DT_I32);
+        if (packed_zp) out[k++] = T(cdiv(o, pf) * (in / (q->ct_strategy == VC_CT_GROUP ? q->group : in)), VC_DT_I32);
+    }
+    return k;
+}
+
+/* The same weights as vLLM keeps them (--serve): CompressedTensorsW8A8Fp8.create_weights (fp8 weights
+ * with fp8 activations): weight float8_e4m3fn [out, in] and weight_scale fp32 (create_fp8_scale_parameter:
+ * channel [out, 1], block [cdiv(out, b0), cdiv(in, b1)]); CompressedTensorsW8A8Int8.create_weights
+ * (int8 weights with int8 activations): weight int8 [out, in], channel weight_scale fp32 [out, 1].
+ * process_weights_after_loading transposes the weight (weight.t(), a view: the same bytes). Dynamic
+ * activations only: a static input_scale is one per fused layer (qkv_proj), which the per-projection
+ * weights here do not have; vc__quant_vllm_check refuses it and the other schemes not followed. */
+static int ct_vllm_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
+{
+    (void)dense;
+    int k = 0;
+    out[k++] = T(p->numel, q->ct_float ? VC_DT_F8 : VC_DT_I8);
+    out[k++] = T(ct_scale_n(p, q), VC_DT_F32);
+    return k;
+}
+
+/* pack-quantized: 32 // num_bits values per int32 (pack_to_int32); the checkpoint's groups and blocks
+ * divide the weight (strategy_cdiv warns otherwise: the scales then cover a ragged last group) */
+static const char *ct_misfit(const vc_param_entry *p, const vc_quant *q, char *buf, size_t n)
+{
+    if (q->ct_strategy == VC_CT_GROUP && in_of(p) % q->group) {
+        snprintf(buf, n, "compressed-tensors: group_size %lld does not divide in_features %lld", (long long)q->group,
+                 (long long)in_of(p));
+        return buf;
+    }
+    if (q->ct_strategy == VC_CT_BLOCK && (out_of(p) % q->block[0] || in_of(p) % q->block[1])) {
+        snprintf(buf, n, "compressed-tensors: block_structure [%lld, %lld] does not divide the weight [%lld, %lld]",
+                 (long long)q->block[0], (long long)q->block[1], (long long)out_of(p), (long long)in_of(p));
+        return buf;
+    }
+    return NULL;
+}
+
 /* The config.json readers (the rows' from_config, below), by quant_method. */
 static vc_status qc_mxfp4(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_bnb(const cJSON *qc, vc_quant *q, vc_error *err);
@@ -304,6 +401,7 @@ static vc_status qc_gptq(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_awq(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_fp8(const cJSON *qc, vc_quant *q, vc_error *err);
 static vc_status qc_fbgemm(const cJSON *qc, vc_quant *q, vc_error *err);
+static vc_status qc_ct(const cJSON *qc, vc_quant *q, vc_error *err);
 
 /* bitsandbytes' quantize_4bit blocksizes: 32 to 4096, powers of two (bits 5 to 12) */
 #define BNB4_BLOCKS (((1u << 13) - 1) & ~((1u << 5) - 1))
@@ -376,6 +474,14 @@ static const vc_weight_row rows[VC_WEIGHTS__N] = {
         .compute = VC_PREC_BF16, .method = "mxfp4", .from_config = qc_mxfp4,
         .lora = VC_LORA_LINEAR, .tensors = mxfp4_tensors, .misfit = mxfp4_misfit,
     },
+    /* compressed-tensors (llm-compressor's checkpoints): CompressedLinear after its first forward; under
+     * --weights, the FP8_DYNAMIC preset (quant_scheme.py: fp8 weights per channel, dynamic per-token fp8
+     * activations). CompressedTensorsHfQuantizer.update_torch_dtype: torch_dtype None loads float16 */
+    [VC_WEIGHTS_CT] = {
+        .name = "compressed-tensors", .summary = "compressed-tensors CompressedLinear: the decompressed weight kept beside its scales (and packed int4)",
+        .compute = VC_PREC_FP16, .method = "compressed-tensors", .from_config = qc_ct,
+        .lora = VC_LORA_LINEAR, .tensors = ct_tensors, .vllm_tensors = ct_vllm_tensors, .misfit = ct_misfit,
+    },
 };
 
 const vc_weight_row *vc_weight_row_get(vc_weights w) { return (unsigned)w < VC_WEIGHTS__N ? &rows[w] : NULL; }
@@ -407,6 +513,13 @@ int vc_quant_from_name(const char *name, vc_quant *q)
         if (r->group) q->group = r->group;
         q->double_quant = r->double_quant;
         q->block[0] = q->block[1] = r->block;
+        if (q->format == VC_WEIGHTS_CT) { /* quant_scheme.py FP8_DYNAMIC: fp8 weights per channel, dynamic activations */
+            q->bits = 8;
+            q->ct_float = 1;
+            q->ct_strategy = VC_CT_CHANNEL;
+            q->ct_input = 1;
+            q->group = -1;
+        }
         return 0;
     }
     return -1;
@@ -448,6 +561,149 @@ static bool skipped(const char *name, const char *keys)
     return false;
 }
 
+/* ---- compressed-tensors' targets and ignore (utils/match.py is_match): an entry matches a module
+ * when it equals the module's qualified name, when it starts with "re:" and the rest matches the
+ * name from its start (_match_name: re.match), or when it names a class of the module
+ * (_match_class: "Linear" for an nn.Linear). Targeted and not ignored: quantized. The qualified
+ * name is the one transformers gives the module (model.layers.3.mlp.down_proj): the generated
+ * model's layer names along the instance's path, with each repeat copy's index. (Families whose
+ * generated layers are not one repeated block, Llama 4's, name a layer's modules without the
+ * layers.N prefix: a pattern that needs it does not match them.) */
+static bool qual_name(const cJSON *root, const char *path, char *out, size_t n)
+{
+    const cJSON *cur = root;
+    const char *s = path;
+    out[0] = 0;
+    while (root && *s) {
+        char key[64];
+        size_t k = 0;
+        while (*s && *s != '[' && *s != '.' && k < sizeof key - 1) key[k++] = *s++;
+        key[k] = 0;
+        if (*s != '[') return false;
+        char *e;
+        long i = strtol(s + 1, &e, 10);
+        if (*e != ']') return false;
+        s = e + 1;
+        const cJSON *node = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cur, key), (int)i);
+        if (!node) return false;
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(node, "name");
+        size_t used = strlen(out);
+        if (cJSON_IsString(nm)) snprintf(out + used, n - used, "%s%s", used ? "." : "", nm->valuestring);
+        if (*s == '[') { /* a repeat copy */
+            long c = strtol(s + 1, &e, 10);
+            if (*e != ']') return false;
+            s = e + 1;
+            used = strlen(out);
+            snprintf(out + used, n - used, "%s%ld", used ? "." : "", c);
+        }
+        if (*s == '.') s++;
+        cur = node;
+    }
+    return root != NULL;
+}
+
+/* Whether one of the '\n'-separated entries matches module `name` of class "Linear" (linear) or other;
+ * -1 (err set, naming key) for a pattern regcomp cannot read. */
+static int ct_match(const char *entries, const char *name, bool linear, const char *key, vc_error *err)
+{
+    for (const char *k = entries; *k;) {
+        const char *e = strchr(k, '\n');
+        size_t len = e ? (size_t)(e - k) : strlen(k);
+        char pat[520];
+        snprintf(pat, sizeof pat, "%.*s", (int)len, k);
+        k += len + (e ? 1 : 0);
+        if (!strncmp(pat, "re:", 3)) {
+            char anchored[3200]; /* each of 520 bytes becomes at most 6 */
+            regex_t re;
+            /* re.match: from the start; Python's \d, \w and \s as POSIX classes (ERE leaves them undefined) */
+            size_t a = 0;
+            anchored[a++] = '^';
+            anchored[a++] = '(';
+            for (const char *c = pat + 3; *c && a < sizeof anchored - 16; c++) {
+                const char *cls = c[0] == '\\' ? (c[1] == 'd' ? "[0-9]" : c[1] == 'w' ? "[[:alnum:]_]" : c[1] == 's' ? "[[:space:]]" : NULL) : NULL;
+                if (cls) {
+                    a += (size_t)snprintf(anchored + a, sizeof anchored - a, "%s", cls);
+                    c++;
+                } else {
+                    if (c[0] == '\\' && c[1]) anchored[a++] = *c++;
+                    anchored[a++] = *c;
+                }
+            }
+            anchored[a++] = ')';
+            anchored[a] = 0;
+            if (strstr(pat, "(?") || regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB))
+                return vc_set_error(err, VC_ERR_MODEL, key, "\"%.60s\": a pattern beyond POSIX extended regular expressions", pat),
+                       -1;
+            int hit = regexec(&re, name, 0, NULL, 0) == 0;
+            regfree(&re);
+            if (hit) return 1;
+        } else if (!strcmp(pat, name) || (linear && (!strcmp(pat, "Linear") || !strcmp(pat, "Module")))) {
+            return 1;
+        } else if (!strchr(name, '.') && strlen(pat) > strlen(name) + 1 && !strcmp(pat + strlen(pat) - strlen(name), name) &&
+                   pat[strlen(pat) - strlen(name) - 1] == '.') {
+            /* a top-level module of the text model under a wrapper's prefix: Llama4ForConditionalGeneration's
+             * language_model.lm_head is the generated model's lm_head */
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One parameter under compressed-tensors: quantized when its module is an nn.Linear that the group's
+ * targets match and ignore does not (apply_quantization_config: CompressedLinear.from_linear replaces
+ * torch.nn.Linear modules only). Under --weights (no targets): every Linear but the model's last
+ * module, as the other formats. */
+static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, const cJSON *root, int last, size_t pl,
+                           size_t *converted, vc_error *err)
+{
+    const vc_inst *in = &m->inst[p->owner];
+    const char *key = m->has_quant ? O("weights") : "quantization_config";
+    char name[300];
+    if (!root || !qual_name(root, in->path, name, sizeof name)) snprintf(name, sizeof name, "%s", in->name ? in->name : in->path);
+    if (pl) { /* a kind holding several modules: the parameter's prefix (experts.gate_up_proj: experts) */
+        size_t used = strlen(name);
+        snprintf(name + used, sizeof name - used, "%s%.*s", used ? "." : "", (int)pl, p->name);
+    }
+    bool experts = p->flags & (VC_PARAM_EXPERTS | VC_PARAM_LLAMA4_EXPERTS);
+    if (!q->ct_targets[0]) { /* --weights compressed-tensors: as the other formats (skip: modules_to_not_convert) */
+        if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts || skipped(name, q->skip)) return VC_OK;
+    } else {
+        if (!(p->flags & VC_PARAM_LINEAR) && !experts) return VC_OK;
+        /* stacked experts: matched as the nn.Linear modules transformers would hold for them (Llama 4's
+         * CompressedExpertsLinear: experts.expert_modules.E.gate_proj ...; the first stands for all) */
+        if (experts) {
+            size_t used = strlen(name);
+            snprintf(name + used, sizeof name - used, ".expert_modules.0.gate_proj");
+        }
+        int t = ct_match(q->ct_targets, name, true, "quantization_config.config_groups", err);
+        int i = t > 0 ? ct_match(q->skip, name, true, "quantization_config.ignore", err) : 0;
+        if (t < 0 || i < 0) return err->code;
+        if (!t || i) return VC_OK;
+        if (experts)
+            /* transformers (integrations/compressed_tensors.py @ae005ce1) swaps Llama4TextExperts for
+             * CompressedExpertsLinear, a loop over num_local_experts Llama4TextMLP modules; stacked
+             * experts have no nn.Linear for CompressedLinear to replace */
+            return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors (layer %s): quantized MoE experts are not modelled "
+                                "(%s); ignore them to estimate the rest", in->path,
+                                p->flags & VC_PARAM_LLAMA4_EXPERTS
+                                    ? "transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per expert"
+                                    : "stacked experts hold no nn.Linear for CompressedLinear to replace");
+    }
+    char why[300];
+    if (rows[VC_WEIGHTS_CT].misfit(p, q, why, sizeof why))
+        return vc_set_error(err, VC_ERR_USAGE, key, "%s (layer %s): %s", name, in->path, why);
+    if (p->trainable && vc__peft_on(&m->lora))
+        return vc_set_error(err, VC_ERR_USAGE, O("modules_to_save"), "%s is stored as compressed-tensors: a quantized layer cannot "
+                            "be trained in full", in->name ? in->name : in->path);
+    p->fmt = (uint8_t)VC_WEIGHTS_CT;
+    (*converted)++;
+    if (p->trainable) {
+        p->trainable = false;
+        m->ntrainable -= p->numel;
+    }
+    return VC_OK;
+}
+
 vc_status vc__quant_assign(vc_model *m, vc_error *err)
 {
     const vc_quant *q = vc__model_quant(m);
@@ -460,6 +716,8 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
     size_t converted = 0;
     for (size_t i = m->npar; i-- > 0 && last < 0;)
         if (!(m->par[i].flags & VC_PARAM_ADAPTER)) last = m->par[i].owner;
+    /* compressed-tensors matches qualified names (ct_assign): the generated model's, read once */
+    cJSON *ct_root = q->format == VC_WEIGHTS_CT && m->gen_json ? cJSON_Parse(m->gen_json) : NULL;
     for (size_t i = 0; i < m->npar; i++) {
         vc_param_entry *p = &m->par[i];
         const vc_inst *in = &m->inst[p->owner];
@@ -472,6 +730,14 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
             pl = dot ? (size_t)(dot - p->name) : 0;
         }
         snprintf(full, sizeof full, "%s%s%.*s", in->name ? in->name : "", in->name && pl ? "." : "", (int)pl, p->name);
+        if (q->format == VC_WEIGHTS_CT) {
+            vc_status cst = ct_assign(m, p, q, ct_root, last, pl, &converted, err);
+            if (cst) {
+                cJSON_Delete(ct_root);
+                return cst;
+            }
+            continue;
+        }
         /* transformers' _replace_with_fp8_linear (finegrained_fp8.py @0095b976) swaps the module of any
          * parameter named gate_up_proj for FP8Expert(config=model.config): FP8Expert's gate_up_proj is
          * [E, 2I, H] and its forward(hidden_states, top_k_index, top_k_weights), which Llama4TextMoe's
@@ -509,6 +775,7 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
             m->ntrainable -= p->numel;
         }
     }
+    cJSON_Delete(ct_root);
     if (q->format == VC_WEIGHTS_MXFP4 && converted == 0) /* replace_with_mxfp4_linear swaps GptOssExperts only */
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "mxfp4 stores gpt-oss's stacked experts (GptOssExperts); this model has none");
@@ -531,6 +798,13 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
     if (vc__peft_on(&m->lora) && (m->lora.method == VC_PEFT_IA3 || (m->lora.method == VC_PEFT_DORA && rows[w].lora == VC_LORA_LINEAR)))
         return vc_set_error(err, VC_ERR_USAGE, O("peft"), "%s over %s weights is not modelled%s", vc_peft_row_get(m->lora.method)->name,
                             vc_weights_name(w), m->lora.method == VC_PEFT_DORA ? " (DoRA is, over nf4, fp4 and int8)" : "");
+    /* CompressedLinear's forward decompresses into a frozen Parameter (requires_grad=False) and keeps it;
+     * the quantizer's QAT path (run_compressed=False) decompresses the whole model: neither is modelled */
+    if (o->mode == VC_MODE_TRAIN && w == VC_WEIGHTS_CT)
+        return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("mode"),
+                            "compressed-tensors weights are modelled for inference (" OV("mode", "infer") ", generate and "
+                            O("serve") "); training over CompressedLinear, or over the model decompressed for "
+                            "quantization-aware training, is not");
     if (o->mode == VC_MODE_TRAIN && !vc__peft_on(&m->lora))
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("mode"),
                             "%s weights are frozen: training them needs " O("lora") " (transformers refuses to fine-tune a purely "
@@ -551,6 +825,29 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
     return VC_OK;
 }
 
+/* --serve over compressed-tensors weights: vLLM's CompressedTensorsConfig._get_scheme_from_parts picks
+ * CompressedTensorsW8A8Fp8 (fp8 weights and fp8 activations) and CompressedTensorsW8A8Int8 (int8 weights
+ * and int8 activations), which ct_vllm_tensors follows for channel and block scales; the others are refused */
+vc_status vc__quant_vllm_check(const vc_model *m, vc_error *err)
+{
+    const vc_quant *q = vc__model_quant(m);
+    if (q->format != VC_WEIGHTS_CT) return VC_OK;
+    const char *key = m->has_quant ? O("weights") : "quantization_config", *why = NULL;
+    if (q->ct_packed || q->ct_input == 0)
+        why = "weight-only schemes (W4A16, W8A16) run through Marlin or Machete kernels (CompressedTensorsWNA16, "
+              "CompressedTensorsW8A16Fp8), which repack the weights and allocate workspaces";
+    else if (q->ct_strategy == VC_CT_TENSOR)
+        why = "per-tensor weight scales are merged across vLLM's fused projections (qkv_proj, gate_up_proj) after loading";
+    else if (q->ct_strategy == VC_CT_GROUP || (!q->ct_float && q->ct_strategy == VC_CT_BLOCK))
+        why = "CompressedTensorsW8A8Fp8 takes tensor, channel and block scales, CompressedTensorsW8A8Int8 tensor and channel";
+    else if (q->ct_asymmetric)
+        why = "asymmetric weights (weight_zero_point) have no W8A8 scheme";
+    else if (q->ct_input == 2) /* create_fp8_input_scale: one per logical partition, max() per fused layer */
+        why = "static activations keep one input_scale per fused layer (qkv_proj, gate_up_proj), not per projection";
+    if (!why) return VC_OK;
+    return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors under " O("serve") ": %s; not modelled", why);
+}
+
 const vc_quant *vc__model_quant(const vc_model *m) { return m->has_quant ? &m->quant : &m->cfg_quant; }
 
 vc_weights vc_model_weights(const vc_model *m, vc_quant *q)
@@ -568,6 +865,15 @@ void vc_quant_describe(const vc_quant *q, char *buf, size_t n)
     if (r && r->bits) snprintf(buf, n, "%s%lld (group %lld)", name, (long long)q->bits, (long long)q->group);
     else if (r && r->blocks) snprintf(buf, n, "%s (block %lld%s)", name, (long long)q->group, q->double_quant ? ", double quant" : "");
     else if (r && r->blocked) snprintf(buf, n, "%s (%lldx%lld)", name, (long long)q->block[0], (long long)q->block[1]);
+    else if (q->format == VC_WEIGHTS_CT) {
+        static const char *const st[] = {"tensor", "channel", "group", "block"};
+        char how[64];
+        if (q->ct_strategy == VC_CT_GROUP) snprintf(how, sizeof how, "group %lld", (long long)q->group);
+        else if (q->ct_strategy == VC_CT_BLOCK) snprintf(how, sizeof how, "block %lldx%lld", (long long)q->block[0], (long long)q->block[1]);
+        else snprintf(how, sizeof how, "per %s", st[q->ct_strategy & 3]);
+        snprintf(buf, n, "%s (%s%lld %s, %s%s)", name, q->ct_float ? "fp" : "int", (long long)q->bits, how,
+                 q->ct_packed ? "packed, " : "", q->ct_input == 0 ? "weights only" : q->ct_input == 1 ? "dynamic activations" : "static activations");
+    }
     else snprintf(buf, n, "%s", name);
 }
 
@@ -687,6 +993,183 @@ static vc_status qc_mxfp4(const cJSON *qc, vc_quant *q, vc_error *err)
     return qc_skip(qc, "modules_to_not_convert", q, err);
 }
 static vc_status qc_fbgemm(const cJSON *qc, vc_quant *q, vc_error *err) { return qc_fp8_fbgemm(qc, true, q, err); }
+
+/* ---- compressed-tensors' quantization_config (compressed_tensors quant_config.py QuantizationConfig as
+ * transformers' CompressedTensorsConfig.to_dict writes it): format, quantization_status, config_groups
+ * (one group modelled: targets, weights, input_activations, output_activations), ignore,
+ * kv_cache_scheme, sparsity_config. Each value is checked as QuantizationArgs' validators do. */
+static vc_status ct_fail(vc_error *err, const char *group, const char *sub, const char *key, const char *fmt, const char *a)
+{
+    char path[160];
+    snprintf(path, sizeof path, "config_groups.%.40s%s%s%s%s", group, sub ? "." : "", sub ? sub : "", key ? "." : "", key ? key : "");
+    return qc_fail(err, path, fmt, a, "");
+}
+
+/* A list of strings into buf, '\n'-separated (a pattern may hold commas). */
+static vc_status ct_names(const cJSON *v, char *buf, size_t n, vc_error *err, const char *group, const char *key)
+{
+    const cJSON *e;
+    buf[0] = 0;
+    if (!cJSON_IsArray(v)) return group ? ct_fail(err, group, NULL, key, "expected a list of names%s", "")
+                                        : qc_fail(err, key, "expected a list of module names%s%s", "", "");
+    cJSON_ArrayForEach(e, v) {
+        size_t used = strlen(buf);
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return group ? ct_fail(err, group, NULL, key, "expected a list of names%s", "")
+                         : qc_fail(err, key, "expected a list of module names%s%s", "", "");
+        if (used + strlen(e->valuestring) + 2 > n)
+            return group ? ct_fail(err, group, NULL, key, "the names are longer than %s characters in all", "510")
+                         : qc_fail(err, key, "the names are longer than %s characters in all%s", "510", "");
+        snprintf(buf + used, n - used, "%s%s", used ? "\n" : "", e->valuestring);
+    }
+    return VC_OK;
+}
+
+static const char *ct_str(const cJSON *o, const char *key) /* a string member, NULL when absent or null */
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static bool ct_present(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return v && !cJSON_IsNull(v);
+}
+
+/* QuantizationArgs: num_bits (8), type ("int"), symmetric (true), group_size, strategy (inferred from
+ * group_size when null: none tensor, > 0 group, -1 channel), block_structure, dynamic (false), actorder. */
+static vc_status ct_weights(const cJSON *w, const char *g, vc_quant *q, vc_error *err)
+{
+    static const char *const strategies[] = {"tensor", "channel", "group", "block"};
+    const char *W = "weights";
+    if (!cJSON_IsObject(w)) return ct_fail(err, g, W, NULL, "expected an object (weight-less schemes are not modelled)%s", "");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(w, "num_bits");
+    int64_t bits = 8, gs = 0;
+    if (v && (vc__json_int(v, &bits) || bits < 1 || bits > 32)) return ct_fail(err, g, W, "num_bits", "expected an integer from 1 to 32%s", "");
+    const char *type = ct_str(w, "type");
+    if (ct_present(w, "type") && !type) return ct_fail(err, g, W, "type", "expected \"int\" or \"float\"%s", "");
+    bool fl = type && !strcasecmp(type, "float");
+    if (type && !fl && strcasecmp(type, "int")) return ct_fail(err, g, W, "type", "expected \"int\" or \"float\", not \"%.40s\"", type);
+    if (fl && bits != 8)
+        return ct_fail(err, g, W, "num_bits", "float weights of %s bits are not modelled (fp8 e4m3, 8 bits, is; nvfp4 is another format)",
+                       bits == 4 ? "4" : "other than 8");
+    if (!fl && bits != 4 && bits != 8) return ct_fail(err, g, W, "num_bits", "int weights of 4 or 8 bits are modelled%s", "");
+    v = cJSON_GetObjectItemCaseSensitive(w, "symmetric");
+    if (v && !cJSON_IsBool(v)) return ct_fail(err, g, W, "symmetric", "expected true or false%s", "");
+    v = cJSON_GetObjectItemCaseSensitive(w, "group_size");
+    bool has_gs = v && !cJSON_IsNull(v);
+    if (has_gs && (vc__json_int(v, &gs) || gs < -1 || gs == 0 || gs > VC_MAX_DIM_SIZE))
+        return ct_fail(err, g, W, "group_size", "expected a positive integer, or -1 for channel%s", "");
+    const char *st = ct_str(w, "strategy");
+    if (ct_present(w, "strategy") && !st) return ct_fail(err, g, W, "strategy", "expected a string such as \"channel\"%s", "");
+    int strat = -1;
+    if (!st) strat = !has_gs ? VC_CT_TENSOR : gs > 0 ? VC_CT_GROUP : VC_CT_CHANNEL; /* validate_model_after */
+    for (int k = 0; st && k < 4; k++)
+        if (!strcasecmp(st, strategies[k])) strat = k;
+    if (strat < 0) return ct_fail(err, g, W, "strategy", "\"%.40s\" is not modelled (tensor, channel, group and block are)", st);
+    if (strat == VC_CT_GROUP && (!has_gs || gs <= 0)) return ct_fail(err, g, W, "group_size", "strategy group needs a positive group_size%s", "");
+    if (has_gs && gs > 0 && strat != VC_CT_GROUP) return ct_fail(err, g, W, "group_size", "group_size requires strategy group%s", "");
+    v = cJSON_GetObjectItemCaseSensitive(w, "block_structure");
+    bool has_bs = v && !cJSON_IsNull(v);
+    if (has_bs != (strat == VC_CT_BLOCK))
+        return ct_fail(err, g, W, "block_structure", has_bs ? "block_structure requires strategy block%s" : "strategy block needs a block_structure%s", "");
+    if (has_bs) {
+        int64_t b0, b1;
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2 || vc__json_int(cJSON_GetArrayItem(v, 0), &b0) ||
+            vc__json_int(cJSON_GetArrayItem(v, 1), &b1) || b0 < 1 || b1 < 1 || b0 > VC_MAX_DIM_SIZE || b1 > VC_MAX_DIM_SIZE)
+            return ct_fail(err, g, W, "block_structure", "expected two positive integers, e.g. [128, 128]%s", "");
+        q->block[0] = b0;
+        q->block[1] = b1;
+    }
+    v = cJSON_GetObjectItemCaseSensitive(w, "dynamic");
+    if (v && !cJSON_IsFalse(v) && !cJSON_IsNull(v)) return ct_fail(err, g, W, "dynamic", "dynamic weights are not modelled (a checkpoint's are static: false)%s", "");
+    v = cJSON_GetObjectItemCaseSensitive(w, "actorder");
+    const char *ao = cJSON_IsString(v) ? v->valuestring : NULL;
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v) && !(ao && (!strcasecmp(ao, "group") || !strcasecmp(ao, "weight") ||
+                                                               !strcasecmp(ao, "static") || !strcasecmp(ao, "dynamic"))))
+        return ct_fail(err, g, W, "actorder", "expected null, true, false, \"group\", \"weight\", \"static\" or \"dynamic\"%s", "");
+    /* validate_actorder: true is GROUP; "dynamic" aliases GROUP, "static" WEIGHT (ActivationOrdering) */
+    bool actorder_set = cJSON_IsTrue(v) || ao;
+    if (actorder_set && strat != VC_CT_GROUP) return ct_fail(err, g, W, "actorder", "activation ordering needs strategy group%s", "");
+    q->ct_actorder = cJSON_IsTrue(v) || (ao && (!strcasecmp(ao, "group") || !strcasecmp(ao, "dynamic")));
+    q->ct_float = fl;
+    q->bits = bits;
+    q->ct_strategy = strat;
+    q->group = strat == VC_CT_GROUP ? gs : -1;
+    q->ct_asymmetric = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(w, "symmetric"));
+    return VC_OK;
+}
+
+/* input_activations: null (weights only), dynamic (per token, tensor or group: no parameter), or static
+ * per tensor, symmetric (input_scale [1]) */
+static vc_status ct_inputs(const cJSON *a, const char *g, vc_quant *q, vc_error *err)
+{
+    const char *A = "input_activations";
+    q->ct_input = 0;
+    if (!a || cJSON_IsNull(a)) return VC_OK;
+    q->ct_input = 1;
+    if (!cJSON_IsObject(a)) return ct_fail(err, g, A, NULL, "expected an object or null%s", "");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "dynamic");
+    if (d && !cJSON_IsBool(d) && !cJSON_IsNull(d)) /* "local": tensor_group (nvfp4) */
+        return ct_fail(err, g, A, "dynamic", "expected true or false (\"local\" is nvfp4's, not modelled)%s", "");
+    if (cJSON_IsTrue(d)) return VC_OK;
+    const char *st = ct_str(a, "strategy");
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(a, "group_size");
+    if ((st && strcasecmp(st, "tensor")) || (!st && gs && !cJSON_IsNull(gs)))
+        return ct_fail(err, g, A, "strategy", "static activations are modelled per tensor (one input_scale)%s", "");
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "symmetric")))
+        return ct_fail(err, g, A, "symmetric", "static asymmetric activations (input_zero_point) are not modelled%s", "");
+    q->ct_input = 2;
+    return VC_OK;
+}
+
+static vc_status qc_ct(const cJSON *qc, vc_quant *q, vc_error *err)
+{
+    vc_status st;
+    q->format = VC_WEIGHTS_CT;
+    const char *fmt = ct_str(qc, "format");
+    if (ct_present(qc, "format") && !fmt) return qc_fail(err, "format", "expected a string such as \"pack-quantized\"%s%s", "", "");
+    /* CompressionFormat: naive-quantized, int-quantized and float-quantized share NaiveQuantizationCompressor */
+    if (!fmt) return qc_fail(err, "format", "missing: the compression format (e.g. \"float-quantized\", \"pack-quantized\")%s%s", "", "");
+    bool packed = !strcmp(fmt, "pack-quantized");
+    if (!packed && strcmp(fmt, "naive-quantized") && strcmp(fmt, "int-quantized") && strcmp(fmt, "float-quantized"))
+        return qc_fail(err, "format", "\"%.40s\" is not modelled (float-quantized, int-quantized, naive-quantized and pack-quantized are)%s", fmt, "");
+    const char *status = ct_str(qc, "quantization_status");
+    if (ct_present(qc, "quantization_status") && (!status || strcmp(status, "compressed")))
+        return qc_fail(err, "quantization_status", "only a compressed checkpoint (\"compressed\") is modelled%s%s", "", "");
+    const cJSON *kv = cJSON_GetObjectItemCaseSensitive(qc, "kv_cache_scheme");
+    if (kv && !cJSON_IsNull(kv))
+        return qc_fail(err, "kv_cache_scheme", "a quantized KV cache (k_scale, v_scale) is not modelled%s%s", "", "");
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(qc, "sparsity_config");
+    if (sp && !cJSON_IsNull(sp) && !(cJSON_IsObject(sp) && !sp->child)) {
+        const char *sf = cJSON_IsObject(sp) ? ct_str(sp, "format") : NULL;
+        if (!sf || strcmp(sf, "dense")) return qc_fail(err, "sparsity_config", "sparse compression is not modelled%s%s", "", "");
+    }
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(qc, "config_groups");
+    if (!groups || cJSON_IsNull(groups)) return qc_fail(err, "config_groups", "missing: the quantization schemes%s%s", "", "");
+    if (!cJSON_IsObject(groups) || !groups->child)
+        return qc_fail(err, "config_groups", "expected an object of schemes, e.g. {\"group_0\": {...}}%s%s", "", "");
+    if (groups->child->next) return qc_fail(err, "config_groups", "several config groups (mixed schemes) are not modelled: one is%s%s", "", "");
+    const cJSON *grp = groups->child;
+    const char *g = grp->string;
+    if (!cJSON_IsObject(grp)) return ct_fail(err, g, NULL, NULL, "expected an object (targets, weights, input_activations)%s", "");
+    const char *gf = ct_str(grp, "format"); /* QuantizationScheme.format (a per-group override), when given */
+    if (gf && strcmp(gf, fmt)) return ct_fail(err, g, NULL, "format", "a group's format other than the config's is not modelled%s", "");
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(grp, "targets");
+    if (!t) return ct_fail(err, g, NULL, "targets", "missing: the modules the scheme quantizes%s", "");
+    if ((st = ct_names(t, q->ct_targets, sizeof q->ct_targets, err, g, "targets"))) return st;
+    if (!q->ct_targets[0]) return ct_fail(err, g, NULL, "targets", "expected at least one target%s", "");
+    if ((st = ct_weights(cJSON_GetObjectItemCaseSensitive(grp, "weights"), g, q, err)) ||
+        (st = ct_inputs(cJSON_GetObjectItemCaseSensitive(grp, "input_activations"), g, q, err)))
+        return st;
+    if (ct_present(grp, "output_activations")) return ct_fail(err, g, "output_activations", NULL, "output quantization is not modelled%s", "");
+    if (packed && q->ct_float) return ct_fail(err, g, "weights", "type", "pack-quantized packs int weights; float weights are float-quantized%s", "");
+    q->ct_packed = packed;
+    const cJSON *ig = cJSON_GetObjectItemCaseSensitive(qc, "ignore");
+    if (ig && !cJSON_IsNull(ig) && (st = ct_names(ig, q->skip, sizeof q->skip, err, NULL, "ignore"))) return st;
+    return VC_OK;
+}
 
 /* The reader of the first row whose method the config names (rows[].method). */
 vc_status vc__quant_from_config(const cJSON *cfg, vc_quant *q, vc_error *err)

@@ -27,6 +27,13 @@ libopobserver.so, as measure.py reports them):
                (vramcalc: memory.peak_allocated)
   nf4-single   the same without double quantization (compress_statistics=False)
   int8-storage Int8Params._quantize -> int8_vectorwise_quant: the bytes kept
+  ct-forward   compressed-tensors' CompressedLinear (github neuralmagic/compressed-tensors @52792be0),
+               FP8_DYNAMIC: from_linear registers weight_scale bf16 [F, 1] (initialize_qparams) and
+               the float8_e4m3fn weight [F, F] (naive_quantized.py compression_param_info; replayed
+               as uint8, the same bytes: torch 1.13 has no float8); the first forward decompresses
+               (dequantize -> _dequantize: x_q.to(bf16) * scale) and registers the product as
+               `weight`, the fp8 one dropped; then the harness's second forward, linear + lm_head
+               (vramcalc --weights compressed-tensors: weights after the first forward, the peak)
   qlora-train  q (nf4 + LoRA r 8 as peft's lora.bnb.Linear4bit.forward), proj2 (nf4, through
                MatMul4Bit: its backward dequantizes), lm_head bf16; output.float().mean();
                SGD (foreach), zero_grad(set_to_none); steps 2-3
@@ -203,6 +210,27 @@ def run_case(torch, tr, case):
     base = tr.current()
     head = torch.empty((HEAD, F), dtype=torch.bfloat16)  # lm_head, left in bf16
     w = torch.empty((F, F), dtype=torch.bfloat16)          # the checkpoint's weight
+    if case == "ct-forward":
+        scale = torch.empty((F, 1), dtype=torch.bfloat16)  # weight_scale: initialize_qparams, the Linear's dtype
+        del w                                                # from_linear: delattr(module, "weight")
+        qw = torch.empty((F, F), dtype=torch.uint8)          # "weight" float8_e4m3fn [F, F] (1 byte an element)
+        with torch.no_grad():
+            x = torch.empty((R, F), dtype=torch.bfloat16)
+            cast = qw.to(scale.dtype)                        # _dequantize: dequant_value = x_q.to(scale.dtype)
+            weight = cast * scale                            # dequant_value * scale
+            del cast, qw                                     # register_parameter("weight", ...) drops the fp8 one
+            y = torch.nn.functional.linear(x, weight, None)  # the first forward
+            z = torch.nn.functional.linear(y, head, None)
+            del y, z
+            out = {"weights": tr.current() - base - x.numel() * 2}  # head, weight_scale, the bf16 weight
+            base_obs = tr.O.opobs_current() - (tr.current() - base)  # x counted in the peak, as below
+            for _ in range(2):  # the harness's protocol, as below
+                tr.O.opobs_reset_peak()
+                y = torch.nn.functional.linear(x, weight, None)
+                z = torch.nn.functional.linear(y, head, None)
+                del y, z
+            out["peak"] = tr.O.opobs_peak() - base_obs
+        return out
     if case.startswith("int8"):
         B = w.contiguous().to(dtype=torch.float16)           # Int8Params._quantize
         CB, SCB, _ = int8_vectorwise_quant(torch, B)
@@ -230,7 +258,8 @@ MODEL = {"name": "quant", "input": [R, F], "layers": [
     {"type": "Linear", "name": "proj", "in_features": F, "out_features": F, "bias": False},
     {"type": "Linear", "name": "lm_head", "in_features": F, "out_features": HEAD, "bias": False}]}
 
-CASES = {"nf4-storage": "nf4", "nf4-forward": "nf4", "nf4-single": None, "int8-storage": "int8"}
+CASES = {"nf4-storage": "nf4", "nf4-forward": "nf4", "nf4-single": None, "int8-storage": "int8",
+         "ct-forward": "compressed-tensors"}
 
 
 def _cli_env():

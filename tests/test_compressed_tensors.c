@@ -1,0 +1,352 @@
+/*
+ * test_compressed_tensors.c — config.json checkpoints of quant_method "compressed-tensors" (issue 31
+ * item 3; src/policy/quant.c, docs/quantization.md). Under transformers (-m infer, -m generate) each
+ * targeted nn.Linear becomes compressed-tensors' CompressedLinear (linear/compressed_linear.py
+ * @52792be0), which after its first forward holds the decompressed weight in the model's dtype beside
+ * weight_scale (the model's dtype; initialize.py initialize_qparams), any zero point and g_idx, and for
+ * pack-quantized weight_packed int32 [out, in / 8] and weight_shape int32 [2]
+ * (pack_quantized.py compression_param_info). Under vLLM (--serve), CompressedTensorsW8A8Fp8 and
+ * CompressedTensorsW8A8Int8 keep the fp8 or int8 weight and fp32 scales. Every expected byte count below
+ * is derived by hand from those shapes, each tensor rounded up to the caching allocator's 512 B, as the
+ * difference from the same model's dense estimate (the unquantized parameters are the same on both).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+#include <stdlib.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_spelt.h"
+#include "read_file.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static vc_model *load(const char *file)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(file, &m, &err)) fail_msg("%s: %s", file, CLI_MSG(&err));
+    return m;
+}
+
+static int64_t infer_weights(const vc_model *m, vc_mode mode)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = mode;
+    o.precision = VC_PREC_FP16;
+    o.new_tokens = 8;
+    vc_result r;
+    vc_error err;
+    if (vc_estimate(m, &o, &r, &err)) fail_msg("%s", CLI_MSG(&err));
+    int64_t w = r.memory.weights;
+    vc_result_free(&r);
+    return w;
+}
+
+static vc_status serve_tp(const vc_model *m, int64_t tp, vc_serve_result *sr, vc_error *err)
+{
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_FP16;
+    o.tp = o.gpus = tp;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec gpu;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, err), VC_OK);
+    return vc_serve(m, &o, &so, &gpu, sr, err);
+}
+
+static vc_status serve(const vc_model *m, vc_serve_result *sr, vc_error *err) { return serve_tp(m, 1, sr, err); }
+
+/* Llama-3.1-8B's Linear weights per decoder layer, [out, in]: q_proj and o_proj [4096, 4096], k_proj and
+ * v_proj [1024, 4096], gate_proj and up_proj [14336, 4096], down_proj [4096, 14336]: 43,008 output rows,
+ * 218,103,808 elements; 32 layers. lm_head is in "ignore" (fp16, as in the dense model). */
+static void test_llama_transformers(void **state)
+{
+    (void)state;
+    vc_model *dense = load(HF "llama-3.1-8b.json");
+    int64_t d = infer_weights(dense, VC_MODE_INFER);
+    vc_model_free(dense);
+    /* FP8_DYNAMIC (float-quantized, channel): per Linear the fp16 decompressed weight (the dense
+     * model's bytes) and weight_scale fp16 [out, 1]: 8,192 + 2,048 + 2,048 + 8,192 + 28,672 + 28,672 +
+     * 8,192 = 86,016 B a layer (each a multiple of 512), x 32 = 2,752,512 B. Dynamic activations: no
+     * input_scale. */
+    vc_model *m = load(HF "llama-3.1-8b-fp8-dynamic.json");
+    assert_int_equal(infer_weights(m, VC_MODE_INFER) - d, 2752512);
+    assert_int_equal(infer_weights(m, VC_MODE_GENERATE) - infer_weights(m, VC_MODE_INFER), 0); /* the same weights */
+    vc_model_free(m);
+    /* W8A8 (int-quantized, int8 channel weights, dynamic int8 activations): the same tensors */
+    m = load(HF "llama-3.1-8b-w8a8.json");
+    assert_int_equal(infer_weights(m, VC_MODE_INFER) - d, 2752512);
+    vc_model_free(m);
+    /* W4A16 (pack-quantized, int4, group 128, symmetric): per Linear weight_scale fp16 [out, in / 128],
+     * weight_packed int32 [out, in / 8], weight_shape int32 [2] (512 B), beside the fp16 weight:
+     *   q_proj, o_proj  262,144 + 8,388,608 + 512 = 8,651,264 each
+     *   k_proj, v_proj   65,536 + 2,097,152 + 512 = 2,163,200 each
+     *   gate, up        917,504 + 29,360,128 + 512 = 30,278,144 each
+     *   down [4096, 14336]: 4,096 x 112 x 2 = 917,504 + 4,096 x 1,792 x 4 = 29,360,128 + 512 = 30,278,144
+     * a layer 2 x 8,651,264 + 2 x 2,163,200 + 3 x 30,278,144 = 112,463,360 B, x 32 = 3,598,827,520 B. */
+    m = load(HF "llama-3.1-8b-w4a16.json");
+    assert_int_equal(infer_weights(m, VC_MODE_INFER) - d, INT64_C(3598827520));
+    vc_quant q;
+    assert_int_equal(vc_model_weights(m, &q), VC_WEIGHTS_CT);
+    assert_int_equal(q.bits, 4);
+    assert_int_equal(q.group, 128);
+    assert_int_equal(q.ct_strategy, VC_CT_GROUP);
+    assert_true(q.ct_packed);
+    char d_buf[128];
+    vc_quant_describe(&q, d_buf, sizeof d_buf);
+    assert_string_equal(d_buf, "compressed-tensors (int4 group 128, packed, weights only)");
+    vc_model_free(m);
+}
+
+/* vLLM: fp8 (or int8) weight [out, in], 1 B an element, and weight_scale fp32 [out, 1]. Against the dense
+ * fp16 model: -6,979,321,856 B of weights (2 B -> 1 B an element) and 4 x 43,008 x 32 = 5,505,024 B of
+ * scales (each a multiple of 512): -6,973,816,832 B. */
+static void test_llama_vllm(void **state)
+{
+    (void)state;
+    vc_error err = {0}; /* vc_serve leaves it as it finds it on success */
+    vc_serve_result sr;
+    vc_model *dense = load(HF "llama-3.1-8b.json");
+    assert_int_equal(serve(dense, &sr, &err), VC_OK);
+    int64_t d = sr.weights;
+    vc_model_free(dense);
+    const char *files[] = {HF "llama-3.1-8b-fp8-dynamic.json", HF "llama-3.1-8b-w8a8.json"};
+    for (int i = 0; i < 2; i++) {
+        vc_model *m = load(files[i]);
+        if (serve(m, &sr, &err)) fail_msg("%s: %s", files[i], CLI_MSG(&err));
+        assert_int_equal(sr.weights - d, -INT64_C(6973816832));
+        vc_model_free(m);
+    }
+    /* tensor_parallel_size 2: each rank's half of the Linear weights (3,489,660,928 B saved by fp8) and the
+     * fp32 scales [out / 2, 1] of the column-parallel q, k, v, gate, up, [out, 1] of the row-parallel o and
+     * down (ChannelQuantScaleParameter, output_dim 0): 8,192 + 2,048 + 2,048 + 16,384 + 28,672 + 28,672 +
+     * 16,384 = 102,400 B a layer, x 32 = 3,276,800 B: -3,486,384,128 B against the dense rank */
+    dense = load(HF "llama-3.1-8b.json");
+    assert_int_equal(serve_tp(dense, 2, &sr, &err), VC_OK);
+    d = sr.weights;
+    vc_model_free(dense);
+    vc_model *t2 = load(files[0]);
+    if (serve_tp(t2, 2, &sr, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(sr.weights - d, -INT64_C(3486384128));
+    vc_model_free(t2);
+    /* W4A16: vLLM's CompressedTensorsWNA16 repacks for Marlin / Machete: refused, naming the config */
+    vc_model *m = load(HF "llama-3.1-8b-w4a16.json");
+    memset(&err, 0, sizeof err);
+    assert_int_equal(serve(m, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "CompressedTensorsWNA16"));
+    vc_model_free(m);
+}
+
+/* A small llama (hidden 64, intermediate 128, 2 layers, 4 heads of 16, 2 KV heads, vocab 256):
+ * Linear [out, in] q_proj and o_proj [64, 64], k_proj and v_proj [32, 64], gate_proj and up_proj
+ * [128, 64], down_proj [64, 128]. */
+static int64_t small_q(const char *qc, const char *weights, const char *skip);
+static int64_t small(const char *qc) { return small_q(qc, NULL, NULL); }
+
+static int64_t small_q(const char *qc, const char *weights, const char *skip)
+{
+    char js[4096];
+    snprintf(js, sizeof js,
+             "{\"model_type\": \"llama\", \"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64, "
+             "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+             "\"vocab_size\": 256, \"max_position_embeddings\": 512, \"rms_norm_eps\": 1e-5, \"tie_word_embeddings\": false, "
+             "\"torch_dtype\": \"bfloat16\"%s%s}",
+             qc ? ", \"quantization_config\": " : "", qc ? qc : "");
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(js, strlen(js), "small", &m, &err)) fail_msg("%s: %s", err.path, CLI_MSG(&err));
+    if (weights) { /* --weights: vc_quant_from_name's preset, skip as modules_to_not_convert */
+        vc_quant q;
+        assert_int_equal(vc_quant_from_name(weights, &q), 0);
+        if (skip) snprintf(q.skip, sizeof q.skip, "%s", skip);
+        if (vc_model_set_weights(m, &q, &err)) fail_msg("%s", CLI_MSG(&err));
+    }
+    int64_t w = infer_weights(m, VC_MODE_INFER);
+    vc_model_free(m);
+    return w;
+}
+
+#define CT(fmt, weights, inputs, targets, ignore)                                                                     \
+    "{\"quant_method\": \"compressed-tensors\", \"format\": \"" fmt "\", \"quantization_status\": \"compressed\", " \
+    "\"config_groups\": {\"group_0\": {\"targets\": " targets ", \"weights\": " weights ", \"input_activations\": " \
+    inputs "}}, \"ignore\": " ignore "}"
+#define FP8_CH "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\", \"symmetric\": true, \"dynamic\": false}"
+#define DYN "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}"
+
+static void test_targets_ignore(void **state)
+{
+    (void)state;
+    int64_t d = small(NULL);
+    /* ignore lm_head, everything in layer 1 (model.layers.1.*: the qualified name transformers gives,
+     * the repeat copy's index included) and k_proj: layer 0's q, v, o, gate, up and down get a scale
+     * fp16 [out, 1] of 128, 64, 128, 256, 256 and 128 B, each 512 B: 3,072 B */
+    assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
+                              "[\"lm_head\", \"re:model\\\\.layers\\\\.1\\\\..*\", \"re:.*k_proj$\"]")) - d, 3072);
+    /* Python's \d in a pattern (model.layers.<n>.self_attn.*): the attention of both layers ignored, the
+     * six MLP Linears quantized (gate, up 256 B, down 128 B of scales: 512 B each): 3,072 B */
+    assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
+                              "[\"lm_head\", \"re:model\\\\.layers\\\\.\\\\d+\\\\.self_attn\\\\..*\"]")) - d, 3072);
+    /* targets by pattern: the two down_proj, 2 x 512 B; lm_head is not matched */
+    assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"re:.*down_proj$\"]", "[]")) - d, 1024);
+    /* --weights compressed-tensors (FP8_DYNAMIC): every Linear but the output layer, 14 x 512 B of scales;
+     * skip (modules_to_not_convert) "k_proj": 12 x 512 B */
+    assert_int_equal(small_q(NULL, "compressed-tensors", NULL) - d, 7168);
+    assert_int_equal(small_q(NULL, "compressed-tensors", "k_proj") - d, 6144);
+    /* "Linear" with nothing ignored: lm_head [256, 64] too (compressed-tensors does not spare the last
+     * module): 14 x 512 + 512 B */
+    assert_int_equal(small(CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]", "[]")) - d, 7680);
+}
+
+#define W4(sym, extra) "{\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\", \"group_size\": 32, \"symmetric\": " sym extra "}"
+
+static void test_pack_quantized(void **state)
+{
+    (void)state;
+    int64_t d = small(NULL);
+    /* W4A16 group 32, symmetric, lm_head ignored; per Linear weight_packed int32 [out, in / 8],
+     * weight_scale fp16 [out, in / 32], weight_shape 512 B:
+     *   q, o   [64, 64]:   2,048 + 256 -> 512 + 512 = 3,072
+     *   k, v   [32, 64]:   1,024 + 128 -> 512 + 512 = 2,048
+     *   gate, up [128, 64]: 4,096 + 512 + 512 = 5,120
+     *   down   [64, 128]:  4,096 + 512 + 512 = 5,120
+     * a layer 2 x 3,072 + 2 x 2,048 + 3 x 5,120 = 25,600 B; 2 layers 51,200 B */
+    assert_int_equal(small(CT("pack-quantized", W4("true", ""), "null", "[\"Linear\"]", "[\"lm_head\"]")) - d, 51200);
+    /* asymmetric: weight_zero_point int32 [ceil(out / 8), in / 32] (at most 16 x 4 x 4 = 256 B) in place
+     * of the int8 one, 512 B for each of the 14: + 7,168 B */
+    assert_int_equal(small(CT("pack-quantized", W4("false", ""), "null", "[\"Linear\"]", "[\"lm_head\"]")) - d, 58368);
+    /* actorder "group": weight_g_idx int32 [in] (256 or 512 B): + 14 x 512 B */
+    assert_int_equal(small(CT("pack-quantized", W4("true", ", \"actorder\": \"group\""), "null", "[\"Linear\"]", "[\"lm_head\"]")) - d,
+                     58368);
+    /* naive int8 per tensor with a static per-tensor input (the FP8 preset's shape, int): weight_scale [1]
+     * and input_scale [1], fp16, 512 B each, beside the fp16 weight: 14 x 1,024 B */
+    assert_int_equal(small(CT("int-quantized", "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"tensor\"}",
+                              "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"tensor\", \"dynamic\": false}",
+                              "[\"Linear\"]", "[\"lm_head\"]")) - d, 14336);
+}
+
+/* Llama 4 Maverick (tests/data/hf/llama-4-maverick-17b-128e-instruct.json) with an FP8-dynamic
+ * compressed-tensors block targeting "Linear" and ignoring attention, routers, the vision tower, the
+ * projector and language_model.lm_head (Llama4ForConditionalGeneration's name of lm_head), bf16:
+ * - the experts matched: transformers' CompressedExpertsLinear (a loop over one Llama4TextMLP per expert)
+ *   is refused, naming the config;
+ * - the experts ignored too: the quantized Linears are the 24 dense layers' feed_forward gate_proj and
+ *   up_proj [16384, 5120] and down_proj [5120, 16384], and the 24 MoE layers' shared_expert gate_proj
+ *   and up_proj [8192, 5120] and down_proj [5120, 8192]; each adds a bf16 weight_scale [out, 1]:
+ *   24 x (32,768 + 32,768 + 10,240) + 24 x (16,384 + 16,384 + 10,240) = 1,818,624 + 1,032,192 =
+ *   2,850,816 B over the bf16 model. */
+static vc_status maverick(const char *extra_ignore, int64_t *weights, vc_error *err)
+{
+    char *text = read_file(HF "llama-4-maverick-17b-128e-instruct.json");
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    char qc[2048];
+    snprintf(qc, sizeof qc, CT("float-quantized", FP8_CH, DYN, "[\"Linear\"]",
+                               "[\"re:.*self_attn.*\", \"re:.*router\", \"re:vision_model.*\", \"re:multi_modal_projector.*\", "
+                               "\"language_model.lm_head\"%s]"),
+             extra_ignore);
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "quantization_config");
+    cJSON_AddItemToObject(root, "quantization_config", cJSON_Parse(qc));
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    vc_model *m = NULL;
+    vc_status st = vc_model_load_string(js, strlen(js), "maverick", &m, err);
+    free(js);
+    if (st) return st;
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    vc_result r;
+    if (vc_estimate(m, &o, &r, err)) fail_msg("%s", CLI_MSG(err));
+    *weights = r.memory.weights;
+    vc_result_free(&r);
+    vc_model_free(m);
+    return VC_OK;
+}
+
+static void test_maverick(void **state)
+{
+    (void)state;
+    vc_error err = {0};
+    int64_t w = 0, d;
+    vc_model *dense = load(HF "llama-4-maverick-17b-128e-instruct.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.mode = VC_MODE_INFER;
+    o.precision = VC_PREC_BF16;
+    vc_result r;
+    if (vc_estimate(dense, &o, &r, &err)) fail_msg("%s", CLI_MSG(&err));
+    d = r.memory.weights;
+    vc_result_free(&r);
+    vc_model_free(dense);
+    assert_int_equal(maverick("", &w, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "CompressedExpertsLinear"));
+    memset(&err, 0, sizeof err);
+    assert_int_equal(maverick(", \"re:.*feed_forward\\\\.experts.*\"", &w, &err), VC_OK);
+    assert_int_equal(w - d, 2850816);
+}
+
+/* --serve refuses a static per-tensor activation scale (vLLM keeps one per fused qkv_proj / gate_up_proj) */
+static void test_serve_static(void **state)
+{
+    (void)state;
+    const char *js = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 4, \"vocab_size\": 256, \"max_position_embeddings\": 512, \"quantization_config\": " CT(
+                         "int-quantized", "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"channel\"}",
+                         "{\"num_bits\": 8, \"type\": \"int\", \"strategy\": \"tensor\", \"dynamic\": false}", "[\"Linear\"]",
+                         "[\"lm_head\"]") "}";
+    vc_model *m = NULL;
+    vc_error err = {0};
+    if (vc_model_load_string(js, strlen(js), "static", &m, &err)) fail_msg("%s", CLI_MSG(&err));
+    vc_serve_result sr;
+    assert_int_equal(serve(m, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "static activations"));
+    vc_model_free(m);
+}
+
+/* Refusals: training, and the keys' errors name the key */
+static void test_refusals(void **state)
+{
+    (void)state;
+    vc_model *m = load(HF "llama-3.1-8b-fp8-dynamic.json");
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_FP16;
+    vc_result r;
+    vc_error err;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--mode");
+    assert_non_null(strstr(CLI_MSG(&err), "modelled for inference"));
+    vc_model_free(m);
+    const char *js = "{\"model_type\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 128, \"num_hidden_layers\": 1, "
+                     "\"num_attention_heads\": 4, \"vocab_size\": 256, \"quantization_config\": " CT(
+                         "pack-quantized", "{\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\", \"group_size\": 48}",
+                         "null", "[\"Linear\"]", "[]") "}";
+    assert_int_equal(vc_model_load_string(js, strlen(js), "bad", &m, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "group_size 48 does not divide in_features 64"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_llama_transformers), cmocka_unit_test(test_llama_vllm), cmocka_unit_test(test_targets_ignore),
+        cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_maverick), cmocka_unit_test(test_serve_static),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
