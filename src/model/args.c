@@ -171,6 +171,11 @@ static int list_ints(vc_args *a, const char *key, const cJSON *v, int64_t min, i
 {
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
+        int64_t x = 0;
+        if (!vc__json_int(e, &x) && x >= min) { /* one_int's answer without an error: no name needed */
+            out[i] = x;
+            continue;
+        }
         char k[64];
         snprintf(k, sizeof k, "%s[%d]", key, i);
         if (one_int(a, k, e, min, &out[i])) return -1;
