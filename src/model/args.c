@@ -84,8 +84,11 @@ const char *vc__nearest(const char *word, const char *const *cands, int n)
 
 static void known(vc_args *a, const char *key)
 {
-    for (int i = 0; i < a->nknown; i++)
-        if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
+    uint64_t bit = vc__key_bit(key);
+    if (a->seen & bit) /* else none of known[] has key's first two bytes: no need to look */
+        for (int i = 0; i < a->nknown; i++)
+            if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
+    a->seen |= bit;
     if (a->nknown < MAX_KNOWN) a->known[a->nknown++] = key;
 }
 

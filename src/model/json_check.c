@@ -59,9 +59,14 @@ static int jv_fail(jv *v, const char *at, const char *fmt, ...)
     return -1;
 }
 
+/* The bytes JSON's whitespace is made of (RFC 8259 section 2); a byte a string holds as it is (section 7:
+ * not '"', '\\' or a control character). */
+static const unsigned char json_ws[256] = {['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [' '] = 1};
+#define JSON_PLAIN(c) ((unsigned char)(c) >= 0x20 && (c) != '"' && (c) != '\\')
+
 static void jv_ws(jv *v)
 {
-    while (v->p < v->e && (*v->p == ' ' || *v->p == '\t' || *v->p == '\n' || *v->p == '\r')) v->p++;
+    while (v->p < v->e && json_ws[(unsigned char)*v->p]) v->p++;
 }
 
 static bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
@@ -147,6 +152,7 @@ static int jv_string(jv *v)
 {
     const char *start = v->p++;
     for (;;) {
+        while (v->p < v->e && JSON_PLAIN(*v->p)) v->p++; /* what the checks below let through */
         if (v->p >= v->e) return jv_fail(v, start, "invalid JSON: this string is not closed (no '\"' before the end of the file)");
         unsigned char c = (unsigned char)*v->p;
         if (c == '"') {
@@ -357,11 +363,13 @@ typedef struct {
     const char *p;
     cJSON *node;
     char *chars;
+    int dp;      /* the locale's decimal point (localeconv, read at the first fraction): 0 not read yet, -1 not one byte */
+    bool failed; /* a number strtod did not read to its end (cJSON_ParseWithLengthOpts: NULL) */
 } jt;
 
 static void jt_ws(jt *t)
 {
-    while (*t->p == ' ' || *t->p == '\t' || *t->p == '\n' || *t->p == '\r') t->p++;
+    while (json_ws[(unsigned char)*t->p]) t->p++;
 }
 
 static char *jt_string(jt *t)
@@ -406,25 +414,43 @@ static char *jt_string(jt *t)
     return out;
 }
 
+/* 10^0 .. 10^22: each exact in a double */
+static const double pow10_exact[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
 static void jt_number(jt *t, cJSON *it)
 {
-    const char *s = t->p, *d = s + (*s == '-'), *q = d;
+    const char *s = t->p, *q = s + (*s == '-');
     uint64_t u = 0;
-    while (*q >= '0' && *q <= '9') u = u * 10 + (uint64_t)(*q++ - '0');
+    int digits = 0, frac = 0;
+    for (; *q >= '0' && *q <= '9'; q++, digits++) u = u * 10 + (uint64_t)(*q - '0');
+    if (*q == '.' && !t->dp) {
+        const char *dp = localeconv()->decimal_point;
+        t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
+    }
+    if (*q == '.' && t->dp > 0) /* cJSON writes the locale's one-byte point for '.', which strtod reads back */
+        for (q++; *q >= '0' && *q <= '9'; q++, digits++, frac++) u = u * 10 + (uint64_t)(*q - '0');
     double x;
-    if (*q != '.' && *q != 'e' && *q != 'E' && q - d <= 15) {
-        x = (double)u;
+    if (*q != '.' && *q != 'e' && *q != 'E' && digits <= 15) {
+        /* at most 15 digits: u < 2^53 and 10^frac exact, so u / 10^frac, rounded once, is the decimal's
+         * correctly rounded value, which strtod returns (Clinger's fast path; an integer is u itself) */
+        x = frac ? (double)u / pow10_exact[frac] : (double)u;
         if (*s == '-') x = -x;
         t->p = q;
     } else { /* cJSON's parse_number: at most 63 characters (the validator's limit), '.' as the locale writes it */
         char buf[64], *end = NULL;
-        char dp = localeconv()->decimal_point[0];
+        if (!t->dp) {
+            const char *dp = localeconv()->decimal_point;
+            t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
+        }
         size_t i = 0;
         for (; i < sizeof buf - 1 && s[i] && ((s[i] >= '0' && s[i] <= '9') || strchr("+-eE.", s[i])); i++)
-            buf[i] = s[i] == '.' ? dp : s[i];
+            buf[i] = s[i] == '.' ? (char)(t->dp > 0 ? t->dp : localeconv()->decimal_point[0]) : s[i];
         buf[i] = '\0';
         x = strtod(buf, &end);
-        t->p = s + (end - buf);
+        /* a locale whose point is not one byte: strtod stops at it, and cJSON's parse fails after the number */
+        if (end != buf + i) t->failed = true;
+        t->p = s + i; /* the number's end in a validated text */
     }
     it->type = cJSON_Number;
     it->valuedouble = x;
@@ -505,9 +531,14 @@ cJSON *vc__json_parse(const char *text, size_t len, long values)
         return NULL;
     cJSON *block = malloc(nodes * sizeof(cJSON) + chars);
     if (!block) return NULL;
-    jt t = {text, block, (char *)(block + nodes)};
+    jt t = {text, block, (char *)(block + nodes), 0, false};
     jt_ws(&t);
-    return jt_value(&t); /* the first node: block itself */
+    cJSON *root = jt_value(&t); /* the first node: block itself */
+    if (t.failed) {
+        free(block);
+        return NULL;
+    }
+    return root;
 }
 
 void vc__json_free(cJSON *root) { free(root); }

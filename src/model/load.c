@@ -74,18 +74,36 @@ void vc__join(char *buf, size_t n, const char *path, const char *key)
     vc_cat3(buf, n, path, path[0] ? "." : "", key);
 }
 
-/* buf[0..nb) (nb < n) followed by "[i]": vc_cat_index(buf, n, base, "", i) of that base, cut alike */
-static void put_index(char *buf, size_t n, size_t nb, long long i)
+/* A list index as "[i]", counted up in place: idx->at[idx->from..] is the text of the current one. */
+typedef struct {
+    char at[24];
+    int from;
+} index_text;
+
+static void index_first(index_text *x)
 {
-    char num[32], *d = num + sizeof num - 1;
-    unsigned long long u = (unsigned long long)i;
-    *d = ']';
-    do *--d = (char)('0' + u % 10);
-    while (u /= 10);
-    *--d = '[';
-    size_t len = (size_t)(num + sizeof num - d), room = n - 1 - nb;
+    memcpy(x->at + sizeof x->at - 4, "[0]", 4);
+    x->from = (int)sizeof x->at - 4;
+}
+
+static void index_next(index_text *x)
+{
+    int d = (int)sizeof x->at - 3; /* the last digit */
+    while (d > x->from && x->at[d] == '9') x->at[d--] = '0';
+    if (d > x->from) {
+        x->at[d]++;
+    } else { /* all nines: one digit more */
+        x->at[x->from] = '1';
+        x->at[--x->from] = '[';
+    }
+}
+
+/* buf[0..nb) (nb < n) followed by the index: vc_cat_index(buf, n, base, "", i) of that base, cut alike */
+static void put_index(char *buf, size_t n, size_t nb, const index_text *x)
+{
+    size_t len = sizeof x->at - 1 - (size_t)x->from, room = n - 1 - nb;
     if (len > room) len = room;
-    memcpy(buf + nb, d, len);
+    memcpy(buf + nb, x->at + x->from, len);
     buf[nb + len] = '\0';
 }
 
@@ -112,7 +130,7 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
         for (; c; c = c->next) {
             const char *kc = c->string ? c->string : "";
             for (const cJSON *e = obj->child; e != c; e = e->next)
-                if (!strcmp(kc, e->string ? e->string : "")) {
+                if (kc[0] == (e->string ? e->string[0] : 0) && !strcmp(kc, e->string ? e->string : "")) {
                     char p[300];
                     vc__join(p, sizeof p, path, kc);
                     L->at_key = true;
@@ -150,8 +168,8 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
 static bool all_known(const cJSON *obj, const char *const *ok, int nok)
 {
     for (const cJSON *c = obj->child; c; c = c->next) {
-        bool found = false;
-        for (int i = 0; i < nok && !found; i++) found = c->string[0] == ok[i][0] && !strcmp(c->string, ok[i]);
+        bool found = false; /* from the end: a kind's own keys come after the common ones */
+        for (int i = nok - 1; i >= 0 && !found; i--) found = c->string[0] == ok[i][0] && !strcmp(c->string, ok[i]);
         if (!found) return false;
     }
     return true;
@@ -323,7 +341,11 @@ static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *
     a->err = err;
     a->path = jpath;
     a->kind = kname;
-    for (int j = 0; common_keys[j]; j++) a->known[a->nknown++] = common_keys[j]; /* distinct: no need for known() */
+    a->seen = 0;
+    for (int j = 0; common_keys[j]; j++) { /* distinct: no need for known() */
+        a->known[a->nknown++] = common_keys[j];
+        a->seen |= vc__key_bit(common_keys[j]);
+    }
 }
 
 /* A kind's parse failed on a key the layer lacks ("missing"): when another
@@ -393,7 +415,7 @@ static vc_status item_kind(loader *L, const cJSON *item, const cJSON *type, cons
         vc__describe(type, got, sizeof got);
         return vc__fail(L, VC_ERR_MODEL, p, "expected a layer kind such as \"Linear\", got %s", got);
     }
-    bool seq = !strcmp(type->valuestring, "Sequential");
+    bool seq = type->valuestring[0] == 'S' && !strcmp(type->valuestring, "Sequential");
     const vc_kind *k = seq ? NULL : find_kind(L, type->valuestring);
     if (!seq && !k) {
         vc__join(p, sizeof p, jpath, "type");
@@ -442,7 +464,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *iv, int i, 
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int nin = 0;
-    for (int j = 0; j < VC_MAX_INPUTS; j++) ins[j] = -1;
+    memset(ins, 0xFF, VC_MAX_INPUTS * sizeof *ins); /* every entry -1 */
     if (iv) {
         vc__join(p, sizeof p, jpath, "inputs"); /* without inputs, written on the error paths only */
         if (cJSON_IsString(iv)) {
@@ -588,7 +610,7 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
     if (repeat > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst)
         return vc__fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
     int cur[VC_MAX_INPUTS];
-    memcpy(cur, cp->ins, sizeof cur);
+    memcpy(cur, cp->ins, (size_t)cp->nin * sizeof *cur); /* vc__instantiate reads cur[0..nin) */
     for (int64_t c = 0; c < repeat; c++) {
         char ip[300];
         if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c); /* one copy: ipath itself, a string of < 300 bytes */
@@ -739,9 +761,12 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     vc_cat3(jpi, sizeof jpi, path, "", "");
     vc_cat3(ipi, sizeof ipi, iprefix, iprefix[0] ? ".layers" : "layers", "");
     size_t njp = strlen(jpi), nip = strlen(ipi);
+    index_text idx;
+    index_first(&idx);
     for (const cJSON *item = arr->child; item && !st; item = item->next, i++) {
-        put_index(jpi, sizeof jpi, njp, i);
-        put_index(ipi, sizeof ipi, nip, i);
+        if (i) index_next(&idx);
+        put_index(jpi, sizeof jpi, njp, &idx);
+        put_index(ipi, sizeof ipi, nip, &idx);
         st = load_item(L, &S, item, i, jpi, ipi, depth, frozen, region);
     }
     /* "held_until": "name": the layer's output stays referenced until that later layer returns
@@ -767,6 +792,40 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     free(S.pos);
     vc__scope_free(&S);
     return st;
+}
+
+/* The layer instances a list of layers makes (repeat and Sequential blocks expanded), at most cap: read
+ * from the JSON before the walk checks it, so a wrong count only misjudges the tables' first size. */
+static size_t count_layers(const cJSON *arr, size_t cap, int depth)
+{
+    size_t n = 0;
+    if (!cJSON_IsArray(arr) || depth > VC_MAX_DEPTH) return 0;
+    for (const cJSON *it = arr->child; it && n < cap; it = it->next) {
+        if ((it->type & 0xFF) != cJSON_Object) continue; /* cJSON_IsObject */
+        const cJSON *t = NULL, *r = NULL; /* member(it, "type"), member(it, "repeat"), in one pass */
+        for (const cJSON *c = it->child; c && c->string; c = c->next)
+            if (c->string[0] == 't' && !t && !strcmp(c->string, "type")) t = c;
+            else if (c->string[0] == 'r' && !r && !strcmp(c->string, "repeat")) r = c;
+        int64_t copies = 1;
+        if (r && (vc__json_int(r, &copies) || copies < 1)) copies = 1;
+        size_t each = t && (t->type & 0xFF) == cJSON_String && t->valuestring[0] == 'S' && !strcmp(t->valuestring, "Sequential")
+                      ? count_layers(member(it, "layers"), cap, depth + 1) : 1;
+        if (each && (uint64_t)copies > (cap - n) / each) n = cap;
+        else n += (size_t)copies * each;
+    }
+    return n;
+}
+
+/* The model's instance, value and parameter tables sized from its layer count (at most 2^16 entries
+ * first: 15 MB; GROWV doubles them beyond), so that they are not copied and faulted in again as they
+ * grow (issue 28: a 2,000-layer file grew them through 8 reallocs each). A parameter a layer is assumed. */
+static void size_tables(vc_model *m, const cJSON *layers)
+{
+    size_t n = count_layers(layers, (size_t)1 << 16, 0);
+    if (!n || m->inst || m->val || m->par) return;
+    if ((m->inst = malloc(n * sizeof *m->inst))) m->cap_inst = n;
+    if ((m->val = malloc((n + 64) * sizeof *m->val))) m->cap_val = n + 64; /* + the inputs (at most 64) */
+    if ((m->par = malloc(n * sizeof *m->par))) m->cap_par = n;
 }
 
 static vc_status load_inputs(loader *L, const cJSON *root)
@@ -993,8 +1052,9 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         }
     }
     if ((st = load_loss(&L, root)) != VC_OK) goto done;
-    if ((st = load_inputs(&L, root)) != VC_OK) goto done;
     const cJSON *layers = member(root, "layers");
+    size_tables(m, layers);
+    if ((st = load_inputs(&L, root)) != VC_OK) goto done;
     if (!layers) {
         st = vc__fail(&L, VC_ERR_MODEL, "layers", "missing: the list of layers");
         goto done;

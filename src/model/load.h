@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -77,7 +78,13 @@ struct vc_args {
     int nknown;
     bool probe;         /* collecting the kind's keys: missing keys get placeholders */
     char failed[64];    /* the key of the first error */
+    uint64_t seen;      /* vc__key_bit of every key in known[]: a key whose bit is clear is not there */
 };
+/* A key's bit for vc_args.seen: one of 64, from its first two bytes. */
+static inline uint64_t vc__key_bit(const char *key)
+{
+    return (uint64_t)1 << (((unsigned char)key[0] * 31u + (key[0] ? (unsigned char)key[1] : 0u)) & 63u);
+}
 
 struct vc_setup_priv {
     vc_error *err;
