@@ -287,6 +287,9 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 
 /* Instantiates one copy of a leaf layer. */
 
+/* strcmp(s, "type") == 0, without a call: every layer object is asked for it, usually its first key */
+static inline bool is_type_key(const char *s) { return s[0] == 't' && s[1] == 'y' && s[2] == 'p' && s[3] == 'e' && !s[4]; }
+
 /* A layer's common keys (common_keys below, and Sequential's loop), found in one pass over its members: each
  * the member member() finds (the first of that name, none after a member without a name) */
 typedef struct {
@@ -300,7 +303,7 @@ static void common_members(const cJSON *item, common_t *cm)
         const char *s = c->string;
         const cJSON **slot = NULL;
         switch (s[0]) {
-        case 't': slot = !strcmp(s, "type") ? &cm->type : !strcmp(s, "tie") ? &cm->tie : NULL; break;
+        case 't': slot = is_type_key(s) ? &cm->type : !strcmp(s, "tie") ? &cm->tie : NULL; break;
         case 'n': slot = !strcmp(s, "name") ? &cm->name : NULL; break;
         case 'i': slot = !strcmp(s, "inputs") ? &cm->inputs : NULL; break;
         case 'r': slot = !strcmp(s, "repeat") ? &cm->repeat : NULL; break;
@@ -804,7 +807,7 @@ static size_t count_layers(const cJSON *arr, size_t cap, int depth)
         if ((it->type & 0xFF) != cJSON_Object) continue; /* cJSON_IsObject */
         const cJSON *t = NULL, *r = NULL; /* member(it, "type"), member(it, "repeat"), in one pass */
         for (const cJSON *c = it->child; c && c->string; c = c->next)
-            if (c->string[0] == 't' && !t && !strcmp(c->string, "type")) t = c;
+            if (!t && is_type_key(c->string)) t = c;
             else if (c->string[0] == 'r' && !r && !strcmp(c->string, "repeat")) r = c;
         int64_t copies = 1;
         if (r && (vc__json_int(r, &copies) || copies < 1)) copies = 1;
