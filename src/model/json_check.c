@@ -352,8 +352,8 @@ int vc__json_validate(const char *text, size_t len, const char **at, char *msg, 
  *    null cJSON_NULL;
  *  - parse_number: valuedouble is strtod of the number's characters with '.'
  *    replaced by the locale's decimal point; valueint saturates at INT_MAX and
- *    INT_MIN. An integer of at most 15 digits (below 2^53: strtod's correctly
- *    rounded value is the integer itself) is read here digit by digit;
+ *    INT_MIN. A number of at most 15 digits and no exponent is read here
+ *    (jt_number: strtod's correctly rounded value, by one division);
  *  - parse_string / utf16_literal_to_utf8: escapes decoded, \uXXXX (and a
  *    surrogate pair) written as UTF-8, every other byte copied.
  * The validator has refused what cJSON would read differently or not at all
