@@ -12,7 +12,8 @@
  * examples/, tests/data/hf/, tests/bad/, fuzz/corpus/ and fuzz/corpus_hf/ (the
  * ones the validator accepts), hand-written escapes and numbers at the edges
  * of the integer fast path and of valueint's saturation, and 3,000
- * generated documents of random numbers, strings and nesting.
+ * generated documents of random numbers, strings and nesting. And the list
+ * indices the walk counts up in place: error paths at each digit boundary.
  */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include <cmocka.h>
 
 #include "load.h"
+#include "vramcalc/vramcalc.h"
 
 static int nodes_seen;
 
@@ -249,9 +251,32 @@ static void test_generated(void **state)
     free(b.s);
 }
 
+/* The walk writes a list's "[i]" by counting up in place (load.c index_next): an error in the last of n
+ * layers names layers[0].layers[n-1], at each digit boundary (38a134e formatted each index with
+ * vc_cat_index; these paths are its output on the same files) */
+static void test_list_index_paths(void **state)
+{
+    (void)state;
+    static const int ns[] = {1, 2, 10, 11, 100, 101, 1000, 1001, 10000, 10001};
+    for (size_t t = 0; t < sizeof ns / sizeof *ns; t++) {
+        sb b = {NULL, 0, 0};
+        put(&b, "{\"input\": [4], \"layers\": [{\"type\": \"Sequential\", \"layers\": [");
+        for (int i = 0; i < ns[t]; i++) put(&b, i + 1 < ns[t] ? "{\"type\": \"ReLU\"}, " : "{\"type\": \"ReLU\", \"bogus\": 1}");
+        put(&b, "]}]}");
+        vc_model *m = NULL;
+        vc_error err;
+        assert_int_equal(vc_model_load_string(b.s, b.n, "paths.json", &m, &err), VC_ERR_MODEL);
+        char want[64];
+        snprintf(want, sizeof want, "layers[0].layers[%d].bogus", ns[t] - 1);
+        assert_string_equal(err.path, want);
+        free(b.s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_list_index_paths),
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_generated),
         cmocka_unit_test(test_files),
