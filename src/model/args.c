@@ -84,8 +84,11 @@ const char *vc__nearest(const char *word, const char *const *cands, int n)
 
 static void known(vc_args *a, const char *key)
 {
-    for (int i = 0; i < a->nknown; i++)
-        if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
+    uint64_t bit = vc__key_bit(key);
+    if (a->seen & bit) /* else none of known[] has key's first two bytes: no need to look */
+        for (int i = 0; i < a->nknown; i++)
+            if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
+    a->seen |= bit;
     if (a->nknown < MAX_KNOWN) a->known[a->nknown++] = key;
 }
 
@@ -171,6 +174,11 @@ static int list_ints(vc_args *a, const char *key, const cJSON *v, int64_t min, i
 {
     int i = 0;
     for (const cJSON *e = v->child; e; e = e->next, i++) {
+        int64_t x = 0;
+        if (!vc__json_int(e, &x) && x >= min) { /* one_int's answer without an error: no name needed */
+            out[i] = x;
+            continue;
+        }
         char k[64];
         snprintf(k, sizeof k, "%s[%d]", key, i);
         if (one_int(a, k, e, min, &out[i])) return -1;

@@ -4,6 +4,9 @@
  * neither well), a nesting limit, and nothing cJSON would parse differently.
  */
 #include <errno.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +59,14 @@ static int jv_fail(jv *v, const char *at, const char *fmt, ...)
     return -1;
 }
 
+/* The bytes JSON's whitespace is made of (RFC 8259 section 2); a byte a string holds as it is (section 7:
+ * not '"', '\\' or a control character). */
+static const unsigned char json_ws[256] = {['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [' '] = 1};
+#define JSON_PLAIN(c) ((unsigned char)(c) >= 0x20 && (c) != '"' && (c) != '\\')
+
 static void jv_ws(jv *v)
 {
-    while (v->p < v->e && (*v->p == ' ' || *v->p == '\t' || *v->p == '\n' || *v->p == '\r')) v->p++;
+    while (v->p < v->e && json_ws[(unsigned char)*v->p]) v->p++;
 }
 
 static bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
@@ -144,6 +152,7 @@ static int jv_string(jv *v)
 {
     const char *start = v->p++;
     for (;;) {
+        while (v->p < v->e && JSON_PLAIN(*v->p)) v->p++; /* what the checks below let through */
         if (v->p >= v->e) return jv_fail(v, start, "invalid JSON: this string is not closed (no '\"' before the end of the file)");
         unsigned char c = (unsigned char)*v->p;
         if (c == '"') {
@@ -306,8 +315,9 @@ static int jv_value(jv *v)
     return jv_unexpected(v, v->p, "a value");
 }
 
-/* 0 when text[0..len) is one valid JSON value; else -1 with *at and msg. */
-int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n)
+/* 0 when text[0..len) is one valid JSON value (*values of them, counted as
+ * containers, strings, numbers and literals: keys not included); else -1 with *at and msg. */
+int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n, long *values)
 {
     jv v = {text, text, text + len, NULL, "", 0, 0};
     jv_ws(&v);
@@ -324,5 +334,211 @@ int vc__json_validate(const char *text, size_t len, const char **at, char *msg, 
         *at = v.at;
         snprintf(msg, n, "%s", v.msg);
     }
+    *values = v.values;
     return rc;
 }
+
+
+/* ------------------------------------------------------ 2. the JSON tree */
+
+/* cJSON 1.7.15's tree (cJSON.c, DaveGamble/cJSON v1.7.15, 8e774f9) of a text
+ * the validator accepted, built without cJSON's parser: every node and string
+ * in one block (cJSON allocates each node and each string through its hooks,
+ * and its parse_number calls localeconv for each number). The tree is the
+ * one cJSON_ParseWithLengthOpts builds, field by field:
+ *  - parse_array / parse_object: children linked by next and prev, the first
+ *    child's prev the last child; an object member's key in `string`;
+ *  - parse_value: true is cJSON_True with valueint 1, false cJSON_False,
+ *    null cJSON_NULL;
+ *  - parse_number: valuedouble is strtod of the number's characters with '.'
+ *    replaced by the locale's decimal point; valueint saturates at INT_MAX and
+ *    INT_MIN. A number of at most 15 digits and no exponent is read here
+ *    (jt_number: strtod's correctly rounded value, by one division);
+ *  - parse_string / utf16_literal_to_utf8: escapes decoded, \uXXXX (and a
+ *    surrogate pair) written as UTF-8, every other byte copied.
+ * The validator has refused what cJSON would read differently or not at all
+ * (control characters, \u0000, lone surrogates, numbers over 63 characters,
+ * a text after the value), so the walk below checks nothing. */
+typedef struct {
+    const char *p;
+    cJSON *node;
+    char *chars;
+    int dp;      /* the locale's decimal point (localeconv, read at the first fraction): 0 not read yet, -1 not one byte */
+    bool failed; /* a number strtod did not read to its end (cJSON_ParseWithLengthOpts: NULL) */
+} jt;
+
+static void jt_ws(jt *t)
+{
+    while (json_ws[(unsigned char)*t->p]) t->p++;
+}
+
+static char *jt_string(jt *t)
+{
+    const char *s = t->p + 1;
+    char *out = t->chars, *o = out;
+    for (;;) {
+        while (*s != '"' && *s != '\\') *o++ = *s++;
+        if (*s == '"') break;
+        switch (s[1]) {
+        case 'b': *o++ = '\b'; s += 2; break;
+        case 'f': *o++ = '\f'; s += 2; break;
+        case 'n': *o++ = '\n'; s += 2; break;
+        case 'r': *o++ = '\r'; s += 2; break;
+        case 't': *o++ = '\t'; s += 2; break;
+        case 'u': {
+            unsigned long cp = (unsigned long)vc__hex4(s + 2);
+            s += 6;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                cp = 0x10000 + (((cp & 0x3FF) << 10) | ((unsigned long)vc__hex4(s + 2) & 0x3FF));
+                s += 6;
+            }
+            int n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+            static const unsigned char mark[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+            for (int i = n - 1; i > 0; i--) {
+                o[i] = (char)((cp | 0x80) & 0xBF);
+                cp >>= 6;
+            }
+            o[0] = (char)(n > 1 ? (cp | mark[n]) & 0xFF : cp & 0x7F);
+            o += n;
+            break;
+        }
+        default: /* '"', '\\', '/' */
+            *o++ = s[1];
+            s += 2;
+            break;
+        }
+    }
+    *o++ = '\0';
+    t->chars = o;
+    t->p = s + 1;
+    return out;
+}
+
+/* 10^0 .. 10^22: each exact in a double */
+static const double pow10_exact[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+static void jt_number(jt *t, cJSON *it)
+{
+    const char *s = t->p, *q = s + (*s == '-');
+    uint64_t u = 0;
+    int digits = 0, frac = 0;
+    for (; *q >= '0' && *q <= '9'; q++, digits++) u = u * 10 + (uint64_t)(*q - '0');
+    if (*q == '.' && !t->dp) {
+        const char *dp = localeconv()->decimal_point;
+        t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
+    }
+    if (*q == '.' && t->dp > 0) /* cJSON writes the locale's one-byte point for '.', which strtod reads back */
+        for (q++; *q >= '0' && *q <= '9'; q++, digits++, frac++) u = u * 10 + (uint64_t)(*q - '0');
+    double x;
+    if (*q != '.' && *q != 'e' && *q != 'E' && digits <= 15) {
+        /* at most 15 digits: u < 2^53 and 10^frac exact, so u / 10^frac, rounded once, is the decimal's
+         * correctly rounded value, which strtod returns (Clinger's fast path; an integer is u itself) */
+        x = frac ? (double)u / pow10_exact[frac] : (double)u;
+        if (*s == '-') x = -x;
+        t->p = q;
+    } else { /* cJSON's parse_number: at most 63 characters (the validator's limit), '.' as the locale writes it */
+        char buf[64], *end = NULL;
+        if (!t->dp) {
+            const char *dp = localeconv()->decimal_point;
+            t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
+        }
+        size_t i = 0;
+        for (; i < sizeof buf - 1 && s[i] && ((s[i] >= '0' && s[i] <= '9') || strchr("+-eE.", s[i])); i++)
+            buf[i] = s[i] == '.' ? (char)(t->dp > 0 ? t->dp : localeconv()->decimal_point[0]) : s[i];
+        buf[i] = '\0';
+        x = strtod(buf, &end);
+        /* a locale whose point is not one byte: strtod stops at it, and cJSON's parse fails after the number */
+        if (end != buf + i) t->failed = true;
+        t->p = s + i; /* the number's end in a validated text */
+    }
+    it->type = cJSON_Number;
+    it->valuedouble = x;
+    it->valueint = x >= INT_MAX ? INT_MAX : x <= (double)INT_MIN ? INT_MIN : (int)x;
+}
+
+static cJSON *jt_value(jt *t)
+{
+    cJSON *it = t->node++;
+    memset(it, 0, sizeof *it);
+    switch (*t->p) {
+    case '{': case '[': {
+        bool obj = *t->p == '{';
+        char close = obj ? '}' : ']';
+        it->type = obj ? cJSON_Object : cJSON_Array;
+        t->p++;
+        jt_ws(t);
+        cJSON *head = NULL, *cur = NULL;
+        while (*t->p != close) {
+            char *key = NULL;
+            if (obj) {
+                key = jt_string(t);
+                jt_ws(t);
+                t->p++; /* ':' */
+                jt_ws(t);
+            }
+            cJSON *c = jt_value(t);
+            c->string = key;
+            if (!head) {
+                head = c;
+            } else {
+                cur->next = c;
+                c->prev = cur;
+            }
+            cur = c;
+            jt_ws(t);
+            if (*t->p == ',') {
+                t->p++;
+                jt_ws(t);
+            }
+        }
+        t->p++;
+        if (head) head->prev = cur;
+        it->child = head;
+        break;
+    }
+    case '"':
+        it->type = cJSON_String;
+        it->valuestring = jt_string(t);
+        break;
+    case 't':
+        it->type = cJSON_True;
+        it->valueint = 1;
+        t->p += 4;
+        break;
+    case 'f':
+        it->type = cJSON_False;
+        t->p += 5;
+        break;
+    case 'n':
+        it->type = cJSON_NULL;
+        t->p += 4;
+        break;
+    default:
+        jt_number(t, it);
+        break;
+    }
+    return it;
+}
+
+cJSON *vc__json_parse(const char *text, size_t len, long values)
+{
+    /* the nodes, then the strings: each at most its text's bytes (escapes only shrink) and its NUL,
+     * one string per value and per key (at most one key per value) */
+    size_t nodes = (size_t)(values > 0 ? values : 1), chars;
+    if (nodes > SIZE_MAX / sizeof(cJSON) / 2 || __builtin_add_overflow(len, 2 * nodes + 1, &chars) ||
+        chars > SIZE_MAX - nodes * sizeof(cJSON))
+        return NULL;
+    cJSON *block = malloc(nodes * sizeof(cJSON) + chars);
+    if (!block) return NULL;
+    jt t = {text, block, (char *)(block + nodes), 0, false};
+    jt_ws(&t);
+    cJSON *root = jt_value(&t); /* the first node: block itself */
+    if (t.failed) {
+        free(block);
+        return NULL;
+    }
+    return root;
+}
+
+void vc__json_free(cJSON *root) { free(root); }

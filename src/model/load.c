@@ -14,8 +14,8 @@
  *  1. jv_*: a strict RFC 8259 validator over the raw text, with a precise
  *     message and position for every syntax error (cJSON reports neither
  *     well), a nesting limit, and nothing cJSON would parse differently;
- *  2. cJSON builds the tree (it cannot fail on validated text except for
- *     memory);
+ *  2. jt_* (json_check.c) builds cJSON's tree of the validated text, in one
+ *     block (it cannot fail except for memory);
  *  3. the semantic walk below. Its errors carry a JSON path only; on the
  *     way out, loc_* walks the (valid) text along that path to give the
  *     error its line:col.
@@ -74,6 +74,39 @@ void vc__join(char *buf, size_t n, const char *path, const char *key)
     vc_cat3(buf, n, path, path[0] ? "." : "", key);
 }
 
+/* A list index as "[i]", counted up in place: idx->at[idx->from..] is the text of the current one. */
+typedef struct {
+    char at[24];
+    int from;
+} index_text;
+
+static void index_first(index_text *x)
+{
+    memcpy(x->at + sizeof x->at - 4, "[0]", 4);
+    x->from = (int)sizeof x->at - 4;
+}
+
+static void index_next(index_text *x)
+{
+    int d = (int)sizeof x->at - 3; /* the last digit */
+    while (d > x->from && x->at[d] == '9') x->at[d--] = '0';
+    if (d > x->from) {
+        x->at[d]++;
+    } else { /* all nines: one digit more */
+        x->at[x->from] = '1';
+        x->at[--x->from] = '[';
+    }
+}
+
+/* buf[0..nb) (nb < n) followed by the index: vc_cat_index(buf, n, base, "", i) of that base, cut alike */
+static void put_index(char *buf, size_t n, size_t nb, const index_text *x)
+{
+    size_t len = sizeof x->at - 1 - (size_t)x->from, room = n - 1 - nb;
+    if (len > room) len = room;
+    memcpy(buf + nb, x->at + x->from, len);
+    buf[nb + len] = '\0';
+}
+
 /* Duplicate keys: the one whose second occurrence comes first. O(n log n) (up to 16 keys: O(n^2), no sort). */
 typedef struct {
     const char *key;
@@ -97,7 +130,7 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
         for (; c; c = c->next) {
             const char *kc = c->string ? c->string : "";
             for (const cJSON *e = obj->child; e != c; e = e->next)
-                if (!strcmp(kc, e->string ? e->string : "")) {
+                if (kc[0] == (e->string ? e->string[0] : 0) && !strcmp(kc, e->string ? e->string : "")) {
                     char p[300];
                     vc__join(p, sizeof p, path, kc);
                     L->at_key = true;
@@ -129,6 +162,17 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
     }
     free(k);
     return st;
+}
+
+/* Whether every key of obj is in ok[0..nok) (unknown_keys finds no error). */
+static bool all_known(const cJSON *obj, const char *const *ok, int nok)
+{
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        bool found = false; /* from the end: a kind's own keys come after the common ones */
+        for (int i = nok - 1; i >= 0 && !found; i--) found = c->string[0] == ok[i][0] && !strcmp(c->string, ok[i]);
+        if (!found) return false;
+    }
+    return true;
 }
 
 /* Unknown keys of obj (not in ok[0..nok)): an error at the first, with the
@@ -243,9 +287,39 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
 
 /* Instantiates one copy of a leaf layer. */
 
-static vc_status get_bool_key(loader *L, const cJSON *item, const char *key, const char *path, bool *out)
+/* strcmp(s, "type") == 0, without a call: every layer object is asked for it, usually its first key */
+static inline bool is_type_key(const char *s) { return s[0] == 't' && s[1] == 'y' && s[2] == 'p' && s[3] == 'e' && !s[4]; }
+
+/* A layer's common keys (common_keys below, and Sequential's loop), found in one pass over its members: each
+ * the member member() finds (the first of that name, none after a member without a name) */
+typedef struct {
+    const cJSON *type, *name, *inputs, *repeat, *frozen, *checkpoint, *tie, *module, *loop;
+} common_t;
+
+static void common_members(const cJSON *item, common_t *cm)
 {
-    const cJSON *v = member(item, key);
+    memset(cm, 0, sizeof *cm);
+    for (const cJSON *c = item->child; c && c->string; c = c->next) {
+        const char *s = c->string;
+        const cJSON **slot = NULL;
+        switch (s[0]) {
+        case 't': slot = is_type_key(s) ? &cm->type : !strcmp(s, "tie") ? &cm->tie : NULL; break;
+        case 'n': slot = !strcmp(s, "name") ? &cm->name : NULL; break;
+        case 'i': slot = !strcmp(s, "inputs") ? &cm->inputs : NULL; break;
+        case 'r': slot = !strcmp(s, "repeat") ? &cm->repeat : NULL; break;
+        case 'f': slot = !strcmp(s, "frozen") ? &cm->frozen : NULL; break;
+        case 'c': slot = !strcmp(s, "checkpoint") ? &cm->checkpoint : NULL; break;
+        case 'm': slot = !strcmp(s, "module") ? &cm->module : NULL; break;
+        case 'l': slot = !strcmp(s, "loop") ? &cm->loop : NULL; break;
+        default: break;
+        }
+        if (slot && !*slot) *slot = c;
+    }
+}
+
+/* v, the value of `key` (NULL: absent), a bool into *out */
+static vc_status get_bool_key(loader *L, const cJSON *v, const char *key, const char *path, bool *out)
+{
     if (!v) return VC_OK;
     if (!cJSON_IsBool(v)) {
         char got[80], p[300];
@@ -263,12 +337,18 @@ static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "f
 
 static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
 {
-    memset(a, 0, sizeof *a);
+    a->nknown = 0; /* the fields vc_args has, set one by one: known[] is read up to nknown only */
+    a->probe = false;
+    a->failed[0] = '\0';
     a->obj = item;
     a->err = err;
     a->path = jpath;
     a->kind = kname;
-    for (int j = 0; common_keys[j]; j++) a->known[a->nknown++] = common_keys[j]; /* distinct: no need for known() */
+    a->seen = 0;
+    for (int j = 0; common_keys[j]; j++) { /* distinct: no need for known() */
+        a->known[a->nknown++] = common_keys[j];
+        a->seen |= vc__key_bit(common_keys[j]);
+    }
 }
 
 /* A kind's parse failed on a key the layer lacks ("missing"): when another
@@ -304,12 +384,26 @@ static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, c
     }
 }
 
+/* vc_kind_find (layers/registry.c: the kind whose name is `name`, NULL none) through the loader's last
+ * kinds found: a model repeats a few kinds, each found once in the registry's list */
+static const vc_kind *find_kind(loader *L, const char *name)
+{
+    for (int j = 0; j < L->nrecent; j++)
+        if (L->recent[j]->name[0] == name[0] && !strcmp(L->recent[j]->name, name)) return L->recent[j];
+    const vc_kind *k = vc_kind_find(name);
+    if (k) {
+        if (L->nrecent < (int)(sizeof L->recent / sizeof L->recent[0])) L->nrecent++;
+        memmove(L->recent + 1, L->recent, (size_t)(L->nrecent - 1) * sizeof L->recent[0]);
+        L->recent[0] = k;
+    }
+    return k;
+}
+
 /* A layer's `type`: Sequential (*seq) or a registered kind (*k). */
-static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool *seq_out, const vc_kind **k_out)
+static vc_status item_kind(loader *L, const cJSON *item, const cJSON *type, const char *jpath, bool *seq_out,
+                           const vc_kind **k_out)
 {
     char p[300], got[80];
-    const cJSON *type = member(item, "type");
-    vc__join(p, sizeof p, jpath, "type");
     if (!type) {
         for (const cJSON *c = item->child; c; c = c->next)
             if (!strcasecmp(c->string, "type") || !strcmp(c->string, "kind") || vc_edit_distance(c->string, "type") == 1) {
@@ -319,13 +413,15 @@ static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool
             }
         return vc__fail(L, VC_ERR_MODEL, jpath, "missing \"type\" (the layer kind, e.g. \"Conv2d\")");
     }
-    if (!cJSON_IsString(type)) {
+    if (!cJSON_IsString(type)) { /* the paths written on the error paths only */
+        vc__join(p, sizeof p, jpath, "type");
         vc__describe(type, got, sizeof got);
         return vc__fail(L, VC_ERR_MODEL, p, "expected a layer kind such as \"Linear\", got %s", got);
     }
-    bool seq = !strcmp(type->valuestring, "Sequential");
-    const vc_kind *k = seq ? NULL : vc_kind_find(type->valuestring);
+    bool seq = type->valuestring[0] == 'S' && !strcmp(type->valuestring, "Sequential");
+    const vc_kind *k = seq ? NULL : find_kind(L, type->valuestring);
     if (!seq && !k) {
+        vc__join(p, sizeof p, jpath, "type");
         const char *s = vc_kind_suggest(type->valuestring);
         if (s) return vc__fail(L, VC_ERR_MODEL, p, "unknown layer kind \"%.60s\" (did you mean \"%s\"?)", type->valuestring, s);
         return vc__fail(L, VC_ERR_MODEL, p, "unknown layer kind \"%.60s\" (vramcalc --list-layers lists them)", type->valuestring);
@@ -336,14 +432,13 @@ static vc_status item_kind(loader *L, const cJSON *item, const char *jpath, bool
 }
 
 /* A layer's `tie`: the earlier Linear or Embedding whose weight it shares (NULL: none). */
-static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const char *jpath, const vc_kind *k,
+static vc_status item_tie(loader *L, const scope *S, const cJSON *tv, const char *jpath, const vc_kind *k,
                           int *tie_out)
 {
     vc_model *m = L->m;
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int tie_to = -1; /* an index: m->inst grows (realloc) while the layer is built */
-    const cJSON *tv = member(item, "tie");
     if (tv) {
         vc__join(p, sizeof p, jpath, "tie");
         if (!k || !(k->flags & VC_KIND_TIEABLE)) return vc__fail(L, VC_ERR_MODEL, p, "only Linear and Embedding accept tie, this is a %s", kname);
@@ -366,16 +461,15 @@ static vc_status item_tie(loader *L, const scope *S, const cJSON *item, const ch
 
 /* A layer's inputs (its `inputs` key, or the previous layer's output),
  * resolved to values and counted against the kind's. */
-static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i, const char *jpath, const vc_kind *k,
+static vc_status item_inputs(loader *L, const scope *S, const cJSON *iv, int i, const char *jpath, const vc_kind *k,
                              int ins[VC_MAX_INPUTS], int *nin_out)
 {
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int nin = 0;
-    for (int j = 0; j < VC_MAX_INPUTS; j++) ins[j] = -1;
-    const cJSON *iv = member(item, "inputs");
-    vc__join(p, sizeof p, jpath, "inputs");
+    memset(ins, 0xFF, VC_MAX_INPUTS * sizeof *ins); /* every entry -1 */
     if (iv) {
+        vc__join(p, sizeof p, jpath, "inputs"); /* without inputs, written on the error paths only */
         if (cJSON_IsString(iv)) {
             ins[nin] = vc__resolve(L, S, iv->valuestring, i, p);
             if (ins[nin++] < 0) return L->err->code;
@@ -403,11 +497,13 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *item, int i
     }
     if (k) {
         if (nin < k->min_inputs || nin > k->max_inputs) {
+            vc__join(p, sizeof p, jpath, "inputs");
             if (k->min_inputs == k->max_inputs)
                 return vc__fail(L, VC_ERR_MODEL, p, "%s takes %d input%s, got %d", kname, k->min_inputs, k->min_inputs == 1 ? "" : "s", nin);
             return vc__fail(L, VC_ERR_MODEL, p, "%s takes %d to %d inputs, got %d", kname, k->min_inputs, k->max_inputs, nin);
         }
     } else if (nin != 1) {
+        vc__join(p, sizeof p, jpath, "inputs");
         return vc__fail(L, VC_ERR_MODEL, p, "Sequential takes 1 input, got %d", nin);
     }
     *nin_out = nin;
@@ -509,20 +605,21 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
         else prefer_misspelling(L, k, item, jpath, &a);
         return L->err->code;
     }
-    char what[64];
-    vc_cat3(what, sizeof what, "for ", kname, "");
-    if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
+    if (!all_known(item, a.known, a.nknown)) {
+        char what[64];
+        vc_cat3(what, sizeof what, "for ", kname, "");
+        if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
+    }
     if (repeat > (int64_t)VC_MAX_LAYERS - (int64_t)m->ninst)
         return vc__fail(L, VC_ERR_LIMIT, jpath, "more than %d layers (after expanding repeat): the limit", VC_MAX_LAYERS);
     int cur[VC_MAX_INPUTS];
-    memcpy(cur, cp->ins, sizeof cur);
+    memcpy(cur, cp->ins, (size_t)cp->nin * sizeof *cur); /* vc__instantiate reads cur[0..nin) */
     for (int64_t c = 0; c < repeat; c++) {
         char ip[300];
-        if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c);
-        else vc_cat3(ip, sizeof ip, ipath, "", "");
+        if (repeat > 1) vc_cat_index(ip, sizeof ip, ipath, "", (long long)c); /* one copy: ipath itself, a string of < 300 bytes */
         int r = region >= 0 ? region : ck ? m->nregions++ : -1;
         int64_t ops0 = L->ops;
-        if (vc__instantiate(L, k, cfg, jpath, ip, cur, cp->nin, fz, r, cp->tie_to, &out))
+        if (vc__instantiate(L, k, cfg, jpath, repeat > 1 ? ip : ipath, cur, cp->nin, fz, r, cp->tie_to, &out))
             return L->err->code;
         if (repeat > 1 && !vc_shape_eq(&m->val[out].shape, &m->val[cur[0]].shape)) {
             char a2[96], b2[96];
@@ -551,12 +648,14 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     if (check_duplicates(L, item, jpath)) return L->err->code;
     bool seq = false;
     const vc_kind *k = NULL;
-    if (item_kind(L, item, jpath, &seq, &k)) return L->err->code;
+    common_t cm;
+    common_members(item, &cm);
+    if (item_kind(L, item, cm.type, jpath, &seq, &k)) return L->err->code;
     const char *kname = seq ? "Sequential" : k->name;
 
     /* common keys */
     const char *name = NULL;
-    const cJSON *nv = member(item, "name");
+    const cJSON *nv = cm.name;
     if (nv && (!cJSON_IsString(nv) || !nv->valuestring[0])) {
         vc__join(p, sizeof p, jpath, "name");
         if (cJSON_IsString(nv)) return vc__fail(L, VC_ERR_MODEL, p, "a name may not be empty");
@@ -565,7 +664,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (nv) name = nv->valuestring;
     const char *module = NULL; /* the module's qualified name in the source (the exporter writes it) */
-    const cJSON *mv = member(item, "module");
+    const cJSON *mv = cm.module;
     if (mv && (!cJSON_IsString(mv) || !mv->valuestring[0] || strlen(mv->valuestring) > 200)) {
         vc__join(p, sizeof p, jpath, "module");
         vc__describe(mv, got, sizeof got);
@@ -573,7 +672,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
     if (mv) module = mv->valuestring;
     int64_t repeat = 1;
-    const cJSON *rv = member(item, "repeat");
+    const cJSON *rv = cm.repeat;
     if (rv) {
         vc__join(p, sizeof p, jpath, "repeat");
         vc__describe(rv, got, sizeof got);
@@ -583,13 +682,13 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         if (rc || repeat < 1) return vc__fail(L, VC_ERR_MODEL, p, "expected a positive integer, got %s", got);
     }
     bool fz = false, ck = false, loop = false;
-    if (get_bool_key(L, item, "frozen", jpath, &fz) || get_bool_key(L, item, "checkpoint", jpath, &ck) ||
-        (seq && get_bool_key(L, item, "loop", jpath, &loop)))
+    if (get_bool_key(L, cm.frozen, "frozen", jpath, &fz) || get_bool_key(L, cm.checkpoint, "checkpoint", jpath, &ck) ||
+        (seq && get_bool_key(L, cm.loop, "loop", jpath, &loop)))
         return L->err->code;
     fz = fz || frozen;
 
     int ins[VC_MAX_INPUTS], nin = 0;
-    if (item_inputs(L, S, item, i, jpath, k, ins, &nin)) return L->err->code;
+    if (item_inputs(L, S, cm.inputs, i, jpath, k, ins, &nin)) return L->err->code;
     /* With repeat, each copy's output replaces input 0 of the next copy;
      * further inputs (a decoder's memory) are shared by every copy. */
     if (repeat > 1 && nin < 1) {
@@ -598,7 +697,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     }
 
     int tie_to = -1;
-    if (item_tie(L, S, item, jpath, k, &tie_to)) return L->err->code;
+    if (item_tie(L, S, cm.tie, jpath, k, &tie_to)) return L->err->code;
 
     int out = -1, first_inst = (int)m->ninst;
     copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to};
@@ -660,18 +759,25 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     if (!S.pos) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
     vc_status st = VC_OK;
     int i = 0;
+    /* each item's paths: the scope's two bases written once, then their index per item */
+    char jpi[300], ipi[300];
+    vc_cat3(jpi, sizeof jpi, path, "", "");
+    vc_cat3(ipi, sizeof ipi, iprefix, iprefix[0] ? ".layers" : "layers", "");
+    size_t njp = strlen(jpi), nip = strlen(ipi);
+    index_text idx;
+    index_first(&idx);
     for (const cJSON *item = arr->child; item && !st; item = item->next, i++) {
-        char jp[300], ip[300];
-        vc_cat_index(jp, sizeof jp, path, "", i);
-        vc_cat_index(ip, sizeof ip, iprefix, iprefix[0] ? ".layers" : "layers", i);
-        st = load_item(L, &S, item, i, jp, ip, depth, frozen, region);
+        if (i) index_next(&idx);
+        put_index(jpi, sizeof jpi, njp, &idx);
+        put_index(ipi, sizeof ipi, nip, &idx);
+        st = load_item(L, &S, item, i, jpi, ipi, depth, frozen, region);
     }
     /* "held_until": "name": the layer's output stays referenced until that later layer returns
      * (a Python variable: LlamaDecoderLayer.forward's hidden_states, the attention's argument,
      * until self_attn returns, o_proj its last layer here) */
     i = 0;
     for (const cJSON *item = arr->child; item && !st; item = item->next, i++) {
-        const cJSON *h = cJSON_IsObject(item) ? cJSON_GetObjectItemCaseSensitive(item, "held_until") : NULL;
+        const cJSON *h = cJSON_IsObject(item) ? member(item, "held_until") : NULL;
         if (!h) continue;
         char jp[300], p[300], got[80];
         vc_cat_index(jp, sizeof jp, path, "", i);
@@ -689,6 +795,40 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
     free(S.pos);
     vc__scope_free(&S);
     return st;
+}
+
+/* The layer instances a list of layers makes (repeat and Sequential blocks expanded), at most cap: read
+ * from the JSON before the walk checks it, so a wrong count only misjudges the tables' first size. */
+static size_t count_layers(const cJSON *arr, size_t cap, int depth)
+{
+    size_t n = 0;
+    if (!cJSON_IsArray(arr) || depth > VC_MAX_DEPTH) return 0;
+    for (const cJSON *it = arr->child; it && n < cap; it = it->next) {
+        if ((it->type & 0xFF) != cJSON_Object) continue; /* cJSON_IsObject */
+        const cJSON *t = NULL, *r = NULL; /* member(it, "type"), member(it, "repeat"), in one pass */
+        for (const cJSON *c = it->child; c && c->string; c = c->next)
+            if (!t && is_type_key(c->string)) t = c;
+            else if (c->string[0] == 'r' && !r && !strcmp(c->string, "repeat")) r = c;
+        int64_t copies = 1;
+        if (r && (vc__json_int(r, &copies) || copies < 1)) copies = 1;
+        size_t each = t && (t->type & 0xFF) == cJSON_String && t->valuestring[0] == 'S' && !strcmp(t->valuestring, "Sequential")
+                      ? count_layers(member(it, "layers"), cap, depth + 1) : 1;
+        if (each && (uint64_t)copies > (cap - n) / each) n = cap;
+        else n += (size_t)copies * each;
+    }
+    return n;
+}
+
+/* The model's instance, value and parameter tables sized from its layer count (at most 2^16 entries
+ * first: 15 MB; GROWV doubles them beyond), so that they are not copied and faulted in again as they
+ * grow (issue 28: a 2,000-layer file grew them through 8 reallocs each). A parameter a layer is assumed. */
+static void size_tables(vc_model *m, const cJSON *layers)
+{
+    size_t n = count_layers(layers, (size_t)1 << 16, 0);
+    if (!n || m->inst || m->val || m->par) return;
+    if ((m->inst = malloc(n * sizeof *m->inst))) m->cap_inst = n;
+    if ((m->val = malloc((n + 64) * sizeof *m->val))) m->cap_val = n + 64; /* + the inputs (at most 64) */
+    if ((m->par = malloc(n * sizeof *m->par))) m->cap_par = n;
 }
 
 static vc_status load_inputs(loader *L, const cJSON *root)
@@ -845,12 +985,13 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     if (blank) return vc_set_error(err, VC_ERR_PARSE, NULL, m->text_len ? "the file has only whitespace: no JSON object" : "the file is empty");
     const char *at = NULL;
     char msg[300];
-    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg)) {
+    long values = 0;
+    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg, &values)) {
         vc_set_error(err, VC_ERR_PARSE, NULL, "%s", msg);
         vc__line_col(m->text, m->text_len, at, &err->line, &err->col);
         return VC_ERR_PARSE;
     }
-    cJSON *root = cJSON_ParseWithLengthOpts(m->text, m->text_len + 1, NULL, 1) /* + the NUL */;
+    cJSON *tree = vc__json_parse(m->text, m->text_len, values), *root = tree; /* root: a config's generated model after vc_hf_build */
     if (!root) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory while parsing the JSON text");
     vc_status st = VC_OK;
     char got[80];
@@ -872,7 +1013,8 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         const cJSON *mt = member(root, "model_type");
         vc__peft_defaults(cJSON_IsString(mt) ? mt->valuestring : NULL, &m->ia3_targets, &m->ia3_feedforward, &m->ln_targets);
         m->cfg_dtype = vc_hf_dtype(root, &m->cfg_no_fp16);
-        cJSON_Delete(root);
+        vc__json_free(tree);
+        tree = NULL;
         root = gen;
         if (!m->gen_json) {
             char *t = cJSON_Print(root); /* through the caller's cJSON hooks: copied to malloc'd memory */
@@ -913,8 +1055,9 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         }
     }
     if ((st = load_loss(&L, root)) != VC_OK) goto done;
-    if ((st = load_inputs(&L, root)) != VC_OK) goto done;
     const cJSON *layers = member(root, "layers");
+    size_tables(m, layers);
+    if ((st = load_inputs(&L, root)) != VC_OK) goto done;
     if (!layers) {
         st = vc__fail(&L, VC_ERR_MODEL, "layers", "missing: the list of layers");
         goto done;
@@ -930,7 +1073,8 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         st = vc__fail(&L, VC_ERR_MODEL, "loss", "%s computes the LM head itself: the model must end in it, a Linear "
                       "layer (followed only by Scale/Tanh soft-capping)", lr->name);
 done:
-    cJSON_Delete(root);
+    if (tree) vc__json_free(tree);
+    else cJSON_Delete(root);
     if (st != VC_OK) vc__locate_error(m->text, m->text_len, err, L.at_key, L.nth);
     return st;
 }

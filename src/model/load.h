@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -35,8 +36,12 @@
 /* json_check.c */
 /* 1-based line and column (in characters: UTF-8 continuation bytes do not count) of `at` in text. */
 void vc__line_col(const char *text, size_t len, const char *at, int *line, int *col);
-/* 0 when text[0..len) is one valid JSON value; else -1 with *at and msg. */
-int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n);
+/* 0 when text[0..len) is one valid JSON value (*values: how many, keys not counted); else -1 with *at and msg. */
+int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n, long *values);
+/* 2. cJSON's tree of text[0..len) (NUL-terminated), which vc__json_validate accepted with `values` values,
+ * in one block: NULL out of memory. Freed with vc__json_free, never cJSON_Delete. */
+cJSON *vc__json_parse(const char *text, size_t len, long values);
+void vc__json_free(cJSON *root);
 /* The value of the four hex digits at p (a \uXXXX escape), -1 when one is not a hex digit. */
 long vc__hex4(const char *p);
 
@@ -73,7 +78,13 @@ struct vc_args {
     int nknown;
     bool probe;         /* collecting the kind's keys: missing keys get placeholders */
     char failed[64];    /* the key of the first error */
+    uint64_t seen;      /* vc__key_bit of every key in known[]: a key whose bit is clear is not there */
 };
+/* A key's bit for vc_args.seen: one of 64, from its first two bytes. */
+static inline uint64_t vc__key_bit(const char *key)
+{
+    return (uint64_t)1 << (((unsigned char)key[0] * 31u + (key[0] ? (unsigned char)key[1] : 0u)) & 63u);
+}
 
 struct vc_setup_priv {
     vc_error *err;
@@ -98,6 +109,8 @@ typedef struct {
     int64_t nbuffer;    /* buffer elements so far */
     int64_t ops;        /* the autograd ops the layers so far declare (vc_kind.ops) */
     const char *name;   /* the `name` of the layer being instantiated (LoRA targets), NULL none */
+    const vc_kind *recent[8]; /* the kinds load.c found last, the latest first (find_kind) */
+    int nrecent;
 } loader;
 
 /* Records the first error (code, JSON path, message) in L->err; returns code. */

@@ -197,21 +197,29 @@ struct chunk {
 
 vc_arena *vc_arena_new(void) { return calloc(1, sizeof(vc_arena)); }
 
-void *vc_arena_alloc(vc_arena *a, size_t n)
+/* n bytes (rounded up to 16) of the arena, not cleared */
+static void *arena_take(vc_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
-    if (!a->head || a->head->cap - a->head->used < n) {
+    struct chunk *h = a->head;
+    if (!h || h->cap - h->used < n) {
         size_t cap = n > 65536 ? n : 65536;
         struct chunk *c = malloc(sizeof *c + cap);
         if (!c) return NULL;
-        c->next = a->head;
+        c->next = h;
         c->used = 0;
         c->cap = cap;
-        a->head = c;
+        a->head = h = c;
     }
-    void *p = a->head->data + a->head->used;
-    a->head->used += n;
-    memset(p, 0, n);
+    void *p = h->data + h->used;
+    h->used += n;
+    return p;
+}
+
+void *vc_arena_alloc(vc_arena *a, size_t n)
+{
+    void *p = arena_take(a, n);
+    if (p) memset(p, 0, (n + 15) & ~(size_t)15); /* cleared as before, the rounding's tail too */
     return p;
 }
 
@@ -253,7 +261,7 @@ void vc_cat_index(char *buf, size_t n, const char *a, const char *b, long long i
 char *vc_arena_strdup(vc_arena *a, const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = vc_arena_alloc(a, n);
+    char *p = arena_take(a, n); /* every byte written below */
     if (p) memcpy(p, s, n);
     return p;
 }
