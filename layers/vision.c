@@ -443,7 +443,9 @@ const vc_kind vc_kind_VisionOutputs = {
  * Inputs: [the decoder layer's output, the feature [K, H], the previous such output...]: the
  * forward's `layer_outputs` holds a layer's own output (the clone's source) until the next layer
  * returns, so the layer after a deepstack layer lists that output as a third input (read here, no
- * op). "pass": no feature (the layer after the last deepstack layer): the output is the input. */
+ * op). "pass": no feature (the layer after the last deepstack layer): the output is the input; a pass with the
+ * hidden states alone: generate()'s decoding steps (src/hf/hf_layers.c deepstack_add), no feature and no
+ * layer_outputs held. */
 typedef struct {
     int64_t K; /* the image tokens per sample */
     bool pass;
@@ -462,8 +464,8 @@ static int dsa_setup(vc_setup *s, void *p)
     c->nin = s->nin;
     const vc_shape *x = &s->in[0];
     if (x->nd != 2) return vc_fail(s, "inputs", "DeepstackAdd takes the hidden states [L, H]");
-    if (c->pass) {
-        if (s->nin != 2) return vc_fail(s, "inputs", "a pass DeepstackAdd takes [hidden states, the previous layer's output]");
+    if (c->pass) { /* [hidden states] alone: generate()'s decoding step, no feature and no layer_outputs held */
+        if (s->nin > 2) return vc_fail(s, "inputs", "a pass DeepstackAdd takes [hidden states, the previous layer's output]");
     } else {
         if (s->nin < 2 || s->nin > 3)
             return vc_fail(s, "inputs", "DeepstackAdd takes [hidden states, feature] and the previous layer's output");
@@ -480,7 +482,7 @@ static void dsa_emit(vc_build *b, const void *p)
     const dsa_cfg *c = p;
     vc_t x = vc_input(b, 0);
     if (c->pass) {
-        vc_keep_to_here(b, vc_input(b, 1));
+        if (c->nin > 1) vc_keep_to_here(b, vc_input(b, 1));
         vc_set_output(b, x);
         return;
     }
@@ -513,6 +515,6 @@ static void dsa_emit(vc_build *b, const void *p)
 const vc_kind vc_kind_DeepstackAdd = {
     .ops = 6,
     .name = "DeepstackAdd", .summary = "Qwen3-VL's deepstack feature added at the image tokens after a decoder layer",
-    .min_inputs = 2, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
+    .min_inputs = 1, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
     .parse = dsa_parse, .setup = dsa_setup, .emit = dsa_emit,
 };

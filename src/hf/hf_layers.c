@@ -641,7 +641,11 @@ static void deepstack_add(wr *w, const arch *a, cJSON *seq, int64_t i, int64_t d
     snprintf(add, sizeof add, "model.layers.%lld.deepstack", (long long)i);
     str(w, seq, "name", nm);
     cJSON *o = add_layer(w, "DeepstackAdd", add);
-    if (i < ds) {
+    if (a->vis.decode) { /* a decoding step: no deepstack features (deepstack_visual_embeds None), layer_outputs is
+                          * hidden_states itself */
+        ins(w, o, nm, NULL, NULL, NULL);
+        flag(w, o, "pass", true);
+    } else if (i < ds) {
         snprintf(feat, sizeof feat, "visual.deepstack_merger_list.%lld.linear_fc2", (long long)i);
         ins(w, o, nm, feat, i > 0 ? prev : NULL, NULL);
         num(w, o, "image_tokens", (double)a->vis.embeds);
@@ -899,7 +903,15 @@ static void build_layers(wr *w, const arch *a)
     embedding(w, a, "model.embed_tokens");
     if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
     const char *first = "model.embed_tokens";
-    if (img) {
+    if (img && a->vis.decode) {
+        /* generate()'s decoding steps (hf_vision.c): pixel_values None, inputs_embeds = embed_tokens(input_ids)
+         * itself; two whole-length views keep the prefill's layer count (vc__model_twin_decode) */
+        o = add_layer(w, "Slice", "model.text_embeds");
+        num(w, o, "dim", 1);
+        o = add_layer(w, "Slice", "model.inputs_embeds");
+        num(w, o, "dim", 1);
+        first = "model.inputs_embeds";
+    } else if (img) {
         o = add_layer(w, "Slice", "model.text_embeds");
         num(w, o, "dim", 1);
         num(w, o, "start", (double)a->vis.embeds); /* the rows the image embeddings replace */

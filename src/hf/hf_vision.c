@@ -49,7 +49,9 @@
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
- *  - --mode generate and --serve: the images are refused for now; a config without --image
+ *  - --mode generate: the Qwen towers run on the images in the prefill only (src/engine/generate.c
+ *    "Images"; the decoding steps' model: decode, written by vc_hf_split.image_decode); Gemma 3's images
+ *    and --serve with images are refused; a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
  *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
  */
@@ -645,6 +647,10 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         return -1;
     }
     t->tokens = t->embeds = t->patches / (t->M * t->M);
+    /* generate()'s decoding steps (src/engine/generate.c): prepare_inputs_for_generation sets pixel_values None
+     * once cache_position[0] != 0 (Qwen3VLForConditionalGeneration @ 00709b86, Qwen3_5ForConditionalGeneration
+     * inherits it): the tower written as for the prefill and not run, the step's tokens text alone */
+    t->decode = split.image_decode != 0;
     return 0;
 }
 
