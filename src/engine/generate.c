@@ -77,9 +77,9 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     /* the model is fed prompt + new tokens - 1 tokens (the last one chosen is not fed back) */
     if (!g->profile && m->max_positions > 0 && total - 1 > m->max_positions)
         return vc_set_error(err, VC_ERR_USAGE, O("prompt"),
-                            "prompt + new tokens - 1 (%lld tokens fed to the model) pass its %lld positions "
+                            "prompt + new tokens - 1 (%lld tokens fed to the model%s) pass its %lld positions "
                             "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
-                            (long long)m->max_positions);
+                            g->image_tokens ? ", the image tokens included" : "", (long long)m->max_positions);
     g->on = true;
     g->nkv = 0;
     g->hybrid = false;
@@ -534,7 +534,7 @@ void vc__gen_emit(vc_build *b)
 
 /* ---- Images ----
  *
- * generate() of a vision-language config.json run with --image (the Qwen towers, src/hf/hf_vision.c), greedy, as
+ * generate() of a vision-language config.json run with --image (the Qwen3-VL and Qwen3.5 towers, src/hf/hf_vision.c), greedy, as
  * transformers runs it (generation/utils.py as above; modeling_qwen3_vl.py @00709b862bb8f14a5435bb7195592579168496e4
  * Qwen3VLForConditionalGeneration and Qwen3VLModel, which Qwen3_5ForConditionalGeneration and Qwen3_5Model
  * inherit, modular_qwen3_5.py @8940358af7421e958995b05136ca14ce54bef39c):
@@ -551,8 +551,8 @@ void vc__gen_emit(vc_build *b)
  *    (deepstack_visual_embeds None), the positions arange(1) + cache_position[0] + rope_deltas (tensors of
  *    B int64: one 512-byte block each, not modelled): the model vc__model_twin_decode loads, emitted from
  *    lm_first (its embed_tokens) on; the tower's instances before it are not run.
- * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) are not
- * modelled under generate. */
+ * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) and
+ * Qwen2.5-VL's (images_begin) are not modelled under generate. */
 
 static vc_status images_begin(vc_build *b, vc_error *err)
 {
@@ -560,16 +560,25 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     vc_gen *g = &b->gen;
     g->image_tokens = 0;
     g->lm_first = 0;
-    bool pix = false;
-    for (size_t i = 0; i < m->ninst && !pix; i++) pix = !strcmp(m->inst[i].kind->name, "PixelValues");
+    bool pix = false, q3 = false;
+    for (size_t i = 0; i < m->ninst; i++) {
+        pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
+        q3 |= !strcmp(m->inst[i].kind->name, "VisionOutputs"); /* the Qwen3-VL and Qwen3.5 towers (hf_vision.c) */
+    }
     if (!pix) return VC_OK;
     if (g->profile)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "vLLM's serving of images (its encoder cache and the "
                             "profiling run's dummy images) is not modelled");
     if (!m->images_one_sequence)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with this tower's images is modelled for the "
-                            "Qwen towers (qwen2_5_vl, qwen3_vl, qwen3_5); Gemma 3's prefill mask (token_type_ids' "
+                            "Qwen3-VL and Qwen3.5 towers (qwen3_vl, qwen3_5); Gemma 3's prefill mask (token_type_ids' "
                             "bidirectional image blocks) is not");
+    /* Qwen2.5-VL's tower without autograd (its windowed blocks, the window reordering) was measured in training
+     * only; under generate's no_grad prefill the replica measures -13% (qwen2_5_vl_small 224x224, prefill)
+     * against this plan: refused rather than under-estimated */
+    if (!q3)
+        return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with Qwen2.5-VL's images is not modelled (its "
+                            "tower's no_grad forward is not measured); qwen3_vl and qwen3_5 are");
     /* src/hf/hf_layers.c build_layers: model.embed_tokens after the tower; model.inputs_embeds cats the
      * tower's image embeddings (one row per image token) before the text's rows */
     size_t emb = m->ninst;

@@ -608,9 +608,9 @@ def main(argv):
         if image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
             # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
-            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl"):
-                raise SystemExit("measure_llm.py: generate with --image: the Qwen3.5 and Qwen3-VL towers "
-                                 "(qwen3vl_tower_replica.py)")
+            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl"):
+                raise SystemExit("measure_llm.py: generate with --image: the Qwen towers (qwen3vl_tower_replica.py, "
+                                 "qwen25vl_replica.py)")
             tid = cfg.d["image_token_id"]
             prompt_ids = torch.where(prompt_ids == tid, torch.full_like(prompt_ids, tid + 1), prompt_ids)
             prompt_ids[:, :image_tokens] = tid
