@@ -72,8 +72,8 @@ static void decode_without_tower(void **state)
 
 /* measured.json's generate cases with images that are not held out (run_suite.py's last block: Qwen3.5 then
  * Qwen3-VL; every third held out and not asserted): the decoding peaks within 0.1% (1,024 bytes low: the
- * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 1.5% (low: the tower's
- * forward is the -m infer one, whose peak in the first block's attention misses forward's locals). */
+ * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 1% (-0.54% .. +0.06%: the
+ * tower's forward frees rot_pos_emb's two float32 locals early, layers/vision.c VisionRotary). */
 static void measured(void **state)
 {
     (void)state;
@@ -101,7 +101,7 @@ static void measured(void **state)
         long long p = cli_json_field(a, "\"prefill_peak\": "), d = cli_json_field(a, "\"decode_peak\": ");
         double ep = 100.0 * (double)(p - cases[i].prefill) / (double)cases[i].prefill;
         double ed = 100.0 * (double)(d - cases[i].decode) / (double)cases[i].decode;
-        if (ep < -1.5 || ep > 1.5 || ed < -0.1 || ed > 0.1)
+        if (ep < -1 || ep > 1 || ed < -0.1 || ed > 0.1)
             fail_msg("%s: prefill %lld (measured %lld, %+.2f%%), decode %lld (measured %lld, %+.2f%%)", a, p,
                      cases[i].prefill, ep, d, cases[i].decode, ed);
     }

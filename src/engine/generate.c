@@ -425,7 +425,12 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->m = at;
     b->val_t[0] = input;
     /* a decoding step after the images' prefill: the tower not run ("Images" below) */
-    vc__emit_instances(b, b->gen.pass > 0 ? b->gen.lm_first : 0, head);
+    if (b->gen.pass > 0 && b->gen.tower_end > b->gen.tower_first) {
+        vc__emit_instances(b, 0, b->gen.tower_first);
+        vc__emit_instances(b, b->gen.tower_end, head);
+    } else {
+        vc__emit_instances(b, 0, head);
+    }
     if (!b->st && at != one) { /* hidden_states[:, -logits_to_keep:, :]: a view */
         int hv = m->inst[head].in[0];
         int64_t row = vc_shape_numel(&one->val[hv].shape);
@@ -549,8 +554,8 @@ void vc__gen_emit(vc_build *b)
  *    cache then covers the image tokens too;
  *  - a decoding step: inputs_embeds = embed_tokens(input_ids[:, -1:]) alone, no deepstack
  *    (deepstack_visual_embeds None), the positions arange(1) + cache_position[0] + rope_deltas (tensors of
- *    B int64: one 512-byte block each, not modelled): the model vc__model_twin_decode loads, emitted from
- *    lm_first (its embed_tokens) on; the tower's instances before it are not run.
+ *    B int64: one 512-byte block each, not modelled): the model vc__model_twin_decode loads, its tower's
+ *    instances (after embed_tokens, before the text rows' view) not run.
  * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) and
  * Qwen2.5-VL's (images_begin) are not modelled under generate. */
 
@@ -559,7 +564,7 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     const vc_model *m = b->m;
     vc_gen *g = &b->gen;
     g->image_tokens = 0;
-    g->lm_first = 0;
+    g->tower_first = g->tower_end = 0;
     bool pix = false, q3 = false;
     for (size_t i = 0; i < m->ninst; i++) {
         pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
@@ -579,21 +584,23 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     if (!q3)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with Qwen2.5-VL's images is not modelled (its "
                             "tower's no_grad forward is not measured); qwen3_vl and qwen3_5 are");
-    /* src/hf/hf_layers.c build_layers: model.embed_tokens after the tower; model.inputs_embeds cats the
-     * tower's image embeddings (one row per image token) before the text's rows */
-    size_t emb = m->ninst;
+    /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
+     * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
+    size_t emb = m->ninst, text = m->ninst;
     int64_t rows = 0;
     for (size_t i = 0; i < m->ninst; i++) {
         const vc_inst *in = &m->inst[i];
         if (!in->name) continue;
         if (emb == m->ninst && !strcmp(in->name, "model.embed_tokens")) emb = i;
+        if (text == m->ninst && !strcmp(in->name, "model.text_embeds")) text = i;
         if (!strcmp(in->name, "model.inputs_embeds") && !strcmp(in->kind->name, "Cat") && in->nin == 2)
             rows = m->val[in->in[0]].shape.d[0];
     }
-    if (emb == m->ninst || rows < 1)
-        return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the language model's embeddings after the "
+    if (emb >= text || text == m->ninst || rows < 1)
+        return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the language model's embeddings and the "
                             "vision tower were not found");
-    g->lm_first = emb;
+    g->tower_first = emb + 1;
+    g->tower_end = text;
     g->image_tokens = rows;
     return VC_OK;
 }

@@ -989,12 +989,15 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
     vnum(w, o, "embedding_dim", (double)C);
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "images", (double)t->images);
+    /* pos_embeds: a local of Qwen3VLVisionModel.forward, alive until it returns (after the merger) */
+    vstr(w, o, "held_until", "visual.merger.linear_fc2");
     o = lay(w, "Add", "visual.embeds");
     vins(w, o, "visual.patch_embed.proj", "visual.pos_embed");
     o = lay(w, "VisionRotary", "visual.rotary_pos_emb");
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "head_dim", (double)D);
     vnum(w, o, "max_grid", (double)(gh > gw ? gh : gw));
+    vstr(w, o, "held_until", "visual.merger.linear_fc2"); /* position_embeddings: a local of forward, likewise */
     /* the blocks: one Sequential per run between deepstack taps */
     const char *prev = "visual.embeds";
     char nm[64], dn[64];
@@ -1008,6 +1011,8 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
             cJSON *seq = lay(w, "Sequential", nm);
             vins(w, seq, prev, NULL);
             if (end - b0 > 1) vnum(w, seq, "repeat", (double)(end - b0));
+            /* for blk in self.blocks: hidden_states = blk(...): each block's input dies as the name rebinds */
+            if (end - b0 > 1) vflag(w, seq, "loop", true);
             cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
             if (!inner) {
                 w->r->oom = true;
