@@ -239,6 +239,11 @@ static void vro_emit(vc_build *b, const void *p)
 {
     const vro_cfg *c = p;
     const int64_t n = c->n, D = c->D;
+    /* position_embeddings' storage is made first and written last (the cos and sin are the last
+     * allocations either way: the same peak), so that rotary_pos_emb and emb, forward's locals, live as
+     * long as it (vc_keep_with takes an earlier owner): until the tower returns ("held_until" on this
+     * layer, src/hf/hf_vision.c) */
+    vc_t cs = vc__op_new(b, "empty", vc_n_sample(2 * n * D), VC_DT_F32);
     vc_t seq = vc__op_new(b, "arange", vc_n_fixed(c->max_hw), VC_DT_F32);
     vc_t ft = vc__op_nograd(b, "outer", seq, vc_buf(b, 0), vc_n_fixed(c->max_hw * (D / 4)), VC_DT_F32);
     vc_release(b, seq);
@@ -247,8 +252,11 @@ static void vro_emit(vc_build *b, const void *p)
     vc_release(b, ft);
     vc_release(b, pos);
     vc_t emb = vc__op_nograd(b, "cat", r, -1, vc_n_sample(n * D), VC_DT_F32);
-    vc_t cs = vc__op_nograd(b, "cos+sin", emb, -1, vc_n_sample(2 * n * D), VC_DT_F32);
-    vc_keep_with(b, r, cs); /* forward's locals, alive while the blocks read position_embeddings */
+    vc_op *o = vc_op_begin(b, "cos+sin"); /* (emb.cos(), emb.sin()) into the storage made above */
+    vc_op_in_nodiff(o, emb);
+    vc_op_in_nodiff(o, cs);
+    vc_op_end(o);
+    vc_keep_with(b, r, cs); /* forward's locals, alive as long as position_embeddings */
     vc_keep_with(b, emb, cs);
     vc_set_output(b, cs);
 }

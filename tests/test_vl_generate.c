@@ -72,8 +72,8 @@ static void decode_without_tower(void **state)
 
 /* measured.json's generate cases with images that are not held out (run_suite.py's last block: Qwen3.5 then
  * Qwen3-VL; every third held out and not asserted): the decoding peaks within 0.1% (1,024 bytes low: the
- * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 1% (-0.54% .. +0.06%: the
- * tower's forward frees rot_pos_emb's two float32 locals early, layers/vision.c VisionRotary). */
+ * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 0.1% (1,536 bytes low:
+ * cu_seqlens, image_grid_thw and a position tensor, 512-byte blocks not modelled). */
 static void measured(void **state)
 {
     (void)state;
@@ -86,13 +86,13 @@ static void measured(void **state)
         long long prefill, decode; /* measured.json prefill_peak, decode_peak */
     } cases[] = {
         {"qwen3_5_vl_small", 32, 16, "640x480", 1, "fp32", 36449792, 9545728}, /* llm514 */
-        {"qwen3_5_vl_small", 64, 24, "224x224", 1, "bf16", 4567040, 2679296}, /* llm515 */
+        {"qwen3_5_vl_small", 64, 24, "224x224", 1, "bf16", 4595712, 2679296}, /* llm515 */
         {"qwen3_5_vl_small", 128, 96, "320x320", 1, "fp32", 7362560, 4580352}, /* llm517 */
-        {"qwen3_5_vl_small", 8, 200, "224x224", 1, "bf16", 4559872, 2959872}, /* llm518 */
+        {"qwen3_5_vl_small", 8, 200, "224x224", 1, "bf16", 4588544, 2959872}, /* llm518 */
         {"qwen3_vl_img_small", 32, 16, "640x480", 1, "fp32", 67600384, 13478912}, /* llm520 */
-        {"qwen3_vl_img_small", 64, 24, "224x224", 1, "bf16", 7845376, 4534784}, /* llm521 */
+        {"qwen3_vl_img_small", 64, 24, "224x224", 1, "bf16", 7874048, 4534784}, /* llm521 */
         {"qwen3_vl_img_small", 128, 96, "320x320", 1, "fp32", 14420992, 8488960}, /* llm523 */
-        {"qwen3_vl_img_small", 8, 200, "224x224", 1, "bf16", 7831040, 4876800}, /* llm524 */
+        {"qwen3_vl_img_small", 8, 200, "224x224", 1, "bf16", 7859712, 4876800}, /* llm524 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char a[512];
@@ -101,7 +101,7 @@ static void measured(void **state)
         long long p = cli_json_field(a, "\"prefill_peak\": "), d = cli_json_field(a, "\"decode_peak\": ");
         double ep = 100.0 * (double)(p - cases[i].prefill) / (double)cases[i].prefill;
         double ed = 100.0 * (double)(d - cases[i].decode) / (double)cases[i].decode;
-        if (ep < -1 || ep > 1 || ed < -0.1 || ed > 0.1)
+        if (ep < -0.1 || ep > 0.1 || ed < -0.1 || ed > 0.1)
             fail_msg("%s: prefill %lld (measured %lld, %+.2f%%), decode %lld (measured %lld, %+.2f%%)", a, p,
                      cases[i].prefill, ep, d, cases[i].decode, ed);
     }

@@ -304,6 +304,12 @@ def main(argv):
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
+        rot = getattr(getattr(model, "visual", None), "rotary_pos_emb", None)
+        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl") and rot is not None:
+            # Qwen3VLVisionRotaryEmbedding's inv_freq: torch.arange(..., dtype=torch.float), a non-persistent
+            # buffer that from_pretrained(dtype=bfloat16) leaves float32 (the default dtype does not apply to an
+            # explicit one; nothing casts buffers): rot_pos_emb's freq table, emb and the cos / sin float32
+            rot.inv_freq = rot.inv_freq.float()
     ref_model = None
     if (args.loss in ("dpo", "kto") or (args.loss == "grpo" and args.beta != 0.0)) and not args.lora and args.peft == "lora":
         # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
