@@ -49,9 +49,10 @@
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
- *  - --mode generate: the Qwen towers run on the images in the prefill only (src/engine/generate.c
- *    "Images"; the decoding steps' model: decode, written by vc_hf_split.image_decode); Gemma 3's images
- *    and --serve with images are refused; a config without --image
+ *  - --mode generate: the Qwen3-VL and Qwen3.5 towers run on the images in the prefill only
+ *    (src/engine/generate.c "Images"; the decoding steps' model: decode, written by
+ *    vc_hf_split.image_decode); Qwen2.5-VL's and Gemma 3's images and --serve with images are refused;
+ *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
  *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
  */
