@@ -239,6 +239,11 @@ static void vro_emit(vc_build *b, const void *p)
 {
     const vro_cfg *c = p;
     const int64_t n = c->n, D = c->D;
+    /* position_embeddings' storage is made first and written last (the cos and sin are the last
+     * allocations either way: the same peak), so that rotary_pos_emb and emb, forward's locals, live as
+     * long as it (vc_keep_with takes an earlier owner): until the tower returns ("held_until" on this
+     * layer, src/hf/hf_vision.c) */
+    vc_t cs = vc__op_new(b, "empty", vc_n_sample(2 * n * D), VC_DT_F32);
     vc_t seq = vc__op_new(b, "arange", vc_n_fixed(c->max_hw), VC_DT_F32);
     vc_t ft = vc__op_nograd(b, "outer", seq, vc_buf(b, 0), vc_n_fixed(c->max_hw * (D / 4)), VC_DT_F32);
     vc_release(b, seq);
@@ -247,8 +252,11 @@ static void vro_emit(vc_build *b, const void *p)
     vc_release(b, ft);
     vc_release(b, pos);
     vc_t emb = vc__op_nograd(b, "cat", r, -1, vc_n_sample(n * D), VC_DT_F32);
-    vc_t cs = vc__op_nograd(b, "cos+sin", emb, -1, vc_n_sample(2 * n * D), VC_DT_F32);
-    vc_keep_with(b, r, cs); /* forward's locals, alive while the blocks read position_embeddings */
+    vc_op *o = vc_op_begin(b, "cos+sin"); /* (emb.cos(), emb.sin()) into the storage made above */
+    vc_op_in_nodiff(o, emb);
+    vc_op_in_nodiff(o, cs);
+    vc_op_end(o);
+    vc_keep_with(b, r, cs); /* forward's locals, alive as long as position_embeddings */
     vc_keep_with(b, emb, cs);
     vc_set_output(b, cs);
 }
@@ -443,7 +451,9 @@ const vc_kind vc_kind_VisionOutputs = {
  * Inputs: [the decoder layer's output, the feature [K, H], the previous such output...]: the
  * forward's `layer_outputs` holds a layer's own output (the clone's source) until the next layer
  * returns, so the layer after a deepstack layer lists that output as a third input (read here, no
- * op). "pass": no feature (the layer after the last deepstack layer): the output is the input. */
+ * op). "pass": no feature (the layer after the last deepstack layer): the output is the input; a pass with the
+ * hidden states alone: generate()'s decoding steps (src/hf/hf_layers.c deepstack_add), no feature and no
+ * layer_outputs held. */
 typedef struct {
     int64_t K; /* the image tokens per sample */
     bool pass;
@@ -462,8 +472,8 @@ static int dsa_setup(vc_setup *s, void *p)
     c->nin = s->nin;
     const vc_shape *x = &s->in[0];
     if (x->nd != 2) return vc_fail(s, "inputs", "DeepstackAdd takes the hidden states [L, H]");
-    if (c->pass) {
-        if (s->nin != 2) return vc_fail(s, "inputs", "a pass DeepstackAdd takes [hidden states, the previous layer's output]");
+    if (c->pass) { /* [hidden states] alone: generate()'s decoding step, no feature and no layer_outputs held */
+        if (s->nin > 2) return vc_fail(s, "inputs", "a pass DeepstackAdd takes [hidden states, the previous layer's output]");
     } else {
         if (s->nin < 2 || s->nin > 3)
             return vc_fail(s, "inputs", "DeepstackAdd takes [hidden states, feature] and the previous layer's output");
@@ -480,7 +490,7 @@ static void dsa_emit(vc_build *b, const void *p)
     const dsa_cfg *c = p;
     vc_t x = vc_input(b, 0);
     if (c->pass) {
-        vc_keep_to_here(b, vc_input(b, 1));
+        if (c->nin > 1) vc_keep_to_here(b, vc_input(b, 1));
         vc_set_output(b, x);
         return;
     }
@@ -513,6 +523,6 @@ static void dsa_emit(vc_build *b, const void *p)
 const vc_kind vc_kind_DeepstackAdd = {
     .ops = 6,
     .name = "DeepstackAdd", .summary = "Qwen3-VL's deepstack feature added at the image tokens after a decoder layer",
-    .min_inputs = 2, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
+    .min_inputs = 1, .max_inputs = 3, .cfg_size = sizeof(dsa_cfg),
     .parse = dsa_parse, .setup = dsa_setup, .emit = dsa_emit,
 };

@@ -42,6 +42,7 @@ const vc_model *vc__gen_input_model(const vc_build *b) { return b->gen.on ? b->g
 
 static int decoder_ids(const vc_model *m, size_t enc);
 static bool encdec_contract(const vc_model *m, size_t enc);
+static vc_status images_begin(vc_build *b, vc_error *err);
 static vc_status encdec_begin(vc_build *b, size_t enc, vc_error *err);
 static void encdec_emit(vc_build *b);
 
@@ -67,15 +68,18 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
                             "with \"loss\": \"causal_lm\" and one int64 input of token ids [seq]");
     if (m->gen_json && m->sp) /* a decoding step's one token does not split over the ranks */
         return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is modelled for training and " OV("mode", "infer") ", not for generation");
+    vc_status ist = images_begin(b, err); /* --image: "Images" below */
+    if (ist) return ist;
     int64_t total;
-    if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) || total > VC_MAX_DIM_SIZE)
+    if (__builtin_add_overflow(b->o.prompt, b->o.new_tokens, &total) ||
+        __builtin_add_overflow(total, g->image_tokens, &total) || total > VC_MAX_DIM_SIZE)
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^40");
     /* the model is fed prompt + new tokens - 1 tokens (the last one chosen is not fed back) */
     if (!g->profile && m->max_positions > 0 && total - 1 > m->max_positions)
         return vc_set_error(err, VC_ERR_USAGE, O("prompt"),
-                            "prompt + new tokens - 1 (%lld tokens fed to the model) pass its %lld positions "
+                            "prompt + new tokens - 1 (%lld tokens fed to the model%s) pass its %lld positions "
                             "(max_position_embeddings; no sliding window bounds its attention)", (long long)(total - 1),
-                            (long long)m->max_positions);
+                            g->image_tokens ? ", the image tokens included" : "", (long long)m->max_positions);
     g->on = true;
     g->nkv = 0;
     g->hybrid = false;
@@ -97,13 +101,14 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
      * layer: the cache is never written, every step runs its own tokens alone (src/engine/grpo.c) */
     g->nocache = !g->profile && m->loss == VC_LOSS_GRPO && m->hf.checkpoint;
     if (!g->profile) {
-        g->prompt = b->o.prompt;
+        g->prompt = b->o.prompt + g->image_tokens; /* the processor's input_ids: the image tokens and the text */
         g->steps = b->o.new_tokens;
         g->head_rows = 1;
     }
     vc_model *t0 = NULL, *t1 = NULL;
     vc_status st = vc__model_twin(m, g->prompt, &t0, err);
-    if (st == VC_OK) st = vc__model_twin(m, g->head_rows, &t1, err);
+    if (st == VC_OK) st = g->image_tokens ? vc__model_twin_decode(m, g->head_rows, &t1, err)
+                                          : vc__model_twin(m, g->head_rows, &t1, err);
     g->twin[0] = t0;
     g->twin[1] = t1;
     if (st != VC_OK) {
@@ -419,7 +424,13 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->gen.mask = -1;
     b->m = at;
     b->val_t[0] = input;
-    vc__emit_instances(b, 0, head);
+    /* a decoding step after the images' prefill: the tower not run ("Images" below) */
+    if (b->gen.pass > 0 && b->gen.tower_end > b->gen.tower_first) {
+        vc__emit_instances(b, 0, b->gen.tower_first);
+        vc__emit_instances(b, b->gen.tower_end, head);
+    } else {
+        vc__emit_instances(b, 0, head);
+    }
     if (!b->st && at != one) { /* hidden_states[:, -logits_to_keep:, :]: a view */
         int hv = m->inst[head].in[0];
         int64_t row = vc_shape_numel(&one->val[hv].shape);
@@ -429,6 +440,10 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     vc__emit_instances(b, head, m->ninst);
     vc__end_forward(b);
     if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
+    if (b->gen.image_tokens) { /* Qwen3VLModel.forward's image locals (vc_keep_forward) die when it returns */
+        for (size_t i = 0; i < b->nfwd_keep; i++) vc__extend_life(b, b->fwd_keep[i]);
+        b->nfwd_keep = 0;
+    }
     b->m = m;
 }
 
@@ -520,6 +535,74 @@ void vc__gen_emit(vc_build *b)
         for (int j = 0; j < 2; j++)
             if (g->ssm[i][j] >= 0) vc__extend_life(b, g->ssm[i][j]);
     b->val_t[0] = prompt;
+}
+
+/* ---- Images ----
+ *
+ * generate() of a vision-language config.json run with --image (the Qwen3-VL and Qwen3.5 towers, src/hf/hf_vision.c), greedy, as
+ * transformers runs it (generation/utils.py as above; modeling_qwen3_vl.py @00709b862bb8f14a5435bb7195592579168496e4
+ * Qwen3VLForConditionalGeneration and Qwen3VLModel, which Qwen3_5ForConditionalGeneration and Qwen3_5Model
+ * inherit, modular_qwen3_5.py @8940358af7421e958995b05136ca14ce54bef39c):
+ *  - the processor's input_ids hold each image's tokens (image_token_id, grid_h x grid_w / merge_size^2 of them)
+ *    with the text: the prompt is --prompt + the image tokens, as are the attention mask and the caches after it;
+ *  - generate() keeps pixel_values and image_grid_thw in model_kwargs until it returns: the processor's batch,
+ *    PixelValues (layers/vision.c) made before the prefill and held to the end;
+ *  - prepare_inputs_for_generation: model_inputs["position_ids"] = None, and pixel_values = None once
+ *    cache_position[0] != 0. The first step (the prefill) runs Qwen3VLModel.forward's image path:
+ *    get_image_features (the tower, the merger, Qwen3-VL's deepstack mergers), masked_scatter into
+ *    inputs_embeds, get_rope_index's 3-D positions (self.rope_deltas kept), the deepstack adds; every
+ *    cache then covers the image tokens too;
+ *  - a decoding step: inputs_embeds = embed_tokens(input_ids[:, -1:]) alone, no deepstack
+ *    (deepstack_visual_embeds None), the positions arange(1) + cache_position[0] + rope_deltas (tensors of
+ *    B int64: one 512-byte block each, not modelled): the model vc__model_twin_decode loads, its tower's
+ *    instances (after embed_tokens, before the text rows' view) not run.
+ * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) and
+ * Qwen2.5-VL's (images_begin) are not modelled under generate. */
+
+static vc_status images_begin(vc_build *b, vc_error *err)
+{
+    const vc_model *m = b->m;
+    vc_gen *g = &b->gen;
+    g->image_tokens = 0;
+    g->tower_first = g->tower_end = 0;
+    bool pix = false, q3 = false;
+    for (size_t i = 0; i < m->ninst; i++) {
+        pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
+        q3 |= !strcmp(m->inst[i].kind->name, "VisionOutputs"); /* the Qwen3-VL and Qwen3.5 towers (hf_vision.c) */
+    }
+    if (!pix) return VC_OK;
+    if (g->profile)
+        return vc_set_error(err, VC_ERR_USAGE, O("image"), "vLLM's serving of images (its encoder cache and the "
+                            "profiling run's dummy images) is not modelled");
+    if (!m->images_one_sequence)
+        return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with this tower's images is modelled for the "
+                            "Qwen3-VL and Qwen3.5 towers (qwen3_vl, qwen3_5); Gemma 3's prefill mask (token_type_ids' "
+                            "bidirectional image blocks) is not");
+    /* Qwen2.5-VL's tower without autograd (its windowed blocks, the window reordering) was measured in training
+     * only; under generate's no_grad prefill the replica measures -13% (qwen2_5_vl_small 224x224, prefill)
+     * against this plan: refused rather than under-estimated */
+    if (!q3)
+        return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with Qwen2.5-VL's images is not modelled (its "
+                            "tower's no_grad forward is not measured); qwen3_vl and qwen3_5 are");
+    /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
+     * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
+    size_t emb = m->ninst, text = m->ninst;
+    int64_t rows = 0;
+    for (size_t i = 0; i < m->ninst; i++) {
+        const vc_inst *in = &m->inst[i];
+        if (!in->name) continue;
+        if (emb == m->ninst && !strcmp(in->name, "model.embed_tokens")) emb = i;
+        if (text == m->ninst && !strcmp(in->name, "model.text_embeds")) text = i;
+        if (!strcmp(in->name, "model.inputs_embeds") && !strcmp(in->kind->name, "Cat") && in->nin == 2)
+            rows = m->val[in->in[0]].shape.d[0];
+    }
+    if (emb >= text || text == m->ninst || rows < 1)
+        return vc_set_error(err, VC_ERR_MODEL, NULL, "generate with images: the language model's embeddings and the "
+                            "vision tower were not found");
+    g->tower_first = emb + 1;
+    g->tower_end = text;
+    g->image_tokens = rows;
+    return VC_OK;
 }
 
 /* ---- Encoder-decoders ----

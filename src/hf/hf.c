@@ -822,7 +822,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (a.vis.tokens > MAX_SIZE - a.seq)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "%lld text + %lld image tokens: more than 2^40",
                             (long long)a.seq, (long long)a.vis.tokens);
-    a.seq += a.vis.tokens;
+    if (!a.vis.decode) a.seq += a.vis.tokens; /* a decoding step: the images ran in the prefill (hf_vision.c) */
     if (a.f->block == BLK_T5) { /* the decoder's length: --target-seq, else the encoder's */
         a.tgt = o && o->target_seq > 0 ? o->target_seq : a.seq;
         if (a.tgt > MAX_SIZE)

@@ -196,6 +196,8 @@ typedef struct {
                      * per image, its boi / eoi / "\n\n" tokens text rows) */
     int64_t tp;     /* the Qwen towers under vLLM's split (--serve --tp): the ranks their weights are split over
                      * (hf_vision.c vision_tp); 0 or 1 whole */
+    bool decode;    /* with images: generate()'s decoding steps (vc_hf_split.image_decode): the tower written, not
+                     * run, no image rows in the sequence (hf_layers.c build_layers, deepstack_add) */
 } hf_vision;
 
 extern const hf_family vc__hf_families[];

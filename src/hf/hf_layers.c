@@ -641,7 +641,11 @@ static void deepstack_add(wr *w, const arch *a, cJSON *seq, int64_t i, int64_t d
     snprintf(add, sizeof add, "model.layers.%lld.deepstack", (long long)i);
     str(w, seq, "name", nm);
     cJSON *o = add_layer(w, "DeepstackAdd", add);
-    if (i < ds) {
+    if (a->vis.decode) { /* a decoding step: no deepstack features (deepstack_visual_embeds None), layer_outputs is
+                          * hidden_states itself */
+        ins(w, o, nm, NULL, NULL, NULL);
+        flag(w, o, "pass", true);
+    } else if (i < ds) {
         snprintf(feat, sizeof feat, "visual.deepstack_merger_list.%lld.linear_fc2", (long long)i);
         ins(w, o, nm, feat, i > 0 ? prev : NULL, NULL);
         num(w, o, "image_tokens", (double)a->vis.embeds);
@@ -891,16 +895,38 @@ static void build_layers(wr *w, const arch *a)
     default:
         break;
     }
-    /* a VLM's vision tower and projector first (hf_vision.c); the image embeddings replace their
-     * tokens' rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward),
-     * written as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor */
+    /* a VLM's vision tower and projector (hf_vision.c); the image embeddings replace their tokens'
+     * rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward), written
+     * as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor. The Qwen3 towers with
+     * images: the token embeddings first, as Qwen3VLModel.forward (@ 00709b86, and Qwen3_5Model's) computes
+     * inputs_embeds = embed_tokens(input_ids) before get_image_features: alive while the tower runs.
+     * (Qwen2_5_VLModel.forward and Gemma3Model.forward embed first too; their towers are still written
+     * after, with the nn.Sequential rule that keeps their first block's input through the tower: docs/llm.md
+     * "Limits".) Without images the tower's weights (never run) come first. */
+    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) && a->vis.patches > 0;
+    if (images) {
+        embedding(w, a, "model.embed_tokens");
+        ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+    }
     const char *img = vc__hf_vision_write(w->r, w->arr, a);
     if (a->f->moe == MOE_LLAMA4) vc__hf_llama4_vision_write(w->r, w->arr, a); /* llama4's tower, not run (hf_llama4.c) */
-    embedding(w, a, "model.embed_tokens");
-    if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+    if (!images) {
+        embedding(w, a, "model.embed_tokens");
+        if (a->f->vision || a->l4v.on) ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);
+    }
     const char *first = "model.embed_tokens";
-    if (img) {
+    if (img && a->vis.decode) {
+        /* generate()'s decoding steps (hf_vision.c): pixel_values None, inputs_embeds = embed_tokens(input_ids)
+         * itself; two whole-length views keep the prefill's layer count (vc__model_twin_decode) */
         o = add_layer(w, "Slice", "model.text_embeds");
+        ins(w, o, "model.embed_tokens", NULL, NULL, NULL);
+        num(w, o, "dim", 1);
+        o = add_layer(w, "Slice", "model.inputs_embeds");
+        num(w, o, "dim", 1);
+        first = "model.inputs_embeds";
+    } else if (img) {
+        o = add_layer(w, "Slice", "model.text_embeds");
+        ins(w, o, "model.embed_tokens", NULL, NULL, NULL);
         num(w, o, "dim", 1);
         num(w, o, "start", (double)a->vis.embeds); /* the rows the image embeddings replace */
         o = add_layer(w, "Cat", "model.inputs_embeds");

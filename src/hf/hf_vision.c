@@ -49,7 +49,10 @@
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
- *  - --mode generate and --serve: the images are refused for now; a config without --image
+ *  - --mode generate: the Qwen3-VL and Qwen3.5 towers run on the images in the prefill only
+ *    (src/engine/generate.c "Images"; the decoding steps' model: decode, written by
+ *    vc_hf_split.image_decode); Qwen2.5-VL's and Gemma 3's images and --serve with images are refused;
+ *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
  *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
  */
@@ -645,6 +648,10 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
         return -1;
     }
     t->tokens = t->embeds = t->patches / (t->M * t->M);
+    /* generate()'s decoding steps (src/engine/generate.c): prepare_inputs_for_generation sets pixel_values None
+     * once cache_position[0] != 0 (Qwen3VLForConditionalGeneration @ 00709b86, Qwen3_5ForConditionalGeneration
+     * inherits it): the tower written as for the prefill and not run, the step's tokens text alone */
+    t->decode = split.image_decode != 0;
     return 0;
 }
 
@@ -983,12 +990,15 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
     vnum(w, o, "embedding_dim", (double)C);
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "images", (double)t->images);
+    /* pos_embeds: a local of Qwen3VLVisionModel.forward, alive until it returns (after the merger) */
+    vstr(w, o, "held_until", "visual.merger.linear_fc2");
     o = lay(w, "Add", "visual.embeds");
     vins(w, o, "visual.patch_embed.proj", "visual.pos_embed");
     o = lay(w, "VisionRotary", "visual.rotary_pos_emb");
     vnum(w, o, "num_patches", (double)n);
     vnum(w, o, "head_dim", (double)D);
     vnum(w, o, "max_grid", (double)(gh > gw ? gh : gw));
+    vstr(w, o, "held_until", "visual.merger.linear_fc2"); /* position_embeddings: a local of forward, likewise */
     /* the blocks: one Sequential per run between deepstack taps */
     const char *prev = "visual.embeds";
     char nm[64], dn[64];
@@ -1002,6 +1012,8 @@ static const char *write_qwen3_tower(vw *w, const hf_vision *t, bool keep_last)
             cJSON *seq = lay(w, "Sequential", nm);
             vins(w, seq, prev, NULL);
             if (end - b0 > 1) vnum(w, seq, "repeat", (double)(end - b0));
+            /* for blk in self.blocks: hidden_states = blk(...): each block's input dies as the name rebinds */
+            if (end - b0 > 1) vflag(w, seq, "loop", true);
             cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
             if (!inner) {
                 w->r->oom = true;

@@ -34,6 +34,9 @@ typedef struct {
     int vllm;
     int mxfp4_align; /* vllm: the multiple vLLM's MXFP4 MoE backend pads the experts' per-rank intermediate
                       * size to (hf_tp.c), 0 none or not modelled */
+    int image_decode; /* the decoding steps of generate() after a prefill that ran the images (src/engine/generate.c):
+                       * the tower written as for the prefill but never run, the sequence the text tokens only
+                       * (src/hf/hf_vision.c) */
 } vc_hf_split;
 /* A caller's vc_hf_options as this library's (policy.h's vc__options_in for vc_options). */
 vc_status vc__hf_options_in(const vc_hf_options **o, vc_hf_options *full, vc_error *err);

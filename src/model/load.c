@@ -1006,7 +1006,8 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
         if ((st = vc_hf_build(root, &m->hf, (vc_hf_split){m->tp > 1 ? m->tp : 1, m->sp, m->vllm,
                         /* vLLM's MXFP4 experts padded per rank (hf_tp.c): the format the experts load as */
-                        (m->has_quant ? m->quant.format : m->cfg_quant.format) == VC_WEIGHTS_MXFP4 ? m->mxfp4_align : 0}, &m->tf, &gen, err)) != VC_OK)
+                        (m->has_quant ? m->quant.format : m->cfg_quant.format) == VC_WEIGHTS_MXFP4 ? m->mxfp4_align : 0,
+                        m->image_decode}, &m->tf, &gen, err)) != VC_OK)
             goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         m->images_one_sequence = vc_hf_images_one_sequence(root);

@@ -158,7 +158,19 @@ static vc_status load_text(const char *json, size_t len, const char *name, const
     return VC_OK;
 }
 
+static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_model **out, vc_error *err);
+
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
+{
+    return twin(m, seq, false, out, err);
+}
+
+vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
+{
+    return twin(m, seq, true, out, err);
+}
+
+static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_model **out, vc_error *err)
 {
     *out = NULL;
     vc_model *t = calloc(1, sizeof *t);
@@ -178,6 +190,7 @@ vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_erro
     t->sp = m->sp;
     t->vllm = m->vllm;
     t->mxfp4_align = m->mxfp4_align;
+    t->image_decode = image_decode;
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);

@@ -108,6 +108,7 @@ struct vc_model {
     bool hf_part;       /* a part of such a model (a pipeline stage, src/parallel/pipeline.c): its hf options hold */
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     bool images_one_sequence; /* its vision tower runs a batch's images as one sequence (vc_hf_images_one_sequence) */
+    bool image_decode;        /* a twin for generate()'s decoding steps after the images' prefill (vc__model_twin_decode) */
     const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
                                                           * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
@@ -174,6 +175,10 @@ vc_status vc__model_load_file_split(const char *path, const vc_hf_options *hf, c
  * options and LoRA kept): the passes of --mode generate (src/engine/generate.c).
  * The caller frees *out with vc_model_free. */
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+/* model.c: vc__model_twin for the decoding steps of a config.json run with --image: the language model
+ * at seq tokens with no image rows, the tower's layers as the prefill's (the same structure) and not run
+ * (vc_hf_split.image_decode, src/hf/hf_vision.c). */
+vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
 /* model.c: a new model from m's text with its config.json options but
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */

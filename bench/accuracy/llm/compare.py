@@ -102,6 +102,8 @@ def main():
             if c.get("cache", "DynamicCache") != "DynamicCache":  # QuantizedCache(quanto): kvq_replica.py
                 a += ["--cache", "quantized", "--kv-bits", str(c["kv_bits"]), "--kv-group-size", str(c["kv_group_size"]),
                       "--kv-residual-length", str(c["kv_residual_length"])]
+            if c.get("image"):  # generate() with the images (qwen3vl_tower_replica.py): --prompt is the text's tokens
+                a += ["--image", c["image"], "--images", str(c.get("images", 1))]
             p = run(opt.cli, c, a)
             if p.returncode != 0:
                 rows.append({"id": c["id"], "error": p.stderr.strip()})

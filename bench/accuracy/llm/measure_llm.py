@@ -304,6 +304,12 @@ def main(argv):
     model.loss_chunks = args.loss_chunks
     if args.precision == "bf16":
         model.to(torch.bfloat16)
+        rot = getattr(getattr(model, "visual", None), "rotary_pos_emb", None)
+        if args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl") and rot is not None:
+            # Qwen3VLVisionRotaryEmbedding's inv_freq: torch.arange(..., dtype=torch.float), a non-persistent
+            # buffer that from_pretrained(dtype=bfloat16) leaves float32 (the default dtype does not apply to an
+            # explicit one; nothing casts buffers): rot_pos_emb's freq table, emb and the cos / sin float32
+            rot.inv_freq = rot.inv_freq.float()
     ref_model = None
     if (args.loss in ("dpo", "kto") or (args.loss == "grpo" and args.beta != 0.0)) and not args.lora and args.peft == "lora":
         # TRL's create_model_from_path: the same checkpoint loaded again in the same dtype, eval mode
@@ -603,7 +609,20 @@ def main(argv):
     else:
         B, P, M = args.batch, args.prompt, args.new_tokens
         # whisper: the input_features (features()), --prompt the decoder's init tokens (whisper_replica.generate)
-        prompt_ids = features() if whisper else torch.randint(0, V, (B, P), dtype=torch.int64)
+        prompt_ids = features() if whisper else torch.randint(0, V, (B, P + image_tokens), dtype=torch.int64)
+        pixel_values = grid_thw = None
+        if image_tokens:
+            # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
+            # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
+            if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl"):
+                raise SystemExit("measure_llm.py: generate with --image: the Qwen towers (qwen3vl_tower_replica.py, "
+                                 "qwen25vl_replica.py)")
+            tid = cfg.d["image_token_id"]
+            prompt_ids = torch.where(prompt_ids == tid, torch.full_like(prompt_ids, tid + 1), prompt_ids)
+            prompt_ids[:, :image_tokens] = tid
+            pixel_values = torch.randn(n_img * gh * gw, vk["cin"] * vk["T"] * vk["P"] ** 2)
+            grid_thw = torch.tensor([[1, gh, gw]] * n_img)
+            P += image_tokens  # the prompt the language model sees
         after_build = tr.O.opobs_current()
         model.eval()
         phases = {}
@@ -684,7 +703,12 @@ def main(argv):
                         if args.per_op_file and step == 0:
                             tr.O.opobs_log_open(args.per_op_file.encode())
                         tr.tag("prefill" if step == 0 else "decode%d" % step)
-                    # prepare_inputs_for_generation: input_ids[:, -cache_position.shape[0]:] (a view)
+                    # prepare_inputs_for_generation: input_ids[:, -cache_position.shape[0]:] (a view);
+                    # Qwen3VLForConditionalGeneration's (modeling_qwen3_vl.py @00709b86): pixel_values None once
+                    # cache_position[0] != 0 (the tower runs in the prefill only; model_kwargs still hold them)
+                    if pixel_values is not None:
+                        model.embed_tokens.pixel_values = pixel_values if step == 0 else None
+                        model.embed_tokens.grid_thw = grid_thw if step == 0 else None
                     cur = input_ids[:, -cache_position.shape[0]:]
                     _, logits = model(cur, past_key_values=cache, cache_position=cache_position,
                                       attention_mask=attention_mask, logits_to_keep=1)
@@ -737,6 +761,9 @@ def main(argv):
                 import deltanet_replica
                 n_kv = deltanet_replica.layer_types(cfg).count("full_attention")
             kv_per_token = n_kv * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
+        if image_tokens:
+            model.embed_tokens.pixel_values = model.embed_tokens.grid_thw = None
+            P -= image_tokens  # the case's --prompt: the text's tokens
         result.update({
             "prompt": P, "new_tokens": M,
             "cache": "DynamicCache" if args.cache == "dynamic" else "QuantizedCache(quanto)",

@@ -981,6 +981,28 @@ def cases():
     for i, (cfg, b, pr, m, prec) in enumerate(whg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
                         precision=prec, held_out=(i % 3 == 2)))
+    # issue 31: generate() with images (measure_llm.py's generate loop, qwen3vl_tower_replica.py): the processor's
+    # input_ids the image tokens then --prompt's text; pixel_values and image_grid_thw held in model_kwargs to the end;
+    # prepare_inputs_for_generation (modeling_qwen3_vl.py @00709b86) passes pixel_values at the first step only: the
+    # tower, merger and (Qwen3-VL) deepstack run in the prefill, the decoding steps embed their one token. Batch 1
+    # (the tower runs a batch's images as one sequence). Qwen3.5 then Qwen3-VL; every third held out.
+    vlg = [
+        ("qwen3_5_vl_small", 32, 16, "640x480", 1, "fp32"),
+        ("qwen3_5_vl_small", 64, 24, "224x224", 1, "bf16"),
+        ("qwen3_5_vl_small", 16, 64, "448x336", 2, "fp32"),
+        ("qwen3_5_vl_small", 128, 96, "320x320", 1, "fp32"),  # decode-dominated
+        ("qwen3_5_vl_small", 8, 200, "224x224", 1, "bf16"),
+        ("qwen3_5_vl_small", 32, 8, "1024x768", 1, "bf16"),  # the tower's attention the prefill's peak
+        ("qwen3_vl_img_small", 32, 16, "640x480", 1, "fp32"),
+        ("qwen3_vl_img_small", 64, 24, "224x224", 1, "bf16"),
+        ("qwen3_vl_img_small", 16, 64, "448x336", 2, "fp32"),
+        ("qwen3_vl_img_small", 128, 96, "320x320", 1, "fp32"),
+        ("qwen3_vl_img_small", 8, 200, "224x224", 1, "bf16"),
+        ("qwen3_vl_img_small", 32, 8, "1024x768", 1, "bf16"),
+    ]
+    for i, (cfg, pr, m, img, n, prec) in enumerate(vlg):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=1, prompt=pr, new_tokens=m,
+                        precision=prec, image=img, images=n, held_out=(i % 3 == 2)))
     return out
 
 
