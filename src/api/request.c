@@ -703,13 +703,15 @@ static vc_status check_request(vc_request *q, vc_error *err)
     }
     if (q->hf.loss == VC_LOSS_IMPL_GRPO) {
         /* TRL's GRPOTrainer step (src/engine/grpo.c; trl/trainer/grpo_trainer.py and grpo_config.py @f2cd5771):
-         * per_device_train_batch_size completions, num_generations per prompt, generated and trained on in the
-         * step (steps_per_generation 1); the model runs prompt + max_completion_length tokens */
+         * per_device_train_batch_size (--batch) completions per micro-step, gradient_accumulation_steps
+         * (--accumulate) micro-steps, steps_per_generation = gradient_accumulation_steps (GRPOConfig.__post_init__'s
+         * default), so one generation of generation_batch_size = batch x accumulate completions, num_generations
+         * per prompt; the model runs prompt + max_completion_length tokens */
         if (o->mode != VC_MODE_TRAIN)
             return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
                          vc_mode_name(o->mode));
         const char *no = q->hf.seq > 0 ? O("seq") : q->given[VC_OPT_GRAD_CKPT_EVERY] ? O("grad_ckpt_every")
-                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 ? O("accumulate")
+                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 && o->grpo_beta != 0.0 ? O("accumulate")
                        : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
                        : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
                        : o->optim_in_bwd ? O("optim_in_bwd") : o->hold_output ? O("hold_output") : o->act_offload ? O("act_offload")
@@ -719,19 +721,26 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          !strcmp(no, O("seq")) ? "the sequence is " O("prompt") " + " O("new_tokens")
                          : !strcmp(no, O("grad_ckpt_every")) || !strcmp(no, O("grad_ckpt_ops"))
                            ? "TRL checkpoints every decoder layer whole (transformers' gradient_checkpointing_enable)"
-                         : !strcmp(no, O("accumulate")) ? "steps_per_generation > 1 (one generation for several steps) "
-                           "is not modelled"
+                         : !strcmp(no, O("accumulate")) ? "with " O("beta") " above 0, the first micro-step's reference "
+                           "pass over the whole generation batch (in chunks of per_device_train_batch_size) is not modelled"
                          : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"
                          : "the step's generation and training phases are two plans (src/engine/grpo.c) that it "
                            "does not run");
         if (o->num_generations < 2)
             return usage(err, O("num_generations") " %lld: GRPO needs at least 2 generations per prompt (GRPOConfig "
                          "raises below 2)", (long long)o->num_generations);
+        int64_t total, gen_batch;
         if (!q->batch_given) o->batch = o->num_generations;
-        else if (o->batch % o->num_generations)
+        if (__builtin_mul_overflow(o->batch, o->accumulate, &gen_batch) || gen_batch > VC_MAX_DIM_SIZE)
+            return usage(err, O("batch") " x " O("accumulate") ": the generation batch passes 2^40");
+        if (gen_batch % o->num_generations && o->accumulate == 1)
             return usage(err, O("batch") " %lld is not a multiple of " O("num_generations") " %lld: GRPOConfig requires "
                          "generation_batch_size %% num_generations == 0", (long long)o->batch, (long long)o->num_generations);
-        int64_t total;
+        if (gen_batch % o->num_generations)
+            return usage(err, O("batch") " %lld x " O("accumulate") " %lld is not a multiple of " O("num_generations")
+                         " %lld: GRPOConfig requires generation_batch_size %% num_generations == 0 (generation_batch_size "
+                         "= per_device_train_batch_size x steps_per_generation)", (long long)o->batch,
+                         (long long)o->accumulate, (long long)o->num_generations);
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > VC_MAX_DIM_SIZE)
             return usage(err, O("new_tokens") ": prompt + new tokens pass 2^40");
         q->hf.seq = total;

@@ -37,7 +37,18 @@
  * where transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for
  * each decoder layer: generate.c writes no cache for such a plan (vc_gen.nocache); the policy's forward here is
  * checkpointed per decoder layer, the reference's not (disable_gradient_checkpointing: no_regions).
- * Refused (src/api/request.c and below): accumulation (steps_per_generation > 1), autocast, parallel layouts,
+ * --accumulate N (gradient_accumulation_steps; steps_per_generation left None, so GRPOConfig.__post_init__ sets it
+ * to N and generation_batch_size = per_device_train_batch_size x N on one process): GRPOTrainer._prepare_inputs
+ * generates every steps_per_generation x num_iterations micro-steps, once for the N micro-steps of an optimizer step
+ * (get_train_dataloader's batch_size = _train_batch_size x steps_per_generation, RepeatSampler repeat_count
+ * num_iterations x steps_per_generation), and returns self._buffered_inputs[self._step % N]. So 1. samples B x N
+ * sequences in one generate() call, the previous step's N slices resident; 3.'s buffer holds all N slices through
+ * every micro-step (shuffle_sequence_dict copies the generation batch, split_tensor_dict's chunks are views of it);
+ * the plan's accumulation passes (autograd.c train_step: the first without gradients, the second into the first's)
+ * are micro-step 1 and micro-steps 2..N. old_per_token_logps stays None (gradient_accumulation_steps %
+ * generate_every == 0). With --beta > 0 the reference pass runs in micro-step 1 only, over the B x N batch in
+ * chunks of B: not modelled, refused.
+ * Refused (src/api/request.c and below): --accumulate with --beta > 0, autocast, parallel layouts,
  * vLLM, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
@@ -49,10 +60,12 @@
 #include "plan.h"
 #include "util.h"
 
-/* The bytes of the buffered batch per sample and fixed (3.): ids and masks, advantages, ref log-probs. */
-static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, vc_dtype dt)
+/* The bytes of the buffered batch per sample of a micro-step and fixed (3.): ids and masks, advantages, ref
+ * log-probs, for the steps_per_generation (spg) micro-steps' slices at once (shuffle_sequence_dict's v[permutation]
+ * copies the whole generation batch; split_tensor_dict's chunks are slices of it, views). */
+static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, vc_dtype dt, int64_t spg)
 {
-    vc_numel n = vc_n_sample(8 * (2 * P + 2 * C) + 4 + (beta ? C * vc_dtype_size(dt) : 0));
+    vc_numel n = vc_n_sample((8 * (2 * P + 2 * C) + 4 + (beta ? C * vc_dtype_size(dt) : 0)) * spg);
     n.fx = 512; /* num_items_in_batch, a 0-d int64 */
     return n;
 }
@@ -124,6 +137,12 @@ void vc__grpo_emit(vc_build *b)
     const vc_value *ov = &m->val[m->output];
     const int64_t P = b->o.prompt, C = b->o.new_tokens, L = vc_shape_numel(&m->val[0].shape);
     const bool beta = b->o.grpo_beta != 0.0, peft = peft_on(m);
+    const int64_t spg = b->o.accumulate; /* steps_per_generation = gradient_accumulation_steps (request.c) */
+    if (beta && spg > 1) {
+        vc_refuse(b, O("accumulate"), "grpo with " O("beta") " above 0: the first micro-step's reference pass over the "
+                  "whole generation batch is not modelled");
+        return;
+    }
     if (b->amp_dt != VC_DT_F32) {
         vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
                   "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
@@ -161,7 +180,7 @@ void vc__grpo_emit(vc_build *b)
     }
     vc_dtype dt = b->param_dt; /* the logits' (no autocast), checked below */
     /* 3.: the buffered batch, resident through the step */
-    vc_t buf = vc__new_tensor(b, buffer_numel(P, C, beta, dt), VC_DT_U8);
+    vc_t buf = vc__new_tensor(b, buffer_numel(P, C, beta, dt, spg), VC_DT_U8);
     if (buf < 0) goto out;
     b->t[buf].persistent = true;
     b->target_t = buf;
@@ -253,13 +272,19 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
+    g.accumulate = 1;
+    /* generation_batch_size = per_device_train_batch_size x steps_per_generation (GRPOConfig.__post_init__ with
+     * steps_per_generation None: gradient_accumulation_steps), sampled in one generate() call
+     * (_generate_single_turn) */
+    if (__builtin_mul_overflow(o->batch, o->accumulate, &g.batch))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("accumulate"), "the generation batch passes 2^63");
     vc_sim sg;
     vc_status s = vc__simulate_as(m, &g, &sg, err);
     if (s) return s;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
      * gradients kept by --zero-grad zero, the previous step's buffered batch */
     vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
-    vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, dt);
+    vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, dt, o->accumulate);
     int64_t bufb, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT], off, gpk, grs;
     if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
         __builtin_add_overflow(st->persistent[CAT_OPT], extra_w, &off) ||
