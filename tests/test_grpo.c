@@ -42,8 +42,6 @@ static void test_refused(void **state)
         {"--loss grpo -b 6 --num-generations 4", "--batch 6 is not a multiple of --num-generations 4"},
         {"--loss grpo --num-generations 1", "--num-generations 1: GRPO needs at least 2 generations per prompt"},
         {"--loss grpo --seq 64", "--loss grpo is modelled without --seq: the sequence is --prompt + --new-tokens"},
-        {"--loss grpo --accumulate 2 --beta 0.04", "--loss grpo is modelled without --accumulate: with --beta above 0, "
-                                                   "the first micro-step's reference pass"},
         {"--loss grpo -b 4 --num-generations 8 --accumulate 3", "--batch 4 x --accumulate 3 is not a multiple of "
                                                                "--num-generations 8: GRPOConfig requires generation_batch_size"},
         {"--loss grpo --cache static", "--loss grpo is modelled without --cache"},
@@ -118,6 +116,11 @@ static void test_accumulate(void **state)
     snprintf(h, sizeof h, "%s -b 8", c);
     assert_int_equal(cli_json_field(a, "\"generate_peak\": "), cli_json_field(h, "\"generate_peak\": "));
     assert_int_equal(cli_json_field(a, "\"generate_reserved\": "), cli_json_field(h, "\"generate_reserved\": "));
+    /* the same with --beta (a full fine-tune: the frozen reference copy resident in both runs), whose buffer holds
+     * the reference log-probs of all 8 rows in both */
+    snprintf(a, sizeof a, "%s -b 4 --accumulate 2 --beta 0.04", c);
+    snprintf(h, sizeof h, "%s -b 8 --beta 0.04", c);
+    assert_int_equal(cli_json_field(a, "\"generate_peak\": "), cli_json_field(h, "\"generate_peak\": "));
     /* per_device_train_batch_size need not be a multiple of num_generations, only the generation batch:
      * -b 2 x --accumulate 2 = 4 completions, one prompt of num_generations 4 */
     snprintf(a, sizeof a, LLMCFG "llama_small.json --loss grpo --prompt 16 --new-tokens 16 -b 2 --num-generations 4 "
@@ -160,12 +163,12 @@ static const struct {
      "--lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 4733952, 1606656},
 };
 
-/* --accumulate N (llm514-llm521, run_suite.py's `grpo_accum` rows, 2 held out; measure_llm.py --accumulate N: Trainer's
- * N micro-steps each with its backward, one generation of batch x N per optimizer step): the step's peak and the
- * generation's, in bytes. The errors when measured: -0.12% ... +0.04% for both, except llm518, whose generation
- * phase sets the step's peak, -1.09% (32,768 B = 16 sequences x a [V 512] fp32 row: the per-sequence gap llm474
- * shows without accumulation, -0.81% = 8 x 2,048 B, in the generate plan, not in the accumulation), held to
- * 1.2% here. */
+/* --accumulate N (llm514-llm521, run_suite.py's `grpo_accum` rows, 2 held out, and llm522-llm527 below;
+ * measure_llm.py --accumulate N: Trainer's N micro-steps each with its backward, one generation of batch x N per
+ * optimizer step): the step's peak and the generation's, in bytes (bound: the step's; the generation's at least
+ * 1%). The errors when measured: -0.12% ... +0.04% for both, except llm518, whose generation phase sets the
+ * step's peak, -1.09% (32,768 B = 16 sequences x a [V 512] fp32 row: the per-sequence gap llm474 shows without
+ * accumulation, -0.81% = 8 x 2,048 B, in the generate plan, not in the accumulation), held to 1.2% here. */
 static const struct {
     const char *args;
     long long peak, generate;
@@ -187,6 +190,20 @@ static const struct {
      "--lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 28168192, 5629952, 0.2},
     {"llama_small.json --prompt 16 --new-tokens 16 -b 3 -o adamw -p fp32 --beta 0 --num-generations 2 --accumulate 4",
      3857920, 2418176, 0.2},
+    /* with --beta (llm522-llm527, 2 held out): micro-step 1's reference pass over the generation batch in chunks of
+     * --batch (the errors when measured: the step -0.09% ... 0.00%, the generation -0.71% ... -0.02%) */
+    {"llama_small.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --accumulate 2",
+     2780672, 1513472, 0.2},
+    {"llama_vocab8k.json --prompt 16 --new-tokens 16 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --accumulate 2 --grad-ckpt",
+     17879552, 10068480, 0.2},
+    {"qwen2_vocab6k.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0.04 --num-generations 2 --accumulate 3 --grad-ckpt --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj",
+     11683840, 3544576, 0.2},
+    {"llama_small.json --prompt 24 --new-tokens 40 -b 4 -o adamw -p fp32 --beta 0.1 --num-generations 4 --accumulate 2 --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj",
+     4104192, 1330176, 0.2},
+    {"llama_vocab8k.json --prompt 16 --new-tokens 32 -b 2 -o adamw -p bf16 --beta 0.04 --num-generations 4 --accumulate 4 --grad-ckpt --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj",
+     8729088, 3262976, 0.2},
+    {"qwen2_small.json --prompt 32 --new-tokens 32 -b 4 -o sgd -p fp32 --beta 0.04 --num-generations 4 --accumulate 3",
+     12756480, 5084160, 0.2},
 };
 
 static void test_measured_accumulate(void **state)
@@ -197,9 +214,10 @@ static void test_measured_accumulate(void **state)
         snprintf(a, sizeof a, LLMCFG "%s --loss grpo --attention math --workspace 0", measured_accum[i].args);
         const long long got[2] = {cli_json_field(a, "\"peak_allocated\": "), cli_json_field(a, "\"generate_peak\": ")};
         const long long want[2] = {measured_accum[i].peak, measured_accum[i].generate};
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < 2; k++) { /* the generation within 1% at least, as test_measured holds it */
             double err = 100.0 * (double)(got[k] - want[k]) / (double)want[k];
-            if (err < -measured_accum[i].bound || err > measured_accum[i].bound)
+            double bound = k && measured_accum[i].bound < 1.0 ? 1.0 : measured_accum[i].bound;
+            if (err < -bound || err > bound)
                 fail_msg("%s: %s %lld, measured %lld (%+.2f%%)", a, k ? "generation" : "step", got[k], want[k], err);
         }
     }

@@ -711,7 +711,7 @@ static vc_status check_request(vc_request *q, vc_error *err)
             return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
                          vc_mode_name(o->mode));
         const char *no = q->hf.seq > 0 ? O("seq") : q->given[VC_OPT_GRAD_CKPT_EVERY] ? O("grad_ckpt_every")
-                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 && o->grpo_beta != 0.0 ? O("accumulate")
+                       : o->ckpt_ops ? O("grad_ckpt_ops")
                        : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
                        : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
                        : o->optim_in_bwd ? O("optim_in_bwd") : o->hold_output ? O("hold_output") : o->act_offload ? O("act_offload")
@@ -721,8 +721,6 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          !strcmp(no, O("seq")) ? "the sequence is " O("prompt") " + " O("new_tokens")
                          : !strcmp(no, O("grad_ckpt_every")) || !strcmp(no, O("grad_ckpt_ops"))
                            ? "TRL checkpoints every decoder layer whole (transformers' gradient_checkpointing_enable)"
-                         : !strcmp(no, O("accumulate")) ? "with " O("beta") " above 0, the first micro-step's reference "
-                           "pass over the whole generation batch (in chunks of per_device_train_batch_size) is not modelled"
                          : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"
                          : "the step's generation and training phases are two plans (src/engine/grpo.c) that it "
                            "does not run");

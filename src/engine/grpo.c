@@ -46,9 +46,9 @@
  * every micro-step (shuffle_sequence_dict copies the generation batch, split_tensor_dict's chunks are views of it);
  * the plan's accumulation passes (autograd.c train_step: the first without gradients, the second into the first's)
  * are micro-step 1 and micro-steps 2..N. old_per_token_logps stays None (gradient_accumulation_steps %
- * generate_every == 0). With --beta > 0 the reference pass runs in micro-step 1 only, over the B x N batch in
- * chunks of B: not modelled, refused.
- * Refused (src/api/request.c and below): --accumulate with --beta > 0, autocast, parallel layouts,
+ * generate_every == 0). With --beta > 0 the reference pass (2.) runs in micro-step 1 only, over the B x N batch in
+ * chunks of B: its ops are the plan's once_from..once_to, which autograd.c runs in the first accumulation pass only.
+ * Refused (src/api/request.c and below): autocast, parallel layouts,
  * vLLM, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
@@ -138,11 +138,6 @@ void vc__grpo_emit(vc_build *b)
     const int64_t P = b->o.prompt, C = b->o.new_tokens, L = vc_shape_numel(&m->val[0].shape);
     const bool beta = b->o.grpo_beta != 0.0, peft = peft_on(m);
     const int64_t spg = b->o.accumulate; /* steps_per_generation = gradient_accumulation_steps (request.c) */
-    if (beta && spg > 1) {
-        vc_refuse(b, O("accumulate"), "grpo with " O("beta") " above 0: the first micro-step's reference pass over the "
-                  "whole generation batch is not modelled");
-        return;
-    }
     if (b->amp_dt != VC_DT_F32) {
         vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
                   "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
@@ -186,14 +181,24 @@ void vc__grpo_emit(vc_build *b)
     b->target_t = buf;
     b->cur_inst = b->cur_region = -1;
     if (beta) { /* 2.: the generation's ids and masks ([B, P] and [B, C] x 2, their cats [B, P + C] x 2) beside it */
-        vc_t gen = vc__op_new(b, "pad", vc_n_sample(8 * (2 * P + 2 * C) + 16 * (P + C)), VC_DT_U8);
+        /* with --accumulate N: micro-step 1's alone (the ops from once_from run in the first accumulation pass
+         * only, autograd.c), over the generation batch of B x N in N chunks of B (_get_per_token_logps_and_entropies
+         * with batch_size = per_device_train_batch_size): the last chunk's forward, the N - 1 chunks' [B, C]
+         * log-probs before it alive in all_logps, then torch.cat of the N */
+        if (spg > 1) b->once_from = (int32_t)b->nop;
+        vc_t gen = vc__op_new(b, "pad", vc_n_sample((8 * (2 * P + 2 * C) + 16 * (P + C)) * spg), VC_DT_U8);
+        vc_t prev[64]; /* past 64 chunks, the last tensor holds the rest */
+        int64_t np = spg - 1 < 64 ? spg - 1 : 64;
+        for (int64_t k = 0; k < np; k++) prev[k] = vc__op_new(b, "selective_log_softmax", vc_n_sample(C * (k + 1 < np ? 1 : spg - np)), dt);
         vc_t ref = reference_logps(b, tw, !peft, C, V);
         if (ref < 0 || b->st) goto out;
         b->cur_inst = b->cur_region = -1;
-        vc_t cat = vc__op_nograd(b, "cat", ref, -1, b->t[ref].n, (vc_dtype)b->t[ref].dt); /* torch.cat(all_logps) */
+        vc_t cat = vc__op_nograd(b, "cat", ref, -1, vc_n_sample(C * spg), (vc_dtype)b->t[ref].dt); /* torch.cat(all_logps) */
         vc__extend_life(b, gen);
+        for (int64_t k = 0; k < np; k++) vc__extend_life(b, prev[k]);
         vc__extend_life(b, ref);
         vc__extend_life(b, cat);
+        if (spg > 1) b->once_to = (int32_t)b->nop;
     }
     /* 4.: _compute_loss */
     vc_t am = vc__op_new(b, "cat", vc_n_sample(L), VC_DT_I64); /* attention_mask = cat([prompt_mask, completion_mask]) */

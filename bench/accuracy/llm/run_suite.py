@@ -1002,6 +1002,22 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
                         ckpt=ck, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=0.0,
                         num_generations=g, accumulate=n, held_out=(i % 3 == 2)))
+    # --loss grpo --accumulate N with beta > 0: micro-step 1 also runs the reference's no-grad log-probs over
+    # the generation batch of batch x N in chunks of batch (_get_per_token_logps_and_entropies with batch_size =
+    # per_device_train_batch_size), micro-steps 2..N do not. All six written down before the first was
+    # measured; every third held out.
+    grpo_accum_beta = [
+        ("llama_small", 4, 16, 16, "adamw", "bf16", 0, 2, False, 2, 0.04),
+        ("llama_vocab8k", 4, 16, 16, "adamw", "bf16", 0, 2, True, 2, 0.04),
+        ("qwen2_vocab6k", 4, 32, 32, "adamw", "bf16", 8, 2, True, 3, 0.04),
+        ("llama_small", 4, 24, 40, "adamw", "fp32", 8, 4, False, 2, 0.1),
+        ("llama_vocab8k", 2, 16, 32, "adamw", "bf16", 8, 4, True, 4, 0.04),
+        ("qwen2_small", 4, 32, 32, "sgd", "fp32", 0, 4, False, 3, 0.04),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, g, ck, n, beta) in enumerate(grpo_accum_beta):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=ck, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
+                        num_generations=g, accumulate=n, held_out=(i % 3 == 2)))
     return out
 
 
