@@ -189,7 +189,8 @@ void vc__grpo_emit(vc_build *b)
         vc_t gen = vc__op_new(b, "pad", vc_n_sample((8 * (2 * P + 2 * C) + 16 * (P + C)) * spg), VC_DT_U8);
         vc_t prev[64]; /* past 64 chunks, the last tensor holds the rest */
         int64_t np = spg - 1 < 64 ? spg - 1 : 64;
-        for (int64_t k = 0; k < np; k++) prev[k] = vc__op_new(b, "selective_log_softmax", vc_n_sample(C * (k + 1 < np ? 1 : spg - np)), dt);
+        for (int64_t k = 0; k < np; k++)
+            prev[k] = vc__op_new(b, "selective_log_softmax", vc_n_sample(C * (k + 1 < np ? 1 : spg - np)), dt);
         vc_t ref = reference_logps(b, tw, !peft, C, V);
         if (ref < 0 || b->st) goto out;
         b->cur_inst = b->cur_region = -1;

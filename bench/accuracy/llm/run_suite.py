@@ -985,9 +985,8 @@ def cases():
     # GRPOConfig.__post_init__ (= N): one generation of batch x N completions with the previous step's N
     # buffered slices resident, then N micro-steps on the slices of the new buffer, each forward and backward
     # (the 2nd..N-th into the accumulated gradients), then the optimizer step (grpo_replica.py, huggingface/trl
-    # @f2cd5771 grpo_trainer.py _prepare_inputs). beta 0 (the first micro-step's reference pass over the
-    # generation batch is refused). All eight were written down before the first was measured; every third
-    # held out.
+    # @f2cd5771 grpo_trainer.py _prepare_inputs). beta 0 here (beta > 0 below). All eight were written down
+    # before the first was measured; every third held out.
     grpo_accum = [
         ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 2, False, 2),
         ("llama_small", 2, 16, 16, "adamw", "bf16", 0, 4, False, 2),
