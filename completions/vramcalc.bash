@@ -29,6 +29,7 @@ _vramcalc() {
         --loss-chunks) return ;;
         --beta) return ;;
         --num-generations) return ;;
+        --vllm-gpu-memory-utilization) return ;;
         --recipe) return ;;
         --weights) COMPREPLY=($(compgen -W 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 dense' -- "$cur")); return ;;
         --gpus) return ;;
@@ -78,7 +79,7 @@ _vramcalc() {
         --activations) return ;;
     esac
     if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W '--batch -b --input --seq --target-seq --image --images --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --peft --modules-to-save --grad-ckpt --grad-ckpt-every --grad-ckpt-ops --act-offload --compile --zero-grad --optim-in-bwd --first-step --hold-output --loss --packing --loss-chunks --beta --num-generations --recipe --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --nccl-topology --nccl-channels --gpus-per-node --attention --torch --transformers --workspace --context --cuda --module-loading --bound --cudnn-table --alloc-conf --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
+        COMPREPLY=($(compgen -W '--batch -b --input --seq --target-seq --image --images --moe-imbalance --experts-implementation --emit-model --optim -o --optim-impl --accumulate --precision -p --mode -m --lora --lora-targets --lora-alpha --lora-dropout --lora-dtype --peft --modules-to-save --grad-ckpt --grad-ckpt-every --grad-ckpt-ops --act-offload --compile --zero-grad --optim-in-bwd --first-step --hold-output --loss --packing --loss-chunks --beta --num-generations --use-vllm --vllm-gpu-memory-utilization --vllm-sleep --recipe --weights --qlora --gpus --tp --sp --ep --pp --micro-batches --pp-virtual --parallel --offload --offload-device --nvme-gds --fsdp-param-dtype --fsdp-reduce-dtype --fsdp-use-orig-params --fsdp-reshard-after-forward --fsdp-replicate --gradient-as-bucket-view --parameters-as-bucket-view --ds-overlap-comm --nccl-topology --nccl-channels --gpus-per-node --attention --torch --transformers --workspace --context --cuda --module-loading --bound --cudnn-table --alloc-conf --gpu -g --max-batch --max-seq --no-hints --prompt --new-tokens --cache --kv-bits --kv-group-size --kv-residual-length --max-context --serve --gpu-memory-utilization --max-num-batched-tokens --max-num-seqs --block-size --kv-cache-dtype --sweep --plot --force --format -f --columns --per-layer --no-color --params --activations --list-gpus --list-layers --trace --help -h --version' -- "$cur"))
         return
     fi
     COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))

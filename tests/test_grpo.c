@@ -128,6 +128,77 @@ static void test_accumulate(void **state)
     assert_int_equal(cli_json_field(a, "\"generation_batch\": "), 4);
 }
 
+/* The integer after `key` after `after` in the CLI's -f json output of `args` (the first `after`). */
+static long long json_after(const char *args, const char *after, const char *key)
+{
+    cli_run r;
+    char a[1024];
+    snprintf(a, sizeof a, "%s -f json", args);
+    run(&r, a);
+    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", a, r.status, r.err);
+    const char *p = strstr(r.out, after);
+    assert_non_null(p);
+    p = strstr(p, key);
+    assert_non_null(p);
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* --use-vllm: TRL's colocated vLLM engine (huggingface/trl @ f2cd5771 and v1.9.0, trl/generation/vllm_generation.py
+ * VLLMGeneration._init_vllm: gpu_memory_utilization 0.3 by default (grpo_config.py), max_num_seqs =
+ * per_device_train_batch_size x 1 x steps_per_generation, max_num_batched_tokens=4096; sleep(level=2) with
+ * enable_sleep_mode). One case derived by hand: Llama-3.2-3B, bf16, GRPO of 8 completions of 512 tokens after
+ * 256-token prompts, with checkpointing, on one H100 80GB at vllm_gpu_memory_utilization 0.3. */
+static void test_vllm(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt";
+    char a[1024], h[1024];
+    static const struct {
+        const char *args, *msg;
+    } bad[] = {
+        {"--use-vllm", "--use-vllm needs --gpu: vLLM takes --vllm-gpu-memory-utilization of the card"},
+        {"--use-vllm --gpu h100-80gb --lora 16", "--use-vllm with --lora is not modelled: sync_weights merges"},
+        {"--use-vllm --gpu h100-80gb --qlora", "--use-vllm with --qlora is not modelled: vLLM loads quantized"},
+        {"--vllm-sleep", "--vllm-sleep goes with --use-vllm"},
+        {"--vllm-gpu-memory-utilization 0.5", "--vllm-gpu-memory-utilization goes with --use-vllm"},
+        /* vLLM's gpu_worker.py init_device: the trainer's context and weights leave less than 0.95 of the card */
+        {"--use-vllm --gpu h100-80gb --vllm-gpu-memory-utilization 0.95", "--vllm-gpu-memory-utilization 0.95: vLLM "
+                                                                          "asks for 81244769484 bytes of the card"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(a, sizeof a, "%s %s", c, bad[i].args);
+        assert_usage(a, bad[i].msg);
+    }
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --use-vllm --gpu h100-80gb");
+    assert_usage(a, "--use-vllm is GRPOConfig's: it needs --loss grpo");
+
+    snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb", c);
+    /* requested: serve.c vc_serve's floor(total x gpu_memory_utilization) of the H100's 85,520,809,984 bytes
+     * (torch.cuda.mem_get_info's total, as --serve reports gpu_total): floor(0.3 x 85,520,809,984) = 25,656,242,995 */
+    assert_int_equal(json_after(a, "\"vllm\"", "\"requested\": "), 25656242995LL);
+    /* its weights and KV cache are --serve's with TRL's engine settings, read from the same JSON there */
+    long long w = json_after(a, "\"vllm\"", "\"weights\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    snprintf(h, sizeof h, VC_TEST_DATA "/hf/llama-3.2-3b.json --serve --gpu h100-80gb --gpu-memory-utilization 0.3 "
+                          "--max-num-batched-tokens 4096 --max-num-seqs 8 --prompt 256 --new-tokens 512");
+    assert_int_equal(w, json_after(h, "\"serve\"", "\"weights\": "));
+    assert_int_equal(kv, json_after(h, "\"serve\"", "\"kv_cache\": "));
+    /* both stay allocated beside the step (no sleep mode): in peak_allocated */
+    long long beside = json_after(a, "\"vllm\"", "\"beside\": ");
+    assert_int_equal(beside, w + kv);
+    long long train = json_after(a, "\"grpo\"", "\"train_peak\": ");
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), train + beside);
+    /* the training step's own growth over the transformers path's: the buffered batch (3.) per completion adds
+     * old_per_token_logps 512 x 2 B (bf16), sampling_per_token_logps 512 x 4 B and the ratio 4 B = 3,076 B:
+     * 8 x (8 x (2 x 256 + 2 x 512) + 4) + 512 = 98,848 -> 99,328 B in 512-byte blocks, with vLLM
+     * 8 x (12,292 + 3,076) + 512 = 123,456 -> 123,904 B, 24,576 B more, resident at the step's peak */
+    snprintf(h, sizeof h, "%s", c);
+    assert_int_equal(train - json_after(h, "\"grpo\"", "\"train_peak\": "), 24576);
+    /* with sleep mode: sleep(level=2) releases both outside the generation */
+    snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 0);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), train);
+}
+
 /* bench/accuracy/llm/measured.json, run_suite.py's `grpo` and `grpo_ckpt` rows (llm469-llm483): measure_llm.py
  * --loss grpo, peak_allocated and generate_peak in bytes (the estimates' errors when they were measured:
  * the step -0.10% ... +0.05%, the generation -0.81% ... 0.00%) */
@@ -244,6 +315,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_phases),
         cmocka_unit_test(test_accumulate),
+        cmocka_unit_test(test_vllm),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),
     };
