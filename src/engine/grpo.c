@@ -238,7 +238,6 @@ void vc__grpo_emit(vc_build *b)
             vc_t hi = vc__op_nograd(b, "gt", ex, -1, vc_n_sample(1), VC_DT_BOOL);
             vc_t bad = vc__op_nograd(b, "bitwise_or", lo, hi, vc_n_sample(1), VC_DT_BOOL);
             vc__op_nograd(b, "masked_fill", ex, bad, vc_n_sample(1), VC_DT_F32);
-            (void)sq;
         }
         if (beta && (keep[3] = chunked_logps(b, tw, !peft, C, V, spg, dt)) < 0) goto out;
         for (int k = 0; k < 4; k++) vc__extend_life(b, keep[k]);
