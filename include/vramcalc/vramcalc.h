@@ -596,6 +596,10 @@ typedef struct {
      * from the pool as Worker.determine_available_memory does; -1 (the default): not given, the pool
      * before it (vramcalc does not estimate the measure) */
     int64_t cuda_graph_memory;
+    /* --use-vllm (with --loss grpo; docs/llm.md "--loss grpo"): TRL's use_vllm=True, vllm_mode "colocate": the
+     * completions come from an in-process vLLM engine, not generate(), and the step adds the policy's own no-grad
+     * log-probs (vllm_importance_sampling_correction) and their buffer (src/engine/grpo.c); 0 off */
+    int grpo_vllm;
 } vc_options;
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
@@ -819,6 +823,11 @@ typedef struct {
     struct {
         int on;
         int64_t generation_batch, generate_peak, generate_reserved, kv_cache, train_peak, train_reserved;
+        /* --use-vllm (the response layer, src/api/request.c, from vc_serve): the colocated engine's
+         * gpu_memory_utilization share of the card (requested), its weights and KV cache, and what of them stays
+         * allocated beside the training step (weights + KV cache; 0 with --vllm-sleep: sleep(level=2)), added to
+         * peak_allocated, reserved and total above; 0 without vLLM */
+        int64_t vllm_requested, vllm_weights, vllm_kv_cache, vllm_beside;
     } grpo;
 } vc_result;
 

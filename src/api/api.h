@@ -37,6 +37,8 @@ struct vc_request {
     int transformers;     /* --transformers, 100*major + minor (0: VC_TRANSFORMERS_DEFAULT) */
     vc_lora lora;         /* --lora, --lora-alpha, --lora-dropout, --lora-targets */
     vc_serve_options so;  /* --serve's vLLM settings */
+    double vllm_util;     /* --vllm-gpu-memory-utilization (--use-vllm) */
+    bool vllm_sleep;      /* --vllm-sleep */
     vc_quant quant;       /* --weights, --qlora */
     char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;

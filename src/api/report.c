@@ -602,10 +602,18 @@ void report_table(FILE *f, const vc_report *rep)
     }
     if (r->grpo.on) { /* --loss grpo (src/engine/grpo.c): the step's phases apart */
         snprintf(note, sizeof note, "(%" PRId64 " x %" PRId64 " tokens sampled)", r->grpo.generation_batch, o->new_tokens);
-        row(f, t, "  generation peak", r->grpo.generate_peak, note);
-        row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
-                                                                                : "(its last decoding step)");
+        if (!o->grpo_vllm) { /* with --use-vllm the completions are vLLM's (below) */
+            row(f, t, "  generation peak", r->grpo.generate_peak, note);
+            row(f, t, "  KV cache", r->grpo.kv_cache, rep->hf && rep->hf->checkpoint ? "(none: checkpointed)"
+                                                                                    : "(its last decoding step)");
+        }
         row(f, t, "  training peak", r->grpo.train_peak, o->grpo_beta != 0.0 ? "(reference, policy, step)" : "(policy, step)");
+        if (o->grpo_vllm) { /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
+            row(f, t, "  vLLM engine", r->grpo.vllm_requested, "(its share of the card)");
+            row(f, t, "    its weights", r->grpo.vllm_weights, "(vLLM's copy)");
+            row(f, t, "    its KV cache", r->grpo.vllm_kv_cache, "(no CUDA graphs)");
+            row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside ? "(in peak)" : "(sleep: released)");
+        }
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
     context_rows(f, rep, m);
@@ -977,9 +985,14 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         fprintf(f, ",\n%s\"grpo\": {\"beta\": %.6g, \"num_generations\": %" PRId64 ", \"prompt\": %" PRId64
                    ", \"max_completion_length\": %" PRId64 ", \"generation_batch\": %" PRId64 ", \"generate_peak\": %" PRId64
                    ", \"generate_reserved\": %" PRId64 ", \"kv_cache\": %" PRId64 ", \"train_peak\": %" PRId64
-                   ", \"train_reserved\": %" PRId64 "}",
+                   ", \"train_reserved\": %" PRId64 "%s",
                 ind, o->grpo_beta, o->num_generations, o->prompt, o->new_tokens, r->grpo.generation_batch,
-                r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved);
+                r->grpo.generate_peak, r->grpo.generate_reserved, r->grpo.kv_cache, r->grpo.train_peak, r->grpo.train_reserved,
+                o->grpo_vllm ? "" : "}");
+    if (r->grpo.on && o->grpo_vllm) /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
+        fprintf(f, ", \"vllm\": {\"requested\": %" PRId64 ", \"weights\": %" PRId64 ", \"kv_cache\": %" PRId64
+                   ", \"beside\": %" PRId64 "}}", r->grpo.vllm_requested, r->grpo.vllm_weights, r->grpo.vllm_kv_cache,
+                r->grpo.vllm_beside);
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

@@ -226,6 +226,7 @@ vc_request *vc_request_new(void)
     vc_hf_options_init(&q->hf);
     vc_lora_init(&q->lora);
     vc_serve_options_init(&q->so);
+    q->vllm_util = 0.3; /* GRPOConfig.vllm_gpu_memory_utilization (trl @f2cd5771 grpo_config.py) */
     q->format = VC_FORMAT_TABLE;
     return q;
 }
@@ -363,6 +364,9 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_LOSS_CHUNKS: q->hf_given = true; return parse_count(name, v, 1, &hf->loss_chunks, err);
     case VC_OPT_BETA: return parse_real(name, v, 0, 1e6, &o->grpo_beta, err);
     case VC_OPT_NUM_GENERATIONS: return parse_count(name, v, 1, &o->num_generations, err);
+    case VC_OPT_USE_VLLM: o->grpo_vllm = on; return VC_OK;
+    case VC_OPT_VLLM_GPU_MEMORY_UTILIZATION: return parse_real(name, v, 1e-6, 1.0, &q->vllm_util, err);
+    case VC_OPT_VLLM_SLEEP: q->vllm_sleep = on; return VC_OK;
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
         return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
@@ -707,13 +711,15 @@ static vc_status check_request(vc_request *q, vc_error *err)
     }
     if (q->hf.loss == VC_LOSS_IMPL_GRPO) {
         /* TRL's GRPOTrainer step (src/engine/grpo.c; trl/trainer/grpo_trainer.py and grpo_config.py @f2cd5771):
-         * per_device_train_batch_size completions, num_generations per prompt, generated and trained on in the
-         * step (steps_per_generation 1); the model runs prompt + max_completion_length tokens */
+         * per_device_train_batch_size (--batch) completions per micro-step, gradient_accumulation_steps
+         * (--accumulate) micro-steps, steps_per_generation = gradient_accumulation_steps (GRPOConfig.__post_init__'s
+         * default), so one generation of generation_batch_size = batch x accumulate completions, num_generations
+         * per prompt; the model runs prompt + max_completion_length tokens */
         if (o->mode != VC_MODE_TRAIN)
             return usage(err, OV("loss", "grpo") " is a training step (its generation inside): not with " OV("mode", "%s"),
                          vc_mode_name(o->mode));
         const char *no = q->hf.seq > 0 ? O("seq") : q->given[VC_OPT_GRAD_CKPT_EVERY] ? O("grad_ckpt_every")
-                       : o->ckpt_ops ? O("grad_ckpt_ops") : o->accumulate > 1 ? O("accumulate")
+                       : o->ckpt_ops ? O("grad_ckpt_ops")
                        : q->max_batch ? O("max_batch") : sweep ? O("sweep") : q->max_seq ? O("max_seq") : o->packing ? O("packing")
                        : q->given[VC_OPT_CACHE] ? O("cache") : o->compile ? O("compile") : o->first_step ? O("first_step")
                        : o->optim_in_bwd ? O("optim_in_bwd") : o->hold_output ? O("hold_output") : o->act_offload ? O("act_offload")
@@ -723,25 +729,49 @@ static vc_status check_request(vc_request *q, vc_error *err)
                          !strcmp(no, O("seq")) ? "the sequence is " O("prompt") " + " O("new_tokens")
                          : !strcmp(no, O("grad_ckpt_every")) || !strcmp(no, O("grad_ckpt_ops"))
                            ? "TRL checkpoints every decoder layer whole (transformers' gradient_checkpointing_enable)"
-                         : !strcmp(no, O("accumulate")) ? "steps_per_generation > 1 (one generation for several steps) "
-                           "is not modelled"
                          : !strcmp(no, O("cache")) ? "GRPOTrainer's generate() makes a DynamicCache (cache_implementation None)"
                          : "the step's generation and training phases are two plans (src/engine/grpo.c) that it "
                            "does not run");
         if (o->num_generations < 2)
             return usage(err, O("num_generations") " %lld: GRPO needs at least 2 generations per prompt (GRPOConfig "
                          "raises below 2)", (long long)o->num_generations);
+        int64_t total, gen_batch;
         if (!q->batch_given) o->batch = o->num_generations;
-        else if (o->batch % o->num_generations)
+        if (__builtin_mul_overflow(o->batch, o->accumulate, &gen_batch) || gen_batch > VC_MAX_DIM_SIZE)
+            return usage(err, O("batch") " x " O("accumulate") ": the generation batch passes 2^40");
+        if (gen_batch % o->num_generations && o->accumulate == 1)
             return usage(err, O("batch") " %lld is not a multiple of " O("num_generations") " %lld: GRPOConfig requires "
                          "generation_batch_size %% num_generations == 0", (long long)o->batch, (long long)o->num_generations);
-        int64_t total;
+        if (gen_batch % o->num_generations)
+            return usage(err, O("batch") " %lld x " O("accumulate") " %lld is not a multiple of " O("num_generations")
+                         " %lld: GRPOConfig requires generation_batch_size %% num_generations == 0 (generation_batch_size "
+                         "= per_device_train_batch_size x steps_per_generation)", (long long)o->batch,
+                         (long long)o->accumulate, (long long)o->num_generations);
         if (__builtin_add_overflow(o->prompt, o->new_tokens, &total) || total > VC_MAX_DIM_SIZE)
             return usage(err, O("new_tokens") ": prompt + new tokens pass 2^40");
         q->hf.seq = total;
-    } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS]) {
+        /* --use-vllm: TRL's colocated engine (trl/generation/vllm_generation.py VLLMGeneration._init_vllm) */
+        if (o->grpo_vllm) {
+            const char *nv = !gpu ? O("gpu") : q->qlora || q->given[VC_OPT_WEIGHTS] ? (q->qlora ? O("qlora") : O("weights"))
+                           : q->given[VC_OPT_LORA] || q->given[VC_OPT_PEFT] ? (q->given[VC_OPT_LORA] ? O("lora") : O("peft"))
+                           : NULL;
+            if (nv && !gpu)
+                return usage(err, O("use_vllm") " needs " O("gpu") ": vLLM takes " O("vllm_gpu_memory_utilization")
+                             " of the card it runs on");
+            if (nv)
+                return usage(err, O("use_vllm") " with %s is not modelled: %s", nv, !strcmp(nv, O("lora")) || !strcmp(nv, O("peft"))
+                             ? "sync_weights merges the adapters into vLLM's copy of the base weights (merge_adapter), "
+                               "whose temporaries are not modelled"
+                             : "vLLM loads quantized checkpoints itself (bitsandbytes 4-bit as quantization=\"bitsandbytes\"; "
+                               "TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit quantization\")");
+        } else if (q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep) {
+            return usage(err, "%s goes with " O("use_vllm"), q->vllm_sleep ? O("vllm_sleep") : O("vllm_gpu_memory_utilization"));
+        }
+    } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS] || q->o.grpo_vllm ||
+               q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep) {
         return usage(err, "%s is GRPOConfig's: it needs " OV("loss", "grpo"),
-                     q->given[VC_OPT_BETA] ? O("beta") : O("num_generations"));
+                     q->given[VC_OPT_BETA] ? O("beta") : q->given[VC_OPT_NUM_GENERATIONS] ? O("num_generations")
+                     : q->o.grpo_vllm ? O("use_vllm") : q->vllm_sleep ? O("vllm_sleep") : O("vllm_gpu_memory_utilization"));
     }
     if (o->packing) {
         /* TRL's DataCollatorForLanguageModeling with padding_free (trl/trainer/sft_trainer.py @ f2cd5771,
@@ -939,6 +969,53 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
 
 /* --max-seq: the search, then the model reloaded at the answer (at 1 token
  * when none fits) so that the report is the estimate there. */
+/* --use-vllm: TRL's colocated vLLM engine beside the GRPO step (huggingface/trl @ f2cd5771, the same lines in
+ * v1.9.0 @ 35def3ee: trl/generation/vllm_generation.py VLLMGeneration._init_vllm builds LLM(model=model.name_or_path,
+ * gpu_memory_utilization=vllm_gpu_memory_utilization, max_num_seqs = per_device_train_batch_size x
+ * vllm_tensor_parallel_size (1) x steps_per_generation, max_num_batched_tokens=4096, enable_sleep_mode, no dtype:
+ * vLLM's auto, distributed_executor_backend="external_launcher": in this process, its tensors from this process's
+ * caching allocator). Its pool is sized as --serve sizes one engine (src/engine/serve.c vc_serve, read-only): the
+ * share of the card less the weights, the profiling run and the non-torch memory. Without sleep mode its weights
+ * and KV cache stay allocated through the training step; with it, _init_vllm and generate() end with
+ * llm.sleep(level=2), which releases both. vLLM's own start-up check (gpu_worker.py init_device: "Free memory on
+ * device ... is less than desired GPU memory utilization") is the card less what the trainer holds when the
+ * engine starts (its CUDA context and weights, the reference copy): refused here likewise. vLLM's CUDA graphs
+ * (no enforce_eager) are not counted. */
+static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_options *o, vc_response *resp, vc_error *err)
+{
+    vc_result *r = &resp->r;
+    vc_options v = *o;
+    v.mode = VC_MODE_INFER;
+    v.batch = 1;
+    v.accumulate = 1;
+    v.grpo_vllm = 0;
+    v.precision = vc_serve_auto_precision(m, &resp->gpu);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    so.gpu_memory_utilization = q->vllm_util;
+    so.max_num_batched_tokens = 4096;
+    so.max_num_seqs = o->batch * o->accumulate; /* at most 2^40 (check_request) */
+    vc_serve_result sr;
+    vc_status st = vc_serve(m, &v, &so, &resp->gpu, &sr, err);
+    if (st) return st;
+    const int64_t at_start = r->memory.cuda_context + r->memory.weights;
+    if (resp->gpu.capacity - at_start < sr.requested)
+        return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
+                     "free when it starts (the card less the trainer's CUDA context and weights): vLLM refuses to start",
+                     q->vllm_util, (long long)sr.requested, (long long)(resp->gpu.capacity - at_start));
+    r->grpo.vllm_requested = sr.requested;
+    r->grpo.vllm_weights = sr.weights;
+    r->grpo.vllm_kv_cache = sr.kv_cache;
+    r->grpo.vllm_beside = q->vllm_sleep ? 0 : sr.weights + sr.kv_cache;
+    if (__builtin_add_overflow(r->memory.peak_allocated, r->grpo.vllm_beside, &r->memory.peak_allocated) ||
+        __builtin_add_overflow(r->memory.reserved, r->grpo.vllm_beside, &r->memory.reserved) ||
+        __builtin_add_overflow(r->memory.total, r->grpo.vllm_beside, &r->memory.total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+    r->peak.weights += q->vllm_sleep ? 0 : sr.weights;
+    r->peak.activations += q->vllm_sleep ? 0 : sr.kv_cache;
+    return VC_OK;
+}
+
 static vc_status find_max_seq(vc_request *q, vc_response *resp, vc_model *m, vc_error *err)
 {
     esc_buf b;
@@ -1314,6 +1391,7 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         e = NULL;
         st = q->counts ? vc_estimate_counts(q->params, q->acts, o, &resp->r, err) : vc_estimate(m, o, &resp->r, err);
     }
+    if (!st && o->grpo_vllm && resp->have_gpu) st = vllm_beside(q, m, o, resp, err);
     if (st) {
         lib_err(q, err, st);
         goto fail;

@@ -670,6 +670,7 @@ static void forward(vc_build *b)
     for (int r = 0; r < b->nreg; r++) b->reg[r].recomputed = false;
     for (int32_t k = b->npre; k < (int32_t)b->nop && !b->st; k++) {
         int r = b->op[k].region;
+        if (b->acc_pass && k >= b->once_from && k < b->once_to) continue; /* grpo.c: micro-step 1's alone */
         if (k == b->gen.split_op) { /* generate: the prefill ends, the decoding step begins */
             mark_fwd_end(b);
             b->phase = VC_PHASE_DECODE;
@@ -1071,6 +1072,7 @@ static void train_step(vc_build *b, bool last)
     const int64_t micro = b->m->stage.micro_batches;
     int passes = b->train ? (b->o.accumulate > 1 || micro > 1 ? 2 : 1) : 1;
     for (int pass = 0; pass < passes && !b->st; pass++) {
+        b->acc_pass = pass;
         if (pass) reset_run(b);
         /* a pipeline stage (pipeline.c): the second backward of a step, into
          * existing gradients, with the micro-batches its schedule then holds */
@@ -1090,6 +1092,7 @@ static void train_step(vc_build *b, bool last)
             s_unref(b, b->t[b->val_t[i]].stor, -1);
         s_unref(b, sent, -1);
     }
+    b->acc_pass = 0;
     if (b->npp) vc__pp_release(b);
     if (b->train && b->optim->steps) vc__optimizer_step(b);
     else if (b->train) {

@@ -37,8 +37,25 @@
  * where transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py) sets past_key_values=None for
  * each decoder layer: generate.c writes no cache for such a plan (vc_gen.nocache); the policy's forward here is
  * checkpointed per decoder layer, the reference's not (disable_gradient_checkpointing: no_regions).
- * Refused (src/api/request.c and below): accumulation (steps_per_generation > 1), autocast, parallel layouts,
- * vLLM, --grad-ckpt-every / --grad-ckpt-ops.
+ * --accumulate N (gradient_accumulation_steps; steps_per_generation left None, so GRPOConfig.__post_init__ sets it
+ * to N and generation_batch_size = per_device_train_batch_size x N on one process): GRPOTrainer._prepare_inputs
+ * generates every steps_per_generation x num_iterations micro-steps, once for the N micro-steps of an optimizer step
+ * (get_train_dataloader's batch_size = _train_batch_size x steps_per_generation, RepeatSampler repeat_count
+ * num_iterations x steps_per_generation), and returns self._buffered_inputs[self._step % N]. So 1. samples B x N
+ * sequences in one generate() call, the previous step's N slices resident; 3.'s buffer holds all N slices through
+ * every micro-step (shuffle_sequence_dict copies the generation batch, split_tensor_dict's chunks are views of it);
+ * the plan's accumulation passes (autograd.c train_step: the first without gradients, the second into the first's)
+ * are micro-step 1 and micro-steps 2..N. old_per_token_logps stays None (gradient_accumulation_steps %
+ * generate_every == 0). With --beta > 0 the reference pass (2.) runs in micro-step 1 only, over the B x N batch in
+ * chunks of B: its ops are the plan's once_from..once_to, which autograd.c runs in the first accumulation pass only.
+ * --use-vllm (use_vllm=True, vllm_mode "colocate"; trl/generation/vllm_generation.py): no generation phase here (the
+ * completions are vLLM's; its engine's bytes beside the step: src/api/request.c vllm_beside); with
+ * vllm_importance_sampling_correction (default True, "sequence_mask") _generate_and_score_completions first runs the
+ * policy's own no-grad log-probs (old_per_token_logps, chunked as the reference's, before it) beside vLLM's
+ * sampling_per_token_logps, makes importance_sampling_ratio [B, 1], and buffers the three; _compute_loss multiplies
+ * the ratio in before the KL term.
+ * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over PEFT adapters,
+ * --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +66,15 @@
 #include "plan.h"
 #include "util.h"
 
-/* The bytes of the buffered batch per sample and fixed (3.): ids and masks, advantages, ref log-probs. */
-static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, vc_dtype dt)
+/* The bytes of the buffered batch per sample of a micro-step and fixed (3.): ids and masks, advantages, ref
+ * log-probs, for the steps_per_generation (spg) micro-steps' slices at once (shuffle_sequence_dict's v[permutation]
+ * copies the whole generation batch; split_tensor_dict's chunks are slices of it, views). */
+static vc_numel buffer_numel(int64_t P, int64_t C, bool beta, bool vllm, vc_dtype dt, int64_t spg)
 {
-    vc_numel n = vc_n_sample(8 * (2 * P + 2 * C) + 4 + (beta ? C * vc_dtype_size(dt) : 0));
+    /* --use-vllm: old_per_token_logps [B, C] in the logits' dtype, sampling_per_token_logps [B, C] fp32 (torch.tensor
+     * of vLLM's Python floats) and importance_sampling_ratio [B, 1] fp32 ("sequence_mask") */
+    vc_numel n = vc_n_sample((8 * (2 * P + 2 * C) + 4 + (beta ? C * vc_dtype_size(dt) : 0) +
+                              (vllm ? C * vc_dtype_size(dt) + 4 * C + 4 : 0)) * spg);
     n.fx = 512; /* num_items_in_batch, a 0-d int64 */
     return n;
 }
@@ -102,6 +124,27 @@ static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t 
     return lp;
 }
 
+/* 2.: _get_per_token_logps_and_entropies under no_grad over the generation batch of B x spg in chunks of B: the
+ * reference's (ref: the frozen copy, or the policy with its adapters disabled; see reference_logps) or the
+ * policy's own (old_per_token_logps, !ref: adapters on): the spg - 1 earlier chunks' [B, C] log-probs alive in
+ * all_logps while the last runs, then torch.cat of all (returned; -1 after an error). */
+static vc_t chunked_logps(vc_build *b, const vc_model *tw, bool copy_or_off, int64_t C, int64_t V, int64_t spg,
+                          vc_dtype dt)
+{
+    vc_t prev[64]; /* past 64 chunks, the last tensor holds the rest */
+    int64_t np = spg - 1 < 64 ? spg - 1 : 64;
+    for (int64_t k = 0; k < np; k++)
+        prev[k] = vc__op_new(b, "selective_log_softmax", vc_n_sample(C * (k + 1 < np ? 1 : spg - np)), dt);
+    vc_t lp = reference_logps(b, tw, copy_or_off, C, V);
+    if (lp < 0 || b->st) return -1;
+    b->cur_inst = b->cur_region = -1;
+    vc_t cat = vc__op_nograd(b, "cat", lp, -1, vc_n_sample(C * spg), (vc_dtype)b->t[lp].dt); /* torch.cat(all_logps) */
+    for (int64_t k = 0; k < np; k++) vc__extend_life(b, prev[k]);
+    vc__extend_life(b, lp);
+    vc__extend_life(b, cat);
+    return cat;
+}
+
 /* A [B, C] op of the loss: x (and y, -1 none) in, a new tensor of dt out; save: 1 x, 2 y, 4 the result.
  * x's gradient as `grad`; y's new when y requires grad (a resident operand's does not). */
 static vc_t small(vc_build *b, const char *name, vc_t x, vc_t y, vc_dtype dt, int grad, int save)
@@ -124,6 +167,8 @@ void vc__grpo_emit(vc_build *b)
     const vc_value *ov = &m->val[m->output];
     const int64_t P = b->o.prompt, C = b->o.new_tokens, L = vc_shape_numel(&m->val[0].shape);
     const bool beta = b->o.grpo_beta != 0.0, peft = peft_on(m);
+    const int64_t spg = b->o.accumulate; /* steps_per_generation = gradient_accumulation_steps (request.c) */
+    const bool vllm = b->o.grpo_vllm != 0;
     if (b->amp_dt != VC_DT_F32) {
         vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
                   "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
@@ -137,6 +182,11 @@ void vc__grpo_emit(vc_build *b)
     if (m->loss_head < 0 || ov->shape.nd < 1 || L != P + C) {
         vc_refuse(b, O("loss"), "grpo needs a causal LM config.json loaded at " O("prompt") " + " O("new_tokens")
                   " tokens");
+        return;
+    }
+    if (vllm && peft) {
+        vc_refuse(b, O("use_vllm"), "grpo with vLLM over PEFT adapters is not modelled (sync_weights merges them into "
+                  "vLLM's copy of the base weights)");
         return;
     }
     if (beta && peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
@@ -161,20 +211,37 @@ void vc__grpo_emit(vc_build *b)
     }
     vc_dtype dt = b->param_dt; /* the logits' (no autocast), checked below */
     /* 3.: the buffered batch, resident through the step */
-    vc_t buf = vc__new_tensor(b, buffer_numel(P, C, beta, dt), VC_DT_U8);
+    vc_t buf = vc__new_tensor(b, buffer_numel(P, C, beta, vllm, dt, spg), VC_DT_U8);
     if (buf < 0) goto out;
     b->t[buf].persistent = true;
     b->target_t = buf;
     b->cur_inst = b->cur_region = -1;
-    if (beta) { /* 2.: the generation's ids and masks ([B, P] and [B, C] x 2, their cats [B, P + C] x 2) beside it */
-        vc_t gen = vc__op_new(b, "pad", vc_n_sample(8 * (2 * P + 2 * C) + 16 * (P + C)), VC_DT_U8);
-        vc_t ref = reference_logps(b, tw, !peft, C, V);
-        if (ref < 0 || b->st) goto out;
-        b->cur_inst = b->cur_region = -1;
-        vc_t cat = vc__op_nograd(b, "cat", ref, -1, b->t[ref].n, (vc_dtype)b->t[ref].dt); /* torch.cat(all_logps) */
-        vc__extend_life(b, gen);
-        vc__extend_life(b, ref);
-        vc__extend_life(b, cat);
+    if (beta || vllm) { /* 2.: the generation's ids and masks ([B, P] and [B, C] x 2, their cats [B, P + C] x 2) beside it */
+        /* with --accumulate N: micro-step 1's alone (the ops from once_from run in the first accumulation pass
+         * only, autograd.c), over the generation batch of B x N in N chunks of B (_get_per_token_logps_and_entropies
+         * with batch_size = per_device_train_batch_size): the last chunk's forward, the N - 1 chunks' [B, C]
+         * log-probs before it alive in all_logps, then torch.cat of the N */
+        if (spg > 1) b->once_from = (int32_t)b->nop;
+        vc_t gen = vc__op_new(b, "pad", vc_n_sample((8 * (2 * P + 2 * C) + 16 * (P + C)) * spg), VC_DT_U8);
+        vc_t keep[4] = {gen, -1, -1, -1};
+        if (vllm) { /* sampling_per_token_logps (pad(...).to(device)), then old_per_token_logps: the policy's own
+                     * no-grad pass (adapters on; none here), then the importance-sampling ratio, "sequence_mask":
+                     * (old - sampling) * mask, .sum(-1, keepdim=True), exp, the two bounds' masks, masked_fill */
+            keep[1] = vc__op_new(b, "pad", vc_n_sample(C * spg), VC_DT_F32);
+            keep[2] = chunked_logps(b, tw, false, C, V, spg, dt);
+            if (keep[2] < 0 || b->st) goto out;
+            vc_t d = vc__op_nograd(b, "sub", keep[2], keep[1], vc_n_sample(C), VC_DT_F32);
+            vc_t dm = vc__op_nograd(b, "mul", d, -1, vc_n_sample(C), VC_DT_F32);
+            vc_t sq = vc__op_nograd(b, "sum", dm, -1, vc_n_sample(1), VC_DT_F32);
+            vc_t ex = vc__op_nograd(b, "exp", sq, -1, vc_n_sample(1), VC_DT_F32);
+            vc_t lo = vc__op_nograd(b, "lt", ex, -1, vc_n_sample(1), VC_DT_BOOL);
+            vc_t hi = vc__op_nograd(b, "gt", ex, -1, vc_n_sample(1), VC_DT_BOOL);
+            vc_t bad = vc__op_nograd(b, "bitwise_or", lo, hi, vc_n_sample(1), VC_DT_BOOL);
+            vc__op_nograd(b, "masked_fill", ex, bad, vc_n_sample(1), VC_DT_F32);
+        }
+        if (beta && (keep[3] = chunked_logps(b, tw, !peft, C, V, spg, dt)) < 0) goto out;
+        for (int k = 0; k < 4; k++) vc__extend_life(b, keep[k]);
+        if (spg > 1) b->once_to = (int32_t)b->nop;
     }
     /* 4.: _compute_loss */
     vc_t am = vc__op_new(b, "cat", vc_n_sample(L), VC_DT_I64); /* attention_mask = cat([prompt_mask, completion_mask]) */
@@ -220,6 +287,8 @@ void vc__grpo_emit(vc_build *b)
     vc_t l2 = small(b, "mul", c2, -1, VC_DT_F32, VC_GRAD_NEW, 0);
     vc_t pl = small(b, "minimum", l1, l2, VC_DT_F32, VC_GRAD_NEW, 3);
     pl = small(b, "neg", pl, -1, VC_DT_F32, VC_GRAD_NEW, 0);
+    if (vllm) /* per_token_loss * importance_sampling_ratio ([B, 1], resident: MulBackward0 saves it) */
+        pl = small(b, "mul", pl, -1, VC_DT_F32, VC_GRAD_NEW, 0);
     if (beta) {
         vc_t kb = small(b, "mul", kl, -1, dt, VC_GRAD_NEW, 0);        /* beta * per_token_kl */
         pl = small(b, "add", pl, kb, VC_DT_F32, VC_GRAD_PASS, 0);
@@ -250,16 +319,30 @@ out:
 /* 1.: the generation as its own plan, with the training state resident beside it. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
 {
+    if (o->grpo_vllm) { /* the completions are vLLM's (its engine beside: src/api/request.c vllm_beside) */
+        r->grpo.on = 1;
+        if (__builtin_mul_overflow(o->batch, o->accumulate, &r->grpo.generation_batch))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("accumulate"), "the generation batch passes 2^63");
+        r->grpo.train_peak = r->memory.peak_allocated;
+        r->grpo.train_reserved = r->memory.reserved;
+        return VC_OK;
+    }
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;
     g.cache = VC_CACHE_DYNAMIC;
+    g.accumulate = 1;
+    /* generation_batch_size = per_device_train_batch_size x steps_per_generation (GRPOConfig.__post_init__ with
+     * steps_per_generation None: gradient_accumulation_steps), sampled in one generate() call
+     * (_generate_single_turn) */
+    if (__builtin_mul_overflow(o->batch, o->accumulate, &g.batch))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("accumulate"), "the generation batch passes 2^63");
     vc_sim sg;
     vc_status s = vc__simulate_as(m, &g, &sg, err);
     if (s) return s;
     /* beside the generation: the optimizer's state, the weights it does not load (the reference's copy),
      * gradients kept by --zero-grad zero, the previous step's buffered batch */
     vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
-    vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, dt);
+    vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, false, dt, o->accumulate);
     int64_t bufb, extra_w = st->persistent[CAT_WEIGHT] - sg.persistent[CAT_WEIGHT], off, gpk, grs;
     if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
         __builtin_add_overflow(st->persistent[CAT_OPT], extra_w, &off) ||

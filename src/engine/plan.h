@@ -311,6 +311,10 @@ struct vc_build {
     int64_t outside;              /* bytes of optimizer state outside the caching allocator (vc_tspec.outside) */
     bool lazy_pass;               /* --first-step: the first step runs, the optimizer state is not made yet */
     int first_steps;              /* vc__plan_build_first_step: the run's first steps simulated (1 or 2), 0: the steady step */
+    /* --loss grpo --accumulate N with --beta (src/engine/grpo.c): the ops [once_from, once_to), micro-step 1's
+     * reference pass, run in the first accumulation pass only; acc_pass: the pass train_step runs (0 the first) */
+    int32_t once_from, once_to;
+    int acc_pass;
 
     tens_t *t;   size_t nt, ct;
     op_t *op;    size_t nop, cop;

@@ -56,6 +56,8 @@ def args_for(case):
         i = a.index("--seq")
         a[i:i + 2] = ["--prompt", str(case["prompt"]), "--new-tokens", str(case["new_tokens"])]
         a += ["--beta", str(case["beta"]), "--num-generations", str(case["num_generations"])]
+        if case.get("accumulate", 1) > 1:  # gradient_accumulation_steps = steps_per_generation
+            a += ["--accumulate", str(case["accumulate"])]
     peft = case.get("peft")  # measure_llm.py --peft dora|ia3|ln_tuning, --modules-to-save (peft_replica.py)
     if peft:
         a += ["--peft", peft["method"], "--lora-targets", ",".join(peft["targets"])]

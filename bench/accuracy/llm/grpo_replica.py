@@ -8,6 +8,10 @@ mask_truncated_completions False); beta is the caller's (GRPOConfig's default 0.
   GRPOTrainer._prepare_inputs: every steps_per_generation * num_iterations steps, _generate_and_score_completions
       on the generation batch, shuffle_sequence_dict, split_tensor_dict(steps_per_generation), the chunks kept in
       self._buffered_inputs until the next generation replaces them (utils.py shuffle_sequence_dict: v[randperm]);
+      with gradient_accumulation_steps N (steps_per_generation left None: GRPOConfig.__post_init__ sets it to N and
+      generation_batch_size = per_device_train_batch_size * N on one process) the generation batch is batch * N
+      (get_train_dataloader: batch_size = _train_batch_size * steps_per_generation; RepeatSampler
+      repeat_count = num_iterations * steps_per_generation) and micro-step k trains on _buffered_inputs[k % N];
   _generate_single_turn (the regular transformers path): left-padded prompt ids and attention mask,
       unwrap_model_for_generation + torch.no_grad(): unwrapped_model.generate(..., generation_config) with
       GenerationConfig(max_new_tokens=max_completion_length, do_sample=True, ...) -- no logits processor at these
@@ -42,18 +46,21 @@ import reference as R
 
 class GRPO:
     def __init__(self, model, batch, prompt, completion, vocab, ref_model=None, beta=0.0, num_generations=2,
-                 temperature=1.0, epsilon=0.2, eos=None):
-        assert batch % num_generations == 0, "generation_batch_size % num_generations == 0 (GRPOConfig)"
+                 temperature=1.0, epsilon=0.2, eos=None, steps_per_generation=1):
+        self.S = steps_per_generation  # = gradient_accumulation_steps (GRPOConfig.__post_init__)
+        self.GB = batch * self.S  # generation_batch_size
+        assert self.GB % num_generations == 0, "generation_batch_size % num_generations == 0 (GRPOConfig)"
         self.model, self.ref_model, self.beta = model, ref_model, beta
         self.B, self.P, self.C, self.V, self.G = batch, prompt, completion, vocab, num_generations
+        self._step = 0  # GRPOTrainer._step: micro-steps trained (training_step adds 1 after each)
         self.temperature, self.epsilon_low, self.epsilon_high = temperature, epsilon, epsilon
         self.peft = any(isinstance(m, R.LoraLinear) for m in model.modules())
         self.eos = eos if eos is not None else vocab - 1
         self._buffered_inputs = None
-        self.calls, self.on_phase = 0, None  # measure_llm.py: on_phase(name, call) after the generation
+        self.calls, self.on_phase = 0, None  # measure_llm.py: on_phase(name, optimizer step) after the generation
         # the dataset's prompts: num_generations copies of batch / num_generations prompts (RepeatSampler)
         self.prompt_ids_list = [[int(x) for x in torch.randint(0, vocab - 1, (prompt,))]
-                                for _ in range(batch // num_generations)]
+                                for _ in range(self.GB // num_generations)]
 
     # ---- generation: transformers GenerationMixin._sample with do_sample=True (measure_llm.py's greedy loop,
     # the argmax replaced by softmax + multinomial) ----
@@ -129,7 +136,7 @@ class GRPO:
         prompt_ids_list = [p for p in self.prompt_ids_list for _ in range(self.G)]  # RepeatSampler
         completion_ids_list = self._generate_single_turn(prompt_ids_list)
         if self.on_phase is not None:
-            self.on_phase("generate", self.calls)
+            self.on_phase("generate", (self.calls - 1) // self.S + 1)
         prompt_ids = torch.tensor(prompt_ids_list, dtype=torch.int64)  # pad(..., "left"): equal lengths
         prompt_mask = torch.ones_like(prompt_ids)
         completion_ids = torch.tensor(completion_ids_list, dtype=torch.int64)  # pad(..., "right")
@@ -146,13 +153,14 @@ class GRPO:
                 if self.ref_model is not None:
                     ref_per_token_logps, _ = self._get_per_token_logps_and_entropies(
                         self.ref_model, prompt_completion_ids, attention_mask, logits_to_keep, batch_size=self.B)
+                    # (batch_size: per_device_train_batch_size, chunks of the generation batch)
                 else:
                     with adapters_disabled(self.model):
                         ref_per_token_logps, _ = self._get_per_token_logps_and_entropies(
                             self.model, prompt_completion_ids, attention_mask, logits_to_keep, batch_size=self.B)
         del prompt_completion_ids, attention_mask
         # _calculate_rewards: rewards_per_func = torch.zeros(len(prompts), len(reward_funcs)), gathered
-        rewards_per_func = torch.zeros(self.B, 1)
+        rewards_per_func = torch.zeros(self.GB, 1)
         rewards_per_func[:, 0] = torch.tensor([float(len(c)) for c in completion_ids_list])
         unscorable_mask = torch.isnan(rewards_per_func).all(dim=1)
         rewards = (rewards_per_func * torch.ones(1).unsqueeze(0)).nansum(dim=1)  # sum_then_normalize
@@ -170,7 +178,7 @@ class GRPO:
         advantages = rewards - mean_grouped_rewards
         advantages = advantages / (std_rewards + 1e-4)
         advantages = torch.nan_to_num(advantages, nan=0.0)
-        advantages = advantages[slice(0, self.B)]
+        advantages = advantages[slice(0, self.GB)]
         del rewards_per_func, unscorable_mask, rewards, mean_grouped_rewards, grouped, mean, variance, count
         del correction, std_rewards
         output = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
@@ -181,18 +189,22 @@ class GRPO:
         return output
 
     def _prepare_inputs(self):
-        generation_batch = self._generate_and_score_completions()
-        # shuffle_sequence_dict: permutation = torch.randperm(batch_size); v[permutation] (0-d tensors kept)
-        permutation = torch.randperm(self.B)
-        generation_batch = {k: (v if v.ndim == 0 else v[permutation]) for k, v in generation_batch.items()}
-        del permutation
-        # split_tensor_dict(generation_batch, steps_per_generation=1): chunk 0 is every row (a slice view)
-        self._buffered_inputs = [{k: (v if v.ndim == 0 else v[0:self.B]) for k, v in generation_batch.items()}]
-        del generation_batch
-        return self._buffered_inputs[0]
+        generate_every = self.S  # steps_per_generation * num_iterations (1)
+        if self._step % generate_every == 0 or self._buffered_inputs is None:
+            generation_batch = self._generate_and_score_completions()
+            # shuffle_sequence_dict: permutation = torch.randperm(batch_size); v[permutation] (0-d tensors kept)
+            permutation = torch.randperm(self.GB)
+            generation_batch = {k: (v if v.ndim == 0 else v[permutation]) for k, v in generation_batch.items()}
+            del permutation
+            # split_tensor_dict(generation_batch, steps_per_generation): chunk i is rows i*B:(i+1)*B (a slice view)
+            self._buffered_inputs = [{k: (v if v.ndim == 0 else v[i * self.B:(i + 1) * self.B])
+                                      for k, v in generation_batch.items()} for i in range(self.S)]
+            del generation_batch
+        return self._buffered_inputs[self._step % self.S]
 
     def compute_loss(self):
-        """Trainer.training_step -> GRPOTrainer._prepare_inputs, compute_loss -> _compute_loss (the loss only)."""
+        """Trainer.training_step -> GRPOTrainer._prepare_inputs, compute_loss -> _compute_loss (the loss only;
+        the caller runs the backward)."""
         self.calls += 1
         inputs = self._prepare_inputs()
         model = self.model
@@ -249,6 +261,7 @@ class GRPO:
         nanmin(gathered_low_clip).item()
         gathered_high_clip = masked_seq_mean(is_high_clipped.float())
         nanmax(gathered_high_clip).item()
+        self._step += 1  # GRPOTrainer.training_step: after the backward; nothing here depends on the order
         return loss
 
 

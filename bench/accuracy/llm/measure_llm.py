@@ -102,6 +102,10 @@ def parse_args(argv):
                     "out.loss.backward(); then dropped")
     ap.add_argument("--beta", type=float, default=0.0, help="grpo: GRPOConfig.beta (0.0: no reference model)")
     ap.add_argument("--num-generations", type=int, default=2, help="grpo: GRPOConfig.num_generations")
+    ap.add_argument("--accumulate", type=int, default=1,
+                    help="grpo: gradient_accumulation_steps (= steps_per_generation, GRPOConfig's default): one "
+                         "generation of batch x N completions, then N micro-steps, each with its backward, then the "
+                         "optimizer step")
     ap.add_argument("--prompt", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=8)
     ap.add_argument("--steps", type=int, default=3)
@@ -420,6 +424,8 @@ def main(argv):
                        "peak_where": tr.O.opobs_peak_where().decode(errors="replace"),
                        "after_build_bytes": int(after_build)})
     elif args.mode == "train":
+        if args.accumulate != 1 and (args.loss != "grpo" or args.accumulate < 1):
+            raise SystemExit("measure_llm.py: --accumulate: --loss grpo's steps_per_generation only (1 or more)")
         if args.loss.startswith("dpo"):
             import dpo_replica  # the collator's [chosen; rejected] batch, resident like the inputs below
             dpo = dpo_replica.DPO(model, args.batch, args.seq, V, ref_model=ref_model,
@@ -432,7 +438,8 @@ def main(argv):
             if args.ckpt and (args.ckpt_every != 1 or args.ckpt_ops or args.act_offload != "none"):
                 raise SystemExit("measure_llm.py: --loss grpo: --ckpt of every decoder layer only")
             grpo = grpo_replica.GRPO(model, args.batch, args.prompt, args.new_tokens, V, ref_model=ref_model,
-                                     beta=args.beta, num_generations=args.num_generations)
+                                     beta=args.beta, num_generations=args.num_generations,
+                                     steps_per_generation=args.accumulate)
             grpo_phases = {}
 
             def on_phase(name, call):  # step 2 (the first measured): the peak since its start
@@ -499,6 +506,15 @@ def main(argv):
             if args.loss == "orpo":
                 return orpo.compute_loss()
             if args.loss == "grpo":
+                # Trainer's accumulation (_inner_training_loop: training_step per micro-batch, each its own
+                # backward, then optimizer.step()): micro-steps 1..N-1 forward and backward here, the N-th's loss
+                # returned for measure.train_steps' backward; gradients accumulate into .grad between them
+                for _ in range(args.accumulate - 1):
+                    micro = grpo.compute_loss()
+                    tr.O.opobs_set_backward(1)
+                    micro.backward()
+                    tr.O.opobs_set_backward(0)
+                    del micro
                 return grpo.compute_loss()
             if args.loss == "kto":
                 return kto.compute_loss()
@@ -584,7 +600,7 @@ def main(argv):
             **({"hold_output": True} if args.hold_output else {}),
             **({"packing": True} if args.packing else {}),
             **({"prompt": args.prompt, "new_tokens": args.new_tokens, "beta": args.beta,
-                "num_generations": args.num_generations,
+                "num_generations": args.num_generations, **({"accumulate": args.accumulate} if args.accumulate > 1 else {}),
                 "generate_peak": grpo_phases.get("generate")} if args.loss == "grpo" else {}),
             **({"optim_in_bwd": True} if args.optim_in_bwd else {}),
             **({"act_offload": args.act_offload} if args.act_offload != "none" else {}),

@@ -1003,6 +1003,42 @@ def cases():
     for i, (cfg, pr, m, img, n, prec) in enumerate(vlg):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=1, prompt=pr, new_tokens=m,
                         precision=prec, image=img, images=n, held_out=(i % 3 == 2)))
+    # --loss grpo --accumulate N (issue 26): gradient_accumulation_steps N with steps_per_generation left to
+    # GRPOConfig.__post_init__ (= N): one generation of batch x N completions with the previous step's N
+    # buffered slices resident, then N micro-steps on the slices of the new buffer, each forward and backward
+    # (the 2nd..N-th into the accumulated gradients), then the optimizer step (grpo_replica.py, huggingface/trl
+    # @f2cd5771 grpo_trainer.py _prepare_inputs). beta 0 here (beta > 0 below). All eight were written down
+    # before the first was measured; every third held out.
+    grpo_accum = [
+        ("llama_small", 4, 16, 16, "adamw", "fp32", 0, 2, False, 2),
+        ("llama_small", 2, 16, 16, "adamw", "bf16", 0, 4, False, 2),
+        ("llama_small", 8, 32, 32, "adamw", "fp32", 8, 4, False, 3),
+        ("llama_vocab8k", 4, 16, 24, "adamw", "bf16", 0, 2, True, 2),
+        ("qwen2_small", 4, 32, 32, "adamw", "bf16", 8, 8, True, 4),
+        ("llama_wide", 4, 24, 16, "sgd", "fp32", 0, 2, True, 3),
+        ("qwen2_vocab6k", 6, 16, 32, "adamw", "fp32", 8, 4, False, 2),
+        ("llama_small", 3, 16, 16, "adamw", "fp32", 0, 2, False, 4),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, g, ck, n) in enumerate(grpo_accum):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=ck, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=0.0,
+                        num_generations=g, accumulate=n, held_out=(i % 3 == 2)))
+    # --loss grpo --accumulate N with beta > 0: micro-step 1 also runs the reference's no-grad log-probs over
+    # the generation batch of batch x N in chunks of batch (_get_per_token_logps_and_entropies with batch_size =
+    # per_device_train_batch_size), micro-steps 2..N do not. All six written down before the first was
+    # measured; every third held out.
+    grpo_accum_beta = [
+        ("llama_small", 4, 16, 16, "adamw", "bf16", 0, 2, False, 2, 0.04),
+        ("llama_vocab8k", 4, 16, 16, "adamw", "bf16", 0, 2, True, 2, 0.04),
+        ("qwen2_vocab6k", 4, 32, 32, "adamw", "bf16", 8, 2, True, 3, 0.04),
+        ("llama_small", 4, 24, 40, "adamw", "fp32", 8, 4, False, 2, 0.1),
+        ("llama_vocab8k", 2, 16, 32, "adamw", "bf16", 8, 4, True, 4, 0.04),
+        ("qwen2_small", 4, 32, 32, "sgd", "fp32", 0, 4, False, 3, 0.04),
+    ]
+    for i, (cfg, b, pr, nt, o, p, l, g, ck, n, beta) in enumerate(grpo_accum_beta):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
+                        ckpt=ck, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
+                        num_generations=g, accumulate=n, held_out=(i % 3 == 2)))
     return out
 
 
@@ -1049,6 +1085,8 @@ def argv_of(c):
         if c.get("loss") == "grpo":  # grpo_replica.py: the step generates prompt + new_tokens
             a += ["--prompt", str(c["prompt"]), "--new-tokens", str(c["new_tokens"]), "--beta", str(c["beta"]),
                   "--num-generations", str(c["num_generations"])]
+            if c.get("accumulate", 1) > 1:  # steps_per_generation = gradient_accumulation_steps
+                a += ["--accumulate", str(c["accumulate"])]
     elif c["mode"] == "infer":  # the no_grad forward of the text encoders (encoder_replica.py), t5 (t5_replica.py)
         # and gemma4_text (gemma4_replica.py)
         a += ["--seq", str(c["seq"])]
