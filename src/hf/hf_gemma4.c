@@ -64,8 +64,9 @@
  * The layers (vc__hf_gemma4_write, below): the sliding and full layers with their own head widths,
  * kv heads and rotary pairs, keys that are the values (k_eq_v, v_norm), the MoE block beside the
  * dense MLP, the per-layer embeddings' [B, L, N, P] inputs, the kv-shared layers and the
- * shared_kv_states dict every model fills; the towers' weights loaded frozen, not run. Refused
- * (vc__hf_gemma4_unmodelled): gradient checkpointing (the dict's life through backward), --tp.
+ * shared_kv_states dict every model fills (with checkpointed layers living through backward:
+ * src/engine/autograd.c kvd_*); the towers' weights loaded frozen, not run. Refused
+ * (vc__hf_gemma4_unmodelled): --tp in training.
  */
 #include <math.h>
 #include <stdio.h>
@@ -225,15 +226,10 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *
 {
     if (tp)
         return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
-    /* GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer keeps for its
-     * recompute: the dict lives until backward ends, holding the storing layers' keys and values and, once their
-     * recompute has run, the recomputed ones with their autograd graph (k_proj's and the norms' saved inputs):
-     * measured with bench/accuracy/llm/gemma4_replica.py, 1.5% to 10.6% over an estimate without it */
-    if (a->ckpt)
-        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "%s: gradient checkpointing is not modelled: "
-                            "shared_kv_states, which every checkpointed layer's recompute keeps, holds the keys and "
-                            "values of the last layer of each type (and, after their recompute, its recomputed graph) "
-                            "until backward ends", fam);
+    /* --grad-ckpt: GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer hands to
+     * checkpoint(), so the dict outlives the forward, holding the stored keys and values and, after their
+     * recompute, the recomputed ones with their recomputed graph: written in the engine (src/engine/autograd.c
+     * kvd_*; layers/llm.c records the stores) */
     if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
         return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
                             "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "
