@@ -522,6 +522,22 @@ static void test_grad_ckpt(void **state)
                       VC_OPTIM_ADAMW);
     within(r.memory.peak_allocated, INT64_C(9491968));
     vc_result_free(&r);
+    /* a pipeline stage's micro-batches in flight, each with its own dict, are not written: refused naming --pp */
+    vc_error err;
+    vc_model *m = NULL;
+    vc_hf_options h;
+    vc_hf_options_init(&h);
+    h.seq = 64;
+    h.checkpoint = 1;
+    if (vc_model_load_file_hf(SMALL_CFG, &h, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options o;
+    vc_options_init(&o);
+    o.pp = 2;
+    o.gpus = 2;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--pp");
+    assert_non_null(strstr(CLI_MSG(&err), "shared_kv_states under gradient checkpointing"));
+    vc_model_free(m);
 }
 
 int main(void)

@@ -480,9 +480,15 @@ static int kvd_setup(vc_build *b)
 {
     b->kvd_death = -1;
     if (!kvd_on(b)) return 0;
+    if (b->m->stage.on) { /* a stage's micro-batches in flight, each with its own dict: not written */
+        b->why_opt = O("pp");
+        snprintf(b->why, sizeof b->why, "Gemma 4's shared_kv_states under gradient checkpointing (kept through "
+                 "backward) is not modelled on a pipeline stage");
+        return b->st = VC_ERR_USAGE;
+    }
     for (int r = 0; r < b->m->nregions; r++)
         if (b->reg[r].first >= 0 && (b->kvd_death < 0 || b->reg[r].first < b->reg[b->kvd_death].first)) b->kvd_death = r;
-    int32_t *stack = malloc((b->nt + 1) * sizeof *stack);
+    int32_t *stack = malloc((b->nit + 1) * sizeof *stack); /* each op pushes its inputs once */
     if (!stack) return b->st = VC_ERR_NOMEM;
     for (int i = 0; i < b->nkvd; i++) {
         b->kvd_fwd[i] = -1;
@@ -494,7 +500,7 @@ static int kvd_setup(vc_build *b)
             if (q < 0 || b->op[q].region != r || b->op[q].kvd) continue;
             b->op[q].kvd = true;
             const item_t *its = op_items(b, q);
-            for (int32_t j = 0; j < b->op[q].nit && n < (int32_t)b->nt; j++)
+            for (int32_t j = 0; j < b->op[q].nit && (size_t)n < b->nit; j++)
                 if (its[j].type == IT_IN) stack[n++] = its[j].t;
         }
     }

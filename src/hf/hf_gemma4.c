@@ -239,7 +239,7 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, 
     /* --grad-ckpt: GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer hands to
      * checkpoint(), so the dict outlives the forward, holding the stored keys and values and, after their
      * recompute, the recomputed ones with their recomputed graph: written in the engine (src/engine/autograd.c
-     * kvd_*; layers/llm.c records the stores) */
+     * kvd_*; graph.c vc_kv_share_set records the stores) */
     if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
         return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
                             "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "
