@@ -479,7 +479,7 @@ static void test_unmodelled(void **state)
     vc_result r;
     assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
     assert_string_equal(CLI_PATH(&err), "--tp");
-    assert_non_null(strstr(CLI_MSG(&err), "tensor parallelism of Gemma 4 in training is not modelled"));
+    assert_non_null(strstr(CLI_MSG(&err), "Megatron's tensor-parallel split of Gemma 4"));
     vc_model_free(m);
 }
 

@@ -227,8 +227,9 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, 
     /* --serve --tp: vLLM's split (hf_tp.c vc__hf_tp_split and its Gemma 4 block); a Megatron rank in training is
      * not written */
     if ((split.tp > 1 && !split.vllm) || split.sp > 1)
-        return vc_set_error(err, VC_ERR_USAGE, split.sp > 1 ? O("sp") : O("tp"), "%s: tensor parallelism of Gemma 4 in "
-                            "training is not modelled (vLLM's, under " O("serve") ", is)", fam);
+        return vc_set_error(err, VC_ERR_USAGE, split.sp > 1 ? O("sp") : O("tp"), "%s: Megatron's tensor-parallel split "
+                            "of Gemma 4 (training, " O("mode") " infer / generate) is not modelled; vLLM's, under "
+                            O("serve") ", is", fam);
     /* vLLM's Gemma4Model.__init__ (gemma4.py @ 001cabc1): per_layer_model_projection is a ColumnParallelLinear
      * with gather_output=True, its [tokens, N x P / tp] shard all-gathered into a new [tokens, N x P] tensor every
      * forward: that gather is not written */
