@@ -153,9 +153,11 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
      * Gemma4MoE's FusedMoE over moe_intermediate_size (its router a GateLinear, replicated), embed_tokens a
      * VocabParallelEmbedding and the lm_head tied to it (ParallelLMHead.tie_weights); the norms, router scales and
      * layer scalars whole. The towers of Gemma4ForConditionalGeneration (gemma4_mm.py @ 01bae219: AutoModel
-     * .from_config then recursive_replace_linear, whose vLLM linear is ReplicatedLinear by default,
-     * transformers/utils.py replace_linear_class) stay whole on every rank. The per-layer inputs' split is
-     * refused (hf_gemma4.c vc__hf_gemma4_unmodelled). */
+     * .from_config then recursive_replace_linear(tower, quant_config, prefix), no tensor-parallel plan given;
+     * the vLLM linear it makes is taken to be transformers/utils.py replace_linear_class's default style
+     * "replicate", ReplicatedLinear, read @ 02aa9ec8, whose file has no recursive_replace_linear) stay whole on
+     * every rank; embed_vision's embedding_projection is a ReplicatedLinear there. The per-layer inputs' split
+     * is refused (hf_gemma4.c vc__hf_gemma4_unmodelled). */
     if (s.vllm && a->f->block == BLK_GEMMA4 && a->g4.keqv && a->g4.gKV > 0) {
         if (a->g4.gKV < t && t % a->g4.gKV)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are not a multiple of "
