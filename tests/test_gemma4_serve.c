@@ -124,12 +124,150 @@ static void test_e4b(void **state)
     check(&c);
 }
 
+/* --serve --tp: one of vLLM's tensor_parallel_size ranks (src/hf/hf_tp.c's Gemma 4 block; vllm/model_executor/models/
+ * gemma4.py @ 001cabc1): Gemma4Attention splits the query heads (total_num_heads // tp) and each layer's kv heads
+ * as QKVParallelLinear does (num_key_value_heads on the sliding layers, num_global_key_value_heads on the k_eq_v
+ * full ones; max(1, total // tp), a head copied when fewer than tp); o_proj row-, Gemma4MLP's gate_up_proj column-
+ * and down_proj row-parallel over intermediate_size; Gemma4MoE's FusedMoE over moe_intermediate_size (w13 [E, 2 I /
+ * tp, H], w2 [E, H, I / tp]), its GateLinear router, scale and per_expert_scale whole; embed_tokens a
+ * VocabParallelEmbedding (262144 rows, a multiple of 64: / tp), the lm_head tied to it; the norms whole; the
+ * vision tower whole (gemma4_mm.py @ 01bae219: ReplicatedLinear). h100-80gb (max_num_batched_tokens 8192), bf16,
+ * block_size 16, requests of 4096 + 4096 tokens. */
+typedef struct {
+    const char *file;
+    int64_t tp;
+    int64_t weights;    /* bytes a rank loads: derived below */
+    int64_t page_bytes; /* the largest layer page x group_size */
+    int64_t block_size, groups, need;
+} g4_tp_case;
+
+static void check_tp(const g4_tp_case *c)
+{
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(c->file, NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 4096;
+    o.new_tokens = 4096;
+    o.tp = c->tp;
+    o.gpus = c->tp;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec gpu;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
+    vc_serve_result sr;
+    if (vc_serve(m, &o, &so, &gpu, &sr, &err) != VC_OK) fail_msg("%s tp %lld: %s", c->file, (long long)c->tp, CLI_MSG(&err));
+    assert_int_equal(sr.weights, c->weights);
+    assert_int_equal(sr.page_bytes, c->page_bytes);
+    assert_int_equal(sr.block_size, c->block_size);
+    /* determine_available_memory: requested - (the profiling run's peak, weights included) - non-torch memory */
+    assert_int_equal(sr.kv_cache, sr.requested - sr.profile_peak - sr.non_torch);
+    assert_int_equal(sr.blocks, sr.kv_cache / c->page_bytes);
+    assert_int_equal(sr.tokens, sr.blocks / c->groups * c->block_size);
+    assert_int_equal(sr.concurrency, sr.blocks / c->need);
+    vc_model_free(m);
+}
+
+/* gemma-4-31b-it (H 5376, 32 heads, 50 sliding layers of 16 kv heads x 256, 10 full of 4 global kv heads x 512
+ * under k_eq_v, intermediate 21504, vocabulary 262144, tied). A rank at tp t holds, in elements:
+ *  - embed_tokens 262144 / t x 5376, the final norm 5376;
+ *  - a sliding layer: q_proj 5376 x (32 / t x 256), q_norm and k_norm 256 each, k_proj and v_proj 5376 x (kv x
+ *    256), o_proj (32 / t x 256) x 5376, the MLP 3 x 5376 x 21504 / t, four norms 4 x 5376;
+ *  - a full layer: q_proj and o_proj at 512, q_norm and k_norm 512 each, k_proj 5376 x (gkv x 512), no v_proj;
+ *  - the vision tower, whole: 575741232 (the checkpoint's count, hf_gemma4.c), one block of 1151482464 bytes
+ *    rounded to the allocator's 512: 1151482880 bytes;
+ *  - the two rotary tables' inv_freq (128 + 256 fp32: 1536 bytes), the rotary caches 262144 x (256 + 512) and
+ *    vLLM's V slot of the k_eq_v layers, 10 x gkv x 512 x 5376 (gemma4_qkv_extra).
+ * tp 2 (kv 8, gkv 2): 15349338368 language-model elements (50 x 239490560 + 10 x 267016192 + 131072 x 5376 +
+ * 5376), 55050240 V-slot elements: 2 x 15349338368 +
+ * 1151482880 + 1536 + 2 x (55050240 + 201326592) = 32362914816 bytes. Pages: sliding 2 x 16 x 8 x 256 x 2 =
+ * 131072, full 2 x 16 x 2 x 512 x 2 = 65536 (block_size 32); group_size 10: 5 + 1 groups, 1310720 bytes a
+ * block; a request 5 x (cdiv(8192, 16) + 1) + cdiv(8192, 32) = 2821 blocks.
+ * tp 4 (kv 4, gkv 1): 7675334912 and 27525120 elements: 16959857664 bytes; pages 65536 and 32768: 655360 a
+ * block, 2821 a request.
+ * tp 8 (kv 2, gkv 4 < 8: one head copied to 2 ranks): 3852095744 and 27525120 elements: 9313379328 bytes; pages
+ * 2 x 16 x 2 x 256 x 2 = 32768 and 2 x 16 x 1 x 512 x 2 = 32768, equal: block_size 16 everywhere, 327680 a
+ * block, a request 5 x 513 + cdiv(8192, 16) = 3077. */
+static void test_31b_tp(void **state)
+{
+    (void)state;
+    const g4_tp_case c[] = {
+        {HF "gemma-4-31b-it.json", 2, INT64_C(32362914816), 1310720, 16, 6, 2821},
+        {HF "gemma-4-31b-it.json", 4, INT64_C(16959857664), 655360, 16, 6, 2821},
+        {HF "gemma-4-31b-it.json", 8, INT64_C(9313379328), 327680, 16, 6, 3077},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) check_tp(&c[i]);
+}
+
+/* gemma-4-26b-a4b-it (H 2816, 16 heads, 25 sliding layers of 8 kv heads x 256, 5 full of 2 global kv heads x 512,
+ * intermediate 2112, 128 experts of moe_intermediate_size 704): the same terms, and per layer the router's
+ * GateLinear 128 x 2816, its scale 2816, per_expert_scale 128 (256 bytes: one 512-byte block, 30 x 256 bytes
+ * more), the experts 3 x 128 x 2816 x 704 / t and three more norms. The vision tower: 572792112 elements,
+ * 1145584224 bytes rounded to 1145584640.
+ * tp 2 (kv 4, gkv 1): 12622327808 language-model elements, V slots 5 x 1 x 512 x 2816 = 7208960: 2 x 12622327808
+ * + 30 x 256 + 1145584640 + 1536 + 2 x (7208960 + 201326592) = 26807320576 bytes. Pages 2 x 16 x 4 x 256 x 2 =
+ * 65536 and 2 x 16 x 1 x 512 x 2 = 32768 (block_size 32); group_size 5: 5 + 1 groups, 327680 a block; 2821 a
+ * request.
+ * tp 4 (kv 2, gkv 2 < 4: copied): 6320525312 and 7208960 elements: 14203715584 bytes; pages 32768 and 32768:
+ * 163840 a block, 5 x 513 + 512 = 3077 a request. */
+static void test_26b_a4b_tp(void **state)
+{
+    (void)state;
+    const g4_tp_case c[] = {
+        {HF "gemma-4-26b-a4b-it.json", 2, INT64_C(26807320576), 327680, 16, 6, 2821},
+        {HF "gemma-4-26b-a4b-it.json", 4, INT64_C(14203715584), 163840, 16, 6, 3077},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) check_tp(&c[i]);
+}
+
+/* Refused, naming the option: the per-layer inputs' column-parallel projection (the E models), a tp that does not
+ * divide the query heads, and Megatron's split (training) */
+static void test_tp_refused(void **state)
+{
+    (void)state;
+    vc_error err;
+    vc_model *m = NULL;
+    if (vc_model_load_file_hf(HF "gemma-4-e4b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.tp = 2;
+    o.gpus = 2;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec gpu;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
+    vc_serve_result sr;
+    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "per_layer_model_projection"));
+    vc_model_free(m);
+    if (vc_model_load_file_hf(HF "gemma-4-31b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    o.tp = 3; /* 32 heads */
+    o.gpus = 3;
+    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "do not divide"));
+    o.tp = 2;
+    o.gpus = 2;
+    vc_result r;
+    assert_int_equal(vc_estimate(m, &o, &r, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "Megatron's tensor-parallel split of Gemma 4"));
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_31b),
         cmocka_unit_test(test_26b_a4b),
         cmocka_unit_test(test_e4b),
+        cmocka_unit_test(test_31b_tp),
+        cmocka_unit_test(test_26b_a4b_tp),
+        cmocka_unit_test(test_tp_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

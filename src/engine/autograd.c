@@ -460,6 +460,101 @@ static int sac_policy(vc_build *b)
     return 0;
 }
 
+/* Gemma 4's shared_kv_states under gradient checkpointing (huggingface/transformers
+ * modeling_gemma4.py @ 0246b4f3, Gemma4TextModel.forward and Gemma4TextAttention.forward;
+ * modeling_layers.py GradientCheckpointingLayer.__call__; torch/utils/checkpoint.py 2.x
+ * _checkpoint_without_reentrant_generator): the model passes one dict to every decoder layer, and
+ * GradientCheckpointingLayer binds it in the partial it hands to checkpoint(), which keeps the partial
+ * (the frame's recompute_fn) until the last node of the layer's region has run its backward. So the
+ * dict outlives the forward: it lives until the first checkpointed layer's backward ends
+ * (kvd_death). Meanwhile it holds
+ *  - the keys and values each storing layer put there in the forward (store_full_length_kv), until
+ *    that layer's recompute stores its recomputed ones in their place (kvd_fwd);
+ *  - from then on the recomputed ones, which require grad: their recomputed graph (the recompute runs
+ *    under enable_grad) keeps every tensor it saved -- the saved-tensor hooks' recomputed, detached
+ *    copies (_recomputation_hook's pack_hook returns x.detach()) -- of the ops the keys and values came
+ *    from in that layer (k_proj, k_norm, the rotation, v_proj, v_norm, input_layernorm; kvd_hold).
+ * Active when the training forward stored keys and values and the model has checkpointed layers
+ * (without, the dict goes when the forward returns: layers/llm.c kv_dict_end). */
+static bool kvd_on(const vc_build *b) { return b->train && b->nkvd > 0 && b->m->nregions > 0; }
+
+static int kvd_index(const vc_build *b, int32_t t)
+{
+    for (int i = 0; i < b->nkvd; i++)
+        if (b->kvd_t[i] == t) return i;
+    return -1;
+}
+
+/* the ancestors of the stored tensors inside their layer's region; the region that drops the dict */
+static int kvd_setup(vc_build *b)
+{
+    b->kvd_death = -1;
+    if (!kvd_on(b)) return 0;
+    if (b->m->stage.on) { /* a stage's micro-batches in flight, each with its own dict: not written */
+        b->why_opt = O("pp");
+        snprintf(b->why, sizeof b->why, "Gemma 4's shared_kv_states under gradient checkpointing (kept through "
+                 "backward) is not modelled on a pipeline stage");
+        return b->st = VC_ERR_USAGE;
+    }
+    for (int r = 0; r < b->m->nregions; r++)
+        if (b->reg[r].first >= 0 && (b->kvd_death < 0 || b->reg[r].first < b->reg[b->kvd_death].first)) b->kvd_death = r;
+    int32_t *stack = malloc((b->nit + 1) * sizeof *stack); /* each op pushes its inputs once */
+    if (!stack) return b->st = VC_ERR_NOMEM;
+    for (int i = 0; i < b->nkvd; i++) {
+        b->kvd_fwd[i] = -1;
+        int32_t p = b->t[b->kvd_t[i]].op, r = p >= 0 ? b->op[p].region : -1, n = 0;
+        if (r < 0 || r >= b->m->nregions) continue; /* a layer not checkpointed: the forward's graph */
+        stack[n++] = b->kvd_t[i];
+        while (n > 0) {
+            int32_t q = b->t[stack[--n]].op;
+            if (q < 0 || b->op[q].region != r || b->op[q].kvd) continue;
+            b->op[q].kvd = true;
+            const item_t *its = op_items(b, q);
+            for (int32_t j = 0; j < b->op[q].nit && (size_t)n < b->nit; j++)
+                if (its[j].type == IT_IN) stack[n++] = its[j].t;
+        }
+    }
+    free(stack);
+    return 0;
+}
+
+static void kvd_keep(vc_build *b, int32_t s)
+{
+    if (s < 0) return;
+    GROW(b->kvd_hold, b->nkvd_hold, b->ckvd_hold, b);
+    if (b->st) return;
+    s_ref(b, s);
+    b->kvd_hold[b->nkvd_hold++] = s;
+}
+
+/* the recompute of op k (kvd): what the recomputed graph saved; a stored tensor takes the place of the
+ * forward's in the dict */
+static void kvd_recomputed(vc_build *b, int32_t k)
+{
+    const op_t *op = &b->op[k];
+    for (int32_t j = 0; j < op->nsv; j++) kvd_keep(b, b->sv[op->sv0 + j]);
+    const item_t *its = op_items(b, k);
+    for (int32_t j = 0; j < op->nit; j++) {
+        int i = its[j].type == IT_OUT ? kvd_index(b, its[j].t) : -1;
+        if (i < 0) continue;
+        kvd_keep(b, b->t[its[j].t].stor);
+        s_unref(b, b->kvd_fwd[i], op->inst);
+        b->kvd_fwd[i] = -1;
+    }
+}
+
+/* the dict dropped: the last checkpointed partial that bound it is gone */
+static void kvd_drop(vc_build *b, int32_t inst)
+{
+    if (!kvd_on(b)) return;
+    for (int i = 0; i < b->nkvd; i++) {
+        s_unref(b, b->kvd_fwd[i], inst);
+        b->kvd_fwd[i] = -1;
+    }
+    for (size_t j = 0; j < b->nkvd_hold; j++) s_unref(b, b->kvd_hold[j], inst);
+    b->nkvd_hold = 0;
+}
+
 /* Liveness: per-op release lists for the forward (rel) and the checkpoint
  * recompute (rrel: region-local last uses). */
 static int build_liveness(vc_build *b)
@@ -491,6 +586,7 @@ static int build_liveness(vc_build *b)
         for (int r = 0; r < b->nreg; r++) b->reg[r].stop = sac_region(b, r) ? b->reg[r].last : b->reg[r].last_save;
         if (b->o.ckpt_ops && sac_policy(b)) { free(last); free(rlast); return b->st; }
     }
+    if (kvd_setup(b)) { free(last); free(rlast); return b->st; }
     if (b->o.ckpt_ops && (b->m->nregions == 0 || b->o.ckpt_ops != 1) && b->train) {
         free(last);
         free(rlast);
@@ -532,6 +628,7 @@ static int build_liveness(vc_build *b)
         /* vc_keep_with: alive as long as its owner (an earlier tensor, its life final by now) */
         int32_t wl = t->with >= 0 ? last[t->with] : -1;
         if (wl > last[i]) last[i] = wl;
+        if (kvd_on(b) && kvd_index(b, (int32_t)i) >= 0) last[i] = -1; /* the dict's (kvd_fwd, kvd_drop) */
         t->last = last[i];
         /* recompute replays a region up to its last saving op: tensors made
          * later are never recomputed, earlier ones are dropped by then */
@@ -682,6 +779,7 @@ static void forward(vc_build *b)
     }
     module_boundary(b, -1);
     vc__model_hook(b, false);
+    for (int i = 0; kvd_on(b) && i < b->nkvd; i++) b->kvd_fwd[i] = b->t[b->kvd_t[i]].stor; /* the dict's entries */
 }
 
 /* Op k saves (references) its saved inputs but never runs: its outputs are
@@ -717,6 +815,7 @@ static void recompute(vc_build *b, int r)
         /* --grad-ckpt-ops: torchtitan's early_stop=False, the region run to its end */
         if (k == R->last_save && !sac_region(b, r) && op_packs(b, k) == 1) save_inputs_only(b, k);
         else fwd_op(b, k, true);
+        if (b->op[k].kvd) kvd_recomputed(b, k);
         release_list(b, b->rrel_off, b->rrel, k);
     }
     b->recomputing = false;
@@ -944,6 +1043,7 @@ static void run_node(vc_build *b, int32_t k, int32_t gin)
     if (r >= 0 && b->reg[r].first == k) {
         for (int32_t j = 0; j < b->reg[r].nh; j++) s_unref(b, b->hold[b->reg[r].h0 + j], op->inst);
         b->reg[r].nh = 0;
+        if (r == b->kvd_death) kvd_drop(b, op->inst);
     }
 }
 
@@ -992,6 +1092,7 @@ static void backward(vc_build *b)
     int32_t held_stor = b->held_out_t >= 0 ? b->t[b->held_out_t].stor : -1; /* --hold-output */
     if (!L->rg) { /* nothing to differentiate (everything frozen) */
         sac_drop(b);
+        kvd_drop(b, -1);
         off_stash_clear(b, -1);
         s_unref(b, loss_stor, -1);
         s_unref(b, held_stor, -1);
@@ -1036,6 +1137,7 @@ static void backward(vc_build *b)
     for (size_t j = 0; j < b->nleafkeep; j++) s_unref(b, b->leafkeep[j], -1);
     b->nleafkeep = 0;
     sac_drop(b);
+    kvd_drop(b, -1); /* a dict no region's backward dropped */
     off_stash_clear(b, -1); /* --act-offload: queue_callback's wait_and_del_remaining_references */
     for (size_t j = 0; j < b->nbwd; j++) s_unref(b, b->bwd[j], -1);
     b->nbwd = 0;

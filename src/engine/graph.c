@@ -178,6 +178,10 @@ void vc_kv_share_set(vc_build *b, int type, vc_t k, vc_t v, int64_t S, bool blhd
     b->kv_share[type].v = v;
     b->kv_share[type].S = S;
     b->kv_share[type].blhd = blhd;
+    if (b->train && b->nkvd + 2 <= (int)(sizeof b->kvd_t / sizeof *b->kvd_t)) { /* the training forward's stores */
+        b->kvd_t[b->nkvd++] = k;
+        if (v != k) b->kvd_t[b->nkvd++] = v;
+    }
 }
 bool vc_kv_share_get(const vc_build *b, int type, vc_t *k, vc_t *v, int64_t *S, bool *blhd)
 {

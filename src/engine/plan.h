@@ -63,6 +63,8 @@ typedef struct {
                        * keeps nothing it saves (its checkpoint holder is gone) */
     bool leaf;        /* its output a leaf made to require grad (vc_op_leaf_grad): kept, with its .grad, by
                        * the AccumulateGrad node until the graph is freed after backward */
+    bool kvd;         /* checkpointed, an ancestor of the keys or values its region's layer stores in Gemma 4's
+                       * shared_kv_states: what it saves in the recompute the dict keeps (autograd.c kvd_*) */
 } op_t;
 
 typedef struct {
@@ -375,6 +377,15 @@ struct vc_build {
     /* vc_kv_share_set: the keys and values a layer stores for later layers of its type (Gemma 4's
      * shared_kv_states, layers/llm.c), per type: k, v, their sequence length, [B, S, heads, D] storage */
     struct { int32_t k, v; int64_t S; bool blhd; } kv_share[2];
+    /* ... and under training the tensors stored (k, v of each type, in order; autograd.c kvd_*): with
+     * checkpointed layers the dict outlives the forward. kvd_fwd: their forward storages the dict holds;
+     * kvd_hold: the recomputed storages it holds (the stored ones, their recomputed graph's saved ones);
+     * kvd_death: the region whose backward's end drops the dict, -1 none */
+    int32_t kvd_t[4], kvd_fwd[4];
+    int nkvd;
+    int32_t *kvd_hold;
+    size_t nkvd_hold, ckvd_hold;
+    int32_t kvd_death;
     int nblk_keep;
     /* a pipeline stage (m->stage, src/parallel/pipeline.c): the storages the other
      * micro-batches in flight keep, with the references each holds; the

@@ -797,7 +797,7 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (a.f->nested && vc__hf_gemma4_towers_read(&rv, &a, o)) return err->code;
         if (!a.f->nested && o && (o->image_w > 0 || o->images > 0))
             return vc_set_error(err, VC_ERR_USAGE, O("image"), "gemma4_text has no vision tower (Gemma4ForCausalLM)");
-        if (vc__hf_gemma4_unmodelled(&a, r.fam, split.tp > 1 || split.sp > 1, err)) return err->code;
+        if (vc__hf_gemma4_unmodelled(&a, r.fam, split, err)) return err->code;
     }
     if (a.f->moe == MOE_LLAMA4 && a.f->nested && vc__hf_llama4_vision_read(&rv, &a, o)) return err->code; /* hf_llama4.c */
     if (!a.l4v.on && vc__hf_vision_read(&rv, &a, o, split)) return err->code; /* vision_config, --image (hf_vision.c) */

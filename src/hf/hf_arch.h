@@ -368,9 +368,9 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active);
  * vision_config.KEY / audio_config.KEY), the towers' and embedders' parameters into a->g4.vision and
  * a->g4.audio; --image and --images refused. */
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o);
-/* hf_gemma4.c: 0, or -1 with err naming the option the layers do not model for Gemma 4 (a tensor-parallel
- * rank, gradient checkpointing, per_expert experts). */
-int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err);
+/* hf_gemma4.c: 0, or -1 with err naming the option the layers do not model for Gemma 4 (a Megatron
+ * tensor-parallel rank, vLLM's with per-layer inputs, per_expert experts). */
+int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, vc_error *err);
 /* hf_gemma4.c: Gemma4ForCausalLM's layers (gemma4's towers as frozen weights first) appended to arr. */
 void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a);
 /* hf_vision.c: vision_config read and checked (errors name vision_config.KEY), then the

@@ -64,8 +64,9 @@
  * The layers (vc__hf_gemma4_write, below): the sliding and full layers with their own head widths,
  * kv heads and rotary pairs, keys that are the values (k_eq_v, v_norm), the MoE block beside the
  * dense MLP, the per-layer embeddings' [B, L, N, P] inputs, the kv-shared layers and the
- * shared_kv_states dict every model fills; the towers' weights loaded frozen, not run. Refused
- * (vc__hf_gemma4_unmodelled): gradient checkpointing (the dict's life through backward), --tp.
+ * shared_kv_states dict every model fills (with checkpointed layers living through backward:
+ * src/engine/autograd.c kvd_*); the towers' weights loaded frozen, not run. --serve --tp: vLLM's split
+ * (hf_tp.c). Refused (vc__hf_gemma4_unmodelled): --tp in training; --serve --tp with per-layer inputs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -221,19 +222,25 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active)
     return total;
 }
 
-int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, bool tp, vc_error *err)
+int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, vc_error *err)
 {
-    if (tp)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: tensor parallelism of Gemma 4 is not modelled", fam);
-    /* GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer keeps for its
-     * recompute: the dict lives until backward ends, holding the storing layers' keys and values and, once their
-     * recompute has run, the recomputed ones with their autograd graph (k_proj's and the norms' saved inputs):
-     * measured with bench/accuracy/llm/gemma4_replica.py, 1.5% to 10.6% over an estimate without it */
-    if (a->ckpt)
-        return vc_set_error(err, VC_ERR_USAGE, O("grad_ckpt"), "%s: gradient checkpointing is not modelled: "
-                            "shared_kv_states, which every checkpointed layer's recompute keeps, holds the keys and "
-                            "values of the last layer of each type (and, after their recompute, its recomputed graph) "
-                            "until backward ends", fam);
+    /* --serve --tp: vLLM's split (hf_tp.c vc__hf_tp_split and its Gemma 4 block); a Megatron rank in training is
+     * not written */
+    if ((split.tp > 1 && !split.vllm) || split.sp > 1)
+        return vc_set_error(err, VC_ERR_USAGE, split.sp > 1 ? O("sp") : O("tp"), "%s: Megatron's tensor-parallel split "
+                            "of Gemma 4 (training, " O("mode") " infer / generate) is not modelled; vLLM's, under "
+                            O("serve") ", is", fam);
+    /* vLLM's Gemma4Model.__init__ (gemma4.py @ 001cabc1): per_layer_model_projection is a ColumnParallelLinear
+     * with gather_output=True, its [tokens, N x P / tp] shard all-gathered into a new [tokens, N x P] tensor every
+     * forward: that gather is not written */
+    if (split.tp > 1 && a->g4.P)
+        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: hidden_size_per_layer_input %lld: vLLM's tensor-parallel "
+                            "per_layer_model_projection (a ColumnParallelLinear whose output is all-gathered) is not "
+                            "modelled", fam, (long long)a->g4.P);
+    /* --grad-ckpt: GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer hands to
+     * checkpoint(), so the dict outlives the forward, holding the stored keys and values and, after their
+     * recompute, the recomputed ones with their recomputed graph: written in the engine (src/engine/autograd.c
+     * kvd_*; graph.c vc_kv_share_set records the stores) */
     if (a->g4.moe && a->experts_impl != EXPERTS_GROUPED_MM) /* Gemma4TextExperts: transformers 5 only */
         return vc_set_error(err, VC_ERR_USAGE, O("experts_implementation"), "%s: per_expert (transformers 4.x's "
                             "loop, which has no Gemma 4; the " O("transformers") " release's default before 5.0) is not "

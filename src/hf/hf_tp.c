@@ -145,6 +145,30 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
                                 key, (long long)*v);
         *v /= t;
     }
+    /* Gemma 4 under vLLM (vllm/model_executor/models/gemma4.py @ 001cabc1): Gemma4DecoderLayer gives a full layer
+     * under attention_k_eq_v num_global_key_value_heads, and Gemma4Attention.__init__ splits them as the others
+     * (num_kv_heads = max(1, total_num_kv_heads // tp_size), asserting tp_size % total when fewer, total % tp_size
+     * otherwise; QKVParallelLinear likewise). The rest is the table's: QKVParallelLinear / o_proj RowParallelLinear
+     * over the heads, Gemma4MLP's MergedColumnParallelLinear / RowParallelLinear over intermediate_size,
+     * Gemma4MoE's FusedMoE over moe_intermediate_size (its router a GateLinear, replicated), embed_tokens a
+     * VocabParallelEmbedding and the lm_head tied to it (ParallelLMHead.tie_weights); the norms, router scales and
+     * layer scalars whole. The towers of Gemma4ForConditionalGeneration (gemma4_mm.py @ 01bae219: AutoModel
+     * .from_config then recursive_replace_linear(tower, quant_config, prefix), no tensor-parallel plan given;
+     * the vLLM linear it makes is taken to be transformers/utils.py replace_linear_class's default style
+     * "replicate", ReplicatedLinear, read @ 02aa9ec8, whose file has no recursive_replace_linear) stay whole on
+     * every rank; embed_vision's embedding_projection is a ReplicatedLinear there. The per-layer inputs' split
+     * is refused (hf_gemma4.c vc__hf_gemma4_unmodelled). */
+    if (s.vllm && a->f->block == BLK_GEMMA4 && a->g4.keqv && a->g4.gKV > 0) {
+        if (a->g4.gKV < t && t % a->g4.gKV)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are not a multiple of "
+                                "num_global_key_value_heads (%lld): vLLM replicates fewer kv heads than ranks only an equal "
+                                "number of times (Gemma4Attention: assert tp_size %% total_num_kv_heads == 0)", (long long)t,
+                                (long long)a->g4.gKV);
+        if (a->g4.gKV >= t && a->g4.gKV % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide "
+                                "num_global_key_value_heads (%lld)", (long long)t, (long long)a->g4.gKV);
+        a->g4.gKV = a->g4.gKV < t ? 1 : a->g4.gKV / t;
+    }
     /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
      * spans the whole projection); Megatron's layer spec has no such norm */
     if (a->f->qk_norm == QK_WHOLE)

@@ -3,7 +3,11 @@ torch 1.13 on CPU (measure_llm.py on a config whose model_type is gemma4_text): 
 attention with the full layers' global_head_dim, attention_k_eq_v, q/k/v norms, the layer scalar, final
 soft-capping, the MoE block beside the MLP, the per-layer inputs, the kv-shared layers and the
 shared_kv_states dict every model fills. (Gradient checkpointing runs reference.CausalLM's per-layer
-non-reentrant checkpoint; with it the dict, passed to every checkpointed layer, lives through backward.)
+non-reentrant checkpoint, vctorch._checkpoint2x; with it the dict, passed to every checkpointed layer, lives
+through backward: transformers' GradientCheckpointingLayer.__call__ (modeling_layers.py @ 00029cfa) binds it as
+a keyword in partial(super().__call__, **kwargs), which torch's checkpoint frame keeps for the recompute; here the
+recompute closure keeps it among the positional args, for as long. A storing layer's recompute puts its
+recomputed keys and values, with their recomputed graph, in the dict in place of the forward's.)
 
 Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
 0246b4f3335464614ef1de66531f9131a44ec801 (the file bench/accuracy/llm/gemma4_params.py counts from):

@@ -1039,6 +1039,27 @@ def cases():
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=pr + nt, optim=o, precision=p,
                         ckpt=ck, lora=l, lora_dropout=0.0, loss="grpo", prompt=pr, new_tokens=nt, beta=beta,
                         num_generations=g, accumulate=n, held_out=(i % 3 == 2)))
+    # issue 31: Gemma 4 under gradient checkpointing (gemma4_replica.py through reference.CausalLM._layer:
+    # shared_kv_states bound in every checkpointed layer's call, as GradientCheckpointingLayer's partial binds
+    # it): every layer, every N-th (the kv-shared layers of gemma4_e_small checkpointed or not), torchtitan's
+    # op-level SAC, the offloaded activations, LoRA. Every third held out.
+    g4c = [
+        ("gemma4_small", 2, 64, "adamw", "fp32", 0, {"ckpt_every": 2}),
+        ("gemma4_e_small", 2, 64, "adamw", "bf16", 0, {"ckpt_ops": True}),
+        ("gemma4_e_small", 2, 64, "adamw", "fp32", 0, {"ckpt_every": 2}),
+        ("gemma4_dense_small", 2, 80, "adamw", "bf16", 0, {"act_offload": "sync"}),
+        ("gemma4_moe_small", 2, 64, "adamw", "bf16", 0, {"ckpt_every": 3}),
+        ("gemma4_e_small", 3, 48, "sgd", "bf16", 16, {}),
+        ("gemma4_small", 4, 64, "adam", "bf16", 8, {}),
+        ("gemma4_dense_small", 1, 96, "adamw", "fp32", 0, {}),
+        ("gemma4_moe_small", 2, 48, "sgd", "fp32", 8, {}),
+        ("gemma4_e_small", 4, 32, "adamw", "bf16", 0, {}),
+        ("gemma4_small", 3, 48, "adamw", "fp32", 0, {"ckpt_ops": True}),
+        ("gemma4_dense_small", 2, 64, "sgd", "bf16", 8, {"ckpt_every": 2}),
+    ]
+    for i, (cfg, b, s, o, p, l, x) in enumerate(g4c):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=True,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **x))
     return out
 
 
