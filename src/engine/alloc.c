@@ -272,7 +272,7 @@ static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
     return (int32_t)h->nb++;
 }
 
-static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t size, const int K)
+static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t size, const int K, const bool M)
 {
     bool small = K == POOL_EITHER ? size <= SMALL_SIZE : K == POOL_SMALL;
     int32_t best = -1, c = -1;
@@ -285,7 +285,7 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
     if (c >= 0) {
         best = h->cls[c].h[0].blk;
         int64_t ms = h->max_split, bs = h->b[best].size;
-        if (ms > 0 && ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER))) best = c = -1; /* oversize */
+        if (M && ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER))) best = c = -1; /* oversize */
         else drop_free(h, best, K);
     }
     if (c < 0) {
@@ -296,7 +296,7 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
         if (__builtin_add_overflow(h->reserved, seg, &h->reserved)) return -2;
     }
     int64_t rem = h->b[best].size - size;
-    if (small ? rem >= 512 : rem > SMALL_SIZE && (h->max_split <= 0 || size < h->max_split)) {
+    if (small ? rem >= 512 : rem > SMALL_SIZE && (!M || size < h->max_split)) {
         int32_t r = new_block(h, rem, h->b[best].addr + size, small);
         if (r < 0) return -1;
         block *B = &h->b[best];
@@ -500,7 +500,7 @@ static bool restore_snapshot(heap *h)
 
 /* events [from, to) of one replay, the pool mode K a constant in each copy: 0, or a negative status */
 static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_alloc_event *ev, size_t from, size_t to,
-                                                          const int K, int64_t page)
+                                                          const int K, const bool E, const bool M, int64_t page)
 {
     int32_t *blk = h->blk;
     for (size_t i = from; i < to; i++) {
@@ -509,19 +509,23 @@ static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_all
             int64_t v = ev[i].size;
             if (v <= 0 || (v & 511)) return -1;
             if (v > (INT64_C(1) << 61)) return -2;
-            if ((blk[i] = h->expandable ? e_malloc(h, v, page) : h_malloc(h, v, K)) < 0) return blk[i];
-        } else if (!(h->expandable ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
+            if ((blk[i] = E ? e_malloc(h, v, page) : h_malloc(h, v, K, M)) < 0) return blk[i];
+        } else if (!(E ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
             return -1;
         }
     }
     return 0;
 }
 
+/* one copy per pool mode without max_split_size_mb (the default), one with it (M: h->max_split > 0), one for
+ * expandable segments (e_malloc and e_free take neither) */
 static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, int K, int64_t page)
 {
-    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, page);
-    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, page);
-    return run_k(h, ev, from, to, POOL_EITHER, page);
+    if (h->expandable) return run_k(h, ev, from, to, POOL_EITHER, true, false, page);
+    if (h->max_split > 0) return run_k(h, ev, from, to, POOL_EITHER, false, true, page);
+    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, false, false, page);
+    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, false, false, page);
+    return run_k(h, ev, from, to, POOL_EITHER, false, false, page);
 }
 
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
