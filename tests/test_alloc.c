@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -248,6 +249,160 @@ static void test_small_class_edges(void **state)
     assert_int_equal(replay(&s), -1);
 }
 
+/* A reference allocator written plainly from PyTorch's rules
+ * (c10/cuda/CUDACachingAllocator.cpp at pytorch/pytorch@eb42ad6eca0ce61e7c581212b4bf32f991425571,
+ * the commit alloc.c follows): get_free_block takes the first block of the
+ * pool at or after the request in BlockComparatorSize's order (size, then
+ * address), refused when oversized under max_split_size; alloc_block's
+ * segment is get_allocation_size's (2 MiB small, 20 MiB below 10 MiB, else
+ * rounded up to 2 MiB) at the next address; should_split splits a small
+ * block when >= 512 B remain, a large one when more than 1 MiB remains and
+ * the request is below max_split_size; free_block merges with free
+ * neighbours (try_merge_blocks). Every free block is scanned for the best
+ * fit (no classes, no heaps, no snapshot), so random streams replayed by
+ * both must give the same reserve. */
+typedef struct {
+    int64_t size, addr;
+    int32_t prev, next;
+    bool free, small;
+} rblock;
+
+static int64_t reference(const vc_alloc_event *ev, size_t n, int64_t max_split)
+{
+    static rblock b[2 * 8192 + 1];
+    static int32_t at[8192];
+    int32_t nb = 0;
+    int64_t reserved = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t size = ev[i].size;
+        if (ev[i].block >= 0) { /* free_block */
+            int32_t k = at[ev[i].block], nx = b[k].next, pv = b[k].prev;
+            b[k].free = true;
+            if (nx >= 0 && b[nx].free) {
+                b[k].size += b[nx].size;
+                b[k].next = b[nx].next;
+                if (b[k].next >= 0) b[b[k].next].prev = k;
+                b[nx].free = false;
+                b[nx].size = -1; /* gone */
+            }
+            if (pv >= 0 && b[pv].free) {
+                b[pv].size += b[k].size;
+                b[pv].next = b[k].next;
+                if (b[pv].next >= 0) b[b[pv].next].prev = pv;
+                b[k].free = false;
+                b[k].size = -1;
+            }
+            continue;
+        }
+        bool small = size <= MiB;
+        int32_t best = -1;
+        for (int32_t k = 0; k < nb; k++) /* lower_bound in (size, address) order */
+            if (b[k].free && b[k].small == small && b[k].size >= size &&
+                (best < 0 || b[k].size < b[best].size || (b[k].size == b[best].size && b[k].addr < b[best].addr)))
+                best = k;
+        if (best >= 0 && max_split > 0 &&
+            ((size < max_split && b[best].size >= max_split) || (size >= max_split && b[best].size >= size + 20 * MiB)))
+            best = -1; /* "Do not return an oversized block" */
+        if (best < 0) { /* alloc_block */
+            int64_t seg = small ? 2 * MiB : size < 10 * MiB ? 20 * MiB : (size + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
+            b[nb] = (rblock){seg, reserved, -1, -1, true, small};
+            best = nb++;
+            reserved += seg;
+        }
+        b[best].free = false;
+        int64_t rem = b[best].size - size;
+        if (small ? rem >= 512 : rem > MiB && (max_split <= 0 || size < max_split)) { /* should_split */
+            b[nb] = (rblock){rem, b[best].addr + size, best, b[best].next, true, small};
+            if (b[best].next >= 0) b[b[best].next].prev = nb;
+            b[best].next = nb++;
+            b[best].size = size;
+        }
+        at[i] = best;
+    }
+    return reserved;
+}
+
+/* random events appended to s up to n (at most 96 live blocks, freeing only
+ * its own): sizes from 512 B to `top` bytes, mostly small, many repeated (as
+ * a model's are) */
+static void random_stream(stream *s, size_t n, uint32_t seed, int64_t top)
+{
+    static const int64_t common[] = {512, 2048, 131072, 1048576, 2097152, 3145728, 20971520, 41943040};
+    int32_t live[96];
+    int nlive = 0;
+    uint32_t x = seed;
+    while (s->n < n) {
+        x = x * 1664525u + 1013904223u;
+        if (nlive && ((x >> 28) < 7 || nlive == 96)) {
+            int k = (int)((x >> 8) % (uint32_t)nlive);
+            F(s, live[k]);
+            live[k] = live[--nlive];
+            continue;
+        }
+        uint32_t r = (x >> 12) & 15;
+        int64_t size = r < 6 ? common[(x >> 4) % 8]
+                     : r < 11 ? (int64_t)((x >> 4) % 2048 + 1) * 512
+                              : (int64_t)((x >> 4) % (uint32_t)(top / 512) + 1) * 512;
+        if (size > top) size = top;
+        live[nlive++] = M(s, size);
+    }
+}
+
+/* alloc.c's classes, heaps, pool-specialised loops and kept prefix state
+ * against the reference, on random streams: mixed pools, one pool's
+ * requests under sc.pool, max_split_size_mb, and a shared prefix */
+static void test_reference(void **state)
+{
+    (void)state;
+    static stream s, t, pool[2];
+    for (uint32_t seed = 1; seed <= 24; seed++) {
+        s.n = 0;
+        random_stream(&s, 3000, seed, seed % 3 ? 48 * MiB : 400 * MiB);
+        int64_t want = reference(s.ev, s.n, 0);
+        assert_true(want > 0);
+        assert_int_equal(replay(&s), want);
+        /* each pool alone, replayed with the pool named */
+        int32_t map[8192];
+        pool[0].n = pool[1].n = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            const vc_alloc_event *e = &s.ev[i];
+            stream *p = &pool[vc_alloc_small(e->size)];
+            if (e->block < 0) map[i] = (int32_t)p->n;
+            p->ev[p->n++] = (vc_alloc_event){e->size, e->block < 0 ? -1 : map[e->block]};
+        }
+        int64_t sum = 0;
+        for (int q = 0; q < 2; q++) {
+            vc_alloc_scratch sc = {0};
+            sc.pool = q ? VC_POOL_SMALL : VC_POOL_LARGE;
+            int64_t r = vc_alloc_replay(pool[q].ev, pool[q].n, 0, &sc);
+            vc_alloc_scratch_free(&sc);
+            assert_int_equal(r, reference(pool[q].ev, pool[q].n, 0));
+            sum += r;
+        }
+        assert_int_equal(sum, want);
+        /* max_split_size_mb: 24 MiB and 200 MiB */
+        for (int k = 0; k < 2; k++) {
+            int64_t ms = k ? 200 * MiB : 24 * MiB;
+            vc_alloc_scratch sc = {0};
+            sc.max_split = ms;
+            int64_t r = vc_alloc_replay(s.ev, s.n, 0, &sc);
+            vc_alloc_scratch_free(&sc);
+            assert_int_equal(r, reference(s.ev, s.n, ms));
+        }
+        /* a prefix shared with another stream: the kept state serves both */
+        size_t pre = 1000;
+        memcpy(t.ev, s.ev, pre * sizeof *t.ev);
+        t.n = pre;
+        random_stream(&t, 3000, seed + 1000, 48 * MiB);
+        vc_alloc_scratch sc = {0};
+        for (int round = 0; round < 2; round++) {
+            assert_int_equal(vc_alloc_replay(s.ev, s.n, pre, &sc), want);
+            assert_int_equal(vc_alloc_replay(t.ev, t.n, pre, &sc), reference(t.ev, t.n, 0));
+        }
+        vc_alloc_scratch_free(&sc);
+    }
+}
+
 static void test_too_large(void **state)
 {
     (void)state;
@@ -271,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_merge_and_pools), cmocka_unit_test(test_scratch_reuse), cmocka_unit_test(test_prefix_snapshot), cmocka_unit_test(test_small_class_edges),
         cmocka_unit_test(test_pools_independent),
         cmocka_unit_test(test_too_large),
+        cmocka_unit_test(test_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

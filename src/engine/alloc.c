@@ -133,7 +133,7 @@ static void put(heap *h, size_class *c, int32_t i, heap_ent e)
 static void sift_up(heap *h, size_class *c, int32_t i, heap_ent e)
 {
     while (i > 0) {
-        int32_t p = (i - 1) / 2;
+        int32_t p = (int32_t)((uint32_t)(i - 1) >> 1); /* i > 0: a shift */
         if (c->h[p].addr <= e.addr) break;
         put(h, c, i, c->h[p]);
         i = p;
@@ -236,33 +236,65 @@ static inline __attribute__((always_inline)) bool push_free(heap *h, int32_t i, 
         if (!grow((void **)&c->h, &c->cap, sizeof(heap_ent))) return false;
         if (small) h->held[ci >> 6] |= UINT64_C(1) << (ci & 63);
     }
-    if (small && !c->n) set_bit(h, ci);
     B->free = true;
     B->cls = ci;
+    if (!c->n) { /* the class's only free block (most pushes): no heap to mend */
+        if (small) set_bit(h, ci);
+        c->h[0] = (heap_ent){B->addr, i};
+        B->hpos = 0;
+        c->n = 1;
+        return true;
+    }
     sift_up(h, c, c->n++, (heap_ent){B->addr, i});
     return true;
+}
+
+/* class ci, of block B's pool, has just lost its last free block */
+static inline __attribute__((always_inline)) void emptied(heap *h, int32_t ci, const block *B, const int K)
+{
+    if (IS_SMALL(K, B)) {
+        clear_bit(h, ci);
+        return;
+    }
+    /* a large class's key goes, the class is kept for reuse */
+    for (int32_t j = key_lower_bound(h, B->size) + 1; j < h->nkey; j++) h->key[j - 1] = h->key[j];
+    h->nkey--;
+    h->spare[h->nspare++] = ci;
 }
 
 static inline __attribute__((always_inline)) void drop_free(heap *h, int32_t i, const int K)
 {
     block *B = &h->b[i];
     size_class *c = &h->cls[B->cls];
+    B->free = false;
+    if (c->n == 1) { /* the class's only free block (most drops): no heap to mend */
+        c->n = 0;
+        emptied(h, B->cls, B, K);
+        return;
+    }
     int32_t at = B->hpos;
     heap_ent last = c->h[--c->n];
-    B->free = false;
     if (at < c->n) {
         if (at > 0 && c->h[(at - 1) / 2].addr > last.addr) sift_up(h, c, at, last);
         else sift_down(h, c, at, last);
     }
-    if (c->n) return;
-    if (IS_SMALL(K, B)) { /* the class is empty */
-        clear_bit(h, B->cls);
-        return;
+}
+
+/* best fit's block, the top of class ci's heap, taken out (drop_free at place 0) */
+static inline __attribute__((always_inline)) int32_t pop_top(heap *h, int32_t ci, const int K)
+{
+    size_class *c = &h->cls[ci];
+    int32_t i = c->h[0].blk;
+    block *B = &h->b[i];
+    B->free = false;
+    if (c->n == 1) {
+        c->n = 0;
+        emptied(h, ci, B, K);
+    } else {
+        c->n--;
+        sift_down(h, c, 0, c->h[c->n]);
     }
-    /* a large class's key goes, the class is kept for reuse */
-    for (int32_t j = key_lower_bound(h, B->size) + 1; j < h->nkey; j++) h->key[j - 1] = h->key[j];
-    h->nkey--;
-    h->spare[h->nspare++] = B->cls;
+    return i;
 }
 
 static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
@@ -272,7 +304,7 @@ static int32_t new_block(heap *h, int64_t size, int64_t addr, bool small)
     return (int32_t)h->nb++;
 }
 
-static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t size, const int K)
+static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t size, const int K, const bool M)
 {
     bool small = K == POOL_EITHER ? size <= SMALL_SIZE : K == POOL_SMALL;
     int32_t best = -1, c = -1;
@@ -283,10 +315,14 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
         if (at < h->nkey) c = h->key[at].cls;
     }
     if (c >= 0) {
-        best = h->cls[c].h[0].blk;
-        int64_t ms = h->max_split, bs = h->b[best].size;
-        if (ms > 0 && ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER))) best = c = -1; /* oversize */
-        else drop_free(h, best, K);
+        if (M) {
+            best = h->cls[c].h[0].blk;
+            int64_t ms = h->max_split, bs = h->b[best].size;
+            if ((size < ms && bs >= ms) || (size >= ms && bs >= size + LARGE_BUFFER)) best = c = -1; /* oversize */
+            else drop_free(h, best, K);
+        } else {
+            best = pop_top(h, c, K);
+        }
     }
     if (c < 0) {
         int64_t seg = small ? SMALL_BUFFER : size < MIN_LARGE_ALLOC ? LARGE_BUFFER
@@ -296,7 +332,7 @@ static inline __attribute__((always_inline)) int32_t h_malloc(heap *h, int64_t s
         if (__builtin_add_overflow(h->reserved, seg, &h->reserved)) return -2;
     }
     int64_t rem = h->b[best].size - size;
-    if (small ? rem >= 512 : rem > SMALL_SIZE && (h->max_split <= 0 || size < h->max_split)) {
+    if (small ? rem >= 512 : rem > SMALL_SIZE && (!M || size < h->max_split)) {
         int32_t r = new_block(h, rem, h->b[best].addr + size, small);
         if (r < 0) return -1;
         block *B = &h->b[best];
@@ -500,7 +536,7 @@ static bool restore_snapshot(heap *h)
 
 /* events [from, to) of one replay, the pool mode K a constant in each copy: 0, or a negative status */
 static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_alloc_event *ev, size_t from, size_t to,
-                                                          const int K, int64_t page)
+                                                          const int K, const bool E, const bool M, int64_t page)
 {
     int32_t *blk = h->blk;
     for (size_t i = from; i < to; i++) {
@@ -509,19 +545,23 @@ static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_all
             int64_t v = ev[i].size;
             if (v <= 0 || (v & 511)) return -1;
             if (v > (INT64_C(1) << 61)) return -2;
-            if ((blk[i] = h->expandable ? e_malloc(h, v, page) : h_malloc(h, v, K)) < 0) return blk[i];
-        } else if (!(h->expandable ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
+            if ((blk[i] = E ? e_malloc(h, v, page) : h_malloc(h, v, K, M)) < 0) return blk[i];
+        } else if (!(E ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
             return -1;
         }
     }
     return 0;
 }
 
+/* one copy per pool mode without max_split_size_mb (the default), one with it (M: h->max_split > 0), one for
+ * expandable segments (e_malloc and e_free take neither) */
 static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, int K, int64_t page)
 {
-    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, page);
-    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, page);
-    return run_k(h, ev, from, to, POOL_EITHER, page);
+    if (h->expandable) return run_k(h, ev, from, to, POOL_EITHER, true, false, page);
+    if (h->max_split > 0) return run_k(h, ev, from, to, POOL_EITHER, false, true, page);
+    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, false, false, page);
+    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, false, false, page);
+    return run_k(h, ev, from, to, POOL_EITHER, false, false, page);
 }
 
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)

@@ -37,6 +37,8 @@ typedef struct {
     vc_plan *p;          /* NULL: free slot */
     int64_t lo, hi;      /* the batches it holds for */
     unsigned uses;       /* what its ops run (VC_USES_*), for the CUDA context */
+    int8_t conv;         /* it runs a convolution (vc__plan_has_conv, a scan of its ops' names, once per
+                          * plan and only when asked): 0 not known yet, 1 no, 2 yes */
     uint64_t used;       /* last use, for eviction */
 } est_plan;
 
@@ -46,6 +48,7 @@ struct vc_estimator {
     unsigned flags;
     est_plan cache[EST_PLANS];
     vc_plan *plan;        /* the plan of the batch being estimated (one of cache[]) */
+    est_plan *cur;        /* its slot in cache[] */
     uint64_t clock;
     vc_grid *grid;        /* the allocator model's grid values, shared by the plans */
     int64_t context;      /* cuda_context of the plan being estimated (src/engine/context.c) */
@@ -143,6 +146,7 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     slot->p = p;
     vc_plan_batch_range(p, &slot->lo, &slot->hi);
     slot->uses = vc__plan_uses(p);
+    slot->conv = 0;
     slot->used = ++e->clock;
     e->rebuilt += vc_plan_events(p);
     e->builds++;
@@ -182,6 +186,7 @@ static const vc_plan *grid_plan(void *ctx, int64_t batch)
 static void use_plan(vc_estimator *e, est_plan *c)
 {
     e->plan = c->p;
+    e->cur = c;
     (void)vc_context_estimate(&e->o, c->uses, &e->parts, &e->context, NULL);
 }
 
@@ -302,7 +307,8 @@ vc_status vc_estimator_run(vc_estimator *e, int64_t batch, vc_result *r, vc_erro
             return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     }
     if ((st = vc__first_step(e->m, &o, r, err))) return st; /* --first-step: the run's first steps too */
-    if ((st = vc__cudnn_interval(e->m, &o, vc__plan_has_conv(e->plan), r, err))) return st;
+    if (!e->cur->conv) e->cur->conv = vc__plan_has_conv(e->plan) ? 2 : 1;
+    if ((st = vc__cudnn_interval(e->m, &o, e->cur->conv == 2, r, err))) return st;
     int64_t saved[2]; /* --compile: the eager step beside it (src/engine/compile.c) */
     vc__plan_compile_saved(e->plan, &saved[0], &saved[1]);
     return vc__compile_eager(e->m, &o, saved, r, err);
