@@ -235,6 +235,10 @@ VC_EXTERN vc_status vc_model_set_lora(vc_model *m, const vc_lora *l, vc_error *e
     X(CT, "compressed-tensors") X(DENSE, "dense")
 #define VC__ENUM_W(e, n) VC_WEIGHTS_##e,
 typedef enum { VC_WEIGHTS_MAP(VC__ENUM_W) VC_WEIGHTS__N } vc_weights;
+/* One weights format with its settings. Unlike vc_options, vc_quant does not begin with its size:
+ * it grows between 0.x releases (the compressed-tensors fields), so a program that passes one to
+ * vc_quant_from_name, vc_model_set_weights or vc_model_weights is built with this header; the
+ * request's "weights" option (vc_request_set) is the ABI-stable way to choose a format. */
 typedef struct {
     vc_weights format;
     int64_t bits;        /* gptq, awq: bits per weight (gptq 2, 3, 4, 8; awq 4) */
