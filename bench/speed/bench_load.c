@@ -21,25 +21,13 @@
 #endif
 
 #include "vramcalc/vramcalc.h"
+#include "bench_util.h"
 
 static long minflt(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_minflt;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)

@@ -19,21 +19,9 @@
 #include <time.h>
 
 #include "vramcalc/vramcalc.h"
+#include "bench_util.h"
 
 #define REPS 3
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static vc_estimator *fresh(const vc_model *m, const vc_options *o)
 {
