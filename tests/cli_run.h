@@ -14,7 +14,7 @@ typedef struct {
     char out[16384], err[2048];
 } cli_run;
 
-static void cli_slurp(const char *path, char *buf, size_t n)
+static inline void cli_slurp(const char *path, char *buf, size_t n)
 {
     FILE *f = fopen(path, "rb");
     size_t k = f ? fread(buf, 1, n - 1, f) : 0;
@@ -22,7 +22,7 @@ static void cli_slurp(const char *path, char *buf, size_t n)
     if (f) fclose(f);
 }
 
-static void run(cli_run *r, const char *args)
+static inline void run(cli_run *r, const char *args)
 {
     char cmd[2048], o[] = "/tmp/vc_cli_outXXXXXX", e[] = "/tmp/vc_cli_errXXXXXX";
     int fo = mkstemp(o), fe = mkstemp(e);
@@ -39,13 +39,23 @@ static void run(cli_run *r, const char *args)
 }
 
 /* exit 2, no stdout, one stderr line that contains `want` */
-static void assert_usage(const char *args, const char *want)
+static inline void assert_usage(const char *args, const char *want)
 {
     cli_run r;
     run(&r, args);
     if (r.status != 2 || r.out[0] || !strstr(r.err, want) || strchr(r.err, '\n') != r.err + strlen(r.err) - 1)
         fail_msg("vramcalc %s\n  exit %d, stdout %zu bytes, stderr: %s  wanted exit 2 and one line with: %s", args,
                  r.status, strlen(r.out), r.err, want);
+}
+
+/* The CLI's stdout for `args`, which must exit 0; stderr is reported when it does not. The buffer is
+ * static: the next call reuses it. */
+static inline const char *cli_output(const char *args)
+{
+    static cli_run r;
+    run(&r, args);
+    if (r.status != 0) fail_msg("vramcalc %s: exit %d: %s", args, r.status, r.err);
+    return r.out;
 }
 
 /* The integer after `key` (e.g. "\"peak_allocated\": ") in the CLI's JSON for `args` run as the

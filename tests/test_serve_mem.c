@@ -18,9 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_run.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
@@ -100,42 +103,29 @@ static void non_torch_lazy(void **state)
     vc_model_free(m);
 }
 
-static char *run(const char *args)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", VC_CLI, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = 0;
-    assert_int_equal(pclose(p), 0);
-    return buf;
-}
-
 /* the report's lines and JSON fields; with tensor parallelism the increase is the same (NCCL and the
  * custom all-reduce are set up before the snapshot) and the table says they are not subtracted */
 static void report(void **state)
 {
     (void)state;
-    const char *tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
+    const char *tab = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
     assert_non_null(strstr(tab, "  non-torch increase         72.0 MiB  (cuBLAS and attention kernels"));
     /* held at the snapshot, not subtracted; the graphs vLLM measures (test_serve_nongraph derives both) */
     assert_non_null(strstr(tab, "  NCCL + all-reduce         376.0 MiB  (held at vLLM's snapshot, not subtracted"));
     assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512)"));
-    const char *js = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
+    const char *js = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"non_torch_increase\": 75497472, \"non_torch_parts\": {\"cublas\": 66060288, "
                                "\"attention_kernels\": 9437184}, \"nccl_counted\": false, \"cuda_graphs_counted\": false"));
     /* --cuda and --module-loading set the stack with --serve: eager (CUDA 11.2's auto) loads every module
      * before the snapshot */
-    js = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda 11.2 -f json");
+    js = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda 11.2 -f json");
     assert_non_null(strstr(js, "\"non_torch_increase\": 0, \"non_torch_parts\": {\"cublas\": 0, \"attention_kernels\": 0}"));
-    tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --module-loading eager");
+    tab = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --module-loading eager");
     assert_non_null(strstr(tab, "  non-torch increase              0 B  (eager loading: loaded before vLLM's snapshot)"));
-    tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu mi300x");
+    tab = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu mi300x");
     assert_non_null(strstr(tab, "  non-torch increase              0 B  (not modelled on this GPU's vendor)"));
     /* one GPU: no NCCL line */
-    tab = run(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16");
+    tab = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16");
     assert_null(strstr(tab, "NCCL"));
 }
 

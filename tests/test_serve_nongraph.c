@@ -21,9 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "vramcalc/vramcalc.h"
+#include "cli_run.h"
 #include "cli_spelt.h"
 
 #define HF VC_TEST_DATA "/hf/"
@@ -225,19 +228,6 @@ static void given_measure(void **state)
     vc_model_free(m);
 }
 
-static char *run(const char *args)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1", VC_CLI, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = 0;
-    assert_int_equal(pclose(p), 0);
-    return buf;
-}
-
 /* One --serve --tp 2 report's lines and JSON, by hand (the figures of snapshot_tp2 and graphs):
  * 24 x 12 MiB = 288 MiB of NCCL, 25,168,384 B = 24.0 MiB of custom all-reduce, 64 MiB of symmetric
  * memory: 301,989,888 + 25,168,384 + 67,108,864 = 394,267,136 B = 376.0 MiB; the graphs' floor
@@ -245,26 +235,26 @@ static char *run(const char *args)
 static void report(void **state)
 {
     (void)state;
-    const char *tab = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
+    const char *tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
     assert_non_null(strstr(tab, "  NCCL + all-reduce         376.0 MiB  (held at vLLM's snapshot, not subtracted: NCCL ring "
                                 "288.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
     assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
                                 "vLLM subtracts its start-up measure of them, at least this; the pool below does not)\n"));
-    const char *js = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
+    const char *js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 301989888, \"custom_all_reduce\": "
                                "25168384, \"symmetric_memory\": 67108864}"));
     assert_non_null(strstr(js, "\"cuda_graphs\": {\"piecewise\": 51, \"largest_piecewise\": 512, \"full\": 51, \"largest_full\": "
                                "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0}"));
     assert_non_null(strstr(js, "\"enforce_eager\": false"));
-    tab = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --enforce-eager");
+    tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --enforce-eager");
     assert_non_null(strstr(tab, "  CUDA graphs                    none  (enforce_eager: none captured)\n"));
-    js = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB -f json");
+    js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB -f json");
     assert_non_null(strstr(js, "\"cuda_graphs_counted\": true"));
     assert_non_null(strstr(js, "\"floor\": 104857600, \"subtracted\": 536870912}"));
-    tab = run(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB");
+    tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB");
     assert_non_null(strstr(tab, "  CUDA graphs               512.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
                                 "vLLM's measure as given, taken off the pool)\n"));
-    tab = run(HF "qwen3-8b.json --serve --gpu h100-80gb");
+    tab = cli_output(HF "qwen3-8b.json --serve --gpu h100-80gb");
     assert_non_null(strstr(tab, "the V2 model runner's profile_cudagraph_memory is 0)\n"));
 }
 
