@@ -115,7 +115,12 @@ static vc_t sdpa_math(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     vc_t vm = g->gqa_bcast ? vc__op_fresh(b, "expand_reshape", ve, vc_n_sample(H * S * Dv)) : g->fold_v ? copy_op(b, ve) : ve;
     vc_t o = vc__op_bmm_raw(b, attn, vm, vc_n_sample(H * L * Dv));
     o = vc__op_cast(b, o, odt);
-    /* C++ locals live until the function returns */
+    /* C++ locals live until the function returns: `attn` too (a named local of
+     * _scaled_dot_product_attention_math, rebound by _safe_softmax and dropout),
+     * so without autograd holding it the fp32 probabilities are alive beside the
+     * fp32 matmul result, its cast and `second` (cyyever/pytorch @0d188885,
+     * aten/src/ATen/native/transformers/attention.cpp) */
+    vc_release(b, attn);
     vc_release(b, second);
     vc_release(b, qa);
     vc_release(b, ka);
