@@ -199,9 +199,15 @@ static void test_vllm(void **state)
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), train);
 }
 
+/* The generation phase's bound in percent (measured.json's 29 GRPO generate_peak values: the estimates' errors
+ * -0.27% ... 0.00%, llm537 the worst) */
+#define GEN_BOUND 0.5
+
 /* bench/accuracy/llm/measured.json, run_suite.py's `grpo` and `grpo_ckpt` rows (llm469-llm483): measure_llm.py
  * --loss grpo, peak_allocated and generate_peak in bytes (the estimates' errors when they were measured:
- * the step -0.10% ... +0.05%, the generation -0.81% ... 0.00%) */
+ * the step -0.10% ... +0.05%, the generation -0.81% ... 0.00%; the generation -0.27% ... 0.00% over all 29 GRPO
+ * cases since layers/sdpa.c holds the math backend's fp32 softmax output to its return: llm474's -0.81% was
+ * that, in the last layer's prefill attention, held to GEN_BOUND below) */
 static const struct {
     const char *args;
     long long peak, generate;
@@ -237,9 +243,10 @@ static const struct {
 /* --accumulate N (llm526-llm533, run_suite.py's `grpo_accum` rows, 2 held out, and llm534-llm539 below;
  * measure_llm.py --accumulate N: Trainer's N micro-steps each with its backward, one generation of batch x N per
  * optimizer step): the step's peak and the generation's, in bytes (bound: the step's; the generation's at least
- * 1%). The errors when measured: -0.12% ... +0.04% for both, except llm530, whose generation phase sets the
- * step's peak, -1.09% (32,768 B = 16 sequences x a [V 512] fp32 row: the per-sequence gap llm474 shows without
- * accumulation, -0.81% = 8 x 2,048 B, in the generate plan, not in the accumulation), held to 1.2% here. */
+ * GEN_BOUND). The errors when measured: -0.12% ... +0.04% for both, except llm530, whose generation phase sets
+ * the step's peak, -1.09% (32,768 B, 2,048 B per sequence as llm474's -0.81%: the math SDPA's fp32 softmax output
+ * freed after attn @ v in the prefill's last attention, where attention.cpp keeps it, a named local, to the return
+ * beside the fp32 matmul result and both 16-bit casts; exact since layers/sdpa.c holds it). */
 static const struct {
     const char *args;
     long long peak, generate;
@@ -254,7 +261,7 @@ static const struct {
     {"llama_vocab8k.json --prompt 16 --new-tokens 24 -b 4 -o adamw -p bf16 --beta 0 --num-generations 2 --accumulate 2 "
      "--grad-ckpt", 18768384, 7785472, 0.2},
     {"qwen2_small.json --prompt 32 --new-tokens 32 -b 4 -o adamw -p bf16 --beta 0 --num-generations 8 --accumulate 4 "
-     "--grad-ckpt --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 3009024, 3009024, 1.2},
+     "--grad-ckpt --lora 8 --lora-alpha 16 --lora-dropout 0 --lora-targets q_proj,v_proj", 3009024, 3009024, 0.2},
     {"llama_wide.json --prompt 24 --new-tokens 16 -b 4 -o sgd -p fp32 --beta 0 --num-generations 2 --accumulate 3 "
      "--grad-ckpt", 61914112, 32430080, 0.2},
     {"qwen2_vocab6k.json --prompt 16 --new-tokens 32 -b 6 -o adamw -p fp32 --beta 0 --num-generations 4 --accumulate 2 "
@@ -285,9 +292,9 @@ static void test_measured_accumulate(void **state)
         snprintf(a, sizeof a, LLMCFG "%s --loss grpo --attention math --workspace 0", measured_accum[i].args);
         const long long got[2] = {cli_json_field(a, "\"peak_allocated\": "), cli_json_field(a, "\"generate_peak\": ")};
         const long long want[2] = {measured_accum[i].peak, measured_accum[i].generate};
-        for (int k = 0; k < 2; k++) { /* the generation within 1% at least, as test_measured holds it */
+        for (int k = 0; k < 2; k++) { /* the generation within GEN_BOUND at least, as test_measured holds it */
             double err = 100.0 * (double)(got[k] - want[k]) / (double)want[k];
-            double bound = k && measured_accum[i].bound < 1.0 ? 1.0 : measured_accum[i].bound;
+            double bound = k && measured_accum[i].bound < GEN_BOUND ? GEN_BOUND : measured_accum[i].bound;
             if (err < -bound || err > bound)
                 fail_msg("%s: %s %lld, measured %lld (%+.2f%%)", a, k ? "generation" : "step", got[k], want[k], err);
         }
@@ -305,7 +312,7 @@ static void test_measured(void **state)
         snprintf(a, sizeof a, LLMCFG "%s --loss grpo --attention math --workspace 0", measured[i].args);
         long long e = cli_json_field(a, "\"generate_peak\": ");
         double err = 100.0 * (double)(e - measured[i].generate) / (double)measured[i].generate;
-        if (err < -1.0 || err > 1.0) fail_msg("%s: generation %lld, measured %lld (%+.2f%%)", a, e, measured[i].generate, err);
+        if (err < -GEN_BOUND || err > GEN_BOUND) fail_msg("%s: generation %lld, measured %lld (%+.2f%%)", a, e, measured[i].generate, err);
     }
 }
 
