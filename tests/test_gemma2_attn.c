@@ -62,7 +62,8 @@ static void test_table(void **state)
 {
     (void)state;
     assert_int_equal(vc_transformers_value(446, VC_TF_GEMMA2_EAGER), 1);
-    for (int v = 447; v <= VC_TRANSFORMERS_LAST_4X; v++) assert_int_equal(vc_transformers_value(v, VC_TF_GEMMA2_EAGER), 0);
+    for (int v = 447; v <= VC_TRANSFORMERS_LAST_4X; v++)
+        assert_int_equal(vc_transformers_value(v, VC_TF_GEMMA2_EAGER), 0);
     assert_int_equal(vc_transformers_value(500, VC_TF_GEMMA2_EAGER), 0);
     assert_int_equal(vc_transformers_value(0, VC_TF_GEMMA2_EAGER), 0);
 }
@@ -93,7 +94,8 @@ static void test_layer(void **state)
     const char *rel[] = {"4.46", "4.47", "4.57", "5.0", NULL};
     for (int i = 0; i < 5; i++) {
         char a[512];
-        snprintf(a, sizeof a, "%s --seq 256 --emit-model%s%s", GEMMA2, rel[i] ? " --transformers " : "", rel[i] ? rel[i] : "");
+        snprintf(a, sizeof a, "%s --seq 256 --emit-model%s%s", GEMMA2, rel[i] ? " --transformers " : "",
+                 rel[i] ? rel[i] : "");
         cJSON *j = cli_doc(a);
         int n[3] = {0, 0, 0};
         count_attention(cJSON_GetObjectItemCaseSensitive(j, "layers"), n);
