@@ -105,9 +105,10 @@ const hf_family vc__hf_families[] = {
               [K_FINAL_CAP] = OFF_IF_NULL("final_logit_softcapping", 30.0),
               [K_ATTN_CAP] = OFF_IF_NULL("attn_logit_softcapping", 50.0), [K_LAYER_TYPES] = DEF("layer_types", 0)},
      LLAMA_BLOCK, .norm = NORM_RMS_GEMMA, .place = PLACE_SANDWICH, .window = WIN_ALTERNATE, .embed_scale = true,
-     /* Gemma2PreTrainedModel._check_and_enable_sdpa swaps the default sdpa for eager
-      * (softcapping): explicit attention weights */
-     .eager = true},
+     /* the default attention is the release's (VC_TF_GEMMA2_EAGER, src/policy/release.c): eager up to
+      * 4.46 (Gemma2PreTrainedModel._check_and_enable_sdpa swapped the default sdpa for eager: explicit
+      * attention weights and the softcapping), sdpa from 4.47 (the override is gone) */
+     .eager_release = true},
     {.model_type = "phi3", .config_class = "Phi3Config",
      .keys = {LLAMA_KEYS, [K_EPS] = DEF("rms_norm_eps", 1e-5), [K_MAXPOS] = DEF("max_position_embeddings", 4096),
               [K_ROTARY] = DEF("partial_rotary_factor", 1.0),
@@ -763,6 +764,8 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (rel && rel->experts_default)
         ex = a.f->experts_fixed ? VC_EXPERTS_GROUPED_MM : (vc_experts_impl)vc_transformers_value(rel->release, VC_TF_EXPERTS);
     a.experts_impl = ex == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
+    /* eager attention: the family's in every release, or its release's default (gemma2) */
+    a.eager = a.f->eager || (a.f->eager_release && vc_transformers_value(rel ? rel->release : 0, VC_TF_GEMMA2_EAGER));
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */

@@ -149,7 +149,9 @@ typedef struct {
     bool nope;         /* NoPE layers: no_rope_layers, or one every no_rope_layer_interval (smollm3) */
     bool mup;          /* embedding_multiplier, residual_multiplier, logits_scaling (granite) */
     bool embed_scale;  /* embeddings x sqrt(hidden size) (gemma) */
-    bool eager;        /* transformers swaps sdpa for eager attention (gemma2's softcapping) */
+    bool eager;        /* eager attention in every release (gpt_oss: _supports_sdpa False) */
+    bool eager_release; /* eager where the --transformers release's VC_TF_GEMMA2_EAGER row says so (gemma2:
+                         * Gemma2PreTrainedModel._check_and_enable_sdpa up to 4.46), sdpa after */
     bool lm_bias;      /* the LM head has a bias (phi) */
     bool rope_scaling; /* rope_scaling is read and validated */
     bool hybrid;       /* qwen3_next: Gated DeltaNet layers (linear_attention) between gated full-attention layers */
@@ -230,6 +232,7 @@ typedef struct {
     int64_t lin_kh, lin_vh, lin_kd, lin_vd, conv_k, full_interval;
     const cJSON *hybrid_types;
     double imbalance;
+    bool eager;         /* the attention runs eager_attention_forward: .eager, or .eager_release at the release */
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     /* deepseek_v3 / kimi_k2: MLA's ranks and head dims (the rope part is D), the MoE's shared experts,
      * groups and dense first layers, the MTP layers (not built: transformers and vLLM do not load them) */

@@ -159,9 +159,10 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if (window > 0) num(w, o, "sliding_window", (double)window);
-    if (a->f->eager) flag(w, o, "eager", true);
+    if (a->eager) flag(w, o, "eager", true);
     if (a->f->sinks) flag(w, o, "sinks", true); /* GptOssAttention.sinks */
-    if (a->f->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
+    /* sdpa_attention_forward takes no softcap: attn_logit_softcapping applies under eager only */
+    if (a->eager && a->attn_cap > 0) num(w, o, "softcap", a->attn_cap);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
     /* Qwen3NextAttention: attn_output * sigmoid(gate) (its Qwen3NextRMSNorm q/k norms: the gemma variant above) */
     if (a->f->hybrid) flag(w, o, "output_gate", true);

@@ -91,6 +91,19 @@ static const vc_tf_row tf_rows[] = {
      * (@8b584a67b474f3dfdedcdda7acb96a33dcc3b5e3). docs/llm.md "Mixture of experts". */
     {VC_TF_EXPERTS, 446, VC_EXPERTS_PER_EXPERT},
     {VC_TF_EXPERTS, 500, VC_EXPERTS_GROUPED_MM},
+    /* gemma2's default attention. 4.45 and 4.46: Gemma2PreTrainedModel._check_and_enable_sdpa
+     * (PR #32865 "Gemma2: eager attention by default", commit 975b988b, first in 4.45) calls
+     * PreTrainedModel's and, when not hard_check_only and it chose "sdpa", sets
+     * config._attn_implementation = "eager" (explicit [b, h, s, s] weights, the softcapping).
+     * PR #34282 ("Gemma capping", GEMMA2_ATTENTION_FUNCTION) dropped the override; PR #34942 of
+     * 2024-11-26 patched its code on main, so it is in 4.47.0 (2024-12-05; that tag itself was not
+     * read). modeling_gemma2.py @006e86931247d7bacf94ad00ada1fb6baf11e94b (GEMMA2_ATTENTION_FUNCTION,
+     * Gemma2SdpaAttention "will be removed in v4.48") and @5dd4a63548857797727ae73eeb6a6e886ea02a3e
+     * (5.x) define no _check_and_enable_sdpa: PreTrainedModel's default picks sdpa (5.x:
+     * _check_and_adjust_attn_implementation / get_correct_attn_implementation), and
+     * sdpa_attention_forward takes no softcap. docs/llm.md "The transformers release". */
+    {VC_TF_GEMMA2_EAGER, 446, 1},
+    {VC_TF_GEMMA2_EAGER, 447, 0},
 };
 
 int vc_transformers_value(int version, vc_tf_what what)

@@ -671,8 +671,11 @@ class CausalLM(nn.Module):
                      "qwen3_5", "qwen3_5_moe"):
             raise ValueError("model_type %r not replicated" % t)
         # transformers' default attn_implementation is "sdpa" (PreTrainedModel._autoset_attn_implementation
-        # with torch >= 2.1.1); Gemma-2 is run with "eager": SDPA cannot apply attn_logit_softcapping and
-        # the Gemma-2 model card / HF warn to train it with eager.
+        # with torch >= 2.1.1). Gemma-2 defaults to "eager" here: transformers 4.45-4.46's default
+        # (Gemma2PreTrainedModel._check_and_enable_sdpa swapped sdpa for eager; SDPA cannot apply
+        # attn_logit_softcapping and the Gemma-2 model card / HF warn to train it with eager), the one the
+        # earlier gemma2 cases ran (compare.py: --transformers 4.46). From 4.47 its default is sdpa (the
+        # override is gone): measure_llm.py --attn sdpa (run_suite.py's attn field, llm552 on).
         self.attn_impl = attn_impl or ("eager" if t == "gemma2" else "sdpa")
         self.neox = t == "gpt_neox"
         self.gradient_checkpointing = False

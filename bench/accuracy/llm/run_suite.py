@@ -1060,6 +1060,23 @@ def cases():
     for i, (cfg, b, s, o, p, l, x) in enumerate(g4c):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=True,
                         lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **x))
+    # Gemma 2 at transformers' current default, sdpa (from 4.47: Gemma2PreTrainedModel's
+    # _check_and_enable_sdpa override, which swapped it for eager in 4.45-4.46, is gone; src/policy/release.c
+    # VC_TF_GEMMA2_EAGER): measure_llm.py --attn sdpa (reference.sdpa_attention_forward, no softcap). Every
+    # sequence shorter than sliding_window (gemma2_w128: 128; gemma2_small: 16), where masking_utils'
+    # _ignore_causal_mask_sdpa skips both layer types' masks (kv_length < local_attention_size): is_causal, no
+    # mask, as the harness runs sdpa. Every third held out.
+    g2s = [
+        ("gemma2_w128", 4, 96, "adamw", "fp32", False, 0),
+        ("gemma2_w128", 2, 120, "adamw", "bf16", True, 0),
+        ("gemma2_w128", 4, 64, "sgd", "bf16", False, 8),
+        ("gemma2_small", 8, 12, "adamw", "fp32", False, 0),
+        ("gemma2_w128", 3, 112, "adam", "bf16", False, 0),
+        ("gemma2_w128", 2, 100, "adamw", "fp32", True, 8),
+    ]
+    for i, (cfg, b, s, o, p, c, l) in enumerate(g2s):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, attn="sdpa", held_out=(i % 3 == 2)))
     return out
 
 
@@ -1068,6 +1085,8 @@ def argv_of(c):
          "--precision", c["precision"], "--json"]
     if c.get("experts"):
         a += ["--experts", c["experts"]]
+    if c.get("attn"):  # reference.py's attn_impl (default: sdpa, gemma2 eager)
+        a += ["--attn", c["attn"]]
     if c["mode"] == "train":
         a += ["--seq", str(c["seq"]), "--optim", c["optim"]]
         if c["ckpt"]:
