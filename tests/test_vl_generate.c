@@ -89,8 +89,8 @@ static void qwen2_5_vl_decode_without_tower(void **state)
 }
 
 /* measured.json's generate cases with images that are not held out (run_suite.py's blocks: Qwen3.5, Qwen3-VL,
- * then Qwen2.5-VL at the end; every third held out and not asserted): the decoding peaks within 0.1% (1,024 bytes low: the
- * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 0.1% (1,536 bytes low:
+ * then Qwen2.5-VL at the end; every third held out and not asserted): the decoding peaks within 0.1% (1,024
+ * bytes low: the [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 0.1% (1,536 bytes low:
  * cu_seqlens, image_grid_thw and a position tensor, 512-byte blocks not modelled). */
 static void measured(void **state)
 {

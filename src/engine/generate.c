@@ -580,8 +580,8 @@ static vc_status images_begin(vc_build *b, vc_error *err)
                             "profiling run's dummy images) is not modelled");
     if (!m->images_one_sequence)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with this tower's images is modelled for the "
-                            "Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers (qwen2_5_vl, qwen3_vl, qwen3_5); Gemma 3's prefill mask (token_type_ids' "
-                            "bidirectional image blocks) is not");
+                            "Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers (qwen2_5_vl, qwen3_vl, qwen3_5); Gemma 3's "
+                            "prefill mask (token_type_ids' bidirectional image blocks) is not");
     /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
      * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
     size_t emb = m->ninst, text = m->ninst;
