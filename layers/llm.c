@@ -982,7 +982,10 @@ static void ra_emit(vc_build *b, const void *p)
     vc_sdpa_args a = {H, KV, L, L, D, !cat_rope, !cat_rope, true, c->causal, c->dropout, 0, false};
     /* generate(): the cache's update returns contiguous [B, KV, S, D] states;
      * sdpa_attention_forward: is_causal = q_len > 1 and no mask */
-    bool cached = c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
+    /* block_mask: Qwen2.5-VL's vision attention (Qwen2_5_VLVisionSdpaAttention), run once in generate()'s
+     * prefill on the patches: no cache (its forward takes no past_key_values) */
+    bool cached = c->block_mask ? false
+                  : c->chunk > 0 ? vc_kv_update_chunked(b, c->chunk, &k, &v, &a.S) : vc_kv_update(b, c->window, &k, &v, &a.S);
     vc_t pmask = -1;
     if (npack && pflash) {
         /* attn_implementation="flash_attention_2" (modeling_flash_attention_utils.py

@@ -1,7 +1,8 @@
 /*
  * test_vl_generate.c — --mode generate with images (issue 31; src/engine/generate.c "Images",
  * src/hf/hf_vision.c, src/hf/hf_layers.c, layers/vision.c): transformers' generate() of
- * Qwen3VLForConditionalGeneration and Qwen3_5ForConditionalGeneration with pixel_values
+ * Qwen3VLForConditionalGeneration, Qwen3_5ForConditionalGeneration and Qwen2_5_VLForConditionalGeneration
+ * (modeling_qwen2_5_vl.py @efa7189c, qwen25vl_replica.py) with pixel_values
  * (modeling_qwen3_vl.py @00709b86 prepare_inputs_for_generation: pixel_values at the first step only;
  * Qwen3VLModel.forward: the tower, the merger and the deepstack mergers on the prefill, get_rope_index
  * once, rope_deltas after), against the peaks measured from bench/accuracy/llm/qwen3vl_tower_replica.py
@@ -70,9 +71,26 @@ static void decode_without_tower(void **state)
     assert_non_null(strstr(r.out, "\"kind\": \"VisionAttention\""));
 }
 
-/* measured.json's generate cases with images that are not held out (run_suite.py's last block: Qwen3.5 then
- * Qwen3-VL; every third held out and not asserted): the decoding peaks within 0.1% (1,024 bytes low: the
- * [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 0.1% (1,536 bytes low:
+/* Qwen2.5-VL the same (Qwen2_5_VLForConditionalGeneration.prepare_inputs_for_generation @ efa7189c: pixel_values
+ * None once cache_position[0] != 0): Qwen2.5-VL-3B's processor turns 640x480 into smart_resize(480, 640, factor 28)
+ * = 476 x 644, 34 x 46 = 1,564 patches of 3 x 2 x 14 x 14 = 1,176 float32 values (7,356,864 bytes, 7,357,440 in
+ * 512-byte blocks) and 391 image tokens: the last step's live set is the text-only run's at --prompt 64 + 391 plus
+ * those bytes; the tower's vision attention keeps no cache (the same kv_tokens). */
+static void qwen2_5_vl_decode_without_tower(void **state)
+{
+    (void)state;
+    const char *img = HF "qwen2.5-vl-3b-instruct.json -m generate -p bf16 --prompt 64 --new-tokens 8 --image 640x480";
+    const char *txt = HF "qwen2.5-vl-3b-instruct.json -m generate -p bf16 --prompt 455 --new-tokens 8";
+    long long di = cli_json_field(img, "\"decode_peak\": "), wi = cli_json_field(img, "\"weights\": ");
+    long long dt = cli_json_field(txt, "\"decode_peak\": "), wt = cli_json_field(txt, "\"weights\": ");
+    assert_int_equal((di - wi) - (dt - wt), (1564LL * 1176 * 4 + 511) / 512 * 512);
+    assert_int_equal(cli_json_field(img, "\"kv_tokens\": "), 64 + 391 + 7);
+    assert_int_equal(cli_json_field(txt, "\"kv_tokens\": "), 64 + 391 + 7);
+}
+
+/* measured.json's generate cases with images that are not held out (run_suite.py's blocks: Qwen3.5, Qwen3-VL,
+ * then Qwen2.5-VL at the end; every third held out and not asserted): the decoding peaks within 0.1% (1,024
+ * bytes low: the [batch, 1] int64 position tensors of rope_deltas), the prefill peaks within 0.1% (1,536 bytes low:
  * cu_seqlens, image_grid_thw and a position tensor, 512-byte blocks not modelled). */
 static void measured(void **state)
 {
@@ -93,6 +111,12 @@ static void measured(void **state)
         {"qwen3_vl_img_small", 64, 24, "224x224", 1, "bf16", 7874048, 4534784}, /* llm521 */
         {"qwen3_vl_img_small", 128, 96, "320x320", 1, "fp32", 14420992, 8488960}, /* llm523 */
         {"qwen3_vl_img_small", 8, 200, "224x224", 1, "bf16", 7859712, 4876800}, /* llm524 */
+        /* Qwen2.5-VL (qwen25vl_replica.py, run_suite.py's last block): the prefill 2,048-5,632 bytes low, the decode
+         * 1,024 (the tower's small index tensors, window_index, cu_seqlens, cu_window_seqlens, image_grid_thw, and
+         * the positions: not modelled) */
+        {"qwen2_5_vl_small", 32, 8, "224x224", 1, "fp32", 7353344, 4317184},       /* llm565 */
+        {"qwen2_5_vl_small", 16, 8, "640x480", 1, "fp32", 114094080, 11200000},    /* llm567 */
+        {"qwen2_5_vl_small", 32, 16, "320x320", 2, "bf16", 46806016, 6628352},     /* llm568 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char a[512];
@@ -115,11 +139,10 @@ static void refusals(void **state)
     assert_usage(CFG "qwen3_vl_img_small.json -m generate --prompt 3700 --new-tokens 100 --image 640x480",
                  "--prompt: prompt + new tokens - 1 (4099 tokens fed to the model, the image tokens included) pass its "
                  "4096 positions");
-    /* Qwen2.5-VL's tower without autograd is not measured; Gemma 3's prefill mask is not modelled */
-    assert_usage(HF "qwen2.5-vl-3b-instruct.json -m generate --image 640x480",
-                 "--image: generate() with Qwen2.5-VL's images is not modelled");
+    /* Gemma 3's prefill mask is not modelled */
     assert_usage(HF "gemma-3-4b-it.json -m generate --image 640x480",
-                 "--image: generate() with this tower's images is modelled for the Qwen3-VL and Qwen3.5 towers");
+                 "--image: generate() with this tower's images is modelled for the Qwen2.5-VL, Qwen3-VL and Qwen3.5 "
+                 "towers");
     /* the tower runs a batch's images as one sequence: batch 1, as in training and inference */
     assert_usage(Q3VL "--image 640x480 -b 2", "--image is modelled at --batch 1 for this vision tower");
     /* vLLM's encoder cache and profiling with images are not modelled */
@@ -131,6 +154,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cache),
         cmocka_unit_test(decode_without_tower),
+        cmocka_unit_test(qwen2_5_vl_decode_without_tower),
         cmocka_unit_test(measured),
         cmocka_unit_test(refusals),
     };

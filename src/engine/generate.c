@@ -86,8 +86,10 @@ vc_status vc__gen_begin(vc_build *b, vc_error *err)
     /* vc_kv_update's callers (layers/llm.c, layers/mla.c) */
     static const char *const cached[] = {"RotaryAttention", "MLAttention"};
     for (size_t i = 0; i < m->ninst; i++) {
+        /* the tower's instances (Qwen2.5-VL's vision RotaryAttention: no cache, layers/llm.c block_mask) */
+        const bool tower = i >= g->tower_first && i < g->tower_end;
         for (size_t j = 0; j < sizeof cached / sizeof *cached; j++)
-            if (!strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
+            if (!tower && !strcmp(m->inst[i].kind->name, cached[j])) g->nkv++;
         g->hybrid |= !strcmp(m->inst[i].kind->name, "GatedDeltaNet");
     }
     /* Qwen3NextModel.forward makes its own Qwen3NextDynamicCache whenever use_cache and no cache is
@@ -556,8 +558,13 @@ void vc__gen_emit(vc_build *b)
  *    (deepstack_visual_embeds None), the positions arange(1) + cache_position[0] + rope_deltas (tensors of
  *    B int64: one 512-byte block each, not modelled): the model vc__model_twin_decode loads, its tower's
  *    instances (after embed_tokens, before the text rows' view) not run.
- * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) and
- * Qwen2.5-VL's (images_begin) are not modelled under generate. */
+ * Qwen2.5-VL's (modeling_qwen2_5_vl.py @efa7189c5546a94e8c1194b2ccc6669e0f7ad65e) the same way:
+ * Qwen2_5_VLForConditionalGeneration.prepare_inputs_for_generation sets pixel_values None once cache_position[0]
+ * != 0, and its forward computes inputs_embeds = self.model.embed_tokens(input_ids) before self.visual (so the
+ * tower sits between model.embed_tokens and model.text_embeds, src/hf/hf_layers.c); its vision attention
+ * (RotaryAttention with block_mask, layers/llm.c) keeps no cache.
+ * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) are not
+ * modelled under generate. */
 
 static vc_status images_begin(vc_build *b, vc_error *err)
 {
@@ -565,25 +572,16 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     vc_gen *g = &b->gen;
     g->image_tokens = 0;
     g->tower_first = g->tower_end = 0;
-    bool pix = false, q3 = false;
-    for (size_t i = 0; i < m->ninst; i++) {
-        pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
-        q3 |= !strcmp(m->inst[i].kind->name, "VisionOutputs"); /* the Qwen3-VL and Qwen3.5 towers (hf_vision.c) */
-    }
+    bool pix = false;
+    for (size_t i = 0; i < m->ninst; i++) pix |= !strcmp(m->inst[i].kind->name, "PixelValues");
     if (!pix) return VC_OK;
     if (g->profile)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "vLLM's serving of images (its encoder cache and the "
                             "profiling run's dummy images) is not modelled");
     if (!m->images_one_sequence)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with this tower's images is modelled for the "
-                            "Qwen3-VL and Qwen3.5 towers (qwen3_vl, qwen3_5); Gemma 3's prefill mask (token_type_ids' "
-                            "bidirectional image blocks) is not");
-    /* Qwen2.5-VL's tower without autograd (its windowed blocks, the window reordering) was measured in training
-     * only; under generate's no_grad prefill the replica measures -13% (qwen2_5_vl_small 224x224, prefill)
-     * against this plan: refused rather than under-estimated */
-    if (!q3)
-        return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with Qwen2.5-VL's images is not modelled (its "
-                            "tower's no_grad forward is not measured); qwen3_vl and qwen3_5 are");
+                            "Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers (qwen2_5_vl, qwen3_vl, qwen3_5); Gemma 3's "
+                            "prefill mask (token_type_ids' bidirectional image blocks) is not");
     /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
      * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
     size_t emb = m->ninst, text = m->ninst;

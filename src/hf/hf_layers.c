@@ -898,13 +898,14 @@ static void build_layers(wr *w, const arch *a)
     }
     /* a VLM's vision tower and projector (hf_vision.c); the image embeddings replace their tokens'
      * rows: inputs_embeds.masked_scatter(image_mask, image_embeds) (Qwen2_5_VLModel.forward), written
-     * as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor. The Qwen3 towers with
+     * as the text rows (a view) cat'ed after the image rows, a new [L, H] tensor. The Qwen towers with
      * images: the token embeddings first, as Qwen3VLModel.forward (@ 00709b86, and Qwen3_5Model's) computes
-     * inputs_embeds = embed_tokens(input_ids) before get_image_features: alive while the tower runs.
-     * (Qwen2_5_VLModel.forward and Gemma3Model.forward embed first too; their towers are still written
-     * after, with the nn.Sequential rule that keeps their first block's input through the tower: docs/llm.md
-     * "Limits".) Without images the tower's weights (never run) come first. */
-    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5) && a->vis.patches > 0;
+     * inputs_embeds = embed_tokens(input_ids) before get_image_features, and
+     * Qwen2_5_VLForConditionalGeneration.forward (@ efa7189c) inputs_embeds = self.model.embed_tokens(input_ids)
+     * before self.visual: alive while the tower runs. (Gemma3Model.forward embeds first too; its tower is
+     * still written after: docs/llm.md "Limits".) Without images the tower's weights (never run) come first. */
+    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5) &&
+                        a->vis.patches > 0;
     if (images) {
         embedding(w, a, "model.embed_tokens");
         ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);

@@ -49,9 +49,9 @@
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
- *  - --mode generate: the Qwen3-VL and Qwen3.5 towers run on the images in the prefill only
+ *  - --mode generate: the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers run on the images in the prefill only
  *    (src/engine/generate.c "Images"; the decoding steps' model: decode, written by
- *    vc_hf_split.image_decode); Qwen2.5-VL's and Gemma 3's images and --serve with images are refused;
+ *    vc_hf_split.image_decode); Gemma 3's images and --serve with images are refused;
  *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
  *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
@@ -1131,6 +1131,9 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     cJSON *seq = lay(&w, "Sequential", "visual.blocks");
     vins(&w, seq, "visual.patch_embed.proj", NULL);
     if (t->depth > 1) vnum(&w, seq, "repeat", (double)t->depth);
+    /* for layer_num, blk in enumerate(self.blocks): hidden_states = blk(...) (Qwen2_5_VisionTransformer
+     * PretrainedModel.forward @ efa7189c): each block's input dies as the name rebinds */
+    if (t->depth > 1) vflag(&w, seq, "loop", true);
     cJSON *inner = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
     if (!inner) {
         r->oom = true;

@@ -272,9 +272,11 @@ def main(argv):
                              "decoder's init tokens)")
         import whisper_replica
         model = whisper_replica.WhisperForConditionalGeneration(whisper_replica.Config(raw))
-    elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl")):
+    elif args.mode == "infer" and cfg.model_type != "gemma4_text" and not (
+            args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl")):
         raise SystemExit("measure_llm.py: --mode infer is the text encoders' forward (encoder_replica.py), Gemma 4's "
-                         "(gemma4_replica.py) and the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py)")
+                         "(gemma4_replica.py), the Qwen3.5 and Qwen3-VL towers' with --image (qwen3vl_tower_replica.py) "
+                         "and Qwen2.5-VL's with --image (qwen25vl_replica.py)")
     elif args.image and cfg.model_type in ("qwen3_5", "qwen3_5_moe"):  # the tower run on images (qwen3vl_tower_replica.py)
         import qwen3vl_tower_replica
         model = qwen3vl_tower_replica.build_qwen3_5(cfg, args.attn)

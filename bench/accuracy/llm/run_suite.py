@@ -1077,6 +1077,33 @@ def cases():
     for i, (cfg, b, s, o, p, c, l) in enumerate(g2s):
         out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=c,
                         lora=l, lora_dropout=0.0, attn="sdpa", held_out=(i % 3 == 2)))
+    # issue 31 item 4: Qwen2.5-VL's tower run without grad (qwen25vl_replica.py, modeling_qwen2_5_vl.py @ efa7189c):
+    # --mode infer's forward and generate() with the images (prepare_inputs_for_generation passes pixel_values
+    # while cache_position[0] == 0: the tower and merger in the prefill only; pixel_values held to the end).
+    # inputs_embeds = embed_tokens(input_ids) before the tower, the blocks' loop rebinding hidden_states, the
+    # vision attention's [1, n, n] masks per block. Batch 1 (the tower runs a batch's images as one sequence).
+    # Every third held out.
+    q25i = [
+        ("infer", 64, None, "fp32", "640x480", 1),
+        ("infer", 64, None, "fp32", "1280x960", 1),  # the tower's attention: 6,256 patches
+        ("infer", 256, None, "bf16", "224x224", 1),  # the language model's attention the peak
+        ("infer", 32, None, "bf16", "1024x768", 2),
+        ("infer", 128, None, "fp32", "448x336", 1),
+        ("infer", 64, None, "bf16", "320x320", 2),
+        ("infer", 32, None, "fp32", "224x224", 1),
+        ("generate", 32, 8, "fp32", "224x224", 1),
+        ("generate", 64, 16, "bf16", "448x336", 1),
+        ("generate", 16, 8, "fp32", "640x480", 1),
+        ("generate", 32, 16, "bf16", "320x320", 2),
+    ]
+    for i, (m, s, nt, p, img, n) in enumerate(q25i):
+        c = dict(config="configs/qwen2_5_vl_small.json", mode=m, batch=1, precision=p, image=img, images=n,
+                 held_out=(i % 3 == 2))
+        if m == "infer":
+            c.update(seq=s)
+        else:
+            c.update(prompt=s, new_tokens=nt)
+        out.append(c)
     return out
 
 
