@@ -2035,6 +2035,20 @@ static vc_t bmm_param(vc_build *b, vc_t x, vc_t w, vc_numel out)
  * A name rebound in the next iteration frees its old tensor once the new one exists, so every local
  * of iteration i - 1 lives into iteration i until its own rebinding; all die as forward returns, and
  * next_states (viewed [E x T, H]) is routed_out. */
+/* f8f8bf16_rowwise(xq, w.contiguous(), xs, w_scale): the fp8 weight copy (`copy` elements) alive for the
+ * call, a new bf16 output */
+static vc_t f8f8bf16_rowwise(vc_build *b, vc_t xq, vc_t xs, vc_t w, int64_t copy, vc_numel out)
+{
+    vc_op *o = vc_op_begin(b, "f8f8bf16_rowwise");
+    vc_op_in_nodiff(o, xq);
+    vc_op_in_nodiff(o, xs);
+    vc_op_in_nodiff(o, w);
+    vc_op_ftemp(o, vc_n_fixed(copy), VC_DT_F8);
+    vc_t y = vc_op_out(o, out, VC_DT_BF16);
+    vc_op_end(o);
+    return y;
+}
+
 static vc_t moe_llama4_fbgemm(vc_build *b, const moe_cfg *c, vc_t ri, int64_t L)
 {
     int64_t H = c->hidden, I = c->inter;
@@ -2055,26 +2069,11 @@ static vc_t moe_llama4_fbgemm(vc_build *b, const moe_cfg *c, vc_t ri, int64_t L)
             REBIND(q ? AQ : EQ, xq);
             REBIND(q ? AS : ES, xs);
             if (q) break;
-            for (int g = 0; g < 2; g++) { /* gate, then up: f8f8bf16_rowwise over a contiguous fp8 [I, H] copy */
-                o = vc_op_begin(b, "f8f8bf16_rowwise");
-                vc_op_in_nodiff(o, loc[EQ]);
-                vc_op_in_nodiff(o, loc[ES]);
-                vc_op_in_nodiff(o, vc_weight(b, 1));
-                vc_op_ftemp(o, vc_n_fixed(I * H), VC_DT_F8);
-                vc_t y = vc_op_out(o, vc_n_sample(L * I), VC_DT_BF16);
-                vc_op_end(o);
-                REBIND(g ? UP : GATE, y);
-            }
+            for (int g = 0; g < 2; g++) /* gate, then up: over a contiguous fp8 [I, H] copy */
+                REBIND(g ? UP : GATE, f8f8bf16_rowwise(b, loc[EQ], loc[ES], vc_weight(b, 1), I * H, vc_n_sample(L * I)));
             REBIND(ACT, vc__op_mul(b, loc[UP], act_op(b, c->act, loc[GATE]), vc_n_sample(L * I), false));
         }
-        vc_op *o = vc_op_begin(b, "f8f8bf16_rowwise");
-        vc_op_in_nodiff(o, loc[AQ]);
-        vc_op_in_nodiff(o, loc[AS]);
-        vc_op_in_nodiff(o, vc_weight(b, 2));
-        vc_op_ftemp(o, vc_n_fixed(H * I), VC_DT_F8);
-        vc_t y = vc_op_out(o, vc_n_sample(L * H), VC_DT_BF16);
-        vc_op_end(o);
-        REBIND(EO, y);
+        REBIND(EO, f8f8bf16_rowwise(b, loc[AQ], loc[AS], vc_weight(b, 2), H * I, vc_n_sample(L * H)));
     }
 #undef REBIND
     for (int k = 0; k < NLOC; k++) vc_release(b, loc[k]);
