@@ -684,7 +684,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                 return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                                     "fbgemm_fp8: vLLM's FBGEMMFp8Config quantizes Linear layers, not FusedMoE; "
                                     "Llama 4's FP8 experts under " O("serve") " are not modelled");
-    if ((st = vc__quant_vllm_check(m, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
+    if ((st = vc__quant_vllm_check(m, gpu->preset, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
+    vc_options dev_o; /* compressed-tensors weight-only: vLLM's kernel and its workspace follow the GPU (quant.c) */
+    if (vc__quant_vllm_needs_device(m) && o->device != gpu->preset) {
+        dev_o = *o;
+        dev_o.device = gpu->preset;
+        o = &dev_o;
+    }
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;
