@@ -284,6 +284,103 @@ static void test_wna16_kernels(void **state)
     assert_int_equal(x, -2359296 + 2 * (2 * 294912 + 1024 + 512 + 2048 + 512 + 2048));
 }
 
+/* Qwen3-30B-A3B (tests/data/hf/qwen3-30b-a3b.json: hidden 2048, 48 layers, 32 heads of 128, 4 KV heads,
+ * 128 experts of moe_intermediate_size 768) with a compressed-tensors block targeting "Linear" and ignoring
+ * lm_head and the routers (re:.*mlp.gate$), as llm-compressor's recipes write them; fp16. */
+static vc_status qwen3_moe(const char *weights, const char *inputs, const char *fmt, const char *gpu_name, int64_t tp,
+                           int64_t *delta, vc_mode infer, vc_error *err)
+{
+    char *text = read_file(HF "qwen3-30b-a3b.json");
+    assert_non_null(text);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    assert_non_null(root);
+    char qc[2048];
+    snprintf(qc, sizeof qc, "{\"quant_method\": \"compressed-tensors\", \"format\": \"%s\", \"quantization_status\": \"compressed\", "
+             "\"config_groups\": {\"group_0\": {\"targets\": [\"Linear\"], \"weights\": %s, \"input_activations\": %s}}, "
+             "\"ignore\": [\"lm_head\", \"re:.*mlp.gate$\"]}", fmt, weights, inputs);
+    cJSON_AddItemToObject(root, "quantization_config", cJSON_Parse(qc));
+    char *js = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    vc_model *m = NULL, *d = load(HF "qwen3-30b-a3b.json");
+    vc_status st = vc_model_load_string(js, strlen(js), "qwen3-30b-a3b", &m, err);
+    free(js);
+    if (!st && infer) {
+        vc_options o;
+        vc_options_init(&o);
+        o.mode = infer;
+        o.precision = VC_PREC_FP16;
+        vc_result r;
+        st = vc_estimate(m, &o, &r, err);
+        if (!st) vc_result_free(&r);
+    } else if (!st) {
+        vc_serve_result a, b;
+        if (!(st = serve_on(d, gpu_name, tp, &a, err)) && !(st = serve_on(m, gpu_name, tp, &b, err))) *delta = b.weights - a.weights;
+    }
+    vc_model_free(d);
+    vc_model_free(m);
+    return st;
+}
+
+/* Per decoder layer (the rank's; tp 2: 16 heads, 2 KV heads, intermediate 384 per rank):
+ * FP8 dynamic (fp8 channel weights, dynamic per-token fp8 activations):
+ *   attention, CompressedTensorsW8A8Fp8: 1 B an element instead of 2 and fp32 [out] scales: q [4096, 2048],
+ *     k, v [512, 2048], o [2048, 4096]: -18,874,368 + 16,384 + 2,048 + 2,048 + 8,192 = -18,845,696 B
+ *     (tp 2: -9,437,184 + 8,192 + 1,024 + 1,024 + 8,192 = -9,418,752)
+ *   experts, CompressedTensorsW8A8Fp8MoEMethod: w13 fp8 [128, 1536, 2048] and w2 fp8 [128, 2048, 768],
+ *     -402,653,184 - 201,326,592 B, scales fp32 [128, 1536, 1] 786,432 + [128, 2048, 1] 1,048,576 B:
+ *     -602,144,768 B (tp 2: w13 [128, 768, 2048], w2 [128, 2048, 384]: -301,989,888 + 393,216 +
+ *     1,048,576 = -300,548,096)
+ *   -620,990,464 B a layer, x 48 = -29,807,542,272 B (tp 2: -309,966,848 x 48 = -14,878,408,704 B)
+ * W4A16 group 128 (H100: Machete for the attention, Marlin MoE for the experts):
+ *   attention: weight_packed q 4,194,304, k, v 524,288, o 4,194,304; scales qkv_proj 5,120 x 16 x 2 =
+ *     163,840, o 2,048 x 32 x 2 = 131,072; weight_shape 2 x 512: 9,733,120 B against 37,748,736 dense:
+ *     -28,015,616 B (tp 2: 4,718,592 + qkv 2,560 x 16 x 2 + o 2,048 x 16 x 2 + 1,024 = 4,867,072 against
+ *     18,874,368: -14,007,296)
+ *   experts: w13_weight_packed int32 [128, 2048 / 8, 1536] 201,326,592, w2 [128, 768 / 8, 2048]
+ *     100,663,296, scales fp16 [128, 16, 1536] 6,291,456 and [128, 6, 2048] 3,145,728, the two
+ *     weight_shape fp16 [128, 2] 512 each, the workspace int32 [4 x 132] (2,112 B, 2,560 allocated):
+ *     311,430,656 B against 1,207,959,552 dense: -896,528,896 B (tp 2: 100,663,296 + 50,331,648 +
+ *     [128, 16, 768] 3,145,728 + [128, 3, 2048] 1,572,864 + 1,024 + 2,560 = 155,717,120 against
+ *     603,979,776: -448,262,656)
+ *   -924,544,512 B a layer, x 48 = -44,378,136,576 B (tp 2: -462,269,952 x 48 = -22,188,957,696 B) */
+static void test_qwen3_moe_vllm(void **state)
+{
+    (void)state;
+    vc_error err = {0};
+    int64_t x = 0;
+    const char *fp8 = "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"channel\", \"symmetric\": true, \"dynamic\": false}",
+               *dyn = "{\"num_bits\": 8, \"type\": \"float\", \"strategy\": \"token\", \"dynamic\": true}",
+               *w4 = "{\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\", \"group_size\": 128, \"symmetric\": true}";
+    if (qwen3_moe(fp8, dyn, "float-quantized", "h100-80gb", 1, &x, 0, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(x, -INT64_C(29807542272));
+    if (qwen3_moe(fp8, dyn, "float-quantized", "h100-80gb", 2, &x, 0, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(x, -INT64_C(14878408704));
+    if (qwen3_moe(w4, "null", "pack-quantized", "h100-80gb", 1, &x, 0, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(x, -INT64_C(44378136576));
+    if (qwen3_moe(w4, "null", "pack-quantized", "h100-80gb", 2, &x, 0, &err)) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(x, -INT64_C(22188957696));
+    /* transformers (-m infer): the stacked experts hold no nn.Linear for CompressedLinear: refused */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(qwen3_moe(fp8, dyn, "float-quantized", NULL, 1, &x, VC_MODE_INFER, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "quantization_config");
+    assert_non_null(strstr(CLI_MSG(&err), "modelled under --serve"));
+    /* FP8 experts on an A100 (8.0): vLLM's FP8 MoE backend is Marlin's: refused */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(qwen3_moe(fp8, dyn, "float-quantized", "a100-80gb", 1, &x, 0, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "MARLIN"));
+    /* asymmetric W4A16 experts: CompressedTensorsWNA16MarlinMoEMethod asserts symmetric */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(qwen3_moe("{\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\", \"group_size\": 128, \"symmetric\": false}",
+                               "null", "pack-quantized", "h100-80gb", 1, &x, 0, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "symmetric"));
+    /* group 256 experts: check_moe_marlin_supports_layer refuses it (Triton's method, not modelled) */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(qwen3_moe("{\"num_bits\": 4, \"type\": \"int\", \"strategy\": \"group\", \"group_size\": 256, \"symmetric\": true}",
+                               "null", "pack-quantized", "h100-80gb", 1, &x, 0, &err), VC_ERR_USAGE);
+    assert_non_null(strstr(CLI_MSG(&err), "check_moe_marlin_supports_layer"));
+}
+
 /* A small llama (hidden 64, intermediate 128, 2 layers, 4 heads of 16, 2 KV heads, vocab 256):
  * Linear [out, in] q_proj and o_proj [64, 64], k_proj and v_proj [32, 64], gate_proj and up_proj
  * [128, 64], down_proj [64, 128]. */
@@ -482,7 +579,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_llama_transformers), cmocka_unit_test(test_llama_vllm), cmocka_unit_test(test_w4a16_vllm),
-        cmocka_unit_test(test_wna16_kernels), cmocka_unit_test(test_targets_ignore),
+        cmocka_unit_test(test_wna16_kernels), cmocka_unit_test(test_qwen3_moe_vllm),
+        cmocka_unit_test(test_targets_ignore),
         cmocka_unit_test(test_pack_quantized), cmocka_unit_test(test_maverick), cmocka_unit_test(test_serve_static),
         cmocka_unit_test(test_refusals),
     };

@@ -735,7 +735,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
     const int64_t len = cdiv(r->max_num_batched_tokens, rows);
-    if ((st = vc__plan_build_profile(m, o, len, 1, &p, err))) {
+    vc__quant_vllm_scope(true); /* the plans built until the simulation returns are vLLM's (src/policy/quant.c) */
+    st = vc__plan_build_profile(m, o, len, 1, &p, err);
+    if (st) vc__quant_vllm_scope(false);
+    if (st) {
         /* a model with learned positions cannot be built past them: say so in the options' words, not
          * with a path of the model a config becomes */
         if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
@@ -751,6 +754,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     }
     vc_sim sim;
     st = vc_plan_simulate(p, rows, &sim, NULL, err);
+    vc__quant_vllm_scope(false);
     int64_t per_token = 0; /* K and V elements of one token, all layers */
     /* the layers by attention kind (sliding_window, 0 full) for the hybrid KV cache manager */
     struct { int64_t window, n; } kind[8];

@@ -314,6 +314,9 @@ const vc_quant *vc__model_quant(const vc_model *m);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);
+/* quant.c: on (true) while vc_serve builds and simulates its profiling run, off (false) after: the plans
+ * built meanwhile on this thread are vLLM's (vc__quant_check admits compressed-tensors MoE experts). */
+void vc__quant_vllm_scope(bool on);
 /* quant.c: what --serve refuses of the model's quantized weights (vLLM's schemes not modelled, a
  * kernel no GPU-side check admits on dev, the --gpu preset: NULL a GPU given by size), VC_ERR_USAGE
  * naming --weights, the config's key or --gpu. */

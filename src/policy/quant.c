@@ -334,10 +334,10 @@ static int64_t ct_scale_n(const vc_param_entry *p, const vc_quant *q)
 {
     int64_t o = out_of(p), in = in_of(p);
     switch (q->ct_strategy) {
-    case VC_CT_CHANNEL: return o;
-    case VC_CT_GROUP: return o * cdiv(in, q->group);
-    case VC_CT_BLOCK: return cdiv(o, q->block[0]) * cdiv(in, q->block[1]);
-    default: return 1;
+    case VC_CT_CHANNEL: return lead_of(p) * o;
+    case VC_CT_GROUP: return lead_of(p) * o * cdiv(in, q->group);
+    case VC_CT_BLOCK: return lead_of(p) * cdiv(o, q->block[0]) * cdiv(in, q->block[1]);
+    default: return lead_of(p);
     }
 }
 
@@ -493,6 +493,90 @@ static int ct_vllm_wna16(const vc_model *m, size_t i, const vc_quant *q, vc_dtyp
     return k;
 }
 
+/* ---- compressed-tensors MoE experts under vLLM (--serve): FusedMoE's quant method is
+ * CompressedTensorsMoEMethod.get_moe_method (compressed_tensors_moe/compressed_tensors_moe.py @8a95a688),
+ * by the scheme of layer_name + ".0.gate_proj" (ct_assign matches that name). The transformers-v5 stacked
+ * weights here are vLLM's w13 [E, 2I, H] (gate_up_proj) and w2 [E, H, I] (down_proj), E the rank's
+ * experts, I its intermediate_size_per_partition, H hidden_size:
+ *  - W8A8 fp8 (fp8 weights per channel or block, dynamic activations): CompressedTensorsW8A8Fp8MoEMethod
+ *    (compressed_tensors_moe_w8a8_fp8.py @d938d56f) create_weights: w13_weight / w2_weight float8_e4m3fn
+ *    [E, 2I, H] / [E, H, I]; w13_weight_scale / w2_weight_scale fp32 per channel [E, 2I, 1] / [E, H, 1],
+ *    per block [E, 2 cdiv(I, b0), cdiv(H, b1)] / [E, cdiv(H, b0), cdiv(I, b1)] (I % b0 == 0 or a
+ *    ValueError: the cdiv of 2I). process_weights_after_loading's convert_to_fp8_moe_kernel_format
+ *    (fused_moe/oracle/fp8.py @39aa9c41) leaves them for the TRITON and VLLM_CUTLASS backends, and
+ *    FlashInfer's prepare_fp8_moe_layer_for_fi swaps and shuffles them in equal tensors (padding I to a
+ *    multiple of 16 first, refused here when it would); the MARLIN backend (GPUs without fp8, compute
+ *    capability below 8.9) repacks them to other shapes: refused. DeepGEMM's layout for block weights is
+ *    taken as the same bytes (not read).
+ *  - W4A16 / W8A16 (pack-quantized, symmetric): CompressedTensorsWNA16MarlinMoEMethod where
+ *    check_moe_marlin_supports_layer admits the layer (marlin_utils.py: H % 128 == 0, I % max(64,
+ *    group_size) == 0, group_size in [-1, 32, 64, 128], silu experts), else CompressedTensorsWNA16MoEMethod
+ *    (Triton; refused). compressed_tensors_moe_wna16_marlin.py @483186f3 create_weights, for the Marlin
+ *    backend (FlashInfer's MxInt4 needs VLLM_USE_FLASHINFER_MOE_INT4, off by default, and 10.x):
+ *    w13_weight_packed int32 [E, H / pack, 2I], w2_weight_packed int32 [E, I / pack, H], w13_weight_scale
+ *    [E, H / g, 2I] and w2_weight_scale [E, I / g, H] in params_dtype (1 group per channel),
+ *    w13_weight_shape and w2_weight_shape torch.empty(E, 2) (the default dtype, the model's while vLLM
+ *    builds it: set_default_torch_dtype), and four g_idx tensors int32 [E, H] / [E, I]; then
+ *    process_weights_after_loading: gptq_marlin_moe_repack and marlin_moe_permute_scales (the same
+ *    bytes, replace_parameter), the g_idx tensors replaced by torch.empty((E, 0)) (no allocation) or, with
+ *    act order, by the sorted g_idx and sort indices (the same bytes), and layer.workspace =
+ *    marlin_make_workspace_new(device, 4): int32 [4 x multiprocessors] per MoE layer. Asymmetric MoE
+ *    weights are refused (the method asserts symmetric). */
+static bool is_down(const vc_param_entry *p) { return strstr(p->name, "down") != NULL; }
+
+static int ct_vllm_moe(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, const vc_gpu *dev, vc_tspec out[VC_QUANT_MAX])
+{
+    const int64_t e = lead_of(p), o = out_of(p), in = in_of(p);
+    int k = 0;
+    if (q->ct_float) {
+        out[k++] = T(p->numel, VC_DT_F8);
+        out[k++] = T(e * (q->ct_strategy == VC_CT_BLOCK ? cdiv(o, q->block[0]) * cdiv(in, q->block[1]) : o), VC_DT_F32);
+        return k;
+    }
+    out[k++] = T(e * o * cdiv(in * q->bits, 32), VC_DT_I32);              /* w13 / w2_weight_packed */
+    out[k++] = T(e * o * (q->ct_strategy == VC_CT_GROUP ? in / q->group : 1), dense); /* the scales */
+    out[k++] = T(e * 2, dense);                                              /* w13 / w2_weight_shape */
+    if (q->ct_actorder) {                                                    /* sorted g_idx, sort indices */
+        out[k++] = T(e * in, VC_DT_I32);
+        out[k++] = T(e * in, VC_DT_I32);
+    }
+    if (!is_down(p) && dev) out[k++] = T(INT64_C(4) * dev->sms, VC_DT_I32); /* the layer's workspace */
+    return k;
+}
+
+/* NULL when vLLM's method for stacked experts p (the rank's) is one ct_vllm_moe follows, else why not */
+static const char *ct_moe_misfit(const vc_model *m, const vc_param_entry *p, const vc_quant *q, const vc_gpu *dev, char *buf, size_t n)
+{
+    const int64_t inter = is_down(p) ? in_of(p) : out_of(p) / 2, hidden = is_down(p) ? out_of(p) : in_of(p);
+    const int sm = dev ? dev->sm : 0;
+    if (q->ct_float) {
+        if (q->ct_input != 1 || (q->ct_strategy != VC_CT_CHANNEL && q->ct_strategy != VC_CT_BLOCK))
+            return "CompressedTensorsW8A8Fp8MoEMethod is modelled for channel or block weights with dynamic activations";
+        if (sm < 89) {
+            snprintf(buf, n, "on compute capability %d.%d vLLM's FP8 MoE backend is MARLIN, whose repacking is not modelled", sm / 10, sm % 10);
+            return buf;
+        }
+        if (q->ct_strategy == VC_CT_BLOCK && (inter % q->block[0] || (m->tp > 1 && inter % q->block[1]))) {
+            snprintf(buf, n, "vLLM refuses the experts' intermediate size per rank %lld: not a multiple of block_structure [%lld, %lld]",
+                     (long long)inter, (long long)q->block[0], (long long)q->block[1]);
+            return buf;
+        }
+        if (q->ct_strategy != VC_CT_BLOCK && inter % 16)
+            return "FlashInfer's FP8 MoE pads an intermediate size per rank that is not a multiple of 16: not modelled";
+        return NULL;
+    }
+    if (!ct_wna16(q)) return "vLLM's MoE methods other than W8A8 fp8 and WNA16 Marlin are not modelled";
+    if (q->ct_asymmetric) return "CompressedTensorsWNA16MarlinMoEMethod takes symmetric weights only";
+    const int64_t g = q->ct_strategy == VC_CT_GROUP ? q->group : -1;
+    if (sm < 75 || hidden % 128 || inter % (g > 64 ? g : 64) || !(g == -1 || g == 32 || g == 64 || g == 128)) {
+        snprintf(buf, n, "check_moe_marlin_supports_layer refuses hidden %lld, intermediate %lld per rank, group_size %lld%s: vLLM "
+                 "runs CompressedTensorsWNA16MoEMethod (Triton), not modelled", (long long)hidden, (long long)inter, (long long)g,
+                 sm < 75 ? " below compute capability 7.5" : "");
+        return buf;
+    }
+    return NULL;
+}
+
 /* The same weights as vLLM keeps them (--serve): CompressedTensorsW8A8Fp8.create_weights (fp8 weights
  * with fp8 activations): weight float8_e4m3fn [out, in] and weight_scale fp32 (create_fp8_scale_parameter:
  * channel [out, 1], block [cdiv(out, b0), cdiv(in, b1)]); CompressedTensorsW8A8Int8.create_weights
@@ -504,8 +588,9 @@ static int ct_vllm_wna16(const vc_model *m, size_t i, const vc_quant *q, vc_dtyp
 static int ct_vllm_tensors(const vc_model *m, size_t i, const vc_quant *q, vc_dtype dense, const vc_gpu *dev,
                            vc_tspec out[VC_QUANT_MAX])
 {
-    if (ct_wna16(q)) return ct_vllm_wna16(m, i, q, dense, dev, out);
     const vc_param_entry *p = &m->par[i];
+    if (p->flags & VC_PARAM_EXPERTS) return ct_vllm_moe(p, q, dense, dev, out);
+    if (ct_wna16(q)) return ct_vllm_wna16(m, i, q, dense, dev, out);
     int k = 0;
     out[k++] = T(p->numel, q->ct_float ? VC_DT_F8 : VC_DT_I8);
     out[k++] = T(ct_scale_n(p, q), VC_DT_F32);
@@ -804,25 +889,28 @@ static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, co
         if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts || skipped(name, q->skip)) return VC_OK;
     } else {
         if (!(p->flags & VC_PARAM_LINEAR) && !experts) return VC_OK;
-        /* stacked experts: matched as the nn.Linear modules transformers would hold for them (Llama 4's
-         * CompressedExpertsLinear: experts.expert_modules.E.gate_proj ...; the first stands for all) */
+        /* stacked experts: matched as the nn.Linear modules of one expert (the first stands for all): Llama 4's
+         * as transformers' CompressedExpertsLinear holds them (experts.expert_modules.E.gate_proj); the others
+         * by the checkpoint's per-expert names, which vLLM's CompressedTensorsMoEMethod.get_moe_method matches
+         * (layer_name + ".0.gate_proj": mlp.experts.0.gate_proj), "Linear" standing for FusedMoE
+         * (_add_fused_moe_to_target_scheme_map) */
         if (experts) {
             size_t used = strlen(name);
-            snprintf(name + used, sizeof name - used, ".expert_modules.0.gate_proj");
+            snprintf(name + used, sizeof name - used, "%s", p->flags & VC_PARAM_LLAMA4_EXPERTS ? ".expert_modules.0.gate_proj" : ".0.gate_proj");
         }
         int t = ct_match(q->ct_targets, name, true, "quantization_config.config_groups", err);
         int i = t > 0 ? ct_match(q->skip, name, true, "quantization_config.ignore", err) : 0;
         if (t < 0 || i < 0) return err->code;
         if (!t || i) return VC_OK;
-        if (experts)
+        /* other stacked experts: vLLM's FusedMoE methods under --serve; transformers' refusal is
+         * vc__quant_check's (it knows which runtime the estimate is for) */
+        if (p->flags & VC_PARAM_LLAMA4_EXPERTS)
             /* transformers (integrations/compressed_tensors.py @ae005ce1) swaps Llama4TextExperts for
              * CompressedExpertsLinear, a loop over num_local_experts Llama4TextMLP modules; stacked
              * experts have no nn.Linear for CompressedLinear to replace */
             return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors (layer %s): quantized MoE experts are not modelled "
-                                "(%s); ignore them to estimate the rest", in->path,
-                                p->flags & VC_PARAM_LLAMA4_EXPERTS
-                                    ? "transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per expert"
-                                    : "stacked experts hold no nn.Linear for CompressedLinear to replace");
+                                "(transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per "
+                                "expert); ignore them to estimate the rest", in->path);
     }
     char why[300];
     if (rows[VC_WEIGHTS_CT].misfit(p, q, why, sizeof why))
@@ -917,11 +1005,27 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
     return VC_OK;
 }
 
+/* vc_serve's builds and replays of its profiling run, on this thread (the allocator model's replays of
+ * other batches build plans too): vLLM's modules, not transformers' */
+static _Thread_local int vllm_scope;
+void vc__quant_vllm_scope(bool on) { vllm_scope += on ? 1 : -1; }
+
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
+    const bool vllm = vllm_scope > 0;
     vc_weights w = VC_WEIGHTS_DENSE;
     for (size_t i = 0; i < m->npar && w == VC_WEIGHTS_DENSE; i++) w = (vc_weights)m->par[i].fmt;
     if (w == VC_WEIGHTS_DENSE) return VC_OK;
+    /* compressed-tensors' stacked experts under transformers: apply_quantization_config replaces
+     * torch.nn.Linear modules with CompressedLinear; transformers' stacked experts module (Qwen3MoeExperts'
+     * gate_up_proj [E, 2I, H]) is none, so nothing holds the checkpoint's per-expert weight_packed /
+     * weight_scale. vLLM's FusedMoE (--serve) does: ct_vllm_moe */
+    for (size_t i = 0; i < m->npar && !vllm && w == VC_WEIGHTS_CT; i++)
+        if (m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS)
+            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                                "compressed-tensors (layer %s): quantized MoE experts are modelled under " O("serve")
+                                " (vLLM's FusedMoE), not under transformers (stacked experts hold no nn.Linear for "
+                                "CompressedLinear to replace); ignore them to estimate the rest", m->inst[m->par[i].owner].path);
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr && (pr->param_dt == VC_DT_F32 || pr->master || pr->amp_dt != VC_DT_F32))
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("precision"),
@@ -965,13 +1069,32 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
  * and int8 activations), which ct_vllm_tensors follows for channel and block scales, and
  * CompressedTensorsWNA16 (pack-quantized int weights per channel or group, no input quantization), whose
  * kernel each layer's shape and the GPU pick (ct_vllm_wna16); the others are refused */
-bool vc__quant_vllm_needs_device(const vc_model *m) { return ct_wna16(vc__model_quant(m)); }
+static bool ct_experts(const vc_model *m) /* stacked experts in compressed-tensors */
+{
+    for (size_t i = 0; i < m->npar; i++)
+        if (m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS) return true;
+    return false;
+}
+
+bool vc__quant_vllm_needs_device(const vc_model *m) { return ct_wna16(vc__model_quant(m)) || ct_experts(m); }
 
 vc_status vc__quant_vllm_check(const vc_model *m, const vc_gpu *dev, vc_error *err)
 {
     const vc_quant *q = vc__model_quant(m);
     if (q->format != VC_WEIGHTS_CT) return VC_OK;
     const char *key = m->has_quant ? O("weights") : "quantization_config", *why = NULL;
+    if (ct_experts(m) && (!dev || strcmp(dev->vendor, "NVIDIA")))
+        return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "compressed-tensors MoE experts under " O("serve") ": vLLM's FusedMoE "
+                            "backend follows the GPU's compute capability; give an NVIDIA " O("gpu") " preset%s",
+                            dev ? " (ROCm's are not modelled)" : ", not a size");
+    for (size_t i = 0; i < m->npar; i++) {
+        char buf[300];
+        const char *w = m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS
+                            ? ct_moe_misfit(m, &m->par[i], q, dev, buf, sizeof buf) : NULL;
+        if (w)
+            return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors MoE experts under " O("serve") " (layer %s): %s; "
+                                "ignore them to estimate the rest", m->inst[m->par[i].owner].path, w);
+    }
     if (ct_wna16(q)) {
         if (!dev || strcmp(dev->vendor, "NVIDIA"))
             return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "compressed-tensors W%lldA16 under " O("serve") ": vLLM's kernel "
@@ -985,7 +1108,7 @@ vc_status vc__quant_vllm_check(const vc_model *m, const vc_gpu *dev, vc_error *e
         for (size_t i = 0; i < m->npar; i++) {
             int64_t nout;
             char buf[400];
-            if (m->par[i].fmt != VC_WEIGHTS_CT || !vllm_layer(m, i, &nout)) continue;
+            if (m->par[i].fmt != VC_WEIGHTS_CT || m->par[i].flags & VC_PARAM_EXPERTS || !vllm_layer(m, i, &nout)) continue;
             int k = vct_kernel(q, dev, nout, in_of(&m->par[i]), buf, sizeof buf);
             if (k == VCT_MARLIN || k == VCT_MACHETE) continue;
             const vc_inst *in = &m->inst[m->par[i].owner];
