@@ -684,7 +684,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
                 return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                                     "fbgemm_fp8: vLLM's FBGEMMFp8Config quantizes Linear layers, not FusedMoE; "
                                     "Llama 4's FP8 experts under " O("serve") " are not modelled");
-    if ((st = vc__quant_vllm_check(m, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
+    if ((st = vc__quant_vllm_check(m, gpu->preset, err))) return st; /* vLLM's compressed-tensors schemes (src/policy/quant.c) */
+    vc_options dev_o; /* compressed-tensors weight-only: vLLM's kernel and its workspace follow the GPU (quant.c) */
+    if (vc__quant_vllm_needs_device(m) && o->device != gpu->preset) {
+        dev_o = *o;
+        dev_o.device = gpu->preset;
+        o = &dev_o;
+    }
     /* a hybrid model's Gated DeltaNet layers: vLLM's per-request state (gdn_state below) */
     int64_t gdn_n = 0, gdn_conv = 0, gdn_ssm = 0;
     bool gdn_f32 = false;
@@ -729,7 +735,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
     const int64_t len = cdiv(r->max_num_batched_tokens, rows);
-    if ((st = vc__plan_build_profile(m, o, len, 1, &p, err))) {
+    vc__quant_vllm_scope(true); /* the plans built until the simulation returns are vLLM's (src/policy/quant.c) */
+    st = vc__plan_build_profile(m, o, len, 1, &p, err);
+    if (st) vc__quant_vllm_scope(false);
+    if (st) {
         /* a model with learned positions cannot be built past them: say so in the options' words, not
          * with a path of the model a config becomes */
         if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
@@ -745,6 +754,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     }
     vc_sim sim;
     st = vc_plan_simulate(p, rows, &sim, NULL, err);
+    vc__quant_vllm_scope(false);
     int64_t per_token = 0; /* K and V elements of one token, all layers */
     /* the layers by attention kind (sliding_window, 0 full) for the hybrid KV cache manager */
     struct { int64_t window, n; } kind[8];

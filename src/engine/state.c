@@ -216,7 +216,8 @@ void vc__persistent(vc_build *b)
             for (int k = 0; k < nw; k++) vc__alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, -1);
             wshared[m->par[i].fmt] = true;
             /* --serve: vLLM's storage where the format's differs (vc_weight_row.vllm_tensors) */
-            nw = (b->gen.profile && w->vllm_tensors ? w->vllm_tensors : w->tensors)(&m->par[i], vc__model_quant(m), (vc_dtype)t->dt, ws);
+            nw = b->gen.profile && w->vllm_tensors ? w->vllm_tensors(m, i, vc__model_quant(m), (vc_dtype)t->dt, b->o.device, ws)
+                                                   : w->tensors(&m->par[i], vc__model_quant(m), (vc_dtype)t->dt, ws);
             for (int k = 0; k < nw; k++) {
                 int32_t s = vc__alloc(b, ws[k].n, ws[k].dt, CAT_WEIGHT, m->par[i].owner);
                 if (k == 0) t->stor = s;

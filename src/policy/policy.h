@@ -290,9 +290,12 @@ typedef struct vc_weight_row {
     /* What the GPU keeps for weight p, data first (dense: one tensor of the
      * precision's dtype). Returns the count. */
     int (*tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
-    /* What vLLM keeps for it (--serve's profiling run), when that differs from tensors; NULL: tensors.
+    /* What vLLM keeps for weight i of m (--serve's profiling run, m the rank's model), when that differs
+     * from tensors; NULL: tensors. dev: the GPU (vc_options.device), whose compute capability picks
+     * vLLM's kernel and its multiprocessors size the kernel's workspace; NULL: none known.
      * vc__quant_vllm_check refuses the settings it does not cover. */
-    int (*vllm_tensors)(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX]);
+    int (*vllm_tensors)(const vc_model *m, size_t i, const vc_quant *q, vc_dtype dense, const struct vc_gpu *dev,
+                        vc_tspec out[VC_QUANT_MAX]);
     /* Kept once for every weight in the format (a cached code book, a kernel's
      * scratch sized by the largest weight, x); NULL none. */
     int (*shared)(const vc_quant *q, const vc_quant_extent *x, vc_tspec out[VC_QUANT_MAX]);
@@ -311,9 +314,16 @@ const vc_quant *vc__model_quant(const vc_model *m);
 /* quant.c: the checks of an estimate of a model with quantized weights
  * (VC_ERR_USAGE naming --weights). */
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err);
-/* quant.c: what --serve refuses of the model's quantized weights (vLLM's schemes not modelled),
- * VC_ERR_USAGE naming --weights or the config's key. */
-vc_status vc__quant_vllm_check(const vc_model *m, vc_error *err);
+/* quant.c: on (true) while vc_serve builds and simulates its profiling run, off (false) after: the plans
+ * built meanwhile on this thread are vLLM's (vc__quant_check admits compressed-tensors MoE experts). */
+void vc__quant_vllm_scope(bool on);
+/* quant.c: what --serve refuses of the model's quantized weights (vLLM's schemes not modelled, a
+ * kernel no GPU-side check admits on dev, the --gpu preset: NULL a GPU given by size), VC_ERR_USAGE
+ * naming --weights, the config's key or --gpu. */
+vc_status vc__quant_vllm_check(const vc_model *m, const struct vc_gpu *dev, vc_error *err);
+/* quant.c: whether --serve's profiling build of m needs the GPU in its options (vc_options.device):
+ * compressed-tensors weight-only schemes, whose vLLM kernel follows the GPU. */
+bool vc__quant_vllm_needs_device(const vc_model *m);
 
 /* options.c: the checks every estimate makes of its options (VC_ERR_USAGE naming the option). */
 vc_status vc__check_options(const vc_options *o, vc_error *err);

@@ -334,10 +334,10 @@ static int64_t ct_scale_n(const vc_param_entry *p, const vc_quant *q)
 {
     int64_t o = out_of(p), in = in_of(p);
     switch (q->ct_strategy) {
-    case VC_CT_CHANNEL: return o;
-    case VC_CT_GROUP: return o * cdiv(in, q->group);
-    case VC_CT_BLOCK: return cdiv(o, q->block[0]) * cdiv(in, q->block[1]);
-    default: return 1;
+    case VC_CT_CHANNEL: return lead_of(p) * o;
+    case VC_CT_GROUP: return lead_of(p) * o * cdiv(in, q->group);
+    case VC_CT_BLOCK: return lead_of(p) * cdiv(o, q->block[0]) * cdiv(in, q->block[1]);
+    default: return lead_of(p);
     }
 }
 
@@ -361,16 +361,236 @@ static int ct_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense
     return k;
 }
 
+/* ---- compressed-tensors weight-only schemes under vLLM (--serve): W4A16 / W8A16, pack-quantized int
+ * weights per channel or group without input quantization. vLLM's CompressedTensorsConfig.
+ * _get_scheme_from_parts returns CompressedTensorsWNA16 for them (_is_wNa16_group_channel: strategy
+ * channel or group, input_activations null, static weights; format pack-quantized), whose create_weights
+ * (schemes/compressed_tensors_wNa16.py @ vllm-project/vllm main, the MPLinearKernel version) registers,
+ * per vLLM layer of the rank ([N, K]: output_size_per_partition, input_size_per_partition):
+ *   weight_packed      int32 [N, ceil(K x num_bits / 32)]  (PackedvLLMParameter, packed along the input)
+ *   weight_scale       params_dtype (the model's) [N, K / group_size], [N, 1] per channel
+ *                      (marlin_repeat_scales_on_all_ranks: act order, or channel and row-parallel, keep
+ *                      input_size // group_size columns on every rank: the same 1 column per channel)
+ *   weight_shape       int64 [2]
+ *   weight_zero_point  int32 [ceil(N x num_bits / 32), K / group_size] when symmetric is false
+ *   weight_g_idx       int32 [K] with actorder "group"
+ * and picks its kernel with choose_mp_linear_kernel (vllm/model_executor/kernels/linear/__init__.py
+ * @db0b8267): the first of _POSSIBLE_KERNELS[CUDA] = CutlassW4A8 (fp8 activations only: not these),
+ * Machete, AllSpark, Marlin, Conch, Exllama whose get_min_capability and can_implement admit the layer.
+ * vct_kernel follows those checks; process_weights_after_loading then leaves, per kernel:
+ *  - MacheteLinearKernel (mixed_precision/machete.py @b4ca1ac1; can_implement: compute capability 9.0
+ *    exactly, no act order when the input is split over ranks, group_size in
+ *    query_machete_supported_group_sizes(fp16 / bf16) = [-1, 64, 128], machete_utils
+ *    check_machete_supports_shape: K % 64, N % 128): machete_prepack_B's repacked weight (the same
+ *    bytes, a new tensor replacing the old: _transform_param), the scales made contiguous in [K / g, N]
+ *    (the same bytes), zero points pre-multiplied by the scales in the scales' dtype [K / g, N]
+ *    (transform_w_zp), and with act order weight_g_idx kept beside perm = argsort(g_idx).to(int)
+ *    int32 [K], held by self.act_perm;
+ *  - AllSparkLinearKernel (allspark_utils.py check_allspark_supported_dtype_shape: compute capability
+ *    8.0 to 8.9, group_size -1, 8-bit symmetric, no act order): its own repacking, not followed (refused);
+ *  - MarlinLinearKernel (mixed_precision/marlin.py @a2f9569f; get_min_capability 75; can_implement:
+ *    4 or 8 bits, group_size in MARLIN_SUPPORTED_GROUP_SIZES [-1, 32, 64, 128], check_marlin_supports_shape:
+ *    N % 64, K % 128, K % group_size): gptq_marlin_repack's weight and marlin_permute_scales' scales (the
+ *    same bytes), marlin_zero_points' int32 [K / g, N / (32 / bits)] (the same bytes), with act order
+ *    marlin_sort_g_idx's sorted g_idx and g_idx_sort_indices, int32 [K] each; the empty g_idx, zero point
+ *    and sort indices otherwise (torch.empty(0): no allocation); and self.workspace =
+ *    marlin_make_workspace_new(device) (marlin_utils.py: torch.zeros(sms x max_blocks_per_sm, int32),
+ *    max_blocks_per_sm 1): int32 [multiprocessors] per layer;
+ *  - Conch (the conch-triton-kernels package) and Exllama: not followed (refused).
+ * A vLLM layer is a fused one where the model's packed_modules_mapping fuses projections (llama.py
+ * LlamaForCausalLM: qkv_proj = q_proj, k_proj, v_proj; gate_up_proj = gate_proj, up_proj): the kernel
+ * checks see the fused N, and the per-layer tensors (scales, zero points, g_idx, weight_shape, the
+ * workspace) are counted once, with its first projection, over the fused rows; each projection keeps its
+ * own part of weight_packed (a multiple of 512 B, the allocator's rounding, in any real checkpoint: the
+ * fused tensor's bytes). The repacking's temporaries run in load_model, before the profiling run that
+ * determine_available_memory measures (Worker.load_model, then determine_available_memory), and are
+ * not counted; nor are the GEMMs' own transients (gptq_marlin_gemm's fp32 reduction buffer). */
+enum { VCT_NONE, VCT_MACHETE, VCT_MARLIN, VCT_ALLSPARK };
+
+static bool ct_wna16(const vc_quant *q)
+{
+    return q->format == VC_WEIGHTS_CT && q->ct_packed && q->ct_input == 0 && !q->ct_float &&
+           (q->ct_strategy == VC_CT_GROUP || q->ct_strategy == VC_CT_CHANNEL);
+}
+
+/* The module a parameter belongs to, its last name ("q_proj"): the parameter's prefix
+ * (shared_expert.gate_proj.weight) or its instance's name (self_attn.q_proj) */
+static const char *mod_name(const vc_model *m, const vc_param_entry *p, char *buf, size_t n)
+{
+    const char *dot = strrchr(p->name, '.');
+    if (dot) snprintf(buf, n, "%.*s", (int)(dot - p->name), p->name);
+    else snprintf(buf, n, "%s", m->inst[p->owner].name ? m->inst[p->owner].name : "");
+    const char *last = strrchr(buf, '.');
+    return last ? last + 1 : buf;
+}
+
+/* Weight i's vLLM layer: returns the number of the model's weights it fuses (1, or 3 for q_proj's
+ * qkv_proj, 2 for gate_proj's gate_up_proj), 0 for a member after the first (k_proj, v_proj, up_proj);
+ * *nout: the fused output nout */
+static int vllm_layer(const vc_model *m, size_t i, int64_t *nout)
+{
+    static const char *const qkv[] = {"q_proj", "k_proj", "v_proj"}, *const gu[] = {"gate_proj", "up_proj"};
+    char b[160];
+    const char *nm = mod_name(m, &m->par[i], b, sizeof b);
+    *nout = out_of(&m->par[i]);
+    if (!strcmp(nm, "k_proj") || !strcmp(nm, "v_proj") || !strcmp(nm, "up_proj")) {
+        for (size_t d = 1; d <= 2 && d <= i; d++) { /* its head just before it: a member */
+            char b2[160];
+            const char *h = mod_name(m, &m->par[i - d], b2, sizeof b2);
+            if (m->par[i - d].fmt == m->par[i].fmt && (!strcmp(h, "q_proj") || !strcmp(h, "gate_proj"))) return 0;
+        }
+        return 1;
+    }
+    const char *const *set = !strcmp(nm, "q_proj") ? qkv : !strcmp(nm, "gate_proj") ? gu : NULL;
+    int n = !set ? 1 : set == qkv ? 3 : 2, k = 1;
+    for (; set && k < n && i + (size_t)k < m->npar; k++) {
+        char b2[160];
+        const vc_param_entry *s = &m->par[i + (size_t)k];
+        if (s->fmt != m->par[i].fmt || strcmp(mod_name(m, s, b2, sizeof b2), set[k]) || in_of(s) != in_of(&m->par[i])) break;
+        *nout += out_of(s);
+    }
+    return set ? k : 1;
+}
+
+/* choose_mp_linear_kernel for one vLLM layer of nout x in on dev; *why says why none admits it */
+static int vct_kernel(const vc_quant *q, const vc_gpu *dev, int64_t nout, int64_t in, char *why, size_t n)
+{
+    const int sm = dev ? dev->sm : 0;
+    const int64_t g = q->ct_strategy == VC_CT_GROUP ? q->group : -1;
+    const bool sym = !q->ct_asymmetric;
+    if (sm == 90 && (g == -1 || g == 64 || g == 128) && in % 64 == 0 && nout % 128 == 0) return VCT_MACHETE;
+    if (sm >= 80 && sm <= 89 && g == -1 && q->bits == 8 && sym && !q->ct_actorder && in % 16 == 0 && nout % 16 == 0)
+        return VCT_ALLSPARK;
+    if (sm >= 75 && (g == -1 || g == 32 || g == 64 || g == 128) && nout % 64 == 0 && in % 128 == 0 && (g == -1 || in % g == 0))
+        return VCT_MARLIN;
+    snprintf(why, n, "%lld x %lld (group_size %lld) on compute capability %d.%d: Machete (9.0, group_size -1, 64 or 128, "
+             "in_features %% 64, out_features %% 128) and Marlin (7.5 and up, group_size -1, 32, 64 or 128, out_features %% 64, "
+             "in_features %% 128) do not take it; Conch and Exllama are not modelled",
+             (long long)nout, (long long)in, (long long)g, sm / 10, sm % 10);
+    return VCT_NONE;
+}
+
+static int ct_vllm_wna16(const vc_model *m, size_t i, const vc_quant *q, vc_dtype dense, const vc_gpu *dev,
+                         vc_tspec out[VC_QUANT_MAX])
+{
+    const vc_param_entry *p = &m->par[i];
+    int64_t nout, in = in_of(p);
+    int fused = vllm_layer(m, i, &nout), k = 0;
+    out[k++] = T(out_of(p) * cdiv(in * q->bits, 32), VC_DT_I32); /* this projection's part of weight_packed */
+    if (!fused) return k;
+    char why[400];
+    const int kern = vct_kernel(q, dev, nout, in, why, sizeof why); /* vc__quant_vllm_check admitted it */
+    const int64_t groups = q->ct_strategy == VC_CT_GROUP ? in / q->group : 1;
+    out[k++] = T(nout * groups, dense);   /* weight_scale */
+    out[k++] = T(2, VC_DT_I64);           /* weight_shape */
+    if (q->ct_asymmetric)                 /* Machete: -scale x zero point in the scales' dtype; Marlin: packed int32 */
+        out[k++] = kern == VCT_MACHETE ? T(nout * groups, dense) : T(cdiv(nout * q->bits, 32) * groups, VC_DT_I32);
+    if (q->ct_actorder) {                 /* g_idx, and Machete's perm or Marlin's g_idx_sort_indices */
+        out[k++] = T(in, VC_DT_I32);
+        out[k++] = T(in, VC_DT_I32);
+    }
+    if (kern == VCT_MARLIN && dev) out[k++] = T(dev->sms, VC_DT_I32); /* marlin_make_workspace_new */
+    return k;
+}
+
+/* ---- compressed-tensors MoE experts under vLLM (--serve): FusedMoE's quant method is
+ * CompressedTensorsMoEMethod.get_moe_method (compressed_tensors_moe/compressed_tensors_moe.py @8a95a688),
+ * by the scheme of layer_name + ".0.gate_proj" (ct_assign matches that name). The transformers-v5 stacked
+ * weights here are vLLM's w13 [E, 2I, H] (gate_up_proj) and w2 [E, H, I] (down_proj), E the rank's
+ * experts, I its intermediate_size_per_partition, H hidden_size:
+ *  - W8A8 fp8 (fp8 weights per channel or block, dynamic activations): CompressedTensorsW8A8Fp8MoEMethod
+ *    (compressed_tensors_moe_w8a8_fp8.py @d938d56f) create_weights: w13_weight / w2_weight float8_e4m3fn
+ *    [E, 2I, H] / [E, H, I]; w13_weight_scale / w2_weight_scale fp32 per channel [E, 2I, 1] / [E, H, 1],
+ *    per block [E, 2 cdiv(I, b0), cdiv(H, b1)] / [E, cdiv(H, b0), cdiv(I, b1)] (I % b0 == 0 or a
+ *    ValueError: the cdiv of 2I). process_weights_after_loading's convert_to_fp8_moe_kernel_format
+ *    (fused_moe/oracle/fp8.py @39aa9c41) leaves them for the TRITON and VLLM_CUTLASS backends, and
+ *    FlashInfer's prepare_fp8_moe_layer_for_fi swaps and shuffles them in equal tensors (padding I to a
+ *    multiple of 16 first, refused here when it would); the MARLIN backend (GPUs without fp8, compute
+ *    capability below 8.9) repacks them to other shapes: refused. DeepGEMM's layout for block weights is
+ *    taken as the same bytes (not read).
+ *  - W4A16 / W8A16 (pack-quantized, symmetric): CompressedTensorsWNA16MarlinMoEMethod where
+ *    check_moe_marlin_supports_layer admits the layer (marlin_utils.py: H % 128 == 0, I % max(64,
+ *    group_size) == 0, group_size in [-1, 32, 64, 128], silu experts), else CompressedTensorsWNA16MoEMethod
+ *    (Triton; refused). compressed_tensors_moe_wna16_marlin.py @483186f3 create_weights, for the Marlin
+ *    backend (FlashInfer's MxInt4 needs VLLM_USE_FLASHINFER_MOE_INT4, off by default, and 10.x):
+ *    w13_weight_packed int32 [E, H / pack, 2I], w2_weight_packed int32 [E, I / pack, H], w13_weight_scale
+ *    [E, H / g, 2I] and w2_weight_scale [E, I / g, H] in params_dtype (1 group per channel),
+ *    w13_weight_shape and w2_weight_shape torch.empty(E, 2) (the default dtype, the model's while vLLM
+ *    builds it: set_default_torch_dtype), and four g_idx tensors int32 [E, H] / [E, I]; then
+ *    process_weights_after_loading: gptq_marlin_moe_repack and marlin_moe_permute_scales (the same
+ *    bytes, replace_parameter), the g_idx tensors replaced by torch.empty((E, 0)) (no allocation) or, with
+ *    act order, by the sorted g_idx and sort indices (the same bytes), and layer.workspace =
+ *    marlin_make_workspace_new(device, 4): int32 [4 x multiprocessors] per MoE layer. Asymmetric MoE
+ *    weights are refused (the method asserts symmetric). */
+static bool is_down(const vc_param_entry *p) { return strstr(p->name, "down") != NULL; }
+
+static int ct_vllm_moe(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, const vc_gpu *dev, vc_tspec out[VC_QUANT_MAX])
+{
+    const int64_t e = lead_of(p), o = out_of(p), in = in_of(p);
+    int k = 0;
+    if (q->ct_float) {
+        out[k++] = T(p->numel, VC_DT_F8);
+        out[k++] = T(e * (q->ct_strategy == VC_CT_BLOCK ? cdiv(o, q->block[0]) * cdiv(in, q->block[1]) : o), VC_DT_F32);
+        return k;
+    }
+    out[k++] = T(e * o * cdiv(in * q->bits, 32), VC_DT_I32);              /* w13 / w2_weight_packed */
+    out[k++] = T(e * o * (q->ct_strategy == VC_CT_GROUP ? in / q->group : 1), dense); /* the scales */
+    out[k++] = T(e * 2, dense);                                              /* w13 / w2_weight_shape */
+    if (q->ct_actorder) {                                                    /* sorted g_idx, sort indices */
+        out[k++] = T(e * in, VC_DT_I32);
+        out[k++] = T(e * in, VC_DT_I32);
+    }
+    if (!is_down(p) && dev) out[k++] = T(INT64_C(4) * dev->sms, VC_DT_I32); /* the layer's workspace */
+    return k;
+}
+
+/* NULL when vLLM's method for stacked experts p (the rank's) is one ct_vllm_moe follows, else why not */
+static const char *ct_moe_misfit(const vc_model *m, const vc_param_entry *p, const vc_quant *q, const vc_gpu *dev, char *buf, size_t n)
+{
+    const int64_t inter = is_down(p) ? in_of(p) : out_of(p) / 2, hidden = is_down(p) ? out_of(p) : in_of(p);
+    const int sm = dev ? dev->sm : 0;
+    if (q->ct_float) {
+        if (q->ct_input != 1 || (q->ct_strategy != VC_CT_CHANNEL && q->ct_strategy != VC_CT_BLOCK))
+            return "CompressedTensorsW8A8Fp8MoEMethod is modelled for channel or block weights with dynamic activations";
+        if (sm < 89) {
+            snprintf(buf, n, "on compute capability %d.%d vLLM's FP8 MoE backend is MARLIN, whose repacking is not modelled", sm / 10, sm % 10);
+            return buf;
+        }
+        if (q->ct_strategy == VC_CT_BLOCK && (inter % q->block[0] || (m->tp > 1 && inter % q->block[1]))) {
+            snprintf(buf, n, "vLLM refuses the experts' intermediate size per rank %lld: not a multiple of block_structure [%lld, %lld]",
+                     (long long)inter, (long long)q->block[0], (long long)q->block[1]);
+            return buf;
+        }
+        if (q->ct_strategy != VC_CT_BLOCK && inter % 16)
+            return "FlashInfer's FP8 MoE pads an intermediate size per rank that is not a multiple of 16: not modelled";
+        return NULL;
+    }
+    if (!ct_wna16(q)) return "vLLM's MoE methods other than W8A8 fp8 and WNA16 Marlin are not modelled";
+    if (q->ct_asymmetric) return "CompressedTensorsWNA16MarlinMoEMethod takes symmetric weights only";
+    const int64_t g = q->ct_strategy == VC_CT_GROUP ? q->group : -1;
+    if (sm < 75 || hidden % 128 || inter % (g > 64 ? g : 64) || !(g == -1 || g == 32 || g == 64 || g == 128)) {
+        snprintf(buf, n, "check_moe_marlin_supports_layer refuses hidden %lld, intermediate %lld per rank, group_size %lld%s: vLLM "
+                 "runs CompressedTensorsWNA16MoEMethod (Triton), not modelled", (long long)hidden, (long long)inter, (long long)g,
+                 sm < 75 ? " below compute capability 7.5" : "");
+        return buf;
+    }
+    return NULL;
+}
+
 /* The same weights as vLLM keeps them (--serve): CompressedTensorsW8A8Fp8.create_weights (fp8 weights
  * with fp8 activations): weight float8_e4m3fn [out, in] and weight_scale fp32 (create_fp8_scale_parameter:
  * channel [out, 1], block [cdiv(out, b0), cdiv(in, b1)]); CompressedTensorsW8A8Int8.create_weights
  * (int8 weights with int8 activations): weight int8 [out, in], channel weight_scale fp32 [out, 1].
  * process_weights_after_loading transposes the weight (weight.t(), a view: the same bytes). Dynamic
  * activations only: a static input_scale is one per fused layer (qkv_proj), which the per-projection
- * weights here do not have; vc__quant_vllm_check refuses it and the other schemes not followed. */
-static int ct_vllm_tensors(const vc_param_entry *p, const vc_quant *q, vc_dtype dense, vc_tspec out[VC_QUANT_MAX])
+ * weights here do not have; vc__quant_vllm_check refuses it and the other schemes not followed.
+ * Weight-only (W4A16, W8A16): ct_vllm_wna16 above. */
+static int ct_vllm_tensors(const vc_model *m, size_t i, const vc_quant *q, vc_dtype dense, const vc_gpu *dev,
+                           vc_tspec out[VC_QUANT_MAX])
 {
-    (void)dense;
+    const vc_param_entry *p = &m->par[i];
+    if (p->flags & VC_PARAM_EXPERTS) return ct_vllm_moe(p, q, dense, dev, out);
+    if (ct_wna16(q)) return ct_vllm_wna16(m, i, q, dense, dev, out);
     int k = 0;
     out[k++] = T(p->numel, q->ct_float ? VC_DT_F8 : VC_DT_I8);
     out[k++] = T(ct_scale_n(p, q), VC_DT_F32);
@@ -669,25 +889,28 @@ static vc_status ct_assign(vc_model *m, vc_param_entry *p, const vc_quant *q, co
         if (!(p->flags & VC_PARAM_LINEAR) || p->owner == last || experts || skipped(name, q->skip)) return VC_OK;
     } else {
         if (!(p->flags & VC_PARAM_LINEAR) && !experts) return VC_OK;
-        /* stacked experts: matched as the nn.Linear modules transformers would hold for them (Llama 4's
-         * CompressedExpertsLinear: experts.expert_modules.E.gate_proj ...; the first stands for all) */
+        /* stacked experts: matched as the nn.Linear modules of one expert (the first stands for all): Llama 4's
+         * as transformers' CompressedExpertsLinear holds them (experts.expert_modules.E.gate_proj); the others
+         * by the checkpoint's per-expert names, which vLLM's CompressedTensorsMoEMethod.get_moe_method matches
+         * (layer_name + ".0.gate_proj": mlp.experts.0.gate_proj), "Linear" standing for FusedMoE
+         * (_add_fused_moe_to_target_scheme_map) */
         if (experts) {
             size_t used = strlen(name);
-            snprintf(name + used, sizeof name - used, ".expert_modules.0.gate_proj");
+            snprintf(name + used, sizeof name - used, "%s", p->flags & VC_PARAM_LLAMA4_EXPERTS ? ".expert_modules.0.gate_proj" : ".0.gate_proj");
         }
         int t = ct_match(q->ct_targets, name, true, "quantization_config.config_groups", err);
         int i = t > 0 ? ct_match(q->skip, name, true, "quantization_config.ignore", err) : 0;
         if (t < 0 || i < 0) return err->code;
         if (!t || i) return VC_OK;
-        if (experts)
+        /* other stacked experts: vLLM's FusedMoE methods under --serve; transformers' refusal is
+         * vc__quant_check's (it knows which runtime the estimate is for) */
+        if (p->flags & VC_PARAM_LLAMA4_EXPERTS)
             /* transformers (integrations/compressed_tensors.py @ae005ce1) swaps Llama4TextExperts for
              * CompressedExpertsLinear, a loop over num_local_experts Llama4TextMLP modules; stacked
              * experts have no nn.Linear for CompressedLinear to replace */
             return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors (layer %s): quantized MoE experts are not modelled "
-                                "(%s); ignore them to estimate the rest", in->path,
-                                p->flags & VC_PARAM_LLAMA4_EXPERTS
-                                    ? "transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per expert"
-                                    : "stacked experts hold no nn.Linear for CompressedLinear to replace");
+                                "(transformers runs Llama 4's as CompressedExpertsLinear, a loop over one Linear MLP per "
+                                "expert); ignore them to estimate the rest", in->path);
     }
     char why[300];
     if (rows[VC_WEIGHTS_CT].misfit(p, q, why, sizeof why))
@@ -782,11 +1005,27 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err)
     return VC_OK;
 }
 
+/* vc_serve's builds and replays of its profiling run, on this thread (the allocator model's replays of
+ * other batches build plans too): vLLM's modules, not transformers' */
+static _Thread_local int vllm_scope;
+void vc__quant_vllm_scope(bool on) { vllm_scope += on ? 1 : -1; }
+
 vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 {
+    const bool vllm = vllm_scope > 0;
     vc_weights w = VC_WEIGHTS_DENSE;
     for (size_t i = 0; i < m->npar && w == VC_WEIGHTS_DENSE; i++) w = (vc_weights)m->par[i].fmt;
     if (w == VC_WEIGHTS_DENSE) return VC_OK;
+    /* compressed-tensors' stacked experts under transformers: apply_quantization_config replaces
+     * torch.nn.Linear modules with CompressedLinear; transformers' stacked experts module (Qwen3MoeExperts'
+     * gate_up_proj [E, 2I, H]) is none, so nothing holds the checkpoint's per-expert weight_packed /
+     * weight_scale. vLLM's FusedMoE (--serve) does: ct_vllm_moe */
+    for (size_t i = 0; i < m->npar && !vllm && w == VC_WEIGHTS_CT; i++)
+        if (m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS)
+            return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
+                                "compressed-tensors (layer %s): quantized MoE experts are modelled under " O("serve")
+                                " (vLLM's FusedMoE), not under transformers (stacked experts hold no nn.Linear for "
+                                "CompressedLinear to replace); ignore them to estimate the rest", m->inst[m->par[i].owner].path);
     const vc_precision_row *pr = vc_precision_row_get(o->precision);
     if (pr && (pr->param_dt == VC_DT_F32 || pr->master || pr->amp_dt != VC_DT_F32))
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : O("precision"),
@@ -827,15 +1066,63 @@ vc_status vc__quant_check(const vc_model *m, const vc_options *o, vc_error *err)
 
 /* --serve over compressed-tensors weights: vLLM's CompressedTensorsConfig._get_scheme_from_parts picks
  * CompressedTensorsW8A8Fp8 (fp8 weights and fp8 activations) and CompressedTensorsW8A8Int8 (int8 weights
- * and int8 activations), which ct_vllm_tensors follows for channel and block scales; the others are refused */
-vc_status vc__quant_vllm_check(const vc_model *m, vc_error *err)
+ * and int8 activations), which ct_vllm_tensors follows for channel and block scales, and
+ * CompressedTensorsWNA16 (pack-quantized int weights per channel or group, no input quantization), whose
+ * kernel each layer's shape and the GPU pick (ct_vllm_wna16); the others are refused */
+static bool ct_experts(const vc_model *m) /* stacked experts in compressed-tensors */
+{
+    for (size_t i = 0; i < m->npar; i++)
+        if (m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS) return true;
+    return false;
+}
+
+bool vc__quant_vllm_needs_device(const vc_model *m) { return ct_wna16(vc__model_quant(m)) || ct_experts(m); }
+
+vc_status vc__quant_vllm_check(const vc_model *m, const vc_gpu *dev, vc_error *err)
 {
     const vc_quant *q = vc__model_quant(m);
     if (q->format != VC_WEIGHTS_CT) return VC_OK;
     const char *key = m->has_quant ? O("weights") : "quantization_config", *why = NULL;
+    if (ct_experts(m) && (!dev || strcmp(dev->vendor, "NVIDIA")))
+        return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "compressed-tensors MoE experts under " O("serve") ": vLLM's FusedMoE "
+                            "backend follows the GPU's compute capability; give an NVIDIA " O("gpu") " preset%s",
+                            dev ? " (ROCm's are not modelled)" : ", not a size");
+    for (size_t i = 0; i < m->npar; i++) {
+        char buf[300];
+        const char *w = m->par[i].fmt == VC_WEIGHTS_CT && m->par[i].flags & VC_PARAM_EXPERTS
+                            ? ct_moe_misfit(m, &m->par[i], q, dev, buf, sizeof buf) : NULL;
+        if (w)
+            return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors MoE experts under " O("serve") " (layer %s): %s; "
+                                "ignore them to estimate the rest", m->inst[m->par[i].owner].path, w);
+    }
+    if (ct_wna16(q)) {
+        if (!dev || strcmp(dev->vendor, "NVIDIA"))
+            return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "compressed-tensors W%lldA16 under " O("serve") ": vLLM's kernel "
+                                "(Machete on compute capability 9.0, else Marlin) follows the GPU's compute capability; "
+                                "give an NVIDIA " O("gpu") " preset%s", (long long)q->bits, dev ? " (ROCm's Conch and Exllama "
+                                "kernels are not modelled)" : ", not a size");
+        if (q->ct_actorder && m->tp > 1) /* Machete's can_implement refuses it; Marlin's is_k_full is false */
+            return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors under " O("serve") ": act order (weight_g_idx) "
+                                "with the input features split over " O("tp") " ranks (Marlin's scales repeated on every "
+                                "rank, is_k_full false) is not modelled");
+        for (size_t i = 0; i < m->npar; i++) {
+            int64_t nout;
+            char buf[400];
+            if (m->par[i].fmt != VC_WEIGHTS_CT || m->par[i].flags & VC_PARAM_EXPERTS || !vllm_layer(m, i, &nout)) continue;
+            int k = vct_kernel(q, dev, nout, in_of(&m->par[i]), buf, sizeof buf);
+            if (k == VCT_MARLIN || k == VCT_MACHETE) continue;
+            const vc_inst *in = &m->inst[m->par[i].owner];
+            return vc_set_error(err, VC_ERR_USAGE, key, "compressed-tensors W%lldA16 under " O("serve") " (layer %s): %s",
+                                (long long)q->bits, in->name ? in->name : in->path,
+                                k == VCT_ALLSPARK ? "vLLM runs AllSparkLinearKernel on compute capability 8.x for 8-bit "
+                                                    "channel weights, whose repacking is not modelled" : buf);
+        }
+        return VC_OK;
+    }
     if (q->ct_packed || q->ct_input == 0)
-        why = "weight-only schemes (W4A16, W8A16) run through Marlin or Machete kernels (CompressedTensorsWNA16, "
-              "CompressedTensorsW8A16Fp8), which repack the weights and allocate workspaces";
+        why = "weight-only schemes other than CompressedTensorsWNA16's (pack-quantized int weights per channel or group: "
+              "naive-quantized or fp8 weight-only, CompressedTensorsW8A16Fp8) and packed weights with quantized "
+              "activations are not followed";
     else if (q->ct_strategy == VC_CT_TENSOR)
         why = "per-tensor weight scales are merged across vLLM's fused projections (qkv_proj, gate_up_proj) after loading";
     else if (q->ct_strategy == VC_CT_GROUP || (!q->ct_float && q->ct_strategy == VC_CT_BLOCK))
