@@ -222,28 +222,123 @@ static void test_26b_a4b_tp(void **state)
     for (size_t i = 0; i < sizeof c / sizeof *c; i++) check_tp(&c[i]);
 }
 
-/* Refused, naming the option: the per-layer inputs' column-parallel projection (the E models), a tp that does not
- * divide the query heads, and Megatron's split (training) */
+/* The E models' per-layer inputs on a rank (vllm/model_executor/models/gemma4.py @ 001cabc1 Gemma4Model.__init__;
+ * src/hf/hf_tp.c, src/hf/hf_gemma4.c g4_gather): embed_tokens_per_layer a VocabParallelEmbedding
+ * (vocab_size_per_layer_input 262144, a multiple of 64: 262144 / t rows of N x P), per_layer_model_projection a
+ * ColumnParallelLinear(H, N x P, gather_output=True): [N x P / t, H] on a rank, per_layer_projection_norm (P) whole;
+ * each layer's per_layer_input_gate and per_layer_projection ReplicatedLinear: whole, with
+ * post_per_layer_input_norm. The rest as above; the kv heads (E2B 1, E4B 2) copied to t / kv ranks when fewer
+ * (QKVParallelLinear, Gemma4Attention: max(1, total // tp)). Per rank, beside the language model's elements
+ * (bf16, 2 bytes each): both towers whole, one block each rounded to 512 (E2B: vision 168,544,256 and audio
+ * 307,183,904 elements, tests/test_gemma4.c: 337088512 + 614368256 bytes; E4B: 169,330,688 and 308,756,768:
+ * 338661376 + 617513984), the rotary tables' inv_freq 1536 bytes, and 2 bytes x (vLLM's qkv_proj slots of the
+ * kv-shared layers + the rotary caches 131072 x (256 + 512) = 100663296 + Gemma4ForConditionalGeneration's
+ * per-layer-embeddings buffer 8192 x N x 256, whole on every rank).
+ * gemma-4-e2b-it (H 1536, N 35, N x P 8960, 8 heads, 1 kv head, layers 0-14 with a cache: full at 4, 9, 14, 12
+ * sliding; 15-34 kv-shared, full at 19, 24, 29, 34, their MLP double-wide, 12288). A rank at t holds
+ * embed_tokens 262144 / t x 1536, the norm 1536, embed_tokens_per_layer 262144 / t x 8960, the projection
+ * 1536 x 8960 / t, its norm 256; per layer four norms 6,144 and the per-layer parts 787,968; a sliding layer
+ * 0-14: q_proj and o_proj 2 x (8 / t x 256 x 1536), k_proj and v_proj 2 x 256 x 1536, norms 512, MLP
+ * 3 x 1536 x 6144 / t; a full one at 512 (norms 1,024); a kv-shared sliding layer: q_proj, o_proj, q_norm 256, the
+ * MLP 3 x 1536 x 12288 / t; a kv-shared full one at 512. The kv-shared layers' K, V and k_norm slots in vLLM:
+ * 16 x (2 x 256 x 1536 + 256) + 4 x (2 x 512 x 1536 + 512) = 18880512 elements; the buffer 8192 x 35 x 256 =
+ * 73400320.
+ *  - t 2: 201326592 + 1536 + 1174405120 + 6881280 + 256 + 12 x 18882560 + 3 x 22815232 + 16 x 32251648 +
+ *    4 x 35397632 = 2335268096 elements; 2 x 2335268096 + 337088512 + 614368256 + 1536 + 2 x (18880512 +
+ *    100663296 + 73400320) = 6007882752 bytes;
+ *  - t 4: 100663296 + 1536 + 587202560 + 3440640 + 256 + 12 x 10231808 + 3 x 12591616 + 16 x 16523008 +
+ *    4 x 18096128 = 1188617472: 3714581504 bytes;
+ *  - t 8: 50331648 + 1536 + 293601280 + 1720320 + 256 + 12 x 5906432 + 3 x 7479808 + 16 x 8658688 + 4 x 9445376 =
+ *    615292160: 2567930880 bytes.
+ *  (t 1 gives the checkpoint's 4,628,569,344.) Pages: one kv head on every rank: sliding 2 x 16 x 1 x 256 x 2 =
+ *  16384, full 32768 (the sliding block_size 32); group_size 3 (12 >= 1.5 x 3): 4 sliding groups + 1 full,
+ *  98304 a block; a request 4 x (cdiv(min(511 + 8192, 8192), 32) + 1) + cdiv(8192, 16) = 4 x 257 + 512 = 1540.
+ * gemma-4-e4b-it (H 2560, N 42, N x P 10752, 8 heads, 2 kv heads: 1 a rank; layers 0-23 with a cache, full at 5,
+ * 11, 17, 23; 24-41 kv-shared, full at 29, 35, 41; MLP 10240): per layer four norms 10,240 and the per-layer
+ * parts 1,313,280; the K, V, k_norm slots 15 x (2 x 256 x 2560 + 256) + 3 x (2 x 512 x 2560 + 512) = 27530496;
+ * the buffer 8192 x 42 x 256 = 88080384.
+ *  - t 2: 335544320 + 2560 + 1409286144 + 13762560 + 256 + 20 x 47199232 + 4 x 53753344 + 15 x 45888256 +
+ *    3 x 51131392 = 3759311872 elements; 2 x 3759311872 + 338661376 + 617513984 + 1536 + 2 x (27530496 +
+ *    100663296 + 88080384) = 8907348992 bytes;
+ *  - t 4: 167772160 + 2560 + 704643072 + 6881280 + 256 + 20 x 24916992 + 4 x 28849664 + 15 x 23606016 +
+ *    3 x 26227712 = 1925811200: 5240347648 bytes;
+ *  - t 8: 83886080 + 2560 + 352321536 + 3440640 + 256 + 20 x 13775872 + 4 x 16397824 + 15 x 12464896 +
+ *    3 x 13775872 = 1009060864: 3406846976 bytes.
+ *  Pages: sliding 16384, full 32768 (block_size 32); group_size 4: 5 sliding groups + 1 full, 131072 a block; a
+ *  request 5 x 257 + 512 = 1797.
+ * The profiling run all-gathers the projection's [tokens, 8960 / t] shard (g4_gather); its peak, per token, is
+ * that of the per_layer_projection_norm after it (Gemma4RMSNorm's float32 temporaries beside the per-layer
+ * embeddings and the scaled projection), so check_tp's kv_cache = requested - profile_peak - non_torch holds with
+ * it. */
+static void test_e_tp(void **state)
+{
+    (void)state;
+    const g4_tp_case c[] = {
+        {HF "gemma-4-e2b-it.json", 2, INT64_C(6007882752), 98304, 16, 5, 1540},
+        {HF "gemma-4-e2b-it.json", 4, INT64_C(3714581504), 98304, 16, 5, 1540},
+        {HF "gemma-4-e2b-it.json", 8, INT64_C(2567930880), 98304, 16, 5, 1540},
+        {HF "gemma-4-e4b-it.json", 2, INT64_C(8907348992), 131072, 16, 6, 1797},
+        {HF "gemma-4-e4b-it.json", 4, INT64_C(5240347648), 131072, 16, 6, 1797},
+        {HF "gemma-4-e4b-it.json", 8, INT64_C(3406846976), 131072, 16, 6, 1797},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) check_tp(&c[i]);
+}
+
+/* A text-only gemma4_text config of per-layer inputs whose N x P (or padded vocab_size_per_layer_input) the
+ * ranks do not divide: vLLM's divide() asserts (ColumnParallelLinear's output_size_per_partition,
+ * VocabParallelEmbedding's num_embeddings_per_partition) */
+static vc_status serve_small(int64_t layers, int64_t ple, int64_t heads, int64_t tp, vc_error *err)
+{
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "{\"model_type\": \"gemma4_text\", \"vocab_size\": 384, \"hidden_size\": 48, "
+             "\"intermediate_size\": 96, \"num_hidden_layers\": %lld, \"num_attention_heads\": %lld, "
+             "\"num_key_value_heads\": %lld, \"head_dim\": 16, \"global_head_dim\": 16, \"vocab_size_per_layer_input\": 100, "
+             "\"hidden_size_per_layer_input\": %lld, \"num_kv_shared_layers\": 0, \"max_position_embeddings\": 4096}",
+             (long long)layers, (long long)heads, (long long)heads, (long long)ple);
+    vc_model *m = NULL;
+    vc_status st = vc_model_load_string_hf(cfg, strlen(cfg), "small", NULL, &m, err);
+    if (st != VC_OK) return st;
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    o.prompt = 64;
+    o.new_tokens = 64;
+    o.tp = tp;
+    o.gpus = tp;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec gpu;
+    st = vc_gpu_parse("h100-80gb", &gpu, err);
+    vc_serve_result sr;
+    if (st == VC_OK) st = vc_serve(m, &o, &so, &gpu, &sr, err);
+    vc_model_free(m);
+    return st;
+}
+
+/* Refused, naming the option: per-layer inputs the ranks do not divide, a tp that does not divide the query heads,
+ * and Megatron's split (training) */
 static void test_tp_refused(void **state)
 {
     (void)state;
     vc_error err;
     vc_model *m = NULL;
-    if (vc_model_load_file_hf(HF "gemma-4-e4b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    /* 3 layers x P 6 = 18 and the padded 128 rows: tp 2 serves; 3 x 5 = 15 is not divisible by 2; with 3 heads,
+     * tp 3 divides 3 x 6 but not 128 */
+    if (serve_small(3, 6, 2, 2, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
+    assert_int_equal(serve_small(3, 5, 2, 2, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "do not divide num_hidden_layers x hidden_size_per_layer_input (15)"));
+    assert_int_equal(serve_small(3, 6, 3, 3, &err), VC_ERR_USAGE);
+    assert_string_equal(CLI_PATH(&err), "--tp");
+    assert_non_null(strstr(CLI_MSG(&err), "vocab_size_per_layer_input padded to a multiple of 64 (128)"));
     vc_options o;
     vc_options_init(&o);
     o.precision = VC_PREC_BF16;
-    o.tp = 2;
-    o.gpus = 2;
     vc_serve_options so;
     vc_serve_options_init(&so);
     vc_gpu_spec gpu;
     assert_int_equal(vc_gpu_parse("h100-80gb", &gpu, &err), VC_OK);
     vc_serve_result sr;
-    assert_int_equal(vc_serve(m, &o, &so, &gpu, &sr, &err), VC_ERR_USAGE);
-    assert_string_equal(CLI_PATH(&err), "--tp");
-    assert_non_null(strstr(CLI_MSG(&err), "per_layer_model_projection"));
-    vc_model_free(m);
     if (vc_model_load_file_hf(HF "gemma-4-31b-it.json", NULL, &m, &err) != VC_OK) fail_msg("%s", CLI_MSG(&err));
     o.tp = 3; /* 32 heads */
     o.gpus = 3;
@@ -267,6 +362,7 @@ int main(void)
         cmocka_unit_test(test_e4b),
         cmocka_unit_test(test_31b_tp),
         cmocka_unit_test(test_26b_a4b_tp),
+        cmocka_unit_test(test_e_tp),
         cmocka_unit_test(test_tp_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -139,10 +139,6 @@ static void refusals(void **state)
     assert_usage(CFG "qwen3_vl_img_small.json -m generate --prompt 3700 --new-tokens 100 --image 640x480",
                  "--prompt: prompt + new tokens - 1 (4099 tokens fed to the model, the image tokens included) pass its "
                  "4096 positions");
-    /* Gemma 3's prefill mask is not modelled */
-    assert_usage(HF "gemma-3-4b-it.json -m generate --image 640x480",
-                 "--image: generate() with this tower's images is modelled for the Qwen2.5-VL, Qwen3-VL and Qwen3.5 "
-                 "towers");
     /* the tower runs a batch's images as one sequence: batch 1, as in training and inference */
     assert_usage(Q3VL "--image 640x480 -b 2", "--image is modelled at --batch 1 for this vision tower");
     /* vLLM's encoder cache and profiling with images are not modelled */

@@ -34,6 +34,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "ops.h"
 #include "plan.h"
 #include "util.h"
@@ -298,6 +300,9 @@ static bool kv_update(vc_build *b, int64_t window, int64_t latent, int64_t paged
 {
     vc_gen *g = &b->gen;
     if (!g->on || b->st || g->nocache) return false;
+    /* a vision tower's attention ("Images" below: Gemma 3's SiglipAttention, a non-causal RotaryAttention) is
+     * run by the prefill alone and takes no past_key_values */
+    if (b->cur_inst >= 0 && (size_t)b->cur_inst >= g->tower_first && (size_t)b->cur_inst < g->tower_end) return false;
     const int64_t L = g->seq;
     if (g->profile) { /* vLLM's profiling run writes no cache: the layer's shape only, for the page size */
         GROW(g->slot, g->nslot, g->cslot, b);
@@ -563,8 +568,25 @@ void vc__gen_emit(vc_build *b)
  * != 0, and its forward computes inputs_embeds = self.model.embed_tokens(input_ids) before self.visual (so the
  * tower sits between model.embed_tokens and model.text_embeds, src/hf/hf_layers.c); its vision attention
  * (RotaryAttention with block_mask, layers/llm.c) keeps no cache.
- * Gemma 3's images (SiglipVisionModel: token_type_ids' bidirectional image blocks in the prefill's mask) are not
- * modelled under generate. */
+ * Gemma 3's (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb) the same way:
+ * Gemma3ForConditionalGeneration.prepare_inputs_for_generation passes pixel_values only while cache_position[0] == 0;
+ * Gemma3Model.forward runs get_image_features (SigLIP, the projector's pooling to mm_tokens_per_image rows) and
+ * masked_scatter in the prefill, inputs_embeds = embed_tokens(input_ids) first (src/hf/hf_layers.c embeds first);
+ * the prompt holds the full_image_sequence (the image tokens and 4 more); the SigLIP attention keeps no cache.
+ * Not modelled: create_causal_mask_mapping's token_type_ids or-mask in the prefill (may_have_image_input: two
+ * [B, 1, P, P] bool masks, full and sliding, to the forward's end, and sdpa then called with a mask: repeat_kv and
+ * no is_causal), as in training (docs/llm.md); a decoding step has none. */
+
+/* Whether the model is a config.json of model_type gemma3 (its tower SigLIP: src/hf/hf_vision.c) */
+static bool siglip_config(const vc_model *m)
+{
+    if (!m->gen_json || !m->text) return false;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const bool yes = cJSON_IsString(t) && !strcmp(t->valuestring, "gemma3");
+    cJSON_Delete(root);
+    return yes;
+}
 
 static vc_status images_begin(vc_build *b, vc_error *err)
 {
@@ -578,10 +600,6 @@ static vc_status images_begin(vc_build *b, vc_error *err)
     if (g->profile)
         return vc_set_error(err, VC_ERR_USAGE, O("image"), "vLLM's serving of images (its encoder cache and the "
                             "profiling run's dummy images) is not modelled");
-    if (!m->images_one_sequence)
-        return vc_set_error(err, VC_ERR_USAGE, O("image"), "generate() with this tower's images is modelled for the "
-                            "Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers (qwen2_5_vl, qwen3_vl, qwen3_5); Gemma 3's "
-                            "prefill mask (token_type_ids' bidirectional image blocks) is not");
     /* src/hf/hf_layers.c build_layers: model.embed_tokens, the tower, model.text_embeds (the text rows' view);
      * model.inputs_embeds cats the tower's image embeddings (one row per image token) before them */
     size_t emb = m->ninst, text = m->ninst;
@@ -599,7 +617,9 @@ static vc_status images_begin(vc_build *b, vc_error *err)
                             "vision tower were not found");
     g->tower_first = emb + 1;
     g->tower_end = text;
-    g->image_tokens = rows;
+    /* the processor's image tokens: one per embedding row, and Gemma3Processor's full_image_sequence adds "\n\n",
+     * boi, eoi and "\n\n" to its one image a sample (src/hf/hf_vision.c siglip_images: tokens = mm + 4) */
+    g->image_tokens = rows + (siglip_config(m) ? 4 : 0);
     return VC_OK;
 }
 

@@ -207,6 +207,8 @@ extern const int vc__hf_nfamilies;
 
 enum { A_SILU, A_GELU, A_GELU_TANH, A_RELU, A_GELU_NEW, A_GELU_FAST };
 
+#define HF_G4_MAX_TP 128 /* arch.g4.tp with per-layer inputs */
+
 typedef struct {
     const hf_family *f;
     int64_t V, H, I, N, NH, KV, D, R, maxpos, types, labels, seq;
@@ -277,9 +279,12 @@ typedef struct {
     } mb;
     /* gemma4 (hf_gemma4.c): global_head_dim (its falsy value: head_dim), num_global_key_value_heads (0: None),
      * num_kv_shared_layers, hidden_size_per_layer_input (0: none), vocab_size_per_layer_input, layer_types
-     * (NULL: the default 5:1), attention_k_eq_v, enable_moe_block, use_double_wide_mlp; the towers' parameters */
+     * (NULL: the default 5:1), attention_k_eq_v, enable_moe_block, use_double_wide_mlp; the towers' parameters;
+     * tp: vLLM's ranks under --serve --tp (hf_tp.c: Vp is then a rank's rows), 0 or 1 whole, at most HF_G4_MAX_TP
+     * with per-layer inputs (hf_gemma4.c writes their all-gather as a Cat of tp inputs, layers/layer.h's
+     * VC_MAX_INPUTS) */
     struct {
-        int64_t gD, gKV, S, P, Vp, vision, audio;
+        int64_t gD, gKV, S, P, Vp, vision, audio, tp;
         const cJSON *types;
         bool keqv, moe, wide;
     } g4;
@@ -372,7 +377,7 @@ int64_t vc__hf_gemma4_parameters(const arch *a, int64_t *active);
  * a->g4.audio; --image and --images refused. */
 int vc__hf_gemma4_towers_read(rd *r, arch *a, const vc_hf_options *o);
 /* hf_gemma4.c: 0, or -1 with err naming the option the layers do not model for Gemma 4 (a Megatron
- * tensor-parallel rank, vLLM's with per-layer inputs, per_expert experts). */
+ * tensor-parallel rank, per_expert experts). */
 int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, vc_error *err);
 /* hf_gemma4.c: Gemma4ForCausalLM's layers (gemma4's towers as frozen weights first) appended to arr. */
 void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a);

@@ -66,7 +66,7 @@
  * dense MLP, the per-layer embeddings' [B, L, N, P] inputs, the kv-shared layers and the
  * shared_kv_states dict every model fills (with checkpointed layers living through backward:
  * src/engine/autograd.c kvd_*); the towers' weights loaded frozen, not run. --serve --tp: vLLM's split
- * (hf_tp.c). Refused (vc__hf_gemma4_unmodelled): --tp in training; --serve --tp with per-layer inputs.
+ * (hf_tp.c), with the per-layer inputs' all-gather (below). Refused (vc__hf_gemma4_unmodelled): --tp in training.
  */
 #include <math.h>
 #include <stdio.h>
@@ -230,13 +230,8 @@ int vc__hf_gemma4_unmodelled(const arch *a, const char *fam, vc_hf_split split, 
         return vc_set_error(err, VC_ERR_USAGE, split.sp > 1 ? O("sp") : O("tp"), "%s: Megatron's tensor-parallel split "
                             "of Gemma 4 (training, " O("mode") " infer / generate) is not modelled; vLLM's, under "
                             O("serve") ", is", fam);
-    /* vLLM's Gemma4Model.__init__ (gemma4.py @ 001cabc1): per_layer_model_projection is a ColumnParallelLinear
-     * with gather_output=True, its [tokens, N x P / tp] shard all-gathered into a new [tokens, N x P] tensor every
-     * forward: that gather is not written */
-    if (split.tp > 1 && a->g4.P)
-        return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%s: hidden_size_per_layer_input %lld: vLLM's tensor-parallel "
-                            "per_layer_model_projection (a ColumnParallelLinear whose output is all-gathered) is not "
-                            "modelled", fam, (long long)a->g4.P);
+    /* vLLM's per-layer inputs under --tp (gemma4.py @ 001cabc1 Gemma4Model.__init__): split by hf_tp.c, the
+     * per_layer_model_projection's all-gather written by vc__hf_gemma4_write */
     /* --grad-ckpt: GradientCheckpointingLayer binds shared_kv_states in the partial each checkpointed layer hands to
      * checkpoint(), so the dict outlives the forward, holding the stored keys and values and, after their
      * recompute, the recomputed ones with their recomputed graph: written in the engine (src/engine/autograd.c
@@ -500,6 +495,51 @@ static void g4_tower(rd *r, cJSON *arr, const char *name, int64_t n)
     vc__hf_flag(r, o, "frozen", true);
 }
 
+/* vLLM's ColumnParallelLinear(gather_output=True) on a rank of t (vllm/model_executor/layers/linear.py @ 001cabc1
+ * ColumnParallelLinear.forward: output_parallel = quant_method.apply(...), then output =
+ * tensor_model_parallel_all_gather(output_parallel), both locals until forward returns), the all-gather as
+ * vllm/distributed/device_communicators/base_device_communicator.py DeviceCommunicatorBase.all_gather (which
+ * CudaCommunicator does not override) runs it for the last dim of a [tokens, n] shard: output_tensor =
+ * torch.empty((t x tokens, n)), all_gather_into_tensor, reshape((t, tokens, n)) (a view), movedim(0, 1) (a
+ * non-contiguous view), reshape((tokens, t x n)): a copy. Written as a Cat of t shards along the features (a new
+ * tensor of the buffer's elements), its view [t, L, n], the permute to [L, t, n] and the reshape that copies;
+ * the shard held until the copy is made. The preceding Linear is the shard. */
+static void g4_gather(rd *r, cJSON *arr, int64_t t, int64_t n)
+{
+    const char *shard = "model.per_layer_model_projection", *names[HF_G4_MAX_TP];
+    cJSON *prev = cJSON_GetArrayItem(arr, cJSON_GetArraySize(arr) - 1);
+    vc__hf_str(r, prev, "held_until", "model.per_layer_model_projection.gathered");
+    if (t > HF_G4_MAX_TP) { /* refused by hf_tp.c */
+        r->oom = true;
+        return;
+    }
+    for (int64_t k = 0; k < t; k++) names[k] = shard;
+    cJSON *o = vc__hf_layer(r, arr, "Cat", "model.per_layer_model_projection.all_gather");
+    cJSON *ins = cJSON_CreateStringArray(names, (int)t);
+    if (!o || !ins || !cJSON_AddItemToObject(o, "inputs", ins)) {
+        cJSON_Delete(ins);
+        r->oom = true;
+    }
+    vc__hf_num(r, o, "dim", -1);
+    const double view[3] = {(double)t, -1, (double)n}, perm[4] = {0, 2, 1, 3}, out[2] = {-1, (double)(t * n)};
+    const struct { const char *type, *name, *key; const double *v; int nv; } steps[] = {
+        {"Reshape", "model.per_layer_model_projection.all_gather_view", "shape", view, 3},
+        {"Permute", "model.per_layer_model_projection.movedim", "dims", perm, 4},
+        {"Reshape", "model.per_layer_model_projection.gathered", "shape", out, 2},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        o = vc__hf_layer(r, arr, steps[i].type, steps[i].name);
+        cJSON *l = o ? cJSON_AddArrayToObject(o, steps[i].key) : NULL;
+        for (int j = 0; j < steps[i].nv; j++) {
+            cJSON *v = cJSON_CreateNumber(steps[i].v[j]);
+            if (!l || !v || !cJSON_AddItemToArray(l, v)) {
+                cJSON_Delete(v);
+                r->oom = true;
+            }
+        }
+    }
+}
+
 void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
 {
     g4_tower(r, arr, "model.vision_tower", a->g4.vision); /* with embed_vision */
@@ -527,7 +567,9 @@ void vc__hf_gemma4_write(rd *r, cJSON *arr, const arch *a)
         sh[0] = shape;
         /* project_per_layer_inputs: per_layer_model_projection(inputs_embeds) * hidden_size ** -0.5, reshaped,
          * per_layer_projection_norm; (projection + per_layer_inputs) * 2 ** -0.5 */
-        g4_linear(r, arr, "model.per_layer_model_projection", "model.embed_scale", a->H, N * P, false);
+        const int64_t t = a->g4.tp > 1 ? a->g4.tp : 1;
+        g4_linear(r, arr, "model.per_layer_model_projection", "model.embed_scale", a->H, N * P / t, false);
+        if (t > 1) g4_gather(r, arr, t, N * P / t);
         o = vc__hf_layer(r, arr, "Scale", "model.per_layer_model_projection_scale");
         vc__hf_num(r, o, "factor", 1.0 / sqrt((double)a->H));
         o = vc__hf_layer(r, arr, "Reshape", "model.per_layer_projection_view");

@@ -902,10 +902,11 @@ static void build_layers(wr *w, const arch *a)
      * images: the token embeddings first, as Qwen3VLModel.forward (@ 00709b86, and Qwen3_5Model's) computes
      * inputs_embeds = embed_tokens(input_ids) before get_image_features, and
      * Qwen2_5_VLForConditionalGeneration.forward (@ efa7189c) inputs_embeds = self.model.embed_tokens(input_ids)
-     * before self.visual: alive while the tower runs. (Gemma3Model.forward embeds first too; its tower is
-     * still written after: docs/llm.md "Limits".) Without images the tower's weights (never run) come first. */
-    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5) &&
-                        a->vis.patches > 0;
+     * before self.visual: alive while the tower runs; Gemma3Model.forward (modeling_gemma3.py @ 0018aa64) too:
+     * inputs_embeds = self.get_input_embeddings()(llm_input_ids) before get_image_features. Without images the
+     * tower's weights (never run) come first. */
+    const bool images = (a->f->vision == VIS_QWEN3 || a->f->vision == VIS_QWEN3_5 || a->f->vision == VIS_QWEN2_5 ||
+                         a->f->vision == VIS_SIGLIP) && a->vis.patches > 0;
     if (images) {
         embedding(w, a, "model.embed_tokens");
         ins(w, cJSON_GetArrayItem(w->arr, cJSON_GetArraySize(w->arr) - 1), "input", NULL, NULL, NULL);

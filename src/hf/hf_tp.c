@@ -156,8 +156,11 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
      * .from_config then recursive_replace_linear(tower, quant_config, prefix), no tensor-parallel plan given;
      * the vLLM linear it makes is taken to be transformers/utils.py replace_linear_class's default style
      * "replicate", ReplicatedLinear, read @ 02aa9ec8, whose file has no recursive_replace_linear) stay whole on
-     * every rank; embed_vision's embedding_projection is a ReplicatedLinear there. The per-layer inputs' split
-     * is refused (hf_gemma4.c vc__hf_gemma4_unmodelled). */
+     * every rank; embed_vision's embedding_projection is a ReplicatedLinear there. The per-layer inputs
+     * (Gemma4Model.__init__ with hidden_size_per_layer_input): embed_tokens_per_layer a VocabParallelEmbedding
+     * (vocab_size_per_layer_input padded to 64, then divide()), per_layer_model_projection a ColumnParallelLinear
+     * (divide(N x P, tp)) whose output is all-gathered (hf_gemma4.c writes the gather), the norm and each layer's
+     * per_layer_input_gate / per_layer_projection (ReplicatedLinear) whole. */
     if (s.vllm && a->f->block == BLK_GEMMA4 && a->g4.keqv && a->g4.gKV > 0) {
         if (a->g4.gKV < t && t % a->g4.gKV)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks are not a multiple of "
@@ -168,6 +171,23 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide "
                                 "num_global_key_value_heads (%lld)", (long long)t, (long long)a->g4.gKV);
         a->g4.gKV = a->g4.gKV < t ? 1 : a->g4.gKV / t;
+    }
+    if (s.vllm && a->f->block == BLK_GEMMA4 && a->g4.P > 0) {
+        const int64_t np = a->N * a->g4.P; /* total_ple_dim, bounded by hf_gemma4.c's reading */
+        const int64_t vp = (a->g4.Vp + VLLM_VOCAB_PADDING_SIZE - 1) / VLLM_VOCAB_PADDING_SIZE * VLLM_VOCAB_PADDING_SIZE;
+        if (t > HF_G4_MAX_TP)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks: the per-layer inputs' all-gather is "
+                                "modelled for at most %d", (long long)t, HF_G4_MAX_TP);
+        if (np % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide num_hidden_layers x "
+                                "hidden_size_per_layer_input (%lld): vLLM's per_layer_model_projection "
+                                "(ColumnParallelLinear) asserts divide(output_size, tp_size)", (long long)t, (long long)np);
+        if (vp % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide vocab_size_per_layer_input "
+                                "padded to a multiple of 64 (%lld): vLLM's VocabParallelEmbedding asserts "
+                                "divide(num_embeddings_padded, tp_size)", (long long)t, (long long)vp);
+        a->g4.Vp = vp / t;
+        a->g4.tp = t;
     }
     /* Olmo2Config.base_model_tp_plan replicates q/k/v ("colwise_rep": the norm
      * spans the whole projection); Megatron's layer spec has no such norm */

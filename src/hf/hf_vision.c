@@ -49,9 +49,9 @@
  *  - the window reordering copies (hidden_states[window_index], argsort back) are not modelled;
  *    the Conv3d over the 5-D view is written as one Linear over the patches (the same weights
  *    and output);
- *  - --mode generate: the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers run on the images in the prefill only
- *    (src/engine/generate.c "Images"; the decoding steps' model: decode, written by
- *    vc_hf_split.image_decode); Gemma 3's images and --serve with images are refused;
+ *  - --mode generate: the Qwen2.5-VL, Qwen3-VL, Qwen3.5 and Gemma 3 towers run on the images in the prefill
+ *    only (src/engine/generate.c "Images"; the decoding steps' model: decode, written by
+ *    vc_hf_split.image_decode); --serve with images is refused;
  *    a config without --image
  *    loads the tower's weights (VisionWeights layers that cost nothing to run), under --serve --tp a
  *    rank's shards of the Qwen towers' as vLLM splits them (vision_tp).
@@ -382,7 +382,7 @@ static int smart_resize(int64_t height, int64_t width, int64_t factor, int64_t m
  * mm_tokens_per_image rows get the projector's embeddings (masked_scatter). One image per sample here:
  * SiglipVisionModel runs the images as a batch dimension ([B x images, C, H, W], attention within each
  * image), which a per-sample plan holds at one image a sample. */
-static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
+static int siglip_images(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split)
 {
     hf_vision *t = &a->vis;
     if (o->image_w <= 0) {
@@ -414,6 +414,10 @@ static int siglip_images(rd *r, arch *a, const vc_hf_options *o)
     }
     t->embeds = t->mm;
     t->tokens = t->mm + 4; /* "\n\n", boi, eoi, "\n\n" */
+    /* generate()'s decoding steps (src/engine/generate.c "Images"): Gemma3ForConditionalGeneration
+     * .prepare_inputs_for_generation (modeling_gemma3.py @ 0018aa64) passes pixel_values only while
+     * cache_position[0] == 0: the tower written as for the prefill and not run, the step's token text alone */
+    t->decode = split.image_decode != 0;
     return 0;
 }
 
@@ -603,7 +607,7 @@ int vc__hf_vision_read(rd *r, arch *a, const vc_hf_options *o, vc_hf_split split
                     "(2-D rotary: a quarter per axis, twice)", (long long)(a->vis.C / a->vis.NH));
     if (a->f->vision == VIS_QWEN3 && qwen3_deep(r, &a->vis, v)) return -1;
     hf_vision *t = &a->vis;
-    if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o);
+    if (a->f->vision == VIS_SIGLIP) return siglip_images(r, a, o, split);
     if (o->image_w <= 0) {
         vc_set_error(r->err, VC_ERR_USAGE, O("images"), "needs " O("image") " WxH (the images' size)");
         return -1;

@@ -198,9 +198,14 @@ def build(cfg, attn_impl=None):
             del patch_embeds
             hidden_states = embeddings + self.position_embedding(self.position_ids)
             del embeddings
+            # SiglipVisionTransformer.forward @ efa7189c: hidden_states = self.embeddings(...), then
+            # self.encoder(inputs_embeds=hidden_states): the caller's local holds the embeddings through the
+            # encoder, whose loop rebinds its own hidden_states (each later layer's input dies)
+            encoder_states = hidden_states
             for layer in self.layers:  # SiglipEncoder.forward
-                hidden_states = layer(hidden_states)
-            return self.post_layernorm(hidden_states)
+                encoder_states = layer(encoder_states)
+            del hidden_states
+            return self.post_layernorm(encoder_states)
 
     class Projector(nn.Module):  # Gemma3MultiModalProjector @ 0018aa64
         def __init__(self, text_hidden):
@@ -238,7 +243,9 @@ def build(cfg, attn_impl=None):
             self.multi_modal_projector = Projector(text.hidden_size)
             self.pixel_values = self.token_type_ids = None
 
-        def forward(self, input_ids, labels=None, **kw):
+        def forward(self, input_ids, labels=None, past_key_values=None, **kw):
+            if past_key_values is not None:
+                return self._generate_step(input_ids, past_key_values, **kw)
             cfg_t = self.cfg
             inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
             masks = {"full_attention": None, "sliding_attention": None}
@@ -273,6 +280,59 @@ def build(cfg, attn_impl=None):
             hidden_states = self.norm(hidden_states)
             del masks
             return self._head(hidden_states, labels, 0, self.lm_head)
+
+        def _generate_step(self, input_ids, past_key_values, cache_position=None, attention_mask=None,
+                           logits_to_keep=0):
+            """One forward of generate() (GenerationMixin._sample with a DynamicCache) through
+            Gemma3ForConditionalGeneration.forward -> Gemma3Model.forward @ 0018aa64:
+            prepare_inputs_for_generation passes pixel_values only while cache_position[0] == 0 (the caller
+            sets self.pixel_values for the prefill alone); the prefill runs get_image_features and
+            masked_scatter as in training; create_causal_mask_mapping builds the token_type_ids or-mask when
+            may_have_image_input (past_key_values not initialized or pixel_values given: the prefill), a
+            [B, 1, q, kv] bool mask per layer type alive to the forward's end, and the language model's sdpa
+            gets it (repeat_kv, the bool mask made additive: reference.sdpa_attention_forward); a decoding
+            step has no image input, and within sliding_window without padding sdpa_mask returns None
+            (allow_is_causal_skip). The language model then runs as Gemma3TextModel.forward with the cache
+            (gptoss_replica.CausalLM.forward's decoder loop)."""
+            cfg_t = self.cfg
+            inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
+            past_seen = past_key_values.get_seq_length()
+            if cache_position is None:
+                cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
+            masks = {"full_attention": None, "sliding_attention": None}
+            if self.pixel_values is not None:
+                image_features = self.multi_modal_projector(self.vision_tower(self.pixel_values))
+                image_features = image_features.to(inputs_embeds.dtype)
+                special = input_ids == image_token_id
+                special = special.unsqueeze(-1).expand_as(inputs_embeds)
+                if inputs_embeds[special].numel() != image_features.numel():
+                    raise ValueError("image features and image tokens do not match")
+                inputs_embeds = inputs_embeds.masked_scatter(special, image_features)
+                del special, image_features
+                if self.token_type_ids is not None:  # may_have_image_input: the or-mask of the image blocks
+                    L, kv_len = input_ids.shape[1], past_seen + input_ids.shape[1]
+                    tt = self.token_type_ids == 1
+                    prev = torch.nn.functional.pad(tt, (1, 0), value=0)[:, :-1]
+                    group = torch.cumsum((tt & ~prev).int(), dim=1) - 1
+                    group = torch.where(tt, group, -1)
+                    q, kv = cache_position[:, None], torch.arange(kv_len)[None, :]
+                    block = (tt[:, -L:, None] & tt[:, None, :kv_len]
+                             & (group[:, -L:, None] == group[:, None, :kv_len]))[:, None]
+                    w = cfg_t.sliding_window
+                    masks = {"full_attention": (kv <= q)[None, None] | block,
+                             "sliding_attention": ((kv <= q) & (kv > q - w))[None, None] | block}
+                    del tt, prev, group, block, q, kv
+            position_ids = cache_position.unsqueeze(0)
+            hidden_states = inputs_embeds
+            del inputs_embeds
+            pes = {"full_attention": self.rotary_emb(hidden_states, position_ids),
+                   "sliding_attention": self.rotary_emb_local(hidden_states, position_ids)}
+            for layer in self.layers:
+                hidden_states = layer(hidden_states, masks[layer.attention_type], pes[layer.attention_type],
+                                      past_key_values)
+            hidden_states = self.norm(hidden_states)
+            del masks
+            return self._head(hidden_states, None, logits_to_keep, self.lm_head)
 
     model = Gemma3VL()
     for p in list(model.vision_tower.parameters()) + list(model.multi_modal_projector.parameters()):

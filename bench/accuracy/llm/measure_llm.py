@@ -628,8 +628,18 @@ def main(argv):
         B, P, M = args.batch, args.prompt, args.new_tokens
         # whisper: the input_features (features()), --prompt the decoder's init tokens (whisper_replica.generate)
         prompt_ids = features() if whisper else torch.randint(0, V, (B, P + image_tokens), dtype=torch.int64)
-        pixel_values = grid_thw = None
-        if image_tokens:
+        pixel_values = grid_thw = token_type_ids = None
+        if image_tokens and cfg.model_type == "gemma3":
+            # Gemma3Processor: the full_image_sequence ("\n\n", boi, the image tokens, eoi, "\n\n") before
+            # --prompt's text, token_type_ids 1 at the image tokens; pixel_values [images, C, S, S] and
+            # token_type_ids kept in generate()'s model_kwargs (gemma3vl_replica.py _generate_step)
+            tid, mmt = cfg.d["image_token_index"], cfg.d["mm_tokens_per_image"]
+            prompt_ids = torch.where(prompt_ids == tid, torch.full_like(prompt_ids, tid + 1), prompt_ids)
+            prompt_ids[:, 2:2 + mmt] = tid
+            pixel_values = torch.randn(n_img, gk["cin"], gk["img"], gk["img"])
+            token_type_ids = (prompt_ids == tid).long()
+            P += image_tokens
+        elif image_tokens:
             # the processor's input_ids: the image tokens first, then --prompt's text (no other id equal to
             # image_token_id); pixel_values and image_grid_thw kept in generate()'s model_kwargs to its return
             if cfg.model_type not in ("qwen3_5", "qwen3_5_moe", "qwen3_vl", "qwen2_5_vl"):
@@ -652,6 +662,8 @@ def main(argv):
             n = cfg.num_hidden_layers
             if cfg.model_type in ("gpt_oss", "gemma3_text", "gemma4_text"):  # DynamicCache(config=...) reads layer_types
                 return cfg.layer_types, cfg.sliding_window
+            if cfg.model_type == "gemma3":  # the text config's (gemma3vl_replica.py's language model)
+                return R.Config(dict(cfg.d, model_type="gemma3_text")).layer_types, cfg.sliding_window
             if cfg.model_type == "llama4_text":  # chunked layers: DynamicSlidingWindowLayer(attention_chunk_size)
                 import llama4_replica
                 return llama4_replica.cache_layer_types(cfg.d)
@@ -715,6 +727,7 @@ def main(argv):
                 cache_position = torch.arange(P, dtype=torch.int64)
                 unfinished = torch.ones(B, dtype=torch.long)
                 pad = torch.tensor(cfg.d.get("pad_token_id") or 0, dtype=torch.long)
+                tti = token_type_ids  # generate()'s model_kwargs["token_type_ids"] (gemma3 with images)
                 for step in range(M):
                     if record:
                         tr.O.opobs_reset_peak()
@@ -724,7 +737,10 @@ def main(argv):
                     # prepare_inputs_for_generation: input_ids[:, -cache_position.shape[0]:] (a view);
                     # Qwen3VLForConditionalGeneration's (modeling_qwen3_vl.py @00709b86): pixel_values None once
                     # cache_position[0] != 0 (the tower runs in the prefill only; model_kwargs still hold them)
-                    if pixel_values is not None:
+                    if tti is not None:  # Gemma3ForConditionalGeneration.prepare_inputs_for_generation
+                        model.pixel_values = pixel_values if step == 0 else None
+                        model.token_type_ids = tti
+                    elif pixel_values is not None:
                         model.embed_tokens.pixel_values = pixel_values if step == 0 else None
                         model.embed_tokens.grid_thw = grid_thw if step == 0 else None
                     cur = input_ids[:, -cache_position.shape[0]:]
@@ -733,6 +749,8 @@ def main(argv):
                     # _update_model_kwargs_for_generation: attention_mask grows, cache_position advances
                     attention_mask = torch.cat([attention_mask, attention_mask.new_ones((B, 1))], dim=-1)
                     cache_position = cache_position[-1:] + 1
+                    if tti is not None:  # _update_model_kwargs_for_generation: the last value repeated
+                        tti = torch.cat([tti, tti[:, -1].unsqueeze(-1)], dim=-1)
                     next_token_logits = logits[:, -1, :].to(copy=True, dtype=torch.float32)
                     next_tokens = torch.argmax(next_token_logits, dim=-1)
                     next_tokens = next_tokens * unfinished + pad * (1 - unfinished)
@@ -781,6 +799,8 @@ def main(argv):
             kv_per_token = n_kv * 2 * cfg.num_key_value_heads * hd * (2 if args.precision == "bf16" else 4)
         if image_tokens:
             model.embed_tokens.pixel_values = model.embed_tokens.grid_thw = None
+            if token_type_ids is not None:
+                model.pixel_values = model.token_type_ids = None
             P -= image_tokens  # the case's --prompt: the text's tokens
         result.update({
             "prompt": P, "new_tokens": M,

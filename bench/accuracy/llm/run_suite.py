@@ -1104,6 +1104,27 @@ def cases():
         else:
             c.update(prompt=s, new_tokens=nt)
         out.append(c)
+    # issue 31 item 4: Gemma 3's generate() with an image (gemma3vl_replica.py _generate_step, modeling_gemma3.py
+    # @ 0018aa64): Gemma3ForConditionalGeneration.prepare_inputs_for_generation passes pixel_values while
+    # cache_position[0] == 0 (SigLIP, the projector's pooling and masked_scatter in the prefill only; pixel_values
+    # and token_type_ids held in model_kwargs, token_type_ids grown a token a step); the prefill's token_type_ids
+    # or-mask (two [B, 1, P, P] bool masks) and the language model's sdpa with it; every decoding step text only.
+    # Prompts within sliding_window (4096). SigLIP runs a batch's images as a batch dimension: batch 2 and 3 too.
+    # gemma3_vl448_small: 1,024 patches, the tower's attention the prefill's peak. Every third held out.
+    g3g = [
+        ("gemma3_vl_small", 1, 16, 8, "fp32", "640x480"),
+        ("gemma3_vl_small", 1, 64, 16, "bf16", "224x224"),
+        ("gemma3_vl448_small", 1, 32, 8, "fp32", "1280x720"),
+        ("gemma3_vl_small", 2, 32, 16, "fp32", "640x480"),
+        ("gemma3_vl448_small", 2, 16, 8, "bf16", "640x480"),
+        ("gemma3_vl_small", 1, 8, 64, "fp32", "100x100"),  # decode-dominated: the cache grows to 139 tokens
+        ("gemma3_vl448_small", 1, 128, 4, "bf16", "448x448"),
+        ("gemma3_vl_small", 3, 48, 24, "bf16", "320x240"),
+        ("gemma3_vl_small", 1, 200, 32, "fp32", "224x224"),  # the language model's prefill larger than the tower's
+    ]
+    for i, (cfg, b, pr, nt, p, img) in enumerate(g3g):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, precision=p, prompt=pr,
+                        new_tokens=nt, image=img, images=1, held_out=(i % 3 == 2)))
     return out
 
 
