@@ -22,6 +22,7 @@
  * requests, a batch of them (generate.c's prefill without a cache), with the
  * LM head on each one's last row and their fp32 copy (the sampler skips
  * top-k/top-p while profiling).
+ * A multimodal model's encoder profiling before that run: vllm_mm_encoder below.
  * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
  * vLLM's memory outside PyTorch's allocator (non_torch_memory below): the
  * arithmetic at vllm-project/vllm @ 35d5cda1 is
@@ -684,7 +685,9 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
  *     same tokens as the largest image (the tie goes to "video" by name, the same patches); Qwen3-VL's
  *     video is 2 frames at the video processor's longest_edge / temporal_patch_size pixels (the published
  *     Qwen3-VL video processor's 25165824 / 2: fewer tokens than the image's 16777216);
- *   so each dummy item holds the largest image's tokens;
+ *   so each dummy item is counted at the largest image's tokens (for Qwen2.5-VL the tie goes to "video" by
+ *   name, get_modality_with_max_tokens; the HF video processor's own resize of that dummy video is not
+ *   read: vramcalc has the config only);
  *   - embed_multimodal's output per item: [tokens, out_hidden_size] in the model's dtype (the merger's),
  *     Qwen3-VL's with its deepstack features cat'ed on dim 1 (Qwen3_VisionTransformer.forward: torch.cat(
  *     [hidden_states] + deepstack_feature_lists, dim=1)): out_hidden_size x (1 + len(deepstack_visual_indexes)).
@@ -702,15 +705,13 @@ static vc_status vllm_mm_encoder(const vc_model *m, const vc_options *o, vc_dtyp
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
     const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl"),
                q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe");
-    if (!cJSON_IsObject(v) && !(q25 && cJSON_IsNull(v))) { /* Qwen2_5_VLConfig: a null vision_config is the class's */
+    if (!q25 && !q3vl && !q35) { /* another model with a vision tower (Gemma 3, Gemma 4, Llama 4): not derived */
+        r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);
         return VC_OK;
     }
-    if (!q25 && !q3vl && !q35) {
-        r->mm_encoder = -1;
-        cJSON_Delete(root);
-        return VC_OK;
-    }
+    /* the Qwen families load a tower whatever vision_config holds (absent or null: the class's defaults,
+     * src/hf/hf_vision.c vc__hf_vision_read) */
     /* the keys as src/hf/hf_vision.c read and checked them when the model loaded, with the classes' defaults */
     const cJSON *pk = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "patch_size") : NULL;
     const cJSON *mk = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "spatial_merge_size") : NULL;
@@ -734,7 +735,8 @@ static vc_status vllm_mm_encoder(const vc_model *m, const vc_options *o, vc_dtyp
     if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
     if (items < 1) items = 1;
     int64_t out;
-    if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden * (1 + deep), &out) ||
+    if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden, &out) ||
+        __builtin_mul_overflow(out, 1 + deep, &out) ||
         __builtin_mul_overflow(out, (int64_t)vc_dtype_size(act), &out))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
     r->mm_encoder = 1;
