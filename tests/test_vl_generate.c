@@ -141,8 +141,8 @@ static void refusals(void **state)
                  "4096 positions");
     /* the tower runs a batch's images as one sequence: batch 1, as in training and inference */
     assert_usage(Q3VL "--image 640x480 -b 2", "--image is modelled at --batch 1 for this vision tower");
-    /* vLLM's encoder cache and profiling with images are not modelled */
-    assert_usage(HF "qwen3-vl-8b-instruct.json --serve --gpu h100-80gb --image 640x480", "--image does not apply to --serve");
+    /* vLLM profiles the encoder on its own dummy images: --image under --serve is refused (src/api/request.c) */
+    assert_usage(HF "qwen3-vl-8b-instruct.json --serve --gpu h100-80gb --image 640x480", "--image with --serve: vLLM profiles the vision encoder");
 }
 
 int main(void)

@@ -1070,6 +1070,15 @@ typedef struct {
      * subtracted from the pool; vLLM refuses to start when the card's memory less these is
      * under gpu_memory_utilization x the card's */
     int64_t snapshot_context, snapshot_nccl, snapshot_custom_ar, snapshot_symm_mem;
+    /* A multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder; vLLM's profile_run
+     * runs the vision encoder on a dummy batch before the language model's dummy run, under vLLM's
+     * default limit_mm_per_prompt): mm_encoder 1 when derived (the Qwen towers), -1 for a multimodal
+     * config whose dummy batch is not derived, 0 a text-only model; mm_items dummy items of
+     * mm_item_tokens tokens each (mm_item_width x mm_item_height pixels), mm_budget the encoder budget
+     * in tokens (MultiModalBudget.get_encoder_budget); mm_outputs the encoder outputs' bytes, held in
+     * the encoder cache through the language model's dummy run and counted in profile_peak. The
+     * encoder's own activations while it runs are not modelled. */
+    int64_t mm_encoder, mm_items, mm_item_tokens, mm_item_width, mm_item_height, mm_budget, mm_outputs;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

@@ -1175,3 +1175,18 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     vlinear(&w, "visual.merger.mlp.2", NULL, H4, t->out, true);
     return "visual.merger.mlp.2";
 }
+
+/* --serve (src/engine/serve.c vllm_mm_encoder): the largest image vLLM's dummy inputs give a Qwen tower
+ * and its tokens. vllm-project/vllm @ 002d181a55a03803d7d69547846630069d2378b8,
+ * vllm/model_executor/models/qwen2_vl.py Qwen2VLProcessingInfo.get_image_size_with_most_features:
+ * _get_vision_info(image_width = image_height = 9999999, num_frames 1) through smart_resize(factor =
+ * patch_size x spatial_merge_size, the image processor's min_pixels / max_pixels), grid_t 1, the tokens
+ * grid_h x grid_w / merge^2 (get_max_image_tokens); Qwen3VLProcessingInfo (qwen3_vl.py @ 4f5768c7) the
+ * same with the processor's size (shortest_edge, longest_edge). The processor's values are the published
+ * checkpoints' preprocessor_config.json (the macros above): vramcalc reads config.json only. */
+int64_t vc__hf_vision_max_image(bool qwen3, int64_t patch, int64_t merge, int64_t *w, int64_t *h)
+{
+    smart_resize(9999999, 9999999, patch * merge, qwen3 ? QWEN3_MIN_PIXELS : QWEN_MIN_PIXELS,
+                 qwen3 ? QWEN3_MAX_PIXELS : QWEN_MAX_PIXELS, h, w);
+    return (*h / patch) * (*w / patch) / (merge * merge);
+}

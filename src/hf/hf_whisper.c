@@ -353,12 +353,20 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
      * qkv_proj / kv_proj; FLASH_ATTN and TRITON_ATTN take AttentionType.ENCODER_DECODER, Triton on every
      * compute capability): what is not modelled is its profiling run (the encoder over the dummy 30 s clip
      * of WhisperDummyInputsBuilder, the decoder's dummy batch) that the pool is sized after; docs/llm.md
-     * "Whisper under vLLM" derives the rest */
+     * "Whisper under vLLM" derives the rest. That run (vllm-project/vllm @ 000fc94b, vllm/v1/worker/
+     * gpu_model_runner.py GPUModelRunner.profile_run; the budget arithmetic of src/engine/serve.c
+     * vllm_mm_encoder) is two phases: embed_multimodal, vLLM's encoder over the dummy clips (one item of
+     * max_source_positions tokens when the encoder budget is max_source_positions, the encoder-decoder's
+     * max_num_encoder_input_tokens), its outputs kept in encoder_cache; then _dummy_run over max_num_tokens
+     * decoder tokens whose cross-attention reads them. vramcalc's profiling plan (vc__plan_build_profile)
+     * is a decoder-only prefill: the encoder-decoder's dummy run, and vLLM's own encoder (MMEncoderAttention,
+     * fused qkv_proj) in place of transformers', are not written */
     if (serve)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM serves WhisperForConditionalGeneration (a "
                             "cross-attention KV cache of its 1500 encoder positions per request beside the decoder's), but "
-                            "its profiling run, which sizes the pool, is not modelled; " OV("mode", "generate") " estimates "
-                            "transformers' generate()");
+                            "its profiling run, which sizes the pool (vLLM's encoder over a dummy 30 s clip, then the "
+                            "decoder's dummy batch cross-attending to it), is not modelled: vramcalc's profiling plan is a "
+                            "decoder-only prefill; " OV("mode", "generate") " estimates transformers' generate()");
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
     int64_t total, maxpos = 0; /* max_target_positions: the rows of the decoder's embed_positions weight */

@@ -51,6 +51,9 @@ const char *vc_hf_lora_targets(const cJSON *cfg);
 /* Whether the family's vision tower runs a batch's images as one sequence (Qwen2.5-VL's), so that
  * its memory is not per sample: --image is refused above batch 1 there (src/api/request.c). */
 bool vc_hf_images_one_sequence(const cJSON *cfg);
+/* The largest image vLLM's dummy inputs give a Qwen vision tower (the published processors' max_pixels, smart_resize):
+ * its width and height, and its tokens (src/hf/hf_vision.c; --serve's encoder profiling, src/engine/serve.c). */
+int64_t vc__hf_vision_max_image(bool qwen3, int64_t patch, int64_t merge, int64_t *w, int64_t *h);
 /* The config's "dtype" (transformers v5) or "torch_dtype": float32, float16
  * or bfloat16 (with their torch aliases), -1 when absent or another name;
  * *no_fp16 when vLLM refuses float16 for its model_type. */

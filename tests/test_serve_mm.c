@@ -1,0 +1,193 @@
+/* --serve for a multimodal model (issue 31): vLLM's encoder profiling (src/engine/serve.c vllm_mm_encoder).
+ * Every expected value is derived by hand from vLLM's sources:
+ *  - vllm-project/vllm @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164, vllm/v1/worker/gpu_model_runner.py
+ *    GPUModelRunner.profile_run: the encoder runs on mm_max_items_per_batch dummy items of the modality with
+ *    the most tokens, its outputs kept in encoder_cache through the language model's _dummy_run;
+ *  - vllm/multimodal/encoder_budget.py @ 042a4d3e MultiModalBudget._get_max_items, vllm/v1/core/
+ *    encoder_cache_manager.py @ 003ad86e compute_mm_encoder_budget: budget max(max_num_batched_tokens, tokens
+ *    per item); per prompt max(1, min(999, max_model_len // tokens)); per batch max(1, min(budget // tokens,
+ *    max_num_seqs x per prompt));
+ *  - vllm/model_executor/models/qwen2_vl.py @ 002d181a Qwen2VLProcessingInfo.get_image_size_with_most_features:
+ *    smart_resize(9999999, 9999999, patch x merge, min_pixels, max_pixels) with the published processors'
+ *    max_pixels (Qwen2.5-VL 12845056, Qwen3-VL / Qwen3.5 16777216); qwen3_vl.py @ 4f5768c7
+ *    Qwen3_VisionTransformer.forward: the output [tokens, out_hidden_size x (1 + deepstack features)].
+ * The language model's dummy run is vramcalc's profiling plan as at main fac2f5f: a VLM's profiling peak there
+ * plus the encoder's outputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_run.h"
+#include "cli_spelt.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static vc_model *load_file(const char *name)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
+    return m;
+}
+
+static void opts(vc_options *o)
+{
+    vc_options_init(o);
+    o->precision = VC_PREC_BF16; /* the configs' torch_dtype: vLLM's --dtype auto */
+    o->prompt = 1024;
+    o->new_tokens = 256;
+}
+
+static vc_status serve_h100(const vc_model *m, const vc_options *o, const vc_serve_options *so, vc_serve_result *r)
+{
+    vc_gpu_spec g;
+    vc_error err;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
+    vc_status st = vc_serve(m, o, so, &g, r, &err);
+    if (st) fail_msg("vc_serve: %s", err.msg);
+    return st;
+}
+
+static long long field(const char *out, const char *key)
+{
+    const char *p = strstr(out, key);
+    if (!p) fail_msg("no %s in: %s", key, out);
+    return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* Qwen2.5-VL-7B on an H100 with vLLM's defaults (8192 batched tokens, 1024 sequences; requests of 1024 + 256).
+ * The largest image: round(9999999 / 28) x 28 squared passes 12845056, so beta = 9999999 / sqrt(12845056) =
+ * 9999999 / 3584 and each side floor(3584 / 28) x 28 = 3584: a 256 x 256 grid of 14-pixel patches, 65536
+ * patches, 16384 tokens (merge 2 x 2). Budget max(8192, 16384) = 16384; per prompt max(1, min(999, 1280 //
+ * 16384 = 0)) = 1; items max(1, min(16384 // 16384, 1024 x 1)) = 1. Outputs 1 x 16384 x 3584 (out_hidden_size)
+ * x 2 B = 117,440,512 B. (The tie with a one-frame video of the same patches goes to "video" by name: the same
+ * tokens.) */
+static void qwen25_defaults(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "qwen2.5-vl-7b-instruct.json");
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 1);
+    assert_int_equal(r.mm_item_width, 3584);
+    assert_int_equal(r.mm_item_height, 3584);
+    assert_int_equal(r.mm_item_tokens, 16384);
+    assert_int_equal(r.mm_budget, 16384);
+    assert_int_equal(r.mm_items, 1);
+    assert_int_equal(r.mm_outputs, INT64_C(117440512));
+    /* determine_available_memory: the pool is what the larger peak leaves */
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    assert_int_equal(r.blocks, r.kv_cache / r.page_bytes);
+    /* 65536 batched tokens: budget 65536, 65536 // 16384 = 4 items (4 x 117,440,512 B) */
+    so.max_num_batched_tokens = 65536;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_budget, 65536);
+    assert_int_equal(r.mm_items, 4);
+    assert_int_equal(r.mm_outputs, INT64_C(469762048));
+    /* ... at most max_num_seqs x per prompt: 2 sequences of one item each */
+    so.max_num_seqs = 2;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_items, 2);
+    /* requests of 32768 + 256 = 33024 tokens: per prompt 33024 // 16384 = 2, so 2 x 2 = 4 */
+    o.prompt = 32768;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_items, 4);
+    /* one sequence: 1 x 2 */
+    so.max_num_seqs = 1;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_items, 2);
+    vc_model_free(m);
+}
+
+/* The CLI: the peak is main fac2f5f's (the language model's dummy run, 17,692,769,280 B from `vramcalc
+ * tests/data/hf/qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json` there) plus the outputs; the
+ * report's line and JSON */
+static void qwen25_cli(void **state)
+{
+    (void)state;
+    cli_run r;
+    run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json");
+    assert_int_equal(r.status, 0);
+    assert_int_equal(field(r.out, "\"profile_peak\": "), 17692769280LL + 117440512LL);
+    assert_int_equal(field(r.out, "\"outputs\": "), 117440512LL);
+    assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
+    run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "1 dummy item of 16384 tokens, 3584x3584"));
+    /* --image / --images under --serve: refused, naming the option */
+    assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --image 1280x720",
+                 "--image with --serve: vLLM profiles the vision encoder on its own dummy images");
+    assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --images 2", "--images with --serve");
+    /* whisper: still refused, saying what is missing */
+    assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb", "profiling plan is a decoder-only prefill");
+}
+
+/* Qwen3-VL-8B: factor 16 x 2 = 32, max_pixels 16777216 = 4096^2: 9999999 / beta = 4096, floor(4096 / 32) x 32
+ * = 4096; 256 x 256 patches, 16384 tokens; each token's output 4096 x (1 + 3 deepstack features [8, 16, 24])
+ * = 16384 wide: 16384 x 16384 x 2 B = 536,870,912 B. Qwen3.6-27B (qwen3_5, no deepstack): 16384 x 5120 x 2 B =
+ * 167,772,160 B. */
+static void qwen3(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "qwen3-vl-8b-instruct.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_item_width, 4096);
+    assert_int_equal(r.mm_item_tokens, 16384);
+    assert_int_equal(r.mm_items, 1);
+    assert_int_equal(r.mm_outputs, INT64_C(536870912));
+    vc_model_free(m);
+    m = load_file(HF "qwen3.6-27b.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_item_tokens, 16384);
+    assert_int_equal(r.mm_outputs, INT64_C(167772160));
+    vc_model_free(m);
+}
+
+/* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
+static void others(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "gemma-3-4b-it.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, -1);
+    assert_int_equal(r.mm_outputs, 0);
+    vc_model_free(m);
+    m = load_file(HF "llama-3.1-8b.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 0);
+    assert_int_equal(r.mm_items + r.mm_outputs, 0);
+    vc_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(qwen25_defaults),
+        cmocka_unit_test(qwen25_cli),
+        cmocka_unit_test(qwen3),
+        cmocka_unit_test(others),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
