@@ -96,7 +96,7 @@ static void refusals(void **state)
 {
     (void)state;
     assert_usage(G3 "--prompt 64 --new-tokens 8 --image 640x480 --images 2", "--images: 2: gemma3 is modelled at one image per sample");
-    assert_usage(VC_TEST_DATA "/hf/gemma-3-4b-it.json --serve --gpu h100-80gb --image 640x480", "--image does not apply to --serve");
+    assert_usage(VC_TEST_DATA "/hf/gemma-3-4b-it.json --serve --gpu h100-80gb --image 640x480", "--image with --serve: vLLM profiles the vision encoder on its own dummy images");
 }
 
 int main(void)
