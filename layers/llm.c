@@ -804,8 +804,9 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
 }
 
 /* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
- * use_gqa_in_sdpa is false with a mask, so repeat_kv (expand + reshape: new [B, H, S, D] key and value, the
- * function's locals `key` and `value` rebound to them: alive until it returns) when kv heads < heads, and
+ * use_gqa_in_sdpa is false with a mask, so repeat_kv (expand + reshape: new [B, H, S, D] key and value, views
+ * for one kv head; the function's locals `key` and `value` rebound to them: alive until it returns) when kv
+ * heads < heads, and
  * is_causal False; F.scaled_dot_product_attention converts the bool mask first
  * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
  * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
@@ -813,12 +814,29 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
  * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which pads it to a multiple of 16 and
  * saves it for backward (layers/sdpa.c sdpa_efficient), or math. Sets *a; returns the converted mask,
  * which the caller releases after the call, with sliding_mask_done. */
+/* repeat_kv of one kv head: hidden_states[:, :, None].expand(B, 1, n_rep, S, D).reshape(B, n_rep, S, D) merges a
+ * size-1 dim with the stride-0 one, so reshape returns a view (no copy; measured: gemma4_e_small's sliding layers);
+ * its backward sums the gradient over the repeats (a new tensor of the input's size). The math backend scales the
+ * key (query_acc * scale style: a new contiguous tensor, TensorIterator keeping the order when a stride is 0: marked
+ * contiguous here) but feeds the value to matmul as it is, whose reshape to [B * H, S, D] copies it (stride 0 on
+ * the heads) unless the batch or the heads are 1 (sdpa.c fold_v) */
+static vc_t repeat_kv_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+{
+    vc_op *o = vc_op_begin(b, "repeat_kv");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, n, contiguous);
+    vc_op_grad(o, i, VC_GRAD_REDUCE);
+    vc_op_end(o);
+    return y;
+}
+
 static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
 {
     vc_t bm = sliding_mask(b, L, a->S, padded);
     if (c->KV != c->H) {
-        *k = vc__op_fresh(b, "repeat_kv", *k, vc_n_sample(c->H * a->S * c->D));
-        *v = vc__op_fresh(b, "repeat_kv", *v, vc_n_sample(c->H * a->S * c->D));
+        const vc_numel n = vc_n_sample(c->H * a->S * c->D);
+        *k = c->KV == 1 ? repeat_kv_view(b, *k, n, true) : vc__op_fresh(b, "repeat_kv", *k, n);
+        *v = c->KV == 1 ? repeat_kv_view(b, *v, n, false) : vc__op_fresh(b, "repeat_kv", *v, n);
         vc_hold(b, *k);
         vc_hold(b, *v);
         a->Hkv = c->H;
