@@ -209,12 +209,63 @@ static void test_generate_below(void **state)
     assert_int_equal(v[0][1], v[1][1]);
 }
 
+/* The repeat_kv allocations --trace shows for `cfg` (-m infer at seq 64, past the window): B x H x S x D x 2 each. */
+static int repeat_allocs(const char *cfg, long long *bytes)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s --seq 64 -b %d -p bf16 -m infer --trace 2>/dev/null", VC_CLI, cfg, B);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        long long sz, total;
+        char what[256];
+        if (strstr(line, " repeat_kv") && sscanf(line, "forward alloc act %lld %lld %255s", &sz, &total, what) == 3) {
+            *bytes = sz;
+            n++;
+        }
+    }
+    pclose(p);
+    return n;
+}
+
+/* 7. repeat_kv (sdpa_attention_forward with a mask): hidden_states[:, :, None].expand(B, KV, n_rep, S, D)
+ * .reshape(B, KV * n_rep, S, D). With 2 kv heads the reshape cannot merge the kv dim with the stride-0 one: a
+ * copy, [2, 8, 64, 16] bf16 = 32,768 B, for keys and values in each of the 2 layers; with one kv head the size-1
+ * dim merges: a view, no allocation. */
+static void test_repeat_kv(void **state)
+{
+    (void)state;
+    long long sz = 0;
+    assert_int_equal(repeat_allocs(with_window, &sz), 4);
+    assert_int_equal(sz, (long long)B * H * 64 * 16 * 2);
+    char mqa[64];
+    strcpy(mqa, "/tmp/vc_sliding_XXXXXX");
+    int fd = mkstemp(mqa);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    char text[1024];
+    snprintf(text, sizeof text, cfg_text, "32");
+    char *kv = strstr(text, "\"num_key_value_heads\": 2");
+    assert_non_null(kv);
+    kv[strlen("\"num_key_value_heads\": ")] = '1';
+    fputs(text, f);
+    fclose(f);
+    sz = 0;
+    int n = repeat_allocs(mqa, &sz);
+    unlink(mqa);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_below_window),      cmocka_unit_test(test_at_window),
         cmocka_unit_test(test_saved_bias_aligned), cmocka_unit_test(test_saved_bias_padded),
         cmocka_unit_test(test_flash_no_mask),      cmocka_unit_test(test_generate_below),
+        cmocka_unit_test(test_repeat_kv),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
