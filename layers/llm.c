@@ -734,6 +734,133 @@ static vc_t packed_mask(vc_build *b, int64_t T)
     return m;
 }
 
+/* transformers 5's sliding-window mask under sdpa (huggingface/transformers @00c4411cbe15d4c56d54d3b56d4d171e9c289dac,
+ * masking_utils.py; the model's forward makes its causal_mask_mapping once, before the layers: "full_attention":
+ * create_causal_mask, "sliding_attention": create_sliding_window_causal_mask, each layer reading the one of its
+ * layer_type; MistralModel.forward and Phi3Model.forward one create_sliding_window_causal_mask for every layer).
+ * sdpa_mask returns None when _ignore_causal_mask_sdpa holds: (q_length == 1 or kv_length == q_length) and
+ * (local_attention_size is None or kv_length < local_attention_size) and no padding; the sliding mask passes
+ * local_size=sliding_window, so a kv length of sliding_window or more materialises it (at exactly the window
+ * too, where the window masks nothing yet). kv_length: q_length without a cache, else the layer's
+ * get_mask_sizes (the S its update returns: DynamicSlidingWindowLayer, window - 1 + q_length once full),
+ * so a decoding step's mask exists once the sliding cache holds window - 1 tokens. The full layers' mask is
+ * skipped (kv_length == q_length, or q_length 1). --attention flash: transformers' flash_attention_2
+ * (flash_attention_mask: None without padding; the window goes to the kernel), no mask. */
+static bool sliding_mask_needed(const vc_build *b, const ra_cfg *c, int64_t L, int64_t S)
+{
+    if (c->window <= 0 || !c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk) return false;
+    if (vc_opts(b)->attention == VC_ATTN_FLASH || vc_serve_profile(b) || vc_opts(b)->cache == VC_CACHE_STATIC) return false;
+    return !((L == 1 || S == L) && S < c->window);
+}
+
+/* The sliding-window mask itself (masking_utils.py @00c4411c: sdpa_mask with use_vmap False and
+ * mask_function = sliding_window_causal_mask_function(window) = and_masks(sliding_window_overlay(window),
+ * causal_mask_function)), made once per forward by the first sliding layer that needs it and kept until the
+ * model returns (the mapping's entry, read by every sliding layer):
+ *  - batch_arange = arange(B), head_arange = arange(1), q_arange = arange(L) + q_offset, kv_arange =
+ *    arange(S) + kv_offset (int64, the sums new tensors; locals until sdpa_mask returns), viewed 4-D by
+ *    _non_vmap_expansion_sdpa;
+ *  - and_mask: result = q_idx.new_ones(()) (0-d bool); result & (kv_idx > q_idx - window) (the difference an
+ *    int64 [L], the comparison and the & each a new [1, 1, L, S] bool); result & (kv_idx <= q_idx) (the same):
+ *    three [L, S] bools alive at once;
+ *  - generate() passes its 2-D attention_mask (all ones): _preprocess_mask_arguments makes its bool copy
+ *    ([B, past + L], a local of create_sliding_window_causal_mask) and sdpa_mask ands padding_mask_function
+ *    on top: and_masks(mask_function, padding_mask_function(padding_mask)): ones(()) & the window mask (a new
+ *    [L, S]), then & padding_mask[batch_idx, kv_idx] (an index result [B, 1, 1, S]): a [B, 1, L, S] mask;
+ *    without it (training, --mode infer) the [1, 1, L, S] result is expand()ed to [B, 1, L, S] (a view);
+ *  - torch >= 2.5: no allow_torch_fix. */
+static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    const vc_numel ls = vc_n_fixed(L * S), one = vc_n_fixed(1);
+    vc_t pm = -1;
+    if (padded) { /* attention_mask.to(dtype=torch.bool): [B, past + L] */
+        pm = mask_op(b, "_to_copy", -1, vc_n_sample(S), VC_DT_BOOL);
+        vc_hold(b, pm);
+    }
+    vc_t ar[4];
+    for (int i = 0; i < 4; i++) { /* batch_arange, head_arange, q_arange, kv_arange */
+        ar[i] = i == 0 ? mask_op(b, "arange", -1, vc_n_sample(1), VC_DT_I64)
+              : i == 1 ? mask_op(b, "arange", -1, one, VC_DT_I64)
+                       : mask_op(b, "add", mask_op(b, "arange", -1, vc_n_fixed(i == 2 ? L : S), VC_DT_I64),
+                                 vc_n_fixed(i == 2 ? L : S), VC_DT_I64);
+        vc_hold(b, ar[i]);
+    }
+    vc_t r = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
+    vc_t lo = mask_op(b, "sub", ar[2], vc_n_fixed(L), VC_DT_I64); /* q_idx - sliding_window */
+    r = mask_op2(b, "and", r, mask_op2(b, "gt", ar[3], lo, ls, VC_DT_BOOL), ls, VC_DT_BOOL);
+    r = mask_op2(b, "and", r, mask_op2(b, "le", ar[3], ar[2], ls, VC_DT_BOOL), ls, VC_DT_BOOL);
+    if (padded) {
+        vc_t r0 = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
+        r = mask_op2(b, "and", r0, r, ls, VC_DT_BOOL);
+        vc_t pi = mask_op(b, "index", pm, vc_n_sample(S), VC_DT_BOOL); /* padding_mask[batch_idx, kv_idx] */
+        r = mask_op2(b, "and", r, pi, vc_n_sample(L * S), VC_DT_BOOL);
+        vc_release(b, pm);
+    }
+    for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
+    vc_set_forward_local(b, r);
+    return r;
+}
+
+/* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
+ * use_gqa_in_sdpa is false with a mask, so repeat_kv (expand + reshape: new [B, H, S, D] key and value, views
+ * for one kv head; the function's locals `key` and `value` rebound to them: alive until it returns) when kv
+ * heads < heads, and
+ * is_causal False; F.scaled_dot_product_attention converts the bool mask first
+ * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
+ * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
+ * the expanded batch dim materialised, alive through the call); flash takes no mask (sdp_utils.cpp
+ * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which pads it to a multiple of 16 and
+ * saves it for backward (layers/sdpa.c sdpa_efficient), or math. Sets *a; returns the converted mask,
+ * which the caller releases after the call, with sliding_mask_done. */
+/* repeat_kv of one kv head: hidden_states[:, :, None].expand(B, 1, n_rep, S, D).reshape(B, n_rep, S, D) merges a
+ * size-1 dim with the stride-0 one, so reshape returns a view (no copy; measured: gemma4_e_small's sliding layers);
+ * its backward sums the gradient over the repeats (a new tensor of the input's size). The math backend scales the
+ * key (query_acc * scale style: a new contiguous tensor, TensorIterator keeping the order when a stride is 0: marked
+ * contiguous here) but feeds the value to matmul as it is, whose reshape to [B * H, S, D] copies it (stride 0 on
+ * the heads) unless the batch or the heads are 1 (sdpa.c fold_v) */
+static vc_t repeat_kv_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
+{
+    vc_op *o = vc_op_begin(b, "repeat_kv");
+    int i = vc_op_in(o, x);
+    vc_t y = vc_op_out_view(o, i, n, contiguous);
+    vc_op_grad(o, i, VC_GRAD_REDUCE);
+    vc_op_end(o);
+    return y;
+}
+
+static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
+{
+    vc_t bm = sliding_mask(b, L, a->S, padded);
+    if (c->KV != c->H) {
+        const vc_numel n = vc_n_sample(c->H * a->S * c->D);
+        *k = c->KV == 1 ? repeat_kv_view(b, *k, n, true) : vc__op_fresh(b, "repeat_kv", *k, n);
+        *v = c->KV == 1 ? repeat_kv_view(b, *v, n, false) : vc__op_fresh(b, "repeat_kv", *v, n);
+        vc_hold(b, *k);
+        vc_hold(b, *v);
+        a->Hkv = c->H;
+        a->k_blhd = a->v_blhd = false;
+    }
+    vc_t inf = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), vc_dt_of(b, q));
+    vc_t fm = vc__op_nograd(b, "where", bm, inf, vc_n_sample(L * a->S), vc_dt_of(b, q));
+    vc_hold(b, fm);
+    a->causal = false;
+    a->masked = true;
+    a->mask = fm;
+    return fm;
+}
+
+/* After the sdpa call: the converted mask and the repeated key and value go (sdpa_attention_forward returns). */
+static void sliding_mask_done(vc_build *b, const ra_cfg *c, vc_t fm, vc_t k, vc_t v)
+{
+    vc_release(b, fm);
+    if (c->KV != c->H) {
+        vc_release(b, k);
+        vc_release(b, v);
+    }
+}
+
 /* The refusals of --packing by attention layer: what transformers' packed paths do not run as
  * modelled here. Returns false after a refusal. */
 static bool packed_ok(vc_build *b, const ra_cfg *c, int64_t T, bool flash)
@@ -846,8 +973,12 @@ static void ra_shared_emit(vc_build *b, const ra_cfg *c)
     }
     const vc_t qs = q;
     vc_sdpa_args a = {H, KV, L, S, D, true, kblhd, kblhd, c->causal && L > 1, c->dropout, 0, false};
+    /* a kv-shared sliding layer past the window: its type's entry of causal_mask_mapping, made by the storing
+     * layer before it (the same L and S), so `padded` does not matter here */
+    const vc_t smask = sliding_mask_needed(b, c, L, S) ? sliding_mask_args(b, c, L, q, &k, &v, &a, false) : -1;
     bool blhd = false;
     vc_t o = vc__op_sdpa_gqa(b, q, k, v, &a, &blhd);
+    if (smask >= 0) sliding_mask_done(b, c, smask, k, v);
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
     o = vc__op_view(b, o, vc_numel_of(b, o), true);
@@ -971,10 +1102,9 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, qs);
         vc_hold(b, ks);
     }
-    /* Sliding windows (Mistral, Gemma2, Qwen2) mask nothing while L <= window,
-     * where HF's sdpa path also runs is_causal without a mask. Longer
-     * sequences get an explicit mask in HF; that path is not modelled (the
-     * estimate is the causal one). */
+    /* Sliding windows (Mistral, Gemma2, Qwen2, Gemma 3): below the window transformers' sdpa path runs
+     * is_causal without a mask; from a kv length of sliding_window on, the model's sliding-window mask
+     * (sliding_mask_needed, after the cache's update below). */
     /* partial rotary: apply_rotary_pos_emb's last torch.cat((q_embed, q_pass), dim=-1) makes a
      * contiguous [B, heads, L, D] tensor (cat's output takes the default memory format), which
      * matmul folds to 3-D without a copy; the full rotation's sum keeps [B, L, heads, D] strides */
@@ -1028,6 +1158,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, v);
         vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
+    const vc_t smask = !npack && sliding_mask_needed(b, c, L, a.S) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
      * local until the forward returns; F.scaled_dot_product_attention converts it first
@@ -1066,6 +1197,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, ks);
     }
     if (pmask >= 0) vc_release(b, pmask);
+    if (smask >= 0) sliding_mask_done(b, c, smask, k, v);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);
     o = vc__op_contiguous(b, o);
@@ -1106,7 +1238,8 @@ void vc__ra_kv_layout(const void *cfg, int64_t *kv_heads, int64_t *head_dim, int
 }
 
 const vc_kind vc_kind_RotaryAttention = {
-    .ops = 58,
+    .ops = 79, /* 58, and the sliding-window mask past the window: 17 to make it (sliding_mask, generate()'s
+                * padded form), 4 to use it (repeat_kv twice, scalar_tensor, where) */
     .name = "RotaryAttention",
     .summary = "HF attention core: q/k/v (or fused qkv) + rope -> GQA SDPA -> [L, H*D] (q/k norm, partial rotary)",
     .min_inputs = 1, .max_inputs = 4, .cfg_size = sizeof(ra_cfg),

@@ -45,9 +45,10 @@ Written from huggingface/transformers models/gemma4/modeling_gemma4.py @
       (lm_head, final_logit_softcapping: / cap, tanh, * cap; loss_function);
 and configuration_gemma4.py (v5.5) Gemma4TextConfig's defaults and __post_init__ (layer_types: sliding
 unless (i + 1) % 6 == 0, the last layer forced to "full_attention").
-transformers' default attention here is sdpa; every training sequence stays within sliding_window, where
-sdpa_mask returns None (allow_is_causal_skip), as gptoss_replica.py's Gemma 3 does; generation runs past
-it, DynamicSlidingWindowLayer keeping window - 1 tokens (reference.DynamicCache).
+transformers' default attention here is sdpa; below sliding_window sdpa_mask returns None (allow_is_causal_skip),
+from a kv length of sliding_window on the sliding layers get create_sliding_window_causal_mask's bool mask
+(sliding_replica.py), as gptoss_replica.py's Gemma 3 does; generation runs past it, DynamicSlidingWindowLayer
+keeping window - 1 tokens (reference.DynamicCache).
 """
 import torch
 import torch.nn as nn
@@ -335,18 +336,24 @@ class CausalLM(R.CausalLM):
             cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
         position_ids = cache_position.unsqueeze(0)
         hidden_states = inputs_embeds
-        # sdpa: the sequences stay within sliding_window, no padding: sdpa_mask returns None for both types
+        # sdpa, no padding: the full layers' mask is None; the sliding layers' a bool mask once the kv length
+        # reaches sliding_window (sliding_replica.py: create_sliding_window_causal_mask), else None
+        import sliding_replica
+        masks = {"full_attention": None,
+                 "sliding_attention": sliding_replica.create_sliding_window_causal_mask(
+                     inputs_embeds, attention_mask, past_key_values, self.cfg.d["sliding_window"],
+                     list(self.cfg.d["layer_types"]))}
         pes = {t: self.rotary[t](hidden_states, position_ids) for t in self.rotary}
         shared_kv_states = {}  # UserDict() in transformers: the same dict for every layer
         for i, layer in enumerate(self.layers):
             per_layer_input = per_layer_inputs[:, :, i, :] if per_layer_inputs is not None else None
-            a = (hidden_states, per_layer_input, shared_kv_states, None, pes[layer.attention_type])
+            a = (hidden_states, per_layer_input, shared_kv_states, masks[layer.attention_type], pes[layer.attention_type])
             if past_key_values is None:
                 hidden_states = self._layer(layer, *a)
             else:
                 hidden_states = layer(*a, past_key_values)
         hidden_states = self.norm(hidden_states)
-        del shared_kv_states, per_layer_inputs, per_layer_input, a, inputs_embeds, pes  # Gemma4TextModel.forward returns
+        del shared_kv_states, per_layer_inputs, per_layer_input, a, inputs_embeds, pes, masks  # Gemma4TextModel.forward returns
         return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
 
     def _head(self, hidden_states, labels, logits_to_keep, head):

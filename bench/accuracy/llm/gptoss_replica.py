@@ -29,8 +29,9 @@ named):
       scaling query_pre_attn_scalar**-0.5, sdpa), Gemma3DecoderLayer (Gemma 2's four norms), the
       two rotary pairs (rope_theta for full layers, rope_local_base_freq for sliding ones);
       configuration_gemma3.py Gemma3TextConfig (layer_types from sliding_window_pattern 6).
-The gemma3 configs here keep every sequence within sliding_window, where transformers' sdpa path
-runs is_causal without a mask (sdpa_mask's allow_is_causal_skip); generate runs past it, where
+Gemma 3 under sdpa: within sliding_window transformers' sdpa path runs is_causal without a mask
+(sdpa_mask's allow_is_causal_skip); from a kv length of sliding_window on, the sliding layers get
+create_sliding_window_causal_mask's bool mask (sliding_replica.py); generate runs past the window, where
 DynamicSlidingWindowLayer keeps window - 1 tokens (reference.DynamicCache).
 """
 
@@ -477,8 +478,12 @@ class CausalLM(R.CausalLM):
             pe = self.rotary_emb(hidden_states, position_ids)
             pes = {"full_attention": pe, "sliding_attention": pe}
         else:
-            # sdpa: every sequence here stays within sliding_window, no padding: sdpa_mask returns None
-            masks = {"full_attention": None, "sliding_attention": None}
+            # sdpa: the full layers' mask is None (no padding, kv_length == q_length or q_length 1); the sliding
+            # layers' a bool mask once the kv length reaches sliding_window (sliding_replica.py), else None
+            import sliding_replica
+            masks = {"full_attention": None,
+                     "sliding_attention": sliding_replica.create_sliding_window_causal_mask(
+                         inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, list(cfg.layer_types))}
             pes = {"full_attention": self.rotary_emb(hidden_states, position_ids),
                    "sliding_attention": self.rotary_emb_local(hidden_states, position_ids)}
         for layer in self.layers:

@@ -509,7 +509,8 @@ class DecoderLayer(nn.Module):
 
     def _gemma_forward(self, hidden_states, attention_mask, position_embeddings, past_key_value,
                        cache_len, last_cache_position):
-        if self.is_sliding and attention_mask is not None:
+        # (eager's float mask; sdpa's bool sliding mask comes ready from sliding_replica.py)
+        if self.is_sliding and attention_mask is not None and attention_mask.dtype != torch.bool:
             effective_seq_len = max(cache_len, self.sliding_window)
             min_dtype = torch.finfo(attention_mask.dtype).min
             sliding_window_mask = torch.tril(torch.ones_like(attention_mask, dtype=torch.bool),
@@ -776,22 +777,34 @@ class CausalLM(nn.Module):
             causal_mask = causal_mask_4d(S, target, inputs_embeds.dtype, cache_position, inputs_embeds.shape[0])
         # sdpa: LlamaModel._update_causal_mask returns None when AttentionMaskConverter.
         # _ignore_causal_mask_sdpa holds (no mask or an all-ones mask, q_len == kv_len or q_len == 1)
+        # sdpa with sliding layers (transformers 5's causal_mask_mapping, sliding_replica.py): the
+        # "sliding_attention" entry, a bool mask once the kv length reaches sliding_window (else None)
+        lts, sliding_mask = None, None
+        if self.attn_impl == "sdpa" and not packed and cfg.model_type in ("mistral", "mixtral", "qwen2", "qwen3", "gemma2"):
+            import sliding_replica
+            lts = sliding_replica.layer_types(cfg)
+            if "sliding_attention" in lts:
+                sliding_mask = sliding_replica.create_sliding_window_causal_mask(
+                    inputs_embeds, attention_mask, past_key_values, cfg.sliding_window, lts)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         if cfg.model_type == "gemma2":
             normalizer = torch.tensor(cfg.hidden_size ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
+            mask = sliding_mask if lts is not None and lts[i] == "sliding_attention" else causal_mask
             if past_key_values is None:
-                hidden_states = self._layer(layer, hidden_states, causal_mask, position_embeddings,
+                hidden_states = self._layer(layer, hidden_states, mask, position_embeddings,
                                             None, cache_position.shape[0], last_cache_position)
             elif cfg.model_type in ("qwen3_next", "qwen3_5", "qwen3_5_moe"):  # the GatedDeltaNet reads cache_position
-                hidden_states = layer(hidden_states, causal_mask, position_embeddings, past_key_values,
+                hidden_states = layer(hidden_states, mask, position_embeddings, past_key_values,
                                       cache_position.shape[0], last_cache_position, cache_position)
             else:
-                hidden_states = layer(hidden_states, causal_mask, position_embeddings, past_key_values,
+                hidden_states = layer(hidden_states, mask, position_embeddings, past_key_values,
                                       cache_position.shape[0], last_cache_position)
         hidden_states = self.norm(hidden_states)
+        if lts is not None:  # the mapping is a local of the model's forward: gone before the head (*ForCausalLM)
+            mask = sliding_mask = None
         return self._head(hidden_states, labels, logits_to_keep, self.lm_head)
 
     def _head(self, hidden_states, labels, logits_to_keep, head):

@@ -1125,6 +1125,38 @@ def cases():
     for i, (cfg, b, pr, nt, p, img) in enumerate(g3g):
         out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, precision=p, prompt=pr,
                         new_tokens=nt, image=img, images=1, held_out=(i % 3 == 2)))
+    # issue 31: the sliding-window mask under sdpa past the window (sliding_replica.py, masking_utils.py @ 00c4411c:
+    # create_sliding_window_causal_mask materialises a bool [B, 1, L, S] mask once the kv length reaches
+    # sliding_window; sdpa_attention_forward then runs repeat_kv and no is_causal; SDPA converts the mask to the
+    # query's dtype). mistral_w32_small: every layer sliding (window 32, 8 heads over 2 kv heads); qwen2_sw40_small:
+    # use_sliding_window, layers from max_window_layers 1 on (window 40); gemma2_small at sdpa (window 16, every
+    # other layer); gemma3_small (window 64, 2 of 3 layers). Training, then generation (prefills past or at the
+    # window, decoding steps with the sliding cache full). Every third held out.
+    swt = [
+        ("mistral_w32_small", 2, 128, "adamw", "fp32", False, 0, None),
+        ("mistral_w32_small", 2, 96, "sgd", "bf16", True, 0, None),
+        ("mistral_w32_small", 1, 200, "adamw", "bf16", False, 8, None),
+        ("qwen2_sw40_small", 2, 128, "adamw", "fp32", False, 0, None),
+        ("qwen2_sw40_small", 4, 40, "sgd", "bf16", False, 0, None),  # a kv length of exactly the window
+        ("qwen2_sw40_small", 1, 160, "adamw", "fp32", True, 8, None),
+        ("gemma2_small", 2, 64, "adamw", "fp32", False, 0, "sdpa"),
+        ("gemma2_small", 2, 48, "sgd", "bf16", True, 8, "sdpa"),
+        ("gemma3_small", 2, 128, "adamw", "fp32", False, 0, None),
+    ]
+    for i, (cfg, b, s, o, p, c, l, at) in enumerate(swt):
+        out.append(dict(config="configs/%s.json" % cfg, mode="train", batch=b, seq=s, optim=o, precision=p, ckpt=c,
+                        lora=l, lora_dropout=0.0, held_out=(i % 3 == 2), **({"attn": at} if at else {})))
+    swg = [
+        ("mistral_w32_small", 2, 48, 20, "fp32"),
+        ("mistral_w32_small", 1, 32, 24, "bf16"),  # the prefill at exactly the window
+        ("qwen2_sw40_small", 1, 64, 12, "bf16"),
+        ("qwen2_sw40_small", 2, 24, 32, "fp32"),  # the prefill within the window, the decoding past it
+        ("gemma3_small", 1, 96, 16, "fp32"),
+        ("gemma3_small", 2, 128, 8, "bf16"),
+    ]
+    for i, (cfg, b, pr, m, p) in enumerate(swg):
+        out.append(dict(config="configs/%s.json" % cfg, mode="generate", batch=b, prompt=pr, new_tokens=m,
+                        precision=p, held_out=(i % 3 == 2)))
     return out
 
 

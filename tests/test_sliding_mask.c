@@ -1,0 +1,271 @@
+/*
+ * test_sliding_mask.c — transformers 5's sliding-window mask under sdpa (layers/llm.c sliding_mask_needed,
+ * sliding_mask, sliding_mask_args; issue 31).
+ *
+ * Sources (huggingface/transformers @00c4411cbe15d4c56d54d3b56d4d171e9c289dac, masking_utils.py):
+ * create_sliding_window_causal_mask passes local_size=sliding_window to sdpa_mask, whose
+ * _ignore_causal_mask_sdpa skips the mask only while kv_length < local_attention_size; from a kv length of
+ * sliding_window on a bool [B, 1, L, S] mask goes to every sliding layer's sdpa call
+ * (integrations/sdpa_attention.py: repeat_kv, is_causal False). PyTorch (attention.cpp, cyyever/pytorch
+ * @0d188885): convert_boolean_attn_mask makes a [B, 1, L, S] tensor of the query's dtype; flash takes no
+ * mask (sdp_utils.cpp check_for_attn_mask); the memory-efficient kernel's attn_bias is saved for backward
+ * (derivatives.yaml _scaled_dot_product_efficient_attention), padded to a multiple of 16 when the last dim
+ * is not one (preprocess_mask / pad_bias: the mask expanded to [B, H, L, S] and padded, a new tensor).
+ *
+ * A CPU cannot measure the CUDA kernels' bytes (bench/accuracy/llm's harness runs the math backend on
+ * torch 1.13), so these are derived by hand from that source: a small Mistral (8 heads over 2 kv heads,
+ * head_dim 16, window 32, bf16, batch 2) against the same config without sliding_window under
+ * --attention efficient, where the two differ in the saved bias alone (the efficient kernel runs on
+ * [B, H, S, D] keys either way: repeat_kv with the mask, repeat_interleave for enable_gqa without it).
+ * The CPU-measurable parts (the mask, repeat_kv, the converted mask under the math backend) are in
+ * measured.json's sliding cases (run_suite.py, sliding_replica.py).
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#define B 2
+#define H 8
+#define W 32
+
+static const char *cfg_text =
+    "{\"architectures\": [\"MistralForCausalLM\"], \"head_dim\": 16, \"hidden_act\": \"silu\", \"hidden_size\": 64,"
+    " \"intermediate_size\": 128, \"max_position_embeddings\": 4096, \"model_type\": \"mistral\","
+    " \"num_attention_heads\": 8, \"num_hidden_layers\": 2, \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-05,"
+    " \"rope_theta\": 10000.0, \"sliding_window\": %s, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\","
+    " \"vocab_size\": 256}\n";
+
+static char with_window[64], without_window[64];
+
+static void write_cfg(char *path, const char *window)
+{
+    strcpy(path, "/tmp/vc_sliding_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    fprintf(f, cfg_text, window);
+    fclose(f);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    write_cfg(with_window, "32");
+    write_cfg(without_window, "null");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    unlink(with_window);
+    unlink(without_window);
+    return 0;
+}
+
+/* The CLI's stdout for `cfg args` (exit 0 required), parsed as JSON; the caller frees. */
+static cJSON *cli_doc(const char *cfg, const char *args)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s %s -f json 2>/dev/null", VC_CLI, cfg, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
+        n += k;
+        if (cap - n < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("vramcalc %s %s: exit %d", cfg, args, WEXITSTATUS(st));
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    assert_non_null(j);
+    return j;
+}
+
+static long long num(const cJSON *o, const char *k1, const char *k2)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k1);
+    if (k2) v = cJSON_GetObjectItemCaseSensitive(v, k2);
+    assert_true(cJSON_IsNumber(v));
+    return (long long)v->valuedouble;
+}
+
+/* Training at seq s, bf16, batch 2, under `attn`: the two attention layers' activations (--per-layer) and
+ * the step's peak. */
+static void train(const char *cfg, int s, const char *attn, long long act[2], long long *peak)
+{
+    char a[256];
+    snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention %s --per-layer", s, B, attn);
+    cJSON *j = cli_doc(cfg, a);
+    int k = 0;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(l, "kind");
+        if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "RotaryAttention")) {
+            assert_true(k < 2);
+            act[k++] = num(l, "activations", NULL);
+        }
+    }
+    assert_int_equal(k, 2);
+    *peak = num(j, "memory", "peak_allocated");
+    cJSON_Delete(j);
+}
+
+/* 1. Below the window (kv_length 31 < 32): _ignore_causal_mask_sdpa skips the mask; the step is the one
+ * of the same model without sliding_window, byte for byte. */
+static void test_below_window(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, W - 1, "efficient", a, &pa);
+    train(without_window, W - 1, "efficient", b, &pb);
+    assert_int_equal(a[0], b[0]);
+    assert_int_equal(a[1], b[1]);
+    assert_int_equal(pa, pb);
+}
+
+/* 2. At the window (kv_length 32, not < local_attention_size 32): the mask exists although it masks
+ * nothing yet; each layer's efficient kernel saves the converted mask, [B, 1, L, S] bf16 (S = 32, a
+ * multiple of 16: no padding, the expanded view of it): 2 x 32 x 32 x 2 = 4,096 B more per layer. */
+static void test_at_window(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, W, "efficient", a, &pa);
+    train(without_window, W, "efficient", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * W * W * 2);
+    assert_true(pa > pb);
+}
+
+/* 3. Past the window, S = 64 (aligned): the saved bias is the converted mask, B x L x S x 2 = 16,384 B. */
+static void test_saved_bias_aligned(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, 64, "efficient", a, &pa);
+    train(without_window, 64, "efficient", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * 64 * 64 * 2);
+}
+
+/* 4. S = 72 (72 % 16 = 8): preprocess_mask expands the mask to [B, H, L, S] and pad_bias pads its last
+ * dim to 80 (a new tensor, sliced back); the kernel saves that: B x H x L x 80 x 2 = 184,320 B per layer,
+ * the heads multiplied in. */
+static void test_saved_bias_padded(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, 72, "efficient", a, &pa);
+    train(without_window, 72, "efficient", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * H * 72 * 80 * 2);
+    assert_int_equal(a[0], 337920); /* 153,600 (the model without the window) + 184,320 */
+}
+
+/* 5. --attention flash: transformers' flash_attention_2 passes the window to its kernel
+ * (flash_attention_mask: None without padding): no mask, the step of the model without sliding_window. */
+static void test_flash_no_mask(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, 72, "flash", a, &pa);
+    train(without_window, 72, "flash", b, &pb);
+    assert_int_equal(a[0], b[0]);
+    assert_int_equal(pa, pb);
+}
+
+/* 6. generate() that never reaches the window: prompt 16, 8 new tokens (the last step's kv length 23 < 32):
+ * no mask, and the sliding cache (window - 1 = 31 tokens kept) holds every token: the same peaks as
+ * without sliding_window. */
+static void test_generate_below(void **state)
+{
+    (void)state;
+    long long v[2][2];
+    const char *cfg[2] = {with_window, without_window};
+    for (int i = 0; i < 2; i++) {
+        cJSON *j = cli_doc(cfg[i], "-m generate --prompt 16 --new-tokens 8 -b 2 -p bf16");
+        v[i][0] = num(j, "generate", "prefill_peak");
+        v[i][1] = num(j, "generate", "decode_peak");
+        cJSON_Delete(j);
+    }
+    assert_int_equal(v[0][0], v[1][0]);
+    assert_int_equal(v[0][1], v[1][1]);
+}
+
+/* The repeat_kv allocations --trace shows for `cfg` (-m infer at seq 64, past the window): B x H x S x D x 2 each. */
+static int repeat_allocs(const char *cfg, long long *bytes)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s --seq 64 -b %d -p bf16 -m infer --trace 2>/dev/null", VC_CLI, cfg, B);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, p)) {
+        long long sz, total;
+        char what[256];
+        if (strstr(line, " repeat_kv") && sscanf(line, "forward alloc act %lld %lld %255s", &sz, &total, what) == 3) {
+            *bytes = sz;
+            n++;
+        }
+    }
+    pclose(p);
+    return n;
+}
+
+/* 7. repeat_kv (sdpa_attention_forward with a mask): hidden_states[:, :, None].expand(B, KV, n_rep, S, D)
+ * .reshape(B, KV * n_rep, S, D). With 2 kv heads the reshape cannot merge the kv dim with the stride-0 one: a
+ * copy, [2, 8, 64, 16] bf16 = 32,768 B, for keys and values in each of the 2 layers; with one kv head the size-1
+ * dim merges: a view, no allocation. */
+static void test_repeat_kv(void **state)
+{
+    (void)state;
+    long long sz = 0;
+    assert_int_equal(repeat_allocs(with_window, &sz), 4);
+    assert_int_equal(sz, (long long)B * H * 64 * 16 * 2);
+    char mqa[64];
+    strcpy(mqa, "/tmp/vc_sliding_XXXXXX");
+    int fd = mkstemp(mqa);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    char text[1024];
+    snprintf(text, sizeof text, cfg_text, "32");
+    char *kv = strstr(text, "\"num_key_value_heads\": 2");
+    assert_non_null(kv);
+    kv[strlen("\"num_key_value_heads\": ")] = '1';
+    fputs(text, f);
+    fclose(f);
+    sz = 0;
+    int n = repeat_allocs(mqa, &sz);
+    unlink(mqa);
+    assert_int_equal(n, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_below_window),      cmocka_unit_test(test_at_window),
+        cmocka_unit_test(test_saved_bias_aligned), cmocka_unit_test(test_saved_bias_padded),
+        cmocka_unit_test(test_flash_no_mask),      cmocka_unit_test(test_generate_below),
+        cmocka_unit_test(test_repeat_kv),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
