@@ -105,7 +105,8 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
  *    graph is searched only with an NVSwitch and ccMin >= 90 (search.cc);
  *    ncclNvlsTuning: nvlsChannels NVLS_NCHANNELS_SM90 16, sm100 on one node
  *    NVLS_NCHANNELS_SM100_NVL 24; ncclNvlsBufferSetup, at the first NVLS
- *    collective (all-reduce, reduce-scatter, all-gather): buffSize =
+ *    collective (one node: all-reduce, reduce-scatter, all-gather; across
+ *    nodes all-reduce's NVLS_TREE only, vc_nccl_per_gpu): buffSize =
  *    NCCL_NVLS_CHUNKSIZE (128 KiB) x NCCL_STEPS (8) = 1 MiB, nvlsTotalSize
  *    = nHeads x nvlsChannels x 2 x buffSize of unicast memory on each GPU,
  *    nHeads = the NVLS graph's channels = the node's GPUs of the
@@ -259,7 +260,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
  * nNodes > 1 p2pChunkSize = NCCL_P2P_NET_CHUNKSIZE 128 KiB on x86 hosts),
  * allocated once per communicator and direction, whatever the peers.
  * Not replicated: the ring graph's search through the NICs (the channels
- * are the node's row's), the trees (see docs/context.md "NCCL"). */
+ * are the node's row's). The trees: below (tree_group). */
 #define NET_RECV_DEV (LL_BUFF + LL128_BUFF + SIMPLE_BUFF) /* -> 10 MiB */
 #define NET_SEND_DEV (LL128_BUFF + SIMPLE_BUFF)           /* -> 10 MiB */
 #define NET_SHARED_STEPS 16                              /* NCCL_SHARED_STEPS (net.cc) */
