@@ -319,9 +319,11 @@ static void stage_peers(int64_t r, int64_t stages, int64_t per, int64_t gpn, int
  * ncclTopoTuneModel offers NCCL_ALGO_TREE to all-reduce only (broadcast and
  * reduce: ring; reduce-scatter and all-gather: ring, PAT, NVLS, CollNet); its
  * latency, 2 x ((nRanks / nNodes - 1) x intraLat + log2(nNodes) x interLat),
- * is below the ring's (2 x (nRanks - 1) steps) for every communicator that
- * spans nodes, so a small all-reduce there (DDP's first 1 MiB bucket, a loss
- * or a gradient norm) runs a tree with LL. With NCCL_RUNTIME_CONNECT (2.22+,
+ * grows with log2 of the nodes where the ring's (2 x (nRanks - 1) steps,
+ * 2 x (nNodes - 1) of them across) grows with the ranks, so across nodes a
+ * small all-reduce (DDP's first 1 MiB bucket, a loss or a gradient norm)
+ * takes the tree (taken here for every all-reduce group spanning nodes; with
+ * one GPU a node on two nodes the tree adds nothing anyway). With NCCL_RUNTIME_CONNECT (2.22+,
  * cuMem) its connections are made then: enqueue.cc ncclPrepareTasks sets
  * algoNeedConnect[task->algorithm], group.cc ncclCollPreconnect calls
  * generic.cc ncclTransportTreeConnect, which on every channel connects
