@@ -149,6 +149,7 @@ static void snapshot_tp2(void **state)
      * NVLS's credits at init (nvls.cc ncclNvlsSetup: 16 channels x 2 x 64 B x 2 heads = 4 KiB ->
      * cuMem's 2 MiB) */
     assert_int_equal(r.snapshot_nccl, 24 * MIB(12) + MIB(2));
+    assert_int_equal(r.snapshot_nvls_credits, MIB(2));
     /* the profiling run's all-reduce, 8192 tokens x hidden 4096 x 2 B = 64 MiB: not under the custom
      * all-reduce's 8 MiB nor the symmetric memory's 64 MiB (inp_size < max_size): PyNccl's, NVLS on
      * NVSwitch H100s, whose buffers (nvls.cc ncclNvlsBufferSetup: 2 heads x 16 channels x 2 x 1 MiB)
@@ -256,7 +257,7 @@ static void report(void **state)
     (void)state;
     const char *tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
     assert_non_null(strstr(tab, "  NCCL + all-reduce         378.0 MiB  (held at vLLM's snapshot, not subtracted: NCCL ring "
-                                "290.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
+                                "288.0 MiB + NVLS credits 2.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
     assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
                                 "vLLM subtracts its start-up measure of them, at least this; the pool below does not)\n"));
     const char *js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");

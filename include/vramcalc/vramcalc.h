@@ -1093,6 +1093,7 @@ typedef struct {
      * symmetric-memory one takes the run's all-reduce (max_num_batched_tokens x hidden_size) and
      * the GPUs have NVLS (src/engine/nccl.c); 0 otherwise */
     int64_t non_torch_nccl;
+    int64_t snapshot_nvls_credits; /* ... of snapshot_nccl, NCCL's NVLS credits (ncclNvlsSetup, at init) */
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

@@ -157,12 +157,17 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                          : "eager loading: loaded before vLLM's snapshot");
     if (o->tp > 1) { /* held at vLLM's snapshot, not subtracted (src/engine/serve.c vllm_snapshot) */
         format_bytes(r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem, a, sizeof a);
-        char n[32], c[32], s[32];
-        format_bytes(r->snapshot_nccl, n, sizeof n);
+        char n[32], c[32], s[32], v[64] = "";
+        format_bytes(r->snapshot_nccl - r->snapshot_nvls_credits, n, sizeof n);
         format_bytes(r->snapshot_custom_ar, c, sizeof c);
         format_bytes(r->snapshot_symm_mem, s, sizeof s);
-        fprintf(f, "  %-22s %12s  (held at vLLM's snapshot, not subtracted: NCCL ring %s, custom all-reduce %s, "
-                   "symmetric memory %s)\n", "NCCL + all-reduce", a, n, c, s);
+        if (r->snapshot_nvls_credits) { /* NCCL's NVLS credits, at the communicator's creation */
+            char k[32];
+            format_bytes(r->snapshot_nvls_credits, k, sizeof k);
+            snprintf(v, sizeof v, " + NVLS credits %s", k);
+        }
+        fprintf(f, "  %-22s %12s  (held at vLLM's snapshot, not subtracted: NCCL ring %s%s, custom all-reduce %s, "
+                   "symmetric memory %s)\n", "NCCL + all-reduce", a, n, v, c, s);
     }
     /* vLLM's CUDA graphs (src/engine/serve.c vllm_graphs) */
     if (r->graphs_why == VC_SERVE_GRAPHS_EAGER) fprintf(f, "  %-22s %12s  (enforce_eager: none captured)\n", "CUDA graphs", "none");

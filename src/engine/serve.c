@@ -412,6 +412,7 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
         c.nccl_stages = 1;
         vc_nccl_info n;
         vc_nccl_per_gpu(&c, &n);
+        r->snapshot_nvls_credits = n.nvls_credit_bytes;
         r->snapshot_nccl = n.ring_bytes + n.nvls_credit_bytes;
         const int sm = gpu->preset && gpu->preset->sm ? gpu->preset->sm : 80;
         const vc_nccl_topology t = (vc_nccl_topology)n.topology;
