@@ -121,6 +121,41 @@ static void one_gpu_a_node(void **state)
     assert_int_equal(n.tree_bytes, 0);
 }
 
+/* HSDP's replicate group; a TP group spanning nodes */
+static void replicate_and_tp(void **state)
+{
+    (void)state;
+    /* FSDP2 as HSDP on 32 H100, --fsdp-replicate 4: the shard group (8, on the node) reduce-scatters,
+     * no tree; the replicate group (4, ranks 8 apart: one GPU a node) all-reduces (foreach_reduce):
+     * the 4-node trees of one_gpu_a_node, 600 MiB; NVLS for the shard group only (8 heads: 256 + 2
+     * MiB), the replicate group has one GPU on the node */
+    vc_options o;
+    vc_options_init(&o);
+    o.device = vc_gpu_find("h100-80gb");
+    o.parallel = VC_PARALLEL_FSDP2;
+    o.gpus = 32;
+    o.fsdp_replicate = 4;
+    vc_nccl_info n;
+    vc_nccl_per_gpu(&o, &n);
+    assert_int_equal(n.ring_communicators, 2);
+    assert_int_equal(n.tree_communicators, 1);
+    assert_int_equal(n.tree_bytes, 600 * MiB);
+    assert_int_equal(n.nvls_bytes, 258 * MiB);
+    assert_int_equal(n.nvls_tree_bytes, 0);
+    /* FSDP1 HYBRID_SHARD on 32: the node's 8 and the inter-node group of 4, the same */
+    o.parallel = VC_PARALLEL_FSDP_HYBRID;
+    o.fsdp_replicate = 0;
+    vc_nccl_per_gpu(&o, &n);
+    assert_int_equal(n.tree_bytes, 600 * MiB);
+    /* Megatron tp 16 on 16 H100 (2 nodes of 8): the TP group's all-reduce spans the nodes, the
+     * trees and NVLS trees of DDP on 16 (ddp_two_nodes): 340 + 320 MiB, NVLS 258 */
+    n = on("h100-80gb", VC_PARALLEL_MEGATRON, 16, 16);
+    assert_int_equal(n.ring_communicators, 1);
+    assert_int_equal(n.tree_bytes, 340 * MiB);
+    assert_int_equal(n.nvls_tree_bytes, 320 * MiB);
+    assert_int_equal(n.nvls_bytes, 258 * MiB);
+}
+
 /* collectives that are not all-reduce; NVLS off */
 static void no_trees_nvls_off(void **state)
 {
@@ -162,6 +197,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ddp_two_nodes),
         cmocka_unit_test(one_gpu_a_node),
+        cmocka_unit_test(replicate_and_tp),
         cmocka_unit_test(no_trees_nvls_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
