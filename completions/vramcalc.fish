@@ -61,6 +61,7 @@ complete -c vramcalc -l parameters-as-bucket-view -d '--parallel zero1-torch: Ze
 complete -c vramcalc -l ds-overlap-comm -x -a 'true false' -d '--parallel zero1, zero2, zero3: DeepSpeed'\''s overlap_comm, true or false'
 complete -c vramcalc -l nccl-topology -x -a 'auto nvswitch nvlink pcie shm' -d 'multi-GPU: how the GPUs are joined, for NCCL'\''s channels and buffers'
 complete -c vramcalc -l nccl-channels -x -d 'multi-GPU: NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = N, 1 to 64'
+complete -c vramcalc -l nccl-nvls -x -a 'auto off' -d 'multi-GPU: NCCL'\''s NVLS'
 complete -c vramcalc -l gpus-per-node -x -d 'multi-GPU: the GPUs of one node, 1 to 72'
 complete -c vramcalc -l attention -x -a 'auto flash efficient math' -d 'one of: auto, flash, efficient, math'
 complete -c vramcalc -l torch -x -d 'PyTorch release to follow, 2.0 to 2.15'

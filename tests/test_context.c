@@ -288,34 +288,37 @@ static void nccl_per_gpu(void **state)
     assert_int_equal(n.nvls_bytes, 0);
     assert_int_equal(n.bytes, 288 * MiB);
     /* DDP on 8 H100 SXM: 18 NVLink x 20.6 = 370.8 GB/s; 6 channels at 60 GB/s, dup 12, Postset 24:
-     * 288 MiB of ring; NVLS: 8 heads x 16 channels x 2 x 1 MiB = 256 MiB; 544 MiB */
+     * 288 MiB of ring; NVLS: 8 heads x 16 channels x 2 x 1 MiB = 256 MiB, and ncclNvlsSetup's
+     * credits, 16 x 2 x 64 B x 8 heads = 16 KiB -> cuMem's 2 MiB: 258 MiB; 546 MiB */
     n = nccl_on("h100-80gb", VC_PARALLEL_DDP, 8, 1, 1, 1, 0);
     assert_int_equal(n.channels, 24);
     assert_int_equal(n.nvls_channels, 16);
     assert_int_equal(n.ring_bytes, 288 * MiB);
-    assert_int_equal(n.nvls_bytes, 256 * MiB);
-    assert_int_equal(n.bytes, 544 * MiB);
+    assert_int_equal(n.nvls_bytes, 258 * MiB);
+    assert_int_equal(n.nvls_credit_bytes, 2 * MiB);
+    assert_int_equal(n.bytes, 546 * MiB);
     /* ... with ep 8 (NCCL issue #1685's all-to-all on 8 H100): p2pnChannels pow2Up(24) = 32,
      * per peer min(32, pow2Up(2 x 18 = 36) = 64) = 32 (the issue's log: channels 00-31 per
-     * peer); 7 peers x 32 x 12 MiB = 2688 MiB, + the DP ring and NVLS: 3232 MiB */
+     * peer); 7 peers x 32 x 12 MiB = 2688 MiB, + the DP ring and NVLS: 3234 MiB */
     n = nccl_on("h100-80gb", VC_PARALLEL_DDP, 8, 1, 1, 8, 0);
     assert_int_equal(n.communicators, 2);
     assert_int_equal(n.p2p_channels, 32);
     assert_int_equal(n.p2p_channels_per_peer, 32);
     assert_int_equal(n.p2p_bytes, 2688 * MiB);
-    assert_int_equal(n.bytes, 3232 * MiB);
+    assert_int_equal(n.bytes, 3234 * MiB);
     /* Megatron tp 2, pp 4 on 16 B200: dp 2; the DP and TP rings, 32 channels each (8 at 90 GB/s of
      * 18 x 40.1 = 721.8, dup 16, Postset 32): 2 x 32 x 12 = 768 MiB; NVLS 24 channels (one node's
-     * NVLS_NCHANNELS_SM100_NVL) x 2 heads x 2 MiB = 96 MiB per group, 192; two nodes of 8 (stages
+     * NVLS_NCHANNELS_SM100_NVL) x 2 heads x 2 MiB = 96 MiB per group, and its credits (24 x 2 x
+     * 64 B x 2 heads = 6 KiB -> 2 MiB), 196; two nodes of 8 (stages
      * 0-1, 2-3): a middle stage has one neighbour on its node (32 channels x 12 MiB = 384 MiB) and
      * one across (net.cc's send/recv pools, 2 x 32 x 16 x 128 KiB = 128 MiB, tests/test_nccl.c):
-     * 512 MiB; 1472 MiB, 3 communicators */
+     * 512 MiB; 1476 MiB, 3 communicators */
     n = nccl_on("b200", VC_PARALLEL_MEGATRON, 16, 2, 4, 1, 0);
     assert_int_equal(n.communicators, 3);
     assert_int_equal(n.p2p_peers, 2);
     assert_int_equal(n.channels, 32);
-    assert_int_equal(n.nvls_bytes, 192 * MiB);
-    assert_int_equal(n.bytes, 1472 * MiB);
+    assert_int_equal(n.nvls_bytes, 196 * MiB);
+    assert_int_equal(n.bytes, 1476 * MiB);
     /* a pipeline stage's options (gpus / pp, pp 1, nccl_stages pp) give the same figure */
     vc_options o;
     vc_options_init(&o);
@@ -340,7 +343,8 @@ static void nccl_per_gpu(void **state)
     assert_int_equal(n.topology, VC_NCCL_TOPO_NVLINK);
     assert_int_equal(n.bytes, 16 * 12 * MiB);
     /* NCCL_MIN_NCHANNELS = NCCL_MAX_NCHANNELS = 2 on two H100 SXM: a 2-channel ring (24 MiB) and
-     * NVLS, which the channel variables do not change: 2 heads x 16 x 2 MiB = 64 MiB */
+     * NVLS, which the channel variables do not change: 2 heads x 16 x 2 MiB = 64 MiB, + its
+     * credits (16 x 2 x 64 B x 2 heads = 4 KiB -> 2 MiB) */
     vc_options_init(&o);
     o.device = vc_gpu_find("h100-80gb");
     o.parallel = VC_PARALLEL_DDP;
@@ -348,7 +352,7 @@ static void nccl_per_gpu(void **state)
     o.nccl_channels = 2;
     vc_nccl_per_gpu(&o, &n);
     assert_int_equal(n.p2p_channels, 2);
-    assert_int_equal(n.bytes, 88 * MiB);
+    assert_int_equal(n.bytes, 90 * MiB);
     /* a topology with no row for the card */
     o.device = vc_gpu_find("t4");
     o.nccl_topology = VC_NCCL_TOPO_NVSWITCH;

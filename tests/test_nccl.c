@@ -60,14 +60,16 @@ static void rings_across_nodes(void **state)
      * a node at one GPU (connect.cc ringRecv = ringIntra[0]) and leave from another (ringSend =
      * ringIntra[7]), spread over the 8: a GPU holds 24 / 8 = 3 network receives (10 MiB, in place
      * of a P2P receive's 10 MiB) and 3 network sends (10 MiB, in place of a P2P send's 2 MiB):
-     * 24 x 12 + 3 x (10 - 10) + 3 x (10 - 2) = 312 MiB, of it the network's 3 x 20 = 60 MiB */
+     * 24 x 12 + 3 x (10 - 10) + 3 x (10 - 2) = 312 MiB, of it the network's 3 x 20 = 60 MiB;
+     * DDP's all-reduce across the nodes adds its trees' 332 MiB, 80 of them the network's
+     * (tests/test_nccl_tree.c) */
     vc_options o = opts(NULL, VC_PARALLEL_DDP, 16, 1, 1, 1);
     vc_nccl_info n = info(&o);
     assert_int_equal(n.nodes, 2);
     assert_int_equal(n.channels, 24);
     assert_int_equal(n.ring_bytes, 312 * MiB);
-    assert_int_equal(n.net_bytes, 60 * MiB);
-    assert_int_equal(n.bytes, 312 * MiB);
+    assert_int_equal(n.net_bytes, (60 + 80) * MiB);
+    assert_int_equal(n.bytes, (312 + 332) * MiB);
     /* the same 16 GPUs as one node (--gpus-per-node 16): 24 P2P pairs, 288 MiB, no network */
     o.gpus_per_node = 16;
     n = info(&o);
@@ -76,23 +78,28 @@ static void rings_across_nodes(void **state)
     assert_int_equal(n.bytes, 288 * MiB);
     /* Megatron tp 8, dp 2 on 16 H100 SXM: the DP group's ranks lie 8 apart, one on each node:
      * all 24 channels are network receive + send, 24 x 20 = 480 MiB; the TP ring on the node,
-     * 24 x 12 = 288 MiB; NVLS for TP (8 heads x 16 channels x 2 x 1 MiB = 256 MiB), none for a
-     * group with one GPU on the node: 1024 MiB */
+     * 24 x 12 = 288 MiB; NVLS for TP (8 heads x 16 channels x 2 x 1 MiB = 256 MiB, + 2 MiB of
+     * credits), none for a group with one GPU on the node; the DP group's trees between two nodes
+     * of one GPU each add nothing (the ring already receives from and sends to the one other
+     * node on every channel: tests/test_nccl_tree.c): 1026 MiB */
     o = opts("h100-80gb", VC_PARALLEL_MEGATRON, 16, 8, 1, 1);
     n = info(&o);
     assert_int_equal(n.ring_communicators, 2);
     assert_int_equal(n.ring_bytes, (480 + 288) * MiB);
     assert_int_equal(n.net_bytes, 480 * MiB);
-    assert_int_equal(n.nvls_bytes, 256 * MiB);
-    assert_int_equal(n.bytes, 1024 * MiB);
+    assert_int_equal(n.nvls_bytes, 258 * MiB);
+    assert_int_equal(n.tree_communicators, 1);
+    assert_int_equal(n.tree_bytes, 0);
+    assert_int_equal(n.bytes, 1026 * MiB);
     /* DDP on 16 RTX 4090 (PCIe: no GPU Direct RDMA, the network's buffers in host memory): 4
      * channels over 8 GPUs, the busiest GPU one with no network end (4 / 8 = 0 of each kind):
-     * 4 x 12 = 48 MiB */
+     * 4 x 12 = 48 MiB; its trees 48 MiB more (tests/test_nccl_tree.c), none of it the network's */
     o = opts("rtx4090", VC_PARALLEL_DDP, 16, 1, 1, 1);
     n = info(&o);
     assert_int_equal(n.nodes, 2);
     assert_int_equal(n.net_bytes, 0);
-    assert_int_equal(n.bytes, 48 * MiB);
+    assert_int_equal(n.ring_bytes, 48 * MiB);
+    assert_int_equal(n.bytes, (48 + 48) * MiB);
 }
 
 /* pipeline stages: ends with one neighbour; neighbours on other nodes */
@@ -112,7 +119,7 @@ static void pipeline_stages(void **state)
     /* pp 4, dp 2 on 8 H100, nodes of 4: stages 0-1 on node 0, 2-3 on node 1. Stage 1 (nccl_stage
      * 2): stage 0 on its node (384 MiB), stage 2 across (the pools, 2 x 32 x 16 x 128 KiB = 128
      * MiB), 512; stage 0 only its node's neighbour, 384. The DP ring (2 GPUs of the node, 288 MiB)
-     * and its NVLS (2 heads x 16 x 2 MiB = 64 MiB) on every stage */
+     * and its NVLS (2 heads x 16 x 2 MiB = 64 MiB, + 2 MiB of credits) on every stage */
     o = opts("h100-80gb", VC_PARALLEL_DDP, 8, 1, 4, 1);
     o.gpus_per_node = 4;
     o.nccl_stage = 2;
@@ -121,7 +128,7 @@ static void pipeline_stages(void **state)
     assert_int_equal(n.p2p_peers, 2);
     assert_int_equal(n.p2p_bytes, 512 * MiB);
     assert_int_equal(n.net_bytes, 128 * MiB);
-    assert_int_equal(n.bytes, (512 + 288 + 64) * MiB);
+    assert_int_equal(n.bytes, (512 + 288 + 66) * MiB);
     o.nccl_stage = 1;
     n = info(&o);
     assert_int_equal(n.p2p_bytes, 384 * MiB);
@@ -129,7 +136,7 @@ static void pipeline_stages(void **state)
     n = info(&o);
     assert_int_equal(n.p2p_bytes, 512 * MiB);
     /* the breakdown behind a stage's figure: the first stage whose bytes they are */
-    vc_nccl_per_gpu_of(&o, (384 + 288 + 64) * MiB, &n);
+    vc_nccl_per_gpu_of(&o, (384 + 288 + 66) * MiB, &n);
     assert_int_equal(n.p2p_peers, 1);
 }
 
@@ -138,12 +145,14 @@ static void experts_across_nodes(void **state)
 {
     (void)state;
     /* ep 16 on 16 H100, 2 nodes: 7 peers on the node (7 x 32 x 12 = 2688 MiB) and 8 on the other
-     * through one pool pair (128 MiB): 2816 MiB; the DDP ring 312 MiB (above); NVLS 256 MiB */
+     * through one pool pair (128 MiB): 2816 MiB; the DDP ring 312 MiB (above); NVLS 256 MiB + 2
+     * MiB of credits; DDP's all-reduce across nodes: trees 340 MiB, NVLS trees 320 MiB
+     * (tests/test_nccl_tree.c) */
     vc_options o = opts("h100-80gb", VC_PARALLEL_DDP, 16, 1, 1, 16);
     vc_nccl_info n = info(&o);
     assert_int_equal(n.p2p_peers, 15);
     assert_int_equal(n.p2p_bytes, 2816 * MiB);
-    assert_int_equal(n.bytes, (2816 + 312 + 256) * MiB);
+    assert_int_equal(n.bytes, (2816 + 312 + 258 + 340 + 320) * MiB);
 }
 
 /* PCIe without peer access: NCCL's SHM transport */

@@ -145,8 +145,17 @@ static void snapshot_tp2(void **state)
      * 132 x 2048 x 1 KiB = 264 MiB */
     assert_int_equal(r.snapshot_context, MIB(349) + INT64_C(132) * 2048 * 1024);
     /* NCCL: one communicator of 2 ranks on the sm90 nvswitch row, 24 channels, each a receive of
-     * 4096 + 524,288 + 4,915,200 + 4,194,304 = 9,637,888 B -> 10 MiB and a send of 4096 B -> 2 MiB */
-    assert_int_equal(r.snapshot_nccl, 24 * MIB(12));
+     * 4096 + 524,288 + 4,915,200 + 4,194,304 = 9,637,888 B -> 10 MiB and a send of 4096 B -> 2 MiB;
+     * NVLS's credits at init (nvls.cc ncclNvlsSetup: 16 channels x 2 x 64 B x 2 heads = 4 KiB ->
+     * cuMem's 2 MiB) */
+    assert_int_equal(r.snapshot_nccl, 24 * MIB(12) + MIB(2));
+    assert_int_equal(r.snapshot_nvls_credits, MIB(2));
+    /* the profiling run's all-reduce, 8192 tokens x hidden 4096 x 2 B = 64 MiB: not under the custom
+     * all-reduce's 8 MiB nor the symmetric memory's 64 MiB (inp_size < max_size): PyNccl's, NVLS on
+     * NVSwitch H100s, whose buffers (nvls.cc ncclNvlsBufferSetup: 2 heads x 16 channels x 2 x 1 MiB)
+     * appear after the snapshot: in the non-torch increase, 72 + 64 MiB */
+    assert_int_equal(r.non_torch_nccl, MIB(64));
+    assert_int_equal(r.non_torch, MIB(72) + MIB(64));
     /* symmetric memory: SYMM_MEM_ALL_REDUCE_MAX_SIZES["9.0"][2] = 64 MiB */
     assert_int_equal(r.snapshot_symm_mem, MIB(64));
     /* custom all-reduce: usable symmetric memory (multicast on NVSwitch), so max_size = min(
@@ -159,6 +168,17 @@ static void snapshot_tp2(void **state)
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
     assert_int_equal(r.snapshot_custom_ar, 2560 + 2 * (MIB(1) / 4) + MIB(8));
     assert_int_equal(r.snapshot_symm_mem, MIB(64));
+    /* ... NVLS over 8 heads: 8 x 16 x 2 MiB = 256 MiB; NCCL_NVLS_ENABLE=0 (--nccl-nvls off): none, and
+     * no credits */
+    assert_int_equal(r.non_torch_nccl, MIB(256));
+    o.nccl_nvls = VC_NCCL_NVLS_OFF;
+    assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_OK);
+    assert_int_equal(r.non_torch_nccl, 0);
+    assert_int_equal(r.snapshot_nccl, 24 * MIB(12));
+    o.nccl_nvls = VC_NCCL_NVLS_AUTO;
+    /* an A100 (NVSwitch without multicast): no NVLS */
+    assert_int_equal(serve_on(m, &o, &so, "a100-80gb", &r, &err), VC_OK);
+    assert_int_equal(r.non_torch_nccl, 0);
     /* 8 B200s: ["10.0"][8]: custom all-reduce 1 MiB, symmetric memory 128 MiB */
     assert_int_equal(serve_on(m, &o, &so, "b200", &r, &err), VC_OK);
     assert_int_equal(r.snapshot_custom_ar, 2560 + MIB(1) + MIB(1) + MIB(8));
@@ -181,7 +201,7 @@ static void snapshot_tp2(void **state)
     assert_int_equal(serve_on(m, &o, &so, "rtx4090", &r, &err), VC_OK);
     assert_int_equal(r.snapshot_custom_ar, 0);
     /* vLLM refuses to start when the snapshot's free memory is under the requested share: on an H100
-     * (81,559 MiB) at 0.995 the request is 81,151 MiB, more than 81,559 - 613 - 376 MiB */
+     * (81,559 MiB) at 0.995 the request is 81,151 MiB, more than 81,559 - 613 - 378 MiB */
     llama_opts(&o, 2);
     so.gpu_memory_utilization = 0.995;
     assert_int_equal(serve_on(m, &o, &so, "h100-80gb", &r, &err), VC_ERR_USAGE);
@@ -229,19 +249,19 @@ static void given_measure(void **state)
 }
 
 /* One --serve --tp 2 report's lines and JSON, by hand (the figures of snapshot_tp2 and graphs):
- * 24 x 12 MiB = 288 MiB of NCCL, 25,168,384 B = 24.0 MiB of custom all-reduce, 64 MiB of symmetric
- * memory: 301,989,888 + 25,168,384 + 67,108,864 = 394,267,136 B = 376.0 MiB; the graphs' floor
- * (50 + 50) MiB = 100.0 MiB */
+ * 24 x 12 MiB + 2 MiB = 290 MiB of NCCL, 25,168,384 B = 24.0 MiB of custom all-reduce, 64 MiB of
+ * symmetric memory: 304,087,040 + 25,168,384 + 67,108,864 = 396,364,288 B = 378.0 MiB; the graphs'
+ * floor (50 + 50) MiB = 100.0 MiB */
 static void report(void **state)
 {
     (void)state;
     const char *tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
-    assert_non_null(strstr(tab, "  NCCL + all-reduce         376.0 MiB  (held at vLLM's snapshot, not subtracted: NCCL ring "
-                                "288.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
+    assert_non_null(strstr(tab, "  NCCL + all-reduce         378.0 MiB  (held at vLLM's snapshot, not subtracted: NCCL ring "
+                                "288.0 MiB + NVLS credits 2.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
     assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
                                 "vLLM subtracts its start-up measure of them, at least this; the pool below does not)\n"));
     const char *js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
-    assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 301989888, \"custom_all_reduce\": "
+    assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 304087040, \"custom_all_reduce\": "
                                "25168384, \"symmetric_memory\": 67108864}"));
     assert_non_null(strstr(js, "\"cuda_graphs\": {\"piecewise\": 51, \"largest_piecewise\": 512, \"full\": 51, \"largest_full\": "
                                "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0}"));

@@ -604,7 +604,13 @@ typedef struct {
      * completions come from an in-process vLLM engine, not generate(), and the step adds the policy's own no-grad
      * log-probs (vllm_importance_sampling_correction) and their buffer (src/engine/grpo.c); 0 off */
     int grpo_vllm;
+    /* --nccl-nvls (src/engine/nccl.c, docs/context.md "NCCL"): VC_NCCL_NVLS_AUTO (0), NCCL's
+     * default NCCL_NVLS_ENABLE=2, NVLS where the GPUs' NVSwitch has multicast (the nvswitch
+     * topology on sm90 and later, CUDA 12.1 or later); VC_NCCL_NVLS_OFF, NCCL_NVLS_ENABLE=0 */
+    int nccl_nvls;
 } vc_options;
+#define VC_NCCL_NVLS_AUTO 0
+#define VC_NCCL_NVLS_OFF 1
 #define VC_COMPILE_INDUCTOR 1
 #define VC_COMPILE_FUNCTORCH_113 2
 #define VC_BOUND_LOW 0
@@ -977,15 +983,27 @@ typedef struct {
     int64_t channels;           /* collective channels per communicator (comm->nChannels) */
     int64_t p2p_channels;       /* p2pnChannels */
     int64_t p2p_channels_per_peer; /* p2pnChannelsPerPeer */
-    int64_t nvls_channels;      /* nvlsChannels: 0 where NVLS is not opened */
+    int64_t nvls_channels;      /* nvlsChannels: 0 where NVLS is not opened (no multicast, --nccl-nvls off) */
     int64_t ring_bytes;         /* ring_communicators x channels x (receive + send) */
     int64_t p2p_bytes;          /* p2p_peers x p2p_channels_per_peer x (receive + send) */
-    int64_t nvls_bytes;         /* per ring communicator: heads x nvls_channels x 2 x 1 MiB */
-    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes */
+    int64_t nvls_bytes;         /* per ring communicator with NVLS: its credits (2 MiB, at init), and where
+                                 * its collectives run NVLS (one node; across nodes, its all-reduce's NVLS
+                                 * trees) heads x nvls_channels x 2 x 1 MiB */
+    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes + tree_bytes + nvls_tree_bytes */
     vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
     const char *topology_row;   /* the table's row, in words */
     int64_t nodes;              /* nodes the world spans (--gpus-per-node) */
-    int64_t net_bytes;          /* ... of ring_bytes and p2p_bytes, the network transport's device buffers */
+    int64_t net_bytes;          /* ... of ring_bytes, p2p_bytes, tree_bytes and nvls_tree_bytes, the network
+                                 * transport's device buffers */
+    /* Across nodes (issue 27): the ring communicators whose all-reduce spans nodes (DDP's,
+     * Megatron's DP and TP groups, HSDP's replicate group) also connect NCCL's trees at their
+     * first tree all-reduce: tree_bytes, the connections the trees add to the rings' (intra-node
+     * chains both ways, the double binary tree's network links); with NVLS, the NVLS trees'
+     * network links of each NVLS channel: nvls_tree_bytes */
+    int64_t tree_communicators;
+    int64_t tree_bytes;
+    int64_t nvls_tree_bytes;
+    int64_t nvls_credit_bytes;  /* ... of nvls_bytes, the credits ncclNvlsSetup allocates at init */
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
 /* The breakdown whose bytes are `bytes` (a pipeline's memory.nccl: the stage its total
@@ -1079,6 +1097,12 @@ typedef struct {
      * the encoder cache through the language model's dummy run and counted in profile_peak. The
      * encoder's own activations while it runs are not modelled. */
     int64_t mm_encoder, mm_items, mm_item_tokens, mm_item_width, mm_item_height, mm_budget, mm_outputs;
+    /* ... of non_torch, NCCL's NVLS buffers (src/engine/serve.c vllm_snapshot): the TP group's
+     * first NVLS all-reduce in the profiling run, where neither the custom all-reduce nor the
+     * symmetric-memory one takes the run's all-reduce (max_num_batched_tokens x hidden_size) and
+     * the GPUs have NVLS (src/engine/nccl.c); 0 otherwise */
+    int64_t non_torch_nccl;
+    int64_t snapshot_nvls_credits; /* ... of snapshot_nccl, NCCL's NVLS credits (ncclNvlsSetup, at init) */
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

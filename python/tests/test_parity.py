@@ -52,7 +52,7 @@ SAMPLES = {
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
     "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4], "cuda_graph_memory": ["512MiB"],
     "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4],
-    "vllm_gpu_memory_utilization": [0.25],
+    "vllm_gpu_memory_utilization": [0.25], "nccl_nvls": ["off"],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}
@@ -81,7 +81,7 @@ NEEDS = {
     "packing": {"batch": 2, "seq": 256, "precision": "bf16"},
     "nccl_topology": {"parallel": "ddp", "gpus": 2}, "nccl_channels": {"parallel": "ddp", "gpus": 2},
     "beta": {"loss": "grpo", "prompt": 64, "new_tokens": 16}, "num_generations": {"loss": "grpo", "prompt": 64, "new_tokens": 16},
-    "gpus_per_node": {"parallel": "ddp", "gpus": 16},
+    "gpus_per_node": {"parallel": "ddp", "gpus": 16}, "nccl_nvls": {"parallel": "ddp", "gpus": 8, "gpu": "h100-80gb"},
     "use_vllm": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb"},
     "vllm_gpu_memory_utilization": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},
     "vllm_sleep": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},

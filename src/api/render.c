@@ -110,8 +110,11 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         /* vLLM's non-torch memory (src/engine/serve.c vllm_non_torch): the increase it subtracts, by
          * part, and what that commit's arithmetic leaves out */
         fprintf(f, ",\n    \"non_torch_increase\": %" PRId64 ", \"non_torch_parts\": {\"cublas\": %" PRId64
-                   ", \"attention_kernels\": %" PRId64 "}, \"nccl_counted\": false, \"cuda_graphs_counted\": %s",
-                r->non_torch, r->non_torch_cublas, r->non_torch_kernels, o->cuda_graph_memory >= 0 ? "true" : "false");
+                   ", \"attention_kernels\": %" PRId64, r->non_torch, r->non_torch_cublas, r->non_torch_kernels);
+        if (r->non_torch_nccl) /* NCCL's NVLS buffers, set up by the profiling run's all-reduce (vllm_snapshot) */
+            fprintf(f, ", \"nccl_nvls\": %" PRId64, r->non_torch_nccl);
+        fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s", r->non_torch_nccl ? "true" : "false",
+                o->cuda_graph_memory >= 0 ? "true" : "false");
         /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
         static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
         fprintf(f, ",\n    \"at_snapshot\": {\"cuda_context\": %" PRId64 ", \"nccl\": %" PRId64 ", \"custom_all_reduce\": %" PRId64
@@ -164,17 +167,23 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     format_bytes(r->non_torch, a, sizeof a);
     const bool amd = resp->gpu.preset && strcmp(resp->gpu.preset->vendor, "NVIDIA") != 0; /* context.c: not modelled */
     fprintf(f, "  %-22s %12s  (%s)\n", "non-torch increase", a,
-            r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
+            r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's NVLS buffers of the profiling run"
+            : r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
             : amd        ? "not modelled on this GPU's vendor"
                          : "eager loading: loaded before vLLM's snapshot");
     if (o->tp > 1) { /* held at vLLM's snapshot, not subtracted (src/engine/serve.c vllm_snapshot) */
         format_bytes(r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem, a, sizeof a);
-        char n[32], c[32], s[32];
-        format_bytes(r->snapshot_nccl, n, sizeof n);
+        char n[32], c[32], s[32], v[64] = "";
+        format_bytes(r->snapshot_nccl - r->snapshot_nvls_credits, n, sizeof n);
         format_bytes(r->snapshot_custom_ar, c, sizeof c);
         format_bytes(r->snapshot_symm_mem, s, sizeof s);
-        fprintf(f, "  %-22s %12s  (held at vLLM's snapshot, not subtracted: NCCL ring %s, custom all-reduce %s, "
-                   "symmetric memory %s)\n", "NCCL + all-reduce", a, n, c, s);
+        if (r->snapshot_nvls_credits) { /* NCCL's NVLS credits, at the communicator's creation */
+            char k[32];
+            format_bytes(r->snapshot_nvls_credits, k, sizeof k);
+            snprintf(v, sizeof v, " + NVLS credits %s", k);
+        }
+        fprintf(f, "  %-22s %12s  (held at vLLM's snapshot, not subtracted: NCCL ring %s%s, custom all-reduce %s, "
+                   "symmetric memory %s)\n", "NCCL + all-reduce", a, n, v, c, s);
     }
     /* vLLM's CUDA graphs (src/engine/serve.c vllm_graphs) */
     if (r->graphs_why == VC_SERVE_GRAPHS_EAGER) fprintf(f, "  %-22s %12s  (enforce_eager: none captured)\n", "CUDA graphs", "none");

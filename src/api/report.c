@@ -500,6 +500,13 @@ static void nccl_row(FILE *f, const vc_report *rep)
     snprintf(note, sizeof note, "(%" PRId64 " comm%s, %" PRId64 " ch%s%s)", n.communicators,
              n.communicators == 1 ? "" : "s", n.channels, n.nvls_bytes ? ", NVLS" : "", nodes);
     row(f, &rep->term, "nccl buffers", rep->r->memory.nccl, note);
+    if (!n.tree_communicators) return; /* an all-reduce across nodes: the parts, the trees among them */
+    const vc_term *t = &rep->term;
+    if (n.ring_bytes) row(f, t, "  rings", n.ring_bytes, "(ring connections)");
+    if (n.p2p_bytes) row(f, t, "  send/recv", n.p2p_bytes, "(pipeline, all-to-all)");
+    if (n.nvls_bytes) row(f, t, "  NVLS", n.nvls_bytes, "(NVLink SHARP buffers)");
+    row(f, t, "  trees", n.tree_bytes, "(all-reduce across nodes)");
+    if (n.nvls_tree_bytes) row(f, t, "  NVLS trees", n.nvls_tree_bytes, "(NVLS_TREE all-reduce)");
 }
 
 /* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
@@ -951,8 +958,11 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                    ", \"p2p_bytes\": %" PRId64 ", \"nvls_bytes\": %" PRId64 ", \"bytes\": %" PRId64 ", \"in_total\": true",
                 vc_nccl_topology_name(n.topology), n.communicators, n.ring_communicators, n.p2p_peers, n.channels,
                 n.p2p_channels, n.p2p_channels_per_peer, n.nvls_channels, n.ring_bytes, n.p2p_bytes, n.nvls_bytes, n.bytes);
-    if (n.communicators && n.nodes > 1) /* across nodes (--gpus-per-node): the network transport's part */
-        fprintf(f, ", \"nodes\": %" PRId64 ", \"net_bytes\": %" PRId64, n.nodes, n.net_bytes);
+    if (n.nvls_credit_bytes) fprintf(f, ", \"nvls_credit_bytes\": %" PRId64, n.nvls_credit_bytes); /* of nvls_bytes */
+    if (n.communicators && n.nodes > 1) /* across nodes (--gpus-per-node): the network transport's part, the trees */
+        fprintf(f, ", \"nodes\": %" PRId64 ", \"net_bytes\": %" PRId64 ", \"tree_communicators\": %" PRId64
+                   ", \"tree_bytes\": %" PRId64 ", \"nvls_tree_bytes\": %" PRId64,
+                n.nodes, n.net_bytes, n.tree_communicators, n.tree_bytes, n.nvls_tree_bytes);
     if (n.communicators) fputc('}', f);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));

@@ -140,9 +140,13 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
         cell_i(c, "memory.nccl.p2p_bytes", nc.p2p_bytes);
         cell_i(c, "memory.nccl.nvls_bytes", nc.nvls_bytes);
         cell_i(c, "memory.nccl.bytes", nc.bytes);
+        if (nc.nvls_credit_bytes) cell_i(c, "memory.nccl.nvls_credit_bytes", nc.nvls_credit_bytes);
         if (nc.nodes > 1) { /* across nodes (--gpus-per-node) */
             cell_i(c, "memory.nccl.nodes", nc.nodes);
             cell_i(c, "memory.nccl.net_bytes", nc.net_bytes);
+            cell_i(c, "memory.nccl.tree_communicators", nc.tree_communicators);
+            cell_i(c, "memory.nccl.tree_bytes", nc.tree_bytes);
+            cell_i(c, "memory.nccl.nvls_tree_bytes", nc.nvls_tree_bytes);
         }
     }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));

@@ -446,6 +446,11 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
         if (t >= 0) o->nccl_topology = (vc_nccl_topology)t;
         return choose(name, v, t, info->choices, err);
     }
+    case VC_OPT_NCCL_NVLS: { /* NCCL_NVLS_ENABLE (src/engine/nccl.c) */
+        int m = !strcmp(v, "auto") ? VC_NCCL_NVLS_AUTO : !strcmp(v, "off") ? VC_NCCL_NVLS_OFF : -1;
+        if (m >= 0) o->nccl_nvls = m;
+        return choose(name, v, m, info->choices, err);
+    }
     case VC_OPT_GPUS_PER_NODE: { /* the node's GPUs, for NCCL's network transport (src/engine/nccl.c) */
         vc_status cs = parse_count(name, v, 1, &o->gpus_per_node, err);
         if (!cs && o->gpus_per_node > 72)
@@ -866,9 +871,11 @@ static vc_status check_request(vc_request *q, vc_error *err)
                      q->given[VC_OPT_BOUND] ? O("bound") : q->max_batch ? O("max_batch") : O("sweep"));
     /* NCCL's buffers (src/engine/nccl.c): a multi-GPU training or inference layout's, or vLLM's tensor-parallel
      * group's (--serve --tp: src/engine/serve.c vllm_snapshot) */
-    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS] || q->given[VC_OPT_GPUS_PER_NODE]) && o->gpus < 2)
+    if ((q->given[VC_OPT_NCCL_TOPOLOGY] || q->given[VC_OPT_NCCL_CHANNELS] || q->given[VC_OPT_GPUS_PER_NODE] ||
+         q->given[VC_OPT_NCCL_NVLS]) && o->gpus < 2)
         return usage(err, "%s sets NCCL's buffers of a multi-GPU layout: give " O("gpus") " N (2 or more)",
-                     q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : q->given[VC_OPT_NCCL_CHANNELS] ? O("nccl_channels") : O("gpus_per_node"));
+                     q->given[VC_OPT_NCCL_TOPOLOGY] ? O("nccl_topology") : q->given[VC_OPT_NCCL_CHANNELS] ? O("nccl_channels")
+                     : q->given[VC_OPT_NCCL_NVLS] ? O("nccl_nvls") : O("gpus_per_node"));
     /* the CUDA context (src/engine/context.c): --context replaces the model that --cuda and --module-loading set */
     if (q->given[VC_OPT_CONTEXT] && (q->given[VC_OPT_CUDA] || q->given[VC_OPT_MODULE_LOADING]))
         return usage(err, O("context") " gives the CUDA context's bytes: it does not go with %s, which sets the model it replaces",

@@ -46,6 +46,7 @@
 #define CONN_MEM 4096                   /* sizeof(struct ncclSendMem) = sizeof(struct ncclRecvMem) */
 #define IPC_MIN (INT64_C(2) << 20)      /* CUDA_IPC_MIN, and cuMem's granularity */
 #define NVLS_BUFF (INT64_C(128) * 1024 * 8) /* nvls.cc: NCCL_NVLS_CHUNKSIZE 128 KiB x NCCL_STEPS */
+#define NVLS_CREDIT 64                      /* nvls.cc ncclNvlsSetup: memSize, a credit per channel, direction and head */
 
 static int64_t align_ipc(int64_t n) { return (n + IPC_MIN - 1) / IPC_MIN * IPC_MIN; }
 
@@ -104,7 +105,8 @@ vc_status vc_nccl_ring_bytes(int64_t channels, int64_t communicators, int read, 
  *    graph is searched only with an NVSwitch and ccMin >= 90 (search.cc);
  *    ncclNvlsTuning: nvlsChannels NVLS_NCHANNELS_SM90 16, sm100 on one node
  *    NVLS_NCHANNELS_SM100_NVL 24; ncclNvlsBufferSetup, at the first NVLS
- *    collective (all-reduce, reduce-scatter, all-gather): buffSize =
+ *    collective (one node: all-reduce, reduce-scatter, all-gather; across
+ *    nodes all-reduce's NVLS_TREE only, vc_nccl_per_gpu): buffSize =
  *    NCCL_NVLS_CHUNKSIZE (128 KiB) x NCCL_STEPS (8) = 1 MiB, nvlsTotalSize
  *    = nHeads x nvlsChannels x 2 x buffSize of unicast memory on each GPU,
  *    nHeads = the NVLS graph's channels = the node's GPUs of the
@@ -258,7 +260,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
  * nNodes > 1 p2pChunkSize = NCCL_P2P_NET_CHUNKSIZE 128 KiB on x86 hosts),
  * allocated once per communicator and direction, whatever the peers.
  * Not replicated: the ring graph's search through the NICs (the channels
- * are the node's row's), the trees (see docs/context.md "NCCL"). */
+ * are the node's row's). The trees: below (tree_group). */
 #define NET_RECV_DEV (LL_BUFF + LL128_BUFF + SIMPLE_BUFF) /* -> 10 MiB */
 #define NET_SEND_DEV (LL128_BUFF + SIMPLE_BUFF)           /* -> 10 MiB */
 #define NET_SHARED_STEPS 16                              /* NCCL_SHARED_STEPS (net.cc) */
@@ -312,6 +314,175 @@ static void stage_peers(int64_t r, int64_t stages, int64_t per, int64_t gpn, int
     }
 }
 
+/* ---- Trees across nodes (issue 27) ----
+ * NVIDIA/nccl@5067397c. Which collectives run trees: src/graph/tuning.cc
+ * ncclTopoTuneModel offers NCCL_ALGO_TREE to all-reduce only (broadcast and
+ * reduce: ring; reduce-scatter and all-gather: ring, PAT, NVLS, CollNet); its
+ * latency, 2 x ((nRanks / nNodes - 1) x intraLat + log2(nNodes) x interLat),
+ * grows with log2 of the nodes where the ring's (2 x (nRanks - 1) steps,
+ * 2 x (nNodes - 1) of them across) grows with the ranks, so across nodes a
+ * small all-reduce (DDP's first 1 MiB bucket, a loss or a gradient norm)
+ * takes the tree (taken here for every all-reduce group spanning nodes; with
+ * one GPU a node on two nodes the tree adds nothing anyway). With NCCL_RUNTIME_CONNECT (2.22+,
+ * cuMem) its connections are made then: enqueue.cc ncclPrepareTasks sets
+ * algoNeedConnect[task->algorithm], group.cc ncclCollPreconnect calls
+ * generic.cc ncclTransportTreeConnect, which on every channel connects
+ * receives from tree.down[] and a send to tree.up, then a receive from
+ * tree.up and sends to tree.down[] (connIndex 0). ncclTransportP2pConnect
+ * (src/transport.cc) skips a (channel, peer) whose connection is already
+ * connected: the ring's receive from ring.prev and send to ring.next are
+ * reused, the rest are new connections of the same sizes (P2P on the node,
+ * the network transport between nodes).
+ * The tree on every channel (src/graph/connect.cc):
+ *  - ncclTopoPreset: within a node a chain in the tree graph's order
+ *    treeIntra, tree.up = treeIntra[i - 1], tree.down[0] = treeIntra[i + 1];
+ *    the node's links to other nodes at treeToParent = treeIntra[0],
+ *    treeToChild0 = treeIntra[1], treeToChild1 = treeIntra[0] (the pattern
+ *    NCCL_TOPO_PATTERN_BALANCED_TREE that init.cc asks of the tree graph;
+ *    one GPU on the node: search.cc sets NCCL_TOPO_PATTERN_TREE, all three
+ *    treeIntra[0]); the tree graph has the ring graph's channels (init.cc
+ *    treeGraph->minChannels = maxChannels = ringGraph->nChannels);
+ *  - connectTrees: ncclGetDtree (src/graph/trees.cc) over the nodes, tree 0
+ *    on the first half of the channels, tree 1 (the mirror, or the shift by
+ *    one for an odd node count) on the second: the node's parent link at
+ *    treeToParent to the parent's treeToChild0 (we are its child 0) or
+ *    treeToChild1, child d0 at treeToChild0, child d1 at treeToChild1, each
+ *    to the child's treeToParent; the channels past the search's 2 x graph
+ *    channels (--nccl-channels) copy channel c - start (copyChannels).
+ * Taken here: the tree graph's intra-node order is the ring graph's, each
+ * graph channel's order the node's GPUs rotated by the channel (channels
+ * enter the node at different GPUs, as the ring's ends are spread in
+ * ring_group). Then on each channel, against the ring (ring.prev the order's
+ * previous GPU, ring.next the next; the first GPU's prev and the last's next
+ * on the neighbouring nodes, connectRings):
+ *  - the chain adds, at position i, a receive from i + 1 and a send to i - 1;
+ *  - each network link adds a receive and a send, but the receive at the
+ *    first GPU from the previous node's last (the ring's) and the send at the
+ *    last GPU to the next node's first.
+ * The busiest GPU of the busiest node is taken (every node, every GPU). */
+static void btree(int64_t n, int64_t rank, int64_t *u, int64_t *d0, int64_t *d1, int *type)
+{
+    int64_t bit; /* trees.cc ncclGetBtree, line for line */
+    for (bit = 1; bit < n; bit <<= 1)
+        if (bit & rank) break;
+    if (rank == 0) {
+        *u = *d0 = -1;
+        *d1 = n > 1 ? bit >> 1 : -1;
+        *type = 0;
+        return;
+    }
+    int64_t up = (rank ^ bit) | (bit << 1);
+    if (up >= n) up = rank ^ bit;
+    *type = rank < up ? 0 : 1;
+    *u = up;
+    int64_t lowbit = bit >> 1;
+    *d0 = lowbit == 0 ? -1 : rank - lowbit;
+    int64_t down1 = lowbit == 0 ? -1 : rank + lowbit;
+    while (down1 >= n) {
+        down1 = lowbit == 0 ? -1 : rank + lowbit;
+        lowbit >>= 1;
+    }
+    *d1 = down1;
+}
+
+/* trees.cc ncclGetDtree: tree t (0, 1) of node `rank` of n: parent, children, child type */
+static void dtree(int64_t n, int64_t rank, int t, int64_t *u, int64_t *d0, int64_t *d1, int *type)
+{
+    if (t == 0) {
+        btree(n, rank, u, d0, d1, type);
+        return;
+    }
+    int64_t a, b, c;
+    if (n % 2 == 1) { /* shift */
+        btree(n, (rank - 1 + n) % n, &a, &b, &c, type);
+        *u = a == -1 ? -1 : (a + 1) % n;
+        *d0 = b == -1 ? -1 : (b + 1) % n;
+        *d1 = c == -1 ? -1 : (c + 1) % n;
+    } else { /* mirror */
+        btree(n, n - 1 - rank, &a, &b, &c, type);
+        *u = a == -1 ? -1 : n - 1 - a;
+        *d0 = b == -1 ? -1 : n - 1 - b;
+        *d1 = c == -1 ? -1 : n - 1 - c;
+    }
+}
+
+/* The tree half of channel c: the search's `base` = 2 x graph channels, the
+ * first half tree 0 (copyChannels repeats them past base). */
+static int tree_half(int64_t c, int64_t base) { return c % base < base / 2 ? 0 : 1; }
+
+typedef struct {
+    int64_t p2p_recv, p2p_send, net_recv, net_send; /* connections on one GPU */
+} tree_conns;
+
+/* A network link of node nd's GPU at position pos to node peer's GPU at
+ * position ppos: a receive and a send, less the ring's (L GPUs, N nodes). */
+static void net_link(tree_conns *k, int64_t nd, int64_t pos, int64_t peer, int64_t ppos, int64_t L, int64_t N)
+{
+    if (!(pos == 0 && peer == (nd - 1 + N) % N && ppos == L - 1)) k->net_recv++;
+    if (!(pos == L - 1 && peer == (nd + 1) % N && ppos == 0)) k->net_send++;
+}
+
+/* One communicator's tree connections beyond its ring's, on its busiest GPU:
+ * `size` ranks, `local` of them on each node, `channels` channels of which
+ * the search opened `base`; recv/send: a P2P connection's bytes; netpair: a
+ * network receive + send on the device (0 without GDR). *net: the network's
+ * part. */
+static int64_t tree_group(int64_t channels, int64_t base, int64_t local, int64_t size, int64_t recv, int64_t send,
+                          int64_t net_recv, int64_t net_send, int64_t *net)
+{
+    const int64_t L = local, N = (size + local - 1) / local, graph = base / 2 > 0 ? base / 2 : 1;
+    const int64_t pc0 = L >= 2 ? 1 : 0, pc1 = 0; /* BALANCED_TREE's child positions; TREE's with one GPU */
+    int64_t best = 0;
+    *net = 0;
+    for (int64_t nd = 0; nd < N; nd++) {
+        int64_t u[2], d0[2], d1[2];
+        int type[2];
+        for (int t = 0; t < 2; t++) dtree(N, nd, t, &u[t], &d0[t], &d1[t], &type[t]);
+        for (int64_t x = 0; x < L; x++) {
+            tree_conns k = {0, 0, 0, 0};
+            for (int64_t c = 0; c < channels; c++) {
+                int t = tree_half(c, base);
+                int64_t pos = ((x - (c % base) % graph) % L + L) % L;
+                if (pos + 1 < L) k.p2p_recv++;
+                if (pos >= 1) k.p2p_send++;
+                if (pos == 0 && u[t] != -1) net_link(&k, nd, pos, u[t], type[t] == 0 ? pc0 : pc1, L, N);
+                if (pos == pc0 && d0[t] != -1) net_link(&k, nd, pos, d0[t], 0, L, N);
+                if (pos == pc1 && d1[t] != -1) net_link(&k, nd, pos, d1[t], 0, L, N);
+            }
+            int64_t nb = k.net_recv * net_recv + k.net_send * net_send;
+            int64_t b = k.p2p_recv * recv + k.p2p_send * send + nb;
+            if (b > best) {
+                best = b;
+                *net = nb;
+            }
+        }
+    }
+    return best;
+}
+
+/* The NVLS trees (nvls.cc ncclNvlsTreeConnect, connect.cc connectNvls): on
+ * every NVLS channel c each head (every GPU of the node: the NVLS graph's
+ * heads) connects to the same head of its parent and children nodes in
+ * ncclGetDtree's tree c % 2, a receive and a send each (connIndex 0, the
+ * network transport; nvls.treeDown[0], the multicast peer, is past nRanks
+ * and not a connection). The busiest node's links x (receive + send). */
+static int64_t nvls_tree_group(int64_t nvls_channels, int64_t nodes, int64_t netpair)
+{
+    int64_t best = 0;
+    for (int64_t nd = 0; nd < nodes; nd++) {
+        int64_t links = 0;
+        for (int t = 0; t < 2; t++) {
+            int64_t u, d0, d1;
+            int type;
+            dtree(nodes, nd, t, &u, &d0, &d1, &type);
+            int64_t deg = (u != -1) + (d0 != -1) + (d1 != -1);
+            links += deg * (t == 0 ? (nvls_channels + 1) / 2 : nvls_channels / 2); /* channel c runs tree c % 2 */
+        }
+        if (links > best) best = links;
+    }
+    return best * netpair;
+}
+
 /* What one GPU of a multi-GPU layout holds (issue 27 item 3), its
  * communicators at the channels NCCL opens on the topology (topos[]).
  * Communicators per GPU (torch.distributed's ProcessGroupNCCL makes one
@@ -342,9 +513,15 @@ static void stage_peers(int64_t r, int64_t stages, int64_t per, int64_t gpn, int
  * ncclShmAllocateShareableBuffer allocates it in host memory
  * (ncclCuMemHostAlloc or /dev/shm): none of it on the GPU. The channels are
  * the pcie row's.
- * Not counted: tree connections (on one node the default tuning runs rings,
- * NVLS and P2P; across nodes all-reduce may take trees at its first
- * tree-sized call), NCCL's work FIFO and proxy state (host memory). */
+ * A group whose all-reduce spans nodes also holds its trees' connections
+ * (tree_group, nvls_tree_group above). Not counted: trees on one node (the
+ * tuning's ring, NVLS and P2P win there), CollNet (NCCL_COLLNET_ENABLE is 0
+ * by default, comm->config.collnetEnable: it needs a SHARP network plugin,
+ * and tuning.cc disables CollNet Direct, Chain and NVLS across nodes without
+ * it), PAT (a communicator of one GPU per node, reduce-scatter and
+ * all-gather: the rings' channels between the same peers, nChannels x
+ * log2(nRanks) more pairs, not modelled), NCCL's work FIFO and proxy state
+ * (host memory). */
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
@@ -366,6 +543,14 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     n->topology_row = row->what;
     n->nodes = (world + gpn - 1) / gpn;
     int64_t groups[3] = {0, 0, 0}, strides[3] = {1, 1, 1}; /* the ring communicators' sizes, their ranks' spacing */
+    /* whether the layout all-reduces over the group (trees across nodes): DDP's gradient buckets
+     * (torch/csrc/distributed/c10d/reducer.cpp; ZeroRedundancyOptimizer and Megatron's DDP without
+     * the distributed optimizer alike), HSDP's replicate group (FSDP1 _runtime_utils.py
+     * _post_reduce_grad_callback's all_reduce over the inter-node group; FSDP2 foreach_reduce's
+     * all_reduce over the replicate group), the TP group (Megatron's row-parallel all-reduce).
+     * FSDP's and ZeRO-3's reduce-scatter / all-gather, DeepSpeed ZeRO-1/2's reduce (reduce_scatter
+     * true, stage_1_and_2.py average_tensor) and megatron-dist's reduce-scatter run no tree */
+    bool allred[3] = {false, false, false};
     int ng = 0;
     if (dp > 1) {
         bool hsdp = o->parallel == VC_PARALLEL_FSDP_HYBRID || (o->parallel == VC_PARALLEL_FSDP2 && o->fsdp_replicate > 1);
@@ -373,25 +558,31 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
             strides[ng] = tp;
             groups[ng++] = dp / o->fsdp_replicate; /* the shard group */
             strides[ng] = tp * (dp / o->fsdp_replicate);
+            allred[ng] = true;
             groups[ng++] = o->fsdp_replicate;      /* the replicate group */
         } else if (hsdp) { /* FSDP1 HYBRID_SHARD: the shard group is the node's ranks */
             int64_t node = dp < gpn ? dp : gpn;
             groups[ng++] = node;
             strides[ng] = node;
+            allred[ng] = true;
             groups[ng++] = dp / node;
         } else {
             strides[ng] = tp;
+            allred[ng] = o->parallel == VC_PARALLEL_DDP || o->parallel == VC_PARALLEL_ZERO1_TORCH ||
+                         o->parallel == VC_PARALLEL_MEGATRON;
             groups[ng++] = dp;
         }
     }
     if (tp > 1) {
         strides[ng] = 1;
+        allred[ng] = true;
         groups[ng++] = tp;
     }
     int kept = 0; /* a group of one rank connects nothing */
     for (int i = 0; i < ng; i++)
         if (groups[i] > 1) {
             strides[kept] = strides[i];
+            allred[kept] = allred[i];
             groups[kept++] = groups[i];
         }
     ng = kept;
@@ -408,10 +599,22 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     if (t == VC_NCCL_TOPO_SHM) /* shm.cc shmSendSetup/shmRecvSetup: ncclShmAllocateShareableBuffer, host memory */
         recv = send = 0;
     /* every count here is small (channels <= 64, peers < 2^20, the options' checks): no overflow */
+    const int64_t net_recv = gdr ? align_ipc(NET_RECV_DEV) : 0, net_send = gdr ? align_ipc(NET_SEND_DEV) : 0;
+    /* the trees' P2P connections one by one: read mode (SIMPLE's buffer on the sender) between
+     * sm80 GPUs over NVLink (paths.cc ncclTopoCheckP2p, "Enable P2P Read for Ampere/NVLink only";
+     * p2p.cc keeps it for connIndex 0), write mode elsewhere */
+    int64_t trecv, tsend;
+    vc_nccl_p2p_connection(sm == 80 && (t == VC_NCCL_TOPO_NVSWITCH || t == VC_NCCL_TOPO_NVLINK), &trecv, &tsend);
+    if (t == VC_NCCL_TOPO_SHM) trecv = tsend = 0;
     for (int i = 0; i < ng; i++) {
         int64_t net, local = on_node(strides[i], groups[i], gpn);
         n->ring_bytes += ring_group(n->channels, local, groups[i], recv + send, gdr, &net);
         n->net_bytes += net;
+        if (allred[i] && local < groups[i]) { /* an all-reduce across nodes: its trees */
+            n->tree_communicators++;
+            n->tree_bytes += tree_group(n->channels, row->coll, local, groups[i], trecv, tsend, net_recv, net_send, &net);
+            n->net_bytes += net;
+        }
     }
     /* pipeline neighbours: the given stage's, else the busiest stage's (on
      * equal bytes the one with more peers) */
@@ -434,12 +637,36 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     n->p2p_bytes = (pp_local + ep_local) * peer_bytes;
     n->net_bytes += (pp_remote ? pool : 0) + (ep_remote ? pool : 0);
     n->p2p_bytes += (pp_remote ? pool : 0) + (ep_remote ? pool : 0);
-    n->nvls_channels = row->nvls;
-    for (int i = 0; i < ng && row->nvls; i++) {
-        int64_t heads = on_node(strides[i], groups[i], gpn);
-        if (heads >= 2) n->nvls_bytes += heads * row->nvls * 2 * NVLS_BUFF;
+    /* NVLS (nvls.cc): ncclNvlsInit, NCCL_NVLS_ENABLE 2 (0: --nccl-nvls off), the driver's
+     * CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED (the rows' nvls), the code built with CUDA 12.1 or
+     * later (#if CUDART_VERSION >= 12010; PyTorch's NCCL is built with its CUDA, --cuda) and two
+     * or more GPUs of the communicator on the node (gpuCount < 2: none). Per communicator:
+     *  - ncclNvlsSetup, at init: the credits, nvlsChannels x 2 x 64 B x nHeads, nvlsAllocateMem
+     *    rounding up to cuMem's granularity (2 MiB);
+     *  - ncclNvlsBufferSetup, at the first NVLS or NVLS-tree collective: heads x nvlsChannels x 2
+     *    x 1 MiB. On one node all-reduce, reduce-scatter and all-gather take NVLS; across nodes
+     *    tuning.cc disables NVLS without CollNet ("Disable ... Collnet+NVLS if collnet is not
+     *    supported") and only all-reduce's NVLS_TREE remains (ncclPrepareTasks sets NVLS's
+     *    connection with it): the buffers of an all-reduce group only;
+     *  - across nodes, the NVLS trees' network links (nvls_tree_group).
+     * nvlsChannels (ncclNvlsTuning): sm90 16; sm100 24 on one node (NVLS_NCHANNELS_SM100_NVL),
+     * across nodes NVLS_NCHANNELS_SM100 32 then ncclNvlsTreeSm100Tuning by the NICs' bandwidth:
+     * taken for 400 Gb/s NICs (HGX B200's ConnectX-7, 50 GB/s: nicBw >= 48, < 96), 32 on two
+     * nodes, 24 on more. */
+    const bool nvls = row->nvls && o->nccl_nvls != VC_NCCL_NVLS_OFF && o->cuda_version >= 1201;
+    n->nvls_channels = nvls ? row->nvls : 0;
+    for (int i = 0; i < ng && nvls; i++) {
+        int64_t heads = on_node(strides[i], groups[i], gpn), nodes = (groups[i] + heads - 1) / heads;
+        if (heads < 2) continue;
+        int64_t ch = sm >= 100 && nodes > 1 ? (nodes == 2 ? 32 : 24) : row->nvls;
+        if (ch > n->nvls_channels) n->nvls_channels = ch;
+        n->nvls_credit_bytes += align_ipc(ch * 2 * NVLS_CREDIT * heads);
+        if (nodes == 1 || allred[i]) n->nvls_bytes += heads * ch * 2 * NVLS_BUFF;
+        if (nodes > 1 && allred[i]) n->nvls_tree_bytes += nvls_tree_group(ch, nodes, net_recv + net_send);
     }
-    n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes;
+    n->nvls_bytes += n->nvls_credit_bytes;
+    n->net_bytes += n->nvls_tree_bytes;
+    n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes + n->tree_bytes + n->nvls_tree_bytes;
 }
 
 /* The breakdown behind a figure: a pipeline's report shows the busiest

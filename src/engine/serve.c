@@ -343,9 +343,13 @@ static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spe
  *    . PyNcclCommunicator (pynccl.py __init__): its own NCCL communicator and
  *      a warm-up all_reduce of one float, which connects the ring (since
  *      NCCL 2.22 connections are made at an algorithm's first collective):
- *      src/engine/nccl.c's ring bytes for one communicator of tp ranks;
- *      NVLS buffers, connected by a first NVLS-sized all-reduce, are not
- *      counted;
+ *      src/engine/nccl.c's ring bytes for one communicator of tp ranks, and
+ *      where the GPUs have NVLS (NVSwitch sm90+, NCCL_NVLS_ENABLE's default:
+ *      vLLM sets no NCCL variable since it dropped its NCCL_CUMEM_ENABLE=0
+ *      override, vllm-project/vllm#24141, so NCCL's cuMem and NVLS are on)
+ *      the NVLS credits ncclNvlsSetup allocates at init (nccl.c); the NVLS
+ *      buffers (ncclNvlsBufferSetup) come at the first NVLS all-reduce, after
+ *      the snapshot: below;
  *    . SymmMemCommunicator (symm_mem.py, VLLM_ALLREDUCE_USE_SYMM_MEM "1" by
  *      default, CUDA only): where SYMM_MEM_ALL_REDUCE_MAX_SIZES
  *      (all_reduce_utils.py) has the compute capability and tp, a buffer of
@@ -361,7 +365,20 @@ static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spe
  *      meta_size() + max_size (csrc/custom_all_reduce.cu meta_size:
  *      sizeof(vllm::Signal) = two alignas(128) uint32[36][8] arrays and
  *      uint32[36], 2,560 B) and max_size with cudaMalloc, and 8 MiB of
- *      rank_data with torch.empty. */
+ *      rank_data with torch.empty.
+ *  - the profiling run's all-reduces (the row-parallel layers' outputs,
+ *    max_num_batched_tokens x hidden_size in the model's dtype) take the
+ *    first of CudaCommunicator.all_reduce's (cuda_communicator.py) that
+ *    accepts them: the custom all-reduce (should_custom_ar: inp_size <
+ *    max_size), the symmetric-memory one (should_use_symm_mem: bfloat16,
+ *    inp_size < max_size, usable with multicast), else PyNcclCommunicator's
+ *    ncclAllReduce; on NVLS GPUs NCCL's tuning takes NVLS for an all-reduce of
+ *    that size (the training layouts' assumption too, src/engine/nccl.c) and
+ *    sets up its buffers then: heads x nvlsChannels x 2 x 1 MiB, outside
+ *    PyTorch's allocator after the snapshot, so in non_torch_increase
+ *    (r->non_torch_nccl). Not modelled: the logits' all-gather (pynccl
+ *    all_gather, NVLS on one node too), which would set up the same
+ *    buffers once; vLLM's ROCm paths (QuickAllReduce, RCCL): nothing on AMD. */
 static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
     /* all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES and CUSTOM_ALL_REDUCE_MAX_SIZES, by world size */
     {90, {[2] = 64 * MIB, [4] = 32 * MIB, [6] = 64 * MIB, [8] = 64 * MIB},
@@ -375,8 +392,8 @@ static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
 #define VLLM_CA_MAX (INT64_C(8192) * 1024)
 #define VLLM_CA_RANK_DATA (INT64_C(8) * 1024 * 1024)
 
-static vc_status vllm_snapshot(const vc_options *o, const vc_gpu_spec *gpu, unsigned uses, vc_serve_result *r,
-                               vc_error *err)
+static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options *o, const vc_gpu_spec *gpu, unsigned uses,
+                               vc_serve_result *r, vc_error *err)
 {
     vc_options c = *o;
     c.mode = VC_MODE_INFER;
@@ -396,7 +413,8 @@ static vc_status vllm_snapshot(const vc_options *o, const vc_gpu_spec *gpu, unsi
         c.nccl_stages = 1;
         vc_nccl_info n;
         vc_nccl_per_gpu(&c, &n);
-        r->snapshot_nccl = n.ring_bytes;
+        r->snapshot_nvls_credits = n.nvls_credit_bytes;
+        r->snapshot_nccl = n.ring_bytes + n.nvls_credit_bytes;
         const int sm = gpu->preset && gpu->preset->sm ? gpu->preset->sm : 80;
         const vc_nccl_topology t = (vc_nccl_topology)n.topology;
         int row = -1;
@@ -404,13 +422,28 @@ static vc_status vllm_snapshot(const vc_options *o, const vc_gpu_spec *gpu, unsi
             if (vllm_ar_sizes[i].sm == sm) row = i;
         if (row >= 0 && tp <= 8) r->snapshot_symm_mem = vllm_ar_sizes[row].symm[tp];
         const bool symm_usable = r->snapshot_symm_mem > 0 && t == VC_NCCL_TOPO_NVSWITCH; /* multicast */
+        int64_t ca_max = 0; /* the custom all-reduce's max_size; 0: none */
         const int64_t gpn = o->gpus_per_node > 0 ? o->gpus_per_node : 8;
         if ((tp == 2 || tp == 4 || tp == 6 || tp == 8) && tp <= gpn && t != VC_NCCL_TOPO_SHM &&
             (tp == 2 || t == VC_NCCL_TOPO_NVSWITCH)) {
             int64_t max = VLLM_CA_MAX;
             if (symm_usable && vllm_ar_sizes[row].ca[tp] < max) max = vllm_ar_sizes[row].ca[tp];
             r->snapshot_custom_ar = VLLM_CA_META + max + max + VLLM_CA_RANK_DATA;
+            ca_max = max;
         }
+        /* the profiling run's all-reduce: the custom all-reduce's, the symmetric memory's, else NCCL's */
+        int64_t hidden = 0, size;
+        cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
+        const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "hidden_size") : NULL;
+        if (cJSON_IsNumber(h) && h->valuedouble >= 1 && h->valuedouble < 1e9) hidden = (int64_t)h->valuedouble;
+        cJSON_Delete(root);
+        if (__builtin_mul_overflow(r->max_num_batched_tokens, (int64_t)vc_dtype_size(act), &size) ||
+            __builtin_mul_overflow(size, hidden, &size))
+            size = INT64_MAX;
+        const bool ca = ca_max > 0 && size < ca_max;
+        const bool symm = symm_usable && act == VC_DT_BF16 && size < r->snapshot_symm_mem;
+        if (hidden > 0 && !ca && !symm) r->non_torch_nccl = n.nvls_bytes - n.nvls_credit_bytes;
+        r->non_torch += r->non_torch_nccl;
     }
     return VC_OK;
 }
@@ -897,7 +930,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
     char a[32], b[32];
     if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
-    if ((st = vllm_snapshot(o, gpu, uses, r, err))) return st;
+    if ((st = vllm_snapshot(m, act, o, gpu, uses, r, err))) return st;
     vllm_graphs(m, o, gpu, r);
     if (o->cuda_graph_memory >= 0 && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
         return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
