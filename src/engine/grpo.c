@@ -54,8 +54,10 @@
  * policy's own no-grad log-probs (old_per_token_logps, chunked as the reference's, before it) beside vLLM's
  * sampling_per_token_logps, makes importance_sampling_ratio [B, 1], and buffers the three; _compute_loss multiplies
  * the ratio in before the KL term.
- * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over PEFT adapters,
- * --grad-ckpt-every / --grad-ckpt-ops.
+ * --use-vllm over LoRA (rsLoRA, PiSSA): that pass runs with the adapters on; vc__grpo_phases gives the trainer's
+ * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases.
+ * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over DoRA, IA3 or LN tuning adapters or
+ * quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
