@@ -175,8 +175,12 @@ void vc__grpo_emit(vc_build *b)
     const int64_t spg = b->o.accumulate; /* steps_per_generation = gradient_accumulation_steps (request.c) */
     const bool vllm = b->o.grpo_vllm != 0;
     if (b->amp_dt != VC_DT_F32) {
-        vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
-                  "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
+        /* under bf16/fp16 mixed precision accelerate's Accelerator.prepare_model wraps the policy's forward in
+         * torch.autocast and convert_outputs_to_fp32: its 16-bit logits come back as an fp32 copy, so TRL's
+         * selective_log_softmax (trl/trainer/utils.py @f2cd5771) takes its fp32 branch (gather, then a logsumexp
+         * per sequence) outside autocast; no loss of this engine models that copy (DPO's, KTO's, ORPO's refuse it too) */
+        vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled (accelerate's convert_outputs_to_fp32 "
+                  "copies the logits to fp32): use fp32, bf16 or fp16", vc_precision_name(b->o.precision));
         return;
     }
     if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
