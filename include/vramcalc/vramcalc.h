@@ -843,7 +843,7 @@ typedef struct {
          * wake_up(tags=["weights"]) under sleep mode; its KV cache without sleep mode; its CUDA graphs) +
          * sync_temp; vllm_peak, resident + vLLM's weights, KV cache and graphs while it generates; graphs, the
          * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool
-         * as given by --cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
+         * as given by --vllm-cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
         int64_t resident, sync_temp, sync_peak, vllm_peak, vllm_graphs, vllm_graph_memory;
     } grpo;
 } vc_result;
