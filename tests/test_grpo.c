@@ -252,6 +252,13 @@ static void test_vllm_sync(void **state)
     assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 123904);
     snprintf(a, sizeof a, "%s -b 8 --accumulate 2", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 246784);
+    /* --zero-grad zero (zero_grad(set_to_none=False)): the bf16 gradients stay, 6,425,499,648 B */
+    snprintf(a, sizeof a, "%s --zero-grad zero", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 19276623360LL + 6425499648LL);
+    /* --beta 0.04: the reference copy (create_model_from_path, another 6,425,500,160 B) and the buffer's
+     * ref_per_token_logps 512 x 2 B a completion: 8 x (15,368 + 1,024) + 512 = 131,648 -> 132,096 B */
+    snprintf(a, sizeof a, "%s --beta 0.04", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 2 * 6425500160LL + 12850999296LL + 132096);
 }
 
 /* LoRA with --use-vllm: sync_weights merges the adapters, pushes the base weights, unmerges (trl @f2cd5771
