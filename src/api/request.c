@@ -1005,7 +1005,11 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
  *    Over LoRA, merge_adapter / unmerge_adapter around it: r->grpo.sync_temp (src/engine/grpo.c merge_temp);
  *  - vllm (generate): wake_up(tags=["kv_cache"]) under sleep mode, so vLLM's weights, KV cache and graphs beside
  *    the resident state; without sleep mode that is the training step's own state with vLLM beside, below its peak.
- * vLLM's forward activations during generate() (inside its share, at most its profiling run's) are not counted. */
+ * vLLM's forward activations during generate() (inside its share, at most its profiling run's) are not counted, nor
+ * under sleep mode generate()'s collective_rpc("reload_weights") before the KV cache wakes (vllm @9aaf83ef
+ * gpu_model_runner.py reload_weights -> model_loader/reload/layerwise.py: each module's parameters materialized on
+ * the GPU, loaded from the checkpoint, copied into its kernel tensors: one module's bytes at a time, below the
+ * generation phase wherever its KV cache exceeds the largest module). */
 static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_options *o, vc_response *resp, vc_error *err)
 {
     vc_result *r = &resp->r;
