@@ -30,6 +30,7 @@ _vramcalc() {
         --beta) return ;;
         --num-generations) return ;;
         --vllm-gpu-memory-utilization) return ;;
+        --vllm-cuda-graph-memory) return ;;
         --recipe) return ;;
         --weights) COMPREPLY=($(compgen -W 'nf4 fp4 int8 gptq4 gptq8 gptq3 gptq2 awq4 fp8 fp8-channel fp8-block mxfp4 compressed-tensors dense' -- "$cur")); return ;;
         --gpus) return ;;

@@ -11,6 +11,9 @@
  * 3. The harness's measurements of bench/accuracy/llm/grpo_replica.py (measured.json, the grpo cases
  *    appended after the t5 ones; torch 1.13 CPU, the allocator counter): the step's peak and the
  *    generation phase's.
+ * 4. --use-vllm (TRL's colocated engine): the engine's bytes (--serve's), the phases outside the step
+ *    (sync_weights, vLLM's generate()), LoRA's merge temporaries and the CUDA graphs derived by hand, and the
+ *    merge temporaries measured by bench/accuracy/llm/vllm_sync_replica.py.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -157,8 +160,13 @@ static void test_vllm(void **state)
         const char *args, *msg;
     } bad[] = {
         {"--use-vllm", "--use-vllm needs --gpu: vLLM takes --vllm-gpu-memory-utilization of the card"},
-        {"--use-vllm --gpu h100-80gb --lora 16", "--use-vllm with --lora is not modelled: sync_weights merges"},
-        {"--use-vllm --gpu h100-80gb --qlora", "--use-vllm with --qlora is not modelled: vLLM loads quantized"},
+        {"--use-vllm --gpu h100-80gb --qlora", "--use-vllm with --qlora is not modelled: vLLM loads the 4-bit "
+                                                "checkpoint itself"},
+        /* peft @5d602fdb tuners/lora/layer.py Linear.merge: a lora_variant (DoRA) merges its own way */
+        {"--use-vllm --gpu h100-80gb --lora 16 --peft dora", "--use-vllm: grpo with vLLM over dora adapters is not "
+                                                             "modelled"},
+        {"--use-vllm --gpu h100-80gb --peft ia3", "--use-vllm: grpo with vLLM over ia3 adapters is not modelled"},
+        {"--vllm-cuda-graph-memory 1GiB", "--vllm-cuda-graph-memory goes with --use-vllm"},
         {"--vllm-sleep", "--vllm-sleep goes with --use-vllm"},
         {"--vllm-gpu-memory-utilization 0.5", "--vllm-gpu-memory-utilization goes with --use-vllm"},
         /* vLLM's gpu_worker.py init_device: the trainer's context and weights leave less than 0.95 of the card */
@@ -171,6 +179,8 @@ static void test_vllm(void **state)
     }
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --use-vllm --gpu h100-80gb");
     assert_usage(a, "--use-vllm is GRPOConfig's: it needs --loss grpo");
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --vllm-cuda-graph-memory 1GiB");
+    assert_usage(a, "--vllm-cuda-graph-memory goes with --use-vllm (--loss grpo); for --serve it is --cuda-graph-memory");
 
     snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb", c);
     /* requested: serve.c vc_serve's floor(total x gpu_memory_utilization) of the H100's 85,520,809,984 bytes
@@ -196,7 +206,152 @@ static void test_vllm(void **state)
     /* with sleep mode: sleep(level=2) releases both outside the generation */
     snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb --vllm-sleep", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 0);
-    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), train);
+    assert_int_equal(json_after(a, "\"grpo\"", "\"train_peak\": "), train);
+}
+
+/* The phases outside the training step (trl @f2cd5771 trl/generation/vllm_generation.py: sync_weights, then
+ * generate(), from _generate_single_turn before the step's forward), on test_vllm's Llama-3.2-3B case:
+ *  - resident, what the trainer holds then: weights 6,425,500,160 B (3,212,749,824 bf16 parameters, tied
+ *    embeddings, and the rotary inv_freq's 512-byte block), AdamW's two bf16 states 12,850,999,296 B, the buffered
+ *    batch 123,904 B (test_vllm), no gradients (zero_grad(set_to_none=True)): 19,276,623,360 B;
+ *  - sync (full fine-tune): load_weights([(name, param.data)]) per parameter; vLLM's loaders narrow and copy_ in
+ *    place (vllm-project/vllm @9aaf83ef vllm/model_executor/parameter.py load_qkv_weight,
+ *    load_merged_column_weight; model_loader/weight_utils.py default_weight_loader): no temporary, so the phase is
+ *    resident + vLLM's weights (+ its KV cache without sleep mode);
+ *  - vllm: resident + vLLM's weights and KV cache. Without sleep mode both are the step's own state with vLLM
+ *    beside, below train_peak + beside; with sleep mode (wake_up(tags=["weights"]) in sync_weights,
+ *    wake_up(tags=["kv_cache"]) in generate) the generation sets the peak: 19,276,623,360 + 6,459,054,592 +
+ *    18,775,495,987 = 44,511,173,939 B > train_peak 32,127,671,808 (what --vllm-sleep reported as the peak). */
+static void test_vllm_sync(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb";
+    char a[1024];
+    snprintf(a, sizeof a, "%s", c);
+    const long long w = json_after(a, "\"vllm\"", "\"weights\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    assert_int_equal(w, 6459054592LL);   /* test_vllm: --serve's */
+    assert_int_equal(kv, 18775495987LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 123904);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_temp\": "), 0);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w + kv);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 19276623360LL + w + kv);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 32127671808LL + w + kv); /* the step's */
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 19276623360LL + w);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"reserved\": "), 44511173939LL); /* after TRL's empty_cache() */
+    cli_run r;
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    run(&r, a);
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "(vllm, LLM.generate)"));
+    /* with --accumulate 2 the buffered batch holds both micro-steps' slices (test_vllm's 15,368 B per completion x 16
+     * + 512 = 246,400 -> 246,784 B) */
+    snprintf(a, sizeof a, "%s -b 4 --num-generations 4 --accumulate 2", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 123904);
+    snprintf(a, sizeof a, "%s -b 8 --accumulate 2", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6425500160LL + 12850999296LL + 246784);
+    /* --zero-grad zero (zero_grad(set_to_none=False)): the bf16 gradients stay, 6,425,499,648 B */
+    snprintf(a, sizeof a, "%s --zero-grad zero", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 19276623360LL + 6425499648LL);
+    /* --beta 0.04: the reference copy (create_model_from_path, another 6,425,500,160 B) and the buffer's
+     * ref_per_token_logps 512 x 2 B a completion: 8 x (15,368 + 1,024) + 512 = 131,648 -> 132,096 B */
+    snprintf(a, sizeof a, "%s --beta 0.04", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 2 * 6425500160LL + 12850999296LL + 132096);
+}
+
+/* LoRA with --use-vllm: sync_weights merges the adapters, pushes the base weights, unmerges (trl @f2cd5771
+ * vllm_generation.py sync_weights, is_peft_model branch). peft @5d602fdb tuners/lora/layer.py Linear.merge
+ * (safe_merge=False): delta_weight = get_delta_weight(): transpose(weight_B @ weight_A, fan_in_fan_out) * scaling,
+ * the product and the scaled copy [out, in] together in the adapters' dtype; base_layer.weight.data += delta_weight
+ * in place (cast inside the CUDA kernel); Linear.unmerge: weight.data -= delta_weight.to(orig_dtype), a base-dtype
+ * copy beside the delta when the dtypes differ. The largest adapted Linear sets the transient. Llama-3.2-3B:
+ * hidden 3072, intermediate 8192, 24 heads of 128, 8 kv heads (k_proj, v_proj [1024, 3072]). */
+static void test_vllm_lora(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb --lora 16";
+    char a[1024], h[1024];
+    static const struct {
+        const char *args;
+        long long temp;
+    } cases[] = {
+        /* PEFT's default targets q_proj, v_proj; fp32 adapters (autocast_adapter_dtype): q_proj 3072 x 3072 x 4 B x 2 */
+        {"-p bf16", 75497472LL},
+        /* every Linear: gate/up/down 8192 x 3072 = 25,165,824 elements x 4 B x 2 = 201,326,592 (unmerge: 4 + 2 B less) */
+        {"-p bf16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", 201326592LL},
+        /* bf16 adapters on the bf16 base: 25,165,824 x 2 B x 2 */
+        {"-p bf16 --lora-dtype model --lora-targets gate_proj,up_proj,down_proj", 100663296LL},
+        /* bf16 adapters on an fp32 base: unmerge's delta (2 B) and its fp32 copy (4 B) above the merge's 2 x 2 B:
+         * 25,165,824 x 6 B */
+        {"-p fp32 --lora-dtype bf16 --lora-targets down_proj", 150994944LL},
+        /* fp32 everywhere: k_proj and v_proj 1024 x 3072 x 4 B x 2 */
+        {"-p fp32 --lora-targets k_proj,v_proj", 25165824LL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(a, sizeof a, "%s %s", c, cases[i].args);
+        assert_int_equal(json_after(a, "\"vllm\"", "\"sync_temp\": "), cases[i].temp);
+        /* sync: resident + vLLM's weights and KV cache (no sleep mode) + the merge's transient */
+        const long long res = json_after(a, "\"vllm\"", "\"resident\": ");
+        const long long w = json_after(a, "\"vllm\"", "\"weights\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+        assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), res + w + kv + cases[i].temp);
+    }
+    /* resident with LoRA: the frozen bf16 base and fp32 adapters (6,443,850,240 B), AdamW's fp32 states of the
+     * 4,587,520 adapter parameters (36,700,160 B), the buffer 123,904 B */
+    snprintf(a, sizeof a, "%s -p bf16", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 6443850240LL + 36700160LL + 123904);
+    /* vLLM loads model.name_or_path, the base checkpoint: its weights are the full fine-tune's */
+    snprintf(h, sizeof h, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
+                          "--grad-ckpt --use-vllm --gpu h100-80gb");
+    assert_int_equal(json_after(a, "\"vllm\"", "\"weights\": "), json_after(h, "\"vllm\"", "\"weights\": "));
+    /* under sleep mode the sync (weights woken, no KV cache) and the generation: 6,480,674,304 + 6,459,054,592 +
+     * 75,497,472 = 13,015,226,368; + 18,775,495,987 = 31,715,224,883, the peak (train_peak 11,820,401,152) */
+    snprintf(a, sizeof a, "%s -p bf16 --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"sync_peak\": "), 13015226368LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 31715224883LL);
+    /* rsLoRA and PiSSA merge as LoRA does (the same get_delta_weight, another scaling) */
+    snprintf(h, sizeof h, "%s -p bf16 --peft rslora", c);
+    assert_int_equal(json_after(h, "\"vllm\"", "\"sync_temp\": "), 75497472LL);
+}
+
+/* vLLM's CUDA graphs in colocate mode: TRL's LLM(...) passes neither enforce_eager nor compilation_config, so
+ * vLLM captures its default FULL_AND_PIECEWISE graphs (serve.c vllm_graphs, vllm @9aaf83ef): max_num_seqs 8
+ * (batch 8 x steps_per_generation 1) gives capture sizes 1, 2, 4, 8, 16 (max 2 x 8), PIECEWISE for each and FULL
+ * for those up to 8: 9 graphs. They are captured outside the CuMemAllocator pools sleep releases (gpu_worker.py
+ * compile_or_warm_up_model -> capture_model): with --vllm-cuda-graph-memory their bytes are taken off the KV pool
+ * (determine_available_memory) and stay beside the step in both modes. */
+static void test_vllm_graphs(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb";
+    char a[1024];
+    snprintf(a, sizeof a, "%s", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 9);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 0);
+    const long long beside = json_after(a, "\"vllm\"", "\"beside\": "), kv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 1GiB", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graph_memory\": "), 1073741824LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), kv - 1073741824LL);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), beside); /* the pool less them, plus them */
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 1GiB --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 1073741824LL); /* sleep(level=2) keeps them */
+    /* the generation phase is the same bytes: weights + (pool - graphs) + graphs */
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
+    /* -b 2: max_num_seqs 2, sizes 1, 2, 4: 3 PIECEWISE + 2 FULL */
+    snprintf(a, sizeof a, "%s -b 2 --num-generations 2", c);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 5);
+    /* Qwen3ForCausalLM runs vLLM's V2 model runner, whose profile_cudagraph_memory returns 0 (serve.c
+     * vllm_v2_runner): the pool keeps its size, the graphs still come beside it */
+    const char *q = VC_TEST_DATA "/hf/qwen3-8b.json --loss grpo -p bf16 --prompt 128 --new-tokens 128 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h200-141gb --vllm-sleep";
+    snprintf(a, sizeof a, "%s", q);
+    const long long qkv = json_after(a, "\"vllm\"", "\"kv_cache\": ");
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 512MiB", q);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"kv_cache\": "), qkv);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 536870912LL);
 }
 
 /* The generation phase's bound in percent (measured.json's 29 GRPO generate_peak values: the estimates' errors
@@ -316,6 +471,46 @@ static void test_measured(void **state)
     }
 }
 
+/* sync_weights' transient over a LoRA model, measured: bench/accuracy/llm/vllm_sync_replica.py (TRL's sync_weights,
+ * PEFT's merge / unmerge and vLLM's load_weights statement by statement, the engine replaced by its fused weights;
+ * torch 1.13 CPU, measure.py's between-op readings, fp32 model and adapters, where the CPU runs what CUDA runs),
+ * `/usr/bin/python3 bench/accuracy/llm/vllm_sync_replica.py bench/accuracy/llm/configs/CONFIG ARGS`: the peak over
+ * the merge, the pushes and the unmerge less what was allocated before (its "sync_temp"). All eleven were measured
+ * after merge_temp was written from the sources and before vramcalc was run on them, so none informed it (the
+ * first run showed the replica's own scaling-factor wrapped-number tensor, a CPU tensor on CUDA too, which
+ * measure.py's observer then left out: a fix of the replica, not of the engine); the last four rows are marked
+ * held out, as the suite marks a share. Every estimate was exact. */
+static const struct {
+    const char *cfg, *args;
+    long long temp;
+} measured_sync[] = {
+    {"llama_small.json", "--lora 8 --lora-targets q_proj,v_proj", 32768},
+    {"llama_small.json", "--lora 16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", 90112},
+    {"llama_wide.json", "--lora 8 --lora-targets q_proj,v_proj", 2097152},
+    {"llama_wide.json", "--lora 4 --lora-targets k_proj,down_proj", 5767168},
+    {"qwen2_small.json", "--lora 8 --lora-targets q_proj,k_proj,v_proj,o_proj", 73728},
+    {"qwen2_vocab6k.json", "--lora 8 --lora-targets gate_proj,up_proj,down_proj", 196608},
+    {"llama_small.json", "", 0}, /* a full fine-tune: the pushes copy in place */
+    /* held out */
+    {"llama_vocab8k.json", "--lora 8 --lora-targets q_proj,v_proj,lm_head", 4194304},
+    {"llama_wide.json", "--lora 32 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", 5767168},
+    {"qwen3_small.json", "--lora 8 --lora-targets q_proj,v_proj", 131072},
+    {"llama_wide.json", "", 0},
+};
+
+static void test_measured_sync(void **state)
+{
+    (void)state;
+    char a[1024];
+    for (size_t i = 0; i < sizeof measured_sync / sizeof *measured_sync; i++) {
+        snprintf(a, sizeof a, LLMCFG "%s --loss grpo --prompt 16 --new-tokens 16 -b 4 --num-generations 2 -p fp32 --use-vllm "
+                              "--gpu h100-80gb %s%s", measured_sync[i].cfg, measured_sync[i].args,
+                 measured_sync[i].args[0] ? " --lora-alpha 16 --lora-dropout 0" : "");
+        long long e = json_after(a, "\"vllm\"", "\"sync_temp\": ");
+        if (e != measured_sync[i].temp) fail_msg("%s: sync_temp %lld, measured %lld", a, e, measured_sync[i].temp);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -323,6 +518,10 @@ int main(void)
         cmocka_unit_test(test_phases),
         cmocka_unit_test(test_accumulate),
         cmocka_unit_test(test_vllm),
+        cmocka_unit_test(test_vllm_sync),
+        cmocka_unit_test(test_vllm_lora),
+        cmocka_unit_test(test_vllm_graphs),
+        cmocka_unit_test(test_measured_sync),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),
     };

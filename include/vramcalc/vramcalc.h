@@ -694,7 +694,9 @@ VC_EXTERN int vc_torch_from_name(const char *s);
 VC_EXTERN const char *vc_torch_name(int version, char *buf, size_t n);
 
 /* ---- results ---- */
-typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE } vc_phase;
+/* SYNC: --use-vllm's sync_weights, VLLM: the colocated vLLM engine's generate() (src/api/request.c vllm_beside) */
+typedef enum { VC_PHASE_FORWARD, VC_PHASE_BACKWARD, VC_PHASE_OPTIMIZER, VC_PHASE_IDLE, VC_PHASE_PREFILL, VC_PHASE_DECODE,
+               VC_PHASE_SYNC, VC_PHASE_VLLM } vc_phase;
 VC_EXTERN const char *vc_phase_name(vc_phase p);
 
 /* What the process holds outside the caching allocator, as src/engine/context.c
@@ -838,6 +840,17 @@ typedef struct {
          * allocated beside the training step (weights + KV cache; 0 with --vllm-sleep: sleep(level=2)), added to
          * peak_allocated, reserved and total above; 0 without vLLM */
         int64_t vllm_requested, vllm_weights, vllm_kv_cache, vllm_beside;
+        /* --use-vllm's phases outside the training step (src/engine/grpo.c vc__grpo_phases, src/api/request.c
+         * vllm_beside; trl @f2cd5771 trl/generation/vllm_generation.py sync_weights and generate): resident, what
+         * the trainer holds between its steps (weights, optimizer state, the buffered batch, gradients kept by
+         * --zero-grad zero); sync_temp, sync_weights' largest transient (the adapters' delta weights of
+         * merge_adapter / unmerge_adapter; 0 for a full fine-tune, whose load_weights copies in place);
+         * sync_peak, resident + what of vLLM is allocated while it runs (its weights, woken by
+         * wake_up(tags=["weights"]) under sleep mode; its KV cache without sleep mode; its CUDA graphs) +
+         * sync_temp; vllm_peak, resident + vLLM's weights, KV cache and graphs while it generates; graphs, the
+         * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool
+         * as given by --vllm-cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
+        int64_t resident, sync_temp, sync_peak, vllm_peak, vllm_graphs, vllm_graph_memory;
     } grpo;
 } vc_result;
 

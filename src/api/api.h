@@ -39,6 +39,7 @@ struct vc_request {
     vc_serve_options so;  /* --serve's vLLM settings */
     double vllm_util;     /* --vllm-gpu-memory-utilization (--use-vllm) */
     bool vllm_sleep;      /* --vllm-sleep */
+    int64_t vllm_graph_mem; /* --vllm-cuda-graph-memory, -1 not given */
     vc_quant quant;       /* --weights, --qlora */
     char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;

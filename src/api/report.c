@@ -618,8 +618,14 @@ void report_table(FILE *f, const vc_report *rep)
         if (o->grpo_vllm) { /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
             row(f, t, "  vLLM engine", r->grpo.vllm_requested, "(its share of the card)");
             row(f, t, "    its weights", r->grpo.vllm_weights, "(vLLM's copy)");
-            row(f, t, "    its KV cache", r->grpo.vllm_kv_cache, "(no CUDA graphs)");
-            row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside ? "(in peak)" : "(sleep: released)");
+            row(f, t, "    its KV cache", r->grpo.vllm_kv_cache, r->grpo.vllm_graph_memory ? "(less its graphs)" : "(its pool)");
+            snprintf(note, sizeof note, "(%" PRId64 " graphs%s)", r->grpo.vllm_graphs,
+                     r->grpo.vllm_graph_memory ? "" : ", not counted");
+            row(f, t, "    its CUDA graphs", r->grpo.vllm_graph_memory, note);
+            row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside > r->grpo.vllm_graph_memory ? "(in peak)"
+                                                   : r->grpo.vllm_graph_memory ? "(sleep: its graphs)" : "(sleep: released)");
+            row(f, t, "  sync peak", r->grpo.sync_peak, r->grpo.sync_temp ? "(sync_weights, merge)" : "(sync_weights)");
+            row(f, t, "  vLLM generate", r->grpo.vllm_peak, "(its generate())");
         }
     }
     row(f, t, "reserved", m->reserved, rep->counts_only ? "(= peak: no allocator model)" : "(caching allocator model)");
@@ -1001,8 +1007,10 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
                 o->grpo_vllm ? "" : "}");
     if (r->grpo.on && o->grpo_vllm) /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
         fprintf(f, ", \"vllm\": {\"requested\": %" PRId64 ", \"weights\": %" PRId64 ", \"kv_cache\": %" PRId64
-                   ", \"beside\": %" PRId64 "}}", r->grpo.vllm_requested, r->grpo.vllm_weights, r->grpo.vllm_kv_cache,
-                r->grpo.vllm_beside);
+                   ", \"beside\": %" PRId64 ", \"graphs\": %" PRId64 ", \"graph_memory\": %" PRId64 ", \"resident\": %" PRId64
+                   ", \"sync_temp\": %" PRId64 ", \"sync_peak\": %" PRId64 ", \"generate_peak\": %" PRId64 "}}",
+                r->grpo.vllm_requested, r->grpo.vllm_weights, r->grpo.vllm_kv_cache, r->grpo.vllm_beside, r->grpo.vllm_graphs,
+                r->grpo.vllm_graph_memory, r->grpo.resident, r->grpo.sync_temp, r->grpo.sync_peak, r->grpo.vllm_peak);
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

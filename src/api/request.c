@@ -227,6 +227,7 @@ vc_request *vc_request_new(void)
     vc_lora_init(&q->lora);
     vc_serve_options_init(&q->so);
     q->vllm_util = 0.3; /* GRPOConfig.vllm_gpu_memory_utilization (trl @f2cd5771 grpo_config.py) */
+    q->vllm_graph_mem = -1;
     q->format = VC_FORMAT_TABLE;
     return q;
 }
@@ -367,6 +368,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_USE_VLLM: o->grpo_vllm = on; return VC_OK;
     case VC_OPT_VLLM_GPU_MEMORY_UTILIZATION: return parse_real(name, v, 1e-6, 1.0, &q->vllm_util, err);
     case VC_OPT_VLLM_SLEEP: q->vllm_sleep = on; return VC_OK;
+    case VC_OPT_VLLM_CUDA_GRAPH_MEMORY: return parse_size(name, v, &q->vllm_graph_mem, err);
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
         return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
@@ -768,26 +770,34 @@ static vc_status check_request(vc_request *q, vc_error *err)
         q->hf.seq = total;
         /* --use-vllm: TRL's colocated engine (trl/generation/vllm_generation.py VLLMGeneration._init_vllm) */
         if (o->grpo_vllm) {
-            const char *nv = !gpu ? O("gpu") : q->qlora || q->given[VC_OPT_WEIGHTS] ? (q->qlora ? O("qlora") : O("weights"))
-                           : q->given[VC_OPT_LORA] || q->given[VC_OPT_PEFT] ? (q->given[VC_OPT_LORA] ? O("lora") : O("peft"))
-                           : NULL;
+            /* LoRA (and rsLoRA, PiSSA) is modelled: sync_weights' merge_adapter / unmerge_adapter temporaries
+             * (src/engine/grpo.c merge_temp; DoRA, IA3 and LN tuning refused there). Quantized weights are not:
+             * _init_vllm gives vLLM quantization="bitsandbytes" for a bnb Linear4bit model and raises for
+             * Linear8bitLt; sync_weights' merge_adapter on a Linear4bit (peft @5d602fdb tuners/lora/bnb.py
+             * Linear4bit.merge) dequantizes each weight, adds the delta and requantizes it through the CPU
+             * (bnb.nn.Params4bit(w_data.to("cpu")).to(device)), then pushes the packed 4-bit tensors into vLLM's
+             * bitsandbytes model, whose loader expects the checkpoint's */
+            const char *nv = !gpu ? O("gpu") : q->qlora || q->given[VC_OPT_WEIGHTS] ? (q->qlora ? O("qlora") : O("weights")) : NULL;
             if (nv && !gpu)
                 return usage(err, O("use_vllm") " needs " O("gpu") ": vLLM takes " O("vllm_gpu_memory_utilization")
                              " of the card it runs on");
             if (nv)
-                return usage(err, O("use_vllm") " with %s is not modelled: %s", nv, !strcmp(nv, O("lora")) || !strcmp(nv, O("peft"))
-                             ? "sync_weights merges the adapters into vLLM's copy of the base weights (merge_adapter), "
-                               "whose temporaries are not modelled"
-                             : "vLLM loads quantized checkpoints itself (bitsandbytes 4-bit as quantization=\"bitsandbytes\"; "
-                               "TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit quantization\")");
-        } else if (q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep) {
-            return usage(err, "%s goes with " O("use_vllm"), q->vllm_sleep ? O("vllm_sleep") : O("vllm_gpu_memory_utilization"));
+                return usage(err, O("use_vllm") " with %s is not modelled: vLLM loads the 4-bit checkpoint itself "
+                             "(quantization=\"bitsandbytes\"; TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit "
+                             "quantization\"), and sync_weights' merge_adapter dequantizes, merges and requantizes each "
+                             "weight through the CPU (peft's Linear4bit.merge) before pushing the packed 4-bit tensors", nv);
+        } else if (q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep || q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY]) {
+            return usage(err, "%s goes with " O("use_vllm"), q->vllm_sleep ? O("vllm_sleep")
+                         : q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY] ? O("vllm_cuda_graph_memory") : O("vllm_gpu_memory_utilization"));
         }
     } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS] || q->o.grpo_vllm ||
                q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep) {
         return usage(err, "%s is GRPOConfig's: it needs " OV("loss", "grpo"),
                      q->given[VC_OPT_BETA] ? O("beta") : q->given[VC_OPT_NUM_GENERATIONS] ? O("num_generations")
                      : q->o.grpo_vllm ? O("use_vllm") : q->vllm_sleep ? O("vllm_sleep") : O("vllm_gpu_memory_utilization"));
+    } else if (q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY]) {
+        return usage(err, O("vllm_cuda_graph_memory") " goes with " O("use_vllm") " (" OV("loss", "grpo") "); for "
+                     O("serve") " it is " O("cuda_graph_memory"));
     }
     if (o->packing) {
         /* TRL's DataCollatorForLanguageModeling with padding_free (trl/trainer/sft_trainer.py @ f2cd5771,
@@ -985,8 +995,6 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
     return buf ? VC_OK : nomem(err);
 }
 
-/* --max-seq: the search, then the model reloaded at the answer (at 1 token
- * when none fits) so that the report is the estimate there. */
 /* --use-vllm: TRL's colocated vLLM engine beside the GRPO step (huggingface/trl @ f2cd5771, the same lines in
  * v1.9.0 @ 35def3ee: trl/generation/vllm_generation.py VLLMGeneration._init_vllm builds LLM(model=model.name_or_path,
  * gpu_memory_utilization=vllm_gpu_memory_utilization, max_num_seqs = per_device_train_batch_size x
@@ -997,8 +1005,29 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
  * and KV cache stay allocated through the training step; with it, _init_vllm and generate() end with
  * llm.sleep(level=2), which releases both. vLLM's own start-up check (gpu_worker.py init_device: "Free memory on
  * device ... is less than desired GPU memory utilization") is the card less what the trainer holds when the
- * engine starts (its CUDA context and weights, the reference copy): refused here likewise. vLLM's CUDA graphs
- * (no enforce_eager) are not counted. */
+ * engine starts (its CUDA context and weights, the reference copy): refused here likewise.
+ * CUDA graphs: LLM(...) gets neither enforce_eager nor compilation_config (TRL's kwargs above, none in
+ * GRPOConfig), so vLLM captures its default cudagraph_mode's graphs (serve.c vllm_graphs: the count) at start-up,
+ * after the pool is sized; vllm-project/vllm @ 9aaf83ef (TRL allows 0.17.0 ... 0.25.1, import_utils.py
+ * is_vllm_available) vllm/v1/worker/gpu_worker.py compile_or_warm_up_model calls capture_model outside the
+ * CuMemAllocator pools that sleep releases (load_model's tag "weights", initialize_kv_cache's "kv_cache"), so the
+ * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
+ * that measure from the pool): --vllm-cuda-graph-memory gives them, taken off the KV cache and counted beside.
+ * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward):
+ *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
+ *    weights (and graphs) beside the trainer's resident state (vc__grpo_phases: r->grpo.resident), its KV cache
+ *    too without sleep mode; then per parameter load_weights([(name, param.data)]): vLLM's weight loaders
+ *    (vllm/model_executor/layers/linear.py weight_loader_v2 -> parameter.py load_qkv_weight /
+ *    load_merged_column_weight: narrow then copy_; weight_utils.py default_weight_loader: param.data.copy_) copy
+ *    in place, a dtype change inside copy_'s CUDA kernel: nothing allocated (gather_params is a no-op on one GPU).
+ *    Over LoRA, merge_adapter / unmerge_adapter around it: r->grpo.sync_temp (src/engine/grpo.c merge_temp);
+ *  - vllm (generate): wake_up(tags=["kv_cache"]) under sleep mode, so vLLM's weights, KV cache and graphs beside
+ *    the resident state; without sleep mode that is the training step's own state with vLLM beside, below its peak.
+ * vLLM's forward activations during generate() (inside its share, at most its profiling run's) are not counted, nor
+ * under sleep mode generate()'s collective_rpc("reload_weights") before the KV cache wakes (vllm @9aaf83ef
+ * gpu_model_runner.py reload_weights -> model_loader/reload/layerwise.py: each module's parameters materialized on
+ * the GPU, loaded from the checkpoint, copied into its kernel tensors: one module's bytes at a time, below the
+ * generation phase wherever its KV cache exceeds the largest module). */
 static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_options *o, vc_response *resp, vc_error *err)
 {
     vc_result *r = &resp->r;
@@ -1007,6 +1036,8 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.batch = 1;
     v.accumulate = 1;
     v.grpo_vllm = 0;
+    v.enforce_eager = 0;       /* TRL passes none */
+    v.cuda_graph_memory = -1; /* subtracted below, as vLLM does where it profiles them */
     v.precision = vc_serve_auto_precision(m, &resp->gpu);
     vc_serve_options so;
     vc_serve_options_init(&so);
@@ -1014,26 +1045,80 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     so.max_num_batched_tokens = 4096;
     so.max_num_seqs = o->batch * o->accumulate; /* at most 2^40 (check_request) */
     vc_serve_result sr;
-    vc_status st = vc_serve(m, &v, &so, &resp->gpu, &sr, err);
+    /* LLM(model=model.name_or_path): vLLM loads the base checkpoint, without the PEFT model's adapters (its
+     * sync_weights pushes the merged base weights under their base names) */
+    vc_model *base = NULL;
+    vc_status st = VC_OK;
+    if (vc__peft_on(&m->lora) || m->lora.modules_to_save[0]) {
+        vc_lora none;
+        vc_lora_init(&none);
+        none.r = 0;
+        if (!(st = vc__model_twin(m, q->hf.seq, &base, err))) st = vc_model_set_lora(base, &none, err);
+    }
+    if (!st) st = vc_serve(base ? base : m, &v, &so, &resp->gpu, &sr, err);
+    vc_model_free(base);
     if (st) return st;
     const int64_t at_start = r->memory.cuda_context + r->memory.weights;
     if (resp->gpu.capacity - at_start < sr.requested)
         return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
                      "free when it starts (the card less the trainer's CUDA context and weights): vLLM refuses to start",
                      q->vllm_util, (long long)sr.requested, (long long)(resp->gpu.capacity - at_start));
+    const int64_t g = q->vllm_graph_mem > 0 ? q->vllm_graph_mem : 0, w = sr.weights;
+    int64_t kv = sr.kv_cache;
+    if (g > 0 && sr.graphs_profiled && (kv -= g) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
+        return usage(err, O("vllm_cuda_graph_memory") " %lld: vLLM's KV cache pool (%lld bytes before it) is left empty: vLLM "
+                     "refuses to start", (long long)g, (long long)sr.kv_cache);
     r->grpo.vllm_requested = sr.requested;
-    r->grpo.vllm_weights = sr.weights;
-    r->grpo.vllm_kv_cache = sr.kv_cache;
-    r->grpo.vllm_beside = q->vllm_sleep ? 0 : sr.weights + sr.kv_cache;
-    if (__builtin_add_overflow(r->memory.peak_allocated, r->grpo.vllm_beside, &r->memory.peak_allocated) ||
-        __builtin_add_overflow(r->memory.reserved, r->grpo.vllm_beside, &r->memory.reserved) ||
-        __builtin_add_overflow(r->memory.total, r->grpo.vllm_beside, &r->memory.total))
+    r->grpo.vllm_weights = w;
+    r->grpo.vllm_kv_cache = kv;
+    r->grpo.vllm_graphs = sr.graphs_piecewise + sr.graphs_full;
+    r->grpo.vllm_graph_memory = g;
+    const bool sleep = q->vllm_sleep;
+    int64_t wg, all, beside, sync, gen, peak, res, old_res = r->memory.reserved;
+    if (__builtin_add_overflow(w, g, &wg) || __builtin_add_overflow(wg, kv, &all) ||
+        __builtin_add_overflow(sleep ? 0 : w + kv, g, &beside) ||
+        __builtin_add_overflow(r->grpo.resident, sleep ? wg : all, &sync) ||
+        __builtin_add_overflow(sync, r->grpo.sync_temp, &sync) ||
+        __builtin_add_overflow(r->grpo.resident, all, &gen) ||
+        __builtin_add_overflow(r->memory.peak_allocated, beside, &peak) ||
+        __builtin_add_overflow(r->memory.reserved, beside, &res))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
-    r->peak.weights += q->vllm_sleep ? 0 : sr.weights;
-    r->peak.activations += q->vllm_sleep ? 0 : sr.kv_cache;
+    r->grpo.vllm_beside = beside;
+    r->grpo.sync_peak = sync;
+    r->grpo.vllm_peak = gen;
+    /* the training step with vLLM beside it */
+    r->memory.peak_allocated = peak;
+    r->peak.weights += sleep ? 0 : w;
+    r->peak.activations += (sleep ? 0 : kv) + g; /* its KV cache and graph pool */
+    /* a phase outside the step above it sets the peak; its reserve: the trainer's cache (TRL's empty_cache() before
+     * each wake_up under sleep mode) at least that phase's bytes */
+    const bool by_gen = gen > peak && gen >= sync;
+    if (sync > peak || by_gen) {
+        vc_peak *pk = &r->peak;
+        const int64_t grads = o->keep_grads ? r->memory.gradients : 0;
+        r->memory.peak_allocated = by_gen ? gen : sync;
+        pk->phase = by_gen ? VC_PHASE_VLLM : VC_PHASE_SYNC;
+        pk->weights = r->memory.weights + w;
+        pk->gradients = grads;
+        pk->optimizer_states = r->memory.optimizer_states;
+        /* the buffered batch (the rest of the resident state), vLLM's KV cache when allocated, its graphs */
+        pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states +
+                          (by_gen || !sleep ? kv : 0) + g;
+        pk->temporaries = by_gen ? 0 : r->grpo.sync_temp;
+        pk->workspace = 0;
+        pk->layer[0] = 0;
+        snprintf(pk->kind, sizeof pk->kind, "%s", by_gen ? "LLM.generate" : r->grpo.sync_temp ? "merge_adapter" : "load_weights");
+    }
+    if (sync > res) res = sync;
+    if (gen > res) res = gen;
+    r->memory.reserved = res;
+    if (__builtin_add_overflow(r->memory.total, res - old_res, &r->memory.total))
+        return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     return VC_OK;
 }
 
+/* --max-seq: the search, then the model reloaded at the answer (at 1 token
+ * when none fits) so that the report is the estimate there. */
 static vc_status find_max_seq(vc_request *q, vc_response *resp, vc_model *m, vc_error *err)
 {
     esc_buf b;

@@ -54,8 +54,10 @@
  * policy's own no-grad log-probs (old_per_token_logps, chunked as the reference's, before it) beside vLLM's
  * sampling_per_token_logps, makes importance_sampling_ratio [B, 1], and buffers the three; _compute_loss multiplies
  * the ratio in before the KL term.
- * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over PEFT adapters,
- * --grad-ckpt-every / --grad-ckpt-ops.
+ * --use-vllm over LoRA (rsLoRA, PiSSA): that pass runs with the adapters on; vc__grpo_phases gives the trainer's
+ * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases.
+ * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over DoRA, IA3 or LN tuning adapters or
+ * quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,11 +106,14 @@ static vc_t forward_keep(vc_build *b, const vc_model *tw)
 
 /* 2.: the reference's no-grad forward (the frozen copy's weights, or the policy's with its adapters
  * disabled), as plan.c's vc__emit_reference runs DPO's, with the head on C + 1 positions; then its
- * selective_log_softmax. Returns the [B, C] log-probs, -1 after an error. */
-static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t C, int64_t V)
+ * selective_log_softmax. own: the policy's own no-grad pass instead (--use-vllm's old_per_token_logps:
+ * _get_per_token_logps_and_entropies(self.model, ...) under torch.no_grad(), its adapters on). Returns the
+ * [B, C] log-probs, -1 after an error. */
+static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, bool own, int64_t C, int64_t V)
 {
     vc_ref_scope sc;
     if (vc__reference_enter(b, copy, &sc)) return -1; /* copy: create_model_from_path, the model's dtypes */
+    if (own) b->adapters_off = false;
     vc_t lp = -1;
     vc_t y = b->st ? -1 : forward_keep(b, tw);
     if (y >= 0) {
@@ -128,14 +133,14 @@ static vc_t reference_logps(vc_build *b, const vc_model *tw, bool copy, int64_t 
  * reference's (ref: the frozen copy, or the policy with its adapters disabled; see reference_logps) or the
  * policy's own (old_per_token_logps, !ref: adapters on): the spg - 1 earlier chunks' [B, C] log-probs alive in
  * all_logps while the last runs, then torch.cat of all (returned; -1 after an error). */
-static vc_t chunked_logps(vc_build *b, const vc_model *tw, bool copy_or_off, int64_t C, int64_t V, int64_t spg,
+static vc_t chunked_logps(vc_build *b, const vc_model *tw, bool copy_or_off, bool own, int64_t C, int64_t V, int64_t spg,
                           vc_dtype dt)
 {
     vc_t prev[64]; /* past 64 chunks, the last tensor holds the rest */
     int64_t np = spg - 1 < 64 ? spg - 1 : 64;
     for (int64_t k = 0; k < np; k++)
         prev[k] = vc__op_new(b, "selective_log_softmax", vc_n_sample(C * (k + 1 < np ? 1 : spg - np)), dt);
-    vc_t lp = reference_logps(b, tw, copy_or_off, C, V);
+    vc_t lp = reference_logps(b, tw, copy_or_off, own, C, V);
     if (lp < 0 || b->st) return -1;
     b->cur_inst = b->cur_region = -1;
     vc_t cat = vc__op_nograd(b, "cat", lp, -1, vc_n_sample(C * spg), (vc_dtype)b->t[lp].dt); /* torch.cat(all_logps) */
@@ -170,8 +175,12 @@ void vc__grpo_emit(vc_build *b)
     const int64_t spg = b->o.accumulate; /* steps_per_generation = gradient_accumulation_steps (request.c) */
     const bool vllm = b->o.grpo_vllm != 0;
     if (b->amp_dt != VC_DT_F32) {
-        vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled: use fp32, bf16 or fp16 (the model "
-                  "loaded in its dtype, as GRPOConfig's model_init_kwargs dtype does)", vc_precision_name(b->o.precision));
+        /* under bf16/fp16 mixed precision accelerate's Accelerator.prepare_model wraps the policy's forward in
+         * torch.autocast and convert_outputs_to_fp32: its 16-bit logits come back as an fp32 copy, so TRL's
+         * selective_log_softmax (trl/trainer/utils.py @f2cd5771) takes its fp32 branch (gather, then a logsumexp
+         * per sequence) outside autocast; no loss of this engine models that copy (DPO's, KTO's, ORPO's refuse it too) */
+        vc_refuse(b, O("precision"), "grpo under autocast (%s) is not modelled (accelerate's convert_outputs_to_fp32 "
+                  "copies the logits to fp32): use fp32, bf16 or fp16", vc_precision_name(b->o.precision));
         return;
     }
     if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
@@ -184,9 +193,11 @@ void vc__grpo_emit(vc_build *b)
                   " tokens");
         return;
     }
-    if (vllm && peft) {
-        vc_refuse(b, O("use_vllm"), "grpo with vLLM over PEFT adapters is not modelled (sync_weights merges them into "
-                  "vLLM's copy of the base weights)");
+    if (vllm && peft && m->lora.method != VC_PEFT_LORA && m->lora.method != VC_PEFT_RSLORA && m->lora.method != VC_PEFT_PISSA) {
+        /* sync_weights' merge_adapter runs the method's own merge: DoRA's lora_variant (tuners/lora/variants.py
+         * DoraLinearVariant.merge_unsafe, the merged weight's norm), IA3's and LN tuning's layers */
+        vc_refuse(b, O("use_vllm"), "grpo with vLLM over %s adapters is not modelled (sync_weights' merge_adapter runs its "
+                  "own merge; LoRA's, rsLoRA's and PiSSA's are)", vc_peft_row_get(m->lora.method)->name);
         return;
     }
     if (beta && peft && (m->lora.method == VC_PEFT_IA3 || m->lora.method == VC_PEFT_LN_TUNING || m->lora.modules_to_save[0])) {
@@ -225,10 +236,10 @@ void vc__grpo_emit(vc_build *b)
         vc_t gen = vc__op_new(b, "pad", vc_n_sample((8 * (2 * P + 2 * C) + 16 * (P + C)) * spg), VC_DT_U8);
         vc_t keep[4] = {gen, -1, -1, -1};
         if (vllm) { /* sampling_per_token_logps (pad(...).to(device)), then old_per_token_logps: the policy's own
-                     * no-grad pass (adapters on; none here), then the importance-sampling ratio, "sequence_mask":
+                     * no-grad pass (its adapters on), then the importance-sampling ratio, "sequence_mask":
                      * (old - sampling) * mask, .sum(-1, keepdim=True), exp, the two bounds' masks, masked_fill */
             keep[1] = vc__op_new(b, "pad", vc_n_sample(C * spg), VC_DT_F32);
-            keep[2] = chunked_logps(b, tw, false, C, V, spg, dt);
+            keep[2] = chunked_logps(b, tw, false, true, C, V, spg, dt);
             if (keep[2] < 0 || b->st) goto out;
             vc_t d = vc__op_nograd(b, "sub", keep[2], keep[1], vc_n_sample(C), VC_DT_F32);
             vc_t dm = vc__op_nograd(b, "mul", d, -1, vc_n_sample(C), VC_DT_F32);
@@ -239,7 +250,7 @@ void vc__grpo_emit(vc_build *b)
             vc_t bad = vc__op_nograd(b, "bitwise_or", lo, hi, vc_n_sample(1), VC_DT_BOOL);
             vc__op_nograd(b, "masked_fill", ex, bad, vc_n_sample(1), VC_DT_F32);
         }
-        if (beta && (keep[3] = chunked_logps(b, tw, !peft, C, V, spg, dt)) < 0) goto out;
+        if (beta && (keep[3] = chunked_logps(b, tw, !peft, false, C, V, spg, dt)) < 0) goto out;
         for (int k = 0; k < 4; k++) vc__extend_life(b, keep[k]);
         if (spg > 1) b->once_to = (int32_t)b->nop;
     }
@@ -316,6 +327,47 @@ out:
     vc_model_free(tw);
 }
 
+/* --use-vllm over LoRA: sync_weights' largest transient on the training GPU (trl @f2cd5771
+ * trl/generation/vllm_generation.py VLLMGeneration.sync_weights: is_peft_model -> gather_params (nothing on one
+ * GPU), model.merge_adapter(), every base parameter pushed (_push_param_to_vllm: load_weights([(name, param.data)])),
+ * model.unmerge_adapter()). merge_adapter / unmerge_adapter call each LoRA layer's merge / unmerge in turn (peft
+ * @5d602fdb src/peft/tuners/lora/layer.py Linear.merge with safe_merge=False, Linear.unmerge, get_delta_weight):
+ *  - get_delta_weight: transpose(weight_B @ weight_A, fan_in_fan_out) * scaling: the product [out, in] in the
+ *    adapters' dtype (lora_B's; cast_to_fp32 only on a CPU device), alive while `* scaling` makes the result of
+ *    the same size (transpose is a view): 2 x out x in x the adapters' bytes; the product freed at the return;
+ *  - merge: base_layer.weight.data += delta_weight: in place; an fp32 delta into a 16-bit weight is cast inside
+ *    the CUDA kernel (ATen's TensorIteratorBase::compute_types makes cast temporaries on CPU only), nothing more;
+ *  - unmerge: weight.data -= delta_weight.to(orig_dtype): a copy of the delta in the base weight's dtype beside
+ *    it when the two differ (to() returns the tensor itself when they do not): out x in x (adapter + base bytes).
+ * Each layer's delta is freed when its merge / unmerge returns, before the next layer's: the transient is the
+ * largest layer's, max(2 x adapter, adapter + base where they differ) bytes per element of its weight, each
+ * tensor in the caching allocator's 512-byte blocks. The pushes allocate nothing on one GPU (vLLM's weight
+ * loaders narrow and copy_ in place, src/api/request.c vllm_beside). */
+static vc_status merge_temp(const vc_model *m, vc_dtype base_dt, int64_t *out, vc_error *err)
+{
+    *out = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        const vc_param_entry *e = &m->par[p];
+        if (!e->name || strcmp(e->name, "lora_B.default.weight") || e->owner < 0 || (size_t)e->owner >= m->ninst) continue;
+        const vc_inst *in = &m->inst[e->owner];
+        int64_t w = -1;
+        for (int k = 0; k < in->np; k++)
+            if (m->par[in->params[k]].name && !strcmp(m->par[in->params[k]].name, "weight")) w = m->par[in->params[k]].numel;
+        if (w < 0) continue;
+        const int64_t ad = (int64_t)vc_dtype_size(vc_param_pinned_dt(e->flags, base_dt)), bd = (int64_t)vc_dtype_size(base_dt);
+        int64_t a, c, t;
+        if (__builtin_mul_overflow(w, ad, &a) || __builtin_mul_overflow(w, bd, &c) || a > INT64_MAX / 2 - 1024 ||
+            c > INT64_MAX / 2 - 1024)
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("lora"), "a LoRA layer's delta weight passes 2^62 bytes");
+        a = (a + 511) / 512 * 512;
+        c = (c + 511) / 512 * 512;
+        t = 2 * a; /* get_delta_weight: weight_B @ weight_A and its product with scaling */
+        if (ad != bd && a + c > t) t = a + c; /* unmerge: delta_weight and delta_weight.to(orig_dtype) */
+        if (t > *out) *out = t;
+    }
+    return VC_OK;
+}
+
 /* 1.: the generation as its own plan, with the training state resident beside it. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
 {
@@ -325,7 +377,19 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
             return vc_set_error(err, VC_ERR_OVERFLOW, O("accumulate"), "the generation batch passes 2^63");
         r->grpo.train_peak = r->memory.peak_allocated;
         r->grpo.train_reserved = r->memory.reserved;
-        return VC_OK;
+        /* what the trainer holds when sync_weights and vLLM's generate() run (_generate_single_turn, before the
+         * step's forward): its weights (and a reference copy), the optimizer's state, the previous step's
+         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise) */
+        vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
+        vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, true, dt, o->accumulate);
+        int64_t bufb, res;
+        if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
+            __builtin_add_overflow(st->persistent[CAT_WEIGHT], st->persistent[CAT_OPT], &res) ||
+            __builtin_add_overflow(res, bufb / 512 * 512, &res) ||
+            __builtin_add_overflow(res, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &res))
+            return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
+        r->grpo.resident = res;
+        return merge_temp(m, dt, &r->grpo.sync_temp, err);
     }
     vc_options g = *o;
     g.mode = VC_MODE_GENERATE;

@@ -22,7 +22,7 @@ static const char *const offload_names[] = {VC_OFFLOAD_MAP(VC__NAME) NULL};
 static const char *const kv_names[] = {VC_KV_DTYPE_MAP(VC__NAME) NULL};
 static const char *const fsdp_dt_names[] = {VC_FSDP_DTYPE_MAP(VC__NAME) NULL};
 #undef VC__NAME
-static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode"};
+static const char *const phase_names[] = {"forward", "backward", "optimizer", "idle", "prefill", "decode", "sync", "vllm"};
 
 static int lookup(const char *const *names, const char *s)
 {
@@ -59,7 +59,7 @@ const char *vc_optim_impl_name(vc_optim_impl i) { return (unsigned)i < VC_IMPL__
 const char *vc_precision_name(vc_precision p) { return (unsigned)p < VC_PREC__N ? prec_names[p] : "?"; }
 const char *vc_mode_name(vc_mode m) { return (unsigned)m < VC_MODE__N ? mode_names[m] : "?"; }
 const char *vc_attention_name(vc_attention a) { return (unsigned)a < VC_ATTN__N ? attn_names[a] : "?"; }
-const char *vc_phase_name(vc_phase p) { return (unsigned)p < 6 ? phase_names[p] : "?"; }
+const char *vc_phase_name(vc_phase p) { return (unsigned)p < sizeof phase_names / sizeof *phase_names ? phase_names[p] : "?"; }
 int vc_cache_from_name(const char *s) { return lookup(cache_names, s); }
 int vc_offload_from_name(const char *s) { return lookup(offload_names, s); }
 const char *vc_offload_name(vc_offload o) { return (unsigned)o < VC_OFFLOAD__N ? offload_names[o] : "?"; }
