@@ -184,6 +184,15 @@ vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, 
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
+/* reshape.c: the --max-seq search's models of m (a config.json's, at the options' split) at other lengths:
+ * vc__seq_probe_load is vc__model_load_seq(m, seq), the same model or error, made from m's instances
+ * set up again at the new input when the config's tree at seq differs from m's only in its name and
+ * input length. The models it returns borrow m's names and index lists: free them before m. */
+typedef struct vc_seq_probe vc_seq_probe;
+vc_status vc__seq_probe_new(const vc_model *m, vc_seq_probe **out, vc_error *err);
+vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_error *err);
+void vc__seq_probe_free(vc_seq_probe *p);
+
 /* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
  * naming --weights (vc_model_set_weights). */
 vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
