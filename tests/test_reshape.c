@@ -12,7 +12,9 @@
  * tables; the name, options and counts), and at three lengths the same
  * estimate (vc_estimate's memory, byte for byte). The probes must take the
  * reshaped path for most of them (a model that borrows m's file name), or
- * the test would compare the load with itself.
+ * the test would compare the load with itself. The same for generate()'s
+ * twins (vc__model_twin, m with its input replaced: vc__twin_reshape)
+ * against vc__model_twin_load, their generated text included.
  */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
@@ -30,7 +32,7 @@
 #include "util.h"
 #include "vramcalc/vramcalc.h"
 
-static int compared, reshaped, refused, estimated;
+static int compared, reshaped, refused, estimated, twins, twins_reshaped;
 
 static void same_str(const char *a, const char *b)
 {
@@ -190,6 +192,28 @@ static void probes_of(const vc_model *m, const char *what)
         vc_model_free(b);
     }
     vc__seq_probe_free(p);
+    /* generate()'s twins (vc__model_twin): m with its input replaced by [seq] */
+    for (size_t i = 0; i < sizeof seqs / sizeof *seqs; i++) {
+        if (seqs[i] < 1) continue;
+        vc_model *a = NULL, *b = NULL;
+        vc_error ea, eb;
+        vc_error_clear(&ea);
+        vc_error_clear(&eb);
+        vc_status sa = vc__model_twin(m, seqs[i], &a, &ea), sb = vc__model_twin_load(m, seqs[i], &b, &eb);
+        if (sa != sb) fail_msg("%s twin at %lld: %d (%s) against the load's %d (%s)", what, (long long)seqs[i], sa, ea.msg, sb, eb.msg);
+        if (sa) {
+            assert_string_equal(ea.msg, eb.msg);
+            refused++;
+        } else {
+            same_model(a, b);
+            assert_string_equal(a->gen_json, b->gen_json);
+            twins++;
+            if (a->file == m->file) twins_reshaped++;
+            if (i == 3) same_estimate(a, b);
+        }
+        vc_model_free(a);
+        vc_model_free(b);
+    }
 }
 
 static void test_every_config(void **state)
@@ -221,10 +245,11 @@ static void test_every_config(void **state)
         vc_model_free(m);
     }
     closedir(d);
-    printf("%d configs: %d probes compared (%d reshaped), %d refused by both, %d estimates\n", configs, compared, reshaped,
-           refused, estimated);
+    printf("%d configs: %d probes compared (%d reshaped), %d twins (%d reshaped), %d refused by both, %d estimates\n", configs,
+           compared, reshaped, twins, twins_reshaped, refused, estimated);
     assert_true(configs >= 50);
     assert_true(reshaped * 10 >= compared * 8);
+    assert_true(twins_reshaped * 10 >= twins * 8);
 }
 
 int main(void)

@@ -13,6 +13,7 @@ The jobs (issue 28, "Must show"), with their targets:
   max-batch  the same model, --max-batch on h100-80gb
   sweep      the same model, --sweep 1:1024 -f csv
   max-seq    llama-3.1-8b, --max-seq on h100-80gb
+  max-context llama-3.1-8b, -m generate --new-tokens 1024 -p bf16 --max-context on rtx4090 (docs/inference.md)
   mixtral    mixtral-8x7b-v0.1, --sweep 1:256 -f csv
   pp-virtual llama-3.1-405b, --pp 14 --pp-virtual 3 --gpus 14
 --only runs the jobs named (e.g. --only max-seq).
@@ -37,6 +38,8 @@ def jobs(seq):
         ("max-batch", seq, ["--gpu", "h100-80gb", "--max-batch"], ""),
         ("sweep", seq, ["--sweep", "1:1024", "-f", "csv"], ""),
         ("max-seq", f"{HF}/llama-3.1-8b.json", ["--max-seq", "--gpu", "h100-80gb"], "<= 0.5x jq"),
+        ("max-context", f"{HF}/llama-3.1-8b.json", ["--mode", "generate", "--new-tokens", "1024", "-p", "bf16", "--gpu", "rtx4090",
+                                                  "--max-context"], ""),
         ("mixtral", f"{HF}/mixtral-8x7b-v0.1.json", ["--sweep", "1:256", "-f", "csv"], "<= 1x jq"),
         ("pp-virtual", f"{HF}/llama-3.1-405b.json", ["--pp", "14", "--pp-virtual", "3", "--gpus", "14"], "<= 1x jq"),
     ]

@@ -135,8 +135,10 @@ static void *dup_array(const void *a, size_t n, size_t sz, bool *ok)
     return d;
 }
 
-/* m at the input [len], its tree g (same_but_length): VC_OK with *out, or any error (the caller loads it) */
-static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const vc_hf_options *hf, vc_model **out)
+/* m at the input [len], its tree g (same_but_length): VC_OK with *out, or any error (the caller loads it).
+ * twin: as vc__model_twin loads it (its input replaced by [len], m's options and adapters as they are), else
+ * as vc__model_load_seq does (the options hf, the adapters only when on). */
+static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const vc_hf_options *hf, bool twin, vc_model **out)
 {
     *out = NULL;
     vc_model *c = malloc(sizeof *c);
@@ -168,9 +170,10 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
     if (c->text) c->gen_json = strdup(m->gen_json);
     /* as vc__model_load_seq's load_text sets them */
     c->hf = *hf;
-    c->has_override = false;
-    memset(&c->override, 0, sizeof c->override);
-    if (!vc__peft_on(&m->lora)) memset(&c->lora, 0, sizeof c->lora);
+    c->has_override = twin;
+    if (twin) c->override = vc_shape_make(1, &len);
+    else memset(&c->override, 0, sizeof c->override);
+    if (!twin && !vc__peft_on(&m->lora)) memset(&c->lora, 0, sizeof c->lora);
     c->hf_part = false;
     c->image_decode = false;
     /* what a fresh load leaves where the tree says nothing (reset_model, which m may have been through, sets
@@ -276,10 +279,37 @@ vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_er
         vc_error_clear(&tmp);
         if (vc_hf_build(p->cfg, &hf, vc__load_split(m), &m->tf, &g, &tmp) == VC_OK) {
             int64_t len = same_but_length(p->gen, g);
-            vc_status st = len ? reshape(m, g, len, &hf, out) : VC_ERR_MODEL;
+            vc_status st = len ? reshape(m, g, len, &hf, false, out) : VC_ERR_MODEL;
             cJSON_Delete(g);
             if (st == VC_OK) return VC_OK;
         }
     }
     return vc__model_load_seq(m, seq, out, err); /* the load, or its error */
+}
+
+vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out)
+{
+    *out = NULL;
+    if (!m->gen_json || !m->text || m->has_override || m->stage.on || m->hf_part || m->image_decode || m->ninputs != 1 ||
+        m->val[0].shape.nd != 1 || seq < 1 || seq > VC_MAX_DIM_SIZE || !repeats_keep_shape(m))
+        return VC_ERR_MODEL;
+    const char *at;
+    char msg[300];
+    long values = 0;
+    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg, &values)) return VC_ERR_MODEL;
+    cJSON *cfg = vc__json_parse(m->text, m->text_len, values), *g = NULL;
+    if (!cfg) return VC_ERR_NOMEM;
+    vc_error tmp;
+    vc_error_clear(&tmp);
+    vc_status st = vc_hf_is_config(cfg) ? vc_hf_build(cfg, &m->hf, vc__load_split(m), &m->tf, &g, &tmp) : VC_ERR_MODEL;
+    vc__json_free(cfg);
+    /* m's instances are the tree of its options (every reload builds it again); the twin's is that tree too,
+     * as m->gen_json prints it when that text is still the tree's (a caller may pass m's struct with other
+     * options: then the texts differ) */
+    char *t = st ? NULL : cJSON_Print(g);
+    if (!st && (!t || strcmp(t, m->gen_json))) st = VC_ERR_MODEL;
+    cJSON_free(t);
+    if (!st) st = reshape(m, g, seq, &m->hf, true, out);
+    cJSON_Delete(g);
+    return st;
 }
