@@ -184,14 +184,15 @@ static vc_status reshape(const vc_model *m, const cJSON *g, int64_t len, const v
         vc_model_free(c);
         return VC_ERR_NOMEM;
     }
-    /* the name, as vc__load escapes it */
+    /* the name, as vc__load escapes it (none: "", not a string: its error, from the load) */
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(g, "name");
-    size_t nlen = strlen(nm->valuestring), nb = (nlen < 1024 ? nlen : 1024) * 4 + 1;
-    if (!(c->name = vc_arena_alloc(c->arena, nb))) {
+    const char *name = nm && cJSON_IsString(nm) ? nm->valuestring : "";
+    size_t nlen = strlen(name), nb = (nlen < 1024 ? nlen : 1024) * 4 + 1;
+    if ((nm && !cJSON_IsString(nm)) || !(c->name = vc_arena_alloc(c->arena, nb))) {
         vc_model_free(c);
-        return VC_ERR_NOMEM;
+        return nm && !cJSON_IsString(nm) ? VC_ERR_MODEL : VC_ERR_NOMEM;
     }
-    vc_escape(c->name, nb, nm->valuestring);
+    vc_escape(c->name, nb, name);
 
     c->val[0].shape = vc_shape_make(1, &len);
     vc_error tmp;
