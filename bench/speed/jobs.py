@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/speed/jobs.py AFTER_BIN [BEFORE_BIN] [--rounds N] [--no-callgrind] — issue 28's jobs.
+"""bench/speed/jobs.py AFTER_BIN [BEFORE_BIN] [--rounds N] [--no-callgrind] [--only JOB,...] — issue 28's jobs.
 
 For each job: instructions (callgrind, deterministic: the figure to compare
 between builds) and the wall time against `jq -c .` on the same input file,
@@ -13,8 +13,10 @@ The jobs (issue 28, "Must show"), with their targets:
   max-batch  the same model, --max-batch on h100-80gb
   sweep      the same model, --sweep 1:1024 -f csv
   max-seq    llama-3.1-8b, --max-seq on h100-80gb
+  max-context llama-3.1-8b, -m generate --new-tokens 1024 -p bf16 --max-context on rtx4090 (docs/inference.md)
   mixtral    mixtral-8x7b-v0.1, --sweep 1:256 -f csv
   pp-virtual llama-3.1-405b, --pp 14 --pp-virtual 3 --gpus 14
+--only runs the jobs named (e.g. --only max-seq).
 Needs jq; valgrind for the instruction counts (Debian: apt-get install valgrind).
 """
 import os
@@ -36,6 +38,8 @@ def jobs(seq):
         ("max-batch", seq, ["--gpu", "h100-80gb", "--max-batch"], ""),
         ("sweep", seq, ["--sweep", "1:1024", "-f", "csv"], ""),
         ("max-seq", f"{HF}/llama-3.1-8b.json", ["--max-seq", "--gpu", "h100-80gb"], "<= 0.5x jq"),
+        ("max-context", f"{HF}/llama-3.1-8b.json", ["--mode", "generate", "--new-tokens", "1024", "-p", "bf16", "--gpu", "rtx4090",
+                                                  "--max-context"], ""),
         ("mixtral", f"{HF}/mixtral-8x7b-v0.1.json", ["--sweep", "1:256", "-f", "csv"], "<= 1x jq"),
         ("pp-virtual", f"{HF}/llama-3.1-405b.json", ["--pp", "14", "--pp-virtual", "3", "--gpus", "14"], "<= 1x jq"),
     ]
@@ -69,6 +73,11 @@ def main():
         i = args.index("--rounds")
         rounds = int(args[i + 1])
         del args[i:i + 2]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only = set(args[i + 1].split(","))
+        del args[i:i + 2]
     if "--no-callgrind" in args:
         args.remove("--no-callgrind")
         callgrind = False
@@ -81,6 +90,8 @@ def main():
         subprocess.run([sys.executable, os.path.join(HERE, "gen_model.py"), "2000", "--seq"], stdout=f, check=True)
     rows = []
     for name, model, opts, target in jobs(seq):
+        if only and name not in only:
+            continue
         cmds = {"jq": ["jq", "-c", ".", model]}
         for tag, b in bins:
             cmds[tag] = [b, model] + opts

@@ -12,6 +12,11 @@
  * "N fits and N + 1 does not" holds by construction. An exponential search
  * from m's own length finds the bracket, bisection closes it: about
  * 2 log2(range) estimates.
+ *
+ * A probe's model is m set up again at the length (vc__seq_probe_load,
+ * src/model/reshape.c: the same model as the load, its layers' fields
+ * parsed once for the search) where the config's tree allows it, else the
+ * load.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +31,7 @@
 
 typedef struct {
     const vc_model *m;
+    vc_seq_probe *p;  /* m's models at other lengths */
     const vc_options *o;
     int64_t cap;
     int64_t s0;       /* the length m was loaded at */
@@ -46,7 +52,7 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
     *refused = false;
     vc_model *c = NULL;
     vc_status st = __builtin_mul_overflow(seq, S->unit, &seq) ? vc_set_error(err, VC_ERR_USAGE, O("seq"), "too long")
-                                                              : vc__model_load_seq(S->m, seq, &c, err);
+                                                              : vc__seq_probe_load(S->p, seq, &c, err);
     if ((st == VC_ERR_USAGE && !strcmp(err->path, O("seq"))) ||
         (seq > S->s0 && (st == VC_ERR_MODEL || st == VC_ERR_OVERFLOW || st == VC_ERR_LIMIT))) {
         *refused = true;
@@ -115,7 +121,8 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     /* with --sp the sequence splits over the TP ranks: lengths in units of tp */
     int64_t unit = m->sp && m->tp > 1 ? m->tp : 1;
     s0 = s0 / unit > 0 ? s0 / unit : 1;
-    search S = {m, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
+    search S = {m, NULL, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
+    if ((st = vc__seq_probe_new(m, &S.p, err))) return st;
     int f = probe(&S, s0);
     /* exponential search for the bracket: doubling up from a length that
      * fits (the model refuses past SEQ_LIMIT), halving down from one that
@@ -124,6 +131,7 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     while (f == 0 && !S.lo && S.hi > 1) f = probe(&S, S.hi / 2);
     /* bisection: lo fits, hi does not */
     while (f >= 0 && S.lo && S.hi - S.lo > 1) f = probe(&S, S.lo + (S.hi - S.lo) / 2);
+    vc__seq_probe_free(S.p);
     if (estimates) *estimates = S.n;
     if (f < 0) return S.st;
     *max_seq = S.lo * unit;

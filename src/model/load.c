@@ -974,6 +974,14 @@ static const char *wide_encoding(const unsigned char *s, size_t n)
     return NULL;
 }
 
+vc_hf_split vc__load_split(const vc_model *m)
+{
+    return (vc_hf_split){m->tp > 1 ? m->tp : 1, m->sp, m->vllm,
+                         /* vLLM's MXFP4 experts padded per rank (hf_tp.c): the format the experts load as */
+                         (m->has_quant ? m->quant.format : m->cfg_quant.format) == VC_WEIGHTS_MXFP4 ? m->mxfp4_align : 0,
+                         m->image_decode};
+}
+
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
@@ -1004,10 +1012,7 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     if (vc_hf_is_config(root)) { /* a Hugging Face config.json (src/hf/hf.c): load the model it describes */
         cJSON *gen = NULL;
         if ((st = vc__quant_from_config(root, &m->cfg_quant, err)) != VC_OK) goto done;
-        if ((st = vc_hf_build(root, &m->hf, (vc_hf_split){m->tp > 1 ? m->tp : 1, m->sp, m->vllm,
-                        /* vLLM's MXFP4 experts padded per rank (hf_tp.c): the format the experts load as */
-                        (m->has_quant ? m->quant.format : m->cfg_quant.format) == VC_WEIGHTS_MXFP4 ? m->mxfp4_align : 0,
-                        m->image_decode}, &m->tf, &gen, err)) != VC_OK)
+        if ((st = vc_hf_build(root, &m->hf, vc__load_split(m), &m->tf, &gen, err)) != VC_OK)
             goto done;
         m->lora_targets = vc_hf_lora_targets(root);
         m->images_one_sequence = vc_hf_images_one_sequence(root);

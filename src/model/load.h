@@ -171,6 +171,9 @@ vc_status vc__quant_assign(vc_model *m, vc_error *err);
 
 /* load.c: the semantic walk over m->text (parsed), into m */
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err);
+/* load.c: the split vc__load builds m's config.json at (vc_hf_build): m's tensor-parallel ranks, vLLM's
+ * split and MXFP4 alignment, generate()'s decoding twin */
+vc_hf_split vc__load_split(const vc_model *m);
 
 /* resolve.c: what a model argument names. *out: the config.json of a
  * directory or of a Hugging Face id's cached snapshot (malloc'd), NULL when

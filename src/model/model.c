@@ -162,6 +162,12 @@ static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_mode
 
 vc_status vc__model_twin(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
 {
+    /* m's instances set up again at [seq] (src/model/reshape.c) where m's tree allows it: the same model */
+    return vc__twin_reshape(m, seq, out) == VC_OK ? VC_OK : twin(m, seq, false, out, err);
+}
+
+vc_status vc__model_twin_load(const vc_model *m, int64_t seq, vc_model **out, vc_error *err)
+{
     return twin(m, seq, false, out, err);
 }
 

@@ -184,6 +184,21 @@ vc_status vc__model_twin_decode(const vc_model *m, int64_t seq, vc_model **out, 
  * seq tokens, and m's LoRA adapters (the --max-seq search, maxseq.c). */
 vc_status vc__model_load_seq(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
 
+/* reshape.c: the --max-seq search's models of m (a config.json's, at the options' split) at other lengths:
+ * vc__seq_probe_load is vc__model_load_seq(m, seq), the same model or error, made from m's instances
+ * set up again at the new input when the config's tree at seq differs from m's only in its name and
+ * input length. The models it returns borrow m's names and index lists: free them before m. */
+typedef struct vc_seq_probe vc_seq_probe;
+vc_status vc__seq_probe_new(const vc_model *m, vc_seq_probe **out, vc_error *err);
+vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_error *err);
+void vc__seq_probe_free(vc_seq_probe *p);
+/* reshape.c: vc__model_twin's model (m loaded again with its input [seq]) made from m's instances set up
+ * again at [seq], when m's config builds the tree m->gen_json prints at m's options; otherwise an error and
+ * nothing made (the caller loads it). It borrows m's names and index lists: free it before m. */
+vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out);
+/* model.c: vc__model_twin by loading m's text again (the reference test_reshape compares with) */
+vc_status vc__model_twin_load(const vc_model *m, int64_t seq, vc_model **out, vc_error *err);
+
 /* quant.c: a vc_quant's settings against its row (bits, group, block), VC_ERR_USAGE
  * naming --weights (vc_model_set_weights). */
 vc_status vc__quant_settings_check(const vc_quant *q, vc_error *err);
