@@ -419,6 +419,48 @@ static void test_too_large(void **state)
     assert_int_equal(replay(&s), 3 * (INT64_C(1) << 61)); /* 2^61 is a multiple of 2 MiB: segments of exactly that */
 }
 
+/* vc__plan_release_replay (replay.c; sweep.c lets go of the plans it no longer replays): the plan's
+ * reserve at each batch afterwards is the one it had kept state for, and a fresh plan's. A
+ * 40-layer MLP (Linear 512 / GELU) whose activations cross from the small pool to the large
+ * (512 x 512 fp32 per sample = 1 MiB at batch 1), so both pools' streams are let go and rebuilt. */
+static void test_release_replay(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"input\":[512,512],\"layers\":[{\"type\":\"Linear\",\"in_features\":512,"
+                               "\"out_features\":512,\"repeat\":20},{\"type\":\"GELU\",\"repeat\":20}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(json, strlen(json), "release.json", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    for (int64_t batch = 1; batch <= 3; batch++) {
+        o.batch = batch;
+        vc_plan *p = NULL, *q = NULL;
+        assert_int_equal(vc_plan_build(m, &o, &p, &err), VC_OK);
+        assert_int_equal(vc_plan_build(m, &o, &q, &err), VC_OK);
+        vc_sim a, b, c;
+        vc_grid *g = vc_grid_new(), *h = vc_grid_new();
+        assert_non_null(g);
+        assert_non_null(h);
+        assert_int_equal(vc_plan_simulate(p, batch, &a, NULL, &err), VC_OK);
+        vc__plan_release_replay(p);
+        vc__plan_release_replay(p); /* twice: nothing left to let go */
+        vc_plan_use_grid(p, g);      /* a grid of its own: the grid batches replayed again, from nothing */
+        assert_int_equal(vc_plan_simulate(p, batch, &b, NULL, &err), VC_OK);
+        vc_plan_use_grid(q, h);
+        assert_int_equal(vc_plan_simulate(q, batch, &c, NULL, &err), VC_OK);
+        assert_true(a.reserved > 0);
+        assert_int_equal(b.reserved, a.reserved);
+        assert_int_equal(c.reserved, a.reserved);
+        assert_int_equal(b.peak, a.peak);
+        vc_plan_free(p);
+        vc_plan_free(q);
+        vc_grid_free(g);
+        vc_grid_free(h);
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_pools_independent),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_release_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

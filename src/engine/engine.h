@@ -141,6 +141,9 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
 /* 1 when a request of `size` bytes comes from the small pool, 0 the large one */
 static inline int vc_alloc_small(int64_t size) { return size <= VC_ALLOC_SMALL_SIZE; }
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
+/* replay.c: frees what plan p keeps for its next allocator-model replays (its pools' request
+ * streams and the allocator's state); the next one builds them again, to the same values */
+void vc__plan_release_replay(const vc_plan *p);
 
 /* vc_estimator_total for a caller that asks only whether the total is at most
  * `limit` (>= 0): a total over it may be any value over it (the allocator

@@ -28,6 +28,28 @@ void vc__memo_free(res_memo *M)
     free(M);
 }
 
+/* The allocator model's replay state (the pools' streams and the allocator's
+ * blocks, tens of bytes an event) let go: a plan the estimator no longer
+ * replays keeps only what its allocated pass reads; its next reserve, if
+ * any, starts again from the first event (the same values: the streams kept
+ * and the prefix state only save work). */
+void vc__plan_release_replay(const vc_plan *p)
+{
+    res_memo *M = p ? p->memo : NULL;
+    if (!M || !M->streams_ready) return;
+    for (int q = 0; q < 2; q++) {
+        vc_alloc_scratch_free(&M->pool[q].scratch);
+        free(M->pool[q].ev[0]);
+        free(M->pool[q].ev[1]);
+        M->pool[q].ev[0] = M->pool[q].ev[1] = NULL;
+        M->pool[q].n[0] = M->pool[q].n[1] = 0;
+        M->pool[q].cur = 0;
+        M->pool[q].pre = 0;
+        M->pool[q].last = -1;
+    }
+    M->streams_ready = false;
+}
+
 #define VC_MAX_BLOCK (INT64_C(1) << 61)
 
 /* The fold (prepare): the batch-dependent events, each with the fixed-size
