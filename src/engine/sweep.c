@@ -35,8 +35,8 @@
  * old plans and the new one are not held together. About 100 bytes an event
  * a plan, and as much again for its replays: TransformerEncoderLayer x
  * 10,000 (1.7 and 1.9 M events) swept over batches 1..40 keeps the plan of
- * batches 2 and above, not also batch 1's (762 MB resident before, 426 MB
- * after; issue 28's bound 512 MB). */
+ * batches 2 and above, not also batch 1's (745 MiB resident before, 416 MiB
+ * after, 437 MB; issue 28's bound 512 MB). */
 #define EST_PLANS 4
 #define EST_KEEP_EVENTS (VC_MAX_PLAN_EVENTS / 10)
 
