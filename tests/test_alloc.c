@@ -420,9 +420,10 @@ static void test_too_large(void **state)
 }
 
 /* vc__plan_release_replay (replay.c; sweep.c lets go of the plans it no longer replays): the plan's
- * reserve at each batch afterwards is the one it had kept state for, and a fresh plan's. A
- * 40-layer MLP (Linear 512 / GELU) whose activations cross from the small pool to the large
- * (512 x 512 fp32 per sample = 1 MiB at batch 1), so both pools' streams are let go and rebuilt. */
+ * reserve at each batch afterwards is the one it had kept state for, and a fresh plan's. Twenty
+ * Linear(512, 512) then twenty GELU on [512, 512] fp32 inputs: 1 MiB of activation per sample, the
+ * small pool's at batch 1 and the large pool's from batch 2 (kSmallSize, 1 MiB), so both pools'
+ * streams are let go and rebuilt. */
 static void test_release_replay(void **state)
 {
     (void)state;
