@@ -133,6 +133,10 @@ typedef struct {
     /* set by the caller: VC_POOL_SMALL or VC_POOL_LARGE when every request is of that pool (replay.c's
      * streams, one per pool), VC_POOL_EITHER (0, as zero-initialised) otherwise */
     int pool;
+    /* set by the caller: every replay with this scratch and a prefix frees, after the prefix, the same
+     * mallocs of the prefix (replay.c's streams: those are fixed-size storages' events); the kept state
+     * then leaves out the prefix's blocks that are never freed (alloc.c compact_snapshot) */
+    bool fixed_frees;
 } vc_alloc_scratch;
 enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);

@@ -452,6 +452,9 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
             M->pool[p].scratch.expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
             M->pool[p].scratch.max_split = b->o.alloc_conf.max_split_size;
             M->pool[p].scratch.pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
+            /* the prefix's storages are of fixed size (the events before the first batch-dependent one): the
+             * same of them are freed, and in this pool, at every batch */
+            M->pool[p].scratch.fixed_frees = true;
             if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
             M->pool[p].last = r;
             M->pool[p].cur = o; /* this stream is now the last one */
