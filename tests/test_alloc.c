@@ -400,6 +400,34 @@ static void test_reference(void **state)
             assert_int_equal(vc_alloc_replay(t.ev, t.n, pre, &sc), reference(t.ev, t.n, 0));
         }
         vc_alloc_scratch_free(&sc);
+        /* fixed_frees (replay.c's streams): streams after the same prefix that free the same of its
+         * blocks, every other one live at its end, each after its own random events; the kept state
+         * leaves out the others (compact_snapshot, from the second replay on) */
+        static stream u[3];
+        bool live[8192] = {false};
+        for (size_t i = 0; i < pre; i++) {
+            if (s.ev[i].block < 0) live[i] = true;
+            else live[s.ev[i].block] = false;
+        }
+        int32_t freed[512];
+        int nf = 0, k = 0;
+        for (size_t i = 0; i < pre && nf < 512; i++)
+            if (live[i] && k++ % 2 == 0) freed[nf++] = (int32_t)i;
+        assert_true(nf > 1);
+        for (int j = 0; j < 3; j++) {
+            memcpy(u[j].ev, s.ev, pre * sizeof *u[j].ev);
+            u[j].n = pre;
+            for (int f = 0; f < nf; f++) {
+                random_stream(&u[j], u[j].n + 1 + (size_t)((seed * 7 + (uint32_t)j * 13 + (uint32_t)f) % 60),
+                              seed * 100 + (uint32_t)j * 10000 + (uint32_t)f, seed % 2 ? 48 * MiB : 2 * MiB);
+                F(&u[j], freed[f]);
+            }
+        }
+        vc_alloc_scratch fx = {0};
+        fx.fixed_frees = true;
+        for (int round = 0; round < 2; round++)
+            for (int j = 0; j < 3; j++) assert_int_equal(vc_alloc_replay(u[j].ev, u[j].n, pre, &fx), reference(u[j].ev, u[j].n, 0));
+        vc_alloc_scratch_free(&fx);
     }
 }
 
@@ -419,6 +447,49 @@ static void test_too_large(void **state)
     assert_int_equal(replay(&s), 3 * (INT64_C(1) << 61)); /* 2^61 is a multiple of 2 MiB: segments of exactly that */
 }
 
+/* vc__plan_release_replay (replay.c; sweep.c lets go of the plans it no longer replays): the plan's
+ * reserve at each batch afterwards is the one it had kept state for, and a fresh plan's. Twenty
+ * Linear(512, 512) then twenty GELU on [512, 512] fp32 inputs: 1 MiB of activation per sample, the
+ * small pool's at batch 1 and the large pool's from batch 2 (kSmallSize, 1 MiB), so both pools'
+ * streams are let go and rebuilt. */
+static void test_release_replay(void **state)
+{
+    (void)state;
+    static const char json[] = "{\"input\":[512,512],\"layers\":[{\"type\":\"Linear\",\"in_features\":512,"
+                               "\"out_features\":512,\"repeat\":20},{\"type\":\"GELU\",\"repeat\":20}]}";
+    vc_model *m = NULL;
+    vc_error err;
+    assert_int_equal(vc_model_load_string(json, strlen(json), "release.json", &m, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    for (int64_t batch = 1; batch <= 3; batch++) {
+        o.batch = batch;
+        vc_plan *p = NULL, *q = NULL;
+        assert_int_equal(vc_plan_build(m, &o, &p, &err), VC_OK);
+        assert_int_equal(vc_plan_build(m, &o, &q, &err), VC_OK);
+        vc_sim a, b, c;
+        vc_grid *g = vc_grid_new(), *h = vc_grid_new();
+        assert_non_null(g);
+        assert_non_null(h);
+        assert_int_equal(vc_plan_simulate(p, batch, &a, NULL, &err), VC_OK);
+        vc__plan_release_replay(p);
+        vc__plan_release_replay(p); /* twice: nothing left to let go */
+        vc_plan_use_grid(p, g);      /* a grid of its own: the grid batches replayed again, from nothing */
+        assert_int_equal(vc_plan_simulate(p, batch, &b, NULL, &err), VC_OK);
+        vc_plan_use_grid(q, h);
+        assert_int_equal(vc_plan_simulate(q, batch, &c, NULL, &err), VC_OK);
+        assert_true(a.reserved > 0);
+        assert_int_equal(b.reserved, a.reserved);
+        assert_int_equal(c.reserved, a.reserved);
+        assert_int_equal(b.peak, a.peak);
+        vc_plan_free(p);
+        vc_plan_free(q);
+        vc_grid_free(g);
+        vc_grid_free(h);
+    }
+    vc_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_pools_independent),
         cmocka_unit_test(test_too_large),
         cmocka_unit_test(test_reference),
+        cmocka_unit_test(test_release_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

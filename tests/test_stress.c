@@ -18,9 +18,10 @@
  *    a repeat whose shape changes keeps its own error, checked first;
  *  - TransformerEncoderLayer(d_model 8) x 10,000 (38 ops a copy declared,
  *    380,000 in all: under the limit), a sweep of batches 1..40: answered
- *    (two plans: batch 1, and 2 and above), within a ceiling of about 1.6x
- *    the 737 MiB measured (2026-12-06, RelWithDebInfo): not within issue
- *    28's bounds, which need a lighter plan, not an earlier refusal.
+ *    (two plans: batch 1, and 2 and above, the first let go before the
+ *    second is built: src/engine/sweep.c EST_KEEP_EVENTS), within issue
+ *    28's 512 MB (414 MiB, 434 MB, measured 2026-12-06, RelWithDebInfo; 737 MiB
+ *    while both plans were kept).
  * Memory is asserted; CPU time is asserted only where it is a loader's
  * refusal (under 0.1 s here, asserted under 1 s: the machine is shared), and
  * printed otherwise (timed figures belong in bench/speed).
@@ -187,7 +188,7 @@ static void test_encoder_sweep(void **state)
     double cpu;
     assert_int_equal(in_child(run_enc, &kib, &cpu), 0);
     printf("TransformerEncoderLayer x 10,000, batches 1..40: answered, %.2f s CPU, %ld MiB peak\n", cpu, kib / 1024);
-    assert_true(kib * 1024L < 1200 * MIB);
+    assert_true(kib * 1024L < 512L * 1000 * 1000); /* issue 28: 512 MB */
 }
 
 int main(void)

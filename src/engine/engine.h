@@ -133,6 +133,10 @@ typedef struct {
     /* set by the caller: VC_POOL_SMALL or VC_POOL_LARGE when every request is of that pool (replay.c's
      * streams, one per pool), VC_POOL_EITHER (0, as zero-initialised) otherwise */
     int pool;
+    /* set by the caller: every replay with this scratch and a prefix frees, after the prefix, the same
+     * mallocs of the prefix (replay.c's streams: those are fixed-size storages' events); the kept state
+     * then leaves out the prefix's blocks that are never freed (alloc.c compact_snapshot) */
+    bool fixed_frees;
 } vc_alloc_scratch;
 enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);
@@ -141,6 +145,9 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
 /* 1 when a request of `size` bytes comes from the small pool, 0 the large one */
 static inline int vc_alloc_small(int64_t size) { return size <= VC_ALLOC_SMALL_SIZE; }
 void vc_alloc_scratch_free(vc_alloc_scratch *sc);
+/* replay.c: frees what plan p keeps for its next allocator-model replays (its pools' request
+ * streams and the allocator's state); the next one builds them again, to the same values */
+void vc__plan_release_replay(const vc_plan *p);
 
 /* vc_estimator_total for a caller that asks only whether the total is at most
  * `limit` (>= 0): a total over it may be any value over it (the allocator

@@ -28,6 +28,28 @@ void vc__memo_free(res_memo *M)
     free(M);
 }
 
+/* The allocator model's replay state (the pools' streams and the allocator's
+ * blocks, tens of bytes an event) let go: a plan the estimator no longer
+ * replays keeps only what its allocated pass reads; its next reserve, if
+ * any, starts again from the first event (the same values: the streams kept
+ * and the prefix state only save work). */
+void vc__plan_release_replay(const vc_plan *p)
+{
+    res_memo *M = p ? p->memo : NULL;
+    if (!M || !M->streams_ready) return;
+    for (int q = 0; q < 2; q++) {
+        vc_alloc_scratch_free(&M->pool[q].scratch);
+        free(M->pool[q].ev[0]);
+        free(M->pool[q].ev[1]);
+        M->pool[q].ev[0] = M->pool[q].ev[1] = NULL;
+        M->pool[q].n[0] = M->pool[q].n[1] = 0;
+        M->pool[q].cur = 0;
+        M->pool[q].pre = 0;
+        M->pool[q].last = -1;
+    }
+    M->streams_ready = false;
+}
+
 #define VC_MAX_BLOCK (INT64_C(1) << 61)
 
 /* The fold (prepare): the batch-dependent events, each with the fixed-size
@@ -430,6 +452,9 @@ int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
             M->pool[p].scratch.expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
             M->pool[p].scratch.max_split = b->o.alloc_conf.max_split_size;
             M->pool[p].scratch.pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
+            /* the prefix's storages are of fixed size (the events before the first batch-dependent one): the
+             * same of them are freed, and in this pool, at every batch */
+            M->pool[p].scratch.fixed_frees = true;
             if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
             M->pool[p].last = r;
             M->pool[p].cur = o; /* this stream is now the last one */

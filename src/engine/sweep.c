@@ -28,10 +28,17 @@
 /* Plans kept: a model that depends on the batch in a few ranges (batch 1,
  * a kernel's split count) keeps each; one decided per batch (a layer that
  * calls vc_batch_dependent) is rebuilt when it comes back. The plans kept
- * hold at most VC_MAX_PLAN_EVENTS events in all, unless the newest and the
+ * hold at most EST_KEEP_EVENTS events in all, unless the newest and the
  * one being replayed alone pass it (a large model then keeps those two, as
- * when it was rebuilt per batch). */
+ * when it was rebuilt per batch); the least recently used go before a new
+ * one is built when it would pass that (taken as large as the last), so the
+ * old plans and the new one are not held together. About 100 bytes an event
+ * a plan, and as much again for its replays: TransformerEncoderLayer x
+ * 10,000 (1.7 and 1.9 M events) swept over batches 1..40 keeps the plan of
+ * batches 2 and above, not also batch 1's (745 MiB resident before, 416 MiB
+ * after, 437 MB; issue 28's bound 512 MB). */
 #define EST_PLANS 4
+#define EST_KEEP_EVENTS (VC_MAX_PLAN_EVENTS / 10)
 
 typedef struct {
     vc_plan *p;          /* NULL: free slot */
@@ -113,6 +120,29 @@ static est_plan *cached(vc_estimator *e, int64_t batch)
     return NULL;
 }
 
+/* Frees the least recently used plans, other than slot's and keep, while
+ * the plans kept and `more` events pass EST_KEEP_EVENTS. */
+static void evict(vc_estimator *e, size_t more, const est_plan *slot, const vc_plan *keep)
+{
+    for (;;) {
+        size_t total = more;
+        est_plan *lru = NULL;
+        for (int i = 0; i < EST_PLANS; i++) {
+            est_plan *c = &e->cache[i];
+            if (!c->p) continue;
+            total += vc_plan_events(c->p);
+            if (c != slot && c->p != keep && (!lru || c->used < lru->used)) lru = c;
+        }
+        if (total <= EST_KEEP_EVENTS || !lru) break;
+        if (lru->p == e->plan) { /* the plan last estimated: another is chosen before the next replay */
+            e->plan = NULL;
+            e->cur = NULL;
+        }
+        vc_plan_free(lru->p);
+        lru->p = NULL;
+    }
+}
+
 /* Builds the plan for `batch` into the cache, evicting the least recently
  * used plan other than `keep` (the plan being replayed). budget: refuse
  * (VC_ERR_LIMIT) when the events built so far plus about this plan's would
@@ -120,6 +150,7 @@ static est_plan *cached(vc_estimator *e, int64_t batch)
 static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep, bool budget, est_plan **out,
                             vc_error *err)
 {
+    size_t last = e->plan ? vc_plan_events(e->plan) : 0;
     est_plan *slot = NULL;
     for (int i = 0; i < EST_PLANS; i++) {
         est_plan *c = &e->cache[i];
@@ -130,12 +161,14 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     /* the next plan costs about what the last one did: refused before it is
      * built when that would pass the budget (many batch sizes over a large
      * model whose plan holds for few batches each) */
-    size_t last = e->plan ? vc_plan_events(e->plan) : 0;
     if (budget && e->builds && e->rebuilt + last > VC_MAX_REBUILT_EVENTS)
         return vc_set_error(err, VC_ERR_LIMIT, NULL,
                             "this model's plan depends on the batch size (an attention kernel or a layer that "
                             "chooses by it) and is rebuilt for each one: more than %d events rebuilt in all, the "
                             "limit (docs/limits.md); ask for fewer batch sizes", VC_MAX_REBUILT_EVENTS);
+    /* the plans that would go once this one is built (about as large as the last) go before:
+     * the peak is not the old ones and the new one together */
+    evict(e, last, NULL, keep);
     vc_options o = e->o;
     o.batch = batch;
     vc_plan *p = NULL;
@@ -150,23 +183,22 @@ static vc_status build_plan(vc_estimator *e, int64_t batch, const vc_plan *keep,
     slot->used = ++e->clock;
     e->rebuilt += vc_plan_events(p);
     e->builds++;
-    /* memory: the plans kept hold at most VC_MAX_PLAN_EVENTS events in all
-     * (one of the largest plans), unless this one and `keep` alone pass it */
-    for (;;) {
-        size_t total = 0;
-        est_plan *lru = NULL;
-        for (int i = 0; i < EST_PLANS; i++) {
-            est_plan *c = &e->cache[i];
-            if (!c->p) continue;
-            total += vc_plan_events(c->p);
-            if (c != slot && c->p != keep && (!lru || c->used < lru->used)) lru = c;
-        }
-        if (total <= VC_MAX_PLAN_EVENTS || !lru) break;
-        vc_plan_free(lru->p);
-        lru->p = NULL;
-    }
+    /* memory: the plans kept hold at most EST_KEEP_EVENTS events in all,
+     * unless this one and `keep` alone pass it */
+    evict(e, 0, slot, keep);
     *out = slot;
     return VC_OK;
+}
+
+/* Memory: the allocator model's replay state (replay.c: the pools' request
+ * streams and the allocator's blocks, tens of bytes an event) is kept only
+ * by the plan being replayed and the one a grid batch was last taken from:
+ * the others' is let go (vc__plan_release_replay) and built again if they
+ * are replayed again. */
+static void release_others(vc_estimator *e, const vc_plan *keep)
+{
+    for (int i = 0; i < EST_PLANS; i++)
+        if (e->cache[i].p && e->cache[i].p != keep && e->cache[i].p != e->plan) vc__plan_release_replay(e->cache[i].p);
 }
 
 /* simulate.c's source of plans for grid batches outside the asking plan's:
@@ -178,6 +210,7 @@ static const vc_plan *grid_plan(void *ctx, int64_t batch)
     vc_error err;
     memset(&err, 0, sizeof err);
     if (!c && build_plan(e, batch, e->plan, false, &c, &err)) return NULL;
+    release_others(e, c->p);
     return c->p;
 }
 
@@ -186,6 +219,7 @@ static const vc_plan *grid_plan(void *ctx, int64_t batch)
 static void use_plan(vc_estimator *e, est_plan *c)
 {
     e->plan = c->p;
+    release_others(e, c->p);
     e->cur = c;
     (void)vc_context_estimate(&e->o, c->uses, &e->parts, &e->context, NULL);
 }
