@@ -12,12 +12,6 @@
 #define VC_SMS_HOPPER 132
 #define VC_SMS_OTHER 108
 
-/* §4.4: flash for fp16/bf16 with equal head dims up to the release's limit
- * (VC_REL_FLASH_HDIM: 128 before 2.2's FlashAttention v2, 256 since),
- * memory-efficient for fp32/fp16/bf16 with aligned head dims, math
- * otherwise; a requested backend that cannot run falls back in that order.
- * cuDNN attention (sdp_utils.cpp priority_order: first on sm90/sm100 when
- * check_prefer_cudnn_attention holds) is not modelled. */
 /* Whether the memory-efficient kernel runs with an attn_mask at this release (release.c
  * VC_REL_MEFF_MASK: 2.0's check_for_attn_mask rules out both fused kernels; 2.1 on take it). */
 static bool vc_sdpa_eff_takes_mask(vc_build *b, bool masked)
@@ -25,6 +19,12 @@ static bool vc_sdpa_eff_takes_mask(vc_build *b, bool masked)
     return !masked || vc_release_value(vc__op_torch(b), VC_REL_MEFF_MASK) != VC_MEFF_MASK_NONE;
 }
 
+/* §4.4: flash for fp16/bf16 with equal head dims up to the release's limit
+ * (VC_REL_FLASH_HDIM: 128 before 2.2's FlashAttention v2, 256 since),
+ * memory-efficient for fp32/fp16/bf16 with aligned head dims, math
+ * otherwise; a requested backend that cannot run falls back in that order.
+ * cuDNN attention (sdp_utils.cpp priority_order: first on sm90/sm100 when
+ * check_prefer_cudnn_attention holds) is not modelled. */
 int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
 {
     bool half = is_half(dt);
