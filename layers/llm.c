@@ -811,8 +811,9 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
  * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
  * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
  * the expanded batch dim materialised, alive through the call); flash takes no mask (sdp_utils.cpp
- * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which pads it to a multiple of 16 and
- * saves it for backward (layers/sdpa.c sdpa_efficient), or math. Sets *a; returns the converted mask,
+ * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which saves it for backward, padded to a
+ * multiple of 8 columns when S is not one (2.2 on; the release's preprocess_mask: layers/sdpa.c
+ * sdpa_efficient, release.c VC_REL_MEFF_MASK), or math. Sets *a; returns the converted mask,
  * which the caller releases after the call, with sliding_mask_done. */
 /* repeat_kv of one kv head: hidden_states[:, :, None].expand(B, 1, n_rep, S, D).reshape(B, n_rep, S, D) merges a
  * size-1 dim with the stride-0 one, so reshape returns a view (no copy; measured: gemma4_e_small's sliding layers);

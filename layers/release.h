@@ -16,6 +16,7 @@ typedef enum {
     VC_REL_ADAFACTOR,     /* 1: torch.optim.Adafactor exists */
     VC_REL_CUBLAS_WS_RETAINED, /* 1: ATen keeps a cuBLAS workspace per (handle, stream) in the caching allocator */
     VC_REL_INDUCTOR_REORDER, /* 1: inductor's reorder_for_peak_memory pass is on by default (--compile) */
+    VC_REL_MEFF_MASK,     /* the memory-efficient SDPA's attn_mask handling: a vc_rel_meff_mask */
     VC_REL__N
 } vc_rel_what;
 
@@ -24,6 +25,12 @@ typedef enum {
     VC_SOFTMAX_SAFE_WHERE, /* _safe_softmax returning a new at::where(...) */
     VC_SOFTMAX_SAFE_OUT    /* _safe_softmax zeroing masked rows in its output (at::where_out) */
 } vc_rel_softmax;
+
+typedef enum {
+    VC_MEFF_MASK_NONE,    /* the kernel takes no attn_mask: a masked call runs the math backend */
+    VC_MEFF_MASK_PAD16,   /* expand to [B, H, L, S], then pad the expanded mask to a multiple of 16 */
+    VC_MEFF_MASK_PAD8     /* pad the mask as given to a multiple of 8 when unaligned, then expand (a view) */
+} vc_rel_meff_mask;
 
 /* The value of `what` at release `version` (0: VC_TORCH_DEFAULT). */
 int vc_release_value(int version, vc_rel_what what);

@@ -12,6 +12,13 @@
 #define VC_SMS_HOPPER 132
 #define VC_SMS_OTHER 108
 
+/* Whether the memory-efficient kernel runs with an attn_mask at this release (release.c
+ * VC_REL_MEFF_MASK: 2.0's check_for_attn_mask rules out both fused kernels; 2.1 on take it). */
+static bool vc_sdpa_eff_takes_mask(vc_build *b, bool masked)
+{
+    return !masked || vc_release_value(vc__op_torch(b), VC_REL_MEFF_MASK) != VC_MEFF_MASK_NONE;
+}
+
 /* §4.4: flash for fp16/bf16 with equal head dims up to the release's limit
  * (VC_REL_FLASH_HDIM: 128 before 2.2's FlashAttention v2, 256 since),
  * memory-efficient for fp32/fp16/bf16 with aligned head dims, math
@@ -24,7 +31,7 @@ int vc_sdpa_pick(vc_build *b, const sdpa_t *g, vc_dtype dt)
     /* sdp_utils.cpp check_for_attn_mask: flash takes no attn_mask (ModernBERT's float masks) */
     bool flash = !g->masked && g->fused && half && g->D == g->Dv && g->D <= vc_release_value(vc__op_torch(b), VC_REL_FLASH_HDIM);
     int64_t align = half ? 8 : 4; /* minimum_gemm_alignment on sm80+ */
-    bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0;
+    bool eff = g->fused && g->D % align == 0 && g->Dv % align == 0 && vc_sdpa_eff_takes_mask(b, g->masked);
     switch (vc_opts(b)->attention) {
     case VC_ATTN_MATH: return BK_MATH;
     case VC_ATTN_EFFICIENT: return eff ? BK_EFFICIENT : BK_MATH;
@@ -315,14 +322,28 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     int64_t sz[4] = {N, H, L, Dv};
     /* compute_logsumexp: inputs require grad and grad mode is on */
     bool lse = vc_requires_grad(b, q) || vc_requires_grad(b, k) || vc_requires_grad(b, v);
-    /* an attn_mask (aten/src/ATen/native/transformers/attention.cpp preprocess_mask, PyTorch 2.x main):
-     * expand_symint to [B, H, L, S] (a view), then, when S is not a multiple of mem_eff_alignment (16),
-     * pad_bias (at::pad_symint to the multiple, sliced back): a new [B, H, L, round16(S)] of the expanded
-     * mask. Older releases padded the [B, 1, L, S] mask to 8 before expanding: not modelled. The
-     * kernel's attn_bias is saved for backward (derivatives.yaml) */
+    /* an attn_mask (aten/src/ATen/native/transformers/attention.cpp preprocess_mask), by release
+     * (release.c VC_REL_MEFF_MASK; 2.0 runs math instead, vc_sdpa_pick):
+     *  - 2.2 and later (PR #114173; cyyever/pytorch @0d188885): mem_eff_alignment 8; a mask that is not
+     *    aligned_tensor<8> (a stride other than the last not a multiple of 8: here S % 8 != 0, the masks
+     *    being contiguous with S last) goes through pad_bias<8> as given: at::pad_symint to round8(S) (a new
+     *    tensor of the mask's own shape, [B, 1, L, round8(S)] for a [B, 1, L, S] mask), sliced back; then
+     *    expand_symint to [B, H, L, S], a view. An aligned mask is passed as it is;
+     *  - 2.1 (PR #104310): expand_symint to [B, H, L, S] first, then, when S % 16 != 0, pad_bias of the
+     *    expanded view: a new [B, H, L, round16(S)].
+     * The kernel's attn_bias (the padded tensor, or the caller's mask) is saved for backward
+     * (derivatives.yaml) */
     vc_t bias = g->masked ? g->mask : -1;
-    if (bias >= 0 && g->S % 16)
-        bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(H * L * round_up(g->S, 16)), vc_dt_of(b, bias));
+    const int form = vc_release_value(vc__op_torch(b), VC_REL_MEFF_MASK);
+    if (bias >= 0 && form == VC_MEFF_MASK_PAD16 && g->S % 16) {
+        bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(sat_mul(H * L, round_up(g->S, 16))), vc_dt_of(b, bias));
+    } else if (bias >= 0 && form == VC_MEFF_MASK_PAD8 && g->S % 8) {
+        vc_numel n = vc_numel_of(b, bias); /* the mask's own shape, its last dim S widened to round8(S) */
+        const int64_t S8 = round_up(g->S, 8);
+        n.ps = sat_mul(ceil_div(n.ps, g->S), S8);
+        n.fx = sat_mul(ceil_div(n.fx, g->S), S8);
+        bias = nodiff(b, "constant_pad_nd", bias, n, vc_dt_of(b, bias));
+    }
     vc_op *o = vc_op_begin(b, "_scaled_dot_product_efficient_attention");
     vc_op_in(o, q);
     vc_op_in(o, k);
@@ -396,7 +417,7 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
         /* an explicit attn_mask: SDPA's flash backend takes none (sdp_utils.cpp check_for_attn_mask),
          * so the choice falls to efficient or math; sdpa_efficient pads and saves the mask */
         const int64_t align = is_half(vc_dt_of(b, q)) ? 8 : 4; /* as vc_sdpa_pick */
-        g.backend = g.D % align == 0 && g.Dv % align == 0 ? BK_EFFICIENT : BK_MATH;
+        g.backend = g.D % align == 0 && g.Dv % align == 0 && vc_sdpa_eff_takes_mask(b, true) ? BK_EFFICIENT : BK_MATH;
     }
     if (a->Hkv != a->H && a->no_gqa) {
         /* F.scaled_dot_product_attention(q, k, v) without enable_gqa (FalconAttention.forward,

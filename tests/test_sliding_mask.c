@@ -9,8 +9,11 @@
  * (integrations/sdpa_attention.py: repeat_kv, is_causal False). PyTorch (attention.cpp, cyyever/pytorch
  * @0d188885): convert_boolean_attn_mask makes a [B, 1, L, S] tensor of the query's dtype; flash takes no
  * mask (sdp_utils.cpp check_for_attn_mask); the memory-efficient kernel's attn_bias is saved for backward
- * (derivatives.yaml _scaled_dot_product_efficient_attention), padded to a multiple of 16 when the last dim
- * is not one (preprocess_mask / pad_bias: the mask expanded to [B, H, L, S] and padded, a new tensor).
+ * (derivatives.yaml _scaled_dot_product_efficient_attention) as preprocess_mask leaves it: since 2.2 (PR
+ * #114173) a mask whose strides are not multiples of 8 (S % 8 != 0) is padded as given by pad_bias<8>, a new
+ * [B, 1, L, round8(S)], then expanded (a view); an aligned one is passed as it is. 2.1 (--torch 2.1, PR
+ * #104310) expanded it to [B, H, L, S] first and padded that to a multiple of 16 (src/policy/release.c
+ * VC_REL_MEFF_MASK). 2.0's efficient kernel took no mask (sdp_utils.h check_for_attn_mask): math runs.
  *
  * A CPU cannot measure the CUDA kernels' bytes (bench/accuracy/llm's harness runs the math backend on
  * torch 1.13), so these are derived by hand from that source: a small Mistral (8 heads over 2 kv heads,
@@ -111,10 +114,11 @@ static long long num(const cJSON *o, const char *k1, const char *k2)
 
 /* Training at seq s, bf16, batch 2, under `attn`: the two attention layers' activations (--per-layer) and
  * the step's peak. */
-static void train(const char *cfg, int s, const char *attn, long long act[2], long long *peak)
+static void train_at(const char *cfg, int s, const char *attn, const char *torch, long long act[2], long long *peak)
 {
     char a[256];
-    snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention %s --per-layer", s, B, attn);
+    snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention %s --per-layer%s%s", s, B, attn, torch ? " --torch " : "",
+             torch ? torch : "");
     cJSON *j = cli_doc(cfg, a);
     int k = 0;
     const cJSON *l;
@@ -128,6 +132,12 @@ static void train(const char *cfg, int s, const char *attn, long long act[2], lo
     assert_int_equal(k, 2);
     *peak = num(j, "memory", "peak_allocated");
     cJSON_Delete(j);
+}
+
+/* The same at the default release (--torch 2.15, the newest source). */
+static void train(const char *cfg, int s, const char *attn, long long act[2], long long *peak)
+{
+    train_at(cfg, s, attn, NULL, act, peak);
 }
 
 /* 1. Below the window (kv_length 31 < 32): _ignore_causal_mask_sdpa skips the mask; the step is the one
@@ -166,17 +176,60 @@ static void test_saved_bias_aligned(void **state)
     for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * 64 * 64 * 2);
 }
 
-/* 4. S = 72 (72 % 16 = 8): preprocess_mask expands the mask to [B, H, L, S] and pad_bias pads its last
- * dim to 80 (a new tensor, sliced back); the kernel saves that: B x H x L x 80 x 2 = 184,320 B per layer,
- * the heads multiplied in. */
+/* The caching allocator's block for n bytes (CUDACachingAllocator.cpp round_size: multiples of 512). */
+static long long block(long long n)
+{
+    return (n + 511) / 512 * 512;
+}
+
+/* 4. S = 72 (72 % 8 = 0): the converted [B, 1, L, S] mask is aligned_tensor<8> (strides L x S, L x S, S, 1),
+ * so preprocess_mask only expands it (a view) and the kernel saves the mask itself: B x L x S x 2 = 20,736 B
+ * per layer, a 20,992 B block. 2.1 (--torch 2.1) expanded it to [B, H, L, S] and, 72 % 16 being 8, padded that to 80 (a new
+ * tensor, sliced back): B x H x L x 80 x 2 = 184,320 B per layer, the heads multiplied in. */
 static void test_saved_bias_padded(void **state)
 {
     (void)state;
     long long a[2], b[2], pa, pb;
     train(with_window, 72, "efficient", a, &pa);
     train(without_window, 72, "efficient", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], block((long long)B * 72 * 72 * 2));
+    assert_int_equal(a[0], 174592); /* 153,600 (the model without the window) + 20,992 */
+    train_at(with_window, 72, "efficient", "2.1", a, &pa);
+    train_at(without_window, 72, "efficient", "2.1", b, &pb);
     for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * H * 72 * 80 * 2);
-    assert_int_equal(a[0], 337920); /* 153,600 (the model without the window) + 184,320 */
+    assert_int_equal(a[0], 337920); /* 153,600 + 184,320 */
+}
+
+/* 4b. S = 76 (76 % 8 = 4): the mask's stride S is not a multiple of 8: pad_bias<8> pads the [B, 1, L, S] mask
+ * as given to [B, 1, L, 80] (at::pad_symint, then sliced back) and expands that (a view); the kernel saves the
+ * padded tensor (the converted mask goes when the call returns): B x L x 80 x 2 = 24,320 B per layer (a
+ * 24,576 B block), no heads. 2.1: [B, H, L, 80] (76 % 16 = 12): B x H x L x 80 x 2 = 194,560 B. */
+static void test_saved_bias_pad8(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb;
+    train(with_window, 76, "efficient", a, &pa);
+    train(without_window, 76, "efficient", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], block((long long)B * 76 * 80 * 2));
+    train_at(with_window, 76, "efficient", "2.1", a, &pa);
+    train_at(without_window, 76, "efficient", "2.1", b, &pb);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i] - b[i], (long long)B * H * 76 * 80 * 2);
+}
+
+/* 4c. --torch 2.0: check_for_attn_mask ("Both fused kernels do not support non-null attn_mask") rules the
+ * efficient kernel out for a masked call, so --attention efficient runs the math backend there (it keeps its
+ * [B, H, L, S] attention weights: far more than any saved bias); without the window (no mask) the efficient
+ * kernel still runs: the window's model is the larger by more than 2.1's padded bias. */
+static void test_torch20_math(void **state)
+{
+    (void)state;
+    long long a[2], b[2], pa, pb, m[2], pm;
+    train_at(with_window, 72, "efficient", "2.0", a, &pa);
+    train_at(without_window, 72, "efficient", "2.0", b, &pb);
+    train_at(with_window, 72, "math", "2.0", m, &pm);
+    for (int i = 0; i < 2; i++) assert_int_equal(a[i], m[i]);
+    assert_int_equal(pa, pm);
+    assert_true(a[0] - b[0] > (long long)B * H * 72 * 80 * 2);
 }
 
 /* 5. --attention flash: transformers' flash_attention_2 passes the window to its kernel
@@ -264,6 +317,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_below_window),      cmocka_unit_test(test_at_window),
         cmocka_unit_test(test_saved_bias_aligned), cmocka_unit_test(test_saved_bias_padded),
+        cmocka_unit_test(test_saved_bias_pad8),     cmocka_unit_test(test_torch20_math),
         cmocka_unit_test(test_flash_no_mask),      cmocka_unit_test(test_generate_below),
         cmocka_unit_test(test_repeat_kv),
     };

@@ -71,6 +71,26 @@ static const vc_rel_row rows[] = {
      * does not model it (src/engine/compile.c). */
     {VC_REL_INDUCTOR_REORDER, 200, 0},
     {VC_REL_INDUCTOR_REORDER, 206, 1},
+    /* The memory-efficient SDPA kernel's attn_mask (layers/sdpa.c sdpa_efficient).
+     * 2.0: aten/src/ATen/native/transformers/cuda/sdp_utils.h check_for_attn_mask ("Both fused
+     * kernels do not support non-null attn_mask"): a mask rules out flash and memory-efficient
+     * alike, so the math backend runs. 2.1: PR #104310 ("Meff Attn Bias") lets the kernel take it;
+     * attention.cpp preprocess_mask (mem_eff_alignment 16) expand_symints the mask to [B, H, L, S]
+     * and, when S % 16 != 0, pad_bias pads that expanded view (a new [B, H, L, round16(S)] tensor,
+     * sliced back). PR #114173 ("Require less alignment for attn bias", merged 2023-11, first in
+     * 2.2; its description: the earlier fix, #112673, "causes un-needed memory regressions") made it
+     * mem_eff_alignment 8: aligned_tensor<8> (every stride but the last a multiple of 8, the last
+     * 1) or else pad_bias<8> of the mask as given (convert_boolean_attn_mask's result, e.g.
+     * [B, 1, L, S]), then expand_symint (a view); unchanged at cyyever/pytorch @0d188885.
+     * Per minor release, 2.1 is 2.1.0. Not modelled: #112796 (the cherry-pick of #112673 "Fix mem
+     * eff bias bug", merged 2023-11-02, asked for 2.1.1 in tracker #110961; its diff not read here:
+     * vramcalc's issue 31/27 says it made a stride-0 or unaligned bias .contiguous(), materialising the
+     * expanded [B, H, L, S]) and #114837 ("Require less alignment for attn bias (#114173)", merged
+     * 2023-11-30 inside the 2.1.2 tracker's cherry-pick window, #113962; its base branch not read),
+     * which would make 2.1.2 behave as 2.2. */
+    {VC_REL_MEFF_MASK, 200, VC_MEFF_MASK_NONE},
+    {VC_REL_MEFF_MASK, 201, VC_MEFF_MASK_PAD16},
+    {VC_REL_MEFF_MASK, 202, VC_MEFF_MASK_PAD8},
 };
 
 /* ---- --transformers: the transformers releases (huggingface/transformers) ---- */

@@ -489,6 +489,15 @@ def main(argv):
       "reported in `memory.compile`, not modelled (the compiled figures are its upper end) | `torch/_inductor/config.py`, "
       "`torch/_inductor/memory.py` `reorder_for_peak_memory`; PR #134874 (behind an environment variable), PR #137205 "
       "\"turn on the flag\" (October 2024, 2.6) |")
+    w("| the memory-efficient SDPA's `attn_mask` (sliding-window, packed-sequence and ModernBERT masks) | 2.0 no "
+      "mask taken: a masked call runs math; 2.1 expanded to `[B, H, L, S]`, then padded to a multiple of 16 when "
+      "`S` is not one (a new `[B, H, L, ⌈S/16⌉·16]`, saved for backward); 2.2+ padded as given to a multiple of "
+      "8 when its strides are not multiples of 8 (a `[B, 1, L, S]` mask: a new `[B, 1, L, ⌈S/8⌉·8]`), then "
+      "expanded (a view); 2.1 is 2.1.0 (2.1.1's fix #112796 and #114837, #114173 merged 2023-11-30 in the 2.1.2 "
+      "cherry-pick window, are not modelled) | `aten/src/ATen/native/transformers/cuda/sdp_utils.h` "
+      "`check_for_attn_mask` (2.0); `aten/src/ATen/native/transformers/attention.cpp` `preprocess_mask`, "
+      "`pad_bias`, `aligned_tensor`; PR #104310 \"Meff Attn Bias\" (2.1), PR #112673/#112796 \"Fix mem eff bias "
+      "bug\" (2.1.1), PR #114173 \"Require less alignment for attn bias\" (2.2) |")
     w("| ATen's cuBLAS workspace per (handle, stream) in the caching allocator | 2.0-2.14 kept (`memory.workspace`: "
       "8,519,680 B, 32 MiB on sm90+, and the backward thread's); 2.15 cuBLAS's own (not in `reserved`), the cuBLASLt "
       "ones kept | `aten/src/ATen/cuda/CublasHandlePool.cpp` @ 26a39059 `setWorkspaceForHandle`; PyTorch 2.15's "
