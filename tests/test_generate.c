@@ -158,6 +158,38 @@ static void sliding_window(void **state)
     vc_model_free(m);
 }
 
+/* The first decoding step after a prompt longer than the window (issue 31): DynamicSlidingWindowLayer.update
+ * (transformers cache_utils.py @ 004999d9) keeps self.keys = full_key_states[:, :, -self.sliding_window + 1 :, :],
+ * a view of the prefill's cat result, so the whole prompt's K and V storage (fp32, 2 kv heads x 8 = 64 B a token
+ * each: 1023 tokens, 65,472 B, 65,536 in 512-B blocks) stays until the first step's torch.cat rebinds self.keys;
+ * the steps after it hold the window's 8 tokens. The decode peak of 10 new tokens is then the first step's, the
+ * same as the peak of 2 new tokens (where step 1 is the only step: ops and live set identical up to its end), and
+ * a prompt 512 tokens longer raises it by 512 x 64 B of K and of V, and 512 x 8 B of each int64 [B, prompt(+1)]
+ * tensor the loop holds (the input ids generate() was given, its attention_mask, input_ids): 2 x 32,768 +
+ * 3 x 4,096 = 77,824 B (both sizes multiples of 512: no rounding). A prompt within the window (8: kept whole, as
+ * long as the window's) leaves the last step the decode peak. */
+static void sliding_first_step(void **state)
+{
+    (void)state;
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_string(sliding, strlen(sliding), "sliding.json", &m, &err)) fail_msg("load: %s", err.msg);
+    vc_result a = gen(m, 1, VC_PREC_FP32, 1023, 10), b = gen(m, 1, VC_PREC_FP32, 1023, 2),
+              c = gen(m, 1, VC_PREC_FP32, 1535, 10);
+    assert_int_equal(a.generate.decode_step, 1);
+    assert_int_equal(a.generate.decode_peak, b.generate.decode_peak);
+    assert_int_equal(c.generate.decode_step, 1);
+    assert_int_equal(c.generate.decode_peak - a.generate.decode_peak, 2 * 512 * 64 + 3 * 512 * 8);
+    assert_int_equal(a.generate.kv_tokens, 8); /* the cache after the last step: the window */
+    vc_result_free(&a);
+    vc_result_free(&b);
+    vc_result_free(&c);
+    a = gen(m, 1, VC_PREC_FP32, 8, 10);
+    assert_int_equal(a.generate.decode_step, 9);
+    vc_result_free(&a);
+    vc_model_free(m);
+}
+
 /* A model that is not a causal LM, a prompt + new tokens past 2^40, and one past the model's
  * positions (Llama-3.1-8B: max_position_embeddings 131072; 131072 + 2 - 1 tokens fed) are refused. */
 static void refusals(void **state)
@@ -547,7 +579,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_cache_bytes), cmocka_unit_test(kv_cache_70b), cmocka_unit_test(measured_peaks),
         cmocka_unit_test(measured_bf16_prefill),
-        cmocka_unit_test(sliding_window), cmocka_unit_test(refusals), cmocka_unit_test(max_context),
+        cmocka_unit_test(sliding_window), cmocka_unit_test(sliding_first_step),
+        cmocka_unit_test(refusals), cmocka_unit_test(max_context),
         cmocka_unit_test(serve),              cmocka_unit_test(serve_auto_dtype), cmocka_unit_test(reloads_keep_weights),
         cmocka_unit_test(offloaded_cache),
         cmocka_unit_test(quantized_cache_bytes), cmocka_unit_test(quantized_measured), cmocka_unit_test(quantized_refusals),

@@ -587,7 +587,10 @@ void report_table(FILE *f, const vc_report *rep)
         if (r->generate.decode_step) {
             snprintf(note, sizeof note, "(step %" PRId64 " of %" PRId64 ": %s)", r->generate.decode_step, o->new_tokens - 1,
                      o->cache == VC_CACHE_QUANTIZED && r->generate.decode_step % (o->kv_residual > 2 ? o->kv_residual : 2) == 0
-                         ? "the cache is requantized" : "the cache is longest");
+                         ? "the cache is requantized"
+                     /* generate.c prefill_storage_held: the first step emitted before the last */
+                     : r->generate.decode_step == 1 && o->new_tokens > 2 ? "sliding layers hold the prompt's K/V"
+                                                                         : "the cache is longest");
             row(f, t, "  decode peak", r->generate.decode_peak, note);
         }
         snprintf(note, sizeof note, "(%" PRId64 " tokens per sequence, %s%s%s)", r->generate.kv_tokens,

@@ -27,7 +27,8 @@
  * the largest of all decoding steps (every step holds what the step before
  * held, one token longer); between them the caches and the loop's tensors
  * grow to the last step's lengths (a quantized cache, kvquant.c, also runs the
- * last step that requantizes, before the last one). Each pass uses the model loaded at its
+ * last step that requantizes, before the last one; a sliding layer whose prompt
+ * passed its window, the first step: prefill_storage_held). Each pass uses the model loaded at its
  * input length (vc__model_twin); the marker event between the passes splits
  * the peaks (vc_sim.peak_pre / peak_post).
  */
@@ -454,6 +455,24 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     b->m = m;
 }
 
+/* Whether the first decoding step holds more cache than the steps after it: DynamicSlidingWindowLayer.update
+ * (cache_utils.py @ 004999d9) keeps self.keys = full_key_states[:, :, -self.sliding_window + 1 :, :], a view, so
+ * a sliding layer whose prompt passed its window keeps the prefill's whole cat result (the prompt's tokens)
+ * until the first decoding step's torch.cat([self.keys, key_states]) rebinds it; every later step's storage is
+ * window tokens (the step before's cat). The layers keep theirs until their own cat in that step, the step's
+ * locals are those of any step: the first step then has a larger live set than the last, by up to
+ * (prompt - window) tokens of each such layer's keys and values (the ids, the mask and the full layers' caches
+ * are shorter by steps - 2 tokens). Both steps are emitted, and the decode peak is the larger. */
+static bool prefill_storage_held(const vc_build *b)
+{
+    const vc_gen *g = &b->gen;
+    if (b->o.cache != VC_CACHE_DYNAMIC || g->hybrid || g->encdec) return false;
+    for (int i = 0; i < g->nslot; i++)
+        if (g->slot[i].window > 0 && !g->slot[i].cross && g->slot[i].k >= 0 && g->slot[i].len > g->slot[i].window)
+            return true;
+    return false;
+}
+
 void vc__gen_emit(vc_build *b)
 {
     const vc_model *m = b->m;
@@ -507,6 +526,9 @@ void vc__gen_emit(vc_build *b)
     g->dstep[1] = 0;
     if (b->o.cache == VC_CACHE_QUANTIZED && kq >= 1 && kq < M - 1) {
         g->dstep[0] = kq;
+        g->dstep[1] = M - 1;
+    } else if (M > 2 && prefill_storage_held(b)) {
+        g->dstep[0] = 1;
         g->dstep[1] = M - 1;
     }
     for (int i = 0; i < 2 && g->dstep[i] && !b->st; i++) {

@@ -240,7 +240,8 @@ typedef struct {
     bool profile;             /* --serve: vLLM's profiling run (one forward, no cache, the sampler's logits) */
     int pass;                 /* 0 the prefill, 1 and 2 the decoding steps emitted */
     int64_t dstep[2];         /* the decoding steps emitted (1 .. steps - 1): the last, or (--cache
-                               * quantized) the last that requantizes and the last; 0 none */
+                               * quantized) the last that requantizes and the last, or (a sliding
+                               * layer's prompt past its window) the first and the last; 0 none */
     int64_t prompt, steps;    /* prompt tokens, new tokens (forward passes) */
     int64_t past, seq;        /* this pass: tokens cached before it, tokens it feeds */
     int nslot, cslot, cur;    /* cache slots (attention layers), capacity, the next this pass */
