@@ -263,6 +263,9 @@ typedef struct {
      * entries live until Gemma4TextModel.forward returns: here until that layer's block returns) */
     bool kv_store, kv_shared, kv_last;
     int64_t kv_type;
+    /* Gemma3Model.forward with an image input (hf_layers.c): create_causal_mask_mapping's token_type_ids
+     * or-mask (image_masks), in every layer of the language model */
+    bool image_mask;
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -286,8 +289,11 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask) ||
         vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
         vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
-        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type))
+        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask))
         return -1;
+    if (c->image_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared))
+        return vc_arg_fail(a, "image_mask", "is Gemma 3's causal sdpa attention with images (\"causal\", no \"eager\", "
+                           "\"sinks\", \"bidir_masks\", \"block_mask\", \"attention_chunk_size\" or kv sharing)");
     if ((c->kv_store || c->kv_shared || c->kv_last) && !c->v_norm)
         return vc_arg_fail(a, c->kv_store ? "kv_store" : c->kv_shared ? "kv_shared" : "kv_last",
                            "is Gemma4TextAttention's kv sharing (needs \"v_norm\")");
@@ -753,6 +759,20 @@ static bool sliding_mask_needed(const vc_build *b, const ra_cfg *c, int64_t L, i
     return !((L == 1 || S == L) && S < c->window);
 }
 
+/* sdpa_mask's index tensors (masking_utils.py @00c4411c): batch_arange = arange(B), head_arange = arange(1),
+ * q_arange = arange(L) + q_offset, kv_arange = arange(S) + kv_offset (int64, the sums new tensors), held:
+ * locals until sdpa_mask returns (the caller releases them) */
+static void mask_aranges(vc_build *b, int64_t L, int64_t S, vc_t ar[4])
+{
+    for (int i = 0; i < 4; i++) { /* batch_arange, head_arange, q_arange, kv_arange */
+        ar[i] = i == 0 ? mask_op(b, "arange", -1, vc_n_sample(1), VC_DT_I64)
+              : i == 1 ? mask_op(b, "arange", -1, vc_n_fixed(1), VC_DT_I64)
+                       : mask_op(b, "add", mask_op(b, "arange", -1, vc_n_fixed(i == 2 ? L : S), VC_DT_I64),
+                                 vc_n_fixed(i == 2 ? L : S), VC_DT_I64);
+        vc_hold(b, ar[i]);
+    }
+}
+
 /* The sliding-window mask itself (masking_utils.py @00c4411c: sdpa_mask with use_vmap False and
  * mask_function = sliding_window_causal_mask_function(window) = and_masks(sliding_window_overlay(window),
  * causal_mask_function)), made once per forward by the first sliding layer that needs it and kept until the
@@ -780,13 +800,7 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
         vc_hold(b, pm);
     }
     vc_t ar[4];
-    for (int i = 0; i < 4; i++) { /* batch_arange, head_arange, q_arange, kv_arange */
-        ar[i] = i == 0 ? mask_op(b, "arange", -1, vc_n_sample(1), VC_DT_I64)
-              : i == 1 ? mask_op(b, "arange", -1, one, VC_DT_I64)
-                       : mask_op(b, "add", mask_op(b, "arange", -1, vc_n_fixed(i == 2 ? L : S), VC_DT_I64),
-                                 vc_n_fixed(i == 2 ? L : S), VC_DT_I64);
-        vc_hold(b, ar[i]);
-    }
+    mask_aranges(b, L, S, ar);
     vc_t r = mask_op(b, "new_ones", -1, one, VC_DT_BOOL);
     vc_t lo = mask_op(b, "sub", ar[2], vc_n_fixed(L), VC_DT_I64); /* q_idx - sliding_window */
     r = mask_op2(b, "and", r, mask_op2(b, "gt", ar[3], lo, ls, VC_DT_BOOL), ls, VC_DT_BOOL);
@@ -801,6 +815,104 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
     for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
     vc_set_forward_local(b, r);
     return r;
+}
+
+/* Gemma 3 with an image input: its two masks (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb
+ * Gemma3Model.forward -> create_causal_mask_mapping: may_have_image_input holds without a cache (training, infer) and in
+ * generate()'s prefill (pixel_values given), not in a decoding step; the caller sets image_mask accordingly).
+ * create_causal_mask_mapping first makes image_group_ids: is_image = token_type_ids == 1 ([B, L] bool),
+ * pad(is_image, (1, 0))[:, :-1], ~, &, .int(), cumsum, - 1, where(is_image, ., -1) ([B, L] int64); is_image and
+ * image_group_ids stay alive (a local, and the or-function's closure) while create_masks_for_generate makes the
+ * "full_attention" mask (create_causal_mask) and then the "sliding_attention" one
+ * (create_sliding_window_causal_mask), both with or_mask_function = token_type_ids_mask_function (masking_utils.py
+ * @00c4411cbe15d4c56d54d3b56d4d171e9c289dac: or_masks(...), allow_is_causal_skip = False and use_vmap = True,
+ * so _ignore_causal_mask_sdpa never drops them and sdpa_mask evaluates the mask function under vmap over
+ * (batch, head, q, kv): each intermediate is materialised over the dims it depends on). Per mask: sdpa_mask's
+ * aranges (mask_aranges); the causal part (kv_idx <= q_idx, [L, S]; the sliding one also kv_idx > q_idx - window
+ * and their &); inner_mask: safe_idx = where(kv_idx < n, kv_idx, 0) ([S]), token_type_ids[batch_idx, safe_idx]
+ * and its where ([B, S]), image_group_ids[batch_idx, safe_idx] and its where ([B, S]), is_image_block =
+ * (token_type_ids[batch_idx, q_idx] == 1) & (tt_kv == 1) ([B, L], [B, S], then [B, L, S]), same_image_block =
+ * image_group_ids[batch_idx, q_idx] == group_kv ([B, L, S]), their & ([B, L, S]); or_masks: causal | inner
+ * ([B, 1, L, S] bool, the mask). generate() passes its 2-D attention_mask: the bool copy
+ * (_preprocess_mask_arguments, [B, S], a local of each create_* call) and padding_mask_function anded on top
+ * (the index [B, S], then [B, L, S]). The two masks are the forward's locals (causal_mask_mapping) until the
+ * model returns: the sliding one in vc_forward_local (as sliding_mask's), the full one in vc_forward_local2; made
+ * here by the first layer (transformers makes them just before the decoder layers). The token_type_ids input
+ * itself ([B, L] int64) is not counted. */
+static vc_t image_mask_one(vc_build *b, int64_t L, int64_t S, int64_t window, bool padded, vc_t tt, vc_t grp)
+{
+    const vc_numel ls = vc_n_fixed(L * S), bls = vc_n_sample(L * S), bs = vc_n_sample(S), bl = vc_n_sample(L);
+    vc_t pm = -1;
+    if (padded) { /* attention_mask.to(dtype=torch.bool): [B, S] */
+        pm = mask_op(b, "_to_copy", -1, bs, VC_DT_BOOL);
+        vc_hold(b, pm);
+    }
+    vc_t ar[4];
+    mask_aranges(b, L, S, ar);
+    vc_t r = mask_op2(b, "le", ar[3], ar[2], ls, VC_DT_BOOL); /* causal_mask_function */
+    if (window > 0) { /* sliding_window_overlay & causal */
+        vc_t lo = mask_op(b, "sub", ar[2], vc_n_fixed(L), VC_DT_I64);
+        r = mask_op2(b, "and", mask_op2(b, "gt", ar[3], lo, ls, VC_DT_BOOL), r, ls, VC_DT_BOOL);
+    }
+    vc_hold(b, r);
+    /* inner_mask */
+    vc_t safe = mask_op2(b, "where", mask_op(b, "lt", ar[3], vc_n_fixed(S), VC_DT_BOOL), ar[3], vc_n_fixed(S), VC_DT_I64);
+    vc_hold(b, safe);
+    vc_t tkv = mask_op2(b, "index", tt, safe, bs, VC_DT_I64);
+    tkv = mask_op2(b, "where", mask_op(b, "lt", ar[3], vc_n_fixed(S), VC_DT_BOOL), tkv, bs, VC_DT_I64);
+    vc_hold(b, tkv);
+    vc_t gkv = mask_op2(b, "index", grp, safe, bs, VC_DT_I64);
+    gkv = mask_op2(b, "where", mask_op(b, "lt", ar[3], vc_n_fixed(S), VC_DT_BOOL), gkv, bs, VC_DT_I64);
+    vc_hold(b, gkv);
+    vc_release(b, safe);
+    vc_t iq = mask_op(b, "eq", mask_op(b, "index", tt, bl, VC_DT_I64), bl, VC_DT_BOOL);
+    vc_hold(b, iq);
+    vc_t blk = mask_op2(b, "and", iq, mask_op(b, "eq", tkv, bs, VC_DT_BOOL), bls, VC_DT_BOOL);
+    vc_release(b, iq);
+    vc_release(b, tkv);
+    vc_hold(b, blk);
+    vc_t same = mask_op2(b, "eq", mask_op(b, "index", grp, bl, VC_DT_I64), gkv, bls, VC_DT_BOOL);
+    vc_release(b, gkv);
+    vc_t inner = mask_op2(b, "and", blk, same, bls, VC_DT_BOOL);
+    vc_release(b, blk);
+    vc_t m = mask_op2(b, "or", r, inner, bls, VC_DT_BOOL);
+    vc_release(b, r);
+    if (padded) {
+        vc_t pi = mask_op(b, "index", pm, bs, VC_DT_BOOL); /* padding_mask[batch_idx, kv_idx] */
+        m = mask_op2(b, "and", m, pi, bls, VC_DT_BOOL);
+        vc_release(b, pm);
+    }
+    for (int i = 0; i < 4; i++) vc_release(b, ar[i]); /* sdpa_mask returns */
+    return m;
+}
+
+/* The mask of this layer's type (sliding: window > 0), both made by the first layer of the forward. */
+static vc_t image_masks(vc_build *b, int64_t L, int64_t S, int64_t window, bool padded)
+{
+    vc_t s = vc_forward_local(b), f = vc_forward_local2(b);
+    if (s < 0 || f < 0) {
+        const vc_numel bl = vc_n_sample(L);
+        vc_t tt = mask_op(b, "eq", -1, bl, VC_DT_BOOL); /* is_image = token_type_ids == 1 */
+        vc_hold(b, tt);
+        vc_t prev = mask_op(b, "constant_pad_nd", tt, vc_n_sample(L + 1), VC_DT_BOOL);
+        vc_t start = mask_op2(b, "and", tt, mask_op(b, "bitwise_not", prev, bl, VC_DT_BOOL), bl, VC_DT_BOOL);
+        vc_t g = mask_op(b, "cumsum", mask_op(b, "_to_copy", start, bl, VC_DT_I32), bl, VC_DT_I64);
+        vc_t grp = mask_op2(b, "where", tt, mask_op(b, "sub", g, bl, VC_DT_I64), bl, VC_DT_I64); /* image_group_ids */
+        vc_hold(b, grp);
+        f = image_mask_one(b, L, S, 0, padded, tt, grp);
+        s = image_mask_one(b, L, S, window, padded, tt, grp);
+        vc_release(b, tt); /* create_causal_mask_mapping returns */
+        vc_release(b, grp);
+        vc_set_forward_local(b, s);
+        vc_set_forward_local2(b, f);
+    }
+    return window > 0 ? s : f;
+}
+
+static bool image_mask_needed(const vc_build *b, const ra_cfg *c)
+{
+    return c->image_mask && vc_opts(b)->attention != VC_ATTN_FLASH && !vc_serve_profile(b) &&
+           vc_opts(b)->cache != VC_CACHE_STATIC;
 }
 
 /* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
@@ -833,7 +945,7 @@ static vc_t repeat_kv_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
 
 static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
 {
-    vc_t bm = sliding_mask(b, L, a->S, padded);
+    vc_t bm = image_mask_needed(b, c) ? image_masks(b, L, a->S, c->window, padded) : sliding_mask(b, L, a->S, padded);
     if (c->KV != c->H) {
         const vc_numel n = vc_n_sample(c->H * a->S * c->D);
         *k = c->KV == 1 ? repeat_kv_view(b, *k, n, true) : vc__op_fresh(b, "repeat_kv", *k, n);
@@ -1159,7 +1271,7 @@ static void ra_emit(vc_build *b, const void *p)
         vc_hold(b, v);
         vc_kv_share_set(b, (int)c->kv_type, k, v, a.S, a.k_blhd);
     }
-    const vc_t smask = !npack && sliding_mask_needed(b, c, L, a.S) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
+    const vc_t smask = !npack && (image_mask_needed(b, c) || sliding_mask_needed(b, c, L, a.S)) ? sliding_mask_args(b, c, L, q, &k, &v, &a, cached) : -1;
     /* block_mask: Qwen2_5_VLVisionSdpaAttention.forward (modeling_qwen2_5_vl.py @ efa7189c):
      * attention_mask = torch.zeros([1, L, L], dtype=torch.bool), True within each cu_seqlens block, a
      * local until the forward returns; F.scaled_dot_product_attention converts it first
@@ -1239,8 +1351,10 @@ void vc__ra_kv_layout(const void *cfg, int64_t *kv_heads, int64_t *head_dim, int
 }
 
 const vc_kind vc_kind_RotaryAttention = {
-    .ops = 79, /* 58, and the sliding-window mask past the window: 17 to make it (sliding_mask, generate()'s
-                * padded form), 4 to use it (repeat_kv twice, scalar_tensor, where) */
+    .ops = 125, /* 58, and the mask of a masked sdpa call: past the window 17 to make it (sliding_mask, generate()'s
+                 * padded form), or Gemma 3's two image masks 63 (image_masks: 8 for image_group_ids, 23 the full
+                 * mask, 26 the sliding one, 3 each for generate()'s padding), 4 to use it (repeat_kv twice,
+                 * scalar_tensor, where) */
     .name = "RotaryAttention",
     .summary = "HF attention core: q/k/v (or fused qkv) + rope -> GQA SDPA -> [L, H*D] (q/k norm, partial rotary)",
     .min_inputs = 1, .max_inputs = 4, .cfg_size = sizeof(ra_cfg),

@@ -59,8 +59,8 @@ static void decode_without_tower(void **state)
 /* measured.json's cases llm569-llm577 that are not held out (every third is): the prefill peaks within 0.15%
  * (2,048 to 10,752 bytes low: where the tower's attention is the peak) and the decoding peaks within 0.4% (5,632 to
  * 13,312 bytes low; Gemma 3's text-only decoding steps are 2,048 bytes low too, llm197-llm199). Not asserted: the
- * held-out llm577 (--prompt 200 with a 224x224 image: the language model's prefill is the peak, and the estimate,
- * without create_causal_mask_mapping's token_type_ids masks and the masked sdpa, is 2.32% low; docs/llm.md). */
+ * held-out llm577 (--prompt 200 with a 224x224 image: the language model's prefill with create_causal_mask_mapping's
+ * token_type_ids masks and the masked sdpa is the peak; 0.08% low, 2.32% while the masks were not modelled). */
 static void measured(void **state)
 {
     (void)state;
@@ -90,6 +90,84 @@ static void measured(void **state)
     }
 }
 
+/* The token_type_ids masks (layers/llm.c image_masks; modeling_gemma3.py @ 0018aa64 create_causal_mask_mapping,
+ * masking_utils.py @00c4411c create_causal_mask / create_sliding_window_causal_mask with or_mask_function:
+ * allow_is_causal_skip False, so the masks exist whatever the length). gemma3_vl_small with a 224x224 image and
+ * --seq 32, batch 2: P = 32 + 68 (full_image_sequence: "\n\n", boi, 64 image tokens, eoi, "\n\n") = 100 tokens.
+ * Each mask is or_masks' result, a [B, 1, P, P] bool = 2 x 100 x 100 = 20,000 bytes, 20,480 in the caching
+ * allocator's 512-byte blocks, made once (the first decoder layer here) and freed when the forward returns (its
+ * last ops, the loss's); the prefill of generate() makes them too (may_have_image_input: pixel_values given), a
+ * decoding step does not. Counts the `or` allocations of each phase in the CLI's --trace. */
+static void trace_or(const char *args, int *n, long long bytes[4], int *decode)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s --trace 2>/dev/null", VC_CLI, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512], phase[32], ev[16], kind[16], where[256], op[64];
+    long long sz, total;
+    *n = *decode = 0;
+    while (fgets(line, sizeof line, p)) {
+        op[0] = 0;
+        if (sscanf(line, "%31s %15s %15s %lld %lld %255s %63s", phase, ev, kind, &sz, &total, where, op) < 7) continue;
+        if (strcmp(ev, "alloc") || strcmp(op, "or")) continue;
+        if (!strcmp(phase, "decode")) (*decode)++;
+        else {
+            assert_true(*n < 4);
+            assert_string_equal(where, "layers[20][0].layers[4]"); /* the language model's first attention */
+            bytes[(*n)++] = sz;
+        }
+    }
+    assert_int_equal(pclose(p), 0);
+}
+
+static void image_masks(void **state)
+{
+    (void)state;
+    int n, dec;
+    long long bytes[4];
+    trace_or(CFG "gemma3_vl_small.json --image 224x224 --seq 32 -b 2 --attention math", &n, bytes, &dec);
+    assert_int_equal(n, 2); /* the full and the sliding mask */
+    assert_int_equal(bytes[0], 20480);
+    assert_int_equal(bytes[1], 20480);
+    trace_or(CFG "gemma3_vl_small.json -m generate --image 224x224 --prompt 32 --new-tokens 4 -b 2 --attention math",
+             &n, bytes, &dec);
+    assert_int_equal(n, 2); /* the prefill's */
+    assert_int_equal(bytes[0], 20480);
+    assert_int_equal(bytes[1], 20480);
+    assert_int_equal(dec, 0);
+    /* without an image: no token_type_ids, no mask (below the window sdpa_mask returns None) */
+    trace_or(CFG "gemma3_vl_small.json --seq 100 -b 2 --attention math", &n, bytes, &dec);
+    assert_int_equal(n, 0);
+}
+
+/* The language model's attention activations under the memory-efficient kernel (the default --torch): with the
+ * mask, F.scaled_dot_product_attention's converted [B, 1, P, P] fp32 mask is the attn_bias that
+ * _scaled_dot_product_efficient_attention saves for backward (derivatives.yaml), padded to a multiple of 8
+ * columns by preprocess_mask since 2.2 (layers/sdpa.c sdpa_efficient, release.c VC_REL_MEFF_MASK): 2 x 100 x 104
+ * x 4 = 83,200 bytes, 83,456 in 512-byte blocks, each layer's beside what the text-only run at seq 100 saves
+ * (the kernel runs on [B, 4 heads, P, 32] keys either way: repeat_kv with the mask, enable_gqa without).
+ * --attention flash: transformers' flash_attention_mask drops the mask: the text-only layer's activations. */
+static long long lm_attn_act(const char *args)
+{
+    const char *p = NULL, *q = cli_output(args);
+    while ((q = strstr(q, "\"kind\": \"RotaryAttention\""))) p = q++; /* the last: the full-attention layer */
+    assert_non_null(p);
+    p = strstr(p, "\"activations\": ");
+    assert_non_null(p);
+    return strtoll(p + strlen("\"activations\": "), NULL, 10);
+}
+
+static void efficient_bias(void **state)
+{
+    (void)state;
+    const long long img = lm_attn_act(CFG "gemma3_vl_small.json --image 224x224 --seq 32 -b 2 --per-layer -f json");
+    const long long txt = lm_attn_act(CFG "gemma3_vl_small.json --seq 100 -b 2 --per-layer -f json");
+    assert_int_equal(img - txt, 83456);
+    assert_int_equal(lm_attn_act(CFG "gemma3_vl_small.json --image 224x224 --seq 32 -b 2 --attention flash --per-layer -f json"),
+                     lm_attn_act(CFG "gemma3_vl_small.json --seq 100 -b 2 --attention flash --per-layer -f json"));
+}
+
 /* What is still refused with an image: more than one image a sample (SigLIP runs a sample's images as a batch
  * dimension, modelled at one) and vLLM's serving of images. */
 static void refusals(void **state)
@@ -106,6 +184,8 @@ int main(void)
         cmocka_unit_test(decode_without_tower),
         cmocka_unit_test(measured),
         cmocka_unit_test(refusals),
+        cmocka_unit_test(image_masks),
+        cmocka_unit_test(efficient_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -166,6 +166,12 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
     /* Qwen3NextAttention: attn_output * sigmoid(gate) (its Qwen3NextRMSNorm q/k norms: the gemma variant above) */
     if (a->f->hybrid) flag(w, o, "output_gate", true);
+    /* Gemma3Model.forward (modeling_gemma3.py @ 0018aa64) with images: create_causal_mask_mapping's token_type_ids
+     * or-mask (may_have_image_input: training, and generate()'s prefill with pixel_values; not its decoding steps),
+     * the language model's full and sliding masks (layers/llm.c image_masks); transformers' eager path is not run
+     * with them here */
+    if (a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode && causal && !a->eager)
+        flag(w, o, "image_mask", true);
 }
 
 int64_t vc__hf_layer_window(const arch *a, int64_t i)
