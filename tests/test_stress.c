@@ -188,7 +188,13 @@ static void test_encoder_sweep(void **state)
     double cpu;
     assert_int_equal(in_child(run_enc, &kib, &cpu), 0);
     printf("TransformerEncoderLayer x 10,000, batches 1..40: answered, %.2f s CPU, %ld MiB peak\n", cpu, kib / 1024);
+#ifndef VC_SANITIZE
     assert_true(kib * 1024L < 512L * 1000 * 1000); /* issue 28: 512 MB */
+#else
+    /* ASan's shadow memory and redzones are not the estimator's (684 MiB measured there, 414 MiB
+     * uninstrumented): the bound is the uninstrumented builds' */
+    assert_true(kib > 0);
+#endif
 }
 
 int main(void)
