@@ -33,7 +33,10 @@ typedef struct {
     bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
     bool complex; /* Llama4TextRotaryEmbedding: freqs_cis, complex64 [L, rotary_dim / 2] (as float32 [2, L, R / 2]) */
     int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
+    int64_t smask; /* the layers' sdpa sliding window: the sliding mask made here under checkpointing, 0 none */
 } rope_cfg;
+
+static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -42,7 +45,8 @@ static int rope_parse(vc_args *a, void *p)
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
-        vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir))
+        vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
+        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask))
         return -1;
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
@@ -109,6 +113,16 @@ static void rope_emit(vc_build *b, const void *p)
     }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
+    /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's
+     * forward before the decoder layers (masking_utils.py @00c4411c create_sliding_window_causal_mask, called by
+     * e.g. MistralModel.forward / Qwen2Model.forward / Gemma2Model.forward), and GradientCheckpointingLayer binds
+     * it in each checkpointed layer's partial (modeling_layers.py), kept until that layer's backward; made here
+     * (outside every checkpointed region) when the training step's sliding layers take it (sliding_mask_needed:
+     * a kv length of sliding_window or more). Without checkpoint regions the first sliding layer makes it, the
+     * same tensors at nearly the same point. */
+    if (c->smask > 0 && !c->bidir && vc_checkpointed(b) && L >= c->smask && vc_opts(b)->attention != VC_ATTN_FLASH &&
+        !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC && vc_forward_local(b) < 0)
+        (void)sliding_mask(b, L, L, false);
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
