@@ -971,8 +971,8 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
 }
 
 /* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
- * use_gqa_in_sdpa is false with a mask, so repeat_kv when kv
- * heads < heads (repeat_kv_args), and is_causal False; F.scaled_dot_product_attention converts the bool mask first
+ * use_gqa_in_sdpa is false with a mask, so repeat_kv when kv heads < heads (repeat_kv_args), and is_causal False;
+ * F.scaled_dot_product_attention converts the bool mask first
  * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
  * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
  * the expanded batch dim materialised, alive through the call); flash takes no mask (sdp_utils.cpp
