@@ -209,6 +209,8 @@ vc_dtype vc_autocast_dt(const vc_build *b);
  * w is not a parameter. For ops.c's vc__op_autocast_weight alone. */
 int32_t *vc__amp_cache(vc_build *b, vc_t w);
 bool vc_training(const vc_build *b);
+/* The model has checkpointed regions (--grad-ckpt, "checkpoint": true) and the step trains. */
+bool vc_checkpointed(const vc_build *b);
 /* PEFT's disable_adapter is on (--loss dpo's reference forward, src/engine/plan.c
  * vc__emit_reference): an adapter layer returns its base layer's output alone. */
 bool vc_adapters_disabled(const vc_build *b);

@@ -33,7 +33,10 @@ typedef struct {
     bool half; /* GptOssRotaryEmbedding: emb = freqs (no cat): cos/sin of rotary_dim / 2 */
     bool complex; /* Llama4TextRotaryEmbedding: freqs_cis, complex64 [L, rotary_dim / 2] (as float32 [2, L, R / 2]) */
     int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
+    int64_t smask; /* the layers' sdpa sliding window: the sliding mask made here under checkpointing, 0 none */
 } rope_cfg;
+
+static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -42,7 +45,8 @@ static int rope_parse(vc_args *a, void *p)
     rope_cfg *c = p;
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
-        vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir))
+        vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
+        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask))
         return -1;
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
@@ -109,6 +113,16 @@ static void rope_emit(vc_build *b, const void *p)
     }
     if (vc_opts(b)->packing > 1 && vc_forward_local(b) < 0) /* --packing: the mask, or flash's position_ids alone */
         vc_set_forward_local(b, vc_opts(b)->attention == VC_ATTN_FLASH ? packed_position_ids(b, L) : packed_mask(b, L));
+    /* The sliding-window mask under gradient checkpointing: transformers makes causal_mask_mapping in the model's
+     * forward before the decoder layers (masking_utils.py @00c4411c create_sliding_window_causal_mask, called by
+     * e.g. MistralModel.forward / Qwen2Model.forward / Gemma2Model.forward), and GradientCheckpointingLayer binds
+     * it in each checkpointed layer's partial (modeling_layers.py), kept until that layer's backward; made here
+     * (outside every checkpointed region) when the training step's sliding layers take it (sliding_mask_needed:
+     * a kv length of sliding_window or more). Without checkpoint regions the first sliding layer makes it, the
+     * same tensors at nearly the same point. */
+    if (c->smask > 0 && !c->bidir && vc_checkpointed(b) && L >= c->smask && vc_opts(b)->attention != VC_ATTN_FLASH &&
+        !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC && vc_forward_local(b) < 0)
+        (void)sliding_mask(b, L, L, false);
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -915,18 +929,6 @@ static bool image_mask_needed(const vc_build *b, const ra_cfg *c)
            vc_opts(b)->cache != VC_CACHE_STATIC;
 }
 
-/* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
- * use_gqa_in_sdpa is false with a mask, so repeat_kv (expand + reshape: new [B, H, S, D] key and value, views
- * for one kv head; the function's locals `key` and `value` rebound to them: alive until it returns) when kv
- * heads < heads, and
- * is_causal False; F.scaled_dot_product_attention converts the bool mask first
- * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
- * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
- * the expanded batch dim materialised, alive through the call); flash takes no mask (sdp_utils.cpp
- * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which saves it for backward, padded to a
- * multiple of 8 columns when S is not one (2.2 on; the release's preprocess_mask: layers/sdpa.c
- * sdpa_efficient, release.c VC_REL_MEFF_MASK), or math. Sets *a; returns the converted mask,
- * which the caller releases after the call, with sliding_mask_done. */
 /* repeat_kv of one kv head: hidden_states[:, :, None].expand(B, 1, n_rep, S, D).reshape(B, n_rep, S, D) merges a
  * size-1 dim with the stride-0 one, so reshape returns a view (no copy; measured: gemma4_e_small's sliding layers);
  * its backward sums the gradient over the repeats (a new tensor of the input's size). The math backend scales the
@@ -943,18 +945,45 @@ static vc_t repeat_kv_view(vc_build *b, vc_t x, vc_numel n, bool contiguous)
     return y;
 }
 
+/* sdpa_attention_forward's repeat_kv with a mask (integrations/sdpa_attention.py @00c238bd: use_gqa_in_sdpa false
+ * whenever attention_mask is not None), for every masked caller (the sliding / image masks, --packing's packed
+ * mask): when kv heads < heads, key = repeat_kv(key, n_rep) and value = repeat_kv(value, n_rep) (expand + reshape:
+ * new [B, H, S, D] tensors, views for one kv head: repeat_kv_view), the function's locals `key` and `value` rebound
+ * to them, alive until it returns (the caller releases them after the call: repeat_kv_done) */
+static void repeat_kv_args(vc_build *b, const ra_cfg *c, vc_t *k, vc_t *v, vc_sdpa_args *a)
+{
+    if (c->KV == c->H) return;
+    const vc_numel n = vc_n_sample(c->H * a->S * c->D);
+    *k = c->KV == 1 ? repeat_kv_view(b, *k, n, true) : vc__op_fresh(b, "repeat_kv", *k, n);
+    *v = c->KV == 1 ? repeat_kv_view(b, *v, n, false) : vc__op_fresh(b, "repeat_kv", *v, n);
+    vc_hold(b, *k);
+    vc_hold(b, *v);
+    a->Hkv = c->H;
+    a->k_blhd = a->v_blhd = false;
+}
+
+/* After the sdpa call: the repeated key and value go (sdpa_attention_forward returns). */
+static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
+{
+    if (c->KV == c->H) return;
+    vc_release(b, k);
+    vc_release(b, v);
+}
+
+/* A sliding layer's sdpa call with the mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward):
+ * use_gqa_in_sdpa is false with a mask, so repeat_kv when kv heads < heads (repeat_kv_args), and is_causal False;
+ * F.scaled_dot_product_attention converts the bool mask first
+ * (aten/src/ATen/native/transformers/attention.cpp convert_boolean_attn_mask, cyyever/pytorch @0d188885:
+ * at::where(mask, 0.0, at::scalar_tensor(-inf, query dtype)): a new [B, 1, L, S] in the query's dtype,
+ * the expanded batch dim materialised, alive through the call); flash takes no mask (sdp_utils.cpp
+ * check_for_attn_mask), so a GPU runs the memory-efficient kernel, which saves it for backward, padded to a
+ * multiple of 8 columns when S is not one (2.2 on; the release's preprocess_mask: layers/sdpa.c
+ * sdpa_efficient, release.c VC_REL_MEFF_MASK), or math. Sets *a; returns the converted mask,
+ * which the caller releases after the call, with sliding_mask_done. */
 static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
 {
     vc_t bm = image_mask_needed(b, c) ? image_masks(b, L, a->S, c->window, padded) : sliding_mask(b, L, a->S, padded);
-    if (c->KV != c->H) {
-        const vc_numel n = vc_n_sample(c->H * a->S * c->D);
-        *k = c->KV == 1 ? repeat_kv_view(b, *k, n, true) : vc__op_fresh(b, "repeat_kv", *k, n);
-        *v = c->KV == 1 ? repeat_kv_view(b, *v, n, false) : vc__op_fresh(b, "repeat_kv", *v, n);
-        vc_hold(b, *k);
-        vc_hold(b, *v);
-        a->Hkv = c->H;
-        a->k_blhd = a->v_blhd = false;
-    }
+    repeat_kv_args(b, c, k, v, a);
     vc_t inf = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), vc_dt_of(b, q));
     vc_t fm = vc__op_nograd(b, "where", bm, inf, vc_n_sample(L * a->S), vc_dt_of(b, q));
     vc_hold(b, fm);
@@ -968,10 +997,7 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
 static void sliding_mask_done(vc_build *b, const ra_cfg *c, vc_t fm, vc_t k, vc_t v)
 {
     vc_release(b, fm);
-    if (c->KV != c->H) {
-        vc_release(b, k);
-        vc_release(b, v);
-    }
+    repeat_kv_done(b, c, k, v);
 }
 
 /* The refusals of --packing by attention layer: what transformers' packed paths do not run as
@@ -1240,17 +1266,13 @@ static void ra_emit(vc_build *b, const void *p)
         a.varlen = npack;
     } else if (npack) {
         /* attn_implementation="sdpa" (integrations/sdpa_attention.py sdpa_attention_forward): with a
-         * mask, use_gqa_in_sdpa is false: repeat_kv (expand + reshape: [1, H, T, D] copies) and
-         * is_causal False; scaled_dot_product_attention converts the bool mask first
-         * (convert_boolean_attn_mask: where(mask, 0.0, scalar_tensor(-inf)), [T, T] in the query's
-         * dtype, alive through the call) and picks efficient or math (vc__op_sdpa_gqa) */
+         * mask, use_gqa_in_sdpa is false: repeat_kv as with the sliding mask (repeat_kv_args: [1, H, T, D]
+         * copies held through the call, views for one kv head) and is_causal False;
+         * scaled_dot_product_attention converts the bool mask first (convert_boolean_attn_mask:
+         * where(mask, 0.0, scalar_tensor(-inf)), [T, T] in the query's dtype, alive through the call) and
+         * picks efficient or math (vc__op_sdpa_gqa) */
         vc_t bm = packed_mask(b, L);
-        if (KV != H) {
-            k = vc__op_fresh(b, "repeat_kv", k, vc_n_sample(H * L * D));
-            v = vc__op_fresh(b, "repeat_kv", v, vc_n_sample(H * L * D));
-            a.Hkv = H;
-            a.k_blhd = a.v_blhd = false;
-        }
+        repeat_kv_args(b, c, &k, &v, &a);
         vc_t inf = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), vc_dt_of(b, q));
         pmask = vc__op_nograd(b, "where", bm, inf, vc_n_fixed(L * L), vc_dt_of(b, q));
         vc_hold(b, pmask);
@@ -1309,7 +1331,10 @@ static void ra_emit(vc_build *b, const void *p)
         vc_release(b, qs);
         vc_release(b, ks);
     }
-    if (pmask >= 0) vc_release(b, pmask);
+    if (pmask >= 0) {
+        vc_release(b, pmask);
+        repeat_kv_done(b, c, k, v);
+    }
     if (smask >= 0) sliding_mask_done(b, c, smask, k, v);
     /* transpose(1, 2).contiguous(): a copy unless the result is [B, L, H, D] storage */
     o = vc__op_view(b, o, vc_numel_of(b, o), blhd);

@@ -73,9 +73,35 @@ static void test_measured(void **state)
          "--lora-dropout 0 --lora-targets q_proj,v_proj", 17327616},                    /* llm352 */
         {"llama_small.json --seq 32 -b 8 -o adamw -p fp32", 8027136},                    /* llm354 */
     };
-    /* within 1%: five of the six are exact; llm351 (qwen3, q/k norms) is -0.78% since the attention's
-     * lifetimes were taken from the Python frames (layers/llm.c ra_emit), a 58,368 B difference not traced */
+    /* within 1%: five of the six are exact; llm351 (qwen3, q/k norms) was -0.78% (58,368 B under) while the
+     * packed path let the math backend free repeat_kv's copies after their fp32 upcast; held through the call
+     * as sdpa_attention_forward's locals (layers/llm.c repeat_kv_args) it is -0.01% (test_repeat_kv) */
     assert_measured(cases, sizeof cases / sizeof *cases, " --packing", 1.0);
+    assert_measured(cases + 3, 1, " --packing", 0.05);
+}
+
+/* repeat_kv under the packed mask (integrations/sdpa_attention.py @00c238bd sdpa_attention_forward: with a mask
+ * use_gqa_in_sdpa is false, key = repeat_kv(key, n_rep), value = repeat_kv(value, n_rep), locals until the
+ * function returns): qwen3_small.json (8 heads, 4 kv heads, head dim 32), -b 4 --seq 32 packed: one row of
+ * 128 tokens, so each copy is [1, 8, 128, 32] bf16 = 65,536 B. The first layer's attention in the trace: the two
+ * copies are made, and nothing of their size is freed before the math backend's first bmm (it upcasts both to
+ * fp32 first: the copies themselves stay alive through the call, as transformers' locals keep them). */
+static void test_repeat_kv(void **state)
+{
+    (void)state;
+    cli_run r;
+    run(&r, LLMCFG "qwen3_small.json --seq 32 -b 4 -o adamw -p bf16 --attention math --workspace 0 --packing --trace"
+                   " | awk '/^forward/ && /layers\\[2\\]\\[0\\]\\.layers\\[4\\]/ && / repeat_kv$/ {on = 1}"
+                   " on && / bmm$/ {exit} on {print $2, $4}'");
+    assert_int_equal(r.status, 0);
+    int made = 0, freed = 0;
+    for (const char *l = r.out; *l; l = strchr(l, '\n') + 1) {
+        if (!strncmp(l, "alloc 65536\n", 12)) made++;
+        if (!strncmp(l, "free 65536\n", 11)) freed++;
+        if (!strchr(l, '\n')) break;
+    }
+    assert_int_equal(made, 2);
+    assert_int_equal(freed, 0);
 }
 
 /* What the packed row adds over the same 256 tokens unpacked (-b 1 --seq 256), in the activations
@@ -124,6 +150,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_repeat_kv),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

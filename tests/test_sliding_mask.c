@@ -312,6 +312,38 @@ static void test_repeat_kv(void **state)
     assert_int_equal(n, 0);
 }
 
+/* 8. --grad-ckpt: transformers makes causal_mask_mapping in MistralModel.forward before the decoder layers
+ * (masking_utils.py @00c4411c create_sliding_window_causal_mask) and GradientCheckpointingLayer binds the mask in
+ * each checkpointed layer's partial (modeling_layers.py), so the recompute reads it and never makes it again. At
+ * --seq 64 (past the window of 32) the mask's first comparison, kv_idx > q_idx - window, is one [1, 1, 64, 64]
+ * bool (4,096 B) made once, in the forward, by the model before its layers (the trace's layers[1], the rotary
+ * embedding, where layers[2][i] are the decoder layers), and never in the backward's recomputes. */
+static void test_grad_ckpt(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s --seq 64 -b %d -p bf16 --attention math --grad-ckpt --trace 2>/dev/null", VC_CLI,
+             with_window, B);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[512];
+    int fwd = 0, bwd = 0, before_layers = 0;
+    while (fgets(line, sizeof line, p)) {
+        long long sz, total;
+        char phase[32], where[256], op[64];
+        if (sscanf(line, "%31s alloc act %lld %lld %255s %63s", phase, &sz, &total, where, op) != 5 || strcmp(op, "gt"))
+            continue;
+        assert_int_equal(sz, 64 * 64);
+        if (!strcmp(phase, "forward")) fwd++;
+        if (!strcmp(phase, "backward")) bwd++;
+        if (!strcmp(where, "layers[1]")) before_layers++;
+    }
+    pclose(p);
+    assert_int_equal(fwd, 1);
+    assert_int_equal(bwd, 0);
+    assert_int_equal(before_layers, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -319,7 +351,7 @@ int main(void)
         cmocka_unit_test(test_saved_bias_aligned), cmocka_unit_test(test_saved_bias_padded),
         cmocka_unit_test(test_saved_bias_pad8),     cmocka_unit_test(test_torch20_math),
         cmocka_unit_test(test_flash_no_mask),      cmocka_unit_test(test_generate_below),
-        cmocka_unit_test(test_repeat_kv),
+        cmocka_unit_test(test_repeat_kv),          cmocka_unit_test(test_grad_ckpt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -81,6 +81,7 @@ vc_dtype vc_act_dt(const vc_build *b) { return b->act_dt; }
 vc_dtype vc_param_dt(const vc_build *b) { return b->param_dt; }
 vc_dtype vc_autocast_dt(const vc_build *b) { return b->amp_dt; }
 bool vc_training(const vc_build *b) { return b->train; }
+bool vc_checkpointed(const vc_build *b) { return b->train && b->m->nregions > 0; }
 bool vc_adapters_disabled(const vc_build *b) { return b->adapters_off; }
 const vc_lora *vc_lora_of(const vc_build *b) { return &b->m->lora; }
 

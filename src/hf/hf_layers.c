@@ -962,6 +962,13 @@ static void build_layers(wr *w, const arch *a)
         num(w, o, "rotary_dim", (double)a->R);
         if (a->f->half_rope) flag(w, o, "half", true); /* GptOssRotaryEmbedding: emb = freqs, no cat */
         if (a->f->moe == MOE_LLAMA4) flag(w, o, "complex", true); /* Llama4TextRotaryEmbedding: freqs_cis */
+        /* the sdpa sliding layers' mask, made by the model's forward before its layers (layers/llm.c rope_emit):
+         * not under eager, sinks, chunked attention or Gemma 3's image masks (their own mask paths) */
+        int64_t sw = 0;
+        for (int64_t i = 0; i < a->N && !sw; i++)
+            if (vc__hf_llama4_chunk(a, i) <= 0) sw = vc__hf_layer_window(a, i) > 0 ? vc__hf_layer_window(a, i) : 0;
+        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode))
+            num(w, o, "sliding_mask", (double)sw);
         bool local = false;
         for (int64_t i = 0; i < a->N && a->f->local_rope; i++) local |= vc__hf_layer_window(a, i) > 0;
         if (local) { /* Gemma3TextModel: the sliding layers' cos/sin (rope_local_base_freq), alive with the global pair */
