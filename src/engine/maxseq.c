@@ -116,7 +116,7 @@ static int probe(search *S, int64_t seq)
         vc_model_free(c);
         return 1;
     }
-    if (c && seq * S->unit == 1 && !S->one_m) {
+    if (c && seq == 1 && S->unit == 1 && !S->one_m) {
         S->one_m = c;
         S->one_e = e;
         c = NULL;
@@ -176,7 +176,6 @@ vc_status vc__model_max_seq_at(const vc_model *m, const vc_options *o, int64_t c
     while (f == 0 && !S.lo && S.hi > 1) f = probe(&S, S.hi / 2);
     /* bisection: lo fits, hi does not */
     while (f >= 0 && S.lo && S.hi - S.lo > 1) f = probe(&S, S.lo + (S.hi - S.lo) / 2);
-    /* the answer's model with the text its load would have; else none kept (the caller loads it) */
     /* the model the answer is reported at (lo, else 1 token) with the text its load has; else none (the caller
      * loads it) */
     vc_model *am = S.lo ? S.lo_m : S.one_m;
