@@ -14,7 +14,11 @@
  * reshaped path for most of them (a model that borrows m's file name), or
  * the test would compare the load with itself. The same for generate()'s
  * twins (vc__model_twin, m with its input replaced: vc__twin_reshape)
- * against vc__model_twin_load, their generated text included.
+ * against vc__model_twin_load, their generated text included. A probe's
+ * generated text (vc__seq_probe_json) is the load's. The --max-seq search's
+ * model of its answer and its estimator (vc__model_max_seq_at, which the
+ * report uses) against m loaded again at the answer (vc_model_set_seq) and a
+ * new estimator's run there: the same model, the same result byte for byte.
  */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
@@ -28,11 +32,12 @@
 
 #include <cmocka.h>
 
+#include "engine.h"
 #include "load.h"
 #include "util.h"
 #include "vramcalc/vramcalc.h"
 
-static int compared, reshaped, refused, estimated, twins, twins_reshaped;
+static int compared, reshaped, refused, estimated, twins, twins_reshaped, texts, answers, answers_none;
 
 static void same_str(const char *a, const char *b)
 {
@@ -184,6 +189,9 @@ static void probes_of(const vc_model *m, const char *what)
             refused++;
         } else {
             same_model(a, b);
+            assert_int_equal(vc__seq_probe_json(p, a), VC_OK);
+            assert_string_equal(a->gen_json, b->gen_json);
+            texts++;
             compared++;
             if (a->file == m->file) reshaped++; /* the reshaped model borrows m's strings */
             if (i == 0 || i == 3 || i == 6) same_estimate(a, b);
@@ -216,6 +224,76 @@ static void probes_of(const vc_model *m, const char *what)
     }
 }
 
+/* the search's answer (vc__model_max_seq_at) against m at the answer, loaded, and a new estimator's run */
+static void answers_of(const char *file, int64_t tp, int64_t cap)
+{
+    vc_model *m = NULL, *b = NULL; /* (at borrows m's names: b is loaded again at the answer) */
+    vc_error err;
+    vc_hf_options hf;
+    vc_hf_options_init(&hf);
+    assert_int_equal(vc_model_load_file_hf(file, &hf, &m, &err), VC_OK);
+    assert_int_equal(vc_model_load_file_hf(file, &hf, &b, &err), VC_OK);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16;
+    if (tp > 1) {
+        assert_int_equal(vc_model_set_tp(m, tp, 0, &err), VC_OK);
+        assert_int_equal(vc_model_set_tp(b, tp, 0, &err), VC_OK);
+        o.tp = tp;
+        o.gpus = tp;
+    }
+    int64_t n = 0, n2 = 0;
+    int limited = 0, limited2 = 0;
+    vc_model *at = NULL;
+    vc_estimator *ae = NULL;
+    if (vc__model_max_seq_at(m, &o, cap, &n, &limited, NULL, &at, &ae, &err)) fail_msg("%s: %s", file, err.msg);
+    assert_int_equal(vc_model_max_seq(m, &o, cap, &n2, &limited2, NULL, &err), VC_OK);
+    assert_int_equal(n, n2);
+    assert_int_equal(limited, limited2);
+    assert_non_null(at);
+    assert_non_null(ae);
+    vc_result ra, rb;
+    assert_int_equal(vc_estimator_run(ae, o.batch, &ra, &err), VC_OK);
+    assert_int_equal(vc_model_set_seq(b, n > 0 ? n : 1, &err), VC_OK);
+    /* a model loaded again in place keeps reset_model's defaults (model.c: loss_head -1, loss_chunks 8) where a
+     * new load (the probe's truth, vc__model_load_seq) has 0: read only under a fused loss (the head, loss.c) and
+     * chunked_ce (its chunks, which hf.c always writes into the tree) */
+    if (!vc_loss_row_get(b->loss)->fused) b->loss_head = at->loss_head;
+    if (b->loss != VC_LOSS_CHUNKED) b->loss_chunks = at->loss_chunks;
+    same_model(at, b);
+    assert_string_equal(at->gen_json, b->gen_json);
+    vc_estimator *be = NULL;
+    assert_int_equal(vc_estimator_new(b, &o, VC_EST_NO_LAYERS, &be, &err), VC_OK);
+    assert_int_equal(vc_estimator_run(be, o.batch, &rb, &err), VC_OK);
+    assert_memory_equal(&ra.memory, &rb.memory, sizeof ra.memory);
+    assert_memory_equal(&ra.peak, &rb.peak, sizeof ra.peak);
+    assert_string_equal(ra.attention, rb.attention);
+    vc_result_free(&ra);
+    vc_result_free(&rb);
+    vc_estimator_free(be);
+    vc_estimator_free(ae);
+    vc_model_free(at);
+    vc_model_free(m);
+    vc_model_free(b);
+    answers++;
+    if (!n) answers_none++;
+}
+
+static void test_answers(void **state)
+{
+    (void)state;
+    /* lengths that fit (llama: tens of thousands of tokens at 80 GB, bf16; gpt2: its 1,024 positions), none
+     * (1 GiB: the report at 1 token) */
+    const char *files[] = {VC_TEST_DATA "/hf/llama-3.1-8b.json", VC_TEST_DATA "/hf/gpt2.json",
+                           VC_TEST_DATA "/hf/mixtral-8x7b-v0.1.json"};
+    const int64_t caps[] = {INT64_C(80) << 30, INT64_C(24) << 30, INT64_C(1) << 30};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        for (size_t j = 0; j < sizeof caps / sizeof *caps; j++) answers_of(files[i], 1, caps[j]);
+    answers_of(VC_TEST_DATA "/hf/llama-3.1-8b.json", 2, INT64_C(80) << 30);
+    printf("%d answers compared (%d with no length that fits)\n", answers, answers_none);
+    assert_true(answers_none >= 1 && answers - answers_none >= 1);
+}
+
 static void test_every_config(void **state)
 {
     (void)state;
@@ -245,8 +323,8 @@ static void test_every_config(void **state)
         vc_model_free(m);
     }
     closedir(d);
-    printf("%d configs: %d probes compared (%d reshaped), %d twins (%d reshaped), %d refused by both, %d estimates\n", configs,
-           compared, reshaped, twins, twins_reshaped, refused, estimated);
+    printf("%d configs: %d probes compared (%d reshaped, %d texts), %d twins (%d reshaped), %d refused by both, %d estimates\n",
+           configs, compared, reshaped, texts, twins, twins_reshaped, refused, estimated);
     assert_true(configs >= 50);
     assert_true(reshaped * 10 >= compared * 8);
     assert_true(twins_reshaped * 10 >= twins * 8);
@@ -254,6 +332,6 @@ static void test_every_config(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_config)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_answers), cmocka_unit_test(test_every_config)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

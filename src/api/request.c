@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "api.h"
+#include "engine.h"
 #include "layer.h"
 #include "recipe.h"
 #include "release.h"
@@ -1117,19 +1118,29 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     return VC_OK;
 }
 
-/* --max-seq: the search, then the model reloaded at the answer (at 1 token
- * when none fits) so that the report is the estimate there. */
-static vc_status find_max_seq(vc_request *q, vc_response *resp, vc_model *m, vc_error *err)
+/* --max-seq: the search, then the model at the answer (at 1 token when none
+ * fits) so that the report is the estimate there: the search's model of the
+ * answer in *m (the loaded one moved to *owner, whose names it borrows) with
+ * its estimator *se (made at the options o has now), else m loaded again. */
+static vc_status find_max_seq(vc_request *q, vc_response *resp, vc_model **mp, vc_model **owner, vc_estimator **se,
+                              vc_error *err)
 {
+    vc_model *m = *mp;
     esc_buf b;
     if (!vc_model_generated_json(m))
         return usage(err, "%s: " O("max_seq") " applies to a Hugging Face config.json (the sequence length is its load option, "
                      O("seq") "); this is a vramcalc model file: use " O("max_batch") ", or " O("input") " for another length",
                      esc(&b, q->model));
     int limited = 0;
-    vc_status st = vc_model_max_seq(m, &resp->o, resp->gpu.capacity, &resp->rep.max_seq, &limited, NULL, err);
+    vc_model *at = NULL;
+    vc_status st = vc__model_max_seq_at(m, &resp->o, resp->gpu.capacity, &resp->rep.max_seq, &limited, NULL, &at, se, err);
     if (st) return lib_err(q, err, st);
     resp->rep.max_seq_limited = limited;
+    if (at) {
+        *owner = m;
+        *mp = at;
+        return VC_OK;
+    }
     if ((st = vc_model_set_seq(m, resp->rep.max_seq > 0 ? resp->rep.max_seq : 1, err))) return lib_err(q, err, st);
     return VC_OK;
 }
@@ -1176,6 +1187,9 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
     resp->plot_max = -1;
     vc_model *m = NULL;
     vc_estimator *e = NULL;
+    vc_model *m_owner = NULL;  /* --max-seq: the model loaded, when m is the search's model of the answer (it borrows its names) */
+    vc_estimator *seq_e = NULL; /* ... and the search's estimator of m, made at the options seq_o */
+    vc_options seq_o;
     if (q->columns && (q->format != VC_FORMAT_CSV || q->list_gpus || q->serve)) {
         st = usage(err, O("columns") " chooses the estimate's CSV columns: it needs " OS("format", "csv") "%s",
                    q->list_gpus ? ", not " O("list_gpus") : q->serve ? ", not " O("serve") : "");
@@ -1400,7 +1414,10 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 goto fail;
             }
         }
-        if (q->max_seq && (st = find_max_seq(q, resp, m, err))) goto fail;
+        if (q->max_seq) {
+            seq_o = *o;
+            if ((st = find_max_seq(q, resp, &m, &m_owner, &seq_e, err))) goto fail;
+        }
         if (!(resp->model_name = strdup(vc_model_name(m)))) {
             st = nomem(err);
             goto fail;
@@ -1439,13 +1456,23 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
         /* (--max-context without --prompt: the report is at the prompt it finds, not at the default's) */
         /* one plan for every batch size (the first one tried is o->batch); without
          * --per-layer, even for one batch: no per-layer rows to fill */
-        st = q->counts ? vc_estimator_new_counts(q->params, q->acts, o, &e, err)
-                       : vc_estimator_new(m, o, q->per_layer && q->sweep ? 0 : VC_EST_NO_LAYERS, &e, err);
+        /* --max-seq: the search's estimator of the answer, made by vc_estimator_new(m, seq_o, VC_EST_NO_LAYERS),
+         * when the options are still those (quantized weights' compute precision is set after the search) */
+        const unsigned flags = q->per_layer && q->sweep ? 0 : VC_EST_NO_LAYERS;
+        if (seq_e && !q->counts && flags == VC_EST_NO_LAYERS && !memcmp(&seq_o, o, sizeof seq_o)) {
+            e = seq_e;
+            seq_e = NULL;
+            st = VC_OK;
+        } else {
+            st = q->counts ? vc_estimator_new_counts(q->params, q->acts, o, &e, err) : vc_estimator_new(m, o, flags, &e, err);
+        }
         if (st) {
             lib_err(q, err, st);
             goto fail;
         }
     }
+    vc_estimator_free(seq_e); /* not the report's: one plan in memory at a time */
+    seq_e = NULL;
     if (q->sweep) {
         /* a sweep keeps every row until all are known; with --per-layer each holds a row per layer */
         if (q->per_layer && m && vc_model_layer_count(m) > VC_MAX_SWEEP_LAYER_ROWS / resp->nsweep) {
@@ -1512,12 +1539,16 @@ done:
     resp->hf = q->hf;
     resp->lora = q->lora;
     vc_estimator_free(e);
+    vc_estimator_free(seq_e);
     vc_model_free(m);
+    vc_model_free(m_owner);
     *out = resp;
     return VC_OK;
 fail:
     vc_estimator_free(e);
+    vc_estimator_free(seq_e);
     vc_model_free(m);
+    vc_model_free(m_owner);
     vc_response_free(resp);
     return st;
 }

@@ -154,5 +154,12 @@ void vc__plan_release_replay(const vc_plan *p);
  * model is not replayed past the limit by the allocated peak); at most the
  * limit, it is vc_estimator_total's (sweep.c). */
 vc_status vc__estimator_total_limit(vc_estimator *e, int64_t batch, int64_t limit, int64_t *total, vc_error *err);
+/* maxseq.c: vc_model_max_seq, and, when the search ran over m itself (m at the options' split), the model the
+ * answer is reported at (the longest length that fits, else 1 token) when the search made it: *at,
+ * vc__seq_probe_load's, with the generated text its load has (it borrows m's names: free it before m), and
+ * the search's estimator of it, *at_e (vc_estimator_new(*at, o, VC_EST_NO_LAYERS), replayed at o->batch by
+ * vc__estimator_total_limit); else both NULL. at and at_e NULL: vc_model_max_seq. */
+vc_status vc__model_max_seq_at(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq, int *limited,
+                               int *estimates, vc_model **at, vc_estimator **at_e, vc_error *err);
 
 #endif

@@ -41,15 +41,23 @@ typedef struct {
     int64_t lo, hi;   /* longest known to fit (0: none), shortest known not to (0: none) */
     bool hi_refused;  /* hi was refused by the model (learned positions, the limit), not by memory */
     int64_t unit;     /* lengths are searched in units of this: --sp's TP degree (hf_tp.c), else 1 */
+    bool keep;        /* the answer's model and estimator are kept (vc__model_max_seq_at): */
+    vc_model *lo_m;   /* ... the model at lo, NULL: none */
+    vc_estimator *lo_e; /* ... and its estimator */
+    vc_model *one_m;  /* ... the model at 1 token, when it does not fit (the answer is then 0, reported at 1) */
+    vc_estimator *one_e;
 } search;
 
 /* memory.total of the model at seq tokens; *refused when the model does
  * not take that length: the loader's --seq error (learned positions, the
  * 2^40 limit), or, longer than the length m was loaded at, a size past the
  * documented limits (an attention matrix over 2^56 elements, an overflow) */
-static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused, vc_error *err)
+static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused, vc_model **cm, vc_estimator **ce,
+                          vc_error *err)
 {
     *refused = false;
+    *cm = NULL;
+    *ce = NULL;
     vc_model *c = NULL;
     vc_status st = __builtin_mul_overflow(seq, S->unit, &seq) ? vc_set_error(err, VC_ERR_USAGE, O("seq"), "too long")
                                                               : vc__seq_probe_load(S->p, seq, &c, err);
@@ -64,6 +72,11 @@ static vc_status total_at(search *S, int64_t seq, int64_t *total, bool *refused,
      * the max-batch search does, sweep.c); such a total is still over the capacity */
     if (!(st = vc_estimator_new(c, S->o, VC_EST_NO_LAYERS, &e, err)))
         st = vc__estimator_total_limit(e, S->o->batch, S->cap, total, err);
+    if (!st && S->keep) { /* the caller's: kept when seq is the new lo */
+        *cm = c;
+        *ce = e;
+        return VC_OK;
+    }
     vc_estimator_free(e);
     vc_model_free(c);
     return st;
@@ -77,8 +90,10 @@ static int probe(search *S, int64_t seq)
     vc_error_clear(&tmp);
     int64_t t = 0;
     bool refused;
+    vc_model *c;
+    vc_estimator *e;
     S->n++;
-    vc_status st = total_at(S, seq, &t, &refused, &tmp);
+    vc_status st = total_at(S, seq, &t, &refused, &c, &e, &tmp);
     if (st == VC_ERR_OVERFLOW) t = INT64_MAX; /* past 2^63 bytes: it does not fit */
     else if (st) {
         if (S->err) *S->err = tmp;
@@ -86,9 +101,29 @@ static int probe(search *S, int64_t seq)
         return -1;
     }
     if (!refused && t <= S->cap) {
-        if (seq > S->lo) S->lo = seq;
+        if (seq > S->lo) {
+            S->lo = seq;
+            if (c) { /* (the estimator before the model it holds) */
+                vc_estimator_free(S->lo_e);
+                vc_model_free(S->lo_m);
+                S->lo_m = c;
+                S->lo_e = e;
+                c = NULL;
+                e = NULL;
+            }
+        }
+        vc_estimator_free(e);
+        vc_model_free(c);
         return 1;
     }
+    if (c && seq == 1 && S->unit == 1 && !S->one_m) {
+        S->one_m = c;
+        S->one_e = e;
+        c = NULL;
+        e = NULL;
+    }
+    vc_estimator_free(e);
+    vc_model_free(c);
     if (!S->hi || seq < S->hi) {
         S->hi = seq;
         S->hi_refused = refused;
@@ -99,6 +134,14 @@ static int probe(search *S, int64_t seq)
 vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq,
                            int *limited, int *estimates, vc_error *err)
 {
+    return vc__model_max_seq_at(m, o, capacity, max_seq, limited, estimates, NULL, NULL, err);
+}
+
+vc_status vc__model_max_seq_at(const vc_model *m, const vc_options *o, int64_t capacity, int64_t *max_seq, int *limited,
+                               int *estimates, vc_model **at, vc_estimator **at_e, vc_error *err)
+{
+    if (at) *at = NULL;
+    if (at_e) *at_e = NULL;
     *max_seq = 0;
     if (limited) *limited = 0;
     if (estimates) *estimates = 0;
@@ -116,12 +159,14 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     if (capacity < 0) return vc_set_error(err, VC_ERR_USAGE, O("gpu"), "capacity must not be negative");
     /* start from the model's own length (its input: [seq] token ids) */
     int64_t s0 = m->ninputs > 0 && m->val[0].shape.nd == 1 ? m->val[0].shape.d[0] : VC_HF_DEFAULT_SEQ;
+    const vc_model *given = m;
     vc_status st = vc__model_at(m, o, &m, err); /* the model at the options' tp, sp and ep */
     if (st) return st;
     /* with --sp the sequence splits over the TP ranks: lengths in units of tp */
     int64_t unit = m->sp && m->tp > 1 ? m->tp : 1;
     s0 = s0 / unit > 0 ? s0 / unit : 1;
-    search S = {m, NULL, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit};
+    /* the answer's model and estimator, for a caller whose model is the one searched (its probes borrow it) */
+    search S = {m, NULL, o, capacity, s0 * unit, 0, VC_OK, err, 0, 0, false, unit, at && at_e && m == given, NULL, NULL, NULL, NULL};
     if ((st = vc__seq_probe_new(m, &S.p, err))) return st;
     int f = probe(&S, s0);
     /* exponential search for the bracket: doubling up from a length that
@@ -131,7 +176,28 @@ vc_status vc_model_max_seq(const vc_model *m, const vc_options *o, int64_t capac
     while (f == 0 && !S.lo && S.hi > 1) f = probe(&S, S.hi / 2);
     /* bisection: lo fits, hi does not */
     while (f >= 0 && S.lo && S.hi - S.lo > 1) f = probe(&S, S.lo + (S.hi - S.lo) / 2);
+    /* the model the answer is reported at (lo, else 1 token) with the text its load has; else none (the caller
+     * loads it) */
+    vc_model *am = S.lo ? S.lo_m : S.one_m;
+    vc_estimator *ae = S.lo ? S.lo_e : S.one_e;
+    if (S.lo) {
+        vc_estimator_free(S.one_e);
+        vc_model_free(S.one_m);
+    } else {
+        vc_estimator_free(S.lo_e);
+        vc_model_free(S.lo_m);
+    }
+    if (am && (f < 0 || vc__seq_probe_json(S.p, am))) {
+        vc_estimator_free(ae);
+        vc_model_free(am);
+        am = NULL;
+        ae = NULL;
+    }
     vc__seq_probe_free(S.p);
+    if (am) {
+        *at = am;
+        *at_e = ae;
+    }
     if (estimates) *estimates = S.n;
     if (f < 0) return S.st;
     *max_seq = S.lo * unit;

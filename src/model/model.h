@@ -192,6 +192,9 @@ typedef struct vc_seq_probe vc_seq_probe;
 vc_status vc__seq_probe_new(const vc_model *m, vc_seq_probe **out, vc_error *err);
 vc_status vc__seq_probe_load(vc_seq_probe *p, int64_t seq, vc_model **out, vc_error *err);
 void vc__seq_probe_free(vc_seq_probe *p);
+/* reshape.c: c, a model vc__seq_probe_load(p, ...) made, given the generated text (vc_model_generated_json)
+ * the load at its length has: a reshape keeps m's, whose name and input are m's length's */
+vc_status vc__seq_probe_json(vc_seq_probe *p, vc_model *c);
 /* reshape.c: vc__model_twin's model (m loaded again with its input [seq]) made from m's instances set up
  * again at [seq], when m's config builds the tree m->gen_json prints at m's options; otherwise an error and
  * nothing made (the caller loads it). It borrows m's names and index lists: free it before m. */

@@ -314,3 +314,24 @@ vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out)
     cJSON_Delete(g);
     return st;
 }
+
+vc_status vc__seq_probe_json(vc_seq_probe *p, vc_model *c)
+{
+    const vc_model *m = p->m;
+    /* a load's text is its own; a reshape's is m's (an equal text at another length: rebuilt) */
+    if (!p->on || !c->gen_json || !m->gen_json || strcmp(c->gen_json, m->gen_json)) return VC_OK;
+    cJSON *g = NULL;
+    vc_error tmp;
+    vc_error_clear(&tmp);
+    /* vc__load's text: the tree vc_hf_build makes at c's options (those reshape gave c: m's, at c's length), printed */
+    vc_status st = vc_hf_build(p->cfg, &c->hf, vc__load_split(c), &m->tf, &g, &tmp);
+    char *t = st ? NULL : cJSON_Print(g);
+    char *s = t ? strdup(t) : NULL;
+    cJSON_free(t);
+    cJSON_Delete(g);
+    if (st) return st;
+    if (!s) return VC_ERR_NOMEM;
+    free(c->gen_json);
+    c->gen_json = s;
+    return VC_OK;
+}
