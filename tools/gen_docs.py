@@ -23,8 +23,9 @@
    The environment: COLUMNS and NO_COLOR unset (stdout is a pipe, so no colour and 80
    columns), TMPDIR a scratch directory made for this run and removed after it (so a
    command that needs a file of its own writes it with `mktemp`, never into the tree),
-   and each command killed after TIMEOUT seconds (an error: the docs check has to stay
-   fast). A command that prints nothing is an error too (a typo in a path prints one).
+   and each command killed after TIMEOUT seconds, or --timeout's (an error: the docs check has
+   to stay fast; the sanitizer build's CTest passes a longer one, its binary being tens of times
+   slower). A command that prints nothing is an error too (a typo in a path prints one).
 
 3. Markdown a command prints (a table that should render as one): the lines between
 
@@ -119,7 +120,7 @@ def run(cmd, cli, root, scratch):
         p = subprocess.run(["sh", "-c", cmd], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        sys.exit("gen_docs.py: this command ran past %d s: %s" % (TIMEOUT, cmd))
+        sys.exit("gen_docs.py: this command ran past %g s: %s" % (TIMEOUT, cmd))
     if not p.stdout.strip():
         sys.exit("gen_docs.py: this command printed nothing: %s" % cmd)
     return p.stdout
@@ -227,13 +228,16 @@ def regen(name, helptext, cli, root, scratch):
 
 
 def main():
+    global TIMEOUT
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--cli", default=os.path.join(root, "build", "vramcalc"))
     ap.add_argument("--check", action="store_true", help="exit 1 when a file is not what the CLI makes")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT, help="seconds a command may take (default %d)" % TIMEOUT)
     ap.add_argument("files", nargs="*", default=[os.path.join(root, "README.md")])
     a = ap.parse_args()
+    TIMEOUT = a.timeout
     helptext = subprocess.run([a.cli, "--help"], check=True, capture_output=True, text=True).stdout
     scratch = tempfile.mkdtemp(prefix="gen_docs.")
     try:
