@@ -26,36 +26,9 @@
 #include <cjson/cJSON.h>
 
 #include "release.h"
+#include "cli_doc.h"
 
 #define GEMMA2 VC_TEST_DATA "/hf/gemma-2-9b.json"
-
-/* The CLI's stdout for args (exit 0 required), parsed as JSON; the caller frees. The per-layer
- * report is larger than cli_run.h's buffer: read it whole. */
-static cJSON *cli_doc(const char *args)
-{
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>/dev/null", VC_CLI, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-        n += k;
-        if (cap - n < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("vramcalc %s: exit %d", args, WEXITSTATUS(st));
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    assert_non_null(j);
-    return j;
-}
 
 /* 1. VC_TF_GEMMA2_EAGER by release (0: the default, 5.0) */
 static void test_table(void **state)

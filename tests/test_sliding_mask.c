@@ -36,6 +36,7 @@
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include "cli_doc.h"
 
 #define B 2
 #define H 8
@@ -77,31 +78,12 @@ static int teardown(void **state)
     return 0;
 }
 
-/* The CLI's stdout for `cfg args` (exit 0 required), parsed as JSON; the caller frees. */
-static cJSON *cli_doc(const char *cfg, const char *args)
+/* The CLI's JSON report for `cfg args` (cli_doc.h); the caller frees. */
+static cJSON *cfg_doc(const char *cfg, const char *args)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s %s -f json 2>/dev/null", VC_CLI, cfg, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    for (size_t k; (k = fread(buf + n, 1, cap - n - 1, p)) > 0;) {
-        n += k;
-        if (cap - n < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("vramcalc %s %s: exit %d", cfg, args, WEXITSTATUS(st));
-    cJSON *j = cJSON_Parse(buf);
-    free(buf);
-    assert_non_null(j);
-    return j;
+    char a[1024];
+    snprintf(a, sizeof a, "%s %s -f json", cfg, args);
+    return cli_doc(a);
 }
 
 static long long num(const cJSON *o, const char *k1, const char *k2)
@@ -119,7 +101,7 @@ static void train_at(const char *cfg, int s, const char *attn, const char *torch
     char a[256];
     snprintf(a, sizeof a, "--seq %d -b %d -p bf16 --attention %s --per-layer%s%s", s, B, attn, torch ? " --torch " : "",
              torch ? torch : "");
-    cJSON *j = cli_doc(cfg, a);
+    cJSON *j = cfg_doc(cfg, a);
     int k = 0;
     const cJSON *l;
     cJSON_ArrayForEach(l, cJSON_GetObjectItemCaseSensitive(j, "layers")) {
@@ -253,7 +235,7 @@ static void test_generate_below(void **state)
     long long v[2][2];
     const char *cfg[2] = {with_window, without_window};
     for (int i = 0; i < 2; i++) {
-        cJSON *j = cli_doc(cfg[i], "-m generate --prompt 16 --new-tokens 8 -b 2 -p bf16");
+        cJSON *j = cfg_doc(cfg[i], "-m generate --prompt 16 --new-tokens 8 -b 2 -p bf16");
         v[i][0] = num(j, "generate", "prefill_peak");
         v[i][1] = num(j, "generate", "decode_peak");
         cJSON_Delete(j);
