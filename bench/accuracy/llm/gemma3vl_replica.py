@@ -243,6 +243,18 @@ def build(cfg, attn_impl=None):
             self.multi_modal_projector = Projector(text.hidden_size)
             self.pixel_values = self.token_type_ids = None
 
+        def _merge_image(self, input_ids, inputs_embeds):
+            """Gemma3Model.forward @ 0018aa64 with pixel_values: get_image_features (the tower, then the
+            projector), cast to the embeddings' dtype, masked_scatter into the image tokens' rows; the
+            features and the token mask are freed when this returns, the caller's embeddings replaced."""
+            image_features = self.multi_modal_projector(self.vision_tower(self.pixel_values))
+            image_features = image_features.to(inputs_embeds.dtype)
+            special = input_ids == image_token_id
+            special = special.unsqueeze(-1).expand_as(inputs_embeds)
+            if inputs_embeds[special].numel() != image_features.numel():
+                raise ValueError("image features and image tokens do not match")
+            return inputs_embeds.masked_scatter(special, image_features)
+
         def forward(self, input_ids, labels=None, past_key_values=None, **kw):
             if past_key_values is not None:
                 return self._generate_step(input_ids, past_key_values, **kw)
@@ -250,14 +262,7 @@ def build(cfg, attn_impl=None):
             inputs_embeds = self.embed_tokens(input_ids) * self.embed_scale.to(self.embed_tokens.weight.dtype)
             masks = {"full_attention": None, "sliding_attention": None}
             if self.pixel_values is not None:
-                image_features = self.multi_modal_projector(self.vision_tower(self.pixel_values))
-                image_features = image_features.to(inputs_embeds.dtype)
-                special = input_ids == image_token_id
-                special = special.unsqueeze(-1).expand_as(inputs_embeds)
-                if inputs_embeds[special].numel() != image_features.numel():
-                    raise ValueError("image features and image tokens do not match")
-                inputs_embeds = inputs_embeds.masked_scatter(special, image_features)
-                del special, image_features
+                inputs_embeds = self._merge_image(input_ids, inputs_embeds)
                 if self.training:
                     L = input_ids.shape[1]
                     tt = self.token_type_ids == 1
@@ -301,14 +306,7 @@ def build(cfg, attn_impl=None):
                 cache_position = torch.arange(past_seen, past_seen + inputs_embeds.shape[1])
             masks = {"full_attention": None, "sliding_attention": None}
             if self.pixel_values is not None:
-                image_features = self.multi_modal_projector(self.vision_tower(self.pixel_values))
-                image_features = image_features.to(inputs_embeds.dtype)
-                special = input_ids == image_token_id
-                special = special.unsqueeze(-1).expand_as(inputs_embeds)
-                if inputs_embeds[special].numel() != image_features.numel():
-                    raise ValueError("image features and image tokens do not match")
-                inputs_embeds = inputs_embeds.masked_scatter(special, image_features)
-                del special, image_features
+                inputs_embeds = self._merge_image(input_ids, inputs_embeds)
                 if self.token_type_ids is not None:  # may_have_image_input: the or-mask of the image blocks
                     L, kv_len = input_ids.shape[1], past_seen + input_ids.shape[1]
                     tt = self.token_type_ids == 1
