@@ -249,7 +249,9 @@ static void refusals(void **state)
     /* --prompt is the decoder's: a prompt past its 448 positions (the default is generate()'s forced prompt:
      * test_whisper_generate's defaults) */
     assert_usage(HF "whisper-tiny.json -m generate --prompt 1024 --new-tokens 1", "--prompt: 1024 decoder tokens: whisper's decoder has 448 learned positions");
-    assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb --prompt 4", "--serve: whisper: vLLM serves WhisperForConditionalGeneration");
+    /* --serve (src/engine/serve_encdec.c, tests/test_whisper_serve.c): vLLM's derived max_model_len is max_target_positions */
+    assert_usage(HF "whisper-tiny.json --serve --gpu h100-80gb --prompt 4 --new-tokens 445", "--prompt: prompt + new tokens "
+                 "(449 tokens) pass whisper's max_target_positions (448): vLLM refuses a max_model_len over it");
     assert_usage(HF "whisper-tiny.json --tp 2", "--tp: whisper: tensor parallelism");
     assert_usage(HF "whisper-tiny.json --pp 2 --gpus 2", "--pp: whisper: pipeline stages");
     assert_usage(HF "whisper-tiny.json --loss liger", "--loss: whisper:");

@@ -221,8 +221,9 @@ static void refusals(void **state)
     assert_usage(CFG "whisper_small.json -m generate --prompt 4 --cache static",
                  "--cache: an encoder-decoder's generate() is modelled with the EncoderDecoderCache");
     assert_usage(CFG "whisper_small.json -m generate --prompt 4 -p fp16", "--precision: whisper is modelled in fp32 and bf16");
-    assert_usage(CFG "whisper_small.json --serve --gpu h100-80gb --prompt 4",
-                 "--serve: whisper: vLLM serves WhisperForConditionalGeneration");
+    /* --serve (src/engine/serve_encdec.c): compute_mm_encoder_budget's ValueError for a clip's encoder tokens (this config's 300) */
+    assert_usage(CFG "whisper_small.json --serve --gpu h100-80gb --prompt 4 --new-tokens 100 --max-num-batched-tokens 200 "
+                 "--max-num-seqs 128", "--max-num-batched-tokens: 200 is less than a clip's 300 encoder tokens (max_source_positions)");
 }
 
 int main(void)

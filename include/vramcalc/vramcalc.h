@@ -1116,6 +1116,13 @@ typedef struct {
      * the GPUs have NVLS (src/engine/nccl.c); 0 otherwise */
     int64_t non_torch_nccl;
     int64_t snapshot_nvls_credits; /* ... of snapshot_nccl, NCCL's NVLS credits (ncclNvlsSetup, at init) */
+    /* An encoder-decoder (whisper; src/engine/serve_encdec.c): the profiling run's two phases, weights
+     * included (encoder_peak: vLLM's encoder over the mm_items dummy clips; decoder_peak: the decoder's
+     * dummy run beside the encoder's outputs; profile_peak the higher), cross_layers the decoder's
+     * CrossAttention layers (CrossAttentionSpec, one KV cache group beside the self-attention layers'),
+     * cross_tokens the encoder positions a request's cross-attention keeps, blocks_per_request the blocks
+     * a request takes from both groups; all 0 for a decoder-only model */
+    int64_t encoder_peak, decoder_peak, cross_layers, cross_tokens, blocks_per_request;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

@@ -132,7 +132,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->state_layers > 0) /* Gated DeltaNet: a fixed state per request beside the paged K/V (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"deltanet_state+paged_kv\", \"state_layers\": %" PRId64
                        ", \"state_bytes_per_request_layer\": %" PRId64, r->state_layers, r->state_bytes);
-        if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder) */
+        if (r->cross_layers > 0) /* an encoder-decoder (whisper: src/engine/serve_encdec.c) */
+            fprintf(f, ",\n    \"encoder_decoder\": {\"encoder_peak\": %" PRId64 ", \"decoder_peak\": %" PRId64
+                       ", \"dummy_clips\": %" PRId64 ", \"encoder_outputs\": %" PRId64 ", \"self_attention_layers\": %" PRId64
+                       ", \"cross_attention_layers\": %" PRId64 ", \"cross_tokens\": %" PRId64 ", \"blocks_per_request\": %" PRId64 "}",
+                    r->encoder_peak, r->decoder_peak, r->mm_items, r->mm_outputs, r->cross_layers, r->cross_layers,
+                    r->cross_tokens, r->blocks_per_request);
+        else if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder) */
             fprintf(f, ",\n    \"mm_encoder\": {\"items\": %" PRId64 ", \"item_tokens\": %" PRId64 ", \"item_width\": %" PRId64
                        ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64
                        ", \"tower_activations_counted\": false}",
@@ -155,7 +161,15 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     fprintf(f, "  %-22s %12s\n", "weights", a);
     format_bytes(r->profile_peak, a, sizeof a);
     fprintf(f, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
-    if (r->mm_encoder > 0) { /* src/engine/serve.c vllm_mm_encoder */
+    if (r->cross_layers > 0) { /* an encoder-decoder's two phases (src/engine/serve_encdec.c) */
+        format_bytes(r->encoder_peak, a, sizeof a);
+        format_bytes(r->decoder_peak, b, sizeof b);
+        format_bytes(r->mm_outputs, d, sizeof d);
+        fprintf(f, "  %-22s %12s  (the encoder over %" PRId64 " dummy 30 s clip%s of %" PRId64 " positions, weights included)\n",
+                "encoder phase", a, r->mm_items, r->mm_items == 1 ? "" : "s", r->mm_item_tokens);
+        fprintf(f, "  %-22s %12s  (the decoder's dummy run, weights and the encoder's outputs (%s) included)\n",
+                "decoder phase", b, d);
+    } else if (r->mm_encoder > 0) { /* src/engine/serve.c vllm_mm_encoder */
         format_bytes(r->mm_outputs, a, sizeof a);
         fprintf(f, "  %-22s %12s  (%" PRId64 " dummy item%s of %" PRId64 " tokens, %" PRId64 "x%" PRId64 ": the encoder's outputs, "
                    "held through the language model's run, in the peak above; the tower's own activations not modelled)\n",
@@ -216,6 +230,10 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                    "layer, one block each; the attention layers' K/V paged)\n", "cache kind", "DeltaNet state",
                 r->state_layers, a);
     }
+    if (r->cross_layers > 0) /* an encoder-decoder: two KV cache groups (src/engine/serve_encdec.c) */
+        fprintf(f, "  %-22s %12s  (%" PRId64 " self-attention layers + %" PRId64 " cross-attention layers of %" PRId64
+                   " encoder positions a request, two groups: %" PRId64 " blocks a request)\n", "cache kind", "self + cross",
+                r->cross_layers, r->cross_layers, r->cross_tokens, r->blocks_per_request);
     fprintf(f, "  %-22s %12" PRId64 "\n", "tokens", r->tokens);
     snprintf(d, sizeof d, "%" PRId64 "+%" PRId64, o->prompt, o->new_tokens);
     fprintf(f, "  %-22s %12" PRId64 "  (requests of %s = %" PRId64 " tokens at once)\n", "concurrency", r->concurrency, d,

@@ -1297,6 +1297,11 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
             lib_err(q, err, st);
             goto fail;
         }
+        if (q->serve && (st = vc__whisper_serve_defaults(q->model, q->prompt_given, &o->prompt, q->given[VC_OPT_NEW_TOKENS],
+                                                         &o->new_tokens, err))) { /* src/hf/hf_whisper.c */
+            lib_err(q, err, st);
+            goto fail;
+        }
         if (o->mode == VC_MODE_GENERATE) q->hf.seq = o->prompt;
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
         st = vc__model_load_file_split(q->model, &q->hf, &rel, o->tp, o->sp, q->serve, /* --serve: vLLM's split */

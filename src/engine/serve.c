@@ -43,6 +43,7 @@
 
 #include "layer.h"
 #include "plan.h"
+#include "serve_encdec.h"
 #include "util.h"
 
 void vc_serve_options_init(vc_serve_options *s)
@@ -861,10 +862,14 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     int64_t rows = r->max_num_seqs < r->max_num_batched_tokens ? r->max_num_seqs : r->max_num_batched_tokens;
     vc_plan *p = NULL;
     const int64_t len = cdiv(r->max_num_batched_tokens, rows);
+    vc_model *encdec = NULL; /* whisper: vLLM's decoder for the dummy run (src/engine/serve_encdec.c) */
+    if ((st = vc__serve_encdec_decoder(m, o, r, len, &encdec, err))) return st;
+    const bool wh = encdec != NULL;
     vc__quant_vllm_scope(true); /* the plans built until the simulation returns are vLLM's (src/policy/quant.c) */
-    st = vc__plan_build_profile(m, o, len, 1, &p, err);
+    st = vc__plan_build_profile(encdec ? encdec : m, o, len, 1, &p, err);
     if (st) vc__quant_vllm_scope(false);
     if (st) {
+        vc_model_free(encdec);
         /* a model with learned positions cannot be built past them: say so in the options' words, not
          * with a path of the model a config becomes */
         if (st != VC_ERR_NOMEM && max_len > 0 && (double)len > max_len) {
@@ -910,8 +915,9 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     vc_dtype act = p->act_dt;
     const unsigned uses = vc__plan_uses(p);
     vc_plan_free(p);
+    vc_model_free(encdec);
     if (st) return st;
-    if (nlayers == 0) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
+    if (nlayers == 0 && !wh) return vc_set_error(err, VC_ERR_USAGE, O("serve"), "the model has no attention layer: no KV cache to size");
     /* the rotary cache is allocated with the weights and counted with them */
     const int64_t rope = vllm_rope_cache(m) * vc_dtype_size(act);
     bool gemma4 = false;
@@ -927,6 +933,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     /* a multimodal model: the encoder's dummy outputs held through the language model's run (vllm_mm_encoder) */
     if ((st = vllm_mm_encoder(m, o, act, r, err))) return st;
     r->profile_peak += r->mm_outputs;
+    if (wh && (st = vc__serve_encdec_profile(m, o, &sim, act, r, err))) return st; /* whisper's two phases */
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
     char a[32], b[32];
     if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
@@ -962,7 +969,8 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
-    r->blocks = r->kv_cache / r->page_bytes; /* get_num_blocks: available // page_size // num_layers */
+    r->blocks = r->page_bytes ? r->kv_cache / r->page_bytes : 0; /* get_num_blocks: available // page_size // num_layers
+                                                                   * (whisper's pool: vc__serve_encdec_pool below) */
     r->tokens = r->blocks * so->block_size;
     if (__builtin_add_overflow(o->prompt, o->new_tokens, &r->request_tokens))
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
@@ -1000,6 +1008,7 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     r->block_size = so->block_size;
     if (gemma4 && (st = gemma4_pages(m, so, act, r, err))) return st;
     if (gdn_n > 0 && (st = gdn_state(r, so, act, gdn_n, gdn_conv, gdn_ssm, gdn_f32, nlayers, nkind, layer_el, err))) return st;
+    if (wh && (st = vc__serve_encdec_pool(m, so, act, kv_size(so->kv_cache_dtype, act), r, err))) return st; /* whisper */
     if (r->concurrency == 0)
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
                             "one request of %lld tokens (" O("prompt") " + " O("new_tokens") ") needs more KV cache than the %lld tokens "

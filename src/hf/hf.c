@@ -875,7 +875,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     if (check_seq(&a, err)) return err->code;
     r.sp = a.sp;
     /* a decoder on a tensor-parallel rank: Megatron's vocab-parallel cross-entropy (hf_tp.c) */
-    const char *loss_name = a.f->block == BLK_T5 || a.f->block == BLK_WHISPER
+    a.wh.part = a.f->block == BLK_WHISPER ? split.whisper_part : 0; /* --serve's profiling parts (hf_whisper.c) */
+    const bool wh_dec = a.wh.part == 2; /* vLLM's decoder alone: token ids in, logits out (src/engine/serve_encdec.c) */
+    const char *loss_name = wh_dec ? "causal_lm"
+                            : a.f->block == BLK_T5 || a.f->block == BLK_WHISPER
                                 ? "seq2seq_lm" /* T5ForConditionalGeneration's / WhisperForConditionalGeneration's CrossEntropyLoss */
                             : encoder ? "cross_entropy" : split.tp > 1 ? "vocab_parallel" : lr ? lr->name : "causal_lm";
 
@@ -900,6 +903,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         a.tgt = a.seq;
         snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config, %lld mel bins x %lld frames, target %lld)", r.fam,
                  an[0] ? " " : "", an, (long long)a.wh.mel, (long long)(2 * a.wh.src), (long long)a.tgt);
+        if (a.wh.part) /* --serve's profiling parts (src/engine/serve_encdec.c) */
+            snprintf(nm, sizeof nm, "%s%s%s (Hugging Face config: vLLM's %s)", r.fam, an[0] ? " " : "", an,
+                     a.wh.part == 1 ? "encoder over the dummy clips" : "decoder's dummy run");
     }
     snprintf(src, sizeof src, "transformers modeling_%s.py (model_type %s%s)",
              !strcmp(r.fam, "gemma3_text") ? "gemma3" : !strcmp(r.fam, "llama4_text") ? "llama4" : r.fam,
@@ -910,13 +916,14 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     cJSON *shape = in ? cJSON_AddArrayToObject(in, "shape") : NULL;
     bool ok = shape != NULL;
     /* whisper: input_features [num_mel_bins, 2 x max_source_positions] in the model's dtype (hf_whisper.c) */
-    const int64_t dims[2] = {a.f->block == BLK_WHISPER ? a.wh.mel : a.seq, 2 * a.wh.src};
-    for (int d = 0; ok && d < (a.f->block == BLK_WHISPER ? 2 : 1); d++) {
+    const bool features = a.f->block == BLK_WHISPER && !wh_dec;
+    const int64_t dims[2] = {features ? a.wh.mel : a.seq, 2 * a.wh.src};
+    for (int d = 0; ok && d < (features ? 2 : 1); d++) {
         cJSON *len = cJSON_CreateNumber((double)dims[d]);
         ok = len && cJSON_AddItemToArray(shape, len);
         if (!ok) cJSON_Delete(len);
     }
-    ok = ok && cJSON_AddStringToObject(in, "dtype", a.f->block == BLK_WHISPER ? "float32" : "int64") &&
+    ok = ok && cJSON_AddStringToObject(in, "dtype", features ? "float32" : "int64") &&
          cJSON_AddStringToObject(m, "loss", loss_name);
     if (ok && lrow == VC_LOSS_CHUNKED && !encoder && !(split.tp > 1)) /* torchtune's num_output_chunks (src/engine/loss.c emit_chunked) */
         ok = cJSON_AddNumberToObject(m, "loss_chunks", (double)(o ? o->loss_chunks : 8)) != NULL;

@@ -262,6 +262,8 @@ typedef struct {
     struct {
         int64_t dec_NH, dec_I, mel, src;
         double p_act, enc_drop, dec_drop;
+        int part; /* vc_hf_split.whisper_part: 0 the whole model, 1 vLLM's encoder alone, 2 vLLM's decoder's dummy run
+                   * (src/engine/serve_encdec.c) */
     } wh;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),

@@ -33,7 +33,7 @@
  * the decoder's cache off; --mode generate: src/engine/generate.c's encoder-decoder path (the layer named
  * "encoder" once, the decoder from "decoder_input_ids", --prompt of them, a token a step; layers/whisper.c's
  * cached attention). What is not modelled is refused: every N-th layer checkpointed, --loss
- * and --tp (vc_hf_build, src/hf/hf.c), --serve, fp16, autocast,
+ * and --tp (vc_hf_build, src/hf/hf.c), fp16, autocast,
  * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
@@ -266,9 +266,79 @@ static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, in
     return arr;
 }
 
+/* ---- --serve's profiling parts (vc_hf_split.whisper_part; src/engine/serve_encdec.c) ----
+ *
+ * vLLM's WhisperForConditionalGeneration (vllm-project/vllm @ 00a23257a13090193fb098c7573598c5fdb4b15e,
+ * vllm/model_executor/models/whisper.py) in its profiling run (vllm/v1/worker/gpu_model_runner.py @
+ * 000fc94b754f66aeb60ef5acf1ea2e94cdc65164 profile_run):
+ *  - part 1, the encoder alone (embed_multimodal -> WhisperModel.get_encoder_outputs -> WhisperEncoder.forward
+ *    over the dummy clips): written as transformers' encoder above, its output the encoder's last hidden
+ *    state [max_source_positions, d_model] per clip. vLLM's own layers differ in their temporaries: one fused
+ *    qkv_proj output [T, 3 d_model] split into views where transformers' q / k / v projections are three
+ *    [T, d_model], and MMEncoderAttention (a FlashAttention varlen or sdpa kernel) where transformers runs
+ *    F.scaled_dot_product_attention: the same sizes, not the same tensors;
+ *  - part 2, the decoder's dummy run (_dummy_run(max_num_tokens, is_profile=True)): _init_model_kwargs
+ *    returns {} for a generating model, so WhisperForConditionalGeneration.forward gets no encoder_outputs:
+ *    WhisperModel.forward's enc_states is None and WhisperCrossAttention.forward skips kv_proj (k = v =
+ *    None); the run is eager with no attention metadata (force_attention False under CUDAGraphMode.NONE),
+ *    and the attention backends' forward returns its output buffer zeroed for a profiling run
+ *    (FlashAttentionImpl.forward: "if attn_metadata is None: # Profiling run. return output.fill_(0)"), the
+ *    buffer [T, num_heads x head_size] that Attention.forward allocates (torch.empty). So each decoder
+ *    layer is: self_attn_layer_norm, qkv_proj [T, 3 d_model] (q, k, v: views, locals until
+ *    WhisperAttention.forward returns), the zeroed output (a new [T, d_model]: a Slice of qkv scaled by 0
+ *    here), out_proj, the residual; encoder_attn_layer_norm, q_proj (a local until forward returns), the
+ *    zeroed output, out_proj, the residual; final_layer_norm, fc1, the activation, fc2, the residual. The
+ *    locals that Python keeps until a sub-layer returns (its normed input, qkv or q) are not held past their
+ *    last use here: vramcalc's profiling plan does not apply "held_until" (src/model/model.h hold_val), at
+ *    most two [T, d_model] tensors more at a sub-layer's out_proj in vLLM. The tokens
+ *    are the model's input (int64 [seq]); embed_tokens + embed_positions (WhisperDecoder.forward), the final
+ *    layer_norm, proj_out tied to embed_tokens (ParallelLMHead.tie_weights). */
+static void vllm_decoder(whw *w, const arch *a)
+{
+    cJSON *o = lay(w, "Embedding", "model.decoder.embed_tokens");
+    ins(w, o, "input", NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->V);
+    num(w, o, "embedding_dim", (double)a->H);
+    o = lay(w, "PositionEmbedding", "model.decoder.embed_positions");
+    ins(w, o, "input", NULL, NULL);
+    num(w, o, "num_embeddings", (double)a->maxpos);
+    num(w, o, "embedding_dim", (double)a->H);
+    flag(w, o, "per_sample", true);
+    ins(w, lay(w, "Add", "model.decoder.inputs"), "model.decoder.embed_tokens", "model.decoder.embed_positions", NULL);
+    cJSON *la = blocks(w, a, "model.decoder.layers", "model.decoder.inputs", a->dec_N);
+    if (!la) return;
+    whw b = {w->r, la};
+    /* self_attn: qkv_proj, the zeroed output, out_proj */
+    layer_norm(&b, a, "self_attn_layer_norm", NULL, NULL);
+    linear(&b, "self_attn.qkv_proj", "self_attn_layer_norm", a->H, 3 * a->H, true);
+    o = lay(&b, "Slice", "self_attn.q");
+    num(&b, o, "dim", -1);
+    num(&b, o, "end", (double)a->H);
+    num(&b, lay(&b, "Scale", "self_attn.attn"), "factor", 0);
+    linear(&b, "self_attn.out_proj", "self_attn.attn", a->H, a->H, true);
+    ins(&b, lay(&b, "Add", "self_attn.residual"), "input", "self_attn.out_proj", NULL);
+    /* encoder_attn: q_proj, the zeroed output (no kv_proj without encoder states), out_proj */
+    layer_norm(&b, a, "encoder_attn_layer_norm", "self_attn.residual", NULL);
+    linear(&b, "encoder_attn.q_proj", "encoder_attn_layer_norm", a->H, a->H, true);
+    num(&b, lay(&b, "Scale", "encoder_attn.attn"), "factor", 0);
+    linear(&b, "encoder_attn.out_proj", "encoder_attn.attn", a->H, a->H, true);
+    ins(&b, lay(&b, "Add", "encoder_attn.residual"), "self_attn.residual", "encoder_attn.out_proj", NULL);
+    mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
+    layer_norm(w, a, "model.decoder.layer_norm", NULL, NULL);
+    o = lay(w, "Linear", "proj_out");
+    num(w, o, "in_features", (double)a->H);
+    num(w, o, "out_features", (double)a->V);
+    flag(w, o, "bias", false);
+    str(w, o, "tie", "model.decoder.embed_tokens"); /* vLLM ties proj_out whatever tie_word_embeddings says */
+}
+
 void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 {
     whw w = {r, arr};
+    if (a->wh.part == 2) {
+        vllm_decoder(&w, a);
+        return;
+    }
     /* the encoder: input_features [num_mel_bins, frames] (the model's input) */
     cJSON *o = lay(&w, "Conv1d", "model.encoder.conv1");
     num(&w, o, "in_channels", (double)a->wh.mel);
@@ -297,6 +367,7 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
     /* encoder_outputs.last_hidden_state; named "encoder" and "decoder_input_ids" below for generate()
      * (src/engine/generate.c "Encoder-decoders") */
     keep(&w, "encoder", "model.encoder.layer_norm", NULL, NULL);
+    if (a->wh.part == 1) return; /* vLLM's encoder alone: its output the model's (src/engine/serve_encdec.c) */
     /* the decoder */
     o = lay(&w, "T5DecoderIds", "decoder_input_ids"); /* shift_tokens_right(labels), or the batch's */
     num(&w, o, "length", (double)a->tgt);
@@ -335,7 +406,10 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 }
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
- *  - vLLM serving (its profiling run, below);
+ *  - --serve is modelled (src/engine/serve_encdec.c: vLLM's encoder over its dummy clips, its decoder's
+ *    dummy run, the self- and cross-attention KV pool), on one GPU (--tp: vc_hf_build refuses it), under
+ *    the precisions below (fp16, which vLLM's --dtype auto takes for a float16 checkpoint such as
+ *    whisper-large-v3, runs cast_overflow_tensors' clamp in vLLM's encoder: refused as for transformers);
  *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
  *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
  *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
@@ -347,26 +421,11 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     bool wh = false;
     for (size_t i = 0; i < m->ninst && !wh; i++) wh = !strcmp(m->inst[i].kind->name, "WhisperAttention");
     if (!wh) return VC_OK;
-    /* vLLM does serve it (vllm/model_executor/models/whisper.py @00a23257a13090193fb098c7573598c5fdb4b15e
-     * WhisperForConditionalGeneration on the V1 engine: decoder self-attention and CrossAttention layers, the
-     * encoder's MMEncoderAttention without a cache, proj_out always tied, zero k_proj biases made for the fused
-     * qkv_proj / kv_proj; FLASH_ATTN and TRITON_ATTN take AttentionType.ENCODER_DECODER, Triton on every
-     * compute capability): what is not modelled is its profiling run (the encoder over the dummy 30 s clip
-     * of WhisperDummyInputsBuilder, the decoder's dummy batch) that the pool is sized after; docs/llm.md
-     * "Whisper under vLLM" derives the rest. That run (vllm-project/vllm @ 000fc94b, vllm/v1/worker/
-     * gpu_model_runner.py GPUModelRunner.profile_run; the budget arithmetic of src/engine/serve.c
-     * vllm_mm_encoder) is two phases: embed_multimodal, vLLM's encoder over the dummy clips (one item of
-     * max_source_positions tokens when the encoder budget is max_source_positions, the encoder-decoder's
-     * max_num_encoder_input_tokens), its outputs kept in encoder_cache; then _dummy_run over max_num_tokens
-     * decoder tokens whose cross-attention reads them. vramcalc's profiling plan (vc__plan_build_profile)
-     * is a decoder-only prefill: the encoder-decoder's dummy run, and vLLM's own encoder (MMEncoderAttention,
-     * fused qkv_proj) in place of transformers', are not written */
-    if (serve)
-        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "whisper: vLLM serves WhisperForConditionalGeneration (a "
-                            "cross-attention KV cache of its 1500 encoder positions per request beside the decoder's), but "
-                            "its profiling run, which sizes the pool (vLLM's encoder over a dummy 30 s clip, then the "
-                            "decoder's dummy batch cross-attending to it), is not modelled: vramcalc's profiling plan is a "
-                            "decoder-only prefill; " OV("mode", "generate") " estimates transformers' generate()");
+    /* vLLM serving (serve: vllm/model_executor/models/whisper.py @00a23257a13090193fb098c7573598c5fdb4b15e
+     * WhisperForConditionalGeneration on the V1 engine) is modelled in src/engine/serve_encdec.c: its weights,
+     * the profiling run's two phases (vLLM's encoder over the dummy 30 s clips, the decoder's dummy run), the
+     * pool of decoder self-attention and CrossAttention layers; docs/llm.md "Whisper under vLLM". serve_encdec.c
+     * runs this check on the whole model (its parts' plans run it too); what follows holds for it as well */
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
     int64_t total, maxpos = 0; /* max_target_positions: the rows of the decoder's embed_positions weight */
@@ -381,8 +440,12 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
                             (long long)o->new_tokens, (long long)o->prompt, (long long)maxpos);
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
         return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
-                            o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
-                                                         : "autocast and fp32 master weights are not modelled for it");
+                            o->precision == VC_PREC_FP16 && serve
+                                ? "vLLM's --dtype auto keeps this float16 checkpoint's dtype, and fp16 adds the encoder "
+                                  "layers' cast_overflow_tensors clamp, not modelled: give " OV("precision", "bf16")
+                                  " (vLLM's --dtype bfloat16)"
+                            : o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
+                                                           : "autocast and fp32 master weights are not modelled for it");
     if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "whisper: quantized weights are not modelled");
@@ -596,4 +659,39 @@ out:
     free(gbuf);
     free(resolved);
     return st;
+}
+
+/* --serve's request when neither --prompt nor --new-tokens is given (src/engine/serve_encdec.c): vLLM's
+ * max_model_len for whisper is max_target_positions (vllm/config/model.py _get_and_verify_max_len, the
+ * smallest length key: serve.c vllm_len_keys), and its transcription prompt is the 4 decoder tokens
+ * "<|startoftranscript|><|{language}|><|{task_type}|><|notimestamps|>" (vllm-project/vllm @ 00a23257,
+ * vllm/model_executor/models/whisper.py WhisperForConditionalGeneration.get_generation_prompt, no
+ * <|prev|> request prompt): a request of the whole max_model_len, 4 of it the prompt; --prompt alone: the
+ * rest of max_model_len its new tokens; --new-tokens alone: that 4-token prompt. */
+vc_status vc__whisper_serve_defaults(const char *path, bool prompt_given, int64_t *prompt, bool new_given,
+                                     int64_t *new_tokens, vc_error *err)
+{
+    (void)err;
+    if ((prompt_given && new_given) || !path[0] || !strcmp(path, "-")) return VC_OK; /* standard input is read once */
+    char *resolved = NULL, *buf = NULL;
+    size_t len;
+    vc_error e;
+    vc_error_clear(&e);
+    if (vc__model_resolve(path, &resolved, &e) != VC_OK) return VC_OK; /* the loader says what it is */
+    if (vc_read_file(resolved ? resolved : path, (size_t)VC_MAX_FILE_BYTES, &buf, &len, &e) == VC_OK) {
+        cJSON *cfg = cJSON_ParseWithLength(buf, len);
+        const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+        const cJSON *mp = cJSON_GetObjectItemCaseSensitive(cfg, "max_target_positions");
+        if (cJSON_IsString(mt) && !strcmp(mt->valuestring, "whisper")) {
+            /* WhisperConfig's default 448; a bad value is the loader's to name */
+            const int64_t maxpos = whg_int(mp) && mp->valuedouble >= 5 && mp->valuedouble <= (double)MAX_SIZE
+                                       ? (int64_t)mp->valuedouble : 448;
+            if (!prompt_given) *prompt = 4;
+            if (!new_given && *prompt < maxpos) *new_tokens = maxpos - *prompt;
+        }
+        cJSON_Delete(cfg);
+    }
+    free(buf);
+    free(resolved);
+    return VC_OK;
 }

@@ -979,7 +979,7 @@ vc_hf_split vc__load_split(const vc_model *m)
     return (vc_hf_split){m->tp > 1 ? m->tp : 1, m->sp, m->vllm,
                          /* vLLM's MXFP4 experts padded per rank (hf_tp.c): the format the experts load as */
                          (m->has_quant ? m->quant.format : m->cfg_quant.format) == VC_WEIGHTS_MXFP4 ? m->mxfp4_align : 0,
-                         m->image_decode};
+                         m->image_decode, m->whisper_part};
 }
 
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)

@@ -197,6 +197,7 @@ static vc_status twin(const vc_model *m, int64_t seq, bool image_decode, vc_mode
     t->vllm = m->vllm;
     t->mxfp4_align = m->mxfp4_align;
     t->image_decode = image_decode;
+    t->whisper_part = m->whisper_part; /* a whisper part's twin is the same part (src/engine/serve_encdec.c) */
     t->file = vc_arena_strdup(t->arena, m->file);
     t->has_override = true;
     t->override = vc_shape_make(1, &seq);

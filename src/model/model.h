@@ -109,6 +109,7 @@ struct vc_model {
     const char *lora_targets; /* PEFT's default target_modules for it (static), NULL otherwise */
     bool images_one_sequence; /* its vision tower runs a batch's images as one sequence (vc_hf_images_one_sequence) */
     bool image_decode;        /* a twin for generate()'s decoding steps after the images' prefill (vc__model_twin_decode) */
+    int whisper_part;         /* a part of a whisper model for --serve's profiling run (vc_hf_split.whisper_part) */
     const char *ia3_targets, *ia3_feedforward, *ln_targets; /* PEFT's IA3 and LN tuning defaults for its model_type
                                                           * (static, src/model/peft.c), NULL none */
     int64_t ep;         /* --ep: the expert-parallel ranks its SparseMoE layers are split over (vc_model_set_ep), 0/1 none */
@@ -155,6 +156,11 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
  * the one the new tokens follow); nothing for another file. VC_ERR_USAGE where generate() would fail. */
 vc_status vc__whisper_gen_defaults(const char *path, bool prompt_given, int64_t *prompt, bool new_given, int64_t *new_tokens,
                                    vc_error *err);
+/* --serve of a whisper config when --prompt or --new-tokens is not given: the request vLLM's
+ * transcription endpoint builds, its 4-token decoder prompt and the rest of max_target_positions (the
+ * derived max_model_len) as new tokens (src/hf/hf_whisper.c); nothing for another model. */
+vc_status vc__whisper_serve_defaults(const char *path, bool prompt_given, int64_t *prompt, bool new_given,
+                                     int64_t *new_tokens, vc_error *err);
 /* model.c: m as the estimate's options split it (o->tp, o->sp, o->ep; they are the one
  * place that says so): m itself when it was built for that split (the request loads it so;
  * a pipeline stage is a part, as built), else m built again at it, kept in m's list (freed

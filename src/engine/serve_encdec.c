@@ -1,0 +1,266 @@
+/*
+ * serve_encdec.c — --serve for an encoder-decoder: Whisper under vLLM (issue 31; docs/llm.md "Whisper
+ * under vLLM"). src/engine/serve.c calls the three functions below where it builds the profiling run,
+ * where it has the run's peak, and where it has the KV pool.
+ *
+ * vLLM (github:vllm-project/vllm; each behaviour at the commit the search index stores of its file):
+ *  - vllm/model_executor/models/whisper.py @ 00a23257a13090193fb098c7573598c5fdb4b15e
+ *    WhisperForConditionalGeneration: the encoder's WhisperAttention (AttentionType.ENCODER,
+ *    MMEncoderAttention: no cache), each decoder layer's self-attention (Attention, AttentionType.DECODER)
+ *    and WhisperCrossAttention (CrossAttention, AttentionType.ENCODER_DECODER); the parameters:
+ *    QKVParallelLinear qkv_proj with bias=True (self-attention, both stacks) and q_proj + MergedColumnParallel
+ *    kv_proj with bias=True (cross-attention), so every attention has a k_proj bias the checkpoint lacks
+ *    (load_weights: _create_fake_bias_for_k_proj yields zeros(weight.size(0)) for each ".k_proj.weight":
+ *    d_model elements an attention); proj_out = ParallelLMHead(...).tie_weights(model.decoder.embed_tokens)
+ *    whatever tie_word_embeddings says, load_weights skipping "proj_out." (an untied checkpoint's proj_out is
+ *    not loaded); WhisperEncoder.embed_positions an nn.Embedding(max_source_positions, d_model) in the
+ *    model's dtype (init_in_fp32 False); WhisperProcessingInfo.get_num_audio_tokens: max_source_positions;
+ *    WhisperDummyInputsBuilder: chunk_length x sampling_rate samples (30 s) per dummy clip;
+ *  - vllm/v1/worker/gpu_model_runner.py @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164 profile_run: the model
+ *    supports multimodal inputs (audio), so first mm_budget's dummy batch of max_mm_items_per_batch["audio"]
+ *    clips (_get_mm_dummy_batch: the dummy item repeated, batched onto the device) through
+ *    model.embed_multimodal (WhisperEncoder.forward over every clip, output [clips, max_source_positions,
+ *    d_model], unbound per clip), each output kept in self.encoder_cache["tmp_i"] (and the dummy batch and
+ *    outputs in profile_run's locals) until after the decoder's run; then _dummy_run(max_num_tokens,
+ *    is_profile=True) and _dummy_sampler_run: the decoder alone (src/hf/hf_whisper.c vllm_decoder: no
+ *    encoder outputs are passed, the cross-attention computes no keys and values, the attention backends
+ *    return their zeroed output buffer without metadata); encoder_cache.clear() after both;
+ *  - the dummy clips: vllm/multimodal/encoder_budget.py @ 042a4d3ee43ed07875505b04e93a5a14ddf86964
+ *    MultiModalBudget and vllm/v1/core/encoder_cache_manager.py @ 003ad86e237cfccb7846111921a0230a45005196
+ *    compute_mm_encoder_budget (as serve.c's vllm_mm_encoder reads them): tokens per clip T =
+ *    max_source_positions (the processor's PromptReplacement of [0] * get_num_audio_tokens()); the encoder
+ *    budget min(compute budget, cache size) = max(max_num_batched_tokens, T) (max_num_batched_encoder_embeds
+ *    and encoder_cache_size unset); _get_max_items: per prompt max(1, min(limit 1 (get_supported_mm_limits
+ *    {"audio": 1}), max_model_len // T)) = 1, and since an encoder-decoder runs without chunked prefill
+ *    (vllm/config/scheduler.py SchedulerConfig.__post_init__: is_encoder_decoder sets enable_chunked_prefill
+ *    False and disable_chunked_mm_input True) max_num_reqs = min(max_num_seqs, max_num_batched_tokens // T);
+ *    clips = max(1, min(budget // T, max_num_reqs x 1)): 5 under an H100's defaults (8192 // 1500);
+ *  - what vLLM refuses for it: SchedulerConfig.verify_max_model_len (chunked prefill off:
+ *    max_num_batched_tokens < max_model_len is a ValueError); compute_mm_encoder_budget (disable_chunked_mm_input
+ *    and T > max_num_batched_tokens: ValueError "Chunked MM input disabled but max_tokens_per_mm_item ...");
+ *    max_model_len past max_target_positions (serve.c's vllm_max_model_len, the derived length);
+ *  - the KV cache: vllm/v1/kv_cache_interface.py @ 001cabc1be16a59a70d720ed61a13b678c060a18: each decoder
+ *    layer's self-attention a FullAttentionSpec (max_memory_usage_bytes: cdiv(max_model_len, block_size)
+ *    pages), its cross-attention a CrossAttentionSpec (cdiv(max_num_encoder_input_tokens, block_size) pages,
+ *    max_num_encoder_input_tokens the encoder's length: VllmConfig.__post_init__ sets it to
+ *    MULTIMODAL_REGISTRY.get_encdec_max_encoder_len, max_source_positions), both AttentionSpec pages of
+ *    2 x block_size x num_kv_heads x head_size x dtype bytes (2 x block_size x d_model x dtype at one rank);
+ *    vllm/v1/core/kv_cache_utils.py (get_kv_cache_groups: the two spec types are not one type, the pages
+ *    are one size: _get_kv_cache_groups_uniform_page_size, as serve.c's hybrid pool) two KV cache groups of
+ *    decoder_layers layers, group_size decoder_layers, num_blocks = available // page_size // group_size
+ *    (get_num_blocks); get_max_concurrency_for_kv_cache_config: a request takes, summed over the groups,
+ *    cdiv(max_memory_usage_bytes, page_size_bytes) blocks: cdiv(prompt + new tokens, block_size) +
+ *    cdiv(max_source_positions, block_size);
+ *  - CUDA graphs: vllm/config/vllm.py @ 000fc94b VllmConfig.__post_init__: "Encoder-decoder models do not
+ *    support %s. Overriding cudagraph_mode to FULL_DECODE_ONLY": no PIECEWISE graphs, the FULL decode ones.
+ * Where the stored commits differ: an older MultiModalBudget read the encoder budget from
+ * max_num_encoder_input_tokens, which an encoder-decoder sets to T (one dummy clip); the newest
+ * encoder_cache_manager.py's budget is max_num_batched_encoder_embeds', max_num_batched_tokens by default:
+ * followed here.
+ *
+ * The estimate: the encoder phase is the plan of transformers' encoder (src/hf/hf_whisper.c, part 1: the
+ * same sizes, not vLLM's fused qkv and MMEncoderAttention temporaries) under inference at the dummy clips'
+ * batch; the decoder phase serve.c's profiling plan of vLLM's decoder (part 2) over the dummy requests, the
+ * encoder's outputs and the float32 dummy features held beside it; the profiling peak is the higher phase
+ * above vLLM's weights.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "load.h"
+#include "serve_encdec.h"
+#include "util.h"
+
+#define MIB (INT64_C(1) << 20)
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* A whisper config's model as loaded (not one of the parts below). */
+static bool whisper(const vc_model *m)
+{
+    if (!m->gen_json || m->whisper_part) return false;
+    for (size_t i = 0; i < m->ninst; i++)
+        if (!strcmp(m->inst[i].kind->name, "WhisperEncoderPositions")) return true;
+    return false;
+}
+
+/* The config's sizes (WhisperConfig's defaults: configuration_whisper.py, as src/hf/hf.c's row reads them;
+ * the loader checked the values) */
+typedef struct {
+    int64_t d, heads, enc_layers, dec_layers, src, tgt, vocab, mel;
+    bool tie;
+} wh_sizes;
+
+static int64_t key_int(const cJSON *cfg, const char *k, int64_t def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, k);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+}
+
+static vc_status sizes(const vc_model *m, wh_sizes *s, vc_error *err)
+{
+    cJSON *cfg = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!cfg) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    s->d = key_int(cfg, "d_model", 384);
+    s->heads = key_int(cfg, "decoder_attention_heads", 6);
+    s->enc_layers = key_int(cfg, "encoder_layers", 4);
+    s->dec_layers = key_int(cfg, "decoder_layers", 4);
+    s->src = key_int(cfg, "max_source_positions", 1500);
+    s->tgt = key_int(cfg, "max_target_positions", 448);
+    s->vocab = key_int(cfg, "vocab_size", 51865);
+    s->mel = key_int(cfg, "num_mel_bins", 80);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+    s->tie = !cJSON_IsBool(t) || cJSON_IsTrue(t); /* PretrainedConfig's True */
+    cJSON_Delete(cfg);
+    return VC_OK;
+}
+
+/* m's text loaded again as a whisper part (vc_hf_split.whisper_part), at [seq] tokens for the decoder
+ * (seq 0: the tree's own input), as src/model/model.c's twin loads a decoding twin */
+static vc_status load_part(const vc_model *m, int part, int64_t seq, vc_model **out, vc_error *err)
+{
+    *out = NULL;
+    vc_model *t = calloc(1, sizeof *t);
+    if (!t || !(t->arena = vc_arena_new()) || !(t->text = malloc(m->text_len + 1))) {
+        vc_model_free(t);
+        return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    }
+    memcpy(t->text, m->text, m->text_len + 1);
+    t->text_len = m->text_len;
+    t->hf = m->hf;
+    t->tf = m->tf;
+    t->quant = m->quant;
+    t->has_quant = m->has_quant;
+    t->tp = m->tp;
+    t->sp = m->sp;
+    t->vllm = m->vllm;
+    t->whisper_part = part;
+    t->file = vc_arena_strdup(t->arena, m->file);
+    t->has_override = seq > 0;
+    if (seq > 0) t->override = vc_shape_make(1, &seq);
+    vc_status st = t->file ? vc__load(t, seq > 0 ? &t->override : NULL, err)
+                           : vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory");
+    if (st != VC_OK) {
+        vc_model_free(t);
+        return st;
+    }
+    *out = t;
+    return VC_OK;
+}
+
+vc_status vc__serve_encdec_decoder(const vc_model *m, const vc_options *o, const vc_serve_result *r, int64_t len,
+                                   vc_model **part, vc_error *err)
+{
+    *part = NULL;
+    if (!whisper(m)) return VC_OK;
+    vc_status st = vc__whisper_check(m, o, true, err); /* what is refused for whisper (src/hf/hf_whisper.c) */
+    if (st) return st;
+    wh_sizes s;
+    st = sizes(m, &s, err);
+    if (st) return st;
+    int64_t max_model_len; /* the requests' length */
+    if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+    if (max_model_len > s.tgt) /* _get_and_verify_max_len: the derived max_model_len is max_target_positions */
+        return vc_set_error(err, VC_ERR_USAGE, O("prompt"), "prompt + new tokens (%lld tokens) pass whisper's "
+                            "max_target_positions (%lld): vLLM refuses a max_model_len over it (ModelConfig: "
+                            "\"User-specified max_model_len ... is greater than the derived max_model_len\")",
+                            (long long)max_model_len, (long long)s.tgt);
+    if (r->max_num_batched_tokens < max_model_len) /* SchedulerConfig.verify_max_model_len, chunked prefill off */
+        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "%lld is less than the requests' length "
+                            "(" O("prompt") " + " O("new_tokens") ", %lld): an encoder-decoder runs without chunked "
+                            "prefill and vLLM refuses to start (SchedulerConfig: ValueError)",
+                            (long long)r->max_num_batched_tokens, (long long)max_model_len);
+    if (r->max_num_batched_tokens < s.src) /* compute_mm_encoder_budget with disable_chunked_mm_input */
+        return vc_set_error(err, VC_ERR_USAGE, O("max_num_batched_tokens"), "%lld is less than a clip's %lld encoder "
+                            "tokens (max_source_positions): an encoder-decoder's audio is not chunked and vLLM refuses "
+                            "to start (compute_mm_encoder_budget: ValueError)",
+                            (long long)r->max_num_batched_tokens, (long long)s.src);
+    return load_part(m, 2, len, part, err);
+}
+
+vc_status vc__serve_encdec_profile(const vc_model *m, const vc_options *o, const vc_sim *dec, vc_dtype act,
+                                   vc_serve_result *r, vc_error *err)
+{
+    wh_sizes s;
+    vc_status st = sizes(m, &s, err);
+    if (st) return st;
+    const int64_t es = vc_dtype_size(act), T = s.src;
+    /* the dummy clips (MultiModalBudget, compute_mm_encoder_budget, _get_max_items: above) */
+    const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
+    int64_t reqs = r->max_num_batched_tokens / T; /* chunked prefill off */
+    if (r->max_num_seqs < reqs) reqs = r->max_num_seqs;
+    int64_t clips = budget / T < reqs ? budget / T : reqs; /* x 1 clip per prompt */
+    if (clips < 1) clips = 1;
+    /* vLLM's weights: the checkpoint's parameters (m: transformers' model, tied counted once), a zero k_proj
+     * bias for every attention (encoder_layers + 2 x decoder_layers of them), no proj_out of its own */
+    int64_t n = m->nparams + s.d * (s.enc_layers + 2 * s.dec_layers) - (s.tie ? 0 : s.vocab * s.d);
+    for (size_t i = 0; i < m->nbuf; i++) n += m->buf[i].numel;
+    /* the encoder phase: transformers' encoder (hf_whisper.c part 1) under inference over the clips */
+    vc_model *enc = NULL;
+    if ((st = load_part(m, 1, 0, &enc, err))) return st;
+    vc_options eo = *o;
+    eo.mode = VC_MODE_INFER;
+    eo.batch = clips;
+    vc_plan *p = NULL;
+    vc_sim es_sim;
+    st = vc_plan_build(enc, &eo, &p, err);
+    if (!st) st = vc_plan_simulate(p, clips, &es_sim, NULL, err);
+    vc_plan_free(p);
+    vc_model_free(enc);
+    if (st) return st;
+    /* the dummy batch: the feature extractor's float32 input_features [num_mel_bins, 2 x T] a clip on the
+     * device (_get_mm_dummy_batch), a profile_run local held through the decoder's run (the plan's own input
+     * is the model-dtype copy _parse_and_validate_audio_input makes); the encoder's outputs [T, d_model] a clip */
+    int64_t feats, outs, wbytes, enc_peak, dec_peak;
+    if (__builtin_mul_overflow(clips * s.mel, 2 * T * 4, &feats) || __builtin_mul_overflow(clips * T, s.d * es, &outs) ||
+        __builtin_mul_overflow(n, es, &wbytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling passes 2^63 bytes");
+    enc_peak = wbytes + (es_sim.peak - es_sim.persistent[CAT_WEIGHT]) + feats;
+    dec_peak = wbytes + (dec->peak - dec->persistent[CAT_WEIGHT]) + outs + feats;
+    r->weights = wbytes;
+    r->encoder_peak = enc_peak;
+    r->decoder_peak = dec_peak;
+    r->profile_peak = enc_peak > dec_peak ? enc_peak : dec_peak;
+    r->mm_encoder = 1;
+    r->mm_items = clips;
+    r->mm_item_tokens = T;
+    r->mm_item_width = r->mm_item_height = 0; /* audio: no picture */
+    r->mm_budget = budget;
+    r->mm_outputs = outs;
+    return VC_OK;
+}
+
+vc_status vc__serve_encdec_pool(const vc_model *m, const vc_serve_options *so, vc_dtype act, int kv_bytes,
+                                vc_serve_result *r, vc_error *err)
+{
+    wh_sizes s;
+    vc_status st = sizes(m, &s, err);
+    if (st) return st;
+    (void)act;
+    const int64_t B = so->block_size, L = s.dec_layers;
+    int64_t page; /* one layer's page: 2 x block_size x d_model x dtype (num_kv_heads x head_size = d_model) */
+    if (__builtin_mul_overflow(2 * B * kv_bytes, s.d, &page) || __builtin_mul_overflow(page, L, &r->page_bytes))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
+    /* two groups (self-attention, cross-attention) of L layers: a block is a page of every layer of a group */
+    r->blocks = r->kv_cache / r->page_bytes;
+    r->tokens = r->blocks / 2 * B;
+    r->block_size = B;
+    r->cross_layers = L;
+    r->cross_tokens = s.src;
+    r->blocks_per_request = cdiv(r->request_tokens, B) + cdiv(s.src, B);
+    r->concurrency = r->blocks / r->blocks_per_request;
+    /* FULL_DECODE_ONLY: the FULL decode graphs, no PIECEWISE ones */
+    if (r->graphs_why != VC_SERVE_GRAPHS_EAGER) {
+        r->graphs_piecewise = r->graphs_largest_piecewise = 0;
+        r->graphs_floor = r->graphs_full > 0 ? (r->graphs_full - 1) * MIB : 0;
+    }
+    if (r->concurrency == 0)
+        return vc_set_error(err, VC_ERR_USAGE, O("serve"), "one request (%lld decoder tokens, " O("prompt") " + "
+                            O("new_tokens") ", and %lld encoder positions) needs %lld KV blocks, more than the %lld the "
+                            "pool holds (vLLM refuses to start)", (long long)r->request_tokens, (long long)s.src,
+                            (long long)r->blocks_per_request, (long long)r->blocks);
+    return VC_OK;
+}

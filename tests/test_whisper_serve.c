@@ -1,0 +1,193 @@
+/* --serve of a whisper config (issue 31; src/engine/serve_encdec.c): vLLM's weights, its profiling run's
+ * two phases, and its KV pool of decoder self-attention and cross-attention layers, on an H100 with vLLM's
+ * defaults. Every expected value is derived by hand from vLLM's sources (each at the commit the search index
+ * stores of its file):
+ *  - vllm/model_executor/models/whisper.py @ 00a23257a13090193fb098c7573598c5fdb4b15e: QKVParallelLinear
+ *    qkv_proj (bias=True) in every self-attention of both stacks, q_proj + MergedColumnParallelLinear kv_proj
+ *    (bias=True) in every cross-attention, _create_fake_bias_for_k_proj's zeros(d_model) for each checkpoint
+ *    ".k_proj.weight": d_model more elements an attention than transformers' model (k_proj has no bias there);
+ *    proj_out = ParallelLMHead(...).tie_weights(embed_tokens): tied; get_num_audio_tokens: max_source_positions;
+ *    get_supported_mm_limits {"audio": 1};
+ *  - vllm/v1/worker/gpu_model_runner.py @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164 profile_run: the encoder
+ *    over max_mm_items_per_batch dummy clips, outputs kept in encoder_cache through _dummy_run(max_num_tokens)
+ *    and _dummy_sampler_run;
+ *  - vllm/multimodal/encoder_budget.py @ 042a4d3e MultiModalBudget._get_max_items and vllm/v1/core/
+ *    encoder_cache_manager.py @ 003ad86e compute_mm_encoder_budget: budget max(max_num_batched_tokens, 1500) =
+ *    8192; per prompt max(1, min(1, 448 // 1500)) = 1; chunked prefill off for an encoder-decoder
+ *    (vllm/config/scheduler.py SchedulerConfig.__post_init__), so max_num_reqs = min(1024, 8192 // 1500) = 5;
+ *    clips max(1, min(8192 // 1500, 5 x 1)) = 5;
+ *  - vllm/v1/kv_cache_interface.py @ 001cabc1be16a59a70d720ed61a13b678c060a18: AttentionSpec.page_size_bytes
+ *    2 x block_size x num_kv_heads x head_size x dtype; FullAttentionSpec.max_memory_usage_bytes
+ *    cdiv(max_model_len, block_size) pages; CrossAttentionSpec.max_memory_usage_bytes
+ *    cdiv(max_num_encoder_input_tokens = 1500, block_size) pages;
+ *  - vllm/v1/core/kv_cache_utils.py: the FullAttentionSpec and CrossAttentionSpec layers in two groups of
+ *    decoder_layers layers (_get_kv_cache_groups_uniform_page_size), num_blocks = available // page_size //
+ *    group_size (get_num_blocks), get_max_concurrency_for_kv_cache_config: num_blocks / the sum over the
+ *    groups of cdiv(max_memory_usage_bytes, page_size_bytes).
+ * The requests: vLLM's derived max_model_len for whisper is max_target_positions, 448 (vllm/config/model.py
+ * _get_and_verify_max_len), its transcription prompt 4 decoder tokens (whisper.py get_generation_prompt):
+ * --serve's default request is 4 + 444. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "vramcalc/vramcalc.h"
+#include "cli_run.h"
+#include "cli_spelt.h"
+
+#define HF VC_TEST_DATA "/hf/"
+
+static vc_model *load_file(const char *name)
+{
+    vc_model *m = NULL;
+    vc_error err;
+    if (vc_model_load_file(name, &m, &err)) fail_msg("load %s: %s", name, err.msg);
+    return m;
+}
+
+static void serve_h100(const char *file, vc_serve_result *r)
+{
+    vc_model *m = load_file(file);
+    vc_options o;
+    vc_options_init(&o);
+    o.precision = VC_PREC_BF16; /* vLLM's --dtype auto for a float32 checkpoint on an sm90 card */
+    o.prompt = 4;
+    o.new_tokens = 444;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_gpu_spec g;
+    vc_error err;
+    assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
+    if (vc_serve(m, &o, &so, &g, r, &err)) fail_msg("vc_serve: %s", err.msg);
+    vc_model_free(m);
+}
+
+/* transformers' WhisperForConditionalGeneration parameters (modeling_whisper.py, tied), by the layers: an
+ * attention 4 d^2 weights + 3 d biases (k_proj none), a LayerNorm 2 d, the MLP d x I + I + I x d + d */
+static int64_t hf_params(int64_t d, int64_t I, int64_t enc, int64_t dec, int64_t mel, int64_t src, int64_t tgt, int64_t V)
+{
+    const int64_t attn = 4 * d * d + 3 * d, ln = 2 * d, mlp = d * I + I + I * d + d;
+    const int64_t conv = mel * d * 3 + d + d * d * 3 + d;
+    return conv + src * d + enc * (attn + ln + mlp + ln) + ln + V * d + tgt * d + dec * (2 * attn + 3 * ln + mlp) + ln;
+}
+
+static void whisper_small(void **state)
+{
+    (void)state;
+    /* d_model 768, ffn 3072, 12 + 12 layers, 12 heads, 80 mel bins, 1500 / 448 positions, vocab 51865 */
+    const int64_t P = hf_params(768, 3072, 12, 12, 80, 1500, 448, 51865);
+    assert_int_equal(P, 241734912); /* openai/whisper-small's published parameter count */
+    vc_serve_result r;
+    serve_h100(HF "whisper-small.json", &r);
+    /* vLLM's weights: + a zero k_proj bias in 12 encoder, 12 decoder self- and 12 cross-attentions: 36 x 768;
+     * bf16: (241,734,912 + 27,648) x 2 = 483,525,120 B */
+    assert_int_equal(r.weights, (P + 36 * 768) * 2);
+    assert_int_equal(r.weights, 483525120);
+    /* the dummy clips: 5 of 1500 positions; their outputs 5 x 1500 x 768 x 2 B = 11,520,000 B */
+    assert_int_equal(r.mm_items, 5);
+    assert_int_equal(r.mm_item_tokens, 1500);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_outputs, 11520000);
+    /* the two phases: the peak is the higher; the decoder's holds the weights and the outputs */
+    assert_int_equal(r.profile_peak, r.encoder_peak > r.decoder_peak ? r.encoder_peak : r.decoder_peak);
+    assert_true(r.decoder_peak > r.weights + r.mm_outputs);
+    assert_true(r.encoder_peak > r.weights + r.mm_outputs);
+    /* the pool: one layer's page 2 x 16 x 12 heads x 64 x 2 B = 49,152 B; a block is a page of each of a
+     * group's 12 layers: 589,824 B; two groups (self, cross) of 12 */
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    assert_int_equal(r.page_bytes, 589824);
+    assert_int_equal(r.cross_layers, 12);
+    assert_int_equal(r.cross_tokens, 1500);
+    assert_int_equal(r.blocks, r.kv_cache / 589824);
+    assert_int_equal(r.tokens, r.blocks / 2 * 16);
+    /* a request: cdiv(448, 16) = 28 self-attention blocks + cdiv(1500, 16) = 94 cross-attention blocks */
+    assert_int_equal(r.request_tokens, 448);
+    assert_int_equal(r.blocks_per_request, 122);
+    assert_int_equal(r.concurrency, r.blocks / 122);
+    /* FULL_DECODE_ONLY (vllm/config/vllm.py @ 000fc94b VllmConfig.__post_init__): no PIECEWISE graphs */
+    assert_int_equal(r.graphs_piecewise, 0);
+    assert_true(r.graphs_full > 0);
+}
+
+static void whisper_large_v3(void **state)
+{
+    (void)state;
+    /* d_model 1280, ffn 5120, 32 + 32 layers, 20 heads, 128 mel bins, vocab 51866 */
+    const int64_t P = hf_params(1280, 5120, 32, 32, 128, 1500, 448, 51866);
+    assert_int_equal(P, 1543490560); /* openai/whisper-large-v3's published parameter count */
+    vc_serve_result r;
+    serve_h100(HF "whisper-large-v3.json", &r); /* bf16 given: the checkpoint's float16 is refused (below) */
+    assert_int_equal(r.weights, (P + 96 * 1280) * 2); /* 32 + 32 + 32 zero k_proj biases */
+    assert_int_equal(r.weights, 3087226880);
+    /* a page 2 x 16 x 20 x 64 x 2 B = 81,920 B, 32 layers a block: 2,621,440 B */
+    assert_int_equal(r.page_bytes, 2621440);
+    assert_int_equal(r.cross_layers, 32);
+    assert_int_equal(r.blocks, r.kv_cache / 2621440);
+    assert_int_equal(r.blocks_per_request, 122);
+    assert_int_equal(r.concurrency, r.blocks / 122);
+    assert_int_equal(r.mm_outputs, 5 * 1500 * 1280 * 2);
+}
+
+/* the CLI: the default request (4 + 444), the report's two phases and cache kind */
+static void cli(void **state)
+{
+    (void)state;
+    cli_run c;
+    run(&c, HF "whisper-small.json --serve --gpu h100-80gb -f json");
+    assert_int_equal(c.status, 0);
+    const char *want[] = {"\"weights\": 483525120", "\"page_bytes\": 589824", "\"request_tokens\": 448",
+                          "\"dummy_clips\": 5", "\"encoder_outputs\": 11520000", "\"self_attention_layers\": 12",
+                          "\"cross_attention_layers\": 12", "\"cross_tokens\": 1500", "\"blocks_per_request\": 122",
+                          "\"piecewise\": 0"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(c.out, want[i])) fail_msg("no %s in: %s", want[i], c.out);
+    run(&c, HF "whisper-small.json --serve --gpu h100-80gb");
+    assert_int_equal(c.status, 0);
+    const char *rows[] = {"encoder phase", "decoder phase", "self + cross", "requests of 4+444 = 448 tokens"};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (!strstr(c.out, rows[i])) fail_msg("no %s in: %s", rows[i], c.out);
+    /* --new-tokens alone: the 4-token prompt; --prompt alone: the rest of the 448 */
+    run(&c, HF "whisper-small.json --serve --gpu h100-80gb --new-tokens 100 -f json");
+    if (!strstr(c.out, "\"request_tokens\": 104")) fail_msg("%s", c.out);
+    run(&c, HF "whisper-small.json --serve --gpu h100-80gb --prompt 40 -f json");
+    if (!strstr(c.out, "\"request_tokens\": 448")) fail_msg("%s", c.out);
+}
+
+/* what vLLM refuses, and what is not modelled, each naming the option */
+static void refusals(void **state)
+{
+    (void)state;
+    /* SchedulerConfig.verify_max_model_len with chunked prefill off (an encoder-decoder) */
+    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --max-num-batched-tokens 400 --max-num-seqs 256",
+                 "--max-num-batched-tokens: 400 is less than the requests' length");
+    /* compute_mm_encoder_budget: disable_chunked_mm_input and 1500 tokens a clip */
+    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --prompt 4 --new-tokens 100 --max-num-batched-tokens 1024 "
+                 "--max-num-seqs 256", "--max-num-batched-tokens: 1024 is less than a clip's 1500 encoder tokens");
+    /* the derived max_model_len, max_target_positions */
+    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --prompt 400 --new-tokens 100",
+                 "--prompt: prompt + new tokens (500 tokens) pass whisper's max_target_positions (448)");
+    /* vLLM's --dtype auto keeps large-v3's float16: fp16's clamp is not modelled */
+    assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb",
+                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); vLLM's --dtype auto keeps");
+    /* vLLM's tensor-parallel whisper (QKVParallelLinear, RowParallelLinear shards) is not derived */
+    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --tp 2 --gpus 2",
+                 "--tp: whisper: tensor parallelism of an encoder-decoder is not modelled");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(whisper_small),
+        cmocka_unit_test(whisper_large_v3),
+        cmocka_unit_test(cli),
+        cmocka_unit_test(refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
