@@ -133,7 +133,7 @@ static void qwen25_cli(void **state)
     /* whisper (src/engine/serve_encdec.c, tests/test_whisper_serve.c): large-v3's float16 checkpoint under vLLM's
      * --dtype auto is refused, naming the precision to give */
     assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb", "--precision: whisper is modelled in fp32 and bf16 "
-                 "(the model cast whole); vLLM's --dtype auto keeps this float16 checkpoint's dtype");
+                 "(the model cast whole); vLLM's dtype auto keeps this float16 checkpoint's dtype");
 }
 
 /* Qwen3-VL-8B: factor 16 x 2 = 32, max_pixels 16777216 = 4096^2: 9999999 / beta = 4096, floor(4096 / 32) x 32

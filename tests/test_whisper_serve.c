@@ -175,7 +175,7 @@ static void refusals(void **state)
                  "--prompt: prompt + new tokens (500 tokens) pass whisper's max_target_positions (448)");
     /* vLLM's --dtype auto keeps large-v3's float16: fp16's clamp is not modelled */
     assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb",
-                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); vLLM's --dtype auto keeps");
+                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); vLLM's dtype auto keeps");
     /* vLLM's tensor-parallel whisper (QKVParallelLinear, RowParallelLinear shards) is not derived */
     assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --tp 2 --gpus 2",
                  "--tp: whisper: tensor parallelism of an encoder-decoder is not modelled");

@@ -282,7 +282,8 @@ static cJSON *blocks(whw *w, const arch *a, const char *name, const char *in, in
  *    WhisperModel.forward's enc_states is None and WhisperCrossAttention.forward skips kv_proj (k = v =
  *    None); the run is eager with no attention metadata (force_attention False under CUDAGraphMode.NONE),
  *    and the attention backends' forward returns its output buffer zeroed for a profiling run
- *    (FlashAttentionImpl.forward: "if attn_metadata is None: # Profiling run. return output.fill_(0)"), the
+ *    (vllm/v1/attention/backends/flash_attn.py FlashAttentionImpl.forward, triton_attn.py
+ *    TritonAttentionImpl.forward: "if attn_metadata is None: # Profiling run. return output.fill_(0)"), the
  *    buffer [T, num_heads x head_size] that Attention.forward allocates (torch.empty). So each decoder
  *    layer is: self_attn_layer_norm, qkv_proj [T, 3 d_model] (q, k, v: views, locals until
  *    WhisperAttention.forward returns), the zeroed output (a new [T, d_model]: a Slice of qkv scaled by 0
@@ -441,9 +442,9 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
     if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
         return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
                             o->precision == VC_PREC_FP16 && serve
-                                ? "vLLM's --dtype auto keeps this float16 checkpoint's dtype, and fp16 adds the encoder "
+                                ? "vLLM's dtype auto keeps this float16 checkpoint's dtype, and fp16 adds the encoder "
                                   "layers' cast_overflow_tensors clamp, not modelled: give " OV("precision", "bf16")
-                                  " (vLLM's --dtype bfloat16)"
+                                  " (vLLM's dtype bfloat16)"
                             : o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
                                                            : "autocast and fp32 master weights are not modelled for it");
     if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
