@@ -426,7 +426,8 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
      * WhisperForConditionalGeneration on the V1 engine) is modelled in src/engine/serve_encdec.c: its weights,
      * the profiling run's two phases (vLLM's encoder over the dummy 30 s clips, the decoder's dummy run), the
      * pool of decoder self-attention and CrossAttention layers; docs/llm.md "Whisper under vLLM". serve_encdec.c
-     * runs this check on the whole model (its parts' plans run it too); what follows holds for it as well */
+     * runs this check on the whole model with serve true (its encoder part's plan runs it too, the decoder
+     * part has no WhisperAttention); what follows holds for it as well */
     /* WhisperGenerationMixin._set_max_new_tokens_and_length (generation_whisper.py @000dccdb): ValueError when
      * max_new_tokens + decoder_input_ids.shape[-1] > max_target_positions */
     int64_t total, maxpos = 0; /* max_target_positions: the rows of the decoder's embed_positions weight */
