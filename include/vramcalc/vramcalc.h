@@ -1116,6 +1116,11 @@ typedef struct {
      * the GPUs have NVLS (src/engine/nccl.c); 0 otherwise */
     int64_t non_torch_nccl;
     int64_t snapshot_nvls_credits; /* ... of snapshot_nccl, NCCL's NVLS credits (ncclNvlsSetup, at init) */
+    /* ... of non_torch, the NCCL communicator of the profiling run's logits all-gather (--tp > 1 on
+     * NVIDIA GPUs; src/engine/serve_nccl.c): torch.distributed's over the TP group, made at that
+     * first collective; its NVLS credits and buffers where the GPUs have NVLS on one node, else its
+     * ring; 0 otherwise */
+    int64_t non_torch_logits_nccl;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */
