@@ -1002,7 +1002,7 @@ typedef struct {
     int64_t nvls_bytes;         /* per ring communicator with NVLS: its credits (2 MiB, at init), and where
                                  * its collectives run NVLS (one node; across nodes, its all-reduce's NVLS
                                  * trees) heads x nvls_channels x 2 x 1 MiB */
-    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes + tree_bytes + nvls_tree_bytes */
+    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes + tree_bytes + nvls_tree_bytes + pat_bytes */
     vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
     const char *topology_row;   /* the table's row, in words */
     int64_t nodes;              /* nodes the world spans (--gpus-per-node) */
@@ -1017,6 +1017,12 @@ typedef struct {
     int64_t tree_bytes;
     int64_t nvls_tree_bytes;
     int64_t nvls_credit_bytes;  /* ... of nvls_bytes, the credits ncclNvlsSetup allocates at init */
+    /* PAT (NCCL 2.23+: reduce-scatter and all-gather of a communicator with one GPU per node; src/engine/
+     * nccl.c pat_group): the data-parallel communicators whose all-gather / reduce-scatter spans nodes
+     * one GPU a node (FSDP, HSDP's shard group, fsdp2, DeepSpeed ZeRO-1/2/3, megatron-dist under
+     * --gpus-per-node 1), and the network connections PAT adds to their rings (in bytes and net_bytes) */
+    int64_t pat_communicators;
+    int64_t pat_bytes;
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
 /* The breakdown whose bytes are `bytes` (a pipeline's memory.nccl: the stage its total
