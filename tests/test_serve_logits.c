@@ -1,6 +1,6 @@
 /* --serve --tp N: the logits' all-gather of vLLM's profiling run (issue 27; src/engine/serve_nccl.c),
  * its bytes in PyTorch's allocator and its NCCL communicator's outside it. Every expected value by hand:
- *  - vllm/model_executor/layers/logits_processor.py @ 307e0861 LogitsProcessor._get_logits: the rank's
+ *  - vllm/model_executor/layers/logits_processor.py @ 00db1f12 LogitsProcessor._get_logits: the rank's
  *    logits [rows, padded vocab / tp], _gather_logits -> tensor_model_parallel_all_gather (vllm/platforms/
  *    interface.py @ c7761993 Platform.use_all_gather: True), then logits[..., :org_vocab_size];
  *  - base_device_communicator.py @ 00a18bc3 DeviceCommunicatorBase.all_gather (CudaCommunicator @ 089eca13

@@ -4,7 +4,7 @@
  * and the NCCL buffers its communicator sets up outside it.
  *
  * vLLM (vllm-project/vllm):
- *  - vllm/model_executor/layers/logits_processor.py @ 307e0861
+ *  - vllm/model_executor/layers/logits_processor.py @ 00db1f12
  *    LogitsProcessor._get_logits: logits = lm_head.quant_method.apply(...),
  *    the rank's [rows, num_embeddings_per_partition] (ParallelLMHead: the
  *    vocabulary padded to 64 and split, src/hf/hf_tp.c), then
