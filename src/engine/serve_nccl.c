@@ -49,7 +49,15 @@
  *    at that first NVLS collective (group.cc ncclCollPreconnect), and no ring
  *    (NCCL_RUNTIME_CONNECT: only the chosen algorithm connects); elsewhere
  *    (no NVLS, or the group spans nodes: tuning.cc disables NVLS across
- *    nodes without CollNet) the ring's connections of tp ranks. */
+ *    nodes without CollNet) the ring's connections of tp ranks.
+ * Later vLLM differs: copies of v0.30.0's cuda_communicator.py (forks; no
+ * vllm-project/vllm commit of it could be read here) have a
+ * CudaCommunicator.all_gather that runs PyNccl's all_gather on CUDA (the
+ * base class's on ROCm), the same torch-side tensors. There the gather's
+ * communicator is the all-reduce's, whose ring and NVLS credits are in the
+ * snapshot: it adds the NVLS buffers only where the run's all-reduce went to
+ * the custom all-reduce or symmetric memory, nothing elsewhere. Not modelled:
+ * vLLM's commit here is the one serve.c cites for CudaCommunicator. */
 #include <string.h>
 
 #include <cjson/cJSON.h>
