@@ -96,6 +96,14 @@ static void communicator(void **state)
     serve_on(m, &o, &so, "h100-80gb", &r);
     assert_int_equal(r.non_torch_logits_nccl, 24 * MIB(12));
     o.nccl_nvls = VC_NCCL_NVLS_AUTO;
+    /* two nodes of 4: tuning.cc disables NVLS across nodes without CollNet, so the all-gather runs the
+     * ring: on each of 24 channels a P2P receive + send (12 MiB), and the 24 channels' network ends spread
+     * over the node's 4 GPUs, 6 on the busiest, each a network receive + send (20 MiB) instead of a P2P
+     * pair (+8 MiB; tests/test_nccl.c): 288 + 48 MiB; the NVLS credits at init (4 heads) 2 MiB */
+    o.gpus_per_node = 4;
+    serve_on(m, &o, &so, "h100-80gb", &r);
+    assert_int_equal(r.non_torch_logits_nccl, MIB(2) + 24 * MIB(12) + 6 * MIB(8));
+    o.gpus_per_node = 0;
     opts(&o, 2);
     serve_on(m, &o, &so, "a100-80gb", &r); /* no multicast: the ring */
     assert_int_equal(r.non_torch_logits_nccl, 24 * MIB(12));
