@@ -106,19 +106,23 @@ static void non_torch_lazy(void **state)
 /* the report's lines and JSON fields; with tensor parallelism NCCL's ring and the custom all-reduce are
  * set up before the snapshot (the table says they are not subtracted), and the profiling run's
  * all-reduce (8192 tokens x 4096 x 2 B = 64 MiB, at neither all-reduce's size limit: 8 MiB and 64 MiB)
- * runs NCCL's NVLS, whose buffers (2 heads x 16 channels x 2 x 1 MiB = 64 MiB) join the increase:
- * 72 + 64 = 136 MiB (tests/test_serve_nongraph.c snapshot_tp2) */
+ * runs NCCL's NVLS, whose buffers (2 heads x 16 channels x 2 x 1 MiB = 64 MiB) join the increase, and
+ * so does the logits all-gather's communicator (torch.distributed's: 2 MiB of NVLS credits + the same
+ * 64 MiB of buffers, tests/test_serve_logits.c): 72 + 64 + 66 = 202 MiB (tests/test_serve_nongraph.c
+ * snapshot_tp2) */
 static void report(void **state)
 {
     (void)state;
     const char *tab = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
-    assert_non_null(strstr(tab, "  non-torch increase        136.0 MiB  (cuBLAS, attention kernels and NCCL's NVLS buffers"));
+    assert_non_null(strstr(tab, "  non-torch increase        202.0 MiB  (cuBLAS, attention kernels and NCCL's buffers of the "
+                                "profiling run's all-reduce and logits all-gather)"));
     /* held at the snapshot, not subtracted; the graphs vLLM measures (test_serve_nongraph derives both) */
     assert_non_null(strstr(tab, "  NCCL + all-reduce         378.0 MiB  (held at vLLM's snapshot, not subtracted"));
     assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512)"));
     const char *js = cli_output(VC_TEST_DATA "/hf/llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
-    assert_non_null(strstr(js, "\"non_torch_increase\": 142606336, \"non_torch_parts\": {\"cublas\": 66060288, "
-                               "\"attention_kernels\": 9437184, \"nccl_nvls\": 67108864}, \"nccl_counted\": true, "
+    assert_non_null(strstr(js, "\"non_torch_increase\": 211812352, \"non_torch_parts\": {\"cublas\": 66060288, "
+                               "\"attention_kernels\": 9437184, \"nccl_nvls\": 67108864, \"nccl_logits_gather\": 69206016}, "
+                               "\"nccl_counted\": true, "
                                "\"cuda_graphs_counted\": false"));
     /* --cuda and --module-loading set the stack with --serve: eager (CUDA 11.2's auto) loads every module
      * before the snapshot */

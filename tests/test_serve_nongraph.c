@@ -153,9 +153,11 @@ static void snapshot_tp2(void **state)
     /* the profiling run's all-reduce, 8192 tokens x hidden 4096 x 2 B = 64 MiB: not under the custom
      * all-reduce's 8 MiB nor the symmetric memory's 64 MiB (inp_size < max_size): PyNccl's, NVLS on
      * NVSwitch H100s, whose buffers (nvls.cc ncclNvlsBufferSetup: 2 heads x 16 channels x 2 x 1 MiB)
-     * appear after the snapshot: in the non-torch increase, 72 + 64 MiB */
+     * appear after the snapshot: in the non-torch increase, 72 + 64 MiB, and the logits' all-gather's
+     * communicator (torch.distributed's, tests/test_serve_logits.c): its credits and NVLS buffers, 2 + 64 MiB */
     assert_int_equal(r.non_torch_nccl, MIB(64));
-    assert_int_equal(r.non_torch, MIB(72) + MIB(64));
+    assert_int_equal(r.non_torch_logits_nccl, MIB(66));
+    assert_int_equal(r.non_torch, MIB(72) + MIB(64) + MIB(66));
     /* symmetric memory: SYMM_MEM_ALL_REDUCE_MAX_SIZES["9.0"][2] = 64 MiB */
     assert_int_equal(r.snapshot_symm_mem, MIB(64));
     /* custom all-reduce: usable symmetric memory (multicast on NVSwitch), so max_size = min(

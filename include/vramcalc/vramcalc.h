@@ -1002,7 +1002,7 @@ typedef struct {
     int64_t nvls_bytes;         /* per ring communicator with NVLS: its credits (2 MiB, at init), and where
                                  * its collectives run NVLS (one node; across nodes, its all-reduce's NVLS
                                  * trees) heads x nvls_channels x 2 x 1 MiB */
-    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes + tree_bytes + nvls_tree_bytes */
+    int64_t bytes;              /* ring_bytes + p2p_bytes + nvls_bytes + tree_bytes + nvls_tree_bytes + pat_bytes */
     vc_nccl_topology topology;  /* the one used: --nccl-topology or --gpu's */
     const char *topology_row;   /* the table's row, in words */
     int64_t nodes;              /* nodes the world spans (--gpus-per-node) */
@@ -1017,6 +1017,12 @@ typedef struct {
     int64_t tree_bytes;
     int64_t nvls_tree_bytes;
     int64_t nvls_credit_bytes;  /* ... of nvls_bytes, the credits ncclNvlsSetup allocates at init */
+    /* PAT (NCCL 2.23+: reduce-scatter and all-gather of a communicator with one GPU per node; src/engine/
+     * nccl.c pat_group): the data-parallel communicators whose all-gather / reduce-scatter spans nodes
+     * one GPU a node (FSDP, HSDP's shard group, fsdp2, DeepSpeed ZeRO-1/2/3, megatron-dist under
+     * --gpus-per-node 1), and the network connections PAT adds to their rings (in bytes and net_bytes) */
+    int64_t pat_communicators;
+    int64_t pat_bytes;
 } vc_nccl_info;
 VC_EXTERN void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n);
 /* The breakdown whose bytes are `bytes` (a pipeline's memory.nccl: the stage its total
@@ -1123,6 +1129,11 @@ typedef struct {
      * cross_tokens the encoder positions a request's cross-attention keeps, blocks_per_request the blocks
      * a request takes from both groups; all 0 for a decoder-only model */
     int64_t encoder_peak, decoder_peak, cross_layers, cross_tokens, blocks_per_request;
+    /* ... of non_torch, the NCCL communicator of the profiling run's logits all-gather (--tp > 1 on
+     * NVIDIA GPUs; src/engine/serve_nccl.c): torch.distributed's over the TP group, made at that
+     * first collective; its NVLS credits and buffers where the GPUs have NVLS on one node, else its
+     * ring; 0 otherwise */
+    int64_t non_torch_logits_nccl;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

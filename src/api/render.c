@@ -113,7 +113,10 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                    ", \"attention_kernels\": %" PRId64, r->non_torch, r->non_torch_cublas, r->non_torch_kernels);
         if (r->non_torch_nccl) /* NCCL's NVLS buffers, set up by the profiling run's all-reduce (vllm_snapshot) */
             fprintf(f, ", \"nccl_nvls\": %" PRId64, r->non_torch_nccl);
-        fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s", r->non_torch_nccl ? "true" : "false",
+        if (r->non_torch_logits_nccl) /* the logits' all-gather's communicator (src/engine/serve_nccl.c) */
+            fprintf(f, ", \"nccl_logits_gather\": %" PRId64, r->non_torch_logits_nccl);
+        fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s",
+                r->non_torch_nccl || r->non_torch_logits_nccl ? "true" : "false",
                 o->cuda_graph_memory >= 0 ? "true" : "false");
         /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
         static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
@@ -181,7 +184,10 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     format_bytes(r->non_torch, a, sizeof a);
     const bool amd = resp->gpu.preset && strcmp(resp->gpu.preset->vendor, "NVIDIA") != 0; /* context.c: not modelled */
     fprintf(f, "  %-22s %12s  (%s)\n", "non-torch increase", a,
-            r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's NVLS buffers of the profiling run"
+            r->non_torch_logits_nccl && r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's buffers of the "
+                                                            "profiling run's all-reduce and logits all-gather"
+            : r->non_torch_logits_nccl ? "cuBLAS, attention kernels and NCCL's buffers of the profiling run's logits all-gather"
+            : r->non_torch_nccl ? "cuBLAS, attention kernels and NCCL's NVLS buffers of the profiling run"
             : r->non_torch ? "cuBLAS and attention kernels the profiling run loads"
             : amd        ? "not modelled on this GPU's vendor"
                          : "eager loading: loaded before vLLM's snapshot");

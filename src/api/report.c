@@ -500,13 +500,14 @@ static void nccl_row(FILE *f, const vc_report *rep)
     snprintf(note, sizeof note, "(%" PRId64 " comm%s, %" PRId64 " ch%s%s)", n.communicators,
              n.communicators == 1 ? "" : "s", n.channels, n.nvls_bytes ? ", NVLS" : "", nodes);
     row(f, &rep->term, "nccl buffers", rep->r->memory.nccl, note);
-    if (!n.tree_communicators) return; /* an all-reduce across nodes: the parts, the trees among them */
+    if (!n.tree_communicators && !n.pat_bytes) return; /* across nodes: the parts, trees and PAT among them */
     const vc_term *t = &rep->term;
     if (n.ring_bytes) row(f, t, "  rings", n.ring_bytes, "(ring connections)");
     if (n.p2p_bytes) row(f, t, "  send/recv", n.p2p_bytes, "(pipeline, all-to-all)");
     if (n.nvls_bytes) row(f, t, "  NVLS", n.nvls_bytes, "(NVLink SHARP buffers)");
-    row(f, t, "  trees", n.tree_bytes, "(all-reduce across nodes)");
+    if (n.tree_communicators) row(f, t, "  trees", n.tree_bytes, "(all-reduce across nodes)");
     if (n.nvls_tree_bytes) row(f, t, "  NVLS trees", n.nvls_tree_bytes, "(NVLS_TREE all-reduce)");
+    if (n.pat_bytes) row(f, t, "  PAT", n.pat_bytes, "(one GPU a node)");
 }
 
 /* cuDNN's convolution workspaces (src/engine/cudnn.c): the interval's other
@@ -972,6 +973,8 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
         fprintf(f, ", \"nodes\": %" PRId64 ", \"net_bytes\": %" PRId64 ", \"tree_communicators\": %" PRId64
                    ", \"tree_bytes\": %" PRId64 ", \"nvls_tree_bytes\": %" PRId64,
                 n.nodes, n.net_bytes, n.tree_communicators, n.tree_bytes, n.nvls_tree_bytes);
+    if (n.pat_communicators) /* PAT: all-gather / reduce-scatter one GPU a node (src/engine/nccl.c pat_group) */
+        fprintf(f, ", \"pat_communicators\": %" PRId64 ", \"pat_bytes\": %" PRId64, n.pat_communicators, n.pat_bytes);
     if (n.communicators) fputc('}', f);
     fputs("},\n", f);
     fprintf(f, "%s\"peak\": {\"phase\": \"%s\", \"layer\": ", ind, vc_phase_name(r->peak.phase));

@@ -147,6 +147,10 @@ static void csv_cells_of(const vc_report *rep, csv_cells *c)
             cell_i(c, "memory.nccl.tree_communicators", nc.tree_communicators);
             cell_i(c, "memory.nccl.tree_bytes", nc.tree_bytes);
             cell_i(c, "memory.nccl.nvls_tree_bytes", nc.nvls_tree_bytes);
+            if (nc.pat_communicators) { /* src/engine/nccl.c pat_group */
+                cell_i(c, "memory.nccl.pat_communicators", nc.pat_communicators);
+                cell_i(c, "memory.nccl.pat_bytes", nc.pat_bytes);
+            }
         }
     }
     cell(c, "peak.phase", "%s", vc_phase_name(r->peak.phase));

@@ -39,6 +39,7 @@
 
 #include "ops.h"
 #include "plan.h"
+#include "serve_nccl.h"
 #include "util.h"
 
 const vc_model *vc__gen_input_model(const vc_build *b) { return b->gen.on ? b->gen.twin[0] : b->m; }
@@ -494,13 +495,16 @@ void vc__gen_emit(vc_build *b)
     if (g->profile) {
         /* vLLM profile_run: _dummy_run(max_num_tokens) (the model over the flat token batch), then
          * _dummy_sampler_run on the last token of each dummy request: compute_logits, and the
-         * sampler's fp32 copy of them (Sampler: logits.to(torch.float32)) */
+         * sampler's fp32 copy of them (Sampler: logits.to(torch.float32)); at --tp > 1 the logits'
+         * all-gather first (src/engine/serve_nccl.c), the rank's logits dying with it */
         g->pass = 0;
         g->seq = P;
         forward_pass(b, g->twin[0], prompt, head);
         b->cur_inst = b->cur_region = -1;
         vc_t logits = b->val_t[m->output];
-        vc_t l32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * vocab), VC_DT_F32);
+        int64_t cols = vocab;
+        if (b->o.tp > 1) logits = vc__vllm_gather_logits(b, logits, vocab, &cols);
+        vc_t l32 = vc__op_nograd(b, "_to_copy", logits, -1, vc_n_sample(g->head_rows * cols), VC_DT_F32);
         vc__extend_life(b, logits);
         vc__extend_life(b, l32);
         b->val_t[0] = prompt;

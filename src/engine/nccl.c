@@ -483,6 +483,55 @@ static int64_t nvls_tree_group(int64_t nvls_channels, int64_t nodes, int64_t net
     return best * netpair;
 }
 
+/* ---- PAT (issue 27) ----
+ * NVIDIA/nccl@5067397c. PAT ("Parallel Aggregated Trees", NCCL 2.23+) runs
+ * reduce-scatter and all-gather only: src/graph/tuning.cc ncclTopoTuneModel
+ * offers NCCL_ALGO_PAT to ncclFuncReduceScatter and ncclFuncAllGather (never
+ * all-reduce), SIMPLE protocol only, where ncclPatEnable says so:
+ * NCCL_PAT_ENABLE 2 by default, comm->minCompCap >= 60, comm->nNodes ==
+ * comm->nRanks ("PAT only supports 1 GPU per node") and the host network
+ * (no device offload); its latency, log2i(nNodes) x interLat / 3.5 +
+ * nRanks x 2.8, grows with the log of the nodes where the ring's nRanks - 1
+ * network steps grow with them, so a small all-gather or reduce-scatter
+ * across nodes takes it (taken here for every data-parallel group whose
+ * all-gather spans nodes one GPU a node: a layer's or a bucket's, the small
+ * ones among them; enqueue.cc skips PAT for a reduce-scatter with
+ * PreMulSum / SumPostDiv, the all-gather still takes it). With
+ * NCCL_RUNTIME_CONNECT its connections are made at its first collective
+ * (group.cc ncclCollPreconnect: case NCCL_ALGO_PAT ->
+ * ncclTransportPatConnect; without runtime connect, init.cc at init when
+ * comm->maxLocalRanks == 1). src/transport/generic.cc
+ * ncclTransportPatConnect: for mask = 1, 2, 4, ... < nRanks, prevPeer =
+ * (rank + mask) % nRanks and nextPeer = (rank - mask) mod nRanks, on every
+ * channel (comm->nChannels) a receive from prevPeer and a send to nextPeer
+ * (reduce-scatter), then a receive from nextPeer and a send to prevPeer
+ * (all-gather), connIndex 0: dedicated buffers; ncclTransportP2pConnect
+ * skips a (channel, peer) already connected, the ring's receive from
+ * ring.prev = rank - 1 and send to ring.next = rank + 1 (one GPU a node:
+ * the ring runs over the nodes in rank order) among them. So on each
+ * channel a GPU receives from and sends to every rank rank +- 2^k: with S
+ * those distinct offsets, 2 x (|S| - 1) new connections, each a network
+ * receive or send (one GPU a node: every peer elsewhere), 10 MiB on the
+ * device with GPU Direct RDMA (net.cc, above), none without. |S|: 2 ranks
+ * 1 (nothing new: the ring's), 3 ranks 2 (+2 = -1), 4 ranks 3, 6 ranks 4, 8 ranks 5, 16 ranks 7. */
+static int64_t pat_offsets(int64_t n)
+{
+    int64_t v[128]; /* the distinct (+-m) mod n over m = 1, 2, 4, ... < n (n < 2^63: 63 masks) */
+    int k = 0;
+    for (int64_t m = 1; m > 0 && m < n; m <<= 1)
+        for (int s = 0; s < 2; s++) {
+            int64_t x = s ? n - m : m, j = 0;
+            while (j < k && v[j] != x) j++;
+            if (j == k) v[k++] = x;
+        }
+    return k;
+}
+
+static int64_t pat_group(int64_t channels, int64_t size, int64_t net_recv, int64_t net_send)
+{
+    return channels * (pat_offsets(size) - 1) * (net_recv + net_send);
+}
+
 /* What one GPU of a multi-GPU layout holds (issue 27 item 3), its
  * communicators at the channels NCCL opens on the topology (topos[]).
  * Communicators per GPU (torch.distributed's ProcessGroupNCCL makes one
@@ -518,10 +567,10 @@ static int64_t nvls_tree_group(int64_t nvls_channels, int64_t nodes, int64_t net
  * tuning's ring, NVLS and P2P win there), CollNet (NCCL_COLLNET_ENABLE is 0
  * by default, comm->config.collnetEnable: it needs a SHARP network plugin,
  * and tuning.cc disables CollNet Direct, Chain and NVLS across nodes without
- * it), PAT (a communicator of one GPU per node, reduce-scatter and
- * all-gather: the rings' channels between the same peers, nChannels x
- * log2(nRanks) more pairs, not modelled), NCCL's work FIFO and proxy state
- * (host memory). */
+ * it), PAT on a group that also all-reduces (the TP group under --sp one
+ * GPU a node: its trees' and PAT's connections overlap), NCCL's work FIFO
+ * and proxy state (host memory). A data-parallel group whose all-gather
+ * spans nodes one GPU a node also holds PAT's connections (pat_group). */
 void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
 {
     memset(n, 0, sizeof *n);
@@ -539,6 +588,7 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     const topo_row *row = find_row(t == VC_NCCL_TOPO_SHM ? VC_NCCL_TOPO_PCIE : t, sm);
     if (!row) row = find_row(VC_NCCL_TOPO_PCIE, sm); /* vc_nccl_check refused the others */
     bool gdr = t == VC_NCCL_TOPO_NVSWITCH;
+    const bool nvidia = !o->device || !strcmp(o->device->vendor, "NVIDIA"); /* RCCL's PAT: not read */
     n->topology = t;
     n->topology_row = row->what;
     n->nodes = (world + gpn - 1) / gpn;
@@ -615,6 +665,10 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
             n->tree_bytes += tree_group(n->channels, row->coll, local, groups[i], trecv, tsend, net_recv, net_send, &net);
             n->net_bytes += net;
         }
+        if (!allred[i] && local == 1 && sm >= 60 && nvidia) { /* all-gather / reduce-scatter one GPU a node: PAT */
+            n->pat_communicators++;
+            n->pat_bytes += pat_group(n->channels, groups[i], net_recv, net_send);
+        }
     }
     /* pipeline neighbours: the given stage's, else the busiest stage's (on
      * equal bytes the one with more peers) */
@@ -665,8 +719,8 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
         if (nodes > 1 && allred[i]) n->nvls_tree_bytes += nvls_tree_group(ch, nodes, net_recv + net_send);
     }
     n->nvls_bytes += n->nvls_credit_bytes;
-    n->net_bytes += n->nvls_tree_bytes;
-    n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes + n->tree_bytes + n->nvls_tree_bytes;
+    n->net_bytes += n->nvls_tree_bytes + n->pat_bytes;
+    n->bytes = n->ring_bytes + n->p2p_bytes + n->nvls_bytes + n->tree_bytes + n->nvls_tree_bytes + n->pat_bytes;
 }
 
 /* The breakdown behind a figure: a pipeline's report shows the busiest

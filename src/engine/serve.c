@@ -44,6 +44,7 @@
 #include "layer.h"
 #include "plan.h"
 #include "serve_encdec.h"
+#include "serve_nccl.h"
 #include "util.h"
 
 void vc_serve_options_init(vc_serve_options *s)
@@ -377,9 +378,10 @@ static void vllm_graphs(const vc_model *m, const vc_options *o, const vc_gpu_spe
  *    that size (the training layouts' assumption too, src/engine/nccl.c) and
  *    sets up its buffers then: heads x nvlsChannels x 2 x 1 MiB, outside
  *    PyTorch's allocator after the snapshot, so in non_torch_increase
- *    (r->non_torch_nccl). Not modelled: the logits' all-gather (pynccl
- *    all_gather, NVLS on one node too), which would set up the same
- *    buffers once; vLLM's ROCm paths (QuickAllReduce, RCCL): nothing on AMD. */
+ *    (r->non_torch_nccl); the logits' all-gather runs on another
+ *    communicator, torch.distributed's, made then (src/engine/serve_nccl.c,
+ *    r->non_torch_logits_nccl). Not modelled: vLLM's ROCm paths
+ *    (QuickAllReduce, RCCL): nothing on AMD. */
 static const struct { int sm; int64_t symm[9], ca[9]; } vllm_ar_sizes[] = {
     /* all_reduce_utils.py SYMM_MEM_ALL_REDUCE_MAX_SIZES and CUSTOM_ALL_REDUCE_MAX_SIZES, by world size */
     {90, {[2] = 64 * MIB, [4] = 32 * MIB, [6] = 64 * MIB, [8] = 64 * MIB},
@@ -445,6 +447,8 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
         const bool symm = symm_usable && act == VC_DT_BF16 && size < r->snapshot_symm_mem;
         if (hidden > 0 && !ca && !symm) r->non_torch_nccl = n.nvls_bytes - n.nvls_credit_bytes;
         r->non_torch += r->non_torch_nccl;
+        r->non_torch_logits_nccl = vc__vllm_logits_nccl(&n); /* the logits' all-gather (serve_nccl.c) */
+        r->non_torch += r->non_torch_logits_nccl;
     }
     return VC_OK;
 }
