@@ -176,7 +176,7 @@ const vc_kind vc_kind_T5StackMask = {
  *  - buckets 0 (the cross-attention, no relative bias): torch.zeros((1, heads, q, k)); "requires_grad"
  *    (src/hf/hf_t5.c under checkpointing): `if self.gradient_checkpointing and self.training:
  *    position_bias.requires_grad = True`, a leaf (vc_op_leaf_grad; src/engine/autograd.c fwd_op keeps
- *    the forward's, inside block 0's checkpoint, until backward ends);
+ *    the forward's, inside block 0's checkpoint, until backward ends, the recompute's to its stop);
  *  - position_bias + causal_mask: [B, heads, q, k].
  * Inputs: the query side's states [q, d_model], the key side's [k, d_model], the mask.
  * Under generate() (vc_gen_seq2seq) the decoder's bias is compute_bias(cache_position[-1] + 1, key_length,

@@ -390,7 +390,7 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
     /* a leaf made to require grad inside a checkpointed block (vc_op_leaf_grad: T5Attention's zeros
      * bias under checkpointing, layers/t5.c): the forward's tensor is the one the original graph's
      * AccumulateGrad node holds until backward ends; the recompute's is a new leaf of a graph that
-     * never runs backward, freed after its last use */
+     * never runs backward, saved by nothing, held while that graph lives (build_liveness: to the stop) */
     if (op->leaf && op->region >= 0 && b->train) {
         if (!b->recomputing)
             for (int32_t i = 0; i < op->nit; i++)
@@ -650,6 +650,10 @@ static int build_liveness(vc_build *b)
          * until it returns, in the recompute as in the forward */
         if (r >= 0 && t->rrelease > rlast[i]) rlast[i] = t->rrelease;
         if (r >= 0 && wl > rlast[i] && b->op[wl].region == r) rlast[i] = wl;
+        /* a leaf made to require grad in the region (fwd_op): the recompute's AccumulateGrad node holds it while
+         * the recomputed graph lives, the recompute's outputs (T5Block's position biases) keeping that to its
+         * stop */
+        if (r >= 0 && b->op[t->op].leaf && b->train) rlast[i] = b->reg[r].stop;
         if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
         else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }
