@@ -145,6 +145,7 @@ struct sdpa_s {
     bool masked;                /* a float attn_mask is passed (vc_sdpa_args.masked): not flash */
     vc_t mask;                  /* that mask (the memory-efficient kernel saves it for backward) */
     int64_t varlen;             /* flash: flash-attn's varlen kernel over this many packed sequences; 0 none */
+    int64_t mask_ld;            /* vc_sdpa_args.mask_ld: the mask's row stride when a batch-shared view, 0 none */
 };
 
 /* The backend scaled_dot_product_attention picks for g (sdpa.c, §4.4). */

@@ -34,9 +34,11 @@ typedef struct {
     bool complex; /* Llama4TextRotaryEmbedding: freqs_cis, complex64 [L, rotary_dim / 2] (as float32 [2, L, R / 2]) */
     int64_t bidir; /* ModernBERT's local_attention: the model's masks made first (bidir_masks), 0 none */
     int64_t smask; /* the layers' sdpa sliding window: the sliding mask made here under checkpointing, 0 none */
+    bool smask_4x; /* ... transformers 4.46-4.52's float one (sliding_mask_4x) */
 } rope_cfg;
 
 static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded);
+static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S);
 
 static void bidir_masks(vc_build *b, int64_t L, vc_t *g, vc_t *s);
 
@@ -46,7 +48,7 @@ static int rope_parse(vc_args *a, void *p)
     if (vc_arg_int(a, "head_dim", VC_REQUIRED, 2, &c->head_dim) ||
         vc_arg_int(a, "rotary_dim", c->head_dim, 2, &c->rotary_dim) || vc_arg_bool(a, "half", false, &c->half) ||
         vc_arg_bool(a, "complex", false, &c->complex) || vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) ||
-        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask))
+        vc_arg_int(a, "sliding_mask", 0, 0, &c->smask) || vc_arg_bool(a, "sliding_mask_4x", false, &c->smask_4x))
         return -1;
     if (c->half && c->complex) return vc_arg_fail(a, "complex", "is Llama 4's freqs_cis, not gpt-oss's half cos/sin");
     if (c->rotary_dim % 2) return vc_arg_fail(a, "rotary_dim", "must be even, got %lld", (long long)c->rotary_dim);
@@ -122,7 +124,7 @@ static void rope_emit(vc_build *b, const void *p)
      * same tensors at nearly the same point. */
     if (c->smask > 0 && !c->bidir && vc_checkpointed(b) && L >= c->smask && vc_opts(b)->attention != VC_ATTN_FLASH &&
         !vc_serve_profile(b) && vc_opts(b)->cache != VC_CACHE_STATIC && vc_forward_local(b) < 0)
-        (void)sliding_mask(b, L, L, false);
+        (void)(c->smask_4x ? sliding_mask_4x(b, L, L) : sliding_mask(b, L, L, false));
     vc_t pos = vc__op_new(b, "arange", vc_n_fixed(L), VC_DT_I64);
     vc_t posf = vc__op_new(b, "_to_copy", vc_n_fixed(L), VC_DT_F32);
     vc_t freqs = vc__op_new(b, "matmul", vc_n_fixed(L * (c->half ? R : R / 2)), VC_DT_F32);
@@ -280,6 +282,8 @@ typedef struct {
     /* Gemma3Model.forward with an image input (hf_layers.c): create_causal_mask_mapping's token_type_ids
      * or-mask (image_masks), in every layer of the language model */
     bool image_mask;
+    bool mask_4x; /* the sliding mask is transformers 4.46-4.52's float one (sliding_mask_4x; release.c
+                   * VC_TF_SLIDING_FLOAT_MASK) where no attention_mask is passed (training, --mode infer) */
 } ra_cfg;
 
 static const char *const rope_styles[] = {"llama", "gpt_oss", "llama4", NULL};
@@ -303,7 +307,8 @@ static int ra_parse(vc_args *a, void *p)
         vc_arg_int(a, "bidir_masks", 0, 0, &c->bidir) || vc_arg_bool(a, "local_mask", false, &c->local_mask) ||
         vc_arg_bool(a, "v_norm", false, &c->v_norm) || vc_arg_bool(a, "kv_store", false, &c->kv_store) ||
         vc_arg_bool(a, "kv_shared", false, &c->kv_shared) || vc_arg_bool(a, "kv_last", false, &c->kv_last) ||
-        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask))
+        vc_arg_int(a, "kv_type", 0, 0, &c->kv_type) || vc_arg_bool(a, "image_mask", false, &c->image_mask) ||
+        vc_arg_bool(a, "sliding_mask_4x", false, &c->mask_4x))
         return -1;
     if (c->image_mask && (!c->causal || c->eager || c->sinks || c->bidir || c->block_mask || c->chunk || c->kv_shared))
         return vc_arg_fail(a, "image_mask", "is Gemma 3's causal sdpa attention with images (\"causal\", no \"eager\", "
@@ -831,6 +836,50 @@ static vc_t sliding_mask(vc_build *b, int64_t L, int64_t S, bool padded)
     return r;
 }
 
+/* transformers 4.46 to 4.52's sliding-window mask under sdpa, Mistral's (release.c VC_TF_SLIDING_FLOAT_MASK;
+ * modeling_mistral.py @93e0020c96f1aaf6c380491c943fcf57502c5e19 MistralModel.forward: causal_mask =
+ * self._update_causal_mask(...) before the decoder layers, a local until it returns), with no attention_mask
+ * (training, --mode infer): _update_causal_mask keeps it once AttentionMaskConverter._ignore_causal_mask_sdpa
+ * (modeling_attn_mask_utils.py @c2766555) fails (kv_length >= sliding_window: the same point as masking_utils'
+ * bool mask) and takes target_length = past_seen_tokens + sequence_length + 1 = S + 1 (attention_mask None);
+ * _prepare_4d_causal_attention_mask_with_cache_position then makes
+ *  - causal_mask = torch.full((L, T), min_dtype, dtype=inputs_embeds' dtype): [L, T], no batch dim;
+ *  - diagonal_attend_mask = torch.arange(T) > cache_position.reshape(-1, 1): an int64 [T] temporary, a bool
+ *    [L, T] local;
+ *  - sliding_attend_mask = torch.arange(T) <= (cache_position.reshape(-1, 1) - sliding_window): int64 [T] and
+ *    [L, 1] temporaries, a bool [L, T] local; diagonal_attend_mask.bitwise_or_(sliding_attend_mask) in place;
+ *  - causal_mask *= diagonal_attend_mask (in place); causal_mask[None, None].expand(B, 1, -1, -1) (a view);
+ *    the two bool locals go when it returns.
+ * The layers' attention slices it, attention_mask[:, :, :, :S] (a view, rows T apart: sliding_mask_args),
+ * and F.scaled_dot_product_attention takes the float mask as it is (no convert_boolean_attn_mask). */
+static vc_t sliding_mask_4x(vc_build *b, int64_t L, int64_t S)
+{
+    vc_t m = vc_forward_local(b);
+    if (m >= 0) return m;
+    const int64_t T = S + 1;
+    const vc_numel lt = vc_n_fixed(L * T);
+    vc_t full = mask_op(b, "full", -1, lt, vc_act_dt(b));
+    vc_t diag = mask_op(b, "gt", mask_op(b, "arange", -1, vc_n_fixed(T), VC_DT_I64), lt, VC_DT_BOOL);
+    vc_hold(b, diag);
+    vc_t lo = mask_op(b, "sub", -1, vc_n_fixed(L), VC_DT_I64); /* cache_position.reshape(-1, 1) - sliding_window */
+    vc_t sl = mask_op2(b, "le", mask_op(b, "arange", -1, vc_n_fixed(T), VC_DT_I64), lo, lt, VC_DT_BOOL);
+    vc_hold(b, sl);
+    vc_op *o = vc_op_begin(b, "bitwise_or_"); /* in place */
+    int i = vc_op_in_nodiff(o, diag);
+    vc_op_in_nodiff(o, sl);
+    (void)vc_op_out_view(o, i, lt, true);
+    vc_op_end(o);
+    o = vc_op_begin(b, "mul_"); /* causal_mask *= diagonal_attend_mask */
+    i = vc_op_in_nodiff(o, full);
+    vc_op_in_nodiff(o, diag);
+    m = vc_op_out_view(o, i, lt, true);
+    vc_op_end(o);
+    vc_release(b, diag); /* _prepare_4d_causal_attention_mask_with_cache_position returns */
+    vc_release(b, sl);
+    vc_set_forward_local(b, m);
+    return m;
+}
+
 /* Gemma 3 with an image input: its two masks (modeling_gemma3.py @0018aa647bb13801f061e2d1027c326f531b59fb
  * Gemma3Model.forward -> create_causal_mask_mapping: may_have_image_input holds without a cache (training, infer) and in
  * generate()'s prefill (pixel_values given), not in a decoding step; the caller sets image_mask accordingly).
@@ -982,6 +1031,16 @@ static void repeat_kv_done(vc_build *b, const ra_cfg *c, vc_t k, vc_t v)
  * which the caller releases after the call, with sliding_mask_done. */
 static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, vc_t *k, vc_t *v, vc_sdpa_args *a, bool padded)
 {
+    if (c->mask_4x && !padded && !image_mask_needed(b, c)) { /* transformers 4.46-4.52 (sliding_mask_4x) */
+        vc_t fm = sliding_mask_4x(b, L, a->S);
+        repeat_kv_args(b, c, k, v, a);
+        /* sdpa_attention_forward: attention_mask[:, :, :, :key.shape[-2]], a view of [L, S + 1] rows */
+        a->causal = false;
+        a->masked = true;
+        a->mask = fm;
+        a->mask_ld = a->S + 1;
+        return fm;
+    }
     vc_t bm = image_mask_needed(b, c) ? image_masks(b, L, a->S, c->window, padded) : sliding_mask(b, L, a->S, padded);
     repeat_kv_args(b, c, k, v, a);
     vc_t inf = vc__op_new(b, "scalar_tensor", vc_n_fixed(1), vc_dt_of(b, q));
@@ -996,7 +1055,7 @@ static vc_t sliding_mask_args(vc_build *b, const ra_cfg *c, int64_t L, vc_t q, v
 /* After the sdpa call: the converted mask and the repeated key and value go (sdpa_attention_forward returns). */
 static void sliding_mask_done(vc_build *b, const ra_cfg *c, vc_t fm, vc_t k, vc_t v)
 {
-    vc_release(b, fm);
+    if (fm != vc_forward_local(b)) vc_release(b, fm); /* not 4.x's model-wide mask (sliding_mask_4x) */
     repeat_kv_done(b, c, k, v);
 }
 

@@ -99,6 +99,10 @@ typedef struct {
     bool masked;
     vc_t mask;
     int64_t varlen;
+    /* mask_ld: the mask is a [B, 1, L, S] view, shared by the batch (stride 0), of rows mask_ld elements apart
+     * (transformers 4.x's [L, S + 1] sliding mask sliced to S, layers/llm.c sliding_mask_4x); 0: a contiguous
+     * mask of its own shape */
+    int64_t mask_ld;
 } vc_sdpa_args;
 vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a, bool *out_blhd);
 /* layers/llm.c's HF pieces, for layers/mla.c: LlamaRMSNorm.forward on x with

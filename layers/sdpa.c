@@ -337,6 +337,13 @@ static vc_t sdpa_efficient(vc_build *b, vc_t q, vc_t k, vc_t v, sdpa_t *g)
     const int form = vc_release_value(vc__op_torch(b), VC_REL_MEFF_MASK);
     if (bias >= 0 && form == VC_MEFF_MASK_PAD16 && g->S % 16) {
         bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(sat_mul(H * L, round_up(g->S, 16))), vc_dt_of(b, bias));
+    } else if (bias >= 0 && form == VC_MEFF_MASK_PAD8 && g->mask_ld > 0) {
+        /* transformers 4.x's sliced [L, S + 1] mask (vc_sdpa_args.mask_ld): aligned_tensor<8> reads the strides
+         * (0, L x ld, ld, 1), aligned only when ld % 8 == 0; otherwise pad_bias<8> pads it by 8 - S % 8 columns
+         * (8 when S % 8 == 0: pad_count = alignment - (last_dim_size % alignment)) with at::pad_symint, a new
+         * contiguous [B, 1, L, S + pad_count] (the batch's stride-0 dim materialised), sliced back */
+        if (g->mask_ld % 8)
+            bias = nodiff(b, "constant_pad_nd", bias, vc_n_sample(sat_mul(L, g->S + 8 - g->S % 8)), vc_dt_of(b, bias));
     } else if (bias >= 0 && form == VC_MEFF_MASK_PAD8 && g->S % 8) {
         vc_numel n = vc_numel_of(b, bias); /* the mask's own shape, its last dim S widened to round8(S) */
         const int64_t S8 = round_up(g->S, 8);
@@ -412,6 +419,7 @@ vc_t vc__op_sdpa_gqa(vc_build *b, vc_t q, vc_t k, vc_t v, const vc_sdpa_args *a,
     g.backend = vc_sdpa_pick(b, &g, vc_dt_of(b, q));
     g.Hkv = a->Hkv;
     g.varlen = a->varlen;
+    g.mask_ld = a->masked ? a->mask_ld : 0;
     if (a->varlen) g.backend = BK_FLASH; /* flash-attn's own kernel, whatever SDPA would pick (ra_emit checks dtype and head dim) */
     if (a->masked && g.backend == BK_FLASH) {
         /* an explicit attn_mask: SDPA's flash backend takes none (sdp_utils.cpp check_for_attn_mask),

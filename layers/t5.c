@@ -173,7 +173,10 @@ const vc_kind vc_kind_T5StackMask = {
  *    arange(q)[:, None], arange(k)[None, :], relative_position = memory - context,
  *    _relative_position_bucket (bidirectional in the encoder), relative_attention_bias(bucket)
  *    [q, k, heads], permute([2, 0, 1]).unsqueeze(0), [:, :, -q:, :] (views);
- *  - buckets 0 (the cross-attention, no relative bias): torch.zeros((1, heads, q, k));
+ *  - buckets 0 (the cross-attention, no relative bias): torch.zeros((1, heads, q, k)); "requires_grad"
+ *    (src/hf/hf_t5.c under checkpointing): `if self.gradient_checkpointing and self.training:
+ *    position_bias.requires_grad = True`, a leaf (vc_op_leaf_grad; src/engine/autograd.c fwd_op keeps
+ *    the forward's, inside block 0's checkpoint, until backward ends, the recompute's to its stop);
  *  - position_bias + causal_mask: [B, heads, q, k].
  * Inputs: the query side's states [q, d_model], the key side's [k, d_model], the mask.
  * Under generate() (vc_gen_seq2seq) the decoder's bias is compute_bias(cache_position[-1] + 1, key_length,
@@ -181,14 +184,15 @@ const vc_kind vc_kind_T5StackMask = {
  * = cache_position[:, None] (a view: no arange), key_length = past + q. */
 typedef struct {
     int64_t heads, buckets, max_distance;
-    bool bidirectional;
+    bool bidirectional, leaf;
 } pb_cfg;
 
 static int pb_parse(vc_args *a, void *p)
 {
     pb_cfg *c = p;
     return vc_arg_int(a, "num_heads", VC_REQUIRED, 1, &c->heads) || vc_arg_int(a, "num_buckets", 0, 0, &c->buckets) ||
-           vc_arg_int(a, "max_distance", 128, 1, &c->max_distance) || vc_arg_bool(a, "bidirectional", false, &c->bidirectional);
+           vc_arg_int(a, "max_distance", 128, 1, &c->max_distance) || vc_arg_bool(a, "bidirectional", false, &c->bidirectional) ||
+           vc_arg_bool(a, "requires_grad", false, &c->leaf);
 }
 
 static int pb_setup(vc_setup *s, void *p)
@@ -263,7 +267,14 @@ static void pb_emit(vc_build *b, const void *p)
         vc_op_end(o);
         bias = vc__op_view(b, val, vc_n_fixed(q * k * H), false); /* permute, unsqueeze, [:, :, -q:, :] */
     } else {
-        bias = vc__op_new(b, "zeros", vc_n_fixed(H * q * k), dt);
+        /* "requires_grad": T5Attention.forward's position_bias.requires_grad = True when
+         * self.gradient_checkpointing and self.training: a leaf whose AccumulateGrad node keeps it and
+         * its .grad (the [B, heads, q, k] gradient summed to [1, heads, q, k]) until the graph is freed */
+        vc_op *o = vc_op_begin(b, "zeros");
+        if (c->leaf && vc_training(b)) vc_op_leaf_grad(o);
+        bias = vc_op_out(o, vc_n_fixed(H * q * k), dt);
+        if (c->leaf && vc_training(b)) vc_op_save(o, bias);
+        vc_op_end(o);
     }
     /* position_bias = position_bias + causal_mask: [B, heads, q, k] */
     vc_set_output(b, vc__op_add(b, bias, mask, vc_n_sample(H * q * k), false));

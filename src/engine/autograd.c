@@ -387,6 +387,16 @@ static void fwd_op(vc_build *b, int32_t k, bool save)
     }
     if (cached) op->nsac = 0; /* all given back */
     else if (!vc__compile_fusible(b, k)) run_temps(b, its, op->nit, IT_FTEMP, inst);
+    /* a leaf made to require grad inside a checkpointed block (vc_op_leaf_grad: T5Attention's zeros
+     * bias under checkpointing, layers/t5.c): the forward's tensor is the one the original graph's
+     * AccumulateGrad node holds until backward ends; the recompute's is a new leaf of a graph that
+     * never runs backward, saved by nothing, held while that graph lives (build_liveness: to the stop) */
+    if (op->leaf && op->region >= 0 && b->train) {
+        if (!b->recomputing)
+            for (int32_t i = 0; i < op->nit; i++)
+                if (its[i].type == IT_OUT) leaf_keep(b, b->t[its[i].t].stor);
+        keep = false;
+    }
     if (!keep) { /* no grad_fn (or a checkpointed forward): extras were transient */
         for (int32_t j = 0; j < op->nsv; j++) s_unref(b, b->sv[op->sv0 + j], inst);
         b->nsv -= (size_t)op->nsv;
@@ -635,7 +645,15 @@ static int build_liveness(vc_build *b)
         int r = t->op >= 0 ? b->op[t->op].region : -1;
         /* an explicit release (a C++ local, a Python variable) holds in the recompute too */
         if (r >= 0 && t->release > rlast[i] && b->op[t->release].region == r) rlast[i] = t->release;
+        /* ... and one inside the region when a later one is outside it: a value the block returns that the
+         * blocks after it take (T5Block 0's position biases, src/hf/hf_t5.c), a local of the block's forward
+         * until it returns, in the recompute as in the forward */
+        if (r >= 0 && t->rrelease > rlast[i]) rlast[i] = t->rrelease;
         if (r >= 0 && wl > rlast[i] && b->op[wl].region == r) rlast[i] = wl;
+        /* a leaf made to require grad in the region (fwd_op): the recompute's AccumulateGrad node holds it while
+         * the recomputed graph lives, the recompute's outputs (T5Block's position biases) keeping that to its
+         * stop */
+        if (r >= 0 && b->op[t->op].leaf && b->train) rlast[i] = b->reg[r].stop;
         if (r < 0 || t->op > b->reg[r].stop) rlast[i] = -1;
         else if (rlast[i] > b->reg[r].stop) rlast[i] = b->reg[r].stop;
     }

@@ -94,7 +94,7 @@ int32_t vc__new_tensor(vc_build *b, vc_numel n, vc_dtype dt)
     t->n = n;
     t->dt = (uint8_t)resolve(b, dt);
     t->contig = true;
-    t->op = t->base = t->param = t->release = t->last = t->with = -1;
+    t->op = t->base = t->param = t->release = t->rrelease = t->last = t->with = -1;
     t->stor = t->grad = -1;
     return (int32_t)b->nt++;
 }
@@ -209,9 +209,19 @@ void vc_hold(vc_build *b, vc_t t)
 {
     if (t >= 0) b->t[t].held = true;
 }
+/* t's latest release point inside its producer's checkpoint region (tens_t.rrelease) */
+static void note_region_release(vc_build *b, vc_t t, int32_t k)
+{
+    tens_t *x = &b->t[t];
+    if (k >= 0 && x->op >= 0 && b->op[x->op].region >= 0 && b->op[k].region == b->op[x->op].region && k > x->rrelease)
+        x->rrelease = k;
+}
+
 void vc_release(vc_build *b, vc_t t)
 {
-    if (t >= 0) b->t[t].release = (int32_t)b->nop - 1;
+    if (t < 0) return;
+    b->t[t].release = (int32_t)b->nop - 1;
+    note_region_release(b, t, (int32_t)b->nop - 1);
 }
 void vc_persist(vc_build *b, vc_t t)
 {
@@ -579,5 +589,6 @@ void vc_note(vc_build *b, const char *s)
 void vc__extend_life(vc_build *b, vc_t t)
 {
     if (t >= 0 && b->nop > 0 && b->t[t].release < (int32_t)b->nop - 1) b->t[t].release = (int32_t)b->nop - 1;
+    if (t >= 0 && b->nop > 0) note_region_release(b, t, (int32_t)b->nop - 1);
 }
 

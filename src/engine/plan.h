@@ -46,6 +46,9 @@ typedef struct {
     int32_t base;    /* tensor whose storage this view shares, -1 none */
     int32_t param;   /* parameter index, -1 */
     int32_t release; /* explicit release point (vc_release), -1 */
+    int32_t rrelease; /* the latest explicit release point inside the producer's checkpoint region, -1: what
+                       * the recompute holds when a later one is outside it (a checkpointed block's
+                       * returned value, autograd.c build_liveness) */
     int32_t with;    /* vc_keep_with: an earlier tensor whose Python reference this one outlives not, -1 */
     int32_t last;    /* liveness: op after which the reference is dropped */
     int32_t stor, grad;

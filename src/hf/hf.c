@@ -766,6 +766,10 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
     a.experts_impl = ex == VC_EXPERTS_PER_EXPERT ? EXPERTS_PER_EXPERT : EXPERTS_GROUPED_MM;
     /* eager attention: the family's in every release, or its release's default (gemma2) */
     a.eager = a.f->eager || (a.f->eager_release && vc_transformers_value(rel ? rel->release : 0, VC_TF_GEMMA2_EAGER));
+    /* Mistral's 4.x float sliding mask (release.c VC_TF_SLIDING_FLOAT_MASK; the other sliding families' 4.x
+     * masks were not read: they run masking_utils' at every release, docs/llm.md) */
+    a.mask_4x = !strcmp(a.f->model_type, "mistral") &&
+                vc_transformers_value(rel ? rel->release : 0, VC_TF_SLIDING_FLOAT_MASK);
     a.ckpt = o && o->checkpoint;
     a.ckpt_every = o && o->ckpt_every > 1 ? o->ckpt_every : 1;
     if (vc__hf_read(&r, &a)) return err->code; /* the keys, checked (hf_read.c) */

@@ -235,6 +235,8 @@ typedef struct {
     const cJSON *hybrid_types;
     double imbalance;
     bool eager;         /* the attention runs eager_attention_forward: .eager, or .eager_release at the release */
+    bool mask_4x;       /* mistral at a --transformers release before masking_utils (VC_TF_SLIDING_FLOAT_MASK): the
+                         * sdpa sliding mask is the model's float one (layers/llm.c sliding_mask_4x) */
     int experts_impl;   /* EXPERTS_*: the transformers release's MoE experts (default: transformers 5's grouped_mm) */
     /* deepseek_v3 / kimi_k2: MLA's ranks and head dims (the rope part is D), the MoE's shared experts,
      * groups and dense first layers, the MTP layers (not built: transformers and vLLM do not load them) */

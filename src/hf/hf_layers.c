@@ -159,6 +159,7 @@ static void attn_core(wr *w, const arch *a, const char *name, bool fused, const 
     if (a->f->qk_norm && a->f->norm == NORM_RMS_GEMMA) str(w, o, "qk_norm_variant", "gemma"); /* Gemma3RMSNorm */
     if (a->f->half_rope && rope) str(w, o, "rope_style", "gpt_oss"); /* _apply_rotary_emb: chunk(2) */
     if (window > 0) num(w, o, "sliding_window", (double)window);
+    if (window > 0 && a->mask_4x) flag(w, o, "sliding_mask_4x", true); /* release.c VC_TF_SLIDING_FLOAT_MASK */
     if (a->eager) flag(w, o, "eager", true);
     if (a->f->sinks) flag(w, o, "sinks", true); /* GptOssAttention.sinks */
     /* sdpa_attention_forward takes no softcap: attn_logit_softcapping applies under eager only */
@@ -967,8 +968,10 @@ static void build_layers(wr *w, const arch *a)
         int64_t sw = 0;
         for (int64_t i = 0; i < a->N && !sw; i++)
             if (vc__hf_llama4_chunk(a, i) <= 0) sw = vc__hf_layer_window(a, i) > 0 ? vc__hf_layer_window(a, i) : 0;
-        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode))
+        if (sw > 0 && !a->eager && !a->f->sinks && !(a->f->vision == VIS_SIGLIP && a->vis.patches > 0 && !a->vis.decode)) {
             num(w, o, "sliding_mask", (double)sw);
+            if (a->mask_4x) flag(w, o, "sliding_mask_4x", true);
+        }
         bool local = false;
         for (int64_t i = 0; i < a->N && a->f->local_rope; i++) local |= vc__hf_layer_window(a, i) > 0;
         if (local) { /* Gemma3TextModel: the sliding layers' cos/sin (rope_local_base_freq), alive with the global pair */

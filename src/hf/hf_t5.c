@@ -28,10 +28,14 @@
  * The memory of training and inference: vc__hf_t5_write below, with layers/t5.c.
  * Gradient checkpointing (modeling_t5.py T5Stack.forward: use_cache = False in training, then
  * self._gradient_checkpointing_func(layer_module.forward, ...) for every T5Block of both stacks;
- * non-reentrant): each stack's blocks a checkpointed Sequential (t5_blocks). Not modelled there:
- * block 0 computes the position biases inside its checkpoint (the estimate computes them before
- * it: T5PositionBias), and T5Attention.forward's position_bias.requires_grad = True on the
- * cross-attention's zeros under checkpointing (docs/llm.md: within 2.5% of the measured cases).
+ * non-reentrant): each stack's blocks checkpointed Sequentials (t5_blocks), block 0 alone: with
+ * position_bias None it computes the biases inside its checkpoint (T5Attention.forward: compute_bias, or
+ * the cross-attention's zeros, + mask, after the scores' matmul) and returns them (T5Block.forward's
+ * attention_outputs; T5Stack.forward: position_bias = layer_outputs[2], encoder_decoder_position_bias =
+ * layer_outputs[3], 4 with output_attentions), ordinary outputs of its checkpoint that the later blocks take as arguments (the
+ * block's "export", src/model/load.c); its backward's recompute makes them again. Under checkpointing
+ * T5Attention.forward sets position_bias.requires_grad = True on the zeros (T5PositionBias
+ * "requires_grad"). docs/llm.md gives the measured cases.
  * Generation (--mode generate): src/engine/generate.c's encoder-decoder path runs the layers written here
  * as generate() does (the encoder up to the layer named "encoder" once; the decoder a token a step, its
  * "decoder_input_ids" the loop's; the cross-attention's k and v, projections of "encoder", run at the
@@ -262,8 +266,21 @@ static void t5_residual(t5w *w, const arch *a, const char *name, const char *res
     t5_ins(w, t5_lay(w, "Add", name), residual, *prev ? prev : NULL, NULL, NULL);
 }
 
-/* T5LayerSelfAttention (sub 0) or T5LayerCrossAttention (sub 1, k and v on kv) */
-static void t5_attention(t5w *w, const arch *a, int sub, const char *residual, const char *kv, const char *bias, bool cache)
+/* A position bias a block computes itself (T5Attention.forward with position_bias None): block 0's
+ * under checkpointing, inside its checkpoint (t5_blocks) */
+typedef struct {
+    const char *name, *mask;
+    bool buckets, bidirectional;
+} t5pb;
+
+static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, const char *k, const char *mask, bool buckets,
+                    bool bidirectional);
+
+/* T5LayerSelfAttention (sub 0) or T5LayerCrossAttention (sub 1, k and v on kv); pb: the bias this
+ * attention computes (after its projections and scores' matmul: compute_bias or the zeros, then
+ * + mask), else `bias`, the one it is given */
+static void t5_attention(t5w *w, const arch *a, int sub, const char *residual, const char *kv, const char *bias, bool cache,
+                         const t5pb *pb)
 {
     const int64_t inner = a->NH * a->D;
     char ln[48], q[64], k[64], v[64], at[64], o[64], dr[48], res[48], rt[64];
@@ -283,6 +300,10 @@ static void t5_attention(t5w *w, const arch *a, int sub, const char *residual, c
     t5_linear(w, q, ln, a->H, inner);
     t5_linear(w, k, kv ? kv : ln, a->H, inner);
     t5_linear(w, v, kv ? kv : ln, a->H, inner);
+    if (pb) {
+        t5_bias(w, a, pb->name, ln, kv ? kv : ln, pb->mask, pb->buckets, pb->bidirectional);
+        bias = pb->name;
+    }
     cJSON *c = t5_lay(w, "T5Attention", at);
     t5_ins(w, c, q, k, v, bias);
     t5_num(w, c, "num_heads", (double)a->NH);
@@ -326,14 +347,24 @@ static void t5_ff(t5w *w, const arch *a, int sub, const char *residual)
     t5_residual(w, a, res, residual, dr);
 }
 
-/* One T5Stack's blocks: a Sequential repeated n times. */
+/* One T5Stack's blocks, n of them from block `first`: a Sequential repeated n times. pb and xpb:
+ * the self- and cross-attention biases block 0 computes itself (under checkpointing), exported to
+ * the blocks after it; else bias and cross_bias, given. */
 static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, int64_t n, bool decoder, const char *enc,
-                      const char *bias, const char *cross_bias)
+                      const char *bias, const char *cross_bias, const t5pb *pb, const t5pb *xpb)
 {
     cJSON *seq = t5_lay(w, "Sequential", name);
     t5_ins(w, seq, in, NULL, NULL, NULL);
     if (n > 1) t5_num(w, seq, "repeat", (double)n);
     if (a->ckpt) t5_flag(w, seq, "checkpoint", true); /* every T5Block (T5Stack.forward's _gradient_checkpointing_func) */
+    if (pb) { /* T5Stack.forward: position_bias = layer_outputs[2] (and encoder_decoder_position_bias) */
+        const char *ex[2] = {pb->name, xpb ? xpb->name : NULL};
+        cJSON *e = cJSON_CreateStringArray(ex, xpb ? 2 : 1);
+        if (!e || !seq || !cJSON_AddItemToObject(seq, "export", e)) {
+            cJSON_Delete(e);
+            w->r->oom = true;
+        }
+    }
     cJSON *arr = seq ? cJSON_AddArrayToObject(seq, "layers") : NULL;
     if (!arr) {
         w->r->oom = true;
@@ -342,13 +373,17 @@ static void t5_blocks(t5w *w, const arch *a, const char *name, const char *in, i
     t5w b = {w->r, arr, ""};
     /* the decoder's attention is cached (EncoderDecoderCache) unless checkpointing turned use_cache off */
     const bool cache = decoder && !a->ckpt;
-    t5_attention(&b, a, 0, NULL, NULL, bias, cache);
-    if (decoder) t5_attention(&b, a, 1, "layer.0.residual", enc, cross_bias, cache);
+    t5_attention(&b, a, 0, NULL, NULL, bias, cache, pb);
+    if (decoder) t5_attention(&b, a, 1, "layer.0.residual", enc, cross_bias, cache, xpb);
     t5_ff(&b, a, decoder ? 2 : 1, decoder ? "layer.1.residual" : "layer.0.residual");
     /* T5Block.forward returns: its input (T5Stack's hidden_states) and the sub-layers' outputs
-     * (self_attention_outputs, cross_attention_outputs) die then */
-    const char *held[] = {"input", "layer.0.residual", "layer.1.residual"};
-    t5_end(&b, "return", decoder ? "layer.2.residual" : "layer.1.residual", held, decoder ? 3 : 2);
+     * (self_attention_outputs, cross_attention_outputs) die then; the biases it computed are in
+     * attention_outputs, returned */
+    const char *held[] = {"input", "layer.0.residual", decoder ? "layer.1.residual" : NULL, NULL, NULL};
+    int nh = decoder ? 3 : 2;
+    if (pb) held[nh++] = pb->name;
+    if (xpb) held[nh++] = xpb->name;
+    t5_end(&b, "return", decoder ? "layer.2.residual" : "layer.1.residual", held, nh);
     snprintf(w->last, sizeof w->last, "%s", name);
 }
 
@@ -369,6 +404,8 @@ static void t5_bias(t5w *w, const arch *a, const char *name, const char *q, cons
         t5_num(w, o, "num_buckets", (double)a->rel_buckets);
         t5_num(w, o, "max_distance", (double)a->rel_maxdist);
         t5_flag(w, o, "bidirectional", bidirectional);
+    } else if (a->ckpt) { /* T5Attention.forward: position_bias.requires_grad = True under checkpointing */
+        t5_flag(w, o, "requires_grad", true);
     }
 }
 
@@ -382,8 +419,14 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_mask(&w, "encoder.mask", "shared", "padding");
     const char *emb = t5_dropout_of(&w, a, "encoder.dropout", "shared"); /* self.dropout(inputs_embeds) */
     static const char ebias[] = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias";
-    t5_bias(&w, a, ebias, emb, emb, "encoder.mask", true, true);
-    t5_blocks(&w, a, "encoder.block", emb, a->N, false, NULL, ebias, NULL);
+    if (a->ckpt) { /* block 0 computes the bias inside its checkpoint, an output of it the others take */
+        const t5pb pb = {ebias, "encoder.mask", true, true};
+        t5_blocks(&w, a, "encoder.block.0", emb, 1, false, NULL, NULL, NULL, &pb, NULL);
+        if (a->N > 1) t5_blocks(&w, a, "encoder.block", "encoder.block.0", a->N - 1, false, NULL, ebias, NULL, NULL, NULL);
+    } else {
+        t5_bias(&w, a, ebias, emb, emb, "encoder.mask", true, true);
+        t5_blocks(&w, a, "encoder.block", emb, a->N, false, NULL, ebias, NULL, NULL, NULL);
+    }
     t5_norm(&w, a, "encoder.final_layer_norm");
     t5_dropout(&w, a, "encoder.final_dropout");
     static const char *const elocals[] = {"shared", "encoder.mask", ebias};
@@ -397,14 +440,24 @@ void vc__hf_t5_write(rd *r, cJSON *arr, const arch *a)
     t5_num(&w, o, "num_embeddings", (double)a->V);
     t5_num(&w, o, "embedding_dim", (double)a->H);
     t5_str(&w, o, "tie", "shared"); /* T5Stack(config, self.shared): the same module */
+    /* get_input_embeddings() is self.shared, which both stacks call: PEFT's enable_input_require_grads
+     * forward hook makes this call's output a leaf that requires grad too (layers/embedding.c) */
+    t5_flag(&w, o, "input_embeddings", true);
     t5_mask(&w, "decoder.causal_mask", "decoder.embed_tokens", "causal");
     t5_mask(&w, "decoder.encoder_mask", enc, "cross");
     const char *demb = t5_dropout_of(&w, a, "decoder.dropout", "decoder.embed_tokens");
     static const char dbias[] = "decoder.block.0.layer.0.SelfAttention.relative_attention_bias";
     static const char xbias[] = "decoder.encoder_decoder_position_bias";
-    t5_bias(&w, a, dbias, demb, demb, "decoder.causal_mask", true, false);
-    t5_bias(&w, a, xbias, demb, enc, "decoder.encoder_mask", false, false);
-    t5_blocks(&w, a, "decoder.block", demb, a->dec_N, true, enc, dbias, xbias);
+    if (a->ckpt) { /* block 0's self- and cross-attention biases, inside its checkpoint */
+        const t5pb pb = {dbias, "decoder.causal_mask", true, false}, xpb = {xbias, "decoder.encoder_mask", false, false};
+        t5_blocks(&w, a, "decoder.block.0", demb, 1, true, enc, NULL, NULL, &pb, &xpb);
+        if (a->dec_N > 1)
+            t5_blocks(&w, a, "decoder.block", "decoder.block.0", a->dec_N - 1, true, enc, dbias, xbias, NULL, NULL);
+    } else {
+        t5_bias(&w, a, dbias, demb, demb, "decoder.causal_mask", true, false);
+        t5_bias(&w, a, xbias, demb, enc, "decoder.encoder_mask", false, false);
+        t5_blocks(&w, a, "decoder.block", demb, a->dec_N, true, enc, dbias, xbias, NULL, NULL);
+    }
     t5_norm(&w, a, "decoder.final_layer_norm");
     t5_dropout(&w, a, "decoder.final_dropout");
     static const char *const dlocals[] = {"decoder.embed_tokens", "decoder.causal_mask", "decoder.encoder_mask", dbias, xbias};

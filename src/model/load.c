@@ -550,8 +550,9 @@ static vc_status load_block(loader *L, const cJSON *item, const copies_t *cp, in
     bool fz = cp->frozen, ck = cp->ckpt;
     scope *S = cp->S;
 
-    static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint", "loop", "keep"};
-    if (unknown_keys(L, item, jpath, ok, 9, 0, "for Sequential")) return L->err->code;
+    static const char *const ok[] = {"layers", "type", "name", "inputs", "repeat", "frozen", "checkpoint", "loop", "keep",
+                                     "export"};
+    if (unknown_keys(L, item, jpath, ok, 10, 0, "for Sequential")) return L->err->code;
     const cJSON *layers = member(item, "layers");
     if (!layers) return vc__fail(L, VC_ERR_MODEL, jpath, "missing \"layers\" (the block's list of layers)");
     if (depth + 1 > VC_MAX_DEPTH)
@@ -699,10 +700,39 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     int tie_to = -1;
     if (item_tie(L, S, cm.tie, jpath, k, &tie_to)) return L->err->code;
 
+    /* "export": names of the block's list (its last copy's under repeat) that this list reads
+     * after the block, as values a module returns beside its output: T5Block 0's position
+     * biases under checkpointing (src/hf/hf_t5.c), outputs of its checkpoint that later blocks
+     * take as arguments */
+    const cJSON *xv = seq ? cJSON_GetObjectItemCaseSensitive(item, "export") : NULL;
+    int nexp = 0;
+    if (xv) {
+        vc__join(p, sizeof p, jpath, "export");
+        bool ok = cJSON_IsString(xv) || (cJSON_IsArray(xv) && cJSON_GetArraySize(xv) >= 1 &&
+                                         cJSON_GetArraySize(xv) <= VC_MAX_EXPORT);
+        for (const cJSON *e = cJSON_IsArray(xv) ? xv->child : NULL; ok && e; e = e->next) ok = cJSON_IsString(e);
+        if (!ok) {
+            vc__describe(xv, got, sizeof got);
+            return vc__fail(L, VC_ERR_MODEL, p, "expected a layer name or a list of 1 to %d layer names, got %s",
+                            VC_MAX_EXPORT, got);
+        }
+        nexp = cJSON_IsArray(xv) ? cJSON_GetArraySize(xv) : 1;
+    }
+    const cJSON *exp0 = L->exp; /* an enclosing block's export, restored after this block */
+    const void *expp0 = L->exp_parent;
+    L->exp = xv;
+    L->exp_parent = S;
+
     int out = -1, first_inst = (int)m->ninst;
     copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to};
     L->name = name;
-    if ((seq ? load_block(L, item, &cp, &out) : load_layer(L, k, item, &cp, &out))) return L->err->code;
+    vc_status bst = seq ? load_block(L, item, &cp, &out) : load_layer(L, k, item, &cp, &out);
+    int xval[VC_MAX_EXPORT], xinst[VC_MAX_EXPORT];
+    memcpy(xval, L->exp_val, sizeof xval);
+    memcpy(xinst, L->exp_inst, sizeof xinst);
+    L->exp = exp0;
+    L->exp_parent = expp0;
+    if (bst) return L->err->code;
     for (size_t t = (size_t)first_inst; module && !seq && t < m->ninst; t++) { /* a repeat copy: module.N */
         char qn[224], shown[224 * 4 + 1];
         if (repeat > 1) snprintf(qn, sizeof qn, "%s.%zu", module, t - (size_t)first_inst);
@@ -732,6 +762,11 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
         if ((int)m->ninst > first_inst && hold_block_input(L, kval, p)) return L->err->code;
     }
     S->pos[i] = out;
+    for (int j = 0; j < nexp; j++) {
+        const cJSON *e = cJSON_IsArray(xv) ? cJSON_GetArrayItem(xv, j) : xv;
+        vc__join(p, sizeof p, jpath, "export");
+        if (vc__add_name(L, S, e->valuestring, xval[j], xinst[j], false, p)) return L->err->code;
+    }
     if (name) return vc__add_name(L, S, name, out, !seq && first_inst < (int)m->ninst ? first_inst : -1, seq, jpath);
     return VC_OK;
 }
@@ -792,6 +827,23 @@ static vc_status load_scope(loader *L, const cJSON *arr, const char *prefix, con
         }
     }
     if (!st) *out = S.pos[n - 1];
+    /* the exporting block's own list (load_item "export"): its names' values, before S goes */
+    if (!st && L->exp && L->exp_parent == (const void *)parent) {
+        int j = 0;
+        for (const cJSON *e = cJSON_IsArray(L->exp) ? L->exp->child : L->exp; e && !st; e = e->next, j++) {
+            const name_entry *ne = vc__scope_own(&S, e->valuestring);
+            char p[300];
+            vc__join(p, sizeof p, prefix, "export");
+            if (!ne || ne->seq || ne->inst < 0)
+                st = vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is not the name of a layer (not a Sequential) in this block's "
+                              "list", e->valuestring);
+            else {
+                L->exp_val[j] = ne->val;
+                L->exp_inst[j] = ne->inst;
+            }
+            if (!cJSON_IsArray(L->exp)) break;
+        }
+    }
     free(S.pos);
     vc__scope_free(&S);
     return st;

@@ -32,6 +32,8 @@
 /* Parameters / buffers of one model: byte counts of 2^56 elements still fit
  * 64-bit arithmetic with room for every copy (gradients, states, masters). */
 #define MAX_TENSOR_ELEMS (INT64_C(1) << 56)
+/* the names one Sequential's "export" lists at most */
+#define VC_MAX_EXPORT 8
 
 /* json_check.c */
 /* 1-based line and column (in characters: UTF-8 continuation bytes do not count) of `at` in text. */
@@ -111,6 +113,12 @@ typedef struct {
     const char *name;   /* the `name` of the layer being instantiated (LoRA targets), NULL none */
     const vc_kind *recent[8]; /* the kinds load.c found last, the latest first (find_kind) */
     int nrecent;
+    /* a Sequential's "export" (load.c load_item): the names its list defines that the enclosing
+     * list reads, looked up by the block's own list (the scope whose parent is exp_parent) before
+     * it is freed; the last copy's under repeat */
+    const cJSON *exp;
+    const void *exp_parent;
+    int exp_val[VC_MAX_EXPORT], exp_inst[VC_MAX_EXPORT];
 } loader;
 
 /* Records the first error (code, JSON path, message) in L->err; returns code. */
@@ -146,6 +154,8 @@ typedef struct scope {
 } scope;
 /* The entry for name in S or an enclosing scope, NULL when none. */
 const name_entry *vc__scope_lookup(const scope *S, const char *name);
+/* A name that list S itself defines (not an enclosing list's), or NULL. */
+const name_entry *vc__scope_own(const scope *S, const char *name);
 /* Adds a layer's name to S (val its output, inst its first instance, -1 none);
  * an error for a duplicate or reserved name, or a model input's. */
 vc_status vc__add_name(loader *L, scope *S, const char *name, int val, int inst, bool seq, const char *path);

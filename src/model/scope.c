@@ -63,6 +63,8 @@ const name_entry *vc__scope_lookup(const scope *S, const char *name)
     return NULL;
 }
 
+const name_entry *vc__scope_own(const scope *S, const char *name) { return scope_find(S, name); }
+
 /* Index k of "layers[k]" (digits only), or -1. */
 static long long layer_ref(const char *ref)
 {

@@ -124,6 +124,19 @@ static const vc_tf_row tf_rows[] = {
      * sdpa_attention_forward takes no softcap. docs/llm.md "The transformers release". */
     {VC_TF_GEMMA2_EAGER, 446, 1},
     {VC_TF_GEMMA2_EAGER, 447, 0},
+    /* Mistral's sliding-window mask under sdpa. 4.46 to 4.52: MistralModel._update_causal_mask and
+     * _prepare_4d_causal_attention_mask_with_cache_position (modeling_mistral.py @93e0020c96f1aaf6c380491c943fcf57502c5e19,
+     * a main commit between those releases: its modular_mistral.py layout, ALL_ATTENTION_FUNCTIONS, num_logits_to_keep;
+     * @005a187ea7c5a291ef79f737d47233641ac17f24, before the attention refactor, builds the same mask): once
+     * AttentionMaskConverter._ignore_causal_mask_sdpa (modeling_attn_mask_utils.py @c276655525da90e4bd84ad58c47260f643928974)
+     * no longer drops it (a kv length of sliding_window or more), a FLOAT mask of the embeddings' dtype,
+     * torch.full((L, target_length), min_dtype) with target_length = past + L + 1 without an attention_mask,
+     * multiplied in place by the bool diagonal_attend_mask | sliding_attend_mask, expanded to [B, 1, L, T]
+     * (layers/llm.c sliding_mask_4x). 5.0: masking_utils.py @00c4411c create_sliding_window_causal_mask, a bool
+     * mask (layers/llm.c sliding_mask). The tags themselves (v4.46.0 to v4.52.x; masking_utils from 4.53) were
+     * not read: the two commits above stand for them. docs/llm.md "The sliding-window mask under sdpa". */
+    {VC_TF_SLIDING_FLOAT_MASK, 446, 1},
+    {VC_TF_SLIDING_FLOAT_MASK, 453, 0},
 };
 
 int vc_transformers_value(int version, vc_tf_what what)
