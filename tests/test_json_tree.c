@@ -1,6 +1,6 @@
 /*
  * test_json_tree.c — the loader's JSON tree (src/model/json_check.c
- * vc__json_parse) against cJSON's own parser, node by node.
+ * vc__json_read) against cJSON's own parser, node by node.
  *
  * The loader builds cJSON 1.7.15's tree of a validated text without
  * cJSON_ParseWithLengthOpts (one block instead of a malloc per node and
@@ -74,13 +74,23 @@ static int check_text(const char *json, size_t len)
     const char *at = NULL;
     char msg[300];
     long values = 0;
-    if (vc__json_validate(text, len, &at, msg, sizeof msg, &values)) {
+    cJSON *got = NULL;
+    int rc = vc__json_read(text, len, &got, &at, msg, sizeof msg, &values);
+    /* building the tree changes nothing of the validator's answer */
+    const char *at2 = NULL;
+    char msg2[300];
+    long values2 = 0;
+    assert_int_equal(vc__json_validate(text, len, &at2, msg2, sizeof msg2, &values2), rc);
+    assert_int_equal(values2, values);
+    if (rc) {
+        assert_null(got);
+        assert_ptr_equal(at2, at);
+        assert_string_equal(msg2, msg);
         free(text);
         return 0;
     }
     cJSON *want = cJSON_ParseWithLengthOpts(text, len + 1, NULL, 1);
     assert_non_null(want);
-    cJSON *got = vc__json_parse(text, len, values);
     assert_non_null(got);
     int before = nodes_seen;
     same_tree(want, got);

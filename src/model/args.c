@@ -82,17 +82,34 @@ const char *vc__nearest(const char *word, const char *const *cands, int n)
 /* ------------------------------------------------------------------ vc_args */
 
 
-static void known(vc_args *a, const char *key)
+/* key into known[]: whether it is there (it was, or it is added: known[] holds at most MAX_KNOWN) */
+static bool known(vc_args *a, const char *key)
 {
     uint64_t bit = vc__key_bit(key);
     if (a->seen & bit) /* else none of known[] has key's first two bytes: no need to look */
         for (int i = 0; i < a->nknown; i++)
-            if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return;
+            if (a->known[i][0] == key[0] && !strcmp(a->known[i], key)) return true;
     a->seen |= bit;
-    if (a->nknown < MAX_KNOWN) a->known[a->nknown++] = key;
+    if (a->nknown >= MAX_KNOWN) return false;
+    a->known[a->nknown++] = key;
+    return true;
 }
 
-void vc_arg_known(vc_args *a, const char *key) { known(a, key); }
+/* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): the first member named key, NULL at a member
+ * without a name; the first bytes compared before strcmp (a layer object has a dozen keys, read one by one).
+ * With is_known, the member's bit in a->hit. */
+static const cJSON *member_hit(vc_args *a, const char *key, bool is_known)
+{
+    if (!a->obj) return NULL;
+    const cJSON *c = a->obj->child;
+    unsigned j = 0;
+    for (; c && c->string && (c->string[0] != key[0] || strcmp(key, c->string)); c = c->next) j++;
+    if (!c || !c->string) return NULL;
+    if (is_known && j < 64) a->hit |= (uint64_t)1 << j;
+    return c;
+}
+
+void vc_arg_known(vc_args *a, const char *key) { (void)member_hit(a, key, known(a, key)); }
 
 static int arg_failv(vc_args *a, const char *key, const char *fmt, va_list ap)
 {
@@ -114,16 +131,7 @@ int vc_arg_fail(vc_args *a, const char *key, const char *fmt, ...)
     return -1;
 }
 
-static const cJSON *get(vc_args *a, const char *key)
-{
-    known(a, key);
-    /* cJSON_GetObjectItemCaseSensitive (cJSON.c get_object_item): the first member named key, NULL at a member
-     * without a name; the first bytes compared before strcmp (a layer object has a dozen keys, read one by one) */
-    if (!a->obj) return NULL;
-    const cJSON *c = a->obj->child;
-    while (c && c->string && (c->string[0] != key[0] || strcmp(key, c->string))) c = c->next;
-    return c && c->string ? c : NULL;
-}
+static const cJSON *get(vc_args *a, const char *key) { return member_hit(a, key, known(a, key)); }
 
 static int json_type(const cJSON *v)
 {

@@ -40,12 +40,35 @@ void vc__line_col(const char *text, size_t len, const char *at, int *line, int *
 
 /* --------------------------------------------------- 1. the JSON validator */
 
+/* The validator builds cJSON 1.7.15's tree (cJSON.c, DaveGamble/cJSON v1.7.15,
+ * 8e774f9) of the text as it checks it, when asked (vc__json_read): every node
+ * and string in one block (cJSON allocates each node and each string through
+ * its hooks, and its parse_number calls localeconv for each number), one pass
+ * over the text. The tree is the one cJSON_ParseWithLengthOpts builds, field
+ * by field:
+ *  - parse_array / parse_object: children linked by next and prev, the first
+ *    child's prev the last child; an object member's key in `string`;
+ *  - parse_value: true is cJSON_True with valueint 1, false cJSON_False,
+ *    null cJSON_NULL;
+ *  - parse_number: valuedouble is strtod of the number's characters with '.'
+ *    replaced by the locale's decimal point; valueint saturates at INT_MAX and
+ *    INT_MIN. A number of at most 15 digits and no exponent is read here
+ *    (jv_number: strtod's correctly rounded value, by one division);
+ *  - parse_string / utf16_literal_to_utf8: escapes decoded, \uXXXX (and a
+ *    surrogate pair) written as UTF-8, every other byte copied.
+ * The validator refuses what cJSON would read differently or not at all
+ * (control characters, \u0000, lone surrogates, numbers over 63 characters,
+ * a text after the value); a refused text's partial tree is freed. */
 typedef struct {
     const char *b, *p, *e; /* text, cursor, end */
     const char *at;        /* error position */
     char msg[300];
     int depth;
     long values;
+    cJSON *node; /* building: the next free node, NULL when only validating */
+    char *chars; /* building: the next free string byte */
+    int dp;      /* the locale's decimal point (localeconv, read at the first fraction): 0 not read yet, -1 not one byte */
+    bool failed; /* a number strtod did not read to its end (cJSON_ParseWithLengthOpts: NULL) */
 } jv;
 
 static int jv_fail(jv *v, const char *at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -59,14 +82,36 @@ static int jv_fail(jv *v, const char *at, const char *fmt, ...)
     return -1;
 }
 
-/* The bytes JSON's whitespace is made of (RFC 8259 section 2); a byte a string holds as it is (section 7:
- * not '"', '\\' or a control character). */
+/* The bytes JSON's whitespace is made of (RFC 8259 section 2). */
 static const unsigned char json_ws[256] = {['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [' '] = 1};
-#define JSON_PLAIN(c) ((unsigned char)(c) >= 0x20 && (c) != '"' && (c) != '\\')
 
+/* 1 for a byte a string holds as it is (section 7): not a control character (the text's closing NUL
+ * included), '"' or '\\' */
+static const unsigned char json_plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+};
+
+/* the text is NUL-terminated, and no whitespace is NUL: no bound to check */
 static void jv_ws(jv *v)
 {
-    while (v->p < v->e && json_ws[(unsigned char)*v->p]) v->p++;
+    const char *p = v->p;
+    while (json_ws[(unsigned char)*p]) p++;
+    v->p = p;
 }
 
 static bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
@@ -148,27 +193,54 @@ long vc__hex4(const char *p)
     return u;
 }
 
-static int jv_string(jv *v)
+/* cJSON's utf16_literal_to_utf8: code point cp as UTF-8 at o; the byte after it */
+static char *put_utf8(char *o, unsigned long cp)
+{
+    int n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    static const unsigned char mark[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+    for (int i = n - 1; i > 0; i--) {
+        o[i] = (char)((cp | 0x80) & 0xBF);
+        cp >>= 6;
+    }
+    o[0] = (char)(n > 1 ? (cp | mark[n]) & 0xFF : cp & 0x7F);
+    return o + n;
+}
+
+/* A string at v->p; building, its decoded bytes in *out (v->chars) */
+static int jv_string(jv *v, char **out)
 {
     const char *start = v->p++;
+    char *o = v->chars; /* NULL: only validating */
     for (;;) {
-        while (v->p < v->e && JSON_PLAIN(*v->p)) v->p++; /* what the checks below let through */
+        const char *p = v->p; /* what the checks below let through: the text's closing NUL stops it */
+        if (o) {
+            while (json_plain[(unsigned char)*p]) *o++ = *p++;
+        } else {
+            while (json_plain[(unsigned char)*p]) p++;
+        }
+        v->p = p;
         if (v->p >= v->e) return jv_fail(v, start, "invalid JSON: this string is not closed (no '\"' before the end of the file)");
         unsigned char c = (unsigned char)*v->p;
         if (c == '"') {
             v->p++;
+            if (o) {
+                *o++ = '\0';
+                *out = v->chars;
+                v->chars = o;
+            }
             return 0;
         }
         if (c == '\n' || c == '\r') return jv_fail(v, start, "invalid JSON: this string is not closed on its line (a missing '\"'?)");
         if (c < 0x20) return jv_fail(v, v->p, "invalid JSON: control character 0x%02x in a string (write it as \\u%04x)", c, c);
-        if (c != '\\') {
-            v->p++;
-            continue;
-        }
+        /* c is '\\' */
         const char *esc = v->p++;
         if (v->p >= v->e) return jv_fail(v, start, "invalid JSON: this string is not closed (no '\"' before the end of the file)");
         switch (*v->p) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            if (o) {
+                char x = *v->p;
+                *o++ = x == 'b' ? '\b' : x == 'f' ? '\f' : x == 'n' ? '\n' : x == 'r' ? '\r' : x == 't' ? '\t' : x;
+            }
             v->p++;
             break;
         case 'u': {
@@ -177,12 +249,15 @@ static int jv_string(jv *v)
             v->p += 5;
             if (u == 0) return jv_fail(v, esc, "invalid JSON: \\u0000 (a NUL character) is not allowed in a string");
             if (u >= 0xDC00 && u <= 0xDFFF) return jv_fail(v, esc, "invalid JSON: \\u%04lx is a lone low surrogate", u);
+            unsigned long cp = (unsigned long)u;
             if (u >= 0xD800 && u <= 0xDBFF) {
                 long lo = v->e - v->p > 5 && v->p[0] == '\\' && v->p[1] == 'u' ? vc__hex4(v->p + 2) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF)
                     return jv_fail(v, esc, "invalid JSON: \\u%04lx is a high surrogate without a low surrogate after it", u);
                 v->p += 6;
+                cp = 0x10000 + (((cp & 0x3FF) << 10) | ((unsigned long)lo & 0x3FF));
             }
+            if (o) o = put_utf8(o, cp);
             break;
         }
         default: {
@@ -194,32 +269,71 @@ static int jv_string(jv *v)
     }
 }
 
-static bool digit(const jv *v, const char *p) { return p < v->e && *p >= '0' && *p <= '9'; }
+/* 10^0 .. 10^22: each exact in a double */
+static const double pow10_exact[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-static int jv_number(jv *v)
+static int locale_point(void)
 {
-    const char *s = v->p;
-    if (*v->p == '-') v->p++;
-    if (!digit(v, v->p)) return jv_unexpected(v, s, "a value");
-    if (*v->p == '0' && digit(v, v->p + 1)) return jv_fail(v, s, "invalid JSON: a number may not start with 0 (write it without leading zeros)");
-    while (digit(v, v->p)) v->p++;
-    if (v->p < v->e && *v->p == '.') {
-        v->p++;
-        if (!digit(v, v->p)) return jv_fail(v, s, "invalid JSON: a digit must follow the '.' of a number");
-        while (digit(v, v->p)) v->p++;
+    const char *dp = localeconv()->decimal_point;
+    return dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
+}
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* A number at v->p (the text's closing NUL is not a digit: no bound to check); building, its value in it
+ * as cJSON's parse_number reads it */
+static int jv_number(jv *v, cJSON *it)
+{
+    const char *s = v->p, *p = s;
+    if (*p == '-') p++;
+    if (!is_digit(*p)) return jv_unexpected(v, s, "a value");
+    if (*p == '0' && is_digit(p[1])) return jv_fail(v, s, "invalid JSON: a number may not start with 0 (write it without leading zeros)");
+    uint64_t u = 0; /* the digits, the fraction's too, as one integer: wraps beyond 19 digits, used up to 15 */
+    int digits = 0, frac = 0;
+    for (; is_digit(*p); p++, digits++) u = u * 10 + (uint64_t)(*p - '0');
+    bool dot = *p == '.', ex = false;
+    if (dot) {
+        p++;
+        if (!is_digit(*p)) return jv_fail(v, s, "invalid JSON: a digit must follow the '.' of a number");
+        for (; is_digit(*p); p++, digits++, frac++) u = u * 10 + (uint64_t)(*p - '0');
     }
-    if (v->p < v->e && (*v->p == 'e' || *v->p == 'E')) {
-        v->p++;
-        if (v->p < v->e && (*v->p == '+' || *v->p == '-')) v->p++;
-        if (!digit(v, v->p)) return jv_fail(v, s, "invalid JSON: a digit must follow the exponent of a number");
-        while (digit(v, v->p)) v->p++;
+    if (*p == 'e' || *p == 'E') {
+        ex = true;
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!is_digit(*p)) return jv_fail(v, s, "invalid JSON: a digit must follow the exponent of a number");
+        while (is_digit(*p)) p++;
     }
-    if (v->p - s > JSON_MAX_NUMBER) return jv_fail(v, s, "invalid JSON: a number longer than %d characters", JSON_MAX_NUMBER);
-    if (v->p < v->e && (is_word(*v->p) || *v->p == '.')) return jv_unexpected(v, v->p, "',' or the end of the value after a number");
+    v->p = p;
+    if (p - s > JSON_MAX_NUMBER) return jv_fail(v, s, "invalid JSON: a number longer than %d characters", JSON_MAX_NUMBER);
+    if (is_word(*p) || *p == '.') return jv_unexpected(v, p, "',' or the end of the value after a number");
+    if (!it) return 0;
+    if (dot && !v->dp) v->dp = locale_point();
+    double x;
+    if (!ex && (!dot || v->dp > 0) && digits <= 15) {
+        /* at most 15 digits: u < 2^53 and 10^frac exact, so u / 10^frac, rounded once, is the decimal's
+         * correctly rounded value, which strtod returns (Clinger's fast path; an integer is u itself); cJSON
+         * writes the locale's one-byte point for '.', which strtod reads back */
+        x = frac ? (double)u / pow10_exact[frac] : (double)u;
+        if (*s == '-') x = -x;
+    } else { /* cJSON's parse_number: at most 63 characters (the validator's limit), '.' as the locale writes it */
+        char buf[64], *stop = NULL;
+        if (!v->dp) v->dp = locale_point();
+        size_t i = 0, n = (size_t)(p - s);
+        for (; i < n; i++) buf[i] = s[i] == '.' ? (char)(v->dp > 0 ? v->dp : localeconv()->decimal_point[0]) : s[i];
+        buf[i] = '\0';
+        x = strtod(buf, &stop);
+        /* a locale whose point is not one byte: strtod stops at it, and cJSON's parse fails after the number */
+        if (stop != buf + i) v->failed = true;
+    }
+    it->type = cJSON_Number;
+    it->valuedouble = x;
+    it->valueint = x >= INT_MAX ? INT_MAX : x <= (double)INT_MIN ? INT_MIN : (int)x;
     return 0;
 }
 
-static int jv_value(jv *v);
+static int jv_value(jv *v, cJSON **out);
 
 static void jv_where(const jv *v, const char *open, char *buf, size_t n)
 {
@@ -228,7 +342,7 @@ static void jv_where(const jv *v, const char *open, char *buf, size_t n)
     snprintf(buf, n, "%d:%d", l, c);
 }
 
-static int jv_container(jv *v)
+static int jv_container(jv *v, cJSON *it)
 {
     const char *open = v->p;
     bool obj = *v->p == '{';
@@ -236,6 +350,7 @@ static int jv_container(jv *v)
     if (++v->depth > JSON_MAX_DEPTH)
         return jv_fail(v, v->p, "nesting deeper than %d levels of JSON lists and objects (Sequential blocks may nest %d deep)",
                        JSON_MAX_DEPTH, VC_MAX_DEPTH);
+    if (it) it->type = obj ? cJSON_Object : cJSON_Array;
     v->p++;
     jv_ws(v);
     if (v->p < v->e && *v->p == close) {
@@ -243,7 +358,9 @@ static int jv_container(jv *v)
         v->depth--;
         return 0;
     }
+    cJSON *head = NULL, *cur = NULL;
     for (;;) {
+        char *key = NULL;
         jv_ws(v);
         if (obj) {
             if (v->p < v->e && *v->p == '}') return jv_fail(v, v->p, "invalid JSON: a trailing comma before '}'");
@@ -256,7 +373,7 @@ static int jv_container(jv *v)
                 if (v->p >= v->e) goto eof;
                 return jv_unexpected(v, v->p, "a key in double quotes");
             }
-            if (jv_string(v)) return -1;
+            if (jv_string(v, &key)) return -1;
             jv_ws(v);
             if (v->p >= v->e) goto eof;
             if (*v->p != ':') return jv_unexpected(v, v->p, "':' after the key");
@@ -266,7 +383,20 @@ static int jv_container(jv *v)
             return jv_fail(v, v->p, "invalid JSON: a trailing comma before ']'");
         }
         if (v->p >= v->e) goto eof;
-        if (jv_value(v)) return -1;
+        cJSON *c = NULL;
+        if (jv_value(v, &c)) return -1;
+        if (c) {
+            c->string = key;
+            if (!head) {
+                head = c;
+                it->child = c;
+            } else {
+                cur->next = c;
+                c->prev = cur;
+            }
+            cur = c;
+            head->prev = cur;
+        }
         jv_ws(v);
         if (v->p >= v->e) goto eof;
         if (*v->p == ',') {
@@ -291,37 +421,74 @@ eof: {
 }
 }
 
-static int jv_value(jv *v)
+/* A value at v->p; building, its node in *out */
+static int jv_value(jv *v, cJSON **out)
 {
     if (v->p >= v->e) return jv_unexpected(v, v->p, "a value");
     if (++v->values > JSON_MAX_VALUES)
         return jv_fail(v, v->p, "more than %d JSON values in the file: the limit (a model needs far fewer)", JSON_MAX_VALUES);
+    cJSON *it = NULL;
+    if (v->node) {
+        it = *out = v->node++;
+        memset(it, 0, sizeof *it);
+    }
     switch (*v->p) {
-    case '{': case '[': return jv_container(v);
-    case '"': return jv_string(v);
+    case '{': case '[': return jv_container(v, it);
+    case '"':
+        if (it) it->type = cJSON_String;
+        return jv_string(v, it ? &it->valuestring : NULL);
     case '-': case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
         if (*v->p == '-' && jv_hint(v, v->p)) return jv_unexpected(v, v->p, "a value");
-        return jv_number(v);
+        return jv_number(v, it);
     default: break;
     }
     static const char *const lit[] = {"true", "false", "null"};
+    static const int type[] = {cJSON_True, cJSON_False, cJSON_NULL};
     for (int i = 0; i < 3; i++) {
         size_t n = strlen(lit[i]);
         if ((size_t)(v->e - v->p) >= n && !memcmp(v->p, lit[i], n) && (v->p + n == v->e || !is_word(v->p[n]))) {
             v->p += n;
+            if (it) {
+                it->type = type[i];
+                it->valueint = i == 0;
+            }
             return 0;
         }
     }
     return jv_unexpected(v, v->p, "a value");
 }
 
-/* 0 when text[0..len) is one valid JSON value (*values of them, counted as
- * containers, strings, numbers and literals: keys not included); else -1 with *at and msg. */
-int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n, long *values)
+int vc__json_read(const char *text, size_t len, cJSON **tree, const char **at, char *msg, size_t n, long *values)
 {
-    jv v = {text, text, text + len, NULL, "", 0, 0};
+    jv v = {text, text, text + len, NULL, "", 0, 0, NULL, NULL, 0, false};
+    void *block = NULL;
+    if (tree) {
+        *tree = NULL;
+        /* the nodes: one per value, at most one more than the text's '[', '{' and ',' (each item of a list
+         * or member of an object but the first follows a ','), and never more than JSON_MAX_VALUES (the
+         * validator refuses the value after them before it takes a node); then the strings, keys
+         * included: each decoded string and its NUL take fewer bytes than its text with its quotes
+         * (escapes only shrink), so all of them at most len. Pages of the block no value takes are never
+         * touched. */
+        size_t nodes = 1;
+        const unsigned char *u = (const unsigned char *)text;
+        for (size_t i = 0; i < len;) { /* counted in 32 bits, a block at a time: a loop the compiler vectorizes */
+            size_t stop = len - i > 65535 ? i + 65535 : len;
+            uint32_t c = 0;
+            for (; i < stop; i++) c += (uint32_t)((u[i] == ',') | (u[i] == '[') | (u[i] == '{'));
+            nodes += c;
+        }
+        if (nodes > JSON_MAX_VALUES) nodes = JSON_MAX_VALUES;
+        if (len >= SIZE_MAX - nodes * sizeof(cJSON) || !(block = malloc(nodes * sizeof(cJSON) + len + 1))) {
+            /* out of memory: still the validator's answer, without a tree */
+        } else {
+            v.node = block;
+            v.chars = (char *)((cJSON *)block + nodes);
+        }
+    }
+    cJSON *root = NULL;
     jv_ws(&v);
-    int rc = jv_value(&v);
+    int rc = jv_value(&v, &root);
     if (!rc) {
         jv_ws(&v);
         if (v.p < v.e) {
@@ -335,210 +502,16 @@ int vc__json_validate(const char *text, size_t len, const char **at, char *msg, 
         snprintf(msg, n, "%s", v.msg);
     }
     *values = v.values;
+    if (tree && !rc && block && !v.failed) *tree = root; /* the first node: block itself */
+    else free(block);
     return rc;
 }
 
-
-/* ------------------------------------------------------ 2. the JSON tree */
-
-/* cJSON 1.7.15's tree (cJSON.c, DaveGamble/cJSON v1.7.15, 8e774f9) of a text
- * the validator accepted, built without cJSON's parser: every node and string
- * in one block (cJSON allocates each node and each string through its hooks,
- * and its parse_number calls localeconv for each number). The tree is the
- * one cJSON_ParseWithLengthOpts builds, field by field:
- *  - parse_array / parse_object: children linked by next and prev, the first
- *    child's prev the last child; an object member's key in `string`;
- *  - parse_value: true is cJSON_True with valueint 1, false cJSON_False,
- *    null cJSON_NULL;
- *  - parse_number: valuedouble is strtod of the number's characters with '.'
- *    replaced by the locale's decimal point; valueint saturates at INT_MAX and
- *    INT_MIN. A number of at most 15 digits and no exponent is read here
- *    (jt_number: strtod's correctly rounded value, by one division);
- *  - parse_string / utf16_literal_to_utf8: escapes decoded, \uXXXX (and a
- *    surrogate pair) written as UTF-8, every other byte copied.
- * The validator has refused what cJSON would read differently or not at all
- * (control characters, \u0000, lone surrogates, numbers over 63 characters,
- * a text after the value), so the walk below checks nothing. */
-typedef struct {
-    const char *p;
-    cJSON *node;
-    char *chars;
-    int dp;      /* the locale's decimal point (localeconv, read at the first fraction): 0 not read yet, -1 not one byte */
-    bool failed; /* a number strtod did not read to its end (cJSON_ParseWithLengthOpts: NULL) */
-} jt;
-
-static void jt_ws(jt *t)
+/* 0 when text[0..len) is one valid JSON value (*values of them, counted as
+ * containers, strings, numbers and literals: keys not included); else -1 with *at and msg. */
+int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n, long *values)
 {
-    while (json_ws[(unsigned char)*t->p]) t->p++;
-}
-
-static char *jt_string(jt *t)
-{
-    const char *s = t->p + 1;
-    char *out = t->chars, *o = out;
-    for (;;) {
-        while (*s != '"' && *s != '\\') *o++ = *s++;
-        if (*s == '"') break;
-        switch (s[1]) {
-        case 'b': *o++ = '\b'; s += 2; break;
-        case 'f': *o++ = '\f'; s += 2; break;
-        case 'n': *o++ = '\n'; s += 2; break;
-        case 'r': *o++ = '\r'; s += 2; break;
-        case 't': *o++ = '\t'; s += 2; break;
-        case 'u': {
-            unsigned long cp = (unsigned long)vc__hex4(s + 2);
-            s += 6;
-            if (cp >= 0xD800 && cp <= 0xDBFF) {
-                cp = 0x10000 + (((cp & 0x3FF) << 10) | ((unsigned long)vc__hex4(s + 2) & 0x3FF));
-                s += 6;
-            }
-            int n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-            static const unsigned char mark[5] = {0, 0, 0xC0, 0xE0, 0xF0};
-            for (int i = n - 1; i > 0; i--) {
-                o[i] = (char)((cp | 0x80) & 0xBF);
-                cp >>= 6;
-            }
-            o[0] = (char)(n > 1 ? (cp | mark[n]) & 0xFF : cp & 0x7F);
-            o += n;
-            break;
-        }
-        default: /* '"', '\\', '/' */
-            *o++ = s[1];
-            s += 2;
-            break;
-        }
-    }
-    *o++ = '\0';
-    t->chars = o;
-    t->p = s + 1;
-    return out;
-}
-
-/* 10^0 .. 10^22: each exact in a double */
-static const double pow10_exact[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-static void jt_number(jt *t, cJSON *it)
-{
-    const char *s = t->p, *q = s + (*s == '-');
-    uint64_t u = 0;
-    int digits = 0, frac = 0;
-    for (; *q >= '0' && *q <= '9'; q++, digits++) u = u * 10 + (uint64_t)(*q - '0');
-    if (*q == '.' && !t->dp) {
-        const char *dp = localeconv()->decimal_point;
-        t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
-    }
-    if (*q == '.' && t->dp > 0) /* cJSON writes the locale's one-byte point for '.', which strtod reads back */
-        for (q++; *q >= '0' && *q <= '9'; q++, digits++, frac++) u = u * 10 + (uint64_t)(*q - '0');
-    double x;
-    if (*q != '.' && *q != 'e' && *q != 'E' && digits <= 15) {
-        /* at most 15 digits: u < 2^53 and 10^frac exact, so u / 10^frac, rounded once, is the decimal's
-         * correctly rounded value, which strtod returns (Clinger's fast path; an integer is u itself) */
-        x = frac ? (double)u / pow10_exact[frac] : (double)u;
-        if (*s == '-') x = -x;
-        t->p = q;
-    } else { /* cJSON's parse_number: at most 63 characters (the validator's limit), '.' as the locale writes it */
-        char buf[64], *end = NULL;
-        if (!t->dp) {
-            const char *dp = localeconv()->decimal_point;
-            t->dp = dp[0] && !dp[1] ? (unsigned char)dp[0] : -1;
-        }
-        size_t i = 0;
-        for (; i < sizeof buf - 1 && s[i] && ((s[i] >= '0' && s[i] <= '9') || strchr("+-eE.", s[i])); i++)
-            buf[i] = s[i] == '.' ? (char)(t->dp > 0 ? t->dp : localeconv()->decimal_point[0]) : s[i];
-        buf[i] = '\0';
-        x = strtod(buf, &end);
-        /* a locale whose point is not one byte: strtod stops at it, and cJSON's parse fails after the number */
-        if (end != buf + i) t->failed = true;
-        t->p = s + i; /* the number's end in a validated text */
-    }
-    it->type = cJSON_Number;
-    it->valuedouble = x;
-    it->valueint = x >= INT_MAX ? INT_MAX : x <= (double)INT_MIN ? INT_MIN : (int)x;
-}
-
-static cJSON *jt_value(jt *t)
-{
-    cJSON *it = t->node++;
-    memset(it, 0, sizeof *it);
-    switch (*t->p) {
-    case '{': case '[': {
-        bool obj = *t->p == '{';
-        char close = obj ? '}' : ']';
-        it->type = obj ? cJSON_Object : cJSON_Array;
-        t->p++;
-        jt_ws(t);
-        cJSON *head = NULL, *cur = NULL;
-        while (*t->p != close) {
-            char *key = NULL;
-            if (obj) {
-                key = jt_string(t);
-                jt_ws(t);
-                t->p++; /* ':' */
-                jt_ws(t);
-            }
-            cJSON *c = jt_value(t);
-            c->string = key;
-            if (!head) {
-                head = c;
-            } else {
-                cur->next = c;
-                c->prev = cur;
-            }
-            cur = c;
-            jt_ws(t);
-            if (*t->p == ',') {
-                t->p++;
-                jt_ws(t);
-            }
-        }
-        t->p++;
-        if (head) head->prev = cur;
-        it->child = head;
-        break;
-    }
-    case '"':
-        it->type = cJSON_String;
-        it->valuestring = jt_string(t);
-        break;
-    case 't':
-        it->type = cJSON_True;
-        it->valueint = 1;
-        t->p += 4;
-        break;
-    case 'f':
-        it->type = cJSON_False;
-        t->p += 5;
-        break;
-    case 'n':
-        it->type = cJSON_NULL;
-        t->p += 4;
-        break;
-    default:
-        jt_number(t, it);
-        break;
-    }
-    return it;
-}
-
-cJSON *vc__json_parse(const char *text, size_t len, long values)
-{
-    /* the nodes, then the strings: each at most its text's bytes (escapes only shrink) and its NUL,
-     * one string per value and per key (at most one key per value) */
-    size_t nodes = (size_t)(values > 0 ? values : 1), chars;
-    if (nodes > SIZE_MAX / sizeof(cJSON) / 2 || __builtin_add_overflow(len, 2 * nodes + 1, &chars) ||
-        chars > SIZE_MAX - nodes * sizeof(cJSON))
-        return NULL;
-    cJSON *block = malloc(nodes * sizeof(cJSON) + chars);
-    if (!block) return NULL;
-    jt t = {text, block, (char *)(block + nodes), 0, false};
-    jt_ws(&t);
-    cJSON *root = jt_value(&t); /* the first node: block itself */
-    if (t.failed) {
-        free(block);
-        return NULL;
-    }
-    return root;
+    return vc__json_read(text, len, NULL, at, msg, n, values);
 }
 
 void vc__json_free(cJSON *root) { free(root); }

@@ -11,11 +11,12 @@
  * limits and their errors).
  *
  * Loading runs in three steps:
- *  1. jv_*: a strict RFC 8259 validator over the raw text, with a precise
- *     message and position for every syntax error (cJSON reports neither
- *     well), a nesting limit, and nothing cJSON would parse differently;
- *  2. jt_* (json_check.c) builds cJSON's tree of the validated text, in one
- *     block (it cannot fail except for memory);
+ *  1. jv_* (json_check.c): a strict RFC 8259 validator over the raw text,
+ *     with a precise message and position for every syntax error (cJSON
+ *     reports neither well), a nesting limit, and nothing cJSON would parse
+ *     differently;
+ *  2. which, in the same pass, builds cJSON's tree of the text, in one
+ *     block (vc__json_read; freed when the text is refused);
  *  3. the semantic walk below. Its errors carry a JSON path only; on the
  *     way out, loc_* walks the (valid) text along that path to give the
  *     error its line:col.
@@ -164,9 +165,14 @@ static vc_status check_duplicates(loader *L, const cJSON *obj, const char *path)
     return st;
 }
 
-/* Whether every key of obj is in ok[0..nok) (unknown_keys finds no error). */
-static bool all_known(const cJSON *obj, const char *const *ok, int nok)
+/* Whether every key of obj is in ok[0..nok) (unknown_keys finds no error). hit: obj's members (of its first
+ * 64) already found named in ok[]: when they are all of them, no key is looked up. */
+static bool all_known(const cJSON *obj, const char *const *ok, int nok, uint64_t hit)
 {
+    uint64_t all = 0;
+    unsigned j = 0;
+    for (const cJSON *c = obj->child; c && j < 64; c = c->next, j++) all |= (uint64_t)1 << j;
+    if (j < 64 && (hit & all) == all) return true;
     for (const cJSON *c = obj->child; c; c = c->next) {
         bool found = false; /* from the end: a kind's own keys come after the common ones */
         for (int i = nok - 1; i >= 0 && !found; i--) found = c->string[0] == ok[i][0] && !strcmp(c->string, ok[i]);
@@ -294,14 +300,17 @@ static inline bool is_type_key(const char *s) { return s[0] == 't' && s[1] == 'y
  * the member member() finds (the first of that name, none after a member without a name) */
 typedef struct {
     const cJSON *type, *name, *inputs, *repeat, *frozen, *checkpoint, *tie, *module, *loop;
+    uint64_t common; /* bit j: member j (of the first 64) is named by one of common_keys (below) */
 } common_t;
 
 static void common_members(const cJSON *item, common_t *cm)
 {
     memset(cm, 0, sizeof *cm);
-    for (const cJSON *c = item->child; c && c->string; c = c->next) {
+    unsigned j = 0;
+    for (const cJSON *c = item->child; c && c->string; c = c->next, j++) {
         const char *s = c->string;
         const cJSON **slot = NULL;
+        bool common = false; /* "held_until" is a common key without a slot; "loop" is Sequential's own */
         switch (s[0]) {
         case 't': slot = is_type_key(s) ? &cm->type : !strcmp(s, "tie") ? &cm->tie : NULL; break;
         case 'n': slot = !strcmp(s, "name") ? &cm->name : NULL; break;
@@ -311,8 +320,11 @@ static void common_members(const cJSON *item, common_t *cm)
         case 'c': slot = !strcmp(s, "checkpoint") ? &cm->checkpoint : NULL; break;
         case 'm': slot = !strcmp(s, "module") ? &cm->module : NULL; break;
         case 'l': slot = !strcmp(s, "loop") ? &cm->loop : NULL; break;
+        case 'h': common = !strcmp(s, "held_until"); break;
         default: break;
         }
+        if (slot && slot != &cm->loop) common = true;
+        if (common && j < 64) cm->common |= (uint64_t)1 << j;
         if (slot && !*slot) *slot = c;
     }
 }
@@ -334,21 +346,30 @@ static vc_status get_bool_key(loader *L, const cJSON *v, const char *key, const 
 static const char *const common_keys[] = {"type", "name", "inputs", "repeat", "frozen", "checkpoint", "tie", "module",
                                           "held_until", NULL};
 #define NCOMMON 9
+_Static_assert(sizeof common_keys / sizeof *common_keys == NCOMMON + 1, "NCOMMON counts common_keys");
 
-static void args_init(vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
+/* vc_args.seen of common_keys, once per load */
+static uint64_t common_seen(void)
 {
-    a->nknown = 0; /* the fields vc_args has, set one by one: known[] is read up to nknown only */
+    uint64_t seen = 0;
+    for (int j = 0; common_keys[j]; j++) seen |= vc__key_bit(common_keys[j]);
+    return seen;
+}
+
+static void args_init(loader *L, vc_args *a, const cJSON *item, vc_error *err, const char *jpath, const char *kname)
+{
+    a->hit = 0;
     a->probe = false;
     a->failed[0] = '\0';
     a->obj = item;
     a->err = err;
     a->path = jpath;
     a->kind = kname;
-    a->seen = 0;
-    for (int j = 0; common_keys[j]; j++) { /* distinct: no need for known() */
-        a->known[a->nknown++] = common_keys[j];
-        a->seen |= vc__key_bit(common_keys[j]);
-    }
+    /* the fields vc_args has, set one by one: known[] is read up to nknown only; the common keys are
+     * distinct: no need for known() */
+    memcpy(a->known, common_keys, NCOMMON * sizeof *a->known);
+    a->nknown = NCOMMON;
+    a->seen = L->common_seen;
 }
 
 /* A kind's parse failed on a key the layer lacks ("missing"): when another
@@ -361,7 +382,7 @@ static void prefer_misspelling(loader *L, const vc_kind *k, const cJSON *item, c
     vc_error scratch;
     memset(&scratch, 0, sizeof scratch);
     vc_args probe;
-    args_init(&probe, item, &scratch, jpath, a->kind);
+    args_init(L, &probe, item, &scratch, jpath, a->kind);
     probe.probe = true;
     void *cfg = calloc(1, k->cfg_size ? k->cfg_size : 1);
     if (!cfg) return;
@@ -467,7 +488,7 @@ static vc_status item_inputs(loader *L, const scope *S, const cJSON *iv, int i, 
     char p[300], got[80];
     const char *kname = k ? k->name : "Sequential";
     int nin = 0;
-    memset(ins, 0xFF, VC_MAX_INPUTS * sizeof *ins); /* every entry -1 */
+    ins[0] = -1; /* read only below nin, but for load_item's ins[0], which holds -1 when nin is 0 */
     if (iv) {
         vc__join(p, sizeof p, jpath, "inputs"); /* without inputs, written on the error paths only */
         if (cJSON_IsString(iv)) {
@@ -521,6 +542,7 @@ typedef struct {
     bool frozen, ckpt;
     int region;
     int tie_to; /* the tied instance's index in m->inst, or -1 */
+    uint64_t common; /* common_t's: its members named by a common key */
 } copies_t;
 
 /* After the first of `repeat` copies, which declared `per` autograd ops (vc_kind.ops):
@@ -600,13 +622,13 @@ static vc_status load_layer(loader *L, const vc_kind *k, const cJSON *item, cons
     void *cfg = vc_arena_alloc(m->arena, k->cfg_size ? k->cfg_size : 1);
     if (!cfg) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     vc_args a;
-    args_init(&a, item, L->err, jpath, kname);
+    args_init(L, &a, item, L->err, jpath, kname);
     if (k->parse(&a, cfg)) {
         if (L->err->code == VC_OK) vc__fail(L, VC_ERR_MODEL, jpath, "invalid %s", kname);
         else prefer_misspelling(L, k, item, jpath, &a);
         return L->err->code;
     }
-    if (!all_known(item, a.known, a.nknown)) {
+    if (!all_known(item, a.known, a.nknown, a.hit | cp->common)) {
         char what[64];
         vc_cat3(what, sizeof what, "for ", kname, "");
         if (unknown_keys(L, item, jpath, a.known, a.nknown, NCOMMON, what)) return L->err->code;
@@ -724,7 +746,7 @@ static vc_status load_item(loader *L, scope *S, const cJSON *item, int i, const 
     L->exp_parent = S;
 
     int out = -1, first_inst = (int)m->ninst;
-    copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to};
+    copies_t cp = {jpath, ipath, S, ins, nin, repeat, depth, fz, ck, region, tie_to, cm.common};
     L->name = name;
     vc_status bst = seq ? load_block(L, item, &cp, &out) : load_layer(L, k, item, &cp, &out);
     int xval[VC_MAX_EXPORT], xinst[VC_MAX_EXPORT];
@@ -1037,6 +1059,7 @@ vc_hf_split vc__load_split(const vc_model *m)
 vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
 {
     loader L = {m, err, override, false, 1, 0};
+    L.common_seen = common_seen();
     m->cfg_dtype = -1; /* a config.json sets it (vc_hf_dtype) */
     const char *enc = wide_encoding((const unsigned char *)m->text, m->text_len);
     if (enc) return vc_set_error(err, VC_ERR_PARSE, NULL, "the file is %s; save it as UTF-8", enc);
@@ -1046,12 +1069,13 @@ vc_status vc__load(vc_model *m, const vc_shape *override, vc_error *err)
     const char *at = NULL;
     char msg[300];
     long values = 0;
-    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg, &values)) {
+    cJSON *tree = NULL;
+    if (vc__json_read(m->text, m->text_len, &tree, &at, msg, sizeof msg, &values)) {
         vc_set_error(err, VC_ERR_PARSE, NULL, "%s", msg);
         vc__line_col(m->text, m->text_len, at, &err->line, &err->col);
         return VC_ERR_PARSE;
     }
-    cJSON *tree = vc__json_parse(m->text, m->text_len, values), *root = tree; /* root: a config's generated model after vc_hf_build */
+    cJSON *root = tree; /* root: a config's generated model after vc_hf_build */
     if (!root) return vc_set_error(err, VC_ERR_NOMEM, NULL, "out of memory while parsing the JSON text");
     vc_status st = VC_OK;
     char got[80];

@@ -38,11 +38,12 @@
 /* json_check.c */
 /* 1-based line and column (in characters: UTF-8 continuation bytes do not count) of `at` in text. */
 void vc__line_col(const char *text, size_t len, const char *at, int *line, int *col);
-/* 0 when text[0..len) is one valid JSON value (*values: how many, keys not counted); else -1 with *at and msg. */
+/* 0 when text[0..len) (text[len] == '\0') is one valid JSON value (*values: how many, keys not counted);
+ * else -1 with *at and msg. */
 int vc__json_validate(const char *text, size_t len, const char **at, char *msg, size_t n, long *values);
-/* 2. cJSON's tree of text[0..len) (NUL-terminated), which vc__json_validate accepted with `values` values,
- * in one block: NULL out of memory. Freed with vc__json_free, never cJSON_Delete. */
-cJSON *vc__json_parse(const char *text, size_t len, long values);
+/* vc__json_validate, which with tree also builds cJSON's tree of a valid text, in the same pass and in one
+ * block (*tree NULL when out of memory); freed with vc__json_free, never cJSON_Delete. */
+int vc__json_read(const char *text, size_t len, cJSON **tree, const char **at, char *msg, size_t n, long *values);
 void vc__json_free(cJSON *root);
 /* The value of the four hex digits at p (a \uXXXX escape), -1 when one is not a hex digit. */
 long vc__hex4(const char *p);
@@ -81,6 +82,7 @@ struct vc_args {
     bool probe;         /* collecting the kind's keys: missing keys get placeholders */
     char failed[64];    /* the key of the first error */
     uint64_t seen;      /* vc__key_bit of every key in known[]: a key whose bit is clear is not there */
+    uint64_t hit;       /* bit j: obj's member j (of its first 64) is named by a key in known[] */
 };
 /* A key's bit for vc_args.seen: one of 64, from its first two bytes. */
 static inline uint64_t vc__key_bit(const char *key)
@@ -119,6 +121,7 @@ typedef struct {
     const cJSON *exp;
     const void *exp_parent;
     int exp_val[VC_MAX_EXPORT], exp_inst[VC_MAX_EXPORT];
+    uint64_t common_seen; /* vc_args.seen of the common keys (load.c args_init), computed once per load */
 } loader;
 
 /* Records the first error (code, JSON path, message) in L->err; returns code. */

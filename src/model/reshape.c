@@ -26,7 +26,7 @@
 
 struct vc_seq_probe {
     const vc_model *m;
-    cJSON *cfg; /* m's config.json, parsed (vc__json_parse) */
+    cJSON *cfg; /* m's config.json, parsed (vc__json_read) */
     cJSON *gen; /* ... and the tree m was loaded from (vc_hf_build at m's options) */
     bool on;    /* probes are m reshaped when their tree allows it */
 };
@@ -107,8 +107,7 @@ vc_status vc__seq_probe_new(const vc_model *m, vc_seq_probe **out, vc_error *err
     const char *at;
     char msg[300];
     long values = 0;
-    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg, &values)) return VC_OK;
-    if (!(p->cfg = vc__json_parse(m->text, m->text_len, values))) return VC_OK;
+    if (vc__json_read(m->text, m->text_len, &p->cfg, &at, msg, sizeof msg, &values) || !p->cfg) return VC_OK;
     vc_error tmp;
     vc_error_clear(&tmp);
     if (!vc_hf_is_config(p->cfg) || vc_hf_build(p->cfg, &m->hf, vc__load_split(m), &m->tf, &p->gen, &tmp) != VC_OK) return VC_OK;
@@ -297,8 +296,8 @@ vc_status vc__twin_reshape(const vc_model *m, int64_t seq, vc_model **out)
     const char *at;
     char msg[300];
     long values = 0;
-    if (vc__json_validate(m->text, m->text_len, &at, msg, sizeof msg, &values)) return VC_ERR_MODEL;
-    cJSON *cfg = vc__json_parse(m->text, m->text_len, values), *g = NULL;
+    cJSON *cfg = NULL, *g = NULL;
+    if (vc__json_read(m->text, m->text_len, &cfg, &at, msg, sizeof msg, &values)) return VC_ERR_MODEL;
     if (!cfg) return VC_ERR_NOMEM;
     vc_error tmp;
     vc_error_clear(&tmp);

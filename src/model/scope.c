@@ -20,22 +20,37 @@ static size_t hash_str(const char *s)
     return (size_t)h;
 }
 
-static const name_entry *scope_find(const scope *S, const char *name)
+/* name (hash_str hash) in S's table */
+static const name_entry *scope_find_h(const scope *S, const char *name, size_t hash)
 {
     if (!S->htcap) return NULL;
-    for (size_t h = hash_str(name) & (S->htcap - 1);; h = (h + 1) & (S->htcap - 1)) {
+    for (size_t h = hash & (S->htcap - 1);; h = (h + 1) & (S->htcap - 1)) {
         int i = S->ht[h];
         if (i < 0) return NULL;
         if (!strcmp(S->names[i].name, name)) return &S->names[i];
     }
 }
 
-static int scope_insert(scope *S, name_entry e)
+static const name_entry *scope_find(const scope *S, const char *name)
 {
+    return S->htcap ? scope_find_h(S, name, hash_str(name)) : NULL;
+}
+
+/* e (its name's hash_str hash) into S's table. The first name sizes the table for every item of the
+ * scope's list having one (S->npos, at most 4,096 first), so that it is not grown and rehashed name by
+ * name. */
+static int scope_insert(scope *S, name_entry e, size_t hash)
+{
+    if (!S->cap && S->npos > 0 && !S->names) {
+        int cap = S->npos < 4096 ? S->npos : 4096;
+        if (!(S->names = malloc((size_t)cap * sizeof *S->names))) return -1;
+        S->cap = cap;
+    }
     if (GROWV(S->names, S->nnames, S->cap)) return -1;
     S->names[S->nnames++] = e;
     if ((size_t)S->nnames * 2 > S->htcap) {
         size_t cap = S->htcap ? S->htcap * 2 : 16;
+        while (cap < (size_t)S->cap * 2) cap *= 2;
         int *ht = malloc(cap * sizeof *ht);
         if (!ht) return -1;
         memset(ht, 0xff, cap * sizeof *ht);
@@ -48,7 +63,7 @@ static int scope_insert(scope *S, name_entry e)
             ht[h] = i;
         }
     }
-    size_t h = hash_str(e.name) & (S->htcap - 1);
+    size_t h = hash & (S->htcap - 1);
     while (S->ht[h] >= 0) h = (h + 1) & (S->htcap - 1);
     S->ht[h] = S->nnames - 1;
     return 0;
@@ -128,7 +143,8 @@ int vc__resolve(loader *L, const scope *S, const char *ref, int item, const char
 vc_status vc__add_name(loader *L, scope *S, const char *name, int val, int inst, bool seq, const char *path)
 {
     char p[300];
-    if (scope_find(S, name)) {
+    size_t hash = hash_str(name);
+    if (scope_find_h(S, name, hash)) {
         vc__join(p, sizeof p, path, "name");
         return vc__fail(L, VC_ERR_MODEL, p, "duplicate name \"%.60s\": an earlier layer of this list has it", name);
     }
@@ -141,7 +157,7 @@ vc_status vc__add_name(loader *L, scope *S, const char *name, int val, int inst,
             vc__join(p, sizeof p, path, "name");
             return vc__fail(L, VC_ERR_MODEL, p, "\"%.60s\" is already the name of a model input", name);
         }
-    if (scope_insert(S, (name_entry){name, val, inst, seq})) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
+    if (scope_insert(S, (name_entry){name, val, inst, seq}, hash)) return vc__fail(L, VC_ERR_NOMEM, path, "out of memory");
     return VC_OK;
 }
 

@@ -76,7 +76,10 @@ int vc_param_shape(vc_setup *s, const char *name, int nd, const int64_t *dims, u
     P->pnd[i] = (int8_t)nd;
     P->pflags[i] = flags;
     memcpy(P->pdims[i], dims, (size_t)nd * sizeof *dims);
-    vc_cat3(P->pname[i], sizeof P->pname[i], name, "", "");
+    size_t len = 0; /* vc_cat3(pname, 64, name, "", ""): at most 63 bytes of name and a NUL */
+    while (len < sizeof P->pname[i] - 1 && name[len]) len++;
+    memcpy(P->pname[i], name, len);
+    P->pname[i][len] = '\0';
     return 0;
 }
 
@@ -138,10 +141,14 @@ static vc_status add_params(loader *L, const struct vc_setup_priv *P, int idx, b
             continue;
         }
         if (GROWV(m->par, m->npar, m->cap_par)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
-        int64_t *dims = vc_arena_alloc(m->arena, (size_t)(P->pnd[i] + 1) * sizeof *dims);
-        const char *pname = vc_arena_strdup(m->arena, P->pname[i]);
-        if (!dims || !pname) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+        /* the dims (and a cleared one after them) and the name in one piece of the arena */
+        size_t dn = (size_t)(P->pnd[i] + 1) * sizeof(int64_t), nl = strlen(P->pname[i]) + 1;
+        int64_t *dims = vc_arena_take(m->arena, dn + nl);
+        if (!dims) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
         memcpy(dims, P->pdims[i], (size_t)P->pnd[i] * sizeof *dims);
+        dims[P->pnd[i]] = 0;
+        char *pname = (char *)dims + dn;
+        memcpy(pname, P->pname[i], nl);
         unsigned fl = P->pflags[i];
         /* with LoRA (or IA3, DoRA), only the adapters train (peft BaseTuner._mark_only_adapters_as_trainable);
          * a copied layer's parameters are the copy the forward runs, trained */
@@ -249,19 +256,25 @@ vc_status vc__instantiate(loader *L, const vc_kind *k, void *cfg, const char *jp
     memset(in, 0, sizeof *in);
     in->kind = k;
     in->cfg = cfg;
-    in->path = vc_arena_strdup(m->arena, ipath);
     in->nin = nin;
-    in->in = vc_arena_alloc(m->arena, (size_t)(nin + 1) * sizeof *ins);
-    if (in->in) memcpy(in->in, ins, (size_t)nin * sizeof *ins);
     in->ckpt = region;
     in->frozen = frozen;
-    in->name = L->name ? vc_arena_strdup(m->arena, L->name) : NULL;
-    if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     in->np = priv.np;
     in->nb = priv.nb;
-    in->params = vc_arena_alloc(m->arena, (size_t)(priv.np * (copy != COPY_NONE ? 2 : 1) + 1) * sizeof(int));
-    in->bufs = vc_arena_alloc(m->arena, (size_t)(priv.nb + 1) * sizeof(int));
-    if (!in->path || !in->in || !in->params || !in->bufs) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    /* the input, parameter and buffer indices (each list with a cleared entry after it) and the path,
+     * in one piece of the arena */
+    size_t nins = (size_t)nin + 1, npars = (size_t)(priv.np * (copy != COPY_NONE ? 2 : 1) + 1),
+           nbufs = (size_t)priv.nb + 1, pl = strlen(ipath) + 1, ints = (nins + npars + nbufs) * sizeof(int);
+    int *ix = vc_arena_take(m->arena, ints + pl);
+    if (!ix) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
+    memset(ix, 0, ints);
+    memcpy(ix, ins, (size_t)nin * sizeof *ins);
+    in->in = ix;
+    in->params = ix + nins;
+    in->bufs = ix + nins + npars;
+    in->path = memcpy((char *)ix + ints, ipath, pl);
+    in->name = L->name ? vc_arena_strdup(m->arena, L->name) : NULL;
+    if (L->name && !in->name) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");
     if (add_params(L, &priv, idx, frozen, tie_to, jpath, copy)) return L->err->code;
     for (int i = 0; i < priv.nb; i++) {
         if (GROWV(m->buf, m->nbuf, m->cap_buf)) return vc__fail(L, VC_ERR_NOMEM, jpath, "out of memory");

@@ -198,7 +198,7 @@ struct chunk {
 vc_arena *vc_arena_new(void) { return calloc(1, sizeof(vc_arena)); }
 
 /* n bytes (rounded up to 16) of the arena, not cleared */
-static void *arena_take(vc_arena *a, size_t n)
+void *vc_arena_take(vc_arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     struct chunk *h = a->head;
@@ -218,7 +218,7 @@ static void *arena_take(vc_arena *a, size_t n)
 
 void *vc_arena_alloc(vc_arena *a, size_t n)
 {
-    void *p = arena_take(a, n);
+    void *p = vc_arena_take(a, n);
     if (p) memset(p, 0, (n + 15) & ~(size_t)15); /* cleared as before, the rounding's tail too */
     return p;
 }
@@ -261,7 +261,7 @@ void vc_cat_index(char *buf, size_t n, const char *a, const char *b, long long i
 char *vc_arena_strdup(vc_arena *a, const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = arena_take(a, n); /* every byte written below */
+    char *p = vc_arena_take(a, n); /* every byte written below */
     if (p) memcpy(p, s, n);
     return p;
 }

@@ -65,6 +65,7 @@ const char *vc_file_kind_refusal(unsigned mode);
 typedef struct vc_arena vc_arena;
 vc_arena *vc_arena_new(void);
 void *vc_arena_alloc(vc_arena *a, size_t n); /* zeroed */
+void *vc_arena_take(vc_arena *a, size_t n);  /* not cleared: 16-byte aligned, NULL out of memory */
 char *vc_arena_strdup(vc_arena *a, const char *s);
 char *vc_arena_printf(vc_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void vc_arena_free(vc_arena *a);
