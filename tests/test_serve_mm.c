@@ -87,6 +87,22 @@ static void qwen25_defaults(void **state)
     assert_int_equal(r.mm_budget, 16384);
     assert_int_equal(r.mm_items, 1);
     assert_int_equal(r.mm_outputs, INT64_C(117440512));
+    /* The encoder phase (src/engine/serve_mm.c; vLLM's modules op by op, qwen2_5_vl.py @ 002d181a): vision
+     * hidden 1280, 16 heads of 80, intermediate 3420, bf16 (2 B); 65536 patches of 3 x 2 x 14 x 14 = 1176
+     * pixel values. Per patch:
+     *  - held all along: the pixel values 1176 x 2 = 2352 B (profile_run's dummy batch, in the model's dtype),
+     *    rotary_pos_emb [patches, 40] float32 160 B, window_index and reverse_indices (int64 per merged token
+     *    of 4 patches) 4 B;
+     *  - the worst op, apply_rotary_pos_emb_vision's .type_as (rotary_embedding/common.py @ 002d181a): x 2560,
+     *    norm1(x) 2560, qkv 7680, qk_concat 5120, its .float() 10240, cos and sin 2 x 160, the float32 output
+     *    10240 and its bf16 cast 5120: 43840 B (the MLP's worst, forward_native SiluAndMul under the default
+     *    custom_ops "none": x, x_attn, residual, x_fused_norm 4 x 2560 + gate_up 13680 + silu 6840 + the
+     *    product 6840 = 37600 B, is below it);
+     *  46356 B x 65536 = 3,037,986,816 B above the weights. The pixel values: 65536 x 1176 x 2 = 154,140,672 B. */
+    assert_int_equal(r.mm_inputs, INT64_C(154140672));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3037986816));
+    /* the profiling run's peak: the larger phase, here the encoder's */
+    assert_true(r.profile_peak == r.mm_encoder_peak);
     /* determine_available_memory: the pool is what the larger peak leaves */
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
     assert_int_equal(r.blocks, r.kv_cache / r.page_bytes);
@@ -111,21 +127,33 @@ static void qwen25_defaults(void **state)
     vc_model_free(m);
 }
 
-/* The CLI: the peak is main fac2f5f's (the language model's dummy run, 17,692,769,280 B from `vramcalc
- * tests/data/hf/qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json` there) plus the outputs; the
- * report's line and JSON */
+/* The CLI: the language model's dummy run is main fac2f5f's (17,692,769,280 B from `vramcalc
+ * tests/data/hf/qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json` there); with the encoder's
+ * outputs and pixel values that phase is 17,692,769,280 + 117,440,512 + 154,140,672 = 17,964,350,464 B, below
+ * the encoder phase (the weights 16,584,354,816 B + 3,037,986,816 B, qwen25_defaults): the peak is
+ * 19,622,341,632 B. The report's lines and JSON */
 static void qwen25_cli(void **state)
 {
     (void)state;
     cli_run r;
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json");
     assert_int_equal(r.status, 0);
-    assert_int_equal(field(r.out, "\"profile_peak\": "), 17692769280LL + 117440512LL);
+    assert_int_equal(field(r.out, "\"weights\": "), 16584354816LL);
+    assert_int_equal(field(r.out, "\"profile_peak\": "), 16584354816LL + 3037986816LL);
     assert_int_equal(field(r.out, "\"outputs\": "), 117440512LL);
-    assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
+    assert_int_equal(field(r.out, "\"inputs\": "), 154140672LL);
+    assert_int_equal(field(r.out, "\"encoder_phase_peak\": "), 16584354816LL + 3037986816LL);
+    assert_int_equal(field(r.out, "\"language_model_phase_peak\": "), 17692769280LL + 117440512LL + 154140672LL);
+    assert_non_null(strstr(r.out, "\"tower_activations_counted\": true"));
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "1 dummy item of 16384 tokens, 3584x3584"));
+    assert_non_null(strstr(r.out, "its worst op: the profiling run's peak"));
+    /* --tp 2: the tower split across ranks is not modelled: said, and the peak is the language model phase's */
+    run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --tp 2 --gpus 2 -f json");
+    assert_int_equal(r.status, 0);
+    assert_int_equal(field(r.out, "\"encoder_phase_peak\": "), -1);
+    assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
     /* --image / --images under --serve: refused, naming the option */
     assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --image 1280x720",
                  "--image with --serve: vLLM profiles the vision encoder on its own dummy images");
@@ -160,8 +188,17 @@ static void qwen3(void **state)
     vc_model_free(m);
 }
 
-/* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
-static void others(void **state)
+/* Gemma 3 4B on an H100 (vllm gemma3_mm.py @ e5fa9450, siglip.py @ 0c028ba4): pan-and-scan off, so an item
+ * is (0 crops + 1) x image_seq_length = 256 tokens (mm_tokens_per_image), the dummy image resized to 896 x 896:
+ * 64 x 64 = 4096 patches of 14 x 14, 16 per token (the projector's 4 x 4 average pool). Budget max(8192, 256)
+ * = 8192; per prompt min(999, 1280 // 256) = 5; items min(8192 // 256, 1024 x 5) = 32. Outputs 32 x 256 x 2560
+ * x 2 B = 41,943,040 B; pixel values 32 x 3 x 896 x 896 x 2 B = 154,140,672 B. The encoder phase per patch
+ * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B and the worst op, the
+ * MLP's activation_fn in SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention
+ * block's sum, layer_norm2's output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B
+ * (the attention's worst, x, layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is
+ * below): 25304 B x 131072 patches = 3,316,645,888 B above the weights. */
+static void gemma3(void **state)
 {
     (void)state;
     vc_options o;
@@ -171,8 +208,32 @@ static void others(void **state)
     vc_serve_result r;
     vc_model *m = load_file(HF "gemma-3-4b-it.json");
     serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 1);
+    assert_int_equal(r.mm_item_tokens, 256);
+    assert_int_equal(r.mm_item_width, 896);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_items, 32);
+    assert_int_equal(r.mm_outputs, INT64_C(41943040));
+    assert_int_equal(r.mm_inputs, INT64_C(154140672));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3316645888));
+    assert_true(r.profile_peak >= r.mm_encoder_peak);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    vc_model_free(m);
+}
+
+/* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
+static void others(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "gemma-4-e4b-it.json"); /* Gemma 4's dummy batch: not derived */
+    serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder, -1);
-    assert_int_equal(r.mm_outputs, 0);
+    assert_int_equal(r.mm_outputs + r.mm_inputs, 0);
     vc_model_free(m);
     m = load_file(HF "llama-3.1-8b.json");
     serve_h100(m, &o, &so, &r);
@@ -187,6 +248,7 @@ int main(void)
         cmocka_unit_test(qwen25_defaults),
         cmocka_unit_test(qwen25_cli),
         cmocka_unit_test(qwen3),
+        cmocka_unit_test(gemma3),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,11 +132,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->state_layers > 0) /* Gated DeltaNet: a fixed state per request beside the paged K/V (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"deltanet_state+paged_kv\", \"state_layers\": %" PRId64
                        ", \"state_bytes_per_request_layer\": %" PRId64, r->state_layers, r->state_bytes);
-        if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder) */
+        if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve_mm.c) */
             fprintf(f, ",\n    \"mm_encoder\": {\"items\": %" PRId64 ", \"item_tokens\": %" PRId64 ", \"item_width\": %" PRId64
-                       ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64
-                       ", \"tower_activations_counted\": false}",
-                    r->mm_items, r->mm_item_tokens, r->mm_item_width, r->mm_item_height, r->mm_budget, r->mm_outputs);
+                       ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64 ", \"inputs\": %" PRId64
+                       ", \"encoder_phase_peak\": %" PRId64 ", \"language_model_phase_peak\": %" PRId64
+                       ", \"tower_activations_counted\": %s}",
+                    r->mm_items, r->mm_item_tokens, r->mm_item_width, r->mm_item_height, r->mm_budget, r->mm_outputs,
+                    r->mm_inputs, r->mm_encoder_peak, r->profile_lm, r->mm_encoder_peak >= 0 ? "true" : "false");
         else if (r->mm_encoder < 0)
             fprintf(f, ",\n    \"mm_encoder\": null");
         fprintf(f, "}\n}\n");
@@ -155,12 +157,19 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
     fprintf(f, "  %-22s %12s\n", "weights", a);
     format_bytes(r->profile_peak, a, sizeof a);
     fprintf(f, "  %-22s %12s  (peak of the profiling run, weights included)\n", "profiling run", a);
-    if (r->mm_encoder > 0) { /* src/engine/serve.c vllm_mm_encoder */
-        format_bytes(r->mm_outputs, a, sizeof a);
-        fprintf(f, "  %-22s %12s  (%" PRId64 " dummy item%s of %" PRId64 " tokens, %" PRId64 "x%" PRId64 ": the encoder's outputs, "
-                   "held through the language model's run, in the peak above; the tower's own activations not modelled)\n",
+    if (r->mm_encoder > 0) { /* src/engine/serve_mm.c */
+        format_bytes(r->mm_outputs + r->mm_inputs, a, sizeof a);
+        fprintf(f, "  %-22s %12s  (%" PRId64 " dummy item%s of %" PRId64 " tokens, %" PRId64 "x%" PRId64 ": the encoder's inputs and "
+                   "outputs, held through the language model's run, in the peak above)\n",
                 "encoder profiling", a, r->mm_items, r->mm_items == 1 ? "" : "s", r->mm_item_tokens, r->mm_item_width,
                 r->mm_item_height);
+        if (r->mm_encoder_peak >= 0) {
+            format_bytes(r->mm_encoder_peak, a, sizeof a);
+            fprintf(f, "  %-22s %12s  (weights + the vision tower's run on them, its worst op%s)\n", "encoder phase", a,
+                    r->mm_encoder_peak >= r->profile_peak ? ": the profiling run's peak" : "");
+        } else
+            fprintf(f, "  %-22s %12s  (the vision tower's own run: not modelled %s, not in the peak above)\n", "encoder phase",
+                    "not modelled", o->tp > 1 ? "with tensor_parallel_size > 1" : "on this GPU's vendor");
     } else if (r->mm_encoder < 0)
         fprintf(f, "  %-22s %12s  (vLLM runs this model's multimodal encoder on a dummy batch first: not derived for "
                    "this family, not in the peak above)\n", "encoder profiling", "not modelled");

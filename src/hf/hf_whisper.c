@@ -354,8 +354,8 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
      * compute capability): what is not modelled is its profiling run (the encoder over the dummy 30 s clip
      * of WhisperDummyInputsBuilder, the decoder's dummy batch) that the pool is sized after; docs/llm.md
      * "Whisper under vLLM" derives the rest. That run (vllm-project/vllm @ 000fc94b, vllm/v1/worker/
-     * gpu_model_runner.py GPUModelRunner.profile_run; the budget arithmetic of src/engine/serve.c
-     * vllm_mm_encoder) is two phases: embed_multimodal, vLLM's encoder over the dummy clips (one item of
+     * gpu_model_runner.py GPUModelRunner.profile_run; the budget arithmetic of src/engine/serve_mm.c
+     * vc__serve_mm) is two phases: embed_multimodal, vLLM's encoder over the dummy clips (one item of
      * max_source_positions tokens when the encoder budget is max_source_positions, the encoder-decoder's
      * max_num_encoder_input_tokens), its outputs kept in encoder_cache; then _dummy_run over max_num_tokens
      * decoder tokens whose cross-attention reads them. vramcalc's profiling plan (vc__plan_build_profile)
