@@ -180,11 +180,21 @@ static void qwen3(void **state)
     assert_int_equal(r.mm_item_tokens, 16384);
     assert_int_equal(r.mm_items, 1);
     assert_int_equal(r.mm_outputs, INT64_C(536870912));
+    /* The encoder phase (qwen3_vl.py @ 002d7b93 Qwen3_VisionTransformer; hidden 1152, 16 heads of 72, bf16), per
+     * patch: held, the pixel values 3 x 2 x 16 x 16 x 2 = 3072 B, rotary_pos_emb 36 x 4 = 144 B and pos_embeds
+     * 1152 x 2 = 2304 B; the worst op the rotary embedding's .type_as as for Qwen2.5-VL: x, norm1(x), qkv,
+     * qk_concat 7 x 2304 = 16128 + its float32 copy 9216 + cos and sin 2 x 144 + the float32 output 9216 + its
+     * cast 4608 = 39456 B; per merged token (4 patches) 4 x 44976 = 179904 B and, during the last block, the
+     * three deepstack features [8, 16, 24] made so far, 3 x 4096 x 2 = 24576 B: 204480 B x 16384 tokens =
+     * 3,350,200,320 B above the weights. Qwen3.6-27B (no deepstack): 179904 x 16384 = 2,947,547,136 B. */
+    assert_int_equal(r.mm_inputs, INT64_C(65536) * 1536 * 2);
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3350200320));
     vc_model_free(m);
     m = load_file(HF "qwen3.6-27b.json");
     serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_item_tokens, 16384);
     assert_int_equal(r.mm_outputs, INT64_C(167772160));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(2947547136));
     vc_model_free(m);
 }
 
