@@ -231,6 +231,35 @@ static void gemma3(void **state)
     vc_model_free(m);
 }
 
+/* Measured: bench/accuracy/llm/vllm_vision_replica.py runs vLLM's Qwen2_5_VisionTransformer statement by statement
+ * (qwen2_5_vl.py @ 002d181a, RMSNorm / SiluAndMul forward_native, flash and the rotary kernel as their outputs) in
+ * torch 1.13 on the CPU under the accuracy harness's allocator counter: `/usr/bin/python3
+ * bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/qwen2_5_vl_small.json --grid 16
+ * --precision P` (a 224 x 224 image, 256 patches, 64 merged tokens; vision hidden 64, 4 heads, intermediate
+ * 160, depth 4, full attention in blocks 1 and 3): the encoder phase's peak above the weights 1,185,792 B in
+ * bf16 (at the rotary embedding's .type_as) and 2,131,968 B in fp32 (at SiluAndMul's product: in float32 the
+ * .float() copies are the tensors themselves), of which 1,024 B are cu_seqlens and cu_window_seqlens (int32,
+ * a 512-byte block each) that serve_mm.c leaves out: 18,512 and 33,296 B a merged token. vramcalc's encoder
+ * phase is linear in the tokens: its per-token bytes at vLLM's dummy image (16,384 tokens) are these. */
+static void measured(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/qwen2_5_vl_small.json");
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_items * r.mm_item_tokens, 16384);
+    assert_int_equal((r.mm_encoder_peak - r.weights) % 16384, 0);
+    assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (1185792 - 1024) / 64);
+    o.precision = VC_PREC_FP32;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (2131968 - 1024) / 64);
+    vc_model_free(m);
+}
+
 /* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
 static void others(void **state)
 {
@@ -259,6 +288,7 @@ int main(void)
         cmocka_unit_test(qwen25_cli),
         cmocka_unit_test(qwen3),
         cmocka_unit_test(gemma3),
+        cmocka_unit_test(measured),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,10 +100,12 @@
  *     self_attn: qkv_proj, chunk, MMEncoderAttention, out_proj; += residual in place; layer_norm2; SiglipMLP:
  *     fc1, activation_fn, fc2; += residual), post_layernorm; gemma3_mm.py Gemma3MultiModalProjector
  *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight).
+ * Measured: bench/accuracy/llm/vllm_vision_replica.py (Qwen2.5-VL's tower in torch 1.13 on the CPU, the harness's
+ * allocator counter) equals qwen_tower's bytes plus the cu_seqlens tensors, in bf16 and fp32 (tests/test_serve_mm.c).
  * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
  * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
- * per-row mean and rstd): mm_encoder_peak is -1 there and the profiling run's peak is the language model
+ * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
  * phase's. The other multimodal families (Gemma 4, Llama 4): their dummy batch is not derived (mm_encoder -1).
  */
 #include <stdbool.h>

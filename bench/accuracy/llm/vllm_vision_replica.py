@@ -1,0 +1,229 @@
+"""vllm_vision_replica.py -- vLLM's Qwen2.5-VL vision encoder as its profiling run calls it (the encoder phase of
+--serve, src/engine/serve_mm.c), in plain torch (1.13, CPU), with the accuracy harness's allocator counter
+(bench/accuracy/measure.py: memtrack preloaded, opobserver's between-op readings), under torch.inference_mode.
+
+Source, statement by statement (the same statements, so that Python keeps the same names alive):
+  vllm-project/vllm @ 002d181a55a03803d7d69547846630069d2378b8 vllm/model_executor/models/qwen2_5_vl.py
+    Qwen2_5_VisionTransformer.forward: hidden_states = x.to(device, dtype) (itself: the dummy batch is already in
+      the model's dtype, vllm/inputs/registry.py @ f06ae651 call_hf_processor); patch_embed (ReplicatedLinear, no
+      bias); get_rope_by_thw (CPU: window_index, cu_window_seqlens, rotary_pos_emb_thw[window_index]);
+      rotary_pos_emb, window_index, reverse_indices, cu_seqlens, cu_window_seqlens .to(device);
+      hidden_states.reshape(...)[window_index, :, :].reshape(seq_len, -1).unsqueeze(1); the blocks (window
+      attention except fullatt_block_indexes); the merger; hidden_states[reverse_indices, :]
+    Qwen2_5_VisionBlock.forward, Qwen2_5_VisionAttention.forward (qkv, split_qkv views, einops rearranges (views
+      at batch 1), qk_concat = cat([q, k], 0), apply_rotary_pos_emb_vision, flash, proj), Qwen2_5_VisionMLP,
+      Qwen2_5_VisionPatchMerger (ln_q, view, nn.Sequential(Linear, GELU, Linear))
+  vllm/model_executor/layers/rotary_embedding/common.py @ 002d181a apply_rotary_pos_emb_vision
+  vllm/model_executor/layers/layernorm.py @ 00cba797 RMSNorm.forward_native; activation.py SiluAndMul.forward_native
+    (vLLM's default compilation: custom_ops "none", VllmConfig.__post_init__)
+  vllm/attention/ops/vit_attn_wrappers.py @ 03f9c143 flash_attn_maxseqlen_wrapper
+
+What is not the source's: the CUDA kernels. vllm_flash_attn's apply_rotary_emb (a Triton kernel writing a new
+output) is replaced by torch.empty_like(x) filled one patch at a time; flash_attn_varlen_func (its output and
+its float32 softmax_lse [heads, rows]) by those two tensors filled one query row at a time with the math of its
+window. The fills' temporaries (one patch's, one query row's scores) are counted by the harness: they are what
+the replica adds to vLLM's figure (below the worst op here). The CPU-side index work of get_rope_by_thw
+(vLLM computes it on the CPU, then copies to the GPU) is done before the measurement; the copies are made
+inside it.
+
+Prints one JSON object: peak, the highest between-op reading over the tower's forward less what was allocated
+before the dummy pixel values (the weights), and tokens, the merged tokens of the dummy image; per_token =
+peak / tokens is what serve_mm.c's qwen_tower gives per merged token, plus the per-image cu_seqlens tensors
+(int32, a 512-byte block each here) it does not count.
+"""
+import argparse
+import json
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_here))), "tools"),
+                os.path.dirname(_here), _here]
+import measure  # noqa: E402
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--grid", type=int, default=16, help="the dummy image's patches per side (a multiple of 8)")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
+    args = ap.parse_args(argv)
+    measure.reexec_with_preload()
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    tr = measure.Tracker()
+    tr.start(install=True)
+    with open(args.config) as f:
+        cfg = json.load(f)
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_heads"], v["intermediate_size"], v["depth"]
+    P, T, M, window = v["patch_size"], v.get("temporal_patch_size", 2), v["spatial_merge_size"], v["window_size"]
+    out_dim, full = v["out_hidden_size"], v.get("fullatt_block_indexes", [])
+    D, u, pd = C // H, M * M, 3 * T * P * P
+    eps = 1e-6
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    # the tower's weights (vLLM's fused qkv and gate_up), in the model's dtype
+    W = {"patch": w(C, pd), "ln_q": w(C), "m0": w(4 * C, 4 * C), "m0b": w(4 * C), "m2": w(out_dim, 4 * C), "m2b": w(out_dim)}
+    blocks = [{"n1": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "proj": w(C, C), "projb": w(C), "n2": w(C),
+               "gu": w(2 * I, C), "gub": w(2 * I), "down": w(C, I), "downb": w(C)} for _ in range(depth)]
+
+    # get_rope_by_thw on the CPU (t 1, h = w = grid): get_window_index_thw, rotary_pos_emb_thw
+    g = args.grid
+    vw = window // M // P
+    lh = lw = g // M
+    index = torch.arange(lh * lw).reshape(1, lh, lw)
+    pad_h, pad_w = vw - lh % vw, vw - lw % vw
+    nwh, nww = (lh + pad_h) // vw, (lw + pad_w) // vw
+    ip = F.pad(index, (0, pad_w, 0, pad_h), "constant", -100).reshape(1, nwh, vw, nww, vw)
+    ip = ip.permute(0, 1, 3, 2, 4).reshape(1, nwh * nww, vw, vw)
+    seqlens = (ip != -100).sum([2, 3]).reshape(-1)
+    ip = ip.reshape(-1)
+    window_index_cpu = ip[ip != -100]
+    cu_window_cpu = torch.unique_consecutive(torch.cat([torch.tensor([0]), seqlens.cumsum(0) * u]).to(torch.int32))
+    hpos = torch.arange(g).unsqueeze(1).expand(-1, g).reshape(lh, M, lw, M).permute(0, 2, 1, 3).flatten()
+    wpos = torch.arange(g).unsqueeze(0).expand(g, -1).reshape(lh, M, lw, M).permute(0, 2, 1, 3).flatten()
+    pos_ids = torch.stack([hpos, wpos], dim=-1)
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, D // 2, 2, dtype=torch.float) / (D // 2)))
+    freqs = torch.outer(torch.arange(g * 2, dtype=torch.float), inv_freq)
+    rope_cpu = freqs[pos_ids].flatten(1).reshape(-1, u, D // 2)[window_index_cpu].flatten(0, 1)
+    reverse_cpu = torch.empty_like(window_index_cpu)
+    reverse_cpu[window_index_cpu] = torch.arange(window_index_cpu.numel())
+    cu_full_cpu = F.pad(torch.tensor([g * g], dtype=torch.int32).cumsum(0, dtype=torch.int32), (1, 0), "constant", 0)
+
+    def module(f):
+        """An nn.Module's call: Module._call_impl runs forward_call(*args, **kwargs), so the tuple args keeps the
+        arguments alive until forward returns even where forward rebinds their names (a plain Python call
+        hands them to the callee's frame since 3.11: rebinding would free them)."""
+        def call(*args, **kwargs):
+            return f(*args, **kwargs)
+        return call
+
+    @module
+    def rms_native(weight, x, residual=None):  # RMSNorm.forward_native
+        orig_dtype = x.dtype
+        x = x.to(torch.float32)
+        if residual is not None:
+            x = x + residual.to(torch.float32)
+            residual = x.to(orig_dtype)
+        variance = x.pow(2).mean(dim=-1, keepdim=True)
+        x = x * torch.rsqrt(variance + eps)
+        x = x.to(orig_dtype)
+        x = x * weight
+        if residual is None:
+            return x
+        return x, residual
+
+    def rotary_emb(x, cos, sin):  # vllm_flash_attn apply_rotary_emb (not in place): a new output
+        out = torch.empty_like(x)
+        h = x.shape[-1] // 2
+        for s in range(x.shape[1]):  # one patch at a time
+            x1, x2 = x[:, s, :, :h], x[:, s, :, h:]
+            c, si = cos[s].unsqueeze(0), sin[s].unsqueeze(0)
+            out[:, s, :, :h] = x1 * c - x2 * si
+            out[:, s, :, h:] = x2 * c + x1 * si
+        return out
+
+    def apply_rotary_pos_emb_vision(t, freqs, rotary_emb_function):
+        t_ = t.float()
+        cos = freqs.cos()
+        sin = freqs.sin()
+        output = rotary_emb_function(t_, cos, sin).type_as(t)
+        return output
+
+    def flash(q, k, v, cu):  # flash_attn_maxseqlen_wrapper, batch 1
+        q, k, v = (x.reshape(-1, H, D) for x in (q, k, v))  # rearrange "b s ... -> (b s) ...": views
+        output = torch.empty_like(q)
+        lse = torch.empty(H, q.shape[0], dtype=torch.float32)
+        for i in range(1, len(cu)):
+            a, b = int(cu[i - 1]), int(cu[i])
+            for r in range(a, b):  # one query row at a time: flash keeps no [rows, rows] scores
+                s = torch.einsum("hd,thd->ht", q[r].float(), k[a:b].float()) * D ** -0.5
+                lse[:, r] = torch.logsumexp(s, dim=-1)
+                output[r] = torch.einsum("ht,thd->hd", s.softmax(-1), v[a:b].float()).to(q.dtype)
+                del s
+        return output.reshape(-1, 1, H * D)  # rearrange "(b s) h d -> s b (h d)", contiguous: a view
+
+    @module
+    def attention(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen2_5_VisionAttention.forward
+        x = F.linear(x, blk["qkv"], blk["qkvb"])
+        seq_len, bs, _ = x.shape
+        q, k, v = x.chunk(3, dim=2)
+        q, k, v = (y.view(seq_len, bs, H, D) for y in (q, k, v))
+        q, k, v = (y.permute(1, 0, 2, 3) for y in (q, k, v))  # "s b ... -> b s ...": views
+        qk_concat = torch.cat([q, k], dim=0)
+        qk_rotated = apply_rotary_pos_emb_vision(qk_concat, rotary_pos_emb, rotary_emb)
+        q, k = torch.chunk(qk_rotated, 2, dim=0)
+        context_layer = flash(q, k, v, cu_seqlens)
+        output = F.linear(context_layer, blk["proj"], blk["projb"])
+        return output
+
+    @module
+    def silu_and_mul(x):  # SiluAndMul.forward_native
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+    @module
+    def mlp(x, blk):  # Qwen2_5_VisionMLP, SiluAndMul.forward_native
+        gate_up = F.linear(x, blk["gu"], blk["gub"])
+        x = silu_and_mul(gate_up)
+        x_down = F.linear(x, blk["down"], blk["downb"])
+        return x_down
+
+    @module
+    def block(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen2_5_VisionBlock.forward
+        x_attn = attention(rms_native(blk["n1"], x), blk, cu_seqlens, rotary_pos_emb)
+        x_fused_norm, residual = rms_native(blk["n2"], x, residual=x_attn)
+        x = residual + mlp(x_fused_norm, blk)
+        return x
+
+    @module
+    def merger(x):  # Qwen2_5_VisionPatchMerger
+        x = rms_native(W["ln_q"], x)
+        x = x.view(-1, 4 * C)
+        for f in (lambda y: F.linear(y, W["m0"], W["m0b"]), lambda y: F.gelu(y), lambda y: F.linear(y, W["m2"], W["m2b"])):
+            x = module(f)(x)  # nn.Sequential.forward: input = module(input)
+        return x
+
+    def forward(x):  # Qwen2_5_VisionTransformer.forward
+        seq_len, _ = x.size()
+        hidden_states = x.to(dtype=dt)
+        hidden_states = F.linear(hidden_states, W["patch"])
+        cu_seqlens = cu_full_cpu.clone()  # .to(device)
+        cu_window_seqlens = cu_window_cpu.clone()
+        rotary_pos_emb = rope_cpu.clone()
+        window_index = window_index_cpu.clone()
+        reverse_indices = reverse_cpu.clone()
+        hidden_states = hidden_states.reshape(seq_len // u, u, -1)
+        hidden_states = hidden_states[window_index, :, :]
+        hidden_states = hidden_states.reshape(seq_len, -1)
+        hidden_states = hidden_states.unsqueeze(1)
+        for layer_num in range(depth):
+            cu = cu_seqlens if layer_num in full else cu_window_seqlens
+            hidden_states = block(hidden_states, blocks[layer_num], cu, rotary_pos_emb)
+        hidden_states = merger(hidden_states)
+        hidden_states = hidden_states[reverse_indices, :]
+        return hidden_states
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.randn(g * g, pd, dtype=dt)  # the dummy batch, on the device in the model's dtype
+        image_embeds = forward(pixel_values)
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    tokens = g * g // u
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "grid": g,
+                      "tokens": tokens, "allocated_before": before, "peak": peak - before,
+                      "per_token": (peak - before) / tokens, "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
+                      "vllm": "002d181a55a03803d7d69547846630069d2378b8"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
