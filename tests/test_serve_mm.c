@@ -258,6 +258,26 @@ static void measured(void **state)
     serve_h100(m, &o, &so, &r);
     assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (2131968 - 1024) / 64);
     vc_model_free(m);
+    /* Gemma 3's SigLIP tower and projector (siglip() of the same script, siglip.py @ 0c028ba4, conv.py @ 045d7575
+     * Conv2dLayer._forward_mulmat, gemma3_mm.py @ e5fa9450), `... configs/gemma3_vl_small.json --items 2
+     * --precision P` (224 x 224 images, 256 patches, 64 tokens each; SigLIP hidden 64, intermediate 160): 1,269,760 B
+     * in bf16 and 2,539,520 B in fp32 above the weights, both at the patch embedding's F.linear (the pixel
+     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,895,872 and
+     * 5,791,744 B, at the MLP's GELU. Per image, vramcalc's figure at 128 dummy images is these halves. */
+    static const struct { const char *cfg; vc_precision p; int64_t measured; } g[] = {
+        {"gemma3_vl_small.json", VC_PREC_BF16, 1269760},     {"gemma3_vl_small.json", VC_PREC_FP32, 2539520},
+        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2895872}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5791744},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, g[i].cfg);
+        m = load_file(path);
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 128);
+        assert_int_equal(r.mm_encoder_peak - r.weights, g[i].measured / 2 * 128);
+        vc_model_free(m);
+    }
 }
 
 /* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */

@@ -95,13 +95,14 @@
  *     nn.LayerNorm norms, the block's input held by the caller); Qwen3_VisionMLP (linear_fc2(act_fn(
  *     linear_fc1(x)))); Qwen3_VisionPatchMerger (LayerNorm, linear_fc1, GELU, linear_fc2). Qwen3.5 / 3.6
  *     (qwen3_5.py) build the same Qwen3_VisionTransformer with no deepstack index;
- *   - siglip.py @ 0c028ba489f560102a87a3e98b92caac5a6da8f1 (Gemma 3's tower): SiglipVisionEmbeddings (Conv2d,
+ *   - siglip.py @ 0c028ba489f560102a87a3e98b92caac5a6da8f1 (Gemma 3's tower): SiglipVisionEmbeddings (Conv2dLayer,
  *     flatten/transpose, += position embedding), SiglipEncoderLayer.forward (residual = x; layer_norm1;
  *     self_attn: qkv_proj, chunk, MMEncoderAttention, out_proj; += residual in place; layer_norm2; SiglipMLP:
  *     fc1, activation_fn, fc2; += residual), post_layernorm; gemma3_mm.py Gemma3MultiModalProjector
  *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight).
- * Measured: bench/accuracy/llm/vllm_vision_replica.py (Qwen2.5-VL's tower in torch 1.13 on the CPU, the harness's
- * allocator counter) equals qwen_tower's bytes plus the cu_seqlens tensors, in bf16 and fp32 (tests/test_serve_mm.c).
+ * Measured: bench/accuracy/llm/vllm_vision_replica.py (Qwen2.5-VL's tower, and Gemma 3's SigLIP and projector, in
+ * torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus the cu_seqlens tensors,
+ * and siglip_tower's exactly, in bf16 and fp32 (tests/test_serve_mm.c measured).
  * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
  * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
@@ -231,9 +232,12 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
      * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
     per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
     per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    /* the embeddings: patch_embedding, a Conv2dLayer (vllm/model_executor/layers/conv.py @ 045d7575): under
+     * forward_native (custom ops off) _forward_mulmat, x.unfold.unfold.permute(...).reshape(-1, input_size), a
+     * copy of the pixel values, then F.linear; forward_cuda F.conv2d (its workspace not modelled); then
+     * flatten / transpose views and += the position embedding's [1, S, C] lookup */
+    per_tok = mx(per_tok, u * ((t->native ? 2 : 1) * pix + C * e));
     int64_t b, rows, emb;
-    /* the embeddings: the Conv2d's output (flatten / transpose views), += the position embedding's [1, S, C]
-     * lookup */
     if (__builtin_mul_overflow(items, S / u, &rows) || __builtin_mul_overflow(per_tok, rows, &b) ||
         __builtin_mul_overflow(rows, u * (pix + C * e), &emb) || __builtin_add_overflow(emb, S * C * e, &emb))
         return -1;

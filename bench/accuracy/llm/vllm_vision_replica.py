@@ -1,4 +1,4 @@
-"""vllm_vision_replica.py -- vLLM's Qwen2.5-VL vision encoder as its profiling run calls it (the encoder phase of
+"""vllm_vision_replica.py -- vLLM's Qwen2.5-VL vision encoder (and Gemma 3's SigLIP tower: siglip() below) as its profiling run calls it (the encoder phase of
 --serve, src/engine/serve_mm.c), in plain torch (1.13, CPU), with the accuracy harness's allocator counter
 (bench/accuracy/measure.py: memtrack preloaded, opobserver's between-op readings), under torch.inference_mode.
 
@@ -47,6 +47,7 @@ def main(argv):
     ap.add_argument("config")
     ap.add_argument("--grid", type=int, default=16, help="the dummy image's patches per side (a multiple of 8)")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
+    ap.add_argument("--items", type=int, default=2, help="siglip: the dummy images in the batch")
     args = ap.parse_args(argv)
     measure.reexec_with_preload()
     import torch
@@ -57,6 +58,8 @@ def main(argv):
     tr.start(install=True)
     with open(args.config) as f:
         cfg = json.load(f)
+    if cfg.get("model_type") == "gemma3":
+        return siglip(args, cfg, tr, torch, F)
     v = cfg["vision_config"]
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
     C, H, I, depth = v["hidden_size"], v["num_heads"], v["intermediate_size"], v["depth"]
@@ -222,6 +225,142 @@ def main(argv):
                       "tokens": tokens, "allocated_before": before, "peak": peak - before,
                       "per_token": (peak - before) / tokens, "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
                       "vllm": "002d181a55a03803d7d69547846630069d2378b8"}))
+    return 0
+
+
+def siglip(args, cfg, tr, torch, F):
+    """Gemma 3's tower and projector, vllm-project/vllm @ 0c028ba489f560102a87a3e98b92caac5a6da8f1
+    vllm/model_executor/models/siglip.py (SiglipVisionEmbeddings, SiglipEncoderLayer, SiglipAttention,
+    SiglipMLP, SiglipVisionTransformer: post_layernorm), vllm/model_executor/layers/conv.py @ 045d7575
+    Conv2dLayer._forward_mulmat (forward_native under custom_ops "none"), gemma3_mm.py @ e5fa9450
+    Gemma3MultiModalProjector (GemmaRMSNorm.forward_static under forward_native) and _process_image_input;
+    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time."""
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
+    P, img, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    Ht, mm = cfg["text_config"]["hidden_size"], cfg.get("mm_tokens_per_image", 256)
+    D, side, B = C // H, img // P, args.items
+    S, tps = side * side, int(mm ** 0.5)
+    k = side // tps
+    eps = v.get("layer_norm_eps", 1e-6)
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    def module(f):  # nn.Module._call_impl: the args tuple holds the inputs until forward returns
+        def call(*a, **kw):
+            return f(*a, **kw)
+        return call
+
+    W = {"patch": w(C, cin, P, P), "patchb": w(C), "pos": w(S, C), "post": w(C), "postb": w(C),
+         "soft": w(C), "proj": w(C, Ht)}
+    position_ids = torch.arange(S).expand((1, -1))
+    layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
+               "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+
+    @module
+    def patch_embedding(x):  # Conv2dLayer._forward_mulmat
+        Bq, Cq, Hq, Wq = x.shape
+        Hq, Wq = Hq // P, Wq // P
+        x = x.unfold(2, P, P).unfold(3, P, P)
+        x = x.permute(0, 2, 3, 1, 4, 5).reshape(-1, cin * P * P)
+        x = F.linear(x, W["patch"].view(C, cin * P * P), W["patchb"])
+        x = x.view(Bq, Hq, Wq, C).permute(0, 3, 1, 2)
+        return x
+
+    @module
+    def embeddings(pixel_values):  # SiglipVisionEmbeddings.forward (interpolate_pos_encoding False)
+        patch_embeds = patch_embedding(pixel_values.to(dtype=dt))
+        emb = patch_embeds.flatten(2).transpose(1, 2)
+        emb += F.embedding(position_ids, W["pos"])
+        return emb
+
+    def flash(q, k_, v_):  # output and softmax_lse over each image, one query row at a time
+        b, s_, _ = q.shape
+        q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
+        output = torch.empty(b, s_, H, D, dtype=q.dtype)
+        lse = torch.empty(H, b * s_, dtype=torch.float32)
+        for i in range(b):
+            for r in range(s_):
+                sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
+                lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
+                output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
+                del sc
+        return output.view(b, s_, C)
+
+    @module
+    def self_attn(hidden_states, L):  # SiglipAttention.forward
+        qkv_states = F.linear(hidden_states, L["qkv"], L["qkvb"])
+        query_states, key_states, value_states = qkv_states.chunk(3, dim=-1)
+        out = flash(query_states, key_states, value_states)
+        attn_output = F.linear(out, L["o"], L["ob"])
+        return attn_output, None
+
+    @module
+    def mlp(hidden_states, L):  # SiglipMLP.forward
+        hidden_states = F.linear(hidden_states, L["fc1"], L["fc1b"])
+        hidden_states = module(lambda y: F.gelu(y, approximate="tanh"))(hidden_states)
+        hidden_states = F.linear(hidden_states, L["fc2"], L["fc2b"])
+        return hidden_states
+
+    @module
+    def layer(hidden_states, L):  # SiglipEncoderLayer.forward
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), L["ln1"], L["ln1b"], eps)
+        hidden_states, _ = self_attn(hidden_states=hidden_states, L=L)
+        hidden_states += residual
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), L["ln2"], L["ln2b"], eps)
+        hidden_states = mlp(hidden_states, L)
+        hidden_states += residual
+        return hidden_states, None
+
+    @module
+    def tower(pixel_values):  # SiglipVisionTransformer.forward
+        hidden_states = embeddings(pixel_values)
+        for L in layers:  # SiglipEncoder.forward
+            hidden_states, _ = layer(hidden_states, L)
+        encoder_outputs = hidden_states
+        del hidden_states
+        last_hidden_state = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
+        return last_hidden_state
+
+    @module
+    def gemma_rms(x):  # GemmaRMSNorm.forward_static
+        orig_dtype = x.dtype
+        x = x.float()
+        variance = x.pow(2).mean(dim=-1, keepdim=True)
+        x = x * torch.rsqrt(variance + eps)
+        x = x * (1.0 + W["soft"].float())
+        x = x.to(orig_dtype)
+        return x
+
+    @module
+    def projector(vision_outputs):  # Gemma3MultiModalProjector.forward
+        batch_size, _, seq_length = vision_outputs.shape
+        reshaped_vision_outputs = vision_outputs.transpose(1, 2)
+        reshaped_vision_outputs = reshaped_vision_outputs.reshape(batch_size, seq_length, side, side)
+        reshaped_vision_outputs = reshaped_vision_outputs.contiguous()
+        pooled_vision_outputs = module(lambda y: F.avg_pool2d(y, k, stride=k))(reshaped_vision_outputs)
+        pooled_vision_outputs = pooled_vision_outputs.flatten(2)
+        pooled_vision_outputs = pooled_vision_outputs.transpose(1, 2)
+        normed_vision_outputs = gemma_rms(pooled_vision_outputs)
+        projected_vision_outputs = torch.matmul(normed_vision_outputs, W["proj"])
+        return projected_vision_outputs.type_as(vision_outputs)
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.randn(B, cin, img, img, dtype=dt)  # the dummy batch, in the model's dtype
+        image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
+        image_embeds = projector(image_features)
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": B,
+                      "tokens": B * mm, "allocated_before": before, "peak": peak - before, "per_item": (peak - before) / B,
+                      "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
+                      "vllm": "0c028ba489f560102a87a3e98b92caac5a6da8f1"}))
     return 0
 
 
