@@ -148,7 +148,7 @@ static void qwen25_cli(void **state)
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "1 dummy item of 16384 tokens, 3584x3584"));
-    assert_non_null(strstr(r.out, "its worst op: the profiling run's peak"));
+    assert_non_null(strstr(r.out, "at its worst op: the profiling run's peak"));
     /* --tp 2: the tower split across ranks is not modelled: said, and the peak is the language model phase's */
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --tp 2 --gpus 2 -f json");
     assert_int_equal(r.status, 0);

@@ -165,7 +165,7 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                 r->mm_item_height);
         if (r->mm_encoder_peak >= 0) {
             format_bytes(r->mm_encoder_peak, a, sizeof a);
-            fprintf(f, "  %-22s %12s  (weights + the vision tower's run on them, its worst op%s)\n", "encoder phase", a,
+            fprintf(f, "  %-22s %12s  (the weights and the vision tower's run on the dummy items, at its worst op%s)\n", "encoder phase", a,
                     r->mm_encoder_peak >= r->profile_peak ? ": the profiling run's peak" : "");
         } else
             fprintf(f, "  %-22s %12s  (the vision tower's own run: not modelled %s, not in the peak above)\n", "encoder phase",
