@@ -258,6 +258,25 @@ static void measured(void **state)
     serve_h100(m, &o, &so, &r);
     assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (2131968 - 1024) / 64);
     vc_model_free(m);
+    /* Qwen3-VL and Qwen3.5 (the script's qwen3_vl.py @ 002d7b93 path) on qwen3_vl_small.json (hidden 64, deepstack
+     * [0, 1]) and qwen3_5_vl_small.json (hidden 32), 256 patches: 1,417,728 / 2,400,768 B and 1,106,432 /
+     * 1,998,848 B (bf16 / fp32), less cu_seqlens' 512-byte block, and for Qwen3.5 in fp32, whose worst op is
+     * fast_pos_embed_interpolate's torch.cat, its eight per-side vectors (8 x 512 B) instead: per merged token
+     * 22,144 / 37,504 and 17,280 / 31,168 B */
+    static const struct { const char *cfg; vc_precision p; int64_t measured, small; } q[] = {
+        {"qwen3_vl_small.json", VC_PREC_BF16, 1417728, 512},   {"qwen3_vl_small.json", VC_PREC_FP32, 2400768, 512},
+        {"qwen3_5_vl_small.json", VC_PREC_BF16, 1106432, 512}, {"qwen3_5_vl_small.json", VC_PREC_FP32, 1998848, 4096},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, q[i].cfg);
+        m = load_file(path);
+        o.precision = q[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items * r.mm_item_tokens, 16384);
+        assert_int_equal(r.mm_encoder_peak - r.weights, (q[i].measured - q[i].small) / 64 * 16384);
+        vc_model_free(m);
+    }
     /* Gemma 3's SigLIP tower and projector (siglip() of the same script, siglip.py @ 0c028ba4, conv.py @ 045d7575
      * Conv2dLayer._forward_mulmat, gemma3_mm.py @ e5fa9450), `... configs/gemma3_vl_small.json --items 2
      * --precision P` (224 x 224 images, 256 patches, 64 tokens each; SigLIP hidden 64, intermediate 160): 1,269,760 B

@@ -100,9 +100,10 @@
  *     self_attn: qkv_proj, chunk, MMEncoderAttention, out_proj; += residual in place; layer_norm2; SiglipMLP:
  *     fc1, activation_fn, fc2; += residual), post_layernorm; gemma3_mm.py Gemma3MultiModalProjector
  *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight).
- * Measured: bench/accuracy/llm/vllm_vision_replica.py (Qwen2.5-VL's tower, and Gemma 3's SigLIP and projector, in
- * torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus the cu_seqlens tensors,
- * and siglip_tower's exactly, in bf16 and fp32 (tests/test_serve_mm.c measured).
+ * Measured: bench/accuracy/llm/vllm_vision_replica.py (the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers, and Gemma 3's
+ * SigLIP and projector, in torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus
+ * the per-image index tensors (cu_seqlens; fast_pos_embed_interpolate's per-side vectors), and siglip_tower's
+ * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured).
  * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
  * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's

@@ -17,6 +17,11 @@ Source, statement by statement (the same statements, so that Python keeps the sa
   vllm/model_executor/layers/layernorm.py @ 00cba797 RMSNorm.forward_native; activation.py SiluAndMul.forward_native
     (vLLM's default compilation: custom_ops "none", VllmConfig.__post_init__)
   vllm/attention/ops/vit_attn_wrappers.py @ 03f9c143 flash_attn_maxseqlen_wrapper
+  qwen3_vl.py @ 002d7b939754b844a3832dd7fbf9e5fd0c0e9f1b (qwen3_vl, qwen3_5 configs: forward3 below):
+    Qwen3_VisionTransformer.forward (patch_embed, an nn.Conv3d here its output alone; fast_pos_embed_interpolate
+    statement by statement; hidden_states + pos_embeds; rot_pos_emb (CPU-side here) .to(device); cu_seqlens;
+    the blocks, each deepstack merger's output kept; the merger; torch.cat), Qwen3_VisionBlock.forward,
+    Qwen3_VisionMLP, Qwen3_VisionPatchMerger (use_postshuffle_norm for the deepstack ones)
 
 What is not the source's: the CUDA kernels. vllm_flash_attn's apply_rotary_emb (a Triton kernel writing a new
 output) is replaced by torch.empty_like(x) filled one patch at a time; flash_attn_varlen_func (its output and
@@ -28,8 +33,9 @@ inside it.
 
 Prints one JSON object: peak, the highest between-op reading over the tower's forward less what was allocated
 before the dummy pixel values (the weights), and tokens, the merged tokens of the dummy image; per_token =
-peak / tokens is what serve_mm.c's qwen_tower gives per merged token, plus the per-image cu_seqlens tensors
-(int32, a 512-byte block each here) it does not count.
+peak / tokens is what serve_mm.c's qwen_tower gives per merged token, plus the per-image tensors it does not
+count: cu_seqlens (int32, a 512-byte block each here) and, where fast_pos_embed_interpolate is the worst op (Qwen3
+in fp32), its eight [h] / [w] vectors (linspace, floor, ceil, fractions: a 512-byte block each).
 """
 import argparse
 import json
@@ -61,10 +67,13 @@ def main(argv):
     if cfg.get("model_type") == "gemma3":
         return siglip(args, cfg, tr, torch, F)
     v = cfg["vision_config"]
+    qwen3 = cfg.get("model_type") in ("qwen3_vl", "qwen3_5", "qwen3_5_moe")
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
     C, H, I, depth = v["hidden_size"], v["num_heads"], v["intermediate_size"], v["depth"]
-    P, T, M, window = v["patch_size"], v.get("temporal_patch_size", 2), v["spatial_merge_size"], v["window_size"]
+    P, T, M, window = v["patch_size"], v.get("temporal_patch_size", 2), v["spatial_merge_size"], v.get("window_size", 112)
     out_dim, full = v["out_hidden_size"], v.get("fullatt_block_indexes", [])
+    deep_idx = v.get("deepstack_visual_indexes", []) if cfg.get("model_type") == "qwen3_vl" else []
+    npos = v.get("num_position_embeddings", 2304)
     D, u, pd = C // H, M * M, 3 * T * P * P
     eps = 1e-6
 
@@ -74,7 +83,12 @@ def main(argv):
     # the tower's weights (vLLM's fused qkv and gate_up), in the model's dtype
     W = {"patch": w(C, pd), "ln_q": w(C), "m0": w(4 * C, 4 * C), "m0b": w(4 * C), "m2": w(out_dim, 4 * C), "m2b": w(out_dim)}
     blocks = [{"n1": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "proj": w(C, C), "projb": w(C), "n2": w(C),
-               "gu": w(2 * I, C), "gub": w(2 * I), "down": w(C, I), "downb": w(C)} for _ in range(depth)]
+               "gu": w(2 * I, C), "gub": w(2 * I), "down": w(C, I), "downb": w(C),
+               "n1b": w(C), "n2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+    if qwen3:  # Qwen3_VisionTransformer: Conv3d patch_embed (bias), pos_embed, LayerNorm mergers (+ deepstack)
+        W["patchb"], W["pos"] = w(C), w(npos, C)
+        W["mergers"] = [{"n": w(cn), "nb": w(cn), "f1": w(4 * C, 4 * C), "f1b": w(4 * C), "f2": w(out_dim, 4 * C),
+                         "f2b": w(out_dim)} for cn in [C] + [4 * C] * len(deep_idx)]
 
     # get_rope_by_thw on the CPU (t 1, h = w = grid): get_window_index_thw, rotary_pos_emb_thw
     g = args.grid
@@ -213,11 +227,94 @@ def main(argv):
         hidden_states = hidden_states[reverse_indices, :]
         return hidden_states
 
+    rope3_cpu = freqs[pos_ids].flatten(1)  # Qwen3_VisionTransformer.rot_pos_emb (no window reorder)
+    cu3_cpu = F.pad(torch.tensor([g * g], dtype=torch.int32).cumsum(0, dtype=torch.int32), (1, 0), value=0)
+    n_side = int(npos ** 0.5)
+
+    def fast_pos_embed_interpolate():  # Qwen3_VisionTransformer.fast_pos_embed_interpolate, t 1, h = w = g
+        outputs = []
+        for t, h, w_ in [(1, g, g)]:
+            h_idxs = torch.linspace(0, n_side - 1, h, dtype=torch.float32)
+            w_idxs = torch.linspace(0, n_side - 1, w_, dtype=torch.float32)
+            h_floor = h_idxs.to(torch.long)
+            w_floor = w_idxs.to(torch.long)
+            h_ceil = torch.clamp(h_floor + 1, max=n_side - 1)
+            w_ceil = torch.clamp(w_floor + 1, max=n_side - 1)
+            dh = h_idxs - h_floor
+            dw = w_idxs - w_floor
+            dh_grid, dw_grid = torch.meshgrid(dh, dw, indexing="ij")
+            h_floor_grid, w_floor_grid = torch.meshgrid(h_floor, w_floor, indexing="ij")
+            h_ceil_grid, w_ceil_grid = torch.meshgrid(h_ceil, w_ceil, indexing="ij")
+            h_floor_grid_idx = h_floor_grid * n_side
+            h_ceil_grid_idx = h_ceil_grid * n_side
+            w11 = dh_grid * dw_grid
+            w10 = dh_grid - w11
+            w01 = dw_grid - w11
+            w00 = 1 - dh_grid - dw_grid + w11
+            idx00 = h_floor_grid_idx + w_floor_grid
+            idx01 = h_floor_grid_idx + w_ceil_grid
+            idx10 = h_ceil_grid_idx + w_floor_grid
+            idx11 = h_ceil_grid_idx + w_ceil_grid
+            indices = torch.stack([idx00, idx01, idx10, idx11], dim=0).reshape(4, -1)
+            weights = torch.stack([w00, w01, w10, w11], dim=0).reshape(4, -1, 1)
+            weights = weights.to(dtype=dt)
+            embeds = module(F.embedding)(indices, W["pos"])
+            weighted_embeds = embeds * weights
+            p0, p1, p2, p3 = weighted_embeds.unbind(dim=0)
+            combined = p0 + p1 + p2 + p3
+            combined = combined.view(h * w_, C)
+            repeated = combined.unsqueeze(0).expand(t, -1, -1).contiguous()
+            repeated = repeated.view(t, h // M, M, w_ // M, M, C)
+            repeated = repeated.permute(0, 1, 3, 2, 4, 5).reshape(-1, C)
+            outputs.append(repeated)
+        return torch.cat(outputs, dim=0)
+
+    @module
+    def mlp3(x, blk):  # Qwen3_VisionMLP.forward
+        mlp_output = F.linear(module(lambda y: F.gelu(y, approximate="tanh"))(F.linear(x, blk["fc1"], blk["fc1b"])),
+                              blk["fc2"], blk["fc2b"])
+        return mlp_output
+
+    @module
+    def block3(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen3_VisionBlock.forward
+        x = x + attention(module(F.layer_norm)(x, (C,), blk["n1"], blk["n1b"], eps), blk, cu_seqlens, rotary_pos_emb)
+        x = x + mlp3(module(F.layer_norm)(x, (C,), blk["n2"], blk["n2b"], eps), blk)
+        return x
+
+    @module
+    def merger3(x, mw, postshuffle):  # Qwen3_VisionPatchMerger.forward
+        if postshuffle:
+            x = module(F.layer_norm)(x.view(-1, 4 * C), (4 * C,), mw["n"], mw["nb"], eps)
+        else:
+            x = module(F.layer_norm)(x, (C,), mw["n"], mw["nb"], eps).view(-1, 4 * C)
+        x_parallel = F.linear(x, mw["f1"], mw["f1b"])
+        x_parallel = module(F.gelu)(x_parallel)
+        out = F.linear(x_parallel, mw["f2"], mw["f2b"])
+        return out
+
+    def forward3(x):  # Qwen3_VisionTransformer.forward
+        hidden_states = x.to(dtype=dt)
+        hidden_states = module(lambda y: F.linear(y, W["patch"], W["patchb"]))(hidden_states)  # Conv3d's output
+        pos_embeds = fast_pos_embed_interpolate()
+        hidden_states = hidden_states + pos_embeds
+        rotary_pos_emb = rope3_cpu.clone()  # rot_pos_emb(...).to(device)
+        cu_seqlens = cu3_cpu.clone()
+        hidden_states = hidden_states.unsqueeze(1)
+        deepstack_feature_lists = []
+        for layer_num in range(depth):
+            hidden_states = block3(hidden_states, blocks[layer_num], cu_seqlens, rotary_pos_emb)
+            if layer_num in deep_idx:
+                deepstack_feature = merger3(hidden_states, W["mergers"][1 + deep_idx.index(layer_num)], True)
+                deepstack_feature_lists.append(deepstack_feature)
+        hidden_states = merger3(hidden_states, W["mergers"][0], False)
+        hidden_states = torch.cat([hidden_states] + deepstack_feature_lists, dim=1)
+        return hidden_states
+
     with torch.inference_mode():
         before = tr.O.opobs_current()
         tr.O.opobs_reset_peak()
         pixel_values = torch.randn(g * g, pd, dtype=dt)  # the dummy batch, on the device in the model's dtype
-        image_embeds = forward(pixel_values)
+        image_embeds = forward3(pixel_values) if qwen3 else forward(pixel_values)
         peak = tr.O.opobs_peak()
         where = tr.O.opobs_peak_where().decode()
     tokens = g * g // u
