@@ -1,4 +1,4 @@
-/* --serve for a multimodal model (issue 31): vLLM's encoder profiling (src/engine/serve.c vllm_mm_encoder).
+/* --serve for a multimodal model (issue 31): vLLM's encoder profiling (src/engine/serve_mm.c vc__serve_mm).
  * Every expected value is derived by hand from vLLM's sources:
  *  - vllm-project/vllm @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164, vllm/v1/worker/gpu_model_runner.py
  *    GPUModelRunner.profile_run: the encoder runs on mm_max_items_per_batch dummy items of the modality with
@@ -87,6 +87,22 @@ static void qwen25_defaults(void **state)
     assert_int_equal(r.mm_budget, 16384);
     assert_int_equal(r.mm_items, 1);
     assert_int_equal(r.mm_outputs, INT64_C(117440512));
+    /* The encoder phase (src/engine/serve_mm.c; vLLM's modules op by op, qwen2_5_vl.py @ 002d181a): vision
+     * hidden 1280, 16 heads of 80, intermediate 3420, bf16 (2 B); 65536 patches of 3 x 2 x 14 x 14 = 1176
+     * pixel values. Per patch:
+     *  - held all along: the pixel values 1176 x 2 = 2352 B (profile_run's dummy batch, in the model's dtype),
+     *    rotary_pos_emb [patches, 40] float32 160 B, window_index and reverse_indices (int64 per merged token
+     *    of 4 patches) 4 B;
+     *  - the worst op, apply_rotary_pos_emb_vision's .type_as (rotary_embedding/common.py @ 002d181a): x 2560,
+     *    norm1(x) 2560, qkv 7680, qk_concat 5120, its .float() 10240, cos and sin 2 x 160, the float32 output
+     *    10240 and its bf16 cast 5120: 43840 B (the MLP's worst, forward_native SiluAndMul under the default
+     *    custom_ops "none": x, x_attn, residual, x_fused_norm 4 x 2560 + gate_up 13680 + silu 6840 + the
+     *    product 6840 = 37600 B, is below it);
+     *  46356 B x 65536 = 3,037,986,816 B above the weights. The pixel values: 65536 x 1176 x 2 = 154,140,672 B. */
+    assert_int_equal(r.mm_inputs, INT64_C(154140672));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3037986816));
+    /* the profiling run's peak: the larger phase, here the encoder's */
+    assert_true(r.profile_peak == r.mm_encoder_peak);
     /* determine_available_memory: the pool is what the larger peak leaves */
     assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
     assert_int_equal(r.blocks, r.kv_cache / r.page_bytes);
@@ -111,21 +127,33 @@ static void qwen25_defaults(void **state)
     vc_model_free(m);
 }
 
-/* The CLI: the peak is main fac2f5f's (the language model's dummy run, 17,692,769,280 B from `vramcalc
- * tests/data/hf/qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json` there) plus the outputs; the
- * report's line and JSON */
+/* The CLI: the language model's dummy run is main fac2f5f's (17,692,769,280 B from `vramcalc
+ * tests/data/hf/qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json` there); with the encoder's
+ * outputs and pixel values that phase is 17,692,769,280 + 117,440,512 + 154,140,672 = 17,964,350,464 B, below
+ * the encoder phase (the weights 16,584,354,816 B + 3,037,986,816 B, qwen25_defaults): the peak is
+ * 19,622,341,632 B. The report's lines and JSON */
 static void qwen25_cli(void **state)
 {
     (void)state;
     cli_run r;
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb -f json");
     assert_int_equal(r.status, 0);
-    assert_int_equal(field(r.out, "\"profile_peak\": "), 17692769280LL + 117440512LL);
+    assert_int_equal(field(r.out, "\"weights\": "), 16584354816LL);
+    assert_int_equal(field(r.out, "\"profile_peak\": "), 16584354816LL + 3037986816LL);
     assert_int_equal(field(r.out, "\"outputs\": "), 117440512LL);
-    assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
+    assert_int_equal(field(r.out, "\"inputs\": "), 154140672LL);
+    assert_int_equal(field(r.out, "\"encoder_phase_peak\": "), 16584354816LL + 3037986816LL);
+    assert_int_equal(field(r.out, "\"language_model_phase_peak\": "), 17692769280LL + 117440512LL + 154140672LL);
+    assert_non_null(strstr(r.out, "\"tower_activations_counted\": true"));
     run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb");
     assert_int_equal(r.status, 0);
     assert_non_null(strstr(r.out, "1 dummy item of 16384 tokens, 3584x3584"));
+    assert_non_null(strstr(r.out, "at its worst op: the profiling run's peak"));
+    /* --tp 2: the tower split across ranks is not modelled: said, and the peak is the language model phase's */
+    run(&r, HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --tp 2 --gpus 2 -f json");
+    assert_int_equal(r.status, 0);
+    assert_int_equal(field(r.out, "\"encoder_phase_peak\": "), -1);
+    assert_non_null(strstr(r.out, "\"tower_activations_counted\": false"));
     /* --image / --images under --serve: refused, naming the option */
     assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --image 1280x720",
                  "--image with --serve: vLLM profiles the vision encoder on its own dummy images");
@@ -154,12 +182,123 @@ static void qwen3(void **state)
     assert_int_equal(r.mm_item_tokens, 16384);
     assert_int_equal(r.mm_items, 1);
     assert_int_equal(r.mm_outputs, INT64_C(536870912));
+    /* The encoder phase (qwen3_vl.py @ 002d7b93 Qwen3_VisionTransformer; hidden 1152, 16 heads of 72, bf16), per
+     * patch: held, the pixel values 3 x 2 x 16 x 16 x 2 = 3072 B, rotary_pos_emb 36 x 4 = 144 B and pos_embeds
+     * 1152 x 2 = 2304 B; the worst op the rotary embedding's .type_as as for Qwen2.5-VL: x, norm1(x), qkv,
+     * qk_concat 7 x 2304 = 16128 + its float32 copy 9216 + cos and sin 2 x 144 + the float32 output 9216 + its
+     * cast 4608 = 39456 B; per merged token (4 patches) 4 x 44976 = 179904 B and, during the last block, the
+     * three deepstack features [8, 16, 24] made so far, 3 x 4096 x 2 = 24576 B: 204480 B x 16384 tokens =
+     * 3,350,200,320 B above the weights. Qwen3.6-27B (no deepstack): 179904 x 16384 = 2,947,547,136 B. */
+    assert_int_equal(r.mm_inputs, INT64_C(65536) * 1536 * 2);
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3350200320));
     vc_model_free(m);
     m = load_file(HF "qwen3.6-27b.json");
     serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_item_tokens, 16384);
     assert_int_equal(r.mm_outputs, INT64_C(167772160));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(2947547136));
     vc_model_free(m);
+}
+
+/* Gemma 3 4B on an H100 (vllm gemma3_mm.py @ e5fa9450, siglip.py @ 0c028ba4): pan-and-scan off, so an item
+ * is (0 crops + 1) x image_seq_length = 256 tokens (mm_tokens_per_image), the dummy image resized to 896 x 896:
+ * 64 x 64 = 4096 patches of 14 x 14, 16 per token (the projector's 4 x 4 average pool). Budget max(8192, 256)
+ * = 8192; per prompt min(999, 1280 // 256) = 5; items min(8192 // 256, 1024 x 5) = 32. Outputs 32 x 256 x 2560
+ * x 2 B = 41,943,040 B; pixel values 32 x 3 x 896 x 896 x 2 B = 154,140,672 B. The encoder phase per patch
+ * (SigLIP hidden 1152, intermediate 4304): the pixel values 3 x 14 x 14 x 2 = 1176 B and the worst op, the
+ * MLP's activation_fn in SiglipEncoderLayer: the layer's input (held by SiglipEncoder's loop), the attention
+ * block's sum, layer_norm2's output 3 x 1152 x 2 + fc1's output and the activation's 2 x 4304 x 2 = 24128 B
+ * (the attention's worst, x, layer_norm1, qkv, its output and out_proj's, 7 x 1152 x 2 = 16128 B, is
+ * below): 25304 B x 131072 patches = 3,316,645,888 B above the weights. */
+static void gemma3(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "gemma-3-4b-it.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 1);
+    assert_int_equal(r.mm_item_tokens, 256);
+    assert_int_equal(r.mm_item_width, 896);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_items, 32);
+    assert_int_equal(r.mm_outputs, INT64_C(41943040));
+    assert_int_equal(r.mm_inputs, INT64_C(154140672));
+    assert_int_equal(r.mm_encoder_peak, r.weights + INT64_C(3316645888));
+    assert_true(r.profile_peak >= r.mm_encoder_peak);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    vc_model_free(m);
+}
+
+/* Measured: bench/accuracy/llm/vllm_vision_replica.py runs vLLM's Qwen2_5_VisionTransformer statement by statement
+ * (qwen2_5_vl.py @ 002d181a, RMSNorm / SiluAndMul forward_native, flash and the rotary kernel as their outputs) in
+ * torch 1.13 on the CPU under the accuracy harness's allocator counter: `/usr/bin/python3
+ * bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/qwen2_5_vl_small.json --grid 16
+ * --precision P` (a 224 x 224 image, 256 patches, 64 merged tokens; vision hidden 64, 4 heads, intermediate
+ * 160, depth 4, full attention in blocks 1 and 3): the encoder phase's peak above the weights 1,185,792 B in
+ * bf16 (at the rotary embedding's .type_as) and 2,131,968 B in fp32 (at SiluAndMul's product: in float32 the
+ * .float() copies are the tensors themselves), of which 1,024 B are cu_seqlens and cu_window_seqlens (int32,
+ * a 512-byte block each) that serve_mm.c leaves out: 18,512 and 33,296 B a merged token. vramcalc's encoder
+ * phase is linear in the tokens: its per-token bytes at vLLM's dummy image (16,384 tokens) are these. */
+static void measured(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/qwen2_5_vl_small.json");
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_items * r.mm_item_tokens, 16384);
+    assert_int_equal((r.mm_encoder_peak - r.weights) % 16384, 0);
+    assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (1185792 - 1024) / 64);
+    o.precision = VC_PREC_FP32;
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal((r.mm_encoder_peak - r.weights) / 16384, (2131968 - 1024) / 64);
+    vc_model_free(m);
+    /* Qwen3-VL and Qwen3.5 (the script's qwen3_vl.py @ 002d7b93 path) on qwen3_vl_small.json (hidden 64, deepstack
+     * [0, 1]) and qwen3_5_vl_small.json (hidden 32), 256 patches: 1,417,728 / 2,400,768 B and 1,106,432 /
+     * 1,998,848 B (bf16 / fp32), less cu_seqlens' 512-byte block, and for Qwen3.5 in fp32, whose worst op is
+     * fast_pos_embed_interpolate's torch.cat, its eight per-side vectors (8 x 512 B) instead: per merged token
+     * 22,144 / 37,504 and 17,280 / 31,168 B */
+    static const struct { const char *cfg; vc_precision p; int64_t measured, small; } q[] = {
+        {"qwen3_vl_small.json", VC_PREC_BF16, 1417728, 512},   {"qwen3_vl_small.json", VC_PREC_FP32, 2400768, 512},
+        {"qwen3_5_vl_small.json", VC_PREC_BF16, 1106432, 512}, {"qwen3_5_vl_small.json", VC_PREC_FP32, 1998848, 4096},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, q[i].cfg);
+        m = load_file(path);
+        o.precision = q[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items * r.mm_item_tokens, 16384);
+        assert_int_equal(r.mm_encoder_peak - r.weights, (q[i].measured - q[i].small) / 64 * 16384);
+        vc_model_free(m);
+    }
+    /* Gemma 3's SigLIP tower and projector (siglip() of the same script, siglip.py @ 0c028ba4, conv.py @ 045d7575
+     * Conv2dLayer._forward_mulmat, gemma3_mm.py @ e5fa9450), `... configs/gemma3_vl_small.json --items 2
+     * --precision P` (224 x 224 images, 256 patches, 64 tokens each; SigLIP hidden 64, intermediate 160): 1,269,760 B
+     * in bf16 and 2,539,520 B in fp32 above the weights, both at the patch embedding's F.linear (the pixel
+     * values, their unfold copy, the output); gemma3_vl_mlp_small.json (intermediate 1024): 2,895,872 and
+     * 5,791,744 B, at the MLP's GELU. Per image, vramcalc's figure at 128 dummy images is these halves. */
+    static const struct { const char *cfg; vc_precision p; int64_t measured; } g[] = {
+        {"gemma3_vl_small.json", VC_PREC_BF16, 1269760},     {"gemma3_vl_small.json", VC_PREC_FP32, 2539520},
+        {"gemma3_vl_mlp_small.json", VC_PREC_BF16, 2895872}, {"gemma3_vl_mlp_small.json", VC_PREC_FP32, 5791744},
+    };
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/../../bench/accuracy/llm/configs/%s", VC_TEST_DATA, g[i].cfg);
+        m = load_file(path);
+        o.precision = g[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 128);
+        assert_int_equal(r.mm_encoder_peak - r.weights, g[i].measured / 2 * 128);
+        vc_model_free(m);
+    }
 }
 
 /* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
@@ -171,10 +310,10 @@ static void others(void **state)
     vc_serve_options so;
     vc_serve_options_init(&so);
     vc_serve_result r;
-    vc_model *m = load_file(HF "gemma-3-4b-it.json");
+    vc_model *m = load_file(HF "gemma-4-e4b-it.json"); /* Gemma 4's dummy batch: not derived */
     serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder, -1);
-    assert_int_equal(r.mm_outputs, 0);
+    assert_int_equal(r.mm_outputs + r.mm_inputs, 0);
     vc_model_free(m);
     m = load_file(HF "llama-3.1-8b.json");
     serve_h100(m, &o, &so, &r);
@@ -189,6 +328,8 @@ int main(void)
         cmocka_unit_test(qwen25_defaults),
         cmocka_unit_test(qwen25_cli),
         cmocka_unit_test(qwen3),
+        cmocka_unit_test(gemma3),
+        cmocka_unit_test(measured),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1107,14 +1107,13 @@ typedef struct {
      * subtracted from the pool; vLLM refuses to start when the card's memory less these is
      * under gpu_memory_utilization x the card's */
     int64_t snapshot_context, snapshot_nccl, snapshot_custom_ar, snapshot_symm_mem;
-    /* A multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder; vLLM's profile_run
+    /* A multimodal model's encoder profiling (src/engine/serve_mm.c; vLLM's profile_run
      * runs the vision encoder on a dummy batch before the language model's dummy run, under vLLM's
-     * default limit_mm_per_prompt): mm_encoder 1 when derived (the Qwen towers), -1 for a multimodal
+     * default limit_mm_per_prompt): mm_encoder 1 when derived (the Qwen towers, Gemma 3), -1 for a multimodal
      * config whose dummy batch is not derived, 0 a text-only model; mm_items dummy items of
      * mm_item_tokens tokens each (mm_item_width x mm_item_height pixels), mm_budget the encoder budget
      * in tokens (MultiModalBudget.get_encoder_budget); mm_outputs the encoder outputs' bytes, held in
-     * the encoder cache through the language model's dummy run and counted in profile_peak. The
-     * encoder's own activations while it runs are not modelled. */
+     * the encoder cache through the language model's dummy run and counted in profile_peak. */
     int64_t mm_encoder, mm_items, mm_item_tokens, mm_item_width, mm_item_height, mm_budget, mm_outputs;
     /* ... of non_torch, NCCL's NVLS buffers (src/engine/serve.c vllm_snapshot): the TP group's
      * first NVLS all-reduce in the profiling run, where neither the custom all-reduce nor the
@@ -1134,6 +1133,13 @@ typedef struct {
      * first collective; its NVLS credits and buffers where the GPUs have NVLS on one node, else its
      * ring; 0 otherwise */
     int64_t non_torch_logits_nccl;
+    /* ... of the encoder profiling (mm_encoder 1; src/engine/serve_mm.c): mm_inputs the dummy batch's pixel
+     * values on the GPU, held (profile_run's locals) through the language model's run too; mm_encoder_peak
+     * the encoder phase's peak, weights included (the tower's live tensors at its worst op, the pixel values
+     * and any outputs already made), profile_peak the larger of it and the language model phase's; -1 where
+     * not modelled (--tp, an AMD card) and not in profile_peak; profile_lm the language model phase's peak,
+     * weights included (the encoder's inputs and outputs with it): profile_peak for a text-only model */
+    int64_t mm_inputs, mm_encoder_peak, profile_lm;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */

@@ -141,11 +141,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                        ", \"cross_attention_layers\": %" PRId64 ", \"cross_tokens\": %" PRId64 ", \"blocks_per_request\": %" PRId64 "}",
                     r->encoder_peak, r->decoder_peak, r->mm_items, r->mm_outputs, r->cross_layers, r->cross_layers,
                     r->cross_tokens, r->blocks_per_request);
-        else if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve.c vllm_mm_encoder) */
+        else if (r->mm_encoder > 0) /* a multimodal model's encoder profiling (src/engine/serve_mm.c) */
             fprintf(f, ",\n    \"mm_encoder\": {\"items\": %" PRId64 ", \"item_tokens\": %" PRId64 ", \"item_width\": %" PRId64
-                       ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64
-                       ", \"tower_activations_counted\": false}",
-                    r->mm_items, r->mm_item_tokens, r->mm_item_width, r->mm_item_height, r->mm_budget, r->mm_outputs);
+                       ", \"item_height\": %" PRId64 ", \"budget\": %" PRId64 ", \"outputs\": %" PRId64 ", \"inputs\": %" PRId64
+                       ", \"encoder_phase_peak\": %" PRId64 ", \"language_model_phase_peak\": %" PRId64
+                       ", \"tower_activations_counted\": %s}",
+                    r->mm_items, r->mm_item_tokens, r->mm_item_width, r->mm_item_height, r->mm_budget, r->mm_outputs,
+                    r->mm_inputs, r->mm_encoder_peak, r->profile_lm, r->mm_encoder_peak >= 0 ? "true" : "false");
         else if (r->mm_encoder < 0)
             fprintf(f, ",\n    \"mm_encoder\": null");
         fprintf(f, "}\n}\n");
@@ -172,12 +174,19 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                 "encoder phase", a, r->mm_items, r->mm_items == 1 ? "" : "s", r->mm_item_tokens);
         fprintf(f, "  %-22s %12s  (the decoder's dummy run, weights and the encoder's outputs (%s) included)\n",
                 "decoder phase", b, d);
-    } else if (r->mm_encoder > 0) { /* src/engine/serve.c vllm_mm_encoder */
-        format_bytes(r->mm_outputs, a, sizeof a);
-        fprintf(f, "  %-22s %12s  (%" PRId64 " dummy item%s of %" PRId64 " tokens, %" PRId64 "x%" PRId64 ": the encoder's outputs, "
-                   "held through the language model's run, in the peak above; the tower's own activations not modelled)\n",
+    } else if (r->mm_encoder > 0) { /* src/engine/serve_mm.c */
+        format_bytes(r->mm_outputs + r->mm_inputs, a, sizeof a);
+        fprintf(f, "  %-22s %12s  (%" PRId64 " dummy item%s of %" PRId64 " tokens, %" PRId64 "x%" PRId64 ": the encoder's inputs and "
+                   "outputs, held through the language model's run, in the peak above)\n",
                 "encoder profiling", a, r->mm_items, r->mm_items == 1 ? "" : "s", r->mm_item_tokens, r->mm_item_width,
                 r->mm_item_height);
+        if (r->mm_encoder_peak >= 0) {
+            format_bytes(r->mm_encoder_peak, a, sizeof a);
+            fprintf(f, "  %-22s %12s  (the weights and the vision tower's run on the dummy items, at its worst op%s)\n", "encoder phase", a,
+                    r->mm_encoder_peak >= r->profile_peak ? ": the profiling run's peak" : "");
+        } else
+            fprintf(f, "  %-22s %12s  (the vision tower's own run: not modelled %s, not in the peak above)\n", "encoder phase",
+                    "not modelled", o->tp > 1 ? "with tensor_parallel_size > 1" : "on this GPU's vendor");
     } else if (r->mm_encoder < 0)
         fprintf(f, "  %-22s %12s  (vLLM runs this model's multimodal encoder on a dummy batch first: not derived for "
                    "this family, not in the peak above)\n", "encoder profiling", "not modelled");

@@ -626,15 +626,17 @@ static vc_status check_applies(const vc_request *q, vc_error *err)
     if (q->given[VC_OPT_LOSS_CHUNKS] && q->hf.loss != VC_LOSS_IMPL_CHUNKED)
         return usage(err, O("loss_chunks") " is torchtune's num_output_chunks: it needs " OV("loss", "chunked"));
     /* --serve sizes vLLM's pool after its own profiling run, whose encoder batch is vLLM's dummy images of the
-     * processor's largest size under the default limit_mm_per_prompt, reported with the pool (src/engine/serve.c
-     * vllm_mm_encoder); a served image's size or count would be its limit_mm_per_prompt {"image": {"count",
-     * "width", "height"}} (vllm/config/multimodal.py), which shrink the dummy items but not the budget
-     * (BaseDummyInputsBuilder._get_dummy_images takes min(width, override)): with the tower's own run not
-     * modelled, nothing here would use them */
+     * processor's largest size under the default limit_mm_per_prompt, reported with the pool (src/engine/
+     * serve_mm.c). A request's image tokens are positions of the pool like its text (--prompt counts them): the
+     * pool's size does not depend on them. A served image's size or count would be the server's
+     * limit_mm_per_prompt {"image": {"count", "width", "height"}} (vllm/config/multimodal.py), which shrinks the
+     * dummy items but not the budget (BaseDummyInputsBuilder._get_dummy_images takes min(width, override)):
+     * not modelled, vLLM's default is */
     if (q->serve && (q->given[VC_OPT_IMAGE] || q->given[VC_OPT_IMAGES]))
         return usage(err, "%s with " O("serve") ": vLLM profiles the vision encoder on its own dummy images (the "
-                     "processor's largest, under the default limit_mm_per_prompt), reported as \"encoder profiling\"; "
-                     "limit_mm_per_prompt's image count and size and the tower's run under vLLM are not modelled",
+                     "processor's largest, under the default limit_mm_per_prompt), reported as \"encoder profiling\"; a "
+                     "request's images are prompt tokens of the pool (count them in " O("prompt") "), and "
+                     "limit_mm_per_prompt's image count and size are not modelled",
                      q->given[VC_OPT_IMAGE] ? O("image") : O("images"));
     unsigned mode = q->serve ? VC_APPLIES_SERVE : q->o.mode == VC_MODE_INFER ? VC_APPLIES_INFER
                   : q->o.mode == VC_MODE_GENERATE ? VC_APPLIES_GENERATE : VC_APPLIES_TRAIN;

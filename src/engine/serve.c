@@ -22,7 +22,7 @@
  * requests, a batch of them (generate.c's prefill without a cache), with the
  * LM head on each one's last row and their fp32 copy (the sampler skips
  * top-k/top-p while profiling).
- * A multimodal model's encoder profiling before that run: vllm_mm_encoder below.
+ * A multimodal model's encoder profiling before that run: src/engine/serve_mm.c.
  * The weights include vLLM's rotary cos/sin cache (vllm_rope_cache below).
  * vLLM's memory outside PyTorch's allocator (non_torch_memory below): the
  * arithmetic at vllm-project/vllm @ 35d5cda1 is
@@ -693,98 +693,6 @@ static vc_status gemma4_pages(const vc_model *m, const vc_serve_options *so, vc_
     return VC_OK;
 }
 
-/* A multimodal model's encoder profiling in vLLM's profile_run (vllm-project/vllm @
- * 000fc94b754f66aeb60ef5acf1ea2e94cdc65164, vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run):
- * for a model that supports multimodal inputs, unless skip_mm_profiling or every modality's limit is 0,
- * before the language model's _dummy_run(max_num_tokens):
- *   dummy_modality = mm_budget.get_modality_with_max_tokens(); max_mm_items_per_batch =
- *   mm_budget.mm_max_items_per_batch[dummy_modality]; _get_mm_dummy_batch(modality, items) (one dummy item
- *   of the processor's, repeated items times); dummy_encoder_outputs = model.embed_multimodal(...); each
- *   output kept in self.encoder_cache["tmp_i"]; then _dummy_run and _dummy_sampler_run; encoder_cache.clear()
- *   only after them.
- * So the encoder's outputs are resident through the language model's dummy run: counted here in the
- * profiling run's peak. MultiModalBudget (vllm/multimodal/encoder_budget.py @ 042a4d3e):
- *   - mm_max_toks_per_item from processor.info.get_mm_max_tokens_per_item(seq_len = max_model_len,
- *     mm_counts = the limits), the limits MultiModalConfig.get_limit_per_prompt's (vllm/config/multimodal.py
- *     @ 55e847c0: 999 for a modality limit_mm_per_prompt does not name);
- *   - compute_mm_encoder_budget (vllm/v1/core/encoder_cache_manager.py @ 003ad86e): the compute budget
- *     max(max_num_batched_encoder_embeds, default max_num_batched_tokens; the largest item's tokens), the
- *     cache size max(encoder_cache_size, default the same; the largest item's): get_encoder_budget the
- *     smaller, max(max_num_batched_tokens, tokens per item) under the defaults;
- *   - _get_max_items: per prompt max(1, min(limit, max_model_len // tokens)); per batch max(1,
- *     min(budget // tokens, max_num_seqs x per prompt)) (chunked prefill on: max_num_seqs not cut).
- * The Qwen towers (Qwen2VLProcessingInfo, vllm/model_executor/models/qwen2_vl.py @ 002d181a,
- * get_mm_max_tokens_per_item: {"image": get_max_image_tokens(), "video": get_max_video_tokens(seq_len,
- * mm_counts)}; Qwen2.5-VL's and Qwen3.5's processing infos derive from it or from Qwen3VLProcessingInfo,
- * qwen3_vl.py @ 4f5768c7):
- *   - an image: src/hf/hf_vision.c vc__hf_vision_max_image (the processor's max_pixels through smart_resize);
- *   - a video under the default limit of 999: Qwen2-VL's get_num_frames_with_most_features gives max(min(
- *     frames that fit max_model_len // 999, ...), 1) = 1 frame, padded to temporal_patch_size: grid_t 1, the
- *     same tokens as the largest image (the tie goes to "video" by name, the same patches); Qwen3-VL's
- *     video is 2 frames at the video processor's longest_edge / temporal_patch_size pixels (the published
- *     Qwen3-VL video processor's 25165824 / 2: fewer tokens than the image's 16777216);
- *   so each dummy item is counted at the largest image's tokens (for Qwen2.5-VL the tie goes to "video" by
- *   name, get_modality_with_max_tokens; the HF video processor's own resize of that dummy video is not
- *   read: vramcalc has the config only);
- *   - embed_multimodal's output per item: [tokens, out_hidden_size] in the model's dtype (the merger's),
- *     Qwen3-VL's with its deepstack features cat'ed on dim 1 (Qwen3_VisionTransformer.forward: torch.cat(
- *     [hidden_states] + deepstack_feature_lists, dim=1)): out_hidden_size x (1 + len(deepstack_visual_indexes)).
- * Not modelled: the tower's activations while it runs (vLLM's own vision attention and fused layers, not
- * transformers' that src/hf/hf_vision.c writes): that phase's peak is the weights plus them, before the
- * language model's run, so the profiling run's peak is at least the one here. The other multimodal
- * families (Gemma 3, Gemma 4, Llama 4): their dummy batch is not derived (mm_encoder -1). */
-static vc_status vllm_mm_encoder(const vc_model *m, const vc_options *o, vc_dtype act, vc_serve_result *r, vc_error *err)
-{
-    if (!m->gen_json || !m->text) return VC_OK;
-    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
-    if (!root) return VC_OK;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
-    const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl"),
-               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe");
-    if (!q25 && !q3vl && !q35) { /* another model with a vision tower (Gemma 3, Gemma 4, Llama 4): not derived */
-        r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
-        cJSON_Delete(root);
-        return VC_OK;
-    }
-    /* the Qwen families load a tower whatever vision_config holds (absent or null: the class's defaults,
-     * src/hf/hf_vision.c vc__hf_vision_read) */
-    /* the keys as src/hf/hf_vision.c read and checked them when the model loaded, with the classes' defaults */
-    const cJSON *pk = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "patch_size") : NULL;
-    const cJSON *mk = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "spatial_merge_size") : NULL;
-    const cJSON *ds = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
-    const cJSON *hk = cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "hidden_size");
-    const int64_t patch = cJSON_IsNumber(pk) ? (int64_t)pk->valuedouble : q25 ? 14 : 16;
-    const int64_t merge = cJSON_IsNumber(mk) ? (int64_t)mk->valuedouble : 2;
-    const int64_t deep = !q3vl ? 0 : cJSON_IsArray(ds) ? cJSON_GetArraySize(ds) : 3; /* Qwen3VLVisionConfig: [8, 16, 24] */
-    const int64_t hidden = cJSON_IsNumber(hk) ? (int64_t)hk->valuedouble : 0;
-    cJSON_Delete(root);
-    if (patch < 1 || merge < 1 || hidden < 1) return VC_OK; /* refused by the loader: not reached */
-    const int64_t T = vc__hf_vision_max_image(q3vl || q35, patch, merge, &r->mm_item_width, &r->mm_item_height);
-    if (T < 1) return vc_set_error(err, VC_ERR_MODEL, "vision_config", "the largest image has no token");
-    int64_t max_model_len; /* the requests' length */
-    if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
-        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
-    const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
-    int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
-    if (per_prompt < 1) per_prompt = 1;
-    int64_t items = budget / T;
-    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
-    if (items < 1) items = 1;
-    int64_t out;
-    if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden, &out) ||
-        __builtin_mul_overflow(out, 1 + deep, &out) ||
-        __builtin_mul_overflow(out, (int64_t)vc_dtype_size(act), &out))
-        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
-    r->mm_encoder = 1;
-    r->mm_items = items;
-    r->mm_item_tokens = T;
-    r->mm_budget = budget;
-    r->mm_outputs = out;
-    return VC_OK;
-}
-
 vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_options *so, const vc_gpu_spec *gpu,
                    vc_serve_result *r, vc_error *err)
 {
@@ -934,9 +842,14 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "Gemma 4's per-layer-embeddings buffer passes 2^63 bytes");
     r->weights = sim.persistent[CAT_WEIGHT] + rope + qkv_extra;
     r->profile_peak = sim.peak + rope + qkv_extra;
-    /* a multimodal model: the encoder's dummy outputs held through the language model's run (vllm_mm_encoder) */
-    if ((st = vllm_mm_encoder(m, o, act, r, err))) return st;
-    r->profile_peak += r->mm_outputs;
+    /* a multimodal model (src/engine/serve_mm.c): the language model's run holds the encoder's dummy inputs and
+     * outputs; the encoder's own phase before it peaks at the weights plus the tower's worst op */
+    if ((st = vc__serve_mm(m, o, gpu, act, r, err))) return st;
+    if (__builtin_add_overflow(r->profile_peak, r->mm_outputs + r->mm_inputs, &r->profile_peak) ||
+        (r->mm_encoder_peak > 0 && __builtin_add_overflow(r->weights, r->mm_encoder_peak, &r->mm_encoder_peak)))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling passes 2^63 bytes");
+    r->profile_lm = r->profile_peak;
+    if (r->mm_encoder_peak > r->profile_peak) r->profile_peak = r->mm_encoder_peak;
     if (wh && (st = vc__serve_encdec_profile(m, o, &sim, act, r, err))) return st; /* whisper's two phases */
     r->requested = (int64_t)floor((double)gpu->total * so->gpu_memory_utilization);
     char a[32], b[32];

@@ -27,7 +27,7 @@
  *    return their zeroed output buffer without metadata); encoder_cache.clear() after both;
  *  - the dummy clips: vllm/multimodal/encoder_budget.py @ 042a4d3ee43ed07875505b04e93a5a14ddf86964
  *    MultiModalBudget and vllm/v1/core/encoder_cache_manager.py @ 003ad86e237cfccb7846111921a0230a45005196
- *    compute_mm_encoder_budget (as serve.c's vllm_mm_encoder reads them): tokens per clip T =
+ *    compute_mm_encoder_budget (as serve_mm.c's vc__serve_mm reads them): tokens per clip T =
  *    max_source_positions (the processor's PromptReplacement of [0] * get_num_audio_tokens()); the encoder
  *    budget min(compute budget, cache size) = max(max_num_batched_tokens, T) (max_num_batched_encoder_embeds
  *    and encoder_cache_size unset); _get_max_items: per prompt max(1, min(limit 1 (get_supported_mm_limits

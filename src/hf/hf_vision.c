@@ -1176,7 +1176,7 @@ const char *vc__hf_vision_write(rd *r, cJSON *arr, const arch *a)
     return "visual.merger.mlp.2";
 }
 
-/* --serve (src/engine/serve.c vllm_mm_encoder): the largest image vLLM's dummy inputs give a Qwen tower
+/* --serve (src/engine/serve_mm.c vc__serve_mm): the largest image vLLM's dummy inputs give a Qwen tower
  * and its tokens. vllm-project/vllm @ 002d181a55a03803d7d69547846630069d2378b8,
  * vllm/model_executor/models/qwen2_vl.py Qwen2VLProcessingInfo.get_image_size_with_most_features:
  * _get_vision_info(image_width = image_height = 9999999, num_frames 1) through smart_resize(factor =

@@ -1,0 +1,465 @@
+"""vllm_vision_replica.py -- vLLM's Qwen2.5-VL vision encoder (and Gemma 3's SigLIP tower: siglip() below) as its profiling run calls it (the encoder phase of
+--serve, src/engine/serve_mm.c), in plain torch (1.13, CPU), with the accuracy harness's allocator counter
+(bench/accuracy/measure.py: memtrack preloaded, opobserver's between-op readings), under torch.inference_mode.
+
+Source, statement by statement (the same statements, so that Python keeps the same names alive):
+  vllm-project/vllm @ 002d181a55a03803d7d69547846630069d2378b8 vllm/model_executor/models/qwen2_5_vl.py
+    Qwen2_5_VisionTransformer.forward: hidden_states = x.to(device, dtype) (itself: the dummy batch is already in
+      the model's dtype, vllm/inputs/registry.py @ f06ae651 call_hf_processor); patch_embed (ReplicatedLinear, no
+      bias); get_rope_by_thw (CPU: window_index, cu_window_seqlens, rotary_pos_emb_thw[window_index]);
+      rotary_pos_emb, window_index, reverse_indices, cu_seqlens, cu_window_seqlens .to(device);
+      hidden_states.reshape(...)[window_index, :, :].reshape(seq_len, -1).unsqueeze(1); the blocks (window
+      attention except fullatt_block_indexes); the merger; hidden_states[reverse_indices, :]
+    Qwen2_5_VisionBlock.forward, Qwen2_5_VisionAttention.forward (qkv, split_qkv views, einops rearranges (views
+      at batch 1), qk_concat = cat([q, k], 0), apply_rotary_pos_emb_vision, flash, proj), Qwen2_5_VisionMLP,
+      Qwen2_5_VisionPatchMerger (ln_q, view, nn.Sequential(Linear, GELU, Linear))
+  vllm/model_executor/layers/rotary_embedding/common.py @ 002d181a apply_rotary_pos_emb_vision
+  vllm/model_executor/layers/layernorm.py @ 00cba797 RMSNorm.forward_native; activation.py SiluAndMul.forward_native
+    (vLLM's default compilation: custom_ops "none", VllmConfig.__post_init__)
+  vllm/attention/ops/vit_attn_wrappers.py @ 03f9c143 flash_attn_maxseqlen_wrapper
+  qwen3_vl.py @ 002d7b939754b844a3832dd7fbf9e5fd0c0e9f1b (qwen3_vl, qwen3_5 configs: forward3 below):
+    Qwen3_VisionTransformer.forward (patch_embed, an nn.Conv3d here its output alone; fast_pos_embed_interpolate
+    statement by statement; hidden_states + pos_embeds; rot_pos_emb (CPU-side here) .to(device); cu_seqlens;
+    the blocks, each deepstack merger's output kept; the merger; torch.cat), Qwen3_VisionBlock.forward,
+    Qwen3_VisionMLP, Qwen3_VisionPatchMerger (use_postshuffle_norm for the deepstack ones)
+
+What is not the source's: the CUDA kernels. vllm_flash_attn's apply_rotary_emb (a Triton kernel writing a new
+output) is replaced by torch.empty_like(x) filled one patch at a time; flash_attn_varlen_func (its output and
+its float32 softmax_lse [heads, rows]) by those two tensors filled one query row at a time with the math of its
+window. The fills' temporaries (one patch's, one query row's scores) are counted by the harness: they are what
+the replica adds to vLLM's figure (below the worst op here). The CPU-side index work of get_rope_by_thw
+(vLLM computes it on the CPU, then copies to the GPU) is done before the measurement; the copies are made
+inside it.
+
+Prints one JSON object: peak, the highest between-op reading over the tower's forward less what was allocated
+before the dummy pixel values (the weights), and tokens, the merged tokens of the dummy image; per_token =
+peak / tokens is what serve_mm.c's qwen_tower gives per merged token, plus the per-image tensors it does not
+count: cu_seqlens (int32, a 512-byte block each here) and, where fast_pos_embed_interpolate is the worst op (Qwen3
+in fp32), its eight [h] / [w] vectors (linspace, floor, ceil, fractions: a 512-byte block each).
+"""
+import argparse
+import json
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(_here))), "tools"),
+                os.path.dirname(_here), _here]
+import measure  # noqa: E402
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("config")
+    ap.add_argument("--grid", type=int, default=16, help="the dummy image's patches per side (a multiple of 8)")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
+    ap.add_argument("--items", type=int, default=2, help="siglip: the dummy images in the batch")
+    args = ap.parse_args(argv)
+    measure.reexec_with_preload()
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    tr = measure.Tracker()
+    tr.start(install=True)
+    with open(args.config) as f:
+        cfg = json.load(f)
+    if cfg.get("model_type") == "gemma3":
+        return siglip(args, cfg, tr, torch, F)
+    v = cfg["vision_config"]
+    qwen3 = cfg.get("model_type") in ("qwen3_vl", "qwen3_5", "qwen3_5_moe")
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_heads"], v["intermediate_size"], v["depth"]
+    P, T, M, window = v["patch_size"], v.get("temporal_patch_size", 2), v["spatial_merge_size"], v.get("window_size", 112)
+    out_dim, full = v["out_hidden_size"], v.get("fullatt_block_indexes", [])
+    deep_idx = v.get("deepstack_visual_indexes", []) if cfg.get("model_type") == "qwen3_vl" else []
+    npos = v.get("num_position_embeddings", 2304)
+    D, u, pd = C // H, M * M, 3 * T * P * P
+    eps = 1e-6
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    # the tower's weights (vLLM's fused qkv and gate_up), in the model's dtype
+    W = {"patch": w(C, pd), "ln_q": w(C), "m0": w(4 * C, 4 * C), "m0b": w(4 * C), "m2": w(out_dim, 4 * C), "m2b": w(out_dim)}
+    blocks = [{"n1": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "proj": w(C, C), "projb": w(C), "n2": w(C),
+               "gu": w(2 * I, C), "gub": w(2 * I), "down": w(C, I), "downb": w(C),
+               "n1b": w(C), "n2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+    if qwen3:  # Qwen3_VisionTransformer: Conv3d patch_embed (bias), pos_embed, LayerNorm mergers (+ deepstack)
+        W["patchb"], W["pos"] = w(C), w(npos, C)
+        W["mergers"] = [{"n": w(cn), "nb": w(cn), "f1": w(4 * C, 4 * C), "f1b": w(4 * C), "f2": w(out_dim, 4 * C),
+                         "f2b": w(out_dim)} for cn in [C] + [4 * C] * len(deep_idx)]
+
+    # get_rope_by_thw on the CPU (t 1, h = w = grid): get_window_index_thw, rotary_pos_emb_thw
+    g = args.grid
+    vw = window // M // P
+    lh = lw = g // M
+    index = torch.arange(lh * lw).reshape(1, lh, lw)
+    pad_h, pad_w = vw - lh % vw, vw - lw % vw
+    nwh, nww = (lh + pad_h) // vw, (lw + pad_w) // vw
+    ip = F.pad(index, (0, pad_w, 0, pad_h), "constant", -100).reshape(1, nwh, vw, nww, vw)
+    ip = ip.permute(0, 1, 3, 2, 4).reshape(1, nwh * nww, vw, vw)
+    seqlens = (ip != -100).sum([2, 3]).reshape(-1)
+    ip = ip.reshape(-1)
+    window_index_cpu = ip[ip != -100]
+    cu_window_cpu = torch.unique_consecutive(torch.cat([torch.tensor([0]), seqlens.cumsum(0) * u]).to(torch.int32))
+    hpos = torch.arange(g).unsqueeze(1).expand(-1, g).reshape(lh, M, lw, M).permute(0, 2, 1, 3).flatten()
+    wpos = torch.arange(g).unsqueeze(0).expand(g, -1).reshape(lh, M, lw, M).permute(0, 2, 1, 3).flatten()
+    pos_ids = torch.stack([hpos, wpos], dim=-1)
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, D // 2, 2, dtype=torch.float) / (D // 2)))
+    freqs = torch.outer(torch.arange(g * 2, dtype=torch.float), inv_freq)
+    rope_cpu = freqs[pos_ids].flatten(1).reshape(-1, u, D // 2)[window_index_cpu].flatten(0, 1)
+    reverse_cpu = torch.empty_like(window_index_cpu)
+    reverse_cpu[window_index_cpu] = torch.arange(window_index_cpu.numel())
+    cu_full_cpu = F.pad(torch.tensor([g * g], dtype=torch.int32).cumsum(0, dtype=torch.int32), (1, 0), "constant", 0)
+
+    def module(f):
+        """An nn.Module's call: Module._call_impl runs forward_call(*args, **kwargs), so the tuple args keeps the
+        arguments alive until forward returns even where forward rebinds their names (a plain Python call
+        hands them to the callee's frame since 3.11: rebinding would free them)."""
+        def call(*args, **kwargs):
+            return f(*args, **kwargs)
+        return call
+
+    @module
+    def rms_native(weight, x, residual=None):  # RMSNorm.forward_native
+        orig_dtype = x.dtype
+        x = x.to(torch.float32)
+        if residual is not None:
+            x = x + residual.to(torch.float32)
+            residual = x.to(orig_dtype)
+        variance = x.pow(2).mean(dim=-1, keepdim=True)
+        x = x * torch.rsqrt(variance + eps)
+        x = x.to(orig_dtype)
+        x = x * weight
+        if residual is None:
+            return x
+        return x, residual
+
+    def rotary_emb(x, cos, sin):  # vllm_flash_attn apply_rotary_emb (not in place): a new output
+        out = torch.empty_like(x)
+        h = x.shape[-1] // 2
+        for s in range(x.shape[1]):  # one patch at a time
+            x1, x2 = x[:, s, :, :h], x[:, s, :, h:]
+            c, si = cos[s].unsqueeze(0), sin[s].unsqueeze(0)
+            out[:, s, :, :h] = x1 * c - x2 * si
+            out[:, s, :, h:] = x2 * c + x1 * si
+        return out
+
+    def apply_rotary_pos_emb_vision(t, freqs, rotary_emb_function):
+        t_ = t.float()
+        cos = freqs.cos()
+        sin = freqs.sin()
+        output = rotary_emb_function(t_, cos, sin).type_as(t)
+        return output
+
+    def flash(q, k, v, cu):  # flash_attn_maxseqlen_wrapper, batch 1
+        q, k, v = (x.reshape(-1, H, D) for x in (q, k, v))  # rearrange "b s ... -> (b s) ...": views
+        output = torch.empty_like(q)
+        lse = torch.empty(H, q.shape[0], dtype=torch.float32)
+        for i in range(1, len(cu)):
+            a, b = int(cu[i - 1]), int(cu[i])
+            for r in range(a, b):  # one query row at a time: flash keeps no [rows, rows] scores
+                s = torch.einsum("hd,thd->ht", q[r].float(), k[a:b].float()) * D ** -0.5
+                lse[:, r] = torch.logsumexp(s, dim=-1)
+                output[r] = torch.einsum("ht,thd->hd", s.softmax(-1), v[a:b].float()).to(q.dtype)
+                del s
+        return output.reshape(-1, 1, H * D)  # rearrange "(b s) h d -> s b (h d)", contiguous: a view
+
+    @module
+    def attention(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen2_5_VisionAttention.forward
+        x = F.linear(x, blk["qkv"], blk["qkvb"])
+        seq_len, bs, _ = x.shape
+        q, k, v = x.chunk(3, dim=2)
+        q, k, v = (y.view(seq_len, bs, H, D) for y in (q, k, v))
+        q, k, v = (y.permute(1, 0, 2, 3) for y in (q, k, v))  # "s b ... -> b s ...": views
+        qk_concat = torch.cat([q, k], dim=0)
+        qk_rotated = apply_rotary_pos_emb_vision(qk_concat, rotary_pos_emb, rotary_emb)
+        q, k = torch.chunk(qk_rotated, 2, dim=0)
+        context_layer = flash(q, k, v, cu_seqlens)
+        output = F.linear(context_layer, blk["proj"], blk["projb"])
+        return output
+
+    @module
+    def silu_and_mul(x):  # SiluAndMul.forward_native
+        d = x.shape[-1] // 2
+        return F.silu(x[..., :d]) * x[..., d:]
+
+    @module
+    def mlp(x, blk):  # Qwen2_5_VisionMLP, SiluAndMul.forward_native
+        gate_up = F.linear(x, blk["gu"], blk["gub"])
+        x = silu_and_mul(gate_up)
+        x_down = F.linear(x, blk["down"], blk["downb"])
+        return x_down
+
+    @module
+    def block(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen2_5_VisionBlock.forward
+        x_attn = attention(rms_native(blk["n1"], x), blk, cu_seqlens, rotary_pos_emb)
+        x_fused_norm, residual = rms_native(blk["n2"], x, residual=x_attn)
+        x = residual + mlp(x_fused_norm, blk)
+        return x
+
+    @module
+    def merger(x):  # Qwen2_5_VisionPatchMerger
+        x = rms_native(W["ln_q"], x)
+        x = x.view(-1, 4 * C)
+        for f in (lambda y: F.linear(y, W["m0"], W["m0b"]), lambda y: F.gelu(y), lambda y: F.linear(y, W["m2"], W["m2b"])):
+            x = module(f)(x)  # nn.Sequential.forward: input = module(input)
+        return x
+
+    def forward(x):  # Qwen2_5_VisionTransformer.forward
+        seq_len, _ = x.size()
+        hidden_states = x.to(dtype=dt)
+        hidden_states = F.linear(hidden_states, W["patch"])
+        cu_seqlens = cu_full_cpu.clone()  # .to(device)
+        cu_window_seqlens = cu_window_cpu.clone()
+        rotary_pos_emb = rope_cpu.clone()
+        window_index = window_index_cpu.clone()
+        reverse_indices = reverse_cpu.clone()
+        hidden_states = hidden_states.reshape(seq_len // u, u, -1)
+        hidden_states = hidden_states[window_index, :, :]
+        hidden_states = hidden_states.reshape(seq_len, -1)
+        hidden_states = hidden_states.unsqueeze(1)
+        for layer_num in range(depth):
+            cu = cu_seqlens if layer_num in full else cu_window_seqlens
+            hidden_states = block(hidden_states, blocks[layer_num], cu, rotary_pos_emb)
+        hidden_states = merger(hidden_states)
+        hidden_states = hidden_states[reverse_indices, :]
+        return hidden_states
+
+    rope3_cpu = freqs[pos_ids].flatten(1)  # Qwen3_VisionTransformer.rot_pos_emb (no window reorder)
+    cu3_cpu = F.pad(torch.tensor([g * g], dtype=torch.int32).cumsum(0, dtype=torch.int32), (1, 0), value=0)
+    n_side = int(npos ** 0.5)
+
+    def fast_pos_embed_interpolate():  # Qwen3_VisionTransformer.fast_pos_embed_interpolate, t 1, h = w = g
+        outputs = []
+        for t, h, w_ in [(1, g, g)]:
+            h_idxs = torch.linspace(0, n_side - 1, h, dtype=torch.float32)
+            w_idxs = torch.linspace(0, n_side - 1, w_, dtype=torch.float32)
+            h_floor = h_idxs.to(torch.long)
+            w_floor = w_idxs.to(torch.long)
+            h_ceil = torch.clamp(h_floor + 1, max=n_side - 1)
+            w_ceil = torch.clamp(w_floor + 1, max=n_side - 1)
+            dh = h_idxs - h_floor
+            dw = w_idxs - w_floor
+            dh_grid, dw_grid = torch.meshgrid(dh, dw, indexing="ij")
+            h_floor_grid, w_floor_grid = torch.meshgrid(h_floor, w_floor, indexing="ij")
+            h_ceil_grid, w_ceil_grid = torch.meshgrid(h_ceil, w_ceil, indexing="ij")
+            h_floor_grid_idx = h_floor_grid * n_side
+            h_ceil_grid_idx = h_ceil_grid * n_side
+            w11 = dh_grid * dw_grid
+            w10 = dh_grid - w11
+            w01 = dw_grid - w11
+            w00 = 1 - dh_grid - dw_grid + w11
+            idx00 = h_floor_grid_idx + w_floor_grid
+            idx01 = h_floor_grid_idx + w_ceil_grid
+            idx10 = h_ceil_grid_idx + w_floor_grid
+            idx11 = h_ceil_grid_idx + w_ceil_grid
+            indices = torch.stack([idx00, idx01, idx10, idx11], dim=0).reshape(4, -1)
+            weights = torch.stack([w00, w01, w10, w11], dim=0).reshape(4, -1, 1)
+            weights = weights.to(dtype=dt)
+            embeds = module(F.embedding)(indices, W["pos"])
+            weighted_embeds = embeds * weights
+            p0, p1, p2, p3 = weighted_embeds.unbind(dim=0)
+            combined = p0 + p1 + p2 + p3
+            combined = combined.view(h * w_, C)
+            repeated = combined.unsqueeze(0).expand(t, -1, -1).contiguous()
+            repeated = repeated.view(t, h // M, M, w_ // M, M, C)
+            repeated = repeated.permute(0, 1, 3, 2, 4, 5).reshape(-1, C)
+            outputs.append(repeated)
+        return torch.cat(outputs, dim=0)
+
+    @module
+    def mlp3(x, blk):  # Qwen3_VisionMLP.forward
+        mlp_output = F.linear(module(lambda y: F.gelu(y, approximate="tanh"))(F.linear(x, blk["fc1"], blk["fc1b"])),
+                              blk["fc2"], blk["fc2b"])
+        return mlp_output
+
+    @module
+    def block3(x, blk, cu_seqlens, rotary_pos_emb):  # Qwen3_VisionBlock.forward
+        x = x + attention(module(F.layer_norm)(x, (C,), blk["n1"], blk["n1b"], eps), blk, cu_seqlens, rotary_pos_emb)
+        x = x + mlp3(module(F.layer_norm)(x, (C,), blk["n2"], blk["n2b"], eps), blk)
+        return x
+
+    @module
+    def merger3(x, mw, postshuffle):  # Qwen3_VisionPatchMerger.forward
+        if postshuffle:
+            x = module(F.layer_norm)(x.view(-1, 4 * C), (4 * C,), mw["n"], mw["nb"], eps)
+        else:
+            x = module(F.layer_norm)(x, (C,), mw["n"], mw["nb"], eps).view(-1, 4 * C)
+        x_parallel = F.linear(x, mw["f1"], mw["f1b"])
+        x_parallel = module(F.gelu)(x_parallel)
+        out = F.linear(x_parallel, mw["f2"], mw["f2b"])
+        return out
+
+    def forward3(x):  # Qwen3_VisionTransformer.forward
+        hidden_states = x.to(dtype=dt)
+        hidden_states = module(lambda y: F.linear(y, W["patch"], W["patchb"]))(hidden_states)  # Conv3d's output
+        pos_embeds = fast_pos_embed_interpolate()
+        hidden_states = hidden_states + pos_embeds
+        rotary_pos_emb = rope3_cpu.clone()  # rot_pos_emb(...).to(device)
+        cu_seqlens = cu3_cpu.clone()
+        hidden_states = hidden_states.unsqueeze(1)
+        deepstack_feature_lists = []
+        for layer_num in range(depth):
+            hidden_states = block3(hidden_states, blocks[layer_num], cu_seqlens, rotary_pos_emb)
+            if layer_num in deep_idx:
+                deepstack_feature = merger3(hidden_states, W["mergers"][1 + deep_idx.index(layer_num)], True)
+                deepstack_feature_lists.append(deepstack_feature)
+        hidden_states = merger3(hidden_states, W["mergers"][0], False)
+        hidden_states = torch.cat([hidden_states] + deepstack_feature_lists, dim=1)
+        return hidden_states
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.randn(g * g, pd, dtype=dt)  # the dummy batch, on the device in the model's dtype
+        image_embeds = forward3(pixel_values) if qwen3 else forward(pixel_values)
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    tokens = g * g // u
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "grid": g,
+                      "tokens": tokens, "allocated_before": before, "peak": peak - before,
+                      "per_token": (peak - before) / tokens, "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
+                      "vllm": "002d181a55a03803d7d69547846630069d2378b8"}))
+    return 0
+
+
+def siglip(args, cfg, tr, torch, F):
+    """Gemma 3's tower and projector, vllm-project/vllm @ 0c028ba489f560102a87a3e98b92caac5a6da8f1
+    vllm/model_executor/models/siglip.py (SiglipVisionEmbeddings, SiglipEncoderLayer, SiglipAttention,
+    SiglipMLP, SiglipVisionTransformer: post_layernorm), vllm/model_executor/layers/conv.py @ 045d7575
+    Conv2dLayer._forward_mulmat (forward_native under custom_ops "none"), gemma3_mm.py @ e5fa9450
+    Gemma3MultiModalProjector (GemmaRMSNorm.forward_static under forward_native) and _process_image_input;
+    MMEncoderAttention's flash kernel replaced by its output and softmax_lse filled one query row at a time."""
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
+    P, img, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    Ht, mm = cfg["text_config"]["hidden_size"], cfg.get("mm_tokens_per_image", 256)
+    D, side, B = C // H, img // P, args.items
+    S, tps = side * side, int(mm ** 0.5)
+    k = side // tps
+    eps = v.get("layer_norm_eps", 1e-6)
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    def module(f):  # nn.Module._call_impl: the args tuple holds the inputs until forward returns
+        def call(*a, **kw):
+            return f(*a, **kw)
+        return call
+
+    W = {"patch": w(C, cin, P, P), "patchb": w(C), "pos": w(S, C), "post": w(C), "postb": w(C),
+         "soft": w(C), "proj": w(C, Ht)}
+    position_ids = torch.arange(S).expand((1, -1))
+    layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
+               "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+
+    @module
+    def patch_embedding(x):  # Conv2dLayer._forward_mulmat
+        Bq, Cq, Hq, Wq = x.shape
+        Hq, Wq = Hq // P, Wq // P
+        x = x.unfold(2, P, P).unfold(3, P, P)
+        x = x.permute(0, 2, 3, 1, 4, 5).reshape(-1, cin * P * P)
+        x = F.linear(x, W["patch"].view(C, cin * P * P), W["patchb"])
+        x = x.view(Bq, Hq, Wq, C).permute(0, 3, 1, 2)
+        return x
+
+    @module
+    def embeddings(pixel_values):  # SiglipVisionEmbeddings.forward (interpolate_pos_encoding False)
+        patch_embeds = patch_embedding(pixel_values.to(dtype=dt))
+        emb = patch_embeds.flatten(2).transpose(1, 2)
+        emb += F.embedding(position_ids, W["pos"])
+        return emb
+
+    def flash(q, k_, v_):  # output and softmax_lse over each image, one query row at a time
+        b, s_, _ = q.shape
+        q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
+        output = torch.empty(b, s_, H, D, dtype=q.dtype)
+        lse = torch.empty(H, b * s_, dtype=torch.float32)
+        for i in range(b):
+            for r in range(s_):
+                sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
+                lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
+                output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
+                del sc
+        return output.view(b, s_, C)
+
+    @module
+    def self_attn(hidden_states, L):  # SiglipAttention.forward
+        qkv_states = F.linear(hidden_states, L["qkv"], L["qkvb"])
+        query_states, key_states, value_states = qkv_states.chunk(3, dim=-1)
+        out = flash(query_states, key_states, value_states)
+        attn_output = F.linear(out, L["o"], L["ob"])
+        return attn_output, None
+
+    @module
+    def mlp(hidden_states, L):  # SiglipMLP.forward
+        hidden_states = F.linear(hidden_states, L["fc1"], L["fc1b"])
+        hidden_states = module(lambda y: F.gelu(y, approximate="tanh"))(hidden_states)
+        hidden_states = F.linear(hidden_states, L["fc2"], L["fc2b"])
+        return hidden_states
+
+    @module
+    def layer(hidden_states, L):  # SiglipEncoderLayer.forward
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), L["ln1"], L["ln1b"], eps)
+        hidden_states, _ = self_attn(hidden_states=hidden_states, L=L)
+        hidden_states += residual
+        residual = hidden_states
+        hidden_states = module(F.layer_norm)(hidden_states, (C,), L["ln2"], L["ln2b"], eps)
+        hidden_states = mlp(hidden_states, L)
+        hidden_states += residual
+        return hidden_states, None
+
+    @module
+    def tower(pixel_values):  # SiglipVisionTransformer.forward
+        hidden_states = embeddings(pixel_values)
+        for L in layers:  # SiglipEncoder.forward
+            hidden_states, _ = layer(hidden_states, L)
+        encoder_outputs = hidden_states
+        del hidden_states
+        last_hidden_state = module(F.layer_norm)(encoder_outputs, (C,), W["post"], W["postb"], eps)
+        return last_hidden_state
+
+    @module
+    def gemma_rms(x):  # GemmaRMSNorm.forward_static
+        orig_dtype = x.dtype
+        x = x.float()
+        variance = x.pow(2).mean(dim=-1, keepdim=True)
+        x = x * torch.rsqrt(variance + eps)
+        x = x * (1.0 + W["soft"].float())
+        x = x.to(orig_dtype)
+        return x
+
+    @module
+    def projector(vision_outputs):  # Gemma3MultiModalProjector.forward
+        batch_size, _, seq_length = vision_outputs.shape
+        reshaped_vision_outputs = vision_outputs.transpose(1, 2)
+        reshaped_vision_outputs = reshaped_vision_outputs.reshape(batch_size, seq_length, side, side)
+        reshaped_vision_outputs = reshaped_vision_outputs.contiguous()
+        pooled_vision_outputs = module(lambda y: F.avg_pool2d(y, k, stride=k))(reshaped_vision_outputs)
+        pooled_vision_outputs = pooled_vision_outputs.flatten(2)
+        pooled_vision_outputs = pooled_vision_outputs.transpose(1, 2)
+        normed_vision_outputs = gemma_rms(pooled_vision_outputs)
+        projected_vision_outputs = torch.matmul(normed_vision_outputs, W["proj"])
+        return projected_vision_outputs.type_as(vision_outputs)
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.randn(B, cin, img, img, dtype=dt)  # the dummy batch, in the model's dtype
+        image_features = tower(pixel_values)  # Gemma3ForConditionalGeneration._process_image_input
+        image_embeds = projector(image_features)
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": B,
+                      "tokens": B * mm, "allocated_before": before, "peak": peak - before, "per_item": (peak - before) / B,
+                      "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
+                      "vllm": "0c028ba489f560102a87a3e98b92caac5a6da8f1"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

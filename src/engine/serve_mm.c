@@ -1,0 +1,338 @@
+/*
+ * serve_mm.c — --serve for a multimodal model (issue 31): vLLM's encoder profiling, the first part of its
+ * profiling run (src/engine/serve.c vc_serve calls vc__serve_mm, then takes the larger of the two phases).
+ *
+ * vLLM's profile_run (vllm-project/vllm @ 000fc94b754f66aeb60ef5acf1ea2e94cdc65164,
+ * vllm/v1/worker/gpu_model_runner.py GPUModelRunner.profile_run): for a model that supports multimodal
+ * inputs, unless skip_mm_profiling or every modality's limit is 0, before the language model's
+ * _dummy_run(max_num_tokens):
+ *   dummy_modality = mm_budget.get_modality_with_max_tokens(); max_mm_items_per_batch =
+ *   mm_budget.mm_max_items_per_batch[dummy_modality]; batched_dummy_mm_inputs = _get_mm_dummy_batch(modality,
+ *   items) (one dummy item of the processor's, repeated items times); dummy_encoder_outputs =
+ *   model.embed_multimodal(**batched_dummy_mm_inputs): ONE call over the whole batch; each output kept in
+ *   self.encoder_cache["tmp_i"]; then _dummy_run and _dummy_sampler_run; encoder_cache.clear() only after
+ *   them. batched_dummy_mm_inputs and dummy_encoder_outputs are profile_run's locals, never deleted before it
+ *   returns: the dummy batch's pixel values (on the GPU, in the model's dtype: vllm/inputs/registry.py
+ *   @ f06ae651 InputProcessingContext.call_hf_processor casts the processor's floating outputs to
+ *   model_config.dtype) and the encoder's outputs are resident through the language model's dummy run.
+ * The run is under torch.inference_mode (no autograd). So the profiling run has two phases:
+ *   - the encoder phase: the weights, plus the tower's live tensors at its worst op (pixel values included);
+ *   - the language model phase: the weights, the language model's run (serve.c) plus the pixel values and
+ *     the encoder's outputs;
+ * and its peak (memory_profiling's torch peak) is the larger.
+ *
+ * The dummy batch. MultiModalBudget (vllm/multimodal/encoder_budget.py @ 042a4d3e):
+ *   - mm_max_toks_per_item from processor.info.get_mm_max_tokens_per_item(seq_len = max_model_len,
+ *     mm_counts = the limits), the limits MultiModalConfig.get_limit_per_prompt's (vllm/config/multimodal.py
+ *     @ 55e847c0: 999 for a modality limit_mm_per_prompt does not name);
+ *   - compute_mm_encoder_budget (vllm/v1/core/encoder_cache_manager.py @ 003ad86e): the compute budget
+ *     max(max_num_batched_encoder_embeds, default max_num_batched_tokens; the largest item's tokens), the
+ *     cache size max(encoder_cache_size, default the same; the largest item's): get_encoder_budget the
+ *     smaller, max(max_num_batched_tokens, tokens per item) under the defaults;
+ *   - _get_max_items: per prompt max(1, min(limit, max_model_len // tokens)); per batch max(1,
+ *     min(budget // tokens, max_num_seqs x per prompt)) (chunked prefill on: max_num_seqs not cut).
+ * The Qwen towers (Qwen2VLProcessingInfo, vllm/model_executor/models/qwen2_vl.py @ 002d181a,
+ * get_mm_max_tokens_per_item: {"image": get_max_image_tokens(), "video": get_max_video_tokens(seq_len,
+ * mm_counts)}; Qwen2.5-VL's and Qwen3.5's processing infos derive from it or from Qwen3VLProcessingInfo,
+ * qwen3_vl.py @ 4f5768c7):
+ *   - an image: src/hf/hf_vision.c vc__hf_vision_max_image (the processor's max_pixels through smart_resize);
+ *   - a video under the default limit of 999: Qwen2-VL's get_num_frames_with_most_features gives max(min(
+ *     frames that fit max_model_len // 999, ...), 1) = 1 frame, padded to temporal_patch_size: grid_t 1, the
+ *     same tokens as the largest image (the tie goes to "video" by name, the same patches); Qwen3-VL's
+ *     video is 2 frames at the video processor's longest_edge / temporal_patch_size pixels (the published
+ *     Qwen3-VL video processor's 25165824 / 2: fewer tokens than the image's 16777216);
+ *   so each dummy item is counted at the largest image's tokens (for Qwen2.5-VL the tie goes to "video" by
+ *   name, get_modality_with_max_tokens; the HF video processor's own resize of that dummy video is not
+ *   read: vramcalc has the config only), patches = tokens x spatial_merge_size^2, each patch
+ *   in_channels x temporal_patch_size x patch_size^2 pixel values;
+ *   - embed_multimodal's output per item: [tokens, out_hidden_size] in the model's dtype (the merger's),
+ *     Qwen3-VL's with its deepstack features cat'ed on dim 1 (Qwen3_VisionTransformer.forward: torch.cat(
+ *     [hidden_states] + deepstack_feature_lists, dim=1)): out_hidden_size x (1 + len(deepstack_visual_indexes)).
+ * Gemma 3 (vllm/model_executor/models/gemma3_mm.py @ e5fa94509b708330e28208a55c84aba8a7781675):
+ *   Gemma3ProcessingInfo.get_num_image_tokens = (num_crops + 1) x processor.image_seq_length, num_crops 0
+ *   with do_pan_and_scan off (get_num_crops; Gemma3ImageProcessor's default, the published
+ *   preprocessor_config.json leaves it off), so get_mm_max_tokens_per_item {"image": image_seq_length},
+ *   the config's mm_tokens_per_image (256); the dummy image (get_image_size_with_most_features: 50 x
+ *   50 x pan_and_scan_max_num_crops) is resized by the processor to vision_config.image_size squared:
+ *   pixel_values [1, num_channels, image_size, image_size] per item (flat_from_sizes(num_crops + 1));
+ *   _process_image_input: vision_tower(pixel_values) over the whole batch, multi_modal_projector, split
+ *   per image: the outputs [mm_tokens_per_image, text hidden_size] per item.
+ *
+ * The encoder phase's live tensors, read op by op from vLLM's modules as eager PyTorch runs them (the
+ * vision encoder is not compiled: CompilationConfig.compile_mm_encoder is False by default; a
+ * function's argument stays alive until the call returns, a local until its name is rebound or the
+ * function returns):
+ *   - custom ops: vllm/config/vllm.py VllmConfig.__post_init__ appends "none" to custom_ops when the
+ *     backend is inductor and the compilation mode is not NONE (the default), "all" otherwise
+ *     (--enforce-eager): RMSNorm and SiluAndMul run forward_native under the default, their fused CUDA
+ *     kernels under --enforce-eager (vllm/model_executor/layers/layernorm.py @ 00cba797 RMSNorm.forward_native:
+ *     x.to(float32), + residual.to(float32), residual = x.to(orig_dtype), x.pow(2).mean, x * rsqrt, .to
+ *     (orig_dtype), * weight; forward_cuda: rms_norm, fused_add_rms_norm in place);
+ *   - qwen2_5_vl.py @ 002d181a55a03803d7d69547846630069d2378b8: Qwen2_5_VisionTransformer.forward (patch_embed
+ *     a Linear over the pixel values; hidden_states[window_index] reordered (a copy); rotary_pos_emb
+ *     [patches, head_dim / 2] float32 and window_index / reverse_indices int64 per merged token moved to the
+ *     GPU; the blocks; the merger; hidden_states[reverse_indices] (a copy)); Qwen2_5_VisionBlock.forward
+ *     (x_attn = attn(norm1(x)); x_fused_norm, residual = norm2(x, residual=x_attn); x = residual +
+ *     mlp(x_fused_norm); the block's input held by the caller); Qwen2_5_VisionAttention.forward (qkv fused;
+ *     qk_concat = cat([q, k]) kept as a local; apply_rotary_pos_emb_vision; flash or SDPA; proj);
+ *     Qwen2_5_VisionMLP.forward (gate_up kept as a local through down_proj); Qwen2_5_VisionPatchMerger
+ *     (ln_q RMSNorm, Linear, GELU, Linear in an nn.Sequential);
+ *   - vllm/model_executor/layers/rotary_embedding/common.py @ 002d181a apply_rotary_pos_emb_vision:
+ *     t_ = t.float(), cos = freqs.cos(), sin = freqs.sin(), rotary_emb_function(t_, cos, sin).type_as(t), the
+ *     CUDA function vllm_flash_attn's apply_rotary_emb (a new output, not in place): at its return qk_concat,
+ *     its float32 copy, cos, sin, the float32 output and its cast are alive with x, norm1's output and qkv;
+ *   - vllm/attention/ops/vit_attn_wrappers.py @ 03f9c143 flash_attn_maxseqlen_wrapper: flash_attn_varlen_func
+ *     over the (b s) rows (its output, and softmax_lse float32 per head and row inside the kernel), the
+ *     rearrange back a view; torch_sdpa_wrapper (TORCH_SDPA): SDPA per cu_seqlens window, the outputs
+ *     list, torch.cat, a contiguous copy; the backend FLASH_ATTN on NVIDIA sm80+ (Qwen2_5_VisionTransformer
+ *     .__init__: get_vit_attn_backend, or the upstream flash-attn when check_upstream_fa_availability), taken
+ *     here as TORCH_SDPA below sm80;
+ *   - qwen3_vl.py @ 002d7b939754b844a3832dd7fbf9e5fd0c0e9f1b Qwen3_VisionTransformer.forward (patch_embed;
+ *     fast_pos_embed_interpolate: the four corners' embeddings [4, patches, hidden] and their weighted copy,
+ *     the index and weight grids, their sum, the merge-order copy and torch.cat of it, all locals until it
+ *     returns; hidden_states + pos_embeds, pos_embeds kept; the blocks; each deepstack merger's output kept
+ *     until the final torch.cat); Qwen3_VisionBlock.forward (x = x + attn(norm1(x)); x = x + mlp(norm2(x)),
+ *     nn.LayerNorm norms, the block's input held by the caller); Qwen3_VisionMLP (linear_fc2(act_fn(
+ *     linear_fc1(x)))); Qwen3_VisionPatchMerger (LayerNorm, linear_fc1, GELU, linear_fc2). Qwen3.5 / 3.6
+ *     (qwen3_5.py) build the same Qwen3_VisionTransformer with no deepstack index;
+ *   - siglip.py @ 0c028ba489f560102a87a3e98b92caac5a6da8f1 (Gemma 3's tower): SiglipVisionEmbeddings (Conv2dLayer,
+ *     flatten/transpose, += position embedding), SiglipEncoderLayer.forward (residual = x; layer_norm1;
+ *     self_attn: qkv_proj, chunk, MMEncoderAttention, out_proj; += residual in place; layer_norm2; SiglipMLP:
+ *     fc1, activation_fn, fc2; += residual), post_layernorm; gemma3_mm.py Gemma3MultiModalProjector
+ *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight).
+ * Measured: bench/accuracy/llm/vllm_vision_replica.py (the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers, and Gemma 3's
+ * SigLIP and projector, in torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus
+ * the per-image index tensors (cu_seqlens; fast_pos_embed_interpolate's per-side vectors), and siglip_tower's
+ * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured).
+ * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
+ * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
+ * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
+ * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
+ * phase's. The other multimodal families (Gemma 4, Llama 4): their dummy batch is not derived (mm_encoder -1).
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "hf.h"
+#include "layer.h"
+#include "plan.h"
+#include "util.h"
+
+/* The tower as the config gives it (the classes' defaults as src/hf/hf_vision.c reads them; the loader has
+ * checked every key). Sizes per patch unless said: u patches per output token. */
+typedef struct {
+    int64_t C, I, NH, pd, u, out, depth;
+    int64_t deep, deep_live; /* deepstack features, and those alive during the last block */
+    int64_t e;               /* the activations' bytes */
+    bool flash, native;      /* FLASH_ATTN (else TORCH_SDPA); RMSNorm / SiluAndMul forward_native */
+} tower;
+
+static int64_t mx(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* The config vLLM reads the language model's keys from (src/engine/serve.c hf_text_config) */
+static const cJSON *text_config(const cJSON *root)
+{
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    return cJSON_IsObject(t) ? t : root;
+}
+
+static int64_t num(const cJSON *o, const char *k, int64_t def)
+{
+    const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : def;
+}
+
+/* Qwen2_5_VisionAttention.forward's worst op, bytes per patch, with the block's input x and norm1's output
+ * (held by the caller until attn returns) alive. */
+static int64_t qwen_attention(const tower *t)
+{
+    const int64_t C = t->C, e = t->e, D = C / t->NH;
+    const int64_t base = 2 * C * e + 3 * C * e + 2 * C * e; /* x, norm1(x), qkv, qk_concat */
+    /* apply_rotary_pos_emb_vision at .type_as(t): t_ = t.float() (t itself in float32), cos and sin
+     * [patches, D / 2] float32, the float32 output, its cast (itself in float32) */
+    const int64_t rot = base + (e == 4 ? 0 : 2 * C * 4) + 2 * (D / 2) * 4 + 2 * C * 4 + (e == 4 ? 0 : 2 * C * e);
+    const int64_t after = base + 2 * C * e; /* qk_rotated (q, k its halves; v a view of qkv) */
+    /* flash: the output and softmax_lse inside the kernel, then proj; SDPA: the outputs list, the cat,
+     * then proj (the rearrange of a [1, s, h, d] tensor is a view, contiguous) */
+    const int64_t att = t->flash ? mx(after + C * e + 4 * t->NH, after + 2 * C * e) : after + 3 * C * e;
+    return mx(rot, att);
+}
+
+/* Qwen2_5_VisionBlock.forward's worst op, bytes per patch (the block's input held by the caller) */
+static int64_t qwen25_block(const tower *t)
+{
+    const int64_t C = t->C, I = t->I, e = t->e, f = e == 4 ? 0 : 4 * C; /* x.to(float32): a copy unless float32 */
+    /* norm1: RMSNorm forward_native (x, its float32 copy, pow then x * rsqrt) or the fused kernel's output */
+    int64_t p = t->native ? C * e + f + 4 * C : 2 * C * e;
+    p = mx(p, qwen_attention(t));
+    /* norm2(x, residual=x_attn): forward_native: x.float() + residual.float() (the copies and their sum),
+     * then the sum, residual cast back, pow or the product; forward_cuda: fused_add_rms_norm in place */
+    if (t->native) {
+        p = mx(p, 2 * C * e + f + f + 4 * C);
+        p = mx(p, 2 * C * e + 4 * C + (e == 4 ? 0 : C * e) + 4 * C);
+    }
+    const int64_t live = (t->native ? 4 : 2) * C * e; /* x, x_attn (native: + residual, x_fused_norm) */
+    const int64_t gu = live + 2 * I * e;                /* gate_up, a local through down_proj */
+    p = mx(p, gu + (t->native ? 2 : 1) * I * e);        /* SiluAndMul: silu(x[..., :d]) and the product; or out */
+    p = mx(p, gu + I * e + C * e);                      /* down_proj */
+    return mx(p, live + 2 * C * e);                     /* residual + mlp(...) */
+}
+
+/* Qwen3_VisionBlock.forward's worst op, bytes per patch: LayerNorm norms, a two-layer MLP */
+static int64_t qwen3_block(const tower *t)
+{
+    const int64_t C = t->C, I = t->I, e = t->e;
+    int64_t p = mx(2 * C * e, qwen_attention(t));
+    p = mx(p, 3 * C * e);                 /* x + attn: x, attn's output, the sum */
+    p = mx(p, 3 * C * e + 2 * I * e);     /* x (caller's), x, norm2(x), linear_fc1, act_fn */
+    p = mx(p, 3 * C * e + I * e + C * e); /* ..., act_fn's output, linear_fc2 */
+    return mx(p, 4 * C * e);              /* x + mlp(...) */
+}
+
+/* A Qwen tower over `tokens` merged tokens: the encoder phase's peak above the weights (bytes), -1 past
+ * 2^63 */
+static int64_t qwen_tower(const tower *t, bool qwen3, int64_t tokens)
+{
+    const int64_t C = t->C, e = t->e, u = t->u, D = C / t->NH, pix = t->pd * e, rope = (D / 2) * 4;
+    int64_t tok = 0; /* the worst phase's bytes per merged token */
+    if (!qwen3) {
+        const int64_t idx = 16; /* window_index and reverse_indices, int64 per merged token */
+        tok = mx(tok, u * (pix + 2 * C * e + rope) + idx);            /* patch_embed, hidden_states[window_index] */
+        tok = mx(tok, u * (pix + rope + qwen25_block(t)) + idx);      /* the blocks */
+        const int64_t ln = t->native ? C * e + (e == 4 ? 0 : 4 * C) + 4 * C : 2 * C * e;
+        tok = mx(tok, u * (pix + rope + mx(ln, 4 * C * e)) + idx);    /* merger: ln_q, mlp.0, GELU (hidden_states held) */
+        tok = mx(tok, u * (pix + rope + 3 * C * e) + t->out * e + idx);       /* mlp.2 */
+        tok = mx(tok, u * (pix + rope) + 2 * t->out * e + idx);       /* hidden_states[reverse_indices] */
+    } else {
+        /* fast_pos_embed_interpolate at torch.cat(outputs): hidden_states, embeds [4, n, C], weighted_embeds,
+         * combined, the merge-order copy and the cat; h_floor/h_ceil_grid_idx (int64), w00..w11 (float32),
+         * idx00..idx11 and indices (int64), weights in the dtype */
+        tok = mx(tok, u * (pix + 12 * C * e + 8 + 8 + 16 + 32 + 32 + 4 * e));
+        const int64_t base = pix + C * e + rope; /* the pixel values, pos_embeds, rotary_pos_emb */
+        tok = mx(tok, u * (pix + 3 * C * e));                         /* hidden_states + pos_embeds */
+        tok = mx(tok, u * (base + qwen3_block(t)) + t->deep_live * t->out * e); /* the last block */
+        tok = mx(tok, u * (base + 4 * C * e) + t->deep * t->out * e); /* a merger: norm, linear_fc1, GELU */
+        tok = mx(tok, u * base + (1 + t->deep) * t->out * e + (1 + t->deep) * t->out * e); /* the cat */
+    }
+    int64_t b;
+    return __builtin_mul_overflow(tok, tokens, &b) ? -1 : b;
+}
+
+/* SiglipVisionModel and Gemma3MultiModalProjector over `items` images of `S` patches each (u patches per
+ * output token, Ht the text hidden size): the encoder phase's peak above the weights, -1 past 2^63 */
+static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht)
+{
+    const int64_t C = t->C, I = t->I, e = t->e, u = t->u, pix = t->pd * e;
+    int64_t p = pix + 6 * C * e + 4 * t->NH;               /* per patch; attention: x, layer_norm1, qkv, its output, lse */
+    p = mx(p, pix + 7 * C * e);                            /* out_proj */
+    p = mx(p, pix + 3 * C * e + mx(2 * I, I + C) * e);     /* x (caller's), h, layer_norm2, fc1 + act or act + fc2 */
+    int64_t per_tok = u * p;
+    /* the projector per output token: the features and their reshaped copy (u patches), the pooled row,
+     * GemmaRMSNorm's float32 temporaries, its output and the matmul's */
+    per_tok = mx(per_tok, u * (pix + 2 * C * e) + C * e + 8 * C);
+    per_tok = mx(per_tok, u * (pix + 2 * C * e) + 2 * C * e + Ht * e);
+    /* the embeddings: patch_embedding, a Conv2dLayer (vllm/model_executor/layers/conv.py @ 045d7575): under
+     * forward_native (custom ops off) _forward_mulmat, x.unfold.unfold.permute(...).reshape(-1, input_size), a
+     * copy of the pixel values, then F.linear; forward_cuda F.conv2d (its workspace not modelled); then
+     * flatten / transpose views and += the position embedding's [1, S, C] lookup */
+    per_tok = mx(per_tok, u * ((t->native ? 2 : 1) * pix + C * e));
+    int64_t b, rows, emb;
+    if (__builtin_mul_overflow(items, S / u, &rows) || __builtin_mul_overflow(per_tok, rows, &b) ||
+        __builtin_mul_overflow(rows, u * (pix + C * e), &emb) || __builtin_add_overflow(emb, S * C * e, &emb))
+        return -1;
+    return mx(b, emb);
+}
+
+vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
+                       vc_error *err)
+{
+    if (!m->gen_json || !m->text) return VC_OK;
+    cJSON *root = cJSON_ParseWithLength(m->text, m->text_len);
+    if (!root) return VC_OK;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "vision_config");
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
+    const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl"),
+               q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
+    if (!q25 && !q3vl && !q35 && !g3) { /* another model with a vision tower (Gemma 4, Llama 4): not derived */
+        r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
+        cJSON_Delete(root);
+        return VC_OK;
+    }
+    tower t = {0};
+    t.e = vc_dtype_size(act);
+    /* vLLM's custom ops off unless --enforce-eager (VllmConfig.__post_init__); FLASH_ATTN from sm80 */
+    t.native = !o->enforce_eager;
+    t.flash = !(gpu->preset && gpu->preset->sm > 0 && gpu->preset->sm < 80);
+    const bool cuda = !(gpu->preset && strcmp(gpu->preset->vendor, "NVIDIA") != 0);
+    const cJSON *hk = cJSON_GetObjectItemCaseSensitive(text_config(root), "hidden_size");
+    const int64_t hidden = cJSON_IsNumber(hk) ? (int64_t)hk->valuedouble : 0;
+    int64_t T, patch, side = 0;
+    if (g3) {
+        /* SiglipVisionConfig's defaults (src/hf/hf_vision.c read_siglip), Gemma3Config.mm_tokens_per_image */
+        patch = num(v, "patch_size", 16);
+        const int64_t img = num(v, "image_size", 224);
+        t.C = num(v, "hidden_size", 768), t.I = num(v, "intermediate_size", 3072), t.NH = num(v, "num_attention_heads", 12);
+        t.depth = num(v, "num_hidden_layers", 12);
+        T = num(root, "mm_tokens_per_image", 256);
+        side = patch > 0 ? img / patch : 0;
+        t.pd = num(v, "num_channels", 3) * patch * patch;
+        t.u = T > 0 ? side * side / T : 0;
+        t.out = hidden;
+        r->mm_item_width = r->mm_item_height = img; /* the processor's resize of the dummy image */
+    } else {
+        /* the keys as src/hf/hf_vision.c read and checked them when the model loaded, with the classes' defaults */
+        patch = num(v, "patch_size", q25 ? 14 : 16);
+        const int64_t merge = num(v, "spatial_merge_size", 2);
+        const cJSON *ds = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "deepstack_visual_indexes") : NULL;
+        t.depth = num(v, "depth", q25 ? 32 : 27);
+        t.deep = !q3vl ? 0 : cJSON_IsArray(ds) ? cJSON_GetArraySize(ds) : 3; /* Qwen3VLVisionConfig: [8, 16, 24] */
+        /* the deepstack features alive during the last block: those of earlier blocks */
+        if (q3vl && !cJSON_IsArray(ds)) t.deep_live = 3 - (t.depth - 1 <= 24) - (t.depth - 1 <= 16) - (t.depth - 1 <= 8);
+        else if (q3vl)
+            for (const cJSON *x = ds->child; x; x = x->next)
+                t.deep_live += cJSON_IsNumber(x) && x->valuedouble < (double)(t.depth - 1);
+        t.C = num(v, "hidden_size", q25 ? 3584 : 1152), t.I = num(v, "intermediate_size", q25 ? 3420 : 4304);
+        t.NH = num(v, "num_heads", 16);
+        t.pd = num(v, "in_channels", 3) * num(v, "temporal_patch_size", 2) * patch * patch;
+        t.u = merge * merge;
+        t.out = hidden; /* out_hidden_size: the loader checked it is the language model's hidden_size */
+        if (patch < 1 || merge < 1 || hidden < 1) {
+            cJSON_Delete(root);
+            return VC_OK; /* refused by the loader: not reached */
+        }
+        T = vc__hf_vision_max_image(q3vl || q35, patch, merge, &r->mm_item_width, &r->mm_item_height);
+    }
+    cJSON_Delete(root);
+    if (patch < 1 || hidden < 1 || t.u < 1 || t.NH < 1 || t.C < 1) return VC_OK; /* refused by the loader: not reached */
+    if (T < 1) return vc_set_error(err, VC_ERR_MODEL, "vision_config", "the largest image has no token");
+    int64_t max_model_len; /* the requests' length */
+    if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+        return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+    const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
+    int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
+    if (per_prompt < 1) per_prompt = 1;
+    int64_t items = budget / T;
+    if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+    if (items < 1) items = 1;
+    int64_t out, in;
+    if (__builtin_mul_overflow(items, T, &out) || __builtin_mul_overflow(out, hidden, &out) ||
+        __builtin_mul_overflow(out, 1 + t.deep, &out) || __builtin_mul_overflow(out, t.e, &out) ||
+        __builtin_mul_overflow(items, T * t.u, &in) || __builtin_mul_overflow(in, t.pd * t.e, &in))
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+    r->mm_encoder = 1;
+    r->mm_items = items;
+    r->mm_item_tokens = T;
+    r->mm_budget = budget;
+    r->mm_outputs = out;
+    r->mm_inputs = in;
+    r->mm_encoder_peak = -1;
+    if (o->tp > 1 || !cuda) return VC_OK; /* not modelled (above) */
+    const int64_t peak = g3 ? siglip_tower(&t, items, side * side, hidden) : qwen_tower(&t, q3vl || q35, items * T);
+    if (peak < 0)
+        return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
+    r->mm_encoder_peak = peak;
+    return VC_OK;
+}
