@@ -1087,8 +1087,8 @@ typedef struct {
      * graphs its cudagraph_mode FULL_AND_PIECEWISE captures, PIECEWISE for every capture size and
      * FULL for the uniform-decode sizes up to max_num_seqs, each mode's largest (0 and 0 with
      * enforce_eager); graphs_profiled 1: Worker.determine_available_memory subtracts its measure
-     * of them (profile_cudagraph_memory, on the GPU) from the pool, which vramcalc does not
-     * estimate; graphs_floor, that measure's least (one MiB a graph past each mode's first);
+     * of them (profile_cudagraph_memory, on the GPU) from the pool, which vramcalc estimates
+     * (graphs_estimate below) but does not take off; graphs_floor, that measure's least (one MiB a graph past each mode's first);
      * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
     int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
     int64_t graphs_profiled, graphs_floor, graphs_why;
@@ -1116,6 +1116,12 @@ typedef struct {
      * the GPUs have NVLS (src/engine/nccl.c); 0 otherwise */
     int64_t non_torch_nccl;
     int64_t snapshot_nvls_credits; /* ... of snapshot_nccl, NCCL's NVLS credits (ncclNvlsSetup, at init) */
+    /* vLLM's estimate of its CUDA graphs (profile_cudagraph_memory) derived from the capture's forward
+     * (src/engine/serve_graphs.c): graphs_activations the activation peak of the model's forward at the
+     * largest PIECEWISE size (the graph pool's first capture), graphs_workspace the capture stream's
+     * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Shown, not
+     * taken off the pool (graphs_subtracted: --cuda-graph-memory) */
+    int64_t graphs_activations, graphs_workspace, graphs_estimate;
 } vc_serve_result;
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */
