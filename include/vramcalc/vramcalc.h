@@ -1088,7 +1088,8 @@ typedef struct {
      * FULL for the uniform-decode sizes up to max_num_seqs, each mode's largest (0 and 0 with
      * enforce_eager); graphs_profiled 1: Worker.determine_available_memory subtracts its measure
      * of them (profile_cudagraph_memory, on the GPU) from the pool, which vramcalc estimates
-     * (graphs_estimate below) but does not take off; graphs_floor, that measure's least (one MiB a graph past each mode's first);
+     * (graphs_estimate below) but does not take off; graphs_floor, that measure's least (one MiB
+     * a graph past each mode's first);
      * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
     int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
     int64_t graphs_profiled, graphs_floor, graphs_why;
