@@ -137,6 +137,34 @@ static void gemma3_h100(void **state)
     vc_model_free(m);
 }
 
+/* --cuda-graph-memory estimate: the estimate taken off the pool (determine_available_memory's
+ * requested - non_kv_cache_memory - cudagraph_memory_estimate_applied), the pool otherwise the same */
+static void estimate_taken_off(void **state)
+{
+    (void)state;
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
+    vc_options o;
+    bf16_opts(&o, 1);
+    vc_serve_result r0, r1;
+    serve_on(m, &o, "h100-80gb", &r0);
+    o.cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+    serve_on(m, &o, "h100-80gb", &r1);
+    assert_int_equal(r1.graphs_subtracted, r0.graphs_estimate);
+    assert_int_equal(r1.kv_cache, r0.kv_cache - r0.graphs_estimate);
+    vc_model_free(m);
+    const char *out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory estimate");
+    assert_non_null(strstr(out, "  CUDA graphs               154.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
+                                "vLLM's measure, estimated 154.0 MiB: "));
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory estimate -f json");
+    assert_non_null(strstr(out, "\"cuda_graphs_counted\": true"));
+    assert_non_null(strstr(out, "\"subtracted\": 161485312, \"estimate\": 161485312"));
+    /* refused where vLLM's estimate is 0, as a given measure is */
+    assert_usage(HF "llama-3.1-8b.json --serve --gpu h100-80gb --enforce-eager --cuda-graph-memory estimate",
+                 "vLLM subtracts no CUDA graph memory under --enforce-eager");
+    assert_usage(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory estimat",
+                 "--cuda-graph-memory: expected a size such as 512MiB, or estimate, got 'estimat'");
+}
+
 /* enforce_eager: nothing captured, no estimate; the report and JSON name the estimate's source */
 static void eager_and_report(void **state)
 {
@@ -166,6 +194,7 @@ int main(void)
         cmocka_unit_test(llama_a100_tp),
         cmocka_unit_test(gemma3_h100),
         cmocka_unit_test(eager_and_report),
+        cmocka_unit_test(estimate_taken_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

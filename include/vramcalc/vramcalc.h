@@ -597,8 +597,10 @@ typedef struct {
     int64_t enforce_eager;
     /* --serve --cuda-graph-memory (src/engine/serve.c vllm_graphs): vLLM's start-up measure of its CUDA
      * graphs in bytes, as its log prints it ("Estimated CUDA graph memory: X GiB total"), subtracted
-     * from the pool as Worker.determine_available_memory does; -1 (the default): not given, the pool
-     * before it (vramcalc does not estimate the measure) */
+     * from the pool as Worker.determine_available_memory does; VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2,
+     * --cuda-graph-memory estimate): vramcalc's estimate of that measure taken off instead
+     * (src/engine/serve_graphs.c, vc_serve_result.graphs_estimate); -1 (the default): not given, the
+     * pool before it */
     int64_t cuda_graph_memory;
     /* --use-vllm (with --loss grpo; docs/llm.md "--loss grpo"): TRL's use_vllm=True, vllm_mode "colocate": the
      * completions come from an in-process vLLM engine, not generate(), and the step adds the policy's own no-grad
@@ -1124,6 +1126,8 @@ typedef struct {
      * taken off the pool (graphs_subtracted: --cuda-graph-memory) */
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
 } vc_serve_result;
+/* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */
+#define VC_CUDA_GRAPH_MEMORY_ESTIMATE (-2)
 /* vc_serve_result.graphs_why */
 #define VC_SERVE_GRAPHS_PROFILED 0  /* captured, and measured and subtracted by vLLM */
 #define VC_SERVE_GRAPHS_EAGER 1     /* --enforce-eager: none */

@@ -114,7 +114,7 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         if (r->non_torch_nccl) /* NCCL's NVLS buffers, set up by the profiling run's all-reduce (vllm_snapshot) */
             fprintf(f, ", \"nccl_nvls\": %" PRId64, r->non_torch_nccl);
         fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s", r->non_torch_nccl ? "true" : "false",
-                o->cuda_graph_memory >= 0 ? "true" : "false");
+                o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE ? "true" : "false");
         /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
         static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
         fprintf(f, ",\n    \"at_snapshot\": {\"cuda_context\": %" PRId64 ", \"nccl\": %" PRId64 ", \"custom_all_reduce\": %" PRId64
@@ -201,7 +201,9 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         format_bytes(r->graphs_workspace, w, sizeof w);
         snprintf(e, sizeof e, "estimated %s: activations at %" PRId64 " tokens %s + cuBLAS workspace %s + %" PRId64
                  " graphs x 1 MiB", a, r->graphs_largest_piecewise, x, w, r->graphs_floor >> 20);
-        if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
+        if (r->graphs_profiled && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE) {
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; taken off the pool)\n", "CUDA graphs", a, g, e);
+        } else if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
             format_bytes(r->graphs_subtracted, a, sizeof a);
             fprintf(f, "  %-22s %12s  (%s: vLLM's measure as given, taken off the pool; %s)\n", "CUDA graphs", a, g, e);
         } else if (r->graphs_profiled) {

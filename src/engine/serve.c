@@ -934,12 +934,13 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if ((st = vllm_snapshot(m, act, o, gpu, uses, r, err))) return st;
     vllm_graphs(m, o, gpu, r);
     if ((st = vc__serve_graphs_estimate(m, o, r, err))) return st; /* vLLM's estimate, derived (serve_graphs.c) */
-    if (o->cuda_graph_memory >= 0 && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+    const bool graphs_taken = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+    if (graphs_taken && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
         return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
                             r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
                             : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
                                                                        : "on this GPU's vendor (it profiles graphs on CUDA only)");
-    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
+    if (graphs_taken) r->graphs_subtracted = o->cuda_graph_memory >= 0 ? o->cuda_graph_memory : r->graphs_estimate;
     const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
     if (gpu->total - held < r->requested) {
         gib(gpu->total - held, a, sizeof a);
