@@ -1095,7 +1095,8 @@ typedef struct {
      * graphs_why: why they are not profiled (VC_SERVE_GRAPHS_*) */
     int64_t graphs_piecewise, graphs_full, graphs_largest_piecewise, graphs_largest_full;
     int64_t graphs_profiled, graphs_floor, graphs_why;
-    int64_t graphs_subtracted; /* what the pool had taken off for them: vc_options.cuda_graph_memory as given, else 0 */
+    int64_t graphs_subtracted; /* what the pool had taken off for them: vc_options.cuda_graph_memory as given,
+                                * graphs_estimate under VC_CUDA_GRAPH_MEMORY_ESTIMATE, else 0 */
     /* What the process holds at vLLM's memory snapshot (Worker.init_device, after the
      * distributed set-up; src/engine/serve.c vllm_snapshot): the CUDA context before the
      * first forward (src/engine/context.c's runtime, local memory and eager parts), and for
@@ -1122,8 +1123,8 @@ typedef struct {
     /* vLLM's estimate of its CUDA graphs (profile_cudagraph_memory) derived from the capture's forward
      * (src/engine/serve_graphs.c): graphs_activations the activation peak of the model's forward at the
      * largest PIECEWISE size (the graph pool's first capture), graphs_workspace the capture stream's
-     * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Shown, not
-     * taken off the pool (graphs_subtracted: --cuda-graph-memory) */
+     * cuBLAS workspace, graphs_estimate their sum + graphs_floor; all 0 with enforce_eager. Shown; taken
+     * off the pool only under --cuda-graph-memory estimate (graphs_subtracted) */
     int64_t graphs_activations, graphs_workspace, graphs_estimate;
 } vc_serve_result;
 /* vc_options.cuda_graph_memory: take vramcalc's estimate of vLLM's measure off the pool */
