@@ -260,24 +260,27 @@ static void report(void **state)
     const char *tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2");
     assert_non_null(strstr(tab, "  NCCL + all-reduce         378.0 MiB  (held at vLLM's snapshot, not subtracted: NCCL ring "
                                 "288.0 MiB + NVLS credits 2.0 MiB, custom all-reduce 24.0 MiB, symmetric memory 64.0 MiB)\n"));
-    assert_non_null(strstr(tab, "  CUDA graphs               100.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
-                                "vLLM subtracts its start-up measure of them, at least this; the pool below does not)\n"));
+    /* the estimate: tests/test_serve_graphs.c (34,607,616 B of activations at 512 tokens + 100 MiB) */
+    assert_non_null(strstr(tab, "  CUDA graphs               133.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
+                                "vLLM subtracts its start-up measure of them, estimated 133.0 MiB: activations at 512 tokens "
+                                "33.0 MiB + cuBLAS workspace 0 B + 100 graphs x 1 MiB; the pool below does not)\n"));
     const char *js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --tp 2 --gpus 2 -f json");
     assert_non_null(strstr(js, "\"at_snapshot\": {\"cuda_context\": 642777088, \"nccl\": 304087040, \"custom_all_reduce\": "
                                "25168384, \"symmetric_memory\": 67108864}"));
     assert_non_null(strstr(js, "\"cuda_graphs\": {\"piecewise\": 51, \"largest_piecewise\": 512, \"full\": 51, \"largest_full\": "
-                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0}"));
+                               "512, \"subtracted_by_vllm\": true, \"why\": \"profiled\", \"floor\": 104857600, \"subtracted\": 0, "
+                               "\"estimate\": 139465216"));
     assert_non_null(strstr(js, "\"enforce_eager\": false"));
     tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --enforce-eager");
     assert_non_null(strstr(tab, "  CUDA graphs                    none  (enforce_eager: none captured)\n"));
     js = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB -f json");
     assert_non_null(strstr(js, "\"cuda_graphs_counted\": true"));
-    assert_non_null(strstr(js, "\"floor\": 104857600, \"subtracted\": 536870912}"));
+    assert_non_null(strstr(js, "\"floor\": 104857600, \"subtracted\": 536870912, \"estimate\": 161485312"));
     tab = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb -p bf16 --cuda-graph-memory 512MiB");
     assert_non_null(strstr(tab, "  CUDA graphs               512.0 MiB  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
-                                "vLLM's measure as given, taken off the pool)\n"));
+                                "vLLM's measure as given, taken off the pool; estimated 154.0 MiB"));
     tab = cli_output(HF "qwen3-8b.json --serve --gpu h100-80gb");
-    assert_non_null(strstr(tab, "the V2 model runner's profile_cudagraph_memory is 0)\n"));
+    assert_non_null(strstr(tab, "the V2 model runner's profile_cudagraph_memory is 0; estimated "));
 }
 
 int main(void)

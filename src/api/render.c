@@ -117,7 +117,7 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
             fprintf(f, ", \"nccl_logits_gather\": %" PRId64, r->non_torch_logits_nccl);
         fprintf(f, "}, \"nccl_counted\": %s, \"cuda_graphs_counted\": %s",
                 r->non_torch_nccl || r->non_torch_logits_nccl ? "true" : "false",
-                o->cuda_graph_memory >= 0 ? "true" : "false");
+                o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE ? "true" : "false");
         /* what vLLM's snapshot holds, and its CUDA graphs (src/engine/serve.c vllm_snapshot, vllm_graphs) */
         static const char *const why[] = {"profiled", "enforce_eager", "not_cuda", "v2_model_runner"};
         fprintf(f, ",\n    \"at_snapshot\": {\"cuda_context\": %" PRId64 ", \"nccl\": %" PRId64 ", \"custom_all_reduce\": %" PRId64
@@ -125,10 +125,13 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                 r->snapshot_context, r->snapshot_nccl, r->snapshot_custom_ar, r->snapshot_symm_mem);
         fprintf(f, ",\n    \"cuda_graphs\": {\"piecewise\": %" PRId64 ", \"largest_piecewise\": %" PRId64 ", \"full\": %" PRId64
                    ", \"largest_full\": %" PRId64 ", \"subtracted_by_vllm\": %s, \"why\": \"%s\", \"floor\": %" PRId64
-                   ", \"subtracted\": %" PRId64 "}",
+                   ", \"subtracted\": %" PRId64 ", \"estimate\": %" PRId64 ", \"estimate_parts\": {\"activations\": %" PRId64
+                   ", \"workspace\": %" PRId64 ", \"floor\": %" PRId64 "}, \"source\": \"%s\"}",
                 r->graphs_piecewise, r->graphs_largest_piecewise, r->graphs_full, r->graphs_largest_full,
                 r->graphs_profiled ? "true" : "false", r->graphs_why >= 0 && r->graphs_why < 4 ? why[r->graphs_why] : "?",
-                r->graphs_floor, r->graphs_subtracted);
+                r->graphs_floor, r->graphs_subtracted, r->graphs_estimate, r->graphs_activations, r->graphs_workspace,
+                r->graphs_estimate ? r->graphs_floor : 0, /* the estimate's parts: serve_graphs.c */
+                o->cuda_graph_memory >= 0 ? "given" : "estimated");
         if (r->latent_layers > 0) /* MLA: the cache's kind (src/engine/serve.c) */
             fprintf(f, ", \"kv_cache_kind\": \"mla_latent\", \"latent_layers\": %" PRId64 ", \"latent_per_token\": %" PRId64,
                     r->latent_layers, r->latent);
@@ -220,17 +223,30 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
         char g[96];
         snprintf(g, sizeof g, "%" PRId64 " PIECEWISE (largest %" PRId64 ") + %" PRId64 " FULL (largest %" PRId64 ")",
                  r->graphs_piecewise, r->graphs_largest_piecewise, r->graphs_full, r->graphs_largest_full);
-        if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
-            format_bytes(r->graphs_subtracted, a, sizeof a);
-            fprintf(f, "  %-22s %12s  (%s: vLLM's measure as given, taken off the pool)\n", "CUDA graphs", a, g);
-        } else if (r->graphs_profiled) {
+        /* vLLM's estimate derived from the capture's forward (src/engine/serve_graphs.c) */
+        char e[160], x[32], w[32];
+        format_bytes(r->graphs_estimate, a, sizeof a);
+        format_bytes(r->graphs_activations, x, sizeof x);
+        format_bytes(r->graphs_workspace, w, sizeof w);
+        if (r->graphs_estimate > 0)
+            snprintf(e, sizeof e, "estimated %s: activations at %" PRId64 " tokens %s + cuBLAS workspace %s + %" PRId64
+                     " graphs x 1 MiB", a, r->graphs_largest_piecewise, x, w, r->graphs_floor >> 20);
+        else { /* an encoder-decoder's FULL_DECODE_ONLY graphs (src/engine/serve_encdec.c): not estimated */
             format_bytes(r->graphs_floor, a, sizeof a);
-            fprintf(f, "  %-22s %12s  (%s: vLLM subtracts its start-up measure of them, at least this; "
-                       "the pool below does not)\n", "CUDA graphs", a, g);
+            snprintf(e, sizeof e, "not estimated for an encoder-decoder's decode-only graphs, at least %s", a);
+        }
+        if (r->graphs_profiled && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE) {
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure, %s; taken off the pool)\n", "CUDA graphs", a, g, e);
+        } else if (r->graphs_profiled && o->cuda_graph_memory >= 0) {
+            format_bytes(r->graphs_subtracted, a, sizeof a);
+            fprintf(f, "  %-22s %12s  (%s: vLLM's measure as given, taken off the pool; %s)\n", "CUDA graphs", a, g, e);
+        } else if (r->graphs_profiled) {
+            fprintf(f, "  %-22s %12s  (%s: vLLM subtracts its start-up measure of them, %s; the pool below does "
+                       "not)\n", "CUDA graphs", a, g, e);
         } else
-            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: %s)\n", "CUDA graphs", "not counted", g,
+            fprintf(f, "  %-22s %12s  (%s, captured after the pool is sized: %s; %s)\n", "CUDA graphs", "not counted", g,
                     r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "the V2 model runner's profile_cudagraph_memory is 0"
-                                                              : "vLLM profiles them on CUDA only");
+                                                              : "vLLM profiles them on CUDA only", e);
     }
     format_bytes(r->kv_cache, a, sizeof a);
     fprintf(f, "  %-22s %12s\n", "KV cache pool", a);

@@ -384,7 +384,17 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_MAX_NUM_SEQS: q->serve_given = true; return parse_count(name, v, 1, &q->so.max_num_seqs, err);
     case VC_OPT_BLOCK_SIZE: q->serve_given = true; return parse_count(name, v, 1, &q->so.block_size, err);
     case VC_OPT_ENFORCE_EAGER: q->serve_given = true; o->enforce_eager = on; return VC_OK;
-    case VC_OPT_CUDA_GRAPH_MEMORY: q->serve_given = true; return parse_size(name, v, &o->cuda_graph_memory, err);
+    case VC_OPT_CUDA_GRAPH_MEMORY: /* a size, or "estimate": src/engine/serve_graphs.c's */
+        q->serve_given = true;
+        if (!strcmp(v, "estimate")) {
+            o->cuda_graph_memory = VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+            return VC_OK;
+        }
+        if (vc_parse_size(v, &o->cuda_graph_memory, &(vc_error){0})) {
+            esc_buf eb;
+            return usage(err, O("cuda_graph_memory") ": expected a size such as 512MiB, or estimate, got '%s'", esc(&eb, v));
+        }
+        return VC_OK;
     case VC_OPT_KV_CACHE_DTYPE:
         q->serve_given = q->kv_dtype_given = true;
         return choose(name, v, q->so.kv_cache_dtype = vc_kv_dtype_from_name(v), info->choices, err);

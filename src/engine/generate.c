@@ -440,13 +440,13 @@ static void forward_pass(vc_build *b, const vc_model *at, vc_t input, size_t hea
     } else {
         vc__emit_instances(b, 0, head);
     }
-    if (!b->st && at != one) { /* hidden_states[:, -logits_to_keep:, :]: a view */
+    if (!b->st && at != one && !b->gen.capture) { /* hidden_states[:, -logits_to_keep:, :]: a view */
         int hv = m->inst[head].in[0];
         int64_t row = vc_shape_numel(&one->val[hv].shape);
         b->val_t[hv] = vc__op_select(b, b->val_t[hv], vc_n_sample(row), false);
     }
     b->m = one;
-    vc__emit_instances(b, head, m->ninst);
+    if (!b->gen.capture) vc__emit_instances(b, head, m->ninst); /* a CUDA graph's capture: the hidden states out */
     vc__end_forward(b);
     if (b->gen.mask >= 0) vc__extend_life(b, b->gen.mask);
     if (b->gen.image_tokens) { /* Qwen3VLModel.forward's image locals (vc_keep_forward) die when it returns */
@@ -501,6 +501,10 @@ void vc__gen_emit(vc_build *b)
         g->seq = P;
         forward_pass(b, g->twin[0], prompt, head);
         b->cur_inst = b->cur_region = -1;
+        if (g->capture) { /* a CUDA graph's capture (serve_graphs.c): no logits, no sampler */
+            b->val_t[0] = prompt;
+            return;
+        }
         vc_t logits = b->val_t[m->output];
         int64_t cols = vocab;
         if (b->o.tp > 1) logits = vc__vllm_gather_logits(b, logits, vocab, &cols);

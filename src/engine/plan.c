@@ -42,6 +42,19 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
     return build(m, &t, vc_layout_row_get(&t), &g, 0, out, err);
 }
 
+vc_status vc__plan_build_capture(const vc_model *m, const vc_options *o, int64_t tokens, vc_plan **out, vc_error *err)
+{
+    vc_gen g = {0};
+    g.profile = true;
+    g.capture = true;
+    g.prompt = tokens;
+    g.steps = 1;
+    g.head_rows = 1; /* the twin at the head's rows is built, not run */
+    vc_options t = *o;
+    t.mode = VC_MODE_INFER;
+    return build(m, &t, vc_layout_row_get(&t), &g, 0, out, err);
+}
+
 static void cast_inputs(vc_build *b);
 
 /* The sizes of the last plan built on this thread, as the first capacity of

@@ -241,6 +241,8 @@ typedef struct {
 typedef struct {
     bool on;
     bool profile;             /* --serve: vLLM's profiling run (one forward, no cache, the sampler's logits) */
+    bool capture;             /* --serve, with profile: a CUDA graph capture's forward, the model's body
+                               * without the LM head and the sampler (src/engine/serve_graphs.c) */
     int pass;                 /* 0 the prefill, 1 and 2 the decoding steps emitted */
     int64_t dstep[2];         /* the decoding steps emitted (1 .. steps - 1): the last, or (--cache
                                * quantized) the last that requantizes and the last, or (a sliding
@@ -472,6 +474,12 @@ vc_status vc__plan_build_profile(const vc_model *m, const vc_options *o, int64_t
  * the activations' dtype; r->max_num_batched_tokens and max_num_seqs set */
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
                        vc_error *err);
+/* --serve (serve_graphs.c): the same forward over `tokens` tokens a sequence, without the LM head and
+ * the sampler: what vLLM's CUDA graph capture runs (the model's forward, hidden states out) */
+vc_status vc__plan_build_capture(const vc_model *m, const vc_options *o, int64_t tokens, vc_plan **out, vc_error *err);
+/* serve_graphs.c: r's graphs_activations, graphs_workspace and graphs_estimate, vLLM's CUDA graph
+ * memory estimate, from r's graph counts and sizes (serve.c vllm_graphs) */
+vc_status vc__serve_graphs_estimate(const vc_model *m, const vc_options *o, vc_serve_result *r, vc_error *err);
 void vc__gen_emit(vc_build *b);
 /* kvquant.c: --cache quantized, QuantizedCache's quanto layers. vc__kvq_update is
  * the cache-format row's update (generate.c), vc__kvq_grow brings a slot to its

@@ -30,10 +30,11 @@
  *   requested_memory = total x gpu_memory_utilization (Worker.init_device),
  *   non_kv_cache_memory = weights_memory + torch_peak_increase
  *                         + non_torch_increase (memory_profiling);
- * what is and is not in it is the table vllm_non_torch below. Not modelled:
- * since v0.21 the CUDA graph memory estimate that V1 also subtracts
- * (profile_cudagraph_memory: measured by capturing graphs on the GPU;
- * docs/inference.md, "Published vLLM logs").
+ * what is and is not in it is the table vllm_non_torch below. Since v0.21 V1
+ * also subtracts its CUDA graph memory estimate (profile_cudagraph_memory:
+ * measured by capturing graphs on the GPU): vramcalc derives it
+ * (src/engine/serve_graphs.c) and shows it; the pool takes off only a
+ * measure given with --cuda-graph-memory (docs/inference.md item 7).
  */
 #include <math.h>
 #include <stdio.h>
@@ -274,8 +275,8 @@ static vc_status vllm_non_torch(const vc_options *o, const vc_gpu_spec *gpu, uns
  *    captures the two largest graphs into a temporary pool with a minimal KV
  *    cache and reads mem_get_info around each; estimate = the largest
  *    first capture + sum over modes of (graphs - 1) x max(second capture,
- *    1 MiB). Those captures are measured on the GPU: vramcalc does not
- *    estimate them, and reports the counts and the 1 MiB-a-graph floor;
+ *    1 MiB). Those captures are measured on the GPU: src/engine/serve_graphs.c
+ *    derives them from the capture's forward; this reports the counts and the 1 MiB-a-graph floor;
  *  - vllm/config/vllm.py use_v2_model_runner: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
  *    = {Qwen3ForCausalLM}, not MoE, not quantized, runs the V2 model runner,
  *    whose profile_cudagraph_memory (vllm/v1/worker/gpu/model_runner.py)
@@ -856,12 +857,18 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
     if ((st = vllm_non_torch(o, gpu, uses, r, err))) return st;
     if ((st = vllm_snapshot(m, act, o, gpu, uses, r, err))) return st;
     vllm_graphs(m, o, gpu, r);
-    if (o->cuda_graph_memory >= 0 && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
+    /* vLLM's estimate, derived (serve_graphs.c); whisper's FULL_DECODE_ONLY graphs (serve_encdec.c) are not */
+    if (!wh && (st = vc__serve_graphs_estimate(m, o, r, err))) return st;
+    if (wh && o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE)
+        return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "estimate: not derived for an encoder-decoder, whose "
+                            "graphs vLLM captures for decode batches only (FULL_DECODE_ONLY); give vLLM's logged figure");
+    const bool graphs_taken = o->cuda_graph_memory >= 0 || o->cuda_graph_memory == VC_CUDA_GRAPH_MEMORY_ESTIMATE;
+    if (graphs_taken && !r->graphs_profiled) /* vLLM's cudagraph_memory_estimate is 0 there */
         return vc_set_error(err, VC_ERR_USAGE, O("cuda_graph_memory"), "vLLM subtracts no CUDA graph memory %s",
                             r->graphs_why == VC_SERVE_GRAPHS_EAGER      ? "under " O("enforce_eager") " (no graph is captured)"
                             : r->graphs_why == VC_SERVE_GRAPHS_V2_RUNNER ? "for this model: the V2 model runner's estimate is 0"
                                                                        : "on this GPU's vendor (it profiles graphs on CUDA only)");
-    if (o->cuda_graph_memory >= 0) r->graphs_subtracted = o->cuda_graph_memory;
+    if (graphs_taken) r->graphs_subtracted = o->cuda_graph_memory >= 0 ? o->cuda_graph_memory : r->graphs_estimate;
     const int64_t held = r->snapshot_context + r->snapshot_nccl + r->snapshot_custom_ar + r->snapshot_symm_mem;
     if (gpu->total - held < r->requested) {
         gib(gpu->total - held, a, sizeof a);
