@@ -348,9 +348,21 @@ static void random_stream(stream *s, size_t n, uint32_t seed, int64_t top)
     }
 }
 
+/* stream s with each malloc's size replaced by its index into bytes[] (replay.c's streams name a
+ * storage, vc_alloc_scratch.sizes holds the bytes): into w and bytes */
+static void indexed(const stream *s, stream *w, int64_t *bytes)
+{
+    w->n = s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        bytes[i] = s->ev[i].block < 0 ? s->ev[i].size : -1; /* a free's entry is never read */
+        w->ev[i] = (vc_alloc_event){(int64_t)i, s->ev[i].block};
+    }
+}
+
 /* alloc.c's classes, heaps, pool-specialised loops and kept prefix state
  * against the reference, on random streams: mixed pools, one pool's
- * requests under sc.pool, max_split_size_mb, and a shared prefix */
+ * requests under sc.pool, max_split_size_mb, and a shared prefix; the
+ * sizes in the events and read through vc_alloc_scratch.sizes */
 static void test_reference(void **state)
 {
     (void)state;
@@ -378,6 +390,12 @@ static void test_reference(void **state)
             vc_alloc_scratch_free(&sc);
             assert_int_equal(r, reference(pool[q].ev, pool[q].n, 0));
             sum += r;
+            static stream w;
+            static int64_t bytes[8192];
+            indexed(&pool[q], &w, bytes);
+            sc.sizes = bytes;
+            assert_int_equal(vc_alloc_replay(w.ev, w.n, 0, &sc), r);
+            vc_alloc_scratch_free(&sc);
         }
         assert_int_equal(sum, want);
         /* max_split_size_mb: 24 MiB and 200 MiB */
@@ -388,6 +406,12 @@ static void test_reference(void **state)
             int64_t r = vc_alloc_replay(s.ev, s.n, 0, &sc);
             vc_alloc_scratch_free(&sc);
             assert_int_equal(r, reference(s.ev, s.n, ms));
+            static stream w;
+            static int64_t bytes[8192];
+            indexed(&s, &w, bytes);
+            sc.sizes = bytes;
+            assert_int_equal(vc_alloc_replay(w.ev, w.n, 0, &sc), r);
+            vc_alloc_scratch_free(&sc);
         }
         /* a prefix shared with another stream: the kept state serves both */
         size_t pre = 1000;
@@ -427,6 +451,17 @@ static void test_reference(void **state)
         fx.fixed_frees = true;
         for (int round = 0; round < 2; round++)
             for (int j = 0; j < 3; j++) assert_int_equal(vc_alloc_replay(u[j].ev, u[j].n, pre, &fx), reference(u[j].ev, u[j].n, 0));
+        vc_alloc_scratch_free(&fx);
+        /* the same through sizes[], as replay.c replays its pools: a different array at each replay */
+        static stream w[3];
+        static int64_t bytes[3][8192];
+        for (int j = 0; j < 3; j++) indexed(&u[j], &w[j], bytes[j]);
+        fx.fixed_frees = true;
+        for (int round = 0; round < 2; round++)
+            for (int j = 0; j < 3; j++) {
+                fx.sizes = bytes[j];
+                assert_int_equal(vc_alloc_replay(w[j].ev, w[j].n, pre, &fx), reference(u[j].ev, u[j].n, 0));
+            }
         vc_alloc_scratch_free(&fx);
     }
 }

@@ -103,6 +103,8 @@ struct vc_alloc_state {
         size_t prefix, nb;
         block *b;
         int32_t *blk;
+        int32_t *keep; /* compact: the prefix's events whose blocks a later event frees, (event, block) pairs */
+        size_t nkeep;
         int64_t reserved;
         class_key *key;
         int32_t nkey;
@@ -464,6 +466,7 @@ static void drop_snapshot(heap *h)
 {
     free(h->snap.b);
     free(h->snap.blk);
+    free(h->snap.keep);
     free(h->snap.key);
     free(h->snap.cls);
     free(h->snap.nent);
@@ -528,9 +531,17 @@ static void compact_snapshot(heap *h, const vc_alloc_event *ev, size_t n)
     }
     for (size_t i = 0; i < n; i++)
         if (ev[i].block >= 0 && (size_t)ev[i].block < prefix) freed[ev[i].block] = 1;
+    size_t nkeep = 0;
     for (size_t e = 0; e < prefix; e++)
         if (ev[e].block < 0 && !freed[e]) map[h->snap.blk[e]] = -1; /* never freed: left out */
+        else nkeep += ev[e].block < 0;
     free(freed);
+    /* a replay reads blk[] of the prefix only where a later event frees: those entries are restored, not all */
+    int32_t *keep = malloc((2 * nkeep + 1) * sizeof *keep);
+    if (!keep) {
+        free(map);
+        return;
+    }
     int32_t nk = 0;
     for (size_t i = 0; i < h->snap.nb; i++)
         if (!map[i]) map[i] = nk++;
@@ -541,7 +552,14 @@ static void compact_snapshot(heap *h, const vc_alloc_event *ev, size_t n)
         B.next = B.next >= 0 ? map[B.next] : -1;
         h->snap.b[map[i]] = B;
     }
-    for (size_t e = 0; e < prefix; e++) h->snap.blk[e] = ev[e].block < 0 ? map[h->snap.blk[e]] : -1;
+    nkeep = 0;
+    for (size_t e = 0; e < prefix; e++)
+        if ((h->snap.blk[e] = ev[e].block < 0 ? map[h->snap.blk[e]] : -1) >= 0) {
+            keep[2 * nkeep] = (int32_t)e;
+            keep[2 * nkeep++ + 1] = h->snap.blk[e];
+        }
+    h->snap.keep = keep;
+    h->snap.nkeep = nkeep;
     int32_t ne = 0;
     for (int32_t i = 0; i < h->snap.ncls; i++) ne += h->snap.nent[i];
     for (int32_t k = 0; k < ne; k++) h->snap.ent[k].blk = map[h->snap.ent[k].blk];
@@ -555,7 +573,10 @@ static bool restore_snapshot(heap *h)
 {
     if (!reset(h)) return false;
     memcpy(h->b, h->snap.b, h->snap.nb * sizeof *h->b);
-    memcpy(h->blk, h->snap.blk, h->snap.prefix * sizeof *h->blk);
+    if (h->snap.compact)
+        for (size_t k = 0; k < h->snap.nkeep; k++) h->blk[h->snap.keep[2 * k]] = h->snap.keep[2 * k + 1];
+    else
+        memcpy(h->blk, h->snap.blk, h->snap.prefix * sizeof *h->blk);
     if (h->snap.nkey) memcpy(h->key, h->snap.key, (size_t)h->snap.nkey * sizeof *h->key);
     h->nkey = h->snap.nkey;
     h->nb = h->snap.nb;
@@ -582,15 +603,15 @@ static bool restore_snapshot(heap *h)
 
 /* events [from, to) of one replay, the pool mode K a constant in each copy: 0, or a negative status */
 static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_alloc_event *ev, size_t from, size_t to,
-                                                          const int K, const bool E, const bool M, int64_t page)
+                                                          const int K, const bool E, const bool M, int64_t page,
+                                                          const int64_t *sz)
 {
     int32_t *blk = h->blk;
     for (size_t i = from; i < to; i++) {
         if (ev[i].block < 0) {
             /* sizes are multiples of 512 (the small classes rely on it), up to 2^61 (beyond any device: the caller reports overflow) */
-            int64_t v = ev[i].size;
-            if (v <= 0 || (v & 511)) return -1;
-            if (v > (INT64_C(1) << 61)) return -2;
+            int64_t v = sz ? sz[ev[i].size] : ev[i].size;
+            if ((uint64_t)v - 1 >= (UINT64_C(1) << 61) || (v & 511)) return v > 0 && !(v & 511) ? -2 : -1; /* one test each */
             if ((blk[i] = E ? e_malloc(h, v, page) : h_malloc(h, v, K, M)) < 0) return blk[i];
         } else if (!(E ? e_free(h, blk[ev[i].block]) : h_free(h, blk[ev[i].block], K))) {
             return -1;
@@ -601,13 +622,19 @@ static inline __attribute__((always_inline)) int64_t run_k(heap *h, const vc_all
 
 /* one copy per pool mode without max_split_size_mb (the default), one with it (M: h->max_split > 0), one for
  * expandable segments (e_malloc and e_free take neither) */
-static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, int K, int64_t page)
+static int64_t run(heap *h, const vc_alloc_event *ev, size_t from, size_t to, int K, int64_t page, const int64_t *sz)
 {
-    if (h->expandable) return run_k(h, ev, from, to, POOL_EITHER, true, false, page);
-    if (h->max_split > 0) return run_k(h, ev, from, to, POOL_EITHER, false, true, page);
-    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, false, false, page);
-    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, false, false, page);
-    return run_k(h, ev, from, to, POOL_EITHER, false, false, page);
+    if (h->expandable) return run_k(h, ev, from, to, POOL_EITHER, true, false, page, sz);
+    if (h->max_split > 0) return run_k(h, ev, from, to, POOL_EITHER, false, true, page, sz);
+    /* the default: a copy with the sizes read through sizes[] (replay.c's streams), one with them in the events */
+    if (sz) {
+        if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, false, false, page, sz);
+        if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, false, false, page, sz);
+        return run_k(h, ev, from, to, POOL_EITHER, false, false, page, sz);
+    }
+    if (K == POOL_SMALL) return run_k(h, ev, from, to, POOL_SMALL, false, false, page, NULL);
+    if (K == POOL_LARGE) return run_k(h, ev, from, to, POOL_LARGE, false, false, page, NULL);
+    return run_k(h, ev, from, to, POOL_EITHER, false, false, page, NULL);
 }
 
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc)
@@ -634,7 +661,8 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     h->expandable = sc->expandable;
     h->max_split = sc->max_split;
     if (h->expandable) prefix = 0; /* the snapshot does not keep the segment's end */
-    int64_t page = n && ev[0].size <= SMALL_SIZE ? SMALL_BUFFER : LARGE_BUFFER; /* one pool's requests */
+    const int64_t *sz = sc->sizes;
+    int64_t page = n && (sz ? sz[ev[0].size] : ev[0].size) <= SMALL_SIZE ? SMALL_BUFFER : LARGE_BUFFER; /* one pool's requests */
     size_t start = 0;
     if (prefix && h->snap.prefix == prefix && (!h->snap.compact || sc->fixed_frees)) {
         if (sc->fixed_frees && !h->snap.compact) compact_snapshot(h, ev, n);
@@ -647,11 +675,11 @@ int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_al
     int K = sc->pool == VC_POOL_SMALL || sc->pool == VC_POOL_LARGE ? sc->pool : POOL_EITHER;
     int64_t r;
     if (start < prefix) { /* up to the prefix, then the state is kept */
-        if ((r = run(h, ev, start, prefix, K, page)) < 0) return r;
+        if ((r = run(h, ev, start, prefix, K, page, sz)) < 0) return r;
         if (prefix < n && h->snap.prefix != prefix) save_snapshot(h, prefix); /* as before: kept when events follow */
         start = prefix;
     }
-    if ((r = run(h, ev, start, n, K, page)) < 0) return r;
+    if ((r = run(h, ev, start, n, K, page, sz)) < 0) return r;
     return h->reserved;
 }
 

@@ -137,6 +137,9 @@ typedef struct {
      * mallocs of the prefix (replay.c's streams: those are fixed-size storages' events); the kept state
      * then leaves out the prefix's blocks that are never freed (alloc.c compact_snapshot) */
     bool fixed_frees;
+    /* set by the caller: NULL, or a malloc's `size` is an index into sizes[], which holds its bytes
+     * (replay.c: a storage's, so a stream is rewritten only when a request changes pool, not at each batch) */
+    const int64_t *sizes;
 } vc_alloc_scratch;
 enum { VC_POOL_EITHER, VC_POOL_SMALL, VC_POOL_LARGE };
 int64_t vc_alloc_replay(const vc_alloc_event *ev, size_t n, size_t prefix, vc_alloc_scratch *sc);

@@ -165,16 +165,19 @@ typedef struct {
     bool fold_overflow;
     int64_t *sz;      /* scratch: per storage */
     /* the allocator model per pool (0 large, 1 small: independent, see
-     * replay_reserved): this replay's and the last replay's requests */
+     * replay_reserved): its requests, each a storage's index into sz */
     struct {
-        vc_alloc_event *ev[2];
-        size_t n[2];
-        int cur;      /* the stream this replay writes; the other is the last one's */
-        size_t pre;   /* requests before the first batch-dependent event: written once in both streams */
+        vc_alloc_event *ev; /* the stream */
+        size_t n;           /* its requests */
+        size_t pre;   /* requests before the first batch-dependent event: written once */
         int64_t last; /* the last replay's reserve, -1 none */
         vc_alloc_scratch scratch;
     } pool[2];
-    bool streams_ready; /* pool[].ev allocated, the prefix written */
+    bool streams_ready; /* pool[].ev allocated, the prefix written, last_sz set */
+    int32_t *size_rep;  /* one batch-dependent storage per distinct size function (replay.c size_reps), or NULL */
+    size_t nsize_rep, nsize_lin; /* the first nsize_lin are lin[]'s */
+    int64_t *last_sz;   /* per size_rep: its bytes at last_batch */
+    int64_t last_batch; /* the batch of the last reserve replay */
     int32_t *evidx;   /* scratch: per storage, its malloc's event index in its pool's stream */
     vc_grid own, *grid; /* the grid values: this plan's own, or an estimator's shared one */
     /* the events that can hold a maximum (replay.c, build_candidates): per

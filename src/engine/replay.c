@@ -22,9 +22,9 @@ void vc__memo_free(res_memo *M)
     free(M->lin); free(M->frm); free(M->frm_id); free(M->form_rep); free(M->form_comp); free(M->form_val); free(M->code); free(M->orig); free(M->fold);
     for (int q = 0; q < 2; q++) {
         vc_alloc_scratch_free(&M->pool[q].scratch);
-        free(M->pool[q].ev[0]); free(M->pool[q].ev[1]);
+        free(M->pool[q].ev);
     }
-    free(M->sz); free(M->evidx); free(M->own.cum); free(M->pk_dep);
+    free(M->sz); free(M->evidx); free(M->last_sz); free(M->size_rep); free(M->own.cum); free(M->pk_dep);
     free(M);
 }
 
@@ -39,14 +39,17 @@ void vc__plan_release_replay(const vc_plan *p)
     if (!M || !M->streams_ready) return;
     for (int q = 0; q < 2; q++) {
         vc_alloc_scratch_free(&M->pool[q].scratch);
-        free(M->pool[q].ev[0]);
-        free(M->pool[q].ev[1]);
-        M->pool[q].ev[0] = M->pool[q].ev[1] = NULL;
-        M->pool[q].n[0] = M->pool[q].n[1] = 0;
-        M->pool[q].cur = 0;
+        free(M->pool[q].ev);
+        M->pool[q].ev = NULL;
+        M->pool[q].n = 0;
         M->pool[q].pre = 0;
         M->pool[q].last = -1;
     }
+    free(M->last_sz);
+    free(M->size_rep);
+    M->last_sz = NULL;
+    M->size_rep = NULL;
+    M->nsize_rep = M->nsize_lin = 0;
     M->streams_ready = false;
 }
 
@@ -371,14 +374,8 @@ static int peak_breakdown(const vc_build *b, size_t pk)
     return 0;
 }
 
-static bool same_stream(const vc_alloc_event *a, const vc_alloc_event *c, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i].size != c[i].size || a[i].block != c[i].block) return false;
-    return true;
-}
-
-/* the requests of events [from, to) into the pools' streams ev[], from j[] on */
+/* the requests of events [from, to) into the pools' streams ev[], from j[] on: each a storage's index into
+ * M->sz (vc_alloc_scratch.sizes), its bytes at the batch of the replay; a zero-byte storage takes no block */
 static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *const ev[2], size_t j[2])
 {
     /* locals: the streams' stores cannot change them, so they are not read again at every event */
@@ -388,22 +385,82 @@ static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *
     vc_alloc_event *e0 = ev[0], *e1 = ev[1];
     size_t j0 = j[0], j1 = j[1];
     for (size_t i = from; i < to; i++) {
-        int32_t s = code[i];
-        int64_t v = sz[s >= 0 ? s : ~s];
+        int32_t s = code[i], st = s >= 0 ? s : ~s;
+        int64_t v = sz[st];
         if (!v) continue; /* zero-element tensors take no block */
         int32_t blk = -1;
         if (vc_alloc_small(v)) {
             if (s >= 0) evidx[s] = (int32_t)j1;
             else blk = evidx[~s];
-            e1[j1++] = (vc_alloc_event){v, blk};
+            e1[j1++] = (vc_alloc_event){st, blk};
         } else {
             if (s >= 0) evidx[s] = (int32_t)j0;
             else blk = evidx[~s];
-            e0[j0++] = (vc_alloc_event){v, blk};
+            e0[j0++] = (vc_alloc_event){st, blk};
         }
     }
     j[0] = j0;
     j[1] = j1;
+}
+
+/* a request's place: 0 the large pool, 1 the small one, 2 none (zero bytes) */
+static int pool_of(int64_t v) { return v ? vc_alloc_small(v) : 2; }
+
+/* Size i of M->size_rep at `batch`, as sizes_at computes it there */
+static int64_t rep_bytes(const vc_build *b, size_t i, int64_t batch)
+{
+    const res_memo *M = b->memo;
+    int32_t s = M->size_rep[i];
+    if (!fast_batch(M, batch)) return vc__stor_bytes(b, s, batch);
+    if (i < M->nsize_lin) {
+        int64_t v = M->a[s] + M->c[s] * batch;
+        return (v + 511) & ~INT64_C(511);
+    }
+    return M->form_comp[i - M->nsize_lin] ? vc__comp_bytes(b, b->s[s].comp, batch) : vc__stor_bytes(b, s, batch);
+}
+
+/* One storage per distinct size at every batch, into M->size_rep: the
+ * storages of lin[] by their line (a, c: bytes a + c x batch rounded up to
+ * 512, sizes_at), then the representative of each formula of frm[]
+ * (group_formulas, in order); M->last_sz, each one's bytes at `last`, the
+ * batch of the replay before. What moves between two replays is then looked
+ * at once per size, not per storage (a 2,000-layer MLP's ~10,000
+ * batch-dependent storages have a handful). Made at a plan's second replay:
+ * most plans of a pipeline are replayed once. -1 out of memory. */
+static int size_reps(const vc_build *b, int64_t last)
+{
+    res_memo *M = b->memo;
+    size_t cap = 16;
+    while (cap < 2 * M->nlin) cap *= 2;
+    int32_t *slot = malloc(cap * sizeof *slot);
+    M->size_rep = malloc((M->nlin + M->nform + 1) * sizeof *M->size_rep);
+    M->last_sz = malloc((M->nlin + M->nform + 1) * sizeof *M->last_sz);
+    if (!slot || !M->size_rep || !M->last_sz) {
+        free(slot);
+        free(M->size_rep);
+        free(M->last_sz);
+        M->size_rep = NULL;
+        M->last_sz = NULL;
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) slot[i] = -1;
+    size_t n = 0;
+    for (size_t i = 0; i < M->nlin; i++) {
+        int32_t s = M->lin[i];
+        size_t h = (size_t)(mix(mix(UINT64_C(0xcbf29ce484222325), M->a[s]), M->c[s]) >> 7) & (cap - 1);
+        while (slot[h] >= 0 && (M->a[M->size_rep[slot[h]]] != M->a[s] || M->c[M->size_rep[slot[h]]] != M->c[s]))
+            h = (h + 1) & (cap - 1);
+        if (slot[h] < 0) {
+            slot[h] = (int32_t)n;
+            M->size_rep[n++] = s;
+        }
+    }
+    free(slot);
+    M->nsize_lin = n;
+    for (size_t u = 0; u < M->nform; u++) M->size_rep[n++] = M->form_rep[u];
+    M->nsize_rep = n;
+    for (size_t i = 0; i < n; i++) M->last_sz[i] = rep_bytes(b, i, last);
+    return 0;
 }
 
 /* The caching allocator model's reserved bytes for a replay at `batch`:
@@ -411,53 +468,80 @@ static void write_requests(res_memo *M, size_t from, size_t to, vc_alloc_event *
  *
  * The two pools never share a block (a request's size picks its pool, and a
  * freed block merges only within its segment), so each is replayed on its
- * own requests, and a pool whose requests are the same as at the last
- * replay is not replayed again: below a model's first activation of 1 MiB
- * the large pool sees only the weights, gradients and optimizer state, and
- * above it the small pool sees only the biases and the like (a 2,000-layer
- * MLP: the large pool is replayed once for the grid batches 1-256). */
+ * own requests. A stream names each request's storage, whose bytes the
+ * replay reads in M->sz, so it is written again only when a request changes
+ * pool (or appears or goes at zero bytes): from one grid batch to the next
+ * the streams stay, and only the sizes move. A pool none of whose
+ * batch-dependent storages changed bytes since its last replay is not
+ * replayed again (the same requests): below a model's first activation of
+ * 1 MiB the large pool sees only the weights, gradients and optimizer
+ * state, and above it the small pool sees only the biases and the like (a
+ * 2,000-layer MLP: the large pool is replayed once for the grid batches
+ * 1-256). M->last_sz holds the batch-dependent sizes (size_reps) at the
+ * last replay, M->last_batch (vc__replay_allocated writes M->sz at other
+ * batches between two). */
 int64_t vc__replay_reserved(const vc_build *b, int64_t batch)
 {
     res_memo *M = b->memo;
     if (prepare(b)) return -1;
     if (sizes_at(b, batch)) return -2;
+    bool relayout = false, dirty[2] = {false, false};
     if (!M->streams_ready) {
         /* the events before the first batch-dependent one are the same at
-         * every batch: their requests go into both streams of each pool once
+         * every batch: their requests go into each pool's stream once
          * (their evidx entries stay: peak_breakdown writes only dependent
          * storages' entries) */
         for (int p = 0; p < 2; p++)
-            for (int c = 0; c < 2; c++)
-                if (!M->pool[p].ev[c] && !(M->pool[p].ev[c] = malloc((M->ncode + 1) * sizeof *M->pool[p].ev[c])))
-                    return -1;
-        for (int c = 0; c < 2; c++) {
-            size_t j[2] = {0, 0};
-            vc_alloc_event *ev[2] = {M->pool[0].ev[c], M->pool[1].ev[c]};
-            write_requests(M, 0, M->first_dep, ev, j);
-            M->pool[0].pre = j[0];
-            M->pool[1].pre = j[1];
-        }
+            if (!M->pool[p].ev && !(M->pool[p].ev = malloc((M->ncode + 1) * sizeof *M->pool[p].ev))) return -1;
+        size_t j[2] = {0, 0};
+        vc_alloc_event *ev[2] = {M->pool[0].ev, M->pool[1].ev};
+        write_requests(M, 0, M->first_dep, ev, j);
+        M->pool[0].pre = j[0];
+        M->pool[1].pre = j[1];
+        M->pool[0].last = M->pool[1].last = -1;
         M->streams_ready = true;
+        relayout = true;
+    } else if (!M->size_rep && size_reps(b, M->last_batch)) {
+        return -1;
     }
-    vc_alloc_event *ev[2] = {M->pool[0].ev[M->pool[0].cur], M->pool[1].ev[M->pool[1].cur]};
-    size_t j[2] = {M->pool[0].pre, M->pool[1].pre};
-    write_requests(M, M->first_dep, M->ncode, ev, j);
+    const int64_t *sz = M->sz;
+    int64_t *last = M->last_sz;
+    size_t nrep = M->size_rep ? M->nsize_rep : 0; /* none at the first replay */
+    for (size_t i = 0; i < nrep && !relayout; i++) { /* what changed since the last replay, once per size */
+        int64_t v = sz[M->size_rep[i]], o = last[i];
+        if (v == o) continue;
+        int q = pool_of(v);
+        if (q != pool_of(o)) relayout = true;
+        else dirty[q] = true; /* q < 2: v != o, so not both zero */
+    }
+    for (size_t i = 0; i < nrep; i++) last[i] = sz[M->size_rep[i]];
+    M->last_batch = batch; /* the streams' and last_sz's batch (and the pools', once replayed) */
+    if (relayout) {
+        size_t j[2] = {M->pool[0].pre, M->pool[1].pre};
+        vc_alloc_event *ev[2] = {M->pool[0].ev, M->pool[1].ev};
+        write_requests(M, M->first_dep, M->ncode, ev, j);
+        for (int p = 0; p < 2; p++) {
+            M->pool[p].n = j[p];
+            M->pool[p].last = -1;
+        }
+    }
     int64_t total = 0;
     for (int p = 0; p < 2; p++) {
-        int c = M->pool[p].cur, o = 1 - c;
-        size_t pre = M->pool[p].pre;
         int64_t r = M->pool[p].last;
-        M->pool[p].n[c] = j[p];
-        if (r < 0 || M->pool[p].n[o] != j[p] || !same_stream(M->pool[p].ev[o] + pre, ev[p] + pre, j[p] - pre)) {
-            M->pool[p].scratch.expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
-            M->pool[p].scratch.max_split = b->o.alloc_conf.max_split_size;
-            M->pool[p].scratch.pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
+        if (r < 0 || dirty[p]) {
+            vc_alloc_scratch *sc = &M->pool[p].scratch;
+            sc->expandable = b->o.alloc_conf.expandable_segments; /* --alloc-conf (alloc_conf.c) */
+            sc->max_split = b->o.alloc_conf.max_split_size;
+            sc->pool = p ? VC_POOL_SMALL : VC_POOL_LARGE; /* the stream's requests are all of pool p */
             /* the prefix's storages are of fixed size (the events before the first batch-dependent one): the
              * same of them are freed, and in this pool, at every batch */
-            M->pool[p].scratch.fixed_frees = true;
-            if ((r = vc_alloc_replay(ev[p], j[p], pre, &M->pool[p].scratch)) < 0) return r;
+            sc->fixed_frees = true;
+            sc->sizes = sz;
+            if ((r = vc_alloc_replay(M->pool[p].ev, M->pool[p].n, M->pool[p].pre, sc)) < 0) {
+                M->pool[0].last = M->pool[1].last = -1; /* last_sz is this batch's: replay both next time */
+                return r;
+            }
             M->pool[p].last = r;
-            M->pool[p].cur = o; /* this stream is now the last one */
         }
         if (__builtin_add_overflow(total, r, &total)) return -2;
     }
