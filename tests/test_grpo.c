@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -471,6 +472,102 @@ static void test_measured(void **state)
     }
 }
 
+/* --trace with --use-vllm: the step's rows between the engine's (before them: what of vLLM stays allocated from
+ * _init_vllm on) and the next step's sync and vllm phases (after them), the running total carried through. The
+ * trace is read through a pipe (it is megabytes): the rows of each phase, the largest running total, the largest
+ * running total of the sync rows, and the rows that are not the plan's (vllm and sync rows, the idle input_ids). */
+typedef struct trace_scan {
+    long long max_total, sync_max, sync_rows, vllm_rows, step_rows;
+    char rows[24][160]; /* the first 24 rows that are not the plan's, "phase kind cat bytes total where op" */
+    int nrows;
+} trace_scan;
+
+static void scan_trace(const char *args, trace_scan *t)
+{
+    char cmd[1200], ln[512];
+    snprintf(cmd, sizeof cmd, "%s %s --trace", VC_CLI, args);
+    memset(t, 0, sizeof *t);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    while (fgets(ln, sizeof ln, f)) {
+        char ph[16], kind[8], cat[16], where[256], op[64] = "";
+        long long bytes, total;
+        if (!strncmp(ln, "--", 2)) continue;
+        if (sscanf(ln, "%15s %7s %15s %lld %lld %255s %63s", ph, kind, cat, &bytes, &total, where, op) < 6)
+            fail_msg("%s: a trace line not understood: %s", args, ln);
+        if (total > t->max_total) t->max_total = total;
+        const bool sync = !strcmp(ph, "sync"), vllm = !strcmp(ph, "vllm"), ids = !strcmp(op, "input_ids");
+        if (sync && total > t->sync_max) t->sync_max = total;
+        t->sync_rows += sync;
+        t->vllm_rows += vllm;
+        t->step_rows += !sync && !vllm && !ids;
+        if ((sync || vllm || ids) && t->nrows < 24)
+            snprintf(t->rows[t->nrows++], sizeof t->rows[0], "%s %s %s %lld %lld %s %s", ph, kind, cat, bytes, total, where, op);
+    }
+    assert_int_equal(pclose(f), 0);
+}
+
+/* test_vllm_sync's Llama-3.2-3B bf16 case, vLLM's weights w = 6,459,054,592 B, KV cache kv = 18,775,495,987 B:
+ *  - without sleep mode: LLM(...) allocates both before the step (vllm rows, totals w and w + kv); the step's rows
+ *    peak at train_peak 32,127,671,808 + 25,234,550,579 = 57,362,222,387 (the report's peak); after them
+ *    _compute_loss's input_ids [8, 768] int64 (49,152 B) is freed: resident 19,276,623,360 + w + kv =
+ *    44,511,173,939 B, the report's sync_peak and generate_peak; sync (full fine-tune: load_weights copies in place)
+ *    and vllm (its weights and cache already there) allocate nothing;
+ *  - with sleep mode: nothing before the step (no graph pool given); after it wake_up(tags=["weights"]) in sync
+ *    (19,276,623,360 + w = 25,735,677,952), wake_up(tags=["kv_cache"]) in generate (+ kv = 44,511,173,939, the
+ *    peak), sleep(level=2) releasing both (back to resident). */
+static void test_vllm_trace(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb";
+    char a[1024];
+    trace_scan t;
+    scan_trace(c, &t);
+    assert_int_equal(t.max_total, 57362222387LL);
+    assert_int_equal(t.sync_rows, 0);
+    assert_int_equal(t.vllm_rows, 2);
+    assert_int_equal(t.nrows, 3);
+    assert_string_equal(t.rows[0], "vllm alloc weight 6459054592 6459054592 - LLM");
+    assert_string_equal(t.rows[1], "vllm alloc act 18775495987 25234550579 - LLM");
+    assert_string_equal(t.rows[2], "idle free act 49152 44511173939 - input_ids");
+    const long long step = t.step_rows;
+    /* the step's rows are the plan's, as many with sleep mode (vLLM's engine changes none) */
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.max_total, 44511173939LL);
+    assert_int_equal(t.step_rows, step);
+    assert_int_equal(t.nrows, 5);
+    assert_string_equal(t.rows[0], "idle free act 49152 19276623360 - input_ids");
+    assert_string_equal(t.rows[1], "sync alloc weight 6459054592 25735677952 - wake_up");
+    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 44511173939 - wake_up");
+    assert_string_equal(t.rows[3], "vllm free act 18775495987 25735677952 - sleep");
+    assert_string_equal(t.rows[4], "vllm free weight 6459054592 19276623360 - sleep");
+    /* --vllm-cuda-graph-memory 1GiB: the graph pool (capture_model, outside the pools sleep releases) before the
+     * step and through it; the KV cache 1 GiB less (test_vllm_graphs), so the generation's peak is unchanged */
+    snprintf(a, sizeof a, "%s --vllm-sleep --vllm-cuda-graph-memory 1GiB", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.max_total, 44511173939LL);
+    assert_string_equal(t.rows[0], "vllm alloc act 1073741824 1073741824 - capture_model");
+    assert_string_equal(t.rows[1], "idle free act 49152 20350365184 - input_ids");
+    /* LoRA r 16 on every Linear, fp32 adapters on the bf16 base (test_vllm_lora): merge_adapter's four rows per layer
+     * (mm, mul, the product freed, the delta freed after add_), unmerge_adapter's six (the delta's two and the
+     * product freed, delta_weight.to(bf16) made and freed, the delta freed): 28 x 7 layers x 10 = 1,960 sync rows;
+     * the largest, gate/up/down's 25,165,824 x 4 B x 2 = 201,326,592 B above resident 6,717,390,336 + w + kv:
+     * 31,951,940,915 + 201,326,592 = 32,153,267,507, the report's sync_peak; the first layer, q_proj 3072 x 3072 x
+     * 4 B = 37,748,736 B */
+    snprintf(a, sizeof a, "%s --lora 16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.sync_rows, 1960);
+    assert_int_equal(t.sync_max, 32153267507LL);
+    assert_int_equal(t.max_total, json_after(a, "\"memory\"", "\"peak_allocated\": "));
+    assert_string_equal(t.rows[2], "idle free act 49152 31951940915 - input_ids");
+    assert_string_equal(t.rows[3], "sync alloc temp 37748736 31989689651 layers[2][0].layers[1] mm");
+    assert_string_equal(t.rows[4], "sync alloc temp 37748736 32027438387 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[5], "sync free temp 37748736 31989689651 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[6], "sync free temp 37748736 31951940915 layers[2][0].layers[1] add_");
+}
+
 /* sync_weights' transient over a LoRA model, measured: bench/accuracy/llm/vllm_sync_replica.py (TRL's sync_weights,
  * PEFT's merge / unmerge and vLLM's load_weights statement by statement, the engine replaced by its fused weights;
  * torch 1.13 CPU, measure.py's between-op readings, fp32 model and adapters, where the CPU runs what CUDA runs),
@@ -521,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_vllm_sync),
         cmocka_unit_test(test_vllm_lora),
         cmocka_unit_test(test_vllm_graphs),
+        cmocka_unit_test(test_vllm_trace),
         cmocka_unit_test(test_measured_sync),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),

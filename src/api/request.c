@@ -1014,7 +1014,8 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
  * CuMemAllocator pools that sleep releases (load_model's tag "weights", initialize_kv_cache's "kv_cache"), so the
  * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
  * that measure from the pool): --vllm-cuda-graph-memory gives them, taken off the KV cache and counted beside.
- * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward):
+ * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward; in
+ * --trace as rows, src/engine/grpo.c vc__grpo_trace_head / vc__grpo_trace_tail):
  *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
  *    weights (and graphs) beside the trainer's resident state (vc__grpo_phases: r->grpo.resident), its KV cache
  *    too without sleep mode; then per parameter load_weights([(name, param.data)]): vLLM's weight loaders
@@ -1440,7 +1441,17 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 st = nomem(err);
                 goto fail;
             }
-            st = vc_trace(m, o, trace_line, f, err);
+            /* --use-vllm: the engine sized (and refused) as the report's, then its rows around the step's */
+            vc_grpo_engine eng = {0, 0, 0, false}, *v = NULL;
+            if (o->grpo_vllm && resp->have_gpu &&
+                !(st = vc_estimate(m, o, &resp->r, err)) && !(st = vllm_beside(q, m, o, resp, err))) {
+                eng = (vc_grpo_engine){resp->r.grpo.vllm_weights, resp->r.grpo.vllm_kv_cache, resp->r.grpo.vllm_graph_memory,
+                                       q->vllm_sleep};
+                v = &eng;
+            }
+            vc_result_free(&resp->r);
+            memset(&resp->r, 0, sizeof resp->r);
+            if (!st) st = vc__trace(m, o, v, trace_line, f, err);
             if (fclose(f) && !st) st = nomem(err);
             if (st) {
                 free(t);
