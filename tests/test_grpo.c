@@ -566,6 +566,20 @@ static void test_vllm_trace(void **state)
     assert_string_equal(t.rows[4], "sync alloc temp 37748736 32027438387 layers[2][0].layers[1] mul");
     assert_string_equal(t.rows[5], "sync free temp 37748736 31989689651 layers[2][0].layers[1] mul");
     assert_string_equal(t.rows[6], "sync free temp 37748736 31951940915 layers[2][0].layers[1] add_");
+    /* Qwen2-7B's step makes a 1 MiB workspace (the report's "workspace"), persistent like PyTorch's cuBLAS workspaces
+     * (CUDABlasHandlePool's cublas_handle_stream_to_workspace, kept until the process ends): resident between steps
+     * too, so the trace's end state is resident's: weights 15,231,233,536 + AdamW's bf16 states 30,462,466,048 + the
+     * workspace 1,048,576 + the buffered batch 8 x (8 x (2 x 64 + 2 x 64) + 4 + 64 x 2 + 64 x 4 + 4) + 512 = 20,032
+     * -> 20,480 B (buffer_numel) = 45,694,768,640 B; generate's wake_up of the KV cache (vLLM's weights
+     * 15,264,787,968 and KV cache 9,760,965,939 B on top) reaches the report's generate_peak, 70,720,522,547 B */
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/qwen2-7b.json --loss grpo -p bf16 --prompt 64 --new-tokens 64 -b 8 --use-vllm "
+                          "--gpu h100-80gb --vllm-sleep");
+    assert_int_equal(json_after(a, "\"memory\"", "\"workspace\": "), 1048576);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 15231233536LL + 30462466048LL + 1048576 + 20480);
+    scan_trace(a, &t);
+    assert_string_equal(t.rows[0], "idle free act 8192 45694768640 - input_ids"); /* [8, 128] int64 */
+    assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 70720522547LL);
+    assert_string_equal(t.rows[2], "vllm alloc act 9760965939 70720522547 - wake_up");
 }
 
 /* sync_weights' transient over a LoRA model, measured: bench/accuracy/llm/vllm_sync_replica.py (TRL's sync_weights,

@@ -842,8 +842,8 @@ typedef struct {
         int64_t vllm_requested, vllm_weights, vllm_kv_cache, vllm_beside;
         /* --use-vllm's phases outside the training step (src/engine/grpo.c vc__grpo_phases, src/api/request.c
          * vllm_beside; trl @f2cd5771 trl/generation/vllm_generation.py sync_weights and generate): resident, what
-         * the trainer holds between its steps (weights, optimizer state, the buffered batch, gradients kept by
-         * --zero-grad zero); sync_temp, sync_weights' largest transient (the adapters' delta weights of
+         * the trainer holds between its steps (weights, optimizer state, the buffered batch, the cuBLAS workspace,
+         * gradients kept by --zero-grad zero); sync_temp, sync_weights' largest transient (the adapters' delta weights of
          * merge_adapter / unmerge_adapter; 0 for a full fine-tune, whose load_weights copies in place);
          * sync_peak, resident + what of vLLM is allocated while it runs (its weights, woken by
          * wake_up(tags=["weights"]) under sleep mode; its KV cache without sleep mode; its CUDA graphs) +

@@ -1104,10 +1104,10 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         pk->gradients = grads;
         pk->optimizer_states = r->memory.optimizer_states;
         /* the buffered batch (the rest of the resident state), vLLM's KV cache when allocated, its graphs */
-        pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states +
+        pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states - r->memory.workspace +
                           (by_gen || !sleep ? kv : 0) + g;
         pk->temporaries = by_gen ? 0 : r->grpo.sync_temp;
-        pk->workspace = 0;
+        pk->workspace = r->memory.workspace; /* the step's cuBLAS workspace, kept (vc__grpo_phases) */
         pk->layer[0] = 0;
         snprintf(pk->kind, sizeof pk->kind, "%s", by_gen ? "LLM.generate" : r->grpo.sync_temp ? "merge_adapter" : "load_weights");
     }

@@ -399,13 +399,15 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         r->grpo.train_reserved = r->memory.reserved;
         /* what the trainer holds when sync_weights and vLLM's generate() run (_generate_single_turn, before the
          * step's forward): its weights (and a reference copy), the optimizer's state, the previous step's
-         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise) */
+         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise), and the workspaces the
+         * step made (cuBLAS's: PyTorch's CUDABlasHandlePool keeps each handle's workspace from the caching allocator
+         * in cublas_handle_stream_to_workspace until the process ends; persistent in the plan) */
         vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
         vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, true, dt, o->accumulate);
         int64_t bufb, res;
         if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
             __builtin_add_overflow(st->persistent[CAT_WEIGHT], st->persistent[CAT_OPT], &res) ||
-            __builtin_add_overflow(res, bufb / 512 * 512, &res) ||
+            __builtin_add_overflow(res, bufb / 512 * 512, &res) || __builtin_add_overflow(res, st->persistent[CAT_WS], &res) ||
             __builtin_add_overflow(res, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &res))
             return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         r->grpo.resident = res;
