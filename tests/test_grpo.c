@@ -582,6 +582,38 @@ static void test_vllm_trace(void **state)
     assert_string_equal(t.rows[2], "vllm alloc act 9760965939 70720522547 - wake_up");
 }
 
+/* --use-vllm under --parallel ddp: accelerate's DistributedDataParallel around the policy, every process its own
+ * colocated engine (trl @f2cd5771 vllm_generation.py _init_vllm: vllm_tensor_parallel_size 1, so no TP group;
+ * max_num_seqs per_device_train_batch_size x 1 x steps_per_generation, the engine as on one GPU). The no-grad passes
+ * run on the unwrapped model (_get_per_token_logps_and_entropies(self.model, ...)); sync_weights' gather_params is a
+ * no-op under DDP. Between steps the trainer also holds DDP's gradient buckets (layout_ddp.c, reducer.cpp
+ * initialize_buckets: allocated at wrap time, kept; zero_grad(set_to_none=True) frees the parameters' .grad only):
+ * every trainable gradient once, 3,212,749,824 x 2 B = 6,425,499,648 B on test_vllm_sync's Llama-3.2-3B, so resident
+ * 19,276,623,360 + 6,425,499,648 = 25,702,123,008 B and, under sleep mode, generate_peak 25,702,123,008 + vLLM's
+ * weights 6,459,054,592 + its KV cache 18,775,495,987 = 50,936,673,587 B, the peak. Other layouts stay refused
+ * (ZeRO-3 / FSDP: sync_weights gathers the parameters; the no-grad passes run under their hooks). */
+static void test_vllm_ddp(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb --parallel ddp --gpus 2";
+    char a[1024];
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"weights\": "), 6459054592LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 18775495987LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"resident\": "), 19276623360LL + 6425499648LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"generate_peak\": "), 50936673587LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 50936673587LL);
+    assert_int_equal(json_after(a, "\"peak\"", "\"gradients\": "), 6425499648LL); /* the buckets */
+    trace_scan t;
+    scan_trace(a, &t);
+    assert_string_equal(t.rows[0], "idle free act 49152 25702123008 - input_ids");
+    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 50936673587 - wake_up");
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
+                          "--use-vllm --gpu h100-80gb --parallel zero2 --gpus 2");
+    assert_usage(a, "--parallel: grpo is modelled on one GPU, or with --use-vllm under --parallel ddp");
+}
+
 /* sync_weights' transient over a LoRA model, measured: bench/accuracy/llm/vllm_sync_replica.py (TRL's sync_weights,
  * PEFT's merge / unmerge and vLLM's load_weights statement by statement, the engine replaced by its fused weights;
  * torch 1.13 CPU, measure.py's between-op readings, fp32 model and adapters, where the CPU runs what CUDA runs),
@@ -633,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_vllm_lora),
         cmocka_unit_test(test_vllm_graphs),
         cmocka_unit_test(test_vllm_trace),
+        cmocka_unit_test(test_vllm_ddp),
         cmocka_unit_test(test_measured_sync),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),

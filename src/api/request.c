@@ -1038,6 +1038,8 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.batch = 1;
     v.accumulate = 1;
     v.grpo_vllm = 0;
+    v.parallel = VC_PARALLEL_NONE; /* the engine is vLLM's, not the trainer's DDP model: each process its own */
+    v.gpus = 1;
     v.enforce_eager = 0;       /* TRL passes none */
     v.cuda_graph_memory = -1; /* subtracted below, as vLLM does where it profiles them */
     v.precision = vc_serve_auto_precision(m, &resp->gpu);
@@ -1097,7 +1099,7 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const bool by_gen = gen > peak && gen >= sync;
     if (sync > peak || by_gen) {
         vc_peak *pk = &r->peak;
-        const int64_t grads = o->keep_grads ? r->memory.gradients : 0;
+        const int64_t grads = vc__grpo_resident_grads(m, o, r->memory.gradients); /* resident's (vc__grpo_phases) */
         r->memory.peak_allocated = by_gen ? gen : sync;
         pk->phase = by_gen ? VC_PHASE_VLLM : VC_PHASE_SYNC;
         pk->weights = r->memory.weights + w;

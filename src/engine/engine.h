@@ -119,6 +119,10 @@ vc_status vc__grpo_trace_tail(const vc_model *m, const vc_options *o, const vc_g
 vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, void (*line)(void *, const char *),
                     void *ctx, vc_error *err);
 
+/* grpo.c: --use-vllm, the gradients the trainer holds between steps, of the step's persistent `all` (DDP's
+ * buckets; every one under --zero-grad zero); -1 on overflow */
+int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all);
+
 /* Writes one line per alloc/free event (phase, kind, category, bytes,
  * running total, layer, op) through `line`, the running total from *total (carried). */
 vc_status vc_plan_trace(const vc_plan *p, int64_t batch, int64_t *total, void (*line)(void *, const char *), void *ctx);

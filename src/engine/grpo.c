@@ -57,7 +57,9 @@
  * --use-vllm over LoRA (rsLoRA, PiSSA): that pass runs with the adapters on; vc__grpo_phases gives the trainer's
  * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases;
  * with --trace, vc__grpo_trace_head / vc__grpo_trace_tail write the engine's rows and those phases' around the step's.
- * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over DoRA, IA3 or LN tuning adapters or
+ * --use-vllm under --parallel ddp: every process its own engine, the policy in DistributedDataParallel (the plan's
+ * ddp layout), the no-grad passes on the unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
+ * Refused (src/api/request.c and below): autocast, parallel layouts (but DDP with vLLM), vLLM over DoRA, IA3 or LN tuning adapters or
  * quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
@@ -184,9 +186,11 @@ void vc__grpo_emit(vc_build *b)
                   "copies the logits to fp32): use fp32, bf16 or fp16", vc_precision_name(b->o.precision));
         return;
     }
-    if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
-        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU (the generation and the reference under a "
-                  "parallel layout are not)");
+    if ((b->o.parallel != VC_PARALLEL_NONE && !(vllm && b->o.parallel == VC_PARALLEL_DDP)) || m->stage.on) {
+        /* with --use-vllm, DDP: every process its own engine (or its share of a tensor-parallel one), its policy
+         * under DistributedDataParallel; the no-grad passes on the unwrapped model (see vc__grpo_resident_grads) */
+        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU%s (the generation and the reference under a "
+                  "parallel layout are not)", vllm ? ", or with " O("use_vllm") " under " OV("parallel", "ddp") : "");
         return;
     }
     if (m->loss_head < 0 || ov->shape.nd < 1 || L != P + C) {
@@ -388,6 +392,23 @@ static vc_status merge_temp(const vc_model *m, vc_dtype base_dt, int64_t *out, v
     return merge_layers(m, base_dt, merge_max, out, err);
 }
 
+/* --use-vllm: the gradient bytes the trainer holds between steps, of `all` (the step's persistent gradients: the
+ * parameters' own and a layout's resident buffers): every one under --zero-grad zero (zero_grad(set_to_none=False));
+ * else only the layout's, DDP's gradient buckets (layout_ddp.c: allocated when DDP wraps the model and kept, the
+ * parameters' .grad freed by zero_grad(set_to_none=True)), 0 on one GPU. -1 on overflow. */
+int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all)
+{
+    if (o->keep_grads) return all;
+    const vc_dtype dt = vc_precision_row_get(o->precision)->param_dt; /* plan.c: the gradients in the parameters' dtype */
+    int64_t own = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        if (!m->par[p].trainable) continue;
+        int64_t v = vc_bytes(vc_n_fixed(m->par[p].numel), vc_param_pinned_dt(m->par[p].flags, dt), 1);
+        if (v < 0 || __builtin_add_overflow(own, v, &own)) return -1;
+    }
+    return all > own ? all - own : 0;
+}
+
 /* 1.: the generation as its own plan, with the training state resident beside it. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err)
 {
@@ -405,10 +426,12 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
         vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, true, dt, o->accumulate);
         int64_t bufb, res;
+        const int64_t grads = vc__grpo_resident_grads(m, o, st->persistent[CAT_GRAD]);
+        if (grads < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
             __builtin_add_overflow(st->persistent[CAT_WEIGHT], st->persistent[CAT_OPT], &res) ||
             __builtin_add_overflow(res, bufb / 512 * 512, &res) || __builtin_add_overflow(res, st->persistent[CAT_WS], &res) ||
-            __builtin_add_overflow(res, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &res))
+            __builtin_add_overflow(res, grads, &res))
             return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         r->grpo.resident = res;
         return merge_temp(m, dt, &r->grpo.sync_temp, err);
