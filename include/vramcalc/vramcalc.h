@@ -851,6 +851,11 @@ typedef struct {
          * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool
          * as given by --vllm-cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
         int64_t resident, sync_temp, sync_peak, vllm_peak, vllm_graphs, vllm_graph_memory;
+        /* --vllm-tensor-parallel-size (vllm_tp, 1 without): the engine's tensor-parallel group, weights and KV cache
+         * above its rank's; vllm_comm, the group's NCCL communicator and all-reduce buffers on the rank (serve.c
+         * vllm_snapshot): in total, of them vllm_comm_allocated (the custom all-reduce's rank_data, torch.empty) in
+         * the caching allocator, beside the step like the graphs */
+        int64_t vllm_tp, vllm_comm, vllm_comm_allocated;
     } grpo;
 } vc_result;
 

@@ -109,6 +109,7 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
 typedef struct vc_grpo_engine {
     int64_t weights, kv_cache, graph_memory;
     bool sleep;
+    int64_t comm_allocated; /* its tensor-parallel group's buffer in the caching allocator (rank_data), 0 */
 } vc_grpo_engine;
 /* grpo.c: the trace's rows of that engine before the step's (head) and the phases outside the step after them
  * (tail: the next step's sync and vllm); *total the running total, carried. */

@@ -543,6 +543,8 @@ vc_status vc__grpo_trace_head(const vc_grpo_engine *v, int64_t *total, void (*li
         row(&t, VC_PHASE_VLLM, true, "weight", v->weights, "-", "LLM");
         row(&t, VC_PHASE_VLLM, true, "act", v->kv_cache, "-", "LLM");
     }
+    if (v->comm_allocated > 0) /* --vllm-tensor-parallel-size: the custom all-reduce's rank_data (init_device) */
+        row(&t, VC_PHASE_VLLM, true, "act", v->comm_allocated, "-", "CustomAllreduce");
     if (v->graph_memory > 0) row(&t, VC_PHASE_VLLM, true, "act", v->graph_memory, "-", "capture_model");
     *total = t.total;
     return t.st;
