@@ -656,6 +656,10 @@ static void test_vllm_tp(void **state)
     /* _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G}) evenly" */
     snprintf(a, sizeof a, "%s --vllm-tensor-parallel-size 4", c);
     assert_usage(a, "--vllm-tensor-parallel-size 4 must divide the trainer's processes, --gpus 2");
+    /* vLLM's split refuses ranks that do not divide the heads (hf_tp.c), naming this option: 24 heads over 16 */
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo --prompt 256 --new-tokens 512 -b 8 --use-vllm "
+                          "--gpu h100-80gb --parallel ddp --gpus 16 --vllm-tensor-parallel-size 16");
+    assert_usage(a, "--vllm-tensor-parallel-size: 16 tensor-parallel ranks do not divide");
     snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo --prompt 256 --new-tokens 512 -b 8 "
                           "--vllm-tensor-parallel-size 2");
     assert_usage(a, "--vllm-tensor-parallel-size goes with --use-vllm");

@@ -1076,6 +1076,8 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         h.loss = VC_LOSS_IMPL_HF;
         vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
         st = vc__model_load_file_split(q->model, &h, &rel, q->vllm_tp, 0, 1, vc__vllm_mxfp4_align(&resp->gpu), &base, err);
+        if (st && err && !strcmp(err->path, O("tp"))) /* the split's refusal is of this option's ranks */
+            snprintf(err->path, sizeof err->path, "%s", O("vllm_tensor_parallel_size"));
     } else if (vc__peft_on(&m->lora) || m->lora.modules_to_save[0]) {
         vc_lora none;
         vc_lora_init(&none);
