@@ -1012,8 +1012,9 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
  * gpu_memory_utilization=vllm_gpu_memory_utilization, max_num_seqs = per_device_train_batch_size x
  * vllm_tensor_parallel_size (--vllm-tensor-parallel-size) x steps_per_generation, max_num_batched_tokens=4096,
  * enable_sleep_mode, no dtype: vLLM's auto, distributed_executor_backend="external_launcher": in this process, its
- * tensors from this process's caching allocator). Its pool is sized as --serve sizes one engine (src/engine/serve.c vc_serve, read-only): the
- * share of the card less the weights, the profiling run and the non-torch memory. Without sleep mode its weights
+ * tensors from this process's caching allocator). Its pool is sized as --serve sizes one engine (src/engine/serve.c
+ * vc_serve, read-only): the share of the card less the weights, the profiling run and the non-torch memory. Without
+ * sleep mode its weights
  * and KV cache stay allocated through the training step; with it, _init_vllm and generate() end with
  * llm.sleep(level=2), which releases both. vLLM's own start-up check (gpu_worker.py init_device: "Free memory on
  * device ... is less than desired GPU memory utilization") is the card less what the trainer holds when the

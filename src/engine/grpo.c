@@ -57,10 +57,11 @@
  * --use-vllm over LoRA (rsLoRA, PiSSA): that pass runs with the adapters on; vc__grpo_phases gives the trainer's
  * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases;
  * with --trace, vc__grpo_trace_head / vc__grpo_trace_tail write the engine's rows and those phases' around the step's.
- * --use-vllm under --parallel ddp: every process its own engine, the policy in DistributedDataParallel (the plan's
- * ddp layout), the no-grad passes on the unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
- * Refused (src/api/request.c and below): autocast, parallel layouts (but DDP with vLLM), vLLM over DoRA, IA3 or LN tuning adapters or
- * quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
+ * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
+ * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
+ * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
+ * Refused (src/api/request.c and below): autocast, parallel layouts (but DDP with vLLM), vLLM over DoRA, IA3 or LN
+ * tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
