@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -471,6 +472,201 @@ static void test_measured(void **state)
     }
 }
 
+/* --trace with --use-vllm: the step's rows between the engine's (before them: what of vLLM stays allocated from
+ * _init_vllm on) and the next step's sync and vllm phases (after them), the running total carried through. The
+ * trace is read through a pipe (it is megabytes): the rows of each phase, the largest running total, the largest
+ * running total of the sync rows, and the rows that are not the plan's (vllm and sync rows, the idle input_ids). */
+typedef struct trace_scan {
+    long long max_total, sync_max, sync_rows, vllm_rows, step_rows;
+    char rows[24][160]; /* the first 24 rows that are not the plan's, "phase kind cat bytes total where op" */
+    int nrows;
+} trace_scan;
+
+static void scan_trace(const char *args, trace_scan *t)
+{
+    char cmd[1200], ln[512];
+    snprintf(cmd, sizeof cmd, "%s %s --trace", VC_CLI, args);
+    memset(t, 0, sizeof *t);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    while (fgets(ln, sizeof ln, f)) {
+        char ph[16], kind[8], cat[16], where[256], op[64] = "";
+        long long bytes, total;
+        if (!strncmp(ln, "--", 2)) continue;
+        if (sscanf(ln, "%15s %7s %15s %lld %lld %255s %63s", ph, kind, cat, &bytes, &total, where, op) < 6)
+            fail_msg("%s: a trace line not understood: %s", args, ln);
+        if (total > t->max_total) t->max_total = total;
+        const bool sync = !strcmp(ph, "sync"), vllm = !strcmp(ph, "vllm"), ids = !strcmp(op, "input_ids");
+        if (sync && total > t->sync_max) t->sync_max = total;
+        t->sync_rows += sync;
+        t->vllm_rows += vllm;
+        t->step_rows += !sync && !vllm && !ids;
+        if ((sync || vllm || ids) && t->nrows < 24)
+            snprintf(t->rows[t->nrows++], sizeof t->rows[0], "%s %s %s %lld %lld %s %s", ph, kind, cat, bytes, total, where, op);
+    }
+    assert_int_equal(pclose(f), 0);
+}
+
+/* test_vllm_sync's Llama-3.2-3B bf16 case, vLLM's weights w = 6,459,054,592 B, KV cache kv = 18,775,495,987 B:
+ *  - without sleep mode: LLM(...) allocates both before the step (vllm rows, totals w and w + kv); the step's rows
+ *    peak at train_peak 32,127,671,808 + 25,234,550,579 = 57,362,222,387 (the report's peak); after them
+ *    _compute_loss's input_ids [8, 768] int64 (49,152 B) is freed: resident 19,276,623,360 + w + kv =
+ *    44,511,173,939 B, the report's sync_peak and generate_peak; sync (full fine-tune: load_weights copies in place)
+ *    and vllm (its weights and cache already there) allocate nothing;
+ *  - with sleep mode: nothing before the step (no graph pool given); after it wake_up(tags=["weights"]) in sync
+ *    (19,276,623,360 + w = 25,735,677,952), wake_up(tags=["kv_cache"]) in generate (+ kv = 44,511,173,939, the
+ *    peak), sleep(level=2) releasing both (back to resident). */
+static void test_vllm_trace(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb";
+    char a[1024];
+    trace_scan t;
+    scan_trace(c, &t);
+    assert_int_equal(t.max_total, 57362222387LL);
+    assert_int_equal(t.sync_rows, 0);
+    assert_int_equal(t.vllm_rows, 2);
+    assert_int_equal(t.nrows, 3);
+    assert_string_equal(t.rows[0], "vllm alloc weight 6459054592 6459054592 - LLM");
+    assert_string_equal(t.rows[1], "vllm alloc act 18775495987 25234550579 - LLM");
+    assert_string_equal(t.rows[2], "idle free act 49152 44511173939 - input_ids");
+    const long long step = t.step_rows;
+    /* the step's rows are the plan's, as many with sleep mode (vLLM's engine changes none) */
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.max_total, 44511173939LL);
+    assert_int_equal(t.step_rows, step);
+    assert_int_equal(t.nrows, 5);
+    assert_string_equal(t.rows[0], "idle free act 49152 19276623360 - input_ids");
+    assert_string_equal(t.rows[1], "sync alloc weight 6459054592 25735677952 - wake_up");
+    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 44511173939 - wake_up");
+    assert_string_equal(t.rows[3], "vllm free act 18775495987 25735677952 - sleep");
+    assert_string_equal(t.rows[4], "vllm free weight 6459054592 19276623360 - sleep");
+    /* --vllm-cuda-graph-memory 1GiB: the graph pool (capture_model, outside the pools sleep releases) before the
+     * step and through it; the KV cache 1 GiB less (test_vllm_graphs), so the generation's peak is unchanged */
+    snprintf(a, sizeof a, "%s --vllm-sleep --vllm-cuda-graph-memory 1GiB", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.max_total, 44511173939LL);
+    assert_string_equal(t.rows[0], "vllm alloc act 1073741824 1073741824 - capture_model");
+    assert_string_equal(t.rows[1], "idle free act 49152 20350365184 - input_ids");
+    /* LoRA r 16 on every Linear, fp32 adapters on the bf16 base (test_vllm_lora): merge_adapter's four rows per layer
+     * (mm, mul, the product freed, the delta freed after add_), unmerge_adapter's six (the delta's two and the
+     * product freed, delta_weight.to(bf16) made and freed, the delta freed): 28 x 7 layers x 10 = 1,960 sync rows;
+     * the largest, gate/up/down's 25,165,824 x 4 B x 2 = 201,326,592 B above resident 6,717,390,336 + w + kv:
+     * 31,951,940,915 + 201,326,592 = 32,153,267,507, the report's sync_peak; the first layer, q_proj 3072 x 3072 x
+     * 4 B = 37,748,736 B */
+    snprintf(a, sizeof a, "%s --lora 16 --lora-targets q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj", c);
+    scan_trace(a, &t);
+    assert_int_equal(t.sync_rows, 1960);
+    assert_int_equal(t.sync_max, 32153267507LL);
+    assert_int_equal(t.max_total, json_after(a, "\"memory\"", "\"peak_allocated\": "));
+    assert_string_equal(t.rows[2], "idle free act 49152 31951940915 - input_ids");
+    assert_string_equal(t.rows[3], "sync alloc temp 37748736 31989689651 layers[2][0].layers[1] mm");
+    assert_string_equal(t.rows[4], "sync alloc temp 37748736 32027438387 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[5], "sync free temp 37748736 31989689651 layers[2][0].layers[1] mul");
+    assert_string_equal(t.rows[6], "sync free temp 37748736 31951940915 layers[2][0].layers[1] add_");
+    /* Qwen2-7B's step makes a 1 MiB workspace (the report's "workspace"), persistent like PyTorch's cuBLAS workspaces
+     * (CUDABlasHandlePool's cublas_handle_stream_to_workspace, kept until the process ends): resident between steps
+     * too, so the trace's end state is resident's: weights 15,231,233,536 + AdamW's bf16 states 30,462,466,048 + the
+     * workspace 1,048,576 + the buffered batch 8 x (8 x (2 x 64 + 2 x 64) + 4 + 64 x 2 + 64 x 4 + 4) + 512 = 20,032
+     * -> 20,480 B (buffer_numel) = 45,694,768,640 B; generate's wake_up of the KV cache (vLLM's weights
+     * 15,264,787,968 and KV cache 9,760,965,939 B on top) reaches the report's generate_peak, 70,720,522,547 B */
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/qwen2-7b.json --loss grpo -p bf16 --prompt 64 --new-tokens 64 -b 8 --use-vllm "
+                          "--gpu h100-80gb --vllm-sleep");
+    assert_int_equal(json_after(a, "\"memory\"", "\"workspace\": "), 1048576);
+    assert_int_equal(json_after(a, "\"vllm\"", "\"resident\": "), 15231233536LL + 30462466048LL + 1048576 + 20480);
+    scan_trace(a, &t);
+    assert_string_equal(t.rows[0], "idle free act 8192 45694768640 - input_ids"); /* [8, 128] int64 */
+    assert_int_equal(json_after(a, "\"vllm\"", "\"generate_peak\": "), 70720522547LL);
+    assert_string_equal(t.rows[2], "vllm alloc act 9760965939 70720522547 - wake_up");
+}
+
+/* --use-vllm under --parallel ddp: accelerate's DistributedDataParallel around the policy, every process its own
+ * colocated engine (trl @f2cd5771 vllm_generation.py _init_vllm: vllm_tensor_parallel_size 1, so no TP group;
+ * max_num_seqs per_device_train_batch_size x 1 x steps_per_generation, the engine as on one GPU). The no-grad passes
+ * run on the unwrapped model (_get_per_token_logps_and_entropies(self.model, ...)); sync_weights' gather_params is a
+ * no-op under DDP. Between steps the trainer also holds DDP's gradient buckets (layout_ddp.c, reducer.cpp
+ * initialize_buckets: allocated at wrap time, kept; zero_grad(set_to_none=True) frees the parameters' .grad only):
+ * every trainable gradient once, 3,212,749,824 x 2 B = 6,425,499,648 B on test_vllm_sync's Llama-3.2-3B, so resident
+ * 19,276,623,360 + 6,425,499,648 = 25,702,123,008 B and, under sleep mode, generate_peak 25,702,123,008 + vLLM's
+ * weights 6,459,054,592 + its KV cache 18,775,495,987 = 50,936,673,587 B, the peak. Other layouts stay refused
+ * (ZeRO-3 / FSDP: sync_weights gathers the parameters; the no-grad passes run under their hooks). */
+static void test_vllm_ddp(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb --parallel ddp --gpus 2";
+    char a[1024];
+    snprintf(a, sizeof a, "%s --vllm-sleep", c);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"weights\": "), 6459054592LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"kv_cache\": "), 18775495987LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"resident\": "), 19276623360LL + 6425499648LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"generate_peak\": "), 50936673587LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 50936673587LL);
+    assert_int_equal(json_after(a, "\"peak\"", "\"gradients\": "), 6425499648LL); /* the buckets */
+    trace_scan t;
+    scan_trace(a, &t);
+    assert_string_equal(t.rows[0], "idle free act 49152 25702123008 - input_ids");
+    assert_string_equal(t.rows[2], "vllm alloc act 18775495987 50936673587 - wake_up");
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 "
+                          "--use-vllm --gpu h100-80gb --parallel zero2 --gpus 2");
+    assert_usage(a, "--parallel: grpo is modelled on one GPU, or with --use-vllm under --parallel ddp");
+}
+
+/* --vllm-tensor-parallel-size 2 over test_vllm_ddp's 2 processes (trl @f2cd5771 vllm_generation.py _init_vllm:
+ * new_subgroups_by_enumeration into groups of tensor_parallel_size ranks, LLM(tensor_parallel_size=2,
+ * distributed_executor_backend="external_launcher"); grpo_trainer.py: max_num_seqs = 8 x 2 x 1 = 16). Each rank holds
+ * vLLM's rank share, as --serve --tp 2 --gpus 2 sizes it at gpu_memory_utilization 0.3, max_num_batched_tokens 4096,
+ * max_num_seqs 16 (serve.c, hf_tp.c): weights 3,246,479,872 B, KV cache 22,157,924,659 B; its group's buffers at
+ * vLLM's snapshot (serve.c vllm_snapshot, nccl.c on one H100 NVSwitch board): NCCL 304,087,040 B, the custom
+ * all-reduce 2,560 + 3 x 8 MiB = 25,168,384 B (of it rank_data, torch.empty(8 MiB), in the caching allocator) and the
+ * symmetric-memory buffer 64 MiB: 396,364,288 B, in total; rank_data 8,388,608 B beside the step. Without sleep mode:
+ * beside 3,246,479,872 + 22,157,924,659 + 8,388,608 = 25,412,793,139 B, peak train_peak 38,553,171,456 + it =
+ * 63,965,964,595 B, sync and generate resident 25,702,123,008 + it = 51,114,916,147 B; total = reserved + context +
+ * the trainer's NCCL + 396,364,288 - 8,388,608. */
+static void test_vllm_tp(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm --gpu h100-80gb --parallel ddp --gpus 2 --vllm-tensor-parallel-size 2";
+    char a[1024], h[1024];
+    snprintf(a, sizeof a, "%s", c);
+    snprintf(h, sizeof h, VC_TEST_DATA "/hf/llama-3.2-3b.json --serve --tp 2 --gpus 2 --gpu h100-80gb --gpu-memory-utilization "
+                          "0.3 --max-num-batched-tokens 4096 --max-num-seqs 16 --prompt 256 --new-tokens 512");
+    const long long w = json_after(a, "\"vllm\": {", "\"weights\": "), kv = json_after(a, "\"vllm\": {", "\"kv_cache\": ");
+    assert_int_equal(w, 3246479872LL);
+    assert_int_equal(kv, 22157924659LL);
+    assert_int_equal(w, json_after(h, "\"serve\"", "\"weights\": "));
+    assert_int_equal(kv, json_after(h, "\"serve\"", "\"kv_cache\": "));
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"tensor_parallel_size\": "), 2);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"comm\": "), 304087040LL + 25168384LL + 67108864LL);
+    assert_int_equal(json_after(h, "\"at_snapshot\"", "\"nccl\": "), 304087040LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"comm_allocated\": "), 8388608LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"beside\": "), 25412793139LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 63965964595LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"sync_peak\": "), 51114916147LL);
+    const long long tot = json_after(a, "\"memory\"", "\"total\": "), res = json_after(a, "\"memory\"", "\"reserved\": ");
+    const long long ctx = json_after(a, "\"memory\"", "\"cuda_context\": "), nccl = json_after(a, "\"nccl\"", "\"bytes\": ");
+    assert_int_equal(tot - res - ctx - nccl, 396364288LL - 8388608LL);
+    trace_scan t;
+    scan_trace(a, &t);
+    assert_string_equal(t.rows[2], "vllm alloc act 8388608 25412793139 - CustomAllreduce");
+    assert_int_equal(t.max_total, 63965964595LL);
+    /* _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G}) evenly" */
+    snprintf(a, sizeof a, "%s --vllm-tensor-parallel-size 4", c);
+    assert_usage(a, "--vllm-tensor-parallel-size 4 must divide the trainer's processes, --gpus 2");
+    /* vLLM's split refuses ranks that do not divide the heads (hf_tp.c), naming this option: 24 heads over 16 */
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo --prompt 256 --new-tokens 512 -b 8 --use-vllm "
+                          "--gpu h100-80gb --parallel ddp --gpus 16 --vllm-tensor-parallel-size 16");
+    assert_usage(a, "--vllm-tensor-parallel-size: 16 tensor-parallel ranks do not divide");
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo --prompt 256 --new-tokens 512 -b 8 "
+                          "--vllm-tensor-parallel-size 2");
+    assert_usage(a, "--vllm-tensor-parallel-size goes with --use-vllm");
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/llama-3.2-3b.json --vllm-tensor-parallel-size 2");
+    assert_usage(a, "--vllm-tensor-parallel-size is GRPOConfig's: it needs --loss grpo");
+}
+
 /* sync_weights' transient over a LoRA model, measured: bench/accuracy/llm/vllm_sync_replica.py (TRL's sync_weights,
  * PEFT's merge / unmerge and vLLM's load_weights statement by statement, the engine replaced by its fused weights;
  * torch 1.13 CPU, measure.py's between-op readings, fp32 model and adapters, where the CPU runs what CUDA runs),
@@ -521,6 +717,9 @@ int main(void)
         cmocka_unit_test(test_vllm_sync),
         cmocka_unit_test(test_vllm_lora),
         cmocka_unit_test(test_vllm_graphs),
+        cmocka_unit_test(test_vllm_trace),
+        cmocka_unit_test(test_vllm_ddp),
+        cmocka_unit_test(test_vllm_tp),
         cmocka_unit_test(test_measured_sync),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),

@@ -844,8 +844,8 @@ typedef struct {
         int64_t vllm_requested, vllm_weights, vllm_kv_cache, vllm_beside;
         /* --use-vllm's phases outside the training step (src/engine/grpo.c vc__grpo_phases, src/api/request.c
          * vllm_beside; trl @f2cd5771 trl/generation/vllm_generation.py sync_weights and generate): resident, what
-         * the trainer holds between its steps (weights, optimizer state, the buffered batch, gradients kept by
-         * --zero-grad zero); sync_temp, sync_weights' largest transient (the adapters' delta weights of
+         * the trainer holds between its steps (weights, optimizer state, the buffered batch, the cuBLAS workspace,
+         * gradients kept by --zero-grad zero); sync_temp, sync_weights' largest transient (the adapters' delta weights of
          * merge_adapter / unmerge_adapter; 0 for a full fine-tune, whose load_weights copies in place);
          * sync_peak, resident + what of vLLM is allocated while it runs (its weights, woken by
          * wake_up(tags=["weights"]) under sleep mode; its KV cache without sleep mode; its CUDA graphs) +
@@ -853,6 +853,11 @@ typedef struct {
          * graphs its cudagraph_mode captures (serve.c vllm_graphs: PIECEWISE + FULL); graph_memory, their pool
          * as given by --vllm-cuda-graph-memory (vLLM's logged figure; 0 when not given: not counted) */
         int64_t resident, sync_temp, sync_peak, vllm_peak, vllm_graphs, vllm_graph_memory;
+        /* --vllm-tensor-parallel-size (vllm_tp, 1 without): the engine's tensor-parallel group, weights and KV cache
+         * above its rank's; vllm_comm, the group's NCCL communicator and all-reduce buffers on the rank (serve.c
+         * vllm_snapshot): in total, of them vllm_comm_allocated (the custom all-reduce's rank_data, torch.empty) in
+         * the caching allocator, beside the step like the graphs */
+        int64_t vllm_tp, vllm_comm, vllm_comm_allocated;
     } grpo;
 } vc_result;
 

@@ -52,6 +52,7 @@ SAMPLES = {
     "alloc_conf": ["expandable_segments:True", "max_split_size_mb:64,garbage_collection_threshold:0.8"],
     "nccl_channels": [8], "beta": [0.04], "num_generations": [4], "gpus_per_node": [4], "cuda_graph_memory": ["512MiB"],
     "vllm_gpu_memory_utilization": [0.25], "nccl_nvls": ["off"], "vllm_cuda_graph_memory": ["512MiB"],
+    "vllm_tensor_parallel_size": [2],
 }
 GEN = {"mode": "generate"}
 SERVE = {"serve": True, "gpu": "h100-80gb"}
@@ -85,6 +86,8 @@ NEEDS = {
     "vllm_gpu_memory_utilization": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},
     "vllm_sleep": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},
     "vllm_cuda_graph_memory": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True},
+    "vllm_tensor_parallel_size": {"loss": "grpo", "prompt": 64, "new_tokens": 16, "gpu": "h100-80gb", "use_vllm": True,
+                                  "parallel": "ddp", "gpus": 2},
 }
 MODEL_OF = {"recipe": CFG, "peft": CFG, "modules_to_save": CFG, "ep": MOE, "moe_imbalance": MOE, "experts_implementation": MOE, "transformers": MOE, "pp": GPT, "micro_batches": GPT, "pp_virtual": GPT, "tp": CFG,
             "input": FILE, "image": VLM, "images": VLM, "target_seq": T5}

@@ -40,6 +40,7 @@ struct vc_request {
     double vllm_util;     /* --vllm-gpu-memory-utilization (--use-vllm) */
     bool vllm_sleep;      /* --vllm-sleep */
     int64_t vllm_graph_mem; /* --vllm-cuda-graph-memory, -1 not given */
+    int64_t vllm_tp;      /* --vllm-tensor-parallel-size (1) */
     vc_quant quant;       /* --weights, --qlora */
     char *input, *gpu, *sweep, *plot, *columns, *weights, *model, *extra, *cudnn_table;
     vc_format format;

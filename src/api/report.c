@@ -626,6 +626,10 @@ void report_table(FILE *f, const vc_report *rep)
             snprintf(note, sizeof note, "(%" PRId64 " graphs%s)", r->grpo.vllm_graphs,
                      r->grpo.vllm_graph_memory ? "" : ", not counted");
             row(f, t, "    its CUDA graphs", r->grpo.vllm_graph_memory, note);
+            if (r->grpo.vllm_tp > 1) { /* --vllm-tensor-parallel-size: the rank's figures above, its group's buffers */
+                snprintf(note, sizeof note, "(tp %" PRId64 ": NCCL, all-reduce)", r->grpo.vllm_tp);
+                row(f, t, "    its TP group", r->grpo.vllm_comm, note);
+            }
             row(f, t, "  vLLM beside", r->grpo.vllm_beside, r->grpo.vllm_beside > r->grpo.vllm_graph_memory ? "(in peak)"
                                                    : r->grpo.vllm_graph_memory ? "(sleep: its graphs)" : "(sleep: released)");
             row(f, t, "  sync peak", r->grpo.sync_peak, r->grpo.sync_temp ? "(sync_weights, merge)" : "(sync_weights)");
@@ -1014,9 +1018,13 @@ static void json_body(FILE *f, const vc_report *rep, const char *ind)
     if (r->grpo.on && o->grpo_vllm) /* --use-vllm: the colocated engine (src/api/request.c vllm_beside) */
         fprintf(f, ", \"vllm\": {\"requested\": %" PRId64 ", \"weights\": %" PRId64 ", \"kv_cache\": %" PRId64
                    ", \"beside\": %" PRId64 ", \"graphs\": %" PRId64 ", \"graph_memory\": %" PRId64 ", \"resident\": %" PRId64
-                   ", \"sync_temp\": %" PRId64 ", \"sync_peak\": %" PRId64 ", \"generate_peak\": %" PRId64 "}}",
+                   ", \"sync_temp\": %" PRId64 ", \"sync_peak\": %" PRId64 ", \"generate_peak\": %" PRId64 "%s",
                 r->grpo.vllm_requested, r->grpo.vllm_weights, r->grpo.vllm_kv_cache, r->grpo.vllm_beside, r->grpo.vllm_graphs,
-                r->grpo.vllm_graph_memory, r->grpo.resident, r->grpo.sync_temp, r->grpo.sync_peak, r->grpo.vllm_peak);
+                r->grpo.vllm_graph_memory, r->grpo.resident, r->grpo.sync_temp, r->grpo.sync_peak, r->grpo.vllm_peak,
+                r->grpo.vllm_tp > 1 ? "" : "}}");
+    if (r->grpo.on && o->grpo_vllm && r->grpo.vllm_tp > 1) /* --vllm-tensor-parallel-size: its group */
+        fprintf(f, ", \"tensor_parallel_size\": %" PRId64 ", \"comm\": %" PRId64 ", \"comm_allocated\": %" PRId64 "}}",
+                r->grpo.vllm_tp, r->grpo.vllm_comm, r->grpo.vllm_comm_allocated);
     if (rep->gpu) {
         fprintf(f, ",\n%s\"gpu\": {\"name\": ", ind);
         json_str(f, rep->gpu->name);

@@ -229,6 +229,7 @@ vc_request *vc_request_new(void)
     vc_serve_options_init(&q->so);
     q->vllm_util = 0.3; /* GRPOConfig.vllm_gpu_memory_utilization (trl @f2cd5771 grpo_config.py) */
     q->vllm_graph_mem = -1;
+    q->vllm_tp = 1; /* GRPOConfig.vllm_tensor_parallel_size */
     q->format = VC_FORMAT_TABLE;
     return q;
 }
@@ -370,6 +371,7 @@ vc_status vc_request_set(vc_request *q, const char *name, const char *v, vc_erro
     case VC_OPT_VLLM_GPU_MEMORY_UTILIZATION: return parse_real(name, v, 1e-6, 1.0, &q->vllm_util, err);
     case VC_OPT_VLLM_SLEEP: q->vllm_sleep = on; return VC_OK;
     case VC_OPT_VLLM_CUDA_GRAPH_MEMORY: return parse_size(name, v, &q->vllm_graph_mem, err);
+    case VC_OPT_VLLM_TENSOR_PARALLEL_SIZE: return parse_count(name, v, 1, &q->vllm_tp, err);
     case VC_OPT_TRANSFORMERS: /* the release table's rows (src/policy/release.c) */
         q->hf_given = true;
         return choose(name, v, q->transformers = vc_transformers_from_name(v), "a release from 4.46 to 4.57, or 5.0", err);
@@ -799,15 +801,24 @@ static vc_status check_request(vc_request *q, vc_error *err)
                              "(quantization=\"bitsandbytes\"; TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit "
                              "quantization\"), and sync_weights' merge_adapter dequantizes, merges and requantizes each "
                              "weight through the CPU (peft's Linear4bit.merge) before pushing the packed 4-bit tensors", nv);
-        } else if (q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep || q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY]) {
+            /* trl @f2cd5771 vllm_generation.py _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G})
+             * evenly" (accelerator.num_processes: one process a GPU) */
+            if (o->gpus % q->vllm_tp)
+                return usage(err, O("vllm_tensor_parallel_size") " %lld must divide the trainer's processes, " O("gpus")
+                             " %lld: TRL raises \"tensor_parallel_size must divide world size evenly\"",
+                             (long long)q->vllm_tp, (long long)o->gpus);
+        } else if (q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep || q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY] ||
+                   q->given[VC_OPT_VLLM_TENSOR_PARALLEL_SIZE]) {
             return usage(err, "%s goes with " O("use_vllm"), q->vllm_sleep ? O("vllm_sleep")
-                         : q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY] ? O("vllm_cuda_graph_memory") : O("vllm_gpu_memory_utilization"));
+                         : q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY] ? O("vllm_cuda_graph_memory")
+                         : q->given[VC_OPT_VLLM_TENSOR_PARALLEL_SIZE] ? O("vllm_tensor_parallel_size") : O("vllm_gpu_memory_utilization"));
         }
     } else if (q->given[VC_OPT_BETA] || q->given[VC_OPT_NUM_GENERATIONS] || q->o.grpo_vllm ||
-               q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep) {
+               q->given[VC_OPT_VLLM_GPU_MEMORY_UTILIZATION] || q->vllm_sleep || q->given[VC_OPT_VLLM_TENSOR_PARALLEL_SIZE]) {
         return usage(err, "%s is GRPOConfig's: it needs " OV("loss", "grpo"),
                      q->given[VC_OPT_BETA] ? O("beta") : q->given[VC_OPT_NUM_GENERATIONS] ? O("num_generations")
-                     : q->o.grpo_vllm ? O("use_vllm") : q->vllm_sleep ? O("vllm_sleep") : O("vllm_gpu_memory_utilization"));
+                     : q->o.grpo_vllm ? O("use_vllm") : q->vllm_sleep ? O("vllm_sleep")
+                     : q->given[VC_OPT_VLLM_TENSOR_PARALLEL_SIZE] ? O("vllm_tensor_parallel_size") : O("vllm_gpu_memory_utilization"));
     } else if (q->given[VC_OPT_VLLM_CUDA_GRAPH_MEMORY]) {
         return usage(err, O("vllm_cuda_graph_memory") " goes with " O("use_vllm") " (" OV("loss", "grpo") "); for "
                      O("serve") " it is " O("cuda_graph_memory"));
@@ -1011,10 +1022,11 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
 /* --use-vllm: TRL's colocated vLLM engine beside the GRPO step (huggingface/trl @ f2cd5771, the same lines in
  * v1.9.0 @ 35def3ee: trl/generation/vllm_generation.py VLLMGeneration._init_vllm builds LLM(model=model.name_or_path,
  * gpu_memory_utilization=vllm_gpu_memory_utilization, max_num_seqs = per_device_train_batch_size x
- * vllm_tensor_parallel_size (1) x steps_per_generation, max_num_batched_tokens=4096, enable_sleep_mode, no dtype:
- * vLLM's auto, distributed_executor_backend="external_launcher": in this process, its tensors from this process's
- * caching allocator). Its pool is sized as --serve sizes one engine (src/engine/serve.c vc_serve, read-only): the
- * share of the card less the weights, the profiling run and the non-torch memory. Without sleep mode its weights
+ * vllm_tensor_parallel_size (--vllm-tensor-parallel-size) x steps_per_generation, max_num_batched_tokens=4096,
+ * enable_sleep_mode, no dtype: vLLM's auto, distributed_executor_backend="external_launcher": in this process, its
+ * tensors from this process's caching allocator). Its pool is sized as --serve sizes one engine (src/engine/serve.c
+ * vc_serve, read-only): the share of the card less the weights, the profiling run and the non-torch memory. Without
+ * sleep mode its weights
  * and KV cache stay allocated through the training step; with it, _init_vllm and generate() end with
  * llm.sleep(level=2), which releases both. vLLM's own start-up check (gpu_worker.py init_device: "Free memory on
  * device ... is less than desired GPU memory utilization") is the card less what the trainer holds when the
@@ -1026,7 +1038,8 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
  * CuMemAllocator pools that sleep releases (load_model's tag "weights", initialize_kv_cache's "kv_cache"), so the
  * graph pool stays allocated in both modes. Its bytes are measured on the GPU (determine_available_memory subtracts
  * that measure from the pool): --vllm-cuda-graph-memory gives them, taken off the KV cache and counted beside.
- * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward):
+ * The step's timeline gains the two phases outside it (TRL's _generate_single_turn, before the step's forward; in
+ * --trace as rows, src/engine/grpo.c vc__grpo_trace_head / vc__grpo_trace_tail):
  *  - sync (sync_weights, every new global step): under sleep mode wake_up(tags=["weights"]) first, so vLLM's
  *    weights (and graphs) beside the trainer's resident state (vc__grpo_phases: r->grpo.resident), its KV cache
  *    too without sleep mode; then per parameter load_weights([(name, param.data)]): vLLM's weight loaders
@@ -1049,6 +1062,9 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     v.batch = 1;
     v.accumulate = 1;
     v.grpo_vllm = 0;
+    v.parallel = VC_PARALLEL_NONE; /* the engine is vLLM's, not the trainer's DDP model */
+    v.tp = v.gpus = q->vllm_tp;    /* LLM(tensor_parallel_size=vllm_tensor_parallel_size): its group's ranks */
+    v.pp = v.ep = 1;
     v.enforce_eager = 0;       /* TRL passes none */
     v.cuda_graph_memory = -1; /* subtracted below, as vLLM does where it profiles them */
     v.precision = vc_serve_auto_precision(m, &resp->gpu);
@@ -1056,13 +1072,26 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     vc_serve_options_init(&so);
     so.gpu_memory_utilization = q->vllm_util;
     so.max_num_batched_tokens = 4096;
-    so.max_num_seqs = o->batch * o->accumulate; /* at most 2^40 (check_request) */
+    /* max_num_seqs = per_device_train_batch_size x vllm_tensor_parallel_size x steps_per_generation (grpo_trainer.py):
+     * each rank of a TP group generates the group's prompts (generate(): all_gather_object over tp_group) */
+    if (__builtin_mul_overflow(o->batch * o->accumulate, q->vllm_tp, &so.max_num_seqs) || so.max_num_seqs > VC_MAX_DIM_SIZE)
+        return usage(err, O("vllm_tensor_parallel_size") ": the engine's max_num_seqs passes 2^40");
     vc_serve_result sr;
     /* LLM(model=model.name_or_path): vLLM loads the base checkpoint, without the PEFT model's adapters (its
      * sync_weights pushes the merged base weights under their base names) */
     vc_model *base = NULL;
     vc_status st = VC_OK;
-    if (vc__peft_on(&m->lora) || m->lora.modules_to_save[0]) {
+    if (q->vllm_tp > 1) {
+        /* a tensor-parallel engine: one rank's share of the checkpoint as vLLM splits it (src/hf/hf_tp.c), loaded from
+         * the config without the trainer's loss (vLLM runs the model; hf.c refuses the training loss grpo under a split)
+         * and without the adapters */
+        vc_hf_options h = q->hf;
+        h.loss = VC_LOSS_IMPL_HF;
+        vc_hf_release rel = {q->transformers, !q->given[VC_OPT_EXPERTS]};
+        st = vc__model_load_file_split(q->model, &h, &rel, q->vllm_tp, 0, 1, vc__vllm_mxfp4_align(&resp->gpu), &base, err);
+        if (st && err && !strcmp(err->path, O("tp"))) /* the split's refusal is of this option's ranks */
+            snprintf(err->path, sizeof err->path, "%s", O("vllm_tensor_parallel_size"));
+    } else if (vc__peft_on(&m->lora) || m->lora.modules_to_save[0]) {
         vc_lora none;
         vc_lora_init(&none);
         none.r = 0;
@@ -1071,21 +1100,33 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     if (!st) st = vc_serve(base ? base : m, &v, &so, &resp->gpu, &sr, err);
     vc_model_free(base);
     if (st) return st;
-    const int64_t at_start = r->memory.cuda_context + r->memory.weights;
+    /* its tensor-parallel group (serve.c vllm_snapshot: init_worker_distributed_environment before the snapshot): the
+     * NCCL communicator, the symmetric-memory and custom all-reduce buffers, outside the caching allocator but the
+     * custom all-reduce's rank_data (custom_all_reduce.py: torch.empty(8 MiB)); NCCL's NVLS buffers at the
+     * profiling run's first all-reduce (non_torch_nccl). 0 at tp 1 */
+    const int64_t held = sr.snapshot_nccl + sr.snapshot_custom_ar + sr.snapshot_symm_mem;
+    const int64_t rank_data = sr.snapshot_custom_ar > 0 ? INT64_C(8) << 20 : 0;
+    const int64_t comm = held + sr.non_torch_nccl;
+    const int64_t at_start = r->memory.cuda_context + r->memory.weights + held;
     if (resp->gpu.capacity - at_start < sr.requested)
         return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
-                     "free when it starts (the card less the trainer's CUDA context and weights): vLLM refuses to start",
-                     q->vllm_util, (long long)sr.requested, (long long)(resp->gpu.capacity - at_start));
-    const int64_t g = q->vllm_graph_mem > 0 ? q->vllm_graph_mem : 0, w = sr.weights;
+                     "free when it starts (the card less the trainer's CUDA context and weights%s): vLLM refuses to start",
+                     q->vllm_util, (long long)sr.requested, (long long)(resp->gpu.capacity - at_start),
+                     held ? ", and its tensor-parallel group's NCCL and all-reduce buffers" : "");
+    const int64_t gr = q->vllm_graph_mem > 0 ? q->vllm_graph_mem : 0, w = sr.weights;
+    const int64_t g = gr + rank_data; /* allocated from start-up on, sleep mode or not: its graphs and rank_data */
     int64_t kv = sr.kv_cache;
-    if (g > 0 && sr.graphs_profiled && (kv -= g) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
+    if (gr > 0 && sr.graphs_profiled && (kv -= gr) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
         return usage(err, O("vllm_cuda_graph_memory") " %lld: vLLM's KV cache pool (%lld bytes before it) is left empty: vLLM "
-                     "refuses to start", (long long)g, (long long)sr.kv_cache);
+                     "refuses to start", (long long)gr, (long long)sr.kv_cache);
     r->grpo.vllm_requested = sr.requested;
     r->grpo.vllm_weights = w;
     r->grpo.vllm_kv_cache = kv;
     r->grpo.vllm_graphs = sr.graphs_piecewise + sr.graphs_full;
-    r->grpo.vllm_graph_memory = g;
+    r->grpo.vllm_graph_memory = gr;
+    r->grpo.vllm_tp = q->vllm_tp;
+    r->grpo.vllm_comm = comm;
+    r->grpo.vllm_comm_allocated = rank_data;
     const bool sleep = q->vllm_sleep;
     int64_t wg, all, beside, sync, gen, peak, res, old_res = r->memory.reserved;
     if (__builtin_add_overflow(w, g, &wg) || __builtin_add_overflow(wg, kv, &all) ||
@@ -1108,24 +1149,24 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const bool by_gen = gen > peak && gen >= sync;
     if (sync > peak || by_gen) {
         vc_peak *pk = &r->peak;
-        const int64_t grads = o->keep_grads ? r->memory.gradients : 0;
+        const int64_t grads = vc__grpo_resident_grads(m, o, r->memory.gradients); /* resident's (vc__grpo_phases) */
         r->memory.peak_allocated = by_gen ? gen : sync;
         pk->phase = by_gen ? VC_PHASE_VLLM : VC_PHASE_SYNC;
         pk->weights = r->memory.weights + w;
         pk->gradients = grads;
         pk->optimizer_states = r->memory.optimizer_states;
         /* the buffered batch (the rest of the resident state), vLLM's KV cache when allocated, its graphs */
-        pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states +
+        pk->activations = r->grpo.resident - r->memory.weights - grads - r->memory.optimizer_states - r->memory.workspace +
                           (by_gen || !sleep ? kv : 0) + g;
         pk->temporaries = by_gen ? 0 : r->grpo.sync_temp;
-        pk->workspace = 0;
+        pk->workspace = r->memory.workspace; /* the step's cuBLAS workspace, kept (vc__grpo_phases) */
         pk->layer[0] = 0;
         snprintf(pk->kind, sizeof pk->kind, "%s", by_gen ? "LLM.generate" : r->grpo.sync_temp ? "merge_adapter" : "load_weights");
     }
     if (sync > res) res = sync;
     if (gen > res) res = gen;
     r->memory.reserved = res;
-    if (__builtin_add_overflow(r->memory.total, res - old_res, &r->memory.total))
+    if (__builtin_add_overflow(r->memory.total, res - old_res + comm - rank_data, &r->memory.total))
         return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
     return VC_OK;
 }
@@ -1457,7 +1498,17 @@ vc_status vc_request_run(const vc_request *given, vc_response **out, vc_error *e
                 st = nomem(err);
                 goto fail;
             }
-            st = vc_trace(m, o, trace_line, f, err);
+            /* --use-vllm: the engine sized (and refused) as the report's, then its rows around the step's */
+            vc_grpo_engine eng = {0, 0, 0, false}, *v = NULL;
+            if (o->grpo_vllm && resp->have_gpu &&
+                !(st = vc_estimate(m, o, &resp->r, err)) && !(st = vllm_beside(q, m, o, resp, err))) {
+                eng = (vc_grpo_engine){resp->r.grpo.vllm_weights, resp->r.grpo.vllm_kv_cache, resp->r.grpo.vllm_graph_memory,
+                                       q->vllm_sleep, resp->r.grpo.vllm_comm_allocated};
+                v = &eng;
+            }
+            vc_result_free(&resp->r);
+            memset(&resp->r, 0, sizeof resp->r);
+            if (!st) st = vc__trace(m, o, v, trace_line, f, err);
             if (fclose(f) && !st) st = nomem(err);
             if (st) {
                 free(t);

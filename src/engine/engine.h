@@ -104,9 +104,32 @@ vc_status vc_result_from_sim(const vc_model *m, vc_optim optim, const vc_sim *s,
  * step's other phases, the plan just simulated); r->grpo and the step's peak and reserve. */
 vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *st, vc_result *r, vc_error *err);
 
+/* --use-vllm's colocated engine in the trace (src/api/request.c vllm_beside): its weights, KV cache and CUDA graph
+ * pool (--vllm-cuda-graph-memory, 0 not given), and sleep mode (--vllm-sleep). */
+typedef struct vc_grpo_engine {
+    int64_t weights, kv_cache, graph_memory;
+    bool sleep;
+    int64_t comm_allocated; /* its tensor-parallel group's buffer in the caching allocator (rank_data), 0 */
+} vc_grpo_engine;
+/* grpo.c: the trace's rows of that engine before the step's (head) and the phases outside the step after them
+ * (tail: the next step's sync and vllm); *total the running total, carried. */
+vc_status vc__grpo_trace_head(const vc_grpo_engine *v, int64_t *total, void (*line)(void *, const char *), void *ctx);
+vc_status vc__grpo_trace_tail(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, int64_t *total,
+                              void (*line)(void *, const char *), void *ctx, vc_error *err);
+/* estimate.c: vc_trace with --use-vllm's engine (v, NULL without) */
+vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, void (*line)(void *, const char *),
+                    void *ctx, vc_error *err);
+
+/* grpo.c: --use-vllm, the gradients the trainer holds between steps, of the step's persistent `all` (DDP's
+ * buckets; every one under --zero-grad zero); -1 on overflow */
+int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all);
+
 /* Writes one line per alloc/free event (phase, kind, category, bytes,
- * running total, layer, op) through `line`. */
-vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx);
+ * running total, layer, op) through `line`, the running total from *total (carried). */
+vc_status vc_plan_trace(const vc_plan *p, int64_t batch, int64_t *total, void (*line)(void *, const char *), void *ctx);
+/* One such line. */
+void vc__trace_row(void (*line)(void *, const char *), void *ctx, vc_phase ph, bool alloc, const char *cat, int64_t bytes,
+                   int64_t total, const char *where, const char *op);
 
 /* Bytes of n elements of dt for `batch`, rounded up to 512; -1 on overflow. */
 int64_t vc_bytes(vc_numel n, vc_dtype dt, int64_t batch);

@@ -312,14 +312,25 @@ vc_status vc_trace(const vc_model *m, const vc_options *o, void (*line)(void *, 
     vc_error_clear(err);
     vc_options full_o; /* the legacy struct's size (vramcalc.h) */
     vc_status in_st = vc__options_in(&o, &full_o, err);
-    if (in_st) return in_st;
+    return in_st ? in_st : vc__trace(m, o, NULL, line, ctx, err);
+}
+
+vc_status vc__trace(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, void (*line)(void *, const char *),
+                    void *ctx, vc_error *err)
+{
     vc_status st = vc__check_options(o, err);
     if (st) return st;
     if (o->pp > 1) return vc_set_error(err, VC_ERR_USAGE, O("trace"), "not available with " O("pp") ": trace one stage as its own model");
     if ((st = vc__model_at(m, o, &m, err))) return st; /* the model at the options' tp, sp and ep */
     vc_plan *p = NULL;
     if ((st = vc_plan_build(m, o, &p, err))) return st;
-    st = vc_plan_trace(p, o->batch, line, ctx);
+    int64_t total = 0;
+    if (v && (st = vc__grpo_trace_head(v, &total, line, ctx))) {
+        vc_plan_free(p);
+        return vc_set_error(err, st, NULL, "total memory exceeds 2^63 bytes");
+    }
+    st = vc_plan_trace(p, o->batch, &total, line, ctx);
     vc_plan_free(p);
-    return st ? vc_set_error(err, st, NULL, "batch %lld overflows 64-bit arithmetic", (long long)o->batch) : VC_OK;
+    if (st) return vc_set_error(err, st, NULL, "batch %lld overflows 64-bit arithmetic", (long long)o->batch);
+    return v ? vc__grpo_trace_tail(m, o, v, &total, line, ctx, err) : VC_OK;
 }

@@ -55,9 +55,13 @@
  * sampling_per_token_logps, makes importance_sampling_ratio [B, 1], and buffers the three; _compute_loss multiplies
  * the ratio in before the KL term.
  * --use-vllm over LoRA (rsLoRA, PiSSA): that pass runs with the adapters on; vc__grpo_phases gives the trainer's
- * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases.
- * Refused (src/api/request.c and below): autocast, parallel layouts, vLLM over DoRA, IA3 or LN tuning adapters or
- * quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
+ * resident state between steps and sync_weights' merge temporaries (merge_temp) for request.c's sync and vllm phases;
+ * with --trace, vc__grpo_trace_head / vc__grpo_trace_tail write the engine's rows and those phases' around the step's.
+ * --use-vllm under --parallel ddp: every process its own engine (or its rank of one, --vllm-tensor-parallel-size:
+ * request.c vllm_beside), the policy in DistributedDataParallel (the plan's ddp layout), the no-grad passes on the
+ * unwrapped model; DDP's buckets resident between steps (vc__grpo_resident_grads).
+ * Refused (src/api/request.c and below): autocast, parallel layouts (but DDP with vLLM), vLLM over DoRA, IA3 or LN
+ * tuning adapters or quantized weights, --grad-ckpt-every / --grad-ckpt-ops.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,9 +187,11 @@ void vc__grpo_emit(vc_build *b)
                   "copies the logits to fp32): use fp32, bf16 or fp16", vc_precision_name(b->o.precision));
         return;
     }
-    if (b->o.parallel != VC_PARALLEL_NONE || m->stage.on) {
-        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU (the generation and the reference under a "
-                  "parallel layout are not)");
+    if ((b->o.parallel != VC_PARALLEL_NONE && !(vllm && b->o.parallel == VC_PARALLEL_DDP)) || m->stage.on) {
+        /* with --use-vllm, DDP: every process its own engine (or its share of a tensor-parallel one), its policy
+         * under DistributedDataParallel; the no-grad passes on the unwrapped model (see vc__grpo_resident_grads) */
+        vc_refuse(b, O("parallel"), "grpo is modelled on one GPU%s (the generation and the reference under a "
+                  "parallel layout are not)", vllm ? ", or with " O("use_vllm") " under " OV("parallel", "ddp") : "");
         return;
     }
     if (m->loss_head < 0 || ov->shape.nd < 1 || L != P + C) {
@@ -343,9 +349,16 @@ out:
  * largest layer's, max(2 x adapter, adapter + base where they differ) bytes per element of its weight, each
  * tensor in the caching allocator's 512-byte blocks. The pushes allocate nothing on one GPU (vLLM's weight
  * loaders narrow and copy_ in place, src/api/request.c vllm_beside). */
-static vc_status merge_temp(const vc_model *m, vc_dtype base_dt, int64_t *out, vc_error *err)
+typedef struct merge_layer {
+    const char *path; /* the LoRA layer's instance */
+    int64_t delta;    /* its delta weight in the adapters' dtype, 512-byte blocks */
+    int64_t cast;     /* delta_weight.to(orig_dtype) in the base's dtype, 0 where the dtypes agree */
+} merge_layer;
+
+/* The LoRA layers of m in merge_adapter's order, fn called on each (its non-zero return stops the walk). */
+static vc_status merge_layers(const vc_model *m, vc_dtype base_dt, int (*fn)(void *, const merge_layer *), void *ctx,
+                              vc_error *err)
 {
-    *out = 0;
     for (size_t p = 0; p < m->npar; p++) {
         const vc_param_entry *e = &m->par[p];
         if (!e->name || strcmp(e->name, "lora_B.default.weight") || e->owner < 0 || (size_t)e->owner >= m->ninst) continue;
@@ -355,17 +368,46 @@ static vc_status merge_temp(const vc_model *m, vc_dtype base_dt, int64_t *out, v
             if (m->par[in->params[k]].name && !strcmp(m->par[in->params[k]].name, "weight")) w = m->par[in->params[k]].numel;
         if (w < 0) continue;
         const int64_t ad = (int64_t)vc_dtype_size(vc_param_pinned_dt(e->flags, base_dt)), bd = (int64_t)vc_dtype_size(base_dt);
-        int64_t a, c, t;
+        int64_t a, c;
         if (__builtin_mul_overflow(w, ad, &a) || __builtin_mul_overflow(w, bd, &c) || a > INT64_MAX / 2 - 1024 ||
             c > INT64_MAX / 2 - 1024)
             return vc_set_error(err, VC_ERR_OVERFLOW, O("lora"), "a LoRA layer's delta weight passes 2^62 bytes");
-        a = (a + 511) / 512 * 512;
-        c = (c + 511) / 512 * 512;
-        t = 2 * a; /* get_delta_weight: weight_B @ weight_A and its product with scaling */
-        if (ad != bd && a + c > t) t = a + c; /* unmerge: delta_weight and delta_weight.to(orig_dtype) */
-        if (t > *out) *out = t;
+        merge_layer l = {in->path ? in->path : "-", (a + 511) / 512 * 512, ad != bd ? (c + 511) / 512 * 512 : 0};
+        if (fn(ctx, &l)) break;
     }
     return VC_OK;
+}
+
+/* merge_temp's walk: the largest layer's transient */
+static int merge_max(void *ctx, const merge_layer *l)
+{
+    int64_t *out = ctx, t = 2 * l->delta; /* get_delta_weight: weight_B @ weight_A and its product with scaling */
+    if (l->delta + l->cast > t) t = l->delta + l->cast; /* unmerge: delta_weight and delta_weight.to(orig_dtype) */
+    if (t > *out) *out = t;
+    return 0;
+}
+
+static vc_status merge_temp(const vc_model *m, vc_dtype base_dt, int64_t *out, vc_error *err)
+{
+    *out = 0;
+    return merge_layers(m, base_dt, merge_max, out, err);
+}
+
+/* --use-vllm: the gradient bytes the trainer holds between steps, of `all` (the step's persistent gradients: the
+ * parameters' own and a layout's resident buffers): every one under --zero-grad zero (zero_grad(set_to_none=False));
+ * else only the layout's, DDP's gradient buckets (layout_ddp.c: allocated when DDP wraps the model and kept, the
+ * parameters' .grad freed by zero_grad(set_to_none=True)), 0 on one GPU. -1 on overflow. */
+int64_t vc__grpo_resident_grads(const vc_model *m, const vc_options *o, int64_t all)
+{
+    if (o->keep_grads) return all;
+    const vc_dtype dt = vc_precision_row_get(o->precision)->param_dt; /* plan.c: the gradients in the parameters' dtype */
+    int64_t own = 0;
+    for (size_t p = 0; p < m->npar; p++) {
+        if (!m->par[p].trainable) continue;
+        int64_t v = vc_bytes(vc_n_fixed(m->par[p].numel), vc_param_pinned_dt(m->par[p].flags, dt), 1);
+        if (v < 0 || __builtin_add_overflow(own, v, &own)) return -1;
+    }
+    return all > own ? all - own : 0;
 }
 
 /* 1.: the generation as its own plan, with the training state resident beside it. */
@@ -379,14 +421,18 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         r->grpo.train_reserved = r->memory.reserved;
         /* what the trainer holds when sync_weights and vLLM's generate() run (_generate_single_turn, before the
          * step's forward): its weights (and a reference copy), the optimizer's state, the previous step's
-         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise) */
+         * buffered batch, gradients only under --zero-grad zero (set_to_none=True otherwise), and the workspaces the
+         * step made (cuBLAS's: PyTorch's CUDABlasHandlePool keeps each handle's workspace from the caching allocator
+         * in cublas_handle_stream_to_workspace until the process ends; persistent in the plan) */
         vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
         vc_numel bn = buffer_numel(o->prompt, o->new_tokens, o->grpo_beta != 0.0, true, dt, o->accumulate);
         int64_t bufb, res;
+        const int64_t grads = vc__grpo_resident_grads(m, o, st->persistent[CAT_GRAD]);
+        if (grads < 0) return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         if (__builtin_mul_overflow(bn.ps, o->batch, &bufb) || __builtin_add_overflow(bufb, bn.fx + 511, &bufb) ||
             __builtin_add_overflow(st->persistent[CAT_WEIGHT], st->persistent[CAT_OPT], &res) ||
-            __builtin_add_overflow(res, bufb / 512 * 512, &res) ||
-            __builtin_add_overflow(res, o->keep_grads ? st->persistent[CAT_GRAD] : 0, &res))
+            __builtin_add_overflow(res, bufb / 512 * 512, &res) || __builtin_add_overflow(res, st->persistent[CAT_WS], &res) ||
+            __builtin_add_overflow(res, grads, &res))
             return vc_set_error(err, VC_ERR_OVERFLOW, NULL, "total memory exceeds 2^63 bytes");
         r->grpo.resident = res;
         return merge_temp(m, dt, &r->grpo.sync_temp, err);
@@ -441,4 +487,92 @@ vc_status vc__grpo_phases(const vc_model *m, const vc_options *o, const vc_sim *
         }
     }
     return VC_OK;
+}
+
+/* --use-vllm --trace: the colocated engine's allocations and the phases outside the step, as rows of the step's
+ * timeline (vc__trace_row, the plan's format). The head, before the step's rows: what of vLLM stays allocated from
+ * _init_vllm on (request.c vllm_beside): its weights and KV cache without sleep mode (LLM(...)), its CUDA graphs in
+ * both modes (capture_model; the pool given by --vllm-cuda-graph-memory). The tail, after the step's rows (its end
+ * state is the next step's start): _compute_loss's input_ids (torch.cat, the plan's input) gone, then the next
+ * step's sync and vllm phases over the trainer's resident state (vc__grpo_phases: r->grpo.resident), so their
+ * running totals are the report's sync_peak and generate_peak:
+ *  - sync (sync_weights): under sleep mode wake_up(tags=["weights"]) allocates vLLM's weights; over LoRA each
+ *    layer's merge (get_delta_weight: weight_B @ weight_A, its product with scaling, the first freed; the delta
+ *    after base_layer.weight.data += delta_weight), the pushes (load_weights copies in place: no row), each layer's
+ *    unmerge (the delta again, delta_weight.to(orig_dtype) where the dtypes differ, freed after weight.data -= it);
+ *    peft @5d602fdb tuners/lora/layer.py Linear.merge / unmerge / get_delta_weight, as merge_temp reads them;
+ *  - vllm (generate()): under sleep mode wake_up(tags=["kv_cache"]) allocates its KV cache, and sleep(level=2)
+ *    after the generation releases the KV cache and the weights (trl @f2cd5771 vllm_generation.py generate). */
+typedef struct trace_ctx {
+    void (*line)(void *, const char *);
+    void *ctx;
+    int64_t total;
+    bool unmerge;
+    vc_status st;
+} trace_ctx;
+
+static void row(trace_ctx *t, vc_phase ph, bool alloc, const char *cat, int64_t bytes, const char *where, const char *op)
+{
+    if (t->st) return;
+    if (__builtin_add_overflow(t->total, alloc ? bytes : -bytes, &t->total)) {
+        t->st = VC_ERR_OVERFLOW;
+        return;
+    }
+    vc__trace_row(t->line, t->ctx, ph, alloc, cat, bytes, t->total, where, op);
+}
+
+static int merge_rows(void *ctx, const merge_layer *l)
+{
+    trace_ctx *t = ctx;
+    row(t, VC_PHASE_SYNC, true, "temp", l->delta, l->path, "mm");   /* weight_B @ weight_A */
+    row(t, VC_PHASE_SYNC, true, "temp", l->delta, l->path, "mul");  /* * scaling: the delta */
+    row(t, VC_PHASE_SYNC, false, "temp", l->delta, l->path, "mul"); /* the product, freed */
+    if (t->unmerge && l->cast) {                                    /* delta_weight.to(orig_dtype) */
+        row(t, VC_PHASE_SYNC, true, "temp", l->cast, l->path, "_to_copy");
+        row(t, VC_PHASE_SYNC, false, "temp", l->cast, l->path, "sub_");
+    }
+    row(t, VC_PHASE_SYNC, false, "temp", l->delta, l->path, t->unmerge ? "sub_" : "add_");
+    return t->st != VC_OK;
+}
+
+vc_status vc__grpo_trace_head(const vc_grpo_engine *v, int64_t *total, void (*line)(void *, const char *), void *ctx)
+{
+    trace_ctx t = {line, ctx, *total, false, VC_OK};
+    line(ctx, v->sleep ? "-- vllm: LLM(...) in _init_vllm, its weights and KV cache released by sleep(level=2)"
+                       : "-- vllm: LLM(...) in _init_vllm, its weights and KV cache allocated through training");
+    if (!v->sleep) {
+        row(&t, VC_PHASE_VLLM, true, "weight", v->weights, "-", "LLM");
+        row(&t, VC_PHASE_VLLM, true, "act", v->kv_cache, "-", "LLM");
+    }
+    if (v->comm_allocated > 0) /* --vllm-tensor-parallel-size: the custom all-reduce's rank_data (init_device) */
+        row(&t, VC_PHASE_VLLM, true, "act", v->comm_allocated, "-", "CustomAllreduce");
+    if (v->graph_memory > 0) row(&t, VC_PHASE_VLLM, true, "act", v->graph_memory, "-", "capture_model");
+    *total = t.total;
+    return t.st;
+}
+
+vc_status vc__grpo_trace_tail(const vc_model *m, const vc_options *o, const vc_grpo_engine *v, int64_t *total,
+                              void (*line)(void *, const char *), void *ctx, vc_error *err)
+{
+    trace_ctx t = {line, ctx, *total, false, VC_OK};
+    for (int i = 0; i < m->ninputs; i++) { /* the step's input_ids [B, P + C] int64, the plan's input (state.c) */
+        int64_t ids = vc_bytes(vc_n_sample(vc_shape_numel(&m->val[i].shape)), m->val[i].dt, o->batch);
+        if (ids < 0) return vc_set_error(err, VC_ERR_OVERFLOW, O("batch"), "the step's input ids pass 2^63 bytes");
+        row(&t, VC_PHASE_IDLE, false, "act", ids, "-", "input_ids");
+    }
+    line(ctx, "-- sync: sync_weights (the next step's, before its forward)");
+    if (v->sleep) row(&t, VC_PHASE_SYNC, true, "weight", v->weights, "-", "wake_up");
+    const vc_dtype dt = vc_precision_row_get(o->precision)->param_dt;
+    vc_status s = merge_layers(m, dt, merge_rows, &t, err); /* merge_adapter */
+    t.unmerge = true;
+    if (!s && !t.st) s = merge_layers(m, dt, merge_rows, &t, err); /* unmerge_adapter */
+    if (s) return s;
+    line(ctx, "-- vllm: generate()");
+    if (v->sleep) {
+        row(&t, VC_PHASE_VLLM, true, "act", v->kv_cache, "-", "wake_up");
+        row(&t, VC_PHASE_VLLM, false, "act", v->kv_cache, "-", "sleep");
+        row(&t, VC_PHASE_VLLM, false, "weight", v->weights, "-", "sleep");
+    }
+    *total = t.total;
+    return t.st ? vc_set_error(err, t.st, NULL, "total memory exceeds 2^63 bytes") : VC_OK;
 }

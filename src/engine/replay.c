@@ -1182,11 +1182,18 @@ vc_status vc__replay_allocated(const vc_build *b, int64_t batch, vc_sim *sim, in
 
 static const char *const cat_names[CAT__N] = {"weight", "grad", "state", "act", "temp", "workspace"};
 
-vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, const char *), void *ctx)
+void vc__trace_row(void (*line)(void *, const char *), void *ctx, vc_phase ph, bool alloc, const char *cat, int64_t bytes,
+                   int64_t total, const char *where, const char *op)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%-9s %-5s %-9s %12lld %14lld  %s %s", vc_phase_name(ph), alloc ? "alloc" : "free", cat,
+             (long long)bytes, (long long)total, where, op);
+    line(ctx, buf);
+}
+
+vc_status vc_plan_trace(const vc_plan *p, int64_t batch, int64_t *total, void (*line)(void *, const char *), void *ctx)
 {
     const vc_build *b = p;
-    int64_t total = 0;
-    char buf[256];
     for (size_t i = 0; i < b->nev; i++) {
         const ev_t *e = &b->ev[i];
         if (e->kind == EV_FWD_END) {
@@ -1196,12 +1203,9 @@ vc_status vc_plan_trace(const vc_plan *p, int64_t batch, void (*line)(void *, co
         const stor_t *s = &b->s[e->stor];
         int64_t v = vc__stor_bytes(b, e->stor, batch);
         if (v < 0) return VC_ERR_OVERFLOW;
-        if (__builtin_add_overflow(total, e->kind == EV_ALLOC ? v : -v, &total)) return VC_ERR_OVERFLOW;
-        const char *where = e->inst >= 0 ? b->m->inst[e->inst].path : "-";
-        snprintf(buf, sizeof buf, "%-9s %-5s %-9s %12lld %14lld  %s %s", vc_phase_name((vc_phase)e->phase),
-                 e->kind == EV_ALLOC ? "alloc" : "free", cat_names[s->cat], (long long)v, (long long)total, where,
-                 e->op >= 0 ? b->op[e->op].name : "");
-        line(ctx, buf);
+        if (__builtin_add_overflow(*total, e->kind == EV_ALLOC ? v : -v, total)) return VC_ERR_OVERFLOW;
+        vc__trace_row(line, ctx, (vc_phase)e->phase, e->kind == EV_ALLOC, cat_names[s->cat], v, *total,
+                      e->inst >= 0 ? b->m->inst[e->inst].path : "-", e->op >= 0 ? b->op[e->op].name : "");
     }
     return VC_OK;
 }
