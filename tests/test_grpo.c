@@ -618,13 +618,14 @@ static void test_vllm_ddp(void **state)
  * new_subgroups_by_enumeration into groups of tensor_parallel_size ranks, LLM(tensor_parallel_size=2,
  * distributed_executor_backend="external_launcher"); grpo_trainer.py: max_num_seqs = 8 x 2 x 1 = 16). Each rank holds
  * vLLM's rank share, as --serve --tp 2 --gpus 2 sizes it at gpu_memory_utilization 0.3, max_num_batched_tokens 4096,
- * max_num_seqs 16 (serve.c, hf_tp.c): weights 3,246,479,872 B, KV cache 22,157,924,659 B; its group's buffers at
+ * max_num_seqs 16 (serve.c, hf_tp.c): weights 3,246,479,872 B, KV cache 22,088,718,643 B; its group's buffers at
  * vLLM's snapshot (serve.c vllm_snapshot, nccl.c on one H100 NVSwitch board): NCCL 304,087,040 B, the custom
  * all-reduce 2,560 + 3 x 8 MiB = 25,168,384 B (of it rank_data, torch.empty(8 MiB), in the caching allocator) and the
- * symmetric-memory buffer 64 MiB: 396,364,288 B, in total; rank_data 8,388,608 B beside the step. Without sleep mode:
- * beside 3,246,479,872 + 22,157,924,659 + 8,388,608 = 25,412,793,139 B, peak train_peak 38,553,171,456 + it =
- * 63,965,964,595 B, sync and generate resident 25,702,123,008 + it = 51,114,916,147 B; total = reserved + context +
- * the trainer's NCCL + 396,364,288 - 8,388,608. */
+ * symmetric-memory buffer 64 MiB: 396,364,288 B, and after it the communicator torch.distributed makes at the profiling
+ * run's logits all-gather (serve_nccl.c: NVLS credits and buffers, 66 MiB = 69,206,016 B on H100s at tp 2): 465,570,304 B in total; rank_data 8,388,608 B beside the step. Without sleep mode:
+ * beside 3,246,479,872 + 22,088,718,643 + 8,388,608 = 25,343,587,123 B, peak train_peak 38,553,171,456 + it =
+ * 63,896,758,579 B, sync and generate resident 25,702,123,008 + it = 51,045,710,131 B; total = reserved + context +
+ * the trainer's NCCL + 465,570,304 - 8,388,608. */
 static void test_vllm_tp(void **state)
 {
     (void)state;
@@ -636,23 +637,23 @@ static void test_vllm_tp(void **state)
                           "0.3 --max-num-batched-tokens 4096 --max-num-seqs 16 --prompt 256 --new-tokens 512");
     const long long w = json_after(a, "\"vllm\": {", "\"weights\": "), kv = json_after(a, "\"vllm\": {", "\"kv_cache\": ");
     assert_int_equal(w, 3246479872LL);
-    assert_int_equal(kv, 22157924659LL);
+    assert_int_equal(kv, 22088718643LL);
     assert_int_equal(w, json_after(h, "\"serve\"", "\"weights\": "));
     assert_int_equal(kv, json_after(h, "\"serve\"", "\"kv_cache\": "));
     assert_int_equal(json_after(a, "\"vllm\": {", "\"tensor_parallel_size\": "), 2);
-    assert_int_equal(json_after(a, "\"vllm\": {", "\"comm\": "), 304087040LL + 25168384LL + 67108864LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"comm\": "), 304087040LL + 25168384LL + 67108864LL + 69206016LL);
     assert_int_equal(json_after(h, "\"at_snapshot\"", "\"nccl\": "), 304087040LL);
     assert_int_equal(json_after(a, "\"vllm\": {", "\"comm_allocated\": "), 8388608LL);
-    assert_int_equal(json_after(a, "\"vllm\": {", "\"beside\": "), 25412793139LL);
-    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 63965964595LL);
-    assert_int_equal(json_after(a, "\"vllm\": {", "\"sync_peak\": "), 51114916147LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"beside\": "), 25343587123LL);
+    assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 63896758579LL);
+    assert_int_equal(json_after(a, "\"vllm\": {", "\"sync_peak\": "), 51045710131LL);
     const long long tot = json_after(a, "\"memory\"", "\"total\": "), res = json_after(a, "\"memory\"", "\"reserved\": ");
     const long long ctx = json_after(a, "\"memory\"", "\"cuda_context\": "), nccl = json_after(a, "\"nccl\"", "\"bytes\": ");
-    assert_int_equal(tot - res - ctx - nccl, 396364288LL - 8388608LL);
+    assert_int_equal(tot - res - ctx - nccl, 465570304LL - 8388608LL);
     trace_scan t;
     scan_trace(a, &t);
-    assert_string_equal(t.rows[2], "vllm alloc act 8388608 25412793139 - CustomAllreduce");
-    assert_int_equal(t.max_total, 63965964595LL);
+    assert_string_equal(t.rows[2], "vllm alloc act 8388608 25343587123 - CustomAllreduce");
+    assert_int_equal(t.max_total, 63896758579LL);
     /* _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G}) evenly" */
     snprintf(a, sizeof a, "%s --vllm-tensor-parallel-size 4", c);
     assert_usage(a, "--vllm-tensor-parallel-size 4 must divide the trainer's processes, --gpus 2");

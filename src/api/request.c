@@ -1103,10 +1103,11 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     /* its tensor-parallel group (serve.c vllm_snapshot: init_worker_distributed_environment before the snapshot): the
      * NCCL communicator, the symmetric-memory and custom all-reduce buffers, outside the caching allocator but the
      * custom all-reduce's rank_data (custom_all_reduce.py: torch.empty(8 MiB)); NCCL's NVLS buffers at the
-     * profiling run's first all-reduce (non_torch_nccl). 0 at tp 1 */
+     * profiling run's first all-reduce (non_torch_nccl), and the communicator torch.distributed makes at the profiling
+     * run's logits all-gather (non_torch_logits_nccl, src/engine/serve_nccl.c). 0 at tp 1 */
     const int64_t held = sr.snapshot_nccl + sr.snapshot_custom_ar + sr.snapshot_symm_mem;
     const int64_t rank_data = sr.snapshot_custom_ar > 0 ? INT64_C(8) << 20 : 0;
-    const int64_t comm = held + sr.non_torch_nccl;
+    const int64_t comm = held + sr.non_torch_nccl + sr.non_torch_logits_nccl;
     const int64_t at_start = r->memory.cuda_context + r->memory.weights + held;
     if (resp->gpu.capacity - at_start < sr.requested)
         return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
