@@ -38,41 +38,7 @@
 #define B 2
 #define W 32
 
-static const char *cfg_text =
-    "{\"architectures\": [\"MistralForCausalLM\"], \"head_dim\": 16, \"hidden_act\": \"silu\", \"hidden_size\": 64,"
-    " \"intermediate_size\": 128, \"max_position_embeddings\": 4096, \"model_type\": \"mistral\","
-    " \"num_attention_heads\": 8, \"num_hidden_layers\": 2, \"num_key_value_heads\": 2, \"rms_norm_eps\": 1e-05,"
-    " \"rope_theta\": 10000.0, \"sliding_window\": %s, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\","
-    " \"vocab_size\": 256}\n";
-
-static char with_window[64], without_window[64];
-
-static void write_cfg(char *path, const char *window)
-{
-    strcpy(path, "/tmp/vc_sliding4x_XXXXXX");
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
-    assert_non_null(f);
-    fprintf(f, cfg_text, window);
-    fclose(f);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    write_cfg(with_window, "32");
-    write_cfg(without_window, "null");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    unlink(with_window);
-    unlink(without_window);
-    return 0;
-}
+#include "sliding_cfg.h"
 
 static long long num(const cJSON *o, const char *k1, const char *k2)
 {
@@ -205,5 +171,5 @@ int main(void)
         cmocka_unit_test(test_below_window), cmocka_unit_test(test_padded_by_8), cmocka_unit_test(test_aligned_shared),
         cmocka_unit_test(test_padded_by_4), cmocka_unit_test(test_mask_events),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, sliding_setup, sliding_teardown);
 }
