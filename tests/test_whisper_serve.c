@@ -52,12 +52,14 @@ static vc_model *load_file(const char *name)
     return m;
 }
 
-static void serve_h100(const char *file, vc_serve_result *r)
+static void serve_h100_at(const char *file, vc_precision prec, int64_t tp, vc_serve_result *r)
 {
     vc_model *m = load_file(file);
     vc_options o;
     vc_options_init(&o);
-    o.precision = VC_PREC_BF16; /* vLLM's --dtype auto for a float32 checkpoint on an sm90 card */
+    o.precision = prec;
+    o.tp = tp;
+    o.gpus = tp;
     o.prompt = 4;
     o.new_tokens = 444;
     vc_serve_options so;
@@ -67,6 +69,11 @@ static void serve_h100(const char *file, vc_serve_result *r)
     assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
     if (vc_serve(m, &o, &so, &g, r, &err)) fail_msg("vc_serve: %s", err.msg);
     vc_model_free(m);
+}
+
+static void serve_h100(const char *file, vc_serve_result *r)
+{
+    serve_h100_at(file, VC_PREC_BF16, 1, r); /* vLLM's --dtype auto for a float32 checkpoint on an sm90 card */
 }
 
 /* transformers' WhisperForConditionalGeneration parameters (modeling_whisper.py, tied), by the layers: an
@@ -123,7 +130,7 @@ static void whisper_large_v3(void **state)
     const int64_t P = hf_params(1280, 5120, 32, 32, 128, 1500, 448, 51866);
     assert_int_equal(P, 1543490560); /* openai/whisper-large-v3's published parameter count */
     vc_serve_result r;
-    serve_h100(HF "whisper-large-v3.json", &r); /* bf16 given: the checkpoint's float16 is refused (below) */
+    serve_h100(HF "whisper-large-v3.json", &r); /* bf16 given (vLLM's --dtype bfloat16) */
     assert_int_equal(r.weights, (P + 96 * 1280) * 2); /* 32 + 32 + 32 zero k_proj biases */
     assert_int_equal(r.weights, 3087226880);
     /* a page 2 x 16 x 20 x 64 x 2 B = 81,920 B, 32 layers a block: 2,621,440 B */
@@ -133,6 +140,22 @@ static void whisper_large_v3(void **state)
     assert_int_equal(r.blocks_per_request, 122);
     assert_int_equal(r.concurrency, r.blocks / 122);
     assert_int_equal(r.mm_outputs, 5 * 1500 * 1280 * 2);
+    /* fp16, vLLM's --dtype auto for this float16 checkpoint: the op sequence of bf16 (vllm/model_executor/models/
+     * whisper.py @ 00a23257 WhisperEncoderLayer.forward calls utils.py cast_overflow_tensors in every dtype; its
+     * isinf / isnan bools stay under the layer's MLP peak, its clamp runs only on an inf or a nan: src/hf/
+     * hf_whisper.c vc__whisper_check), two bytes an element as bf16: every figure the same */
+    vc_serve_result h;
+    serve_h100_at(HF "whisper-large-v3.json", VC_PREC_FP16, 1, &h);
+    assert_int_equal(h.weights, r.weights);
+    assert_int_equal(h.encoder_peak, r.encoder_peak);
+    assert_int_equal(h.decoder_peak, r.decoder_peak);
+    assert_int_equal(h.profile_peak, r.profile_peak);
+    assert_int_equal(h.non_torch, r.non_torch);
+    assert_int_equal(h.kv_cache, r.kv_cache);
+    assert_int_equal(h.page_bytes, r.page_bytes);
+    assert_int_equal(h.blocks, r.blocks);
+    assert_int_equal(h.concurrency, r.concurrency);
+    assert_int_equal(h.graphs_full, r.graphs_full);
 }
 
 /* the CLI: the default request (4 + 444), the report's two phases and cache kind */
@@ -158,6 +181,10 @@ static void cli(void **state)
     if (!strstr(c.out, "\"request_tokens\": 104")) fail_msg("%s", c.out);
     run(&c, HF "whisper-small.json --serve --gpu h100-80gb --prompt 40 -f json");
     if (!strstr(c.out, "\"request_tokens\": 448")) fail_msg("%s", c.out);
+    /* large-v3's float16 under vLLM's --dtype auto: served in fp16, large-v3's bf16 weights (above) */
+    run(&c, HF "whisper-large-v3.json --serve --gpu h100-80gb -f json");
+    assert_int_equal(c.status, 0);
+    if (!strstr(c.out, "\"weights\": 3087226880")) fail_msg("%s", c.out);
 }
 
 /* what vLLM refuses, and what is not modelled, each naming the option */
@@ -173,9 +200,9 @@ static void refusals(void **state)
     /* the derived max_model_len, max_target_positions */
     assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --prompt 400 --new-tokens 100",
                  "--prompt: prompt + new tokens (500 tokens) pass whisper's max_target_positions (448)");
-    /* vLLM's --dtype auto keeps large-v3's float16: fp16's clamp is not modelled */
-    assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb",
-                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); vLLM's dtype auto keeps");
+    /* transformers' fp16 (WhisperEncoderLayer's float16-only clamp) stays refused outside --serve */
+    assert_usage(HF "whisper-large-v3.json -m infer --precision fp16",
+                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); fp16 adds WhisperEncoderLayer's");
     /* vLLM's tensor-parallel whisper (QKVParallelLinear, RowParallelLinear shards) is not derived */
     assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --tp 2 --gpus 2",
                  "--tp: whisper: tensor parallelism of an encoder-decoder is not modelled");

@@ -408,9 +408,21 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
  *  - --serve is modelled (src/engine/serve_encdec.c: vLLM's encoder over its dummy clips, its decoder's
- *    dummy run, the self- and cross-attention KV pool), on one GPU (--tp: vc_hf_build refuses it), under
- *    the precisions below (fp16, which vLLM's --dtype auto takes for a float16 checkpoint such as
- *    whisper-large-v3, runs cast_overflow_tensors' clamp in vLLM's encoder: refused as for transformers);
+ *    dummy run, the self- and cross-attention KV pool), on one GPU (--tp: vc_hf_build refuses it), in fp32,
+ *    bf16 and fp16 (which vLLM's --dtype auto keeps for a float16 checkpoint such as whisper-large-v3).
+ *    vLLM's fp16 is its bf16 in memory terms (vllm-project/vllm @ 00a23257a13090193fb098c7573598c5fdb4b15e,
+ *    vllm/model_executor/models/whisper.py WhisperEncoderLayer.forward ends with cast_overflow_tensors(
+ *    hidden_states) in every dtype, where transformers' layer checks only under float16;
+ *    vllm/model_executor/models/utils.py cast_overflow_tensors: `if tensors.isinf().any() or
+ *    tensors.isnan().any(): tensors = torch.clamp(...)`): in either dtype a bool [clips, T, d_model] (one
+ *    byte an element) for isinf() and, when it found none, another for isnan(), each freed at its .any()
+ *    (a 0-d bool), while the layer's residual and its output (two bytes an element each) are held: 5 x
+ *    d_model a position, under the 2 x encoder_ffn_dim x 2 B a position (fc1's output and the activation's,
+ *    16 d_model at whisper's encoder_ffn_dim of 4 d_model) held earlier in the same layer (in fp32 9 d_model
+ *    bytes against 32), so neither moves the encoder's peak and neither is planned;
+ *    torch.clamp (a new [clips, T, d_model] in the model's dtype) runs only when an inf or a nan was found,
+ *    which the profiling run's silent dummy clips (_get_dummy_audios: zeros) are not taken to produce.
+ *    transformers' fp16 (below) stays refused;
  *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
  *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
  *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
@@ -440,14 +452,14 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld with a decoder prompt (" O("prompt") ") of %lld: "
                             "whisper's generate() allows at most max_target_positions (%lld) tokens in all (ValueError)",
                             (long long)o->new_tokens, (long long)o->prompt, (long long)maxpos);
-    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
-        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
-                            o->precision == VC_PREC_FP16 && serve
-                                ? "vLLM's dtype auto keeps this float16 checkpoint's dtype, and fp16 adds the encoder "
-                                  "layers' cast_overflow_tensors clamp, not modelled: give " OV("precision", "bf16")
-                                  " (vLLM's dtype bfloat16)"
-                            : o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
-                                                           : "autocast and fp32 master weights are not modelled for it");
+    /* vLLM's fp16 (serve; m->whisper_part: serve_encdec.c's parts) runs the op sequence of bf16: its
+     * WhisperEncoderLayer.forward calls cast_overflow_tensors in every dtype (above) */
+    const bool vllm = serve || m->whisper_part;
+    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16 && !(vllm && o->precision == VC_PREC_FP16))
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole)%s; %s",
+                            vllm ? " and in fp16 under vLLM" : "",
+                            o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
+                                                         : "autocast and fp32 master weights are not modelled for it");
     if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "whisper: quantized weights are not modelled");
