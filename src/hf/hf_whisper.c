@@ -33,7 +33,7 @@
  * the decoder's cache off; --mode generate: src/engine/generate.c's encoder-decoder path (the layer named
  * "encoder" once, the decoder from "decoder_input_ids", --prompt of them, a token a step; layers/whisper.c's
  * cached attention). What is not modelled is refused: every N-th layer checkpointed, --loss
- * and --tp (vc_hf_build, src/hf/hf.c), fp16, autocast,
+ * and --tp outside --serve (vc_hf_build, src/hf/hf.c), fp16 outside --serve, autocast,
  * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
@@ -219,18 +219,20 @@ static void attention(whw *w, const arch *a, const char *mod, const char *ln, co
     snprintf(core, sizeof core, "%s.attention", mod);
     snprintf(out, sizeof out, "%s.out_proj", mod);
     snprintf(dr, sizeof dr, "%s.dropout", mod);
+    /* a tensor-parallel rank's q / k / v: heads / tp of them (vLLM's column-parallel shards, hf_tp.c) */
+    const int64_t hw = a->H / (a->wh.tp > 1 ? a->wh.tp : 1);
     /* the normed states: an argument of the attention until it returns (after out_proj) */
     layer_norm(w, a, ln, residual, out);
-    linear(w, q, ln, a->H, a->H, true);
-    linear(w, k, kv ? kv : ln, a->H, a->H, false); /* "no bias in the k_proj in original code" */
-    linear(w, v, kv ? kv : ln, a->H, a->H, true);
+    linear(w, q, ln, a->H, hw, true);
+    linear(w, k, kv ? kv : ln, a->H, hw, false); /* "no bias in the k_proj in original code" */
+    linear(w, v, kv ? kv : ln, a->H, hw, true);
     cJSON *o = lay(w, "WhisperAttention", core);
     ins(w, o, q, k, v);
     num(w, o, "num_heads", (double)heads);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
     if (causal) flag(w, o, "causal", true);
     if (cache) flag(w, o, "cache", true);
-    linear(w, out, core, a->H, a->H, true);
+    linear(w, out, core, hw, a->H, true); /* a row-parallel shard: its bias whole */
     ins(w, lay(w, "Add", res), residual ? residual : "input", dropout(w, dr, out, a->p_resid), NULL);
 }
 
@@ -309,20 +311,21 @@ static void vllm_decoder(whw *w, const arch *a)
     cJSON *la = blocks(w, a, "model.decoder.layers", "model.decoder.inputs", a->dec_N);
     if (!la) return;
     whw b = {w->r, la};
+    const int64_t hw = a->H / (a->wh.tp > 1 ? a->wh.tp : 1); /* a tensor-parallel rank's heads x head_dim */
     /* self_attn: qkv_proj, the zeroed output, out_proj */
     layer_norm(&b, a, "self_attn_layer_norm", NULL, NULL);
-    linear(&b, "self_attn.qkv_proj", "self_attn_layer_norm", a->H, 3 * a->H, true);
+    linear(&b, "self_attn.qkv_proj", "self_attn_layer_norm", a->H, 3 * hw, true);
     o = lay(&b, "Slice", "self_attn.q");
     num(&b, o, "dim", -1);
-    num(&b, o, "end", (double)a->H);
+    num(&b, o, "end", (double)hw);
     num(&b, lay(&b, "Scale", "self_attn.attn"), "factor", 0);
-    linear(&b, "self_attn.out_proj", "self_attn.attn", a->H, a->H, true);
+    linear(&b, "self_attn.out_proj", "self_attn.attn", hw, a->H, true);
     ins(&b, lay(&b, "Add", "self_attn.residual"), "input", "self_attn.out_proj", NULL);
     /* encoder_attn: q_proj, the zeroed output (no kv_proj without encoder states), out_proj */
     layer_norm(&b, a, "encoder_attn_layer_norm", "self_attn.residual", NULL);
-    linear(&b, "encoder_attn.q_proj", "encoder_attn_layer_norm", a->H, a->H, true);
+    linear(&b, "encoder_attn.q_proj", "encoder_attn_layer_norm", a->H, hw, true);
     num(&b, lay(&b, "Scale", "encoder_attn.attn"), "factor", 0);
-    linear(&b, "encoder_attn.out_proj", "encoder_attn.attn", a->H, a->H, true);
+    linear(&b, "encoder_attn.out_proj", "encoder_attn.attn", hw, a->H, true);
     ins(&b, lay(&b, "Add", "encoder_attn.residual"), "self_attn.residual", "encoder_attn.out_proj", NULL);
     mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
     layer_norm(w, a, "model.decoder.layer_norm", NULL, NULL);
@@ -408,7 +411,8 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
  *  - --serve is modelled (src/engine/serve_encdec.c: vLLM's encoder over its dummy clips, its decoder's
- *    dummy run, the self- and cross-attention KV pool), on one GPU (--tp: vc_hf_build refuses it), in fp32,
+ *    dummy run, the self- and cross-attention KV pool), on one GPU or as vLLM's tensor-parallel ranks (--tp:
+ *    src/hf/hf_tp.c; vc_hf_build refuses transformers' tensor-parallel whisper), in fp32,
  *    bf16 and fp16 (which vLLM's --dtype auto keeps for a float16 checkpoint such as whisper-large-v3).
  *    vLLM's fp16 is its bf16 in memory terms (vllm-project/vllm @ 00a23257a13090193fb098c7573598c5fdb4b15e,
  *    vllm/model_executor/models/whisper.py WhisperEncoderLayer.forward ends with cast_overflow_tensors(
