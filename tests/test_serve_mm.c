@@ -159,9 +159,10 @@ static void qwen25_cli(void **state)
                  "--image with --serve: vLLM profiles the vision encoder on its own dummy images");
     assert_usage(HF "qwen2.5-vl-7b-instruct.json --serve --gpu h100-80gb --images 2", "--images with --serve");
     /* whisper (src/engine/serve_encdec.c, tests/test_whisper_serve.c): large-v3's float16 checkpoint under vLLM's
-     * --dtype auto is refused, naming the precision to give */
-    assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb", "--precision: whisper is modelled in fp32 and bf16 "
-                 "(the model cast whole); vLLM's dtype auto keeps this float16 checkpoint's dtype");
+     * --dtype auto is served in fp16 (vLLM's encoder runs cast_overflow_tensors in every dtype: bf16's ops) */
+    run(&r, HF "whisper-large-v3.json --serve --gpu h100-80gb");
+    assert_int_equal(r.status, 0);
+    assert_non_null(strstr(r.out, "vLLM on h100-80gb, fp16"));
 }
 
 /* Qwen3-VL-8B: factor 16 x 2 = 32, max_pixels 16777216 = 4096^2: 9999999 / beta = 4096, floor(4096 / 32) x 32

@@ -52,12 +52,14 @@ static vc_model *load_file(const char *name)
     return m;
 }
 
-static void serve_h100(const char *file, vc_serve_result *r)
+static void serve_h100_at(const char *file, vc_precision prec, int64_t tp, vc_serve_result *r)
 {
     vc_model *m = load_file(file);
     vc_options o;
     vc_options_init(&o);
-    o.precision = VC_PREC_BF16; /* vLLM's --dtype auto for a float32 checkpoint on an sm90 card */
+    o.precision = prec;
+    o.tp = tp;
+    o.gpus = tp;
     o.prompt = 4;
     o.new_tokens = 444;
     vc_serve_options so;
@@ -67,6 +69,11 @@ static void serve_h100(const char *file, vc_serve_result *r)
     assert_int_equal(vc_gpu_parse("h100-80gb", &g, &err), VC_OK);
     if (vc_serve(m, &o, &so, &g, r, &err)) fail_msg("vc_serve: %s", err.msg);
     vc_model_free(m);
+}
+
+static void serve_h100(const char *file, vc_serve_result *r)
+{
+    serve_h100_at(file, VC_PREC_BF16, 1, r); /* vLLM's --dtype auto for a float32 checkpoint on an sm90 card */
 }
 
 /* transformers' WhisperForConditionalGeneration parameters (modeling_whisper.py, tied), by the layers: an
@@ -123,7 +130,7 @@ static void whisper_large_v3(void **state)
     const int64_t P = hf_params(1280, 5120, 32, 32, 128, 1500, 448, 51866);
     assert_int_equal(P, 1543490560); /* openai/whisper-large-v3's published parameter count */
     vc_serve_result r;
-    serve_h100(HF "whisper-large-v3.json", &r); /* bf16 given: the checkpoint's float16 is refused (below) */
+    serve_h100(HF "whisper-large-v3.json", &r); /* bf16 given (vLLM's --dtype bfloat16) */
     assert_int_equal(r.weights, (P + 96 * 1280) * 2); /* 32 + 32 + 32 zero k_proj biases */
     assert_int_equal(r.weights, 3087226880);
     /* a page 2 x 16 x 20 x 64 x 2 B = 81,920 B, 32 layers a block: 2,621,440 B */
@@ -133,6 +140,76 @@ static void whisper_large_v3(void **state)
     assert_int_equal(r.blocks_per_request, 122);
     assert_int_equal(r.concurrency, r.blocks / 122);
     assert_int_equal(r.mm_outputs, 5 * 1500 * 1280 * 2);
+    /* fp16, vLLM's --dtype auto for this float16 checkpoint: the op sequence of bf16 (vllm/model_executor/models/
+     * whisper.py @ 00a23257 WhisperEncoderLayer.forward calls utils.py cast_overflow_tensors in every dtype; its
+     * isinf / isnan bools stay under the layer's MLP peak, its clamp runs only on an inf or a nan: src/hf/
+     * hf_whisper.c vc__whisper_check), two bytes an element as bf16: every figure the same */
+    vc_serve_result h;
+    serve_h100_at(HF "whisper-large-v3.json", VC_PREC_FP16, 1, &h);
+    assert_int_equal(h.weights, r.weights);
+    assert_int_equal(h.encoder_peak, r.encoder_peak);
+    assert_int_equal(h.decoder_peak, r.decoder_peak);
+    assert_int_equal(h.profile_peak, r.profile_peak);
+    assert_int_equal(h.non_torch, r.non_torch);
+    assert_int_equal(h.kv_cache, r.kv_cache);
+    assert_int_equal(h.page_bytes, r.page_bytes);
+    assert_int_equal(h.blocks, r.blocks);
+    assert_int_equal(h.concurrency, r.concurrency);
+    assert_int_equal(h.graphs_full, r.graphs_full);
+}
+
+/* A rank's parameters at vLLM's --tp t (vllm/model_executor/models/whisper.py @ 00a23257: WhisperAttention's
+ * qkv_proj QKVParallelLinear, the cross-attention's q_proj ColumnParallelLinear and kv_proj
+ * MergedColumnParallelLinear, each d x d / t with a d / t bias, out_proj RowParallelLinear d / t x d with its whole
+ * d bias; WhisperMLP's fc1 ColumnParallelLinear d x I / t + I / t, fc2 RowParallelLinear I / t x d + d; conv1,
+ * conv2, both embed_positions, the LayerNorms and embed_tokens (an nn.Embedding, proj_out tied to it) whole),
+ * plus vLLM's zero k_proj bias shard, d / t, in each of the enc + 2 dec attentions */
+static int64_t vllm_rank_params(int64_t d, int64_t I, int64_t enc, int64_t dec, int64_t mel, int64_t src, int64_t tgt,
+                                int64_t V, int64_t t)
+{
+    const int64_t h = d / t, i = I / t;
+    const int64_t attn = 4 * d * h + 3 * h + d, ln = 2 * d, mlp = d * i + i + i * d + d;
+    const int64_t conv = mel * d * 3 + d + d * d * 3 + d;
+    return conv + src * d + enc * (attn + ln + mlp + ln) + ln + V * d + tgt * d + dec * (2 * attn + 3 * ln + mlp) + ln;
+}
+
+/* --tp 2 on H100s (vLLM's tensor-parallel whisper; src/hf/hf_tp.c, src/engine/serve_encdec.c) */
+static void whisper_large_v3_tp2(void **state)
+{
+    (void)state;
+    /* at t = 1 the same sum is transformers' parameters plus the 96 whole zero biases (above) */
+    assert_int_equal(vllm_rank_params(1280, 5120, 32, 32, 128, 1500, 448, 51866, 1), 1543490560 + 96 * 1280);
+    const int64_t P = vllm_rank_params(1280, 5120, 32, 32, 128, 1500, 448, 51866, 2);
+    /* an attention (the zero k bias in) 4 x 1280 x 640 + 3 x 640 + 1280 = 3,280,000; an MLP 2 x 1280 x 2560 + 2560 +
+     * 1280 = 6,557,440; encoder 5,409,280 (convs) + 1,920,000 (positions) + 32 x 9,842,560 + 2,560 = 322,293,760;
+     * decoder 66,388,480 (embed_tokens, whole) + 573,440 + 32 x 13,125,120 + 2,560 = 486,968,320: 809,262,080 */
+    assert_int_equal(P, 809262080);
+    vc_serve_result r, h;
+    serve_h100_at(HF "whisper-large-v3.json", VC_PREC_BF16, 2, &r);
+    assert_int_equal(r.weights, P * 2);
+    assert_int_equal(r.weights, 1618524160);
+    /* a rank's KV page: num_kv_heads 20 / 2 = 10 heads of 64: 2 x 16 x 10 x 64 x 2 B = 40,960 B, 32 layers a block */
+    assert_int_equal(r.page_bytes, 1310720);
+    assert_int_equal(r.blocks, r.kv_cache / 1310720);
+    assert_int_equal(r.tokens, r.blocks / 2 * 16);
+    assert_int_equal(r.blocks_per_request, 122);
+    assert_int_equal(r.concurrency, r.blocks / 122);
+    /* the encoder's outputs are whole (out_proj / fc2's all-reduced outputs): 5 x 1500 x 1280 x 2 B */
+    assert_int_equal(r.mm_outputs, 19200000);
+    assert_int_equal(r.kv_cache, r.requested - r.profile_peak - r.non_torch);
+    /* serve.c's TP pieces: the logits' all-gather communicator; the all-reduce of 8192 x 1280 x 2 B = 20 MiB in
+     * bf16 takes the symmetric memory (under its 64 MiB at sm90, tp 2: all_reduce_utils.py), no NCCL NVLS buffers */
+    assert_true(r.non_torch_logits_nccl > 0);
+    assert_int_equal(r.non_torch_nccl, 0);
+    /* fp16 (large-v3's --dtype auto): the same weights, phases and pages; should_use_symm_mem takes bfloat16
+     * only, so the all-reduce is NCCL's and its NVLS buffers come in the non-torch increase */
+    serve_h100_at(HF "whisper-large-v3.json", VC_PREC_FP16, 2, &h);
+    assert_int_equal(h.weights, r.weights);
+    assert_int_equal(h.profile_peak, r.profile_peak);
+    assert_int_equal(h.encoder_peak, r.encoder_peak);
+    assert_int_equal(h.page_bytes, r.page_bytes);
+    assert_true(h.non_torch_nccl > 0);
+    assert_int_equal(h.non_torch, r.non_torch + h.non_torch_nccl);
 }
 
 /* the CLI: the default request (4 + 444), the report's two phases and cache kind */
@@ -158,6 +235,10 @@ static void cli(void **state)
     if (!strstr(c.out, "\"request_tokens\": 104")) fail_msg("%s", c.out);
     run(&c, HF "whisper-small.json --serve --gpu h100-80gb --prompt 40 -f json");
     if (!strstr(c.out, "\"request_tokens\": 448")) fail_msg("%s", c.out);
+    /* large-v3's float16 under vLLM's --dtype auto: served in fp16, large-v3's bf16 weights (above) */
+    run(&c, HF "whisper-large-v3.json --serve --gpu h100-80gb -f json");
+    assert_int_equal(c.status, 0);
+    if (!strstr(c.out, "\"weights\": 3087226880")) fail_msg("%s", c.out);
 }
 
 /* what vLLM refuses, and what is not modelled, each naming the option */
@@ -173,12 +254,15 @@ static void refusals(void **state)
     /* the derived max_model_len, max_target_positions */
     assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --prompt 400 --new-tokens 100",
                  "--prompt: prompt + new tokens (500 tokens) pass whisper's max_target_positions (448)");
-    /* vLLM's --dtype auto keeps large-v3's float16: fp16's clamp is not modelled */
-    assert_usage(HF "whisper-large-v3.json --serve --gpu h100-80gb",
-                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); vLLM's dtype auto keeps");
-    /* vLLM's tensor-parallel whisper (QKVParallelLinear, RowParallelLinear shards) is not derived */
-    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --tp 2 --gpus 2",
-                 "--tp: whisper: tensor parallelism of an encoder-decoder is not modelled");
+    /* transformers' fp16 (WhisperEncoderLayer's float16-only clamp) stays refused outside --serve */
+    assert_usage(HF "whisper-large-v3.json -m infer --precision fp16",
+                 "--precision: whisper is modelled in fp32 and bf16 (the model cast whole); fp16 adds WhisperEncoderLayer's");
+    /* WhisperAttention asserts total_num_heads % tp_size == 0 (vLLM); transformers' tensor-parallel whisper is
+     * not modelled */
+    assert_usage(HF "whisper-small.json --serve --gpu h100-80gb --tp 8 --gpus 8",
+                 "--tp: 8 tensor-parallel ranks do not divide encoder_attention_heads (12)");
+    assert_usage(HF "whisper-small.json --tp 2 --gpus 2",
+                 "--tp: whisper: tensor parallelism of an encoder-decoder is modelled only as vLLM splits it, under --serve");
 }
 
 int main(void)
@@ -186,6 +270,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(whisper_small),
         cmocka_unit_test(whisper_large_v3),
+        cmocka_unit_test(whisper_large_v3_tp2),
         cmocka_unit_test(cli),
         cmocka_unit_test(refusals),
     };

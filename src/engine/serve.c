@@ -439,6 +439,10 @@ static vc_status vllm_snapshot(const vc_model *m, vc_dtype act, const vc_options
         int64_t hidden = 0, size;
         cJSON *root = m->gen_json && m->text ? cJSON_ParseWithLength(m->text, m->text_len) : NULL;
         const cJSON *h = root ? cJSON_GetObjectItemCaseSensitive(hf_text_config(root), "hidden_size") : NULL;
+        const cJSON *mt = root ? cJSON_GetObjectItemCaseSensitive(root, "model_type") : NULL;
+        if (!h && cJSON_IsString(mt) && !strcmp(mt->valuestring, "whisper")) /* WhisperConfig.attribute_map: hidden_size is
+                                                                                  * d_model (src/engine/serve_encdec.c) */
+            h = cJSON_GetObjectItemCaseSensitive(root, "d_model");
         if (cJSON_IsNumber(h) && h->valuedouble >= 1 && h->valuedouble < 1e9) hidden = (int64_t)h->valuedouble;
         cJSON_Delete(root);
         if (__builtin_mul_overflow(r->max_num_batched_tokens, (int64_t)vc_dtype_size(act), &size) ||

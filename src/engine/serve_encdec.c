@@ -52,7 +52,16 @@
  *    cdiv(max_memory_usage_bytes, page_size_bytes) blocks: cdiv(prompt + new tokens, block_size) +
  *    cdiv(max_source_positions, block_size);
  *  - CUDA graphs: vllm/config/vllm.py @ 000fc94b VllmConfig.__post_init__: "Encoder-decoder models do not
- *    support %s. Overriding cudagraph_mode to FULL_DECODE_ONLY": no PIECEWISE graphs, the FULL decode ones.
+ *    support %s. Overriding cudagraph_mode to FULL_DECODE_ONLY": no PIECEWISE graphs, the FULL decode ones;
+ *  - --tp: a rank's model (src/hf/hf_tp.c "whisper": heads / tp, column and row shards, the vocabulary whole:
+ *    embed_tokens an nn.Embedding and proj_out tied to it, vllm/model_executor/layers/vocab_parallel_embedding.py
+ *    ParallelLMHead.tie_weights: self.weight = embed_tokens.weight), so the weights below are m's per-rank
+ *    parameters and a rank's page holds d_model / tp of each token; the encoder's outputs are whole (out_proj and
+ *    fc2 all-reduced). serve.c's TP pieces apply as to a decoder-only model: the snapshot's NCCL, custom
+ *    all-reduce and symmetric memory, the all-reduce's path by max_num_batched_tokens x d_model (the decoder's
+ *    all-reduce, no smaller than the encoder phase's clips x max_source_positions), and src/engine/
+ *    serve_nccl.c's logits all-gather, here of each rank's whole-vocabulary logits ([rows, tp x vocab_size]
+ *    before LogitsProcessor's logits[..., :org_vocab_size]).
  * Where the stored commits differ: an older MultiModalBudget read the encoder budget from
  * max_num_encoder_input_tokens, which an encoder-decoder sets to T (one dummy clip); the newest
  * encoder_cache_manager.py's budget is max_num_batched_encoder_embeds', max_num_batched_tokens by default:
@@ -194,9 +203,11 @@ vc_status vc__serve_encdec_profile(const vc_model *m, const vc_options *o, const
     if (r->max_num_seqs < reqs) reqs = r->max_num_seqs;
     int64_t clips = budget / T < reqs ? budget / T : reqs; /* x 1 clip per prompt */
     if (clips < 1) clips = 1;
-    /* vLLM's weights: the checkpoint's parameters (m: transformers' model, tied counted once), a zero k_proj
-     * bias for every attention (encoder_layers + 2 x decoder_layers of them), no proj_out of its own */
-    int64_t n = m->nparams + s.d * (s.enc_layers + 2 * s.dec_layers) - (s.tie ? 0 : s.vocab * s.d);
+    /* vLLM's weights: the checkpoint's parameters (m: transformers' model, tied counted once; at --tp a rank's
+     * shards, src/hf/hf_tp.c), a zero k_proj bias for every attention (encoder_layers + 2 x decoder_layers of
+     * them; a rank's d_model / tp of each), no proj_out of its own (the vocabulary whole on every rank) */
+    const int64_t tp = m->tp > 1 ? m->tp : 1;
+    int64_t n = m->nparams + s.d / tp * (s.enc_layers + 2 * s.dec_layers) - (s.tie ? 0 : s.vocab * s.d);
     for (size_t i = 0; i < m->nbuf; i++) n += m->buf[i].numel;
     /* the encoder phase: transformers' encoder (hf_whisper.c part 1) under inference over the clips */
     vc_model *enc = NULL;
@@ -240,9 +251,11 @@ vc_status vc__serve_encdec_pool(const vc_model *m, const vc_serve_options *so, v
     vc_status st = sizes(m, &s, err);
     if (st) return st;
     (void)act;
-    const int64_t B = so->block_size, L = s.dec_layers;
-    int64_t page; /* one layer's page: 2 x block_size x d_model x dtype (num_kv_heads x head_size = d_model) */
-    if (__builtin_mul_overflow(2 * B * kv_bytes, s.d, &page) || __builtin_mul_overflow(page, L, &r->page_bytes))
+    const int64_t B = so->block_size, L = s.dec_layers, tp = m->tp > 1 ? m->tp : 1;
+    /* one layer's page: 2 x block_size x num_kv_heads x head_size x dtype, a rank's num_kv_heads heads / tp
+     * (WhisperAttention: max(1, total_num_heads // tp_size), the heads divisible by tp: hf_tp.c), so d_model / tp */
+    int64_t page;
+    if (__builtin_mul_overflow(2 * B * kv_bytes, s.d / tp, &page) || __builtin_mul_overflow(page, L, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
     /* two groups (self-attention, cross-attention) of L layers: a block is a page of every layer of a group */
     r->blocks = r->kv_cache / r->page_bytes;

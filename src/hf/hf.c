@@ -789,8 +789,9 @@ vc_status vc_hf_build(const cJSON *cfg, const vc_hf_options *o, vc_hf_split spli
         if (o && o->loss != VC_LOSS_IMPL_HF)
             return vc_set_error(err, VC_ERR_USAGE, O("loss"), "whisper: WhisperForConditionalGeneration computes its own "
                                 "CrossEntropyLoss on proj_out's logits; only " OV("loss", "hf") " is modelled");
-        if (split.tp > 1)
-            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "whisper: tensor parallelism of an encoder-decoder is not modelled");
+        if (split.tp > 1 && !split.vllm) /* vLLM's split under --serve: hf_tp.c */
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "whisper: tensor parallelism of an encoder-decoder is modelled "
+                                "only as vLLM splits it, under " O("serve"));
         if (o && o->target_seq > 0 && o->seq > 0 && o->seq != o->target_seq)
             return vc_set_error(err, VC_ERR_USAGE, O("seq"), "%lld and " O("target_seq") " %lld: whisper's encoder always "
                                 "reads the feature extractor's 30 s of mel frames; both options give the decoder's tokens "

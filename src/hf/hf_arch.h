@@ -266,6 +266,7 @@ typedef struct {
         double p_act, enc_drop, dec_drop;
         int part; /* vc_hf_split.whisper_part: 0 the whole model, 1 vLLM's encoder alone, 2 vLLM's decoder's dummy run
                    * (src/engine/serve_encdec.c) */
+        int64_t tp; /* vLLM's tensor-parallel ranks (hf_tp.c; 0 or 1: none): a rank's attention width d_model / tp */
     } wh;
     hf_vision vis; /* issue 31 item 4: f->vision's tower (src/hf/hf_vision.c) */
     /* llama4 (hf_llama4.c): moe_layers (NULL: every interleave_moe_layer_step-th from step - 1),

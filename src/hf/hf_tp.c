@@ -72,6 +72,17 @@
  *    vocabulary is refused. Megatron pads to 128 x tp instead: Qwen3's 151936 rows at tp 8 are 18992
  *    a rank under vLLM, 19072 under Megatron. At tp 1 nothing is split or padded (vLLM's 64-padding
  *    at tp 1 is not modelled: the model as loaded);
+ *  - whisper (WHISPER = vllm/model_executor/models/whisper.py @ 00a23257a13090193fb098c7573598c5fdb4b15e):
+ *    WhisperAttention.__init__ asserts total_num_heads % tp_size == 0 and makes num_heads = num_kv_heads =
+ *    heads // tp; each self-attention's qkv_proj a QKVParallelLinear (total_num_kv_heads = the heads), each
+ *    cross-attention's q_proj a ColumnParallelLinear and kv_proj a MergedColumnParallelLinear of [d_model,
+ *    d_model] (each shard d_model / tp), out_proj a RowParallelLinear (its bias whole); WhisperMLP's fc1
+ *    ColumnParallelLinear over encoder_ffn_dim / decoder_ffn_dim, fc2 RowParallelLinear: the table splits the
+ *    encoder's heads and encoder_ffn_dim, the decoder's are split below (a->wh), hf_whisper.c writes a rank's
+ *    q / k / v as d_model / tp wide. Not split: conv1, conv2 (nn.Conv1d), both embed_positions (nn.Embedding),
+ *    the LayerNorms, and WhisperDecoder.embed_tokens, an nn.Embedding(vocab_size, d_model) (not a
+ *    VocabParallelEmbedding), whose whole weight WhisperForConditionalGeneration's proj_out (a ParallelLMHead
+ *    made, then tie_weights(model.decoder.embed_tokens)) takes: the vocabulary stays whole on every rank;
  *  - the query heads are split as Megatron splits them: ModelConfig
  *    .verify_with_parallel_config (config/model.py @ 0052a5b8) raises "Total
  *    number of attention heads (...) must be divisible by tensor parallel size".
@@ -144,6 +155,20 @@ int vc__hf_tp_split(arch *a, vc_hf_split s, vc_error *err)
             return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide %s (%lld)", (long long)t,
                                 key, (long long)*v);
         *v /= t;
+    }
+    if (a->f->block == BLK_WHISPER) { /* vLLM's only (src/hf/hf.c refuses Megatron's): WHISPER above */
+        if (a->wh.dec_NH % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide decoder_attention_heads "
+                                "(%lld): vLLM's WhisperAttention asserts total_num_heads %% tp_size == 0", (long long)t,
+                                (long long)a->wh.dec_NH);
+        if (a->wh.dec_I % t)
+            return vc_set_error(err, VC_ERR_USAGE, O("tp"), "%lld tensor-parallel ranks do not divide decoder_ffn_dim (%lld)",
+                                (long long)t, (long long)a->wh.dec_I);
+        if (s.sp) return vc_set_error(err, VC_ERR_USAGE, O("sp"), "sequence parallelism is not modelled for whisper");
+        a->wh.dec_NH /= t;
+        a->wh.dec_I /= t;
+        a->wh.tp = t;
+        return 0; /* embed_tokens and the tied proj_out whole on every rank */
     }
     /* Gemma 4 under vLLM (vllm/model_executor/models/gemma4.py @ 001cabc1): Gemma4DecoderLayer gives a full layer
      * under attention_k_eq_v num_global_key_value_heads, and Gemma4Attention.__init__ splits them as the others

@@ -33,7 +33,7 @@
  * the decoder's cache off; --mode generate: src/engine/generate.c's encoder-decoder path (the layer named
  * "encoder" once, the decoder from "decoder_input_ids", --prompt of them, a token a step; layers/whisper.c's
  * cached attention). What is not modelled is refused: every N-th layer checkpointed, --loss
- * and --tp (vc_hf_build, src/hf/hf.c), fp16, autocast,
+ * and --tp outside --serve (vc_hf_build, src/hf/hf.c), fp16 outside --serve, autocast,
  * mixed precision, quantized weights, --pp, op-level checkpointing and activation offloading
  * (vc__whisper_check below), apply_spec_augment (vc__hf_whisper_read).
  */
@@ -219,18 +219,20 @@ static void attention(whw *w, const arch *a, const char *mod, const char *ln, co
     snprintf(core, sizeof core, "%s.attention", mod);
     snprintf(out, sizeof out, "%s.out_proj", mod);
     snprintf(dr, sizeof dr, "%s.dropout", mod);
+    /* a tensor-parallel rank's q / k / v: heads / tp of them (vLLM's column-parallel shards, hf_tp.c) */
+    const int64_t hw = a->H / (a->wh.tp > 1 ? a->wh.tp : 1);
     /* the normed states: an argument of the attention until it returns (after out_proj) */
     layer_norm(w, a, ln, residual, out);
-    linear(w, q, ln, a->H, a->H, true);
-    linear(w, k, kv ? kv : ln, a->H, a->H, false); /* "no bias in the k_proj in original code" */
-    linear(w, v, kv ? kv : ln, a->H, a->H, true);
+    linear(w, q, ln, a->H, hw, true);
+    linear(w, k, kv ? kv : ln, a->H, hw, false); /* "no bias in the k_proj in original code" */
+    linear(w, v, kv ? kv : ln, a->H, hw, true);
     cJSON *o = lay(w, "WhisperAttention", core);
     ins(w, o, q, k, v);
     num(w, o, "num_heads", (double)heads);
     if (a->p_attn > 0) num(w, o, "dropout", a->p_attn);
     if (causal) flag(w, o, "causal", true);
     if (cache) flag(w, o, "cache", true);
-    linear(w, out, core, a->H, a->H, true);
+    linear(w, out, core, hw, a->H, true); /* a row-parallel shard: its bias whole */
     ins(w, lay(w, "Add", res), residual ? residual : "input", dropout(w, dr, out, a->p_resid), NULL);
 }
 
@@ -309,20 +311,21 @@ static void vllm_decoder(whw *w, const arch *a)
     cJSON *la = blocks(w, a, "model.decoder.layers", "model.decoder.inputs", a->dec_N);
     if (!la) return;
     whw b = {w->r, la};
+    const int64_t hw = a->H / (a->wh.tp > 1 ? a->wh.tp : 1); /* a tensor-parallel rank's heads x head_dim */
     /* self_attn: qkv_proj, the zeroed output, out_proj */
     layer_norm(&b, a, "self_attn_layer_norm", NULL, NULL);
-    linear(&b, "self_attn.qkv_proj", "self_attn_layer_norm", a->H, 3 * a->H, true);
+    linear(&b, "self_attn.qkv_proj", "self_attn_layer_norm", a->H, 3 * hw, true);
     o = lay(&b, "Slice", "self_attn.q");
     num(&b, o, "dim", -1);
-    num(&b, o, "end", (double)a->H);
+    num(&b, o, "end", (double)hw);
     num(&b, lay(&b, "Scale", "self_attn.attn"), "factor", 0);
-    linear(&b, "self_attn.out_proj", "self_attn.attn", a->H, a->H, true);
+    linear(&b, "self_attn.out_proj", "self_attn.attn", hw, a->H, true);
     ins(&b, lay(&b, "Add", "self_attn.residual"), "input", "self_attn.out_proj", NULL);
     /* encoder_attn: q_proj, the zeroed output (no kv_proj without encoder states), out_proj */
     layer_norm(&b, a, "encoder_attn_layer_norm", "self_attn.residual", NULL);
-    linear(&b, "encoder_attn.q_proj", "encoder_attn_layer_norm", a->H, a->H, true);
+    linear(&b, "encoder_attn.q_proj", "encoder_attn_layer_norm", a->H, hw, true);
     num(&b, lay(&b, "Scale", "encoder_attn.attn"), "factor", 0);
-    linear(&b, "encoder_attn.out_proj", "encoder_attn.attn", a->H, a->H, true);
+    linear(&b, "encoder_attn.out_proj", "encoder_attn.attn", hw, a->H, true);
     ins(&b, lay(&b, "Add", "encoder_attn.residual"), "self_attn.residual", "encoder_attn.out_proj", NULL);
     mlp(&b, a, "encoder_attn.residual", a->wh.dec_I);
     layer_norm(w, a, "model.decoder.layer_norm", NULL, NULL);
@@ -408,9 +411,22 @@ void vc__hf_whisper_write(rd *r, cJSON *arr, const arch *a)
 
 /* What a Whisper model's estimate does not model, refused before the plan (src/engine/plan.c):
  *  - --serve is modelled (src/engine/serve_encdec.c: vLLM's encoder over its dummy clips, its decoder's
- *    dummy run, the self- and cross-attention KV pool), on one GPU (--tp: vc_hf_build refuses it), under
- *    the precisions below (fp16, which vLLM's --dtype auto takes for a float16 checkpoint such as
- *    whisper-large-v3, runs cast_overflow_tensors' clamp in vLLM's encoder: refused as for transformers);
+ *    dummy run, the self- and cross-attention KV pool), on one GPU or as vLLM's tensor-parallel ranks (--tp:
+ *    src/hf/hf_tp.c; vc_hf_build refuses transformers' tensor-parallel whisper), in fp32,
+ *    bf16 and fp16 (which vLLM's --dtype auto keeps for a float16 checkpoint such as whisper-large-v3).
+ *    vLLM's fp16 is its bf16 in memory terms (vllm-project/vllm @ 00a23257a13090193fb098c7573598c5fdb4b15e,
+ *    vllm/model_executor/models/whisper.py WhisperEncoderLayer.forward ends with cast_overflow_tensors(
+ *    hidden_states) in every dtype, where transformers' layer checks only under float16;
+ *    vllm/model_executor/models/utils.py cast_overflow_tensors: `if tensors.isinf().any() or
+ *    tensors.isnan().any(): tensors = torch.clamp(...)`): in either dtype a bool [clips, T, d_model] (one
+ *    byte an element) for isinf() and, when it found none, another for isnan(), each freed at its .any()
+ *    (a 0-d bool), while the layer's residual and its output (two bytes an element each) are held: 5 x
+ *    d_model a position, under the 2 x encoder_ffn_dim x 2 B a position (fc1's output and the activation's,
+ *    16 d_model at whisper's encoder_ffn_dim of 4 d_model) held earlier in the same layer (in fp32 9 d_model
+ *    bytes against 32), so neither moves the encoder's peak and neither is planned;
+ *    torch.clamp (a new [clips, T, d_model] in the model's dtype) runs only when an inf or a nan was found,
+ *    which the profiling run's silent dummy clips (_get_dummy_audios: zeros) are not taken to produce.
+ *    transformers' fp16 (below) stays refused;
  *    --mode generate is modelled (src/engine/generate.c "Encoder-decoders": the encoder once, then the
  *    decoder from the --prompt tokens of decoder_input_ids a token at a time with EncoderDecoderCache's
  *    growing self-attention and fixed cross-attention caches), up to max_target_positions tokens;
@@ -440,14 +456,14 @@ vc_status vc__whisper_check(const vc_model *m, const vc_options *o, bool serve, 
         return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "%lld with a decoder prompt (" O("prompt") ") of %lld: "
                             "whisper's generate() allows at most max_target_positions (%lld) tokens in all (ValueError)",
                             (long long)o->new_tokens, (long long)o->prompt, (long long)maxpos);
-    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16)
-        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole); %s",
-                            o->precision == VC_PREC_FP16 && serve
-                                ? "vLLM's dtype auto keeps this float16 checkpoint's dtype, and fp16 adds the encoder "
-                                  "layers' cast_overflow_tensors clamp, not modelled: give " OV("precision", "bf16")
-                                  " (vLLM's dtype bfloat16)"
-                            : o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
-                                                           : "autocast and fp32 master weights are not modelled for it");
+    /* vLLM's fp16 (serve; m->whisper_part: serve_encdec.c's parts) runs the op sequence of bf16: its
+     * WhisperEncoderLayer.forward calls cast_overflow_tensors in every dtype (above) */
+    const bool vllm = serve || m->whisper_part;
+    if (o->precision != VC_PREC_FP32 && o->precision != VC_PREC_BF16 && !(vllm && o->precision == VC_PREC_FP16))
+        return vc_set_error(err, VC_ERR_USAGE, O("precision"), "whisper is modelled in fp32 and bf16 (the model cast whole)%s; %s",
+                            vllm ? " and in fp16 under vLLM" : "",
+                            o->precision == VC_PREC_FP16 ? "fp16 adds WhisperEncoderLayer's isinf / isnan clamp, not modelled"
+                                                         : "autocast and fp32 master weights are not modelled for it");
     if (m->has_quant || m->cfg_quant.format != VC_WEIGHTS_DENSE)
         return vc_set_error(err, VC_ERR_USAGE, m->has_quant ? O("weights") : "quantization_config",
                             "whisper: quantized weights are not modelled");
