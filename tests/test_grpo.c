@@ -161,8 +161,15 @@ static void test_vllm(void **state)
         const char *args, *msg;
     } bad[] = {
         {"--use-vllm", "--use-vllm needs --gpu: vLLM takes --vllm-gpu-memory-utilization of the card"},
+        /* vllm-project/vllm @c9e9c484 model_loader/bitsandbytes_loader.py: the engine quantizes at start-up and binds
+         * each weight's QuantState once (_bind_quant_states_to_params); TRL's sync pushes param.data only, the
+         * codes peft @5d602fdb tuners/lora/bnb.py Linear4bit.merge requantized (src/api/request.c) */
         {"--use-vllm --gpu h100-80gb --qlora", "--use-vllm with --qlora is not modelled: vLLM loads the 4-bit "
-                                                "checkpoint itself"},
+                                                "checkpoint itself (quantization=\"bitsandbytes\", quantized at start-up "
+                                                "with its own QuantState per weight; TRL refuses 8-bit: \"vLLM does not "
+                                                "support in-flight 8-bit quantization\"), and sync_weights pushes only the "
+                                                "packed codes peft's Linear4bit.merge requantized, which vLLM copies in "
+                                                "place beside its start-up scales"},
         /* peft @5d602fdb tuners/lora/layer.py Linear.merge: a lora_variant (DoRA) merges its own way */
         {"--use-vllm --gpu h100-80gb --lora 16 --peft dora", "--use-vllm: grpo with vLLM over dora adapters is not "
                                                              "modelled"},

@@ -789,19 +789,32 @@ static vc_status check_request(vc_request *q, vc_error *err)
             /* LoRA (and rsLoRA, PiSSA) is modelled: sync_weights' merge_adapter / unmerge_adapter temporaries
              * (src/engine/grpo.c merge_temp; DoRA, IA3 and LN tuning refused there). Quantized weights are not:
              * _init_vllm gives vLLM quantization="bitsandbytes" for a bnb Linear4bit model and raises for
-             * Linear8bitLt; sync_weights' merge_adapter on a Linear4bit (peft @5d602fdb tuners/lora/bnb.py
-             * Linear4bit.merge) dequantizes each weight, adds the delta and requantizes it through the CPU
-             * (bnb.nn.Params4bit(w_data.to("cpu")).to(device)), then pushes the packed 4-bit tensors into vLLM's
-             * bitsandbytes model, whose loader expects the checkpoint's */
+             * Linear8bitLt. QLoRA's sync, from source (issue 26):
+             *  - merge (peft @5d602fdb tuners/lora/bnb.py Linear4bit.merge, unmerge the same with output - delta): per
+             *    layer dequantize_bnb_weight (utils/integrations.py: bnb.functional.dequantize_4bit, the weight in
+             *    quant_state.dtype, 2 B/element in bf16), get_delta_weight (lora_B @ lora_A x scaling, the adapters'
+             *    fp32: 4 B), w_data = output + delta (fp32, 4 B), then bnb.nn.Params4bit(w_data.to("cpu")).to(device):
+             *    bitsandbytes @95f9af30 nn/modules.py Params4bit.to -> _quantize: w = data.contiguous().to(device)
+             *    (4 B again, on the GPU) and functional.py quantize_4bit's packed codes (0.5 B) and absmax, while the
+             *    old packed weight is still referenced;
+             *  - push: TRL (trl @f2cd5771 vllm_generation.py sync_weights) sends param.data, the trainer's packed
+             *    uint8 codes, without their QuantState. vLLM's weights are its own: vllm-project/vllm @c9e9c484
+             *    model_loader/bitsandbytes_loader.py quantizes the bf16 checkpoint at start-up (_unquantized_generator:
+             *    quantize_4bit nf4, compress_statistics=True) and binds each weight's QuantState once
+             *    (load_weights -> _bind_quant_states_to_params: bnb_quant_state); the later load_weights' loaders
+             *    (layers/linear.py, use_bitsandbytes_4bit: adjust_bitsandbytes_4bit_shard, copy_) copy the codes in
+             *    place, shape [n x k / 2, 1] as BitsAndBytesLinearMethod.create_weights makes them, and keep that
+             *    start-up QuantState. So the copy allocates nothing but the engine decodes the merged codes with
+             *    the base checkpoint's scales, and vLLM's start-up quantization is not modelled by vc_serve: refused */
             const char *nv = !gpu ? O("gpu") : q->qlora || q->given[VC_OPT_WEIGHTS] ? (q->qlora ? O("qlora") : O("weights")) : NULL;
             if (nv && !gpu)
                 return usage(err, O("use_vllm") " needs " O("gpu") ": vLLM takes " O("vllm_gpu_memory_utilization")
                              " of the card it runs on");
             if (nv)
                 return usage(err, O("use_vllm") " with %s is not modelled: vLLM loads the 4-bit checkpoint itself "
-                             "(quantization=\"bitsandbytes\"; TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit "
-                             "quantization\"), and sync_weights' merge_adapter dequantizes, merges and requantizes each "
-                             "weight through the CPU (peft's Linear4bit.merge) before pushing the packed 4-bit tensors", nv);
+                             "(quantization=\"bitsandbytes\", quantized at start-up with its own QuantState per weight; "
+                             "TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit quantization\"), and sync_weights pushes only the packed codes peft's Linear4bit.merge "
+                             "requantized, which vLLM copies in place beside its start-up scales", nv);
             /* trl @f2cd5771 vllm_generation.py _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G})
              * evenly" (accelerator.num_processes: one process a GPU) */
             if (o->gpus % q->vllm_tp)
