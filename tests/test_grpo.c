@@ -161,8 +161,15 @@ static void test_vllm(void **state)
         const char *args, *msg;
     } bad[] = {
         {"--use-vllm", "--use-vllm needs --gpu: vLLM takes --vllm-gpu-memory-utilization of the card"},
+        /* vllm-project/vllm @c9e9c484 model_loader/bitsandbytes_loader.py: the engine quantizes at start-up and binds
+         * each weight's QuantState once (_bind_quant_states_to_params); TRL's sync pushes param.data only, the
+         * codes peft @5d602fdb tuners/lora/bnb.py Linear4bit.merge requantized (src/api/request.c) */
         {"--use-vllm --gpu h100-80gb --qlora", "--use-vllm with --qlora is not modelled: vLLM loads the 4-bit "
-                                                "checkpoint itself"},
+                                                "checkpoint itself (quantization=\"bitsandbytes\", quantized at start-up "
+                                                "with its own QuantState per weight; TRL refuses 8-bit: \"vLLM does not "
+                                                "support in-flight 8-bit quantization\"), and sync_weights pushes only the "
+                                                "packed codes peft's Linear4bit.merge requantized, which vLLM copies in "
+                                                "place beside its start-up scales"},
         /* peft @5d602fdb tuners/lora/layer.py Linear.merge: a lora_variant (DoRA) merges its own way */
         {"--use-vllm --gpu h100-80gb --lora 16 --peft dora", "--use-vllm: grpo with vLLM over dora adapters is not "
                                                              "modelled"},
@@ -208,6 +215,101 @@ static void test_vllm(void **state)
     snprintf(a, sizeof a, "%s --use-vllm --gpu h100-80gb --vllm-sleep", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 0);
     assert_int_equal(json_after(a, "\"grpo\"", "\"train_peak\": "), train);
+}
+
+/* Issue 26: every refusal --use-vllm can reach names an option the user can set. vLLM's engine is sized by
+ * vc_serve from options vllm_beside builds (src/api/request.c vllm_rename_marks): its errors must not name
+ * --serve's options (--serve, --gpu-memory-utilization, --max-num-seqs, --max-num-batched-tokens,
+ * --cuda-graph-memory, --tp, ...) but GRPO's; and no refusal prints a negative free byte count. */
+static void assert_vllm_refusal(const char *args, const char *want)
+{
+    static const char *const serve_only[] = {"--serve", "--gpu-memory-utilization", "--max-num-seqs",
+                                             "--max-num-batched-tokens", "--cuda-graph-memory", "--tp ", "--tp:",
+                                             "--block-size", "--kv-cache-dtype", "--enforce-eager"};
+    cli_run r;
+    assert_usage(args, want);
+    run(&r, args);
+    for (size_t i = 0; i < sizeof serve_only / sizeof *serve_only; i++)
+        if (strstr(r.err, serve_only[i])) fail_msg("vramcalc %s\n  names %s: %s", args, serve_only[i], r.err);
+    for (const char *p = r.err; (p = strstr(p, " -")) != NULL; p++)
+        if (p[2] >= '0' && p[2] <= '9') fail_msg("vramcalc %s\n  a negative number: %s", args, r.err);
+}
+
+static void test_vllm_errors(void **state)
+{
+    (void)state;
+    const char *c = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 256 --new-tokens 512 -b 8 --grad-ckpt "
+                                 "--use-vllm";
+    const char *d = VC_TEST_DATA "/hf/llama-3.2-3b.json --loss grpo -p bf16 --prompt 64 --new-tokens 64 -b 4 "
+                                 "--num-generations 2 --use-vllm";
+    char a[1024], want[512];
+    static const struct {
+        int ddp; /* the second config (d), under --parallel ddp --gpus 2 --vllm-tensor-parallel-size 2 */
+        const char *args, *msg;
+    } bad[] = {
+        /* a small share: vc_serve's KV cache refusal (weights, profiling run, non-torch memory over the share) */
+        {0, "--gpu h100-80gb --vllm-gpu-memory-utilization 0.01",
+         "--use-vllm: the weights, vLLM's profiling run and its non-torch memory take 6.41 GiB in bf16, more than "
+         "--vllm-gpu-memory-utilization 0.01 of h100-80gb (0.80 GiB): no memory is left for the KV cache"},
+        /* a small card at TRL's default 0.3 (vLLM's dtype auto: fp16 on a T4) */
+        {0, "--gpu t4", "--use-vllm: the weights, vLLM's profiling run and its non-torch memory take 6.34 GiB in fp16, "
+                        "more than --vllm-gpu-memory-utilization 0.30 of t4"},
+        {0, "--gpu 7GiB --vllm-gpu-memory-utilization 0.1 --trace", "--vllm-gpu-memory-utilization 0.1: vLLM asks for "
+                                                                    "751619276 bytes of the card"},
+        /* the whole card: gpu_worker.py init_device's check, floor(1 x 85,520,809,984) (test_vllm's total) */
+        {0, "--gpu h100-80gb --vllm-gpu-memory-utilization 1", "--vllm-gpu-memory-utilization 1: vLLM asks for "
+                                                               "85520809984 bytes of the card, but only"},
+        /* a batch past TRL's max_num_batched_tokens=4096: SchedulerConfig's refusal, in the batch that sets it */
+        {0, "--gpu h100-80gb -b 8000 --num-generations 8",
+         "--batch 8000 x --accumulate 1 x --vllm-tensor-parallel-size 1 = 8000 is vLLM's max_num_seqs"},
+        /* a request longer than the KV cache (vLLM: max_model_len larger than the KV cache) */
+        {0, "--gpu h100-80gb --vllm-gpu-memory-utilization 0.1 --prompt 100000 --new-tokens 30000",
+         "--use-vllm: one request of 130000 tokens (--prompt + --new-tokens) needs more KV cache than the"},
+        {0, "--gpu h100-80gb --vllm-cuda-graph-memory 30GiB", "--vllm-cuda-graph-memory 32212254720: vLLM's KV cache "
+                                                              "pool"},
+        /* a TP group: vc_serve's own snapshot check (the group's NCCL buffers), and its KV cache refusal */
+        {1, "--vllm-gpu-memory-utilization 0.99", "--vllm-gpu-memory-utilization: vLLM refuses to start: free memory "
+                                                  "at its snapshot"},
+        {1, "--vllm-gpu-memory-utilization 0.02", "--use-vllm: the weights, vLLM's profiling run and its non-torch "
+                                                  "memory take"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(a, sizeof a, "%s %s", bad[i].ddp ? d : c, bad[i].args);
+        if (bad[i].ddp) /* vLLM's TP group of 2 inside the trainer's 2 DDP processes */
+            snprintf(a, sizeof a, "%s --gpu h100-80gb --parallel ddp --gpus 2 --vllm-tensor-parallel-size 2 %s", d, bad[i].args);
+        assert_vllm_refusal(a, bad[i].msg);
+    }
+    snprintf(a, sizeof a, "%s --gpu h100-80gb --parallel ddp --gpus 3 --vllm-tensor-parallel-size 3", d);
+    assert_vllm_refusal(a, "--vllm-tensor-parallel-size: 3 tensor-parallel ranks do not divide num_key_value_heads (8)");
+    /* GPT-2's 1,024 learned positions (n_positions): the profiling run's 2 dummy requests of 4096 / 2 tokens pass
+     * them; max_num_seqs = 2 x 1 x 1 needs cdiv(4096, 1024) = 4 */
+    snprintf(a, sizeof a, VC_TEST_DATA "/hf/gpt2.json --loss grpo --prompt 64 --new-tokens 64 -b 2 --num-generations 2 "
+                          "--use-vllm --gpu h100-80gb");
+    assert_vllm_refusal(a, "--batch 2 x --accumulate 1 x --vllm-tensor-parallel-size 1 = 2 is vLLM's max_num_seqs (TRL: "
+                           "per_device_train_batch_size x steps_per_generation x vllm_tensor_parallel_size): its profiling "
+                           "run splits TRL's max_num_batched_tokens=4096 into dummy requests of 2048 tokens, past the "
+                           "model's positions, and vramcalc builds each as one sequence: the product needs to be 4 or more");
+    /* the trainer alone past the card (fp32 weights of Llama-3.1-8B on an A10, vLLM's bf16 share would fit 0.9 of
+     * it): refused before vLLM starts, not with a negative free count; its bytes are the transformers path's
+     * CUDA context + weights, read from that run's JSON (the same trainer) */
+    const char *e = VC_TEST_DATA "/hf/llama-3.1-8b.json --loss grpo -p fp32 --prompt 64 --new-tokens 64 -b 2 "
+                                 "--num-generations 2 --gpu a10";
+    cli_run r;
+    snprintf(a, sizeof a, "%s -f json", e);
+    run(&r, a);
+    assert_int_equal(r.status, 1); /* the report: it does not fit */
+    const char *mem = strstr(r.out, "\"memory\"");
+    assert_non_null(mem);
+    const char *w = strstr(mem, "\"weights\": "), *cc = strstr(mem, "\"cuda_context\": ");
+    assert_true(w && cc);
+    const long long held = strtoll(w + strlen("\"weights\": "), NULL, 10) + strtoll(cc + strlen("\"cuda_context\": "), NULL, 10);
+    /* a10: 23,028 MiB = 24,146,608,128 B (src/engine/gpu.c, nvidia-smi) */
+    snprintf(want, sizeof want, "--use-vllm: the trainer's CUDA context and weights take %lld bytes, more than a10's "
+                                "24146608128: the trainer alone does not fit the card, before vLLM starts", held);
+    snprintf(a, sizeof a, "%s --use-vllm --vllm-gpu-memory-utilization 0.9", e);
+    assert_vllm_refusal(a, want);
+    snprintf(a, sizeof a, "%s --use-vllm --parallel ddp --gpus 2 --vllm-tensor-parallel-size 2", e);
+    assert_vllm_refusal(a, want);
 }
 
 /* The phases outside the training step (trl @f2cd5771 trl/generation/vllm_generation.py: sync_weights, then
@@ -721,6 +823,7 @@ int main(void)
         cmocka_unit_test(test_vllm_trace),
         cmocka_unit_test(test_vllm_ddp),
         cmocka_unit_test(test_vllm_tp),
+        cmocka_unit_test(test_vllm_errors),
         cmocka_unit_test(test_measured_sync),
         cmocka_unit_test(test_measured),
         cmocka_unit_test(test_measured_accumulate),

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -788,19 +789,32 @@ static vc_status check_request(vc_request *q, vc_error *err)
             /* LoRA (and rsLoRA, PiSSA) is modelled: sync_weights' merge_adapter / unmerge_adapter temporaries
              * (src/engine/grpo.c merge_temp; DoRA, IA3 and LN tuning refused there). Quantized weights are not:
              * _init_vllm gives vLLM quantization="bitsandbytes" for a bnb Linear4bit model and raises for
-             * Linear8bitLt; sync_weights' merge_adapter on a Linear4bit (peft @5d602fdb tuners/lora/bnb.py
-             * Linear4bit.merge) dequantizes each weight, adds the delta and requantizes it through the CPU
-             * (bnb.nn.Params4bit(w_data.to("cpu")).to(device)), then pushes the packed 4-bit tensors into vLLM's
-             * bitsandbytes model, whose loader expects the checkpoint's */
+             * Linear8bitLt. QLoRA's sync, from source (issue 26):
+             *  - merge (peft @5d602fdb tuners/lora/bnb.py Linear4bit.merge, unmerge the same with output - delta): per
+             *    layer dequantize_bnb_weight (utils/integrations.py: bnb.functional.dequantize_4bit, the weight in
+             *    quant_state.dtype, 2 B/element in bf16), get_delta_weight (lora_B @ lora_A x scaling, the adapters'
+             *    fp32: 4 B), w_data = output + delta (fp32, 4 B), then bnb.nn.Params4bit(w_data.to("cpu")).to(device):
+             *    bitsandbytes @95f9af30 nn/modules.py Params4bit.to -> _quantize: w = data.contiguous().to(device)
+             *    (4 B again, on the GPU) and functional.py quantize_4bit's packed codes (0.5 B) and absmax, while the
+             *    old packed weight is still referenced;
+             *  - push: TRL (trl @f2cd5771 vllm_generation.py sync_weights) sends param.data, the trainer's packed
+             *    uint8 codes, without their QuantState. vLLM's weights are its own: vllm-project/vllm @c9e9c484
+             *    model_loader/bitsandbytes_loader.py quantizes the bf16 checkpoint at start-up (_unquantized_generator:
+             *    quantize_4bit nf4, compress_statistics=True) and binds each weight's QuantState once
+             *    (load_weights -> _bind_quant_states_to_params: bnb_quant_state); the later load_weights' loaders
+             *    (layers/linear.py, use_bitsandbytes_4bit: adjust_bitsandbytes_4bit_shard, copy_) copy the codes in
+             *    place, shape [n x k / 2, 1] as BitsAndBytesLinearMethod.create_weights makes them, and keep that
+             *    start-up QuantState. So the copy allocates nothing but the engine decodes the merged codes with
+             *    the base checkpoint's scales, and vLLM's start-up quantization is not modelled by vc_serve: refused */
             const char *nv = !gpu ? O("gpu") : q->qlora || q->given[VC_OPT_WEIGHTS] ? (q->qlora ? O("qlora") : O("weights")) : NULL;
             if (nv && !gpu)
                 return usage(err, O("use_vllm") " needs " O("gpu") ": vLLM takes " O("vllm_gpu_memory_utilization")
                              " of the card it runs on");
             if (nv)
                 return usage(err, O("use_vllm") " with %s is not modelled: vLLM loads the 4-bit checkpoint itself "
-                             "(quantization=\"bitsandbytes\"; TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit "
-                             "quantization\"), and sync_weights' merge_adapter dequantizes, merges and requantizes each "
-                             "weight through the CPU (peft's Linear4bit.merge) before pushing the packed 4-bit tensors", nv);
+                             "(quantization=\"bitsandbytes\", quantized at start-up with its own QuantState per weight; "
+                             "TRL refuses 8-bit: \"vLLM does not support in-flight 8-bit quantization\"), and sync_weights pushes only the packed codes peft's Linear4bit.merge "
+                             "requantized, which vLLM copies in place beside its start-up scales", nv);
             /* trl @f2cd5771 vllm_generation.py _init_vllm: "tensor_parallel_size ({N}) must divide world size ({G})
              * evenly" (accelerator.num_processes: one process a GPU) */
             if (o->gpus % q->vllm_tp)
@@ -1019,6 +1033,69 @@ static vc_status text_response(vc_response *resp, char *buf, size_t len, vc_erro
     return buf ? VC_OK : nomem(err);
 }
 
+/* vc_serve's errors in the options that set TRL's engine (issue 26): vllm_beside builds vLLM's options itself, so
+ * a refusal that names --serve's options (--gpu-memory-utilization, --serve, ...) names ones the user did not give.
+ * Each option mark (util.h O / OV / OS) of the serve option is renamed to the GRPO option that sets it:
+ * LLM(gpu_memory_utilization=vllm_gpu_memory_utilization, tensor_parallel_size=vllm_tensor_parallel_size),
+ * the graphs vLLM subtracts (--vllm-cuda-graph-memory), the engine itself (--use-vllm). TRL's fixed settings
+ * (max_num_batched_tokens=4096, max_num_seqs from the batch) are refused before vc_serve, in vllm_beside. */
+static const struct {
+    const char *serve, *grpo;
+} vllm_opt_names[] = {
+    {"serve", "use_vllm"},
+    {"gpu_memory_utilization", "vllm_gpu_memory_utilization"},
+    {"cuda_graph_memory", "vllm_cuda_graph_memory"},
+    {"tp", "vllm_tensor_parallel_size"},
+    {"gpus", "vllm_tensor_parallel_size"},
+};
+
+static void vllm_rename_marks(char *s, size_t n)
+{
+    char out[sizeof ((vc_error *)0)->msg];
+    size_t w = 0;
+    const char *p = s;
+    while (*p && w + 1 < sizeof out) {
+        const char *end = *p == '\x1f' ? strchr(p + 1, '\x1f') : NULL;
+        if (!end) {
+            out[w++] = *p++;
+            continue;
+        }
+        /* a mark: "\x1f" ["-"] name ["=" value] "\x1f" */
+        const char *name = p + 1 + (p[1] == '-');
+        size_t len = strcspn(name, "=\x1f");
+        const char *to = NULL;
+        for (size_t i = 0; i < sizeof vllm_opt_names / sizeof *vllm_opt_names && !to; i++)
+            if (strlen(vllm_opt_names[i].serve) == len && !strncmp(name, vllm_opt_names[i].serve, len)) to = vllm_opt_names[i].grpo;
+        int k = to ? snprintf(out + w, sizeof out - w, "%.*s%s%.*s", (int)(name - p), p, to, (int)(end + 1 - (name + len)), name + len)
+                   : snprintf(out + w, sizeof out - w, "%.*s", (int)(end + 1 - p), p);
+        if (k < 0 || (size_t)k >= sizeof out - w) break; /* the message's own length bounds it: vc_error's */
+        w += (size_t)k;
+        p = end + 1;
+    }
+    out[w] = '\0';
+    snprintf(s, n, "%s", out);
+}
+
+/* vLLM's start-up check (gpu_worker.py init_device): the card less what the trainer holds when the engine starts
+ * (at_start: its CUDA context and weights, and the TP group's buffers `held`) against the engine's share. Where the
+ * trainer alone fills the card, the model does not load before the engine is built: said so, with no free count. */
+static vc_status vllm_start_check(const vc_request *q, const vc_response *resp, int64_t requested, int64_t held, vc_error *err)
+{
+    const vc_result *r = &resp->r;
+    const int64_t at_start = r->memory.cuda_context + r->memory.weights + held;
+    if (resp->gpu.capacity - at_start <= 0)
+        return usage(err, O("use_vllm") ": the trainer's CUDA context and weights%s take %lld bytes, %s %s's %lld: "
+                     "the trainer alone does not fit the card, before vLLM starts", held ? " with vLLM's tensor-parallel "
+                     "group's NCCL and all-reduce buffers" : "", (long long)at_start,
+                     at_start > resp->gpu.capacity ? "more than" : "all of", resp->gpu.name, (long long)resp->gpu.capacity);
+    if (resp->gpu.capacity - at_start < requested)
+        return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
+                     "free when it starts (the card less the trainer's CUDA context and weights%s): vLLM refuses to start",
+                     q->vllm_util, (long long)requested, (long long)(resp->gpu.capacity - at_start),
+                     held ? ", and its tensor-parallel group's NCCL and all-reduce buffers" : "");
+    return VC_OK;
+}
+
 /* --use-vllm: TRL's colocated vLLM engine beside the GRPO step (huggingface/trl @ f2cd5771, the same lines in
  * v1.9.0 @ 35def3ee: trl/generation/vllm_generation.py VLLMGeneration._init_vllm builds LLM(model=model.name_or_path,
  * gpu_memory_utilization=vllm_gpu_memory_utilization, max_num_seqs = per_device_train_batch_size x
@@ -1076,11 +1153,24 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
      * each rank of a TP group generates the group's prompts (generate(): all_gather_object over tp_group) */
     if (__builtin_mul_overflow(o->batch * o->accumulate, q->vllm_tp, &so.max_num_seqs) || so.max_num_seqs > VC_MAX_DIM_SIZE)
         return usage(err, O("vllm_tensor_parallel_size") ": the engine's max_num_seqs passes 2^40");
+    /* vllm/config/scheduler.py SchedulerConfig (serve.c vc_serve): max_num_batched_tokens < max_num_seqs is a
+     * ValueError; TRL fixes the tokens at 4096, so the batch is what the user sets */
+    if (so.max_num_seqs > so.max_num_batched_tokens)
+        return usage(err, O("batch") " %lld x " O("accumulate") " %lld x " O("vllm_tensor_parallel_size") " %lld = %lld is vLLM's "
+                     "max_num_seqs (TRL: per_device_train_batch_size x steps_per_generation x vllm_tensor_parallel_size), "
+                     "more than TRL's max_num_batched_tokens=4096: vLLM refuses to start (SchedulerConfig: "
+                     "max_num_batched_tokens must be greater than or equal to max_num_seqs)", (long long)o->batch,
+                     (long long)o->accumulate, (long long)q->vllm_tp, (long long)so.max_num_seqs);
+    /* the trainer alone, and the start-up check where vLLM's group holds nothing before it (tp 1): before the engine
+     * is sized, as vLLM checks before it loads (requested: serve.c vc_serve's floor(total x utilization)) */
+    vc_status st = vllm_start_check(q, resp, 0, 0, err);
+    if (!st && q->vllm_tp == 1)
+        st = vllm_start_check(q, resp, (int64_t)floor((double)resp->gpu.total * q->vllm_util), 0, err);
+    if (st) return st;
     vc_serve_result sr;
     /* LLM(model=model.name_or_path): vLLM loads the base checkpoint, without the PEFT model's adapters (its
      * sync_weights pushes the merged base weights under their base names) */
     vc_model *base = NULL;
-    vc_status st = VC_OK;
     if (q->vllm_tp > 1) {
         /* a tensor-parallel engine: one rank's share of the checkpoint as vLLM splits it (src/hf/hf_tp.c), loaded from
          * the config without the trainer's loss (vLLM runs the model; hf.c refuses the training loss grpo under a split)
@@ -1097,7 +1187,25 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
         none.r = 0;
         if (!(st = vc__model_twin(m, q->hf.seq, &base, err))) st = vc_model_set_lora(base, &none, err);
     }
-    if (!st) st = vc_serve(base ? base : m, &v, &so, &resp->gpu, &sr, err);
+    if (!st && (st = vc_serve(base ? base : m, &v, &so, &resp->gpu, &sr, err)) && err) {
+        /* the refusal in the options that set the engine (vllm_rename_marks); a model with learned positions past
+         * which the profiling run's dummy requests reach (serve.c: max_num_seqs = cdiv(4096, positions) needed) is
+         * refused in the batch that sets max_num_seqs */
+        const char *need = strstr(err->msg, "\x1fmax_num_seqs=");
+        if (!strcmp(err->path, O("max_num_seqs")) && need) {
+            const long long n = strtoll(need + strlen("\x1fmax_num_seqs="), NULL, 10);
+            usage(err, O("batch") " %lld x " O("accumulate") " %lld x " O("vllm_tensor_parallel_size") " %lld = %lld is "
+                  "vLLM's max_num_seqs (TRL: per_device_train_batch_size x steps_per_generation x "
+                  "vllm_tensor_parallel_size): its profiling run splits TRL's max_num_batched_tokens=4096 into dummy "
+                  "requests of %lld tokens, past the model's positions, and vramcalc builds each as one sequence: the "
+                  "product needs to be %lld or more", (long long)o->batch, (long long)o->accumulate, (long long)q->vllm_tp,
+                  (long long)so.max_num_seqs,
+                  (long long)((so.max_num_batched_tokens + so.max_num_seqs - 1) / so.max_num_seqs), n);
+        } else {
+            vllm_rename_marks(err->path, sizeof err->path);
+            vllm_rename_marks(err->msg, sizeof err->msg);
+        }
+    }
     vc_model_free(base);
     if (st) return st;
     /* its tensor-parallel group (serve.c vllm_snapshot: init_worker_distributed_environment before the snapshot): the
@@ -1108,12 +1216,7 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     const int64_t held = sr.snapshot_nccl + sr.snapshot_custom_ar + sr.snapshot_symm_mem;
     const int64_t rank_data = sr.snapshot_custom_ar > 0 ? INT64_C(8) << 20 : 0;
     const int64_t comm = held + sr.non_torch_nccl + sr.non_torch_logits_nccl;
-    const int64_t at_start = r->memory.cuda_context + r->memory.weights + held;
-    if (resp->gpu.capacity - at_start < sr.requested)
-        return usage(err, O("vllm_gpu_memory_utilization") " %g: vLLM asks for %lld bytes of the card, but only %lld are "
-                     "free when it starts (the card less the trainer's CUDA context and weights%s): vLLM refuses to start",
-                     q->vllm_util, (long long)sr.requested, (long long)(resp->gpu.capacity - at_start),
-                     held ? ", and its tensor-parallel group's NCCL and all-reduce buffers" : "");
+    if ((st = vllm_start_check(q, resp, sr.requested, held, err))) return st;
     const int64_t gr = q->vllm_graph_mem > 0 ? q->vllm_graph_mem : 0, w = sr.weights;
     const int64_t g = gr + rank_data; /* allocated from start-up on, sleep mode or not: its graphs and rank_data */
     int64_t kv = sr.kv_cache;
