@@ -217,7 +217,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
     if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
-                            "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
+                            "%s: %s runs RCCL: its rows are auto (MI300X's xGMI) and NCCL's pcie (docs/context.md \"AMD\")",
                             vc_nccl_topology_name(t), o->device->name);
     if (t == VC_NCCL_TOPO_NVSWITCH && sm < 80)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
@@ -556,7 +556,7 @@ static int64_t pat_group(int64_t channels, int64_t size, int64_t net_recv, int64
  *        and, its treeBase being null, the tree graph's channels. The ring
  *        multiplier nc stays 2 (the gfx94 branch sets it for 2 and 4 ranks
  *        only). ncclTopoPostset (connect.cc): maxChannels MAXCHANNELS 128
- *        (gfx94 with 304 CUs; 64 as parseGraph set nIntraChannels), nc =
+ *        (gfx94 with 304 CUs; no NIC marks in the rings: nIntraChannels 0), nc =
  *        min(maxNchannels / 28, 2) x 28 = 56, the duplication 28 -> 56,
  *        copyChannels(.., max(ncclMinNchannels() 2, nc)) = 56 channels;
  *        channel c runs ring c mod 28. MSCCL's internal scheduler may raise
