@@ -1000,11 +1000,12 @@ typedef struct {
     int64_t communicators;      /* process groups with an NCCL communicator on this GPU */
     int64_t ring_communicators; /* ... of them, those whose collectives run as rings (DP, TP) */
     int64_t p2p_peers;          /* peers of send/recv and all-to-all (pipeline neighbours, ep - 1) */
-    int64_t channels;           /* collective channels per communicator (comm->nChannels) */
+    int64_t channels;           /* collective channels per communicator (comm->nChannels; RCCL: the largest group's) */
     int64_t p2p_channels;       /* p2pnChannels */
     int64_t p2p_channels_per_peer; /* p2pnChannelsPerPeer */
     int64_t nvls_channels;      /* nvlsChannels: 0 where NVLS is not opened (no multicast, --nccl-nvls off) */
-    int64_t ring_bytes;         /* ring_communicators x channels x (receive + send) */
+    int64_t ring_bytes;         /* ring_communicators x channels x (receive + send); RCCL on one MI300X node:
+                                 * each group at its own channels, with the trees RCCL connects at init */
     int64_t p2p_bytes;          /* p2p_peers x p2p_channels_per_peer x (receive + send) */
     int64_t nvls_bytes;         /* per ring communicator with NVLS: its credits (2 MiB, at init), and where
                                  * its collectives run NVLS (one node; across nodes, its all-reduce's NVLS

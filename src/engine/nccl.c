@@ -217,7 +217,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
     if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
-                            "%s: %s runs RCCL: its rows are auto (MI300X's xGMI) and NCCL's pcie (docs/context.md \"AMD\")",
+                            "%s: %s runs RCCL, whose rows are auto (MI300X over xGMI) and NCCL's pcie",
                             vc_nccl_topology_name(t), o->device->name);
     if (t == VC_NCCL_TOPO_NVSWITCH && sm < 80)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
