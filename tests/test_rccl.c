@@ -49,6 +49,9 @@ static void ddp_8_mi300x(void **state)
 {
     (void)state;
     vc_nccl_info n = info("mi300x", VC_PARALLEL_DDP, 8, 1);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_XGMI); /* the report's name, never an option */
+    assert_string_equal(vc_nccl_topology_name(n.topology), "xgmi");
+    assert_int_equal(vc_nccl_topology_from_name("xgmi"), -1);
     assert_int_equal(n.ring_communicators, 1);
     assert_int_equal(n.channels, 56);
     assert_int_equal(n.p2p_channels, 64); /* pow2Up(56), min 64 (4 x CHANNEL_LIMIT) */
@@ -115,6 +118,7 @@ static void other_amd_layouts(void **state)
      * network's on the GPU */
     n = info("mi300x", VC_PARALLEL_DDP, 16, 1);
     assert_int_equal(n.nodes, 2);
+    assert_int_equal(n.topology, VC_NCCL_TOPO_PCIE);
     assert_int_equal(n.net_bytes, 0);
     assert_int_equal(n.bytes, 64 * MiB);
 }

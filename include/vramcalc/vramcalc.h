@@ -430,8 +430,11 @@ typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp
 /* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
 typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
 /* NCCL's topology (vc_options.nccl_topology; src/engine/nccl.c): AUTO from --gpu's preset;
- * SHM: PCIe without peer access (NCCL's SHM transport, its buffers in host memory). */
-typedef enum { VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE, VC_NCCL_TOPO_SHM } vc_nccl_topology;
+ * SHM: PCIe without peer access (NCCL's SHM transport, its buffers in host memory); XGMI: in
+ * vc_nccl_info.topology only, AUTO's on one MI300X node (RCCL's xGMI channels), never an option. */
+typedef enum {
+    VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE, VC_NCCL_TOPO_SHM, VC_NCCL_TOPO_XGMI
+} vc_nccl_topology;
 /* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
 typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
 /* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */

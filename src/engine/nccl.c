@@ -161,11 +161,11 @@ static const topo_row topos[] = {
     {VC_NCCL_TOPO_PCIE, 80, 4, 2, 0, "PCIe Gen4/Gen5 x16"},
 };
 
-static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm"};
+static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm", "xgmi"};
 
 int vc_nccl_topology_from_name(const char *s)
 {
-    for (int i = 0; s && i < (int)(sizeof topo_names / sizeof topo_names[0]); i++)
+    for (int i = 0; s && i <= VC_NCCL_TOPO_SHM; i++) /* xgmi: a report's, not an option's */
         if (strcmp(s, topo_names[i]) == 0) return i;
     return -1;
 }
@@ -807,6 +807,7 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
             n->pat_bytes += pat_group(n->channels, groups[i], net_recv, net_send);
         }
     }
+    if (xgmi && n->nodes == 1) n->topology = VC_NCCL_TOPO_XGMI; /* the report's name */
     if (rccl_channels) {
         n->channels = rccl_channels;
         n->p2p_channels = pow2_up((int)(rccl_channels < 64 ? rccl_channels : 64));
