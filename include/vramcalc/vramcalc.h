@@ -430,8 +430,11 @@ typedef enum { VC_FSDP_DTYPE_MAP(VC__ENUM_FSDP_DTYPE) VC_FSDP_DTYPE__N } vc_fsdp
 /* CUDA_MODULE_LOADING (vc_options.module_loading): AUTO lazy from CUDA 11.7, eager before. */
 typedef enum { VC_MODULE_LOADING_AUTO, VC_MODULE_LOADING_LAZY, VC_MODULE_LOADING_EAGER } vc_module_loading;
 /* NCCL's topology (vc_options.nccl_topology; src/engine/nccl.c): AUTO from --gpu's preset;
- * SHM: PCIe without peer access (NCCL's SHM transport, its buffers in host memory). */
-typedef enum { VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE, VC_NCCL_TOPO_SHM } vc_nccl_topology;
+ * SHM: PCIe without peer access (NCCL's SHM transport, its buffers in host memory); XGMI: in
+ * vc_nccl_info.topology only, AUTO's on one MI300X node (RCCL's xGMI channels), never an option. */
+typedef enum {
+    VC_NCCL_TOPO_AUTO, VC_NCCL_TOPO_NVSWITCH, VC_NCCL_TOPO_NVLINK, VC_NCCL_TOPO_PCIE, VC_NCCL_TOPO_SHM, VC_NCCL_TOPO_XGMI
+} vc_nccl_topology;
 /* Where --offload puts what it moves (vc_options.offload_device): "cpu", "nvme". */
 typedef enum { VC_OFFLOAD_DEVICE_CPU, VC_OFFLOAD_DEVICE_NVME } vc_offload_device;
 /* DeepSpeed's overlap_comm (vc_options.ds_overlap_comm): AUTO its default, ON and OFF given. */
@@ -1000,11 +1003,12 @@ typedef struct {
     int64_t communicators;      /* process groups with an NCCL communicator on this GPU */
     int64_t ring_communicators; /* ... of them, those whose collectives run as rings (DP, TP) */
     int64_t p2p_peers;          /* peers of send/recv and all-to-all (pipeline neighbours, ep - 1) */
-    int64_t channels;           /* collective channels per communicator (comm->nChannels) */
+    int64_t channels;           /* collective channels per communicator (comm->nChannels; RCCL: the largest group's) */
     int64_t p2p_channels;       /* p2pnChannels */
     int64_t p2p_channels_per_peer; /* p2pnChannelsPerPeer */
     int64_t nvls_channels;      /* nvlsChannels: 0 where NVLS is not opened (no multicast, --nccl-nvls off) */
-    int64_t ring_bytes;         /* ring_communicators x channels x (receive + send) */
+    int64_t ring_bytes;         /* ring_communicators x channels x (receive + send); RCCL on one MI300X node:
+                                 * each group at its own channels, with the trees RCCL connects at init */
     int64_t p2p_bytes;          /* p2p_peers x p2p_channels_per_peer x (receive + send) */
     int64_t nvls_bytes;         /* per ring communicator with NVLS: its credits (2 MiB, at init), and where
                                  * its collectives run NVLS (one node; across nodes, its all-reduce's NVLS

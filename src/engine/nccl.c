@@ -161,11 +161,11 @@ static const topo_row topos[] = {
     {VC_NCCL_TOPO_PCIE, 80, 4, 2, 0, "PCIe Gen4/Gen5 x16"},
 };
 
-static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm"};
+static const char *const topo_names[] = {"auto", "nvswitch", "nvlink", "pcie", "shm", "xgmi"};
 
 int vc_nccl_topology_from_name(const char *s)
 {
-    for (int i = 0; s && i < (int)(sizeof topo_names / sizeof topo_names[0]); i++)
+    for (int i = 0; s && i <= VC_NCCL_TOPO_SHM; i++) /* xgmi: a report's, not an option's */
         if (strcmp(s, topo_names[i]) == 0) return i;
     return -1;
 }
@@ -217,7 +217,7 @@ vc_status vc_nccl_check(const vc_options *o, vc_error *err)
     vc_nccl_topology t = o->nccl_topology != VC_NCCL_TOPO_AUTO ? o->nccl_topology : auto_topology(o->device);
     if (o->device && strcmp(o->device->vendor, "NVIDIA") != 0 && t != VC_NCCL_TOPO_PCIE && t != VC_NCCL_TOPO_SHM)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
-                            "%s: %s runs RCCL, whose topologies are not modelled (NCCL's pcie row stands for it)",
+                            "%s: %s runs RCCL, whose rows are auto (MI300X over xGMI) and NCCL's pcie",
                             vc_nccl_topology_name(t), o->device->name);
     if (t == VC_NCCL_TOPO_NVSWITCH && sm < 80)
         return vc_set_error(err, VC_ERR_USAGE, O("nccl_topology"),
@@ -532,6 +532,127 @@ static int64_t pat_group(int64_t channels, int64_t size, int64_t net_recv, int64
     return channels * (pat_offsets(size) - 1) * (net_recv + net_send);
 }
 
+/* ---- RCCL: AMD's port (issue 27) ----
+ * ROCm/rccl@0cbce2a7571c907554199fad7e905f16ec0a565c. What differs from NCCL:
+ *  - buffer sizes: NCCL_MAX_NTHREADS is 256 (src/include/device.h), so
+ *    computeBuffSizes (src/init.cc) gives LL 8 x 256 x 8 x 16 = 262,144 B and
+ *    LL128 NCCL_LL128_ELEMS_PER_THREAD (28) x NCCL_LL128_MAX_NTHREADS (256) x 8
+ *    x 8 = 458,752 B; SIMPLE 4 MiB as NCCL's. p2p.cc p2pRecvSetup / p2pSendSetup
+ *    size a connection as NCCL's do, write mode (paths.cc ncclTopoCheckP2p
+ *    reads only between sm80 pairs), ALIGN_SIZE to CUDA_IPC_MIN (2 MiB): a
+ *    receive 4096 + 262,144 + 458,752 + 4,194,304 = 4,919,296 B -> 6 MiB, a
+ *    send 4096 B -> 2 MiB. Every AMD card.
+ *  - the channels on MI300X (gfx942) with the communicator on one node, its
+ *    GPUs all joined by xGMI (an 8 x MI300X board: each GPU one link to each
+ *    other, ncclTopoXGMISpeed GFX94X_XGMI_WIDTH 48 GB/s a link, topo.h):
+ *      init.cc initTransportsRank searches the ring graph (ncclTopoCompute,
+ *      search.cc); ncclTopoTrimSystem (paths.cc) removes the NICs of a
+ *      one-node communicator whose GPUs are all xGMI-connected.
+ *      8 ranks: the model matching comes first (search.cc: parseChordalRing,
+ *        then parseA2a8P, rome_models.cc): 8 GPUs on 2 NUMA nodes, all-to-all
+ *        links of equal width, no NIC, 7 links: rome_model_79 (pattern "4040",
+ *        options "...,mscclEnabled=1,tuning=5,..."), whose ringBase lists 28
+ *        rings (rccl_mi300x_rings below); parseGraph takes them as the ring
+ *        and, its treeBase being null, the tree graph's channels. The ring
+ *        multiplier nc stays 2 (the gfx94 branch sets it for 2 and 4 ranks
+ *        only). ncclTopoPostset (connect.cc): maxChannels MAXCHANNELS 128
+ *        (gfx94 with 304 CUs; no NIC marks in the rings: nIntraChannels 0), nc =
+ *        min(maxNchannels / 28, 2) x 28 = 56, the duplication 28 -> 56,
+ *        copyChannels(.., max(ncclMinNchannels() 2, nc)) = 56 channels;
+ *        channel c runs ring c mod 28. MSCCL's internal scheduler may raise
+ *        the minimum to its algorithms' channels (mscclSchedulerInit): the
+ *        8-rank files RCCL installs (tools/msccl-algorithms) need 32 at most.
+ *      2 ranks: no model (no 2-GPU one); the search's speedArrayIntra {48,
+ *        24, ...}: one 48 GB/s link each way, 1 channel x 48 = totalBw 48,
+ *        done; ncclTopoDupChannels (ccMin 94 > 80, 48 < 50 GB/s but 1 <= 4
+ *        channels) -> 2 x 24; pass 2 fails at 48. Postset: nc 16 ("NCCL_MIN_
+ *        NCHANNELS=32"), min(128 / 2, 16) x 2 = 32; duplication 4; copy to 32.
+ *      4 ranks: three 48 GB/s links a GPU, totalBw 144: at 48 GB/s two rings
+ *        at most (the complete digraph on 4 vertices has no decomposition into
+ *        3 Hamiltonian cycles, Tillson), 96 < 144; 24 / 48 > 0.49: at 24 GB/s
+ *        the six directed Hamiltonian cycles use every link twice, 6 x 24 =
+ *        144 = totalBw, done; no duplication (< 25 GB/s). Postset: nc 4
+ *        ("=24"), min(128 / 6, 4) x 6 = 24; duplication 12; copy to 24.
+ *  - the trees: RCCL connects them at init beside the rings, on every
+ *    communicator (init.cc "Connect Trees": ncclTransportP2pConnect of
+ *    tree.down and tree.up on each channel, then ncclTransportP2pSetup; no
+ *    runtime connect at this commit), connIndex 0: a (channel, peer, direction)
+ *    the ring already connected is not connected again. On one node a tree is
+ *    the chain of the tree graph's order (ncclTopoPreset: tree.up =
+ *    intra[i - 1], tree.down[0] = intra[i + 1]): against the ring of the same
+ *    order (ring.prev = intra[i - 1], ring.next = intra[i + 1]) a middle GPU
+ *    adds a send to intra[i - 1] and a receive from intra[i + 1], the first a
+ *    receive, the last a send. 2 ranks: nothing (the one peer, both ways, is
+ *    the ring's). 8 ranks: the model's rings are the tree's orders
+ *    (rccl_tree_extra). 4 ranks: the tree graph comes from its own search
+ *    (BALANCED_TREE, min = max = 6 channels), whose orders are not
+ *    replicated: not counted.
+ *  - P2P (send/recv, all-to-all; paths.cc ncclTopoComputeP2pChannels): per
+ *    peer ncclTopoGetNchannels 4 x max(1, 48 / 48) on gfx94 xGMI, pow2Up 4,
+ *    doubled on one node for gfx94: 8; p2pnChannels min(pow2Up(nChannels), 64).
+ *  - no NVLS (no NVSwitch: ncclTopoCompute returns no NVLS graph), no PAT
+ *    (not at this commit), CollNet off.
+ * Not counted: MSCCL (init.cc: mscclInit at init where mscclEnabled(),
+ * RCCL_MSCCL_ENABLE 1, and the topology's mscclEnabled, rome_model_79's, i.e.
+ * 8 ranks: mscclSetupConnections connects each algorithm file's channels and
+ * peers, connIndex 0, if the installation has the files: on the busiest GPU
+ * 58 receives and 55 sends beyond the rings' and trees', 458 MiB, counted
+ * from tools/msccl-algorithms by hand; whether a wheel ships them vramcalc
+ * cannot see), MSCCL++ (mscclpp_ncclCommInitRank at init, its own buffers,
+ * sizes in ext-src/mscclpp not read), and the channels of other group sizes
+ * and of MI210 / MI250X (their search not replicated: the pcie row's). */
+#define RCCL_LL_BUFF (INT64_C(8) * 256 * 8 * 16)
+#define RCCL_LL128_BUFF (INT64_C(28) * 256 * 8 * 8)
+#define RCCL_MI300X_PER_PEER 8
+
+/* rome_models.cc rome_model_79 .ringBase, the 8-rank rings (twice the same 14) */
+static const char rccl_mi300x_rings[] =
+    "0 1 2 3 4 5 6 7|0 1 2 3 4 5 7 6|0 2 4 1 3 6 5 7|0 2 4 6 1 7 3 5|0 3 1 5 2 7 4 6|0 3 5 1 6 2 7 4|"
+    "0 4 1 7 3 6 2 5|7 6 5 4 3 2 1 0|6 7 5 4 3 2 1 0|7 5 6 3 1 4 2 0|5 3 7 1 6 4 2 0|6 4 7 2 5 1 3 0|"
+    "4 7 2 6 1 5 3 0|5 2 6 3 7 1 4 0|0 1 2 3 4 5 6 7|0 1 2 3 4 5 7 6|0 2 4 1 3 6 5 7|0 2 4 6 1 7 3 5|"
+    "0 3 1 5 2 7 4 6|0 3 5 1 6 2 7 4|0 4 1 7 3 6 2 5|7 6 5 4 3 2 1 0|6 7 5 4 3 2 1 0|7 5 6 3 1 4 2 0|"
+    "5 3 7 1 6 4 2 0|6 4 7 2 5 1 3 0|4 7 2 6 1 5 3 0|5 2 6 3 7 1 4 0";
+#define RCCL_MI300X_RINGS 28
+
+static void rccl_p2p_connection(int64_t *recv, int64_t *send)
+{
+    *recv = align_ipc(CONN_MEM + RCCL_LL_BUFF + RCCL_LL128_BUFF + SIMPLE_BUFF);
+    *send = align_ipc(CONN_MEM);
+}
+
+static bool is_amd(const vc_gpu *g) { return g && strcmp(g->vendor, "AMD") == 0; }
+static bool is_mi300x(const vc_gpu *g) { return g && strcmp(g->name, "mi300x") == 0; }
+
+/* comm->nChannels of an MI300X communicator of `ranks` on one node; 0: not derived */
+static int rccl_mi300x_channels(int64_t ranks)
+{
+    return ranks == 2 ? 32 : ranks == 4 ? 24 : ranks == 8 ? 56 : 0;
+}
+
+/* The bytes the 8-rank trees add to the rings on the busiest GPU, channel c
+ * running ring c mod 28 (a GPU's place differs by ring: the busiest one is a
+ * chain's middle on every channel). */
+static int64_t rccl_tree_extra(int64_t ranks, int64_t channels, int64_t recv, int64_t send)
+{
+    if (ranks != 8) return 0;
+    int pos[RCCL_MI300X_RINGS][8]; /* pos[ring][gpu]: its place in the ring's order */
+    int r = 0, i = 0;
+    for (const char *s = rccl_mi300x_rings; *s && r < RCCL_MI300X_RINGS; s++) {
+        if (*s >= '0' && *s <= '7') pos[r][*s - '0'] = i++;
+        else if (*s == '|') r++, i = 0;
+    }
+    int64_t best = 0;
+    for (int g = 0; g < 8; g++) {
+        int64_t b = 0;
+        for (int64_t c = 0; c < channels; c++) {
+            int p = pos[c % RCCL_MI300X_RINGS][g];
+            b += (p > 0 ? send : 0) + (p < 7 ? recv : 0);
+        }
+        if (b > best) best = b;
+    }
+    return best;
+}
+
 /* What one GPU of a multi-GPU layout holds (issue 27 item 3), its
  * communicators at the channels NCCL opens on the topology (topos[]).
  * Communicators per GPU (torch.distributed's ProcessGroupNCCL makes one
@@ -646,6 +767,13 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
     n->p2p_channels_per_peer = row->per_peer_topo < p2pn ? row->per_peer_topo : p2pn;
     int64_t recv, send;
     vc_nccl_p2p_connection(0, &recv, &send);
+    /* AMD: RCCL's buffers; on MI300X (auto topology) its xGMI channels where derived (above) */
+    const bool amd = is_amd(o->device), xgmi = is_mi300x(o->device) && o->nccl_topology == VC_NCCL_TOPO_AUTO;
+    if (amd) rccl_p2p_connection(&recv, &send);
+    if (xgmi && n->nodes == 1) {
+        n->topology_row = "xGMI, 8 x MI300X (RCCL: 2, 4, 8 ranks 32, 24, 56 channels)";
+        n->p2p_channels_per_peer = RCCL_MI300X_PER_PEER; /* p2pnChannels >= 32 for 2, 4, 8 ranks */
+    }
     if (t == VC_NCCL_TOPO_SHM) /* shm.cc shmSendSetup/shmRecvSetup: ncclShmAllocateShareableBuffer, host memory */
         recv = send = 0;
     /* every count here is small (channels <= 64, peers < 2^20, the options' checks): no overflow */
@@ -655,9 +783,18 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
      * p2p.cc keeps it for connIndex 0), write mode elsewhere */
     int64_t trecv, tsend;
     vc_nccl_p2p_connection(sm == 80 && (t == VC_NCCL_TOPO_NVSWITCH || t == VC_NCCL_TOPO_NVLINK), &trecv, &tsend);
+    if (amd) rccl_p2p_connection(&trecv, &tsend);
     if (t == VC_NCCL_TOPO_SHM) trecv = tsend = 0;
+    int64_t rccl_channels = 0; /* the largest RCCL channel count of the groups (xgmi) */
     for (int i = 0; i < ng; i++) {
         int64_t net, local = on_node(strides[i], groups[i], gpn);
+        const int rc = xgmi && local == groups[i] && t != VC_NCCL_TOPO_SHM ? rccl_mi300x_channels(groups[i]) : 0;
+        if (rc) { /* RCCL on one MI300X node: its channels, its rings and, connected with them at init, trees */
+            const int64_t ch = o->nccl_channels > 0 ? o->nccl_channels : rc;
+            if (ch > rccl_channels) rccl_channels = ch;
+            n->ring_bytes += ch * (recv + send) + rccl_tree_extra(groups[i], ch, recv, send);
+            continue;
+        }
         n->ring_bytes += ring_group(n->channels, local, groups[i], recv + send, gdr, &net);
         n->net_bytes += net;
         if (allred[i] && local < groups[i]) { /* an all-reduce across nodes: its trees */
@@ -669,6 +806,11 @@ void vc_nccl_per_gpu(const vc_options *o, vc_nccl_info *n)
             n->pat_communicators++;
             n->pat_bytes += pat_group(n->channels, groups[i], net_recv, net_send);
         }
+    }
+    if (xgmi && n->nodes == 1) n->topology = VC_NCCL_TOPO_XGMI; /* the report's name */
+    if (rccl_channels) {
+        n->channels = rccl_channels;
+        n->p2p_channels = pow2_up((int)(rccl_channels < 64 ? rccl_channels : 64));
     }
     /* pipeline neighbours: the given stage's, else the busiest stage's (on
      * equal bytes the one with more peers) */
