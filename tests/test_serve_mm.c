@@ -366,7 +366,42 @@ static void llama4(void **state)
     vc_model_free(m);
 }
 
-/* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
+/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py):
+ * Gemma4ProcessingInfo.get_mm_max_tokens_per_item: "image" default_output_length (280), "audio" the processor's
+ * audio_seq_length (750, Gemma4Processor's), "video" _VIDEO_MAX_FRAMES 32 x (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6)
+ * = 2496: the dummy modality is the video. Budget max(8192, 2496) = 8192, per prompt max(1, min(999, 1280 //
+ * 2496)) = 1, items max(1, min(8192 // 2496, 1024)) = 3. Each dummy video: 32 frames of 224 x 224
+ * (Gemma4DummyInputsBuilder: the image processor's size is None), each frame processed with max_soft_tokens 70:
+ * pixel_values [70 x 3^2 = 630 patches (padded), 16^2 x 3 = 768] in the model's dtype, 630 x 768 x 2 =
+ * 967,680 B; _compute_num_soft_tokens(224, 224, 70): unit 48, scale sqrt(630 / 196), target floor(224 x 1.7928
+ * / 48) x 48 = 384, (384 / 16)^2 // 9 = 64 tokens a frame; _process_video_input's output per video
+ * torch.cat of 32 frames' embed_vision outputs, [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x
+ * 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x 2 = 31,457,280 B. The tower (transformers' Gemma4VisionModel
+ * per frame) is not modelled: mm_encoder 2, mm_encoder_peak -1, and the peak is the language model phase's
+ * with the inputs and outputs. */
+static void gemma4(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "gemma-4-e4b-it.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 2);
+    assert_int_equal(r.mm_item_tokens, 2496);
+    assert_int_equal(r.mm_item_width, 224);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_items, 3);
+    assert_int_equal(r.mm_inputs, INT64_C(92897280));
+    assert_int_equal(r.mm_outputs, INT64_C(31457280));
+    assert_int_equal(r.mm_encoder_peak, -1);
+    assert_int_equal(r.profile_peak, r.profile_lm);
+    vc_model_free(m);
+}
+
+/* A text-only model has no encoder profiling */
 static void others(void **state)
 {
     (void)state;
@@ -375,12 +410,7 @@ static void others(void **state)
     vc_serve_options so;
     vc_serve_options_init(&so);
     vc_serve_result r;
-    vc_model *m = load_file(HF "gemma-4-e4b-it.json"); /* Gemma 4's dummy batch: not derived */
-    serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder, -1);
-    assert_int_equal(r.mm_outputs + r.mm_inputs, 0);
-    vc_model_free(m);
-    m = load_file(HF "llama-3.1-8b.json");
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
     serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder, 0);
     assert_int_equal(r.mm_items + r.mm_outputs, 0);
@@ -396,6 +426,7 @@ int main(void)
         cmocka_unit_test(gemma3),
         cmocka_unit_test(measured),
         cmocka_unit_test(llama4),
+        cmocka_unit_test(gemma4),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

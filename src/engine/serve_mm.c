@@ -70,6 +70,17 @@
  *   2448 a Scout / Maverick item. pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
+ * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py),
+ *   the dummy batch only: Gemma4ProcessingInfo.get_mm_max_tokens_per_item gives "image" default_output_length
+ *   (280), "audio" the processor's audio_seq_length (Gemma4Processor's 750) and "video" _VIDEO_MAX_FRAMES 32 x
+ *   (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6) = 2496, so the dummy modality is the video at 2496 tokens an item;
+ *   Gemma4DummyInputsBuilder's video is 32 frames of 224 x 224 (the image processor's size is None), each frame
+ *   processed as an image with max_soft_tokens 70 (_call_hf_processor): pixel_values_videos [frames, 70 x
+ *   pooling_kernel_size^2 patches (padded), patch_size^2 x 3] in the model's dtype; _process_video_input runs
+ *   the vision tower frame by frame and keeps per video the torch.cat of the frames' embed_vision outputs,
+ *   [32 x _compute_num_soft_tokens(224, 224, 70), text hidden_size]. The tower itself is transformers'
+ *   Gemma4VisionModel (AutoModel.from_config), not modelled: mm_encoder 2 (the dummy batch derived, the encoder
+ *   phase not), mm_encoder_peak -1; pixel_position_ids_videos (two integers a patch) are not counted.
  *
  * The encoder phase's live tensors, read op by op from vLLM's modules as eager PyTorch runs them (the
  * vision encoder is not compiled: CompilationConfig.compile_mm_encoder is False by default; a
@@ -136,8 +147,10 @@
  * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
  * phase's. Llama 4 with a pixel_shuffle_ratio whose inverse is not an integer dividing the patches per side, or
  * hidden_size x (1 / ratio)^2 != intermediate_size, or vision_output_dim != projector_output_dim (vLLM's forward
- * fails there), and the other multimodal families (Gemma 4): their dummy batch is not derived (mm_encoder -1).
+ * fails there), a Gemma 4 config without vision_config.pooling_kernel_size, and the other multimodal families:
+ * their dummy batch is not derived (mm_encoder -1).
  */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -350,7 +363,49 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
         r->mm_item_width = img;
         r->mm_item_height = 16 * img;
     }
-    if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower (Gemma 4): not derived */
+    /* Gemma 4 (gemma4_mm.py, the header's commit): the dummy batch only, its tower not modelled (mm_encoder 2) */
+    if (!strcmp(type, "gemma4") && cJSON_IsObject(v)) {
+        const cJSON *kk = cJSON_GetObjectItemCaseSensitive(v, "pooling_kernel_size");
+        const int64_t p = num(v, "patch_size", 16), k = cJSON_IsNumber(kk) ? (int64_t)kk->valuedouble : 0,
+                      cin = 3, Ht = num(text_config(root), "hidden_size", 0);
+        cJSON_Delete(root);
+        if (p < 1 || p > 4096 || k < 1 || k > 4096 || Ht < 1 || Ht > (1 << 24)) { /* pooling_kernel_size unread: not derived */
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        /* Gemma4ProcessingInfo._compute_num_soft_tokens(224, 224, max_soft_tokens=_VIDEO_MAX_SOFT_TOKENS 70) */
+        const int64_t unit = p * k, maxp = 70 * k * k;
+        const double orig = (224.0 / (double)p) * (224.0 / (double)p), scale = sqrt((double)maxp / orig);
+        int64_t th = (int64_t)floor(224.0 * scale / (double)unit) * unit;
+        if (th < unit) th = unit;
+        int64_t soft = (th / p) * (th / p) / (k * k);
+        if (soft > 70) soft = 70;
+        const int64_t T = 32 * (70 + 2 + 6); /* get_mm_max_tokens_per_item's "video": 32 frames x (70 + boi, eoi, 6) */
+        int64_t max_model_len;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+        const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
+        int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
+        if (per_prompt < 1) per_prompt = 1;
+        int64_t items = budget / T;
+        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+        if (items < 1) items = 1;
+        const int64_t e = vc_dtype_size(act);
+        int64_t out, in;
+        if (__builtin_mul_overflow(items, 32 * soft * Ht * e, &out) ||
+            __builtin_mul_overflow(items, 32 * maxp * cin * p * p * e, &in))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+        r->mm_encoder = 2;
+        r->mm_items = items;
+        r->mm_item_tokens = T;
+        r->mm_item_width = r->mm_item_height = 224;
+        r->mm_budget = budget;
+        r->mm_outputs = out;
+        r->mm_inputs = in;
+        r->mm_encoder_peak = -1;
+        return VC_OK;
+    }
+    if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
         r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);
         return VC_OK;
