@@ -67,7 +67,10 @@
  *   preprocessor_config.json; vramcalc reads the config only) x image_size high and image_size wide, whose best
  *   fit (get_best_fit over find_supported_resolutions) is 16 x 1 tiles: patches_per_image 1 + 16 (a global tile),
  *   each tile get_patch_per_chunk = (image_size // patch_size)^2 // round(1 / pixel_shuffle_ratio^2) tokens:
- *   2448 a Scout / Maverick item. pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
+ *   2448 a Scout / Maverick item. (Counted for one dummy item: encoder_budget.py @ 042a4d3e
+ *   get_mm_max_toks_per_item passes mm_counts = the allowed limits (999 images under the defaults) to the
+ *   dummy inputs whose embeddings it sums, which read literally gives 999 x 2448 "per item", a budget of that
+ *   and one dummy item; vramcalc keeps the per-item count the budget is named for. Not settled here.) pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
  *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
  *   outputs [tokens, text hidden_size] per item.
  * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py),
