@@ -302,7 +302,107 @@ static void measured(void **state)
     }
 }
 
-/* Families whose dummy batch is not derived say so (mm_encoder -1, nothing added); a text-only model has none */
+/* Llama 4 (vllm-project/vllm vllm/model_executor/models/mllama4.py, the newest stored text, embed_multimodal and
+ * MMEncoderAttention; the same modules at 00dd5493 / 60d375cb): Mllama4ProcessingInfo.get_image_size_with_most_features
+ * is max_patches (16, Llama4ImageProcessorFast's) x image_size high and image_size wide; its best fit is 16 x 1
+ * tiles, patches_per_image 1 + 16 = 17 (_call_hf_processor); get_patch_per_chunk (336 // 14)^2 // round(1 / 0.5^2)
+ * = 576 // 4 = 144; the item's embeddings (select_text(repl, img_patch_token): the <|patch|> tokens of
+ * _prompt_split_image) 17 x 144 = 2448. Scout, --tp 4 (one H100 does not hold it): budget 8192, per prompt
+ * max(1, min(999, 1280 // 2448)) = 1, items max(1, min(8192 // 2448, 1024)) = 3; pixel values 3 x 17 x 3 x 336 x
+ * 336 x 2 B = 34,546,176 B; outputs (Llama4MultiModalProjector: text hidden_size 5120) 3 x 2448 x 5120 x 2 B =
+ * 75,202,560 B; the tower's run under tensor parallelism: not modelled. */
+static void llama4(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    o.tp = 4;
+    o.gpus = 4;
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "llama-4-scout-17b-16e-instruct.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 1);
+    assert_int_equal(r.mm_item_tokens, 2448);
+    assert_int_equal(r.mm_item_width, 336);
+    assert_int_equal(r.mm_item_height, 5376);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_items, 3);
+    assert_int_equal(r.mm_inputs, INT64_C(34546176));
+    assert_int_equal(r.mm_outputs, INT64_C(75202560));
+    assert_int_equal(r.mm_encoder_peak, -1);
+    vc_model_free(m);
+    /* bench/accuracy/llm/configs/llama4_vl_small.json (image 112, patch 14: 8 x 8 = 64 patches a tile, s = 65
+     * rows with the class token, 16 tokens a tile, 272 an item; vision hidden 64, 4 heads, intermediate 256,
+     * 2 layers, adapter 96 wide, text hidden 64) on one H100: items min(8192 // 272, 1024 x 4) = 30, 510 tiles.
+     * Per tile, the pixel values X = 64 x 3 x 14 x 14 x e; the encoder's input (layernorm_pre's output, held
+     * by Llama4VisionModel.forward while the second layer runs) s x 64 x e; then in bf16 the worst op is the
+     * rotary embedding's second type_as (Llama4VisionRotaryEmbedding.forward_native): the layer's input x,
+     * input_layernorm's output, qkv (3), the float32 copies of q and k (2 x 65 x 64 x 4), their complex64
+     * products (the same) and the two casts: 75,264 + 8,320 + 5 x 8,320 + 33,280 + 33,280 + 2 x 8,320 = 208,384
+     * B; in fp32 (.float() and type_as the tensors themselves) the encoder MLP's GELU: x, the residual sum,
+     * post_attention_layernorm's output, fc1's output and GELU's (2 x 65 x 256 x 4): 150,528 + 16,640 + 3 x
+     * 16,640 + 133,120 = 350,208 B. 17 tiles an item: 3,542,528 and 5,953,536 B.
+     * Measured: `/usr/bin/python3 bench/accuracy/llm/vllm_vision_replica.py bench/accuracy/llm/configs/
+     * llama4_vl_small.json --items 1 --precision P` (mllama4.py statement by statement, the flash kernel as its
+     * output and softmax_lse): 3,545,600 B (at aten::_to_copy, the type_as) and 5,954,560 B (at aten::gelu):
+     * vramcalc's plus the harness allocator's 512-byte rounding of each live tensor (bf16: the 141,440-byte
+     * [17, 65, 64] tensors x, the norm, layernorm_pre's output and the two casts 384 B each, qkv 128 B, the four
+     * 282,880-byte float32 ones 256 B each: 3,072 B; fp32: the four [17, 65, 64] ones 256 B each: 1,024 B). */
+    m = load_file(VC_TEST_DATA "/../../bench/accuracy/llm/configs/llama4_vl_small.json");
+    opts(&o);
+    static const struct { vc_precision p; int64_t per_item, measured, rounding; } l[] = {
+        {VC_PREC_BF16, 3542528, 3545600, 3072},
+        {VC_PREC_FP32, 5953536, 5954560, 1024},
+    };
+    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
+        o.precision = l[i].p;
+        serve_h100(m, &o, &so, &r);
+        assert_int_equal(r.mm_items, 30);
+        assert_int_equal(r.mm_item_tokens, 272);
+        assert_int_equal(l[i].measured - l[i].rounding, l[i].per_item);
+        assert_int_equal(r.mm_encoder_peak - r.weights, 30 * l[i].per_item);
+    }
+    vc_model_free(m);
+}
+
+/* Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py):
+ * Gemma4ProcessingInfo.get_mm_max_tokens_per_item: "image" default_output_length (280), "audio" the processor's
+ * audio_seq_length (750, Gemma4Processor's), "video" _VIDEO_MAX_FRAMES 32 x (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6)
+ * = 2496: the dummy modality is the video. Budget max(8192, 2496) = 8192, per prompt max(1, min(999, 1280 //
+ * 2496)) = 1, items max(1, min(8192 // 2496, 1024)) = 3. Each dummy video: 32 frames of 224 x 224
+ * (Gemma4DummyInputsBuilder: the image processor's size is None), each frame processed with max_soft_tokens 70:
+ * pixel_values [70 x 3^2 = 630 patches (padded), 16^2 x 3 = 768] in the model's dtype, 630 x 768 x 2 =
+ * 967,680 B; _compute_num_soft_tokens(224, 224, 70): unit 48, scale sqrt(630 / 196), target floor(224 x 1.7928
+ * / 48) x 48 = 384, (384 / 16)^2 // 9 = 64 tokens a frame; _process_video_input's output per video
+ * torch.cat of 32 frames' embed_vision outputs, [2048, text hidden_size]. E4B (hidden 2560): inputs 3 x 32 x
+ * 967,680 = 92,897,280 B, outputs 3 x 2048 x 2560 x 2 = 31,457,280 B. The tower (transformers' Gemma4VisionModel
+ * per frame) is not modelled: mm_encoder 2, mm_encoder_peak -1, and the peak is the language model phase's
+ * with the inputs and outputs. */
+static void gemma4(void **state)
+{
+    (void)state;
+    vc_options o;
+    opts(&o);
+    vc_serve_options so;
+    vc_serve_options_init(&so);
+    vc_serve_result r;
+    vc_model *m = load_file(HF "gemma-4-e4b-it.json");
+    serve_h100(m, &o, &so, &r);
+    assert_int_equal(r.mm_encoder, 2);
+    assert_int_equal(r.mm_item_tokens, 2496);
+    assert_int_equal(r.mm_item_width, 224);
+    assert_int_equal(r.mm_budget, 8192);
+    assert_int_equal(r.mm_items, 3);
+    assert_int_equal(r.mm_inputs, INT64_C(92897280));
+    assert_int_equal(r.mm_outputs, INT64_C(31457280));
+    assert_int_equal(r.mm_encoder_peak, -1);
+    assert_int_equal(r.profile_peak, r.profile_lm);
+    vc_model_free(m);
+}
+
+/* A text-only model has no encoder profiling */
 static void others(void **state)
 {
     (void)state;
@@ -311,12 +411,7 @@ static void others(void **state)
     vc_serve_options so;
     vc_serve_options_init(&so);
     vc_serve_result r;
-    vc_model *m = load_file(HF "gemma-4-e4b-it.json"); /* Gemma 4's dummy batch: not derived */
-    serve_h100(m, &o, &so, &r);
-    assert_int_equal(r.mm_encoder, -1);
-    assert_int_equal(r.mm_outputs + r.mm_inputs, 0);
-    vc_model_free(m);
-    m = load_file(HF "llama-3.1-8b.json");
+    vc_model *m = load_file(HF "llama-3.1-8b.json");
     serve_h100(m, &o, &so, &r);
     assert_int_equal(r.mm_encoder, 0);
     assert_int_equal(r.mm_items + r.mm_outputs, 0);
@@ -331,6 +426,8 @@ int main(void)
         cmocka_unit_test(qwen3),
         cmocka_unit_test(gemma3),
         cmocka_unit_test(measured),
+        cmocka_unit_test(llama4),
+        cmocka_unit_test(gemma4),
         cmocka_unit_test(others),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,7 +189,9 @@ static void print_serve(FILE *f, vc_format format, const vc_response *resp)
                     r->mm_encoder_peak >= r->profile_peak ? ": the profiling run's peak" : "");
         } else
             fprintf(f, "  %-22s %12s  (the vision tower's own run: not modelled %s, not in the peak above)\n", "encoder phase",
-                    "not modelled", o->tp > 1 ? "with tensor_parallel_size > 1" : "on this GPU's vendor");
+                    "not modelled", r->mm_encoder == 2 ? "for this family"
+                                    : o->tp > 1        ? "with tensor_parallel_size > 1"
+                                                       : "on this GPU's vendor");
     } else if (r->mm_encoder < 0)
         fprintf(f, "  %-22s %12s  (vLLM runs this model's multimodal encoder on a dummy batch first: not derived for "
                    "this family, not in the peak above)\n", "encoder profiling", "not modelled");

@@ -57,6 +57,33 @@
  *   pixel_values [1, num_channels, image_size, image_size] per item (flat_from_sizes(num_crops + 1));
  *   _process_image_input: vision_tower(pixel_values) over the whole batch, multi_modal_projector, split
  *   per image: the outputs [mm_tokens_per_image, text hidden_size] per item.
+ * Llama 4 (vllm-project/vllm vllm/model_executor/models/mllama4.py, the newest stored text: embed_multimodal,
+ *   MMEncoderAttention, Llama4VisionModel under support_torch_compile(enable_if=should_torch_compile_mm_vit), off
+ *   by default; the same modules and processing info at 00dd5493 and 60d375cb):
+ *   Mllama4ProcessingInfo defines no get_mm_max_tokens_per_item, so the budget (get_mm_max_toks_per_item) counts
+ *   the dummy image's get_num_embeds: the <|patch|> tokens (_get_prompt_updates: PromptUpdateDetails.select_text(
+ *   repl, img_patch_token)). The dummy image (get_image_size_with_most_features) is get_max_num_tiles() =
+ *   the image processor's max_patches (16: transformers' Llama4ImageProcessorFast and the published
+ *   preprocessor_config.json; vramcalc reads the config only) x image_size high and image_size wide, whose best
+ *   fit (get_best_fit over find_supported_resolutions) is 16 x 1 tiles: patches_per_image 1 + 16 (a global tile),
+ *   each tile get_patch_per_chunk = (image_size // patch_size)^2 // round(1 / pixel_shuffle_ratio^2) tokens:
+ *   2448 a Scout / Maverick item. (Counted for one dummy item: encoder_budget.py @ 042a4d3e
+ *   get_mm_max_toks_per_item passes mm_counts = the allowed limits (999 images under the defaults) to the
+ *   dummy inputs whose embeddings it sums, which read literally gives 999 x 2448 "per item", a budget of that
+ *   and one dummy item; vramcalc keeps the per-item count the budget is named for. Not settled here.) pixel_values [tiles, num_channels, image_size, image_size] (flat_from_sizes);
+ *   _process_image_input: vision_model over all tiles, multi_modal_projector, split per image (views): the
+ *   outputs [tokens, text hidden_size] per item.
+ * Gemma 4 (vllm-project/vllm @ 49e6e4739167b1c261e06909e08f0b50dd576be4 vllm/model_executor/models/gemma4_mm.py),
+ *   the dummy batch only: Gemma4ProcessingInfo.get_mm_max_tokens_per_item gives "image" default_output_length
+ *   (280), "audio" the processor's audio_seq_length (Gemma4Processor's 750) and "video" _VIDEO_MAX_FRAMES 32 x
+ *   (_VIDEO_MAX_SOFT_TOKENS 70 + 2 + 6) = 2496, so the dummy modality is the video at 2496 tokens an item;
+ *   Gemma4DummyInputsBuilder's video is 32 frames of 224 x 224 (the image processor's size is None), each frame
+ *   processed as an image with max_soft_tokens 70 (_call_hf_processor): pixel_values_videos [frames, 70 x
+ *   pooling_kernel_size^2 patches (padded), patch_size^2 x 3] in the model's dtype; _process_video_input runs
+ *   the vision tower frame by frame and keeps per video the torch.cat of the frames' embed_vision outputs,
+ *   [32 x _compute_num_soft_tokens(224, 224, 70), text hidden_size]. The tower itself is transformers'
+ *   Gemma4VisionModel (AutoModel.from_config), not modelled: mm_encoder 2 (the dummy batch derived, the encoder
+ *   phase not), mm_encoder_peak -1; pixel_position_ids_videos (two integers a patch) are not counted.
  *
  * The encoder phase's live tensors, read op by op from vLLM's modules as eager PyTorch runs them (the
  * vision encoder is not compiled: CompilationConfig.compile_mm_encoder is False by default; a
@@ -99,17 +126,34 @@
  *     flatten/transpose, += position embedding), SiglipEncoderLayer.forward (residual = x; layer_norm1;
  *     self_attn: qkv_proj, chunk, MMEncoderAttention, out_proj; += residual in place; layer_norm2; SiglipMLP:
  *     fc1, activation_fn, fc2; += residual), post_layernorm; gemma3_mm.py Gemma3MultiModalProjector
- *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight).
+ *     (transpose/reshape copy, AvgPool2d, GemmaRMSNorm, matmul with mm_input_projection_weight);
+ *   - mllama4.py (above): Llama4VisionModel.forward (Llama4UnfoldConvolution: nn.Unfold, a copy of the pixel
+ *     values, then the linear; torch.cat with class_embedding; + positional_embedding_vlm; layernorm_pre, whose
+ *     output stays alive as the encoder's argument through every layer; the layers; layernorm_post; [:, :-1, :]
+ *     a view; Llama4VisionPixelShuffleMLP: pixel_shuffle's two permute(...).contiguous() copies, the shuffled
+ *     tensor held through Llama4VisionMLP fc1, GELU, fc2, GELU), Llama4VisionEncoderLayer.forward (residual = x;
+ *     input_layernorm; self_attn; residual + ...; post_attention_layernorm; mlp; residual + ...),
+ *     Llama4VisionAttention.forward (qkv_proj, split views, rotary_emb, MMEncoderAttention (flash: its output and
+ *     softmax_lse; v a view of qkv), reshape(...).contiguous() a view, o_proj), Llama4MultiModalProjector.linear_1;
+ *     vllm/model_executor/layers/rotary_embedding/llama4_vision_rope.py @ 10760a01 Llama4VisionRotaryEmbedding
+ *     .forward_native (forward_cuda calls it): query.float(), key.float() (copies unless float32), the complex64
+ *     products with the cos_sin_cache buffer, .type_as (new unless float32).
  * Measured: bench/accuracy/llm/vllm_vision_replica.py (the Qwen2.5-VL, Qwen3-VL and Qwen3.5 towers, and Gemma 3's
  * SigLIP and projector, in torch 1.13 on the CPU, the harness's allocator counter) equals qwen_tower's bytes plus
  * the per-image index tensors (cu_seqlens; fast_pos_embed_interpolate's per-side vectors), and siglip_tower's
- * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured).
+ * exactly, in bf16 and fp32 (tests/test_serve_mm.c measured); the replica's llama4() (mllama4.py) equals
+ * llama4_tower's bytes plus the harness allocator's 512-byte rounding of each live tensor (tests/test_serve_mm.c
+ * llama4).
  * Not modelled: --tp (the towers' heads and MLPs split across ranks, Qwen's qkv all-gathered:
  * all_gather_interleave), an AMD card (the ROCm rotary and attention kernels), float16's
  * cast_overflow_tensors after Qwen2.5-VL's blocks, kernels' own workspaces (cuBLAS, the Conv2d's, LayerNorm's
  * per-row mean and rstd), the per-image cu_seqlens / cu_window_seqlens int32 tensors (a few KiB): mm_encoder_peak is -1 there and the profiling run's peak is the language model
- * phase's. The other multimodal families (Gemma 4, Llama 4): their dummy batch is not derived (mm_encoder -1).
+ * phase's. Llama 4 with a pixel_shuffle_ratio whose inverse is not an integer dividing the patches per side, or
+ * hidden_size x (1 / ratio)^2 != intermediate_size, or vision_output_dim != projector_output_dim (vLLM's forward
+ * fails there), a Gemma 4 config without vision_config.pooling_kernel_size, and the other multimodal families:
+ * their dummy batch is not derived (mm_encoder -1).
  */
+#include <math.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -245,6 +289,39 @@ static int64_t siglip_tower(const tower *t, int64_t items, int64_t S, int64_t Ht
     return mx(b, emb);
 }
 
+/* Llama4VisionModel and Llama4MultiModalProjector over `tiles` tiles (mllama4.py, the header's source), the
+ * encoder phase's peak above the weights, -1 past 2^63. Per tile: S patches, s = S + 1 rows (the class token),
+ * Tt tokens after pixel_shuffle, pin / pout the adapter MLP's widths, Ht the text hidden size; the pixel values
+ * (t->pd bytes-per-element units per patch) held by _process_image_input throughout. */
+static int64_t llama4_tower(const tower *t, int64_t tiles, int64_t S, int64_t Tt, int64_t pin, int64_t pout, int64_t Ht)
+{
+    const int64_t C = t->C, I = t->I, e = t->e, s = S + 1, X = S * t->pd * e, sC = s * C * e;
+    /* Llama4VisionEncoderLayer.forward, its input x held by the caller: input_layernorm; self_attn: qkv_proj;
+     * Llama4VisionRotaryEmbedding.forward_native (query.float() and key.float(): copies unless float32; the
+     * complex64 products; type_as: new unless float32) with x, the norm and qkv alive; MMEncoderAttention (flash:
+     * its output and softmax_lse float32 per head and row; q, k the rotary outputs, v a view of qkv); o_proj with
+     * them all; residual + attn; post_attention_layernorm; Llama4VisionMLP fc1, GELU, fc2; residual + mlp */
+    const int64_t f32 = e == 4 ? 0 : 2 * s * C * 4, cast = e == 4 ? 0 : 2 * sC;
+    int64_t layer = mx(2 * sC, 5 * sC + f32 + 2 * s * C * 4 + cast);
+    layer = mx(layer, 8 * sC + t->NH * s * 4);
+    layer = mx(layer, 9 * sC);
+    layer = mx(layer, 3 * sC + 2 * s * I * e);
+    layer = mx(layer, 4 * sC + s * I * e);
+    /* Llama4VisionModel.forward: the encoder's input (layernorm_pre's output) is held by forward's name while
+     * the layers from the second on run */
+    int64_t p = X + (t->depth > 1 ? sC : 0) + layer;
+    p = mx(p, 2 * X + S * C * e);              /* Llama4UnfoldConvolution: the unfold copy, the linear */
+    p = mx(p, X + S * C * e + sC);             /* torch.cat with the class embedding */
+    p = mx(p, X + 2 * sC);                     /* + positional_embedding_vlm, layernorm_pre, layernorm_post */
+    p = mx(p, X + sC + 2 * S * C * e);         /* pixel_shuffle: two permute(...).contiguous() copies */
+    p = mx(p, X + sC + S * C * e + 2 * Tt * pin * e);        /* the adapter's fc1 and GELU */
+    p = mx(p, X + sC + S * C * e + Tt * pin * e + Tt * pout * e); /* fc2 */
+    p = mx(p, X + sC + S * C * e + 2 * Tt * pout * e);       /* the output GELU */
+    p = mx(p, X + Tt * pout * e + Tt * Ht * e);              /* multi_modal_projector.linear_1 */
+    int64_t b;
+    return __builtin_mul_overflow(p, tiles, &b) ? -1 : b;
+}
+
 vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec *gpu, vc_dtype act, vc_serve_result *r,
                        vc_error *err)
 {
@@ -256,7 +333,82 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     const char *type = cJSON_IsString(mt) ? mt->valuestring : "";
     const bool q25 = !strcmp(type, "qwen2_5_vl"), q3vl = !strcmp(type, "qwen3_vl"),
                q35 = !strcmp(type, "qwen3_5") || !strcmp(type, "qwen3_5_moe"), g3 = !strcmp(type, "gemma3") && cJSON_IsObject(v);
-    if (!q25 && !q3vl && !q35 && !g3) { /* another model with a vision tower (Gemma 4, Llama 4): not derived */
+    /* Llama 4: Llama4Config.__post_init__ builds Llama4VisionConfig() when vision_config is missing or null */
+    const bool l4 = !strcmp(type, "llama4");
+    int64_t l4_tiles = 0, l4_tt = 0, l4_pin = 0, l4_pout = 0;
+    if (l4) {
+        const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
+        const cJSON *rk = vc ? cJSON_GetObjectItemCaseSensitive(vc, "pixel_shuffle_ratio") : NULL;
+        const double ratio = cJSON_IsNumber(rk) ? rk->valuedouble : rk ? 0 : 0.5; /* Llama4VisionConfig's default */
+        /* Llama4VisionConfig's defaults as src/hf/hf_llama4.c reads them */
+        const int64_t img = num(vc, "image_size", 448), P = num(vc, "patch_size", 14), C = num(vc, "hidden_size", 768),
+                      I = num(vc, "intermediate_size", 5632), NH = num(vc, "num_attention_heads", 16),
+                      vout = num(vc, "vision_output_dim", 7680);
+        l4_pin = num(vc, "projector_input_dim", 4096), l4_pout = num(vc, "projector_output_dim", 4096);
+        /* pixel_shuffle's views and Llama4VisionPixelShuffleMLP's fc1 (input intermediate_size) need 1 / ratio an
+         * integer k dividing the tile's patches per side, and hidden_size x k^2 = intermediate_size; the
+         * projector's linear_1 reads vision_output_dim = projector_output_dim. Another config fails in vLLM's
+         * forward: not derived. */
+        const int64_t k = ratio > 0 && ratio <= 1 ? (int64_t)(1.0 / ratio + 0.5) : 0;
+        const int64_t side = P > 0 ? img / P : 0;
+        if (k < 1 || (double)k * ratio != 1.0 || side < 1 || img % P || side % k || C < 1 || NH < 1 || C % NH ||
+            C * k * k != I || vout != l4_pout || l4_pin < 1 || l4_pout < 1 || side > 4096 || C > (1 << 24) ||
+            I > (1 << 26) || l4_pin > (1 << 24) || l4_pout > (1 << 24) || num(text_config(root), "hidden_size", 0) > (1 << 24)) {
+            r->mm_encoder = -1;
+            cJSON_Delete(root);
+            return VC_OK;
+        }
+        /* Mllama4ProcessingInfo.get_patch_per_chunk: (image_size // patch_size)^2 // round(1 / ratio^2); the dummy
+         * image get_image_size_with_most_features: max_patches x image_size high, image_size wide (16:1), whose
+         * best fit is max_patches tiles in one column: patches_per_image 1 + 16 (a global tile) */
+        l4_tt = side * side / (k * k);
+        l4_tiles = 16 + 1; /* transformers Llama4ImageProcessorFast's max_patches = 16 (the published processor's) */
+        r->mm_item_width = img;
+        r->mm_item_height = 16 * img;
+    }
+    /* Gemma 4 (gemma4_mm.py, the header's commit): the dummy batch only, its tower not modelled (mm_encoder 2) */
+    if (!strcmp(type, "gemma4") && cJSON_IsObject(v)) {
+        const cJSON *kk = cJSON_GetObjectItemCaseSensitive(v, "pooling_kernel_size");
+        const int64_t p = num(v, "patch_size", 16), k = cJSON_IsNumber(kk) ? (int64_t)kk->valuedouble : 0,
+                      cin = 3, Ht = num(text_config(root), "hidden_size", 0);
+        cJSON_Delete(root);
+        if (p < 1 || p > 4096 || k < 1 || k > 4096 || Ht < 1 || Ht > (1 << 24)) { /* pooling_kernel_size unread: not derived */
+            r->mm_encoder = -1;
+            return VC_OK;
+        }
+        /* Gemma4ProcessingInfo._compute_num_soft_tokens(224, 224, max_soft_tokens=_VIDEO_MAX_SOFT_TOKENS 70) */
+        const int64_t unit = p * k, maxp = 70 * k * k;
+        const double orig = (224.0 / (double)p) * (224.0 / (double)p), scale = sqrt((double)maxp / orig);
+        int64_t th = (int64_t)floor(224.0 * scale / (double)unit) * unit;
+        if (th < unit) th = unit;
+        int64_t soft = (th / p) * (th / p) / (k * k);
+        if (soft > 70) soft = 70;
+        const int64_t T = 32 * (70 + 2 + 6); /* get_mm_max_tokens_per_item's "video": 32 frames x (70 + boi, eoi, 6) */
+        int64_t max_model_len;
+        if (__builtin_add_overflow(o->prompt, o->new_tokens, &max_model_len))
+            return vc_set_error(err, VC_ERR_USAGE, O("new_tokens"), "prompt + new tokens pass 2^63");
+        const int64_t budget = r->max_num_batched_tokens > T ? r->max_num_batched_tokens : T;
+        int64_t per_prompt = max_model_len / T < 999 ? max_model_len / T : 999;
+        if (per_prompt < 1) per_prompt = 1;
+        int64_t items = budget / T;
+        if (r->max_num_seqs <= items / per_prompt) items = r->max_num_seqs * per_prompt;
+        if (items < 1) items = 1;
+        const int64_t e = vc_dtype_size(act);
+        int64_t out, in;
+        if (__builtin_mul_overflow(items, 32 * soft * Ht * e, &out) ||
+            __builtin_mul_overflow(items, 32 * maxp * cin * p * p * e, &in))
+            return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's outputs pass 2^63 bytes");
+        r->mm_encoder = 2;
+        r->mm_items = items;
+        r->mm_item_tokens = T;
+        r->mm_item_width = r->mm_item_height = 224;
+        r->mm_budget = budget;
+        r->mm_outputs = out;
+        r->mm_inputs = in;
+        r->mm_encoder_peak = -1;
+        return VC_OK;
+    }
+    if (!q25 && !q3vl && !q35 && !g3 && !l4) { /* another model with a vision tower: not derived */
         r->mm_encoder = cJSON_IsObject(v) ? -1 : 0;
         cJSON_Delete(root);
         return VC_OK;
@@ -270,7 +422,17 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     const cJSON *hk = cJSON_GetObjectItemCaseSensitive(text_config(root), "hidden_size");
     const int64_t hidden = cJSON_IsNumber(hk) ? (int64_t)hk->valuedouble : 0;
     int64_t T, patch, side = 0;
-    if (g3) {
+    if (l4) {
+        const cJSON *vc = cJSON_IsObject(v) ? v : NULL;
+        patch = num(vc, "patch_size", 14);
+        side = num(vc, "image_size", 448) / patch;
+        t.C = num(vc, "hidden_size", 768), t.I = num(vc, "intermediate_size", 5632);
+        t.NH = num(vc, "num_attention_heads", 16), t.depth = num(vc, "num_hidden_layers", 34);
+        t.pd = num(vc, "num_channels", 3) * patch * patch;
+        t.u = side * side / l4_tt; /* patches per output token: round(1 / ratio^2) */
+        t.out = hidden;
+        T = l4_tiles * l4_tt; /* the embeddings per item: get_num_embeds of select_text(repl, img_patch_token) */
+    } else if (g3) {
         /* SiglipVisionConfig's defaults (src/hf/hf_vision.c read_siglip), Gemma3Config.mm_tokens_per_image */
         patch = num(v, "patch_size", 16);
         const int64_t img = num(v, "image_size", 224);
@@ -330,7 +492,11 @@ vc_status vc__serve_mm(const vc_model *m, const vc_options *o, const vc_gpu_spec
     r->mm_inputs = in;
     r->mm_encoder_peak = -1;
     if (o->tp > 1 || !cuda) return VC_OK; /* not modelled (above) */
-    const int64_t peak = g3 ? siglip_tower(&t, items, side * side, hidden) : qwen_tower(&t, q3vl || q35, items * T);
+    int64_t tiles = 0;
+    if (l4 && __builtin_mul_overflow(items, l4_tiles, &tiles)) tiles = INT64_MAX;
+    const int64_t peak = l4   ? llama4_tower(&t, tiles, side * side, l4_tt, l4_pin, l4_pout, hidden)
+                         : g3 ? siglip_tower(&t, items, side * side, hidden)
+                              : qwen_tower(&t, q3vl || q35, items * T);
     if (peak < 0)
         return vc_set_error(err, VC_ERR_OVERFLOW, O("max_num_batched_tokens"), "the encoder profiling's activations pass 2^63 bytes");
     r->mm_encoder_peak = peak;

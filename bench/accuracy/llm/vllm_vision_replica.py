@@ -53,7 +53,7 @@ def main(argv):
     ap.add_argument("config")
     ap.add_argument("--grid", type=int, default=16, help="the dummy image's patches per side (a multiple of 8)")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="bf16")
-    ap.add_argument("--items", type=int, default=2, help="siglip: the dummy images in the batch")
+    ap.add_argument("--items", type=int, default=2, help="siglip, llama4: the dummy images in the batch")
     args = ap.parse_args(argv)
     measure.reexec_with_preload()
     import torch
@@ -66,6 +66,8 @@ def main(argv):
         cfg = json.load(f)
     if cfg.get("model_type") == "gemma3":
         return siglip(args, cfg, tr, torch, F)
+    if cfg.get("model_type") == "llama4":
+        return llama4(args, cfg, tr, torch, F)
     v = cfg["vision_config"]
     qwen3 = cfg.get("model_type") in ("qwen3_vl", "qwen3_5", "qwen3_5_moe")
     dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
@@ -458,6 +460,182 @@ def siglip(args, cfg, tr, torch, F):
                       "tokens": B * mm, "allocated_before": before, "peak": peak - before, "per_item": (peak - before) / B,
                       "where": where, "outputs": image_embeds.numel() * image_embeds.element_size(),
                       "vllm": "0c028ba489f560102a87a3e98b92caac5a6da8f1"}))
+    return 0
+
+
+def llama4(args, cfg, tr, torch, F):
+    """Llama 4's tower and projector, vllm-project/vllm vllm/model_executor/models/mllama4.py (the newest stored
+    text, embed_multimodal / MMEncoderAttention; the same modules at 00dd5493 and 60d375cb): Llama4VisionModel.forward
+    (Llama4UnfoldConvolution: nn.Unfold, permute, linear; torch.cat with class_embedding; + positional_embedding_vlm;
+    layernorm_pre; Llama4VisionEncoder; layernorm_post; [:, :-1, :]; Llama4VisionPixelShuffleMLP: pixel_shuffle,
+    Llama4VisionMLP with output_activation), Llama4VisionEncoderLayer, Llama4VisionAttention (qkv_proj, split,
+    rotary_emb, attn, reshape(...).contiguous(), o_proj), Llama4VisionMLP, Llama4MultiModalProjector and
+    _process_image_input; vllm/model_executor/layers/rotary_embedding/llama4_vision_rope.py @ 10760a01
+    Llama4VisionRotaryEmbedding.forward_native (forward_cuda calls it). MMEncoderAttention's flash kernel replaced
+    by its output and softmax_lse filled one query row at a time. The dummy batch: --items images of 1 + 16 tiles
+    (Mllama4ProcessingInfo.get_image_size_with_most_features, max_patches 16)."""
+    v = cfg["vision_config"]
+    dt = torch.bfloat16 if args.precision == "bf16" else torch.float32
+    C, H, I, depth = v["hidden_size"], v["num_attention_heads"], v["intermediate_size"], v["num_hidden_layers"]
+    P, img, cin = v["patch_size"], v["image_size"], v.get("num_channels", 3)
+    ratio, pin, pout = v.get("pixel_shuffle_ratio", 0.5), v["projector_input_dim"], v["projector_output_dim"]
+    Ht = cfg["text_config"]["hidden_size"]
+    D, side = C // H, img // P
+    S = side * side
+    n = args.items * 17
+    eps = 1e-5
+
+    def w(*s):
+        return (torch.randn(*s) * 0.02).to(dt)
+
+    def module(f):  # nn.Module._call_impl: the args tuple holds the inputs until forward returns
+        def call(*a, **kw):
+            return f(*a, **kw)
+        return call
+
+    W = {"patch": w(C, cin * P * P), "cls": w(C), "pos": w(S + 1, C), "pre": w(C), "preb": w(C), "post": w(C),
+         "postb": w(C), "a1": w(pin, I), "a2": w(pout, pin), "proj": w(Ht, v["vision_output_dim"])}
+    layers = [{"ln1": w(C), "ln1b": w(C), "qkv": w(3 * C, C), "qkvb": w(3 * C), "o": w(C, C), "ob": w(C),
+               "ln2": w(C), "ln2b": w(C), "fc1": w(I, C), "fc1b": w(I), "fc2": w(C, I), "fc2b": w(C)} for _ in range(depth)]
+    # Llama4VisionRotaryEmbedding._compute_cos_sin_cache (rotary_dim = head_dim // 2): a buffer, with the weights
+    rot = D // 2
+    inv_freq = 1.0 / (v.get("rope_theta", 10000) ** (torch.arange(0, rot, 2, dtype=torch.float) / rot))
+    inv_freq = inv_freq[: rot // 2]
+    img_idx = torch.arange(S, dtype=torch.int32).reshape(S, 1)
+    img_idx = torch.cat([img_idx, img_idx[:1]], dim=0)
+    img_idx[-1, -1] = -2
+    fx, fy = img_idx % side, img_idx // side
+    freqs_x = ((fx + 1)[..., None] * inv_freq[None, None, :]).repeat_interleave(2, dim=-1)
+    freqs_y = ((fy + 1)[..., None] * inv_freq[None, None, :]).repeat_interleave(2, dim=-1)
+    freqs = torch.cat([freqs_x, freqs_y], dim=-1).float().contiguous()[..., ::2]
+    freqs = freqs.masked_fill(img_idx.reshape(-1, 1, 1) < 0, 0)
+    cos_sin_cache = torch.view_as_complex(torch.stack([torch.cos(freqs), torch.sin(freqs)], dim=-1))
+    del inv_freq, img_idx, fx, fy, freqs_x, freqs_y, freqs
+
+    @module
+    def rotary_emb(query, key):  # Llama4VisionRotaryEmbedding.forward_native
+        query_ = torch.view_as_complex(query.float().reshape(*query.shape[:-1], -1, 2))
+        key_ = torch.view_as_complex(key.float().reshape(*key.shape[:-1], -1, 2))
+        broadcast_shape = [d if i == 1 or i == (query_.ndim - 1) else 1 for i, d in enumerate(query_.shape)]
+        freqs_ci = cos_sin_cache.view(*broadcast_shape)
+        query_out = torch.view_as_real(query_ * freqs_ci).flatten(3)
+        key_out = torch.view_as_real(key_ * freqs_ci).flatten(3)
+        return query_out.type_as(query), key_out.type_as(key)
+
+    @module
+    def attn(q, k_, v_):  # MMEncoderAttention, flash: output and softmax_lse, one query row at a time
+        b, s_, _ = q.shape
+        q, k_, v_ = (y.reshape(b, s_, H, D) for y in (q, k_, v_))
+        output = torch.empty(b, s_, H, D, dtype=q.dtype)
+        lse = torch.empty(H, b * s_, dtype=torch.float32)
+        for i in range(b):
+            for r in range(s_):
+                sc = torch.einsum("hd,thd->ht", q[i, r].float(), k_[i].float()) * D ** -0.5
+                lse[:, i * s_ + r] = torch.logsumexp(sc, dim=-1)
+                output[i, r] = torch.einsum("ht,thd->hd", sc.softmax(-1), v_[i].float()).to(q.dtype)
+                del sc
+        return output.view(b, s_, C)
+
+    @module
+    def self_attn(hidden_states, L):  # Llama4VisionAttention.forward
+        input_shape = hidden_states.shape[:-1]
+        qkv = F.linear(hidden_states, L["qkv"], L["qkvb"])
+        q, k, v_ = qkv.split([C, C, C], dim=-1)
+        q = q.view(q.shape[0], q.shape[1], H, D)
+        k = k.view(k.shape[0], k.shape[1], H, D)
+        q, k = rotary_emb(q, k)
+        q = q.view(q.shape[0], q.shape[1], -1)
+        k = k.view(k.shape[0], k.shape[1], -1)
+        attn_output = attn(q, k, v_)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        attn_output = F.linear(attn_output, L["o"], L["ob"])
+        return attn_output
+
+    @module
+    def mlp(hidden_states, w1, b1, w2, b2, output_activation):  # Llama4VisionMLP.forward
+        hidden_states = F.linear(hidden_states, w1, b1)
+        hidden_states = module(F.gelu)(hidden_states)
+        hidden_states = F.linear(hidden_states, w2, b2)
+        if output_activation:
+            return module(F.gelu)(hidden_states)
+        return hidden_states
+
+    @module
+    def layer(hidden_state, L):  # Llama4VisionEncoderLayer.forward
+        residual = hidden_state
+        hidden_state = module(F.layer_norm)(hidden_state, (C,), L["ln1"], L["ln1b"], eps)
+        hidden_state = self_attn(hidden_state, L)
+        hidden_state = residual + hidden_state
+        residual = hidden_state
+        hidden_state = module(F.layer_norm)(hidden_state, (C,), L["ln2"], L["ln2b"], eps)
+        hidden_state = mlp(hidden_state, L["fc1"], L["fc1b"], L["fc2"], L["fc2b"], False)
+        hidden_state = residual + hidden_state
+        outputs = (hidden_state,)
+        return outputs
+
+    @module
+    def encoder(hidden_states):  # Llama4VisionEncoder.forward
+        for L in layers:
+            layer_outputs = layer(hidden_states, L)
+            hidden_states = layer_outputs[0]
+        return hidden_states
+
+    @module
+    def patch_embedding(hidden_states):  # Llama4UnfoldConvolution.forward
+        hidden_states = module(lambda y: F.unfold(y, kernel_size=(P, P), stride=P))(hidden_states)
+        hidden_states = hidden_states.permute(0, 2, 1)
+        hidden_states = F.linear(hidden_states, W["patch"])
+        return hidden_states
+
+    def pixel_shuffle(input_tensor, shuffle_ratio):  # mllama4.py pixel_shuffle
+        batch_size, num_patches, channels = input_tensor.shape
+        patch_size = int(num_patches ** 0.5)
+        input_tensor = input_tensor.view(batch_size, patch_size, patch_size, -1)
+        batch_size, height, width, channels = input_tensor.size()
+        reshaped_tensor = input_tensor.view(batch_size, height, int(width * shuffle_ratio), int(channels / shuffle_ratio))
+        reshaped_tensor = reshaped_tensor.permute(0, 2, 1, 3).contiguous()
+        reshaped_tensor = reshaped_tensor.view(batch_size, int(height * shuffle_ratio), int(width * shuffle_ratio),
+                                               int(channels / (shuffle_ratio ** 2)))
+        reshaped_tensor = reshaped_tensor.permute(0, 2, 1, 3).contiguous()
+        output_tensor = reshaped_tensor.view(batch_size, -1, reshaped_tensor.shape[-1])
+        return output_tensor
+
+    @module
+    def vision_adapter(encoded_patches):  # Llama4VisionPixelShuffleMLP.forward (multi_modal_projector_bias)
+        encoded_patches = pixel_shuffle(encoded_patches, ratio)
+        return mlp(encoded_patches, W["a1"], None, W["a2"], None, True)
+
+    @module
+    def vision_model(images_flattened):  # Llama4VisionModel.forward
+        hidden_state = patch_embedding(images_flattened)
+        num_tiles, num_patches, hidden_dim = hidden_state.shape
+        class_embedding = W["cls"].expand(hidden_state.shape[0], 1, hidden_state.shape[-1])
+        hidden_state = torch.cat([hidden_state, class_embedding], dim=1)
+        num_patches += 1
+        hidden_state = hidden_state.reshape(num_tiles, 1, num_patches, hidden_dim)
+        positional_embedding = W["pos"].to(dtype=hidden_state.dtype)
+        hidden_state = hidden_state + positional_embedding
+        hidden_state = module(F.layer_norm)(hidden_state, (C,), W["pre"], W["preb"], eps)
+        hidden_state = hidden_state.view(num_tiles, -1, hidden_dim)
+        hidden_state = encoder(hidden_state)
+        hidden_state = module(F.layer_norm)(hidden_state, (C,), W["post"], W["postb"], eps)
+        hidden_state = hidden_state[:, :-1, :]
+        hidden_state = vision_adapter(hidden_state)
+        return hidden_state
+
+    with torch.inference_mode():
+        before = tr.O.opobs_current()
+        tr.O.opobs_reset_peak()
+        pixel_values = torch.randn(n, cin, img, img, dtype=dt)  # the dummy batch, in the model's dtype
+        # Llama4ForConditionalGeneration._process_image_input
+        vision_embeddings_flat = vision_model(pixel_values)
+        vision_embeddings_flat = F.linear(vision_embeddings_flat, W["proj"])  # Llama4MultiModalProjector
+        peak = tr.O.opobs_peak()
+        where = tr.O.opobs_peak_where().decode()
+    print(json.dumps({"config": os.path.basename(args.config), "precision": args.precision, "items": args.items,
+                      "tiles": n, "allocated_before": before, "peak": peak - before,
+                      "per_item": (peak - before) / args.items, "where": where,
+                      "outputs": vision_embeddings_flat.numel() * vision_embeddings_flat.element_size()}))
     return 0
 
 
