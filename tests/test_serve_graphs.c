@@ -194,6 +194,14 @@ static void eager_and_report(void **state)
     out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb");
     assert_non_null(strstr(out, "estimated 154.0 MiB: activations at 512 tokens 54.0 MiB + cuBLAS workspace 0 B + 100 graphs x 1 MiB; "
                                 "taken off the pool, as vLLM does by default)"));
+    /* 0 given (vLLM before v0.21.0, or VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0): none taken off, the estimate shown */
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory 0");
+    assert_non_null(strstr(out, "  CUDA graphs             not counted  (51 PIECEWISE (largest 512) + 51 FULL (largest 512): "
+                                "given as 0, none taken off the pool"));
+    out = cli_output(HF "llama-3.1-8b.json --serve --gpu h100-80gb --cuda-graph-memory 0 -f json");
+    assert_non_null(strstr(out, "\"cuda_graphs_counted\": false"));
+    assert_non_null(strstr(out, "\"subtracted\": 0, \"estimate\": 161485312"));
+    assert_non_null(strstr(out, "\"source\": \"given\""));
     /* whisper's decode-only graphs: not estimated, so none taken off by default (tests/test_whisper_serve.c) */
     out = cli_output(HF "whisper-tiny.json --serve --gpu h100-80gb -f json");
     assert_non_null(strstr(out, "\"cuda_graphs_counted\": false"));
