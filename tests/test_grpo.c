@@ -357,6 +357,9 @@ static void test_vllm_graphs(void **state)
     assert_int_equal(json_after(a, "\"vllm\"", "\"beside\": "), 1073741824LL); /* sleep(level=2) keeps them */
     /* the generation phase is the same bytes: weights + (pool - graphs) + graphs */
     assert_int_equal(json_after(a, "\"memory\"", "\"peak_allocated\": "), 44511173939LL);
+    /* a figure above the pool before the graphs (kv + 8,422,912 = 18,775,495,987 B) leaves none: vLLM refuses */
+    snprintf(a, sizeof a, "%s --vllm-cuda-graph-memory 30GiB", c);
+    assert_usage(a, "--vllm-cuda-graph-memory 32212254720: vLLM's KV cache pool (18775495987 bytes before it) is left empty");
     /* -b 2: max_num_seqs 2, sizes 1, 2, 4: 3 PIECEWISE + 2 FULL */
     snprintf(a, sizeof a, "%s -b 2 --num-generations 2", c);
     assert_int_equal(json_after(a, "\"vllm\"", "\"graphs\": "), 5);

@@ -1123,7 +1123,7 @@ static vc_status vllm_beside(const vc_request *q, const vc_model *m, const vc_op
     int64_t kv = sr.kv_cache + sr.graphs_subtracted; /* the pool before the graphs */
     if (gr > 0 && sr.graphs_profiled && (kv -= gr) <= 0) /* determine_available_memory: ... - cudagraph_memory_estimate */
         return usage(err, O("vllm_cuda_graph_memory") " %lld: vLLM's KV cache pool (%lld bytes before it) is left empty: vLLM "
-                     "refuses to start", (long long)gr, (long long)sr.kv_cache);
+                     "refuses to start", (long long)gr, (long long)(sr.kv_cache + sr.graphs_subtracted));
     r->grpo.vllm_requested = sr.requested;
     r->grpo.vllm_weights = w;
     r->grpo.vllm_kv_cache = kv;

@@ -894,10 +894,10 @@ vc_status vc_serve(const vc_model *m, const vc_options *o, const vc_serve_option
         return vc_set_error(err, VC_ERR_USAGE, O("serve"),
                             "the weights, vLLM's profiling run%s take %s in %s, more than "
                             OV("gpu_memory_utilization", "%.2f") " of %s (%s): no memory is left for the KV cache",
-                            !r->graphs_subtracted              ? " and its non-torch memory"
+                            !r->graphs_subtracted       ? " and its non-torch memory"
                             : o->cuda_graph_memory >= 0 ? " and its non-torch memory (with " O("cuda_graph_memory") ")"
-                                                        : ", its non-torch memory and its CUDA graphs (estimated)", a, vc_precision_name(o->precision),
-                            so->gpu_memory_utilization, gpu->name, b);
+                                                        : ", its non-torch memory and its CUDA graphs (estimated)",
+                            a, vc_precision_name(o->precision), so->gpu_memory_utilization, gpu->name, b);
     }
     if (__builtin_mul_overflow(per_token, (int64_t)kv_size(so->kv_cache_dtype, act) * so->block_size, &r->page_bytes))
         return vc_set_error(err, VC_ERR_OVERFLOW, O("serve"), "a KV block passes 2^63 bytes");
